@@ -1,0 +1,163 @@
+"""Parameter validation at the public boundary.
+
+One checker per parameter kind, one message shape everywhere (STYLE.md rule 7)::
+
+    "<param> of <function> must be <rule>; got <value!r>."
+
+Every checker returns the normalized value (a Python ``float``/``int`` or a numpy array) so that
+callers write ``epsilon = check_epsilon(epsilon, "epsilon", "release_profile")``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.errors import DataError, ParameterError
+
+__all__ = [
+    "check_choice",
+    "check_count_array",
+    "check_delta",
+    "check_epsilon",
+    "check_int",
+    "check_open_unit",
+    "check_positive_float",
+    "message",
+]
+
+
+def message(param: str, func: str, rule: str, value: Any) -> str:
+    """Format the single error-message shape used by every dpfreq check."""
+    shown = value
+    if isinstance(value, np.ndarray) and value.size > 8:
+        shown = f"array of shape {value.shape} and dtype {value.dtype}"
+    return f"{param} of {func} must be {rule}; got {shown!r}."
+
+
+def _is_real_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def check_positive_float(value: Any, param: str, func: str, *, allow_inf: bool = False) -> float:
+    """A finite real number > 0 (``bool`` and strings are rejected)."""
+    rule = "a number > 0" if allow_inf else "a finite number > 0"
+    if not _is_real_number(value):
+        raise ParameterError(message(param, func, rule, value))
+    x = float(value)
+    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
+        raise ParameterError(message(param, func, rule, value))
+    return x
+
+
+def check_epsilon(value: Any, param: str = "epsilon", func: str = "dpfreq") -> float:
+    """A privacy parameter ε: a finite number > 0. There is never a default."""
+    return check_positive_float(value, param, func)
+
+
+def check_delta(value: Any, param: str = "delta", func: str = "dpfreq") -> float:
+    """A privacy parameter δ in [0, 1)."""
+    rule = "a number in [0, 1)"
+    if not _is_real_number(value):
+        raise ParameterError(message(param, func, rule, value))
+    x = float(value)
+    if math.isnan(x) or not 0.0 <= x < 1.0:
+        raise ParameterError(message(param, func, rule, value))
+    return x
+
+
+def check_open_unit(value: Any, param: str, func: str) -> float:
+    """A probability strictly inside (0, 1), e.g. a failure probability η."""
+    rule = "a number in (0, 1)"
+    if not _is_real_number(value):
+        raise ParameterError(message(param, func, rule, value))
+    x = float(value)
+    if math.isnan(x) or not 0.0 < x < 1.0:
+        raise ParameterError(message(param, func, rule, value))
+    return x
+
+
+def check_int(
+    value: Any,
+    param: str,
+    func: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
+    """An integer (Python or numpy; integral floats and bools are rejected) within bounds."""
+    parts = ["an integer"]
+    if minimum is not None:
+        parts.append(f">= {minimum}")
+    if maximum is not None:
+        parts.append(f"<= {maximum}")
+    rule = " ".join(parts[:1]) + (" " + " and ".join(parts[1:]) if len(parts) > 1 else "")
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_):
+        raise ParameterError(message(param, func, rule, value))
+    x = int(value)
+    if (minimum is not None and x < minimum) or (maximum is not None and x > maximum):
+        raise ParameterError(message(param, func, rule, value))
+    return x
+
+
+def check_choice(value: Any, param: str, func: str, choices: Iterable[Any]) -> Any:
+    """One of a fixed set of choices (compared with ``==``; strings are case-sensitive)."""
+    options = tuple(choices)
+    try:
+        ok = value in options
+    except TypeError:
+        ok = False
+    if not ok:
+        listed = ", ".join(repr(c) for c in options)
+        raise ParameterError(message(param, func, f"one of {listed}", value))
+    return value
+
+
+def check_count_array(
+    value: Any,
+    param: str,
+    func: str,
+    *,
+    ndim: int = 1,
+    minimum: int = 0,
+    allow_empty: bool = True,
+) -> NDArray[np.int64]:
+    """An array of integer counts ``>= minimum`` (default: non-negative), returned as int64.
+
+    Floats are accepted only when every entry is integral (e.g. counts read from a CSV);
+    NaN, infinities, fractional values, booleans and objects are rejected with the offending
+    entry named.
+    """
+    rule = f"a {ndim}-d array of integers >= {minimum}"
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise DataError(message(param, func, rule, type(value).__name__)) from exc
+    if arr.ndim != ndim:
+        raise DataError(message(param, func, rule, f"array with {arr.ndim} dimension(s)"))
+    if arr.size == 0:
+        if not allow_empty:
+            raise DataError(message(param, func, rule + " (non-empty)", "an empty array"))
+        return np.zeros(arr.shape, dtype=np.int64)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise DataError(message(param, func, rule, f"array of dtype {arr.dtype}"))
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.floor(arr))
+        if bad.any():
+            first = arr.flat[int(np.flatnonzero(bad.ravel())[0])]
+            raise DataError(message(param, func, rule, f"entry {first!r}"))
+        if np.abs(arr).max() >= 2.0**63:
+            raise DataError(message(param, func, rule, "entries beyond the int64 range"))
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise DataError(message(param, func, rule, "entries beyond the int64 range"))
+    out = arr.astype(np.int64, copy=False)
+    below = out < minimum
+    if below.any():
+        first = int(out.flat[int(np.flatnonzero(below.ravel())[0])])
+        raise DataError(message(param, func, rule, f"entry {first}"))
+    return out

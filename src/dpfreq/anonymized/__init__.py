@@ -1,0 +1,3 @@
+"""dpfreq.anonymized (see its issue)."""
+
+__all__: list[str] = []

@@ -1,0 +1,169 @@
+"""Privacy budgets and an explicit accountant.
+
+There is no global or default accountant: a caller who wants to cap the total loss over several
+releases creates an :class:`Accountant` and passes it to each release (``accountant=``), which
+calls :meth:`Accountant.spend` after validating its parameters and **before** drawing any noise.
+
+Arithmetic is exact: every ε and δ is held as a :class:`fractions.Fraction` of its shortest
+decimal representation (``0.1`` is 1/10), so ten spends of 0.1 exactly exhaust a budget of 1.0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from dpfreq._validate import check_delta, check_epsilon, check_int, message
+from dpfreq.errors import BudgetExceededError, ParameterError
+
+__all__ = [
+    "Accountant",
+    "PrivacyBudget",
+    "advanced_composition",
+    "group_privacy",
+    "sequential_composition",
+]
+
+
+def _exact(value: float | Fraction) -> Fraction:
+    return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """An (ε, δ) pair; δ = 0 is pure ε-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0, finite. No default.
+    delta : float, default 0
+        δ in [0, 1).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon", "PrivacyBudget"))
+        object.__setattr__(self, "delta", check_delta(self.delta, "delta", "PrivacyBudget"))
+
+    @property
+    def exact_epsilon(self) -> Fraction:
+        return _exact(self.epsilon)
+
+    @property
+    def exact_delta(self) -> Fraction:
+        return _exact(self.delta)
+
+
+def sequential_composition(*budgets: PrivacyBudget) -> PrivacyBudget:
+    """Basic composition: (Σε_i, Σδ_i), computed exactly and returned as floats."""
+    if not budgets:
+        raise ParameterError(message("budgets", "sequential_composition", "non-empty", budgets))
+    eps = sum((b.exact_epsilon for b in budgets), Fraction(0))
+    dlt = sum((b.exact_delta for b in budgets), Fraction(0))
+    return PrivacyBudget(float(eps), float(dlt))
+
+
+def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> PrivacyBudget:
+    """k-fold adaptive composition (Dwork, Rothblum & Vadhan 2010).
+
+    ``ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1)`` and ``δ' + k δ``. Returns the smaller of this and
+    basic composition's ε (both hold).
+    """
+    k = check_int(k, "k", "advanced_composition", minimum=1)
+    dp = check_delta(delta_prime, "delta_prime", "advanced_composition")
+    if dp == 0:
+        raise ParameterError(message("delta_prime", "advanced_composition", "> 0", delta_prime))
+    e = budget.epsilon
+    eps_adv = math.sqrt(2 * k * math.log(1 / dp)) * e + k * e * math.expm1(e)
+    eps = min(eps_adv, k * e)
+    dlt = dp + k * budget.delta if eps_adv < k * e else k * budget.delta
+    if dlt >= 1:
+        raise ParameterError(message("delta_prime", "advanced_composition",
+                                     "small enough that the total δ stays < 1", delta_prime))
+    return PrivacyBudget(eps, dlt)
+
+
+def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
+    """Guarantee for groups of ``group_size`` individuals: (gε, g e^{(g−1)ε} δ)."""
+    g = check_int(group_size, "group_size", "group_privacy", minimum=1)
+    dlt = g * math.exp((g - 1) * budget.epsilon) * budget.delta
+    if dlt >= 1:
+        raise ParameterError(message("group_size", "group_privacy",
+                                     "small enough that the group δ stays < 1", group_size))
+    return PrivacyBudget(g * budget.epsilon, dlt)
+
+
+@dataclass
+class Accountant:
+    """Tracks spending against a total (ε, δ) budget under sequential composition.
+
+    Parameters
+    ----------
+    total : PrivacyBudget
+        The budget that all spends together may not exceed.
+
+    Examples
+    --------
+    >>> acct = Accountant(PrivacyBudget(1.0))
+    >>> acct.spend(0.25, label="profile")
+    >>> acct.remaining
+    PrivacyBudget(epsilon=0.75, delta=0.0)
+    """
+
+    total: PrivacyBudget
+    _ledger: list[tuple[str, Fraction, Fraction]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.total, PrivacyBudget):
+            raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
+
+    @property
+    def spent_exact(self) -> tuple[Fraction, Fraction]:
+        eps = sum((e for _, e, _ in self._ledger), Fraction(0))
+        dlt = sum((d for _, _, d in self._ledger), Fraction(0))
+        return eps, dlt
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """(ε, δ) spent so far."""
+        eps, dlt = self.spent_exact
+        return float(eps), float(dlt)
+
+    @property
+    def remaining(self) -> PrivacyBudget | None:
+        """What is left, or ``None`` when the ε budget is exhausted."""
+        eps, dlt = self.spent_exact
+        left_e = self.total.exact_epsilon - eps
+        left_d = self.total.exact_delta - dlt
+        if left_e <= 0:
+            return None
+        return PrivacyBudget(float(left_e), float(max(left_d, Fraction(0))))
+
+    @property
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every spend, in order: label, ε and δ."""
+        return [{"label": lb, "epsilon": float(e), "delta": float(d)} for lb, e, d in self._ledger]
+
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` if spending (ε, δ) would exceed the total."""
+        e = _exact(check_epsilon(epsilon, "epsilon", "Accountant.spend"))
+        d = _exact(check_delta(delta, "delta", "Accountant.spend"))
+        eps, dlt = self.spent_exact
+        left_e = self.total.exact_epsilon - eps
+        left_d = self.total.exact_delta - dlt
+        if e > left_e or d > left_d:
+            raise BudgetExceededError(
+                f"spending (epsilon={float(e)!r}, delta={float(d)!r}) would exceed the budget: "
+                f"remaining (epsilon={float(left_e)!r}, delta={float(left_d)!r}) of total "
+                f"(epsilon={self.total.epsilon!r}, delta={self.total.delta!r}); no noise was drawn."
+            )
+
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "") -> None:
+        """Record a spend of (ε, δ), refusing it (before any noise) if it would overspend."""
+        self.check(epsilon, delta)
+        self._ledger.append((str(label), _exact(epsilon), _exact(delta)))

@@ -1,0 +1,13 @@
+"""`dpfreq demo` (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command(name="demo")
+def command() -> None:
+    """Not available yet in this version of dpfreq."""
+    raise click.UsageError("'dpfreq demo' is not implemented yet")

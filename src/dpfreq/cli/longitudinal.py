@@ -1,0 +1,13 @@
+"""`dpfreq longitudinal` (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command(name="longitudinal")
+def command() -> None:
+    """Not available yet in this version of dpfreq."""
+    raise click.UsageError("'dpfreq longitudinal' is not implemented yet")

@@ -1,0 +1,13 @@
+"""`dpfreq reach` (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command(name="reach")
+def command() -> None:
+    """Not available yet in this version of dpfreq."""
+    raise click.UsageError("'dpfreq reach' is not implemented yet")

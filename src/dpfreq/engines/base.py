@@ -1,0 +1,111 @@
+"""The engine protocol (DESIGN.md §6): where exact aggregates are computed.
+
+Every engine computes the same small, *exact* (noise-free) aggregates and returns numpy arrays.
+They are never shown to the user: a system adds noise before anything leaves the library.
+``memory`` (numpy) is the reference oracle, ``duckdb`` the embedded default for files and SQL,
+``spark`` the cluster engine. One conformance suite (``tests/engines``) demands identical
+aggregates from all of them.
+
+Source kinds
+------------
+* ``memory``: a mapping ``{column name: 1-d array-like}`` (all columns of equal length).
+* ``duckdb``: a CSV or Parquet path (``str``/``pathlib.Path``), a ``duckdb.DuckDBPyRelation``, or
+  a SQL string ``"SELECT ..."`` / table name (run on an in-memory connection, or the
+  ``connection`` the engine was created with).
+* ``spark``: a ``pyspark.sql.DataFrame`` or a Parquet/CSV path.
+
+Errors: an unknown column, an unreadable or empty file, or values of the wrong type raise
+:class:`dpfreq.errors.DataError` whose message names the column; never a traceback from deep
+inside numpy, DuckDB or Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Engine", "ItemCounts", "OccurrenceTimes", "Prevalences", "ReportSums"]
+
+
+@dataclass(frozen=True)
+class ItemCounts:
+    """Per-item exact counts of the items that occur (count >= 1), sorted by key.
+
+    ``keys`` holds the item values as they appear in the data (int64 for integer columns,
+    object array of ``str`` otherwise); ``counts`` is int64, same length.
+    """
+
+    keys: NDArray[Any]
+    counts: NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Prevalences:
+    """Count-of-counts in sparse form: ``prevalences[i]`` items occur exactly ``counts[i]`` times.
+
+    ``counts`` is strictly increasing, every entry >= 1; with ``max_count`` set, items with more
+    occurrences are clamped into the entry ``max_count``. Length 0 for an empty source.
+    """
+
+    counts: NDArray[np.int64]
+    prevalences: NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class OccurrenceTimes:
+    """Occurrence times per item, sorted by (item, time).
+
+    ``item_index[i]`` is a dense item code in ``0..n_items-1`` (in order of sorted item key),
+    ``times[i]`` the event's time as int64: integer columns as they are; timestamps and dates as
+    microseconds since the Unix epoch (UTC). With ``k_max`` set, only each item's first ``k_max``
+    events (ties in time kept in a deterministic order) are returned. ``n_items`` counts the
+    distinct items; ``n_events`` the events read before truncation.
+    """
+
+    item_index: NDArray[np.int64]
+    times: NDArray[np.int64]
+    n_items: int
+    n_events: int
+    time_kind: str  # "integer" or "timestamp_us"
+
+
+@dataclass(frozen=True)
+class ReportSums:
+    """Per-(order h, interval j) sums and counts of longitudinal report bits, sorted by (h, j)."""
+
+    order: NDArray[np.int64]
+    interval: NDArray[np.int64]
+    sums: NDArray[np.int64]
+    counts: NDArray[np.int64]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What every engine implements. All methods are keyword-only after ``source``."""
+
+    name: str
+
+    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+        """Exact number of rows per distinct value of column ``item`` (nulls are an error)."""
+        ...
+
+    def count_of_counts(
+        self, source: Any, *, item: str, max_count: int | None = None
+    ) -> Prevalences:
+        """Exact prevalences of the per-item counts (optionally clamped at ``max_count``)."""
+        ...
+
+    def occurrence_times(
+        self, source: Any, *, item: str, time: str, k_max: int | None = None
+    ) -> OccurrenceTimes:
+        """Per-item sorted event times (optionally only the first ``k_max`` per item)."""
+        ...
+
+    def report_sums(
+        self, source: Any, *, order: str = "h", interval: str = "j", value: str = "bit"
+    ) -> ReportSums:
+        """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
+        ...

@@ -1,0 +1,3 @@
+"""dpfreq.longitudinal (see its issue)."""
+
+__all__: list[str] = []

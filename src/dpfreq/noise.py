@@ -1,0 +1,435 @@
+"""Exact integer noise: Bernoulli(exp(-γ)), geometric, discrete Laplace, randomized response.
+
+Spec: ``shared/spec/noise.md`` (Canonne, Kamath & Steinke, NeurIPS 2020, Algorithms 1–2).
+Given ideal uniform integers, every sampler's output law *is* the stated pmf: no floating point
+touches a sampled value. The parameter γ (so that α = e^{-γ}) is an exact
+:class:`fractions.Fraction` ``s/t``; :func:`epsilon_to_fraction` rounds a float ε **down** to the
+largest fraction with denominator ≤ 2^32, so the noise is never smaller than asked for.
+
+Calibration (ε and sensitivity → γ, error bounds) is separate from sampling (STYLE.md rule 10):
+``discrete_laplace_gamma`` → ``sample_discrete_laplace``; ``discrete_laplace_tail`` and
+``discrete_laplace_tail_bound`` give the error statements.
+
+Vectorization (spec §6): each rejection loop runs as rounds over the still-pending subset of an
+array, drawing bounded integers with ``Generator.integers`` (unbiased) for the whole subset at
+once. Within one round every pending entry of the Bernoulli(exp(-γ)) loop shares the same K, so a
+round is a single ``integers(0, t·K)`` call.
+
+Notes
+-----
+Why the discrete Laplace is ε-DP: with ``Pr[Z = z] ∝ α^{|z|}`` and α = e^{-γ}, shifting the
+centre by at most Δ changes every probability by a factor at most e^{γΔ}; with γ ≤ ε/Δ that is
+≤ e^ε (Ghosh, Roughgarden & Sundararajan 2009).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_int, check_positive_float, message
+from dpfreq.errors import ParameterError
+from dpfreq.rng import RNGLike, resolve_rng
+
+__all__ = [
+    "MAX_DENOMINATOR",
+    "discrete_laplace_cdf",
+    "discrete_laplace_gamma",
+    "discrete_laplace_pmf",
+    "discrete_laplace_tail",
+    "discrete_laplace_tail_bound",
+    "discrete_laplace_variance",
+    "epsilon_to_fraction",
+    "geometric_cdf",
+    "geometric_pmf",
+    "geometric_variance",
+    "randomized_response",
+    "randomized_response_keep_probability",
+    "sample_bernoulli_exp",
+    "sample_discrete_laplace",
+    "sample_geometric",
+]
+
+MAX_DENOMINATOR = 2**32
+_CHUNK = 1 << 21  # entries per vectorized chunk: bounds temporaries, keeps rounds in cache
+_INT64_SAFE = 1 << 62
+
+Shape = int | tuple[int, ...]
+
+
+# ----------------------------------------------------------------------------------------------
+# ε as an exact fraction
+
+
+def _floor_fraction(x: Fraction, max_denominator: int) -> Fraction:
+    """The largest fraction p/q <= x with q <= max_denominator (x >= 0).
+
+    Runs the continued-fraction expansion of x as :meth:`fractions.Fraction.limit_denominator`
+    does; the last convergent and the best semiconvergent within the bound are neighbours in the
+    Farey sequence of that order and bracket x, so the one on the lower side is the answer.
+    """
+    if x.denominator <= max_denominator:
+        return x
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    n, d = x.numerator, x.denominator
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > max_denominator:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (max_denominator - q0) // q1
+    semi = Fraction(p0 + k * p1, q0 + k * q1)
+    conv = Fraction(p1, q1)
+    return semi if semi <= x else conv
+
+
+def epsilon_to_fraction(
+    epsilon: float | Fraction, *, max_denominator: int = MAX_DENOMINATOR
+) -> Fraction:
+    """Round ε down to the largest fraction with denominator ≤ ``max_denominator``.
+
+    The float is taken at its exact binary value. The result never exceeds ε and is within
+    ``1/max_denominator`` of it, so the noise calibrated from it is at least as large as asked.
+
+    Raises
+    ------
+    ParameterError
+        If ε is not a finite number > 0, or so small that it rounds down to 0.
+    """
+    if isinstance(epsilon, Fraction):
+        x = epsilon
+        if x <= 0:
+            raise ParameterError(message("epsilon", "epsilon_to_fraction", "> 0", epsilon))
+    else:
+        x = Fraction(check_positive_float(epsilon, "epsilon", "epsilon_to_fraction"))
+    out = _floor_fraction(x, max_denominator)
+    if out <= 0:
+        raise ParameterError(
+            message("epsilon", "epsilon_to_fraction", f">= 1/{max_denominator}", epsilon)
+        )
+    return out
+
+
+def discrete_laplace_gamma(epsilon: float | Fraction, sensitivity: int = 1) -> Fraction:
+    """γ = ε/Δ as an exact fraction (rounded down), for α = e^{-γ} discrete Laplace noise.
+
+    Adding ``DLap(e^{-γ})`` independently to each coordinate of an integer query with ℓ1
+    sensitivity Δ is ε-DP. The result has denominator ≤ 2^32.
+    """
+    delta = check_int(sensitivity, "sensitivity", "discrete_laplace_gamma", minimum=1)
+    return epsilon_to_fraction(epsilon_to_fraction(epsilon) / delta)
+
+
+def _as_gamma(gamma: Any, func: str, *, allow_zero: bool = False) -> Fraction:
+    if isinstance(gamma, Fraction | int) and not isinstance(gamma, bool):
+        g = Fraction(gamma)
+        if g < 0 or (g == 0 and not allow_zero):
+            rule = "a fraction >= 0" if allow_zero else "a fraction > 0"
+            raise ParameterError(message("gamma", func, rule, gamma))
+        return _floor_fraction(g, MAX_DENOMINATOR) if g > 0 else g
+    if allow_zero and isinstance(gamma, float) and gamma == 0.0:
+        return Fraction(0)
+    return epsilon_to_fraction(check_positive_float(gamma, "gamma", func))
+
+
+# ----------------------------------------------------------------------------------------------
+# vectorized exact primitives (internal: generators are already resolved)
+
+
+def _bernoulli_exp_le1(num: NDArray[np.int64], den: int, gen: np.random.Generator) -> NDArray[Any]:
+    """Bernoulli(exp(-num/den)) for each entry with 0 <= num <= den (spec §3, γ <= 1)."""
+    out = np.empty(num.shape[0], dtype=np.bool_)
+    alive = np.arange(num.shape[0])
+    nums = num
+    k = 1
+    while alive.size:
+        if den * k > _INT64_SAFE:  # reached with probability < 1/(2^30)!: exact big-int path
+            for i in alive:
+                out[i] = _bernoulli_exp_le1_scalar(int(num[i]), den, k, gen)
+            break
+        a = gen.integers(0, den * k, size=alive.size) < nums
+        stopped = alive[~a]
+        out[stopped] = k % 2 == 1
+        alive = alive[a]
+        nums = nums[a]
+        k += 1
+    return out
+
+
+def _uniform_below(bound: int, gen: np.random.Generator) -> int:
+    """Exact uniform integer in [0, bound) for arbitrary Python ints (rejection on 64-bit words)."""
+    nbits = bound.bit_length()
+    nwords = (nbits + 63) // 64
+    while True:
+        words = gen.integers(0, 2**64, size=nwords, dtype=np.uint64, endpoint=False)
+        value = 0
+        for w in words:
+            value = (value << 64) | int(w)
+        value >>= nwords * 64 - nbits
+        if value < bound:
+            return value
+
+
+def _bernoulli_exp_le1_scalar(num: int, den: int, k: int, gen: np.random.Generator) -> bool:
+    while True:
+        if _uniform_below(den * k, gen) >= num:
+            return k % 2 == 1
+        k += 1
+
+
+def _bernoulli_exp_minus_one(n: int, gen: np.random.Generator) -> NDArray[Any]:
+    """n independent Bernoulli(e^{-1}) draws."""
+    return _bernoulli_exp_le1(np.ones(n, dtype=np.int64), 1, gen)
+
+
+def _bernoulli_exp(gamma: Fraction, n: int, gen: np.random.Generator) -> NDArray[Any]:
+    """n independent Bernoulli(exp(-γ)) draws for any rational γ >= 0 (spec §3, γ > 1 case)."""
+    whole = gamma.numerator // gamma.denominator
+    rest = gamma - whole
+    out = np.ones(n, dtype=np.bool_)
+    alive = np.arange(n)
+    for _ in range(whole):
+        if not alive.size:
+            break
+        ok = _bernoulli_exp_minus_one(alive.size, gen)
+        out[alive[~ok]] = False
+        alive = alive[ok]
+    if alive.size and rest > 0:
+        ok = _bernoulli_exp_le1(
+            np.full(alive.size, rest.numerator, dtype=np.int64), rest.denominator, gen
+        )
+        out[alive[~ok]] = False
+    return out
+
+
+def _geometric_exp_minus_one(n: int, gen: np.random.Generator) -> NDArray[np.int64]:
+    """n draws of V ~ Geometric(e^{-1}) on {0, 1, ...}: count successes of Bernoulli(e^{-1})."""
+    v = np.zeros(n, dtype=np.int64)
+    alive = np.arange(n)
+    while alive.size:
+        ok = _bernoulli_exp_minus_one(alive.size, gen)
+        alive = alive[ok]
+        v[alive] += 1
+    return v
+
+
+def _discrete_laplace_chunk(
+    s: int, t: int, n: int, gen: np.random.Generator, *, signed: bool
+) -> NDArray[np.int64]:
+    """Spec §4 for n outputs with γ = s/t; ``signed=False`` gives the geometric Y."""
+    out = np.empty(n, dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        m = pending.size
+        if t == 1:
+            u = np.zeros(m, dtype=np.int64)
+            idx = pending
+            retry = pending[:0]
+        else:
+            u = gen.integers(0, t, size=m, dtype=np.int64)
+            d = _bernoulli_exp_le1(u, t, gen)
+            idx = pending[d]
+            retry = pending[~d]
+            u = u[d]
+        v = _geometric_exp_minus_one(idx.size, gen)
+        y = (u + t * v) // s
+        if signed:
+            b = gen.integers(0, 2, size=idx.size, dtype=np.int64)
+            reject = (b == 1) & (y == 0)
+            acc = ~reject
+            out[idx[acc]] = (1 - 2 * b[acc]) * y[acc]
+            retry = np.concatenate((retry, idx[reject]))
+        else:
+            out[idx] = y
+        pending = retry
+    return out
+
+
+def _sample_chunked(gamma: Fraction, size: Shape, gen: np.random.Generator, *, signed: bool):
+    shape = (size,) if isinstance(size, int | np.integer) else tuple(size)
+    total = math.prod(shape)
+    s, t = gamma.numerator, gamma.denominator
+    out = np.empty(total, dtype=np.int64)
+    for start in range(0, total, _CHUNK):
+        stop = min(total, start + _CHUNK)
+        out[start:stop] = _discrete_laplace_chunk(s, t, stop - start, gen, signed=signed)
+    return out.reshape(shape)
+
+
+def _check_size(size: Any, func: str) -> Shape:
+    if isinstance(size, tuple):
+        for dim in size:
+            check_int(dim, "size", func, minimum=0)
+        return size
+    return check_int(size, "size", func, minimum=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# public samplers
+
+
+def sample_bernoulli_exp(
+    gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
+) -> NDArray[np.bool_]:
+    """Exact Bernoulli(exp(-γ)) draws for a rational γ >= 0 (spec §3).
+
+    Parameters
+    ----------
+    gamma : Fraction, int or float
+        γ >= 0; a float is rounded down to a fraction with denominator <= 2^32.
+    size : int or tuple of int
+        Output shape.
+    rng : None, int or numpy.random.Generator, keyword-only
+        Random source (None: the secure default of :mod:`dpfreq.rng`).
+    """
+    g = _as_gamma(gamma, "sample_bernoulli_exp", allow_zero=True)
+    shape = _check_size(size, "sample_bernoulli_exp")
+    gen = resolve_rng(rng, "sample_bernoulli_exp").generator
+    n = math.prod((shape,) if isinstance(shape, int) else shape)
+    return _bernoulli_exp(g, n, gen).reshape(shape)
+
+
+def sample_geometric(
+    gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
+) -> NDArray[np.int64]:
+    """Exact geometric draws on {0, 1, ...}: ``Pr[G = k] = (1-α) α^k`` with α = e^{-γ}."""
+    g = _as_gamma(gamma, "sample_geometric")
+    shape = _check_size(size, "sample_geometric")
+    gen = resolve_rng(rng, "sample_geometric").generator
+    return _sample_chunked(g, shape, gen, signed=False)
+
+
+def sample_discrete_laplace(
+    gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
+) -> NDArray[np.int64]:
+    """Exact discrete Laplace draws: ``Pr[Z = z] = (1-α)/(1+α) α^{|z|}`` with α = e^{-γ}.
+
+    Use :func:`discrete_laplace_gamma` to obtain γ from ε and the ℓ1 sensitivity.
+
+    Parameters
+    ----------
+    gamma : Fraction, int or float
+        γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).
+    size : int or tuple of int
+        Output shape.
+    rng : None, int or numpy.random.Generator, keyword-only
+        Random source (None: the secure default of :mod:`dpfreq.rng`).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+    """
+    g = _as_gamma(gamma, "sample_discrete_laplace")
+    shape = _check_size(size, "sample_discrete_laplace")
+    gen = resolve_rng(rng, "sample_discrete_laplace").generator
+    return _sample_chunked(g, shape, gen, signed=True)
+
+
+def randomized_response(
+    bits: Any, gamma: Fraction | int | float, *, rng: RNGLike = None
+) -> NDArray[np.int8]:
+    """Exact randomized response: keep each bit with probability ``1/(1+e^{-γ})``, else flip.
+
+    With γ = ε this is ε-local-DP for one bit (spec §5: repeat {with prob. 1/2 keep; with prob.
+    e^{-γ} flip}).
+    """
+    g = _as_gamma(gamma, "randomized_response")
+    arr = np.asarray(bits)
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.int8)
+    if arr.dtype.kind not in "iu" or (arr.size and not np.isin(arr, (0, 1)).all()):
+        raise ParameterError(message("bits", "randomized_response", "an array of 0/1", bits))
+    gen = resolve_rng(rng, "randomized_response").generator
+    flat = arr.astype(np.int8).ravel()
+    keep = np.empty(flat.size, dtype=np.bool_)
+    pending = np.arange(flat.size)
+    while pending.size:
+        half = gen.integers(0, 2, size=pending.size) == 1
+        keep[pending[half]] = True
+        rest = pending[~half]
+        flip = _bernoulli_exp(g, rest.size, gen)
+        keep[rest[flip]] = False
+        pending = rest[~flip]
+    return np.where(keep, flat, 1 - flat).astype(np.int8).reshape(arr.shape)
+
+
+# ----------------------------------------------------------------------------------------------
+# pmfs, variances and tails (floats: for tests and error statements, never for sampling)
+
+
+def _alpha(gamma: Fraction | float) -> float:
+    return math.exp(-float(gamma))
+
+
+def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``."""
+    a = _alpha(gamma)
+    zz = np.abs(np.asarray(z, dtype=np.float64))
+    return (1 - a) / (1 + a) * np.exp(-float(gamma) * zz)
+
+
+def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[Z <= z]`` for integer z."""
+    a = _alpha(gamma)
+    zz = np.floor(np.asarray(z, dtype=np.float64))
+    lower = a ** (-zz) * a / (1 + a)  # z < 0: α^{|z|} / (1+α)
+    upper = 1 - a ** (zz + 1) / (1 + a)  # z >= 0
+    return np.where(zz < 0, np.where(zz < 0, np.exp(float(gamma) * zz) / (1 + a), lower), upper)
+
+
+def discrete_laplace_variance(gamma: Fraction | float) -> float:
+    """``Var[Z] = 2α/(1-α)^2``."""
+    a = _alpha(gamma)
+    return 2 * a / (1 - a) ** 2
+
+
+def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0."""
+    a = _alpha(gamma)
+    b = np.floor(np.asarray(bound, dtype=np.float64))
+    return np.minimum(1.0, 2 * np.exp(-float(gamma) * (b + 1)) / (1 + a))
+
+
+def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
+    """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``."""
+    eta = float(eta)
+    if not 0 < eta < 1:
+        raise ParameterError(message("eta", "discrete_laplace_tail_bound", "in (0, 1)", eta))
+    a = _alpha(gamma)
+    # 2 α^{B+1}/(1+α) <= η  <=>  B + 1 >= ln(2/(η(1+α))) / γ
+    b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / float(gamma) - 1))
+    while b > 0 and float(discrete_laplace_tail(b - 1, gamma)) <= eta:
+        b -= 1
+    while float(discrete_laplace_tail(b, gamma)) > eta:
+        b += 1
+    return b
+
+
+def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0)."""
+    a = _alpha(gamma)
+    kk = np.asarray(k, dtype=np.float64)
+    return np.where(kk >= 0, (1 - a) * np.exp(-float(gamma) * np.maximum(kk, 0)), 0.0)
+
+
+def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0."""
+    kk = np.floor(np.asarray(k, dtype=np.float64))
+    return np.where(kk >= 0, -np.expm1(-float(gamma) * (kk + 1)), 0.0)
+
+
+def geometric_variance(gamma: Fraction | float) -> float:
+    """``Var[G] = α/(1-α)^2``."""
+    a = _alpha(gamma)
+    return a / (1 - a) ** 2
+
+
+def randomized_response_keep_probability(gamma: Fraction | float) -> float:
+    """``e^γ/(1+e^γ) = 1/(1+α)``."""
+    return 1.0 / (1.0 + _alpha(gamma))

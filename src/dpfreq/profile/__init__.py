@@ -1,0 +1,3 @@
+"""dpfreq.profile (see its issue)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""dpfreq.windows (see its issue)."""
+
+__all__: list[str] = []
