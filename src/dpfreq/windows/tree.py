@@ -1,0 +1,328 @@
+"""Tree mechanisms over a time domain (spec ``time_windows.md`` §2.3–§2.4, §5.3).
+
+* Dyadic (binary) node layout over ``{0, …, D−1}``, ``D = 2^h``: node ``(ℓ, j)`` covers
+  ``[j·2^ℓ, (j+1)·2^ℓ − 1]`` and has heap id ``(D >> ℓ) + j`` (root 1, leaves ``D..2D−1``).
+  The prefix ``{p ≤ x}`` is covered by the ``popcount(x+1)`` nodes ``(ℓ, ⌊(x+1)/2^ℓ⌋ − 1)``
+  for every bit ``ℓ`` set in ``x+1``.
+* :class:`Tree1D`: every node's count plus exact discrete-Laplace noise; noise is drawn once per
+  node from a keyed stream (a deterministic function of the secret key and node id).
+  Because a prefix cover partitions the prefix, the noisy prefix count equals the exact count
+  plus the sum of the cover's node noise; that is how answers are computed.
+* :func:`consistent_tree`: the Hay et al. least-squares consistency pass for a complete B-ary
+  tree (two passes; equals ordinary least squares, tested against ``numpy.linalg.lstsq``).
+* :class:`OnlineCounter`: the continual binary mechanism (noise fixed per dyadic node when it
+  closes).
+* :class:`Tree2DNoise`: the product dyadic tree with lazy keyed noise
+  (:class:`~dpfreq.windows.lazy_noise.KeyedDiscreteLaplace`); dominance covers are products of
+  the two 1d prefix covers.
+* :class:`DominanceCounter`: exact weighted dominance counts ``Σ w [x ≤ X0, y ≤ Y0]`` from a 2d
+  prefix-sum table (small domains) or a merge-sort tree of sorted keys per level.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_int, message
+from dpfreq.errors import ParameterError
+from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
+from dpfreq.rng import keyed_generator
+from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+
+__all__ = [
+    "DominanceCounter",
+    "OnlineCounter",
+    "Tree1D",
+    "Tree2DNoise",
+    "consistent_tree",
+    "domain_size",
+    "node_counts",
+    "popcount",
+    "prefix_cover",
+]
+
+IntArray = NDArray[np.int64]
+
+
+def domain_size(n_values: int) -> int:
+    """The smallest power of two ``D >= n_values`` (at least 1)."""
+    n = check_int(n_values, "n_values", "domain_size", minimum=1)
+    return 1 << (n - 1).bit_length()
+
+
+def popcount(x: Any) -> IntArray:
+    """Number of set bits of each non-negative integer (vectorized)."""
+    v = np.asarray(x, dtype=np.int64).copy()
+    out = np.zeros(v.shape, dtype=np.int64)
+    while np.any(v):
+        out += v & 1
+        v >>= 1
+    return out
+
+
+def prefix_cover(x: Any, domain: int) -> list[tuple[NDArray[np.bool_], IntArray]]:
+    """Prefix covers of ``{p ≤ x}`` for an array of ``x ∈ [−1, D−1]``, level by level.
+
+    Returns a list over levels ``ℓ = 0..h`` of ``(used, heap_ids)``: ``used[i]`` says whether
+    level ``ℓ`` contributes a node to the cover of ``x[i]``, and ``heap_ids[i]`` is its heap id.
+    """
+    xs = np.asarray(x, dtype=np.int64) + 1
+    h = domain.bit_length() - 1
+    out = []
+    for lev in range(h + 1):
+        used = ((xs >> lev) & 1).astype(np.bool_)
+        ids = (domain >> lev) + (xs >> lev) - 1
+        out.append((used, np.where(used, ids, 0)))
+    return out
+
+
+def node_counts(points: Any, domain: int, weights: Any = None) -> IntArray:
+    """Exact count of every dyadic node, heap-indexed (index 0 unused), for points in [0, D)."""
+    p = np.asarray(points, dtype=np.int64)
+    w = None if weights is None else np.asarray(weights, dtype=np.int64)
+    leaves = np.bincount(p, weights=w, minlength=domain).astype(np.int64)
+    out = np.zeros(2 * domain, dtype=np.int64)
+    out[domain:] = leaves
+    for i in range(domain - 1, 0, -1):
+        out[i] = out[2 * i] + out[2 * i + 1]
+    return out
+
+
+class Tree1D:
+    """A 1d dyadic tree with exact discrete-Laplace node noise, drawn eagerly from a keyed stream.
+
+    Parameters
+    ----------
+    domain : int
+        ``D``, a power of two.
+    gamma : Fraction
+        Node noise ``Pr[Z = z] ∝ exp(−γ|z|)`` (γ = ε_structure / (Δ·levels)).
+    key : bytes
+        Secret key; the noise is ``sample_discrete_laplace(γ, copies·2D)`` from
+        ``keyed_generator(key, structure)``, so it is a deterministic function of the key and the
+        node id and survives save/load.
+    structure : int
+        Structure id (independent noise per structure).
+    copies : int
+        Number of trees sharing this layout (e.g. the blocks of a fixed-window release); tree
+        ``c``'s node ``v`` has id ``c·2D + v``.
+    """
+
+    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int,
+                 copies: int = 1) -> None:
+        if domain < 1 or domain & (domain - 1):
+            raise ParameterError(message("domain", "Tree1D", "a power of two", domain))
+        self.domain = domain
+        self.levels = domain.bit_length()
+        self.gamma = Fraction(gamma)
+        self.copies = copies
+        gen = keyed_generator(key, 0x7D1, structure)
+        self.noise = sample_discrete_laplace(self.gamma, copies * 2 * domain, rng=gen)
+
+    @property
+    def node_variance(self) -> float:
+        return discrete_laplace_variance(self.gamma)
+
+    def prefix_noise(self, x: Any, copy: Any = 0) -> IntArray:
+        """Σ node noise over the prefix cover of each ``x`` (in tree ``copy``)."""
+        base = np.asarray(copy, dtype=np.int64) * (2 * self.domain)
+        total = np.zeros(np.broadcast(np.asarray(x), base).shape, dtype=np.int64)
+        for used, ids in prefix_cover(x, self.domain):
+            total = total + np.where(used, self.noise[base + ids], 0)
+        return total
+
+    def prefix_nodes(self, x: Any) -> IntArray:
+        """Number of nodes in the prefix cover of each ``x`` (``popcount(x+1)``)."""
+        return popcount(np.asarray(x, dtype=np.int64) + 1)
+
+    def noisy_node_counts(self, points: Any, copy: int = 0) -> IntArray:
+        """Explicit-tree path: exact node counts plus node noise (heap-indexed)."""
+        counts = node_counts(points, self.domain)
+        base = copy * 2 * self.domain
+        out = counts + self.noise[base:base + 2 * self.domain]
+        out[0] = 0
+        return out
+
+
+def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[NDArray[Any]]:
+    """Least-squares consistent node values of a complete B-ary tree (Hay et al. 2010).
+
+    Parameters
+    ----------
+    noisy_levels : list of arrays
+        Noisy node values level by level, leaves first (level 0 has ``B^H−1`` entries, the last
+        level is the root with one entry). Equal noise variance on every node is assumed.
+    branching : int
+        ``B >= 2``.
+
+    Returns
+    -------
+    list of arrays
+        Consistent values (every parent equals the sum of its children), same layout. This is
+        post-processing: it takes no randomness and costs no privacy.
+    """
+    b = check_int(branching, "branching", "consistent_tree", minimum=2)
+    levels = [np.asarray(v, dtype=np.float64) for v in noisy_levels]
+    for i in range(1, len(levels)):
+        if levels[i - 1].shape[0] != b * levels[i].shape[0]:
+            raise ParameterError(message("noisy_levels", "consistent_tree",
+                                         "levels of a complete B-ary tree", "mismatched sizes"))
+    z = [levels[0].copy()]
+    for i in range(1, len(levels)):
+        height = i + 1
+        child_sum = z[i - 1].reshape(-1, b).sum(axis=1)
+        w_self = (b ** height - b ** (height - 1)) / (b ** height - 1)
+        w_kids = (b ** (height - 1) - 1) / (b ** height - 1)
+        z.append(w_self * levels[i] + w_kids * child_sum)
+    out = [np.empty(0)] * len(levels)
+    out[-1] = z[-1].copy()
+    for i in range(len(levels) - 2, -1, -1):
+        parent = np.repeat(out[i + 1], b)
+        sib_sum = np.repeat(z[i].reshape(-1, b).sum(axis=1), b)
+        out[i] = z[i] + (parent - sib_sum) / b
+    return out
+
+
+class OnlineCounter:
+    """Continual binary mechanism: feed one count per step, get a noisy running total.
+
+    The noise of a dyadic node is drawn once, when the node closes (its last step arrives), and
+    never redrawn; the running total at step ``t`` sums the ``popcount(t)`` closed nodes that
+    cover ``[1, t]``. With node noise ``DLap(γ)`` and γ = ε/(Δ·L), ``L = ⌈log2 T⌉ + 1`` levels,
+    the whole stream of outputs is ε-DP for inputs whose per-step counts change by Δ in total.
+
+    Parameters
+    ----------
+    horizon : int
+        Public number of steps ``T``.
+    gamma : Fraction
+        Node noise parameter.
+    key : bytes
+        Secret key (node noise is a deterministic function of key and node id).
+    """
+
+    def __init__(self, horizon: int, gamma: Fraction, key: bytes, structure: int = 0) -> None:
+        self.horizon = check_int(horizon, "horizon", "OnlineCounter", minimum=1)
+        self._noise = KeyedDiscreteLaplace(key, structure, gamma)
+        self._levels = domain_size(self.horizon).bit_length()
+        self._partial = [0] * self._levels
+        self._closed: dict[int, int] = {}
+        self.t = 0
+
+    def step(self, count: int) -> int:
+        """Add this step's exact count and return the noisy total over steps ``1..t``."""
+        if self.t >= self.horizon:
+            raise ParameterError(message("step", "OnlineCounter.step",
+                                         f"called at most horizon={self.horizon} times", self.t))
+        self.t += 1
+        t = self.t
+        for lev in range(self._levels):
+            self._partial[lev] += int(count)
+        for lev in range(self._levels):
+            if t % (1 << lev) == 0:
+                j = t // (1 << lev) - 1
+                node = (lev << 40) | j
+                self._closed[lev] = self._partial[lev] + int(self._noise.noise([node])[0])
+                self._partial[lev] = 0
+        total = 0
+        for lev in range(self._levels):
+            if (t >> lev) & 1:
+                total += self._closed[lev]
+        return total
+
+
+class Tree2DNoise:
+    """Lazy keyed noise of a product dyadic tree over ``D × D`` (spec §2.4).
+
+    Node ``(u, v)`` (1d heap ids) has id ``u·2D + v``; its noise is
+    ``KeyedDiscreteLaplace(key, structure, γ).noise(id)``: drawn on demand, never stored in a
+    ``D²`` table, never redrawn.
+    """
+
+    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int) -> None:
+        self.domain = domain
+        self.levels = domain.bit_length()
+        self.gamma = Fraction(gamma)
+        self._noise = KeyedDiscreteLaplace(key, structure, self.gamma)
+
+    @property
+    def node_variance(self) -> float:
+        return discrete_laplace_variance(self.gamma)
+
+    def dominance_noise(self, x: Any, y: Any) -> IntArray:
+        """Σ node noise over the dominance cover of ``{(p, q): p ≤ x, q ≤ y}`` per query."""
+        xs = np.asarray(x, dtype=np.int64).ravel()
+        ys = np.asarray(y, dtype=np.int64).ravel()
+        cx = prefix_cover(xs, self.domain)
+        cy = prefix_cover(ys, self.domain)
+        qidx, nids = [], []
+        for ux, ix in cx:
+            for uy, iy in cy:
+                m = ux & uy
+                q = np.flatnonzero(m)
+                qidx.append(q)
+                nids.append(ix[q] * (2 * self.domain) + iy[q])
+        if not qidx:
+            return np.zeros(xs.shape, dtype=np.int64)
+        q_all = np.concatenate(qidx)
+        vals = self._noise.noise(np.concatenate(nids))
+        out = np.bincount(q_all, weights=vals.astype(np.float64), minlength=xs.size)
+        return np.rint(out).astype(np.int64).reshape(np.shape(x))
+
+    def dominance_nodes(self, x: Any, y: Any) -> IntArray:
+        """Number of nodes in the dominance cover: ``popcount(x+1)·popcount(y+1)``."""
+        return popcount(np.asarray(x) + 1) * popcount(np.asarray(y) + 1)
+
+
+class DominanceCounter:
+    """Exact weighted dominance counts ``Σ_i w_i [x_i ≤ X, y_i ≤ Y]`` for integer points.
+
+    Uses a 2d prefix-sum table when ``(x_max+1)(y_max+1) <= table_limit``; otherwise a
+    merge-sort tree (per dyadic x level, points sorted by (x-node, y) with cumulative weights),
+    answering each query with one binary search per x-prefix node.
+    """
+
+    def __init__(self, x: Any, y: Any, weights: Any, x_max: int, y_max: int,
+                 table_limit: int = 1 << 24) -> None:
+        xs = np.asarray(x, dtype=np.int64)
+        ys = np.asarray(y, dtype=np.int64)
+        ws = np.asarray(weights, dtype=np.int64)
+        self.x_max, self.y_max = int(x_max), int(y_max)
+        nx, ny = self.x_max + 1, self.y_max + 1
+        self.mode = "table" if nx * ny <= table_limit else "mergesort"
+        if self.mode == "table":
+            flat = np.bincount(xs * ny + ys, weights=ws, minlength=nx * ny)
+            tab = np.rint(flat).astype(np.int64).reshape(nx, ny)
+            self._table = tab.cumsum(axis=0).cumsum(axis=1)
+        else:
+            self._domain = domain_size(nx)
+            self._ny = ny
+            self._levels = []
+            for lev in range(self._domain.bit_length()):
+                key = (xs >> lev) * ny + ys
+                order = np.argsort(key, kind="stable")
+                cw = np.concatenate(([0], np.cumsum(ws[order])))
+                self._levels.append((key[order], cw))
+
+    def count(self, x: Any, y: Any) -> IntArray:
+        """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
+        xq = np.minimum(np.asarray(x, dtype=np.int64), self.x_max)
+        yq = np.minimum(np.asarray(y, dtype=np.int64), self.y_max)
+        xq, yq = np.broadcast_arrays(xq, yq)
+        empty = (xq < 0) | (yq < 0)
+        if self.mode == "table":
+            out = self._table[np.maximum(xq, 0), np.maximum(yq, 0)]
+            return np.where(empty, 0, out)
+        out = np.zeros(xq.shape, dtype=np.int64)
+        xs1 = np.maximum(xq, -1) + 1
+        for lev, (keys, cw) in enumerate(self._levels):
+            used = ((xs1 >> lev) & 1).astype(np.bool_) & ~empty
+            j = (xs1 >> lev) - 1
+            lo = np.searchsorted(keys, j * self._ny, side="left")
+            hi = np.searchsorted(keys, j * self._ny + yq, side="right")
+            out += np.where(used, cw[hi] - cw[lo], 0)
+        return out
