@@ -573,8 +573,14 @@ def reconstruct_profile(
     check_choice(method, "method", func, _METHODS)
     if not isinstance(clipped, bool | np.bool_):
         raise ParameterError(message("clipped", func, "a bool", clipped))
+    if mechanism_params is not None and not isinstance(mechanism_params, Mapping):
+        raise ParameterError(message("mechanism_params", func, "a mapping or None",
+                                     mechanism_params))
     if clipped:
         h = check_count_array(noisy_histogram, "noisy_histogram", func)
+        if h.size and int(h.max()) > n:
+            raise DataError(message("noisy_histogram", func, "the clipped release: integers in "
+                                    f"[0, {n}] (clipped=True)", f"entry {int(h.max())}"))
     else:
         h = _integer_array(noisy_histogram, "noisy_histogram", func)
     if h.size == 0:
