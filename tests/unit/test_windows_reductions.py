@@ -57,18 +57,18 @@ def test_cumulative_points_41():
 def test_time_window_points_41_k2():
     x1, y1, x2, y2 = time_window_points(ITEM_41, TIME_41, 2, 8, drop_unused=False)
     # item a rows come first (log sorted by item); a has 5 loop rows, b 3, c 2, d 2
-    assert list(zip(x1[:5], y1[:5])) == [(0, 3), (1, 5), (3, 8), (5, 9), (8, 9)]
-    assert list(zip(x2[:5], y2[:5])) == [(1, 3), (3, 5), (5, 8), (8, 9), (9, 9)]
-    assert list(zip(x1[5:8], y1[5:8])) == [(0, 6), (2, 9), (6, 9)]
-    assert list(zip(x2[5:8], y2[5:8])) == [(2, 6), (6, 9), (9, 9)]
+    assert list(zip(x1[:5], y1[:5], strict=False)) == [(0, 3), (1, 5), (3, 8), (5, 9), (8, 9)]
+    assert list(zip(x2[:5], y2[:5], strict=False)) == [(1, 3), (3, 5), (5, 8), (8, 9), (9, 9)]
+    assert list(zip(x1[5:8], y1[5:8], strict=False)) == [(0, 6), (2, 9), (6, 9)]
+    assert list(zip(x2[5:8], y2[5:8], strict=False)) == [(2, 6), (6, 9), (9, 9)]
     pts = time_window_points(ITEM_41, TIME_41, 2, 8)
     assert included(pts, 3, 6) == 1
 
 
 def test_time_window_points_41_k1():
     x1, y1, x2, y2 = time_window_points(ITEM_41, TIME_41, 1, 8, drop_unused=False)
-    assert list(zip(x1[:5], y1[:5])) == [(0, 1), (1, 3), (3, 5), (5, 8), (8, 9)]
-    assert list(zip(x2[:5], y2[:5])) == [(1, 1), (3, 3), (5, 5), (8, 8), (9, 9)]
+    assert list(zip(x1[:5], y1[:5], strict=False)) == [(0, 1), (1, 3), (3, 5), (5, 8), (8, 9)]
+    assert list(zip(x2[:5], y2[:5], strict=False)) == [(1, 1), (3, 3), (5, 5), (8, 8), (9, 9)]
 
 
 def test_fixed_single_block_42():
@@ -80,10 +80,14 @@ def test_fixed_single_block_42():
     assert [int((c <= t).sum()) for t in range(4, 9)] == [0, 0, 0, 1, 1]
     assert [5 - int((a <= t).sum() - (c <= t).sum()) for t in range(4, 9)] == [3, 3, 3, 4, 3]
     a, c, g = fixed_window_points(ITEM_41, TIME_41, 2, 4, 8)
-    assert sorted(a[g == 0]) == [7] and sorted(c[g == 0]) == [8]
-    assert sorted(a[g == 1]) == [4, 6] and sorted(c[g == 1]) == [6, 9]
-    assert sorted(a[g == 2]) == [4, 8] and sorted(c[g == 2]) == [8, 9]
-    assert sorted(a[g == 3]) == [4] and sorted(c[g == 3]) == [9]
+    assert sorted(a[g == 0]) == [7]
+    assert sorted(c[g == 0]) == [8]
+    assert sorted(a[g == 1]) == [4, 6]
+    assert sorted(c[g == 1]) == [6, 9]
+    assert sorted(a[g == 2]) == [4, 8]
+    assert sorted(c[g == 2]) == [8, 9]
+    assert sorted(a[g == 3]) == [4]
+    assert sorted(c[g == 3]) == [9]
     a = np.concatenate((a, [4]))
     c = np.concatenate((c, [9]))
     assert [int((a <= t).sum()) for t in range(4, 9)] == [4, 4, 5, 6, 7]
@@ -107,8 +111,8 @@ def test_bundle_45():
     time = np.array([1, 1, 3, 1, 4, 4, 4])
     assert list(cumulative_points(item, time, 2)) == [1, 4]
     x1, y1, x2, y2 = time_window_points(item, time, 2, 4, drop_unused=False)
-    assert list(zip(x1[:4], y1[:4])) == [(0, 1), (1, 3), (1, 5), (3, 5)]
-    assert list(zip(x2[:4], y2[:4])) == [(1, 1), (1, 3), (3, 5), (5, 5)]
+    assert list(zip(x1[:4], y1[:4], strict=False)) == [(0, 1), (1, 3), (1, 5), (3, 5)]
+    assert list(zip(x2[:4], y2[:4], strict=False)) == [(1, 1), (1, 3), (3, 5), (5, 5)]
     f = brute(item, time, 4, 2)
     assert [list(f[t1, t1:5]) for t1 in range(1, 5)] == [[1, 1, 1, 2], [0, 0, 1], [0, 1], [1]]
 
@@ -144,7 +148,7 @@ def test_exactness_bruteforce_1000_logs(rng):
         want = [f[max(1, t - width + 1), t] for t in ts]
         assert list(bp.exact(ts)) == want
         # single instance over the whole horizon, times shifted by W (§3.3 alternative)
-        a, c, g = fixed_window_points(item, times + width, k, width, horizon + width)
+        a, c, _g = fixed_window_points(item, times + width, k, width, horizon + width)
         present = np.unique(item).size
         got = [present - int((a <= t + width).sum() - (c <= t + width).sum()) for t in ts]
         assert got == want
@@ -177,7 +181,7 @@ def neighbours(rng, item, times, horizon, level, n_items):
 
 
 def pts2(x, y):
-    return list(zip(x.tolist(), y.tolist()))
+    return list(zip(x.tolist(), y.tolist(), strict=False))
 
 
 @pytest.mark.parametrize("level", ["event", "item"])
@@ -223,7 +227,9 @@ def test_sensitivity_search_within_calibrated_bounds(rng, level):
             p2 = pts2(x2, y2) + [(horizon + 1, horizon + 1)] * absent
             q2 = pts2(u2, v2) + [(horizon + 1, horizon + 1)] * absent2
             d1, d2 = symdiff(p1, q1), symdiff(p2, q2)
-            assert d1 <= 2 * k + 1 and d2 <= 2 * k - 1 and d1 + d2 <= 4 * k
+            assert d1 <= 2 * k + 1
+            assert d2 <= 2 * k - 1
+            assert d1 + d2 <= 4 * k
             seen["tw"] = max(seen["tw"], d1 + d2)
             a, c, _ = fixed_window_points(item, times + width, k, width, horizon + width)
             a2, c2, _ = fixed_window_points(it2, tt2 + width, k, width, horizon + width)

@@ -54,7 +54,8 @@ def test_prefix_cover_partitions_prefix():
                     covered += list(range(j << lev, (j + 1) << lev))
             assert sorted(covered) == list(range(x + 1))
     assert list(popcount([0, 1, 5, 7, 8])) == [0, 1, 2, 3, 1]
-    assert domain_size(5) == 8 and domain_size(1) == 1
+    assert domain_size(5) == 8
+    assert domain_size(1) == 1
 
 
 def test_tree1d_noisy_prefix_equals_explicit_tree_and_is_deterministic():
@@ -129,7 +130,7 @@ def test_tree2d_lazy_equals_explicit_sum():
     xs = np.array([3, 0, 7, 5])
     ys = np.array([6, 2, 7, 0])
     assert np.array_equal(tree.dominance_noise(xs, ys),
-                          [tree.dominance_noise([a], [b])[0] for a, b in zip(xs, ys)])
+                          [tree.dominance_noise([a], [b])[0] for a, b in zip(xs, ys, strict=False)])
     assert list(tree.dominance_nodes(xs, ys)) == list(popcount(xs + 1) * popcount(ys + 1))
 
 
@@ -141,7 +142,7 @@ def test_dominance_counter_modes(rng, limit):
     dc = DominanceCounter(x, y, w, 19, 29, table_limit=limit)
     qx = rng.integers(-1, 25, size=200)
     qy = rng.integers(-1, 35, size=200)
-    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy)]
+    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy, strict=False)]
     assert list(dc.count(qx, qy)) == want
 
 

@@ -1,3 +1,26 @@
-"""dpfreq.windows (see its issue)."""
+"""dpfreq.windows: private reach and k+ reach over time windows (Ghazi, Kumar, Manurangsi,
+Nelson, ITCS 2023; spec ``time_windows.md``)."""
 
-__all__: list[str] = []
+from dpfreq.windows.counts import parse_period, release_window_counts
+from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.result import WindowAnswer, WindowCountsRelease
+from dpfreq.windows.tree import (
+    DominanceCounter,
+    OnlineCounter,
+    Tree1D,
+    Tree2DNoise,
+    consistent_tree,
+)
+
+__all__ = [
+    "DominanceCounter",
+    "KeyedDiscreteLaplace",
+    "OnlineCounter",
+    "Tree1D",
+    "Tree2DNoise",
+    "WindowAnswer",
+    "WindowCountsRelease",
+    "consistent_tree",
+    "parse_period",
+    "release_window_counts",
+]

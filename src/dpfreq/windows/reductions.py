@@ -85,7 +85,7 @@ def time_window_points(item: Any, times: Any, k: int, horizon: int, *,
     With ``drop_unused`` the points with ``y = horizon+1`` (never counted by a query) are
     dropped; the sensitivity tests use ``drop_unused=False`` to see every point.
     """
-    group, start, m, j, t = _loop(item, times, k)
+    _group, start, m, j, t = _loop(item, times, k)
     hi = horizon + 1
     tj = padded(t, start, m, j, k, hi)
     tj1 = padded(t, start, m, j + 1, k, hi)

@@ -1,0 +1,539 @@
+"""Public API: :func:`release_window_counts` (spec ``time_windows.md``, issue 5).
+
+Reach (distinct items) and k+ reach (items seen at least k times) of an event log over
+cumulative windows ``[1, t]``, rolling windows of a public width ``W`` and arbitrary windows
+``[t1, t2]``, at event or item level, in one private release.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
+from dpfreq.budget import Accountant
+from dpfreq.engines import get_engine
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.noise import epsilon_to_fraction
+from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
+from dpfreq.windows.result import WindowCountsRelease
+from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
+from dpfreq.windows.tree import DominanceCounter
+
+__all__ = ["parse_period", "release_window_counts"]
+
+_FUNC = "release_window_counts"
+IntArray = NDArray[np.int64]
+
+_UNITS_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "min": 60_000_000, "m": 60_000_000,
+             "h": 3_600_000_000, "d": 86_400_000_000, "w": 604_800_000_000}
+
+
+def parse_period(period: Any, func: str = _FUNC) -> int:
+    """A period length in microseconds from ``"1d"``, ``"6h"``, ``"30min"``, ``"1w"``,
+    a :class:`datetime.timedelta` or a ``numpy.timedelta64``."""
+    us: int | None = None
+    if isinstance(period, str):
+        m = re.fullmatch(r"\s*(\d+)\s*(us|ms|s|min|m|h|d|w)\s*", period)
+        if m:
+            us = int(m.group(1)) * _UNITS_US[m.group(2)]
+    elif isinstance(period, _dt.timedelta):
+        us = (period.days * 86_400 + period.seconds) * 1_000_000 + period.microseconds
+    elif isinstance(period, np.timedelta64):
+        us = int(period.astype("timedelta64[us]").astype(np.int64))
+    if us is None or us <= 0:
+        raise ParameterError(message("period", func, "a positive duration such as '1d', '6h', "
+                                     "'30min' or a timedelta", period))
+    return us
+
+
+def _to_us(value: Any, param: str) -> int:
+    try:
+        if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        out = np.datetime64(value, "us")
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(message(param, _FUNC, "a date or timestamp", value)) from exc
+    if np.isnat(out):
+        raise ParameterError(message(param, _FUNC, "a date or timestamp", value))
+    return int(out.astype(np.int64))
+
+
+@dataclass
+class _Axis:
+    horizon: int
+    start_us: int | None = None
+    period_us: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        if self.start_us is None:
+            return {"kind": "integer", "horizon": self.horizon}
+        start = str(np.datetime64(self.start_us, "us"))
+        return {"kind": "timestamp", "horizon": self.horizon, "start": start,
+                "period_us": self.period_us}
+
+
+def _time_axis(horizon: Any, start: Any, end: Any, period: Any) -> _Axis:
+    if horizon is not None:
+        if start is not None or end is not None or period is not None:
+            raise ParameterError(message("horizon", _FUNC, "given alone, or replaced by "
+                                         "start/end/period", horizon))
+        return _Axis(check_int(horizon, "horizon", _FUNC, minimum=1))
+    if start is None or end is None or period is None:
+        raise ParameterError(message("horizon", _FUNC, "an integer >= 1, or start, end and "
+                                     "period all given (public time range)", horizon))
+    s, e, p = _to_us(start, "start"), _to_us(end, "end"), parse_period(period)
+    if e < s:
+        raise ParameterError(message("end", _FUNC, f"at or after start {start!r}", end))
+    return _Axis((e - s) // p + 1, s, p)
+
+
+def _parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
+    items = [windows] if isinstance(windows, str | int | np.integer) else list(windows)
+    if not items:
+        raise ParameterError(message("windows", _FUNC, "a non-empty list of 'cumulative', "
+                                     "'all' and window widths", windows))
+    out: list[Any] = []
+    for w in items:
+        if isinstance(w, str):
+            check_choice(w, "windows", _FUNC, ("cumulative", "all"))
+        else:
+            w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
+        if w not in out:
+            out.append(w)
+    return tuple(sorted(out, key=lambda v: (isinstance(v, str), str(v))))
+
+
+def _parse_k(k_values: Any) -> tuple[int, ...]:
+    ks = [k_values] if isinstance(k_values, int | np.integer) else list(k_values)
+    if not ks:
+        raise ParameterError(message("k_values", _FUNC, "a non-empty list of integers >= 1",
+                                     k_values))
+    return tuple(sorted({check_int(k, "k_values", _FUNC, minimum=1) for k in ks}))
+
+
+def _integer_times(raw: Any, column: str) -> IntArray:
+    arr = np.asarray(raw)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise DataError(message(f"time column {column!r}", _FUNC, "integer periods 1..T (or "
+                                "timestamps with start/end/period)", f"dtype {arr.dtype}"))
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.floor(arr))
+        if bad.any():
+            raise DataError(message(f"time column {column!r}", _FUNC, "integer periods",
+                                    f"entry {arr[np.flatnonzero(bad)[0]]!r}"))
+    return arr.astype(np.int64)
+
+
+def _timestamp_times(raw: Any, column: str) -> IntArray:
+    arr = np.asarray(raw)
+    if arr.dtype.kind == "M":
+        out = arr.astype("datetime64[us]")
+    else:
+        try:
+            out = np.asarray(arr, dtype="datetime64[us]")
+        except (TypeError, ValueError) as exc:
+            raise DataError(message(f"time column {column!r}", _FUNC, "timestamps",
+                                    f"dtype {arr.dtype}")) from exc
+    if arr.dtype.kind in "iuf" or np.isnat(out).any():
+        raise DataError(message(f"time column {column!r}", _FUNC, "timestamps without "
+                                "missing values", "integers or NaT"))
+    return out.astype(np.int64)
+
+
+def _load_log(source: Any, item: Any, time: Any, engine: str | None,
+              axis: _Axis) -> tuple[IntArray, IntArray, str]:
+    """Dense item codes and raw times (periods, or microseconds) from arrays or an engine."""
+    use_arrays = engine is None and isinstance(source, Mapping | tuple | list)
+    if use_arrays:
+        if isinstance(source, Mapping):
+            if item is None or time is None:
+                raise ParameterError(message("item/time", _FUNC, "column names of the source",
+                                             (item, time)))
+            for col in (item, time):
+                if col not in source:
+                    raise DataError(message("source", _FUNC, f"a mapping with column {col!r}",
+                                            sorted(map(str, source))))
+            items_raw, times_raw = source[item], source[time]
+        else:
+            if len(source) != 2:
+                raise ParameterError(message("source", _FUNC, "a pair (items, times) of arrays",
+                                             type(source).__name__))
+            items_raw, times_raw = source
+            item = item or "item"
+            time = time or "time"
+        items = np.asarray(items_raw)
+        if items.ndim != 1 or np.ndim(times_raw) != 1 or len(items) != len(times_raw):
+            raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
+                                    (np.shape(items_raw), np.shape(times_raw))))
+        if items.dtype == object and any(v is None for v in items.tolist()):
+            raise DataError(message(f"item column {item!r}", _FUNC, "without missing values",
+                                    "None"))
+        try:
+            _, codes = np.unique(items, return_inverse=True)
+        except TypeError as exc:
+            raise DataError(message(f"item column {item!r}", _FUNC, "comparable values",
+                                    str(items.dtype))) from exc
+        codes = codes.astype(np.int64).ravel()
+        times = (_integer_times(times_raw, str(time)) if axis.start_us is None
+                 else _timestamp_times(times_raw, str(time)))
+        return codes, times, "arrays"
+    if item is None or time is None:
+        raise ParameterError(message("item/time", _FUNC, "column names for a file or SQL source",
+                                     (item, time)))
+    eng = get_engine(engine, source)
+    occ = eng.occurrence_times(source, item=item, time=time, k_max=None)
+    codes = np.asarray(occ.item_index, dtype=np.int64)
+    times = np.asarray(occ.times, dtype=np.int64)
+    _check_sorted(codes, times)
+    want = "integer" if axis.start_us is None else "timestamp_us"
+    if occ.time_kind != want:
+        raise DataError(message(f"time column {time!r}", _FUNC,
+                                "integer periods with horizon=" if want == "integer" else
+                                "timestamps with start/end/period", occ.time_kind))
+    return codes, times, eng.name
+
+
+def _check_sorted(codes: IntArray, times: IntArray) -> None:
+    """The engine contract: occurrences sorted by (item, time)."""
+    if codes.size > 1:
+        dc = np.diff(codes)
+        bad = (dc < 0) | ((dc == 0) & (np.diff(times) < 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0]) + 1
+            raise DataError(message("occurrence times", _FUNC, "sorted by (item, time)",
+                                    f"unsorted at row {i}"))
+
+
+def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
+            out_of_range: str) -> tuple[IntArray, IntArray, int]:
+    if axis.start_us is None:
+        periods = times
+    else:
+        assert axis.period_us is not None
+        periods = (times - axis.start_us) // axis.period_us + 1
+    bad = (periods < 1) | (periods > axis.horizon)
+    n_bad = int(bad.sum())
+    if n_bad and out_of_range == "error":
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(message("time", _FUNC, f"inside the public range (periods 1..{axis.horizon}"
+                                "; pass out_of_range='drop' to drop such events)",
+                                f"{n_bad} event(s) outside, first at period {int(periods[i])}"))
+    if n_bad:
+        codes, periods = codes[~bad], periods[~bad]
+    order = np.lexsort((periods, codes))
+    return codes[order], periods[order], n_bad
+
+
+@dataclass
+class _State:
+    """Private state of a release: secret key, exact log, exact oracles, attached structures."""
+
+    key: bytes
+    item: IntArray
+    time: IntArray
+    horizon: int
+    build_args: dict[str, Any]
+    structures: dict[tuple[str, int], Structure] = field(default_factory=dict)
+    oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
+    observed_singleton: bool = False
+
+    def n_family(self, s: Structure) -> int:
+        t = self.horizon
+        return t * (t + 1) // 2 if s.family == "all" else t
+
+    def can_answer(self, s: Structure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
+        if s.family == "cumulative":
+            return t1 == 1
+        if s.family == "fixed":
+            return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
+        return np.ones(t1.shape, dtype=np.bool_)
+
+    def exact(self, s: Structure, t1: IntArray, t2: IntArray) -> IntArray:
+        if s.family == "cumulative":
+            pts = self.oracles[("cumulative", s.k)]
+            return np.searchsorted(pts, t2, side="right").astype(np.int64)
+        if s.family == "fixed":
+            return self.oracles[(f"fixed{s.width}", s.k)].exact(t2)
+        dom = self.oracles[("all", s.k)]
+        if s.strategy == "compressed":
+            g = s.group_size
+            t1 = (-(-t1 // g) - 1) * g + 1
+            t2 = np.minimum(self.horizon, -(-t2 // g) * g)
+        return dom.count(t1 - 1, t2)
+
+
+def _label(family: str, width: int | None) -> str:
+    return f"fixed(W={width})" if family == "fixed" else family
+
+
+def _candidates(family: str, level: str, singleton: bool) -> list[str]:
+    out = []
+    for s in STRATEGIES[family]:
+        if level == "item" and s in ("single", "tree2d"):
+            continue  # unbounded per-item point count at item level (spec §3.3, §3.4)
+        if s == "compressed" and not (level == "item" and singleton):
+            continue
+        out.append(s)
+    return out
+
+
+def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float) -> tuple[int, float]:
+    best = (1, float("inf"))
+    sizes = np.unique(np.concatenate((np.arange(1, min(horizon, 64) + 1),
+                                      np.geomspace(1, horizon, 60).astype(np.int64))))
+    for g in sizes:
+        s = build_structure("all", "compressed", k, horizon, "item", eps, delta, group_size=int(g))
+        mse = s.mean_mse()
+        if mse < best[1]:
+            best = (int(g), mse)
+    return best
+
+
+def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level: str,
+            eps_s: Fraction, delta_s: float, strategy: Any, singleton: bool
+            ) -> tuple[dict[tuple[str, int], Structure], dict[str, Any]]:
+    chosen: dict[tuple[str, int], Structure] = {}
+    record: dict[str, Any] = {}
+    for w in families:
+        family = "fixed" if not isinstance(w, str) else w
+        width = None if isinstance(w, str) else int(w)
+        label = _label(family, width)
+        cands = _candidates(family, level, singleton)
+        forced = None
+        if strategy != "auto":
+            forced = strategy.get(w, strategy.get(label)) if isinstance(strategy, Mapping) \
+                else strategy
+            if forced is not None and forced != "auto":
+                check_choice(forced, f"strategy for {label}", _FUNC, cands)
+            else:
+                forced = None
+        for k in ks:
+            preds: dict[str, float] = {}
+            structs: dict[str, Structure] = {}
+            for c in cands if forced is None else [forced]:
+                g = 1
+                if c == "compressed":
+                    g, _ = _best_group_size(k, horizon, eps_s, delta_s)
+                s = build_structure(family, c, k, horizon, level, eps_s, delta_s, width, g)
+                structs[c] = s
+                preds[c] = float(np.sqrt(s.mean_mse()))
+            pick = min(preds, key=lambda c: preds[c])
+            chosen[(label, k)] = structs[pick]
+            record[f"{label}, k={k}"] = {
+                "strategy": pick, "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
+                "detail": structs[pick].detail,
+                "chosen_by": "auto (smallest predicted mean squared error, public parameters "
+                             "only)" if forced is None else "caller"}
+    return chosen, record
+
+
+def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float,
+                   delta: float, k_values: list[int], level: str, windows: list[Any],
+                   strategy: Any, singleton: bool, horizon: int, axis: dict[str, Any],
+                   seeded: bool, n_dropped: int, source_kind: str) -> WindowCountsRelease:
+    """Deterministic given the key: used by the release and by :meth:`WindowCountsRelease.load`."""
+    ks = tuple(int(k) for k in k_values)
+    fams = tuple(windows)
+    n_struct = len(fams) * len(ks)
+    eps_s = epsilon_to_fraction(epsilon) / n_struct
+    delta_s = delta / n_struct
+    strat = strategy if not isinstance(strategy, Mapping) else {
+        (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
+    chosen, record = _choose(fams, ks, horizon, level, eps_s, delta_s, strat, singleton)
+    build_args = {"epsilon": epsilon, "delta": delta, "k_values": list(ks), "level": level,
+                  "windows": list(fams), "strategy": strategy, "singleton": singleton,
+                  "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
+                  "source_kind": source_kind}
+    state = _State(key=key, item=item, time=time, horizon=horizon, build_args=build_args)
+    starts = np.flatnonzero(np.concatenate(([True], item[1:] != item[:-1]))) if item.size else []
+    state.observed_singleton = bool(np.unique(time).size == time.size)
+    _ = starts
+    for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
+        s.attach(key, 1000 + sid)
+        state.structures[(label, k)] = s
+        if s.family == "cumulative":
+            state.oracles[("cumulative", k)] = np.sort(cumulative_points(item, time, k))
+        elif s.family == "fixed":
+            state.oracles[(f"fixed{s.width}", k)] = block_points(item, time, k, int(s.width or 1),
+                                                                 horizon)
+        else:
+            x1, y1, x2, y2 = time_window_points(item, time, k, horizon)
+            w = np.concatenate((np.ones(x1.size, dtype=np.int64),
+                                -np.ones(x2.size, dtype=np.int64)))
+            state.oracles[("all", k)] = DominanceCounter(
+                np.concatenate((x1, x2)), np.concatenate((y1, y2)), w, horizon + 1, horizon)
+    params: dict[str, Any] = {
+        "strategies": record, "epsilon_per_structure": str(eps_s),
+        "delta_per_structure": delta_s, "n_structures": n_struct,
+        "budget_split": "equal split of epsilon (and delta) over every (window family, k) "
+                        "structure, basic composition",
+        "neighbouring": "event: add/remove one event" if level == "event" else
+                        "item: replace the whole history of one item",
+        "noise": "exact discrete Laplace per tree node, a deterministic function of a secret "
+                 "key and the node id (lazy noise, never redrawn)",
+        "singleton_declared": singleton, "source": source_kind,
+    }
+    rel = WindowCountsRelease(
+        value={}, epsilon=epsilon, delta=delta, mechanism="ghazi-kumar-manurangsi-nelson-windows",
+        mechanism_params=params, seeded=seeded, error=_placeholder_error(), horizon=horizon,
+        level=level, k_values=ks, windows=fams, time_axis=axis, _state=state)
+    value: dict[str, Any] = {}
+    err: dict[str, Any] = {}
+    for w in fams:
+        if w == "all":
+            continue
+        label = _label("fixed" if not isinstance(w, str) else w,
+                       None if isinstance(w, str) else int(w))
+        value[label], err[label] = {}, {}
+        for k in ks:
+            a = rel.cumulative_curve(k) if w == "cumulative" else rel.fixed_curve(k, width=w)
+            value[label][f"k={k}"] = np.asarray(a.estimate)
+            err[label][f"k={k}"] = {"sd": np.asarray(a.sd),
+                                    "ci_half_width": np.asarray(a.ci_high) - np.asarray(a.estimate),
+                                    "simultaneous_half_width": np.asarray(a.simultaneous_high)
+                                    - np.asarray(a.estimate)}
+    from dpfreq.release import ErrorStatement
+
+    error = ErrorStatement(
+        kind="ci", confidence=0.95, value=err,
+        description="95% confidence half-widths of every released curve value: per query, and "
+                    "simultaneous over the family's T values (union bound); derived from the "
+                    "exact discrete-Laplace noise by a Chernoff bound. Arbitrary windows: "
+                    "see WindowCountsRelease.window(...).")
+    object.__setattr__(rel, "value", value)
+    object.__setattr__(rel, "error", error)
+    return rel
+
+
+def _placeholder_error() -> Any:
+    from dpfreq.release import ErrorStatement
+
+    return ErrorStatement(kind="sd", confidence=None, value=None, description="")
+
+
+def release_window_counts(
+    source: Any,
+    *,
+    item: str | None = None,
+    time: str | None = None,
+    horizon: int | None = None,
+    start: Any = None,
+    end: Any = None,
+    period: Any = None,
+    epsilon: float,
+    delta: float = 0.0,
+    k_values: Sequence[int] | int,
+    level: str = "event",
+    windows: Sequence[Any] | str | int = ("cumulative",),
+    strategy: str | Mapping[Any, str] = "auto",
+    singleton: bool = False,
+    out_of_range: str = "error",
+    engine: str | None = None,
+    rng: RNGLike = None,
+    accountant: Accountant | None = None,
+) -> WindowCountsRelease:
+    """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
+
+    Implements spec ``time_windows.md`` §3.1 (cumulative), §3.2–3.3 (fixed windows: blocks or a
+    single instance), §3.4 (arbitrary windows, event level, included form, 2d tree with lazy
+    noise), §3.5 (arbitrary windows, item level, one cumulative tree per start), §3.6 (time
+    compression, item level, declared singleton logs), §3.7 (exactly-k via ``exactly``).
+
+    Parameters
+    ----------
+    source : mapping, (items, times) pair, path, SQL or relation
+        The event log: one row per event (item, time). Mappings and pairs of arrays are read
+        directly; files, SQL and relations go through ``dpfreq.engines``.
+    item, time : str
+        Column names (required for mappings and engine sources).
+    horizon : int
+        Public number of periods ``T``; times must be integers in ``1..T``. Or give
+    start, end, period :
+        A public time range ``[start, end]`` cut into periods of public length ``period``
+        (``"1d"``, ``"6h"``, ``"30min"``, timedelta); period ``g`` covers
+        ``[start + (g−1)·period, start + g·period)`` and ``T = ⌊(end−start)/period⌋ + 1``.
+    epsilon : float
+        Total ε for the whole release (all families, all k). No default.
+    delta : float, default 0
+        δ; used only at item level, for advanced composition over blocks / starts.
+    k_values : int or sequence of int
+        The k of ``f≥k`` to release (``1`` = reach).
+    level : {"event", "item"}
+        Unit of privacy.
+    windows : sequence
+        Query families: ``"cumulative"``, ``"all"`` (every ``[t1, t2]``) and integer widths
+        ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
+    strategy : "auto" or mapping
+        ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
+        squared error from public parameters only (recorded in ``mechanism_params``). A mapping
+        ``{family: strategy}`` forces one (see :mod:`dpfreq.windows.strategy`).
+    singleton : bool, default False
+        Declares (publicly) that the log has at most one event per period. Enables time
+        compression for item-level arbitrary windows; a log violating it is a DataError.
+    out_of_range : {"error", "drop"}
+        What to do with events outside the public range; the number dropped is kept privately
+        (``release.n_dropped``), not published.
+    engine : str, optional
+        Engine for file/SQL sources (``"memory"``, ``"duckdb"``, ``"spark"``).
+    rng : None, int or numpy.random.Generator
+        None: secure randomness (production). Seeds are for tests only (``seeded=True``).
+    accountant : Accountant, optional
+        Charged ``(epsilon, delta)`` before any noise is drawn.
+
+    Returns
+    -------
+    WindowCountsRelease
+
+    Privacy
+    -------
+    Unit of privacy: one event (``level="event"``: neighbours differ by adding or removing one
+    occurrence of one item at one period) or one item (``level="item"``: the whole occurrence
+    history of one item may be replaced). The whole release (every answer to every window,
+    however many are queried later) is (ε, δ)-DP: each (family, k) structure gets ε/m (basic
+    composition over m structures); inside a structure the node noise is calibrated to the
+    ℓ1 sensitivity ``Δ_joint · (nodes per point)`` with Δ the multiset symmetric difference of
+    the point sets (spec §2.2, §3.8); node noise is fixed per node (lazy, keyed).
+    Data-dependent facts that are not private (the number of events dropped as out of range,
+    whether the log is singleton) are kept in the release's private state only
+    (``release.n_dropped``, ``release.observed_singleton``), never in ``to_dict``.
+
+    Raises
+    ------
+    ParameterError, DataError
+        Invalid parameters or data (unknown level, bad ε/δ, negative k, W > T, missing
+        columns, non-integer times, times outside the range, ...).
+    """
+    eps = check_epsilon(epsilon, "epsilon", _FUNC)
+    dlt = check_delta(delta, "delta", _FUNC)
+    lvl = check_choice(level, "level", _FUNC, ("event", "item"))
+    ks = _parse_k(k_values)
+    check_choice(out_of_range, "out_of_range", _FUNC, ("error", "drop"))
+    if not isinstance(singleton, bool):
+        raise ParameterError(message("singleton", _FUNC, "True or False", singleton))
+    if not (strategy == "auto" or isinstance(strategy, Mapping)):
+        raise ParameterError(message("strategy", _FUNC, "'auto' or a mapping {family: "
+                                     "strategy}", strategy))
+    axis = _time_axis(horizon, start, end, period)
+    fams = _parse_windows(windows, axis.horizon)
+    codes, raw, kind = _load_log(source, item, time, engine, axis)
+    codes, times, n_dropped = _bucket(codes, raw, axis, out_of_range)
+    if singleton and np.unique(times).size != times.size:
+        raise DataError(message("singleton", _FUNC, "True only for logs with at most one event "
+                                "per period", "a log with several events in one period"))
+    if accountant is not None:
+        accountant.spend(eps, dlt, label=_FUNC)
+    res = resolve_rng(rng, _FUNC)
+    key = res.generator.bytes(32)
+    return _build_release(codes, times, key=key, epsilon=eps, delta=dlt, k_values=list(ks),
+                          level=lvl, windows=list(fams), strategy=strategy, singleton=singleton,
+                          horizon=axis.horizon, axis=axis.public(), seeded=res.seeded,
+                          n_dropped=n_dropped, source_kind=kind)

@@ -1,0 +1,317 @@
+"""Noise structures for each query family and the closed-form variance used to choose among them.
+
+Spec ``time_windows.md`` §3.1–§3.8 and §7.6. Every structure answers a query as
+``exact answer + Σ_{nodes in the cover} ± η(node)`` with exact discrete-Laplace node noise that
+is a deterministic function of the release's secret key and the node id (drawn once, never
+redrawn). Its variance is ``(#cover nodes) · Var[DLap(γ)]`` exactly, known from public
+parameters only, which is what ``strategy="auto"`` compares (the mean variance over the family's
+queries; for time compression the bias bound is added).
+
+Structures and calibration (``ε_s`` = the budget of this (family, k) structure):
+
+=================  =======================================  ==============================
+strategy           structure                                node noise γ
+=================  =======================================  ==============================
+cumulative/tree    one 1d tree over ``T`` (§3.1)            ``ε_s/(2·L_T)``
+cumulative/per_query  one noise per t                       ``ε_s/T``
+fixed/blocks       2 trees per block over ``W+2`` (§3.3)    event ``(ε_s/2)/(4k·L_W)``;
+                                                            item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
+fixed/single       2 trees over ``T+2`` (event only)        ``ε_s/((4k+2)·L_T)``
+fixed/per_query    one noise per window                     event ``ε_s/W``; item ``ε_s/T``
+all/tree2d         2 product trees (event only, §3.4)       ``ε_s/(4k·L²)``
+all/per_start      one cumulative tree per start (§3.5)     ``ε_T/(2·L_T)``, ε_T = ε_s/T
+all/per_query      one noise per window                     ``ε_s/(max windows per event)``
+all/compressed     per_start on groups of s steps (§3.6)    as per_start on ``⌈T/s⌉``
+=================  =======================================  ==============================
+
+With δ > 0 at item level, the per-block / per-start budget uses the better of basic and advanced
+composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_0}−1) <= ε_s``).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.noise import (
+    discrete_laplace_gamma,
+    discrete_laplace_tail_bound,
+    discrete_laplace_variance,
+    epsilon_to_fraction,
+    sample_discrete_laplace,
+)
+from dpfreq.rng import keyed_generator
+from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.tree import Tree1D, Tree2DNoise, domain_size, popcount
+
+__all__ = [
+    "STRATEGIES",
+    "Structure",
+    "build_structure",
+    "composed_epsilon",
+    "sum_halfwidth",
+]
+
+IntArray = NDArray[np.int64]
+
+STRATEGIES = {
+    "cumulative": ("tree", "per_query"),
+    "fixed": ("blocks", "single", "per_query"),
+    "all": ("tree2d", "per_start", "per_query", "compressed"),
+}
+
+
+def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
+    """Per-piece budget for ``pieces`` pure-DP runs composed to (ε, δ): basic or advanced."""
+    basic = eps / pieces
+    if delta <= 0 or pieces == 1:
+        return basic
+    e = float(eps)
+    log_term = math.log(1.0 / delta)
+
+    def total(e0: float) -> float:
+        return e0 * math.sqrt(2 * pieces * log_term) + pieces * e0 * math.expm1(e0)
+
+    lo, hi = 0.0, e
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if total(mid) <= e:
+            lo = mid
+        else:
+            hi = mid
+    adv = epsilon_to_fraction(lo) if lo > 0 else Fraction(0)
+    return max(basic, adv)
+
+
+def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float64]:
+    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β`` by a Chernoff bound.
+
+    ``Z_i`` i.i.d. ``DLap(γ)``. For one node the exact tail is used. The bound
+    ``Pr[|S| > x] <= 2 e^{−λx} M(λ)^m`` holds for every ``0 < λ < γ`` with the moment generating
+    function ``M(λ) = (1−α)²/((1−αe^λ)(1−αe^{−λ}))``; the smallest over a grid is taken.
+    """
+    m_arr = np.asarray(nodes, dtype=np.int64)
+    out = np.zeros(m_arr.shape, dtype=np.float64)
+    g = float(gamma)
+    alpha = math.exp(-g)
+    lam = g * np.concatenate((np.geomspace(1e-6, 0.5, 2000), 1 - np.geomspace(0.5, 1e-7, 2000)))
+    log_m = (2 * math.log1p(-alpha) - np.log1p(-alpha * np.exp(lam))
+             - np.log1p(-alpha * np.exp(-lam)))
+    for m in np.unique(m_arr):
+        if m <= 0:
+            continue
+        if m == 1:
+            x = float(discrete_laplace_tail_bound(beta, gamma))
+        else:
+            x = float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
+        out[m_arr == m] = x
+    return out
+
+
+def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: int) -> IntArray:
+    return sample_discrete_laplace(gamma, size, rng=keyed_generator(key, 0x51, structure))
+
+
+class Structure:
+    """One released structure for (family, k): answers ``noise`` and ``nodes`` per query.
+
+    ``family`` is ``"cumulative"``, ``"fixed"`` (with ``width``) or ``"all"``. Queries are given
+    as arrays ``t1, t2`` (cumulative: ``t1 = 1``; fixed: ``t1 = max(1, t2−W+1)``).
+    """
+
+    def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
+                 eps: Fraction, delta: float, width: int | None = None,
+                 group_size: int = 1) -> None:
+        self.family, self.strategy, self.k = family, strategy, k
+        self.horizon, self.level, self.width = horizon, level, width
+        self.group_size = group_size
+        self.eps, self.delta = eps, delta
+        self.gamma, self.detail = self._calibrate()
+        self._key: bytes | None = None
+        self._impl: Any = None
+
+    # ---------------------------------------------------------------- calibration (public only)
+    def _calibrate(self) -> tuple[Fraction, dict[str, Any]]:
+        t, k, eps = self.horizon, self.k, self.eps
+        fam, strat = self.family, self.strategy
+        if fam == "cumulative" and strat == "tree":
+            d = domain_size(t)
+            lv = d.bit_length()
+            return discrete_laplace_gamma(eps, 2 * lv), {"domain": d, "levels": lv, "Delta": 2}
+        if fam == "cumulative" and strat == "per_query":
+            return discrete_laplace_gamma(eps, t), {"l1_sensitivity": t}
+        if fam == "fixed":
+            w = int(self.width or 1)
+            if strat == "blocks":
+                d = domain_size(w + 2)
+                lv = d.bit_length()
+                nb = t // w + 1
+                e_b = eps / 2 if self.level == "event" else composed_epsilon(eps, nb, self.delta)
+                return (discrete_laplace_gamma(e_b, 4 * k * lv),
+                        {"domain": d, "levels": lv, "blocks": nb, "Delta_joint": 4 * k,
+                         "epsilon_block": str(e_b)})
+            if strat == "single":
+                d = domain_size(t + 2)
+                lv = d.bit_length()
+                return (discrete_laplace_gamma(eps, (4 * k + 2) * lv),
+                        {"domain": d, "levels": lv, "Delta_joint": 4 * k + 2})
+            sens = w if self.level == "event" else t
+            return discrete_laplace_gamma(eps, sens), {"l1_sensitivity": sens}
+        # all windows
+        if strat == "tree2d":
+            d = domain_size(t + 2)
+            lv = d.bit_length()
+            return (discrete_laplace_gamma(eps, 4 * k * lv * lv),
+                    {"domain": d, "levels": lv, "Delta_joint": 4 * k})
+        if strat in ("per_start", "compressed"):
+            tg = -(-t // self.group_size)
+            d = domain_size(tg)
+            lv = d.bit_length()
+            e_t = composed_epsilon(eps, tg, self.delta)
+            return (discrete_laplace_gamma(e_t, 2 * lv),
+                    {"domain": d, "levels": lv, "starts": tg, "Delta": 2,
+                     "epsilon_start": str(e_t), "group_size": self.group_size})
+        if self.level == "event":
+            half = (t + 1) // 2
+            sens = half * (t - half + 1)
+        else:
+            sens = t * (t + 1) // 2
+        return discrete_laplace_gamma(eps, sens), {"l1_sensitivity": sens}
+
+    @property
+    def node_variance(self) -> float:
+        return discrete_laplace_variance(self.gamma)
+
+    # ---------------------------------------------------------------- public-only predictions
+    def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
+        """The window actually asked of the mechanism (time compression widens it)."""
+        if self.strategy != "compressed":
+            return t1, t2
+        s = self.group_size
+        return -(-t1 // s), -(-t2 // s)
+
+    def nodes(self, t1: Any, t2: Any) -> IntArray:
+        """Number of noise terms in each answer (public: depends on the query only)."""
+        q1 = np.asarray(t1, dtype=np.int64)
+        q2 = np.asarray(t2, dtype=np.int64)
+        strat = self.strategy
+        if strat == "per_query":
+            return np.ones(np.broadcast(q1, q2).shape, dtype=np.int64)
+        if strat == "tree":
+            return popcount(q2) + 0 * q1
+        if strat == "blocks":
+            w = int(self.width or 1)
+            b = q2 // w
+            x = q2 - (b - 1) * w - w
+            return 2 * popcount(x + 1) + 0 * q1
+        if strat == "single":
+            return 2 * popcount(q2 + 1) + 0 * q1
+        if strat == "tree2d":
+            return 2 * popcount(q1) * popcount(q2 + 1)
+        g1, g2 = self.query_map(q1, q2)
+        return popcount(g2 - g1 + 1)
+
+    def bias_bound(self) -> int:
+        """Bound on |E[answer] − truth| (time compression only, singleton logs: 2(s−1))."""
+        return 2 * (self.group_size - 1) if self.strategy == "compressed" else 0
+
+    def family_queries(self) -> tuple[IntArray, IntArray]:
+        t = self.horizon
+        ts = np.arange(1, t + 1, dtype=np.int64)
+        if self.family == "cumulative":
+            return np.ones_like(ts), ts
+        if self.family == "fixed":
+            w = int(self.width or 1)
+            return np.maximum(1, ts - w + 1), ts
+        raise ValueError("all-window family has no enumerated query list")
+
+    def mean_mse(self) -> float:
+        """Mean predicted mean squared error over the family's queries (closed form)."""
+        v = self.node_variance
+        if self.family != "all":
+            t1, t2 = self.family_queries()
+            return float(np.mean(self.nodes(t1, t2))) * v
+        t = self.horizon
+        n_q = t * (t + 1) / 2
+        ts = np.arange(1, t + 1, dtype=np.int64)
+        if self.strategy == "per_query":
+            mean_nodes = 1.0
+        elif self.strategy == "tree2d":
+            pc1 = popcount(ts).astype(np.float64)
+            pc2 = popcount(ts + 1).astype(np.float64)
+            mean_nodes = float(np.sum(2 * pc2 * np.cumsum(pc1))) / n_q
+        else:
+            s = self.group_size
+            n_g = np.bincount(-(-ts // s))[1:].astype(np.float64)  # periods per group
+            from scipy.signal import fftconvolve
+
+            corr = fftconvolve(n_g, n_g[::-1])[n_g.size - 1:]  # corr[d] = Σ_g n(g) n(g+d)
+            corr = np.rint(corr)
+            corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
+            diffs = np.arange(n_g.size, dtype=np.int64)
+            mean_nodes = float(np.sum(corr * popcount(diffs + 1))) / n_q
+            return (math.sqrt(mean_nodes * v) + self.bias_bound()) ** 2
+        return mean_nodes * v
+
+    # ---------------------------------------------------------------- noise (needs the key)
+    def attach(self, key: bytes, structure_id: int) -> None:
+        """Bind the secret key; node noise becomes available (lazily or eagerly)."""
+        self._key = key
+        d = self.detail
+        strat = self.strategy
+        if strat == "tree":
+            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id)
+        elif strat == "blocks":
+            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=2 * d["blocks"])
+        elif strat == "single":
+            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=2)
+        elif strat == "per_query" and self.family != "all":
+            self._impl = _eager_noise(self.gamma, self.horizon + 1, key, structure_id)
+        elif strat == "tree2d":
+            self._impl = (Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id),
+                          Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id + 1))
+        else:
+            self._impl = KeyedDiscreteLaplace(key, structure_id, self.gamma)
+
+    def noise(self, t1: Any, t2: Any) -> IntArray:
+        """Σ ± node noise of each answer (deterministic given the key)."""
+        q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                     np.asarray(t2, dtype=np.int64))
+        impl, strat = self._impl, self.strategy
+        if strat == "tree":
+            return impl.prefix_noise(q2 - 1)
+        if strat == "blocks":
+            w = int(self.width or 1)
+            b = q2 // w
+            x = q2 - (b - 1) * w - w
+            return impl.prefix_noise(x, 2 * b + 1) - impl.prefix_noise(x, 2 * b)
+        if strat == "single":
+            return impl.prefix_noise(q2, 1) - impl.prefix_noise(q2, 0)
+        if strat == "per_query" and self.family != "all":
+            return impl[q2]
+        if strat == "tree2d":
+            return impl[0].dominance_noise(q1 - 1, q2) - impl[1].dominance_noise(q1 - 1, q2)
+        if strat == "per_query":
+            return impl.noise(q1 * (self.horizon + 1) + q2)
+        g1, g2 = self.query_map(q1, q2)
+        d = self.detail["domain"]
+        total = np.zeros(q1.shape, dtype=np.int64)
+        x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
+        from dpfreq.windows.tree import prefix_cover
+
+        for used, ids in prefix_cover(x, d):
+            node = (g1 - 1) * (2 * d) + ids
+            vals = impl.noise(np.where(used, node, 0))
+            total = total + np.where(used, vals, 0)
+        return total
+
+
+def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
+                    eps: Fraction, delta: float, width: int | None = None,
+                    group_size: int = 1) -> Structure:
+    """Construct (calibrate) a structure from public parameters only."""
+    return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size)

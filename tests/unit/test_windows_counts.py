@@ -1,0 +1,336 @@
+"""release_window_counts / WindowCountsRelease (spec time_windows.md §3, issue 5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from test_windows_reductions import brute, random_log
+
+from dpfreq.budget import Accountant, PrivacyBudget
+from dpfreq.engines import OccurrenceTimes
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.noise import discrete_laplace_tail
+from dpfreq.windows import WindowCountsRelease, parse_period, release_window_counts
+from dpfreq.windows.strategy import composed_epsilon, sum_halfwidth
+
+
+def small_log(rng, horizon=12, n_items=5, singleton=False):
+    item, times = random_log(rng, horizon, n_items, 30, singleton)
+    return item, times
+
+
+def noise_free(rel, t1, t2, k, fam_filter=None):
+    """Estimate minus the node noise of the answering structure (exact part only)."""
+    ans = rel.window(t1, t2, k)
+    strat = np.atleast_1d(ans.strategy)
+    out = np.asarray(ans.estimate, dtype=np.int64).copy().reshape(-1)
+    t1a, t2a = np.broadcast_arrays(np.atleast_1d(t1), np.atleast_1d(t2))
+    for (label, kk), s in rel._state.structures.items():
+        if kk != k:
+            continue
+        sel = strat == f"{label}/{s.strategy}"
+        if sel.any():
+            out[sel] -= s.noise(t1a[sel], t2a[sel])
+    return out
+
+
+STRATS = [
+    ("event", {"cumulative": "tree", 3: "blocks", "all": "tree2d"}),
+    ("event", {"cumulative": "per_query", 3: "single", "all": "per_start"}),
+    ("event", {3: "per_query", "all": "per_query"}),
+    ("item", {"cumulative": "tree", 3: "blocks", "all": "per_start"}),
+    ("item", {3: "per_query", "all": "per_query"}),
+]
+
+
+@pytest.mark.parametrize(("level", "strategy"), STRATS)
+def test_noise_free_answers_equal_brute_force(rng, level, strategy):
+    for case in range(12):
+        horizon = int(rng.integers(3, 13))
+        item, times = small_log(rng, horizon)
+        fams = [w for w in ("cumulative", 3, "all") if w in strategy]
+        rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0,
+                                    k_values=[1, 2, 3], windows=fams, level=level,
+                                    strategy=strategy, rng=case)
+        t1, t2 = np.triu_indices(horizon + 1, 0)
+        keep = t1 >= 1
+        t1, t2 = t1[keep], t2[keep]
+        for k in (1, 2, 3):
+            f = brute(item, times, horizon, k)
+            if "all" in fams:
+                assert np.array_equal(noise_free(rel, t1, t2, k), f[t1, t2])
+            ts = np.arange(1, horizon + 1)
+            if "cumulative" in fams:
+                assert np.array_equal(noise_free(rel, np.ones_like(ts), ts, k), f[1, ts])
+            assert np.array_equal(noise_free(rel, np.maximum(1, ts - 2), ts, k),
+                                  f[np.maximum(1, ts - 2), ts])
+
+
+def test_compression_bias_within_bound(rng):
+    for case in range(20):
+        horizon = int(rng.integers(4, 30))
+        item, times = small_log(rng, horizon, singleton=True)
+        rel = release_window_counts((item, times), horizon=horizon, epsilon=0.05, k_values=[1],
+                                    windows=["all"], level="item", singleton=True, rng=case)
+        s = rel._state.structures[("all", 1)]
+        f = brute(item, times, horizon, 1)
+        t1, t2 = np.triu_indices(horizon + 1, 0)
+        keep = t1 >= 1
+        t1, t2 = t1[keep], t2[keep]
+        est = noise_free(rel, t1, t2, 1)
+        if s.strategy == "compressed":
+            assert s.group_size >= 1
+            assert np.all(np.abs(est - f[t1, t2]) <= 2 * (s.group_size - 1))
+        else:
+            assert np.array_equal(est, f[t1, t2])
+
+
+def test_auto_choice_matches_issue_note():
+    item = np.array([0, 0, 1])
+    times = np.array([1, 5, 9])
+    rel = release_window_counts((item, times), horizon=365, epsilon=1.0, k_values=[1],
+                                windows=["cumulative", 7, "all"], rng=1)
+    st = rel.mechanism_params["strategies"]
+    assert st["fixed(W=7), k=1"]["strategy"] == "per_query"
+    assert st["cumulative, k=1"]["strategy"] == "tree"
+    assert st["all, k=1"]["strategy"] == "tree2d"
+    for rec in st.values():
+        preds = rec["predicted_rmse"]
+        assert preds[rec["strategy"]] == min(preds.values())
+    cum = st["cumulative, k=1"]["predicted_rmse"]
+    assert cum["per_query"] / cum["tree"] >= 5
+    allw = st["all, k=1"]["predicted_rmse"]
+    assert allw["per_query"] / allw["tree2d"] >= 5
+
+
+def test_item_level_candidates_exclude_event_only_structures():
+    rel = release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
+                                k_values=[2], windows=[8, "all"], level="item", rng=1)
+    st = rel.mechanism_params["strategies"]
+    assert "single" not in st["fixed(W=8), k=2"]["predicted_rmse"]
+    assert "tree2d" not in st["all, k=2"]["predicted_rmse"]
+    with pytest.raises(ParameterError, match="strategy for all"):
+        release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
+                              k_values=[2], windows=["all"], level="item",
+                              strategy={"all": "tree2d"}, rng=1)
+
+
+def test_determinism_repeated_queries_and_save_load(tmp_path, rng):
+    item, times = small_log(rng, 40, 8)
+    kw = {"horizon": 40, "epsilon": 1.0, "k_values": [1, 2], "windows": ["cumulative", 5, "all"]}
+    rel = release_window_counts((item, times), rng=7, **kw)
+    again = release_window_counts((item, times), rng=7, **kw)
+    other = release_window_counts((item, times), rng=8, **kw)
+    t1, t2 = np.triu_indices(41, 0)
+    keep = t1 >= 1
+    t1, t2 = t1[keep], t2[keep]
+    a = rel.window(t1, t2, 2).estimate
+    assert np.array_equal(a, rel.window(t1, t2, 2).estimate)
+    assert np.array_equal(a[::-1], rel.window(t1[::-1], t2[::-1], 2).estimate)
+    assert np.array_equal(a, again.window(t1, t2, 2).estimate)
+    assert not np.array_equal(a, other.window(t1, t2, 2).estimate)
+    path = rel.save(tmp_path / "rel.npz")
+    loaded = WindowCountsRelease.load(path)
+    assert np.array_equal(loaded.window(t1, t2, 2).estimate, a)
+    assert np.array_equal(loaded.fixed_curve(1).estimate, rel.fixed_curve(1).estimate)
+    assert loaded.to_dict() == rel.to_dict()
+    assert rel.seeded
+
+
+def test_json_has_no_secret_and_is_valid(rng):
+    item, times = small_log(rng, 10)
+    rel = release_window_counts((item, times), horizon=10, epsilon=1.0, k_values=[1],
+                                windows=["cumulative", 3], rng=2)
+    text = rel.to_json()
+    data = json.loads(text)
+    assert data["type"] == "WindowCountsRelease"
+    assert rel._state.key.hex() not in text
+    assert "item" not in data["mechanism_params"]
+    assert len(data["value"]["cumulative"]["k=1"]) == 10
+    assert data["error"]["kind"] == "ci"
+
+
+def test_answer_fields_and_sd(rng):
+    item, times = small_log(rng, 16)
+    rel = release_window_counts((item, times), horizon=16, epsilon=2.0, k_values=[1, 2],
+                                windows=["cumulative", 4, "all"], strategy={"all": "tree2d"},
+                                rng=3)
+    a = rel.window(2, 9, 1)
+    s = rel._state.structures[("all", 1)]
+    assert a.strategy == "all/tree2d"
+    assert a.sd == pytest.approx(np.sqrt(s.nodes(2, 9) * s.node_variance))
+    assert a.ci_low <= a.estimate <= a.ci_high
+    assert a.simultaneous_high - a.estimate >= a.ci_high - a.estimate
+    c = rel.cumulative(np.arange(1, 17), 1)
+    assert set(c.strategy[4:]) == {"cumulative/tree"}  # t <= W: the rolling window may win
+    f = rel.fixed(2, 1)
+    assert f.t1 == 1
+    assert f.t2 == 2
+    e = rel.exactly(3, 7, 1)
+    assert e.estimate == rel.window(3, 7, 1).estimate - rel.window(3, 7, 2).estimate
+    with pytest.raises(ParameterError, match="k and k\\+1"):
+        rel.exactly(3, 7, 2)
+    with pytest.raises(ParameterError, match="released"):
+        rel.window(1, 3, 5)
+    curve = rel.cumulative_curve(1, clamp=True, monotone=True)
+    est = np.asarray(curve.estimate)
+    assert np.all(np.diff(est) >= 0)
+    assert np.all(est >= 0)
+    tab = rel.k_table("cumulative")
+    assert tab.shape == (2, 16)
+    assert np.all(tab[0] >= tab[1])
+    assert np.all(tab >= 0)
+
+
+def test_unreleased_window_is_clear_error(rng):
+    item, times = small_log(rng, 20)
+    rel = release_window_counts((item, times), horizon=20, epsilon=1.0, k_values=[1],
+                                windows=["cumulative", 7], rng=1)
+    with pytest.raises(ParameterError, match="not released"):
+        rel.window(3, 5, 1)
+    assert rel.window(1, 15, 1).strategy == "cumulative/tree"
+    assert rel.window(4, 10, 1).strategy.startswith("fixed(W=7)")
+    with pytest.raises(ParameterError, match="width"):
+        rel.fixed(5, 1, width=3)
+    with pytest.raises(ParameterError):
+        rel.window(5, 3, 1)
+    with pytest.raises(ParameterError):
+        rel.window(0, 3, 1)
+    with pytest.raises(ParameterError):
+        rel.cumulative(21, 1)
+
+
+def test_timestamps_bucketing_and_out_of_range():
+    ts = np.array(["2024-01-01T05:00", "2024-01-01T23:59", "2024-01-03T00:00",
+                   "2024-01-05T12:00"], dtype="datetime64[us]")
+    users = np.array(["u1", "u2", "u1", "u3"])
+    rel = release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
+                                start="2024-01-01", end="2024-01-05", period="1d", epsilon=1.0,
+                                k_values=[1, 2], windows=["cumulative"], rng=1)
+    assert rel.horizon == 5
+    assert list(rel._state.time) == [1, 3, 1, 5]
+    assert rel.time_axis["kind"] == "timestamp"
+    with pytest.raises(DataError, match="outside"):
+        release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
+                              start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
+                              k_values=[1], rng=1)
+    rel = release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
+                                start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
+                                k_values=[1], rng=1, out_of_range="drop")
+    assert rel.n_dropped == 3
+    assert "n_dropped" not in rel.to_json()
+    assert parse_period("6h") == 6 * 3600 * 10**6
+    assert parse_period(dt.timedelta(days=1)) == 86400 * 10**6
+    assert parse_period(np.timedelta64(30, "m")) == 1800 * 10**6
+
+
+def bad_call(**over):
+    kw = {"horizon": 10, "epsilon": 1.0, "k_values": [1], "windows": ["cumulative"], "rng": 1}
+    kw.update(over)
+    source = kw.pop("source", (np.array([0, 1]), np.array([1, 2])))
+    return release_window_counts(source, **kw)
+
+
+@pytest.mark.parametrize(
+    ("over", "exc", "match"),
+    [
+        ({"epsilon": -1.0}, ParameterError, "epsilon"),
+        ({"epsilon": float("nan")}, ParameterError, "epsilon"),
+        ({"delta": 1.0}, ParameterError, "delta"),
+        ({"k_values": [-1]}, ParameterError, "k_values"),
+        ({"k_values": []}, ParameterError, "k_values"),
+        ({"level": "user"}, ParameterError, "level"),
+        ({"windows": [11]}, ParameterError, "windows"),
+        ({"windows": ["weekly"]}, ParameterError, "windows"),
+        ({"horizon": 0}, ParameterError, "horizon"),
+        ({"horizon": None}, ParameterError, "horizon"),
+        ({"out_of_range": "clip"}, ParameterError, "out_of_range"),
+        ({"strategy": "fast"}, ParameterError, "strategy"),
+        ({"singleton": "yes"}, ParameterError, "singleton"),
+        ({"source": (np.array([0, 1]), np.array([1.5, 2]))}, DataError, "time"),
+        ({"source": (np.array([0, 1]), np.array([1, 11]))}, DataError, "outside"),
+        ({"source": (np.array([0, 1]), np.array([0, 2]))}, DataError, "outside"),
+        ({"source": (np.array([0, 1]), np.array(["a", "b"]))}, DataError, "time"),
+        ({"source": (np.array([0, 1]), np.array([1, 2, 3]))}, DataError, "equal length"),
+        ({"source": {"u": [1, 2]}, "item": "u", "time": "t"}, DataError, "column 't'"),
+        ({"source": (np.array([0, 1]), np.array([1, 1])), "singleton": True}, DataError,
+         "singleton"),
+        ({"start": "2024-01-01"}, ParameterError, "horizon"),
+    ],
+)
+def test_bad_input(over, exc, match):
+    with pytest.raises(exc, match=match):
+        bad_call(**over)
+
+
+def test_accountant_charged_before_noise():
+    acct = Accountant(PrivacyBudget(1.5))
+    bad_call(accountant=acct)
+    assert acct.spent == (1.0, 0.0)
+    with pytest.raises(BudgetExceededError):
+        bad_call(accountant=acct)
+
+
+class FakeEngine:
+    name = "fake"
+
+    def __init__(self, occ):
+        self.occ = occ
+
+    def occurrence_times(self, source, *, item, time, k_max=None):
+        return self.occ
+
+
+def test_engine_path_and_unsorted(monkeypatch):
+    import dpfreq.windows.counts as counts
+
+    occ = OccurrenceTimes(item_index=np.array([0, 0, 1]), times=np.array([1, 4, 2]), n_items=2,
+                          n_events=3, time_kind="integer")
+    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(occ))
+    rel = release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
+                                k_values=[1], rng=1)
+    assert rel.mechanism_params["source"] == "fake"
+    bad = OccurrenceTimes(item_index=np.array([0, 0, 1]), times=np.array([4, 1, 2]), n_items=2,
+                          n_events=3, time_kind="integer")
+    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(bad))
+    with pytest.raises(DataError, match="sorted"):
+        release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
+                              k_values=[1], rng=1)
+    ts = OccurrenceTimes(item_index=np.array([0]), times=np.array([10**15]), n_items=1,
+                         n_events=1, time_kind="timestamp_us")
+    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(ts))
+    with pytest.raises(DataError, match=r"timestamps|integer"):
+        release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
+                              k_values=[1], rng=1)
+    with pytest.raises(ParameterError, match="column names"):
+        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1)
+
+
+def test_sum_halfwidth_is_valid_and_exact_for_one_node():
+    g = Fraction(1, 3)
+    h1 = sum_halfwidth([1], g, 0.05)[0]
+    assert float(discrete_laplace_tail(h1, g)) <= 0.05
+    assert float(discrete_laplace_tail(h1 - 1, g)) > 0.05
+    # two nodes: exact tail of the sum by convolution of the pmf
+    from dpfreq.noise import discrete_laplace_pmf
+
+    z = np.arange(-400, 401)
+    p = discrete_laplace_pmf(z, g)
+    conv = np.convolve(p, p)
+    zz = np.arange(-800, 801)
+    h2 = sum_halfwidth([2], g, 0.05)[0]
+    assert conv[np.abs(zz) > h2].sum() <= 0.05
+
+
+def test_composed_epsilon_advanced_beats_basic_for_many_pieces():
+    eps = Fraction(1)
+    assert composed_epsilon(eps, 10, 0.0) == Fraction(1, 10)
+    adv = composed_epsilon(eps, 400, 1e-6)
+    assert adv > Fraction(1, 400)
+    e0 = float(adv)
+    total = e0 * np.sqrt(2 * 400 * np.log(1e6)) + 400 * e0 * np.expm1(e0)
+    assert total <= 1.0
