@@ -45,6 +45,7 @@ __all__ = [
     "reconstruct_profile_from_counts",
     "round_profile",
     "rounding_threshold",
+    "solve_profile",
     "unfold_clipped",
 ]
 
@@ -320,6 +321,32 @@ def round_profile(r: NDArray[np.float64], *, B: int, max_count: int) -> NDArray[
     return x
 
 
+def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
+                  norm: str = "1", method: str = "fft") -> tuple[NDArray[np.float64],
+                                                               dict[str, Any]]:
+    """Deterministic core: ``f~`` (length ``P``) → ``r[0..n]`` by Algorithms 2+3 or by EM.
+
+    ``method="mle"`` starts EM from the Algorithms 2+3 solution mixed with the uniform profile
+    (weight 0.1) and returns whichever of the EM result and the Algorithms 2+3 solution has the
+    larger likelihood (so an exact, noise-free ``f~ = A f`` gives back ``f``). Returns the
+    profile and diagnostics (empty for ``"fft"``).
+    """
+    n, B = kernel.max_count, kernel.B
+    r = round_profile(fast_inversion(noisy_profile, kernel, norm), B=B, max_count=n)
+    if method != "mle":
+        return r, {}
+    start = (1.0 - _MLE_MIX) * r + _MLE_MIX / (n + 1)
+    em = em_profile(noisy_profile, kernel, start=start)
+    total = float(noisy_profile.sum())
+    ll_fft = log_likelihood(r, noisy_profile / total if total > 0 else noisy_profile, kernel)
+    chosen = "em" if em.log_likelihood >= ll_fft else "fft"
+    if chosen == "em":
+        r = em.profile
+    return r, {"em_iterations": em.iterations, "em_converged": em.converged,
+               "em_log_likelihood": em.log_likelihood, "fft_log_likelihood": ll_fft,
+               "mle_selected": chosen, "bound_applies_to": "fft"}
+
+
 # ----------------------------------------------------------------------------------------------
 # §9.2 error bounds
 
@@ -463,20 +490,7 @@ def reconstruct_profile_from_counts(
     if kernel.min_eigenvalue <= 0:  # pragma: no cover - excluded by B >= B_min
         raise ParameterError(message("B", func, "large enough for an invertible kernel", b))
     f_tilde = counts.astype(np.float64) / d
-    r_full = fast_inversion(f_tilde, kernel, norm_s)
-    r = round_profile(r_full, B=b, max_count=n)
-    extra_params: dict[str, Any] = {}
-    if method_s == "mle":
-        start = (1.0 - _MLE_MIX) * r + _MLE_MIX / (n + 1)
-        em = em_profile(f_tilde, kernel, start=start)
-        ll_fft = log_likelihood(r, f_tilde / max(f_tilde.sum(), 1e-300), kernel)
-        chosen = "em" if em.log_likelihood >= ll_fft else "fft"
-        if chosen == "em":
-            r = em.profile
-        extra_params = {"em_iterations": em.iterations, "em_converged": em.converged,
-                        "em_log_likelihood": em.log_likelihood,
-                        "fft_log_likelihood": ll_fft, "mle_selected": chosen,
-                        "bound_applies_to": "fft"}
+    r, extra_params = solve_profile(f_tilde, kernel, norm=norm_s, method=method_s)
     bounds = profile_error_bounds(kernel, domain_size=d, eta=et)
     b_paper = bound_parameter(d, g, et)
     eta_b = _eta_event(d, b, g)
