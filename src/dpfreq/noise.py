@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._validate import check_int, check_positive_float, message
+from dpfreq._validate import check_int, check_open_unit, check_positive_float, message
 from dpfreq.errors import ParameterError
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -378,7 +378,7 @@ class _InverseTable:
         self.inv_gamma = 1.0 / float(gamma)
 
     def count_above(self, w_words: NDArray[np.uint64]) -> NDArray[np.int64]:
-        """``#{k < K : D_k > W}`` for each W, exactly (a float guess checked by integer compares)."""
+        """``#{k < K : D_k > W}`` per W, exactly (a float guess checked by integer compares)."""
         x = np.log(w_words.astype(np.float64) + 1.0)
         guess = (self.log_c - x) * self.inv_gamma
         np.clip(guess, -1.0, float(self.size - 1), out=guess)
@@ -576,47 +576,59 @@ def randomized_response(
 # pmfs, variances and tails (floats: for tests and error statements, never for sampling)
 
 
-def _alpha(gamma: Fraction | float) -> float:
-    return math.exp(-float(gamma))
+def _gamma_value(gamma: Any, func: str) -> float:
+    """γ as a float for the analytic helpers, validated (a finite number > 0)."""
+    if isinstance(gamma, Fraction):
+        if gamma <= 0:
+            raise ParameterError(message("gamma", func, "a finite number > 0", gamma))
+        return float(gamma)
+    return check_positive_float(gamma, "gamma", func)
+
+
+def _alpha(gamma: Fraction | float, func: str = "dpfreq.noise") -> float:
+    return math.exp(-_gamma_value(gamma, func))
 
 
 def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``."""
-    a = _alpha(gamma)
+    g = _gamma_value(gamma, "discrete_laplace_pmf")
+    a = math.exp(-g)
     zz = np.abs(np.asarray(z, dtype=np.float64))
-    return (1 - a) / (1 + a) * np.exp(-float(gamma) * zz)
+    return (1 - a) / (1 + a) * np.exp(-g * zz)
 
 
 def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[Z <= z]`` for integer z."""
-    a = _alpha(gamma)
+    """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else."""
+    g = _gamma_value(gamma, "discrete_laplace_cdf")
+    a = math.exp(-g)
     zz = np.floor(np.asarray(z, dtype=np.float64))
-    lower = a ** (-zz) * a / (1 + a)  # z < 0: α^{|z|} / (1+α)
-    upper = 1 - a ** (zz + 1) / (1 + a)  # z >= 0
-    return np.where(zz < 0, np.where(zz < 0, np.exp(float(gamma) * zz) / (1 + a), lower), upper)
+    lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
+    upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
+    return np.where(zz < 0, lower, upper)
 
 
 def discrete_laplace_variance(gamma: Fraction | float) -> float:
     """``Var[Z] = 2α/(1-α)^2``."""
-    a = _alpha(gamma)
-    return 2 * a / (1 - a) ** 2
+    g = _gamma_value(gamma, "discrete_laplace_variance")
+    a = math.exp(-g)
+    return 2 * a / math.expm1(-g) ** 2
 
 
 def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0."""
-    a = _alpha(gamma)
+    """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0)."""
+    g = _gamma_value(gamma, "discrete_laplace_tail")
+    a = math.exp(-g)
     b = np.floor(np.asarray(bound, dtype=np.float64))
-    return np.minimum(1.0, 2 * np.exp(-float(gamma) * (b + 1)) / (1 + a))
+    return np.where(b < 0, 1.0, 2 * np.exp(-g * (np.maximum(b, 0.0) + 1)) / (1 + a))
 
 
 def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``."""
-    eta = float(eta)
-    if not 0 < eta < 1:
-        raise ParameterError(message("eta", "discrete_laplace_tail_bound", "in (0, 1)", eta))
-    a = _alpha(gamma)
+    eta = check_open_unit(eta, "eta", "discrete_laplace_tail_bound")
+    g = _gamma_value(gamma, "discrete_laplace_tail_bound")
+    a = math.exp(-g)
     # 2 α^{B+1}/(1+α) <= η  <=>  B + 1 >= ln(2/(η(1+α))) / γ
-    b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / float(gamma) - 1))
+    b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / g - 1))
     while b > 0 and float(discrete_laplace_tail(b - 1, gamma)) <= eta:
         b -= 1
     while float(discrete_laplace_tail(b, gamma)) > eta:
@@ -626,23 +638,24 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
 
 def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0)."""
-    a = _alpha(gamma)
+    g = _gamma_value(gamma, "geometric_pmf")
     kk = np.asarray(k, dtype=np.float64)
-    return np.where(kk >= 0, (1 - a) * np.exp(-float(gamma) * np.maximum(kk, 0)), 0.0)
+    return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
 
 
 def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0."""
+    """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0)."""
+    g = _gamma_value(gamma, "geometric_cdf")
     kk = np.floor(np.asarray(k, dtype=np.float64))
-    return np.where(kk >= 0, -np.expm1(-float(gamma) * (kk + 1)), 0.0)
+    return np.where(kk >= 0, -np.expm1(-g * (np.maximum(kk, 0.0) + 1)), 0.0)
 
 
 def geometric_variance(gamma: Fraction | float) -> float:
     """``Var[G] = α/(1-α)^2``."""
-    a = _alpha(gamma)
-    return a / (1 - a) ** 2
+    g = _gamma_value(gamma, "geometric_variance")
+    return math.exp(-g) / math.expm1(-g) ** 2
 
 
 def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     """``e^γ/(1+e^γ) = 1/(1+α)``."""
-    return 1.0 / (1.0 + _alpha(gamma))
+    return 1.0 / (1.0 + _alpha(gamma, "randomized_response_keep_probability"))
