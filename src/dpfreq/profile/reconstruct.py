@@ -104,7 +104,7 @@ def _integer_array(value: Any, param: str, func: str) -> NDArray[np.int64]:
         return arr.astype(np.int64)
     bad = ~np.isfinite(arr) | (arr != np.floor(arr)) | (np.abs(arr) >= 2.0**62)
     if bad.any():
-        first = arr[int(np.flatnonzero(bad)[0])]
+        first = float(arr[int(np.flatnonzero(bad)[0])])
         raise DataError(message(param, func, rule, f"entry {first!r}"))
     return arr.astype(np.int64)
 
