@@ -94,7 +94,13 @@ def chacha20_blocks(
 
 
 class _Streams:
-    """One ChaCha20 stream per node; ``words(rows)`` returns the next 64-bit word of each row."""
+    """One ChaCha20 stream per node; ``words(rows)`` returns the next 64-bit word of each row.
+
+    Words are buffered ``_BLOCKS`` ChaCha blocks (``8·_BLOCKS`` words) at a time per node; the
+    buffer size changes speed only, never the sequence of words a node sees.
+    """
+
+    _BLOCKS = 4
 
     def __init__(self, key_words: NDArray[np.uint32], node_ids: NDArray[np.uint64]) -> None:
         self.key_words = key_words
@@ -103,18 +109,22 @@ class _Streams:
         self.nonce[:, 0] = (node_ids & np.uint64(0xFFFFFFFF)).astype(_U32)
         self.nonce[:, 1] = (node_ids >> np.uint64(32)).astype(_U32)
         self.block = np.zeros(n, dtype=_U32)
+        self.width = 8 * self._BLOCKS
         self.buf = self._fill(np.arange(n))
         self.ptr = np.zeros(n, dtype=np.int64)
 
     def _fill(self, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
-        words = chacha20_blocks(self.key_words, self.block[rows], self.nonce[rows])
-        w = words.astype(np.uint64)
-        return w[:, 0::2] | (w[:, 1::2] << np.uint64(32))
+        nb = self._BLOCKS
+        counters = (self.block[rows][:, None] + np.arange(nb, dtype=_U32)[None, :]).ravel()
+        nonces = np.repeat(self.nonce[rows], nb, axis=0)
+        words = chacha20_blocks(self.key_words, counters, nonces).astype(np.uint64)
+        w64 = words[:, 0::2] | (words[:, 1::2] << np.uint64(32))
+        self.block[rows] += _U32(nb)
+        return w64.reshape(rows.shape[0], self.width)
 
     def words(self, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
-        full = rows[self.ptr[rows] == 8]
+        full = rows[self.ptr[rows] == self.width]
         if full.size:
-            self.block[full] += _U32(1)
             self.buf[full] = self._fill(full)
             self.ptr[full] = 0
         out = self.buf[rows, self.ptr[rows]]

@@ -46,7 +46,7 @@ from dpfreq.noise import (
 )
 from dpfreq.rng import keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.tree import Tree1D, Tree2DNoise, domain_size, popcount
+from dpfreq.windows.tree import Tree1D, Tree2DNoise, domain_size, popcount, prefix_cover
 
 __all__ = [
     "STRATEGIES",
@@ -299,15 +299,13 @@ class Structure:
             return impl.noise(q1 * (self.horizon + 1) + q2)
         g1, g2 = self.query_map(q1, q2)
         d = self.detail["domain"]
-        total = np.zeros(q1.shape, dtype=np.int64)
         x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
-        from dpfreq.windows.tree import prefix_cover
-
-        for used, ids in prefix_cover(x, d):
-            node = (g1 - 1) * (2 * d) + ids
-            vals = impl.noise(np.where(used, node, 0))
-            total = total + np.where(used, vals, 0)
-        return total
+        cover = prefix_cover(x.ravel(), d)
+        used = np.stack([u for u, _ in cover])
+        ids = np.stack([(g1.ravel() - 1) * (2 * d) + i for _, i in cover])
+        vals = np.zeros(used.shape, dtype=np.int64)
+        vals[used] = impl.noise(ids[used])
+        return vals.sum(axis=0).reshape(q1.shape)
 
 
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
