@@ -1,13 +1,164 @@
-"""`dpfreq reach` (placeholder until its issue lands)."""
+"""`dpfreq reach`: private reach and k+ reach per period, cumulative and over rolling windows.
+
+Mirrors :func:`dpfreq.windows.release_window_counts`; formatting only.
+"""
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+from typing import Any
+
 import click
+import numpy as np
+
+from dpfreq.cli._common import (
+    emit_release,
+    engine_option,
+    output_options,
+    parse_int_list,
+    seed_option,
+    warn_if_seeded,
+)
+from dpfreq.errors import DataError
+from dpfreq.windows import WindowCountsRelease, release_window_counts
 
 __all__ = ["command"]
 
 
+def _read_csv_columns(path: str, item: str, time: str) -> dict[str, Any]:
+    """Fallback reader (used only when the engine module is not installed): two CSV columns."""
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        for col in (item, time):
+            if col not in fields:
+                raise DataError(f"source of dpfreq reach must have column {col!r}; "
+                                f"got columns {fields!r}.")
+        items, times = [], []
+        for row in reader:
+            items.append(row[item])
+            times.append(row[time])
+    return {item: np.array(items, dtype=object).astype(str), time: np.array(times, dtype=str)}
+
+
+def _coerce_times(cols: dict[str, Any], time: str, integer: bool) -> None:
+    raw = cols[time]
+    if integer:
+        try:
+            cols[time] = np.array([int(v) for v in raw], dtype=np.int64)
+        except ValueError:
+            bad = next(v for v in raw if not v.strip().lstrip("-").isdigit())
+            raise DataError(f"time column {time!r} of dpfreq reach must be integer periods "
+                            f"with --horizon; got {bad!r}.") from None
+    else:
+        try:
+            cols[time] = np.array(raw, dtype="datetime64[us]")
+        except ValueError as exc:
+            raise DataError(f"time column {time!r} of dpfreq reach must be timestamps with "
+                            f"--start/--end/--period; got {exc}.") from None
+
+
+def _release(file: str, kwargs: dict[str, Any], engine: str | None) -> WindowCountsRelease:
+    try:
+        return release_window_counts(file, engine=engine, **kwargs)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("dpfreq.engines") or not file.endswith(".csv"):
+            raise
+    cols = _read_csv_columns(file, kwargs["item"], kwargs["time"])
+    _coerce_times(cols, kwargs["time"], kwargs.get("horizon") is not None)
+    return release_window_counts(cols, **kwargs)
+
+
+def _period_labels(rel: WindowCountsRelease) -> list[str]:
+    axis = rel.time_axis
+    ts = range(1, rel.horizon + 1)
+    if axis.get("kind") != "timestamp":
+        return [str(t) for t in ts]
+    start = np.datetime64(axis["start"], "us")
+    step = np.timedelta64(int(axis["period_us"]), "us")
+    day = axis["period_us"] % 86_400_000_000 == 0
+    return [str((start + (t - 1) * step).astype("datetime64[D]" if day else "datetime64[s]"))
+            for t in ts]
+
+
+def _table(rel: WindowCountsRelease) -> str:
+    cols: list[tuple[str, list[str]]] = [("t", [str(t) for t in range(1, rel.horizon + 1)]),
+                                         ("period", _period_labels(rel))]
+    widths = [w for w in rel.windows if not isinstance(w, str)]
+    for k in rel.k_values:
+        if "cumulative" in rel.windows:
+            a = rel.cumulative_curve(k)
+            cols.append((f"cum {k}+", [f"{e} ±{int(h - e)}" for e, h in
+                                       zip(a.estimate, a.ci_high, strict=True)]))
+        for w in widths:
+            a = rel.fixed_curve(k, width=w)
+            cols.append((f"last{w} {k}+", [f"{e} ±{int(h - e)}" for e, h in
+                                           zip(a.estimate, a.ci_high, strict=True)]))
+    size = [max(len(name), *(len(v) for v in vals)) for name, vals in cols]
+    lines = ["  ".join(name.rjust(s) for (name, _), s in zip(cols, size, strict=True))]
+    for i in range(rel.horizon):
+        lines.append("  ".join(vals[i].rjust(s) for (_, vals), s in zip(cols, size, strict=True)))
+    return "\n".join(lines)
+
+
 @click.command(name="reach")
-def command() -> None:
-    """Not available yet in this version of dpfreq."""
-    raise click.UsageError("'dpfreq reach' is not implemented yet")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--item", required=True, help="Column naming the item (user) of each event.")
+@click.option("--time", "time_col", required=True, help="Column with the event time.")
+@click.option("--horizon", type=int, default=None,
+              help="Public number of periods T when times are integer periods 1..T.")
+@click.option("--start", default=None, help="Public start of the time range (date/timestamp).")
+@click.option("--end", default=None, help="Public end of the time range (date/timestamp).")
+@click.option("--period", default=None, help="Public period length, e.g. 1d, 6h, 30min.")
+@click.option("--epsilon", type=float, required=True, help="Total privacy budget ε.")
+@click.option("--delta", type=float, default=0.0, show_default=True,
+              help="δ (item level only: advanced composition).")
+@click.option("--k", "k_text", default="1", show_default=True,
+              help="Comma-separated k values (k+ reach; 1 = reach).")
+@click.option("--window", "window", type=int, default=None,
+              help="Also release rolling windows of this many periods.")
+@click.option("--all-windows", is_flag=True, default=False,
+              help="Also release every window [t1, t2] (answerable later from --save).")
+@click.option("--level", type=click.Choice(["event", "item"]), default="event",
+              show_default=True, help="Unit of privacy.")
+@click.option("--out-of-range", type=click.Choice(["error", "drop"]), default="error",
+              show_default=True, help="Events outside [start, end].")
+@click.option("--save", "save_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the release with its SECRET state (key, exact log) for later queries.")
+@engine_option
+@output_options
+@seed_option
+def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
+            end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
+            window: int | None, all_windows: bool, level: str, out_of_range: str,
+            save_path: str | None, engine: str | None, json_out: str | None,
+            plot_out: str | None, seed: int | None) -> None:
+    """Private cumulative reach and rolling-window k+ reach of an event log FILE.
+
+    Prints one row per period with the estimate and its 95% per-query interval half-width.
+    """
+    warn_if_seeded(seed)
+    ks = parse_int_list(k_text, "--k")
+    windows: list[Any] = ["cumulative"]
+    if window is not None:
+        windows.append(window)
+    if all_windows:
+        windows.append("all")
+    kwargs: dict[str, Any] = dict(item=item, time=time_col, horizon=horizon, start=start,
+                                  end=end, period=period, epsilon=epsilon, delta=delta,
+                                  k_values=ks, level=level, windows=windows,
+                                  out_of_range=out_of_range, rng=seed)
+    rel = _release(file, kwargs, engine)
+    click.echo(f"# dpfreq reach: {level}-level, epsilon={epsilon:g}, delta={delta:g}, "
+               f"T={rel.horizon} periods; ± = 95% per-query interval half-width")
+    for name, rec in rel.mechanism_params["strategies"].items():
+        click.echo(f"# {name}: strategy {rec['strategy']} "
+                   f"(predicted RMSE {rec['predicted_rmse'][rec['strategy']]:.1f})")
+    if json_out != "-":
+        click.echo(_table(rel))
+    emit_release(rel, json_out, plot_out)
+    if save_path is not None:
+        rel.save(save_path)
+        click.echo(f"wrote {save_path} (SECRET: contains the noise key and the raw log)",
+                   err=True)
