@@ -29,9 +29,11 @@ def test_reach_table_json_plot(tmp_path, capsys):
     assert "NOT for production" in err
     lines = out.splitlines()
     header = next(line for line in lines if line.strip().startswith("t "))
-    assert "cum 1+" in header and "last3 2+" in header
+    assert "cum 1+" in header
+    assert "last3 2+" in header
     assert any("2024-01-05" in line for line in lines)
-    assert png.exists() and png.stat().st_size > 0
+    assert png.exists()
+    assert png.stat().st_size > 0
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1",
           "--seed", "4", "--json", "-"])
@@ -48,7 +50,8 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
           "--level", "item", "--all-windows", "--seed", "1", "--save", str(saved)])
     out, err = capsys.readouterr()
     assert "item-level" in out
-    assert "SECRET" in err and saved.exists()
+    assert "SECRET" in err
+    assert saved.exists()
 
 
 @pytest.mark.parametrize(

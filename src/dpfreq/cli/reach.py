@@ -145,10 +145,10 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
         windows.append(window)
     if all_windows:
         windows.append("all")
-    kwargs: dict[str, Any] = dict(item=item, time=time_col, horizon=horizon, start=start,
-                                  end=end, period=period, epsilon=epsilon, delta=delta,
-                                  k_values=ks, level=level, windows=windows,
-                                  out_of_range=out_of_range, rng=seed)
+    kwargs: dict[str, Any] = {"item": item, "time": time_col, "horizon": horizon, "start": start,
+                                  "end": end, "period": period, "epsilon": epsilon, "delta": delta,
+                                  "k_values": ks, "level": level, "windows": windows,
+                                  "out_of_range": out_of_range, "rng": seed}
     rel = _release(file, kwargs, engine)
     click.echo(f"# dpfreq reach: {level}-level, epsilon={epsilon:g}, delta={delta:g}, "
                f"T={rel.horizon} periods; ± = 95% per-query interval half-width")
