@@ -354,9 +354,7 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
                   "source_kind": source_kind}
     state = _State(key=key, item=item, time=time, horizon=horizon, build_args=build_args)
-    starts = np.flatnonzero(np.concatenate(([True], item[1:] != item[:-1]))) if item.size else []
     state.observed_singleton = bool(np.unique(time).size == time.size)
-    _ = starts
     for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
         s.attach(key, 1000 + sid)
         state.structures[(label, k)] = s
