@@ -311,6 +311,7 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     return acc[0] >> shift, -((-acc[1]) >> shift)
 
 
+@functools.lru_cache(maxsize=4096)
 def _survival_bounds(gamma: Fraction, k: int, two_sided: bool, prec: int) -> tuple[int, int]:
     """Integers bracketing ``2^prec · S(k)``, the survival function of the table's law.
 
@@ -369,8 +370,10 @@ class _InverseTable:
         self.size = size
         self.table = np.array(thresholds, dtype=np.uint64)
         # above[m] = D_{m-1} (above[0] = +inf), at[m] = D_m (at[K] = 0)
-        self.above = np.concatenate(([np.iinfo(np.uint64).max], self.table)).astype(np.uint64)
-        self.at = np.concatenate((self.table, [0])).astype(np.uint64)
+        self.above = np.full(size + 1, np.iinfo(np.uint64).max, dtype=np.uint64)
+        self.above[1:] = self.table
+        self.at = np.zeros(size + 1, dtype=np.uint64)
+        self.at[:size] = self.table
         self.ascending = self.table[::-1].copy()
         a = math.exp(-float(gamma))
         log_c = w * math.log(2.0) - float(gamma) + (math.log(2.0 / (1.0 + a)) if two_sided else 0)
