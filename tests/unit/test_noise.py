@@ -1,4 +1,4 @@
-"""Deterministic checks of dpfreq.noise: exact arithmetic, analytic helpers, determinism, validation.
+"""Deterministic checks of dpfreq.noise: exact arithmetic, helpers, determinism, validation.
 
 The laws of the samplers are tested in ``tests/statistical/test_noise_laws.py``.
 """
@@ -235,15 +235,21 @@ def test_same_seed_same_output_different_seed_differs(draw, seed):
 
 def test_shapes_and_dtypes(rng):
     z = sample_discrete_laplace(1, (3, 4), rng=rng)
-    assert z.shape == (3, 4) and z.dtype == np.int64
+    assert z.shape == (3, 4)
+    assert z.dtype == np.int64
     assert sample_discrete_laplace(1, 0, rng=rng).shape == (0,)
     g = sample_geometric(Fraction(1, 2), 7, rng=rng)
-    assert g.shape == (7,) and g.dtype == np.int64 and (g >= 0).all()
+    assert g.shape == (7,)
+    assert g.dtype == np.int64
+    assert (g >= 0).all()
     b = sample_bernoulli_exp(0, (2, 2), rng=rng)
-    assert b.dtype == np.bool_ and b.all()  # exp(-0) = 1
+    assert b.dtype == np.bool_
+    assert b.all()
     bits = np.array([[0, 1], [1, 0]], dtype=np.int8)
     out = randomized_response(bits, 2.0, rng=rng)
-    assert out.shape == (2, 2) and out.dtype == np.int8 and np.isin(out, (0, 1)).all()
+    assert out.shape == (2, 2)
+    assert out.dtype == np.int8
+    assert np.isin(out, (0, 1)).all()
     assert randomized_response(np.array([True, False]), 1.0, rng=rng).dtype == np.int8
 
 
