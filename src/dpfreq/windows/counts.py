@@ -229,8 +229,12 @@ def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
                                 f"{n_bad} event(s) outside, first at period {int(periods[i])}"))
     if n_bad:
         codes, periods = codes[~bad], periods[~bad]
-    order = np.lexsort((periods, codes))
-    return codes[order], periods[order], n_bad
+    if codes.size == 0:
+        return codes, periods, n_bad
+    # one int64 sort of the combined key (item, period) is several times faster than lexsort
+    span = axis.horizon + 1
+    key = np.sort(codes * span + periods)
+    return key // span, key % span, n_bad
 
 
 @dataclass

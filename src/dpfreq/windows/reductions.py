@@ -129,6 +129,15 @@ class BlockPoints:
     n_present: IntArray
     n_blocks: int
     width: int
+    _keys: tuple[IntArray, IntArray] | None = None
+
+    def _sorted_keys(self) -> tuple[IntArray, IntArray]:
+        if self._keys is None:
+            span = self.width + 2
+            keys = (np.sort(self.block_a * span + self.a), np.sort(self.block_c * span + self.c))
+            object.__setattr__(self, "_keys", keys)
+        assert self._keys is not None
+        return self._keys
 
     def exact(self, t: Any) -> IntArray:
         """Exact ``f≥k`` of the window ``[max(1, t−W+1), t]`` for each ``t`` (from the points)."""
@@ -137,8 +146,7 @@ class BlockPoints:
         b = tt // w
         x = tt - (b - 1) * w - w
         span = w + 2
-        ka = np.sort(self.block_a * span + self.a)
-        kc = np.sort(self.block_c * span + self.c)
+        ka, kc = self._sorted_keys()
         q = b * span + x
         n1 = np.searchsorted(ka, q, side="right") - np.searchsorted(ka, b * span, side="left")
         n2 = np.searchsorted(kc, q, side="right") - np.searchsorted(kc, b * span, side="left")
@@ -161,10 +169,13 @@ def block_points(item: Any, times: Any, k: int, width: int, horizon: int) -> Blo
     keep = blocks < n_blocks
     blocks, items, tt = blocks[keep], items[keep], tt[keep]
     local = tt - (blocks - 1) * w
-    order = np.lexsort((local, items, blocks))
-    blocks, items, local = blocks[order], items[order], local[order]
-    # one run per (block, item)
-    run_key = blocks * (int(it.max()) + 1 if it.size else 1) + items
+    # sort by (block, item, local time) through one combined int64 key
+    n_it = int(it.max()) + 1 if it.size else 1
+    span = 2 * w + 1
+    key = np.sort((blocks * n_it + items) * span + local)
+    local = key % span
+    run_key = key // span  # one run per (block, item)
+    blocks = run_key // n_it
     a, c, group = fixed_window_points(run_key, local, k, w, 2 * w)
     starts, _ = group_bounds(run_key)
     run_block = blocks[starts] if starts.size else np.zeros(0, dtype=np.int64)
