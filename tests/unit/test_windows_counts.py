@@ -334,3 +334,66 @@ def test_composed_epsilon_advanced_beats_basic_for_many_pieces():
     e0 = float(adv)
     total = e0 * np.sqrt(2 * 400 * np.log(1e6)) + 400 * e0 * np.expm1(e0)
     assert total <= 1.0
+
+
+def node_range(heap_id, domain):
+    level = domain.bit_length() - 1 - (int(heap_id).bit_length() - 1)
+    j = int(heap_id) - (domain >> level)
+    return j << level, ((j + 1) << level) - 1
+
+
+@pytest.mark.parametrize("horizon", [7, 8, 9])
+def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horizon):
+    """Lazy answer = Σ over cover nodes of (exact node count of the kept points + node noise)."""
+    from dpfreq.windows.reductions import time_window_points
+    from dpfreq.windows.tree import prefix_cover
+
+    item, times = small_log(rng, horizon, 4)
+    rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[2],
+                                windows=["all"], strategy={"all": "tree2d"}, rng=5)
+    s = rel._state.structures[("all", 2)]
+    domain = s.detail["domain"]
+    trees = s._impl
+    pts = time_window_points(item, times, 2, horizon)
+    for t1 in range(1, horizon + 1):
+        for t2 in range(t1, horizon + 1):
+            total = 0
+            for sign, (px, py), tree in ((1, pts[:2], trees[0]), (-1, pts[2:], trees[1])):
+                keep = (px <= horizon - 1) & (py <= horizon)
+                px, py = px[keep], py[keep] - 1
+                assert px.max(initial=0) < domain
+                assert py.max(initial=0) < domain
+                for ux, ix in prefix_cover([t1 - 1], domain):
+                    for uy, iy in prefix_cover([t2 - 1], domain):
+                        if not (ux[0] and uy[0]):
+                            continue
+                        x0, x1 = node_range(ix[0], domain)
+                        y0, y1 = node_range(iy[0], domain)
+                        count = int(((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1)).sum())
+                        node = int(ix[0]) * 2 * domain + int(iy[0])
+                        total += sign * (count + int(tree._noise.noise([node])[0]))
+            assert rel.window(t1, t2, 2).estimate == total
+
+
+def test_block_and_single_domains_hold_every_counted_point(rng):
+    """Every point a fixed-window query can count lies inside the tree domain."""
+    from dpfreq.windows.reductions import block_points, fixed_window_points
+
+    for _ in range(200):
+        horizon = int(rng.integers(1, 15))
+        width = int(rng.integers(1, horizon + 1))
+        item, times = small_log(rng, horizon, 4)
+        blocks = build_structure_for(horizon, width, "blocks")
+        bp = block_points(item, times, 2, width, horizon)
+        counted = bp.a[bp.a <= width - 1]
+        assert counted.max(initial=0) < blocks.detail["domain"]
+        single = build_structure_for(horizon, width, "single")
+        a, c, _ = fixed_window_points(item, times + width, 2, width, horizon + width)
+        vals = np.concatenate((a, c)) - width
+        assert vals[vals <= horizon].max(initial=0) < single.detail["domain"]
+
+
+def build_structure_for(horizon, width, strategy):
+    from dpfreq.windows.strategy import build_structure
+
+    return build_structure("fixed", strategy, 2, horizon, "event", Fraction(1), 0.0, width)

@@ -239,3 +239,21 @@ def test_sensitivity_search_within_calibrated_bounds(rng, level):
             assert ds <= 4 * k + 2
             seen["single"] = max(seen["single"], ds)
     assert seen["cum"] == 2  # the bound is reached: it is tight
+
+
+def test_event_level_neighbour_44():
+    """Spec §4.4: removing a@3 from §4.1 changes item a's points by the listed amounts."""
+    item2 = np.array([0, 0, 0, 1, 1, 2, 3])
+    time2 = np.array([1, 5, 8, 2, 6, 4, 7])
+    for k, want1, want2, rows, rows2 in ((1, 3, 1, 5, 4), (2, 5, 3, 5, 4)):
+        x1, y1, x2, y2 = time_window_points(ITEM_41, TIME_41, k, 8, drop_unused=False)
+        u1, v1, u2, v2 = time_window_points(item2, time2, k, 8, drop_unused=False)
+        p1, q1 = pts2(x1[:rows], y1[:rows]), pts2(u1[:rows2], v1[:rows2])
+        p2, q2 = pts2(x2[:rows], y2[:rows]), pts2(u2[:rows2], v2[:rows2])
+        assert symdiff(p1, q1) == want1
+        assert symdiff(p2, q2) == want2
+    x1, y1, _, _ = time_window_points(item2, time2, 1, 8, drop_unused=False)
+    assert pts2(x1[:4], y1[:4]) == [(0, 1), (1, 5), (5, 8), (8, 9)]
+    x1, y1, x2, y2 = time_window_points(item2, time2, 2, 8, drop_unused=False)
+    assert pts2(x1[:4], y1[:4]) == [(0, 5), (1, 8), (5, 9), (8, 9)]
+    assert pts2(x2[:4], y2[:4]) == [(1, 5), (5, 8), (8, 9), (9, 9)]

@@ -14,15 +14,21 @@ strategy           structure                                node noise γ
 =================  =======================================  ==============================
 cumulative/tree    one 1d tree over ``T`` (§3.1)            ``ε_s/(2·L_T)``
 cumulative/per_query  one noise per t                       ``ε_s/T``
-fixed/blocks       2 trees per block over ``W+2`` (§3.3)    event ``(ε_s/2)/(4k·L_W)``;
+fixed/blocks       2 trees per block over ``W`` (§3.3)      event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
-fixed/single       2 trees over ``T+2`` (event only)        ``ε_s/((4k+2)·L_T)``
+fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
 fixed/per_query    one noise per window                     event ``ε_s/W``; item ``ε_s/T``
 all/tree2d         2 product trees (event only, §3.4)       ``ε_s/(4k·L²)``
 all/per_start      one cumulative tree per start (§3.5)     ``ε_T/(2·L_T)``, ε_T = ε_s/T
 all/per_query      one noise per window                     ``ε_s/(max windows per event)``
 all/compressed     per_start on groups of s steps (§3.6)    as per_start on ``⌈T/s⌉``
 =================  =======================================  ==============================
+
+Domains hold only the point values a query can count (spec §3.2, §3.4: never-counted points
+may be dropped, which can only lower the sensitivity): cumulative values ``t−1 ∈ [0, T−1]``;
+block values ``a−W, c−W`` restricted to ``[0, W−1]`` (queries ``x = t_loc − W <= W−1``);
+single-instance values ``[0, T]``; 2d points ``(x, y−1) ∈ [0, T−1]²`` (queries ``x <= t1−1``,
+``y <= t2``, so points with ``x = T`` or ``y = T+1`` are never counted).
 
 With δ > 0 at item level, the per-block / per-start budget uses the better of basic and advanced
 composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_0}−1) <= ε_s``).
@@ -147,7 +153,7 @@ class Structure:
         if fam == "fixed":
             w = int(self.width or 1)
             if strat == "blocks":
-                d = domain_size(w + 2)
+                d = domain_size(w)
                 lv = d.bit_length()
                 nb = t // w + 1
                 e_b = eps / 2 if self.level == "event" else composed_epsilon(eps, nb, self.delta)
@@ -155,7 +161,7 @@ class Structure:
                         {"domain": d, "levels": lv, "blocks": nb, "Delta_joint": 4 * k,
                          "epsilon_block": str(e_b)})
             if strat == "single":
-                d = domain_size(t + 2)
+                d = domain_size(t + 1)
                 lv = d.bit_length()
                 return (discrete_laplace_gamma(eps, (4 * k + 2) * lv),
                         {"domain": d, "levels": lv, "Delta_joint": 4 * k + 2})
@@ -163,7 +169,7 @@ class Structure:
             return discrete_laplace_gamma(eps, sens), {"l1_sensitivity": sens}
         # all windows
         if strat == "tree2d":
-            d = domain_size(t + 2)
+            d = domain_size(t)
             lv = d.bit_length()
             return (discrete_laplace_gamma(eps, 4 * k * lv * lv),
                     {"domain": d, "levels": lv, "Delta_joint": 4 * k})
@@ -211,7 +217,7 @@ class Structure:
         if strat == "single":
             return 2 * popcount(q2 + 1) + 0 * q1
         if strat == "tree2d":
-            return 2 * popcount(q1) * popcount(q2 + 1)
+            return 2 * popcount(q1) * popcount(q2)
         g1, g2 = self.query_map(q1, q2)
         return popcount(g2 - g1 + 1)
 
@@ -242,7 +248,7 @@ class Structure:
             mean_nodes = 1.0
         elif self.strategy == "tree2d":
             pc1 = popcount(ts).astype(np.float64)
-            pc2 = popcount(ts + 1).astype(np.float64)
+            pc2 = popcount(ts).astype(np.float64)
             mean_nodes = float(np.sum(2 * pc2 * np.cumsum(pc1))) / n_q
         else:
             s = self.group_size
@@ -294,7 +300,8 @@ class Structure:
         if strat == "per_query" and self.family != "all":
             return impl[q2]
         if strat == "tree2d":
-            return impl[0].dominance_noise(q1 - 1, q2) - impl[1].dominance_noise(q1 - 1, q2)
+            x, y = q1 - 1, q2 - 1
+            return impl[0].dominance_noise(x, y) - impl[1].dominance_noise(x, y)
         if strat == "per_query":
             return impl.noise(q1 * (self.horizon + 1) + q2)
         g1, g2 = self.query_map(q1, q2)
