@@ -151,8 +151,9 @@ class Accountant:
 
     def check(self, epsilon: float, delta: float = 0.0) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) would exceed the total."""
-        e = _exact(check_epsilon(epsilon, "epsilon", "Accountant.spend"))
-        d = _exact(check_delta(delta, "delta", "Accountant.spend"))
+        check_epsilon(epsilon, "epsilon", "Accountant.spend")
+        check_delta(delta, "delta", "Accountant.spend")
+        e, d = _exact(epsilon), _exact(delta)  # exactly what spend() records
         eps, dlt = self.spent_exact
         left_e = self.total.exact_epsilon - eps
         left_d = self.total.exact_delta - dlt

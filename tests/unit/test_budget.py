@@ -1,0 +1,151 @@
+"""Budgets: exact sequential composition, refusal before sampling, advanced composition and
+group privacy formulas."""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpfreq.budget import (
+    Accountant,
+    PrivacyBudget,
+    advanced_composition,
+    group_privacy,
+    sequential_composition,
+)
+from dpfreq.errors import BudgetExceededError, ParameterError
+from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
+from dpfreq.rng import resolve_rng
+
+SHAPE = re.compile(r"^\w+ of [\w.]+ must be .+; got .+\.$")
+
+
+def _fake_release(counts, *, epsilon, accountant=None, rng=None):
+    """A release following the conventions: validate, spend, then draw noise."""
+    gen = resolve_rng(rng, "fake_release").generator
+    gamma = discrete_laplace_gamma(epsilon, 1)
+    if accountant is not None:
+        accountant.spend(epsilon, label="fake_release")
+    return np.asarray(counts) + sample_discrete_laplace(gamma, len(counts), rng=gen)
+
+
+def test_overspend_refused_before_any_noise_is_drawn(rng):
+    acct = Accountant(PrivacyBudget(1.0))
+    _fake_release([1, 2, 3], epsilon=0.75, accountant=acct, rng=rng)
+    state = rng.bit_generator.state
+    with pytest.raises(BudgetExceededError) as info:
+        _fake_release([1, 2, 3], epsilon=0.5, accountant=acct, rng=rng)
+    assert rng.bit_generator.state == state  # the generator did not advance: no draw
+    text = str(info.value)
+    assert "epsilon=0.5" in text  # what was asked
+    assert "remaining (epsilon=0.25" in text  # what is left
+    assert acct.spent == (0.75, 0.0)  # the refused spend is not recorded
+    assert [e["label"] for e in acct.ledger] == ["fake_release"]
+
+
+def test_ten_spends_of_a_tenth_exhaust_one_exactly():
+    acct = Accountant(PrivacyBudget(1.0))
+    for _ in range(10):
+        acct.spend(0.1, label="q")
+    assert acct.spent_exact == (Fraction(1), Fraction(0))
+    assert acct.remaining is None
+    with pytest.raises(BudgetExceededError):
+        acct.spend(1e-9)
+
+
+def test_fraction_spends_are_exact():
+    acct = Accountant(PrivacyBudget(1.0))
+    for _ in range(3):
+        acct.spend(Fraction(1, 3))
+    assert acct.spent_exact[0] == 1
+    with pytest.raises(BudgetExceededError):
+        acct.spend(Fraction(1, 10**12))
+
+
+def test_delta_budget():
+    acct = Accountant(PrivacyBudget(2.0, 1e-6))
+    acct.spend(0.5, 4e-7)
+    assert acct.remaining == PrivacyBudget(1.5, 6e-7)
+    with pytest.raises(BudgetExceededError):
+        acct.spend(0.5, 7e-7)
+    acct.spend(0.5, 6e-7)
+    assert acct.spent_exact[1] == Fraction(1, 10**6)
+
+
+def test_check_does_not_record():
+    acct = Accountant(PrivacyBudget(1.0))
+    acct.check(1.0)
+    assert acct.spent == (0.0, 0.0)
+    with pytest.raises(BudgetExceededError):
+        acct.check(1.5)
+
+
+def test_sequential_composition_exact():
+    total = sequential_composition(*[PrivacyBudget(0.1, 1e-7)] * 10)
+    assert total == PrivacyBudget(1.0, 1e-6)
+
+
+@pytest.mark.parametrize(("eps", "k", "dp"), [(0.1, 100, 1e-6), (0.01, 1000, 1e-5), (1.0, 4, 1e-3)])
+def test_advanced_composition_formula(eps, k, dp):
+    out = advanced_composition(PrivacyBudget(eps, 1e-9), k, dp)
+    adv = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * (math.exp(eps) - 1)
+    if adv < k * eps:
+        assert out.epsilon == pytest.approx(adv, rel=1e-12)
+        assert out.delta == pytest.approx(dp + k * 1e-9, rel=1e-12)
+    else:  # basic composition is better and needs no δ'
+        assert out.epsilon == pytest.approx(k * eps)
+        assert out.delta == pytest.approx(k * 1e-9)
+
+
+def test_advanced_composition_beats_basic_for_many_small_steps():
+    out = advanced_composition(PrivacyBudget(0.01), 10_000, 1e-6)
+    assert out.epsilon < 10_000 * 0.01
+    assert out.delta == pytest.approx(1e-6)
+
+
+@pytest.mark.parametrize(("eps", "delta", "g"), [(0.5, 0.0, 3), (0.1, 1e-8, 10), (1.0, 1e-6, 1)])
+def test_group_privacy_formula(eps, delta, g):
+    out = group_privacy(PrivacyBudget(eps, delta), g)
+    assert out.epsilon == pytest.approx(g * eps)
+    assert out.delta == pytest.approx(g * math.exp((g - 1) * eps) * delta)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: PrivacyBudget(float("nan")),
+        lambda: PrivacyBudget(0.0),
+        lambda: PrivacyBudget(-1.0),
+        lambda: PrivacyBudget(float("inf")),
+        lambda: PrivacyBudget(True),
+        lambda: PrivacyBudget("1"),
+        lambda: PrivacyBudget(1.0, 1.0),
+        lambda: PrivacyBudget(1.0, -1e-9),
+        lambda: PrivacyBudget(1.0, float("nan")),
+        lambda: Accountant(1.0),
+        lambda: Accountant(PrivacyBudget(1.0)).spend(float("nan")),
+        lambda: Accountant(PrivacyBudget(1.0)).spend(0.1, 2.0),
+        lambda: advanced_composition(PrivacyBudget(0.1), 0, 1e-6),
+        lambda: advanced_composition(PrivacyBudget(0.1), 10, 0.0),
+        lambda: advanced_composition(PrivacyBudget(0.1), 2.5, 1e-6),
+        lambda: group_privacy(PrivacyBudget(0.1), 0),
+        lambda: group_privacy(PrivacyBudget(0.1), True),
+        lambda: group_privacy(PrivacyBudget(1.0, 0.1), 10),
+        lambda: sequential_composition(),
+    ],
+)
+def test_invalid_parameters(call):
+    with pytest.raises(ParameterError) as info:
+        call()
+    assert SHAPE.match(str(info.value)), str(info.value)
+
+
+def test_no_default_budget():
+    with pytest.raises(TypeError):
+        PrivacyBudget()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Accountant()  # type: ignore[call-arg]
