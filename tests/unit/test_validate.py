@@ -1,0 +1,147 @@
+"""Every checker of dpfreq._validate: rejects NaN, ±inf, 0/negative, bools, strings and wrong
+types, always with the message shape of STYLE.md rule 7."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpfreq._validate import (
+    check_choice,
+    check_count_array,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_open_unit,
+    check_positive_float,
+    message,
+)
+from dpfreq.errors import DataError, ParameterError
+
+SHAPE = re.compile(r"^(\w+) of (\w+) must be (.+); got (.+)\.$")
+
+NAN, INF = float("nan"), float("inf")
+NOT_NUMBERS = [True, False, np.bool_(True), "1", "nan", None, [1.0], (1.0,), {1.0}, b"1", 1j]
+
+
+def _assert_shape(exc: BaseException, param: str = "x", func: str = "f") -> None:
+    m = SHAPE.match(str(exc))
+    assert m, str(exc)
+    assert m.group(1) == param
+    assert m.group(2) == func
+
+
+def test_message_shape():
+    assert message("epsilon", "release_profile", "a finite number > 0", -1.0) == (
+        "epsilon of release_profile must be a finite number > 0; got -1.0."
+    )
+    long = message("x", "f", "small", np.zeros(100))
+    assert "array of shape (100,) and dtype float64" in long
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, 0.0, -0.0, -1.0, -1, 0, *NOT_NUMBERS])
+@pytest.mark.parametrize("checker", [check_positive_float, check_epsilon])
+def test_positive_float_rejects(checker, bad):
+    with pytest.raises(ParameterError) as info:
+        checker(bad, "x", "f")
+    _assert_shape(info.value)
+
+
+def test_positive_float_accepts_and_normalizes():
+    assert check_positive_float(2, "x", "f") == 2.0
+    assert type(check_positive_float(np.float32(0.5), "x", "f")) is float
+    assert check_positive_float(Fraction(1, 4), "x", "f") == 0.25
+    assert check_positive_float(INF, "x", "f", allow_inf=True) == INF
+    with pytest.raises(ParameterError, match=r"must be a number > 0"):
+        check_positive_float(NAN, "x", "f", allow_inf=True)
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, -1e-9, 1.0, 2.0, *NOT_NUMBERS])
+def test_delta_rejects(bad):
+    with pytest.raises(ParameterError) as info:
+        check_delta(bad, "x", "f")
+    _assert_shape(info.value)
+
+
+def test_delta_accepts_zero():
+    assert check_delta(0, "x", "f") == 0.0
+    assert check_delta(1e-9, "x", "f") == 1e-9
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, 0.0, 1.0, -0.5, 1.5, *NOT_NUMBERS])
+def test_open_unit_rejects(bad):
+    with pytest.raises(ParameterError) as info:
+        check_open_unit(bad, "x", "f")
+    _assert_shape(info.value)
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, 1.0, 2.5, np.float64(3.0), *NOT_NUMBERS])
+def test_int_rejects_non_integers(bad):
+    with pytest.raises(ParameterError) as info:
+        check_int(bad, "x", "f")
+    _assert_shape(info.value)
+
+
+def test_int_bounds():
+    assert check_int(np.int64(5), "x", "f", minimum=1) == 5
+    assert type(check_int(np.int32(5), "x", "f")) is int
+    with pytest.raises(ParameterError, match=r"^x of f must be an integer >= 1; got 0\.$"):
+        check_int(0, "x", "f", minimum=1)
+    with pytest.raises(ParameterError, match=r"^x of f must be an integer >= 1 and <= 3; got 4"):
+        check_int(4, "x", "f", minimum=1, maximum=3)
+    with pytest.raises(ParameterError, match=r"^x of f must be an integer <= 3; got -?\d+"):
+        check_int(7, "x", "f", maximum=3)
+
+
+def test_choice():
+    assert check_choice("duckdb", "x", "f", ["memory", "duckdb"]) == "duckdb"
+    for bad in ["DuckDB", None, 1, [1], {"a": 1}]:
+        with pytest.raises(ParameterError) as info:
+            check_choice(bad, "x", "f", ["memory", "duckdb"])
+        _assert_shape(info.value)
+        assert "one of 'memory', 'duckdb'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [1.0, NAN],
+        [1.0, INF],
+        [-INF],
+        [1.5],
+        [-1],
+        [True, False],
+        ["a", "b"],
+        [[1, 2]],
+        5,
+        [2.0**64],
+        np.array([2**63], dtype=np.uint64),
+        [object()],
+        [1j],
+    ],
+)
+def test_count_array_rejects(bad):
+    with pytest.raises(DataError) as info:
+        check_count_array(bad, "x", "f")
+    _assert_shape(info.value)
+
+
+def test_count_array_accepts():
+    out = check_count_array([1.0, 2.0, 0.0], "x", "f")
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, [1, 2, 0])
+    np.testing.assert_array_equal(check_count_array(np.array([3], np.uint8), "x", "f"), [3])
+    assert check_count_array([], "x", "f").shape == (0,)
+    assert check_count_array([[1, 2]], "x", "f", ndim=2).shape == (1, 2)
+    np.testing.assert_array_equal(check_count_array([-2, 0], "x", "f", minimum=-2), [-2, 0])
+    with pytest.raises(DataError) as info:
+        check_count_array([], "x", "f", allow_empty=False)
+    _assert_shape(info.value)
+
+
+def test_errors_are_builtin_subclasses():
+    assert issubclass(ParameterError, ValueError)
+    assert issubclass(DataError, ParameterError)
