@@ -514,7 +514,11 @@ def sample_bernoulli_exp(
 def sample_geometric(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.int64]:
-    """Exact geometric draws on {0, 1, ...}: ``Pr[G = k] = (1-α) α^k`` with α = e^{-γ}."""
+    """Exact geometric draws on {0, 1, ...}: ``Pr[G = k] = (1-α) α^k`` with α = e^{-γ}.
+
+    Same exact inverse-cdf method as :func:`sample_discrete_laplace` (thresholds
+    ``⌊2^63 α^{k+1}⌋``), without the sign. Parameters as there.
+    """
     g = _as_gamma(gamma, "sample_geometric")
     shape = _check_size(size, "sample_geometric")
     gen = resolve_rng(rng, "sample_geometric").generator
@@ -540,6 +544,14 @@ def sample_discrete_laplace(
     Returns
     -------
     numpy.ndarray of int64
+
+    Notes
+    -----
+    Exact: one 64-bit word per draw is compared with integer thresholds ``⌊2^63 Pr[|Z| > k]⌋``
+    computed with rigorous bounds on e^{-x}; ties are settled with further random bits and the
+    far tail with the spec §4 rejection algorithm (see ``_table_sample`` for the argument). Given
+    ideal uniform words the output law is exactly the pmf; about 30 M draws/s on the reference
+    machine (``benchmarks/bench_noise.py``).
     """
     g = _as_gamma(gamma, "sample_discrete_laplace")
     shape = _check_size(size, "sample_discrete_laplace")
