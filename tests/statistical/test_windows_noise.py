@@ -56,7 +56,7 @@ def exact_moments(m, gamma):
 @pytest.mark.parametrize(
     ("family", "strategy", "level", "width", "query"),
     [
-        ("all", "tree2d", "event", None, (5, 13)),
+        pytest.param("all", "tree2d", "event", None, (5, 13), marks=pytest.mark.slow),
         ("fixed", "blocks", "event", 4, (7, 10)),
         ("cumulative", "tree", "event", None, (1, 15)),
         ("all", "per_start", "item", None, (3, 14)),
@@ -67,11 +67,11 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
     """Mean of the squared answer noise over independent keys equals ``#nodes · Var[DLap]``.
 
     Test statistic: z = (mean(S²) − E[S²]) / sqrt((E[S⁴] − E[S²]²)/n), exact moments from the
-    pmf, two-sided at α = 1e-6 (|z| > 4.89). Power: with n = 3000 and E[S⁴] <= 6 E[S²]², a
+    pmf, two-sided at α = 1e-6 (|z| > 4.89). Power: with n = 1500 and E[S⁴] <= 6 E[S²]², a
     variance wrong by a factor 1.5 (the smallest calibration error that matters, e.g. a wrong
-    level count) gives a drift of 0.5·sqrt(3000/5) ≈ 12 standard errors: power ≈ 1.
+    level count) gives a drift of 0.5·sqrt(1500/5) ≈ 8.7 standard errors: power > 0.9999.
     """
-    n = 3000
+    n = 1500
     s = build_structure(family, strategy, 2, 16, level, Fraction(1), 0.0, width)
     # raise γ to about 0.4 by scaling ε so that the exact pmf convolution stays small
     scale = Fraction(2, 5) / s.gamma
@@ -85,5 +85,50 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
         vals[i] = float(s.noise(t1, t2))
     e2, e4 = exact_moments(m, s.gamma)
     assert e2 == pytest.approx(m * s.node_variance, rel=1e-9)
+    z = (np.mean(vals**2) - e2) / np.sqrt((e4 - e2**2) / n)
+    assert abs(z) < stats.norm.isf(ALPHA / 2)
+
+
+def test_lazy_gaussian_matches_discrete_gaussian_pmf(seed):
+    """Chi-square goodness of fit of the keyed discrete Gaussian against its exact pmf.
+
+    Power: n = 10^5 draws at σ² = 6; a σ² off by 10% moves the mass at 0 by ≈ 5% of 0.16,
+    non-centrality far above 100: power ≈ 1 at α = 1e-6.
+    """
+    from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian
+
+    key = seed.to_bytes(8, "little") * 4
+    src = KeyedDiscreteGaussian(key, 3, 5.5)
+    s2 = src.sigma2
+    z = src.noise(np.arange(100_000))
+    support = np.arange(-60, 61)
+    pmf = np.exp(-(support**2) / (2 * s2))
+    pmf /= pmf.sum()
+    keep = pmf * z.size >= 5
+    lo, hi = support[keep][0], support[keep][-1]
+    obs = np.array([np.sum(z <= lo)] + [np.sum(z == v) for v in range(lo + 1, hi)]
+                   + [np.sum(z >= hi)], dtype=np.float64)
+    tail = pmf[support <= lo].sum()
+    exp = np.concatenate(([tail], pmf[(support > lo) & (support < hi)], [tail])) * z.size
+    chi2 = float(np.sum((obs - exp) ** 2 / exp))
+    assert stats.chi2.sf(chi2, obs.size - 1) > ALPHA
+
+
+@pytest.mark.slow
+def test_gaussian_answer_variance(seed):
+    """Same z-test as above for a Gaussian 2d-tree answer: E[S²] = m σ², E[S⁴] = 3 m² σ⁴
+    (normal approximation of the fourth moment, exact to far below the test's resolution for
+    σ² >= 4). Power as above with n = 1500: drift 0.5·sqrt(1500/2) ≈ 14 standard errors."""
+    n = 1500
+    s = build_structure("all", "tree2d", 1, 16, "event", Fraction(1), 0.0, rho=2.0,
+                        noise_kind="gaussian")
+    m = int(s.nodes(5, 13))
+    key = seed.to_bytes(8, "little") * 4
+    vals = np.empty(n)
+    for i in range(n):
+        s.attach(key, 20_000 + i)
+        vals[i] = float(s.noise(5, 13))
+    e2 = m * s.node_variance
+    e4 = 3 * e2**2
     z = (np.mean(vals**2) - e2) / np.sqrt((e4 - e2**2) / n)
     assert abs(z) < stats.norm.isf(ALPHA / 2)

@@ -397,3 +397,51 @@ def build_structure_for(horizon, width, strategy):
     from dpfreq.windows.strategy import build_structure
 
     return build_structure("fixed", strategy, 2, horizon, "event", Fraction(1), 0.0, width)
+
+
+def test_zcdp_rho_conversion():
+    from dpfreq.windows.counts import zcdp_rho
+
+    rho = zcdp_rho(1.0, 1e-6)
+    assert rho + 2 * np.sqrt(rho * np.log(1e6)) == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("level", ["event", "item"])
+def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
+    item, times = small_log(rng, 12)
+    rel = release_window_counts((item, times), horizon=12, epsilon=1.0, delta=1e-6,
+                                k_values=[1, 2], windows=["cumulative", 3, "all"], level=level,
+                                rng=4)
+    assert rel.mechanism_params["accounting"].startswith("zCDP")
+    kinds = {rec["noise"] for rec in rel.mechanism_params["strategies"].values()}
+    assert "gaussian" in kinds
+    t1, t2 = np.triu_indices(13, 0)
+    keep = t1 >= 1
+    t1, t2 = t1[keep], t2[keep]
+    for k in (1, 2):
+        f = brute(item, times, 12, k)
+        assert np.array_equal(noise_free(rel, t1, t2, k), f[t1, t2])
+    s = rel._state.structures[("all", 1)]
+    a = rel.window(2, 9, 1)
+    if s.noise_kind == "gaussian":
+        assert a.sd == pytest.approx(np.sqrt(s.nodes(2, 9) * s.sigma2))
+    pure = release_window_counts((item, times), horizon=12, epsilon=1.0, k_values=[1, 2],
+                                 windows=["cumulative", 3, "all"], level=level, rng=4)
+    assert pure.mechanism_params["accounting"].startswith("pure")
+
+
+def test_gaussian_halfwidth_is_valid():
+    from dpfreq.windows.lazy_noise import gaussian_sigma2
+    from dpfreq.windows.strategy import build_structure
+
+    s = build_structure("cumulative", "tree", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
+                        noise_kind="gaussian")
+    assert s.sigma2 == gaussian_sigma2(s.detail["l2_sensitivity"] ** 2 / (2 * 0.5))[0]
+    z = np.arange(-200, 201)
+    p = np.exp(-(z**2) / (2 * s.sigma2))
+    p /= p.sum()
+    conv = np.convolve(p, p)
+    zz = np.arange(-400, 401)
+    for m, dist, support in ((1, p, z), (2, conv, zz)):
+        h = s.halfwidth([m], 0.05)[0]
+        assert dist[np.abs(support) > h].sum() <= 0.05

@@ -8,6 +8,7 @@ cumulative windows ``[1, t]``, rolling windows of a public width ``W`` and arbit
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -290,23 +291,33 @@ def _candidates(family: str, level: str, singleton: bool) -> list[str]:
     return out
 
 
-def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float) -> tuple[int, float]:
+def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float,
+                     rho: float | None = None, noise_kind: str = "laplace") -> tuple[int, float]:
     best = (1, float("inf"))
     sizes = np.unique(np.concatenate((np.arange(1, min(horizon, 64) + 1),
                                       np.geomspace(1, horizon, 60).astype(np.int64))))
     for g in sizes:
-        s = build_structure("all", "compressed", k, horizon, "item", eps, delta, group_size=int(g))
+        s = build_structure("all", "compressed", k, horizon, "item", eps, delta,
+                            group_size=int(g), rho=rho, noise_kind=noise_kind)
         mse = s.mean_mse()
         if mse < best[1]:
             best = (int(g), mse)
     return best
 
 
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ρ with ``ρ + 2√(ρ ln(1/δ)) <= ε`` (ρ-zCDP ⇒ (ε, δ)-DP, Bun–Steinke 2016)."""
+    log_term = math.log(1.0 / delta)
+    return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
+
+
 def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level: str,
-            eps_s: Fraction, delta_s: float, strategy: Any, singleton: bool
+            eps_s: Fraction, delta_s: float, strategy: Any, singleton: bool,
+            rho_s: float | None = None
             ) -> tuple[dict[tuple[str, int], Structure], dict[str, Any]]:
     chosen: dict[tuple[str, int], Structure] = {}
     record: dict[str, Any] = {}
+    kinds = ("laplace",) if rho_s is None else ("laplace", "gaussian")
     for w in families:
         family = "fixed" if not isinstance(w, str) else w
         width = None if isinstance(w, str) else int(w)
@@ -324,16 +335,20 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level:
             preds: dict[str, float] = {}
             structs: dict[str, Structure] = {}
             for c in cands if forced is None else [forced]:
-                g = 1
-                if c == "compressed":
-                    g, _ = _best_group_size(k, horizon, eps_s, delta_s)
-                s = build_structure(family, c, k, horizon, level, eps_s, delta_s, width, g)
-                structs[c] = s
-                preds[c] = float(np.sqrt(s.mean_mse()))
+                for kind in kinds:
+                    g = 1
+                    if c == "compressed":
+                        g, _ = _best_group_size(k, horizon, eps_s, delta_s, rho_s, kind)
+                    s = build_structure(family, c, k, horizon, level, eps_s, delta_s, width, g,
+                                        rho=rho_s, noise_kind=kind)
+                    name = c if rho_s is None else f"{c}/{kind}"
+                    structs[name] = s
+                    preds[name] = float(np.sqrt(s.mean_mse()))
             pick = min(preds, key=lambda c: preds[c])
             chosen[(label, k)] = structs[pick]
             record[f"{label}, k={k}"] = {
-                "strategy": pick, "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
+                "strategy": structs[pick].strategy, "noise": structs[pick].noise_kind,
+                "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
                 "detail": structs[pick].detail,
                 "chosen_by": "auto (smallest predicted mean squared error, public parameters "
                              "only)" if forced is None else "caller"}
@@ -353,6 +368,22 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
     strat = strategy if not isinstance(strategy, Mapping) else {
         (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
     chosen, record = _choose(fams, ks, horizon, level, eps_s, delta_s, strat, singleton)
+    accounting = ("pure epsilon-DP: basic composition over structures (advanced composition "
+                  "over item-level blocks/starts when delta > 0)")
+    if delta > 0:
+        # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
+        rho = zcdp_rho(epsilon, delta)
+        z_chosen, z_record = _choose(fams, ks, horizon, level, eps_s, delta_s, strat, singleton,
+                                     rho_s=rho / n_struct)
+
+        def score(ch: dict[tuple[str, int], Structure]) -> float:
+            return float(sum(math.log(s.mean_mse()) for s in ch.values()))
+
+        if score(z_chosen) < score(chosen):
+            chosen, record = z_chosen, z_record
+            accounting = (f"zCDP: rho={rho:.6g} from (epsilon, delta) by "
+                          "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
+                          "structures; pure pieces count as epsilon^2/2-zCDP")
     build_args = {"epsilon": epsilon, "delta": delta, "k_values": list(ks), "level": level,
                   "windows": list(fams), "strategy": strategy, "singleton": singleton,
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
@@ -376,8 +407,8 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
     params: dict[str, Any] = {
         "strategies": record, "epsilon_per_structure": str(eps_s),
         "delta_per_structure": delta_s, "n_structures": n_struct,
-        "budget_split": "equal split of epsilon (and delta) over every (window family, k) "
-                        "structure, basic composition",
+        "budget_split": "equal split of the budget over every (window family, k) structure",
+        "accounting": accounting,
         "neighbouring": "event: add/remove one event" if level == "event" else
                         "item: replace the whole history of one item",
         "noise": "exact discrete Laplace per tree node, a deterministic function of a secret "

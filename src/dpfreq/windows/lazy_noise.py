@@ -34,7 +34,13 @@ from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import MAX_DENOMINATOR
 
-__all__ = ["KeyedDiscreteLaplace", "chacha20_blocks"]
+__all__ = [
+    "KeyedDiscreteGaussian",
+    "KeyedDiscreteLaplace",
+    "chacha20_blocks",
+    "discrete_gaussian_variance",
+    "gaussian_sigma2",
+]
 
 _CONST = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
 _U32 = np.uint32
@@ -172,8 +178,17 @@ def _geometric_e1(st: _Streams, rows: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def _discrete_laplace(st: _Streams, n: int, s: int, t: int) -> NDArray[np.int64]:
+    return _discrete_laplace_rows(st, np.arange(n, dtype=np.int64), s, t)
+
+
+def _discrete_laplace_rows(st: _Streams, rows: NDArray[np.int64], s: int,
+                           t: int) -> NDArray[np.int64]:
+    """One discrete Laplace draw (γ = s/t) per stream row, in the order of ``rows``."""
+    n = rows.shape[0]
     out = np.empty(n, dtype=np.int64)
-    pending = np.arange(n, dtype=np.int64)
+    pos = np.full(int(rows.max()) + 1 if n else 0, -1, dtype=np.int64)
+    pos[rows] = np.arange(n)
+    pending = rows.copy()
     while pending.size:
         if t == 1:
             u = np.zeros(pending.size, dtype=np.int64)
@@ -188,7 +203,7 @@ def _discrete_laplace(st: _Streams, n: int, s: int, t: int) -> NDArray[np.int64]
         b = st.below(idx, 2)
         reject = (b == 1) & (y == 0)
         acc = ~reject
-        out[idx[acc]] = (1 - 2 * b[acc]) * y[acc]
+        out[pos[idx[acc]]] = (1 - 2 * b[acc]) * y[acc]
         pending = np.concatenate((retry, idx[reject]))
     return out
 
@@ -240,6 +255,9 @@ class KeyedDiscreteLaplace:
         vals = self._draw(uniq)
         return vals[inverse].reshape(ids.shape)
 
+    def _sample(self, st: _Streams, n: int) -> NDArray[np.int64]:
+        return _discrete_laplace(st, n, self.gamma.numerator, self.gamma.denominator)
+
     def _draw(self, uniq: NDArray[np.int64]) -> NDArray[np.int64]:
         if uniq.size == 0:
             return np.zeros(0, dtype=np.int64)
@@ -253,8 +271,7 @@ class KeyedDiscreteLaplace:
         fresh = np.zeros(0, dtype=np.int64)
         if missing.size:
             st = _Streams(self._key_words, missing.astype(np.uint64))
-            fresh = _discrete_laplace(st, missing.size, self.gamma.numerator,
-                                      self.gamma.denominator)
+            fresh = self._sample(st, missing.size)
             if missing.size <= 4096:
                 if len(self._cache) + missing.size > self._CACHE_LIMIT:
                     self._cache.clear()
@@ -263,3 +280,87 @@ class KeyedDiscreteLaplace:
             return fresh
         fill = iter(fresh.tolist())
         return np.array([c if c is not None else next(fill) for c in cached], dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# discrete Gaussian (Canonne–Kamath–Steinke 2020, Algorithm 3), for zCDP releases
+
+
+def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
+    """Round a target variance parameter up to ``σ² = t·u`` (integers, ``t = ⌊√σ²⌋ + 1``).
+
+    Returns ``(σ², t, u)``. With σ² a multiple of ``t`` the acceptance exponent
+    ``(|Y| − σ²/t)²/(2σ²)`` becomes ``(|Y| − u)²/(2tu)``, a fraction with a small denominator.
+    Rounding σ² up only adds noise, so the privacy guarantee is kept.
+    """
+    import math
+
+    if not sigma2_min > 0:
+        raise ParameterError(message("sigma2", "gaussian_sigma2", "> 0", sigma2_min))
+    t = math.isqrt(math.ceil(sigma2_min)) + 1
+    u = max(1, math.ceil(sigma2_min / t))
+    return t * u, t, u
+
+
+def discrete_gaussian_variance(sigma2: int) -> float:
+    """Variance of the discrete Gaussian ``Pr[z] ∝ exp(−z²/(2σ²))`` (numerically exact)."""
+    import math
+
+    if sigma2 >= 10_000:  # the gap to σ² is below e^{−2π²σ²}: far under double precision
+        return float(sigma2)
+    half = int(40 * math.sqrt(sigma2)) + 10
+    z = np.arange(-half, half + 1, dtype=np.float64)
+    w = np.exp(-(z**2) / (2.0 * sigma2))
+    return float(np.sum(w * z**2) / np.sum(w))
+
+
+def _bern_exp_general(st: _Streams, rows: NDArray[np.int64], num: NDArray[np.int64],
+                      den: int) -> NDArray[np.bool_]:
+    """Bernoulli(exp(−num/den)) for any num >= 0: ⌊num/den⌋ Bernoulli(e^{−1}) then the rest."""
+    whole = num // den
+    frac = num % den
+    out = np.ones(rows.shape[0], dtype=np.bool_)
+    alive = np.arange(rows.shape[0])
+    r = 0
+    while True:
+        todo = alive[whole[alive] > r]
+        if not todo.size:
+            break
+        ok = _bern_exp_le1(st, rows[todo], np.ones(todo.size, dtype=np.int64), 1)
+        out[todo[~ok]] = False
+        alive = np.setdiff1d(alive, todo[~ok], assume_unique=True)
+        r += 1
+    if alive.size:
+        ok = _bern_exp_le1(st, rows[alive], frac[alive], den)
+        out[alive[~ok]] = False
+    return out
+
+
+def _discrete_gaussian(st: _Streams, n: int, t: int, u: int) -> NDArray[np.int64]:
+    out = np.empty(n, dtype=np.int64)
+    pending = np.arange(n, dtype=np.int64)
+    while pending.size:
+        y = _discrete_laplace_rows(st, pending, 1, t)
+        num = (np.abs(y) - u) ** 2
+        c = _bern_exp_general(st, pending, num, 2 * t * u)
+        out[pending[c]] = y[c]
+        pending = pending[~c]
+    return out
+
+
+class KeyedDiscreteGaussian(KeyedDiscreteLaplace):
+    """Exact discrete Gaussian noise per node id, a deterministic function of (key, structure).
+
+    The target ``sigma2_min`` is rounded up by :func:`gaussian_sigma2`; the value used is
+    ``self.sigma2``. Streams are separated from the Laplace ones by a different label.
+    """
+
+    def __init__(self, key: bytes, structure: int, sigma2_min: float) -> None:
+        super().__init__(key, structure, Fraction(1))
+        self.sigma2, self._t, self._u = gaussian_sigma2(sigma2_min)
+        h = hashlib.sha256(b"dpfreq.windows.lazy_gaussian\x00" + bytes(key)
+                           + int(structure).to_bytes(16, "little", signed=True)).digest()
+        self._key_words = np.frombuffer(h, dtype="<u4").astype(_U32)
+
+    def _sample(self, st: _Streams, n: int) -> NDArray[np.int64]:
+        return _discrete_gaussian(st, n, self._t, self._u)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, check_open_unit, message
 from dpfreq.errors import ParameterError
 from dpfreq.release import Release
-from dpfreq.windows.strategy import Structure, sum_halfwidth
+from dpfreq.windows.strategy import Structure
 
 __all__ = ["WindowAnswer", "WindowCountsRelease"]
 
@@ -155,8 +155,8 @@ class WindowCountsRelease(Release):
             m = s.nodes(a, b)
             sd[sel] = np.sqrt(m * s.node_variance)
             bias[sel] = s.bias_bound()
-            half[sel] = sum_halfwidth(m, s.gamma, beta) + s.bias_bound()
-            shalf[sel] = sum_halfwidth(m, s.gamma, beta / self._state.n_family(s)) + s.bias_bound()
+            half[sel] = s.halfwidth(m, beta) + s.bias_bound()
+            shalf[sel] = s.halfwidth(m, beta / self._state.n_family(s)) + s.bias_bound()
             strat[sel] = f"{_family_label(s.family, s.width)}/{s.strategy}"
         out = {
             "estimate": est, "sd": sd, "ci_low": est - half, "ci_high": est + half,
@@ -170,9 +170,10 @@ class WindowCountsRelease(Release):
             q2o: Any = int(q2[0])
         else:
             q1o, q2o = q1, q2
-        desc = (f"per-query {conf:.0%} interval from the exact discrete-Laplace noise (Chernoff "
-                f"bound); simultaneous: {conf:.0%} for all queries of the answering family "
-                "(union bound); intervals include the bias bound of time compression, if any")
+        desc = (f"per-query {conf:.0%} interval from the exact noise law (discrete Laplace: "
+                "Chernoff bound; discrete Gaussian: sub-Gaussian bound); simultaneous: "
+                f"{conf:.0%} for all queries of the answering family (union bound); "
+                "intervals include the bias bound of time compression, if any")
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 
     # ------------------------------------------------------------------ queries

@@ -51,7 +51,12 @@ from dpfreq.noise import (
     sample_discrete_laplace,
 )
 from dpfreq.rng import keyed_generator
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.lazy_noise import (
+    KeyedDiscreteGaussian,
+    KeyedDiscreteLaplace,
+    discrete_gaussian_variance,
+    gaussian_sigma2,
+)
 from dpfreq.windows.tree import Tree1D, Tree2DNoise, domain_size, popcount, prefix_cover
 
 __all__ = [
@@ -131,66 +136,105 @@ class Structure:
 
     def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
                  eps: Fraction, delta: float, width: int | None = None,
-                 group_size: int = 1) -> None:
+                 group_size: int = 1, *, rho: float | None = None,
+                 noise_kind: str = "laplace") -> None:
         self.family, self.strategy, self.k = family, strategy, k
         self.horizon, self.level, self.width = horizon, level, width
         self.group_size = group_size
-        self.eps, self.delta = eps, delta
+        self.eps, self.delta, self.rho = eps, delta, rho
+        if noise_kind == "gaussian" and rho is None:
+            raise ValueError("Gaussian noise needs a zCDP budget rho")
+        self.noise_kind = noise_kind
+        self.sigma2 = 0
         self.gamma, self.detail = self._calibrate()
         self._key: bytes | None = None
         self._impl: Any = None
 
     # ---------------------------------------------------------------- calibration (public only)
-    def _calibrate(self) -> tuple[Fraction, dict[str, Any]]:
-        t, k, eps = self.horizon, self.k, self.eps
+    def _shape(self) -> tuple[int, int, float, dict[str, Any]]:
+        """(pieces composed sequentially, ℓ1 and ℓ2 sensitivity per piece, layout details)."""
+        t, k = self.horizon, self.k
         fam, strat = self.family, self.strategy
-        if fam == "cumulative" and strat == "tree":
-            d = domain_size(t)
+        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
+            if strat == "tree":
+                d, delta_pts, pieces = domain_size(t), 2, 1
+            elif strat == "blocks":
+                w = int(self.width or 1)
+                d, delta_pts = domain_size(w), 4 * k
+                pieces = 2 if self.level == "event" else t // w + 1
+            elif strat == "single":
+                d, delta_pts, pieces = domain_size(t + 1), 4 * k + 2, 1
+            elif strat == "tree2d":
+                d, delta_pts, pieces = domain_size(t), 4 * k, 1
+            else:
+                pieces = -(-t // self.group_size)
+                d, delta_pts = domain_size(pieces), 2
             lv = d.bit_length()
-            return discrete_laplace_gamma(eps, 2 * lv), {"domain": d, "levels": lv, "Delta": 2}
-        if fam == "cumulative" and strat == "per_query":
-            return discrete_laplace_gamma(eps, t), {"l1_sensitivity": t}
-        if fam == "fixed":
-            w = int(self.width or 1)
+            per_point = lv * lv if strat == "tree2d" else lv
+            detail: dict[str, Any] = {"domain": d, "levels": lv, "Delta": delta_pts,
+                                      "pieces": pieces}
             if strat == "blocks":
-                d = domain_size(w)
-                lv = d.bit_length()
-                nb = t // w + 1
-                e_b = eps / 2 if self.level == "event" else composed_epsilon(eps, nb, self.delta)
-                return (discrete_laplace_gamma(e_b, 4 * k * lv),
-                        {"domain": d, "levels": lv, "blocks": nb, "Delta_joint": 4 * k,
-                         "epsilon_block": str(e_b)})
-            if strat == "single":
-                d = domain_size(t + 1)
-                lv = d.bit_length()
-                return (discrete_laplace_gamma(eps, (4 * k + 2) * lv),
-                        {"domain": d, "levels": lv, "Delta_joint": 4 * k + 2})
-            sens = w if self.level == "event" else t
-            return discrete_laplace_gamma(eps, sens), {"l1_sensitivity": sens}
-        # all windows
-        if strat == "tree2d":
-            d = domain_size(t)
-            lv = d.bit_length()
-            return (discrete_laplace_gamma(eps, 4 * k * lv * lv),
-                    {"domain": d, "levels": lv, "Delta_joint": 4 * k})
-        if strat in ("per_start", "compressed"):
-            tg = -(-t // self.group_size)
-            d = domain_size(tg)
-            lv = d.bit_length()
-            e_t = composed_epsilon(eps, tg, self.delta)
-            return (discrete_laplace_gamma(e_t, 2 * lv),
-                    {"domain": d, "levels": lv, "starts": tg, "Delta": 2,
-                     "epsilon_start": str(e_t), "group_size": self.group_size})
-        if self.level == "event":
+                detail["blocks"] = t // int(self.width or 1) + 1
+            if strat in ("per_start", "compressed"):
+                detail["group_size"] = self.group_size
+            return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
+        if fam == "cumulative":
+            windows = t
+        elif fam == "fixed":
+            windows = int(self.width or 1) if self.level == "event" else t
+        elif self.level == "event":
             half = (t + 1) // 2
-            sens = half * (t - half + 1)
+            windows = half * (t - half + 1)
         else:
-            sens = t * (t + 1) // 2
-        return discrete_laplace_gamma(eps, sens), {"l1_sensitivity": sens}
+            windows = t * (t + 1) // 2
+        return 1, windows, math.sqrt(windows), {"windows_per_unit": windows, "pieces": 1}
+
+    def _calibrate(self) -> tuple[Fraction, dict[str, Any]]:
+        pieces, l1, l2, detail = self._shape()
+        detail["l1_sensitivity"] = l1
+        if self.rho is None:
+            if pieces == 1:
+                e_piece = self.eps
+            elif self.strategy == "blocks" and self.level == "event":
+                e_piece = self.eps / 2  # two parity groups, parallel composition inside each
+            else:
+                e_piece = composed_epsilon(self.eps, pieces, self.delta)
+            detail["epsilon_piece"] = str(e_piece)
+            detail["accounting"] = "pure epsilon-DP"
+            return discrete_laplace_gamma(e_piece, l1), detail
+        rho_piece = self.rho / pieces
+        detail["rho_piece"] = rho_piece
+        detail["accounting"] = "zCDP"
+        if self.noise_kind == "laplace":
+            e_piece = epsilon_to_fraction(math.sqrt(2 * rho_piece))  # ε-DP ⇒ ε²/2-zCDP
+            detail["epsilon_piece"] = str(e_piece)
+            return discrete_laplace_gamma(e_piece, l1), detail
+        self.sigma2 = gaussian_sigma2(l2 * l2 / (2 * rho_piece))[0]
+        detail["l2_sensitivity"] = l2
+        detail["sigma2"] = self.sigma2
+        return Fraction(0), detail
 
     @property
     def node_variance(self) -> float:
+        if self.noise_kind == "gaussian":
+            return discrete_gaussian_variance(self.sigma2)
         return discrete_laplace_variance(self.gamma)
+
+    def halfwidth(self, nodes: Any, beta: float) -> NDArray[np.float64]:
+        """Integer ``x`` with ``Pr[|noise| > x] <= β`` for answers made of ``nodes`` terms.
+
+        Discrete Laplace: Chernoff bound (:func:`sum_halfwidth`). Discrete Gaussian: it is
+        σ-sub-Gaussian (Canonne–Kamath–Steinke 2020), so ``x = ⌊σ√(2m ln(2/β))⌋``.
+        """
+        if self.noise_kind == "gaussian":
+            m = np.asarray(nodes, dtype=np.float64)
+            return np.floor(np.sqrt(2.0 * m * self.sigma2 * math.log(2.0 / beta)))
+        return sum_halfwidth(nodes, self.gamma, beta)
+
+    def _noise_source(self, key: bytes, structure_id: int) -> Any:
+        if self.noise_kind == "gaussian":
+            return KeyedDiscreteGaussian(key, structure_id, self.sigma2)
+        return KeyedDiscreteLaplace(key, structure_id, self.gamma)
 
     # ---------------------------------------------------------------- public-only predictions
     def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
@@ -269,19 +313,26 @@ class Structure:
         self._key = key
         d = self.detail
         strat = self.strategy
-        if strat == "tree":
-            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id)
-        elif strat == "blocks":
-            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=2 * d["blocks"])
-        elif strat == "single":
-            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=2)
+        gauss = self.noise_kind == "gaussian"
+        if strat in ("tree", "blocks", "single"):
+            copies = {"tree": 1, "blocks": 2 * d.get("blocks", 1), "single": 2}[strat]
+            src = self._noise_source(key, structure_id) if gauss else None
+            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=copies,
+                                noise_source=src)
         elif strat == "per_query" and self.family != "all":
-            self._impl = _eager_noise(self.gamma, self.horizon + 1, key, structure_id)
+            if gauss:
+                src = self._noise_source(key, structure_id)
+                self._impl = src.noise(np.arange(self.horizon + 1))
+            else:
+                self._impl = _eager_noise(self.gamma, self.horizon + 1, key, structure_id)
         elif strat == "tree2d":
-            self._impl = (Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id),
-                          Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id + 1))
+            self._impl = tuple(
+                Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id + i,
+                            noise_source=self._noise_source(key, 2 * structure_id + i)
+                            if gauss else None)
+                for i in (0, 1))
         else:
-            self._impl = KeyedDiscreteLaplace(key, structure_id, self.gamma)
+            self._impl = self._noise_source(key, structure_id)
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
         """Σ ± node noise of each answer (deterministic given the key)."""
@@ -317,6 +368,13 @@ class Structure:
 
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
-                    group_size: int = 1) -> Structure:
-    """Construct (calibrate) a structure from public parameters only."""
-    return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size)
+                    group_size: int = 1, *, rho: float | None = None,
+                    noise_kind: str = "laplace") -> Structure:
+    """Construct (calibrate) a structure from public parameters only.
+
+    ``rho=None``: pure ε-DP accounting with budget ``eps`` (δ only for advanced composition
+    across pieces). ``rho`` given: the structure is ρ-zCDP, with discrete Laplace (each pure
+    piece at ``ε₀ = √(2ρ_piece)``) or discrete Gaussian noise (``σ² = ℓ2²/(2ρ_piece)``).
+    """
+    return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size,
+                     rho=rho, noise_kind=noise_kind)

@@ -113,15 +113,18 @@ class Tree1D:
     """
 
     def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int,
-                 copies: int = 1) -> None:
+                 copies: int = 1, noise_source: Any = None) -> None:
         if domain < 1 or domain & (domain - 1):
             raise ParameterError(message("domain", "Tree1D", "a power of two", domain))
         self.domain = domain
         self.levels = domain.bit_length()
         self.gamma = Fraction(gamma)
         self.copies = copies
-        gen = keyed_generator(key, 0x7D1, structure)
-        self.noise = sample_discrete_laplace(self.gamma, copies * 2 * domain, rng=gen)
+        if noise_source is not None:  # e.g. KeyedDiscreteGaussian: noise(node id) per node
+            self.noise = noise_source.noise(np.arange(copies * 2 * domain))
+        else:
+            gen = keyed_generator(key, 0x7D1, structure)
+            self.noise = sample_discrete_laplace(self.gamma, copies * 2 * domain, rng=gen)
 
     @property
     def node_variance(self) -> float:
@@ -243,11 +246,13 @@ class Tree2DNoise:
     ``D²`` table, never redrawn.
     """
 
-    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int) -> None:
+    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int,
+                 noise_source: Any = None) -> None:
         self.domain = domain
         self.levels = domain.bit_length()
         self.gamma = Fraction(gamma)
-        self._noise = KeyedDiscreteLaplace(key, structure, self.gamma)
+        self._noise = (noise_source if noise_source is not None
+                       else KeyedDiscreteLaplace(key, structure, self.gamma))
 
     @property
     def node_variance(self) -> float:
