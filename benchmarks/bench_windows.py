@@ -31,7 +31,8 @@ def make_log(rng: np.random.Generator, n_events: int, horizon: int, n_items: int
     return item, times
 
 
-def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_queries, seed):
+def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_queries, seed,
+                  delta=0.0):
     rng = np.random.default_rng(seed)
     errs = []
     pred = []
@@ -39,7 +40,7 @@ def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_quer
         fam = family if family != "fixed" else 7
         strat = "auto" if strategy == "auto" else {fam: strategy}
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[k],
-                                    level=level, windows=[fam], strategy=strat,
+                                    level=level, windows=[fam], strategy=strat, delta=delta,
                                     rng=seed * 1000 + r)
         if family == "cumulative":
             t2 = rng.integers(1, horizon + 1, size=n_queries)
@@ -55,7 +56,7 @@ def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_quer
         exact = rel._state.exact(s, t1, t2)
         errs.append(np.asarray(ans.estimate) - exact)
         pred.append(np.asarray(ans.sd) ** 2 + s.bias_bound() ** 2)
-        chosen = s.strategy
+        chosen = s.strategy if delta == 0 else f"{s.strategy}/{s.noise_kind}"
     e = np.concatenate(errs)
     return float(np.sqrt(np.mean(e.astype(np.float64) ** 2))), float(
         np.sqrt(np.mean(np.concatenate(pred)))), chosen
@@ -149,6 +150,23 @@ def bench_baselines(quick: bool) -> None:
                  "per-window/auto"))
 
 
+def bench_approx(quick: bool) -> None:
+    print("## 3b. (eps, delta) = (1, 1e-6): zCDP with discrete Gaussian vs pure eps = 1 (T=365)")
+    horizon = 365
+    rng = np.random.default_rng(5)
+    item, times = make_log(rng, 20 * horizon, horizon, 1500)
+    rows = []
+    for level in ("event", "item"):
+        for fam in ("cumulative", "fixed", "all"):
+            pure = measured_rmse(item, times, horizon, fam, 1, level, "auto", 2, 300, 9)
+            appr = measured_rmse(item, times, horizon, fam, 1, level, "auto", 2, 300, 9,
+                                 delta=1e-6)
+            rows.append((level, fam, f"{pure[0]:.0f} ({pure[2]})", f"{appr[0]:.0f} ({appr[2]})",
+                         f"{pure[0] / appr[0]:.1f}x"))
+    table(rows, ("level", "family", "pure eps=1 (auto)", "eps=1, delta=1e-6 (auto)",
+                 "pure/approx"))
+
+
 def bench_speed(quick: bool) -> None:
     n = 10**6 if quick else 10**7
     horizon = 2**16
@@ -200,10 +218,10 @@ def bench_speed(quick: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (minutes, not tens)")
-    ap.add_argument("--only", choices=["t", "k", "baselines", "speed"], default=None)
+    ap.add_argument("--only", choices=["t", "k", "baselines", "approx", "speed"], default=None)
     args = ap.parse_args()
     parts = {"t": bench_vs_t, "k": bench_vs_k, "baselines": bench_baselines,
-             "speed": bench_speed}
+             "approx": bench_approx, "speed": bench_speed}
     for name, fn in parts.items():
         if args.only in (None, name):
             t0 = time.perf_counter()
