@@ -503,12 +503,19 @@ def sample_bernoulli_exp(
         Output shape.
     rng : None, int or numpy.random.Generator, keyword-only
         Random source (None: the secure default of :mod:`dpfreq.rng`).
+
+    Notes
+    -----
+    Returned as ``G >= 1`` for an exact geometric draw G with parameter α = e^{-γ}
+    (:func:`sample_geometric`): ``Pr[G >= 1] = α`` exactly. This is faster than the spec §3 loop
+    (kept as ``_bernoulli_exp``, which the spec §4 tail path uses) and just as exact.
     """
     g = _as_gamma(gamma, "sample_bernoulli_exp", allow_zero=True)
     shape = _check_size(size, "sample_bernoulli_exp")
     gen = resolve_rng(rng, "sample_bernoulli_exp").generator
-    n = math.prod((shape,) if isinstance(shape, int) else shape)
-    return _bernoulli_exp(g, n, gen).reshape(shape)
+    if g == 0:
+        return np.ones(shape, dtype=np.bool_)
+    return _sample_chunked(g, shape, gen, signed=False) > 0
 
 
 def sample_geometric(
@@ -564,8 +571,15 @@ def randomized_response(
 ) -> NDArray[np.int8]:
     """Exact randomized response: keep each bit with probability ``1/(1+e^{-γ})``, else flip.
 
-    With γ = ε this is ε-local-DP for one bit (spec §5: repeat {with prob. 1/2 keep; with prob.
-    e^{-γ} flip}).
+    With γ = ε this is ε-local-DP for one bit: the output probabilities for inputs 0 and 1
+    differ by the factor ``(1/(1+α)) / (α/(1+α)) = e^γ``.
+
+    Notes
+    -----
+    Spec §5 gets the keep-probability ``1/(1+α)`` from a loop of fair coins and
+    Bernoulli(α) draws. Here each bit is kept iff an exact geometric draw G with parameter α
+    (:func:`sample_geometric`) is even: ``Pr[G even] = Σ_k (1-α) α^{2k} = (1-α)/(1-α²) =
+    1/(1+α)``, exactly the same law, one 64-bit word per bit instead of several rounds.
     """
     g = _as_gamma(gamma, "randomized_response")
     arr = np.asarray(bits)
@@ -575,16 +589,8 @@ def randomized_response(
         raise ParameterError(message("bits", "randomized_response", "an array of 0/1", bits))
     gen = resolve_rng(rng, "randomized_response").generator
     flat = arr.astype(np.int8).ravel()
-    keep = np.empty(flat.size, dtype=np.bool_)
-    pending = np.arange(flat.size)
-    while pending.size:
-        half = gen.integers(0, 2, size=pending.size) == 1
-        keep[pending[half]] = True
-        rest = pending[~half]
-        flip = _bernoulli_exp(g, rest.size, gen)
-        keep[rest[flip]] = False
-        pending = rest[~flip]
-    return np.where(keep, flat, 1 - flat).astype(np.int8).reshape(arr.shape)
+    flip = (_sample_chunked(g, flat.size, gen, signed=False) & 1).astype(np.int8)
+    return (flat ^ flip).reshape(arr.shape)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -270,6 +270,15 @@ def test_bernoulli_exp_wilson(gamma, rng):
     _assert_wilson(int(np.count_nonzero(draws)), n, p)
 
 
+@pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(1), Fraction(5, 2), Fraction(7)])
+def test_spec_bernoulli_exp_loop_wilson(gamma, rng):
+    # the spec §3 loop (used inside the spec §4 tail sampler)
+    p = math.exp(-float(gamma))
+    n = _proportion_n(p, 0.25 if p < 0.01 else 0.01)
+    draws = noise._bernoulli_exp(gamma, n, rng)
+    _assert_wilson(int(np.count_nonzero(draws)), n, p)
+
+
 @pytest.mark.parametrize("eps", [0.1, 1.0, Fraction(7, 3)])
 def test_randomized_response_keep_probability(eps, rng):
     keep = randomized_response_keep_probability(eps)

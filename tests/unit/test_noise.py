@@ -202,6 +202,16 @@ def test_tail_bound_is_minimal(gamma, eta):
         assert float(discrete_laplace_tail(b - 1, gamma)) > eta
 
 
+@pytest.mark.parametrize("gamma", [Fraction(1, 10), Fraction(1), Fraction(7, 3)])
+def test_parity_and_positivity_identities(gamma):
+    # randomized_response keeps iff a geometric draw is even; sample_bernoulli_exp is G >= 1
+    k = np.arange(0, 4000)
+    pmf = geometric_pmf(k, gamma)
+    assert math.fsum(pmf[::2]) == pytest.approx(randomized_response_keep_probability(gamma),
+                                                rel=1e-12)
+    assert 1 - float(pmf[0]) == pytest.approx(math.exp(-float(gamma)), rel=1e-12)
+
+
 def test_keep_probability():
     assert randomized_response_keep_probability(1.0) == pytest.approx(math.e / (1 + math.e))
     assert randomized_response_keep_probability(Fraction(1, 2)) == pytest.approx(
