@@ -57,7 +57,7 @@ def naive_profile(noisy_histogram: Any, *, max_count: int,
     counts = np.zeros(n + 3, dtype=np.int64)
     chunk = 1 << 22
     for start in range(0, h.size, chunk):
-        v = np.clip(h[start : start + chunk], -1, n + 1) + 1
+        v = np.clip(h[start : start + chunk].astype(np.int64, copy=False), -1, n + 1) + 1
         counts += np.bincount(v, minlength=n + 3)
     f = np.clip(counts[1:-1] / h.size, 0.0, 1.0)
     if renormalize and f.sum() > 0:
@@ -92,9 +92,15 @@ def _lp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64], norm: str) -> NDArra
                                     scipy.sparse.hstack([-A, col])]).tocsr()
         cost = np.concatenate([np.zeros(m), [1.0]])
         bounds = [(0.0, 1.0)] * m + [(0.0, None)]
-    res = scipy.optimize.linprog(cost, A_ub=A_ub, b_ub=np.concatenate([f, -f]),
-                                 A_eq=eq.tocsr(), b_eq=[1.0], bounds=bounds, method="highs")
-    if res.status != 0:  # pragma: no cover - P2 is always feasible and bounded
+    # HiGHS's dual simplex was seen to cycle for > 10 minutes on some P2 instances (n = 300,
+    # p = 1); the interior-point method with crossover (an exact vertex optimum) does not.
+    for method in ("highs-ipm", "highs-ds"):
+        res = scipy.optimize.linprog(cost, A_ub=A_ub, b_ub=np.concatenate([f, -f]),
+                                     A_eq=eq.tocsr(), b_eq=[1.0], bounds=bounds, method=method,
+                                     options={"time_limit": 600.0})
+        if res.status == 0:
+            break
+    else:  # pragma: no cover - P2 is always feasible and bounded
         raise ArithmeticError(f"HiGHS failed on problem P2: {res.message}")
     return np.asarray(res.x[:m], dtype=np.float64)
 

@@ -83,8 +83,8 @@ def _norm_name(norm: Any, func: str) -> str:
     raise ParameterError(message("norm", func, rule, norm))
 
 
-def _integer_array(value: Any, param: str, func: str) -> NDArray[np.int64]:
-    """A 1-d array of integers of any sign (noisy counters), int64, without copying if possible."""
+def _integer_array(value: Any, param: str, func: str) -> NDArray[np.signedinteger[Any]]:
+    """A 1-d array of integers of any sign (noisy counters); signed integer arrays pass as is."""
     rule = "a 1-d array of integers"
     try:
         arr = np.asarray(value)
@@ -92,8 +92,10 @@ def _integer_array(value: Any, param: str, func: str) -> NDArray[np.int64]:
         raise DataError(message(param, func, rule, type(value).__name__)) from exc
     if arr.ndim != 1:
         raise DataError(message(param, func, rule, f"array with {arr.ndim} dimension(s)"))
-    if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
-        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "i":
+        return arr  # any signed width: used chunk by chunk, never copied
+    if arr.dtype.kind == "u" and arr.dtype != np.uint64:
+        return arr.astype(np.int64)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "fu":
@@ -247,7 +249,7 @@ def noisy_profile_counts(noisy_histogram: Any, *, max_count: int, B: int) -> NDA
     P = n + 2 * b + 1
     counts = np.zeros(P + 2, dtype=np.int64)
     for start in range(0, h.size, _CHUNK):
-        v = np.clip(h[start : start + _CHUNK], -b - 1, n + b + 1)
+        v = np.clip(h[start : start + _CHUNK].astype(np.int64, copy=False), -b - 1, n + b + 1)
         v += b + 1
         counts += np.bincount(v, minlength=P + 2)
     return counts[1:-1].copy()
