@@ -27,7 +27,7 @@ def noise_free(rel, t1, t2, k, fam_filter=None):
     """Estimate minus the node noise of the answering structure (exact part only)."""
     ans = rel.window(t1, t2, k)
     strat = np.atleast_1d(ans.strategy)
-    out = np.asarray(ans.estimate, dtype=np.int64).copy().reshape(-1)
+    out = np.asarray(ans.estimate, dtype=np.float64).copy().reshape(-1)
     t1a, t2a = np.broadcast_arrays(np.atleast_1d(t1), np.atleast_1d(t2))
     for (label, kk), s in rel._state.structures.items():
         if kk != k:
@@ -35,7 +35,9 @@ def noise_free(rel, t1, t2, k, fam_filter=None):
         sel = strat == f"{label}/{s.strategy}"
         if sel.any():
             out[sel] -= s.noise(t1a[sel], t2a[sel])
-    return out
+    rounded = np.rint(out)
+    assert np.allclose(out, rounded, atol=1e-6)
+    return rounded.astype(np.int64)
 
 
 STRATS = [
@@ -434,14 +436,40 @@ def test_gaussian_halfwidth_is_valid():
     from dpfreq.windows.lazy_noise import gaussian_sigma2
     from dpfreq.windows.strategy import build_structure
 
-    s = build_structure("cumulative", "tree", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
-                        noise_kind="gaussian")
-    assert s.sigma2 == gaussian_sigma2(s.detail["l2_sensitivity"] ** 2 / (2 * 0.5))[0]
-    z = np.arange(-200, 201)
-    p = np.exp(-(z**2) / (2 * s.sigma2))
-    p /= p.sum()
-    conv = np.convolve(p, p)
-    zz = np.arange(-400, 401)
-    for m, dist, support in ((1, p, z), (2, conv, zz)):
-        h = s.halfwidth([m], 0.05)[0]
+    one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
+                          noise_kind="gaussian")
+    two = build_structure("fixed", "single", 1, 16, "event", Fraction(1), 0.0, width=1,
+                          rho=5.0, noise_kind="gaussian")
+    assert two.sigma2 == gaussian_sigma2(two.detail["l2_sensitivity"] ** 2 / (2 * 5.0))[0]
+    assert int(one.nodes(1, 3)) == 1
+    assert int(two.nodes(1, 1)) == 2
+    for s, m, t in ((one, 1, 3), (two, 2, 1)):
+        z = np.arange(-2000, 2001)
+        p = np.exp(-(z**2) / (2 * s.sigma2))
+        p /= p.sum()
+        dist, support = (p, z) if m == 1 else (np.convolve(p, p), np.arange(-4000, 4001))
+        h = s.halfwidth(max(1, t), t, 0.05)
         assert dist[np.abs(support) > h].sum() <= 0.05
+
+
+def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
+    """Cumulative answers = prefix sums of the Hay et al. consistent leaves of the noisy tree."""
+    from dpfreq.windows.reductions import cumulative_points
+    from dpfreq.windows.tree import consistent_tree, node_counts
+
+    item, times = small_log(rng, 13, 5)
+    rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],
+                                windows=["cumulative"], rng=6)
+    s = rel._state.structures[("cumulative", 1)]
+    assert s.strategy == "tree"
+    assert s.consistent
+    assert rel.mechanism_params["strategies"]["cumulative, k=1"]["detail"]["consistency"]
+    d = s.detail["domain"]
+    noisy = node_counts(cumulative_points(item, times, 1) - 1, d) + s._impl.noise[:2 * d]
+    levels = [noisy[(d >> lev):(d >> lev) * 2] for lev in range(d.bit_length())]
+    want = np.cumsum(consistent_tree(levels, 2)[0])[:13]
+    got = rel.cumulative(np.arange(1, 14), 1)
+    assert np.allclose(got.estimate, want, atol=1e-9)
+    raw = s.nodes(1, np.arange(1, 14)) * s.node_variance
+    assert np.all(np.asarray(got.sd) ** 2 <= raw + 1e-9)
+    assert np.mean(np.asarray(got.sd) ** 2) < 0.8 * np.mean(raw)

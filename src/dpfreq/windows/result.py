@@ -128,7 +128,7 @@ class WindowCountsRelease(Release):
         best_var = np.full(n, np.inf)
         for idx, s in enumerate(families):
             ok = self._state.can_answer(s, q1, q2)
-            var = s.nodes(q1, q2) * s.node_variance + s.bias_bound() ** 2
+            var = s.variance(q1, q2) + s.bias_bound() ** 2
             take = ok & (var < best_var)
             best[take] = idx
             best_var[take] = var[take]
@@ -139,7 +139,7 @@ class WindowCountsRelease(Release):
                 f"window ({int(q1[i])}, {int(q2[i])}) of {func} was not released for k={k}: "
                 f"this release was built for {built}; release again with windows=... that "
                 "include it (e.g. 'all' for arbitrary windows).")
-        est = np.zeros(n, dtype=np.int64)
+        est = np.zeros(n, dtype=np.float64)
         sd = np.zeros(n)
         half = np.zeros(n)
         shalf = np.zeros(n)
@@ -152,12 +152,13 @@ class WindowCountsRelease(Release):
                 continue
             a, b = q1[sel], q2[sel]
             est[sel] = self._state.exact(s, a, b) + s.noise(a, b)
-            m = s.nodes(a, b)
-            sd[sel] = np.sqrt(m * s.node_variance)
+            sd[sel] = np.sqrt(s.variance(a, b))
             bias[sel] = s.bias_bound()
-            half[sel] = s.halfwidth(m, beta) + s.bias_bound()
-            shalf[sel] = s.halfwidth(m, beta / self._state.n_family(s)) + s.bias_bound()
+            half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
+            shalf[sel] = s.halfwidth(a, b, beta / self._state.n_family(s)) + s.bias_bound()
             strat[sel] = f"{_family_label(s.family, s.width)}/{s.strategy}"
+        if np.all(est == np.rint(est)):  # integer answers unless consistency post-processing
+            est = est.astype(np.int64)
         out = {
             "estimate": est, "sd": sd, "ci_low": est - half, "ci_high": est + half,
             "simultaneous_low": est - shalf, "simultaneous_high": est + shalf,

@@ -57,7 +57,14 @@ from dpfreq.windows.lazy_noise import (
     discrete_gaussian_variance,
     gaussian_sigma2,
 )
-from dpfreq.windows.tree import Tree1D, Tree2DNoise, domain_size, popcount, prefix_cover
+from dpfreq.windows.tree import (
+    Tree1D,
+    Tree2DNoise,
+    consistent_prefix_weights,
+    domain_size,
+    popcount,
+    prefix_cover,
+)
 
 __all__ = [
     "STRATEGIES",
@@ -68,6 +75,10 @@ __all__ = [
 ]
 
 IntArray = NDArray[np.int64]
+
+#: the cumulative tree is post-processed by the least-squares consistency pass (spec §2.3) when
+#: its domain is at most this size (the exact variance needs the dense D × 2D weight matrix)
+CONSISTENCY_MAX_DOMAIN = 1024
 
 STRATEGIES = {
     "cumulative": ("tree", "per_query"),
@@ -147,6 +158,10 @@ class Structure:
         self.noise_kind = noise_kind
         self.sigma2 = 0
         self.gamma, self.detail = self._calibrate()
+        self.consistent = (strategy == "tree" and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+        self.detail["consistency"] = self.consistent
+        self._hw_cache: dict[tuple[int, float], float] = {}
+        self._cons_noise: NDArray[np.float64] | None = None
         self._key: bytes | None = None
         self._impl: Any = None
 
@@ -220,16 +235,48 @@ class Structure:
             return discrete_gaussian_variance(self.sigma2)
         return discrete_laplace_variance(self.gamma)
 
-    def halfwidth(self, nodes: Any, beta: float) -> NDArray[np.float64]:
-        """Integer ``x`` with ``Pr[|noise| > x] <= β`` for answers made of ``nodes`` terms.
+    def _weights(self) -> NDArray[np.float64]:
+        return consistent_prefix_weights(int(self.detail["domain"]))
 
-        Discrete Laplace: Chernoff bound (:func:`sum_halfwidth`). Discrete Gaussian: it is
-        σ-sub-Gaussian (Canonne–Kamath–Steinke 2020), so ``x = ⌊σ√(2m ln(2/β))⌋``.
+    def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
+        """Exact noise variance of each answer (public: depends on the query only)."""
+        if self.consistent:
+            rowsq = (self._weights() ** 2).sum(axis=1)
+            x = np.asarray(t2, dtype=np.int64) - 1 + 0 * np.asarray(t1, dtype=np.int64)
+            var: NDArray[np.float64] = rowsq[x] * self.node_variance
+            return var
+        plain: NDArray[np.float64] = self.nodes(t1, t2).astype(np.float64) * self.node_variance
+        return plain
+
+    def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]:
+        """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query.
+
+        Discrete Laplace: Chernoff bound on the (weighted) sum of node noises
+        (:func:`sum_halfwidth`; for consistent estimates the moment generating function of
+        ``Σ a_v Z_v`` is the product of ``M(λ a_v)``). Discrete Gaussian: σ-sub-Gaussian
+        (Canonne–Kamath–Steinke 2020), so ``x = √(2 Var ln(2/β))``.
         """
         if self.noise_kind == "gaussian":
-            m = np.asarray(nodes, dtype=np.float64)
-            return np.floor(np.sqrt(2.0 * m * self.sigma2 * math.log(2.0 / beta)))
-        return sum_halfwidth(nodes, self.gamma, beta)
+            return np.sqrt(2.0 * self.variance(t1, t2) * math.log(2.0 / beta))
+        if not self.consistent:
+            return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
+        xs = np.asarray(t2, dtype=np.int64) - 1 + 0 * np.asarray(t1, dtype=np.int64)
+        out = np.empty(xs.shape, dtype=np.float64)
+        weights = self._weights()
+        g = float(self.gamma)
+        alpha = math.exp(-g)
+        for x in np.unique(xs):
+            key = (int(x), float(beta))
+            if key not in self._hw_cache:
+                a = np.abs(weights[x, 1:])
+                a = a[a > 1e-12]
+                lam = (g / a.max()) * np.geomspace(1e-4, 1 - 1e-6, 96)
+                u = np.outer(lam, a)
+                log_m = (2 * math.log1p(-alpha) - np.log1p(-alpha * np.exp(u))
+                         - np.log1p(-alpha * np.exp(-u))).sum(axis=1)
+                self._hw_cache[key] = float(np.min((log_m + math.log(2.0 / beta)) / lam))
+            out[xs == x] = self._hw_cache[key]
+        return out
 
     def _noise_source(self, key: bytes, structure_id: int) -> Any:
         if self.noise_kind == "gaussian":
@@ -284,7 +331,7 @@ class Structure:
         v = self.node_variance
         if self.family != "all":
             t1, t2 = self.family_queries()
-            return float(np.mean(self.nodes(t1, t2))) * v
+            return float(np.mean(self.variance(t1, t2)))
         t = self.horizon
         n_q = t * (t + 1) / 2
         ts = np.arange(1, t + 1, dtype=np.int64)
@@ -311,6 +358,7 @@ class Structure:
     def attach(self, key: bytes, structure_id: int) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly)."""
         self._key = key
+        self._cons_noise = None
         d = self.detail
         strat = self.strategy
         gauss = self.noise_kind == "gaussian"
@@ -339,6 +387,12 @@ class Structure:
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                      np.asarray(t2, dtype=np.int64))
         impl, strat = self._impl, self.strategy
+        if strat == "tree" and self.consistent:
+            if self._cons_noise is None:  # once per structure: the same value for every query
+                d = int(self.detail["domain"])
+                self._cons_noise = self._weights() @ impl.noise[:2 * d].astype(np.float64)
+            out: IntArray = self._cons_noise[q2 - 1]
+            return out
         if strat == "tree":
             return impl.prefix_noise(q2 - 1)
         if strat == "blocks":

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "OnlineCounter",
     "Tree1D",
     "Tree2DNoise",
+    "consistent_prefix_weights",
     "consistent_tree",
     "domain_size",
     "node_counts",
@@ -159,6 +161,7 @@ def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[ND
     noisy_levels : list of arrays
         Noisy node values level by level, leaves first (level 0 has ``B^H−1`` entries, the last
         level is the root with one entry). Equal noise variance on every node is assumed.
+        Extra trailing dimensions are batch dimensions (many trees at once).
     branching : int
         ``B >= 2``.
 
@@ -177,16 +180,38 @@ def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[ND
     z = [levels[0].copy()]
     for i in range(1, len(levels)):
         height = i + 1
-        child_sum = z[i - 1].reshape(-1, b).sum(axis=1)
+        prev = z[i - 1]
+        child_sum = prev.reshape((-1, b, *prev.shape[1:])).sum(axis=1)
         w_self = (b ** height - b ** (height - 1)) / (b ** height - 1)
         w_kids = (b ** (height - 1) - 1) / (b ** height - 1)
         z.append(w_self * levels[i] + w_kids * child_sum)
     out = [np.empty(0)] * len(levels)
     out[-1] = z[-1].copy()
     for i in range(len(levels) - 2, -1, -1):
-        parent = np.repeat(out[i + 1], b)
-        sib_sum = np.repeat(z[i].reshape(-1, b).sum(axis=1), b)
+        parent = np.repeat(out[i + 1], b, axis=0)
+        sib_sum = np.repeat(z[i].reshape((-1, b, *z[i].shape[1:])).sum(axis=1), b, axis=0)
         out[i] = z[i] + (parent - sib_sum) / b
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
+    """Weights ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` (binary tree).
+
+    ``A`` has shape ``(D, 2D)`` indexed by heap id (column 0 unused). Computed by running the
+    consistency pass on every unit vector at once; memory ``O(D²)``, so use for ``D <= 2048``.
+    The exact noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``.
+    """
+    if domain < 1 or domain & (domain - 1):
+        raise ParameterError(message("domain", "consistent_prefix_weights", "a power of two",
+                                     domain))
+    h = domain.bit_length() - 1
+    n_nodes = 2 * domain
+    eye = np.eye(n_nodes, dtype=np.float64)
+    levels = [eye[(domain >> lev):(domain >> lev) * 2] for lev in range(h + 1)]
+    leaves = consistent_tree(levels, 2)[0]  # (D, 2D): leaf estimate as a function of nodes
+    out: NDArray[np.float64] = np.cumsum(leaves, axis=0)
+    out.setflags(write=False)
     return out
 
 
