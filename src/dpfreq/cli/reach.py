@@ -89,11 +89,11 @@ def _table(rel: WindowCountsRelease) -> str:
     for k in rel.k_values:
         if "cumulative" in rel.windows:
             a = rel.cumulative_curve(k)
-            cols.append((f"cum {k}+", [f"{e} ±{int(h - e)}" for e, h in
+            cols.append((f"cum {k}+", [f"{e:.0f} ±{h - e:.0f}" for e, h in
                                        zip(a.estimate, a.ci_high, strict=True)]))
         for w in widths:
             a = rel.fixed_curve(k, width=w)
-            cols.append((f"last{w} {k}+", [f"{e} ±{int(h - e)}" for e, h in
+            cols.append((f"last{w} {k}+", [f"{e:.0f} ±{h - e:.0f}" for e, h in
                                            zip(a.estimate, a.ci_high, strict=True)]))
     size = [max(len(name), *(len(v) for v in vals)) for name, vals in cols]
     lines = ["  ".join(name.rjust(s) for (name, _), s in zip(cols, size, strict=True))]
