@@ -47,19 +47,24 @@ _U32 = np.uint32
 _SAFE = 1 << 62
 
 
-def _rotl(x: NDArray[np.uint32], n: int) -> NDArray[np.uint32]:
-    return (x << _U32(n)) | (x >> _U32(32 - n))
+def _xor_rotl(d: NDArray[np.uint32], a: NDArray[np.uint32], n: int,
+              tmp: NDArray[np.uint32]) -> None:
+    """In place: ``d = rotl(d ^ a, n)`` (``tmp`` is scratch space of the same shape)."""
+    np.bitwise_xor(d, a, out=d)
+    np.right_shift(d, _U32(32 - n), out=tmp)
+    np.left_shift(d, _U32(n), out=d)
+    np.bitwise_or(d, tmp, out=d)
 
 
-def _quarter(s: list[Any], a: int, b: int, c: int, d: int) -> None:
-    s[a] = s[a] + s[b]
-    s[d] = _rotl(s[d] ^ s[a], 16)
-    s[c] = s[c] + s[d]
-    s[b] = _rotl(s[b] ^ s[c], 12)
-    s[a] = s[a] + s[b]
-    s[d] = _rotl(s[d] ^ s[a], 8)
-    s[c] = s[c] + s[d]
-    s[b] = _rotl(s[b] ^ s[c], 7)
+def _quarter(s: list[Any], a: int, b: int, c: int, d: int, tmp: NDArray[np.uint32]) -> None:
+    np.add(s[a], s[b], out=s[a])
+    _xor_rotl(s[d], s[a], 16, tmp)
+    np.add(s[c], s[d], out=s[c])
+    _xor_rotl(s[b], s[c], 12, tmp)
+    np.add(s[a], s[b], out=s[a])
+    _xor_rotl(s[d], s[a], 8, tmp)
+    np.add(s[c], s[d], out=s[c])
+    _xor_rotl(s[b], s[c], 7, tmp)
 
 
 def chacha20_blocks(
@@ -87,15 +92,16 @@ def chacha20_blocks(
     init.append(counter.astype(_U32))
     init += [nonce[:, i].astype(_U32) for i in range(3)]
     s = [w.copy() for w in init]
+    tmp = np.empty(n, dtype=_U32)
     for _ in range(10):
-        _quarter(s, 0, 4, 8, 12)
-        _quarter(s, 1, 5, 9, 13)
-        _quarter(s, 2, 6, 10, 14)
-        _quarter(s, 3, 7, 11, 15)
-        _quarter(s, 0, 5, 10, 15)
-        _quarter(s, 1, 6, 11, 12)
-        _quarter(s, 2, 7, 8, 13)
-        _quarter(s, 3, 4, 9, 14)
+        _quarter(s, 0, 4, 8, 12, tmp)
+        _quarter(s, 1, 5, 9, 13, tmp)
+        _quarter(s, 2, 6, 10, 14, tmp)
+        _quarter(s, 3, 7, 11, 15, tmp)
+        _quarter(s, 0, 5, 10, 15, tmp)
+        _quarter(s, 1, 6, 11, 12, tmp)
+        _quarter(s, 2, 7, 8, 13, tmp)
+        _quarter(s, 3, 4, 9, 14, tmp)
     return np.stack([s[i] + init[i] for i in range(16)], axis=1)
 
 
@@ -106,7 +112,7 @@ class _Streams:
     buffer size changes speed only, never the sequence of words a node sees.
     """
 
-    _BLOCKS = 4
+    _BLOCKS = 2
 
     def __init__(self, key_words: NDArray[np.uint32], node_ids: NDArray[np.uint64]) -> None:
         self.key_words = key_words
