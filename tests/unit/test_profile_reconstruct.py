@@ -65,16 +65,18 @@ def test_bound_parameter_properties() -> None:
 
 
 def test_default_bound_parameter_fast_length() -> None:
-    for d, n, eps, eta in [(10, 2, LN4, 0.5), (10**6, 1000, 1.0, 0.1), (10**5, 37, 0.3, 0.05)]:
+    for d, n, eps, eta in [(10, 2, LN4, 0.5), (10**6, 1000, 1.0, 0.1), (10**5, 37, 0.3, 0.05),
+                           (10**6, 10**5, 1.0, 0.1)]:
         g = float(discrete_laplace_gamma(eps))
         B = default_bound_parameter(d, n, eps, eta)
         assert bound_parameter(d, g, eta) <= B
         P = n + 2 * B + 1
-        assert scipy.fft.next_fast_len(P, real=True) == P
+        assert scipy.fft.next_fast_len(P, real=False) == P
         for smaller in range(bound_parameter(d, g, eta), B):
             P2 = n + 2 * smaller + 1
-            assert scipy.fft.next_fast_len(P2, real=True) != P2
-    assert default_bound_parameter(10, 2, LN4, 0.5) == 3  # P = 7 is not 5-smooth; P = 9 is
+            assert scipy.fft.next_fast_len(P2, real=False) != P2
+    assert default_bound_parameter(10, 2, LN4, 0.5) == 2  # P = 7 is a fast length
+    assert default_bound_parameter(10, 8, LN4, 0.5) == 3  # P = 13 is prime; P = 15 is fast
 
 
 # ---------------------------------------------------------------------------------- §3, §5
