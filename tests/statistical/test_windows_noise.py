@@ -81,7 +81,7 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
     s = build_structure(family, strategy, 2, 16, level, Fraction(1) * scale, 0.0, width)
     t1, t2 = query
     if s.consistent:  # least-squares post-processing: a weighted sum of node noises
-        weights = np.asarray(s._weights()[t2 - 1, 1:])
+        weights = np.asarray(s._weights()[int(s._prefix_index(t1, t2)), 1:])
     else:
         weights = np.ones(int(s.nodes(t1, t2)))
     vals = np.empty(n, dtype=np.float64)

@@ -473,3 +473,23 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
     raw = s.nodes(1, np.arange(1, 14)) * s.node_variance
     assert np.all(np.asarray(got.sd) ** 2 <= raw + 1e-9)
     assert np.mean(np.asarray(got.sd) ** 2) < 0.8 * np.mean(raw)
+
+
+def test_per_start_consistency_equals_explicit_least_squares(rng):
+    from dpfreq.windows.tree import consistent_tree
+
+    item, times = small_log(rng, 11, 4)
+    rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],
+                                windows=["all"], level="item", rng=8)
+    s = rel._state.structures[("all", 2)]
+    assert s.strategy == "per_start"
+    assert s.consistent
+    d = s.detail["domain"]
+    exact = brute(item, times, 11, 2)
+    for t1 in (1, 4, 11):
+        vec = s._impl.noise((t1 - 1) * 2 * d + np.arange(2 * d)).astype(np.float64)
+        levels = [vec[(d >> lev):(d >> lev) * 2] for lev in range(d.bit_length())]
+        cons = np.cumsum(consistent_tree(levels, 2)[0])
+        t2 = np.arange(t1, 12)
+        got = np.asarray(rel.window(np.full(t2.size, t1), t2, 2).estimate)
+        assert np.allclose(got, exact[t1, t2] + cons[t2 - t1], atol=1e-9)

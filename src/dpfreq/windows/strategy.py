@@ -158,10 +158,12 @@ class Structure:
         self.noise_kind = noise_kind
         self.sigma2 = 0
         self.gamma, self.detail = self._calibrate()
-        self.consistent = (strategy == "tree" and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+        self.consistent = (strategy in ("tree", "per_start", "compressed")
+                           and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
         self.detail["consistency"] = self.consistent
         self._hw_cache: dict[tuple[int, float], float] = {}
         self._cons_noise: NDArray[np.float64] | None = None
+        self._cons_starts: dict[int, NDArray[np.float64]] = {}
         self._key: bytes | None = None
         self._impl: Any = None
 
@@ -238,11 +240,20 @@ class Structure:
     def _weights(self) -> NDArray[np.float64]:
         return consistent_prefix_weights(int(self.detail["domain"]))
 
+    def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
+        """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
+        q1 = np.asarray(t1, dtype=np.int64)
+        q2 = np.asarray(t2, dtype=np.int64)
+        if self.strategy == "tree":
+            return q2 - 1 + 0 * q1
+        g1, g2 = self.query_map(q1, q2)
+        return g2 - g1
+
     def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
             rowsq = (self._weights() ** 2).sum(axis=1)
-            x = np.asarray(t2, dtype=np.int64) - 1 + 0 * np.asarray(t1, dtype=np.int64)
+            x = self._prefix_index(t1, t2)
             var: NDArray[np.float64] = rowsq[x] * self.node_variance
             return var
         plain: NDArray[np.float64] = self.nodes(t1, t2).astype(np.float64) * self.node_variance
@@ -260,7 +271,7 @@ class Structure:
             return np.sqrt(2.0 * self.variance(t1, t2) * math.log(2.0 / beta))
         if not self.consistent:
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
-        xs = np.asarray(t2, dtype=np.int64) - 1 + 0 * np.asarray(t1, dtype=np.int64)
+        xs = self._prefix_index(t1, t2)
         out = np.empty(xs.shape, dtype=np.float64)
         weights = self._weights()
         g = float(self.gamma)
@@ -350,7 +361,11 @@ class Structure:
             corr = np.rint(corr)
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
-            mean_nodes = float(np.sum(corr * popcount(diffs + 1))) / n_q
+            if self.consistent:
+                per = (self._weights() ** 2).sum(axis=1)[diffs]
+            else:
+                per = popcount(diffs + 1).astype(np.float64)
+            mean_nodes = float(np.sum(corr * per)) / n_q
             return (math.sqrt(mean_nodes * v) + self.bias_bound()) ** 2
         return mean_nodes * v
 
@@ -359,6 +374,7 @@ class Structure:
         """Bind the secret key; node noise becomes available (lazily or eagerly)."""
         self._key = key
         self._cons_noise = None
+        self._cons_starts = {}
         d = self.detail
         strat = self.strategy
         gauss = self.noise_kind == "gaussian"
@@ -412,6 +428,19 @@ class Structure:
         g1, g2 = self.query_map(q1, q2)
         d = self.detail["domain"]
         x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
+        if self.consistent:
+            out = np.empty(q1.shape, dtype=np.float64)
+            for g in np.unique(g1):
+                if int(g) not in self._cons_starts:
+                    if len(self._cons_starts) >= 4096:
+                        self._cons_starts.clear()
+                    vec = impl.noise((int(g) - 1) * (2 * d) + np.arange(2 * d))
+                    vec[0] = 0  # heap id 0 is not a node
+                    self._cons_starts[int(g)] = self._weights() @ vec.astype(np.float64)
+                sel = g1 == g
+                out[sel] = self._cons_starts[int(g)][x[sel]]
+            res: IntArray = out
+            return res
         cover = prefix_cover(x.ravel(), d)
         used = np.stack([u for u, _ in cover])
         ids = np.stack([(g1.ravel() - 1) * (2 * d) + i for _, i in cover])
