@@ -480,7 +480,8 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
 
     item, times = small_log(rng, 11, 4)
     rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],
-                                windows=["all"], level="item", rng=8)
+                                windows=["all"], level="item", strategy={"all": "per_start"},
+                                rng=8)
     s = rel._state.structures[("all", 2)]
     assert s.strategy == "per_start"
     assert s.consistent
