@@ -160,3 +160,14 @@ def test_online_counter_matches_offline_cover():
         assert outs[t - 1] == want
     with pytest.raises(ParameterError):
         ctr.step(1)
+
+
+def test_public_names():
+    import dpfreq.windows as w
+
+    assert w.__all__ == sorted(w.__all__)
+    for name in w.__all__:
+        assert hasattr(w, name)
+    ns: dict = {}
+    exec("from dpfreq.windows import *", ns)
+    assert set(w.__all__) <= set(ns)

@@ -2,7 +2,7 @@
 Nelson, ITCS 2023; spec ``time_windows.md``)."""
 
 from dpfreq.windows.counts import parse_period, release_window_counts
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.result import WindowAnswer, WindowCountsRelease
 from dpfreq.windows.tree import (
     DominanceCounter,
@@ -14,6 +14,7 @@ from dpfreq.windows.tree import (
 
 __all__ = [
     "DominanceCounter",
+    "KeyedDiscreteGaussian",
     "KeyedDiscreteLaplace",
     "OnlineCounter",
     "Tree1D",
