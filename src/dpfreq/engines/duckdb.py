@@ -1,0 +1,311 @@
+"""The DuckDB engine: exact aggregates of CSV/Parquet files, SQL and relations (DESIGN.md §6).
+
+Aggregation runs in SQL (``GROUP BY``; ``row_number() OVER (PARTITION BY item ORDER BY time)``
+for ``k_max``); only the small results are fetched as numpy arrays and finished by the same
+numpy code as the memory engine, so the two agree exactly.
+
+Sources
+-------
+* a path (``str``/``pathlib.Path``) ending in ``.csv``/``.tsv`` (CSV) or ``.parquet``/``.pq``
+  (Parquet), a directory of Parquet files, or a glob of such files;
+* a ``duckdb.DuckDBPyRelation`` (run on its own connection);
+* a SQL string: a query (``SELECT``/``WITH``/``FROM``/``VALUES``/``(``) or a table name on the
+  engine's connection.
+
+Types
+-----
+Item keys: integer columns give int64 keys, any other type the keys' text (``CAST AS VARCHAR``)
+as an object array of ``str``. Time: integer columns as they are (``time_kind="integer"``);
+``TIMESTAMP``/``TIMESTAMPTZ``/``DATE`` as int64 microseconds since the Unix epoch (UTC,
+``time_kind="timestamp_us"``); integral floating/decimal values as integers; anything else is
+a :class:`~dpfreq.errors.DataError`. Nulls are never dropped: they raise a ``DataError``.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import message
+from dpfreq.engines._common import (
+    check_column_name,
+    check_k_max,
+    check_max_count,
+    data_error,
+    finish_item_counts,
+    finish_occurrence_times,
+    finish_report_sums,
+)
+from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.errors import DataError, ParameterError
+
+__all__ = ["DuckDBEngine"]
+
+_CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
+              "uinteger", "ubigint", "uhugeint"}
+_TIME_TYPES = {"timestamp", "timestamp with time zone", "date", "timestamp_s", "timestamp_ms",
+               "timestamp_ns"}
+_FLOAT_TYPES = {"float", "double", "decimal"}
+_SQL_START = re.compile(r"^\s*(select|with|from|values|\(|table\b|pivot|unpivot)", re.IGNORECASE)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$")
+
+
+def _q(name: str) -> str:
+    """Quote an identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    """Quote a string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
+    """A fetched result column as a plain ndarray; nulls are a DataError."""
+    if isinstance(arr, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(arr)
+        if mask.any():
+            raise data_error(func, column, "free of nulls", f"{int(mask.sum())} null value(s)")
+        return np.ma.getdata(arr)
+    return np.asarray(arr)
+
+
+class DuckDBEngine:
+    """Exact aggregates computed by DuckDB.
+
+    Parameters
+    ----------
+    connection : duckdb.DuckDBPyConnection or None, keyword-only
+        Connection on which SQL strings, table names and files are read; None opens a private
+        in-memory connection. Relations always run on their own connection.
+    """
+
+    name = "duckdb"
+
+    def __init__(self, *, connection: Any = None) -> None:
+        if connection is None:
+            connection = duckdb.connect(":memory:")
+        elif not isinstance(connection, duckdb.DuckDBPyConnection):
+            raise ParameterError(message("connection", "DuckDBEngine",
+                                         "a duckdb.DuckDBPyConnection or None",
+                                         type(connection).__name__))
+        self.connection = connection
+
+    # -- sources ---------------------------------------------------------------------------
+    def relation(self, source: Any, func: str = "DuckDBEngine") -> duckdb.DuckDBPyRelation:
+        """The source as a DuckDB relation (files are read lazily)."""
+        if isinstance(source, duckdb.DuckDBPyRelation):
+            return source
+        if isinstance(source, Path):
+            return self._file(source, func)
+        if isinstance(source, str):
+            text = source.strip()
+            if _SQL_START.match(text):
+                try:
+                    return self.connection.sql(text)
+                except duckdb.Error as exc:
+                    raise DataError(f"source of {func}: the SQL query failed: "
+                                    f"{_one_line(exc)}") from exc
+            lower = text.lower()
+            if (lower.endswith(_CSV_SUFFIXES + _PARQUET_SUFFIXES) or "/" in text or "\\" in text
+                    or Path(text).exists() or not _IDENT.match(text)):
+                return self._file(Path(text), func)
+            try:
+                return self.connection.table(text)
+            except duckdb.Error as exc:
+                raise DataError(f"source of {func}: no table {text!r} on the connection "
+                                f"({_one_line(exc)}).") from exc
+        raise ParameterError(message("source", func, "a CSV/Parquet path, a SQL query or table "
+                                     "name, or a duckdb.DuckDBPyRelation",
+                                     type(source).__name__))
+
+    def _file(self, path: Path, func: str) -> duckdb.DuckDBPyRelation:
+        text = str(path)
+        lower = text.lower()
+        is_glob = any(ch in text for ch in "*?[")
+        if is_glob:
+            if not _glob.glob(text, recursive=True):
+                raise DataError(f"source of {func}: no file matches {text!r}.")
+            target = text
+        elif path.is_dir():
+            target = str(path / "**" / "*.parquet")
+            if not _glob.glob(target, recursive=True):
+                raise DataError(f"source of {func}: directory {text!r} holds no .parquet files.")
+            lower = target.lower()
+        elif not path.exists():
+            raise DataError(f"source of {func}: file {text!r} does not exist.")
+        elif path.stat().st_size == 0:
+            raise DataError(f"source of {func}: file {text!r} is empty (not even a header).")
+        else:
+            target = text
+        try:
+            if lower.endswith(_PARQUET_SUFFIXES):
+                rel = self.connection.sql(f"SELECT * FROM read_parquet({_lit(target)})")
+            elif lower.endswith(_CSV_SUFFIXES):
+                rel = self.connection.sql(f"SELECT * FROM read_csv({_lit(target)})")
+            else:
+                raise DataError(f"source of {func}: cannot tell the format of {text!r} "
+                                "(expected .csv, .tsv, .parquet or .pq).")
+            rel.columns  # noqa: B018 - forces the schema to be read
+        except duckdb.Error as exc:
+            raise DataError(f"source of {func}: cannot read {text!r}: {_one_line(exc)}") from exc
+        return rel
+
+    # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _type(rel: duckdb.DuckDBPyRelation, column: str, func: str) -> str:
+        cols = list(rel.columns)
+        if column not in cols:
+            raise DataError(f"column {column!r} of {func} is not in the source; available: "
+                            f"{', '.join(cols)}.")
+        return str(rel.types[cols.index(column)].id).lower()
+
+    @staticmethod
+    def _run(rel: duckdb.DuckDBPyRelation, sql: str, func: str) -> dict[str, Any]:
+        try:
+            return dict(rel.query("dpfreq_src", sql).fetchnumpy())
+        except duckdb.Error as exc:
+            raise DataError(f"{func} failed in DuckDB: {_one_line(exc)}") from exc
+
+    def _is_empty(self, rel: duckdb.DuckDBPyRelation, func: str) -> bool:
+        res = self._run(rel, "SELECT count(*) AS n FROM (SELECT 1 FROM dpfreq_src LIMIT 1)", func)
+        return int(res["n"][0]) == 0
+
+    def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str, func: str) -> str:
+        ty = self._type(rel, item, func)
+        if ty in _INT_TYPES:
+            return f"CAST({_q(item)} AS BIGINT)"
+        return f"CAST({_q(item)} AS VARCHAR)"
+
+    def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str,
+                   func: str) -> tuple[str, str, str | None]:
+        """(SQL expression, time_kind, SQL condition counting non-integral values or None)."""
+        ty = self._type(rel, time, func)
+        col = _q(time)
+        if ty in _INT_TYPES:
+            return f"CAST({col} AS BIGINT)", "integer", None
+        if ty in _TIME_TYPES:
+            return f"epoch_us({col})", "timestamp_us", None
+        if ty in _FLOAT_TYPES:
+            return f"CAST({col} AS BIGINT)", "integer", f"{col} <> trunc({col})"
+        if self._is_empty(rel, func):
+            return "CAST(NULL AS BIGINT)", "integer", None
+        raise data_error(func, time, "integer or timestamp/date valued", f"type {ty.upper()}")
+
+    # -- protocol --------------------------------------------------------------------------
+    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+        """Exact number of rows per distinct value of column ``item`` (``GROUP BY``)."""
+        func = "DuckDBEngine.item_counts"
+        check_column_name(item, "item", func)
+        rel = self.relation(source, func)
+        key = self._key_expr(rel, item, func)
+        res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1",
+                        func)
+        keys = _plain(res["k"], item, func)
+        return finish_item_counts(keys, _plain(res["c"], item, func))
+
+    def count_of_counts(self, source: Any, *, item: str,
+                        max_count: int | None = None) -> Prevalences:
+        """Exact prevalences of the per-item counts, clamped at ``max_count`` (two GROUP BYs)."""
+        func = "DuckDBEngine.count_of_counts"
+        check_column_name(item, "item", func)
+        max_count = check_max_count(max_count, func)
+        rel = self.relation(source, func)
+        self._type(rel, item, func)
+        col = _q(item)
+        clamp = "c" if max_count is None else f"least(c, {max_count})"
+        sql = (f"SELECT {clamp} AS v, count(*) AS p, max(null_key) AS anynull FROM "
+               f"(SELECT count(*) AS c, CAST({col} IS NULL AS INTEGER) AS null_key "
+               f"FROM dpfreq_src GROUP BY {col}) GROUP BY 1 ORDER BY 1")
+        res = self._run(rel, sql, func)
+        anynull = _plain(res["anynull"], item, func)
+        if anynull.size and anynull.max() > 0:
+            raise data_error(func, item, "free of nulls", "null value(s)")
+        return Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
+                           prevalences=_plain(res["p"], item, func).astype(np.int64))
+
+    def occurrence_times(self, source: Any, *, item: str, time: str,
+                         k_max: int | None = None) -> OccurrenceTimes:
+        """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
+        (``row_number() OVER (PARTITION BY item ORDER BY time)``)."""
+        func = "DuckDBEngine.occurrence_times"
+        check_column_name(item, "item", func)
+        check_column_name(time, "time", func)
+        k_max = check_k_max(k_max, func)
+        rel = self.relation(source, func)
+        key = self._key_expr(rel, item, func)
+        texpr, kind, frac = self._time_expr(rel, time, func)
+        frac_sql = f"count(*) FILTER (WHERE {frac})" if frac else "0"
+        stats = self._run(rel, f"SELECT count(*) AS n, count({_q(item)}) AS ni, "
+                          f"count({_q(time)}) AS nt, count(DISTINCT {key}) AS nd, "
+                          f"{frac_sql} AS nf FROM dpfreq_src", func)
+        n, ni, nt, nd, nf = (int(stats[c][0]) for c in ("n", "ni", "nt", "nd", "nf"))
+        if ni < n:
+            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+        if nt < n:
+            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+        if nf:
+            raise data_error(func, time, "integer or timestamp/date valued",
+                             f"{nf} value(s) with a fractional part")
+        inner = f"SELECT {key} AS k, {texpr} AS t FROM dpfreq_src"
+        if k_max is not None:
+            inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"
+        res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
+        keys = _plain(res["k"], item, func)
+        times = _plain(res["t"], time, func).astype(np.int64)
+        if len(keys):
+            change = np.asarray(keys[1:] != keys[:-1], dtype=bool)
+            codes = np.concatenate(([0], np.cumsum(change))).astype(np.int64)
+        else:
+            codes = np.zeros(0, dtype=np.int64)
+        return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
+                                       k_max=None, presorted=True)
+
+    def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
+                    value: str = "bit") -> ReportSums:
+        """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
+        func = "DuckDBEngine.report_sums"
+        rel = self.relation(source, func)
+        empty: bool | None = None
+        for param, col in (("order", order), ("interval", interval), ("value", value)):
+            check_column_name(col, param, func)
+            ty = self._type(rel, col, func)
+            if ty not in _INT_TYPES and ty != "boolean":
+                if empty is None:
+                    empty = self._is_empty(rel, func)
+                if not empty:
+                    raise data_error(func, col, "integer valued", f"type {ty.upper()}")
+        if empty:
+            z = np.zeros(0, dtype=np.int64)
+            return ReportSums(order=z, interval=z.copy(), sums=z.copy(), counts=z.copy())
+        h, j, v = _q(order), _q(interval), f"CAST({_q(value)} AS BIGINT)"
+        sql = (f"SELECT CAST({h} AS BIGINT) AS h, CAST({j} AS BIGINT) AS j, "
+               f"coalesce(sum({v}), 0) AS s, count(*) AS c, count({v}) AS cv, "
+               f"count(*) FILTER (WHERE {v} NOT IN (0, 1)) AS bad, "
+               f"min({v}) FILTER (WHERE {v} NOT IN (0, 1)) AS badv "
+               f"FROM dpfreq_src GROUP BY 1, 2")
+        res = self._run(rel, sql, func)
+        hs = _plain(res["h"], order, func)
+        js = _plain(res["j"], interval, func)
+        c = _plain(res["c"], value, func)
+        if (_plain(res["cv"], value, func) < c).any():
+            raise data_error(func, value, "free of nulls", "null value(s)")
+        bad = _plain(res["bad"], value, func)
+        if bad.any():
+            badv = np.ma.compressed(np.ma.asarray(res["badv"]))
+            raise data_error(func, value, "0/1 valued", f"{int(bad.sum())} other value(s), "
+                             f"e.g. {int(badv[0]) if badv.size else '?'}")
+        return finish_report_sums(hs, js, _plain(res["s"], value, func), c)
