@@ -1,0 +1,163 @@
+"""Engine input errors: one-line DataError/ParameterError naming the column or file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+
+from dpfreq.engines import get_engine
+from dpfreq.engines.duckdb import DuckDBEngine
+from dpfreq.engines.memory import MemoryEngine
+from dpfreq.errors import DataError, ParameterError
+
+
+def _one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
+    text = str(exc.value)
+    assert "\n" not in text
+    return text
+
+
+def _csv(tmp_path: Path, text: str, name: str = "ev.csv") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# -- memory -----------------------------------------------------------------------------------
+def test_memory_unknown_column() -> None:
+    with pytest.raises(DataError) as e:
+        MemoryEngine().item_counts({"a": [1, 2]}, item="user")
+    assert "'user'" in _one_line(e)
+
+
+def test_memory_nulls_rejected() -> None:
+    with pytest.raises(DataError, match="'item'.*null"):
+        MemoryEngine().item_counts({"item": np.array(["a", None], dtype=object)}, item="item")
+    with pytest.raises(DataError, match="'time'.*null"):
+        MemoryEngine().occurrence_times({"item": [1, 2], "time": [1.0, np.nan]},
+                                        item="item", time="time")
+
+
+def test_memory_bad_time_and_bits() -> None:
+    with pytest.raises(DataError, match="'time'"):
+        MemoryEngine().occurrence_times({"item": [1, 2], "time": ["x", "y"]},
+                                        item="item", time="time")
+    with pytest.raises(DataError, match="'time'"):
+        MemoryEngine().occurrence_times({"item": [1, 2], "time": [1.5, 2.0]},
+                                        item="item", time="time")
+    with pytest.raises(DataError, match="'bit'.*0/1"):
+        MemoryEngine().report_sums({"h": [0, 0], "j": [0, 1], "bit": [0, 2]})
+
+
+def test_memory_unequal_lengths_and_params() -> None:
+    with pytest.raises(DataError, match="equal length"):
+        MemoryEngine().item_counts({"item": [1, 2], "time": [1]}, item="item")
+    with pytest.raises(ParameterError, match="max_count"):
+        MemoryEngine().count_of_counts({"item": [1]}, item="item", max_count=0)
+    with pytest.raises(ParameterError, match="k_max"):
+        MemoryEngine().occurrence_times({"item": [1], "t": [1]}, item="item", time="t",
+                                        k_max=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="options"):
+        get_engine("memory", bogus=1)
+
+
+def test_memory_integral_float_times_and_bool_bits() -> None:
+    got = MemoryEngine().occurrence_times({"item": [1, 1], "time": [2.0, 1.0]},
+                                          item="item", time="time")
+    assert got.times.tolist() == [1, 2]
+    assert got.time_kind == "integer"
+    rs = MemoryEngine().report_sums({"h": [0, 0], "j": [1, 1], "bit": [True, False]})
+    assert (rs.sums.tolist(), rs.counts.tolist()) == ([1], [2])
+
+
+# -- duckdb -----------------------------------------------------------------------------------
+def test_duckdb_unknown_column(tmp_path: Path) -> None:
+    src = _csv(tmp_path, "item,time\n1,2\n")
+    with pytest.raises(DataError) as e:
+        DuckDBEngine().item_counts(src, item="user")
+    assert "'user'" in _one_line(e)
+
+
+def test_duckdb_missing_empty_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as e:
+        DuckDBEngine().item_counts(tmp_path / "nope.csv", item="item")
+    assert "nope.csv" in _one_line(e)
+    with pytest.raises(DataError) as e:
+        DuckDBEngine().item_counts(_csv(tmp_path, "", "empty.csv"), item="item")
+    assert "empty.csv" in _one_line(e)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"this is not parquet at all")
+    with pytest.raises(DataError) as e:
+        DuckDBEngine().item_counts(bad, item="item")
+    assert "bad.parquet" in _one_line(e)
+    with pytest.raises(DataError) as e:
+        DuckDBEngine().item_counts(str(tmp_path / "*.parquet.missing"), item="item")
+    _one_line(e)
+    with pytest.raises(DataError, match="format"):
+        DuckDBEngine().item_counts(_csv(tmp_path, "a\n1\n", "x.txt"), item="a")
+
+
+def test_duckdb_nulls_rejected(tmp_path: Path) -> None:
+    src = _csv(tmp_path, "item,time\n1,2\n,3\n2,\n")
+    eng = DuckDBEngine()
+    with pytest.raises(DataError, match="'item'.*null"):
+        eng.item_counts(src, item="item")
+    with pytest.raises(DataError, match="'item'.*null"):
+        eng.count_of_counts(src, item="item", max_count=3)
+    with pytest.raises(DataError, match="'item'.*null"):
+        eng.occurrence_times(src, item="item", time="time")
+    src2 = _csv(tmp_path, "item,time\n1,2\n3,\n", "t.csv")
+    with pytest.raises(DataError, match="'time'.*null"):
+        eng.occurrence_times(src2, item="item", time="time")
+    src3 = _csv(tmp_path, "h,j,bit\n0,0,1\n0,0,\n", "r.csv")
+    with pytest.raises(DataError, match="'bit'.*null"):
+        eng.report_sums(src3)
+
+
+def test_duckdb_bad_time_types(tmp_path: Path) -> None:
+    eng = DuckDBEngine()
+    with pytest.raises(DataError, match="'time'.*VARCHAR"):
+        eng.occurrence_times(_csv(tmp_path, "item,time\n1,abc\n"), item="item", time="time")
+    with pytest.raises(DataError, match="'time'.*fractional"):
+        eng.occurrence_times(_csv(tmp_path, "item,time\n1,1.5\n", "f.csv"),
+                             item="item", time="time")
+    got = eng.occurrence_times(_csv(tmp_path, "item,time\n1,2.0\n1,1.0\n", "g.csv"),
+                               item="item", time="time")
+    assert got.times.tolist() == [1, 2]
+
+
+def test_duckdb_dates_are_microseconds(tmp_path: Path) -> None:
+    src = _csv(tmp_path, "item,day\na,1970-01-02\na,1969-12-31\n")
+    got = DuckDBEngine().occurrence_times(src, item="item", time="day")
+    assert got.time_kind == "timestamp_us"
+    assert got.times.tolist() == [-86_400_000_000, 86_400_000_000]
+    mem = MemoryEngine().occurrence_times(
+        {"item": ["a", "a"], "day": np.array(["1970-01-02", "1969-12-31"], "datetime64[D]")},
+        item="item", time="day")
+    assert mem.times.tolist() == got.times.tolist()
+
+
+def test_duckdb_bits_not_binary(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="'bit'.*0/1"):
+        DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\n0,0,1\n0,1,3\n"))
+    with pytest.raises(DataError, match="'h'"):
+        DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\nx,0,1\n", "s.csv"))
+
+
+def test_duckdb_sources_and_connection() -> None:
+    con = duckdb.connect()
+    with pytest.raises(DataError, match="no table"):
+        DuckDBEngine(connection=con).item_counts("missing_table", item="a")
+    with pytest.raises(DataError, match="SQL"):
+        DuckDBEngine(connection=con).item_counts("SELECT * FROM nowhere", item="a")
+    with pytest.raises(ParameterError, match="connection"):
+        DuckDBEngine(connection="memory")  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="source"):
+        DuckDBEngine().item_counts(42, item="a")
+    rel = con.sql("SELECT * FROM (VALUES (2), (1), (2)) t(a)")
+    got: Any = get_engine(None, rel).item_counts(rel, item="a")
+    assert (got.keys.tolist(), got.counts.tolist()) == ([1, 2], [1, 2])
