@@ -199,11 +199,15 @@ def recommend(summary: dict) -> None:
     geo = np.exp(np.log(ratios).mean(axis=0))
     print("\nMLE / FFT error ratio (Err1, Err2, Errinf): geometric mean "
           f"{geo.round(3).tolist()}, worst {worst.round(3).tolist()}")
-    if (geo < 0.9).all() and (worst <= 1.05).all():
-        print("=> MLE is better on average and never clearly worse: a candidate default.")
+    if (worst <= 1.0).all():
+        print("=> MLE is at least as accurate as FFT in every cell. It is not made the default "
+              "here: the release's error bound is proved only for the paper's method, and EM "
+              "costs 0.3 s (n = 10^3) to ~9 s (n = 10^5, iteration cap) against < 30 ms for "
+              "FFT (table 2). Recommended: keep method='fft' as the default and document "
+              "method='mle' as the more accurate choice at small ε·√d.")
     else:
-        print("=> MLE is not uniformly better: keep method='fft' (the paper's, with its bound) "
-              "as the default.")
+        print("=> MLE is worse than FFT in some cell: keep method='fft' (the paper's, with its "
+              "bound) as the default.")
 
 
 def main() -> None:
