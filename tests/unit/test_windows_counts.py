@@ -494,3 +494,17 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
         t2 = np.arange(t1, 12)
         got = np.asarray(rel.window(np.full(t2.size, t1), t2, 2).estimate)
         assert np.allclose(got, exact[t1, t2] + cons[t2 - t1], atol=1e-9)
+
+
+def test_consistent_halfwidth_matches_chebyshev_sandwich():
+    """The Chernoff half-width of a consistent answer lies between the normal quantile and the
+    (always valid) Chebyshev half-width sd/sqrt(β)."""
+    from dpfreq.windows.strategy import build_structure
+
+    s = build_structure("cumulative", "tree", 1, 100, "event", Fraction(1), 0.0)
+    assert s.consistent
+    t = np.arange(1, 101)
+    sd = np.sqrt(s.variance(1, t))
+    h = s.halfwidth(1, t, 0.05)
+    assert np.all(h >= 1.96 * sd)
+    assert np.all(h <= sd / np.sqrt(0.05))

@@ -36,6 +36,7 @@ composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -134,6 +135,29 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """For each consistent prefix ``x``: a grid ``λ`` and ``log E[exp(λ Σ_v a_v Z_v)]``.
+
+    ``a = consistent_prefix_weights(domain)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
+    ``λ·max|a_v| < γ``. Depends on public parameters only (cached per process).
+    """
+    weights = np.abs(consistent_prefix_weights(domain))
+    g = gamma_num / gamma_den
+    alpha = math.exp(-g)
+    amax = weights.max(axis=1)
+    grid = np.geomspace(1e-3, 1 - 1e-6, 32)
+    lam = (g / amax)[:, None] * grid[None, :]
+    log_m = np.empty_like(lam)
+    base = 2 * math.log1p(-alpha)
+    for j in range(grid.size):
+        u = weights * lam[:, j:j + 1]
+        log_m[:, j] = (base - np.log1p(-alpha * np.exp(u)) - np.log1p(-alpha * np.exp(-u))).sum(
+            axis=1)
+    return lam, log_m
+
+
 def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: int) -> IntArray:
     return sample_discrete_laplace(gamma, size, rng=keyed_generator(key, 0x51, structure))
 
@@ -161,7 +185,6 @@ class Structure:
         self.consistent = (strategy in ("tree", "per_start", "compressed")
                            and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
         self.detail["consistency"] = self.consistent
-        self._hw_cache: dict[tuple[int, float], float] = {}
         self._cons_noise: NDArray[np.float64] | None = None
         self._cons_starts: dict[int, NDArray[np.float64]] = {}
         self._key: bytes | None = None
@@ -272,21 +295,10 @@ class Structure:
         if not self.consistent:
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         xs = self._prefix_index(t1, t2)
-        out = np.empty(xs.shape, dtype=np.float64)
-        weights = self._weights()
-        g = float(self.gamma)
-        alpha = math.exp(-g)
-        for x in np.unique(xs):
-            key = (int(x), float(beta))
-            if key not in self._hw_cache:
-                a = np.abs(weights[x, 1:])
-                a = a[a > 1e-12]
-                lam = (g / a.max()) * np.geomspace(1e-4, 1 - 1e-6, 96)
-                u = np.outer(lam, a)
-                log_m = (2 * math.log1p(-alpha) - np.log1p(-alpha * np.exp(u))
-                         - np.log1p(-alpha * np.exp(-u))).sum(axis=1)
-                self._hw_cache[key] = float(np.min((log_m + math.log(2.0 / beta)) / lam))
-            out[xs == x] = self._hw_cache[key]
+        lam, log_m = _weighted_log_mgf(int(self.detail["domain"]), self.gamma.numerator,
+                                       self.gamma.denominator)
+        bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
+        out: NDArray[np.float64] = bound[xs]
         return out
 
     def _noise_source(self, key: bytes, structure_id: int) -> Any:
