@@ -1,0 +1,310 @@
+"""The Spark engine: the engine protocol on pyspark DataFrames and Parquet/CSV paths (DESIGN.md §6).
+
+Aggregation runs on the executors (``groupBy``; ``row_number()`` over a window partitioned by
+item and ordered by time for ``k_max``); only the small results reach the driver (as Arrow
+batches when available) and are finished by the same numpy code as the memory and DuckDB
+engines, so all three agree exactly.
+
+Types follow the DuckDB engine: integral item columns give int64 keys, any other type the keys'
+text (``CAST AS STRING``); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become
+int64 microseconds since the Unix epoch. Spark interprets zone-less timestamp *text* (CSV) and
+``TIMESTAMP_NTZ`` values in ``spark.sql.session.timeZone``; set it to ``UTC`` for results equal to
+the other engines (the sessions this module creates do). Nulls raise
+:class:`~dpfreq.errors.DataError`, as do unknown columns and unreadable files.
+
+pyspark is imported when this module is imported; :func:`dpfreq.engines.get_engine` turns a
+missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dpfreq._validate import message
+from dpfreq.engines._common import (
+    check_column_name,
+    check_k_max,
+    check_max_count,
+    data_error,
+    finish_item_counts,
+    finish_occurrence_times,
+    finish_report_sums,
+)
+from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.errors import DataError, ParameterError
+
+__all__ = ["SparkEngine", "spark_session"]
+
+_INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
+
+
+def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSession:
+    """Get or create a SparkSession for dpfreq (UTC session time zone; executors use this
+    interpreter through ``PYSPARK_PYTHON`` unless it is already set)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    return builder.getOrCreate()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = []
+    try:
+        from pyspark.errors import PySparkException
+
+        errs.append(PySparkException)
+    except ImportError:  # pragma: no cover - old pyspark
+        pass
+    try:
+        from py4j.protocol import Py4JJavaError
+
+        errs.append(Py4JJavaError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errs)
+
+
+_SPARK_ERRORS = _spark_errors()
+
+
+def _to_numpy(df: DataFrame, func: str) -> dict[str, NDArray[Any]]:
+    """Collect a small DataFrame to numpy columns; nulls are reported by the callers' checks."""
+    try:
+        if hasattr(df, "toArrow"):
+            tbl = df.toArrow()
+            out: dict[str, NDArray[Any]] = {}
+            for name in tbl.column_names:
+                col = tbl.column(name)
+                if col.null_count:
+                    raise DataError(f"column {name!r} of {func} must be free of nulls; got "
+                                    f"{col.null_count} null value(s).")
+                out[name] = col.to_numpy(zero_copy_only=False)
+            return out
+        rows = df.collect()  # pragma: no cover - pyspark without toArrow
+    except _SPARK_ERRORS as exc:
+        raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+    cols = df.columns  # pragma: no cover
+    return {c: np.array([r[i] for r in rows]) for i, c in enumerate(cols)}  # pragma: no cover
+
+
+class SparkEngine:
+    """Exact aggregates computed by Spark.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession or None, keyword-only
+        The session to use; None gets or creates one with ``master`` on first use.
+    master : str, keyword-only
+        Master URL when a session has to be created (default ``"local[*]"``).
+    """
+
+    name = "spark"
+
+    def __init__(self, *, spark: Any = None, master: str = "local[*]") -> None:
+        if spark is not None and not isinstance(spark, SparkSession):
+            raise ParameterError(message("spark", "SparkEngine", "a SparkSession or None",
+                                         type(spark).__name__))
+        if not isinstance(master, str) or not master:
+            raise ParameterError(message("master", "SparkEngine", "a Spark master URL", master))
+        self._spark = spark
+        self.master = master
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session (created on first use)."""
+        if self._spark is None:
+            self._spark = spark_session(self.master)
+        return self._spark
+
+    # -- sources ---------------------------------------------------------------------------
+    def dataframe(self, source: Any, func: str = "SparkEngine") -> DataFrame:
+        """The source as a Spark DataFrame."""
+        if isinstance(source, DataFrame):
+            return source
+        if isinstance(source, str | Path):
+            return self._read(Path(source), str(source), func)
+        raise ParameterError(message("source", func, "a Spark DataFrame or a Parquet/CSV path",
+                                     type(source).__name__))
+
+    def _read(self, path: Path, text: str, func: str) -> DataFrame:
+        lower = text.lower()
+        is_glob = any(ch in text for ch in "*?[")
+        if not is_glob and not path.exists():
+            raise DataError(f"source of {func}: file {text!r} does not exist.")
+        if path.is_file() and path.stat().st_size == 0:
+            raise DataError(f"source of {func}: file {text!r} is empty (not even a header).")
+        reader = self.spark.read
+        try:
+            if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+                sep = "\t" if ".tsv" in lower else ","
+                df = reader.csv(text, header=True, inferSchema=True, sep=sep)
+            elif lower.endswith((".parquet", ".pq")) or path.is_dir() or is_glob:
+                df = reader.parquet(text)
+            else:
+                raise DataError(f"source of {func}: cannot tell the format of {text!r} "
+                                "(expected .csv, .tsv, .parquet, .pq or a Parquet directory).")
+        except _SPARK_ERRORS as exc:
+            raise DataError(f"source of {func}: cannot read {text!r}: {_one_line(exc)}") from exc
+        return df
+
+    # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _type(df: DataFrame, column: str, func: str) -> Any:
+        names = df.columns
+        if column not in names:
+            raise DataError(f"column {column!r} of {func} is not in the source; available: "
+                            f"{', '.join(names)}.")
+        return df.schema[column].dataType
+
+    @staticmethod
+    def _is_empty(df: DataFrame) -> bool:
+        return len(df.limit(1).collect()) == 0
+
+    def _key(self, df: DataFrame, item: str, func: str) -> Any:
+        ty = self._type(df, item, func)
+        col = F.col(f"`{item}`")
+        return col.cast("long") if isinstance(ty, _INT_TYPES) else col.cast("string")
+
+    def _time(self, df: DataFrame, time: str, func: str) -> tuple[Any, str, Any]:
+        ty = self._type(df, time, func)
+        col = F.col(f"`{time}`")
+        if isinstance(ty, _INT_TYPES):
+            return col.cast("long"), "integer", None
+        if isinstance(ty, T.DateType):
+            return F.unix_date(col).cast("long") * F.lit(86_400_000_000), "timestamp_us", None
+        if isinstance(ty, T.TimestampType | T.TimestampNTZType):
+            return F.unix_micros(col.cast("timestamp")), "timestamp_us", None
+        if isinstance(ty, _FLOAT_TYPES):
+            return col.cast("long"), "integer", col != F.floor(col)
+        if self._is_empty(df):
+            return F.lit(None).cast("long"), "integer", None
+        raise data_error(func, time, "integer or timestamp/date valued",
+                         f"type {ty.simpleString().upper()}")
+
+    # -- protocol --------------------------------------------------------------------------
+    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+        """Exact number of rows per distinct value of column ``item`` (``groupBy``)."""
+        func = "SparkEngine.item_counts"
+        check_column_name(item, "item", func)
+        df = self.dataframe(source, func)
+        key = self._key(df, item, func)
+        res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func)
+        return finish_item_counts(res["k"], res["c"])
+
+    def count_of_counts(self, source: Any, *, item: str,
+                        max_count: int | None = None) -> Prevalences:
+        """Exact prevalences of the per-item counts, clamped at ``max_count``."""
+        func = "SparkEngine.count_of_counts"
+        check_column_name(item, "item", func)
+        max_count = check_max_count(max_count, func)
+        df = self.dataframe(source, func)
+        self._type(df, item, func)
+        col = F.col(f"`{item}`")
+        per_item = df.groupBy(col.alias("k")).agg(F.count(F.lit(1)).alias("c"))
+        per_item = per_item.select(
+            (F.col("c") if max_count is None else F.least(F.col("c"), F.lit(max_count)))
+            .alias("v"), F.col("k").isNull().cast("int").alias("null_key"))
+        res = _to_numpy(per_item.groupBy("v").agg(F.count(F.lit(1)).alias("p"),
+                                                  F.max("null_key").alias("anynull")), func)
+        if res["anynull"].size and res["anynull"].max() > 0:
+            raise data_error(func, item, "free of nulls", "null value(s)")
+        order = np.argsort(res["v"])
+        return Prevalences(counts=res["v"][order].astype(np.int64),
+                           prevalences=res["p"][order].astype(np.int64))
+
+    def occurrence_times(self, source: Any, *, item: str, time: str,
+                         k_max: int | None = None) -> OccurrenceTimes:
+        """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
+        (``row_number()`` over ``Window.partitionBy(item).orderBy(time)`` on the executors)."""
+        func = "SparkEngine.occurrence_times"
+        check_column_name(item, "item", func)
+        check_column_name(time, "time", func)
+        k_max = check_k_max(k_max, func)
+        df = self.dataframe(source, func)
+        key = self._key(df, item, func)
+        texpr, kind, frac = self._time(df, time, func)
+        aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{item}`")).alias("ni"),
+                F.count(F.col(f"`{time}`")).alias("nt"), F.countDistinct(key).alias("nd")]
+        aggs.append(F.count(F.when(frac, 1)).alias("nf") if frac is not None
+                    else F.lit(0).cast("long").alias("nf"))
+        try:
+            row = df.agg(*aggs).collect()[0]
+        except _SPARK_ERRORS as exc:
+            raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+        n, ni, nt, nd, nf = (int(row[c] or 0) for c in ("n", "ni", "nt", "nd", "nf"))
+        if ni < n:
+            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+        if nt < n:
+            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+        if nf:
+            raise data_error(func, time, "integer or timestamp/date valued",
+                             f"{nf} value(s) with a fractional part")
+        events = df.select(key.alias("k"), texpr.alias("t"))
+        if k_max is not None:
+            w = Window.partitionBy("k").orderBy("t")
+            events = (events.withColumn("rn", F.row_number().over(w))
+                      .where(F.col("rn") <= k_max).drop("rn"))
+        if n == 0:
+            z = np.zeros(0, dtype=np.int64)
+            return OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
+                                   time_kind=kind)
+        res = _to_numpy(events.orderBy("k", "t"), func)
+        keys, times = res["k"], res["t"].astype(np.int64)
+        if len(keys) > 1:
+            change = np.asarray(keys[1:] != keys[:-1], dtype=bool)
+            codes = np.concatenate(([0], np.cumsum(change))).astype(np.int64)
+        else:
+            codes = np.zeros(len(keys), dtype=np.int64)
+        return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
+                                       k_max=None, presorted=True)
+
+    def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
+                    value: str = "bit") -> ReportSums:
+        """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
+        func = "SparkEngine.report_sums"
+        df = self.dataframe(source, func)
+        empty: bool | None = None
+        for param, col in (("order", order), ("interval", interval), ("value", value)):
+            check_column_name(col, param, func)
+            ty = self._type(df, col, func)
+            if not isinstance(ty, _INT_TYPES + (T.BooleanType,)):
+                if empty is None:
+                    empty = self._is_empty(df)
+                if not empty:
+                    raise data_error(func, col, "integer valued",
+                                     f"type {ty.simpleString().upper()}")
+        if empty:
+            z = np.zeros(0, dtype=np.int64)
+            return ReportSums(order=z, interval=z.copy(), sums=z.copy(), counts=z.copy())
+        v = F.col(f"`{value}`").cast("long")
+        nonbinary = v.isNotNull() & ~v.isin(0, 1)
+        grouped = df.groupBy(F.col(f"`{order}`").cast("long").alias("h"),
+                             F.col(f"`{interval}`").cast("long").alias("j")).agg(
+            F.coalesce(F.sum(v), F.lit(0)).cast("long").alias("s"),
+            F.count(F.lit(1)).alias("c"), F.count(v).alias("cv"),
+            F.count(F.when(nonbinary, 1)).alias("bad"),
+            F.coalesce(F.min(F.when(nonbinary, v)), F.lit(0)).alias("badv"))
+        res = _to_numpy(grouped, func)
+        if (res["cv"] < res["c"]).any():
+            raise data_error(func, value, "free of nulls", "null value(s)")
+        if res["bad"].any():
+            badv = res["badv"][res["bad"] > 0]
+            raise data_error(func, value, "0/1 valued",
+                             f"{int(res['bad'].sum())} other value(s), e.g. {int(badv[0])}")
+        return finish_report_sums(res["h"], res["j"], res["s"], res["c"])
