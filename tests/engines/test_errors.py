@@ -35,9 +35,9 @@ def test_memory_unknown_column() -> None:
 
 
 def test_memory_nulls_rejected() -> None:
-    with pytest.raises(DataError, match="'item'.*null"):
+    with pytest.raises(DataError, match=r"'item'.*null"):
         MemoryEngine().item_counts({"item": np.array(["a", None], dtype=object)}, item="item")
-    with pytest.raises(DataError, match="'time'.*null"):
+    with pytest.raises(DataError, match=r"'time'.*null"):
         MemoryEngine().occurrence_times({"item": [1, 2], "time": [1.0, np.nan]},
                                         item="item", time="time")
 
@@ -49,7 +49,7 @@ def test_memory_bad_time_and_bits() -> None:
     with pytest.raises(DataError, match="'time'"):
         MemoryEngine().occurrence_times({"item": [1, 2], "time": [1.5, 2.0]},
                                         item="item", time="time")
-    with pytest.raises(DataError, match="'bit'.*0/1"):
+    with pytest.raises(DataError, match=r"'bit'.*0/1"):
         MemoryEngine().report_sums({"h": [0, 0], "j": [0, 1], "bit": [0, 2]})
 
 
@@ -104,25 +104,25 @@ def test_duckdb_missing_empty_and_unreadable_files(tmp_path: Path) -> None:
 def test_duckdb_nulls_rejected(tmp_path: Path) -> None:
     src = _csv(tmp_path, "item,time\n1,2\n,3\n2,\n")
     eng = DuckDBEngine()
-    with pytest.raises(DataError, match="'item'.*null"):
+    with pytest.raises(DataError, match=r"'item'.*null"):
         eng.item_counts(src, item="item")
-    with pytest.raises(DataError, match="'item'.*null"):
+    with pytest.raises(DataError, match=r"'item'.*null"):
         eng.count_of_counts(src, item="item", max_count=3)
-    with pytest.raises(DataError, match="'item'.*null"):
+    with pytest.raises(DataError, match=r"'item'.*null"):
         eng.occurrence_times(src, item="item", time="time")
     src2 = _csv(tmp_path, "item,time\n1,2\n3,\n", "t.csv")
-    with pytest.raises(DataError, match="'time'.*null"):
+    with pytest.raises(DataError, match=r"'time'.*null"):
         eng.occurrence_times(src2, item="item", time="time")
     src3 = _csv(tmp_path, "h,j,bit\n0,0,1\n0,0,\n", "r.csv")
-    with pytest.raises(DataError, match="'bit'.*null"):
+    with pytest.raises(DataError, match=r"'bit'.*null"):
         eng.report_sums(src3)
 
 
 def test_duckdb_bad_time_types(tmp_path: Path) -> None:
     eng = DuckDBEngine()
-    with pytest.raises(DataError, match="'time'.*VARCHAR"):
+    with pytest.raises(DataError, match=r"'time'.*VARCHAR"):
         eng.occurrence_times(_csv(tmp_path, "item,time\n1,abc\n"), item="item", time="time")
-    with pytest.raises(DataError, match="'time'.*fractional"):
+    with pytest.raises(DataError, match=r"'time'.*fractional"):
         eng.occurrence_times(_csv(tmp_path, "item,time\n1,1.5\n", "f.csv"),
                              item="item", time="time")
     got = eng.occurrence_times(_csv(tmp_path, "item,time\n1,2.0\n1,1.0\n", "g.csv"),
@@ -142,7 +142,7 @@ def test_duckdb_dates_are_microseconds(tmp_path: Path) -> None:
 
 
 def test_duckdb_bits_not_binary(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="'bit'.*0/1"):
+    with pytest.raises(DataError, match=r"'bit'.*0/1"):
         DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\n0,0,1\n0,1,3\n"))
     with pytest.raises(DataError, match="'h'"):
         DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\nx,0,1\n", "s.csv"))

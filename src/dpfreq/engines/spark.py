@@ -283,7 +283,7 @@ class SparkEngine:
         for param, col in (("order", order), ("interval", interval), ("value", value)):
             check_column_name(col, param, func)
             ty = self._type(df, col, func)
-            if not isinstance(ty, _INT_TYPES + (T.BooleanType,)):
+            if not isinstance(ty, (*_INT_TYPES, T.BooleanType)):
                 if empty is None:
                     empty = self._is_empty(df)
                 if not empty:
