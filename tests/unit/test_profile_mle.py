@@ -16,27 +16,31 @@ def _noisy(rng: np.random.Generator, n: int, B: int, alpha: float, d: int) -> np
     return noisy_profile_counts(h + z, max_count=n, B=B) / d
 
 
-def test_em_stays_on_simplex_and_likelihood_never_decreases(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_em_stays_on_simplex_and_likelihood_never_decreases(accelerate: bool,
+                                                            rng: np.random.Generator) -> None:
     n, B, alpha = 25, 10, 0.6
     k = get_kernel(n, B, alpha)
     f = _noisy(rng, n, B, alpha, 3000)
     r = np.full(n + 1, 1.0 / (n + 1))
     lls = [log_likelihood(r, f / f.sum(), k)]
     for _ in range(60):  # one step at a time: every iterate is on the simplex
-        res = em_profile(f, k, start=r, max_iter=1, tol=0.0)
+        res = em_profile(f, k, start=r, max_iter=1, tol=0.0, accelerate=accelerate)
         r = res.profile
         assert r.min() >= 0
         assert r.sum() == pytest.approx(1.0, abs=1e-12)
         lls.append(res.log_likelihood)
     record: list[float] = []
-    res = em_profile(f, k, start=r, max_iter=400, tol=0.0, record=record)
+    res = em_profile(f, k, start=r, max_iter=400, tol=0.0, record=record,
+                     accelerate=accelerate)
     lls += record
     diffs = np.diff(lls)
     assert diffs.min() >= -1e-12 * abs(lls[-1])
     assert lls[-1] > lls[0]
 
 
-def test_em_exact_on_noise_free_input(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_em_exact_on_noise_free_input(accelerate: bool, rng: np.random.Generator) -> None:
     # f~ = A f exactly, f strictly positive: EM converges to f (the unique maximiser)
     n, B, alpha = 12, 6, 0.5
     k = get_kernel(n, B, alpha)
@@ -44,7 +48,7 @@ def test_em_exact_on_noise_free_input(rng: np.random.Generator) -> None:
     fpad = np.zeros(k.size)
     fpad[B : B + n + 1] = f
     res = em_profile(k.apply(fpad), k, start=np.full(n + 1, 1 / (n + 1)), max_iter=20000,
-                     tol=1e-14)
+                     tol=1e-14, accelerate=accelerate)
     np.testing.assert_allclose(res.profile, f, atol=1e-8)
     assert res.log_likelihood >= res.start_log_likelihood
 
@@ -74,3 +78,15 @@ def test_mle_release_is_at_least_as_likely_as_fft(rng: np.random.Generator) -> N
     assert mle.mechanism_params["em_log_likelihood"] >= mle.mechanism_params[
         "fft_log_likelihood"] - 1e-12
     assert mle.error.value == fft.error.value
+
+
+def test_accelerated_em_reaches_the_same_maximum(rng: np.random.Generator) -> None:
+    n, B, alpha = 20, 8, 0.5
+    k = get_kernel(n, B, alpha)
+    f = _noisy(rng, n, B, alpha, 100000)
+    start = np.full(n + 1, 1 / (n + 1))
+    plain = em_profile(f, k, start=start, max_iter=20000, tol=1e-11, accelerate=False)
+    fast = em_profile(f, k, start=start, max_iter=20000, tol=1e-11, accelerate=True)
+    assert fast.converged
+    assert fast.iterations < plain.iterations
+    assert fast.log_likelihood >= plain.log_likelihood - 1e-9
