@@ -457,3 +457,21 @@ def test_bad_clipped_and_counts() -> None:
 def test_norm_spellings(norm: object) -> None:
     rel = reconstruct_profile(np.array([0, 1, 2, -1, 5]), max_count=3, epsilon=1.0, norm=norm)
     assert rel.norm in ("1", "2", "inf")
+
+
+def test_unfold_spec_11_2_with_injected_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    # spec §11.2: DExp draws [0, 0, 1, 2] for the four zeros (in index order) and zeros for the
+    # five entries equal to n = 2 turn the clipped release back into h~.
+    import dpfreq.profile.reconstruct as mod
+
+    draws = iter([np.array([0, 0, 1, 2]), np.array([0, 0, 0, 0, 0])])
+
+    def fake_geometric(gamma, size, *, rng=None):
+        out = next(draws)
+        assert out.size == size
+        return out
+
+    monkeypatch.setattr(mod, "sample_geometric", fake_geometric)
+    clipped = np.array([0, 2, 0, 2, 2, 0, 1, 2, 2, 0])
+    np.testing.assert_array_equal(unfold_clipped(clipped, max_count=2, epsilon=LN4, rng=1),
+                                  H_NOISY)
