@@ -442,15 +442,20 @@ class Structure:
         x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
         if self.consistent:
             out = np.empty(q1.shape, dtype=np.float64)
-            for g in np.unique(g1):
-                if int(g) not in self._cons_starts:
-                    if len(self._cons_starts) >= 4096:
-                        self._cons_starts.clear()
-                    vec = impl.noise((int(g) - 1) * (2 * d) + np.arange(2 * d))
-                    vec[0] = 0  # heap id 0 is not a node
-                    self._cons_starts[int(g)] = self._weights() @ vec.astype(np.float64)
+            starts = np.unique(g1)
+            if len(self._cons_starts) + starts.size > 4096:
+                self._cons_starts.clear()
+            missing = np.array([g for g in starts.tolist() if g not in self._cons_starts],
+                               dtype=np.int64)
+            if missing.size:  # draw the whole tree of every new start in one batch
+                ids = ((missing - 1) * (2 * d))[:, None] + np.arange(2 * d)[None, :]
+                vals = impl.noise(ids.ravel()).reshape(missing.size, 2 * d).astype(np.float64)
+                vals[:, 0] = 0.0  # heap id 0 is not a node
+                for g, row in zip(missing.tolist(), vals, strict=True):
+                    self._cons_starts[g] = self._weights() @ row
+            for g in starts.tolist():
                 sel = g1 == g
-                out[sel] = self._cons_starts[int(g)][x[sel]]
+                out[sel] = self._cons_starts[g][x[sel]]
             res: IntArray = out
             return res
         cover = prefix_cover(x.ravel(), d)
