@@ -145,5 +145,5 @@ def test_errors_and_budget(spark: Any, seed: int, tmp_path: Path) -> None:
         sk.update(spark.createDataFrame([(10, 1)], "item long, count long"))
     with pytest.raises(DataError, match="'user'"):
         sk.update(spark.createDataFrame([(1, 1)], "item long, count long"), item="user")
-    with pytest.raises(DataError, match="dpfreq_sketch.json"):
+    with pytest.raises(DataError, match=r"dpfreq_sketch\.json"):
         DistributedProfileSketch.open(tmp_path, spark=spark)

@@ -1,4 +1,4 @@
-"""A distributed, updatable profile sketch on Spark (issue 7; spec profile_reconstruction.md §1.1, §5).
+"""A distributed, updatable profile sketch on Spark (issue 7; profile spec §1.1 and §5).
 
 The sketch is the noisy histogram ``h~[ℓ] = min(h[ℓ], n) + Z_ℓ`` over the *whole public domain*
 ``ℓ ∈ {0, …, d−1}`` (never-seen items included), stored as a Spark table
@@ -307,7 +307,7 @@ class DistributedProfileSketch:
         tbl = self.table.orderBy("item")
         if hasattr(tbl, "toArrow"):
             return np.asarray(tbl.toArrow().column("noisy_count").to_numpy(), dtype=np.int64)
-        return np.array([r["noisy_count"] for r in tbl.collect()], dtype=np.int64)  # pragma: no cover
+        return np.array([r["noisy_count"] for r in tbl.collect()], dtype=np.int64)  # pragma: no cover  # noqa: E501
 
     def reconstruct(self, *, eta: float = 0.05, norm: int | float | str = 1,
                     method: str = "fft", B: int | None = None) -> Any:
