@@ -508,3 +508,21 @@ def test_consistent_halfwidth_matches_chebyshev_sandwich():
     h = s.halfwidth(1, t, 0.05)
     assert np.all(h >= 1.96 * sd)
     assert np.all(h <= sd / np.sqrt(0.05))
+
+
+@pytest.mark.parametrize(("strategy", "group"), [("per_start", 1), ("compressed", 3),
+                                                 ("tree2d", 1), ("per_query", 1)])
+def test_mean_mse_closed_form_equals_enumeration(strategy, group):
+    from dpfreq.windows.strategy import build_structure
+
+    level = "event" if strategy == "tree2d" else "item"
+    s = build_structure("all", strategy, 2, 11, level, Fraction(1), 0.0, group_size=group)
+    t1, t2 = np.triu_indices(12, 0)
+    keep = t1 >= 1
+    t1, t2 = t1[keep], t2[keep]
+    var = s.variance(t1, t2)
+    if strategy == "compressed":
+        want = (np.sqrt(np.mean(var)) + s.bias_bound()) ** 2
+    else:
+        want = np.mean(var)
+    assert s.mean_mse() == pytest.approx(want, rel=1e-9)

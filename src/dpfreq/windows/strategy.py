@@ -367,10 +367,10 @@ class Structure:
         else:
             s = self.group_size
             n_g = np.bincount(-(-ts // s))[1:].astype(np.float64)  # periods per group
-            from scipy.signal import fftconvolve
-
-            corr = fftconvolve(n_g, n_g[::-1])[n_g.size - 1:]  # corr[d] = Σ_g n(g) n(g+d)
-            corr = np.rint(corr)
+            size = 2 * n_g.size
+            spec = np.fft.rfft(n_g, size)
+            # autocorrelation corr[d] = Σ_g n(g) n(g+d) (zero padding: no wrap-around)
+            corr = np.rint(np.fft.irfft(spec * np.conj(spec), size)[:n_g.size])
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
             if self.consistent:
