@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import scipy.fft
@@ -155,13 +155,18 @@ class CirculantKernel:
         """The first row (= first column) of the symmetric circulant ``A^{-1}``."""
         return scipy.fft.irfft(1.0 / self.eigenvalues, n=self.size, workers=_WORKERS)
 
+    @cached_property
+    def _inverse_norms(self) -> tuple[float, float]:
+        return (float(np.abs(self.inverse_row()).sum()),
+                float(1.0 / np.abs(self.eigenvalues).min()))
+
     def inverse_norm_1(self) -> float:
         """Exact ``‖A^{-1}‖_1 = ‖A^{-1}‖_∞`` (absolute row sum of the circulant inverse)."""
-        return float(np.abs(self.inverse_row()).sum())
+        return self._inverse_norms[0]
 
     def inverse_norm_2(self) -> float:
         """Exact ``‖A^{-1}‖_2 = 1 / min_m |φ_m|``."""
-        return float(1.0 / np.abs(self.eigenvalues).min())
+        return self._inverse_norms[1]
 
 
 @lru_cache(maxsize=32)
