@@ -506,7 +506,7 @@ def reconstruct_profile_from_counts(
     b_paper = bound_parameter(d, g, et)
     eta_b = _eta_event(d, b, g)
     eta_event = et if b >= b_paper else eta_b
-    confidence = max(0.0, 1.0 - et - eta_event)
+    confidence = max(0.0, 1.0 - 2.0 * et if b >= b_paper else 1.0 - et - eta_event)
     value = min(bounds[norm_s], _TRIVIAL[norm_s])
     word = _NORM_WORD[norm_s]
     conf_text = ("1 − 2η (η for some noise value exceeding B, η for the concentration of the "
