@@ -1,0 +1,213 @@
+"""Engines benchmark: memory (numpy) vs DuckDB vs Spark local[2] on a Parquet event log (issue 7).
+
+    python benchmarks/bench_engines.py [--quick | --full] [--no-spark] [--sketch-d D]
+
+* ``item_counts`` and ``count_of_counts`` on 10^7 events (10^6 with --quick, 10^8 with --full)
+  read from one Parquet file: wall time, events/s, and peak memory of the driver. Each engine
+  runs in its own subprocess, so peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) is
+  that engine's alone; for Spark local mode the JVM (driver = executor here) is reported
+  separately (VmHWM of the JVM process). The memory engine's time includes reading the Parquet
+  columns into numpy (reported separately too). Baseline for the ratios: DuckDB.
+* The distributed profile sketch: creation (noise drawn on executors) + write to Parquet, and
+  the reduction to the noisy profile, at the ``--sketch-d`` domain sizes; driver (Python) RSS.
+* A *projection* (labelled as such) of the number of machines at which Spark overtakes DuckDB
+  on a 10^10-event log, from the measured throughputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ITEMS = 10**6  # distinct item ids drawn from (heavy-tailed)
+
+
+def make_log(path: Path, n_events: int, seed: int = 2026) -> None:
+    """A Parquet log of n events: heavy-tailed int64 item ids and int64 times."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gen = np.random.Generator(np.random.PCG64(seed))
+    chunk = 5 * 10**6
+    schema = pa.schema([("item", pa.int64()), ("time", pa.int64())])
+    with pq.ParquetWriter(path, schema) as w:
+        for start in range(0, n_events, chunk):
+            m = min(chunk, n_events - start)
+            items = (gen.pareto(1.1, m) * 50).astype(np.int64) % ITEMS
+            times = gen.integers(0, 10**6, m, dtype=np.int64)
+            w.write_table(pa.table({"item": items, "time": times}), row_group_size=10**6)
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
+def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run one engine in this (fresh) process; returns timings and peak memory."""
+    from dpfreq.engines import get_engine
+
+    out: dict[str, Any] = {"engine": engine}
+    import pyarrow.parquet as pq
+
+    out["baseline_rss_mb"] = _rss_mb()
+    if engine == "memory":
+        t0 = time.perf_counter()
+        col = pq.read_table(path, columns=["item"]).column("item").to_numpy()
+        out["load_s"] = time.perf_counter() - t0
+        src: Any = {"item": col}
+        eng = get_engine("memory")
+    elif engine == "duckdb":
+        src, eng = path, get_engine("duckdb")
+        out["load_s"] = 0.0
+    else:
+        from pyspark.sql import SparkSession
+
+        t0 = time.perf_counter()
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (SparkSession.builder.master("local[2]").appName("bench")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "8")
+                 .config("spark.driver.memory", args.spark_memory)
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        out["session_s"] = time.perf_counter() - t0
+        out["load_s"] = 0.0
+        src, eng = path, get_engine("spark", spark=spark)
+    for run in ("", "_warm"):  # first (cold) and second run
+        t0 = time.perf_counter()
+        ic = eng.item_counts(src, item="item")
+        out[f"item_counts{run}_s"] = time.perf_counter() - t0 + out["load_s"]
+        t0 = time.perf_counter()
+        eng.count_of_counts(src, item="item", max_count=100)
+        out[f"count_of_counts{run}_s"] = time.perf_counter() - t0 + out["load_s"]
+    out["n_items"] = len(ic.keys)
+    out["n_events"] = int(ic.counts.sum())
+    out["driver_rss_mb"] = _rss_mb()
+    if engine == "spark":
+        out["jvm_hwm_mb"] = _hwm_mb(int(spark._jvm.java.lang.ProcessHandle.current().pid()))
+        if args.sketch_d:
+            out["sketch"] = sketch_worker(spark, args)
+        spark.stop()
+    return out
+
+
+def sketch_worker(spark: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    from dpfreq.engines.spark_sketch import DistributedProfileSketch
+
+    rows = []
+    for d in args.sketch_d:
+        with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+            t0 = time.perf_counter()
+            sk = DistributedProfileSketch.create(spark, domain_size=d, max_count=100,
+                                                 epsilon=1.0)
+            sk.save(Path(tmp) / "sketch")
+            create_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            counts = sk.noisy_profile_counts(20)
+            reduce_s = time.perf_counter() - t0
+            assert int(counts.sum()) <= d
+            rows.append({"d": d, "create_save_s": create_s, "profile_counts_s": reduce_s,
+                         "driver_rss_mb": _rss_mb()})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10^6 events")
+    ap.add_argument("--full", action="store_true", help="10^8 events")
+    ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--sketch-d", type=int, nargs="*", default=None,
+                    help="domain sizes of the distributed sketch (default 10^6 10^7)")
+    ap.add_argument("--spark-memory", default="4g")
+    ap.add_argument("--tmp", default=None, help="directory for the Parquet log")
+    ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.sketch_d is None:
+        args.sketch_d = [10**5] if args.quick else [10**6, 10**7]
+    if args.worker:
+        print("RESULT " + json.dumps(worker(args.worker[0], args.worker[1], args)))
+        return
+
+    n = 10**6 if args.quick else 10**8 if args.full else 10**7
+    engines = ["memory", "duckdb"] + ([] if args.no_spark else ["spark"])
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        path = Path(tmp) / "events.parquet"
+        t0 = time.perf_counter()
+        make_log(path, n)
+        print(f"# {n:.0e} events, {ITEMS:.0e} possible items, Parquet "
+              f"{path.stat().st_size / 2**20:.0f} MiB written in {time.perf_counter() - t0:.1f} s")
+        results = {}
+        for eng in engines:
+            cmd = [sys.executable, __file__, "--worker", eng, str(path),
+                   "--spark-memory", args.spark_memory]
+            if eng == "spark":
+                cmd += ["--sketch-d", *map(str, args.sketch_d)]
+            if args.tmp:
+                cmd += ["--tmp", args.tmp]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+            if proc.returncode or not line:
+                print(f"# {eng} failed:\n{proc.stderr[-2000:]}")
+                continue
+            results[eng] = json.loads(line[0][7:])
+
+    base = results.get("duckdb")
+    print(f"\n{'engine':<8} {'op':<16} {'cold s':>8} {'warm s':>8} {'events/s':>11} "
+          f"{'vs duckdb':>10} {'driver MB':>10} {'(idle MB)':>10} {'JVM MB':>8}")
+    for eng, r in results.items():
+        for op in ("item_counts", "count_of_counts"):
+            t, tw = r[f"{op}_s"], r[f"{op}_warm_s"]
+            ratio = tw / base[f"{op}_warm_s"] if base else float("nan")
+            jvm = f"{r['jvm_hwm_mb']:.0f}" if "jvm_hwm_mb" in r else "-"
+            print(f"{eng:<8} {op:<16} {t:8.2f} {tw:8.2f} {n / tw:11.3e} {ratio:10.2f} "
+                  f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8}")
+    print("(events/s and ratios from the warm run; idle MB = driver RSS before the engine ran)")
+    if "memory" in results:
+        print(f"(memory includes {results['memory']['load_s']:.2f} s Parquet -> numpy)")
+    if "spark" in results:
+        r = results["spark"]
+        print(f"(spark session start {r['session_s']:.1f} s, not included)")
+        print(f"\n{'sketch d':>10} {'create+save s':>14} {'items/s':>10} {'profile s':>10} "
+              f"{'driver MB':>10}")
+        for s in r.get("sketch", []):
+            print(f"{s['d']:10.0e} {s['create_save_s']:14.2f} {s['d'] / s['create_save_s']:10.2e} "
+                  f"{s['profile_counts_s']:10.2f} {s['driver_rss_mb']:10.0f}")
+    if "spark" in results and base:
+        rd = n / base["item_counts_warm_s"]
+        rs = n / results["spark"]["item_counts_warm_s"]
+        machines = rd / rs
+        big = 10**10
+        print("\nPROJECTION (not a measurement): item_counts on a 10^10-event log. Assumes the "
+              "measured per-machine throughputs (2 cores) scale linearly, Spark across machines "
+              "with a fixed ~10 s job overhead, DuckDB on one such machine (out-of-core).")
+        print(f"  DuckDB, 1 machine: {big / rd / 60:.0f} min; Spark per 2-core machine: "
+              f"{rs:.2e} events/s")
+        m_star = (np.ceil(machines * big / (big - 10 * rd))) if big > 10 * rd else -1
+        m_star = int(m_star)
+        print(f"  Spark overtakes DuckDB at about {m_star} machines "
+              f"(throughput ratio DuckDB/Spark = {machines:.1f}).")
+
+
+if __name__ == "__main__":
+    main()
