@@ -544,6 +544,24 @@ def release_window_counts(
     ParameterError, DataError
         Invalid parameters or data (unknown level, bad ε/δ, negative k, W > T, missing
         columns, non-integer times, times outside the range, ...).
+
+    Notes
+    -----
+    * Strategies per family (chosen by ``strategy="auto"`` from the closed-form mean squared
+      error, public parameters only): cumulative ``tree`` | ``per_query``; rolling windows
+      ``blocks`` | ``single`` (event level) | ``per_query``; arbitrary windows ``tree2d``
+      (event level) | ``per_start`` | ``per_query`` | ``compressed`` (item level, declared
+      singleton). ``per_query`` is the composition baseline (independent noise per window,
+      calibrated to the number of windows one unit can change).
+    * The cumulative and per-start trees are post-processed by the least-squares consistency
+      pass (Hay et al.) when their domain has at most 1024 leaves; their answers are then real
+      numbers with an exact variance and a Chernoff interval for weighted noise sums.
+    * With ``delta > 0`` two accounting plans are compared and the better one is used: pure ε
+      (basic composition; advanced composition over item-level blocks/starts), or zCDP
+      (``ρ`` from (ε, δ), split equally; each structure uses discrete Laplace or the exact
+      discrete Gaussian, whichever predicts less error). ``mechanism_params["accounting"]``
+      says which.
+    * Answers with ``exactly`` need ``k`` and ``k+1`` in ``k_values``.
     """
     eps = check_epsilon(epsilon, "epsilon", _FUNC)
     dlt = check_delta(delta, "delta", _FUNC)
