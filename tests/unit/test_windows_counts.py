@@ -526,3 +526,19 @@ def test_mean_mse_closed_form_equals_enumeration(strategy, group):
     else:
         want = np.mean(var)
     assert s.mean_mse() == pytest.approx(want, rel=1e-9)
+
+
+def test_save_load_identical_with_zcdp_and_consistency(tmp_path, rng):
+    item, times = small_log(rng, 30, 6)
+    rel = release_window_counts((item, times), horizon=30, epsilon=1.0, delta=1e-6,
+                                k_values=[1], windows=["cumulative", "all"], level="item",
+                                rng=11)
+    t1, t2 = np.triu_indices(31, 0)
+    keep = t1 >= 1
+    t1, t2 = t1[keep], t2[keep]
+    a = rel.window(t1, t2, 1)
+    loaded = WindowCountsRelease.load(rel.save(tmp_path / "z.npz"))
+    b = loaded.window(t1, t2, 1)
+    assert np.array_equal(a.estimate, b.estimate)
+    assert np.array_equal(a.ci_high, b.ci_high)
+    assert loaded.mechanism_params["accounting"] == rel.mechanism_params["accounting"]
