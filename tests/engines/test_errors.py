@@ -161,3 +161,11 @@ def test_duckdb_sources_and_connection() -> None:
     rel = con.sql("SELECT * FROM (VALUES (2), (1), (2)) t(a)")
     got: Any = get_engine(None, rel).item_counts(rel, item="a")
     assert (got.keys.tolist(), got.counts.tolist()) == ([1, 2], [1, 2])
+
+
+def test_boolean_items_as_text(tmp_path: Path) -> None:
+    src = _csv(tmp_path, "flag\ntrue\nfalse\ntrue\n")
+    got = DuckDBEngine().item_counts(src, item="flag")
+    mem = MemoryEngine().item_counts({"flag": np.array([True, False, True])}, item="flag")
+    assert got.keys.tolist() == mem.keys.tolist() == ["false", "true"]
+    assert got.counts.tolist() == mem.counts.tolist() == [1, 2]

@@ -95,6 +95,8 @@ class MemoryEngine:
         self._check_no_nulls(arr, item, func)
         if arr.dtype.kind in "iu":
             return arr.astype(np.int64, copy=False)
+        if arr.dtype.kind == "b":  # the text SQL engines give booleans
+            return np.where(arr, "true", "false")
         if len(arr) == 0 and arr.dtype.kind in "fO":
             return np.zeros(0, dtype=np.int64)
         if arr.dtype.kind == "O" and all(isinstance(x, int | np.integer) and
