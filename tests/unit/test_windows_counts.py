@@ -542,3 +542,28 @@ def test_save_load_identical_with_zcdp_and_consistency(tmp_path, rng):
     assert np.array_equal(a.estimate, b.estimate)
     assert np.array_equal(a.ci_high, b.ci_high)
     assert loaded.mechanism_params["accounting"] == rel.mechanism_params["accounting"]
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_engine_path_equals_array_path(tmp_path, rng, engine):
+    pytest.importorskip(f"dpfreq.engines.{engine}")
+    item, times = small_log(rng, 20, 6)
+    users = np.array([f"u{i}" for i in item])
+    if engine == "duckdb":
+        path = tmp_path / "log.csv"
+        path.write_text("user,t\n" + "\n".join(f"{u},{t}" for u, t in zip(users, times,
+                                                                         strict=True)) + "\n")
+        source = str(path)
+    else:
+        source = {"user": users, "t": times}
+    kw = dict(item="user", time="t", horizon=20, epsilon=1.0, k_values=[1, 2],  # noqa: C408
+              windows=["cumulative", 4, "all"], rng=3)
+    via_engine = release_window_counts(source, engine=engine, **kw)
+    via_arrays = release_window_counts({"user": users, "t": times}, **kw)
+    assert via_engine.mechanism_params["source"] == engine
+    assert np.array_equal(via_engine._state.item, via_arrays._state.item)
+    assert np.array_equal(via_engine._state.time, via_arrays._state.time)
+    t1, t2 = np.triu_indices(21, 0)
+    keep = t1 >= 1
+    assert np.array_equal(via_engine.window(t1[keep], t2[keep], 2).estimate,
+                          via_arrays.window(t1[keep], t2[keep], 2).estimate)
