@@ -5,8 +5,6 @@ Mirrors :func:`dpfreq.windows.release_window_counts`; formatting only.
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,54 +18,9 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
-from dpfreq.errors import DataError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 
 __all__ = ["command"]
-
-
-def _read_csv_columns(path: str, item: str, time: str) -> dict[str, Any]:
-    """Fallback reader (used only when the engine module is not installed): two CSV columns."""
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        fields = reader.fieldnames or []
-        for col in (item, time):
-            if col not in fields:
-                raise DataError(f"source of dpfreq reach must have column {col!r}; "
-                                f"got columns {fields!r}.")
-        items, times = [], []
-        for row in reader:
-            items.append(row[item])
-            times.append(row[time])
-    return {item: np.array(items, dtype=object).astype(str), time: np.array(times, dtype=str)}
-
-
-def _coerce_times(cols: dict[str, Any], time: str, integer: bool) -> None:
-    raw = cols[time]
-    if integer:
-        try:
-            cols[time] = np.array([int(v) for v in raw], dtype=np.int64)
-        except ValueError:
-            bad = next(v for v in raw if not v.strip().lstrip("-").isdigit())
-            raise DataError(f"time column {time!r} of dpfreq reach must be integer periods "
-                            f"with --horizon; got {bad!r}.") from None
-    else:
-        try:
-            cols[time] = np.array(raw, dtype="datetime64[us]")
-        except ValueError as exc:
-            raise DataError(f"time column {time!r} of dpfreq reach must be timestamps with "
-                            f"--start/--end/--period; got {exc}.") from None
-
-
-def _release(file: str, kwargs: dict[str, Any], engine: str | None) -> WindowCountsRelease:
-    try:
-        return release_window_counts(file, engine=engine, **kwargs)
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("dpfreq.engines") or not file.endswith(".csv"):
-            raise
-    cols = _read_csv_columns(file, kwargs["item"], kwargs["time"])
-    _coerce_times(cols, kwargs["time"], kwargs.get("horizon") is not None)
-    return release_window_counts(cols, **kwargs)
 
 
 def _period_labels(rel: WindowCountsRelease) -> list[str]:
@@ -149,7 +102,7 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
                                   "end": end, "period": period, "epsilon": epsilon, "delta": delta,
                                   "k_values": ks, "level": level, "windows": windows,
                                   "out_of_range": out_of_range, "rng": seed}
-    rel = _release(file, kwargs, engine)
+    rel = release_window_counts(file, engine=engine, **kwargs)
     click.echo(f"# dpfreq reach: {level}-level, epsilon={epsilon:g}, delta={delta:g}, "
                f"T={rel.horizon} periods; ± = 95% per-query interval half-width")
     for name, rec in rel.mechanism_params["strategies"].items():
