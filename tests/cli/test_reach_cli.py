@@ -93,3 +93,16 @@ def test_reach_out_of_range_and_non_integer(tmp_path, capsys):
         main(["reach", str(log2), "--item", "u", "--time", "t", "--horizon", "6",
               "--epsilon", "1"])
     assert exc.value.code == 2
+
+
+def test_reach_singleton_flag(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
+    main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "40", "--epsilon", "1",
+          "--level", "item", "--all-windows", "--singleton", "--seed", "1"])
+    assert "strategy compressed" in capsys.readouterr().out
+    bad = write_log(tmp_path / "bad.csv", [(1, 1), (2, 1)], header=("u", "t"))
+    with pytest.raises(SystemExit) as exc:
+        main(["reach", str(bad), "--item", "u", "--time", "t", "--horizon", "40",
+              "--epsilon", "1", "--singleton"])
+    assert exc.value.code == 2
+    assert "singleton" in capsys.readouterr().err

@@ -75,6 +75,9 @@ def _table(rel: WindowCountsRelease) -> str:
               help="Also release every window [t1, t2] (answerable later from --save).")
 @click.option("--level", type=click.Choice(["event", "item"]), default="event",
               show_default=True, help="Unit of privacy.")
+@click.option("--singleton", is_flag=True, default=False,
+              help="Declare at most one event per period (enables time compression at item "
+                   "level; checked against the data).")
 @click.option("--out-of-range", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="Events outside [start, end].")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False), default=None,
@@ -84,7 +87,8 @@ def _table(rel: WindowCountsRelease) -> str:
 @seed_option
 def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
-            window: int | None, all_windows: bool, level: str, out_of_range: str,
+            window: int | None, all_windows: bool, level: str, singleton: bool,
+            out_of_range: str,
             save_path: str | None, engine: str | None, json_out: str | None,
             plot_out: str | None, seed: int | None) -> None:
     """Private cumulative reach and rolling-window k+ reach of an event log FILE.
@@ -101,7 +105,7 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
     kwargs: dict[str, Any] = {"item": item, "time": time_col, "horizon": horizon, "start": start,
                                   "end": end, "period": period, "epsilon": epsilon, "delta": delta,
                                   "k_values": ks, "level": level, "windows": windows,
-                                  "out_of_range": out_of_range, "rng": seed}
+                                  "out_of_range": out_of_range, "rng": seed, "singleton": singleton}
     rel = release_window_counts(file, engine=engine, **kwargs)
     click.echo(f"# dpfreq reach: {level}-level, epsilon={epsilon:g}, delta={delta:g}, "
                f"T={rel.horizon} periods; ± = 95% per-query interval half-width")
