@@ -169,3 +169,39 @@ def test_boolean_items_as_text(tmp_path: Path) -> None:
     mem = MemoryEngine().item_counts({"flag": np.array([True, False, True])}, item="flag")
     assert got.keys.tolist() == mem.keys.tolist() == ["false", "true"]
     assert got.counts.tolist() == mem.counts.tolist() == [1, 2]
+
+
+# -- spark ------------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_errors(spark: Any, tmp_path: Path) -> None:
+    eng = get_engine("spark", spark=spark)
+    df = spark.createDataFrame([(1, 2), (None, 3), (2, None)], "item long, time long")
+    with pytest.raises(DataError) as e:
+        eng.item_counts(df, item="user")
+    assert "'user'" in _one_line(e)
+    with pytest.raises(DataError, match=r"'item'.*null"):
+        eng.item_counts(df, item="item")
+    with pytest.raises(DataError, match=r"'item'.*null"):
+        eng.count_of_counts(df, item="item")
+    with pytest.raises(DataError, match=r"'item'.*null"):
+        eng.occurrence_times(df, item="item", time="time")
+    with pytest.raises(DataError) as e:
+        eng.item_counts(tmp_path / "nope.parquet", item="item")
+    assert "nope.parquet" in _one_line(e)
+    with pytest.raises(DataError, match=r"'time'.*STRING"):
+        eng.occurrence_times(spark.createDataFrame([(1, "x")], "item long, time string"),
+                             item="item", time="time")
+    with pytest.raises(DataError, match=r"'bit'.*0/1"):
+        eng.report_sums(spark.createDataFrame([(0, 0, 2)], "h long, j long, bit long"))
+    with pytest.raises(ParameterError, match="spark"):
+        get_engine("spark", spark="local")
+
+
+@pytest.mark.spark
+def test_spark_engine_gets_or_creates_session(spark: Any) -> None:
+    """Without ``spark=``, the engine gets (here: reuses) a session with the given master."""
+    eng = get_engine("spark", master="local[2]")
+    df = spark.createDataFrame([(3,), (1,), (3,)], "a int")
+    got = eng.item_counts(df, item="a")
+    assert (got.keys.tolist(), got.counts.tolist()) == ([1, 3], [1, 2])
+    assert get_engine(None, df).name == "spark"

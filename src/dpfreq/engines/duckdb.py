@@ -176,7 +176,10 @@ class DuckDBEngine:
     @staticmethod
     def _run(rel: duckdb.DuckDBPyRelation, sql: str, func: str) -> dict[str, Any]:
         try:
-            return dict(rel.query("dpfreq_src", sql).fetchnumpy())
+            result = rel.query("dpfreq_src", sql)
+            if result is None:  # pragma: no cover - only for statements without results
+                raise DataError(f"{func}: DuckDB returned no result.")
+            return dict(result.fetchnumpy())
         except duckdb.Error as exc:
             raise DataError(f"{func} failed in DuckDB: {_one_line(exc)}") from exc
 

@@ -83,8 +83,10 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 _SPARK_ERRORS = _spark_errors()
 
 
-def _to_numpy(df: DataFrame, func: str) -> dict[str, NDArray[Any]]:
-    """Collect a small DataFrame to numpy columns; nulls are reported by the callers' checks."""
+def _to_numpy(df: DataFrame, func: str,
+              names: dict[str, str] | None = None) -> dict[str, NDArray[Any]]:
+    """Collect a small DataFrame to numpy columns; a null raises a DataError naming the source
+    column (``names`` maps result aliases to source column names)."""
     try:
         if hasattr(df, "toArrow"):
             tbl = df.toArrow()
@@ -92,7 +94,8 @@ def _to_numpy(df: DataFrame, func: str) -> dict[str, NDArray[Any]]:
             for name in tbl.column_names:
                 col = tbl.column(name)
                 if col.null_count:
-                    raise DataError(f"column {name!r} of {func} must be free of nulls; got "
+                    shown = (names or {}).get(name, name)
+                    raise DataError(f"column {shown!r} of {func} must be free of nulls; got "
                                     f"{col.null_count} null value(s).")
                 out[name] = col.to_numpy(zero_copy_only=False)
             return out
@@ -204,7 +207,8 @@ class SparkEngine:
         check_column_name(item, "item", func)
         df = self.dataframe(source, func)
         key = self._key(df, item, func)
-        res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func)
+        res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func,
+                        {"k": item})
         return finish_item_counts(res["k"], res["c"])
 
     def count_of_counts(self, source: Any, *, item: str,
@@ -264,7 +268,7 @@ class SparkEngine:
             z = np.zeros(0, dtype=np.int64)
             return OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
                                    time_kind=kind)
-        res = _to_numpy(events.orderBy("k", "t"), func)
+        res = _to_numpy(events.orderBy("k", "t"), func, {"k": item, "t": time})
         keys, times = res["k"], res["t"].astype(np.int64)
         if len(keys) > 1:
             change = np.asarray(keys[1:] != keys[:-1], dtype=bool)
@@ -300,7 +304,7 @@ class SparkEngine:
             F.count(F.lit(1)).alias("c"), F.count(v).alias("cv"),
             F.count(F.when(nonbinary, 1)).alias("bad"),
             F.coalesce(F.min(F.when(nonbinary, v)), F.lit(0)).alias("badv"))
-        res = _to_numpy(grouped, func)
+        res = _to_numpy(grouped, func, {"h": order, "j": interval})
         if (res["cv"] < res["c"]).any():
             raise data_error(func, value, "free of nulls", "null value(s)")
         if res["bad"].any():

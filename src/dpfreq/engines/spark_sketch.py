@@ -47,7 +47,7 @@ _SCHEMA = "item long, noisy_count long"
 DEFAULT_BLOCK_SIZE = 1 << 20
 
 
-def _noise_batches(key: bytes, gamma: Fraction, d: int, block_size: int):  # type: ignore[no-untyped-def]
+def _noise_batches(key: bytes, gamma: Fraction, d: int, block_size: int) -> Any:
     """The executor-side generator for ``mapInArrow``: block ids in, (item, noise) batches out."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
