@@ -16,7 +16,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from dpfreq.budget import Accountant, PrivacyBudget  # noqa: E402
 from dpfreq.engines.spark_sketch import DistributedProfileSketch  # noqa: E402
-from dpfreq.errors import BudgetExceededError, DataError  # noqa: E402
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError  # noqa: E402
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf  # noqa: E402
 from dpfreq.profile.reconstruct import noisy_profile_counts  # noqa: E402
 
@@ -147,3 +147,7 @@ def test_errors_and_budget(spark: Any, seed: int, tmp_path: Path) -> None:
         sk.update(spark.createDataFrame([(1, 1)], "item long, count long"), item="user")
     with pytest.raises(DataError, match=r"dpfreq_sketch\.json"):
         DistributedProfileSketch.open(tmp_path, spark=spark)
+    sk.save(tmp_path / "s")
+    with pytest.raises(ParameterError, match="overwrite its own input"):
+        DistributedProfileSketch.open(tmp_path / "s", spark=spark).update(
+            spark.createDataFrame([(1, 1)], "item long, count long")).save(tmp_path / "s")

@@ -102,10 +102,12 @@ class DistributedProfileSketch:
     counts without clamping: the caller must keep every item's total within ``max_count``.
     """
 
-    def __init__(self, table: DataFrame, meta: _Meta, *, spark: SparkSession) -> None:
+    def __init__(self, table: DataFrame, meta: _Meta, *, spark: SparkSession,
+                 location: Path | None = None) -> None:
         self.table = table
         self._meta = meta
         self.spark = spark
+        self._location = location  # directory the table is read from (open/save), if any
 
     # -- properties ------------------------------------------------------------------------
     @property
@@ -217,7 +219,7 @@ class DistributedProfileSketch:
         except (ValueError, KeyError, TypeError) as exc:
             raise DataError(f"path of {func}: unreadable {_META} in {str(root)!r}.") from exc
         table = spark.read.parquet(str(root / _TABLE))
-        return cls(table, meta, spark=spark)
+        return cls(table, meta, spark=spark, location=root.resolve())
 
     def save(self, path: str | Path) -> None:
         """Write the noisy table (Parquet) and ``dpfreq_sketch.json`` under directory ``path``.
@@ -225,10 +227,15 @@ class DistributedProfileSketch:
         The table is computed once and written; re-opening gives the same noisy counts.
         """
         root = Path(path)
+        if self._location is not None and root.resolve() == self._location:
+            raise ParameterError(message(
+                "path", "DistributedProfileSketch.save", "a directory other than the one this "
+                "sketch's table is read from (Spark cannot overwrite its own input)", str(path)))
         root.mkdir(parents=True, exist_ok=True)
         self.table.write.mode("overwrite").parquet(str(root / _TABLE))
         (root / _META).write_text(self._meta.to_json())
         self.table = self.spark.read.parquet(str(root / _TABLE))
+        self._location = root.resolve()
 
     # -- updates ---------------------------------------------------------------------------
     def _add(self, data: Any, *, item: str, clamp: bool, func: str,
@@ -264,7 +271,8 @@ class DistributedProfileSketch:
         table = joined.select(
             "item", (F.col("noisy_count") + F.coalesce(F.col("inc"), F.lit(0))).alias(
                 "noisy_count"))
-        return DistributedProfileSketch(table, self._meta, spark=self.spark)
+        return DistributedProfileSketch(table, self._meta, spark=self.spark,
+                                        location=self._location)
 
     def update(self, increments: Any, *, item: str = "item",
                count: str | None = "count") -> DistributedProfileSketch:
