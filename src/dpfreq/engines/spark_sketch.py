@@ -69,6 +69,39 @@ def _noise_batches(key: bytes, gamma: Fraction, d: int, block_size: int) -> Any:
     return run
 
 
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """(org.apache.hadoop.fs.Path, its FileSystem) through the session's JVM."""
+    jvm: Any = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return hpath, fs
+
+
+def _qualified(spark: SparkSession, path: str) -> str:
+    """The fully qualified URI of a path (``file:/...`` for local paths)."""
+    hpath, fs = _hadoop_path(spark, path)
+    return str(fs.makeQualified(hpath).toString()).rstrip("/")
+
+
+def _write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Write a small text file through Hadoop's FileSystem (local, HDFS, S3, ...)."""
+    hpath, fs = _hadoop_path(spark, path)
+    out = fs.create(hpath, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def _read_text(spark: SparkSession, path: str) -> str | None:
+    """A small text file's content, or None if it does not exist."""
+    hpath, fs = _hadoop_path(spark, path)
+    if not fs.exists(hpath) or not fs.isFile(hpath):
+        return None
+    rows = spark.read.text(path, wholetext=True).collect()
+    return str(rows[0][0]) if rows else ""
+
+
 @dataclass(frozen=True)
 class _Meta:
     epsilon: float
@@ -103,7 +136,7 @@ class DistributedProfileSketch:
     """
 
     def __init__(self, table: DataFrame, meta: _Meta, *, spark: SparkSession,
-                 location: Path | None = None) -> None:
+                 location: str | None = None) -> None:
         self.table = table
         self._meta = meta
         self.spark = spark
@@ -205,37 +238,41 @@ class DistributedProfileSketch:
 
     @classmethod
     def open(cls, path: str | Path, *, spark: SparkSession) -> DistributedProfileSketch:
-        """Re-open a sketch written by :meth:`save` (same noise; no key needed)."""
+        """Re-open a sketch written by :meth:`save` (same noise; no key needed).
+
+        ``path`` is any Hadoop file-system URI Spark can read (local path, ``hdfs://``,
+        ``s3a://``, ...).
+        """
         func = "DistributedProfileSketch.open"
-        root = Path(path)
-        meta_path = root / _META
-        if not meta_path.is_file():
-            raise DataError(f"path of {func}: {str(root)!r} holds no {_META}.")
+        root = _qualified(spark, str(path))
+        text = _read_text(spark, f"{root}/{_META}")
+        if text is None:
+            raise DataError(f"path of {func}: {str(path)!r} holds no {_META}.")
         try:
-            raw = json.loads(meta_path.read_text())
+            raw = json.loads(text)
             meta = _Meta(epsilon=float(raw["epsilon"]), gamma=Fraction(raw["gamma"]),
                          domain_size=int(raw["domain_size"]), max_count=int(raw["max_count"]),
                          seeded=bool(raw["seeded"]), block_size=int(raw["block_size"]))
         except (ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"path of {func}: unreadable {_META} in {str(root)!r}.") from exc
-        table = spark.read.parquet(str(root / _TABLE))
-        return cls(table, meta, spark=spark, location=root.resolve())
+            raise DataError(f"path of {func}: unreadable {_META} in {str(path)!r}.") from exc
+        table = spark.read.parquet(f"{root}/{_TABLE}")
+        return cls(table, meta, spark=spark, location=root)
 
     def save(self, path: str | Path) -> None:
         """Write the noisy table (Parquet) and ``dpfreq_sketch.json`` under directory ``path``.
 
-        The table is computed once and written; re-opening gives the same noisy counts.
+        ``path`` is any Hadoop file-system URI Spark can write. The table is computed once and
+        written; this object then reads it back, and :meth:`open` gives the same noisy counts.
         """
-        root = Path(path)
-        if self._location is not None and root.resolve() == self._location:
+        root = _qualified(self.spark, str(path))
+        if self._location is not None and root == self._location:
             raise ParameterError(message(
                 "path", "DistributedProfileSketch.save", "a directory other than the one this "
                 "sketch's table is read from (Spark cannot overwrite its own input)", str(path)))
-        root.mkdir(parents=True, exist_ok=True)
-        self.table.write.mode("overwrite").parquet(str(root / _TABLE))
-        (root / _META).write_text(self._meta.to_json())
-        self.table = self.spark.read.parquet(str(root / _TABLE))
-        self._location = root.resolve()
+        self.table.write.mode("overwrite").parquet(f"{root}/{_TABLE}")
+        _write_text(self.spark, f"{root}/{_META}", self._meta.to_json())
+        self.table = self.spark.read.parquet(f"{root}/{_TABLE}")
+        self._location = root
 
     # -- updates ---------------------------------------------------------------------------
     def _add(self, data: Any, *, item: str, clamp: bool, func: str,
