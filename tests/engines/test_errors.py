@@ -188,6 +188,12 @@ def test_spark_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(DataError) as e:
         eng.item_counts(tmp_path / "nope.parquet", item="item")
     assert "nope.parquet" in _one_line(e)
+    with pytest.raises(DataError) as e:  # URIs are checked by Spark, still one line
+        eng.item_counts(f"file://{tmp_path}/nope_dir", item="item")
+    assert "nope_dir" in _one_line(e)
+    spark.createDataFrame([(1,), (2,)], "a long").write.parquet(str(tmp_path / "ok"))
+    got = eng.item_counts(f"file://{tmp_path}/ok", item="a")
+    assert got.counts.tolist() == [1, 1]
     with pytest.raises(DataError, match=r"'time'.*STRING"):
         eng.occurrence_times(spark.createDataFrame([(1, "x")], "item long, time string"),
                              item="item", time="time")

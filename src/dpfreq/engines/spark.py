@@ -19,6 +19,7 @@ missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -148,16 +149,19 @@ class SparkEngine:
     def _read(self, path: Path, text: str, func: str) -> DataFrame:
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
-        if not is_glob and not path.exists():
+        # hdfs://, s3a://, file:/ ...: checked by Spark itself (a URI without a CSV suffix is
+        # read as a Parquet file or directory)
+        is_uri = re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text) is not None
+        if not is_glob and not is_uri and not path.exists():
             raise DataError(f"source of {func}: file {text!r} does not exist.")
-        if path.is_file() and path.stat().st_size == 0:
+        if not is_uri and path.is_file() and path.stat().st_size == 0:
             raise DataError(f"source of {func}: file {text!r} is empty (not even a header).")
         reader = self.spark.read
         try:
             if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
                 sep = "\t" if ".tsv" in lower else ","
                 df = reader.csv(text, header=True, inferSchema=True, sep=sep)
-            elif lower.endswith((".parquet", ".pq")) or path.is_dir() or is_glob:
+            elif lower.endswith((".parquet", ".pq")) or is_uri or is_glob or path.is_dir():
                 df = reader.parquet(text)
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
