@@ -110,7 +110,7 @@ class DuckDBEngine:
         if isinstance(source, duckdb.DuckDBPyRelation):
             return source
         if isinstance(source, Path):
-            return self._file(source, func)
+            return self._file(str(source), func)
         if isinstance(source, str):
             text = source.strip()
             if _SQL_START.match(text):
@@ -122,7 +122,7 @@ class DuckDBEngine:
             lower = text.lower()
             if (lower.endswith(_CSV_SUFFIXES + _PARQUET_SUFFIXES) or "/" in text or "\\" in text
                     or Path(text).exists() or not _IDENT.match(text)):
-                return self._file(Path(text), func)
+                return self._file(text, func)
             try:
                 return self.connection.table(text)
             except duckdb.Error as exc:
@@ -132,11 +132,13 @@ class DuckDBEngine:
                                      "name, or a duckdb.DuckDBPyRelation",
                                      type(source).__name__))
 
-    def _file(self, path: Path, func: str) -> duckdb.DuckDBPyRelation:
-        text = str(path)
+    def _file(self, text: str, func: str) -> duckdb.DuckDBPyRelation:
+        path = Path(text)
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
-        if is_glob:
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", text):  # s3://, https://: DuckDB checks
+            target = text
+        elif is_glob:
             if not _glob.glob(text, recursive=True):
                 raise DataError(f"source of {func}: no file matches {text!r}.")
             target = text
