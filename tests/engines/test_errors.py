@@ -211,3 +211,17 @@ def test_spark_engine_gets_or_creates_session(spark: Any) -> None:
     got = eng.item_counts(df, item="a")
     assert (got.keys.tolist(), got.counts.tolist()) == ([1, 3], [1, 2])
     assert get_engine(None, df).name == "spark"
+
+
+def test_spark_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pyspark, asking for the spark engine names the pip extra (no traceback)."""
+    import sys
+
+    from dpfreq.errors import EngineUnavailableError
+
+    for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.delitem(sys.modules, "dpfreq.engines.spark", raising=False)
+    with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
+        get_engine("spark")
