@@ -1,0 +1,203 @@
+"""Deterministic tests of dpfreq.longitudinal (futurerand.md §6 vectors, Properties I–III)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpfreq.errors import ParameterError
+from dpfreq.longitudinal import (
+    distance_law,
+    estimate_from_sums,
+    futurerand_law,
+    partial_sums,
+    prefix_decomposition,
+    rr_law,
+    simulate_longitudinal,
+    synthetic_changes,
+    threshold_law,
+)
+from dpfreq.longitudinal.laws import _futurerand_from_c, _log_binom, _normalise
+from dpfreq.longitudinal.simulate import offsets
+
+MODES = ("rr", "futurerand", "calibrated", "threshold", "auto")
+
+
+# --- §6.1 dyadic decomposition -------------------------------------------------------------
+def test_spec_61_partial_sums() -> None:
+    x = np.array([[0, 1, 1, 0, 0, 0, 1, 1]])
+    assert partial_sums(x, 0).tolist() == [[0, 1, 0, -1, 0, 0, 1, 0]]
+    assert partial_sums(x, 1).tolist() == [[1, -1, 0, 1]]
+    assert partial_sums(x, 2).tolist() == [[0, 1]]
+    assert partial_sums(x, 3).tolist() == [[1]]
+    s = {h: partial_sums(x, h)[0] for h in range(4)}
+    for t in range(1, 9):
+        assert sum(s[h][j - 1] for h, j in prefix_decomposition(t)) == x[0, t - 1]
+    assert prefix_decomposition(7) == [(0, 7), (1, 3), (2, 1)]
+
+
+def test_noise_free_identity_protocol() -> None:
+    """Identity randomizer, c_gap = 1, every user reports every order: f̂ = f exactly (§6.5.3)."""
+    x = synthetic_changes(300, 32, 5, rng=3)
+    off = offsets(32)
+    sums = np.zeros(63, dtype=np.int64)
+    for h in range(6):
+        sums[off[h] : off[h + 1]] = partial_sums(x, h).sum(axis=0)
+    est = estimate_from_sums(sums, 32, 1.0)
+    assert np.array_equal(est, x.sum(axis=0).astype(float))
+
+
+# --- §6.2 CR(1^k) tables --------------------------------------------------------------------
+def test_spec_62_k2() -> None:
+    law = futurerand_law(2, 1.0)
+    assert law.params["epsilon_prime"] == pytest.approx(0.141421, abs=1e-6)
+    assert law.params["LB"] == pytest.approx(-1.899020, abs=1e-6)
+    assert law.params["UB"] == pytest.approx(0.964674, abs=1e-6)
+    assert np.exp(law.log_q) == pytest.approx([0.286542, 0.237819, 0.237819], abs=1e-6)
+    assert law.distance_pmf == pytest.approx([0.286542, 0.475638, 0.237819], abs=1e-6)
+    assert law.c_gap == pytest.approx(0.048723, abs=1e-6)
+    assert law.log_ratio == pytest.approx(0.186376, abs=1e-6)
+
+
+def test_spec_62_k3() -> None:
+    law = futurerand_law(3, 1.0)
+    assert np.exp(law.log_q) == pytest.approx([0.147898, 0.131769, 0.114199, 0.114199], abs=1e-6)
+    assert law.distance_pmf == pytest.approx([0.147898, 0.395307, 0.342596, 0.114199], abs=1e-6)
+    assert law.c_gap == pytest.approx(0.051270, abs=1e-6)
+    assert law.log_ratio == pytest.approx(0.258582, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("k", "fr", "rr", "thr"),
+    [
+        (1, 0.09967, 0.46212, 0.46212),
+        (8, 0.02679, 0.06242, 0.14464),
+        (64, 0.01010, 0.00781, 0.04986),
+        (1024, 0.00259, 0.00049, 0.01242),
+    ],
+)
+def test_spec_56_table(k: int, fr: float, rr: float, thr: float) -> None:
+    assert futurerand_law(k, 1.0).c_gap == pytest.approx(fr, abs=6e-6)
+    assert rr_law(k, 1.0).c_gap == pytest.approx(rr, abs=6e-6)
+    assert threshold_law(k, 1.0).c_gap == pytest.approx(thr, abs=6e-6)
+
+
+# --- exact enumeration of the online randomizer ---------------------------------------------
+def _online_prob(law, x: tuple[int, ...], y: tuple[int, ...]) -> float:
+    """Pr[R(x) = y] for the online randomizer (§5.3): zeros fair coins, the c-th non-zero uses v[c]."""
+    k = law.k
+    nz = [i for i, xi in enumerate(x) if xi != 0]
+    s = len(nz)
+    pattern = [y[i] * x[i] for i in nz]  # required v[1..s]
+    ell_s = sum(1 for p in pattern if p == -1)
+    # marginal of v[1..s]: sum over the remaining k − s coordinates
+    q = np.exp(law.log_q)
+    marg = sum(math.comb(k - s, a) * q[ell_s + a] for a in range(k - s + 1))
+    return 0.5 ** (len(x) - s) * marg
+
+
+def _enumerate(law, length: int):
+    probs = []
+    inputs = [
+        x for x in itertools.product((-1, 0, 1), repeat=length) if sum(v != 0 for v in x) <= law.k
+    ]
+    outputs = list(itertools.product((-1, 1), repeat=length))
+    for x in inputs:
+        p = np.array([_online_prob(law, x, y) for y in outputs])
+        assert p.sum() == pytest.approx(1.0, abs=1e-12)
+        for i in range(length):
+            plus = sum(pi for pi, y in zip(p, outputs, strict=False) if y[i] == 1)
+            if x[i] == 0:
+                assert plus == pytest.approx(0.5, abs=1e-12)  # Property III
+            else:
+                agree = plus if x[i] == 1 else 1 - plus
+                assert 2 * agree - 1 == pytest.approx(law.c_gap, abs=1e-12)  # Property II
+        probs.append(p)
+    allp = np.concatenate(probs)
+    return allp.min(), allp.max()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("length", "k"), [(4, 3), (5, 2), (3, 3), (6, 1)])
+def test_properties_by_enumeration(mode: str, length: int, k: int) -> None:
+    law = distance_law(mode, k, 1.0)
+    pmin, pmax = _enumerate(law, length)
+    assert math.log(pmax / pmin) <= 1.0 + 1e-12  # Property I
+    assert math.log(pmax / pmin) == pytest.approx(law.log_ratio, abs=1e-9)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [1, 2, 5, 8, 12])
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_certificate_le_eps(mode: str, k: int, eps: float) -> None:
+    """ln(p_max/p_min) of the whole randomizer equals the law's (§5.3) and is ≤ ε."""
+    law = distance_law(mode, k, eps)
+    assert law.log_ratio <= eps * (1 + 1e-12)
+    assert np.exp(_log_binom(k) + law.log_q).sum() == pytest.approx(1.0, abs=1e-12)
+    assert law.c_gap > 0
+
+
+def test_spec_63_full_online_vectors() -> None:
+    law = futurerand_law(3, 1.0)
+    x = (1, -1, 0, 1)
+    p = {y: _online_prob(law, x, y) for y in itertools.product((-1, 1), repeat=4)}
+    assert p[(1, -1, 1, 1)] == pytest.approx(0.073949, abs=1e-6)
+    assert p[(-1, -1, 1, 1)] == pytest.approx(0.065885, abs=1e-6)
+    assert p[(-1, 1, -1, -1)] == pytest.approx(0.057099, abs=1e-6)
+    pmin, pmax = _enumerate(law, 4)
+    assert pmin == pytest.approx(0.05709934, abs=1e-8)
+    assert pmax == pytest.approx(0.07394891, abs=1e-8)
+    assert pmax / pmin == pytest.approx(1.295092, abs=1e-6)
+
+
+def test_spec_64_independent_rr() -> None:
+    law = rr_law(3, 1.0)
+    x = (1, -1, 0, 1)
+    p = [_online_prob(law, x, y) for y in itertools.product((-1, 1), repeat=4)]
+    assert min(p) == pytest.approx(0.036369, abs=1e-6)
+    # spec prints 0.098860 from the rounded keep probability 0.58257; exact is 0.0988587
+    keep = math.exp(1 / 3) / (1 + math.exp(1 / 3))
+    assert max(p) == pytest.approx(0.5 * keep**3, rel=1e-12)
+    assert max(p) == pytest.approx(0.098860, abs=2e-6)
+    assert max(p) / min(p) == pytest.approx(math.e, rel=1e-12)
+    assert law.c_gap == pytest.approx(0.165140, abs=1e-6)
+
+
+def test_resampling_inside_annulus_fails_property_one() -> None:
+    """Pitfall 1: resampling inside the annulus gives zero probability outside it (infinite loss)."""
+    k, eps = 40, 1.0
+    good = _futurerand_from_c(k, eps, 5.0, "futurerand")
+    lb, ub = good.params["LB"], good.params["UB"]
+    ell = np.arange(k + 1)
+    inside = (ell >= lb) & (ell <= ub)
+    assert not inside.all()
+    # wrong version: the mass is kept only inside the annulus
+    log_w = np.where(inside, good.log_q, -np.inf)
+    bad = _normalise("bad", k, eps, log_w, {})
+    assert math.isinf(bad.log_ratio)
+    assert good.log_ratio <= eps
+
+
+def test_refuses_bad_parameters() -> None:
+    with pytest.raises(ParameterError):
+        futurerand_law(0, 1.0)
+    with pytest.raises(ParameterError):
+        distance_law("nope", 3, 1.0)
+    with pytest.raises(ParameterError):
+        simulate_longitudinal(users=10, periods=8, changes=2, epsilon=-1.0)
+
+
+def test_simulation_shapes_and_padding() -> None:
+    rel = simulate_longitudinal(
+        users=200, periods=12, changes=3, epsilon=1.0, randomizer="threshold", rng=1
+    )
+    assert rel.periods == 16
+    assert rel.value.shape == (16,)
+    assert rel.truth is not None
+    assert rel.mechanism_params["randomizer"] == "threshold"
+    assert rel.to_json()
+    lg1 = 5
+    assert rel.sd[0] == pytest.approx(math.sqrt(200 * lg1 * 1) / rel.mechanism_params["c_gap"])
