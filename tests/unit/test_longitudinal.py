@@ -87,7 +87,7 @@ def test_spec_56_table(k: int, fr: float, rr: float, thr: float) -> None:
 
 # --- exact enumeration of the online randomizer ---------------------------------------------
 def _online_prob(law, x: tuple[int, ...], y: tuple[int, ...]) -> float:
-    """Pr[R(x) = y] for the online randomizer (§5.3): zeros fair coins, the c-th non-zero uses v[c]."""
+    """Pr[R(x) = y] of the online randomizer (§5.3): zeros are coins, non-zero c uses v[c]."""
     k = law.k
     nz = [i for i, xi in enumerate(x) if xi != 0]
     s = len(nz)
@@ -167,7 +167,7 @@ def test_spec_64_independent_rr() -> None:
 
 
 def test_resampling_inside_annulus_fails_property_one() -> None:
-    """Pitfall 1: resampling inside the annulus gives zero probability outside it (infinite loss)."""
+    """Pitfall 1: resampling inside the annulus leaves outputs outside it at zero (infinite loss)."""
     k, eps = 40, 1.0
     good = _futurerand_from_c(k, eps, 5.0, "futurerand")
     lb, ub = good.params["LB"], good.params["UB"]

@@ -236,5 +236,6 @@ def _certify(law: DistanceLaw, func: str) -> None:
     # tolerance for float rounding of the log-space law only
     if law.log_ratio > law.epsilon * (1 + 1e-12) + 1e-12:
         raise ParameterError(
-            f"{func}: the exact privacy loss {law.log_ratio!r} exceeds epsilon {law.epsilon!r}; refusing parameters."
+            f"{func}: the exact privacy loss {law.log_ratio!r} exceeds epsilon "
+            f"{law.epsilon!r}; refusing parameters."
         )
