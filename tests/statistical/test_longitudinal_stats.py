@@ -19,7 +19,7 @@ def test_sampler_matches_exact_distance_law(mode: str, k: int, rng: np.random.Ge
 
     Power: N = 200 000 draws. A sampler off by total variation 0.01 has non-centrality
     λ = N·Σδ²/p ≥ N·(2·TV)² = 80 (Cauchy–Schwarz); at ≤ 40 df the α = 1e-6 critical value is
-    ≈ 88 and the power is ≈ 0.95.
+    ≈ 98 and the power is ≈ 0.87.
     """
     law = distance_law(mode, k, 1.0)
     n = 200_000

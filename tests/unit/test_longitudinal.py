@@ -201,3 +201,28 @@ def test_simulation_shapes_and_padding() -> None:
     assert rel.to_json()
     lg1 = 5
     assert rel.sd[0] == pytest.approx(math.sqrt(200 * lg1 * 1) / rel.mechanism_params["c_gap"])
+
+
+def test_sparse_change_times_match_dense_partial_sums() -> None:
+    from dpfreq.longitudinal.simulate import _sparse_events, _truth_from_times, synthetic_change_times
+
+    times = synthetic_change_times(300, 32, 6, rng=2)
+    x = np.zeros((300, 33), dtype=np.int64)
+    for u in range(300):  # reference: X[t] = parity of the number of change times <= t
+        for t in times[u]:
+            x[u, t] ^= 1
+    x = np.cumsum(x[:, 1:], axis=1) & 1
+    assert np.array_equal(_truth_from_times(times, 32), x.sum(axis=0))
+    for h in range(6):
+        rows, j, s, rank = _sparse_events(times, h)
+        dense = np.zeros((300, 32 >> h), dtype=np.int64)
+        dense[rows, j - 1] = s
+        assert np.array_equal(dense, partial_sums(x, h))
+        assert np.array_equal(rank, np.cumsum(dense != 0, axis=1)[rows, j - 1])
+
+
+def test_matrix_with_too_many_changes_is_frozen() -> None:
+    """Pitfall 4: a row with > k changes still simulates (extra non-zeros treated as 0)."""
+    x = np.tile(np.array([0, 1] * 8), (50, 1))  # 15 changes, k = 2
+    rel = simulate_longitudinal(periods=16, changes=2, epsilon=1.0, randomizer="rr", data=x, rng=1)
+    assert np.isfinite(rel.value).all()

@@ -28,6 +28,7 @@ __all__ = [
     "partial_sums",
     "prefix_decomposition",
     "simulate_longitudinal",
+    "synthetic_change_times",
     "synthetic_changes",
 ]
 
@@ -197,6 +198,56 @@ def _order_sums_distance(
     return total
 
 
+def synthetic_change_times(n: int, d: int, k: int, *, rng: Any = None) -> NDArray[np.int64]:
+    """Sorted change times (n, k) in 1..d, drawn uniformly with replacement: ``X[t]`` is the
+    parity of the number of times ≤ t, so coinciding times cancel (at most k changes)."""
+    gen = resolve_rng(rng, "synthetic_change_times").generator
+    return np.sort(gen.integers(1, d + 1, size=(n, k)), axis=1)
+
+
+def _sparse_events(times: NDArray[np.int64], h: int):
+    """Non-zero partial sums of order h from sorted change times (rows = users).
+
+    Returns ``(rows, j, s, rank)``: user row, interval index j (1-based), value ±1 and the
+    1-based rank of this non-zero among the row's non-zeros of order h (row-major order).
+    A group of changes inside one interval ``I_{h,j}`` (indices a..b) gives
+    ``S = X_end − X_start = ((b+1) mod 2) − (a mod 2)``.
+    """
+    m, k = times.shape
+    jj = ((times - 1) >> h) + 1
+    idx = np.broadcast_to(np.arange(k), (m, k))
+    last = np.ones((m, k), dtype=bool)
+    last[:, :-1] = jj[:, 1:] != jj[:, :-1]
+    first = np.ones((m, k), dtype=bool)
+    first[:, 1:] = jj[:, 1:] != jj[:, :-1]
+    a = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+    sval = ((idx + 1) & 1) - (a & 1)
+    nz = last & (sval != 0)
+    rank = np.cumsum(nz, axis=1)
+    rows, cols = np.nonzero(nz)
+    return rows, jj[rows, cols], sval[rows, cols].astype(np.int64), rank[rows, cols]
+
+
+def _truth_from_times(times: NDArray[np.int64], d: int) -> NDArray[np.int64]:
+    _, j, s, _ = _sparse_events(times, 0)
+    return np.cumsum(np.bincount(j - 1, weights=s, minlength=d)).astype(np.int64)[:d]
+
+
+def _order_sums_sparse(times, h: int, d: int, law, k: int, gen: np.random.Generator):
+    """As :func:`_order_sums_distance`, from change times (at most k non-zeros per row)."""
+    m = times.shape[0]
+    size = d >> h
+    rows, j, sv, rank = _sparse_events(times, h)
+    total = np.zeros(size, dtype=np.int64)
+    if rows.size:
+        v = law.sample(m, rng=gen)
+        y = v[rows, rank - 1].astype(np.int64) * sv
+        total += np.bincount(j - 1, weights=y, minlength=size).astype(np.int64)
+    zeros = m - np.bincount(j - 1, minlength=size)
+    total += 2 * gen.binomial(zeros, 0.5) - zeros
+    return total
+
+
 def simulate_longitudinal(
     *,
     users: int | None = None,
@@ -234,9 +285,11 @@ def simulate_longitudinal(
     )
     res = resolve_rng(rng, func)
     gen = res.generator
+    times = None
     if data is None:
         n = _validate.check_int(users, "users", func, minimum=1)
-        x = synthetic_changes(n, d0, k, rng=gen)
+        times = synthetic_change_times(n, d0, k, rng=gen)
+        x = None
     else:
         x = np.asarray(data)
         if x.ndim != 2 or x.shape[1] != d0 or not np.isin(x, (0, 1)).all():
@@ -246,7 +299,7 @@ def simulate_longitudinal(
         x = x.astype(np.int8)
         n = x.shape[0]
     d = _padded_d(d0)
-    if d != d0:
+    if x is not None and d != d0:
         x = np.concatenate([x, np.repeat(x[:, -1:], d - d0, axis=1)], axis=1)
     lg = d.bit_length() - 1
     off = offsets(d)
@@ -254,21 +307,26 @@ def simulate_longitudinal(
     order = gen.integers(0, lg + 1, size=n)
     if randomizer == "erlingsson":
         c_gap = erlingsson_c_gap(k, epsilon)
-        # keep only the r-th non-zero derivative, r ~ U[1..k] (§4.4)
-        r = gen.integers(1, k + 1, size=n)
-        deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
-        cnt = np.cumsum(deriv != 0, axis=1)
-        xpp = np.where((cnt == r[:, None]) & (deriv != 0), deriv, 0).astype(np.int8)
-        xkeep = np.cumsum(xpp, axis=1, dtype=np.int8)  # X'' in {-1,0,1}
+        r = gen.integers(1, k + 1, size=n)  # keep only the r-th change, r ~ U[1..k] (§4.4)
+        if times is not None:
+            rows0, j0, s0, rank0 = _sparse_events(times, 0)
+        else:
+            deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
+            nzd = deriv != 0
+            rank_m = np.cumsum(nzd, axis=1)
+            rows0, cols0 = np.nonzero(nzd)
+            j0, s0, rank0 = cols0 + 1, deriv[rows0, cols0].astype(np.int64), rank_m[rows0, cols0]
+        sel = rank0 == r[rows0]
+        ru, tu, su = rows0[sel], j0[sel], s0[sel]
+        # (a user has at most one kept change, and it is not frozen: r <= k)
         for h in range(lg + 1):
-            rows = order == h
-            s = partial_sums(xkeep[rows], h)
-            nz = s != 0
-            bits = randomized_response((s[nz] > 0).astype(np.int8), epsilon, rng=gen)
+            mh = order[ru] == h
+            jh = ((tu[mh] - 1) >> h) + 1
+            bits = randomized_response((su[mh] > 0).astype(np.int8), epsilon, rng=gen)
             y = 2 * bits.astype(np.int64) - 1
-            col = np.nonzero(nz)[1]
-            tot = np.bincount(col, weights=y, minlength=s.shape[1]).astype(np.int64)
-            zeros = rows.sum() - nz.sum(axis=0)
+            size = d >> h
+            tot = np.bincount(jh - 1, weights=y, minlength=size).astype(np.int64)
+            zeros = int((order == h).sum()) - np.bincount(jh - 1, minlength=size)
             tot += 2 * gen.binomial(zeros, 0.5) - zeros
             sums[off[h] : off[h + 1]] = tot
         params: dict = {"randomizer": "erlingsson", "changes": k, "r_sampled_from": "[1..k]"}
@@ -277,10 +335,16 @@ def simulate_longitudinal(
         c_gap = law.c_gap
         for h in range(lg + 1):
             rows = order == h
-            s = partial_sums(x[rows], h)
-            sums[off[h] : off[h + 1]] = _order_sums_distance(s, law, k, gen)
+            if times is not None:
+                sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law, k, gen)
+            else:
+                s = partial_sums(x[rows], h)
+                sums[off[h] : off[h + 1]] = _order_sums_distance(s, law, k, gen)
         params = {"randomizer": law.name, "changes": k, "certificate": law.log_ratio, **law.params}
-    truth = x[:, :d].sum(axis=0).astype(np.int64)
+    if times is not None:
+        truth = _truth_from_times(times, d)
+    else:
+        truth = x[:, :d].sum(axis=0).astype(np.int64)
     return make_release(
         sums, d, n, c_gap, epsilon, beta, "futurerand-longitudinal", params, res.seeded, truth=truth
     )
