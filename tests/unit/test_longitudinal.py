@@ -204,7 +204,11 @@ def test_simulation_shapes_and_padding() -> None:
 
 
 def test_sparse_change_times_match_dense_partial_sums() -> None:
-    from dpfreq.longitudinal.simulate import _sparse_events, _truth_from_times, synthetic_change_times
+    from dpfreq.longitudinal.simulate import (
+        _sparse_events,
+        _truth_from_times,
+        synthetic_change_times,
+    )
 
     times = synthetic_change_times(300, 32, 6, rng=2)
     x = np.zeros((300, 33), dtype=np.int64)
