@@ -1,13 +1,158 @@
-"""`dpfreq longitudinal` (placeholder until its issue lands)."""
+"""`dpfreq longitudinal`: FutureRand locally private longitudinal counts (futurerand.md).
+
+Subcommands ``params`` (c_gap and predicted error per randomizer), ``simulate`` (vectorized
+simulation with truth and errors) and ``aggregate`` (server side on collected reports).
+Formatting only; the work is in :mod:`dpfreq.longitudinal`.
+"""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import click
+import numpy as np
+
+from dpfreq.cli._common import (
+    emit_release,
+    engine_option,
+    output_options,
+    seed_option,
+    warn_if_seeded,
+)
+from dpfreq.errors import DataError
+from dpfreq.longitudinal import (
+    ProtocolParams,
+    aggregate_reports_file,
+    make_params,
+    simulate_longitudinal,
+)
 
 __all__ = ["command"]
 
+RANDOMIZERS = ["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
 
-@click.command(name="longitudinal")
+
+@click.group(name="longitudinal")
 def command() -> None:
-    """Not available yet in this version of dpfreq."""
-    raise click.UsageError("'dpfreq longitudinal' is not implemented yet")
+    """Locally private daily counts of a Boolean state with at most k changes (FutureRand)."""
+
+
+@command.command(name="params")
+@click.option("--periods", type=int, required=True, help="Horizon d (padded to a power of two).")
+@click.option("--changes", type=int, required=True, help="Change budget k per device.")
+@click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
+@click.option("--users", type=int, required=True, help="Number of devices n (for predicted error).")
+@click.option("--beta", type=float, default=0.05, show_default=True, help="Failure probability.")
+@click.option(
+    "--write",
+    "write_for",
+    type=click.Choice(RANDOMIZERS),
+    default=None,
+    help="Write the parameter bundle of this randomizer (use with --out).",
+)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="PARAMS.json path.")
+def params_cmd(
+    periods: int,
+    changes: int,
+    epsilon: float,
+    users: int,
+    beta: float,
+    write_for: str | None,
+    out: str | None,
+) -> None:
+    """Table of c_gap, certificate, per-time sd and simultaneous bound per randomizer."""
+    if users < 1:
+        raise click.UsageError("--users must be >= 1")
+    rows = []
+    for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
+        p = make_params(periods, changes, epsilon, name)
+        lg1 = p.orders
+        sd = math.sqrt(users * lg1 * (lg1 - 1 if lg1 > 1 else 1)) / p.c_gap
+        bound = lg1 / p.c_gap * math.sqrt(2 * users * math.log(2 * p.padded_periods / beta))
+        label = name if name != "auto" else f"auto ({p.randomizer})"
+        rows.append((label, p.c_gap, p.certificate, sd, bound))
+    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{'max sd':>14}{'bound':>14}")
+    for label, c, cert, sd, b in rows:
+        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>14.1f}")
+    click.echo(f"(max sd at t = 2^m − 1; bound holds simultaneously over all t w.p. {1 - beta})")
+    if write_for is not None:
+        if out is None:
+            raise click.UsageError("--write needs --out PARAMS.json")
+        Path(out).write_text(make_params(periods, changes, epsilon, write_for).to_json() + "\n")
+        click.echo(f"wrote {out}", err=True)
+
+
+@command.command(name="simulate")
+@click.option("--users", type=int, required=True, help="Number of simulated devices n.")
+@click.option("--periods", type=int, required=True, help="Horizon d.")
+@click.option("--changes", type=int, required=True, help="Change budget k.")
+@click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
+@click.option("--randomizer", type=click.Choice(RANDOMIZERS), default="auto", show_default=True)
+@click.option("--beta", type=float, default=0.05, show_default=True)
+@seed_option
+@output_options
+def simulate_cmd(
+    users: int,
+    periods: int,
+    changes: int,
+    epsilon: float,
+    randomizer: str,
+    beta: float,
+    seed: int | None,
+    json_out: str | None,
+    plot_out: str | None,
+) -> None:
+    """Simulate n devices with at most k changes and report the estimation error."""
+    warn_if_seeded(seed)
+    rel = simulate_longitudinal(
+        users=users,
+        periods=periods,
+        changes=changes,
+        epsilon=epsilon,
+        randomizer=randomizer,
+        beta=beta,
+        rng=seed,
+    )
+    err = rel.errors
+    assert err is not None
+    mp = rel.mechanism_params
+    click.echo(f"randomizer {mp['randomizer']}  c_gap {mp['c_gap']:.6g}")
+    click.echo(
+        f"rmse {float(np.sqrt(np.mean(err**2))):.1f}  max |error| {float(np.max(np.abs(err))):.1f}"
+        f"  bound {rel.error.value:.1f} (w.p. {1 - beta})"
+    )
+    emit_release(rel, json_out, plot_out)
+
+
+@command.command(name="aggregate")
+@click.argument("reports", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--params",
+    "params_path",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="PARAMS.json shared with the devices.",
+)
+@click.option("--beta", type=float, default=0.05, show_default=True)
+@engine_option
+@output_options
+def aggregate_cmd(
+    reports: str,
+    params_path: str,
+    beta: float,
+    engine: str | None,
+    json_out: str | None,
+    plot_out: str | None,
+) -> None:
+    """Estimate every period's count from REPORTS (CSV/Parquet: user, h, j, bit)."""
+    try:
+        params = ProtocolParams.from_json(Path(params_path).read_text())
+    except OSError as exc:
+        raise DataError(f"cannot read {params_path!r}: {exc}") from None
+    rel = aggregate_reports_file(reports, params, engine=engine, beta=beta)
+    click.echo(f"{'t':>6}{'estimate':>14}{'sd':>12}")
+    for t in range(params.periods):
+        click.echo(f"{t + 1:>6}{rel.value[t]:>14.1f}{rel.sd[t]:>12.1f}")
+    click.echo(f"simultaneous bound {rel.error.value:.1f} (w.p. {1 - beta})")
+    emit_release(rel, json_out, plot_out)
