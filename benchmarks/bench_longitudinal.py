@@ -82,7 +82,8 @@ def rmse_table(n: int, seed: int) -> dict:
 
 def throughput(n: int, seed: int) -> None:
     print(
-        f"\n## Throughput: simulate {n} users × {D} periods, k = 8 (baseline: plain RR on the matrix)"
+        f"\n## Throughput: simulate {n} users × {D} periods, k = 8"
+        " (baseline: plain RR on the matrix)"
     )
     t0 = time.perf_counter()
     simulate_longitudinal(users=n, periods=D, changes=8, epsilon=EPS, randomizer="auto", rng=seed)
@@ -154,7 +155,7 @@ def peer(n: int, seed: int, ours: dict | None) -> None:
     )
     print("   L-GRR as called here re-randomizes both rounds per report (loss grows with d).")
     print(f"{'k':>5}{'L-GRR':>10}{'dBitFlipPM':>12}{'auto (ours)':>13}{'erlingsson':>12}")
-    np.random.seed(seed)  # the peer uses numpy's global RNG; only for the peer
+    # the peer draws from numba's/numpy's global RNG: its rows are not seeded
     for k in KS:
         x = synthetic_changes(n, D, k, rng=seed + k)
         # L-GRR: the package's client runs both rounds on every call (no memoization kept
