@@ -167,7 +167,7 @@ def test_spec_64_independent_rr() -> None:
 
 
 def test_resampling_inside_annulus_fails_property_one() -> None:
-    """Pitfall 1: resampling inside the annulus leaves outputs outside it at zero (infinite loss)."""
+    """Pitfall 1: resampling inside the annulus leaves far outputs at zero (infinite loss)."""
     k, eps = 40, 1.0
     good = _futurerand_from_c(k, eps, 5.0, "futurerand")
     lb, ub = good.params["LB"], good.params["UB"]
@@ -230,3 +230,26 @@ def test_matrix_with_too_many_changes_is_frozen() -> None:
     x = np.tile(np.array([0, 1] * 8), (50, 1))  # 15 changes, k = 2
     rel = simulate_longitudinal(periods=16, changes=2, epsilon=1.0, randomizer="rr", data=x, rng=1)
     assert np.isfinite(rel.value).all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_property_one_all_lengths_by_reduction(mode: str) -> None:
+    """Exact Property I/II for every k ≤ 12 and L ≤ 10 (no sampling).
+
+    Pr[R(x) = y] depends only on the support size s of x and the number ℓ_s of disagreeing
+    non-zero coordinates: ``2^{−(L−s)}·Σ_a C(k−s, a) q(ℓ_s + a)`` (the brute force above checks
+    this formula against full enumeration for small (L, k)). Every (s, ℓ_s) with s ≤ min(k, L)
+    occurs, so the extremes over these cells are the global p_min, p_max.
+    """
+    for k in range(1, 13):
+        law = distance_law(mode, k, 1.0)
+        q = np.exp(law.log_q)
+        for length in range(1, 11):
+            vals = []
+            for s in range(min(k, length) + 1):
+                for ell in range(s + 1):
+                    marg = sum(math.comb(k - s, a) * q[ell + a] for a in range(k - s + 1))
+                    vals.append(0.5 ** (length - s) * marg)
+            assert math.log(max(vals) / min(vals)) <= 1.0 + 1e-12
+        m1 = sum(math.comb(k - 1, a) * q[a] for a in range(k))  # Pr[v_1 = +1]
+        assert 2 * m1 - 1 == pytest.approx(law.c_gap, abs=1e-12)

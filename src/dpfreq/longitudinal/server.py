@@ -113,7 +113,8 @@ class LongitudinalAggregator:
         if badj.any():
             i = int(np.argmax(badj))
             raise DataError(
-                f"rejected: interval j={jj[i]} out of range 1..{size[i]} for order h={hh[i]} (row {i})."
+                f"rejected: interval j={jj[i]} out of range 1..{size[i]} for order "
+                f"h={hh[i]} (row {i})."
             )
         if not np.isin(bb, (0, 1)).all():
             i = int(np.argmax(~np.isin(bb, (0, 1))))
@@ -131,7 +132,8 @@ class LongitudinalAggregator:
         if np.any(self._user_h[pos_c] != hh):
             i = int(np.argmax(self._user_h[pos_c] != hh))
             raise DataError(
-                f"rejected: user {u[i]} reported order h={hh[i]} but enrolled with h={self._user_h[pos_c][i]} (row {i})."
+                f"rejected: user {u[i]} reported order h={hh[i]} but enrolled with "
+                f"h={self._user_h[pos_c][i]} (row {i})."
             )
         slot = self._off[hh] + jj - 1
         key = u * (2 * d) + slot
@@ -237,12 +239,14 @@ def aggregate_reports_file(
         if bad[2]:
             raise DataError(f"rejected: {bad[2]} reports with bit not in {{0, 1}}.")
         dup = con.execute(
-            f"SELECT count(*) FROM (SELECT user, j FROM {rel} GROUP BY user, h, j HAVING count(*) > 1)"
+            f"SELECT count(*) FROM (SELECT user, j FROM {rel} "
+            "GROUP BY user, h, j HAVING count(*) > 1)"
         ).fetchone()[0]
         if dup:
             raise DataError(f"rejected: {dup} duplicate reports (same user, h and j).")
         multi = con.execute(
-            f"SELECT count(*) FROM (SELECT user FROM {rel} GROUP BY user HAVING count(DISTINCT h) > 1)"
+            f"SELECT count(*) FROM (SELECT user FROM {rel} "
+            "GROUP BY user HAVING count(DISTINCT h) > 1)"
         ).fetchone()[0]
         if multi:
             raise DataError(f"rejected: {multi} users report more than one order h.")
