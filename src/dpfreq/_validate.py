@@ -34,7 +34,7 @@ __all__ = [
 
 def message(param: str, func: str, rule: str, value: Any) -> str:
     """Format the single error-message shape used by every dpfreq check."""
-    shown = value
+    shown = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, np.ndarray) and value.size > 8:
         shown = f"array of shape {value.shape} and dtype {value.dtype}"
     return f"{param} of {func} must be {rule}; got {shown!r}."
@@ -149,7 +149,7 @@ def check_count_array(
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr) | (arr != np.floor(arr))
         if bad.any():
-            first = arr.flat[int(np.flatnonzero(bad.ravel())[0])]
+            first = float(arr.flat[int(np.flatnonzero(bad.ravel())[0])])
             raise DataError(message(param, func, rule, f"entry {first!r}"))
         if np.abs(arr).max() >= 2.0**63:
             raise DataError(message(param, func, rule, "entries beyond the int64 range"))

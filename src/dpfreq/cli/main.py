@@ -4,7 +4,6 @@ demo``. Bad input exits with code 2 and one line on stderr, never a traceback.""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -32,10 +31,13 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Run the CLI; map user errors to exit code 2 with a single line on stderr."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; map user errors to exit code 2 with a single line on stderr.
+
+    Returns 0 on success (a subcommand's return value is not an exit status).
+    """
     try:
-        return cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
+        cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> Any:
     except (DPFreqError, ValueError, OSError) as exc:
         click.echo(f"dpfreq: error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    sys.exit(main())
