@@ -4,6 +4,7 @@
   to a :class:`ProfileRelease` with its high-probability error bound.
 * :func:`reconstruct_profile` / :func:`reconstruct_profile_from_counts`: the reconstruction
   (Algorithms 2+3, or EM with ``method="mle"``) from a noisy histogram or its noisy profile.
+* :class:`ProfileSketch`: the updatable ε-DP noisy histogram (save/load, clipped release).
 * :func:`naive_profile`, :func:`lp_profile`: baselines (spec §10).
 
 Spec: ``profile_reconstruction.md``. Reconstruction is deterministic post-processing of the
@@ -24,9 +25,11 @@ from dpfreq.profile.reconstruct import (
     unfold_clipped,
 )
 from dpfreq.profile.result import ProfileRelease
+from dpfreq.profile.sketch import ProfileSketch
 
 __all__ = [
     "ProfileRelease",
+    "ProfileSketch",
     "bound_parameter",
     "default_bound_parameter",
     "lp_profile",
