@@ -18,11 +18,13 @@ import click
 from dpfreq.release import Release
 
 __all__ = [
+    "DEFAULT_SPARK_MASTER",
     "SEED_WARNING",
     "emit_release",
     "engine_option",
     "output_options",
     "parse_int_list",
+    "resolve_engine_option",
     "seed_option",
     "warn_if_seeded",
 ]
@@ -37,11 +39,48 @@ def seed_option(f: Any) -> Any:
     )(f)
 
 
+DEFAULT_SPARK_MASTER = "local[*]"
+
+
+def resolve_engine_option(engine: str | None, spark_master: str | None) -> Any:
+    """What to pass as ``engine=`` to a ``release_*`` function for ``--engine``/``--spark-master``.
+
+    ``None`` (default engine for the source) or an engine name, except for ``spark``: then a
+    Spark engine configured with the master URL (default ``local[*]``); its session starts on
+    first use. ``--spark-master`` without ``--engine spark`` is a usage error.
+    """
+    if spark_master is not None and engine != "spark":
+        raise click.UsageError("--spark-master needs --engine spark.")
+    if engine != "spark":
+        return engine
+    from dpfreq.engines import get_engine
+
+    return get_engine("spark", master=spark_master or DEFAULT_SPARK_MASTER)
+
+
 def engine_option(f: Any) -> Any:
+    """Add ``--engine memory|duckdb|spark`` and ``--spark-master URL`` to a command.
+
+    The decorated command keeps a single ``engine`` parameter: it receives
+    :func:`resolve_engine_option`'s value (None, an engine name, or a configured Spark engine),
+    ready to pass on as ``engine=`` to the library.
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, engine: str | None = None, spark_master: str | None = None,
+                **kwargs: Any) -> Any:
+        return f(*args, engine=resolve_engine_option(engine, spark_master), **kwargs)
+
+    wrapper = click.option(
+        "--spark-master", "spark_master", default=None, metavar="URL",
+        help=f"Spark master URL for --engine spark (default {DEFAULT_SPARK_MASTER}; e.g. "
+             "spark://host:7077, yarn, k8s://https://host:443).",
+    )(wrapper)
     return click.option(
         "--engine", type=click.Choice(["memory", "duckdb", "spark"]), default=None,
-        help="Where exact aggregates are computed (default: duckdb for files).",
-    )(f)
+        help="Where exact aggregates are computed (default: duckdb for files; spark runs on "
+             "--spark-master).",
+    )(wrapper)
 
 
 def output_options(f: Any) -> Any:
@@ -93,5 +132,3 @@ def echo_err(text: str) -> None:
 def flush() -> None:
     sys.stdout.flush()
 
-
-_ = functools  # reserved for shared decorators

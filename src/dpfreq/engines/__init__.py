@@ -53,19 +53,56 @@ def infer_engine_name(source: Any) -> str:
     )
 
 
-def get_engine(name: str | None = None, source: Any = None, **options: Any) -> Engine:
+def _is_spark_session(obj: Any) -> bool:
+    """A ``pyspark.sql.SparkSession`` (classic or Connect), recognized without importing pyspark."""
+    cls = type(obj)
+    return cls.__module__.startswith("pyspark") and cls.__name__ == "SparkSession"
+
+
+def get_engine(name: str | Engine | Any = None, source: Any = None, **options: Any) -> Engine:
     """Instantiate an engine by name (``"memory"``, ``"duckdb"``, ``"spark"``) or for a source.
 
     Parameters
     ----------
-    name : str or None
-        Engine name; ``None`` infers it from ``source`` (:func:`infer_engine_name`).
+    name : str, Engine, SparkSession or None
+        Engine name; ``None`` infers it from ``source`` (:func:`infer_engine_name`). An engine
+        *instance* (e.g. ``get_engine("spark", master="spark://host:7077")``) is returned as it
+        is, so that every ``release_*`` function's ``engine=`` accepts a configured engine; a
+        ``SparkSession`` selects the Spark engine on that session.
     source : Any
         The data source, used only when ``name`` is None.
     **options
         Passed to the engine's constructor (e.g. ``connection=`` for DuckDB, ``spark=`` or
-        ``master=`` for Spark).
+        ``master=`` for Spark). Not allowed with an engine instance.
+
+    Raises
+    ------
+    ParameterError
+        Unknown engine name, or options given together with an engine instance.
+    EngineUnavailableError
+        The engine's optional dependency is missing (the message is the ``pip install`` to run).
+
+    Examples
+    --------
+    >>> get_engine("memory").name
+    'memory'
+    >>> eng = get_engine("duckdb")
+    >>> get_engine(eng) is eng
+    True
     """
+    if name is not None and not isinstance(name, str):
+        if _is_spark_session(name):
+            return get_engine("spark", spark=name, **options)
+        if isinstance(name, Engine):
+            if options:
+                raise ParameterError(message(
+                    "options", "get_engine", "empty when an engine instance is given "
+                    "(configure the instance instead)", sorted(options)))
+            return name
+        raise ParameterError(message("engine", "get_engine", "one of " +
+                                     ", ".join(repr(n) for n in ENGINES) +
+                                     ", an engine instance or a SparkSession",
+                                     type(name).__name__))
     if name is None:
         name = infer_engine_name(source)
     if name not in ENGINES:

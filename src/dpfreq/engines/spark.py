@@ -41,7 +41,7 @@ from dpfreq.engines._common import (
     finish_report_sums,
 )
 from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
 
 __all__ = ["SparkEngine", "spark_session"]
 
@@ -50,13 +50,28 @@ _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
 
 def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSession:
-    """Get or create a SparkSession for dpfreq (UTC session time zone; executors use this
-    interpreter through ``PYSPARK_PYTHON`` unless it is already set)."""
+    """Get or create a SparkSession for dpfreq.
+
+    An active session (one the caller created, e.g. by ``spark-submit``) is returned unchanged,
+    with its own master and configuration. Otherwise a session is created on ``master`` with
+    ``spark.sql.session.timeZone=UTC`` and Arrow transfers on; executors then run this very
+    interpreter (``PYSPARK_PYTHON`` is set to ``sys.executable`` unless already set, so that
+    they import the same dpfreq). A session that cannot start (no Java, unreachable master)
+    raises :class:`~dpfreq.errors.EngineUnavailableError` with Spark's one-line reason.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
-    return builder.getOrCreate()
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # JVM not found, master unreachable, bad URL, ...
+        raise EngineUnavailableError(
+            f"cannot start Spark with master {master!r}: {_one_line(exc)} (the spark engine "
+            "needs Java 17+ and a reachable master)") from exc
 
 
 def _one_line(exc: BaseException) -> str:
