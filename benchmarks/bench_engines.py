@@ -52,6 +52,18 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _now_mb() -> float:
+    """Current (not peak) RSS of this process."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _jvm_pid(spark: Any) -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+
+
 def _hwm_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -63,16 +75,13 @@ def _hwm_mb(pid: int) -> float:
 
 
 def profile_release(eng: Any, src: Any, max_count: int = 100) -> Any:
-    """A full single-machine profile release: exact counts from the engine, clamped dense
-    histogram over the public domain 0..ITEMS-1, exact discrete Laplace noise, reconstruction."""
-    from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
-    from dpfreq.profile.reconstruct import reconstruct_profile
+    """A full single-machine profile release through the engine: ``release_profile`` (exact
+    count-of-counts from the engine, exact discrete Laplace noise for every item of the public
+    domain 0..ITEMS-1 drawn in chunks on the driver, FFT reconstruction)."""
+    from dpfreq.profile import release_profile
 
-    ic = eng.item_counts(src, item="item")
-    hist = np.zeros(ITEMS, dtype=np.int64)
-    hist[ic.keys] = np.minimum(ic.counts, max_count)
-    noisy = hist + sample_discrete_laplace(discrete_laplace_gamma(1.0), ITEMS)
-    return reconstruct_profile(noisy, max_count=max_count, epsilon=1.0)
+    return release_profile(src, item="item", domain_size=ITEMS, max_count=max_count,
+                           epsilon=1.0, engine=eng, rng=None)
 
 
 def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -121,7 +130,7 @@ def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
     out["n_events"] = int(ic.counts.sum())
     out["driver_rss_mb"] = _rss_mb()
     if engine == "spark":
-        out["jvm_hwm_mb"] = _hwm_mb(int(spark._jvm.java.lang.ProcessHandle.current().pid()))
+        out["jvm_hwm_mb"] = _hwm_mb(_jvm_pid(spark))
         if args.sketch_d:
             out["sketch"] = sketch_worker(spark, args)
         spark.stop()
@@ -144,7 +153,8 @@ def sketch_worker(spark: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
             reduce_s = time.perf_counter() - t0
             assert int(counts.sum()) <= d
             rows.append({"d": d, "create_save_s": create_s, "profile_counts_s": reduce_s,
-                         "driver_rss_mb": _rss_mb()})
+                         "driver_rss_mb": _rss_mb(), "driver_now_mb": _now_mb(),
+                         "jvm_hwm_mb": _hwm_mb(_jvm_pid(spark))})
     return rows
 
 
@@ -199,17 +209,22 @@ def main() -> None:
             print(f"{eng:<8} {op:<16} {t:8.2f} {tw:8.2f} {n / tw:11.3e} {ratio:10.2f} "
                   f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8}")
     print("(events/s and ratios from the warm run; idle MB = driver RSS before the engine ran;\n"
-          f" profile_release = item_counts + noise over d = {ITEMS:.0e} + reconstruction, n = 100)")
+          f" profile_release = release_profile: count_of_counts + noise over d = {ITEMS:.0e} + "
+          "reconstruction, n = 100)")
     if "memory" in results:
         print(f"(memory includes {results['memory']['load_s']:.2f} s Parquet -> numpy)")
     if "spark" in results:
         r = results["spark"]
         print(f"(spark session start {r['session_s']:.1f} s, not included)")
         print(f"\n{'sketch d':>10} {'create+save s':>14} {'items/s':>10} {'profile s':>10} "
-              f"{'driver MB':>10}")
+              f"{'driver MB':>10} {'(now MB)':>9} {'JVM MB':>8}")
         for s in r.get("sketch", []):
             print(f"{s['d']:10.0e} {s['create_save_s']:14.2f} {s['d'] / s['create_save_s']:10.2e} "
-                  f"{s['profile_counts_s']:10.2f} {s['driver_rss_mb']:10.0f}")
+                  f"{s['profile_counts_s']:10.2f} {s['driver_rss_mb']:10.0f} "
+                  f"{s['driver_now_mb']:9.0f} {s['jvm_hwm_mb']:8.0f}")
+        print("(driver MB = peak RSS of the Python driver since it started, incl. the engine "
+              "runs above; now MB = its current RSS; JVM = peak of the local-mode JVM, which is "
+              "driver and executors at once)")
     if "spark" in results and base:
         rd = n / base["item_counts_warm_s"]
         rs = n / results["spark"]["item_counts_warm_s"]
