@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from fractions import Fraction
@@ -128,6 +129,12 @@ def _merge_refused(op: str, other: object) -> NoReturn:
 
 def _check_keys(keys: Any, func: str) -> NDArray[Any]:
     rule = "a non-empty 1-d sequence of distinct integers or strings"
+    if not isinstance(keys, np.ndarray) and isinstance(keys, Sequence):
+        ints = all(isinstance(k, numbers.Integral) and not isinstance(k, bool | np.bool_)
+                   for k in keys)
+        if not ints and not all(isinstance(k, str) for k in keys):
+            kinds = sorted({type(k).__name__ for k in keys})
+            raise ParameterError(message("keys", func, rule, f"keys of types {kinds}"))
     try:
         arr = np.asarray(keys)
     except (TypeError, ValueError) as exc:

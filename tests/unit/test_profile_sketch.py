@@ -1,0 +1,479 @@
+"""ProfileSketch (issue 3 item 1): updates, clipped release, save/load, merging, sampling, law."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.stats
+
+from dpfreq.budget import Accountant, PrivacyBudget
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
+from dpfreq.profile import ProfileRelease, ProfileSketch, reconstruct_profile
+from dpfreq.profile.sketch import _digest, sample_domain
+
+HUGE_EPS = 60.0  # the exact path: Pr[any noise != 0] <= d * 2e^-60
+
+
+def _counts(seed: int, d: int, n: int) -> np.ndarray:
+    return np.random.Generator(np.random.PCG64(seed)).integers(0, n + 1, size=d)
+
+
+# ---------------------------------------------------------------------------------- creation
+
+
+def test_basic_properties(seed: int) -> None:
+    s = ProfileSketch(100, max_count=7, epsilon=0.5, rng=seed)
+    assert s.domain_size == 100
+    assert s.sampled_domain_size == 100
+    assert s.max_count == 7
+    assert s.epsilon == 0.5
+    assert s.gamma == discrete_laplace_gamma(0.5)
+    assert s.seeded is True
+    assert s.keys is None
+    assert s.sample_rate is None
+    assert s.noisy_counts().dtype == np.int64
+    assert "domain_size=100" in repr(s)
+    assert ProfileSketch(3, max_count=1, epsilon=1.0).seeded is False
+
+
+def test_same_seed_same_noise_other_seed_other_noise(seed: int) -> None:
+    a = ProfileSketch(5000, max_count=3, epsilon=1.0, rng=seed)
+    b = ProfileSketch(5000, max_count=3, epsilon=1.0, rng=seed)
+    c = ProfileSketch(5000, max_count=3, epsilon=1.0, rng=seed + 1)
+    np.testing.assert_array_equal(a.noisy_counts(), b.noisy_counts())
+    assert not np.array_equal(a.noisy_counts(), c.noisy_counts())
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [
+    ({"domain_size": 10, "max_count": 3, "epsilon": 0.0}, "epsilon"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": float("nan")}, "epsilon"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": float("inf")}, "epsilon"),
+    ({"domain_size": 10, "max_count": -1, "epsilon": 1.0}, "max_count"),
+    ({"domain_size": 0, "max_count": 3, "epsilon": 1.0}, "domain_size"),
+    ({"domain_size": 10.0, "max_count": 3, "epsilon": 1.0}, "domain_size"),
+    ({"max_count": 3, "epsilon": 1.0}, "domain_size"),
+    ({"keys": ["a", "b", "a"], "max_count": 3, "epsilon": 1.0}, "keys"),
+    ({"keys": [], "max_count": 3, "epsilon": 1.0}, "keys"),
+    ({"keys": [1.5, 2.5], "max_count": 3, "epsilon": 1.0}, "keys"),
+    ({"keys": ["a", 1], "max_count": 3, "epsilon": 1.0}, "keys"),
+    ({"domain_size": 3, "keys": ["a", "b"], "max_count": 3, "epsilon": 1.0}, "domain_size"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": 1.0, "sample_rate": 0.0}, "sample_rate"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": 1.0, "sample_rate": 1.5}, "sample_rate"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": 1.0, "sample_rate": 0.5,
+      "sample_key": b"short"}, "sample_key"),
+    ({"domain_size": 10, "max_count": 3, "epsilon": 1.0, "rng": "x"}, "rng"),
+])
+def test_bad_parameters(kwargs: dict[str, Any], param: str) -> None:
+    with pytest.raises(ParameterError, match=f"{param} of ProfileSketch"):
+        ProfileSketch(**kwargs)
+
+
+def test_duplicate_keys_are_named() -> None:
+    with pytest.raises(ParameterError, match="duplicates such as \\['a'\\]"):
+        ProfileSketch(keys=["a", "b", "a"], max_count=3, epsilon=1.0)
+
+
+def test_accountant_is_charged_before_noise(seed: int) -> None:
+    acc = Accountant(PrivacyBudget(1.0))
+    ProfileSketch(10, max_count=2, epsilon=0.75, rng=seed, accountant=acc)
+    with pytest.raises(BudgetExceededError):
+        ProfileSketch(10, max_count=2, epsilon=0.5, rng=seed, accountant=acc)
+
+
+# ---------------------------------------------------------------------------------- updates
+
+
+def test_update_equivalence_integer_domain(seed: int) -> None:
+    d, n = 3000, 12
+    final = _counts(seed, d, n)
+    inc = ProfileSketch(d, max_count=n, epsilon=0.6, rng=seed)
+    events = np.repeat(np.arange(d), final)
+    np.random.Generator(np.random.PCG64(seed + 7)).shuffle(events)
+    for part in np.array_split(events, 5):  # single events, repeats summed
+        inc.update(part)
+    direct = ProfileSketch.from_counts(final, domain_size=d, max_count=n, epsilon=0.6, rng=seed)
+    np.testing.assert_array_equal(inc.noisy_counts(), direct.noisy_counts())
+    for norm in (1, 2, "inf"):
+        a, b = inc.reconstruct(norm=norm), direct.reconstruct(norm=norm)
+        np.testing.assert_array_equal(a.value, b.value)
+
+
+def test_update_equivalence_with_counts_and_keys(seed: int) -> None:
+    keys = [f"user{i}" for i in range(500)]
+    final = _counts(seed, 500, 6)
+    inc = ProfileSketch(keys=keys, max_count=6, epsilon=1.0, rng=seed)
+    half = final // 2
+    inc.update(np.array(keys), half)
+    inc.update(np.array(keys, dtype=object), final - half)
+    direct = ProfileSketch.from_counts(final, keys=keys, max_count=6, epsilon=1.0, rng=seed)
+    np.testing.assert_array_equal(inc.noisy_counts(), direct.noisy_counts())
+    np.testing.assert_array_equal(inc.reconstruct().value, direct.reconstruct().value)
+
+
+def test_update_integer_keys_and_scalar_item(seed: int) -> None:
+    s = ProfileSketch(keys=[100, 7, 42], max_count=5, epsilon=HUGE_EPS, rng=seed)
+    s.update(42)
+    s.update([7, 7], counts=[2, 1])
+    np.testing.assert_array_equal(s.noisy_counts(), [0, 3, 1])
+    with pytest.raises(DataError, match="keys of the public domain"):
+        s.update(np.array([100.0]))  # explicit integer keys take integers only
+    np.testing.assert_array_equal(s.noisy_counts(), [0, 3, 1])
+
+
+def test_update_zero_increments_and_empty(seed: int) -> None:
+    s = ProfileSketch(10, max_count=5, epsilon=1.0, rng=seed)
+    before = s.noisy_counts().copy()
+    s.update([], [])
+    s.update([1, 2], 0)
+    np.testing.assert_array_equal(s.noisy_counts(), before)
+
+
+@pytest.mark.parametrize(("items", "counts", "shown"), [
+    ([1, 10, 11, -1], 1, "3 unknown item(s), e.g. [-1, 10, 11]"),
+    ([0.5], 1, "dtype float64"),
+    (["a"], 1, "dtype <U1"),
+    ([1, 2], -1, "entry -1"),
+    ([1, 2], [1, 1.5], "entry 1.5"),
+    ([1, 2], [1, 2, 3], "3 counts"),
+    ([1, 2], [1, float("nan")], "nan"),
+    ([[1, 2]], 1, "2 dimensions"),
+])
+def test_update_bad_input_changes_nothing(seed: int, items: Any, counts: Any, shown: str) -> None:
+    s = ProfileSketch(10, max_count=5, epsilon=1.0, rng=seed)
+    before = s.noisy_counts().copy()
+    with pytest.raises(DataError, match=r"of ProfileSketch\.update") as info:
+        s.update(items, counts)
+    assert shown in str(info.value)
+    np.testing.assert_array_equal(s.noisy_counts(), before)
+
+
+def test_update_unknown_keys_named(seed: int) -> None:
+    s = ProfileSketch(keys=["a", "b"], max_count=5, epsilon=1.0, rng=seed)
+    with pytest.raises(DataError, match=r"2 unknown item\(s\), e.g. \['x', 'y'\]"):
+        s.update(["a", "y", "x"])
+    with pytest.raises(DataError, match="keys of the public domain"):
+        s.update([1])
+
+
+def test_update_from_source(tmp_path: Path, seed: int) -> None:
+    final = _counts(seed, 50, 4)
+    events = np.repeat(np.arange(50), final)
+    p = tmp_path / "ev.parquet"
+    pq.write_table(pa.table({"item": events}), p)
+    a = ProfileSketch(50, max_count=4, epsilon=1.0, rng=seed)
+    a.update_from_source(str(p), item="item")
+    b = ProfileSketch(50, max_count=4, epsilon=1.0, rng=seed)
+    b.update_from_source({"item": events}, item="item")
+    c = ProfileSketch.from_counts(final, domain_size=50, max_count=4, epsilon=1.0, rng=seed)
+    np.testing.assert_array_equal(a.noisy_counts(), c.noisy_counts())
+    np.testing.assert_array_equal(b.noisy_counts(), c.noisy_counts())
+    with pytest.raises(DataError, match="'nope'"):
+        a.update_from_source(str(p), item="nope")
+
+
+def test_from_counts_clamps_and_pads(seed: int) -> None:
+    s = ProfileSketch.from_counts([9, 1, 3], domain_size=5, max_count=3, epsilon=HUGE_EPS,
+                                  rng=seed)
+    np.testing.assert_array_equal(s.noisy_counts(), [3, 1, 3, 0, 0])
+    with pytest.raises(DataError, match="at most domain_size = 2"):
+        ProfileSketch.from_counts([1, 2, 3], domain_size=2, max_count=3, epsilon=1.0)
+    with pytest.raises(DataError, match=r"counts of ProfileSketch\.from_counts"):
+        ProfileSketch.from_counts([1, -2], domain_size=2, max_count=3, epsilon=1.0)
+
+
+# ---------------------------------------------------------------------------------- releases
+
+
+def test_exact_path_reconstruct_and_clipped(seed: int) -> None:
+    h = np.array([0, 0, 1, 2, 2, 4, 0, 3])
+    s = ProfileSketch.from_counts(h, domain_size=8, max_count=4, epsilon=HUGE_EPS, rng=seed)
+    rel = s.reconstruct()
+    assert isinstance(rel, ProfileRelease)
+    np.testing.assert_allclose(rel.value, [3 / 8, 1 / 8, 2 / 8, 1 / 8, 1 / 8], atol=1e-12)
+    np.testing.assert_array_equal(s.clipped(), h)
+
+
+def test_clipped_and_noisy_counts(seed: int) -> None:
+    s = ProfileSketch.from_counts(_counts(seed, 2000, 5), domain_size=2000, max_count=5,
+                                  epsilon=0.3, rng=seed)
+    noisy = s.noisy_counts()
+    assert noisy.min() < 0  # noise at ε = 0.3 over 2000 counters goes below 0
+    np.testing.assert_array_equal(s.clipped(), np.clip(noisy, 0, 5))
+    with pytest.raises(ValueError, match="read-only"):
+        noisy[0] = 1
+    clipped = s.clipped()
+    clipped[0] = 99  # a copy: the sketch is unchanged
+    assert s.noisy_counts()[0] == noisy[0]
+
+
+def test_reconstruct_is_deterministic_post_processing(seed: int) -> None:
+    s = ProfileSketch.from_counts(_counts(seed, 3000, 8), domain_size=3000, max_count=8,
+                                  epsilon=0.8, rng=seed)
+    a = s.reconstruct(norm=2, eta=0.1)
+    b = s.reconstruct(norm=2, eta=0.1)
+    ref = reconstruct_profile(s.noisy_counts(), max_count=8, epsilon=0.8, eta=0.1, norm=2)
+    np.testing.assert_array_equal(a.value, b.value)
+    np.testing.assert_array_equal(a.value, ref.value)
+    assert a.seeded is True
+    assert a.mechanism_params["sketch"] == "ProfileSketch"
+    mle = s.reconstruct(method="mle")
+    assert mle.method == "mle"
+    with pytest.raises(ParameterError, match="norm of reconstruct_profile"):
+        s.reconstruct(norm=3)
+    with pytest.raises(ParameterError, match="method of reconstruct_profile"):
+        s.reconstruct(method="lp")
+    with pytest.raises(ParameterError, match="eta of reconstruct_profile"):
+        s.reconstruct(eta=1.0)
+
+
+# ---------------------------------------------------------------------------------- merging
+
+
+def test_merging_noised_sketches_is_refused(seed: int) -> None:
+    a = ProfileSketch(10, max_count=3, epsilon=1.0, rng=seed)
+    b = ProfileSketch(10, max_count=3, epsilon=1.0, rng=seed + 1)
+    before = a.noisy_counts().copy()
+    for op in (lambda: a + b, lambda: b + a, lambda: a.merge(b)):
+        with pytest.raises(ParameterError, match="two independently noised sketches") as info:
+            op()
+        assert "§13.12" in str(info.value)
+    with pytest.raises(ParameterError, match="two independently noised"):
+        a += b
+    np.testing.assert_array_equal(a.noisy_counts(), before)
+
+
+def test_adding_raw_arrays_is_refused(seed: int) -> None:
+    a = ProfileSketch(3, max_count=3, epsilon=1.0, rng=seed)
+    for op in (lambda: a + np.ones(3, dtype=int), lambda: np.ones(3, dtype=int) + a,
+               lambda: a + 1, lambda: sum([a])):
+        with pytest.raises(ParameterError, match="update"):
+            op()
+
+
+# ---------------------------------------------------------------------------------- save / load
+
+
+@pytest.mark.parametrize("kind", ["int", "keys-str", "keys-int", "sampled", "keys-sampled"])
+def test_save_load_round_trip(tmp_path: Path, seed: int, kind: str) -> None:
+    kw: dict[str, Any] = {"max_count": 6, "epsilon": 0.7, "rng": seed}
+    if kind == "int":
+        s = ProfileSketch(400, **kw)
+    elif kind == "keys-str":
+        s = ProfileSketch(keys=[f"k{i}" for i in range(400)], **kw)
+    elif kind == "keys-int":
+        s = ProfileSketch(keys=np.arange(400) * 3 + 1, **kw)
+    elif kind == "sampled":
+        s = ProfileSketch(4000, sample_rate=0.1, **kw)
+    else:
+        s = ProfileSketch(keys=[f"k{i}" for i in range(4000)], sample_rate=0.1, **kw)
+    if s.keys is None:
+        s.update(np.arange(0, 400, 3), 2)
+    else:
+        s.update(s.keys[:300:3], 2)
+    path = tmp_path / "sketch.bin"  # the exact name is used (no .npz appended)
+    s.save(path)
+    assert path.exists()
+    t = ProfileSketch.load(str(path))
+    np.testing.assert_array_equal(t.noisy_counts(), s.noisy_counts())
+    for attr in ("domain_size", "sampled_domain_size", "max_count", "epsilon", "gamma",
+                 "seeded", "sample_rate"):
+        assert getattr(t, attr) == getattr(s, attr), attr
+    if s.keys is None:
+        assert t.keys is None
+    else:
+        assert t.keys is not None
+        np.testing.assert_array_equal(t.keys, s.keys)
+    np.testing.assert_array_equal(t.reconstruct().value, s.reconstruct().value)
+    # the loaded sketch keeps working: same updates give the same counters
+    probe = s.keys[:5] if s.keys is not None else np.arange(5)
+    s.update(probe)
+    t.update(probe)
+    np.testing.assert_array_equal(t.noisy_counts(), s.noisy_counts())
+
+
+def _rewrite(path: Path, edit_meta: Any = None, edit_arrays: Any = None,
+             fix_checksum: bool = False) -> None:
+    with np.load(path, allow_pickle=False) as npz:
+        files = {k: npz[k] for k in npz.files}
+    meta = json.loads(str(files.pop("meta")))
+    if edit_meta is not None:
+        edit_meta(meta)
+    if edit_arrays is not None:
+        edit_arrays(files)
+    if fix_checksum:
+        meta["checksum"] = _digest(meta, files)
+    with open(path, "wb") as fh:
+        np.savez(fh, meta=np.array(json.dumps(meta)), **files)
+
+
+def _set(key: str, value: Any) -> Any:
+    return lambda meta: meta.__setitem__(key, value)
+
+
+def _drop(key: str) -> Any:
+    return lambda meta: meta.pop(key)
+
+
+def _bump_counter(files: dict[str, np.ndarray]) -> None:
+    files["noisy"] = files["noisy"].copy()
+    files["noisy"][0] += 1
+
+
+@pytest.mark.parametrize(("edit_meta", "edit_arrays", "fix", "match"), [
+    (_set("epsilon", 5.0), None, False, "checksum"),
+    (_set("max_count", 99), None, False, "checksum"),
+    (_set("seeded", False), None, False, "checksum"),
+    (None, _bump_counter, False, "checksum"),
+    (_set("epsilon", 5.0), None, True, "gamma .* is not the noise fraction"),
+    (_set("domain_size", 7), None, True, "sampling metadata inconsistent"),
+    (_set("sampled_domain_size", 7), None, True, "counters are not 7 int64"),
+    (_set("keys", "str"), None, True, "keys and their metadata disagree"),
+    (_set("version", 2), None, True, "unknown format version"),
+    (_set("kind", "other"), None, True, "not a ProfileSketch file"),
+    (_drop("epsilon"), None, True, "missing or invalid metadata"),
+    (_drop("checksum"), None, False, "missing or invalid metadata"),
+    (_set("epsilon", -1.0), None, True, "epsilon of ProfileSketch.load"),
+    (_set("gamma", "abc"), None, True, "missing or invalid metadata"),
+    (_set("seeded", "yes"), None, True, "seeded is not a bool"),
+])
+def test_tampered_file_is_refused(tmp_path: Path, seed: int, edit_meta: Any, edit_arrays: Any,
+                                  fix: bool, match: str) -> None:
+    s = ProfileSketch(50, max_count=4, epsilon=1.0, rng=seed)
+    path = tmp_path / "s.npz"
+    s.save(path)
+    ProfileSketch.load(path)  # intact: loads
+    _rewrite(path, edit_meta, edit_arrays, fix_checksum=fix)
+    with pytest.raises(DataError, match=match):
+        ProfileSketch.load(path)
+
+
+def test_tampered_sample_is_refused(tmp_path: Path, seed: int) -> None:
+    s = ProfileSketch(1000, max_count=4, epsilon=1.0, rng=seed, sample_rate=0.2)
+    path = tmp_path / "s.npz"
+    s.save(path)
+    _rewrite(path, _set("sample_key", "00" * 16), fix_checksum=True)
+    with pytest.raises(DataError, match="does not match its rate and key"):
+        ProfileSketch.load(path)
+
+
+def test_not_a_sketch_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="is not a file"):
+        ProfileSketch.load(tmp_path / "missing.npz")
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip file at all")
+    with pytest.raises(DataError, match="not a ProfileSketch file"):
+        ProfileSketch.load(junk)
+    other = tmp_path / "other.npz"
+    np.savez(other, x=np.arange(3))
+    with pytest.raises(DataError, match="no metadata or counters"):
+        ProfileSketch.load(other)
+
+
+# ---------------------------------------------------------------------------------- sampling
+
+
+def test_sample_domain_is_deterministic_and_near_rate() -> None:
+    key = bytes(range(16))
+    s1 = sample_domain(200_000, rate=0.25, key=key)
+    s2 = sample_domain(200_000, rate=0.25, key=key)
+    s3 = sample_domain(200_000, rate=0.25, key=bytes(range(1, 17)))
+    np.testing.assert_array_equal(s1, s2)
+    assert not np.array_equal(s1, s3)
+    assert np.all(np.diff(s1) > 0)
+    # a fixed key gives a fixed set; its size is within 6 binomial sd of ρd (50000 ± 1162)
+    assert abs(s1.size - 50_000) < 6 * np.sqrt(200_000 * 0.25 * 0.75)
+    np.testing.assert_array_equal(sample_domain(10, rate=1.0, key=key), np.arange(10))
+    with pytest.raises(ParameterError, match="rate of sample_domain"):
+        sample_domain(10, rate=2.0, key=key)
+    with pytest.raises(ParameterError, match="key of sample_domain"):
+        sample_domain(10, rate=0.5, key=b"x")
+
+
+def test_sampled_sketch_updates_and_release(seed: int) -> None:
+    key = b"public sampling key"
+    d = 20_000
+    final = _counts(seed, d, 5)
+    s = ProfileSketch(d, max_count=5, epsilon=HUGE_EPS, rng=seed, sample_rate=0.1,
+                      sample_key=key)
+    sample = sample_domain(d, rate=0.1, key=key)
+    assert s.sampled_domain_size == sample.size
+    s.update(np.arange(d), final)  # updates outside the sample are dropped
+    np.testing.assert_array_equal(s.noisy_counts(), final[sample])
+    t = ProfileSketch.from_counts(final, domain_size=d, max_count=5, epsilon=HUGE_EPS,
+                                  rng=seed, sample_rate=0.1, sample_key=key)
+    np.testing.assert_array_equal(t.noisy_counts(), s.noisy_counts())
+    rel = s.reconstruct()
+    expected = np.bincount(final[sample], minlength=6) / sample.size
+    np.testing.assert_allclose(rel.value, expected, atol=1e-12)
+    assert rel.domain_size == sample.size
+    assert rel.mechanism_params["full_domain_size"] == d
+    assert "sampling error" in rel.error.description
+    with pytest.raises(DataError, match="unknown item"):
+        s.update([d])  # outside the domain is still an error
+
+
+def test_sampling_rate_too_small() -> None:
+    with pytest.raises(ParameterError, match="at least one"):
+        ProfileSketch(3, max_count=1, epsilon=1.0, sample_rate=1e-12, sample_key=b"12345678")
+
+
+def test_seeded_sampling_key_is_reproducible(seed: int) -> None:
+    a = ProfileSketch(5000, max_count=2, epsilon=1.0, rng=seed, sample_rate=0.3)
+    b = ProfileSketch(5000, max_count=2, epsilon=1.0, rng=seed, sample_rate=0.3)
+    assert a.sampled_domain_size == b.sampled_domain_size
+    np.testing.assert_array_equal(a.noisy_counts(), b.noisy_counts())
+
+
+# ---------------------------------------------------------------------------------- noise law
+
+
+@pytest.mark.statistical
+def test_sketch_noise_law(seed: int) -> None:
+    """``h~ − h`` of a sketch against the exact DLap(e^{−γ}) pmf (chi-square, α = 1e-6).
+
+    300 000 counters at ε = 0.8 over items with counts 0..4. Power: against DLap noise with
+    parameter 0.95γ the noncentrality ``λ = N Σ (p' − p)²/p`` over the merged cells (computed
+    below) makes the rejection probability at α = 1e-6 exceed 0.99.
+    """
+    eps = 0.8
+    gamma = discrete_laplace_gamma(eps)
+    d = 300_000
+    h = np.arange(d) % 5
+    s = ProfileSketch.from_counts(h, domain_size=d, max_count=4, epsilon=eps, rng=seed)
+    z = s.noisy_counts() - h
+    lo, hi = -25, 25  # tails beyond ±25 merged into the end cells
+    cells = np.arange(lo, hi + 1)
+
+    def probs(g: float) -> np.ndarray:
+        p = discrete_laplace_pmf(cells, g)
+        tail = (1.0 - p.sum()) / 2.0  # the law is symmetric
+        p[0] += tail
+        p[-1] += tail
+        return p
+
+    p0 = probs(float(gamma))
+    p1 = probs(0.95 * float(gamma))
+    keep = d * p0 >= 5  # merge: the end cells absorb cells with expected count < 5
+    first, last = int(np.argmax(keep)), int(keep.size - 1 - np.argmax(keep[::-1]))
+
+    def merged(v: np.ndarray) -> np.ndarray:
+        return np.concatenate([[v[: first + 1].sum()], v[first + 1 : last], [v[last:].sum()]])
+
+    e0, e1 = merged(d * p0), merged(d * p1)
+    lam = float(((e1 - e0) ** 2 / e0).sum())
+    df = e0.size - 1
+    crit = scipy.stats.chi2.isf(1e-6, df)
+    assert scipy.stats.ncx2.sf(crit, df, lam) > 0.99  # the power calculation
+    observed = merged(np.bincount(np.clip(z, lo, hi) - lo, minlength=cells.size).astype(float))
+    assert observed.sum() == d
+    stat = float(((observed - e0) ** 2 / e0).sum())
+    assert scipy.stats.chi2.sf(stat, df) > 1e-6
+    assert Fraction(s.gamma) == gamma
