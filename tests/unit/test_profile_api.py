@@ -14,6 +14,7 @@ import pytest
 import scipy.stats
 
 import dpfreq.profile
+from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
 from dpfreq.profile import (
@@ -121,6 +122,13 @@ def test_explicit_engine(tmp_path: Path, seed: int) -> None:
     b = release_profile({"item": _events()}, item="item", domain_size=D, max_count=N,
                         epsilon=1.0, rng=seed, engine="memory")
     np.testing.assert_array_equal(a.value, b.value)
+    c = release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0, rng=seed,
+                        engine=get_engine("duckdb", connection=duckdb.connect()))
+    np.testing.assert_array_equal(a.value, c.value)
+    assert c.mechanism_params["engine"] == "duckdb"
+    with pytest.raises(ParameterError, match="engine of release_profile"):
+        release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0,
+                        engine=3)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="engine of get_engine"):
         release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0, engine="nope")
 

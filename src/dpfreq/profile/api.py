@@ -26,7 +26,7 @@ from dpfreq._validate import (
     check_open_unit,
     message,
 )
-from dpfreq.engines import get_engine
+from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 from dpfreq.profile.reconstruct import (
@@ -102,7 +102,7 @@ def release_profile(
     eta: float = 0.05,
     norm: int | float | str = 1,
     method: str = "fft",
-    engine: str | None = None,
+    engine: str | Engine | None = None,
     rng: RNGLike = None,
 ) -> ProfileRelease:
     """Release the ε-DP profile (frequency of frequencies) of a data set (Wu & Pagh 2024).
@@ -143,9 +143,11 @@ def release_profile(
     method : {"fft", "mle"}, default "fft"
         ``"fft"``: Algorithms 2+3 of the paper (with its guarantee); ``"mle"``: EM maximum
         likelihood (see :func:`reconstruct_profile_from_counts`).
-    engine : {"memory", "duckdb", "spark"}, optional
-        Where a tabular source is aggregated; inferred from the source when omitted (files and
-        SQL: DuckDB; mappings: memory; Spark DataFrames: Spark).
+    engine : {"memory", "duckdb", "spark"} or Engine, optional
+        Where a tabular source is aggregated: an engine name, or an engine instance (e.g.
+        ``get_engine("duckdb", connection=con)`` or a Spark engine bound to a session);
+        inferred from the source when omitted (files and SQL: DuckDB; mappings: memory; Spark
+        DataFrames: Spark).
     rng : None, int or numpy.random.Generator, keyword-only
         ``None`` (default): the secure CSPRNG. A seed or generator makes the release
         reproducible and marks it ``seeded`` (testing only, not for production).
@@ -234,8 +236,14 @@ def release_profile(
                                          "tabular source", item))
         if not isinstance(item, str) or not item:
             raise ParameterError(message("item", func, "a non-empty column name (str)", item))
-        eng = get_engine(engine, source)
-        engine_name = str(getattr(eng, "name", engine))
+        if engine is None or isinstance(engine, str):
+            eng = get_engine(engine, source)
+        elif isinstance(engine, Engine):
+            eng = engine
+        else:
+            raise ParameterError(message("engine", func, "None, an engine name or an engine "
+                                         "instance", type(engine).__name__))
+        engine_name = str(getattr(eng, "name", type(eng).__name__))
         prev = eng.count_of_counts(source, item=item, max_count=n if n >= 1 else None)
         values = np.asarray(prev.counts, dtype=np.int64)
         sizes = np.asarray(prev.prevalences, dtype=np.int64)
