@@ -55,7 +55,7 @@ def _sources(tmp_path: Path) -> dict[str, tuple[Any, dict[str, Any]]]:
     """The same data as every supported source kind: (source, extra kwargs)."""
     csv, parquet = _csv(tmp_path), _parquet(tmp_path)
     con = duckdb.connect()
-    return {
+    out: dict[str, tuple[Any, dict[str, Any]]] = {
         "numpy": (COUNTS, {}),
         "numpy-padded": (np.concatenate([COUNTS, np.zeros(D - COUNTS.size, dtype=int)]), {}),
         "list": (COUNTS.tolist(), {}),
@@ -69,6 +69,12 @@ def _sources(tmp_path: Path) -> dict[str, tuple[Any, dict[str, Any]]]:
         "sql": (f"SELECT item FROM read_csv('{csv}')", {"item": "item"}),
         "csv-memory-engine-mapping": ({"item": _events().astype(str)}, {"item": "item"}),
     }
+    try:  # pandas is not a test dependency; use it when present
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        return out
+    out["pandas-series"] = (pd.Series(COUNTS), {})
+    return out
 
 
 # ---------------------------------------------------------------------------------- exports

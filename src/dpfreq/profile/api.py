@@ -50,6 +50,8 @@ def _is_count_vector(source: Any) -> bool:
     if isinstance(source, str | Path | Mapping | bytes):
         return False
     module = type(source).__module__
+    if module.startswith("pandas") and type(source).__name__ == "Series":
+        return True
     if module.startswith(("pyspark", "duckdb", "pandas", "polars", "pyarrow")):
         return False
     return hasattr(source, "__array__")
