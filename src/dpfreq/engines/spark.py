@@ -45,6 +45,8 @@ from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
 
 __all__ = ["SparkEngine", "spark_session"]
 
+_MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[[\d,\s]+\]"
+                         r"|spark://\S+|yarn|k8s://\S+")
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
@@ -130,7 +132,10 @@ class SparkEngine:
     spark : pyspark.sql.SparkSession or None, keyword-only
         The session to use; None gets or creates one with ``master`` on first use.
     master : str, keyword-only
-        Master URL when a session has to be created (default ``"local[*]"``).
+        Master URL when a session has to be created (default ``"local[*]"``): ``local[N]``,
+        ``spark://HOST:PORT`` (standalone, several masters comma-separated), ``yarn`` or
+        ``k8s://URL``. Ignored when a session is already active in this process (e.g. under
+        ``spark-submit``, whose ``--master`` then applies).
     """
 
     name = "spark"
@@ -139,8 +144,10 @@ class SparkEngine:
         if spark is not None and not isinstance(spark, SparkSession):
             raise ParameterError(message("spark", "SparkEngine", "a SparkSession or None",
                                          type(spark).__name__))
-        if not isinstance(master, str) or not master:
-            raise ParameterError(message("master", "SparkEngine", "a Spark master URL", master))
+        if not isinstance(master, str) or _MASTER_URL.fullmatch(master) is None:
+            raise ParameterError(message(
+                "master", "SparkEngine", "a Spark master URL (local, local[N], local[*], "
+                "local[N,F], local-cluster[...], spark://HOST:PORT, yarn or k8s://URL)", master))
         self._spark = spark
         self.master = master
 

@@ -1,0 +1,192 @@
+"""Engine selection (issue 7 item 4): ``get_engine`` with instances and sessions, and the CLI's
+``--engine spark [--spark-master URL]`` on every command that has ``--engine``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pytest
+
+from dpfreq.cli._common import DEFAULT_SPARK_MASTER, resolve_engine_option
+from dpfreq.cli.main import cli, main
+from dpfreq.engines import Engine, get_engine
+from dpfreq.errors import ParameterError
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- get_engine -------------------------------------------------------------------------------
+def test_get_engine_returns_an_instance_unchanged() -> None:
+    eng = get_engine("duckdb")
+    assert get_engine(eng) is eng
+    assert get_engine(eng, source="ignored.csv") is eng
+    mem = get_engine("memory")
+    assert isinstance(mem, Engine)
+    assert get_engine(mem, source={"item": [1]}) is mem
+
+
+def test_get_engine_rejects_options_with_an_instance_and_unknown_objects() -> None:
+    eng = get_engine("memory")
+    with pytest.raises(ParameterError, match="options of get_engine must be empty"):
+        get_engine(eng, connection=None)
+    with pytest.raises(ParameterError, match="engine of get_engine must be one of 'memory'"):
+        get_engine(3.5)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="engine of get_engine must be one of"):
+        get_engine("sparkk")
+
+
+def test_spark_engine_checks_the_master_url_without_starting_spark() -> None:
+    pytest.importorskip("pyspark")
+    for url in ("local", "local[2]", "local[*]", "local[4,2]", "spark://a:7077,b:7077",
+                "yarn", "k8s://https://host:443"):
+        eng: Any = get_engine("spark", master=url)
+        assert eng.master == url
+        assert eng._spark is None  # the session starts on first use only
+    for bad in ("", "bogus://x", "local[]", "spark://"):
+        with pytest.raises(ParameterError, match="master of SparkEngine must be a Spark master"):
+            get_engine("spark", master=bad)
+
+
+@pytest.mark.spark
+def test_get_engine_with_a_session(spark: Any) -> None:
+    eng: Any = get_engine(spark)
+    assert eng.name == "spark"
+    assert eng.spark is spark
+    # the name alone reuses the active session (no second session, its settings untouched)
+    assert get_engine("spark").spark is spark  # type: ignore[attr-defined]
+
+
+# -- CLI options ------------------------------------------------------------------------------
+def test_resolve_engine_option() -> None:
+    assert resolve_engine_option(None, None) is None
+    assert resolve_engine_option("duckdb", None) == "duckdb"
+    assert resolve_engine_option("memory", None) == "memory"
+    for engine in (None, "duckdb"):
+        with pytest.raises(click.UsageError, match="--spark-master needs --engine spark"):
+            resolve_engine_option(engine, "local[2]")
+
+
+def test_resolve_engine_option_spark_master() -> None:
+    pytest.importorskip("pyspark")
+    default: Any = resolve_engine_option("spark", None)
+    assert (default.name, default.master) == ("spark", DEFAULT_SPARK_MASTER)
+    assert DEFAULT_SPARK_MASTER == "local[*]"
+    remote: Any = resolve_engine_option("spark", "spark://host:7077")
+    assert (remote.name, remote.master, remote._spark) == ("spark", "spark://host:7077", None)
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out = []
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            out += _commands(cmd, f"{prefix}{name} ")
+        else:
+            out.append((prefix + name, cmd))
+    return out
+
+
+def test_every_engine_command_has_spark_master() -> None:
+    with_engine = []
+    for name, cmd in _commands(cli):
+        params = {p.name for p in cmd.params}
+        if "engine" in params:
+            with_engine.append(name)
+            assert "spark_master" in params, name
+            engine_opt = next(p for p in cmd.params if p.name == "engine")
+            assert isinstance(engine_opt.type, click.Choice)
+            assert "spark" in engine_opt.type.choices, name
+    assert {"reach", "longitudinal aggregate"} <= set(with_engine)
+
+
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "log.csv"
+    rows = [(1, 1), (2, 1), (1, 2), (3, 2), (3, 2), (2, 4), (1, 4)]
+    path.write_text("u,t\n" + "\n".join(f"{a},{b}" for a, b in rows) + "\n", encoding="utf-8")
+    return path
+
+
+_REACH = ["--item", "u", "--time", "t", "--horizon", "4", "--epsilon", "1", "--k", "1,2",
+          "--window", "2", "--seed", "3", "--json", "-"]
+
+
+def test_cli_spark_master_without_spark_engine(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["reach", str(_log(tmp_path)), *_REACH, "--spark-master", "local[1]"],
+                          capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == "dpfreq: error: --spark-master needs --engine spark."
+
+
+def test_cli_bad_spark_master_is_one_line(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspark")
+    code, _, err = _run(["reach", str(_log(tmp_path)), *_REACH, "--engine", "spark",
+                         "--spark-master", "bogus://x"], capsys)
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("dpfreq: error: master of SparkEngine must be a Spark master URL")
+
+
+def _release_json(out: str) -> dict[str, Any]:
+    data = json.loads(out[out.index("{"):])
+    data["mechanism_params"].pop("source", None)
+    return data
+
+
+@pytest.mark.spark
+def test_cli_reach_spark_equals_duckdb(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       spark: Any) -> None:
+    """Same seed, same release through ``--engine spark --spark-master`` and DuckDB. (Under
+    the test session the active local session is reused; the URL is still validated.)"""
+    log = str(_log(tmp_path))
+    code, out_duck, _ = _run(["reach", log, *_REACH, "--engine", "duckdb"], capsys)
+    assert code == 0
+    code, out_spark, _ = _run(["reach", log, *_REACH, "--engine", "spark", "--spark-master",
+                               "local[2]"], capsys)
+    assert code == 0
+    assert json.loads(out_spark[out_spark.index("{"):])["mechanism_params"]["source"] == "spark"
+    assert _release_json(out_spark) == _release_json(out_duck)
+
+
+@pytest.mark.spark
+def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  spark: Any) -> None:
+    """``dpfreq longitudinal aggregate REPORTS.parquet --engine spark`` equals DuckDB."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpfreq.longitudinal import LongitudinalClient, make_params
+
+    p = make_params(8, 2, 1.0, "rr")
+    params = tmp_path / "params.json"
+    params.write_text(p.to_json(), encoding="utf-8")
+    rows = []
+    for u in range(12):
+        client = LongitudinalClient(p, rng=u)
+        for t in range(p.periods):
+            r = client.step(int((u + t) % 4 == 0))
+            if r is not None:
+                rows.append((u, int(r["h"]), int(r["j"]), int(r["bit"])))
+    arr = np.asarray(rows, dtype=np.int64)
+    reports = tmp_path / "reports.parquet"
+    pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(("user", "h", "j", "bit"))}),
+                   reports)
+    base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--json", "-"]
+    code, out_duck, _ = _run([*base, "--engine", "duckdb"], capsys)
+    assert code == 0
+    code, out_spark, _ = _run([*base, "--engine", "spark"], capsys)
+    assert code == 0
+    assert json.loads(out_spark[out_spark.index("{"):]) == json.loads(
+        out_duck[out_duck.index("{"):])
