@@ -382,3 +382,49 @@ def test_noisy_profile_law(seed: int) -> None:
                                                generator=gen)
     observed = np.append(counts, d - counts.sum())
     assert _chi_square_pvalue(observed, d * p0) > 1e-6
+
+
+# ---------------------------------------------------------------------------------- privacy
+
+
+def _outcome_law(h: tuple[int, ...], n: int, B: int, gamma: float) -> dict[tuple[int, ...], float]:
+    """Exact law of the noisy-profile counts for a 2-item domain (spec §1, §5).
+
+    Per item: value ``min(h, n) + Z`` in the window ``[−B .. n+B]`` (cell ``t + B``) or dropped
+    (cell ``P``), with the tails in closed form ``Pr[Z ≤ −m] = α^m/(1+α)``. The released counts
+    are the multiset of the two cells.
+    """
+    a = math.exp(-gamma)
+    t = np.arange(-B, n + B + 1)
+    cells = []
+    for c in h:
+        k = min(c, n)
+        p = discrete_laplace_pmf(t - k, gamma)
+        drop = (a ** (B + k + 1) + a ** (n + B - k + 1)) / (1 + a)
+        cells.append(np.append(p, drop))
+    law: dict[tuple[int, ...], float] = {}
+    for i, p1 in enumerate(cells[0]):
+        for j, p2 in enumerate(cells[1]):
+            key = (min(i, j), max(i, j))
+            law[key] = law.get(key, 0.0) + float(p1 * p2)
+    return law
+
+
+@pytest.mark.parametrize(("h", "h2", "tight"), [((0, 0), (1, 0), True), ((2, 1), (3, 1), True),
+                                                ((3, 5), (4, 5), False),
+                                                ((9, 0), (10, 0), False)])
+def test_neighbouring_histograms_exact_privacy_ratio(h: tuple[int, int], h2: tuple[int, int],
+                                                     tight: bool) -> None:
+    """Worst-case probability ratio of the mechanism's output between neighbours is ≤ e^γ ≤ e^ε,
+    and equals e^γ (the calibration is tight) unless clamping makes the neighbours identical."""
+    eps, n, B = 1.0, 3, 2
+    gamma = float(discrete_laplace_gamma(eps))
+    p, q = _outcome_law(h, n, B, gamma), _outcome_law(h2, n, B, gamma)
+    assert math.isclose(sum(p.values()), 1.0, rel_tol=1e-12)
+    worst = max(max(p[o] / q[o], q[o] / p[o]) for o in p)
+    assert worst <= math.exp(gamma) * (1 + 1e-9)
+    assert gamma <= eps
+    if tight:
+        assert worst >= math.exp(gamma) * (1 - 1e-9)
+    else:  # both counts clamp to n = 3: the outputs have the same law
+        assert worst == pytest.approx(1.0, abs=1e-12)
