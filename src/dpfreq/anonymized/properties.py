@@ -1,0 +1,723 @@
+"""Symmetric properties of an anonymized histogram: plug-ins ``Σ f(r, N) φ_r`` (spec §9).
+
+Every estimator here is a function of the anonymized histogram only (the multiset of counts).
+Given an :class:`~dpfreq.anonymized.AnonymizedHistogramRelease` ``(H, N)`` it evaluates
+``f̂^{dp} = Σ_{r≥1} f(r, N) · φ_r(H)`` (+ a constant), which is ε-DP by post-processing: it spends
+no further budget, and any number of properties may be computed from one release. Given an exact
+histogram (a mapping ``{r: φ_r}``, an array of per-label counts or a
+:class:`~dpfreq.engines.base.Prevalences`) it evaluates the same formula with ``n = Σ r φ_r``:
+the **non-private** reference, marked ``private=False`` and ``epsilon=inf``.
+
+Lipschitz constants
+-------------------
+For a linear estimator at a fixed sample size ``n`` and histograms whose counts are at most
+``R``, write ``f(0, n) = 0``; by the layer-cake identity
+``f̂(h) = Σ_{r≥1} (f(r, n) − f(r−1, n)) φ_{r+}(h)``, hence
+
+    ``|f̂(h1) − f̂(h2)| ≤ L · ℓ1(h1, h2)``,  ``L = max_{1≤r≤R} |f(r, n) − f(r−1, n)|``
+
+with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorted_l1_distance`).
+This is spec §9's ``L^n_{f̂}`` with the range of ``r`` made explicit. :func:`lipschitz_constant`
+computes ``L`` exactly (closed forms below; a finite scan where the coefficients vanish).
+Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement.
+
+| property | ``f(r, n)`` | ``L`` (counts ≤ R, ``R ≤ n`` typical) |
+| --- | --- | --- |
+| entropy (nats) | ``(r/n) ln(n/r)`` | ``max(ln(n)/n, −Δf(R))`` = ``ln(n)/n`` unless ``R ≳ n²/e`` |
+| Miller–Madow | ``(r/n) ln(n/r) + 1/(2n)`` − ``1/(2n)`` | ``max((ln n + 1/2)/n, −Δf(R))`` |
+| support size | ``1`` (``1/k`` normalized) | ``1`` (``1/k``) |
+| unseen species (SGT) | ``−(−t)^r Pr[Poisson(λ) ≥ r]`` | finite scan (``t(1+t)`` for ``t ≤ 1``) |
+| support coverage | ``1 − (−t)^r Pr[Poisson(λ) ≥ r]`` (``/(n(1+t))`` normalized) | finite scan |
+| distance to uniformity | ``|r/n − 1/k| − 1/k``, constant ``1`` | ``1/n`` (``R ≥ 3``) |
+| power sum ``P_a`` | ``r^{(a)} / n^{(a)}`` (falling) | ``a (R−1)^{(a−1)}/n^{(a)}`` (``a/n`` at R=n) |
+
+Rényi entropy ``ln(P̂_a)/(1−a)`` and Chao1 are non-linear wrappers: still ε-DP by
+post-processing; Rényi's error statement follows from the power sum's, Chao1 has none.
+
+References
+----------
+A. T. Suresh, "Differentially private anonymized histograms", NeurIPS 2019, §5 (Corollary 1).
+A. Orlitsky, A. T. Suresh, Y. Wu, "Optimal prediction of the number of unseen species",
+PNAS 113(47), 2016 (smoothed Good–Toulmin).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import poisson
+
+from dpfreq._validate import check_choice, check_int, check_positive_float, message
+from dpfreq.anonymized.distance import _prevalence_form
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.release import ErrorStatement, Release
+
+__all__ = [
+    "PROPERTY_NAMES",
+    "PropertyEstimate",
+    "estimate_distance_to_uniformity",
+    "estimate_entropy",
+    "estimate_power_sum",
+    "estimate_properties",
+    "estimate_renyi_entropy",
+    "estimate_support_coverage",
+    "estimate_support_size",
+    "estimate_unseen_species",
+    "lipschitz_constant",
+    "sgt_poisson_parameter",
+]
+
+_F64 = NDArray[np.float64]
+
+PROPERTY_NAMES = (
+    "distance-to-uniformity",
+    "entropy",
+    "miller-madow-entropy",
+    "power-sum",
+    "support-coverage",
+    "support-size",
+    "unseen-species",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropertyEstimate(Release):
+    """A symmetric-property estimate from an anonymized histogram.
+
+    ``value`` is a float. From a release it is ε-DP by post-processing (``epsilon`` and ``delta``
+    are the release's: nothing further is spent); from an exact histogram it is the non-private
+    reference (``private=False``, ``epsilon=inf``).
+
+    Attributes
+    ----------
+    property_name : str
+        Which property (``"entropy"``, ``"support-size"``, ...).
+    sample_size : int
+        The ``n`` in ``f(r, n)``: the release's ``N`` (a DP estimate), or ``Σ r φ_r`` for exact
+        input.
+    lipschitz_constant : float
+        ``L`` with respect to the sorted-ℓ1 distance at ``sample_size``, for histograms with
+        counts ``≤ max_count`` (``nan`` for non-linear estimators without one).
+    max_count : int
+        The ``R`` used for ``lipschitz_constant``: ``max(sample_size, largest count of H)``.
+    private : bool
+        True when computed from a DP release; False for the exact, non-private reference.
+    parameters : Mapping
+        The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
+    """
+
+    property_name: str
+    sample_size: int
+    lipschitz_constant: float
+    max_count: int
+    private: bool
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+# ----------------------------------------------------------------------------------------------
+# coefficient functions f(r, n) for r >= 1 (vectorized over r) and Lipschitz constants
+
+
+def _entropy_coef(r: _F64, n: float) -> _F64:
+    return (r / n) * np.log(n / r)
+
+
+def _entropy_step(r: float, n: float) -> float:
+    """``f(r, n) − f(r−1, n)`` for the entropy coefficients (``f(0) = 0``)."""
+    prev = 0.0 if r <= 1 else (r - 1) / n * math.log(n / (r - 1))
+    return r / n * math.log(n / r) - prev
+
+
+def _entropy_lipschitz(n: float, max_count: int, miller_madow: bool) -> float:
+    # f is concave on [0, ∞) with f(0) = 0, so its steps decrease in r: the extreme steps are at
+    # r = 1 and r = R.
+    first = math.log(n) / n + (0.5 / n if miller_madow else 0.0)
+    last = abs(_entropy_step(max_count, n)) if max_count >= 2 else 0.0
+    return max(abs(first), last)
+
+
+def sgt_poisson_parameter(sample_size: float, extrapolation_ratio: float) -> float | None:
+    """λ of the smoothed Good–Toulmin estimator (spec §9.3); ``None`` for ``t ≤ 1`` (plain GT).
+
+    ``λ = ln(n (t+1)² / (t−1)) / (2t)`` (Orlitsky–Suresh–Wu 2016, as in the INSPECTRE code).
+    """
+    t = extrapolation_ratio
+    if t <= 1:
+        return None
+    return math.log(sample_size * (t + 1) ** 2 / (t - 1)) / (2 * t)
+
+
+def _sgt_unseen_coef(r: _F64, n: float, t: float) -> _F64:
+    """``−(−t)^r Pr[Poisson(λ) ≥ r]`` evaluated in log space (no overflow for huge r)."""
+    sign = np.where(r % 2 == 1, 1.0, -1.0)  # −(−1)^r
+    lam = sgt_poisson_parameter(n, t)
+    if lam is None:
+        log_tail = np.zeros_like(r)
+    elif lam <= 0:  # n (t+1)²/(t−1) <= 1: Pr[L >= r] = 0 for r >= 1
+        return np.zeros_like(r)
+    else:
+        log_tail = poisson.logsf(r - 1, lam)
+    with np.errstate(under="ignore", over="ignore"):
+        return np.asarray(sign * np.exp(r * math.log(t) + log_tail), dtype=np.float64)
+
+
+def _sgt_scan_limit(n: float, t: float, max_count: int) -> tuple[int, float]:
+    """Where to stop scanning SGT steps, and a bound on every step beyond it."""
+    lam = sgt_poisson_parameter(n, t)
+    if lam is None:
+        # |step r| = t^{r−1}(1+t) for r >= 2: non-increasing in r when t <= 1.
+        return min(max_count, 3), 0.0
+    if lam <= 0:
+        return min(max_count, 1), 0.0
+    # Pr[L >= r] <= λ^r / r!, so |coef r| <= (tλ)^r / r! <= (e tλ / r)^r, tiny past e² tλ.
+    stop = min(max_count, math.ceil(math.e**2 * t * lam) + 64)
+    if stop == max_count:
+        return stop, 0.0
+    log_tail = stop * (1.0 + math.log(t * lam) - math.log(stop))
+    return stop, 2.0 * math.exp(log_tail)  # |step| <= |coef r| + |coef r−1|
+
+
+def _steps_lipschitz(coef: Callable[[_F64], _F64], upto: int, tail: float) -> float:
+    r = np.arange(1, upto + 1, dtype=np.float64)
+    f = coef(r)
+    steps = np.diff(f, prepend=0.0)
+    return max(float(np.max(np.abs(steps))) if steps.size else 0.0, tail)
+
+
+def _falling_ratio(r: _F64, n: float, order: int) -> _F64:
+    """``r^{(a)} / n^{(a)}`` as a product of ratios (no overflow); 0 for integer r < a."""
+    out = np.ones_like(r)
+    for j in range(order):
+        out = out * ((r - j) / (n - j))
+    return out
+
+
+def _uniformity_coef(r: _F64, n: float, k: int) -> _F64:
+    return np.abs(r / n - 1.0 / k) - 1.0 / k
+
+
+def lipschitz_constant(
+    property_name: str,
+    sample_size: int,
+    *,
+    max_count: int | None = None,
+    domain_size: int | None = None,
+    extrapolation_ratio: float | None = None,
+    order: int | None = None,
+    normalized: bool = False,
+) -> float:
+    """Lipschitz constant of a linear plug-in estimator with respect to the sorted-ℓ1 distance.
+
+    ``L = max_{1≤r≤R} |f(r, n) − f(r−1, n)|`` with ``f(0, n) = 0``, so that
+    ``|f̂(h1) − f̂(h2)| ≤ L · ℓ1(h1, h2)`` for all histograms ``h1, h2`` with counts ``≤ R``,
+    both evaluated at the same ``n`` (module docstring; spec §9).
+
+    Parameters
+    ----------
+    property_name : str
+        One of :data:`PROPERTY_NAMES`.
+    sample_size : int
+        ``n`` (>= 1).
+    max_count : int, optional
+        ``R``, the largest count the two histograms may have (default ``n``: any histogram of
+        total ``n``).
+    domain_size : int, optional
+        ``k`` (required for ``"distance-to-uniformity"``; normalizes ``"support-size"``).
+    extrapolation_ratio : float, optional
+        ``t`` (required for ``"unseen-species"`` and ``"support-coverage"``).
+    order : int, optional
+        ``a >= 2`` (required for ``"power-sum"``).
+    normalized : bool
+        ``"support-coverage"`` divided by ``n (1 + t)``.
+
+    Returns
+    -------
+    float
+        ``L`` (``inf`` for the power sum when ``n < order``).
+
+    Raises
+    ------
+    ParameterError
+        Unknown property or missing / invalid parameter.
+
+    Examples
+    --------
+    >>> round(lipschitz_constant("entropy", 1000), 6)  # ln(1000)/1000
+    0.006908
+    """
+    func = "lipschitz_constant"
+    check_choice(property_name, "property_name", func, PROPERTY_NAMES)
+    n = check_int(sample_size, "sample_size", func, minimum=1)
+    big_r = n if max_count is None else check_int(max_count, "max_count", func, minimum=1)
+    return _lipschitz(property_name, n, big_r, func, domain_size=domain_size,
+                      extrapolation_ratio=extrapolation_ratio, order=order, normalized=normalized)
+
+
+def _lipschitz(name: str, n: int, big_r: int, func: str, *, domain_size: Any = None,
+               extrapolation_ratio: Any = None, order: Any = None,
+               normalized: bool = False) -> float:
+    if name in ("entropy", "miller-madow-entropy"):
+        return _entropy_lipschitz(float(n), big_r, name == "miller-madow-entropy")
+    if name == "support-size":
+        if domain_size is None:
+            return 1.0
+        return 1.0 / check_int(domain_size, "domain_size", func, minimum=1)
+    if name in ("unseen-species", "support-coverage"):
+        t = _need(extrapolation_ratio, "extrapolation_ratio", func, name)
+        t = check_positive_float(t, "extrapolation_ratio", func)
+        upto, tail = _sgt_scan_limit(float(n), t, big_r)
+        extra = 1.0 if name == "support-coverage" else 0.0
+        scale = n * (1.0 + t) if normalized and name == "support-coverage" else 1.0
+
+        def coef(r: _F64) -> _F64:
+            return (extra + _sgt_unseen_coef(r, float(n), t)) / scale
+
+        return _steps_lipschitz(coef, upto, tail / scale)
+    if name == "distance-to-uniformity":
+        k = check_int(_need(domain_size, "domain_size", func, name), "domain_size", func,
+                      minimum=1)
+        # steps beyond r = 3 are at most 1/n, and one of r = 2, 3 reaches 1/n when R >= 3
+        return _steps_lipschitz(lambda r: _uniformity_coef(r, float(n), k), min(big_r, 3), 0.0)
+    a = check_int(_need(order, "order", func, name), "order", func, minimum=2)
+    if n < a:
+        return math.inf
+    # steps a (r−1)^{(a−1)} / n^{(a)} are non-negative and increase with r
+    step = float(_falling_ratio(np.array([float(big_r)]), float(n), a)[0]
+                 - _falling_ratio(np.array([float(big_r - 1)]), float(n), a)[0])
+    return abs(step)
+
+
+def _need(value: Any, param: str, func: str, name: str) -> Any:
+    if value is None:
+        raise ParameterError(message(param, func, f"given for property {name!r}", None))
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# input handling and the common evaluation
+
+
+@dataclass(frozen=True)
+class _Input:
+    counts: NDArray[np.int64]
+    prevalences: NDArray[np.int64]
+    sample_size: int
+    release: Any  # the release, or None for an exact histogram
+
+
+def _read(histogram: Any, func: str) -> _Input:
+    if isinstance(histogram, Release):
+        if not hasattr(histogram, "n_estimate"):
+            raise ParameterError(message("histogram", func, "an anonymized-histogram release, a "
+                                         "mapping {count: prevalence} or an array of counts",
+                                         type(histogram).__name__))
+        counts, prev = _prevalence_form(histogram, "histogram", func)
+        n = check_int(int(histogram.n_estimate), "histogram.n_estimate", func, minimum=0)
+        return _Input(counts, prev, n, histogram)
+    counts, prev = _prevalence_form(histogram, "histogram", func)
+    n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
+    return _Input(counts, prev, n, None)
+
+
+def _release_l1(release: Any) -> tuple[float | None, float | None, str, str]:
+    """The release's numeric ℓ1 error statement: (value, confidence, kind, description)."""
+    err = getattr(release, "error", None)
+    if err is None:
+        return None, None, "bound", ""
+    try:
+        value = float(np.asarray(err.value, dtype=np.float64).max())
+    except (TypeError, ValueError):
+        return None, err.confidence, err.kind, err.description
+    if not math.isfinite(value):
+        return None, err.confidence, err.kind, err.description
+    return value, err.confidence, err.kind, err.description
+
+
+def _result(inp: _Input, name: str, value: float, lipschitz: float, big_r: int,
+            parameters: dict[str, Any], *, error: ErrorStatement | None = None) -> PropertyEstimate:
+    rel = inp.release
+    if rel is None:
+        err = error or ErrorStatement(
+            kind="bound", confidence=1.0, value=0.0,
+            description="exact plug-in value on the raw histogram: NOT differentially private")
+        return PropertyEstimate(
+            value=float(value), epsilon=math.inf, delta=0.0,
+            mechanism="exact plug-in (non-private reference)",
+            mechanism_params={"sample_size": inp.sample_size, **parameters}, seeded=False,
+            error=err, property_name=name, sample_size=inp.sample_size,
+            lipschitz_constant=float(lipschitz), max_count=big_r, private=False,
+            parameters=parameters)
+    if error is None:
+        l1, conf, kind, desc = _release_l1(rel)
+        if l1 is None or not math.isfinite(lipschitz):
+            error = ErrorStatement(
+                kind="bound", confidence=conf, value=math.inf,
+                description=f"|estimate − exact plug-in at n = N| ≤ L·ℓ1(h, H) with L = "
+                            f"{lipschitz:.6g}; the release states no finite ℓ1 bound")
+        else:
+            error = ErrorStatement(
+                kind=kind, confidence=conf, value=float(lipschitz * l1),
+                description=f"L·(ℓ1 bound of the release) with L = {lipschitz:.6g} (sorted-ℓ1 "
+                            f"Lipschitz constant at n = N = {inp.sample_size}, counts ≤ {big_r}); "
+                            f"bounds |estimate − exact plug-in evaluated at n = N|, not the "
+                            f"effect of N ≠ n. Release: {desc}")
+    return PropertyEstimate(
+        value=float(value), epsilon=float(rel.epsilon), delta=float(getattr(rel, "delta", 0.0)),
+        mechanism=f"plug-in on {rel.mechanism} (post-processing)",
+        mechanism_params={"sample_size": inp.sample_size,
+                          "release_mechanism": rel.mechanism,
+                          "release_method": getattr(rel, "method", None), **parameters},
+        seeded=bool(rel.seeded), error=error, property_name=name, sample_size=inp.sample_size,
+        lipschitz_constant=float(lipschitz), max_count=big_r, private=True,
+        parameters=parameters)
+
+
+def _max_count(inp: _Input) -> int:
+    top = int(inp.counts[-1]) if inp.counts.size else 1
+    return max(top, inp.sample_size, 1)
+
+
+def _linear(inp: _Input, coef: Callable[[_F64], _F64]) -> float:
+    if inp.counts.size == 0:
+        return 0.0
+    return float(np.dot(coef(inp.counts.astype(np.float64)), inp.prevalences.astype(np.float64)))
+
+
+def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyEstimate:
+    """Plug-in (empirical) Shannon entropy in nats, optionally Miller–Madow corrected (spec §9.1).
+
+    ``Ĥ = Σ_r φ_r (r/n) ln(n/r)``; Miller–Madow adds ``(Σ_r φ_r − 1) / (2n)``.
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release ``(H, N)`` (the estimate is ε-DP by post-processing and uses ``N``), or an
+        exact histogram (the non-private reference, ``n = Σ r φ_r``).
+    miller_madow : bool
+        Add the Miller–Madow bias correction.
+
+    Returns
+    -------
+    PropertyEstimate
+        ``value`` in nats; 0 for an empty histogram or ``N = 0``.
+
+    Notes
+    -----
+    **Privacy**: a function of the release only, so it has the release's guarantee (ε-DP for
+    the anonymized histogram under the ±1-count neighbouring relation) and costs no budget.
+    **Lipschitz constant** w.r.t. sorted ℓ1: ``ln(n)/n`` (``(ln n + 1/2)/n`` for Miller–Madow)
+    whenever the counts are at most ``≈ n²/e`` (exactly ``max(f(1), |f(R) − f(R−1)|)``).
+
+    Examples
+    --------
+    >>> round(estimate_entropy({1: 4, 8: 1, 9: 1}).value, 6)  # exact, n = 21
+    1.310687
+    """
+    func = "estimate_entropy"
+    inp = _read(histogram, func)
+    name = "miller-madow-entropy" if miller_madow else "entropy"
+    big_r = _max_count(inp)
+    n = inp.sample_size
+    if n == 0:
+        return _result(inp, name, 0.0, 0.0, big_r, {})
+    value = _linear(inp, lambda r: _entropy_coef(r, float(n)))
+    if miller_madow and inp.counts.size:
+        value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
+    return _result(inp, name, value, _entropy_lipschitz(float(n), big_r, miller_madow), big_r, {})
+
+
+def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
+                          method: str = "observed") -> PropertyEstimate:
+    """Number of distinct labels ``Σ_r φ_r`` (spec §9.2), or the Chao1 lower-bound estimate.
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing) or an exact histogram (non-private reference).
+    domain_size : int, optional
+        Public ``k``: report the support size divided by ``k`` (``f ≡ 1/k``).
+    method : {"observed", "chao1"}
+        ``"observed"``: the linear ``Σ_r φ_r`` (Lipschitz constant 1, or ``1/k``). ``"chao1"``:
+        ``S + φ_1²/(2φ_2)`` (``S + φ_1(φ_1−1)/2`` when ``φ_2 = 0``), a non-linear estimate of the
+        support of the distribution; still DP by post-processing, but with no error guarantee.
+
+    Returns
+    -------
+    PropertyEstimate
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. Note that the observed support size has
+    Lipschitz constant 1, which Corollary 1 of the paper does not cover: its error is of the order
+    of the release's whole ℓ1 error.
+    """
+    func = "estimate_support_size"
+    method = check_choice(method, "method", func, ("observed", "chao1"))
+    inp = _read(histogram, func)
+    params: dict[str, Any] = {"method": method}
+    scale = 1.0
+    if domain_size is not None:
+        scale = float(check_int(domain_size, "domain_size", func, minimum=1))
+        params["domain_size"] = int(scale)
+    big_r = _max_count(inp)
+    observed = float(inp.prevalences.sum())
+    if method == "observed":
+        return _result(inp, "support-size", observed / scale, 1.0 / scale, big_r, params)
+    phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
+    f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
+    extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
+    error = None
+    if inp.release is not None:
+        error = ErrorStatement(kind="bound", confidence=None, value=math.inf,
+                               description="Chao1 is non-linear: no error guarantee")
+    return _result(inp, "support-size", (observed + extra) / scale, math.nan, big_r, params,
+                   error=error)
+
+
+def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
+         normalized: bool) -> PropertyEstimate:
+    t = check_positive_float(extrapolation_ratio, "extrapolation_ratio", func)
+    inp = _read(histogram, func)
+    big_r = _max_count(inp)
+    n = inp.sample_size
+    lam = sgt_poisson_parameter(float(max(n, 1)), t)
+    params: dict[str, Any] = {"extrapolation_ratio": t, "poisson_parameter": lam}
+    if name == "support-coverage":
+        params["normalized"] = normalized
+    if n == 0:
+        return _result(inp, name, 0.0, 0.0, big_r, params)
+    extra = 1.0 if name == "support-coverage" else 0.0
+    scale = n * (1.0 + t) if normalized else 1.0
+    value = _linear(inp, lambda r: (extra + _sgt_unseen_coef(r, float(n), t)) / scale)
+    lip = _lipschitz(name, n, big_r, func, extrapolation_ratio=t, normalized=normalized)
+    return _result(inp, name, value, lip, big_r, params)
+
+
+def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> PropertyEstimate:
+    """Smoothed Good–Toulmin estimate of the number of new labels in ``t·n`` further samples.
+
+    ``U = −Σ_{r≥1} (−t)^r Pr[L ≥ r] φ_r`` with ``L ~ Poisson(λ)``,
+    ``λ = ln(n (t+1)²/(t−1)) / (2t)`` for ``t > 1``; plain Good–Toulmin (``Pr[L ≥ r] := 1``) for
+    ``t ≤ 1`` (spec §9.3, Orlitsky–Suresh–Wu 2016).
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing, ``n = N``) or an exact histogram (non-private).
+    extrapolation_ratio : float
+        ``t > 0``: predict for ``t·n`` new samples (OSW's guarantees need ``t ≲ ln n``).
+
+    Returns
+    -------
+    PropertyEstimate
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. **Lipschitz constant**: the largest step
+    ``|f(r) − f(r−1)|`` of ``f(r) = −(−t)^r Pr[L ≥ r]``, computed by a scan up to
+    ``e² t λ + 64`` (beyond it every step is below ``2 (e t λ / r)^r``, which is included);
+    ``t(1+t)`` for ``t ≤ 1``.
+    """
+    return _sgt(histogram, "estimate_unseen_species", "unseen-species", extrapolation_ratio,
+                False)
+
+
+def estimate_support_coverage(histogram: Any, *, extrapolation_ratio: float,
+                              normalized: bool = False) -> PropertyEstimate:
+    """Expected number of distinct labels in ``m = n(1+t)`` samples: ``Σ_r φ_r + U`` (spec §9.3).
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing, ``n = N``) or an exact histogram (non-private).
+    extrapolation_ratio : float
+        ``t > 0``, see :func:`estimate_unseen_species`.
+    normalized : bool
+        Divide by ``m = n(1+t)`` (the normalized support coverage of the paper's Corollary 1).
+
+    Returns
+    -------
+    PropertyEstimate
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. **Lipschitz constant**: as for
+    :func:`estimate_unseen_species` with ``f(r) = 1 − (−t)^r Pr[L ≥ r]`` (divided by
+    ``n(1+t)`` when normalized).
+
+    Examples
+    --------
+    >>> round(estimate_support_coverage({1: 4, 8: 1, 9: 1}, extrapolation_ratio=2).value, 4)
+    11.83
+    """
+    return _sgt(histogram, "estimate_support_coverage", "support-coverage", extrapolation_ratio,
+                normalized)
+
+
+def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> PropertyEstimate:
+    """Plug-in ℓ1 distance to the uniform distribution on a public domain of ``k`` labels.
+
+    ``Σ_x |p̂_x − 1/k| = 1 + Σ_r φ_r (|r/n − 1/k| − 1/k)`` (unseen labels contribute ``1/k``
+    each; spec §9.4), clipped to ``[0, 2]``.
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing, ``n = N``) or an exact histogram (non-private).
+    domain_size : int
+        Public ``k >= 1``; never taken from the data.
+
+    Returns
+    -------
+    PropertyEstimate
+
+    Raises
+    ------
+    DataError
+        If an *exact* histogram has more than ``domain_size`` labels. A release may (noise);
+        the clip to ``[0, 2]`` (where the exact value lies) keeps the error statement valid.
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. **Lipschitz constant**: ``1/n`` (exactly
+    ``max_{r ≤ min(R, 3)} |f(r) − f(r−1)|``; the clip is 1-Lipschitz).
+    """
+    func = "estimate_distance_to_uniformity"
+    k = check_int(domain_size, "domain_size", func, minimum=1)
+    inp = _read(histogram, func)
+    support = int(inp.prevalences.sum())
+    if inp.release is None and support > k:
+        raise DataError(message("domain_size", func, "at least the number of labels in the "
+                                "histogram", f"{k} < {support} labels"))
+    big_r = _max_count(inp)
+    n = inp.sample_size
+    params = {"domain_size": k}
+    if n == 0:
+        return _result(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params)
+    raw = 1.0 + _linear(inp, lambda r: _uniformity_coef(r, float(n), k))
+    lip = _lipschitz("distance-to-uniformity", n, big_r, func, domain_size=k)
+    return _result(inp, "distance-to-uniformity", min(max(raw, 0.0), 2.0), lip, big_r, params)
+
+
+def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
+    """Unbiased power sum ``P̂_a = Σ_r φ_r r^{(a)} / n^{(a)}`` estimating ``Σ_x p_x^a`` (spec §9.5).
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing, ``n = N``) or an exact histogram (non-private).
+    order : int
+        ``a >= 2`` (``P̂_2`` is the collision probability).
+
+    Returns
+    -------
+    PropertyEstimate
+        ``value`` is ``nan`` when ``n < a`` (no unbiased estimator exists).
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. **Lipschitz constant**:
+    ``a (R−1)^{(a−1)} / n^{(a)}`` for counts ``≤ R`` (steps increase with ``r``); ``a/n`` when
+    ``R = n``.
+
+    Examples
+    --------
+    >>> round(estimate_power_sum({1: 4, 8: 1, 9: 1}, order=2).value, 6)  # (56 + 72) / (21·20)
+    0.304762
+    """
+    func = "estimate_power_sum"
+    a = check_int(order, "order", func, minimum=2)
+    inp = _read(histogram, func)
+    big_r = _max_count(inp)
+    n = inp.sample_size
+    if n < a:
+        return _result(inp, "power-sum", math.nan, math.inf, big_r, {"order": a})
+    value = _linear(inp, lambda r: _falling_ratio(r, float(n), a))
+    lip = _lipschitz("power-sum", n, big_r, func, order=a)
+    return _result(inp, "power-sum", value, lip, big_r, {"order": a})
+
+
+def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
+    """Rényi entropy of integer order ``a >= 2`` in nats: ``ln(P̂_a) / (1 − a)`` (spec §9.5).
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing, ``n = N``) or an exact histogram (non-private).
+    order : int
+        ``a >= 2``.
+
+    Returns
+    -------
+    PropertyEstimate
+        ``value`` is ``nan`` when ``P̂_a <= 0`` or ``n < a``.
+
+    Notes
+    -----
+    **Privacy**: post-processing of the release. Non-linear, so no global Lipschitz constant
+    (``lipschitz_constant`` is ``nan``). The error statement follows from the power sum's
+    bound ``D = L_P · ℓ1``: ``|Δ| ≤ ln(P̂/(P̂ − D)) / (a − 1)`` when ``P̂ > D`` (``ln`` is
+    concave), else ``inf``.
+    """
+    func = "estimate_renyi_entropy"
+    power = estimate_power_sum(histogram, order=order)
+    a = int(power.parameters["order"])
+    p = float(power.value)
+    value = math.log(p) / (1 - a) if p > 0 else math.nan
+    inp = _read(histogram, func)
+    error = None
+    if inp.release is not None:
+        d = float(power.error.value)
+        bound = math.log(p / (p - d)) / (a - 1) if p > d else math.inf
+        error = ErrorStatement(
+            kind=power.error.kind, confidence=power.error.confidence, value=bound,
+            description=f"from the power sum's bound D = {d:.6g}: ln(P/(P−D))/(a−1) "
+                        f"(inf when P <= D). {power.error.description}")
+    return _result(inp, "renyi-entropy", value, math.nan, power.max_count, {"order": a},
+                   error=error)
+
+
+def estimate_properties(histogram: Any, *, domain_size: int | None = None,
+                        extrapolation_ratio: float = 2.0) -> dict[str, PropertyEstimate]:
+    """All properties of this module at once (what ``dpfreq anonymize`` prints).
+
+    Parameters
+    ----------
+    histogram : AnonymizedHistogramRelease, mapping, array of counts or Prevalences
+        A release (ε-DP by post-processing; one release serves every property at no extra
+        cost) or an exact histogram (non-private reference).
+    domain_size : int, optional
+        Public ``k``: adds the distance to uniformity.
+    extrapolation_ratio : float
+        ``t`` of the unseen-species and support-coverage estimates (default 2, a statistical
+        choice, not a privacy parameter).
+
+    Returns
+    -------
+    dict
+        ``{"entropy", "miller-madow-entropy", "support-size", "unseen-species",
+        "support-coverage", "power-sum-2", "renyi-entropy-2"[, "distance-to-uniformity"]}``.
+    """
+    out = {
+        "entropy": estimate_entropy(histogram),
+        "miller-madow-entropy": estimate_entropy(histogram, miller_madow=True),
+        "support-size": estimate_support_size(histogram),
+        "unseen-species": estimate_unseen_species(histogram,
+                                                  extrapolation_ratio=extrapolation_ratio),
+        "support-coverage": estimate_support_coverage(histogram,
+                                                      extrapolation_ratio=extrapolation_ratio),
+        "power-sum-2": estimate_power_sum(histogram, order=2),
+        "renyi-entropy-2": estimate_renyi_entropy(histogram, order=2),
+    }
+    if domain_size is not None:
+        out["distance-to-uniformity"] = estimate_distance_to_uniformity(
+            histogram, domain_size=domain_size)
+    return out
