@@ -29,7 +29,7 @@ Each result carries it, and its error statement is ``L ×`` the release's ℓ1 e
 | unseen species (SGT) | ``−(−t)^r Pr[Poisson(λ) ≥ r]`` | finite scan (``t(1+t)`` for ``t ≤ 1``) |
 | support coverage | ``1 − (−t)^r Pr[Poisson(λ) ≥ r]`` (``/(n(1+t))`` normalized) | finite scan |
 | distance to uniformity | ``|r/n − 1/k| − 1/k``, constant ``1`` | ``1/n`` (``R ≥ 3``) |
-| power sum ``P_a`` | ``r^{(a)} / n^{(a)}`` (falling) | ``a (R−1)^{(a−1)}/n^{(a)}`` (``a/n`` at R=n) |
+| power sum ``P_a`` | ``r^{(a)}/n^{(a)}`` (falling) | ``a (R−1)^{(a−1)}/n^{(a)}`` (a/n at R=n) |
 
 Rényi entropy ``ln(P̂_a)/(1−a)`` and Chao1 are non-linear wrappers: still ε-DP by
 post-processing; Rényi's error statement follows from the power sum's, Chao1 has none.
