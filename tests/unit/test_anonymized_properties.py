@@ -1,0 +1,321 @@
+"""Plug-in symmetric-property estimators (spec §9, §12 E10, §14.8)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.stats import multinomial
+
+from dpfreq.anonymized.distance import sorted_l1_distance
+from dpfreq.anonymized.properties import (
+    PROPERTY_NAMES,
+    PropertyEstimate,
+    estimate_distance_to_uniformity,
+    estimate_entropy,
+    estimate_power_sum,
+    estimate_properties,
+    estimate_renyi_entropy,
+    estimate_support_coverage,
+    estimate_support_size,
+    estimate_unseen_species,
+    lipschitz_constant,
+    sgt_poisson_parameter,
+)
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.release import ErrorStatement, Release
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeRelease(Release):
+    """Stands in for AnonymizedHistogramRelease: (H, N) with an ℓ1 error statement."""
+
+    counts: Any
+    prevalences: Any
+    n_estimate: int
+
+
+def release(hist: dict[int, int], n: int, *, l1: float = 10.0, eps: float = 3.0) -> FakeRelease:
+    keys = sorted(hist)
+    return FakeRelease(
+        value=None, epsilon=eps, mechanism="privhist", seeded=True,
+        error=ErrorStatement(kind="bound", confidence=0.9, value=l1, description="ℓ1 bound"),
+        counts=np.array(keys, dtype=np.int64),
+        prevalences=np.array([hist[k] for k in keys], dtype=np.int64), n_estimate=n)
+
+
+# ----------------------------------------------------------------------------------------------
+# spec §12 E10: plug-ins on (H^e, N) = ({1:4, 8:1, 9:1}, 18)
+
+E10 = release({1: 4, 8: 1, 9: 1}, 18)
+
+
+def test_e10_worked_example():
+    # the spec prints 1.349293; the exact value is 1.3492919 (= Miller–Madow 1.488181 − 5/36)
+    assert estimate_entropy(E10).value == pytest.approx(1.3492919, abs=5e-8)
+    assert estimate_entropy(E10, miller_madow=True).value - estimate_entropy(E10).value == (
+        pytest.approx(5 / 36))
+    assert estimate_entropy(E10, miller_madow=True).value == pytest.approx(1.488181, abs=5e-7)
+    assert estimate_power_sum(E10, order=2).value == pytest.approx(0.418301, abs=5e-7)
+    assert estimate_distance_to_uniformity(E10, domain_size=10).value == pytest.approx(
+        1.322222, abs=5e-7)
+    assert sgt_poisson_parameter(18, 2.0) == pytest.approx(1.271899, abs=5e-7)
+    assert estimate_unseen_species(E10, extrapolation_ratio=2).value == pytest.approx(
+        5.747391, abs=5e-7)
+    assert estimate_support_coverage(E10, extrapolation_ratio=2).value == pytest.approx(
+        11.747391, abs=5e-7)
+    # the true data of E2 with n = 18
+    assert estimate_entropy({1: 2, 2: 1, 5: 1, 9: 1}).value == pytest.approx(1.267677, abs=5e-7)
+
+
+def test_hand_examples():
+    assert estimate_entropy({5: 4}).value == pytest.approx(math.log(4))
+    assert estimate_entropy([7]).value == 0.0
+    assert estimate_entropy({5: 4}, miller_madow=True).value == pytest.approx(
+        math.log(4) + 3 / 40)
+    assert estimate_support_size([3, 3, 1, 9]).value == 4.0
+    assert estimate_support_size([3, 3, 1, 9], domain_size=8).value == 0.5
+    # Chao1: S + φ1²/(2φ2); bias-corrected S + φ1(φ1−1)/2 when φ2 = 0
+    assert estimate_support_size({1: 4, 2: 2, 5: 1}, method="chao1").value == 7 + 16 / 4
+    assert estimate_support_size({1: 3, 5: 1}, method="chao1").value == 4 + 3
+    assert estimate_power_sum({2: 1}, order=2).value == 1.0
+    assert estimate_power_sum({1: 10}, order=2).value == 0.0
+    assert estimate_power_sum({3: 1, 1: 1}, order=3).value == pytest.approx(6 / 24)
+    assert estimate_renyi_entropy({4: 3}, order=2).value == pytest.approx(
+        -math.log(3 * 12 / (12 * 11)))
+    assert estimate_distance_to_uniformity({5: 6}, domain_size=6).value == pytest.approx(0.0)
+    assert estimate_distance_to_uniformity([12], domain_size=4).value == pytest.approx(1.5)
+    # plain Good–Toulmin for t <= 1: U = −Σ (−t)^r φ_r
+    assert estimate_unseen_species({1: 3, 2: 1}, extrapolation_ratio=0.5).value == pytest.approx(
+        3 * 0.5 - 0.25)
+    assert estimate_support_coverage(
+        {1: 3, 2: 1}, extrapolation_ratio=0.5, normalized=True).value == pytest.approx(
+        (4 + 1.25) / (5 * 1.5))
+
+
+def test_power_sum_is_unbiased_in_exact_expectation():
+    # exact enumeration of the multinomial: E[P̂_a] = Σ p^a
+    p = np.array([0.5, 0.3, 0.15, 0.05])
+    n = 6
+    for order in (2, 3):
+        expectation = 0.0
+        for x in itertools.product(range(n + 1), repeat=len(p) - 1):
+            if sum(x) > n:
+                continue
+            counts = [*x, n - sum(x)]
+            pmf = multinomial.pmf(counts, n, p)
+            expectation += pmf * estimate_power_sum([c for c in counts if c], order=order).value
+        assert expectation == pytest.approx(float((p**order).sum()), rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# Lipschitz constants: the inequality on random pairs, and tightness
+
+
+def _all(hist: Any, **kw: Any) -> dict[str, PropertyEstimate]:
+    return {
+        "entropy": estimate_entropy(hist),
+        "miller-madow-entropy": estimate_entropy(hist, miller_madow=True),
+        "support-size": estimate_support_size(hist, domain_size=kw["k"]),
+        "unseen-species": estimate_unseen_species(hist, extrapolation_ratio=kw["t"]),
+        "support-coverage": estimate_support_coverage(hist, extrapolation_ratio=kw["t"],
+                                                      normalized=kw["normalized"]),
+        "distance-to-uniformity": estimate_distance_to_uniformity(hist, domain_size=kw["k"]),
+        "power-sum": estimate_power_sum(hist, order=kw["a"]),
+    }
+
+
+def _random_hist(rng: np.random.Generator, top: int) -> dict[int, int]:
+    size = int(rng.integers(0, 30))
+    counts = rng.integers(1, top + 1, size=size)
+    values, prev = np.unique(counts, return_counts=True)
+    return dict(zip(values.tolist(), prev.tolist(), strict=True))
+
+
+def test_lipschitz_inequality_on_random_pairs(rng):
+    # at a fixed n (the release's N), |f̂(h1) − f̂(h2)| <= L · ℓ1(h1, h2) (spec §14.8)
+    checked = 0
+    for _ in range(150):
+        n = int(rng.choice([5, 40, 300, 5000]))
+        top = int(rng.choice([max(n // 4, 1), n, 3 * n]))
+        h1, h2 = _random_hist(rng, top), _random_hist(rng, top)
+        if rng.random() < 0.5 and h1:  # a neighbour of h1
+            r = int(rng.choice(list(h1)))
+            h2 = dict(h1)
+            h2[r] -= 1
+            h2[r + 1] = h2.get(r + 1, 0) + 1
+        kw = {"k": int(rng.integers(1, 60)) + 30, "t": float(rng.choice([0.5, 1.0, 2.0, 4.5])),
+              "a": int(rng.integers(2, 5)), "normalized": bool(rng.random() < 0.5)}
+        dist = sorted_l1_distance(h1, h2)
+        e1, e2 = _all(release(h1, n), **kw), _all(release(h2, n), **kw)
+        for name in e1:
+            big_r = max(e1[name].max_count, e2[name].max_count)
+            lip = lipschitz_constant(name, n, max_count=big_r, domain_size=kw["k"],
+                                     extrapolation_ratio=kw["t"], order=kw["a"],
+                                     normalized=kw["normalized"])
+            gap = abs(e1[name].value - e2[name].value)
+            assert gap <= lip * dist * (1 + 1e-9) + 1e-12, (name, h1, h2, n, kw)
+            checked += 1
+    assert checked == 150 * 7
+
+
+@pytest.mark.parametrize("name", PROPERTY_NAMES)
+@pytest.mark.parametrize("n", [1, 7, 50, 2000])
+def test_lipschitz_constant_is_attained_by_a_neighbour_pair(name, n):
+    # L = max_r |f(r) − f(r−1)| is the change between {r−1: 1} and {r: 1} (ℓ1 = 1) for some r
+    kw = {"domain_size": 13, "extrapolation_ratio": 2.5, "order": 2}
+    big_r = max(n, 3)
+    lip = lipschitz_constant(name, n, max_count=big_r, **kw)
+    if not math.isfinite(lip):
+        assert name == "power-sum"
+        assert n < 2
+        return
+    funcs = {
+        "entropy": lambda h: estimate_entropy(h).value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
+        "support-size": lambda h: estimate_support_size(h, domain_size=13).value,
+        "unseen-species": lambda h: estimate_unseen_species(h, extrapolation_ratio=2.5).value,
+        "support-coverage": lambda h: estimate_support_coverage(h, extrapolation_ratio=2.5).value,
+        "distance-to-uniformity": lambda h: estimate_distance_to_uniformity(
+            h, domain_size=13).value,
+        "power-sum": lambda h: estimate_power_sum(h, order=2).value,
+    }
+    f = funcs[name]
+    steps = [abs(f(release({r: 1}, n)) - f(release({r - 1: 1} if r > 1 else {}, n)))
+             for r in range(1, big_r + 1)]
+    if name == "miller-madow-entropy":
+        # the empty histogram's value is 0, not the linear formula's −1/(2n): L is then an upper
+        # bound that the step {} → {1: 1} misses by exactly 1/(2n)
+        assert max(steps) <= lip
+        assert lip - max(steps) <= 0.5 / n + 1e-15
+    elif name == "distance-to-uniformity" and n == 1:
+        assert max(steps) <= lip  # the clip to [0, 2] is active: L is not attained
+    else:
+        assert max(steps) == pytest.approx(lip, rel=1e-9, abs=1e-15)
+
+
+def test_closed_forms():
+    assert lipschitz_constant("entropy", 1000) == pytest.approx(math.log(1000) / 1000)
+    assert lipschitz_constant("miller-madow-entropy", 1000) == pytest.approx(
+        (math.log(1000) + 0.5) / 1000)
+    assert lipschitz_constant("support-size", 10) == 1.0
+    assert lipschitz_constant("support-size", 10, domain_size=4) == 0.25
+    assert lipschitz_constant("distance-to-uniformity", 80, domain_size=7) == pytest.approx(1 / 80)
+    assert lipschitz_constant("power-sum", 80, order=3) == pytest.approx(3 / 80)
+    assert lipschitz_constant("unseen-species", 80, extrapolation_ratio=0.5) == pytest.approx(0.75)
+    assert lipschitz_constant("power-sum", 1, order=2) == math.inf
+    # huge n and counts: closed forms, no scan over 10^9 values
+    assert lipschitz_constant("entropy", 6 * 10**9) == pytest.approx(math.log(6e9) / 6e9)
+    assert math.isfinite(lipschitz_constant("support-coverage", 6 * 10**9,
+                                            extrapolation_ratio=3.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# release vs exact input, error statements, empty input
+
+
+def test_release_result_carries_privacy_and_scaled_error():
+    est = estimate_entropy(E10)
+    assert est.private
+    assert est.epsilon == 3.0
+    assert est.seeded
+    assert est.sample_size == 18
+    assert est.lipschitz_constant == pytest.approx(lipschitz_constant("entropy", 18))
+    assert est.error.value == pytest.approx(10.0 * est.lipschitz_constant)
+    assert est.error.confidence == 0.9
+    assert "plug-in on privhist" in est.mechanism
+    data = json.loads(est.to_json())
+    assert data["type"] == "PropertyEstimate"
+    assert data["private"] is True
+    tight = release({1: 4, 8: 1, 9: 1}, 18, l1=1.0)
+    renyi = estimate_renyi_entropy(tight, order=2)
+    power = estimate_power_sum(tight, order=2)
+    assert renyi.value == pytest.approx(-math.log(power.value))
+    d = power.error.value
+    assert renyi.error.value == pytest.approx(math.log(power.value / (power.value - d)))
+
+
+def test_release_without_a_finite_l1_bound():
+    est = estimate_entropy(release({1: 4, 8: 1}, 12, l1=math.inf))
+    assert est.error.value == math.inf
+    assert "no finite" in est.error.description
+    renyi = estimate_renyi_entropy(release({1: 4, 8: 1}, 12, l1=1e6), order=2)
+    assert renyi.error.value == math.inf
+
+
+def test_exact_input_is_marked_non_private():
+    est = estimate_entropy({1: 2, 2: 1, 5: 1, 9: 1})
+    assert not est.private
+    assert est.epsilon == math.inf
+    assert est.error.value == 0.0
+    assert "NOT differentially private" in est.error.description
+    assert est.sample_size == 18
+    assert json.loads(est.to_json())["epsilon"] == "inf"
+
+
+def test_empty_histograms_and_zero_n():
+    for hist in ({}, [], release({}, 0), release({}, 5), release({3: 2}, 0)):
+        out = estimate_properties(hist, domain_size=4)
+        assert out["entropy"].value == 0.0
+        assert out["support-coverage"].value == 0.0
+        n = hist.n_estimate if isinstance(hist, Release) else 0
+        if n == 0:
+            assert out["distance-to-uniformity"].value == 1.0
+            assert math.isnan(out["power-sum-2"].value)
+        else:
+            assert out["power-sum-2"].value == 0.0
+        assert math.isnan(out["renyi-entropy-2"].value)
+    # a non-empty H with N > 0 but the power sum not positive
+    assert math.isnan(estimate_renyi_entropy(release({1: 3}, 9), order=2).value)
+
+
+def test_estimate_properties_keys():
+    out = estimate_properties({1: 4, 8: 1, 9: 1}, extrapolation_ratio=1.5)
+    assert set(out) == {"entropy", "miller-madow-entropy", "support-size", "unseen-species",
+                        "support-coverage", "power-sum-2", "renyi-entropy-2"}
+    assert out["unseen-species"].parameters["extrapolation_ratio"] == 1.5
+
+
+def test_release_counts_above_n_are_covered():
+    # noisy large counts may exceed N: max_count (the R of the constant) covers them
+    est = estimate_power_sum(release({1: 2, 40: 1}, 20), order=2)
+    assert est.max_count == 40
+    assert est.lipschitz_constant == pytest.approx(2 * 39 / (20 * 19))
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: estimate_distance_to_uniformity([1, 2, 3], domain_size=2), DataError,
+         "domain_size of estimate_distance_to_uniformity"),
+        (lambda: estimate_distance_to_uniformity([1, 2], domain_size=0), ParameterError,
+         "domain_size"),
+        (lambda: estimate_power_sum([1, 2], order=1), ParameterError, "order"),
+        (lambda: estimate_power_sum([1, 2], order=2.0), ParameterError, "order"),
+        (lambda: estimate_unseen_species([1], extrapolation_ratio=0), ParameterError,
+         "extrapolation_ratio"),
+        (lambda: estimate_support_size([1], method="ace"), ParameterError, "method"),
+        (lambda: estimate_entropy([0, 1]), DataError, "histogram of estimate_entropy"),
+        (lambda: estimate_entropy({2: -1}), DataError, "prevalences"),
+        (lambda: estimate_entropy(ErrorStatement(kind="sd", confidence=None, value=1,
+                                                 description="")), DataError, "histogram"),
+        (lambda: lipschitz_constant("kurtosis", 10), ParameterError, "property_name"),
+        (lambda: lipschitz_constant("power-sum", 10), ParameterError, "order"),
+        (lambda: lipschitz_constant("entropy", 0), ParameterError, "sample_size"),
+    ],
+)
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_other_release_types_are_refused():
+    other = Release(value=1, epsilon=1.0, mechanism="x", seeded=False,
+                    error=ErrorStatement(kind="sd", confidence=None, value=1.0, description=""))
+    with pytest.raises(ParameterError, match="anonymized-histogram release"):
+        estimate_entropy(other)
