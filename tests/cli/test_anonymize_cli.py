@@ -1,0 +1,125 @@
+"""`dpfreq anonymize` in-process (issue 4 item 7)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpfreq.cli.main import main
+
+
+def write_rows(path, labels, header="password"):
+    path.write_text(header + "\n" + "\n".join(labels) + "\n", encoding="utf-8")
+    return path
+
+
+def write_prevalences(path, hist, header="count,prevalence"):
+    body = "\n".join(f"{c},{p}" for c, p in hist.items())
+    path.write_text(header + "\n" + body + ("\n" if body else ""), encoding="utf-8")
+    return path
+
+
+def zipf_prevalences(seed, n=20_000):
+    rng = np.random.Generator(np.random.PCG64(seed))
+    p = 1.0 / np.arange(1, n // 2 + 1)
+    counts = rng.multinomial(n, p / p.sum())
+    values, prev = np.unique(counts[counts > 0], return_counts=True)
+    return dict(zip(values.tolist(), prev.tolist(), strict=True))
+
+
+def test_raw_file_table(tmp_path, capsys):
+    labels = ["123456"] * 30 + ["password"] * 12 + ["qwerty"] * 5 + [f"u{i}" for i in range(40)]
+    data = write_rows(tmp_path / "pw.csv", labels)
+    main(["anonymize", str(data), "--label", "password", "--epsilon", "2", "--seed", "3",
+          "--domain-size", "1000"])
+    out, err = capsys.readouterr()
+    assert "NOT for production" in err
+    assert "epsilon=2" in out
+    assert "# N = " in out
+    assert "count  labels" in out.replace("  labels", "  labels")
+    for name in ("entropy (nats, plug-in)", "support size", "unseen species",
+                 "distance to uniform", "collision probability"):
+        assert name in out
+
+
+def test_prevalence_csv_json_and_plot(tmp_path, capsys):
+    hist = zipf_prevalences(1)
+    data = write_prevalences(tmp_path / "prev.csv", hist)
+    png = tmp_path / "rank.png"
+    out_json = tmp_path / "rel.json"
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "0.5", "--method",
+          "privhist", "--seed", "7", "--top", "3", "--plot", str(png), "--json", str(out_json)])
+    out, err = capsys.readouterr()
+    assert "more distinct counts" in out  # compact list: 3 largest + 3 smallest
+    assert png.exists()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc = json.loads(out_json.read_text(encoding="utf-8"))
+    assert doc["release"]["type"] == "AnonymizedHistogramRelease"
+    assert doc["release"]["epsilon"] == 0.5
+    assert doc["properties"]["entropy"]["private"] is True
+    assert doc["properties"]["entropy"]["epsilon"] == 0.5
+    assert f"wrote {png}" in err
+
+
+@pytest.mark.parametrize("method", ["auto", "privhist", "privhist-tuned", "hay"])
+def test_json_to_stdout_every_method(tmp_path, capsys, method):
+    data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1", "--method", method,
+          "--seed", "2", "--json", "-"])
+    out, _ = capsys.readouterr()
+    doc = json.loads(out)  # stdout is the JSON document only
+    assert set(doc) == {"release", "properties"}
+    assert "support-coverage" in doc["properties"]
+
+
+def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
+    data = write_prevalences(tmp_path / "empty.csv", {})
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    out, _ = capsys.readouterr()
+    assert "# N = " in out
+
+
+@pytest.mark.parametrize(
+    ("args", "content", "match"),
+    [
+        (["--epsilon", "1"], None, "--label"),
+        (["--prevalence-csv", "--label", "x", "--epsilon", "1"], "count,prevalence\n1,2\n",
+         "--label does not apply"),
+        (["--prevalence-csv", "--engine", "duckdb", "--epsilon", "1"],
+         "count,prevalence\n1,2\n", "--engine does not apply"),
+        (["--prevalence-csv", "--epsilon", "1"], "r,phi\n1,2\n", "header 'count,prevalence'"),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n1,2.5\n", "integers"),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n0,2\n", ">= 1"),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n3,1\n3,4\n",
+         "listed twice"),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n3,1,2\n", "2 columns"),
+        (["--prevalence-csv", "--epsilon", "-1"], "count,prevalence\n3,1\n", "epsilon"),
+        (["--prevalence-csv", "--epsilon", "1", "--method", "best"], "count,prevalence\n3,1\n",
+         "method"),
+        (["--prevalence-csv", "--epsilon", "1", "--top", "0"], "count,prevalence\n3,1\n",
+         "--top"),
+        (["--prevalence-csv", "--epsilon", "1", "--domain-size", "0"],
+         "count,prevalence\n3,1\n", "domain_size"),
+        (["--label", "nope", "--epsilon", "1"], "password\na\nb\n", "nope"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match):
+    data = tmp_path / "in.csv"
+    data.write_text(content if content is not None else "password\na\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(["anonymize", str(data), *args])
+    assert info.value.code == 2
+    _, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert len(lines) == 1
+    assert lines[0].startswith("dpfreq: error:")
+    assert match in lines[0]
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["anonymize", str(tmp_path / "absent.csv"), "--label", "x", "--epsilon", "1"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
