@@ -72,13 +72,16 @@ def _frequency_list(rel: Any, top: int) -> list[str]:
     ranks = np.cumsum(prev)
     rows = [(f"{c:d}", f"{p:d}", f"{r - p + 1:d}-{r:d}" if p > 1 else f"{r:d}")
             for c, p, r in zip(counts.tolist(), prev.tolist(), ranks.tolist(), strict=True)]
-    if len(rows) > 2 * top:
-        hidden = len(rows) - 2 * top
-        rows = [*rows[:top], ("...", f"({hidden} more distinct counts)", ""), *rows[-top:]]
+    hidden = len(rows) - 2 * top
+    if hidden > 0:
+        rows = rows[:top] + rows[-top:]
     table = [("count", "labels", "ranks"), *rows]
     width = [max(len(row[i]) for row in table) for i in range(3)]
-    return ["  ".join(cell.rjust(w) for cell, w in zip(row, width, strict=True)).rstrip()
-            for row in table]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, width, strict=True)).rstrip()
+             for row in table]
+    if hidden > 0:
+        lines.insert(top + 1, f"{'...'.rjust(width[0])}  ({hidden} more distinct counts)")
+    return lines
 
 
 def _property_lines(props: dict[str, Any]) -> list[str]:
@@ -97,8 +100,10 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     for key, est in props.items():
         bound = float(est.error.value)
         band = f"± {bound:.4g}" if np.isfinite(bound) else "(no finite bound)"
+        lip = (f"L = {est.lipschitz_constant:.3g}" if np.isfinite(est.lipschitz_constant)
+               else "non-linear")
         lines.append(f"{label.get(key, key).ljust(width)}  {float(est.value):12.6g}  {band}  "
-                     f"(L = {est.lipschitz_constant:.3g})")
+                     f"({lip})")
     return lines
 
 
