@@ -210,3 +210,99 @@ def test_distributed_sketch_is_a_lazy_attribute(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
         _ = engines.DistributedProfileSketch
+
+
+# -- session creation (no JVM: SparkSession replaced by a recording fake) ----------------------
+class _FakeBuilder:
+    def __init__(self, fail: bool) -> None:
+        self.calls: dict[str, Any] = {}
+        self.fail = fail
+
+    def master(self, url: str) -> _FakeBuilder:
+        self.calls["master"] = url
+        return self
+
+    def appName(self, name: str) -> _FakeBuilder:
+        self.calls["app"] = name
+        return self
+
+    def config(self, key: str, value: str) -> _FakeBuilder:
+        self.calls[key] = value
+        return self
+
+    def getOrCreate(self) -> str:
+        if self.fail:
+            raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited.\nmore")
+        return "new session"
+
+
+def _fake_session_class(active: Any, builder: _FakeBuilder) -> Any:
+    class FakeSparkSession:
+        @staticmethod
+        def getActiveSession() -> Any:
+            return active
+
+    FakeSparkSession.builder = builder  # type: ignore[attr-defined]
+    return FakeSparkSession
+
+
+def test_spark_session_sets_executor_python_and_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    import sys
+
+    import dpfreq.engines.spark as spark_mod
+
+    builder = _FakeBuilder(fail=False)
+    monkeypatch.setattr(spark_mod, "SparkSession", _fake_session_class(None, builder))
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert spark_mod.spark_session("spark://head:7077") == "new session"
+    assert spark_mod.os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert builder.calls["master"] == "spark://head:7077"
+    assert builder.calls["spark.sql.session.timeZone"] == "UTC"
+    # a PYSPARK_PYTHON set by the user (e.g. ./environment/bin/python) is kept
+    monkeypatch.setenv("PYSPARK_PYTHON", "./environment/bin/python")
+    spark_mod.spark_session("local[2]")
+    assert spark_mod.os.environ["PYSPARK_PYTHON"] == "./environment/bin/python"
+
+
+def test_spark_session_reuses_the_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    import dpfreq.engines.spark as spark_mod
+
+    builder = _FakeBuilder(fail=False)
+    monkeypatch.setattr(spark_mod, "SparkSession", _fake_session_class("active", builder))
+    assert spark_mod.spark_session("local[2]") == "active"
+    assert builder.calls == {}  # its master and configuration are left alone
+
+
+def test_spark_session_start_failure_is_engine_unavailable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    import dpfreq.engines.spark as spark_mod
+    from dpfreq.errors import EngineUnavailableError
+
+    monkeypatch.setattr(spark_mod, "SparkSession",
+                        _fake_session_class(None, _FakeBuilder(fail=True)))
+    monkeypatch.setenv("PYSPARK_PYTHON", "python")
+    with pytest.raises(EngineUnavailableError,
+                       match=r"^cannot start Spark with master 'yarn': \[JAVA_GATEWAY_EXITED\] "
+                             r"Java gateway process exited\. \(the spark engine needs Java"):
+        spark_mod.spark_session("yarn")
+
+
+@pytest.mark.spark
+def test_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
+    """``engine=<SparkSession>`` in release_window_counts gives the arrays path's release."""
+    from dpfreq.windows import release_window_counts
+
+    log = _log(tmp_path)
+    kw: dict[str, Any] = {"item": "u", "time": "t", "horizon": 4, "epsilon": 1.0,
+                          "k_values": [1, 2], "windows": ["cumulative", 2], "rng": 11}
+    got = release_window_counts(str(log), engine=spark, **kw)
+    arr = np.loadtxt(log, delimiter=",", skiprows=1, dtype=np.int64)
+    ref = release_window_counts({"u": arr[:, 0], "t": arr[:, 1]}, **kw)
+    assert got.mechanism_params["source"] == "spark"
+    a, b = got.to_dict(), ref.to_dict()
+    a["mechanism_params"].pop("source")
+    b["mechanism_params"].pop("source")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
