@@ -191,6 +191,18 @@ def make_spark_csv(case, tmp_path, spark):  # type: ignore[no-untyped-def]
     return get_engine("spark", spark=spark), write_csv(case, tmp_path / "events.csv")
 
 
+def make_spark_sql(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    path = write_parquet(case, tmp_path / "events.parquet")
+    spark.read.parquet(str(path)).createOrReplaceTempView("dpfreq_events_sql")
+    return get_engine("spark", spark=spark), "SELECT * FROM dpfreq_events_sql"
+
+
+def make_spark_table(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    path = write_parquet(case, tmp_path / "events.parquet")
+    spark.read.parquet(str(path)).createOrReplaceTempView("dpfreq_events")
+    return get_engine("spark", spark=spark), "dpfreq_events"
+
+
 # (maker, max_count values, k_max values): Spark jobs cost ~0.2 s each even on tiny data, so the
 # Spark path sources check fewer parameter values (the DataFrame source checks the same code).
 _ALL = ([None, 1, 2, 5], [None, 1, 2, 3])
@@ -207,6 +219,8 @@ BACKENDS = [
     pytest.param(make_spark_dataframe, _SPARK, id="spark-dataframe", marks=pytest.mark.spark),
     pytest.param(make_spark_parquet, _SPARK_PATH, id="spark-parquet", marks=pytest.mark.spark),
     pytest.param(make_spark_csv, _SPARK_PATH, id="spark-csv", marks=pytest.mark.spark),
+    pytest.param(make_spark_sql, _SPARK_PATH, id="spark-sql", marks=pytest.mark.spark),
+    pytest.param(make_spark_table, _SPARK_PATH, id="spark-table", marks=pytest.mark.spark),
 ]
 
 

@@ -201,6 +201,14 @@ def test_spark_errors(spark: Any, tmp_path: Path) -> None:
         eng.report_sums(spark.createDataFrame([(0, 0, 2)], "h long, j long, bit long"))
     with pytest.raises(ParameterError, match="spark"):
         get_engine("spark", spark="local")
+    # SQL strings and catalog names: Spark's own error, in one line
+    with pytest.raises(DataError, match="the SQL query failed") as e:
+        eng.item_counts("SELECT * FROM dpfreq_no_such_view", item="item")
+    assert "\n" not in str(e.value)
+    with pytest.raises(DataError, match="no table 'dpfreq_no_such_table' in the Spark catalog"):
+        eng.item_counts("dpfreq_no_such_table", item="item")
+    with pytest.raises(ParameterError, match="a Spark DataFrame, a Parquet/CSV path, a SQL"):
+        eng.item_counts(42, item="item")
 
 
 @pytest.mark.spark

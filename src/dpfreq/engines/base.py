@@ -12,7 +12,8 @@ Source kinds
 * ``duckdb``: a CSV or Parquet path (``str``/``pathlib.Path``), a ``duckdb.DuckDBPyRelation``, or
   a SQL string ``"SELECT ..."`` / table name (run on an in-memory connection, or the
   ``connection`` the engine was created with).
-* ``spark``: a ``pyspark.sql.DataFrame`` or a Parquet/CSV path.
+* ``spark``: a ``pyspark.sql.DataFrame``, a Parquet/CSV path or URI (``hdfs://``, ``s3a://``),
+  a SQL string ``"SELECT ..."`` (``spark.sql``) or a catalog table name (``spark.table``).
 
 Errors: an unknown column, an unreadable or empty file, or values of the wrong type raise
 :class:`dpfreq.errors.DataError` whose message names the column; never a traceback from deep

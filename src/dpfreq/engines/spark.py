@@ -1,4 +1,5 @@
-"""The Spark engine: the engine protocol on pyspark DataFrames and Parquet/CSV paths (DESIGN.md §6).
+"""The Spark engine: the engine protocol on pyspark DataFrames, Parquet/CSV paths, SQL queries
+and catalog tables (DESIGN.md §6).
 
 Aggregation runs on the executors (``groupBy``; ``row_number()`` over a window partitioned by
 item and ordered by time for ``k_max``); only the small results reach the driver (as Arrow
@@ -47,6 +48,9 @@ __all__ = ["SparkEngine", "spark_session"]
 
 _MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[[\d,\s]+\]"
                          r"|spark://\S+|yarn|k8s://\S+")
+_SQL_START = re.compile(r"^\s*(select|with|from|values|table\b|\()", re.IGNORECASE)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+_FILE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq")
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
@@ -160,13 +164,36 @@ class SparkEngine:
 
     # -- sources ---------------------------------------------------------------------------
     def dataframe(self, source: Any, func: str = "SparkEngine") -> DataFrame:
-        """The source as a Spark DataFrame."""
+        """The source as a Spark DataFrame.
+
+        A DataFrame as it is; a string starting like a query (``SELECT``, ``WITH``, ``FROM``,
+        ``VALUES``, ``TABLE``, ``(``) through ``spark.sql``; a name such as ``events`` or
+        ``db.events`` (no path separator, no file suffix, not an existing file) through
+        ``spark.table`` (metastore/catalog tables); anything else as a Parquet/CSV path or URI.
+        """
         if isinstance(source, DataFrame):
             return source
-        if isinstance(source, str | Path):
-            return self._read(Path(source), str(source), func)
-        raise ParameterError(message("source", func, "a Spark DataFrame or a Parquet/CSV path",
-                                     type(source).__name__))
+        if isinstance(source, Path):
+            return self._read(source, str(source), func)
+        if isinstance(source, str):
+            text = source.strip()
+            if _SQL_START.match(text):
+                try:
+                    return self.spark.sql(text)
+                except _SPARK_ERRORS as exc:
+                    raise DataError(f"source of {func}: the SQL query failed: "
+                                    f"{_one_line(exc)}") from exc
+            lower = text.lower()
+            if (_IDENT.match(text) and not lower.endswith(_FILE_SUFFIXES)
+                    and not Path(text).exists()):
+                try:
+                    return self.spark.table(text)
+                except _SPARK_ERRORS as exc:
+                    raise DataError(f"source of {func}: no table {text!r} in the Spark catalog "
+                                    f"({_one_line(exc)}).") from exc
+            return self._read(Path(text), text, func)
+        raise ParameterError(message("source", func, "a Spark DataFrame, a Parquet/CSV path, a "
+                                     "SQL query or a table name", type(source).__name__))
 
     def _read(self, path: Path, text: str, func: str) -> DataFrame:
         lower = text.lower()
