@@ -1,0 +1,93 @@
+"""Reading an anonymized histogram in any accepted in-memory form into prevalence form.
+
+Accepted (spec ``privhist.md`` §1):
+
+* a mapping ``{count r: prevalence φ_r}`` (keys and values integers ``>= 1``);
+* a 1-d array of per-label counts (every entry an integer ``>= 1``; labels are dropped);
+* :class:`dpfreq.engines.base.Prevalences` or any object with ``counts`` and ``prevalences``
+  arrays (for example an :class:`~dpfreq.anonymized.AnonymizedHistogramRelease`).
+
+The empty histogram (empty mapping or array) is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_count_array, message
+from dpfreq.errors import DataError
+
+__all__ = ["as_prevalences"]
+
+_I64 = NDArray[np.int64]
+
+_FORMS = ("a mapping {count: prevalence}, an array of per-label counts or an object with "
+          "counts and prevalences arrays")
+
+
+def _finish(counts: _I64, prev: _I64, param: str, func: str) -> tuple[_I64, _I64]:
+    if counts.shape != prev.shape:
+        raise DataError(message(f"{param}.prevalences", func,
+                                f"an array of the same length as {param}.counts",
+                                f"length {prev.shape[0]} vs {counts.shape[0]}"))
+    order = np.argsort(counts, kind="stable")
+    counts, prev = counts[order], prev[order]
+    if counts.size > 1:
+        dup = np.flatnonzero(counts[1:] == counts[:-1])
+        if dup.size:
+            raise DataError(message(f"{param}.counts", func, "distinct counts",
+                                    f"count {int(counts[dup[0]])} listed twice"))
+    return counts.astype(np.int64, copy=False), prev.astype(np.int64, copy=False)
+
+
+def as_prevalences(obj: Any, func: str, param: str = "source") -> tuple[_I64, _I64]:
+    """``(counts, prevalences)`` of a histogram: counts strictly increasing, both int64 ``>= 1``.
+
+    Parameters
+    ----------
+    obj : mapping, array-like or object with ``counts``/``prevalences``
+        The histogram (see the module docstring).
+    func : str
+        Public function name for error messages.
+    param : str
+        Parameter name for error messages.
+
+    Raises
+    ------
+    DataError
+        Non-integer, NaN, zero or negative counts or prevalences, repeated counts, mismatched
+        lengths, or an object of another kind (strings, ``None``).
+    """
+    if hasattr(obj, "counts") and hasattr(obj, "prevalences"):
+        counts = check_count_array(obj.counts, f"{param}.counts", func, minimum=1)
+        prev = check_count_array(obj.prevalences, f"{param}.prevalences", func, minimum=1)
+        return _finish(counts, prev, param, func)
+    if isinstance(obj, Mapping):
+        keys = list(obj.keys())
+        vals = list(obj.values())
+        try:
+            key_arr = np.array(keys) if keys else np.zeros(0, np.int64)
+            val_arr = np.array(vals) if vals else np.zeros(0, np.int64)
+        except (TypeError, ValueError) as exc:
+            raise DataError(message(param, func, _FORMS, type(obj).__name__)) from exc
+        counts = check_count_array(key_arr, f"{param} (counts, the keys)", func, minimum=1)
+        prev = check_count_array(val_arr, f"{param} (prevalences, the values)", func, minimum=1)
+        return _finish(counts, prev, param, func)
+    if obj is None or isinstance(obj, str | bytes):
+        raise DataError(message(param, func, _FORMS, obj))
+    per_label = check_count_array(obj, f"{param} (per-label counts)", func, minimum=1)
+    if per_label.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    counts, prev = np.unique(per_label, return_counts=True)
+    return counts.astype(np.int64), prev.astype(np.int64)
+
+
+def total_of(counts: _I64, prevalences: _I64) -> int:
+    """``n = Σ_r r·φ_r`` as an exact Python integer."""
+    if counts.size == 0:
+        return 0
+    return int(np.dot(counts.astype(object), prevalences.astype(object)))

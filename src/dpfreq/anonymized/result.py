@@ -1,0 +1,117 @@
+"""The release type of an anonymized histogram (PrivHist, Hay et al.; spec ``privhist.md`` §1).
+
+The histogram is kept in **prevalence form** ``{count r: number of labels with count r}`` so that
+a release of billions of labels stays a few thousand numbers; :meth:`to_counts` expands it on
+request (``O(number of labels)`` time and memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq.release import Release
+
+__all__ = ["AnonymizedHistogramRelease"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnonymizedHistogramRelease(Release):
+    """A differentially private anonymized histogram ``H`` with a private total ``N``.
+
+    ``value`` is the dict ``{"counts": counts, "prevalences": prevalences, "n_estimate": N}``.
+
+    Attributes
+    ----------
+    counts : numpy.ndarray of int64
+        The distinct released counts, strictly increasing, every entry ``>= 1``.
+    prevalences : numpy.ndarray of int64
+        ``prevalences[i] >= 1`` labels have released count ``counts[i]`` (same length as
+        ``counts``). Both arrays are empty for an empty release.
+    n_estimate : int
+        ``N``, the ε1-DP estimate of the total ``n = Σ_x n_x`` (spec §3 step 1: ``max(n + Z, 0)``
+        with two-sided geometric ``Z``). Use it, not ``Σ r·φ_r(H)``, as the sample size of
+        plug-in property estimators (spec §9).
+    split : tuple of float
+        The budget split ``(ε1, ε2, ε3)`` actually used: ε1 for ``N``, ε2 for the split and the
+        noisy counts, ε3 for the smoothed high-privacy histogram (0 when unused). For Hay et al.
+        ``(ε1, ε', 0)`` with ε' on the sorted counts.
+    regime : str
+        ``"low-privacy"`` (PrivHist, ε > 1), ``"high-privacy"`` (PrivHist, ε ≤ 1),
+        ``"sorted-counts"`` (Hay et al.) or ``"empty"`` (``N = 0``: nothing but ``N`` released).
+    method : str
+        The method that produced the release: ``"privhist"``, ``"privhist-tuned"`` or ``"hay"``
+        (``method="auto"`` records its choice here and ``"auto"`` in
+        ``mechanism_params["requested_method"]``).
+    """
+
+    counts: np.ndarray
+    prevalences: np.ndarray
+    n_estimate: int
+    split: tuple[float, float, float]
+    regime: str
+    method: str
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels in the released histogram (``Σ_r φ_r(H)``)."""
+        return int(np.asarray(self.prevalences, dtype=np.int64).sum())
+
+    @property
+    def total(self) -> int:
+        """``Σ_r r·φ_r(H)``: the total of the released counts (noisier than :attr:`n_estimate`)."""
+        c = np.asarray(self.counts, dtype=np.int64).astype(object)
+        p = np.asarray(self.prevalences, dtype=np.int64).astype(object)
+        return int(np.dot(c, p)) if c.size else 0
+
+    def to_mapping(self) -> dict[int, int]:
+        """The release as a plain mapping ``{count r: prevalence φ_r}`` (ascending ``r``)."""
+        return {int(c): int(p) for c, p in zip(self.counts, self.prevalences, strict=True)}
+
+    def to_counts(self) -> np.ndarray:
+        """The released counts expanded to one entry per label, sorted descending (int64).
+
+        This is ``O(n_labels)`` time and memory — billions of entries for a password list; the
+        release itself (and every dpfreq consumer of it) works on the prevalence form instead.
+        """
+        c = np.asarray(self.counts, dtype=np.int64)[::-1]
+        p = np.asarray(self.prevalences, dtype=np.int64)[::-1]
+        return np.repeat(c, p)
+
+    def plot(self, ax: Any = None) -> Any:
+        """Rank–frequency plot (log–log) of the released histogram.
+
+        One horizontal step per distinct count, drawn from the prevalence form (never expanded),
+        so it is instant for billions of labels.
+
+        Parameters
+        ----------
+        ax : matplotlib axes, optional
+            Where to draw; a new Agg figure when omitted.
+
+        Returns
+        -------
+        matplotlib axes
+        """
+        from dpfreq.plotting import new_axes
+
+        ax = new_axes(ax)
+        counts = np.asarray(self.counts, dtype=np.int64)[::-1]
+        prev = np.asarray(self.prevalences, dtype=np.int64)[::-1]
+        if counts.size:
+            ends = np.cumsum(prev).astype(np.float64)
+            starts = ends - prev + 1.0
+            x = np.column_stack([starts, ends]).ravel()
+            y = np.repeat(counts.astype(np.float64), 2)
+            ax.plot(x, y, label=f"release ({self.method}, {self.regime})")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.legend(loc="best")
+        else:
+            ax.text(0.5, 0.5, "empty release", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel("rank (labels by released count, descending)")
+        ax.set_ylabel("released count")
+        ax.set_title(f"Anonymized histogram: ε={self.epsilon:g}, N={self.n_estimate}")
+        return ax
