@@ -12,7 +12,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local[2] SparkSession for the whole test session (UI off, 4 shuffle partitions)."""
+    """One local[2] SparkSession for the whole test session: UI off; 2 shuffle partitions with
+    adaptive execution off, so that grouped and sorted results really come from several
+    partitions; no whole-stage code generation (faster on tiny data)."""
     pytest.importorskip("pyspark")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
