@@ -8,6 +8,8 @@
   that engine's alone; for Spark local mode the JVM (driver = executor here) is reported
   separately (VmHWM of the JVM process). The memory engine's time includes reading the Parquet
   columns into numpy (reported separately too). Baseline for the ratios: DuckDB.
+* ``occurrence_times`` with no ``k_max`` (every event, sorted, to the driver: what
+  ``release_window_counts`` asks an engine for): time and the driver's peak memory.
 * The distributed profile sketch: creation (noise drawn on executors) + write to Parquet, and
   the reduction to the noisy profile, at the ``--sketch-d`` domain sizes; driver (Python) RSS.
 * A *projection* (labelled as such) of the number of machines at which Spark overtakes DuckDB
@@ -129,6 +131,17 @@ def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
     out["n_items"] = len(ic.keys)
     out["n_events"] = int(ic.counts.sum())
     out["driver_rss_mb"] = _rss_mb()
+    if args.occurrences:
+        # what release_window_counts asks for: every (item, time) pair, sorted, on the driver
+        t0 = time.perf_counter()
+        if engine == "memory":
+            src = {"item": src["item"],
+                   "time": pq.read_table(path, columns=["time"]).column("time").to_numpy()}
+        occ = eng.occurrence_times(src, item="item", time="time", k_max=None)
+        out["occurrence_times_s"] = time.perf_counter() - t0
+        out["occurrence_rows"] = int(occ.times.size)
+        out["occurrence_rss_mb"] = _rss_mb()
+        del occ
     if engine == "spark":
         out["jvm_hwm_mb"] = _hwm_mb(_jvm_pid(spark))
         if args.sketch_d:
@@ -166,6 +179,8 @@ def main() -> None:
     ap.add_argument("--sketch-d", type=int, nargs="*", default=None,
                     help="domain sizes of the distributed sketch (default 10^6 10^7)")
     ap.add_argument("--spark-memory", default="4g")
+    ap.add_argument("--no-occurrences", dest="occurrences", action="store_false",
+                    help="skip occurrence_times (all events to the driver)")
     ap.add_argument("--tmp", default=None, help="directory for the Parquet log")
     ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -187,6 +202,8 @@ def main() -> None:
         for eng in engines:
             cmd = [sys.executable, __file__, "--worker", eng, str(path),
                    "--spark-memory", args.spark_memory]
+            if not args.occurrences:
+                cmd.append("--no-occurrences")
             if eng == "spark":
                 cmd += ["--sketch-d", *map(str, args.sketch_d)]
             if args.tmp:
@@ -213,6 +230,14 @@ def main() -> None:
           "reconstruction, n = 100)")
     if "memory" in results:
         print(f"(memory includes {results['memory']['load_s']:.2f} s Parquet -> numpy)")
+    if any("occurrence_times_s" in r for r in results.values()):
+        print(f"\n{'engine':<8} {'occurrence_times s':>19} {'events/s':>11} {'driver MB':>10}")
+        for eng, r in results.items():
+            print(f"{eng:<8} {r['occurrence_times_s']:19.2f} "
+                  f"{n / r['occurrence_times_s']:11.3e} {r['occurrence_rss_mb']:10.0f}")
+        print("(occurrence_times(k_max=None): every (item, time) pair sorted and collected to the "
+              "driver, as release_window_counts needs; one run after the others; driver MB = "
+              "peak RSS after it)")
     if "spark" in results:
         r = results["spark"]
         print(f"(spark session start {r['session_s']:.1f} s, not included)")
