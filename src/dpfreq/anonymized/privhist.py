@@ -279,20 +279,26 @@ def grid_q(n_estimate: int, epsilon3: float) -> float | None:
     return math.sqrt(math.log(1.0 / epsilon3) / (n_estimate * epsilon3))
 
 
-def boundaries(n_estimate: int, t: int, epsilon3: float, large_values: I64,
-               reading: str = "A") -> I64:
-    """H2: ``S = {1..T} ∪ {⌊T(1+q)^i⌋} ∪ {noisy large >= T'} ∪ {2N}``, ``<= 2N``, sorted."""
-    cap = 2 * n_estimate
-    parts = [np.arange(1, t + 1, dtype=np.int64)]
+def geometric_grid(n_estimate: int, t: int, epsilon3: float, reading: str = "A") -> I64:
+    """H2 grid ``{⌊T(1+q)^i⌋ : i = 0..⌊log_{1+q}(T'/T)⌋}`` (sorted, de-duplicated)."""
     q = grid_q(n_estimate, epsilon3)
     tp = t_prime(n_estimate, epsilon3, reading)
-    if q is not None and q > 0 and tp > t:
-        i_max = math.floor(math.log(tp / t) / math.log1p(q))
-        if i_max >= 0:
-            powers = np.exp(np.arange(i_max + 1, dtype=np.float64) * math.log1p(q))
-            parts.append(np.floor(t * powers).astype(np.int64))
-    parts.append(large_values[large_values >= tp].astype(np.int64))
-    parts.append(np.array([cap], dtype=np.int64))
+    if q is None or q <= 0 or tp <= t:
+        return np.zeros(0, dtype=np.int64)
+    i_max = math.floor(math.log(tp / t) / math.log1p(q))
+    powers = np.exp(np.arange(i_max + 1, dtype=np.float64) * math.log1p(q))
+    return np.unique(np.floor(t * powers).astype(np.int64))
+
+
+def boundaries(n_estimate: int, t: int, epsilon3: float, large_values: I64,
+               reading: str = "A") -> I64:
+    """H2: ``S = {1..T} ∪ grid ∪ {noisy large >= T'} ∪ {2N}``, cut at ``2N`` (A9), sorted."""
+    cap = 2 * n_estimate
+    tp = t_prime(n_estimate, epsilon3, reading)
+    parts = [np.arange(1, t + 1, dtype=np.int64),
+             geometric_grid(n_estimate, t, epsilon3, reading),
+             large_values[large_values >= tp].astype(np.int64),
+             np.array([cap], dtype=np.int64)]
     s = np.unique(np.concatenate(parts))
     return s[(s >= 1) & (s <= cap)]
 
