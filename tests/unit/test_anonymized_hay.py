@@ -1,0 +1,133 @@
+"""Hay et al. sorted-count baseline (spec ``privhist.md`` §10): exact paths, sensitivity, limit."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import dpfreq.anonymized.hay as hay_module
+from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
+from dpfreq.anonymized._input import as_prevalences
+from dpfreq.anonymized.hay import hay, sorted_padded
+from dpfreq.errors import ParameterError
+
+
+class ZeroNoise:
+    def geometric(self, epsilon: float, size: int) -> np.ndarray:
+        return np.zeros(size, dtype=np.int64)
+
+
+class FixedNoise:
+    def __init__(self, draws: list[list[int]]) -> None:
+        self.draws = list(draws)
+
+    def geometric(self, epsilon: float, size: int) -> np.ndarray:
+        values = self.draws.pop(0)
+        assert len(values) == size
+        return np.asarray(values, dtype=np.int64)
+
+
+def arrays(h: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    return as_prevalences(h, "test")
+
+
+def mapping(counts: np.ndarray, prev: np.ndarray) -> dict[int, int]:
+    return {int(c): int(p) for c, p in zip(counts, prev, strict=True)}
+
+
+def test_sorted_padded_truncates_and_pads() -> None:
+    c, p = arrays({1: 2, 3: 1, 8: 2})
+    assert sorted_padded(c, p, 7).tolist() == [8, 8, 3, 1, 1, 0, 0]
+    assert sorted_padded(c, p, 5).tolist() == [8, 8, 3, 1, 1]
+    assert sorted_padded(c, p, 3).tolist() == [8, 8, 3]
+    assert sorted_padded(c, p, 2).tolist() == [8, 8]
+    assert sorted_padded(c, p, 1).tolist() == [8]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_zero_noise_identity(seed: int) -> None:
+    gen = np.random.Generator(np.random.PCG64(seed))
+    counts = np.minimum(gen.zipf(1.5, size=2_000), 1_000)
+    c, p = arrays(counts)
+    out = hay(c, p, split=(1.0, 2.0, 0.0), noise=ZeroNoise())
+    assert mapping(out.counts, out.prevalences) == mapping(c, p)
+    assert out.n_estimate == int(counts.sum())
+    assert out.params["L"] == out.n_estimate
+
+
+def test_worked_example_with_injected_noise() -> None:
+    # h = {8, 8, 3}, n = 19 -> N = 19 - 13 = 6: padded [8, 8, 3, 0, 0, 0]
+    c, p = arrays({3: 1, 8: 2})
+    noise = FixedNoise([[-13], [1, -2, 1, 2, 0, -1]])
+    out = hay(c, p, split=(1.0, 1.0, 0.0), noise=noise)
+    # noisy [9, 6, 4, 2, 0, -1] is already non-increasing; clamp and drop zeros
+    assert mapping(out.counts, out.prevalences) == {2: 1, 4: 1, 6: 1, 9: 1}
+    noise = FixedNoise([[-13], [0, 0, 4, 0, 0, 2]])
+    out = hay(c, p, split=(1.0, 1.0, 0.0), noise=noise)
+    # noisy [8, 8, 7, 0, 0, 2]: PAVA pools (0, 0, 2) to 2/3, which rounds to 1
+    assert mapping(out.counts, out.prevalences) == {1: 3, 7: 1, 8: 2}
+
+
+def partitions(n: int, largest: int):
+    if n == 0:
+        yield []
+        return
+    for first in range(min(n, largest), 0, -1):
+        for rest in partitions(n - first, first):
+            yield [first, *rest]
+
+
+def test_sorted_padded_sensitivity_one_brute_force() -> None:
+    checked = 0
+    for n in range(8):
+        for part in partitions(n, n):
+            for i, length in itertools.product(range(len(part) + 1), range(1, 10)):
+                other = [*part, 1] if i == len(part) else \
+                    [x + (j == i) for j, x in enumerate(part)]
+                a = sorted_padded(*arrays(part), length) if part else \
+                    np.zeros(length, np.int64)
+                b = sorted_padded(*arrays(np.array(other)), length)
+                assert int(np.abs(a - b).sum()) <= 1
+                checked += 1
+    assert checked > 1000
+
+
+def test_release_hay_fields() -> None:
+    h = {1: 30, 2: 10, 5: 3, 40: 1}
+    rel = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3)
+    assert rel.method == "hay"
+    assert rel.mechanism == "hay-sorted-counts"
+    assert rel.regime == "sorted-counts"
+    assert rel.split == pytest.approx((0.5, 1.0, 0.0))
+    assert rel.mechanism_params["L"] == rel.n_estimate
+    assert np.all(rel.counts >= 1)
+    assert np.all(rel.prevalences >= 1)
+    custom = release_anonymized_histogram(h, epsilon=1.5, method="hay", split=(0.1, 1.4), rng=3)
+    assert custom.split == (0.1, 1.4, 0.0)
+    again = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3)
+    assert again.to_dict() == rel.to_dict()
+
+
+def test_refuses_above_limit_with_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert HAY_MAX_LENGTH == 50_000_000
+    monkeypatch.setattr(hay_module, "HAY_MAX_LENGTH", 1_000)
+    with pytest.raises(ParameterError, match=r"at most 1000 for method='hay'.*privhist"):
+        release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="hay", rng=0)
+    rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0)
+    assert rel.n_estimate > 1_000
+
+
+def test_spec13_input_refused_not_expanded() -> None:
+    h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
+    with pytest.raises(ParameterError, match="method='hay'"):
+        release_anonymized_histogram(h, epsilon=1.0, method="hay", rng=0)
+
+
+def test_empty_and_n_zero() -> None:
+    out = hay(np.zeros(0, np.int64), np.zeros(0, np.int64), split=(1.0, 1.0, 0.0),
+              noise=FixedNoise([[-1]]))
+    assert out.regime == "empty"
+    assert out.counts.size == 0
+    assert out.n_estimate == 0
