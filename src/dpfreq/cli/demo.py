@@ -15,6 +15,7 @@ from typing import Any
 import click
 import numpy as np
 
+from dpfreq._validate import check_epsilon, check_int, check_open_unit
 from dpfreq.cli._common import emit_release, engine_option, seed_option, warn_if_seeded
 from dpfreq.cli.profile import COUNT, format_header, format_table, parse_rows, profile_options
 from dpfreq.cli.profile import rows_option as _rows_option
@@ -77,6 +78,10 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
 
     warn_if_seeded(seed)
     rows = parse_rows(rows_text)
+    # fail before spending seconds on the data (release_profile checks them again)
+    check_epsilon(epsilon, "epsilon", "release_profile")
+    check_int(max_count, "max_count", "release_profile", minimum=0)
+    check_open_unit(eta, "eta", "release_profile")
     out = Path(out_dir)
     d = 2 * users if domain_size is None else domain_size
 

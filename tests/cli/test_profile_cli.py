@@ -1,0 +1,231 @@
+"""`dpfreq profile` in-process: table, JSON round trip, PNG, engines, one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dpfreq.cli.main import cli, main
+from dpfreq.cli.profile import format_table, row_ranges
+from dpfreq.profile import release_profile
+from dpfreq.profile.datasets import make_impressions, write_impressions
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def write_csv(path, users):
+    path.write_text("user,campaign\n" + "".join(f"{u},c\n" for u in users), encoding="utf-8")
+    return path
+
+
+USERS = ["a"] * 5 + ["b"] * 3 + ["c"] * 3 + ["d", "e", "f"] + ["g"] * 12
+
+
+def base_args(path, *extra):
+    return ["profile", str(path), "--item", "user", "--domain-size", "40", "--max-count", "8",
+            "--epsilon", "1", *extra]
+
+
+def run_failing(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    captured = capsys.readouterr()
+    return info.value.code, captured.out, captured.err
+
+
+def test_table_header_and_seed_warning(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    assert main(base_args(log, "--seed", "5")) == 0
+    out, err = capsys.readouterr()
+    assert "NOT for production" in err
+    header = [line for line in out.splitlines() if line.startswith("#")]
+    text = "\n".join(header)
+    for piece in ("epsilon=1", "wu-pagh-fft", "d=40", "n=8", "B=", "engine duckdb",
+                  "unit of privacy", "ℓ1 distance", "probability"):
+        assert piece in text, piece
+    table = [line for line in out.splitlines() if not line.startswith("#")]
+    assert table[0].split()[:2] == ["t", "fraction"]
+    labels = [line.split()[0] for line in table[1:]]
+    assert labels == [str(t) for t in range(8)] + ["8+"]
+
+
+def test_json_round_trips_the_release(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    out_json = tmp_path / "rel.json"
+    main(base_args(log, "--seed", "11", "--norm", "2", "--eta", "0.1", "--json", str(out_json)))
+    capsys.readouterr()
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    rel = release_profile(str(log), item="user", domain_size=40, max_count=8, epsilon=1.0,
+                          eta=0.1, norm=2, rng=11)
+    expected = json.loads(rel.to_json())
+    assert data == expected
+    assert data["type"] == "ProfileRelease"
+    assert data["value"] == rel.value.tolist()
+    assert (data["epsilon"], data["domain_size"], data["max_count"], data["norm"],
+            data["eta"], data["seeded"]) == (1.0, 40, 8, "2", 0.1, True)
+    assert math.isclose(sum(data["value"]), 1.0, abs_tol=1e-9)
+
+
+def test_json_to_stdout_is_pure_json(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    main(base_args(log, "--seed", "2", "--json", "-"))
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data["mechanism"] == "wu-pagh-fft"
+    assert "fraction" in err  # the table moved to stderr
+
+
+def test_plot_writes_png(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    png = tmp_path / "profile.png"
+    main(base_args(log, "--seed", "3", "--plot", str(png)))
+    assert "wrote" in capsys.readouterr().err
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_parquet_directory_engines_agree_and_rows(tmp_path, capsys, seed):
+    log = make_impressions(400, domain_size=1000, rng=seed)
+    folder = tmp_path / "events"
+    write_impressions(folder, log)
+    values = {}
+    for engine in ("duckdb", "memory"):
+        target = tmp_path / f"{engine}.json"
+        main(["profile", str(folder), "--item", "user_id", "--domain-size", "1e3",
+              "--max-count", "30", "--epsilon", "0.5", "--engine", engine, "--seed", "9",
+              "--rows", "all", "--json", str(target)])
+        out = capsys.readouterr().out
+        labels = [line.split()[0] for line in out.splitlines()
+                  if line and not line.startswith("#")][1:]
+        assert labels == [str(t) for t in range(30)] + ["30+"]
+        data = json.loads(target.read_text(encoding="utf-8"))
+        assert data["mechanism_params"]["engine"] == engine
+        values[engine] = data["value"]
+    assert values["duckdb"] == values["memory"]  # same seed, same multiset of counts
+
+
+def test_compressed_rows(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    main(["profile", str(log), "--item", "user", "--domain-size", "40", "--max-count", "100",
+          "--epsilon", "2", "--rows", "5", "--seed", "1"])
+    out = capsys.readouterr().out
+    labels = [line.split()[0] for line in out.splitlines() if not line.startswith("#")][1:]
+    assert labels == ["0", "1", "2", "3", "4", "5", "6-10", "11-20", "21-40", "41-80",
+                      "81-99", "100+"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 20, 21, 22, 50, 333])
+@pytest.mark.parametrize("rows", [None, 0, 1, 5, 20])
+def test_row_ranges_partition_the_counts(n, rows):
+    ranges = row_ranges(n, rows)
+    covered = [t for lo, hi in ranges for t in range(lo, hi + 1)]
+    assert covered == list(range(n + 1))
+    assert ranges[-1] == (n, n)
+    if rows is None:
+        assert len(ranges) == n + 1
+
+
+@pytest.mark.parametrize(("norm", "factor"), [(1, lambda w: 1.0), (2, math.sqrt),
+                                              ("inf", float)])
+def test_row_bounds_follow_hoelder(norm, factor):
+    rel = release_profile(np.array([3, 1, 0, 2] * 50), domain_size=400, max_count=60,
+                          epsilon=3.0, norm=norm, rng=4)
+    bound = float(rel.error.value)
+    lines = format_table(rel, rows=3).splitlines()[1:]
+    for (lo, hi), line in zip(row_ranges(60, 3), lines, strict=True):
+        shown = float(line.split()[2].lstrip("±"))
+        assert shown == pytest.approx(min(1.0, bound * factor(hi - lo + 1)), abs=1e-5)
+
+
+def test_format_table_truth_column():
+    rel = release_profile(np.array([3, 1, 0, 2]), domain_size=10, max_count=4, epsilon=1.0,
+                          rng=7)
+    truth = np.array([0.7, 0.1, 0.1, 0.1, 0.0])
+    lines = format_table(rel, rows=None, truth=truth).splitlines()
+    assert lines[0].split()[-1] == "true"
+    assert [line.split()[-1] for line in lines[1:]] == ["0.70000", "0.10000", "0.10000",
+                                                         "0.10000", "0.00000"]
+
+
+def test_domain_size_accepts_scientific_notation_and_rejects_fractions(tmp_path):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    runner = CliRunner()
+    ok = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "2_000",
+                             "--max-count", "8", "--epsilon", "1", "--seed", "1"])
+    assert ok.exit_code == 0, ok.output
+    assert "d=2,000" in ok.output
+    sci = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "2.5e1",
+                              "--max-count", "8", "--epsilon", "1", "--seed", "1"])
+    assert sci.exit_code == 0, sci.output
+    assert "d=25 " in sci.output  # 2.5e1 = 25 is an integer
+    frac = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "40.5",
+                               "--max-count", "8", "--epsilon", "1"])
+    assert frac.exit_code == 2
+    assert "must be an integer" in frac.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--item", "nope"], "nope"),
+        (["--epsilon", "0"], "epsilon"),
+        (["--epsilon", "-1"], "epsilon"),
+        (["--epsilon", "nan"], "epsilon"),
+        (["--domain-size", "3"], "domain_size"),
+        (["--norm", "3"], "--norm"),
+        (["--method", "lp"], "--method"),
+        (["--eta", "1.5"], "eta"),
+        (["--max-count", "-1"], "max_count"),
+        (["--rows", "x"], "--rows"),
+        (["--engine", "memory", "--item", "nope"], "nope"),
+        (["--engine", "nosuch"], "--engine"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, match):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    args = base_args(log)
+    for i in range(0, len(extra), 2):
+        if extra[i] in args:
+            args[args.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            args += extra[i : i + 2]
+    code, out, err = run_failing(args, capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dpfreq: error: ")
+    assert match in lines[0]
+
+
+def test_missing_empty_and_headerless_files_exit_2(tmp_path, capsys):
+    missing = tmp_path / "missing.csv"
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("user\n", encoding="utf-8")
+    for path, match in ((missing, "does not exist"), (empty, "empty")):
+        code, out, err = run_failing(base_args(path), capsys)
+        assert code == 2
+        assert out == ""
+        assert len(err.splitlines()) == 1
+        assert match in err
+    # a header and no rows is a valid, empty data set: every domain item has count 0
+    assert main(base_args(header_only, "--seed", "1")) == 0
+    assert "fraction" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("missing", ["--item", "--domain-size", "--max-count", "--epsilon"])
+def test_privacy_and_domain_parameters_are_required(tmp_path, capsys, missing):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    args = base_args(log)
+    i = args.index(missing)
+    del args[i : i + 2]
+    code, out, err = run_failing(args, capsys)
+    assert code == 2
+    assert out == ""
+    assert missing in err
+    assert len(err.splitlines()) == 1
