@@ -38,7 +38,7 @@ def test_raw_file_table(tmp_path, capsys):
     assert "NOT for production" in err
     assert "epsilon=2" in out
     assert "# N = " in out
-    assert "count  labels" in out.replace("  labels", "  labels")
+    assert "count  labels  ranks" in out
     for name in ("entropy (nats, plug-in)", "support size", "unseen species",
                  "distance to uniform", "collision probability"):
         assert name in out
@@ -74,6 +74,14 @@ def test_json_to_stdout_every_method(tmp_path, capsys, method):
     assert "support-coverage" in doc["properties"]
 
 
+def test_split_option(tmp_path, capsys):
+    data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "2", "--method", "privhist",
+          "--split", "0.2,1.8,0", "--seed", "1", "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["release"]["split"] == [0.2, 1.8, 0.0]
+
+
 def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
     data = write_prevalences(tmp_path / "empty.csv", {})
     main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
@@ -103,6 +111,10 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
         (["--prevalence-csv", "--epsilon", "1", "--domain-size", "0"],
          "count,prevalence\n3,1\n", "domain_size"),
         (["--label", "nope", "--epsilon", "1"], "password\na\nb\n", "nope"),
+        (["--prevalence-csv", "--epsilon", "1", "--split", "a,b"], "count,prevalence\n3,1\n",
+         "--split"),
+        (["--prevalence-csv", "--epsilon", "1", "--method", "privhist", "--split", "0.5,0.9"],
+         "count,prevalence\n3,1\n", "split"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match):

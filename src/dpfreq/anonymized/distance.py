@@ -11,60 +11,22 @@ Accepted inputs (each argument independently)
 * a mapping ``{count r: prevalence φ_r}``;
 * a 1-d array of per-label counts (every entry ``>= 1``; labels are dropped).
 
-Prevalences may be 0 (the entry is ignored); counts must be integers ``>= 1`` and distinct.
+Counts and prevalences must be integers ``>= 1`` and counts distinct (the validation of
+:func:`~dpfreq.anonymized.release_anonymized_histogram`); the empty histogram is valid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._validate import check_count_array, message
-from dpfreq.errors import DataError
+from dpfreq.anonymized._input import as_prevalences
 
 __all__ = ["sorted_l1_distance", "sorted_l2_squared_distance"]
 
 _I64 = NDArray[np.int64]
-
-
-def _prevalence_form(histogram: Any, param: str, func: str) -> tuple[_I64, _I64]:
-    """``(counts, prevalences)``: distinct counts strictly increasing, prevalences ``>= 1``.
-
-    Accepts a release / ``Prevalences``-like object (``counts`` and ``prevalences`` arrays), a
-    mapping ``{r: φ_r}`` or an array of per-label counts; see the module docstring.
-    """
-    if hasattr(histogram, "counts") and hasattr(histogram, "prevalences"):
-        counts = check_count_array(histogram.counts, f"{param}.counts", func, minimum=1)
-        prev = check_count_array(histogram.prevalences, f"{param}.prevalences", func)
-        if counts.shape != prev.shape:
-            raise DataError(message(f"{param}.prevalences", func,
-                                    f"an array of the same length as {param}.counts",
-                                    f"length {prev.shape[0]} vs {counts.shape[0]}"))
-    elif isinstance(histogram, Mapping):
-        keys = list(histogram.keys())
-        counts = check_count_array(np.array(keys) if keys else np.zeros(0, np.int64),
-                                   f"{param} (counts, the keys)", func, minimum=1)
-        vals = list(histogram.values())
-        prev = check_count_array(np.array(vals) if vals else np.zeros(0, np.int64),
-                                 f"{param} (prevalences, the values)", func)
-    elif isinstance(histogram, str | bytes) or histogram is None:
-        raise DataError(message(param, func, "a release, a mapping {count: prevalence} or an "
-                                "array of per-label counts", histogram))
-    else:
-        per_label = check_count_array(histogram, param, func, minimum=1)
-        counts, prev = np.unique(per_label, return_counts=True)
-        return counts.astype(np.int64), prev.astype(np.int64)
-    order = np.argsort(counts, kind="stable")
-    counts, prev = counts[order], prev[order]
-    if counts.size > 1 and (np.diff(counts) == 0).any():
-        dup = int(counts[1:][np.diff(counts) == 0][0])
-        raise DataError(message(param, func, "a histogram with distinct counts",
-                                f"count {dup} listed twice"))
-    keep = prev > 0
-    return counts[keep], prev[keep]
 
 
 def _suffix_at(counts: _I64, prev: _I64, points: _I64) -> _I64:
@@ -110,8 +72,8 @@ def sorted_l1_distance(first: Any, second: Any) -> int:
     3
     """
     func = "sorted_l1_distance"
-    c1, p1 = _prevalence_form(first, "first", func)
-    c2, p2 = _prevalence_form(second, "second", func)
+    c1, p1 = as_prevalences(first, func, "first")
+    c2, p2 = as_prevalences(second, func, "second")
     keys = np.union1d(c1, c2)
     if keys.size == 0:
         return 0
@@ -160,8 +122,8 @@ def sorted_l2_squared_distance(first: Any, second: Any) -> float:
     3.0
     """
     func = "sorted_l2_squared_distance"
-    c1, p1 = _prevalence_form(first, "first", func)
-    c2, p2 = _prevalence_form(second, "second", func)
+    c1, p1 = as_prevalences(first, func, "first")
+    c2, p2 = as_prevalences(second, func, "second")
     v1, e1 = _rank_runs(c1, p1)
     v2, e2 = _rank_runs(c2, p2)
     bounds = np.union1d(e1, e2)

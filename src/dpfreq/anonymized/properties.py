@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 from scipy.stats import poisson
 
 from dpfreq._validate import check_choice, check_int, check_positive_float, message
-from dpfreq.anonymized.distance import _prevalence_form
+from dpfreq.anonymized._input import as_prevalences
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import ErrorStatement, Release
 
@@ -319,10 +319,10 @@ def _read(histogram: Any, func: str) -> _Input:
             raise ParameterError(message("histogram", func, "an anonymized-histogram release, a "
                                          "mapping {count: prevalence} or an array of counts",
                                          type(histogram).__name__))
-        counts, prev = _prevalence_form(histogram, "histogram", func)
+        counts, prev = as_prevalences(histogram, func, "histogram")
         n = check_int(int(histogram.n_estimate), "histogram.n_estimate", func, minimum=0)
         return _Input(counts, prev, n, histogram)
-    counts, prev = _prevalence_form(histogram, "histogram", func)
+    counts, prev = as_prevalences(histogram, func, "histogram")
     n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
     return _Input(counts, prev, n, None)
 
@@ -355,6 +355,10 @@ def _result(inp: _Input, name: str, value: float, lipschitz: float, big_r: int,
             error=err, property_name=name, sample_size=inp.sample_size,
             lipschitz_constant=float(lipschitz), max_count=big_r, private=False,
             parameters=parameters)
+    if error is None and inp.sample_size == 0:
+        error = ErrorStatement(
+            kind="bound", confidence=None, value=math.inf,
+            description="N = 0: the value on the empty sample is returned; no error statement")
     if error is None:
         l1, conf, kind, desc = _release_l1(rel)
         if l1 is None or not math.isfinite(lipschitz):
@@ -365,10 +369,12 @@ def _result(inp: _Input, name: str, value: float, lipschitz: float, big_r: int,
         else:
             error = ErrorStatement(
                 kind=kind, confidence=conf, value=float(lipschitz * l1),
-                description=f"L·(ℓ1 bound of the release) with L = {lipschitz:.6g} (sorted-ℓ1 "
-                            f"Lipschitz constant at n = N = {inp.sample_size}, counts ≤ {big_r}); "
-                            f"bounds |estimate − exact plug-in evaluated at n = N|, not the "
-                            f"effect of N ≠ n. Release: {desc}")
+                description=f"L × the release's sorted-ℓ1 error {kind} ({l1:.6g}), L = "
+                            f"{lipschitz:.6g} (sorted-ℓ1 Lipschitz constant at n = N = "
+                            f"{inp.sample_size}, counts ≤ {big_r}): |estimate − exact plug-in "
+                            f"evaluated at n = N| ≤ L·ℓ1(h, H), so this is a {kind} of the same "
+                            f"kind as the release's; the effect of N ≠ n is not included. "
+                            f"Release: {desc}")
     return PropertyEstimate(
         value=float(value), epsilon=float(rel.epsilon), delta=float(getattr(rel, "delta", 0.0)),
         mechanism=f"plug-in on {rel.mechanism} (post-processing)",

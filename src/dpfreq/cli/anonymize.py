@@ -18,7 +18,7 @@ import numpy as np
 from dpfreq.cli._common import engine_option, seed_option, warn_if_seeded
 from dpfreq.errors import DataError
 
-__all__ = ["command", "rank_frequency_plot", "read_prevalence_csv"]
+__all__ = ["command", "parse_split", "read_prevalence_csv"]
 
 METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 
@@ -55,6 +55,17 @@ def read_prevalence_csv(path: str) -> dict[int, int]:
                 raise DataError(f"{path}, line {line}: count {count} is listed twice.")
             out[count] = prevalence
     return out
+
+
+def parse_split(text: str | None) -> tuple[float, ...] | None:
+    """Parse ``--split "e1,e2,e3"`` (absolute ε units) with a one-line error otherwise."""
+    if text is None:
+        return None
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"must be comma-separated numbers e1,e2[,e3]; got {text!r}",
+                                 param_hint="--split") from None
 
 
 def _runs_desc(rel: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -107,34 +118,6 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     return lines
 
 
-def rank_frequency_plot(rel: Any, ax: Any = None) -> Any:
-    """Rank–frequency (log–log) step plot of a released anonymized histogram.
-
-    Drawn from the run form (one horizontal step per distinct count), never expanded, so it is
-    instant for billions of labels. Shows only the release (never the raw data).
-    """
-    from dpfreq.plotting import new_axes
-
-    ax = new_axes(ax)
-    counts, prev = _runs_desc(rel)
-    if counts.size:
-        ends = np.cumsum(prev).astype(np.float64)
-        starts = ends - prev + 1
-        x = np.column_stack([starts, ends]).ravel()
-        y = np.repeat(counts.astype(np.float64), 2)
-        ax.plot(x, y, drawstyle="default", label=f"release ({getattr(rel, 'method', '?')})")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.legend()
-    else:
-        ax.text(0.5, 0.5, "empty release", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("rank (labels by released count, descending)")
-    ax.set_ylabel("released count")
-    ax.set_title(f"anonymized histogram, ε = {float(rel.epsilon):g}, N = {int(rel.n_estimate)}")
-    ax.grid(True, which="both", alpha=0.3)
-    return ax
-
-
 def _write_json(rel: Any, props: dict[str, Any], json_out: str) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
     text = json.dumps(doc, indent=2)
@@ -157,6 +140,9 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str) -> None:
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="PrivHist with the paper's split, tuned PrivHist, Hay et al. sorted counts, "
                    "or auto (chosen from ε and public parameters only).")
+@click.option("--split", "split_text", default=None, metavar="E1,E2[,E3]",
+              help="Budget split in absolute ε units (ε1 for N, ε2 for the counts, ε3 for the "
+                   "high-privacy branch); sum <= --epsilon. Not with --method auto.")
 @click.option("--domain-size", type=int, default=None,
               help="Public number of possible labels k: adds the distance to uniformity.")
 @click.option("--extrapolation-ratio", type=float, default=2.0, show_default=True,
@@ -170,8 +156,9 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str) -> None:
 @engine_option
 @seed_option
 def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, method: str,
-            domain_size: int | None, extrapolation_ratio: float, top: int, json_out: str | None,
-            plot_out: str | None, engine: Any, seed: int | None) -> None:
+            split_text: str | None, domain_size: int | None, extrapolation_ratio: float,
+            top: int, json_out: str | None, plot_out: str | None, engine: Any,
+            seed: int | None) -> None:
     """Release the anonymized histogram (frequency list) of FILE with ε-DP, and its properties.
 
     Neighbouring datasets differ in one row (one label's count moves by ±1). The output is
@@ -192,13 +179,14 @@ def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, 
                                "file).")
     if top < 1:
         raise click.BadParameter(f"must be >= 1; got {top}", param_hint="--top")
+    split = parse_split(split_text)
     warn_if_seeded(seed)
     if prevalence_csv:
         rel = release_anonymized_histogram(read_prevalence_csv(file), epsilon=epsilon,
-                                           method=method, rng=seed)
+                                           method=method, split=split, rng=seed)
     else:
         rel = release_anonymized_histogram(file, label=label, epsilon=epsilon, method=method,
-                                           engine=engine, rng=seed)
+                                           split=split, engine=engine, rng=seed)
     props = estimate_properties(rel, domain_size=domain_size,
                                 extrapolation_ratio=extrapolation_ratio)
     if json_out != "-":
@@ -212,7 +200,8 @@ def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, 
                    f"regime={getattr(rel, 'regime', '?')}, split=({split_text})")
         click.echo(f"# N = {int(rel.n_estimate)} (DP estimate of the number of rows); "
                    f"{released} labels released")
-        click.echo(f"# sorted-l1 error: {float(np.max(err.value)):.6g}{conf}: {err.description}")
+        click.echo(f"# error ({err.kind}): {float(np.max(err.value)):.6g}{conf}: "
+                   f"{err.description}")
         click.echo("# released frequency list, largest counts first:")
         for line in _frequency_list(rel, top):
             click.echo(line)
@@ -225,5 +214,5 @@ def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, 
     if plot_out is not None:
         from dpfreq.plotting import save_figure
 
-        save_figure(rank_frequency_plot(rel), plot_out)
+        save_figure(rel.plot(), plot_out)
         click.echo(f"wrote {plot_out}", err=True)
