@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.anonymized import release_anonymized_histogram
+from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
 from dpfreq.anonymized.distance import sorted_l1_distance
+from dpfreq.errors import ParameterError
 
 METHODS = ("privhist", "privhist-tuned", "hay", "auto")
 EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
@@ -124,36 +125,47 @@ def timing_table(repeats: int) -> None:
                 errs.append(sorted_l1_distance(SPEC13, rel))
             print(f"| {method} ({rel.method}) | {eps:g} | {np.median(times):.3f} | "
                   f"{np.mean(errs):.3g} | {math.sqrt(n):.3g} |")
-    print("\nHay et al. on this input would need one entry per label: "
-          f"{sum(SPEC13.values()):.2e} int64 = {8 * sum(SPEC13.values()) / 2**30:.0f} GiB "
-          "for the sorted vector alone (not run).")
+    print(f"\nHay et al. pads the sorted counts to the public length L = N ≈ n = {n:.2e}: "
+          f"{8 * n / 2**30:.0f} GiB for the int64 vector alone, ≈ {56 * n / 2**30:.0f} GiB at "
+          f"the measured 56 bytes per entry; refused above HAY_MAX_LENGTH = "
+          f"{HAY_MAX_LENGTH:.0e} (not run).")
 
 
 def hay_scaling(hay_max: float) -> None:
-    print("\n### Hay et al. (O(n) memory) vs PrivHist on growing n (Zipf data, ε = 1)\n")
-    print("| n | hay time (s) | hay peak traced MiB | privhist time (s) "
-          "| privhist peak traced MiB | time ratio hay/privhist |")
-    print("|---|---|---|---|---|---|")
-    n = 10**6
-    while n <= hay_max:
-        # Zipf(1) on n/2 symbols would need an n/2-entry probability vector too; use a
-        # cheap exact-size stand-in with the same shape: counts floor(n / (2 r H)) + 1s
-        k = n // 2
-        h = np.maximum((n / (np.arange(1, k + 1) * math.log(k))).astype(np.int64), 1)
+    print("\n### Hay et al. (O(n) memory) vs PrivHist (auto) on growing n, ε = 1\n")
+    print(f"Data: deterministic Zipf-shaped counts max(⌊n/(r ln k)⌋, 1), r = 1..k = n/2. "
+          f"The baseline refuses N > HAY_MAX_LENGTH = {HAY_MAX_LENGTH:.0e}.\n")
+    print("| n (true) | labels | hay time (s) | hay peak traced MiB | auto time (s) "
+          "| auto peak traced MiB | time ratio hay/auto |")
+    print("|---|---|---|---|---|---|---|")
+    for target in (10**6, 10**7, 4 * 10**7, 10**8):
+        if target > hay_max:
+            break
+        k = target // 2
+        h = np.maximum((target / (np.arange(1, k + 1) * math.log(k))).astype(np.int64), 1)
         hist = to_prevalences(h)
-        row = [f"{n:.0e}"]
-        secs = {}
-        for method in ("hay", "privhist"):
+        del h
+        n = sum(r * p for r, p in hist.items())
+        row = [f"{n:.2e}", f"{k:.1e}"]
+        secs: dict[str, float] = {}
+        for method in ("hay", "auto"):
             tracemalloc.start()
             t0 = time.perf_counter()
-            release_anonymized_histogram(hist, epsilon=1.0, method=method, rng=0)
+            try:
+                release_anonymized_histogram(hist, epsilon=1.0, method=method, rng=0)
+            except ParameterError as exc:
+                tracemalloc.stop()
+                row += ["refused", "—"]
+                secs[method] = math.nan
+                print(f"<!-- {method}: {exc} -->")
+                continue
             secs[method] = time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
             row += [f"{secs[method]:.3f}", f"{peak:.0f}"]
-        row.append(f"{secs['hay'] / secs['privhist']:.0f}×")
+        ratio = secs["hay"] / secs["auto"]
+        row.append("—" if math.isnan(ratio) else f"{ratio:.0f}×")
         print("| " + " | ".join(row) + " |")
-        n *= 10
 
 
 def main() -> None:

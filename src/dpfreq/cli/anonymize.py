@@ -205,8 +205,8 @@ def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, 
         click.echo("# released frequency list, largest counts first:")
         for line in _frequency_list(rel, top):
             click.echo(line)
-        click.echo("# property estimates (post-processing of the release; "
-                   "± = L x the release's l1 error):")
+        click.echo(f"# property estimates (post-processing of the release, no extra budget; "
+                   f"± = L x the release's sorted-l1 error {err.kind}):")
         for line in _property_lines(props):
             click.echo(line)
     if json_out is not None:
