@@ -159,9 +159,25 @@ def test_e6_zero_noise_identity(epsilon: float, seed: int) -> None:
 def test_zero_noise_identity_tuned_low_branch_at_small_epsilon() -> None:
     h = zipf_histogram(5_000, 3)
     c, p = arrays(h)
-    out = P.privhist(c, p, epsilon=0.5, split=auto.tuned_split(0.5), noise=ZeroNoise(),
-                     low_privacy_branch=True)
-    assert mapping(out.counts, out.prevalences) == h
+    for iso in (False, True):
+        out = P.privhist(c, p, epsilon=0.5, split=auto.tuned_split(0.5), noise=ZeroNoise(),
+                         low_privacy_branch=True, isotonic_large=iso)
+        assert mapping(out.counts, out.prevalences) == h
+
+
+def test_isotonic_large_fits_in_sorted_order() -> None:
+    lc, lp = np.array([6, 9]), np.array([3, 1])  # sorted descending: [9, 6, 6, 6]
+    noise = FixedNoise([(None, [-3, 1, 0, 0])])  # [6, 7, 6, 6]: (6, 7) pooled to 6.5 -> 7
+    assert mapping(*P.noisy_large_counts(lc, lp, 1.0, noise, isotonic=True)) == {6: 2, 7: 2}
+    noise = FixedNoise([(None, [-3, 1, 0, 0])])
+    assert mapping(*P.noisy_large_counts(lc, lp, 1.0, noise)) == {6: 3, 7: 1}
+
+
+def test_tuned_below_threshold_uses_high_privacy_branch() -> None:
+    rel = release_anonymized_histogram({1: 50, 3: 10}, epsilon=0.005, method="privhist-tuned",
+                                       rng=2)
+    assert rel.regime in ("high-privacy", "empty")
+    assert rel.split == pytest.approx(auto.tuned_split(0.005))
 
 
 def test_e7_pava() -> None:
@@ -471,13 +487,14 @@ def test_every_method_and_regime(method: str, epsilon: float) -> None:
     elif method == "privhist":
         assert rel.regime == ("low-privacy" if epsilon > 1 else "high-privacy")
     else:
-        assert rel.regime == ("low-privacy" if epsilon >= 0.15 else "high-privacy")
+        assert rel.regime == "low-privacy"
+        assert rel.mechanism_params["isotonic_large"] is True
     assert np.all(rel.counts >= 1)
     assert np.all(rel.prevalences >= 1)
 
 
 def test_auto_depends_on_epsilon_only() -> None:
-    for eps in (0.05, 0.1, 0.15, 0.3, 1.0, 2.0, 8.0):
+    for eps in (0.001, 0.005, 0.01, 0.05, 0.1, 0.15, 0.3, 1.0, 2.0, 8.0):
         plan = auto.choose(eps)
         assert plan.method == "privhist-tuned"
         assert sum(plan.split) == pytest.approx(eps)
