@@ -138,7 +138,7 @@ def hay_scaling(hay_max: float) -> None:
     print("| n (true) | labels | hay time (s) | hay peak traced MiB | auto time (s) "
           "| auto peak traced MiB | time ratio hay/auto |")
     print("|---|---|---|---|---|---|---|")
-    for target in (10**6, 10**7, 4 * 10**7, 10**8):
+    for target in (10**6, 10**7, 35 * 10**6, 10**8):
         if target > hay_max:
             break
         k = target // 2
