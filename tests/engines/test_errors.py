@@ -233,3 +233,34 @@ def test_spark_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "dpfreq.engines.spark", raising=False)
     with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
         get_engine("spark")
+
+
+def test_spark_java_errors_are_one_line_with_root_cause() -> None:
+    """A py4j Java error shows the Java exception and its root cause, not py4j's call id."""
+    pytest.importorskip("pyspark")
+    from dpfreq.engines.spark import _one_line
+
+    class FakeJava:
+        def __init__(self, text: str, cause: FakeJava | None = None) -> None:
+            self.text, self.cause = text, cause
+
+        def toString(self) -> str:
+            return self.text
+
+        def getCause(self) -> FakeJava | None:
+            return self.cause
+
+    class FakePy4JError(Exception):
+        def __init__(self, java: FakeJava) -> None:
+            super().__init__("An error occurred while calling o403.getResult.\n: trace")
+            self.java_exception = java
+
+    root = FakeJava("java.lang.OutOfMemoryError: Java heap space\n\tat ...")
+    exc = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.\n\tat x",
+                                 FakeJava("java.util.concurrent.ExecutionException", root)))
+    assert _one_line(exc) == ("org.apache.spark.SparkException: Job aborted. (cause: "
+                              "java.lang.OutOfMemoryError: Java heap space)")
+    assert _one_line(FakePy4JError(FakeJava("org.apache.spark.SparkException: alone"))) == \
+        "org.apache.spark.SparkException: alone"
+    assert _one_line(ValueError("first\nsecond")) == "first"
+    assert _one_line(ValueError("")) == "ValueError"

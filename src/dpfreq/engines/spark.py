@@ -80,9 +80,31 @@ def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSe
             "needs Java 17+ and a reachable master)") from exc
 
 
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """Spark's reason in one line; for a Java exception its message and its root cause (such as
+    ``java.lang.OutOfMemoryError: Java heap space``) rather than py4j's "error occurred while
+    calling o403.getResult"."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            head = _first_line(str(java.toString()))
+            root = java
+            for _ in range(20):
+                cause = root.getCause()
+                if cause is None:
+                    break
+                root = cause
+            tail = _first_line(str(root.toString())) if root is not java else ""
+            if head:
+                return f"{head} (cause: {tail})" if tail and tail not in head else head
+        except Exception:  # pragma: no cover - the JVM is gone
+            pass
+    return _first_line(str(exc)) or type(exc).__name__
 
 
 def _spark_errors() -> tuple[type[BaseException], ...]:
