@@ -637,3 +637,21 @@ def test_label_rules() -> None:
         release_anonymized_histogram({"x": [1]}, label="", epsilon=1.0, rng=0)
     with pytest.raises(ParameterError, match="rng of release_anonymized_histogram"):
         release_anonymized_histogram({1: 1}, epsilon=1.0, rng=-1)
+
+
+def test_package_all_names_exist_and_star_import_works() -> None:
+    import dpfreq.anonymized as package
+
+    assert all(hasattr(package, name) for name in package.__all__)
+    namespace: dict[str, object] = {}
+    exec("from dpfreq.anonymized import *", namespace)
+    assert set(package.__all__) <= set(namespace)
+
+
+def test_huge_epsilon_returns_the_histogram_exactly() -> None:
+    # spec A14: with ε = 200 every geometric draw is 0 except with probability < 1e-25
+    h = zipf_histogram(3_000, 4)
+    for method in ("privhist", "privhist-tuned", "hay"):
+        rel = release_anonymized_histogram(h, epsilon=200.0, method=method, rng=0)
+        assert rel.to_mapping() == h
+        assert rel.n_estimate == 3_000

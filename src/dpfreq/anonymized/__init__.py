@@ -3,12 +3,45 @@
 :func:`release_anonymized_histogram` releases the multiset of counts of a dataset (labels
 dropped) and a private total under pure ε-DP: PRIVHIST (Suresh, NeurIPS 2019) in ``Õ(sqrt n)``
 on the prevalence form, the Hay et al. sorted-count baseline, or a data-independent automatic
-choice between them.
+choice between them. Symmetric properties (entropy, support size, unseen species, ...) are
+plug-in estimates on a release (post-processing, no further budget); distances score releases
+in sorted ℓ1 / ℓ2² without expanding them.
 """
 
+from dpfreq.anonymized.distance import sorted_l1_distance, sorted_l2_squared_distance
 from dpfreq.anonymized.hay import HAY_MAX_LENGTH
 from dpfreq.anonymized.privhist import METHODS, release_anonymized_histogram
+from dpfreq.anonymized.properties import (
+    PROPERTY_NAMES,
+    PropertyEstimate,
+    estimate_distance_to_uniformity,
+    estimate_entropy,
+    estimate_power_sum,
+    estimate_properties,
+    estimate_renyi_entropy,
+    estimate_support_coverage,
+    estimate_support_size,
+    estimate_unseen_species,
+    lipschitz_constant,
+)
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 
-__all__ = ["HAY_MAX_LENGTH", "METHODS", "AnonymizedHistogramRelease",
-           "release_anonymized_histogram"]
+__all__ = [
+    "HAY_MAX_LENGTH",
+    "METHODS",
+    "PROPERTY_NAMES",
+    "AnonymizedHistogramRelease",
+    "PropertyEstimate",
+    "estimate_distance_to_uniformity",
+    "estimate_entropy",
+    "estimate_power_sum",
+    "estimate_properties",
+    "estimate_renyi_entropy",
+    "estimate_support_coverage",
+    "estimate_support_size",
+    "estimate_unseen_species",
+    "lipschitz_constant",
+    "release_anonymized_histogram",
+    "sorted_l1_distance",
+    "sorted_l2_squared_distance",
+]
