@@ -63,7 +63,8 @@ Check of the final rule through :func:`~dpfreq.anonymized.release_anonymized_his
 4      40 / 15 / 2          126 / 39 / 8         377 / 118 / 26       .17 / .20 / .22
 =====  ===================  ===================  ===================  ==============
 
-``auto`` beats both anchors at every ε and n measured (ratio 0.17–0.56, target ≤ 1.1).
+``auto`` beats both anchors at every ε and n measured (ratio 0.17–0.56, target ≤ 1.1). On
+Zipf exponents 0.6 and 1.5 (n = 10^5, same ε grid) the ratio was 0.23–0.35 and 0.30–0.51.
 """
 
 from __future__ import annotations

@@ -566,8 +566,12 @@ def release_anonymized_histogram(
     ``T+1`` and the noise ``Z^b`` keeps the ℓ1 sensitivity of (noisy small cumulative
     prevalences, sorted large counts) at 1, so step 3–4 are ε2-DP (spec §6); the high-privacy
     branch adds ε3-DP noise to the smoothed cumulative prevalences (sensitivity ``1/gap``). All
-    later steps are post-processing. Hay et al.: ε1 for ``N`` plus ε2 for the sorted counts
-    padded to the public length ``L = N`` (sensitivity 1).
+    later steps are post-processing. The argument holds for either branch at any ε, so
+    ``privhist-tuned`` may run the low-privacy branch at ε ≤ 1; its isotonic fit of the noisy
+    large counts acts on the ε2-DP vector indexed by sorted position (post-processing). The
+    method choice of ``"auto"`` depends on ε only. Hay et al.: ε1 for ``N`` plus ε2 for the
+    sorted counts padded to the public length ``L = N`` (sensitivity 1); its refusal above
+    ``HAY_MAX_LENGTH`` depends on ``N`` only.
 
     **Noise.** All noise is exact integer two-sided geometric noise from :mod:`dpfreq.noise`.
     In H4, instead of continuous Laplace ``L(1/(ε3·g_i))`` on ``φ^v_{s_i+}``, the integer
