@@ -212,6 +212,8 @@ def test_closed_forms():
     assert lipschitz_constant("power-sum", 1, order=2) == math.inf
     # huge n and counts: closed forms, no scan over 10^9 values
     assert lipschitz_constant("entropy", 6 * 10**9) == pytest.approx(math.log(6e9) / 6e9)
+    assert lipschitz_constant("power-sum", 6 * 10**9, order=2) == pytest.approx(2 / 6e9,
+                                                                                rel=1e-12)
     assert math.isfinite(lipschitz_constant("support-coverage", 6 * 10**9,
                                             extrapolation_ratio=3.0))
 

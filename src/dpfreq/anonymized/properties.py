@@ -289,10 +289,12 @@ def _lipschitz(name: str, n: int, big_r: int, func: str, *, domain_size: Any = N
     a = check_int(_need(order, "order", func, name), "order", func, minimum=2)
     if n < a:
         return math.inf
-    # steps a (r−1)^{(a−1)} / n^{(a)} are non-negative and increase with r
-    step = float(_falling_ratio(np.array([float(big_r)]), float(n), a)[0]
-                 - _falling_ratio(np.array([float(big_r - 1)]), float(n), a)[0])
-    return abs(step)
+    # steps a (r−1)^{(a−1)} / n^{(a)} = (a/n) Π_{j<a−1} (r−1−j)/(n−1−j) are >= 0 and increase
+    # with r: the largest is at r = R (product form, no cancellation for huge R)
+    step = a / n
+    for j in range(a - 1):
+        step *= max(big_r - 1 - j, 0) / (n - 1 - j)
+    return float(step)
 
 
 def _need(value: Any, param: str, func: str, name: str) -> Any:
