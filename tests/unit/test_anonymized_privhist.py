@@ -655,3 +655,20 @@ def test_huge_epsilon_returns_the_histogram_exactly() -> None:
         rel = release_anonymized_histogram(h, epsilon=200.0, method=method, rng=0)
         assert rel.to_mapping() == h
         assert rel.n_estimate == 3_000
+
+
+def test_high_privacy_run_uses_each_budget_part_once() -> None:
+    # h = {1:3, 2:1}, n = 5, ε = 0.9 split (0.2, 0.3, 0.4): T = ⌈sqrt(4.5)⌉ = 3,
+    # M = ⌈2(ln 5 + 0.3)/0.3⌉ = 13 fake counts at T+1 = 4 (K = 13); q = sqrt(ln 2.5 / 2) =
+    # 0.6769, T' = ⌈10·sqrt(5/0.4)⌉ = 36, grid ⌊3·1.6769^i⌋ = 3, 5, 8, 14, 23, cut at 2N = 10:
+    # S = [1, 2, 3, 5, 8, 10].
+    c, p = arrays({1: 3, 2: 1})
+    noise = FixedNoise([(0.2, [0]), (0.3, [0]), (0.3, [0] * 13), (0.4, [0] * 6)])
+    out = P.privhist(c, p, epsilon=0.9, split=(0.2, 0.3, 0.4), noise=noise)
+    assert noise.draws == []
+    assert out.regime == "high-privacy"
+    assert (out.params["T"], out.params["M"], out.params["K"]) == (3, 13, 13)
+    assert out.params["boundaries"] == 6
+    assert P.boundaries(5, 3, 0.4, np.zeros(0, np.int64)).tolist() == [1, 2, 3, 5, 8, 10]
+    # counts 1 and 2 are boundaries, so zero noise returns h exactly
+    assert mapping(out.counts, out.prevalences) == {1: 3, 2: 1}
