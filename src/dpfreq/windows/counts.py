@@ -238,6 +238,11 @@ def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
     return key // span, key % span, n_bad
 
 
+def _is_singleton(times: IntArray, horizon: int) -> bool:
+    """Whether every period holds at most one event (times are periods in ``1..horizon``)."""
+    return times.size == 0 or int(np.bincount(times, minlength=horizon + 1).max()) <= 1
+
+
 @dataclass
 class _State:
     """Private state of a release: secret key, exact log, exact oracles, attached structures."""
@@ -389,7 +394,7 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
                   "source_kind": source_kind}
     state = _State(key=key, item=item, time=time, horizon=horizon, build_args=build_args)
-    state.observed_singleton = bool(np.unique(time).size == time.size)
+    state.observed_singleton = _is_singleton(time, horizon)
     for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
         s.attach(key, 1000 + sid)
         state.structures[(label, k)] = s
@@ -577,7 +582,7 @@ def release_window_counts(
     fams = _parse_windows(windows, axis.horizon)
     codes, raw, kind = _load_log(source, item, time, engine, axis)
     codes, times, n_dropped = _bucket(codes, raw, axis, out_of_range)
-    if singleton and np.unique(times).size != times.size:
+    if singleton and not _is_singleton(times, axis.horizon):
         raise DataError(message("singleton", _FUNC, "True only for logs with at most one event "
                                 "per period", "a log with several events in one period"))
     if accountant is not None:

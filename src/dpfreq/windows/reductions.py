@@ -57,16 +57,41 @@ def padded(times: IntArray, start: IntArray, m: IntArray, j: IntArray, k: int,
     return np.where(j <= k, 0, np.where(real, vals, high))
 
 
-def _loop(item: Any, times: Any, k: int) -> tuple[IntArray, IntArray, IntArray, IntArray,
-                                                      IntArray]:
-    """Rows of the loop ``j = k..k+m_i`` for every item: (group, start, m, j, times)."""
-    t = np.asarray(times, dtype=np.int64)
-    starts, sizes = group_bounds(item)
-    reps = sizes + 1
-    group = np.repeat(np.arange(starts.size, dtype=np.int64), reps)
-    offset = np.arange(group.size, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-    j = k + offset
-    return group, starts[group], sizes[group], j, t
+def _rows(starts: IntArray, sizes: IntArray, times: IntArray, k: int,
+          high: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """``(τ_j, τ_{j+1}, τ_{j+k}, group)`` for the rows ``j = k..k+m_g`` of every group.
+
+    Builds the padded sequences of all groups in one flat array ``P`` (group ``g`` at offset
+    ``starts[g] + 2k·g``: ``k`` zeros, its times, ``k`` copies of ``high``); the rows of group
+    ``g`` are the positions ``k−1 .. k−1+m_g`` of its padded sequence, so every ``τ`` is a
+    shifted gather from ``P`` (no per-row branching).
+    """
+    n_groups = starts.size
+    if n_groups == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z.copy(), z.copy(), z.copy()
+    glen = sizes + 2 * k
+    base = starts + 2 * k * np.arange(n_groups, dtype=np.int64)
+    total = int(times.size + 2 * k * n_groups)
+    flat = np.full(total, high, dtype=np.int64)
+    gid = np.zeros(times.size, dtype=np.int64)
+    if n_groups > 1:
+        gid[starts[1:]] = 1
+        np.cumsum(gid, out=gid)
+    flat[np.arange(times.size, dtype=np.int64) + (2 * k) * gid + k] = times
+    keep = np.ones(total, dtype=np.bool_)
+    for q in range(k):
+        flat[base + q] = 0
+        keep[base + glen - 1 - q] = False
+        if q < k - 1:
+            keep[base + q] = False
+    pos = np.flatnonzero(keep)
+    rstart = np.cumsum(sizes + 1) - (sizes + 1)
+    group = np.zeros(pos.size, dtype=np.int64)
+    if n_groups > 1:
+        group[rstart[1:]] = 1
+        np.cumsum(group, out=group)
+    return flat[pos], flat[pos + 1], flat[pos + k], group
 
 
 def cumulative_points(item: Any, times: Any, k: int) -> IntArray:
@@ -85,11 +110,9 @@ def time_window_points(item: Any, times: Any, k: int, horizon: int, *,
     With ``drop_unused`` the points with ``y = horizon+1`` (never counted by a query) are
     dropped; the sensitivity tests use ``drop_unused=False`` to see every point.
     """
-    _group, start, m, j, t = _loop(item, times, k)
-    hi = horizon + 1
-    tj = padded(t, start, m, j, k, hi)
-    tj1 = padded(t, start, m, j + 1, k, hi)
-    tjk = padded(t, start, m, j + k, k, hi)
+    starts, sizes = group_bounds(item)
+    tj, tj1, tjk, _group = _rows(starts, sizes, np.asarray(times, dtype=np.int64), k,
+                                 horizon + 1)
     if drop_unused:
         keep = tjk <= horizon
         return tj[keep], tjk[keep], tj1[keep], tjk[keep]
@@ -103,11 +126,9 @@ def fixed_window_points(item: Any, times: Any, k: int, width: int,
     Returns ``(a, c, group)`` with ``group`` the index of the item's run in the (sorted) log.
     Only pairs with ``a < c`` are kept (pitfall 1).
     """
-    group, start, m, j, t = _loop(item, times, k)
-    hi = horizon + 1
-    tj = padded(t, start, m, j, k, hi)
-    tj1 = padded(t, start, m, j + 1, k, hi)
-    tjk = padded(t, start, m, j + k, k, hi)
+    starts, sizes = group_bounds(item)
+    tj, tj1, tjk, group = _rows(starts, sizes, np.asarray(times, dtype=np.int64), k,
+                                horizon + 1)
     a = tj + width
     c = np.minimum(tj1 + width, tjk)
     keep = a < c
@@ -129,57 +150,94 @@ class BlockPoints:
     n_present: IntArray
     n_blocks: int
     width: int
-    _keys: tuple[IntArray, IntArray] | None = None
+    _tables: tuple[IntArray, IntArray] | None = None
 
-    def _sorted_keys(self) -> tuple[IntArray, IntArray]:
-        if self._keys is None:
+    def _count_tables(self) -> tuple[IntArray, IntArray]:
+        """Per block, the number of P1 (P2) values ``<= x`` for ``x = 0..W+1`` (bincount)."""
+        if self._tables is None:
             span = self.width + 2
-            keys = (np.sort(self.block_a * span + self.a), np.sort(self.block_c * span + self.c))
-            object.__setattr__(self, "_keys", keys)
-        assert self._keys is not None
-        return self._keys
+            size = self.n_blocks * span
+            tabs = tuple(
+                np.bincount(blk * span + v, minlength=size).reshape(self.n_blocks, span)
+                .cumsum(axis=1).astype(np.int64)
+                for blk, v in ((self.block_a, self.a), (self.block_c, self.c)))
+            object.__setattr__(self, "_tables", tabs)
+        assert self._tables is not None
+        return self._tables
 
     def exact(self, t: Any) -> IntArray:
         """Exact ``f≥k`` of the window ``[max(1, t−W+1), t]`` for each ``t`` (from the points)."""
         tt = np.asarray(t, dtype=np.int64)
         w = self.width
         b = tt // w
-        x = tt - (b - 1) * w - w
-        span = w + 2
-        ka, kc = self._sorted_keys()
-        q = b * span + x
-        n1 = np.searchsorted(ka, q, side="right") - np.searchsorted(ka, b * span, side="left")
-        n2 = np.searchsorted(kc, q, side="right") - np.searchsorted(kc, b * span, side="left")
-        return self.n_present[b] - (n1 - n2)
+        x = tt - b * w  # local time minus W, in [0, W−1]
+        ta, tc = self._count_tables()
+        out: IntArray = self.n_present[b] - (ta[b, x] - tc[b, x])
+        return out
 
 
-def block_points(item: Any, times: Any, k: int, width: int, horizon: int) -> BlockPoints:
+def block_points(item: Any, times: Any, k: int, width: int, horizon: int,
+                 chunk: int = 1 << 20) -> BlockPoints:
     """§3.3: run §3.2 on blocks ``b = 0..⌊T/W⌋``; block ``b`` sees times ``[(b−1)W+1, (b+1)W]``.
 
     Every event lies in blocks ``⌊(t−1)/W⌋`` and ``⌊(t−1)/W⌋ + 1`` (when that block exists).
+    The log is sorted by (item, time), so the events of one item inside one block are a
+    contiguous slice of it: the block instances are read as slices (no re-sort), in chunks of
+    about ``chunk`` events cut at item boundaries (the chunking changes speed and memory only).
     """
     it = np.asarray(item, dtype=np.int64)
     t = np.asarray(times, dtype=np.int64)
-    w = width
+    w = int(width)
     n_blocks = horizon // w + 1
-    b1 = (t - 1) // w
-    blocks = np.concatenate((b1, b1 + 1))
-    items = np.concatenate((it, it))
-    tt = np.concatenate((t, t))
-    keep = blocks < n_blocks
-    blocks, items, tt = blocks[keep], items[keep], tt[keep]
-    local = tt - (blocks - 1) * w
-    # sort by (block, item, local time) through one combined int64 key
-    n_it = int(it.max()) + 1 if it.size else 1
-    span = 2 * w + 1
-    key = np.sort((blocks * n_it + items) * span + local)
-    local = key % span
-    run_key = key // span  # one run per (block, item)
-    blocks = run_key // n_it
-    a, c, group = fixed_window_points(run_key, local, k, w, 2 * w)
-    starts, _ = group_bounds(run_key)
-    run_block = blocks[starts] if starts.size else np.zeros(0, dtype=np.int64)
-    n_present = np.bincount(run_block, minlength=n_blocks).astype(np.int64)
-    ga = run_block[group] if group.size else np.zeros(0, dtype=np.int64)
-    return BlockPoints(a=a - w, c=c - w, block_a=ga, block_c=ga.copy(), n_present=n_present,
+    if it.size > 1 and bool(np.any((np.diff(it) < 0) | ((np.diff(it) == 0)
+                                                        & (np.diff(t) < 0)))):
+        order = np.lexsort((t, it))
+        it, t = it[order], t[order]
+    starts, _ = group_bounds(it)
+    pos = np.searchsorted(starts, np.arange(0, it.size, chunk))
+    cut = np.where(pos < starts.size, starts[np.minimum(pos, max(starts.size - 1, 0))], it.size)
+    cuts = np.unique(np.concatenate((cut, [it.size]))).astype(np.int64)
+    parts = [_block_chunk(it[lo:hi], t[lo:hi], k, w, n_blocks)
+             for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)]
+    if parts:
+        a, c, ga, present = (np.concatenate(v) for v in zip(*parts, strict=True))
+    else:
+        a = c = ga = present = np.zeros(0, dtype=np.int64)
+    n_present = np.bincount(present, minlength=n_blocks).astype(np.int64)
+    return BlockPoints(a=a, c=c, block_a=ga, block_c=ga.copy(), n_present=n_present,
                        n_blocks=n_blocks, width=w)
+
+
+def _block_chunk(it: IntArray, t: IntArray, k: int, w: int,
+                 n_blocks: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Block points ``(a−W, c−W, block)`` and the block of every (item, block) run of a chunk."""
+    n = it.size
+    b1 = (t - 1) // w
+    # segments: maximal slices of equal (item, ⌊(t−1)/W⌋)
+    new = np.ones(n, dtype=np.bool_)
+    new[1:] = (it[1:] != it[:-1]) | (b1[1:] != b1[:-1])
+    s_lo = np.flatnonzero(new)
+    s_hi = np.append(s_lo[1:], n)
+    s_it, s_b = it[s_lo], b1[s_lo]
+    adj = np.zeros(s_lo.size, dtype=np.bool_)  # segment continues the previous one's next block
+    adj[1:] = (s_it[1:] == s_it[:-1]) & (s_b[1:] == s_b[:-1] + 1)
+    # run "A" of segment s: block s_b, previous segment (if adjacent) + s;
+    # run "B": block s_b + 1 holding s alone, unless the next segment is adjacent
+    lo_a = np.where(adj, np.concatenate(([0], s_lo[:-1])), s_lo)
+    has_b = np.ones(s_lo.size, dtype=np.bool_)
+    has_b[:-1] = ~adj[1:]
+    has_b &= s_b + 1 < n_blocks
+    lo = np.stack((lo_a, s_lo), axis=1).ravel()
+    hi = np.stack((s_hi, s_hi), axis=1).ravel()
+    blk = np.stack((s_b, s_b + 1), axis=1).ravel()
+    ok = np.stack((np.ones(s_lo.size, dtype=np.bool_), has_b), axis=1).ravel()
+    lo, hi, blk = lo[ok], hi[ok], blk[ok]  # runs in (item, block) order
+    size = hi - lo
+    r_start = np.cumsum(size) - size
+    idx = np.arange(int(size.sum()), dtype=np.int64) + np.repeat(lo - r_start, size)
+    local = t[idx] - (np.repeat(blk, size) - 1) * w  # local time in [1, 2W]
+    tj, tj1, tjk, group = _rows(r_start, size, local, k, 2 * w + 1)
+    a = tj + w
+    c = np.minimum(tj1 + w, tjk)
+    keep = a < c
+    return a[keep] - w, c[keep] - w, blk[group[keep]], blk
