@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pytest
 
@@ -24,28 +27,70 @@ def test_reports_at_every_multiple(mode: str) -> None:
 def test_nonzero_reports_use_v_in_order() -> None:
     """§6.1: with h = 1 the inputs are (1, −1, 0, 1) and the outputs (v1, −v2, coin, v3)."""
     p = make_params(8, 3, 1.0, "futurerand")
-    for seed in range(40):
+    c = _client_with_order(p, 1)
+    v = list(c.v)
+    y = [2 * r["bit"] - 1 for r in (c.step(x) for x in X) if r is not None]
+    assert (y[0], y[1], y[3]) == (v[0], -v[1], v[2])
+    assert c.used == 3
+
+
+def _client_with_order(p: ProtocolParams, h: int) -> LongitudinalClient:
+    for seed in range(200):
         c = LongitudinalClient(p, rng=seed)
-        if c.h != 1:
-            continue
-        v = list(c.v)
-        y = [2 * r["bit"] - 1 for r in (c.step(x) for x in X) if r is not None]
-        assert (y[0], y[1], y[3]) == (v[0], -v[1], v[2])
-        assert c.used == 3
+        if c.h == h:
+            return c
+    raise AssertionError("no seed gives this order")
 
 
 def test_changes_beyond_k_are_frozen() -> None:
+    """Pitfall 4: after the k-th change the reported value is frozen; v is never redrawn."""
     p = make_params(16, 2, 1.0, "futurerand")
-    c = LongitudinalClient(p, rng=0)
-    c.h = 0
-    c.v = [1, 1]
-    xs = [0, 1] * 8
+    c = _client_with_order(p, 0)
+    v = c.v
+    xs = [0, 1] * 8  # 15 changes
     ys = [2 * c.step(x)["bit"] - 1 for x in xs]
-    assert c.used == 2
-    assert c.frozen == sum(1 for a, b in zip([0, *xs], xs, strict=False) if a != b) - 2
-    assert ys[1] == 1
-    assert ys[2] == -1
-    assert c.v == [1, 1]  # never redrawn
+    assert c.changes_used == 2
+    assert c.frozen == 13
+    assert c.used == 2  # only two non-zero partial sums reached the randomizer
+    assert c.last_x == 0  # value after the 2nd change (X[0] = 0, two flips)
+    assert ys[1] == v[0]
+    assert ys[2] == -v[1]
+    assert c.v == v
+
+
+@pytest.mark.parametrize("mode", ["futurerand", "rr", "erlingsson"])
+def test_client_freezing_matches_simulation(mode: str) -> None:
+    """The client's reported sequence equals freeze_after_k_changes (the simulator's rule)."""
+    from dpfreq.longitudinal.simulate import freeze_after_k_changes
+
+    gen = np.random.default_rng(4)
+    x = gen.integers(0, 2, size=(30, 16)).astype(np.int8)
+    for k in (1, 2, 5):
+        p = make_params(16, k, 1.0, mode)
+        frozen = freeze_after_k_changes(x, k)
+        for u in range(x.shape[0]):
+            c = LongitudinalClient(p, rng=u)
+            seen = []
+            for xt in x[u]:
+                c.step(int(xt))
+                seen.append(c.last_x)
+            assert seen == frozen[u].tolist()
+            assert c.changes_used + c.frozen == int(np.sum(np.diff(x[u], prepend=0) != 0))
+
+
+def test_erlingsson_client_keeps_rth_change() -> None:
+    """§4.4: only the r-th change (r ~ U[1..k]) reaches the RR; at most one non-zero report."""
+    p = make_params(8, 3, 1.0, "erlingsson")
+    rs = set()
+    for seed in range(60):
+        c = LongitudinalClient(p, rng=seed)
+        rs.add(c.r)
+        for x in X:
+            c.step(x)
+        assert c.used == 1  # X has 3 changes, so the r-th exists for every r in 1..3
+        assert c.kept is not None
+        assert c.kept[0] == [2, 4, 7][c.r - 1]
+    assert rs == {1, 2, 3}
 
 
 def test_json_round_trip() -> None:
@@ -53,17 +98,40 @@ def test_json_round_trip() -> None:
     c = LongitudinalClient(p, rng=5)
     for x in X[:5]:
         c.step(x)
-    c2 = LongitudinalClient.from_json(c.to_json(), rng=7)
+    text = c.to_json()
+    c2 = LongitudinalClient.from_json(text, rng=7)
     assert c2.params == p
     assert c2.params.param_id == p.param_id
-    state = {k: v for k, v in c.__dict__.items() if k != "_gen"}
-    assert {k: v for k, v in c2.__dict__.items() if k != "_gen"} == state
-    assert ProtocolParams.from_json(p.to_json()) == p
+    assert c2.to_json() == text
+    assert c2.v == c.v  # restored, never redrawn
     for x in X[5:]:
-        c2.step(x)
+        r1, r2 = c.step(x), c2.step(x)
+        assert (r1 is None) == (r2 is None)
+        if r1 is not None and r2 is not None:
+            assert {k: r1[k] for k in ("h", "j")} == {k: r2[k] for k in ("h", "j")}
     rest = c2.finish()  # padded to 16
     assert c2.t == 16
     assert all(r["j"] <= 16 >> c2.h for r in rest)
+    assert ProtocolParams.from_json(p.to_json()) == p
+    with pytest.raises(DataError):
+        LongitudinalClient.from_json('{"params": {}}')
+
+
+def test_params_versioned_and_checked() -> None:
+    p = make_params(10, 3, 1.0, "threshold")
+    assert p.padded_periods == 16
+    raw = json.loads(p.to_json())
+    raw["version"] = 99
+    raw.pop("param_id")
+    with pytest.raises(DataError, match="version"):
+        ProtocolParams.from_json(json.dumps(raw))
+    bad = dataclasses.replace(p, c_gap=p.c_gap * 1.01)  # server and devices must agree
+    with pytest.raises(ParameterError, match="c_gap"):
+        LongitudinalClient(bad, rng=1)
+    with pytest.raises(ParameterError, match="certificate"):
+        dataclasses.replace(p, certificate=2.0)
+    with pytest.raises(ParameterError, match="padded_periods"):
+        dataclasses.replace(p, padded_periods=12)
 
 
 def test_client_bad_input() -> None:

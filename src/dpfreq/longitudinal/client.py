@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from dpfreq import _validate
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.noise import randomized_response
-from dpfreq.rng import resolve_rng
+from dpfreq.noise import epsilon_to_fraction
+from dpfreq.rng import RNGLike, resolve_rng
 
-from .laws import distance_law, erlingsson_c_gap
+from .laws import CERTIFICATE_TOLERANCE, distance_law, erlingsson_c_gap
+from .randomizers import make_randomizer, restore_randomizer
 
 __all__ = ["PROTOCOL_VERSION", "LongitudinalClient", "ProtocolParams", "make_params"]
 
@@ -38,6 +38,32 @@ class ProtocolParams:
     c_gap: float
     certificate: float
     version: int = PROTOCOL_VERSION
+
+    def __post_init__(self) -> None:
+        func = "ProtocolParams"
+        if self.version != PROTOCOL_VERSION:
+            raise DataError(
+                _validate.message("version", func, f"the supported protocol version "
+                                  f"{PROTOCOL_VERSION}", self.version)
+            )
+        d0 = _validate.check_int(self.periods, "periods", func, minimum=1)
+        _validate.check_int(self.changes, "changes", func, minimum=1)
+        _validate.check_epsilon(self.epsilon, "epsilon", func)
+        if self.padded_periods != 1 << max(0, (d0 - 1).bit_length()):
+            raise ParameterError(
+                _validate.message("padded_periods", func, "the power of two ≥ periods",
+                                  self.padded_periods)
+            )
+        _validate.check_choice(self.randomizer, "randomizer", func,
+                               ("calibrated", "erlingsson", "futurerand", "rr", "threshold"))
+        c = _validate.check_positive_float(self.c_gap, "c_gap", func)
+        if c > 1:
+            raise ParameterError(_validate.message("c_gap", func, "in (0, 1]", self.c_gap))
+        if not 0 <= self.certificate <= self.epsilon * (1 + CERTIFICATE_TOLERANCE):
+            raise ParameterError(
+                _validate.message("certificate", func, f"in [0, epsilon = {self.epsilon!r}]",
+                                  self.certificate)
+            )
 
     @property
     def orders(self) -> int:
@@ -73,7 +99,23 @@ class ProtocolParams:
 
 
 def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> ProtocolParams:
-    """Protocol parameters; no default for any privacy parameter, horizon or change budget."""
+    """The versioned protocol parameters shared by devices and server (§7.1).
+
+    Parameters
+    ----------
+    periods : int
+        Horizon ``d`` (padded to the next power of two, pitfall 6).
+    changes : int
+        Change budget ``k`` per device (``X[0] = 0``: starting at 1 is a change).
+    epsilon : float
+        Each device's local ε over its whole sequence.
+    randomizer : str
+        ``"auto"`` (largest exact ``c_gap``; recommended), ``"futurerand"`` (paper constants,
+        the reference), ``"calibrated"``, ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+
+    No parameter has a default and none is derived from data. The randomizer's exact ``c_gap``
+    and privacy certificate are computed here (construction refuses a certificate above ε).
+    """
     func = "make_params"
     d0 = _validate.check_int(periods, "periods", func, minimum=1)
     k = _validate.check_int(changes, "changes", func, minimum=1)
@@ -86,7 +128,8 @@ def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> 
     )
     d = 1 << max(0, (d0 - 1).bit_length())
     if randomizer == "erlingsson":
-        name, c_gap, cert = "erlingsson", erlingsson_c_gap(k, epsilon), epsilon
+        name, c_gap = "erlingsson", erlingsson_c_gap(k, epsilon)
+        cert = float(epsilon_to_fraction(epsilon))  # exact RR uses γ ≤ ε (§4.4)
     else:
         law = distance_law(randomizer, k, epsilon)
         name, c_gap, cert = law.name, law.c_gap, law.log_ratio
@@ -94,51 +137,83 @@ def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> 
 
 
 class LongitudinalClient:
-    """One device (Algorithm 1, §3.1): call :meth:`step` with ``X[t]`` for t = 1, 2, ...
+    """One device (Algorithm 1, §3.1, §7.1): call :meth:`step` with ``X[t]`` for t = 1, 2, ...
 
-    At construction the device draws its order ``h`` uniformly from {0..log d} and its
-    pre-computed vector ``v = R(1^k)`` once (§5.3; Erlingsson: ``r ~ U[1..k]``). A report
-    ``{param_id, h, j, bit}`` is returned at every multiple of ``2^h``, zero partial sums included
-    (pitfall 7). Non-zero partial sums of its order beyond the k-th are treated as 0 (pitfall 4:
-    the output is then the law of a valid input; ``v`` is never redrawn). ``X[0] = 0``, so a
-    device starting at 1 spends one change (pitfall 3). The state (without the RNG) round-trips
-    through :meth:`to_json` / :meth:`from_json`.
+    Parameters
+    ----------
+    params : ProtocolParams
+        The versioned parameter bundle shared with the server (:func:`make_params`).
+    rng : None, int or numpy.random.Generator, keyword-only
+        The device's randomness; ``None`` (production) is the secure default of
+        :mod:`dpfreq.rng`. Seeds are for tests and simulations only.
+
+    Notes
+    -----
+    * **Enrolment.** At construction the device draws its order ``h`` uniformly from
+      ``{0..log d}`` (independent of the data, pitfall 12) and calls ``init(L, k, ε)`` of its
+      randomizer with ``L = d/2^h`` (:mod:`dpfreq.longitudinal.randomizers`): FutureRand draws
+      its vector ``v = CR(1^k)`` here, once; Erlingsson et al. draw ``r ~ U{1..k}``.
+    * **Reports.** One report ``{param_id, h, j, bit}`` at **every** multiple of ``2^h``, zero
+      partial sums included (pitfall 7); ``bit ∈ {0, 1}`` encodes ``y ∈ {−1, +1}``.
+    * **Change budget.** ``X[0] = 0``, so a device starting at 1 spends one change (pitfall 3).
+      Changes beyond the k-th are **frozen**: the device keeps reporting the value it had after
+      its k-th change, so its reports are those of an admissible sequence; ``v`` is never
+      redrawn (pitfall 4). ``frozen`` counts the ignored changes (the estimate is then biased
+      for this device, privacy is kept).
+    * **Horizon.** ``d`` is padded to a power of two; :meth:`finish` feeds the last value up to
+      the padded horizon (pitfall 6).
+    * **Persistence.** The state (order, counters, ``v``, parameters; not the generator) round
+      -trips through :meth:`to_json` / :meth:`from_json`.
 
     Privacy
     -------
-    Unit: this device's whole sequence; neighbouring: any two sequences with at most k changes;
-    the transcript (h and all reports) is ε-local-DP (Theorem 4.5, certificate in the params).
+    Unit: the device's whole sequence ``X[1..d]``; neighbouring: any two sequences with at most
+    ``k`` changes each (user-level). The transcript (``h`` and every report) is ε-local-DP
+    (Theorem 4.5), with ε = ``params.epsilon`` and the randomizer's exact certificate
+    ``params.certificate ≤ ε``.
     """
 
-    def __init__(self, params: ProtocolParams, *, rng: Any = None, _state: dict | None = None):
+    def __init__(self, params: ProtocolParams, *, rng: RNGLike = None) -> None:
         if not isinstance(params, ProtocolParams):
             raise ParameterError(
                 f"params of LongitudinalClient must be a ProtocolParams; got {params!r}."
             )
         self.params = params
         self._gen = resolve_rng(rng, "LongitudinalClient").generator
-        if _state is not None:
-            self.__dict__.update(_state)
-            return
         p = params
         self.h = int(self._gen.integers(0, p.orders))
         self.t = 0  # last period seen
-        self.prev = 0  # X at the previous checkpoint of order h
-        self.last_x = 0  # X[t]
-        self.changes_seen = 0  # order-0 changes (informational)
-        self.used = 0  # non-zero partial sums already reported (≤ k)
-        self.frozen = 0  # non-zero partial sums treated as 0 after the budget ran out
+        self.prev = 0  # reported (frozen) X at the previous checkpoint of order h
+        self.last_x = 0  # reported (frozen) X[t]
+        self.raw_x = 0  # X[t] as read
+        self.changes_used = 0  # changes of the reported sequence (≤ k)
+        self.frozen = 0  # changes ignored because the budget k was spent
+        self.r = 0  # Erlingsson et al.: index of the kept change
+        self.kept: list[int] | None = None  # Erlingsson et al.: [time, sign] of the r-th change
         if p.randomizer == "erlingsson":
             self.r = int(self._gen.integers(1, p.changes + 1))
-            self.kept: list[int] | None = None  # [time, sign] of the r-th change
-            self.v: list[int] = []
-        else:
-            law = distance_law(p.randomizer, p.changes, p.epsilon)
-            self.v = [int(b) for b in law.sample(1, rng=self._gen)[0]]
-            self.r = 0
-            self.kept = None
+        self.randomizer = make_randomizer(
+            p.randomizer, p.padded_periods >> self.h, p.changes, p.epsilon, rng=self._gen
+        )
+        if self.randomizer.name != p.randomizer or not math.isclose(
+            self.randomizer.c_gap, p.c_gap, rel_tol=1e-12
+        ):
+            raise ParameterError(
+                f"params of LongitudinalClient: c_gap {p.c_gap!r} of {p.randomizer!r} does not "
+                f"match this library's exact value {self.randomizer.c_gap!r} (pitfall 9)."
+            )
 
-    def enrolment(self) -> dict:
+    @property
+    def v(self) -> list[int]:
+        """The pre-computed vector (distance-based randomizers; empty for Erlingsson et al.)."""
+        return list(getattr(self.randomizer, "v", []))
+
+    @property
+    def used(self) -> int:
+        """Non-zero partial sums already sent through the randomizer."""
+        return self.randomizer.used
+
+    def enrolment(self) -> dict[str, Any]:
         """Enrolment message ``{protocol_version, param_id, h}`` (§7.2)."""
         return {
             "protocol_version": self.params.version,
@@ -146,12 +221,15 @@ class LongitudinalClient:
             "h": self.h,
         }
 
-    def _coin(self) -> int:
-        return 1 if self._gen.integers(0, 2) else -1
+    def step(self, x: int) -> dict[str, Any] | None:
+        """Read ``X[t]`` for the next period t; return the report due at t, if any.
 
-    def step(self, x: int) -> dict | None:
-        """Read ``X[t]`` for the next period t; return the report due at t, if any."""
-        if x not in (0, 1) or isinstance(x, bool):
+        Raises
+        ------
+        DataError
+            ``x`` not 0/1, or a step after the padded horizon.
+        """
+        if isinstance(x, bool) or x not in (0, 1):
             raise DataError(f"x of LongitudinalClient.step must be 0 or 1; got {x!r}.")
         p = self.params
         if self.t >= p.padded_periods:
@@ -160,11 +238,15 @@ class LongitudinalClient:
             )
         self.t += 1
         t = self.t
-        if x != self.last_x:
-            self.changes_seen += 1
-            if p.randomizer == "erlingsson" and self.changes_seen == self.r:
-                self.kept = [t, 1 if x == 1 else -1]
-        self.last_x = int(x)
+        if x != self.raw_x:
+            self.raw_x = int(x)
+            if self.changes_used < p.changes:
+                self.changes_used += 1
+                self.last_x = int(x)
+                if p.randomizer == "erlingsson" and self.changes_used == self.r:
+                    self.kept = [t, 1 if x == 1 else -1]
+            else:
+                self.frozen += 1
         if t % (1 << self.h):
             return None
         j = t >> self.h
@@ -172,41 +254,60 @@ class LongitudinalClient:
             s = 0
             if self.kept is not None and t - (1 << self.h) < self.kept[0] <= t:
                 s = self.kept[1]
-            if s == 0:
-                y = self._coin()
-            else:
-                keep = int(randomized_response(np.array([1], np.int8), p.epsilon, rng=self._gen)[0])
-                y = s if keep else -s
         else:
-            s = int(x) - self.prev
-            self.prev = int(x)
-            if s != 0 and self.used >= p.changes:
-                self.frozen += 1
-                s = 0
-            if s == 0:
-                y = self._coin()
-            else:
-                y = self.v[self.used] * s
-                self.used += 1
+            s = self.last_x - self.prev
+        self.prev = self.last_x
+        y = self.randomizer.step(j, s)
         return {"param_id": p.param_id, "h": self.h, "j": j, "bit": (y + 1) // 2}
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[dict[str, Any]]:
         """Pad to the power-of-two horizon with the last value (pitfall 6); return the reports."""
         out = []
         while self.t < self.params.padded_periods:
-            rep = self.step(self.last_x)
+            rep = self.step(self.raw_x)
             if rep is not None:
                 out.append(rep)
         return out
 
     def to_json(self) -> str:
-        """Persistable state (parameters and counters, not the RNG)."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("params", "_gen")}
+        """Persistable state: parameters, order, counters and the randomizer's state (no RNG)."""
+        state = {
+            "h": self.h,
+            "t": self.t,
+            "prev": self.prev,
+            "last_x": self.last_x,
+            "raw_x": self.raw_x,
+            "changes_used": self.changes_used,
+            "frozen": self.frozen,
+            "r": self.r,
+            "kept": self.kept,
+            "randomizer": self.randomizer.state(),
+        }
         return json.dumps({"params": json.loads(self.params.to_json()), "state": state})
 
     @classmethod
-    def from_json(cls, text: str, *, rng: Any = None) -> LongitudinalClient:
-        """Restore a device from :meth:`to_json` output."""
-        raw = json.loads(text)
-        params = ProtocolParams.from_json(json.dumps(raw["params"]))
-        return cls(params, rng=rng, _state=raw["state"])
+    def from_json(cls, text: str, *, rng: RNGLike = None) -> LongitudinalClient:
+        """Restore a device from :meth:`to_json` output (``v`` is restored, never redrawn)."""
+        try:
+            raw = json.loads(text)
+            params = ProtocolParams.from_json(json.dumps(raw["params"]))
+            st = raw["state"]
+            obj = cls.__new__(cls)
+            obj.params = params
+            obj._gen = resolve_rng(rng, "LongitudinalClient.from_json").generator
+            for key in ("h", "t", "prev", "last_x", "raw_x", "changes_used", "frozen", "r"):
+                setattr(obj, key, int(st[key]))
+            obj.kept = None if st["kept"] is None else [int(a) for a in st["kept"]]
+            obj.randomizer = restore_randomizer(
+                params.randomizer,
+                params.padded_periods >> obj.h,
+                params.changes,
+                params.epsilon,
+                st["randomizer"],
+                rng=obj._gen,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ParameterError):
+                raise
+            raise DataError(f"client state is not valid LongitudinalClient JSON: {exc!r}") from None
+        return obj

@@ -9,6 +9,7 @@ exact ``c_gap`` (Property II), the privacy certificate ``ln(p_max/p_min)`` (Prop
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from numpy.typing import NDArray
 
 from dpfreq import _validate
 from dpfreq.errors import ParameterError
+from dpfreq.noise import epsilon_to_fraction
 
 __all__ = [
     "MODES",
@@ -115,6 +117,7 @@ def _normalise(
     name: str, k: int, epsilon: float, log_w: NDArray[np.float64], params: dict
 ) -> DistanceLaw:
     log_q = log_w - _logsumexp(_log_binom(k) + log_w)
+    log_q.setflags(write=False)
     return DistanceLaw(name, k, epsilon, log_q, params)
 
 
@@ -131,7 +134,9 @@ def rr_law(k: int, epsilon: float) -> DistanceLaw:
     ell = np.arange(k + 1, dtype=np.float64)
     # keep probability e^e/(1+e^e), flip 1/(1+e^e): log q = (k-ℓ)·e − k·log(1+e^e)
     log_w = (k - ell) * e
-    return _normalise("rr", k, epsilon, log_w, {"epsilon_per_coordinate": e})
+    law = _normalise("rr", k, epsilon, log_w, {"epsilon_per_coordinate": e})
+    _certify(law, "rr_law")
+    return law
 
 
 def _futurerand_from_c(k: int, epsilon: float, c: float, name: str) -> DistanceLaw:
@@ -163,16 +168,26 @@ def futurerand_law(k: int, epsilon: float) -> DistanceLaw:
 
 
 def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
-    """Calibrated FutureRand (§5.7.1): smallest c in ε' = ε/(c√k) with exact loss ≤ ε
-    (bisection on c ∈ [0.5, 5], 40 steps, keeping the feasible end)."""
+    """Calibrated FutureRand (§5.7.1): the smallest c in ε' = ε/(c√k) with exact loss ≤ ε.
+
+    The loss is not monotone in c (the annulus ends move in integer steps), so the smallest
+    feasible c is located on the grid ``c = 0.10, 0.11, ..., 5.00`` (O(k) per point) and then
+    refined by 30 bisection steps between it and the infeasible grid point below it, keeping the
+    feasible end. ``c = 5`` is the paper's constant.
+    """
     k, epsilon = _check(k, epsilon, "calibrated_law")
-    lo, hi = 0.5, 5.0
-    if _futurerand_from_c(k, epsilon, lo, "calibrated").log_ratio <= epsilon:
-        hi = lo
-    else:
-        for _ in range(40):
+
+    def feasible(c: float) -> bool:
+        return _futurerand_from_c(k, epsilon, c, "calibrated").log_ratio <= epsilon
+
+    grid = np.round(np.arange(10, 501) / 100.0, 2)
+    first = next((i for i, c in enumerate(grid) if feasible(float(c))), len(grid) - 1)
+    hi = float(grid[first])
+    if first > 0 and feasible(hi):
+        lo = float(grid[first - 1])
+        for _ in range(30):
             mid = 0.5 * (lo + hi)
-            if _futurerand_from_c(k, epsilon, mid, "calibrated").log_ratio <= epsilon:
+            if feasible(mid):
                 hi = mid
             else:
                 lo = mid
@@ -186,25 +201,30 @@ def threshold_law(k: int, epsilon: float) -> DistanceLaw:
 
     The spec allows an intermediate value at one distance; ``c_gap`` is a linear-fractional
     function of that fraction, so its optimum is at an endpoint, i.e. an integer ``m``: the
-    search over ``m ∈ {1..k}`` is exact.
+    search over ``m ∈ {1..k}`` is exact. With ``b(ℓ) = C(k,ℓ)/2^k`` (so ``Σ b(ℓ)(1−2ℓ/k) = 0``),
+    ``c_gap(m) = S₁(m) / (1/(e^ε−1) + S₀(m))`` where ``S₀(m) = Σ_{ℓ<m} b(ℓ)`` and
+    ``S₁(m) = Σ_{ℓ<m} b(ℓ)(1−2ℓ/k)``: one cumulative sum, O(k) for all m at once.
     """
     k, epsilon = _check(k, epsilon, "threshold_law")
     ell = np.arange(k + 1, dtype=np.float64)
-    best = None
-    for m in range(1, k + 1):
-        log_w = np.where(ell < m, epsilon, 0.0)
-        law = _normalise("threshold", k, epsilon, log_w, {"m": m})
-        if best is None or law.c_gap > best.c_gap:
-            best = law
-    assert best is not None
-    _certify(best, "threshold_law")
-    return best
+    b = np.exp(_log_binom(k) - k * math.log(2.0))
+    s0 = np.cumsum(b)[:-1]  # m = 1..k
+    s1 = np.cumsum(b * (1.0 - 2.0 * ell / k))[:-1]
+    gaps = s1 / (1.0 / math.expm1(epsilon) + s0)
+    m = int(np.argmax(gaps)) + 1
+    law = _normalise("threshold", k, epsilon, np.where(ell < m, epsilon, 0.0), {"m": m})
+    _certify(law, "threshold_law")
+    return law
 
 
 def erlingsson_c_gap(k: int, epsilon: float) -> float:
-    """Effective ``c_gap = tanh(ε/2)/k`` of Erlingsson et al. with the spec's corrections (§4.4)."""
+    """Effective ``c_gap = tanh(γ/2)/k`` of Erlingsson et al. with the spec's corrections (§4.4).
+
+    ``γ ≤ ε`` is ε rounded down to the exact fraction the randomized-response sampler uses
+    (:func:`dpfreq.noise.epsilon_to_fraction`; ``|γ − ε| ≤ 2^{-32}``), so client and server agree.
+    """
     k, epsilon = _check(k, epsilon, "erlingsson_c_gap")
-    return math.tanh(epsilon / 2.0) / k
+    return math.tanh(float(epsilon_to_fraction(epsilon)) / 2.0) / k
 
 
 def auto_law(k: int, epsilon: float) -> DistanceLaw:
@@ -219,10 +239,20 @@ def auto_law(k: int, epsilon: float) -> DistanceLaw:
 
 
 def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
-    """The distance law of ``mode`` (one of rr, futurerand, calibrated, threshold, auto)."""
+    """The distance law of ``mode`` (one of rr, futurerand, calibrated, threshold, auto).
+
+    Laws depend only on ``(mode, k, ε)`` and are immutable; they are cached (§7.1: the table can
+    ship with the parameters instead of being recomputed on every device).
+    """
     mode = _validate.check_choice(
         mode, "mode", "distance_law", ("auto", "calibrated", "futurerand", "rr", "threshold")
     )
+    k, epsilon = _check(k, epsilon, "distance_law")
+    return _cached_law(mode, k, epsilon)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     return {
         "rr": rr_law,
         "futurerand": futurerand_law,
@@ -232,10 +262,19 @@ def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     }[mode](k, epsilon)
 
 
+#: Relative tolerance of the certificate check: float rounding of the log-space law only.
+CERTIFICATE_TOLERANCE = 1e-12
+
+
 def _certify(law: DistanceLaw, func: str) -> None:
-    # tolerance for float rounding of the log-space law only
-    if law.log_ratio > law.epsilon * (1 + 1e-12) + 1e-12:
+    """Refuse a law whose certificate ``ln(max q / min q)`` exceeds ε or whose gap is not > 0."""
+    if not law.log_ratio <= law.epsilon * (1 + CERTIFICATE_TOLERANCE):
         raise ParameterError(
-            f"{func}: the exact privacy loss {law.log_ratio!r} exceeds epsilon "
-            f"{law.epsilon!r}; refusing parameters."
+            f"{func}: the exact privacy loss ln(p_max/p_min) = {law.log_ratio!r} exceeds epsilon "
+            f"{law.epsilon!r} for k = {law.k}; refusing these parameters."
+        )
+    if not law.c_gap > 0:
+        raise ParameterError(
+            f"{func}: c_gap = {law.c_gap!r} is not > 0 for k = {law.k}, epsilon = "
+            f"{law.epsilon!r}; the estimator would be undefined; refusing these parameters."
         )

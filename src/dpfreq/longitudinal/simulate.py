@@ -59,11 +59,29 @@ def _padded_d(d: int) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class LongitudinalEstimate(Release):
-    """Per-period estimates ``f̂_t`` (``value``) with ``sd`` (§7.4 per-time std, the
-    data-independent ``√(n(log d+1)popcount(t))/c_gap``) and ``error`` the simultaneous bound.
+    """Per-period estimates ``f̂_t`` of a longitudinal local-DP protocol (futurerand.md §3, §7.4).
 
-    ``truth`` / ``exact_sd`` are filled only by :func:`simulate_longitudinal` (the exact sd
-    ``√(n(log d+1)popcount(t)/c_gap² − f_t)`` needs the truth). Estimates are not clamped.
+    Attributes
+    ----------
+    value : numpy.ndarray
+        ``f̂_t`` for t = 1..d (``d`` padded to a power of two), unbiased and **not clamped**:
+        clamping to ``[0, n]`` is free post-processing but biases the estimate.
+    sd : numpy.ndarray
+        Per-time standard deviation ``√(n(log d+1)popcount(t))/c_gap`` (§7.4). The exact sd is
+        ``√(n(log d+1)popcount(t)/c_gap² − f_t)``; the reported one is its value at ``f_t = 0``,
+        its maximum over ``f_t ∈ [0, n]`` (data-independent).
+    error : ErrorStatement
+        Simultaneous bound ``((log d+1)/c_gap)·√(2n ln(2d/β))`` on ``max_t |f̂_t − f_t|`` with
+        probability ``≥ 1 − β`` (Hoeffding over users plus a union bound over d periods).
+    truth, exact_sd : numpy.ndarray or None
+        Filled only by :func:`simulate_longitudinal` (the exact sd needs the truth).
+
+    Privacy
+    -------
+    Unit: one user's whole sequence ``X_u[1..d]``; neighbouring: any two sequences with at most
+    ``k`` changes each (user-level, all of a user's ≤ k changes at once). Every user's transcript
+    is ε-local-DP with ε = ``epsilon`` (the randomizer's exact certificate is in
+    ``mechanism_params``); the estimate is post-processing and spends no further budget.
     """
 
     sd: NDArray[np.float64]
@@ -174,6 +192,40 @@ def synthetic_changes(n: int, d: int, k: int, *, rng: Any = None) -> NDArray[np.
     return (np.cumsum(delta[:, :d] & 1, axis=1, dtype=np.int32) & 1).astype(np.int8)
 
 
+def fair_coin_sums(m: NDArray[Any], gen: np.random.Generator) -> NDArray[np.int64]:
+    """``Σ`` of ``m[c]`` independent fair ±1 coins for every entry ``c`` (exact, vectorized).
+
+    Each coin is one bit of a uniform 64-bit word (``Generator.integers``, unbiased), so the sum
+    is exactly ``2·Binomial(m, 1/2) − m``; no floating point touches the draw.
+    """
+    m = np.asarray(m, dtype=np.int64)
+    nw = (m + 63) // 64
+    total = int(nw.sum())
+    if total == 0:
+        return np.zeros(m.shape, dtype=np.int64)
+    words = gen.integers(0, 2**64, size=total, dtype=np.uint64)
+    col = np.repeat(np.arange(m.size), nw.ravel())
+    first = np.repeat(np.cumsum(nw.ravel()) - nw.ravel(), nw.ravel())
+    nbits = np.minimum(np.repeat(m.ravel(), nw.ravel()) - 64 * (np.arange(total) - first), 64)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    mask = np.where(
+        nbits >= 64, full, (np.uint64(1) << np.minimum(nbits, 63).astype(np.uint64)) - np.uint64(1)
+    )
+    heads = np.bincount(col, weights=np.bitwise_count(words & mask), minlength=m.size)
+    return (2 * heads.astype(np.int64) - m.ravel()).reshape(m.shape)
+
+
+def freeze_after_k_changes(x: NDArray[Any], k: int) -> NDArray[np.int8]:
+    """Rows of a 0/1 matrix with every change after the k-th ignored (pitfall 4).
+
+    ``X[0] = 0``, so after its k-th change a row holds the value ``k mod 2``; this is what
+    :class:`~dpfreq.longitudinal.LongitudinalClient` reports for such a device.
+    """
+    x = np.asarray(x, dtype=np.int8)
+    count = np.cumsum(np.diff(x, axis=1, prepend=0) != 0, axis=1)
+    return np.where(count <= k, x, np.int8(k & 1)).astype(np.int8)
+
+
 def _order_sums_distance(
     s: NDArray[np.int8], v_law, k: int, gen: np.random.Generator
 ) -> NDArray[np.int64]:
@@ -193,8 +245,7 @@ def _order_sums_distance(
         v = v_law.sample(m, rng=gen)
         y = v[rows, c[rows, cols] - 1].astype(np.int64) * s[rows, cols]
         total += np.bincount(cols, weights=y, minlength=s.shape[1]).astype(np.int64)
-    zeros = m - active.sum(axis=0)
-    total += 2 * gen.binomial(zeros, 0.5) - zeros
+    total += fair_coin_sums(m - active.sum(axis=0), gen)
     return total
 
 
@@ -243,8 +294,7 @@ def _order_sums_sparse(times, h: int, d: int, law, k: int, gen: np.random.Genera
         v = law.sample(m, rng=gen)
         y = v[rows, rank - 1].astype(np.int64) * sv
         total += np.bincount(j - 1, weights=y, minlength=size).astype(np.int64)
-    zeros = m - np.bincount(j - 1, minlength=size)
-    total += 2 * gen.binomial(zeros, 0.5) - zeros
+    total += fair_coin_sums(m - np.bincount(j - 1, minlength=size), gen)
     return total
 
 
@@ -261,16 +311,45 @@ def simulate_longitudinal(
 ) -> LongitudinalEstimate:
     """Simulate the FutureRand protocol (§3) for n users × d periods and estimate every ``f_t``.
 
-    Users draw the order h uniformly from {0..log d}; the users of one order are processed as a
-    block (no per-user Python loop). ``data`` is a user-supplied 0/1 matrix (n, d); otherwise
-    :func:`synthetic_changes` generates rows with at most ``changes`` changes. A ``d`` that is not
-    a power of two is padded with the last value (pitfall 6).
+    Runs the client logic of :class:`~dpfreq.longitudinal.LongitudinalClient` vectorized: users
+    draw the order h uniformly from {0..log d} and the users of one order are processed as one
+    block (numpy over users; the only Python loop is over the ``log d + 1`` orders). Distance-
+    based randomizers draw one pre-computed ``v`` per reporting user; zero partial sums become
+    exact fair coins (:func:`fair_coin_sums`); Erlingsson et al. keep the ``r``-th change,
+    ``r ~ U{1..k}``, through exact randomized response with the full ε.
+
+    Parameters
+    ----------
+    users : int, keyword-only
+        ``n`` for synthetic data (ignored when ``data`` is given).
+    periods, changes, epsilon : keyword-only
+        Horizon ``d`` (padded to a power of two with the last value, pitfall 6), change budget
+        ``k``, local ε. No defaults.
+    randomizer : str
+        ``"auto"`` (default, recommended), ``"futurerand"`` (paper constants), ``"calibrated"``,
+        ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+    data : array-like (n, d) of 0/1, optional
+        A user-supplied matrix; rows with more than ``k`` changes are frozen after their k-th
+        change, as the client does (pitfall 4; ``truth`` is the unfrozen data, so such rows bias
+        the estimate). Without it, :func:`synthetic_change_times` draws ``k`` change times per
+        user uniformly (coinciding times cancel), the sparse path that never builds the n × d
+        matrix.
+    beta : float
+        Failure probability of the simultaneous bound.
+    rng : None, int or numpy.random.Generator, keyword-only
+        Randomness (seeded runs are marked ``seeded``).
+
+    Returns
+    -------
+    LongitudinalEstimate
+        Estimates, per-time sd, simultaneous bound, ``truth``, ``exact_sd`` and ``errors``.
 
     Privacy
     -------
-    Unit: one user's whole sequence; neighbouring: any two sequences with at most k changes;
-    each user's transcript (h, reports) is ε-local-DP (Theorem 4.5) for every randomizer mode
-    (certificates checked at construction). The simulator itself spends no central budget.
+    Unit: one user's whole sequence; neighbouring: any two sequences with at most k changes
+    (user-level). Each user's transcript (h, reports) is ε-local-DP (Theorem 4.5) for every
+    randomizer mode (certificates checked at construction). The simulator itself spends no
+    central budget.
     """
     func = "simulate_longitudinal"
     d0 = _validate.check_int(periods, "periods", func, minimum=1)
@@ -301,6 +380,9 @@ def simulate_longitudinal(
     d = _padded_d(d0)
     if x is not None and d != d0:
         x = np.concatenate([x, np.repeat(x[:, -1:], d - d0, axis=1)], axis=1)
+    truth_x = x
+    if x is not None:
+        x = freeze_after_k_changes(x, k)  # what the devices report (pitfall 4)
     lg = d.bit_length() - 1
     off = offsets(d)
     sums = np.zeros(2 * d - 1, dtype=np.int64)
@@ -326,8 +408,7 @@ def simulate_longitudinal(
             y = 2 * bits.astype(np.int64) - 1
             size = d >> h
             tot = np.bincount(jh - 1, weights=y, minlength=size).astype(np.int64)
-            zeros = int((order == h).sum()) - np.bincount(jh - 1, minlength=size)
-            tot += 2 * gen.binomial(zeros, 0.5) - zeros
+            tot += fair_coin_sums(int((order == h).sum()) - np.bincount(jh - 1, minlength=size), gen)
             sums[off[h] : off[h + 1]] = tot
         params: dict = {"randomizer": "erlingsson", "changes": k, "r_sampled_from": "[1..k]"}
     else:
@@ -344,7 +425,7 @@ def simulate_longitudinal(
     if times is not None:
         truth = _truth_from_times(times, d)
     else:
-        truth = x[:, :d].sum(axis=0).astype(np.int64)
+        truth = truth_x[:, :d].sum(axis=0).astype(np.int64)
     return make_release(
         sums, d, n, c_gap, epsilon, beta, "futurerand-longitudinal", params, res.seeded, truth=truth
     )
