@@ -67,6 +67,9 @@ def _quarter(s: list[Any], a: int, b: int, c: int, d: int, tmp: NDArray[np.uint3
     _xor_rotl(s[b], s[c], 7, tmp)
 
 
+_CHUNK = 16384  # blocks per vectorized pass (keeps the 16 state rows in cache)
+
+
 def chacha20_blocks(
     key_words: NDArray[np.uint32], counter: NDArray[np.uint32], nonce: NDArray[np.uint32]
 ) -> NDArray[np.uint32]:
@@ -86,12 +89,31 @@ def chacha20_blocks(
     numpy.ndarray of shape (n, 16), uint32
         The serialized block as words (little-endian byte order within each word).
     """
+    return _chacha_rows(key_words, counter, nonce).T.copy()
+
+
+def _chacha_rows(key_words: NDArray[np.uint32], counter: NDArray[np.uint32],
+                 nonce: NDArray[np.uint32]) -> NDArray[np.uint32]:
+    """:func:`chacha20_blocks` as a (16, n) array (word by row), computed in chunks."""
     n = counter.shape[0]
-    init = [np.full(n, c, dtype=_U32) for c in _CONST]
-    init += [np.full(n, int(w), dtype=_U32) for w in key_words]
-    init.append(counter.astype(_U32))
-    init += [nonce[:, i].astype(_U32) for i in range(3)]
-    s = [w.copy() for w in init]
+    out = np.empty((16, n), dtype=_U32)
+    for lo in range(0, n, _CHUNK):
+        hi = min(n, lo + _CHUNK)
+        out[:, lo:hi] = _chacha_chunk(key_words, counter[lo:hi], nonce[lo:hi])
+    return out
+
+
+def _chacha_chunk(key_words: NDArray[np.uint32], counter: NDArray[np.uint32],
+                  nonce: NDArray[np.uint32]) -> NDArray[np.uint32]:
+    """ChaCha20 blocks of one chunk as a (16, n) array (state word by row)."""
+    n = counter.shape[0]
+    init = np.empty((16, n), dtype=_U32)
+    init[0:4] = np.asarray(_CONST, dtype=_U32)[:, None]
+    init[4:12] = np.asarray(key_words, dtype=_U32)[:, None]
+    init[12] = counter
+    init[13:16] = nonce.T
+    state = init.copy()
+    s = list(state)
     tmp = np.empty(n, dtype=_U32)
     for _ in range(10):
         _quarter(s, 0, 4, 8, 12, tmp)
@@ -102,7 +124,8 @@ def chacha20_blocks(
         _quarter(s, 1, 6, 11, 12, tmp)
         _quarter(s, 2, 7, 8, 13, tmp)
         _quarter(s, 3, 4, 9, 14, tmp)
-    return np.stack([s[i] + init[i] for i in range(16)], axis=1)
+    state += init
+    return state
 
 
 class _Streams:
@@ -122,38 +145,54 @@ class _Streams:
         self.nonce[:, 1] = (node_ids >> np.uint64(32)).astype(_U32)
         self.block = np.zeros(n, dtype=_U32)
         self.width = 8 * self._BLOCKS
-        self.buf = self._fill(np.arange(n))
+        self.n = n
+        # column-major buffer: word w of row r at w·n + r
+        self.buf = self._fill(np.arange(n)).ravel()
         self.ptr = np.zeros(n, dtype=np.int64)
 
     def _fill(self, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
-        nb = self._BLOCKS
-        counters = (self.block[rows][:, None] + np.arange(nb, dtype=_U32)[None, :]).ravel()
-        nonces = np.repeat(self.nonce[rows], nb, axis=0)
-        words = chacha20_blocks(self.key_words, counters, nonces).astype(np.uint64)
-        w64 = words[:, 0::2] | (words[:, 1::2] << np.uint64(32))
+        """The next ``_BLOCKS`` blocks of each row as 64-bit words, shape (width, len(rows))."""
+        nb, m = self._BLOCKS, rows.shape[0]
+        counters = (self.block[rows][None, :] + np.arange(nb, dtype=_U32)[:, None]).ravel()
+        nonces = np.tile(self.nonce[rows], (nb, 1))
+        st = _chacha_rows(self.key_words, counters, nonces)  # (16, nb·m), block-major
+        w64 = st[0::2].astype(np.uint64)
+        w64 |= st[1::2].astype(np.uint64) << np.uint64(32)  # little-endian word pairs
         self.block[rows] += _U32(nb)
-        return w64.reshape(rows.shape[0], self.width)
+        out: NDArray[np.uint64] = (w64.reshape(8, nb, m).transpose(1, 0, 2)
+                                   .reshape(self.width, m))
+        return out
 
     def words(self, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
-        full = rows[self.ptr[rows] == self.width]
-        if full.size:
-            self.buf[full] = self._fill(full)
-            self.ptr[full] = 0
-        out = self.buf[rows, self.ptr[rows]]
-        self.ptr[rows] += 1
+        pos = self.ptr[rows]
+        full = pos == self.width
+        if full.any():
+            fr = rows[full]
+            self.buf.reshape(self.width, self.n)[:, fr] = self._fill(fr)
+            pos[full] = 0
+        self.ptr[rows] = pos + 1
+        out: NDArray[np.uint64] = self.buf[pos * self.n + rows]
         return out
 
     def below(self, rows: NDArray[np.int64], bound: Any) -> NDArray[np.int64]:
         """Exactly uniform integers in ``[0, bound)`` (bound <= 2^62), one per row."""
-        b = np.broadcast_to(np.asarray(bound, dtype=np.uint64), rows.shape)
+        scalar = np.ndim(bound) == 0
+        b = np.uint64(bound) if scalar else np.asarray(bound, dtype=np.uint64)
         limit = (np.uint64(1 << 63) // b) * b
+        w = self.words(rows) >> np.uint64(1)
+        ok = w < limit
+        if ok.all():
+            res: NDArray[np.int64] = (w % b).astype(np.int64)
+            return res
         out = np.empty(rows.shape[0], dtype=np.int64)
         pending = np.arange(rows.shape[0])
         while pending.size:
-            w = self.words(rows[pending]) >> np.uint64(1)
-            ok = w < limit[pending]
-            out[pending[ok]] = (w[ok] % b[pending[ok]]).astype(np.int64)
+            bp = b if scalar else b[pending]
+            ok = w < (limit if scalar else limit[pending])
+            out[pending[ok]] = (w[ok] % (bp if scalar else bp[ok])).astype(np.int64)
             pending = pending[~ok]
+            if pending.size:
+                w = self.words(rows[pending]) >> np.uint64(1)
         return out
 
 
@@ -226,16 +265,21 @@ class KeyedDiscreteLaplace:
         noise under one key.
     gamma : Fraction
         ``Pr[Z = z] ∝ exp(−γ|z|)``; γ = ε/(ℓ1 sensitivity), denominator <= 2^32.
+    cache_limit : int, optional
+        At most this many drawn nodes are kept for reuse (default ``2^22``; 0 disables).
 
     Notes
     -----
-    ``noise(ids)`` returns the same values for the same ids on every call. A bounded cache keeps
-    recently drawn nodes; it changes speed only, never values.
+    ``noise(ids)`` returns the same values for the same ids on every call. Drawn nodes are
+    cached (sorted id and value arrays, vectorized look-up, at most ``cache_limit`` nodes;
+    when full the cache restarts from the latest batch); the cache changes speed only, never
+    values, since every value is a function of (key, structure, node id) alone.
     """
 
-    _CACHE_LIMIT = 1 << 20
+    _CACHE_LIMIT = 1 << 22
 
-    def __init__(self, key: bytes, structure: int, gamma: Fraction) -> None:
+    def __init__(self, key: bytes, structure: int, gamma: Fraction,
+                 cache_limit: int | None = None) -> None:
         if not isinstance(key, bytes | bytearray) or len(key) < 16:
             raise ParameterError(message("key", "KeyedDiscreteLaplace", "at least 16 bytes",
                                          key))
@@ -248,10 +292,13 @@ class KeyedDiscreteLaplace:
         self._key_words = np.frombuffer(h, dtype="<u4").astype(_U32)
         self.gamma = g
         self.structure = int(structure)
-        self._cache: dict[int, int] = {}
+        self.cache_limit = self._CACHE_LIMIT if cache_limit is None else int(cache_limit)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._vals = np.zeros(0, dtype=np.int64)
+        self.n_drawn = 0  # nodes sampled so far (cache misses), for tests and benchmarks
 
     def noise(self, node_ids: Any) -> NDArray[np.int64]:
-        """Noise of each node id (non-negative integers < 2^64); same id ⇒ same value."""
+        """Noise of each node id (non-negative integers < 2^63); same id ⇒ same value."""
         ids = np.asarray(node_ids, dtype=np.int64)
         if ids.size and ids.min() < 0:
             raise ParameterError(message("node_ids", "KeyedDiscreteLaplace.noise",
@@ -265,27 +312,35 @@ class KeyedDiscreteLaplace:
         return _discrete_laplace(st, n, self.gamma.numerator, self.gamma.denominator)
 
     def _draw(self, uniq: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Values of sorted unique ids: cached ones looked up, the others sampled and cached."""
         if uniq.size == 0:
             return np.zeros(0, dtype=np.int64)
-        if uniq.size <= 4096 and self._cache:
-            cached = [self._cache.get(int(i)) for i in uniq]
-            missing = np.array([i for i, c in zip(uniq, cached, strict=True) if c is None],
-                               dtype=np.int64)
+        out = np.empty(uniq.size, dtype=np.int64)
+        if self._ids.size:
+            pos = np.searchsorted(self._ids, uniq)
+            hit = pos < self._ids.size
+            hit[hit] = self._ids[pos[hit]] == uniq[hit]
+            out[hit] = self._vals[pos[hit]]
+            miss = ~hit
+            missing = uniq[miss]
         else:
-            cached = None
+            pos = np.zeros(uniq.size, dtype=np.int64)
+            miss = np.ones(uniq.size, dtype=np.bool_)
             missing = uniq
-        fresh = np.zeros(0, dtype=np.int64)
         if missing.size:
             st = _Streams(self._key_words, missing.astype(np.uint64))
             fresh = self._sample(st, missing.size)
-            if missing.size <= 4096:
-                if len(self._cache) + missing.size > self._CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache.update(zip(missing.tolist(), fresh.tolist(), strict=True))
-        if cached is None:
-            return fresh
-        fill = iter(fresh.tolist())
-        return np.array([c if c is not None else next(fill) for c in cached], dtype=np.int64)
+            out[miss] = fresh
+            self.n_drawn += int(missing.size)
+            if self.cache_limit <= 0:
+                pass
+            elif self._ids.size + missing.size > self.cache_limit:
+                keep = min(missing.size, self.cache_limit)
+                self._ids, self._vals = missing[:keep].copy(), fresh[:keep].copy()
+            else:  # both sorted: insert the new ids at their positions
+                self._ids = np.insert(self._ids, pos[miss], missing)
+                self._vals = np.insert(self._vals, pos[miss], fresh)
+        return out
 
 
 # ----------------------------------------------------------------------------------------------
