@@ -176,20 +176,18 @@ class _Streams:
 
     def below(self, rows: NDArray[np.int64], bound: Any) -> NDArray[np.int64]:
         """Exactly uniform integers in ``[0, bound)`` (bound <= 2^62), one per row."""
-        scalar = np.ndim(bound) == 0
-        b = np.uint64(bound) if scalar else np.asarray(bound, dtype=np.uint64)
+        b = np.broadcast_to(np.asarray(bound, dtype=np.uint64), rows.shape)
         limit = (np.uint64(1 << 63) // b) * b
         w = self.words(rows) >> np.uint64(1)
         ok = w < limit
-        if ok.all():
+        if ok.all():  # the usual case: one word per row
             res: NDArray[np.int64] = (w % b).astype(np.int64)
             return res
         out = np.empty(rows.shape[0], dtype=np.int64)
         pending = np.arange(rows.shape[0])
         while pending.size:
-            bp = b if scalar else b[pending]
-            ok = w < (limit if scalar else limit[pending])
-            out[pending[ok]] = (w[ok] % (bp if scalar else bp[ok])).astype(np.int64)
+            ok = w < limit[pending]
+            out[pending[ok]] = (w[ok] % b[pending[ok]]).astype(np.int64)
             pending = pending[~ok]
             if pending.size:
                 w = self.words(rows[pending]) >> np.uint64(1)
