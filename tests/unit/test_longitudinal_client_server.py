@@ -193,3 +193,80 @@ def test_server_matches_estimator() -> None:
     assert est.mechanism_params["missing_reports"] == 0
     pi = agg.estimate(beta=0.05, dropouts="per-interval")
     assert pi.value == pytest.approx(est.value)
+
+
+def test_server_protocol_version_and_types() -> None:
+    p = make_params(8, 3, 1.0, "threshold")
+    agg = LongitudinalAggregator(p)
+    with pytest.raises(DataError, match="protocol version"):
+        agg.enrol([1], [0], p.param_id, protocol_version=99)
+    with pytest.raises(DataError, match="unknown parameter id"):
+        agg.enrol([1], [0], "nope")
+    with pytest.raises(DataError, match="order h"):
+        agg.enrol([1], [9])
+    agg.enrol([5, 1], [0, 2], p.param_id, protocol_version=p.version)
+    assert agg.enrolled.tolist() == [1, 0, 1, 0]
+    with pytest.raises(DataError, match="integers"):
+        agg.ingest([1.5], [0], [1], [1])
+    with pytest.raises(DataError, match="interval j must be an integer"):
+        agg.ingest([5], [0], [1.0], [1])
+    # a later batch may interleave users and intervals freely; duplicates across batches caught
+    agg.ingest([1, 5, 5], [2, 0, 0], [2, 8, 1], [1, 0, 1], p.param_id)
+    agg.ingest([5], [0], [2], [1], p.param_id)
+    with pytest.raises(DataError, match="duplicate"):
+        agg.ingest([5, 1], [0, 2], [3, 2], [1, 1], p.param_id)
+    assert agg.counts.sum() == 4
+
+
+def _reports_file(tmp_path, text: str) -> str:
+    path = tmp_path / "reports.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def test_file_aggregation_validation(tmp_path) -> None:
+    from dpfreq.longitudinal import aggregate_reports_file
+
+    p = make_params(8, 2, 1.0, "rr")
+    empty = aggregate_reports_file(_reports_file(tmp_path, "user,h,j,bit\n"), p, beta=0.1)
+    assert empty.n_users == 0
+    assert np.array_equal(empty.value, np.zeros(8))
+    cases = {
+        "user,h,j,bit\n1,0,1,x\n": "integers",
+        "user,h,j,bit\n1,0,1,\n": "null",
+        "user,h,j,bit\n1,5,1,1\n": "order h",
+        "user,h,j,bit\n1,1,5,1\n": "interval j",
+        "user,h,j,bit\n1,0,1,2\n": "bit not in",
+        "user,h,j,bit\n1,0,1,1\n1,1,1,1\n": "more than one order",
+        "user,h,j\n1,0,1\n": "missing 'bit'",
+        f"user,h,j,bit,param_id\n1,0,1,1,{'f' * 16}\n": "unknown parameter id",
+    }
+    for text, match in cases.items():
+        with pytest.raises(DataError, match=match):
+            aggregate_reports_file(_reports_file(tmp_path, text), p)
+    with pytest.raises(DataError, match="does not exist"):
+        aggregate_reports_file(tmp_path / "nope.csv", p)
+
+
+@pytest.mark.parametrize("engine", ["spark", "instance", None])
+def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -> None:
+    """``engine`` (a name such as "spark", or an Engine instance) reaches get_engine unchanged."""
+    import dpfreq.engines as engines
+    from dpfreq.longitudinal import aggregate_reports_file
+
+    duck = engines.get_engine("duckdb")
+    arg = duck if engine == "instance" else engine
+    calls = []
+
+    def fake_get_engine(name, source=None, **options):
+        calls.append((name, source))
+        return duck
+
+    monkeypatch.setattr(engines, "get_engine", fake_get_engine)
+    p = make_params(8, 2, 1.0, "rr")
+    path = _reports_file(tmp_path, "user,h,j,bit,param_id\n" + f"1,3,1,1,{p.param_id}\n")
+    rel = aggregate_reports_file(path, p, engine=arg, beta=0.1)
+    assert calls == [(arg, path)]
+    assert calls[0][0] is arg
+    assert rel.n_users == 1
+    assert rel.value[7] == pytest.approx(4 / p.c_gap)

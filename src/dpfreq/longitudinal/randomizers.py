@@ -1,4 +1,4 @@
-"""Online randomizers with one interface: ``init(L, k, ε)`` and ``step(j, x_j)`` (futurerand.md §4–§5).
+"""Online randomizers, one interface ``init(L, k, ε)`` / ``step(j, x_j)`` (futurerand.md §4–5).
 
 Every randomizer maps an input ``x ∈ {−1, 0, 1}^L`` with at most ``k`` non-zeros, revealed one
 coordinate at a time, to outputs ``y_j ∈ {−1, +1}`` produced immediately (§4.1). Each instance

@@ -21,12 +21,22 @@ DROPOUT_POLICIES = ("paper", "per-interval")
 
 
 class LongitudinalAggregator:
-    """Per-(h, j) counters for one parameter set (Algorithm 2).
+    """Server of the longitudinal protocol: per-(h, j) counters for one parameter set
+    (Algorithm 2, §3.2, §7.3).
 
-    Devices are identified by an integer pseudonymous ``user`` id, used only to validate
-    (enrolment before reports, the report's h equal to the enrolled h, no duplicate (user, j)).
+    Parameters
+    ----------
+    params : ProtocolParams
+        The parameter bundle shared with the devices (its ``param_id`` is checked on every
+        enrolment and report batch that carries one).
+
+    Notes
+    -----
+    Devices are identified by an integer pseudonymous ``user`` id, used only to validate:
+    enrolment before reports, the report's h equal to the enrolled h, no duplicate (user, h, j).
     A batch with any invalid row is rejected as a whole with a :class:`DataError` naming the
-    reason and the first offending row; nothing of it is counted.
+    reason and the first offending row; nothing of it is counted. Duplicates are detected with
+    one bit per (user, j) of the user's order (``≈ 2d/(log d+1)`` bits per user).
 
     Dropout policy (§8.8): ``estimate(dropouts="paper")`` (default) is the paper's estimator and
     assumes full participation: a missing report counts as 0, which biases f̂ towards 0 (the
@@ -34,6 +44,12 @@ class LongitudinalAggregator:
     ``dropouts="per-interval"`` rescales each (h, j) sum by ``n_h / count[h, j]`` (enrolled users
     of order h over reports received): unbiased when dropouts are independent of the data
     (missing completely at random), biased otherwise; its sd and bound are then approximate.
+    Late joiners should enrol at the start with value 0 (their first 1 is a change).
+
+    Privacy
+    -------
+    Every report is part of an ε-local-DP transcript (user-level: a device's whole sequence
+    with at most k changes); the server's estimates are post-processing and spend no budget.
     """
 
     def __init__(self, params: ProtocolParams) -> None:
@@ -46,33 +62,77 @@ class LongitudinalAggregator:
         self._off = offsets(d)
         self.sums = np.zeros(2 * d - 1, dtype=np.int64)  # Σ y over reports
         self.counts = np.zeros(2 * d - 1, dtype=np.int64)
-        self._order_of: dict[int, int] = {}
-        self._users = np.zeros(0, dtype=np.int64)
-        self._user_h = np.zeros(0, dtype=np.int64)
-        self._seen = np.zeros(0, dtype=np.int64)  # sorted keys user·(2d) + slot
+        self._users = np.zeros(0, dtype=np.int64)  # sorted user ids
+        self._index = np.zeros(0, dtype=np.int64)  # enrolment index of each sorted user
+        self._h_by_index = np.zeros(0, dtype=np.int64)  # order per enrolment index
+        self._bit_start = np.zeros(1, dtype=np.int64)  # first seen-bit of each index (+ end)
+        self._seen = np.zeros(0, dtype=np.uint8)  # packed bits, one per (user, j)
 
     @property
     def enrolled(self) -> NDArray[np.int64]:
         """Enrolled users per order h."""
-        return np.bincount(self._user_h, minlength=self.params.orders)
+        return np.bincount(self._h_by_index, minlength=self.params.orders)
 
-    def enrol(self, users: Any, h: Any, param_id: str | None = None) -> None:
-        """Record enrolments ``(user, h)`` (arrays or scalars)."""
+    @property
+    def n_users(self) -> int:
+        """Number of enrolled users."""
+        return int(self._h_by_index.size)
+
+    def enrol(
+        self,
+        users: Any,
+        h: Any,
+        param_id: str | None = None,
+        protocol_version: int | None = None,
+    ) -> None:
+        """Record enrolments ``(user, h)`` (arrays or scalars), as sent by devices.
+
+        Raises
+        ------
+        DataError
+            Unknown parameter id or protocol version, h out of range, a user enrolled twice.
+        """
         self._check_param(param_id)
-        u = np.atleast_1d(np.asarray(users)).astype(np.int64)
+        if protocol_version is not None and protocol_version != self.params.version:
+            raise DataError(
+                f"rejected: protocol version {protocol_version!r} (this aggregator serves "
+                f"version {self.params.version})."
+            )
+        u = self._int_array(users, "users", "enrol")
         hh = np.atleast_1d(np.asarray(h))
         self._check_h(hh)
-        hh = hh.astype(np.int64)
+        hh = hh.astype(np.int64).ravel()
         if u.shape != hh.shape:
             raise DataError(
                 "users and h of LongitudinalAggregator.enrol must have the same length."
             )
         allu = np.concatenate([self._users, u])
-        if np.unique(allu).size != allu.size:
-            raise DataError("enrol rejected: a user is enrolled twice.")
+        su = np.sort(allu)
+        if su.size > 1 and np.any(su[1:] == su[:-1]):
+            dup = su[1:][su[1:] == su[:-1]][0]
+            raise DataError(f"rejected: user {dup} is enrolled twice.")
+        first = self._h_by_index.size
+        idx = np.concatenate([self._index, np.arange(first, first + u.size, dtype=np.int64)])
         order = np.argsort(allu, kind="stable")
-        self._users = allu[order]
-        self._user_h = np.concatenate([self._user_h, hh])[order]
+        self._users, self._index = allu[order], idx[order]
+        self._h_by_index = np.concatenate([self._h_by_index, hh])
+        sizes = self.params.padded_periods >> hh
+        self._bit_start = np.concatenate(
+            [self._bit_start, self._bit_start[-1] + np.cumsum(sizes, dtype=np.int64)]
+        )
+        need = (int(self._bit_start[-1]) + 7) // 8
+        if need > self._seen.size:
+            self._seen = np.concatenate([self._seen, np.zeros(need - self._seen.size, np.uint8)])
+
+    @staticmethod
+    def _int_array(values: Any, name: str, method: str) -> NDArray[np.int64]:
+        arr = np.atleast_1d(np.asarray(values)).ravel()
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise DataError(
+                f"{name} of LongitudinalAggregator.{method} must be integers; got dtype "
+                f"{arr.dtype}."
+            )
+        return arr.astype(np.int64)
 
     def _check_param(self, param_id: str | None) -> None:
         if param_id is not None and param_id != self.params.param_id:
@@ -92,9 +152,18 @@ class LongitudinalAggregator:
             )
 
     def ingest(self, users: Any, h: Any, j: Any, bit: Any, param_id: str | None = None) -> int:
-        """Validate and count a batch of reports ``(user, h, j, bit)``; returns the batch size."""
+        """Validate and count a batch of reports ``(user, h, j, bit)``; returns the batch size.
+
+        Raises
+        ------
+        DataError
+            Unknown parameter id; h outside ``0..log d``; j outside ``1..d/2^h``; bit not in
+            {0, 1}; a report before its user's enrolment or with another order than enrolled;
+            a duplicate (same user, h and j) within the batch or already ingested. The batch is
+            then not counted at all.
+        """
         self._check_param(param_id)
-        u = np.asarray(users).astype(np.int64).ravel()
+        u = self._int_array(users, "users", "ingest")
         hh = np.asarray(h).ravel()
         jj = np.asarray(j).ravel()
         bb = np.asarray(bit).ravel()
@@ -102,6 +171,8 @@ class LongitudinalAggregator:
             raise DataError(
                 "users, h, j and bit of LongitudinalAggregator.ingest must have equal lengths."
             )
+        if u.size == 0:
+            return 0
         self._check_h(hh)
         hh = hh.astype(np.int64)
         if not np.issubdtype(jj.dtype, np.integer):
@@ -116,37 +187,50 @@ class LongitudinalAggregator:
                 f"rejected: interval j={jj[i]} out of range 1..{size[i]} for order "
                 f"h={hh[i]} (row {i})."
             )
-        if not np.isin(bb, (0, 1)).all():
-            i = int(np.argmax(~np.isin(bb, (0, 1))))
+        badb = (bb != 0) & (bb != 1)
+        if badb.any():
+            i = int(np.argmax(badb))
             raise DataError(f"rejected: bit must be 0 or 1; got {bb[i]!r} (row {i}).")
         pos = np.searchsorted(self._users, u)
-        pos_c = np.minimum(pos, max(self._users.size - 1, 0))
-        known = (
-            (self._users.size > 0) & (self._users[pos_c] == u)
-            if self._users.size
-            else np.zeros(u.size, bool)
-        )
-        if not np.all(known):
+        if self._users.size == 0:
+            known = np.zeros(u.size, dtype=bool)
+        else:
+            pos = np.minimum(pos, self._users.size - 1)
+            known = self._users[pos] == u
+        if not known.all():
             i = int(np.argmax(~known))
             raise DataError(f"rejected: report from user {u[i]} before its enrolment (row {i}).")
-        if np.any(self._user_h[pos_c] != hh):
-            i = int(np.argmax(self._user_h[pos_c] != hh))
+        index = self._index[pos]
+        enrolled_h = self._h_by_index[index]
+        wrong = enrolled_h != hh
+        if wrong.any():
+            i = int(np.argmax(wrong))
             raise DataError(
                 f"rejected: user {u[i]} reported order h={hh[i]} but enrolled with "
-                f"h={self._user_h[pos_c][i]} (row {i})."
+                f"h={enrolled_h[i]} (row {i})."
             )
-        slot = self._off[hh] + jj - 1
-        key = u * (2 * d) + slot
-        sk = np.sort(key)
-        if (sk.size > 1 and np.any(sk[1:] == sk[:-1])) or np.isin(sk, self._seen).any():
+        bitpos = np.sort(self._bit_start[index] + jj - 1)
+        byte = bitpos >> 3
+        mask = (np.uint8(1) << (bitpos & 7).astype(np.uint8)).astype(np.uint8)
+        if (bitpos.size > 1 and np.any(bitpos[1:] == bitpos[:-1])) or np.any(
+            self._seen[byte] & mask
+        ):
             raise DataError(
                 "rejected: duplicate report (same user, h and j) in the batch or already ingested."
             )
-        self._seen = np.union1d(self._seen, sk)
+        starts = np.flatnonzero(np.concatenate([[True], byte[1:] != byte[:-1]]))
+        self._seen[byte[starts]] |= np.bitwise_or.reduceat(mask, starts)
+        slot = self._off[hh] + jj - 1
         y = 2 * bb.astype(np.int64) - 1
         self.sums += np.bincount(slot, weights=y, minlength=2 * d - 1).astype(np.int64)
         self.counts += np.bincount(slot, minlength=2 * d - 1)
         return int(u.size)
+
+    def _set_enrolment_counts(self, nh: NDArray[np.int64]) -> None:
+        """Anonymous enrolment from per-order user counts (file aggregation)."""
+        self._h_by_index = np.repeat(np.arange(self.params.orders, dtype=np.int64), nh)
+        self._users = np.arange(self._h_by_index.size, dtype=np.int64)
+        self._index = self._users.copy()
 
     def estimate(self, *, beta: float, dropouts: str = "paper") -> LongitudinalEstimate:
         """f̂_t for every period with per-time sd and the simultaneous (1 − β) bound (§7.4).
@@ -163,7 +247,7 @@ class LongitudinalAggregator:
             dropouts, "dropouts", "LongitudinalAggregator.estimate", DROPOUT_POLICIES
         )
         p = self.params
-        n = int(self._users.size)
+        n = self.n_users
         sums = self.sums.astype(np.float64)
         nh = self.enrolled
         hslot = np.repeat(np.arange(p.orders), [p.padded_periods >> h for h in range(p.orders)])
@@ -194,79 +278,147 @@ class LongitudinalAggregator:
 
 
 def aggregate_reports_file(
-    path: str | Path, params: ProtocolParams, *, engine: str | None = None, beta: float = 0.05
+    path: str | Path,
+    params: ProtocolParams,
+    *,
+    engine: Any = None,
+    beta: float = 0.05,
+    dropouts: str = "paper",
 ) -> LongitudinalEstimate:
     """Server side on a collected reports file (CSV or Parquet with columns user, h, j, bit).
 
-    Rows are validated with DuckDB (ranges, bit values, duplicates, one order per user); the
-    per-(h, j) sums go through ``dpfreq.engines.get_engine(engine, source).report_sums``. Every
-    user appearing in the file counts as enrolled with its reported order.
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Local CSV or Parquet file, one row per report; optional column ``param_id``.
+    params : ProtocolParams
+        The parameter bundle the devices used.
+    engine : None, str, Engine or SparkSession, keyword-only
+        Where the per-(h, j) sums run: passed **unchanged** to
+        :func:`dpfreq.engines.get_engine` (``"memory"``, ``"duckdb"`` (default for files),
+        ``"spark"``, a configured engine instance, or a SparkSession).
+    beta : float
+        Failure probability of the simultaneous bound.
+    dropouts : {"paper", "per-interval"}
+        Dropout policy, see :class:`LongitudinalAggregator`.
+
+    Returns
+    -------
+    LongitudinalEstimate
+        Identical to :meth:`LongitudinalAggregator.estimate` on the same reports.
+
+    Raises
+    ------
+    DataError
+        Missing file or column, unknown parameter id, h or j out of range, bit not in {0, 1},
+        duplicate (user, h, j) reports, a user reporting two orders.
+
+    Notes
+    -----
+    Rows are validated with DuckDB on the local file (ranges, bit values, duplicates, one order
+    per user); every user appearing in the file counts as enrolled with its reported order.
+
+    Privacy
+    -------
+    Post-processing of ε-LDP reports (user-level: each device's whole sequence with at most k
+    changes); spends no central budget.
     """
     import duckdb
 
     from dpfreq.engines import get_engine
 
+    func = "aggregate_reports_file"
+    if not isinstance(params, ProtocolParams):
+        raise ParameterError(
+            _validate.message("params", func, "a ProtocolParams", type(params).__name__)
+        )
+    beta = _validate.check_open_unit(beta, "beta", func)
+    dropouts = _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
     path = Path(path)
     if not path.exists():
         raise DataError(f"reports file {str(path)!r} does not exist.")
-    reader = "read_parquet" if path.suffix == ".parquet" else "read_csv_auto"
+    reader = "read_parquet" if path.suffix in (".parquet", ".pq") else "read_csv_auto"
     con = duckdb.connect()
     try:
-        rel = f"{reader}('{path.as_posix()}')"
-        cols = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        lit = "'" + path.as_posix().replace("'", "''") + "'"
+        src = f"{reader}({lit})"
+        try:
+            cols = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        except duckdb.Error as exc:
+            raise DataError(f"cannot read reports file {str(path)!r}: "
+                            f"{str(exc).splitlines()[0]}") from None
         for c in ("user", "h", "j", "bit"):
             if c not in cols:
                 raise DataError(f"reports file must have columns user, h, j, bit; missing {c!r}.")
-        if "param_id" in cols:
-            ids = [r[0] for r in con.execute(f"SELECT DISTINCT param_id FROM {rel}").fetchall()]
+        pid_col = ', CAST("param_id" AS VARCHAR) AS param_id' if "param_id" in cols else ""
+        try:
+            con.execute(
+                f'CREATE TEMP TABLE r AS SELECT CAST("user" AS VARCHAR) AS u, '
+                f'CAST("h" AS BIGINT) AS h, CAST("j" AS BIGINT) AS j, '
+                f'CAST("bit" AS BIGINT) AS bit{pid_col} FROM {src}'
+            )
+        except duckdb.Error as exc:
+            raise DataError(
+                "reports file columns h, j and bit must be integers: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
+        nulls = con.execute(
+            "SELECT count(*) FILTER (WHERE u IS NULL OR h IS NULL OR j IS NULL OR bit IS NULL) "
+            "FROM r"
+        ).fetchone()
+        if nulls and nulls[0]:
+            raise DataError(f"rejected: {nulls[0]} reports with a null user, h, j or bit.")
+        if pid_col:
+            ids = [row[0] for row in con.execute("SELECT DISTINCT param_id FROM r").fetchall()]
             for pid in ids:
-                if str(pid) != params.param_id:
+                if pid != params.param_id:
                     raise DataError(
-                        f"rejected: unknown parameter id {pid!r} (expected {params.param_id!r})."
+                        f"rejected: unknown parameter id {pid!r} (this aggregator serves "
+                        f"{params.param_id!r})."
                     )
         d, orders = params.padded_periods, params.orders
         bad = con.execute(
             f"SELECT count(*) FILTER (WHERE h < 0 OR h >= {orders}), "
-            f"count(*) FILTER (WHERE j < 1 OR j > ({d} >> CAST(h AS INTEGER))), "
-            f"count(*) FILTER (WHERE bit NOT IN (0, 1)) FROM {rel}"
-        ).fetchone()
+            f"count(*) FILTER (WHERE h >= 0 AND h < {orders} AND "
+            f"(j < 1 OR j > ({d} >> CAST(h AS INTEGER)))), "
+            "count(*) FILTER (WHERE bit NOT IN (0, 1)) FROM r"
+        ).fetchone() or (0, 0, 0)
         if bad[0]:
             raise DataError(f"rejected: {bad[0]} reports with order h outside 0..{orders - 1}.")
         if bad[1]:
             raise DataError(
-                f"rejected: {bad[1]} reports with interval j out of range for their order."
+                f"rejected: {bad[1]} reports with interval j out of range 1..d/2^h for their "
+                f"order (d = {d})."
             )
         if bad[2]:
             raise DataError(f"rejected: {bad[2]} reports with bit not in {{0, 1}}.")
         dup = con.execute(
-            f"SELECT count(*) FROM (SELECT user, j FROM {rel} "
-            "GROUP BY user, h, j HAVING count(*) > 1)"
-        ).fetchone()[0]
-        if dup:
-            raise DataError(f"rejected: {dup} duplicate reports (same user, h and j).")
+            "SELECT count(*) FROM (SELECT u FROM r GROUP BY u, h, j HAVING count(*) > 1)"
+        ).fetchone()
+        if dup and dup[0]:
+            raise DataError(f"rejected: {dup[0]} duplicate reports (same user, h and j).")
         multi = con.execute(
-            f"SELECT count(*) FROM (SELECT user FROM {rel} "
-            "GROUP BY user HAVING count(DISTINCT h) > 1)"
-        ).fetchone()[0]
-        if multi:
-            raise DataError(f"rejected: {multi} users report more than one order h.")
-        n = con.execute(f"SELECT count(DISTINCT user) FROM {rel}").fetchone()[0]
-        nh_rows = con.execute(f"SELECT h, count(DISTINCT user) FROM {rel} GROUP BY h").fetchall()
+            "SELECT count(*) FROM (SELECT u FROM r GROUP BY u HAVING count(DISTINCT h) > 1)"
+        ).fetchone()
+        if multi and multi[0]:
+            raise DataError(
+                f"rejected: {multi[0]} users report more than one order h (a user is enrolled "
+                "with one order)."
+            )
+        nh_rows = con.execute("SELECT h, count(DISTINCT u) FROM r GROUP BY h").fetchall()
     finally:
         con.close()
     eng = get_engine(engine, str(path))
     rs = eng.report_sums(str(path), order="h", interval="j", value="bit")
     agg = LongitudinalAggregator(params)
-    off = agg._off
-    slot = off[np.asarray(rs.order, dtype=np.int64)] + np.asarray(rs.interval, dtype=np.int64) - 1
-    agg.sums[slot] = 2 * np.asarray(rs.sums, dtype=np.int64) - np.asarray(rs.counts, dtype=np.int64)
-    agg.counts[slot] = np.asarray(rs.counts, dtype=np.int64)
+    order = np.asarray(rs.order, dtype=np.int64)
+    slot = agg._off[order] + np.asarray(rs.interval, dtype=np.int64) - 1
+    counts = np.asarray(rs.counts, dtype=np.int64)
+    agg.sums[slot] = 2 * np.asarray(rs.sums, dtype=np.int64) - counts
+    agg.counts[slot] = counts
     # enrolment from the file (pseudonymous ids only matter for n_h)
-    hs = (
-        np.concatenate([np.full(int(c), int(h), dtype=np.int64) for h, c in nh_rows])
-        if nh_rows
-        else np.zeros(0, np.int64)
-    )
-    agg._user_h = hs
-    agg._users = np.arange(int(n), dtype=np.int64)
-    return agg.estimate(beta=beta)
+    nh = np.zeros(params.orders, dtype=np.int64)
+    for h, c in nh_rows:
+        nh[int(h)] = int(c)
+    agg._set_enrolment_counts(nh)
+    return agg.estimate(beta=beta, dropouts=dropouts)

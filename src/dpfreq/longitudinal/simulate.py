@@ -390,7 +390,8 @@ def simulate_longitudinal(
     if randomizer == "erlingsson":
         c_gap = erlingsson_c_gap(k, epsilon)
         r = gen.integers(1, k + 1, size=n)  # keep only the r-th change, r ~ U[1..k] (§4.4)
-        if times is not None:
+        if x is None:
+            assert times is not None  # internal invariant: exactly one of data/times
             rows0, j0, s0, rank0 = _sparse_events(times, 0)
         else:
             deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
@@ -408,7 +409,8 @@ def simulate_longitudinal(
             y = 2 * bits.astype(np.int64) - 1
             size = d >> h
             tot = np.bincount(jh - 1, weights=y, minlength=size).astype(np.int64)
-            tot += fair_coin_sums(int((order == h).sum()) - np.bincount(jh - 1, minlength=size), gen)
+            zeros = int((order == h).sum()) - np.bincount(jh - 1, minlength=size)
+            tot += fair_coin_sums(zeros, gen)
             sums[off[h] : off[h + 1]] = tot
         params: dict = {"randomizer": "erlingsson", "changes": k, "r_sampled_from": "[1..k]"}
     else:
@@ -418,13 +420,14 @@ def simulate_longitudinal(
             rows = order == h
             if times is not None:
                 sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law, k, gen)
-            else:
+            elif x is not None:
                 s = partial_sums(x[rows], h)
                 sums[off[h] : off[h + 1]] = _order_sums_distance(s, law, k, gen)
         params = {"randomizer": law.name, "changes": k, "certificate": law.log_ratio, **law.params}
     if times is not None:
         truth = _truth_from_times(times, d)
     else:
+        assert truth_x is not None
         truth = truth_x[:, :d].sum(axis=0).astype(np.int64)
     return make_release(
         sums, d, n, c_gap, epsilon, beta, "futurerand-longitudinal", params, res.seeded, truth=truth
