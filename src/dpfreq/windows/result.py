@@ -30,6 +30,10 @@ class WindowAnswer:
 
     Attributes
     ----------
+    t1, t2 : int or numpy.ndarray
+        The windows ``[t1, t2]`` asked.
+    k : int or numpy.ndarray
+        The k of ``f≥k`` (an array for :meth:`WindowCountsRelease.answer_windows`).
     estimate : int or numpy.ndarray
         The noisy count ``f≥k`` (or ``f=k``) of each window.
     sd : float or numpy.ndarray
@@ -49,7 +53,7 @@ class WindowAnswer:
 
     t1: Any
     t2: Any
-    k: int
+    k: Any
     estimate: Any
     sd: Any
     ci_low: Any
@@ -181,6 +185,54 @@ class WindowCountsRelease(Release):
     def window(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f≥k`` of the windows ``[t1, t2]`` (any released family that covers them)."""
         return self._answer(t1, t2, k, confidence, self._structures(k), "window")
+
+    def answer_windows(self, t1: Any, t2: Any, k: Any, *,
+                       confidence: float = 0.95) -> WindowAnswer:
+        """Batch API: ``f≥k`` of many windows ``[t1[i], t2[i]]`` with their own ``k[i]``.
+
+        ``t1``, ``t2`` and ``k`` are broadcast together (e.g. an ``(n, 3)`` array ``q`` gives
+        ``answer_windows(q[:, 0], q[:, 1], q[:, 2])``). Every answer, its sd and its intervals
+        equal those of :meth:`window` asked one window at a time (same structure choice, same
+        fixed node noise); the queries are only grouped by ``k`` and answered with vectorized
+        covers. The returned :class:`WindowAnswer` holds arrays, ``k`` included. Asking any
+        number of windows is post-processing of the one release (no further privacy cost).
+        """
+        func = "answer_windows"
+        conf = check_open_unit(confidence, "confidence", func)
+        try:
+            q1, q2, kk = np.broadcast_arrays(np.atleast_1d(np.asarray(t1)),
+                                             np.atleast_1d(np.asarray(t2)),
+                                             np.atleast_1d(np.asarray(k)))
+        except ValueError as exc:
+            raise ParameterError(message("(t1, t2, k)", func, "arrays of one common shape",
+                                         (np.shape(t1), np.shape(t2), np.shape(k)))) from exc
+        if kk.dtype.kind not in "iu":
+            raise ParameterError(message("k", func, "integers", kk if kk.size < 9 else kk.dtype))
+        shape = q1.shape
+        q1, q2, kk = q1.ravel(), q2.ravel(), kk.ravel().astype(np.int64)
+        n = q1.size
+        cols = {name: np.zeros(n) for name in ("estimate", "sd", "ci_low", "ci_high",
+                                                "simultaneous_low", "simultaneous_high")}
+        bias = np.zeros(n, dtype=np.int64)
+        strat = np.empty(n, dtype=object)
+        integer = True
+        desc = ""
+        for kv in np.unique(kk).tolist():
+            sel = np.flatnonzero(kk == kv)
+            a = self.window(q1[sel], q2[sel], int(kv), confidence=conf)
+            for name, arr in cols.items():
+                arr[sel] = getattr(a, name)
+            integer &= np.asarray(a.estimate).dtype.kind in "iu"
+            bias[sel] = a.bias_bound
+            strat[sel] = a.strategy
+            desc = a.description
+        est = cols.pop("estimate")
+        est_out: Any = est.astype(np.int64) if integer else est
+        out = {name: v.reshape(shape) for name, v in cols.items()}
+        return WindowAnswer(t1=q1.reshape(shape), t2=q2.reshape(shape), k=kk.reshape(shape),
+                            estimate=est_out.reshape(shape), confidence=conf,
+                            strategy=strat.reshape(shape), bias_bound=bias.reshape(shape),
+                            description=desc, **out)
 
     def cumulative(self, t: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f≥k(X[1, t])``: cumulative (k+) reach up to period ``t``."""

@@ -1,0 +1,165 @@
+"""Batch answering, lazy-noise caching and chunked reductions of dpfreq.windows (issue 5 speed).
+
+Every speed-up must leave answers bit-identical: the batch API equals the per-query API, and
+the buffer sizes, chunk sizes and caches of the lazy noise and of the reductions change speed
+only, never values.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from test_windows_reductions import brute, random_log
+
+import dpfreq.windows.lazy_noise as lazy
+from dpfreq.engines import get_engine
+from dpfreq.errors import ParameterError
+from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace, release_window_counts
+from dpfreq.windows.reductions import block_points
+
+FIELDS = ("estimate", "sd", "ci_low", "ci_high", "simultaneous_low", "simultaneous_high",
+          "strategy", "bias_bound")
+
+
+def random_windows(rng, horizon, ks, n):
+    a = rng.integers(1, horizon + 1, size=(2, n))
+    return a.min(axis=0), a.max(axis=0), rng.choice(np.asarray(ks), size=n)
+
+
+@pytest.mark.parametrize(
+    ("level", "delta", "windows"),
+    [
+        ("event", 0.0, ["cumulative", 3, "all"]),  # tree, blocks, tree2d (lazy 2d noise)
+        ("item", 0.0, ["cumulative", 4, "all"]),  # consistent per-start trees: real answers
+        ("event", 1e-6, ["cumulative", "all"]),  # zCDP plan (discrete Gaussian where chosen)
+    ],
+)
+def test_batch_equals_single_queries(rng, level, delta, windows):
+    horizon = 23
+    item, times = random_log(rng, horizon, 7, 80, False)
+    ks = [1, 2, 3]
+    rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, delta=delta,
+                                k_values=ks, level=level, windows=windows, rng=5)
+    t1, t2, k = random_windows(rng, horizon, ks, 60)
+    batch = rel.answer_windows(t1, t2, k)
+    assert batch.estimate.shape == (60,)
+    assert list(batch.k) == list(k)
+    for i in range(t1.size):
+        one = rel.window(int(t1[i]), int(t2[i]), int(k[i]))
+        for name in FIELDS:
+            assert getattr(batch, name)[i] == getattr(one, name), (name, i)
+    # the per-k array API gives the same as well, and so does a fresh copy of the release
+    again = release_window_counts((item, times), horizon=horizon, epsilon=1.0, delta=delta,
+                                  k_values=ks, level=level, windows=windows, rng=5)
+    sel = k == 2
+    arr = again.window(t1[sel], t2[sel], 2)
+    assert np.array_equal(np.asarray(arr.estimate), batch.estimate[sel])
+
+
+def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
+    """With every node noise zero, the batch answers are the exact counts (any k)."""
+    monkeypatch.setattr(KeyedDiscreteLaplace, "_draw",
+                        lambda self, uniq: np.zeros(uniq.size, dtype=np.int64))
+    horizon = 13
+    item, times = random_log(rng, horizon, 5, 40, False)
+    rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1, 2, 4],
+                                windows=["all"], strategy={"all": "tree2d"}, rng=1)
+    t1, t2, k = random_windows(rng, horizon, [1, 2, 4], 50)
+    got = rel.answer_windows(t1, t2, k).estimate
+    truth = {kv: brute(item, times, horizon, kv) for kv in (1, 2, 4)}
+    assert [int(g) for g in got] == [int(truth[kv][a, b]) for a, b, kv in zip(t1, t2, k,
+                                                                              strict=True)]
+
+
+def test_batch_shapes_and_errors(rng):
+    item, times = random_log(rng, 10, 4, 30, False)
+    rel = release_window_counts((item, times), horizon=10, epsilon=1.0, k_values=[1, 2],
+                                windows=["all"], rng=2)
+    q = np.array([[1, 4, 1], [2, 9, 2], [5, 5, 1]])
+    a = rel.answer_windows(q[:, 0], q[:, 1], q[:, 2])
+    assert a.estimate.shape == (3,)
+    grid = rel.answer_windows(np.array([[1], [2]]), np.array([[5, 6, 7]]), 1)  # broadcast
+    assert grid.estimate.shape == (2, 3)
+    assert grid.estimate[1, 2] == rel.window(2, 7, 1).estimate
+    with pytest.raises(ParameterError, match="k"):
+        rel.answer_windows([1, 2], [3, 4], [1, 3])  # k = 3 was not released
+    with pytest.raises(ParameterError, match="integers"):
+        rel.answer_windows([1], [3], [1.5])
+    with pytest.raises(ParameterError, match="common shape"):
+        rel.answer_windows([1, 2], [3, 4, 5], 1)
+    with pytest.raises(ParameterError, match="t1 <= t2"):
+        rel.answer_windows([4], [3], [1])
+
+
+def test_repeated_batches_reuse_cached_node_noise(rng):
+    horizon = 64
+    item, times = random_log(rng, horizon, 9, 200, False)
+    rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1],
+                                windows=["all"], strategy={"all": "tree2d"}, rng=3)
+    t1, t2, k = random_windows(rng, horizon, [1], 300)
+    first = rel.answer_windows(t1, t2, k).estimate
+    trees = rel._state.structures[("all", 1)]._impl
+    drawn = [t._noise.n_drawn for t in trees]
+    assert min(drawn) > 0
+    second = rel.answer_windows(t1[::-1], t2[::-1], k).estimate
+    assert np.array_equal(second, first[::-1])
+    assert [t._noise.n_drawn for t in trees] == drawn  # every node came from the cache
+
+
+@pytest.mark.parametrize(("blocks", "chunk", "cache_limit"), [(1, 5, 0), (3, 7, 40), (2, 1, 1)])
+def test_lazy_noise_values_do_not_depend_on_buffers_chunks_or_cache(monkeypatch, blocks, chunk,
+                                                                    cache_limit):
+    ids = np.unique(np.random.default_rng(8).integers(0, 1 << 62, size=300))
+    key = bytes(range(32))
+    ref_l = KeyedDiscreteLaplace(key, 4, Fraction(1, 37)).noise(ids)
+    ref_g = KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80])
+    monkeypatch.setattr(lazy._Streams, "_BLOCKS", blocks)
+    monkeypatch.setattr(lazy, "_CHUNK", chunk)
+    src = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), cache_limit=cache_limit)
+    parts = [src.noise(ids[i:i + 70]) for i in range(0, ids.size, 70)]
+    assert np.array_equal(np.concatenate(parts), ref_l)
+    assert np.array_equal(src.noise(ids[::-1]), ref_l[::-1])  # again, after caching
+    assert np.array_equal(KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80]), ref_g)
+    assert src._ids.size <= max(cache_limit, 0)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])
+def test_block_points_chunking_and_order_do_not_change_points(rng, chunk):
+    for _ in range(40):
+        horizon = int(rng.integers(1, 30))
+        width = int(rng.integers(1, horizon + 1))
+        k = int(rng.integers(1, 4))
+        item, times = random_log(rng, horizon, 6, 50, False)
+        ref = block_points(item, times, k, width, horizon, chunk=1 << 20)
+        got = block_points(item, times, k, width, horizon, chunk=chunk)
+        perm = rng.permutation(item.size)  # unsorted input is sorted first
+        shuffled = block_points(item[perm], times[perm], k, width, horizon, chunk=chunk)
+        ts = np.arange(1, horizon + 1)
+        for bp in (got, shuffled):
+            assert np.array_equal(bp.exact(ts), ref.exact(ts))
+            assert np.array_equal(bp.n_present, ref.n_present)
+            assert sorted(zip(bp.block_a.tolist(), bp.a.tolist(), strict=True)) == sorted(
+                zip(ref.block_a.tolist(), ref.a.tolist(), strict=True))
+            assert sorted(zip(bp.block_c.tolist(), bp.c.tolist(), strict=True)) == sorted(
+                zip(ref.block_c.tolist(), ref.c.tolist(), strict=True))
+        f = brute(item, times, horizon, k)
+        assert [int(v) for v in ref.exact(ts)] == [int(f[max(1, t - width + 1), t]) for t in ts]
+
+
+def test_engine_instance_is_accepted(tmp_path, rng):
+    """``engine=`` takes a name or a configured engine instance (as ``dpfreq reach`` passes)."""
+    item, times = random_log(rng, 12, 5, 40, False)
+    path = tmp_path / "log.csv"
+    path.write_text("u,t\n" + "".join(f"{i},{t}\n" for i, t in zip(item, times, strict=True)),
+                    encoding="utf-8")
+    kw = {"item": "u", "time": "t", "horizon": 12, "epsilon": 1.0, "k_values": [1, 2],
+          "windows": ["cumulative", 3], "rng": 6}
+    by_name = release_window_counts(str(path), engine="duckdb", **kw)
+    by_instance = release_window_counts(str(path), engine=get_engine("duckdb"), **kw)
+    for k in (1, 2):
+        assert np.array_equal(by_name.cumulative_curve(k).estimate,
+                              by_instance.cumulative_curve(k).estimate)
+        assert np.array_equal(by_name.fixed_curve(k).estimate, by_instance.fixed_curve(k).estimate)
+    assert by_instance.mechanism_params["source"] == "duckdb"
