@@ -40,7 +40,7 @@ def test_sampler_matches_exact_distance_law(mode: str, k: int, rng: np.random.Ge
     assert stats.chi2.sf(chi2c, k - 1) > ALPHA
 
 
-@pytest.mark.parametrize("mode", ["rr", "futurerand", "threshold", "erlingsson"])
+@pytest.mark.parametrize("mode", ["rr", "futurerand", "calibrated", "threshold", "erlingsson"])
 def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
     """Mean error ≈ 0 and Var(f̂_t) = n(log d+1)popcount(t)/c_gap² − f_t (§3.3).
 
@@ -70,3 +70,59 @@ def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
     chi = (reps - 1) * errs.var(axis=0, ddof=1) / var
     assert np.all(chi > stats.chi2.ppf(a / 2, reps - 1))
     assert np.all(chi < stats.chi2.isf(a / 2, reps - 1))
+
+
+def test_fair_coin_sums_exact_binomial(rng: np.random.Generator) -> None:
+    """fair_coin_sums(m) = 2·Binomial(m, 1/2) − m: chi-square against the exact pmf per m.
+
+    Power: 20 000 draws per m; a coin of bias 1/2 + 0.01 shifts the mean of 2B − m by 0.02·m,
+    i.e. 0.02·√m sd, detected with N = 20 000 at α = 1e-6 for every m ≥ 64 tested here.
+    """
+    from dpfreq.longitudinal.simulate import fair_coin_sums
+
+    for m in (1, 63, 64, 65, 200):
+        reps = 20_000
+        draws = fair_coin_sums(np.full(reps, m), rng)
+        assert np.all((draws + m) % 2 == 0)
+        heads = (draws + m) // 2
+        pmf = stats.binom.pmf(np.arange(m + 1), m, 0.5)
+        obs = np.bincount(heads, minlength=m + 1)
+        keep = pmf * reps >= 5
+        o = np.append(obs[keep], obs[~keep].sum())
+        e = np.append(pmf[keep] * reps, pmf[~keep].sum() * reps)
+        o, e = o[e > 0], e[e > 0]
+        chi2 = float(((o - e) ** 2 / e).sum())
+        assert stats.chi2.sf(chi2, len(o) - 1) > ALPHA
+    assert fair_coin_sums(np.zeros(3, dtype=np.int64), rng).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("mode", ["threshold", "erlingsson"])
+def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) -> None:
+    """Devices (LongitudinalClient) → LongitudinalAggregator: f̂_t − f_t within z = 6.1 exact sd
+    for every t (Bonferroni over 8 periods, α = 1e-6), including users with > k changes frozen
+    (their truth is the frozen sequence here)."""
+    from dpfreq.longitudinal import LongitudinalAggregator, LongitudinalClient, make_params
+    from dpfreq.longitudinal.simulate import freeze_after_k_changes
+
+    n, d, k = 4000, 8, 3
+    p = make_params(d, k, 1.0, mode)
+    x = rng.integers(0, 2, size=(n, d)).astype(np.int8)
+    truth = freeze_after_k_changes(x, k).sum(axis=0)
+    agg = LongitudinalAggregator(p)
+    rows = []
+    for u in range(n):
+        c = LongitudinalClient(p, rng=rng)
+        agg.enrol([u], [c.h], p.param_id, c.params.version)
+        for xt in x[u]:
+            r = c.step(int(xt))
+            if r is not None:
+                rows.append((u, r["h"], r["j"], r["bit"]))
+    arr = np.array(rows)
+    agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], p.param_id)
+    est = agg.estimate(beta=0.05)
+    lg1 = p.orders
+    pc = np.array([bin(t).count("1") for t in range(1, d + 1)])
+    exact_sd = np.sqrt(n * lg1 * pc / p.c_gap**2 - truth)
+    z = (est.value - truth) / exact_sd
+    assert np.all(np.abs(z) < stats.norm.isf(ALPHA / d / 2))
+    assert np.all(est.sd >= exact_sd)

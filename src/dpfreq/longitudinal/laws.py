@@ -273,7 +273,8 @@ def _certify(law: DistanceLaw, func: str) -> None:
             f"{func}: the exact privacy loss ln(p_max/p_min) = {law.log_ratio!r} exceeds epsilon "
             f"{law.epsilon!r} for k = {law.k}; refusing these parameters."
         )
-    if not law.c_gap > 0:
+    # a gap below a millionth of independent RR's is float noise around 0, not a randomizer
+    if not law.c_gap > 1e-6 * math.tanh(law.epsilon / (2 * law.k)):
         raise ParameterError(
             f"{func}: c_gap = {law.c_gap!r} is not > 0 for k = {law.k}, epsilon = "
             f"{law.epsilon!r}; the estimator would be undefined; refusing these parameters."
