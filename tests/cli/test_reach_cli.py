@@ -106,3 +106,18 @@ def test_reach_singleton_flag(tmp_path, capsys):
               "--epsilon", "1", "--singleton"])
     assert exc.value.code == 2
     assert "singleton" in capsys.readouterr().err
+
+
+def test_reach_engine_options(tmp_path, capsys):
+    """``--engine duckdb`` gives the default path's table; ``--spark-master`` needs spark."""
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4), (3, 4)], header=("u", "t"))
+    args = ["reach", str(log), "--item", "u", "--time", "t", "--horizon", "5", "--epsilon", "1",
+            "--k", "1,2", "--window", "2", "--seed", "3"]
+    main(args)
+    default_out = capsys.readouterr().out
+    main([*args, "--engine", "duckdb"])
+    assert capsys.readouterr().out == default_out
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--spark-master", "local[1]"])
+    assert exc.value.code == 2
+    assert "--spark-master needs --engine spark" in capsys.readouterr().err

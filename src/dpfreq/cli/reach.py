@@ -89,7 +89,7 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
             window: int | None, all_windows: bool, level: str, singleton: bool,
             out_of_range: str,
-            save_path: str | None, engine: str | None, json_out: str | None,
+            save_path: str | None, engine: Any, json_out: str | None,
             plot_out: str | None, seed: int | None) -> None:
     """Private cumulative reach and rolling-window k+ reach of an event log FILE.
 

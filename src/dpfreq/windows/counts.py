@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
 from dpfreq.budget import Accountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
@@ -150,7 +150,7 @@ def _timestamp_times(raw: Any, column: str) -> IntArray:
     return out.astype(np.int64)
 
 
-def _load_log(source: Any, item: Any, time: Any, engine: str | None,
+def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
               axis: _Axis) -> tuple[IntArray, IntArray, str]:
     """Dense item codes and raw times (periods, or microseconds) from arrays or an engine."""
     use_arrays = engine is None and isinstance(source, Mapping | tuple | list)
@@ -475,7 +475,7 @@ def release_window_counts(
     strategy: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     out_of_range: str = "error",
-    engine: str | None = None,
+    engine: str | Engine | Any = None,
     rng: RNGLike = None,
     accountant: Accountant | None = None,
 ) -> WindowCountsRelease:
@@ -520,8 +520,11 @@ def release_window_counts(
     out_of_range : {"error", "drop"}
         What to do with events outside the public range; the number dropped is kept privately
         (``release.n_dropped``), not published.
-    engine : str, optional
-        Engine for file/SQL sources (``"memory"``, ``"duckdb"``, ``"spark"``).
+    engine : str, Engine or SparkSession, optional
+        Engine for file/SQL sources: a name (``"memory"``, ``"duckdb"``, ``"spark"``), a
+        configured engine instance (e.g. ``get_engine("spark", master="spark://host:7077")``,
+        what ``dpfreq reach --engine spark --spark-master URL`` passes) or a SparkSession;
+        resolved by :func:`dpfreq.engines.get_engine`.
     rng : None, int or numpy.random.Generator
         None: secure randomness (production). Seeds are for tests only (``seeded=True``).
     accountant : Accountant, optional
