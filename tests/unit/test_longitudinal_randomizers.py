@@ -159,3 +159,12 @@ def test_auto_picks_largest_gap(k: int) -> None:
     assert auto.c_gap >= erlingsson_c_gap(k, 1.0)
     r = make_randomizer("auto", 32, k, 1.0, rng=0)
     assert r.name == auto.name
+
+
+def test_public_names() -> None:
+    import dpfreq.longitudinal as lon
+
+    assert list(lon.__all__) == sorted(lon.__all__)
+    namespace: dict = {}
+    exec("from dpfreq.longitudinal import *", namespace)
+    assert set(lon.__all__) <= set(namespace)
