@@ -308,6 +308,15 @@ class Tree2DNoise:
         return popcount(np.asarray(x) + 1) * popcount(np.asarray(y) + 1)
 
 
+def _stable_order(keys: IntArray, bits: int) -> IntArray:
+    """Stable argsort of non-negative integers ``< 2^bits`` (LSD radix over 16-bit digits)."""
+    order: IntArray = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    for shift in range(16, bits, 16):
+        digit = ((keys[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+    return order
+
+
 class DominanceCounter:
     """Exact weighted dominance counts ``Σ_i w_i [x_i ≤ X, y_i ≤ Y]`` for integer points.
 
@@ -332,11 +341,17 @@ class DominanceCounter:
             self._domain = domain_size(nx)
             self._ny = ny
             self._levels = []
+            # the order by (x-node, y, index) of every level: one stable order by y, then a
+            # stable order by x >> level (16-bit radix passes instead of an int64 sort per level)
+            y_order = _stable_order(ys, ny.bit_length())
+            x_by_y, y_by_y, w_by_y = xs[y_order], ys[y_order], ws[y_order]
             for lev in range(self._domain.bit_length()):
-                key = (xs >> lev) * ny + ys
-                order = np.argsort(key, kind="stable")
-                cw = np.concatenate(([0], np.cumsum(ws[order])))
-                self._levels.append((key[order], cw))
+                node = x_by_y >> lev
+                perm = _stable_order(node, nx.bit_length() - lev)
+                key = (node * ny + y_by_y)[perm]
+                cw = np.zeros(key.size + 1, dtype=np.int64)
+                np.cumsum(w_by_y[perm], out=cw[1:])
+                self._levels.append((key, cw))
 
     def count(self, x: Any, y: Any) -> IntArray:
         """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
