@@ -143,3 +143,50 @@ def test_file_path_matches_in_memory_aggregator(tmp_path) -> None:
     fil = aggregate_reports_file(rep, p, beta=0.05)
     assert np.allclose(mem.value, fil.value)
     assert np.allclose(mem.sd, fil.sd)
+
+
+def test_params_without_users_per_sqrt_n() -> None:
+    res = CliRunner().invoke(
+        command, ["params", "--periods", "1000", "--changes", "16", "--epsilon", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "max sd/√n" in res.output
+    assert "auto (threshold)" in res.output
+    assert "d = 1024" in res.output
+
+
+def test_params_bad_users(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["longitudinal", "params", "--periods", "8", "--changes", "2", "--epsilon", "1",
+              "--users", "0"])
+    assert e.value.code == 2
+    assert "--users" in capsys.readouterr().err
+
+
+def test_simulate_plot(tmp_path) -> None:
+    png = tmp_path / "sim.png"
+    res = CliRunner().invoke(
+        command,
+        ["simulate", "--users", "500", "--periods", "16", "--changes", "2", "--epsilon", "1",
+         "--seed", "3", "--plot", str(png)],
+    )
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_aggregate_dropouts_json(tmp_path) -> None:
+    p = make_params(8, 8, 1.0, "rr")
+    ppath = tmp_path / "params.json"
+    ppath.write_text(p.to_json())
+    rep = _reports_csv(tmp_path, p, n=40)
+    out = tmp_path / "agg.json"
+    res = CliRunner().invoke(
+        command,
+        ["aggregate", rep, "--params", str(ppath), "--dropouts", "per-interval", "--json",
+         str(out)],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["mechanism_params"]["dropouts"] == "per-interval"
+    assert data["type"] == "LongitudinalEstimate"
+    assert data["epsilon"] == 1.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -42,7 +43,12 @@ def command() -> None:
 @click.option("--periods", type=int, required=True, help="Horizon d (padded to a power of two).")
 @click.option("--changes", type=int, required=True, help="Change budget k per device.")
 @click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
-@click.option("--users", type=int, required=True, help="Number of devices n (for predicted error).")
+@click.option(
+    "--users",
+    type=int,
+    default=None,
+    help="Number of devices n for the predicted error (without it: error per √n).",
+)
 @click.option("--beta", type=float, default=0.05, show_default=True, help="Failure probability.")
 @click.option(
     "--write",
@@ -56,26 +62,34 @@ def params_cmd(
     periods: int,
     changes: int,
     epsilon: float,
-    users: int,
+    users: int | None,
     beta: float,
     write_for: str | None,
     out: str | None,
 ) -> None:
     """Table of c_gap, certificate, per-time sd and simultaneous bound per randomizer."""
-    if users < 1:
-        raise click.UsageError("--users must be >= 1")
+    if users is not None and users < 1:
+        raise DataError(f"--users of longitudinal params must be an integer >= 1; got {users!r}.")
+    if not 0 < beta < 1:
+        raise DataError(f"--beta of longitudinal params must be in (0, 1); got {beta!r}.")
+    n = 1 if users is None else users
     rows = []
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
         p = make_params(periods, changes, epsilon, name)
         lg1 = p.orders
-        sd = math.sqrt(users * lg1 * (lg1 - 1 if lg1 > 1 else 1)) / p.c_gap
-        bound = lg1 / p.c_gap * math.sqrt(2 * users * math.log(2 * p.padded_periods / beta))
+        sd = math.sqrt(n * lg1 * max(lg1 - 1, 1)) / p.c_gap
+        bound = lg1 / p.c_gap * math.sqrt(2 * n * math.log(2 * p.padded_periods / beta))
         label = name if name != "auto" else f"auto ({p.randomizer})"
         rows.append((label, p.c_gap, p.certificate, sd, bound))
-    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{'max sd':>14}{'bound':>14}")
+    sd_head, b_head = ("max sd", "bound") if users is not None else ("max sd/√n", "bound/√n")
+    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>14}")
     for label, c, cert, sd, b in rows:
         click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>14.1f}")
-    click.echo(f"(max sd at t = 2^m − 1; bound holds simultaneously over all t w.p. {1 - beta})")
+    click.echo(
+        f"(d = {p.padded_periods}, "
+        f"k = {changes}, ε = {epsilon}; max sd at t = 2^m − 1; the bound holds simultaneously "
+        f"over all t w.p. {1 - beta}; ln ratio = exact ln(p_max/p_min) ≤ ε)"
+    )
     if write_for is not None:
         if out is None:
             raise click.UsageError("--write needs --out PARAMS.json")
@@ -114,8 +128,7 @@ def simulate_cmd(
         beta=beta,
         rng=seed,
     )
-    err = rel.errors
-    assert err is not None
+    err = np.asarray(rel.errors)
     mp = rel.mechanism_params
     click.echo(f"randomizer {mp['randomizer']}  c_gap {mp['c_gap']:.6g}")
     click.echo(
@@ -135,13 +148,21 @@ def simulate_cmd(
     help="PARAMS.json shared with the devices.",
 )
 @click.option("--beta", type=float, default=0.05, show_default=True)
+@click.option(
+    "--dropouts",
+    type=click.Choice(["paper", "per-interval"]),
+    default="paper",
+    show_default=True,
+    help="Missing reports count as 0 (paper) or each (h, j) sum is rescaled (per-interval).",
+)
 @engine_option
 @output_options
 def aggregate_cmd(
     reports: str,
     params_path: str,
     beta: float,
-    engine: str | None,
+    dropouts: str,
+    engine: Any,
     json_out: str | None,
     plot_out: str | None,
 ) -> None:
@@ -150,7 +171,7 @@ def aggregate_cmd(
         params = ProtocolParams.from_json(Path(params_path).read_text())
     except OSError as exc:
         raise DataError(f"cannot read {params_path!r}: {exc}") from None
-    rel = aggregate_reports_file(reports, params, engine=engine, beta=beta)
+    rel = aggregate_reports_file(reports, params, engine=engine, beta=beta, dropouts=dropouts)
     click.echo(f"{'t':>6}{'estimate':>14}{'sd':>12}")
     for t in range(params.periods):
         click.echo(f"{t + 1:>6}{rel.value[t]:>14.1f}{rel.sd[t]:>12.1f}")
