@@ -362,12 +362,18 @@ class DominanceCounter:
         if self.mode == "table":
             out = self._table[np.maximum(xq, 0), np.maximum(yq, 0)]
             return np.where(empty, 0, out)
-        out = np.zeros(xq.shape, dtype=np.int64)
-        xs1 = np.maximum(xq, -1) + 1
+        # queries in (x, y) order: the binary searches then walk the keys forward (cache friendly)
+        ok = np.flatnonzero(~empty.ravel())
+        xo, yo = xq.ravel()[ok], yq.ravel()[ok]
+        order = np.lexsort((yo, xo))
+        xs1, ys = xo[order] + 1, yo[order]
+        acc = np.zeros(xs1.size, dtype=np.int64)
         for lev, (keys, cw) in enumerate(self._levels):
-            used = ((xs1 >> lev) & 1).astype(np.bool_) & ~empty
-            j = (xs1 >> lev) - 1
-            lo = np.searchsorted(keys, j * self._ny, side="left")
-            hi = np.searchsorted(keys, j * self._ny + yq, side="right")
-            out += np.where(used, cw[hi] - cw[lo], 0)
-        return out
+            sel = np.flatnonzero((xs1 >> lev) & 1)
+            base = ((xs1[sel] >> lev) - 1) * self._ny
+            lo = np.searchsorted(keys, base, side="left")
+            hi = np.searchsorted(keys, base + ys[sel], side="right")
+            acc[sel] += cw[hi] - cw[lo]
+        out = np.zeros(xq.size, dtype=np.int64)
+        out[ok[order]] = acc
+        return out.reshape(xq.shape)
