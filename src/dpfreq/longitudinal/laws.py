@@ -99,18 +99,21 @@ def sample_distance_vectors(
 ) -> NDArray[np.int8]:
     """Draw vectors in ``{±1}^k``: distance ℓ from ``pmf``, then a uniform ℓ-subset flipped to −1.
 
-    The distance is drawn by **float** inverse-CDF inversion (53-bit uniforms against the float
-    cumulative sum of the log-space law); the test suite checks this sampler against the exact
-    law with a chi-square test at α = 1e-6. The subset is uniform: the ranks of i.i.d. uniform
-    keys form a uniform permutation, and the coordinates of rank < ℓ are flipped.
+    The distance is drawn by inverse-CDF inversion of a 53-bit uniform against the float
+    cumulative sum of the log-space law (pitfall 10: a high-resolution uniform, never a coarse
+    comparison); the test suite checks this sampler against the exact law with a chi-square test
+    at α = 1e-6. The subset is uniform: sorting i.i.d. uniform keys gives a uniform permutation,
+    and its first ℓ positions are flipped.
     """
     cdf = np.cumsum(pmf)
     cdf[-1] = 1.0
     u = rng.random(size)
     ell = np.minimum(np.searchsorted(cdf, u, side="right"), k)
-    keys = rng.random((size, k))
-    ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
-    return np.where(ranks < ell[:, None], -1, 1).astype(np.int8)
+    perm = np.argsort(rng.random((size, k)), axis=1)
+    flip = np.arange(k) < ell[:, None]
+    out = np.ones((size, k), dtype=np.int8)
+    out[np.nonzero(flip)[0], perm[flip]] = -1
+    return out
 
 
 def _normalise(
