@@ -306,3 +306,25 @@ def test_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
     a["mechanism_params"].pop("source")
     b["mechanism_params"].pop("source")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("command", [
+    ["profile", "--item", "u", "--domain-size", "10", "--max-count", "3", "--epsilon", "1"],
+    ["anonymize", "--label", "u", "--epsilon", "1"],
+], ids=["profile", "anonymize"])
+def test_cli_releases_spark_equal_duckdb(command: list[str], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str], spark: Any) -> None:
+    """``dpfreq profile|anonymize FILE --engine spark`` gives DuckDB's release (same seed)."""
+    log = str(_log(tmp_path))
+    outs = []
+    for engine in ("duckdb", "spark"):
+        code, out, err = _run([command[0], log, *command[1:], "--seed", "2", "--json", "-",
+                               "--engine", engine], capsys)
+        assert code == 0, err
+        data = json.loads(out[out.index("{"):])
+        release = data["release"] if command[0] == "anonymize" else data  # + properties
+        params = release["mechanism_params"]
+        assert params.pop("engine") == engine
+        outs.append(data)
+    assert outs[0] == outs[1]
