@@ -7,7 +7,9 @@ Run ``python benchmarks/bench_windows.py [--quick]``. Prints tables:
 2. RMSE vs k at T = 365.
 3. Baselines on the same data at T = 365 (event and item level): every strategy forced, the
    ``auto`` choice, ratio auto / best baseline (must be <= 1) and per-window composition / auto.
-4. Speed: ingest events/s, release time and random window queries/s.
+4. Speed: ingest events/s, release time and random window queries/s (first ask, asked again
+   with the node noise cached, one window per call). ``--baseline-rev REV`` times the same
+   steps with the library source of git revision REV in the same run and prints the ratios.
 
 RMSE is measured: |estimate − exact count| over random queries and several independent
 releases (different seeds), where the exact count is brute-force-verified in the tests.
@@ -167,65 +169,119 @@ def bench_approx(quick: bool) -> None:
                  "pure/approx"))
 
 
-def bench_speed(quick: bool) -> None:
+def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
+    """(step, seconds, rate, unit) of every speed step; uses only APIs every version has."""
     n = 10**6 if quick else 10**7
     horizon = 2**16
-    print(f"## 4. Speed: {n:.0e} events over T = 2^16 periods"
-          + (" (--quick: scaled down from 1e7)" if quick else ""))
     rng = np.random.default_rng(4)
     item, times = make_log(rng, n, horizon, n // 10)
     axis = _Axis(horizon)
-    t0 = time.perf_counter()
-    codes, raw, _ = _load_log((item, times), None, None, None, axis)
-    _bucket(codes, raw, axis, "error")
-    t_in = time.perf_counter() - t0
-    rows = [("ingest from memory (item codes, range check, sort by (item, period))",
-             f"{t_in:.2f} s", f"{n / t_in:.2e} events/s")]
-    t0 = time.perf_counter()
-    rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1],
-                                windows=["cumulative", 7], rng=1)
-    t_rel = time.perf_counter() - t0
-    rows.append(("full release cumulative + rolling W=7 (ingest, reductions, noise, curves)",
-                 f"{t_rel:.2f} s", f"{n / t_rel:.2e} events/s"))
+    rows = []
+
+    def step(name: str, fn, count: float, unit: str):
+        t0 = time.perf_counter()
+        out = fn()
+        dt = time.perf_counter() - t0
+        rows.append((name, dt, count / dt, unit))
+        return out
+
+    step("ingest from memory (item codes, range check, sort by (item, period))",
+         lambda: _bucket(*_load_log((item, times), None, None, None, axis)[:2], axis, "error"),
+         n, "events/s")
+    rel = step(f"full release cumulative + rolling W=7 ({n:.0e} events: ingest, reductions, "
+               "noise, curves)",
+               lambda: release_window_counts((item, times), horizon=horizon, epsilon=1.0,
+                                             k_values=[1], windows=["cumulative", 7], rng=1),
+               n, "events/s")
     q = rng.integers(1, horizon + 1, size=10**5)
-    t0 = time.perf_counter()
-    rel.cumulative(q, 1)
-    dt = time.perf_counter() - t0
-    rows.append(("1e5 random cumulative queries", f"{dt:.2f} s", f"{1e5 / dt:.2e} queries/s"))
-    t0 = time.perf_counter()
-    rel.fixed(q, 1)
-    dt = time.perf_counter() - t0
-    rows.append(("1e5 random rolling-window queries", f"{dt:.2f} s",
-                 f"{1e5 / dt:.2e} queries/s"))
+    step("1e5 random cumulative queries", lambda: rel.cumulative(q, 1), 1e5, "queries/s")
+    step("1e5 random rolling-window queries", lambda: rel.fixed(q, 1), 1e5, "queries/s")
     n2 = n // 10
-    item2, times2 = item[:n2], times[:n2]
-    t0 = time.perf_counter()
-    rel2 = release_window_counts((item2, times2), horizon=horizon, epsilon=1.0, k_values=[1],
-                                 windows=["all"], rng=1)
-    t_rel2 = time.perf_counter() - t0
-    rows.append((f"release all windows ({n2:.0e} events, 2d points + merge-sort counter)",
-                 f"{t_rel2:.2f} s", f"{n2 / t_rel2:.2e} events/s"))
+    rel2 = step(f"release all windows ({n2:.0e} events, 2d points + merge-sort counter)",
+                lambda: release_window_counts((item[:n2], times[:n2]), horizon=horizon,
+                                              epsilon=1.0, k_values=[1], windows=["all"], rng=1),
+                n2, "events/s")
     nq = 10**4 if quick else 10**5
     a = rng.integers(1, horizon + 1, size=(2, nq))
-    t0 = time.perf_counter()
-    rel2.window(a.min(axis=0), a.max(axis=0), 1)
-    dt = time.perf_counter() - t0
-    rows.append((f"{nq:.0e} random arbitrary-window queries (2d lazy noise)", f"{dt:.2f} s",
-                 f"{nq / dt:.2e} queries/s"))
-    table(rows, ("step", "time", "rate"))
+    t1, t2 = a.min(axis=0), a.max(axis=0)
+    step(f"{nq:.0e} random arbitrary windows, first ask (every 2d node noise drawn)",
+         lambda: rel2.window(t1, t2, 1), nq, "queries/s")
+    step(f"{nq:.0e} random arbitrary windows, asked again (node noise cached)",
+         lambda: rel2.window(t1[::-1], t2[::-1], 1), nq, "queries/s")
+    b = rng.integers(1, horizon + 1, size=(2, nq))
+    step(f"{nq:.0e} new random arbitrary windows (partly cached upper nodes)",
+         lambda: rel2.window(b.min(axis=0), b.max(axis=0), 1), nq, "queries/s")
+    ns = 200
+    step(f"{ns} arbitrary windows one call each (per-query API)",
+         lambda: [rel2.window(int(x), int(y), 1) for x, y in zip(t1[:ns], t2[:ns],
+                                                                  strict=True)],
+         ns, "queries/s")
+    return rows
+
+
+def _baseline_rows(rev: str, quick: bool) -> list[tuple[str, float, float, str]]:
+    """Run :func:`speed_rows` on the library source of git revision ``rev`` (same machine, same
+    run), through a subprocess with that source first on the path."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        arch = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"], check=True,
+                              capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=arch, check=True)
+        env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "src"))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--speed-json"]
+        if quick:
+            cmd.append("--quick")
+        out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return [tuple(r) for r in json.loads(out)]
+
+
+def bench_speed(quick: bool, baseline: str | None = None) -> None:
+    n = 10**6 if quick else 10**7
+    print(f"## 4. Speed: {n:.0e} events over T = 2^16 periods"
+          + (" (--quick: scaled down from 1e7)" if quick else ""))
+    base = _baseline_rows(baseline, quick) if baseline else None
+    rows = speed_rows(quick)
+    if base is None:
+        table([(name, f"{dt:.2f} s", f"{rate:.2e} {unit}") for name, dt, rate, unit in rows],
+              ("step", "time", "rate"))
+        return
+    print(f"   baseline = library at git revision {baseline}, measured in this run")
+    out = []
+    for (name, _dt, rate, unit), (_, _bdt, brate, _) in zip(rows, base, strict=True):
+        out.append((name, f"{brate:.2e}", f"{rate:.2e} {unit}", f"{rate / brate:.1f}x"))
+    table(out, ("step", "baseline rate", "rate", "speed-up"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (minutes, not tens)")
     ap.add_argument("--only", choices=["t", "k", "baselines", "approx", "speed"], default=None)
+    ap.add_argument("--baseline-rev", default=None, metavar="REV",
+                    help="also time the speed steps with the library of this git revision, in "
+                         "the same run, and print speed-up ratios")
+    ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.speed_json:  # internal: the baseline subprocess
+        import json
+
+        print(json.dumps(speed_rows(args.quick)))
+        return
     parts = {"t": bench_vs_t, "k": bench_vs_k, "baselines": bench_baselines,
              "approx": bench_approx, "speed": bench_speed}
     for name, fn in parts.items():
         if args.only in (None, name):
             t0 = time.perf_counter()
-            fn(args.quick)
+            if name == "speed":
+                bench_speed(args.quick, args.baseline_rev)
+            else:
+                fn(args.quick)
             print(f"   ({name}: {time.perf_counter() - t0:.1f} s)\n")
 
 

@@ -178,8 +178,17 @@ def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
         if items.dtype == object and any(v is None for v in items.tolist()):
             raise DataError(message(f"item column {item!r}", _FUNC, "without missing values",
                                     "None"))
+        lo = int(items.min()) if items.size and items.dtype.kind in "iu" else 0
+        if (items.size and items.dtype.kind in "iu"
+                and (int(items.max()) - lo + 1) * (axis.horizon + 2) < 1 << 62):
+            # integer ids: offsets from the minimum are codes already (made dense by _bucket
+            # after its sort, which saves np.unique's own sort of the whole log)
+            codes = items.astype(np.int64) - lo
+        else:
+            codes = None
         try:
-            _, codes = np.unique(items, return_inverse=True)
+            if codes is None:
+                _, codes = np.unique(items, return_inverse=True)
         except TypeError as exc:
             raise DataError(message(f"item column {item!r}", _FUNC, "comparable values",
                                     str(items.dtype))) from exc
@@ -235,7 +244,10 @@ def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
     # one int64 sort of the combined key (item, period) is several times faster than lexsort
     span = axis.horizon + 1
     key = np.sort(codes * span + periods)
-    return key // span, key % span, n_bad
+    item = key // span
+    dense = np.zeros(item.size, dtype=np.int64)  # item codes 0, 1, 2, ... in sorted order
+    np.cumsum(item[1:] != item[:-1], out=dense[1:])
+    return dense, key % span, n_bad
 
 
 def _is_singleton(times: IntArray, horizon: int) -> bool:

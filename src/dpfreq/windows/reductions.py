@@ -177,7 +177,7 @@ class BlockPoints:
 
 
 def block_points(item: Any, times: Any, k: int, width: int, horizon: int,
-                 chunk: int = 1 << 20) -> BlockPoints:
+                 chunk: int = 1 << 16) -> BlockPoints:
     """§3.3: run §3.2 on blocks ``b = 0..⌊T/W⌋``; block ``b`` sees times ``[(b−1)W+1, (b+1)W]``.
 
     Every event lies in blocks ``⌊(t−1)/W⌋`` and ``⌊(t−1)/W⌋ + 1`` (when that block exists).
