@@ -190,3 +190,26 @@ def test_aggregate_dropouts_json(tmp_path) -> None:
     assert data["mechanism_params"]["dropouts"] == "per-interval"
     assert data["type"] == "LongitudinalEstimate"
     assert data["epsilon"] == 1.0
+
+
+def test_per_order_sparsity_flags(tmp_path) -> None:
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(
+        command,
+        ["params", "--periods", "16", "--changes", "6", "--epsilon", "1", "--users", "100",
+         "--per-order-sparsity", "--write", "threshold", "--out", str(out)],
+    )
+    assert res.exit_code == 0, res.output
+    p = ProtocolParams.from_json(out.read_text())
+    assert p.per_order_sparsity
+    assert p == make_params(16, 6, 1.0, "threshold", per_order_sparsity=True)
+    sim = tmp_path / "s.json"
+    res = CliRunner().invoke(
+        command,
+        ["simulate", "--users", "300", "--periods", "16", "--changes", "6", "--epsilon", "1",
+         "--randomizer", "threshold", "--per-order-sparsity", "--seed", "2", "--json", str(sim)],
+    )
+    assert res.exit_code == 0, res.output
+    mp = json.loads(sim.read_text())["mechanism_params"]
+    assert mp["per_order_sparsity"] is True
+    assert mp["c_gap_per_order"] == list(p.c_gaps)

@@ -40,7 +40,9 @@ def test_sampler_matches_exact_distance_law(mode: str, k: int, rng: np.random.Ge
     assert stats.chi2.sf(chi2c, k - 1) > ALPHA
 
 
-@pytest.mark.parametrize("mode", ["rr", "futurerand", "calibrated", "threshold", "erlingsson"])
+@pytest.mark.parametrize(
+    "mode", ["rr", "futurerand", "calibrated", "threshold", "erlingsson", "threshold-per-order"]
+)
 def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
     """Mean error ≈ 0 and Var(f̂_t) = n(log d+1)popcount(t)/c_gap² − f_t (§3.3).
 
@@ -58,12 +60,17 @@ def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
             periods=d,
             changes=3,
             epsilon=1.0,
-            randomizer=mode,
+            randomizer=mode.removesuffix("-per-order"),
+            per_order_sparsity=mode.endswith("-per-order"),
             data=data,
             rng=np.random.default_rng(child),
         )
         errs[i] = rel.errors
     var = rel.exact_sd**2
+    if mode.endswith("-per-order"):  # orders 3, 4 have L = 2, 1 < k = 3: larger gaps there
+        gaps = rel.mechanism_params["c_gap_per_order"]
+        assert gaps[3] > gaps[0]
+        assert gaps[4] > gaps[3]
     a = ALPHA / d
     z = errs.mean(axis=0) / np.sqrt(var / reps)
     assert np.all(np.abs(z) < stats.norm.isf(a / 2))
@@ -96,7 +103,7 @@ def test_fair_coin_sums_exact_binomial(rng: np.random.Generator) -> None:
     assert fair_coin_sums(np.zeros(3, dtype=np.int64), rng).tolist() == [0, 0, 0]
 
 
-@pytest.mark.parametrize("mode", ["threshold", "erlingsson"])
+@pytest.mark.parametrize("mode", ["threshold", "erlingsson", "futurerand-per-order"])
 def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) -> None:
     """Devices (LongitudinalClient) → LongitudinalAggregator: f̂_t − f_t within z = 6.1 exact sd
     for every t (Bonferroni over 8 periods, α = 1e-6), including users with > k changes frozen
@@ -105,7 +112,9 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
     from dpfreq.longitudinal.simulate import freeze_after_k_changes
 
     n, d, k = 4000, 8, 3
-    p = make_params(d, k, 1.0, mode)
+    p = make_params(
+        d, k, 1.0, mode.removesuffix("-per-order"), per_order_sparsity=mode.endswith("-per-order")
+    )
     x = rng.integers(0, 2, size=(n, d)).astype(np.int8)
     truth = freeze_after_k_changes(x, k).sum(axis=0)
     agg = LongitudinalAggregator(p)
@@ -121,8 +130,9 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
     agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], p.param_id)
     est = agg.estimate(beta=0.05)
     lg1 = p.orders
-    pc = np.array([bin(t).count("1") for t in range(1, d + 1)])
-    exact_sd = np.sqrt(n * lg1 * pc / p.c_gap**2 - truth)
+    t = np.arange(1, d + 1)
+    inv2 = sum(((t >> h) & 1) / c**2 for h, c in enumerate(p.c_gaps))
+    exact_sd = np.sqrt(n * lg1 * inv2 - truth)
     z = (est.value - truth) / exact_sd
     assert np.all(np.abs(z) < stats.norm.isf(ALPHA / d / 2))
     assert np.all(est.sd >= exact_sd)

@@ -270,3 +270,31 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
     assert calls[0][0] is arg
     assert rel.n_users == 1
     assert rel.value[7] == pytest.approx(4 / p.c_gap)
+
+
+def test_per_order_sparsity_params_client_server() -> None:
+    """Pitfall 5: order h uses min(k, d/2^h) non-zeros; gaps per order shared and checked."""
+    from dpfreq.longitudinal import distance_law
+
+    p = make_params(16, 6, 1.0, "threshold", per_order_sparsity=True)
+    assert [p.changes_at_order(h) for h in range(5)] == [6, 6, 4, 2, 1]
+    assert p.c_gaps == tuple(distance_law("threshold", kh, 1.0).c_gap for kh in (6, 6, 4, 2, 1))
+    assert p.c_gaps[4] > p.c_gaps[0]
+    assert p.certificate <= 1.0
+    assert ProtocolParams.from_json(p.to_json()) == p
+    assert p.param_id != make_params(16, 6, 1.0, "threshold").param_id
+    for h in range(5):
+        c = _client_with_order(p, h)
+        assert c.randomizer.changes == p.changes_at_order(h)
+        assert c.randomizer.c_gap == p.c_gaps[h]
+    agg = LongitudinalAggregator(p)
+    agg.enrol([1], [4], p.param_id)
+    agg.ingest([1], [4], [1], [1], p.param_id)
+    est = agg.estimate(beta=0.05)
+    assert est.value[15] == pytest.approx(5 / p.c_gaps[4])
+    assert est.sd[15] == pytest.approx(np.sqrt(5 / p.c_gaps[4] ** 2))
+    assert est.mechanism_params["c_gap_per_order"] == list(p.c_gaps)
+    with pytest.raises(ParameterError, match="distance-based"):
+        make_params(16, 6, 1.0, "erlingsson", per_order_sparsity=True)
+    with pytest.raises(ParameterError, match="order_c_gaps"):
+        dataclasses.replace(p, order_c_gaps=p.c_gaps[:2])

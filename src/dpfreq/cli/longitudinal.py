@@ -58,6 +58,12 @@ def command() -> None:
     help="Write the parameter bundle of this randomizer (use with --out).",
 )
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="PARAMS.json path.")
+@click.option(
+    "--per-order-sparsity",
+    is_flag=True,
+    default=False,
+    help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper; pitfall 5).",
+)
 def params_cmd(
     periods: int,
     changes: int,
@@ -66,6 +72,7 @@ def params_cmd(
     beta: float,
     write_for: str | None,
     out: str | None,
+    per_order_sparsity: bool,
 ) -> None:
     """Table of c_gap, certificate, per-time sd and simultaneous bound per randomizer."""
     if users is not None and users < 1:
@@ -75,10 +82,13 @@ def params_cmd(
     n = 1 if users is None else users
     rows = []
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
-        p = make_params(periods, changes, epsilon, name)
+        per = per_order_sparsity and name != "erlingsson"
+        p = make_params(periods, changes, epsilon, name, per_order_sparsity=per)
         lg1 = p.orders
-        sd = math.sqrt(n * lg1 * max(lg1 - 1, 1)) / p.c_gap
-        bound = lg1 / p.c_gap * math.sqrt(2 * n * math.log(2 * p.padded_periods / beta))
+        gaps = p.c_gaps
+        # largest variance over t ≤ d: t = d − 1 uses every order below log d
+        sd = math.sqrt(n * lg1 * sum(1 / c**2 for c in gaps[: max(lg1 - 1, 1)]))
+        bound = lg1 / min(gaps) * math.sqrt(2 * n * math.log(2 * p.padded_periods / beta))
         label = name if name != "auto" else f"auto ({p.randomizer})"
         rows.append((label, p.c_gap, p.certificate, sd, bound))
     sd_head, b_head = ("max sd", "bound") if users is not None else ("max sd/√n", "bound/√n")
@@ -87,13 +97,15 @@ def params_cmd(
         click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>14.1f}")
     click.echo(
         f"(d = {p.padded_periods}, "
-        f"k = {changes}, ε = {epsilon}; max sd at t = 2^m − 1; the bound holds simultaneously "
+        f"k = {changes}, ε = {epsilon}; max sd at t = d − 1; the bound holds simultaneously "
         f"over all t w.p. {1 - beta}; ln ratio = exact ln(p_max/p_min) ≤ ε)"
     )
     if write_for is not None:
         if out is None:
             raise click.UsageError("--write needs --out PARAMS.json")
-        Path(out).write_text(make_params(periods, changes, epsilon, write_for).to_json() + "\n")
+        per = per_order_sparsity and write_for != "erlingsson"
+        bundle = make_params(periods, changes, epsilon, write_for, per_order_sparsity=per)
+        Path(out).write_text(bundle.to_json() + "\n")
         click.echo(f"wrote {out}", err=True)
 
 
@@ -104,6 +116,12 @@ def params_cmd(
 @click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
 @click.option("--randomizer", type=click.Choice(RANDOMIZERS), default="auto", show_default=True)
 @click.option("--beta", type=float, default=0.05, show_default=True)
+@click.option(
+    "--per-order-sparsity",
+    is_flag=True,
+    default=False,
+    help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper; pitfall 5).",
+)
 @seed_option
 @output_options
 def simulate_cmd(
@@ -113,6 +131,7 @@ def simulate_cmd(
     epsilon: float,
     randomizer: str,
     beta: float,
+    per_order_sparsity: bool,
     seed: int | None,
     json_out: str | None,
     plot_out: str | None,
@@ -126,6 +145,7 @@ def simulate_cmd(
         epsilon=epsilon,
         randomizer=randomizer,
         beta=beta,
+        per_order_sparsity=per_order_sparsity,
         rng=seed,
     )
     err = np.asarray(rel.errors)

@@ -37,10 +37,13 @@ class ProtocolParams:
     randomizer: str
     c_gap: float
     certificate: float
+    per_order_sparsity: bool = False
+    order_c_gaps: tuple[float, ...] = ()
     version: int = PROTOCOL_VERSION
 
     def __post_init__(self) -> None:
         func = "ProtocolParams"
+        object.__setattr__(self, "order_c_gaps", tuple(float(c) for c in self.order_c_gaps))
         if self.version != PROTOCOL_VERSION:
             raise DataError(
                 _validate.message("version", func, f"the supported protocol version "
@@ -64,6 +67,39 @@ class ProtocolParams:
                 _validate.message("certificate", func, f"in [0, epsilon = {self.epsilon!r}]",
                                   self.certificate)
             )
+        if not isinstance(self.per_order_sparsity, bool):
+            raise ParameterError(
+                _validate.message("per_order_sparsity", func, "a bool", self.per_order_sparsity)
+            )
+        if self.per_order_sparsity:
+            if self.randomizer == "erlingsson":
+                raise ParameterError(
+                    "per_order_sparsity of ProtocolParams applies to distance-based randomizers "
+                    "only; got randomizer 'erlingsson'."
+                )
+            if len(self.order_c_gaps) != self.orders or not all(
+                0 < c <= 1 for c in self.order_c_gaps
+            ):
+                raise ParameterError(
+                    _validate.message("order_c_gaps", func,
+                                      f"{self.orders} gaps in (0, 1], one per order",
+                                      self.order_c_gaps)
+                )
+        elif self.order_c_gaps:
+            raise ParameterError(
+                _validate.message("order_c_gaps", func, "empty without per_order_sparsity",
+                                  self.order_c_gaps)
+            )
+
+    @property
+    def c_gaps(self) -> tuple[float, ...]:
+        """The gap of each order h = 0..log d (all equal to ``c_gap`` unless per-order)."""
+        return self.order_c_gaps if self.per_order_sparsity else (self.c_gap,) * self.orders
+
+    def changes_at_order(self, h: int) -> int:
+        """Non-zero budget of the randomizer of order h: ``min(k, d/2^h)`` per order, else k."""
+        return min(self.changes, self.padded_periods >> h) if self.per_order_sparsity else (
+            self.changes)
 
     @property
     def orders(self) -> int:
@@ -98,7 +134,14 @@ class ProtocolParams:
         return p
 
 
-def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> ProtocolParams:
+def make_params(
+    periods: int,
+    changes: int,
+    epsilon: float,
+    randomizer: str,
+    *,
+    per_order_sparsity: bool = False,
+) -> ProtocolParams:
     """The versioned protocol parameters shared by devices and server (§7.1).
 
     Parameters
@@ -112,6 +155,11 @@ def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> 
     randomizer : str
         ``"auto"`` (largest exact ``c_gap``; recommended), ``"futurerand"`` (paper constants,
         the reference), ``"calibrated"``, ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+    per_order_sparsity : bool, keyword-only
+        Pitfall 5 (an option, not in the paper): order h has only ``L = d/2^h`` coordinates, so
+        its randomizer is built for ``min(k, L)`` non-zeros (larger gap at high orders); the
+        per-order gaps are recorded in ``order_c_gaps`` and the server uses them. Distance-based
+        randomizers only; ``auto`` is resolved once, at k.
 
     No parameter has a default and none is derived from data. The randomizer's exact ``c_gap``
     and privacy certificate are computed here (construction refuses a certificate above ε).
@@ -133,7 +181,12 @@ def make_params(periods: int, changes: int, epsilon: float, randomizer: str) -> 
     else:
         law = distance_law(randomizer, k, epsilon)
         name, c_gap, cert = law.name, law.c_gap, law.log_ratio
-    return ProtocolParams(d0, d, k, epsilon, name, c_gap, cert)
+    gaps: tuple[float, ...] = ()
+    if per_order_sparsity is True and name != "erlingsson":
+        laws = [distance_law(name, min(k, d >> h), epsilon) for h in range(d.bit_length())]
+        gaps = tuple(lw.c_gap for lw in laws)
+        cert = max(lw.log_ratio for lw in laws)
+    return ProtocolParams(d0, d, k, epsilon, name, c_gap, cert, per_order_sparsity, gaps)
 
 
 class LongitudinalClient:
@@ -193,14 +246,20 @@ class LongitudinalClient:
         if p.randomizer == "erlingsson":
             self.r = int(self._gen.integers(1, p.changes + 1))
         self.randomizer = make_randomizer(
-            p.randomizer, p.padded_periods >> self.h, p.changes, p.epsilon, rng=self._gen
+            p.randomizer,
+            p.padded_periods >> self.h,
+            p.changes_at_order(self.h),
+            p.epsilon,
+            rng=self._gen,
         )
+        expected = p.c_gaps[self.h]
         if self.randomizer.name != p.randomizer or not math.isclose(
-            self.randomizer.c_gap, p.c_gap, rel_tol=1e-12
+            self.randomizer.c_gap, expected, rel_tol=1e-12
         ):
             raise ParameterError(
-                f"params of LongitudinalClient: c_gap {p.c_gap!r} of {p.randomizer!r} does not "
-                f"match this library's exact value {self.randomizer.c_gap!r} (pitfall 9)."
+                f"params of LongitudinalClient: c_gap {expected!r} of {p.randomizer!r} (order "
+                f"{self.h}) does not match this library's exact value {self.randomizer.c_gap!r} "
+                "(pitfall 9)."
             )
 
     @property
@@ -301,7 +360,7 @@ class LongitudinalClient:
             obj.randomizer = restore_randomizer(
                 params.randomizer,
                 params.padded_periods >> obj.h,
-                params.changes,
+                params.changes_at_order(obj.h),
                 params.epsilon,
                 st["randomizer"],
                 rng=obj._gen,

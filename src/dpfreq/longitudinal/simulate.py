@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq import _validate
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import randomized_response
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.rng import resolve_rng
@@ -133,15 +133,11 @@ def estimate_from_sums(
     return out
 
 
-def _popcount(t: NDArray[np.int64]) -> NDArray[np.int64]:
-    return np.array([bin(int(v)).count("1") for v in t], dtype=np.int64)
-
-
 def make_release(
     sums: NDArray[Any],
     d: int,
     n: int,
-    c_gap: float,
+    c_gap: float | NDArray[Any],
     epsilon: float,
     beta: float,
     mechanism: str,
@@ -149,20 +145,34 @@ def make_release(
     seeded: bool,
     truth: NDArray[Any] | None = None,
 ) -> LongitudinalEstimate:
-    """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate` (§3.2, §7.4)."""
+    """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate` (§3.2, §7.4).
+
+    ``c_gap`` is one gap for every order or one per order ``h = 0..log d`` (pitfall 5). Per
+    time t, ``Var f̂_t = n(log d+1)·Σ_{h ∈ C(t)} c_h^{-2} − f_t`` (a user contributes through its
+    single order); with one gap this is ``n(log d+1)popcount(t)/c_gap² − f_t`` (§3.3). The
+    simultaneous bound uses the widest per-user range ``2(log d+1)/min_h c_h``.
+    """
     lg1 = (d.bit_length() - 1) + 1
-    est = estimate_from_sums(sums, d, lg1 / c_gap)
-    pc = _popcount(np.arange(1, d + 1))
-    sd = np.sqrt(n * lg1 * pc) / c_gap
-    bound = (lg1 / c_gap) * math.sqrt(2 * n * math.log(2 * d / beta))
+    gaps = np.broadcast_to(np.asarray(c_gap, dtype=np.float64), (lg1,)).copy()
+    est = estimate_from_sums(sums, d, lg1 / gaps)
+    t = np.arange(1, d + 1)
+    inv2 = np.zeros(d)
+    for h in range(lg1):
+        inv2 += ((t >> h) & 1) / gaps[h] ** 2
+    var0 = n * lg1 * inv2
+    sd = np.sqrt(var0)
+    bound = (lg1 / float(gaps.min())) * math.sqrt(2 * n * math.log(2 * d / beta))
     exact_sd = None
     if truth is not None:
-        exact_sd = np.sqrt(np.maximum(n * lg1 * pc / c_gap**2 - truth, 0.0))
+        exact_sd = np.sqrt(np.maximum(var0 - truth, 0.0))
+    one = bool(np.all(gaps == gaps[0]))
+    gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
+        "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}
     return LongitudinalEstimate(
         value=est,
         epsilon=epsilon,
         mechanism=mechanism,
-        mechanism_params={**params, "c_gap": c_gap, "periods": d, "beta": beta},
+        mechanism_params={**params, **gap_params, "periods": d, "beta": beta},
         seeded=seeded,
         error=ErrorStatement(
             kind="bound",
@@ -307,6 +317,7 @@ def simulate_longitudinal(
     randomizer: str = "auto",
     data: NDArray[Any] | None = None,
     beta: float = 0.05,
+    per_order_sparsity: bool = False,
     rng: Any = None,
 ) -> LongitudinalEstimate:
     """Simulate the FutureRand protocol (§3) for n users × d periods and estimate every ``f_t``.
@@ -336,6 +347,11 @@ def simulate_longitudinal(
         matrix.
     beta : float
         Failure probability of the simultaneous bound.
+    per_order_sparsity : bool
+        Pitfall 5 (not in the paper): order h has only ``L = d/2^h`` coordinates, so its
+        randomizer is built for ``min(k, L)`` non-zeros, with a larger gap ``c_h`` at high
+        orders; the estimator uses ``c_h`` per order and stays unbiased. Distance-based
+        randomizers only (the resolved name is kept for every order).
     rng : None, int or numpy.random.Generator, keyword-only
         Randomness (seeded runs are marked ``seeded``).
 
@@ -362,6 +378,15 @@ def simulate_longitudinal(
         func,
         ("auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"),
     )
+    if not isinstance(per_order_sparsity, bool):
+        raise ParameterError(
+            _validate.message("per_order_sparsity", func, "a bool", per_order_sparsity)
+        )
+    if per_order_sparsity and randomizer == "erlingsson":
+        raise ParameterError(
+            f"per_order_sparsity of {func} applies to distance-based randomizers only; got "
+            "randomizer 'erlingsson'."
+        )
     res = resolve_rng(rng, func)
     gen = res.generator
     times = None
@@ -388,7 +413,7 @@ def simulate_longitudinal(
     sums = np.zeros(2 * d - 1, dtype=np.int64)
     order = gen.integers(0, lg + 1, size=n)
     if randomizer == "erlingsson":
-        c_gap = erlingsson_c_gap(k, epsilon)
+        c_gap: float | NDArray[Any] = erlingsson_c_gap(k, epsilon)
         r = gen.integers(1, k + 1, size=n)  # keep only the r-th change, r ~ U[1..k] (§4.4)
         if x is None:
             assert times is not None  # internal invariant: exactly one of data/times
@@ -415,15 +440,22 @@ def simulate_longitudinal(
         params: dict = {"randomizer": "erlingsson", "changes": k, "r_sampled_from": "[1..k]"}
     else:
         law = distance_law(randomizer, k, epsilon)
-        c_gap = law.c_gap
+        gaps = np.full(lg + 1, law.c_gap)
+        cert = law.log_ratio
         for h in range(lg + 1):
+            kh = min(k, d >> h) if per_order_sparsity else k
+            law_h = distance_law(law.name, kh, epsilon) if kh != k else law
+            gaps[h] = law_h.c_gap
+            cert = max(cert, law_h.log_ratio)
             rows = order == h
             if times is not None:
-                sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law, k, gen)
+                sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law_h, kh, gen)
             elif x is not None:
                 s = partial_sums(x[rows], h)
-                sums[off[h] : off[h + 1]] = _order_sums_distance(s, law, k, gen)
-        params = {"randomizer": law.name, "changes": k, "certificate": law.log_ratio, **law.params}
+                sums[off[h] : off[h + 1]] = _order_sums_distance(s, law_h, kh, gen)
+        params = {"randomizer": law.name, "changes": k, **law.params, "certificate": cert}
+        params["per_order_sparsity"] = per_order_sparsity
+        c_gap = gaps if per_order_sparsity else law.c_gap
     if times is not None:
         truth = _truth_from_times(times, d)
     else:
