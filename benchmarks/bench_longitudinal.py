@@ -75,6 +75,17 @@ def rmse_table(n: int, seed: int) -> dict[str, Any]:
         ratio_erl = pred["auto"] / pred["erlingsson"]
         print(f"  k={k:<4} auto = {distance_law('auto', k, EPS).name:<10} auto/best = "
               f"{pred['auto'] / best:.3f}  auto/erlingsson = {ratio_erl:.3f}")
+    print("per-order sparsity (pitfall 5, not in the paper), exact predicted RMSE ratio "
+          "per-order/plain for auto:")
+    lg1 = D.bit_length()
+    tt = np.arange(1, D + 1)
+    for k in KS:
+        name = distance_law("auto", k, EPS).name
+        g_plain = distance_law(name, k, EPS).c_gap
+        g_ord = [distance_law(name, min(k, D >> h), EPS).c_gap for h in range(lg1)]
+        v_plain = np.mean([bin(t).count("1") for t in tt]) / g_plain**2
+        v_ord = np.mean(sum(((tt >> h) & 1) / g**2 for h, g in enumerate(g_ord)))
+        print(f"  k={k:<4} {math.sqrt(v_ord / v_plain):.3f}")
     print("log–log slopes of RMSE vs k (least squares over k ∈ {4, 16, 64, 256}):")
     lk = np.log(KS)
     for m in MODES:

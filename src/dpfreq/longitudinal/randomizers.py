@@ -40,6 +40,7 @@ __all__ = [
     "IndependentRR",
     "Randomizer",
     "make_randomizer",
+    "restore_randomizer",
 ]
 
 _VARIANTS = {"paper": "futurerand", "calibrated": "calibrated", "threshold": "threshold"}
@@ -242,7 +243,6 @@ class ErlingssonRR(Randomizer):
         self.c_gap = self.rr_gap / self.changes
         self.certificate = float(self.gamma)
         self._refuse_if_uncertified()
-        self.changes_in_input = 1
 
     def step(self, j: int, x: int) -> int:
         """As :meth:`Randomizer.step`; at most one non-zero input in all."""
@@ -301,7 +301,6 @@ def restore_randomizer(
         obj.rr_gap = math.tanh(float(obj.gamma) / 2.0)
         obj.c_gap = obj.rr_gap / obj.changes
         obj.certificate = float(obj.gamma)
-        obj.changes_in_input = 1
     else:
         assert isinstance(obj, _DistanceRandomizer)
         law = distance_law(name, obj.changes, obj.epsilon)
