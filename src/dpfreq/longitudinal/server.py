@@ -235,12 +235,26 @@ class LongitudinalAggregator:
     def estimate(self, *, beta: float, dropouts: str = "paper") -> LongitudinalEstimate:
         """f̂_t for every period with per-time sd and the simultaneous (1 − β) bound (§7.4).
 
-        Periods whose intervals are not closed yet use zero sums. No clamping (unbiased).
+        Parameters
+        ----------
+        beta : float, keyword-only
+            Failure probability of the simultaneous bound (no default).
+        dropouts : {"paper", "per-interval"}
+            Dropout policy (§8.8), see the class notes.
+
+        Returns
+        -------
+        LongitudinalEstimate
+            ``f̂_t = Σ_{(h,j) ∈ C(t)} ((log d+1)/c_h)·Σ_u y_u[h, j]`` for t = 1..d, unclamped
+            (unbiased), with ``sd`` and the simultaneous bound. Intervals without any report
+            yet (not closed) contribute 0; ``missing_reports`` counts absent reports of the
+            closed ones.
 
         Privacy
         -------
-        Post-processing of ε-LDP reports (each device's guarantee is ``params.epsilon``);
-        spends no central budget.
+        Unit: one device's whole sequence (user-level; neighbouring = any two sequences with
+        at most k changes). Post-processing of ε-LDP reports (each device's guarantee is
+        ``params.epsilon``, certificate ``params.certificate``); spends no central budget.
         """
         beta = _validate.check_open_unit(beta, "beta", "LongitudinalAggregator.estimate")
         dropouts = _validate.check_choice(
