@@ -74,6 +74,12 @@ def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
     a = ALPHA / d
     z = errs.mean(axis=0) / np.sqrt(var / reps)
     assert np.all(np.abs(z) < stats.norm.isf(a / 2))
+    # §9.5: the simultaneous (1 − β) bound fails in at most a β fraction of runs; the number
+    # of failures is stochastically below Binomial(R, β) (one-sided test at α)
+    exceed = int((np.abs(errs).max(axis=1) > rel.error.value).sum())
+    beta = 1 - float(rel.error.confidence)
+    assert beta == pytest.approx(0.05)
+    assert exceed <= stats.binom.isf(ALPHA, reps, beta)
     chi = (reps - 1) * errs.var(axis=0, ddof=1) / var
     assert np.all(chi > stats.chi2.ppf(a / 2, reps - 1))
     assert np.all(chi < stats.chi2.isf(a / 2, reps - 1))
