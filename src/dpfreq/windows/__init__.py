@@ -9,6 +9,7 @@ from dpfreq.windows.tree import (
     OnlineCounter,
     Tree1D,
     Tree2DNoise,
+    TreeBary,
     consistent_tree,
 )
 
@@ -19,6 +20,7 @@ __all__ = [
     "OnlineCounter",
     "Tree1D",
     "Tree2DNoise",
+    "TreeBary",
     "WindowAnswer",
     "WindowCountsRelease",
     "consistent_tree",
