@@ -246,13 +246,9 @@ def _aggregate_in_memory(cols: dict[str, np.ndarray]) -> Any:
     return agg.estimate(beta=0.05)
 
 
-_HEADER_ONLY_CSV = pytest.mark.xfail(
-    strict=True, reason="longitudinal/server.py validates with DuckDB, which types the columns "
-    "of a header-only CSV as VARCHAR; its range checks need CAST(h/j/bit AS BIGINT) (reported)")
 LONGITUDINAL_PARAMS = (
-    [pytest.param(b, c, id=f"{b}-{c}",
-                  marks=_HEADER_ONLY_CSV if (b, c) == ("duckdb-csv", "empty") else ())
-     for b in ("duckdb-parquet", "duckdb-csv") for c in ("empty", "single_user", "devices")]
+    [pytest.param(b, c, id=f"{b}-{c}") for b in ("duckdb-parquet", "duckdb-csv")
+     for c in ("empty", "single_user", "devices")]
     + [pytest.param("spark-parquet", c, id=f"spark-parquet-{c}", marks=pytest.mark.spark)
        for c in ("empty", "devices")]
     + [pytest.param("spark-csv", "devices", id="spark-csv-devices", marks=pytest.mark.spark)]
