@@ -122,7 +122,7 @@ def test_lazy_noise_values_do_not_depend_on_buffers_chunks_or_cache(monkeypatch,
     assert np.array_equal(np.concatenate(parts), ref_l)
     assert np.array_equal(src.noise(ids[::-1]), ref_l[::-1])  # again, after caching
     assert np.array_equal(KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80]), ref_g)
-    assert src._ids.size <= max(cache_limit, 0)
+    assert src.cache_size <= max(cache_limit, 0)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])

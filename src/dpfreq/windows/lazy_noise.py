@@ -155,12 +155,15 @@ class _Streams:
         nb, m = self._BLOCKS, rows.shape[0]
         counters = (self.block[rows][None, :] + np.arange(nb, dtype=_U32)[:, None]).ravel()
         nonces = np.tile(self.nonce[rows], (nb, 1))
-        st = _chacha_rows(self.key_words, counters, nonces)  # (16, nb·m), block-major
-        w64 = st[0::2].astype(np.uint64)
-        w64 |= st[1::2].astype(np.uint64) << np.uint64(32)  # little-endian word pairs
+        st = _chacha_rows(self.key_words, counters, nonces).reshape(8, 2, nb, m)
         self.block[rows] += _U32(nb)
-        out: NDArray[np.uint64] = (w64.reshape(8, nb, m).transpose(1, 0, 2)
-                                   .reshape(self.width, m))
+        # 64-bit word i of block b = st[2i] | st[2i+1] << 32: interleave the two halves in
+        # memory and read them as one little-endian uint64 (the values do not depend on the host)
+        pairs = np.empty((nb, 8, m, 2), dtype="<u4")
+        pairs[..., 0] = st[:, 0].transpose(1, 0, 2)
+        pairs[..., 1] = st[:, 1].transpose(1, 0, 2)
+        out: NDArray[np.uint64] = pairs.view("<u8").reshape(self.width, m).astype(np.uint64,
+                                                                                  copy=False)
         return out
 
     def words(self, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
@@ -291,8 +294,10 @@ class KeyedDiscreteLaplace:
         self.gamma = g
         self.structure = int(structure)
         self.cache_limit = self._CACHE_LIMIT if cache_limit is None else int(cache_limit)
-        self._ids = np.zeros(0, dtype=np.int64)
+        self._ids = np.zeros(0, dtype=np.int64)  # large tier: sorted ids and their values
         self._vals = np.zeros(0, dtype=np.int64)
+        self._rids = np.zeros(0, dtype=np.int64)  # recent tier (small, cheap to insert into)
+        self._rvals = np.zeros(0, dtype=np.int64)
         self.n_drawn = 0  # nodes sampled so far (cache misses), for tests and benchmarks
 
     def noise(self, node_ids: Any) -> NDArray[np.int64]:
@@ -314,31 +319,48 @@ class KeyedDiscreteLaplace:
         if uniq.size == 0:
             return np.zeros(0, dtype=np.int64)
         out = np.empty(uniq.size, dtype=np.int64)
-        if self._ids.size:
-            pos = np.searchsorted(self._ids, uniq)
-            hit = pos < self._ids.size
-            hit[hit] = self._ids[pos[hit]] == uniq[hit]
-            out[hit] = self._vals[pos[hit]]
-            miss = ~hit
-            missing = uniq[miss]
-        else:
-            pos = np.zeros(uniq.size, dtype=np.int64)
-            miss = np.ones(uniq.size, dtype=np.bool_)
-            missing = uniq
+        miss = np.ones(uniq.size, dtype=np.bool_)
+        for ids, vals in ((self._ids, self._vals), (self._rids, self._rvals)):
+            if ids.size and miss.any():
+                at = np.flatnonzero(miss)
+                pos = np.searchsorted(ids, uniq[at])
+                ok = pos < ids.size
+                ok[ok] = ids[pos[ok]] == uniq[at[ok]]
+                out[at[ok]] = vals[pos[ok]]
+                miss[at[ok]] = False
+        missing = uniq[miss]
         if missing.size:
             st = _Streams(self._key_words, missing.astype(np.uint64))
             fresh = self._sample(st, missing.size)
             out[miss] = fresh
             self.n_drawn += int(missing.size)
-            if self.cache_limit <= 0:
-                pass
-            elif self._ids.size + missing.size > self.cache_limit:
-                keep = min(missing.size, self.cache_limit)
-                self._ids, self._vals = missing[:keep].copy(), fresh[:keep].copy()
-            else:  # both sorted: insert the new ids at their positions
-                self._ids = np.insert(self._ids, pos[miss], missing)
-                self._vals = np.insert(self._vals, pos[miss], fresh)
+            self._remember(missing, fresh)
         return out
+
+    def _remember(self, ids: NDArray[np.int64], vals: NDArray[np.int64]) -> None:
+        """Add sorted new ids to the cache: a small recent tier (cheap inserts) merged into the
+        large tier when it outgrows a quarter of it; everything is dropped when full."""
+        limit = self.cache_limit
+        if limit <= 0:
+            return
+        if self._ids.size + self._rids.size + ids.size > limit:
+            keep = min(ids.size, limit)
+            self._ids, self._vals = ids[:keep].copy(), vals[:keep].copy()
+            self._rids, self._rvals = ids[:0].copy(), vals[:0].copy()
+            return
+        at = np.searchsorted(self._rids, ids)
+        self._rids = np.insert(self._rids, at, ids)
+        self._rvals = np.insert(self._rvals, at, vals)
+        if self._rids.size > max(1 << 16, self._ids.size // 4):
+            at = np.searchsorted(self._ids, self._rids)
+            self._ids = np.insert(self._ids, at, self._rids)
+            self._vals = np.insert(self._vals, at, self._rvals)
+            self._rids, self._rvals = self._rids[:0].copy(), self._rvals[:0].copy()
+
+    @property
+    def cache_size(self) -> int:
+        """Number of nodes currently cached."""
+        return int(self._ids.size + self._rids.size)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -386,6 +386,15 @@ class OnlineCounter:
         return total
 
 
+def _cover_entries(x: IntArray, domain: int) -> tuple[IntArray, IntArray, IntArray]:
+    """Prefix covers of many ``x`` as flat entries grouped by query: (query, heap id), sizes."""
+    cover = prefix_cover(x, domain)
+    used = np.stack([u for u, _ in cover], axis=1)
+    ids = np.stack([i for _, i in cover], axis=1)
+    q, lev = np.nonzero(used)
+    return q.astype(np.int64), ids[q, lev], used.sum(axis=1).astype(np.int64)
+
+
 class Tree2DNoise:
     """Lazy keyed noise of a product dyadic tree over ``D × D`` (spec §2.4).
 
@@ -410,20 +419,21 @@ class Tree2DNoise:
         """Σ node noise over the dominance cover of ``{(p, q): p ≤ x, q ≤ y}`` per query."""
         xs = np.asarray(x, dtype=np.int64).ravel()
         ys = np.asarray(y, dtype=np.int64).ravel()
-        cx = prefix_cover(xs, self.domain)
-        cy = prefix_cover(ys, self.domain)
-        qidx, nids = [], []
-        for ux, ix in cx:
-            for uy, iy in cy:
-                m = ux & uy
-                q = np.flatnonzero(m)
-                qidx.append(q)
-                nids.append(ix[q] * (2 * self.domain) + iy[q])
-        if not qidx:
-            return np.zeros(xs.shape, dtype=np.int64)
-        q_all = np.concatenate(qidx)
-        vals = self._noise.noise(np.concatenate(nids))
-        out = np.bincount(q_all, weights=vals.astype(np.float64), minlength=xs.size)
+        qx, ix, _ = _cover_entries(xs, self.domain)
+        _, iy, ny = _cover_entries(ys, self.domain)
+        # every (x node, y node) pair of each query's two prefix covers, without a loop over
+        # level pairs: each x entry is repeated once per y entry of its query
+        y_start = np.cumsum(ny) - ny
+        reps = ny[qx]
+        total = int(reps.sum())
+        if total == 0:
+            return np.zeros(np.shape(x), dtype=np.int64)
+        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+        y_pos = np.repeat(y_start[qx], reps) + offs
+        nids = np.repeat(ix, reps) * (2 * self.domain) + iy[y_pos]
+        vals = self._noise.noise(nids)
+        out = np.bincount(np.repeat(qx, reps), weights=vals.astype(np.float64),
+                          minlength=xs.size)
         return np.rint(out).astype(np.int64).reshape(np.shape(x))
 
     def dominance_nodes(self, x: Any, y: Any) -> IntArray:
