@@ -289,22 +289,42 @@ def _sparse_events(times: NDArray[np.int64], h: int):
     return rows, jj[rows, cols], sval[rows, cols].astype(np.int64), rank[rows, cols]
 
 
+_CHUNK_ROWS = 1 << 16  # users per block in the sparse path (bounded temporaries)
+
+
 def _truth_from_times(times: NDArray[np.int64], d: int) -> NDArray[np.int64]:
-    _, j, s, _ = _sparse_events(times, 0)
-    return np.cumsum(np.bincount(j - 1, weights=s, minlength=d)).astype(np.int64)[:d]
+    deriv = np.zeros(d, dtype=np.int64)
+    for a in range(0, times.shape[0], _CHUNK_ROWS):
+        _, j, s, _ = _sparse_events(times[a : a + _CHUNK_ROWS], 0)
+        deriv += np.bincount(j - 1, weights=s, minlength=d).astype(np.int64)[:d]
+    return np.cumsum(deriv)
+
+
+def _kept_changes(times: NDArray[np.int64], r: NDArray[np.int64]) -> tuple[NDArray[Any], ...]:
+    """Erlingsson et al.: (row, time, sign) of each user's r-th change, in row blocks."""
+    out = []
+    for a in range(0, times.shape[0], _CHUNK_ROWS):
+        rows, j, s, rank = _sparse_events(times[a : a + _CHUNK_ROWS], 0)
+        sel = rank == r[a + rows]
+        out.append((a + rows[sel], j[sel], s[sel]))
+    return tuple(np.concatenate([o[i] for o in out]) for i in range(3))
 
 
 def _order_sums_sparse(times, h: int, d: int, law, k: int, gen: np.random.Generator):
     """As :func:`_order_sums_distance`, from change times (at most k non-zeros per row)."""
     m = times.shape[0]
     size = d >> h
-    rows, j, sv, rank = _sparse_events(times, h)
     total = np.zeros(size, dtype=np.int64)
-    if rows.size:
-        v = law.sample(m, rng=gen)
-        y = v[rows, rank - 1].astype(np.int64) * sv
-        total += np.bincount(j - 1, weights=y, minlength=size).astype(np.int64)
-    total += fair_coin_sums(m - np.bincount(j - 1, minlength=size), gen)
+    nonzero = np.zeros(size, dtype=np.int64)
+    for a in range(0, m, _CHUNK_ROWS):
+        block = times[a : a + _CHUNK_ROWS]
+        rows, j, sv, rank = _sparse_events(block, h)
+        if rows.size:
+            v = law.sample(block.shape[0], rng=gen)
+            y = v[rows, rank - 1].astype(np.int64) * sv
+            total += np.bincount(j - 1, weights=y, minlength=size).astype(np.int64)
+            nonzero += np.bincount(j - 1, minlength=size)
+    total += fair_coin_sums(m - nonzero, gen)
     return total
 
 
@@ -417,15 +437,15 @@ def simulate_longitudinal(
         r = gen.integers(1, k + 1, size=n)  # keep only the r-th change, r ~ U[1..k] (§4.4)
         if x is None:
             assert times is not None  # internal invariant: exactly one of data/times
-            rows0, j0, s0, rank0 = _sparse_events(times, 0)
+            ru, tu, su = _kept_changes(times, r)
         else:
             deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
             nzd = deriv != 0
             rank_m = np.cumsum(nzd, axis=1)
             rows0, cols0 = np.nonzero(nzd)
             j0, s0, rank0 = cols0 + 1, deriv[rows0, cols0].astype(np.int64), rank_m[rows0, cols0]
-        sel = rank0 == r[rows0]
-        ru, tu, su = rows0[sel], j0[sel], s0[sel]
+            sel = rank0 == r[rows0]
+            ru, tu, su = rows0[sel], j0[sel], s0[sel]
         # (a user has at most one kept change, and it is not frozen: r <= k)
         for h in range(lg + 1):
             mh = order[ru] == h
