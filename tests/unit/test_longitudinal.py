@@ -226,10 +226,18 @@ def test_sparse_change_times_match_dense_partial_sums() -> None:
 
 
 def test_matrix_with_too_many_changes_is_frozen() -> None:
-    """Pitfall 4: a row with > k changes still simulates (extra non-zeros treated as 0)."""
+    """Pitfall 4: rows with > k changes are frozen after their k-th change (as the client does);
+    ``truth`` stays the real data."""
+    from dpfreq.longitudinal import freeze_after_k_changes
+
     x = np.tile(np.array([0, 1] * 8), (50, 1))  # 15 changes, k = 2
+    frozen = freeze_after_k_changes(x, 2)
+    assert frozen[0].tolist() == [0, 1, 0] + [0] * 13
+    assert freeze_after_k_changes(x, 3)[0].tolist() == [0, 1, 0, 1] + [1] * 12
+    assert np.array_equal(freeze_after_k_changes(x, 15), x)
     rel = simulate_longitudinal(periods=16, changes=2, epsilon=1.0, randomizer="rr", data=x, rng=1)
     assert np.isfinite(rel.value).all()
+    assert np.array_equal(rel.truth, x.sum(axis=0))
 
 
 @pytest.mark.parametrize("mode", MODES)
