@@ -66,7 +66,8 @@ def _table(rel: WindowCountsRelease) -> str:
 @click.option("--period", default=None, help="Public period length, e.g. 1d, 6h, 30min.")
 @click.option("--epsilon", type=float, required=True, help="Total privacy budget ε.")
 @click.option("--delta", type=float, default=0.0, show_default=True,
-              help="δ (item level only: advanced composition).")
+              help="δ > 0: (ε, δ)-DP via advanced composition or zCDP (discrete Gaussian), "
+                   "whichever predicts less error.")
 @click.option("--k", "k_text", default="1", show_default=True,
               help="Comma-separated k values (k+ reach; 1 = reach).")
 @click.option("--window", "window", type=int, default=None,

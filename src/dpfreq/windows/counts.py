@@ -514,7 +514,9 @@ def release_window_counts(
     epsilon : float
         Total ε for the whole release (all families, all k). No default.
     delta : float, default 0
-        δ; used only at item level, for advanced composition over blocks / starts.
+        δ > 0 gives an (ε, δ)-DP release: the better (smaller predicted error) of pure-ε
+        accounting with advanced composition over item-level blocks / starts, and zCDP
+        accounting with discrete Laplace or discrete Gaussian node noise (see Notes).
     k_values : int or sequence of int
         The k of ``f≥k`` to release (``1`` = reach).
     level : {"event", "item"}
