@@ -117,6 +117,7 @@ def test_lazy_noise_values_do_not_depend_on_buffers_chunks_or_cache(monkeypatch,
     ref_g = KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80])
     monkeypatch.setattr(lazy._Streams, "_BLOCKS", blocks)
     monkeypatch.setattr(lazy, "_CHUNK", chunk)
+    monkeypatch.setattr(lazy, "_SAMPLE_CHUNK", chunk + 2)
     src = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), cache_limit=cache_limit)
     parts = [src.noise(ids[i:i + 70]) for i in range(0, ids.size, 70)]
     assert np.array_equal(np.concatenate(parts), ref_l)

@@ -70,6 +70,7 @@ def _quarter4(a: NDArray[np.uint32], b: NDArray[np.uint32], c: NDArray[np.uint32
 
 
 _CHUNK = 4096  # blocks per vectorized pass (keeps the 16 state rows in cache)
+_SAMPLE_CHUNK = 1 << 18  # nodes sampled together (their word buffers stay small)
 
 
 def chacha20_blocks(
@@ -335,8 +336,13 @@ class KeyedDiscreteLaplace:
                 miss[at[ok]] = False
         missing = uniq[miss]
         if missing.size:
-            st = _Streams(self._key_words, missing.astype(np.uint64))
-            fresh = self._sample(st, missing.size)
+            # nodes are sampled in chunks (each node's value depends on its own stream only,
+            # so the chunking changes memory traffic, never values)
+            fresh = np.empty(missing.size, dtype=np.int64)
+            for lo in range(0, missing.size, _SAMPLE_CHUNK):
+                part = missing[lo:lo + _SAMPLE_CHUNK]
+                st = _Streams(self._key_words, part.astype(np.uint64))
+                fresh[lo:lo + part.size] = self._sample(st, part.size)
             out[miss] = fresh
             self.n_drawn += int(missing.size)
             self._remember(missing, fresh)
