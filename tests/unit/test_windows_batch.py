@@ -164,3 +164,32 @@ def test_engine_instance_is_accepted(tmp_path, rng):
                               by_instance.cumulative_curve(k).estimate)
         assert np.array_equal(by_name.fixed_curve(k).estimate, by_instance.fixed_curve(k).estimate)
     assert by_instance.mechanism_params["source"] == "duckdb"
+
+
+def test_noise_unique_equals_noise_and_checks_its_input():
+    src = KeyedDiscreteLaplace(bytes(range(32)), 9, Fraction(2, 5))
+    ids = np.array([3, 8, 1 << 40, 5, 8, 3])
+    uniq = np.unique(ids)
+    fresh = KeyedDiscreteLaplace(bytes(range(32)), 9, Fraction(2, 5))
+    assert np.array_equal(fresh.noise_unique(uniq), src.noise(uniq))
+    assert np.array_equal(src.noise(ids), fresh.noise_unique(uniq)[np.searchsorted(uniq, ids)])
+    for bad in ([5, 3], [2, 2], [-1, 4]):
+        with pytest.raises(ParameterError, match="sorted distinct"):
+            src.noise_unique(bad)
+
+
+@pytest.mark.parametrize("domain", [1 << 6, 1 << 30])  # packed-sort path and its fallback
+def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain):
+    from dpfreq.windows.tree import Tree2DNoise, prefix_cover
+
+    key = bytes(range(32))
+    tree = Tree2DNoise(domain, Fraction(1, 3), key, 4)
+    ref = KeyedDiscreteLaplace(key, 4, Fraction(1, 3))
+    xs = np.concatenate(([-1, domain - 1], rng.integers(-1, domain, size=30)))
+    ys = np.concatenate(([domain - 1, -1], rng.integers(-1, domain, size=30)))
+    got = tree.dominance_noise(xs, ys)
+    for i in range(xs.size):
+        ids = [int(ix[0]) * 2 * domain + int(iy[0])
+               for ux, ix in prefix_cover([xs[i]], domain) if ux[0]
+               for uy, iy in prefix_cover([ys[i]], domain) if uy[0]]
+        assert got[i] == int(ref.noise(np.array(ids, dtype=np.int64)).sum())

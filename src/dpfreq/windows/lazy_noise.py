@@ -317,6 +317,14 @@ class KeyedDiscreteLaplace:
         vals = self._draw(uniq)
         return vals[inverse].reshape(ids.shape)
 
+    def noise_unique(self, ids: Any) -> NDArray[np.int64]:
+        """:meth:`noise` for ids that are already sorted and distinct (skips the unique pass)."""
+        arr = np.asarray(ids, dtype=np.int64)
+        if arr.size and (arr[0] < 0 or np.any(arr[1:] <= arr[:-1])):
+            raise ParameterError(message("ids", "KeyedDiscreteLaplace.noise_unique",
+                                         "sorted distinct non-negative integers", "other"))
+        return self._draw(arr)
+
     def _sample(self, st: _Streams, n: int) -> NDArray[np.int64]:
         return _discrete_laplace(st, n, self.gamma.numerator, self.gamma.denominator)
 
