@@ -193,3 +193,18 @@ def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain):
                for ux, ix in prefix_cover([xs[i]], domain) if ux[0]
                for uy, iy in prefix_cover([ys[i]], domain) if uy[0]]
         assert got[i] == int(ref.noise(np.array(ids, dtype=np.int64)).sum())
+
+
+def test_node_cache_tiers_merge_and_keep_values(monkeypatch):
+    monkeypatch.setattr(KeyedDiscreteLaplace, "_RECENT_MIN", 8)
+    key = bytes(range(32))
+    rng = np.random.default_rng(3)
+    pool = np.unique(rng.integers(0, 1 << 50, size=400))
+    ref = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), cache_limit=0).noise(pool)
+    src = KeyedDiscreteLaplace(key, 2, Fraction(1, 5))
+    for _ in range(60):
+        pick = rng.choice(pool.size, size=int(rng.integers(1, 40)))
+        assert np.array_equal(src.noise(pool[pick]), ref[pick])
+    assert src._ids.size > 0  # merges into the large tier happened
+    assert src.n_drawn == src.cache_size == np.unique(src._ids).size + src._rids.size
+    assert np.array_equal(src.noise(pool), ref)

@@ -260,6 +260,23 @@ def _discrete_laplace_rows(st: _Streams, rows: NDArray[np.int64], s: int,
     return out
 
 
+def _merge(a_ids: NDArray[np.int64], a_vals: NDArray[np.int64], b_ids: NDArray[np.int64],
+           b_vals: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Merge two sorted, disjoint (id, value) tables into one sorted table (linear time)."""
+    if a_ids.size == 0:
+        return b_ids.copy(), b_vals.copy()
+    if b_ids.size == 0:
+        return a_ids, a_vals
+    pos_b = np.searchsorted(a_ids, b_ids) + np.arange(b_ids.size)
+    from_a = np.ones(a_ids.size + b_ids.size, dtype=np.bool_)
+    from_a[pos_b] = False
+    ids = np.empty(from_a.size, dtype=np.int64)
+    vals = np.empty(from_a.size, dtype=np.int64)
+    ids[pos_b], vals[pos_b] = b_ids, b_vals
+    ids[from_a], vals[from_a] = a_ids, a_vals
+    return ids, vals
+
+
 class KeyedDiscreteLaplace:
     """Exact discrete Laplace noise per node id, a deterministic function of (key, structure).
 
@@ -284,6 +301,7 @@ class KeyedDiscreteLaplace:
     """
 
     _CACHE_LIMIT = 1 << 22
+    _RECENT_MIN = 1 << 16  # the recent tier is merged into the large one past this size
 
     def __init__(self, key: bytes, structure: int, gamma: Fraction,
                  cache_limit: int | None = None) -> None:
@@ -367,13 +385,9 @@ class KeyedDiscreteLaplace:
             self._ids, self._vals = ids[:keep].copy(), vals[:keep].copy()
             self._rids, self._rvals = ids[:0].copy(), vals[:0].copy()
             return
-        at = np.searchsorted(self._rids, ids)
-        self._rids = np.insert(self._rids, at, ids)
-        self._rvals = np.insert(self._rvals, at, vals)
-        if self._rids.size > max(1 << 16, self._ids.size // 4):
-            at = np.searchsorted(self._ids, self._rids)
-            self._ids = np.insert(self._ids, at, self._rids)
-            self._vals = np.insert(self._vals, at, self._rvals)
+        self._rids, self._rvals = _merge(self._rids, self._rvals, ids, vals)
+        if self._rids.size > max(self._RECENT_MIN, self._ids.size // 4):
+            self._ids, self._vals = _merge(self._ids, self._vals, self._rids, self._rvals)
             self._rids, self._rvals = self._rids[:0].copy(), self._rvals[:0].copy()
 
     @property
