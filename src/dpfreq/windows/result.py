@@ -76,8 +76,11 @@ class WindowCountsRelease(Release):
 
     ``value`` holds the released curves: ``value["cumulative"]["k=K"]`` (t = 1..T) and
     ``value["fixed(W=W)"]["k=K"]``; arbitrary windows are answered by :meth:`window` and
-    :meth:`exactly`. ``mechanism_params["strategies"]`` records the structure chosen for each
-    (family, k) with the predicted RMSE of every candidate.
+    :meth:`exactly` (arrays of windows at once), or :meth:`answer_windows` for arrays of
+    ``(t1, t2, k)``. Ask many windows per call: answers are vectorized, and node noise once
+    drawn is cached, so batches are far faster than one call per window.
+    ``mechanism_params["strategies"]`` records the structure chosen for each (family, k) with
+    the predicted RMSE of every candidate.
 
     The private state (secret noise key and the exact event log, needed to answer further
     windows) lives in ``_state``; it is not part of :meth:`to_dict` / :meth:`to_json`.
