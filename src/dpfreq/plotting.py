@@ -22,7 +22,7 @@ def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (7.0, 4.0)) -> An
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    fig, new = plt.subplots(figsize=figsize)
+    _fig, new = plt.subplots(figsize=figsize)
     return new
 
 

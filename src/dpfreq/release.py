@@ -49,9 +49,12 @@ class ErrorStatement:
     ----------
     kind : str
         ``"bound"`` (a high-probability bound from a theorem), ``"ci"`` (a confidence interval
-        from the exact noise variance), or ``"sd"`` (standard deviation only).
+        from the exact noise variance), ``"sd"`` (standard deviation only), or ``"scale"`` (the
+        expected size of the added noise in the stated metric, where the theorem has no explicit
+        constants — an order of magnitude, not a guarantee).
     confidence : float or None
-        Probability with which the bound / interval holds (e.g. ``1 - 2η``); ``None`` for "sd".
+        Probability with which the bound / interval holds (e.g. ``1 - 2η``); ``None`` for "sd"
+        and "scale".
     value : float or numpy.ndarray
         The bound (or interval half-width, or standard deviation), per estimate or overall.
     description : str

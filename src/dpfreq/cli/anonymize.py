@@ -129,7 +129,7 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str) -> None:
 
 
 @click.command(name="anonymize")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--label", default=None,
               help="Column naming the label (password, word, node...) of each row; its anonymized "
                    "histogram is the multiset of per-label row counts.")

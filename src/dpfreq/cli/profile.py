@@ -191,7 +191,7 @@ def profile_options(f: Any) -> Any:
 
 
 @click.command(name="profile")
-@click.argument("file", type=click.Path(exists=True))
+@click.argument("file", type=click.Path())
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
 @click.option("--domain-size", type=COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")

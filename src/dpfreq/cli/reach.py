@@ -56,7 +56,7 @@ def _table(rel: WindowCountsRelease) -> str:
 
 
 @click.command(name="reach")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
 @click.option("--horizon", type=int, default=None,

@@ -238,13 +238,9 @@ def release_profile(
                                          "tabular source", item))
         if not isinstance(item, str) or not item:
             raise ParameterError(message("item", func, "a non-empty column name (str)", item))
-        if engine is None or isinstance(engine, str):
-            eng = get_engine(engine, source)
-        elif isinstance(engine, Engine):
-            eng = engine
-        else:
-            raise ParameterError(message("engine", func, "None, an engine name or an engine "
-                                         "instance", type(engine).__name__))
+        # get_engine accepts None, a name, an Engine instance or a SparkSession and gives the
+        # one-line errors for anything else.
+        eng = get_engine(engine, source)
         engine_name = str(getattr(eng, "name", type(eng).__name__))
         prev = eng.count_of_counts(source, item=item, max_count=n if n >= 1 else None)
         values = np.asarray(prev.counts, dtype=np.int64)
