@@ -132,7 +132,7 @@ def test_explicit_engine(tmp_path: Path, seed: int) -> None:
                         engine=get_engine("duckdb", connection=duckdb.connect()))
     np.testing.assert_array_equal(a.value, c.value)
     assert c.mechanism_params["engine"] == "duckdb"
-    with pytest.raises(ParameterError, match="engine of release_profile"):
+    with pytest.raises(ParameterError, match="engine of get_engine"):
         release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0,
                         engine=3)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="engine of get_engine"):
