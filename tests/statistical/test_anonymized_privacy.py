@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from dpfreq.anonymized import privhist as P
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.anonymized._input import as_prevalences
 from dpfreq.noise import discrete_laplace_cdf, discrete_laplace_pmf, epsilon_to_fraction
+from histogram_cases import histograms_up_to, move_up
 
 EPS2 = math.log(2.0)  # α = 1/2
 ALPHA = 0.5
@@ -34,34 +34,6 @@ RATIO_TOL = 1e-9
 
 def pmf(z: np.ndarray) -> np.ndarray:
     return (1 - ALPHA) / (1 + ALPHA) * ALPHA ** np.abs(z)
-
-
-def partitions(n: int, largest: int) -> Iterator[list[int]]:
-    if n == 0:
-        yield []
-        return
-    for first in range(min(n, largest), 0, -1):
-        for rest in partitions(n - first, first):
-            yield [first, *rest]
-
-
-def histograms(n_max: int) -> Iterator[dict[int, int]]:
-    for n in range(n_max + 1):
-        for part in partitions(n, n):
-            h: dict[int, int] = {}
-            for x in part:
-                h[x] = h.get(x, 0) + 1
-            yield h
-
-
-def move_up(h: dict[int, int], r: int) -> dict[int, int]:
-    out = dict(h)
-    if r > 0:
-        out[r] -= 1
-        if out[r] == 0:
-            del out[r]
-    out[r + 1] = out.get(r + 1, 0) + 1
-    return out
 
 
 def output_law(h: dict[int, int], t: int, m: int, small_grid: np.ndarray,
@@ -97,7 +69,7 @@ def test_split_and_noise_steps_are_eps2_dp_exactly() -> None:
     for t, m in itertools.product((1, 2), (1, 2)):
         small_grid = np.array(list(itertools.product(range(-2, 6), repeat=t)), dtype=np.int64)
         large_values = np.arange(t - 1, t + 5)
-        for h in histograms(3):
+        for h in histograms_up_to(3):
             for r in [0, *h]:
                 h2 = move_up(h, r)
                 a = output_law(h, t, m, small_grid, large_values, 3)
@@ -136,7 +108,7 @@ def test_high_privacy_h4_is_eps3_dp_exactly() -> None:
     s = np.array([1, 2, 4, 7])  # any fixed S with s_1 = 1 (S is post-processing of N, H^cℓ)
     grid = np.array(list(itertools.product(range(-3, 12), repeat=s.size)), dtype=np.int64)
     extra = [{6: 1}, {7: 1}, {2: 1, 5: 1}, {3: 2, 6: 1}, {8: 1}]
-    for h in [*histograms(4), *extra]:
+    for h in [*histograms_up_to(4), *extra]:
         for r in [0, *h]:
             h2 = move_up(h, r)
             ys = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -25,6 +24,7 @@ from dpfreq.anonymized import privhist as P
 from dpfreq.anonymized._input import as_prevalences, total_of
 from dpfreq.engines.base import Prevalences
 from dpfreq.errors import DataError, ParameterError
+from histogram_cases import histograms_up_to, move_up
 
 H_E2 = {1: 2, 2: 1, 5: 1, 9: 1}  # spec E2: counts 1,1,2,5,9; n = 18
 
@@ -295,34 +295,6 @@ def _release_from_outcome(h: dict[int, int], n_est: int) -> AnonymizedHistogramR
 
 
 # -- split sensitivity by brute force (spec §14.3) ---------------------------------------------
-
-
-def histograms_up_to(n_max: int) -> Iterator[dict[int, int]]:
-    """All anonymized histograms (integer partitions) of total 0..n_max."""
-    def parts(n: int, largest: int) -> Iterator[list[int]]:
-        if n == 0:
-            yield []
-            return
-        for first in range(min(n, largest), 0, -1):
-            for rest in parts(n - first, first):
-                yield [first, *rest]
-    for n in range(n_max + 1):
-        for part in parts(n, n):
-            h: dict[int, int] = {}
-            for x in part:
-                h[x] = h.get(x, 0) + 1
-            yield h
-
-
-def move_up(h: dict[int, int], r: int) -> dict[int, int]:
-    """Move one element r -> r+1 (r = 0 adds a new element with count 1)."""
-    out = dict(h)
-    if r > 0:
-        out[r] -= 1
-        if out[r] == 0:
-            del out[r]
-    out[r + 1] = out.get(r + 1, 0) + 1
-    return out
 
 
 def split_of(h: dict[int, int], t: int, m: int, zb: int) -> tuple[list[int], list[int]]:
