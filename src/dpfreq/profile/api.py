@@ -81,16 +81,18 @@ def noisy_profile_counts_from_classes(
     n, b = max_count, B
     P = n + 2 * b + 1
     out = np.zeros(P + 2, dtype=np.int64)
-    for k in range(n + 1):
-        remaining = int(classes[k])
-        while remaining > 0:
-            size = min(remaining, _NOISE_CHUNK)
-            z = sample_discrete_laplace(gamma, size, rng=generator)
-            z += k
-            np.clip(z, -b - 1, n + b + 1, out=z)
-            z += b + 1
-            out += np.bincount(z, minlength=P + 2)
-            remaining -= size
+    ends = np.cumsum(classes)
+    starts = ends - classes
+    values = np.arange(n + 1, dtype=np.int64)
+    # One sampler call per chunk of items (not per class: n can be 10^5 classes of a few items).
+    for lo in range(0, int(ends[-1]) if ends.size else 0, _NOISE_CHUNK):
+        size = min(int(ends[-1]) - lo, _NOISE_CHUNK)
+        per_class = np.clip(ends - lo, 0, size) - np.clip(starts - lo, 0, size)
+        z = sample_discrete_laplace(gamma, size, rng=generator)
+        z += np.repeat(values, per_class)
+        np.clip(z, -b - 1, n + b + 1, out=z)
+        z += b + 1
+        out += np.bincount(z, minlength=P + 2)
     return out[1:-1].copy()
 
 
