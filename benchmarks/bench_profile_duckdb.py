@@ -33,23 +33,9 @@ from typing import Any
 
 import numpy as np
 
-ITEMS = 10**6  # item ids are drawn heavy-tailed from 0..ITEMS-1
-
-
-def make_log(path: Path, n_events: int, seed: int = 2026) -> None:
-    """A Parquet log of ``n_events`` rows (item int64, time int64), written in chunks."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    gen = np.random.Generator(np.random.PCG64(seed))
-    chunk = 5 * 10**6
-    schema = pa.schema([("item", pa.int64()), ("time", pa.int64())])
-    with pq.ParquetWriter(path, schema) as w:
-        for start in range(0, n_events, chunk):
-            m = min(chunk, n_events - start)
-            items = (gen.pareto(1.1, m) * 50).astype(np.int64) % ITEMS
-            times = gen.integers(0, 10**6, m, dtype=np.int64)
-            w.write_table(pa.table({"item": items, "time": times}), row_group_size=10**6)
+# The same synthetic Parquet log as the engine benchmark (benchmarks/ is on sys.path when a
+# script in it runs).
+from bench_engines import make_log
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
