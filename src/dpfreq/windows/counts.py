@@ -24,6 +24,7 @@ from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
 from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
@@ -375,8 +376,13 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level:
 def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float,
                    delta: float, k_values: list[int], level: str, windows: list[Any],
                    strategy: Any, singleton: bool, horizon: int, axis: dict[str, Any],
-                   seeded: bool, n_dropped: int, source_kind: str) -> WindowCountsRelease:
-    """Deterministic given the key: used by the release and by :meth:`WindowCountsRelease.load`."""
+                   seeded: bool, n_dropped: int, source_kind: str,
+                   noise_scheme: str = LAPLACE_SCHEME) -> WindowCountsRelease:
+    """Deterministic given the key: used by the release and by :meth:`WindowCountsRelease.load`.
+
+    ``noise_scheme`` names the keyed node-noise construction (:mod:`dpfreq.windows.lazy_noise`);
+    releases saved before it existed load with the legacy scheme, so their noise is unchanged.
+    """
     ks = tuple(int(k) for k in k_values)
     fams = tuple(windows)
     n_struct = len(fams) * len(ks)
@@ -404,11 +410,11 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
     build_args = {"epsilon": epsilon, "delta": delta, "k_values": list(ks), "level": level,
                   "windows": list(fams), "strategy": strategy, "singleton": singleton,
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
-                  "source_kind": source_kind}
+                  "source_kind": source_kind, "noise_scheme": noise_scheme}
     state = _State(key=key, item=item, time=time, horizon=horizon, build_args=build_args)
     state.observed_singleton = _is_singleton(time, horizon)
     for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
-        s.attach(key, 1000 + sid)
+        s.attach(key, 1000 + sid, noise_scheme=noise_scheme)
         state.structures[(label, k)] = s
         if s.family == "cumulative":
             state.oracles[("cumulative", k)] = np.sort(cumulative_points(item, time, k))
@@ -430,6 +436,7 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
                         "item: replace the whole history of one item",
         "noise": "exact discrete Laplace per tree node, a deterministic function of a secret "
                  "key and the node id (lazy noise, never redrawn)",
+        "noise_scheme": noise_scheme,
         "singleton_declared": singleton, "source": source_kind,
     }
     rel = WindowCountsRelease(

@@ -42,12 +42,21 @@ from dpfreq.errors import ParameterError
 from dpfreq.noise import MAX_DENOMINATOR
 
 __all__ = [
+    "LAPLACE_SCHEME",
+    "LAPLACE_SCHEMES",
+    "LEGACY_LAPLACE_SCHEME",
     "KeyedDiscreteGaussian",
     "KeyedDiscreteLaplace",
     "chacha20_blocks",
     "discrete_gaussian_variance",
     "gaussian_sigma2",
 ]
+
+#: the keyed discrete-Laplace constructions: the current one, and the one releases saved before
+#: the scheme was recorded used (kept so that their noise never changes)
+LAPLACE_SCHEME = "aes256-table"
+LEGACY_LAPLACE_SCHEME = "chacha20-cks"
+LAPLACE_SCHEMES = (LAPLACE_SCHEME, LEGACY_LAPLACE_SCHEME)
 
 _CONST = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
 _U32 = np.uint32
@@ -311,7 +320,11 @@ class KeyedDiscreteLaplace:
     _RECENT_MIN = 1 << 16  # the recent tier is merged into the large one past this size
 
     def __init__(self, key: bytes, structure: int, gamma: Fraction,
-                 cache_limit: int | None = None) -> None:
+                 cache_limit: int | None = None, scheme: str = LAPLACE_SCHEME) -> None:
+        if scheme not in LAPLACE_SCHEMES:
+            raise ParameterError(message("scheme", "KeyedDiscreteLaplace",
+                                         f"one of {LAPLACE_SCHEMES}", scheme))
+        self.scheme = scheme
         if not isinstance(key, bytes | bytearray) or len(key) < 16:
             raise ParameterError(message("key", "KeyedDiscreteLaplace", "at least 16 bytes",
                                          key))

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, check_open_unit, message
 from dpfreq.errors import ParameterError
 from dpfreq.release import Release
+from dpfreq.windows.lazy_noise import LEGACY_LAPLACE_SCHEME
 from dpfreq.windows.strategy import Structure
 
 __all__ = ["WindowAnswer", "WindowCountsRelease"]
@@ -369,7 +370,10 @@ class WindowCountsRelease(Release):
         with np.load(Path(path)) as data:
             meta = json.loads(bytes(data["meta"]).decode())
             item, time = data["item"], data["time"]
-        return _build_release(item, time, key=bytes.fromhex(meta["key"]), **meta["build"])
+        build = dict(meta["build"])
+        # files written before the noise scheme was recorded used the legacy construction
+        build.setdefault("noise_scheme", LEGACY_LAPLACE_SCHEME)
+        return _build_release(item, time, key=bytes.fromhex(meta["key"]), **build)
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:

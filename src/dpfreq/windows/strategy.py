@@ -53,6 +53,7 @@ from dpfreq.noise import (
 )
 from dpfreq.rng import keyed_generator
 from dpfreq.windows.lazy_noise import (
+    LAPLACE_SCHEME,
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
     discrete_gaussian_variance,
@@ -304,7 +305,8 @@ class Structure:
     def _noise_source(self, key: bytes, structure_id: int) -> Any:
         if self.noise_kind == "gaussian":
             return KeyedDiscreteGaussian(key, structure_id, self.sigma2)
-        return KeyedDiscreteLaplace(key, structure_id, self.gamma)
+        return KeyedDiscreteLaplace(key, structure_id, self.gamma,
+                                    scheme=getattr(self, "_scheme", LAPLACE_SCHEME))
 
     # ---------------------------------------------------------------- public-only predictions
     def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
@@ -382,9 +384,14 @@ class Structure:
         return mean_nodes * v
 
     # ---------------------------------------------------------------- noise (needs the key)
-    def attach(self, key: bytes, structure_id: int) -> None:
-        """Bind the secret key; node noise becomes available (lazily or eagerly)."""
+    def attach(self, key: bytes, structure_id: int, noise_scheme: str = LAPLACE_SCHEME) -> None:
+        """Bind the secret key; node noise becomes available (lazily or eagerly).
+
+        ``noise_scheme`` selects the keyed discrete-Laplace construction of lazy node noise
+        (:data:`dpfreq.windows.lazy_noise.LAPLACE_SCHEMES`; saved releases keep theirs).
+        """
         self._key = key
+        self._scheme = noise_scheme
         self._cons_noise = None
         self._cons_starts = {}
         d = self.detail
@@ -404,8 +411,7 @@ class Structure:
         elif strat == "tree2d":
             self._impl = tuple(
                 Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id + i,
-                            noise_source=self._noise_source(key, 2 * structure_id + i)
-                            if gauss else None)
+                            noise_source=self._noise_source(key, 2 * structure_id + i))
                 for i in (0, 1))
         else:
             self._impl = self._noise_source(key, structure_id)
