@@ -12,7 +12,11 @@ import pytest
 from scipy import stats
 
 from dpfreq.noise import discrete_laplace_pmf
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.lazy_noise import (
+    LAPLACE_SCHEME,
+    LEGACY_LAPLACE_SCHEME,
+    KeyedDiscreteLaplace,
+)
 from dpfreq.windows.strategy import build_structure
 
 pytestmark = pytest.mark.statistical
@@ -20,24 +24,35 @@ pytestmark = pytest.mark.statistical
 ALPHA = 1e-6
 
 
-def test_lazy_noise_matches_discrete_laplace_pmf(seed):
-    """Chi-square goodness of fit of the keyed sampler against the exact pmf.
+@pytest.mark.parametrize(("scheme", "gamma"), [
+    (LEGACY_LAPLACE_SCHEME, Fraction(1, 2)),
+    (LAPLACE_SCHEME, Fraction(1, 2)),
+    (LAPLACE_SCHEME, Fraction(7, 3)),  # short table
+    # the table holds 4096 thresholds, so Pr[|Z| >= 4096] = 2α^4096/(1+α) ≈ 0.44 here: the
+    # tail path (geometric tables on further AES words, several levels deep) carries much mass
+    (LAPLACE_SCHEME, Fraction(1, 5000)),
+])
+def test_lazy_noise_matches_discrete_laplace_pmf(seed, scheme, gamma):
+    """Chi-square goodness of fit of the keyed sampler against the exact pmf, on 60 bins of
+    (nearly) equal exact probability (single values where the pmf is lumpy).
 
-    Power: n = 2·10^5 draws; a change of γ by 5% shifts the mass at 0 by about 2.5%, i.e. a
-    non-centrality λ ≈ n·Σ(Δp)²/p well above 100, so the test at α = 1e-6 has power ≈ 1.
+    Power: n = 2·10^5 draws; a change of γ by 5% moves the mass of the outer bins by about 5%
+    of their size, a non-centrality λ well above 100, so the test at α = 1e-6 has power ≈ 1.
     """
-    gamma = Fraction(1, 2)
     key = seed.to_bytes(8, "little") * 4
-    z = KeyedDiscreteLaplace(key, 1, gamma).noise(np.arange(200_000))
-    values = np.arange(-40, 41)
-    expected = discrete_laplace_pmf(values, gamma) * z.size
-    keep = expected >= 5
-    lo, hi = values[keep][0], values[keep][-1]
-    obs = np.array([np.sum(z <= lo)] + [np.sum(z == v) for v in range(lo + 1, hi)]
-                   + [np.sum(z >= hi)], dtype=np.float64)
-    p_lo = float(discrete_laplace_pmf(np.arange(-2000, lo + 1), gamma).sum())
-    exp = np.concatenate(([p_lo], discrete_laplace_pmf(np.arange(lo + 1, hi), gamma), [p_lo]))
-    exp = exp / exp.sum() * z.size
+    n = 200_000
+    z = KeyedDiscreteLaplace(key, 1, gamma, scheme=scheme).noise(np.arange(n))
+    half = int(60 / float(gamma)) + 50  # Pr[|Z| > half] < e^-60
+    support = np.arange(-half, half + 1)
+    cdf = np.cumsum(discrete_laplace_pmf(support, gamma))
+    cdf /= cdf[-1]
+    # right edges: the first support value where the cdf passes each multiple of 1/60
+    edges = np.unique(support[np.searchsorted(cdf, np.arange(1, 60) / 60.0)])
+    bins = np.searchsorted(edges, z, side="left")  # bin i holds (edges[i-1], edges[i]]
+    obs = np.bincount(bins, minlength=edges.size + 1).astype(np.float64)
+    at = np.concatenate(([0.0], cdf[np.searchsorted(support, edges)], [1.0]))
+    exp = np.diff(at) * n
+    assert exp.min() >= 5
     chi2 = float(np.sum((obs - exp) ** 2 / exp))
     assert stats.chi2.sf(chi2, obs.size - 1) > ALPHA
 

@@ -17,6 +17,8 @@ import dpfreq.windows.lazy_noise as lazy
 from dpfreq.engines import get_engine
 from dpfreq.errors import ParameterError
 from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace, release_window_counts
+from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
+from dpfreq.windows.lazy_noise import LEGACY_LAPLACE_SCHEME as LEGACY
 from dpfreq.windows.reductions import block_points
 
 FIELDS = ("estimate", "sd", "ci_low", "ci_high", "simultaneous_low", "simultaneous_high",
@@ -60,8 +62,8 @@ def test_batch_equals_single_queries(rng, level, delta, windows):
 
 def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
     """With every node noise zero, the batch answers are the exact counts (any k)."""
-    monkeypatch.setattr(KeyedDiscreteLaplace, "_draw",
-                        lambda self, uniq: np.zeros(uniq.size, dtype=np.int64))
+    monkeypatch.setattr(KeyedDiscreteLaplace, "_values",
+                        lambda self, ids: np.zeros(ids.size, dtype=np.int64))
     horizon = 13
     item, times = random_log(rng, horizon, 5, 40, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1, 2, 4],
@@ -93,7 +95,9 @@ def test_batch_shapes_and_errors(rng):
         rel.answer_windows([4], [3], [1])
 
 
-def test_repeated_batches_reuse_cached_node_noise(rng):
+def test_repeated_batches_give_identical_answers_without_a_cache(rng):
+    """Default scheme: node values are recomputed (cheaper than a look-up), never cached, and a
+    batch asked again in another order gets the same answers."""
     horizon = 64
     item, times = random_log(rng, horizon, 9, 200, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1],
@@ -101,29 +105,38 @@ def test_repeated_batches_reuse_cached_node_noise(rng):
     t1, t2, k = random_windows(rng, horizon, [1], 300)
     first = rel.answer_windows(t1, t2, k).estimate
     trees = rel._state.structures[("all", 1)]._impl
+    assert all(t._noise.elementwise and t._noise.cache_size == 0 for t in trees)
     drawn = [t._noise.n_drawn for t in trees]
     assert min(drawn) > 0
     second = rel.answer_windows(t1[::-1], t2[::-1], k).estimate
     assert np.array_equal(second, first[::-1])
-    assert [t._noise.n_drawn for t in trees] == drawn  # every node came from the cache
+    assert [t._noise.n_drawn for t in trees] == [2 * d for d in drawn]  # recomputed
 
 
 @pytest.mark.parametrize(("blocks", "chunk", "cache_limit"), [(1, 5, 0), (3, 7, 40), (2, 1, 1)])
 def test_lazy_noise_values_do_not_depend_on_buffers_chunks_or_cache(monkeypatch, blocks, chunk,
                                                                     cache_limit):
+    import dpfreq.windows._chacha_streams as streams
+
     ids = np.unique(np.random.default_rng(8).integers(0, 1 << 62, size=300))
     key = bytes(range(32))
-    ref_l = KeyedDiscreteLaplace(key, 4, Fraction(1, 37)).noise(ids)
+    ref_a = KeyedDiscreteLaplace(key, 4, Fraction(1, 3700)).noise(ids)  # tail path too
+    ref_l = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), scheme=LEGACY).noise(ids)
     ref_g = KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80])
-    monkeypatch.setattr(lazy._Streams, "_BLOCKS", blocks)
-    monkeypatch.setattr(lazy, "_CHUNK", chunk)
+    monkeypatch.setattr(streams.Streams, "_BLOCKS", blocks)
+    monkeypatch.setattr(streams, "_CHUNK", chunk)
     monkeypatch.setattr(lazy, "_SAMPLE_CHUNK", chunk + 2)
-    src = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), cache_limit=cache_limit)
+    monkeypatch.setattr(lazy, "_AES_CHUNK", chunk)
+    src = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), cache_limit=cache_limit, scheme=LEGACY)
     parts = [src.noise(ids[i:i + 70]) for i in range(0, ids.size, 70)]
     assert np.array_equal(np.concatenate(parts), ref_l)
     assert np.array_equal(src.noise(ids[::-1]), ref_l[::-1])  # again, after caching
     assert np.array_equal(KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80]), ref_g)
     assert src.cache_size <= max(cache_limit, 0)
+    aes = KeyedDiscreteLaplace(key, 4, Fraction(1, 3700))
+    assert np.array_equal(np.concatenate([aes.noise(ids[i:i + 70])
+                                          for i in range(0, ids.size, 70)]), ref_a)
+    assert np.array_equal(aes.noise(ids[::-1]), ref_a[::-1])
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])
@@ -178,13 +191,15 @@ def test_noise_unique_equals_noise_and_checks_its_input():
             src.noise_unique(bad)
 
 
+@pytest.mark.parametrize("scheme", [LAPLACE_SCHEME, LEGACY])  # element-wise and sorted paths
 @pytest.mark.parametrize("domain", [1 << 6, 1 << 30])  # packed-sort path and its fallback
-def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain):
+def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, scheme):
     from dpfreq.windows.tree import Tree2DNoise, prefix_cover
 
     key = bytes(range(32))
-    tree = Tree2DNoise(domain, Fraction(1, 3), key, 4)
-    ref = KeyedDiscreteLaplace(key, 4, Fraction(1, 3))
+    tree = Tree2DNoise(domain, Fraction(1, 3), key, 4,
+                       noise_source=KeyedDiscreteLaplace(key, 4, Fraction(1, 3), scheme=scheme))
+    ref = KeyedDiscreteLaplace(key, 4, Fraction(1, 3), scheme=scheme)
     xs = np.concatenate(([-1, domain - 1], rng.integers(-1, domain, size=30)))
     ys = np.concatenate(([domain - 1, -1], rng.integers(-1, domain, size=30)))
     got = tree.dominance_noise(xs, ys)
@@ -196,15 +211,16 @@ def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain):
 
 
 def test_node_cache_tiers_merge_and_keep_values(monkeypatch):
-    monkeypatch.setattr(KeyedDiscreteLaplace, "_RECENT_MIN", 8)
+    monkeypatch.setattr(lazy._CachedStreamNoise, "_RECENT_MIN", 8)
     key = bytes(range(32))
     rng = np.random.default_rng(3)
     pool = np.unique(rng.integers(0, 1 << 50, size=400))
-    ref = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), cache_limit=0).noise(pool)
-    src = KeyedDiscreteLaplace(key, 2, Fraction(1, 5))
+    ref = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), cache_limit=0, scheme=LEGACY).noise(pool)
+    src = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), scheme=LEGACY)
     for _ in range(60):
         pick = rng.choice(pool.size, size=int(rng.integers(1, 40)))
         assert np.array_equal(src.noise(pool[pick]), ref[pick])
-    assert src._ids.size > 0  # merges into the large tier happened
-    assert src.n_drawn == src.cache_size == np.unique(src._ids).size + src._rids.size
+    cache = src._legacy
+    assert cache._ids.size > 0  # merges into the large tier happened
+    assert src.n_drawn == src.cache_size == np.unique(cache._ids).size + cache._rids.size
     assert np.array_equal(src.noise(pool), ref)

@@ -64,6 +64,7 @@ from dpfreq.windows.tree import (
     Tree2DNoise,
     consistent_prefix_weights,
     domain_size,
+    dominance_noise_sum,
     popcount,
     prefix_cover,
 )
@@ -440,7 +441,7 @@ class Structure:
             return impl[q2]
         if strat == "tree2d":
             x, y = q1 - 1, q2 - 1
-            return impl[0].dominance_noise(x, y) - impl[1].dominance_noise(x, y)
+            return dominance_noise_sum(impl, (1, -1), x, y)
         if strat == "per_query":
             return impl.noise(q1 * (self.horizon + 1) + q2)
         g1, g2 = self.query_map(q1, q2)

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -415,43 +416,71 @@ class Tree2DNoise:
     def node_variance(self) -> float:
         return discrete_laplace_variance(self.gamma)
 
-    def dominance_noise(self, x: Any, y: Any) -> IntArray:
-        """Σ node noise over the dominance cover of ``{(p, q): p ≤ x, q ≤ y}`` per query."""
-        xs = np.asarray(x, dtype=np.int64).ravel()
-        ys = np.asarray(y, dtype=np.int64).ravel()
-        qx, ix, _ = _cover_entries(xs, self.domain)
-        _, iy, ny = _cover_entries(ys, self.domain)
+    def dominance_pairs(self, x: IntArray, y: IntArray) -> tuple[IntArray, IntArray]:
+        """Every (query, node id) of the dominance covers of flat query arrays ``x, y``."""
+        qx, ix, _ = _cover_entries(x, self.domain)
+        _, iy, ny = _cover_entries(y, self.domain)
         # every (x node, y node) pair of each query's two prefix covers, without a loop over
         # level pairs: each x entry is repeated once per y entry of its query
         y_start = np.cumsum(ny) - ny
         reps = ny[qx]
         total = int(reps.sum())
-        if total == 0:
-            return np.zeros(np.shape(x), dtype=np.int64)
         offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
         y_pos = np.repeat(y_start[qx], reps) + offs
         nids = np.repeat(ix, reps) * (2 * self.domain) + iy[y_pos]
-        qs = np.repeat(qx, reps)
-        q_bits = max(1, (xs.size - 1).bit_length())
-        if (4 * self.domain * self.domain).bit_length() + q_bits <= 62:
-            # one sort of (node id, query) packed in an int64 (much faster than an argsort):
-            # the distinct nodes come out sorted, each node's value is spread over its run
-            key = np.sort((nids << q_bits) | qs)
-            ids = key >> q_bits
-            first = np.ones(ids.size, dtype=np.bool_)
-            first[1:] = ids[1:] != ids[:-1]
-            starts = np.flatnonzero(first)
-            runs = np.diff(np.append(starts, ids.size))
-            vals = np.repeat(self._noise.noise_unique(ids[starts]), runs)
-            qs = key & ((1 << q_bits) - 1)
-        else:
-            vals = self._noise.noise(nids)
-        out = np.bincount(qs, weights=vals.astype(np.float64), minlength=xs.size)
-        return np.rint(out).astype(np.int64).reshape(np.shape(x))
+        return np.repeat(qx, reps), nids
+
+    def dominance_noise(self, x: Any, y: Any) -> IntArray:
+        """Σ node noise over the dominance cover of ``{(p, q): p ≤ x, q ≤ y}`` per query."""
+        return dominance_noise_sum((self,), (1,), x, y)
+
+    def _sorted_noise(self, qs: IntArray, nids: IntArray, n_queries: int) -> IntArray:
+        """Node noise of each pair for a cached noise source: each distinct node asked once."""
+        q_bits = max(1, (n_queries - 1).bit_length())
+        if (4 * self.domain * self.domain).bit_length() + q_bits > 62:
+            return self._noise.noise(nids)
+        # one sort of (node id, query) packed in an int64 (much faster than an argsort): the
+        # distinct nodes come out sorted, each node's value is spread over its run
+        key = np.sort((nids << q_bits) | qs)
+        ids = key >> q_bits
+        first = np.ones(ids.size, dtype=np.bool_)
+        first[1:] = ids[1:] != ids[:-1]
+        starts = np.flatnonzero(first)
+        runs = np.diff(np.append(starts, ids.size))
+        vals = np.repeat(self._noise.noise_unique(ids[starts]), runs)
+        qs[:] = key & ((1 << q_bits) - 1)  # pairs are now in key order
+        return vals
 
     def dominance_nodes(self, x: Any, y: Any) -> IntArray:
         """Number of nodes in the dominance cover: ``popcount(x+1)·popcount(y+1)``."""
         return popcount(np.asarray(x) + 1) * popcount(np.asarray(y) + 1)
+
+
+_QUERY_CHUNK = 1 << 14  # queries per pass of dominance_noise_sum (pairs stay in cache)
+
+
+def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: Any,
+                        y: Any) -> IntArray:
+    """``Σ_i signs[i] · trees[i].dominance_noise(x, y)``, sharing the covers of the trees.
+
+    The trees must have one domain. With element-wise noise sources (the default keyed
+    Laplace) the node values of each chunk of queries are computed straight from the pairs,
+    with no sort; cached sources (legacy scheme, Gaussian) get each distinct node once.
+    """
+    xs = np.asarray(x, dtype=np.int64).ravel()
+    ys = np.asarray(y, dtype=np.int64).ravel()
+    out = np.zeros(xs.size, dtype=np.int64)
+    elementwise = all(getattr(t._noise, "elementwise", False) for t in trees)
+    step = _QUERY_CHUNK if elementwise else max(1, xs.size)
+    for lo in range(0, xs.size, step):
+        m = min(step, xs.size - lo)
+        qs, nids = trees[0].dominance_pairs(xs[lo:lo + m], ys[lo:lo + m])
+        for tree, sign in zip(trees, signs, strict=True):
+            q = qs if elementwise else qs.copy()  # the sorted path reorders its pairs
+            vals = tree._noise.noise(nids) if elementwise else tree._sorted_noise(q, nids, m)
+            sums = np.bincount(q, weights=vals.astype(np.float64), minlength=m)
+            out[lo:lo + m] += sign * np.rint(sums).astype(np.int64)
+    return out.reshape(np.shape(x))
 
 
 def _stable_order(keys: IntArray, bits: int) -> IntArray:
