@@ -338,8 +338,9 @@ def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *
     """Deterministic core: ``f~`` (length ``P``) → ``r[0..n]`` by Algorithms 2+3 or by EM.
 
     ``method="mle"`` starts EM from the Algorithms 2+3 solution mixed with the uniform profile
-    (weight 0.1) and returns whichever of the EM result and the Algorithms 2+3 solution has the
-    larger likelihood (so an exact, noise-free ``f~ = A f`` gives back ``f``). Returns the
+    (weight 0.1) and returns the EM result only when its likelihood exceeds that of the
+    Algorithms 2+3 solution by more than rounding noise (relative 1e-12), so an exact,
+    noise-free ``f~ = A f`` gives back ``f``. Returns the
     profile and diagnostics (empty for ``"fft"``).
     """
     n, B = kernel.max_count, kernel.B
@@ -350,7 +351,10 @@ def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *
     em = em_profile(noisy_profile, kernel, start=start)
     total = float(noisy_profile.sum())
     ll_fft = log_likelihood(r, noisy_profile / total if total > 0 else noisy_profile, kernel)
-    chosen = "em" if em.log_likelihood >= ll_fft else "fft"
+    # EM must beat the Algorithms 2+3 solution by more than rounding noise: on an exact f~ both
+    # sit at the maximum, and a float tie must not swap the exact solution for EM's iterate
+    margin = 1e-12 * max(1.0, abs(ll_fft))
+    chosen = "em" if em.log_likelihood > ll_fft + margin else "fft"
     if chosen == "em":
         r = em.profile
     return r, {"em_iterations": em.iterations, "em_converged": em.converged,
