@@ -159,7 +159,9 @@ def simulate_cmd(
 
 
 @command.command(name="aggregate")
-@click.argument("reports", type=click.Path(exists=True, dir_okay=False))
+# not click.Path(exists=True): with --engine spark REPORTS may be a URI (hdfs://, s3a://,
+# file://) or a Parquet directory; aggregate_reports_file checks local paths itself
+@click.argument("reports", type=str)
 @click.option(
     "--params",
     "params_path",
@@ -186,7 +188,11 @@ def aggregate_cmd(
     json_out: str | None,
     plot_out: str | None,
 ) -> None:
-    """Estimate every period's count from REPORTS (CSV/Parquet: user, h, j, bit)."""
+    """Estimate every period's count from REPORTS (CSV/Parquet: user, h, j, bit).
+
+    REPORTS is a local file or Parquet directory; with --engine spark also a URI read by Spark
+    (hdfs://, s3a://, file://), validated and summed on the executors.
+    """
     try:
         params = ProtocolParams.from_json(Path(params_path).read_text())
     except OSError as exc:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +295,7 @@ class LongitudinalAggregator:
 
 
 def aggregate_reports_file(
-    path: str | Path,
+    path: Any,
     params: ProtocolParams,
     *,
     engine: Any = None,
@@ -305,12 +306,16 @@ def aggregate_reports_file(
 
     Parameters
     ----------
-    path : str or pathlib.Path
-        Local CSV or Parquet file, one row per report; optional column ``param_id``.
+    path : str, pathlib.Path or Spark DataFrame
+        CSV or Parquet file, one row per report; optional column ``param_id``. With the DuckDB
+        or memory engine a local file or local Parquet directory. With a Spark engine also a
+        URI read by Spark (``hdfs://``, ``s3a://``, ``file://``, a glob, a Parquet directory
+        written by Spark), or a Spark DataFrame with these columns (``engine=None`` then
+        selects Spark).
     params : ProtocolParams
         The parameter bundle the devices used.
     engine : None, str, Engine or SparkSession, keyword-only
-        Where the per-(h, j) sums run: passed **unchanged** to
+        Where validation and the per-(h, j) sums run: passed **unchanged** to
         :func:`dpfreq.engines.get_engine` (``"memory"``, ``"duckdb"`` (default for files),
         ``"spark"``, a configured engine instance, or a SparkSession).
     beta : float
@@ -321,27 +326,45 @@ def aggregate_reports_file(
     Returns
     -------
     LongitudinalEstimate
-        Identical to :meth:`LongitudinalAggregator.estimate` on the same reports.
+        Identical to :meth:`LongitudinalAggregator.estimate` on the same reports, whichever
+        engine ran.
 
     Raises
     ------
     DataError
-        Missing file or column, unknown parameter id, h or j out of range, bit not in {0, 1},
-        duplicate (user, h, j) reports, a user reporting two orders.
+        Missing or unreadable file, missing column, h, j or bit not integers, null values,
+        unknown parameter id, h or j out of range, bit not in {0, 1}, duplicate (user, h, j)
+        reports, a user reporting two orders. The message is the same for every engine
+        (except the reason of an unreadable file).
+    ParameterError
+        A Spark DataFrame with a non-Spark engine, or another type of ``path``.
 
     Notes
     -----
-    Rows are validated with DuckDB on the local file (ranges, bit values, duplicates, one order
-    per user); every user appearing in the file counts as enrolled with its reported order.
+    Validation runs where the data is, before any sum, and rejects the whole file on the first
+    failed rule (:mod:`dpfreq.longitudinal._report_checks` lists the rules):
+
+    * DuckDB, memory and other local engines: an in-process DuckDB reads the local file or
+      Parquet directory once into a validated table (a local path that does not exist is
+      rejected before anything is read); the DuckDB and memory engines sum that table, any
+      other engine instance re-reads the file.
+    * Spark: the same rules as Spark aggregations on the executors (one ``agg`` of
+      conditional counts, then one ``groupBy`` pipeline partitioned by user for duplicates,
+      users with two orders and users per order); paths are handed to Spark as they are and
+      only a local path without a scheme is checked for existence on the driver.
+
+    Only per-(h, j) sums and counts and the users per order reach the driver, which does the
+    estimation (post-processing). Every user appearing in the file counts as enrolled with its
+    reported order.
 
     Privacy
     -------
     Post-processing of ε-LDP reports (user-level: each device's whole sequence with at most k
     changes); spends no central budget.
     """
-    import duckdb
-
     from dpfreq.engines import get_engine
+
+    from . import _report_checks as checks
 
     func = "aggregate_reports_file"
     if not isinstance(params, ProtocolParams):
@@ -350,82 +373,45 @@ def aggregate_reports_file(
         )
     beta = _validate.check_open_unit(beta, "beta", func)
     dropouts = _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"reports file {str(path)!r} does not exist.")
-    reader = "read_parquet" if path.suffix in (".parquet", ".pq") else "read_csv_auto"
-    con = duckdb.connect()
-    try:
-        lit = "'" + path.as_posix().replace("'", "''") + "'"
-        src = f"{reader}({lit})"
-        try:
-            cols = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
-        except duckdb.Error as exc:
-            raise DataError(f"cannot read reports file {str(path)!r}: "
-                            f"{str(exc).splitlines()[0]}") from None
-        for c in ("user", "h", "j", "bit"):
-            if c not in cols:
-                raise DataError(f"reports file must have columns user, h, j, bit; missing {c!r}.")
-        pid_col = ', CAST("param_id" AS VARCHAR) AS param_id' if "param_id" in cols else ""
-        try:
-            con.execute(
-                f'CREATE TEMP TABLE r AS SELECT CAST("user" AS VARCHAR) AS u, '
-                f'CAST("h" AS BIGINT) AS h, CAST("j" AS BIGINT) AS j, '
-                f'CAST("bit" AS BIGINT) AS bit{pid_col} FROM {src}'
-            )
-        except duckdb.Error as exc:
-            raise DataError(
-                "reports file columns h, j and bit must be integers: "
-                f"{str(exc).splitlines()[0]}"
-            ) from None
-        nulls = con.execute(
-            "SELECT count(*) FILTER (WHERE u IS NULL OR h IS NULL OR j IS NULL OR bit IS NULL) "
-            "FROM r"
-        ).fetchone()
-        if nulls and nulls[0]:
-            raise DataError(f"rejected: {nulls[0]} reports with a null user, h, j or bit.")
-        if pid_col:
-            ids = [row[0] for row in con.execute("SELECT DISTINCT param_id FROM r").fetchall()]
-            for pid in ids:
-                if pid != params.param_id:
-                    raise DataError(
-                        f"rejected: unknown parameter id {pid!r} (this aggregator serves "
-                        f"{params.param_id!r})."
-                    )
-        d, orders = params.padded_periods, params.orders
-        bad = con.execute(
-            f"SELECT count(*) FILTER (WHERE h < 0 OR h >= {orders}), "
-            f"count(*) FILTER (WHERE h >= 0 AND h < {orders} AND "
-            f"(j < 1 OR j > ({d} >> CAST(h AS INTEGER)))), "
-            "count(*) FILTER (WHERE bit NOT IN (0, 1)) FROM r"
-        ).fetchone() or (0, 0, 0)
-        if bad[0]:
-            raise DataError(f"rejected: {bad[0]} reports with order h outside 0..{orders - 1}.")
-        if bad[1]:
-            raise DataError(
-                f"rejected: {bad[1]} reports with interval j out of range 1..d/2^h for their "
-                f"order (d = {d})."
-            )
-        if bad[2]:
-            raise DataError(f"rejected: {bad[2]} reports with bit not in {{0, 1}}.")
-        dup = con.execute(
-            "SELECT count(*) FROM (SELECT u FROM r GROUP BY u, h, j HAVING count(*) > 1)"
-        ).fetchone()
-        if dup and dup[0]:
-            raise DataError(f"rejected: {dup[0]} duplicate reports (same user, h and j).")
-        multi = con.execute(
-            "SELECT count(*) FROM (SELECT u FROM r GROUP BY u HAVING count(DISTINCT h) > 1)"
-        ).fetchone()
-        if multi and multi[0]:
-            raise DataError(
-                f"rejected: {multi[0]} users report more than one order h (a user is enrolled "
-                "with one order)."
-            )
-        nh_rows = con.execute("SELECT h, count(DISTINCT u) FROM r GROUP BY h").fetchall()
-    finally:
-        con.close()
-    eng = get_engine(engine, str(path))
-    rs = eng.report_sums(str(path), order="h", interval="j", value="bit")
+    is_frame = type(path).__module__.startswith("pyspark") and type(path).__name__ == "DataFrame"
+    if is_frame:
+        source: Any = path
+        label = "<Spark DataFrame>"
+    elif isinstance(path, str | os.PathLike):
+        text = os.fspath(path)
+        if not isinstance(text, str):
+            raise ParameterError(_validate.message(
+                "path", func, "a CSV/Parquet path or URI, or a Spark DataFrame", text))
+        # URIs go to Spark unchanged (pathlib would turn file:///x into file:/x)
+        source = label = text if checks.is_uri(text) else str(Path(text))
+        checks.check_local_file(label)
+    else:
+        raise ParameterError(_validate.message(
+            "path", func, "a CSV/Parquet path or URI, or a Spark DataFrame", type(path).__name__))
+    eng = get_engine(engine, source)
+    if getattr(eng, "name", None) == "spark":
+        checked = checks.check_reports_spark(eng, source, label, params)
+        rs = eng.report_sums(checked.frame, order="h", interval="j", value="bit")
+    else:
+        if is_frame:
+            raise ParameterError(_validate.message(
+                "engine", func, "a Spark engine or None when path is a Spark DataFrame",
+                getattr(eng, "name", type(eng).__name__)))
+        local = Path(label)
+        if not local.exists():  # a URI or glob: only Spark reads those here
+            raise checks.missing_file(
+                label, " (URIs, such as hdfs:// or s3a://, and globs are read with "
+                "engine='spark')")
+        kind = getattr(eng, "name", None)
+        with checks.check_reports_duckdb(local, str(local), params) as checked:
+            # DuckDB and memory sum the validated table; another engine reads the file
+            if kind == "duckdb":
+                sums_source: Any = checked.frame
+            elif kind == "memory":
+                sums_source = checked.frame.fetchnumpy()
+            else:
+                sums_source = str(local)
+            rs = eng.report_sums(sums_source, order="h", interval="j", value="bit")
     agg = LongitudinalAggregator(params)
     order = np.asarray(rs.order, dtype=np.int64)
     slot = agg._off[order] + np.asarray(rs.interval, dtype=np.int64) - 1
@@ -433,8 +419,5 @@ def aggregate_reports_file(
     agg.sums[slot] = 2 * np.asarray(rs.sums, dtype=np.int64) - counts
     agg.counts[slot] = counts
     # enrolment from the file (pseudonymous ids only matter for n_h)
-    nh = np.zeros(params.orders, dtype=np.int64)
-    for h, c in nh_rows:
-        nh[int(h)] = int(c)
-    agg._set_enrolment_counts(nh)
+    agg._set_enrolment_counts(checked.users_per_order)
     return agg.estimate(beta=beta, dropouts=dropouts)
