@@ -22,13 +22,23 @@ inside numpy, DuckDB or Spark.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Engine", "ItemCounts", "OccurrenceTimes", "Prevalences", "ReportSums"]
+__all__ = [
+    "Engine",
+    "ItemCounts",
+    "ItemReducer",
+    "ItemReduction",
+    "OccurrenceTimes",
+    "Prevalences",
+    "ReportSums",
+    "TimeBuckets",
+]
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,53 @@ class ReportSums:
     counts: NDArray[np.int64]
 
 
+@dataclass(frozen=True)
+class TimeBuckets:
+    """Public bucketing of a time column into periods ``1..horizon``.
+
+    ``start_us is None``: the column holds integer periods already. Otherwise it holds
+    timestamps (microseconds since the epoch) and period ``g`` is
+    ``[start_us + (g-1)·period_us, start_us + g·period_us)``, i.e.
+    ``g = ⌊(t − start_us) / period_us⌋ + 1`` (floor division, also before ``start_us``).
+    """
+
+    horizon: int
+    start_us: int | None = None
+    period_us: int | None = None
+
+    @property
+    def time_kind(self) -> str:
+        """The ``time_kind`` (see :class:`OccurrenceTimes`) the time column must have."""
+        return "integer" if self.start_us is None else "timestamp_us"
+
+
+#: A per-item reduction, run on chunks of *whole* items: ``reducer(codes, periods)`` gets dense
+#: item codes ``0..m-1`` and periods in ``1..horizon``, sorted by (code, period), and returns
+#: int64 arrays ``(slots, keys, weights)``; the engine sums the weights per (slot, key) over all
+#: chunks. It must be picklable (the Spark engine runs it on the executors).
+ItemReducer = Callable[[NDArray[np.int64], NDArray[np.int64]],
+                       tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
+
+
+@dataclass(frozen=True)
+class ItemReduction:
+    """Result of :meth:`Engine.reduce_items`: summed ``(slot, key) -> weight`` entries.
+
+    ``slots``, ``keys`` are sorted by (slot, key) and unique, ``weights`` non-zero.
+    ``n_events`` counts the events inside ``1..horizon`` that were reduced,
+    ``n_out_of_range`` those outside; ``first_out_of_range`` is the period of the first event
+    outside in (item key, time) order (None if there is none). When events are outside and
+    dropping was not asked for, nothing is reduced (the arrays are empty).
+    """
+
+    slots: NDArray[np.int64]
+    keys: NDArray[np.int64]
+    weights: NDArray[np.int64]
+    n_events: int
+    n_out_of_range: int
+    first_out_of_range: int | None
+
+
 @runtime_checkable
 class Engine(Protocol):
     """What every engine implements. All methods are keyword-only after ``source``."""
@@ -109,4 +166,12 @@ class Engine(Protocol):
         self, source: Any, *, order: str = "h", interval: str = "j", value: str = "bit"
     ) -> ReportSums:
         """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
+        ...
+
+    def reduce_items(
+        self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
+        reducer: ItemReducer, drop_out_of_range: bool = False,
+    ) -> ItemReduction:
+        """Bucket ``time`` into periods, group the events by ``item`` and sum ``reducer``'s
+        per-item outputs; the events themselves never leave the engine."""
         ...

@@ -41,8 +41,17 @@ from dpfreq.engines._common import (
     finish_item_counts,
     finish_occurrence_times,
     finish_report_sums,
+    reduce_occurrences,
 )
-from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.engines.base import (
+    ItemCounts,
+    ItemReducer,
+    ItemReduction,
+    OccurrenceTimes,
+    Prevalences,
+    ReportSums,
+    TimeBuckets,
+)
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["DuckDBEngine"]
@@ -278,6 +287,14 @@ class DuckDBEngine:
             codes = np.zeros(0, dtype=np.int64)
         return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
                                        k_max=None, presorted=True)
+
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
+                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+        """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
+        numpy chunks of whole items; see :func:`dpfreq.engines._common.reduce_events`)."""
+        return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
+                                  reducer=reducer, drop_out_of_range=drop_out_of_range,
+                                  func="DuckDBEngine.reduce_items")
 
     def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
                     value: str = "bit") -> ReportSums:

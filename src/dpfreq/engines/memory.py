@@ -22,8 +22,17 @@ from dpfreq.engines._common import (
     finish_occurrence_times,
     finish_report_sums,
     prevalences_from_counts,
+    reduce_occurrences,
 )
-from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.engines.base import (
+    ItemCounts,
+    ItemReducer,
+    ItemReduction,
+    OccurrenceTimes,
+    Prevalences,
+    ReportSums,
+    TimeBuckets,
+)
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["MemoryEngine"]
@@ -154,6 +163,14 @@ class MemoryEngine:
         uniq, inv = np.unique(keys, return_inverse=True)  # codes in sorted-key order
         return finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
                                        n_events=len(keys), time_kind=kind, k_max=k_max)
+
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
+                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+        """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
+        numpy chunks of whole items; see :func:`dpfreq.engines._common.reduce_events`)."""
+        return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
+                                  reducer=reducer, drop_out_of_range=drop_out_of_range,
+                                  func="MemoryEngine.reduce_items")
 
     def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
                     value: str = "bit") -> ReportSums:

@@ -21,14 +21,15 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
 from dpfreq.budget import Accountant
 from dpfreq.engines import Engine, get_engine
+from dpfreq.engines._common import bucket_events, reduce_events
+from dpfreq.engines.base import ItemReduction, TimeBuckets
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
 from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
-from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
-from dpfreq.windows.tree import DominanceCounter
+from dpfreq.windows.summaries import SummarySpec, WindowReducer, WindowSummaries, summary_specs
 
 __all__ = ["parse_period", "release_window_counts"]
 
@@ -74,6 +75,9 @@ class _Axis:
     horizon: int
     start_us: int | None = None
     period_us: int | None = None
+
+    def buckets(self) -> TimeBuckets:
+        return TimeBuckets(self.horizon, self.start_us, self.period_us)
 
     def public(self) -> dict[str, Any]:
         if self.start_us is None:
@@ -153,54 +157,68 @@ def _timestamp_times(raw: Any, column: str) -> IntArray:
 
 def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
               axis: _Axis) -> tuple[IntArray, IntArray, str]:
-    """Dense item codes and raw times (periods, or microseconds) from arrays or an engine."""
-    use_arrays = engine is None and isinstance(source, Mapping | tuple | list)
-    if use_arrays:
-        if isinstance(source, Mapping):
-            if item is None or time is None:
-                raise ParameterError(message("item/time", _FUNC, "column names of the source",
-                                             (item, time)))
-            for col in (item, time):
-                if col not in source:
-                    raise DataError(message("source", _FUNC, f"a mapping with column {col!r}",
-                                            sorted(map(str, source))))
-            items_raw, times_raw = source[item], source[time]
-        else:
-            if len(source) != 2:
-                raise ParameterError(message("source", _FUNC, "a pair (items, times) of arrays",
-                                             type(source).__name__))
-            items_raw, times_raw = source
-            item = item or "item"
-            time = time or "time"
-        items = np.asarray(items_raw)
-        if items.ndim != 1 or np.ndim(times_raw) != 1 or len(items) != len(times_raw):
-            raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
-                                    (np.shape(items_raw), np.shape(times_raw))))
-        if items.dtype == object and any(v is None for v in items.tolist()):
-            raise DataError(message(f"item column {item!r}", _FUNC, "without missing values",
-                                    "None"))
-        lo = int(items.min()) if items.size and items.dtype.kind in "iu" else 0
-        if (items.size and items.dtype.kind in "iu"
-                and (int(items.max()) - lo + 1) * (axis.horizon + 2) < 1 << 62):
-            # integer ids: offsets from the minimum are codes already (made dense by _bucket
-            # after its sort, which saves np.unique's own sort of the whole log)
-            codes = items.astype(np.int64) - lo
-        else:
-            codes = None
-        try:
-            if codes is None:
-                _, codes = np.unique(items, return_inverse=True)
-        except TypeError as exc:
-            raise DataError(message(f"item column {item!r}", _FUNC, "comparable values",
-                                    str(items.dtype))) from exc
-        codes = codes.astype(np.int64).ravel()
-        times = (_integer_times(times_raw, str(time)) if axis.start_us is None
-                 else _timestamp_times(times_raw, str(time)))
-        return codes, times, "arrays"
+    """Item codes and raw times (periods, or microseconds) from arrays or an engine's
+    occurrence times (every event in this process; releases use :func:`_summarize`)."""
+    if engine is None and isinstance(source, Mapping | tuple | list):
+        return (*_array_log(source, item, time, axis), "arrays")
+    eng = _engine(source, item, time, engine)
+    return (*_engine_log(eng, source, item, time, axis), eng.name)
+
+
+def _engine(source: Any, item: Any, time: Any, engine: Any) -> Any:
     if item is None or time is None:
         raise ParameterError(message("item/time", _FUNC, "column names for a file or SQL source",
                                      (item, time)))
-    eng = get_engine(engine, source)
+    return get_engine(engine, source)
+
+
+def _array_log(source: Any, item: Any, time: Any, axis: _Axis) -> tuple[IntArray, IntArray]:
+    """Item codes (not necessarily dense) and raw times of a mapping or (items, times) pair."""
+    if isinstance(source, Mapping):
+        if item is None or time is None:
+            raise ParameterError(message("item/time", _FUNC, "column names of the source",
+                                         (item, time)))
+        for col in (item, time):
+            if col not in source:
+                raise DataError(message("source", _FUNC, f"a mapping with column {col!r}",
+                                        sorted(map(str, source))))
+        items_raw, times_raw = source[item], source[time]
+    else:
+        if len(source) != 2:
+            raise ParameterError(message("source", _FUNC, "a pair (items, times) of arrays",
+                                         type(source).__name__))
+        items_raw, times_raw = source
+        item = item or "item"
+        time = time or "time"
+    items = np.asarray(items_raw)
+    if items.ndim != 1 or np.ndim(times_raw) != 1 or len(items) != len(times_raw):
+        raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
+                                (np.shape(items_raw), np.shape(times_raw))))
+    if items.dtype == object and any(v is None for v in items.tolist()):
+        raise DataError(message(f"item column {item!r}", _FUNC, "without missing values",
+                                "None"))
+    lo = int(items.min()) if items.size and items.dtype.kind in "iu" else 0
+    if (items.size and items.dtype.kind in "iu"
+            and (int(items.max()) - lo + 1) * (axis.horizon + 2) < 1 << 62):
+        # integer ids: offsets from the minimum are codes already (made dense by _bucket
+        # after its sort, which saves np.unique's own sort of the whole log)
+        codes = items.astype(np.int64) - lo
+    else:
+        codes = None
+    try:
+        if codes is None:
+            _, codes = np.unique(items, return_inverse=True)
+    except TypeError as exc:
+        raise DataError(message(f"item column {item!r}", _FUNC, "comparable values",
+                                str(items.dtype))) from exc
+    codes = codes.astype(np.int64).ravel()
+    times = (_integer_times(times_raw, str(time)) if axis.start_us is None
+             else _timestamp_times(times_raw, str(time)))
+    return codes, times
+
+
+def _engine_log(eng: Any, source: Any, item: Any, time: Any,
+                axis: _Axis) -> tuple[IntArray, IntArray]:
     occ = eng.occurrence_times(source, item=item, time=time, k_max=None)
     codes = np.asarray(occ.item_index, dtype=np.int64)
     times = np.asarray(occ.times, dtype=np.int64)
@@ -210,7 +228,7 @@ def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
         raise DataError(message(f"time column {time!r}", _FUNC,
                                 "integer periods with horizon=" if want == "integer" else
                                 "timestamps with start/end/period", occ.time_kind))
-    return codes, times, eng.name
+    return codes, times
 
 
 def _check_sorted(codes: IntArray, times: IntArray) -> None:
@@ -224,45 +242,65 @@ def _check_sorted(codes: IntArray, times: IntArray) -> None:
                                     f"unsorted at row {i}"))
 
 
+def _range_error(n_bad: int, first: int | None, horizon: int) -> DataError:
+    return DataError(message("time", _FUNC, f"inside the public range (periods 1..{horizon}"
+                             "; pass out_of_range='drop' to drop such events)",
+                             f"{n_bad} event(s) outside, first at period {first}"))
+
+
 def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
             out_of_range: str) -> tuple[IntArray, IntArray, int]:
-    if axis.start_us is None:
-        periods = times
-    else:
-        assert axis.period_us is not None
-        periods = (times - axis.start_us) // axis.period_us + 1
-    bad = (periods < 1) | (periods > axis.horizon)
-    n_bad = int(bad.sum())
+    """Periods, range check, dense item codes sorted by (item, period) (arrays path)."""
+    dense, periods, n_bad, first = bucket_events(codes, times, axis.buckets(),
+                                                 drop=out_of_range == "drop")
     if n_bad and out_of_range == "error":
-        i = int(np.flatnonzero(bad)[0])
-        raise DataError(message("time", _FUNC, f"inside the public range (periods 1..{axis.horizon}"
-                                "; pass out_of_range='drop' to drop such events)",
-                                f"{n_bad} event(s) outside, first at period {int(periods[i])}"))
-    if n_bad:
-        codes, periods = codes[~bad], periods[~bad]
-    if codes.size == 0:
-        return codes, periods, n_bad
-    # one int64 sort of the combined key (item, period) is several times faster than lexsort
-    span = axis.horizon + 1
-    key = np.sort(codes * span + periods)
-    item = key // span
-    dense = np.zeros(item.size, dtype=np.int64)  # item codes 0, 1, 2, ... in sorted order
-    np.cumsum(item[1:] != item[:-1], out=dense[1:])
-    return dense, key % span, n_bad
+        raise _range_error(n_bad, first, axis.horizon)
+    return dense, periods, n_bad
 
 
-def _is_singleton(times: IntArray, horizon: int) -> bool:
-    """Whether every period holds at most one event (times are periods in ``1..horizon``)."""
-    return times.size == 0 or int(np.bincount(times, minlength=horizon + 1).max()) <= 1
+def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, axis: _Axis,
+               out_of_range: str, specs: tuple[SummarySpec, ...]
+               ) -> tuple[WindowSummaries, int, str]:
+    """The log's summaries, the number of events dropped, and the source kind.
+
+    Engine sources are reduced by the engine (:meth:`Engine.reduce_items`: on Spark, per
+    partition on the executors; only the summed summaries reach this process). An engine
+    without ``reduce_items`` gives its occurrence times, reduced here by the same code.
+    """
+    reducer = WindowReducer(axis.horizon, specs)
+    drop = out_of_range == "drop"
+    if engine is None and isinstance(source, Mapping | tuple | list):
+        codes, raw = _array_log(source, item, time, axis)
+        red = reduce_events(codes, raw, buckets=axis.buckets(), reducer=reducer,
+                            drop_out_of_range=drop)
+        kind = "arrays"
+    else:
+        eng = _engine(source, item, time, engine)
+        if hasattr(eng, "reduce_items"):
+            red = eng.reduce_items(source, item=item, time=time, buckets=axis.buckets(),
+                                   reducer=reducer, drop_out_of_range=drop)
+        else:  # a duck-typed engine with the older protocol
+            codes, raw = _engine_log(eng, source, item, time, axis)
+            red = reduce_events(codes, raw, buckets=axis.buckets(), reducer=reducer,
+                                drop_out_of_range=drop)
+        kind = eng.name
+    return _from_reduction(red, axis, out_of_range, specs), red.n_out_of_range, kind
+
+
+def _from_reduction(red: ItemReduction, axis: _Axis, out_of_range: str,
+                    specs: tuple[SummarySpec, ...]) -> WindowSummaries:
+    if red.n_out_of_range and out_of_range == "error":
+        raise _range_error(red.n_out_of_range, red.first_out_of_range, axis.horizon)
+    return WindowSummaries(axis.horizon, specs, red.slots, red.keys, red.weights)
 
 
 @dataclass
 class _State:
-    """Private state of a release: secret key, exact log, exact oracles, attached structures."""
+    """Private state of a release: secret key, exact summaries of the log (never the log
+    itself), exact oracles built from them, attached structures."""
 
     key: bytes
-    item: IntArray
-    time: IntArray
+    summaries: WindowSummaries
     horizon: int
     build_args: dict[str, Any]
     structures: dict[tuple[str, int], Structure] = field(default_factory=dict)
@@ -282,8 +320,8 @@ class _State:
 
     def exact(self, s: Structure, t1: IntArray, t2: IntArray) -> IntArray:
         if s.family == "cumulative":
-            pts = self.oracles[("cumulative", s.k)]
-            return np.searchsorted(pts, t2, side="right").astype(np.int64)
+            counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
+            return np.asarray(counts[t2], dtype=np.int64)
         if s.family == "fixed":
             return self.oracles[(f"fixed{s.width}", s.k)].exact(t2)
         dom = self.oracles[("all", s.k)]
@@ -373,7 +411,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level:
     return chosen, record
 
 
-def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float,
+def _build_release(summaries: WindowSummaries, *, key: bytes, epsilon: float,
                    delta: float, k_values: list[int], level: str, windows: list[Any],
                    strategy: Any, singleton: bool, horizon: int, axis: dict[str, Any],
                    seeded: bool, n_dropped: int, source_kind: str,
@@ -411,22 +449,18 @@ def _build_release(item: IntArray, time: IntArray, *, key: bytes, epsilon: float
                   "windows": list(fams), "strategy": strategy, "singleton": singleton,
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
                   "source_kind": source_kind, "noise_scheme": noise_scheme}
-    state = _State(key=key, item=item, time=time, horizon=horizon, build_args=build_args)
-    state.observed_singleton = _is_singleton(time, horizon)
+    state = _State(key=key, summaries=summaries, horizon=horizon, build_args=build_args)
+    state.observed_singleton = summaries.singleton
     for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
         s.attach(key, 1000 + sid, noise_scheme=noise_scheme)
         state.structures[(label, k)] = s
         if s.family == "cumulative":
-            state.oracles[("cumulative", k)] = np.sort(cumulative_points(item, time, k))
+            state.oracles[("cumulative", k)] = summaries.oracle(SummarySpec("cumulative", k))
         elif s.family == "fixed":
-            state.oracles[(f"fixed{s.width}", k)] = block_points(item, time, k, int(s.width or 1),
-                                                                 horizon)
+            state.oracles[(f"fixed{s.width}", k)] = summaries.oracle(
+                SummarySpec("fixed", k, int(s.width or 1)))
         else:
-            x1, y1, x2, y2 = time_window_points(item, time, k, horizon)
-            w = np.concatenate((np.ones(x1.size, dtype=np.int64),
-                                -np.ones(x2.size, dtype=np.int64)))
-            state.oracles[("all", k)] = DominanceCounter(
-                np.concatenate((x1, x2)), np.concatenate((y1, y2)), w, horizon + 1, horizon)
+            state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
     params: dict[str, Any] = {
         "strategies": record, "epsilon_per_structure": str(eps_s),
         "delta_per_structure": delta_s, "n_structures": n_struct,
@@ -604,16 +638,16 @@ def release_window_counts(
                                      "strategy}", strategy))
     axis = _time_axis(horizon, start, end, period)
     fams = _parse_windows(windows, axis.horizon)
-    codes, raw, kind = _load_log(source, item, time, engine, axis)
-    codes, times, n_dropped = _bucket(codes, raw, axis, out_of_range)
-    if singleton and not _is_singleton(times, axis.horizon):
+    summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
+                                            summary_specs(fams, ks))
+    if singleton and not summaries.singleton:
         raise DataError(message("singleton", _FUNC, "True only for logs with at most one event "
                                 "per period", "a log with several events in one period"))
     if accountant is not None:
         accountant.spend(eps, dlt, label=_FUNC)
     res = resolve_rng(rng, _FUNC)
     key = res.generator.bytes(32)
-    return _build_release(codes, times, key=key, epsilon=eps, delta=dlt, k_values=list(ks),
+    return _build_release(summaries, key=key, epsilon=eps, delta=dlt, k_values=list(ks),
                           level=lvl, windows=list(fams), strategy=strategy, singleton=singleton,
                           horizon=axis.horizon, axis=axis.public(), seeded=res.seeded,
                           n_dropped=n_dropped, source_kind=kind)

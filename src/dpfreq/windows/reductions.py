@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "BlockCounts",
     "BlockPoints",
     "block_points",
     "cumulative_points",
@@ -136,6 +137,46 @@ def fixed_window_points(item: Any, times: Any, k: int, width: int,
 
 
 @dataclass(frozen=True)
+class BlockCounts:
+    """The fixed-window oracle of §3.3 in aggregated form: what :meth:`exact` needs, no more.
+
+    ``hist_a[b, v]`` (``hist_c[b, v]``) is the number of P1 (P2) points of block ``b`` with
+    value ``v`` (local time minus ``W``, in ``[0, W+1]``); ``n_present[b]`` the number of items
+    with an event in block ``b``'s time range. A union over items is a sum of these arrays, so
+    they can be computed per chunk of items (or per Spark partition) and added up.
+    """
+
+    hist_a: IntArray
+    hist_c: IntArray
+    n_present: IntArray
+    width: int
+    _tables: tuple[IntArray, IntArray] | None = None
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.n_present.size)
+
+    def _count_tables(self) -> tuple[IntArray, IntArray]:
+        """Per block, the number of P1 (P2) values ``<= x`` for ``x = 0..W+1``."""
+        if self._tables is None:
+            tabs = (np.cumsum(self.hist_a, axis=1, dtype=np.int64),
+                    np.cumsum(self.hist_c, axis=1, dtype=np.int64))
+            object.__setattr__(self, "_tables", tabs)
+        assert self._tables is not None
+        return self._tables
+
+    def exact(self, t: Any) -> IntArray:
+        """Exact ``f≥k`` of the window ``[max(1, t−W+1), t]`` for each ``t``."""
+        tt = np.asarray(t, dtype=np.int64)
+        w = self.width
+        b = tt // w
+        x = tt - b * w  # local time minus W, in [0, W−1]
+        ta, tc = self._count_tables()
+        out: IntArray = self.n_present[b] - (ta[b, x] - tc[b, x])
+        return out
+
+
+@dataclass(frozen=True)
 class BlockPoints:
     """Fixed-window points of every block (§3.3), local times shifted by ``−W``.
 
@@ -150,30 +191,30 @@ class BlockPoints:
     n_present: IntArray
     n_blocks: int
     width: int
-    _tables: tuple[IntArray, IntArray] | None = None
+    _counts: BlockCounts | None = None
 
-    def _count_tables(self) -> tuple[IntArray, IntArray]:
-        """Per block, the number of P1 (P2) values ``<= x`` for ``x = 0..W+1`` (bincount)."""
-        if self._tables is None:
-            span = self.width + 2
-            size = self.n_blocks * span
-            tabs = tuple(
-                np.bincount(blk * span + v, minlength=size).reshape(self.n_blocks, span)
-                .cumsum(axis=1).astype(np.int64)
-                for blk, v in ((self.block_a, self.a), (self.block_c, self.c)))
-            object.__setattr__(self, "_tables", tabs)
-        assert self._tables is not None
-        return self._tables
+    def histograms(self) -> tuple[IntArray, IntArray]:
+        """``(hist_a, hist_c)``: the P1 and P2 values per block, shape ``(n_blocks, W+2)``."""
+        span = self.width + 2
+        size = self.n_blocks * span
+        ha, hc = (np.bincount(blk * span + v, minlength=size).reshape(self.n_blocks, span)
+                  .astype(np.int64) for blk, v in ((self.block_a, self.a),
+                                                   (self.block_c, self.c)))
+        return ha, hc
+
+    def counts(self) -> BlockCounts:
+        """The aggregated oracle (:class:`BlockCounts`) of these points."""
+        if self._counts is None:
+            ha, hc = self.histograms()
+            object.__setattr__(self, "_counts", BlockCounts(hist_a=ha, hist_c=hc,
+                                                            n_present=self.n_present,
+                                                            width=self.width))
+        assert self._counts is not None
+        return self._counts
 
     def exact(self, t: Any) -> IntArray:
         """Exact ``f≥k`` of the window ``[max(1, t−W+1), t]`` for each ``t`` (from the points)."""
-        tt = np.asarray(t, dtype=np.int64)
-        w = self.width
-        b = tt // w
-        x = tt - b * w  # local time minus W, in [0, W−1]
-        ta, tc = self._count_tables()
-        out: IntArray = self.n_present[b] - (ta[b, x] - tc[b, x])
-        return out
+        return self.counts().exact(t)
 
 
 def block_points(item: Any, times: Any, k: int, width: int, horizon: int,

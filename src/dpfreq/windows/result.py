@@ -24,6 +24,9 @@ from dpfreq.windows.strategy import Structure
 
 __all__ = ["WindowAnswer", "WindowCountsRelease"]
 
+#: format of :meth:`WindowCountsRelease.save` files (2: summaries; unversioned files: the log)
+SAVE_FORMAT = 2
+
 
 @dataclass(frozen=True, kw_only=True)
 class WindowAnswer:
@@ -83,7 +86,8 @@ class WindowCountsRelease(Release):
     ``mechanism_params["strategies"]`` records the structure chosen for each (family, k) with
     the predicted RMSE of every candidate.
 
-    The private state (secret noise key and the exact event log, needed to answer further
+    The private state (secret noise key and exact summaries of the event log — per (family,
+    k) histograms and weighted point sets, never the log itself — needed to answer further
     windows) lives in ``_state``; it is not part of :meth:`to_dict` / :meth:`to_json`.
     :meth:`save` writes it to a file that must be protected like the raw data.
     """
@@ -349,31 +353,53 @@ class WindowCountsRelease(Release):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
-        """Write the release **with its private state** (secret key, exact log) to ``path``.
+        """Write the release **with its private state** (secret key, exact summaries) to ``path``.
 
-        The file lets :meth:`load` answer new windows with identical noise. Whoever holds it can
-        remove the noise: protect it like the raw data, never publish it.
+        The file (format 2: the summaries of :mod:`dpfreq.windows.summaries`, not the event log)
+        lets :meth:`load` answer new windows with identical noise. Whoever holds it can remove
+        the noise: protect it like the raw data, never publish it.
         """
         st = self._state
-        meta = {"public": self.to_dict(), "build": st.build_args, "key": st.key.hex()}
+        meta = {"format": SAVE_FORMAT, "public": self.to_dict(), "build": st.build_args,
+                "key": st.key.hex(), "summaries": st.summaries.meta()}
         out = Path(path)
         with out.open("wb") as fh:
-            np.savez_compressed(fh, item=st.item, time=st.time,
+            np.savez_compressed(fh, **st.summaries.to_arrays(),
                                 meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
         return out
 
     @classmethod
     def load(cls, path: str | Path) -> WindowCountsRelease:
-        """Read a release written by :meth:`save`; every answer is identical (same node noise)."""
+        """Read a release written by :meth:`save`; every answer is identical (same node noise).
+
+        Files without a ``format`` field (written before format 2) hold the event log itself
+        (dense item codes and periods); it is reduced to the same summaries here.
+        """
+        from dpfreq.engines._common import reduce_events
+        from dpfreq.engines.base import TimeBuckets
         from dpfreq.windows.counts import _build_release
+        from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
         with np.load(Path(path)) as data:
             meta = json.loads(bytes(data["meta"]).decode())
-            item, time = data["item"], data["time"]
-        build = dict(meta["build"])
+            build = dict(meta["build"])
+            fmt = int(meta.get("format", 1))
+            if fmt == SAVE_FORMAT:
+                summaries = WindowSummaries.from_saved(meta["summaries"], data)
+            elif fmt == 1:
+                horizon = int(build["horizon"])
+                specs = summary_specs(build["windows"], build["k_values"])
+                red = reduce_events(data["item"], data["time"], buckets=TimeBuckets(horizon),
+                                    reducer=WindowReducer(horizon, specs),
+                                    drop_out_of_range=False)
+                summaries = WindowSummaries(horizon, specs, red.slots, red.keys, red.weights)
+            else:
+                raise ParameterError(message("path", "WindowCountsRelease.load", "a file "
+                                             f"written by save (format 1 or {SAVE_FORMAT})",
+                                             f"format {fmt}"))
         # files written before the noise scheme was recorded used the legacy construction
         build.setdefault("noise_scheme", LEGACY_LAPLACE_SCHEME)
-        return _build_release(item, time, key=bytes.fromhex(meta["key"]), **build)
+        return _build_release(summaries, key=bytes.fromhex(meta["key"]), **build)
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:
