@@ -18,6 +18,7 @@ import pytest
 import randomgen
 from scipy import stats
 
+import dpfreq._exact_inverse as exact_inverse
 from dpfreq import noise
 from dpfreq.noise import (
     discrete_laplace_cdf,
@@ -223,13 +224,13 @@ def test_spec_rejection_sampler_chi_square(gamma, signed, rng):
 @pytest.mark.parametrize("signed", [True, False])
 def test_small_word_table_sampler_chi_square(w, gamma, signed, rng, monkeypatch):
     calls = []
-    original = noise._InverseTable.resolve
+    original = exact_inverse.InverseTable.resolve
 
     def counting(self, word, k, gen):
         calls.append(k)
         return original(self, word, k, gen)
 
-    monkeypatch.setattr(noise._InverseTable, "resolve", counting)
+    monkeypatch.setattr(exact_inverse.InverseTable, "resolve", counting)
     g = float(gamma)
     cdf, alt = (_dlap_cdf(gamma), _dlap_cdf(g * 0.98)) if signed else (_geo_cdf(gamma),
                                                                           _geo_cdf(g * 0.98))
@@ -243,7 +244,7 @@ def test_small_word_table_sampler_chi_square(w, gamma, signed, rng, monkeypatch)
 def test_tie_resolution_probability(rng):
     # W = D_k: Pr[resolve is True] = frac(2^w S(k)), here w = 4, γ = 1, two-sided, k = 0:
     # 2^4 · 2e^{-1}/(1+e^{-1}) = 8.606…, computed to 100 digits with Decimal
-    tab = noise._InverseTable(Fraction(1), True, 4)
+    tab = exact_inverse.InverseTable(Fraction(1), True, 4)
     with localcontext() as ctx:
         ctx.prec = 100
         a = Decimal(-1).exp()

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 import dpfreq.windows.lazy_noise as lazy
+from dpfreq._exact_inverse import inverse_table, survival_bounds
 from dpfreq.errors import ParameterError
-from dpfreq.noise import _inverse_table, _survival_bounds
 from dpfreq.windows import KeyedDiscreteLaplace, WindowCountsRelease, release_window_counts
 from dpfreq.windows.lazy_noise import LAPLACE_SCHEME, LEGACY_LAPLACE_SCHEME
 
@@ -66,7 +66,7 @@ def test_bad_arguments_are_clear_errors():
 def test_huge_gamma_uses_the_stream_sampler_and_is_zero():
     """γ = 50: no threshold fits 63 bits (empty table). Pr[Z != 0] = 2α/(1+α) < 4·10^-22 per
     draw, so 10^4 draws are all zero except with probability < 10^-17."""
-    assert _inverse_table(Fraction(50), True).size == 0
+    assert inverse_table(Fraction(50), True).size == 0
     src = KeyedDiscreteLaplace(KEY, 2, Fraction(50))
     z = src.noise(np.arange(10_000))
     assert not z.any()
@@ -77,9 +77,9 @@ def test_word_on_a_threshold_is_settled_by_the_nodes_own_stream():
     """A word equal to threshold D_k goes up by one with probability frac(2^63 S(k)) (the chance
     that W + R <= 2^63 S(k)). 4000 nodes: a binomial test at α = 1e-6, plus determinism."""
     gamma = Fraction(1, 3)
-    tab = _inverse_table(gamma, True)
+    tab = inverse_table(gamma, True)
     k = 5
-    lo, _ = _survival_bounds(gamma, k, True, 63 + 64)
+    lo, _ = survival_bounds(gamma, k, True, 63 + 64)
     frac = (lo - (int(tab.at[k]) << 64)) / float(1 << 64)
     assert 0.0 < frac < 1.0
     src = KeyedDiscreteLaplace(KEY, 9, gamma)

@@ -44,9 +44,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._exact_inverse import inverse_table
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.noise import MAX_DENOMINATOR, _inverse_table
+from dpfreq.noise import MAX_DENOMINATOR
 from dpfreq.rng import keyed_generator
 from dpfreq.windows._chacha_streams import (
     Streams,
@@ -320,12 +321,12 @@ class KeyedDiscreteLaplace:
         if ids.size == 0:
             return out
         self._computed += int(ids.size)
-        tab = _inverse_table(self.gamma, True)
+        tab = inverse_table(self.gamma, True)
         if tab.size == 0:  # γ > ~44: no threshold fits 63 bits; the stream sampler, per node
             st = Streams(self._rare_words, ids.astype(np.uint64))
             return discrete_laplace_rows(st, np.arange(ids.size, dtype=np.int64),
                                          self.gamma.numerator, self.gamma.denominator)
-        geo = _inverse_table(self.gamma, False)
+        geo = inverse_table(self.gamma, False)
         enc = Cipher(algorithms.AES(self._aes_key), modes.ECB()).encryptor()
         for lo in range(0, ids.size, _AES_CHUNK):
             part = ids[lo:lo + _AES_CHUNK]

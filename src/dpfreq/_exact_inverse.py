@@ -1,0 +1,174 @@
+"""Exact integer thresholds for inverse-cdf sampling of the geometric and discrete Laplace laws.
+
+Rigorous integer bounds on ``e^{-x}`` (rational x) and the tables ``D_k = ⌊2^w S(k)⌋`` of the
+survival function ``S``, used by the exact samplers of :mod:`dpfreq.noise` (``_table_sample``)
+and of the windows' keyed node noise (:mod:`dpfreq.windows.lazy_noise`). Pure integer
+arithmetic; no floating point decides a threshold (see ``dpfreq.noise._table_sample`` for how a
+table yields exact draws).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["WORD_BITS", "InverseTable", "exp_neg_bounds", "inverse_table", "survival_bounds"]
+
+
+def exp_neg_taylor(y: Fraction, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2^prec e^{-y} <= hi`` for rational 0 <= y <= 1 (rigorous).
+
+    The Taylor series of e^{-y} alternates with terms ``y^j/j!`` that never increase for y <= 1,
+    so any two consecutive partial sums bracket the limit; we stop once the last term is below
+    2^-(prec+2) and round the lower partial sum down and the upper one up.
+    """
+    total = Fraction(1)
+    term = Fraction(1)
+    stop = Fraction(1, 1 << (prec + 2))
+    j = 0
+    while True:
+        j += 1
+        term = term * y / j
+        prev = total
+        total = total - term if j % 2 else total + term
+        if term < stop:
+            break
+    lo, hi = min(prev, total), max(prev, total)
+    return (lo.numerator << prec) // lo.denominator, -((-hi.numerator << prec) // hi.denominator)
+
+
+def mul_bounds(a: tuple[int, int], b: tuple[int, int], prec: int) -> tuple[int, int]:
+    """Product of two fixed-point intervals (non-negative, scaled by 2^prec), rounded outwards."""
+    return (a[0] * b[0]) >> prec, -((-a[1] * b[1]) >> prec)
+
+
+def exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2^prec e^{-x} <= hi`` for rational x >= 0, with ``hi - lo`` a few units.
+
+    ``e^{-x} = (e^{-1})^n e^{-f}`` with n = ⌊x⌋ and f = x - n; each factor is bracketed by
+    :func:`exp_neg_taylor` and every product is rounded outwards, so the bounds are rigorous;
+    ``2·bitlen(n) + 16`` guard bits keep them tight.
+    """
+    n = x.numerator // x.denominator
+    guard = prec + 2 * n.bit_length() + 16
+    acc = exp_neg_taylor(x - n, guard)
+    if n:
+        base = exp_neg_taylor(Fraction(1), guard)
+        while n:
+            if n & 1:
+                acc = mul_bounds(acc, base, guard)
+            n >>= 1
+            if n:
+                base = mul_bounds(base, base, guard)
+    shift = guard - prec
+    return acc[0] >> shift, -((-acc[1]) >> shift)
+
+
+@functools.lru_cache(maxsize=4096)
+def survival_bounds(gamma: Fraction, k: int, two_sided: bool, prec: int) -> tuple[int, int]:
+    """Integers bracketing ``2^prec · S(k)``, the survival function of the table's law.
+
+    ``S(k) = Pr[G > k] = α^{k+1}`` for the geometric, ``S(k) = Pr[|Z| > k] = 2α^{k+1}/(1+α)`` for
+    the magnitude of the discrete Laplace (α = e^{-γ}).
+    """
+    p = prec + 8
+    el, eh = exp_neg_bounds(gamma * (k + 1), p)
+    if two_sided:
+        al, ah = exp_neg_bounds(gamma, p)
+        one = 1 << p
+        el, eh = (2 * el << p) // (one + ah), -((-2 * eh << p) // (one + al))
+    return el >> 8, -((-eh) >> 8)
+
+
+WORD_BITS = 63  # bits of the uniform W compared with the table (the 64th bit is the sign)
+TABLE_MAX = 1 << 12  # at most this many thresholds; the rest of the tail goes to the §4 sampler
+TABLE_TAIL = 48  # stop the table once S(k) < 2^-48 (the tail path then almost never runs)
+
+
+class InverseTable:
+    """Exact integer thresholds ``D_k = ⌊2^w S(k)⌋`` (strictly decreasing) for k < K.
+
+    See :func:`dpfreq.noise._table_sample` for how they are used and why the result is exact.
+    """
+
+    def __init__(self, gamma: Fraction, two_sided: bool, w: int) -> None:
+        self.gamma, self.two_sided, self.w = gamma, two_sided, w
+        q = w + 64  # working precision of the iterated products
+        alpha = exp_neg_bounds(gamma, q)
+        one = 1 << q
+        # factor c with S(k) = c · α^{k+1}: 1 (geometric) or 2/(1+α) (magnitude of DLap)
+        if two_sided:
+            factor = ((2 << (2 * q)) // (one + alpha[1]), -((-2 << (2 * q)) // (one + alpha[0])))
+        else:
+            factor = (one, one)
+        power = alpha
+        thresholds: list[int] = []
+        tail_stop = 1 << max(0, w - TABLE_TAIL)
+        for k in range(TABLE_MAX):
+            lo, hi = mul_bounds(power, factor, q)
+            d_lo, d_hi = lo >> (q - w), hi >> (q - w)
+            if d_lo != d_hi:  # too close to an integer for this precision: refine this entry
+                prec = q
+                while d_lo != d_hi:
+                    prec += 64
+                    lo2, hi2 = survival_bounds(gamma, k, two_sided, prec)
+                    d_lo, d_hi = lo2 >> (prec - w), hi2 >> (prec - w)
+            if (thresholds and d_lo >= thresholds[-1]) or d_lo == 0:
+                break  # thresholds must stay strictly decreasing and positive
+            thresholds.append(d_lo)
+            if d_lo < tail_stop:
+                break
+            power = mul_bounds(power, alpha, q)
+        size = len(thresholds)
+        self.size = size
+        self.table = np.array(thresholds, dtype=np.uint64)
+        # above[m] = D_{m-1} (above[0] = +inf), at[m] = D_m (at[K] = 0)
+        self.above = np.full(size + 1, np.iinfo(np.uint64).max, dtype=np.uint64)
+        self.above[1:] = self.table
+        self.at = np.zeros(size + 1, dtype=np.uint64)
+        self.at[:size] = self.table
+        self.ascending = self.table[::-1].copy()
+        a = math.exp(-float(gamma))
+        log_c = w * math.log(2.0) - float(gamma) + (math.log(2.0 / (1.0 + a)) if two_sided else 0)
+        self.log_c = log_c  # ln(2^w c α): s_k = e^{log_c - γ k}
+        self.inv_gamma = 1.0 / float(gamma)
+
+    def count_above(self, w_words: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """``#{k < K : D_k > W}`` per W, exactly (a float guess checked by integer compares)."""
+        x = np.log(w_words.astype(np.float64) + 1.0)
+        guess = (self.log_c - x) * self.inv_gamma
+        np.clip(guess, -1.0, float(self.size - 1), out=guess)
+        np.floor(guess, out=guess)
+        m = guess.astype(np.int64)
+        m += 1
+        bad = (self.above[m] <= w_words) | (self.at[m] > w_words)
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            m[idx] = self.size - np.searchsorted(self.ascending, w_words[idx], side="right")
+        return m
+
+    def resolve(self, word: int, k: int, gen: np.random.Generator) -> bool:
+        """Whether ``W + R <= 2^w S(k)`` for ``W = D_k`` and a fresh uniform R in [0, 1).
+
+        R is drawn 64 bits at a time and compared with ever tighter rigorous bounds on
+        ``2^w S(k)`` (irrational, so the loop ends with probability 1).
+        """
+        r, bits = 0, 0
+        while True:
+            r = (r << 64) | int(gen.integers(0, 2**64, dtype=np.uint64))
+            bits += 64
+            lo, hi = survival_bounds(self.gamma, k, self.two_sided, self.w + bits)
+            n = (word << bits) | r  # W + R lies in [n, n + 1) / 2^bits
+            if n + 1 <= lo:
+                return True
+            if n >= hi:
+                return False
+
+
+@functools.lru_cache(maxsize=128)
+def inverse_table(gamma: Fraction, two_sided: bool, w: int = WORD_BITS) -> InverseTable:
+    return InverseTable(gamma, two_sided, w)
