@@ -36,12 +36,22 @@ from dpfreq.engines._common import (
     check_column_name,
     check_k_max,
     check_max_count,
+    check_time_kind,
     data_error,
     finish_item_counts,
     finish_occurrence_times,
     finish_report_sums,
+    sum_entries,
 )
-from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.engines.base import (
+    ItemCounts,
+    ItemReducer,
+    ItemReduction,
+    OccurrenceTimes,
+    Prevalences,
+    ReportSums,
+    TimeBuckets,
+)
 from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
 
 __all__ = ["SparkEngine", "spark_session"]
@@ -353,6 +363,70 @@ class SparkEngine:
         return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
                                        k_max=None, presorted=True)
 
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
+                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+        """Per-item reduction on the executors; only the summed ``(slot, key, weight)`` rows
+        reach the driver.
+
+        One aggregation checks the columns (nulls, fractional times) and counts the events
+        outside ``1..horizon`` (with the first one in (item, time) order). Then the events
+        (item key, period) are hash-partitioned by item, sorted by (item, period) within each
+        partition, and ``reducer`` runs on chunks of whole items inside ``mapInArrow`` (the
+        executors' Python, i.e. dpfreq's own numpy code); its outputs are summed by
+        ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
+        ``⌊(t − start)/period⌋ + 1`` in exact integer arithmetic (``pmod`` and ``div``), as
+        :func:`dpfreq.engines._common.bucket_periods` computes them.
+        """
+        func = "SparkEngine.reduce_items"
+        check_column_name(item, "item", func)
+        check_column_name(time, "time", func)
+        df = self.dataframe(source, func)
+        key = self._key(df, item, func)
+        texpr, kind, frac = self._time(df, time, func)
+        horizon = int(buckets.horizon)
+        events = df.select(key.alias("k"), texpr.alias("t"),
+                           (frac if frac is not None else F.lit(False)).alias("f"))
+        if buckets.start_us is None:
+            period = F.col("t")
+        else:
+            s0, p0 = int(buckets.start_us), int(buckets.period_us or 1)
+            period = F.expr(f"((t - {s0}) - pmod(t - {s0}, {p0})) div {p0} + 1")
+        bad = (period < 1) | (period > horizon)
+        aggs = [F.count(F.lit(1)).alias("n"), F.count("k").alias("ni"),
+                F.count("t").alias("nt"), F.count(F.when(F.col("f"), 1)).alias("nf"),
+                F.count(F.when(bad, 1)).alias("nbad"),
+                F.min(F.when(bad, F.struct(F.col("k").alias("k"), period.alias("p"))))
+                .alias("first")]
+        try:
+            row = events.agg(*aggs).collect()[0]
+        except _SPARK_ERRORS as exc:
+            raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+        n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
+        if ni < n:
+            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+        if nt < n:
+            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+        if nf:
+            raise data_error(func, time, "integer or timestamp/date valued",
+                             f"{nf} value(s) with a fractional part")
+        check_time_kind(kind, buckets, time, func)
+        first = int(row["first"]["p"]) if nbad else None
+        z = np.zeros(0, dtype=np.int64)
+        if n == nbad or (nbad and not drop_out_of_range):
+            return ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
+                                 n_out_of_range=nbad, first_out_of_range=first)
+        ev = events.select("k", period.alias("p"))
+        if nbad:
+            ev = ev.where(~bad)
+        out = (ev.repartition("k").sortWithinPartitions("k", "p")
+               .mapInArrow(_partition_reducer(reducer, _CHUNK_EVENTS),
+                           "slot long, key long, w long")
+               .groupBy("slot", "key").agg(F.sum("w").alias("w")))
+        res = _to_numpy(out, func)
+        slots, keys, weights = sum_entries(res["slot"], res["key"], res["w"])
+        return ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
+                             n_out_of_range=nbad, first_out_of_range=first)
+
     def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
                     value: str = "bit") -> ReportSums:
         """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
@@ -387,3 +461,66 @@ class SparkEngine:
             raise data_error(func, value, "0/1 valued",
                              f"{int(res['bad'].sum())} other value(s), e.g. {int(badv[0])}")
         return finish_report_sums(res["h"], res["j"], res["s"], res["c"])
+
+
+# -- per-item reductions on the executors (SparkEngine.reduce_items) --------------------------
+_CHUNK_EVENTS = 1 << 18  # events per reducer call on an executor (cut at item boundaries)
+
+
+def _item_changes(keys: Any) -> NDArray[np.bool_]:
+    """``out[i]``: whether ``keys[i+1] != keys[i]`` (an Arrow array without nulls)."""
+    import pyarrow.compute as pc
+
+    n = len(keys)
+    if n < 2:
+        return np.zeros(0, dtype=np.bool_)
+    ne = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
+    return np.asarray(ne.to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _reduce_chunk(reducer: ItemReducer, keys: Any, periods: Any) -> Any:
+    """Run ``reducer`` on whole items (Arrow arrays sorted by (key, period)); one Arrow batch
+    of summed ``(slot, key, w)``."""
+    import pyarrow as pa
+
+    codes = np.zeros(len(keys), dtype=np.int64)
+    np.cumsum(_item_changes(keys), out=codes[1:])
+    per = np.asarray(periods.to_numpy(zero_copy_only=False), dtype=np.int64)
+    s, k, w = sum_entries(*reducer(codes, per))
+    return pa.RecordBatch.from_arrays([pa.array(s, pa.int64()), pa.array(k, pa.int64()),
+                                       pa.array(w, pa.int64())], names=["slot", "key", "w"])
+
+
+def _partition_reducer(reducer: ItemReducer, chunk: int) -> Any:
+    """The ``mapInArrow`` function: batches of (k, p) sorted by (k, p) within the partition,
+    cut into chunks of about ``chunk`` events at item boundaries (an item's events may span
+    batches; the last item of a chunk waits for the next batch)."""
+
+    def run(batches: Any) -> Any:
+        import pyarrow as pa
+
+        keys: list[Any] = []
+        pers: list[Any] = []
+        n = 0
+        want = chunk
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            keys.append(b.column(0))
+            pers.append(b.column(1))
+            n += b.num_rows
+            if n < want:
+                continue
+            k, p = pa.concat_arrays(keys), pa.concat_arrays(pers)
+            change = np.flatnonzero(_item_changes(k))
+            if change.size == 0:  # one item so far: keep collecting
+                keys, pers, want = [k], [p], 2 * n
+                continue
+            cut = int(change[-1]) + 1
+            yield _reduce_chunk(reducer, k.slice(0, cut), p.slice(0, cut))
+            keys, pers = [k.slice(cut)], [p.slice(cut)]
+            n, want = n - cut, chunk
+        if n:
+            yield _reduce_chunk(reducer, pa.concat_arrays(keys), pa.concat_arrays(pers))
+
+    return run
