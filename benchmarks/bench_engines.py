@@ -1,6 +1,7 @@
 """Engines benchmark: memory (numpy) vs DuckDB vs Spark local[2] on a Parquet event log (issue 7).
 
     python benchmarks/bench_engines.py [--quick | --full] [--no-spark] [--sketch-d D]
+    python benchmarks/bench_engines.py --windows [--quick | --full]
 
 * ``item_counts`` and ``count_of_counts`` on 10^7 events (10^6 with --quick, 10^8 with --full)
   read from one Parquet file: wall time, events/s, and peak memory of the driver. Each engine
@@ -10,6 +11,13 @@
   columns into numpy (reported separately too). Baseline for the ratios: DuckDB.
 * ``occurrence_times`` with no ``k_max`` (every event, sorted, to the driver: what
   ``release_window_counts`` asks an engine for): time and the driver's peak memory.
+* ``--windows``: ``release_window_counts(windows=["cumulative", 7], k_values=[1, 3])`` on a
+  Parquet log with integer periods ``1..365``: Spark with the per-partition reduction on the
+  executors (``SparkEngine.reduce_items``: only the summaries reach the driver) against the
+  collect path it replaced (``occurrence_times``: every event to the driver, reduced there;
+  run through an engine wrapper without ``reduce_items``), and DuckDB (whose generic
+  ``reduce_items`` still reads every event into the Python process). Wall time (session start
+  excluded) and peak memory of the Python driver and of the local-mode JVM.
 * The distributed profile sketch: creation (noise drawn on executors) + write to Parquet, and
   the reduction to the noisy profile, at the ``--sketch-d`` domain sizes; driver (Python) RSS.
 * A *projection* (labelled as such) of the number of machines at which Spark overtakes DuckDB
@@ -34,8 +42,9 @@ import numpy as np
 ITEMS = 10**6  # distinct item ids drawn from (heavy-tailed)
 
 
-def make_log(path: Path, n_events: int, seed: int = 2026) -> None:
-    """A Parquet log of n events: heavy-tailed int64 item ids and int64 times."""
+def make_log(path: Path, n_events: int, seed: int = 2026, horizon: int | None = None) -> None:
+    """A Parquet log of n events: heavy-tailed int64 item ids and int64 times (uniform in
+    ``0..10^6-1``, or in the periods ``1..horizon`` when given)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,7 +55,8 @@ def make_log(path: Path, n_events: int, seed: int = 2026) -> None:
         for start in range(0, n_events, chunk):
             m = min(chunk, n_events - start)
             items = (gen.pareto(1.1, m) * 50).astype(np.int64) % ITEMS
-            times = gen.integers(0, 10**6, m, dtype=np.int64)
+            times = (gen.integers(0, 10**6, m, dtype=np.int64) if horizon is None
+                     else gen.integers(1, horizon + 1, m, dtype=np.int64))
             w.write_table(pa.table({"item": items, "time": times}), row_group_size=10**6)
 
 
@@ -86,9 +96,110 @@ def profile_release(eng: Any, src: Any, max_count: int = 100) -> Any:
                            epsilon=1.0, engine=eng, rng=None)
 
 
+WINDOW_HORIZON = 365
+
+
+def _collect_path_engine(spark: Any) -> Any:
+    """The Spark engine with the generic ``reduce_items``: ``occurrence_times`` (every event
+    collected to the driver, sorted) reduced there by numpy — the path before issue 7 item 3."""
+    from dpfreq.engines._common import reduce_occurrences
+    from dpfreq.engines.spark import SparkEngine
+
+    class CollectPath(SparkEngine):
+        def reduce_items(self, source: Any, **kw: Any) -> Any:
+            return reduce_occurrences(self, source, func="collect path", **kw)
+
+    return CollectPath(spark=spark)
+
+
+def _spark(args: argparse.Namespace) -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.driver.memory", args.spark_memory)
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One window release in this (fresh) process: engine "spark", "spark-collect" or
+    "duckdb"; time and peak memory (driver = this Python process; JVM separately)."""
+    from dpfreq.engines import get_engine
+    from dpfreq.windows import release_window_counts
+
+    out: dict[str, Any] = {"engine": engine, "baseline_rss_mb": _rss_mb()}
+    spark = None
+    if engine == "duckdb":
+        eng: Any = get_engine("duckdb")
+    else:
+        t0 = time.perf_counter()
+        spark = _spark(args)
+        out["session_s"] = time.perf_counter() - t0
+        eng = (_collect_path_engine(spark) if engine == "spark-collect"
+               else get_engine("spark", spark=spark))
+    for run in ("", "_warm"):  # first (cold: JVM and Python workers warm up) and second run
+        t0 = time.perf_counter()
+        try:
+            rel = release_window_counts(path, item="item", time="time", horizon=WINDOW_HORIZON,
+                                        epsilon=1.0, k_values=[1, 3],
+                                        windows=["cumulative", 7], engine=eng, rng=2026)
+        except Exception as exc:  # e.g. the driver runs out of memory: a result, not a crash
+            out["error"] = str(exc).splitlines()[0][:200]
+            out[f"release{run}_s"] = time.perf_counter() - t0
+            break
+        out[f"release{run}_s"] = time.perf_counter() - t0
+        out["reach_T"] = int(rel.value["cumulative"]["k=1"][-1])
+    out["driver_rss_mb"] = _rss_mb()
+    if spark is not None:
+        out["jvm_hwm_mb"] = _hwm_mb(_jvm_pid(spark))
+        spark.stop()
+    return out
+
+
+def windows_main(n: int, args: argparse.Namespace) -> None:
+    engines = ["duckdb"] + ([] if args.no_spark else ["spark", "spark-collect"])
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        path = Path(tmp) / "events.parquet"
+        t0 = time.perf_counter()
+        make_log(path, n, horizon=WINDOW_HORIZON)
+        print(f"# windows: {n:.0e} events, periods 1..{WINDOW_HORIZON}, Parquet "
+              f"{path.stat().st_size / 2**20:.0f} MiB written in {time.perf_counter() - t0:.1f} s")
+        results = {}
+        for eng in engines:
+            cmd = [sys.executable, __file__, "--worker", f"windows:{eng}", str(path),
+                   "--spark-memory", args.spark_memory]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+            if proc.returncode or not line:
+                print(f"# {eng} failed:\n{proc.stderr[-2000:]}")
+                continue
+            results[eng] = json.loads(line[0][7:])
+    print(f"\n{'engine':<14} {'cold s':>8} {'warm s':>8} {'events/s':>10} {'driver MB':>10} "
+          f"{'(idle MB)':>10} {'JVM MB':>8}  result")
+    for eng, r in results.items():
+        jvm = f"{r['jvm_hwm_mb']:.0f}" if "jvm_hwm_mb" in r else "-"
+        res = r.get("error", f"noisy reach(T) = {r.get('reach_T')}")
+        warm = r.get("release_warm_s", float("nan"))
+        print(f"{eng:<14} {r['release_s']:8.2f} {warm:8.2f} {n / warm:10.3e} "
+              f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8}  {res}")
+    print("(release_window_counts(windows=['cumulative', 7], k_values=[1, 3], horizon=365, "
+          "rng=2026: same noise, so equal results mean equal exact counts); "
+          "spark: reduce_items on the executors; spark-collect: occurrence_times to the driver "
+          "(the previous path); driver MB = peak RSS of the Python driver; JVM MB = peak of "
+          f"the local[2] JVM (driver and executor in one process, -Xmx {args.spark_memory}); "
+          "session start not included)")
+
+
 def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run one engine in this (fresh) process; returns timings and peak memory."""
     from dpfreq.engines import get_engine
+
+    if engine.startswith("windows:"):
+        return windows_worker(engine.split(":", 1)[1], path, args)
 
     out: dict[str, Any] = {"engine": engine}
     import pyarrow.parquet as pq
@@ -186,6 +297,8 @@ def main() -> None:
     ap.add_argument("--spark-memory", default="4g")
     ap.add_argument("--no-occurrences", dest="occurrences", action="store_false",
                     help="skip occurrence_times (all events to the driver)")
+    ap.add_argument("--windows", action="store_true",
+                    help="only the window-release benchmark (Spark executors vs collect path)")
     ap.add_argument("--tmp", default=None, help="directory for the Parquet log")
     ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -196,6 +309,9 @@ def main() -> None:
         return
 
     n = 10**6 if args.quick else 10**8 if args.full else 10**7
+    if args.windows:
+        windows_main(n, args)
+        return
     engines = ["memory", "duckdb"] + ([] if args.no_spark else ["spark"])
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         path = Path(tmp) / "events.parquet"
