@@ -4,7 +4,8 @@ Every engine computes the same small, *exact* (noise-free) aggregates and return
 They are never shown to the user: a system adds noise before anything leaves the library.
 ``memory`` (numpy) is the reference oracle, ``duckdb`` the embedded default for files and SQL,
 ``spark`` the cluster engine. One conformance suite (``tests/engines``) demands identical
-aggregates from all of them.
+aggregates from all of them. ``reduce_items`` sums a system's per-item numpy reduction (an
+:data:`ItemReducer`, e.g. the window summaries) over items where the data lives.
 
 Source kinds
 ------------

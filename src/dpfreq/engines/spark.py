@@ -4,7 +4,10 @@ and catalog tables (DESIGN.md §6).
 Aggregation runs on the executors (``groupBy``; ``row_number()`` over a window partitioned by
 item and ordered by time for ``k_max``); only the small results reach the driver (as Arrow
 batches when available) and are finished by the same numpy code as the memory and DuckDB
-engines, so all three agree exactly.
+engines, so all three agree exactly. ``reduce_items`` (the window releases' per-item
+reductions) partitions the events by item and runs dpfreq's numpy reduction inside
+``mapInArrow`` on the executors (their Python is the driver's interpreter, ``PYSPARK_PYTHON``);
+only the summed summaries are collected, never the event log.
 
 Types follow the DuckDB engine: integral item columns give int64 keys, any other type the keys'
 text (``CAST AS STRING``); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become

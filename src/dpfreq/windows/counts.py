@@ -26,6 +26,7 @@ from dpfreq.engines.base import ItemReduction, TimeBuckets
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.windows._log import _array_log, _engine_log, _range_error
 from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
@@ -126,35 +127,6 @@ def _parse_k(k_values: Any) -> tuple[int, ...]:
     return tuple(sorted({check_int(k, "k_values", _FUNC, minimum=1) for k in ks}))
 
 
-def _integer_times(raw: Any, column: str) -> IntArray:
-    arr = np.asarray(raw)
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise DataError(message(f"time column {column!r}", _FUNC, "integer periods 1..T (or "
-                                "timestamps with start/end/period)", f"dtype {arr.dtype}"))
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.floor(arr))
-        if bad.any():
-            raise DataError(message(f"time column {column!r}", _FUNC, "integer periods",
-                                    f"entry {arr[np.flatnonzero(bad)[0]]!r}"))
-    return arr.astype(np.int64)
-
-
-def _timestamp_times(raw: Any, column: str) -> IntArray:
-    arr = np.asarray(raw)
-    if arr.dtype.kind == "M":
-        out = arr.astype("datetime64[us]")
-    else:
-        try:
-            out = np.asarray(arr, dtype="datetime64[us]")
-        except (TypeError, ValueError) as exc:
-            raise DataError(message(f"time column {column!r}", _FUNC, "timestamps",
-                                    f"dtype {arr.dtype}")) from exc
-    if arr.dtype.kind in "iuf" or np.isnat(out).any():
-        raise DataError(message(f"time column {column!r}", _FUNC, "timestamps without "
-                                "missing values", "integers or NaT"))
-    return out.astype(np.int64)
-
-
 def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
               axis: _Axis) -> tuple[IntArray, IntArray, str]:
     """Item codes and raw times (periods, or microseconds) from arrays or an engine's
@@ -170,82 +142,6 @@ def _engine(source: Any, item: Any, time: Any, engine: Any) -> Any:
         raise ParameterError(message("item/time", _FUNC, "column names for a file or SQL source",
                                      (item, time)))
     return get_engine(engine, source)
-
-
-def _array_log(source: Any, item: Any, time: Any, axis: _Axis) -> tuple[IntArray, IntArray]:
-    """Item codes (not necessarily dense) and raw times of a mapping or (items, times) pair."""
-    if isinstance(source, Mapping):
-        if item is None or time is None:
-            raise ParameterError(message("item/time", _FUNC, "column names of the source",
-                                         (item, time)))
-        for col in (item, time):
-            if col not in source:
-                raise DataError(message("source", _FUNC, f"a mapping with column {col!r}",
-                                        sorted(map(str, source))))
-        items_raw, times_raw = source[item], source[time]
-    else:
-        if len(source) != 2:
-            raise ParameterError(message("source", _FUNC, "a pair (items, times) of arrays",
-                                         type(source).__name__))
-        items_raw, times_raw = source
-        item = item or "item"
-        time = time or "time"
-    items = np.asarray(items_raw)
-    if items.ndim != 1 or np.ndim(times_raw) != 1 or len(items) != len(times_raw):
-        raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
-                                (np.shape(items_raw), np.shape(times_raw))))
-    if items.dtype == object and any(v is None for v in items.tolist()):
-        raise DataError(message(f"item column {item!r}", _FUNC, "without missing values",
-                                "None"))
-    lo = int(items.min()) if items.size and items.dtype.kind in "iu" else 0
-    if (items.size and items.dtype.kind in "iu"
-            and (int(items.max()) - lo + 1) * (axis.horizon + 2) < 1 << 62):
-        # integer ids: offsets from the minimum are codes already (made dense by _bucket
-        # after its sort, which saves np.unique's own sort of the whole log)
-        codes = items.astype(np.int64) - lo
-    else:
-        codes = None
-    try:
-        if codes is None:
-            _, codes = np.unique(items, return_inverse=True)
-    except TypeError as exc:
-        raise DataError(message(f"item column {item!r}", _FUNC, "comparable values",
-                                str(items.dtype))) from exc
-    codes = codes.astype(np.int64).ravel()
-    times = (_integer_times(times_raw, str(time)) if axis.start_us is None
-             else _timestamp_times(times_raw, str(time)))
-    return codes, times
-
-
-def _engine_log(eng: Any, source: Any, item: Any, time: Any,
-                axis: _Axis) -> tuple[IntArray, IntArray]:
-    occ = eng.occurrence_times(source, item=item, time=time, k_max=None)
-    codes = np.asarray(occ.item_index, dtype=np.int64)
-    times = np.asarray(occ.times, dtype=np.int64)
-    _check_sorted(codes, times)
-    want = "integer" if axis.start_us is None else "timestamp_us"
-    if occ.time_kind != want:
-        raise DataError(message(f"time column {time!r}", _FUNC,
-                                "integer periods with horizon=" if want == "integer" else
-                                "timestamps with start/end/period", occ.time_kind))
-    return codes, times
-
-
-def _check_sorted(codes: IntArray, times: IntArray) -> None:
-    """The engine contract: occurrences sorted by (item, time)."""
-    if codes.size > 1:
-        dc = np.diff(codes)
-        bad = (dc < 0) | ((dc == 0) & (np.diff(times) < 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0]) + 1
-            raise DataError(message("occurrence times", _FUNC, "sorted by (item, time)",
-                                    f"unsorted at row {i}"))
-
-
-def _range_error(n_bad: int, first: int | None, horizon: int) -> DataError:
-    return DataError(message("time", _FUNC, f"inside the public range (periods 1..{horizon}"
-                             "; pass out_of_range='drop' to drop such events)",
-                             f"{n_bad} event(s) outside, first at period {first}"))
 
 
 def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
@@ -579,7 +475,10 @@ def release_window_counts(
         Engine for file/SQL sources: a name (``"memory"``, ``"duckdb"``, ``"spark"``), a
         configured engine instance (e.g. ``get_engine("spark", master="spark://host:7077")``,
         what ``dpfreq reach --engine spark --spark-master URL`` passes) or a SparkSession;
-        resolved by :func:`dpfreq.engines.get_engine`.
+        resolved by :func:`dpfreq.engines.get_engine`. The engine reduces the log to the
+        per-(family, k) summaries of :mod:`dpfreq.windows.summaries`
+        (:meth:`~dpfreq.engines.base.Engine.reduce_items`); on Spark this runs per partition
+        on the executors and only the summaries reach the driver, never the event log.
     rng : None, int or numpy.random.Generator
         None: secure randomness (production). Seeds are for tests only (``seeded=True``).
     accountant : Accountant, optional

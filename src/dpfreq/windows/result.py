@@ -392,6 +392,10 @@ class WindowCountsRelease(Release):
                 red = reduce_events(data["item"], data["time"], buckets=TimeBuckets(horizon),
                                     reducer=WindowReducer(horizon, specs),
                                     drop_out_of_range=False)
+                if red.n_out_of_range:
+                    raise ParameterError(message("path", "WindowCountsRelease.load", "a file "
+                                                 "written by save (periods 1..horizon)",
+                                                 f"{red.n_out_of_range} period(s) outside"))
                 summaries = WindowSummaries(horizon, specs, red.slots, red.keys, red.weights)
             else:
                 raise ParameterError(message("path", "WindowCountsRelease.load", "a file "

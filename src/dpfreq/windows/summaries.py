@@ -137,16 +137,6 @@ class WindowSummaries:
     keys: IntArray
     weights: IntArray
 
-    @classmethod
-    def from_entries(cls, horizon: int, specs: tuple[SummarySpec, ...], slots: Any, keys: Any,
-                     weights: Any) -> WindowSummaries:
-        from dpfreq.engines._common import sum_entries
-
-        s, k, w = sum_entries(np.asarray(slots, dtype=np.int64),
-                              np.asarray(keys, dtype=np.int64),
-                              np.asarray(weights, dtype=np.int64))
-        return cls(int(horizon), tuple(specs), s, k, w)
-
     def _entries(self, slot: int) -> tuple[IntArray, IntArray]:
         lo, hi = np.searchsorted(self.slots, [slot, slot + 1])
         return self.keys[lo:hi], self.weights[lo:hi]
