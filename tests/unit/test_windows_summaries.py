@@ -82,33 +82,34 @@ def test_sum_entries():
     assert (s.tolist(), k.tolist(), w.tolist()) == ([0, 1], [3, 1], [5, 4])
 
 
-def test_spark_partition_reducer_cuts_at_item_boundaries(rng):
-    """The executor-side loop: Arrow batches of (key, period), an item's events spanning
-    batches, tiny chunks: the summed output equals one reduction of the whole partition."""
+def test_spark_partition_reducer_equals_whole_log_reduction(rng):
+    """The executor-side function: one partition's Arrow batches of (key, period) in any
+    order, an item's events spread over batches, string or integer keys: its output equals
+    the reduction of the whole partition by the driver-side code."""
     pytest.importorskip("pyspark")
     pa = pytest.importorskip("pyarrow")
     from dpfreq.engines.spark import _partition_reducer
 
     horizon = 8
     reducer = WindowReducer(horizon, summary_specs(["cumulative", 3, "all"], [1, 2]))
-    keys = np.sort(np.array([f"u{i:02d}" for i in rng.integers(0, 25, 300)]))
-    keys[:40] = keys[0]  # one item longer than several chunks
-    periods = rng.integers(1, horizon + 1, keys.size)
-    order = np.lexsort((periods, keys))
-    keys, periods = keys[order], periods[order]
-    codes = np.unique(keys, return_inverse=True)[1].ravel()
-    ref = reduce_sorted(codes, periods, reducer)
-    for batch, chunk in ((7, 3), (50, 16), (1, 1), (300, 1 << 18)):
-        batches = [pa.RecordBatch.from_arrays([pa.array(keys[i:i + batch]),
-                                               pa.array(periods[i:i + batch])], names=["k", "p"])
-                   for i in range(0, keys.size, batch)]
-        out = list(_partition_reducer(reducer, chunk)(iter(batches)))
-        if chunk < 300:
-            assert len(out) > 1
-        got = sum_entries(*(np.concatenate([b.column(i).to_numpy() for b in out])
-                            for i in range(3)))
-        for a, b in zip(got, ref, strict=True):
-            assert np.array_equal(a, b)
+    ids = rng.integers(0, 25, 300)
+    ids[:40] = 3  # one heavy item
+    periods = rng.integers(1, horizon + 1, ids.size)
+    dense, per = sorted_log(ids, periods, horizon)
+    ref = reduce_sorted(dense, per, reducer)
+    run = _partition_reducer(reducer, horizon)
+    assert list(run(iter([]))) == []
+    for keys in (np.array([f"u{i:02d}" for i in ids]), ids * 10**12 - 7):
+        perm = rng.permutation(ids.size)
+        for batch in (1, 7, 300):
+            batches = [pa.RecordBatch.from_arrays([pa.array(keys[perm][i:i + batch]),
+                                                   pa.array(periods[perm][i:i + batch])],
+                                                  names=["k", "p"])
+                       for i in range(0, ids.size, batch)]
+            (out,) = list(run(iter(batches)))
+            got = [out.column(i).to_numpy() for i in range(3)]
+            for a, b in zip(got, ref, strict=True):
+                assert np.array_equal(a, b)
 
 
 def _release(item, times, **over):

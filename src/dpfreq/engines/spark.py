@@ -373,10 +373,11 @@ class SparkEngine:
 
         One aggregation checks the columns (nulls, fractional times) and counts the events
         outside ``1..horizon`` (with the first one in (item, time) order). Then the events
-        (item key, period) are hash-partitioned by item, sorted by (item, period) within each
-        partition, and ``reducer`` runs on chunks of whole items inside ``mapInArrow`` (the
-        executors' Python, i.e. dpfreq's own numpy code); its outputs are summed by
-        ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
+        (item key, period) are hash-partitioned by item (at least ``ceil(n / 2**22)``
+        partitions, so that one partition fits an executor's Python), each partition is sorted
+        by (item, period) in numpy and ``reducer`` runs on chunks of whole items inside
+        ``mapInArrow`` (the executors' Python, i.e. dpfreq's own numpy code); its outputs are
+        summed by ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
         ``⌊(t − start)/period⌋ + 1`` in exact integer arithmetic (``pmod`` and ``div``), as
         :func:`dpfreq.engines._common.bucket_periods` computes them.
         """
@@ -421,9 +422,13 @@ class SparkEngine:
         ev = events.select("k", period.alias("p"))
         if nbad:
             ev = ev.where(~bad)
-        out = (ev.repartition("k").sortWithinPartitions("k", "p")
-               .mapInArrow(_partition_reducer(reducer, _CHUNK_EVENTS),
-                           "slot long, key long, w long")
+        try:
+            n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 1)
+        except (ValueError, *_SPARK_ERRORS):  # pragma: no cover - an unusual setting
+            n_parts = 1
+        n_parts = max(n_parts, -(-(n - nbad) // _PARTITION_EVENTS))
+        out = (ev.repartition(n_parts, "k")
+               .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
                .groupBy("slot", "key").agg(F.sum("w").alias("w")))
         res = _to_numpy(out, func)
         slots, keys, weights = sum_entries(res["slot"], res["key"], res["w"])
@@ -467,63 +472,39 @@ class SparkEngine:
 
 
 # -- per-item reductions on the executors (SparkEngine.reduce_items) --------------------------
-_CHUNK_EVENTS = 1 << 18  # events per reducer call on an executor (cut at item boundaries)
+_PARTITION_EVENTS = 1 << 22  # at most about this many events per partition (executor memory)
 
 
-def _item_changes(keys: Any) -> NDArray[np.bool_]:
-    """``out[i]``: whether ``keys[i+1] != keys[i]`` (an Arrow array without nulls)."""
-    import pyarrow.compute as pc
-
-    n = len(keys)
-    if n < 2:
-        return np.zeros(0, dtype=np.bool_)
-    ne = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
-    return np.asarray(ne.to_numpy(zero_copy_only=False), dtype=np.bool_)
-
-
-def _reduce_chunk(reducer: ItemReducer, keys: Any, periods: Any) -> Any:
-    """Run ``reducer`` on whole items (Arrow arrays sorted by (key, period)); one Arrow batch
-    of summed ``(slot, key, w)``."""
-    import pyarrow as pa
-
-    codes = np.zeros(len(keys), dtype=np.int64)
-    np.cumsum(_item_changes(keys), out=codes[1:])
-    per = np.asarray(periods.to_numpy(zero_copy_only=False), dtype=np.int64)
-    s, k, w = sum_entries(*reducer(codes, per))
-    return pa.RecordBatch.from_arrays([pa.array(s, pa.int64()), pa.array(k, pa.int64()),
-                                       pa.array(w, pa.int64())], names=["slot", "key", "w"])
-
-
-def _partition_reducer(reducer: ItemReducer, chunk: int) -> Any:
-    """The ``mapInArrow`` function: batches of (k, p) sorted by (k, p) within the partition,
-    cut into chunks of about ``chunk`` events at item boundaries (an item's events may span
-    batches; the last item of a chunk waits for the next batch)."""
+def _partition_reducer(reducer: ItemReducer, horizon: int) -> Any:
+    """The ``mapInArrow`` function: all (key, period) rows of one partition (every event of
+    an item is in the partition of its key), item keys dictionary-encoded to codes, then the
+    same numpy steps as every engine (:func:`~dpfreq.engines._common.bucket_events` sorts by
+    (item, period), :func:`~dpfreq.engines._common.reduce_sorted` runs ``reducer`` on chunks
+    of whole items); one Arrow batch of summed ``(slot, key, w)``. Sorting in numpy is about
+    twice as fast as Spark's ``sortWithinPartitions`` before ``mapInArrow``; a partition holds
+    about ``_PARTITION_EVENTS`` events (≈ 40 bytes each while it is reduced)."""
 
     def run(batches: Any) -> Any:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        keys: list[Any] = []
-        pers: list[Any] = []
-        n = 0
-        want = chunk
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            keys.append(b.column(0))
-            pers.append(b.column(1))
-            n += b.num_rows
-            if n < want:
-                continue
-            k, p = pa.concat_arrays(keys), pa.concat_arrays(pers)
-            change = np.flatnonzero(_item_changes(k))
-            if change.size == 0:  # one item so far: keep collecting
-                keys, pers, want = [k], [p], 2 * n
-                continue
-            cut = int(change[-1]) + 1
-            yield _reduce_chunk(reducer, k.slice(0, cut), p.slice(0, cut))
-            keys, pers = [k.slice(cut)], [p.slice(cut)]
-            n, want = n - cut, chunk
-        if n:
-            yield _reduce_chunk(reducer, pa.concat_arrays(keys), pa.concat_arrays(pers))
+        from dpfreq.engines._common import bucket_events, reduce_sorted
+
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        tbl = pa.Table.from_batches(parts)
+        codes = pc.dictionary_encode(tbl.column(0)).combine_chunks().indices
+        codes_np = np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
+        periods = np.asarray(tbl.column(1).to_numpy(), dtype=np.int64)
+        del tbl, parts, codes
+        dense, per, n_bad, _ = bucket_events(codes_np, periods, TimeBuckets(horizon),
+                                             drop=False)
+        if n_bad:  # the driver filtered them out: a broken invariant, never silently wrong
+            raise RuntimeError(f"{n_bad} period(s) outside 1..{horizon} reached an executor")
+        del codes_np, periods
+        s, k, w = reduce_sorted(dense, per, reducer)
+        yield pa.RecordBatch.from_arrays([pa.array(s, pa.int64()), pa.array(k, pa.int64()),
+                                          pa.array(w, pa.int64())], names=["slot", "key", "w"])
 
     return run
