@@ -422,11 +422,8 @@ class SparkEngine:
         ev = events.select("k", period.alias("p"))
         if nbad:
             ev = ev.where(~bad)
-        try:
-            n_parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 1)
-        except (ValueError, *_SPARK_ERRORS):  # pragma: no cover - an unusual setting
-            n_parts = 1
-        n_parts = max(n_parts, -(-(n - nbad) // _PARTITION_EVENTS))
+        setting = str(self.spark.conf.get("spark.sql.shuffle.partitions") or "1")
+        n_parts = max(int(setting) if setting.isdigit() else 1, -(-(n - nbad) // _PARTITION_EVENTS))
         out = (ev.repartition(n_parts, "k")
                .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
                .groupBy("slot", "key").agg(F.sum("w").alias("w")))
