@@ -125,6 +125,39 @@ def _spark(args: argparse.Namespace) -> Any:
     return spark
 
 
+def _python_workers_peak(stop: Any, out: dict[str, float]) -> None:
+    """Poll the RSS of Spark's Python worker processes (executor side; ``pyspark.daemon`` and
+    its forks) every 0.2 s; record the largest single worker and the largest sum."""
+    me = os.getpid()
+
+    def descends_from_me(pid: int) -> bool:
+        for _ in range(8):
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if pid == me:
+                return True
+            if pid <= 1:
+                return False
+        return False
+
+    while not stop.wait(0.2):
+        total = 0.0
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit() or int(d.name) == me:
+                continue
+            try:
+                cmd = (d / "cmdline").read_bytes()
+                if (b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd) \
+                        or not descends_from_me(int(d.name)):
+                    continue
+                rss = next(int(x.split()[1]) / 1024.0 for x in
+                           (d / "status").read_text().splitlines() if x.startswith("VmRSS:"))
+            except (OSError, StopIteration, ValueError, IndexError):
+                continue
+            total += rss
+            out["one"] = max(out.get("one", 0.0), rss)
+        out["sum"] = max(out.get("sum", 0.0), total)
+
+
 def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
     """One window release in this (fresh) process: engine "spark", "spark-collect" or
     "duckdb"; time and peak memory (driver = this Python process; JVM separately)."""
@@ -141,6 +174,11 @@ def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str
         out["session_s"] = time.perf_counter() - t0
         eng = (_collect_path_engine(spark) if engine == "spark-collect"
                else get_engine("spark", spark=spark))
+    import threading
+
+    stop, workers = threading.Event(), {}  # type: ignore[var-annotated]
+    sampler = threading.Thread(target=_python_workers_peak, args=(stop, workers), daemon=True)
+    sampler.start()
     for run in ("", "_warm"):  # first (cold: JVM and Python workers warm up) and second run
         t0 = time.perf_counter()
         try:
@@ -154,6 +192,9 @@ def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str
         out[f"release{run}_s"] = time.perf_counter() - t0
         out["reach_T"] = int(rel.value["cumulative"]["k=1"][-1])
     out["driver_rss_mb"] = _rss_mb()
+    stop.set()
+    sampler.join()
+    out["py_worker_mb"], out["py_workers_mb"] = workers.get("one", 0.0), workers.get("sum", 0.0)
     if spark is not None:
         out["jvm_hwm_mb"] = _hwm_mb(_jvm_pid(spark))
         spark.stop()
@@ -179,18 +220,22 @@ def windows_main(n: int, args: argparse.Namespace) -> None:
                 continue
             results[eng] = json.loads(line[0][7:])
     print(f"\n{'engine':<14} {'cold s':>8} {'warm s':>8} {'events/s':>10} {'driver MB':>10} "
-          f"{'(idle MB)':>10} {'JVM MB':>8}  result")
+          f"{'(idle MB)':>10} {'JVM MB':>8} {'py worker':>10}  result")
     for eng, r in results.items():
         jvm = f"{r['jvm_hwm_mb']:.0f}" if "jvm_hwm_mb" in r else "-"
         res = r.get("error", f"noisy reach(T) = {r.get('reach_T')}")
         warm = r.get("release_warm_s", float("nan"))
+        pyw = (f"{r['py_worker_mb']:.0f}/{r['py_workers_mb']:.0f}" if r.get("py_workers_mb")
+               else "-")
         print(f"{eng:<14} {r['release_s']:8.2f} {warm:8.2f} {n / warm:10.3e} "
-              f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8}  {res}")
+              f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8} {pyw:>10}  "
+              f"{res}")
     print("(release_window_counts(windows=['cumulative', 7], k_values=[1, 3], horizon=365, "
           "rng=2026: same noise, so equal results mean equal exact counts); "
           "spark: reduce_items on the executors; spark-collect: occurrence_times to the driver "
           "(the previous path); driver MB = peak RSS of the Python driver; JVM MB = peak of "
           f"the local[2] JVM (driver and executor in one process, -Xmx {args.spark_memory}); "
+          "py worker = peak RSS of one / all executor Python workers (sampled every 0.2 s); "
           "session start not included)")
 
 
