@@ -311,7 +311,7 @@ class KeyedDiscreteLaplace:
         block = np.zeros((ids.size, 2), dtype="<u8")
         block[:, 0] = ids
         block[:, 1] = tag
-        ct = enc.update(memoryview(block).cast("B"))
+        ct = enc.update(memoryview(block).cast("B"))  # type: ignore[arg-type]
         return np.frombuffer(ct, dtype="<u8")[::2].astype(np.uint64)
 
     def _values(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
