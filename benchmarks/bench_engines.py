@@ -42,6 +42,20 @@ import numpy as np
 ITEMS = 10**6  # distinct item ids drawn from (heavy-tailed)
 
 
+def _bench_session(memory: str):
+    """The benchmarks' Spark session: local[2], UTC, driver memory ``memory``."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.driver.memory", memory)
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def make_log(path: Path, n_events: int, seed: int = 2026, horizon: int | None = None) -> None:
     """A Parquet log of n events: heavy-tailed int64 item ids and int64 times (uniform in
     ``0..10^6-1``, or in the periods ``1..horizon`` when given)."""
@@ -113,15 +127,8 @@ def _collect_path_engine(spark: Any) -> Any:
 
 
 def _spark(args: argparse.Namespace) -> Any:
-    from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.driver.memory", args.spark_memory)
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _bench_session(args.spark_memory)
     return spark
 
 
@@ -260,17 +267,10 @@ def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
         src, eng = path, get_engine("duckdb")
         out["load_s"] = 0.0
     else:
-        from pyspark.sql import SparkSession
 
         t0 = time.perf_counter()
 
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        spark = (SparkSession.builder.master("local[2]").appName("bench")
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "8")
-                 .config("spark.driver.memory", args.spark_memory)
-                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = _bench_session(args.spark_memory)
         out["session_s"] = time.perf_counter() - t0
         out["load_s"] = 0.0
         src, eng = path, get_engine("spark", spark=spark)

@@ -140,6 +140,19 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 _SPARK_ERRORS = _spark_errors()
 
 
+def _check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int,
+                        nf: int) -> None:
+    """Rows ``n``, non-null items ``ni`` and times ``nt``, fractional times ``nf``: refuse
+    nulls and fractional times (the checks every event reader makes first)."""
+    if ni < n:
+        raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+    if nt < n:
+        raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+    if nf:
+        raise data_error(func, time, "integer or timestamp/date valued",
+                         f"{nf} value(s) with a fractional part")
+
+
 def _to_numpy(df: DataFrame, func: str,
               names: dict[str, str] | None = None) -> dict[str, NDArray[Any]]:
     """Collect a small DataFrame to numpy columns; a null raises a DataError naming the source
@@ -340,13 +353,7 @@ class SparkEngine:
         except _SPARK_ERRORS as exc:
             raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
         n, ni, nt, nd, nf = (int(row[c] or 0) for c in ("n", "ni", "nt", "nd", "nf"))
-        if ni < n:
-            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
-        if nt < n:
-            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
-        if nf:
-            raise data_error(func, time, "integer or timestamp/date valued",
-                             f"{nf} value(s) with a fractional part")
+        _check_event_counts(func, item, time, n, ni, nt, nf)
         events = df.select(key.alias("k"), texpr.alias("t"))
         if k_max is not None:
             w = Window.partitionBy("k").orderBy("t")
@@ -406,13 +413,7 @@ class SparkEngine:
         except _SPARK_ERRORS as exc:
             raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
         n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
-        if ni < n:
-            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
-        if nt < n:
-            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
-        if nf:
-            raise data_error(func, time, "integer or timestamp/date valued",
-                             f"{nf} value(s) with a fractional part")
+        _check_event_counts(func, item, time, n, ni, nt, nf)
         check_time_kind(kind, buckets, time, func)
         first = int(row["first"]["p"]) if nbad else None
         z = np.zeros(0, dtype=np.int64)

@@ -238,28 +238,6 @@ def _duckdb_rules(con: Any, path: Path, label: str, params: ProtocolParams) -> N
 
 
 # -- Spark --------------------------------------------------------------------------------------
-def _spark_errors() -> tuple[type[BaseException], ...]:
-    errs: list[type[BaseException]] = []
-    try:
-        from pyspark.errors import PySparkException
-
-        errs.append(PySparkException)
-    except ImportError:  # pragma: no cover - old pyspark
-        pass
-    try:
-        from py4j.protocol import Py4JJavaError
-
-        errs.append(Py4JJavaError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errs)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def _spark_frame(engine: Any, source: Any, label: str, func: str) -> Any:
     """The source as a DataFrame through the engine's public reader; a read failure becomes
     "cannot read reports file ..." (the engine's reason without its "source of ..." prefix)."""
@@ -286,8 +264,11 @@ def check_reports_spark(engine: Any, source: Any, label: str,
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    # the Spark engine's own error classes and one-line reasons (Java root cause included)
+    from dpfreq.engines.spark import _SPARK_ERRORS as errors
+    from dpfreq.engines.spark import _one_line as _first_line
+
     func = "aggregate_reports_file"
-    errors = _spark_errors()
     df = _spark_frame(engine, source, label, func)
     _check_columns(list(df.columns))
     integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
