@@ -211,7 +211,7 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
     t1, t2 = a.min(axis=0), a.max(axis=0)
     step(f"{nq:.0e} random arbitrary windows, first ask (every 2d node noise drawn)",
          lambda: rel2.window(t1, t2, 1), nq, "queries/s")
-    step(f"{nq:.0e} random arbitrary windows, asked again (node noise cached)",
+    step(f"{nq:.0e} random arbitrary windows, asked again (default scheme recomputes)",
          lambda: rel2.window(t1[::-1], t2[::-1], 1), nq, "queries/s", repeat=3)
     b = rng.integers(1, horizon + 1, size=(2, nq))
     step(f"{nq:.0e} new random arbitrary windows (partly cached upper nodes)",
