@@ -252,3 +252,16 @@ def reduce_occurrences(engine: Any, source: Any, *, item: str, time: str,
     check_time_kind(occ.time_kind, buckets, time, func)
     return reduce_events(occ.item_index, occ.times, buckets=buckets, reducer=reducer,
                          drop_out_of_range=drop_out_of_range)
+
+
+def check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int,
+                        nf: int) -> None:
+    """Rows ``n``, non-null items ``ni`` and times ``nt``, fractional times ``nf``: refuse
+    nulls and fractional times (the checks every event reader makes first)."""
+    if ni < n:
+        raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+    if nt < n:
+        raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+    if nf:
+        raise data_error(func, time, "integer or timestamp/date valued",
+                         f"{nf} value(s) with a fractional part")

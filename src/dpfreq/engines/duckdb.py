@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import message
 from dpfreq.engines._common import (
     check_column_name,
+    check_event_counts,
     check_k_max,
     check_max_count,
     data_error,
@@ -267,13 +268,7 @@ class DuckDBEngine:
                           f"count({_q(time)}) AS nt, count(DISTINCT {key}) AS nd, "
                           f"{frac_sql} AS nf FROM dpfreq_src", func)
         n, ni, nt, nd, nf = (int(stats[c][0]) for c in ("n", "ni", "nt", "nd", "nf"))
-        if ni < n:
-            raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
-        if nt < n:
-            raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
-        if nf:
-            raise data_error(func, time, "integer or timestamp/date valued",
-                             f"{nf} value(s) with a fractional part")
+        check_event_counts(func, item, time, n, ni, nt, nf)
         inner = f"SELECT {key} AS k, {texpr} AS t FROM dpfreq_src"
         if k_max is not None:
             inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"

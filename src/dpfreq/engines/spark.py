@@ -37,6 +37,7 @@ from pyspark.sql import types as T
 from dpfreq._validate import message
 from dpfreq.engines._common import (
     check_column_name,
+    check_event_counts,
     check_k_max,
     check_max_count,
     check_time_kind,
@@ -139,18 +140,6 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 
 _SPARK_ERRORS = _spark_errors()
 
-
-def _check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int,
-                        nf: int) -> None:
-    """Rows ``n``, non-null items ``ni`` and times ``nt``, fractional times ``nf``: refuse
-    nulls and fractional times (the checks every event reader makes first)."""
-    if ni < n:
-        raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
-    if nt < n:
-        raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
-    if nf:
-        raise data_error(func, time, "integer or timestamp/date valued",
-                         f"{nf} value(s) with a fractional part")
 
 
 def _to_numpy(df: DataFrame, func: str,
@@ -353,7 +342,7 @@ class SparkEngine:
         except _SPARK_ERRORS as exc:
             raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
         n, ni, nt, nd, nf = (int(row[c] or 0) for c in ("n", "ni", "nt", "nd", "nf"))
-        _check_event_counts(func, item, time, n, ni, nt, nf)
+        check_event_counts(func, item, time, n, ni, nt, nf)
         events = df.select(key.alias("k"), texpr.alias("t"))
         if k_max is not None:
             w = Window.partitionBy("k").orderBy("t")
@@ -413,7 +402,7 @@ class SparkEngine:
         except _SPARK_ERRORS as exc:
             raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
         n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
-        _check_event_counts(func, item, time, n, ni, nt, nf)
+        check_event_counts(func, item, time, n, ni, nt, nf)
         check_time_kind(kind, buckets, time, func)
         first = int(row["first"]["p"]) if nbad else None
         z = np.zeros(0, dtype=np.int64)
