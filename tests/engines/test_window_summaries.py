@@ -149,6 +149,18 @@ def test_reduce_items_local(backend: str, case: str, tmp_path: Path) -> None:
                                _reference(case, drop))
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_duckdb_reduce_items_in_several_hash_passes(case: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB fetches the events in passes over hash(item); tiny passes give the same sums."""
+    import dpfreq.engines.duckdb as duck
+
+    monkeypatch.setattr(duck, "_EVENTS_PER_PASS", 3)
+    for drop in (False, True):
+        _assert_same_reduction(_reduce("duckdb", case, drop, tmp_path, None),
+                               _reference(case, drop))
+
+
 @pytest.mark.spark
 def test_reduce_items_spark(tmp_path: Path, spark: Any) -> None:
     for case in CASES:

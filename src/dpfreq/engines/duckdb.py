@@ -38,11 +38,13 @@ from dpfreq.engines._common import (
     check_event_counts,
     check_k_max,
     check_max_count,
+    check_time_kind,
     data_error,
     finish_item_counts,
     finish_occurrence_times,
     finish_report_sums,
-    reduce_occurrences,
+    reduce_sorted,
+    sum_entries,
 )
 from dpfreq.engines.base import (
     ItemCounts,
@@ -91,6 +93,10 @@ def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
             raise data_error(func, column, "free of nulls", f"{int(mask.sum())} null value(s)")
         return np.ma.getdata(arr)
     return np.asarray(arr)
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EVENTS_PER_PASS = 1 << 23  # events fetched per reduce_items pass (bounds this process's memory)
 
 
 class DuckDBEngine:
@@ -285,11 +291,65 @@ class DuckDBEngine:
 
     def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
                      reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
-        """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
-        numpy chunks of whole items; see :func:`dpfreq.engines._common.reduce_events`)."""
-        return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
-                                  reducer=reducer, drop_out_of_range=drop_out_of_range,
-                                  func="DuckDBEngine.reduce_items")
+        """Per-item reduction of the bucketed events, with bounded memory in this process.
+
+        DuckDB computes the periods (exact integer floor division), the range check and the
+        first event outside in (item, time) order; the events inside are then fetched in
+        ``⌈n / 2^23⌉`` passes over the items split by ``hash(item)`` (every item in exactly one
+        pass), each sorted by (item, period) in SQL and reduced by ``reducer`` in numpy chunks
+        of whole items. The summaries are sums over items, so the passes add up to the
+        one-pass result. Each pass reads the source again (cheap for Parquet; a large CSV is
+        better converted to Parquet first).
+        """
+        func = "DuckDBEngine.reduce_items"
+        check_column_name(item, "item", func)
+        check_column_name(time, "time", func)
+        rel = self.relation(source, func)
+        key = self._key_expr(rel, item, func)
+        texpr, kind, frac = self._time_expr(rel, time, func)
+        frac_sql = f"count(*) FILTER (WHERE {frac})" if frac else "0"
+        stats = self._run(rel, f"SELECT count(*) AS n, count({_q(item)}) AS ni, "
+                          f"count({_q(time)}) AS nt, {frac_sql} AS nf FROM dpfreq_src", func)
+        n, ni, nt, nf = (int(stats[c][0]) for c in ("n", "ni", "nt", "nf"))
+        check_event_counts(func, item, time, n, ni, nt, nf)
+        check_time_kind(kind, buckets, time, func)
+        if buckets.start_us is None:
+            period = "t"
+        else:  # ⌊d / P⌋ + 1 with only non-negative operands divided (exact for any sign of d)
+            d, per = f"(t - ({int(buckets.start_us)}))", int(buckets.period_us or 1)
+            period = (f"(CASE WHEN {d} >= 0 THEN {d} // {per} "
+                      f"ELSE -((-{d} - 1) // {per}) - 1 END + 1)")
+        base = f"SELECT k, t, {period} AS p FROM (SELECT {key} AS k, {texpr} AS t FROM dpfreq_src)"
+        bad = f"(p < 1 OR p > {int(buckets.horizon)})"
+        n_bad, first = 0, None
+        if n:
+            n_bad = int(self._run(rel, f"SELECT count(*) FILTER (WHERE {bad}) AS b FROM ({base})",
+                                  func)["b"][0])
+        if n_bad:
+            first = int(self._run(rel, f"SELECT p FROM ({base}) WHERE {bad} ORDER BY k, t "
+                                  "LIMIT 1", func)["p"][0])
+            if not drop_out_of_range:
+                return ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(), weights=_EMPTY.copy(),
+                                     n_events=0, n_out_of_range=n_bad, first_out_of_range=first)
+        n_in = n - n_bad
+        passes = max(1, -(-n_in // _EVENTS_PER_PASS))
+        parts = []
+        for b in range(passes if n_in else 0):
+            where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
+            res = self._run(rel, f"SELECT k, p FROM ({base}) WHERE {where} ORDER BY k, p", func)
+            keys = _plain(res["k"], item, func)
+            if not len(keys):
+                continue
+            codes = np.zeros(len(keys), dtype=np.int64)
+            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
+            parts.append(reduce_sorted(codes, _plain(res["p"], time, func).astype(np.int64),
+                                       reducer))
+        if parts:
+            slots, ks, ws = sum_entries(*(np.concatenate(v) for v in zip(*parts, strict=True)))
+        else:
+            slots, ks, ws = _EMPTY, _EMPTY.copy(), _EMPTY.copy()
+        return ItemReduction(slots=slots, keys=ks, weights=ws, n_events=n_in,
+                             n_out_of_range=n_bad, first_out_of_range=first)
 
     def report_sums(self, source: Any, *, order: str = "h", interval: str = "j",
                     value: str = "bit") -> ReportSums:
