@@ -23,8 +23,10 @@ import time
 
 import numpy as np
 
+from dpfreq.engines._common import bucket_events
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.counts import _Axis, _bucket, _load_log
+from dpfreq.windows._log import _array_log
+from dpfreq.windows.counts import _Axis
 
 
 def make_log(rng: np.random.Generator, n_events: int, horizon: int, n_items: int):
@@ -189,7 +191,8 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
         return out
 
     step("ingest from memory (item codes, range check, sort by (item, period))",
-         lambda: _bucket(*_load_log((item, times), None, None, None, axis)[:2], axis, "error"),
+         lambda: bucket_events(*_array_log((item, times), None, None, axis), axis.buckets(),
+                               drop=False),
          n, "events/s", repeat=3)
     rel = step(f"full release cumulative + rolling W=7 ({n:.0e} events: ingest, reductions, "
                "noise, curves)",

@@ -1,6 +1,6 @@
-"""Reading an event log for :func:`~dpfreq.windows.release_window_counts`: item codes and raw
-times from in-memory arrays, or from an engine's occurrence times (engines without
-``reduce_items``), with the checks and messages of the release."""
+"""Reading an in-memory event log for :func:`~dpfreq.windows.release_window_counts`: item codes
+and raw times from arrays, with the checks and messages of the release (engine sources are
+reduced by :meth:`dpfreq.engines.base.Engine.reduce_items`)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _array_log(source: Any, item: Any, time: Any, axis: Any) -> tuple[IntArray, 
     lo = int(items.min()) if items.size and items.dtype.kind in "iu" else 0
     if (items.size and items.dtype.kind in "iu"
             and (int(items.max()) - lo + 1) * (axis.horizon + 2) < 1 << 62):
-        # integer ids: offsets from the minimum are codes already (made dense by _bucket
+        # integer ids: offsets from the minimum are codes already (made dense by bucket_events
         # after its sort, which saves np.unique's own sort of the whole log)
         codes = items.astype(np.int64) - lo
     else:
@@ -91,31 +91,6 @@ def _array_log(source: Any, item: Any, time: Any, axis: Any) -> tuple[IntArray, 
     times = (_integer_times(times_raw, str(time)) if axis.start_us is None
              else _timestamp_times(times_raw, str(time)))
     return codes, times
-
-
-def _engine_log(eng: Any, source: Any, item: Any, time: Any,
-                axis: Any) -> tuple[IntArray, IntArray]:
-    occ = eng.occurrence_times(source, item=item, time=time, k_max=None)
-    codes = np.asarray(occ.item_index, dtype=np.int64)
-    times = np.asarray(occ.times, dtype=np.int64)
-    _check_sorted(codes, times)
-    want = "integer" if axis.start_us is None else "timestamp_us"
-    if occ.time_kind != want:
-        raise DataError(message(f"time column {time!r}", _FUNC,
-                                "integer periods with horizon=" if want == "integer" else
-                                "timestamps with start/end/period", occ.time_kind))
-    return codes, times
-
-
-def _check_sorted(codes: IntArray, times: IntArray) -> None:
-    """The engine contract: occurrences sorted by (item, time)."""
-    if codes.size > 1:
-        dc = np.diff(codes)
-        bad = (dc < 0) | ((dc == 0) & (np.diff(times) < 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0]) + 1
-            raise DataError(message("occurrence times", _FUNC, "sorted by (item, time)",
-                                    f"unsorted at row {i}"))
 
 
 def _range_error(n_bad: int, first: int | None, horizon: int) -> DataError:

@@ -21,12 +21,12 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
 from dpfreq.budget import Accountant
 from dpfreq.engines import Engine, get_engine
-from dpfreq.engines._common import bucket_events, reduce_events
+from dpfreq.engines._common import reduce_events
 from dpfreq.engines.base import ItemReduction, TimeBuckets
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
-from dpfreq.windows._log import _array_log, _engine_log, _range_error
+from dpfreq.windows._log import _array_log, _range_error
 from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
@@ -127,41 +127,14 @@ def _parse_k(k_values: Any) -> tuple[int, ...]:
     return tuple(sorted({check_int(k, "k_values", _FUNC, minimum=1) for k in ks}))
 
 
-def _load_log(source: Any, item: Any, time: Any, engine: str | Engine | Any,
-              axis: _Axis) -> tuple[IntArray, IntArray, str]:
-    """Item codes and raw times (periods, or microseconds) from arrays or an engine's
-    occurrence times (every event in this process; releases use :func:`_summarize`)."""
-    if engine is None and isinstance(source, Mapping | tuple | list):
-        return (*_array_log(source, item, time, axis), "arrays")
-    eng = _engine(source, item, time, engine)
-    return (*_engine_log(eng, source, item, time, axis), eng.name)
-
-
-def _engine(source: Any, item: Any, time: Any, engine: Any) -> Any:
-    if item is None or time is None:
-        raise ParameterError(message("item/time", _FUNC, "column names for a file or SQL source",
-                                     (item, time)))
-    return get_engine(engine, source)
-
-
-def _bucket(codes: IntArray, times: IntArray, axis: _Axis,
-            out_of_range: str) -> tuple[IntArray, IntArray, int]:
-    """Periods, range check, dense item codes sorted by (item, period) (arrays path)."""
-    dense, periods, n_bad, first = bucket_events(codes, times, axis.buckets(),
-                                                 drop=out_of_range == "drop")
-    if n_bad and out_of_range == "error":
-        raise _range_error(n_bad, first, axis.horizon)
-    return dense, periods, n_bad
-
-
 def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, axis: _Axis,
                out_of_range: str, specs: tuple[SummarySpec, ...]
                ) -> tuple[WindowSummaries, int, str]:
     """The log's summaries, the number of events dropped, and the source kind.
 
     Engine sources are reduced by the engine (:meth:`Engine.reduce_items`: on Spark, per
-    partition on the executors; only the summed summaries reach this process). An engine
-    without ``reduce_items`` gives its occurrence times, reduced here by the same code.
+    partition on the executors; only the summed summaries reach this process); arrays by the
+    same numpy code in this process.
     """
     reducer = WindowReducer(axis.horizon, specs)
     drop = out_of_range == "drop"
@@ -171,14 +144,12 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
                             drop_out_of_range=drop)
         kind = "arrays"
     else:
-        eng = _engine(source, item, time, engine)
-        if hasattr(eng, "reduce_items"):
-            red = eng.reduce_items(source, item=item, time=time, buckets=axis.buckets(),
-                                   reducer=reducer, drop_out_of_range=drop)
-        else:  # a duck-typed engine with the older protocol
-            codes, raw = _engine_log(eng, source, item, time, axis)
-            red = reduce_events(codes, raw, buckets=axis.buckets(), reducer=reducer,
-                                drop_out_of_range=drop)
+        if item is None or time is None:
+            raise ParameterError(message("item/time", _FUNC,
+                                         "column names for a file or SQL source", (item, time)))
+        eng = get_engine(engine, source)
+        red = eng.reduce_items(source, item=item, time=time, buckets=axis.buckets(),
+                               reducer=reducer, drop_out_of_range=drop)
         kind = eng.name
     return _from_reduction(red, axis, out_of_range, specs), red.n_out_of_range, kind
 
