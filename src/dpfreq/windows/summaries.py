@@ -84,8 +84,9 @@ class WindowReducer:
     """The per-item reduction of a window release (an :data:`~dpfreq.engines.base.ItemReducer`).
 
     Called on chunks of whole items (dense codes and periods in ``1..horizon`` sorted by
-    (code, period)); returns ``(slots, keys, weights)``, pre-summed within the chunk. Keys:
-    slot 0 and ``cumulative`` — the period; ``fixed`` — ``b·(W+2) + v`` for P1 values,
+    (code, period)); returns ``(slots, keys, weights)``, not necessarily summed (the engine
+    sums per (slot, key) with :func:`~dpfreq.engines._common.sum_entries`). Keys: slot 0 and
+    ``cumulative`` — the period; ``fixed`` — ``b·(W+2) + v`` for P1 values,
     ``(n_b + b)·(W+2) + v`` for P2 values, ``2·n_b·(W+2) + b`` for the items present in block
     ``b`` (``n_b = ⌊T/W⌋ + 1`` blocks); ``all`` — ``x·(T+2) + y``.
     Picklable: the Spark engine runs it on the executors.
@@ -110,15 +111,13 @@ class WindowReducer:
                 dense = np.concatenate((ha.ravel(), hc.ravel(), bp.n_present))
                 parts.append(_nonzero(slot, dense))
             else:
+                # one entry per point, +1 (P1) or −1 (P2): the engine's sum per (slot, key)
+                # (sum_entries, after every chunk) merges equal points and drops zero sums
                 x1, y1, x2, y2 = time_window_points(codes, periods, spec.k, t)
                 keys = np.concatenate((x1, x2)) * (t + 2) + np.concatenate((y1, y2))
-                uniq, inv = np.unique(keys, return_inverse=True)
-                inv = inv.ravel()
-                sums = (np.bincount(inv[:x1.size], minlength=uniq.size)
-                        - np.bincount(inv[x1.size:], minlength=uniq.size)).astype(np.int64)
-                nz = sums != 0
-                parts.append((np.full(int(nz.sum()), slot, dtype=np.int64), uniq[nz],
-                              sums[nz]))
+                w = np.ones(keys.size, dtype=np.int64)
+                w[x1.size:] = -1
+                parts.append((np.full(keys.size, slot, dtype=np.int64), keys, w))
         s, k, w = (np.concatenate(v) for v in zip(*parts, strict=True))
         return s, k, w
 
