@@ -56,6 +56,17 @@ def _bench_session(memory: str):
     return spark
 
 
+def _run_worker(cmd: list[str], eng: str) -> dict[str, Any] | None:
+    """Run one engine's worker process; its ``RESULT {json}`` line, or None (failure printed)."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    if proc.returncode or not line:
+        print(f"# {eng} failed:\n{proc.stderr[-2000:]}")
+        return None
+    out: dict[str, Any] = json.loads(line[0][7:])
+    return out
+
+
 def make_log(path: Path, n_events: int, seed: int = 2026, horizon: int | None = None) -> None:
     """A Parquet log of n events: heavy-tailed int64 item ids and int64 times (uniform in
     ``0..10^6-1``, or in the periods ``1..horizon`` when given)."""
@@ -220,12 +231,9 @@ def windows_main(n: int, args: argparse.Namespace) -> None:
         for eng in engines:
             cmd = [sys.executable, __file__, "--worker", f"windows:{eng}", str(path),
                    "--spark-memory", args.spark_memory]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-            if proc.returncode or not line:
-                print(f"# {eng} failed:\n{proc.stderr[-2000:]}")
-                continue
-            results[eng] = json.loads(line[0][7:])
+            res = _run_worker(cmd, eng)
+            if res is not None:
+                results[eng] = res
     print(f"\n{'engine':<14} {'cold s':>8} {'warm s':>8} {'events/s':>10} {'driver MB':>10} "
           f"{'(idle MB)':>10} {'JVM MB':>8} {'py worker':>10}  result")
     for eng, r in results.items():
@@ -374,12 +382,9 @@ def main() -> None:
                 cmd += ["--sketch-d", *map(str, args.sketch_d)]
             if args.tmp:
                 cmd += ["--tmp", args.tmp]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-            if proc.returncode or not line:
-                print(f"# {eng} failed:\n{proc.stderr[-2000:]}")
-                continue
-            results[eng] = json.loads(line[0][7:])
+            res = _run_worker(cmd, eng)
+            if res is not None:
+                results[eng] = res
 
     base = results.get("duckdb")
     print(f"\n{'engine':<8} {'op':<16} {'cold s':>8} {'warm s':>8} {'events/s':>11} "

@@ -165,6 +165,14 @@ def _to_numpy(df: DataFrame, func: str,
     return {c: np.array([r[i] for r in rows]) for i, c in enumerate(cols)}  # pragma: no cover
 
 
+def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
+    """The one row of ``df.agg(*aggs)``; a Spark failure becomes a DataError."""
+    try:
+        return df.agg(*aggs).collect()[0]
+    except _SPARK_ERRORS as exc:
+        raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+
+
 class SparkEngine:
     """Exact aggregates computed by Spark.
 
@@ -337,10 +345,7 @@ class SparkEngine:
                 F.count(F.col(f"`{time}`")).alias("nt"), F.countDistinct(key).alias("nd")]
         aggs.append(F.count(F.when(frac, 1)).alias("nf") if frac is not None
                     else F.lit(0).cast("long").alias("nf"))
-        try:
-            row = df.agg(*aggs).collect()[0]
-        except _SPARK_ERRORS as exc:
-            raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+        row = _agg_row(df, aggs, func)
         n, ni, nt, nd, nf = (int(row[c] or 0) for c in ("n", "ni", "nt", "nd", "nf"))
         check_event_counts(func, item, time, n, ni, nt, nf)
         events = df.select(key.alias("k"), texpr.alias("t"))
@@ -397,10 +402,7 @@ class SparkEngine:
                 F.count(F.when(bad, 1)).alias("nbad"),
                 F.min(F.when(bad, F.struct(F.col("k").alias("k"), period.alias("p"))))
                 .alias("first")]
-        try:
-            row = events.agg(*aggs).collect()[0]
-        except _SPARK_ERRORS as exc:
-            raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+        row = _agg_row(events, aggs, func)
         n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
         check_event_counts(func, item, time, n, ni, nt, nf)
         check_time_kind(kind, buckets, time, func)
