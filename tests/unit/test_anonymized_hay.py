@@ -12,6 +12,7 @@ from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
 from dpfreq.anonymized._input import as_prevalences
 from dpfreq.anonymized.hay import hay, sorted_padded
 from dpfreq.errors import ParameterError
+from histogram_cases import partitions
 
 
 class ZeroNoise:
@@ -68,15 +69,6 @@ def test_worked_example_with_injected_noise() -> None:
     out = hay(c, p, split=(1.0, 1.0, 0.0), noise=noise)
     # noisy [8, 8, 7, 0, 0, 2]: PAVA pools (0, 0, 2) to 2/3, which rounds to 1
     assert mapping(out.counts, out.prevalences) == {1: 3, 7: 1, 8: 2}
-
-
-def partitions(n: int, largest: int):
-    if n == 0:
-        yield []
-        return
-    for first in range(min(n, largest), 0, -1):
-        for rest in partitions(n - first, first):
-            yield [first, *rest]
 
 
 def test_sorted_padded_sensitivity_one_brute_force() -> None:
