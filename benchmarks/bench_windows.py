@@ -23,9 +23,7 @@ import time
 
 import numpy as np
 
-from dpfreq.engines._common import bucket_events
 from dpfreq.windows import release_window_counts
-from dpfreq.windows._log import _array_log
 from dpfreq.windows.counts import _Axis
 
 
@@ -171,6 +169,21 @@ def bench_approx(quick: bool) -> None:
                  "pure/approx"))
 
 
+def _ingest(item, times, axis):
+    """What the release runs to read and bucket an in-memory log, in this library version
+    (the --baseline-rev run imports an older one)."""
+    try:
+        from dpfreq.engines._common import bucket_events
+        from dpfreq.windows._log import _array_log
+    except ImportError:  # revisions before the summaries (e86e79f and older)
+        from dpfreq.windows.counts import _bucket, _load_log
+
+        return lambda: _bucket(*_load_log((item, times), None, None, None, axis)[:2], axis,
+                               "error")
+    return lambda: bucket_events(*_array_log((item, times), None, None, axis), axis.buckets(),
+                                 drop=False)
+
+
 def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
     """(step, seconds, rate, unit) of every speed step; uses only APIs every version has."""
     n = 10**6 if quick else 10**7
@@ -191,9 +204,7 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
         return out
 
     step("ingest from memory (item codes, range check, sort by (item, period))",
-         lambda: bucket_events(*_array_log((item, times), None, None, axis), axis.buckets(),
-                               drop=False),
-         n, "events/s", repeat=3)
+         _ingest(item, times, axis), n, "events/s", repeat=3)
     rel = step(f"full release cumulative + rolling W=7 ({n:.0e} events: ingest, reductions, "
                "noise, curves)",
                lambda: release_window_counts((item, times), horizon=horizon, epsilon=1.0,
