@@ -21,13 +21,17 @@ from numpy.typing import NDArray
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = [
+    "EPSILON_MAX",
+    "EPSILON_MIN",
     "check_choice",
+    "check_confidence",
     "check_count_array",
     "check_delta",
     "check_epsilon",
     "check_int",
     "check_open_unit",
     "check_positive_float",
+    "check_unit",
     "message",
 ]
 
@@ -55,9 +59,39 @@ def check_positive_float(value: Any, param: str, func: str, *, allow_inf: bool =
     return x
 
 
+EPSILON_MIN = 1e-6
+EPSILON_MAX = 1000.0
+
+
 def check_epsilon(value: Any, param: str = "epsilon", func: str = "dpfreq") -> float:
-    """A privacy parameter ε: a finite number > 0. There is never a default."""
-    return check_positive_float(value, param, func)
+    """A privacy parameter ε in ``[EPSILON_MIN, EPSILON_MAX]`` = [1e-6, 1000]. Never defaulted.
+
+    Below 1e-6 no release is useful and the noise tables grow without bound; above 1000 the
+    guarantee ``e^ε`` is meaningless and overflows double precision. Systems may narrow the
+    range further where their own arithmetic needs it (and say so in the message).
+    """
+    rule = f"a number in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]"
+    if not _is_real_number(value):
+        raise ParameterError(message(param, func, rule, value))
+    x = float(value)
+    if math.isnan(x) or not EPSILON_MIN <= x <= EPSILON_MAX:
+        raise ParameterError(message(param, func, rule, value))
+    return x
+
+
+def check_confidence(value: Any, param: str = "confidence", func: str = "dpfreq") -> float:
+    """A confidence level in (0, 1), e.g. 0.95: the probability an interval or bound holds."""
+    return check_open_unit(value, param, func)
+
+
+def check_unit(value: Any, func: str, choices: Iterable[str]) -> str:
+    """The unit of privacy: one of ``choices`` (never defaulted where there is more than one)."""
+    options = tuple(choices)
+    if value is None:
+        raise ParameterError(message("unit", func, "given explicitly, one of " +
+                                     ", ".join(repr(c) for c in options) +
+                                     " (the unit of privacy has no default)", value))
+    return str(check_choice(value, "unit", func, options))
 
 
 def check_delta(value: Any, param: str = "delta", func: str = "dpfreq") -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ErrorStatement", "Release", "to_jsonable"]
+__all__ = ["ERROR_KINDS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -41,31 +41,53 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+ERROR_KINDS = ("interval", "bound", "sd")
+UNITS = ("event", "item", "device")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ErrorStatement:
-    """How far the estimate may be from the truth.
+    """How far the estimate may be from the truth, with the probability that it holds.
 
     Attributes
     ----------
-    kind : str
-        ``"bound"`` (a high-probability bound from a theorem), ``"ci"`` (a confidence interval
-        from the exact noise variance), ``"sd"`` (standard deviation only), or ``"scale"`` (the
-        expected size of the added noise in the stated metric, where the theorem has no explicit
-        constants — an order of magnitude, not a guarantee).
+    kind : {"interval", "bound", "sd"}
+        ``"interval"``: per-estimate intervals ``[lower, upper]``, each holding with probability
+        at least ``confidence`` (and, when ``band_lower``/``band_upper`` are given, a band
+        holding for all estimates *simultaneously* with probability at least ``confidence``).
+        ``"bound"``: a high-probability bound on a norm of the whole error (``value``), from a
+        theorem with explicit constants. ``"sd"``: a standard deviation only (no confidence).
     confidence : float or None
-        Probability with which the bound / interval holds (e.g. ``1 - 2η``); ``None`` for "sd"
-        and "scale".
+        Probability with which the intervals / bound hold; ``None`` only for ``"sd"``.
     value : float or numpy.ndarray
-        The bound (or interval half-width, or standard deviation), per estimate or overall.
+        The bound, or the interval half-widths (per estimate), or the standard deviation.
     description : str
-        One sentence a person can read: which norm or query, which theorem, simultaneous or per
-        query.
+        One sentence a person can read: what is bounded, how it was computed, and what it means.
+    lower, upper : numpy.ndarray or None
+        Per-estimate interval ends (``"interval"`` only), in the units of ``Release.value``.
+    band_lower, band_upper : numpy.ndarray or None
+        A simultaneous band (all estimates at once) at the same confidence, when available.
+    vacuous : bool
+        True when the statement is no better than what is known without the data (e.g. an ℓ1
+        bound ≥ the largest possible ℓ1 distance): the release is then of little use, and
+        ``description`` names the ε that would make it useful.
     """
 
     kind: str
     confidence: float | None
     value: Any
     description: str
+    lower: Any = None
+    upper: Any = None
+    band_lower: Any = None
+    band_upper: Any = None
+    vacuous: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ERROR_KINDS:
+            raise ValueError(f"ErrorStatement.kind must be one of {ERROR_KINDS}; got {self.kind!r}")
+        if self.kind != "sd" and self.confidence is None:
+            raise ValueError("an interval or bound needs its confidence")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +101,9 @@ class Release:
     epsilon, delta : float
         Privacy parameters the release spent (as given by the caller; the exact fraction used
         for noise is in ``mechanism_params``).
+    unit : {"event", "item", "device"}
+        The unit of privacy: ``"event"`` — one row (one occurrence of one item); ``"item"`` —
+        one item with all its rows; ``"device"`` — one device's whole sequence of states.
     mechanism : str
         Name of the mechanism (e.g. ``"wu-pagh-fft"``).
     mechanism_params : Mapping
@@ -92,6 +117,7 @@ class Release:
     value: Any
     epsilon: float
     delta: float = 0.0
+    unit: str
     mechanism: str
     mechanism_params: Mapping[str, Any] = field(default_factory=dict)
     seeded: bool
@@ -107,6 +133,30 @@ class Release:
         """The release as JSON text (keyword arguments go to :func:`json.dumps`)."""
         kwargs.setdefault("indent", 2)
         return json.dumps(self.to_dict(), **kwargs)
+
+    def table(self) -> dict[str, Any]:
+        """The estimate as tidy columns (one row per estimate), with its interval where known.
+
+        Subclasses implement it; :meth:`to_pandas` builds a DataFrame from it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no table")
+
+    def to_pandas(self) -> Any:
+        """The estimate as a tidy :class:`pandas.DataFrame` (one row per estimate).
+
+        Columns come from :meth:`table`; the release's ε, δ, unit and mechanism are in
+        ``DataFrame.attrs``. Needs pandas (``pip install pandas``).
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in every extra that tests
+            from dpfreq.errors import EngineUnavailableError
+
+            raise EngineUnavailableError("to_pandas needs pandas: pip install pandas") from exc
+        frame = pd.DataFrame(self.table())
+        frame.attrs.update({"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
+                            "mechanism": self.mechanism, "confidence": self.error.confidence})
+        return frame
 
     def plot(self, ax: Any = None) -> Any:  # pragma: no cover - overridden
         """Draw the release with its error band on a matplotlib axes (subclasses implement)."""

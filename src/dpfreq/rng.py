@@ -16,6 +16,7 @@ partitions). numpy's global state, :mod:`random` and ``RandomState`` are never u
 from __future__ import annotations
 
 import hashlib
+import hmac
 import numbers
 import os
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from dpfreq.errors import ParameterError
 __all__ = [
     "RNGLike",
     "ResolvedRNG",
+    "derive_key",
     "keyed_generator",
     "new_secret_key",
     "resolve_rng",
@@ -70,20 +72,56 @@ def new_secret_key() -> bytes:
     return os.urandom(32)
 
 
-def keyed_generator(key: bytes, *stream: int) -> np.random.Generator:
-    """A deterministic CSPRNG stream identified by ``(key, *stream)``.
+def _encode_part(part: str | int | bytes) -> bytes:
+    """One labelled, length-prefixed field of the canonical encoding used by :func:`derive_key`."""
+    if isinstance(part, bool):
+        raise ParameterError(message("part", "derive_key", "a str, an int or bytes", part))
+    if isinstance(part, str):
+        tag, body = b"s", part.encode("utf-8")
+    elif isinstance(part, numbers.Integral):
+        tag, body = b"i", str(int(part)).encode("ascii")
+    elif isinstance(part, bytes | bytearray):
+        tag, body = b"b", bytes(part)
+    else:
+        raise ParameterError(message("part", "derive_key", "a str, an int or bytes", part))
+    return tag + len(body).to_bytes(8, "big") + body
 
-    The same key and stream identifiers always give the same output; different identifiers give
-    computationally independent streams. ChaCha20 is keyed with ``SHA-256(key || ids)``, so the
-    stream identifiers can be node ids of a tree (lazy noise) or partition ids (Spark executors).
-    The key must be secret for the noise to protect privacy; a seeded key is for testing only.
+
+def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
+    """A 32-byte sub-key for what ``parts`` names, derived from a secret ``key``.
+
+    ``HMAC-SHA256(key, "dpfreq-kdf-1" ‖ enc(part_1) ‖ … ‖ enc(part_m))`` where ``enc`` writes a
+    type tag, an 8-byte length and the bytes of each part (integers in decimal, strings in
+    UTF-8). The encoding is injective — two different tuples of parts never encode to the same
+    bytes, whatever their number, types or sizes — so distinct structures (release, family, k,
+    tree, node block, ...) get computationally independent sub-keys: they can only share one by
+    a collision of HMAC-SHA256. This is the one key-derivation construction of dpfreq; every
+    keyed noise stream (window trees, distributed sketch blocks, sub-domain sampling) goes
+    through it.
+
+    Examples
+    --------
+    >>> k = bytes(32)
+    >>> derive_key(k, "tree", 1, 12) != derive_key(k, "tree", 11, 2)
+    True
+    >>> len(derive_key(k, "x"))
+    32
     """
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
-        raise ParameterError(message("key", "keyed_generator", "at least 16 bytes", key))
-    h = hashlib.sha256(bytes(key))
-    for s in stream:
-        h.update(int(s).to_bytes(16, "little", signed=True))
-    derived = int.from_bytes(h.digest(), "little")
+        raise ParameterError(message("key", "derive_key", "at least 16 bytes", type(key).__name__))
+    body = b"dpfreq-kdf-1" + b"".join(_encode_part(p) for p in parts)
+    return hmac.new(bytes(key), body, hashlib.sha256).digest()
+
+
+def keyed_generator(key: bytes, *parts: str | int | bytes) -> np.random.Generator:
+    """A deterministic CSPRNG stream identified by ``(key, *parts)``.
+
+    ChaCha20 (20 rounds) keyed with :func:`derive_key` ``(key, "generator", *parts)``: the same
+    key and parts always give the same output; different parts give computationally independent
+    streams. The key must be secret for the noise to protect privacy; a seeded key is for
+    testing only.
+    """
+    derived = int.from_bytes(derive_key(key, "generator", *parts), "little")
     return np.random.Generator(randomgen.ChaCha(key=derived, counter=0, rounds=20))
 
 

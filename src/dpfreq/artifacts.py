@@ -1,0 +1,179 @@
+"""Versioned, integrity-checked files for saved state (releases, sketches, client state, params).
+
+Every artefact dpfreq writes carries a header naming its *kind* and *format version*, and a
+SHA-256 digest over the header and every array. Reading checks, in this order: that the file is
+a readable container, that the header names the expected kind and version, that the digest
+matches, and that every array has the dtype and shape the header declares. Any failure is one
+:class:`~dpfreq.errors.DataError` naming the file and what is wrong — never a ``BadZipFile``,
+``KeyError`` or ``zlib.error``.
+
+The digest detects corruption and casual edits. It does not stop a deliberate forger who
+recomputes it (the files that hold a release's secret key could not keep a MAC key from such a
+person anyway), so each loader also validates every field against its own rules (ε in range,
+known unit, shapes consistent with the parameters): an edited file either fails the digest or
+fails validation, or is a well-formed artefact the editor could have produced by calling dpfreq.
+
+Two containers: ``.npz``-style zip files (numpy arrays, never pickles) for array state, and
+JSON text for small state (device state, protocol parameters).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfreq.errors import DataError
+
+__all__ = ["open_json", "read_artifact", "seal_json", "write_artifact"]
+
+_FORMAT = "dpfreq"
+_HEADER = "__header__.json"
+_ALLOWED_KINDS = "biuf"
+
+
+def _digest(header: bytes, arrays: Mapping[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    h.update(len(header).to_bytes(8, "big") + header)
+    for name in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[name])
+        meta = f"{name}|{arr.dtype.str}|{arr.shape}".encode()
+        h.update(len(meta).to_bytes(8, "big") + meta)
+        data = arr.tobytes()
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+def _bad(label: str, kind: str, reason: str) -> DataError:
+    return DataError(f"{label} is not a valid dpfreq {kind} file: {reason}.")
+
+
+def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[str, Any],
+                   arrays: Mapping[str, np.ndarray] | None = None) -> Path:
+    """Write ``meta`` (JSON-ready) and numeric ``arrays`` as one integrity-checked zip file.
+
+    The file is written to a temporary name beside ``path`` and renamed, so a crash never leaves
+    a half-written artefact under the final name.
+    """
+    arrays = {k: np.ascontiguousarray(v) for k, v in (arrays or {}).items()}
+    for name, arr in arrays.items():
+        if arr.dtype.kind not in _ALLOWED_KINDS:
+            raise TypeError(f"array {name!r} has dtype {arr.dtype}; only numeric arrays are saved")
+    shapes = {k: [v.dtype.str, list(v.shape)] for k, v in arrays.items()}
+    header_obj = {"format": _FORMAT, "kind": kind, "version": int(version), "meta": meta,
+                  "arrays": shapes}
+    header = json.dumps(header_obj, sort_keys=True, separators=(",", ":")).encode()
+    digest = _digest(header, arrays)
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(_HEADER, header)
+        zf.writestr("__sha256__", digest)
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            zf.writestr(name + ".npy", buf.getvalue())
+    tmp.replace(out)
+    return out
+
+
+def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
+                  ) -> tuple[int, dict[str, Any], dict[str, np.ndarray]]:
+    """Read a file written by :func:`write_artifact`; returns ``(version, meta, arrays)``.
+
+    Raises
+    ------
+    DataError
+        The file is missing, unreadable, truncated, of another kind or version, fails its
+        digest, or holds an array whose dtype or shape differs from its header.
+    """
+    label = str(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if _HEADER not in names or "__sha256__" not in names:
+                raise _bad(label, kind, "no dpfreq header (not a file dpfreq wrote)")
+            header = zf.read(_HEADER)
+            stored = zf.read("__sha256__").decode("ascii", "replace")
+            obj = json.loads(header)
+            if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
+                raise _bad(label, kind, "no dpfreq header (not a file dpfreq wrote)")
+            if obj.get("kind") != kind:
+                raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
+            version = obj.get("version")
+            if version not in versions:
+                raise _bad(label, kind, f"format version {version!r} is not supported "
+                           f"(this dpfreq reads {', '.join(map(str, versions))})")
+            shapes = obj.get("arrays")
+            if not isinstance(shapes, dict) or set(shapes) != {
+                    n[:-4] for n in names if n.endswith(".npy")}:
+                raise _bad(label, kind, "its arrays do not match its header")
+            arrays: dict[str, np.ndarray] = {}
+            for name, (dtype, shape) in shapes.items():
+                arr = np.load(io.BytesIO(zf.read(name + ".npy")), allow_pickle=False)
+                if arr.dtype.str != dtype or list(arr.shape) != list(shape):
+                    raise _bad(label, kind, f"array {name!r} does not match its header")
+                arrays[name] = arr
+    except DataError:
+        raise
+    except FileNotFoundError:
+        raise DataError(f"{label} does not exist.") from None
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError,
+            TypeError, KeyError, UnicodeDecodeError) as exc:
+        # zlib.error is not an OSError subclass, so it is caught by name below
+        raise _bad(label, kind, f"unreadable or truncated ({type(exc).__name__})") from None
+    except Exception as exc:
+        if type(exc).__module__ == "zlib":
+            raise _bad(label, kind, "unreadable or truncated (corrupt compressed data)") from None
+        raise
+    if _digest(header, arrays) != stored:
+        raise _bad(label, kind, "its checksum does not match (the file was edited or corrupted)")
+    meta = obj.get("meta")
+    if not isinstance(meta, dict):
+        raise _bad(label, kind, "its header has no parameters")
+    return int(version), meta, arrays
+
+
+def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
+    """JSON text of ``payload`` with the dpfreq header and a SHA-256 digest of the payload."""
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{kind}|{int(version)}|{body}".encode()).hexdigest()
+    return json.dumps({"format": _FORMAT, "kind": kind, "version": int(version),
+                       "payload": payload, "sha256": digest}, sort_keys=True)
+
+
+def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
+              label: str = "the text") -> tuple[int, dict[str, Any]]:
+    """Check and unwrap text written by :func:`seal_json`; returns ``(version, payload)``.
+
+    Raises
+    ------
+    DataError
+        Not JSON, no dpfreq header, another kind or version, or a digest mismatch.
+    """
+    try:
+        obj = json.loads(text)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise _bad(label, kind, "not JSON") from None
+    if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
+        raise _bad(label, kind, "no dpfreq header (not text dpfreq wrote)")
+    if obj.get("kind") != kind:
+        raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
+    version = obj.get("version")
+    if version not in versions:
+        raise _bad(label, kind, f"format version {version!r} is not supported "
+                   f"(this dpfreq reads {', '.join(map(str, versions))})")
+    payload = obj.get("payload")
+    if not isinstance(payload, dict):
+        raise _bad(label, kind, "it has no payload")
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{kind}|{int(version)}|{body}".encode()).hexdigest()
+    if obj.get("sha256") != digest:
+        raise _bad(label, kind, "its checksum does not match (it was edited or corrupted)")
+    return int(version), payload
