@@ -1,95 +1,70 @@
 """dpfreq: differentially private frequency statistics.
 
 Four systems share one set of primitives (exact noise on a secure RNG, budgets, releases):
-private profiles (Wu & Pagh 2024), anonymized histograms (PrivHist, Suresh 2019), reach and
-frequency over time windows (Ghazi et al. 2023) and longitudinal local DP (FutureRand,
-Ohrimenko–Wirth–Wu 2022).
+private profiles (Wu & Pagh 2024, and the direct count-of-counts mechanism), anonymized
+histograms (PrivHist, Suresh 2019), reach and frequency over time windows (Ghazi et al. 2023) and
+longitudinal local DP (FutureRand, Ohrimenko–Wirth–Wu 2022).
+
+The public names below are imported on first use (PEP 562), so ``import dpfreq`` is light and a
+program that uses one system never imports the others.
 """
 
 from __future__ import annotations
 
-from dpfreq.anonymized import (
-    AnonymizedHistogramRelease,
-    PropertyEstimate,
-    estimate_properties,
-    release_anonymized_histogram,
-    sorted_l1_distance,
-)
-from dpfreq.budget import (
-    Accountant,
-    PrivacyBudget,
-    advanced_composition,
-    group_privacy,
-    sequential_composition,
-)
-from dpfreq.engines import get_engine
-from dpfreq.errors import (
-    BudgetExceededError,
-    DataError,
-    DPFreqError,
-    DPFreqWarning,
-    EngineUnavailableError,
-    ParameterError,
-)
-from dpfreq.longitudinal import (
-    LongitudinalAggregator,
-    LongitudinalClient,
-    LongitudinalEstimate,
-    ProtocolParams,
-    aggregate_reports_file,
-    make_params,
-    make_randomizer,
-    simulate_longitudinal,
-)
-from dpfreq.profile import (
-    ProfileRelease,
-    ProfileSketch,
-    reconstruct_profile,
-    release_profile,
-)
-from dpfreq.release import ErrorStatement, Release
-from dpfreq.windows import (
-    WindowAnswer,
-    WindowCountsRelease,
-    release_window_counts,
-)
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Accountant",
-    "AnonymizedHistogramRelease",
-    "BudgetExceededError",
-    "DPFreqError",
-    "DPFreqWarning",
-    "DataError",
-    "EngineUnavailableError",
-    "ErrorStatement",
-    "LongitudinalAggregator",
-    "LongitudinalClient",
-    "LongitudinalEstimate",
-    "ParameterError",
-    "PrivacyBudget",
-    "ProfileRelease",
-    "ProfileSketch",
-    "PropertyEstimate",
-    "ProtocolParams",
-    "Release",
-    "WindowAnswer",
-    "WindowCountsRelease",
-    "__version__",
-    "advanced_composition",
-    "aggregate_reports_file",
-    "estimate_properties",
-    "get_engine",
-    "group_privacy",
-    "make_params",
-    "make_randomizer",
-    "reconstruct_profile",
-    "release_anonymized_histogram",
-    "release_profile",
-    "release_window_counts",
-    "sequential_composition",
-    "simulate_longitudinal",
-    "sorted_l1_distance",
-]
+# public name -> module that defines (or re-exports) it
+_EXPORTS: dict[str, str] = {
+    "Accountant": "dpfreq.budget",
+    "AnonymizedHistogramRelease": "dpfreq.anonymized",
+    "BudgetExceededError": "dpfreq.errors",
+    "DPFreqError": "dpfreq.errors",
+    "DPFreqWarning": "dpfreq.errors",
+    "DataError": "dpfreq.errors",
+    "EngineUnavailableError": "dpfreq.errors",
+    "ErrorStatement": "dpfreq.release",
+    "LongitudinalAggregator": "dpfreq.longitudinal",
+    "LongitudinalClient": "dpfreq.longitudinal",
+    "LongitudinalEstimate": "dpfreq.longitudinal",
+    "ParameterError": "dpfreq.errors",
+    "PrivacyBudget": "dpfreq.budget",
+    "ProfileRelease": "dpfreq.profile",
+    "ProfileSketch": "dpfreq.profile",
+    "PropertyEstimate": "dpfreq.anonymized",
+    "ProtocolParams": "dpfreq.longitudinal",
+    "Release": "dpfreq.release",
+    "WindowAnswer": "dpfreq.windows",
+    "WindowCountsRelease": "dpfreq.windows",
+    "advanced_composition": "dpfreq.budget",
+    "aggregate_reports_file": "dpfreq.longitudinal",
+    "estimate_properties": "dpfreq.anonymized",
+    "get_engine": "dpfreq.engines",
+    "group_privacy": "dpfreq.budget",
+    "make_params": "dpfreq.longitudinal",
+    "make_randomizer": "dpfreq.longitudinal",
+    "reconstruct_profile": "dpfreq.profile",
+    "release_anonymized_histogram": "dpfreq.anonymized",
+    "release_profile": "dpfreq.profile",
+    "release_window_counts": "dpfreq.windows",
+    "sequential_composition": "dpfreq.budget",
+    "simulate_longitudinal": "dpfreq.longitudinal",
+    "sorted_l1_distance": "dpfreq.anonymized",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpfreq' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

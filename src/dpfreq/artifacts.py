@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -124,14 +125,11 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
         raise
     except FileNotFoundError:
         raise DataError(f"{label} does not exist.") from None
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError,
-            TypeError, KeyError, UnicodeDecodeError) as exc:
-        # zlib.error is not an OSError subclass, so it is caught by name below
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError,
+            TypeError, KeyError, UnicodeDecodeError, NotImplementedError, RuntimeError) as exc:
+        # a corrupt zip directory can name an unknown compression method (NotImplementedError)
+        # or an encrypted member (RuntimeError)
         raise _bad(label, kind, f"unreadable or truncated ({type(exc).__name__})") from None
-    except Exception as exc:
-        if type(exc).__module__ == "zlib":
-            raise _bad(label, kind, "unreadable or truncated (corrupt compressed data)") from None
-        raise
     if _digest(header, arrays) != stored:
         raise _bad(label, kind, "its checksum does not match (the file was edited or corrupted)")
     meta = obj.get("meta")
