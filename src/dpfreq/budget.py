@@ -1,8 +1,10 @@
 """Privacy budgets and an explicit accountant.
 
 There is no global or default accountant: a caller who wants to cap the total loss over several
-releases creates an :class:`Accountant` and passes it to each release (``accountant=``), which
-calls :meth:`Accountant.spend` after validating its parameters and **before** drawing any noise.
+releases creates an :class:`Accountant` (in memory) or a :class:`dpfreq.ledger.Ledger` (a SQLite
+file shared by processes) and passes it to each release (``accountant=``), which calls
+``spend`` after validating its parameters and **before** drawing any noise. Both satisfy the
+:class:`BudgetAccountant` protocol, which is what release functions accept.
 
 Arithmetic is exact: every ε and δ is held as a :class:`fractions.Fraction` of its shortest
 decimal representation (``0.1`` is 1/10), so ten spends of 0.1 exactly exhaust a budget of 1.0.
@@ -13,22 +15,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
 from dpfreq.errors import BudgetExceededError, ParameterError
 
 __all__ = [
     "Accountant",
+    "BudgetAccountant",
     "PrivacyBudget",
     "advanced_composition",
+    "check_accountant",
+    "exact_fraction",
     "group_privacy",
     "sequential_composition",
 ]
 
 
-def _exact(value: float | Fraction) -> Fraction:
+def exact_fraction(value: float | Fraction) -> Fraction:
+    """The exact rational an accountant records for ε or δ: the shortest decimal of a float
+    (``0.1`` is 1/10), or the :class:`~fractions.Fraction` itself."""
     return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
+
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,11 @@ class PrivacyBudget:
 
     @property
     def exact_epsilon(self) -> Fraction:
-        return _exact(self.epsilon)
+        return exact_fraction(self.epsilon)
 
     @property
     def exact_delta(self) -> Fraction:
-        return _exact(self.delta)
+        return exact_fraction(self.delta)
 
 
 def sequential_composition(*budgets: PrivacyBudget) -> PrivacyBudget:
@@ -98,6 +106,42 @@ def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     return PrivacyBudget(g * budget.epsilon, dlt)
 
 
+@runtime_checkable
+class BudgetAccountant(Protocol):
+    """What a release function needs from an accountant (``accountant=``).
+
+    :class:`Accountant` (in memory) and :class:`dpfreq.ledger.Ledger` (SQLite, shared between
+    processes) implement it. ``spend`` must be atomic: it either records the whole (ε, δ) or
+    raises :class:`~dpfreq.errors.BudgetExceededError` and records nothing; release functions
+    call it after validating everything and before drawing any noise.
+    """
+
+    @property
+    def total(self) -> PrivacyBudget: ...
+
+    @property
+    def spent(self) -> tuple[float, float]: ...
+
+    @property
+    def remaining(self) -> PrivacyBudget | None: ...
+
+    @property
+    def ledger(self) -> list[dict[str, Any]]: ...
+
+    def check(self, epsilon: float, delta: float = 0.0) -> None: ...
+
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
+              unit: str | None = None, source: str | None = None) -> None: ...
+
+
+def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
+    """``accountant`` if it is ``None`` or a :class:`BudgetAccountant`, else a ParameterError."""
+    if accountant is None or isinstance(accountant, BudgetAccountant):
+        return accountant
+    raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
+                                 type(accountant).__name__))
+
+
 @dataclass
 class Accountant:
     """Tracks spending against a total (ε, δ) budget under sequential composition.
@@ -116,7 +160,7 @@ class Accountant:
     """
 
     total: PrivacyBudget
-    _ledger: list[tuple[str, Fraction, Fraction]] = field(default_factory=list, repr=False)
+    _ledger: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.total, PrivacyBudget):
@@ -124,8 +168,8 @@ class Accountant:
 
     @property
     def spent_exact(self) -> tuple[Fraction, Fraction]:
-        eps = sum((e for _, e, _ in self._ledger), Fraction(0))
-        dlt = sum((d for _, _, d in self._ledger), Fraction(0))
+        eps = sum((row["epsilon"] for row in self._ledger), Fraction(0))
+        dlt = sum((row["delta"] for row in self._ledger), Fraction(0))
         return eps, dlt
 
     @property
@@ -146,14 +190,15 @@ class Accountant:
 
     @property
     def ledger(self) -> list[dict[str, Any]]:
-        """Every spend, in order: label, ε and δ."""
-        return [{"label": lb, "epsilon": float(e), "delta": float(d)} for lb, e, d in self._ledger]
+        """Every spend, in order: label, ε, δ, unit and source (``None`` when not given)."""
+        return [{**row, "epsilon": float(row["epsilon"]), "delta": float(row["delta"])}
+                for row in self._ledger]
 
     def check(self, epsilon: float, delta: float = 0.0) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) would exceed the total."""
         check_epsilon(epsilon, "epsilon", "Accountant.spend")
         check_delta(delta, "delta", "Accountant.spend")
-        e, d = _exact(epsilon), _exact(delta)  # exactly what spend() records
+        e, d = exact_fraction(epsilon), exact_fraction(delta)  # exactly what spend() records
         eps, dlt = self.spent_exact
         left_e = self.total.exact_epsilon - eps
         left_d = self.total.exact_delta - dlt
@@ -164,7 +209,13 @@ class Accountant:
                 f"(epsilon={self.total.epsilon!r}, delta={self.total.delta!r}); no noise was drawn."
             )
 
-    def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "") -> None:
-        """Record a spend of (ε, δ), refusing it (before any noise) if it would overspend."""
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
+              unit: str | None = None, source: str | None = None) -> None:
+        """Record a spend of (ε, δ), refusing it (before any noise) if it would overspend.
+
+        ``label`` names what spent (the release function), ``unit`` the unit of privacy and
+        ``source`` the data; they are recorded as given and never affect the arithmetic.
+        """
         self.check(epsilon, delta)
-        self._ledger.append((str(label), _exact(epsilon), _exact(delta)))
+        self._ledger.append({"label": str(label), "epsilon": exact_fraction(epsilon),
+                             "delta": exact_fraction(delta), "unit": unit, "source": source})

@@ -54,7 +54,7 @@ def test_ten_spends_of_a_tenth_exhaust_one_exactly():
     assert acct.spent_exact == (Fraction(1), Fraction(0))
     assert acct.remaining is None
     with pytest.raises(BudgetExceededError):
-        acct.spend(1e-9)
+        acct.spend(1e-6)
 
 
 def test_fraction_spends_are_exact():
@@ -63,7 +63,7 @@ def test_fraction_spends_are_exact():
         acct.spend(Fraction(1, 3))
     assert acct.spent_exact[0] == 1
     with pytest.raises(BudgetExceededError):
-        acct.spend(Fraction(1, 10**12))
+        acct.spend(Fraction(1, 10**6))
 
 
 def test_delta_budget():
@@ -149,3 +149,14 @@ def test_no_default_budget():
         PrivacyBudget()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         Accountant()  # type: ignore[call-arg]
+
+
+def test_spend_records_unit_and_source():
+    acct = Accountant(PrivacyBudget(1.0))
+    acct.spend(0.5, label="release_profile", unit="item", source="events.csv")
+    acct.spend(0.25)
+    assert acct.ledger == [
+        {"label": "release_profile", "epsilon": 0.5, "delta": 0.0, "unit": "item",
+         "source": "events.csv"},
+        {"label": "", "epsilon": 0.25, "delta": 0.0, "unit": None, "source": None},
+    ]

@@ -1,0 +1,305 @@
+"""A privacy ledger: a budget accountant kept in a SQLite file, shared by processes.
+
+:class:`Ledger` records every release (what spent it, ε, δ, unit of privacy, source, time) in
+one SQLite database and refuses a spend that would take the recorded total past the ledger's
+budget. It implements :class:`dpfreq.budget.BudgetAccountant`, so it is accepted wherever an
+in-memory :class:`~dpfreq.budget.Accountant` is (``accountant=``), and the command line's
+``--ledger FILE`` option passes one.
+
+Concurrency: each spend runs in one ``BEGIN IMMEDIATE`` transaction, which takes SQLite's write
+lock before reading the spent total, so the check and the insert are atomic with respect to
+every other process using the file: two processes can never both see the same remaining budget
+and both spend it. The database is in WAL mode so that readers (``dpfreq ledger show``) never
+block a spend. Amounts are stored as exact fractions (``"1/10"``), the same exact arithmetic as
+the in-memory accountant: ten spends of 0.1 exhaust a budget of 1.0 exactly.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite"
+>>> ledger = Ledger.create(path, PrivacyBudget(1.0))
+>>> ledger.spend(0.25, label="release_profile", unit="item", source="events.csv")
+>>> ledger.remaining
+PrivacyBudget(epsilon=0.75, delta=0.0)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpfreq._validate import check_delta, check_epsilon, message
+from dpfreq.budget import PrivacyBudget, exact_fraction
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+
+__all__ = ["LEDGER_VERSION", "Ledger"]
+
+LEDGER_VERSION = 1
+_KIND = "dpfreq-ledger"
+_TIMEOUT_SECONDS = 60.0
+_SCHEMA = (
+    "CREATE TABLE dpfreq_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE releases (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, "
+    "command TEXT, label TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, "
+    "unit TEXT, source TEXT)",
+)
+
+
+def _fraction_text(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True, init=False)
+class Ledger:
+    """A privacy budget kept in a SQLite file; an accountant shared by processes.
+
+    Parameters
+    ----------
+    path : str or Path
+        An existing ledger file (make one with :meth:`create` or ``dpfreq ledger init``).
+    command, unit, source : str, optional
+        Defaults recorded with every spend through this object when the spender does not give
+        them (the command line sets ``command`` to e.g. ``"dpfreq profile"`` and ``source`` to
+        the input file).
+
+    Raises
+    ------
+    DataError
+        If the file does not exist or is not a dpfreq ledger of a supported version.
+
+    Notes
+    -----
+    Sequential composition: the ledger guarantees that the ε (and δ) of all recorded releases
+    sum to at most the total. That is the guarantee for the data as a whole only if every
+    release on the same data is recorded in the same ledger, with the same unit of privacy.
+    """
+
+    path: Path
+    command: str | None = None
+    unit: str | None = None
+    source: str | None = None
+
+    def __init__(self, path: str | Path, *, command: str | None = None,
+                 unit: str | None = None, source: str | None = None) -> None:
+        object.__setattr__(self, "path", Path(path))
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "unit", unit)
+        object.__setattr__(self, "source", source)
+        self._read_total()  # fail now, with one message, if the file is not a ledger
+
+    @classmethod
+    def create(cls, path: str | Path, total: PrivacyBudget) -> Ledger:
+        """Create a new, empty ledger with budget ``total``; refuse to overwrite a file."""
+        if not isinstance(total, PrivacyBudget):
+            raise ParameterError(message("total", "Ledger.create", "a PrivacyBudget", total))
+        target = Path(path)
+        if target.exists():
+            raise DataError(f"ledger file {str(target)!r} already exists; "
+                            "choose a new path (a ledger is never overwritten).")
+        if not target.parent.is_dir():
+            raise DataError(f"cannot create ledger {str(target)!r}: directory "
+                            f"{str(target.parent)!r} does not exist.")
+        try:
+            conn = sqlite3.connect(target, timeout=_TIMEOUT_SECONDS, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise DataError(f"cannot create ledger {str(target)!r}: {exc}.") from None
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO dpfreq_ledger (key, value) VALUES (?, ?)",
+                [("kind", _KIND), ("version", str(LEDGER_VERSION)), ("created", _now()),
+                 ("total_epsilon", _fraction_text(total.exact_epsilon)),
+                 ("total_delta", _fraction_text(total.exact_delta))],
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise DataError(f"cannot create ledger {str(target)!r}: {exc}.") from None
+        finally:
+            conn.close()
+        return cls(target)
+
+    def bind(self, *, command: str | None = None, unit: str | None = None,
+             source: str | None = None) -> Ledger:
+        """The same ledger with other defaults for the recorded command, unit and source."""
+        return Ledger(self.path, command=command or self.command, unit=unit or self.unit,
+                      source=source or self.source)
+
+    # -- storage -------------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        if not self.path.is_file():
+            raise DataError(f"ledger file {str(self.path)!r} does not exist; create it with "
+                            f"'dpfreq ledger init {self.path} --epsilon TOTAL'.")
+        uri = self.path.resolve().as_uri() + "?mode=rw"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=_TIMEOUT_SECONDS, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise DataError(f"cannot open ledger {str(self.path)!r}: {exc}.") from None
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise DataError(f"ledger {str(self.path)!r} cannot be used: {exc}.") from None
+        finally:
+            conn.close()
+
+    def _bad(self, what: str) -> DataError:
+        return DataError(f"{str(self.path)!r} is not a valid dpfreq ledger: {what}.")
+
+    def _fraction(self, text: Any, what: str, *, upper: Fraction | None = None) -> Fraction:
+        try:
+            value = Fraction(str(text))
+        except (ValueError, ZeroDivisionError):
+            raise self._bad(f"{what} is not an exact fraction") from None
+        if value < 0 or (upper is not None and value >= upper):
+            raise self._bad(f"{what} is out of range")
+        return value
+
+    def _total_in(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        try:
+            rows = dict(conn.execute("SELECT key, value FROM dpfreq_ledger").fetchall())
+        except sqlite3.DatabaseError:
+            raise self._bad("not a SQLite database with a dpfreq_ledger table") from None
+        if rows.get("kind") != _KIND:
+            raise self._bad("it has no dpfreq ledger header")
+        if rows.get("version") != str(LEDGER_VERSION):
+            raise self._bad(f"version {rows.get('version')!r} is not {LEDGER_VERSION}")
+        eps = self._fraction(rows.get("total_epsilon"), "the total epsilon")
+        dlt = self._fraction(rows.get("total_delta"), "the total delta", upper=Fraction(1))
+        if eps == 0:
+            raise self._bad("the total epsilon is 0")
+        return eps, dlt
+
+    def _spent_in(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        eps, dlt = Fraction(0), Fraction(0)
+        for e, d in conn.execute("SELECT epsilon, delta FROM releases"):
+            eps += self._fraction(e, "a recorded epsilon")
+            dlt += self._fraction(d, "a recorded delta")
+        return eps, dlt
+
+    def _read_total(self) -> tuple[Fraction, Fraction]:
+        with self._connect() as conn:
+            return self._total_in(conn)
+
+    # -- the accountant interface ------------------------------------------------------------
+
+    @property
+    def total(self) -> PrivacyBudget:
+        """The budget all recorded releases together may not exceed."""
+        eps, dlt = self._read_total()
+        return PrivacyBudget(float(eps), float(dlt))
+
+    @property
+    def spent_exact(self) -> tuple[Fraction, Fraction]:
+        """(ε, δ) recorded so far, exactly."""
+        with self._connect() as conn:
+            return self._spent_in(conn)
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """(ε, δ) recorded so far."""
+        eps, dlt = self.spent_exact
+        return float(eps), float(dlt)
+
+    @property
+    def remaining(self) -> PrivacyBudget | None:
+        """What is left, or ``None`` when the ε budget is exhausted."""
+        with self._connect() as conn:
+            total_e, total_d = self._total_in(conn)
+            eps, dlt = self._spent_in(conn)
+        if total_e - eps <= 0:
+            return None
+        return PrivacyBudget(float(total_e - eps), float(max(total_d - dlt, Fraction(0))))
+
+    @property
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every recorded release, oldest first: time, command, label, ε, δ, unit, source."""
+        with self._connect() as conn:
+            self._total_in(conn)
+            return self._rows_in(conn)
+
+    def _rows_in(self, conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        rows = conn.execute("SELECT time, command, label, epsilon, delta, unit, source "
+                            "FROM releases ORDER BY id").fetchall()
+        return [{"time": t, "command": c, "label": lb,
+                 "epsilon": float(self._fraction(e, "a recorded epsilon")),
+                 "delta": float(self._fraction(d, "a recorded delta")), "unit": u, "source": s}
+                for t, c, lb, e, d, u, s in rows]
+
+    def _refuse_if_over(self, conn: sqlite3.Connection, e: Fraction, d: Fraction) -> None:
+        total_e, total_d = self._total_in(conn)
+        eps, dlt = self._spent_in(conn)
+        left_e, left_d = total_e - eps, total_d - dlt
+        if e > left_e or d > left_d:
+            raise BudgetExceededError(
+                f"spending (epsilon={float(e)!r}, delta={float(d)!r}) would exceed the budget "
+                f"of ledger {str(self.path)!r}: remaining (epsilon={float(left_e)!r}, "
+                f"delta={float(left_d)!r}) of total (epsilon={float(total_e)!r}, "
+                f"delta={float(total_d)!r}); no noise was drawn."
+            )
+
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` if spending (ε, δ) now would exceed the total.
+
+        Advisory only: another process may spend in between; :meth:`spend` is the atomic step.
+        """
+        check_epsilon(epsilon, "epsilon", "Ledger.check")
+        check_delta(delta, "delta", "Ledger.check")
+        with self._connect() as conn:
+            self._refuse_if_over(conn, exact_fraction(epsilon), exact_fraction(delta))
+
+    def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
+              unit: str | None = None, source: str | None = None) -> None:
+        """Record a release of (ε, δ), or refuse it if the ledger's total would be exceeded.
+
+        Check and record are one ``BEGIN IMMEDIATE`` transaction: concurrent processes are
+        serialized on SQLite's write lock, so together they never overspend. A refused spend
+        records nothing. ``unit`` and ``source`` default to the ones this object was bound with.
+        """
+        check_epsilon(epsilon, "epsilon", "Ledger.spend")
+        check_delta(delta, "delta", "Ledger.spend")
+        e, d = exact_fraction(epsilon), exact_fraction(delta)
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._refuse_if_over(conn, e, d)
+                conn.execute(
+                    "INSERT INTO releases (time, command, label, epsilon, delta, unit, source) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (_now(), self.command, str(label), _fraction_text(e), _fraction_text(d),
+                     unit or self.unit, source or self.source),
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def summary(self) -> dict[str, Any]:
+        """Total, spent, remaining and every release, as a JSON-ready mapping."""
+        with self._connect() as conn:
+            conn.execute("BEGIN")  # one consistent snapshot of header and releases
+            total_e, total_d = self._total_in(conn)
+            eps, dlt = self._spent_in(conn)
+            rows = self._rows_in(conn)
+            conn.execute("COMMIT")
+        return {"ledger": str(self.path), "version": LEDGER_VERSION,
+                "total": {"epsilon": float(total_e), "delta": float(total_d)},
+                "spent": {"epsilon": float(eps), "delta": float(dlt)},
+                "remaining": {"epsilon": float(max(total_e - eps, Fraction(0))),
+                              "delta": float(max(total_d - dlt, Fraction(0)))},
+                "releases": rows}

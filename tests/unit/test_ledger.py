@@ -1,0 +1,169 @@
+"""The SQLite privacy ledger: same accountant interface, exact arithmetic, refusal before noise,
+no overspend by concurrent processes, one-line errors for files that are not ledgers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpfreq.budget import Accountant, BudgetAccountant, PrivacyBudget, check_accountant
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.ledger import Ledger
+from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
+from dpfreq.rng import resolve_rng
+
+
+def _fake_release(counts, *, epsilon, accountant=None, rng=None):
+    """A release following the conventions: validate, spend, then draw noise."""
+    gen = resolve_rng(rng, "fake_release").generator
+    gamma = discrete_laplace_gamma(epsilon, 1)
+    if accountant is not None:
+        accountant.spend(epsilon, label="fake_release", unit="item")
+    return np.asarray(counts) + sample_discrete_laplace(gamma, len(counts), rng=gen)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return Ledger.create(tmp_path / "budget.sqlite", PrivacyBudget(1.0, 1e-6))
+
+
+def test_both_accountants_satisfy_the_protocol(ledger):
+    assert isinstance(ledger, BudgetAccountant)
+    assert isinstance(Accountant(PrivacyBudget(1.0)), BudgetAccountant)
+    assert check_accountant(ledger, "f") is ledger
+    assert check_accountant(None, "f") is None
+    with pytest.raises(ParameterError, match="accountant of f must be"):
+        check_accountant(object(), "f")
+
+
+def test_overspend_refused_before_any_noise_is_drawn(ledger, rng):
+    _fake_release([1, 2, 3], epsilon=0.75, accountant=ledger, rng=rng)
+    state = rng.bit_generator.state
+    with pytest.raises(BudgetExceededError) as info:
+        _fake_release([1, 2, 3], epsilon=0.5, accountant=ledger, rng=rng)
+    assert rng.bit_generator.state == state
+    assert "remaining (epsilon=0.25" in str(info.value)
+    assert ledger.spent == (0.75, 0.0)
+    assert [(r["label"], r["unit"]) for r in ledger.ledger] == [("fake_release", "item")]
+
+
+def test_ten_spends_of_a_tenth_exhaust_one_exactly(ledger):
+    for _ in range(10):
+        ledger.spend(0.1, label="q")
+    assert ledger.spent_exact == (Fraction(1), Fraction(0))
+    assert ledger.remaining is None
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(1e-6)
+
+
+def test_delta_and_metadata_are_recorded(tmp_path, ledger):
+    ledger.spend(0.5, 4e-7, label="release_window_counts", unit="event", source="log.csv")
+    bound = Ledger(ledger.path, command="dpfreq reach", source="other.csv")
+    bound.spend(0.25, 6e-7, label="release_window_counts")
+    with pytest.raises(BudgetExceededError):
+        bound.spend(0.1, 1e-9)
+    assert ledger.remaining == PrivacyBudget(0.25, 0.0)
+    rows = Ledger(tmp_path / "budget.sqlite").ledger
+    assert [(r["command"], r["source"], r["unit"], r["delta"]) for r in rows] == [
+        (None, "log.csv", "event", 4e-7), ("dpfreq reach", "other.csv", None, 6e-7)]
+    assert all(r["time"].endswith("+00:00") for r in rows)
+    summary = ledger.summary()
+    assert summary["spent"] == {"epsilon": 0.75, "delta": 1e-6}
+    assert summary["remaining"] == {"epsilon": 0.25, "delta": 0.0}
+    assert len(summary["releases"]) == 2
+
+
+def test_check_does_not_record(ledger):
+    ledger.check(1.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.check(1.5)
+    assert ledger.spent == (0.0, 0.0)
+    assert ledger.total == PrivacyBudget(1.0, 1e-6)
+
+
+def test_bind_keeps_the_file_and_fills_defaults(ledger):
+    bound = ledger.bind(command="dpfreq profile", unit="item")
+    assert bound.path == ledger.path
+    bound.spend(0.5, source="s.csv")
+    assert ledger.ledger[0]["command"] == "dpfreq profile"
+    assert ledger.ledger[0]["unit"] == "item"
+
+
+def _spend_many(path: str, count: int, barrier) -> int:
+    ledger = Ledger(path, command="worker")
+    barrier.wait()
+    done = 0
+    for _ in range(count):
+        try:
+            ledger.spend(0.1, 1e-8, label="w")
+        except BudgetExceededError:
+            continue
+        done += 1
+    return done
+
+
+def test_concurrent_processes_never_overspend(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    ledger = Ledger.create(path, PrivacyBudget(1.0, 1e-7))
+    ctx = multiprocessing.get_context("spawn")
+    workers = 4
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(workers)
+        with ctx.Pool(workers) as pool:
+            done = pool.starmap(_spend_many, [(str(path), 6, barrier)] * workers)
+    # 24 attempts of (0.1, 1e-8) against (1.0, 1e-7): the δ budget admits exactly 10.
+    assert sum(done) == 10
+    assert ledger.spent_exact == (Fraction(1), Fraction(1, 10**7))
+    assert len(ledger.ledger) == 10
+
+
+def test_create_refuses_to_overwrite(ledger):
+    with pytest.raises(DataError, match="already exists"):
+        Ledger.create(ledger.path, PrivacyBudget(5.0))
+    assert ledger.total == PrivacyBudget(1.0, 1e-6)
+
+
+@pytest.mark.parametrize("make", ["missing", "text", "other_db", "bad_version", "bad_total",
+                                  "bad_row"])
+def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
+    path = tmp_path / "x.sqlite"
+    if make == "text":
+        path.write_text("epsilon,1\n")
+    elif make == "other_db":
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE t (x)")
+    elif make != "missing":
+        Ledger.create(path, PrivacyBudget(1.0))
+        change = {"bad_version": "UPDATE dpfreq_ledger SET value='9' WHERE key='version'",
+                  "bad_total": "UPDATE dpfreq_ledger SET value='x' WHERE key='total_epsilon'",
+                  "bad_row": "INSERT INTO releases (time, label, epsilon, delta) "
+                             "VALUES ('t', 'l', '-1/2', '0/1')"}[make]
+        with sqlite3.connect(path) as conn:
+            conn.execute(change)
+    with pytest.raises(DataError) as info:
+        Ledger(path).spend(0.1)
+    text = str(info.value)
+    assert "\n" not in text
+    assert str(path) in text
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("call", [
+    lambda led: led.spend(float("nan")),
+    lambda led: led.spend(0.1, 1.5),
+    lambda led: led.check(-1.0),
+    lambda led: Ledger.create(led.path.with_name("new.sqlite"), 1.0),
+])
+def test_invalid_parameters(ledger, call):
+    with pytest.raises(ParameterError):
+        call(ledger)
+    assert ledger.spent == (0.0, 0.0)
+
+
+def test_create_in_missing_directory(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        Ledger.create(tmp_path / "no" / "x.sqlite", PrivacyBudget(1.0))
