@@ -2,9 +2,11 @@
 
 Rigorous integer bounds on ``e^{-x}`` (rational x) and the tables ``D_k = ⌊2^w S(k)⌋`` of the
 survival function ``S``, used by the exact samplers of :mod:`dpfreq.noise` (``_table_sample``)
-and of the windows' keyed node noise (:mod:`dpfreq.windows.lazy_noise`). Pure integer
-arithmetic; no floating point decides a threshold (see ``dpfreq.noise._table_sample`` for how a
-table yields exact draws).
+and of the windows' keyed node noise (:mod:`dpfreq.windows.lazy_noise`), and the exact
+Bernoulli(``e^{-n c}``) decision on a random word (:func:`exp_neg_multiple_floor`,
+:func:`exp_neg_multiple_resolve`) used by the keyed discrete Gaussian. Pure integer arithmetic;
+no floating point decides a threshold (see ``dpfreq.noise._table_sample`` for how a table
+yields exact draws).
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["WORD_BITS", "InverseTable", "exp_neg_bounds", "inverse_table", "survival_bounds"]
+__all__ = [
+    "WORD_BITS",
+    "InverseTable",
+    "exp_neg_bounds",
+    "exp_neg_multiple_bounds",
+    "exp_neg_multiple_floor",
+    "exp_neg_multiple_resolve",
+    "inverse_table",
+    "survival_bounds",
+]
 
 
 def exp_neg_taylor(y: Fraction, prec: int) -> tuple[int, int]:
@@ -172,3 +183,70 @@ class InverseTable:
 @functools.lru_cache(maxsize=128)
 def inverse_table(gamma: Fraction, two_sided: bool, w: int = WORD_BITS) -> InverseTable:
     return InverseTable(gamma, two_sided, w)
+
+
+@functools.lru_cache(maxsize=256)
+def _exp_neg_bounds_cached(x: Fraction, prec: int) -> tuple[int, int]:
+    return exp_neg_bounds(x, prec)
+
+
+def exp_neg_multiple_bounds(c: Fraction, n: int, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2^prec e^{-n·c} <= hi`` for rational ``c >= 0`` and integer ``n >= 0``.
+
+    ``e^{-nc} = (e^{-c})^n``: one rigorous bracket of ``e^{-c}`` (cached per ``c``) raised to
+    the n-th power by square-and-multiply with outward rounding, at ``prec + 2·bitlen(n) + 16``
+    working bits. Much cheaper than bracketing ``e^{-nc}`` afresh for each n when many
+    multiples of one ``c`` are needed (the acceptance test of the discrete Gaussian).
+    """
+    guard = prec + 2 * max(1, n.bit_length()) + 16
+    base = _exp_neg_bounds_cached(c, guard)
+    acc = (1 << guard, 1 << guard)
+    while n:
+        if n & 1:
+            acc = mul_bounds(acc, base, guard)
+        n >>= 1
+        if n:
+            base = mul_bounds(base, base, guard)
+    shift = guard - prec
+    return acc[0] >> shift, -((-acc[1]) >> shift)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def exp_neg_multiple_floor(c: Fraction, n: int, w: int = WORD_BITS) -> int:
+    """``⌊2^w e^{-n·c}⌋`` exactly (rational ``c > 0``, integer ``n >= 0``).
+
+    ``n = 0`` gives ``2^w``. When ``n·c >= 0.7·(w + 1) > w ln 2`` the value is below 1 and the
+    floor is 0 without computing. Otherwise the precision of the bracket grows until both ends
+    have the same floor; for ``n·c > 0`` the number is transcendental (Lindemann), never an
+    integer, so this ends.
+    """
+    if n == 0:
+        return 1 << w
+    if n * c >= Fraction(7 * (w + 1), 10):
+        return 0
+    prec = w + 64
+    while True:
+        lo, hi = exp_neg_multiple_bounds(c, n, prec)
+        a, b = lo >> (prec - w), hi >> (prec - w)
+        if a == b:
+            return a
+        prec += 64
+
+
+def exp_neg_multiple_resolve(c: Fraction, n: int, word: int, w: int,
+                             gen: np.random.Generator) -> bool:
+    """Whether ``W + R < 2^w e^{-n·c}`` for ``W = word = ⌊2^w e^{-n·c}⌋`` and a fresh uniform R.
+
+    R in [0, 1) is drawn 64 bits at a time and compared with ever tighter rigorous brackets;
+    the number is irrational for ``n·c > 0`` so the loop ends with probability 1.
+    """
+    r, bits = 0, 0
+    while True:
+        r = (r << 64) | int(gen.integers(0, 2**64, dtype=np.uint64))
+        bits += 64
+        lo, hi = exp_neg_multiple_bounds(c, n, w + bits)
+        m = (word << bits) | r  # W + R lies in [m, m + 1) / 2^bits
+        if m + 1 <= lo:
+            return True
+        if m >= hi:
+            return False

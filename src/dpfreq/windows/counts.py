@@ -27,7 +27,7 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike, resolve_rng
 from dpfreq.windows._log import _array_log, _range_error
-from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
+from dpfreq.windows.lazy_noise import GAUSSIAN_SCHEME, LAPLACE_SCHEME
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
 from dpfreq.windows.summaries import SummarySpec, WindowReducer, WindowSummaries, summary_specs
@@ -281,12 +281,11 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, level:
 def _build_release(summaries: WindowSummaries, *, key: bytes, epsilon: float,
                    delta: float, k_values: list[int], level: str, windows: list[Any],
                    strategy: Any, singleton: bool, horizon: int, axis: dict[str, Any],
-                   seeded: bool, n_dropped: int, source_kind: str,
-                   noise_scheme: str = LAPLACE_SCHEME) -> WindowCountsRelease:
+                   seeded: bool, n_dropped: int, source_kind: str) -> WindowCountsRelease:
     """Deterministic given the key: used by the release and by :meth:`WindowCountsRelease.load`.
 
-    ``noise_scheme`` names the keyed node-noise construction (:mod:`dpfreq.windows.lazy_noise`);
-    releases saved before it existed load with the legacy scheme, so their noise is unchanged.
+    Structure ``(label, k)`` draws its noise under the name ``(label, k, tree index)``
+    (:mod:`dpfreq.windows.lazy_noise`): distinct names, independent sub-keys.
     """
     ks = tuple(int(k) for k in k_values)
     fams = tuple(windows)
@@ -315,11 +314,11 @@ def _build_release(summaries: WindowSummaries, *, key: bytes, epsilon: float,
     build_args = {"epsilon": epsilon, "delta": delta, "k_values": list(ks), "level": level,
                   "windows": list(fams), "strategy": strategy, "singleton": singleton,
                   "horizon": horizon, "axis": axis, "seeded": seeded, "n_dropped": n_dropped,
-                  "source_kind": source_kind, "noise_scheme": noise_scheme}
+                  "source_kind": source_kind}
     state = _State(key=key, summaries=summaries, horizon=horizon, build_args=build_args)
     state.observed_singleton = summaries.singleton
-    for sid, ((label, k), s) in enumerate(sorted(chosen.items(), key=lambda kv: str(kv[0]))):
-        s.attach(key, 1000 + sid, noise_scheme=noise_scheme)
+    for (label, k), s in chosen.items():
+        s.attach(key, (label, k))
         state.structures[(label, k)] = s
         if s.family == "cumulative":
             state.oracles[("cumulative", k)] = summaries.oracle(SummarySpec("cumulative", k))
@@ -337,13 +336,13 @@ def _build_release(summaries: WindowSummaries, *, key: bytes, epsilon: float,
                         "item: replace the whole history of one item",
         "noise": "exact discrete Laplace per tree node, a deterministic function of a secret "
                  "key and the node id (lazy noise, never redrawn)",
-        "noise_scheme": noise_scheme,
+        "noise_scheme": {"laplace": LAPLACE_SCHEME, "gaussian": GAUSSIAN_SCHEME},
         "singleton_declared": singleton, "source": source_kind,
     }
     rel = WindowCountsRelease(
         value={}, epsilon=epsilon, delta=delta, mechanism="ghazi-kumar-manurangsi-nelson-windows",
         mechanism_params=params, seeded=seeded, error=_placeholder_error(), horizon=horizon,
-        level=level, k_values=ks, windows=fams, time_axis=axis, _state=state)
+        unit=level, level=level, k_values=ks, windows=fams, time_axis=axis, _state=state)
     value: dict[str, Any] = {}
     err: dict[str, Any] = {}
     for w in fams:

@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, check_open_unit, message
 from dpfreq.errors import ParameterError
 from dpfreq.release import Release
-from dpfreq.windows.lazy_noise import LEGACY_LAPLACE_SCHEME
 from dpfreq.windows.strategy import Structure
 
 __all__ = ["WindowAnswer", "WindowCountsRelease"]
@@ -401,8 +400,6 @@ class WindowCountsRelease(Release):
                 raise ParameterError(message("path", "WindowCountsRelease.load", "a file "
                                              f"written by save (format 1 or {SAVE_FORMAT})",
                                              f"format {fmt}"))
-        # files written before the noise scheme was recorded used the legacy construction
-        build.setdefault("noise_scheme", LEGACY_LAPLACE_SCHEME)
         return _build_release(summaries, key=bytes.fromhex(meta["key"]), **build)
 
     # ------------------------------------------------------------------ plot

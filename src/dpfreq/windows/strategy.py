@@ -51,13 +51,13 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.rng import keyed_generator
 from dpfreq.windows.lazy_noise import (
-    LAPLACE_SCHEME,
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
     discrete_gaussian_variance,
+    eager_generator,
     gaussian_sigma2,
+    structure_name,
 )
 from dpfreq.windows.tree import (
     Tree1D,
@@ -160,8 +160,8 @@ def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
     return lam, log_m
 
 
-def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: int) -> IntArray:
-    return sample_discrete_laplace(gamma, size, rng=keyed_generator(key, 0x51, structure))
+def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
+    return sample_discrete_laplace(gamma, size, rng=eager_generator(key, structure))
 
 
 class Structure:
@@ -303,11 +303,10 @@ class Structure:
         out: NDArray[np.float64] = bound[xs]
         return out
 
-    def _noise_source(self, key: bytes, structure_id: int) -> Any:
+    def _noise_source(self, key: bytes, name: Any) -> Any:
         if self.noise_kind == "gaussian":
-            return KeyedDiscreteGaussian(key, structure_id, self.sigma2)
-        return KeyedDiscreteLaplace(key, structure_id, self.gamma,
-                                    scheme=getattr(self, "_scheme", LAPLACE_SCHEME))
+            return KeyedDiscreteGaussian(key, name, self.sigma2)
+        return KeyedDiscreteLaplace(key, name, self.gamma)
 
     # ---------------------------------------------------------------- public-only predictions
     def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
@@ -385,14 +384,16 @@ class Structure:
         return mean_nodes * v
 
     # ---------------------------------------------------------------- noise (needs the key)
-    def attach(self, key: bytes, structure_id: int, noise_scheme: str = LAPLACE_SCHEME) -> None:
+    def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly).
 
-        ``noise_scheme`` selects the keyed discrete-Laplace construction of lazy node noise
-        (:data:`dpfreq.windows.lazy_noise.LAPLACE_SCHEMES`; saved releases keep theirs).
+        ``name`` names the structure in its release (``(family label, k)``); tree ``i`` of the
+        structure draws under the name ``(*name, i)``, so every tree of every structure gets
+        its own sub-key (:mod:`dpfreq.windows.lazy_noise`).
         """
+        base = structure_name(name, "Structure.attach")
+        tree0 = (*base, 0)
         self._key = key
-        self._scheme = noise_scheme
         self._cons_noise = None
         self._cons_starts = {}
         d = self.detail
@@ -400,22 +401,22 @@ class Structure:
         gauss = self.noise_kind == "gaussian"
         if strat in ("tree", "blocks", "single"):
             copies = {"tree": 1, "blocks": 2 * d.get("blocks", 1), "single": 2}[strat]
-            src = self._noise_source(key, structure_id) if gauss else None
-            self._impl = Tree1D(d["domain"], self.gamma, key, structure_id, copies=copies,
+            src = self._noise_source(key, tree0) if gauss else None
+            self._impl = Tree1D(d["domain"], self.gamma, key, tree0, copies=copies,
                                 noise_source=src)
         elif strat == "per_query" and self.family != "all":
             if gauss:
-                src = self._noise_source(key, structure_id)
+                src = self._noise_source(key, tree0)
                 self._impl = src.noise(np.arange(self.horizon + 1))
             else:
-                self._impl = _eager_noise(self.gamma, self.horizon + 1, key, structure_id)
+                self._impl = _eager_noise(self.gamma, self.horizon + 1, key, tree0)
         elif strat == "tree2d":
             self._impl = tuple(
-                Tree2DNoise(d["domain"], self.gamma, key, 2 * structure_id + i,
-                            noise_source=self._noise_source(key, 2 * structure_id + i))
+                Tree2DNoise(d["domain"], self.gamma, key, (*base, i),
+                            noise_source=self._noise_source(key, (*base, i)))
                 for i in (0, 1))
         else:
-            self._impl = self._noise_source(key, structure_id)
+            self._impl = self._noise_source(key, tree0)
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
         """Σ ± node noise of each answer (deterministic given the key)."""

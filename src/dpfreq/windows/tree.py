@@ -34,8 +34,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
-from dpfreq.rng import keyed_generator
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
+from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace, eager_generator
 
 __all__ = [
     "DominanceCounter",
@@ -109,16 +108,16 @@ class Tree1D:
         Node noise ``Pr[Z = z] ∝ exp(−γ|z|)`` (γ = ε_structure / (Δ·levels)).
     key : bytes
         Secret key; the noise is ``sample_discrete_laplace(γ, copies·2D)`` from
-        ``keyed_generator(key, structure)``, so it is a deterministic function of the key and the
-        node id and survives save/load.
-    structure : int
-        Structure id (independent noise per structure).
+        ``eager_generator(key, structure)`` (:mod:`dpfreq.windows.lazy_noise`), so it is a
+        deterministic function of the key and the node id and survives save/load.
+    structure : int, str or tuple of them
+        The structure's name (independent noise per name under one key).
     copies : int
         Number of trees sharing this layout (e.g. the blocks of a fixed-window release); tree
         ``c``'s node ``v`` has id ``c·2D + v``.
     """
 
-    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int,
+    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: Any,
                  copies: int = 1, noise_source: Any = None) -> None:
         if domain < 1 or domain & (domain - 1):
             raise ParameterError(message("domain", "Tree1D", "a power of two", domain))
@@ -129,7 +128,7 @@ class Tree1D:
         if noise_source is not None:  # e.g. KeyedDiscreteGaussian: noise(node id) per node
             self.noise = noise_source.noise(np.arange(copies * 2 * domain))
         else:
-            gen = keyed_generator(key, 0x7D1, structure)
+            gen = eager_generator(key, structure)
             self.noise = sample_discrete_laplace(self.gamma, copies * 2 * domain, rng=gen)
 
     @property
@@ -241,14 +240,14 @@ class TreeBary:
     gamma : Fraction
         Node noise ``Pr[Z = z] ∝ exp(−γ|z|)``.
     key : bytes
-        Secret key: the noise is drawn once from ``keyed_generator(key, ·, structure)``, so it
+        Secret key: the noise is drawn once from ``eager_generator(key, structure)``, so it
         is a deterministic function of the key and the node id (never redrawn).
-    structure : int
-        Structure id (independent noise per structure under one key).
+    structure : int, str or tuple of them
+        The structure's name (independent noise per name under one key).
     """
 
     def __init__(self, n_values: int, branching: int, gamma: Fraction, key: bytes,
-                 structure: int) -> None:
+                 structure: Any) -> None:
         n = check_int(n_values, "n_values", "TreeBary", minimum=1)
         self.branching = b = check_int(branching, "branching", "TreeBary", minimum=2)
         h = 0
@@ -260,7 +259,7 @@ class TreeBary:
         self.gamma = Fraction(gamma)
         sizes = [b ** (h - lev) for lev in range(h + 1)]
         self._offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        gen = keyed_generator(key, 0x7DB, structure)
+        gen = eager_generator(key, structure)
         self.noise = sample_discrete_laplace(self.gamma, int(self._offsets[-1]), rng=gen)
 
     @property
@@ -357,7 +356,7 @@ class OnlineCounter:
         Secret key (node noise is a deterministic function of key and node id).
     """
 
-    def __init__(self, horizon: int, gamma: Fraction, key: bytes, structure: int = 0) -> None:
+    def __init__(self, horizon: int, gamma: Fraction, key: bytes, structure: Any = 0) -> None:
         self.horizon = check_int(horizon, "horizon", "OnlineCounter", minimum=1)
         self._noise = KeyedDiscreteLaplace(key, structure, gamma)
         self._levels = domain_size(self.horizon).bit_length()
@@ -404,7 +403,7 @@ class Tree2DNoise:
     ``D²`` table, never redrawn.
     """
 
-    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: int,
+    def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: Any,
                  noise_source: Any = None) -> None:
         self.domain = domain
         self.levels = domain.bit_length()
@@ -430,26 +429,14 @@ class Tree2DNoise:
         nids = np.repeat(ix, reps) * (2 * self.domain) + iy[y_pos]
         return np.repeat(qx, reps), nids
 
+    def noise_of(self, node_ids: IntArray) -> IntArray:
+        """Noise of each node id (``u·2D + v``), element-wise."""
+        out: IntArray = self._noise.noise(node_ids)
+        return out
+
     def dominance_noise(self, x: Any, y: Any) -> IntArray:
         """Σ node noise over the dominance cover of ``{(p, q): p ≤ x, q ≤ y}`` per query."""
         return dominance_noise_sum((self,), (1,), x, y)
-
-    def _sorted_noise(self, qs: IntArray, nids: IntArray, n_queries: int) -> IntArray:
-        """Node noise of each pair for a cached noise source: each distinct node asked once."""
-        q_bits = max(1, (n_queries - 1).bit_length())
-        if (4 * self.domain * self.domain).bit_length() + q_bits > 62:
-            return self._noise.noise(nids)
-        # one sort of (node id, query) packed in an int64 (much faster than an argsort): the
-        # distinct nodes come out sorted, each node's value is spread over its run
-        key = np.sort((nids << q_bits) | qs)
-        ids = key >> q_bits
-        first = np.ones(ids.size, dtype=np.bool_)
-        first[1:] = ids[1:] != ids[:-1]
-        starts = np.flatnonzero(first)
-        runs = np.diff(np.append(starts, ids.size))
-        vals = np.repeat(self._noise.noise_unique(ids[starts]), runs)
-        qs[:] = key & ((1 << q_bits) - 1)  # pairs are now in key order
-        return vals
 
     def dominance_nodes(self, x: Any, y: Any) -> IntArray:
         """Number of nodes in the dominance cover: ``popcount(x+1)·popcount(y+1)``."""
@@ -463,22 +450,19 @@ def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: A
                         y: Any) -> IntArray:
     """``Σ_i signs[i] · trees[i].dominance_noise(x, y)``, sharing the covers of the trees.
 
-    The trees must have one domain. With element-wise noise sources (the default keyed
-    Laplace) the node values of each chunk of queries are computed straight from the pairs,
-    with no sort; cached sources (legacy scheme, Gaussian) get each distinct node once.
+    The trees must have one domain. The noise sources are element-wise (keyed Laplace or
+    Gaussian: a value per id, recomputed): the node values of each chunk of queries are
+    computed straight from the pairs, with no sort.
     """
     xs = np.asarray(x, dtype=np.int64).ravel()
     ys = np.asarray(y, dtype=np.int64).ravel()
     out = np.zeros(xs.size, dtype=np.int64)
-    elementwise = all(getattr(t._noise, "elementwise", False) for t in trees)
-    step = _QUERY_CHUNK if elementwise else max(1, xs.size)
-    for lo in range(0, xs.size, step):
-        m = min(step, xs.size - lo)
+    for lo in range(0, xs.size, _QUERY_CHUNK):
+        m = min(_QUERY_CHUNK, xs.size - lo)
         qs, nids = trees[0].dominance_pairs(xs[lo:lo + m], ys[lo:lo + m])
         for tree, sign in zip(trees, signs, strict=True):
-            q = qs if elementwise else qs.copy()  # the sorted path reorders its pairs
-            vals = tree._noise.noise(nids) if elementwise else tree._sorted_noise(q, nids, m)
-            sums = np.bincount(q, weights=vals.astype(np.float64), minlength=m)
+            vals = tree.noise_of(nids)
+            sums = np.bincount(qs, weights=vals.astype(np.float64), minlength=m)
             out[lo:lo + m] += sign * np.rint(sums).astype(np.int64)
     return out.reshape(np.shape(x))
 
