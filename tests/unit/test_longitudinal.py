@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from dpfreq.longitudinal import (
     distance_law,
     estimate_from_sums,
     futurerand_law,
+    laws,
     partial_sums,
     prefix_decomposition,
     rr_law,
@@ -20,7 +22,7 @@ from dpfreq.longitudinal import (
     synthetic_changes,
     threshold_law,
 )
-from dpfreq.longitudinal.laws import _futurerand_from_c, _log_binom, _normalise
+from dpfreq.longitudinal.laws import _futurerand_ideal, _log_binom
 from dpfreq.longitudinal.simulate import offsets
 
 MODES = ("rr", "futurerand", "calibrated", "threshold", "auto")
@@ -59,7 +61,7 @@ def test_spec_62_k2() -> None:
     assert np.exp(law.log_q) == pytest.approx([0.286542, 0.237819, 0.237819], abs=1e-6)
     assert law.distance_pmf == pytest.approx([0.286542, 0.475638, 0.237819], abs=1e-6)
     assert law.c_gap == pytest.approx(0.048723, abs=1e-6)
-    assert law.log_ratio == pytest.approx(0.186376, abs=1e-6)
+    assert law.certificate == pytest.approx(0.186376, abs=1e-6)
 
 
 def test_spec_62_k3() -> None:
@@ -67,7 +69,7 @@ def test_spec_62_k3() -> None:
     assert np.exp(law.log_q) == pytest.approx([0.147898, 0.131769, 0.114199, 0.114199], abs=1e-6)
     assert law.distance_pmf == pytest.approx([0.147898, 0.395307, 0.342596, 0.114199], abs=1e-6)
     assert law.c_gap == pytest.approx(0.051270, abs=1e-6)
-    assert law.log_ratio == pytest.approx(0.258582, abs=1e-6)
+    assert law.certificate == pytest.approx(0.258582, abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -94,9 +96,9 @@ def _online_prob(law, x: tuple[int, ...], y: tuple[int, ...]) -> float:
     pattern = [y[i] * x[i] for i in nz]  # required v[1..s]
     ell_s = sum(1 for p in pattern if p == -1)
     # marginal of v[1..s]: sum over the remaining k − s coordinates
-    q = np.exp(law.log_q)
+    q = [Fraction(w, law.total) for w in law.weights]  # the law that is sampled
     marg = sum(math.comb(k - s, a) * q[ell_s + a] for a in range(k - s + 1))
-    return 0.5 ** (len(x) - s) * marg
+    return float(Fraction(1, 2 ** (len(x) - s)) * marg)
 
 
 def _enumerate(law, length: int):
@@ -126,7 +128,7 @@ def test_properties_by_enumeration(mode: str, length: int, k: int) -> None:
     law = distance_law(mode, k, 1.0)
     pmin, pmax = _enumerate(law, length)
     assert math.log(pmax / pmin) <= 1.0 + 1e-12  # Property I
-    assert math.log(pmax / pmin) == pytest.approx(law.log_ratio, abs=1e-9)
+    assert math.log(pmax / pmin) == pytest.approx(law.certificate, abs=1e-9)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -135,7 +137,7 @@ def test_properties_by_enumeration(mode: str, length: int, k: int) -> None:
 def test_certificate_le_eps(mode: str, k: int, eps: float) -> None:
     """ln(p_max/p_min) of the whole randomizer equals the law's (§5.3) and is ≤ ε."""
     law = distance_law(mode, k, eps)
-    assert law.log_ratio <= eps * (1 + 1e-12)
+    assert law.certificate <= eps * (1 + 1e-12)
     assert np.exp(_log_binom(k) + law.log_q).sum() == pytest.approx(1.0, abs=1e-12)
     assert law.c_gap > 0
 
@@ -169,16 +171,17 @@ def test_spec_64_independent_rr() -> None:
 def test_resampling_inside_annulus_fails_property_one() -> None:
     """Pitfall 1: resampling inside the annulus leaves far outputs at zero (infinite loss)."""
     k, eps = 40, 1.0
-    good = _futurerand_from_c(k, eps, 5.0, "futurerand")
-    lb, ub = good.params["LB"], good.params["UB"]
+    good_log_q, params = _futurerand_ideal(k, eps, 5.0)
+    good = futurerand_law(k, eps)
+    lb, ub = params["LB"], params["UB"]
     ell = np.arange(k + 1)
     inside = (ell >= lb) & (ell <= ub)
     assert not inside.all()
     # wrong version: the mass is kept only inside the annulus
-    log_w = np.where(inside, good.log_q, -np.inf)
-    bad = _normalise("bad", k, eps, log_w, {})
-    assert math.isinf(bad.log_ratio)
-    assert good.log_ratio <= eps
+    log_w = np.where(inside, good_log_q, -np.inf)
+    with pytest.raises(ParameterError, match="exceeds epsilon"):
+        laws._build("bad", k, eps, log_w, {}, "test")
+    assert good.certificate <= eps
 
 
 def test_refuses_bad_parameters() -> None:

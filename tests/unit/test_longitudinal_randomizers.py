@@ -3,6 +3,7 @@ the exact certificate, refusal above ε; deterministic parts only (laws: test_lo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,8 +12,7 @@ import pytest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal import laws
 from dpfreq.longitudinal.laws import (
-    DistanceLaw,
-    _futurerand_from_c,
+    _futurerand_ideal,
     calibrated_law,
     distance_law,
     erlingsson_c_gap,
@@ -40,7 +40,7 @@ def test_interface_gap_and_certificate(name: str, length: int, k: int) -> None:
         law = distance_law(name, k, 1.0)
         assert r.name == law.name
         assert r.c_gap == law.c_gap
-        assert r.certificate == law.log_ratio
+        assert r.certificate == law.certificate
     assert 0 < r.certificate <= 1.0
     xs = [1, 0, -1, 0, 1, -1, 1, 0][:length] + [0] * max(0, length - 8)
     budget = 1 if name == "erlingsson" else k
@@ -111,8 +111,13 @@ def test_restore_does_not_redraw() -> None:
 def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.MonkeyPatch) -> None:
     """A law whose exact loss exceeds ε is refused by the law builder and by the randomizer."""
     k, eps = 16, 1.0
-    too_loose = _futurerand_from_c(k, eps, 0.5, "futurerand")  # ε' four times too large
-    assert too_loose.log_ratio > eps
+    log_q, _ = _futurerand_ideal(k, eps, 0.5)  # ε' four times too large
+    assert float(log_q.max() - log_q.min()) > eps
+    with pytest.raises(ParameterError, match="exceeds epsilon"):
+        laws._build("futurerand", k, eps, log_q, {}, "test")
+    # a law whose sampled weights exceed e^ε is refused even if its ideal law is fine
+    good = laws.distance_law("threshold", k, eps)
+    too_loose = dataclasses.replace(good, weights=(good.weights[0] + 2**40, *good.weights[1:]))
     with pytest.raises(ParameterError, match="exceeds epsilon"):
         laws._certify(too_loose, "test")
     monkeypatch.setattr(
@@ -121,9 +126,8 @@ def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.Monk
     with pytest.raises(ParameterError, match="exceeds epsilon"):
         FutureRand(8, k, eps, variant="paper", rng=1)
     # a law without a positive gap is refused too
-    flat = DistanceLaw("flat", 3, 1.0, np.full(4, -3 * math.log(2.0)), {})
     with pytest.raises(ParameterError, match="c_gap"):
-        laws._certify(flat, "test")
+        laws._build("flat", 3, 1.0, np.zeros(4), {}, "test")
 
 
 @pytest.mark.parametrize("k", [2, 3, 8, 16, 64])
@@ -131,10 +135,10 @@ def test_calibrated_is_smallest_feasible_on_grid(k: int) -> None:
     """§5.7.1 calibration at the boundary: feasible at the chosen c, every grid c below fails."""
     law = calibrated_law(k, 1.0)
     c = law.params["c"]
-    assert law.log_ratio <= 1.0
+    assert law.certificate <= 1.0
     below = [g / 100 for g in range(10, 501) if g / 100 < c - 1e-12]
     assert below
-    assert all(_futurerand_from_c(k, 1.0, g, "x").log_ratio > 1.0 for g in below)
+    assert all(np.ptp(_futurerand_ideal(k, 1.0, g)[0]) > 1.0 for g in below)
     assert law.c_gap >= distance_law("futurerand", k, 1.0).c_gap
 
 
@@ -143,11 +147,15 @@ def test_threshold_is_best_integer_threshold() -> None:
     for eps in (0.5, 1.0, 2.0):
         for k in (1, 2, 3, 7, 20, 41):
             ell = np.arange(k + 1, dtype=float)
-            brute = max(
-                laws._normalise("t", k, eps, np.where(ell < m, eps, 0.0), {}).c_gap
-                for m in range(1, k + 1)
-            )
-            assert threshold_law(k, eps).c_gap == pytest.approx(brute, rel=1e-12)
+            binom = np.array([math.comb(k, i) for i in range(k + 1)], dtype=float)
+
+            def gap(m: int) -> float:
+                p = binom * np.where(ell < m, math.exp(eps), 1.0)  # noqa: B023
+                return float(np.sum(p * (1 - 2 * ell / k)) / p.sum())  # noqa: B023
+
+            brute = max(gap(m) for m in range(1, k + 1))
+            # the sampled law rounds the ideal one to 62-bit weights: equal to ~1e-15
+            assert threshold_law(k, eps).c_gap == pytest.approx(brute, rel=1e-9)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 16, 64, 256])

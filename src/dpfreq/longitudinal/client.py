@@ -180,12 +180,12 @@ def make_params(
         cert = float(epsilon_to_fraction(epsilon))  # exact RR uses γ ≤ ε (§4.4)
     else:
         law = distance_law(randomizer, k, epsilon)
-        name, c_gap, cert = law.name, law.c_gap, law.log_ratio
+        name, c_gap, cert = law.name, law.c_gap, law.certificate
     gaps: tuple[float, ...] = ()
     if per_order_sparsity is True and name != "erlingsson":
         laws = [distance_law(name, min(k, d >> h), epsilon) for h in range(d.bit_length())]
         gaps = tuple(lw.c_gap for lw in laws)
-        cert = max(lw.log_ratio for lw in laws)
+        cert = max(lw.certificate for lw in laws)
     return ProtocolParams(d0, d, k, epsilon, name, c_gap, cert, per_order_sparsity, gaps)
 
 

@@ -1,17 +1,37 @@
-"""Exact distance laws of the longitudinal randomizers (spec futurerand.md §4.3, §5.2, §5.7).
+"""Distance laws of the longitudinal randomizers, stated and sampled exactly.
 
 Every randomizer except Erlingsson et al. is *distance based*: the pre-computed vector
-``v ∈ {±1}^k`` has ``Pr[v = y] = q(ℓ)`` with ``ℓ`` the number of ``−1`` entries of ``y``.
-A :class:`DistanceLaw` stores ``log q(ℓ)`` for ``ℓ = 0..k`` (log space, O(k)), from which the
-exact ``c_gap`` (Property II), the privacy certificate ``ln(p_max/p_min)`` (Property I, Lemma
-5.2) and the distance pmf ``C(k,ℓ)·q(ℓ)`` follow.
+``v ∈ {±1}^k`` has ``Pr[v = y] = q(ℓ)`` with ``ℓ`` the number of ``−1`` entries of ``y``
+(Ohrimenko, Wirth and Wu 2022, "Randomize the future"). The privacy loss of the whole
+randomizer is ``ln(max_ℓ q(ℓ) / min_ℓ q(ℓ))``: an output on a support of ``s ≤ k`` non-zero
+inputs is a marginal of ``v``, a sum of ``2^{k−s}`` values of ``q`` with the same number of
+terms for every input, so its ratio lies between those extremes.
+
+The law that is sampled
+-----------------------
+The ideal laws (``q`` from exponentials) are real numbers; a float comparison against a float
+cumulative sum would realise some other law (distances of tiny probability can get probability
+0, which is an infinite privacy loss). So each law is rounded, once, to **integer weights**
+``w(ℓ) ≥ 2^62`` per vector (``w(ℓ) = ⌊2^62·q(ℓ)/min q⌋``, the largest ones capped at
+``⌊min w · L⌋`` with ``L ≤ e^ε`` a rigorous rational lower bound), and the law sampled *is*
+
+    Pr[v = y] = w(ℓ) / N,   N = Σ_ℓ C(k, ℓ) w(ℓ),
+
+stated exactly by :attr:`DistanceLaw.sampled_pmf` (fractions). Its certificate is the exact
+ratio ``max w / min w ≤ L ≤ e^ε`` (checked in integers), every distance has positive
+probability, and ``c_gap`` is computed exactly on it. The distance is drawn by integer
+thresholds on uniform random integers with exact rejection (:meth:`DistanceLaw.sample_distances`)
+and the flipped positions by a uniform permutation (:meth:`DistanceLaw.sample`).
 """
 
 from __future__ import annotations
 
+import bisect
+import decimal
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,25 +41,32 @@ from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction
 
 __all__ = [
+    "DISTANCE_MODES",
+    "MAX_CHANGES",
     "MODES",
     "DistanceLaw",
     "auto_law",
     "calibrated_law",
     "distance_law",
     "erlingsson_c_gap",
+    "exp_lower_bound",
     "futurerand_law",
     "rr_law",
-    "sample_distance_vectors",
     "threshold_law",
 ]
 
 MODES = ("auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold")
+DISTANCE_MODES = ("auto", "calibrated", "futurerand", "rr", "threshold")
+#: Largest change budget k: the law's integer weights have about k + 1.45ε + 62 bits.
+MAX_CHANGES = 4096
+_WEIGHT_BITS = 62
+_LN2 = math.log(2.0)
 
 
 def _log_binom(k: int) -> NDArray[np.float64]:
-    ell = np.arange(k + 1, dtype=np.float64)
     from scipy.special import gammaln
 
+    ell = np.arange(k + 1, dtype=np.float64)
     return gammaln(k + 1.0) - gammaln(ell + 1.0) - gammaln(k - ell + 1.0)
 
 
@@ -48,9 +75,49 @@ def _logsumexp(a: NDArray[np.float64]) -> float:
     return m + math.log(float(np.sum(np.exp(a - m))))
 
 
+@functools.lru_cache(maxsize=16)
+def _binomials(k: int) -> tuple[int, ...]:
+    """``C(k, ℓ)`` for ``ℓ = 0..k`` as exact integers (one recurrence, O(k) big-int steps)."""
+    out = [1]
+    for ell in range(k):
+        out.append(out[-1] * (k - ell) // (ell + 1))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def exp_lower_bound(epsilon: float) -> Fraction:
+    """A rational ``L ≤ e^ε`` within a relative ``10^{-48}`` of it (ε taken at its exact value).
+
+    :meth:`decimal.Decimal.exp` is correctly rounded at 50 significant digits (within half a
+    unit in the last place); one unit in the last place less is a rigorous lower bound.
+    """
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        e = decimal.Decimal(epsilon).exp()
+        ulp = decimal.Decimal(1).scaleb(e.adjusted() - 49)
+    return Fraction(e) - Fraction(ulp)
+
+
+def _integer_weights(log_q: NDArray[np.float64], epsilon: float) -> tuple[int, ...]:
+    """``w(ℓ) = ⌊2^62 · e^{log q(ℓ) − min log q}⌋``, capped at ``⌊2^62 · L⌋`` (``L ≤ e^ε``).
+
+    The smallest weight is exactly ``2^62``; the cap makes ``max w / min w ≤ L`` hold exactly
+    (it only removes float rounding above a ratio the ideal law already meets).
+    """
+    x = log_q - float(np.min(log_q))
+    cap_ratio = exp_lower_bound(epsilon)
+    cap = ((1 << _WEIGHT_BITS) * cap_ratio.numerator) // cap_ratio.denominator
+    out = []
+    for xi in x.tolist():
+        a = int(xi // _LN2)
+        w = int(math.ldexp(math.exp(xi - a * _LN2), _WEIGHT_BITS)) << a
+        out.append(max(1 << _WEIGHT_BITS, min(w, cap)))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class DistanceLaw:
-    """Law of ``v = R(1^k)`` as ``log q(ℓ)``, the log-probability of one vector at distance ℓ.
+    """Law of ``v = R(1^k)``: ideal ``log q(ℓ)`` and the exactly stated law that is sampled.
 
     Attributes
     ----------
@@ -59,11 +126,14 @@ class DistanceLaw:
     k : int
         Length of ``v`` (change budget).
     epsilon : float
-        The ε the construction was certified against.
+        The ε the construction is certified against.
     log_q : numpy.ndarray
-        ``log q(ℓ)``, ``ℓ = 0..k``; normalised so that ``Σ C(k,ℓ) q(ℓ) = 1``.
+        Ideal ``log q(ℓ)``, ``ℓ = 0..k`` (normalised: ``Σ C(k,ℓ) q(ℓ) = 1``); a description of
+        the construction, **not** what is sampled.
     params : dict
         Construction constants (ε', LB, UB, c, threshold ...).
+    weights : tuple of int
+        Integer weight ``w(ℓ)`` of one vector at distance ℓ in the sampled law.
     """
 
     name: str
@@ -71,117 +141,188 @@ class DistanceLaw:
     epsilon: float
     log_q: NDArray[np.float64]
     params: dict
+    weights: tuple[int, ...] = field(repr=False)
+
+    @functools.cached_property
+    def _cumulative(self) -> tuple[int, ...]:
+        out, acc = [], 0
+        for b, w in zip(_binomials(self.k), self.weights, strict=True):
+            acc += b * w
+            out.append(acc)
+        return tuple(out)
 
     @property
-    def distance_pmf(self) -> NDArray[np.float64]:
-        """``Pr[distance = ℓ] = C(k,ℓ)·q(ℓ)``."""
-        w = _log_binom(self.k) + self.log_q
-        return np.exp(w - _logsumexp(w))
+    def total(self) -> int:
+        """``N = Σ_ℓ C(k,ℓ) w(ℓ)``: one vector at distance ℓ has probability ``w(ℓ)/N``."""
+        return self._cumulative[-1]
+
+    @functools.cached_property
+    def sampled_pmf(self) -> tuple[Fraction, ...]:
+        """Exact ``Pr[distance = ℓ] = C(k,ℓ)·w(ℓ)/N`` of the sampler, ``ℓ = 0..k``."""
+        cum = (0, *self._cumulative)
+        n = self.total
+        return tuple(Fraction(cum[i + 1] - cum[i], n) for i in range(self.k + 1))
 
     @property
-    def c_gap(self) -> float:
-        """Exact ``E[v_i] = Σ_ℓ C(k,ℓ) q(ℓ) (1 − 2ℓ/k)`` (Property II)."""
-        ell = np.arange(self.k + 1)
-        return float(np.sum(self.distance_pmf * (1.0 - 2.0 * ell / self.k)))
+    def certificate_ratio(self) -> Fraction:
+        """Exact ``max_ℓ Pr[v = y_ℓ] / min_ℓ Pr[v = y_ℓ] = max w / min w`` of the sampled law."""
+        return Fraction(max(self.weights), min(self.weights))
 
     @property
-    def log_ratio(self) -> float:
-        """Privacy certificate ``ln(max q / min q)`` (equals the whole randomizer's, §5.3)."""
+    def certificate(self) -> float:
+        """``ln(p_max/p_min)`` of the **sampled** law, always ``≤ ε``.
+
+        The natural log of the exact ratio of integers at 50 significant digits, rounded to the
+        nearest float: as ε is itself a float, the result is ``≤ ε`` whenever the ratio is.
+        """
+        with decimal.localcontext() as ctx:
+            ctx.prec = 50
+            value = decimal.Decimal(max(self.weights)).ln() - decimal.Decimal(
+                min(self.weights)).ln()
+        return float(value)
+
+    @property
+    def ideal_log_ratio(self) -> float:
+        """``ln(max q / min q)`` of the ideal (unrounded) law."""
         return float(np.max(self.log_q) - np.min(self.log_q))
 
+    @functools.cached_property
+    def distance_pmf(self) -> NDArray[np.float64]:
+        """:attr:`sampled_pmf` as floats."""
+        return np.array([float(p) for p in self.sampled_pmf])
+
+    @functools.cached_property
+    def c_gap(self) -> float:
+        """``E[v_i] = Σ_ℓ Pr[ℓ]·(1 − 2ℓ/k)`` of the sampled law (exact, then rounded once)."""
+        k, cum = self.k, (0, *self._cumulative)
+        num = sum((cum[ell + 1] - cum[ell]) * (k - 2 * ell) for ell in range(k + 1))
+        return float(Fraction(num, k * self.total))
+
+    @functools.cached_property
+    def _top_words(self) -> tuple[int, NDArray[np.uint64]]:
+        shift = self.total.bit_length() - 64
+        return shift, np.array([c >> shift for c in self._cumulative], dtype=np.uint64)
+
+    def sample_distances(self, size: int, *, rng: np.random.Generator) -> NDArray[np.int64]:
+        """``size`` independent distances from :attr:`sampled_pmf`, exactly.
+
+        A uniform integer ``U`` in ``[0, 2^b)`` (``b`` = bits of ``N``) is drawn; ``U ≥ N`` is
+        rejected and redrawn, otherwise ``ℓ`` is the first index with ``U < Σ_{i≤ℓ} C(k,i)w(i)``.
+        Only the top 64 bits of ``U`` are drawn at first: they decide the comparison with
+        every threshold except when they equal a threshold's top 64 bits (probability about
+        ``(k+1)/2^64``), and then the remaining bits are drawn and ``U`` is compared in integers.
+        Given uniform random words the output law is exactly :attr:`sampled_pmf`.
+        """
+        shift, tops = self._top_words
+        cum = self._cumulative
+        out = np.empty(size, dtype=np.int64)
+        pending = np.arange(size)
+        while pending.size:
+            u = rng.integers(0, 2**64, size=pending.size, dtype=np.uint64)
+            idx = np.searchsorted(tops, u, side="right")
+            tie = (idx > 0) & (tops[np.maximum(idx - 1, 0)] == u)
+            done = (idx <= self.k) & ~tie
+            out[pending[done]] = idx[done]
+            for i in np.flatnonzero(tie):
+                nbytes = (shift + 7) // 8
+                low = int.from_bytes(rng.bytes(nbytes), "big") >> (8 * nbytes - shift)
+                value = (int(u[i]) << shift) | low
+                if value < cum[-1]:
+                    out[pending[i]] = bisect.bisect_right(cum, value)
+                    done[i] = True
+            pending = pending[~done]
+        return out
+
     def sample(self, size: int, *, rng: np.random.Generator) -> NDArray[np.int8]:
-        """``size`` independent vectors ``v`` (rows), see :func:`sample_distance_vectors`."""
-        return sample_distance_vectors(self.distance_pmf, self.k, size, rng=rng)
+        """``size`` independent vectors ``v ∈ {±1}^k`` (rows) from the sampled law.
+
+        The distance ℓ comes from :meth:`sample_distances`; the ℓ positions set to −1 are those
+        whose label in a uniformly random permutation of ``0..k−1`` is below ℓ, a uniform
+        ℓ-subset. :meth:`numpy.random.Generator.permuted` shuffles each row by Fisher–Yates with
+        bounded integers drawn by rejection, so the permutation is exactly uniform given
+        uniform random words; together every vector at distance ℓ has probability ``w(ℓ)/N``.
+        """
+        ell = self.sample_distances(size, rng=rng)
+        labels = np.broadcast_to(np.arange(self.k, dtype=np.int32), (size, self.k))
+        perm = rng.permuted(labels, axis=1)
+        return np.where(perm < ell[:, None], np.int8(-1), np.int8(1))
 
 
-def sample_distance_vectors(
-    pmf: NDArray[np.float64], k: int, size: int, *, rng: np.random.Generator
-) -> NDArray[np.int8]:
-    """Draw vectors in ``{±1}^k``: distance ℓ from ``pmf``, then a uniform ℓ-subset flipped to −1.
-
-    The distance is drawn by inverse-CDF inversion of a 53-bit uniform against the float
-    cumulative sum of the log-space law (pitfall 10: a high-resolution uniform, never a coarse
-    comparison); the test suite checks this sampler against the exact law with a chi-square test
-    at α = 1e-6. The subset is uniform: sorting i.i.d. uniform keys gives a uniform permutation,
-    and its first ℓ positions are flipped.
-    """
-    cdf = np.cumsum(pmf)
-    cdf[-1] = 1.0
-    u = rng.random(size)
-    ell = np.minimum(np.searchsorted(cdf, u, side="right"), k)
-    perm = np.argsort(rng.random((size, k)), axis=1)
-    flip = np.arange(k) < ell[:, None]
-    out = np.ones((size, k), dtype=np.int8)
-    out[np.nonzero(flip)[0], perm[flip]] = -1
-    return out
-
-
-def _normalise(
-    name: str, k: int, epsilon: float, log_w: NDArray[np.float64], params: dict
-) -> DistanceLaw:
+def _build(name: str, k: int, epsilon: float, log_w: NDArray[np.float64], params: dict,
+           func: str) -> DistanceLaw:
+    """Normalise the ideal law, round it to the sampled law and certify it."""
     log_q = log_w - _logsumexp(_log_binom(k) + log_w)
     log_q.setflags(write=False)
-    return DistanceLaw(name, k, epsilon, log_q, params)
+    if not (np.all(np.isfinite(log_q))
+            and float(np.max(log_q) - np.min(log_q)) <= epsilon * (1 + CERTIFICATE_TOLERANCE)):
+        raise ParameterError(
+            f"{func}: the privacy loss ln(p_max/p_min) of the {name} law exceeds epsilon "
+            f"{epsilon!r} for k = {k}; refusing these parameters."
+        )
+    law = DistanceLaw(name, k, epsilon, log_q, params, _integer_weights(log_q, epsilon))
+    _certify(law, func)
+    return law
 
 
 def _check(k: int, epsilon: float, func: str) -> tuple[int, float]:
     k = _validate.check_int(k, "k", func, minimum=1)
+    if k > MAX_CHANGES:
+        raise ParameterError(_validate.message("k", func, f"an integer in 1..{MAX_CHANGES}", k))
     epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
     return k, epsilon
 
 
 def rr_law(k: int, epsilon: float) -> DistanceLaw:
-    """Independent randomized response with ε/k per coordinate (§4.3): ``c_gap = tanh(ε/2k)``."""
+    """Independent randomized response with ε/k per coordinate: ``c_gap ≈ tanh(ε/2k)``."""
     k, epsilon = _check(k, epsilon, "rr_law")
     e = epsilon / k
     ell = np.arange(k + 1, dtype=np.float64)
     # keep probability e^e/(1+e^e), flip 1/(1+e^e): log q = (k-ℓ)·e − k·log(1+e^e)
-    log_w = (k - ell) * e
-    law = _normalise("rr", k, epsilon, log_w, {"epsilon_per_coordinate": e})
-    _certify(law, "rr_law")
-    return law
+    return _build("rr", k, epsilon, (k - ell) * e, {"epsilon_per_coordinate": e}, "rr_law")
 
 
-def _futurerand_from_c(k: int, epsilon: float, c: float, name: str) -> DistanceLaw:
+def _futurerand_ideal(k: int, epsilon: float, c: float) -> tuple[NDArray[np.float64], dict]:
+    """Ideal FutureRand ``log q`` with ``ε' = ε/(c√k)``: the ``Binomial(k, 1/(e^{ε'}+1))``
+    vector law inside the annulus ``[μ − 2√k, UB]``, uniform on its complement."""
     ep = epsilon / (c * math.sqrt(k))
-    mu = k / (math.exp(ep) + 1.0)
-    ub = (k / ep) * math.log(2.0 * math.exp(ep) / (math.exp(ep) + 1.0))
+    mu = k * math.exp(-ep) / (1.0 + math.exp(-ep))
+    ub = (k / ep) * (_LN2 - math.log1p(math.exp(-ep)))
     lb = mu - 2.0 * math.sqrt(k)
     ell = np.arange(k + 1, dtype=np.float64)
-    log_p = ep * (k - ell) - k * math.log1p(math.exp(ep))
+    log_p = ep * (k - ell) - k * (ep + math.log1p(math.exp(-ep)))
     lbin = _log_binom(k)
     inside = (ell >= lb) & (ell <= ub)
-    if np.all(inside):
-        log_q = log_p
-    else:
+    log_q = log_p
+    if not np.all(inside):
         log_pmiss = _logsumexp((lbin + log_p)[~inside])
         log_abar = _logsumexp(lbin[~inside])
         log_q = np.where(inside, log_p, log_pmiss - log_abar)
-    params = {"c": c, "epsilon_prime": ep, "mu": mu, "LB": lb, "UB": ub}
-    return _normalise(name, k, epsilon, log_q, params)
+    log_q = log_q - _logsumexp(lbin + log_q)
+    return log_q, {"c": c, "epsilon_prime": ep, "mu": mu, "LB": lb, "UB": ub}
 
 
 def futurerand_law(k: int, epsilon: float) -> DistanceLaw:
-    """FutureRand CR(1^k), paper constants (§5.2): ε' = ε/(5√k), annulus [μ−2√k, UB],
-    resampling uniformly from the **complement** of the annulus."""
+    """FutureRand ``CR(1^k)`` with the paper's constants: ``ε' = ε/(5√k)``, annulus
+    ``[μ−2√k, UB]``, a vector outside resampled uniformly from the complement."""
     k, epsilon = _check(k, epsilon, "futurerand_law")
-    law = _futurerand_from_c(k, epsilon, 5.0, "futurerand")
-    _certify(law, "futurerand_law")
-    return law
+    log_q, params = _futurerand_ideal(k, epsilon, 5.0)
+    return _build("futurerand", k, epsilon, log_q, params, "futurerand_law")
 
 
 def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
-    """Calibrated FutureRand (§5.7.1): the smallest c in ε' = ε/(c√k) with exact loss ≤ ε.
+    """Calibrated FutureRand: the smallest c in ε' = ε/(c√k) whose ideal loss is ≤ ε.
 
     The loss is not monotone in c (the annulus ends move in integer steps), so the smallest
     feasible c is located on the grid ``c = 0.10, 0.11, ..., 5.00`` (O(k) per point) and then
     refined by 30 bisection steps between it and the infeasible grid point below it, keeping the
-    feasible end. ``c = 5`` is the paper's constant.
+    feasible end. ``c = 5`` is the paper's constant. The chosen law is then rounded to integer
+    weights and certified like every other.
     """
     k, epsilon = _check(k, epsilon, "calibrated_law")
 
     def feasible(c: float) -> bool:
-        return _futurerand_from_c(k, epsilon, c, "calibrated").log_ratio <= epsilon
+        log_q = _futurerand_ideal(k, epsilon, c)[0]
+        return float(np.max(log_q) - np.min(log_q)) <= epsilon
 
     grid = np.round(np.arange(10, 501) / 100.0, 2)
     first = next((i for i, c in enumerate(grid) if feasible(float(c))), len(grid) - 1)
@@ -194,34 +335,33 @@ def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
                 hi = mid
             else:
                 lo = mid
-    law = _futurerand_from_c(k, epsilon, hi, "calibrated")
-    _certify(law, "calibrated_law")
-    return law
+    log_q, params = _futurerand_ideal(k, epsilon, hi)
+    return _build("calibrated", k, epsilon, log_q, params, "calibrated_law")
 
 
 def threshold_law(k: int, epsilon: float) -> DistanceLaw:
-    """Threshold (Hamming-ball) randomizer (§5.7.2): ``q = e^ε·a`` for ℓ < m, ``a`` for ℓ ≥ m.
+    """Threshold (Hamming-ball) randomizer: ``q = e^ε·a`` for ℓ < m, ``a`` for ℓ ≥ m.
 
-    The spec allows an intermediate value at one distance; ``c_gap`` is a linear-fractional
-    function of that fraction, so its optimum is at an endpoint, i.e. an integer ``m``: the
-    search over ``m ∈ {1..k}`` is exact. With ``b(ℓ) = C(k,ℓ)/2^k`` (so ``Σ b(ℓ)(1−2ℓ/k) = 0``),
-    ``c_gap(m) = S₁(m) / (1/(e^ε−1) + S₀(m))`` where ``S₀(m) = Σ_{ℓ<m} b(ℓ)`` and
-    ``S₁(m) = Σ_{ℓ<m} b(ℓ)(1−2ℓ/k)``: one cumulative sum, O(k) for all m at once.
+    An intermediate value at one distance is allowed by the construction, but ``c_gap`` is a
+    linear-fractional function of that fraction, so its optimum is at an endpoint, i.e. an
+    integer ``m``: the search over ``m ∈ {1..k}`` is exact. With ``b(ℓ) = C(k,ℓ)/2^k`` (so
+    ``Σ b(ℓ)(1−2ℓ/k) = 0``), ``c_gap(m) = S₁(m) / (1/(e^ε−1) + S₀(m))`` where
+    ``S₀(m) = Σ_{ℓ<m} b(ℓ)`` and ``S₁(m) = Σ_{ℓ<m} b(ℓ)(1−2ℓ/k)``: one cumulative sum, O(k)
+    for all m at once. ``1/(e^ε−1)`` is computed as ``e^{−ε}/(1−e^{−ε})`` (no overflow).
     """
     k, epsilon = _check(k, epsilon, "threshold_law")
     ell = np.arange(k + 1, dtype=np.float64)
-    b = np.exp(_log_binom(k) - k * math.log(2.0))
+    b = np.exp(_log_binom(k) - k * _LN2)
     s0 = np.cumsum(b)[:-1]  # m = 1..k
     s1 = np.cumsum(b * (1.0 - 2.0 * ell / k))[:-1]
-    gaps = s1 / (1.0 / math.expm1(epsilon) + s0)
+    gaps = s1 / (math.exp(-epsilon) / -math.expm1(-epsilon) + s0)
     m = int(np.argmax(gaps)) + 1
-    law = _normalise("threshold", k, epsilon, np.where(ell < m, epsilon, 0.0), {"m": m})
-    _certify(law, "threshold_law")
-    return law
+    return _build("threshold", k, epsilon, np.where(ell < m, epsilon, 0.0), {"m": m},
+                  "threshold_law")
 
 
 def erlingsson_c_gap(k: int, epsilon: float) -> float:
-    """Effective ``c_gap = tanh(γ/2)/k`` of Erlingsson et al. with the spec's corrections (§4.4).
+    """Effective ``c_gap = tanh(γ/2)/k`` of Erlingsson et al. (2020) as used here.
 
     ``γ ≤ ε`` is ε rounded down to the exact fraction the randomized-response sampler uses
     (:func:`dpfreq.noise.epsilon_to_fraction`; ``|γ − ε| ≤ 2^{-32}``), so client and server agree.
@@ -231,7 +371,7 @@ def erlingsson_c_gap(k: int, epsilon: float) -> float:
 
 
 def auto_law(k: int, epsilon: float) -> DistanceLaw:
-    """Auto mode (§5.7.3): the largest ``c_gap`` among rr, futurerand, calibrated, threshold."""
+    """Auto mode: the largest exact ``c_gap`` among rr, futurerand, calibrated and threshold."""
     laws = [
         rr_law(k, epsilon),
         futurerand_law(k, epsilon),
@@ -244,12 +384,10 @@ def auto_law(k: int, epsilon: float) -> DistanceLaw:
 def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     """The distance law of ``mode`` (one of rr, futurerand, calibrated, threshold, auto).
 
-    Laws depend only on ``(mode, k, ε)`` and are immutable; they are cached (§7.1: the table can
-    ship with the parameters instead of being recomputed on every device).
+    Laws depend only on ``(mode, k, ε)`` and are immutable; they are cached (the table can ship
+    with the parameters instead of being recomputed on every device).
     """
-    mode = _validate.check_choice(
-        mode, "mode", "distance_law", ("auto", "calibrated", "futurerand", "rr", "threshold")
-    )
+    mode = _validate.check_choice(mode, "mode", "distance_law", DISTANCE_MODES)
     k, epsilon = _check(k, epsilon, "distance_law")
     return _cached_law(mode, k, epsilon)
 
@@ -265,20 +403,26 @@ def _cached_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     }[mode](k, epsilon)
 
 
-#: Relative tolerance of the certificate check: float rounding of the log-space law only.
+#: Relative slack allowed between the ideal law's float loss and ε (float rounding only); the
+#: sampled law is held to ε exactly.
 CERTIFICATE_TOLERANCE = 1e-12
 
 
 def _certify(law: DistanceLaw, func: str) -> None:
-    """Refuse a law whose certificate ``ln(max q / min q)`` exceeds ε or whose gap is not > 0."""
-    if not law.log_ratio <= law.epsilon * (1 + CERTIFICATE_TOLERANCE):
+    """Refuse a law whose ideal loss exceeds ε, whose **sampled** law's exact ratio exceeds
+    ``e^ε``, or whose gap is not > 0."""
+    bound = exp_lower_bound(law.epsilon)
+    ratio = law.certificate_ratio
+    if not (law.ideal_log_ratio <= law.epsilon * (1 + CERTIFICATE_TOLERANCE)
+            and ratio.numerator * bound.denominator <= bound.numerator * ratio.denominator):
         raise ParameterError(
-            f"{func}: the exact privacy loss ln(p_max/p_min) = {law.log_ratio!r} exceeds epsilon "
+            f"{func}: the privacy loss ln(p_max/p_min) of the {law.name} law exceeds epsilon "
             f"{law.epsilon!r} for k = {law.k}; refusing these parameters."
         )
-    # a gap below a millionth of independent RR's is float noise around 0, not a randomizer
+    # a gap below a millionth of independent RR's is rounding noise around 0, not a randomizer
     if not law.c_gap > 1e-6 * math.tanh(law.epsilon / (2 * law.k)):
         raise ParameterError(
-            f"{func}: c_gap = {law.c_gap!r} is not > 0 for k = {law.k}, epsilon = "
-            f"{law.epsilon!r}; the estimator would be undefined; refusing these parameters."
+            f"{func}: the {law.name} randomizer has no positive gap c_gap for k = {law.k}, "
+            f"epsilon = {law.epsilon!r} (the estimator would be undefined); choose a larger "
+            "epsilon or another randomizer."
         )

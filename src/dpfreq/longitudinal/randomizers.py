@@ -150,7 +150,7 @@ class _DistanceRandomizer(Randomizer):
         self.c_gap = law.c_gap
         # support s < k uses v[1..s] only; the marginal sums 2^{k−s} vectors of the law, so
         # max q / min q bounds every ratio (§5.3); it is attained at support k ≤ L.
-        self.certificate = law.log_ratio
+        self.certificate = law.certificate
         self._refuse_if_uncertified()
         self.v = [int(b) for b in law.sample(1, rng=self._gen)[0]]
 
@@ -304,7 +304,7 @@ def restore_randomizer(
     else:
         assert isinstance(obj, _DistanceRandomizer)
         law = distance_law(name, obj.changes, obj.epsilon)
-        obj.law, obj.name, obj.c_gap, obj.certificate = law, law.name, law.c_gap, law.log_ratio
+        obj.law, obj.name, obj.c_gap, obj.certificate = law, law.name, law.c_gap, law.certificate
     obj._refuse_if_uncertified()
     obj._restore(state)
     return obj

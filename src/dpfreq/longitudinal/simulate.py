@@ -171,6 +171,7 @@ def make_release(
     return LongitudinalEstimate(
         value=est,
         epsilon=epsilon,
+        unit="device",
         mechanism=mechanism,
         mechanism_params={**params, **gap_params, "periods": d, "beta": beta},
         seeded=seeded,
@@ -461,12 +462,12 @@ def simulate_longitudinal(
     else:
         law = distance_law(randomizer, k, epsilon)
         gaps = np.full(lg + 1, law.c_gap)
-        cert = law.log_ratio
+        cert = law.certificate
         for h in range(lg + 1):
             kh = min(k, d >> h) if per_order_sparsity else k
             law_h = distance_law(law.name, kh, epsilon) if kh != k else law
             gaps[h] = law_h.c_gap
-            cert = max(cert, law_h.log_ratio)
+            cert = max(cert, law_h.certificate)
             rows = order == h
             if times is not None:
                 sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law_h, kh, gen)
