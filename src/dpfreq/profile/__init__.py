@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dpfreq.profile.api import release_profile
 from dpfreq.profile.baselines import lp_profile, naive_profile
+from dpfreq.profile.plan import ProfilePlan, plan_profile
 from dpfreq.profile.reconstruct import (
     bound_parameter,
     default_bound_parameter,
@@ -28,6 +29,7 @@ from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch import ProfileSketch
 
 __all__ = [
+    "ProfilePlan",
     "ProfileRelease",
     "ProfileSketch",
     "bound_parameter",
@@ -36,6 +38,7 @@ __all__ = [
     "minimum_bound_parameter",
     "naive_profile",
     "noisy_profile_counts",
+    "plan_profile",
     "reconstruct_profile",
     "reconstruct_profile_from_counts",
     "release_profile",

@@ -1,4 +1,4 @@
-"""The release type of a private profile (Wu & Pagh reconstruction, spec §1 and §9.2)."""
+"""The release type of a private profile (direct count-of-counts or Wu & Pagh reconstruction)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ __all__ = ["ProfileRelease"]
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileRelease(Release):
-    """A private profile ``r[0..n]`` with its high-probability error bound.
+    """A private profile ``r[0..n]`` with its error statement.
 
     ``value`` is ``r`` (float64, entries in ``[0, 1]``, summing to 1): ``r[t]`` estimates the
-    fraction of the ``domain_size`` items whose count is exactly ``t`` (``t = 0..max_count``).
+    fraction of the ``domain_size`` items whose count is exactly ``t`` (``t = 0..max_count``;
+    ``t = n`` also holds the items with more than ``n``, whose counts were clamped).
+
+    ``error`` is either ``kind="interval"`` (per-class intervals ``lower``/``upper`` and a
+    simultaneous band ``band_lower``/``band_upper``, in fractions, each holding with probability
+    at least ``error.confidence``) or ``kind="bound"`` (one norm bound on the whole error).
 
     Attributes
     ----------
@@ -25,25 +30,33 @@ class ProfileRelease(Release):
         ``d``, the public number of items (the normalizer of the profile).
     max_count : int
         ``n``, the public count cap (output length ``n + 1``).
-    B : int
-        Bound parameter of the truncated noise kernel (spec §4).
-    norm : str
-        ``"1"``, ``"2"`` or ``"inf"``: the norm the reconstruction optimizes and ``error`` bounds.
-    eta : float
-        Failure probability η of the bound (the bound holds with probability ``error.confidence``).
     method : str
-        ``"fft"`` (Algorithms 2+3 of the paper) or ``"mle"`` (EM maximum likelihood).
-    noisy_profile : numpy.ndarray
-        ``f~[t] = |{ℓ : h~[ℓ] = t}| / d`` for ``t = -B .. n+B`` (diagnostics and plots).
+        ``"direct"`` (noisy count-of-counts, projected), ``"fft"`` (Wu & Pagh Algorithms 2+3)
+        or ``"mle"`` (EM maximum likelihood on the Wu & Pagh sketch).
+    l1_bound : float or None
+        A high-probability bound on the ℓ1 distance between ``value`` and the true profile,
+        holding with probability ``l1_confidence`` (Wu & Pagh's Theorem 1.1 for the sketch
+        methods; the band's implication for ``direct``). Never more than 2.
+    l1_confidence : float or None
+        Probability with which ``l1_bound`` holds.
+    B : int
+        Window parameter of the sketch's noisy values ``[−B .. n+B]`` (0 for ``direct``).
+    norm : str
+        ``"1"``, ``"2"`` or ``"inf"``: the norm the sketch reconstruction optimizes.
+    noisy_profile : numpy.ndarray or None
+        The noisy input of the estimate as fractions of ``d``: the noisy count-of-counts on
+        ``t = 0..n`` for ``direct``; the counts of noisy values on ``t = −B..n+B`` for the sketch
+        methods. Released (it is what the estimate is computed from).
     """
 
     domain_size: int
     max_count: int
-    B: int
-    norm: str
-    eta: float
     method: str
-    noisy_profile: np.ndarray
+    l1_bound: float | None = None
+    l1_confidence: float | None = None
+    B: int = 0
+    norm: str = "1"
+    noisy_profile: Any = None
 
     def profile(self) -> np.ndarray:
         """The estimated profile ``r[0..n]`` (alias of ``value``)."""
@@ -54,16 +67,40 @@ class ProfileRelease(Release):
         """The counts ``t = 0..n`` the entries of :meth:`profile` refer to."""
         return np.arange(self.max_count + 1)
 
-    def plot(self, ax: Any = None, *, truth: Any = None) -> Any:
-        """Draw the estimate with its error band, and optionally the true profile beside it.
+    def _ends(self, name: str) -> np.ndarray:
+        ends = getattr(self.error, name, None)
+        if ends is None:
+            return np.full(self.max_count + 1, np.nan)
+        return np.asarray(ends, dtype=np.float64)
 
-        The band is ``r[t] ± error.value`` clipped to ``[0, 1]``: every entry of the error vector
-        is bounded by its ℓ1, ℓ2 and ℓ∞ norm alike, so the band is valid for any ``norm``.
+    def table(self) -> dict[str, Any]:
+        """Tidy columns, one row per count ``t``.
+
+        ``t``, ``estimate`` (fraction of the domain), ``lower``/``upper`` (per-class interval),
+        ``band_lower``/``band_upper`` (simultaneous band) — NaN when the error statement is a
+        norm bound without intervals — and ``items`` (the estimate times ``d``).
+        """
+        r = self.profile().astype(np.float64)
+        return {
+            "t": self.counts_axis,
+            "estimate": r,
+            "lower": self._ends("lower"),
+            "upper": self._ends("upper"),
+            "band_lower": self._ends("band_lower"),
+            "band_upper": self._ends("band_upper"),
+            "items": r * self.domain_size,
+        }
+
+    def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None) -> Any:
+        """Draw the estimate with its per-class intervals (and band), optionally beside the truth.
 
         Parameters
         ----------
         ax : matplotlib axes, optional
             Where to draw; a new Agg figure when omitted.
+        log : bool, default False
+            Logarithmic y axis (profiles span many orders of magnitude). Zero entries are not
+            drawn on a log axis.
         truth : array-like, optional
             The true profile ``f[0..n]`` (for simulations and demos only).
 
@@ -76,19 +113,31 @@ class ProfileRelease(Release):
         ax = new_axes(ax)
         t = self.counts_axis
         r = self.profile()
-        bound = float(np.asarray(self.error.value, dtype=np.float64).max())
         conf = self.error.confidence
-        band_label = (f"error bound (ℓ{self.norm}, prob. ≥ {conf:.3g})" if conf is not None
-                      else "error bound")
-        plot_band(ax, t, r, np.clip(r - bound, 0.0, 1.0), np.clip(r + bound, 0.0, 1.0),
-                  label=f"private profile ({self.method})", band_label=band_label,
-                  drawstyle="steps-mid")
+        if self.error.kind == "interval":
+            lower, upper = self._ends("lower"), self._ends("upper")
+            band_label = f"per-class intervals ({conf:.3g})"
+        else:
+            bound = float(np.max(np.asarray(self.error.value, dtype=np.float64)))
+            lower, upper = np.clip(r - bound, 0.0, 1.0), np.clip(r + bound, 0.0, 1.0)
+            band_label = f"error bound (prob. ≥ {conf:.3g})"
+        plot_band(ax, t, r, lower, upper, label=f"private profile ({self.method})",
+                  band_label=band_label, drawstyle="steps-mid")
+        if self.error.band_lower is not None:
+            ax.plot(t, self._ends("band_lower"), ":", color="gray", linewidth=0.8,
+                    label=f"simultaneous band ({conf:.3g})")
+            ax.plot(t, self._ends("band_upper"), ":", color="gray", linewidth=0.8)
         if truth is not None:
             f = np.asarray(truth, dtype=np.float64)
             ax.plot(np.arange(f.size), f, "k.", label="true profile", markersize=4)
+        if log:
+            ax.set_yscale("log")
+            positive = r[r > 0]
+            if positive.size:
+                ax.set_ylim(bottom=0.5 * float(positive.min()), top=1.5)
         ax.set_xlabel("count t")
         ax.set_ylabel("fraction of items with count t")
         ax.set_title(f"Private profile: d={self.domain_size}, n={self.max_count}, "
-                     f"ε={self.epsilon:g}")
+                     f"ε={self.epsilon:g}, unit={self.unit}")
         ax.legend(loc="best")
         return ax

@@ -1,0 +1,258 @@
+"""Per-class intervals and simultaneous bands for released profiles.
+
+Two constructions, both deterministic post-processing (no ``rng``, no privacy cost):
+
+* :func:`direct_intervals` — exact, from the discrete Laplace law of the direct mechanism's
+  noise (:mod:`dpfreq.profile.direct`);
+* :func:`simulated_intervals` — for the sketch reconstructions (Wu & Pagh ``fft``/``mle``):
+  noise from the known law is pushed through the same reconstruction around the released
+  estimate, with a generator derived from the release itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.signal
+from numpy.typing import NDArray
+
+from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail_bound
+from dpfreq.rng import keyed_generator
+
+__all__ = [
+    "SIMULATION_DRAWS",
+    "IntervalSet",
+    "band_level",
+    "direct_half_widths",
+    "direct_intervals",
+    "integer_classes",
+    "release_key",
+    "simulated_intervals",
+]
+
+SIMULATION_DRAWS = 200
+_MULTINOMIAL_CELLS = 4_000_000  # (n+1)·P above this: Poisson approximation of the window counts
+
+
+@dataclass(frozen=True)
+class IntervalSet:
+    """Interval ends for the ``n + 1`` profile entries, in fractions of the domain.
+
+    ``lower``/``upper`` hold entry by entry with probability at least the confidence;
+    ``band_lower``/``band_upper`` hold for all entries at once with that probability.
+    """
+
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    band_lower: NDArray[np.float64]
+    band_upper: NDArray[np.float64]
+
+    @property
+    def band_l1(self) -> float:
+        """ℓ1 bound implied by the band: ``Σ_t (band_upper − band_lower)`` capped at 2.
+
+        When the truth and the estimate both lie in the band, every entry differs by at most the
+        band's width there.
+        """
+        return float(min(2.0, np.sum(self.band_upper - self.band_lower)))
+
+
+def band_level(confidence: float, classes: int) -> float:
+    """Per-class tail probability ``η_b`` of an exact simultaneous band over independent noise.
+
+    With ``classes`` independent noise values each outside ``[−q, q]`` with probability at most
+    ``η_b = 1 − confidence^(1/classes)``, all of them are inside with probability at least
+    ``(1 − η_b)^classes = confidence`` (exact for independent noise, no union bound).
+    """
+    return -math.expm1(math.log(confidence) / classes)
+
+
+def direct_half_widths(gamma: Fraction, classes: int, confidence: float) -> tuple[int, int]:
+    """``(q, q_band)``: exact discrete Laplace quantiles for one class and for all at once.
+
+    ``q`` is the smallest integer with ``Pr[|Z| > q] <= 1 − confidence``; ``q_band`` the
+    smallest with ``Pr[max_t |Z_t| > q_band] <= 1 − confidence`` over ``classes`` i.i.d. draws.
+    """
+    q = discrete_laplace_tail_bound(1.0 - confidence, gamma)
+    q_band = discrete_laplace_tail_bound(band_level(confidence, classes), gamma)
+    return q, q_band
+
+
+def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, gamma: Fraction,
+                     domain_size: int, confidence: float) -> IntervalSet:
+    """Exact intervals for the count-of-counts of the direct mechanism (as fractions of ``d``).
+
+    Parameters
+    ----------
+    noisy : numpy.ndarray of int64
+        The noisy count-of-counts ``y = c + Z`` before projection.
+    estimate : numpy.ndarray of int64
+        The released projection ``x`` (non-negative, summing to ``d``).
+    gamma : Fraction
+        γ of the noise ``Z[t] ~ DLap(e^{−γ})``.
+    domain_size : int
+        ``d``.
+    confidence : float
+        Level of the per-class intervals and of the band.
+
+    Returns
+    -------
+    IntervalSet
+
+    Notes
+    -----
+    For each class ``[y_t − q, y_t + q]`` contains ``c_t`` exactly when ``|Z_t| <= q``, which has
+    probability ``1 − Pr[|Z| > q] >= confidence`` whatever ``c``: an exact interval (the
+    discrete Laplace law is known exactly). The band uses ``q_band`` from
+    :func:`direct_half_widths` and holds for all classes at once with probability
+    ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``. The released intervals are the smallest
+    intervals containing both ``[y_t − q, y_t + q]`` and the released ``x_t``, intersected with
+    ``[0, d]`` (where ``c_t`` lies anyway): enlarging an interval keeps its coverage, so the
+    guarantee above holds for them unchanged, and they contain the released estimate. The
+    enlargement is ``|x_t − y_t|``, the projection's shift (typically 0 or 1 item; larger only
+    for classes whose noisy count was negative).
+    """
+    y = np.asarray(noisy, dtype=np.int64)
+    x = np.asarray(estimate, dtype=np.int64)
+    d = int(domain_size)
+    q, q_band = direct_half_widths(gamma, y.size, confidence)
+
+    def hull(width: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        lo = np.minimum(x.astype(np.float64), y.astype(np.float64) - width)
+        hi = np.maximum(x.astype(np.float64), y.astype(np.float64) + width)
+        return np.clip(lo, 0.0, d) / d, np.clip(hi, 0.0, d) / d
+
+    lower, upper = hull(q)
+    band_lower, band_upper = hull(q_band)
+    return IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)
+
+
+def integer_classes(profile: NDArray[np.float64], domain_size: int) -> NDArray[np.int64]:
+    """Class sizes ``m[t]`` summing to ``d`` nearest to ``profile · d`` (largest remainders)."""
+    d = int(domain_size)
+    scaled = np.asarray(profile, dtype=np.float64) * d
+    m = np.floor(scaled).astype(np.int64)
+    rest = d - int(m.sum())
+    if rest > 0:
+        order = np.argsort(-(scaled - m), kind="stable")
+        m[order[:rest]] += 1
+    elif rest < 0:  # float round-off only
+        order = np.argsort(scaled - m, kind="stable")
+        take = order[:-rest]
+        m[take] = np.maximum(m[take] - 1, 0)
+    return m
+
+
+def _window_probabilities(max_count: int, B: int, gamma: Fraction) -> NDArray[np.float64]:
+    """Row ``k``: probability that ``k + Z`` lands at each window position ``t = −B..n+B``,
+    followed by the probability that it lands outside the window (those items are not counted)."""
+    n, P = max_count, max_count + 2 * B + 1
+    pos = np.arange(P) - B
+    z = pos[None, :] - np.arange(n + 1)[:, None]
+    probs = discrete_laplace_pmf(z, gamma)
+    outside = np.clip(1.0 - probs.sum(axis=1), 0.0, 1.0)
+    return np.concatenate([probs, outside[:, None]], axis=1)
+
+
+def _window_means(m: NDArray[np.int64], B: int, gamma: Fraction) -> NDArray[np.float64]:
+    """Expected counts of noisy values at ``t = −B..n+B``: ``Σ_k m[k] Pr[Z = t − k]`` (by FFT)."""
+    n = m.size - 1
+    z = np.arange(-(n + B), n + B + 1)
+    full = scipy.signal.fftconvolve(m.astype(np.float64), discrete_laplace_pmf(z, gamma))
+    # full[j] = Σ_k m[k] pmf(z[j − k]) = expected count at t = j − (n + B)
+    return np.clip(full[n : 2 * n + 2 * B + 1], 0.0, None)
+
+
+def _draw_counts(m: NDArray[np.int64], B: int, gamma: Fraction, probs: NDArray[np.float64] | None,
+                 gen: np.random.Generator) -> NDArray[np.int64]:
+    """Counts of the noisy values in the window for class sizes ``m`` (one simulated sketch).
+
+    Exact multinomial per class when the table is small (``probs`` given), otherwise the Poisson
+    approximation with the same means (independent cells; accurate in the regime of large ``n``,
+    where no cell holds a large share of the items).
+    """
+    if probs is not None:
+        draws = gen.multinomial(m, probs / probs.sum(axis=1, keepdims=True))
+        return np.asarray(draws[:, :-1].sum(axis=0), dtype=np.int64)
+    return gen.poisson(_window_means(m, B, gamma)).astype(np.int64)
+
+
+def release_key(*parts: Any) -> bytes:
+    """A key derived from the released numbers: SHA-256 over their canonical bytes."""
+    h = hashlib.sha256(b"dpfreq profile intervals")
+    for part in parts:
+        data = (np.ascontiguousarray(part, dtype=np.int64).tobytes()
+                if isinstance(part, np.ndarray) else str(part).encode("utf-8"))
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
+
+
+def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.int64], *,
+                        solve: Any, domain_size: int, max_count: int, B: int, gamma: Fraction,
+                        confidence: float, label: str,
+                        draws: int = SIMULATION_DRAWS) -> IntervalSet:
+    """Intervals for a sketch reconstruction by simulation from the known noise law.
+
+    Parameters
+    ----------
+    estimate : numpy.ndarray
+        The released profile ``r̂[0..n]``.
+    noisy_counts : numpy.ndarray of int64
+        The released counts of noisy values on ``[−B .. n+B]`` (the input of the solver).
+    solve : callable
+        ``solve(counts) -> profile``: the same deterministic reconstruction that produced
+        ``estimate`` from ``noisy_counts``.
+    domain_size, max_count, B : int
+        ``d``, ``n`` and the window parameter.
+    gamma : Fraction
+        γ of the per-item noise ``DLap(e^{−γ})``.
+    confidence : float
+        Level of the intervals and of the band.
+    label : str
+        Names the reconstruction (e.g. ``"fft/1"``) in the key derivation.
+    draws : int
+        Number of simulated sketches.
+
+    Returns
+    -------
+    IntervalSet
+
+    Notes
+    -----
+    A parametric bootstrap: take class sizes ``m̂`` nearest to ``r̂ · d``, simulate the counts of
+    noisy values that a sketch of a data set with that profile would give (each item's noisy
+    value is ``k + Z``; the counts per class are multinomial, or Poisson for large tables),
+    reconstruct each with ``solve`` and record the errors ``r* − r̂``. The per-class interval is
+    ``r̂ ± w_t`` with ``w_t`` the ``confidence``-quantile of ``|r*_t − r̂_t|``; the band is
+    ``r̂ ± c·s_t`` with ``s_t`` the simulated standard deviation of class ``t`` (floored at
+    ``1/d``) and ``c`` the ``confidence``-quantile of ``max_t |r*_t − r̂_t| / s_t``; all are
+    clipped to ``[0, 1]``. Coverage is approximate (the simulation starts from ``r̂``, not the
+    unknown truth) and is measured by ``benchmarks/bench_profile.py``. The generator is
+    ChaCha20 keyed by SHA-256 of the released counts and the public parameters, so the
+    intervals are a deterministic function of the release: anyone holding it recomputes them.
+    Post-processing only: no privacy cost.
+    """
+    d, n = int(domain_size), int(max_count)
+    r_hat = np.asarray(estimate, dtype=np.float64)
+    key = release_key(np.asarray(noisy_counts, dtype=np.int64), d, n, B, gamma, label)
+    gen = keyed_generator(key, "profile-intervals")
+    m = integer_classes(r_hat, d)
+    cells = (n + 1) * (n + 2 * B + 2)
+    probs = _window_probabilities(n, B, gamma) if cells <= _MULTINOMIAL_CELLS else None
+    errors = np.empty((draws, n + 1), dtype=np.float64)
+    for i in range(draws):
+        sketch = _draw_counts(m, B, gamma, probs, gen)
+        errors[i] = np.asarray(solve(sketch), dtype=np.float64) - r_hat
+    absolute = np.abs(errors)
+    w = np.quantile(absolute, confidence, axis=0, method="higher")
+    s = np.maximum(errors.std(axis=0), 1.0 / d)
+    c = float(np.quantile((absolute / s).max(axis=1), confidence, method="higher"))
+    return IntervalSet(lower=np.clip(r_hat - w, 0.0, 1.0), upper=np.clip(r_hat + w, 0.0, 1.0),
+                       band_lower=np.clip(r_hat - c * s, 0.0, 1.0),
+                       band_upper=np.clip(r_hat + c * s, 0.0, 1.0))

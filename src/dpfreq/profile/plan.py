@@ -1,0 +1,244 @@
+"""Accuracy of a profile release before it is made, from public parameters alone.
+
+:func:`plan_profile` predicts, for a domain size ``d``, a count cap ``n``, ε, the unit of
+privacy, the method and a confidence level, the per-class interval half-width, the expected ℓ1
+error and a high-probability ℓ1 bound; :meth:`ProfilePlan.epsilon_for` inverts these into the ε
+needed for a target. Nothing here looks at data, so planning spends no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from dpfreq._validate import (
+    EPSILON_MAX,
+    EPSILON_MIN,
+    check_choice,
+    check_confidence,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
+from dpfreq.errors import ParameterError
+from dpfreq.noise import discrete_laplace_gamma
+from dpfreq.profile.direct import DOMAIN_LIMIT, direct_gamma
+from dpfreq.profile.intervals import direct_half_widths
+
+__all__ = [
+    "MEASURES",
+    "METHODS",
+    "UNITS",
+    "USEFUL_L1",
+    "ProfilePlan",
+    "choose_method",
+    "plan_profile",
+]
+
+METHODS = ("auto", "direct", "fft", "mle")
+UNITS = ("event", "item")
+MEASURES = ("half_width", "band_half_width", "l1_error", "l1_bound")
+USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
+
+_WHY_AUTO = ("auto chose direct: a one-shot release computes the exact count-of-counts anyway, "
+             "and noising its n+1 classes (ℓ1 sensitivity 2) is far more accurate than noising "
+             "all d item counts, at either unit of privacy")
+_SKETCH_UNIT = ("unit='item' is not available with method={method!r}: the sketch noises each "
+                "item's count for one event (sensitivity 1), and one item's rows can move its "
+                "count by up to max_count; use method='direct' (or 'auto') for unit='item'")
+
+
+def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
+    """The method to run and why, from public parameters only.
+
+    ``"auto"`` always chooses ``"direct"``: this is the one-shot setting (the sketch methods
+    exist for updatable and distributed sketches, :class:`dpfreq.profile.ProfileSketch`).
+    ``unit="item"`` with a sketch method is refused with the reason.
+    """
+    m = check_choice(method, "method", func, METHODS)
+    if m == "auto":
+        return "direct", _WHY_AUTO
+    if unit == "item" and m != "direct":
+        raise ParameterError(message("unit", func, _SKETCH_UNIT.format(method=m), unit))
+    return m, f"method={m!r} was asked for"
+
+
+def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
+    """Wu & Pagh's Theorem 1.1 ℓ1 bound (explicit constants) at this confidence, capped at 2."""
+    from dpfreq.profile.kernel import get_kernel
+    from dpfreq.profile.reconstruct import default_bound_parameter, profile_error_bounds
+
+    eta = (1.0 - confidence) / 2.0  # the theorem's bound holds with probability 1 − 2η
+    b = default_bound_parameter(d, n, epsilon, eta)
+    alpha = math.exp(-float(discrete_laplace_gamma(epsilon)))
+    kernel = get_kernel(n, b, alpha)
+    return min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
+
+
+@dataclass(frozen=True)
+class ProfilePlan:
+    """Predicted accuracy of a profile release (all from public parameters).
+
+    Attributes
+    ----------
+    domain_size, max_count, epsilon, unit, method, confidence
+        The parameters planned for (``method`` after the ``auto`` choice).
+    why : str
+        Why this method.
+    half_width : float or None
+        Half-width, in items, of the per-class interval (``direct``: exact, before the
+        projection's shift of typically 0–1 items). None for the sketch methods, whose intervals
+        depend on the data.
+    band_half_width : float or None
+        Half-width, in items, of the simultaneous band over all ``n + 1`` classes (``direct``).
+    l1_error : float or None
+        Expected ℓ1 distance (fractions) between the noisy count-of-counts and the truth,
+        ``(n + 1) E|Z| / d``; the projected release is usually a little better (``direct``).
+    l1_bound : float
+        ℓ1 bound (fractions, at most 2) holding with probability ``confidence``: ``2(n+1)
+        q_band / d`` for ``direct`` (band plus projection), Wu & Pagh's Theorem 1.1 otherwise.
+    vacuous : bool
+        True when ``l1_bound`` reaches the trivial value 2.
+    """
+
+    domain_size: int
+    max_count: int
+    epsilon: float
+    unit: str
+    method: str
+    confidence: float
+    why: str
+    half_width: float | None
+    band_half_width: float | None
+    l1_error: float | None
+    l1_bound: float
+    vacuous: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dictionary."""
+        return asdict(self)
+
+    def measure(self, name: str) -> float:
+        """The predicted value of one of :data:`MEASURES` (a ParameterError if not predicted)."""
+        check_choice(name, "measure", "ProfilePlan.measure", MEASURES)
+        value = getattr(self, name)
+        if value is None:
+            raise ParameterError(message("measure", "ProfilePlan.measure", "a measure predicted "
+                                         f"for method={self.method!r} (the sketch methods only "
+                                         "predict 'l1_bound')", name))
+        return float(value)
+
+    def epsilon_for(self, *, target: float, measure: str = "l1_bound") -> float:
+        """The smallest ε (3 significant digits, rounded up) whose plan meets ``target``.
+
+        Parameters
+        ----------
+        target : float
+            The largest acceptable value of ``measure`` (items for the half-widths, fractions
+            for the ℓ1 measures).
+        measure : {"half_width", "band_half_width", "l1_error", "l1_bound"}
+            What to bound.
+
+        Raises
+        ------
+        ParameterError
+            If the target is not met even at ε = 1000 (or is not a number > 0).
+        """
+        func = "ProfilePlan.epsilon_for"
+        if not isinstance(target, int | float) or not target > 0 or not math.isfinite(target):
+            raise ParameterError(message("target", func, "a finite number > 0", target))
+        self.measure(measure)
+
+        def value(eps: float) -> float:
+            return _plan(replace(self, epsilon=eps)).measure(measure)
+
+        if value(EPSILON_MAX) > target:
+            raise ParameterError(message("target", func, f"reachable at ε <= {EPSILON_MAX:g} "
+                                         f"for {measure}", target))
+        if value(EPSILON_MIN) <= target:
+            return EPSILON_MIN
+        lo, hi = math.log(EPSILON_MIN), math.log(EPSILON_MAX)
+        for _ in range(60):  # the measures are non-increasing in ε
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
+        eps = math.exp(hi)
+        scale = 10 ** (math.floor(math.log10(eps)) - 2)
+        rounded = math.ceil(eps / scale) * scale
+        return float(f"{min(rounded, EPSILON_MAX):.3g}")
+
+    def useful_epsilon(self) -> float | None:
+        """The ε at which ``l1_bound`` falls to :data:`USEFUL_L1` (None if beyond ε = 1000)."""
+        try:
+            return self.epsilon_for(target=USEFUL_L1, measure="l1_bound")
+        except ParameterError:
+            return None
+
+
+def _plan(p: ProfilePlan) -> ProfilePlan:
+    """Fill the predictions of ``p`` for its parameters."""
+    d, n, eps, conf = p.domain_size, p.max_count, p.epsilon, p.confidence
+    if p.method == "direct":
+        gamma = direct_gamma(eps)
+        q, q_band = direct_half_widths(gamma, n + 1, conf)
+        g = float(gamma)
+        alpha = math.exp(-g)
+        mean_abs = 2.0 * alpha / (-math.expm1(-2.0 * g))  # E|Z| = 2α / (1 − α²)
+        l1_error = min(2.0, (n + 1) * mean_abs / d)
+        l1_bound = min(2.0, 2.0 * (n + 1) * q_band / d)
+        return replace(p, half_width=float(q), band_half_width=float(q_band),
+                       l1_error=l1_error, l1_bound=l1_bound, vacuous=l1_bound >= 2.0)
+    bound = _sketch_bound(d, n, eps, conf)
+    return replace(p, half_width=None, band_half_width=None, l1_error=None, l1_bound=bound,
+                   vacuous=bound >= 2.0)
+
+
+def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
+                 method: str = "auto", confidence: float = 0.95) -> ProfilePlan:
+    """Predict the accuracy of :func:`dpfreq.profile.release_profile` before running it.
+
+    Parameters
+    ----------
+    domain_size : int
+        Public number of items ``d`` (``1 <= d < 2^62``).
+    max_count : int
+        Public count cap ``n``.
+    epsilon : float
+        ε of the planned release.
+    unit : {"event", "item"}
+        Unit of privacy (no default; the sketch methods support only ``"event"``).
+    method : {"auto", "direct", "fft", "mle"}, default "auto"
+        As in ``release_profile``.
+    confidence : float, default 0.95
+        Level of the intervals and of the ℓ1 bound.
+
+    Returns
+    -------
+    ProfilePlan
+
+    Notes
+    -----
+    The ``direct`` predictions are exact for the noise law: the per-class half-width ``q`` is
+    the smallest integer with ``Pr[|Z| > q] <= 1 − confidence`` and the band's ``q_band`` the
+    smallest with ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``, for ``Z ~ DLap(e^{−ε/2})``.
+    They do not depend on the data (only the projection's small shift does).
+
+    Examples
+    --------
+    >>> from dpfreq.profile import plan_profile
+    >>> plan = plan_profile(domain_size=2_000_000, max_count=50, epsilon=1.0, unit="item")
+    >>> plan.method, plan.half_width
+    ('direct', 6.0)
+    """
+    func = "plan_profile"
+    d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
+    n = check_int(max_count, "max_count", func, minimum=0)
+    eps = check_epsilon(epsilon, "epsilon", func)
+    u = check_unit(unit, func, UNITS)
+    conf = check_confidence(confidence, "confidence", func)
+    chosen, why = choose_method(method, u, func)
+    blank = ProfilePlan(domain_size=d, max_count=n, epsilon=eps, unit=u, method=chosen,
+                        confidence=conf, why=why, half_width=None, band_half_width=None,
+                        l1_error=None, l1_bound=2.0, vacuous=True)
+    return _plan(blank)
