@@ -1,0 +1,15 @@
+"""The FutureRand collection service (``dpfreq serve``, extra ``[server]``).
+
+Devices enrol in a study and upload their locally randomized reports over HTTP; the service
+validates and stores them (SQLite by default, PostgreSQL by URL), keeps the aggregator's
+running sums, and serves per-period estimates with confidence bands, exports and a dashboard.
+:mod:`dpfreq.server.uploader` is the device side.
+
+Importing this package needs the ``[server]`` extra: ``pip install 'dpfreq[server]'``.
+"""
+
+from __future__ import annotations
+
+from .app import ServerConfig, create_app
+
+__all__ = ["ServerConfig", "create_app"]

@@ -1,0 +1,187 @@
+"""The collection service's ASGI application (``dpfreq serve``).
+
+Why FastAPI on Starlette, served by uvicorn: the request and response bodies are declared once as
+pydantic models, which gives the OpenAPI document (``/openapi.json``) for free and validates every
+body before a handler runs (a malformed batch is a 422 with nothing stored); Starlette's
+``TestClient`` drives the whole application in-process in the tests; uvicorn is the reference
+ASGI server, with a graceful shutdown (on SIGTERM it stops accepting connections and lets
+in-flight requests finish) that the service relies on to finish the batches it has accepted.
+
+Errors are always one line of JSON, ``{"error": "..."}``, with a 4xx status for anything the
+client sent (401 no or unknown token, 403 wrong role, study or device, 404 unknown study, 409 a
+slot already stored with another bit, 413 too large, 422 malformed body, 429 rate limited) and
+503 when the database failed (nothing of the request is then acknowledged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from dpfreq.errors import DPFreqError
+
+from . import storage
+from .auth import Principal
+from .ingest import Ingestor
+from .limits import BodyLimit, RateLimiter
+from .observe import Metrics
+from .service import Service
+
+__all__ = ["ServerConfig", "create_app"]
+
+log = logging.getLogger("dpfreq.server")
+
+STATIC = __import__("pathlib").Path(__file__).with_name("static")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Settings of one service instance.
+
+    Parameters
+    ----------
+    db : str
+        SQLite path (default storage) or ``postgresql://user@host:port/db``.
+    admin_token : str or None
+        Registered (as its hash) on start; None registers no admin token.
+    max_body_bytes : int
+        Largest request body accepted (413 above).
+    rate : float
+        Requests per second allowed per device token (0 disables the limit).
+    burst : int
+        Burst size of the per-device rate limit.
+    cors_origins : tuple of str
+        Origins allowed by CORS; empty (default) sends no CORS headers at all.
+    max_group : int
+        Most report batches committed in one transaction.
+    """
+
+    db: str
+    admin_token: str | None = None
+    max_body_bytes: int = 1 << 20
+    rate: float = 20.0
+    burst: int = 40
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    max_group: int = 512
+
+
+def _route_name(request: Request) -> str:
+    route = request.scope.get("route")
+    return getattr(route, "path", "unmatched")
+
+
+def create_app(config: ServerConfig) -> FastAPI:
+    """The application: migrations run and the writer starts when it starts (lifespan)."""
+    from .routes import router
+
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = storage.make_engine(config.db)
+        await asyncio.to_thread(storage.upgrade, engine)
+        service = Service(engine)
+        if config.admin_token:
+            await asyncio.to_thread(service.register_token, config.admin_token,
+                                    Principal("admin"))
+
+        def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
+            metrics.commits.inc()
+            metrics.stored.inc(stored)
+
+        ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
+        ingestor.start()
+        app.state.service = service
+        app.state.ingestor = ingestor
+        log.info("service started", extra={"backend": engine.dialect.name})
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(ingestor.stop)
+            engine.dispose()
+            log.info("service stopped")
+
+    app = FastAPI(
+        title="dpfreq collection service",
+        summary="FutureRand longitudinal reports from devices; estimates with confidence bands.",
+        version=__import__("dpfreq").__version__,
+        lifespan=lifespan,
+    )
+    app.state.config = config
+    app.state.metrics = metrics
+    app.state.limiter = RateLimiter(config.rate, config.burst)
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _install_handlers(app)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Any) -> Any:
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        dt = time.perf_counter() - t0
+        route = _route_name(request)
+        metrics.requests.labels(route, str(response.status_code)).inc()
+        metrics.latency.labels(route).observe(dt)
+        log.info("request", extra={"method": request.method, "route": route,
+                                   "status": response.status_code, "ms": round(dt * 1e3, 3)})
+        return response
+
+    if config.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["Authorization",
+                                                                         "Content-Type"])
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    return app
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())[:500]
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": _one_line(exc.detail)}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        msg = f"invalid request: {where}: {first.get('msg', 'malformed')}"
+        study = request.path_params.get("study")
+        if study and request.method == "POST" and request.url.path.endswith("/reports"):
+            count_rejection(request, study, "malformed", 1)
+        return JSONResponse({"error": _one_line(msg)}, status_code=422)
+
+    @app.exception_handler(DPFreqError)
+    async def library_error(request: Request, exc: DPFreqError) -> JSONResponse:
+        return JSONResponse({"error": _one_line(exc)}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error", extra={"error": _one_line(repr(exc))})
+        return JSONResponse({"error": "internal error"}, status_code=500)
+
+
+def count_rejection(request: Request, study: str, reason: str, reports: int) -> None:
+    """Count rejected reports (metrics now, database with the next group commit)."""
+    request.app.state.metrics.rejected.labels(reason).inc(max(1, reports))
+    ingestor = getattr(request.app.state, "ingestor", None)
+    service = getattr(request.app.state, "service", None)
+    if ingestor is not None and service is not None and service.cached_study(study) is not None:
+        ingestor.reject(study, reason, reports)

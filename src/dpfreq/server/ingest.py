@@ -1,0 +1,216 @@
+"""Group commit of report batches: one writer thread, one transaction for many batches.
+
+Request handlers validate a batch against the study and the device's enrolment, then hand it to
+the :class:`Ingestor` and wait. The writer thread takes every batch waiting (up to
+``max_group``), and in **one** transaction reads the slots those devices already stored, decides
+each batch (all new or identical → stored; any slot stored with another bit → conflict, nothing
+of that batch written), inserts the new reports, adds their ``2·bit − 1`` and counts to the
+running per-(order, interval) sums, and commits. Only after the commit returns does any handler
+answer, so an acknowledged batch is durable (SQLite ``synchronous=FULL``, PostgreSQL's
+defaults), and a crash before the commit loses only unacknowledged batches, which the device
+re-sends (idempotently).
+
+One writer serializes the writes of this process, which is what SQLite allows anyway, and it
+turns one fsync per batch into one per group. Several server processes on one PostgreSQL
+database stay correct: the primary key ``(study, device, interval)`` refuses a second copy of a
+slot, and a group that meets such a row from another process is rolled back and decided again.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import defaultdict
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from . import storage
+
+__all__ = ["Batch", "Conflict", "Ingestor"]
+
+log = logging.getLogger("dpfreq.server")
+
+
+class Conflict(Exception):
+    """A slot of the batch is already stored with another bit."""
+
+
+@dataclass
+class Batch:
+    """Validated reports of one device: ``rows`` are ``(interval, bit)``, distinct intervals."""
+
+    study: str
+    device: int
+    order: int
+    rows: list[tuple[int, int]]
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class _Rejection:
+    study: str
+    reason: str
+    reports: int
+
+
+_STOP = object()
+
+
+class Ingestor:
+    """The writer thread (see the module docstring).
+
+    Parameters
+    ----------
+    engine : sqlalchemy.engine.Engine
+    max_group : int
+        Most batches committed in one transaction.
+    on_commit : callable or None
+        Called with ``(batches, reports)`` stored after each commit (metrics).
+    """
+
+    def __init__(self, engine: Engine, *, max_group: int = 512, on_commit: Any = None) -> None:
+        self.engine = engine
+        self.max_group = max_group
+        self.on_commit = on_commit
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="dpfreq-ingest", daemon=True)
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Finish every batch already submitted, then stop the thread."""
+        self._queue.put(_STOP)
+        self._thread.join()
+
+    def submit(self, batch: Batch) -> Future:
+        """Queue a batch; its future resolves to the number of reports, or raises Conflict."""
+        self._queue.put(batch)
+        return batch.future
+
+    def reject(self, study: str, reason: str, reports: int) -> None:
+        """Count rejected reports of a study by reason (committed with the next group)."""
+        self._queue.put(_Rejection(study, reason, max(1, reports)))
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            items = [self._queue.get()]
+            while len(items) < self.max_group:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if any(it is _STOP for it in items):
+                stopping = True
+                items = [it for it in items if it is not _STOP]
+                while True:  # drain what arrived before the stop
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+            if items:
+                self._commit_group(items)
+
+    def _commit_group(self, items: list[Any]) -> None:
+        batches = [it for it in items if isinstance(it, Batch)]
+        rejections = [it for it in items if isinstance(it, _Rejection)]
+        outcomes: dict[int, Any] = {}
+        for attempt in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    outcomes = self._write(conn, batches, rejections)
+                break
+            except IntegrityError:
+                log.warning("ingest: a slot was stored concurrently; deciding the group again")
+                if attempt == 2:
+                    outcomes = {id(b): RuntimeError("concurrent writers") for b in batches}
+            except Exception as exc:  # the database failed: nothing of the group is acknowledged
+                log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
+                outcomes = {id(b): exc for b in batches}
+                break
+        stored = 0
+        for b in batches:
+            out = outcomes[id(b)]
+            if isinstance(out, BaseException):
+                b.future.set_exception(out)
+            else:
+                stored += out
+                b.future.set_result(len(b.rows))
+        if self.on_commit is not None:
+            self.on_commit(batches, stored, outcomes)
+
+    @staticmethod
+    def _write(conn: Connection, batches: list[Batch],
+               rejections: list[_Rejection]) -> dict[int, Any]:
+        existing: dict[tuple[str, int, int], int] = {}
+        by_study: dict[str, set[int]] = defaultdict(set)
+        for b in batches:
+            by_study[b.study].add(b.device)
+        r = storage.reports
+        for study, devs in by_study.items():
+            rows = conn.execute(
+                sa.select(r.c.device, r.c.interval, r.c.bit).where(
+                    r.c.study == study, r.c.device.in_(sorted(devs)))
+            )
+            for dev, interval, bit in rows:
+                existing[(study, int(dev), int(interval))] = int(bit)
+        outcomes: dict[int, Any] = {}
+        inserts: list[dict[str, Any]] = []
+        deltas: dict[tuple[str, int, int], list[int]] = defaultdict(lambda: [0, 0])
+        rejected: dict[tuple[str, str], int] = defaultdict(int)
+        for rj in rejections:
+            rejected[(rj.study, rj.reason)] += rj.reports
+        for b in batches:
+            keys = [((b.study, b.device, j), bit) for j, bit in b.rows]
+            if any(existing.get(k, bit) != bit for k, bit in keys):
+                outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
+                rejected[(b.study, "conflict")] += len(b.rows)
+                continue
+            new = [(k, bit) for k, bit in keys if k not in existing]
+            for k, bit in new:
+                existing[k] = bit
+                inserts.append({"study": b.study, "device": b.device, "interval": k[2],
+                                "order": b.order, "bit": bit})
+                d = deltas[(b.study, b.order, k[2])]
+                d[0] += 2 * bit - 1
+                d[1] += 1
+            outcomes[id(b)] = len(new)
+        if inserts:
+            conn.execute(r.insert(), inserts)
+        s = storage.sums
+        if deltas:
+            conn.execute(
+                s.update()
+                .where(s.c.study == sa.bindparam("k_study"), s.c.order == sa.bindparam("k_order"),
+                       s.c.interval == sa.bindparam("k_interval"))
+                .values(total=s.c.total + sa.bindparam("d_total"),
+                        reports=s.c.reports + sa.bindparam("d_reports")),
+                [{"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
+                  "d_reports": v[1]} for k, v in sorted(deltas.items())],
+            )
+        if rejected:
+            add_rejections(conn, rejected)
+        return outcomes
+
+
+def add_rejections(conn: Connection, counts: dict[tuple[str, str], int]) -> None:
+    """Add rejected-report counts per (study, reason); rows are created on first use."""
+    j = storage.rejections
+    for (study, reason), n in sorted(counts.items()):
+        res = conn.execute(
+            j.update().where(j.c.study == study, j.c.reason == reason)
+            .values(reports=j.c.reports + n)
+        )
+        if res.rowcount == 0:
+            exists = conn.execute(sa.select(storage.studies.c.study).where(
+                storage.studies.c.study == study)).first()
+            if exists is not None:
+                conn.execute(j.insert().values(study=study, reason=reason, reports=n))

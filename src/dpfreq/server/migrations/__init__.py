@@ -1,0 +1,1 @@
+"""Alembic migrations of the collection service's schema (applied on start)."""

@@ -1,0 +1,92 @@
+"""Request and response bodies (pydantic): validation of their shape happens here, before any
+handler runs; a body that does not fit is answered 422 with a one-line error."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "MAX_BATCH",
+    "EnrolRequest",
+    "Enrolment",
+    "Report",
+    "ReportBatch",
+    "Stored",
+    "StudyCreate",
+    "TokenOut",
+]
+
+MAX_BATCH = 4096
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class StudyCreate(BaseModel):
+    """A new study: protocol parameters, calendar and the public minimum of devices."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    study: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$",
+                       description="Study id used in URLs (lower-case letters, digits, _ and -).")
+    title: str = Field(default="", max_length=200)
+    horizon: int = Field(ge=1, le=1 << 16, description="Number of periods.")
+    max_changes: int = Field(ge=1, le=1 << 16, description="Change budget k per device.")
+    epsilon: float = Field(description="Each device's local ε over its whole sequence.")
+    randomizer: str = Field(description="auto, futurerand, calibrated, threshold, rr, erlingsson")
+    start: datetime = Field(description="First instant of period 1 (ISO 8601; naive means UTC).")
+    period_seconds: int = Field(ge=1, le=10 * 366 * 86400, description="Length of a period.")
+    min_devices: int = Field(ge=1, le=1 << 40, description=(
+        "Public minimum number of enrolled devices before any estimate is served."))
+    per_order_sparsity: bool = False
+
+
+class EnrolRequest(BaseModel):
+    """What a device sends to enrol: the parameters it runs and its order."""
+
+    model_config = _STRICT
+
+    param_id: str = Field(max_length=64)
+    order: int = Field(ge=0, le=62)
+    protocol_version: int | None = Field(default=None, ge=0, le=1 << 30)
+
+
+class Enrolment(BaseModel):
+    """The device's id and its bearer token (shown once)."""
+
+    device: int
+    token: str
+    order: int
+
+
+class Report(BaseModel):
+    """One report in wire form."""
+
+    model_config = _STRICT
+
+    device: int = Field(ge=0, lt=1 << 62)
+    order: int = Field(ge=0, le=62)
+    interval: int = Field(ge=1, lt=1 << 31)
+    bit: Literal[0, 1]
+    param_id: str = Field(max_length=64)
+
+
+class ReportBatch(BaseModel):
+    """Reports of one device, all-or-nothing."""
+
+    model_config = _STRICT
+
+    reports: list[Report] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class Stored(BaseModel):
+    """Answer to an accepted batch: the same for a first upload and any identical retry."""
+
+    stored: int
+
+
+class TokenOut(BaseModel):
+    """A new bearer token (shown once)."""
+
+    token: str

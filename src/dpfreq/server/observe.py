@@ -1,0 +1,75 @@
+"""Operations: Prometheus metrics and structured (JSON lines) logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+__all__ = ["JsonFormatter", "Metrics", "configure_logging"]
+
+
+class Metrics:
+    """The service's counters and latency histogram in their own Prometheus registry."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter("dpfreq_http_requests", "HTTP requests by route and status.",
+                                ["route", "status"], registry=self.registry)
+        self.latency = Histogram(
+            "dpfreq_http_request_seconds", "Request latency by route.", ["route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 10),
+            registry=self.registry)
+        self.stored = Counter("dpfreq_reports_stored", "Reports stored (new slots).",
+                              registry=self.registry)
+        self.rejected = Counter("dpfreq_reports_rejected", "Rejected reports by reason.",
+                                ["reason"], registry=self.registry)
+        self.commits = Counter("dpfreq_ingest_commits", "Group commits of report batches.",
+                               registry=self.registry)
+        self.enrolled = Counter("dpfreq_devices_enrolled", "Devices enrolled.",
+                                registry=self.registry)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text and its content type."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
+
+    _BASE = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in self._BASE and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info).splitlines()[-1]
+        return json.dumps(out, default=str)
+
+
+def configure_logging(level: str = "info") -> dict[str, Any]:
+    """Route the service's and uvicorn's logs to stderr as JSON lines; returns the
+    ``log_config`` to hand to uvicorn."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    for name in ("dpfreq.server", "uvicorn", "uvicorn.error"):
+        lg = logging.getLogger(name)
+        lg.handlers = [handler]
+        lg.setLevel(level.upper())
+        lg.propagate = False
+    logging.getLogger("uvicorn.access").disabled = True  # the app logs each request itself
+    return {"version": 1, "disable_existing_loggers": False}

@@ -1,0 +1,244 @@
+"""HTTP endpoints of the collection service (see :mod:`dpfreq.server.app`)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from datetime import UTC
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException
+
+from dpfreq.errors import DataError
+
+from .app import STATIC, count_rejection
+from .auth import Principal, parse_bearer
+from .exports import EXPORT_FORMATS, estimate_payload, render_export, summary_payload
+from .ingest import Batch, Conflict
+from .models import Enrolment, EnrolRequest, ReportBatch, Stored, StudyCreate, TokenOut
+from .protocol import StudyProtocol, build_params, utc_now
+from .service import Service, StudyRecord
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+async def _principal(request: Request, roles: tuple[str, ...], study: str | None) -> Principal:
+    token = parse_bearer(request.headers.get("authorization"))
+    if token is None:
+        raise HTTPException(401, "missing bearer token.", headers={"WWW-Authenticate": "Bearer"})
+    service = _service(request)
+    who = await run_in_threadpool(service.principal, token)
+    if who is None:
+        raise HTTPException(401, "unknown bearer token.", headers={"WWW-Authenticate": "Bearer"})
+    if who.role not in roles:
+        raise HTTPException(403, f"this endpoint needs the role {' or '.join(roles)}.")
+    if who.role != "admin" and study is not None and who.study != study:
+        raise HTTPException(403, "this token belongs to another study.")
+    return who
+
+
+async def _study(request: Request, study: str) -> StudyRecord:
+    service = _service(request)
+    record = service.cached_study(study) or await run_in_threadpool(service.study, study)
+    if record is None:
+        raise HTTPException(404, "no such study.")
+    return record
+
+
+@router.get("/healthz", tags=["operations"])
+async def healthz(request: Request) -> dict[str, str]:
+    """Liveness and database reachability."""
+    try:
+        await run_in_threadpool(_service(request).ping)
+    except Exception as exc:
+        raise HTTPException(503, "database unavailable.") from exc
+    return {"status": "ok"}
+
+
+@router.get("/metrics", tags=["operations"])
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition."""
+    body, ctype = request.app.state.metrics.render()
+    return Response(body, media_type=ctype)
+
+
+@router.post("/v1/studies", status_code=201, tags=["admin"])
+async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
+    """Create a study (admin): versioned protocol parameters, calendar, public minimum."""
+    await _principal(request, ("admin",), None)
+    start = body.start if body.start.tzinfo else body.start.replace(tzinfo=UTC)
+    params = build_params(horizon=body.horizon, max_changes=body.max_changes,
+                          epsilon=body.epsilon, randomizer=body.randomizer,
+                          per_order_sparsity=body.per_order_sparsity)
+    protocol = StudyProtocol(params=params, start=start.astimezone(UTC),
+                             period_seconds=body.period_seconds)
+    try:
+        record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
+                                         protocol, body.min_devices)
+    except DataError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return record.public()
+
+
+@router.get("/v1/studies", tags=["admin"])
+async def list_studies(request: Request) -> dict[str, list[str]]:
+    """Ids of every study (admin)."""
+    await _principal(request, ("admin",), None)
+    return {"studies": await run_in_threadpool(_service(request).list_studies)}
+
+
+@router.get("/v1/studies/{study}", tags=["devices"])
+async def get_study(request: Request, study: str) -> dict[str, Any]:
+    """The study's public parameters (what a device needs to run the protocol)."""
+    return (await _study(request, study)).public()
+
+
+@router.post("/v1/studies/{study}/analyst-tokens", status_code=201, tags=["admin"])
+async def new_analyst(request: Request, study: str) -> TokenOut:
+    """A new analyst token for the study (admin); shown once, stored as its hash."""
+    await _principal(request, ("admin",), None)
+    await _study(request, study)
+    return TokenOut(token=await run_in_threadpool(_service(request).new_analyst_token, study))
+
+
+@router.post("/v1/studies/{study}/devices", status_code=201, tags=["devices"])
+async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
+    """Enrol a device: it sends the parameter id it runs and its order; it receives a random
+    device id and its device token (shown once)."""
+    record = await _study(request, study)
+    if body.param_id != record.param_id:
+        raise HTTPException(400, "param_id does not match the study's parameters.")
+    if body.protocol_version is not None and body.protocol_version != \
+            record.protocol.params.version:
+        raise HTTPException(400, "protocol_version does not match the study's parameters.")
+    if body.order >= record.protocol.orders:
+        raise HTTPException(400, f"order must be in 0..{record.protocol.orders - 1}.")
+    device, token = await run_in_threadpool(_service(request).enrol, record, body.order)
+    request.app.state.metrics.enrolled.inc()
+    return Enrolment(device=device, token=token, order=body.order)
+
+
+def _reject(request: Request, study: str, reason: str, n: int, status: int, msg: str) -> None:
+    count_rejection(request, study, reason, n)
+    raise HTTPException(status, msg)
+
+
+def _check_reports(request: Request, record: StudyRecord, who: Principal, order: int,
+                   batch: ReportBatch) -> list[tuple[int, int]]:
+    """Validate every report against the study and the enrolment; the distinct slots."""
+    n = len(batch.reports)
+    study = record.study
+    p = record.protocol
+    current = p.current_period(utc_now())
+    slots: dict[int, int] = {}
+    for rep in batch.reports:
+        if rep.device != who.device:
+            _reject(request, study, "wrong_device", n, 403,
+                    "a device may post only its own reports.")
+        if rep.param_id != record.param_id:
+            _reject(request, study, "param_id", n, 400,
+                    "param_id does not match the study's parameters.")
+        if rep.order != order:
+            _reject(request, study, "order", n, 400,
+                    "report order differs from the device's enrolled order.")
+        if rep.interval > p.padded >> order:
+            _reject(request, study, "interval", n, 400,
+                    f"interval out of range 1..{p.padded >> order} for this order.")
+        if rep.interval << order > current:
+            _reject(request, study, "future", n, 400,
+                    "report for a period that has not started yet.")
+        if slots.setdefault(rep.interval, rep.bit) != rep.bit:
+            _reject(request, study, "conflict", n, 409,
+                    "two reports of the batch for one interval disagree.")
+    return sorted(slots.items())
+
+
+@router.post("/v1/studies/{study}/reports", tags=["devices"])
+async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
+    """Store a batch of the device's own reports, all or nothing.
+
+    Every report must carry the device's id, the study's ``param_id`` and the enrolled order,
+    an interval in range and already due. A batch whose slots are all new or stored with the
+    same bit is stored (an identical retry gets the same answer); a slot stored with another bit
+    is a 409 and nothing of the batch is stored.
+    """
+    who = await _principal(request, ("device",), study)
+    record = await _study(request, study)
+    if who.device is None:
+        raise HTTPException(403, "this token names no device.")
+    wait = request.app.state.limiter.allow((study, who.device))
+    if wait > 0:
+        count_rejection(request, study, "rate_limited", len(body.reports))
+        raise HTTPException(429, "rate limit exceeded for this device.",
+                            headers={"Retry-After": str(max(1, round(wait)))})
+    service = _service(request)
+    order = service.cached_order(study, who.device)
+    if order is None:
+        order = await run_in_threadpool(service.device_order, study, who.device)
+    if order is None:
+        raise HTTPException(403, "this device is not enrolled in the study.")
+    rows = _check_reports(request, record, who, order, body)
+    future = request.app.state.ingestor.submit(Batch(study, who.device, order, rows))
+    try:
+        await asyncio.wrap_future(future)
+    except Conflict:
+        raise HTTPException(409, "a report of this batch conflicts with a stored report; "
+                                 "nothing of the batch was stored.") from None
+    except Exception as exc:
+        raise HTTPException(503, "storage failed; nothing of the batch was acknowledged, "
+                                 "retry later.") from exc
+    return Stored(stored=len(body.reports))
+
+
+async def _readable_study(request: Request, study: str) -> StudyRecord:
+    await _principal(request, ("admin", "analyst"), study)
+    return await _study(request, study)
+
+
+@router.get("/v1/studies/{study}/estimates", tags=["analysts"])
+async def estimates(
+    request: Request, study: str,
+    confidence: float = Query(0.95, gt=0.0, lt=1.0),
+    format: str = Query("json", pattern="^(" + "|".join(EXPORT_FORMATS) + ")$"),
+) -> Response:
+    """Per-period estimates f̂_t with the simultaneous confidence band (analyst or admin),
+    as JSON, CSV or Parquet. Withheld (403) until the study has its public minimum number of
+    enrolled devices."""
+    record = await _readable_study(request, study)
+    payload = await run_in_threadpool(estimate_payload, _service(request), record, confidence)
+    if payload is None:
+        raise HTTPException(403, "estimates are withheld until the study has at least "
+                                 f"{record.min_devices} enrolled devices.")
+    return render_export(payload, format)
+
+
+@router.get("/v1/studies/{study}/summary", tags=["analysts"])
+async def summary(request: Request, study: str,
+                  confidence: float = Query(0.95, gt=0.0, lt=1.0)) -> JSONResponse:
+    """What the dashboard shows: devices per order, reports per period, rejections by reason
+    and the estimate (null while withheld)."""
+    record = await _readable_study(request, study)
+    return JSONResponse(await run_in_threadpool(summary_payload, _service(request), record,
+                                                confidence))
+
+
+@router.get("/studies/{study}/dashboard", response_class=HTMLResponse, tags=["analysts"])
+async def dashboard(request: Request, study: str) -> HTMLResponse:
+    """The study's dashboard page. It holds no data: its script reads the analyst token from
+    the URL fragment (``#token=...``, never sent to the server in the URL) and fetches the
+    summary with it."""
+    record = await _study(request, study)
+    page = (STATIC / "dashboard.html").read_text(encoding="utf-8")
+    page = page.replace("{{study}}", html.escape(record.study)).replace(
+        "{{title}}", html.escape(record.title or record.study))
+    return HTMLResponse(page, headers={"Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:")})

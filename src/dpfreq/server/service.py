@@ -1,0 +1,223 @@
+"""Database operations of the collection service other than report ingest: studies, tokens,
+enrolment, and the reads behind estimates, exports and the dashboard."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from dpfreq.errors import DataError
+
+from . import storage
+from .auth import Principal, hash_token, new_token
+from .protocol import StudyProtocol, params_from_json
+
+__all__ = ["REJECTION_REASONS", "Service", "StudyRecord"]
+
+REJECTION_REASONS = ("conflict", "future", "interval", "malformed", "order", "param_id",
+                     "rate_limited", "too_large", "wrong_device")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class StudyRecord:
+    """A stored study: its protocol, calendar and public minimum of enrolled devices."""
+
+    def __init__(self, row: Any) -> None:
+        self.study: str = row.study
+        self.title: str = row.title
+        self.params_json: str = row.params
+        self.min_devices: int = int(row.min_devices)
+        self.protocol = StudyProtocol(
+            params=params_from_json(row.params),
+            start=datetime.fromisoformat(row.start),
+            period_seconds=int(row.period_seconds),
+        )
+        self.param_id: str = row.param_id
+
+    def public(self) -> dict[str, Any]:
+        """What devices and analysts may read: everything about the study is public."""
+        p = self.protocol
+        return {
+            "study": self.study, "title": self.title, "param_id": self.param_id,
+            "params": self.params_json, "horizon": p.horizon, "padded_horizon": p.padded,
+            "orders": p.orders, "start": p.start.isoformat(), "period_seconds": p.period_seconds,
+            "min_devices": self.min_devices,
+        }
+
+
+class Service:
+    """Reads and small writes on the database, with caches of the immutable rows (studies,
+    tokens, device orders)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._studies: dict[str, StudyRecord] = {}
+        self._tokens: dict[str, Principal] = {}
+        self._orders: dict[tuple[str, int], int] = {}
+
+    # -- tokens -----------------------------------------------------------------------------
+    def register_token(self, token: str, principal: Principal) -> None:
+        """Store a token's hash with its role (no-op when already stored)."""
+        h = hash_token(token)
+        t = storage.tokens
+        with self.engine.begin() as conn:
+            if conn.execute(sa.select(t.c.hash).where(t.c.hash == h)).first() is None:
+                conn.execute(t.insert().values(hash=h, role=principal.role, study=principal.study,
+                                               device=principal.device, created=_now()))
+
+    def principal(self, token: str) -> Principal | None:
+        """The owner of a token, or None."""
+        h = hash_token(token)
+        found = self._tokens.get(h)
+        if found is not None:
+            return found
+        t = storage.tokens
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(t.c.role, t.c.study, t.c.device)
+                               .where(t.c.hash == h)).first()
+        if row is None:
+            return None
+        found = Principal(row.role, row.study, None if row.device is None else int(row.device))
+        with self._lock:
+            self._tokens[h] = found
+        return found
+
+    def new_analyst_token(self, study: str) -> str:
+        """A new analyst token for a study."""
+        token = new_token()
+        self.register_token(token, Principal("analyst", study))
+        return token
+
+    # -- studies ----------------------------------------------------------------------------
+    def create_study(self, study: str, title: str, protocol: StudyProtocol,
+                     min_devices: int) -> StudyRecord:
+        """Store a study with zeroed running sums; DataError if the id exists."""
+        p = protocol.params
+        row = {"study": study, "title": title, "params": p.to_json(), "param_id": p.param_id,
+               "protocol_version": int(p.version), "horizon": protocol.horizon,
+               "padded": protocol.padded, "start": protocol.start.isoformat(),
+               "period_seconds": protocol.period_seconds, "min_devices": min_devices,
+               "created": _now()}
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(storage.studies.insert().values(**row))
+                conn.execute(storage.sums.insert(), [
+                    {"study": study, "order": h, "interval": j, "total": 0, "reports": 0}
+                    for h, j in protocol.slots()])
+                conn.execute(storage.enrolled.insert(), [
+                    {"study": study, "order": h, "devices": 0} for h in range(protocol.orders)])
+                conn.execute(storage.rejections.insert(), [
+                    {"study": study, "reason": r, "reports": 0} for r in REJECTION_REASONS])
+        except IntegrityError:
+            raise DataError("a study with this id already exists.") from None
+        return self.study(study)  # type: ignore[return-value]
+
+    def study(self, study: str) -> StudyRecord | None:
+        """A study by id (cached; studies are immutable)."""
+        found = self._studies.get(study)
+        if found is not None:
+            return found
+        s = storage.studies
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(s).where(s.c.study == study)).first()
+        if row is None:
+            return None
+        found = StudyRecord(row)
+        with self._lock:
+            self._studies[study] = found
+        return found
+
+    def cached_study(self, study: str) -> StudyRecord | None:
+        """A study already read by this process, without touching the database."""
+        return self._studies.get(study)
+
+    def list_studies(self) -> list[str]:
+        """Ids of every study."""
+        s = storage.studies
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(sa.select(s.c.study).order_by(s.c.study))]
+
+    # -- devices ----------------------------------------------------------------------------
+    def enrol(self, record: StudyRecord, order: int) -> tuple[int, str]:
+        """Enrol a new device of ``order``: a fresh random id and device token."""
+        import secrets
+
+        token = new_token()
+        e = storage.enrolled
+        for _ in range(8):
+            device = secrets.randbits(52) + 1  # exact in JSON numbers (below 2^53)
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(storage.devices.insert().values(
+                        study=record.study, device=device, order=order, created=_now()))
+                    conn.execute(storage.tokens.insert().values(
+                        hash=hash_token(token), role="device", study=record.study,
+                        device=device, created=_now()))
+                    conn.execute(e.update().where(e.c.study == record.study, e.c.order == order)
+                                 .values(devices=e.c.devices + 1))
+                break
+            except IntegrityError:  # id collision: draw again
+                continue
+        else:  # pragma: no cover - 8 collisions among 2^52 ids
+            raise DataError("could not allocate a device id; try again.")
+        with self._lock:
+            self._orders[(record.study, device)] = order
+        return device, token
+
+    def cached_order(self, study: str, device: int) -> int | None:
+        """A device's order if this process has seen it, without touching the database."""
+        return self._orders.get((study, device))
+
+    def device_order(self, study: str, device: int) -> int | None:
+        """The order a device enrolled with (cached)."""
+        key = (study, device)
+        found = self._orders.get(key)
+        if found is not None:
+            return found
+        d = storage.devices
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(d.c.order).where(d.c.study == study,
+                                                          d.c.device == device)).first()
+        if row is None:
+            return None
+        with self._lock:
+            self._orders[key] = int(row[0])
+        return int(row[0])
+
+    # -- reads for estimates and the dashboard ----------------------------------------------
+    def running_sums(self, record: StudyRecord) -> tuple[Any, dict[tuple[int, int],
+                                                                    tuple[int, int]]]:
+        """Enrolled devices per order and the running sums, read in one transaction."""
+        e, s = storage.enrolled, storage.sums
+        with self.engine.connect() as conn, conn.begin():
+            enrolled = np.zeros(record.protocol.orders, dtype=np.int64)
+            for order, n in conn.execute(sa.select(e.c.order, e.c.devices)
+                                         .where(e.c.study == record.study)):
+                enrolled[int(order)] = int(n)
+            totals = {(int(h), int(j)): (int(t), int(c)) for h, j, t, c in conn.execute(
+                sa.select(s.c.order, s.c.interval, s.c.total, s.c.reports)
+                .where(s.c.study == record.study, s.c.reports > 0))}
+        return enrolled, totals
+
+    def rejection_counts(self, study: str) -> dict[str, int]:
+        """Rejected reports per reason."""
+        j = storage.rejections
+        with self.engine.connect() as conn:
+            return {r: int(n) for r, n in conn.execute(
+                sa.select(j.c.reason, j.c.reports).where(j.c.study == study)
+                .order_by(j.c.reason))}
+
+    def ping(self) -> None:
+        """Raise if the database does not answer."""
+        with self.engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))

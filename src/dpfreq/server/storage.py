@@ -1,0 +1,158 @@
+"""Storage of the collection service: one SQLAlchemy Core code path for SQLite and PostgreSQL.
+
+Why SQLAlchemy Core (and not an ORM or two hand-written drivers): the service issues a handful
+of statements (bulk inserts, keyed updates of running sums, small selects); Core writes each once
+and renders it for both dialects, pools connections, and Alembic (its migration tool) reads the
+same table definitions.
+
+Durability: SQLite runs in WAL mode with ``synchronous=FULL``, so a committed transaction is on
+disk before the commit returns, and the service acknowledges a batch only after its commit.
+PostgreSQL commits are durable under its defaults (``fsync=on``, ``synchronous_commit=on``).
+
+Tables
+------
+``studies``         one row per study: protocol parameters (JSON), period length, start, minimum
+                    number of enrolled devices before estimates are served.
+``tokens``          SHA-256 hashes of bearer tokens with their role (admin, analyst, device).
+``devices``         enrolled devices of a study with their order.
+``reports``         one row per (study, device, interval): the single report of that slot.
+``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
+                    updated in the same transaction as the reports they count.
+``enrolled``        running number of enrolled devices per order.
+``rejections``      running count of rejected reports per reason (for the dashboard).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+__all__ = [
+    "METADATA",
+    "devices",
+    "enrolled",
+    "make_engine",
+    "normalize_url",
+    "rejections",
+    "reports",
+    "studies",
+    "sums",
+    "tokens",
+    "upgrade",
+]
+
+METADATA = sa.MetaData()
+
+studies = sa.Table(
+    "studies",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("params", sa.Text, nullable=False),
+    sa.Column("param_id", sa.String(64), nullable=False),
+    sa.Column("protocol_version", sa.Integer, nullable=False),
+    sa.Column("horizon", sa.Integer, nullable=False),
+    sa.Column("padded", sa.Integer, nullable=False),
+    sa.Column("start", sa.String(40), nullable=False),
+    sa.Column("period_seconds", sa.BigInteger, nullable=False),
+    sa.Column("min_devices", sa.Integer, nullable=False),
+    sa.Column("created", sa.String(40), nullable=False),
+)
+
+tokens = sa.Table(
+    "tokens",
+    METADATA,
+    sa.Column("hash", sa.String(64), primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("study", sa.String(64), nullable=True),
+    sa.Column("device", sa.BigInteger, nullable=True),
+    sa.Column("created", sa.String(40), nullable=False),
+)
+
+devices = sa.Table(
+    "devices",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("device", sa.BigInteger, primary_key=True),
+    sa.Column("order", sa.Integer, nullable=False),
+    sa.Column("created", sa.String(40), nullable=False),
+)
+
+reports = sa.Table(
+    "reports",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("device", sa.BigInteger, primary_key=True),
+    sa.Column("interval", sa.Integer, primary_key=True),
+    sa.Column("order", sa.Integer, nullable=False),
+    sa.Column("bit", sa.SmallInteger, nullable=False),
+)
+
+sums = sa.Table(
+    "sums",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("order", sa.Integer, primary_key=True),
+    sa.Column("interval", sa.Integer, primary_key=True),
+    sa.Column("total", sa.BigInteger, nullable=False),
+    sa.Column("reports", sa.BigInteger, nullable=False),
+)
+
+enrolled = sa.Table(
+    "enrolled",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("order", sa.Integer, primary_key=True),
+    sa.Column("devices", sa.BigInteger, nullable=False),
+)
+
+rejections = sa.Table(
+    "rejections",
+    METADATA,
+    sa.Column("study", sa.String(64), primary_key=True),
+    sa.Column("reason", sa.String(40), primary_key=True),
+    sa.Column("reports", sa.BigInteger, nullable=False),
+)
+
+
+def normalize_url(db: str) -> str:
+    """SQLAlchemy URL for ``--db``: a path means SQLite; ``postgresql://`` uses psycopg 3."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + db.split("://", 1)[1]
+    if "://" in db:
+        return db
+    return "sqlite:///" + str(Path(db).expanduser().resolve())
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(db: str, *, pool_size: int = 8) -> Engine:
+    """An engine for ``db`` (a SQLite path or a database URL) with the durability settings."""
+    url = normalize_url(db)
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply the shipped Alembic migrations up to the newest (idempotent; run on start)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
