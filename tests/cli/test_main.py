@@ -1,4 +1,5 @@
-"""The CLI shell, in-process: --version, --help, and bad input → exit 2 with one stderr line."""
+"""The CLI shell, in-process: --version, --help, bare ``dpfreq``, and the exit statuses: bad input
+→ 2 with one stderr line, a bug → 1 with one line (traceback only with DPFREQ_DEBUG=1)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from click.testing import CliRunner
 
 import dpfreq
 from dpfreq.cli.main import cli, main
-from dpfreq.errors import ParameterError
+from dpfreq.errors import BudgetExceededError, ParameterError
 
 
 def _run_failing(argv, capsys):
@@ -43,9 +44,20 @@ def test_help_lists_subcommands(flag, capsys):
         assert name in out
 
 
-def test_no_arguments_shows_usage():
+def test_no_arguments_prints_help_and_exits_0(capsys):
+    assert _exit_code([]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Usage: dpfreq")
+    assert "dpfreq: error" not in captured.out + captured.err
     result = CliRunner().invoke(cli, [])
+    assert result.exit_code == 0
     assert "Usage" in result.output
+
+
+@pytest.mark.parametrize("group", ["ledger", "longitudinal"])
+def test_bare_subgroup_prints_its_help(group, capsys):
+    assert _exit_code([group]) == 0
+    assert capsys.readouterr().out.startswith(f"Usage: dpfreq {group}")
 
 
 @pytest.mark.parametrize("argv", [["--no-such-option"], ["no-such-command"],
@@ -64,7 +76,7 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys):
     [
         click.UsageError("'dpfreq later' is not implemented yet"),
         ParameterError("epsilon of later must be a finite number > 0;\ngot -1.0."),
-        ValueError("a multi\nline\nmessage"),
+        BudgetExceededError("spending would exceed\nthe budget"),
         OSError("no such file: x.csv"),
     ],
 )
@@ -90,5 +102,60 @@ def test_abort_exits_1(capsys, monkeypatch):
 
     monkeypatch.setitem(cli.commands, "later", later)
     code, _, err = _run_failing(["later"], capsys)
-    assert code == 1
+    assert code == 130
     assert err.strip() == "dpfreq: aborted"
+
+
+@pytest.mark.parametrize("exc", [ValueError("user 12345 not\nfound"), KeyError("per_query"),
+                                 MemoryError(), OverflowError("int too large")])
+@pytest.mark.parametrize("debug", [False, True])
+def test_internal_errors_exit_1_with_one_line_without_the_message(exc, debug, capsys,
+                                                                  monkeypatch):
+    @click.command(name="later")
+    def later() -> None:
+        raise exc
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    monkeypatch.setenv("DPFREQ_DEBUG", "1" if debug else "0")
+    code, out, err = _run_failing(["later"], capsys)
+    assert code == 1
+    assert out == ""
+    last = err.splitlines()[-1]
+    assert last.startswith("dpfreq: internal error: ")
+    assert "test_main.py" in last  # where it was raised
+    assert "12345" not in last  # the message (possibly data) is not repeated
+    assert ("Traceback" in err) == debug
+    if not debug:
+        assert len(err.splitlines()) == 1
+
+
+def test_warnings_are_one_line(capsys, monkeypatch):
+    import warnings
+
+    @click.command(name="later")
+    def later() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a timezone\nwarning", UserWarning, stacklevel=1)
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    assert _exit_code(["later"]) == 0
+    err = capsys.readouterr().err
+    assert err == "dpfreq: warning: a timezone warning\n"
+
+
+def test_quiet_is_accepted_and_progress_is_off_without_a_terminal(capsys, monkeypatch):
+    from dpfreq import progress
+
+    seen = []
+
+    @click.command(name="later")
+    def later() -> None:
+        for i in progress.track(range(3), description="work"):
+            seen.append(i)
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    assert _exit_code(["--quiet", "later"]) == 0
+    assert _exit_code(["later"]) == 0
+    assert seen == [0, 1, 2, 0, 1, 2]
+    assert capsys.readouterr().err == ""  # stderr is no terminal under pytest

@@ -1,45 +1,201 @@
-"""Options and output helpers shared by the subcommands.
+"""Options, parameter types and output helpers shared by the subcommands.
 
 Each subcommand module defines a ``command`` (a click command or group) that
-:mod:`dpfreq.cli.main` registers. Subcommands raise :class:`dpfreq.errors.DPFreqError` (or
-``click.UsageError``) for bad input; :func:`dpfreq.cli.main.main` turns them into one line on
+:mod:`dpfreq.cli.main` registers. Subcommands raise :class:`dpfreq.errors.DPFreqError` (or a
+click usage error) for bad input; :func:`dpfreq.cli.main.main` turns them into one line on
 stderr and exit code 2.
+
+Everything a command can check without the data is checked while its options are parsed, so
+before any data is read, any budget spent or any noise drawn: integers (:data:`INTEGER` and
+friends accept ``2000000``, ``2_000_000`` and ``2e6``), output paths (:func:`output_options`,
+:func:`output_path_option`), the ledger file (:func:`ledger_option`) and FILE arguments
+(:data:`INPUT_FILE`, where ``-`` reads stdin).
 """
 
 from __future__ import annotations
 
 import functools
+import shutil
 import sys
+import tempfile
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import click
 
+from dpfreq.cli.output import (
+    STDOUT,
+    check_output_path,
+    claim_stdout,
+    machine_stdout,
+    rescue_release,
+    write_output,
+)
+from dpfreq.errors import DataError
 from dpfreq.release import Release
+from dpfreq.resources import available_memory_bytes, check_memory, format_bytes
 
 __all__ = [
+    "COUNT",
     "DEFAULT_SPARK_MASTER",
+    "INPUT_FILE",
+    "INTEGER",
+    "PLOT_SUFFIXES",
+    "POSITIVE",
     "SEED_WARNING",
+    "STDOUT",
+    "InputFileType",
+    "IntegerType",
+    "available_memory_bytes",
+    "check_memory",
+    "check_output_path",
+    "claim_stdout",
+    "echo_err",
     "emit_release",
     "engine_option",
+    "format_bytes",
+    "ledger_option",
+    "machine_stdout",
     "output_options",
+    "output_path_option",
     "parse_int_list",
+    "rescue_release",
     "resolve_engine_option",
     "seed_option",
+    "spool_stdin",
     "warn_if_seeded",
+    "write_output",
 ]
 
 SEED_WARNING = "warning: --seed makes the noise reproducible; this result is NOT for production."
+DEFAULT_SPARK_MASTER = "local[*]"
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+_INT64_MAX = 2**63 - 1
+
+
+class IntegerType(click.ParamType):
+    """An exact integer written ``2000000``, ``2_000_000``, ``2e6`` or ``2.5e6``, in a range.
+
+    Scientific notation is read exactly (as a decimal, never through a float), so ``1e6`` is
+    1000000 and ``1.5e0`` is refused as not an integer. The default range stops at 2^63 − 1 so
+    that no value can wrap in int64 arithmetic downstream.
+
+    Parameters
+    ----------
+    minimum, maximum : int, optional
+        Inclusive bounds (default: no lower bound, 2^63 − 1).
+    """
+
+    name = "integer"
+
+    def __init__(self, minimum: int | None = None, maximum: int | None = _INT64_MAX) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def _rule(self) -> str:
+        if self.maximum == _INT64_MAX:  # the int64 guard: said only when it is what failed
+            return (f"must be an integer{f' >= {self.minimum}' if self.minimum is not None else ''}"
+                    " below 2^63 (e.g. 2000000, 2_000_000 or 2e6)")
+        if self.minimum is not None and self.maximum is not None:
+            bounds = f" in [{self.minimum}, {self.maximum}]"
+        elif self.minimum is not None:
+            bounds = f" >= {self.minimum}"
+        elif self.maximum is not None:
+            bounds = f" <= {self.maximum}"
+        else:
+            bounds = ""
+        return f"must be an integer{bounds} (e.g. 2000000, 2_000_000 or 2e6)"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, bool):
+            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
+        if isinstance(value, int):
+            number = Decimal(value)
+        else:
+            try:
+                number = Decimal(str(value).strip())
+            except (InvalidOperation, ValueError):
+                self.fail(f"{self._rule()}; got {value!r}", param, ctx)
+        if not number.is_finite() or number != number.to_integral_value():
+            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
+        if (self.minimum is not None and number < self.minimum) or (
+                self.maximum is not None and number > self.maximum):
+            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
+        return int(number)
+
+    def __repr__(self) -> str:
+        return f"IntegerType({self.minimum!r}, {self.maximum!r})"
+
+
+INTEGER = IntegerType()
+COUNT = IntegerType(minimum=0)
+POSITIVE = IntegerType(minimum=1)
+
+
+def spool_stdin(ctx: click.Context | None, *, option: str = "FILE",
+                suffix: str = ".csv") -> str:
+    """Copy stdin to a temporary file that DuckDB (or any reader) can open; return its path.
+
+    The file is deleted when the command finishes. A Parquet stream (magic ``PAR1``) gets the
+    ``.parquet`` suffix, anything else ``suffix``. An empty stdin is a usage error.
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise click.BadParameter("stdin ('-') cannot be read as bytes here; give a path",
+                                 param_hint=option)
+    head = stream.read(4)
+    if not head:
+        raise click.BadParameter("stdin ('-') is empty; pipe a CSV or Parquet file in, or give "
+                                 "a path", param_hint=option)
+    chosen = ".parquet" if head == b"PAR1" else suffix
+    with tempfile.NamedTemporaryFile(prefix="dpfreq-stdin-", suffix=chosen,
+                                     delete=False) as handle:
+        handle.write(head)
+        shutil.copyfileobj(stream, handle, 1 << 20)
+    path = Path(handle.name)
+    if ctx is not None:
+        ctx.call_on_close(lambda: path.unlink(missing_ok=True))
+    return str(path)
+
+
+class InputFileType(click.ParamType):
+    """A FILE argument: an existing file or directory, a glob pattern, or ``-`` for stdin.
+
+    ``-`` is spooled to a temporary file (see :func:`spool_stdin`), so every engine reads it like
+    a path. A path that does not exist is refused here, before any other work.
+    """
+
+    name = "file"
+
+    def __init__(self, suffix: str = ".csv") -> None:
+        self.suffix = suffix
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        text = str(value)
+        hint = param.get_error_hint(ctx) if param is not None else "FILE"
+        if text == STDOUT:
+            return spool_stdin(ctx, option=hint, suffix=self.suffix)
+        if not text.strip():
+            self.fail("must be a file path or '-' for stdin; got ''", param, ctx)
+        if not any(ch in text for ch in "*?[") and not Path(text).exists():
+            self.fail(f"file {text!r} does not exist", param, ctx)
+        return text
+
+
+INPUT_FILE = InputFileType()
 
 
 def seed_option(f: Any) -> Any:
     return click.option(
-        "--seed", type=int, default=None,
+        "--seed", type=INTEGER, default=None,
         help="Seed the noise for reproducible tests and demos. Not private: never in production.",
     )(f)
 
 
-DEFAULT_SPARK_MASTER = "local[*]"
+def warn_if_seeded(seed: int | None) -> None:
+    if seed is not None:
+        click.echo(SEED_WARNING, err=True)
 
 
 def resolve_engine_option(engine: str | None, spark_master: str | None) -> Any:
@@ -83,43 +239,116 @@ def engine_option(f: Any) -> Any:
     )(wrapper)
 
 
+def _path_callback(option: str, suffixes: tuple[str, ...], allow_stdout: bool) -> Any:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        checked = check_output_path(value, option, suffixes, allow_stdout=allow_stdout)
+        if checked == STDOUT:
+            claim_stdout(ctx, option)
+        return checked
+
+    return callback
+
+
+def output_path_option(option: str, dest: str, *, suffixes: tuple[str, ...] = (),
+                       allow_stdout: bool = False, help: str) -> Any:
+    """A decorator adding an output-path option checked at parse time (see the module doc).
+
+    With ``allow_stdout``, ``-`` claims stdout for this option: human text goes to stderr and
+    the command writes its document with :func:`write_output`.
+    """
+    return click.option(option, dest, default=None, metavar="FILE" + ("|-" if allow_stdout
+                                                                        else ""),
+                        callback=_path_callback(option, suffixes, allow_stdout),
+                        expose_value=True, help=help)
+
+
 def output_options(f: Any) -> Any:
-    f = click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
-                     default=None, help="Write the release as JSON to this file ('-' = stdout).")(f)
-    f = click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None,
-                     help="Write a PNG figure with error bands to this file.")(f)
-    return f
-
-
-def warn_if_seeded(seed: int | None) -> None:
-    if seed is not None:
-        click.echo(SEED_WARNING, err=True)
+    """``--json FILE|-`` (the release as JSON) and ``--plot FILE`` (a figure), checked early."""
+    f = output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
+                           help="Write the release as JSON to FILE ('-' = stdout; then the "
+                                "table goes to stderr).")(f)
+    return output_path_option("--plot", "plot_out", suffixes=PLOT_SUFFIXES,
+                              help="Write a figure with error bands to FILE (.png, .pdf or "
+                                   ".svg).")(f)
 
 
 def emit_release(release: Release, json_out: str | None, plot_out: str | None) -> None:
-    """Write the JSON and PNG outputs that were asked for; diagnostics go to stderr."""
-    if json_out is not None:
-        text = release.to_json()
-        if json_out == "-":
-            click.echo(text)
-        else:
-            Path(json_out).write_text(text + "\n", encoding="utf-8")
-            click.echo(f"wrote {json_out}", err=True)
-    if plot_out is not None:
-        from dpfreq.plotting import save_figure
+    """Write the JSON and figure asked for; if a write fails, save the release and say where."""
+    text = release.to_json()
+    current = "--json"
+    try:
+        if json_out is not None:
+            write_output(text, json_out)
+        if plot_out is not None:
+            from dpfreq.plotting import save_figure
 
-        ax = release.plot()
-        save_figure(ax, plot_out)
-        click.echo(f"wrote {plot_out}", err=True)
+            current = "--plot"
+            save_figure(release.plot(), plot_out)
+            click.echo(f"wrote {plot_out}", err=True)
+    except Exception as exc:
+        target = {"--json": json_out, "--plot": plot_out}[current]
+        saved = rescue_release(text, exc, failed=f"{current} {target}")
+        if isinstance(exc, OSError | DataError):
+            raise saved from None
+        click.echo(f"dpfreq: {saved}", err=True)  # a bug: say where the release is, then fail
+        raise
+
+
+def _open_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from dpfreq.ledger import Ledger
+
+    try:
+        return Ledger(value, command=ctx.command_path)
+    except DataError as exc:
+        raise click.BadParameter(str(exc).rstrip("."), ctx=ctx, param=param) from None
+
+
+def _source_name(ctx: click.Context) -> str | None:
+    for param in ctx.command.params:
+        if isinstance(param, click.Argument):
+            value = ctx.params.get(param.name or "")
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def ledger_option(f: Any) -> Any:
+    """Add ``--ledger FILE``: the command receives ``accountant=`` (a Ledger or None).
+
+    The ledger is opened (and checked) when options are parsed; the release function records
+    its spend there, tagged with the command, the first FILE argument and ``--unit`` if any,
+    and refuses it before any noise is drawn if the ledger's total would be exceeded.
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, ledger: Any = None, **kwargs: Any) -> Any:
+        if ledger is not None:
+            ctx = click.get_current_context()
+            unit = kwargs.get("unit")
+            ledger = ledger.bind(source=_source_name(ctx),
+                                 unit=unit if isinstance(unit, str) else None)
+        return f(*args, accountant=ledger, **kwargs)
+
+    return click.option(
+        "--ledger", "ledger", default=None, metavar="FILE", callback=_open_ledger,
+        help="Privacy ledger (made by 'dpfreq ledger init'): record this release there, and "
+             "refuse it before any noise is drawn if it would exceed the ledger's budget.",
+    )(wrapper)
 
 
 def parse_int_list(text: str, param: str) -> list[int]:
-    """Parse ``"1,3,5"`` into ``[1, 3, 5]`` with a one-line error otherwise."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise click.BadParameter(f"must be comma-separated integers; got {text!r}",
-                                 param_hint=param) from None
+    """Parse ``"1,3,5"`` (or ``"1e3,2e3"``) into ``[1, 3, 5]`` with a one-line error otherwise."""
+    values = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        try:
+            values.append(INTEGER.convert(part, None, None))
+        except click.BadParameter:
+            raise click.BadParameter(f"must be comma-separated integers; got {text!r}",
+                                     param_hint=param) from None
     if not values:
         raise click.BadParameter(f"must list at least one integer; got {text!r}", param_hint=param)
     return values
@@ -127,8 +356,3 @@ def parse_int_list(text: str, param: str) -> list[int]:
 
 def echo_err(text: str) -> None:
     click.echo(text, err=True)
-
-
-def flush() -> None:
-    sys.stdout.flush()
-

@@ -1,55 +1,180 @@
-"""Entry point of the ``dpfreq`` command: ``dpfreq profile | anonymize | reach | longitudinal |
-demo``. Bad input exits with code 2 and one line on stderr, never a traceback."""
+"""Entry point of the ``dpfreq`` command.
+
+Exit status, the same for every subcommand:
+
+- **0** success (also ``--help``, ``--version`` and a bare ``dpfreq``, which prints the help);
+- **2** bad input: a usage error, an invalid option value, a file that cannot be read or
+  written, a refused budget — one line ``dpfreq: error: ...`` on stderr, never a traceback;
+- **1** internal error (a bug in dpfreq): one line ``dpfreq: internal error: ...`` naming the
+  exception type and where it was raised, without its message (which could hold values from the
+  data); ``DPFREQ_DEBUG=1`` prints the full traceback as well;
+- **130** interrupted (Ctrl-C).
+
+Python warnings are shown as one line ``dpfreq: warning: ...`` on stderr.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
 import sys
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
 import click
 
 from dpfreq import __version__
-from dpfreq.cli import anonymize, demo, longitudinal, profile, reach
+from dpfreq.cli.progress import progress_wanted, tqdm_reporter
 from dpfreq.errors import DPFreqError
+from dpfreq.progress import reporting
 
-__all__ = ["cli", "main"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "SUBCOMMANDS",
+    "cli",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Subcommand name -> module defining it as ``command``. Modules are imported when their command
+#: runs (or for the help listing), so one command's imports never slow down or break another.
+SUBCOMMANDS = {
+    "profile": "dpfreq.cli.profile",
+    "plan": "dpfreq.cli.plan",
+    "anonymize": "dpfreq.cli.anonymize",
+    "reach": "dpfreq.cli.reach",
+    "longitudinal": "dpfreq.cli.longitudinal",
+    "demo": "dpfreq.cli.demo",
+    "ledger": "dpfreq.cli.ledger",
+    "serve": "dpfreq.cli.serve",
+    "devices": "dpfreq.cli.devices",
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose subcommands (:data:`SUBCOMMANDS`) are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name, module in SUBCOMMANDS.items()
+                if importlib.util.find_spec(module) is not None]
+        return sorted(set(lazy) | set(super().list_commands(ctx)))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = SUBCOMMANDS.get(cmd_name)
+        if cmd_name in self.commands or module is None:
+            return super().get_command(ctx, cmd_name)
+        if importlib.util.find_spec(module) is None:
+            return None
+        command: click.Command = importlib.import_module(module).command
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=True)
+@click.option("--quiet", "-q", is_flag=True, default=False,
+              help="No progress bars (they are drawn on stderr only when it is a terminal).")
 @click.version_option(__version__, prog_name="dpfreq")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool) -> None:
     """dpfreq: differentially private frequency statistics.
 
-    Every release prints its privacy parameters (ε, δ), the mechanism and an error bound.
+    Every release prints its privacy parameters (ε, δ), the unit of privacy, the mechanism and
+    an error bound. With --json - (or --out -) stdout carries only JSON and everything else goes
+    to stderr. Exit status: 0 ok, 2 bad input (one line on stderr), 1 internal error.
     """
-
-
-for _module in (profile, anonymize, reach, longitudinal, demo):
-    cli.add_command(_module.command)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        ctx.exit(EXIT_OK)
+    ctx.with_resource(reporting(tqdm_reporter() if progress_wanted(quiet) else None))
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; map user errors to exit code 2 with a single line on stderr.
+def _where(exc: BaseException) -> str:
+    """``file:line (function)`` of the innermost dpfreq frame of the traceback (else the
+    innermost frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    here = os.path.abspath(__file__)
+    inside = [f for f in frames if f"{os.sep}dpfreq{os.sep}" in f.filename
+              and os.path.abspath(f.filename) != here] or frames[-1:]
+    if not inside:
+        return "an unknown place"
+    frame = inside[-1]
+    path = frame.filename
+    cut = path.rfind(f"{os.sep}dpfreq{os.sep}")
+    return f"{path[cut + 1:] if cut >= 0 else path}:{frame.lineno} ({frame.name})"
 
-    Returns 0 on success (a subcommand's return value is not an exit status).
-    """
+
+@contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    def show(message: Any, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        click.echo(f"dpfreq: warning: {_one_line(str(message))}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def _fail(text: str, code: int) -> None:
+    click.echo(text, err=True)
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, not an error
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else cli.get_help(
+            click.Context(cli, info_name="dpfreq")))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("dpfreq: aborted", err=True)
-        sys.exit(1)
+        _fail("dpfreq: aborted", EXIT_INTERRUPTED)
     except click.ClickException as exc:
-        click.echo(f"dpfreq: error: {_one_line(exc.format_message())}", err=True)
-        sys.exit(2)
-    except (DPFreqError, ValueError, OSError) as exc:
-        click.echo(f"dpfreq: error: {_one_line(str(exc))}", err=True)
-        sys.exit(2)
-    return 0
+        _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT)
+    except DPFreqError as exc:
+        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT)
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): stop quietly
+        # point stdout at /dev/null so the interpreter's final flush cannot fail again
+        with suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_INTERNAL)
+    except OSError as exc:  # the file system refused: a path, a permission, a full disk
+        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with the exit statuses of the module doc; returns 0 on success."""
+    with _one_line_warnings():
+        try:
+            _run(argv)
+        except SystemExit:
+            raise
+        except KeyboardInterrupt:
+            _fail("dpfreq: aborted", EXIT_INTERRUPTED)
+        except BaseException as exc:
+            if os.environ.get("DPFREQ_DEBUG") == "1":
+                traceback.print_exc()
+            kind = "out of memory (MemoryError)" if isinstance(exc, MemoryError) else (
+                type(exc).__name__)
+            _fail(f"dpfreq: internal error: {kind} in {_where(exc)}; this is a bug in dpfreq — "
+                  "rerun with DPFREQ_DEBUG=1 for the traceback and report it.", EXIT_INTERNAL)
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,90 @@
+"""`dpfreq ledger`: create and inspect a privacy ledger (a SQLite file).
+
+A ledger holds a total privacy budget and records every release made with ``--ledger FILE``
+(command, label, ε, δ, unit of privacy, source, time); a release that would exceed the total is
+refused before any noise is drawn. From Python, :class:`dpfreq.ledger.Ledger` is the same file
+as an accountant (``accountant=Ledger(path)``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from dpfreq.budget import PrivacyBudget
+from dpfreq.cli._common import output_path_option, write_output
+from dpfreq.errors import DataError
+
+__all__ = ["command", "format_summary"]
+
+
+def _budget(epsilon: float, delta: float) -> PrivacyBudget:
+    try:
+        return PrivacyBudget(epsilon, delta)
+    except DataError:
+        raise
+    except ValueError as exc:  # ParameterError: name the options, not the dataclass
+        text = str(exc).replace("epsilon of PrivacyBudget", "--epsilon").replace(
+            "delta of PrivacyBudget", "--delta")
+        raise click.BadParameter(text.rstrip(".")) from None
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The ledger as text: total, spent, remaining and one line per release."""
+    total, spent, left = summary["total"], summary["spent"], summary["remaining"]
+    lines = [
+        f"# dpfreq ledger {summary['ledger']}",
+        f"# total epsilon={total['epsilon']:g}, delta={total['delta']:g}; "
+        f"spent epsilon={spent['epsilon']:g}, delta={spent['delta']:g}; "
+        f"remaining epsilon={left['epsilon']:g}, delta={left['delta']:g}",
+        f"# {len(summary['releases'])} release(s)",
+    ]
+    header = ("time (UTC)", "command", "label", "epsilon", "delta", "unit", "source")
+    rows = [header] + [
+        (r["time"][:19].replace("T", " "), r["command"] or "-", r["label"] or "-",
+         f"{r['epsilon']:g}", f"{r['delta']:g}", r["unit"] or "-", r["source"] or "-")
+        for r in summary["releases"]
+    ]
+    if len(rows) > 1:
+        width = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, width, strict=True)).rstrip()
+                  for row in rows]
+    return "\n".join(lines)
+
+
+@click.group(name="ledger")
+def command() -> None:
+    """Privacy ledger: a budget shared by every release made with --ledger FILE."""
+
+
+@command.command(name="init")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--epsilon", type=float, required=True,
+              help="Total ε that all releases recorded in the ledger may spend together.")
+@click.option("--delta", type=float, default=0.0, show_default=True,
+              help="Total δ that all releases recorded in the ledger may spend together.")
+def init(file: str, epsilon: float, delta: float) -> None:
+    """Create the ledger FILE with a total budget (refuses to overwrite a file)."""
+    from dpfreq.ledger import Ledger
+
+    budget = _budget(epsilon, delta)
+    Ledger.create(file, budget)
+    click.echo(f"created ledger {file}: total epsilon={budget.epsilon:g}, "
+               f"delta={budget.delta:g}", err=True)
+
+
+@command.command(name="show")
+@click.argument("file", type=click.Path(dir_okay=False))
+@output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
+                    help="Write the ledger (total, spent, remaining, releases) as JSON to "
+                         "FILE ('-' = stdout).")
+def show(file: str, json_out: str | None) -> None:
+    """Print the total, spent and remaining budget of FILE and every recorded release."""
+    from dpfreq.ledger import Ledger
+
+    summary = Ledger(file).summary()
+    click.echo(format_summary(summary))
+    if json_out is not None:
+        write_output(json.dumps(summary, indent=2), json_out)

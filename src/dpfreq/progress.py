@@ -1,0 +1,80 @@
+"""Progress reports from long loops, shown only when a front end asks for them.
+
+Library code wraps long loops in :func:`track` (an iterable) or :func:`task` (a counter it
+advances). Both cost nothing and print nothing unless a front end installed a reporter with
+:func:`reporting` — the command line does, drawing a bar on stderr when stderr is a terminal
+and ``--quiet`` is not given. The library itself never imports a progress-bar package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
+
+__all__ = ["ProgressTask", "Reporter", "reporting", "task", "track"]
+
+T = TypeVar("T")
+
+
+class ProgressTask(Protocol):
+    """A running task: ``advance(n)`` after each ``n`` units of work."""
+
+    def advance(self, n: float = 1) -> None: ...
+
+
+class Reporter(Protocol):
+    """A front end's factory of progress tasks: a context manager per task."""
+
+    def __call__(self, description: str, total: float | None,
+                 unit: str) -> Any: ...  # a context manager yielding a ProgressTask
+
+
+class _Silent:
+    def advance(self, n: float = 1) -> None:
+        return None
+
+
+_SILENT = _Silent()
+_reporter: ContextVar[Reporter | None] = ContextVar("dpfreq_progress_reporter", default=None)
+
+
+@contextmanager
+def reporting(reporter: Reporter | None) -> Iterator[None]:
+    """Within the block, :func:`task` and :func:`track` report to ``reporter`` (None: silent)."""
+    token = _reporter.set(reporter)
+    try:
+        yield
+    finally:
+        _reporter.reset(token)
+
+
+@contextmanager
+def task(description: str, total: float | None = None, *,
+         unit: str = "it") -> Iterator[ProgressTask]:
+    """A progress task of ``total`` units (None: unknown); silent unless a reporter is set."""
+    reporter = _reporter.get()
+    if reporter is None:
+        yield _SILENT
+        return
+    with reporter(description, total, unit) as handle:
+        yield handle
+
+
+def track(iterable: Iterable[T], *, total: float | None = None, description: str = "",
+          unit: str = "it") -> Iterator[T]:
+    """Iterate over ``iterable``, advancing a progress task by one per item.
+
+    ``total`` defaults to ``len(iterable)`` when it has one.
+    """
+    if _reporter.get() is None:
+        yield from iterable
+        return
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
+    with task(description, total, unit=unit) as handle:
+        for item in iterable:
+            yield item
+            handle.advance(1)
+

@@ -1,0 +1,306 @@
+"""Shared CLI helpers: exact integers, early output-path checks, stdout reserved for machine
+output, release rescue, stdin as '-', the ledger commands and --ledger, memory checks and the
+progress hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from dpfreq import progress
+from dpfreq.budget import PrivacyBudget
+from dpfreq.cli._common import (
+    COUNT,
+    INPUT_FILE,
+    INTEGER,
+    POSITIVE,
+    IntegerType,
+    check_output_path,
+    emit_release,
+    ledger_option,
+    output_options,
+    parse_int_list,
+)
+from dpfreq.cli.main import cli, main
+from dpfreq.errors import ParameterError
+from dpfreq.ledger import Ledger
+from dpfreq.release import ErrorStatement, Release
+from dpfreq.resources import available_memory_bytes, check_memory, format_bytes
+
+
+def _invoke(argv, **kwargs):
+    """Run through main() (the console script) in CliRunner: (exit code, stdout, stderr)."""
+    runner = CliRunner()
+
+    def entry():
+        main(argv)
+
+    command = click.Command("run", callback=entry)
+    result = runner.invoke(command, [], **kwargs)
+    code = result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return code, result.stdout, result.stderr
+
+
+# -- integers ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1000000", 10**6), ("1_000_000", 10**6), ("1e6", 10**6), ("2E6", 2 * 10**6),
+    ("2.5e6", 2_500_000), (" 7 ", 7), ("1.0", 1), ("-3", -3), ("9223372036854775807", 2**63 - 1),
+])
+def test_integer_accepts_exact_notations(text, value):
+    assert INTEGER.convert(text, None, None) == value
+    assert isinstance(INTEGER.convert(text, None, None), int)
+
+
+@pytest.mark.parametrize("text", ["1.5e0", "1.5", "nan", "inf", "-inf", "1e19", "2**10", "",
+                                  "0x10", "1e999999999", "one", "9223372036854775808"])
+def test_integer_refuses_inexact_or_huge(text):
+    with pytest.raises(click.BadParameter) as info:
+        INTEGER.convert(text, None, None)
+    assert "must be an integer" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_integer_ranges():
+    assert COUNT.convert("0", None, None) == 0
+    with pytest.raises(click.BadParameter, match=">= 0"):
+        COUNT.convert("-1", None, None)
+    with pytest.raises(click.BadParameter, match=">= 1"):
+        POSITIVE.convert("0", None, None)
+    with pytest.raises(click.BadParameter, match=r"in \[2, 5\]"):
+        IntegerType(2, 5).convert("6", None, None)
+    with pytest.raises(click.BadParameter):
+        INTEGER.convert(True, None, None)
+    assert parse_int_list("1, 1e3,2_000", "--k") == [1, 1000, 2000]
+    with pytest.raises(click.BadParameter, match="comma-separated integers"):
+        parse_int_list("1,1.5", "--k")
+
+
+# -- output paths ------------------------------------------------------------------------------
+
+def test_check_output_path(tmp_path):
+    ok = tmp_path / "r.json"
+    assert check_output_path(str(ok), "--json", (".json",)) == str(ok)
+    assert check_output_path(None, "--json") is None
+    assert check_output_path("-", "--json", allow_stdout=True) == "-"
+    cases = [
+        (str(tmp_path / "missing" / "r.json"), "does not exist"),
+        (str(tmp_path / "r.txt"), "must be a file ending in .json"),
+        (str(tmp_path), "is a directory"),
+        ("-", "cannot write to stdout"),
+    ]
+    for path, words in cases:
+        with pytest.raises(click.BadParameter, match=words):
+            check_output_path(path, "--json", (".json",) if path != str(tmp_path) else ())
+
+
+class _Toy(Release):
+    def table(self):
+        return {"x": [1.0]}
+
+
+def _toy_release() -> Release:
+    return _Toy(value=[1.0], epsilon=0.5, delta=0.0, unit="item", mechanism="toy",
+                mechanism_params={}, seeded=True,
+                error=ErrorStatement(kind="bound", confidence=0.95, value=1.0, description="d"))
+
+
+@pytest.fixture
+def toy_command(monkeypatch):
+    """A command that counts how often it drew a release and prints a table, like the real ones."""
+    drawn = []
+
+    @click.command(name="toy")
+    @output_options
+    @ledger_option
+    @click.argument("file", required=False)
+    def toy(json_out, plot_out, accountant, file):
+        if accountant is not None:
+            accountant.spend(0.5, label="toy_release", unit="item")
+        drawn.append(1)
+        click.echo("# human header")
+        emit_release(_toy_release(), json_out, plot_out)
+
+    monkeypatch.setitem(cli.commands, "toy", toy)
+    return drawn
+
+
+def test_json_dash_puts_only_json_on_stdout(toy_command):
+    code, out, err = _invoke(["toy", "--json", "-"])
+    assert code == 0
+    assert json.loads(out)["epsilon"] == 0.5
+    assert "# human header" in err
+    code, out, err = _invoke(["toy"])
+    assert out == "# human header\n"
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--json", "nodir/r.json"], "does not exist"),
+    (["--json", "r.csv"], "ending in .json"),
+    (["--plot", "r.foo"], ".png or .pdf or .svg"),
+    (["--plot", "-"], "cannot write to stdout"),
+])
+def test_bad_output_paths_refused_before_the_release(toy_command, tmp_path, args, words):
+    os.chdir(tmp_path)
+    code, out, err = _invoke(["toy", *args])
+    assert code == 2
+    assert out == ""
+    assert words in err
+    assert len(err.splitlines()) == 1
+    assert toy_command == []  # nothing was drawn
+
+
+def test_failed_write_after_the_release_rescues_it(toy_command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def broken(text, path, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("dpfreq.cli._common.write_output", broken)
+    code, out, err = _invoke(["toy", "--json", str(tmp_path / "r.json")])
+    assert code == 2
+    assert out == "# human header\n"
+    assert len(err.splitlines()) == 1
+    saved = list(tmp_path.glob("dpfreq-release-*.json"))
+    assert len(saved) == 1
+    assert str(saved[0]) in err
+    assert json.loads(saved[0].read_text())["epsilon"] == 0.5
+
+
+# -- the ledger --------------------------------------------------------------------------------
+
+def test_ledger_init_show_and_option(toy_command, tmp_path):
+    path = tmp_path / "budget.sqlite"
+    code, out, err = _invoke(["ledger", "init", str(path), "--epsilon", "1", "--delta", "1e-6"])
+    assert (code, out) == (0, "")
+    assert "created ledger" in err
+    data = tmp_path / "data.csv"
+    data.write_text("item\n1\n")
+    assert _invoke(["toy", str(data), "--ledger", str(path)])[0] == 0
+    assert _invoke(["toy", str(data), "--ledger", str(path)])[0] == 0
+    code, out, err = _invoke(["toy", "--ledger", str(path)])
+    assert code == 2
+    assert "would exceed the budget" in err
+    assert len(err.splitlines()) == 1
+    assert len(toy_command) == 2  # the refused one drew nothing
+    code, out, err = _invoke(["ledger", "show", str(path), "--json", "-"])
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["remaining"] == {"epsilon": 0.0, "delta": 1e-6}
+    assert [(r["command"], r["label"], r["unit"], r["source"]) for r in summary["releases"]] == [
+        ("dpfreq toy", "toy_release", "item", str(data))] * 2
+    assert "2 release(s)" in err
+    code, out, _ = _invoke(["ledger", "show", str(path)])
+    assert "dpfreq toy" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["ledger", "init", "{dir}/l.sqlite", "--epsilon", "0"],
+    ["ledger", "init", "{dir}/l.sqlite", "--epsilon", "1", "--delta", "1"],
+    ["ledger", "init", "{dir}/no/l.sqlite", "--epsilon", "1"],
+    ["ledger", "show", "{dir}/none.sqlite"],
+    ["ledger", "show", "{dir}/text.txt"],
+    ["toy", "--ledger", "{dir}/none.sqlite"],
+])
+def test_ledger_errors_are_one_line(toy_command, tmp_path, argv):
+    (tmp_path / "text.txt").write_text("hello")
+    code, out, err = _invoke([a.format(dir=tmp_path) for a in argv])
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith("dpfreq: error: ")
+    assert toy_command == []
+
+
+def test_ledger_init_refuses_to_overwrite(tmp_path):
+    path = tmp_path / "l.sqlite"
+    Ledger.create(path, PrivacyBudget(2.0))
+    code, _, err = _invoke(["ledger", "init", str(path), "--epsilon", "5"])
+    assert code == 2
+    assert "already exists" in err
+    assert Ledger(path).total == PrivacyBudget(2.0)
+
+
+# -- stdin -------------------------------------------------------------------------------------
+
+def test_stdin_is_spooled_to_a_file_and_removed(monkeypatch):
+    seen = {}
+
+    @click.command(name="cat")
+    @click.argument("file", type=INPUT_FILE)
+    def cat(file):
+        seen["path"] = file
+        seen["text"] = Path(file).read_text()
+
+    monkeypatch.setitem(cli.commands, "cat", cat)
+    code, _, _ = _invoke(["cat", "-"], input="item\n1\n2\n")
+    assert code == 0
+    assert seen["text"] == "item\n1\n2\n"
+    assert seen["path"].endswith(".csv")
+    assert not Path(seen["path"]).exists()
+    code, out, err = _invoke(["cat", "-"], input="")
+    assert code == 2
+    assert "stdin ('-') is empty" in err
+    code, _, err = _invoke(["cat", "no-such-file.csv"])
+    assert code == 2
+    assert "does not exist" in err
+
+
+# -- memory and progress -----------------------------------------------------------------------
+
+def test_memory_check_names_the_parameter_and_the_sizes():
+    assert available_memory_bytes() > 0
+    assert format_bytes(80 * 1024**3) == "80.0 GiB"
+    check_memory(1024, param="domain_size", func="f", value=10, available=2048)
+    with pytest.raises(ParameterError) as info:
+        check_memory(330 * 1024**3, param="domain_size", func="ProfileSketch",
+                     value=10**10, what="the counters", available=20 * 1024**3)
+    assert str(info.value) == (
+        "domain_size of ProfileSketch must be small enough that the counters fits in memory "
+        "(needs 330.0 GiB, 20.0 GiB available); got 10000000000.")
+    check_memory(10**30, param="x", func="f", value=1, available=0)  # unknown: not checked
+
+
+def test_progress_is_silent_by_default_and_reports_when_enabled():
+    assert list(progress.track(iter(range(3)), total=3, description="x")) == [0, 1, 2]
+    events = []
+
+    class Task:
+        def advance(self, n=1):
+            events.append(n)
+
+    from contextlib import contextmanager
+
+    @contextmanager
+    def reporter(description, total, unit):
+        events.append((description, total, unit))
+        yield Task()
+
+    with progress.reporting(reporter):
+        assert list(progress.track(range(2), description="noise")) == [0, 1]
+        with progress.task("passes", 10, unit="rows") as t:
+            t.advance(4)
+    assert events == [("noise", 2, "it"), 1, 1, ("passes", 10, "rows"), 4]
+    with progress.task("silent") as t:
+        t.advance(1)  # no reporter: nothing recorded
+    assert len(events) == 5
+
+
+def test_tqdm_reporter_draws_on_the_given_stream():
+    import io
+
+    from dpfreq.cli.progress import progress_wanted, tqdm_reporter
+
+    stream = io.StringIO()
+    with progress.reporting(tqdm_reporter(stream)), progress.task("noise", 5) as t:
+        t.advance(5)
+    assert "noise" in stream.getvalue()
+    assert not progress_wanted(False, stream)  # StringIO is no terminal
+    assert not progress_wanted(True, stream)
