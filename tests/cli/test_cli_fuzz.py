@@ -1,0 +1,209 @@
+"""Bad-input fuzzing of every command: whatever the options, the CLI answers with a result (exit
+0) or one error line (exit 2) — never a traceback, an internal error or another exit status.
+
+The options are read from the click commands themselves, so new options are fuzzed without
+editing this file. Each example starts from a valid command line (tiny files in a temporary
+directory) and replaces, adds or drops 1–3 options with values drawn from pools of valid and
+hostile text (empty, huge, non-finite, fractional, negative, non-ASCII, missing paths, wrong
+suffixes, '-'). Sizes stay either small (fast to compute) or absurd (refused at once): nothing
+in between, so a missing memory check shows up as a failure instead of exhausting the machine.
+Not fuzzed: ``--engine spark``/``--spark-master`` (a JVM per example; covered by the engine
+tests), ``serve`` (starts a server) and ``devices`` (a network client).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpfreq.budget import PrivacyBudget
+from dpfreq.cli.main import SUBCOMMANDS, cli, main
+from dpfreq.ledger import Ledger
+
+EXAMPLES = int(os.environ.get("DPFREQ_FUZZ_EXAMPLES", "500"))  # >= 500 in CI
+SKIP_COMMANDS = {"serve", "devices"}
+SKIP_OPTIONS = {"--spark-master"}
+
+INTS = ["0", "1", "2", "3", "5", "8", "-1", "-5", "1e1", "2_0", "1.5", "1e-3", "nan", "inf",
+        "1e15", "9223372036854775807", "9223372036854775808", "1e400", "0x10", "", " ", "abc",
+        "٣", "1,2", "true"]
+FLOATS = ["1", "0.5", "2", "1e-6", "1e-9", "0", "-1", "1000", "1001", "1e308", "1e309", "nan",
+          "inf", "-inf", "", "abc", "0.999999", "1e-300", "5e-324", "1,5", "one"]
+TEXTS = ["item", "time", "count", "missing_column", "", " ", "-", "'; DROP TABLE x; --", "ü",
+         "a,b", "1d", "6h", "30min", "2026-01-01", "2026-01-03T12:00:00+02:00", "auto", "all",
+         "1,2,3", "0", "-1", "1e6", "nan", "x" * 300]
+
+
+def _path_pool(tmp: Path) -> list[str]:
+    return [str(tmp / n) for n in ("events.csv", "events.parquet", "counts.csv", "empty.csv",
+                                   "header.csv", "bad.csv", "ledger.sqlite")] + [
+        "-", str(tmp), str(tmp / "nodir" / "x.json"), str(tmp / "x.foo"), str(tmp / "o.json"),
+        str(tmp / "o.png"), str(tmp / "o.csv"), str(tmp / "missing.csv"), "", "*.csv"]
+
+
+def _write_files(tmp: Path) -> None:
+    rows = "\n".join(f"{(7 * i) % 10},{i % 6}" for i in range(40))
+    (tmp / "events.csv").write_text("item,time\n" + rows + "\n")
+    (tmp / "counts.csv").write_text("item,count\na,3\nb,1\nc,7\n")
+    (tmp / "empty.csv").write_text("")
+    (tmp / "header.csv").write_text("item,time\n")
+    (tmp / "bad.csv").write_text('item,time\n"unterminated,1\n\x00\x01,2\n')
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"item": [1, 2, 2, 3], "time": [0, 1, 2, 3]}),
+                   tmp / "events.parquet")
+
+
+VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size": "20",
+         "--max-count": "5", "--epsilon": "1", "--delta": "1e-6", "--horizon": "8",
+         "--max-changes": "2", "--users": "40", "--devices": "40", "--period": "1",
+         "--k": "1", "--window": "2", "--confidence": "0.9"}
+
+
+def _leaf_commands() -> list[tuple[list[str], click.Command]]:
+    ctx = click.Context(cli)
+    out: list[tuple[list[str], click.Command]] = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), [*path, name])  # type: ignore[arg-type]
+        else:
+            out.append((path, cmd))
+
+    for name in SUBCOMMANDS:
+        if name in SKIP_COMMANDS:
+            continue
+        try:
+            command = cli.get_command(ctx, name)
+        except Exception as exc:  # noqa: BLE001 -- report a command that cannot even import
+            out.append(([name], _broken(name, exc)))
+            continue
+        if command is not None:
+            walk(command, [name])
+    return out
+
+
+def _broken(name: str, exc: Exception) -> click.Command:
+    @click.command(name=name)
+    def broken() -> None:
+        raise exc
+
+    return broken
+
+
+def _values(param: click.Parameter, paths: list[str]) -> list[str]:
+    kind = param.type
+    if isinstance(kind, click.Choice):
+        return [str(c) for c in kind.choices if str(c) != "spark"] + ["nope", ""]
+    if isinstance(kind, click.types.FloatParamType | click.FloatRange):
+        return FLOATS
+    if isinstance(kind, click.types.IntParamType | click.IntRange) or kind.name == "integer":
+        return INTS
+    if isinstance(kind, click.Path) or kind.name == "file":
+        return paths
+    names = " ".join(getattr(param, "opts", []) + [param.name or ""])
+    if any(w in names for w in ("json", "plot", "out", "save", "csv", "ledger", "file")):
+        return paths
+    return TEXTS
+
+
+def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
+    argv = list(path)
+    for param in command.params:
+        if isinstance(param, click.Argument):
+            argv.append(str(tmp / ("ledger.sqlite" if "ledger" in path else "events.csv")))
+        elif param.required and isinstance(param, click.Option):
+            opt = param.opts[-1]
+            if opt in VALID:
+                value = VALID[opt]
+            elif isinstance(param.type, click.Choice):
+                value = str(param.type.choices[0])
+            else:
+                value = _values(param, [])[1] if _values(param, []) else "1"
+            argv += [opt, value]
+    if path[:2] == ["ledger", "init"]:
+        argv[2] = str(tmp / "new-ledger.sqlite")
+    return argv
+
+
+def _mutations(command: click.Command, paths: list[str]):
+    options = [p for p in command.params if isinstance(p, click.Option)
+               and not set(p.opts) & SKIP_OPTIONS and "--help" not in p.opts]
+    if not options:
+        return st.just([])
+    one = st.sampled_from(options).flatmap(
+        lambda p: st.tuples(st.just(p.opts[-1]), st.just(p.is_flag),
+                            st.sampled_from(_values(p, paths)), st.sampled_from(["set", "drop"])))
+    return st.lists(one, min_size=1, max_size=3)
+
+
+def _apply(base: list[str], mutations: list[tuple[str, bool, str, str]]) -> list[str]:
+    argv = list(base)
+    for opt, is_flag, value, action in mutations:
+        if opt in argv:  # drop the existing occurrence (and its value)
+            i = argv.index(opt)
+            del argv[i: i + (1 if is_flag else 2)]
+        if action == "set":
+            argv += [opt] if is_flag else [opt, value]
+    return argv
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    runner = CliRunner()
+    entry = click.Command("run", callback=lambda: main(argv))
+    result = runner.invoke(entry, [], input="item,time\n1,1\n2,2\n")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"{argv}: escaped main(): {result.exception!r}")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def check_outcome(argv: list[str], code: int, out: str, err: str) -> None:
+    """The contract: exit 0 or 2; no traceback; an error is exactly one last line."""
+    assert "Traceback" not in out + err, (argv, err)
+    assert code in (0, 2), (argv, code, err.splitlines()[-1:] if err else out[-200:])
+    if code == 2:
+        lines = err.splitlines()
+        assert lines, argv
+        assert lines[-1].startswith("dpfreq: error: "), (argv, lines[-1])
+        assert sum(line.startswith("dpfreq: error") for line in lines) == 1, (argv, err)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    _write_files(tmp)
+    Ledger.create(tmp / "ledger.sqlite", PrivacyBudget(1000.0, 0.5))
+    old = Path.cwd()
+    os.chdir(tmp)  # relative output paths land here, not in the repository
+    yield tmp
+    os.chdir(old)
+
+
+LEAVES = _leaf_commands()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "command"), LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
+def test_fuzz_options_never_trace_back(path, command, workdir):
+    paths = _path_pool(workdir)
+    base = _base_argv(path, command, workdir)
+    check_outcome(base, *_run(base))
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(_mutations(command, paths))
+    def fuzz(mutations):
+        argv = _apply(base, mutations)
+        check_outcome(argv, *_run(argv))
+        new_ledger = workdir / "new-ledger.sqlite"
+        new_ledger.unlink(missing_ok=True)
+
+    fuzz()
