@@ -83,7 +83,7 @@ def _leaf_commands() -> list[tuple[list[str], click.Command]]:
             continue
         try:
             command = cli.get_command(ctx, name)
-        except Exception as exc:  # noqa: BLE001 -- report a command that cannot even import
+        except Exception as exc:  # report a command that cannot even be imported
             out.append(([name], _broken(name, exc)))
             continue
         if command is not None:
@@ -109,7 +109,7 @@ def _values(param: click.Parameter, paths: list[str]) -> list[str]:
         return INTS
     if isinstance(kind, click.Path) or kind.name == "file":
         return paths
-    names = " ".join(getattr(param, "opts", []) + [param.name or ""])
+    names = " ".join([*getattr(param, "opts", []), param.name or ""])
     if any(w in names for w in ("json", "plot", "out", "save", "csv", "ledger", "file")):
         return paths
     return TEXTS
