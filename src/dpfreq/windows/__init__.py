@@ -1,9 +1,10 @@
 """dpfreq.windows: private reach and k+ reach over time windows (Ghazi, Kumar, Manurangsi,
-Nelson, ITCS 2023; spec ``time_windows.md``)."""
+Nelson, "Private counting of distinct and k-occurring items in time windows", ITCS 2023)."""
 
+from dpfreq.windows.answers import WindowAnswer
 from dpfreq.windows.counts import parse_period, release_window_counts
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.result import WindowAnswer, WindowCountsRelease
+from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.tree import (
     DominanceCounter,
     OnlineCounter,

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.errors import ParameterError
 from dpfreq.noise import (
     discrete_laplace_gamma,
     discrete_laplace_tail_bound,
@@ -232,6 +233,14 @@ class Structure:
         return 1, windows, math.sqrt(windows), {"windows_per_unit": windows, "pieces": 1}
 
     def _calibrate(self) -> tuple[Fraction, dict[str, Any]]:
+        """(γ, details); γ = 0 (or σ² = 0 for Gaussian noise) when the budget is too small to
+        calibrate exactly: such a structure is never chosen (:mod:`dpfreq.windows.plan`)."""
+        try:
+            return self._calibrate_exact()
+        except ParameterError:
+            return Fraction(0), {"domain": 0, "unusable": "budget too small to calibrate"}
+
+    def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
         pieces, l1, l2, detail = self._shape()
         detail["l1_sensitivity"] = l1
         if self.rho is None:
@@ -251,7 +260,8 @@ class Structure:
             e_piece = epsilon_to_fraction(math.sqrt(2 * rho_piece))  # ε-DP ⇒ ε²/2-zCDP
             detail["epsilon_piece"] = str(e_piece)
             return discrete_laplace_gamma(e_piece, l1), detail
-        self.sigma2 = gaussian_sigma2(l2 * l2 / (2 * rho_piece))[0]
+        target = l2 * l2 / (2 * rho_piece)
+        self.sigma2 = gaussian_sigma2(target)[0] if target < 2.0**60 else 0
         detail["l2_sensitivity"] = l2
         detail["sigma2"] = self.sigma2
         return Fraction(0), detail

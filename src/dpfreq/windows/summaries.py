@@ -192,6 +192,36 @@ class WindowSummaries:
         x, y, w = self.window_points(spec.k)
         return DominanceCounter(x, y, w, self.horizon + 1, self.horizon)
 
+    def _key_limit(self, slot: int) -> int:
+        """One more than the largest key slot ``slot`` can hold (see :class:`WindowReducer`)."""
+        t = self.horizon
+        if slot == 0:
+            return t + 1
+        spec = self.specs[slot - 1]
+        if spec.family == "cumulative":
+            return t + 1
+        if spec.family == "fixed":
+            nb, span = _fixed_layout(spec.width, t)
+            return 2 * nb * span + nb
+        return (t + 2) * (t + 2)
+
+    def entries_valid(self) -> bool:
+        """Whether the entries are well formed: slots known, keys in range, sorted by
+        (slot, key) without repeats, weights non-zero (a loaded file is checked with this)."""
+        s, k, w = self.slots, self.keys, self.weights
+        if s.size == 0:
+            return True
+        if int(s.min()) < 0 or int(s.max()) > len(self.specs) or np.any(w == 0):
+            return False
+        if np.any(np.diff(s) < 0):
+            return False
+        same = s[1:] == s[:-1]
+        if np.any(same & (k[1:] <= k[:-1])):
+            return False
+        limits = np.array([self._key_limit(i) for i in range(len(self.specs) + 1)],
+                          dtype=np.int64)
+        return bool(np.all((k >= 0) & (k < limits[s])))
+
     # -- persistence (private state of a saved release) ------------------------------------
     def to_arrays(self) -> dict[str, IntArray]:
         return {"summary_slots": self.slots, "summary_keys": self.keys,

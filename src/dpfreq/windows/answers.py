@@ -1,0 +1,230 @@
+"""The private state of a window release and how it answers windows.
+
+Every answer is ``exact count + Σ ± η(node)`` over the cover of the chosen structure, where the
+node noise is fixed by the release's secret key (drawn once per node, never redrawn), so any
+number of queries is post-processing of one private release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_confidence, check_int, message
+from dpfreq.errors import ParameterError
+from dpfreq.windows.plan import Plan, family_label, make_plan
+from dpfreq.windows.strategy import Structure
+from dpfreq.windows.summaries import SummarySpec, WindowSummaries
+
+__all__ = ["WindowAnswer", "WindowState", "build_state"]
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowAnswer:
+    """Noisy answers with their intervals (arrays, or scalars for scalar queries).
+
+    Attributes
+    ----------
+    t1, t2 : int or numpy.ndarray
+        The windows ``[t1, t2]`` asked (periods ``1..T``).
+    k : int or numpy.ndarray
+        The k of ``f≥k`` (an array for :meth:`WindowCountsRelease.answer_windows`).
+    estimate : int, float or numpy.ndarray
+        The noisy count ``f≥k`` (or ``f=k``) of each window.
+    sd : float or numpy.ndarray
+        Exact standard deviation of the noise of each answer.
+    lower, upper :
+        Per-answer interval: each one contains the truth with probability >= ``confidence``.
+    band_lower, band_upper :
+        Simultaneous band: all answers of the answering family contain the truth at once with
+        probability >= ``confidence`` (union bound over the family's windows).
+    confidence : float
+        The confidence level of both.
+    strategy : str or numpy.ndarray
+        The structure that answered each query (``"family/strategy"``).
+    bias_bound : int or numpy.ndarray
+        Bias bound already included in the intervals (time compression only; else 0).
+    description : str
+        How the intervals were computed.
+    """
+
+    t1: Any
+    t2: Any
+    k: Any
+    estimate: Any
+    sd: Any
+    lower: Any
+    upper: Any
+    band_lower: Any
+    band_upper: Any
+    confidence: float
+    strategy: Any
+    bias_bound: Any
+    description: str
+
+
+def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntArray]:
+    try:
+        q1, q2 = np.broadcast_arrays(np.atleast_1d(np.asarray(t1)),
+                                     np.atleast_1d(np.asarray(t2)))
+    except ValueError as exc:
+        raise ParameterError(message("(t1, t2)", func, "arrays of one common shape",
+                                     (np.shape(t1), np.shape(t2)))) from exc
+    for name, q in (("t1", q1), ("t2", q2)):
+        if q.dtype.kind not in "iu":
+            raise ParameterError(message(name, func, "integers", q if q.size < 9 else q.dtype))
+    bad = (q1 < 1) | (q2 > horizon) | (q1 > q2)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ParameterError(message("(t1, t2)", func, f"a window with 1 <= t1 <= t2 <= "
+                                     f"{horizon}", (int(q1.flat[i]), int(q2.flat[i]))))
+    return q1.astype(np.int64).ravel(), q2.astype(np.int64).ravel()
+
+
+@dataclass
+class WindowState:
+    """Private state of a release: secret key, exact summaries of the log (never the log
+    itself), exact oracles built from them, the calibrated structures, the build arguments."""
+
+    key: bytes
+    summaries: WindowSummaries
+    horizon: int
+    build_args: dict[str, Any]
+    plan: Plan
+    structures: dict[tuple[str, int], Structure] = field(default_factory=dict)
+    oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
+
+    def n_family(self, s: Structure) -> int:
+        t = self.horizon
+        return t * (t + 1) // 2 if s.family == "all" else t
+
+    @staticmethod
+    def can_answer(s: Structure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
+        if s.family == "cumulative":
+            return t1 == 1
+        if s.family == "fixed":
+            return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
+        return np.ones(t1.shape, dtype=np.bool_)
+
+    def exact(self, s: Structure, t1: IntArray, t2: IntArray) -> IntArray:
+        if s.family == "cumulative":
+            counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
+            return np.asarray(counts[t2], dtype=np.int64)
+        if s.family == "fixed":
+            out: IntArray = self.oracles[(f"fixed{s.width}", s.k)].exact(t2)
+            return out
+        dom = self.oracles[("all", s.k)]
+        if s.strategy == "compressed":
+            g = s.group_size
+            t1 = (-(-t1 // g) - 1) * g + 1
+            t2 = np.minimum(self.horizon, -(-t2 // g) * g)
+        res: IntArray = dom.count(t1 - 1, t2)
+        return res
+
+    def structures_for(self, k: int, func: str) -> list[Structure]:
+        k = check_int(k, "k", func, minimum=1)
+        if k not in self.build_args["k_values"]:
+            raise ParameterError(message("k", func, "one of the released k_values "
+                                         f"{list(self.build_args['k_values'])}", k))
+        return [s for (_, kk), s in self.structures.items() if kk == k]
+
+    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[Structure],
+               func: str) -> IntArray:
+        """Index of the answering structure per query (smallest error among those that can)."""
+        best = np.full(q1.size, -1, dtype=np.int64)
+        best_var = np.full(q1.size, np.inf)
+        for idx, s in enumerate(families):
+            ok = self.can_answer(s, q1, q2)
+            var = s.variance(q1, q2) + s.bias_bound() ** 2
+            take = ok & (var < best_var)
+            best[take] = idx
+            best_var[take] = var[take]
+        if (best < 0).any():
+            i = int(np.flatnonzero(best < 0)[0])
+            built = sorted({family_label(s.family, s.width) for s in families})
+            raise ParameterError(
+                f"window ({int(q1[i])}, {int(q2[i])}) of {func} was not released for k={k}: "
+                f"this release was built for {built}; release again with windows=... that "
+                "include it (e.g. 'all' for arbitrary windows).")
+        return best
+
+    def answer(self, t1: Any, t2: Any, k: int, confidence: float, families: list[Structure],
+               func: str) -> WindowAnswer:
+        """Answers of the windows ``[t1, t2]`` for one k from the given structures."""
+        conf = check_confidence(confidence, "confidence", func)
+        scalar = np.ndim(t1) == 0 and np.ndim(t2) == 0
+        shape = np.broadcast_shapes(np.shape(t1), np.shape(t2)) if not scalar else ()
+        q1, q2 = _windows(t1, t2, self.horizon, func)
+        best = self._route(q1, q2, k, families, func)
+        n = q1.size
+        est = np.zeros(n, dtype=np.float64)
+        sd, half, shalf = np.zeros(n), np.zeros(n), np.zeros(n)
+        bias = np.zeros(n, dtype=np.int64)
+        strat = np.empty(n, dtype=object)
+        beta = 1.0 - conf
+        for idx, s in enumerate(families):
+            sel = np.flatnonzero(best == idx)
+            if not sel.size:
+                continue
+            a, b = q1[sel], q2[sel]
+            est[sel] = self.exact(s, a, b) + s.noise(a, b)
+            sd[sel] = np.sqrt(s.variance(a, b))
+            bias[sel] = s.bias_bound()
+            half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
+            shalf[sel] = s.halfwidth(a, b, beta / self.n_family(s)) + s.bias_bound()
+            strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
+        out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
+                               else est}
+        out.update(sd=sd, lower=est - half, upper=est + half, band_lower=est - shalf,
+                   band_upper=est + shalf, strategy=strat, bias_bound=bias)
+        if scalar:
+            out = {name: (v[0].item() if isinstance(v[0], np.generic) else v[0])
+                   for name, v in out.items()}
+            q1o: Any = int(q1[0])
+            q2o: Any = int(q2[0])
+        else:
+            out = {name: v.reshape(shape) for name, v in out.items()}
+            q1o, q2o = q1.reshape(shape), q2.reshape(shape)
+        desc = (f"per-answer {conf:.0%} interval from the exact noise law (discrete Laplace: "
+                "Chernoff bound; discrete Gaussian: sub-Gaussian bound); band: "
+                f"{conf:.0%} for all windows of the answering family at once (union bound); "
+                "intervals include the bias bound of time compression, if any")
+        return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
+
+
+def build_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str, Any]
+                ) -> WindowState:
+    """Plan (public parameters only), attach the key and build the exact oracles.
+
+    Deterministic given the key and the build arguments: the release and
+    :meth:`~dpfreq.windows.WindowCountsRelease.load` both build their state here. Structure
+    ``(label, k)`` draws its noise under the name ``(label, k, tree index)``
+    (:mod:`dpfreq.windows.lazy_noise`): distinct names, independent sub-keys.
+    """
+    b = build_args
+    plan = make_plan(tuple(b["windows"]), tuple(b["k_values"]), int(b["horizon"]), b["unit"],
+                     b["epsilon"], b["delta"], b["strategy"], b["singleton"])
+    return attach_state(summaries, key=key, build_args=build_args, plan=plan)
+
+
+def attach_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str, Any],
+                 plan: Plan) -> WindowState:
+    """The state for an already computed plan (see :func:`build_state`)."""
+    state = WindowState(key=key, summaries=summaries, horizon=int(build_args["horizon"]),
+                        build_args=build_args, plan=plan)
+    for (label, k), s in plan.structures.items():
+        s.attach(key, (label, k))
+        state.structures[(label, k)] = s
+        if s.family == "cumulative":
+            state.oracles[("cumulative", k)] = summaries.oracle(SummarySpec("cumulative", k))
+        elif s.family == "fixed":
+            state.oracles[(f"fixed{s.width}", k)] = summaries.oracle(
+                SummarySpec("fixed", k, int(s.width or 1)))
+        else:
+            state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
+    return state

@@ -1,0 +1,204 @@
+"""Checking the public parameters of a window release (shared by the release and the loader).
+
+The time axis: ``horizon`` alone (integer periods ``1..T``), or ``start``, ``end`` and
+``period``. ``end`` is inclusive: a date-only ``end`` means through the end of that day, a
+timestamp means up to and including that instant, and ``T`` is the number of periods needed
+to cover ``[start, end]`` — ``⌊(end − start)/period⌋ + 1`` with ``end`` the last instant
+included — so the same ``start``/``end`` cover the same events whatever the period length
+(the last period may reach past ``end``; its events are counted).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import check_choice, check_int, message
+from dpfreq.engines.base import TimeBuckets
+from dpfreq.errors import ParameterError
+
+__all__ = [
+    "MAX_HORIZON",
+    "TimeAxis",
+    "check_memory",
+    "check_strategy",
+    "parse_k",
+    "parse_period",
+    "parse_windows",
+    "time_axis",
+]
+
+_FUNC = "release_window_counts"
+
+#: largest horizon: 2d node ids ``u·2D + v`` (D >= T) stay below 2^63
+MAX_HORIZON = 1 << 30
+
+_UNITS_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "min": 60_000_000, "m": 60_000_000,
+             "h": 3_600_000_000, "d": 86_400_000_000, "w": 604_800_000_000}
+_DAY_US = 86_400_000_000
+_DATE_ONLY = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_MAX_PERIOD_US = 1 << 62
+
+
+def parse_period(period: Any, func: str = _FUNC) -> int:
+    """A period length in microseconds from ``"1d"``, ``"6h"``, ``"30min"``, ``"1w"``,
+    a :class:`datetime.timedelta` or a ``numpy.timedelta64``."""
+    us: int | None = None
+    if isinstance(period, str):
+        m = re.fullmatch(r"\s*(\d{1,12})\s*(us|ms|s|min|m|h|d|w)\s*", period)
+        if m:
+            us = int(m.group(1)) * _UNITS_US[m.group(2)]
+    elif isinstance(period, _dt.timedelta):
+        us = (period.days * 86_400 + period.seconds) * 1_000_000 + period.microseconds
+    elif isinstance(period, np.timedelta64) and not np.isnat(period):
+        us = int(period.astype("timedelta64[us]").astype(np.int64))
+    if us is None or us <= 0 or us > _MAX_PERIOD_US:
+        raise ParameterError(message("period", func, "a positive duration such as '1d', '6h', "
+                                     "'30min' or a timedelta", period))
+    return us
+
+
+def _to_us(value: Any, param: str, *, end: bool) -> int:
+    """Microseconds since the epoch (UTC) of a date or timestamp; a date-only ``end`` is the
+    last microsecond of that day."""
+    date_only = False
+    try:
+        if isinstance(value, str):
+            date_only = bool(_DATE_ONLY.fullmatch(value))
+            value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if isinstance(value, _dt.datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        elif isinstance(value, _dt.date):
+            date_only = True
+        elif isinstance(value, np.datetime64):
+            date_only = np.datetime_data(value.dtype)[0] in ("D", "W", "M", "Y")
+        else:
+            raise TypeError(type(value).__name__)
+        out = np.datetime64(value, "us")
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ParameterError(message(param, _FUNC, "a date or timestamp", value)) from exc
+    if np.isnat(out):
+        raise ParameterError(message(param, _FUNC, "a date or timestamp", value))
+    us = int(out.astype(np.int64))
+    return us + _DAY_US - 1 if end and date_only else us
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """The public time axis: ``horizon`` periods, from ``start_us`` by ``period_us``."""
+
+    horizon: int
+    start_us: int | None = None
+    period_us: int | None = None
+
+    def buckets(self) -> TimeBuckets:
+        """The engines' bucketing of a time column into periods ``1..horizon``."""
+        return TimeBuckets(self.horizon, self.start_us, self.period_us)
+
+    def public(self) -> dict[str, Any]:
+        if self.start_us is None:
+            return {"kind": "integer", "horizon": self.horizon}
+        start = str(np.datetime64(self.start_us, "us"))
+        return {"kind": "timestamp", "horizon": self.horizon, "start": start,
+                "period_us": self.period_us}
+
+
+def time_axis(horizon: Any, start: Any, end: Any, period: Any) -> TimeAxis:
+    """Check the time-axis arguments (module docstring) and return the axis."""
+    if horizon is not None:
+        if start is not None or end is not None or period is not None:
+            raise ParameterError(message("horizon", _FUNC, "given alone, or replaced by "
+                                         "start/end/period", horizon))
+        return TimeAxis(check_int(horizon, "horizon", _FUNC, minimum=1, maximum=MAX_HORIZON))
+    if start is None or end is None or period is None:
+        raise ParameterError(message("horizon", _FUNC, "an integer >= 1, or start, end and "
+                                     "period all given (public time range)", horizon))
+    s, e = _to_us(start, "start", end=False), _to_us(end, "end", end=True)
+    p = parse_period(period)
+    if e < s:
+        raise ParameterError(message("end", _FUNC, f"at or after start {start!r}", end))
+    t = (e - s) // p + 1
+    if t > MAX_HORIZON:
+        raise ParameterError(message("period", _FUNC, f"long enough for at most {MAX_HORIZON} "
+                                     "periods between start and end", period))
+    return TimeAxis(t, s, p)
+
+
+def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
+    """The query families, deduplicated and sorted (widths first, then the named ones)."""
+    if isinstance(windows, str | int | np.integer):
+        items = [windows]
+    else:
+        try:
+            items = list(windows)
+        except TypeError:
+            items = []
+    if not items:
+        raise ParameterError(message("windows", _FUNC, "a non-empty list of 'cumulative', "
+                                     "'all' and window widths", windows))
+    out: list[Any] = []
+    for w in items:
+        if isinstance(w, str):
+            check_choice(w, "windows", _FUNC, ("cumulative", "all"))
+        else:
+            w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
+        if w not in out:
+            out.append(w)
+    return tuple(sorted(out, key=lambda v: (isinstance(v, str), str(v))))
+
+
+def parse_k(k_values: Any) -> tuple[int, ...]:
+    """The released k values, deduplicated and sorted."""
+    if isinstance(k_values, int | np.integer):
+        ks = [k_values]
+    else:
+        try:
+            ks = list(k_values)
+        except TypeError:
+            ks = []
+    if not ks:
+        raise ParameterError(message("k_values", _FUNC, "a non-empty list of integers >= 1",
+                                     k_values))
+    return tuple(sorted({check_int(k, "k_values", _FUNC, minimum=1, maximum=MAX_HORIZON)
+                         for k in ks}))
+
+
+def check_strategy(strategy: Any) -> Any:
+    """``"auto"`` or a mapping {family: strategy} (the names are checked by the plan)."""
+    if strategy == "auto":
+        return strategy
+    if isinstance(strategy, Mapping) and all(isinstance(v, str) for v in strategy.values()):
+        return dict(strategy)
+    raise ParameterError(message("strategy", _FUNC, "'auto' or a mapping {family: strategy}",
+                                 strategy))
+
+
+def _machine_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 16 << 30
+
+
+def check_memory(horizon: int, n_windows: int, n_k: int) -> None:
+    """Refuse, before any work, a release whose per-period arrays cannot fit in memory.
+
+    Each (family, k) structure keeps a few int64 / float64 arrays over the ``T`` periods (exact
+    oracle, eager node noise, variances, the released curve and its intervals): about
+    ``160·T`` bytes. Refused when the total exceeds half of this machine's memory.
+    """
+    need = 160 * (horizon + 2) * n_windows * n_k
+    have = _machine_bytes() // 2
+    if need > have:
+        raise ParameterError(
+            f"horizon of {_FUNC} needs about {need / 2**30:.1f} GiB for {n_windows * n_k} "
+            f"(window family, k) structure(s) over {horizon} periods (limit "
+            f"{have / 2**30:.1f} GiB, half of this machine's memory); use a longer period or "
+            "fewer k_values/windows.")
