@@ -80,6 +80,22 @@ class _LazyGroup(click.Group):
         command: click.Command = importlib.import_module(module).command
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of the help; a command whose module fails to import is listed as
+        unavailable instead of breaking the help of every other command."""
+        rows = []
+        for name in self.list_commands(ctx):
+            try:
+                command = self.get_command(ctx, name)
+            except Exception as exc:  # the help must not fail because one module is broken
+                rows.append((name, f"(unavailable: {type(exc).__name__} on import)"))
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              invoke_without_command=True)
@@ -136,6 +152,7 @@ def _fail(text: str, code: int) -> None:
 
 
 def _run(argv: list[str] | None) -> None:
+    stdout = sys.stdout  # an output option may redirect it; a failed parse must not leak that
     try:
         cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, not an error
@@ -156,6 +173,8 @@ def _run(argv: list[str] | None) -> None:
         sys.exit(EXIT_INTERNAL)
     except OSError as exc:  # the file system refused: a path, a permission, a full disk
         _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT)
+    finally:
+        sys.stdout = stdout
 
 
 def main(argv: list[str] | None = None) -> int:
