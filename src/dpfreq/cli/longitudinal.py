@@ -21,6 +21,7 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
+from dpfreq.cli.devices import command as devices_command
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import (
     ProtocolParams,
@@ -203,3 +204,6 @@ def aggregate_cmd(
         click.echo(f"{t + 1:>6}{rel.value[t]:>14.1f}{rel.sd[t]:>12.1f}")
     click.echo(f"simultaneous bound {rel.error.value:.1f} (w.p. {1 - beta})")
     emit_release(rel, json_out, plot_out)
+
+
+command.add_command(devices_command)

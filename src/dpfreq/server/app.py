@@ -165,7 +165,7 @@ def _install_handlers(app: FastAPI) -> None:
         msg = f"invalid request: {where}: {first.get('msg', 'malformed')}"
         study = request.path_params.get("study")
         if study and request.method == "POST" and request.url.path.endswith("/reports"):
-            count_rejection(request, study, "malformed", 1)
+            await count_rejection(request, study, "malformed", 1)
         return JSONResponse({"error": _one_line(msg)}, status_code=422)
 
     @app.exception_handler(DPFreqError)
@@ -178,10 +178,11 @@ def _install_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": "internal error"}, status_code=500)
 
 
-def count_rejection(request: Request, study: str, reason: str, reports: int) -> None:
-    """Count rejected reports (metrics now, database with the next group commit)."""
+async def count_rejection(request: Request, study: str, reason: str, reports: int) -> None:
+    """Count rejected reports in the metrics and (for a known study) in the database, with the
+    writer's next group commit."""
     request.app.state.metrics.rejected.labels(reason).inc(max(1, reports))
     ingestor = getattr(request.app.state, "ingestor", None)
     service = getattr(request.app.state, "service", None)
     if ingestor is not None and service is not None and service.cached_study(study) is not None:
-        ingestor.reject(study, reason, reports)
+        await asyncio.wrap_future(ingestor.reject(study, reason, reports))

@@ -57,6 +57,7 @@ class _Rejection:
     study: str
     reason: str
     reports: int
+    future: Future = field(default_factory=Future)
 
 
 _STOP = object()
@@ -95,9 +96,11 @@ class Ingestor:
         self._queue.put(batch)
         return batch.future
 
-    def reject(self, study: str, reason: str, reports: int) -> None:
+    def reject(self, study: str, reason: str, reports: int) -> Future:
         """Count rejected reports of a study by reason (committed with the next group)."""
-        self._queue.put(_Rejection(study, reason, max(1, reports)))
+        item = _Rejection(study, reason, max(1, reports))
+        self._queue.put(item)
+        return item.future
 
     def _run(self) -> None:
         stopping = False
@@ -137,6 +140,8 @@ class Ingestor:
                 outcomes = {id(b): exc for b in batches}
                 break
         stored = 0
+        for rj in rejections:
+            rj.future.set_result(None)
         for b in batches:
             out = outcomes[id(b)]
             if isinstance(out, BaseException):

@@ -4,7 +4,6 @@ handler runs; a body that does not fit is answered 422 with a one-line error."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,7 +67,7 @@ class Report(BaseModel):
     device: int = Field(ge=0, lt=1 << 62)
     order: int = Field(ge=0, le=62)
     interval: int = Field(ge=1, lt=1 << 31)
-    bit: Literal[0, 1]
+    bit: int = Field(ge=0, le=1)
     param_id: str = Field(max_length=64)
 
 

@@ -127,38 +127,32 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     return Enrolment(device=device, token=token, order=body.order)
 
 
-def _reject(request: Request, study: str, reason: str, n: int, status: int, msg: str) -> None:
-    count_rejection(request, study, reason, n)
-    raise HTTPException(status, msg)
+class _Refusal(Exception):
+    def __init__(self, reason: str, status: int, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.status, self.message = reason, status, message
 
 
-def _check_reports(request: Request, record: StudyRecord, who: Principal, order: int,
+def _check_reports(record: StudyRecord, who: Principal, order: int,
                    batch: ReportBatch) -> list[tuple[int, int]]:
     """Validate every report against the study and the enrolment; the distinct slots."""
-    n = len(batch.reports)
-    study = record.study
     p = record.protocol
     current = p.current_period(utc_now())
     slots: dict[int, int] = {}
     for rep in batch.reports:
         if rep.device != who.device:
-            _reject(request, study, "wrong_device", n, 403,
-                    "a device may post only its own reports.")
+            raise _Refusal("wrong_device", 403, "a device may post only its own reports.")
         if rep.param_id != record.param_id:
-            _reject(request, study, "param_id", n, 400,
-                    "param_id does not match the study's parameters.")
+            raise _Refusal("param_id", 400, "param_id does not match the study's parameters.")
         if rep.order != order:
-            _reject(request, study, "order", n, 400,
-                    "report order differs from the device's enrolled order.")
+            raise _Refusal("order", 400, "report order differs from the device's enrolled order.")
         if rep.interval > p.padded >> order:
-            _reject(request, study, "interval", n, 400,
-                    f"interval out of range 1..{p.padded >> order} for this order.")
+            raise _Refusal("interval", 400,
+                           f"interval out of range 1..{p.padded >> order} for this order.")
         if rep.interval << order > current:
-            _reject(request, study, "future", n, 400,
-                    "report for a period that has not started yet.")
+            raise _Refusal("future", 400, "report for a period that has not started yet.")
         if slots.setdefault(rep.interval, rep.bit) != rep.bit:
-            _reject(request, study, "conflict", n, 409,
-                    "two reports of the batch for one interval disagree.")
+            raise _Refusal("conflict", 409, "two reports of the batch for one interval disagree.")
     return sorted(slots.items())
 
 
@@ -177,7 +171,7 @@ async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
         raise HTTPException(403, "this token names no device.")
     wait = request.app.state.limiter.allow((study, who.device))
     if wait > 0:
-        count_rejection(request, study, "rate_limited", len(body.reports))
+        await count_rejection(request, study, "rate_limited", len(body.reports))
         raise HTTPException(429, "rate limit exceeded for this device.",
                             headers={"Retry-After": str(max(1, round(wait)))})
     service = _service(request)
@@ -186,7 +180,11 @@ async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
         order = await run_in_threadpool(service.device_order, study, who.device)
     if order is None:
         raise HTTPException(403, "this device is not enrolled in the study.")
-    rows = _check_reports(request, record, who, order, body)
+    try:
+        rows = _check_reports(record, who, order, body)
+    except _Refusal as refusal:
+        await count_rejection(request, study, refusal.reason, len(body.reports))
+        raise HTTPException(refusal.status, refusal.message) from None
     future = request.app.state.ingestor.submit(Batch(study, who.device, order, rows))
     try:
         await asyncio.wrap_future(future)

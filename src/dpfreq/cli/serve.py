@@ -1,0 +1,85 @@
+"""`dpfreq serve`: run the FutureRand collection service (needs the ``[server]`` extra).
+
+The server library is imported only when the command runs, so ``dpfreq`` works without the
+extra. See :mod:`dpfreq.server` and the README's section on the collection service.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import click
+
+from dpfreq.errors import EngineUnavailableError
+
+__all__ = ["command"]
+
+
+def _admin_token(path: str | None) -> str | None:
+    """The admin token from ``DPFREQ_ADMIN_TOKEN`` or a token file (created, mode 0600, with a
+    fresh token when it does not exist)."""
+    env = os.environ.get("DPFREQ_ADMIN_TOKEN")
+    if env:
+        return env.strip()
+    if path is None:
+        return None
+    p = Path(path)
+    if p.exists():
+        token = p.read_text(encoding="utf-8").strip()
+        if not token:
+            raise click.UsageError(f"--admin-token-file {path} is empty.")
+        return token
+    from dpfreq.server.auth import new_token
+
+    token = new_token()
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    click.echo(f"dpfreq serve: wrote a new admin token to {path} (mode 0600)", err=True)
+    return token
+
+
+@click.command(name="serve")
+@click.option("--db", default="dpfreq-server.db", show_default=True,
+              help="SQLite file (default storage) or postgresql://user@host:port/dbname.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (keep loopback behind a TLS proxy).")
+@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--admin-token-file", default=None, metavar="PATH",
+              help="File holding the admin token (created with a fresh token if absent). "
+                   "DPFREQ_ADMIN_TOKEN overrides it.")
+@click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True,
+              help="Largest request body accepted (413 above).")
+@click.option("--rate", type=float, default=20.0, show_default=True,
+              help="Requests per second per device token (0: no limit).")
+@click.option("--burst", type=int, default=40, show_default=True,
+              help="Burst of the per-device rate limit.")
+@click.option("--cors-origin", "cors_origins", multiple=True,
+              help="Allow this origin by CORS (repeatable; default: CORS off).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
+            rate: float, burst: int, cors_origins: tuple[str, ...], log_level: str) -> None:
+    """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
+
+    Logs are JSON lines on stderr. SIGTERM or Ctrl-C stops accepting connections, finishes the
+    requests in flight (their batches are committed or refused, never half-stored) and exits.
+    """
+    try:
+        import uvicorn
+
+        from dpfreq.server import ServerConfig, create_app
+        from dpfreq.server.observe import configure_logging
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
+    if max_body_bytes < 1024:
+        raise click.UsageError("--max-body-bytes must be at least 1024.")
+    config = ServerConfig(db=db, admin_token=_admin_token(admin_token_file),
+                          max_body_bytes=max_body_bytes, rate=rate, burst=burst,
+                          cors_origins=tuple(cors_origins))
+    log_config = configure_logging(log_level)
+    uvicorn.run(create_app(config), host=host, port=port, log_config=log_config,
+                access_log=False, timeout_graceful_shutdown=30)

@@ -1,0 +1,147 @@
+"""Load generator: many simulated devices against a running collection service.
+
+Every device is a real :class:`~dpfreq.longitudinal.LongitudinalClient` (it draws its order and
+randomizes on the "device") fed a synthetic 0/1 sequence with at most ``k`` changes; the
+devices enrol and upload their reports in batches over HTTP, ``concurrency`` at a time, with
+retries (exponential backoff) on connection errors, 429 and 5xx. Used by ``dpfreq longitudinal
+devices``, the crash test and ``benchmarks/bench_server.py``.
+
+``shape="order0"`` is a throughput shape for benchmarks: every device enrols with order 0 and
+sends fair-coin bits (the law of an order-0 report whose partial sum is zero), so each device
+has one report per period and batches can hold ``horizon`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
+from dpfreq.longitudinal.simulate import synthetic_changes
+
+from .protocol import client_order, client_report, params_from_json
+
+__all__ = ["LoadResult", "device_reports", "run_devices"]
+
+
+@dataclass
+class LoadResult:
+    """What a load run did; ``acked`` lists ``(device, interval, bit)`` the server confirmed."""
+
+    devices: int = 0
+    reports: int = 0
+    acked_reports: int = 0
+    requests: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    acked: list[tuple[int, int, int]] = field(default_factory=list)
+    enrolled: dict[int, int] = field(default_factory=dict)
+
+    def rate(self) -> float:
+        """Acknowledged reports per second."""
+        return self.acked_reports / self.seconds if self.seconds > 0 else 0.0
+
+    def latency_ms(self, q: float) -> float:
+        """Quantile ``q`` of the report-upload latency in milliseconds."""
+        return float(np.quantile(self.latencies, q) * 1e3) if self.latencies else float("nan")
+
+
+def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape: str = "clients",
+                   seed: int | None = None) -> list[tuple[int, list[dict[str, Any]]]]:
+    """``(order, reports)`` per simulated device for periods ``1..horizon`` (reports without
+    the device id, which the server assigns at enrolment)."""
+    root = np.random.SeedSequence(seed)
+    gen = np.random.Generator(np.random.PCG64(root.spawn(1)[0]))
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    if shape == "order0":
+        bits = gen.integers(0, 2, size=(devices, horizon))
+        for row in bits:
+            out.append((0, [{"order": 0, "interval": t + 1, "bit": int(b),
+                             "param_id": params.param_id} for t, b in enumerate(row)]))
+        return out
+    data = synthetic_changes(devices, horizon, int(params.changes), rng=gen)
+    for i, child in enumerate(root.spawn(devices)):
+        client = LongitudinalClient(params, rng=np.random.Generator(np.random.PCG64(child)))
+        reps = []
+        for x in data[i]:
+            rep = client.step(int(x))
+            if rep is not None:
+                wire = client_report(rep, 0)
+                del wire["device"]
+                reps.append(wire)
+        out.append((client_order(client), reps))
+    return out
+
+
+async def _send(http: httpx.AsyncClient, method: str, url: str, *, body: Any,
+                token: str | None, retries: int, result: LoadResult) -> httpx.Response | None:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    wait = 0.05
+    for _ in range(retries):
+        t0 = time.perf_counter()
+        try:
+            resp = await http.request(method, url, json=body, headers=headers)
+            result.requests += 1
+            if resp.status_code < 500 and resp.status_code != 429:
+                if token is not None and resp.status_code == 200:
+                    result.latencies.append(time.perf_counter() - t0)
+                return resp
+        except httpx.TransportError:
+            result.failures += 1
+        await asyncio.sleep(wait)
+        wait = min(2 * wait, 2.0)
+    return None
+
+
+async def run_devices(server: str, study: str, *, devices: int, horizon: int | None = None,
+                      concurrency: int = 50, batch: int = 64, shape: str = "clients",
+                      seed: int | None = None, retries: int = 50,
+                      prepared: list[tuple[int, list[dict[str, Any]]]] | None = None,
+                      ) -> LoadResult:
+    """Enrol ``devices`` simulated devices and upload their reports (see the module notes).
+
+    ``prepared`` (from :func:`device_reports`) skips the simulation, so that a benchmark times
+    only the HTTP part.
+    """
+    base = server.rstrip("/")
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
+        info = (await http.get(f"{base}/v1/studies/{study}")).raise_for_status().json()
+        params = params_from_json(info["params"])
+        t_max = int(horizon or info["horizon"])
+        work = prepared if prepared is not None else await asyncio.to_thread(
+            device_reports, params, devices, t_max, shape=shape, seed=seed)
+        result = LoadResult(devices=len(work), reports=sum(len(r) for _, r in work))
+        queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] = asyncio.Queue()
+        for item in work:
+            queue.put_nowait(item)
+
+        async def worker() -> None:
+            while not queue.empty():
+                order, reps = queue.get_nowait()
+                resp = await _send(http, "POST", f"{base}/v1/studies/{study}/devices", body={
+                    "param_id": params.param_id, "order": order}, token=None, retries=retries,
+                    result=result)
+                if resp is None or resp.status_code != 201:
+                    continue
+                device, token = int(resp.json()["device"]), str(resp.json()["token"])
+                result.enrolled[device] = order
+                for i in range(0, len(reps), batch):
+                    chunk = [{**r, "device": device} for r in reps[i:i + batch]]
+                    resp = await _send(http, "POST", f"{base}/v1/studies/{study}/reports",
+                                       body={"reports": chunk}, token=token, retries=retries,
+                                       result=result)
+                    if resp is not None and resp.status_code == 200:
+                        result.acked_reports += len(chunk)
+                        result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        result.seconds = time.perf_counter() - t0
+    return result

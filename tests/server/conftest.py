@@ -1,0 +1,123 @@
+"""Fixtures of the collection-service tests: both storage backends (SQLite in a temp file,
+PostgreSQL from the installed server binaries), an in-process app, study and device helpers."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+pytest.importorskip("sqlalchemy", reason="the [server] extra is not installed")
+
+from fastapi.testclient import TestClient
+
+from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
+from dpfreq.server import ServerConfig, create_app
+from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
+from dpfreq.server.protocol import client_order, client_report
+
+ADMIN = "test-admin-token-" + "x" * 20
+START = "2020-01-01T00:00:00Z"  # every period of the test studies has started
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[TemporaryPostgres]:
+    """One throwaway PostgreSQL cluster for the session (127.0.0.1, a free port)."""
+    if find_pg_bin() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    with TemporaryPostgres() as pg:
+        yield pg
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    """A fresh, empty database of each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "service.db")
+    pg = request.getfixturevalue("postgres")
+    return pg.create_database("t_" + secrets.token_hex(6))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Any) -> str:
+    """A fresh SQLite database file."""
+    return str(tmp_path / "service.db")
+
+
+def make_client(db: str, **config: Any) -> TestClient:
+    """A TestClient over a new app on ``db`` (use as a context manager)."""
+    config.setdefault("rate", 0)
+    return TestClient(create_app(ServerConfig(db=db, admin_token=ADMIN, **config)))
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[TestClient]:
+    """The app on each backend, started (migrations applied, writer running)."""
+    with make_client(db_url) as c:
+        yield c
+
+
+@pytest.fixture
+def sqlite_client(sqlite_url: str) -> Iterator[TestClient]:
+    """The app on SQLite only (cases whose logic does not depend on the backend)."""
+    with make_client(sqlite_url) as c:
+        yield c
+
+
+def admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN}"}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def create_study(c: TestClient, study: str = "s1", **over: Any) -> ProtocolParams:
+    """Create a study (64 daily periods from 2020, k = 2, ε = 1) and return its parameters."""
+    body = {"study": study, "title": "test", "horizon": 64, "max_changes": 2, "epsilon": 1.0,
+            "randomizer": "auto", "start": START, "period_seconds": 86400, "min_devices": 3}
+    body.update(over)
+    r = c.post("/v1/studies", json=body, headers=admin())
+    assert r.status_code == 201, r.text
+    return ProtocolParams.from_json(r.json()["params"])
+
+
+def enrol(c: TestClient, params: ProtocolParams, order: int, study: str = "s1") -> tuple[int, str]:
+    r = c.post(f"/v1/studies/{study}/devices", json={"param_id": params.param_id,
+                                                     "order": order})
+    assert r.status_code == 201, r.text
+    return int(r.json()["device"]), str(r.json()["token"])
+
+
+def run_devices(c: TestClient, params: ProtocolParams, rng: np.random.Generator, n: int,
+                study: str = "s1") -> list[tuple[int, int, list[dict[str, Any]]]]:
+    """Enrol n LongitudinalClients and upload every report; ``(device, order, reports)``."""
+    out = []
+    for _ in range(n):
+        cl = LongitudinalClient(params, rng=rng)
+        device, token = enrol(c, params, client_order(cl), study)
+        x = rng.integers(0, 2, size=params.periods)
+        reps = [client_report(r, device) for t in range(params.periods)
+                if (r := cl.step(int(x[t]))) is not None]
+        r = c.post(f"/v1/studies/{study}/reports", json={"reports": reps},
+                   headers=bearer(token))
+        assert r.status_code == 200, r.text
+        out.append((device, client_order(cl), reps))
+    return out
+
+
+def stored(c: TestClient) -> tuple[int, int]:
+    """(number of stored reports, Σ |running sums|) read straight from the database."""
+    import sqlalchemy as sa
+
+    from dpfreq.server import storage
+
+    engine = c.app.state.service.engine  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        n = conn.execute(sa.select(sa.func.count()).select_from(storage.reports)).scalar_one()
+        s = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(storage.sums.c.reports), 0)))
+        return int(n), int(s.scalar_one())

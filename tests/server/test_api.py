@@ -1,0 +1,207 @@
+"""The collection service end to end in-process: studies, enrolment, idempotent batches,
+refusals, estimates equal to the in-process aggregator, exports, roles and limits."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from conftest import (
+    START,
+    admin,
+    bearer,
+    create_study,
+    enrol,
+    make_client,
+    run_devices,
+    stored,
+)
+from dpfreq.longitudinal import LongitudinalAggregator
+from dpfreq.server import storage
+
+
+def _aggregator_estimate(params, devices, confidence):
+    agg = LongitudinalAggregator(params)
+    agg.enrol(np.array([d for d, _, _ in devices]), np.array([h for _, h, _ in devices]))
+    for d, _h, reps in devices:
+        agg.ingest([d] * len(reps), [r["order"] for r in reps], [r["interval"] for r in reps],
+                   [r["bit"] for r in reps], param_id=params.param_id)
+    return agg.estimate(beta=1 - confidence)
+
+
+def test_estimates_equal_the_aggregator(client, rng):
+    params = create_study(client, min_devices=5)
+    devices = run_devices(client, params, rng, 4)
+    an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    r = client.get("/v1/studies/s1/estimates", headers=bearer(an))
+    assert r.status_code == 403
+    assert "at least 5 enrolled devices" in r.json()["error"]
+    devices += run_devices(client, params, rng, 3)
+    r = client.get("/v1/studies/s1/estimates?confidence=0.9", headers=bearer(an))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    ref = _aggregator_estimate(params, devices, 0.9)
+    np.testing.assert_allclose(body["columns"]["estimate"], np.asarray(ref.value)[:64],
+                               rtol=0, atol=1e-9)
+    assert body["devices"] == 7
+    assert body["band"] == pytest.approx(float(ref.error.value), abs=1e-9)
+    lower, upper = np.array(body["columns"]["lower"]), np.array(body["columns"]["upper"])
+    np.testing.assert_allclose(upper - lower, 2 * body["band"], atol=1e-9)
+    assert body["columns"]["start"][1] == "2020-01-02T00:00:00+00:00"
+
+
+def test_identical_retry_succeeds_and_conflict_is_409(client):
+    params = create_study(client)
+    device, token = enrol(client, params, 1)
+    reps = [{"device": device, "order": 1, "interval": j, "bit": j % 2,
+             "param_id": params.param_id} for j in (1, 2, 3)]
+    first = client.post("/v1/studies/s1/reports", json={"reports": reps}, headers=bearer(token))
+    again = client.post("/v1/studies/s1/reports", json={"reports": reps}, headers=bearer(token))
+    assert first.status_code == again.status_code == 200
+    assert first.json() == again.json() == {"stored": 3}
+    assert stored(client) == (3, 3)
+    # a batch with a new slot and one conflicting slot: 409, the new one is not stored either
+    bad = [{**reps[0], "bit": 1 - reps[0]["bit"]}, {**reps[0], "interval": 4}]
+    r = client.post("/v1/studies/s1/reports", json={"reports": bad}, headers=bearer(token))
+    assert r.status_code == 409
+    assert list(r.json()) == ["error"]
+    assert "\n" not in r.json()["error"]
+    assert stored(client) == (3, 3)
+    # a partial overlap with identical bits stores only the new slot
+    more = [*reps, {**reps[0], "interval": 4}]
+    r = client.post("/v1/studies/s1/reports", json={"reports": more}, headers=bearer(token))
+    assert r.status_code == 200
+    assert stored(client) == (4, 4)
+
+
+@pytest.mark.parametrize(("change", "status", "reason"), [
+    ({"param_id": "0" * 16}, 400, "param_id"),
+    ({"order": 2}, 400, "order"),
+    ({"interval": 33}, 400, "interval"),
+    ({"device": 12345}, 403, "wrong_device"),
+    ({"bit": 2}, 422, "malformed"),
+    ({"bit": True}, 422, "malformed"),
+    ({"interval": "1"}, 422, "malformed"),
+    ({"interval": 0}, 422, "malformed"),
+    ({"extra": 1}, 422, "malformed"),
+])
+def test_bad_reports_are_refused_and_nothing_is_stored(sqlite_client, change, status, reason):
+    c = sqlite_client
+    params = create_study(c)
+    device, token = enrol(c, params, 1)
+    good = {"device": device, "order": 1, "interval": 1, "bit": 1, "param_id": params.param_id}
+    r = c.post("/v1/studies/s1/reports", json={"reports": [good, {**good, "interval": 2,
+                                                                      **change}]},
+               headers=bearer(token))
+    assert r.status_code == status, r.text
+    assert list(r.json()) == ["error"]
+    assert "\n" not in r.json()["error"]
+    assert stored(c) == (0, 0)
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    summary = c.get("/v1/studies/s1/summary", headers=bearer(an)).json()
+    assert summary["rejections"][reason] >= 1
+
+
+def test_future_period_is_refused(sqlite_client):
+    c = sqlite_client
+    from datetime import UTC, datetime, timedelta
+
+    start = (datetime.now(UTC) - timedelta(days=2, hours=1)).isoformat()
+    params = create_study(c, start=start)
+    device, token = enrol(c, params, 0)
+    rep = {"device": device, "order": 0, "interval": 3, "bit": 1, "param_id": params.param_id}
+    assert c.post("/v1/studies/s1/reports", json={"reports": [rep]},
+                  headers=bearer(token)).status_code == 200  # period 3 is running
+    r = c.post("/v1/studies/s1/reports", json={"reports": [{**rep, "interval": 4}]},
+               headers=bearer(token))
+    assert r.status_code == 400
+    assert "not started" in r.json()["error"]
+    assert stored(c) == (1, 1)
+
+
+def test_roles_and_hashed_tokens(client):
+    params = create_study(client)
+    client.post("/v1/studies", json={"study": "other", "horizon": 8, "max_changes": 1,
+                                     "epsilon": 1.0, "randomizer": "rr", "start": START,
+                                     "period_seconds": 60, "min_devices": 1}, headers=admin())
+    device, token = enrol(client, params, 0)
+    an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    assert client.get("/v1/studies/s1/estimates").status_code == 401
+    assert client.get("/v1/studies/s1/estimates", headers=bearer("nope")).status_code == 401
+    assert client.get("/v1/studies/s1/estimates", headers=bearer(token)).status_code == 403
+    assert client.get("/v1/studies/other/summary", headers=bearer(an)).status_code == 403
+    assert client.post("/v1/studies", json={}, headers=bearer(an)).status_code in (403, 422)
+    rep = {"device": device, "order": 0, "interval": 1, "bit": 1, "param_id": params.param_id}
+    assert client.post("/v1/studies/other/reports", json={"reports": [rep]},
+                       headers=bearer(token)).status_code == 403
+    assert client.post("/v1/studies/s1/reports", json={"reports": [rep]},
+                       headers=bearer(an)).status_code == 403
+    with client.app.state.service.engine.connect() as conn:
+        hashes = [r[0] for r in conn.execute(sa.select(storage.tokens.c.hash))]
+    assert len(hashes) == 3  # admin, device, analyst
+    assert all(len(h) == 64 and h not in (token, an) for h in hashes)
+
+
+def test_exports_agree(sqlite_client, rng):
+    import pyarrow.parquet as pq
+
+    c = sqlite_client
+    params = create_study(c, min_devices=2)
+    run_devices(c, params, rng, 3)
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    js = c.get("/v1/studies/s1/estimates?format=json", headers=bearer(an)).json()["columns"]
+    csv_text = c.get("/v1/studies/s1/estimates?format=csv", headers=bearer(an)).text
+    pq_table = pq.read_table(io.BytesIO(
+        c.get("/v1/studies/s1/estimates?format=parquet", headers=bearer(an)).content))
+    rows = csv_text.strip().split("\n")
+    assert rows[0] == "period,start,estimate,lower,upper,sd"
+    assert len(rows) == 65
+    assert [float(r.split(",")[2]) for r in rows[1:]] == js["estimate"]
+    assert pq_table.column("estimate").to_pylist() == js["estimate"]
+    assert c.get("/v1/studies/s1/estimates?format=xml", headers=bearer(an)).status_code == 422
+
+
+def test_limits_cors_health_metrics_openapi(sqlite_url):
+    with make_client(sqlite_url, rate=1.0, burst=2, max_body_bytes=4096) as c:
+        params = create_study(c)
+        device, token = enrol(c, params, 0)
+        rep = {"device": device, "order": 0, "interval": 1, "bit": 1,
+               "param_id": params.param_id}
+        codes = [c.post("/v1/studies/s1/reports", json={"reports": [rep]},
+                        headers=bearer(token)).status_code for _ in range(3)]
+        assert codes == [200, 200, 429]
+        big = {"reports": [rep] * 200}
+        r = c.post("/v1/studies/s1/reports", json=big, headers=bearer(token))
+        assert r.status_code == 413
+        assert "larger than 4096" in r.json()["error"]
+        r = c.get("/healthz", headers={"Origin": "https://evil.example"})
+        assert r.json() == {"status": "ok"}
+        assert "access-control-allow-origin" not in r.headers
+        text = c.get("/metrics").text
+        assert "dpfreq_reports_stored_total 1.0" in text
+        assert 'dpfreq_reports_rejected_total{reason="rate_limited"} 1.0' in text
+        spec = c.get("/openapi.json").json()
+        assert "/v1/studies/{study}/reports" in spec["paths"]
+    with make_client(sqlite_url, cors_origins=("https://ok.example",)) as c:
+        r = c.get("/healthz", headers={"Origin": "https://ok.example"})
+        assert r.headers["access-control-allow-origin"] == "https://ok.example"
+
+
+def test_study_creation_is_validated(sqlite_client):
+    c = sqlite_client
+    create_study(c)
+    r = c.post("/v1/studies", json={"study": "s1", "horizon": 8, "max_changes": 1,
+                                    "epsilon": 1.0, "randomizer": "rr", "start": START,
+                                    "period_seconds": 60, "min_devices": 1}, headers=admin())
+    assert r.status_code == 409
+    r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
+                                    "epsilon": -1.0, "randomizer": "rr", "start": START,
+                                    "period_seconds": 60, "min_devices": 1}, headers=admin())
+    assert r.status_code == 400
+    assert "epsilon" in r.json()["error"]
+    assert c.get("/v1/studies/nope").status_code == 404
+    assert json.loads(c.get("/v1/studies/s1").json()["params"])["param_id"]
