@@ -27,7 +27,7 @@ from dpfreq.cli._common import (
     parse_int_list,
 )
 from dpfreq.cli.main import cli, main
-from dpfreq.errors import ParameterError
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.ledger import Ledger
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.resources import available_memory_bytes, check_memory, format_bytes
@@ -245,7 +245,7 @@ def test_stdin_is_spooled_to_a_file_and_removed(monkeypatch):
     assert seen["text"] == "item\n1\n2\n"
     assert seen["path"].endswith(".csv")
     assert not Path(seen["path"]).exists()
-    code, out, err = _invoke(["cat", "-"], input="")
+    code, _, err = _invoke(["cat", "-"], input="")
     assert code == 2
     assert "stdin ('-') is empty" in err
     code, _, err = _invoke(["cat", "no-such-file.csv"])
@@ -304,3 +304,26 @@ def test_tqdm_reporter_draws_on_the_given_stream():
     assert "noise" in stream.getvalue()
     assert not progress_wanted(False, stream)  # StringIO is no terminal
     assert not progress_wanted(True, stream)
+
+
+@pytest.mark.parametrize(("exc", "code"), [(KeyError("per_query"), 1),
+                                           (DataError("bad window"), 2),
+                                           (KeyboardInterrupt(), 130)])
+def test_a_release_drawn_before_any_failure_is_saved(exc, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    @click.command(name="later")
+    def later():
+        release = _toy_release()
+        click.echo(f"# release of epsilon {release.epsilon}")
+        raise exc
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    status, _, err = _invoke(["later"])
+    assert status == code
+    line = err.splitlines()[-1]
+    saved = list(tmp_path.glob("dpfreq-release-*.json"))
+    assert len(saved) == 1
+    assert f"saved to {saved[0]}" in line
+    assert json.loads(saved[0].read_text())["epsilon"] == 0.5
+    assert len(err.strip().splitlines()) == 1

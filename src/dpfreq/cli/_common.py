@@ -273,7 +273,12 @@ def output_options(f: Any) -> Any:
 
 
 def emit_release(release: Release, json_out: str | None, plot_out: str | None) -> None:
-    """Write the JSON and figure asked for; if a write fails, save the release and say where."""
+    """Write the JSON and figure asked for; if a write fails, save the release and say where.
+
+    A failing write (a full disk, a vanished directory) becomes one :class:`DataError` naming
+    the fallback file the release was saved to (:func:`rescue_release`); any other exception
+    propagates, and :func:`dpfreq.cli.main.main` saves the release from the traceback.
+    """
     text = release.to_json()
     current = "--json"
     try:
@@ -285,13 +290,9 @@ def emit_release(release: Release, json_out: str | None, plot_out: str | None) -
             current = "--plot"
             save_figure(release.plot(), plot_out)
             click.echo(f"wrote {plot_out}", err=True)
-    except Exception as exc:
+    except (OSError, DataError) as exc:  # a bug raises on: dpfreq.cli.main rescues the release
         target = {"--json": json_out, "--plot": plot_out}[current]
-        saved = rescue_release(text, exc, failed=f"{current} {target}")
-        if isinstance(exc, OSError | DataError):
-            raise saved from None
-        click.echo(f"dpfreq: {saved}", err=True)  # a bug: say where the release is, then fail
-        raise
+        raise rescue_release(text, exc, failed=f"{current} {target}") from None
 
 
 def _open_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from dpfreq import __version__
+from dpfreq.cli.output import forget_rescued_releases, rescue_drawn_releases
 from dpfreq.cli.progress import progress_wanted, tqdm_reporter
 from dpfreq.errors import DPFreqError
 from dpfreq.progress import reporting
@@ -146,13 +147,20 @@ def _one_line_warnings() -> Iterator[None]:
         yield
 
 
-def _fail(text: str, code: int) -> None:
+def _fail(text: str, code: int, exc: BaseException | None = None) -> None:
+    """Print the one error line (saying where drawn releases were saved, if any) and exit."""
+    saved = rescue_drawn_releases(exc) if exc is not None else []
+    if saved:
+        where = ", ".join(str(p) for p in saved)
+        text = (f"{text.rstrip('.')}; the release drawn before the error (budget spent) was "
+                f"saved to {where}")
     click.echo(text, err=True)
     sys.exit(code)
 
 
 def _run(argv: list[str] | None) -> None:
     stdout = sys.stdout  # an output option may redirect it; a failed parse must not leak that
+    forget_rescued_releases()
     try:
         cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, not an error
@@ -160,19 +168,19 @@ def _run(argv: list[str] | None) -> None:
             click.Context(cli, info_name="dpfreq")))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("dpfreq: aborted", EXIT_INTERRUPTED)
+    except click.exceptions.Abort as exc:
+        _fail("dpfreq: aborted", EXIT_INTERRUPTED, exc)
     except click.ClickException as exc:
-        _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT)
+        _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT, exc)
     except DPFreqError as exc:
-        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT)
+        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT, exc)
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): stop quietly
         # point stdout at /dev/null so the interpreter's final flush cannot fail again
         with suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_INTERNAL)
     except OSError as exc:  # the file system refused: a path, a permission, a full disk
-        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT)
+        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT, exc)
     finally:
         sys.stdout = stdout
 
@@ -184,15 +192,15 @@ def main(argv: list[str] | None = None) -> int:
             _run(argv)
         except SystemExit:
             raise
-        except KeyboardInterrupt:
-            _fail("dpfreq: aborted", EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            _fail("dpfreq: aborted", EXIT_INTERRUPTED, exc)
         except BaseException as exc:
             if os.environ.get("DPFREQ_DEBUG") == "1":
                 traceback.print_exc()
             kind = "out of memory (MemoryError)" if isinstance(exc, MemoryError) else (
                 type(exc).__name__)
             _fail(f"dpfreq: internal error: {kind} in {_where(exc)}; this is a bug in dpfreq — "
-                  "rerun with DPFREQ_DEBUG=1 for the traceback and report it.", EXIT_INTERNAL)
+                  "rerun with DPFREQ_DEBUG=1 for the traceback and report it.", EXIT_INTERNAL, exc)
     return EXIT_OK
 
 

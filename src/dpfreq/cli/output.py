@@ -31,7 +31,9 @@ __all__ = [
     "STDOUT",
     "check_output_path",
     "claim_stdout",
+    "forget_rescued_releases",
     "machine_stdout",
+    "rescue_drawn_releases",
     "rescue_release",
     "write_output",
 ]
@@ -140,9 +142,31 @@ def write_output(text: str, path: str, *, what: str = "") -> None:
     click.echo(f"wrote {path}{' ' + what if what else ''}", err=True)
 
 
-def _fallback_path(directory: Path) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    return directory / f"dpfreq-release-{stamp}.json"
+#: Texts of releases already saved by a rescue during the current command (not saved twice).
+_RESCUED: set[str] = set()
+
+
+def forget_rescued_releases() -> None:
+    """Start a new command: releases rescued by an earlier one no longer count as saved."""
+    _RESCUED.clear()
+
+
+def _save_fallback(text: str) -> Path | None:
+    """Write ``text`` to ``./dpfreq-release-<UTC time>.json`` (else the temporary directory)."""
+    import tempfile
+
+    body = text if text.endswith("\n") else text + "\n"
+    for directory in (Path.cwd(), Path(tempfile.gettempdir())):
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        target = directory / f"dpfreq-release-{stamp}.json"
+        try:
+            with open(target, "x", encoding="utf-8") as handle:
+                handle.write(body)
+        except OSError:
+            continue
+        _RESCUED.add(text)
+        return target
+    return None
 
 
 def rescue_release(text: str, failure: BaseException, *, failed: str) -> DataError:
@@ -152,17 +176,46 @@ def rescue_release(text: str, failure: BaseException, *, failed: str) -> DataErr
     directory if the working directory is not writable). The returned :class:`DataError` says
     what failed and where the release is, in one line; raise it.
     """
-    import tempfile
-
     reason = " ".join(str(failure).split()) or type(failure).__name__
-    for directory in (Path.cwd(), Path(tempfile.gettempdir())):
-        target = _fallback_path(directory)
-        try:
-            with open(target, "x", encoding="utf-8") as handle:
-                handle.write(text if text.endswith("\n") else text + "\n")
-        except OSError:
-            continue
-        return DataError(f"could not write {failed} ({reason}); the release (budget already "
-                         f"spent) was saved to {target}.")
-    return DataError(f"could not write {failed} ({reason}) and could not save the release "
-                     "anywhere; the budget was spent and the release is lost.")
+    target = _save_fallback(text)
+    if target is None:
+        return DataError(f"could not write {failed} ({reason}) and could not save the release "
+                         "anywhere; the budget was spent and the release is lost.")
+    return DataError(f"could not write {failed} ({reason}); the release (budget already "
+                     f"spent) was saved to {target}.")
+
+
+def rescue_drawn_releases(exc: BaseException) -> list[Path]:
+    """Save every release a failing command had already drawn; return where they went.
+
+    Called by :func:`dpfreq.cli.main.main` for any error: the releases are found among the
+    local variables of the frames of the traceback (a release exists only once its noise was
+    drawn), so a command that fails while formatting or writing its result does
+    not lose a release whose budget is spent. Releases already rescued are not saved again.
+    """
+    from dpfreq.release import Release
+
+    saved: list[Path] = []
+    seen: set[int] = set()
+    frames: list[Any] = []
+    chained: BaseException | None = exc
+    while chained is not None and len(frames) < 10_000:  # the exception and its causes
+        tb = chained.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        chained = chained.__cause__ or chained.__context__
+    for frame in frames:
+        for value in list(frame.f_locals.values()):
+            if not isinstance(value, Release) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            try:
+                text = value.to_json()
+            except Exception:  # the release cannot be serialized: nothing to save
+                continue
+            if text not in _RESCUED:
+                target = _save_fallback(text)
+                if target is not None:
+                    saved.append(target)
+    return saved
