@@ -5,12 +5,15 @@ The library reports long loops through :mod:`dpfreq.progress`, which is silent b
 ``--quiet`` is given or stderr is not a terminal (pipes, CI logs, CliRunner), so scripted output
 never contains bar fragments. tqdm is used because it is one small pure-Python package with no
 dependencies of its own (rich would bring pygments and markdown-it-py) and handles unknown
-totals (a counter with a rate) as well as known ones (a bar with an ETA).
+totals (a counter with a rate) as well as known ones (a bar with an ETA). A task of unknown
+total is refreshed twice a second, so a single long call wrapped in
+``dpfreq.progress.task(description)`` shows its elapsed time.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +28,11 @@ def progress_wanted(quiet: bool, stream: Any = None) -> bool:
     target = sys.stderr if stream is None else stream
     isatty = getattr(target, "isatty", None)
     return not quiet and callable(isatty) and bool(isatty())
+
+
+def _tick(bar: Any, stop: threading.Event) -> None:
+    while not stop.wait(0.5):
+        bar.refresh()
 
 
 class _TqdmTask:
@@ -43,10 +51,19 @@ def tqdm_reporter(stream: Any = None) -> Reporter:
     def report(description: str, total: float | None, unit: str) -> Iterator[ProgressTask]:
         bar = tqdm(total=total, desc=description or None, unit=unit, leave=False,
                    file=sys.stderr if stream is None else stream, dynamic_ncols=True,
-                   unit_scale=True, mininterval=0.25)
+                   unit_scale=True, mininterval=0.25,
+                   bar_format=None if total is not None else "{desc}: {n_fmt} {unit} [{elapsed}]")
+        stop = threading.Event()
+        ticker = None
+        if total is None:  # one long call (a query, a Spark job): keep the elapsed time moving
+            ticker = threading.Thread(target=_tick, args=(bar, stop), daemon=True)
+            ticker.start()
         try:
             yield _TqdmTask(bar)
         finally:
+            stop.set()
+            if ticker is not None:
+                ticker.join()
             bar.close()
 
     return report
