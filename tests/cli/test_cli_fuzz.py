@@ -8,7 +8,7 @@ hostile text (empty, huge, non-finite, fractional, negative, non-ASCII, missing 
 suffixes, '-'). Sizes stay either small (fast to compute) or absurd (refused at once): nothing
 in between, so a missing memory check shows up as a failure instead of exhausting the machine.
 Not fuzzed: ``--engine spark``/``--spark-master`` (a JVM per example; covered by the engine
-tests), ``serve`` (starts a server) and ``devices`` (a network client).
+tests), ``serve`` (starts a server) and ``devices`` (a network client), at any level.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _leaf_commands() -> list[tuple[list[str], click.Command]]:
     def walk(cmd: click.Command, path: list[str]) -> None:
         if isinstance(cmd, click.Group):
             for name in cmd.list_commands(ctx):
-                walk(cmd.get_command(ctx, name), [*path, name])  # type: ignore[arg-type]
+                if name not in SKIP_COMMANDS:
+                    walk(cmd.get_command(ctx, name), [*path, name])  # type: ignore[arg-type]
         else:
             out.append((path, cmd))
 
