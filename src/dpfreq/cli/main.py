@@ -60,7 +60,6 @@ SUBCOMMANDS = {
     "demo": "dpfreq.cli.demo",
     "ledger": "dpfreq.cli.ledger",
     "serve": "dpfreq.cli.serve",
-    "devices": "dpfreq.cli.devices",
 }
 
 
