@@ -188,7 +188,7 @@ INPUT_FILE = InputFileType()
 
 def seed_option(f: Any) -> Any:
     return click.option(
-        "--seed", type=INTEGER, default=None,
+        "--seed", type=COUNT, default=None,
         help="Seed the noise for reproducible tests and demos. Not private: never in production.",
     )(f)
 
