@@ -60,7 +60,8 @@ def test_integer_accepts_exact_notations(text, value):
 
 
 @pytest.mark.parametrize("text", ["1.5e0", "1.5", "nan", "inf", "-inf", "1e19", "2**10", "",
-                                  "0x10", "1e999999999", "one", "9223372036854775808"])
+                                  "0x10", "1e999999999", "one", "9223372036854775808", "1__0",
+                                  "_1", "1_", "\u0661\u0660", "1 0", ".5e1", "1e-99999999999"])
 def test_integer_refuses_inexact_or_huge(text):
     with pytest.raises(click.BadParameter) as info:
         INTEGER.convert(text, None, None)

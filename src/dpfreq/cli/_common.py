@@ -15,6 +15,7 @@ friends accept ``2000000``, ``2_000_000`` and ``2e6``), output paths (:func:`out
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import sys
 import tempfile
@@ -72,6 +73,8 @@ SEED_WARNING = "warning: --seed makes the noise reproducible; this result is NOT
 DEFAULT_SPARK_MASTER = "local[*]"
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 _INT64_MAX = 2**63 - 1
+#: ASCII digits, single underscores between digits, an optional fraction and exponent.
+_DECIMAL = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 class IntegerType(click.ParamType):
@@ -113,8 +116,11 @@ class IntegerType(click.ParamType):
         if isinstance(value, int):
             number = Decimal(value)
         else:
+            text = str(value).strip()
+            if not _DECIMAL.fullmatch(text):
+                self.fail(f"{self._rule()}; got {value!r}", param, ctx)
             try:
-                number = Decimal(str(value).strip())
+                number = Decimal(text.replace("_", ""))
             except (InvalidOperation, ValueError):
                 self.fail(f"{self._rule()}; got {value!r}", param, ctx)
         if not number.is_finite() or number != number.to_integral_value():
