@@ -161,3 +161,31 @@ def test_quiet_is_accepted_and_progress_is_off_without_a_terminal(capsys, monkey
     assert _exit_code(["later"]) == 0
     assert seen == [0, 1, 2, 0, 1, 2]
     assert capsys.readouterr().err == ""  # stderr is no terminal under pytest
+
+
+def test_console_script_exit_statuses(tmp_path):
+    """The real process: bare help exits 0; bad input exits 2 with one line; a closed pipe on
+    stdout ends quietly (no traceback)."""
+    import subprocess
+    import sys
+
+    script = "from dpfreq.cli.main import main; import sys; sys.exit(main())"
+    run = [sys.executable, "-c", script]
+    bare = subprocess.run(run, capture_output=True, text=True, timeout=60, check=False)
+    assert (bare.returncode, bare.stderr) == (0, "")
+    assert bare.stdout.startswith("Usage: dpfreq")
+    bad = subprocess.run([*run, "ledger", "show", str(tmp_path / "none.sqlite")],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert len(bad.stderr.splitlines()) == 1
+    ledger = tmp_path / "l.sqlite"
+    subprocess.run([*run, "ledger", "init", str(ledger), "--epsilon", "1"], check=True,
+                   capture_output=True, timeout=60)
+    reader = subprocess.Popen([*run, "ledger", "show", str(ledger), "--json", "-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout is not None
+    reader.stdout.close()  # the reader goes away before dpfreq writes
+    _, err = reader.communicate(timeout=60)
+    assert b"Traceback" not in err
+    assert reader.returncode in (0, 1)
