@@ -24,7 +24,14 @@ import time
 import numpy as np
 
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.counts import _Axis
+
+
+def _event_release(*args, **kwargs):
+    """An event-level release (``unit=`` in this version, ``level=`` before it existed)."""
+    try:
+        return release_window_counts(*args, unit="event", **kwargs)
+    except TypeError:  # a --baseline-rev library without the unit argument
+        return release_window_counts(*args, **kwargs)
 
 
 def make_log(rng: np.random.Generator, n_events: int, horizon: int, n_items: int):
@@ -42,7 +49,7 @@ def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_quer
         fam = family if family != "fixed" else 7
         strat = "auto" if strategy == "auto" else {fam: strategy}
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[k],
-                                    level=level, windows=[fam], strategy=strat, delta=delta,
+                                    unit=level, windows=[fam], strategy=strat, delta=delta,
                                     rng=seed * 1000 + r)
         if family == "cumulative":
             t2 = rng.integers(1, horizon + 1, size=n_queries)
@@ -169,19 +176,32 @@ def bench_approx(quick: bool) -> None:
                  "pure/approx"))
 
 
-def _ingest(item, times, axis):
+def _ingest(item, times, horizon):
     """What the release runs to read and bucket an in-memory log, in this library version
     (the --baseline-rev run imports an older one)."""
     try:
-        from dpfreq.engines._common import bucket_events
+        from dpfreq.engines import get_engine
+        from dpfreq.windows.events import engine_source
+        from dpfreq.windows.params import TimeAxis
+        from dpfreq.windows.summaries import WindowReducer
+    except ImportError:  # revisions before the memory-engine path
         from dpfreq.windows._log import _array_log
-    except ImportError:  # revisions before the summaries (e86e79f and older)
-        from dpfreq.windows.counts import _bucket, _load_log
 
-        return lambda: _bucket(*_load_log((item, times), None, None, None, axis)[:2], axis,
-                               "error")
-    return lambda: bucket_events(*_array_log((item, times), None, None, axis), axis.buckets(),
-                                 drop=False)
+        from dpfreq.engines._common import bucket_events
+        from dpfreq.windows.counts import _Axis
+
+        axis = _Axis(horizon)
+        return lambda: bucket_events(*_array_log((item, times), None, None, axis),
+                                     axis.buckets(), drop=False)
+    axis = TimeAxis(horizon)
+
+    def run():
+        src, it, tm = engine_source((item, times), None, None, axis)
+        return get_engine(None, src).reduce_items(src, item=it, time=tm, buckets=axis.buckets(),
+                                                  reducer=WindowReducer(horizon, ()),
+                                                  drop_out_of_range=False)
+
+    return run
 
 
 def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
@@ -190,7 +210,6 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
     horizon = 2**16
     rng = np.random.default_rng(4)
     item, times = make_log(rng, n, horizon, n // 10)
-    axis = _Axis(horizon)
     rows = []
 
     def step(name: str, fn, count: float, unit: str, repeat: int = 1):
@@ -204,11 +223,11 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
         return out
 
     step("ingest from memory (item codes, range check, sort by (item, period))",
-         _ingest(item, times, axis), n, "events/s", repeat=3)
+         _ingest(item, times, horizon), n, "events/s", repeat=3)
     rel = step(f"full release cumulative + rolling W=7 ({n:.0e} events: ingest, reductions, "
                "noise, curves)",
-               lambda: release_window_counts((item, times), horizon=horizon, epsilon=1.0,
-                                             k_values=[1], windows=["cumulative", 7], rng=1),
+               lambda: _event_release((item, times), horizon=horizon, epsilon=1.0,
+                                      k_values=[1], windows=["cumulative", 7], rng=1),
                n, "events/s")
     q = rng.integers(1, horizon + 1, size=10**5)
     step("1e5 random cumulative queries", lambda: rel.cumulative(q, 1), 1e5, "queries/s",
@@ -217,8 +236,8 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
          repeat=3)
     n2 = n // 10
     rel2 = step(f"release all windows ({n2:.0e} events, 2d points + merge-sort counter)",
-                lambda: release_window_counts((item[:n2], times[:n2]), horizon=horizon,
-                                              epsilon=1.0, k_values=[1], windows=["all"], rng=1),
+                lambda: _event_release((item[:n2], times[:n2]), horizon=horizon,
+                                       epsilon=1.0, k_values=[1], windows=["all"], rng=1),
                 n2, "events/s")
     nq = 10**4 if quick else 10**5
     a = rng.integers(1, horizon + 1, size=(2, nq))

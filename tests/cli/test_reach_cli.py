@@ -24,7 +24,7 @@ def test_reach_table_json_plot(tmp_path, capsys):
     png = tmp_path / "reach.png"
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1,2",
-          "--window", "3", "--seed", "4", "--plot", str(png)])
+          "--window", "3", "--seed", "4", "--plot", str(png), "--unit", "event"])
     out, err = capsys.readouterr()
     assert "NOT for production" in err
     lines = out.splitlines()
@@ -36,20 +36,21 @@ def test_reach_table_json_plot(tmp_path, capsys):
     assert png.stat().st_size > 0
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1",
-          "--seed", "4", "--json", "-"])
+          "--seed", "4", "--json", "-", "--unit", "event"])
     out, _ = capsys.readouterr()
-    data = json.loads(out[out.index("{"):])
+    data = json.loads(out)  # --json -: the JSON alone on stdout
     assert data["type"] == "WindowCountsRelease"
-    assert len(data["value"]["cumulative"]["k=1"]) == 5
+    assert data["unit"] == "event"
+    assert len(data["value"]["cumulative"]["1"]) == 5
 
 
 def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
     saved = tmp_path / "rel.npz"
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6", "--epsilon", "2",
-          "--level", "item", "--all-windows", "--seed", "1", "--save", str(saved)])
+          "--unit", "item", "--all-windows", "--seed", "1", "--save", str(saved)])
     out, err = capsys.readouterr()
-    assert "item-level" in out
+    assert "unit=item" in out
     assert "SECRET" in err
     assert saved.exists()
 
@@ -58,7 +59,7 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
     ("extra", "match"),
     [
         (["--epsilon", "-1"], "epsilon"),
-        (["--epsilon", "1", "--level", "user"], "level"),
+        (["--epsilon", "1", "--unit", "user"], "unit"),
         (["--epsilon", "1", "--k", "0"], "k_values"),
         (["--epsilon", "1", "--k", "x"], "--k"),
         (["--epsilon", "1", "--window", "99"], "windows"),
@@ -68,6 +69,8 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
 def test_reach_bad_input_exit_2(tmp_path, capsys, extra, match):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
     args = ["reach", str(log), "--item", "u", "--horizon", "6", "--seed", "1"]
+    if "--unit" not in extra:
+        args += ["--unit", "event"]
     if "--time" not in extra:
         args += ["--time", "t"]
     with pytest.raises(SystemExit) as exc:
@@ -82,28 +85,28 @@ def test_reach_out_of_range_and_non_integer(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 9)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1"])
+              "--epsilon", "1", "--unit", "event"])
     assert exc.value.code == 2
     assert "outside" in capsys.readouterr().err
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6", "--epsilon", "1",
-          "--out-of-range", "drop", "--seed", "2"])
+          "--out-of-range", "drop", "--seed", "2", "--unit", "event"])
     assert "cum 1+" in capsys.readouterr().out
     log2 = write_log(tmp_path / "log2.csv", [(1, "1.5")], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log2), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1"])
+              "--epsilon", "1", "--unit", "event"])
     assert exc.value.code == 2
 
 
 def test_reach_singleton_flag(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "40", "--epsilon", "1",
-          "--level", "item", "--all-windows", "--singleton", "--seed", "1"])
+          "--unit", "item", "--all-windows", "--singleton", "--seed", "1"])
     assert "strategy compressed" in capsys.readouterr().out
     bad = write_log(tmp_path / "bad.csv", [(1, 1), (2, 1)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(bad), "--item", "u", "--time", "t", "--horizon", "40",
-              "--epsilon", "1", "--singleton"])
+              "--epsilon", "1", "--singleton", "--unit", "event"])
     assert exc.value.code == 2
     assert "singleton" in capsys.readouterr().err
 
@@ -112,7 +115,7 @@ def test_reach_engine_options(tmp_path, capsys):
     """``--engine duckdb`` gives the default path's table; ``--spark-master`` needs spark."""
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4), (3, 4)], header=("u", "t"))
     args = ["reach", str(log), "--item", "u", "--time", "t", "--horizon", "5", "--epsilon", "1",
-            "--k", "1,2", "--window", "2", "--seed", "3"]
+            "--k", "1,2", "--window", "2", "--seed", "3", "--unit", "event"]
     main(args)
     default_out = capsys.readouterr().out
     main([*args, "--engine", "duckdb"])
@@ -121,3 +124,46 @@ def test_reach_engine_options(tmp_path, capsys):
         main([*args, "--spark-master", "local[1]"])
     assert exc.value.code == 2
     assert "--spark-master needs --engine spark" in capsys.readouterr().err
+
+
+def test_reach_all_windows_with_delta_prints_the_zcdp_plan(tmp_path, capsys):
+    """Issue 13: ``--period 1d --epsilon 1 --delta 1e-6 --all-windows`` crashed with a KeyError
+    on the predicted RMSE of a zCDP plan (candidates are named strategy/noise)."""
+    log = write_log(tmp_path / "log.csv", ROWS)
+    main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+          "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--delta", "1e-6",
+          "--all-windows", "--seed", "2", "--unit", "event"])
+    out = capsys.readouterr().out
+    assert "predicted RMSE" in out
+    assert "all, k=1: strategy" in out
+
+
+def test_reach_period_6h_covers_the_same_range_as_1d(tmp_path, capsys):
+    """``--end`` is inclusive: a date-only end means through that day, for every period."""
+    log = write_log(tmp_path / "log.csv", ROWS)
+    for period, periods in (("1d", 5), ("6h", 20)):
+        main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+              "--end", "2024-01-05", "--period", period, "--epsilon", "1", "--seed", "2",
+              "--unit", "item", "--json", "-"])
+        data = json.loads(capsys.readouterr().out)
+        assert data["horizon"] == periods
+
+
+def test_reach_save_into_a_missing_directory_is_refused_first(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
+    with pytest.raises(SystemExit) as exc:
+        main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
+              "--epsilon", "1", "--unit", "event", "--save", str(tmp_path / "no" / "r.dpf")])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert "--save" in err
+    assert "cum 1+" not in out  # nothing was released
+
+
+def test_reach_unit_is_required(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
+    with pytest.raises(SystemExit) as exc:
+        main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
+              "--epsilon", "1"])
+    assert exc.value.code == 2
+    assert "--unit" in capsys.readouterr().err

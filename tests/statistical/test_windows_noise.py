@@ -12,11 +12,7 @@ import pytest
 from scipy import stats
 
 from dpfreq.noise import discrete_laplace_pmf
-from dpfreq.windows.lazy_noise import (
-    LAPLACE_SCHEME,
-    LEGACY_LAPLACE_SCHEME,
-    KeyedDiscreteLaplace,
-)
+from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
 from dpfreq.windows.strategy import build_structure
 
 pytestmark = pytest.mark.statistical
@@ -24,15 +20,14 @@ pytestmark = pytest.mark.statistical
 ALPHA = 1e-6
 
 
-@pytest.mark.parametrize(("scheme", "gamma"), [
-    (LEGACY_LAPLACE_SCHEME, Fraction(1, 2)),
-    (LAPLACE_SCHEME, Fraction(1, 2)),
-    (LAPLACE_SCHEME, Fraction(7, 3)),  # short table
+@pytest.mark.parametrize("gamma", [
+    Fraction(1, 2),
+    Fraction(7, 3),  # short table
     # the table holds 4096 thresholds, so Pr[|Z| >= 4096] = 2α^4096/(1+α) ≈ 0.44 here: the
     # tail path (geometric tables on further AES words, several levels deep) carries much mass
-    (LAPLACE_SCHEME, Fraction(1, 5000)),
+    Fraction(1, 5000),
 ])
-def test_lazy_noise_matches_discrete_laplace_pmf(seed, scheme, gamma):
+def test_lazy_noise_matches_discrete_laplace_pmf(seed, gamma):
     """Chi-square goodness of fit of the keyed sampler against the exact pmf, on 60 bins of
     (nearly) equal exact probability (single values where the pmf is lumpy).
 
@@ -41,7 +36,7 @@ def test_lazy_noise_matches_discrete_laplace_pmf(seed, scheme, gamma):
     """
     key = seed.to_bytes(8, "little") * 4
     n = 200_000
-    z = KeyedDiscreteLaplace(key, 1, gamma, scheme=scheme).noise(np.arange(n))
+    z = KeyedDiscreteLaplace(key, 1, gamma).noise(np.arange(n))
     half = int(60 / float(gamma)) + 50  # Pr[|Z| > half] < e^-60
     support = np.arange(-half, half + 1)
     cdf = np.cumsum(discrete_laplace_pmf(support, gamma))

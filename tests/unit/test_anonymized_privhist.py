@@ -21,7 +21,8 @@ from dpfreq.anonymized import (
     release_anonymized_histogram,
 )
 from dpfreq.anonymized import privhist as P
-from dpfreq.anonymized._input import as_prevalences, total_of
+from dpfreq.anonymized import steps as S
+from dpfreq.anonymized.histogram_input import as_prevalences, total_of
 from dpfreq.engines.base import Prevalences
 from dpfreq.errors import DataError, ParameterError
 from histogram_cases import histograms_up_to, move_up
@@ -125,7 +126,7 @@ def test_e5_full_low_privacy_run() -> None:
 
 def test_e5_low_privacy_steps() -> None:
     hcs = np.array([11, 6, 7, 8, 7])
-    assert P.rounded_isotonic(hcs).tolist() == [11, 7, 7, 7, 7]
+    assert S.rounded_isotonic(hcs).tolist() == [11, 7, 7, 7, 7]
     large = (np.array([4, 5, 6, 7, 8, 9]), np.array([1, 2, 5, 1, 1, 1]))
     c, p = P.low_privacy(hcs, large, 5, 8)
     assert mapping(c, p) == {1: 4, 8: 1, 9: 1}
@@ -181,22 +182,22 @@ def test_tuned_below_threshold_uses_high_privacy_branch() -> None:
 
 
 def test_e7_pava() -> None:
-    np.testing.assert_allclose(P.fit_non_increasing(np.array([5, 7, 6, 2, 3, 1])),
+    np.testing.assert_allclose(S.fit_non_increasing(np.array([5, 7, 6, 2, 3, 1])),
                                [6, 6, 6, 2.5, 2.5, 1])
     np.testing.assert_allclose(
-        P.fit_non_increasing(np.array([3.0, 5, 1, 2]), np.array([1.0, 1, 9, 36])),
+        S.fit_non_increasing(np.array([3.0, 5, 1, 2]), np.array([1.0, 1, 9, 36])),
         [4, 4, 1.8, 1.8])
     # exact integer rounding of the same fits: ⌊x + 1/2⌋
-    assert P.rounded_isotonic(np.array([5, 7, 6, 2, 3, 1])).tolist() == [6, 6, 6, 3, 3, 1]
+    assert S.rounded_isotonic(np.array([5, 7, 6, 2, 3, 1])).tolist() == [6, 6, 6, 3, 3, 1]
     # weighted: data y_i = V_i / g_i with weights g_i²: V = [3, 5, 3, 12], g = [1, 1, 3, 6]
-    assert P.rounded_isotonic(np.array([3, 5, 3, 12]), np.array([1, 1, 3, 6])).tolist() == \
+    assert S.rounded_isotonic(np.array([3, 5, 3, 12]), np.array([1, 1, 3, 6])).tolist() == \
         [4, 4, 2, 2]
 
 
 def test_rounding_never_negative_and_half_up() -> None:
-    assert P.rounded_isotonic(np.array([-5, -7, -1])).tolist() == [0, 0, 0]
-    assert P.round_half_up(5, 2) == 3
-    assert P.round_half_up(-1, 2) == 0
+    assert S.rounded_isotonic(np.array([-5, -7, -1])).tolist() == [0, 0, 0]
+    assert S.round_half_up(5, 2) == 3
+    assert S.round_half_up(-1, 2) == 0
 
 
 H_E8 = {1: 2, 2: 1, 4: 2, 7: 1, 10: 1}
@@ -218,11 +219,11 @@ def test_e8_noise_fit_and_rounding() -> None:
     c, p = arrays(H_E8)
     y, g = P.smoothed_scaled_cumulative(c, p, S_E8)
     w = y / g + np.array([0.4, -0.7, 0.9, 0.2, -0.3])
-    x = P.fit_non_increasing(w, (g * g).astype(float))
+    x = S.fit_non_increasing(w, (g * g).astype(float))
     np.testing.assert_allclose(x, [7.4, 4.6, 4.6, 2.8 + 1 / 15, 0.5 + 1 / 30], atol=1e-9)
     rounded = np.floor(np.maximum(x, 0) + 0.5).astype(np.int64)
     assert rounded.tolist() == [7, 5, 5, 3, 1]
-    assert mapping(*P.cumulative_to_prevalences(S_E8, rounded)) == {1: 2, 3: 2, 6: 2, 12: 1}
+    assert mapping(*S.cumulative_to_prevalences(S_E8, rounded)) == {1: 2, 3: 2, 6: 2, 12: 1}
 
 
 def test_e8_one_step_changes_one_coordinate_by_gap_inverse() -> None:
@@ -288,10 +289,11 @@ def _release_from_outcome(h: dict[int, int], n_est: int) -> AnonymizedHistogramR
 
     c, p = arrays(h)
     return AnonymizedHistogramRelease(
-        value={}, epsilon=3.0, mechanism="privhist", seeded=True,
-        error=ErrorStatement(kind="scale", confidence=None, value=0.0, description=""),
-        counts=c, prevalences=p, n_estimate=n_est, split=(1.0, 1.0, 1.0),
-        regime="low-privacy", method="privhist")
+        value={"counts": c, "prevalences": p, "n_estimate": n_est}, epsilon=3.0,
+        unit="event", mechanism="privhist", seeded=True,
+        error=ErrorStatement(kind="bound", confidence=0.95, value=0.0, description=""),
+        total_interval=(n_est, n_est), split=(1.0, 1.0, 1.0), regime="low-privacy",
+        method="privhist")
 
 
 # -- split sensitivity by brute force (spec §14.3) ---------------------------------------------
@@ -369,13 +371,13 @@ def test_smoothing_refuses_counts_beyond_last_boundary() -> None:
 
 def test_expected_abs_n_error_exact() -> None:
     # E|Z| = 2α/(1-α²) = 2.945 for ε1 = 1/3 (spec §7); direct sum of the pmf agrees
-    assert P.expected_abs_geometric(1 / 3) == pytest.approx(2.945, abs=5e-4)
+    assert S.expected_abs_geometric(1 / 3) == pytest.approx(2.945, abs=5e-4)
     alpha = math.exp(-1 / 3)
     z = np.arange(-400, 401)
     pmf = (1 - alpha) / (1 + alpha) * alpha ** np.abs(z)
     n = 1000  # far from 0: the clamp max(n + Z, 0) has no effect within the summed range
     direct = float(np.sum(pmf * np.abs(np.maximum(n + z, 0) - n)))
-    assert direct == pytest.approx(P.expected_abs_geometric(1 / 3), rel=1e-12)
+    assert direct == pytest.approx(S.expected_abs_geometric(1 / 3), rel=1e-12)
 
 
 def test_n_step_clamps_at_zero_and_returns_empty() -> None:
@@ -396,7 +398,7 @@ def test_t_and_m_small_n() -> None:
 
 
 def test_noisy_large_counts_chunks_keep_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(P, "_CHUNK", 3)
+    monkeypatch.setattr(P, "CHUNK", 3)
     drawn: list[int] = []
 
     class Counting:
@@ -435,10 +437,17 @@ def test_release_fields_and_reproducibility() -> None:
     assert a.value["n_estimate"] == a.n_estimate
     fractions = a.mechanism_params["epsilon_fractions"]
     assert all(Fraction(2 / 3) - Fraction(1, 2**32) <= f <= Fraction(2 / 3) for f in fractions)
-    assert a.error.kind == "scale"
+    assert a.error.kind == "bound"
+    assert a.error.confidence == 0.95
     assert a.error.value > 0
+    assert a.unit == "event"
+    lo, hi = a.total_interval
+    assert lo <= a.n_estimate <= hi
+    table = a.table()
+    assert list(table["count"]) == list(a.counts[::-1])
+    assert int(table["rank_last"][-1]) == a.n_items
     expanded = a.to_counts()
-    assert expanded.size == a.n_labels
+    assert expanded.size == a.n_items
     assert np.all(np.diff(expanded) <= 0)
     assert a.total == int(expanded.sum())
     assert a.to_mapping() == mapping(a.counts, a.prevalences)
@@ -498,7 +507,7 @@ def test_empty_histogram_is_a_valid_release() -> None:
             assert rel.n_estimate >= 0
             if rel.n_estimate == 0:
                 assert rel.regime == "empty"
-                assert rel.n_labels == 0
+                assert rel.n_items == 0
 
 
 def test_input_forms_agree() -> None:
@@ -514,11 +523,11 @@ def test_data_source_through_engines(tmp_path) -> None:
     labels = ["a"] * 5 + ["b"] * 5 + ["c"] * 2 + ["d"]
     ref = release_anonymized_histogram({5: 2, 2: 1, 1: 1}, epsilon=3.0, method="privhist",
                                        rng=8)
-    mem = release_anonymized_histogram({"pw": np.array(labels)}, label="pw", epsilon=3.0,
+    mem = release_anonymized_histogram({"pw": np.array(labels)}, item="pw", epsilon=3.0,
                                        method="privhist", engine="memory", rng=8)
     csv = tmp_path / "pw.csv"
     csv.write_text("pw\n" + "\n".join(labels) + "\n", encoding="utf-8")
-    duck = release_anonymized_histogram(str(csv), label="pw", epsilon=3.0, method="privhist",
+    duck = release_anonymized_histogram(str(csv), item="pw", epsilon=3.0, method="privhist",
                                         rng=8)
     assert mem.mechanism_params["engine"] == "memory"
     assert duck.mechanism_params["engine"] == "duckdb"
@@ -600,13 +609,13 @@ def test_bad_split(method, eps, split) -> None:
         release_anonymized_histogram({1: 1}, epsilon=eps, method=method, split=split, rng=0)
 
 
-def test_label_rules() -> None:
-    with pytest.raises(ParameterError, match="label of release_anonymized_histogram"):
+def test_item_rules() -> None:
+    with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
         release_anonymized_histogram("data.csv", epsilon=1.0, rng=0)
-    with pytest.raises(ParameterError, match="label of release_anonymized_histogram"):
+    with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
         release_anonymized_histogram({1: 1}, epsilon=1.0, engine="memory", rng=0)
-    with pytest.raises(ParameterError, match="label of release_anonymized_histogram"):
-        release_anonymized_histogram({"x": [1]}, label="", epsilon=1.0, rng=0)
+    with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
+        release_anonymized_histogram({"x": [1]}, item="", epsilon=1.0, rng=0)
     with pytest.raises(ParameterError, match="rng of release_anonymized_histogram"):
         release_anonymized_histogram({1: 1}, epsilon=1.0, rng=-1)
 

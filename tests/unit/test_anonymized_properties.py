@@ -43,7 +43,7 @@ class FakeRelease(Release):
 def release(hist: dict[int, int], n: int, *, l1: float = 10.0, eps: float = 3.0) -> FakeRelease:
     keys = sorted(hist)
     return FakeRelease(
-        value=None, epsilon=eps, mechanism="privhist", seeded=True,
+        value=None, epsilon=eps, unit="event", mechanism="privhist", seeded=True,
         error=ErrorStatement(kind="bound", confidence=0.9, value=l1, description="ℓ1 bound"),
         counts=np.array(keys, dtype=np.int64),
         prevalences=np.array([hist[k] for k in keys], dtype=np.int64), n_estimate=n)
@@ -177,14 +177,14 @@ def test_lipschitz_constant_is_attained_by_a_neighbour_pair(name, n):
         assert n < 2
         return
     funcs = {
-        "entropy": lambda h: estimate_entropy(h).value,
-        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
-        "support-size": lambda h: estimate_support_size(h, domain_size=13).value,
-        "unseen-species": lambda h: estimate_unseen_species(h, extrapolation_ratio=2.5).value,
-        "support-coverage": lambda h: estimate_support_coverage(h, extrapolation_ratio=2.5).value,
+        "entropy": lambda h: estimate_entropy(h).raw_value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).raw_value,
+        "support-size": lambda h: estimate_support_size(h, domain_size=13).raw_value,
+        "unseen-species": lambda h: estimate_unseen_species(h, extrapolation_ratio=2.5).raw_value,
+        "support-coverage": lambda h: estimate_support_coverage(h, extrapolation_ratio=2.5).raw_value,
         "distance-to-uniformity": lambda h: estimate_distance_to_uniformity(
-            h, domain_size=13).value,
-        "power-sum": lambda h: estimate_power_sum(h, order=2).value,
+            h, domain_size=13).raw_value,
+        "power-sum": lambda h: estimate_power_sum(h, order=2).raw_value,
     }
     f = funcs[name]
     steps = [abs(f(release({r: 1}, n)) - f(release({r - 1: 1} if r > 1 else {}, n)))
@@ -268,16 +268,19 @@ def test_with_real_releases(rng):
                 big_r = max(est.max_count, ref.max_count)
                 lip = (est.lipschitz_constant if big_r == est.max_count else
                        ref.lipschitz_constant)
-                assert abs(est.value - ref.value) <= lip * dist * (1 + 1e-9) + 1e-12, name
+                assert abs(est.raw_value - ref.raw_value) <= lip * dist * (1 + 1e-9) + 1e-12, name
                 assert est.error.kind == rel.error.kind
 
 
 def test_release_without_a_finite_l1_bound():
     est = estimate_entropy(release({1: 4, 8: 1}, 12, l1=math.inf))
-    assert est.error.value == math.inf
+    assert est.error.kind == "sd"
+    assert est.error.confidence is None
+    assert math.isnan(est.error.value)
     assert "no finite" in est.error.description
     renyi = estimate_renyi_entropy(release({1: 4, 8: 1}, 12, l1=1e6), order=2)
     assert renyi.error.value == math.inf
+    assert renyi.error.vacuous
 
 
 def test_exact_input_is_marked_non_private():
@@ -347,7 +350,7 @@ def test_bad_input(call, exc, match):
 
 
 def test_other_release_types_are_refused():
-    other = Release(value=1, epsilon=1.0, mechanism="x", seeded=False,
+    other = Release(value=1, epsilon=1.0, unit="event", mechanism="x", seeded=False,
                     error=ErrorStatement(kind="sd", confidence=None, value=1.0, description=""))
     with pytest.raises(ParameterError, match="anonymized-histogram release"):
         estimate_entropy(other)

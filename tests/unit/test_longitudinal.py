@@ -190,15 +190,23 @@ def test_refuses_bad_parameters() -> None:
     with pytest.raises(ParameterError):
         distance_law("nope", 3, 1.0)
     with pytest.raises(ParameterError):
-        simulate_longitudinal(users=10, periods=8, changes=2, epsilon=-1.0)
+        simulate_longitudinal(devices=10, horizon=8, max_changes=2, epsilon=-1.0,
+                              randomizer="auto")
 
 
 def test_simulation_shapes_and_padding() -> None:
     rel = simulate_longitudinal(
-        users=200, periods=12, changes=3, epsilon=1.0, randomizer="threshold", rng=1
+        devices=200, horizon=12, max_changes=3, epsilon=1.0, randomizer="threshold", rng=1,
+        start="2026-03-01", period="1d",
     )
-    assert rel.periods == 16
-    assert rel.value.shape == (16,)
+    assert rel.horizon == 12
+    assert rel.mechanism_params["padded_horizon"] == 16
+    assert rel.value.shape == (12,)
+    assert rel.unit == "device"
+    assert np.all((rel.value >= 0) & (rel.value <= 200))
+    table = rel.table()
+    assert str(table["date"][0]) == "2026-03-01" and str(table["date"][11]) == "2026-03-12"
+    assert rel.to_pandas().shape[0] == 12
     assert rel.truth is not None
     assert rel.mechanism_params["randomizer"] == "threshold"
     assert rel.to_json()
@@ -238,7 +246,8 @@ def test_matrix_with_too_many_changes_is_frozen() -> None:
     assert frozen[0].tolist() == [0, 1, 0] + [0] * 13
     assert freeze_after_k_changes(x, 3)[0].tolist() == [0, 1, 0, 1] + [1] * 12
     assert np.array_equal(freeze_after_k_changes(x, 15), x)
-    rel = simulate_longitudinal(periods=16, changes=2, epsilon=1.0, randomizer="rr", data=x, rng=1)
+    rel = simulate_longitudinal(horizon=16, max_changes=2, epsilon=1.0, randomizer="rr", data=x,
+                                rng=1)
     assert np.isfinite(rel.value).all()
     assert np.array_equal(rel.truth, x.sum(axis=0))
 

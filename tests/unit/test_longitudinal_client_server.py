@@ -1,4 +1,4 @@
-"""Client state machine and server validation (futurerand.md §3.1, §7, §8)."""
+"""Client state machine, sealed state, and the server's validation and estimator."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ X = (0, 1, 1, 0, 0, 0, 1, 1)
 
 @pytest.mark.parametrize("mode", ["rr", "futurerand", "threshold", "calibrated", "erlingsson"])
 def test_reports_at_every_multiple(mode: str) -> None:
-    p = make_params(8, 3, 1.0, mode)
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer=mode)
     for seed in range(12):
         c = LongitudinalClient(p, rng=seed)
         ts = [t for t, x in enumerate(X, start=1) if c.step(x) is not None]
-        assert ts == list(range(1 << c.h, 9, 1 << c.h))
+        assert ts == list(range(1 << c.order, 9, 1 << c.order))
 
 
 def test_nonzero_reports_use_v_in_order() -> None:
     """§6.1: with h = 1 the inputs are (1, −1, 0, 1) and the outputs (v1, −v2, coin, v3)."""
-    p = make_params(8, 3, 1.0, "futurerand")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
     c = _client_with_order(p, 1)
     v = list(c.v)
     y = [2 * r["bit"] - 1 for r in (c.step(x) for x in X) if r is not None]
@@ -37,14 +37,14 @@ def test_nonzero_reports_use_v_in_order() -> None:
 def _client_with_order(p: ProtocolParams, h: int) -> LongitudinalClient:
     for seed in range(200):
         c = LongitudinalClient(p, rng=seed)
-        if c.h == h:
+        if c.order == h:
             return c
     raise AssertionError("no seed gives this order")
 
 
 def test_changes_beyond_k_are_frozen() -> None:
     """Pitfall 4: after the k-th change the reported value is frozen; v is never redrawn."""
-    p = make_params(16, 2, 1.0, "futurerand")
+    p = make_params(horizon=16, max_changes=2, epsilon=1.0, randomizer="futurerand")
     c = _client_with_order(p, 0)
     v = c.v
     xs = [0, 1] * 8  # 15 changes
@@ -66,7 +66,7 @@ def test_client_freezing_matches_simulation(mode: str) -> None:
     gen = np.random.default_rng(4)
     x = gen.integers(0, 2, size=(30, 16)).astype(np.int8)
     for k in (1, 2, 5):
-        p = make_params(16, k, 1.0, mode)
+        p = make_params(horizon=16, max_changes=k, epsilon=1.0, randomizer=mode)
         frozen = freeze_after_k_changes(x, k)
         for u in range(x.shape[0]):
             c = LongitudinalClient(p, rng=u)
@@ -80,7 +80,7 @@ def test_client_freezing_matches_simulation(mode: str) -> None:
 
 def test_erlingsson_client_keeps_rth_change() -> None:
     """§4.4: only the r-th change (r ~ U[1..k]) reaches the RR; at most one non-zero report."""
-    p = make_params(8, 3, 1.0, "erlingsson")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="erlingsson")
     rs = set()
     for seed in range(60):
         c = LongitudinalClient(p, rng=seed)
@@ -94,7 +94,7 @@ def test_erlingsson_client_keeps_rth_change() -> None:
 
 
 def test_json_round_trip() -> None:
-    p = make_params(12, 3, 1.0, "auto")
+    p = make_params(horizon=12, max_changes=3, epsilon=1.0, randomizer="auto")
     c = LongitudinalClient(p, rng=5)
     for x in X[:5]:
         c.step(x)
@@ -108,34 +108,42 @@ def test_json_round_trip() -> None:
         r1, r2 = c.step(x), c2.step(x)
         assert (r1 is None) == (r2 is None)
         if r1 is not None and r2 is not None:
-            assert {k: r1[k] for k in ("h", "j")} == {k: r2[k] for k in ("h", "j")}
+            assert {k: r1[k] for k in ("order", "interval")} == {
+                k: r2[k] for k in ("order", "interval")}
     rest = c2.finish()  # padded to 16
     assert c2.t == 16
-    assert all(r["j"] <= 16 >> c2.h for r in rest)
+    assert all(r["interval"] <= 16 >> c2.order for r in rest)
     assert ProtocolParams.from_json(p.to_json()) == p
     with pytest.raises(DataError):
         LongitudinalClient.from_json('{"params": {}}')
+    edited = json.loads(text)
+    edited["payload"]["state"]["t"] = 6
+    with pytest.raises(DataError, match="checksum"):
+        LongitudinalClient.from_json(json.dumps(edited))
 
 
 def test_params_versioned_and_checked() -> None:
-    p = make_params(10, 3, 1.0, "threshold")
-    assert p.padded_periods == 16
+    p = make_params(horizon=10, max_changes=3, epsilon=1.0, randomizer="threshold")
+    assert p.padded_horizon == 16
     raw = json.loads(p.to_json())
     raw["version"] = 99
-    raw.pop("param_id")
     with pytest.raises(DataError, match="version"):
+        ProtocolParams.from_json(json.dumps(raw))
+    raw = json.loads(p.to_json())
+    raw["payload"]["epsilon"] = 1000.0
+    with pytest.raises(DataError, match="checksum"):
         ProtocolParams.from_json(json.dumps(raw))
     bad = dataclasses.replace(p, c_gap=p.c_gap * 1.01)  # server and devices must agree
     with pytest.raises(ParameterError, match="c_gap"):
         LongitudinalClient(bad, rng=1)
     with pytest.raises(ParameterError, match="certificate"):
         dataclasses.replace(p, certificate=2.0)
-    with pytest.raises(ParameterError, match="padded_periods"):
-        dataclasses.replace(p, padded_periods=12)
+    with pytest.raises(ParameterError, match="padded_horizon"):
+        dataclasses.replace(p, padded_horizon=12)
 
 
 def test_client_bad_input() -> None:
-    p = make_params(4, 1, 1.0, "rr")
+    p = make_params(horizon=4, max_changes=1, epsilon=1.0, randomizer="rr")
     c = LongitudinalClient(p, rng=1)
     with pytest.raises(DataError):
         c.step(2)
@@ -143,36 +151,38 @@ def test_client_bad_input() -> None:
         LongitudinalClient("nope")  # type: ignore[arg-type]
     with pytest.raises(DataError):
         ProtocolParams.from_json(p.to_json().replace(p.param_id, "0" * 16))
+    with pytest.raises(DataError):
+        ProtocolParams.from_json("not json")
 
 
 def _agg() -> tuple[ProtocolParams, LongitudinalAggregator]:
-    p = make_params(8, 3, 1.0, "threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
     agg = LongitudinalAggregator(p)
-    agg.enrol([1, 2, 3], [0, 1, 3], p.param_id)
+    agg.enrol([1, 2, 3], [0, 1, 3], param_id=p.param_id)
     return p, agg
 
 
 def test_server_bad_input() -> None:
     p, agg = _agg()
-    with pytest.raises(DataError, match="unknown parameter id"):
-        agg.ingest([1], [0], [1], [1], "deadbeef")
-    with pytest.raises(DataError, match="order h"):
-        agg.ingest([1], [4], [1], [1], p.param_id)
-    with pytest.raises(DataError, match="interval j"):
-        agg.ingest([2], [1], [5], [1], p.param_id)
-    with pytest.raises(DataError, match="interval j"):
-        agg.ingest([1], [0], [0], [1], p.param_id)
+    with pytest.raises(DataError, match="parameter id"):
+        agg.ingest([1], [0], [1], [1], param_id="deadbeef")
+    with pytest.raises(DataError, match="order must be"):
+        agg.ingest([1], [4], [1], [1], param_id=p.param_id)
+    with pytest.raises(DataError, match="interval must be"):
+        agg.ingest([2], [1], [5], [1], param_id=p.param_id)
+    with pytest.raises(DataError, match="interval must be"):
+        agg.ingest([1], [0], [0], [1], param_id=p.param_id)
     with pytest.raises(DataError, match="bit"):
-        agg.ingest([1], [0], [1], [2], p.param_id)
-    with pytest.raises(DataError, match="before its enrolment"):
-        agg.ingest([9], [0], [1], [1], p.param_id)
-    with pytest.raises(DataError, match="enrolled with"):
-        agg.ingest([1], [1], [1], [1], p.param_id)
+        agg.ingest([1], [0], [1], [2], param_id=p.param_id)
+    with pytest.raises(DataError, match="not enrolled"):
+        agg.ingest([9], [0], [1], [1], param_id=p.param_id)
+    with pytest.raises(DataError, match="another order"):
+        agg.ingest([1], [1], [1], [1], param_id=p.param_id)
     with pytest.raises(DataError, match="duplicate"):
-        agg.ingest([1, 1], [0, 0], [1, 1], [1, 0], p.param_id)
-    agg.ingest([1], [0], [1], [1], p.param_id)
+        agg.ingest([1, 1], [0, 0], [1, 1], [1, 0], param_id=p.param_id)
+    agg.ingest([1], [0], [1], [1], param_id=p.param_id)
     with pytest.raises(DataError, match="duplicate"):
-        agg.ingest([1], [0], [1], [0], p.param_id)
+        agg.ingest([1], [0], [1], [0], param_id=p.param_id)
     with pytest.raises(DataError, match="enrolled twice"):
         agg.enrol([1], [0])
     assert agg.counts.sum() == 1  # rejected batches counted nothing
@@ -181,40 +191,50 @@ def test_server_bad_input() -> None:
 def test_server_matches_estimator() -> None:
     """Sums from ingest reproduce Algorithm 2: f̂_t = (log d+1)/c_gap · Σ_{C(t)} sums."""
     p, agg = _agg()
-    agg.ingest([1] * 8, [0] * 8, list(range(1, 9)), [1, 0, 1, 1, 0, 0, 1, 1], p.param_id)
-    agg.ingest([2] * 4 + [3], [1] * 4 + [3], [1, 2, 3, 4, 1], [1, 1, 0, 1, 0], p.param_id)
-    est = agg.estimate(beta=0.05)
+    agg.ingest([1] * 8, [0] * 8, list(range(1, 9)), [1, 0, 1, 1, 0, 0, 1, 1], param_id=p.param_id)
+    agg.ingest([2] * 4 + [3], [1] * 4 + [3], [1, 2, 3, 4, 1], [1, 1, 0, 1, 0], param_id=p.param_id)
+    est = agg.estimate(confidence=0.95)
     scale = 4 / p.c_gap
     y0 = np.array([1, -1, 1, 1, -1, -1, 1, 1])
     y1 = np.array([1, 1, -1, 1])
-    assert est.value[0] == pytest.approx(scale * y0[0])
-    assert est.value[2] == pytest.approx(scale * (y1[0] + y0[2]))
-    assert est.value[7] == pytest.approx(scale * -1)
+    assert est.unclamped[0] == pytest.approx(scale * y0[0])
+    assert est.unclamped[2] == pytest.approx(scale * (y1[0] + y0[2]))
+    assert est.unclamped[7] == pytest.approx(scale * -1)
+    assert est.value[7] == 0  # clamped to [0, devices]
+    assert np.all((est.value >= 0) & (est.value <= 3))
+    assert np.array_equal(est.value, np.clip(est.unclamped, 0, 3))
+    assert est.unit == "device"
+    assert est.error.kind == "interval"
+    assert np.all(est.error.lower <= est.value) and np.all(est.value <= est.error.upper)
     assert est.mechanism_params["missing_reports"] == 0
-    pi = agg.estimate(beta=0.05, dropouts="per-interval")
-    assert pi.value == pytest.approx(est.value)
+    pi = agg.estimate(confidence=0.95, dropouts="per-interval")
+    assert pi.unclamped == pytest.approx(est.unclamped)
+    table = est.table()
+    assert list(table["period"]) == list(range(1, 9))
+    assert "date" not in table
 
 
 def test_server_protocol_version_and_types() -> None:
-    p = make_params(8, 3, 1.0, "threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
     agg = LongitudinalAggregator(p)
     with pytest.raises(DataError, match="protocol version"):
-        agg.enrol([1], [0], p.param_id, protocol_version=99)
-    with pytest.raises(DataError, match="unknown parameter id"):
-        agg.enrol([1], [0], "nope")
-    with pytest.raises(DataError, match="order h"):
+        agg.enrol([1], [0], param_id=p.param_id, protocol_version=99)
+    with pytest.raises(DataError, match="parameter id"):
+        agg.enrol([1], [0], param_id="nope")
+    with pytest.raises(DataError, match="order must be"):
         agg.enrol([1], [9])
-    agg.enrol([5, 1], [0, 2], p.param_id, protocol_version=p.version)
+    agg.enrol([5, 1], [0, 2], param_id=p.param_id, protocol_version=p.version)
     assert agg.enrolled.tolist() == [1, 0, 1, 0]
-    with pytest.raises(DataError, match="integers"):
+    with pytest.raises(DataError, match="integers or strings"):
         agg.ingest([1.5], [0], [1], [1])
-    with pytest.raises(DataError, match="interval j must be an integer"):
+    with pytest.raises(DataError, match="intervals of LongitudinalAggregator.ingest must be "
+                       "integers"):
         agg.ingest([5], [0], [1.0], [1])
     # a later batch may interleave users and intervals freely; duplicates across batches caught
-    agg.ingest([1, 5, 5], [2, 0, 0], [2, 8, 1], [1, 0, 1], p.param_id)
-    agg.ingest([5], [0], [2], [1], p.param_id)
+    agg.ingest([1, 5, 5], [2, 0, 0], [2, 8, 1], [1, 0, 1], param_id=p.param_id)
+    agg.ingest([5], [0], [2], [1], param_id=p.param_id)
     with pytest.raises(DataError, match="duplicate"):
-        agg.ingest([5, 1], [0, 2], [3, 2], [1, 1], p.param_id)
+        agg.ingest([5, 1], [0, 2], [3, 2], [1, 1], param_id=p.param_id)
     assert agg.counts.sum() == 4
 
 
@@ -227,25 +247,40 @@ def _reports_file(tmp_path, text: str) -> str:
 def test_file_aggregation_validation(tmp_path) -> None:
     from dpfreq.longitudinal import aggregate_reports_file
 
-    p = make_params(8, 2, 1.0, "rr")
-    empty = aggregate_reports_file(_reports_file(tmp_path, "user,h,j,bit\n"), p, beta=0.1)
-    assert empty.n_users == 0
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    head = "device,order,interval,bit"
+    empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p, confidence=0.9)
+    assert empty.devices == 0
     assert np.array_equal(empty.value, np.zeros(8))
     cases = {
-        "user,h,j,bit\n1,0,1,x\n": "integers",
-        "user,h,j,bit\n1,0,1,\n": "null",
-        "user,h,j,bit\n1,5,1,1\n": "order h",
-        "user,h,j,bit\n1,1,5,1\n": "interval j",
-        "user,h,j,bit\n1,0,1,2\n": "bit not in",
-        "user,h,j,bit\n1,0,1,1\n1,1,1,1\n": "more than one order",
-        "user,h,j\n1,0,1\n": "missing 'bit'",
-        f"user,h,j,bit,param_id\n1,0,1,1,{'f' * 16}\n": "unknown parameter id",
+        f"{head}\n1,0,1,x\n": "must hold integers",
+        f"{head}\n1,0,1,\n": "null",
+        f"{head}\n1,5,1,1\n": "order must be",
+        f"{head}\n1,1,5,1\n": "interval must be",
+        f"{head}\n1,0,1,2\n": "bit must be 0 or 1",
+        f"{head}\n1,0,1,1\n1,1,1,1\n": "more than one order",
+        f"{head}\n1,0,1,1\n1,0,1,0\n": "duplicate",
+        "device,order,interval\n1,0,1\n": "'bit' is missing",
+        f"{head},param_id\n1,0,1,1,{'f' * 16}\n": "param_id",
     }
     for text, match in cases.items():
         with pytest.raises(DataError, match=match):
             aggregate_reports_file(_reports_file(tmp_path, text), p)
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(DataError):
         aggregate_reports_file(tmp_path / "nope.csv", p)
+
+
+def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
+    """A param_id made only of digits (with leading zeros) is read as text from CSV."""
+    from dpfreq.longitudinal import aggregate_reports_file
+
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    pid = "0012345678901234"
+    monkeypatch.setattr(ProtocolParams, "param_id", property(lambda self: pid))
+    path = _reports_file(tmp_path, f"device,order,interval,bit,param_id\n007,3,1,1,{pid}\n"
+                                   f"7,3,1,0,{pid}\n")
+    rel = aggregate_reports_file(path, p)
+    assert rel.devices == 2  # "007" and "7" are two devices
 
 
 @pytest.mark.parametrize("engine", ["spark", "instance", None])
@@ -263,38 +298,41 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
         return duck
 
     monkeypatch.setattr(engines, "get_engine", fake_get_engine)
-    p = make_params(8, 2, 1.0, "rr")
-    path = _reports_file(tmp_path, "user,h,j,bit,param_id\n" + f"1,3,1,1,{p.param_id}\n")
-    rel = aggregate_reports_file(path, p, engine=arg, beta=0.1)
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    path = _reports_file(tmp_path, "device,order,interval,bit,param_id\n"
+                                   f"1,3,1,1,{p.param_id}\n")
+    rel = aggregate_reports_file(path, p, engine=arg, confidence=0.9)
     assert calls == [(arg, path)]
     assert calls[0][0] is arg
-    assert rel.n_users == 1
-    assert rel.value[7] == pytest.approx(4 / p.c_gap)
+    assert rel.devices == 1
+    assert rel.unclamped[7] == pytest.approx(4 / p.c_gap)
 
 
 def test_per_order_sparsity_params_client_server() -> None:
     """Pitfall 5: order h uses min(k, d/2^h) non-zeros; gaps per order shared and checked."""
     from dpfreq.longitudinal import distance_law
 
-    p = make_params(16, 6, 1.0, "threshold", per_order_sparsity=True)
+    p = make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold",
+                    per_order_sparsity=True)
     assert [p.changes_at_order(h) for h in range(5)] == [6, 6, 4, 2, 1]
     assert p.c_gaps == tuple(distance_law("threshold", kh, 1.0).c_gap for kh in (6, 6, 4, 2, 1))
     assert p.c_gaps[4] > p.c_gaps[0]
     assert p.certificate <= 1.0
     assert ProtocolParams.from_json(p.to_json()) == p
-    assert p.param_id != make_params(16, 6, 1.0, "threshold").param_id
+    assert p.param_id != make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold").param_id
     for h in range(5):
         c = _client_with_order(p, h)
-        assert c.randomizer.changes == p.changes_at_order(h)
+        assert c.randomizer.max_changes == p.changes_at_order(h)
         assert c.randomizer.c_gap == p.c_gaps[h]
     agg = LongitudinalAggregator(p)
-    agg.enrol([1], [4], p.param_id)
-    agg.ingest([1], [4], [1], [1], p.param_id)
-    est = agg.estimate(beta=0.05)
-    assert est.value[15] == pytest.approx(5 / p.c_gaps[4])
+    agg.enrol([1], [4], param_id=p.param_id)
+    agg.ingest([1], [4], [1], [1], param_id=p.param_id)
+    est = agg.estimate(confidence=0.95)
+    assert est.unclamped[15] == pytest.approx(5 / p.c_gaps[4])
     assert est.sd[15] == pytest.approx(np.sqrt(5 / p.c_gaps[4] ** 2))
     assert est.mechanism_params["c_gap_per_order"] == list(p.c_gaps)
     with pytest.raises(ParameterError, match="distance-based"):
-        make_params(16, 6, 1.0, "erlingsson", per_order_sparsity=True)
+        make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="erlingsson",
+                    per_order_sparsity=True)
     with pytest.raises(ParameterError, match="order_c_gaps"):
         dataclasses.replace(p, order_c_gaps=p.c_gaps[:2])

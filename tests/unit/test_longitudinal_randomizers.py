@@ -32,7 +32,7 @@ NAMES = ["rr", "futurerand", "calibrated", "threshold", "erlingsson", "auto"]
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(("length", "k"), [(8, 3), (2, 5), (1, 1), (64, 16)])
 def test_interface_gap_and_certificate(name: str, length: int, k: int) -> None:
-    r = make_randomizer(name, length, k, 1.0, rng=3)
+    r = make_randomizer(name, length=length, max_changes=k, epsilon=1.0, rng=3)
     if name == "erlingsson":
         assert r.c_gap == pytest.approx(math.tanh(0.5) / k, rel=1e-9)
         assert r.c_gap == erlingsson_c_gap(k, 1.0)
@@ -56,7 +56,7 @@ def test_interface_gap_and_certificate(name: str, length: int, k: int) -> None:
 
 
 def test_step_validation() -> None:
-    r = FutureRand(4, 2, 1.0, variant="paper", rng=1)
+    r = FutureRand(length=4, max_changes=2, epsilon=1.0, variant="paper", rng=1)
     with pytest.raises(DataError, match="next coordinate"):
         r.step(2, 0)  # out of order
     with pytest.raises(DataError, match="one of -1, 0, 1"):
@@ -65,20 +65,20 @@ def test_step_validation() -> None:
         r.step(1, True)
     r.step(1, 1)
     r.step(2, -1)
-    with pytest.raises(DataError, match="more than k"):
+    with pytest.raises(DataError, match="more than max_changes"):
         r.step(3, 1)  # a third non-zero: the client must freeze it
-    e = ErlingssonRR(4, 3, 1.0, rng=1)
+    e = ErlingssonRR(length=4, max_changes=3, epsilon=1.0, rng=1)
     e.step(1, 1)
     with pytest.raises(DataError, match="more than one non-zero"):
         e.step(2, -1)
     with pytest.raises(ParameterError):
-        FutureRand(4, 2, 1.0, variant="bns", rng=1)
+        FutureRand(length=4, max_changes=2, epsilon=1.0, variant="bns", rng=1)
     with pytest.raises(ParameterError):
-        make_randomizer("nope", 4, 2, 1.0)
+        make_randomizer("nope", length=4, max_changes=2, epsilon=1.0)
     with pytest.raises(ParameterError):
-        IndependentRR(0, 2, 1.0)
+        IndependentRR(length=0, max_changes=2, epsilon=1.0)
     with pytest.raises(ParameterError):
-        IndependentRR(4, 2, 0.0)
+        IndependentRR(length=4, max_changes=2, epsilon=0.0)
 
 
 @pytest.mark.parametrize("variant", ["paper", "calibrated", "threshold"])
@@ -86,7 +86,7 @@ def test_online_map_uses_precomputed_vector(variant: str) -> None:
     """§5.3: the c-th non-zero input x gets v[c]·x; zeros never touch v (Property III)."""
     k = 4
     for seed in range(5):
-        r = FutureRand(10, k, 1.0, variant=variant, rng=seed)
+        r = FutureRand(length=10, max_changes=k, epsilon=1.0, variant=variant, rng=seed)
         v = list(r.v)
         assert len(v) == k
         assert set(v) <= {-1, 1}
@@ -99,10 +99,11 @@ def test_online_map_uses_precomputed_vector(variant: str) -> None:
 
 def test_restore_does_not_redraw() -> None:
     for name in ["threshold", "rr", "erlingsson"]:
-        r = make_randomizer(name, 8, 3, 1.0, rng=4)
+        r = make_randomizer(name, length=8, max_changes=3, epsilon=1.0, rng=4)
         r.step(1, 1)
         s = r.state()
-        r2 = restore_randomizer(r.name, 8, 3, 1.0, s, rng=9)
+        r2 = restore_randomizer(r.name, length=8, max_changes=3, epsilon=1.0, state=s,
+                                rng=9)
         assert r2.state() == s
         assert r2.c_gap == r.c_gap
         assert r2.step(2, 0) in (-1, 1)
@@ -124,7 +125,7 @@ def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.Monk
         "dpfreq.longitudinal.randomizers.distance_law", lambda mode, kk, e: too_loose
     )
     with pytest.raises(ParameterError, match="exceeds epsilon"):
-        FutureRand(8, k, eps, variant="paper", rng=1)
+        FutureRand(length=8, max_changes=k, epsilon=eps, variant="paper", rng=1)
     # a law without a positive gap is refused too
     with pytest.raises(ParameterError, match="c_gap"):
         laws._build("flat", 3, 1.0, np.zeros(4), {}, "test")
@@ -165,7 +166,7 @@ def test_auto_picks_largest_gap(k: int) -> None:
                                                         "threshold")}
     assert auto.c_gap == max(gaps.values())
     assert auto.c_gap >= erlingsson_c_gap(k, 1.0)
-    r = make_randomizer("auto", 32, k, 1.0, rng=0)
+    r = make_randomizer("auto", length=32, max_changes=k, epsilon=1.0, rng=0)
     assert r.name == auto.name
 
 

@@ -1,4 +1,4 @@
-"""release_profile (issue 3 item 5): sources, clamping, exact paths, bad input, noise law."""
+"""release_profile: sources, grammar, clamping, exact paths, bad input, budget, noise law."""
 
 from __future__ import annotations
 
@@ -14,15 +14,11 @@ import pytest
 import scipy.stats
 
 import dpfreq.profile
+from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines import get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
-from dpfreq.profile import (
-    ProfileRelease,
-    default_bound_parameter,
-    reconstruct_profile,
-    release_profile,
-)
+from dpfreq.profile import ProfileRelease, release_profile
 from dpfreq.profile.api import noisy_profile_counts_from_classes
 
 # per-item counts of 7 items (keys 10..16) in a domain of 12; cap n = 4 clamps the two 9s
@@ -30,7 +26,8 @@ COUNTS = np.array([3, 1, 0, 2, 9, 9, 1])
 KEYS = np.arange(10, 17)
 D, N = 12, 4
 TRUE_PROFILE = np.array([6, 2, 1, 1, 2]) / D  # 5 implied zeros + the 0 entry; 9 -> 4
-HUGE_EPS = 60.0  # Pr[any noise != 0] <= d * 2e^-60: the exact path (STYLE rule 18)
+HUGE_EPS = 60.0  # Pr[any noise != 0] <= d * 2e^-30: the exact path (STYLE rule 18)
+KW: dict[str, Any] = {"domain_size": D, "max_count": N, "epsilon": 1.0, "unit": "item"}
 
 
 def _events() -> np.ndarray:
@@ -88,8 +85,8 @@ def test_package_exports() -> None:
     ns: dict[str, Any] = {}
     exec("from dpfreq.profile import *", ns)
     assert set(names) <= set(ns)
-    for required in ("ProfileRelease", "ProfileSketch", "release_profile", "naive_profile",
-                     "lp_profile", "unfold_clipped", "noisy_profile_counts"):
+    for required in ("ProfileRelease", "ProfileSketch", "release_profile", "plan_profile",
+                     "ProfilePlan"):
         assert required in names
 
 
@@ -97,24 +94,58 @@ def test_docstring_states_privacy() -> None:
     doc = release_profile.__doc__ or ""
     assert "**Privacy.**" in doc
     assert "ε-DP" in doc
-    assert "per *event*" in doc
+    assert "sensitivity 2" in doc
     assert "clamped" in doc
+
+
+# ---------------------------------------------------------------------------------- grammar
+
+
+def test_unit_is_required_and_checked() -> None:
+    with pytest.raises(TypeError, match="unit"):
+        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0)  # type: ignore[call-arg]
+    with pytest.raises(ParameterError, match=r"unit of release_profile .*no default"):
+        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, unit=None)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="unit of release_profile"):
+        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, unit="device")
+
+
+@pytest.mark.parametrize("method", ["fft", "mle"])
+def test_sketch_methods_refuse_item_unit(method: str) -> None:
+    with pytest.raises(ParameterError, match=r"unit of release_profile .*sketch") as info:
+        release_profile(COUNTS, **KW, method=method)
+    assert "\n" not in str(info.value)
+
+
+def test_auto_chooses_direct_and_says_why(seed: int) -> None:
+    for unit in ("item", "event"):
+        rel = release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, unit=unit,
+                              rng=seed)
+        assert rel.method == "direct"
+        assert rel.unit == unit
+        assert rel.mechanism == "direct-count-of-counts"
+        assert "one-shot" in rel.mechanism_params["why"]
+    rel = release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, unit="event",
+                          method="fft", rng=seed)
+    assert rel.mechanism_params["why"] == "method='fft' was asked for"
+    assert rel.unit == "event"
 
 
 # ---------------------------------------------------------------------------------- sources
 
 
-def test_every_source_gives_the_same_release(tmp_path: Path, seed: int) -> None:
-    releases = {name: release_profile(src, domain_size=D, max_count=N, epsilon=0.7, rng=seed,
-                                      **kw)
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_every_source_gives_the_same_release(tmp_path: Path, seed: int, method: str) -> None:
+    releases = {name: release_profile(src, domain_size=D, max_count=N, epsilon=0.7,
+                                      unit="event", method=method, rng=seed, **kw)
                 for name, (src, kw) in _sources(tmp_path).items()}
     ref = releases["numpy"]
     assert isinstance(ref, ProfileRelease)
     for name, rel in releases.items():
         np.testing.assert_array_equal(rel.value, ref.value, err_msg=name)
         np.testing.assert_array_equal(rel.noisy_profile, ref.noisy_profile, err_msg=name)
+        np.testing.assert_array_equal(rel.error.lower, ref.error.lower, err_msg=name)
         assert rel.seeded
-        assert rel.B == ref.B
         assert rel.epsilon == 0.7
     assert releases["parquet"].mechanism_params["engine"] == "duckdb"
     assert releases["mapping"].mechanism_params["engine"] == "memory"
@@ -123,33 +154,33 @@ def test_every_source_gives_the_same_release(tmp_path: Path, seed: int) -> None:
 
 def test_explicit_engine(tmp_path: Path, seed: int) -> None:
     p = str(_parquet(tmp_path))
-    a = release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0, rng=seed,
-                        engine="duckdb")
-    b = release_profile({"item": _events()}, item="item", domain_size=D, max_count=N,
-                        epsilon=1.0, rng=seed, engine="memory")
+    a = release_profile(p, item="item", **KW, rng=seed, engine="duckdb")
+    b = release_profile({"item": _events()}, item="item", **KW, rng=seed, engine="memory")
     np.testing.assert_array_equal(a.value, b.value)
-    c = release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0, rng=seed,
+    c = release_profile(p, item="item", **KW, rng=seed,
                         engine=get_engine("duckdb", connection=duckdb.connect()))
     np.testing.assert_array_equal(a.value, c.value)
     assert c.mechanism_params["engine"] == "duckdb"
     with pytest.raises(ParameterError, match="engine of get_engine"):
-        release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0,
-                        engine=3)  # type: ignore[arg-type]
+        release_profile(p, item="item", **KW, engine=3)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="engine of get_engine"):
-        release_profile(p, item="item", domain_size=D, max_count=N, epsilon=1.0, engine="nope")
+        release_profile(p, item="item", **KW, engine="nope")
 
 
 @pytest.mark.parametrize("name", ["numpy", "mapping", "csv", "parquet", "duckdb-relation", "sql"])
-def test_exact_path_every_source(tmp_path: Path, seed: int, name: str) -> None:
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_exact_path_every_source(tmp_path: Path, seed: int, name: str, method: str) -> None:
     src, kw = _sources(tmp_path)[name]
-    rel = release_profile(src, domain_size=D, max_count=N, epsilon=HUGE_EPS, rng=seed, **kw)
+    rel = release_profile(src, domain_size=D, max_count=N, epsilon=HUGE_EPS, unit="event",
+                          method=method, rng=seed, **kw)
     np.testing.assert_allclose(rel.value, TRUE_PROFILE, rtol=0, atol=1e-12)
-    assert rel.B == 0
+    assert np.all(rel.error.lower <= TRUE_PROFILE + 1e-12)
+    assert np.all(rel.error.upper >= TRUE_PROFILE - 1e-12)
 
 
 def test_same_seed_same_release_other_seed_other_noise(seed: int) -> None:
     counts = np.random.Generator(np.random.PCG64(seed)).integers(0, 30, size=5000)
-    kw: dict[str, Any] = {"domain_size": 8000, "max_count": 20, "epsilon": 0.5}
+    kw: dict[str, Any] = {"domain_size": 8000, "max_count": 20, "epsilon": 0.5, "unit": "item"}
     a = release_profile(counts, rng=seed, **kw)
     b = release_profile(counts, rng=seed, **kw)
     c = release_profile(counts, rng=seed + 1, **kw)
@@ -159,44 +190,68 @@ def test_same_seed_same_release_other_seed_other_noise(seed: int) -> None:
 
 def test_order_of_items_does_not_matter(seed: int) -> None:
     counts = np.random.Generator(np.random.PCG64(seed)).integers(0, 9, size=300)
-    kw: dict[str, Any] = {"domain_size": 400, "max_count": 6, "epsilon": 1.0, "rng": seed}
-    a = release_profile(counts, **kw)
-    b = release_profile(counts[::-1].copy(), **kw)
-    np.testing.assert_array_equal(a.value, b.value)
+    kw: dict[str, Any] = {"domain_size": 400, "max_count": 6, "epsilon": 1.0, "rng": seed,
+                          "unit": "event"}
+    for method in ("direct", "fft"):
+        a = release_profile(counts, method=method, **kw)
+        b = release_profile(counts[::-1].copy(), method=method, **kw)
+        np.testing.assert_array_equal(a.value, b.value)
 
 
 def test_secure_default_is_not_seeded() -> None:
-    rel = release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0)
+    rel = release_profile(COUNTS, **KW)
     assert rel.seeded is False
     assert rel.value.shape == (N + 1,)
-    assert math.isclose(float(rel.value.sum()), 1.0, rel_tol=1e-12)
+    np.testing.assert_allclose(float(rel.value.sum()), 1.0, rtol=1e-12)
+    # the direct estimate is a vector of whole items
+    np.testing.assert_array_equal(rel.value * D, np.round(rel.value * D))
 
 
-def test_release_fields(seed: int) -> None:
-    rel = release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, eta=0.1, norm=2,
-                          method="mle", rng=seed)
-    assert rel.domain_size == D
-    assert rel.max_count == N
-    assert rel.norm == "2"
-    assert rel.eta == 0.1
-    assert rel.method == "mle"
+def test_release_fields_and_surface(seed: int) -> None:
+    rel = release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, unit="event",
+                          confidence=0.9, norm=2, method="mle", rng=seed)
+    assert (rel.domain_size, rel.max_count, rel.norm, rel.method) == (D, N, "2", "mle")
     assert rel.delta == 0.0
-    assert default_bound_parameter(D, N, 1.0, 0.1) == rel.B
+    assert rel.error.kind == "interval"
+    assert rel.error.confidence == 0.9
+    assert rel.l1_confidence == 0.9
+    assert rel.l1_bound is not None
+    assert 0 < rel.l1_bound <= 2
     params = rel.mechanism_params
     assert "clamp" in params["clamping"]
     assert params["gamma"] == str(discrete_laplace_gamma(1.0))
     assert not any("distinct" in k for k in params)  # data-dependent: never recorded
-    assert rel.error.confidence is not None
-    assert 0 < rel.error.confidence <= 1
+    table = rel.table()
+    assert list(table) == ["t", "estimate", "lower", "upper", "band_lower", "band_upper",
+                           "items"]
+    assert np.all(table["lower"] <= table["estimate"] + 1e-15)
+    assert np.all(table["estimate"] <= table["upper"] + 1e-15)
+    assert np.all(table["band_lower"] <= table["estimate"] + 1e-15)
     rel.to_json()
+    frame = rel.to_pandas()
+    assert frame.attrs["unit"] == "event"
+    direct = release_profile(COUNTS, **KW, rng=seed)
+    assert direct.mechanism_params["gamma"] == str(discrete_laplace_gamma(1.0, sensitivity=2))
+    assert direct.mechanism_params["sensitivity"] == 2
+    assert direct.B == 0
+
+
+def test_plot_linear_and_log(seed: int) -> None:
+    rel = release_profile(COUNTS, **KW, rng=seed)
+    ax = rel.plot(log=True, truth=TRUE_PROFILE)
+    assert ax.get_yscale() == "log"
+    ax2 = rel.plot()
+    assert ax2.get_yscale() == "linear"
 
 
 # ---------------------------------------------------------------------------------- clamping
 
 
-def test_clamping_equals_pre_clamped_input(seed: int) -> None:
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_clamping_equals_pre_clamped_input(seed: int, method: str) -> None:
     counts = np.random.Generator(np.random.PCG64(seed)).integers(0, 50, size=1000)
-    kw: dict[str, Any] = {"domain_size": 1500, "max_count": 10, "epsilon": 0.8, "rng": seed}
+    kw: dict[str, Any] = {"domain_size": 1500, "max_count": 10, "epsilon": 0.8, "rng": seed,
+                          "unit": "event", "method": method}
     a = release_profile(counts, **kw)
     b = release_profile(np.minimum(counts, 10), **kw)
     np.testing.assert_array_equal(a.value, b.value)
@@ -205,58 +260,74 @@ def test_clamping_equals_pre_clamped_input(seed: int) -> None:
 
 def test_clamping_exact(seed: int) -> None:
     rel = release_profile([100, 5, 4, 0], domain_size=4, max_count=4, epsilon=HUGE_EPS,
-                          rng=seed)
+                          unit="item", rng=seed)
     np.testing.assert_allclose(rel.value, [0.25, 0, 0, 0, 0.75], atol=1e-12)
 
 
 def test_max_count_zero(seed: int) -> None:
-    rel = release_profile([3, 0], domain_size=5, max_count=0, epsilon=HUGE_EPS, rng=seed)
-    np.testing.assert_allclose(rel.value, [1.0])
-
-
-def test_distribution_matches_reconstruct_profile_on_exact_path(seed: int) -> None:
-    """At ε → ∞ both routes see the exact clamped histogram (same B, same counts)."""
-    counts = np.random.Generator(np.random.PCG64(seed)).integers(0, 12, size=200)
-    a = release_profile(counts, domain_size=200, max_count=8, epsilon=HUGE_EPS, rng=seed)
-    b = reconstruct_profile(np.minimum(counts, 8), max_count=8, epsilon=HUGE_EPS)
-    np.testing.assert_array_equal(a.noisy_profile, b.noisy_profile)
-    np.testing.assert_allclose(a.value, b.value, atol=1e-12)
+    for method in ("direct", "fft"):
+        rel = release_profile([3, 0], domain_size=5, max_count=0, epsilon=1.0, unit="event",
+                              method=method, rng=seed)
+        np.testing.assert_allclose(rel.value, [1.0])
 
 
 # ---------------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), "1", None, True])
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), 1e300, 1e-9, "1", None,
+                                 True])
 def test_bad_epsilon(eps: Any) -> None:
     with pytest.raises(ParameterError, match="epsilon of release_profile"):
-        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=eps)
+        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=eps, unit="item")
 
 
-@pytest.mark.parametrize("eta", [0, 1, -0.1, 1.5, float("nan"), "0.1"])
-def test_bad_eta(eta: Any) -> None:
-    with pytest.raises(ParameterError, match="eta of release_profile"):
-        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, eta=eta)
+@pytest.mark.parametrize("confidence", [0, 1, -0.1, 1.5, float("nan"), "0.1"])
+def test_bad_confidence(confidence: Any) -> None:
+    with pytest.raises(ParameterError, match="confidence of release_profile"):
+        release_profile(COUNTS, **KW, confidence=confidence)
 
 
 @pytest.mark.parametrize("norm", [3, 0, "l2", None, True, -math.inf])
 def test_bad_norm(norm: Any) -> None:
     with pytest.raises(ParameterError, match="norm of release_profile"):
-        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, norm=norm)
+        release_profile(COUNTS, **KW, norm=norm)
 
 
 @pytest.mark.parametrize("method", ["lp", "FFT", None])
 def test_bad_method(method: Any) -> None:
     with pytest.raises(ParameterError, match="method of release_profile"):
-        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, method=method)
+        release_profile(COUNTS, **KW, method=method)
 
 
 @pytest.mark.parametrize(("param", "value"), [("domain_size", 0), ("domain_size", 2.0),
+                                              ("domain_size", 2**62), ("domain_size", 2**63),
                                               ("max_count", -1), ("max_count", None)])
 def test_bad_domain_or_cap(param: str, value: Any) -> None:
-    kw: dict[str, Any] = {"domain_size": D, "max_count": N, "epsilon": 1.0}
+    kw = dict(KW)
     kw[param] = value
     with pytest.raises(ParameterError, match=f"{param} of release_profile"):
         release_profile(COUNTS, **kw)
+
+
+def test_huge_domain_refused_not_silent() -> None:
+    """A domain whose class sizes cannot be exact in int64 is refused, never noise-free."""
+    with pytest.raises(ParameterError, match=r"domain_size of release_profile .*<= "
+                       + str(2**62 - 1)):
+        release_profile(np.full(1000, 5), domain_size=2**63, max_count=5, epsilon=1,
+                        unit="event")
+    rel = release_profile(np.full(1000, 5), domain_size=2**62 - 1, max_count=5, epsilon=1,
+                          unit="event", rng=1)
+    assert round(float(rel.value.sum())) == 1
+
+
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_max_count_too_large_for_memory(method: str) -> None:
+    acct = Accountant(PrivacyBudget(5.0))
+    with pytest.raises(ParameterError, match=r"max_count of release_profile .* GiB") as info:
+        release_profile(COUNTS, domain_size=D, max_count=10**12, epsilon=1.0, unit="event",
+                        method=method, accountant=acct)
+    assert "\n" not in str(info.value)
+    assert acct.spent == (0.0, 0.0)
 
 
 @pytest.mark.parametrize(("counts", "shown"), [([1, -2, 3], "-2"), ([1, 2.5], "2.5"),
@@ -265,70 +336,92 @@ def test_bad_domain_or_cap(param: str, value: Any) -> None:
                                                (np.array(["a", "b"]), "dtype")])
 def test_bad_counts(counts: Any, shown: str) -> None:
     with pytest.raises(DataError, match="source of release_profile") as info:
-        release_profile(counts, domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(counts, **KW)
     assert shown in str(info.value)
 
 
 def test_count_vector_longer_than_domain() -> None:
-    with pytest.raises(DataError, match="at most domain_size = 5") as info:
-        release_profile(np.ones(6, dtype=int), domain_size=5, max_count=N, epsilon=1.0)
-    assert "6 entries" in str(info.value)
+    with pytest.raises(DataError, match="at most domain_size = 5"):
+        release_profile(np.ones(6, dtype=int), domain_size=5, max_count=N, epsilon=1.0,
+                        unit="item")
 
 
-def test_more_distinct_items_than_domain(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="6 distinct items") as info:
-        release_profile(str(_parquet(tmp_path)), item="item", domain_size=5, max_count=N,
-                        epsilon=1.0)
-    assert "domain_size = 5" in str(info.value)
-    with pytest.raises(DataError, match="6 distinct items"):
-        release_profile({"item": _events()}, item="item", domain_size=5, max_count=N,
-                        epsilon=1.0)
+def test_more_distinct_items_than_domain_without_the_number(tmp_path: Path) -> None:
+    for src in (str(_parquet(tmp_path)), {"item": _events()}):
+        with pytest.raises(DataError, match="more distinct items") as info:
+            release_profile(src, item="item", domain_size=5, max_count=N, epsilon=1.0,
+                            unit="item")
+        assert "7" not in str(info.value)  # the private number of distinct items
 
 
 def test_unknown_column(tmp_path: Path) -> None:
     for src in (str(_csv(tmp_path)), str(_parquet(tmp_path)), {"item": _events()}):
         with pytest.raises(DataError, match="'nope'"):
-            release_profile(src, item="nope", domain_size=D, max_count=N, epsilon=1.0)
+            release_profile(src, item="nope", **KW)
 
 
 def test_empty_and_missing_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     with pytest.raises(DataError, match="empty"):
-        release_profile(str(empty), item="item", domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(str(empty), item="item", **KW)
     with pytest.raises(DataError, match="does not exist"):
-        release_profile(str(tmp_path / "missing.parquet"), item="item", domain_size=D,
-                        max_count=N, epsilon=1.0)
+        release_profile(str(tmp_path / "missing.parquet"), item="item", **KW)
 
 
 def test_header_only_file_is_all_zero_data(tmp_path: Path, seed: int) -> None:
     p = tmp_path / "header.csv"
     p.write_text("item\n")
     rel = release_profile(str(p), item="item", domain_size=D, max_count=N, epsilon=HUGE_EPS,
-                          rng=seed)
+                          unit="item", rng=seed)
     np.testing.assert_allclose(rel.value, [1.0, 0, 0, 0, 0], atol=1e-12)
 
 
 def test_item_argument_rules(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match="item of release_profile must be None"):
-        release_profile(COUNTS, item="item", domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(COUNTS, item="item", **KW)
     with pytest.raises(ParameterError, match="engine of release_profile must be None"):
-        release_profile(COUNTS, engine="duckdb", domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(COUNTS, engine="duckdb", **KW)
     with pytest.raises(ParameterError, match="item of release_profile must be the name"):
-        release_profile(str(_csv(tmp_path)), domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(str(_csv(tmp_path)), **KW)
     with pytest.raises(ParameterError, match="item of release_profile"):
-        release_profile({"item": _events()}, item=3, domain_size=D, max_count=N,  # type: ignore[arg-type]
-                        epsilon=1.0)
+        release_profile({"item": _events()}, item=3, **KW)  # type: ignore[arg-type]
 
 
 def test_bad_rng() -> None:
     with pytest.raises(ParameterError, match="rng of release_profile"):
-        release_profile(COUNTS, domain_size=D, max_count=N, epsilon=1.0, rng=-1)
+        release_profile(COUNTS, **KW, rng=-1)
 
 
 def test_unsupported_source() -> None:
     with pytest.raises(ParameterError, match="source of get_engine"):
-        release_profile(object(), item="x", domain_size=D, max_count=N, epsilon=1.0)
+        release_profile(object(), item="x", **KW)
+
+
+# ---------------------------------------------------------------------------------- budget
+
+
+def test_accountant_charged_only_for_releases_that_happen(tmp_path: Path, seed: int) -> None:
+    acct = Accountant(PrivacyBudget(1.0))
+    bad_calls: list[dict[str, Any]] = [
+        {"epsilon": 1e300}, {"epsilon": 0.5, "confidence": 2.0}, {"epsilon": 0.5, "unit": None},
+        {"epsilon": 0.5, "method": "fft", "unit": "item"}, {"epsilon": 0.5, "domain_size": 3},
+    ]
+    for extra in bad_calls:
+        kw = {**KW, **extra}
+        with pytest.raises((ParameterError, DataError)):
+            release_profile(COUNTS, accountant=acct, rng=seed, **kw)
+    with pytest.raises(DataError):
+        release_profile(str(tmp_path / "missing.csv"), item="item", **{**KW, "epsilon": 0.5},
+                        accountant=acct)
+    assert acct.spent == (0.0, 0.0)
+    release_profile(COUNTS, **{**KW, "epsilon": 0.75}, accountant=acct, rng=seed)
+    assert acct.spent == (0.75, 0.0)
+    with pytest.raises(BudgetExceededError):
+        release_profile(COUNTS, **{**KW, "epsilon": 0.5}, accountant=acct, rng=seed)
+    assert acct.spent == (0.75, 0.0)
+    with pytest.raises(ParameterError, match="accountant of release_profile"):
+        release_profile(COUNTS, **KW, accountant="ledger")
 
 
 # ---------------------------------------------------------------------------------- noise law

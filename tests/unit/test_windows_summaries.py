@@ -114,50 +114,27 @@ def test_spark_partition_reducer_equals_whole_log_reduction(rng):
 
 def _release(item, times, **over):
     kw = {"horizon": 12, "epsilon": 1.0, "k_values": [1, 2], "windows": ["cumulative", 4, "all"],
-          "rng": 7}
+          "rng": 7, "unit": "event"}
     kw.update(over)
     return release_window_counts((item, times), **kw)
 
 
-def test_save_format_2_holds_summaries_not_the_log(tmp_path, rng):
+def test_saved_file_holds_summaries_not_the_log(tmp_path, rng):
+    from dpfreq.artifacts import read_artifact
+
     item, times = rng.integers(0, 40, 300), rng.integers(1, 13, 300)
     rel = _release(item, times)
-    path = rel.save(tmp_path / "r.npz")
-    with np.load(path) as data:
-        assert "item" not in data.files
-        assert "time" not in data.files
-        meta = json.loads(bytes(data["meta"]).decode())
-    assert meta["format"] == 2
-    assert meta["build"]["noise_scheme"] == rel.mechanism_params["noise_scheme"]
+    path = rel.save(tmp_path / "r.dpfreq")
+    version, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
+    assert version == 1
+    assert set(arrays) == {"summary_slots", "summary_keys", "summary_weights"}
+    assert set(meta) == {"build", "key", "summaries"}
     loaded = WindowCountsRelease.load(path)
     t1, t2 = np.triu_indices(12)
     for k in (1, 2):
         assert np.array_equal(loaded.window(t1 + 1, t2 + 1, k).estimate,
                               rel.window(t1 + 1, t2 + 1, k).estimate)
     assert loaded.to_dict() == rel.to_dict()
-
-
-def test_legacy_file_with_the_log_loads_identically(tmp_path, rng):
-    """A file as written before format 2 (no "format"; dense item codes and periods): it is
-    reduced to summaries on load and answers exactly as the release it came from."""
-    item, times = rng.integers(0, 40, 300), rng.integers(1, 13, 300)
-    rel = _release(item, times, level="item")
-    dense, periods = sorted_log(item, times, 12)
-    st = rel._state
-    meta = {"public": rel.to_dict(), "build": st.build_args, "key": st.key.hex()}
-    path = tmp_path / "old.npz"
-    with path.open("wb") as fh:
-        np.savez_compressed(fh, item=dense, time=periods,
-                            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
-    loaded = WindowCountsRelease.load(path)
-    for name in ("slots", "keys", "weights"):
-        assert np.array_equal(getattr(loaded._state.summaries, name),
-                              getattr(st.summaries, name))
-    t1, t2 = np.triu_indices(12)
-    for k in (1, 2):
-        assert np.array_equal(loaded.window(t1 + 1, t2 + 1, k).estimate,
-                              rel.window(t1 + 1, t2 + 1, k).estimate)
-    assert loaded.fixed_curve(2).estimate.tolist() == rel.fixed_curve(2).estimate.tolist()
 
 
 def test_reduce_events_drop_and_error_counts():

@@ -5,6 +5,7 @@ Mirrors :func:`dpfreq.windows.release_window_counts`; formatting only.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,6 +19,8 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
+from dpfreq._validate import message
+from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 
 __all__ = ["command"]
@@ -35,6 +38,11 @@ def _period_labels(rel: WindowCountsRelease) -> list[str]:
             for t in ts]
 
 
+def _predicted(rec: dict[str, Any]) -> float:
+    """Predicted RMSE of the chosen structure (the smallest of the candidates)."""
+    return float(min(rec["predicted_rmse"].values()))
+
+
 def _table(rel: WindowCountsRelease) -> str:
     cols: list[tuple[str, list[str]]] = [("t", [str(t) for t in range(1, rel.horizon + 1)]),
                                          ("period", _period_labels(rel))]
@@ -43,11 +51,11 @@ def _table(rel: WindowCountsRelease) -> str:
         if "cumulative" in rel.windows:
             a = rel.cumulative_curve(k)
             cols.append((f"cum {k}+", [f"{e:.0f} ±{h - e:.0f}" for e, h in
-                                       zip(a.estimate, a.ci_high, strict=True)]))
+                                       zip(a.estimate, a.upper, strict=True)]))
         for w in widths:
             a = rel.fixed_curve(k, width=w)
             cols.append((f"last{w} {k}+", [f"{e:.0f} ±{h - e:.0f}" for e, h in
-                                           zip(a.estimate, a.ci_high, strict=True)]))
+                                           zip(a.estimate, a.upper, strict=True)]))
     size = [max(len(name), *(len(v) for v in vals)) for name, vals in cols]
     lines = ["  ".join(name.rjust(s) for (name, _), s in zip(cols, size, strict=True))]
     for i in range(rel.horizon):
@@ -74,8 +82,10 @@ def _table(rel: WindowCountsRelease) -> str:
               help="Also release rolling windows of this many periods.")
 @click.option("--all-windows", is_flag=True, default=False,
               help="Also release every window [t1, t2] (answerable later from --save).")
-@click.option("--level", type=click.Choice(["event", "item"]), default="event",
-              show_default=True, help="Unit of privacy.")
+@click.option("--unit", type=click.Choice(["event", "item"]), required=True,
+              help="Unit of privacy: one event, or one item with all its events (no default).")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the printed intervals.")
 @click.option("--singleton", is_flag=True, default=False,
               help="Declare at most one event per period (enables time compression at item "
                    "level; checked against the data).")
@@ -88,15 +98,19 @@ def _table(rel: WindowCountsRelease) -> str:
 @seed_option
 def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
-            window: int | None, all_windows: bool, level: str, singleton: bool,
+            window: int | None, all_windows: bool, unit: str, confidence: float,
+            singleton: bool,
             out_of_range: str,
             save_path: str | None, engine: Any, json_out: str | None,
             plot_out: str | None, seed: int | None) -> None:
     """Private cumulative reach and rolling-window k+ reach of an event log FILE.
 
-    Prints one row per period with the estimate and its 95% per-query interval half-width.
+    Prints one row per period with the estimate and its per-answer interval half-width.
     """
     warn_if_seeded(seed)
+    if save_path is not None and not Path(save_path).resolve().parent.is_dir():
+        raise ParameterError(message("--save", "dpfreq reach", "a file in an existing "
+                                     "directory (checked before anything is spent)", save_path))
     ks = parse_int_list(k_text, "--k")
     windows: list[Any] = ["cumulative"]
     if window is not None:
@@ -105,18 +119,20 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
         windows.append("all")
     kwargs: dict[str, Any] = {"item": item, "time": time_col, "horizon": horizon, "start": start,
                                   "end": end, "period": period, "epsilon": epsilon, "delta": delta,
-                                  "k_values": ks, "level": level, "windows": windows,
+                                  "k_values": ks, "unit": unit, "windows": windows,
+                                  "confidence": confidence,
                                   "out_of_range": out_of_range, "rng": seed, "singleton": singleton}
     rel = release_window_counts(file, engine=engine, **kwargs)
-    click.echo(f"# dpfreq reach: {level}-level, epsilon={epsilon:g}, delta={delta:g}, "
-               f"T={rel.horizon} periods; ± = 95% per-query interval half-width")
-    for name, rec in rel.mechanism_params["strategies"].items():
-        click.echo(f"# {name}: strategy {rec['strategy']} "
-                   f"(predicted RMSE {rec['predicted_rmse'][rec['strategy']]:.1f})")
-    if json_out != "-":
+    if json_out != "-":  # with --json - the output is the JSON alone
+        click.echo(f"# dpfreq reach: unit={unit}, epsilon={epsilon:g}, delta={delta:g}, "
+                   f"mechanism={rel.mechanism}, T={rel.horizon} periods; "
+                   f"± = {confidence:.0%} per-answer interval half-width")
+        for name, rec in rel.mechanism_params["strategies"].items():
+            click.echo(f"# {name}: strategy {rec['strategy']}, {rec['noise']} noise "
+                       f"(predicted RMSE {_predicted(rec):.1f})")
         click.echo(_table(rel))
     emit_release(rel, json_out, plot_out)
     if save_path is not None:
         rel.save(save_path)
-        click.echo(f"wrote {save_path} (SECRET: contains the noise key and the raw log)",
-                   err=True)
+        click.echo(f"wrote {save_path} (SECRET: contains the noise key and exact summaries of "
+                   "the log)", err=True)
