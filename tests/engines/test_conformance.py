@@ -61,8 +61,10 @@ def _py_keys(col: np.ndarray) -> list[Any]:
     return [int(x) for x in col] if col.dtype.kind in "iu" else [str(x) for x in col]
 
 
-def oracle_item_counts(case: dict[str, np.ndarray]) -> tuple[list[Any], list[int]]:
-    c = Counter(_py_keys(case["item"]))
+def oracle_item_counts(case: dict[str, np.ndarray],
+                       text: bool = False) -> tuple[list[Any], list[int]]:
+    """Per-item counts; ``text``: the keys as text (an item column read from CSV)."""
+    c = Counter(str(k) if text else k for k in _py_keys(case["item"]))
     keys = sorted(c)
     return keys, [c[k] for k in keys]
 
@@ -74,8 +76,9 @@ def oracle_count_of_counts(case: dict[str, np.ndarray], m: int | None) -> tuple[
     return vals, [c[v] for v in vals]
 
 
-def oracle_occurrences(case: dict[str, np.ndarray], k: int | None) -> tuple[list, list, int]:
-    keys = _py_keys(case["item"])
+def oracle_occurrences(case: dict[str, np.ndarray], k: int | None,
+                       text: bool = False) -> tuple[list, list, int]:
+    keys = [str(x) if text else x for x in _py_keys(case["item"])]
     times = _py_times(case["time"])
     code = {key: i for i, key in enumerate(sorted(set(keys)))}
     pairs = sorted((code[a], t) for a, t in zip(keys, times, strict=True))
@@ -148,6 +151,52 @@ def make_memory(case, tmp_path, spark):  # type: ignore[no-untyped-def]
     return get_engine("memory"), dict(case)
 
 
+def make_memory_csv(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("memory"), write_csv(case, tmp_path / "events.csv")
+
+
+def make_memory_parquet(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("memory"), str(write_parquet(case, tmp_path / "events.parquet"))
+
+
+def _pandas(case: dict[str, np.ndarray]) -> Any:
+    pd = pytest.importorskip("pandas")
+    return pd.DataFrame({k: (v.tolist() if v.dtype.kind == "U" else v) for k, v in case.items()})
+
+
+def _polars(case: dict[str, np.ndarray]) -> Any:
+    pl = pytest.importorskip("polars")
+    return pl.DataFrame({k: (v.tolist() if v.dtype.kind == "U" else v) for k, v in case.items()})
+
+
+def make_memory_pandas(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("memory"), _pandas(case)
+
+
+def make_duckdb_pandas(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine(None, _pandas(case)), _pandas(case)
+
+
+def make_duckdb_polars(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine(None, _polars(case)), _polars(case)
+
+
+def make_duckdb_arrow(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine(None, _arrow_table(case)), _arrow_table(case)
+
+
+def make_memory_polars(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("memory"), _polars(case)
+
+
+def make_spark_pandas(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("spark", spark=spark), _pandas(case)
+
+
+def make_spark_arrow(case, tmp_path, spark):  # type: ignore[no-untyped-def]
+    return get_engine("spark", spark=spark), _arrow_table(case)
+
+
 def make_duckdb_csv(case, tmp_path, spark):  # type: ignore[no-untyped-def]
     return get_engine("duckdb"), write_csv(case, tmp_path / "events.csv")
 
@@ -210,6 +259,13 @@ _SPARK = ([None, 2], [None, 2])
 _SPARK_PATH: tuple[list[int | None], list[int | None]] = ([3], [2])
 BACKENDS = [
     pytest.param(make_memory, _ALL, id="memory"),
+    pytest.param(make_memory_csv, _ALL, id="memory-csv"),
+    pytest.param(make_memory_parquet, _ALL, id="memory-parquet"),
+    pytest.param(make_memory_pandas, _ALL, id="memory-pandas"),
+    pytest.param(make_memory_polars, _ALL, id="memory-polars"),
+    pytest.param(make_duckdb_pandas, _ALL, id="duckdb-pandas"),
+    pytest.param(make_duckdb_polars, _ALL, id="duckdb-polars"),
+    pytest.param(make_duckdb_arrow, _ALL, id="duckdb-arrow"),
     pytest.param(make_duckdb_csv, _ALL, id="duckdb-csv"),
     pytest.param(make_duckdb_parquet, _ALL, id="duckdb-parquet"),
     pytest.param(make_duckdb_parquet_dir, _ALL, id="duckdb-parquet-dir"),
@@ -221,7 +277,11 @@ BACKENDS = [
     pytest.param(make_spark_csv, _SPARK_PATH, id="spark-csv", marks=pytest.mark.spark),
     pytest.param(make_spark_sql, _SPARK_PATH, id="spark-sql", marks=pytest.mark.spark),
     pytest.param(make_spark_table, _SPARK_PATH, id="spark-table", marks=pytest.mark.spark),
+    pytest.param(make_spark_pandas, _SPARK_PATH, id="spark-pandas", marks=pytest.mark.spark),
+    pytest.param(make_spark_arrow, _SPARK_PATH, id="spark-arrow", marks=pytest.mark.spark),
 ]
+#: sources whose item column is read from CSV: always text (identifiers keep leading zeros)
+CSV_MAKERS = {make_memory_csv, make_duckdb_csv, make_spark_csv}
 
 
 @pytest.fixture
@@ -251,12 +311,14 @@ def test_aggregates(maker: Maker, params: tuple[list[Any], list[Any]], case_name
     engine, source = maker(case, tmp_path, spark_or_none)
 
     got = engine.item_counts(source, item="item")
-    keys, counts = oracle_item_counts(case)
+    text = maker in CSV_MAKERS
+    keys, counts = oracle_item_counts(case, text=text)
     assert got.keys.tolist() == keys
     assert got.counts.dtype == np.int64
     assert got.counts.tolist() == counts
     if case_name != "empty":
-        assert got.keys.dtype == (np.int64 if case["item"].dtype.kind == "i" else object)
+        int_keys = case["item"].dtype.kind == "i" and not text
+        assert got.keys.dtype == (np.int64 if int_keys else object)
 
     for max_count in params[0]:
         coc = engine.count_of_counts(source, item="item", max_count=max_count)
@@ -268,7 +330,7 @@ def test_aggregates(maker: Maker, params: tuple[list[Any], list[Any]], case_name
     expected_kind = "timestamp_us" if case["time"].dtype.kind == "M" else "integer"
     for k_max in params[1]:
         occ = engine.occurrence_times(source, item="item", time="time", k_max=k_max)
-        codes, times, n_items = oracle_occurrences(case, k_max)
+        codes, times, n_items = oracle_occurrences(case, k_max, text)
         assert occ.item_index.dtype == np.int64
         assert occ.times.dtype == np.int64
         assert occ.item_index.tolist() == codes, k_max

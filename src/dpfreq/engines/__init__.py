@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import message
+from dpfreq.engines._common import dataframe_kind
 from dpfreq.engines.base import Engine, ItemCounts, OccurrenceTimes, Prevalences, ReportSums
 from dpfreq.errors import EngineUnavailableError, ParameterError
 
@@ -36,12 +37,13 @@ ENGINES: dict[str, tuple[str, str, str | None]] = {
 
 
 def infer_engine_name(source: Any) -> str:
-    """The default engine for a source: mappings → memory, files/SQL/relations → duckdb,
-    Spark DataFrames → spark (recognized without importing pyspark)."""
+    """The default engine for a source: mappings → memory; files, SQL, DuckDB relations and
+    pandas/Polars/Arrow tables → duckdb (which scans DataFrames in place, without a copy);
+    Spark DataFrames → spark (all recognized without importing pyspark, pandas or Polars)."""
     module = type(source).__module__
     if module.startswith("pyspark"):
         return "spark"
-    if module.startswith("duckdb"):
+    if module.startswith("duckdb") or dataframe_kind(source) is not None:
         return "duckdb"
     if isinstance(source, Mapping):
         return "memory"
@@ -49,7 +51,8 @@ def infer_engine_name(source: Any) -> str:
         return "duckdb"
     raise ParameterError(
         message("source", "get_engine", "a mapping of columns, a CSV/Parquet path, a SQL query, "
-                "a DuckDB relation or a Spark DataFrame", type(source).__name__)
+                "a DuckDB relation, a pandas, Polars or Arrow table or a Spark DataFrame",
+                type(source).__name__)
     )
 
 

@@ -6,6 +6,7 @@ functions here, so that ordering, clamping and dtypes are identical across engin
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -24,16 +25,25 @@ from dpfreq.engines.base import (
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = [
+    "DEBUG_VARIABLE",
+    "NULL_RULE",
+    "TIME_RULE",
     "bucket_events",
     "bucket_periods",
     "check_column_name",
     "check_k_max",
     "check_max_count",
     "check_time_kind",
+    "data_error",
+    "dataframe_kind",
+    "debug_enabled",
     "empty_item_counts",
     "finish_item_counts",
     "finish_occurrence_times",
     "finish_report_sums",
+    "missing_column",
+    "nested_error",
+    "null_error",
     "prevalences_from_counts",
     "reduce_events",
     "reduce_occurrences",
@@ -128,9 +138,69 @@ def finish_report_sums(order: NDArray[Any], interval: NDArray[Any], sums: NDArra
                       counts=np.asarray(counts, dtype=np.int64)[perm])
 
 
-def data_error(func: str, column: str, rule: str, got: Any) -> DataError:
-    """A DataError naming the column."""
-    return DataError(f"column {column!r} of {func} must be {rule}; got {got}.")
+#: Environment variable that turns on debug details in data errors (``DPFREQ_DEBUG=1``).
+DEBUG_VARIABLE = "DPFREQ_DEBUG"
+#: The rule every engine states for nulls and NaN in item and time columns.
+NULL_RULE = "free of nulls and NaN"
+#: The rule for time columns.
+TIME_RULE = "integer or timestamp/date valued"
+
+
+def debug_enabled() -> bool:
+    """True when ``DPFREQ_DEBUG`` is set to anything but ``""``/``"0"``.
+
+    Error messages are a channel out of the data too: by default a data error says which rule
+    was broken in which column, never counts, offending values, times or row numbers. The data
+    owner may set ``DPFREQ_DEBUG=1`` to have such details appended.
+    """
+    return os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0")
+
+
+def data_error(func: str, column: str, rule: str, got: Any, detail: Any = None) -> DataError:
+    """A DataError naming the column and the rule it breaks, the same from every engine.
+
+    ``got`` must not depend on the data's values (say "null value(s)", a type, a kind);
+    ``detail`` may (a count, a value, a row) and is appended, with ``func`` (the engine method
+    that found it), only in debug mode (:func:`debug_enabled`).
+    """
+    text = f"column {column!r} of the source must be {rule}; got {got}"
+    if detail is not None and debug_enabled():
+        text += f" [debug, {func}: {detail}]"
+    return DataError(text + ".")
+
+
+def null_error(func: str, column: str, detail: Any = None) -> DataError:
+    """Nulls or NaN in an item or time column (one message from every engine)."""
+    return data_error(func, column, NULL_RULE, "null or NaN value(s)", detail)
+
+
+def nested_error(func: str, column: str) -> DataError:
+    """A list, array, struct or map column where scalar values are needed."""
+    return data_error(func, column, "a column of scalar values (integers, text, numbers or "
+                      "dates)", "a nested (list, struct or map) column")
+
+
+def missing_column(func: str, column: str, available: Any) -> DataError:
+    """An unknown column (the column names are the schema, not private data)."""
+    del func  # the same message from every engine
+    return DataError(f"column {column!r} is not in the source; available: "
+                     f"{', '.join(map(str, available))}.")
+
+
+def dataframe_kind(source: Any) -> str | None:
+    """``"pandas"``, ``"polars"`` or ``"arrow"`` for a DataFrame or Arrow table, else None.
+
+    Recognized by class, without importing pandas, Polars or pyarrow.
+    """
+    cls = type(source)
+    module, name = cls.__module__, cls.__name__
+    if module.startswith("pandas") and name == "DataFrame":
+        return "pandas"
+    if module.startswith("polars") and name == "DataFrame":
+        return "polars"
+    if module.startswith("pyarrow") and name in ("Table", "RecordBatch"):
+        return "arrow"
+    return None
 
 
 # -- per-item reductions (Engine.reduce_items) ------------------------------------------------
@@ -259,9 +329,9 @@ def check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int
     """Rows ``n``, non-null items ``ni`` and times ``nt``, fractional times ``nf``: refuse
     nulls and fractional times (the checks every event reader makes first)."""
     if ni < n:
-        raise data_error(func, item, "free of nulls", f"{n - ni} null value(s)")
+        raise null_error(func, item, f"{n - ni} value(s)")
     if nt < n:
-        raise data_error(func, time, "free of nulls", f"{n - nt} null value(s)")
+        raise null_error(func, time, f"{n - nt} value(s)")
     if nf:
-        raise data_error(func, time, "integer or timestamp/date valued",
-                         f"{nf} value(s) with a fractional part")
+        raise data_error(func, time, TIME_RULE, "fractional or out-of-range value(s)",
+                         f"{nf} value(s)")
