@@ -19,13 +19,13 @@ def test_params_table(tmp_path) -> None:
         command,
         [
             "params",
-            "--periods",
+            "--horizon",
             "64",
-            "--changes",
+            "--max-changes",
             "4",
             "--epsilon",
             "1",
-            "--users",
+            "--devices",
             "1000",
             "--write",
             "threshold",
@@ -46,11 +46,11 @@ def test_simulate_json(tmp_path) -> None:
         command,
         [
             "simulate",
-            "--users",
+            "--devices",
             "2000",
-            "--periods",
+            "--horizon",
             "32",
-            "--changes",
+            "--max-changes",
             "3",
             "--epsilon",
             "1",
@@ -67,46 +67,47 @@ def test_simulate_json(tmp_path) -> None:
     data = json.loads(out.read_text())
     assert data["mechanism_params"]["randomizer"] == "rr"
     assert len(data["value"]) == 32
+    assert data["unit"] == "device"
 
 
 def _reports_csv(tmp_path, p: ProtocolParams, n: int = 200) -> str:
-    rows = ["user,h,j,bit"]
+    rows = ["device,order,interval,bit"]
     for u in range(n):
         c = LongitudinalClient(p, rng=u)
-        for t in range(p.periods):
+        for t in range(p.horizon):
             r = c.step(int((u + t) % 5 == 0))
             if r is not None:
-                rows.append(f"{u},{r['h']},{r['j']},{r['bit']}")
+                rows.append(f"{u},{r['order']},{r['interval']},{r['bit']}")
     path = tmp_path / "reports.csv"
     path.write_text("\n".join(rows) + "\n")
     return str(path)
 
 
 def test_aggregate_csv(tmp_path) -> None:
-    p = make_params(8, 8, 1.0, "rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     rep = _reports_csv(tmp_path, p)
     res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath)])
     assert res.exit_code == 0, res.output
-    assert "simultaneous bound" in res.output
+    assert "intervals hold each" in res.output
 
 
 def test_aggregate_bad_rows(tmp_path, capsys) -> None:
-    p = make_params(8, 2, 1.0, "rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     bad = tmp_path / "bad.csv"
-    bad.write_text("user,h,j,bit\n1,0,1,1\n1,0,1,0\n")
+    bad.write_text("device,order,interval,bit\n1,0,1,1\n1,0,1,0\n")
     with pytest.raises(SystemExit) as e:
         main(["longitudinal", "aggregate", str(bad), "--params", str(ppath)])
     assert e.value.code == 2
     assert "duplicate" in capsys.readouterr().err
-    bad.write_text("user,h,j,bit\n1,0,9,1\n")
+    bad.write_text("device,order,interval,bit\n1,0,9,1\n")
     with pytest.raises(SystemExit) as e:
         main(["longitudinal", "aggregate", str(bad), "--params", str(ppath)])
     assert e.value.code == 2
-    assert "interval j" in capsys.readouterr().err
+    assert "interval must be" in capsys.readouterr().err
 
 
 def test_simulate_bad_epsilon(capsys) -> None:
@@ -115,11 +116,11 @@ def test_simulate_bad_epsilon(capsys) -> None:
             [
                 "longitudinal",
                 "simulate",
-                "--users",
+                "--devices",
                 "10",
-                "--periods",
+                "--horizon",
                 "8",
-                "--changes",
+                "--max-changes",
                 "2",
                 "--epsilon",
                 "-1",
@@ -132,42 +133,42 @@ def test_simulate_bad_epsilon(capsys) -> None:
 def test_file_path_matches_in_memory_aggregator(tmp_path) -> None:
     from dpfreq.longitudinal import LongitudinalAggregator, aggregate_reports_file
 
-    p = make_params(8, 8, 1.0, "rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
     rep = _reports_csv(tmp_path, p, n=60)
     arr = np.loadtxt(rep, delimiter=",", skiprows=1, dtype=np.int64)
     agg = LongitudinalAggregator(p)
-    users, first = np.unique(arr[:, 0], return_index=True)
-    agg.enrol(users, arr[first, 1])
-    agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], p.param_id)
-    mem = agg.estimate(beta=0.05)
-    fil = aggregate_reports_file(rep, p, beta=0.05)
+    devices, first = np.unique(arr[:, 0], return_index=True)
+    agg.enrol(devices, arr[first, 1])
+    agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], param_id=p.param_id)
+    mem = agg.estimate(confidence=0.95)
+    fil = aggregate_reports_file(rep, p, confidence=0.95)
     assert np.allclose(mem.value, fil.value)
     assert np.allclose(mem.sd, fil.sd)
 
 
 def test_params_without_users_per_sqrt_n() -> None:
     res = CliRunner().invoke(
-        command, ["params", "--periods", "1000", "--changes", "16", "--epsilon", "1"]
+        command, ["params", "--horizon", "1000", "--max-changes", "16", "--epsilon", "1"]
     )
     assert res.exit_code == 0, res.output
     assert "max sd/√n" in res.output
     assert "auto (threshold)" in res.output
-    assert "d = 1024" in res.output
+    assert "padded to 1024" in res.output
 
 
 def test_params_bad_users(capsys) -> None:
     with pytest.raises(SystemExit) as e:
-        main(["longitudinal", "params", "--periods", "8", "--changes", "2", "--epsilon", "1",
-              "--users", "0"])
+        main(["longitudinal", "params", "--horizon", "8", "--max-changes", "2", "--epsilon", "1",
+              "--devices", "0"])
     assert e.value.code == 2
-    assert "--users" in capsys.readouterr().err
+    assert "--devices" in capsys.readouterr().err
 
 
 def test_simulate_plot(tmp_path) -> None:
     png = tmp_path / "sim.png"
     res = CliRunner().invoke(
         command,
-        ["simulate", "--users", "500", "--periods", "16", "--changes", "2", "--epsilon", "1",
+        ["simulate", "--devices", "500", "--horizon", "16", "--max-changes", "2", "--epsilon", "1",
          "--seed", "3", "--plot", str(png)],
     )
     assert res.exit_code == 0, res.output
@@ -175,7 +176,7 @@ def test_simulate_plot(tmp_path) -> None:
 
 
 def test_aggregate_dropouts_json(tmp_path) -> None:
-    p = make_params(8, 8, 1.0, "rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     rep = _reports_csv(tmp_path, p, n=40)
@@ -196,17 +197,17 @@ def test_per_order_sparsity_flags(tmp_path) -> None:
     out = tmp_path / "p.json"
     res = CliRunner().invoke(
         command,
-        ["params", "--periods", "16", "--changes", "6", "--epsilon", "1", "--users", "100",
+        ["params", "--horizon", "16", "--max-changes", "6", "--epsilon", "1", "--devices", "100",
          "--per-order-sparsity", "--write", "threshold", "--out", str(out)],
     )
     assert res.exit_code == 0, res.output
     p = ProtocolParams.from_json(out.read_text())
     assert p.per_order_sparsity
-    assert p == make_params(16, 6, 1.0, "threshold", per_order_sparsity=True)
+    assert p == make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold", per_order_sparsity=True)
     sim = tmp_path / "s.json"
     res = CliRunner().invoke(
         command,
-        ["simulate", "--users", "300", "--periods", "16", "--changes", "6", "--epsilon", "1",
+        ["simulate", "--devices", "300", "--horizon", "16", "--max-changes", "6", "--epsilon", "1",
          "--randomizer", "threshold", "--per-order-sparsity", "--seed", "2", "--json", str(sim)],
     )
     assert res.exit_code == 0, res.output

@@ -24,7 +24,7 @@ inside numpy, DuckDB or Spark.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -86,12 +86,16 @@ class OccurrenceTimes:
 
 @dataclass(frozen=True)
 class ReportSums:
-    """Per-(order h, interval j) sums and counts of longitudinal report bits, sorted by (h, j)."""
+    """Validated longitudinal reports: per-(order, interval) number of 1 bits (``sums``) and of
+    reports (``counts``), sorted by (order, interval), and the number of distinct devices per
+    order (``devices_per_order``, one entry per order)."""
 
     order: NDArray[np.int64]
     interval: NDArray[np.int64]
     sums: NDArray[np.int64]
     counts: NDArray[np.int64]
+    devices_per_order: NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -164,9 +168,13 @@ class Engine(Protocol):
         ...
 
     def report_sums(
-        self, source: Any, *, order: str = "h", interval: str = "j", value: str = "bit"
+        self, source: Any, *, param_id: str | None, interval_counts: tuple[int, ...]
     ) -> ReportSums:
-        """Sums and counts of the 0/1 column ``value`` per (``order``, ``interval``)."""
+        """Validate longitudinal reports (wire columns ``device, order, interval, bit`` and an
+        optional ``param_id``; identifiers read as text) where they live, then sum the bits per
+        (order, interval): ``param_id`` is the one served (None: not checked) and
+        ``interval_counts[h]`` the number of intervals of order h. The rules and their order
+        are in :mod:`dpfreq.engines.reports`; a broken rule rejects the whole source."""
         ...
 
     def reduce_items(

@@ -1,22 +1,23 @@
-"""Online randomizers, one interface ``init(L, k, ε)`` / ``step(j, x_j)`` (futurerand.md §4–5).
+"""Online randomizers of the longitudinal protocol: ``init(L, k, ε)``, then ``step(j, x_j)``.
 
 Every randomizer maps an input ``x ∈ {−1, 0, 1}^L`` with at most ``k`` non-zeros, revealed one
-coordinate at a time, to outputs ``y_j ∈ {−1, +1}`` produced immediately (§4.1). Each instance
-exposes
+coordinate at a time, to outputs ``y_j ∈ {−1, +1}`` produced immediately (Ohrimenko, Wirth and
+Wu 2022, "Randomize the future: asymptotically optimal locally private frequency estimation
+protocol for longitudinal data"). Each instance exposes
 
-* ``c_gap``: the exact common gap ``Pr[y_i = x_i] − Pr[y_i = −x_i]`` (Property II), the only
-  number the server needs (it divides by it);
-* ``certificate``: an exact upper bound on ``ln(p_max/p_min)`` over every admissible input and
-  every output (Property I), computed at construction in log space in O(k);
+* ``c_gap``: the exact common gap ``Pr[y_i = x_i] − Pr[y_i = −x_i]`` of a non-zero input (the
+  only number the server needs: it divides by it); a zero input gives a fair coin;
+* ``certificate``: ``ln(p_max/p_min)`` over every admissible input and every output, computed
+  exactly on the law that is sampled, always ``≤ ε``;
 
-and construction refuses parameters whose certificate exceeds ε (:class:`ParameterError`).
+and construction refuses parameters whose certificate would exceed ε (:class:`ParameterError`).
 
 Classes
 -------
-:class:`IndependentRR` (§4.3), :class:`FutureRand` with ``variant`` ``"paper"`` (§5.2–5.4, the
-reference mode), ``"calibrated"`` or ``"threshold"`` (§5.7, beyond the paper),
-:class:`ErlingssonRR` (§4.4, with the spec's corrections) and :func:`make_randomizer`, which also
-resolves ``"auto"`` (§5.7.3).
+:class:`IndependentRR` (randomized response with ε/k per non-zero), :class:`FutureRand` with
+``variant`` ``"paper"`` (the paper's constants, the reference mode), ``"calibrated"`` or
+``"threshold"`` (beyond the paper), :class:`ErlingssonRR` (Erlingsson et al. 2020, keeping one
+change) and :func:`make_randomizer`, which also resolves ``"auto"``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction, randomized_response
 from dpfreq.rng import RNGLike, resolve_rng
 
-from .laws import CERTIFICATE_TOLERANCE, DistanceLaw, distance_law
+from .laws import MODES, DistanceLaw, distance_law
 
 __all__ = [
     "ErlingssonRR",
@@ -47,15 +48,15 @@ _VARIANTS = {"paper": "futurerand", "calibrated": "calibrated", "threshold": "th
 
 
 class Randomizer:
-    """Base class: the online interface of §4.1.
+    """Base class of the online randomizers.
 
     Parameters
     ----------
-    length : int
+    length : int, keyword-only
         ``L``, the number of coordinates (reports) this randomizer will produce.
-    changes : int
+    max_changes : int, keyword-only
         ``k``, the largest number of non-zero inputs.
-    epsilon : float
+    epsilon : float, keyword-only
         The local privacy parameter ε; no default.
     rng : None, int or numpy.random.Generator, keyword-only
         Randomness (``None``: the secure default of :mod:`dpfreq.rng`).
@@ -65,42 +66,43 @@ class Randomizer:
     name : str
         Randomizer id as written into the protocol parameters.
     c_gap : float
-        Exact gap of Property II.
+        Exact gap of a non-zero input.
     certificate : float
-        Exact bound on ``ln(p_max/p_min)`` (Property I); always ``≤ ε``.
+        ``ln(p_max/p_min)`` of the sampled law; always ``≤ ε``.
 
     Notes
     -----
     ``step`` must be called with ``j = 1, 2, ..., L`` in order, each ``x_j`` in ``{−1, 0, 1}``;
     more than ``k`` non-zero inputs are refused (the client freezes changes beyond ``k`` before
-    they reach the randomizer, pitfall 4). Zero inputs always give a fair coin (Property III).
+    they reach the randomizer). Zero inputs always give a fair coin.
 
     Privacy
     -------
-    Unit: one input vector ``x`` of length ``L`` (one user's partial sums of one order);
+    Unit: one input vector ``x`` of length ``L`` (one device's partial sums of one order);
     neighbouring: any two such vectors with at most ``k`` non-zeros each. Every output vector has
-    probability within a factor ``e^{certificate} ≤ e^ε`` across all of them (Property I), so the
-    whole output sequence is ε-DP.
+    probability within a factor ``e^{certificate} ≤ e^ε`` across all of them, so the whole output
+    sequence is ε-DP.
     """
 
     name: str = "randomizer"
     c_gap: float
     certificate: float
 
-    def __init__(self, length: int, changes: int, epsilon: float, *, rng: RNGLike = None) -> None:
+    def __init__(self, *, length: int, max_changes: int, epsilon: float,
+                 rng: RNGLike = None) -> None:
         func = type(self).__name__
         self.length = _validate.check_int(length, "length", func, minimum=1)
-        self.changes = _validate.check_int(changes, "changes", func, minimum=1)
+        self.max_changes = _validate.check_int(max_changes, "max_changes", func, minimum=1)
         self.epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
         self._gen = resolve_rng(rng, func).generator
         self.j = 0  # last coordinate produced
         self.used = 0  # non-zero inputs seen
 
     def _refuse_if_uncertified(self) -> None:
-        if not self.certificate <= self.epsilon * (1 + CERTIFICATE_TOLERANCE):
+        if not self.certificate <= self.epsilon:
             raise ParameterError(
-                f"{type(self).__name__}: the exact privacy loss ln(p_max/p_min) = "
-                f"{self.certificate!r} exceeds epsilon {self.epsilon!r}; refusing these parameters."
+                f"{type(self).__name__}: the privacy loss ln(p_max/p_min) exceeds epsilon "
+                f"{self.epsilon!r}; refusing these parameters."
             )
 
     def _coin(self) -> int:
@@ -110,19 +112,17 @@ class Randomizer:
         """Output ``y_j ∈ {−1, +1}`` for input ``x_j ∈ {−1, 0, 1}`` (online; ``j`` = 1, 2, ...)."""
         func = f"{type(self).__name__}.step"
         if not isinstance(j, int | np.integer) or int(j) != self.j + 1 or int(j) > self.length:
-            raise DataError(
-                _validate.message("j", func, f"the next coordinate {self.j + 1} (of {self.length})",
-                                  j)
-            )
+            raise DataError(_validate.message(
+                "j", func, f"the next coordinate {self.j + 1} (of {self.length})", j))
         if isinstance(x, bool) or x not in (-1, 0, 1):
             raise DataError(_validate.message("x", func, "one of -1, 0, 1", x))
         self.j += 1
         if x == 0:
             return self._coin()
-        if self.used >= self.changes:
+        if self.used >= self.max_changes:
             raise DataError(
-                f"{func}: more than k = {self.changes} non-zero inputs; changes beyond k must be "
-                "frozen before they reach the randomizer (futurerand.md pitfall 4)."
+                f"{func}: more than max_changes = {self.max_changes} non-zero inputs; changes "
+                "beyond max_changes must be frozen before they reach the randomizer."
             )
         self.used += 1
         return self._nonzero(int(x))
@@ -135,24 +135,32 @@ class Randomizer:
         return {"j": self.j, "used": self.used}
 
     def _restore(self, state: dict[str, Any]) -> None:
-        self.j = int(state["j"])
-        self.used = int(state["used"])
+        self.j = _state_int(state, "j", 0, self.length)
+        self.used = _state_int(state, "used", 0, min(self.max_changes, self.j))
+
+
+def _state_int(state: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = state[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise DataError(f"randomizer state {key!r} must be an integer in {low}..{high}.")
+    return value
 
 
 class _DistanceRandomizer(Randomizer):
-    """Pre-computed ``v = CR(1^k)`` drawn once from a distance law; ``y = v[c]·x`` (§5.3)."""
+    """Pre-computed ``v = CR(1^k)`` drawn once from a distance law; the c-th non-zero input
+    ``x`` gives ``y = v[c]·x``."""
 
     law: DistanceLaw
 
-    def _setup(self, law: DistanceLaw) -> None:
+    def _setup(self, law: DistanceLaw, *, draw: bool = True) -> None:
         self.law = law
         self.name = law.name
         self.c_gap = law.c_gap
-        # support s < k uses v[1..s] only; the marginal sums 2^{k−s} vectors of the law, so
-        # max q / min q bounds every ratio (§5.3); it is attained at support k ≤ L.
+        # on a support of s < k non-zeros the output is a marginal of v, a sum of 2^{k−s}
+        # vector probabilities: max w / min w of the sampled law bounds every ratio
         self.certificate = law.certificate
         self._refuse_if_uncertified()
-        self.v = [int(b) for b in law.sample(1, rng=self._gen)[0]]
+        self.v = [int(b) for b in law.sample(1, rng=self._gen)[0]] if draw else []
 
     def _nonzero(self, x: int) -> int:
         return self.v[self.used - 1] * x
@@ -163,84 +171,86 @@ class _DistanceRandomizer(Randomizer):
 
     def _restore(self, state: dict[str, Any]) -> None:
         super()._restore(state)
-        self.v = [int(b) for b in state["v"]]
+        v = state["v"]
+        if (not isinstance(v, list) or len(v) != self.max_changes
+                or any(isinstance(b, bool) or b not in (-1, 1) for b in v)):
+            raise DataError(f"randomizer state 'v' must be a list of {self.max_changes} "
+                            "entries, each -1 or +1.")
+        self.v = [int(b) for b in v]
 
 
 class IndependentRR(_DistanceRandomizer):
-    """Independent randomized response with ``ε/k`` per non-zero coordinate (§4.3).
+    """Independent randomized response with ``ε/k`` per non-zero coordinate.
 
-    ``c_gap = tanh(ε/(2k))``; the certificate is exactly ε. Implemented through its distance law
-    (``v`` has i.i.d. coordinates), so it shares the pre-computation and sampler of FutureRand.
+    ``c_gap ≈ tanh(ε/(2k))``. Implemented through its distance law (``v`` has independent
+    coordinates), so it shares the exact sampler of FutureRand.
     """
 
-    def __init__(self, length: int, changes: int, epsilon: float, *, rng: RNGLike = None) -> None:
-        super().__init__(length, changes, epsilon, rng=rng)
-        self._setup(distance_law("rr", self.changes, self.epsilon))
+    def __init__(self, *, length: int, max_changes: int, epsilon: float,
+                 rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+        self._setup(distance_law("rr", self.max_changes, self.epsilon))
 
 
 class FutureRand(_DistanceRandomizer):
-    """FutureRand (§5): correlated randomness ``v = CR(1^k)`` pre-computed once.
+    """FutureRand: correlated randomness ``v = CR(1^k)`` pre-computed once.
 
     Parameters
     ----------
-    length, changes, epsilon, rng
+    length, max_changes, epsilon, rng : keyword-only
         As :class:`Randomizer`.
     variant : {"paper", "calibrated", "threshold"}, keyword-only
         ``"paper"`` (the reference mode): ``ε' = ε/(5√k)``, annulus ``[μ − 2√k, UB]``, a
-        vector outside it resampled uniformly from the **complement** (§5.2).
-        ``"calibrated"``: the same shape with the smallest constant ``c`` in ``ε/(c√k)`` whose
-        exact loss is ≤ ε (§5.7.1). ``"threshold"``: the best distance-based randomizer
-        (§5.7.2). The latter two are not in the paper.
+        vector outside it resampled uniformly from the **complement**. ``"calibrated"``: the
+        same shape with the smallest constant ``c`` in ``ε/(c√k)`` whose loss is ≤ ε.
+        ``"threshold"``: ``q = e^ε·a`` inside a Hamming ball, ``a`` outside, with the radius
+        of largest gap. The latter two are not in the paper.
 
     Notes
     -----
     Why it is ε-DP: the output is ``v[1..s]·x`` on the support (``s ≤ k``) and fair coins
-    elsewhere; every vector ``v`` has probability ``q(ℓ)`` depending only on its number ℓ of
-    ``−1`` entries, so ``Pr[y] = 2^{−(L−s)}·Σ_a C(k−s, a) q(ℓ_s + a)``, which lies in
-    ``2^{k−L}·[min q, max q]`` (§5.3). The certificate ``ln(max q/min q)`` is computed exactly
-    from the law and checked ≤ ε at construction.
+    elsewhere; every vector ``v`` has probability ``w(ℓ)/N`` depending only on its number ℓ of
+    ``−1`` entries, so ``Pr[y] = 2^{−(L−s)}·Σ_a C(k−s, a) w(ℓ_s + a)/N``, which lies in
+    ``2^{k−L}·[min w, max w]/N``. The ratio ``max w / min w`` is checked ``≤ e^ε`` in integers.
     """
 
-    def __init__(
-        self,
-        length: int,
-        changes: int,
-        epsilon: float,
-        *,
-        variant: str,
-        rng: RNGLike = None,
-    ) -> None:
-        super().__init__(length, changes, epsilon, rng=rng)
+    def __init__(self, *, length: int, max_changes: int, epsilon: float, variant: str,
+                 rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
         variant = _validate.check_choice(variant, "variant", "FutureRand", tuple(_VARIANTS))
-        self._setup(distance_law(_VARIANTS[variant], self.changes, self.epsilon))
+        self._setup(distance_law(_VARIANTS[variant], self.max_changes, self.epsilon))
 
 
 class ErlingssonRR(Randomizer):
-    """Erlingsson et al. (2020) as recast in §4.4, with the spec's corrections (pitfall 13).
+    """Erlingsson et al. (2020), "Amplification by shuffling": keep one change, randomize it.
 
     The client keeps only the ``r``-th change, ``r ~ U{1..k}`` drawn from ``[k]`` (not from the
-    user's actual number of changes), so the input of this randomizer has **at most one**
+    device's actual number of changes), so the input of this randomizer has **at most one**
     non-zero; that coordinate goes through exact randomized response with the **full** ε
     (:func:`dpfreq.noise.randomized_response`), zeros through fair coins.
 
-    ``c_gap`` is the *effective* gap ``tanh(ε/2)/k`` the server divides by (the factor ``k``
-    undoes the sampling of ``r``; with the ``log d + 1`` of §3.2 the scale is
-    ``(log d + 1)·k/tanh(ε/2)``). ``rr_gap = tanh(ε/2)`` is the gap on the kept change.
+    ``c_gap`` is the *effective* gap ``tanh(γ/2)/k`` the server divides by (the factor ``k``
+    undoes the sampling of ``r``). ``rr_gap = tanh(γ/2)`` is the gap on the kept change.
 
     Notes
     -----
     Given ``(h, r)`` every output has probability in
     ``[2^{−(L−1)}/(1+e^γ), 2^{−(L−1)}e^γ/(1+e^γ)]``, and the all-zero input gives ``2^{−L}``,
-    inside that range; ``γ ≤ ε`` is ε rounded down to an exact fraction. The certificate is γ.
+    inside that range; ``γ ≤ ε`` is ε rounded down to an exact fraction and the keep
+    probability ``1/(1+e^{−γ})`` is sampled exactly. The certificate is γ.
     """
 
     name = "erlingsson"
 
-    def __init__(self, length: int, changes: int, epsilon: float, *, rng: RNGLike = None) -> None:
-        super().__init__(length, changes, epsilon, rng=rng)
+    def __init__(self, *, length: int, max_changes: int, epsilon: float,
+                 rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+        self._setup_gamma()
+
+    def _setup_gamma(self) -> None:
         self.gamma: Fraction = epsilon_to_fraction(self.epsilon)
         self.rr_gap = math.tanh(float(self.gamma) / 2.0)
-        self.c_gap = self.rr_gap / self.changes
+        self.c_gap = self.rr_gap / self.max_changes
         self.certificate = float(self.gamma)
         self._refuse_if_uncertified()
 
@@ -249,62 +259,62 @@ class ErlingssonRR(Randomizer):
         if x in (-1, 1) and not isinstance(x, bool) and self.used >= 1:
             raise DataError(
                 "ErlingssonRR.step: more than one non-zero input; the client keeps only the "
-                "r-th change (futurerand.md §4.4)."
+                "r-th change."
             )
         return super().step(j, x)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        super()._restore(state)
+        if self.used > 1:
+            raise DataError("randomizer state 'used' must be 0 or 1 for erlingsson.")
 
     def _nonzero(self, x: int) -> int:
         keep = int(randomized_response(np.array([1], np.int8), self.gamma, rng=self._gen)[0])
         return x if keep else -x
 
 
-def make_randomizer(
-    name: str, length: int, changes: int, epsilon: float, *, rng: RNGLike = None
-) -> Randomizer:
+def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
+                    rng: RNGLike = None) -> Randomizer:
     """``init(L, k, ε)`` of the randomizer ``name``.
 
     ``name`` is one of ``"rr"``, ``"erlingsson"``, ``"futurerand"`` (paper constants),
     ``"calibrated"``, ``"threshold"`` or ``"auto"`` (the largest exact ``c_gap`` among rr,
-    futurerand, calibrated and threshold, §5.7.3; the resolved name is ``.name``).
+    futurerand, calibrated and threshold; the resolved name is ``.name``).
     """
-    name = _validate.check_choice(
-        name,
-        "name",
-        "make_randomizer",
-        ("auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"),
-    )
+    name = _validate.check_choice(name, "name", "make_randomizer", MODES)
     if name == "auto":
-        k = _validate.check_int(changes, "changes", "make_randomizer", minimum=1)
+        k = _validate.check_int(max_changes, "max_changes", "make_randomizer", minimum=1)
         eps = _validate.check_epsilon(epsilon, "epsilon", "make_randomizer")
         name = distance_law("auto", k, eps).name
+    kwargs: dict[str, Any] = {"length": length, "max_changes": max_changes,
+                              "epsilon": epsilon, "rng": rng}
     if name == "erlingsson":
-        return ErlingssonRR(length, changes, epsilon, rng=rng)
+        return ErlingssonRR(**kwargs)
     if name == "rr":
-        return IndependentRR(length, changes, epsilon, rng=rng)
+        return IndependentRR(**kwargs)
     variant = {"futurerand": "paper", "calibrated": "calibrated", "threshold": "threshold"}[name]
-    return FutureRand(length, changes, epsilon, variant=variant, rng=rng)
+    return FutureRand(variant=variant, **kwargs)
 
 
-def restore_randomizer(
-    name: str, length: int, changes: int, epsilon: float, state: dict[str, Any], *,
-    rng: RNGLike = None,
-) -> Randomizer:
-    """Rebuild a randomizer from :meth:`Randomizer.state` without redrawing ``v`` (pitfall 4)."""
-    cls: type[Randomizer] = {
-        "erlingsson": ErlingssonRR,
-        "rr": IndependentRR,
-    }.get(name, FutureRand)
+def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
+                       state: dict[str, Any], rng: RNGLike = None) -> Randomizer:
+    """Rebuild a randomizer from :meth:`Randomizer.state` without redrawing ``v``.
+
+    Raises
+    ------
+    DataError
+        A state field of the wrong type or out of range (``v`` not ±1 of length k, ...).
+    """
+    name = _validate.check_choice(name, "name", "restore_randomizer", MODES[1:])
+    if not isinstance(state, dict):
+        raise DataError("randomizer state must be a JSON object.")
+    cls: type[Randomizer] = {"erlingsson": ErlingssonRR, "rr": IndependentRR}.get(
+        name, FutureRand)
     obj = cls.__new__(cls)
-    Randomizer.__init__(obj, length, changes, epsilon, rng=rng)
+    Randomizer.__init__(obj, length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
     if isinstance(obj, ErlingssonRR):
-        obj.gamma = epsilon_to_fraction(obj.epsilon)
-        obj.rr_gap = math.tanh(float(obj.gamma) / 2.0)
-        obj.c_gap = obj.rr_gap / obj.changes
-        obj.certificate = float(obj.gamma)
-    else:
-        assert isinstance(obj, _DistanceRandomizer)
-        law = distance_law(name, obj.changes, obj.epsilon)
-        obj.law, obj.name, obj.c_gap, obj.certificate = law, law.name, law.c_gap, law.certificate
-    obj._refuse_if_uncertified()
+        obj._setup_gamma()
+    elif isinstance(obj, _DistanceRandomizer):
+        obj._setup(distance_law(name, obj.max_changes, obj.epsilon), draw=False)
     obj._restore(state)
     return obj

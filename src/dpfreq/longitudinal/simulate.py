@@ -1,13 +1,7 @@
-"""Dyadic decomposition, server estimator and vectorized simulation (futurerand.md §2, §3, §7.4).
-
-Sums are kept flat: order ``h`` occupies ``offset(h) .. offset(h) + d/2^h − 1`` with
-``offset(h) = Σ_{g<h} d/2^g`` (``2d − 1`` counters in all, §7.3).
-"""
+"""Vectorized simulation of the longitudinal protocol for many devices."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,184 +10,24 @@ from numpy.typing import NDArray
 from dpfreq import _validate
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import randomized_response
-from dpfreq.release import ErrorStatement, Release
 from dpfreq.rng import resolve_rng
 
-from .laws import distance_law, erlingsson_c_gap
+from .client import make_params
+from .dyadic import offsets, partial_sums
+from .laws import distance_law
+from .result import LongitudinalEstimate, make_estimate
 
 __all__ = [
-    "LongitudinalEstimate",
-    "estimate_from_sums",
-    "offsets",
-    "partial_sums",
-    "prefix_decomposition",
+    "fair_coin_sums",
+    "freeze_after_k_changes",
     "simulate_longitudinal",
     "synthetic_change_times",
     "synthetic_changes",
 ]
 
 
-def offsets(d: int) -> NDArray[np.int64]:
-    """Flat offset of each order ``h = 0..log d`` (length ``log d + 2``; last = 2d − 1)."""
-    lg = d.bit_length() - 1
-    sizes = [d >> h for h in range(lg + 1)]
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-
-
-def prefix_decomposition(t: int) -> list[tuple[int, int]]:
-    """``C(t)`` as (h, j) pairs, one per set bit h of t, ``j = ⌊t/2^h⌋`` (Fact 3.8)."""
-    return [(h, t >> h) for h in range(t.bit_length()) if (t >> h) & 1]
-
-
-def partial_sums(x: NDArray[Any], h: int) -> NDArray[np.int8]:
-    """``S[h, j] = X[j·2^h] − X[(j−1)·2^h]`` for rows of a 0/1 matrix ``x`` (n, d)."""
-    x = np.asarray(x, dtype=np.int8)
-    ends = x[:, (1 << h) - 1 :: 1 << h]
-    starts = np.concatenate([np.zeros((x.shape[0], 1), np.int8), ends[:, :-1]], axis=1)
-    return (ends - starts).astype(np.int8)
-
-
-def _padded_d(d: int) -> int:
-    return 1 << max(0, (d - 1).bit_length())
-
-
-@dataclass(frozen=True, kw_only=True)
-class LongitudinalEstimate(Release):
-    """Per-period estimates ``f̂_t`` of a longitudinal local-DP protocol (futurerand.md §3, §7.4).
-
-    Attributes
-    ----------
-    value : numpy.ndarray
-        ``f̂_t`` for t = 1..d (``d`` padded to a power of two), unbiased and **not clamped**:
-        clamping to ``[0, n]`` is free post-processing but biases the estimate.
-    sd : numpy.ndarray
-        Per-time standard deviation ``√(n(log d+1)popcount(t))/c_gap`` (§7.4). The exact sd is
-        ``√(n(log d+1)popcount(t)/c_gap² − f_t)``; the reported one is its value at ``f_t = 0``,
-        its maximum over ``f_t ∈ [0, n]`` (data-independent).
-    error : ErrorStatement
-        Simultaneous bound ``((log d+1)/c_gap)·√(2n ln(2d/β))`` on ``max_t |f̂_t − f_t|`` with
-        probability ``≥ 1 − β`` (Hoeffding over users plus a union bound over d periods).
-    truth, exact_sd : numpy.ndarray or None
-        Filled only by :func:`simulate_longitudinal` (the exact sd needs the truth).
-
-    Privacy
-    -------
-    Unit: one user's whole sequence ``X_u[1..d]``; neighbouring: any two sequences with at most
-    ``k`` changes each (user-level, all of a user's ≤ k changes at once). Every user's transcript
-    is ε-local-DP with ε = ``epsilon`` (the randomizer's exact certificate is in
-    ``mechanism_params``); the estimate is post-processing and spends no further budget.
-    """
-
-    sd: NDArray[np.float64]
-    n_users: int
-    periods: int
-    truth: NDArray[np.int64] | None = None
-    exact_sd: NDArray[np.float64] | None = None
-
-    @property
-    def errors(self) -> NDArray[np.float64] | None:
-        """``f̂ − f`` when the truth is known."""
-        return None if self.truth is None else np.asarray(self.value) - self.truth
-
-    def plot(self, ax: Any = None) -> Any:  # pragma: no cover - display helper
-        """Estimates with ±2 sd band (and the truth when known)."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots()
-        t = np.arange(1, self.periods + 1)
-        v = np.asarray(self.value)
-        ax.plot(t, v, label="estimate")
-        ax.fill_between(t, v - 2 * self.sd, v + 2 * self.sd, alpha=0.3, label="±2 sd")
-        if self.truth is not None:
-            ax.plot(t, self.truth, label="truth")
-        ax.set_xlabel("period")
-        ax.set_ylabel("count")
-        ax.legend()
-        return ax
-
-
-def estimate_from_sums(
-    sums: NDArray[Any], d: int, scale: float | NDArray[Any]
-) -> NDArray[np.float64]:
-    """``f̂_t = Σ_{(h,j) ∈ C(t)} scale_h · sums[h, j]`` for t = 1..d (Algorithm 2).
-
-    ``scale`` is ``(log d + 1)/c_gap`` (scalar) or one value per order.
-    """
-    lg = d.bit_length() - 1
-    off = offsets(d)
-    sc = np.broadcast_to(np.asarray(scale, dtype=np.float64), (lg + 1,))
-    t = np.arange(1, d + 1)
-    out = np.zeros(d)
-    sums = np.asarray(sums, dtype=np.float64)
-    for h in range(lg + 1):
-        bit = ((t >> h) & 1).astype(bool)
-        j = t[bit] >> h
-        out[bit] += sc[h] * sums[off[h] + j - 1]
-    return out
-
-
-def make_release(
-    sums: NDArray[Any],
-    d: int,
-    n: int,
-    c_gap: float | NDArray[Any],
-    epsilon: float,
-    beta: float,
-    mechanism: str,
-    params: dict,
-    seeded: bool,
-    truth: NDArray[Any] | None = None,
-) -> LongitudinalEstimate:
-    """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate` (§3.2, §7.4).
-
-    ``c_gap`` is one gap for every order or one per order ``h = 0..log d`` (pitfall 5). Per
-    time t, ``Var f̂_t = n(log d+1)·Σ_{h ∈ C(t)} c_h^{-2} − f_t`` (a user contributes through its
-    single order); with one gap this is ``n(log d+1)popcount(t)/c_gap² − f_t`` (§3.3). The
-    simultaneous bound uses the widest per-user range ``2(log d+1)/min_h c_h``.
-    """
-    lg1 = (d.bit_length() - 1) + 1
-    gaps = np.broadcast_to(np.asarray(c_gap, dtype=np.float64), (lg1,)).copy()
-    est = estimate_from_sums(sums, d, lg1 / gaps)
-    t = np.arange(1, d + 1)
-    inv2 = np.zeros(d)
-    for h in range(lg1):
-        inv2 += ((t >> h) & 1) / gaps[h] ** 2
-    var0 = n * lg1 * inv2
-    sd = np.sqrt(var0)
-    bound = (lg1 / float(gaps.min())) * math.sqrt(2 * n * math.log(2 * d / beta))
-    exact_sd = None
-    if truth is not None:
-        exact_sd = np.sqrt(np.maximum(var0 - truth, 0.0))
-    one = bool(np.all(gaps == gaps[0]))
-    gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
-        "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}
-    return LongitudinalEstimate(
-        value=est,
-        epsilon=epsilon,
-        unit="device",
-        mechanism=mechanism,
-        mechanism_params={**params, **gap_params, "periods": d, "beta": beta},
-        seeded=seeded,
-        error=ErrorStatement(
-            kind="bound",
-            confidence=1 - beta,
-            value=bound,
-            description=(
-                "Simultaneous bound on max_t |f̂_t − f_t| over all periods (Hoeffding over users "
-                "plus a union bound over d periods, futurerand.md §3.3/§7.4)."
-            ),
-        ),
-        sd=sd,
-        n_users=n,
-        periods=d,
-        truth=None if truth is None else np.asarray(truth, dtype=np.int64),
-        exact_sd=exact_sd,
-    )
-
-
 def synthetic_changes(n: int, d: int, k: int, *, rng: Any = None) -> NDArray[np.int8]:
-    """A 0/1 matrix (n, d) whose rows have at most k changes (``X[0] = 0`` counts, pitfall 3):
+    """A 0/1 matrix (n, d) whose rows have at most k changes (``X[0] = 0`` counts):
     k change times drawn uniformly with replacement; coinciding times are merged (so a row may
     have fewer than k changes)."""
     gen = resolve_rng(rng, "synthetic_changes").generator
@@ -227,7 +61,7 @@ def fair_coin_sums(m: NDArray[Any], gen: np.random.Generator) -> NDArray[np.int6
 
 
 def freeze_after_k_changes(x: NDArray[Any], k: int) -> NDArray[np.int8]:
-    """Rows of a 0/1 matrix with every change after the k-th ignored (pitfall 4).
+    """Rows of a 0/1 matrix with every change after the k-th ignored.
 
     ``X[0] = 0``, so after its k-th change a row holds the value ``k mod 2``; this is what
     :class:`~dpfreq.longitudinal.LongitudinalClient` reports for such a device.
@@ -243,7 +77,7 @@ def _order_sums_distance(
     """Sum over the rows of the reports ``y`` (±1) for one order, distance-based randomizer.
 
     Rows are users, columns reports. The c-th non-zero partial sum of a row uses ``v[c]``;
-    non-zeros beyond k are treated as 0 (frozen, pitfall 4). Zero inputs give fair coins,
+    non-zeros beyond k are treated as 0 (frozen). Zero inputs give fair coins,
     whose per-column sum is drawn exactly as ``2·Binomial(m, 1/2) − m``.
     """
     m = s.shape[0]
@@ -331,157 +165,158 @@ def _order_sums_sparse(times, h: int, d: int, law, k: int, gen: np.random.Genera
 
 def simulate_longitudinal(
     *,
-    users: int | None = None,
-    periods: int,
-    changes: int,
+    devices: int | None = None,
+    horizon: int,
+    max_changes: int,
     epsilon: float,
-    randomizer: str = "auto",
+    randomizer: str,
+    confidence: float = 0.95,
     data: NDArray[Any] | None = None,
-    beta: float = 0.05,
     per_order_sparsity: bool = False,
+    start: Any = None,
+    period: str | None = None,
     rng: Any = None,
 ) -> LongitudinalEstimate:
-    """Simulate the FutureRand protocol (§3) for n users × d periods and estimate every ``f_t``.
+    """Simulate the protocol for n devices × d periods and estimate every period's count.
 
-    Runs the client logic of :class:`~dpfreq.longitudinal.LongitudinalClient` vectorized: users
-    draw the order h uniformly from {0..log d} and the users of one order are processed as one
-    block (numpy over users; the only Python loop is over the ``log d + 1`` orders). Distance-
-    based randomizers draw one pre-computed ``v`` per reporting user; zero partial sums become
-    exact fair coins (:func:`fair_coin_sums`); Erlingsson et al. keep the ``r``-th change,
-    ``r ~ U{1..k}``, through exact randomized response with the full ε.
+    Runs the client logic of :class:`~dpfreq.longitudinal.LongitudinalClient` vectorized:
+    devices draw their order h uniformly from {0..log d} and the devices of one order are
+    processed as one block (numpy over devices; the only Python loop is over the ``log d + 1``
+    orders). Distance-based randomizers draw one pre-computed ``v`` per reporting device from
+    the exact sampled law; zero partial sums become exact fair coins (:func:`fair_coin_sums`);
+    Erlingsson et al. keep the ``r``-th change, ``r ~ U{1..k}``, through exact randomized
+    response with the full ε.
 
     Parameters
     ----------
-    users : int, keyword-only
-        ``n`` for synthetic data (ignored when ``data`` is given).
-    periods, changes, epsilon : keyword-only
-        Horizon ``d`` (padded to a power of two with the last value, pitfall 6), change budget
-        ``k``, local ε. No defaults.
-    randomizer : str
-        ``"auto"`` (default, recommended), ``"futurerand"`` (paper constants), ``"calibrated"``,
+    devices : int, keyword-only
+        ``n`` for synthetic data (required without ``data``; must match its rows with it).
+    horizon, max_changes, epsilon : keyword-only
+        Number of periods ``d``, change budget ``k``, local ε. No defaults.
+    randomizer : str, keyword-only
+        ``"auto"`` (recommended), ``"futurerand"`` (paper constants), ``"calibrated"``,
         ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+    confidence : float, keyword-only
+        Confidence of the intervals and of the simultaneous band (default 0.95).
     data : array-like (n, d) of 0/1, optional
         A user-supplied matrix; rows with more than ``k`` changes are frozen after their k-th
-        change, as the client does (pitfall 4; ``truth`` is the unfrozen data, so such rows bias
-        the estimate). Without it, :func:`synthetic_change_times` draws ``k`` change times per
-        user uniformly (coinciding times cancel), the sparse path that never builds the n × d
-        matrix.
-    beta : float
-        Failure probability of the simultaneous bound.
-    per_order_sparsity : bool
-        Pitfall 5 (not in the paper): order h has only ``L = d/2^h`` coordinates, so its
-        randomizer is built for ``min(k, L)`` non-zeros, with a larger gap ``c_h`` at high
-        orders; the estimator uses ``c_h`` per order and stays unbiased. Distance-based
-        randomizers only (the resolved name is kept for every order).
+        change, as the client does (``truth`` is the unfrozen data, so such rows bias the
+        estimate). Without it, :func:`synthetic_change_times` draws ``k`` change times per
+        device uniformly (coinciding times cancel), a path that never builds the n × d matrix.
+    per_order_sparsity : bool, keyword-only
+        Order h's randomizer is built for ``min(k, d/2^h)`` non-zeros, with a larger gap at
+        high orders; the estimator uses each order's gap. Distance-based randomizers only.
+    start, period : keyword-only, optional
+        Time axis of the result (see :func:`~dpfreq.longitudinal.make_params`).
     rng : None, int or numpy.random.Generator, keyword-only
         Randomness (seeded runs are marked ``seeded``).
 
     Returns
     -------
     LongitudinalEstimate
-        Estimates, per-time sd, simultaneous bound, ``truth``, ``exact_sd`` and ``errors``.
+        Clamped estimates, intervals, ``truth``, ``exact_sd`` and ``errors``.
 
     Privacy
     -------
-    Unit: one user's whole sequence; neighbouring: any two sequences with at most k changes
-    (user-level). Each user's transcript (h, reports) is ε-local-DP (Theorem 4.5) for every
-    randomizer mode (certificates checked at construction). The simulator itself spends no
+    Unit: one device's whole sequence; neighbouring: any two sequences with at most k changes
+    (device level). Each device's transcript (order, reports) is ε-local-DP for every
+    randomizer mode (certificates checked on the sampled laws). The simulator itself spends no
     central budget.
     """
     func = "simulate_longitudinal"
-    d0 = _validate.check_int(periods, "periods", func, minimum=1)
-    k = _validate.check_int(changes, "changes", func, minimum=1)
-    epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
-    beta = _validate.check_open_unit(beta, "beta", func)
-    randomizer = _validate.check_choice(
-        randomizer,
-        "randomizer",
-        func,
-        ("auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"),
-    )
-    if not isinstance(per_order_sparsity, bool):
-        raise ParameterError(
-            _validate.message("per_order_sparsity", func, "a bool", per_order_sparsity)
-        )
-    if per_order_sparsity and randomizer == "erlingsson":
-        raise ParameterError(
-            f"per_order_sparsity of {func} applies to distance-based randomizers only; got "
-            "randomizer 'erlingsson'."
-        )
-    res = resolve_rng(rng, func)
-    gen = res.generator
-    times = None
+    params = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
+                         randomizer=randomizer, per_order_sparsity=per_order_sparsity,
+                         start=start, period=period)
+    confidence = _validate.check_confidence(confidence, "confidence", func)
+    d0, k, d = params.horizon, params.max_changes, params.padded_horizon
+    gen_res = resolve_rng(rng, func)
+    gen = gen_res.generator
+    times, x, truth_x = None, None, None
     if data is None:
-        n = _validate.check_int(users, "users", func, minimum=1)
+        if devices is None:
+            raise ParameterError(_validate.message("devices", func,
+                                                   "an integer >= 1 without data", devices))
+        n = _validate.check_int(devices, "devices", func, minimum=1)
         times = synthetic_change_times(n, d0, k, rng=gen)
-        x = None
     else:
         x = np.asarray(data)
         if x.ndim != 2 or x.shape[1] != d0 or not np.isin(x, (0, 1)).all():
-            raise DataError(
-                f"data of {func} must be a 0/1 matrix with {d0} columns; got shape {x.shape}."
-            )
-        x = x.astype(np.int8)
+            raise DataError(f"data of {func} must be a 0/1 matrix with horizon = {d0} columns.")
         n = x.shape[0]
-    d = _padded_d(d0)
-    if x is not None and d != d0:
-        x = np.concatenate([x, np.repeat(x[:, -1:], d - d0, axis=1)], axis=1)
-    truth_x = x
-    if x is not None:
-        x = freeze_after_k_changes(x, k)  # what the devices report (pitfall 4)
-    lg = d.bit_length() - 1
-    off = offsets(d)
-    sums = np.zeros(2 * d - 1, dtype=np.int64)
-    order = gen.integers(0, lg + 1, size=n)
-    if randomizer == "erlingsson":
-        c_gap: float | NDArray[Any] = erlingsson_c_gap(k, epsilon)
-        r = gen.integers(1, k + 1, size=n)  # keep only the r-th change, r ~ U[1..k] (§4.4)
-        if x is None:
-            assert times is not None  # internal invariant: exactly one of data/times
-            ru, tu, su = _kept_changes(times, r)
-        else:
-            deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
-            nzd = deriv != 0
-            rank_m = np.cumsum(nzd, axis=1)
-            rows0, cols0 = np.nonzero(nzd)
-            j0, s0, rank0 = cols0 + 1, deriv[rows0, cols0].astype(np.int64), rank_m[rows0, cols0]
-            sel = rank0 == r[rows0]
-            ru, tu, su = rows0[sel], j0[sel], s0[sel]
-        # (a user has at most one kept change, and it is not frozen: r <= k)
-        for h in range(lg + 1):
-            mh = order[ru] == h
-            jh = ((tu[mh] - 1) >> h) + 1
-            bits = randomized_response((su[mh] > 0).astype(np.int8), epsilon, rng=gen)
-            y = 2 * bits.astype(np.int64) - 1
-            size = d >> h
-            tot = np.bincount(jh - 1, weights=y, minlength=size).astype(np.int64)
-            zeros = int((order == h).sum()) - np.bincount(jh - 1, minlength=size)
-            tot += fair_coin_sums(zeros, gen)
-            sums[off[h] : off[h + 1]] = tot
-        params: dict = {"randomizer": "erlingsson", "changes": k, "r_sampled_from": "[1..k]"}
+        if devices is not None and devices != n:
+            raise ParameterError(_validate.message("devices", func,
+                                                   "None or the number of rows of data", devices))
+        x = x.astype(np.int8)
+        if d != d0:
+            x = np.concatenate([x, np.repeat(x[:, -1:], d - d0, axis=1)], axis=1)
+        truth_x = x
+        x = freeze_after_k_changes(x, k)  # what the devices report
+    order = gen.integers(0, params.orders, size=n)
+    if params.randomizer == "erlingsson":
+        sums = _erlingsson_sums(times, x, order, params, gen)
+        mech: dict[str, Any] = {"randomizer": "erlingsson", "r_sampled_from": "[1..k]"}
     else:
-        law = distance_law(randomizer, k, epsilon)
-        gaps = np.full(lg + 1, law.c_gap)
-        cert = law.certificate
-        for h in range(lg + 1):
-            kh = min(k, d >> h) if per_order_sparsity else k
-            law_h = distance_law(law.name, kh, epsilon) if kh != k else law
-            gaps[h] = law_h.c_gap
-            cert = max(cert, law_h.certificate)
-            rows = order == h
-            if times is not None:
-                sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law_h, kh, gen)
-            elif x is not None:
-                s = partial_sums(x[rows], h)
-                sums[off[h] : off[h + 1]] = _order_sums_distance(s, law_h, kh, gen)
-        params = {"randomizer": law.name, "changes": k, **law.params, "certificate": cert}
-        params["per_order_sparsity"] = per_order_sparsity
-        c_gap = gaps if per_order_sparsity else law.c_gap
+        sums = _distance_sums(times, x, order, params, gen)
+        mech = {"randomizer": params.randomizer,
+                **distance_law(params.randomizer, k, params.epsilon).params}
     if times is not None:
         truth = _truth_from_times(times, d)
     else:
-        assert truth_x is not None
+        assert truth_x is not None  # internal invariant: exactly one of data/times
         truth = truth_x[:, :d].sum(axis=0).astype(np.int64)
-    return make_release(
-        sums, d, n, c_gap, epsilon, beta, "futurerand-longitudinal", params, res.seeded, truth=truth
-    )
+    mech.update(max_changes=k, certificate=params.certificate,
+                per_order_sparsity=params.per_order_sparsity, param_id=params.param_id)
+    return make_estimate(
+        sums, padded_horizon=d, horizon=d0, devices=n, c_gaps=np.asarray(params.c_gaps),
+        epsilon=params.epsilon, confidence=confidence, mechanism="futurerand-longitudinal",
+        mechanism_params=mech, seeded=gen_res.seeded, max_changes=k,
+        randomizer=params.randomizer, start=params.start, period=params.period, truth=truth)
+
+
+def _erlingsson_sums(times: Any, x: Any, order: NDArray[np.int64], params: Any,
+                     gen: np.random.Generator) -> NDArray[np.int64]:
+    """Per-(h, j) sums of Erlingsson et al.: each device keeps its r-th change, r ~ U{1..k}."""
+    d, k = params.padded_horizon, params.max_changes
+    off = offsets(d)
+    sums = np.zeros(2 * d - 1, dtype=np.int64)
+    r = gen.integers(1, k + 1, size=order.size)
+    if times is not None:
+        ru, tu, su = _kept_changes(times, r)
+    else:
+        deriv = np.diff(x, axis=1, prepend=0).astype(np.int8)
+        nzd = deriv != 0
+        rank_m = np.cumsum(nzd, axis=1)
+        rows0, cols0 = np.nonzero(nzd)
+        j0, s0, rank0 = cols0 + 1, deriv[rows0, cols0].astype(np.int64), rank_m[rows0, cols0]
+        sel = rank0 == r[rows0]
+        ru, tu, su = rows0[sel], j0[sel], s0[sel]
+    # (a device has at most one kept change, and it is not frozen: r <= k)
+    for h in range(params.orders):
+        mh = order[ru] == h
+        jh = ((tu[mh] - 1) >> h) + 1
+        bits = randomized_response((su[mh] > 0).astype(np.int8), params.epsilon, rng=gen)
+        y = 2 * bits.astype(np.int64) - 1
+        size = d >> h
+        tot = np.bincount(jh - 1, weights=y, minlength=size).astype(np.int64)
+        zeros = int((order == h).sum()) - np.bincount(jh - 1, minlength=size)
+        tot += fair_coin_sums(zeros, gen)
+        sums[off[h] : off[h + 1]] = tot
+    return sums
+
+
+def _distance_sums(times: Any, x: Any, order: NDArray[np.int64], params: Any,
+                   gen: np.random.Generator) -> NDArray[np.int64]:
+    """Per-(h, j) sums of a distance-based randomizer (one law per order's change budget)."""
+    d = params.padded_horizon
+    off = offsets(d)
+    sums = np.zeros(2 * d - 1, dtype=np.int64)
+    for h in range(params.orders):
+        kh = params.changes_at_order(h)
+        law_h = distance_law(params.randomizer, kh, params.epsilon)
+        rows = order == h
+        if times is not None:
+            sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law_h, kh, gen)
+        else:
+            s = partial_sums(x[rows], h)
+            sums[off[h] : off[h + 1]] = _order_sums_distance(s, law_h, kh, gen)
+    return sums

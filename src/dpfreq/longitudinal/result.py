@@ -1,0 +1,198 @@
+"""The longitudinal release: per-period counts with intervals, a table and a plot."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq import _validate
+from dpfreq.errors import ParameterError
+from dpfreq.release import ErrorStatement, Release
+
+__all__ = ["LongitudinalEstimate", "make_estimate", "parse_period", "period_dates"]
+
+_PERIOD = re.compile(r"^\s*(\d{1,6})\s*(min|h|d|w)\s*$")
+_UNIT_SECONDS = {"min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_period(period: Any, func: str = "dpfreq") -> _dt.timedelta:
+    """A period length such as ``"1d"``, ``"7d"``, ``"1w"``, ``"6h"``, ``"15min"``."""
+    m = _PERIOD.match(period) if isinstance(period, str) else None
+    if m is None or int(m.group(1)) == 0:
+        raise ParameterError(_validate.message(
+            "period", func, "a length such as '1d', '7d', '1w', '6h' or '15min'", period))
+    return _dt.timedelta(seconds=int(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+
+
+def period_dates(start: str, period: str, count: int) -> NDArray[Any]:
+    """Start of periods ``1..count``: dates (``datetime64[D]``) for whole-day periods and a date
+    ``start``, else timestamps (``datetime64[s]``)."""
+    step = parse_period(period)
+    if "T" not in start and " " not in start and step.seconds == 0:
+        base = np.datetime64(start, "D")
+        return base + np.arange(count) * np.timedelta64(step.days, "D")
+    base_s = np.datetime64(start, "s")
+    return base_s + np.arange(count) * np.timedelta64(int(step.total_seconds()), "s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LongitudinalEstimate(Release):
+    """Per-period counts ``f̂_t`` of devices in state 1, from locally private reports.
+
+    Attributes
+    ----------
+    value : numpy.ndarray
+        ``f̂_t`` for t = 1..horizon, **clamped to** ``[0, devices]`` (a count cannot be outside;
+        clamping is post-processing, it only moves an estimate towards the truth's range but
+        makes it biased near the ends). The unbiased estimate is ``unclamped``.
+    unclamped : numpy.ndarray
+        ``f̂_t`` before clamping (unbiased under full participation).
+    sd : numpy.ndarray
+        Per-period standard deviation ``√(n(log d+1)·Σ_{h∈C(t)} c_h^{−2})`` of ``unclamped``:
+        the exact sd at ``f_t = 0``, its maximum over ``f_t ∈ [0, n]`` (data-independent).
+    error : ErrorStatement
+        ``kind="interval"``: per-period intervals ``lower``/``upper`` holding each with
+        probability ``≥ confidence`` (Hoeffding's inequality over devices), and a band
+        ``band_lower``/``band_upper`` holding for all periods at once with probability
+        ``≥ confidence`` (plus a union bound over the periods); both clamped to ``[0, n]``.
+    devices : int
+        Number of devices ``n`` (enrolled, or in the reports file).
+    horizon : int
+        Number of periods.
+    start, period : str or None
+        Time axis of the parameters (date of period 1, period length), when given.
+    truth, exact_sd : numpy.ndarray or None
+        Filled only by :func:`~dpfreq.longitudinal.simulate_longitudinal`.
+
+    Privacy
+    -------
+    Unit: one device's whole sequence ``X[1..d]``; neighbouring: any two sequences with at most
+    ``k`` changes each (device level). Every device's transcript is ε-local-DP with ε =
+    ``epsilon`` (the randomizer's exact certificate is in ``mechanism_params``); the estimate is
+    post-processing and spends no further budget.
+    """
+
+    unclamped: NDArray[np.float64]
+    sd: NDArray[np.float64]
+    devices: int
+    horizon: int
+    start: str | None = None
+    period: str | None = None
+    truth: NDArray[np.int64] | None = None
+    exact_sd: NDArray[np.float64] | None = None
+
+    @property
+    def errors(self) -> NDArray[np.float64] | None:
+        """``f̂ − f`` (of the clamped estimate) when the truth is known."""
+        return None if self.truth is None else np.asarray(self.value) - self.truth
+
+    @property
+    def dates(self) -> NDArray[Any] | None:
+        """Start of each period when the parameters carry a time axis, else None."""
+        if self.start is None or self.period is None:
+            return None
+        return period_dates(self.start, self.period, self.horizon)
+
+    def table(self) -> dict[str, Any]:
+        """Columns ``period`` (1..horizon), ``date`` (with a time axis), ``estimate``, ``lower``,
+        ``upper``, ``band_lower``, ``band_upper``, ``sd`` (and ``truth`` in simulations)."""
+        out: dict[str, Any] = {"period": np.arange(1, self.horizon + 1)}
+        dates = self.dates
+        if dates is not None:
+            out["date"] = dates
+        out.update(estimate=np.asarray(self.value), lower=self.error.lower,
+                   upper=self.error.upper, band_lower=self.error.band_lower,
+                   band_upper=self.error.band_upper, sd=self.sd)
+        if self.truth is not None:
+            out["truth"] = self.truth
+        return out
+
+    def plot(self, ax: Any = None) -> Any:
+        """Estimates with their per-period intervals (and the truth when known)."""
+        from dpfreq.plotting import new_axes, plot_band
+
+        ax = new_axes(ax)
+        dates = self.dates
+        x = np.arange(1, self.horizon + 1) if dates is None else dates
+        plot_band(ax, x, np.asarray(self.value), self.error.lower, self.error.upper,
+                  label="estimate", band_label=f"{self.error.confidence:.0%} interval")
+        if self.truth is not None:
+            ax.plot(x, self.truth, label="truth")
+        ax.set_xlabel("period" if dates is None else "date")
+        ax.set_ylabel("devices in state 1")
+        ax.legend()
+        return ax
+
+
+def _needed(k: int, randomizer: str, target: float) -> str:
+    """Text naming the ε at which the gap reaches ``target`` (None when no ε ≤ 1000 does)."""
+    from .laws import epsilon_for_gap
+
+    eps = epsilon_for_gap(randomizer, k, target)
+    if eps is None:
+        return "no epsilon up to 1000 does; more devices are needed"
+    return f"epsilon >= {eps:.3g} would (same devices, randomizer and change budget)"
+
+
+def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devices: int,
+                  c_gaps: NDArray[Any], epsilon: float, confidence: float, mechanism: str,
+                  mechanism_params: dict[str, Any], seeded: bool, max_changes: int,
+                  randomizer: str, start: str | None = None, period: str | None = None,
+                  truth: NDArray[Any] | None = None) -> LongitudinalEstimate:
+    """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate`.
+
+    Per period t, ``f̂_t = Σ_u Z_u`` over devices with independent ``Z_u`` of mean
+    ``X_u[t]`` and range ``2(log d+1)/min_{h∈C(t)} c_h``, so Hoeffding's inequality gives the
+    half-width ``((log d+1)/min c_h)·√(2n ln(2/β))`` (``β = 1 − confidence``), and with
+    ``ln(2·horizon/β)`` the simultaneous band. ``Var f̂_t = n(log d+1)Σ_{h∈C(t)} c_h^{−2} −
+    f_t``; ``sd`` is its value at ``f_t = 0``.
+    """
+    from .dyadic import estimate_from_sums
+
+    d, n = padded_horizon, devices
+    lg1 = d.bit_length()
+    gaps = np.broadcast_to(np.asarray(c_gaps, dtype=np.float64), (lg1,)).copy()
+    raw = estimate_from_sums(sums, d, lg1 / gaps)[:horizon]
+    t = np.arange(1, horizon + 1)
+    inv2 = np.zeros(horizon)
+    worst = np.full(horizon, np.inf)
+    for h in range(lg1):
+        on = ((t >> h) & 1).astype(bool)
+        inv2 += on / gaps[h] ** 2
+        worst[on] = np.minimum(worst[on], gaps[h])
+    var0 = n * lg1 * inv2
+    beta = 1.0 - confidence
+    half = (lg1 / worst) * np.sqrt(2 * n * np.log(2 / beta))
+    band = (lg1 / worst) * np.sqrt(2 * n * np.log(2 * horizon / beta))
+    value = np.clip(raw, 0, n)
+    lower, upper = np.clip(raw - half, 0, n), np.clip(raw + half, 0, n)
+    vacuous = bool(n == 0 or np.all(half >= n))
+    text = (f"Per-period intervals (each with probability >= {confidence:g}, Hoeffding over "
+            "devices) and a band for all periods at once (union bound over periods), clamped "
+            "to [0, devices].")
+    if vacuous and n > 0:
+        target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
+        text += (" They are no narrower than [0, devices] (vacuous): "
+                 f"{_needed(max_changes, randomizer, target)}.")
+    one = bool(np.all(gaps == gaps[0]))
+    gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
+        "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}
+    return LongitudinalEstimate(
+        value=value, unclamped=raw, epsilon=epsilon, unit="device", mechanism=mechanism,
+        mechanism_params={**mechanism_params, **gap_params, "padded_horizon": d,
+                          "clamped_to": [0, n]},
+        seeded=seeded,
+        error=ErrorStatement(kind="interval", confidence=confidence, value=half,
+                             description=text, lower=lower, upper=upper,
+                             band_lower=np.clip(raw - band, 0, n),
+                             band_upper=np.clip(raw + band, 0, n), vacuous=vacuous),
+        sd=np.sqrt(var0), devices=n, horizon=horizon, start=start, period=period,
+        truth=None if truth is None else np.asarray(truth, dtype=np.int64)[:horizon],
+        exact_sd=None if truth is None else np.sqrt(
+            np.maximum(var0 - np.asarray(truth)[:horizon], 0.0)),
+    )
