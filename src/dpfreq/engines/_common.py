@@ -37,7 +37,6 @@ __all__ = [
     "data_error",
     "dataframe_kind",
     "debug_enabled",
-    "empty_item_counts",
     "finish_item_counts",
     "finish_occurrence_times",
     "finish_report_sums",
@@ -74,10 +73,6 @@ def check_k_max(value: Any, func: str) -> int | None:
     if value is None:
         return None
     return check_int(value, "k_max", func, minimum=1)
-
-
-def empty_item_counts() -> ItemCounts:
-    return ItemCounts(keys=np.zeros(0, dtype=np.int64), counts=np.zeros(0, dtype=np.int64))
 
 
 def finish_item_counts(keys: NDArray[Any], counts: NDArray[Any]) -> ItemCounts:
