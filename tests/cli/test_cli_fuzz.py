@@ -13,6 +13,7 @@ tests), ``serve`` (starts a server) and ``devices`` (a network client), at any l
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -42,13 +43,14 @@ TEXTS = ["item", "time", "count", "missing_column", "", " ", "-", "'; DROP TABLE
 
 def _path_pool(tmp: Path) -> list[str]:
     return [str(tmp / n) for n in ("events.csv", "events.parquet", "counts.csv", "empty.csv",
-                                   "header.csv", "bad.csv", "ledger.sqlite")] + [
+                                   "header.csv", "bad.csv", "ledger.sqlite", "params.json",
+                                   "reports.csv")] + [
         "-", str(tmp), str(tmp / "nodir" / "x.json"), str(tmp / "x.foo"), str(tmp / "o.json"),
         str(tmp / "o.png"), str(tmp / "o.csv"), str(tmp / "missing.csv"), "", "*.csv"]
 
 
 def _write_files(tmp: Path) -> None:
-    rows = "\n".join(f"{(7 * i) % 10},{i % 6}" for i in range(40))
+    rows = "\n".join(f"{(7 * i) % 10},{1 + i % 6}" for i in range(40))
     (tmp / "events.csv").write_text("item,time\n" + rows + "\n")
     (tmp / "counts.csv").write_text("item,count\na,3\nb,1\nc,7\n")
     (tmp / "empty.csv").write_text("")
@@ -57,8 +59,25 @@ def _write_files(tmp: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"item": [1, 2, 2, 3], "time": [0, 1, 2, 3]}),
+    pq.write_table(pa.table({"item": [1, 2, 2, 3], "time": [1, 2, 3, 4]}),
                    tmp / "events.parquet")
+    _write_reports(tmp)
+
+
+def _write_reports(tmp: Path, devices: int = 30) -> None:
+    """A protocol bundle and the reports of a few devices (``longitudinal aggregate``)."""
+    from dpfreq.longitudinal import LongitudinalClient, make_params
+
+    params = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    (tmp / "params.json").write_text(params.to_json())
+    rows = ["device,order,interval,bit"]
+    for device in range(devices):
+        client = LongitudinalClient(params, rng=device)
+        for t in range(params.horizon):
+            report = client.step(int(t >= device % 8))
+            if report is not None:
+                rows.append(f"{device},{report['order']},{report['interval']},{report['bit']}")
+    (tmp / "reports.csv").write_text("\n".join(rows) + "\n")
 
 
 VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size": "20",
@@ -116,20 +135,30 @@ def _values(param: click.Parameter, paths: list[str]) -> list[str]:
     return TEXTS
 
 
+#: Options that are optional for click but needed for a valid command line.
+BASE_EXTRA = {"anonymize": ["--label", "item"], "reach": ["--horizon", "8"]}
+#: FILE arguments and path options of commands that do not read the event log.
+INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
+
+
 def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
     argv = list(path)
     for param in command.params:
         if isinstance(param, click.Argument):
-            argv.append(str(tmp / ("ledger.sqlite" if "ledger" in path else "events.csv")))
+            name = next((INPUTS[p] for p in path if p in INPUTS), "events.csv")
+            argv.append(str(tmp / name))
         elif param.required and isinstance(param, click.Option):
             opt = param.opts[-1]
-            if opt in VALID:
+            if opt in INPUTS:
+                value = str(tmp / INPUTS[opt])
+            elif opt in VALID:
                 value = VALID[opt]
             elif isinstance(param.type, click.Choice):
                 value = str(param.type.choices[0])
             else:
                 value = _values(param, [])[1] if _values(param, []) else "1"
             argv += [opt, value]
+    argv += BASE_EXTRA.get(" ".join(path), [])
     if path[:2] == ["ledger", "init"]:
         argv[2] = str(tmp / "new-ledger.sqlite")
     return argv
@@ -189,6 +218,37 @@ def workdir(tmp_path_factory):
 
 
 LEAVES = _leaf_commands()
+
+
+def _json_option(command: click.Command) -> str | None:
+    """The option that writes the command's JSON document (``--json``, or ``--out`` when its
+    help says JSON), if any."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.is_flag and (
+                "--json" in param.opts
+                or ("--out" in param.opts and "json" in (param.help or "").lower())):
+            return param.opts[-1]
+    return None
+
+
+#: Options a command needs before it writes JSON at all.
+JSON_EXTRA = {"longitudinal params": ["--write", "futurerand"]}
+JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c)]
+
+
+@pytest.mark.parametrize(("path", "command"), JSON_LEAVES,
+                         ids=[" ".join(p) for p, _ in JSON_LEAVES])
+def test_json_to_stdout_is_the_only_stdout(path, command, workdir):
+    option = _json_option(command)
+    argv = [*_base_argv(path, command, workdir), *JSON_EXTRA.get(" ".join(path), []),
+            str(option), "-"]
+    code, out, err = _run(argv)
+    dash = Path("-")
+    wrote_dash = dash.exists()
+    dash.unlink(missing_ok=True)
+    assert code == 0, (argv, err)
+    assert not wrote_dash, "wrote a file named '-' instead of stdout"
+    json.loads(out)  # stdout is exactly one JSON document
 
 
 @pytest.mark.slow
