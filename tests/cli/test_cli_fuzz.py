@@ -268,3 +268,34 @@ def test_fuzz_options_never_trace_back(path, command, workdir):
         new_ledger.unlink(missing_ok=True)
 
     fuzz()
+
+
+def _all_commands() -> list[tuple[list[str], click.Command]]:
+    """Every command and group, ``serve`` and ``devices`` included."""
+    ctx = click.Context(cli)
+    out = []
+    for name in cli.list_commands(ctx):
+        try:
+            command = cli.get_command(ctx, name)
+        except Exception as exc:  # a module that cannot be imported fails its own case
+            out.append(([name], _broken(name, exc)))
+            continue
+        stack = [([name], command)]
+        while stack:
+            path, cmd = stack.pop()
+            out.append((path, cmd))
+            if isinstance(cmd, click.Group):
+                stack += [([*path, n], cmd.get_command(ctx, n)) for n in cmd.list_commands(ctx)]
+    return out
+
+
+EVERY = _all_commands()
+
+
+@pytest.mark.parametrize(("path", "command"), EVERY, ids=[" ".join(p) for p, _ in EVERY])
+def test_every_command_and_option_has_help(path, command):
+    assert (command.help or command.short_help or "").strip(), f"{path}: no help text"
+    missing = [p.opts[-1] for p in command.params
+               if isinstance(p, click.Option) and not p.hidden and not (p.help or "").strip()
+               and "--help" not in p.opts]
+    assert not missing, f"{' '.join(path)}: options without help: {missing}"
