@@ -1,16 +1,17 @@
-"""Differentially private anonymized histograms (spec ``privhist.md``, issue 4).
+"""Differentially private anonymized histograms.
 
-:func:`release_anonymized_histogram` releases the multiset of counts of a dataset (labels
+:func:`release_anonymized_histogram` releases the multiset of counts of a dataset (items
 dropped) and a private total under pure ε-DP: PRIVHIST (Suresh, NeurIPS 2019) in ``Õ(sqrt n)``
 on the prevalence form, the Hay et al. sorted-count baseline, or a data-independent automatic
 choice between them. Symmetric properties (entropy, support size, unseen species, ...) are
 plug-in estimates on a release (post-processing, no further budget); distances score releases
-in sorted ℓ1 / ℓ2² without expanding them.
+in sorted ℓ1 / ℓ2² without expanding them. :func:`plan_anonymized` predicts the error
+statement from public parameters before any data is touched.
 """
 
 from dpfreq.anonymized.distance import sorted_l1_distance, sorted_l2_squared_distance
 from dpfreq.anonymized.hay import HAY_MAX_LENGTH
-from dpfreq.anonymized.privhist import METHODS, release_anonymized_histogram
+from dpfreq.anonymized.api import METHODS, release_anonymized_histogram
 from dpfreq.anonymized.properties import (
     PROPERTY_NAMES,
     PropertyEstimate,

@@ -1,4 +1,4 @@
-"""Distances between anonymized histograms: sorted ℓ1 (earth mover) and sorted ℓ2² (spec §1, §10).
+"""Distances between anonymized histograms: sorted ℓ1 (earth mover) and sorted ℓ2².
 
 Both are computed from the prevalence (compact) form in ``O(t1 + t2)`` after the inputs are
 sorted (``t`` = number of distinct counts), without expanding a histogram to its ``n`` counts, so
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.anonymized._input import as_prevalences
+from dpfreq.anonymized.histogram_input import as_prevalences
 
-__all__ = ["sorted_l1_distance", "sorted_l2_squared_distance"]
+__all__ = ["l1_between", "sorted_l1_distance", "sorted_l2_squared_distance"]
 
 _I64 = NDArray[np.int64]
 
@@ -36,7 +36,7 @@ def _suffix_at(counts: _I64, prev: _I64, points: _I64) -> _I64:
 
 
 def sorted_l1_distance(first: Any, second: Any) -> int:
-    """Sorted ℓ1 (earth mover) distance between two anonymized histograms (spec §1, Lemma 1).
+    """Sorted ℓ1 (earth mover) distance between two anonymized histograms.
 
     ``ℓ1(h1, h2) = Σ_i |n_(i)(h1) − n_(i)(h2)|`` over the descending sorted counts, zero-padded to
     a common length; equivalently (layer cake) ``Σ_{r≥1} |φ_{r+}(h1) − φ_{r+}(h2)|``, which is
@@ -74,11 +74,17 @@ def sorted_l1_distance(first: Any, second: Any) -> int:
     func = "sorted_l1_distance"
     c1, p1 = as_prevalences(first, func, "first")
     c2, p2 = as_prevalences(second, func, "second")
-    keys = np.union1d(c1, c2)
+    return l1_between(c1, p1, c2, p2)
+
+
+def l1_between(counts1: _I64, prevalences1: _I64, counts2: _I64, prevalences2: _I64) -> int:
+    """Sorted ℓ1 distance of two validated prevalence forms (counts strictly increasing)."""
+    keys = np.union1d(counts1, counts2)
     if keys.size == 0:
         return 0
     gaps = np.diff(keys, prepend=np.int64(0))
-    diff = np.abs(_suffix_at(c1, p1, keys) - _suffix_at(c2, p2, keys))
+    diff = np.abs(_suffix_at(counts1, prevalences1, keys)
+                  - _suffix_at(counts2, prevalences2, keys))
     return int(np.dot(diff, gaps))
 
 
@@ -90,7 +96,7 @@ def _rank_runs(counts: _I64, prev: _I64) -> tuple[_I64, _I64]:
 
 
 def sorted_l2_squared_distance(first: Any, second: Any) -> float:
-    """Sorted ℓ2² distance ``Σ_i (n_(i)(h1) − n_(i)(h2))²`` (Hay et al.'s metric, spec §10).
+    """Sorted ℓ2² distance ``Σ_i (n_(i)(h1) − n_(i)(h2))²`` (Hay et al.'s metric).
 
     The descending sorted count vectors (zero-padded to a common length) are never expanded:
     each histogram is a list of runs (count, prevalence); the rank breakpoints of both are merged

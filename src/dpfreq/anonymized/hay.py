@@ -1,6 +1,6 @@
 """Hay et al. (ICDM 2009 / VLDB 2010) sorted-count baseline for anonymized histograms.
 
-Spec ``privhist.md`` §10: spend ε1 on a private total ``N`` (as PRIVHIST step 1) and use
+Spend ε1 on a private total ``N`` (as PRIVHIST step 1) and use
 ``L = N`` as the public length (the number of labels is at most ``n``); take the descending
 sorted counts truncated / zero-padded to length ``L``, add i.i.d. two-sided geometric noise
 ``G(e^{-ε'})``, fit a non-increasing sequence (PAVA), clamp at 0, round, drop zeros.
@@ -17,12 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from dpfreq._validate import message
-from dpfreq.anonymized._input import total_of
-from dpfreq.anonymized.privhist import (
+from dpfreq.anonymized.histogram_input import total_of
+from dpfreq.anonymized.steps import (
     I64,
     NoiseSource,
     Outcome,
-    expected_abs_geometric,
     merge_prevalences,
     rounded_isotonic,
 )
@@ -51,12 +50,12 @@ def sorted_padded(counts: I64, prevalences: I64, length: int) -> I64:
 
 def hay(counts: I64, prevalences: I64, *, split: tuple[float, float, float],
         noise: NoiseSource, func: str = "release_anonymized_histogram") -> Outcome:
-    """The Hay et al. baseline on a validated prevalence form (spec §10)."""
+    """The Hay et al. baseline on a validated prevalence form."""
     eps1, eps2, _ = split
     n = total_of(counts, prevalences)
     n_est = max(n + int(noise.geometric(eps1, 1)[0]), 0)
     if n_est == 0:
-        return Outcome(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, "empty")
+        return Outcome(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, "empty", {})
     if n_est > HAY_MAX_LENGTH:
         raise ParameterError(message(
             "source", func, f"a histogram whose private total N is at most {HAY_MAX_LENGTH} for "
@@ -67,5 +66,4 @@ def hay(counts: I64, prevalences: I64, *, split: tuple[float, float, float],
     fitted = rounded_isotonic(vec)
     c, p = merge_prevalences(fitted, np.ones(fitted.size, dtype=np.int64))
     keep = c > 0
-    return Outcome(c[keep], p[keep], n_est, "sorted-counts",
-                   n_est * expected_abs_geometric(eps2), {"L": n_est})
+    return Outcome(c[keep], p[keep], n_est, "sorted-counts", {"L": n_est})

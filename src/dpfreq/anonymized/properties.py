@@ -1,4 +1,4 @@
-"""Symmetric properties of an anonymized histogram: plug-ins ``Σ f(r, N) φ_r`` (spec §9).
+"""Symmetric properties of an anonymized histogram: plug-ins ``Σ f(r, N) φ_r``.
 
 Every estimator here is a function of the anonymized histogram only (the multiset of counts).
 Given an :class:`~dpfreq.anonymized.AnonymizedHistogramRelease` ``(H, N)`` it evaluates
@@ -17,7 +17,7 @@ For a linear estimator at a fixed sample size ``n`` and histograms whose counts 
     ``|f̂(h1) − f̂(h2)| ≤ L · ℓ1(h1, h2)``,  ``L = max_{1≤r≤R} |f(r, n) − f(r−1, n)|``
 
 with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorted_l1_distance`).
-This is spec §9's ``L^n_{f̂}`` with the range of ``r`` made explicit. :func:`lipschitz_constant`
+This is the paper's Lipschitz constant with the range of ``r`` made explicit. :func:`lipschitz_constant`
 computes ``L`` exactly (closed forms below; a finite scan where the coefficients vanish).
 Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement.
 
@@ -52,7 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_choice, check_int, check_positive_float, message
-from dpfreq.anonymized._coefficients import (
+from dpfreq.anonymized.coefficients import (
     PROPERTY_NAMES,
     entropy_coef,
     entropy_lipschitz,
@@ -63,7 +63,7 @@ from dpfreq.anonymized._coefficients import (
     sgt_unseen_coef,
     uniformity_coef,
 )
-from dpfreq.anonymized._input import as_prevalences
+from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import ErrorStatement, Release
 
@@ -108,6 +108,14 @@ class PropertyEstimate(Release):
         The ``R`` used for ``lipschitz_constant``: ``max(sample_size, largest count of H)``.
     private : bool
         True when computed from a DP release; False for the exact, non-private reference.
+    raw_value : float
+        The estimator's value before clamping to ``value_range``.
+    clamped : bool
+        True when the raw value lay outside the quantity's range and was moved into it (then
+        ``value`` is the nearest end of ``value_range``; the error bound applies to the raw
+        value, and clamping only moves it toward any true value inside the range).
+    value_range : tuple of float
+        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species).
     parameters : Mapping
         The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
     """
@@ -117,10 +125,24 @@ class PropertyEstimate(Release):
     lipschitz_constant: float
     max_count: int
     private: bool
+    raw_value: float
+    clamped: bool
+    value_range: tuple[float, float]
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     def __float__(self) -> float:
         return float(self.value)
+
+    def table(self) -> dict[str, Any]:
+        """One row: the property, its value, and ``lower``/``upper`` from a finite bound
+        (clipped to the property's range; NaN when there is no error statement)."""
+        half = float(np.max(self.error.value)) if self.error.kind == "bound" else math.nan
+        lo, hi = self.value_range
+        lower = max(self.value - half, lo) if math.isfinite(half) else math.nan
+        upper = min(self.value + half, hi) if math.isfinite(half) else math.nan
+        return {"property": np.array([self.property_name]), "value": np.array([self.value]),
+                "lower": np.array([lower]), "upper": np.array([upper]),
+                "clamped": np.array([self.clamped])}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -149,63 +171,70 @@ def _read(histogram: Any, func: str) -> _Input:
     return _Input(counts, prev, n, None)
 
 
-def _release_l1(release: Any) -> tuple[float | None, float | None, str, str]:
-    """The release's numeric ℓ1 error statement: (value, confidence, kind, description)."""
-    err = getattr(release, "error", None)
-    if err is None:
-        return None, None, "bound", ""
-    try:
-        value = float(np.asarray(err.value, dtype=np.float64).max())
-    except (TypeError, ValueError):
-        return None, err.confidence, err.kind, err.description
-    if not math.isfinite(value):
-        return None, err.confidence, err.kind, err.description
-    return value, err.confidence, err.kind, err.description
+def no_statement(description: str) -> ErrorStatement:
+    """An honest "no error statement": kind ``"sd"`` with an unknown (NaN) value."""
+    return ErrorStatement(kind="sd", confidence=None, value=math.nan, description=description)
 
 
-def _result(inp: _Input, name: str, value: float, lipschitz: float, big_r: int,
-            parameters: dict[str, Any], *, error: ErrorStatement | None = None) -> PropertyEstimate:
+def clamp(value: float, value_range: tuple[float, float]) -> float:
+    """``value`` moved into ``value_range`` (NaN stays NaN)."""
+    lo, hi = value_range
+    return value if math.isnan(value) else min(max(value, lo), hi)
+
+
+def _private_error(inp: _Input, lipschitz: float, width: float) -> ErrorStatement:
+    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
+    err = getattr(inp.release, "error", None)
+    bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
+    if not (math.isfinite(bound) and math.isfinite(lipschitz)):
+        return no_statement("the release states no finite sorted-ℓ1 bound (or the estimator "
+                            "has no Lipschitz constant): no error statement is available")
+    value = float(lipschitz * bound)
+    vacuous = value >= width
+    tail = (" It is no wider than the range of the quantity itself: the estimate carries little "
+            "information at this ε (see dpfreq.anonymized.plan_anonymized for the ε needed)."
+            if vacuous else "")
+    return ErrorStatement(kind="bound", confidence=err.confidence, value=value, vacuous=vacuous,
+                          description=(
+        f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
+        f"L × B = {value:.6g} with probability about {err.confidence:g}, where B = {bound:.6g} "
+        f"is the release's sorted-ℓ1 bound and L = {lipschitz:.6g} the estimator's sorted-ℓ1 "
+        f"Lipschitz constant (counts <= max(N, largest count)). The uncertainty of N itself is "
+        f"not included.{tail}"))
+
+
+def _result(inp: _Input, name: str, raw: float, lipschitz: float, big_r: int,
+            parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
+            width: float = math.inf, error: ErrorStatement | None = None) -> PropertyEstimate:
+    """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
+    whether that moved it; ``width`` is the trivial error (for the vacuous flag)."""
     rel = inp.release
+    value = clamp(float(raw), value_range)
+    common = {"property_name": name, "sample_size": inp.sample_size,
+              "lipschitz_constant": float(lipschitz), "max_count": big_r,
+              "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
+              and not math.isnan(raw), "value_range": value_range, "value": value,
+              "delta": 0.0, "unit": "event"}
     if rel is None:
         err = error or ErrorStatement(
             kind="bound", confidence=1.0, value=0.0,
             description="exact plug-in value on the raw histogram: NOT differentially private")
-        return PropertyEstimate(
-            value=float(value), epsilon=math.inf, delta=0.0,
-            mechanism="exact plug-in (non-private reference)",
-            mechanism_params={"sample_size": inp.sample_size, **parameters}, seeded=False,
-            error=err, property_name=name, sample_size=inp.sample_size,
-            lipschitz_constant=float(lipschitz), max_count=big_r, private=False,
-            parameters=parameters)
+        return PropertyEstimate(epsilon=math.inf, mechanism="exact plug-in (non-private "
+                                "reference)", mechanism_params={"sample_size": inp.sample_size,
+                                                               **parameters},
+                                seeded=False, error=err, private=False, **common)
     if error is None and inp.sample_size == 0:
-        error = ErrorStatement(
-            kind="bound", confidence=None, value=math.inf,
-            description="N = 0: the value on the empty sample is returned; no error statement")
+        error = no_statement("N = 0: the value on the empty sample is returned; no error "
+                             "statement is available")
     if error is None:
-        l1, conf, kind, desc = _release_l1(rel)
-        if l1 is None or not math.isfinite(lipschitz):
-            error = ErrorStatement(
-                kind="bound", confidence=conf, value=math.inf,
-                description=f"|estimate − exact plug-in at n = N| ≤ L·ℓ1(h, H) with L = "
-                            f"{lipschitz:.6g}; the release states no finite ℓ1 bound")
-        else:
-            error = ErrorStatement(
-                kind=kind, confidence=conf, value=float(lipschitz * l1),
-                description=f"L × the release's sorted-ℓ1 error {kind} ({l1:.6g}), L = "
-                            f"{lipschitz:.6g} (sorted-ℓ1 Lipschitz constant at n = N = "
-                            f"{inp.sample_size}, counts ≤ {big_r}): |estimate − exact plug-in "
-                            f"evaluated at n = N| ≤ L·ℓ1(h, H), so this is a {kind} of the same "
-                            f"kind as the release's; the effect of N ≠ n is not included. "
-                            f"Release: {desc}")
+        error = _private_error(inp, lipschitz, width)
+    common["unit"] = str(getattr(rel, "unit", "event"))
+    common["delta"] = float(getattr(rel, "delta", 0.0))
     return PropertyEstimate(
-        value=float(value), epsilon=float(rel.epsilon), delta=float(getattr(rel, "delta", 0.0)),
-        mechanism=f"plug-in on {rel.mechanism} (post-processing)",
-        mechanism_params={"sample_size": inp.sample_size,
-                          "release_mechanism": rel.mechanism,
+        epsilon=float(rel.epsilon), mechanism=f"plug-in on {rel.mechanism} (post-processing)",
+        mechanism_params={"sample_size": inp.sample_size, "release_mechanism": rel.mechanism,
                           "release_method": getattr(rel, "method", None), **parameters},
-        seeded=bool(rel.seeded), error=error, property_name=name, sample_size=inp.sample_size,
-        lipschitz_constant=float(lipschitz), max_count=big_r, private=True,
-        parameters=parameters)
+        seeded=bool(rel.seeded), error=error, private=True, **common)
 
 
 def _max_count(inp: _Input) -> int:
@@ -220,7 +249,7 @@ def _linear(inp: _Input, coef: Callable[[_F64], _F64]) -> float:
 
 
 def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyEstimate:
-    """Plug-in (empirical) Shannon entropy in nats, optionally Miller–Madow corrected (spec §9.1).
+    """Plug-in (empirical) Shannon entropy in nats, optionally Miller–Madow corrected.
 
     ``Ĥ = Σ_r φ_r (r/n) ln(n/r)``; Miller–Madow adds ``(Σ_r φ_r − 1) / (2n)``.
 
@@ -259,12 +288,13 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     value = _linear(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
-    return _result(inp, name, value, entropy_lipschitz(float(n), big_r, miller_madow), big_r, {})
+    return _result(inp, name, value, entropy_lipschitz(float(n), big_r, miller_madow), big_r, {},
+                   width=math.log(max(n, 2)))
 
 
 def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
                           method: str = "observed") -> PropertyEstimate:
-    """Number of distinct labels ``Σ_r φ_r`` (spec §9.2), or the Chao1 lower-bound estimate.
+    """Number of distinct labels ``Σ_r φ_r``, or the Chao1 lower-bound estimate.
 
     Parameters
     ----------
@@ -298,14 +328,14 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     big_r = _max_count(inp)
     observed = float(inp.prevalences.sum())
     if method == "observed":
-        return _result(inp, "support-size", observed / scale, 1.0 / scale, big_r, params)
+        return _result(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
+                       width=max(inp.sample_size, 1) / scale)
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
     extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
     error = None
     if inp.release is not None:
-        error = ErrorStatement(kind="bound", confidence=None, value=math.inf,
-                               description="Chao1 is non-linear: no error guarantee")
+        error = no_statement("Chao1 is non-linear: no error statement is available")
     return _result(inp, "support-size", (observed + extra) / scale, math.nan, big_r, params,
                    error=error)
 
@@ -320,13 +350,18 @@ def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
     params: dict[str, Any] = {"extrapolation_ratio": t, "poisson_parameter": lam}
     if name == "support-coverage":
         params["normalized"] = normalized
-    if n == 0:
-        return _result(inp, name, 0.0, 0.0, big_r, params)
-    extra = 1.0 if name == "support-coverage" else 0.0
+    observed = float(inp.prevalences.sum())
     scale = n * (1.0 + t) if normalized else 1.0
+    # unseen: between 0 and the t·n new samples; coverage: the observed support plus that
+    value_range = (0.0, t * n) if name == "unseen-species" else (
+        observed / scale, (observed + t * n) / scale)
+    if n == 0:
+        return _result(inp, name, 0.0, 0.0, big_r, params, value_range=(0.0, 0.0))
+    extra = 1.0 if name == "support-coverage" else 0.0
     value = _linear(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
     lip = lipschitz_for(name, n, big_r, func, extrapolation_ratio=t, normalized=normalized)
-    return _result(inp, name, value, lip, big_r, params)
+    return _result(inp, name, value, lip, big_r, params, value_range=value_range,
+                   width=t * n / scale)
 
 
 def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> PropertyEstimate:
@@ -334,7 +369,7 @@ def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> Pr
 
     ``U = −Σ_{r≥1} (−t)^r Pr[L ≥ r] φ_r`` with ``L ~ Poisson(λ)``,
     ``λ = ln(n (t+1)²/(t−1)) / (2t)`` for ``t > 1``; plain Good–Toulmin (``Pr[L ≥ r] := 1``) for
-    ``t ≤ 1`` (spec §9.3, Orlitsky–Suresh–Wu 2016).
+    ``t ≤ 1``.
 
     Parameters
     ----------
@@ -360,7 +395,7 @@ def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> Pr
 
 def estimate_support_coverage(histogram: Any, *, extrapolation_ratio: float,
                               normalized: bool = False) -> PropertyEstimate:
-    """Expected number of distinct labels in ``m = n(1+t)`` samples: ``Σ_r φ_r + U`` (spec §9.3).
+    """Expected number of distinct labels in ``m = n(1+t)`` samples: ``Σ_r φ_r + U``.
 
     Parameters
     ----------
@@ -394,7 +429,7 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     """Plug-in ℓ1 distance to the uniform distribution on a public domain of ``k`` labels.
 
     ``Σ_x |p̂_x − 1/k| = 1 + Σ_r φ_r (|r/n − 1/k| − 1/k)`` (unseen labels contribute ``1/k``
-    each; spec §9.4), clipped to ``[0, 2]``.
+    each), clipped to ``[0, 2]``.
 
     Parameters
     ----------
@@ -429,14 +464,16 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     n = inp.sample_size
     params = {"domain_size": k}
     if n == 0:
-        return _result(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params)
+        return _result(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params,
+                       value_range=(0.0, 2.0))
     raw = 1.0 + _linear(inp, lambda r: uniformity_coef(r, float(n), k))
     lip = lipschitz_for("distance-to-uniformity", n, big_r, func, domain_size=k)
-    return _result(inp, "distance-to-uniformity", min(max(raw, 0.0), 2.0), lip, big_r, params)
+    return _result(inp, "distance-to-uniformity", raw, lip, big_r, params,
+                   value_range=(0.0, 2.0), width=2.0)
 
 
 def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
-    """Unbiased power sum ``P̂_a = Σ_r φ_r r^{(a)} / n^{(a)}`` estimating ``Σ_x p_x^a`` (spec §9.5).
+    """Unbiased power sum ``P̂_a = Σ_r φ_r r^{(a)} / n^{(a)}`` estimating ``Σ_x p_x^a``.
 
     Parameters
     ----------
@@ -467,14 +504,17 @@ def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
     big_r = _max_count(inp)
     n = inp.sample_size
     if n < a:
-        return _result(inp, "power-sum", math.nan, math.inf, big_r, {"order": a})
+        return _result(inp, "power-sum", math.nan, math.inf, big_r, {"order": a},
+                       value_range=(0.0, 1.0), error=no_statement(
+                           "N is below the order: no unbiased estimate and no error statement"))
     value = _linear(inp, lambda r: falling_ratio(r, float(n), a))
     lip = lipschitz_for("power-sum", n, big_r, func, order=a)
-    return _result(inp, "power-sum", value, lip, big_r, {"order": a})
+    return _result(inp, "power-sum", value, lip, big_r, {"order": a}, value_range=(0.0, 1.0),
+                   width=1.0)
 
 
 def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
-    """Rényi entropy of integer order ``a >= 2`` in nats: ``ln(P̂_a) / (1 − a)`` (spec §9.5).
+    """Rényi entropy of integer order ``a >= 2`` in nats: ``ln(P̂_a) / (1 − a)``.
 
     Parameters
     ----------
@@ -502,15 +542,19 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     value = math.log(p) / (1 - a) if p > 0 else math.nan
     inp = _read(histogram, func)
     error = None
-    if inp.release is not None:
+    if inp.release is not None and power.error.kind != "bound":
+        error = no_statement(f"no error statement: the power sum has none. "
+                             f"{power.error.description}")
+    elif inp.release is not None:
         d = float(power.error.value)
         bound = math.log(p / (p - d)) / (a - 1) if p > d else math.inf
         error = ErrorStatement(
-            kind=power.error.kind, confidence=power.error.confidence, value=bound,
-            description=f"from the power sum's bound D = {d:.6g}: ln(P/(P−D))/(a−1) "
-                        f"(inf when P <= D). {power.error.description}")
+            kind="bound", confidence=power.error.confidence, value=bound,
+            vacuous=not math.isfinite(bound), description=(
+                f"from the power sum's bound D = {d:.6g}: ln(P/(P−D))/(a−1) (infinite, and so "
+                f"vacuous, when P <= D). {power.error.description}"))
     return _result(inp, "renyi-entropy", value, math.nan, power.max_count, {"order": a},
-                   error=error)
+                   value_range=(0.0, math.inf), error=error)
 
 
 def estimate_properties(histogram: Any, *, domain_size: int | None = None,

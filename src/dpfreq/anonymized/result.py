@@ -1,8 +1,8 @@
-"""The release type of an anonymized histogram (PrivHist, Hay et al.; spec ``privhist.md`` §1).
+"""The release type of an anonymized histogram (PrivHist, Hay et al.).
 
-The histogram is kept in **prevalence form** ``{count r: number of labels with count r}`` so that
-a release of billions of labels stays a few thousand numbers; :meth:`to_counts` expands it on
-request (``O(number of labels)`` time and memory).
+The histogram is kept in **prevalence form** ``{count r: number of items with count r}`` so that
+a release of billions of items stays a few thousand numbers; :meth:`to_counts` expands it on
+request (``O(number of items)`` time and memory).
 """
 
 from __future__ import annotations
@@ -21,42 +21,70 @@ __all__ = ["AnonymizedHistogramRelease"]
 class AnonymizedHistogramRelease(Release):
     """A differentially private anonymized histogram ``H`` with a private total ``N``.
 
-    ``value`` is the dict ``{"counts": counts, "prevalences": prevalences, "n_estimate": N}``.
+    ``value`` is the dict ``{"counts": counts, "prevalences": prevalences, "n_estimate": N}``;
+    :attr:`counts`, :attr:`prevalences` and :attr:`n_estimate` read it. ``unit`` is always
+    ``"event"`` (one occurrence of one item). ``error`` is a sorted-ℓ1 bound with its
+    confidence (see :func:`~dpfreq.anonymized.release_anonymized_histogram`).
 
     Attributes
     ----------
-    counts : numpy.ndarray of int64
-        The distinct released counts, strictly increasing, every entry ``>= 1``.
-    prevalences : numpy.ndarray of int64
-        ``prevalences[i] >= 1`` labels have released count ``counts[i]`` (same length as
-        ``counts``). Both arrays are empty for an empty release.
-    n_estimate : int
-        ``N``, the ε1-DP estimate of the total ``n = Σ_x n_x`` (spec §3 step 1: ``max(n + Z, 0)``
-        with two-sided geometric ``Z``). Use it, not ``Σ r·φ_r(H)``, as the sample size of
-        plug-in property estimators (spec §9).
+    total_interval : tuple of int
+        ``(lower, upper)``: holds the true total ``n`` with probability at least
+        ``error.confidence``, exactly (from the discrete Laplace law of ``N − n``).
     split : tuple of float
         The budget split ``(ε1, ε2, ε3)`` actually used: ε1 for ``N``, ε2 for the split and the
         noisy counts, ε3 for the smoothed high-privacy histogram (0 when unused). For Hay et al.
         ``(ε1, ε', 0)`` with ε' on the sorted counts.
     regime : str
-        ``"low-privacy"`` (PrivHist, ε > 1), ``"high-privacy"`` (PrivHist, ε ≤ 1),
-        ``"sorted-counts"`` (Hay et al.) or ``"empty"`` (``N = 0``: nothing but ``N`` released).
+        ``"low-privacy"`` or ``"high-privacy"`` (PrivHist's branch), ``"sorted-counts"`` (Hay et
+        al.) or ``"empty"`` (``N = 0``: nothing but ``N`` released).
     method : str
         The method that produced the release: ``"privhist"``, ``"privhist-tuned"`` or ``"hay"``
         (``method="auto"`` records its choice here and ``"auto"`` in
         ``mechanism_params["requested_method"]``).
     """
 
-    counts: np.ndarray
-    prevalences: np.ndarray
-    n_estimate: int
+    total_interval: tuple[int, int]
     split: tuple[float, float, float]
     regime: str
     method: str
 
     @property
-    def n_labels(self) -> int:
-        """Number of labels in the released histogram (``Σ_r φ_r(H)``)."""
+    def counts(self) -> np.ndarray:
+        """The distinct released counts, strictly increasing, every entry ``>= 1`` (int64)."""
+        return np.asarray(self.value["counts"], dtype=np.int64)
+
+    @property
+    def prevalences(self) -> np.ndarray:
+        """``prevalences[i] >= 1`` items have released count ``counts[i]`` (int64)."""
+        return np.asarray(self.value["prevalences"], dtype=np.int64)
+
+    @property
+    def n_estimate(self) -> int:
+        """``N = max(n + Z, 0)``, the ε1-DP estimate of the total ``n``; use it, not
+        ``Σ r·φ_r(H)``, as the sample size of plug-in property estimators."""
+        return int(self.value["n_estimate"])
+
+    def table(self) -> dict[str, Any]:
+        """One row per distinct released count, largest first.
+
+        Columns: ``count``; ``items`` (how many items have that released count);
+        ``rank_first``/``rank_last`` (their ranks, 1 = most frequent); ``items_at_least``
+        (items with released count ``>= count``); ``share`` (``count / N``, the estimated
+        prevalence of each such item). No per-row intervals: the error statement bounds the
+        whole histogram (``error``), and the total has ``total_interval``.
+        """
+        counts = self.counts[::-1]
+        items = self.prevalences[::-1]
+        last = np.cumsum(items)
+        n = max(self.n_estimate, 1)
+        return {"count": counts, "items": items, "rank_first": last - items + 1,
+                "rank_last": last, "items_at_least": last,
+                "share": counts.astype(np.float64) / n}
+
+    @property
+    def n_items(self) -> int:
+        """Number of items in the released histogram (``Σ_r φ_r(H)``)."""
         return int(np.asarray(self.prevalences, dtype=np.int64).sum())
 
     @property
@@ -71,9 +99,9 @@ class AnonymizedHistogramRelease(Release):
         return {int(c): int(p) for c, p in zip(self.counts, self.prevalences, strict=True)}
 
     def to_counts(self) -> np.ndarray:
-        """The released counts expanded to one entry per label, sorted descending (int64).
+        """The released counts expanded to one entry per item, sorted descending (int64).
 
-        This is ``O(n_labels)`` time and memory — billions of entries for a password list; the
+        This is ``O(n_items)`` time and memory — billions of entries for a password list; the
         release itself (and every dpfreq consumer of it) works on the prevalence form instead.
         """
         c = np.asarray(self.counts, dtype=np.int64)[::-1]
@@ -84,7 +112,7 @@ class AnonymizedHistogramRelease(Release):
         """Rank–frequency plot (log–log) of the released histogram.
 
         One horizontal step per distinct count, drawn from the prevalence form (never expanded),
-        so it is instant for billions of labels.
+        so it is instant for billions of items.
 
         Parameters
         ----------
@@ -111,7 +139,7 @@ class AnonymizedHistogramRelease(Release):
             ax.legend(loc="best")
         else:
             ax.text(0.5, 0.5, "empty release", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlabel("rank (labels by released count, descending)")
+        ax.set_xlabel("rank (items by released count, descending)")
         ax.set_ylabel("released count")
         ax.set_title(f"Anonymized histogram: ε={self.epsilon:g}, N={self.n_estimate}")
         return ax

@@ -58,7 +58,7 @@ def entropy_lipschitz(n: float, max_count: int, miller_madow: bool) -> float:
 
 
 def sgt_poisson_parameter(sample_size: float, extrapolation_ratio: float) -> float | None:
-    """λ of the smoothed Good–Toulmin estimator (spec §9.3); ``None`` for ``t ≤ 1`` (plain GT).
+    """λ of the smoothed Good–Toulmin estimator; ``None`` for ``t ≤ 1`` (plain GT).
 
     ``λ = ln(n (t+1)² / (t−1)) / (2t)`` (Orlitsky–Suresh–Wu 2016, as in the INSPECTRE code).
     """
@@ -131,7 +131,7 @@ def lipschitz_constant(
 
     ``L = max_{1≤r≤R} |f(r, n) − f(r−1, n)|`` with ``f(0, n) = 0``, so that
     ``|f̂(h1) − f̂(h2)| ≤ L · ℓ1(h1, h2)`` for all histograms ``h1, h2`` with counts ``≤ R``,
-    both evaluated at the same ``n`` (module docstring; spec §9).
+    both evaluated at the same ``n`` (module docstring).
 
     Parameters
     ----------

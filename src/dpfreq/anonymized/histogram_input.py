@@ -1,6 +1,6 @@
-"""Reading an anonymized histogram in any accepted in-memory form into prevalence form.
+"""Reading an anonymized histogram into prevalence form (in-memory forms and weighted tables).
 
-Accepted (spec ``privhist.md`` §1):
+Accepted in memory:
 
 * a mapping ``{count r: prevalence φ_r}`` (keys and values integers ``>= 1``);
 * a 1-d array of per-label counts (every entry an integer ``>= 1``; labels are dropped);
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_count_array, message
 from dpfreq.errors import DataError
 
-__all__ = ["as_prevalences"]
+__all__ = ["as_prevalences", "read_weighted", "total_of"]
 
 _I64 = NDArray[np.int64]
 
@@ -40,7 +40,7 @@ def _finish(counts: _I64, prev: _I64, param: str, func: str) -> tuple[_I64, _I64
         dup = np.flatnonzero(counts[1:] == counts[:-1])
         if dup.size:
             raise DataError(message(f"{param}.counts", func, "distinct counts",
-                                    f"count {int(counts[dup[0]])} listed twice"))
+                                    "a count listed twice"))
     return counts.astype(np.int64, copy=False), prev.astype(np.int64, copy=False)
 
 
@@ -91,3 +91,48 @@ def total_of(counts: _I64, prevalences: _I64) -> int:
     if counts.size == 0:
         return 0
     return int(np.dot(counts.astype(object), prevalences.astype(object)))
+
+
+def read_weighted(engine: Any, source: Any, *, item: str, count: str,
+                  func: str) -> tuple[_I64, _I64]:
+    """Prevalence form of a pre-aggregated ``item,count`` table (rows of one item added up).
+
+    Uses the engine's ``occurrence_times`` with the count column as an integer "time": one
+    ``(item code, count)`` pair per row reaches this process (``O(rows)`` memory), and the
+    per-item sums are exact int64 sums (the total is checked to stay below ``2**62`` first).
+
+    Raises
+    ------
+    DataError
+        A count column that is not integer valued, or a negative count (the message names the
+        column, not the value).
+    """
+    try:
+        occ = engine.occurrence_times(source, item=item, time=count)
+    except DataError as exc:
+        raise DataError(message(count, func, "a column of non-negative integer counts",
+                                "a column of another type or with nulls")) from exc
+    if occ.time_kind != "integer":
+        raise DataError(message(count, func, "a column of non-negative integer counts",
+                                "timestamps or dates"))
+    weights = np.asarray(occ.times, dtype=np.int64)
+    if weights.size and int(weights.min()) < 0:
+        raise DataError(message(count, func, "a column of non-negative integer counts",
+                                "a negative count"))
+    if weights.size and int(weights.max()) > 2**52:
+        raise DataError(message(count, func, "a column of counts at most 2**52",
+                                "a larger count"))
+    if weights.size and float(weights.astype(np.float64).sum()) > 2.0**62:
+        raise DataError(message(count, func, "a column of counts whose total is at most 2**52",
+                                "a larger total"))
+    codes = np.asarray(occ.item_index, dtype=np.int64)
+    per_item = np.zeros(int(occ.n_items), dtype=np.int64)
+    np.add.at(per_item, codes, weights)  # exact: the total is below 2**62
+    per_item = per_item[per_item > 0]
+    if per_item.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if int(per_item.max()) > 2**52:
+        raise DataError(message(count, func, "counts whose per-item totals are at most 2**52",
+                                "a larger total"))
+    counts, prev = np.unique(per_item.astype(np.int64), return_counts=True)
+    return counts.astype(np.int64), prev.astype(np.int64)
