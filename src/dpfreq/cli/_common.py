@@ -6,10 +6,19 @@ click usage error) for bad input; :func:`dpfreq.cli.main.main` turns them into o
 stderr and exit code 2.
 
 Everything a command can check without the data is checked while its options are parsed, so
-before any data is read, any budget spent or any noise drawn: integers (:data:`INTEGER` and
-friends accept ``2000000``, ``2_000_000`` and ``2e6``), output paths (:func:`output_options`,
-:func:`output_path_option`), the ledger file (:func:`ledger_option`) and FILE arguments
-(:data:`INPUT_FILE`, where ``-`` reads stdin).
+before any data is read, any budget spent or any noise drawn. A command:
+
+- takes integers as ``type=INTEGER`` / ``COUNT`` (>= 0) / ``POSITIVE`` (>= 1) or
+  ``IntegerType(minimum, maximum)``: ``2000000``, ``2_000_000`` and ``2e6`` all work, ``1.5e0``
+  and values past int64 are refused;
+- takes FILE arguments as ``type=INPUT_FILE``: a missing file is refused at once and ``-``
+  reads stdin (spooled to a temporary file any engine can read);
+- declares every output path with :func:`output_options` (``--json``/``--plot``) or
+  :func:`output_path_option` (``--out``, ``--save``, ...): the directory, the suffix and
+  writability are checked at parse time, and ``-`` sends all human text to stderr so that
+  stdout carries exactly the document written by :func:`write_output` / :func:`emit_release`;
+- adds :func:`ledger_option` and passes the ``accountant`` it receives to the release function;
+- checks memory with :func:`check_memory` before allocating anything large.
 """
 
 from __future__ import annotations
