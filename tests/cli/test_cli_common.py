@@ -328,3 +328,15 @@ def test_a_release_drawn_before_any_failure_is_saved(exc, code, tmp_path, monkey
     assert f"saved to {saved[0]}" in line
     assert json.loads(saved[0].read_text())["epsilon"] == 0.5
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("module", ["dpfreq.ledger", "dpfreq.progress", "dpfreq.resources",
+                                    "dpfreq.budget", "dpfreq.cli._common", "dpfreq.cli.output",
+                                    "dpfreq.cli.progress", "dpfreq.cli.ledger",
+                                    "dpfreq.cli.main"])
+def test_all_is_complete(module):
+    import importlib
+
+    mod = importlib.import_module(module)
+    for name in mod.__all__:
+        assert hasattr(mod, name), name
