@@ -1,6 +1,7 @@
 """Engine registry: ``get_engine(name_or_None, source)`` picks where aggregation runs.
 
-Systems reach engines only through :func:`get_engine` (DESIGN.md §2). Engines are imported
+Systems reach engines only through :func:`get_engine` and the protocol types re-exported here
+(DESIGN.md §2), never through an engine module. Engines are imported
 lazily so that a missing optional dependency (pyspark) only matters when that engine is asked
 for, and then raises :class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra.
 """
@@ -14,16 +15,28 @@ from typing import Any
 
 from dpfreq._validate import message
 from dpfreq.engines._common import dataframe_kind
-from dpfreq.engines.base import Engine, ItemCounts, OccurrenceTimes, Prevalences, ReportSums
+from dpfreq.engines.base import (
+    Engine,
+    ItemCounts,
+    ItemReducer,
+    ItemReduction,
+    OccurrenceTimes,
+    Prevalences,
+    ReportSums,
+    TimeBuckets,
+)
 from dpfreq.errors import EngineUnavailableError, ParameterError
 
 __all__ = [
     "ENGINES",
     "Engine",
     "ItemCounts",
+    "ItemReducer",
+    "ItemReduction",
     "OccurrenceTimes",
     "Prevalences",
     "ReportSums",
+    "TimeBuckets",
     "get_engine",
     "infer_engine_name",
 ]
