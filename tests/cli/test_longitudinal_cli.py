@@ -203,7 +203,8 @@ def test_per_order_sparsity_flags(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     p = ProtocolParams.from_json(out.read_text())
     assert p.per_order_sparsity
-    assert p == make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold", per_order_sparsity=True)
+    assert p == make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold",
+                            per_order_sparsity=True)
     sim = tmp_path / "s.json"
     res = CliRunner().invoke(
         command,

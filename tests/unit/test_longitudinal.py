@@ -205,7 +205,8 @@ def test_simulation_shapes_and_padding() -> None:
     assert rel.unit == "device"
     assert np.all((rel.value >= 0) & (rel.value <= 200))
     table = rel.table()
-    assert str(table["date"][0]) == "2026-03-01" and str(table["date"][11]) == "2026-03-12"
+    assert str(table["date"][0]) == "2026-03-01"
+    assert str(table["date"][11]) == "2026-03-12"
     assert rel.to_pandas().shape[0] == 12
     assert rel.truth is not None
     assert rel.mechanism_params["randomizer"] == "threshold"

@@ -205,7 +205,8 @@ def test_server_matches_estimator() -> None:
     assert np.array_equal(est.value, np.clip(est.unclamped, 0, 3))
     assert est.unit == "device"
     assert est.error.kind == "interval"
-    assert np.all(est.error.lower <= est.value) and np.all(est.value <= est.error.upper)
+    assert np.all(est.error.lower <= est.value)
+    assert np.all(est.value <= est.error.upper)
     assert est.mechanism_params["missing_reports"] == 0
     pi = agg.estimate(confidence=0.95, dropouts="per-interval")
     assert pi.unclamped == pytest.approx(est.unclamped)
@@ -227,7 +228,7 @@ def test_server_protocol_version_and_types() -> None:
     assert agg.enrolled.tolist() == [1, 0, 1, 0]
     with pytest.raises(DataError, match="integers or strings"):
         agg.ingest([1.5], [0], [1], [1])
-    with pytest.raises(DataError, match="intervals of LongitudinalAggregator.ingest must be "
+    with pytest.raises(DataError, match=r"intervals of LongitudinalAggregator\.ingest must be "
                        "integers"):
         agg.ingest([5], [0], [1.0], [1])
     # a later batch may interleave users and intervals freely; duplicates across batches caught
@@ -319,7 +320,8 @@ def test_per_order_sparsity_params_client_server() -> None:
     assert p.c_gaps[4] > p.c_gaps[0]
     assert p.certificate <= 1.0
     assert ProtocolParams.from_json(p.to_json()) == p
-    assert p.param_id != make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold").param_id
+    plain = make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold")
+    assert p.param_id != plain.param_id
     for h in range(5):
         c = _client_with_order(p, h)
         assert c.randomizer.max_changes == p.changes_at_order(h)
