@@ -1,0 +1,178 @@
+"""The grammar of the public API (README, "One grammar"), checked over every system.
+
+Signatures: every public ``release_*``/``simulate_*`` function and every sketch constructor
+takes ``epsilon`` keyword-only and without a default; central releases (``release_*`` and the
+sketches) take ``accountant``; data comes first as ``source``; where a system offers more than one
+unit of privacy (profile, windows) ``unit`` is required; the confidence level is ``confidence``
+(never ``eta``, ``beta`` or ``level``); randomness is the keyword-only ``rng``.
+
+Results: every release type has ``value, error, epsilon, delta, unit, mechanism`` and
+``to_json, to_pandas, plot``; one small release of each system is built and used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpfreq.release import ErrorStatement, Release
+
+SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
+MULTI_UNIT = {"profile", "windows"}  # systems offering more than one unit of privacy
+OLD_NAMES = {"eta", "beta", "level", "label", "periods", "changes", "user", "alpha"}
+UNITS = {"event", "item", "device"}
+SURFACE_FIELDS = ("value", "error", "epsilon", "delta", "unit", "mechanism")
+SURFACE_METHODS = ("to_json", "to_pandas", "plot")
+
+
+def _public(system: str) -> dict[str, Any]:
+    module = importlib.import_module(f"dpfreq.{system}")
+    return {name: getattr(module, name) for name in module.__all__}
+
+
+def _entry_points() -> list[Any]:
+    """(system, name, callable, central) for each release, simulation and sketch constructor."""
+    out = []
+    for system in SYSTEMS:
+        for name, obj in _public(system).items():
+            if name.startswith(("release_", "simulate_")):
+                out.append(pytest.param(system, name, obj, name.startswith("release_"),
+                                        id=f"{system}.{name}"))
+            elif isinstance(obj, type) and name.endswith("Sketch"):
+                func = getattr(obj, "create", obj)
+                out.append(pytest.param(system, name, func, True, id=f"{system}.{name}"))
+    return out
+
+
+ENTRY_POINTS = _entry_points()
+
+
+def _parameters(func: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    return dict(inspect.signature(func).parameters)
+
+
+def test_every_system_has_entry_points() -> None:
+    systems = {p.values[0] for p in ENTRY_POINTS}
+    assert systems == set(SYSTEMS)
+
+
+@pytest.mark.parametrize(("system", "name", "func", "central"), ENTRY_POINTS)
+def test_signature_grammar(system: str, name: str, func: Callable[..., Any],
+                           central: bool) -> None:
+    params = _parameters(func)
+    problems = []
+    eps = params.get("epsilon")
+    if eps is None or eps.kind is not inspect.Parameter.KEYWORD_ONLY:
+        problems.append("epsilon must be keyword-only")
+    elif eps.default is not inspect.Parameter.empty:
+        problems.append("epsilon must have no default")
+    if central and "accountant" not in params:
+        problems.append("a central release takes accountant=")
+    if system in MULTI_UNIT:
+        unit = params.get("unit")
+        if unit is None:
+            problems.append("unit= is required (the system offers more than one unit)")
+        elif unit.default is not inspect.Parameter.empty:
+            problems.append("unit must have no default")
+    old = sorted(OLD_NAMES & set(params))
+    if old:
+        problems.append(f"old parameter names {old} (use confidence, item, horizon, ...)")
+    rng = params.get("rng")
+    if rng is None or rng.kind is not inspect.Parameter.KEYWORD_ONLY:
+        problems.append("rng= must be keyword-only")
+    if name.startswith("release_"):
+        first = next(iter(params.values()), None)
+        if first is None or first.name != "source" or first.kind not in (
+                inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            problems.append("the data comes first, as the positional source")
+        for kw in ("engine", "confidence"):
+            if kw not in params:
+                problems.append(f"{kw}= missing")
+    assert not problems, f"{system}.{name}: " + "; ".join(problems)
+
+
+def _release_types() -> list[Any]:
+    out = []
+    for system in SYSTEMS:
+        for name, obj in _public(system).items():
+            if isinstance(obj, type) and issubclass(obj, Release):
+                out.append(pytest.param(obj, id=f"{system}.{name}"))
+    return out
+
+
+@pytest.mark.parametrize("cls", _release_types())
+def test_release_type_surface(cls: type) -> None:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    missing = [f for f in SURFACE_FIELDS if f not in fields and not hasattr(cls, f)]
+    missing += [m for m in SURFACE_METHODS if not callable(getattr(cls, m, None))]
+    assert not missing, f"{cls.__name__} lacks {missing}"
+    assert dataclasses.is_dataclass(cls)
+    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+# -- one release of each system, used through the common surface ------------------------------
+def _profile() -> Any:
+    from dpfreq.profile import release_profile
+
+    return release_profile(np.array([1, 2, 2, 3, 1]), domain_size=12, max_count=3,
+                           epsilon=1.0, unit="event", rng=1)
+
+
+def _anonymized() -> Any:
+    from dpfreq.anonymized import release_anonymized_histogram
+
+    return release_anonymized_histogram(np.array([1, 2, 2, 3, 1]), epsilon=1.0, rng=1)
+
+
+def _windows() -> Any:
+    from dpfreq.windows import release_window_counts
+
+    log = {"item": np.array([1, 1, 2, 3, 3, 3]), "time": np.array([1, 2, 2, 3, 4, 4])}
+    return release_window_counts(log, item="item", time="time", horizon=4, epsilon=1.0,
+                                 unit="event", k_values=[1, 2], rng=1)
+
+
+def _longitudinal() -> Any:
+    from dpfreq.longitudinal import simulate_longitudinal
+
+    return simulate_longitudinal(devices=40, horizon=8, max_changes=2, epsilon=1.0,
+                                 randomizer="futurerand", rng=1)
+
+
+RELEASES = {"profile": _profile, "anonymized": _anonymized, "windows": _windows,
+            "longitudinal": _longitudinal}
+
+
+@pytest.mark.parametrize("system", list(RELEASES))
+def test_release_surface_in_use(system: str) -> None:
+    pd = pytest.importorskip("pandas")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rel = RELEASES[system]()
+    assert isinstance(rel, Release)
+    assert rel.unit in UNITS
+    assert rel.epsilon == 1.0
+    assert rel.delta >= 0
+    assert isinstance(rel.mechanism, str)
+    assert rel.mechanism
+    assert isinstance(rel.error, ErrorStatement)
+    assert 0 < rel.error.confidence < 1
+    assert json.loads(rel.to_json())["unit"] == rel.unit
+    table = rel.to_pandas()
+    assert isinstance(table, pd.DataFrame)
+    assert len(table.columns) >= 1
+    fig_before = set(plt.get_fignums())
+    ax = rel.plot()
+    assert ax is not None
+    for num in set(plt.get_fignums()) - fig_before:
+        plt.close(num)
