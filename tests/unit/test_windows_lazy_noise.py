@@ -40,7 +40,8 @@ def reference_laplace(key: bytes, name: tuple, gamma: Fraction, node: int, tag0:
     while True:
         lo, hi = survival_bounds(gamma, mag, True, 63 + 64)
         d_lo, d_hi = lo >> 64, hi >> 64
-        assert d_lo == d_hi and d_lo != w
+        assert d_lo == d_hi
+        assert d_lo != w
         if d_lo <= w:
             break
         mag += 1
@@ -79,7 +80,8 @@ def reference_gaussian(key: bytes, name: tuple, sigma2_min: float, node: int) ->
         w = aes_word(aes_key, node, tag0 + (1 << 31)) >> 1
         lo, hi = exp_neg_bounds(Fraction((abs(y) - u) ** 2, 2 * t * u), 63 + 64)
         d_lo, d_hi = lo >> 64, hi >> 64
-        assert d_lo == d_hi and d_lo != w
+        assert d_lo == d_hi
+        assert d_lo != w
         if w < d_lo:
             return y
     raise AssertionError("no acceptance in 200 rounds")

@@ -7,8 +7,6 @@ cut into chunks of whole items (driver chunks, Spark partitions, Arrow batches).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 

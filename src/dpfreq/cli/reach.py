@@ -11,6 +11,7 @@ from typing import Any
 import click
 import numpy as np
 
+from dpfreq._validate import message
 from dpfreq.cli._common import (
     emit_release,
     engine_option,
@@ -19,7 +20,6 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
-from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 

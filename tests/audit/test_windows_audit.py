@@ -1,0 +1,321 @@
+"""Audit of the windows system: collision-free noise keys, tamper-evident saved releases,
+budget charged only for releases that happen, and one-line errors without private numbers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import warnings
+import zipfile
+from fractions import Fraction
+from itertools import product
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpfreq.artifacts import read_artifact, write_artifact
+from dpfreq.budget import Accountant, PrivacyBudget
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.rng import derive_key
+from dpfreq.windows import KeyedDiscreteLaplace, WindowCountsRelease, release_window_counts
+from dpfreq.windows.lazy_noise import EAGER_SCHEME, GAUSSIAN_SCHEME, LAPLACE_SCHEME
+
+ALPHA = 1e-6
+
+
+def _aes_keys(rel: WindowCountsRelease) -> list[bytes]:
+    """The AES sub-key of every lazily keyed tree of a release."""
+    out = []
+    for s in rel._state.structures.values():
+        impl = s._impl
+        trees = impl if isinstance(impl, tuple) else (impl,)
+        for t in trees:
+            src = getattr(t, "_noise", t)
+            if hasattr(src, "_prf"):
+                out.append(src._prf.aes_key)
+    return out
+
+
+@pytest.fixture(scope="module")
+def many_structures() -> WindowCountsRelease:
+    """The issue's configuration: 1001 (family, k) structures, all windows, T = 256."""
+    items = np.arange(60) % 17
+    times = np.arange(60) % 256 + 1
+    return release_window_counts((items, times), horizon=256, epsilon=1.0, unit="event",
+                                 k_values=range(1, 1002), windows=["all"],
+                                 strategy={"all": "tree2d"}, rng=3)
+
+
+def test_every_tree_of_many_structures_has_its_own_key(many_structures):
+    keys = _aes_keys(many_structures)
+    assert len(keys) == 2 * 1001  # two 2d trees per structure
+    assert len(set(keys)) == len(keys)
+
+
+def test_node_signs_of_two_structures_are_not_correlated(many_structures):
+    """The former collision: the k = 1 tree and the k = 999 structure agreed in sign on every
+    node. Independent symmetric noises agree with probability 1/2 on nodes where both are
+    non-zero: a two-sided binomial test at α = 1e-6 on nodes 1..3999 (≈ 3000 such nodes, so an
+    agreement rate of 0.6 would be rejected with power ≈ 1)."""
+    st = many_structures._state.structures
+    ids = np.arange(1, 4000)
+    a = st[("all", 1)]._impl[0].noise_of(ids)
+    for other in ((("all", 999), 0), (("all", 999), 1), (("all", 500), 0)):
+        b = st[other[0]]._impl[other[1]].noise_of(ids)
+        both = (a != 0) & (b != 0)
+        agree = int(np.sum(np.sign(a[both]) == np.sign(b[both])))
+        assert stats.binomtest(agree, int(both.sum()), 0.5).pvalue > ALPHA
+
+
+def test_sub_key_encoding_is_injective_over_a_grid():
+    """Every (scheme, family, k, tree) of a grid gets its own key, including the pairs that
+    arithmetic on small integers would merge (k = 1, tree 12 vs k = 11, tree 2; 2·(1000+s)+i
+    vs 1000+s')."""
+    key = bytes(range(32))
+    labels = ["cumulative", "all", "fixed(W=1)", "fixed(W=11)", "fixed(W=111)"]
+    seen = {}
+    for scheme, label, k, tree in product((LAPLACE_SCHEME, GAUSSIAN_SCHEME, EAGER_SCHEME),
+                                          labels, list(range(1, 40)) + [999, 1000, 2001],
+                                          (0, 1, 12)):
+        sub = derive_key(key, "windows", scheme, label, k, tree)
+        assert sub not in seen, (scheme, label, k, tree, seen.get(sub))
+        seen[sub] = (scheme, label, k, tree)
+    assert len(seen) == 3 * 5 * 42 * 3
+    # names that concatenate to the same text still differ
+    a = KeyedDiscreteLaplace(key, ("all", 11, 2), Fraction(1, 3))._prf.aes_key
+    b = KeyedDiscreteLaplace(key, ("all", 1, 12), Fraction(1, 3))._prf.aes_key
+    c = KeyedDiscreteLaplace(key, ("all1", 1, 2), Fraction(1, 3))._prf.aes_key
+    assert len({a, b, c}) == 3
+
+
+# ------------------------------------------------------------------------ saved releases
+
+
+def _small_release(**over):
+    kw = {"horizon": 8, "epsilon": 1.0, "unit": "item", "k_values": [1, 2],
+          "windows": ["cumulative", 3, "all"], "rng": 4}
+    kw.update(over)
+    return release_window_counts((np.array([1, 1, 2, 3, 3]), np.array([1, 2, 2, 5, 8])), **kw)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    rel = _small_release()
+    path = rel.save(tmp_path / "rel.dpfreq")
+    return rel, path
+
+
+def test_round_trip_is_identical(saved):
+    rel, path = saved
+    back = WindowCountsRelease.load(path)
+    assert back.to_dict() == rel.to_dict()
+    t1, t2 = np.triu_indices(8)
+    assert np.array_equal(back.window(t1 + 1, t2 + 1, 2).estimate,
+                          rel.window(t1 + 1, t2 + 1, 2).estimate)
+
+
+def test_truncated_file_is_one_data_error(saved):
+    _, path = saved
+    data = path.read_bytes()
+    for cut in (0, 10, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:cut])
+        with pytest.raises(DataError, match=str(path.name)):
+            WindowCountsRelease.load(path)
+
+
+def test_bit_flips_are_one_data_error(saved):
+    _, path = saved
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(1)
+    for pos in rng.integers(0, len(data), size=25).tolist():
+        flipped = bytearray(data)
+        flipped[pos] ^= 1 << int(rng.integers(0, 8))
+        path.write_bytes(bytes(flipped))
+        try:
+            WindowCountsRelease.load(path)
+        except DataError as exc:
+            assert path.name in str(exc)
+        # a flip in zip padding or unused header bytes may leave every field intact: then the
+        # file must load to the very same release (checked by the digest)
+
+
+def _rewrite_header(path, edit):
+    """Edit the header's JSON in place without recomputing the checksum (a casual edit)."""
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    header = json.loads(members["__header__.json"])
+    edit(header)
+    members["__header__.json"] = json.dumps(header).encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for n, b in members.items():
+            zf.writestr(n, b)
+    path.write_bytes(buf.getvalue())
+
+
+def test_edited_epsilon_fails_the_checksum(saved):
+    _, path = saved
+    _rewrite_header(path, lambda h: h["meta"]["build"].update(epsilon=1000.0))
+    with pytest.raises(DataError, match="checksum"):
+        WindowCountsRelease.load(path)
+
+
+def _forge(path, tmp_path, edit):
+    """Rewrite the file with a valid checksum after editing its fields (a deliberate forger)."""
+    _, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
+    edit(meta, arrays)
+    out = tmp_path / "forged.dpfreq"
+    write_artifact(out, kind="window-release", version=1, meta=meta, arrays=arrays)
+    return out
+
+
+@pytest.mark.parametrize(("edit", "match"), [
+    (lambda m, a: m["build"].update(epsilon=9e18), "epsilon"),
+    (lambda m, a: m["build"].update(epsilon=float("nan")), "epsilon"),
+    (lambda m, a: m["build"].update(delta=1.5), "delta"),
+    (lambda m, a: m["build"].update(unit="device"), "unit"),
+    (lambda m, a: m["build"].update(k_values=[2, 1]), "k_values"),
+    (lambda m, a: m["build"].update(k_values=[0]), "k_values"),
+    (lambda m, a: m["build"].update(seeded="yes"), "seeded"),
+    (lambda m, a: m["build"].update(horizon=9), "horizon|axis|summaries"),
+    (lambda m, a: m["build"].update(strategy={"all": "tree2d"}), "strategy"),
+    (lambda m, a: m["build"].pop("unit"), "incomplete"),
+    (lambda m, a: m.update(key="00"), "key"),
+    (lambda m, a: a.update(summary_weights=np.zeros_like(a["summary_weights"])), "summaries"),
+    (lambda m, a: a.update(summary_keys=a["summary_keys"] + 10**6), "summaries"),
+    (lambda m, a: a.update(summary_keys=a["summary_keys"][:-1]), "shapes"),
+    (lambda m, a: a.pop("summary_slots"), "missing"),
+])
+def test_forged_fields_are_one_data_error(saved, tmp_path, edit, match):
+    _, path = saved
+    forged = _forge(path, tmp_path, edit)
+    with pytest.raises(DataError, match=match) as info:
+        WindowCountsRelease.load(forged)
+    assert "forged.dpfreq" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_other_version_and_missing_file_are_data_errors(saved, tmp_path):
+    _, path = saved
+    _, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
+    other = tmp_path / "v2.dpfreq"
+    write_artifact(other, kind="window-release", version=2, meta=meta, arrays=arrays)
+    with pytest.raises(DataError, match="version"):
+        WindowCountsRelease.load(other)
+    with pytest.raises(DataError, match="does not exist"):
+        WindowCountsRelease.load(tmp_path / "nothing.dpfreq")
+    np.savez(tmp_path / "plain.npz", meta=np.zeros(3))
+    with pytest.raises(DataError, match="plain.npz"):
+        WindowCountsRelease.load(tmp_path / "plain.npz")
+
+
+# ------------------------------------------------------------------------ budget and errors
+
+
+@pytest.mark.parametrize("over", [
+    {"strategy": {"all": "fastest"}},
+    {"strategy": {"all": "tree2d"}, "unit": "item"},  # tree2d is event-level only
+    {"epsilon": 1e300},
+    {"epsilon": 9e18},
+    {"horizon": 2**40},
+    {"singleton": True},
+    {"source": (np.array([1, 2]), np.array([1, 99]))},
+    {"source": (np.array([1.0, np.nan]), np.array([1, 2]))},
+])
+def test_refused_calls_spend_nothing(over):
+    acct = Accountant(PrivacyBudget(10.0))
+    kw = {"horizon": 8, "epsilon": 1.0, "unit": "event", "k_values": [1],
+          "windows": ["cumulative", "all"], "rng": 1, "accountant": acct,
+          "source": (np.array([1, 1, 2]), np.array([1, 1, 3]))}
+    kw.update(over)
+    source = kw.pop("source")
+    with pytest.raises(ParameterError) as info:
+        release_window_counts(source, **kw)
+    assert "\n" not in str(info.value)
+    assert acct.spent == (0.0, 0.0)
+
+
+def test_errors_do_not_quote_private_numbers():
+    times = np.concatenate((np.full(3487, 5), np.full(20, 12345)))
+    items = np.arange(times.size) % 7 + 123_456_789
+    with pytest.raises(DataError) as info:
+        release_window_counts((items, times), horizon=8, epsilon=1.0, unit="event",
+                              k_values=[1], rng=1)
+    msg = str(info.value)
+    for private in ("3487", "12345", "20 ", "123456789"):
+        assert private not in msg
+    with pytest.raises(DataError) as info:
+        release_window_counts((np.array([1, 2]), np.array([1.0, 1e30])), horizon=8,
+                              epsilon=1.0, unit="event", k_values=[1], rng=1)
+    assert "-9223372036854775808" not in str(info.value)
+    assert "outside" in str(info.value)
+
+
+def test_nan_item_ids_are_refused_like_none():
+    for items in (np.array([1.0, np.nan]), np.array([1, None], dtype=object)):
+        with pytest.raises(DataError, match="missing"):
+            release_window_counts((items, np.array([1, 2])), horizon=4, epsilon=1.0,
+                                  unit="event", k_values=[1], rng=1)
+
+
+def test_unit_has_no_default():
+    with pytest.raises(TypeError):
+        release_window_counts((np.array([1]), np.array([1])), horizon=4, epsilon=1.0,
+                              k_values=[1], rng=1)
+    with pytest.raises(ParameterError, match="unit"):
+        release_window_counts((np.array([1]), np.array([1])), horizon=4, epsilon=1.0,
+                              k_values=[1], rng=1, unit=None)
+
+
+def test_inclusive_end_is_the_same_range_for_every_period():
+    times = np.array(["2024-01-01T00:00", "2024-01-03T23:59:59", "2024-01-03T12:00"],
+                     dtype="datetime64[us]")
+    items = np.array([1, 2, 3])
+    kw = {"start": "2024-01-01", "end": "2024-01-03", "epsilon": 1.0, "unit": "item",
+          "k_values": [1], "rng": 1, "item": "u", "time": "t"}
+    for period, horizon in (("1d", 3), ("6h", 12), ("5h", 15), (dt.timedelta(hours=1), 72)):
+        rel = release_window_counts({"u": items, "t": times}, period=period, **kw)
+        assert rel.horizon == horizon
+        assert rel.n_dropped == 0
+    # a timestamp end includes that instant and nothing after it
+    rel = release_window_counts({"u": items, "t": times}, period="1d",
+                                **{**kw, "end": "2024-01-03T12:00"})
+    assert rel.horizon == 3
+
+
+def test_timezone_aware_times_without_warnings():
+    pd = pytest.importorskip("pandas")
+    ts = pd.Series(pd.to_datetime(["2024-01-01T23:30", "2024-01-02T01:00"])).dt.tz_localize(
+        "Europe/Paris")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rel = release_window_counts({"u": [1, 2], "t": ts}, item="u", time="t",
+                                    start="2024-01-01T00:00+01:00", end="2024-01-01",
+                                    period="1d", epsilon=1.0, unit="event", k_values=[1],
+                                    rng=1)
+        text = release_window_counts(
+            {"u": [1, 2], "t": ["2024-01-01T23:30+01:00", "2024-01-02T00:30+02:00"]},
+            item="u", time="t", start="2023-12-31T23:00Z", end="2024-01-01", period="1d",
+            epsilon=1.0, unit="event", k_values=[1], rng=1)
+    assert rel.n_dropped == 0
+    assert text.n_dropped == 0
+
+
+def test_result_is_complete_and_tidy():
+    rel = release_window_counts(
+        {"u": [1, 2, 2], "t": np.array(["2024-03-01", "2024-03-02", "2024-03-02"],
+                                       dtype="datetime64[D]")},
+        item="u", time="t", start="2024-03-01", end="2024-03-04", period="1d", epsilon=1.0,
+        unit="item", k_values=[1, 2], windows=["cumulative", 2], rng=1)
+    tab = rel.table()
+    assert list(tab) == ["window", "k", "start", "end", "estimate", "lower", "upper"]
+    assert len(tab["estimate"]) == 2 * 2 * 4
+    assert tab["start"].dtype == np.dtype("datetime64[D]")
+    assert str(tab["end"][3]) == "2024-03-04"
+    assert np.all(tab["lower"] <= tab["estimate"])
+    assert np.all(tab["estimate"] <= tab["upper"])
+    assert rel.error.kind == "interval"
+    assert rel.unit == "item"
+    assert np.array_equal(rel.value["fixed(W=2)"][2], rel.fixed_curve(2).estimate)
