@@ -121,3 +121,46 @@ def stored(c: TestClient) -> tuple[int, int]:
         n = conn.execute(sa.select(sa.func.count()).select_from(storage.reports)).scalar_one()
         s = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(storage.sums.c.reports), 0)))
         return int(n), int(s.scalar_one())
+
+
+class LiveServer:
+    """The app served by uvicorn in a thread on 127.0.0.1 at a free port."""
+
+    def __init__(self, db: str, **config: Any) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        config.setdefault("rate", 0)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        app = create_app(ServerConfig(db=db, admin_token=ADMIN, **config))
+        self.app = app
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+@pytest.fixture
+def live_sqlite(sqlite_url: str) -> Iterator[LiveServer]:
+    """A live server on SQLite."""
+    with LiveServer(sqlite_url) as srv:
+        yield srv

@@ -80,9 +80,10 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
 
 
 async def _send(http: httpx.AsyncClient, method: str, url: str, *, body: Any,
-                token: str | None, retries: int, result: LoadResult) -> httpx.Response | None:
+                token: str | None, retries: int, result: LoadResult,
+                max_backoff: float) -> httpx.Response | None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    wait = 0.05
+    wait = min(0.05, max_backoff)
     for _ in range(retries):
         t0 = time.perf_counter()
         try:
@@ -95,19 +96,19 @@ async def _send(http: httpx.AsyncClient, method: str, url: str, *, body: Any,
         except httpx.TransportError:
             result.failures += 1
         await asyncio.sleep(wait)
-        wait = min(2 * wait, 2.0)
+        wait = min(2 * wait, max_backoff)
     return None
 
 
 async def run_devices(server: str, study: str, *, devices: int, horizon: int | None = None,
                       concurrency: int = 50, batch: int = 64, shape: str = "clients",
-                      seed: int | None = None, retries: int = 50,
+                      seed: int | None = None, retries: int = 50, max_backoff: float = 2.0,
                       prepared: list[tuple[int, list[dict[str, Any]]]] | None = None,
-                      ) -> LoadResult:
+                      result: LoadResult | None = None) -> LoadResult:
     """Enrol ``devices`` simulated devices and upload their reports (see the module notes).
 
     ``prepared`` (from :func:`device_reports`) skips the simulation, so that a benchmark times
-    only the HTTP part.
+    only the HTTP part; ``result`` is filled while the run goes on (progress for a watcher).
     """
     base = server.rstrip("/")
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -117,7 +118,9 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
         t_max = int(horizon or info["horizon"])
         work = prepared if prepared is not None else await asyncio.to_thread(
             device_reports, params, devices, t_max, shape=shape, seed=seed)
-        result = LoadResult(devices=len(work), reports=sum(len(r) for _, r in work))
+        result = result if result is not None else LoadResult()
+        result.devices = len(work)
+        result.reports = sum(len(r) for _, r in work)
         queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] = asyncio.Queue()
         for item in work:
             queue.put_nowait(item)
@@ -127,7 +130,7 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
                 order, reps = queue.get_nowait()
                 resp = await _send(http, "POST", f"{base}/v1/studies/{study}/devices", body={
                     "param_id": params.param_id, "order": order}, token=None, retries=retries,
-                    result=result)
+                    result=result, max_backoff=max_backoff)
                 if resp is None or resp.status_code != 201:
                     continue
                 device, token = int(resp.json()["device"]), str(resp.json()["token"])
@@ -136,7 +139,7 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
                     chunk = [{**r, "device": device} for r in reps[i:i + batch]]
                     resp = await _send(http, "POST", f"{base}/v1/studies/{study}/reports",
                                        body={"reports": chunk}, token=token, retries=retries,
-                                       result=result)
+                                       result=result, max_backoff=max_backoff)
                     if resp is not None and resp.status_code == 200:
                         result.acked_reports += len(chunk)
                         result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)

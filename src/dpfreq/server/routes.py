@@ -28,7 +28,8 @@ router = APIRouter()
 
 
 def _service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
+    service: Service = request.app.state.service
+    return service
 
 
 async def _principal(request: Request, roles: tuple[str, ...], study: str | None) -> Principal:

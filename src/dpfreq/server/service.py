@@ -21,7 +21,7 @@ from .protocol import StudyProtocol, params_from_json
 __all__ = ["REJECTION_REASONS", "Service", "StudyRecord"]
 
 REJECTION_REASONS = ("conflict", "future", "interval", "malformed", "order", "param_id",
-                     "rate_limited", "too_large", "wrong_device")
+                     "rate_limited", "wrong_device")
 
 
 def _now() -> str:

@@ -1,0 +1,114 @@
+// Dashboard of one study: reads the analyst token from the URL fragment (#token=..., which the
+// browser never sends to the server), fetches the study's summary and draws small SVG charts.
+// No third-party code: everything here is shipped with dpfreq.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const W = 960, H = 280, PAD = { l: 64, r: 16, t: 12, b: 36 };
+
+function el(name, attrs, parent) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function fmt(x) {
+  const a = Math.abs(x);
+  if (a >= 1e6) return (x / 1e6).toFixed(1) + "M";
+  if (a >= 1e4) return (x / 1e3).toFixed(0) + "k";
+  return (Math.round(x * 10) / 10).toString();
+}
+
+function frame(container, ymin, ymax, labels) {
+  container.textContent = "";
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" }, container);
+  const x = (i) => PAD.l + (labels.length <= 1 ? 0 : (i * (W - PAD.l - PAD.r)) / (labels.length - 1));
+  const span = ymax - ymin || 1;
+  const y = (v) => H - PAD.b - ((v - ymin) * (H - PAD.t - PAD.b)) / span;
+  el("line", { x1: PAD.l, y1: H - PAD.b, x2: W - PAD.r, y2: H - PAD.b, class: "axis" }, svg);
+  el("line", { x1: PAD.l, y1: PAD.t, x2: PAD.l, y2: H - PAD.b, class: "axis" }, svg);
+  for (let k = 0; k <= 4; k++) {
+    const v = ymin + (k * span) / 4;
+    const t = el("text", { x: PAD.l - 6, y: y(v) + 4, "text-anchor": "end", class: "tick" }, svg);
+    t.textContent = fmt(v);
+  }
+  const step = Math.max(1, Math.ceil(labels.length / 8));
+  for (let i = 0; i < labels.length; i += step) {
+    const t = el("text", { x: x(i), y: H - PAD.b + 16, "text-anchor": "middle", class: "tick" }, svg);
+    t.textContent = labels[i];
+  }
+  return { svg, x, y };
+}
+
+function day(iso) { return iso.slice(0, 10); }
+
+function drawEstimate(container, est) {
+  const c = est.columns;
+  const lo = Math.min(0, ...c.lower), hi = Math.max(...c.upper);
+  const { svg, x, y } = frame(container, lo, hi, c.start.map(day));
+  const upper = c.upper.map((v, i) => `${x(i)},${y(v)}`);
+  const lower = c.lower.map((v, i) => `${x(i)},${y(v)}`).reverse();
+  el("polygon", { points: upper.concat(lower).join(" "), class: "band" }, svg);
+  el("polyline", { points: c.estimate.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line" }, svg);
+}
+
+function drawBars(container, labels, values) {
+  const { svg, x, y } = frame(container, 0, Math.max(1, ...values), labels.map(day));
+  const w = Math.max(1, (W - PAD.l - PAD.r) / Math.max(1, values.length) - 1);
+  values.forEach((v, i) => {
+    el("rect", { x: x(i) - w / 2, y: y(v), width: w, height: Math.max(0, y(0) - y(v)),
+                 class: "bar", "data-period": i + 1, "data-reports": v }, svg);
+  });
+}
+
+function fillTable(id, rows) {
+  const body = document.querySelector(`#${id} tbody`);
+  body.textContent = "";
+  for (const [a, b] of rows) {
+    const tr = document.createElement("tr");
+    for (const v of [a, b]) { const td = document.createElement("td"); td.textContent = v; tr.appendChild(td); }
+    body.appendChild(tr);
+  }
+}
+
+async function load() {
+  const study = document.body.dataset.study;
+  const status = document.getElementById("status");
+  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (!token) {
+    status.textContent = "add #token=<analyst token> to the address to see this study";
+    status.className = "error";
+    return;
+  }
+  const resp = await fetch(`/v1/studies/${encodeURIComponent(study)}/summary`, {
+    headers: { Authorization: `Bearer ${token}` } });
+  const data = await resp.json();
+  if (!resp.ok) { status.textContent = data.error || `error ${resp.status}`; status.className = "error"; return; }
+  const rp = data.reports_per_period;
+  document.getElementById("devices").textContent = data.devices;
+  document.getElementById("minimum").textContent = `estimates from ${data.study.min_devices} devices`;
+  document.getElementById("reports-total").textContent = rp.reports.reduce((a, b) => a + b, 0);
+  const params = JSON.parse(data.study.params);
+  document.getElementById("privacy").textContent = `ε = ${params.epsilon}`;
+  drawBars(document.getElementById("reports-chart"), rp.start, rp.reports);
+  fillTable("orders", data.enrolled_per_order.map((n, h) => [h, n]));
+  fillTable("rejections", Object.entries(data.rejections));
+  const note = document.getElementById("estimate-note");
+  if (data.estimate) {
+    drawEstimate(document.getElementById("estimate-chart"), data.estimate);
+    note.textContent = `band: ±${fmt(data.estimate.band)} for all periods at once, ` +
+      `confidence ${data.estimate.confidence}; ${data.estimate.band_description}`;
+  } else {
+    document.getElementById("estimate-chart").textContent = "";
+    note.textContent = `withheld until ${data.study.min_devices} devices are enrolled`;
+  }
+  status.textContent = `updated ${new Date().toISOString().slice(0, 19)}Z`;
+  document.body.dataset.ready = "1";
+}
+
+load().catch((e) => {
+  const status = document.getElementById("status");
+  status.textContent = `could not load: ${e}`;
+  status.className = "error";
+});
