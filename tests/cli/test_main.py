@@ -189,3 +189,33 @@ def test_console_script_exit_statuses(tmp_path):
     _, err = reader.communicate(timeout=60)
     assert b"Traceback" not in err
     assert reader.returncode in (0, 1)
+
+
+def test_json_dash_keeps_c_level_writes_off_stdout():
+    """Text written to descriptor 1 from C (DuckDB's progress bar does that) lands on stderr
+    while a command's stdout is reserved for JSON."""
+    import json
+    import subprocess
+    import sys
+
+    script = """
+import os, sys, click
+from dpfreq.cli._common import output_path_option, write_output
+from dpfreq.cli.main import cli, main
+
+@click.command(name="toy")
+@output_path_option("--json", "json_out", allow_stdout=True, help="JSON")
+def toy(json_out):
+    os.write(1, b"C-level progress\\n")
+    click.echo("human table")
+    print("a print")
+    write_output('{"ok": true}', json_out)
+
+cli.add_command(toy)
+sys.exit(main(["toy", "--json", "-"]))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"ok": True}
+    assert done.stderr.splitlines() == ["C-level progress", "human table", "a print"]

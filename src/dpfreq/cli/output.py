@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -93,12 +93,35 @@ def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...] =
 
 @contextmanager
 def _redirect_stdout_to_stderr() -> Iterator[Any]:
+    """Point stdout at stderr; yield a stream to the real stdout.
+
+    With real file descriptors (a console run) the redirection is done on descriptor 1 itself,
+    so that libraries writing to it from C (DuckDB's progress bar, for one) cannot put text
+    into the machine output either; otherwise (an in-process test runner) ``sys.stdout`` is
+    swapped.
+    """
     real = sys.stdout
-    sys.stdout = sys.stderr
     try:
-        yield real
+        out_fd, err_fd = real.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        sys.stdout = sys.stderr
+        try:
+            yield real
+        finally:
+            sys.stdout = real
+        return
+    real.flush()
+    machine = os.fdopen(os.dup(out_fd), "w", encoding="utf-8")
+    os.dup2(err_fd, out_fd)
+    try:
+        yield machine
     finally:
-        sys.stdout = real
+        with suppress(OSError, ValueError):  # a closed pipe was reported when it was written
+            machine.flush()
+        real.flush()
+        os.dup2(machine.fileno(), out_fd)
+        with suppress(OSError, ValueError):
+            machine.close()
 
 
 def claim_stdout(ctx: click.Context, option: str) -> None:
