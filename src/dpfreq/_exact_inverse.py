@@ -25,6 +25,9 @@ __all__ = [
     "exp_neg_multiple_bounds",
     "exp_neg_multiple_floor",
     "exp_neg_multiple_resolve",
+    "half_logistic_bounds",
+    "half_logistic_floor",
+    "half_logistic_resolve",
     "inverse_table",
     "survival_bounds",
 ]
@@ -246,6 +249,44 @@ def exp_neg_multiple_resolve(c: Fraction, n: int, word: int, w: int,
         bits += 64
         lo, hi = exp_neg_multiple_bounds(c, n, w + bits)
         m = (word << bits) | r  # W + R lies in [m, m + 1) / 2^bits
+        if m + 1 <= lo:
+            return True
+        if m >= hi:
+            return False
+
+
+def half_logistic_bounds(x: Fraction, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= 2^prec · e^{-x}/(1 + e^{-x}) <= hi`` for rational ``x >= 0``.
+
+    ``E/(1+E)`` increases with ``E``, so the bracket of ``E = e^{-x}`` maps to one of the ratio;
+    used for the independent binary digits of a truncated geometric law.
+    """
+    p = prec + 8
+    lo, hi = exp_neg_bounds(x, p)
+    one = 1 << p
+    return (lo << prec) // (one + lo), -((-(hi << prec)) // (one + hi))
+
+
+@functools.lru_cache(maxsize=4096)
+def half_logistic_floor(x: Fraction, w: int = WORD_BITS) -> int:
+    """``⌊2^w e^{-x}/(1 + e^{-x})⌋`` exactly (rational ``x > 0``: the value is irrational)."""
+    prec = w + 64
+    while True:
+        lo, hi = half_logistic_bounds(x, prec)
+        a, b = lo >> (prec - w), hi >> (prec - w)
+        if a == b:
+            return a
+        prec += 64
+
+
+def half_logistic_resolve(x: Fraction, word: int, w: int, gen: np.random.Generator) -> bool:
+    """Whether ``W + R < 2^w e^{-x}/(1 + e^{-x})`` for ``W = word`` equal to its floor."""
+    r, bits = 0, 0
+    while True:
+        r = (r << 64) | int(gen.integers(0, 2**64, dtype=np.uint64))
+        bits += 64
+        lo, hi = half_logistic_bounds(x, w + bits)
+        m = (word << bits) | r
         if m + 1 <= lo:
             return True
         if m >= hi:

@@ -24,7 +24,7 @@ Discrete Laplace (:class:`KeyedDiscreteLaplace`, scheme :data:`LAPLACE_SCHEME`)
 * The first 64-bit word of tag 0 drives the exact inverse-cdf sampler of :mod:`dpfreq.noise`:
   63 bits against rigorous integer thresholds ``⌊2^63 Pr[|Z| > k]⌋``, the 64th bit the sign.
   Beyond the table's ``K`` thresholds, ``|Z| = K + G`` with ``G`` geometric (memoryless),
-  drawn the same way from the geometric table on the word of tag ``t = 1, 2, …``.
+  drawn in O(log(1/γ)) words whatever γ (:meth:`_NodePRF.geometric`).
 * A word landing exactly on a threshold (probability ~2^-63) is settled by further bits of a
   per-(node, tag) ChaCha20 stream. So the output law is exactly the discrete Laplace pmf given
   ideal PRF outputs, and no floating point decides a value.
@@ -60,6 +60,8 @@ from dpfreq._exact_inverse import (
     InverseTable,
     exp_neg_multiple_floor,
     exp_neg_multiple_resolve,
+    half_logistic_floor,
+    half_logistic_resolve,
     inverse_table,
 )
 from dpfreq._validate import message
@@ -182,19 +184,53 @@ class _NodePRF:
                 dtype=np.int64)
         raw = self.words(enc, ids, tag0)
         mag = self.invert(tab, raw >> np.uint64(1), ids, tag0)
-        # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless), drawn from the
-        # geometric table on the word of tag0 + t, t = 1, 2, …, itself continued the same way
+        # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless)
         tail = np.flatnonzero(mag == tab.size)
-        t = 1
-        while tail.size:
-            g = self.invert(geo, self.words(enc, ids[tail], tag0 + t) >> np.uint64(1),
-                            ids[tail], tag0 + t)
-            mag[tail] += g
-            tail = tail[g == geo.size]
-            t += 1
+        if tail.size:
+            mag[tail] += self.geometric(enc, gamma, ids[tail], tag0)
         neg = (raw & np.uint64(1)).astype(np.bool_)
         np.negative(mag, out=mag, where=neg)
         return mag
+
+    def geometric(self, enc: Any, gamma: Fraction, ids: NDArray[np.int64],
+                  tag0: int) -> NDArray[np.int64]:
+        """Exact ``G ~ Geometric(e^{−γ})`` per id, in O(log(1/γ)) words whatever γ.
+
+        ``G = M·A + B`` with ``M = 2^m`` (the largest power of two <= max(1, 1/γ)): ``A ~
+        Geometric(e^{−γM})`` by the table of γM >= 1/2 on the words of tags
+        ``tag0 + 2^30 + t`` (continued memorylessly), and ``B`` on ``[0, M)`` with
+        ``Pr[B = b] ∝ e^{−γb} = Π_j (e^{−γ2^j})^{b_j}``: its binary digits are independent,
+        ``b_j = 1`` with probability ``e^{−γ2^j}/(1 + e^{−γ2^j})``, each decided exactly by the
+        word of tag ``tag0 + 2^29 + j`` against an integer threshold. Independent ``A`` and ``B``
+        give ``Pr[G = Ma + b] = (1 − α)α^{Ma+b}`` exactly.
+        """
+        m = 0
+        while gamma * (1 << (m + 1)) <= 1:
+            m += 1
+        g_a = gamma * (1 << m)
+        geo = inverse_table(g_a, False)
+        out = np.zeros(ids.size, dtype=np.int64)
+        pending = np.arange(ids.size)
+        t = 0
+        while pending.size:
+            tag = tag0 + (1 << 30) + t
+            a = self.invert(geo, self.words(enc, ids[pending], tag) >> np.uint64(1),
+                            ids[pending], tag)
+            out[pending] += a
+            pending = pending[a == geo.size]
+            t += 1
+        out <<= m
+        for j in range(m):
+            x = gamma * (1 << j)
+            tag = tag0 + (1 << 29) + j
+            words = self.words(enc, ids, tag) >> np.uint64(1)
+            thr = np.uint64(half_logistic_floor(x))
+            bit = words < thr
+            for i in np.flatnonzero(words == thr).tolist():
+                bit[i] = half_logistic_resolve(x, int(words[i]), 63,
+                                               self.stream(int(ids[i]), tag, "settle"))
+            out[bit] += 1 << j
+        return out
 
 
 class _KeyedNoise:
