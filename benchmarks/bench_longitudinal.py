@@ -1,4 +1,4 @@
-"""Benchmark of dpfreq.longitudinal (issue 6): RMSE vs k, throughput, ingest, client step, peer.
+"""Benchmark of dpfreq.longitudinal: RMSE vs k, throughput, ingest, client step, peer.
 
 Usage: python benchmarks/bench_longitudinal.py [--quick] [--full] [--seed S]
   default: n = 10^5 for the RMSE table, 10^6 users × 1024 periods for the throughput;
@@ -40,7 +40,7 @@ def c_gap(mode: str, k: int) -> float:
 
 
 def predicted_rmse(mode: str, k: int, n: int, truth: np.ndarray) -> float:
-    """√(mean_t Var f̂_t) from the exact variance n(log d+1)popcount(t)/c_gap² − f_t (§3.3)."""
+    """√(mean_t Var f̂_t) from the exact variance n(log d+1)popcount(t)/c_gap² − f_t ."""
     lg1 = D.bit_length()
     pc = np.array([bin(t).count("1") for t in range(1, D + 1)])
     return math.sqrt(float(np.mean(n * lg1 * pc / c_gap(mode, k) ** 2 - truth)))
@@ -57,9 +57,9 @@ def rmse_table(n: int, seed: int) -> dict[str, Any]:
         row = []
         for m in MODES:
             rel = simulate_longitudinal(
-                users=n, periods=D, changes=k, epsilon=EPS, randomizer=m, rng=seed + k
+                devices=n, horizon=D, max_changes=k, epsilon=EPS, randomizer=m, rng=seed + k
             )
-            err = np.asarray(rel.errors)
+            err = np.asarray(rel.unclamped) - np.asarray(rel.truth)  # unbiased, as predicted
             res[m].append(float(np.sqrt(np.mean(err**2))))
             ratio_emp.append(res[m][-1] / predicted_rmse(m, k, n, np.asarray(rel.truth)))
             row.append(res[m][-1])
@@ -75,7 +75,7 @@ def rmse_table(n: int, seed: int) -> dict[str, Any]:
         ratio_erl = pred["auto"] / pred["erlingsson"]
         print(f"  k={k:<4} auto = {distance_law('auto', k, EPS).name:<10} auto/best = "
               f"{pred['auto'] / best:.3f}  auto/erlingsson = {ratio_erl:.3f}")
-    print("per-order sparsity (pitfall 5, not in the paper), exact predicted RMSE ratio "
+    print("per-order sparsity (not in the paper), exact predicted RMSE ratio "
           "per-order/plain for auto:")
     lg1 = D.bit_length()
     tt = np.arange(1, D + 1)
@@ -114,7 +114,8 @@ def throughput(n: int, seed: int) -> None:
     times = {}
     for m in ["auto", "futurerand", "rr", "erlingsson"]:
         t0 = time.perf_counter()
-        simulate_longitudinal(users=n, periods=D, changes=8, epsilon=EPS, randomizer=m, rng=seed)
+        simulate_longitudinal(devices=n, horizon=D, max_changes=8, epsilon=EPS, randomizer=m,
+                              rng=seed)
         times[m] = time.perf_counter() - t0
     # baseline: plain RR over the whole n × D matrix, in 8 row blocks (memory)
     gen = np.random.default_rng(seed)
@@ -137,14 +138,14 @@ def throughput(n: int, seed: int) -> None:
 
 def ingest(seed: int) -> None:
     print("\n## Server ingest from arrays (validation included), d = 1024")
-    p = make_params(D, 8, EPS, "threshold")
+    p = make_params(horizon=D, max_changes=8, epsilon=EPS, randomizer="threshold")
     gen = np.random.default_rng(seed)
     m = 10**6
     agg = LongitudinalAggregator(p)
     users = np.arange(m)
     h = gen.integers(0, p.orders, size=m)
     t0 = time.perf_counter()
-    agg.enrol(users, h, p.param_id)
+    agg.enrol(users, h, param_id=p.param_id)
     t_enrol = time.perf_counter() - t0
     # 5 batches: batch b holds each user's report j = b + 1 (when its order has one)
     total, t_ing = 0, 0.0
@@ -153,10 +154,10 @@ def ingest(seed: int) -> None:
         u, hh = users[has], h[has]
         bits = gen.integers(0, 2, size=u.size)
         t0 = time.perf_counter()
-        total += agg.ingest(u, hh, np.full(u.size, b + 1), bits, p.param_id)
+        total += agg.ingest(u, hh, np.full(u.size, b + 1), bits, param_id=p.param_id)
         t_ing += time.perf_counter() - t0
     t0 = time.perf_counter()
-    agg.estimate(beta=0.05)
+    agg.estimate(confidence=0.95)
     t_est = time.perf_counter() - t0
     rate = total / t_ing
     print(f"enrol {m} users: {t_enrol:.2f} s; ingest {total} reports in 5 batches: {t_ing:.2f} s"
@@ -169,11 +170,11 @@ def client_cost(seed: int) -> None:
     print(f"{'randomizer':<12}{'enrol (ms)':>12}{'step (µs/call)':>16}")
     x = synthetic_changes(1, D, 8, rng=seed)[0].tolist()
     for m in ["futurerand", "calibrated", "threshold", "rr", "erlingsson"]:
-        p = make_params(D, 8, EPS, m)
+        p = make_params(horizon=D, max_changes=8, epsilon=EPS, randomizer=m)
         t0 = time.perf_counter()
         clients = [LongitudinalClient(p, rng=s) for s in range(200)]
         t_init = (time.perf_counter() - t0) / 200
-        c = next(c for c in clients if c.h == 0)
+        c = next(c for c in clients if c.order == 0)
         t0 = time.perf_counter()
         for xt in x:
             c.step(xt)
@@ -229,10 +230,9 @@ def peer(n: int, seed: int) -> None:
         r_dbf = math.sqrt(np.mean((est2 - truth) ** 2) / n)
         ours = []
         for m in ("auto", "erlingsson"):
-            errs = [np.asarray(simulate_longitudinal(periods=D, changes=k, epsilon=EPS,
-                                                     randomizer=m, data=x,
-                                                     rng=seed + 100 * r).errors)
-                    for r in range(5)]
+            runs = [simulate_longitudinal(horizon=D, max_changes=k, epsilon=EPS, randomizer=m,
+                                          data=x, rng=seed + 100 * r) for r in range(5)]
+            errs = [np.asarray(rel.unclamped) - np.asarray(rel.truth) for rel in runs]
             ours.append(math.sqrt(float(np.mean(np.square(errs))) / n))
         print(f"{k:>5}{r_grr:>10.2f}{r_dbf:>12.2f}{ours[0]:>13.2f}{ours[1]:>12.2f}")
 
