@@ -27,7 +27,7 @@ from dpfreq._validate import (
 )
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
+from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import (
     DIRECT_SENSITIVITY,
     DOMAIN_LIMIT,
@@ -35,6 +35,7 @@ from dpfreq.profile.direct import (
     noisy_classes,
     project_to_simplex,
 )
+from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.intervals import (
     SIMULATION_DRAWS,
     IntervalSet,
@@ -54,7 +55,7 @@ from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
-__all__ = ["memory_estimate", "noisy_profile_counts_from_classes", "release_profile"]
+__all__ = ["memory_estimate", "release_profile"]
 
 _NOISE_CHUNK = 1 << 23  # items per noise chunk: 64 MiB of int64 temporaries at most
 _NORMS = {"1": "1", "2": "2", "inf": "inf", 1: "1", 2: "2"}
@@ -81,36 +82,6 @@ def _classes_from_vector(counts: NDArray[np.int64], max_count: int) -> NDArray[n
         part = np.minimum(counts[start : start + _NOISE_CHUNK], max_count)
         m += np.bincount(part, minlength=max_count + 1)
     return m
-
-
-def noisy_profile_counts_from_classes(
-    classes: NDArray[np.int64], *, max_count: int, B: int, gamma: Any,
-    generator: np.random.Generator,
-) -> NDArray[np.int64]:
-    """Counts of ``k + Z`` on ``[−B .. n+B]`` for ``classes[k]`` items of clamped count ``k``.
-
-    ``Z ~ DLap(e^{−γ})`` i.i.d., one per item, drawn exactly (:mod:`dpfreq.noise`) in the
-    canonical order ``k = 0, 1, …, n`` and in chunks of at most 2^23 items. The result has the
-    law of ``noisy_profile_counts(h + Z, max_count=n, B=B)`` for any histogram ``h`` with these
-    class sizes (items are exchangeable in the profile), and it depends only on the class sizes,
-    so every source holding the same multiset of counts gives the same release under one seed.
-    """
-    n, b = max_count, B
-    P = n + 2 * b + 1
-    out = np.zeros(P + 2, dtype=np.int64)
-    ends = np.cumsum(classes)
-    starts = ends - classes
-    values = np.arange(n + 1, dtype=np.int64)
-    # One sampler call per chunk of items (not per class: n can be 10^5 classes of a few items).
-    for lo in range(0, int(ends[-1]) if ends.size else 0, _NOISE_CHUNK):
-        size = min(int(ends[-1]) - lo, _NOISE_CHUNK)
-        per_class = np.clip(ends - lo, 0, size) - np.clip(starts - lo, 0, size)
-        z = sample_discrete_laplace(gamma, size, rng=generator)
-        z += np.repeat(values, per_class)
-        np.clip(z, -b - 1, n + b + 1, out=z)
-        z += b + 1
-        out += np.bincount(z, minlength=P + 2)
-    return out[1:-1].copy()
 
 
 def _physical_memory() -> int:
@@ -394,6 +365,7 @@ def release_profile(
     resolved = resolve_rng(rng, func)
     acct = _check_accountant(accountant, func)
     B = 0
+    _check_memory(n, "direct", 0, func)  # a lower bound for every method, before B is sought
     if chosen != "direct":
         B = default_bound_parameter(d, n, eps, (1.0 - conf) / 2.0)
         B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))

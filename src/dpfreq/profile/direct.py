@@ -31,7 +31,6 @@ __all__ = [
 
 DIRECT_SENSITIVITY = 2
 DOMAIN_LIMIT = 2**62
-_SAFE_SUM = float(2**62)
 
 
 def direct_gamma(epsilon: float) -> Fraction:
@@ -63,16 +62,41 @@ def noisy_classes(classes: NDArray[np.int64], gamma: Fraction,
     return classes.astype(np.int64) + z
 
 
-def _positive_part_sum(y: NDArray[np.int64], s: int) -> int | None:
-    """``Σ max(y − s, 0)`` exactly, or None when it is at least 2^62 (then it exceeds any d)."""
-    if s < -(2**62) or s > 2**62:
-        return None if s < 0 else 0
-    lo = np.maximum(y, s)  # y − s >= 0 after this, and no int64 overflow for |s| <= 2^62
-    # the float sum guards the exact integer sum against overflow (float error << 2^62)
-    approx = float(np.sum(lo.astype(np.float64) - float(s)))
-    if approx >= 0.5 * _SAFE_SUM:
-        return None
-    return int(np.sum(lo - s))
+def _shift_int64(y: NDArray[np.int64], d: int) -> int:
+    """The smallest integer ``s`` with ``Σ max(y − s, 0) <= d``, by bisection in int64.
+
+    Only called when ``len(y) · max|y| < 2^60`` and ``d < 2^62``: then every ``s`` visited has
+    ``|s| <= max|y| + d/len(y) + 1`` and every partial sum stays below ``2^63``.
+    """
+    hi = int(y.max())  # S(hi) = 0 <= d
+    lo = int(y.min()) - (d // y.size) - 1  # S(lo) >= len(y) · (d // len(y) + 1) > d
+    while hi - lo > 1:  # invariant: S(lo) > d >= S(hi)
+        mid = (lo + hi) // 2
+        if int(np.maximum(y - mid, 0).sum()) > d:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _shift_exact(y: NDArray[np.int64], d: int) -> int:
+    """The same ``s`` with Python integers (any magnitudes), from the sorted values.
+
+    With ``v`` sorted decreasingly and ``P_k = v_0 + … + v_{k−1}``, on ``v_k <= s <= v_{k−1}``
+    the sum is ``P_k − k·s``, which is ``<= d`` iff ``s >= ⌈(P_k − d)/k⌉``; the answer is the
+    smallest such ``s`` over all ``k``.
+    """
+    v = sorted((int(t) for t in y), reverse=True)
+    best = v[0]
+    prefix = 0
+    for k in range(1, len(v) + 1):
+        prefix += v[k - 1]
+        cand = -((d - prefix) // k)  # ⌈(P_k − d)/k⌉
+        if k < len(v):
+            cand = max(cand, v[k])
+        if cand <= v[k - 1]:
+            best = min(best, cand)
+    return best
 
 
 def project_to_simplex(noisy: NDArray[np.int64], total: int) -> NDArray[np.int64]:
@@ -101,7 +125,8 @@ def project_to_simplex(noisy: NDArray[np.int64], total: int) -> NDArray[np.int64
     and give one more unit to the ``r = d − S(s)`` first indices with ``y_t >= s`` (their next
     increment costs exactly ``1 − 2s``, the cheapest left; ``r`` is smaller than their number
     because ``S(s − 1) − S(s) = #{t : y_t >= s}`` and ``S(s − 1) > d``). ``s`` is found by
-    bisection with exact integer sums. The result is also a nearest point in ℓ1: if
+    bisection in int64 when that is exact, else from the sorted values in Python integers. The
+    result is also a nearest point in ℓ1: if
     ``Σ max(y, 0) >= d`` then ``0 <= x <= max(y, 0)`` and every such ``x`` has the same ℓ1
     distance ``Σ max(y, 0) − d + Σ max(−y, 0)``; otherwise ``x >= max(y, 0)`` and the same
     holds with the roles swapped. Since the true count-of-counts ``c`` is one of the feasible
@@ -111,16 +136,10 @@ def project_to_simplex(noisy: NDArray[np.int64], total: int) -> NDArray[np.int64
     """
     y = np.asarray(noisy, dtype=np.int64)
     d = int(total)
-    hi = int(y.max())  # S(hi) = 0 <= d
-    lo = int(y.min()) - (d // y.size) - 1  # S(lo) >= y.size * (d // y.size + 1) > d
-    while hi - lo > 1:  # invariant: S(lo) > d >= S(hi)
-        mid = (lo + hi) // 2
-        value = _positive_part_sum(y, mid)
-        if value is None or value > d:
-            lo = mid
-        else:
-            hi = mid
-    s = hi
+    if y.size * max(abs(int(y.max())), abs(int(y.min()))) < 2**60:
+        s = _shift_int64(y, d)
+    else:
+        s = _shift_exact(y, d)
     x = np.maximum(y - s, 0)
     rest = d - int(x.sum())
     if rest:
