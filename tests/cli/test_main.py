@@ -79,6 +79,7 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys):
         click.UsageError("'dpfreq later' is not implemented yet"),
         ParameterError("epsilon of later must be a finite number > 0;\ngot -1.0."),
         BudgetExceededError("spending would exceed\nthe budget"),
+        UnicodeDecodeError("utf-8", b"\x89PNG", 0, 1, "invalid start byte"),
         OSError("no such file: x.csv"),
     ],
 )

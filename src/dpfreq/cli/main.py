@@ -4,7 +4,8 @@ Exit status, the same for every subcommand:
 
 - **0** success (also ``--help``, ``--version`` and a bare ``dpfreq``, which prints the help);
 - **2** bad input: a usage error, an invalid option value, a file that cannot be read or
-  written, a refused budget — one line ``dpfreq: error: ...`` on stderr, never a traceback;
+  written (or is binary where text is expected), a refused budget — one line
+  ``dpfreq: error: ...`` on stderr, never a traceback;
 - **1** internal error (a bug in dpfreq): one line ``dpfreq: internal error: ...`` naming the
   exception type and where it was raised, without its message (which could hold values from the
   data); ``DPFREQ_DEBUG=1`` prints the full traceback as well;
@@ -173,6 +174,9 @@ def _run(argv: list[str] | None) -> None:
         _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT, exc)
     except DPFreqError as exc:
         _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT, exc)
+    except UnicodeDecodeError as exc:  # a binary file where text was expected: input, not a bug
+        _fail(f"dpfreq: error: an input file is not UTF-8 text ({exc.reason}); give a text "
+              "file (CSV, JSON) where one is expected.", EXIT_BAD_INPUT, exc)
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): stop quietly
         # point stdout at /dev/null so the interpreter's final flush cannot fail again
         with suppress(OSError, ValueError, AttributeError):
