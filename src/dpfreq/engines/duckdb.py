@@ -1,4 +1,5 @@
-"""The DuckDB engine: exact aggregates of CSV/Parquet files, SQL and relations (DESIGN.md §6).
+"""The DuckDB engine: exact aggregates of CSV/Parquet files, SQL, relations and DataFrames
+(DESIGN.md §6).
 
 Aggregation runs in SQL (``GROUP BY``; ``row_number() OVER (PARTITION BY item ORDER BY time)``
 for ``k_max``); only the small results are fetched as numpy arrays and finished by the same
@@ -8,23 +9,35 @@ Sources
 -------
 * a path (``str``/``pathlib.Path``) ending in ``.csv``/``.tsv`` (CSV) or ``.parquet``/``.pq``
   (Parquet), a directory of Parquet files, or a glob of such files;
+* a pandas, Polars or Arrow table (``pyarrow.Table``/``RecordBatch``), scanned in place
+  without a copy (pandas through DuckDB's DataFrame scan, Polars as the Arrow table its
+  ``to_arrow()`` shares);
 * a ``duckdb.DuckDBPyRelation`` (run on its own connection);
 * a SQL string: a query (``SELECT``/``WITH``/``FROM``/``VALUES``/``(``) or a table name on the
   engine's connection.
 
 Types
 -----
-Item keys: integer columns give int64 keys, any other type the keys' text (``CAST AS VARCHAR``)
-as an object array of ``str``. Time: integer columns as they are (``time_kind="integer"``);
-``TIMESTAMP``/``TIMESTAMPTZ``/``DATE`` as int64 microseconds since the Unix epoch (UTC,
-``time_kind="timestamp_us"``); integral floating/decimal values as integers; anything else is
-a :class:`~dpfreq.errors.DataError`. Nulls are never dropped: they raise a ``DataError``.
+Item keys: integer columns give int64 keys, any other scalar type the keys' text (``CAST AS
+VARCHAR``) as an object array of ``str``; an item column read from CSV is always read as text
+(identifiers such as ``007`` keep their leading zeros). List, struct and map columns, nulls and
+NaN are refused, with the same message as every other engine. Time: integer columns as they
+are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ``/``DATE`` as int64 microseconds
+since the Unix epoch (UTC, ``time_kind="timestamp_us"``); integral floating/decimal values as
+integers; anything else is a :class:`~dpfreq.errors.DataError`.
+
+Each method reads its source once: per-item aggregates in one query; the event readers
+(``occurrence_times``, ``reduce_items``) project the events once into a temporary table on the
+source's connection and run their checks and passes on that table.
 """
 
 from __future__ import annotations
 
 import glob as _glob
 import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +53,13 @@ from dpfreq.engines._common import (
     check_max_count,
     check_time_kind,
     data_error,
+    dataframe_kind,
+    debug_enabled,
     finish_item_counts,
     finish_occurrence_times,
+    missing_column,
+    nested_error,
+    null_error,
     reduce_sorted,
     sum_entries,
 )
@@ -56,17 +74,37 @@ from dpfreq.engines.base import (
 )
 from dpfreq.errors import DataError, ParameterError
 
-__all__ = ["DuckDBEngine"]
+__all__ = ["DuckDBEngine", "column_category"]
 
 _CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
-_INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
-              "uinteger", "ubigint", "uhugeint"}
+_INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
+              "ubigint"}
 _TIME_TYPES = {"timestamp", "timestamp with time zone", "date", "timestamp_s", "timestamp_ms",
                "timestamp_ns"}
 _FLOAT_TYPES = {"float", "double", "decimal"}
+_NESTED_TYPES = {"list", "struct", "map", "array", "union"}
 _SQL_START = re.compile(r"^\s*(select|with|from|values|\(|table\b|pivot|unpivot)", re.IGNORECASE)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$")
+#: errors about names, syntax and files, not about values in the data: shown in full
+_SCHEMA_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
+                  duckdb.IOException)
+_INT64_LIMIT = "9223372036854775807"
+
+
+def column_category(type_id: str) -> str:
+    """How every engine treats a DuckDB column type (``rel.types[i].id``): ``"integer"``,
+    ``"float"`` (NaN possible), ``"nested"`` (refused), ``"time"`` or ``"text"``."""
+    ty = type_id.lower()
+    if ty in _INT_TYPES:
+        return "integer"
+    if ty in _FLOAT_TYPES:
+        return "float"
+    if ty in _NESTED_TYPES:
+        return "nested"
+    if ty in _TIME_TYPES:
+        return "time"
+    return "text"
 
 
 def _q(name: str) -> str:
@@ -79,9 +117,25 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _is_nan(col: str) -> str:
+    """SQL test for NaN. Not ``isnan``: DuckDB folds it to false from Parquet statistics that
+    do not count NaN."""
+    return f"(NOT isfinite({col}) AND NOT isinf({col}))"
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _reason(exc: BaseException) -> str:
+    """DuckDB's reason in one line. Errors about values (conversions, CSV rows) may quote the
+    data, so by default only their kind is shown; ``DPFREQ_DEBUG=1`` shows the whole line."""
+    line = _one_line(exc)
+    if debug_enabled() or isinstance(exc, _SCHEMA_ERRORS):
+        return line
+    kind = line.split(":", 1)[0] if ":" in line else type(exc).__name__
+    return f"{kind} (DuckDB's message may quote the data; DPFREQ_DEBUG=1 shows it)"
 
 
 def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
@@ -89,7 +143,7 @@ def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
     if isinstance(arr, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(arr)
         if mask.any():
-            raise data_error(func, column, "free of nulls", f"{int(mask.sum())} null value(s)")
+            raise null_error(func, column, f"{int(mask.sum())} value(s)")
         return np.ma.getdata(arr)
     return np.asarray(arr)
 
@@ -104,8 +158,8 @@ class DuckDBEngine:
     Parameters
     ----------
     connection : duckdb.DuckDBPyConnection or None, keyword-only
-        Connection on which SQL strings, table names and files are read; None opens a private
-        in-memory connection. Relations always run on their own connection.
+        Connection on which SQL strings, table names, files and DataFrames are read; None opens
+        a private in-memory connection. Relations always run on their own connection.
     """
 
     name = "duckdb"
@@ -120,12 +174,21 @@ class DuckDBEngine:
         self.connection = connection
 
     # -- sources ---------------------------------------------------------------------------
-    def relation(self, source: Any, func: str = "DuckDBEngine") -> duckdb.DuckDBPyRelation:
-        """The source as a DuckDB relation (files are read lazily)."""
+    def relation(self, source: Any, func: str = "DuckDBEngine", *,
+                 text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
+        """The source as a DuckDB relation (files are read lazily, DataFrames in place).
+
+        ``text_columns`` are read as text from CSV files, so that identifiers made only of
+        digits keep their leading zeros; typed sources (Parquet, DataFrames, SQL) keep their
+        types.
+        """
         if isinstance(source, duckdb.DuckDBPyRelation):
             return source
+        kind = dataframe_kind(source)
+        if kind is not None:
+            return self._dataframe(source, kind, func)
         if isinstance(source, Path):
-            return self._file(str(source), func)
+            return self._file(str(source), func, text_columns)
         if isinstance(source, str):
             text = source.strip()
             if _SQL_START.match(text):
@@ -133,21 +196,34 @@ class DuckDBEngine:
                     return self.connection.sql(text)
                 except duckdb.Error as exc:
                     raise DataError(f"source of {func}: the SQL query failed: "
-                                    f"{_one_line(exc)}") from exc
+                                    f"{_reason(exc)}") from exc
             lower = text.lower()
             if (lower.endswith(_CSV_SUFFIXES + _PARQUET_SUFFIXES) or "/" in text or "\\" in text
                     or Path(text).exists() or not _IDENT.match(text)):
-                return self._file(text, func)
+                return self._file(text, func, text_columns)
             try:
                 return self.connection.table(text)
             except duckdb.Error as exc:
                 raise DataError(f"source of {func}: no table {text!r} on the connection "
-                                f"({_one_line(exc)}).") from exc
+                                f"({_reason(exc)}).") from exc
         raise ParameterError(message("source", func, "a CSV/Parquet path, a SQL query or table "
-                                     "name, or a duckdb.DuckDBPyRelation",
-                                     type(source).__name__))
+                                     "name, a pandas, Polars or Arrow table, or a "
+                                     "duckdb.DuckDBPyRelation", type(source).__name__))
 
-    def _file(self, text: str, func: str) -> duckdb.DuckDBPyRelation:
+    def _dataframe(self, source: Any, kind: str, func: str) -> duckdb.DuckDBPyRelation:
+        """A pandas, Polars or Arrow table as a relation scanning it in place."""
+        try:
+            if kind == "pandas":
+                return self.connection.from_df(source)
+            if kind == "polars":
+                source = source.to_arrow()
+            return self.connection.from_arrow(source)
+        except (duckdb.Error, TypeError, ValueError) as exc:
+            raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
+                            f"{_reason(exc)}") from exc
+
+    def _file(self, text: str, func: str,
+              text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
         path = Path(text)
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
@@ -172,22 +248,49 @@ class DuckDBEngine:
             if lower.endswith(_PARQUET_SUFFIXES):
                 rel = self.connection.sql(f"SELECT * FROM read_parquet({_lit(target)})")
             elif lower.endswith(_CSV_SUFFIXES):
-                rel = self.connection.sql(f"SELECT * FROM read_csv({_lit(target)})")
+                rel = self._csv(target, text_columns)
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet or .pq).")
             rel.columns  # noqa: B018 - forces the schema to be read
         except duckdb.Error as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {_one_line(exc)}") from exc
+            raise DataError(f"source of {func}: cannot read {text!r}: {_reason(exc)}") from exc
         return rel
+
+    def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
+        """A CSV file with DuckDB's type detection, except ``text_columns`` read as text."""
+        rel = self.connection.sql(f"SELECT * FROM read_csv({_lit(target)})")
+        as_text = [c for c in dict.fromkeys(text_columns) if c in rel.columns]
+        if not as_text:
+            return rel
+        types = ", ".join(f"{_lit(c)}: 'VARCHAR'" for c in as_text)
+        return self.connection.sql(f"SELECT * FROM read_csv({_lit(target)}, "
+                                   f"types = {{{types}}})")
+
+    def read_columns(self, source: Any, columns: list[str], func: str = "DuckDBEngine", *,
+                     text_columns: tuple[str, ...] = ()) -> dict[str, NDArray[Any]]:
+        """The named columns of a source as 1-d numpy arrays (one scan of those columns).
+
+        Nested columns and nulls are refused as by the aggregates; ``text_columns`` of a
+        DECIMAL or 128-bit integer type are fetched as text (numpy would round them).
+        """
+        rel = self.relation(source, func, text_columns=text_columns)
+        exprs = []
+        for col in columns:
+            ty = self._type(rel, col, func)
+            if column_category(ty) == "nested":
+                raise nested_error(func, col)
+            exact = ty in ("decimal", "hugeint", "uhugeint") and col in text_columns
+            exprs.append(f"CAST({_q(col)} AS VARCHAR) AS {_q(col)}" if exact else _q(col))
+        res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src", func)
+        return {col: _plain(res[col], col, func) for col in columns}
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
     def _type(rel: duckdb.DuckDBPyRelation, column: str, func: str) -> str:
         cols = list(rel.columns)
         if column not in cols:
-            raise DataError(f"column {column!r} of {func} is not in the source; available: "
-                            f"{', '.join(cols)}.")
+            raise missing_column(func, column, cols)
         return str(rel.types[cols.index(column)].id).lower()
 
     @staticmethod
@@ -198,39 +301,84 @@ class DuckDBEngine:
                 raise DataError(f"{func}: DuckDB returned no result.")
             return dict(result.fetchnumpy())
         except duckdb.Error as exc:
-            raise DataError(f"{func} failed in DuckDB: {_one_line(exc)}") from exc
+            raise DataError(f"{func} failed in DuckDB: {_reason(exc)}") from exc
+
+    @contextmanager
+    def _events_table(self, rel: duckdb.DuckDBPyRelation, select: str,
+                      func: str) -> Iterator[str]:
+        """Project the source once into a temporary table (on the relation's connection, where
+        DuckDB may spill it to disk); every check and pass then reads that table, so all of
+        them see the same events however the source changes meanwhile. Dropped on exit."""
+        name = f"dpfreq_events_{uuid.uuid4().hex}"
+        try:
+            rel.query("dpfreq_src", f"CREATE TEMP TABLE {name} AS {select}")
+        except duckdb.Error as exc:
+            raise DataError(f"{func} failed in DuckDB: {_reason(exc)}") from exc
+        try:
+            yield name
+        finally:
+            with suppress(duckdb.Error):  # the connection may be gone
+                rel.query("dpfreq_src", f"DROP TABLE IF EXISTS {name}")
 
     def _is_empty(self, rel: duckdb.DuckDBPyRelation, func: str) -> bool:
         res = self._run(rel, "SELECT count(*) AS n FROM (SELECT 1 FROM dpfreq_src LIMIT 1)", func)
         return int(res["n"][0]) == 0
 
     def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str, func: str) -> str:
-        ty = self._type(rel, item, func)
-        if ty in _INT_TYPES:
-            return f"CAST({_q(item)} AS BIGINT)"
-        return f"CAST({_q(item)} AS VARCHAR)"
+        """Item keys: BIGINT for integer columns, text otherwise; NULL for nulls and NaN."""
+        category = column_category(self._type(rel, item, func))
+        col = _q(item)
+        if category == "nested":
+            raise nested_error(func, item)
+        if category == "integer":
+            return f"CAST({col} AS BIGINT)"
+        if category == "float":
+            return f"CASE WHEN {_is_nan(col)} THEN NULL ELSE CAST({col} AS VARCHAR) END"
+        return f"CAST({col} AS VARCHAR)"
 
     def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str,
-                   func: str) -> tuple[str, str, str | None]:
-        """(SQL expression, time_kind, SQL condition counting non-integral values or None)."""
+                   func: str) -> tuple[str, str, str]:
+        """(SQL expression of the time as BIGINT, NULL for nulls, NaN and non-integral values;
+        time_kind; SQL condition true for non-integral, infinite or out-of-range values)."""
         ty = self._type(rel, time, func)
+        category = column_category(ty)
         col = _q(time)
-        if ty in _INT_TYPES:
-            return f"CAST({col} AS BIGINT)", "integer", None
-        if ty in _TIME_TYPES:
-            return f"epoch_us({col})", "timestamp_us", None
-        if ty in _FLOAT_TYPES:
-            return f"CAST({col} AS BIGINT)", "integer", f"{col} <> trunc({col})"
+        if category == "integer":
+            return f"CAST({col} AS BIGINT)", "integer", "false"
+        if category == "time":
+            return f"epoch_us({col})", "timestamp_us", "false"
+        if category == "float":
+            ok = f"(isfinite({col}) AND {col} = trunc({col}) AND abs({col}) < {_INT64_LIMIT})"
+            return (f"CASE WHEN {ok} THEN CAST({col} AS BIGINT) END", "integer",
+                    f"(NOT {_is_nan(col)} AND NOT {ok})")
+        if category == "nested":
+            raise nested_error(func, time)
         if self._is_empty(rel, func):
-            return "CAST(NULL AS BIGINT)", "integer", None
+            return "CAST(NULL AS BIGINT)", "integer", "false"
         raise data_error(func, time, "integer or timestamp/date valued", f"type {ty.upper()}")
+
+    def _events(self, rel: duckdb.DuckDBPyRelation, item: str, time: str,
+                func: str) -> tuple[str, str]:
+        """SELECT of the events ``(k, t, f)`` (key, time, non-integral flag) and time_kind."""
+        key = self._key_expr(rel, item, func)
+        texpr, kind, frac = self._time_expr(rel, time, func)
+        return f"SELECT {key} AS k, {texpr} AS t, {frac} AS f FROM dpfreq_src", kind
+
+    def _check_events(self, rel: duckdb.DuckDBPyRelation, table: str, item: str, time: str,
+                      func: str, extra: str = "") -> dict[str, Any]:
+        """Counts of the projected events and the column checks every event reader makes."""
+        stats = self._run(rel, f"SELECT count(*) AS n, count(k) AS ni, count(*) FILTER "
+                          f"(WHERE f) AS nf, count(t) AS nt{extra} FROM {table}", func)
+        n, ni, nf, nt = (int(stats[c][0]) for c in ("n", "ni", "nf", "nt"))
+        check_event_counts(func, item, time, n, ni, nt + nf, nf)
+        return stats
 
     # -- protocol --------------------------------------------------------------------------
     def item_counts(self, source: Any, *, item: str) -> ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``GROUP BY``)."""
         func = "DuckDBEngine.item_counts"
         check_column_name(item, "item", func)
-        rel = self.relation(source, func)
+        rel = self.relation(source, func, text_columns=(item,))
         key = self._key_expr(rel, item, func)
         res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1",
                         func)
@@ -239,21 +387,21 @@ class DuckDBEngine:
 
     def count_of_counts(self, source: Any, *, item: str,
                         max_count: int | None = None) -> Prevalences:
-        """Exact prevalences of the per-item counts, clamped at ``max_count`` (two GROUP BYs)."""
+        """Exact prevalences of the per-item counts, clamped at ``max_count`` (two GROUP BYs
+        over one scan)."""
         func = "DuckDBEngine.count_of_counts"
         check_column_name(item, "item", func)
         max_count = check_max_count(max_count, func)
-        rel = self.relation(source, func)
-        self._type(rel, item, func)
-        col = _q(item)
+        rel = self.relation(source, func, text_columns=(item,))
+        key = self._key_expr(rel, item, func)
         clamp = "c" if max_count is None else f"least(c, {max_count})"
         sql = (f"SELECT {clamp} AS v, count(*) AS p, max(null_key) AS anynull FROM "
-               f"(SELECT count(*) AS c, CAST({col} IS NULL AS INTEGER) AS null_key "
-               f"FROM dpfreq_src GROUP BY {col}) GROUP BY 1 ORDER BY 1")
+               f"(SELECT count(*) AS c, CAST(k IS NULL AS INTEGER) AS null_key "
+               f"FROM (SELECT {key} AS k FROM dpfreq_src) GROUP BY k) GROUP BY 1 ORDER BY 1")
         res = self._run(rel, sql, func)
         anynull = _plain(res["anynull"], item, func)
         if anynull.size and anynull.max() > 0:
-            raise data_error(func, item, "free of nulls", "null value(s)")
+            raise null_error(func, item)
         return Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
                            prevalences=_plain(res["p"], item, func).astype(np.int64))
 
@@ -265,52 +413,41 @@ class DuckDBEngine:
         check_column_name(item, "item", func)
         check_column_name(time, "time", func)
         k_max = check_k_max(k_max, func)
-        rel = self.relation(source, func)
-        key = self._key_expr(rel, item, func)
-        texpr, kind, frac = self._time_expr(rel, time, func)
-        frac_sql = f"count(*) FILTER (WHERE {frac})" if frac else "0"
-        stats = self._run(rel, f"SELECT count(*) AS n, count({_q(item)}) AS ni, "
-                          f"count({_q(time)}) AS nt, count(DISTINCT {key}) AS nd, "
-                          f"{frac_sql} AS nf FROM dpfreq_src", func)
-        n, ni, nt, nd, nf = (int(stats[c][0]) for c in ("n", "ni", "nt", "nd", "nf"))
-        check_event_counts(func, item, time, n, ni, nt, nf)
-        inner = f"SELECT {key} AS k, {texpr} AS t FROM dpfreq_src"
-        if k_max is not None:
-            inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"
-        res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
+        rel = self.relation(source, func, text_columns=(item,))
+        select, kind = self._events(rel, item, time, func)
+        with self._events_table(rel, select, func) as table:
+            stats = self._check_events(rel, table, item, time, func,
+                                       ", count(DISTINCT k) AS nd")
+            inner = f"SELECT k, t FROM {table}"
+            if k_max is not None:
+                inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"
+            res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
         keys = _plain(res["k"], item, func)
         times = _plain(res["t"], time, func).astype(np.int64)
+        codes = np.zeros(len(keys), dtype=np.int64)
         if len(keys):
-            change = np.asarray(keys[1:] != keys[:-1], dtype=bool)
-            codes = np.concatenate(([0], np.cumsum(change))).astype(np.int64)
-        else:
-            codes = np.zeros(0, dtype=np.int64)
-        return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
+            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
+        return finish_occurrence_times(codes, times, n_items=int(stats["nd"][0]),
+                                       n_events=int(stats["n"][0]), time_kind=kind,
                                        k_max=None, presorted=True)
 
     def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
                      reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
         """Per-item reduction of the bucketed events, with bounded memory in this process.
 
-        DuckDB computes the periods (exact integer floor division), the range check and the
-        first event outside in (item, time) order; the events inside are then fetched in
-        ``⌈n / 2^23⌉`` passes over the items split by ``hash(item)`` (every item in exactly one
-        pass), each sorted by (item, period) in SQL and reduced by ``reducer`` in numpy chunks
-        of whole items. The summaries are sums over items, so the passes add up to the
-        one-pass result. Each pass reads the source again (cheap for Parquet; a large CSV is
-        better converted to Parquet first).
+        The events are projected once into a temporary table (item key, period ``p``,
+        non-integral flag): DuckDB computes the periods (exact integer floor division). The
+        checks, the range check and the first event outside in (item, time) order are queries
+        on that table; the events inside are then fetched in ``⌈n / 2^23⌉`` passes over the
+        items split by ``hash(item)`` (every item in exactly one pass), each sorted by (item,
+        period) in SQL and reduced by ``reducer`` in numpy chunks of whole items. The
+        summaries are sums over items, so the passes add up to the one-pass result.
         """
         func = "DuckDBEngine.reduce_items"
         check_column_name(item, "item", func)
         check_column_name(time, "time", func)
-        rel = self.relation(source, func)
-        key = self._key_expr(rel, item, func)
-        texpr, kind, frac = self._time_expr(rel, time, func)
-        frac_sql = f"count(*) FILTER (WHERE {frac})" if frac else "0"
-        stats = self._run(rel, f"SELECT count(*) AS n, count({_q(item)}) AS ni, "
-                          f"count({_q(time)}) AS nt, {frac_sql} AS nf FROM dpfreq_src", func)
-        n, ni, nt, nf = (int(stats[c][0]) for c in ("n", "ni", "nt", "nf"))
-        check_event_counts(func, item, time, n, ni, nt, nf)
+        rel = self.relation(source, func, text_columns=(item,))
+        select, kind = self._events(rel, item, time, func)
         check_time_kind(kind, buckets, time, func)
         if buckets.start_us is None:
             period = "t"
@@ -318,31 +455,34 @@ class DuckDBEngine:
             d, per = f"(t - ({int(buckets.start_us)}))", int(buckets.period_us or 1)
             period = (f"(CASE WHEN {d} >= 0 THEN {d} // {per} "
                       f"ELSE -((-{d} - 1) // {per}) - 1 END + 1)")
-        base = f"SELECT k, t, {period} AS p FROM (SELECT {key} AS k, {texpr} AS t FROM dpfreq_src)"
         bad = f"(p < 1 OR p > {int(buckets.horizon)})"
-        n_bad, first = 0, None
-        if n:
-            n_bad = int(self._run(rel, f"SELECT count(*) FILTER (WHERE {bad}) AS b FROM ({base})",
-                                  func)["b"][0])
-        if n_bad:
-            first = int(self._run(rel, f"SELECT p FROM ({base}) WHERE {bad} ORDER BY k, t "
-                                  "LIMIT 1", func)["p"][0])
-            if not drop_out_of_range:
-                return ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(), weights=_EMPTY.copy(),
-                                     n_events=0, n_out_of_range=n_bad, first_out_of_range=first)
-        n_in = n - n_bad
-        passes = max(1, -(-n_in // _EVENTS_PER_PASS))
-        parts = []
-        for b in range(passes if n_in else 0):
-            where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
-            res = self._run(rel, f"SELECT k, p FROM ({base}) WHERE {where} ORDER BY k, p", func)
-            keys = _plain(res["k"], item, func)
-            if not len(keys):
-                continue
-            codes = np.zeros(len(keys), dtype=np.int64)
-            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
-            parts.append(reduce_sorted(codes, _plain(res["p"], time, func).astype(np.int64),
-                                       reducer))
+        with self._events_table(rel, f"SELECT k, t, f, {period} AS p FROM ({select})",
+                                func) as table:
+            stats = self._check_events(rel, table, item, time, func,
+                                       f", count(*) FILTER (WHERE {bad}) AS nbad")
+            n, n_bad = int(stats["n"][0]), int(stats["nbad"][0])
+            first = None
+            if n_bad:
+                first = int(self._run(rel, f"SELECT p FROM {table} WHERE {bad} ORDER BY k, t "
+                                      "LIMIT 1", func)["p"][0])
+                if not drop_out_of_range:
+                    return ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(),
+                                         weights=_EMPTY.copy(), n_events=0,
+                                         n_out_of_range=n_bad, first_out_of_range=first)
+            n_in = n - n_bad
+            passes = max(1, -(-n_in // _EVENTS_PER_PASS))
+            parts = []
+            for b in range(passes if n_in else 0):
+                where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
+                res = self._run(rel, f"SELECT k, p FROM {table} WHERE {where} ORDER BY k, p",
+                                func)
+                keys = _plain(res["k"], item, func)
+                if not len(keys):
+                    continue
+                codes = np.zeros(len(keys), dtype=np.int64)
+                np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
+                parts.append(reduce_sorted(codes, _plain(res["p"], time, func).astype(np.int64),
+                                           reducer))
         if parts:
             slots, ks, ws = sum_entries(*(np.concatenate(v) for v in zip(*parts, strict=True)))
         else:

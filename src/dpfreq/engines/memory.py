@@ -1,7 +1,10 @@
 """The in-memory engine (numpy): the reference oracle of the conformance suite (DESIGN.md §6).
 
-The source is a mapping ``{column name: 1-d array-like}`` with columns of equal length. All
-work is vectorized (``np.unique`` with ``return_counts``/``return_inverse``, ``np.lexsort``).
+The source is a mapping ``{column name: 1-d array-like}`` with columns of equal length. Any
+other source the DuckDB engine reads (CSV/Parquet paths, SQL, relations, pandas, Polars and
+Arrow tables) is read through DuckDB into such columns first, with the same typing rules (an
+item column read from CSV is text), so ``engine="memory"`` works on files too. All work is
+vectorized (``np.unique`` with ``return_counts``/``return_inverse``, ``np.lexsort``).
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.engines._common import (
+    TIME_RULE,
     check_column_name,
     check_k_max,
     check_max_count,
     data_error,
     finish_item_counts,
     finish_occurrence_times,
+    missing_column,
+    nested_error,
+    null_error,
     prevalences_from_counts,
     reduce_occurrences,
 )
@@ -36,14 +43,25 @@ from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["MemoryEngine"]
 
+_NESTED = (list, tuple, dict, set, frozenset, np.ndarray)
+_INT64_LIMIT = 2.0**63
+
 
 def _is_null(x: Any) -> bool:
+    """None, NaN, NaT and pandas' ``NA`` (whose comparisons are neither true nor false)."""
     if x is None:
         return True
     try:
         return bool(x != x)  # NaN, NaT
     except (TypeError, ValueError):
-        return False
+        return type(x).__name__ == "NAType"
+
+
+def _text(x: Any) -> str:
+    """An identifier's text as the SQL engines write it (booleans as ``true``/``false``)."""
+    if isinstance(x, bool | np.bool_):
+        return "true" if x else "false"
+    return str(x)
 
 
 class MemoryEngine:
@@ -64,42 +82,58 @@ class MemoryEngine:
 
     # -- column access -------------------------------------------------------------------
     @staticmethod
-    def _column(source: Any, column: str, func: str) -> NDArray[Any]:
+    def _table(source: Any, columns: list[str], func: str,
+               text_columns: tuple[str, ...] = ()) -> dict[str, NDArray[Any]]:
+        """The named columns as 1-d numpy arrays of equal length."""
         if not isinstance(source, Mapping):
-            raise ParameterError(message("source", func, "a mapping of column name to 1-d array",
-                                         type(source).__name__))
-        if column not in source:
-            raise DataError(f"column {column!r} of {func} is not in the source; available: "
-                            f"{', '.join(map(str, source))}.")
-        try:
-            arr = np.asarray(source[column])
-        except (TypeError, ValueError) as exc:
-            raise data_error(func, column, "a 1-d array", type(source[column]).__name__) from exc
-        if arr.ndim != 1:
-            raise data_error(func, column, "a 1-d array", f"shape {arr.shape}")
+            if type(source).__module__.startswith("pyspark"):
+                raise ParameterError(message("source", func, "not a Spark DataFrame (use "
+                                             "engine='spark')", type(source).__name__))
+            from dpfreq.engines.duckdb import DuckDBEngine
+
+            return DuckDBEngine().read_columns(source, columns, func, text_columns=text_columns)
+        out = {}
+        for column in columns:
+            if column not in source:
+                raise missing_column(func, column, source)
+            try:
+                arr = np.asarray(source[column])
+            except (TypeError, ValueError) as exc:  # ragged nested lists
+                raise nested_error(func, column) from exc
+            if arr.ndim > 1 or arr.dtype.kind == "V":
+                raise nested_error(func, column)
+            if arr.ndim != 1:
+                raise data_error(func, column, "a 1-d array", f"shape {arr.shape}")
+            out[column] = arr
         lengths = {len(np.asarray(v)) for v in source.values()} if len(source) > 1 else set()
         if len(lengths) > 1:
             raise DataError(f"source of {func} must have columns of equal length; "
                             f"got lengths {sorted(lengths)}.")
-        return arr
+        return out
+
+    def _column(self, source: Any, column: str, func: str) -> NDArray[Any]:
+        """One column (see :meth:`_table`)."""
+        return self._table(source, [column], func)[column]
 
     @staticmethod
     def _check_no_nulls(arr: NDArray[Any], column: str, func: str) -> None:
+        """Refuse nulls, NaN and NaT (and nested values in object columns)."""
         if arr.dtype.kind == "f":
             bad = np.isnan(arr)
         elif arr.dtype.kind in "mM":
             bad = np.isnat(arr)
         elif arr.dtype.kind == "O":
+            if any(isinstance(x, _NESTED) for x in arr):
+                raise nested_error(func, column)
             bad = np.fromiter((_is_null(x) for x in arr), dtype=bool, count=len(arr))
         else:
             return
         if bad.any():
-            raise data_error(func, column, "free of nulls",
-                             f"{int(bad.sum())} null value(s), first at row {int(np.argmax(bad))}")
+            raise null_error(func, column, f"{int(bad.sum())} value(s), first at row "
+                             f"{int(np.argmax(bad))}")
 
-    def _items(self, source: Any, item: str, func: str) -> NDArray[Any]:
+    def _items(self, arr: NDArray[Any], item: str, func: str) -> NDArray[Any]:
         """Item keys: int64 for integer columns, else a numpy str array."""
-        arr = self._column(source, item, func)
         self._check_no_nulls(arr, item, func)
         if arr.dtype.kind in "iu":
             return arr.astype(np.int64, copy=False)
@@ -107,20 +141,26 @@ class MemoryEngine:
             return np.where(arr, "true", "false")
         if len(arr) == 0 and arr.dtype.kind in "fO":
             return np.zeros(0, dtype=np.int64)
-        if arr.dtype.kind == "O" and all(isinstance(x, int | np.integer) and
-                                         not isinstance(x, bool) for x in arr):
-            return arr.astype(np.int64)
+        if arr.dtype.kind == "O":
+            if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+                   for x in arr):
+                return arr.astype(np.int64)
+            return np.array([_text(x) for x in arr], dtype=str)
         return arr.astype(str)
 
-    def _times(self, source: Any, time: str, func: str) -> tuple[NDArray[np.int64], str]:
-        arr = self._column(source, time, func)
+    def _times(self, arr: NDArray[Any], time: str, func: str) -> tuple[NDArray[np.int64], str]:
         self._check_no_nulls(arr, time, func)
         kind = arr.dtype.kind
         if kind in "iu":
             return arr.astype(np.int64, copy=False), "integer"
         if kind == "M":
             return arr.astype("datetime64[us]").astype(np.int64), "timestamp_us"
-        if kind == "f" and np.all(arr == np.floor(arr)):
+        if kind == "f":
+            ok = np.isfinite(arr) & (np.abs(arr) < _INT64_LIMIT)
+            ok[ok] = arr[ok] == np.floor(arr[ok])
+            if not ok.all():
+                raise data_error(func, time, TIME_RULE, "fractional or out-of-range value(s)",
+                                 f"{int((~ok).sum())} value(s)")
             return arr.astype(np.int64), "integer"
         if len(arr) == 0:
             return np.zeros(0, dtype=np.int64), "integer"
@@ -130,16 +170,15 @@ class MemoryEngine:
             except (TypeError, ValueError):
                 conv = arr
             if conv.dtype.kind in "iuM":
-                return self._times({time: conv}, time, func)
-        raise data_error(func, time, "integer or timestamp/date valued",
-                         f"values of dtype {arr.dtype}")
+                return self._times(conv, time, func)
+        raise data_error(func, time, TIME_RULE, f"values of dtype {arr.dtype}")
 
     # -- protocol --------------------------------------------------------------------------
     def item_counts(self, source: Any, *, item: str) -> ItemCounts:
         """Exact number of rows per distinct value of column ``item``."""
         func = "MemoryEngine.item_counts"
         check_column_name(item, "item", func)
-        keys = self._items(source, item, func)
+        keys = self._items(self._table(source, [item], func, (item,))[item], item, func)
         uniq, counts = np.unique(keys, return_counts=True)
         return finish_item_counts(uniq, counts)
 
@@ -157,8 +196,9 @@ class MemoryEngine:
         check_column_name(item, "item", func)
         check_column_name(time, "time", func)
         k_max = check_k_max(k_max, func)
-        keys = self._items(source, item, func)
-        times, kind = self._times(source, time, func)
+        cols = self._table(source, list(dict.fromkeys([item, time])), func, (item,))
+        keys = self._items(cols[item], item, func)
+        times, kind = self._times(cols[time], time, func)
         uniq, inv = np.unique(keys, return_inverse=True)  # codes in sorted-key order
         return finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
                                        n_events=len(keys), time_kind=kind, k_max=k_max)
@@ -166,7 +206,7 @@ class MemoryEngine:
     def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
                      reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
         """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
-        numpy chunks of whole items; see :func:`dpfreq.engines._common.reduce_events`)."""
+        numpy chunks of whole items)."""
         return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
                                   reducer=reducer, drop_out_of_range=drop_out_of_range,
                                   func="MemoryEngine.reduce_items")

@@ -25,25 +25,36 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from py4j.protocol import Py4JJavaError
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dpfreq._validate import message
 from dpfreq.engines._common import (
+    TIME_RULE,
     check_column_name,
     check_event_counts,
     check_k_max,
     check_max_count,
     check_time_kind,
     data_error,
+    dataframe_kind,
+    debug_enabled,
     finish_item_counts,
     finish_occurrence_times,
+    missing_column,
+    nested_error,
+    null_error,
     sum_entries,
 )
 from dpfreq.engines.base import (
@@ -98,70 +109,73 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
+def _java_lines(exc: BaseException) -> tuple[str, str]:
+    """First lines of a Java exception and of its root cause ("" where there is none)."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return "", ""
+    try:
+        head = _first_line(str(java.toString()))
+        root = java
+        for _ in range(20):
+            cause = root.getCause()
+            if cause is None:
+                break
+            root = cause
+        tail = _first_line(str(root.toString())) if root is not java else ""
+    except Exception:  # pragma: no cover - the JVM is gone
+        return "", ""
+    return head, (tail if tail not in head else "")
+
+
 def _one_line(exc: BaseException) -> str:
     """Spark's reason in one line; for a Java exception its message and its root cause (such as
     ``java.lang.OutOfMemoryError: Java heap space``) rather than py4j's "error occurred while
     calling o403.getResult"."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            head = _first_line(str(java.toString()))
-            root = java
-            for _ in range(20):
-                cause = root.getCause()
-                if cause is None:
-                    break
-                root = cause
-            tail = _first_line(str(root.toString())) if root is not java else ""
-            if head:
-                return f"{head} (cause: {tail})" if tail and tail not in head else head
-        except Exception:  # pragma: no cover - the JVM is gone
-            pass
+    head, tail = _java_lines(exc)
+    if head:
+        return f"{head} (cause: {tail})" if tail else head
     return _first_line(str(exc)) or type(exc).__name__
 
 
-def _spark_errors() -> tuple[type[BaseException], ...]:
-    errs: list[type[BaseException]] = []
-    try:
-        from pyspark.errors import PySparkException
+def _reason(exc: BaseException) -> str:
+    """:func:`_one_line` without what may quote the data: by default a failure while reading
+    values shows only Spark's error condition or the Java exception classes (a JVM ``Error``
+    such as ``OutOfMemoryError`` in full); ``DPFREQ_DEBUG=1`` or an analysis error (names,
+    schema) shows the whole line."""
+    if debug_enabled() or isinstance(exc, AnalysisException):
+        return _one_line(exc)
+    hint = " (Spark's message may quote the data; DPFREQ_DEBUG=1 shows it)"
+    head, tail = _java_lines(exc)
+    if head:
+        cls = head.split(":", 1)[0]
+        if tail:
+            jvm_error = tail.startswith("java.lang.") and tail.split(":", 1)[0].endswith("Error")
+            cls += f" (cause: {tail if jvm_error else tail.split(':', 1)[0]})"
+        return cls + hint
+    condition = exc.getCondition() if isinstance(exc, PySparkException) else None
+    return (f"[{condition}]" if condition else type(exc).__name__) + hint
 
-        errs.append(PySparkException)
-    except ImportError:  # pragma: no cover - old pyspark
-        pass
-    try:
-        from py4j.protocol import Py4JJavaError
 
-        errs.append(Py4JJavaError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errs)
-
-
-_SPARK_ERRORS = _spark_errors()
-
+#: what Spark raises: Python-side errors and Java errors through py4j
+_SPARK_ERRORS: tuple[type[BaseException], ...] = (PySparkException, Py4JJavaError)
 
 
 def _to_numpy(df: DataFrame, func: str,
               names: dict[str, str] | None = None) -> dict[str, NDArray[Any]]:
-    """Collect a small DataFrame to numpy columns; a null raises a DataError naming the source
-    column (``names`` maps result aliases to source column names)."""
+    """Collect a small DataFrame to numpy columns (through Arrow); a null raises a DataError
+    naming the source column (``names`` maps result aliases to source column names)."""
     try:
-        if hasattr(df, "toArrow"):
-            tbl = df.toArrow()
-            out: dict[str, NDArray[Any]] = {}
-            for name in tbl.column_names:
-                col = tbl.column(name)
-                if col.null_count:
-                    shown = (names or {}).get(name, name)
-                    raise DataError(f"column {shown!r} of {func} must be free of nulls; got "
-                                    f"{col.null_count} null value(s).")
-                out[name] = col.to_numpy(zero_copy_only=False)
-            return out
-        rows = df.collect()  # pragma: no cover - pyspark without toArrow
+        tbl = df.toArrow()
     except _SPARK_ERRORS as exc:
-        raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
-    cols = df.columns  # pragma: no cover
-    return {c: np.array([r[i] for r in rows]) for i, c in enumerate(cols)}  # pragma: no cover
+        raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
+    out: dict[str, NDArray[Any]] = {}
+    for name in tbl.column_names:
+        col = tbl.column(name)
+        if col.null_count:
+            raise null_error(func, (names or {}).get(name, name), f"{col.null_count} value(s)")
+        out[name] = col.to_numpy(zero_copy_only=False)
+    return out
 
 
 def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
@@ -169,7 +183,19 @@ def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
     try:
         return df.agg(*aggs).collect()[0]
     except _SPARK_ERRORS as exc:
-        raise DataError(f"{func} failed in Spark: {_one_line(exc)}") from exc
+        raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
+
+
+@contextmanager
+def _persisted(df: DataFrame) -> Iterator[DataFrame]:
+    """``df`` persisted (memory, spilling to disk) for the duration: the first action reads the
+    source and fills the cache, later actions read the cache, so checks and aggregate see the
+    same rows (the source is read again only if an executor holding cached blocks is lost)."""
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield cached
+    finally:
+        cached.unpersist()
 
 
 class SparkEngine:
@@ -207,18 +233,38 @@ class SparkEngine:
         return self._spark
 
     # -- sources ---------------------------------------------------------------------------
-    def dataframe(self, source: Any, func: str = "SparkEngine") -> DataFrame:
+    def dataframe(self, source: Any, func: str = "SparkEngine", *,
+                  text_columns: tuple[str, ...] = ()) -> DataFrame:
         """The source as a Spark DataFrame.
 
-        A DataFrame as it is; a string starting like a query (``SELECT``, ``WITH``, ``FROM``,
-        ``VALUES``, ``TABLE``, ``(``) through ``spark.sql``; a name such as ``events`` or
-        ``db.events`` (no path separator, no file suffix, not an existing file) through
-        ``spark.table`` (metastore/catalog tables); anything else as a Parquet/CSV path or URI.
+        A DataFrame as it is; a pandas, Polars or Arrow table through
+        ``spark.createDataFrame`` (a copy into Spark); a string starting like a query
+        (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``TABLE``, ``(``) through ``spark.sql``; a
+        name such as ``events`` or ``db.events`` (no path separator, no file suffix, not an
+        existing file) through ``spark.table`` (metastore/catalog tables); anything else as a
+        Parquet/CSV path or URI. ``text_columns`` are read as text from CSV files (identifiers
+        keep their leading zeros).
         """
         if isinstance(source, DataFrame):
             return source
+        kind = dataframe_kind(source)
+        if kind is not None:
+            try:  # through Arrow, whose schema holds even for an empty table
+                import pyarrow as pa
+
+                if kind == "polars":
+                    source = source.to_arrow()
+                elif kind == "pandas":
+                    source = pa.Table.from_pandas(source, preserve_index=False)
+                elif type(source).__name__ == "RecordBatch":
+                    source = pa.Table.from_batches([source])
+                return self.spark.createDataFrame(source)
+            except (PySparkException, Py4JJavaError, TypeError, ValueError,
+                    pa.ArrowException) as exc:
+                raise DataError(f"source of {func}: Spark cannot take the {kind} table: "
+                                f"{_reason(exc)}") from exc
         if isinstance(source, Path):
-            return self._read(source, str(source), func)
+            return self._read(source, str(source), func, text_columns)
         if isinstance(source, str):
             text = source.strip()
             if _SQL_START.match(text):
@@ -226,7 +272,7 @@ class SparkEngine:
                     return self.spark.sql(text)
                 except _SPARK_ERRORS as exc:
                     raise DataError(f"source of {func}: the SQL query failed: "
-                                    f"{_one_line(exc)}") from exc
+                                    f"{_reason(exc)}") from exc
             lower = text.lower()
             if (_IDENT.match(text) and not lower.endswith(_FILE_SUFFIXES)
                     and not Path(text).exists()):
@@ -234,12 +280,14 @@ class SparkEngine:
                     return self.spark.table(text)
                 except _SPARK_ERRORS as exc:
                     raise DataError(f"source of {func}: no table {text!r} in the Spark catalog "
-                                    f"({_one_line(exc)}).") from exc
-            return self._read(Path(text), text, func)
+                                    f"({_reason(exc)}).") from exc
+            return self._read(Path(text), text, func, text_columns)
         raise ParameterError(message("source", func, "a Spark DataFrame, a Parquet/CSV path, a "
-                                     "SQL query or a table name", type(source).__name__))
+                                     "SQL query, a table name or a pandas, Polars or Arrow "
+                                     "table", type(source).__name__))
 
-    def _read(self, path: Path, text: str, func: str) -> DataFrame:
+    def _read(self, path: Path, text: str, func: str,
+              text_columns: tuple[str, ...] = ()) -> DataFrame:
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
         # hdfs://, s3a://, file:/ ...: checked by Spark itself (a URI without a CSV suffix is
@@ -254,13 +302,19 @@ class SparkEngine:
             if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
                 sep = "\t" if ".tsv" in lower else ","
                 df = reader.csv(text, header=True, inferSchema=True, sep=sep)
+                as_text = set(text_columns) & set(df.columns)
+                if as_text:  # the inferred schema, with the identifier columns as text
+                    schema = T.StructType([
+                        T.StructField(f.name, T.StringType() if f.name in as_text
+                                      else f.dataType, True) for f in df.schema.fields])
+                    df = self.spark.read.schema(schema).csv(text, header=True, sep=sep)
             elif lower.endswith((".parquet", ".pq")) or is_uri or is_glob or path.is_dir():
                 df = reader.parquet(text)
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet, .pq or a Parquet directory).")
         except _SPARK_ERRORS as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {_one_line(exc)}") from exc
+            raise DataError(f"source of {func}: cannot read {text!r}: {_reason(exc)}") from exc
         return df
 
     # -- helpers ---------------------------------------------------------------------------
@@ -268,41 +322,65 @@ class SparkEngine:
     def _type(df: DataFrame, column: str, func: str) -> Any:
         names = df.columns
         if column not in names:
-            raise DataError(f"column {column!r} of {func} is not in the source; available: "
-                            f"{', '.join(names)}.")
-        return df.schema[column].dataType
+            raise missing_column(func, column, names)
+        ty = df.schema[column].dataType
+        if isinstance(ty, T.ArrayType | T.StructType | T.MapType):
+            raise nested_error(func, column)
+        return ty
 
     @staticmethod
     def _is_empty(df: DataFrame) -> bool:
         return len(df.limit(1).collect()) == 0
 
     def _key(self, df: DataFrame, item: str, func: str) -> Any:
+        """Item keys: long for integral columns, text otherwise; null for nulls and NaN."""
         ty = self._type(df, item, func)
         col = F.col(f"`{item}`")
-        return col.cast("long") if isinstance(ty, _INT_TYPES) else col.cast("string")
+        if isinstance(ty, _INT_TYPES):
+            return col.cast("long")
+        if isinstance(ty, T.FloatType | T.DoubleType):
+            return F.when(~F.isnan(col), col.cast("string"))
+        return col.cast("string")
 
     def _time(self, df: DataFrame, time: str, func: str) -> tuple[Any, str, Any]:
+        """(time as long, null for nulls, NaN and non-integral values; time_kind; flag of
+        non-integral, infinite or out-of-range values)."""
         ty = self._type(df, time, func)
         col = F.col(f"`{time}`")
         if isinstance(ty, _INT_TYPES):
-            return col.cast("long"), "integer", None
+            return col.cast("long"), "integer", F.lit(False)
         if isinstance(ty, T.DateType):
-            return F.unix_date(col).cast("long") * F.lit(86_400_000_000), "timestamp_us", None
+            return (F.unix_date(col).cast("long") * F.lit(86_400_000_000), "timestamp_us",
+                    F.lit(False))
         if isinstance(ty, T.TimestampType | T.TimestampNTZType):
-            return F.unix_micros(col.cast("timestamp")), "timestamp_us", None
+            return F.unix_micros(col.cast("timestamp")), "timestamp_us", F.lit(False)
         if isinstance(ty, _FLOAT_TYPES):
-            return col.cast("long"), "integer", col != F.floor(col)
+            is_nan = F.isnan(col) if isinstance(ty, T.FloatType | T.DoubleType) else F.lit(False)
+            ok = ~is_nan & (F.abs(col) < F.lit(9.2e18)) & (col == F.round(col, 0))
+            return F.when(ok, col.cast("long")), "integer", ~is_nan & ~ok
         if self._is_empty(df):
-            return F.lit(None).cast("long"), "integer", None
-        raise data_error(func, time, "integer or timestamp/date valued",
-                         f"type {ty.simpleString().upper()}")
+            return F.lit(None).cast("long"), "integer", F.lit(False)
+        raise data_error(func, time, TIME_RULE, f"type {ty.simpleString().upper()}")
+
+    def _events(self, df: DataFrame, item: str, time: str,
+                func: str) -> tuple[DataFrame, str]:
+        """The events ``(k, t, f)`` (key, time, non-integral flag) and the time_kind."""
+        key = self._key(df, item, func)
+        texpr, kind, frac = self._time(df, time, func)
+        return df.select(key.alias("k"), texpr.alias("t"), frac.alias("f")), kind
+
+    @staticmethod
+    def _event_checks() -> list[Any]:
+        """Aggregates counting rows, non-null keys and times and non-integral times."""
+        return [F.count(F.lit(1)).alias("n"), F.count("k").alias("ni"),
+                F.count("t").alias("nt"), F.count(F.when(F.col("f"), 1)).alias("nf")]
 
     # -- protocol --------------------------------------------------------------------------
     def item_counts(self, source: Any, *, item: str) -> ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``groupBy``)."""
         func = "SparkEngine.item_counts"
         check_column_name(item, "item", func)
-        df = self.dataframe(source, func)
+        df = self.dataframe(source, func, text_columns=(item,))
         key = self._key(df, item, func)
         res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func,
                         {"k": item})
@@ -314,17 +392,16 @@ class SparkEngine:
         func = "SparkEngine.count_of_counts"
         check_column_name(item, "item", func)
         max_count = check_max_count(max_count, func)
-        df = self.dataframe(source, func)
-        self._type(df, item, func)
-        col = F.col(f"`{item}`")
-        per_item = df.groupBy(col.alias("k")).agg(F.count(F.lit(1)).alias("c"))
+        df = self.dataframe(source, func, text_columns=(item,))
+        key = self._key(df, item, func)
+        per_item = df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c"))
         per_item = per_item.select(
             (F.col("c") if max_count is None else F.least(F.col("c"), F.lit(max_count)))
             .alias("v"), F.col("k").isNull().cast("int").alias("null_key"))
         res = _to_numpy(per_item.groupBy("v").agg(F.count(F.lit(1)).alias("p"),
                                                   F.max("null_key").alias("anynull")), func)
         if res["anynull"].size and res["anynull"].max() > 0:
-            raise data_error(func, item, "free of nulls", "null value(s)")
+            raise null_error(func, item)
         order = np.argsort(res["v"])
         return Prevalences(counts=res["v"][order].astype(np.int64),
                            prevalences=res["p"][order].astype(np.int64))
@@ -332,37 +409,34 @@ class SparkEngine:
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
-        (``row_number()`` over ``Window.partitionBy(item).orderBy(time)`` on the executors)."""
+        (``row_number()`` over ``Window.partitionBy(item).orderBy(time)`` on the executors).
+        The projected events are persisted, so the checks and the collect read the source
+        once."""
         func = "SparkEngine.occurrence_times"
         check_column_name(item, "item", func)
         check_column_name(time, "time", func)
         k_max = check_k_max(k_max, func)
-        df = self.dataframe(source, func)
-        key = self._key(df, item, func)
-        texpr, kind, frac = self._time(df, time, func)
-        aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{item}`")).alias("ni"),
-                F.count(F.col(f"`{time}`")).alias("nt"), F.countDistinct(key).alias("nd")]
-        aggs.append(F.count(F.when(frac, 1)).alias("nf") if frac is not None
-                    else F.lit(0).cast("long").alias("nf"))
-        row = _agg_row(df, aggs, func)
-        n, ni, nt, nd, nf = (int(row[c] or 0) for c in ("n", "ni", "nt", "nd", "nf"))
-        check_event_counts(func, item, time, n, ni, nt, nf)
-        events = df.select(key.alias("k"), texpr.alias("t"))
-        if k_max is not None:
-            w = Window.partitionBy("k").orderBy("t")
-            events = (events.withColumn("rn", F.row_number().over(w))
+        df = self.dataframe(source, func, text_columns=(item,))
+        projected, kind = self._events(df, item, time, func)
+        with _persisted(projected) as events:
+            row = _agg_row(events, [*self._event_checks(), F.countDistinct("k").alias("nd")],
+                           func)
+            n, ni, nt, nf, nd = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nd"))
+            check_event_counts(func, item, time, n, ni, nt + nf, nf)
+            if n == 0:
+                z = np.zeros(0, dtype=np.int64)
+                return OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
+                                       time_kind=kind)
+            ev = events.select("k", "t")
+            if k_max is not None:
+                w = Window.partitionBy("k").orderBy("t")
+                ev = (ev.withColumn("rn", F.row_number().over(w))
                       .where(F.col("rn") <= k_max).drop("rn"))
-        if n == 0:
-            z = np.zeros(0, dtype=np.int64)
-            return OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
-                                   time_kind=kind)
-        res = _to_numpy(events.orderBy("k", "t"), func, {"k": item, "t": time})
+            res = _to_numpy(ev.orderBy("k", "t"), func, {"k": item, "t": time})
         keys, times = res["k"], res["t"].astype(np.int64)
+        codes = np.zeros(len(keys), dtype=np.int64)
         if len(keys) > 1:
-            change = np.asarray(keys[1:] != keys[:-1], dtype=bool)
-            codes = np.concatenate(([0], np.cumsum(change))).astype(np.int64)
-        else:
-            codes = np.zeros(len(keys), dtype=np.int64)
+            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
         return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
                                        k_max=None, presorted=True)
 
@@ -371,54 +445,53 @@ class SparkEngine:
         """Per-item reduction on the executors; only the summed ``(slot, key, weight)`` rows
         reach the driver.
 
-        One aggregation checks the columns (nulls, fractional times) and counts the events
-        outside ``1..horizon`` (with the first one in (item, time) order). Then the events
-        (item key, period) are hash-partitioned by item (at least ``ceil(n / 2**22)``
-        partitions, so that one partition fits an executor's Python), each partition is sorted
-        by (item, period) in numpy and ``reducer`` runs on chunks of whole items inside
-        ``mapInArrow`` (the executors' Python, i.e. dpfreq's own numpy code); its outputs are
-        summed by ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
+        The projected events (item key, time, period) are persisted, so the source is read
+        once: one aggregation over them checks the columns (nulls, NaN, fractional times) and
+        counts the events outside ``1..horizon`` (with the first one in (item, time) order),
+        and the reduction reads the same rows. The events (item key, period) are
+        hash-partitioned by item (at least ``ceil(n / 2**22)`` partitions, so that one
+        partition fits an executor's Python), each partition is sorted by (item, period) in
+        numpy and ``reducer`` runs on chunks of whole items inside ``mapInArrow`` (the
+        executors' Python, i.e. dpfreq's own numpy code); its outputs are summed by
+        ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
         ``⌊(t − start)/period⌋ + 1`` in exact integer arithmetic (``pmod`` and ``div``), as
-        :func:`dpfreq.engines._common.bucket_periods` computes them.
+        every engine computes them.
         """
         func = "SparkEngine.reduce_items"
         check_column_name(item, "item", func)
         check_column_name(time, "time", func)
-        df = self.dataframe(source, func)
-        key = self._key(df, item, func)
-        texpr, kind, frac = self._time(df, time, func)
+        df = self.dataframe(source, func, text_columns=(item,))
+        projected, kind = self._events(df, item, time, func)
+        check_time_kind(kind, buckets, time, func)
         horizon = int(buckets.horizon)
-        events = df.select(key.alias("k"), texpr.alias("t"),
-                           (frac if frac is not None else F.lit(False)).alias("f"))
         if buckets.start_us is None:
             period = F.col("t")
         else:
             s0, p0 = int(buckets.start_us), int(buckets.period_us or 1)
             period = F.expr(f"((t - {s0}) - pmod(t - {s0}, {p0})) div {p0} + 1")
-        bad = (period < 1) | (period > horizon)
-        aggs = [F.count(F.lit(1)).alias("n"), F.count("k").alias("ni"),
-                F.count("t").alias("nt"), F.count(F.when(F.col("f"), 1)).alias("nf"),
-                F.count(F.when(bad, 1)).alias("nbad"),
-                F.min(F.when(bad, F.struct(F.col("k").alias("k"), period.alias("p"))))
+        bad = (F.col("p") < 1) | (F.col("p") > horizon)
+        aggs = [*self._event_checks(), F.count(F.when(bad, 1)).alias("nbad"),
+                F.min(F.when(bad, F.struct(F.col("k").alias("k"), F.col("p").alias("p"))))
                 .alias("first")]
-        row = _agg_row(events, aggs, func)
-        n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
-        check_event_counts(func, item, time, n, ni, nt, nf)
-        check_time_kind(kind, buckets, time, func)
-        first = int(row["first"]["p"]) if nbad else None
         z = np.zeros(0, dtype=np.int64)
-        if n == nbad or (nbad and not drop_out_of_range):
-            return ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
-                                 n_out_of_range=nbad, first_out_of_range=first)
-        ev = events.select("k", period.alias("p"))
-        if nbad:
-            ev = ev.where(~bad)
-        setting = str(self.spark.conf.get("spark.sql.shuffle.partitions") or "1")
-        n_parts = max(int(setting) if setting.isdigit() else 1, -(-(n - nbad) // _PARTITION_EVENTS))
-        out = (ev.repartition(n_parts, "k")
-               .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
-               .groupBy("slot", "key").agg(F.sum("w").alias("w")))
-        res = _to_numpy(out, func)
+        with _persisted(projected.select("k", "t", "f", period.alias("p"))) as events:
+            row = _agg_row(events, aggs, func)
+            n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
+            check_event_counts(func, item, time, n, ni, nt + nf, nf)
+            first = int(row["first"]["p"]) if nbad else None
+            if n == nbad or (nbad and not drop_out_of_range):
+                return ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
+                                     n_out_of_range=nbad, first_out_of_range=first)
+            ev = events.select("k", "p")
+            if nbad:
+                ev = ev.where(~bad)
+            setting = str(self.spark.conf.get("spark.sql.shuffle.partitions") or "1")
+            n_parts = max(int(setting) if setting.isdigit() else 1,
+                          -(-(n - nbad) // _PARTITION_EVENTS))
+            out = (ev.repartition(n_parts, "k")
+                   .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
+                   .groupBy("slot", "key").agg(F.sum("w").alias("w")))
+            res = _to_numpy(out, func)
         slots, keys, weights = sum_entries(res["slot"], res["key"], res["w"])
         return ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
                              n_out_of_range=nbad, first_out_of_range=first)
