@@ -51,6 +51,15 @@ class WindowAnswer:
         Bias bound already included in the intervals (time compression only; else 0).
     description : str
         How the intervals were computed.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import release_window_counts
+    >>> rel = release_window_counts(([1, 2], [1, 2]), horizon=2, epsilon=1.0, unit="event",
+    ...                             k_values=[1], rng=0)
+    >>> a = rel.cumulative(2, 1)
+    >>> a.lower <= a.estimate <= a.upper
+    True
     """
 
     t1: Any

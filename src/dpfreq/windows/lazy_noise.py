@@ -300,6 +300,12 @@ class KeyedDiscreteLaplace(_KeyedNoise):
     ``noise(ids)`` returns the same values for the same ids on every call, whatever the batch.
     Privacy rests on the key being secret and on AES being a pseudorandom function: given ideal
     PRF outputs every value is an exact, independent ``DLap(γ)`` draw.
+
+    Examples
+    --------
+    >>> src = KeyedDiscreteLaplace(bytes(32), ("all", 1, 0), Fraction(1, 3))
+    >>> bool((src.noise([5, 9]) == src.noise([5, 9])).all())
+    True
     """
 
     _func = "KeyedDiscreteLaplace"
@@ -355,6 +361,12 @@ class KeyedDiscreteGaussian(_KeyedNoise):
     The target ``sigma2_min`` is rounded up by :func:`gaussian_sigma2`; the value used is
     ``self.sigma2``. Each node runs the rejection rounds of Canonne–Kamath–Steinke (2020,
     Algorithm 3) on AES words of its own (module docstring); element-wise, never cached.
+
+    Examples
+    --------
+    >>> src = KeyedDiscreteGaussian(bytes(32), ("all", 1, 0), 5.5)
+    >>> src.sigma2
+    6
     """
 
     _func = "KeyedDiscreteGaussian"

@@ -48,7 +48,13 @@ _MAX_PERIOD_US = 1 << 62
 
 def parse_period(period: Any, func: str = _FUNC) -> int:
     """A period length in microseconds from ``"1d"``, ``"6h"``, ``"30min"``, ``"1w"``,
-    a :class:`datetime.timedelta` or a ``numpy.timedelta64``."""
+    a :class:`datetime.timedelta` or a ``numpy.timedelta64``.
+
+    Examples
+    --------
+    >>> parse_period("6h")
+    21600000000
+    """
     us: int | None = None
     if isinstance(period, str):
         m = re.fullmatch(r"\s*(\d{1,12})\s*(us|ms|s|min|m|h|d|w)\s*", period)

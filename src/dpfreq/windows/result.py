@@ -66,6 +66,14 @@ class WindowCountsRelease(Release):
     histograms and weighted point sets, never the log itself) lives in ``_state``; it is not
     part of :meth:`to_dict` / :meth:`to_json`. :meth:`save` writes it to a file that must be
     protected like the raw data.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import release_window_counts
+    >>> rel = release_window_counts(([1, 2], [1, 2]), horizon=2, epsilon=1.0, unit="event",
+    ...                             k_values=[1], rng=0)
+    >>> rel.unit, sorted(rel.table())
+    ('event', ['end', 'estimate', 'k', 'lower', 'start', 'upper', 'window'])
     """
 
     horizon: int
