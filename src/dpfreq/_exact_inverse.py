@@ -99,7 +99,8 @@ def survival_bounds(gamma: Fraction, k: int, two_sided: bool, prec: int) -> tupl
 
 
 WORD_BITS = 63  # bits of the uniform W compared with the table (the 64th bit is the sign)
-TABLE_MAX = 1 << 12  # at most this many thresholds; the rest of the tail goes to the §4 sampler
+#: at most this many thresholds; the rest of the tail is drawn by the geometric samplers
+TABLE_MAX = 1 << 12
 TABLE_TAIL = 48  # stop the table once S(k) < 2^-48 (the tail path then almost never runs)
 
 

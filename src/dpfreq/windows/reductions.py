@@ -1,19 +1,20 @@
-"""Reductions from an event log to point multisets (spec ``time_windows.md`` §2.1, §3.1–§3.4).
+"""Reductions from an event log to point multisets (Ghazi, Kumar, Manurangsi and Nelson
+(2023), "Private counting of distinct and k-occurring items in time windows", ITCS).
 
 The log is given as ``item`` codes and integer ``times`` sorted by (item, time). For each item
 ``i`` with ``m_i`` events, the *padded reach sequence* is ``k`` virtual occurrences at time 0, the
 real occurrence times, and ``k`` virtual occurrences at ``H+1`` (``H`` the horizon of the
 instance). With 1-based padded index ``j``:
 
-* cumulative (§3.1): one point per item, the time of its k-th real occurrence (items with fewer
+* cumulative: one point per item, the time of its k-th real occurrence (items with fewer
   than ``k`` events make no point); ``f≥k(X[1,t]) = #{p ≤ t}``;
-* fixed window (§3.2): for ``j = k..k+m_i``, ``a = τ_j + W``, ``c = min(τ_{j+1}+W, τ_{j+k})``,
+* fixed window: for ``j = k..k+m_i``, ``a = τ_j + W``, ``c = min(τ_{j+1}+W, τ_{j+k})``,
   kept when ``a < c``; ``f≥k(X[t−W+1,t]) = |U| − (#{a ≤ t} − #{c ≤ t})`` for ``t ∈ [W, H]``;
-* time window (§3.4): for ``j = k..k+m_i``, ``P1 ∋ (τ_j, τ_{j+k})``, ``P2 ∋ (τ_{j+1}, τ_{j+k})``;
+* time window: for ``j = k..k+m_i``, ``P1 ∋ (τ_j, τ_{j+k})``, ``P2 ∋ (τ_{j+1}, τ_{j+k})``;
   included form ``f≥k(X[t1,t2]) = #{P1: x ≤ t1−1, y ≤ t2} − #{P2: x ≤ t1−1, y ≤ t2}``.
 
 All functions are vectorized over the whole log; every identity is checked against brute-force
-counting in the tests (spec §4, §7.1).
+counting in the tests.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def group_bounds(item: Any) -> tuple[IntArray, IntArray]:
 
 def padded(times: IntArray, start: IntArray, m: IntArray, j: IntArray, k: int,
            high: int) -> IntArray:
-    """Padded occurrence time ``τ_j`` (1-based ``j``) of the groups ``(start, m)`` (§2.1)."""
+    """Padded occurrence time ``τ_j`` (1-based ``j``) of the groups ``(start, m)``."""
     pos = start + j - k - 1
     real = (j > k) & (j <= k + m)
     safe = np.clip(pos, 0, max(times.size - 1, 0))
@@ -96,7 +97,7 @@ def _rows(starts: IntArray, sizes: IntArray, times: IntArray, k: int,
 
 
 def cumulative_points(item: Any, times: Any, k: int) -> IntArray:
-    """§3.1: the time of each item's k-th occurrence (items with < k events make no point)."""
+    """Cumulative: the time of each item's k-th occurrence (items with < k events make no point)."""
     t = np.asarray(times, dtype=np.int64)
     starts, sizes = group_bounds(item)
     ok = sizes >= k
@@ -106,7 +107,7 @@ def cumulative_points(item: Any, times: Any, k: int) -> IntArray:
 def time_window_points(item: Any, times: Any, k: int, horizon: int, *,
                        drop_unused: bool = True) -> tuple[IntArray, IntArray, IntArray,
                                                           IntArray]:
-    """§3.4: the two 2d point multisets ``(x1, y1)`` and ``(x2, y2)``.
+    """Time windows: the two 2d point multisets ``(x1, y1)`` and ``(x2, y2)``.
 
     With ``drop_unused`` the points with ``y = horizon+1`` (never counted by a query) are
     dropped; the sensitivity tests use ``drop_unused=False`` to see every point.
@@ -122,10 +123,10 @@ def time_window_points(item: Any, times: Any, k: int, horizon: int, *,
 
 def fixed_window_points(item: Any, times: Any, k: int, width: int,
                         horizon: int) -> tuple[IntArray, IntArray, IntArray]:
-    """§3.2: points ``a`` (P1) and ``c`` (P2) of one instance with local horizon ``horizon``.
+    """Fixed window: points ``a`` (P1) and ``c`` (P2) of one instance (local ``horizon``).
 
     Returns ``(a, c, group)`` with ``group`` the index of the item's run in the (sorted) log.
-    Only pairs with ``a < c`` are kept (pitfall 1).
+    Only pairs with ``a < c`` are kept (a pair with ``a >= c`` never counts).
     """
     starts, sizes = group_bounds(item)
     tj, tj1, tjk, group = _rows(starts, sizes, np.asarray(times, dtype=np.int64), k,
@@ -138,7 +139,7 @@ def fixed_window_points(item: Any, times: Any, k: int, width: int,
 
 @dataclass(frozen=True)
 class BlockCounts:
-    """The fixed-window oracle of §3.3 in aggregated form: what :meth:`exact` needs, no more.
+    """The fixed-window oracle (blocks of width W), aggregated: what :meth:`exact` needs.
 
     ``hist_a[b, v]`` (``hist_c[b, v]``) is the number of P1 (P2) points of block ``b`` with
     value ``v`` (local time minus ``W``, in ``[0, W+1]``); ``n_present[b]`` the number of items
@@ -178,7 +179,7 @@ class BlockCounts:
 
 @dataclass(frozen=True)
 class BlockPoints:
-    """Fixed-window points of every block (§3.3), local times shifted by ``−W``.
+    """Fixed-window points of every block, local times shifted by ``−W``.
 
     ``a``, ``c`` are the P1/P2 values minus ``W`` (in ``[0, W+1]``), ``block`` their block,
     ``n_present[b]`` the number of items with at least one event in block ``b``'s time range.
@@ -219,7 +220,9 @@ class BlockPoints:
 
 def block_points(item: Any, times: Any, k: int, width: int, horizon: int,
                  chunk: int = 1 << 16) -> BlockPoints:
-    """§3.3: run §3.2 on blocks ``b = 0..⌊T/W⌋``; block ``b`` sees times ``[(b−1)W+1, (b+1)W]``.
+    """The fixed-window reduction on blocks ``b = 0..⌊T/W⌋``.
+
+    Block ``b`` sees times ``[(b−1)W+1, (b+1)W]``.
 
     Every event lies in blocks ``⌊(t−1)/W⌋`` and ``⌊(t−1)/W⌋ + 1`` (when that block exists).
     The log is sorted by (item, time), so the events of one item inside one block are a

@@ -1,6 +1,6 @@
 """Noise structures for each query family and the closed-form variance used to choose among them.
 
-Spec ``time_windows.md`` §3.1–§3.8 and §7.6. Every structure answers a query as
+After Ghazi, Kumar, Manurangsi and Nelson (2023). Every structure answers a query as
 ``exact answer + Σ_{nodes in the cover} ± η(node)`` with exact discrete-Laplace node noise that
 is a deterministic function of the release's secret key and the node id (drawn once, never
 redrawn). Its variance is ``(#cover nodes) · Var[DLap(γ)]`` exactly, known from public
@@ -12,19 +12,19 @@ Structures and calibration (``ε_s`` = the budget of this (family, k) structure)
 =================  =======================================  ==============================
 strategy           structure                                node noise γ
 =================  =======================================  ==============================
-cumulative/tree    one 1d tree over ``T`` (§3.1)            ``ε_s/(2·L_T)``
+cumulative/tree    one 1d tree over ``T``                   ``ε_s/(2·L_T)``
 cumulative/per_query  one noise per t                       ``ε_s/T``
-fixed/blocks       2 trees per block over ``W`` (§3.3)      event ``(ε_s/2)/(4k·L_W)``;
+fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
 fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
 fixed/per_query    one noise per window                     event ``ε_s/W``; item ``ε_s/T``
-all/tree2d         2 product trees (event only, §3.4)       ``ε_s/(4k·L²)``
-all/per_start      one cumulative tree per start (§3.5)     ``ε_T/(2·L_T)``, ε_T = ε_s/T
+all/tree2d         2 product trees (event only)             ``ε_s/(4k·L²)``
+all/per_start      one cumulative tree per start            ``ε_T/(2·L_T)``, ε_T = ε_s/T
 all/per_query      one noise per window                     ``ε_s/(max windows per event)``
-all/compressed     per_start on groups of s steps (§3.6)    as per_start on ``⌈T/s⌉``
+all/compressed     per_start on groups of s steps           as per_start on ``⌈T/s⌉``
 =================  =======================================  ==============================
 
-Domains hold only the point values a query can count (spec §3.2, §3.4: never-counted points
+Domains hold only the point values a query can count (never-counted points
 may be dropped, which can only lower the sensitivity): cumulative values ``t−1 ∈ [0, T−1]``;
 block values ``a−W, c−W`` restricted to ``[0, W−1]`` (queries ``x = t_loc − W <= W−1``);
 single-instance values ``[0, T]``; 2d points ``(x, y−1) ∈ [0, T−1]²`` (queries ``x <= t1−1``,
@@ -80,8 +80,9 @@ __all__ = [
 
 IntArray = NDArray[np.int64]
 
-#: the cumulative tree is post-processed by the least-squares consistency pass (spec §2.3) when
-#: its domain is at most this size (the exact variance needs the dense D × 2D weight matrix)
+#: the cumulative tree is post-processed by the least-squares consistency pass (Hay et al.
+#: 2010) when its domain is at most this size (the exact variance needs the dense D × 2D
+#: weight matrix)
 CONSISTENCY_MAX_DOMAIN = 1024
 
 STRATEGIES = {

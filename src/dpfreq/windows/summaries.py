@@ -1,17 +1,17 @@
 """Mergeable per-(family, k) summaries of an event log: all a window release needs of the data.
 
 Every exact answer of a window release is a count over the union, over items, of per-item
-point sets (spec ``time_windows.md`` §3.1–§3.4). A release therefore never needs the raw event
-log, only these sums over items, which an engine computes per chunk of whole items (on the
-Spark executors, per partition) and adds up:
+point sets of the reductions (:mod:`dpfreq.windows.reductions`). A release therefore never
+needs the raw event log, only these sums over items, which an engine computes per chunk of
+whole items (on the Spark executors, per partition) and adds up:
 
-* ``cumulative`` (§3.1): the histogram over periods ``0..T`` of the items' k-th occurrence
+* ``cumulative``: the histogram over periods ``0..T`` of the items' k-th occurrence
   times (items with fewer than ``k`` events make no point);
-* ``fixed`` width ``W`` (§3.3): per block ``b``, the histograms of the P1 and P2 values
+* ``fixed`` width ``W``: per block ``b``, the histograms of the P1 and P2 values
   (:class:`~dpfreq.windows.reductions.BlockCounts`) and the number of items present;
-* ``all`` (§3.4): the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
+* ``all``: the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
   (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
-* the number of events per period (for the singleton check, spec §3.6).
+* the number of events per period (for the singleton check of time compression).
 
 The summaries are the canonical sparse form ``(slot, key) -> weight`` of
 :class:`dpfreq.engines.base.ItemReduction`: slot 0 the events per period (key = period), slot

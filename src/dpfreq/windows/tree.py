@@ -1,4 +1,4 @@
-"""Tree mechanisms over a time domain (spec ``time_windows.md`` §2.3–§2.4, §5.3).
+"""Tree mechanisms over a time domain (dyadic and B-ary trees, lazy 2d noise).
 
 * Dyadic (binary) node layout over ``{0, …, D−1}``, ``D = 2^h``: node ``(ℓ, j)`` covers
   ``[j·2^ℓ, (j+1)·2^ℓ − 1]`` and has heap id ``(D >> ℓ) + j`` (root 1, leaves ``D..2D−1``).
@@ -221,7 +221,7 @@ def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
 class TreeBary:
     """A 1d B-ary tree with exact discrete-Laplace node noise: prefix and range queries.
 
-    Spec ``time_windows.md`` §2.3 (b-ary variant): over ``{0, …, D−1}`` with ``D = B^h``
+    The b-ary variant: over ``{0, …, D−1}`` with ``D = B^h``
     there are ``L = h + 1`` levels; node ``(ℓ, j)`` covers ``[j·B^ℓ, (j+1)·B^ℓ − 1]``. A prefix
     ``{p ≤ x}`` is covered by ``Σ_ℓ digit_ℓ(x+1)`` nodes (at most ``B−1`` per level); a range
     ``[a, b]`` by its canonical cover (at most ``2(B−1)`` per level). Every point lies in ``L``
@@ -396,7 +396,7 @@ def _cover_entries(x: IntArray, domain: int) -> tuple[IntArray, IntArray, IntArr
 
 
 class Tree2DNoise:
-    """Lazy keyed noise of a product dyadic tree over ``D × D`` (spec §2.4).
+    """Lazy keyed noise of a product dyadic tree over ``D × D``.
 
     Node ``(u, v)`` (1d heap ids) has id ``u·2D + v``; its noise is
     ``KeyedDiscreteLaplace(key, structure, γ).noise(id)``: drawn on demand, never stored in a
