@@ -57,7 +57,8 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
               help="Confidence of the intervals and the band.")
 @click.option("--write", "write_for", type=click.Choice(RANDOMIZERS), default=None,
               help="Write the parameter bundle of this randomizer (use with --out).")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="PARAMS.json path.")
+@click.option("--out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="PARAMS.json path ('-': the JSON on stdout, the table on stderr).")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
 @click.option("--start", default=None, help="Date of period 1 (ISO), written into the bundle.")
@@ -84,12 +85,14 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
         rows.append((label, p.c_gap, p.certificate, sd, half))
     sd_head, b_head = ("max sd", "interval ±") if devices is not None else ("max sd/√n",
                                                                             "interval ±/√n")
-    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}")
+    to_err = out == "-"  # stdout then carries only the JSON bundle
+    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}",
+               err=to_err)
     for label, c, cert, sd, b in rows:
-        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>16.1f}")
+        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>16.1f}", err=to_err)
     click.echo(f"(horizon {horizon}, padded to {p.padded_horizon}; k = {max_changes}, ε = "
                f"{epsilon}; max sd at t = d − 1; each interval holds w.p. {confidence}; "
-               "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)")
+               "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
     if write_for is not None:
         if out is None:
             raise click.UsageError("--write needs --out PARAMS.json")
@@ -97,8 +100,11 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
         bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                              randomizer=write_for, per_order_sparsity=per,
                              **_time_axis(start, period))
-        Path(out).write_text(bundle.to_json() + "\n")
-        click.echo(f"wrote {out}", err=True)
+        if to_err:
+            click.echo(bundle.to_json())
+        else:
+            Path(out).write_text(bundle.to_json() + "\n")
+            click.echo(f"wrote {out}", err=True)
 
 
 @command.command(name="simulate")
@@ -106,8 +112,10 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
 @click.option("--horizon", type=POSITIVE, required=True, help="Number of periods d.")
 @click.option("--max-changes", type=POSITIVE, required=True, help="Change budget k.")
 @click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
-@click.option("--randomizer", type=click.Choice(RANDOMIZERS), default="auto", show_default=True)
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--randomizer", type=click.Choice(RANDOMIZERS), default="auto", show_default=True,
+              help="Randomizer run on each device (auto: the largest exact gap).")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the intervals and the band.")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
 @click.option("--start", default=None, help="Date of period 1 (ISO) for dated output.")
@@ -139,7 +147,8 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
 @click.argument("reports", type=str)
 @click.option("--params", "params_path", type=click.Path(exists=True, dir_okay=False),
               required=True, help="PARAMS.json shared with the devices.")
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the intervals and the band.")
 @click.option("--dropouts", type=click.Choice(["paper", "per-interval"]), default="paper",
               show_default=True,
               help="Missing reports count as 0 (paper) or each sum is rescaled (per-interval).")
@@ -154,7 +163,7 @@ def aggregate_cmd(reports: str, params_path: str, confidence: float, dropouts: s
     (hdfs://, s3a://, file://), validated and summed on the executors.
     """
     try:
-        text = Path(params_path).read_text()
+        text = Path(params_path).read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read {params_path!r}: {exc.strerror}.") from None
     params = ProtocolParams.from_json(text, label=repr(params_path))
