@@ -21,7 +21,7 @@ from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
 from dpfreq.server.protocol import client_order, client_report
 
 ADMIN = "test-admin-token-" + "x" * 20
-START = "2020-01-01T00:00:00Z"  # every period of the test studies has started
+START = "2020-01-01"  # every period of the test studies has started
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +79,7 @@ def bearer(token: str) -> dict[str, str]:
 def create_study(c: TestClient, study: str = "s1", **over: Any) -> ProtocolParams:
     """Create a study (64 daily periods from 2020, k = 2, ε = 1) and return its parameters."""
     body = {"study": study, "title": "test", "horizon": 64, "max_changes": 2, "epsilon": 1.0,
-            "randomizer": "auto", "start": START, "period_seconds": 86400, "min_devices": 3}
+            "randomizer": "auto", "start": START, "period": "1d", "min_devices": 3}
     body.update(over)
     r = c.post("/v1/studies", json=body, headers=admin())
     assert r.status_code == 201, r.text
@@ -100,8 +100,8 @@ def run_devices(c: TestClient, params: ProtocolParams, rng: np.random.Generator,
     for _ in range(n):
         cl = LongitudinalClient(params, rng=rng)
         device, token = enrol(c, params, client_order(cl), study)
-        x = rng.integers(0, 2, size=params.periods)
-        reps = [client_report(r, device) for t in range(params.periods)
+        x = rng.integers(0, 2, size=params.horizon)
+        reps = [client_report(r, device) for t in range(params.horizon)
                 if (r := cl.step(int(x[t]))) is not None]
         r = c.post(f"/v1/studies/{study}/reports", json={"reports": reps},
                    headers=bearer(token))

@@ -4,7 +4,6 @@ refusals, estimates equal to the in-process aggregator, exports, roles and limit
 from __future__ import annotations
 
 import io
-import json
 
 import numpy as np
 import pytest
@@ -20,17 +19,16 @@ from conftest import (
     run_devices,
     stored,
 )
-from dpfreq.longitudinal import LongitudinalAggregator
+from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
 from dpfreq.server import storage
 
 
 def _aggregator_estimate(params, devices, confidence):
     agg = LongitudinalAggregator(params)
     agg.enrol(np.array([d for d, _, _ in devices]), np.array([h for _, h, _ in devices]))
-    for d, _h, reps in devices:
-        agg.ingest([d] * len(reps), [r["order"] for r in reps], [r["interval"] for r in reps],
-                   [r["bit"] for r in reps], param_id=params.param_id)
-    return agg.estimate(beta=1 - confidence)
+    for _, _, reps in devices:
+        agg.ingest_reports(reps)
+    return agg.estimate(confidence=confidence)
 
 
 def test_estimates_equal_the_aggregator(client, rng):
@@ -45,13 +43,15 @@ def test_estimates_equal_the_aggregator(client, rng):
     assert r.status_code == 200, r.text
     body = r.json()
     ref = _aggregator_estimate(params, devices, 0.9)
-    np.testing.assert_allclose(body["columns"]["estimate"], np.asarray(ref.value)[:64],
-                               rtol=0, atol=1e-9)
+    cols = body["columns"]
+    for name in ("estimate", "lower", "upper", "band_lower", "band_upper", "sd"):
+        np.testing.assert_allclose(cols[name], np.asarray(ref.table()[name], dtype=float),
+                                   rtol=0, atol=1e-9)
+    np.testing.assert_allclose(cols["unclamped"], ref.unclamped, rtol=0, atol=1e-9)
     assert body["devices"] == 7
-    assert body["band"] == pytest.approx(float(ref.error.value), abs=1e-9)
-    lower, upper = np.array(body["columns"]["lower"]), np.array(body["columns"]["upper"])
-    np.testing.assert_allclose(upper - lower, 2 * body["band"], atol=1e-9)
-    assert body["columns"]["start"][1] == "2020-01-02T00:00:00+00:00"
+    assert body["unit"] == "device"
+    assert body["epsilon"] == params.epsilon
+    assert cols["date"][:2] == ["2020-01-01", "2020-01-02"]
 
 
 def test_identical_retry_succeeds_and_conflict_is_409(client):
@@ -110,7 +110,7 @@ def test_future_period_is_refused(sqlite_client):
     c = sqlite_client
     from datetime import UTC, datetime, timedelta
 
-    start = (datetime.now(UTC) - timedelta(days=2, hours=1)).isoformat()
+    start = (datetime.now(UTC) - timedelta(days=2, hours=1)).isoformat(timespec="seconds")
     params = create_study(c, start=start)
     device, token = enrol(c, params, 0)
     rep = {"device": device, "order": 0, "interval": 3, "bit": 1, "param_id": params.param_id}
@@ -127,7 +127,7 @@ def test_roles_and_hashed_tokens(client):
     params = create_study(client)
     client.post("/v1/studies", json={"study": "other", "horizon": 8, "max_changes": 1,
                                      "epsilon": 1.0, "randomizer": "rr", "start": START,
-                                     "period_seconds": 60, "min_devices": 1}, headers=admin())
+                                     "period": "1d", "min_devices": 1}, headers=admin())
     device, token = enrol(client, params, 0)
     an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
     assert client.get("/v1/studies/s1/estimates").status_code == 401
@@ -158,7 +158,7 @@ def test_exports_agree(sqlite_client, rng):
     pq_table = pq.read_table(io.BytesIO(
         c.get("/v1/studies/s1/estimates?format=parquet", headers=bearer(an)).content))
     rows = csv_text.strip().split("\n")
-    assert rows[0] == "period,start,estimate,lower,upper,sd"
+    assert rows[0] == "period,date,estimate,lower,upper,band_lower,band_upper,sd,unclamped"
     assert len(rows) == 65
     assert [float(r.split(",")[2]) for r in rows[1:]] == js["estimate"]
     assert pq_table.column("estimate").to_pylist() == js["estimate"]
@@ -196,12 +196,21 @@ def test_study_creation_is_validated(sqlite_client):
     create_study(c)
     r = c.post("/v1/studies", json={"study": "s1", "horizon": 8, "max_changes": 1,
                                     "epsilon": 1.0, "randomizer": "rr", "start": START,
-                                    "period_seconds": 60, "min_devices": 1}, headers=admin())
+                                    "period": "1d", "min_devices": 1}, headers=admin())
     assert r.status_code == 409
     r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
                                     "epsilon": -1.0, "randomizer": "rr", "start": START,
-                                    "period_seconds": 60, "min_devices": 1}, headers=admin())
+                                    "period": "1d", "min_devices": 1}, headers=admin())
     assert r.status_code == 400
     assert "epsilon" in r.json()["error"]
     assert c.get("/v1/studies/nope").status_code == 404
-    assert json.loads(c.get("/v1/studies/s1").json()["params"])["param_id"]
+    info = c.get("/v1/studies/s1").json()
+    assert ProtocolParams.from_json(info["params"]).param_id == info["param_id"]
+    for bad in ({"period": "1 fortnight"}, {"start": "yesterday"}, {"horizon": 0},
+                {"randomizer": "magic"}):
+        body = {"study": "s3", "horizon": 8, "max_changes": 1, "epsilon": 1.0,
+                "randomizer": "rr", "start": START, "period": "1d", "min_devices": 1, **bad}
+        r = c.post("/v1/studies", json=body, headers=admin())
+        assert r.status_code in (400, 422), r.text
+        assert list(r.json()) == ["error"]
+    assert c.get("/v1/studies/s3").status_code == 404

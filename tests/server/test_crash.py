@@ -74,7 +74,7 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
     try:
         r = httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                        json={"study": "crash", "horizon": 32, "max_changes": 2, "epsilon": 1.0,
-                             "randomizer": "auto", "start": START, "period_seconds": 86400,
+                             "randomizer": "auto", "start": START, "period": "1d",
                              "min_devices": 1})
         assert r.status_code == 201
         params = ProtocolParams.from_json(r.json()["params"])
@@ -139,6 +139,8 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
     agg.enrol(np.array([d for d, _ in devs]), np.array([h for _, h in devs]))
     arr = np.array(rows, dtype=np.int64)
     agg.ingest(arr[:, 0], arr[:, 2], arr[:, 1], arr[:, 3], param_id=params.param_id)
-    ref = agg.estimate(beta=0.05)
-    np.testing.assert_allclose(estimate["columns"]["estimate"], np.asarray(ref.value)[:32],
+    ref = agg.estimate(confidence=0.95)
+    np.testing.assert_allclose(estimate["columns"]["estimate"], np.asarray(ref.value),
                                rtol=0, atol=1e-9)
+    np.testing.assert_allclose(estimate["columns"]["unclamped"], ref.unclamped, rtol=0,
+                               atol=1e-9)

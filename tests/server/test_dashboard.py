@@ -31,7 +31,7 @@ def _study(http: httpx.Client, min_devices: int) -> tuple[ProtocolParams, str]:
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = http.post("/v1/studies", headers=auth, json={
         "study": "dash", "title": "Feature X on", "horizon": 32, "max_changes": 2,
-        "epsilon": 2.0, "randomizer": "auto", "start": START, "period_seconds": 86400,
+        "epsilon": 2.0, "randomizer": "auto", "start": START, "period": "1d",
         "min_devices": min_devices})
     r.raise_for_status()
     token = http.post("/v1/studies/dash/analyst-tokens", headers=auth).json()["token"]
@@ -46,7 +46,7 @@ def _upload(http: httpx.Client, params: ProtocolParams, rng: np.random.Generator
                       json={"param_id": params.param_id, "order": order}).json()
         reps = [{"device": e["device"], "order": order, "interval": j,
                  "bit": int(rng.integers(0, 2)), "param_id": params.param_id}
-                for j in range(1, (params.padded_periods >> order) + 1)]
+                for j in range(1, (params.padded_horizon >> order) + 1)]
         http.post("/v1/studies/dash/reports", json={"reports": reps},
                   headers={"Authorization": f"Bearer {e['token']}"}).raise_for_status()
         total += len(reps)

@@ -40,7 +40,7 @@ def _report(device, params):
 def _is_valid(rep, device, params):
     return (isinstance(rep, dict) and set(rep) == set(FIELDS)
             and all(type(rep[k]) is int for k in FIELDS[:4]) and rep["device"] == device
-            and rep["order"] == 1 and 1 <= rep["interval"] <= params.padded_periods // 2
+            and rep["order"] == 1 and 1 <= rep["interval"] <= params.padded_horizon // 2
             and rep["bit"] in (0, 1) and rep["param_id"] == params.param_id)
 
 

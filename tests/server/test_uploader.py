@@ -34,7 +34,7 @@ class Flaky:
 def _study(c) -> None:
     r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
         "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
-        "start": START, "period_seconds": 86400, "min_devices": 1})
+        "start": START, "period": "1d", "min_devices": 1})
     assert r.status_code == 201
 
 
@@ -46,7 +46,7 @@ def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path
     up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=flaky,
                   sleep=sleeps.append, max_batch=3, retries=4)
     dev = DeviceUploader(up, rng=np.random.Generator(np.random.PCG64(seed)))
-    order = dev.client.h
+    order = dev.client.order
     x = [0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
     for t in range(8):
         dev.step(x[t])
@@ -70,7 +70,7 @@ def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path
     up2 = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=flaky,
                    sleep=sleeps.append)
     dev2 = DeviceUploader(up2)
-    assert dev2.client.h == order
+    assert dev2.client.order == order
     assert up2.device == device
     for t in range(8, 16):
         dev2.step(x[t])

@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 from fastapi.responses import JSONResponse, Response
 
-from .protocol import estimate_from_running_sums
+from .protocol import estimate_columns, estimate_from_running_sums
 from .service import Service, StudyRecord
 
 __all__ = ["EXPORT_FORMATS", "estimate_payload", "render_export", "summary_payload"]
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
-COLUMNS = ("period", "start", "estimate", "lower", "upper", "sd")
 
 
 def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
@@ -23,18 +22,21 @@ def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
     devices = int(np.sum(enrolled))
     if devices < record.min_devices:
         return None
-    est = estimate_from_running_sums(record.protocol, enrolled, totals, confidence=confidence)
-    release = est.pop("release")
+    release = estimate_from_running_sums(record.protocol, enrolled, totals,
+                                         confidence=confidence)
+    columns = estimate_columns(release)
+    columns["unclamped"] = [float(v) for v in np.asarray(release.unclamped)]
     return {
         "study": record.study,
         "param_id": record.param_id,
         "devices": devices,
         "confidence": confidence,
         "epsilon": release.epsilon,
+        "unit": release.unit,
         "mechanism": release.mechanism,
-        "band": float(release.error.value),
-        "band_description": release.error.description,
-        "columns": {c: est[c] for c in COLUMNS},
+        "vacuous": bool(release.error.vacuous),
+        "description": release.error.description,
+        "columns": columns,
     }
 
 
@@ -59,7 +61,7 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
         "enrolled_per_order": [int(v) for v in enrolled],
         "reports_per_period": {
             "period": list(range(1, p.horizon + 1)),
-            "start": [p.period_start(t).isoformat() for t in range(1, p.horizon + 1)],
+            "date": [p.period_start(t).isoformat() for t in range(1, p.horizon + 1)],
             "reports": [int(v) for v in per_period[1:p.horizon + 1]],
         },
         "rejections": service.rejection_counts(record.study),
@@ -68,24 +70,25 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
 
 
 def render_export(payload: dict[str, Any], fmt: str) -> Response:
-    """The payload as a JSON, CSV or Parquet response."""
+    """The payload as a JSON, CSV or Parquet response (tables: one row per period)."""
     cols = payload["columns"]
+    names = list(cols)
     name = f"{payload['study']}-estimates"
     if fmt == "json":
         return JSONResponse(payload)
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        writer.writerows(zip(*(cols[c] for c in COLUMNS), strict=True))
+        writer.writerow(names)
+        writer.writerows(zip(*(cols[c] for c in names), strict=True))
         return Response(buf.getvalue(), media_type="text/csv", headers={
             "Content-Disposition": f'attachment; filename="{name}.csv"'})
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({c: cols[c] for c in COLUMNS})
+    table = pa.table({c: cols[c] for c in names})
     meta = {k: str(v) for k, v in payload.items() if k != "columns"}
-    table = table.replace_schema_metadata({**meta})
+    table = table.replace_schema_metadata(meta)
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return Response(sink.getvalue(), media_type="application/vnd.apache.parquet", headers={

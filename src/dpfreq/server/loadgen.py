@@ -65,7 +65,7 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
             out.append((0, [{"order": 0, "interval": t + 1, "bit": int(b),
                              "param_id": params.param_id} for t, b in enumerate(row)]))
         return out
-    data = synthetic_changes(devices, horizon, int(params.changes), rng=gen)
+    data = synthetic_changes(devices, horizon, int(params.max_changes), rng=gen)
     for i, child in enumerate(root.spawn(devices)):
         client = LongitudinalClient(params, rng=np.random.Generator(np.random.PCG64(child)))
         reps = []

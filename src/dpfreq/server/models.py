@@ -3,8 +3,6 @@ handler runs; a body that does not fit is answered 422 with a one-line error."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -34,8 +32,10 @@ class StudyCreate(BaseModel):
     max_changes: int = Field(ge=1, le=1 << 16, description="Change budget k per device.")
     epsilon: float = Field(description="Each device's local ε over its whole sequence.")
     randomizer: str = Field(description="auto, futurerand, calibrated, threshold, rr, erlingsson")
-    start: datetime = Field(description="First instant of period 1 (ISO 8601; naive means UTC).")
-    period_seconds: int = Field(ge=1, le=10 * 366 * 86400, description="Length of a period.")
+    start: str = Field(max_length=40, description=(
+        "Start of period 1: an ISO date (midnight UTC) or timestamp (UTC unless it has an "
+        "offset)."))
+    period: str = Field(max_length=12, description="Length of a period: 1d, 7d, 1w, 6h, 15min.")
     min_devices: int = Field(ge=1, le=1 << 40, description=(
         "Public minimum number of enrolled devices before any estimate is served."))
     per_order_sparsity: bool = False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-from datetime import UTC
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -76,12 +75,10 @@ async def metrics(request: Request) -> Response:
 async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     """Create a study (admin): versioned protocol parameters, calendar, public minimum."""
     await _principal(request, ("admin",), None)
-    start = body.start if body.start.tzinfo else body.start.replace(tzinfo=UTC)
     params = build_params(horizon=body.horizon, max_changes=body.max_changes,
-                          epsilon=body.epsilon, randomizer=body.randomizer,
-                          per_order_sparsity=body.per_order_sparsity)
-    protocol = StudyProtocol(params=params, start=start.astimezone(UTC),
-                             period_seconds=body.period_seconds)
+                          epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
+                          period=body.period, per_order_sparsity=body.per_order_sparsity)
+    protocol = StudyProtocol(params=params)
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
                                          protocol, body.min_devices)

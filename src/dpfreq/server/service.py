@@ -36,11 +36,7 @@ class StudyRecord:
         self.title: str = row.title
         self.params_json: str = row.params
         self.min_devices: int = int(row.min_devices)
-        self.protocol = StudyProtocol(
-            params=params_from_json(row.params),
-            start=datetime.fromisoformat(row.start),
-            period_seconds=int(row.period_seconds),
-        )
+        self.protocol = StudyProtocol(params=params_from_json(row.params))
         self.param_id: str = row.param_id
 
     def public(self) -> dict[str, Any]:
@@ -49,7 +45,7 @@ class StudyRecord:
         return {
             "study": self.study, "title": self.title, "param_id": self.param_id,
             "params": self.params_json, "horizon": p.horizon, "padded_horizon": p.padded,
-            "orders": p.orders, "start": p.start.isoformat(), "period_seconds": p.period_seconds,
+            "orders": p.orders, "start": p.params.start, "period": p.params.period,
             "min_devices": self.min_devices,
         }
 
@@ -105,7 +101,7 @@ class Service:
         p = protocol.params
         row = {"study": study, "title": title, "params": p.to_json(), "param_id": p.param_id,
                "protocol_version": int(p.version), "horizon": protocol.horizon,
-               "padded": protocol.padded, "start": protocol.start.isoformat(),
+               "padded": protocol.padded, "start": str(p.start),
                "period_seconds": protocol.period_seconds, "min_devices": min_devices,
                "created": _now()}
         try:

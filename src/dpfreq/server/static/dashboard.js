@@ -41,14 +41,15 @@ function frame(container, ymin, ymax, labels) {
   return { svg, x, y };
 }
 
-function day(iso) { return iso.slice(0, 10); }
+function day(iso) { return String(iso).slice(0, 10); }
 
 function drawEstimate(container, est) {
   const c = est.columns;
-  const lo = Math.min(0, ...c.lower), hi = Math.max(...c.upper);
-  const { svg, x, y } = frame(container, lo, hi, c.start.map(day));
-  const upper = c.upper.map((v, i) => `${x(i)},${y(v)}`);
-  const lower = c.lower.map((v, i) => `${x(i)},${y(v)}`).reverse();
+  const lo = Math.min(0, ...c.band_lower), hi = Math.max(1, ...c.band_upper);
+  const labels = c.date || c.period.map(String);
+  const { svg, x, y } = frame(container, lo, hi, labels.map(day));
+  const upper = c.band_upper.map((v, i) => `${x(i)},${y(v)}`);
+  const lower = c.band_lower.map((v, i) => `${x(i)},${y(v)}`).reverse();
   el("polygon", { points: upper.concat(lower).join(" "), class: "band" }, svg);
   el("polyline", { points: c.estimate.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line" }, svg);
 }
@@ -91,14 +92,14 @@ async function load() {
   document.getElementById("reports-total").textContent = rp.reports.reduce((a, b) => a + b, 0);
   const params = JSON.parse(data.study.params);
   document.getElementById("privacy").textContent = `ε = ${params.epsilon}`;
-  drawBars(document.getElementById("reports-chart"), rp.start, rp.reports);
+  drawBars(document.getElementById("reports-chart"), rp.date, rp.reports);
   fillTable("orders", data.enrolled_per_order.map((n, h) => [h, n]));
   fillTable("rejections", Object.entries(data.rejections));
   const note = document.getElementById("estimate-note");
   if (data.estimate) {
     drawEstimate(document.getElementById("estimate-chart"), data.estimate);
-    note.textContent = `band: ±${fmt(data.estimate.band)} for all periods at once, ` +
-      `confidence ${data.estimate.confidence}; ${data.estimate.band_description}`;
+    note.textContent = `shaded: band holding for all periods at once, confidence ` +
+      `${data.estimate.confidence}. ${data.estimate.description}`;
   } else {
     document.getElementById("estimate-chart").textContent = "";
     note.textContent = `withheld until ${data.study.min_devices} devices are enrolled`;
