@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -31,22 +32,25 @@ EXAMPLES = int(os.environ.get("DPFREQ_FUZZ_EXAMPLES", "500"))  # >= 500 in CI
 SKIP_COMMANDS = {"serve", "devices"}
 SKIP_OPTIONS = {"--spark-master"}
 
-INTS = ["0", "1", "2", "3", "5", "8", "-1", "-5", "1e1", "2_0", "1.5", "1e-3", "nan", "inf",
-        "1e15", "9223372036854775807", "9223372036854775808", "1e400", "0x10", "", " ", "abc",
-        "٣", "1,2", "true"]
-FLOATS = ["1", "0.5", "2", "1e-6", "1e-9", "0", "-1", "1000", "1001", "1e308", "1e309", "nan",
-          "inf", "-inf", "", "abc", "0.999999", "1e-300", "5e-324", "1,5", "one"]
-TEXTS = ["item", "time", "count", "missing_column", "", " ", "-", "'; DROP TABLE x; --", "ü",
-         "a,b", "1d", "6h", "30min", "2026-01-01", "2026-01-03T12:00:00+02:00", "auto", "all",
-         "1,2,3", "0", "-1", "1e6", "nan", "x" * 300]
+#: Per kind of option: values that are fine for most commands, and hostile ones.
+INTS = (["1", "2", "3", "5", "8", "1e1", "2_0"],
+        ["0", "-1", "-5", "1.5", "1e-3", "nan", "inf", "1e15", "9223372036854775807",
+         "9223372036854775808", "1e400", "0x10", "", " ", "abc", "\u0663", "1,2", "true"])
+FLOATS = (["1", "0.5", "2", "1e-6", "1000", "0.999999"],
+          ["0", "-1", "1e-9", "1001", "1e308", "1e309", "nan", "inf", "-inf", "", "abc",
+           "1e-300", "5e-324", "1,5", "one"])
+TEXTS = (["item", "time", "count", "1d", "6h", "30min", "2026-01-01",
+          "2026-01-03T12:00:00+02:00", "auto", "all", "1,2,3"],
+         ["missing_column", "", " ", "-", "'; DROP TABLE x; --", "\u00fc", "a,b", "0", "-1",
+          "1e6", "nan", "x" * 300])
+GOOD_FILES = ("events.csv", "events.parquet", "counts.csv", "o.json", "o.png")
+BAD_FILES = ("empty.csv", "header.csv", "bad.csv", "ledger.sqlite", "params.json",
+             "reports.csv", "missing.csv", "nodir/x.json", "x.foo", "o.csv")
 
 
-def _path_pool(tmp: Path) -> list[str]:
-    return [str(tmp / n) for n in ("events.csv", "events.parquet", "counts.csv", "empty.csv",
-                                   "header.csv", "bad.csv", "ledger.sqlite", "params.json",
-                                   "reports.csv")] + [
-        "-", str(tmp), str(tmp / "nodir" / "x.json"), str(tmp / "x.foo"), str(tmp / "o.json"),
-        str(tmp / "o.png"), str(tmp / "o.csv"), str(tmp / "missing.csv"), "", "*.csv"]
+def _path_pool(tmp: Path) -> tuple[list[str], list[str]]:
+    return ([str(tmp / n) for n in GOOD_FILES],
+            [str(tmp / n) for n in BAD_FILES] + ["-", str(tmp), "", "*.csv"])
 
 
 def _write_files(tmp: Path) -> None:
@@ -119,18 +123,20 @@ def _broken(name: str, exc: Exception) -> click.Command:
     return broken
 
 
-def _values(param: click.Parameter, paths: list[str]) -> list[str]:
+def _values(param: click.Parameter,
+            paths: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
+    """(fine, hostile) values for ``param``, by its click type and name."""
     kind = param.type
     if isinstance(kind, click.Choice):
-        return [str(c) for c in kind.choices if str(c) != "spark"] + ["nope", ""]
+        return [str(c) for c in kind.choices if str(c) != "spark"], ["nope", ""]
     if isinstance(kind, click.types.FloatParamType | click.FloatRange):
         return FLOATS
     if isinstance(kind, click.types.IntParamType | click.IntRange) or kind.name == "integer":
         return INTS
-    if isinstance(kind, click.Path) or kind.name == "file":
-        return paths
     names = " ".join([*getattr(param, "opts", []), param.name or ""])
-    if any(w in names for w in ("json", "plot", "out", "save", "csv", "ledger", "file")):
+    if isinstance(kind, click.Path) or kind.name == "file" or any(
+            w in names for w in ("json", "plot", "out", "save", "csv", "ledger", "file",
+                                 "params", "reports")):
         return paths
     return TEXTS
 
@@ -156,7 +162,7 @@ def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
             elif isinstance(param.type, click.Choice):
                 value = str(param.type.choices[0])
             else:
-                value = _values(param, [])[1] if _values(param, []) else "1"
+                value = _values(param, ([], []))[0][0]
             argv += [opt, value]
     argv += BASE_EXTRA.get(" ".join(path), [])
     if path[:2] == ["ledger", "init"]:
@@ -164,20 +170,49 @@ def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
     return argv
 
 
-def _mutations(command: click.Command, paths: list[str]):
-    options = [p for p in command.params if isinstance(p, click.Option)
-               and not set(p.opts) & SKIP_OPTIONS and "--help" not in p.opts]
-    if not options:
+Mutation = tuple[str, bool, str, str]  # (option or "ARG<i>", is a flag, value, set|drop)
+
+
+def _mutations(command: click.Command, paths: tuple[list[str], list[str]]) -> Any:
+    """One hostile change (a bad value, a required option dropped, a bad FILE) and up to two
+    more changes of any kind."""
+    params = [p for p in command.params
+              if not (isinstance(p, click.Option) and (set(p.opts) & SKIP_OPTIONS
+                                                       or "--help" in p.opts))]
+    if not params:
         return st.just([])
-    one = st.sampled_from(options).flatmap(
-        lambda p: st.tuples(st.just(p.opts[-1]), st.just(p.is_flag),
-                            st.sampled_from(_values(p, paths)), st.sampled_from(["set", "drop"])))
-    return st.lists(one, min_size=1, max_size=3)
+
+    arguments = [p for p in params if isinstance(p, click.Argument)]
+
+    def key(p: click.Parameter, i: int) -> str:
+        return p.opts[-1] if isinstance(p, click.Option) else f"ARG{arguments.index(p)}"
+
+    def change(hostile: bool) -> Any:
+        def for_param(ip: tuple[int, click.Parameter]) -> Any:
+            i, p = ip
+            flag = isinstance(p, click.Option) and p.is_flag
+            fine, bad = _values(p, paths)
+            if flag:
+                return st.tuples(st.just(key(p, i)), st.just(True), st.just(""),
+                                 st.sampled_from(["set", "drop"]))
+            pool = bad if hostile else fine + bad
+            actions = ["set", "drop"] if (hostile and p.required) or not hostile else ["set"]
+            return st.tuples(st.just(key(p, i)), st.just(False), st.sampled_from(pool),
+                             st.sampled_from(actions))
+
+        return st.sampled_from(list(enumerate(params))).flatmap(for_param)
+
+    return st.tuples(change(True), st.lists(change(False), max_size=2)).map(
+        lambda t: [t[0], *t[1]])
 
 
-def _apply(base: list[str], mutations: list[tuple[str, bool, str, str]]) -> list[str]:
+def _apply(base: list[str], n_path: int, mutations: list[Mutation]) -> list[str]:
+    """``base`` (command path of ``n_path`` words, FILE arguments, options) changed."""
     argv = list(base)
     for opt, is_flag, value, action in mutations:
+        if opt.startswith("ARG"):  # a positional FILE: replace it (a drop becomes '')
+            argv[n_path + int(opt[3:])] = value if action == "set" else ""
+            continue
         if opt in argv:  # drop the existing occurrence (and its value)
             i = argv.index(opt)
             del argv[i: i + (1 if is_flag else 2)]
@@ -262,7 +297,7 @@ def test_fuzz_options_never_trace_back(path, command, workdir):
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(_mutations(command, paths))
     def fuzz(mutations):
-        argv = _apply(base, mutations)
+        argv = _apply(base, len(path), mutations)
         check_outcome(argv, *_run(argv))
         new_ledger = workdir / "new-ledger.sqlite"
         new_ledger.unlink(missing_ok=True)
