@@ -41,11 +41,15 @@ CASES: dict[str, dict[str, np.ndarray]] = {
     },
 }
 
+INTERVAL_COUNTS = (4, 4, 2)  # public: intervals 1..4 of orders 0 and 1, 1..2 of order 2
 REPORT_CASES: dict[str, dict[str, np.ndarray]] = {
-    "reports": {"h": np.array([0, 1, 1, 0, 2, 1, 0], dtype=np.int64),
-                "j": np.array([0, 3, 3, 0, 1, 0, 0], dtype=np.int64),
-                "bit": np.array([1, 0, 1, 1, 0, 1, 0], dtype=np.int64)},
-    "reports_empty": {"h": np.zeros(0, dtype=np.int64), "j": np.zeros(0, dtype=np.int64),
+    "reports": {"device": np.array(["a", "b", "b", "a", "c", "b", "007", "7"]),
+                "order": np.array([0, 1, 1, 0, 2, 1, 0, 0], dtype=np.int64),
+                "interval": np.array([1, 3, 2, 2, 1, 1, 3, 3], dtype=np.int64),
+                "bit": np.array([1, 0, 1, 1, 0, 1, 0, 1], dtype=np.int64)},
+    "reports_empty": {"device": np.zeros(0, dtype="<U1"),
+                      "order": np.zeros(0, dtype=np.int64),
+                      "interval": np.zeros(0, dtype=np.int64),
                       "bit": np.zeros(0, dtype=np.int64)},
 }
 
@@ -91,15 +95,19 @@ def oracle_occurrences(case: dict[str, np.ndarray], k: int | None,
     return [a for a, _ in out], [t for _, t in out], len(code)
 
 
-def oracle_reports(case: dict[str, np.ndarray]) -> tuple[list, list, list, list]:
+def oracle_reports(case: dict[str, np.ndarray]) -> tuple[list, list, list, list, list]:
+    """Sums and counts per (order, interval), and distinct devices (as text) per order."""
     sums: Counter[tuple[int, int]] = Counter()
     counts: Counter[tuple[int, int]] = Counter()
-    for h, j, b in zip(case["h"], case["j"], case["bit"], strict=True):
+    devices: dict[int, set[str]] = {o: set() for o in range(len(INTERVAL_COUNTS))}
+    for d, h, j, b in zip(case["device"], case["order"], case["interval"], case["bit"],
+                          strict=True):
         sums[(int(h), int(j))] += int(b)
         counts[(int(h), int(j))] += 1
+        devices[int(h)].add(str(d))
     keys = sorted(counts)
     return ([h for h, _ in keys], [j for _, j in keys], [sums[k] for k in keys],
-            [counts[k] for k in keys])
+            [counts[k] for k in keys], [len(devices[o]) for o in sorted(devices)])
 
 
 # -- source makers --------------------------------------------------------------------------
@@ -346,12 +354,13 @@ def test_report_sums(maker: Maker, params: Any, case_name: str, tmp_path: Path,
                      spark_or_none: Any) -> None:
     case = REPORT_CASES[case_name]
     engine, source = maker(case, tmp_path, spark_or_none)
-    got = engine.report_sums(source, order="h", interval="j", value="bit")
-    h, j, s, c = oracle_reports(case)
-    for arr in (got.order, got.interval, got.sums, got.counts):
+    got = engine.report_sums(source, param_id=None, interval_counts=INTERVAL_COUNTS)
+    h, j, s, c, devices = oracle_reports(case)
+    for arr in (got.order, got.interval, got.sums, got.counts, got.devices_per_order):
         assert arr.dtype == np.int64
     assert (got.order.tolist(), got.interval.tolist()) == (h, j)
     assert (got.sums.tolist(), got.counts.tolist()) == (s, c)
+    assert got.devices_per_order.tolist() == devices
 
 
 def test_string_keys_sorted_by_code_point() -> None:

@@ -49,8 +49,9 @@ def test_memory_bad_time_and_bits() -> None:
     with pytest.raises(DataError, match="'time'"):
         MemoryEngine().occurrence_times({"item": [1, 2], "time": [1.5, 2.0]},
                                         item="item", time="time")
-    with pytest.raises(DataError, match=r"'bit'.*0/1"):
-        MemoryEngine().report_sums({"h": [0, 0], "j": [0, 1], "bit": [0, 2]})
+    with pytest.raises(DataError, match="bit must be 0 or 1"):
+        MemoryEngine().report_sums({"device": ["a", "b"], "order": [0, 0], "interval": [1, 2],
+                                    "bit": [0, 2]}, param_id=None, interval_counts=(2,))
 
 
 def test_memory_unequal_lengths_and_params() -> None:
@@ -70,7 +71,8 @@ def test_memory_integral_float_times_and_bool_bits() -> None:
                                           item="item", time="time")
     assert got.times.tolist() == [1, 2]
     assert got.time_kind == "integer"
-    rs = MemoryEngine().report_sums({"h": [0, 0], "j": [1, 1], "bit": [True, False]})
+    rs = MemoryEngine().report_sums({"device": ["a", "b"], "order": [0, 0], "interval": [1, 1],
+                                     "bit": [True, False]}, param_id=None, interval_counts=(2,))
     assert (rs.sums.tolist(), rs.counts.tolist()) == ([1], [2])
 
 
@@ -113,9 +115,9 @@ def test_duckdb_nulls_rejected(tmp_path: Path) -> None:
     src2 = _csv(tmp_path, "item,time\n1,2\n3,\n", "t.csv")
     with pytest.raises(DataError, match=r"'time'.*null"):
         eng.occurrence_times(src2, item="item", time="time")
-    src3 = _csv(tmp_path, "h,j,bit\n0,0,1\n0,0,\n", "r.csv")
-    with pytest.raises(DataError, match=r"'bit'.*null"):
-        eng.report_sums(src3)
+    src3 = _csv(tmp_path, "device,order,interval,bit\na,0,1,1\nb,0,1,\n", "r.csv")
+    with pytest.raises(DataError, match="null device, order, interval or bit"):
+        eng.report_sums(src3, param_id=None, interval_counts=(2,))
 
 
 def test_duckdb_bad_time_types(tmp_path: Path) -> None:
@@ -142,10 +144,12 @@ def test_duckdb_dates_are_microseconds(tmp_path: Path) -> None:
 
 
 def test_duckdb_bits_not_binary(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"'bit'.*0/1"):
-        DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\n0,0,1\n0,1,3\n"))
-    with pytest.raises(DataError, match="'h'"):
-        DuckDBEngine().report_sums(_csv(tmp_path, "h,j,bit\nx,0,1\n", "s.csv"))
+    with pytest.raises(DataError, match="bit must be 0 or 1"):
+        DuckDBEngine().report_sums(_csv(tmp_path, "device,order,interval,bit\na,0,1,1\n"
+                                        "b,0,1,3\n"), param_id=None, interval_counts=(2,))
+    with pytest.raises(DataError, match="'order'"):
+        DuckDBEngine().report_sums(_csv(tmp_path, "device,order,interval,bit\na,x,1,1\n",
+                                        "s.csv"), param_id=None, interval_counts=(2,))
 
 
 def test_duckdb_sources_and_connection() -> None:
@@ -197,8 +201,10 @@ def test_spark_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"'time'.*STRING"):
         eng.occurrence_times(spark.createDataFrame([(1, "x")], "item long, time string"),
                              item="item", time="time")
-    with pytest.raises(DataError, match=r"'bit'.*0/1"):
-        eng.report_sums(spark.createDataFrame([(0, 0, 2)], "h long, j long, bit long"))
+    with pytest.raises(DataError, match="bit must be 0 or 1"):
+        eng.report_sums(spark.createDataFrame([("a", 0, 1, 2)], "device string, order long, "
+                                              "interval long, bit long"),
+                        param_id=None, interval_counts=(2,))
     with pytest.raises(ParameterError, match="spark"):
         get_engine("spark", spark="local")
     # SQL strings and catalog names: Spark's own error, in one line

@@ -220,6 +220,31 @@ class MemoryEngine:
         """
         from dpfreq.engines.reports import check_report_args, memory_report_sums
 
-        param_id, counts = check_report_args(param_id, interval_counts,
-                                             f"{type(self).__name__}.report_sums")
+        func = f"{type(self).__name__}.report_sums"
+        param_id, counts = check_report_args(param_id, interval_counts, func)
+        if not isinstance(source, Mapping):  # a file, SQL or DataFrame: read by DuckDB
+            source = self._raw_columns(source, func, ("device", "param_id"))
         return memory_report_sums(source, param_id=param_id, interval_counts=counts)
+
+    @staticmethod
+    def _raw_columns(source: Any, func: str,
+                     text_columns: tuple[str, ...]) -> dict[str, NDArray[Any]]:
+        """Every column of a non-mapping source as it is, nulls as ``None`` (object arrays),
+        for checks that name their own rules."""
+        import duckdb
+
+        from dpfreq.engines.duckdb import DuckDBEngine
+
+        rel = DuckDBEngine().relation(source, func, text_columns=text_columns)
+        try:
+            fetched = rel.fetchnumpy()
+        except duckdb.Error as exc:
+            raise DataError(f"{func}: cannot read the source ({type(exc).__name__}).") from exc
+        out: dict[str, NDArray[Any]] = {}
+        for name, arr in fetched.items():
+            if isinstance(arr, np.ma.MaskedArray):
+                mask = np.ma.getmaskarray(arr)
+                arr = np.ma.getdata(arr).astype(object)
+                arr[mask] = None
+            out[str(name)] = np.asarray(arr)
+        return out
