@@ -142,7 +142,8 @@ def _values(param: click.Parameter,
 
 
 #: Options that are optional for click but needed for a valid command line.
-BASE_EXTRA = {"anonymize": ["--label", "item"], "reach": ["--horizon", "8"]}
+BASE_EXTRA = {"anonymize": ["--label", "item"], "reach": ["--horizon", "8"],
+              "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
 
