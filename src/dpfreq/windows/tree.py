@@ -115,6 +115,12 @@ class Tree1D:
     copies : int
         Number of trees sharing this layout (e.g. the blocks of a fixed-window release); tree
         ``c``'s node ``v`` has id ``c·2D + v``.
+
+    Examples
+    --------
+    >>> tree = Tree1D(8, Fraction(1, 2), bytes(32), ("cumulative", 1, 0))
+    >>> int(tree.prefix_nodes(5)), tree.noise.shape
+    (2, (16,))
     """
 
     def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: Any,
@@ -173,6 +179,13 @@ def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[ND
     list of arrays
         Consistent values (every parent equals the sum of its children), same layout. This is
         post-processing: it takes no randomness and costs no privacy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> levels = [np.array([1.0, 2.0]), np.array([3.0])]  # leaves, then the root
+    >>> [lev.tolist() for lev in consistent_tree(levels, 2)]  # already consistent: unchanged
+    [[1.0, 2.0], [3.0]]
     """
     b = check_int(branching, "branching", "consistent_tree", minimum=2)
     levels = [np.asarray(v, dtype=np.float64) for v in noisy_levels]
@@ -244,6 +257,12 @@ class TreeBary:
         is a deterministic function of the key and the node id (never redrawn).
     structure : int, str or tuple of them
         The structure's name (independent noise per name under one key).
+
+    Examples
+    --------
+    >>> tree = TreeBary(9, 3, Fraction(1, 2), bytes(32), ("range", 1, 0))
+    >>> tree.domain, tree.levels
+    (9, 3)
     """
 
     def __init__(self, n_values: int, branching: int, gamma: Fraction, key: bytes,
@@ -354,6 +373,12 @@ class OnlineCounter:
         Node noise parameter.
     key : bytes
         Secret key (node noise is a deterministic function of key and node id).
+
+    Examples
+    --------
+    >>> ctr = OnlineCounter(4, Fraction(1, 2), bytes(32))
+    >>> isinstance(ctr.step(3), int)
+    True
     """
 
     def __init__(self, horizon: int, gamma: Fraction, key: bytes, structure: Any = 0) -> None:
@@ -401,6 +426,12 @@ class Tree2DNoise:
     Node ``(u, v)`` (1d heap ids) has id ``u·2D + v``; its noise is
     ``KeyedDiscreteLaplace(key, structure, γ).noise(id)``: drawn on demand, never stored in a
     ``D²`` table, never redrawn.
+
+    Examples
+    --------
+    >>> tree = Tree2DNoise(8, Fraction(1, 2), bytes(32), ("all", 1, 0))
+    >>> int(tree.dominance_nodes(2, 5))
+    4
     """
 
     def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: Any,
@@ -482,6 +513,13 @@ class DominanceCounter:
     Uses a 2d prefix-sum table when ``(x_max+1)(y_max+1) <= table_limit``; otherwise a
     merge-sort tree (per dyadic x level, points sorted by (x-node, y) with cumulative weights),
     answering each query with one binary search per x-prefix node.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dc = DominanceCounter(np.array([0, 2]), np.array([1, 3]), np.array([1, 1]), 3, 3)
+    >>> dc.count(np.array([2, 1]), np.array([3, 3])).tolist()
+    [2, 1]
     """
 
     def __init__(self, x: Any, y: Any, weights: Any, x_max: int, y_max: int,
