@@ -87,8 +87,13 @@ def test_resolve_engine_option_spark_master() -> None:
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    """Every command, subcommands loaded through the group (they may be lazy)."""
     out = []
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if cmd is None:
+            continue
         if isinstance(cmd, click.Group):
             out += _commands(cmd, f"{prefix}{name} ")
         else:
@@ -116,8 +121,8 @@ def _log(tmp_path: Path) -> Path:
     return path
 
 
-_REACH = ["--item", "u", "--time", "t", "--horizon", "4", "--epsilon", "1", "--k", "1,2",
-          "--window", "2", "--seed", "3", "--json", "-"]
+_REACH = ["--item", "u", "--time", "t", "--horizon", "4", "--epsilon", "1", "--unit", "event",
+          "--k", "1,2", "--window", "2", "--seed", "3", "--json", "-"]
 
 
 def test_cli_spark_master_without_spark_engine(tmp_path: Path,
@@ -169,20 +174,20 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
 
     from dpfreq.longitudinal import LongitudinalClient, make_params
 
-    p = make_params(8, 2, 1.0, "rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     params = tmp_path / "params.json"
     params.write_text(p.to_json(), encoding="utf-8")
     rows = []
     for u in range(12):
         client = LongitudinalClient(p, rng=u)
-        for t in range(p.periods):
+        for t in range(p.horizon):
             r = client.step(int((u + t) % 4 == 0))
             if r is not None:
-                rows.append((u, int(r["h"]), int(r["j"]), int(r["bit"])))
+                rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64)
     reports = tmp_path / "reports.parquet"
-    pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(("user", "h", "j", "bit"))}),
-                   reports)
+    names = ("device", "order", "interval", "bit")
+    pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(names)}), reports)
     base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--json", "-"]
     code, out_duck, _ = _run([*base, "--engine", "duckdb"], capsys)
     assert code == 0

@@ -218,7 +218,7 @@ PERIODS = 8
 
 
 def _params() -> ProtocolParams:
-    return make_params(PERIODS, 3, 1.0, "futurerand")
+    return make_params(horizon=PERIODS, max_changes=3, epsilon=1.0, randomizer="futurerand")
 
 
 def _reports(case: str) -> dict[str, np.ndarray]:
@@ -228,22 +228,24 @@ def _reports(case: str) -> dict[str, np.ndarray]:
     n_users = {"empty": 0, "single_user": 1, "devices": 9}[case]
     for u in range(n_users):
         client = LongitudinalClient(p, rng=1000 + u)
-        for t in range(p.periods):
+        for t in range(p.horizon):
             r = client.step(int((u + t) % 3 == 0))
             if r is not None:
-                rows.append((u, int(r["h"]), int(r["j"]), int(r["bit"])))
+                rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
-    return {name: arr[:, i].copy() for i, name in enumerate(("user", "h", "j", "bit"))}
+    names = ("device", "order", "interval", "bit")
+    return {name: arr[:, i].copy() for i, name in enumerate(names)}
 
 
 def _aggregate_in_memory(cols: dict[str, np.ndarray]) -> Any:
     p = _params()
     agg = LongitudinalAggregator(p)
-    users, first = np.unique(cols["user"], return_index=True)
-    if users.size:
-        agg.enrol(users, cols["h"][first])
-        agg.ingest(cols["user"], cols["h"], cols["j"], cols["bit"], p.param_id)
-    return agg.estimate(beta=0.05)
+    devices, first = np.unique(cols["device"], return_index=True)
+    if devices.size:
+        agg.enrol(devices, cols["order"][first])
+        agg.ingest(cols["device"], cols["order"], cols["interval"], cols["bit"],
+                   param_id=p.param_id)
+    return agg.estimate(confidence=0.95)
 
 
 LONGITUDINAL_PARAMS = (
@@ -258,13 +260,13 @@ LONGITUDINAL_PARAMS = (
 @pytest.mark.parametrize(("backend", "case"), LONGITUDINAL_PARAMS)
 def test_longitudinal_report_file(backend: str, case: str, tmp_path: Path,
                                   spark_or_none: Any) -> None:
-    """Per-(h, j) sums from a report file: identical estimates from every engine (the reports are
-    randomized on the devices; the server adds no noise)."""
+    """Per-(order, interval) sums from a report file: identical estimates from every engine (the
+    reports are randomized on the devices; the server adds no noise)."""
     cols = _reports(case)
     ref = _aggregate_in_memory(cols)
     path, engine = source_for(backend, cols, tmp_path, spark_or_none)
-    got = aggregate_reports_file(path, _params(), engine=engine, beta=0.05)
+    got = aggregate_reports_file(path, _params(), engine=engine, confidence=0.95)
     assert got.to_dict() == ref.to_dict()
     np.testing.assert_array_equal(got.value, ref.value)
     np.testing.assert_array_equal(got.sd, ref.sd)
-    assert got.n_users == ref.n_users == len(np.unique(cols["user"]))
+    assert got.devices == ref.devices == len(np.unique(cols["device"]))
