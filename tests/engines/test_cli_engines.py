@@ -333,3 +333,20 @@ def test_cli_releases_spark_equal_duckdb(command: list[str], tmp_path: Path,
         assert params.pop("engine") == engine
         outs.append(data)
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("command", ["reach", "anonymize"])
+def test_cli_engine_memory_reads_files(command: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``--engine memory`` with a file gives the DuckDB release (same seed): the memory engine
+    reads files itself instead of refusing them."""
+    log = str(_log(tmp_path))
+    args = ([command, log, *_REACH] if command == "reach" else
+            [command, log, "--label", "u", "--epsilon", "1", "--seed", "3", "--json", "-"])
+    outs = {}
+    for engine in ("memory", "duckdb"):
+        code, out, err = _run([*args, "--engine", engine], capsys)
+        assert code == 0, err
+        data = json.loads(out[out.index("{"):])
+        outs[engine] = json.dumps(data, sort_keys=True).replace('"memory"', '"duckdb"')
+    assert outs["memory"] == outs["duckdb"]
