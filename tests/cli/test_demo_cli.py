@@ -41,8 +41,13 @@ def test_demo_writes_parquet_json_png_and_reports_the_error(tmp_path, capsys):
     counts = np.repeat(prev.counts, prev.prevalences)
     truth = true_profile(counts, 4000, 50)
     l1 = float(np.abs(np.asarray(data["value"]) - truth).sum())
-    assert f"ℓ1 error {l1:.5f}" in out
-    assert f"bound {float(data['error']['value']):.5f}" in out
+    assert f"ℓ1 error {l1:.6f}" in out
+    assert f"the ℓ1 bound was {float(data['l1_bound']):.6f}" in out
+    assert data["unit"] == "item"
+    assert data["mechanism"] == "direct-count-of-counts"
+    inside = sum(lo - 1e-12 <= f <= hi + 1e-12 for lo, f, hi in
+                 zip(data["error"]["lower"], truth, data["error"]["upper"], strict=True))
+    assert f"{inside} of 51 per-class intervals contain the true value" in out
     assert "epsilon = 1 (the demo's default" in out
     header = next(line for line in out.splitlines() if line.lstrip().startswith("t "))
     assert header.split()[-1] == "true"
@@ -72,7 +77,7 @@ def test_demo_unseeded_noise_has_no_warning(tmp_path, capsys):
     assert data["seeded"] is False
     labels = [line.split()[0] for line in out.splitlines() if line and line[0] != "#"][1:]
     assert labels == ["0", "1", "2", "3", "4-6", "7-9", "10+"]
-    assert re.search(r"bound (holds|EXCEEDED)", out)
+    assert re.search(r"the simultaneous band (holds|is EXCEEDED)", out)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +88,8 @@ def test_demo_unseeded_noise_has_no_warning(tmp_path, capsys):
         (["--domain-size", "100"], "domain_size"),
         (["--max-count", "-2"], "max_count"),
         (["--norm", "5"], "--norm"),
-        (["--eta", "0"], "eta"),
+        (["--confidence", "0"], "confidence"),
+        (["--unit", "item", "--method", "fft"], "unit"),
     ],
 )
 def test_demo_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, match):

@@ -1,4 +1,5 @@
-"""`dpfreq profile` in-process: table, JSON round trip, PNG, engines, one-line errors (exit 2)."""
+"""`dpfreq profile` and `dpfreq plan profile` in-process: table with per-class intervals, JSON
+round trip, PNG, engines, the vacuous warning, one-line errors (exit 2)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from dpfreq.profile.datasets import make_impressions, write_impressions
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+def table_text(out):
+    return "\n".join(line for line in out.splitlines() if not line.startswith("#"))
+
+
 def write_csv(path, users):
     path.write_text("user,campaign\n" + "".join(f"{u},c\n" for u in users), encoding="utf-8")
     return path
@@ -27,7 +32,7 @@ USERS = ["a"] * 5 + ["b"] * 3 + ["c"] * 3 + ["d", "e", "f"] + ["g"] * 12
 
 def base_args(path, *extra):
     return ["profile", str(path), "--item", "user", "--domain-size", "40", "--max-count", "8",
-            "--epsilon", "1", *extra]
+            "--epsilon", "1", "--unit", "item", *extra]
 
 
 def run_failing(argv, capsys):
@@ -44,9 +49,11 @@ def test_table_header_and_seed_warning(tmp_path, capsys):
     assert "NOT for production" in err
     header = [line for line in out.splitlines() if line.startswith("#")]
     text = "\n".join(header)
-    for piece in ("epsilon=1", "wu-pagh-fft", "d=40", "n=8", "B=", "engine duckdb",
-                  "unit of privacy", "ℓ1 distance", "probability"):
+    for piece in ("epsilon=1", "delta=0", "direct-count-of-counts", "d=40", "n=8",
+                  "engine duckdb", "unit of privacy: item", "method direct", "auto chose direct",
+                  "interval", "probability at least 0.95"):
         assert piece in text, piece
+    assert "ℓ1 bound" not in table_text(out)  # no whole-vector bound repeated per row
     table = [line for line in out.splitlines() if not line.startswith("#")]
     assert table[0].split()[:2] == ["t", "fraction"]
     labels = [line.split()[0] for line in table[1:]]
@@ -56,17 +63,17 @@ def test_table_header_and_seed_warning(tmp_path, capsys):
 def test_json_round_trips_the_release(tmp_path, capsys):
     log = write_csv(tmp_path / "log.csv", USERS)
     out_json = tmp_path / "rel.json"
-    main(base_args(log, "--seed", "11", "--norm", "2", "--eta", "0.1", "--json", str(out_json)))
+    main(base_args(log, "--seed", "11", "--confidence", "0.9", "--json", str(out_json)))
     capsys.readouterr()
     data = json.loads(out_json.read_text(encoding="utf-8"))
     rel = release_profile(str(log), item="user", domain_size=40, max_count=8, epsilon=1.0,
-                          eta=0.1, norm=2, rng=11)
+                          unit="item", confidence=0.9, rng=11)
     expected = json.loads(rel.to_json())
     assert data == expected
     assert data["type"] == "ProfileRelease"
     assert data["value"] == rel.value.tolist()
-    assert (data["epsilon"], data["domain_size"], data["max_count"], data["norm"],
-            data["eta"], data["seeded"]) == (1.0, 40, 8, "2", 0.1, True)
+    assert (data["epsilon"], data["domain_size"], data["max_count"], data["unit"],
+            data["error"]["confidence"], data["seeded"]) == (1.0, 40, 8, "item", 0.9, True)
     assert math.isclose(sum(data["value"]), 1.0, abs_tol=1e-9)
 
 
@@ -75,7 +82,7 @@ def test_json_to_stdout_is_pure_json(tmp_path, capsys):
     main(base_args(log, "--seed", "2", "--json", "-"))
     out, err = capsys.readouterr()
     data = json.loads(out)
-    assert data["mechanism"] == "wu-pagh-fft"
+    assert data["mechanism"] == "direct-count-of-counts"
     assert "fraction" in err  # the table moved to stderr
 
 
@@ -95,7 +102,8 @@ def test_parquet_directory_engines_agree_and_rows(tmp_path, capsys, seed):
     for engine in ("duckdb", "memory"):
         target = tmp_path / f"{engine}.json"
         main(["profile", str(folder), "--item", "user_id", "--domain-size", "1e3",
-              "--max-count", "30", "--epsilon", "0.5", "--engine", engine, "--seed", "9",
+              "--max-count", "30", "--epsilon", "0.5", "--unit", "event", "--method", "fft",
+              "--engine", engine, "--seed", "9",
               "--rows", "all", "--json", str(target)])
         out = capsys.readouterr().out
         labels = [line.split()[0] for line in out.splitlines()
@@ -110,7 +118,7 @@ def test_parquet_directory_engines_agree_and_rows(tmp_path, capsys, seed):
 def test_compressed_rows(tmp_path, capsys):
     log = write_csv(tmp_path / "log.csv", USERS)
     main(["profile", str(log), "--item", "user", "--domain-size", "40", "--max-count", "100",
-          "--epsilon", "2", "--rows", "5", "--seed", "1"])
+          "--epsilon", "2", "--unit", "item", "--rows", "5", "--seed", "1"])
     out = capsys.readouterr().out
     labels = [line.split()[0] for line in out.splitlines() if not line.startswith("#")][1:]
     assert labels == ["0", "1", "2", "3", "4", "5", "6-10", "11-20", "21-40", "41-80",
@@ -128,41 +136,92 @@ def test_row_ranges_partition_the_counts(n, rows):
         assert len(ranges) == n + 1
 
 
-@pytest.mark.parametrize(("norm", "factor"), [(1, lambda w: 1.0), (2, math.sqrt),
-                                              ("inf", float)])
-def test_row_bounds_follow_hoelder(norm, factor):
-    rel = release_profile(np.array([3, 1, 0, 2] * 50), domain_size=400, max_count=60,
-                          epsilon=3.0, norm=norm, rng=4)
-    bound = float(rel.error.value)
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_rows_show_per_class_intervals_not_the_l1_bound(method):
+    rel = release_profile(np.array([3, 1, 0, 2] * 50), domain_size=4000, max_count=60,
+                          epsilon=3.0, unit="event", method=method, rng=4)
     lines = format_table(rel, rows=3).splitlines()[1:]
+    table = rel.table()
     for (lo, hi), line in zip(row_ranges(60, 3), lines, strict=True):
-        shown = float(line.split()[2].lstrip("±"))
-        assert shown == pytest.approx(min(1.0, bound * factor(hi - lo + 1)), abs=1e-5)
+        cells = line.split()
+        low, high = (float(x) for x in line[line.index("[") + 1 : line.index("]")].split(","))
+        if lo == hi:
+            assert low == pytest.approx(table["lower"][lo], abs=1e-6)
+            assert high == pytest.approx(table["upper"][lo], abs=1e-6)
+        else:  # groups: the simultaneous band summed over the group
+            assert low == pytest.approx(max(0.0, table["band_lower"][lo : hi + 1].sum()),
+                                        abs=1e-6)
+        assert cells[-1].startswith("±")
+    assert rel.l1_bound is not None
+    if method == "fft":  # per-class intervals are far narrower than the theorem's ℓ1 bound
+        assert float(np.max(table["upper"] - table["lower"])) < rel.l1_bound
+
+
+def test_vacuous_statement_warns_on_stderr(tmp_path, capsys):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    assert main(["profile", str(log), "--item", "user", "--domain-size", "40",
+                 "--max-count", "30", "--epsilon", "0.05", "--unit", "item", "--seed", "2"]) == 0
+    _out, err = capsys.readouterr()
+    warnings = [line for line in err.splitlines() if "vacuous" in line]
+    assert len(warnings) == 1
+    assert "ε ≈" in warnings[0]
+    assert main(base_args(log, "--seed", "2", "--domain-size", "1e6")) == 0
+    assert "vacuous" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["fft", "mle"])
+def test_item_unit_with_a_sketch_method_exits_2(tmp_path, capsys, method):
+    log = write_csv(tmp_path / "log.csv", USERS)
+    code, out, err = run_failing(base_args(log, "--method", method), capsys)
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "unit" in err
+
+
+def test_plan_profile_command(capsys):
+    assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
+                 "--epsilon", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "method direct" in out
+    assert "per-class interval:  ±6 items" in out
+    assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
+                 "--epsilon", "1", "--target-half-width", "3", "--target-l1", "0.0001"]) == 0
+    out = capsys.readouterr().out
+    assert "ε for a per-class half-width ≤ 3 items" in out
+    assert "ε for an ℓ1 bound ≤ 0.0001" in out
+    assert main(["plan", "profile", "--domain-size", "100", "--max-count", "50",
+                 "--epsilon", "0.1", "--method", "fft"]) == 0
+    out = capsys.readouterr().out
+    assert "unit event" in out
+    assert "VACUOUS" in out
 
 
 def test_format_table_truth_column():
     rel = release_profile(np.array([3, 1, 0, 2]), domain_size=10, max_count=4, epsilon=1.0,
-                          rng=7)
+                          unit="item", rng=7)
     truth = np.array([0.7, 0.1, 0.1, 0.1, 0.0])
     lines = format_table(rel, rows=None, truth=truth).splitlines()
     assert lines[0].split()[-1] == "true"
-    assert [line.split()[-1] for line in lines[1:]] == ["0.70000", "0.10000", "0.10000",
-                                                         "0.10000", "0.00000"]
+    assert [line.split()[-1] for line in lines[1:]] == ["0.700000", "0.100000", "0.100000",
+                                                         "0.100000", "0.000000"]
 
 
 def test_domain_size_accepts_scientific_notation_and_rejects_fractions(tmp_path):
     log = write_csv(tmp_path / "log.csv", USERS)
     runner = CliRunner()
     ok = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "2_000",
-                             "--max-count", "8", "--epsilon", "1", "--seed", "1"])
+                             "--max-count", "8", "--epsilon", "1", "--unit", "item",
+                             "--seed", "1"])
     assert ok.exit_code == 0, ok.output
     assert "d=2,000" in ok.output
     sci = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "2.5e1",
-                              "--max-count", "8", "--epsilon", "1", "--seed", "1"])
+                              "--max-count", "8", "--epsilon", "1", "--unit", "item",
+                              "--seed", "1"])
     assert sci.exit_code == 0, sci.output
-    assert "d=25 " in sci.output  # 2.5e1 = 25 is an integer
+    assert "; d=25\n" in sci.output  # 2.5e1 = 25 is an integer
     frac = runner.invoke(cli, ["profile", str(log), "--item", "user", "--domain-size", "40.5",
-                               "--max-count", "8", "--epsilon", "1"])
+                               "--max-count", "8", "--epsilon", "1", "--unit", "item"])
     assert frac.exit_code == 2
     assert "must be an integer" in frac.output
 
@@ -177,7 +236,8 @@ def test_domain_size_accepts_scientific_notation_and_rejects_fractions(tmp_path)
         (["--domain-size", "3"], "domain_size"),
         (["--norm", "3"], "--norm"),
         (["--method", "lp"], "--method"),
-        (["--eta", "1.5"], "eta"),
+        (["--confidence", "1.5"], "confidence"),
+        (["--unit", "device"], "--unit"),
         (["--max-count", "-1"], "max_count"),
         (["--rows", "x"], "--rows"),
         (["--engine", "memory", "--item", "nope"], "nope"),
@@ -218,7 +278,8 @@ def test_missing_empty_and_headerless_files_exit_2(tmp_path, capsys):
     assert "fraction" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("missing", ["--item", "--domain-size", "--max-count", "--epsilon"])
+@pytest.mark.parametrize("missing", ["--item", "--domain-size", "--max-count", "--epsilon",
+                                     "--unit"])
 def test_privacy_and_domain_parameters_are_required(tmp_path, capsys, missing):
     log = write_csv(tmp_path / "log.csv", USERS)
     args = base_args(log)

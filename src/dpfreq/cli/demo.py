@@ -15,14 +15,20 @@ from typing import Any
 import click
 import numpy as np
 
-from dpfreq._validate import check_epsilon, check_int, check_open_unit
+from dpfreq._validate import check_confidence, check_epsilon, check_int
 from dpfreq.cli._common import emit_release, engine_option, seed_option, warn_if_seeded
-from dpfreq.cli.profile import COUNT, format_header, format_table, parse_rows, profile_options
+from dpfreq.cli.profile import (
+    COUNT,
+    format_header,
+    format_table,
+    parse_rows,
+    profile_options,
+    vacuous_warning,
+)
 from dpfreq.cli.profile import rows_option as _rows_option
+from dpfreq.profile.plan import choose_method
 
 __all__ = ["command", "comparison_figure"]
-
-_NORM_WORD = {"1": "ℓ1", "2": "ℓ2", "inf": "ℓ∞"}
 
 
 def comparison_figure(rel: Any, truth: Any) -> Any:
@@ -34,12 +40,7 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
 
     _fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 4.5))
     rel.plot(left, truth=truth)
-    rel.plot(right, truth=truth)
-    positive = np.asarray(truth, dtype=np.float64)
-    positive = positive[positive > 0]
-    right.set_yscale("log")
-    if positive.size:
-        right.set_ylim(bottom=0.5 * float(positive.min()), top=1.5)
+    rel.plot(right, truth=truth, log=True)
     right.set_title("same, log scale")
     right.legend(loc="lower left")
     return left
@@ -56,6 +57,9 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
               help="Public count cap n (impressions per user above n are clamped).")
 @click.option("--epsilon", type=float, default=1.0, show_default=True,
               help="Privacy parameter ε of the release (a demo default; printed).")
+@click.option("--unit", type=click.Choice(["item", "event"]), default="item", show_default=True,
+              help="Unit of privacy (a demo default; printed): item = one user with all their "
+                   "impressions.")
 @profile_options
 @_rows_option
 @engine_option
@@ -64,8 +68,8 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
                    "seeded only by --seed).")
 @seed_option
 def command(out_dir: str, users: int, domain_size: int | None, max_count: int, epsilon: float,
-            norm: str, eta: float, method: str, rows_text: str, engine: Any, data_seed: int,
-            seed: int | None) -> None:
+            unit: str, norm: str, confidence: float, method: str, rows_text: str, engine: Any,
+            data_seed: int, seed: int | None) -> None:
     """Private profile of a synthetic ad-impression log, beside the true profile.
 
     Writes OUT/impressions.parquet (one row per impression: user_id, timestamp, campaign),
@@ -81,7 +85,8 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     # fail before spending seconds on the data (release_profile checks them again)
     check_epsilon(epsilon, "epsilon", "release_profile")
     check_int(max_count, "max_count", "release_profile", minimum=0)
-    check_open_unit(eta, "eta", "release_profile")
+    check_confidence(confidence, "confidence", "release_profile")
+    choose_method(method, unit, "release_profile")
     out = Path(out_dir)
     d = 2 * users if domain_size is None else domain_size
 
@@ -97,7 +102,8 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     if engine == "memory":
         source = {"user_id": log.user}
     rel = release_profile(source, item="user_id", domain_size=d, max_count=max_count,
-                          epsilon=epsilon, eta=eta, norm=norm, method=method,
+                          epsilon=epsilon, unit=unit, method=method, confidence=confidence,
+                          norm=norm,
                           engine=None if engine == "memory" else engine, rng=seed)
     click.echo(f"released the profile in {time.perf_counter() - t1:.1f} s", err=True)
 
@@ -111,16 +117,20 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
         click.echo(line)
     click.echo(format_table(rel, rows, truth=truth))
 
-    diff = np.asarray(rel.value, dtype=np.float64) - truth
-    errors = {"1": float(np.abs(diff).sum()), "2": float(np.sqrt(np.square(diff).sum())),
-              "inf": float(np.abs(diff).max())}
-    bound = float(np.asarray(rel.error.value, dtype=np.float64).max())
-    word = _NORM_WORD[rel.norm]
-    held = "holds" if errors[rel.norm] <= bound else "EXCEEDED (a probability-η event)"
-    click.echo(f"# true vs private: ℓ1 error {errors['1']:.5f}, ℓ2 error {errors['2']:.5f}, "
-               f"ℓ∞ error {errors['inf']:.5f}")
-    click.echo(f"# {word} error {errors[rel.norm]:.5f} vs bound {bound:.5f} (probability ≥ "
-               f"{rel.error.confidence:.3g}): bound {held}")
+    warning = vacuous_warning(rel)
+    if warning is not None:
+        click.echo(warning, err=True)
+    r = np.asarray(rel.value, dtype=np.float64)
+    l1 = float(np.abs(r - truth).sum())
+    inside = int(np.sum((rel.error.lower <= truth + 1e-12) & (truth <= rel.error.upper + 1e-12)))
+    band = bool(np.all((rel.error.band_lower <= truth + 1e-12)
+                       & (truth <= rel.error.band_upper + 1e-12)))
+    conf = rel.error.confidence
+    click.echo(f"# true vs private: ℓ1 error {l1:.6f} ({l1 * d:,.0f} users misplaced); the "
+               f"ℓ1 bound was {rel.l1_bound:.6f} (probability ≥ {conf:g})")
+    click.echo(f"# {inside} of {r.size} per-class intervals contain the true value (each holds "
+               f"with probability ≥ {conf:g}); the simultaneous band "
+               f"{'holds' if band else 'is EXCEEDED (a probability ≤ ' + f'{1 - conf:g} event)'}")
     click.echo("# the 'true' column and the comparison are for this synthetic demo only: "
                "publishing the true profile would void the privacy guarantee")
 

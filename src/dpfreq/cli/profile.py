@@ -1,8 +1,9 @@
 """`dpfreq profile`: the ε-DP profile (frequency of frequencies) of an item column.
 
 Mirrors :func:`dpfreq.profile.release_profile`; formatting only. The table shows ``t``, the
-private fraction of the domain with count ``t``, the error bound that applies to the row and the
-estimate in items; long profiles are compressed into ranges of ``t`` (``--rows``).
+private fraction of the domain with count ``t``, its interval at the stated confidence, the
+estimate in items and the interval's half-width in items; long profiles are compressed into
+ranges of ``t`` (``--rows``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,19 @@ from dpfreq.cli._common import (
 )
 from dpfreq.errors import DataError
 
-__all__ = ["CountType", "command", "format_header", "format_table", "row_ranges"]
-
-_NORM_WORD = {"1": "ℓ1", "2": "ℓ2", "inf": "ℓ∞"}
-
+__all__ = [
+    "COUNT",
+    "CountType",
+    "command",
+    "emit_profile",
+    "format_header",
+    "format_table",
+    "parse_rows",
+    "profile_options",
+    "row_ranges",
+    "rows_option",
+    "vacuous_warning",
+]
 
 class CountType(click.ParamType):
     """A non-negative integer written as ``2000000``, ``2_000_000`` or ``2e6``."""
@@ -71,24 +81,29 @@ def row_ranges(max_count: int, rows: int | None) -> list[tuple[int, int]]:
     return out
 
 
-def _row_bound(bound: float, norm: str, width: int) -> float:
-    """Bound on the error of a sum of ``width`` entries given a bound on the whole error vector.
-
-    Hölder: ``|Σ_{t∈R} (r − f)[t]| <= ‖r − f‖_p · |R|^(1 − 1/p)``; never above 1 (both sums
-    are fractions in [0, 1]).
-    """
-    scale = {"1": 1.0, "2": math.sqrt(width), "inf": float(width)}[norm]
-    return min(1.0, bound * scale)
-
-
 def _label(lo: int, hi: int, max_count: int) -> str:
     if lo == hi == max_count and max_count >= 1:
         return f"{max_count}+"
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def _group_interval(rel: Any, lo: int, hi: int) -> tuple[float, float]:
+    """Interval for the sum of the estimate over ``t = lo..hi``.
+
+    One ``t``: the per-class interval. Several: the simultaneous band summed over the group
+    (the band holds for every class at once, so its sum holds for the group's sum), clipped to
+    ``[0, 1]``. NaN when the release has no intervals.
+    """
+    table = rel.table()
+    if lo == hi:
+        return float(table["lower"][lo]), float(table["upper"][lo])
+    low = float(np.sum(table["band_lower"][lo : hi + 1]))
+    high = float(np.sum(table["band_upper"][lo : hi + 1]))
+    return max(0.0, low), min(1.0, high)
+
+
 def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
-    """The release as a text table: t, private fraction, row bound, items, (true fraction).
+    """The release as a text table: t, private fraction, its interval, items, ± items, (true).
 
     Parameters
     ----------
@@ -102,41 +117,57 @@ def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
     """
     r = np.asarray(rel.value, dtype=np.float64)
     n, d = int(rel.max_count), int(rel.domain_size)
-    bound = float(np.asarray(rel.error.value, dtype=np.float64).max())
     cum = np.concatenate([[0.0], np.cumsum(r)])
     f_cum = None
     if truth is not None:
         f_cum = np.concatenate([[0.0], np.cumsum(np.asarray(truth, dtype=np.float64))])
-    header = ["t", "fraction", "± bound", "≈ items"] + (["true"] if f_cum is not None else [])
+    header = ["t", "fraction", "interval", "≈ items", "± items"]
+    header += ["true"] if f_cum is not None else []
     table = [header]
     for lo, hi in row_ranges(n, rows):
         x = float(cum[hi + 1] - cum[lo])
-        row = [_label(lo, hi, n), f"{x:.5f}", f"±{_row_bound(bound, rel.norm, hi - lo + 1):.5f}",
-               f"{x * d:,.0f}"]
+        low, high = _group_interval(rel, lo, hi)
+        half = max(x - low, high - x) * d
+        row = [_label(lo, hi, n), f"{x:.6f}", f"[{low:.6f}, {high:.6f}]", f"{x * d:,.0f}",
+               f"±{half:,.0f}"]
         if f_cum is not None:
-            row.append(f"{float(f_cum[hi + 1] - f_cum[lo]):.5f}")
+            row.append(f"{float(f_cum[hi + 1] - f_cum[lo]):.6f}")
         table.append(row)
     width = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, width, strict=True))
                      for row in table)
 
 
+_UNIT_TEXT = {"item": "one item with all its rows", "event": "one row (event) of one item; an "
+              "item with k rows is protected at k·ε"}
+
+
 def format_header(rel: Any, what: str) -> list[str]:
-    """Comment lines (``# ...``) stating ε, the mechanism, d, n, B and the error statement."""
+    """Comment lines (``# ...``) stating ε, δ, the unit of privacy, the mechanism and the error."""
     params = rel.mechanism_params
-    word = _NORM_WORD.get(rel.norm, rel.norm)
+    noise = ("on each of the n+1 classes of the count-of-counts (sensitivity 2)"
+             if rel.method == "direct" else f"on each of d={rel.domain_size:,} item counts, "
+             f"B={rel.B}")
     return [
         f"# dpfreq profile of {what} (engine {params.get('engine', '?')})",
-        f"# epsilon={rel.epsilon:g}, delta={rel.delta:g} (pure ε-DP); mechanism {rel.mechanism}: "
-        f"exact discrete Laplace noise on each of d={rel.domain_size:,} domain items, counts "
-        f"clamped at n={rel.max_count}, B={rel.B}",
-        "# unit of privacy: one row (occurrence) of one item; an item with k rows is protected "
-        "at k·ε",
+        f"# epsilon={rel.epsilon:g}, delta={rel.delta:g} (pure ε-DP); unit of privacy: "
+        f"{rel.unit} ({_UNIT_TEXT.get(rel.unit, rel.unit)})",
+        f"# mechanism {rel.mechanism}: exact discrete Laplace noise {noise}; counts clamped at "
+        f"n={rel.max_count}; d={rel.domain_size:,}",
+        f"# method {rel.method}: {params.get('why', '')}",
         f"# error: {rel.error.description}",
-        f"# ± bound: error bound of each row (sum over its t) implied by the {word} bound, "
-        f"holding simultaneously with probability ≥ {rel.error.confidence:.3g}; "
+        f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
+        "the simultaneous band summed over the group); ± items: its half-width in items; "
         f"t = {rel.max_count}+ counts items with {rel.max_count} or more rows",
     ]
+
+
+def vacuous_warning(rel: Any) -> str | None:
+    """One line for stderr when the release's error statement is vacuous, else None."""
+    if not rel.error.vacuous:
+        return None
+    tail = rel.error.description.split("This statement is vacuous:")[-1].strip()
+    return f"warning: the error statement is vacuous: {tail}"
 
 
 def _memory_source(file: str, item: str) -> dict[str, Any]:
@@ -179,15 +210,30 @@ def rows_option(f: Any) -> Any:
 
 
 def profile_options(f: Any) -> Any:
-    """``--norm``, ``--eta`` and ``--method`` (shared with ``dpfreq demo``)."""
-    f = click.option("--method", type=click.Choice(["fft", "mle"]), default="fft",
-                     show_default=True,
-                     help="fft: Algorithms 2+3 of Wu & Pagh (with their bound); mle: EM.")(f)
-    f = click.option("--eta", type=float, default=0.05, show_default=True,
-                     help="Failure probability η of the error bound (holds w.p. 1 − 2η).")(f)
+    """``--method``, ``--confidence`` and ``--norm`` (shared with ``dpfreq demo``)."""
+    f = click.option("--method", type=click.Choice(["auto", "direct", "fft", "mle"]),
+                     default="auto", show_default=True,
+                     help="direct: noisy count-of-counts (item or event level); fft/mle: the Wu "
+                          "& Pagh sketch (event level only); auto: direct for this one-shot "
+                          "release.")(f)
+    f = click.option("--confidence", type=float, default=0.95, show_default=True,
+                     help="Confidence level of the intervals and the band.")(f)
     return click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="1",
                         show_default=True,
-                        help="Norm the reconstruction optimizes and the bound refers to.")(f)
+                        help="Norm the fft reconstruction optimizes (ignored by direct).")(f)
+
+
+def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
+                 plot_out: str | None, truth: Any = None) -> None:
+    """Header, table and the vacuous warning (stderr), then the JSON / PNG outputs."""
+    to_err = json_out == "-"
+    for line in format_header(rel, what):
+        click.echo(line, err=to_err)
+    click.echo(format_table(rel, rows, truth=truth), err=to_err)
+    warning = vacuous_warning(rel)
+    if warning is not None:
+        click.echo(warning, err=True)
+    emit_release(rel, json_out, plot_out)
 
 
 @click.command(name="profile")
@@ -198,18 +244,20 @@ def profile_options(f: Any) -> Any:
 @click.option("--max-count", type=COUNT, required=True,
               help="Public count cap n: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
+@click.option("--unit", type=click.Choice(["item", "event"]), required=True,
+              help="Unit of privacy: item (one item with all its rows) or event (one row).")
 @profile_options
 @rows_option
 @engine_option
 @output_options
 @seed_option
-def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, norm: str,
-            eta: float, method: str, rows_text: str, engine: Any, json_out: str | None,
-            plot_out: str | None, seed: int | None) -> None:
+def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, unit: str,
+            norm: str, confidence: float, method: str, rows_text: str, engine: Any,
+            json_out: str | None, plot_out: str | None, seed: int | None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
-    (items never seen count at t = 0). Prints the table with its error bound; --json and
+    (items never seen count at t = 0). Prints the table with per-class intervals; --json and
     --plot write the release.
     """
     from dpfreq.profile import release_profile
@@ -220,10 +268,6 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     if engine == "memory":
         source = _memory_source(file, item)
     rel = release_profile(source, item=item, domain_size=domain_size, max_count=max_count,
-                          epsilon=epsilon, eta=eta, norm=norm, method=method,
-                          engine=engine if source is file else None, rng=seed)
-    to_err = json_out == "-"
-    for line in format_header(rel, f"column {item!r} in {file}"):
-        click.echo(line, err=to_err)
-    click.echo(format_table(rel, rows), err=to_err)
-    emit_release(rel, json_out, plot_out)
+                          epsilon=epsilon, unit=unit, method=method, confidence=confidence,
+                          norm=norm, engine=engine if source is file else None, rng=seed)
+    emit_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out)

@@ -45,9 +45,9 @@ USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the i
 _WHY_AUTO = ("auto chose direct: a one-shot release computes the exact count-of-counts anyway, "
              "and noising its n+1 classes (ℓ1 sensitivity 2) is far more accurate than noising "
              "all d item counts, at either unit of privacy")
-_SKETCH_UNIT = ("unit='item' is not available with method={method!r}: the sketch noises each "
-                "item's count for one event (sensitivity 1), and one item's rows can move its "
-                "count by up to max_count; use method='direct' (or 'auto') for unit='item'")
+_SKETCH_UNIT = ("'event' with method={method!r}: the sketch noises each item's count for one "
+                "event (sensitivity 1), and one item's rows can move its count by up to "
+                "max_count; use method='direct' or 'auto' for unit='item'")
 
 
 def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:

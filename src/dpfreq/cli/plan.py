@@ -1,0 +1,85 @@
+"""`dpfreq plan`: accuracy before a release, from public parameters alone (no data, no budget).
+
+``dpfreq plan profile --domain-size 2e6 --max-count 50 --epsilon 1`` prints the predicted
+per-class interval half-width, the band, the expected ℓ1 error and an ℓ1 bound; ``--target-*``
+options print the ε needed for a target. Other systems add subcommands to the :data:`command`
+group with ``@command.command(name=...)`` in their own CLI module (or ``command.add_command``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from dpfreq.cli.profile import COUNT
+
+__all__ = ["command", "format_plan", "profile_plan"]
+
+
+@click.group(name="plan")
+def command() -> None:
+    """Predict the accuracy of a release before making it (public parameters only).
+
+    Planning reads no data and spends no privacy budget.
+    """
+
+
+def format_plan(plan: Any) -> list[str]:
+    """The lines printed for a :class:`dpfreq.profile.ProfilePlan`."""
+    d, conf = plan.domain_size, plan.confidence
+    lines = [
+        f"# plan: profile of d={d:,} items, counts clamped at n={plan.max_count}, "
+        f"epsilon={plan.epsilon:g}, unit {plan.unit}, method {plan.method}",
+        f"# {plan.why}",
+    ]
+    if plan.half_width is not None:
+        lines += [
+            f"per-class interval:  ±{plan.half_width:,.0f} items (±{plan.half_width / d:.3g} of "
+            f"the domain), confidence {conf:g}, exact",
+            f"simultaneous band:   ±{plan.band_half_width:,.0f} items for all "
+            f"{plan.max_count + 1} classes at once, confidence {conf:g}",
+            f"expected ℓ1 error:   {plan.l1_error:.3g} (≈ {plan.l1_error * d:,.0f} items "
+            "misplaced, before the projection, which usually lowers it)",
+        ]
+    else:
+        lines.append("per-class intervals: depend on the data for this method (simulated at "
+                     "release time)")
+    lines.append(f"ℓ1 bound:            {plan.l1_bound:.3g} with probability ≥ {conf:g}"
+                 + (" — VACUOUS (the trivial bound is 2)" if plan.vacuous else ""))
+    return lines
+
+
+@command.command(name="profile")
+@click.option("--domain-size", type=COUNT, required=True, help="Public number d of items.")
+@click.option("--max-count", type=COUNT, required=True, help="Public count cap n.")
+@click.option("--epsilon", type=float, required=True, help="Privacy parameter ε to plan for.")
+@click.option("--unit", type=click.Choice(["item", "event"]), default=None,
+              help="Unit of privacy [default: item for auto/direct, event for fft/mle; the "
+                   "direct predictions are the same at either unit].")
+@click.option("--method", type=click.Choice(["auto", "direct", "fft", "mle"]), default="auto",
+              show_default=True, help="As for dpfreq profile.")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence level of the intervals and the ℓ1 bound.")
+@click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
+              help="Also print the ε whose per-class half-width is at most ITEMS.")
+@click.option("--target-l1", type=float, default=None, metavar="L1",
+              help="Also print the ε whose ℓ1 bound is at most L1 (fractions, ≤ 2).")
+def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str | None,
+                 method: str, confidence: float, target_half_width: float | None,
+                 target_l1: float | None) -> None:
+    """Predicted accuracy of `dpfreq profile` for these public parameters."""
+    from dpfreq.profile import plan_profile
+
+    if unit is None:
+        unit = "event" if method in ("fft", "mle") else "item"
+    plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,
+                        unit=unit, method=method, confidence=confidence)
+    for line in format_plan(plan):
+        click.echo(line)
+    if target_half_width is not None:
+        eps = plan.epsilon_for(target=target_half_width, measure="half_width")
+        click.echo(f"ε for a per-class half-width ≤ {target_half_width:g} items: {eps:g}")
+    if target_l1 is not None:
+        eps = plan.epsilon_for(target=target_l1, measure="l1_bound")
+        click.echo(f"ε for an ℓ1 bound ≤ {target_l1:g}: {eps:g}")
