@@ -125,7 +125,7 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     inside = int(np.sum((rel.error.lower <= truth + 1e-12) & (truth <= rel.error.upper + 1e-12)))
     band = bool(np.all((rel.error.band_lower <= truth + 1e-12)
                        & (truth <= rel.error.band_upper + 1e-12)))
-    conf = rel.error.confidence
+    conf = float(rel.error.confidence or 0.0)
     click.echo(f"# true vs private: ℓ1 error {l1:.6f} ({l1 * d:,.0f} users misplaced); the "
                f"ℓ1 bound was {rel.l1_bound:.6f} (probability ≥ {conf:g})")
     click.echo(f"# {inside} of {r.size} per-class intervals contain the true value (each holds "
