@@ -15,7 +15,6 @@ Cases: an empty log, a single item, counts above the cap, ties in time, items wi
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.engines import get_engine
 from dpfreq.longitudinal import (
     LongitudinalAggregator,
@@ -36,6 +36,8 @@ from dpfreq.windows import release_window_counts
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
+pd = pytest.importorskip("pandas")
+pl = pytest.importorskip("polars")
 
 HORIZON = 6
 MAX_COUNT = 3  # profile cap: the "above_cap" case has counts 5 and 7
@@ -80,6 +82,12 @@ def source_for(backend: str, cols: dict[str, np.ndarray], tmp_path: Path,
         return _parquet(cols, tmp_path / "events.parquet"), "duckdb"
     if backend == "duckdb-csv":
         return _csv(cols, tmp_path / "events.csv"), get_engine("duckdb")
+    if backend == "duckdb-pandas":  # inferred: DataFrames go to DuckDB
+        return pd.DataFrame(cols), None
+    if backend == "duckdb-arrow":
+        return pa.table(cols), None
+    if backend == "memory-polars":
+        return pl.DataFrame(cols), "memory"
     if backend == "spark-dataframe":
         return spark.read.parquet(_parquet(cols, tmp_path / "events.parquet")), None
     if backend == "spark-parquet":
@@ -89,7 +97,8 @@ def source_for(backend: str, cols: dict[str, np.ndarray], tmp_path: Path,
     raise AssertionError(backend)
 
 
-LOCAL = ["memory", "duckdb-parquet", "duckdb-csv"]
+LOCAL = ["memory", "duckdb-parquet", "duckdb-csv", "duckdb-pandas", "duckdb-arrow",
+         "memory-polars"]
 SPARK = [pytest.param(b, marks=pytest.mark.spark) for b in ("spark-dataframe", "spark-parquet",
                                                             "spark-csv")]
 
@@ -123,7 +132,7 @@ def oracle_at_least_k(case: str, t1: int, t2: int, k: int) -> int:
 
 def _window_release(source: Any, engine: Any, level: str, seed: int) -> Any:
     return release_window_counts(source, item="item", time="time", horizon=HORIZON, epsilon=1.0,
-                                 k_values=K_VALUES, level=level,
+                                 k_values=K_VALUES, unit=level,
                                  windows=["cumulative", 3, "all"], engine=engine, rng=seed)
 
 
@@ -156,10 +165,10 @@ def test_window_counts(backend: str, case: str, level: str, tmp_path: Path, seed
     for k in K_VALUES:
         a, b = got.window(t1, t2, k), ref.window(t1, t2, k)
         np.testing.assert_array_equal(a.estimate, b.estimate)
-        np.testing.assert_array_equal(a.ci_high, b.ci_high)
+        np.testing.assert_array_equal(a.upper, b.upper)
         # the exact counts behind the release (private state) against the plain-Python oracle
         state = got._state
-        for s in got._structures(k):
+        for s in state.structures_for(k, "test"):
             ok = state.can_answer(s, t1, t2)
             exact = state.exact(s, t1[ok], t2[ok])
             want = [oracle_at_least_k(case, int(x), int(y), k)
@@ -184,7 +193,8 @@ PROFILE_PARAMS = ([pytest.param(b, c, id=f"{b}-{c}") for b in LOCAL for c in CAS
 @pytest.mark.parametrize(("backend", "case"), PROFILE_PARAMS)
 def test_profile(backend: str, case: str, tmp_path: Path, seed: int,
                  spark_or_none: Any) -> None:
-    kw = {"domain_size": DOMAIN, "max_count": MAX_COUNT, "epsilon": 1.0, "rng": seed}
+    kw = {"domain_size": DOMAIN, "max_count": MAX_COUNT, "epsilon": 1.0, "unit": "event",
+          "rng": seed}
     ref = release_profile(_count_vector(case), **kw)  # count vector, no engine
     source, engine = source_for(backend, _columns(case), tmp_path, spark_or_none)
     got = release_profile(source, item="item", engine=engine, **kw)
@@ -193,22 +203,14 @@ def test_profile(backend: str, case: str, tmp_path: Path, seed: int,
 
 
 # -- anonymized histogram ---------------------------------------------------------------------
-def _anonymized() -> Any:
-    """``release_anonymized_histogram``, or a skip while it is not there (issue 4 lands it)."""
-    func = getattr(importlib.import_module("dpfreq.anonymized"), "release_anonymized_histogram",
-                   None)
-    if func is None:  # pragma: no cover - present once the anonymized issue has landed
-        pytest.skip("dpfreq.anonymized.release_anonymized_histogram is not implemented yet")
-    return func
-
-
 @pytest.mark.parametrize(("backend", "case"), PROFILE_PARAMS)
 def test_anonymized_histogram(backend: str, case: str, tmp_path: Path, seed: int,
                               spark_or_none: Any) -> None:
-    release = _anonymized()
-    ref = release(_count_vector(case), epsilon=1.0, rng=seed)  # per-label counts, no engine
+    # per-item counts, no engine
+    ref = release_anonymized_histogram(_count_vector(case), epsilon=1.0, rng=seed)
     source, engine = source_for(backend, _columns(case), tmp_path, spark_or_none)
-    got = release(source, label="item", epsilon=1.0, engine=engine, rng=seed)
+    got = release_anonymized_histogram(source, item="item", epsilon=1.0, engine=engine,
+                                       rng=seed)
     assert _without(got.to_dict(), "engine") == _without(ref.to_dict(), "engine")
     assert got.mechanism_params["engine"] == backend.split("-")[0]
 
