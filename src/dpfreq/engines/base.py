@@ -9,16 +9,24 @@ aggregates from all of them. ``reduce_items`` sums a system's per-item numpy red
 
 Source kinds
 ------------
-* ``memory``: a mapping ``{column name: 1-d array-like}`` (all columns of equal length).
-* ``duckdb``: a CSV or Parquet path (``str``/``pathlib.Path``), a ``duckdb.DuckDBPyRelation``, or
-  a SQL string ``"SELECT ..."`` / table name (run on an in-memory connection, or the
-  ``connection`` the engine was created with).
+* ``duckdb``: a CSV or Parquet path (``str``/``pathlib.Path``), a pandas, Polars or Arrow table
+  (scanned in place, without a copy), a ``duckdb.DuckDBPyRelation``, or a SQL string
+  ``"SELECT ..."`` / table name (run on an in-memory connection, or the ``connection`` the
+  engine was created with).
+* ``memory``: a mapping ``{column name: 1-d array-like}`` (all columns of equal length), or any
+  ``duckdb`` source, read into such columns first.
 * ``spark``: a ``pyspark.sql.DataFrame``, a Parquet/CSV path or URI (``hdfs://``, ``s3a://``),
-  a SQL string ``"SELECT ..."`` (``spark.sql``) or a catalog table name (``spark.table``).
+  a SQL string ``"SELECT ..."`` (``spark.sql``), a catalog table name (``spark.table``), or a
+  pandas, Polars or Arrow table (copied into Spark).
+
+Every engine types columns alike: an item column of integers gives integer keys, any other
+scalar column text keys; an item column read from CSV is always text (identifiers keep leading
+zeros); list, struct and map columns, nulls and NaN are refused with the same message.
 
 Errors: an unknown column, an unreadable or empty file, or values of the wrong type raise
-:class:`dpfreq.errors.DataError` whose message names the column; never a traceback from deep
-inside numpy, DuckDB or Spark.
+:class:`dpfreq.errors.DataError` whose message names the column and the rule it breaks, never a
+count, value, time or row from the data (set ``DPFREQ_DEBUG=1`` to have those appended for the
+data owner); never a traceback from deep inside numpy, DuckDB or Spark.
 """
 
 from __future__ import annotations
