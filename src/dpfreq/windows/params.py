@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import check_choice, check_int, message
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import TimeBuckets
 from dpfreq.errors import ParameterError
 
 __all__ = [
