@@ -270,3 +270,39 @@ def test_spark_java_errors_are_one_line_with_root_cause() -> None:
         "org.apache.spark.SparkException: alone"
     assert _one_line(ValueError("first\nsecond")) == "first"
     assert _one_line(ValueError("")) == "ValueError"
+
+
+def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed Spark job shows the Java exception classes (a JVM Error such as
+    OutOfMemoryError in full), not its message, which may quote the data; debug shows all."""
+    pytest.importorskip("pyspark")
+    from dpfreq.engines import spark as spark_engine
+
+    class FakeJava:
+        def __init__(self, text: str, cause: FakeJava | None = None) -> None:
+            self.text, self.cause = text, cause
+
+        def toString(self) -> str:
+            return self.text
+
+        def getCause(self) -> FakeJava | None:
+            return self.cause
+
+    class FakePy4JError(Exception):
+        def __init__(self, java: FakeJava) -> None:
+            super().__init__("An error occurred while calling o1.collect.")
+            self.java_exception = java
+
+    leak = FakePy4JError(FakeJava(
+        "org.apache.spark.SparkException: Job aborted: value 'alice@example.org' is bad",
+        FakeJava("java.lang.NumberFormatException: For input string: 'alice@example.org'")))
+    oom = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.",
+                                 FakeJava("java.lang.OutOfMemoryError: Java heap space")))
+    monkeypatch.delenv("DPFREQ_DEBUG", raising=False)
+    reason = spark_engine._reason(leak)
+    assert "alice" not in reason
+    assert reason.startswith("org.apache.spark.SparkException (cause: "
+                             "java.lang.NumberFormatException)")
+    assert "java.lang.OutOfMemoryError: Java heap space" in spark_engine._reason(oom)
+    monkeypatch.setenv("DPFREQ_DEBUG", "1")
+    assert "alice@example.org" in spark_engine._reason(leak)
