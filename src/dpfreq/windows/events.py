@@ -125,7 +125,7 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
     if np.ndim(cols[item]) != 1 or np.ndim(cols[time]) != 1 \
             or len(cols[item]) != len(cols[time]):
         raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
-                                (np.shape(cols[item]), np.shape(cols[time]))))
+                                "columns of other shapes or lengths"))
     items = _check_items(cols[item], str(item))
     times = (_integer_times(cols[time], str(time)) if axis.start_us is None
              else _timestamp_times(cols[time], str(time)))
