@@ -57,9 +57,10 @@ class LongitudinalEstimate(Release):
         the exact sd at ``f_t = 0``, its maximum over ``f_t ∈ [0, n]`` (data-independent).
     error : ErrorStatement
         ``kind="interval"``: per-period intervals ``lower``/``upper`` holding each with
-        probability ``≥ confidence`` (Hoeffding's inequality over devices), and a band
-        ``band_lower``/``band_upper`` holding for all periods at once with probability
-        ``≥ confidence`` (plus a union bound over the periods); both clamped to ``[0, n]``.
+        probability ``≥ confidence`` (Hoeffding's or Bernstein's inequality over devices),
+        and a band ``band_lower``/``band_upper`` holding for all periods at once with
+        probability ``≥ confidence`` (plus a union bound over the periods); both clamped to
+        ``[0, n]``.
     devices : int
         Number of devices ``n`` (enrolled, or in the reports file).
     horizon : int
@@ -135,8 +136,22 @@ def _needed(k: int, randomizer: str, target: float) -> str:
 
     eps = epsilon_for_gap(randomizer, k, target)
     if eps is None:
-        return "no epsilon up to 1000 does; more devices are needed"
-    return f"epsilon >= {eps:.3g} would (same devices, randomizer and change budget)"
+        return "no epsilon up to 1000 would make them narrower; more devices are needed"
+    which = "erlingsson" if randomizer == "erlingsson" else "auto"
+    return (f"epsilon >= {eps:.3g} would make them narrower (same devices and change budget, "
+            f"randomizer {which!r})")
+
+
+def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
+                log_term: float) -> NDArray[np.float64]:
+    """Half-width ``a`` with ``Pr[|f̂_t − f_t| ≥ a] ≤ 2e^{−log_term}`` for a sum of ``n``
+    independent terms in ``[−bound, bound]`` with total variance ``≤ var``: the smaller of
+    Hoeffding's ``bound·√(2n·log_term)`` and Bernstein's ``b·log_term/3 + √((b·log_term/3)²
+    + 2·var·log_term)`` with ``b = bound + 1`` (a term minus its mean, a mean in [0, 1])."""
+    hoeffding = bound * np.sqrt(2 * n * log_term)
+    lin = (bound + 1) * log_term / 3
+    bernstein = lin + np.sqrt(lin**2 + 2 * var * log_term)
+    return np.minimum(hoeffding, bernstein)
 
 
 def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devices: int,
@@ -147,10 +162,11 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
     """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate`.
 
     Per period t, ``f̂_t = Σ_u Z_u`` over devices with independent ``Z_u`` of mean
-    ``X_u[t]`` and range ``2(log d+1)/min_{h∈C(t)} c_h``, so Hoeffding's inequality gives the
-    half-width ``((log d+1)/min c_h)·√(2n ln(2/β))`` (``β = 1 − confidence``), and with
-    ``ln(2·horizon/β)`` the simultaneous band. ``Var f̂_t = n(log d+1)Σ_{h∈C(t)} c_h^{−2} −
-    f_t``; ``sd`` is its value at ``f_t = 0``.
+    ``X_u[t]``, ``|Z_u| ≤ (log d+1)/min_{h∈C(t)} c_h`` and ``Σ_u Var Z_u ≤ n(log d+1)
+    Σ_{h∈C(t)} c_h^{−2}`` (``sd²``, the variance at ``f_t = 0``), so Hoeffding's and Bernstein's
+    inequalities each bound ``|f̂_t − f_t|`` with probability ``≥ 1 − β`` (``β = 1 −
+    confidence``) and the smaller half-width is used (:func:`_half_width`); with
+    ``ln(2·horizon/β)`` instead of ``ln(2/β)`` the band holds for all periods at once.
     """
     from .dyadic import estimate_from_sums
 
@@ -167,14 +183,14 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
         worst[on] = np.minimum(worst[on], gaps[h])
     var0 = n * lg1 * inv2
     beta = 1.0 - confidence
-    half = (lg1 / worst) * np.sqrt(2 * n * np.log(2 / beta))
-    band = (lg1 / worst) * np.sqrt(2 * n * np.log(2 * horizon / beta))
+    half = _half_width(n, lg1 / worst, var0, np.log(2 / beta))
+    band = _half_width(n, lg1 / worst, var0, np.log(2 * horizon / beta))
     value = np.clip(raw, 0, n)
     lower, upper = np.clip(raw - half, 0, n), np.clip(raw + half, 0, n)
-    vacuous = bool(n == 0 or np.all(half >= n))
-    text = (f"Per-period intervals (each with probability >= {confidence:g}, Hoeffding over "
-            "devices) and a band for all periods at once (union bound over periods), clamped "
-            "to [0, devices].")
+    vacuous = bool(np.all((lower == 0) & (upper == n)))
+    text = (f"Per-period intervals (each with probability >= {confidence:g}, Hoeffding or "
+            "Bernstein over devices) and a band for all periods at once (union bound over "
+            "periods), clamped to [0, devices].")
     if vacuous and n > 0:
         target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
         text += (" They are no narrower than [0, devices] (vacuous): "
