@@ -1,4 +1,4 @@
-"""`dpfreq anonymize` in-process (issue 4 item 7)."""
+"""`dpfreq anonymize` in-process."""
 
 from __future__ import annotations
 
@@ -32,13 +32,15 @@ def zipf_prevalences(seed, n=20_000):
 def test_raw_file_table(tmp_path, capsys):
     labels = ["123456"] * 30 + ["password"] * 12 + ["qwerty"] * 5 + [f"u{i}" for i in range(40)]
     data = write_rows(tmp_path / "pw.csv", labels)
-    main(["anonymize", str(data), "--label", "password", "--epsilon", "2", "--seed", "3",
+    main(["anonymize", str(data), "--item", "password", "--epsilon", "2", "--seed", "3",
           "--domain-size", "1000"])
     out, err = capsys.readouterr()
     assert "NOT for production" in err
-    assert "epsilon=2" in out
+    assert "epsilon=2, delta=0 (pure DP), mechanism=privhist" in out
+    assert "unit=event" in out
     assert "# N = " in out
-    assert "count  labels  ranks" in out
+    assert "with probability" in out
+    assert "count  items  ranks" in out
     for name in ("entropy (nats, plug-in)", "support size", "unseen species",
                  "distance to uniform", "collision probability"):
         assert name in out
@@ -92,9 +94,9 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "content", "match"),
     [
-        (["--epsilon", "1"], None, "--label"),
-        (["--prevalence-csv", "--label", "x", "--epsilon", "1"], "count,prevalence\n1,2\n",
-         "--label does not apply"),
+        (["--epsilon", "1"], None, "--item"),
+        (["--prevalence-csv", "--item", "x", "--epsilon", "1"], "count,prevalence\n1,2\n",
+         "--item does not apply"),
         (["--prevalence-csv", "--engine", "duckdb", "--epsilon", "1"],
          "count,prevalence\n1,2\n", "--engine does not apply"),
         (["--prevalence-csv", "--epsilon", "1"], "r,phi\n1,2\n", "header 'count,prevalence'"),
@@ -109,8 +111,15 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
         (["--prevalence-csv", "--epsilon", "1", "--top", "0"], "count,prevalence\n3,1\n",
          "--top"),
         (["--prevalence-csv", "--epsilon", "1", "--domain-size", "0"],
-         "count,prevalence\n3,1\n", "domain_size"),
-        (["--label", "nope", "--epsilon", "1"], "password\na\nb\n", "nope"),
+         "count,prevalence\n3,1\n", "--domain-size"),
+        (["--prevalence-csv", "--epsilon", "1", "--domain-size", "3"],
+         "count,prevalence\n3,1\n1,5\n", "domain_size of release_anonymized_histogram must "
+         "be at least the number of distinct items"),
+        (["--prevalence-csv", "--epsilon", "1", "--confidence", "1.5"],
+         "count,prevalence\n3,1\n", "confidence"),
+        (["--item", "password", "--count", "count", "--epsilon", "1"],
+         "password,count\na,3\nb,-2\n", "negative"),
+        (["--item", "nope", "--epsilon", "1"], "password\na\nb\n", "nope"),
         (["--prevalence-csv", "--epsilon", "1", "--split", "a,b"], "count,prevalence\n3,1\n",
          "--split"),
         (["--prevalence-csv", "--epsilon", "1", "--method", "privhist", "--split", "0.5,0.9"],
@@ -132,6 +141,52 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match)
 
 def test_missing_file_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", str(tmp_path / "absent.csv"), "--label", "x", "--epsilon", "1"])
+        main(["anonymize", str(tmp_path / "absent.csv"), "--item", "x", "--epsilon", "1"])
     assert info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_item_count_table_reads_weights(tmp_path, capsys):
+    # the usual password frequency list: one row per password with its count
+    data = tmp_path / "pw.csv"
+    data.write_text("password,count\n123456,30\npassword,12\nqwerty,5\nx,1\ny,1\n",
+                    encoding="utf-8")
+    main(["anonymize", str(data), "--item", "password", "--count", "count", "--epsilon", "1000",
+          "--seed", "1", "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    rel = doc["release"]
+    assert rel["value"]["counts"] == [1, 5, 12, 30]
+    assert rel["value"]["prevalences"] == [2, 1, 1, 1]
+    assert rel["value"]["n_estimate"] == 49
+
+
+def test_prevalence_csv_with_bom(tmp_path, capsys):
+    data = tmp_path / "excel.csv"
+    data.write_bytes(b"\xef\xbb\xbfcount,prevalence\r\n1,3\r\n4,1\r\n")
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1000", "--seed", "0",
+          "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["release"]["value"]["counts"] == [1, 4]
+
+
+def test_parquet_given_to_prevalence_csv(tmp_path, capsys):
+    data = tmp_path / "prev.parquet"
+    data.write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")
+    with pytest.raises(SystemExit) as info:
+        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Parquet" in err
+    assert err.count("\n") == 1
+
+
+def test_domain_size_refusal_does_not_print_the_count(tmp_path, capsys):
+    labels = [f"u{i}" for i in range(57)]
+    data = write_rows(tmp_path / "pw.csv", labels)
+    with pytest.raises(SystemExit) as info:
+        main(["anonymize", str(data), "--item", "password", "--epsilon", "1",
+              "--domain-size", "10"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "57" not in err
+    assert "domain_size" in err

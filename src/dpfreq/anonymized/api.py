@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._validate import check_choice, check_confidence, check_epsilon, message
+from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import (
     MAX_TOTAL,
@@ -159,6 +159,7 @@ def release_anonymized_histogram(
     method: str = "auto",
     split: Sequence[float] | None = None,
     confidence: float = 0.95,
+    domain_size: int | None = None,
     engine: Any = None,
     rng: RNGLike = None,
     accountant: Any = None,
@@ -196,6 +197,10 @@ def release_anonymized_histogram(
         ``(ε1, ε2)``. Not allowed with ``"auto"``.
     confidence : float
         Confidence of the error statements (default 0.95).
+    domain_size : int, optional
+        Public number of possible items. Not used by the mechanism; checked against the data
+        (refused, before anything is spent, if the source holds more distinct items) and
+        recorded in ``mechanism_params`` for the property estimators.
     engine : str, engine instance or SparkSession, optional
         Where a data source is aggregated (default: inferred from the source).
     rng : None, int or numpy.random.Generator
@@ -212,11 +217,11 @@ def release_anonymized_histogram(
     Raises
     ------
     ParameterError
-        Invalid ε, split, method, item, count, confidence or engine; a source that needs more
+        Invalid ε, split, method, item, count, confidence, domain_size or engine; a source that needs more
         working memory than the limit at this ε; ``"hay"`` with ``N`` above its limit.
     DataError
         Zero, negative, non-integer or NaN counts or prevalences; repeated counts; a total count
-        above ``2**52``.
+        above ``2**52``; more distinct items than ``domain_size``.
     BudgetExceededError
         The accountant's budget would be exceeded (nothing is spent).
 
@@ -277,8 +282,13 @@ def release_anonymized_histogram(
                                      "its own split)", split))
     checked = None if split is None else check_split(split, epsilon, method)
     plan = auto.plan_for(method, epsilon, checked)
+    if domain_size is not None:
+        domain_size = check_int(domain_size, "domain_size", _FUNC, minimum=1)
     counts, prev, engine_name = read_source(source, item, count, engine)
     check_feasible(counts, prev, epsilon, plan)
+    if domain_size is not None and int(prev.sum()) > domain_size:
+        raise DataError(message("domain_size", _FUNC, "at least the number of distinct items "
+                                "in the source", domain_size))
     resolved = resolve_rng(rng, _FUNC)
     if accountant is not None:
         accountant.spend(epsilon, 0.0, label=_FUNC)
@@ -291,6 +301,8 @@ def release_anonymized_histogram(
         params["why"] = auto.why(epsilon)
     if engine_name is not None:
         params["engine"] = engine_name
+    if domain_size is not None:
+        params["domain_size"] = domain_size
     return AnonymizedHistogramRelease(
         value={"counts": out.counts, "prevalences": out.prevalences,
                "n_estimate": out.n_estimate},

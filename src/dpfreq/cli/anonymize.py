@@ -15,7 +15,17 @@ from typing import Any
 import click
 import numpy as np
 
-from dpfreq.cli._common import engine_option, seed_option, warn_if_seeded
+from dpfreq.cli._common import (
+    INPUT_FILE,
+    POSITIVE,
+    engine_option,
+    ledger_option,
+    output_options,
+    rescue_release,
+    seed_option,
+    warn_if_seeded,
+    write_output,
+)
 from dpfreq.errors import DataError
 
 __all__ = ["command", "parse_split", "read_prevalence_csv"]
@@ -26,12 +36,26 @@ METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 def read_prevalence_csv(path: str) -> dict[int, int]:
     """Read a two-column CSV with header ``count,prevalence`` into ``{count: prevalence}``.
 
-    Every row is a distinct count ``>= 1`` and the number of labels (``>= 1``) that occur
-    exactly that often. Any other header, a non-integer cell, a repeated count or a row of the
-    wrong width raises :class:`~dpfreq.errors.DataError` naming the file and line.
+    Every row is a distinct count ``>= 1`` and the number of items (``>= 1``) that occur
+    exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any other header,
+    a non-integer cell, a repeated count, a row of the wrong width, or a Parquet file raises
+    :class:`~dpfreq.errors.DataError` naming the file and line (never the offending values).
     """
     out: dict[int, int] = {}
-    with Path(path).open(newline="", encoding="utf-8") as handle:
+    with Path(path).open("rb") as raw:
+        magic = raw.read(4)
+    if magic == b"PAR1" or path.lower().endswith(".parquet"):
+        raise DataError(f"{path}: --prevalence-csv reads a CSV file with header "
+                        "'count,prevalence'; this is Parquet. For a Parquet table of rows use "
+                        "--item COLUMN (and --count COLUMN for an item,count table).")
+    try:
+        return _read_prevalence_rows(path, out)
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: --prevalence-csv must be UTF-8 text (a BOM is fine).") from None
+
+
+def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
+    with Path(path).open(newline="", encoding="utf-8-sig") as handle:
         rows = csv.reader(handle)
         header = next(rows, None)
         if header is None or [h.strip().lower() for h in header] != ["count", "prevalence"]:
@@ -46,13 +70,12 @@ def read_prevalence_csv(path: str) -> dict[int, int]:
             try:
                 count, prevalence = (int(cell.strip()) for cell in row)
             except ValueError:
-                raise DataError(f"{path}, line {line}: count and prevalence must be integers; "
-                                f"got {','.join(row)!r}.") from None
+                raise DataError(f"{path}, line {line}: count and prevalence must be "
+                                "integers.") from None
             if count < 1 or prevalence < 1:
-                raise DataError(f"{path}, line {line}: count and prevalence must be >= 1; "
-                                f"got {count},{prevalence}.")
+                raise DataError(f"{path}, line {line}: count and prevalence must be >= 1.")
             if count in out:
-                raise DataError(f"{path}, line {line}: count {count} is listed twice.")
+                raise DataError(f"{path}, line {line}: a count is listed twice.")
             out[count] = prevalence
     return out
 
@@ -79,14 +102,14 @@ def _frequency_list(rel: Any, top: int) -> list[str]:
     """Compact released frequency list: largest and smallest distinct counts with prevalences."""
     counts, prev = _runs_desc(rel)
     if counts.size == 0:
-        return ["(empty histogram: no label released)"]
+        return ["(empty histogram: no item released)"]
     ranks = np.cumsum(prev)
     rows = [(f"{c:d}", f"{p:d}", f"{r - p + 1:d}-{r:d}" if p > 1 else f"{r:d}")
             for c, p, r in zip(counts.tolist(), prev.tolist(), ranks.tolist(), strict=True)]
     hidden = len(rows) - 2 * top
     if hidden > 0:
         rows = rows[:top] + rows[-top:]
-    table = [("count", "labels", "ranks"), *rows]
+    table = [("count", "items", "ranks"), *rows]
     width = [max(len(row[i]) for row in table) for i in range(3)]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, width, strict=True)).rstrip()
              for row in table]
@@ -99,7 +122,7 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     label = {
         "entropy": "entropy (nats, plug-in)",
         "miller-madow-entropy": "entropy (nats, Miller-Madow)",
-        "support-size": "support size (observed labels)",
+        "support-size": "support size (observed items)",
         "unseen-species": "unseen species in t*N more rows",
         "support-coverage": "support coverage of (1+t)*N rows",
         "power-sum-2": "collision probability P_2",
@@ -110,7 +133,14 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     lines = []
     for key, est in props.items():
         bound = float(est.error.value)
-        band = f"± {bound:.4g}" if np.isfinite(bound) else "(no finite bound)"
+        if est.error.kind != "bound":
+            band = "(no error statement)"
+        elif not np.isfinite(bound) or est.error.vacuous:
+            band = f"± {bound:.4g} (vacuous)"
+        else:
+            band = f"± {bound:.4g}"
+        if est.clamped:
+            band += " [clamped]"
         lip = (f"L = {est.lipschitz_constant:.3g}" if np.isfinite(est.lipschitz_constant)
                else "non-linear")
         lines.append(f"{label.get(key, key).ljust(width)}  {float(est.value):12.6g}  {band}  "
@@ -118,101 +148,117 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _write_json(rel: Any, props: dict[str, Any], json_out: str) -> None:
+def _header(rel: Any, epsilon: float) -> list[str]:
+    err = rel.error
+    split = ", ".join(f"{float(x):.4g}" for x in rel.split)
+    lo, hi = rel.total_interval
+    conf = f"{err.confidence:g}" if err.confidence is not None else "?"
+    return [
+        f"# dpfreq anonymize: epsilon={epsilon:g}, delta=0 (pure DP), mechanism={rel.mechanism} "
+        f"(method={rel.method}, regime={rel.regime}, split=({split})), unit={rel.unit} (one "
+        "occurrence of one item)",
+        f"# N = {rel.n_estimate} (DP estimate of the total); the true total is in [{lo}, {hi}] "
+        f"with probability >= {conf}; {rel.n_items} items released",
+        f"# sorted-l1 error <= {float(err.value):.6g} with probability about {conf} (simulated "
+        "from the known noise law around the release)"
+        + ("; VACUOUS: no better than the trivial bound" if err.vacuous else ""),
+    ]
+
+
+def _write_json(rel: Any, props: dict[str, Any], json_out: str, plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
     text = json.dumps(doc, indent=2)
-    if json_out == "-":
-        click.echo(text)
-    else:
-        Path(json_out).write_text(text + "\n", encoding="utf-8")
-        click.echo(f"wrote {json_out}", err=True)
+    current = "--json"
+    try:
+        if json_out is not None:
+            write_output(text, json_out)
+        if plot_out is not None:
+            from dpfreq.plotting import save_figure
+
+            current = "--plot"
+            save_figure(rel.plot(), plot_out)
+            click.echo(f"wrote {plot_out}", err=True)
+    except (OSError, DataError) as exc:
+        target = {"--json": json_out, "--plot": plot_out}[current]
+        raise rescue_release(text, exc, failed=f"{current} {target}") from None
 
 
 @click.command(name="anonymize")
-@click.argument("file", type=click.Path())
-@click.option("--label", default=None,
-              help="Column naming the label (password, word, node...) of each row; its anonymized "
-                   "histogram is the multiset of per-label row counts.")
+@click.argument("file", type=INPUT_FILE)
+@click.option("--item", default=None,
+              help="Column naming the item (password, word, node...) of each row; the "
+                   "anonymized histogram is the multiset of per-item counts.")
+@click.option("--count", "count_column", default=None,
+              help="Column of non-negative integer counts: each row stands for that many "
+                   "occurrences of its item (a pre-aggregated item,count table such as a "
+                   "password frequency list). Without it every row is one occurrence.")
 @click.option("--prevalence-csv", is_flag=True, default=False,
               help="FILE is already a histogram in prevalence form: a CSV with header "
                    "'count,prevalence' (one row per distinct count).")
-@click.option("--epsilon", type=float, required=True, help="Privacy budget ε (pure ε-DP).")
+@click.option("--epsilon", type=float, required=True,
+              help="Privacy budget epsilon (pure DP), between 1e-6 and 1000.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="PrivHist with the paper's split, tuned PrivHist, Hay et al. sorted counts, "
-                   "or auto (chosen from ε and public parameters only).")
+                   "or auto (chosen from epsilon only).")
 @click.option("--split", "split_text", default=None, metavar="E1,E2[,E3]",
-              help="Budget split in absolute ε units (ε1 for N, ε2 for the counts, ε3 for the "
-                   "high-privacy branch); sum <= --epsilon. Not with --method auto.")
-@click.option("--domain-size", type=int, default=None,
-              help="Public number of possible labels k: adds the distance to uniformity.")
+              help="Budget split in absolute epsilon units (E1 for the total, E2 for the counts, "
+                   "E3 for the high-privacy branch); sum <= --epsilon. Not with --method auto.")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the error statements.")
+@click.option("--domain-size", type=POSITIVE, default=None,
+              help="Public number of possible items k: adds the distance to uniformity; refused "
+                   "if the data holds more distinct items.")
 @click.option("--extrapolation-ratio", type=float, default=2.0, show_default=True,
               help="t of the unseen-species / support-coverage estimates.")
-@click.option("--top", type=int, default=10, show_default=True,
+@click.option("--top", type=POSITIVE, default=10, show_default=True,
               help="Show this many largest and smallest distinct released counts.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
-              default=None, help="Write release + property estimates as JSON ('-' = stdout).")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None,
-              help="Write a rank-frequency (log-log) PNG of the release to this file.")
+@output_options
 @engine_option
 @seed_option
-def command(file: str, label: str | None, prevalence_csv: bool, epsilon: float, method: str,
-            split_text: str | None, domain_size: int | None, extrapolation_ratio: float,
-            top: int, json_out: str | None, plot_out: str | None, engine: Any,
-            seed: int | None) -> None:
-    """Release the anonymized histogram (frequency list) of FILE with ε-DP, and its properties.
+@ledger_option
+def command(file: str, item: str | None, count_column: str | None, prevalence_csv: bool,
+            epsilon: float, method: str, split_text: str | None, confidence: float,
+            domain_size: int | None, extrapolation_ratio: float, top: int,
+            json_out: str | None, plot_out: str | None, engine: Any, seed: int | None,
+            accountant: Any) -> None:
+    """Release the anonymized histogram (frequency list) of FILE with epsilon-DP, and its
+    properties.
 
-    Neighbouring datasets differ in one row (one label's count moves by ±1). The output is
-    the released histogram (counts × number of labels), N (a DP estimate of the number of rows)
-    and plug-in estimates of entropy, support size, unseen species, ... computed from the
+    Unit of privacy: one occurrence of one item (neighbouring datasets differ in one row, or by
+    one in one row's --count). The output is the released histogram (counts x number of items),
+    N (a DP estimate of the total) with an exact interval for the true total, a sorted-l1 error
+    bound, and plug-in estimates of entropy, support size, unseen species, ... computed from the
     release only (no further budget).
     """
     from dpfreq.anonymized import release_anonymized_histogram
     from dpfreq.anonymized.properties import estimate_properties
 
     if prevalence_csv:
-        if label is not None:
-            raise click.UsageError("--label does not apply to --prevalence-csv input.")
-        if engine is not None:
-            raise click.UsageError("--engine does not apply to --prevalence-csv input.")
-    elif label is None:
-        raise click.UsageError("give --label COL (or --prevalence-csv for a count,prevalence "
+        for given, flag in ((item, "--item"), (count_column, "--count"), (engine, "--engine")):
+            if given is not None:
+                raise click.UsageError(f"{flag} does not apply to --prevalence-csv input.")
+    elif item is None:
+        raise click.UsageError("give --item COLUMN (or --prevalence-csv for a count,prevalence "
                                "file).")
-    if top < 1:
-        raise click.BadParameter(f"must be >= 1; got {top}", param_hint="--top")
     split = parse_split(split_text)
     warn_if_seeded(seed)
+    common = {"epsilon": epsilon, "method": method, "split": split, "confidence": confidence,
+              "domain_size": domain_size, "rng": seed, "accountant": accountant}
     if prevalence_csv:
-        rel = release_anonymized_histogram(read_prevalence_csv(file), epsilon=epsilon,
-                                           method=method, split=split, rng=seed)
+        rel = release_anonymized_histogram(read_prevalence_csv(file), **common)
     else:
-        rel = release_anonymized_histogram(file, label=label, epsilon=epsilon, method=method,
-                                           split=split, engine=engine, rng=seed)
+        rel = release_anonymized_histogram(file, item=item, count=count_column, engine=engine,
+                                           **common)
     props = estimate_properties(rel, domain_size=domain_size,
                                 extrapolation_ratio=extrapolation_ratio)
-    if json_out != "-":
-        err = rel.error
-        conf = f" (confidence {err.confidence:g})" if err.confidence is not None else ""
-        split = getattr(rel, "split", None)
-        split_text = (", ".join(f"{float(s):.4g}" for s in split)
-                      if isinstance(split, list | tuple) else str(split))
-        released = int(np.asarray(rel.prevalences, dtype=np.int64).sum())
-        click.echo(f"# dpfreq anonymize: epsilon={epsilon:g} (pure DP), method={rel.method}, "
-                   f"regime={getattr(rel, 'regime', '?')}, split=({split_text})")
-        click.echo(f"# N = {int(rel.n_estimate)} (DP estimate of the number of rows); "
-                   f"{released} labels released")
-        click.echo(f"# error ({err.kind}): {float(np.max(err.value)):.6g}{conf}: "
-                   f"{err.description}")
-        click.echo("# released frequency list, largest counts first:")
-        for line in _frequency_list(rel, top):
-            click.echo(line)
-        click.echo(f"# property estimates (post-processing of the release, no extra budget; "
-                   f"± = L x the release's sorted-l1 error {err.kind}):")
-        for line in _property_lines(props):
-            click.echo(line)
-    if json_out is not None:
-        _write_json(rel, props, json_out)
-    if plot_out is not None:
-        from dpfreq.plotting import save_figure
-
-        save_figure(rel.plot(), plot_out)
-        click.echo(f"wrote {plot_out}", err=True)
+    for line in _header(rel, epsilon):
+        click.echo(line)
+    click.echo("# released frequency list, largest counts first:")
+    for line in _frequency_list(rel, top):
+        click.echo(line)
+    click.echo("# property estimates (post-processing of the release, no extra budget; "
+               "± = L x the release's sorted-l1 bound; [clamped] = moved into the quantity's "
+               "range):")
+    for line in _property_lines(props):
+        click.echo(line)
+    _write_json(rel, props, json_out, plot_out)
