@@ -302,7 +302,8 @@ def test_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
 
     log = _log(tmp_path)
     kw: dict[str, Any] = {"item": "u", "time": "t", "horizon": 4, "epsilon": 1.0,
-                          "k_values": [1, 2], "windows": ["cumulative", 2], "rng": 11}
+                          "unit": "event", "k_values": [1, 2], "windows": ["cumulative", 2],
+                          "rng": 11}
     got = release_window_counts(str(log), engine=spark, **kw)
     arr = np.loadtxt(log, delimiter=",", skiprows=1, dtype=np.int64)
     ref = release_window_counts({"u": arr[:, 0], "t": arr[:, 1]}, **kw)
@@ -315,8 +316,9 @@ def test_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
 
 @pytest.mark.spark
 @pytest.mark.parametrize("command", [
-    ["profile", "--item", "u", "--domain-size", "10", "--max-count", "3", "--epsilon", "1"],
-    ["anonymize", "--label", "u", "--epsilon", "1"],
+    ["profile", "--item", "u", "--domain-size", "10", "--max-count", "3", "--epsilon", "1",
+     "--unit", "event"],
+    ["anonymize", "--item", "u", "--epsilon", "1"],
 ], ids=["profile", "anonymize"])
 def test_cli_releases_spark_equal_duckdb(command: list[str], tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str], spark: Any) -> None:
@@ -342,7 +344,7 @@ def test_cli_engine_memory_reads_files(command: str, tmp_path: Path,
     reads files itself instead of refusing them."""
     log = str(_log(tmp_path))
     args = ([command, log, *_REACH] if command == "reach" else
-            [command, log, "--label", "u", "--epsilon", "1", "--seed", "3", "--json", "-"])
+            [command, log, "--item", "u", "--epsilon", "1", "--seed", "3", "--json", "-"])
     outs = {}
     for engine in ("memory", "duckdb"):
         code, out, err = _run([*args, "--engine", engine], capsys)
