@@ -23,11 +23,11 @@ from dpfreq.longitudinal import (
     LongitudinalAggregator,
     LongitudinalClient,
     distance_law,
-    erlingsson_c_gap,
     make_params,
     simulate_longitudinal,
-    synthetic_changes,
 )
+from dpfreq.longitudinal.laws import erlingsson_c_gap
+from dpfreq.longitudinal.simulate import synthetic_changes
 from dpfreq.noise import randomized_response
 
 MODES = ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]

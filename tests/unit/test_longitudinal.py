@@ -10,20 +10,21 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.longitudinal import (
-    distance_law,
+from dpfreq.longitudinal import distance_law, laws, simulate_longitudinal
+from dpfreq.longitudinal.dyadic import (
     estimate_from_sums,
-    futurerand_law,
-    laws,
+    offsets,
     partial_sums,
     prefix_decomposition,
+)
+from dpfreq.longitudinal.laws import (
+    _futurerand_ideal,
+    _log_binom,
+    futurerand_law,
     rr_law,
-    simulate_longitudinal,
-    synthetic_changes,
     threshold_law,
 )
-from dpfreq.longitudinal.laws import _futurerand_ideal, _log_binom
-from dpfreq.longitudinal.simulate import offsets
+from dpfreq.longitudinal.simulate import synthetic_changes
 
 MODES = ("rr", "futurerand", "calibrated", "threshold", "auto")
 
@@ -240,7 +241,7 @@ def test_sparse_change_times_match_dense_partial_sums() -> None:
 def test_matrix_with_too_many_changes_is_frozen() -> None:
     """Pitfall 4: rows with > k changes are frozen after their k-th change (as the client does);
     ``truth`` stays the real data."""
-    from dpfreq.longitudinal import freeze_after_k_changes
+    from dpfreq.longitudinal.simulate import freeze_after_k_changes
 
     x = np.tile(np.array([0, 1] * 8), (50, 1))  # 15 changes, k = 2
     frozen = freeze_after_k_changes(x, 2)

@@ -96,7 +96,16 @@ class OccurrenceTimes:
 class ReportSums:
     """Validated longitudinal reports: per-(order, interval) number of 1 bits (``sums``) and of
     reports (``counts``), sorted by (order, interval), and the number of distinct devices per
-    order (``devices_per_order``, one entry per order)."""
+    order (``devices_per_order``, one entry per order).
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> reports = {"device": ["a", "b"], "order": [0, 0], "interval": [1, 1], "bit": [1, 0]}
+    >>> rs = get_engine("memory").report_sums(reports, param_id=None, interval_counts=(2, 1))
+    >>> rs.sums.tolist(), rs.counts.tolist(), rs.devices_per_order.tolist()
+    ([1], [2], [2, 0])
+    """
 
     order: NDArray[np.int64]
     interval: NDArray[np.int64]

@@ -35,8 +35,8 @@ __all__ = [
     "ID_COLUMNS",
     "INT_TEXT",
     "REQUIRED_COLUMNS",
-    "VALUE_COLUMNS",
     "TWO_63",
+    "VALUE_COLUMNS",
     "check_columns",
     "check_report_args",
     "finish_reports",
@@ -139,14 +139,12 @@ def _as_int64(arr: NDArray[Any], column: str) -> tuple[NDArray[np.int64], NDArra
     for i, v in enumerate(values):
         if null[i]:
             continue
-        if isinstance(v, bool | int | np.integer) and -(2**63) <= int(v) < 2**63:
-            out[i] = int(v)
-        elif isinstance(v, float) and abs(v) < TWO_63 and v == int(v):
-            out[i] = int(v)
-        elif isinstance(v, str) and _INT_TEXT.fullmatch(v):
-            out[i] = int(v)
-        else:
+        exact = ((isinstance(v, bool | int | np.integer) and -(2**63) <= int(v) < 2**63)
+                 or (isinstance(v, float) and abs(v) < TWO_63 and v == int(v))
+                 or (isinstance(v, str) and _INT_TEXT.fullmatch(v) is not None))
+        if not exact:
             raise_row_rules({column: 1}, 0, 0, (0, 0, 0), 1)
+        out[i] = int(v)
     return out, null
 
 

@@ -9,6 +9,7 @@ reach this process.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -89,10 +90,8 @@ def duckdb_report_sums(engine: Any, source: Any, *, param_id: str | None,
         return _checked_sums(rel, table, param_id, interval_counts,
                              has_pid="param_id" in columns)
     finally:
-        try:
+        with contextlib.suppress(duckdb.Error):  # the connection may be closed meanwhile
             rel.query("dpfreq_src", f"DROP TABLE IF EXISTS {table}")
-        except duckdb.Error:  # pragma: no cover - the connection was closed meanwhile
-            pass
 
 
 def _checked_sums(rel: Any, table: str, param_id: str | None, sizes: tuple[int, ...],

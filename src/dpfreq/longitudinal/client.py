@@ -81,6 +81,14 @@ class ProtocolParams:
         ``"1h"``, ``"1w"``); results then carry dates.
     version : int
         Protocol version.
+
+    Examples
+    --------
+    >>> p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    >>> ProtocolParams.from_json(p.to_json()) == p
+    True
+    >>> p.orders, p.changes_at_order(3)
+    (4, 2)
     """
 
     horizon: int
@@ -242,6 +250,14 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: s
     -----
     No parameter is derived from data. The randomizer's exact ``c_gap`` and privacy certificate
     are computed here, on the law the devices sample.
+
+    Examples
+    --------
+    >>> p = make_params(horizon=30, max_changes=4, epsilon=1.0, randomizer="auto")
+    >>> p.padded_horizon, p.orders, p.randomizer
+    (32, 6, 'threshold')
+    >>> p.certificate <= p.epsilon
+    True
     """
     func = "make_params"
     d0 = _validate.check_int(horizon, "horizon", func, minimum=1)
@@ -313,6 +329,18 @@ class LongitudinalClient:
     Unit: the device's whole sequence ``X[1..d]``; neighbouring: any two sequences with at most
     ``k`` changes each (device level). The transcript (order and every report) is ε-local-DP,
     with ε = ``params.epsilon`` and the exact certificate ``params.certificate ≤ ε``.
+
+    Examples
+    --------
+    >>> p = make_params(horizon=4, max_changes=2, epsilon=1.0, randomizer="rr")
+    >>> c = LongitudinalClient(p, rng=7)
+    >>> reports = [r for x in (0, 1, 1, 0) if (r := c.step(x)) is not None]
+    >>> len(reports) == 4 >> c.order
+    True
+    >>> sorted(reports[0])
+    ['bit', 'interval', 'order', 'param_id']
+    >>> LongitudinalClient.from_json(c.to_json()).v == c.v
+    True
     """
 
     def __init__(self, params: ProtocolParams, *, rng: RNGLike = None) -> None:

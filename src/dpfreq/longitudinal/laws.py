@@ -135,6 +135,16 @@ class DistanceLaw:
         Construction constants (ε', LB, UB, c, threshold ...).
     weights : tuple of int
         Integer weight ``w(ℓ)`` of one vector at distance ℓ in the sampled law.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> law = distance_law("futurerand", 4, 1.0)
+    >>> v = law.sample(3, rng=np.random.default_rng(0))
+    >>> v.shape, set(np.unique(v).tolist()) <= {-1, 1}
+    ((3, 4), True)
+    >>> law.certificate_ratio <= exp_lower_bound(1.0)
+    True
     """
 
     name: str
@@ -413,6 +423,14 @@ def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
 
     Laws depend only on ``(mode, k, ε)`` and are immutable; they are cached (the table can ship
     with the parameters instead of being recomputed on every device).
+
+    Examples
+    --------
+    >>> law = distance_law("threshold", 8, 1.0)
+    >>> sum(law.sampled_pmf)
+    Fraction(1, 1)
+    >>> law.certificate <= 1.0, min(law.sampled_pmf) > 0
+    (True, True)
     """
     mode = _validate.check_choice(mode, "mode", "distance_law", DISTANCE_MODES)
     k, epsilon = _check(k, epsilon, "distance_law")

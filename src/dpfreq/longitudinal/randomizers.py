@@ -82,6 +82,14 @@ class Randomizer:
     neighbouring: any two such vectors with at most ``k`` non-zeros each. Every output vector has
     probability within a factor ``e^{certificate} ≤ e^ε`` across all of them, so the whole output
     sequence is ε-DP.
+
+    Examples
+    --------
+    >>> r = make_randomizer("threshold", length=4, max_changes=2, epsilon=1.0, rng=3)
+    >>> [r.step(j, x) in (-1, 1) for j, x in enumerate((1, 0, -1, 0), start=1)]
+    [True, True, True, True]
+    >>> r.certificate <= 1.0
+    True
     """
 
     name: str = "randomizer"
@@ -280,6 +288,13 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
     ``name`` is one of ``"rr"``, ``"erlingsson"``, ``"futurerand"`` (paper constants),
     ``"calibrated"``, ``"threshold"`` or ``"auto"`` (the largest exact ``c_gap`` among rr,
     futurerand, calibrated and threshold; the resolved name is ``.name``).
+
+    Examples
+    --------
+    >>> make_randomizer("auto", length=8, max_changes=3, epsilon=1.0, rng=0).name
+    'threshold'
+    >>> make_randomizer("erlingsson", length=8, max_changes=3, epsilon=1.0, rng=0).certificate
+    1.0
     """
     name = _validate.check_choice(name, "name", "make_randomizer", MODES)
     if name == "auto":

@@ -76,6 +76,18 @@ class LongitudinalEstimate(Release):
     ``k`` changes each (device level). Every device's transcript is ε-local-DP with ε =
     ``epsilon`` (the randomizer's exact certificate is in ``mechanism_params``); the estimate is
     post-processing and spends no further budget.
+
+    Examples
+    --------
+    >>> from dpfreq.longitudinal import simulate_longitudinal
+    >>> rel = simulate_longitudinal(devices=1000, horizon=7, max_changes=2, epsilon=2.0,
+    ...                             randomizer="auto", start="2026-01-05", period="1d", rng=1)
+    >>> list(rel.table())
+    ['period', 'date', 'estimate', 'lower', 'upper', 'band_lower', 'band_upper', 'sd', 'truth']
+    >>> str(rel.dates[-1])
+    '2026-01-11'
+    >>> bool(((rel.error.lower <= rel.value) & (rel.value <= rel.error.upper)).all())
+    True
     """
 
     unclamped: NDArray[np.float64]

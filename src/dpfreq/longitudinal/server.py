@@ -95,6 +95,21 @@ class LongitudinalAggregator:
     -------
     Every report is part of an ε-local-DP transcript (device level: a device's whole sequence
     with at most k changes); the server's estimates are post-processing and spend no budget.
+
+    Examples
+    --------
+    >>> from dpfreq.longitudinal import LongitudinalClient, make_params
+    >>> p = make_params(horizon=4, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> clients = {f"dev{i}": LongitudinalClient(p, rng=i) for i in range(50)}
+    >>> agg = LongitudinalAggregator(p)
+    >>> agg.enrol(list(clients), [c.order for c in clients.values()], param_id=p.param_id)
+    >>> reports = [{**r, "device": d} for d, c in clients.items()
+    ...            for x in (0, 1, 1, 1) if (r := c.step(x)) is not None]
+    >>> agg.ingest_reports(reports) == len(reports)
+    True
+    >>> est = agg.estimate(confidence=0.9)
+    >>> est.value.shape, est.unit, est.devices
+    ((4,), 'device', 50)
     """
 
     def __init__(self, params: ProtocolParams) -> None:
@@ -314,6 +329,16 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any =
     -------
     Post-processing of ε-LDP reports (device level: each device's whole sequence with at most
     k changes); spends no central budget.
+
+    Examples
+    --------
+    >>> from dpfreq.longitudinal import make_params
+    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> reports = {"device": ["a", "a", "b"], "order": [0, 0, 1], "interval": [1, 2, 1],
+    ...            "bit": [1, 0, 1]}
+    >>> rel = aggregate_reports_file(reports, p, engine="memory")
+    >>> rel.devices, rel.horizon
+    (2, 2)
     """
     from dpfreq.engines import get_engine
 
@@ -361,6 +386,16 @@ def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: A
     Privacy
     -------
     Post-processing of ε-LDP reports (device level); spends no central budget.
+
+    Examples
+    --------
+    >>> from dpfreq.longitudinal import make_params
+    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> rel = estimate_from_report_sums(p, order=[0, 0, 1], interval=[1, 2, 1],
+    ...                                 sums=[1, -1, 1], counts=[1, 1, 1],
+    ...                                 devices_per_order=[1, 1])
+    >>> rel.devices, rel.mechanism_params["missing_reports"]
+    (2, 0)
     """
     func = "estimate_from_report_sums"
     if not isinstance(params, ProtocolParams):
