@@ -338,3 +338,21 @@ def test_per_order_sparsity_params_client_server() -> None:
                     per_order_sparsity=True)
     with pytest.raises(ParameterError, match="order_c_gaps"):
         dataclasses.replace(p, order_c_gaps=p.c_gaps[:2])
+
+
+def test_time_axis_in_params_and_results() -> None:
+    """start/period travel in the sealed params; an aware start is kept in UTC; results carry
+    the start of every period."""
+    p = make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr",
+                    start="2026-01-01T06:00:00+02:00", period="6h")
+    assert p.start == "2026-01-01T04:00:00"
+    assert ProtocolParams.from_json(p.to_json()) == p
+    agg = LongitudinalAggregator(p)
+    est = agg.estimate()
+    assert [str(d) for d in est.table()["date"]] == [
+        "2026-01-01T04:00:00", "2026-01-01T10:00:00", "2026-01-01T16:00:00"]
+    with pytest.raises(ParameterError, match="start and period"):
+        make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr", period="1d")
+    with pytest.raises(ParameterError, match="period"):
+        make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr",
+                    start="2026-01-01", period="0d")

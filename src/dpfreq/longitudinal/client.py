@@ -40,18 +40,23 @@ def _padded(horizon: int) -> int:
 
 
 def _check_start(start: Any, func: str) -> str | None:
+    """``start`` as ISO text: a date, or a datetime in UTC without offset (aware datetimes are
+    converted to UTC)."""
     if start is None:
         return None
-    if isinstance(start, _dt.datetime):
-        return start.isoformat()
-    if isinstance(start, _dt.date):
-        return start.isoformat()
+    value: Any = start
     if isinstance(start, str):
         try:
-            return _dt.datetime.fromisoformat(start).isoformat() if "T" in start or " " in start \
-                else _dt.date.fromisoformat(start).isoformat()
+            value = (_dt.datetime.fromisoformat(start) if "T" in start or " " in start
+                     else _dt.date.fromisoformat(start))
         except ValueError:
-            pass
+            value = None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        return value.isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
     raise ParameterError(_validate.message("start", func, "an ISO date or datetime", start))
 
 
