@@ -23,6 +23,8 @@ from scipy.stats import chi2
 from dpfreq.anonymized import privhist as P
 from dpfreq.anonymized import steps as S
 from dpfreq.anonymized import release_anonymized_histogram
+from dpfreq.anonymized.accuracy import run_plan
+from dpfreq.anonymized.auto import plan_for
 from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.noise import discrete_laplace_cdf, discrete_laplace_pmf, epsilon_to_fraction
 from histogram_cases import histograms_up_to, move_up
@@ -152,9 +154,15 @@ def test_released_n_follows_exact_eps1_law() -> None:
     h = {1: 100, 2: 50}
     draws = 8000
     gamma = epsilon_to_fraction(1.0)
-    diffs = np.array([release_anonymized_histogram(h, epsilon=3.0, method="privhist",
-                                                   rng=seed).n_estimate - 200
+    # the mechanism as the entry point runs it (the release's error statement, which reruns it
+    # on the output, is post-processing and left out to keep the test fast)
+    c, p = as_prevalences(h, "test")
+    plan = plan_for("privhist", 3.0)
+    diffs = np.array([run_plan(plan, c, p, epsilon=3.0,
+                               noise=S.ExactNoise(np.random.default_rng(seed))).n_estimate - 200
                       for seed in range(draws)])
+    rel = release_anonymized_histogram(h, epsilon=3.0, method="privhist", rng=0)
+    assert rel.mechanism_params["epsilon_fractions"][0] == gamma
     support = np.arange(-30, 31)
     expected = discrete_laplace_pmf(support, gamma) * draws
     lower_tail = float(discrete_laplace_cdf(np.array([-31]), gamma)[0]) * draws
