@@ -155,7 +155,7 @@ class _NodePRF:
         block = np.zeros((ids.size, 2), dtype="<u8")
         block[:, 0] = ids
         block[:, 1] = tag
-        ct = enc.update(block.tobytes())
+        ct = enc.update(block.data.cast("B"))
         return np.frombuffer(ct, dtype="<u8")[::2].astype(np.uint64)
 
     def stream(self, node: int, tag: int, role: str) -> np.random.Generator:
