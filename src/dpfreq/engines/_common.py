@@ -19,7 +19,6 @@ from dpfreq.engines.base import (
     ItemReduction,
     OccurrenceTimes,
     Prevalences,
-    ReportSums,
     TimeBuckets,
 )
 from dpfreq.errors import DataError, ParameterError
@@ -39,7 +38,6 @@ __all__ = [
     "debug_enabled",
     "finish_item_counts",
     "finish_occurrence_times",
-    "finish_report_sums",
     "missing_column",
     "nested_error",
     "null_error",
@@ -120,17 +118,6 @@ def finish_occurrence_times(
         idx, t = idx[keep], t[keep]
     return OccurrenceTimes(item_index=idx, times=t, n_items=int(n_items),
                            n_events=int(n_events), time_kind=time_kind)
-
-
-def finish_report_sums(order: NDArray[Any], interval: NDArray[Any], sums: NDArray[Any],
-                       counts: NDArray[Any]) -> ReportSums:
-    """Sort grouped report sums by (order, interval)."""
-    h = np.asarray(order, dtype=np.int64)
-    j = np.asarray(interval, dtype=np.int64)
-    perm = np.lexsort((j, h))
-    return ReportSums(order=h[perm], interval=j[perm],
-                      sums=np.asarray(sums, dtype=np.int64)[perm],
-                      counts=np.asarray(counts, dtype=np.int64)[perm])
 
 
 #: Environment variable that turns on debug details in data errors (``DPFREQ_DEBUG=1``).

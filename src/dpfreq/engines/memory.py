@@ -111,10 +111,6 @@ class MemoryEngine:
                             f"got lengths {sorted(lengths)}.")
         return out
 
-    def _column(self, source: Any, column: str, func: str) -> NDArray[Any]:
-        """One column (see :meth:`_table`)."""
-        return self._table(source, [column], func)[column]
-
     @staticmethod
     def _check_no_nulls(arr: NDArray[Any], column: str, func: str) -> None:
         """Refuse nulls, NaN and NaT (and nested values in object columns)."""
