@@ -22,6 +22,7 @@ from dpfreq.engines._common import (
     check_k_max,
     check_max_count,
     data_error,
+    debug_enabled,
     finish_item_counts,
     finish_occurrence_times,
     missing_column,
@@ -107,8 +108,9 @@ class MemoryEngine:
             out[column] = arr
         lengths = {len(np.asarray(v)) for v in source.values()} if len(source) > 1 else set()
         if len(lengths) > 1:
-            raise DataError(f"source of {func} must have columns of equal length; "
-                            f"got lengths {sorted(lengths)}.")
+            detail = f" [debug, {func}: lengths {sorted(lengths)}]" if debug_enabled() else ""
+            raise DataError(f"the source's columns must have equal lengths; got columns of "
+                            f"different lengths{detail}.")
         return out
 
     @staticmethod
