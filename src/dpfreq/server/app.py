@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from . import storage
 from .auth import Principal
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
-from .observe import Metrics
+from .observe import Metrics, ObserveMiddleware
 from .service import Service
 
 __all__ = ["ServerConfig", "create_app"]
@@ -74,11 +73,6 @@ class ServerConfig:
     burst: int = 40
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
-
-
-def _route_name(request: Request) -> str:
-    route = request.scope.get("route")
-    return getattr(route, "path", "unmatched")
 
 
 def create_app(config: ServerConfig) -> FastAPI:
@@ -125,24 +119,13 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _install_handlers(app)
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Any) -> Any:
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        dt = time.perf_counter() - t0
-        route = _route_name(request)
-        metrics.requests.labels(route, str(response.status_code)).inc()
-        metrics.latency.labels(route).observe(dt)
-        log.info("request", extra={"method": request.method, "route": route,
-                                   "status": response.status_code, "ms": round(dt * 1e3, 3)})
-        return response
-
     if config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
+    app.add_middleware(ObserveMiddleware, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
 

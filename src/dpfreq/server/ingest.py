@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import secrets
 import threading
 from collections import defaultdict
 from concurrent.futures import Future
@@ -32,7 +33,7 @@ from sqlalchemy.exc import IntegrityError
 
 from . import storage
 
-__all__ = ["Batch", "Conflict", "Ingestor"]
+__all__ = ["Batch", "Conflict", "Enrolment", "Ingestor"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -57,6 +58,17 @@ class _Rejection:
     study: str
     reason: str
     reports: int
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class Enrolment:
+    """A device to enrol: its future resolves to the new device id."""
+
+    study: str
+    order: int
+    token_hash: str
+    created: str
     future: Future = field(default_factory=Future)
 
 
@@ -96,6 +108,11 @@ class Ingestor:
         self._queue.put(batch)
         return batch.future
 
+    def enrol(self, item: Enrolment) -> Future:
+        """Queue an enrolment (device row, token hash, enrolled count) for the next group."""
+        self._queue.put(item)
+        return item.future
+
     def reject(self, study: str, reason: str, reports: int) -> Future:
         """Count rejected reports of a study by reason (committed with the next group)."""
         item = _Rejection(study, reason, max(1, reports))
@@ -125,23 +142,32 @@ class Ingestor:
     def _commit_group(self, items: list[Any]) -> None:
         batches = [it for it in items if isinstance(it, Batch)]
         rejections = [it for it in items if isinstance(it, _Rejection)]
+        enrolments = [it for it in items if isinstance(it, Enrolment)]
         outcomes: dict[int, Any] = {}
         for attempt in range(3):
             try:
                 with self.engine.begin() as conn:
-                    outcomes = self._write(conn, batches, rejections)
+                    outcomes = _enrol(conn, enrolments)
+                    outcomes.update(self._write(conn, batches, rejections))
                 break
             except IntegrityError:
-                log.warning("ingest: a slot was stored concurrently; deciding the group again")
+                log.warning("ingest: a row was stored concurrently; deciding the group again")
                 if attempt == 2:
-                    outcomes = {id(b): RuntimeError("concurrent writers") for b in batches}
+                    outcomes = {id(b): RuntimeError("concurrent writers")
+                                for b in [*batches, *enrolments]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
-                outcomes = {id(b): exc for b in batches}
+                outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
         stored = 0
         for rj in rejections:
             rj.future.set_result(None)
+        for en in enrolments:
+            out = outcomes[id(en)]
+            if isinstance(out, BaseException):
+                en.future.set_exception(out)
+            else:
+                en.future.set_result(out)
         for b in batches:
             out = outcomes[id(b)]
             if isinstance(out, BaseException):
@@ -204,6 +230,36 @@ class Ingestor:
         if rejected:
             add_rejections(conn, rejected)
         return outcomes
+
+
+def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:
+    """Insert devices with fresh random ids (below 2^53: exact as JSON numbers), their token
+    hashes, and add them to the enrolled counts."""
+    if not enrolments:
+        return {}
+    ids: dict[int, Any] = {}
+    taken: set[int] = set()
+    for en in enrolments:
+        device = secrets.randbits(52) + 1
+        while device in taken:
+            device = secrets.randbits(52) + 1
+        taken.add(device)
+        ids[id(en)] = device
+    conn.execute(storage.devices.insert(), [
+        {"study": en.study, "device": ids[id(en)], "order": en.order, "created": en.created}
+        for en in enrolments])
+    conn.execute(storage.tokens.insert(), [
+        {"hash": en.token_hash, "role": "device", "study": en.study, "device": ids[id(en)],
+         "created": en.created} for en in enrolments])
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for en in enrolments:
+        counts[(en.study, en.order)] += 1
+    e = storage.enrolled
+    conn.execute(
+        e.update().where(e.c.study == sa.bindparam("k_study"), e.c.order == sa.bindparam("k_order"))
+        .values(devices=e.c.devices + sa.bindparam("d_devices")),
+        [{"k_study": s, "k_order": o, "d_devices": n} for (s, o), n in sorted(counts.items())])
+    return dict(ids)
 
 
 def add_rejections(conn: Connection, counts: dict[tuple[str, str], int]) -> None:

@@ -59,11 +59,12 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
     root = np.random.SeedSequence(seed)
     gen = np.random.Generator(np.random.PCG64(root.spawn(1)[0]))
     out: list[tuple[int, list[dict[str, Any]]]] = []
+    pid = params.param_id
     if shape == "order0":
         bits = gen.integers(0, 2, size=(devices, horizon))
         for row in bits:
-            out.append((0, [{"order": 0, "interval": t + 1, "bit": int(b),
-                             "param_id": params.param_id} for t, b in enumerate(row)]))
+            out.append((0, [{"order": 0, "interval": t + 1, "bit": int(b), "param_id": pid}
+                            for t, b in enumerate(row)]))
         return out
     data = synthetic_changes(devices, horizon, int(params.max_changes), rng=gen)
     for i, child in enumerate(root.spawn(devices)):

@@ -8,7 +8,9 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "Metrics", "configure_logging"]
+__all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging"]
+
+log = logging.getLogger("dpfreq.server")
 
 
 class Metrics:
@@ -38,6 +40,39 @@ class Metrics:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class ObserveMiddleware:
+    """ASGI middleware: count and time every request by route and status, and log it (one
+    JSON line; no headers, bodies or tokens)."""
+
+    def __init__(self, app: Any, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            dt = time.perf_counter() - t0
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.requests.labels(route, str(status)).inc()
+            self.metrics.latency.labels(route).observe(dt)
+            if log.isEnabledFor(logging.INFO):
+                log.info("request", extra={"method": scope.get("method"), "route": route,
+                                           "status": status, "ms": round(dt * 1e3, 3)})
 
 
 class JsonFormatter(logging.Formatter):

@@ -8,7 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DataError
@@ -36,7 +38,7 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
     if token is None:
         raise HTTPException(401, "missing bearer token.", headers={"WWW-Authenticate": "Bearer"})
     service = _service(request)
-    who = await run_in_threadpool(service.principal, token)
+    who = service.cached_principal(token) or await run_in_threadpool(service.principal, token)
     if who is None:
         raise HTTPException(401, "unknown bearer token.", headers={"WWW-Authenticate": "Bearer"})
     if who.role not in roles:
@@ -120,7 +122,14 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
         raise HTTPException(400, "protocol_version does not match the study's parameters.")
     if body.order >= record.protocol.orders:
         raise HTTPException(400, f"order must be in 0..{record.protocol.orders - 1}.")
-    device, token = await run_in_threadpool(_service(request).enrol, record, body.order)
+    service = _service(request)
+    item, token = service.enrolment(record, body.order)
+    try:
+        device = await asyncio.wrap_future(request.app.state.ingestor.enrol(item))
+    except Exception as exc:
+        raise HTTPException(503, "storage failed; the device was not enrolled, retry later.") \
+            from exc
+    service.enrolled_device(record.study, device, body.order, token)
     request.app.state.metrics.enrolled.inc()
     return Enrolment(device=device, token=token, order=body.order)
 
@@ -136,17 +145,18 @@ def _check_reports(record: StudyRecord, who: Principal, order: int,
     """Validate every report against the study and the enrolment; the distinct slots."""
     p = record.protocol
     current = p.current_period(utc_now())
+    limit = p.padded >> order
+    device, param_id = who.device, record.param_id
     slots: dict[int, int] = {}
     for rep in batch.reports:
-        if rep.device != who.device:
+        if rep.device != device:
             raise _Refusal("wrong_device", 403, "a device may post only its own reports.")
-        if rep.param_id != record.param_id:
+        if rep.param_id != param_id:
             raise _Refusal("param_id", 400, "param_id does not match the study's parameters.")
         if rep.order != order:
             raise _Refusal("order", 400, "report order differs from the device's enrolled order.")
-        if rep.interval > p.padded >> order:
-            raise _Refusal("interval", 400,
-                           f"interval out of range 1..{p.padded >> order} for this order.")
+        if rep.interval > limit:
+            raise _Refusal("interval", 400, f"interval out of range 1..{limit} for this order.")
         if rep.interval << order > current:
             raise _Refusal("future", 400, "report for a period that has not started yet.")
         if slots.setdefault(rep.interval, rep.bit) != rep.bit:
@@ -154,9 +164,17 @@ def _check_reports(record: StudyRecord, who: Principal, order: int,
     return sorted(slots.items())
 
 
-@router.post("/v1/studies/{study}/reports", tags=["devices"])
-async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
-    """Store a batch of the device's own reports, all or nothing.
+# The batch body is parsed by the handler, after the token is checked, straight from the bytes
+# (pydantic-core's JSON parser, no intermediate Python objects); the OpenAPI document still
+# describes it as ReportBatch.
+_BATCH_DOC = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": ReportBatch.model_json_schema()}}}}
+
+
+@router.post("/v1/studies/{study}/reports", tags=["devices"], response_model=Stored,
+             openapi_extra=_BATCH_DOC)
+async def upload(request: Request, study: str) -> Response:
+    """Store a batch of the device's own reports (a ``ReportBatch``), all or nothing.
 
     Every report must carry the device's id, the study's ``param_id`` and the enrolled order,
     an interval in range and already due. A batch whose slots are all new or stored with the
@@ -167,6 +185,11 @@ async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
     record = await _study(request, study)
     if who.device is None:
         raise HTTPException(403, "this token names no device.")
+    try:
+        body = ReportBatch.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors(include_url=False, include_input=False)) \
+            from None
     wait = request.app.state.limiter.allow((study, who.device))
     if wait > 0:
         await count_rejection(request, study, "rate_limited", len(body.reports))
@@ -192,7 +215,7 @@ async def upload(request: Request, study: str, body: ReportBatch) -> Stored:
     except Exception as exc:
         raise HTTPException(503, "storage failed; nothing of the batch was acknowledged, "
                                  "retry later.") from exc
-    return Stored(stored=len(body.reports))
+    return JSONResponse({"stored": len(body.reports)})
 
 
 async def _readable_study(request: Request, study: str) -> StudyRecord:

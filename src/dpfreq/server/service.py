@@ -16,6 +16,7 @@ from dpfreq.errors import DataError
 
 from . import storage
 from .auth import Principal, hash_token, new_token
+from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
 
 __all__ = ["REJECTION_REASONS", "Service", "StudyRecord"]
@@ -70,6 +71,10 @@ class Service:
             if conn.execute(sa.select(t.c.hash).where(t.c.hash == h)).first() is None:
                 conn.execute(t.insert().values(hash=h, role=principal.role, study=principal.study,
                                                device=principal.device, created=_now()))
+
+    def cached_principal(self, token: str) -> Principal | None:
+        """The owner of a token if this process has seen it, without touching the database."""
+        return self._tokens.get(hash_token(token))
 
     def principal(self, token: str) -> Principal | None:
         """The owner of a token, or None."""
@@ -144,31 +149,16 @@ class Service:
             return [r[0] for r in conn.execute(sa.select(s.c.study).order_by(s.c.study))]
 
     # -- devices ----------------------------------------------------------------------------
-    def enrol(self, record: StudyRecord, order: int) -> tuple[int, str]:
-        """Enrol a new device of ``order``: a fresh random id and device token."""
-        import secrets
-
+    def enrolment(self, record: StudyRecord, order: int) -> tuple[Enrolment, str]:
+        """A new device's enrolment (for the writer's next group commit) and its token."""
         token = new_token()
-        e = storage.enrolled
-        for _ in range(8):
-            device = secrets.randbits(52) + 1  # exact in JSON numbers (below 2^53)
-            try:
-                with self.engine.begin() as conn:
-                    conn.execute(storage.devices.insert().values(
-                        study=record.study, device=device, order=order, created=_now()))
-                    conn.execute(storage.tokens.insert().values(
-                        hash=hash_token(token), role="device", study=record.study,
-                        device=device, created=_now()))
-                    conn.execute(e.update().where(e.c.study == record.study, e.c.order == order)
-                                 .values(devices=e.c.devices + 1))
-                break
-            except IntegrityError:  # id collision: draw again
-                continue
-        else:  # pragma: no cover - 8 collisions among 2^52 ids
-            raise DataError("could not allocate a device id; try again.")
+        return Enrolment(record.study, order, hash_token(token), _now()), token
+
+    def enrolled_device(self, study: str, device: int, order: int, token: str) -> None:
+        """Remember a device the writer enrolled (its order and token)."""
         with self._lock:
-            self._orders[(record.study, device)] = order
-        return device, token
+            self._orders[(study, device)] = order
+            self._tokens[hash_token(token)] = Principal("device", study, device)
 
     def cached_order(self, study: str, device: int) -> int | None:
         """A device's order if this process has seen it, without touching the database."""

@@ -1,0 +1,173 @@
+"""Benchmark of the collection service (``dpfreq serve``) over loopback.
+
+Usage: python benchmarks/bench_server.py [--quick] [--devices N] [--concurrency C] [--batch B]
+       [--backends sqlite,postgresql]
+  default: 10^4 simulated devices × 64 periods; --quick: 10^3 devices.
+
+For each storage backend it starts ``dpfreq serve`` as a subprocess (SQLite in a temporary file;
+PostgreSQL in a throwaway cluster from the installed binaries), creates a study and runs the
+load generator (:mod:`dpfreq.server.loadgen`, ``C`` devices uploading at once, at most ``B``
+reports per request) in two shapes:
+
+* ``clients``: real :class:`~dpfreq.longitudinal.LongitudinalClient` devices (each draws its
+  order, so it has ``64/2^order`` reports; a device's whole queue goes in one request);
+* ``order0``: every device of order 0 with 64 fair-coin reports, so every request carries
+  ``B`` = 64 reports (the target's batch size).
+
+It prints acknowledged reports per second (enrolment included in the wall time) and the p50/p99
+latency of report uploads, beside the named baseline measured in the same run: the in-process
+``LongitudinalAggregator.ingest`` rate on the same reports, batch by batch as the server gets
+them. Targets: >= 20,000 reports/s with batches >= 64, p99 < 200 ms at 50 concurrent devices.
+The load generator runs on the same machine (and cores) as the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import numpy as np
+
+from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
+from dpfreq.server.auth import new_token
+from dpfreq.server.loadgen import device_reports, run_devices
+from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
+
+HORIZON = 64
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
+    """``dpfreq serve`` on ``db`` at a free loopback port; yields its URL and pid."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
+         "sys.exit(main(sys.argv[1:]))", "serve", "--db", db, "--port", str(port),
+         "--rate", "0", "--log-level", "warning"],
+        env={**os.environ, "DPFREQ_ADMIN_TOKEN": admin})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("dpfreq serve did not start") from None
+                time.sleep(0.05)
+        yield url, proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+def create_study(url: str, admin: str, study: str) -> ProtocolParams:
+    r = httpx.post(url + "/v1/studies", headers={"Authorization": f"Bearer {admin}"}, json={
+        "study": study, "horizon": HORIZON, "max_changes": 4, "epsilon": 1.0,
+        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1})
+    r.raise_for_status()
+    return ProtocolParams.from_json(r.json()["params"])
+
+
+def ingest_rate(params: ProtocolParams, work: list[tuple[int, list[dict[str, Any]]]],
+                batch: int) -> float:
+    """In-process aggregator: enrol every device, ingest each device's reports in batches."""
+    agg = LongitudinalAggregator(params)
+    devices = np.arange(len(work), dtype=np.int64)
+    orders = np.array([o for o, _ in work], dtype=np.int64)
+    cols = []
+    for dev, (order, reps) in enumerate(work):
+        for i in range(0, len(reps), batch):
+            chunk = reps[i:i + batch]
+            cols.append((np.full(len(chunk), dev), np.full(len(chunk), order),
+                         np.array([r["interval"] for r in chunk]),
+                         np.array([r["bit"] for r in chunk])))
+    t0 = time.perf_counter()
+    agg.enrol(devices, orders)
+    n = 0
+    for d, o, j, b in cols:
+        n += agg.ingest(d, o, j, b, param_id=params.param_id)
+    return n / (time.perf_counter() - t0)
+
+
+def run(args: argparse.Namespace) -> None:
+    admin = new_token()
+    backends = args.backends.split(",")
+    print(f"devices={args.devices} horizon={HORIZON} concurrency={args.concurrency} "
+          f"batch<={args.batch}")
+    header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'seconds':>9}"
+              f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}"
+              f"{'per cpu-s':>11}{'aggregator/s':>14}{'ratio':>8}")
+    print(header)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        for backend in backends:
+            if backend == "sqlite":
+                db = os.path.join(tmp, "bench.db")
+            elif find_pg_bin() is None:
+                print(f"{backend:<11}skipped: PostgreSQL binaries not installed")
+                continue
+            else:
+                pg = stack.enter_context(TemporaryPostgres())
+                db = pg.create_database("bench")
+            with served(db, admin) as (url, pid):
+                for shape in ("clients", "order0"):
+                    study = f"bench-{shape}"
+                    params = create_study(url, admin, study)
+                    work = device_reports(params, args.devices, HORIZON, shape=shape,
+                                          seed=args.seed)
+                    batch = args.batch if shape == "order0" else HORIZON
+                    cpu0 = cpu_seconds(pid)
+                    res = asyncio.run(run_devices(url, study, devices=args.devices,
+                                                  concurrency=args.concurrency, batch=batch,
+                                                  prepared=work))
+                    cpu = cpu_seconds(pid) - cpu0
+                    base = ingest_rate(params, work, batch)
+                    assert res.acked_reports == res.reports, "unacknowledged reports"
+                    print(f"{backend:<11}{shape:<9}{res.acked_reports:>9}{res.requests:>9}"
+                          f"{res.seconds:>9.2f}{res.rate():>11.0f}{res.latency_ms(0.5):>8.1f}"
+                          f"{res.latency_ms(0.99):>8.1f}{cpu:>10.2f}"
+                          f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
+                          f"{res.rate() / base:>8.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10^3 devices instead of 10^4")
+    ap.add_argument("--devices", type=int, default=None)
+    ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--backends", default="sqlite,postgresql")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.devices is None:
+        args.devices = 1000 if args.quick else 10_000
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
