@@ -11,6 +11,7 @@ statement from public parameters before any data is touched.
 
 from dpfreq.anonymized.distance import sorted_l1_distance, sorted_l2_squared_distance
 from dpfreq.anonymized.hay import HAY_MAX_LENGTH
+from dpfreq.anonymized.plan import AnonymizedPlan, plan_anonymized
 from dpfreq.anonymized.api import METHODS, release_anonymized_histogram
 from dpfreq.anonymized.properties import (
     PROPERTY_NAMES,
@@ -32,6 +33,7 @@ __all__ = [
     "METHODS",
     "PROPERTY_NAMES",
     "AnonymizedHistogramRelease",
+    "AnonymizedPlan",
     "PropertyEstimate",
     "estimate_distance_to_uniformity",
     "estimate_entropy",
@@ -42,6 +44,7 @@ __all__ = [
     "estimate_support_size",
     "estimate_unseen_species",
     "lipschitz_constant",
+    "plan_anonymized",
     "release_anonymized_histogram",
     "sorted_l1_distance",
     "sorted_l2_squared_distance",

@@ -30,6 +30,7 @@ from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted, tot
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -104,24 +105,29 @@ def read_source(source: Any, item: str | None, count: str | None,
 def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Plan) -> None:
     """Refuse (before any budget is spent) what cannot be computed exactly or in memory.
 
-    The messages state the rule, never the data's total.
+    The sizes are those at the largest private total ``N`` the noise gives with probability
+    ``1 − 10^-9``. The messages state the rule (and a memory need rounded up to a power of two
+    GiB), never the data's total.
     """
     n = total_of(counts, prevalences)
-    if plan.method == "hay" and n > hay_module.HAY_MAX_LENGTH:
-        raise ParameterError(message(
-            "method", _FUNC, f"not 'hay' for a histogram whose total count exceeds "
-            f"{hay_module.HAY_MAX_LENGTH} (O(n) memory; use 'privhist' or 'auto', which run in O(sqrt n))",
-            plan.method))
     if n > MAX_TOTAL:
         raise DataError(message("source", _FUNC, "a histogram whose total count is at most 2**52 "
                                 "(larger totals cannot be computed exactly)",
                                 "a larger total"))
-    if working_bytes(n, epsilon, plan) > MAX_WORKING_BYTES:
-        gib = MAX_WORKING_BYTES / 2**30
+    n_high = n + discrete_laplace_tail_bound(1e-9, epsilon_fractions(plan.split)[0])
+    if plan.method == "hay" and n_high > hay_module.HAY_MAX_LENGTH:
         raise ParameterError(message(
-            "epsilon", _FUNC, f"large enough that {plan.method} fits in its working-memory "
-            f"limit of {gib:g} GiB on this source (it needs more: about sqrt(n) plus "
-            "2·ln(n)/ε2 elements); use a larger epsilon or a smaller source", epsilon))
+            "method", _FUNC, f"not 'hay' when the private total may exceed "
+            f"{hay_module.HAY_MAX_LENGTH} (O(N) memory; a large total or a tiny epsilon; use "
+            "'privhist' or 'auto', which run in O(sqrt N))", plan.method))
+    need = working_bytes(n_high, epsilon, plan)
+    if need > MAX_WORKING_BYTES:
+        gib = 2 ** max(math.ceil(math.log2(need / 2**30)), 0)
+        raise ParameterError(message(
+            "epsilon", _FUNC, f"such that {plan.method} fits in its working-memory limit of "
+            f"{MAX_WORKING_BYTES / 2**30:g} GiB; on this source it needs more than "
+            f"{gib // 2:g} GiB (about sqrt(N·min(ε, 1)) + N/T + 4·ln(N)/ε2 elements of 64 "
+            "bytes: a tiny epsilon or a huge total)", epsilon))
 
 
 def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: float,

@@ -1,0 +1,201 @@
+"""Accuracy before release: predict an anonymized histogram's error statement from public values.
+
+:func:`plan_anonymized` uses only ε, the method, the confidence and a range of totals
+``n_range`` the user expects — never the data:
+
+* the half-width of the interval for the total is exact (it depends on ε1 and the confidence);
+* the sorted-ℓ1 bound depends on the histogram's shape, which is private, so it is predicted on
+  a public reference shape — the expected counts of a Zipf(1) sample of size ``n`` on ``n/2``
+  items, a common model of password, word and degree frequencies — with the same simulation as
+  the release's error statement. Above ``10^5`` the reference is simulated at ``n = 10^5`` and
+  scaled by ``sqrt(n / 10^5)``, the rate of Suresh (2019, Theorem 1). It is a prediction for
+  histograms of that shape, not a guarantee for every histogram.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
+from dpfreq.anonymized import auto
+from dpfreq.anonymized.accuracy import run_plan
+from dpfreq.anonymized.distance import l1_between
+from dpfreq.anonymized.steps import I64, SimulationNoise, epsilon_fractions
+from dpfreq.errors import ParameterError
+from dpfreq.noise import discrete_laplace_tail_bound
+from dpfreq.rng import keyed_generator
+
+__all__ = ["AnonymizedPlan", "plan_anonymized", "reference_histogram"]
+
+_FUNC = "plan_anonymized"
+_SIM_TOTAL = 10**5  # largest reference total simulated directly
+_RUNS = 39
+_EPS_LOW, _EPS_HIGH = 1e-3, 1000.0
+
+
+@dataclass(frozen=True)
+class AnonymizedPlan:
+    """What a release at ``epsilon`` should say, predicted from public values only.
+
+    Attributes
+    ----------
+    epsilon, confidence, method : float, float, str
+        The planned release (``method`` as ``auto`` would run it).
+    n_range : tuple of int
+        The totals the user expects (public).
+    total_halfwidth : int
+        Exact: the release's interval for the true total is ``N ± total_halfwidth``.
+    predicted_l1 : tuple of float
+        Predicted sorted-ℓ1 bound at the ends of ``n_range`` (reference shape; see the module).
+    vacuous : bool
+        True when the predicted bound at the top of the range is no better than the trivial
+        ``2n``; ``description`` then names the ε that would make it useful.
+    description : str
+        One paragraph a person can read.
+    """
+
+    epsilon: float
+    confidence: float
+    method: str
+    n_range: tuple[int, int]
+    total_halfwidth: int
+    predicted_l1: tuple[float, float]
+    vacuous: bool
+    description: str
+
+
+def reference_histogram(n: int) -> tuple[I64, I64]:
+    """Prevalence form of the expected counts of a Zipf(1) sample of size ``n`` on ``n/2``
+    items (rounded; items rounded to 0 are left out)."""
+    k = max(n // 2, 1)
+    weights = 1.0 / np.arange(1, k + 1, dtype=np.float64)
+    counts = np.rint(n * weights / weights.sum()).astype(np.int64)
+    counts = counts[counts > 0]
+    if counts.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    values, prev = np.unique(counts, return_counts=True)
+    return values.astype(np.int64), prev.astype(np.int64)
+
+
+def _predicted_l1(n: int, epsilon: float, plan: auto.Plan, confidence: float) -> float:
+    sim_n = min(n, _SIM_TOTAL)
+    counts, prev = reference_histogram(sim_n)
+    noise = SimulationNoise(keyed_generator(b"dpfreq-anonymized-plan", "plan", sim_n,
+                                            repr(float(epsilon)), plan.method))
+    errors = np.sort([l1_between(*_run(plan, counts, prev, epsilon, noise), counts, prev)
+                      for _ in range(_RUNS)])
+    rank = math.ceil(confidence * (_RUNS + 1))
+    value = float(errors[min(rank, _RUNS) - 1])
+    return value * math.sqrt(n / sim_n)
+
+
+def _run(plan: auto.Plan, counts: I64, prev: I64, epsilon: float,
+         noise: SimulationNoise) -> tuple[I64, I64]:
+    out = run_plan(plan, counts, prev, epsilon=epsilon, noise=noise)
+    return out.counts, out.prevalences
+
+
+def _epsilon_for(target: float, n: int, method: str, confidence: float) -> float | None:
+    """Smallest ε on a geometric grid whose predicted bound at ``n`` is at most ``target``."""
+    grid = np.geomspace(_EPS_LOW, _EPS_HIGH, 25)
+    lo, hi = 0, grid.size - 1
+    if _predicted_l1(n, float(grid[hi]), auto.plan_for(method, float(grid[hi])),
+                     confidence) > target:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        eps = float(grid[mid])
+        if _predicted_l1(n, eps, auto.plan_for(method, eps), confidence) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(grid[lo])
+
+
+def _check_range(n_range: Any) -> tuple[int, int]:
+    rule = "a pair (lo, hi) of integers with 1 <= lo <= hi <= 2**52"
+    if isinstance(n_range, str | bytes) or not isinstance(n_range, tuple | list) or len(
+            n_range) != 2:
+        raise ParameterError(message("n_range", _FUNC, rule, n_range))
+    lo = check_int(n_range[0], "n_range", _FUNC, minimum=1, maximum=2**52)
+    hi = check_int(n_range[1], "n_range", _FUNC, minimum=lo, maximum=2**52)
+    return lo, hi
+
+
+def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
+                    target_l1: float | None = None, confidence: float = 0.95,
+                    method: str = "auto") -> AnonymizedPlan:
+    """Predict the error statement of an anonymized-histogram release, or the ε for a target.
+
+    Parameters
+    ----------
+    n_range : (int, int)
+        The smallest and largest total (number of occurrences) the data may have: public.
+    epsilon : float, optional
+        The ε to plan for. Give this or ``target_l1``.
+    target_l1 : float, optional
+        A sorted-ℓ1 bound wanted at the top of ``n_range``: the smallest ε on a grid from
+        0.001 to 1000 whose predicted bound meets it is planned for.
+    confidence : float
+        Confidence of the statements (default 0.95).
+    method : {"auto", "privhist", "privhist-tuned", "hay"}
+        The method the release will use.
+
+    Returns
+    -------
+    AnonymizedPlan
+
+    Raises
+    ------
+    ParameterError
+        Both or neither of ``epsilon`` and ``target_l1``; invalid values; a target no ε up to
+        1000 meets.
+
+    Notes
+    -----
+    Uses no data and spends no budget. The total's half-width is exact; the ℓ1 prediction is
+    for a Zipf(1)-shaped histogram (module docstring) and may be optimistic for histograms with
+    many distinct large counts.
+
+    Examples
+    --------
+    >>> p = plan_anonymized(n_range=(10_000, 100_000), epsilon=1.0)
+    >>> p.total_halfwidth
+    60
+    """
+    lo, hi = _check_range(n_range)
+    confidence = check_confidence(confidence, "confidence", _FUNC)
+    check_choice(method, "method", _FUNC, ("auto", "privhist", "privhist-tuned", "hay"))
+    if (epsilon is None) == (target_l1 is None):
+        raise ParameterError(message("epsilon", _FUNC, "given exactly when target_l1 is not",
+                                     epsilon))
+    if target_l1 is not None:
+        if not isinstance(target_l1, int | float) or not target_l1 > 0 or math.isinf(target_l1):
+            raise ParameterError(message("target_l1", _FUNC, "a finite number > 0", target_l1))
+        found = _epsilon_for(float(target_l1), hi, method, confidence)
+        if found is None:
+            raise ParameterError(message("target_l1", _FUNC, "reachable with epsilon <= 1000 "
+                                         "for the top of n_range", target_l1))
+        epsilon = found
+    epsilon = check_epsilon(epsilon, "epsilon", _FUNC)
+    plan = auto.plan_for(method, epsilon)
+    half = discrete_laplace_tail_bound(1.0 - confidence, epsilon_fractions(plan.split)[0])
+    predicted = (_predicted_l1(lo, epsilon, plan, confidence),
+                 _predicted_l1(hi, epsilon, plan, confidence))
+    vacuous = predicted[1] >= 2 * hi
+    text = (f"At epsilon={epsilon:g} ({plan.method}), the release's interval for the total is "
+            f"N ± {half} (exact, confidence {confidence:g}); its sorted-ℓ1 bound is predicted at "
+            f"about {predicted[0]:.4g} for n = {lo} and {predicted[1]:.4g} for n = {hi} "
+            f"({predicted[1] / hi:.2%} of n), for a Zipf(1)-shaped histogram.")
+    if vacuous:
+        useful = _epsilon_for(hi / 2, hi, method, confidence)
+        text += (" This is no better than the trivial bound 2n: the release would carry little "
+                 "information" + (f"; epsilon of about {useful:.3g} would bring the bound "
+                                  f"under n/2." if useful is not None else "."))
+    return AnonymizedPlan(epsilon=epsilon, confidence=confidence, method=plan.method,
+                          n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
+                          vacuous=vacuous, description=text)
