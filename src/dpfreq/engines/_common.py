@@ -96,6 +96,19 @@ def prevalences_from_counts(counts: NDArray[np.int64], max_count: int | None) ->
     return Prevalences(counts=values.astype(np.int64), prevalences=prev.astype(np.int64))
 
 
+def _sort_pairs(idx: NDArray[np.int64], t: NDArray[np.int64]
+                ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(idx, t) pairs sorted by (idx, t): one int64 sort of the packed key ``idx·span + t``
+    when it fits (several times faster than a lexsort), else a lexsort. Same output."""
+    lo, hi = int(t.min()), int(t.max())
+    span = hi - lo + 1
+    if int(idx.min()) >= 0 and (int(idx.max()) + 1) * span < 1 << 62:
+        key = np.sort(idx * span + (t - lo))
+        return key // span, key % span + lo
+    order = np.lexsort((t, idx))
+    return idx[order], t[order]
+
+
 def finish_occurrence_times(
     item_index: NDArray[Any], times: NDArray[Any], *, n_items: int, n_events: int,
     time_kind: str, k_max: int | None, presorted: bool = False,
@@ -108,8 +121,7 @@ def finish_occurrence_times(
     idx = np.asarray(item_index, dtype=np.int64)
     t = np.asarray(times, dtype=np.int64)
     if not presorted and len(idx):
-        order = np.lexsort((t, idx))
-        idx, t = idx[order], t[order]
+        idx, t = _sort_pairs(idx, t)
     if k_max is not None and len(idx):
         starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
         sizes = np.diff(np.r_[starts, len(idx)])
