@@ -28,7 +28,7 @@ from dpfreq.cli._common import (
 )
 from dpfreq.errors import DataError
 
-__all__ = ["command", "parse_split", "read_prevalence_csv"]
+__all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
 
 METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 
@@ -262,3 +262,36 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     for line in _property_lines(props):
         click.echo(line)
     _write_json(rel, props, json_out, plot_out)
+
+
+@click.command(name="anonymize")
+@click.option("--n-range", "n_range", required=True, metavar="LO,HI",
+              help="Smallest and largest total (number of rows or summed counts) the data may "
+                   "have, e.g. 1e4,1e6 (public: never read from the data).")
+@click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
+@click.option("--target-l1", type=float, default=None, metavar="L1",
+              help="Instead of --epsilon: the sorted-l1 bound wanted at the top of --n-range; "
+                   "prints the epsilon that reaches it.")
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
+              help="As for dpfreq anonymize.")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the statements.")
+def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, method: str,
+                 confidence: float) -> None:
+    """Predicted error statement of `dpfreq anonymize` (public parameters only)."""
+    from dpfreq.anonymized import plan_anonymized
+    from dpfreq.cli._common import parse_int_list
+
+    bounds = parse_int_list(n_range, "--n-range")
+    if len(bounds) != 2:
+        raise click.BadParameter("must be two integers LO,HI", param_hint="--n-range")
+    plan = plan_anonymized(n_range=(bounds[0], bounds[1]), epsilon=epsilon, target_l1=target_l1,
+                           confidence=confidence, method=method)
+    click.echo(f"# plan: anonymized histogram, totals {plan.n_range[0]}..{plan.n_range[1]}, "
+               f"epsilon={plan.epsilon:g}, delta=0, method {plan.method}, unit event")
+    click.echo(f"total:          N ± {plan.total_halfwidth} (exact, confidence "
+               f"{plan.confidence:g})")
+    click.echo(f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
+               "(predicted for a Zipf(1)-shaped histogram)"
+               + (" — VACUOUS" if plan.vacuous else ""))
+    click.echo(plan.description)

@@ -83,3 +83,12 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str | N
     if target_l1 is not None:
         eps = plan.epsilon_for(target=target_l1, measure="l1_bound")
         click.echo(f"ε for an ℓ1 bound ≤ {target_l1:g}: {eps:g}")
+
+
+def _add_anonymize() -> None:
+    from dpfreq.cli.anonymize import plan_command
+
+    command.add_command(plan_command, name="anonymize")
+
+
+_add_anonymize()
