@@ -166,7 +166,7 @@ def test_spec_11_2_full_run(norm: str) -> None:
     np.testing.assert_allclose(round_profile(r, B=2, max_count=2), rounded, atol=5e-7)
     # through the public path: B = 2 given explicitly, α from the ε fraction (≈ 0.25)
     rel = reconstruct_profile_from_counts(np.array([1, 1, 2, 1, 5, 0, 0]), domain_size=10,
-                                          max_count=2, epsilon=LN4, eta=0.5, norm=norm, B=2)
+                                          max_count=2, epsilon=LN4, norm=norm, B=2)
     np.testing.assert_allclose(rel.value, rounded, atol=5e-7)
     np.testing.assert_allclose(rel.noisy_profile, F_TILDE, atol=0)
 
@@ -285,7 +285,7 @@ def test_rounding_properties(rng: np.random.Generator) -> None:
 
 def test_release_fields_and_json(rng: np.random.Generator) -> None:
     h = np.minimum(rng.zipf(1.6, 5000) - 1, 30) + rng.integers(-3, 4, 5000)
-    rel = reconstruct_profile(h, max_count=30, epsilon=1.0, eta=0.1, norm=2)
+    rel = reconstruct_profile(h, max_count=30, epsilon=1.0, confidence=0.8, norm=2)
     assert isinstance(rel, ProfileRelease)
     r = rel.profile()
     assert r is rel.value or np.array_equal(r, rel.value)
@@ -297,23 +297,29 @@ def test_release_fields_and_json(rng: np.random.Generator) -> None:
     p = rel.mechanism_params
     assert p["gamma"] == str(discrete_laplace_gamma(1.0))
     assert p["alpha"] == math.exp(-float(discrete_laplace_gamma(1.0)))
-    assert (p["B"], p["n"], p["d"], p["norm"], p["eta"], p["method"]) == (rel.B, 30, 5000, "2",
-                                                                         0.1, "fft")
-    assert rel.error.kind == "bound"
+    assert (p["B"], p["n"], p["d"], p["norm"], p["confidence"], p["method"]) == (
+        rel.B, 30, 5000, "2", 0.8, "fft")
+    assert rel.unit == "event"
+    assert rel.error.kind == "interval"
     assert rel.error.confidence == pytest.approx(0.8)
-    assert rel.error.value == pytest.approx(min(p["bounds"]["2"], math.sqrt(2)))
-    assert "1 − 2η" in rel.error.description
+    assert np.all(rel.error.lower <= r + 1e-12)
+    assert np.all(r <= rel.error.upper + 1e-12)
+    assert np.all(rel.error.band_lower <= rel.error.lower + 1e-12)
+    assert np.all(rel.error.upper <= rel.error.band_upper + 1e-12)
+    assert rel.l1_bound == pytest.approx(min(p["bounds"]["1"], 2.0))
+    assert rel.l1_confidence == pytest.approx(0.8)
+    assert "Theorem 1.1" in rel.error.description
     assert rel.seeded is False
     assert rel.noisy_profile.shape == (31 + 2 * rel.B,)
     back = json.loads(rel.to_json())
     assert back["type"] == "ProfileRelease"
     assert len(back["value"]) == 31
-    mle = reconstruct_profile(h, max_count=30, epsilon=1.0, eta=0.1, norm=2, method="mle",
+    mle = reconstruct_profile(h, max_count=30, epsilon=1.0, confidence=0.8, norm=2, method="mle",
                               mechanism_params={"source": "test"})
     assert mle.mechanism == "wu-pagh-mle"
     assert mle.mechanism_params["bound_applies_to"] == "fft"
     assert mle.mechanism_params["source"] == "test"
-    assert "paper's method" in mle.error.description
+    assert "EM maximum likelihood" in mle.error.description
     assert mle.value.sum() == pytest.approx(1, abs=1e-12)
 
 
@@ -356,8 +362,8 @@ def test_small_user_b_lowers_confidence() -> None:
     counts = np.zeros(n + 2 * b + 1, dtype=int)
     counts[b] = d
     rel = reconstruct_profile_from_counts(counts, domain_size=d, max_count=n, epsilon=eps, B=b)
-    assert rel.error.confidence < 0.9
-    assert "η_B" in rel.error.description
+    assert rel.l1_confidence is not None
+    assert rel.l1_confidence < 0.9
     # B inferred from the length
     rel2 = reconstruct_profile_from_counts(counts, domain_size=d, max_count=n, epsilon=eps)
     assert b == rel2.B
@@ -390,13 +396,14 @@ GOOD = {"max_count": 3, "epsilon": 1.0}
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"epsilon": 0.0}, "epsilon of reconstruct_profile must be a finite number > 0"),
+    ({"epsilon": 0.0}, r"epsilon of reconstruct_profile must be a number in \[1e-06, 1000\]"),
+    ({"epsilon": 5e-7}, "epsilon of reconstruct_profile"),
     ({"epsilon": -1.0}, "epsilon of reconstruct_profile"),
     ({"epsilon": float("nan")}, "epsilon of reconstruct_profile"),
     ({"epsilon": float("inf")}, "epsilon of reconstruct_profile"),
-    ({"eta": 0.0}, r"eta of reconstruct_profile must be a number in \(0, 1\)"),
-    ({"eta": 1.0}, "eta of reconstruct_profile"),
-    ({"eta": -0.2}, "eta of reconstruct_profile"),
+    ({"confidence": 0.0}, r"confidence of reconstruct_profile must be a number in \(0, 1\)"),
+    ({"confidence": 1.0}, "confidence of reconstruct_profile"),
+    ({"confidence": -0.2}, "confidence of reconstruct_profile"),
     ({"norm": 3}, "norm of reconstruct_profile must be one of 1, 2, 'inf'"),
     ({"norm": "l1"}, "norm of reconstruct_profile"),
     ({"norm": True}, "norm of reconstruct_profile"),
@@ -412,8 +419,8 @@ def test_bad_parameters(kwargs: dict, match: str) -> None:
 
 
 @pytest.mark.parametrize(("data", "match"), [
-    (np.array([0.5, 1.0]), "entry 0.5"),
-    (np.array([1.0, np.nan]), "entry nan"),
+    (np.array([0.5, 1.0]), "non-integral"),
+    (np.array([1.0, np.nan]), "non-integral"),
     (np.array([[1, 2]]), "1-d array"),
     (np.array(["a", "b"]), "dtype"),
     (np.array([], dtype=int), "non-empty"),

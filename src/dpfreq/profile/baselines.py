@@ -25,8 +25,8 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_count_array, check_epsilon, check_int, message
 from dpfreq.errors import DataError
 from dpfreq.noise import discrete_laplace_gamma
+from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.kernel import p_norm
-from dpfreq.profile.reconstruct import _integer_array, _norm_name
 
 __all__ = ["banded_kernel", "lp_profile", "naive_profile"]
 
@@ -50,7 +50,7 @@ def naive_profile(noisy_histogram: Any, *, max_count: int,
     """
     func = "naive_profile"
     n = check_int(max_count, "max_count", func, minimum=0)
-    h = _integer_array(noisy_histogram, "noisy_histogram", func)
+    h = integer_array(noisy_histogram, "noisy_histogram", func)
     if h.size == 0:
         raise DataError(message("noisy_histogram", func, "a non-empty array of integers",
                                 "an empty array"))
@@ -153,7 +153,7 @@ def lp_profile(profile_counts: Any, *, domain_size: int, max_count: int, epsilon
     n = check_int(max_count, "max_count", func, minimum=0)
     eps = check_epsilon(epsilon, "epsilon", func)
     b = check_int(B, "B", func, minimum=0)
-    norm_s = _norm_name(norm, func)
+    norm_s = norm_name(norm, func)
     counts = check_count_array(profile_counts, "profile_counts", func)
     if counts.size != n + 2 * b + 1:
         raise DataError(message("profile_counts", func, f"of length n + 2B + 1 = {n + 2 * b + 1}",

@@ -1,0 +1,179 @@
+"""Window parameter B, Theorem 1.1 error bounds and memory needs of the Wu & Pagh reconstruction.
+
+The noisy values of the sketch are counted on the window ``t ∈ [−B .. n+B]``; B is chosen so
+that, with probability at least ``1 − η``, no noise value leaves it (a union bound over the
+``d`` discrete Laplace draws), and so that the truncated kernel is invertible. The bounds of
+Wu & Pagh (2024), Theorem 1.1, are evaluated with explicit constants and the exact inverse
+norms of the kernel. Everything here is a deterministic function of public parameters.
+
+Internally every function works with γ, the exact fraction of ε the noise was drawn with
+(``γ <= ε``, possibly a hair below the smallest ε accepted), so no internal value is ever checked
+against the range of ε a user may type.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import scipy.fft
+
+from dpfreq._validate import check_epsilon, check_int, check_open_unit, message
+from dpfreq.errors import ParameterError
+from dpfreq.noise import discrete_laplace_gamma
+from dpfreq.profile.intervals import SIMULATION_DRAWS
+from dpfreq.profile.kernel import CirculantKernel
+
+__all__ = [
+    "available_memory",
+    "bound_parameter",
+    "check_memory",
+    "default_bound_parameter",
+    "event_probability",
+    "minimum_bound_parameter",
+    "profile_error_bounds",
+    "reconstruction_memory",
+]
+
+
+def _bound_from_gamma(domain_size: int, gamma: float, eta: float) -> int:
+    """``max(0, ⌈(1/γ) ln max{2d/(η(e^γ+1)), 8e^γ/(e^{2γ}−1)}⌉)``, in log space."""
+    head = math.log(2.0 * domain_size / eta)
+    t1 = head - (math.log1p(math.exp(gamma)) if gamma <= 700 else gamma)
+    return max(0, math.ceil(max(t1, _min_term(gamma)) / gamma))
+
+
+def _min_term(gamma: float) -> float:
+    return math.log(8.0) - gamma - math.log1p(-math.exp(-2.0 * gamma))
+
+
+def bound_parameter(domain_size: int, epsilon: float, eta: float) -> int:
+    """``B = max(0, ⌈(1/ε) ln max{2d/(η(e^ε+1)), 8e^ε/(e^{2ε}−1)}⌉)`` (Wu & Pagh 2024).
+
+    With this B a union bound gives ``Pr[some |Z_ℓ| > B] <= η`` for the ``d`` draws
+    ``Z_ℓ ~ DLap(e^{−ε})``, and the truncated kernel is invertible with controlled inverse norms.
+
+    Parameters
+    ----------
+    domain_size : int
+        ``d >= 1``.
+    epsilon : float
+        ε of the discrete Laplace noise (``α = e^{−ε}``).
+    eta : float
+        Failure probability in ``(0, 1)``.
+
+    Returns
+    -------
+    int
+    """
+    func = "bound_parameter"
+    d = check_int(domain_size, "domain_size", func, minimum=1)
+    eps = check_epsilon(epsilon, "epsilon", func)
+    et = check_open_unit(eta, "eta", func)
+    return _bound_from_gamma(d, eps, et)
+
+
+def minimum_bound_parameter(epsilon: float) -> int:
+    """``B_min = max(0, ⌈(1/ε) ln(8e^ε/(e^{2ε}−1))⌉)``: the smallest B accepted.
+
+    ``epsilon`` may be the exact γ of the noise (``discrete_laplace_gamma(ε)``, as a float),
+    which can sit just below the smallest ε accepted elsewhere.
+    """
+    g = float(epsilon)
+    if not (math.isfinite(g) and g > 0):
+        raise ParameterError(message("epsilon", "minimum_bound_parameter", "a number > 0",
+                                     epsilon))
+    return max(0, math.ceil(_min_term(g) / g))
+
+
+def default_bound_parameter(domain_size: int, max_count: int, epsilon: float, eta: float) -> int:
+    """The smallest ``B >= bound_parameter(d, γ, η)`` with ``n + 2B + 1`` a fast FFT length.
+
+    ``γ = discrete_laplace_gamma(ε)`` is the exact ε fraction the sketch noise uses (never
+    above ε), so B is admissible for the noise actually drawn. ``P = n + 2B + 1`` has the
+    parity of ``n + 1``; the 11-smooth lengths of ``scipy.fft.next_fast_len(real=False)`` are
+    as fast for scipy's real FFT as 5-smooth ones and much denser, and the search stops after
+    ``max(64, P/16)`` steps.
+    """
+    func = "default_bound_parameter"
+    d = check_int(domain_size, "domain_size", func, minimum=1)
+    n = check_int(max_count, "max_count", func, minimum=0)
+    eps = check_epsilon(epsilon, "epsilon", func)
+    et = check_open_unit(eta, "eta", func)
+    b0 = _bound_from_gamma(d, float(discrete_laplace_gamma(eps)), et)
+    limit = b0 + max(64, (n + 2 * b0 + 1) // 16)
+    for B in range(b0, limit + 1):
+        P = n + 2 * B + 1
+        if scipy.fft.next_fast_len(P, real=False) == P:
+            return B
+    return b0  # pragma: no cover - 11-smooth lengths are far denser than 1/16
+
+
+def event_probability(domain_size: int, B: int, gamma: float) -> float:
+    """``Pr[some |Z_ℓ| > B] <= d · 2α^{B+1}/(1+α)`` (union bound over ``d`` draws), capped at 1."""
+    alpha = math.exp(-gamma)
+    log_p = math.log(2.0 * domain_size) - (B + 1) * gamma - math.log1p(alpha)
+    return min(1.0, math.exp(log_p)) if log_p < 0 else 1.0
+
+
+def profile_error_bounds(kernel: CirculantKernel, *, domain_size: int,
+                         eta: float) -> dict[str, float]:
+    """The ℓ1, ℓ2 and ℓ∞ bounds of Wu & Pagh's Theorem 1.1 with the exact inverse norms of A.
+
+    ``Err_1 <= 2‖A^{-1}‖_1 (√P + √(2 ln(1/η))) / √d``;
+    ``Err_2 <= 2‖A^{-1}‖_2 (1 + √(ln(1/η))) / √d``;
+    ``Err_∞ <= 4‖A^{-1}‖_∞ (√(2L/(d P_norm)) + 2L/(3d))`` with ``L = ln(2P/η)``.
+    Each holds, on the event that no noise value leaves the window, with probability at least
+    ``1 − η`` (McDiarmid for ℓ1/ℓ2, Bernstein and a union bound for ℓ∞); rounding onto the
+    simplex does not increase the ℓ1/ℓ2 error and at most doubles the ℓ∞ error.
+    ``‖A^{-1}‖_1 = ‖A^{-1}‖_∞`` is the absolute row sum of the circulant inverse and
+    ``‖A^{-1}‖_2 = 1/min φ``, both computed exactly by FFT.
+    """
+    d = float(domain_size)
+    P = kernel.size
+    n1 = kernel.inverse_norm_1()
+    n2 = kernel.inverse_norm_2()
+    lg = math.log(1.0 / eta)
+    L = math.log(2.0 * P / eta)
+    return {
+        "1": 2.0 * n1 * (math.sqrt(P) + math.sqrt(2.0 * lg)) / math.sqrt(d),
+        "2": 2.0 * n2 * (1.0 + math.sqrt(lg)) / math.sqrt(d),
+        "inf": 4.0 * n1 * (math.sqrt(2.0 * L / (d * kernel.norm_constant)) + 2.0 * L / (3.0 * d)),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# memory
+
+
+def available_memory() -> int:
+    """Bytes of memory available to this process now (``MemAvailable`` of ``/proc/meminfo``;
+    otherwise the free physical pages; 8 GiB when the platform says neither)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_AVPHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8 << 30
+
+
+def reconstruction_memory(max_count: int, B: int) -> int:
+    """Bytes a reconstruction needs: some 24 float arrays of ``P = n + 2B + 1`` (kernel, FFT
+    buffers, inversion) and the simulated interval draws of ``n + 1`` entries."""
+    P = max_count + 2 * B + 1
+    return 8 * (24 * P + 2 * SIMULATION_DRAWS * (max_count + 1))
+
+
+def check_memory(need: int, *, param: str, func: str, value: object, what: str) -> None:
+    """ParameterError ``"<param> of <func> must be small enough ...; needs X GiB, Y available"``
+    when ``need`` bytes exceed what is available (checked before anything is allocated)."""
+    have = available_memory()
+    if need > have:
+        raise ParameterError(message(param, func, f"small enough for {what} to fit in memory "
+                                     f"(needs {need / 2**30:.3g} GiB, {have / 2**30:.3g} GiB "
+                                     "available)", value))
