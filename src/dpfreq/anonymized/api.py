@@ -29,6 +29,7 @@ from dpfreq.anonymized import hay as hay_module
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted, total_of
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
+from dpfreq.budget import check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import ErrorStatement
@@ -211,7 +212,7 @@ def release_anonymized_histogram(
         Where a data source is aggregated (default: inferred from the source).
     rng : None, int or numpy.random.Generator
         Random source; ``None`` is the secure default. Seeds are for tests only.
-    accountant : Accountant, optional
+    accountant : Accountant or Ledger, optional
         Charged ``epsilon`` after every check has passed and before any noise is drawn.
 
     Returns
@@ -280,9 +281,7 @@ def release_anonymized_histogram(
     epsilon = check_epsilon(epsilon, "epsilon", _FUNC)
     check_choice(method, "method", _FUNC, METHODS)
     confidence = check_confidence(confidence, "confidence", _FUNC)
-    if accountant is not None and not callable(getattr(accountant, "spend", None)):
-        raise ParameterError(message("accountant", _FUNC, "an Accountant, a Ledger or None",
-                                     type(accountant).__name__))
+    accountant = check_accountant(accountant, _FUNC)
     if method == "auto" and split is not None:
         raise ParameterError(message("split", _FUNC, "None when method='auto' (auto picks "
                                      "its own split)", split))
@@ -297,7 +296,7 @@ def release_anonymized_histogram(
                                 "in the source", domain_size))
     resolved = resolve_rng(rng, _FUNC)
     if accountant is not None:
-        accountant.spend(epsilon, 0.0, label=_FUNC)
+        accountant.spend(epsilon, 0.0, label=_FUNC, unit="event")
     out = run_plan(plan, counts, prev, epsilon=epsilon, noise=ExactNoise(resolved.generator))
     fractions = epsilon_fractions(plan.split)
     interval = total_interval(out.n_estimate, fractions[0], confidence)

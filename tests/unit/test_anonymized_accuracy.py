@@ -1,0 +1,144 @@
+"""Error statements, extremes, the budget order and planning of anonymized-histogram releases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpfreq.anonymized import (
+    estimate_properties,
+    plan_anonymized,
+    release_anonymized_histogram,
+)
+from dpfreq.anonymized.accuracy import simulation_count, total_interval
+from dpfreq.anonymized.auto import plan_for
+from dpfreq.budget import Accountant, PrivacyBudget
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.noise import discrete_laplace_pmf, epsilon_to_fraction
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 1.0, 3.0])
+@pytest.mark.parametrize("confidence", [0.8, 0.95])
+def test_total_interval_coverage_is_exact(epsilon: float, confidence: float) -> None:
+    # Pr[n in interval(max(n + Z, 0))] summed over the exact pmf of Z, for small and large n
+    gamma = epsilon_to_fraction(epsilon)
+    span = int(60 / epsilon) + 60
+    z = np.arange(-span, span + 1)
+    pmf = discrete_laplace_pmf(z, gamma)
+    for n in (0, 1, 5, 200):
+        covered = 0.0
+        for zi, pz in zip(z.tolist(), pmf.tolist(), strict=True):
+            lo, hi = total_interval(max(n + zi, 0), gamma, confidence)
+            covered += pz * (lo <= n <= hi)
+        assert covered >= confidence - 1e-12
+
+
+def test_error_statement_is_a_function_of_the_release() -> None:
+    h = {1: 40, 2: 12, 3: 5, 9: 2, 30: 1}
+    a = release_anonymized_histogram(h, epsilon=1.0, rng=3)
+    b = release_anonymized_histogram(h, epsilon=1.0, rng=3)
+    assert a.error == b.error
+    assert a.error.kind == "bound"
+    assert a.error.confidence == 0.95
+    assert a.error.value >= 0
+    low = release_anonymized_histogram(h, epsilon=1.0, rng=3, confidence=0.5)
+    assert low.error.value <= a.error.value
+    lo, hi = a.total_interval
+    assert lo <= a.n_estimate <= hi
+
+
+def test_simulation_count_bounds() -> None:
+    plan = plan_for("auto", 1.0)
+    assert simulation_count(10, 0.95, plan) == 199
+    assert simulation_count(10**9, 0.95, plan) == 20
+    assert simulation_count(10**9, 0.99, plan) == 100
+
+
+def test_empty_release_bound_is_the_total_interval() -> None:
+    rel = release_anonymized_histogram({}, epsilon=0.5, rng=0)
+    if rel.n_estimate == 0:
+        assert rel.error.value == rel.total_interval[1]
+
+
+def test_huge_counts_refused_in_one_line_without_the_number() -> None:
+    with pytest.raises(DataError, match="at most 2\\*\\*52") as info:
+        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0)
+    assert str(2**62) not in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_memory_refused_before_allocating() -> None:
+    with pytest.raises(ParameterError, match="GiB"):
+        release_anonymized_histogram({2**52: 1}, epsilon=1.0, rng=0)
+    with pytest.raises(ParameterError, match="GiB"):
+        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, rng=0)
+    with pytest.raises(ParameterError, match="not 'hay'"):
+        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, method="hay", rng=0)
+
+
+@pytest.mark.parametrize("method", ["auto", "privhist", "hay"])
+def test_largest_epsilon_is_exact(method: str) -> None:
+    h = {1: 7, 4: 2, 50: 1}
+    rel = release_anonymized_histogram(h, epsilon=1000.0, method=method, rng=1)
+    assert rel.to_mapping() == h
+    assert rel.n_estimate == 65
+    assert rel.total_interval == (65, 65)
+    assert rel.error.value == 0.0
+
+
+def test_accountant_charged_only_after_every_check() -> None:
+    acct = Accountant(PrivacyBudget(2.0))
+    with pytest.raises(DataError):
+        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0, accountant=acct)
+    with pytest.raises(DataError, match="domain_size"):
+        release_anonymized_histogram({1: 5}, epsilon=1.0, domain_size=3, rng=0,
+                                     accountant=acct)
+    with pytest.raises(ParameterError):
+        release_anonymized_histogram({1: 5}, epsilon=1.0, method="hay", split=(1, 1, 1),
+                                     rng=0, accountant=acct)
+    assert acct.spent == (0.0, 0.0)
+    rel = release_anonymized_histogram({1: 5}, epsilon=1.5, rng=0, accountant=acct)
+    assert acct.spent == (1.5, 0.0)
+    assert acct.ledger[-1]["unit"] == rel.unit == "event"
+    with pytest.raises(ParameterError, match="accountant"):
+        release_anonymized_histogram({1: 5}, epsilon=1.0, rng=0, accountant=object())
+
+
+def test_properties_are_clamped_and_say_so() -> None:
+    # a release with many count-1 items and a tiny N: SGT goes out of range
+    rel = release_anonymized_histogram({1: 3000, 2: 10, 40: 1}, epsilon=0.05, rng=2)
+    props = estimate_properties(rel, extrapolation_ratio=3.0)
+    for est in props.values():
+        lo, hi = est.value_range
+        if not math.isnan(est.value):
+            assert lo <= est.value <= hi
+        assert est.clamped == (est.value != est.raw_value and not math.isnan(est.raw_value))
+        assert est.error.kind in ("bound", "sd")
+        if est.error.kind == "sd":
+            assert est.error.confidence is None
+        else:
+            assert est.error.confidence == rel.error.confidence
+    cov, size = props["support-coverage"], props["support-size"]
+    assert cov.value >= size.value
+    assert props["unseen-species"].value >= 0
+    assert props["support-size"].to_pandas().shape == (1, 5)
+
+
+def test_plan_is_public_and_exact_on_the_total() -> None:
+    plan = plan_anonymized(n_range=(1_000, 10_000), epsilon=1.0)
+    rel = release_anonymized_histogram({1: 1000}, epsilon=1.0, rng=0)
+    lo, hi = rel.total_interval
+    assert plan.total_halfwidth == hi - rel.n_estimate
+    assert 0 < plan.predicted_l1[0] <= plan.predicted_l1[1]
+    assert not plan.vacuous
+    tiny = plan_anonymized(n_range=(100, 1000), epsilon=0.01)
+    assert tiny.vacuous
+    assert "epsilon of about" in tiny.description
+    target = plan_anonymized(n_range=(1_000, 10_000), target_l1=100.0)
+    assert target.predicted_l1[1] <= 100.0
+    with pytest.raises(ParameterError, match="n_range"):
+        plan_anonymized(n_range=(10, 1), epsilon=1.0)
+    with pytest.raises(ParameterError, match="epsilon"):
+        plan_anonymized(n_range=(10, 100))
