@@ -150,8 +150,9 @@ class _NodePRF:
         return Cipher(algorithms.AES(self.aes_key), modes.ECB()).encryptor()
 
     @staticmethod
-    def words(enc: Any, ids: NDArray[np.int64], tag: int) -> NDArray[np.uint64]:
-        """First 64-bit word of ``AES_K(id ‖ tag)`` per id (little-endian, host independent)."""
+    def words(enc: Any, ids: NDArray[np.int64], tag: Any) -> NDArray[np.uint64]:
+        """First 64-bit word of ``AES_K(id ‖ tag)`` per id (little-endian, host independent);
+        ``tag`` is one tag or one per id."""
         block = np.zeros((ids.size, 2), dtype="<u8")
         block[:, 0] = ids
         block[:, 1] = tag
@@ -220,16 +221,18 @@ class _NodePRF:
             pending = pending[a == geo.size]
             t += 1
         out <<= m
-        for j in range(m):
-            x = gamma * (1 << j)
-            tag = tag0 + (1 << 29) + j
-            words = self.words(enc, ids, tag) >> np.uint64(1)
-            thr = np.uint64(half_logistic_floor(x))
-            bit = words < thr
-            for i in np.flatnonzero(words == thr).tolist():
-                bit[i] = half_logistic_resolve(x, int(words[i]), 63,
-                                               self.stream(int(ids[i]), tag, "settle"))
-            out[bit] += 1 << j
+        if m:  # the m digit words of every id in one AES call
+            tags = tag0 + (1 << 29) + np.arange(m, dtype=np.int64)
+            words = (self.words(enc, np.tile(ids, m), np.repeat(tags, ids.size))
+                     >> np.uint64(1)).reshape(m, ids.size)
+            thr = np.array([half_logistic_floor(gamma * (1 << j)) for j in range(m)],
+                           dtype=np.uint64)[:, None]
+            bits = words < thr
+            for j, i in zip(*np.nonzero(words == thr), strict=True):
+                bits[j, i] = half_logistic_resolve(
+                    gamma * (1 << int(j)), int(words[j, i]), 63,
+                    self.stream(int(ids[i]), int(tags[j]), "settle"))
+            out += (bits.astype(np.int64) << np.arange(m, dtype=np.int64)[:, None]).sum(axis=0)
         return out
 
 
