@@ -142,3 +142,16 @@ def test_plan_is_public_and_exact_on_the_total() -> None:
         plan_anonymized(n_range=(10, 1), epsilon=1.0)
     with pytest.raises(ParameterError, match="epsilon"):
         plan_anonymized(n_range=(10, 100))
+
+
+def test_out_of_range_estimators_are_clamped() -> None:
+    from dpfreq.anonymized import estimate_support_coverage, estimate_unseen_species
+
+    h = {1: 1, 2: 50}  # the Good–Toulmin sum is negative here: -(−t)^2 term dominates
+    unseen = estimate_unseen_species(h, extrapolation_ratio=3.0)
+    assert unseen.raw_value < 0
+    assert unseen.value == 0.0
+    assert unseen.clamped
+    cover = estimate_support_coverage(h, extrapolation_ratio=3.0)
+    assert cover.clamped
+    assert cover.value == 51.0  # the observed support: never below it
