@@ -375,5 +375,6 @@ class WindowCountsRelease(Release):
         conf = self.error.confidence or 0.95
         ax.set_title(f"reach over time ({self.unit}-level, ε={self.epsilon:g}); "
                      f"{conf:.0%} bands")
-        ax.legend(fontsize="small")
+        if self.value:  # an all-windows-only release has no curve to draw
+            ax.legend(fontsize="small")
         return ax
