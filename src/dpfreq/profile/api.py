@@ -38,6 +38,7 @@ from dpfreq.profile.direct import (
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.intervals import (
     SIMULATION_DRAWS,
+    SIMULATION_DRAWS_MLE,
     IntervalSet,
     direct_half_widths,
     direct_intervals,
@@ -155,13 +156,20 @@ def _classes(source: Any, item: str | None, engine: Any, d: int, n: int,
     return classes, str(getattr(eng, "name", type(eng).__name__))
 
 
+def _useful(d: int, n: int, unit: str, method: str, confidence: float) -> str:
+    plan = plan_profile(domain_size=d, max_count=n, epsilon=1.0, unit=unit, method=method,
+                        confidence=confidence)
+    eps = plan.useful_epsilon()
+    if eps is None:
+        return f"no ε ≤ 1000 bounds the ℓ1 error by {USEFUL_L1:g} with method={method!r}"
+    return f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g} with method={method!r}"
+
+
 def _vacuous_note(d: int, n: int, unit: str, method: str, confidence: float) -> str:
     """The sentence appended to a vacuous statement: the ε that would make it useful."""
-    plan = plan_profile(domain_size=d, max_count=n, epsilon=1.0, unit=unit,
-                        method="direct" if method == "direct" else method, confidence=confidence)
-    eps = plan.useful_epsilon()
-    target = (f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g}" if eps is not None
-              else f"no ε ≤ 1000 bounds the ℓ1 error by {USEFUL_L1:g} at this d and n")
+    target = _useful(d, n, unit, method, confidence)
+    if method != "direct":
+        target += "; " + _useful(d, n, unit, "direct", confidence)
     return (f" This statement is vacuous: the band allows any profile (ℓ1 bound 2); {target} "
             "(see plan_profile).")
 
@@ -217,20 +225,22 @@ def _release_sketch(classes: NDArray[np.int64], *, d: int, n: int, eps: float, m
 
     r, diagnostics = solve_profile(counts.astype(np.float64) / d, kernel, norm=norm,
                                    method=method)
+    draws = SIMULATION_DRAWS_MLE if method == "mle" else SIMULATION_DRAWS
     iv = simulated_intervals(r, counts, solve=solve, domain_size=d, max_count=n, B=B,
-                             gamma=gamma, confidence=conf, label=f"{method}/{norm}")
+                             gamma=gamma, confidence=conf, label=f"{method}/{norm}",
+                             draws=draws)
     eta = (1.0 - conf) / 2.0
     l1 = min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
     desc = (f"Per-class intervals and a simultaneous band at confidence {conf:.6g}, computed by "
-            f"pushing {SIMULATION_DRAWS} simulated sketches (noise of the known law) through "
+            f"pushing {draws} simulated sketches (noise of the known law) through "
             f"the same reconstruction around the released estimate (approximate coverage, "
             f"measured in benchmarks/bench_profile.py). Wu & Pagh's Theorem 1.1 bounds the ℓ1 "
             f"error by {l1:.6g} with probability at least {conf:.6g} (release.l1_bound).")
     note = _vacuous_note(d, n, "event", method, conf) if iv.band_l1 >= 2.0 else None
     params = {"gamma": str(gamma), "sensitivity": 1, "B": B, "P": kernel.size, "norm": norm,
               "noise": "exact discrete Laplace on each of the d item counts",
-              "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the "
-                           "release)", **diagnostics}
+              "intervals": f"simulated ({draws} draws, generator keyed by the release)",
+              **diagnostics}
     return {"value": r, "mechanism": f"wu-pagh-{method}", "params": params,
             "error": _interval_error(iv, r, conf, desc, note), "l1_bound": l1,
             "noisy_profile": counts.astype(np.float64) / d, "B": B}

@@ -157,10 +157,14 @@ class ProfilePlan:
         if value(EPSILON_MAX) > target:
             raise ParameterError(message("target", func, f"reachable at ε <= {EPSILON_MAX:g} "
                                          f"for {measure}", target))
-        if value(EPSILON_MIN) <= target:
+        # bracket around the planned ε first: tiny ε make the sketch's kernel huge
+        if value(self.epsilon) > target:
+            lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
+        elif value(EPSILON_MIN) <= target:
             return EPSILON_MIN
-        lo, hi = math.log(EPSILON_MIN), math.log(EPSILON_MAX)
-        for _ in range(60):  # the measures are non-increasing in ε
+        else:
+            lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
+        for _ in range(40):  # the measures are non-increasing in ε; 40 halvings: < 1e-10 rel.
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
         eps = math.exp(hi)
