@@ -3,10 +3,17 @@ PostgreSQL from the installed server binaries), an in-process app, study and dev
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -164,3 +171,48 @@ def live_sqlite(sqlite_url: str) -> Iterator[LiveServer]:
     """A live server on SQLite."""
     with LiveServer(sqlite_url) as srv:
         yield srv
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Served:
+    """``dpfreq serve`` as a subprocess on a fixed port, restartable."""
+
+    def __init__(self, db: str, log_path, log_level: str = "warning") -> None:
+        self.db, self.port, self.log_path = db, _free_port(), log_path
+        self.log_level = log_level
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "DPFREQ_ADMIN_TOKEN": ADMIN}
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
+                 "sys.exit(main(sys.argv[1:]))", "serve", "--db", self.db, "--port",
+                 str(self.port), "--rate", "0", "--log-level", self.log_level],
+                env=env, stdout=log, stderr=log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert self.proc.poll() is None, "dpfreq serve exited"
+            time.sleep(0.05)
+        raise AssertionError("dpfreq serve did not come up")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)

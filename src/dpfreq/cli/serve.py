@@ -14,10 +14,10 @@ import click
 
 from dpfreq.errors import EngineUnavailableError
 
-__all__ = ["command"]
+__all__ = ["command", "read_admin_token"]
 
 
-def _admin_token(path: str | None) -> str | None:
+def read_admin_token(path: str | None) -> str | None:
     """The admin token from ``DPFREQ_ADMIN_TOKEN`` or a token file (created, mode 0600, with a
     fresh token when it does not exist)."""
     env = os.environ.get("DPFREQ_ADMIN_TOKEN")
@@ -77,7 +77,7 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
             "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
     if max_body_bytes < 1024:
         raise click.UsageError("--max-body-bytes must be at least 1024.")
-    config = ServerConfig(db=db, admin_token=_admin_token(admin_token_file),
+    config = ServerConfig(db=db, admin_token=read_admin_token(admin_token_file),
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
                           cors_origins=tuple(cors_origins))
     log_config = configure_logging(log_level)

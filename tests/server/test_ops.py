@@ -1,0 +1,121 @@
+"""Operations: migrations, JSON logs, the admin token file, the load-generator command and a
+graceful shutdown that finishes the batches in flight."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import stat
+import threading
+
+import httpx
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from conftest import ADMIN, START, LiveServer, Served
+from dpfreq.cli.serve import read_admin_token
+from dpfreq.server import storage
+from dpfreq.server.observe import JsonFormatter
+
+
+def test_migrations_are_idempotent(sqlite_url):
+    engine = storage.make_engine(sqlite_url)
+    storage.upgrade(engine)
+    storage.upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
+            ("0001",)]
+        assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
+    assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
+    engine.dispose()
+
+
+def test_json_log_lines():
+    record = logging.LogRecord("dpfreq.server", logging.INFO, __file__, 1, "request", None, None)
+    record.route, record.status = "/healthz", 200
+    line = json.loads(JsonFormatter().format(record))
+    assert line["msg"] == "request"
+    assert line["level"] == "info"
+    assert line["route"] == "/healthz"
+    assert line["status"] == 200
+    assert line["ts"].endswith("Z")
+
+
+def testread_admin_token_file_is_created_private(tmp_path, monkeypatch):
+    monkeypatch.delenv("DPFREQ_ADMIN_TOKEN", raising=False)
+    path = tmp_path / "admin.token"
+    token = read_admin_token(str(path))
+    assert len(token) >= 43
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert read_admin_token(str(path)) == token
+    monkeypatch.setenv("DPFREQ_ADMIN_TOKEN", "from-the-environment")
+    assert read_admin_token(str(path)) == "from-the-environment"
+
+
+def test_devices_command_runs_simulated_devices(sqlite_url):
+    from dpfreq.cli.longitudinal import command
+
+    with LiveServer(sqlite_url) as srv:
+        httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
+                   json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
+                         "randomizer": "auto", "start": START, "period": "1d",
+                         "min_devices": 1}).raise_for_status()
+        res = CliRunner().invoke(command, ["devices", "--server", srv.url, "--study", "load",
+                                           "--devices", "25", "--seed", "3", "--json"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout.strip().splitlines()[-1])
+        assert out["enrolled"] == 25
+        assert out["acknowledged"] == out["reports"] > 0
+        with srv.app.state.service.engine.connect() as conn:
+            n = conn.execute(sa.select(sa.func.count()).select_from(storage.reports))
+            assert n.scalar_one() == out["reports"]
+
+
+def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
+    srv = Served(sqlite_url, tmp_path / "serve.log", log_level="info")
+    srv.start()
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    r = httpx.post(srv.url + "/v1/studies", headers=auth, json={
+        "study": "stop", "horizon": 64, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
+        "start": START, "period": "1d", "min_devices": 1})
+    pid = r.json()["param_id"]
+    devices = [httpx.post(srv.url + "/v1/studies/stop/devices",
+                          json={"param_id": pid, "order": 0}).json() for _ in range(40)]
+    answers: list[int | None] = [None] * len(devices)
+
+    def upload(i: int) -> None:
+        e = devices[i]
+        reps = [{"device": e["device"], "order": 0, "interval": j, "bit": j % 2,
+                 "param_id": pid} for j in range(1, 65)]
+        try:
+            answers[i] = httpx.post(srv.url + "/v1/studies/stop/reports", json={"reports": reps},
+                                    headers={"Authorization": f"Bearer {e['token']}"},
+                                    timeout=30).status_code
+        except httpx.TransportError:
+            answers[i] = None
+
+    threads = [threading.Thread(target=upload, args=(i,)) for i in range(len(devices))]
+    for t in threads:
+        t.start()
+    srv.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join(60)
+    # uvicorn re-raises the signal after its graceful shutdown: exit status -SIGTERM
+    assert srv.proc.wait(60) in (0, -signal.SIGTERM)
+    lines = [json.loads(x) for x in (tmp_path / "serve.log").read_text().splitlines()
+             if x.startswith("{")]
+    assert any(x["msg"] == "service stopped" for x in lines)  # the writer was drained
+    assert all("token" not in json.dumps(x).lower() for x in lines)
+    engine = storage.make_engine(sqlite_url)
+    with engine.connect() as conn:
+        stored = dict(conn.execute(sa.select(storage.reports.c.device, sa.func.count())
+                                   .group_by(storage.reports.c.device)).all())
+    engine.dispose()
+    for e, status in zip(devices, answers, strict=True):
+        if status == 200:  # acknowledged ⇒ durable and whole
+            assert stored.get(e["device"]) == 64
+        else:  # refused while stopping ⇒ all or nothing
+            assert stored.get(e["device"], 0) in (0, 64)
