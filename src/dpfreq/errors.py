@@ -18,27 +18,96 @@ __all__ = [
 
 
 class DPFreqError(Exception):
-    """Base class of every error dpfreq raises on purpose."""
+    """Base class of every error dpfreq raises on purpose.
+
+    Catch it to handle any refusal by dpfreq (bad parameter, bad data, exhausted budget,
+    missing engine) in one place; anything else escaping dpfreq is a bug.
+
+    Examples
+    --------
+    >>> from dpfreq import PrivacyBudget
+    >>> try:
+    ...     PrivacyBudget(epsilon=-1.0)
+    ... except DPFreqError as exc:
+    ...     print(type(exc).__name__)
+    ParameterError
+    """
 
 
 class ParameterError(DPFreqError, ValueError):
-    """A public parameter (or a value in the data checked against a declared bound) is invalid."""
+    """A public parameter (or a value in the data checked against a declared bound) is invalid.
+
+    The message has one shape everywhere: ``"<param> of <function> must be <rule>; got
+    <value>."``. It is a :class:`ValueError`, so code that catches ``ValueError`` catches it too.
+
+    Examples
+    --------
+    >>> from dpfreq.noise import epsilon_to_fraction
+    >>> try:
+    ...     epsilon_to_fraction(-1.0)
+    ... except ValueError as exc:
+    ...     print(exc)
+    epsilon of epsilon_to_fraction must be a finite number > 0; got -1.0.
+    """
 
 
 class DataError(ParameterError):
-    """The input data violate a declared, public bound or cannot be read as the stated type."""
+    """The input data violate a declared, public bound or cannot be read as the stated type.
+
+    Its message says which column or file and which rule is broken, never a private value
+    (count, identifier or time) from the data.
+
+    Examples
+    --------
+    >>> from dpfreq.artifacts import open_json
+    >>> try:
+    ...     open_json("not json", kind="params", versions=(1,))
+    ... except DataError as exc:
+    ...     print(exc)
+    the text is not a valid dpfreq params file: not JSON.
+    """
 
 
 class BudgetExceededError(DPFreqError, RuntimeError):
     """An :class:`~dpfreq.budget.Accountant` refused a spend that would exceed its total budget.
 
-    The refusal happens before any noise is drawn.
+    The refusal happens before any noise is drawn, and nothing is recorded.
+
+    Examples
+    --------
+    >>> from dpfreq import Accountant, PrivacyBudget
+    >>> acct = Accountant(PrivacyBudget(1.0))
+    >>> acct.spend(0.75)
+    >>> try:
+    ...     acct.spend(0.5)
+    ... except BudgetExceededError:
+    ...     print("refused; spent", acct.spent[0])
+    refused; spent 0.75
     """
 
 
 class EngineUnavailableError(DPFreqError, ImportError):
-    """An optional engine's dependency is missing; the message is the pip command to run."""
+    """An optional engine's dependency is missing; the message is the pip command to run.
+
+    It is an :class:`ImportError`, so ``except ImportError`` catches it too.
+
+    Examples
+    --------
+    >>> err = EngineUnavailableError("the spark engine needs pyspark: pip install 'dpfreq[spark]'")
+    >>> isinstance(err, ImportError), isinstance(err, DPFreqError)
+    (True, True)
+    """
 
 
 class DPFreqWarning(UserWarning):
-    """Warnings emitted by dpfreq (e.g. a seeded, non-production random source)."""
+    """Warnings emitted by dpfreq (e.g. a seeded, non-production random source).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("seeded random source: not for production", DPFreqWarning)
+    >>> caught[0].category is DPFreqWarning, issubclass(DPFreqWarning, UserWarning)
+    (True, True)
+    """
