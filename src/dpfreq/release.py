@@ -1,4 +1,4 @@
-"""The common base of every release (DESIGN.md §7).
+"""The common base of every release.
 
 A release carries the estimate, the privacy parameters spent, the mechanism and its parameters,
 whether the random source was seeded (not for production), and an error statement. Subclasses
@@ -20,7 +20,26 @@ __all__ = ["ERROR_KINDS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Convert numpy arrays/scalars, fractions, dataclasses and mappings to JSON-ready values."""
+    """Convert numpy arrays/scalars, fractions, dataclasses and mappings to JSON-ready values.
+
+    Parameters
+    ----------
+    obj : Any
+        Arrays become lists, numpy scalars Python scalars, fractions ``"s/t"`` strings,
+        non-finite floats ``"nan"``/``"inf"``/``"-inf"``, dataclasses dictionaries of their
+        public fields (recursively); anything else is returned as it is.
+
+    Returns
+    -------
+    Any
+        A value :func:`json.dumps` accepts (given JSON-ready leaves).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> to_jsonable({"gamma": Fraction(1, 10), "counts": np.array([1, 2]), "sd": float("inf")})
+    {'gamma': '1/10', 'counts': [1, 2], 'sd': 'inf'}
+    """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
                 if not f.name.startswith("_")}
@@ -71,6 +90,19 @@ class ErrorStatement:
         True when the statement is no better than what is known without the data (e.g. an ℓ1
         bound ≥ the largest possible ℓ1 distance): the release is then of little use, and
         ``description`` names the ε that would make it useful.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of the three kinds, or an interval or bound has no confidence.
+
+    Examples
+    --------
+    >>> err = ErrorStatement(kind="interval", confidence=0.95, value=np.array([2.0, 2.0]),
+    ...                      description="95% interval of each count (exact noise quantiles)",
+    ...                      lower=np.array([3.0, 8.0]), upper=np.array([7.0, 12.0]))
+    >>> err.kind, err.confidence, err.vacuous
+    ('interval', 0.95, False)
     """
 
     kind: str
@@ -112,6 +144,19 @@ class Release:
         True when a seed or user generator was used: reproducible, **not for production**.
     error : ErrorStatement
         The error bound or confidence statement.
+
+    Examples
+    --------
+    Each system returns its own subclass; the common surface is the same:
+
+    >>> err = ErrorStatement(kind="sd", confidence=None, value=1.41,
+    ...                      description="standard deviation of the discrete Laplace noise")
+    >>> rel = Release(value=np.array([10, 4]), epsilon=1.0, unit="event",
+    ...               mechanism="discrete-laplace", mechanism_params={"gamma": "1/1"},
+    ...               seeded=True, error=err)
+    >>> d = rel.to_dict()
+    >>> d["type"], d["value"], d["unit"], d["error"]["kind"]
+    ('Release', [10, 4], 'event', 'sd')
     """
 
     value: Any
