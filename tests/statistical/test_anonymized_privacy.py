@@ -21,8 +21,8 @@ import pytest
 from scipy.stats import chi2
 
 from dpfreq.anonymized import privhist as P
-from dpfreq.anonymized import steps as S
 from dpfreq.anonymized import release_anonymized_histogram
+from dpfreq.anonymized import steps as S
 from dpfreq.anonymized.accuracy import run_plan
 from dpfreq.anonymized.auto import plan_for
 from dpfreq.anonymized.histogram_input import as_prevalences

@@ -129,7 +129,7 @@ def test_properties_are_clamped_and_say_so() -> None:
 def test_plan_is_public_and_exact_on_the_total() -> None:
     plan = plan_anonymized(n_range=(1_000, 10_000), epsilon=1.0)
     rel = release_anonymized_histogram({1: 1000}, epsilon=1.0, rng=0)
-    lo, hi = rel.total_interval
+    _, hi = rel.total_interval
     assert plan.total_halfwidth == hi - rel.n_estimate
     assert 0 < plan.predicted_l1[0] <= plan.predicted_l1[1]
     assert not plan.vacuous

@@ -9,8 +9,8 @@ import pytest
 
 import dpfreq.anonymized.hay as hay_module
 from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
-from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.anonymized.hay import hay, sorted_padded
+from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.errors import ParameterError
 from histogram_cases import partitions
 

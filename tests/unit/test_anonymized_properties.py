@@ -180,8 +180,10 @@ def test_lipschitz_constant_is_attained_by_a_neighbour_pair(name, n):
         "entropy": lambda h: estimate_entropy(h).raw_value,
         "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).raw_value,
         "support-size": lambda h: estimate_support_size(h, domain_size=13).raw_value,
-        "unseen-species": lambda h: estimate_unseen_species(h, extrapolation_ratio=2.5).raw_value,
-        "support-coverage": lambda h: estimate_support_coverage(h, extrapolation_ratio=2.5).raw_value,
+        "unseen-species": lambda h: estimate_unseen_species(
+            h, extrapolation_ratio=2.5).raw_value,
+        "support-coverage": lambda h: estimate_support_coverage(
+            h, extrapolation_ratio=2.5).raw_value,
         "distance-to-uniformity": lambda h: estimate_distance_to_uniformity(
             h, domain_size=13).raw_value,
         "power-sum": lambda h: estimate_power_sum(h, order=2).raw_value,

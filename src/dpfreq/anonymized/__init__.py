@@ -9,10 +9,10 @@ in sorted ℓ1 / ℓ2² without expanding them. :func:`plan_anonymized` predicts
 statement from public parameters before any data is touched.
 """
 
+from dpfreq.anonymized.api import METHODS, release_anonymized_histogram
 from dpfreq.anonymized.distance import sorted_l1_distance, sorted_l2_squared_distance
 from dpfreq.anonymized.hay import HAY_MAX_LENGTH
 from dpfreq.anonymized.plan import AnonymizedPlan, plan_anonymized
-from dpfreq.anonymized.api import METHODS, release_anonymized_histogram
 from dpfreq.anonymized.properties import (
     PROPERTY_NAMES,
     PropertyEstimate,

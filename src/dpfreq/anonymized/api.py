@@ -11,10 +11,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
 from dpfreq.anonymized import auto
+from dpfreq.anonymized import hay as hay_module
 from dpfreq.anonymized.accuracy import (
     MAX_TOTAL,
     MAX_WORKING_BYTES,
@@ -25,7 +24,6 @@ from dpfreq.anonymized.accuracy import (
     working_bytes,
     working_elements,
 )
-from dpfreq.anonymized import hay as hay_module
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted, total_of
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
@@ -224,8 +222,9 @@ def release_anonymized_histogram(
     Raises
     ------
     ParameterError
-        Invalid ε, split, method, item, count, confidence, domain_size or engine; a source that needs more
-        working memory than the limit at this ε; ``"hay"`` with ``N`` above its limit.
+        Invalid ε, split, method, item, count, confidence, domain_size or engine; a source
+        that needs more working memory than the limit at this ε; ``"hay"`` when the private
+        total may exceed its limit.
     DataError
         Zero, negative, non-integer or NaN counts or prevalences; repeated counts; a total count
         above ``2**52``; more distinct items than ``domain_size``.

@@ -17,7 +17,7 @@ sample of size n, 10 runs, mean sorted-ℓ1 error; scratch scripts, the grid is 
 2. Adding Hay et al.'s consistency step to the **large** part — a non-increasing fit of the
    noisy large counts in sorted order, which is post-processing of the vector the privacy proof
    protects — costs nothing in privacy and helps whenever many labels share a large count: on
-   a histogram with n = 5.9·10^9 (n = 5.9·10^9) the error at ε = 1 drops from 11810 to 26, and on Zipf
+   a histogram with n = 5.9·10^9 the error at ε = 1 drops from 11810 to 26, and on Zipf
    data at ε ≤ 0.25 by 10–60 %. Called ``isotonic_large`` below.
 3. With 1 + 2, the low-privacy branch beat the high-privacy branch ``(0.05ε, 0.05ε, 0.9ε)`` at
    every ε ≥ 0.05 and n ≥ 10^4 measured, and at ε = 0.02 for n ≥ 10^5 (not at n = 10^4: 2115 vs

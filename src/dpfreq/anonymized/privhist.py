@@ -188,7 +188,8 @@ def low_privacy(noisy_small_cumulative: I64, noisy_large: tuple[I64, I64], t: in
 
 
 def t_prime(n_estimate: int, epsilon3: float, reading: str = "A") -> int:
-    """``T'`` of H2 under three readings of the paper's formula (default "A": ``⌈10·sqrt(N/ε3)⌉``)."""
+    """``T'`` of H2 under three readings of the paper's formula (default "A":
+    ``⌈10·sqrt(N/ε3)⌉``)."""
     if reading == "A":
         return math.ceil(10.0 * math.sqrt(n_estimate / epsilon3))
     if reading == "B":

@@ -17,8 +17,9 @@ For a linear estimator at a fixed sample size ``n`` and histograms whose counts 
     ``|f̂(h1) − f̂(h2)| ≤ L · ℓ1(h1, h2)``,  ``L = max_{1≤r≤R} |f(r, n) − f(r−1, n)|``
 
 with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorted_l1_distance`).
-This is the paper's Lipschitz constant with the range of ``r`` made explicit. :func:`lipschitz_constant`
-computes ``L`` exactly (closed forms below; a finite scan where the coefficients vanish).
+This is the paper's Lipschitz constant with the range of ``r`` made explicit.
+:func:`lipschitz_constant` computes ``L`` exactly (closed forms below; a finite scan where
+the coefficients vanish).
 Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement.
 
 | property | ``f(r, n)`` | ``L`` (counts ≤ R, ``R ≤ n`` typical) |
@@ -186,7 +187,7 @@ def _private_error(inp: _Input, lipschitz: float, width: float) -> ErrorStatemen
     """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
     err = getattr(inp.release, "error", None)
     bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
-    if not (math.isfinite(bound) and math.isfinite(lipschitz)):
+    if err is None or not (math.isfinite(bound) and math.isfinite(lipschitz)):
         return no_statement("the release states no finite sorted-ℓ1 bound (or the estimator "
                             "has no Lipschitz constant): no error statement is available")
     value = float(lipschitz * bound)
@@ -210,7 +211,7 @@ def _result(inp: _Input, name: str, raw: float, lipschitz: float, big_r: int,
     whether that moved it; ``width`` is the trivial error (for the vacuous flag)."""
     rel = inp.release
     value = clamp(float(raw), value_range)
-    common = {"property_name": name, "sample_size": inp.sample_size,
+    common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
               "lipschitz_constant": float(lipschitz), "max_count": big_r,
               "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
               and not math.isnan(raw), "value_range": value_range, "value": value,

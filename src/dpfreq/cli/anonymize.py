@@ -165,7 +165,8 @@ def _header(rel: Any, epsilon: float) -> list[str]:
     ]
 
 
-def _write_json(rel: Any, props: dict[str, Any], json_out: str, plot_out: str | None) -> None:
+def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
+                plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
     text = json.dumps(doc, indent=2)
     current = "--json"
