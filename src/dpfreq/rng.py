@@ -1,4 +1,4 @@
-"""Randomness policy (DESIGN.md §5).
+"""Randomness policy: where every random draw of dpfreq comes from.
 
 * ``rng=None`` (the default everywhere) gives a numpy :class:`~numpy.random.Generator` over a
   cryptographically secure bit generator: randomgen's AES counter mode (``AESCounter``, hardware
@@ -42,7 +42,22 @@ RNGLike = int | np.random.Generator | None
 
 @dataclass(frozen=True)
 class ResolvedRNG:
-    """A generator together with whether it is reproducible (seeded) or the secure default."""
+    """A generator together with whether it is reproducible (seeded) or the secure default.
+
+    Attributes
+    ----------
+    generator : numpy.random.Generator
+        The generator to draw from.
+    seeded : bool
+        True for a user seed or generator (reproducible, not for production); recorded in the
+        release as ``seeded``.
+
+    Examples
+    --------
+    >>> r = resolve_rng(7)
+    >>> r.seeded, isinstance(r.generator, np.random.Generator)
+    (True, True)
+    """
 
     generator: np.random.Generator
     seeded: bool
@@ -59,7 +74,20 @@ _USE_AES = _aesni_available()
 
 
 def secure_generator() -> np.random.Generator:
-    """A new generator over a CSPRNG keyed from :func:`os.urandom` (AES-CTR, else ChaCha20)."""
+    """A new generator over a CSPRNG keyed from :func:`os.urandom` (AES-CTR, else ChaCha20).
+
+    Returns
+    -------
+    numpy.random.Generator
+        A fresh, unpredictable generator: AES counter mode with a 128-bit key when the CPU
+        has AES-NI, otherwise ChaCha20 (20 rounds) with a 256-bit key.
+
+    Examples
+    --------
+    >>> draws = secure_generator().integers(0, 6, size=1000)
+    >>> bool(((draws >= 0) & (draws < 6)).all())
+    True
+    """
     if _USE_AES:
         key = int.from_bytes(os.urandom(16), "little")
         return np.random.Generator(randomgen.AESCounter(key=key, counter=0))
@@ -68,7 +96,20 @@ def secure_generator() -> np.random.Generator:
 
 
 def new_secret_key() -> bytes:
-    """32 bytes of key material from the operating system (for :func:`keyed_generator`)."""
+    """32 bytes of key material from the operating system (for :func:`keyed_generator`).
+
+    Returns
+    -------
+    bytes
+        32 bytes from :func:`os.urandom`; keep them secret, as the noise derived from them is
+        only private while the key is.
+
+    Examples
+    --------
+    >>> key = new_secret_key()
+    >>> len(key), key != new_secret_key()
+    (32, True)
+    """
     return os.urandom(32)
 
 
@@ -99,6 +140,23 @@ def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
     keyed noise stream (window trees, distributed sketch blocks, sub-domain sampling) goes
     through it.
 
+    Parameters
+    ----------
+    key : bytes
+        The secret master key, at least 16 bytes (:func:`new_secret_key` gives 32).
+    *parts : str, int or bytes
+        What the sub-key is for, e.g. ``("tree", k, block)``.
+
+    Returns
+    -------
+    bytes
+        The 32-byte sub-key.
+
+    Raises
+    ------
+    ParameterError
+        If ``key`` is not at least 16 bytes, or a part is not a str, an int or bytes.
+
     Examples
     --------
     >>> k = bytes(32)
@@ -120,6 +178,32 @@ def keyed_generator(key: bytes, *parts: str | int | bytes) -> np.random.Generato
     key and parts always give the same output; different parts give computationally independent
     streams. The key must be secret for the noise to protect privacy; a seeded key is for
     testing only.
+
+    Parameters
+    ----------
+    key : bytes
+        The secret master key, at least 16 bytes (:func:`new_secret_key`).
+    *parts : str, int or bytes
+        What the stream is for (e.g. ``"profile-sketch-block", 3``).
+
+    Returns
+    -------
+    numpy.random.Generator
+        A ChaCha20 generator starting at counter 0.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`derive_key`.
+
+    Examples
+    --------
+    >>> key = bytes(range(32))  # a fixed key: for this example only, never in production
+    >>> a = keyed_generator(key, "block", 0).integers(0, 2**32, size=4)
+    >>> b = keyed_generator(key, "block", 0).integers(0, 2**32, size=4)
+    >>> c = keyed_generator(key, "block", 1).integers(0, 2**32, size=4)
+    >>> bool((a == b).all()), bool((a == c).all())
+    (True, False)
     """
     derived = int.from_bytes(derive_key(key, "generator", *parts), "little")
     return np.random.Generator(randomgen.ChaCha(key=derived, counter=0, rounds=20))
@@ -140,6 +224,18 @@ def resolve_rng(rng: RNGLike, func: str = "dpfreq") -> ResolvedRNG:
     -------
     ResolvedRNG
         The generator and the ``seeded`` flag to record in the release.
+
+    Raises
+    ------
+    ParameterError
+        If ``rng`` is none of the above (e.g. a negative seed, a float or a ``RandomState``).
+
+    Examples
+    --------
+    >>> resolve_rng(None).seeded, resolve_rng(42).seeded
+    (False, True)
+    >>> int(resolve_rng(42).generator.integers(100)) == int(resolve_rng(42).generator.integers(100))
+    True
     """
     if rng is None:
         return ResolvedRNG(secure_generator(), seeded=False)
