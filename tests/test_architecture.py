@@ -38,8 +38,6 @@ SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("layer", "dpfreq.engines.spark_sketch", "dpfreq.profile.reconstruct"):
         "the distributed sketch moves to profile/ (ε-free table operations stay on Spark)",
-    ("engine door", "dpfreq.windows.params", "dpfreq.engines.base"):
-        "TimeBuckets is re-exported by dpfreq.engines; windows switches to it",
     ("cycle", "dpfreq.profile.plan", "dpfreq.profile.plan -> dpfreq.profile.reconstruct"):
         "profile planning and reconstruction are being split",
     ("cycle", "dpfreq.server.app", "dpfreq.server.app -> dpfreq.server.routes"):
