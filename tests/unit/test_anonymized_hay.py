@@ -105,7 +105,7 @@ def test_release_hay_fields() -> None:
 def test_refuses_above_limit_with_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     assert HAY_MAX_LENGTH == 50_000_000
     monkeypatch.setattr(hay_module, "HAY_MAX_LENGTH", 1_000)
-    with pytest.raises(ParameterError, match=r"not 'hay'.*exceeds 1000.*privhist"):
+    with pytest.raises(ParameterError, match=r"not 'hay'.*may exceed 1000.*privhist"):
         release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="hay", rng=0)
     rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0)
     assert rel.n_estimate > 1_000
