@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"devices={args.devices} horizon={HORIZON} concurrency={args.concurrency} "
           f"batch<={args.batch}")
     header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'seconds':>9}"
-              f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}"
+              f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}{'gen cpu s':>10}"
               f"{'per cpu-s':>11}{'aggregator/s':>14}{'ratio':>8}")
     print(header)
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -141,16 +141,16 @@ def run(args: argparse.Namespace) -> None:
                     work = device_reports(params, args.devices, HORIZON, shape=shape,
                                           seed=args.seed)
                     batch = args.batch if shape == "order0" else HORIZON
-                    cpu0 = cpu_seconds(pid)
+                    cpu0, gen0 = cpu_seconds(pid), time.process_time()
                     res = asyncio.run(run_devices(url, study, devices=args.devices,
                                                   concurrency=args.concurrency, batch=batch,
                                                   prepared=work))
-                    cpu = cpu_seconds(pid) - cpu0
+                    cpu, gen = cpu_seconds(pid) - cpu0, time.process_time() - gen0
                     base = ingest_rate(params, work, batch)
                     assert res.acked_reports == res.reports, "unacknowledged reports"
                     print(f"{backend:<11}{shape:<9}{res.acked_reports:>9}{res.requests:>9}"
                           f"{res.seconds:>9.2f}{res.rate():>11.0f}{res.latency_ms(0.5):>8.1f}"
-                          f"{res.latency_ms(0.99):>8.1f}{cpu:>10.2f}"
+                          f"{res.latency_ms(0.99):>8.1f}{cpu:>10.2f}{gen:>10.2f}"
                           f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
                           f"{res.rate() / base:>8.3f}")
 

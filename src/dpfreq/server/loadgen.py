@@ -2,8 +2,10 @@
 
 Every device is a real :class:`~dpfreq.longitudinal.LongitudinalClient` (it draws its order and
 randomizes on the "device") fed a synthetic 0/1 sequence with at most ``k`` changes; the
-devices enrol and upload their reports in batches over HTTP, ``concurrency`` at a time, with
-retries (exponential backoff) on connection errors, 429 and 5xx. Used by ``dpfreq longitudinal
+devices enrol and upload their reports in batches over HTTP (aiohttp: its client costs a
+fraction of the server's work per request, so one generator process can load a server on the
+same machine), ``concurrency`` at a time, with retries (exponential backoff) on connection
+errors, 429 and 5xx. Used by ``dpfreq longitudinal
 devices``, the crash test and ``benchmarks/bench_server.py``.
 
 ``shape="order0"`` is a throughput shape for benchmarks: every device enrols with order 0 and
@@ -18,9 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 import numpy as np
 
+from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.longitudinal.simulate import synthetic_changes
 
@@ -80,21 +83,23 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
     return out
 
 
-async def _send(http: httpx.AsyncClient, method: str, url: str, *, body: Any,
+async def _send(http: aiohttp.ClientSession, method: str, url: str, *, body: Any,
                 token: str | None, retries: int, result: LoadResult,
-                max_backoff: float) -> httpx.Response | None:
+                max_backoff: float) -> tuple[int, Any] | None:
+    """``(status, JSON body)`` of a request, retried on connection errors, 429 and 5xx."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     wait = min(0.05, max_backoff)
     for _ in range(retries):
         t0 = time.perf_counter()
         try:
-            resp = await http.request(method, url, json=body, headers=headers)
-            result.requests += 1
-            if resp.status_code < 500 and resp.status_code != 429:
-                if token is not None and resp.status_code == 200:
-                    result.latencies.append(time.perf_counter() - t0)
-                return resp
-        except httpx.TransportError:
+            async with http.request(method, url, json=body, headers=headers) as resp:
+                data = await resp.json(content_type=None)
+                result.requests += 1
+                if resp.status < 500 and resp.status != 429:
+                    if token is not None and resp.status == 200:
+                        result.latencies.append(time.perf_counter() - t0)
+                    return resp.status, data
+        except (TimeoutError, aiohttp.ClientError, ValueError):
             result.failures += 1
         await asyncio.sleep(wait)
         wait = min(2 * wait, max_backoff)
@@ -112,9 +117,14 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
     only the HTTP part; ``result`` is filled while the run goes on (progress for a watcher).
     """
     base = server.rstrip("/")
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=60.0, limits=limits) as http:
-        info = (await http.get(f"{base}/v1/studies/{study}")).raise_for_status().json()
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+        async with http.get(f"{base}/v1/studies/{study}") as resp:
+            if resp.status != 200:
+                raise DataError(f"study {study!r} could not be read from the server "
+                                f"(status {resp.status}).")
+            info = await resp.json()
         params = params_from_json(info["params"])
         t_max = int(horizon or info["horizon"])
         work = prepared if prepared is not None else await asyncio.to_thread(
@@ -125,23 +135,24 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
         queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] = asyncio.Queue()
         for item in work:
             queue.put_nowait(item)
+        pid = params.param_id
 
         async def worker() -> None:
             while not queue.empty():
                 order, reps = queue.get_nowait()
-                resp = await _send(http, "POST", f"{base}/v1/studies/{study}/devices", body={
-                    "param_id": params.param_id, "order": order}, token=None, retries=retries,
-                    result=result, max_backoff=max_backoff)
-                if resp is None or resp.status_code != 201:
+                got = await _send(http, "POST", f"{base}/v1/studies/{study}/devices",
+                                  body={"param_id": pid, "order": order}, token=None,
+                                  retries=retries, result=result, max_backoff=max_backoff)
+                if got is None or got[0] != 201:
                     continue
-                device, token = int(resp.json()["device"]), str(resp.json()["token"])
+                device, token = int(got[1]["device"]), str(got[1]["token"])
                 result.enrolled[device] = order
                 for i in range(0, len(reps), batch):
                     chunk = [{**r, "device": device} for r in reps[i:i + batch]]
-                    resp = await _send(http, "POST", f"{base}/v1/studies/{study}/reports",
-                                       body={"reports": chunk}, token=token, retries=retries,
-                                       result=result, max_backoff=max_backoff)
-                    if resp is not None and resp.status_code == 200:
+                    got = await _send(http, "POST", f"{base}/v1/studies/{study}/reports",
+                                      body={"reports": chunk}, token=token, retries=retries,
+                                      result=result, max_backoff=max_backoff)
+                    if got is not None and got[0] == 200:
                         result.acked_reports += len(chunk)
                         result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)
 
