@@ -26,6 +26,7 @@ exact.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,8 +63,13 @@ def _is_package(name: str) -> bool:
     return MODULES.get(name, Path()).name == "__init__.py"
 
 
-def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
+@functools.cache
+def _imports(name: str) -> tuple[tuple[str, str | None, int], ...]:
     """(imported module, imported name or None, line) for every dpfreq import in ``name``."""
+    return tuple(_scan(name))
+
+
+def _scan(name: str) -> Iterator[tuple[str, str | None, int]]:
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     package = name if _is_package(name) else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -110,6 +116,7 @@ def _private_owner(module: str) -> str | None:
     return None
 
 
+@functools.cache
 def violations() -> dict[tuple[str, str, str], str]:
     found: dict[tuple[str, str, str], str] = {}
     for name in MODULES:
