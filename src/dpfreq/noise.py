@@ -1,16 +1,17 @@
 """Exact integer noise: Bernoulli(exp(-γ)), geometric, discrete Laplace, randomized response.
 
-Spec: ``shared/spec/noise.md`` (Canonne, Kamath & Steinke, NeurIPS 2020, Algorithms 1–2).
-Given ideal uniform integers, every sampler's output law *is* the stated pmf: no floating point
-touches a sampled value. The parameter γ (so that α = e^{-γ}) is an exact
+After Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS
+2020), Algorithm 1 (Bernoulli(exp(-γ))) and Algorithm 2 (discrete Laplace). Given ideal uniform
+integers, every sampler's output law *is* the stated pmf: no floating point touches a sampled
+value. The parameter γ (so that α = e^{-γ}) is an exact
 :class:`fractions.Fraction` ``s/t``; :func:`epsilon_to_fraction` rounds a float ε **down** to the
 largest fraction with denominator ≤ 2^32, so the noise is never smaller than asked for.
 
-Calibration (ε and sensitivity → γ, error bounds) is separate from sampling (STYLE.md rule 10):
+Calibration (ε and sensitivity → γ, error bounds) is separate from sampling:
 ``discrete_laplace_gamma`` → ``sample_discrete_laplace``; ``discrete_laplace_tail`` and
 ``discrete_laplace_tail_bound`` give the error statements.
 
-Vectorization (spec §6): each rejection loop runs as rounds over the still-pending subset of an
+Vectorization: each rejection loop runs as rounds over the still-pending subset of an
 array, drawing bounded integers with ``Generator.integers`` (unbiased) for the whole subset at
 once. Within one round every pending entry of the Bernoulli(exp(-γ)) loop shares the same K, so a
 round is a single ``integers(0, t·K)`` call.
@@ -19,7 +20,7 @@ Speed: the geometric and discrete-Laplace samplers invert the exact cdf on one 6
 draw, against integer thresholds ``⌊2^63 Pr[X > k]⌋`` computed with rigorous integer bounds on
 e^{-x} (:func:`_table_sample`, whose Notes give the exactness argument). A word landing exactly on
 a threshold (probability about 2^-63 per threshold) is settled by drawing further bits, and the
-far tail is handed to the spec §4 algorithm, so the law stays exactly the pmf.
+far tail is handed to Algorithm 2 of Canonne, Kamath & Steinke, so the law stays exactly the pmf.
 
 Notes
 -----
@@ -38,7 +39,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._exact_inverse import WORD_BITS, inverse_table
-from dpfreq._validate import check_int, check_open_unit, check_positive_float, message
+from dpfreq._noise_laws import (
+    discrete_laplace_cdf,
+    discrete_laplace_pmf,
+    discrete_laplace_tail,
+    discrete_laplace_tail_bound,
+    discrete_laplace_variance,
+    geometric_cdf,
+    geometric_pmf,
+    geometric_variance,
+    randomized_response_keep_probability,
+)
+from dpfreq._validate import check_int, check_positive_float, message
 from dpfreq.errors import ParameterError
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -104,10 +116,29 @@ def epsilon_to_fraction(
     The float is taken at its exact binary value. The result never exceeds ε and is within
     ``1/max_denominator`` of it, so the noise calibrated from it is at least as large as asked.
 
+    Parameters
+    ----------
+    epsilon : float or Fraction
+        ε > 0.
+    max_denominator : int, keyword-only, default 2^32
+        Largest denominator allowed.
+
+    Returns
+    -------
+    fractions.Fraction
+        The largest fraction ``p/q <= ε`` with ``q <= max_denominator``.
+
     Raises
     ------
     ParameterError
         If ε is not a finite number > 0, or so small that it rounds down to 0.
+
+    Examples
+    --------
+    >>> epsilon_to_fraction(0.5), epsilon_to_fraction(0.1)
+    (Fraction(1, 2), Fraction(1, 10))
+    >>> epsilon_to_fraction(math.pi, max_denominator=1000)
+    Fraction(2818, 897)
     """
     if isinstance(epsilon, Fraction):
         x = epsilon
@@ -128,6 +159,31 @@ def discrete_laplace_gamma(epsilon: float | Fraction, sensitivity: int = 1) -> F
 
     Adding ``DLap(e^{-γ})`` independently to each coordinate of an integer query with ℓ1
     sensitivity Δ is ε-DP. The result has denominator ≤ 2^32.
+
+    Parameters
+    ----------
+    epsilon : float or Fraction
+        ε > 0 (rounded down by :func:`epsilon_to_fraction`).
+    sensitivity : int, default 1
+        ℓ1 sensitivity Δ >= 1 of the integer query.
+
+    Returns
+    -------
+    fractions.Fraction
+        γ <= ε/Δ.
+
+    Raises
+    ------
+    ParameterError
+        If ε is not a finite number > 0 (or rounds to 0), or Δ is not an integer >= 1.
+
+    Examples
+    --------
+    >>> discrete_laplace_gamma(1.0, sensitivity=2)
+    Fraction(1, 2)
+    >>> z = sample_discrete_laplace(discrete_laplace_gamma(0.5), 4, rng=0)
+    >>> z.shape
+    (4,)
     """
     delta = check_int(sensitivity, "sensitivity", "discrete_laplace_gamma", minimum=1)
     return epsilon_to_fraction(epsilon_to_fraction(epsilon) / delta)
@@ -150,7 +206,7 @@ def _as_gamma(gamma: Any, func: str, *, allow_zero: bool = False) -> Fraction:
 
 
 def _bernoulli_exp_le1(num: NDArray[np.int64], den: int, gen: np.random.Generator) -> NDArray[Any]:
-    """Bernoulli(exp(-num/den)) for each entry with 0 <= num <= den (spec §3, γ <= 1)."""
+    """Bernoulli(exp(-num/den)) per entry, 0 <= num <= den (Canonne et al. Algorithm 1, γ <= 1)."""
     out = np.empty(num.shape[0], dtype=np.bool_)
     alive = np.arange(num.shape[0])
     nums = num
@@ -196,7 +252,7 @@ def _bernoulli_exp_minus_one(n: int, gen: np.random.Generator) -> NDArray[Any]:
 
 
 def _bernoulli_exp(gamma: Fraction, n: int, gen: np.random.Generator) -> NDArray[Any]:
-    """n independent Bernoulli(exp(-γ)) draws for any rational γ >= 0 (spec §3, γ > 1 case)."""
+    """n independent Bernoulli(exp(-γ)) draws for any rational γ >= 0 (Algorithm 1, γ > 1 case)."""
     whole = gamma.numerator // gamma.denominator
     rest = gamma - whole
     out = np.ones(n, dtype=np.bool_)
@@ -229,7 +285,11 @@ def _geometric_exp_minus_one(n: int, gen: np.random.Generator) -> NDArray[np.int
 def _discrete_laplace_chunk(
     s: int, t: int, n: int, gen: np.random.Generator, *, signed: bool
 ) -> NDArray[np.int64]:
-    """Spec §4 for n outputs with γ = s/t; ``signed=False`` gives the geometric Y."""
+    """Algorithm 2 of Canonne et al. for n outputs with γ = s/t; ``signed=False``: the geometric Y.
+
+    Rounds: U uniform on {0..t-1}, kept with probability exp(-U/t); V ~ Geometric(e^{-1});
+    Y = ⌊(U + tV)/s⌋ ~ Geometric(e^{-s/t}); a fair sign, rejecting the negative zero.
+    """
     out = np.empty(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:
@@ -283,14 +343,15 @@ def _table_sample(
     decreasing, at most one k is open per word.
 
     The table stops at K thresholds. The event {X >= K} is decided exactly as above, and on it X
-    is replaced by ``K + G'`` with G' an independent exact Geometric(α) draw (spec §4 sampler).
+    is replaced by ``K + G'`` with G' an independent exact Geometric(α) draw
+    (:func:`_discrete_laplace_chunk`).
     This keeps the law: for K >= 1 the shape ``Pr[X = K + j] = S(K-1)(1-α)α^j`` is memoryless in
     both cases, and the replacement does not look at W. For the discrete Laplace the 64th bit of
     the word is an independent fair sign (the sign of 0 is irrelevant, so no rejection is needed).
     Given ideal uniform words the output law is therefore exactly the pmf.
     """
     tab = inverse_table(gamma, signed, w)
-    if tab.size == 0:  # only for tiny test word sizes: the §4 algorithm alone
+    if tab.size == 0:  # only for tiny test word sizes: the rejection sampler alone
         return _discrete_laplace_chunk(gamma.numerator, gamma.denominator, n, gen, signed=signed)
     raw = gen.integers(0, 1 << (w + 1), size=n, dtype=np.uint64)
     words = raw >> np.uint64(1)
@@ -338,7 +399,7 @@ def _check_size(size: Any, func: str) -> Shape:
 def sample_bernoulli_exp(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.bool_]:
-    """Exact Bernoulli(exp(-γ)) draws for a rational γ >= 0 (spec §3).
+    """Exact Bernoulli(exp(-γ)) draws for a rational γ >= 0.
 
     Parameters
     ----------
@@ -349,11 +410,30 @@ def sample_bernoulli_exp(
     rng : None, int or numpy.random.Generator, keyword-only
         Random source (None: the secure default of :mod:`dpfreq.rng`).
 
+    Returns
+    -------
+    numpy.ndarray of bool
+        True with probability exactly e^{-γ}, independently per entry.
+
+    Raises
+    ------
+    ParameterError
+        If γ < 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is invalid.
+
     Notes
     -----
     Returned as ``G >= 1`` for an exact geometric draw G with parameter α = e^{-γ}
-    (:func:`sample_geometric`): ``Pr[G >= 1] = α`` exactly. This is faster than the spec §3 loop
-    (kept as ``_bernoulli_exp``, which the spec §4 tail path uses) and just as exact.
+    (:func:`sample_geometric`): ``Pr[G >= 1] = α`` exactly. This is faster than the coin loop of
+    Algorithm 1 of Canonne, Kamath & Steinke (2020) (kept as ``_bernoulli_exp``, which the
+    rejection sampler of the far tail uses) and just as exact.
+
+    Examples
+    --------
+    >>> sample_bernoulli_exp(0, 3, rng=0)
+    array([ True,  True,  True])
+    >>> b = sample_bernoulli_exp(math.log(2), 10_000, rng=0)  # Pr[True] = 1/2
+    >>> bool(abs(b.mean() - 0.5) < 0.05)
+    True
     """
     g = _as_gamma(gamma, "sample_bernoulli_exp", allow_zero=True)
     shape = _check_size(size, "sample_bernoulli_exp")
@@ -369,7 +449,13 @@ def sample_geometric(
     """Exact geometric draws on {0, 1, ...}: ``Pr[G = k] = (1-α) α^k`` with α = e^{-γ}.
 
     Same exact inverse-cdf method as :func:`sample_discrete_laplace` (thresholds
-    ``⌊2^63 α^{k+1}⌋``), without the sign. Parameters as there.
+    ``⌊2^63 α^{k+1}⌋``), without the sign. Parameters, Returns and Raises as there.
+
+    Examples
+    --------
+    >>> g = sample_geometric(math.log(2), 10_000, rng=0)  # α = 1/2: mean α/(1-α) = 1
+    >>> bool(g.min() >= 0), bool(abs(g.mean() - 1) < 0.1)
+    (True, True)
     """
     g = _as_gamma(gamma, "sample_geometric")
     shape = _check_size(size, "sample_geometric")
@@ -396,14 +482,30 @@ def sample_discrete_laplace(
     Returns
     -------
     numpy.ndarray of int64
+        Independent draws, of shape ``size``.
+
+    Raises
+    ------
+    ParameterError
+        If γ is not > 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is
+        invalid.
 
     Notes
     -----
     Exact: one 64-bit word per draw is compared with integer thresholds ``⌊2^63 Pr[|Z| > k]⌋``
     computed with rigorous bounds on e^{-x}; ties are settled with further random bits and the
-    far tail with the spec §4 rejection algorithm (see ``_table_sample`` for the argument). Given
-    ideal uniform words the output law is exactly the pmf; about 30 M draws/s on the reference
-    machine (``benchmarks/bench_noise.py``).
+    far tail with the rejection sampler of Canonne, Kamath & Steinke (2020), Algorithm 2 (see
+    ``_table_sample`` for the argument). Given ideal uniform words the output law is exactly the
+    pmf; about 30 M draws/s on the reference machine (``benchmarks/bench_noise.py``).
+
+    Examples
+    --------
+    >>> z = sample_discrete_laplace(Fraction(1), size=(2, 3), rng=0)
+    >>> z.shape, z.dtype
+    ((2, 3), dtype('int64'))
+    >>> z = sample_discrete_laplace(1.0, 100_000, rng=1)  # variance 2α/(1-α)^2 ≈ 1.84
+    >>> bool(abs(z.mean()) < 0.1), bool(abs(z.var() - discrete_laplace_variance(1.0)) < 0.1)
+    (True, True)
     """
     g = _as_gamma(gamma, "sample_discrete_laplace")
     shape = _check_size(size, "sample_discrete_laplace")
@@ -419,12 +521,37 @@ def randomized_response(
     With γ = ε this is ε-local-DP for one bit: the output probabilities for inputs 0 and 1
     differ by the factor ``(1/(1+α)) / (α/(1+α)) = e^γ``.
 
+    Parameters
+    ----------
+    bits : array_like of 0/1 (int or bool)
+        The true bits.
+    gamma : Fraction, int or float
+        γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).
+    rng : None, int or numpy.random.Generator, keyword-only
+        Random source (None: the secure default of :mod:`dpfreq.rng`).
+
+    Returns
+    -------
+    numpy.ndarray of int8
+        The reported bits, of the shape of ``bits``.
+
+    Raises
+    ------
+    ParameterError
+        If ``bits`` holds anything but 0 and 1, γ is not > 0, or ``rng`` is invalid.
+
     Notes
     -----
-    Spec §5 gets the keep-probability ``1/(1+α)`` from a loop of fair coins and
+    A textbook sampler gets the keep-probability ``1/(1+α)`` from a loop of fair coins and
     Bernoulli(α) draws. Here each bit is kept iff an exact geometric draw G with parameter α
     (:func:`sample_geometric`) is even: ``Pr[G even] = Σ_k (1-α) α^{2k} = (1-α)/(1-α²) =
     1/(1+α)``, exactly the same law, one 64-bit word per bit instead of several rounds.
+
+    Examples
+    --------
+    >>> out = randomized_response(np.ones(10_000, dtype=np.int8), math.log(3), rng=0)
+    >>> out.dtype, bool(abs(out.mean() - 0.75) < 0.05)  # kept with probability 3/4
+    (dtype('int8'), True)
     """
     g = _as_gamma(gamma, "randomized_response")
     arr = np.asarray(bits)
@@ -436,92 +563,3 @@ def randomized_response(
     flat = arr.astype(np.int8).ravel()
     flip = (_sample_chunked(g, flat.size, gen, signed=False) & 1).astype(np.int8)
     return (flat ^ flip).reshape(arr.shape)
-
-
-# ----------------------------------------------------------------------------------------------
-# pmfs, variances and tails (floats: for tests and error statements, never for sampling)
-
-
-def _gamma_value(gamma: Any, func: str) -> float:
-    """γ as a float for the analytic helpers, validated (a finite number > 0)."""
-    if isinstance(gamma, Fraction):
-        if gamma <= 0:
-            raise ParameterError(message("gamma", func, "a finite number > 0", gamma))
-        return float(gamma)
-    return check_positive_float(gamma, "gamma", func)
-
-
-def _alpha(gamma: Fraction | float, func: str = "dpfreq.noise") -> float:
-    return math.exp(-_gamma_value(gamma, func))
-
-
-def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``."""
-    g = _gamma_value(gamma, "discrete_laplace_pmf")
-    a = math.exp(-g)
-    zz = np.abs(np.asarray(z, dtype=np.float64))
-    return (1 - a) / (1 + a) * np.exp(-g * zz)
-
-
-def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else."""
-    g = _gamma_value(gamma, "discrete_laplace_cdf")
-    a = math.exp(-g)
-    zz = np.floor(np.asarray(z, dtype=np.float64))
-    lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
-    upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
-    return np.where(zz < 0, lower, upper)
-
-
-def discrete_laplace_variance(gamma: Fraction | float) -> float:
-    """``Var[Z] = 2α/(1-α)^2``."""
-    g = _gamma_value(gamma, "discrete_laplace_variance")
-    a = math.exp(-g)
-    return 2 * a / math.expm1(-g) ** 2
-
-
-def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0)."""
-    g = _gamma_value(gamma, "discrete_laplace_tail")
-    a = math.exp(-g)
-    b = np.floor(np.asarray(bound, dtype=np.float64))
-    return np.where(b < 0, 1.0, 2 * np.exp(-g * (np.maximum(b, 0.0) + 1)) / (1 + a))
-
-
-def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
-    """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``."""
-    eta = check_open_unit(eta, "eta", "discrete_laplace_tail_bound")
-    g = _gamma_value(gamma, "discrete_laplace_tail_bound")
-    a = math.exp(-g)
-    # 2 α^{B+1}/(1+α) <= η  <=>  B + 1 >= ln(2/(η(1+α))) / γ
-    b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / g - 1))
-    while b > 0 and float(discrete_laplace_tail(b - 1, gamma)) <= eta:
-        b -= 1
-    while float(discrete_laplace_tail(b, gamma)) > eta:
-        b += 1
-    return b
-
-
-def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0)."""
-    g = _gamma_value(gamma, "geometric_pmf")
-    kk = np.asarray(k, dtype=np.float64)
-    return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
-
-
-def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
-    """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0)."""
-    g = _gamma_value(gamma, "geometric_cdf")
-    kk = np.floor(np.asarray(k, dtype=np.float64))
-    return np.where(kk >= 0, -np.expm1(-g * (np.maximum(kk, 0.0) + 1)), 0.0)
-
-
-def geometric_variance(gamma: Fraction | float) -> float:
-    """``Var[G] = α/(1-α)^2``."""
-    g = _gamma_value(gamma, "geometric_variance")
-    return math.exp(-g) / math.expm1(-g) ** 2
-
-
-def randomized_response_keep_probability(gamma: Fraction | float) -> float:
-    """``e^γ/(1+e^γ) = 1/(1+α)``."""
-    return 1.0 / (1.0 + _alpha(gamma, "randomized_response_keep_probability"))

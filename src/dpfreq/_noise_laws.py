@@ -1,0 +1,313 @@
+"""Laws of dpfreq's integer noise: pmfs, cdfs, variances and tails (floats).
+
+These are for tests and error statements, never for sampling: the samplers of :mod:`dpfreq.noise`
+draw exactly from these laws without floating point. With α = e^{-γ}, the discrete Laplace
+``DLap(α)`` has ``Pr[Z = z] = (1-α)/(1+α) α^{|z|}`` on the integers and the geometric
+``Pr[G = k] = (1-α) α^k`` on {0, 1, ...}. Every function here is re-exported by
+:mod:`dpfreq.noise`, which is where to import them from.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_open_unit, check_positive_float, message
+from dpfreq.errors import ParameterError
+
+__all__ = [
+    "discrete_laplace_cdf",
+    "discrete_laplace_pmf",
+    "discrete_laplace_tail",
+    "discrete_laplace_tail_bound",
+    "discrete_laplace_variance",
+    "geometric_cdf",
+    "geometric_pmf",
+    "geometric_variance",
+    "randomized_response_keep_probability",
+]
+
+
+def _gamma_value(gamma: Any, func: str) -> float:
+    """γ as a float for the analytic helpers, validated (a finite number > 0)."""
+    if isinstance(gamma, Fraction):
+        if gamma <= 0:
+            raise ParameterError(message("gamma", func, "a finite number > 0", gamma))
+        return float(gamma)
+    return check_positive_float(gamma, "gamma", func)
+
+
+def _alpha(gamma: Fraction | float, func: str = "dpfreq.noise") -> float:
+    return math.exp(-_gamma_value(gamma, func))
+
+
+def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``: the discrete Laplace pmf.
+
+    Parameters
+    ----------
+    z : array_like of int
+        Points.
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> round(float(discrete_laplace_pmf(0, math.log(3))), 12)  # α = 1/3: (2/3)/(4/3)
+    0.5
+    >>> round(float(discrete_laplace_pmf(np.arange(-60, 61), 1.0).sum()), 12)
+    1.0
+    """
+    g = _gamma_value(gamma, "discrete_laplace_pmf")
+    a = math.exp(-g)
+    zz = np.abs(np.asarray(z, dtype=np.float64))
+    return (1 - a) / (1 + a) * np.exp(-g * zz)
+
+
+def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else.
+
+    Parameters
+    ----------
+    z : array_like
+        Points (non-integers are floored).
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> np.round(discrete_laplace_cdf([-1, 0], math.log(3)), 12).tolist()  # α = 1/3
+    [0.25, 0.75]
+    """
+    g = _gamma_value(gamma, "discrete_laplace_cdf")
+    a = math.exp(-g)
+    zz = np.floor(np.asarray(z, dtype=np.float64))
+    lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
+    upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
+    return np.where(zz < 0, lower, upper)
+
+
+def discrete_laplace_variance(gamma: Fraction | float) -> float:
+    """``Var[Z] = 2α/(1-α)^2``: variance of the discrete Laplace.
+
+    Parameters
+    ----------
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> round(discrete_laplace_variance(math.log(2)), 12)  # α = 1/2: 1/(1/4)
+    4.0
+    """
+    g = _gamma_value(gamma, "discrete_laplace_variance")
+    a = math.exp(-g)
+    return 2 * a / math.expm1(-g) ** 2
+
+
+def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0).
+
+    Parameters
+    ----------
+    bound : array_like
+        B (non-integers are floored).
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> np.round(discrete_laplace_tail([-1, 0, 1], math.log(3)), 12).tolist()  # α = 1/3
+    [1.0, 0.5, 0.166666666667]
+    """
+    g = _gamma_value(gamma, "discrete_laplace_tail")
+    a = math.exp(-g)
+    b = np.floor(np.asarray(bound, dtype=np.float64))
+    return np.where(b < 0, 1.0, 2 * np.exp(-g * (np.maximum(b, 0.0) + 1)) / (1 + a))
+
+
+def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
+    """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``.
+
+    Parameters
+    ----------
+    eta : float
+        Failure probability η in (0, 1).
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    int
+        B, so that ``|Z| <= B`` with probability at least ``1 - η``.
+
+    Raises
+    ------
+    ParameterError
+        If η is not in (0, 1) or γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> b = discrete_laplace_tail_bound(0.05, 1.0)
+    >>> b, bool(discrete_laplace_tail(b, 1.0) <= 0.05 < discrete_laplace_tail(b - 1, 1.0))
+    (3, True)
+    """
+    eta = check_open_unit(eta, "eta", "discrete_laplace_tail_bound")
+    g = _gamma_value(gamma, "discrete_laplace_tail_bound")
+    a = math.exp(-g)
+    # 2 α^{B+1}/(1+α) <= η  <=>  B + 1 >= ln(2/(η(1+α))) / γ
+    b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / g - 1))
+    while b > 0 and float(discrete_laplace_tail(b - 1, gamma)) <= eta:
+        b -= 1
+    while float(discrete_laplace_tail(b, gamma)) > eta:
+        b += 1
+    return b
+
+
+def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0): the geometric pmf.
+
+    Parameters
+    ----------
+    k : array_like of int
+        Points.
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> np.round(geometric_pmf([-1, 0, 1, 2], math.log(2)), 12).tolist()  # α = 1/2
+    [0.0, 0.5, 0.25, 0.125]
+    """
+    g = _gamma_value(gamma, "geometric_pmf")
+    kk = np.asarray(k, dtype=np.float64)
+    return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
+
+
+def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
+    """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0).
+
+    Parameters
+    ----------
+    k : array_like
+        Points (non-integers are floored).
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> np.round(geometric_cdf([-1, 0, 1], math.log(2)), 12).tolist()  # α = 1/2
+    [0.0, 0.5, 0.75]
+    """
+    g = _gamma_value(gamma, "geometric_cdf")
+    kk = np.floor(np.asarray(k, dtype=np.float64))
+    return np.where(kk >= 0, -np.expm1(-g * (np.maximum(kk, 0.0) + 1)), 0.0)
+
+
+def geometric_variance(gamma: Fraction | float) -> float:
+    """``Var[G] = α/(1-α)^2``: variance of the geometric on {0, 1, ...}.
+
+    Parameters
+    ----------
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> round(geometric_variance(math.log(2)), 12)  # α = 1/2: (1/2)/(1/4)
+    2.0
+    """
+    g = _gamma_value(gamma, "geometric_variance")
+    return math.exp(-g) / math.expm1(-g) ** 2
+
+
+def randomized_response_keep_probability(gamma: Fraction | float) -> float:
+    """``e^γ/(1+e^γ) = 1/(1+α)``: the probability that randomized response keeps a bit.
+
+    Parameters
+    ----------
+    gamma : Fraction or float
+        γ > 0, with α = e^{-γ}.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If γ is not a finite number > 0.
+
+    Examples
+    --------
+    >>> round(randomized_response_keep_probability(math.log(3)), 12)  # e^γ = 3: 3/4
+    0.75
+    """
+    return 1.0 / (1.0 + _alpha(gamma, "randomized_response_keep_probability"))
