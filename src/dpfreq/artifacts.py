@@ -61,6 +61,40 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
 
     The file is written to a temporary name beside ``path`` and renamed, so a crash never leaves
     a half-written artefact under the final name.
+
+    Parameters
+    ----------
+    path : str or Path
+        Where to write (replaced if it exists).
+    kind : str, keyword-only
+        What the file holds (e.g. ``"profile-sketch"``); :func:`read_artifact` checks it.
+    version : int, keyword-only
+        Format version of that kind; :func:`read_artifact` checks it.
+    meta : Mapping, keyword-only
+        JSON-ready parameters, stored in the header.
+    arrays : Mapping of str to numpy.ndarray, optional, keyword-only
+        Numeric (bool, int, unsigned or float) arrays, stored without pickles.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    TypeError
+        If an array is not numeric (object, string, ... arrays are never saved).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "state.dpfreq"
+    >>> write_artifact(path, kind="example", version=1, meta={"epsilon": 1.0},
+    ...                arrays={"counts": np.array([3, 1, 4])}).name
+    'state.dpfreq'
+    >>> version, meta, arrays = read_artifact(path, kind="example", versions=(1,))
+    >>> version, meta, arrays["counts"].tolist()
+    (1, {'epsilon': 1.0}, [3, 1, 4])
     """
     arrays = {k: np.ascontiguousarray(v) for k, v in (arrays or {}).items()}
     for name, arr in arrays.items():
@@ -88,11 +122,46 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
                   ) -> tuple[int, dict[str, Any], dict[str, np.ndarray]]:
     """Read a file written by :func:`write_artifact`; returns ``(version, meta, arrays)``.
 
+    Checks, in order: a readable container, the expected kind and a supported version, the
+    SHA-256 digest over header and arrays, and each array's dtype and shape. The caller must
+    still validate every field of ``meta`` and ``arrays`` against its own rules.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    kind : str, keyword-only
+        The kind the file must hold.
+    versions : tuple of int, keyword-only
+        The format versions this reader supports.
+
+    Returns
+    -------
+    version : int
+        The file's format version (one of ``versions``).
+    meta : dict
+        The parameters stored by :func:`write_artifact`.
+    arrays : dict of str to numpy.ndarray
+        The stored arrays.
+
     Raises
     ------
     DataError
         The file is missing, unreadable, truncated, of another kind or version, fails its
         digest, or holds an array whose dtype or shape differs from its header.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "state.dpfreq"
+    >>> _ = write_artifact(path, kind="example", version=2, meta={"n": 3},
+    ...                    arrays={"x": np.zeros(3)})
+    >>> read_artifact(path, kind="example", versions=(2,))[1]
+    {'n': 3}
+    >>> read_artifact(path, kind="example", versions=(1,))
+    Traceback (most recent call last):
+    ...
+    dpfreq.errors.DataError: ... format version 2 is not supported (this dpfreq reads 1).
     """
     label = str(path)
     try:
@@ -139,7 +208,28 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
 
 
 def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
-    """JSON text of ``payload`` with the dpfreq header and a SHA-256 digest of the payload."""
+    """JSON text of ``payload`` with the dpfreq header and a SHA-256 digest of the payload.
+
+    Parameters
+    ----------
+    payload : Mapping
+        JSON-ready content.
+    kind : str, keyword-only
+        What the text holds; :func:`open_json` checks it.
+    version : int, keyword-only
+        Format version of that kind; :func:`open_json` checks it.
+
+    Returns
+    -------
+    str
+        JSON text with keys ``format``, ``kind``, ``version``, ``payload`` and ``sha256``.
+
+    Examples
+    --------
+    >>> text = seal_json({"horizon": 8}, kind="params", version=1)
+    >>> open_json(text, kind="params", versions=(1,))
+    (1, {'horizon': 8})
+    """
     body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(f"{kind}|{int(version)}|{body}".encode()).hexdigest()
     return json.dumps({"format": _FORMAT, "kind": kind, "version": int(version),
@@ -150,10 +240,39 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
               label: str = "the text") -> tuple[int, dict[str, Any]]:
     """Check and unwrap text written by :func:`seal_json`; returns ``(version, payload)``.
 
+    Parameters
+    ----------
+    text : str or bytes
+        The JSON text.
+    kind : str, keyword-only
+        The kind the text must hold.
+    versions : tuple of int, keyword-only
+        The format versions this reader supports.
+    label : str, keyword-only
+        How error messages name the text (e.g. the file it was read from).
+
+    Returns
+    -------
+    version : int
+        The format version (one of ``versions``).
+    payload : dict
+        The content passed to :func:`seal_json`; the caller must still validate every field.
+
     Raises
     ------
     DataError
         Not JSON, no dpfreq header, another kind or version, or a digest mismatch.
+
+    Examples
+    --------
+    >>> text = seal_json({"horizon": 8}, kind="params", version=1)
+    >>> open_json(text, kind="params", versions=(1,))[1]
+    {'horizon': 8}
+    >>> edited = text.replace('"horizon": 8', '"horizon": 9')
+    >>> open_json(edited, kind="params", versions=(1,), label="params.json")
+    Traceback (most recent call last):
+    ...
+    dpfreq.errors.DataError: params.json is not a valid dpfreq params file: its checksum does not ...
     """
     try:
         obj = json.loads(text)
