@@ -56,6 +56,11 @@ class AnonymizedPlan:
         ``2n``; ``description`` then names the ε that would make it useful.
     description : str
         One paragraph a person can read.
+
+    Examples
+    --------
+    >>> plan_anonymized(n_range=(10_000, 100_000), epsilon=1.0).vacuous
+    False
     """
 
     epsilon: float

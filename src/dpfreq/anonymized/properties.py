@@ -45,8 +45,8 @@ PNAS 113(47), 2016 (smoothed Good–Toulmin).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,7 @@ from dpfreq.anonymized.coefficients import (
     uniformity_coef,
 )
 from dpfreq.anonymized.histogram_input import as_prevalences
+from dpfreq.anonymized.property_estimate import PropertyEstimate, clamp, no_statement
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import ErrorStatement, Release
 
@@ -85,65 +86,6 @@ __all__ = [
 
 _F64 = NDArray[np.float64]
 
-
-
-@dataclass(frozen=True, kw_only=True)
-class PropertyEstimate(Release):
-    """A symmetric-property estimate from an anonymized histogram.
-
-    ``value`` is a float. From a release it is ε-DP by post-processing (``epsilon`` and ``delta``
-    are the release's: nothing further is spent); from an exact histogram it is the non-private
-    reference (``private=False``, ``epsilon=inf``).
-
-    Attributes
-    ----------
-    property_name : str
-        Which property (``"entropy"``, ``"support-size"``, ...).
-    sample_size : int
-        The ``n`` in ``f(r, n)``: the release's ``N`` (a DP estimate), or ``Σ r φ_r`` for exact
-        input.
-    lipschitz_constant : float
-        ``L`` with respect to the sorted-ℓ1 distance at ``sample_size``, for histograms with
-        counts ``≤ max_count`` (``nan`` for non-linear estimators without one).
-    max_count : int
-        The ``R`` used for ``lipschitz_constant``: ``max(sample_size, largest count of H)``.
-    private : bool
-        True when computed from a DP release; False for the exact, non-private reference.
-    raw_value : float
-        The estimator's value before clamping to ``value_range``.
-    clamped : bool
-        True when the raw value lay outside the quantity's range and was moved into it (then
-        ``value`` is the nearest end of ``value_range``; the error bound applies to the raw
-        value, and clamping only moves it toward any true value inside the range).
-    value_range : tuple of float
-        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species).
-    parameters : Mapping
-        The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
-    """
-
-    property_name: str
-    sample_size: int
-    lipschitz_constant: float
-    max_count: int
-    private: bool
-    raw_value: float
-    clamped: bool
-    value_range: tuple[float, float]
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-
-    def __float__(self) -> float:
-        return float(self.value)
-
-    def table(self) -> dict[str, Any]:
-        """One row: the property, its value, and ``lower``/``upper`` from a finite bound
-        (clipped to the property's range; NaN when there is no error statement)."""
-        half = float(np.max(self.error.value)) if self.error.kind == "bound" else math.nan
-        lo, hi = self.value_range
-        lower = max(self.value - half, lo) if math.isfinite(half) else math.nan
-        upper = min(self.value + half, hi) if math.isfinite(half) else math.nan
-        return {"property": np.array([self.property_name]), "value": np.array([self.value]),
-                "lower": np.array([lower]), "upper": np.array([upper]),
-                "clamped": np.array([self.clamped])}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -170,17 +112,6 @@ def _read(histogram: Any, func: str) -> _Input:
     counts, prev = as_prevalences(histogram, func, "histogram")
     n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
     return _Input(counts, prev, n, None)
-
-
-def no_statement(description: str) -> ErrorStatement:
-    """An honest "no error statement": kind ``"sd"`` with an unknown (NaN) value."""
-    return ErrorStatement(kind="sd", confidence=None, value=math.nan, description=description)
-
-
-def clamp(value: float, value_range: tuple[float, float]) -> float:
-    """``value`` moved into ``value_range`` (NaN stays NaN)."""
-    lo, hi = value_range
-    return value if math.isnan(value) else min(max(value, lo), hi)
 
 
 def _private_error(inp: _Input, lipschitz: float, width: float) -> ErrorStatement:
@@ -317,6 +248,11 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     **Privacy**: post-processing of the release. Note that the observed support size has
     Lipschitz constant 1, which Corollary 1 of the paper does not cover: its error is of the order
     of the release's whole ℓ1 error.
+
+    Examples
+    --------
+    >>> estimate_support_size({1: 4, 8: 1, 9: 1}).value
+    6.0
     """
     func = "estimate_support_size"
     method = check_choice(method, "method", func, ("observed", "chao1"))
@@ -388,7 +324,12 @@ def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> Pr
     **Privacy**: post-processing of the release. **Lipschitz constant**: the largest step
     ``|f(r) − f(r−1)|`` of ``f(r) = −(−t)^r Pr[L ≥ r]``, computed by a scan up to
     ``e² t λ + 64`` (beyond it every step is below ``2 (e t λ / r)^r``, which is included);
-    ``t(1+t)`` for ``t ≤ 1``.
+    ``t(1+t)`` for ``t ≤ 1``. The value is clamped to ``[0, t·n]`` (``clamped`` says when).
+
+    Examples
+    --------
+    >>> estimate_unseen_species({1: 4, 8: 1, 9: 1}, extrapolation_ratio=1).value
+    4.0
     """
     return _sgt(histogram, "estimate_unseen_species", "unseen-species", extrapolation_ratio,
                 False)
@@ -453,6 +394,11 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     -----
     **Privacy**: post-processing of the release. **Lipschitz constant**: ``1/n`` (exactly
     ``max_{r ≤ min(R, 3)} |f(r) − f(r−1)|``; the clip is 1-Lipschitz).
+
+    Examples
+    --------
+    >>> round(estimate_distance_to_uniformity({1: 4, 8: 1, 9: 1}, domain_size=10).value, 6)
+    1.219048
     """
     func = "estimate_distance_to_uniformity"
     k = check_int(domain_size, "domain_size", func, minimum=1)
@@ -535,6 +481,11 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     (``lipschitz_constant`` is ``nan``). The error statement follows from the power sum's
     bound ``D = L_P · ℓ1``: ``|Δ| ≤ ln(P̂/(P̂ − D)) / (a − 1)`` when ``P̂ > D`` (``ln`` is
     concave), else ``inf``.
+
+    Examples
+    --------
+    >>> round(estimate_renyi_entropy({1: 4, 8: 1, 9: 1}, order=2).value, 6)
+    1.188224
     """
     func = "estimate_renyi_entropy"
     power = estimate_power_sum(histogram, order=order)
@@ -578,6 +529,12 @@ def estimate_properties(histogram: Any, *, domain_size: int | None = None,
     dict
         ``{"entropy", "miller-madow-entropy", "support-size", "unseen-species",
         "support-coverage", "power-sum-2", "renyi-entropy-2"[, "distance-to-uniformity"]}``.
+
+    Examples
+    --------
+    >>> sorted(estimate_properties({1: 4, 8: 1, 9: 1}))  # doctest: +NORMALIZE_WHITESPACE
+    ['entropy', 'miller-madow-entropy', 'power-sum-2', 'renyi-entropy-2', 'support-coverage',
+     'support-size', 'unseen-species']
     """
     out = {
         "entropy": estimate_entropy(histogram),

@@ -42,6 +42,13 @@ class AnonymizedHistogramRelease(Release):
         The method that produced the release: ``"privhist"``, ``"privhist-tuned"`` or ``"hay"``
         (``method="auto"`` records its choice here and ``"auto"`` in
         ``mechanism_params["requested_method"]``).
+
+    Examples
+    --------
+    >>> from dpfreq.anonymized import release_anonymized_histogram
+    >>> rel = release_anonymized_histogram({1: 40, 2: 12, 30: 1}, epsilon=1000.0, rng=0)
+    >>> rel.to_mapping(), rel.total_interval, rel.unit
+    ({1: 40, 2: 12, 30: 1}, (94, 94), 'event')
     """
 
     total_interval: tuple[int, int]

@@ -1,0 +1,91 @@
+"""The result type of a symmetric-property estimate, and the helpers that build its statement."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpfreq.release import ErrorStatement, Release
+
+__all__ = ["PropertyEstimate", "clamp", "no_statement"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropertyEstimate(Release):
+    """A symmetric-property estimate from an anonymized histogram.
+
+    ``value`` is a float. From a release it is ε-DP by post-processing (``epsilon`` and ``delta``
+    are the release's: nothing further is spent); from an exact histogram it is the non-private
+    reference (``private=False``, ``epsilon=inf``).
+
+    Attributes
+    ----------
+    property_name : str
+        Which property (``"entropy"``, ``"support-size"``, ...).
+    sample_size : int
+        The ``n`` in ``f(r, n)``: the release's ``N`` (a DP estimate), or ``Σ r φ_r`` for exact
+        input.
+    lipschitz_constant : float
+        ``L`` with respect to the sorted-ℓ1 distance at ``sample_size``, for histograms with
+        counts ``≤ max_count`` (``nan`` for non-linear estimators without one).
+    max_count : int
+        The ``R`` used for ``lipschitz_constant``: ``max(sample_size, largest count of H)``.
+    private : bool
+        True when computed from a DP release; False for the exact, non-private reference.
+    raw_value : float
+        The estimator's value before clamping to ``value_range``.
+    clamped : bool
+        True when the raw value lay outside the quantity's range and was moved into it (then
+        ``value`` is the nearest end of ``value_range``; the error bound applies to the raw
+        value, and clamping only moves it toward any true value inside the range).
+    value_range : tuple of float
+        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species).
+    parameters : Mapping
+        The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
+
+    Examples
+    --------
+    >>> from dpfreq.anonymized import estimate_support_size
+    >>> est = estimate_support_size({1: 4, 8: 1, 9: 1})  # exact input: non-private reference
+    >>> est.value, est.private, est.clamped
+    (6.0, False, False)
+    """
+
+    property_name: str
+    sample_size: int
+    lipschitz_constant: float
+    max_count: int
+    private: bool
+    raw_value: float
+    clamped: bool
+    value_range: tuple[float, float]
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def table(self) -> dict[str, Any]:
+        """One row: the property, its value, and ``lower``/``upper`` from a finite bound
+        (clipped to the property's range; NaN when there is no error statement)."""
+        half = float(np.max(self.error.value)) if self.error.kind == "bound" else math.nan
+        lo, hi = self.value_range
+        lower = max(self.value - half, lo) if math.isfinite(half) else math.nan
+        upper = min(self.value + half, hi) if math.isfinite(half) else math.nan
+        return {"property": np.array([self.property_name]), "value": np.array([self.value]),
+                "lower": np.array([lower]), "upper": np.array([upper]),
+                "clamped": np.array([self.clamped])}
+
+
+def no_statement(description: str) -> ErrorStatement:
+    """An honest "no error statement": kind ``"sd"`` with an unknown (NaN) value."""
+    return ErrorStatement(kind="sd", confidence=None, value=math.nan, description=description)
+
+
+def clamp(value: float, value_range: tuple[float, float]) -> float:
+    """``value`` moved into ``value_range`` (NaN stays NaN)."""
+    lo, hi = value_range
+    return value if math.isnan(value) else min(max(value, lo), hi)
