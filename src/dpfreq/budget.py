@@ -34,7 +34,25 @@ __all__ = [
 
 def exact_fraction(value: float | Fraction) -> Fraction:
     """The exact rational an accountant records for ε or δ: the shortest decimal of a float
-    (``0.1`` is 1/10), or the :class:`~fractions.Fraction` itself."""
+    (``0.1`` is 1/10), or the :class:`~fractions.Fraction` itself.
+
+    Parameters
+    ----------
+    value : float or Fraction
+        ε or δ as the caller gave it.
+
+    Returns
+    -------
+    fractions.Fraction
+        The rational the float's shortest ``repr`` denotes (not its binary value).
+
+    Examples
+    --------
+    >>> exact_fraction(0.1)
+    Fraction(1, 10)
+    >>> sum(exact_fraction(0.1) for _ in range(10)) == 1  # while sum([0.1] * 10) != 1.0
+    True
+    """
     return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
 
 
@@ -49,6 +67,19 @@ class PrivacyBudget:
         ε > 0, finite. No default.
     delta : float, default 0
         δ in [0, 1).
+
+    Raises
+    ------
+    ParameterError
+        If ε is not a number in [1e-6, 1000] or δ is not in [0, 1).
+
+    Examples
+    --------
+    >>> budget = PrivacyBudget(1.0, delta=1e-6)
+    >>> budget
+    PrivacyBudget(epsilon=1.0, delta=1e-06)
+    >>> PrivacyBudget(0.1).exact_epsilon
+    Fraction(1, 10)
     """
 
     epsilon: float
@@ -60,15 +91,42 @@ class PrivacyBudget:
 
     @property
     def exact_epsilon(self) -> Fraction:
+        """ε as the exact fraction an accountant records (:func:`exact_fraction`)."""
         return exact_fraction(self.epsilon)
 
     @property
     def exact_delta(self) -> Fraction:
+        """δ as the exact fraction an accountant records (:func:`exact_fraction`)."""
         return exact_fraction(self.delta)
 
 
 def sequential_composition(*budgets: PrivacyBudget) -> PrivacyBudget:
-    """Basic composition: (Σε_i, Σδ_i), computed exactly and returned as floats."""
+    """Basic composition: (Σε_i, Σδ_i), computed exactly and returned as floats.
+
+    Running mechanisms that are (ε_i, δ_i)-DP on the same data is (Σε_i, Σδ_i)-DP, whatever
+    the order and even when each is chosen after seeing the previous outputs (Dwork & Roth
+    2014, Theorem 3.16).
+
+    Parameters
+    ----------
+    *budgets : PrivacyBudget
+        The budgets of the releases, at least one.
+
+    Returns
+    -------
+    PrivacyBudget
+        Their sum, exact up to the final rounding to float.
+
+    Raises
+    ------
+    ParameterError
+        If no budget is given.
+
+    Examples
+    --------
+    >>> sequential_composition(PrivacyBudget(0.1), PrivacyBudget(0.2, delta=1e-6))
+    PrivacyBudget(epsilon=0.3, delta=1e-06)
+    """
     if not budgets:
         raise ParameterError(message("budgets", "sequential_composition", "non-empty", budgets))
     eps = sum((b.exact_epsilon for b in budgets), Fraction(0))
@@ -81,6 +139,33 @@ def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> P
 
     ``ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1)`` and ``δ' + k δ``. Returns the smaller of this and
     basic composition's ε (both hold).
+
+    Parameters
+    ----------
+    budget : PrivacyBudget
+        The (ε, δ) of each of the ``k`` mechanisms.
+    k : int
+        Number of mechanisms composed, >= 1.
+    delta_prime : float
+        The extra δ' in (0, 1) traded for a smaller ε.
+
+    Returns
+    -------
+    PrivacyBudget
+        The guarantee of the k-fold composition.
+
+    Raises
+    ------
+    ParameterError
+        If ``k`` < 1, δ' is not in (0, 1), or the total δ would reach 1.
+
+    Examples
+    --------
+    A thousand releases at ε = 0.01 each: 10 under basic composition, about 1.76 here.
+
+    >>> total = advanced_composition(PrivacyBudget(0.01), k=1000, delta_prime=1e-6)
+    >>> round(total.epsilon, 2), total.delta
+    (1.76, 1e-06)
     """
     k = check_int(k, "k", "advanced_composition", minimum=1)
     dp = check_delta(delta_prime, "delta_prime", "advanced_composition")
@@ -97,7 +182,33 @@ def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> P
 
 
 def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
-    """Guarantee for groups of ``group_size`` individuals: (gε, g e^{(g−1)ε} δ)."""
+    """Guarantee for groups of ``group_size`` individuals: (gε, g e^{(g−1)ε} δ).
+
+    A mechanism that is (ε, δ)-DP for one unit of privacy protects any ``g`` units together
+    with this weaker guarantee (Dwork & Roth 2014, Theorem 2.2 for δ = 0).
+
+    Parameters
+    ----------
+    budget : PrivacyBudget
+        The guarantee for one unit.
+    group_size : int
+        g >= 1.
+
+    Returns
+    -------
+    PrivacyBudget
+        The guarantee for groups of ``g`` units.
+
+    Raises
+    ------
+    ParameterError
+        If g < 1 or the group δ would reach 1.
+
+    Examples
+    --------
+    >>> group_privacy(PrivacyBudget(0.5), 3)
+    PrivacyBudget(epsilon=1.5, delta=0.0)
+    """
     g = check_int(group_size, "group_size", "group_privacy", minimum=1)
     dlt = g * math.exp((g - 1) * budget.epsilon) * budget.delta
     if dlt >= 1:
@@ -114,6 +225,13 @@ class BudgetAccountant(Protocol):
     processes) implement it. ``spend`` must be atomic: it either records the whole (ε, δ) or
     raises :class:`~dpfreq.errors.BudgetExceededError` and records nothing; release functions
     call it after validating everything and before drawing any noise.
+
+    Examples
+    --------
+    >>> isinstance(Accountant(PrivacyBudget(1.0)), BudgetAccountant)
+    True
+    >>> isinstance(object(), BudgetAccountant)
+    False
     """
 
     @property
@@ -135,7 +253,34 @@ class BudgetAccountant(Protocol):
 
 
 def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
-    """``accountant`` if it is ``None`` or a :class:`BudgetAccountant`, else a ParameterError."""
+    """``accountant`` if it is ``None`` or a :class:`BudgetAccountant`, else a ParameterError.
+
+    Parameters
+    ----------
+    accountant : Any
+        The ``accountant=`` argument of a release function.
+    func : str
+        Name of that function, for the error message.
+
+    Returns
+    -------
+    BudgetAccountant or None
+        ``accountant`` unchanged.
+
+    Raises
+    ------
+    ParameterError
+        If ``accountant`` is neither ``None`` nor an accountant.
+
+    Examples
+    --------
+    >>> check_accountant(None, "release_profile") is None
+    True
+    >>> check_accountant("all of it", "release_profile")
+    Traceback (most recent call last):
+    ...
+    dpfreq.errors.ParameterError: accountant of release_profile must be an Accountant, ...
+    """
     if accountant is None or isinstance(accountant, BudgetAccountant):
         return accountant
     raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
