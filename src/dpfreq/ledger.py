@@ -82,6 +82,23 @@ class Ledger:
     Sequential composition: the ledger guarantees that the ε (and δ) of all recorded releases
     sum to at most the total. That is the guarantee for the data as a whole only if every
     release on the same data is recorded in the same ledger, with the same unit of privacy.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite"
+    >>> _ = Ledger.create(path, PrivacyBudget(1.0))
+    >>> ledger = Ledger(path, source="events.csv")  # another process opens the same file
+    >>> ledger.spend(0.6, label="release_profile", unit="item")
+    >>> try:
+    ...     ledger.spend(0.6, label="release_window_counts", unit="event")
+    ... except BudgetExceededError:
+    ...     print("refused")
+    refused
+    >>> [(row["label"], row["epsilon"], row["source"]) for row in ledger.ledger]
+    [('release_profile', 0.6, 'events.csv')]
+    >>> ledger.remaining.epsilon
+    0.4
     """
 
     path: Path
