@@ -1,4 +1,4 @@
-"""The engine protocol (DESIGN.md §6): where exact aggregates are computed.
+"""The engine protocol: where exact aggregates are computed.
 
 Every engine computes the same small, *exact* (noise-free) aggregates and returns numpy arrays.
 They are never shown to the user: a system adds noise before anything leaves the library.
@@ -56,6 +56,13 @@ class ItemCounts:
 
     ``keys`` holds the item values as they appear in the data (int64 for integer columns,
     object array of ``str`` otherwise); ``counts`` is int64, same length.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> ic = get_engine("memory").item_counts({"item": ["b", "a", "b"]}, item="item")
+    >>> ic.keys.tolist(), ic.counts.tolist()
+    (['a', 'b'], [1, 2])
     """
 
     keys: NDArray[Any]
@@ -68,6 +75,19 @@ class Prevalences:
 
     ``counts`` is strictly increasing, every entry >= 1; with ``max_count`` set, items with more
     occurrences are clamped into the entry ``max_count``. Length 0 for an empty source.
+
+    Examples
+    --------
+    Item 2 occurs once, items 1 and 3 twice each:
+
+    >>> from dpfreq.engines import get_engine
+    >>> p = get_engine("memory").count_of_counts({"item": [1, 1, 2, 3, 3]}, item="item")
+    >>> p.counts.tolist(), p.prevalences.tolist()
+    ([1, 2], [1, 2])
+    >>> p = get_engine("memory").count_of_counts({"item": [1, 1, 2, 3, 3]}, item="item",
+    ...                                          max_count=1)
+    >>> p.counts.tolist(), p.prevalences.tolist()
+    ([1], [3])
     """
 
     counts: NDArray[np.int64]
@@ -83,6 +103,17 @@ class OccurrenceTimes:
     microseconds since the Unix epoch (UTC). With ``k_max`` set, only each item's first ``k_max``
     events (ties in time kept in a deterministic order) are returned. ``n_items`` counts the
     distinct items; ``n_events`` the events read before truncation.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> events = {"item": ["a", "b", "a"], "time": [5, 1, 2]}
+    >>> ot = get_engine("memory").occurrence_times(events, item="item", time="time")
+    >>> ot.item_index.tolist(), ot.times.tolist(), ot.n_items, ot.n_events, ot.time_kind
+    ([0, 0, 1], [2, 5, 1], 2, 3, 'integer')
+    >>> get_engine("memory").occurrence_times(events, item="item", time="time",
+    ...                                       k_max=1).times.tolist()
+    [2, 1]
     """
 
     item_index: NDArray[np.int64]
@@ -123,6 +154,14 @@ class TimeBuckets:
     timestamps (microseconds since the epoch) and period ``g`` is
     ``[start_us + (g-1)·period_us, start_us + g·period_us)``, i.e.
     ``g = ⌊(t − start_us) / period_us⌋ + 1`` (floor division, also before ``start_us``).
+
+    Examples
+    --------
+    >>> TimeBuckets(horizon=12).time_kind
+    'integer'
+    >>> day_us = 86_400 * 10**6
+    >>> TimeBuckets(horizon=7, start_us=0, period_us=day_us).time_kind  # 7 days from 1970-01-01
+    'timestamp_us'
     """
 
     horizon: int
@@ -152,6 +191,20 @@ class ItemReduction:
     ``n_out_of_range`` those outside; ``first_out_of_range`` is the period of the first event
     outside in (item key, time) order (None if there is none). When events are outside and
     dropping was not asked for, nothing is reduced (the arrays are empty).
+
+    Examples
+    --------
+    A reducer that counts events per period (slot 0, key = period, weight 1 per event):
+
+    >>> from dpfreq.engines import get_engine
+    >>> def per_period(codes, periods):
+    ...     return np.zeros_like(periods), periods, np.ones_like(periods)
+    >>> events = {"item": ["a", "a", "b", "b"], "time": [1, 2, 2, 9]}
+    >>> r = get_engine("memory").reduce_items(events, item="item", time="time",
+    ...                                       buckets=TimeBuckets(horizon=3), reducer=per_period,
+    ...                                       drop_out_of_range=True)
+    >>> r.keys.tolist(), r.weights.tolist(), r.n_events, r.n_out_of_range
+    ([1, 2], [1, 2], 3, 1)
     """
 
     slots: NDArray[np.int64]
@@ -164,7 +217,25 @@ class ItemReduction:
 
 @runtime_checkable
 class Engine(Protocol):
-    """What every engine implements. All methods are keyword-only after ``source``."""
+    """What every engine implements. All methods are keyword-only after ``source``.
+
+    Engines compute exact, noise-free aggregates; only the systems add noise, so engines never
+    hand anything to the user. Obtain one with :func:`dpfreq.engines.get_engine`.
+
+    Attributes
+    ----------
+    name : str
+        ``"memory"``, ``"duckdb"`` or ``"spark"``.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> engine = get_engine("memory")
+    >>> isinstance(engine, Engine), engine.name
+    (True, 'memory')
+    >>> engine.item_counts({"item": [7, 7, 3]}, item="item").counts.tolist()
+    [1, 2]
+    """
 
     name: str
 
