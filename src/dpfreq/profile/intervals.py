@@ -237,11 +237,11 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     clipped to ``[0, 1]``. A class estimated at 0 is absent from every simulated data set, so
     its own simulated spread says nothing about how much mass the reconstruction rounded away:
     it gets the ``confidence``-quantile of ``|r* − r̂|`` pooled over the classes estimated
-    above 0, and the largest ``s_t`` among them. Coverage is approximate (the simulation starts from ``r̂``, not the
-    unknown truth) and is measured by ``benchmarks/bench_profile.py``. The generator is
-    ChaCha20 keyed by SHA-256 of the released counts and the public parameters, so the
-    intervals are a deterministic function of the release: anyone holding it recomputes them.
-    Post-processing only: no privacy cost.
+    above 0, and the largest ``s_t`` among them. Coverage is approximate (the simulation
+    starts from ``r̂``, not the unknown truth) and is measured by
+    ``benchmarks/bench_profile.py``. The generator is ChaCha20 keyed by SHA-256 of the
+    released counts and the public parameters, so the intervals are a deterministic function of
+    the release: anyone holding it recomputes them. Post-processing only: no privacy cost.
     """
     d, n = int(domain_size), int(max_count)
     r_hat = np.asarray(estimate, dtype=np.float64)
