@@ -1,8 +1,7 @@
 """Engine registry: ``get_engine(name_or_None, source)`` picks where aggregation runs.
 
-Systems reach engines only through :func:`get_engine` and the protocol types re-exported here
-(DESIGN.md §2), never through an engine module. Engines are imported
-lazily so that a missing optional dependency (pyspark) only matters when that engine is asked
+Systems reach engines only through :func:`get_engine` and the protocol types re-exported here,
+never through an engine module. Engines are imported lazily so that a missing optional dependency (pyspark) only matters when that engine is asked
 for, and then raises :class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra.
 """
 
@@ -52,7 +51,32 @@ ENGINES: dict[str, tuple[str, str, str | None]] = {
 def infer_engine_name(source: Any) -> str:
     """The default engine for a source: mappings → memory; files, SQL, DuckDB relations and
     pandas/Polars/Arrow tables → duckdb (which scans DataFrames in place, without a copy);
-    Spark DataFrames → spark (all recognized without importing pyspark, pandas or Polars)."""
+    Spark DataFrames → spark (all recognized without importing pyspark, pandas or Polars).
+
+    Parameters
+    ----------
+    source : Any
+        The data source given to a ``release_*`` function.
+
+    Returns
+    -------
+    str
+        ``"memory"``, ``"duckdb"`` or ``"spark"``.
+
+    Raises
+    ------
+    ParameterError
+        If ``source`` is of no kind an engine reads.
+
+    Examples
+    --------
+    >>> infer_engine_name({"item": [1, 2, 2]}), infer_engine_name("events.parquet")
+    ('memory', 'duckdb')
+    >>> infer_engine_name(42)
+    Traceback (most recent call last):
+    ...
+    dpfreq.errors.ParameterError: source of get_engine must be a mapping of columns, ...
+    """
     module = type(source).__module__
     if module.startswith("pyspark"):
         return "spark"
