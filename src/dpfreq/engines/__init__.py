@@ -1,8 +1,9 @@
 """Engine registry: ``get_engine(name_or_None, source)`` picks where aggregation runs.
 
 Systems reach engines only through :func:`get_engine` and the protocol types re-exported here,
-never through an engine module. Engines are imported lazily so that a missing optional dependency (pyspark) only matters when that engine is asked
-for, and then raises :class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra.
+never through an engine module. Engines are imported lazily so that a missing optional
+dependency (pyspark) only matters when that engine is asked for, and then raises
+:class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra.
 """
 
 from __future__ import annotations
