@@ -41,8 +41,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the distributed sketch moves to profile/ (ε-free table operations stay on Spark)",
     ("cycle", "dpfreq.profile.plan", "dpfreq.profile.plan -> dpfreq.profile.reconstruct"):
         "profile planning and reconstruction are being split",
-    ("cycle", "dpfreq.server.app", "dpfreq.server.app -> dpfreq.server.routes"):
-        "the collection service's app factory and routes are being separated",
 }
 
 

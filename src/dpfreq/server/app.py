@@ -22,26 +22,21 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException
-
-from dpfreq.errors import DPFreqError
 
 from . import storage
 from .auth import Principal
+from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
 from .observe import Metrics, ObserveMiddleware
+from .routes import STATIC, router
 from .service import Service
 
 __all__ = ["ServerConfig", "create_app"]
 
 log = logging.getLogger("dpfreq.server")
-
-STATIC = __import__("pathlib").Path(__file__).with_name("static")
 
 
 @dataclass(frozen=True)
@@ -77,8 +72,6 @@ class ServerConfig:
 
 def create_app(config: ServerConfig) -> FastAPI:
     """The application: migrations run and the writer starts when it starts (lifespan)."""
-    from .routes import router
-
     metrics = Metrics()
 
     @asynccontextmanager
@@ -117,7 +110,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.state.limiter = RateLimiter(config.rate, config.burst)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    _install_handlers(app)
+    install_handlers(app)
 
     if config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
@@ -128,44 +121,3 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
-
-
-def _one_line(text: Any) -> str:
-    return " ".join(str(text).split())[:500]
-
-
-def _install_handlers(app: FastAPI) -> None:
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": _one_line(exc.detail)}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        first = errors[0] if errors else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-        msg = f"invalid request: {where}: {first.get('msg', 'malformed')}"
-        study = request.path_params.get("study")
-        if study and request.method == "POST" and request.url.path.endswith("/reports"):
-            await count_rejection(request, study, "malformed", 1)
-        return JSONResponse({"error": _one_line(msg)}, status_code=422)
-
-    @app.exception_handler(DPFreqError)
-    async def library_error(request: Request, exc: DPFreqError) -> JSONResponse:
-        return JSONResponse({"error": _one_line(exc)}, status_code=400)
-
-    @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> JSONResponse:
-        log.error("internal error", extra={"error": _one_line(repr(exc))})
-        return JSONResponse({"error": "internal error"}, status_code=500)
-
-
-async def count_rejection(request: Request, study: str, reason: str, reports: int) -> None:
-    """Count rejected reports in the metrics and (for a known study) in the database, with the
-    writer's next group commit."""
-    request.app.state.metrics.rejected.labels(reason).inc(max(1, reports))
-    ingestor = getattr(request.app.state, "ingestor", None)
-    service = getattr(request.app.state, "service", None)
-    if ingestor is not None and service is not None and service.cached_study(study) is not None:
-        await asyncio.wrap_future(ingestor.reject(study, reason, reports))

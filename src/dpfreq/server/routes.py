@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -15,15 +16,17 @@ from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DataError
 
-from .app import STATIC, count_rejection
 from .auth import Principal, parse_bearer
+from .errors import count_rejection
 from .exports import EXPORT_FORMATS, estimate_payload, render_export, summary_payload
 from .ingest import Batch, Conflict
 from .models import Enrolment, EnrolRequest, ReportBatch, Stored, StudyCreate, TokenOut
 from .protocol import StudyProtocol, build_params, utc_now
 from .service import Service, StudyRecord
 
-__all__ = ["router"]
+__all__ = ["STATIC", "router"]
+
+STATIC = Path(__file__).with_name("static")
 
 router = APIRouter()
 
