@@ -1,5 +1,4 @@
-"""The DuckDB engine: exact aggregates of CSV/Parquet files, SQL, relations and DataFrames
-(DESIGN.md §6).
+"""The DuckDB engine: exact aggregates of CSV/Parquet files, SQL, relations and DataFrames.
 
 Aggregation runs in SQL (``GROUP BY``; ``row_number() OVER (PARTITION BY item ORDER BY time)``
 for ``k_max``); only the small results are fetched as numpy arrays and finished by the same

@@ -1,4 +1,4 @@
-"""The in-memory engine (numpy): the reference oracle of the conformance suite (DESIGN.md §6).
+"""The in-memory engine (numpy): the reference oracle of the engine conformance suite.
 
 The source is a mapping ``{column name: 1-d array-like}`` with columns of equal length. Any
 other source the DuckDB engine reads (CSV/Parquet paths, SQL, relations, pandas, Polars and
