@@ -1,5 +1,5 @@
 """The Spark engine: the engine protocol on pyspark DataFrames, Parquet/CSV paths, SQL queries
-and catalog tables (DESIGN.md §6).
+and catalog tables.
 
 Aggregation runs on the executors (``groupBy``; ``row_number()`` over a window partitioned by
 item and ordered by time for ``k_max``); only the small results reach the driver (as Arrow
