@@ -449,7 +449,27 @@ def sample_geometric(
     """Exact geometric draws on {0, 1, ...}: ``Pr[G = k] = (1-α) α^k`` with α = e^{-γ}.
 
     Same exact inverse-cdf method as :func:`sample_discrete_laplace` (thresholds
-    ``⌊2^63 α^{k+1}⌋``), without the sign. Parameters, Returns and Raises as there.
+    ``⌊2^63 α^{k+1}⌋``), without the sign.
+
+    Parameters
+    ----------
+    gamma : Fraction, int or float
+        γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).
+    size : int or tuple of int
+        Output shape.
+    rng : None, int or numpy.random.Generator, keyword-only
+        Random source (None: the secure default of :mod:`dpfreq.rng`).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Independent draws on {0, 1, ...}, of shape ``size``.
+
+    Raises
+    ------
+    ParameterError
+        If γ is not > 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is
+        invalid.
 
     Examples
     --------
