@@ -424,6 +424,25 @@ def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     Laws depend only on ``(mode, k, ε)`` and are immutable; they are cached (the table can ship
     with the parameters instead of being recomputed on every device).
 
+    Parameters
+    ----------
+    mode : {"rr", "futurerand", "calibrated", "threshold", "auto"}
+        The construction; ``"auto"`` picks the one with the largest exact gap.
+    k : int
+        Length of ``v`` (the change budget), in ``1..4096`` (``MAX_CHANGES``).
+    epsilon : float
+        The local ε the law is certified against.
+
+    Returns
+    -------
+    DistanceLaw
+        The certified law (its sampled law's worst-case ratio is at most ``e^ε``).
+
+    Raises
+    ------
+    ParameterError
+        If ``mode`` is unknown, ``k`` is out of range or ε is not a valid ε.
+
     Examples
     --------
     >>> law = distance_law("threshold", 8, 1.0)

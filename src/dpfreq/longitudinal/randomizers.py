@@ -285,9 +285,30 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
                     rng: RNGLike = None) -> Randomizer:
     """``init(L, k, ε)`` of the randomizer ``name``.
 
-    ``name`` is one of ``"rr"``, ``"erlingsson"``, ``"futurerand"`` (paper constants),
-    ``"calibrated"``, ``"threshold"`` or ``"auto"`` (the largest exact ``c_gap`` among rr,
-    futurerand, calibrated and threshold; the resolved name is ``.name``).
+    Parameters
+    ----------
+    name : {"rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"}
+        ``"futurerand"`` uses the constants of Ohrimenko, Wirth & Wu (2022); ``"auto"`` picks
+        the largest exact ``c_gap`` among rr, futurerand, calibrated and threshold (the
+        resolved name is ``.name``).
+    length : int, keyword-only
+        ``L``, the number of coordinates (reports) the randomizer will produce.
+    max_changes : int, keyword-only
+        ``k``, the largest number of non-zero inputs.
+    epsilon : float, keyword-only
+        The local privacy parameter ε; no default.
+    rng : None, int or numpy.random.Generator, keyword-only
+        Randomness (``None``: the secure default of :mod:`dpfreq.rng`).
+
+    Returns
+    -------
+    Randomizer
+        A fresh randomizer, ready for ``step(1, x_1)``.
+
+    Raises
+    ------
+    ParameterError
+        If ``name`` is unknown or a parameter is out of range.
 
     Examples
     --------
