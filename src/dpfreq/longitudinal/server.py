@@ -383,6 +383,14 @@ def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: A
     LongitudinalEstimate
         What :meth:`LongitudinalAggregator.estimate` returns after ingesting the same reports.
 
+    Raises
+    ------
+    ParameterError
+        If ``params`` is not a :class:`ProtocolParams` or ``confidence``/``dropouts`` is invalid.
+    DataError
+        If the totals have unequal lengths, are out of range (order, interval, ``|sums| >
+        counts``, negative counts) or name an (order, interval) pair twice.
+
     Privacy
     -------
     Post-processing of ε-LDP reports (device level); spends no central budget.

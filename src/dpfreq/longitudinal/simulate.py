@@ -216,6 +216,14 @@ def simulate_longitudinal(
     LongitudinalEstimate
         Clamped estimates, intervals, ``truth``, ``exact_sd`` and ``errors``.
 
+    Raises
+    ------
+    ParameterError
+        If a parameter is invalid, or ``devices`` is missing without ``data`` (or disagrees
+        with its number of rows).
+    DataError
+        If ``data`` is not a 0/1 matrix with ``horizon`` columns.
+
     Privacy
     -------
     Unit: one device's whole sequence; neighbouring: any two sequences with at most k changes
