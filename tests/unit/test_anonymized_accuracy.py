@@ -155,3 +155,32 @@ def test_out_of_range_estimators_are_clamped() -> None:
     cover = estimate_support_coverage(h, extrapolation_ratio=3.0)
     assert cover.clamped
     assert cover.value == 51.0  # the observed support: never below it
+
+
+def test_vacuous_property_statements_name_a_useful_epsilon() -> None:
+    rel = next(r for r in (release_anonymized_histogram({1: 300, 2: 20}, epsilon=0.02, rng=s)
+                           for s in range(1, 20)) if r.n_estimate > 0)
+    props = estimate_properties(rel)
+    assert props["entropy"].error.vacuous
+    assert "epsilon of about" in props["entropy"].error.description
+
+
+def test_weighted_rows_through_the_memory_engine() -> None:
+    source = {"pw": np.array(["a", "b", "a", "c", "d"]), "n": np.array([3, 5, 2, 1, 0])}
+    rel = release_anonymized_histogram(source, item="pw", count="n", epsilon=1000.0,
+                                       engine="memory", rng=0)
+    assert rel.to_mapping() == {1: 1, 5: 2}  # a: 3 + 2, b: 5, c: 1; d (count 0) is absent
+    with pytest.raises(DataError, match="negative") as info:
+        release_anonymized_histogram({"pw": np.array(["a"]), "n": np.array([-7])}, item="pw",
+                                     count="n", epsilon=1.0, rng=0)
+    assert "7" not in str(info.value)
+    with pytest.raises(ParameterError, match="count"):
+        release_anonymized_histogram(source, item="pw", count="pw", epsilon=1.0, rng=0)
+
+
+def test_domain_size_error_has_no_count() -> None:
+    from dpfreq.anonymized import estimate_distance_to_uniformity
+
+    with pytest.raises(DataError) as info:
+        estimate_distance_to_uniformity({1: 17}, domain_size=3)
+    assert "17" not in str(info.value)

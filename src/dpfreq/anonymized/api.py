@@ -25,6 +25,7 @@ from dpfreq.anonymized.accuracy import (
     working_elements,
 )
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted, total_of
+from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
 from dpfreq.budget import check_accountant
@@ -143,9 +144,13 @@ def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: f
                                epsilon=epsilon, confidence=confidence,
                                simulations=simulation_count(elements, confidence, plan))
     vacuous = bound.value >= 2 * max(out.n_estimate, 1)
-    tail = (" This is no better than the trivial bound 2N: the release carries little "
-            "information; dpfreq.anonymized.plan_anonymized names the ε that would help."
-            if vacuous else "")
+    tail = ""
+    if vacuous:
+        useful = epsilon_for_l1(out.n_estimate / 2, out.n_estimate, plan.method, confidence)
+        tail = (" This is no better than the trivial bound 2N: the release carries little "
+                "information" + (f"; an epsilon of about {useful:.3g} would bring the bound "
+                                 "under N/2 (predicted for a Zipf(1)-shaped histogram)."
+                                 if useful is not None else "."))
     return ErrorStatement(kind="bound", confidence=confidence, value=bound.value, description=(
         f"sorted-ℓ1 distance between the released and the true histogram <= {bound.value:g} "
         f"with probability about {confidence:g}: the {bound.rank}-th smallest of "

@@ -33,7 +33,7 @@ def _finish(counts: _I64, prev: _I64, param: str, func: str) -> tuple[_I64, _I64
     if counts.shape != prev.shape:
         raise DataError(message(f"{param}.prevalences", func,
                                 f"an array of the same length as {param}.counts",
-                                f"length {prev.shape[0]} vs {counts.shape[0]}"))
+                                "arrays of different lengths"))
     order = np.argsort(counts, kind="stable")
     counts, prev = counts[order], prev[order]
     if counts.size > 1:

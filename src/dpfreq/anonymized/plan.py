@@ -29,7 +29,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.rng import keyed_generator
 
-__all__ = ["AnonymizedPlan", "plan_anonymized", "reference_histogram"]
+__all__ = ["AnonymizedPlan", "epsilon_for_l1", "plan_anonymized", "reference_histogram"]
 
 _FUNC = "plan_anonymized"
 _SIM_TOTAL = 10**5  # largest reference total simulated directly
@@ -104,8 +104,14 @@ def _run(plan: auto.Plan, counts: I64, prev: I64, epsilon: float,
     return out.counts, out.prevalences
 
 
-def _epsilon_for(target: float, n: int, method: str, confidence: float) -> float | None:
-    """Smallest ε on a geometric grid whose predicted bound at ``n`` is at most ``target``."""
+def epsilon_for_l1(target: float, n: int, method: str = "auto",
+                   confidence: float = 0.95) -> float | None:
+    """Smallest ε on a geometric grid (0.001 to 1000, 25 points) whose predicted sorted-ℓ1
+    bound at total ``n`` (Zipf(1) reference shape) is at most ``target``; ``None`` if none.
+
+    Public values only. Used to name the ε that would make a vacuous statement useful.
+    """
+    n = max(int(n), 1)
     grid = np.geomspace(_EPS_LOW, _EPS_HIGH, 25)
     lo, hi = 0, grid.size - 1
     if _predicted_l1(n, float(grid[hi]), auto.plan_for(method, float(grid[hi])),
@@ -181,7 +187,7 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     if target_l1 is not None:
         if not isinstance(target_l1, int | float) or not target_l1 > 0 or math.isinf(target_l1):
             raise ParameterError(message("target_l1", _FUNC, "a finite number > 0", target_l1))
-        found = _epsilon_for(float(target_l1), hi, method, confidence)
+        found = epsilon_for_l1(float(target_l1), hi, method, confidence)
         if found is None:
             raise ParameterError(message("target_l1", _FUNC, "reachable with epsilon <= 1000 "
                                          "for the top of n_range", target_l1))
@@ -197,7 +203,7 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
             f"about {predicted[0]:.4g} for n = {lo} and {predicted[1]:.4g} for n = {hi} "
             f"({predicted[1] / hi:.2%} of n), for a Zipf(1)-shaped histogram.")
     if vacuous:
-        useful = _epsilon_for(hi / 2, hi, method, confidence)
+        useful = epsilon_for_l1(hi / 2, hi, method, confidence)
         text += (" This is no better than the trivial bound 2n: the release would carry little "
                  "information" + (f"; epsilon of about {useful:.3g} would bring the bound "
                                   f"under n/2." if useful is not None else "."))

@@ -65,6 +65,7 @@ from dpfreq.anonymized.coefficients import (
     uniformity_coef,
 )
 from dpfreq.anonymized.histogram_input import as_prevalences
+from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.property_estimate import PropertyEstimate, clamp, no_statement
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import ErrorStatement, Release
@@ -123,9 +124,14 @@ def _private_error(inp: _Input, lipschitz: float, width: float) -> ErrorStatemen
                             "has no Lipschitz constant): no error statement is available")
     value = float(lipschitz * bound)
     vacuous = value >= width
-    tail = (" It is no wider than the range of the quantity itself: the estimate carries little "
-            "information at this ε (see dpfreq.anonymized.plan_anonymized for the ε needed)."
-            if vacuous else "")
+    tail = ""
+    if vacuous:
+        useful = epsilon_for_l1(width / (2 * lipschitz), inp.sample_size,
+                                str(getattr(inp.release, "method", "auto")), err.confidence)
+        tail = (" It is no better than the range of the quantity itself: the estimate carries "
+                "little information at this ε" + (
+                    f"; an epsilon of about {useful:.3g} would bring it under half that range "
+                    "(predicted for a Zipf(1)-shaped histogram)." if useful is not None else "."))
     return ErrorStatement(kind="bound", confidence=err.confidence, value=value, vacuous=vacuous,
                           description=(
         f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
@@ -405,8 +411,8 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     inp = _read(histogram, func)
     support = int(inp.prevalences.sum())
     if inp.release is None and support > k:
-        raise DataError(message("domain_size", func, "at least the number of labels in the "
-                                "histogram", f"{k} < {support} labels"))
+        raise DataError(message("domain_size", func, "at least the number of items in the "
+                                "histogram", k))
     big_r = _max_count(inp)
     n = inp.sample_size
     params = {"domain_size": k}
