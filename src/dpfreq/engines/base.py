@@ -54,8 +54,13 @@ __all__ = [
 class ItemCounts:
     """Per-item exact counts of the items that occur (count >= 1), sorted by key.
 
-    ``keys`` holds the item values as they appear in the data (int64 for integer columns,
-    object array of ``str`` otherwise); ``counts`` is int64, same length.
+    Attributes
+    ----------
+    keys : numpy.ndarray
+        The item values as they appear in the data: int64 for integer columns, an object
+        array of ``str`` otherwise.
+    counts : numpy.ndarray of int64
+        Number of rows of each item, same length as ``keys``.
 
     Examples
     --------
@@ -73,8 +78,13 @@ class ItemCounts:
 class Prevalences:
     """Count-of-counts in sparse form: ``prevalences[i]`` items occur exactly ``counts[i]`` times.
 
-    ``counts`` is strictly increasing, every entry >= 1; with ``max_count`` set, items with more
-    occurrences are clamped into the entry ``max_count``. Length 0 for an empty source.
+    Attributes
+    ----------
+    counts : numpy.ndarray of int64
+        Strictly increasing, every entry >= 1; with ``max_count`` set, items with more
+        occurrences are clamped into the entry ``max_count``. Length 0 for an empty source.
+    prevalences : numpy.ndarray of int64
+        Number of items with each count, same length.
 
     Examples
     --------
@@ -98,11 +108,22 @@ class Prevalences:
 class OccurrenceTimes:
     """Occurrence times per item, sorted by (item, time).
 
-    ``item_index[i]`` is a dense item code in ``0..n_items-1`` (in order of sorted item key),
-    ``times[i]`` the event's time as int64: integer columns as they are; timestamps and dates as
-    microseconds since the Unix epoch (UTC). With ``k_max`` set, only each item's first ``k_max``
-    events (ties in time kept in a deterministic order) are returned. ``n_items`` counts the
-    distinct items; ``n_events`` the events read before truncation.
+    With ``k_max`` set, only each item's first ``k_max`` events (ties in time kept in a
+    deterministic order) are returned.
+
+    Attributes
+    ----------
+    item_index : numpy.ndarray of int64
+        Dense item code of each event, in ``0..n_items-1`` (in order of sorted item key).
+    times : numpy.ndarray of int64
+        Each event's time: integer columns as they are; timestamps and dates as microseconds
+        since the Unix epoch (UTC).
+    n_items : int
+        Number of distinct items.
+    n_events : int
+        Number of events read, before truncation to ``k_max`` per item.
+    time_kind : {"integer", "timestamp_us"}
+        How ``times`` is to be read.
 
     Examples
     --------
@@ -125,9 +146,18 @@ class OccurrenceTimes:
 
 @dataclass(frozen=True)
 class ReportSums:
-    """Validated longitudinal reports: per-(order, interval) number of 1 bits (``sums``) and of
-    reports (``counts``), sorted by (order, interval), and the number of distinct devices per
-    order (``devices_per_order``, one entry per order).
+    """Validated longitudinal reports, summed per (order, interval).
+
+    Attributes
+    ----------
+    order, interval : numpy.ndarray of int64
+        The (order, interval) pairs that have reports, sorted.
+    sums : numpy.ndarray of int64
+        Number of 1 bits reported for each pair.
+    counts : numpy.ndarray of int64
+        Number of reports for each pair.
+    devices_per_order : numpy.ndarray of int64
+        Number of distinct devices of each order (one entry per order).
 
     Examples
     --------
@@ -154,6 +184,15 @@ class TimeBuckets:
     timestamps (microseconds since the epoch) and period ``g`` is
     ``[start_us + (g-1)·period_us, start_us + g·period_us)``, i.e.
     ``g = ⌊(t − start_us) / period_us⌋ + 1`` (floor division, also before ``start_us``).
+
+    Attributes
+    ----------
+    horizon : int
+        Number of periods.
+    start_us : int or None
+        Start of period 1 in microseconds since the epoch; None for integer periods.
+    period_us : int or None
+        Length of a period in microseconds; None for integer periods.
 
     Examples
     --------
@@ -186,11 +225,21 @@ ItemReducer = Callable[[NDArray[np.int64], NDArray[np.int64]],
 class ItemReduction:
     """Result of :meth:`Engine.reduce_items`: summed ``(slot, key) -> weight`` entries.
 
-    ``slots``, ``keys`` are sorted by (slot, key) and unique, ``weights`` non-zero.
-    ``n_events`` counts the events inside ``1..horizon`` that were reduced,
-    ``n_out_of_range`` those outside; ``first_out_of_range`` is the period of the first event
-    outside in (item key, time) order (None if there is none). When events are outside and
-    dropping was not asked for, nothing is reduced (the arrays are empty).
+    When events are outside ``1..horizon`` and dropping was not asked for, nothing is reduced
+    (the arrays are empty).
+
+    Attributes
+    ----------
+    slots, keys : numpy.ndarray of int64
+        The (slot, key) pairs, sorted and unique.
+    weights : numpy.ndarray of int64
+        The summed weight of each pair, non-zero.
+    n_events : int
+        Number of events inside ``1..horizon`` that were reduced.
+    n_out_of_range : int
+        Number of events outside ``1..horizon``.
+    first_out_of_range : int or None
+        Period of the first event outside, in (item key, time) order; None if there is none.
 
     Examples
     --------
