@@ -116,6 +116,11 @@ def get_engine(name: str | Engine | Any = None, source: Any = None, **options: A
         Passed to the engine's constructor (e.g. ``connection=`` for DuckDB, ``spark=`` or
         ``master=`` for Spark). Not allowed with an engine instance.
 
+    Returns
+    -------
+    Engine
+        A new engine (or the instance given).
+
     Raises
     ------
     ParameterError
