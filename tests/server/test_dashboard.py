@@ -22,7 +22,9 @@ def browser():
         pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                               args=["--no-sandbox", "--disable-gpu"])
+                               args=["--no-sandbox", "--disable-gpu", "--disable-quic",
+                                     "--no-first-run", "--disable-background-networking",
+                                     "--disable-component-update", "--disable-sync"])
         yield b
         b.close()
 
