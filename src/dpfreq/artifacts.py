@@ -224,6 +224,12 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
     str
         JSON text with keys ``format``, ``kind``, ``version``, ``payload`` and ``sha256``.
 
+    Raises
+    ------
+    TypeError
+        If ``payload`` holds a value JSON cannot represent (convert it first, e.g. with
+        :func:`dpfreq.release.to_jsonable`).
+
     Examples
     --------
     >>> text = seal_json({"horizon": 8}, kind="params", version=1)

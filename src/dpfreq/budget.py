@@ -46,6 +46,11 @@ def exact_fraction(value: float | Fraction) -> Fraction:
     fractions.Fraction
         The rational the float's shortest ``repr`` denotes (not its binary value).
 
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number (callers validate ε and δ first).
+
     Examples
     --------
     >>> exact_fraction(0.1)
@@ -295,6 +300,11 @@ class Accountant:
     ----------
     total : PrivacyBudget
         The budget that all spends together may not exceed.
+
+    Raises
+    ------
+    ParameterError
+        If ``total`` is not a :class:`PrivacyBudget`.
 
     Examples
     --------
