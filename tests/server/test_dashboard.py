@@ -66,6 +66,7 @@ def test_dashboard_renders_in_chromium(browser, live_sqlite, rng, tmp_path):
     page.goto(f"{live_sqlite.url}/studies/dash/dashboard#token={token}")
     page.wait_for_selector("body[data-ready='1']", timeout=15000)
     assert page.inner_text("#devices") == "8"
+    assert page.inner_text("#privacy") == "ε = 2"
     assert page.inner_text("#reports-total") == str(total)
     assert page.locator("#reports-chart rect.bar").count() == 32
     assert page.locator("#estimate-chart polygon.band").count() == 1

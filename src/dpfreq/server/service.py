@@ -47,6 +47,8 @@ class StudyRecord:
             "study": self.study, "title": self.title, "param_id": self.param_id,
             "params": self.params_json, "horizon": p.horizon, "padded_horizon": p.padded,
             "orders": p.orders, "start": p.params.start, "period": p.params.period,
+            "epsilon": p.params.epsilon, "max_changes": p.params.max_changes,
+            "randomizer": p.params.randomizer,
             "min_devices": self.min_devices,
         }
 

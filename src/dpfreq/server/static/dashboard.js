@@ -20,10 +20,13 @@ function fmt(x) {
   return (Math.round(x * 10) / 10).toString();
 }
 
-function frame(container, ymin, ymax, labels) {
+function frame(container, ymin, ymax, labels, bars) {
   container.textContent = "";
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" }, container);
-  const x = (i) => PAD.l + (labels.length <= 1 ? 0 : (i * (W - PAD.l - PAD.r)) / (labels.length - 1));
+  const inner = W - PAD.l - PAD.r;
+  const x = bars
+    ? (i) => PAD.l + ((i + 0.5) * inner) / Math.max(1, labels.length)
+    : (i) => PAD.l + (labels.length <= 1 ? 0 : (i * inner) / (labels.length - 1));
   const span = ymax - ymin || 1;
   const y = (v) => H - PAD.b - ((v - ymin) * (H - PAD.t - PAD.b)) / span;
   el("line", { x1: PAD.l, y1: H - PAD.b, x2: W - PAD.r, y2: H - PAD.b, class: "axis" }, svg);
@@ -55,7 +58,7 @@ function drawEstimate(container, est) {
 }
 
 function drawBars(container, labels, values) {
-  const { svg, x, y } = frame(container, 0, Math.max(1, ...values), labels.map(day));
+  const { svg, x, y } = frame(container, 0, Math.max(1, ...values), labels.map(day), true);
   const w = Math.max(1, (W - PAD.l - PAD.r) / Math.max(1, values.length) - 1);
   values.forEach((v, i) => {
     el("rect", { x: x(i) - w / 2, y: y(v), width: w, height: Math.max(0, y(0) - y(v)),
@@ -90,8 +93,7 @@ async function load() {
   document.getElementById("devices").textContent = data.devices;
   document.getElementById("minimum").textContent = `estimates from ${data.study.min_devices} devices`;
   document.getElementById("reports-total").textContent = rp.reports.reduce((a, b) => a + b, 0);
-  const params = JSON.parse(data.study.params);
-  document.getElementById("privacy").textContent = `ε = ${params.epsilon}`;
+  document.getElementById("privacy").textContent = `ε = ${data.study.epsilon}`;
   drawBars(document.getElementById("reports-chart"), rp.date, rp.reports);
   fillTable("orders", data.enrolled_per_order.map((n, h) => [h, n]));
   fillTable("rejections", Object.entries(data.rejections));
