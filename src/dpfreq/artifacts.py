@@ -158,7 +158,7 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     ...                    arrays={"x": np.zeros(3)})
     >>> read_artifact(path, kind="example", versions=(2,))[1]
     {'n': 3}
-    >>> read_artifact(path, kind="example", versions=(1,))
+    >>> read_artifact(path, kind="example", versions=(1,))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpfreq.errors.DataError: ... format version 2 is not supported (this dpfreq reads 1).
@@ -275,7 +275,7 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     >>> open_json(text, kind="params", versions=(1,))[1]
     {'horizon': 8}
     >>> edited = text.replace('"horizon": 8', '"horizon": 9')
-    >>> open_json(edited, kind="params", versions=(1,), label="params.json")
+    >>> open_json(edited, kind="params", versions=(1,), label="params.json")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpfreq.errors.DataError: params.json is not a valid dpfreq params file: its checksum ...

@@ -281,7 +281,7 @@ def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
     --------
     >>> check_accountant(None, "release_profile") is None
     True
-    >>> check_accountant("all of it", "release_profile")
+    >>> check_accountant("all of it", "release_profile")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpfreq.errors.ParameterError: accountant of release_profile must be an Accountant, ...
