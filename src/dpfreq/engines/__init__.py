@@ -73,7 +73,7 @@ def infer_engine_name(source: Any) -> str:
     --------
     >>> infer_engine_name({"item": [1, 2, 2]}), infer_engine_name("events.parquet")
     ('memory', 'duckdb')
-    >>> infer_engine_name(42)
+    >>> infer_engine_name(42)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpfreq.errors.ParameterError: source of get_engine must be a mapping of columns, ...
