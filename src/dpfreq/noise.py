@@ -170,7 +170,7 @@ def discrete_laplace_gamma(epsilon: float | Fraction, sensitivity: int = 1) -> F
     Returns
     -------
     fractions.Fraction
-        γ <= ε/Δ.
+        The exact γ used for the noise, at most ε/Δ.
 
     Raises
     ------
