@@ -1,0 +1,93 @@
+"""Privacy audit of the direct profile release (``release_profile(method="direct")``).
+
+* Exact: the ratio of the exact laws of the released noisy count-of-counts for neighbouring data
+  sets is at most e^ε (``tests/unit/test_profile_direct.py`` enumerates every neighbour of small
+  domains at both units); here the extreme pair at item level is checked in closed form.
+* Clopper–Pearson (slow): the whole public call, run on two neighbouring count vectors (one
+  item's rows all removed: item level), many times with seeded generators; a one-sided lower
+  bound on the privacy loss of an output event, at α = 1e-6, must not exceed the claimed ε.
+* Refused calls spend nothing, and no release escapes the domain limit silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from dpfreq.budget import Accountant, PrivacyBudget
+from dpfreq.errors import ParameterError
+from dpfreq.noise import discrete_laplace_pmf
+from dpfreq.profile import release_profile
+from dpfreq.profile.direct import direct_gamma
+
+ALPHA = 1e-6
+
+
+def _lower_bound_epsilon(hits_a: int, hits_b: int, trials: int) -> float:
+    """ln(p_lo / q_hi): Clopper–Pearson bounds, each one-sided at α/2 (jointly α)."""
+    p_lo = beta.ppf(ALPHA / 2, hits_a, trials - hits_a + 1) if hits_a else 0.0
+    q_hi = beta.ppf(1 - ALPHA / 2, hits_b + 1, trials - hits_b) if hits_b < trials else 1.0
+    if p_lo <= 0:
+        return 0.0
+    return math.log(p_lo / q_hi)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_extreme_pair_ratio_in_closed_form(epsilon: float) -> None:
+    """Item with count 2 removed (class 2 -> class 0): the worst outcome ratio is exactly
+    e^{2γ} <= e^ε, reached where both coordinates move away from the other data set."""
+    gamma = direct_gamma(epsilon)
+    c = np.array([8, 0, 2])
+    c2 = np.array([9, 0, 1])
+    grid = np.stack(np.meshgrid(np.arange(-5, 16), np.arange(-5, 6), np.arange(-5, 8),
+                                indexing="ij"), axis=-1).reshape(-1, 3)
+    p = np.prod(discrete_laplace_pmf(grid - c, gamma), axis=1)
+    q = np.prod(discrete_laplace_pmf(grid - c2, gamma), axis=1)
+    worst = float(np.max(np.abs(np.log(p) - np.log(q))))
+    assert worst == pytest.approx(2 * float(gamma), rel=1e-9)
+    assert 2 * gamma <= epsilon  # exact fractions: the calibration never exceeds ε
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0])
+def test_clopper_pearson_lower_bound_does_not_exceed_epsilon(epsilon: float) -> None:
+    """Neighbours at item level: 1000 items, one item with 3 rows present or absent (n = 3).
+
+    Event: the released noisy count of class 3 is at least its value with the item, and that of
+    class 0 at most its value with the item (released in ``mechanism_params``). Its probability
+    ratio is e^{2γ} = e^ε exactly, so the audit has power: with 8,000 trials per side the lower
+    bound lands near 0.8ε, and it must stay ≤ ε.
+    """
+    trials = 8_000
+    with_item = np.array([3, 1, 1, 2])
+    without = np.array([0, 1, 1, 2])
+    d, n = 1000, 3
+    hits = []
+    for k, counts in enumerate((with_item, without)):
+        # classes with the item: c = (996, 2, 1, 1); without it: c = (997, 2, 1, 0)
+        hit = 0
+        for t in range(trials):
+            rel = release_profile(counts, domain_size=d, max_count=n, epsilon=epsilon,
+                                  unit="item", rng=1_000_000 * k + t)
+            y = rel.mechanism_params["noisy_count_of_counts"]
+            hit += int(y[3] >= 1 and y[0] <= d - 4)
+        hits.append(hit)
+    lower = _lower_bound_epsilon(hits[0], hits[1], trials)
+    assert lower <= epsilon
+    assert lower > 0.5 * epsilon  # the audit can see the loss (power)
+
+
+def test_refused_calls_spend_nothing_and_huge_domains_are_refused() -> None:
+    acct = Accountant(PrivacyBudget(2.0))
+    for kw in ({"epsilon": 1e300}, {"epsilon": 1e-9}, {"domain_size": 2**63},
+               {"max_count": 10**12}, {"unit": "device"}):
+        args = {"domain_size": 10, "max_count": 5, "epsilon": 1.0, "unit": "item", **kw}
+        with pytest.raises(ParameterError):
+            release_profile(np.full(10, 5), accountant=acct, **args)
+    assert acct.spent == (0.0, 0.0)
+    with pytest.raises(ParameterError, match="domain_size"):
+        release_profile(np.full(1000, 5), domain_size=2**63, max_count=5, epsilon=1,
+                        unit="event")
