@@ -19,7 +19,9 @@ from .auth import Principal, hash_token, new_token
 from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
 
-__all__ = ["REJECTION_REASONS", "Service", "StudyRecord"]
+__all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
+
+CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
 
 REJECTION_REASONS = ("conflict", "future", "interval", "malformed", "order", "param_id",
                      "rate_limited", "wrong_device")
@@ -64,6 +66,13 @@ class Service:
         self._tokens: dict[str, Principal] = {}
         self._orders: dict[tuple[str, int], int] = {}
 
+    @staticmethod
+    def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+        """Cache an immutable row; a full cache starts over (the database stays the truth)."""
+        if len(cache) >= CACHE_LIMIT:
+            cache.clear()
+        cache[key] = value
+
     # -- tokens -----------------------------------------------------------------------------
     def register_token(self, token: str, principal: Principal) -> None:
         """Store a token's hash with its role (no-op when already stored)."""
@@ -92,7 +101,7 @@ class Service:
             return None
         found = Principal(row.role, row.study, None if row.device is None else int(row.device))
         with self._lock:
-            self._tokens[h] = found
+            self._remember(self._tokens, h, found)
         return found
 
     def new_analyst_token(self, study: str) -> str:
@@ -159,8 +168,8 @@ class Service:
     def enrolled_device(self, study: str, device: int, order: int, token: str) -> None:
         """Remember a device the writer enrolled (its order and token)."""
         with self._lock:
-            self._orders[(study, device)] = order
-            self._tokens[hash_token(token)] = Principal("device", study, device)
+            self._remember(self._orders, (study, device), order)
+            self._remember(self._tokens, hash_token(token), Principal("device", study, device))
 
     def cached_order(self, study: str, device: int) -> int | None:
         """A device's order if this process has seen it, without touching the database."""
@@ -179,7 +188,7 @@ class Service:
         if row is None:
             return None
         with self._lock:
-            self._orders[key] = int(row[0])
+            self._remember(self._orders, key, int(row[0]))
         return int(row[0])
 
     # -- reads for estimates and the dashboard ----------------------------------------------

@@ -154,5 +154,7 @@ def upgrade(engine: Engine) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # several servers starting at once migrate once
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7175525)"))
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
