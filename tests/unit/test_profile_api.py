@@ -19,7 +19,7 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
 from dpfreq.profile import ProfileRelease, release_profile
-from dpfreq.profile.api import noisy_profile_counts_from_classes
+from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 
 # per-item counts of 7 items (keys 10..16) in a domain of 12; cap n = 4 clamps the two 9s
 COUNTS = np.array([3, 1, 0, 2, 9, 9, 1])

@@ -8,9 +8,7 @@ Wu & Pagh sketch (noise on each of the ``d`` item counts, then reconstruction).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +23,11 @@ from dpfreq._validate import (
     check_unit,
     message,
 )
+from dpfreq.budget import check_accountant
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
+from dpfreq.profile.bounds import check_memory, default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.direct import (
     DIRECT_SENSITIVITY,
     DOMAIN_LIMIT,
@@ -36,27 +36,14 @@ from dpfreq.profile.direct import (
     project_to_simplex,
 )
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
-from dpfreq.profile.intervals import (
-    SIMULATION_DRAWS,
-    SIMULATION_DRAWS_MLE,
-    IntervalSet,
-    direct_half_widths,
-    direct_intervals,
-    simulated_intervals,
-)
-from dpfreq.profile.kernel import get_kernel
+from dpfreq.profile.intervals import IntervalSet, direct_half_widths, direct_intervals
 from dpfreq.profile.plan import UNITS, USEFUL_L1, choose_method, plan_profile
-from dpfreq.profile.reconstruct import (
-    default_bound_parameter,
-    minimum_bound_parameter,
-    profile_error_bounds,
-    solve_profile,
-)
+from dpfreq.profile.reconstruct import check_reconstruction_memory, sketch_release
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
-__all__ = ["memory_estimate", "release_profile"]
+__all__ = ["release_profile"]
 
 _NOISE_CHUNK = 1 << 23  # items per noise chunk: 64 MiB of int64 temporaries at most
 _NORMS = {"1": "1", "2": "2", "inf": "inf", 1: "1", 2: "2"}
@@ -83,40 +70,6 @@ def _classes_from_vector(counts: NDArray[np.int64], max_count: int) -> NDArray[n
         part = np.minimum(counts[start : start + _NOISE_CHUNK], max_count)
         m += np.bincount(part, minlength=max_count + 1)
     return m
-
-
-def _physical_memory() -> int:
-    """Bytes of physical memory (8 GiB when the platform does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 8 << 30
-
-
-def memory_estimate(*, max_count: int, method: str, B: int = 0) -> int:
-    """Bytes a release needs besides its input: a few arrays of ``n + 1`` (direct) or of
-    ``P = n + 2B + 1`` (sketch: kernel, FFT buffers and the simulated interval draws)."""
-    if method == "direct":
-        return 64 * (max_count + 1)
-    P = max_count + 2 * B + 1
-    return 8 * (24 * P + 2 * SIMULATION_DRAWS * (max_count + 1))
-
-
-def _check_memory(n: int, method: str, B: int, func: str) -> None:
-    need = memory_estimate(max_count=n, method=method, B=B)
-    limit = _physical_memory() // 2
-    if need > limit:
-        raise ParameterError(message("max_count", func, f"small enough for the release to fit "
-                                     f"in memory (method={method!r} needs about "
-                                     f"{need / 2**30:.3g} GiB, more than half of the "
-                                     f"{limit * 2 / 2**30:.3g} GiB here)", n))
-
-
-def _check_accountant(accountant: Any, func: str) -> Any:
-    if accountant is not None and not callable(getattr(accountant, "spend", None)):
-        raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
-                                     type(accountant).__name__))
-    return accountant
 
 
 def _classes(source: Any, item: str | None, engine: Any, d: int, n: int,
@@ -209,41 +162,6 @@ def _release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, u
     return {"value": r, "mechanism": "direct-count-of-counts", "params": params,
             "error": _interval_error(iv, r, conf, desc, note), "l1_bound": l1,
             "noisy_profile": y.astype(np.float64) / d, "B": 0}
-
-
-def _release_sketch(classes: NDArray[np.int64], *, d: int, n: int, eps: float, method: str,
-                    norm: str, conf: float, B: int, gen: np.random.Generator) -> dict[str, Any]:
-    """Per-item noise folded into the noisy profile, Wu & Pagh reconstruction, simulated
-    intervals and the Theorem 1.1 bound."""
-    gamma: Fraction = discrete_laplace_gamma(eps)
-    counts = noisy_profile_counts_from_classes(classes, max_count=n, B=B, gamma=gamma,
-                                               generator=gen)
-    kernel = get_kernel(n, B, float(np.exp(-float(gamma))))
-
-    def solve(c: NDArray[np.int64]) -> NDArray[np.float64]:
-        return solve_profile(c.astype(np.float64) / d, kernel, norm=norm, method=method)[0]
-
-    r, diagnostics = solve_profile(counts.astype(np.float64) / d, kernel, norm=norm,
-                                   method=method)
-    draws = SIMULATION_DRAWS_MLE if method == "mle" else SIMULATION_DRAWS
-    iv = simulated_intervals(r, counts, solve=solve, domain_size=d, max_count=n, B=B,
-                             gamma=gamma, confidence=conf, label=f"{method}/{norm}",
-                             draws=draws)
-    eta = (1.0 - conf) / 2.0
-    l1 = min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
-    desc = (f"Per-class intervals and a simultaneous band at confidence {conf:.6g}, computed by "
-            f"pushing {draws} simulated sketches (noise of the known law) through "
-            f"the same reconstruction around the released estimate (approximate coverage, "
-            f"measured in benchmarks/bench_profile.py). Wu & Pagh's Theorem 1.1 bounds the ℓ1 "
-            f"error by {l1:.6g} with probability at least {conf:.6g} (release.l1_bound).")
-    note = _vacuous_note(d, n, "event", method, conf) if iv.band_l1 >= 2.0 else None
-    params = {"gamma": str(gamma), "sensitivity": 1, "B": B, "P": kernel.size, "norm": norm,
-              "noise": "exact discrete Laplace on each of the d item counts",
-              "intervals": f"simulated ({draws} draws, generator keyed by the release)",
-              **diagnostics}
-    return {"value": r, "mechanism": f"wu-pagh-{method}", "params": params,
-            "error": _interval_error(iv, r, conf, desc, note), "l1_bound": l1,
-            "noisy_profile": counts.astype(np.float64) / d, "B": B}
 
 
 def release_profile(
@@ -373,32 +291,37 @@ def release_profile(
     if norm_s is None:
         raise ParameterError(message("norm", func, "one of 1, 2, 'inf'", norm))
     resolved = resolve_rng(rng, func)
-    acct = _check_accountant(accountant, func)
+    acct = check_accountant(accountant, func)
+    check_memory(64 * (n + 1), param="max_count", func=func, value=n,
+                 what="the count-of-counts of n + 1 classes")
     B = 0
-    _check_memory(n, "direct", 0, func)  # a lower bound for every method, before B is sought
     if chosen != "direct":
         B = default_bound_parameter(d, n, eps, (1.0 - conf) / 2.0)
         B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
-    _check_memory(n, chosen, B, func)
-    if acct is not None and callable(getattr(acct, "check", None)):
+        check_reconstruction_memory(n, B, epsilon=eps, func=func)
+    if acct is not None:
         acct.check(eps, 0.0)
     classes, engine_name = _classes(source, item, engine, d, n, func)
     if acct is not None:
         acct.spend(eps, 0.0, label=func, unit=u)
-    if chosen == "direct":
-        out = _release_direct(classes, d=d, n=n, eps=eps, unit=u, conf=conf,
-                              gen=resolved.generator)
-    else:
-        out = _release_sketch(classes, d=d, n=n, eps=eps, method=chosen, norm=norm_s,
-                              conf=conf, B=B, gen=resolved.generator)
     params = {"engine": engine_name, "why": why, "method": chosen, "d": d, "n": n,
               "confidence": conf,
               "clamping": f"counts above max_count = {n} clamped to {n} before noising",
               "unit_of_privacy": "one item with all its rows" if u == "item"
-              else "one row (event) of one item", **out["params"]}
+              else "one row (event) of one item"}
+    if chosen != "direct":
+        counts = noisy_profile_counts_from_classes(classes, max_count=n, B=B,
+                                                   gamma=discrete_laplace_gamma(eps),
+                                                   generator=resolved.generator)
+        return sketch_release(counts, domain_size=d, max_count=n, epsilon=eps, B=B,
+                              method=chosen, norm=norm_s, confidence=conf,
+                              seeded=resolved.seeded, mechanism_params=params)
+    out = _release_direct(classes, d=d, n=n, eps=eps, unit=u, conf=conf,
+                          gen=resolved.generator)
+    params.update(out["params"])
     return ProfileRelease(
         value=out["value"], epsilon=eps, delta=0.0, unit=u, mechanism=out["mechanism"],
         mechanism_params=params, seeded=resolved.seeded, error=out["error"], domain_size=d,
-        max_count=n, method=chosen, l1_bound=out["l1_bound"], l1_confidence=conf, B=out["B"],
+        max_count=n, method=chosen, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
         norm=norm_s, noisy_profile=out["noisy_profile"],
     )
