@@ -39,8 +39,6 @@ SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("layer", "dpfreq.engines.spark_sketch", "dpfreq.profile.reconstruct"):
         "the distributed sketch moves to profile/ (ε-free table operations stay on Spark)",
-    ("cycle", "dpfreq.profile.plan", "dpfreq.profile.plan -> dpfreq.profile.reconstruct"):
-        "profile planning and reconstruction are being split",
 }
 
 
