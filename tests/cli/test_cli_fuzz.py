@@ -154,7 +154,8 @@ def _values(param: click.Parameter,
 
 
 #: Options that are optional for click but needed for a valid command line.
-BASE_EXTRA = {"anonymize": ["--label", "item"], "reach": ["--horizon", "8"],
+#: (Each pair is used only if the command has the option.)
+BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--horizon", "8"],
               "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
@@ -177,7 +178,11 @@ def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
             else:
                 value = _values(param, ([], []))[0][0]
             argv += [opt, value]
-    argv += BASE_EXTRA.get(" ".join(path), [])
+    names = {opt for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+    extra = BASE_EXTRA.get(" ".join(path), [])
+    for opt, value in zip(extra[::2], extra[1::2], strict=True):
+        if opt in names and opt not in argv:
+            argv += [opt, value]
     if path[:2] == ["ledger", "init"]:
         argv[2] = str(tmp / "new-ledger.sqlite")
     return argv
