@@ -320,13 +320,13 @@ def worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def sketch_worker(spark: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
-    from dpfreq.engines.spark_sketch import DistributedProfileSketch
+    from dpfreq.profile import DistributedProfileSketch
 
     rows = []
     for d in args.sketch_d:
         with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
             t0 = time.perf_counter()
-            sk = DistributedProfileSketch.create(spark, domain_size=d, max_count=100,
+            sk = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=100,
                                                  epsilon=1.0)
             sk.save(Path(tmp) / "sketch")
             create_s = time.perf_counter() - t0

@@ -37,8 +37,6 @@ SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
 
 #: (rule, importing module, imported module or name) -> why it is still there
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("layer", "dpfreq.engines.spark_sketch", "dpfreq.profile.reconstruct"):
-        "the distributed sketch moves to profile/ (ε-free table operations stay on Spark)",
 }
 
 

@@ -197,26 +197,6 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
         out_duck[out_duck.index("{"):])
 
 
-def test_distributed_sketch_is_a_lazy_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``dpfreq.engines.DistributedProfileSketch`` imports pyspark on access only; without
-    pyspark the access names the pip extra."""
-    import sys
-
-    import dpfreq.engines as engines
-    from dpfreq.errors import EngineUnavailableError
-
-    assert "DistributedProfileSketch" not in engines.__all__
-    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
-        _ = engines.NoSuchThing
-    for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
-        monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setitem(sys.modules, "pyspark", None)
-    for name in ("dpfreq.engines.spark", "dpfreq.engines.spark_sketch"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
-        _ = engines.DistributedProfileSketch
-
-
 # -- session creation (no JVM: SparkSession replaced by a recording fake) ----------------------
 class _FakeBuilder:
     def __init__(self, fail: bool) -> None:

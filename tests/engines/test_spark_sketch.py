@@ -1,8 +1,10 @@
-"""The distributed profile sketch on Spark local[2]: noise law, determinism, updates, save/open."""
+"""The distributed profile sketch on Spark local[2]: noise law, determinism, updates, save/open,
+overflow and tamper cases, and agreement with the in-memory sketch."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,14 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from dpfreq.budget import Accountant, PrivacyBudget  # noqa: E402
-from dpfreq.engines.spark_sketch import DistributedProfileSketch  # noqa: E402
-from dpfreq.errors import BudgetExceededError, DataError, ParameterError  # noqa: E402
+from dpfreq.errors import (  # noqa: E402
+    BudgetExceededError,
+    DataError,
+    EngineUnavailableError,
+    ParameterError,
+)
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf  # noqa: E402
+from dpfreq.profile import DistributedProfileSketch, ProfileSketch  # noqa: E402
 from dpfreq.profile.reconstruct import noisy_profile_counts  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -54,7 +61,7 @@ def test_noise_law_is_discrete_laplace(spark: Any, seed: int) -> None:
     """
     eps = 1.0
     gamma = discrete_laplace_gamma(eps)
-    sketch = DistributedProfileSketch.create(spark, domain_size=D, max_count=5, epsilon=eps,
+    sketch = DistributedProfileSketch.create(engine=spark, domain_size=D, max_count=5, epsilon=eps,
                                              rng=seed, block_size=2_500, num_partitions=2)
     noisy = sketch.to_numpy()
     assert noisy.shape == (D,)
@@ -72,17 +79,17 @@ def test_noise_law_is_discrete_laplace(spark: Any, seed: int) -> None:
 
 def test_noise_deterministic_across_partitionings(spark: Any, seed: int) -> None:
     """Noise depends on (key, block) only: same seed ⇒ same table for any partition count."""
-    a = DistributedProfileSketch.create(spark, domain_size=3_000, max_count=3, epsilon=0.5,
-                                        rng=seed, block_size=1_000, num_partitions=1)
-    b = DistributedProfileSketch.create(spark, domain_size=3_000, max_count=3, epsilon=0.5,
-                                        rng=seed, block_size=1_000, num_partitions=3)
+    a = DistributedProfileSketch.create(engine=spark, domain_size=3_000, max_count=3,
+                                        epsilon=0.5, rng=seed, block_size=1_000, num_partitions=1)
+    b = DistributedProfileSketch.create(engine=spark, domain_size=3_000, max_count=3,
+                                        epsilon=0.5, rng=seed, block_size=1_000, num_partitions=3)
     na, nb = a.to_numpy(), b.to_numpy()
     assert np.array_equal(na, nb)
     assert np.array_equal(na, a.to_numpy())  # recomputation reproduces the noise
     # distinct blocks use distinct streams
     assert not np.array_equal(na[:1000], na[1000:2000])
-    c = DistributedProfileSketch.create(spark, domain_size=3_000, max_count=3, epsilon=0.5,
-                                        rng=seed + 1, block_size=1_000)
+    c = DistributedProfileSketch.create(engine=spark, domain_size=3_000, max_count=3,
+                                        epsilon=0.5, rng=seed + 1, block_size=1_000)
     assert not np.array_equal(na, c.to_numpy())
     assert a.seeded
     assert a.gamma == discrete_laplace_gamma(0.5)
@@ -92,11 +99,11 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
     d, n = 2_000, 4
     items = np.array([0, 0, 0, 0, 0, 0, 7, 7, 1999, 5], dtype=np.int64)  # item 0 clamped to 4
     pq.write_table(pa.table({"user": items}), tmp_path / "events.parquet")
-    base = DistributedProfileSketch.create(spark, domain_size=d, max_count=n, epsilon=1.0,
+    base = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=n, epsilon=1.0,
                                            rng=seed, block_size=700)
-    with_data = DistributedProfileSketch.create(spark, domain_size=d, max_count=n, epsilon=1.0,
+    with_data = DistributedProfileSketch.create(str(tmp_path / "events.parquet"), engine=spark,
+                                                domain_size=d, max_count=n, epsilon=1.0,
                                                 rng=seed, block_size=700,
-                                                data=str(tmp_path / "events.parquet"),
                                                 item="user")
     exact = np.zeros(d, dtype=np.int64)
     np.add.at(exact, items, 1)
@@ -112,11 +119,11 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
     assert np.array_equal(updated.to_numpy(), expect)
 
     updated.save(tmp_path / "sketch")
-    meta = json.loads((tmp_path / "sketch" / "dpfreq_sketch.json").read_text())
+    meta = json.loads((tmp_path / "sketch" / "dpfreq_sketch.json").read_text())["payload"]
     assert meta["gamma"] == str(discrete_laplace_gamma(1.0))
     assert (meta["domain_size"], meta["max_count"], meta["seeded"]) == (d, n, True)
     assert "key" not in json.dumps(meta).lower()
-    reopened = DistributedProfileSketch.open(tmp_path / "sketch", spark=spark)
+    reopened = DistributedProfileSketch.open(tmp_path / "sketch", engine=spark)
     assert np.array_equal(reopened.to_numpy(), expect)
     assert (reopened.domain_size, reopened.max_count, reopened.epsilon) == (d, n, 1.0)
 
@@ -125,29 +132,146 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
         assert got.shape == (n + 2 * B + 1,)
         assert np.array_equal(got, noisy_profile_counts(expect, max_count=n, B=B))
 
-    release = reopened.reconstruct(eta=0.1)
+    release = reopened.reconstruct(confidence=0.8)
     r = np.asarray(release.value)
     assert r.shape == (n + 1,)
     assert abs(r.sum() - 1.0) < 1e-9
     assert release.seeded
+    assert release.unit == "event"
+    assert release.error.kind == "interval"
+    assert release.l1_bound is not None
 
 
 def test_errors_and_budget(spark: Any, seed: int, tmp_path: Path) -> None:
     acc = Accountant(PrivacyBudget(1.0))
-    DistributedProfileSketch.create(spark, domain_size=10, max_count=2, epsilon=0.6, rng=seed,
-                                    accountant=acc)
+    DistributedProfileSketch.create(engine=spark, domain_size=10, max_count=2,
+                                    epsilon=0.6, rng=seed, accountant=acc)
     with pytest.raises(BudgetExceededError):
-        DistributedProfileSketch.create(spark, domain_size=10, max_count=2, epsilon=0.6,
-                                        rng=seed, accountant=acc)
-    sk = DistributedProfileSketch.create(spark, domain_size=10, max_count=2, epsilon=1.0,
-                                         rng=seed)
-    with pytest.raises(DataError, match="outside the public domain"):
+        DistributedProfileSketch.create(engine=spark, domain_size=10, max_count=2,
+                                        epsilon=0.6, rng=seed, accountant=acc)
+    sk = DistributedProfileSketch.create(engine=spark, domain_size=10, max_count=2,
+                                         epsilon=1.0, rng=seed)
+    with pytest.raises(DataError, match="item ids in the public domain"):
         sk.update(spark.createDataFrame([(10, 1)], "item long, count long"))
     with pytest.raises(DataError, match="'user'"):
         sk.update(spark.createDataFrame([(1, 1)], "item long, count long"), item="user")
-    with pytest.raises(DataError, match=r"dpfreq_sketch\.json"):
-        DistributedProfileSketch.open(tmp_path, spark=spark)
+    with pytest.raises(DataError, match=r"holds no dpfreq_sketch\.json"):
+        DistributedProfileSketch.open(tmp_path, engine=spark)
     sk.save(tmp_path / "s")
     with pytest.raises(ParameterError, match="overwrite its own input"):
-        DistributedProfileSketch.open(tmp_path / "s", spark=spark).update(
+        DistributedProfileSketch.open(tmp_path / "s", engine=spark).update(
             spark.createDataFrame([(1, 1)], "item long, count long")).save(tmp_path / "s")
+
+
+def test_same_noise_as_the_in_memory_sketch(spark: Any, seed: int) -> None:
+    """One noise implementation: the same seed gives the in-memory sketch's counters."""
+    d = 5_000
+    dist = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=3,
+                                           epsilon=0.7, rng=seed)
+    mem = ProfileSketch(d, max_count=3, epsilon=0.7, rng=seed)
+    np.testing.assert_array_equal(dist.to_numpy(), mem.noisy_counts())
+    a = dist.reconstruct(confidence=0.9)
+    b = mem.reconstruct(confidence=0.9)
+    np.testing.assert_array_equal(a.value, b.value)
+    np.testing.assert_array_equal(a.error.band_upper, b.error.band_upper)
+
+
+def test_overflowing_update_is_refused_and_the_old_sketch_kept(spark: Any, seed: int) -> None:
+    sk = DistributedProfileSketch.create(engine=spark, domain_size=10, max_count=2,
+                                         epsilon=1.0, rng=seed)
+    big = 2**52 - 1
+    with pytest.raises(DataError, match="below 2\\^52") as info:
+        sk.update(spark.createDataFrame([(1, big), (1, 1)], "item long, count long"))
+    assert str(big) not in str(info.value)
+    # counters near the int64 limit (as after ~2048 maximal updates): one more update gives a
+    # null counter (try_add), never a wrapped value, and the reductions refuse it
+    from dpfreq.engines import get_engine
+
+    tables = get_engine(spark).tables()
+    near = tables.domain_table(domain_size=10, block_size=4,
+                               block_values=lambda b, n: np.full(n, 2**63 - 10, np.int64))
+    step = tables.checked_counts(spark.createDataFrame([(3, 9), (4, 10)], "item long, count long"),
+                                 item="item", count="count", domain_size=10, clamp=None,
+                                 func="test")
+    over = tables.add_counts(near, step)
+    _, nulls, _ = tables.value_counts(over, low=0, high=2, func="test")
+    assert nulls == 1  # item 4 overflowed; item 3 reached 2^63 − 1 exactly
+    sk.table = over
+    with pytest.raises(DataError, match="beyond the int64 range"):
+        sk.reconstruct()
+
+
+def test_tampered_saved_sketch_is_refused(spark: Any, seed: int, tmp_path: Path) -> None:
+    sk = DistributedProfileSketch.create(engine=spark, domain_size=100, max_count=2,
+                                         epsilon=1.0, rng=seed)
+    sk.save(tmp_path / "s")
+    meta_path = tmp_path / "s" / "dpfreq_sketch.json"
+    crc = tmp_path / "s" / ".dpfreq_sketch.json.crc"
+    text = meta_path.read_text()
+    meta_path.write_text(text + " ")  # the local file system's own checksum catches an edit
+    with pytest.raises(DataError, match=r"dpfreq_sketch\.json is unreadable or corrupted"):
+        DistributedProfileSketch.open(tmp_path / "s", engine=spark)
+    crc.unlink()  # as on a file system without checksums (e.g. object stores): ours catches it
+    DistributedProfileSketch.open(tmp_path / "s", engine=spark).noisy_profile_counts(2)
+    for old, new in (('"epsilon": 1.0', '"epsilon": 1000.0'), ('"seeded": true', '"seeded": false'),
+                     ('"max_count": 2', '"max_count": 3')):
+        assert old in text
+        meta_path.write_text(text.replace(old, new))
+        with pytest.raises(DataError, match=r"dpfreq_sketch\.json .*checksum does not match"):
+            DistributedProfileSketch.open(tmp_path / "s", engine=spark)
+    meta_path.write_text(text[: len(text) // 2])
+    with pytest.raises(DataError, match=r"dpfreq_sketch\.json is not a valid"):
+        DistributedProfileSketch.open(tmp_path / "s", engine=spark)
+    # a well-sealed file whose fields break the rules
+    from dpfreq.artifacts import open_json, seal_json
+
+    _, payload = open_json(text, kind="DistributedProfileSketch", versions=(1,))
+    for field, value, match in (("gamma", "1/3", "gamma is not the noise fraction"),
+                                ("rows", 99, "one row per domain item"),
+                                ("domain_size", -1, "domain_size is not an integer"),
+                                ("epsilon", 0.0, "epsilon of DistributedProfileSketch.open")):
+        meta_path.write_text(seal_json({**payload, field: value},
+                                       kind="DistributedProfileSketch", version=1))
+        with pytest.raises(DataError, match=match):
+            DistributedProfileSketch.open(tmp_path / "s", engine=spark)
+    meta_path.write_text(text)
+    # the table edited after saving: refused at the first reduction
+    other = DistributedProfileSketch.create(engine=spark, domain_size=100, max_count=2,
+                                            epsilon=1.0, rng=seed + 1)
+    other.save(tmp_path / "t")
+    table = tmp_path / "s" / "noisy_counts.parquet"
+    import shutil
+
+    shutil.rmtree(table)
+    shutil.copytree(tmp_path / "t" / "noisy_counts.parquet", table)
+    reopened = DistributedProfileSketch.open(tmp_path / "s", engine=spark)
+    with pytest.raises(DataError, match="does not match its digest"):
+        reopened.reconstruct()
+
+
+def test_bad_parameters_spend_nothing(spark: Any, seed: int, tmp_path: Path) -> None:
+    acc = Accountant(PrivacyBudget(5.0))
+    with pytest.raises(ParameterError, match=r"domain_size of DistributedProfileSketch\.create"):
+        DistributedProfileSketch.create(engine=spark, domain_size=2**63 + 500, max_count=2,
+                                        epsilon=1.0, accountant=acc)
+    with pytest.raises(ParameterError, match=r"max_count of DistributedProfileSketch\.create"):
+        DistributedProfileSketch.create(engine=spark, domain_size=100, max_count=10**9,
+                                        epsilon=1.0, accountant=acc)
+    bad = spark.createDataFrame([(1,), (500,)], "item long")
+    with pytest.raises(DataError, match="item ids in the public domain") as info:
+        DistributedProfileSketch.create(bad, engine=spark, domain_size=100, max_count=2,
+                                        epsilon=1.0, accountant=acc)
+    assert "500" not in str(info.value)
+    with pytest.raises(ParameterError, match=r"engine of DistributedProfileSketch\.create"):
+        DistributedProfileSketch.create(engine="duckdb", domain_size=100, max_count=2,
+                                        epsilon=1.0, accountant=acc)
+    assert acc.spent == (0.0, 0.0)
+
+
+def test_without_pyspark_the_pip_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.delitem(sys.modules, "dpfreq.engines.spark", raising=False)
+    with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
+        DistributedProfileSketch.create(domain_size=10, max_count=2, epsilon=1.0)

@@ -167,16 +167,3 @@ def get_engine(name: str | Engine | Any = None, source: Any = None, **options: A
     engine: Engine = getattr(module, cls_name)(**options)
     return engine
 
-
-def __getattr__(name: str) -> Any:
-    """``dpfreq.engines.DistributedProfileSketch``, imported on first access (it needs pyspark;
-    without it the access raises :class:`~dpfreq.errors.EngineUnavailableError`)."""
-    if name == "DistributedProfileSketch":
-        try:
-            module = importlib.import_module("dpfreq.engines.spark_sketch")
-        except ImportError as exc:
-            raise EngineUnavailableError(
-                f"DistributedProfileSketch needs an optional dependency ({exc.name}): "
-                "pip install 'dpfreq[spark]'") from exc
-        return module.DistributedProfileSketch
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -496,6 +496,14 @@ class SparkEngine:
         return ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
                              n_out_of_range=nbad, first_out_of_range=first)
 
+    def tables(self) -> Any:
+        """ε-free table operations on this session for values keyed by a public integer domain
+        (:class:`dpfreq.engines.spark_tables.SparkTables`: domain tables built on the
+        executors, counts added by a join, reductions to small histograms, Parquet files)."""
+        from dpfreq.engines.spark_tables import SparkTables
+
+        return SparkTables(self)
+
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> ReportSums:
         """Validate longitudinal reports on the executors and sum them per (order, interval).

@@ -1,20 +1,23 @@
-"""Private profiles (frequency of frequencies) from ε-DP noisy histograms (Wu & Pagh, ICML 2024).
+"""Private profiles (frequency of frequencies): the direct mechanism and Wu & Pagh's sketch.
 
 * :func:`release_profile`: one call from data (count vector, CSV/Parquet, SQL, DuckDB, Spark)
-  to a :class:`ProfileRelease` with its high-probability error bound.
+  to a :class:`ProfileRelease` with intervals; :func:`plan_profile` predicts its accuracy.
+* :class:`ProfileSketch`: the updatable ε-DP noisy histogram in memory (save/load, clipped
+  release); :class:`DistributedProfileSketch`: the same on Spark.
 * :func:`reconstruct_profile` / :func:`reconstruct_profile_from_counts`: the reconstruction
-  (Algorithms 2+3, or EM with ``method="mle"``) from a noisy histogram or its noisy profile.
-* :class:`ProfileSketch`: the updatable ε-DP noisy histogram (save/load, clipped release).
-* :func:`naive_profile`, :func:`lp_profile`: baselines (spec §10).
+  (Wu & Pagh 2024, Algorithms 2+3, or EM with ``method="mle"``) from a noisy histogram or its
+  noisy profile, with simulated intervals and the Theorem 1.1 ℓ1 bound.
+* :func:`naive_profile`, :func:`lp_profile`: baselines.
 
-Spec: ``profile_reconstruction.md``. Reconstruction is deterministic post-processing of the
-ε-DP sketch: running it many times (other norms, η, methods) spends no further budget.
+Reconstruction is deterministic post-processing of the ε-DP sketch: running it many times
+(other norms, confidence levels, methods) spends no further budget.
 """
 
 from __future__ import annotations
 
 from dpfreq.profile.api import release_profile
 from dpfreq.profile.baselines import lp_profile, naive_profile
+from dpfreq.profile.distributed import DistributedProfileSketch
 from dpfreq.profile.plan import ProfilePlan, plan_profile
 from dpfreq.profile.reconstruct import (
     bound_parameter,
@@ -29,6 +32,7 @@ from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch import ProfileSketch
 
 __all__ = [
+    "DistributedProfileSketch",
     "ProfilePlan",
     "ProfileRelease",
     "ProfileSketch",

@@ -1,7 +1,7 @@
-"""Baselines for profile reconstruction (spec §10): the naive estimator and the exact P2 optimum.
+"""Baselines for profile reconstruction: the naive estimator and the exact P2 optimum.
 
 * :func:`naive_profile` reads the profile directly off the noisy histogram (``f~[0..n]``
-  clipped to [0, 1]); its error does not vanish as ``d`` grows (spec §5).
+  clipped to [0, 1]); its error does not vanish as ``d`` grows.
 * :func:`lp_profile` solves problem P2 exactly — minimise ``‖A r − f~‖_p`` over the probability
   simplex on ``0..n`` — with scipy's HiGHS LP solver for ``p ∈ {1, ∞}``. For ``p = 2`` (a QP,
   which scipy's HiGHS interface does not expose) it runs Lawson–Hanson NNLS with the equality
@@ -33,7 +33,7 @@ __all__ = ["banded_kernel", "lp_profile", "naive_profile"]
 
 def naive_profile(noisy_histogram: Any, *, max_count: int,
                   renormalize: bool = False) -> NDArray[np.float64]:
-    """The naive estimator ``clip(f~[0..n], 0, 1)`` (spec §10.1).
+    """The naive estimator ``clip(f~[0..n], 0, 1)``.
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def _qp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64]) -> NDArray[np.float6
 
 def lp_profile(profile_counts: Any, *, domain_size: int, max_count: int, epsilon: float,
                norm: int | float | str = 1, B: int) -> NDArray[np.float64]:
-    """Exact optimum of problem P2 (spec §10.3): the reference baseline for Algorithms 2+3.
+    """Exact optimum of problem P2: the reference baseline for Algorithms 2+3.
 
     Parameters
     ----------

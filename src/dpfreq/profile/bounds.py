@@ -23,7 +23,7 @@ from dpfreq._validate import check_epsilon, check_int, check_open_unit, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.intervals import SIMULATION_DRAWS
-from dpfreq.profile.kernel import CirculantKernel
+from dpfreq.profile.kernel import CirculantKernel, get_kernel
 
 __all__ = [
     "available_memory",
@@ -34,7 +34,11 @@ __all__ = [
     "minimum_bound_parameter",
     "profile_error_bounds",
     "reconstruction_memory",
+    "sketch_l1_bound",
+    "useful_sketch_epsilon",
 ]
+
+USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
 
 
 def _bound_from_gamma(domain_size: int, gamma: float, eta: float) -> int:
@@ -141,6 +145,39 @@ def profile_error_bounds(kernel: CirculantKernel, *, domain_size: int,
         "2": 2.0 * n2 * (1.0 + math.sqrt(lg)) / math.sqrt(d),
         "inf": 4.0 * n1 * (math.sqrt(2.0 * L / (d * kernel.norm_constant)) + 2.0 * L / (3.0 * d)),
     }
+
+
+def sketch_l1_bound(domain_size: int, max_count: int, epsilon: float, confidence: float) -> float:
+    """Theorem 1.1's ℓ1 bound (capped at 2) of a sketch reconstruction holding with probability
+    ``confidence`` (``η = (1 − confidence)/2``: the theorem holds with probability ``1 − 2η``)."""
+    eta = (1.0 - confidence) / 2.0
+    b = default_bound_parameter(domain_size, max_count, epsilon, eta)
+    alpha = math.exp(-float(discrete_laplace_gamma(epsilon)))
+    kernel = get_kernel(max_count, b, alpha)
+    return min(2.0, profile_error_bounds(kernel, domain_size=domain_size, eta=eta)["1"])
+
+
+def useful_sketch_epsilon(domain_size: int, max_count: int, epsilon: float,
+                          confidence: float) -> float | None:
+    """The smallest ε >= ``epsilon`` (3 significant digits, rounded up) at which
+    :func:`sketch_l1_bound` falls to :data:`USEFUL_L1`; None if not even at ε = 1000.
+
+    Searched upwards from ``epsilon`` only, so no kernel larger than the one at ``epsilon`` is
+    ever built (the bound is non-increasing in ε)."""
+    def value(eps: float) -> float:
+        return sketch_l1_bound(domain_size, max_count, eps, confidence)
+
+    if value(1000.0) > USEFUL_L1:
+        return None
+    if value(epsilon) <= USEFUL_L1:
+        return epsilon
+    lo, hi = math.log(epsilon), math.log(1000.0)
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if value(math.exp(mid)) > USEFUL_L1 else (lo, mid)
+    eps = math.exp(hi)
+    scale = 10 ** (math.floor(math.log10(eps)) - 2)
+    return float(f"{min(math.ceil(eps / scale) * scale, 1000.0):.3g}")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -45,12 +45,8 @@ def master_key(resolved: ResolvedRNG) -> bytes:
 
 
 def block_noise(key: bytes, block: int, size: int, gamma: Fraction) -> NDArray[np.int64]:
-    """The exact ``DLap(e^{−γ})`` noise of the first ``size`` items of block ``block``.
-
-    Drawing a prefix of a block gives the prefix of the full block's draws only up to the
-    sampler's vectorization; callers always ask for whole blocks (the last one may be short:
-    it is always asked for at the same size).
-    """
+    """The exact ``DLap(e^{−γ})`` noise of the ``size`` items of block ``block`` (callers
+    always ask for whole blocks; the last block of a domain is shorter, at a fixed size)."""
     return sample_discrete_laplace(gamma, size, rng=keyed_generator(key, BLOCK_LABEL, block))
 
 

@@ -1,10 +1,10 @@
-"""The truncated discrete-Laplace kernel of Wu & Pagh as a symmetric circulant (spec §6).
+"""The truncated discrete-Laplace kernel of Wu & Pagh as a symmetric circulant.
 
 Rows and columns are indexed by ``t ∈ [-B .. n+B]`` (array position ``t + B``); the length is
 ``P = n + 2B + 1``. ``c`` has ``c_k = α^k`` for ``k ∈ [0..B]``, ``c_{P-k} = α^k`` for
 ``k ∈ [1..B]`` and zeros elsewhere; ``A = circ(c) / P_norm`` with
 ``P_norm = Σ_{|k|≤B} α^{|k|}``. ``A`` is never built as a dense matrix here: products with ``A``
-and ``A^{-1}`` go through real FFTs (spec §6.4). Eigenvalues are real (``A`` is a real symmetric
+and ``A^{-1}`` go through real FFTs. Eigenvalues are real (``A`` is a real symmetric
 circulant) and available in closed form (Lemma 4.6) or from ``rfft(c)``.
 
 Everything in this module is deterministic post-processing and takes no ``rng``.
@@ -34,7 +34,7 @@ _WORKERS = None  # scipy.fft default; set to -1 to use all cores
 
 
 def p_norm(B: int, alpha: float) -> float:
-    """``P_norm = Σ_{|k|≤B} α^{|k|} = (1 + α − 2α^{B+1}) / (1 − α)`` (spec §6.1).
+    """``P_norm = Σ_{|k|≤B} α^{|k|} = (1 + α − 2α^{B+1}) / (1 − α)``.
 
     Computed as ``1 + 2 Σ_{k=1..B} α^k`` (a geometric sum evaluated stably for every α ∈ [0, 1)).
     """
@@ -57,7 +57,7 @@ def kernel_vector(max_count: int, B: int, alpha: float) -> NDArray[np.float64]:
 
 
 def eigenvalues_closed_form(max_count: int, B: int, alpha: float) -> NDArray[np.float64]:
-    """All ``P`` eigenvalues ``φ_m`` of ``A`` by the closed form of Lemma 4.6 (spec §6.3).
+    """All ``P`` eigenvalues ``φ_m`` of ``A`` by the closed form of Lemma 4.6.
 
     ``φ_m = [1 − α² − 2α^{B+1} cos((B+1)θ) + 2α^{B+2} cos(Bθ)] /
     [P_norm (1 − 2α cos θ + α²)]`` with ``θ = 2πm/P``, ``m = 0..P−1``.
@@ -85,10 +85,11 @@ def eigenvalues_fft(max_count: int, B: int, alpha: float) -> NDArray[np.float64]
 
 
 def inverse_norm_bounds(B: int, alpha: float) -> tuple[float, float]:
-    """Lemma 4.10 upper bounds on ``(‖A^{-1}‖_1 = ‖A^{-1}‖_∞, ‖A^{-1}‖_2)`` (spec §6.3).
+    """Lemma 4.10 upper bounds on ``(‖A^{-1}‖_1 = ‖A^{-1}‖_∞, ‖A^{-1}‖_2)``.
 
     ``‖A^{-1}‖_2 ≤ P_norm (1+α)/(1 − α − 2α^{B+1})`` and
-    ``‖A^{-1}‖_1 ≤ P_norm (2 + α + 1/α) / (1/α − α − 4α^B)``; both require the B condition of §4.
+    ``‖A^{-1}‖_1 ≤ P_norm (2 + α + 1/α) / (1/α − α − 4α^B)``; both require the condition on B of
+    :func:`~dpfreq.profile.bound_parameter`.
     Returns ``inf`` where the denominator is not positive. With ``α = 0`` both are 1.
     """
     pn = p_norm(B, alpha)

@@ -1,8 +1,8 @@
-"""Maximum-likelihood (EM) deconvolution of the noisy profile (beyond the paper, issue 3 item 3).
+"""Maximum-likelihood (EM) deconvolution of the noisy profile (beyond the paper).
 
 Model: conditioned on the event ``E_B`` (no noise value exceeds ``B`` in absolute value), each
 item with true count ``k ∈ [0..n]`` lands at noisy value ``t ∈ [-B..n+B]`` with probability
-``A[t][k]`` (spec §6.2, Lemma 4.2). The ``d`` items are independent, so the noisy profile
+``A[t][k]`` (Wu & Pagh 2024, Lemma 4.2). The ``d`` items are independent, so the noisy profile
 ``f~`` (counts / d) is an average of independent categorical draws with mean ``A r``. The
 log-likelihood of a candidate profile ``r`` (per item) is
 
@@ -20,7 +20,7 @@ the updates drive below 1e-150 are set to 0 (subnormal floats make numpy arithme
 slower); the likelihood changes by less than 1e-150 per such entry. The default iteration is
 accelerated by a safeguarded SQUAREM scheme that keeps both properties (see ``em_profile``).
 
-The high-probability bound of spec §9.2 is proved for the paper's method, not for this one; a
+The Theorem 1.1 bound of Wu & Pagh (2024) is proved for the paper's method, not for this one; a
 release made with ``method="mle"`` says so.
 """
 
@@ -91,7 +91,7 @@ def em_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
     ----------
     noisy_profile : numpy.ndarray
         ``f~`` on ``t = -B..n+B`` (length ``P``); it is renormalized to sum 1 internally
-        (values outside the window were dropped, spec §5).
+        (values outside the window were dropped).
     kernel : CirculantKernel
         The kernel ``A`` for ``(n, B, α)``.
     start : numpy.ndarray

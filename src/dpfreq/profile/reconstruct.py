@@ -31,6 +31,7 @@ from dpfreq._validate import (
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace, sample_geometric
 from dpfreq.profile.bounds import (
+    USEFUL_L1,
     bound_parameter,
     check_memory,
     default_bound_parameter,
@@ -38,6 +39,7 @@ from dpfreq.profile.bounds import (
     minimum_bound_parameter,
     profile_error_bounds,
     reconstruction_memory,
+    useful_sketch_epsilon,
 )
 from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
@@ -269,13 +271,9 @@ def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float, func:
                      what="the reconstruction's arrays of n + 2B + 1 values")
 
 
-def _vacuous_note(d: int, n: int, method: str, confidence: float) -> str:
+def _vacuous_note(d: int, n: int, epsilon: float, confidence: float) -> str:
     """The sentence appended to a vacuous statement: the ε that would make it useful."""
-    from dpfreq.profile.plan import USEFUL_L1, plan_profile
-
-    plan = plan_profile(domain_size=d, max_count=n, epsilon=1.0, unit="event", method=method,
-                        confidence=confidence)
-    eps = plan.useful_epsilon()
+    eps = useful_sketch_epsilon(d, n, epsilon, confidence)
     target = (f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g}" if eps is not None
               else f"no ε <= 1000 bounds the ℓ1 error by {USEFUL_L1:g} at this d and n")
     return (f" This statement is vacuous: the band allows any profile (ℓ1 2); {target} "
@@ -325,7 +323,7 @@ def sketch_release(
     if method == "mle":
         desc += (" The theorem is proved for Algorithms 2+3 (method='fft'); the estimate was "
                  "computed by EM maximum likelihood.")
-    note = _vacuous_note(d, n, method, confidence) if iv.band_l1 >= 2.0 else None
+    note = _vacuous_note(d, n, epsilon, confidence) if iv.band_l1 >= 2.0 else None
     half = np.maximum(r - iv.lower, iv.upper - r)
     error = ErrorStatement(kind="interval", confidence=confidence, value=half,
                            description=desc + (note or ""), lower=iv.lower, upper=iv.upper,
