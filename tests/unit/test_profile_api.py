@@ -18,7 +18,7 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines import get_engine
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
-from dpfreq.profile import ProfileRelease, release_profile
+from dpfreq.profile import ProfileRelease, plan_profile, release_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 
 # per-item counts of 7 items (keys 10..16) in a domain of 12; cap n = 4 clamps the two 9s
@@ -521,3 +521,40 @@ def test_neighbouring_histograms_exact_privacy_ratio(h: tuple[int, int], h2: tup
         assert worst >= math.exp(gamma) * (1 - 1e-9)
     else:  # both counts clamp to n = 3: the outputs have the same law
         assert worst == pytest.approx(1.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------- plan
+
+
+def test_plan_grammar_and_refusals() -> None:
+    with pytest.raises(ParameterError, match=r"unit of plan_profile .*sketch"):
+        plan_profile(domain_size=10**6, max_count=50, epsilon=1.0, unit="item", method="fft")
+    with pytest.raises(ParameterError, match="domain_size of plan_profile"):
+        plan_profile(domain_size=2**62, max_count=50, epsilon=1.0, unit="item")
+    with pytest.raises(TypeError, match="unit"):
+        plan_profile(domain_size=10**6, max_count=50, epsilon=1.0)  # type: ignore[call-arg]
+    sketch = plan_profile(domain_size=10**6, max_count=50, epsilon=1.0, unit="event",
+                          method="fft")
+    assert sketch.half_width is None
+    assert 0 < sketch.l1_bound <= 2
+    with pytest.raises(ParameterError, match=r"measure of ProfilePlan\.measure"):
+        sketch.epsilon_for(target=5, measure="half_width")
+    direct = plan_profile(domain_size=10**6, max_count=50, epsilon=1.0, unit="event")
+    assert direct.method == "direct"
+    assert direct.l1_bound < sketch.l1_bound
+    with pytest.raises(ParameterError, match=r"target of ProfilePlan\.epsilon_for"):
+        direct.epsilon_for(target=-1.0)
+    with pytest.raises(ParameterError, match=r"target of ProfilePlan\.epsilon_for"):
+        sketch.epsilon_for(target=1e-6)  # the sketch's theorem bound: unreachable at ε <= 1000
+    assert direct.to_dict()["why"] == direct.why
+
+
+def test_release_matches_its_plan(seed: int) -> None:
+    """The release's half-widths and ℓ1 bound are those its plan predicted (public only)."""
+    rel = release_profile(COUNTS, domain_size=10**5, max_count=N, epsilon=0.7, unit="item",
+                          confidence=0.9, rng=seed)
+    plan = plan_profile(domain_size=10**5, max_count=N, epsilon=0.7, unit="item",
+                        confidence=0.9)
+    assert rel.mechanism_params["half_width_items"] == plan.half_width
+    assert rel.mechanism_params["band_half_width_items"] == plan.band_half_width
+    assert rel.l1_bound == pytest.approx(plan.l1_bound)
