@@ -351,3 +351,31 @@ def test_every_command_and_option_has_help(path, command):
                if isinstance(p, click.Option) and not p.hidden and not (p.help or "").strip()
                and "--help" not in p.opts]
     assert not missing, f"{' '.join(path)}: options without help: {missing}"
+
+
+OUTPUT_WORDS = ("--json", "--plot", "--out", "--save", "--csv", "--figure")
+OUTPUT_CASES = [(p, c, o) for p, c in LEAVES for param in c.params
+                if isinstance(param, click.Option) and not param.is_flag
+                for o in param.opts if o in OUTPUT_WORDS]
+
+
+@pytest.mark.parametrize(("path", "command", "option"), OUTPUT_CASES,
+                         ids=[f"{' '.join(p)} {o}" for p, _, o in OUTPUT_CASES])
+def test_unwritable_output_is_refused_before_anything_is_drawn(path, command, option, workdir):
+    """An output path in a missing directory: exit 2, nothing on stdout and, where the command
+    takes --ledger, no budget spent."""
+    argv = [*_base_argv(path, command, workdir), *JSON_EXTRA.get(" ".join(path), [])]
+    ledger = None
+    if any("--ledger" in getattr(p, "opts", ()) for p in command.params):
+        ledger = workdir / f"spent-{'-'.join(path)}-{option.strip('-')}.sqlite"
+        ledger.unlink(missing_ok=True)
+        Ledger.create(ledger, PrivacyBudget(10.0, 0.5))
+        argv += ["--ledger", str(ledger)]
+    suffix = {"--plot": ".png", "--figure": ".png", "--csv": ".csv"}.get(option, ".json")
+    argv += [option, str(workdir / "no-such-dir" / f"out{suffix}")]
+    code, out, err = _run(argv)
+    assert code == 2, (argv, err)
+    assert out == "", out
+    assert len(err.splitlines()) == 1, err
+    if ledger is not None:
+        assert Ledger(ledger).spent == (0.0, 0.0)
