@@ -379,3 +379,26 @@ def test_unwritable_output_is_refused_before_anything_is_drawn(path, command, op
     assert len(err.splitlines()) == 1, err
     if ledger is not None:
         assert Ledger(ledger).spent == (0.0, 0.0)
+
+
+LEDGER_LEAVES = [(p, c) for p, c in LEAVES
+                 if any("--ledger" in getattr(q, "opts", ()) for q in c.params)]
+
+
+@pytest.mark.parametrize(("path", "command"), LEDGER_LEAVES,
+                         ids=[" ".join(p) for p, _ in LEDGER_LEAVES])
+def test_ledger_records_the_release_and_refuses_an_overspend(path, command, workdir):
+    ledger = workdir / f"budget-{'-'.join(path)}.sqlite"
+    ledger.unlink(missing_ok=True)
+    Ledger.create(ledger, PrivacyBudget(1.5, 0.5))  # the base command line spends epsilon 1
+    argv = [*_base_argv(path, command, workdir), "--ledger", str(ledger)]
+    code, _, err = _run(argv)
+    assert code == 0, err
+    rows = Ledger(ledger).ledger
+    assert [r["command"] for r in rows] == [f"dpfreq {' '.join(path)}"]
+    assert rows[0]["epsilon"] == 1.0
+    code, _, err = _run(argv)
+    assert code == 2
+    assert "would exceed the budget" in err
+    assert len(err.splitlines()) == 1
+    assert len(Ledger(ledger).ledger) == 1
