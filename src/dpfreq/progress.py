@@ -1,9 +1,11 @@
 """Progress reports from long loops, shown only when a front end asks for them.
 
-Library code wraps long loops in :func:`track` (an iterable) or :func:`task` (a counter it
-advances). Both cost nothing and print nothing unless a front end installed a reporter with
-:func:`reporting` — the command line does, drawing a bar on stderr when stderr is a terminal
-and ``--quiet`` is not given. The library itself never imports a progress-bar package.
+Library code wraps long loops in :func:`track` (an iterable), :func:`chunks` (for
+``range(0, total, size)`` loops over chunks) or :func:`task` (a counter it advances; with an
+unknown total it shows the elapsed time of one long call). They cost nothing and print
+nothing unless a front end installed a reporter with :func:`reporting` — the command line
+does, drawing a bar on stderr when stderr is a terminal and ``--quiet`` is not given. The
+library itself never imports a progress-bar package.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["ProgressTask", "Reporter", "reporting", "task", "track"]
+__all__ = ["ProgressTask", "Reporter", "chunks", "reporting", "task", "track"]
 
 T = TypeVar("T")
 
@@ -78,3 +80,23 @@ def track(iterable: Iterable[T], *, total: float | None = None, description: str
             yield item
             handle.advance(1)
 
+
+def chunks(total: int, size: int, *, description: str = "",
+           unit: str = "items") -> Iterator[int]:
+    """The start of each chunk of ``size`` in ``range(total)``, reporting ``total`` units.
+
+    A drop-in for ``range(0, total, size)`` in a chunked loop: the task advances by the
+    length of each chunk once its body has run, so a bar shows items (not chunks) done.
+
+    Examples
+    --------
+    >>> [start for start in chunks(10, 4, description="noise")]
+    [0, 4, 8]
+    """
+    if _reporter.get() is None:
+        yield from range(0, total, size)
+        return
+    with task(description, total, unit=unit) as handle:
+        for start in range(0, total, size):
+            yield start
+            handle.advance(min(size, total - start))

@@ -292,6 +292,10 @@ def test_progress_is_silent_by_default_and_reports_when_enabled():
     with progress.task("silent") as t:
         t.advance(1)  # no reporter: nothing recorded
     assert len(events) == 5
+    with progress.reporting(reporter):
+        assert list(progress.chunks(10, 4, description="noise")) == [0, 4, 8]
+    assert events[5:] == [("noise", 10, "items"), 4, 4, 2]
+    assert list(progress.chunks(10, 4)) == [0, 4, 8]
 
 
 def test_tqdm_reporter_draws_on_the_given_stream():
