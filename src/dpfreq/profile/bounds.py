@@ -26,6 +26,7 @@ from dpfreq.profile.intervals import SIMULATION_DRAWS
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
 
 __all__ = [
+    "USEFUL_L1",
     "available_memory",
     "bound_parameter",
     "check_memory",
@@ -36,13 +37,16 @@ __all__ = [
     "reconstruction_memory",
     "sketch_l1_bound",
     "useful_sketch_epsilon",
+    "window_bound",
 ]
 
 USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
 
 
-def _bound_from_gamma(domain_size: int, gamma: float, eta: float) -> int:
-    """``max(0, ⌈(1/γ) ln max{2d/(η(e^γ+1)), 8e^γ/(e^{2γ}−1)}⌉)``, in log space."""
+def window_bound(domain_size: int, gamma: float, eta: float) -> int:
+    """:func:`bound_parameter` for the exact noise parameter γ (a float > 0, unchecked: it may
+    sit just below the smallest ε accepted): ``max(0, ⌈(1/γ) ln max{2d/(η(e^γ+1)),
+    8e^γ/(e^{2γ}−1)}⌉)`` in log space."""
     head = math.log(2.0 * domain_size / eta)
     t1 = head - (math.log1p(math.exp(gamma)) if gamma <= 700 else gamma)
     return max(0, math.ceil(max(t1, _min_term(gamma)) / gamma))
@@ -75,7 +79,7 @@ def bound_parameter(domain_size: int, epsilon: float, eta: float) -> int:
     d = check_int(domain_size, "domain_size", func, minimum=1)
     eps = check_epsilon(epsilon, "epsilon", func)
     et = check_open_unit(eta, "eta", func)
-    return _bound_from_gamma(d, eps, et)
+    return window_bound(d, eps, et)
 
 
 def minimum_bound_parameter(epsilon: float) -> int:
@@ -105,7 +109,7 @@ def default_bound_parameter(domain_size: int, max_count: int, epsilon: float, et
     n = check_int(max_count, "max_count", func, minimum=0)
     eps = check_epsilon(epsilon, "epsilon", func)
     et = check_open_unit(eta, "eta", func)
-    b0 = _bound_from_gamma(d, float(discrete_laplace_gamma(eps)), et)
+    b0 = window_bound(d, float(discrete_laplace_gamma(eps)), et)
     limit = b0 + max(64, (n + 2 * b0 + 1) // 16)
     for B in range(b0, limit + 1):
         P = n + 2 * B + 1

@@ -40,6 +40,7 @@ from dpfreq.profile.bounds import (
     profile_error_bounds,
     reconstruction_memory,
     useful_sketch_epsilon,
+    window_bound,
 )
 from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
@@ -311,7 +312,7 @@ def sketch_release(
                              gamma=gamma, confidence=confidence, label=f"{method}/{norm}")
     eta = (1.0 - confidence) / 2.0
     bounds = profile_error_bounds(kernel, domain_size=d, eta=eta)
-    b_paper = bound_parameter(d, g, eta) if g >= 1e-6 else b
+    b_paper = window_bound(d, g, eta)
     eta_b = event_probability(d, b, g)
     l1_conf = confidence if b >= b_paper else max(0.0, 1.0 - eta - eta_b)
     l1 = min(2.0, bounds["1"])
