@@ -44,7 +44,24 @@ _reporter: ContextVar[Reporter | None] = ContextVar("dpfreq_progress_reporter", 
 
 @contextmanager
 def reporting(reporter: Reporter | None) -> Iterator[None]:
-    """Within the block, :func:`task` and :func:`track` report to ``reporter`` (None: silent)."""
+    """Within the block, :func:`task` and :func:`track` report to ``reporter`` (None: silent).
+
+    Examples
+    --------
+    >>> from contextlib import contextmanager
+    >>> seen = []
+    >>> class Task:
+    ...     def advance(self, n=1):
+    ...         seen.append(n)
+    >>> @contextmanager
+    ... def reporter(description, total, unit):
+    ...     seen.append((description, total))
+    ...     yield Task()
+    >>> with reporting(reporter):
+    ...     total = sum(track(range(3), description="sum"))
+    >>> seen
+    [('sum', 3), 1, 1, 1]
+    """
     token = _reporter.set(reporter)
     try:
         yield
@@ -55,7 +72,13 @@ def reporting(reporter: Reporter | None) -> Iterator[None]:
 @contextmanager
 def task(description: str, total: float | None = None, *,
          unit: str = "it") -> Iterator[ProgressTask]:
-    """A progress task of ``total`` units (None: unknown); silent unless a reporter is set."""
+    """A progress task of ``total`` units (None: unknown); silent unless a reporter is set.
+
+    Examples
+    --------
+    >>> with task("reading", 100, unit="rows") as progress_task:
+    ...     progress_task.advance(100)
+    """
     reporter = _reporter.get()
     if reporter is None:
         yield _SILENT
@@ -69,6 +92,11 @@ def track(iterable: Iterable[T], *, total: float | None = None, description: str
     """Iterate over ``iterable``, advancing a progress task by one per item.
 
     ``total`` defaults to ``len(iterable)`` when it has one.
+
+    Examples
+    --------
+    >>> list(track(["a", "b"], description="files"))
+    ['a', 'b']
     """
     if _reporter.get() is None:
         yield from iterable
