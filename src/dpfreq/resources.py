@@ -23,6 +23,11 @@ def available_memory_bytes() -> int:
     ``MemAvailable`` of ``/proc/meminfo`` on Linux (the kernel's own estimate, counting
     reclaimable caches); elsewhere the free physical pages from ``sysconf``. Returns 0 when
     neither is known (then :func:`check_memory` checks nothing).
+
+    Examples
+    --------
+    >>> available_memory_bytes() >= 0
+    True
     """
     try:
         with open("/proc/meminfo", encoding="ascii") as handle:
@@ -38,7 +43,13 @@ def available_memory_bytes() -> int:
 
 
 def format_bytes(count: float) -> str:
-    """``count`` bytes in the largest binary unit that keeps it >= 1 (e.g. ``'74.5 GiB'``)."""
+    """``count`` bytes in the largest binary unit that keeps it >= 1 (e.g. ``'74.5 GiB'``).
+
+    Examples
+    --------
+    >>> format_bytes(80 * 1024**3)
+    '80.0 GiB'
+    """
     value = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if abs(value) < 1024 or unit == "PiB":
@@ -62,6 +73,22 @@ def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
         What needs the memory, e.g. ``"the noisy histogram of d counts"``.
     available : int, optional
         Bytes available (default: :func:`available_memory_bytes`; 0 means unknown).
+
+    Raises
+    ------
+    ParameterError
+        ``"<param> of <func> must be small enough that <what> fits in memory (needs X GiB,
+        Y GiB available); got <value>."``
+
+    Examples
+    --------
+    >>> try:
+    ...     check_memory(8 * 10**10, param="domain_size", func="f", value=10**10,
+    ...                  what="the counts", available=2**34)
+    ... except ValueError as exc:
+    ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+    domain_size of f must be small enough that the counts fits in memory
+    (needs 74.5 GiB, 16.0 GiB available); got 10000000000.
     """
     free = available_memory_bytes() if available is None else int(available)
     if free > 0 and needed_bytes > free:
