@@ -433,3 +433,18 @@ def test_clopper_pearson_lower_bound_of_cumulative_windows_is_within_epsilon():
     _, q_hi = _clopper_pearson(hits[1], n, ALPHA)
     assert p_lo > q_hi  # the audit has power: the event is more likely with the extra event
     assert np.log(p_lo / q_hi) <= eps
+
+
+def test_extreme_public_parameters_are_handled():
+    src = (np.array([1, 2, 2]), np.array([1, 2, 3]))
+    kw = {"horizon": 4, "epsilon": 1.0, "unit": "event", "k_values": [1], "rng": 1}
+    # a huge k: the reductions need memory for the rows only, not for k per item
+    big = release_window_counts(src, **{**kw, "k_values": [2**29], "windows": ["all"]})
+    assert big.window(1, 4, 2**29).sd > 0
+    # δ too small for any zCDP calibration: the pure plan is used
+    tiny = release_window_counts(src, **{**kw, "delta": 5e-324})
+    assert tiny.mechanism_params["accounting"].startswith("pure")
+    with pytest.raises(ParameterError, match="needs about"):
+        release_window_counts(src, **{**kw, "horizon": 2**30})
+    with pytest.raises(ParameterError, match="horizon"):
+        release_window_counts(src, **{**kw, "horizon": 2**40})

@@ -201,7 +201,7 @@ def release_window_counts(
     strat = check_strategy(strategy)
     axis = time_axis(horizon, start, end, period)
     fams = parse_windows(windows, axis.horizon)
-    check_memory(axis.horizon, len(fams), len(ks))
+    check_memory(axis.horizon, fams, len(ks))
     plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, strat, singleton)
     summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
                                             fams, ks)

@@ -193,18 +193,21 @@ def _machine_bytes() -> int:
         return 16 << 30
 
 
-def check_memory(horizon: int, n_windows: int, n_k: int) -> None:
+def check_memory(horizon: int, windows: tuple[Any, ...], n_k: int) -> None:
     """Refuse, before any work, a release whose per-period arrays cannot fit in memory.
 
-    Each (family, k) structure keeps a few int64 / float64 arrays over the ``T`` periods (exact
-    oracle, eager node noise, variances, the released curve and its intervals): about
-    ``160·T`` bytes. Refused when the total exceeds half of this machine's memory.
+    Each (family, k) structure keeps int64 / float64 arrays over the ``T`` periods: a released
+    curve family holds its exact oracle, node noise, variances, the curve and its intervals
+    and bands (measured peak about 330 bytes per period, budgeted 400); the all-windows family
+    only its planning arrays (about 100, budgeted 128). Refused when the total exceeds half of
+    this machine's memory.
     """
-    need = 160 * (horizon + 2) * n_windows * n_k
+    per_period = sum(128 if w == "all" else 400 for w in windows) * n_k
+    need = per_period * (horizon + 2)
     have = _machine_bytes() // 2
     if need > have:
         raise ParameterError(
-            f"horizon of {_FUNC} needs about {need / 2**30:.1f} GiB for {n_windows * n_k} "
+            f"horizon of {_FUNC} needs about {need / 2**30:.1f} GiB for {len(windows) * n_k} "
             f"(window family, k) structure(s) over {horizon} periods (limit "
             f"{have / 2**30:.1f} GiB, half of this machine's memory); use a longer period or "
             "fewer k_values/windows.")

@@ -153,11 +153,14 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
     chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton)
     accounting = ("pure epsilon-DP: basic composition over structures (advanced composition "
                   "over item-level blocks/starts when delta > 0)")
-    if delta > 0:
+    rho = zcdp_rho(epsilon, delta) if delta > 0 else 0.0
+    if rho > 0:
         # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
-        rho = zcdp_rho(epsilon, delta)
-        z_chosen, z_record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat,
-                                     singleton, rho_s=rho / n_struct)
+        try:
+            z_chosen, z_record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat,
+                                         singleton, rho_s=rho / n_struct)
+        except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
+            return Plan(chosen, record, accounting, eps_s, delta_s)
 
         def score(ch: dict[tuple[str, int], Structure]) -> float:
             return float(sum(math.log(s.mean_mse()) for s in ch.values()))

@@ -63,37 +63,32 @@ def _rows(starts: IntArray, sizes: IntArray, times: IntArray, k: int,
           high: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """``(τ_j, τ_{j+1}, τ_{j+k}, group)`` for the rows ``j = k..k+m_g`` of every group.
 
-    Builds the padded sequences of all groups in one flat array ``P`` (group ``g`` at offset
-    ``starts[g] + 2k·g``: ``k`` zeros, its times, ``k`` copies of ``high``); the rows of group
-    ``g`` are the positions ``k−1 .. k−1+m_g`` of its padded sequence, so every ``τ`` is a
-    shifted gather from ``P`` (no per-row branching).
+    The padded sequence of group ``g`` is ``k`` zeros, its ``m_g`` times, ``k`` copies of
+    ``high``; row ``j = k + r`` (``r = 0..m_g``) reads ``τ_j`` = 0 (r = 0) or the r-th time,
+    ``τ_{j+1}`` = the (r+1)-th time or ``high`` (r = m_g), and ``τ_{j+k}`` = the (r+k)-th
+    time or ``high`` (r + k > m_g): gathers straight from the log, in memory proportional to
+    the rows whatever k.
     """
     n_groups = starts.size
     if n_groups == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z.copy(), z.copy(), z.copy()
-    glen = sizes + 2 * k
-    base = starts + 2 * k * np.arange(n_groups, dtype=np.int64)
-    total = int(times.size + 2 * k * n_groups)
-    flat = np.full(total, high, dtype=np.int64)
-    gid = np.zeros(times.size, dtype=np.int64)
-    if n_groups > 1:
-        gid[starts[1:]] = 1
-        np.cumsum(gid, out=gid)
-    flat[np.arange(times.size, dtype=np.int64) + (2 * k) * gid + k] = times
-    keep = np.ones(total, dtype=np.bool_)
-    for q in range(k):
-        flat[base + q] = 0
-        keep[base + glen - 1 - q] = False
-        if q < k - 1:
-            keep[base + q] = False
-    pos = np.flatnonzero(keep)
-    rstart = np.cumsum(sizes + 1) - (sizes + 1)
-    group = np.zeros(pos.size, dtype=np.int64)
-    if n_groups > 1:
-        group[rstart[1:]] = 1
-        np.cumsum(group, out=group)
-    return flat[pos], flat[pos + 1], flat[pos + k], group
+    per = sizes + 1
+    group = np.repeat(np.arange(n_groups, dtype=np.int64), per)
+    r = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    st = np.repeat(starts, per)
+    m = np.repeat(sizes, per)
+    last = max(times.size - 1, 0)
+
+    def take(offset: IntArray, real: NDArray[np.bool_], fill: int) -> IntArray:
+        vals = times[np.clip(st + offset, 0, last)] if times.size else np.zeros_like(offset)
+        out: IntArray = np.where(real, vals, fill)
+        return out
+
+    tj = take(r - 1, r >= 1, 0)
+    tj1 = take(r, r < m, high)
+    tjk = take(r + k - 1, r + k <= m, high)
+    return tj, tj1, tjk, group
 
 
 def cumulative_points(item: Any, times: Any, k: int) -> IntArray:
