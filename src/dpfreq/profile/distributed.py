@@ -221,6 +221,25 @@ class DistributedProfileSketch:
         Returns
         -------
         DistributedProfileSketch
+
+        Raises
+        ------
+        ParameterError
+            Invalid parameters, a reconstruction window too large for memory, or an engine
+            that is not Spark. Nothing is spent.
+        DataError
+            Items outside ``0..d−1``, nulls, or an unreadable source (no value is named).
+            Nothing is spent.
+        EngineUnavailableError
+            pyspark is not installed (the message is the ``pip install`` to run).
+
+        Notes
+        -----
+        **Privacy.** Unit of privacy: one occurrence (event) of one item; neighbouring sources
+        differ by one row, so the clamped histogram changes by at most 1 in one coordinate.
+        Every one of the ``d`` coordinates gets one exact ``DLap(e^{−γ})`` draw, ``γ <= ε``:
+        the table is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The accountant is charged
+        ``(ε, 0)`` once, after every check and before the noise is drawn.
         """
         func = "DistributedProfileSketch.create"
         d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
