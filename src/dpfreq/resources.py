@@ -77,7 +77,7 @@ def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
     Raises
     ------
     ParameterError
-        ``"<param> of <func> must be small enough that <what> fits in memory (needs X GiB,
+        ``"<param> of <func> must be small enough for <what> to fit in memory (needs X GiB,
         Y GiB available); got <value>."``
 
     Examples
@@ -87,11 +87,11 @@ def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
     ...                  what="the counts", available=2**34)
     ... except ValueError as exc:
     ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
-    domain_size of f must be small enough that the counts fits in memory
+    domain_size of f must be small enough for the counts to fit in memory
     (needs 74.5 GiB, 16.0 GiB available); got 10000000000.
     """
     free = available_memory_bytes() if available is None else int(available)
     if free > 0 and needed_bytes > free:
-        rule = (f"small enough that {what} fits in memory (needs {format_bytes(needed_bytes)}, "
+        rule = (f"small enough for {what} to fit in memory (needs {format_bytes(needed_bytes)}, "
                 f"{format_bytes(free)} available)")
         raise ParameterError(message(param, func, rule, value))

@@ -264,7 +264,7 @@ def test_memory_check_names_the_parameter_and_the_sizes():
         check_memory(330 * 1024**3, param="domain_size", func="ProfileSketch",
                      value=10**10, what="the counters", available=20 * 1024**3)
     assert str(info.value) == (
-        "domain_size of ProfileSketch must be small enough that the counters fits in memory "
+        "domain_size of ProfileSketch must be small enough for the counters to fit in memory "
         "(needs 330.0 GiB, 20.0 GiB available); got 10000000000.")
     check_memory(10**30, param="x", func="f", value=1, available=0)  # unknown: not checked
 
