@@ -252,6 +252,7 @@ def test_stdin_is_spooled_to_a_file_and_removed(monkeypatch):
     code, _, err = _invoke(["cat", "no-such-file.csv"])
     assert code == 2
     assert "does not exist" in err
+    assert INPUT_FILE.convert("s3a://bucket/events/*.parquet", None, None).startswith("s3a://")
 
 
 # -- memory and progress -----------------------------------------------------------------------

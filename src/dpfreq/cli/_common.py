@@ -175,7 +175,8 @@ def spool_stdin(ctx: click.Context | None, *, option: str = "FILE",
 
 
 class InputFileType(click.ParamType):
-    """A FILE argument: an existing file or directory, a glob pattern, or ``-`` for stdin.
+    """A FILE argument: an existing file or directory, a glob pattern, a URI (``hdfs://...``,
+    read by the engine), or ``-`` for stdin.
 
     ``-`` is spooled to a temporary file (see :func:`spool_stdin`), so every engine reads it like
     a path. A path that does not exist is refused here, before any other work.
@@ -193,7 +194,8 @@ class InputFileType(click.ParamType):
             return spool_stdin(ctx, option=hint, suffix=self.suffix)
         if not text.strip():
             self.fail("must be a file path or '-' for stdin; got ''", param, ctx)
-        if not any(ch in text for ch in "*?[") and not Path(text).exists():
+        remote = "://" in text  # hdfs://, s3a://, file:// ... read by the engine (Spark)
+        if not remote and not any(ch in text for ch in "*?[") and not Path(text).exists():
             self.fail(f"file {text!r} does not exist", param, ctx)
         return text
 
