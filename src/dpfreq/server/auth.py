@@ -18,10 +18,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-__all__ = ["ROLES", "Principal", "hash_token", "new_token", "parse_bearer"]
-
-ROLES = ("admin", "analyst", "device")
-
+__all__ = ["Principal", "hash_token", "new_token", "parse_bearer"]
 
 def new_token() -> str:
     """A fresh bearer token: 256 random bits, URL-safe base64."""

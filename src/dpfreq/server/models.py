@@ -6,7 +6,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "MAX_BATCH",
     "EnrolRequest",
     "Enrolment",
     "Report",
