@@ -402,3 +402,29 @@ def test_ledger_records_the_release_and_refuses_an_overspend(path, command, work
     assert "would exceed the budget" in err
     assert len(err.splitlines()) == 1
     assert len(Ledger(ledger).ledger) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LEDGER_LEAVES, reason="no command takes --ledger yet")
+def test_concurrent_commands_on_one_ledger_never_overspend(workdir):
+    """Three `dpfreq` processes of epsilon 1 at once on a ledger of 2.5: exactly two run."""
+    import subprocess
+    import sys
+
+    path, command = LEDGER_LEAVES[0]
+    ledger = workdir / "concurrent.sqlite"
+    ledger.unlink(missing_ok=True)
+    Ledger.create(ledger, PrivacyBudget(2.5, 0.5))
+    argv = [*_base_argv(path, command, workdir), "--ledger", str(ledger)]
+    script = "import sys; from dpfreq.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    procs = [subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        results.append((proc.returncode, err))
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 0, 2], results
+    assert all("would exceed the budget" in err for code, err in results if code == 2)
+    assert Ledger(ledger).spent[0] == 2.0
+    assert len(Ledger(ledger).ledger) == 2
