@@ -121,6 +121,12 @@ def test_future_period_is_refused(sqlite_client):
     assert r.status_code == 400
     assert "not started" in r.json()["error"]
     assert stored(c) == (1, 1)
+    # horizon 3 is padded to 4: the padding reports are due once the last period has started
+    p3 = create_study(c, study="short", start=start, horizon=3)
+    device, token = enrol(c, p3, 2, study="short")
+    rep = {"device": device, "order": 2, "interval": 1, "bit": 0, "param_id": p3.param_id}
+    assert c.post("/v1/studies/short/reports", json={"reports": [rep]},
+                  headers=bearer(token)).status_code == 200
 
 
 def test_roles_and_hashed_tokens(client):

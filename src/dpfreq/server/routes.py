@@ -148,7 +148,7 @@ def _check_reports(record: StudyRecord, who: Principal, order: int,
     """Validate every report against the study and the enrolment; the distinct slots."""
     p = record.protocol
     current = p.current_period(utc_now())
-    limit = p.padded >> order
+    limit, horizon = p.padded >> order, p.horizon
     device, param_id = who.device, record.param_id
     slots: dict[int, int] = {}
     for rep in batch.reports:
@@ -160,7 +160,7 @@ def _check_reports(record: StudyRecord, who: Principal, order: int,
             raise _Refusal("order", 400, "report order differs from the device's enrolled order.")
         if rep.interval > limit:
             raise _Refusal("interval", 400, f"interval out of range 1..{limit} for this order.")
-        if rep.interval << order > current:
+        if min(rep.interval << order, horizon) > current:  # padding is due at the end
             raise _Refusal("future", 400, "report for a period that has not started yet.")
         if slots.setdefault(rep.interval, rep.bit) != rep.bit:
             raise _Refusal("conflict", 409, "two reports of the batch for one interval disagree.")
@@ -180,7 +180,9 @@ async def upload(request: Request, study: str) -> Response:
     """Store a batch of the device's own reports (a ``ReportBatch``), all or nothing.
 
     Every report must carry the device's id, the study's ``param_id`` and the enrolled order,
-    an interval in range and already due. A batch whose slots are all new or stored with the
+    an interval in range and already due: interval ``j`` of order ``h`` is due from period
+    ``j·2^h`` on (intervals past the horizon, the padding of the dyadic decomposition, from the
+    last period on). A batch whose slots are all new or stored with the
     same bit is stored (an identical retry gets the same answer); a slot stored with another bit
     is a 409 and nothing of the batch is stored.
     """
