@@ -54,7 +54,7 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
     p = record.protocol
     per_period = np.zeros(p.padded + 1, dtype=np.int64)
     for (h, j), (_, count) in totals.items():
-        per_period[j << h] += count  # a report of interval j of order h is due at j·2^h
+        per_period[min(j << h, p.horizon)] += count  # due at j·2^h (padding: at the end)
     return {
         "study": record.public(),
         "devices": int(np.sum(enrolled)),
