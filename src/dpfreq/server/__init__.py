@@ -10,6 +10,15 @@ Importing this package needs the ``[server]`` extra: ``pip install 'dpfreq[serve
 
 from __future__ import annotations
 
+try:
+    import fastapi  # noqa: F401
+    import sqlalchemy  # noqa: F401
+except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
+    from dpfreq.errors import EngineUnavailableError
+
+    raise EngineUnavailableError(
+        "the collection service needs the server extra: pip install 'dpfreq[server]'") from exc
+
 from .app import ServerConfig, create_app
 
 __all__ = ["ServerConfig", "create_app"]

@@ -2,10 +2,12 @@
 
 Why FastAPI on Starlette, served by uvicorn: the request and response bodies are declared once as
 pydantic models, which gives the OpenAPI document (``/openapi.json``) for free and validates every
-body before a handler runs (a malformed batch is a 422 with nothing stored); Starlette's
-``TestClient`` drives the whole application in-process in the tests; uvicorn is the reference
-ASGI server, with a graceful shutdown (on SIGTERM it stops accepting connections and lets
-in-flight requests finish) that the service relies on to finish the batches it has accepted.
+body (a malformed batch is a 422 with nothing stored; report batches are parsed straight from the
+bytes by pydantic-core once the device's token is checked); Starlette's ``TestClient`` drives the
+whole application in-process in the tests; uvicorn is the reference ASGI server (with uvloop and
+httptools when installed), with a graceful shutdown (on SIGTERM it stops accepting connections
+and lets in-flight requests finish) that the service relies on to finish the batches it has
+accepted.
 
 Errors are always one line of JSON, ``{"error": "..."}``, with a 4xx status for anything the
 client sent (401 no or unknown token, 403 wrong role, study or device, 404 unknown study, 409 a
@@ -24,6 +26,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+
+from dpfreq import __version__
 
 from . import storage
 from .auth import Principal
@@ -71,7 +75,27 @@ class ServerConfig:
 
 
 def create_app(config: ServerConfig) -> FastAPI:
-    """The application: migrations run and the writer starts when it starts (lifespan)."""
+    """The ASGI application of the collection service.
+
+    Parameters
+    ----------
+    config : ServerConfig
+        Storage, admin token and limits.
+
+    Returns
+    -------
+    fastapi.FastAPI
+        On start (ASGI lifespan) it connects to the database, applies the migrations, registers
+        the admin token's hash and starts the group-commit writer; on shutdown it drains the
+        writer and closes the connections.
+
+    Examples
+    --------
+    >>> import uvicorn
+    >>> from dpfreq.server import ServerConfig, create_app
+    >>> app = create_app(ServerConfig(db="collect.db", admin_token="..."))
+    >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+    """
     metrics = Metrics()
 
     @asynccontextmanager
@@ -102,7 +126,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app = FastAPI(
         title="dpfreq collection service",
         summary="FutureRand longitudinal reports from devices; estimates with confidence bands.",
-        version=__import__("dpfreq").__version__,
+        version=__version__,
         lifespan=lifespan,
     )
     app.state.config = config

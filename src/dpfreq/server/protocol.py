@@ -144,6 +144,19 @@ def estimate_from_running_sums(protocol: StudyProtocol, enrolled: NDArray[np.int
         ``(order, interval) -> (Σ (2·bit − 1), number of reports)``.
     confidence : float
         Confidence of the per-period intervals and of the simultaneous band.
+
+    Returns
+    -------
+    LongitudinalEstimate
+        What :meth:`~dpfreq.longitudinal.LongitudinalAggregator.estimate` returns after
+        ingesting the stored reports with the stored enrolment.
+
+    Privacy
+    -------
+    Unit: one device's whole sequence (device level; neighbouring = any two sequences with at
+    most ``max_changes`` changes). Every stored report was randomized on its device under
+    ε-local DP; the estimate is post-processing of those reports and spends no further budget,
+    however often it is asked for.
     """
     keys = sorted(totals)
     return estimate_from_report_sums(
