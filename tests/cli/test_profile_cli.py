@@ -148,9 +148,13 @@ def test_rows_show_per_class_intervals_not_the_l1_bound(method):
         if lo == hi:
             assert low == pytest.approx(table["lower"][lo], abs=1e-6)
             assert high == pytest.approx(table["upper"][lo], abs=1e-6)
-        else:  # groups: the simultaneous band summed over the group
-            assert low == pytest.approx(max(0.0, table["band_lower"][lo : hi + 1].sum()),
-                                        abs=1e-6)
+        else:  # groups: an interval for the group's sum, never wider than the summed band
+            want = rel.sum_interval(lo, hi)
+            assert low == pytest.approx(want[0], abs=1e-6)
+            assert high == pytest.approx(want[1], abs=1e-6)
+            band = (max(0.0, table["band_lower"][lo : hi + 1].sum()),
+                    min(1.0, table["band_upper"][lo : hi + 1].sum()))
+            assert want[1] - want[0] <= band[1] - band[0] + 1e-12
         assert cells[-1].startswith("±")
     assert rel.l1_bound is not None
     if method == "fft":  # per-class intervals are far narrower than the theorem's ℓ1 bound

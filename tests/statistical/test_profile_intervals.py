@@ -13,10 +13,10 @@ import pytest
 import scipy.optimize
 import scipy.stats
 
-from dpfreq.noise import discrete_laplace_tail
+from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail
 from dpfreq.profile import plan_profile, release_profile
 from dpfreq.profile.direct import direct_gamma
-from dpfreq.profile.intervals import direct_half_widths
+from dpfreq.profile.intervals import direct_half_widths, sum_half_width
 
 pytestmark = pytest.mark.statistical
 
@@ -161,3 +161,24 @@ def test_epsilon_for_inverts_the_plan() -> None:
     eps_l1 = plan.epsilon_for(target=1e-4, measure="l1_bound")
     assert plan_profile(domain_size=2_000_000, max_count=50, epsilon=eps_l1,
                         unit="item").l1_bound <= 1e-4
+
+
+def test_group_sum_intervals_cover_at_the_exact_rate(runs: dict[str, np.ndarray]) -> None:
+    """Sum over t = 3..12 of the noisy classes: misses ``|Σ Z| > q`` have the exact law of the
+    10-fold convolution (computed here by repeated ``np.convolve``)."""
+    gamma = direct_gamma(0.5)
+    k, lo, hi = 10, 3, 12
+    q = sum_half_width(gamma, k, CONF)
+    assert q is not None
+    support = np.arange(-300, 301)
+    one = discrete_laplace_pmf(support, gamma)
+    law = one
+    for _ in range(k - 1):
+        law = np.convolve(law, one)
+    centre = law.size // 2
+    p_miss = 1.0 - float(law[centre - q : centre + q + 1].sum())
+    assert p_miss <= 1 - CONF
+    noisy_sum = runs["noisy"][:, lo : hi + 1].sum(axis=1)
+    true_sum = runs["truth"][lo : hi + 1].sum()
+    misses = int((np.abs(noisy_sum - true_sum) > q).sum())
+    assert _two_sided(misses, TRIALS, p_miss)

@@ -17,7 +17,12 @@ from dpfreq.profile.direct import (
     noisy_classes,
     project_to_simplex,
 )
-from dpfreq.profile.intervals import band_level, direct_half_widths, direct_intervals
+from dpfreq.profile.intervals import (
+    band_level,
+    direct_half_widths,
+    direct_intervals,
+    sum_half_width,
+)
 
 # ---------------------------------------------------------------------------------- projection
 
@@ -204,3 +209,31 @@ def test_vacuous_statement_names_a_useful_epsilon(seed: int) -> None:
                            unit="item", rng=seed)
     assert not good.error.vacuous
     assert "vacuous" not in good.error.description
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
+def test_sum_half_width_is_the_exact_quantile_of_the_sum(epsilon: float) -> None:
+    """Against the exact law of Z1 + Z2 + Z3 by direct convolution of the pmf."""
+    gamma = direct_gamma(epsilon)
+    assert sum_half_width(gamma, 1, 0.9) == direct_half_widths(gamma, 1, 0.9)[0]
+    support = np.arange(-400, 401)
+    one = discrete_laplace_pmf(support, gamma)
+    law = np.convolve(np.convolve(one, one), one)  # support -1200..1200
+    centre = law.size // 2
+    for conf in (0.5, 0.9, 0.99):
+        q = sum_half_width(gamma, 3, conf)
+        assert q is not None
+        assert law[centre - q : centre + q + 1].sum() >= conf - 1e-12
+        if q > 0:
+            assert law[centre - q + 1 : centre + q].sum() < conf
+
+
+def test_group_sum_interval_is_narrower_than_the_band(seed: int) -> None:
+    counts = np.random.Generator(np.random.PCG64(seed)).integers(0, 40, size=5000)
+    rel = release_profile(counts, domain_size=10**5, max_count=30, epsilon=1.0, unit="item",
+                          rng=seed)
+    low, high = rel.sum_interval(5, 25)
+    total = float(rel.value[5:26].sum())
+    assert low <= total <= high
+    band = float(rel.error.band_upper[5:26].sum() - rel.error.band_lower[5:26].sum())
+    assert high - low < band

@@ -87,21 +87,6 @@ def _label(lo: int, hi: int, max_count: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
-def _group_interval(rel: Any, lo: int, hi: int) -> tuple[float, float]:
-    """Interval for the sum of the estimate over ``t = lo..hi``.
-
-    One ``t``: the per-class interval. Several: the simultaneous band summed over the group
-    (the band holds for every class at once, so its sum holds for the group's sum), clipped to
-    ``[0, 1]``. NaN when the release has no intervals.
-    """
-    table = rel.table()
-    if lo == hi:
-        return float(table["lower"][lo]), float(table["upper"][lo])
-    low = float(np.sum(table["band_lower"][lo : hi + 1]))
-    high = float(np.sum(table["band_upper"][lo : hi + 1]))
-    return max(0.0, low), min(1.0, high)
-
-
 def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
     """The release as a text table: t, private fraction, its interval, items, ± items, (true).
 
@@ -126,7 +111,7 @@ def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
     table = [header]
     for lo, hi in row_ranges(n, rows):
         x = float(cum[hi + 1] - cum[lo])
-        low, high = _group_interval(rel, lo, hi)
+        low, high = rel.sum_interval(lo, hi)
         half = max(x - low, high - x) * d
         row = [_label(lo, hi, n), f"{x:.6f}", f"[{low:.6f}, {high:.6f}]", f"{x * d:,.0f}",
                f"±{half:,.0f}"]
@@ -157,7 +142,8 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"# method {rel.method}: {params.get('why', '')}",
         f"# error: {rel.error.description}",
         f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
-        "the simultaneous band summed over the group); ± items: its half-width in items; "
+        "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "
+        "half-width in items; "
         f"t = {rel.max_count}+ counts items with {rel.max_count} or more rows",
     ]
 

@@ -34,6 +34,7 @@ __all__ = [
     "integer_classes",
     "release_key",
     "simulated_intervals",
+    "sum_half_width",
 ]
 
 SIMULATION_DRAWS = 200
@@ -132,6 +133,33 @@ def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, g
     lower, upper = hull(q)
     band_lower, band_upper = hull(q_band)
     return IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)
+
+
+def sum_half_width(gamma: Fraction, classes: int, confidence: float) -> int | None:
+    """Smallest ``q`` with ``Pr[|Z_1 + … + Z_k| > q] <= 1 − confidence`` for ``k`` i.i.d.
+    ``DLap(e^{−γ})`` draws (the noise of a sum of ``k`` noisy classes), or None when the
+    convolution would need more than 2^22 points.
+
+    The law of the sum is the ``k``-fold convolution of the pmf, truncated where one draw's
+    tail is below ``10^-15 / k`` (computed by FFT; float accuracy suffices for a quantile).
+    """
+    k = int(classes)
+    if k == 1:
+        return discrete_laplace_tail_bound(1.0 - confidence, gamma)
+    t = discrete_laplace_tail_bound(min(0.5, 1e-15 / k), gamma)
+    size = k * 2 * t + 1
+    if size > 1 << 22:
+        return None
+    one = np.zeros(size, dtype=np.float64)
+    one[: 2 * t + 1] = discrete_laplace_pmf(np.arange(-t, t + 1), gamma)
+    law = np.fft.irfft(np.fft.rfft(one) ** k, n=size)  # support −k·t .. k·t, shifted by k·t
+    mass = np.clip(law, 0.0, None)
+    centre = k * t
+    # Pr[|S| <= q] = mass over centre − q .. centre + q
+    left = np.concatenate(([0.0], np.cumsum(mass[centre - 1 :: -1])))
+    inside = np.cumsum(mass[centre:]) + left[: size - centre]
+    ok = np.flatnonzero(inside >= confidence)
+    return int(ok[0]) if ok.size else None
 
 
 def integer_classes(profile: NDArray[np.float64], domain_size: int) -> NDArray[np.int64]:

@@ -73,6 +73,38 @@ class ProfileRelease(Release):
             return np.full(self.max_count + 1, np.nan)
         return np.asarray(ends, dtype=np.float64)
 
+    def sum_interval(self, lo: int, hi: int) -> tuple[float, float]:
+        """Interval for ``Σ_{t=lo..hi}`` of the profile, at ``error.confidence``.
+
+        One ``t``: the per-class interval. Several, for ``direct``: exact, from the law of the
+        sum of ``hi − lo + 1`` independent discrete Laplace noises on the noisy classes
+        (:func:`dpfreq.profile.intervals.sum_half_width`), widened to contain the released sum
+        as the per-class intervals are. Otherwise (or when that law is too wide to tabulate):
+        the simultaneous band summed over the classes, which holds for every sum at once.
+        NaN when the release has no intervals.
+        """
+        from fractions import Fraction
+
+        from dpfreq.profile.intervals import sum_half_width
+
+        if lo == hi:
+            return float(self._ends("lower")[lo]), float(self._ends("upper")[lo])
+        params = self.mechanism_params
+        noisy = params.get("noisy_count_of_counts")
+        conf = self.error.confidence
+        if self.method == "direct" and noisy is not None and conf is not None:
+            q = sum_half_width(Fraction(str(params["gamma"])), hi - lo + 1, float(conf))
+            if q is not None:
+                d = self.domain_size
+                y = sum(int(v) for v in list(noisy)[lo : hi + 1])
+                x = float(np.sum(self.profile()[lo : hi + 1])) * d
+                low = max(0.0, min(x, float(y - q)))
+                high = min(float(d), max(x, float(y + q)))
+                return low / d, high / d
+        low = float(np.sum(self._ends("band_lower")[lo : hi + 1]))
+        high = float(np.sum(self._ends("band_upper")[lo : hi + 1]))
+        return max(0.0, low), min(1.0, high)
+
     def table(self) -> dict[str, Any]:
         """Tidy columns, one row per count ``t``.
 
