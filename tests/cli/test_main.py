@@ -220,3 +220,38 @@ sys.exit(main(["toy", "--json", "-"]))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"ok": True}
     assert done.stderr.splitlines() == ["C-level progress", "human table", "a print"]
+
+
+@pytest.mark.parametrize(("argv", "reported"), [(["later"], True), (["--quiet", "later"], False),
+                                                (["later", "--quiet"], False),
+                                                (["later", "-q"], False)])
+def test_quiet_before_or_after_the_subcommand(argv, reported, monkeypatch):
+    import importlib
+    from contextlib import contextmanager
+
+    from dpfreq import progress
+
+    main_module = importlib.import_module("dpfreq.cli.main")
+
+    seen = []
+
+    class Task:
+        def advance(self, n=1):
+            seen.append(n)
+
+    @contextmanager
+    def recorder(description, total, unit):
+        yield Task()
+
+    monkeypatch.setattr(main_module, "progress_wanted", lambda quiet: not quiet)
+    monkeypatch.setattr(main_module, "tqdm_reporter", lambda: recorder)
+
+    @click.command(name="later")
+    def later() -> None:
+        list(progress.track(range(2)))
+
+    # registered like a real subcommand: a module whose `command` the group loads lazily
+    monkeypatch.setitem(main_module.SUBCOMMANDS, "later", "dpfreq.cli.main")
+    monkeypatch.setattr(main_module, "command", later, raising=False)
+    assert _exit_code(argv) == 0
+    assert (seen == [1, 1]) == reported

@@ -64,6 +64,27 @@ SUBCOMMANDS = {
 }
 
 
+def _quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:  # silence the reporter the root group installed, for this command
+        ctx.with_resource(reporting(None))
+
+
+def _with_quiet(command: click.Command) -> click.Command:
+    """Give every command (and every command of a group) ``--quiet``, so that it works after
+    the subcommand too (``dpfreq profile ... --quiet``); idempotent."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_quiet(sub)
+        return command
+    taken = {opt for p in command.params for opt in getattr(p, "opts", [])}
+    if "--quiet" not in taken:
+        names = ["--quiet"] if "-q" in taken else ["--quiet", "-q"]
+        command.params.append(click.Option(
+            names, is_flag=True, default=False, expose_value=False, callback=_quiet,
+            help="No progress bars (they are drawn on stderr only when it is a terminal)."))
+    return command
+
+
 class _LazyGroup(click.Group):
     """A group whose subcommands (:data:`SUBCOMMANDS`) are imported on first use."""
 
@@ -79,7 +100,7 @@ class _LazyGroup(click.Group):
         if importlib.util.find_spec(module) is None:
             return None
         command: click.Command = importlib.import_module(module).command
-        return command
+        return _with_quiet(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of the help; a command whose module fails to import is listed as
