@@ -26,7 +26,6 @@ from dpfreq.rng import keyed_generator
 
 __all__ = [
     "SIMULATION_DRAWS",
-    "SIMULATION_DRAWS_MLE",
     "IntervalSet",
     "band_level",
     "direct_half_widths",
@@ -38,7 +37,6 @@ __all__ = [
 ]
 
 SIMULATION_DRAWS = 200
-SIMULATION_DRAWS_MLE = 50  # EM is ~100x slower per reconstruction than Algorithms 2+3
 _MULTINOMIAL_CELLS = 4_000_000  # (n+1)·P above this: Poisson approximation of the window counts
 
 
