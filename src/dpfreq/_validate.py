@@ -1,6 +1,6 @@
 """Parameter validation at the public boundary.
 
-One checker per parameter kind, one message shape everywhere (STYLE.md rule 7)::
+One checker per parameter kind, one message shape everywhere::
 
     "<param> of <function> must be <rule>; got <value!r>."
 

@@ -2,7 +2,7 @@
 
 matplotlib is imported lazily inside the functions so that ``import dpfreq`` stays light.
 Releases import this leaf module lazily from their ``plot`` methods; it imports nothing from
-the systems (a small, documented refinement of DESIGN.md §2, where plotting sits on top).
+the systems, so it sits with the primitives in the layers (every release can draw itself).
 """
 
 from __future__ import annotations

@@ -205,6 +205,9 @@ def keyed_generator(key: bytes, *parts: str | int | bytes) -> np.random.Generato
     >>> bool((a == b).all()), bool((a == c).all())
     (True, False)
     """
+    if not isinstance(key, bytes | bytearray) or len(key) < 16:
+        raise ParameterError(message("key", "keyed_generator", "at least 16 bytes",
+                                     type(key).__name__))
     derived = int.from_bytes(derive_key(key, "generator", *parts), "little")
     return np.random.Generator(randomgen.ChaCha(key=derived, counter=0, rounds=20))
 

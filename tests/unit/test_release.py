@@ -23,12 +23,14 @@ def _release() -> _DemoRelease:
     return _DemoRelease(
         value=np.array([1.5, -2.0, 3.25]),
         epsilon=0.5,
+        unit="event",
         mechanism="discrete-laplace",
         mechanism_params={"gamma": Fraction(1, 2), "sensitivity": np.int64(1),
                           "shape": (3,), "nested": {"f": Fraction(7, 3)}},
         seeded=True,
-        error=ErrorStatement(kind="ci", confidence=0.95, value=np.array([2.0, 2.0, 2.0]),
-                             description="95% interval per count from the exact noise variance"),
+        error=ErrorStatement(kind="interval", confidence=0.95, value=np.array([2.0, 2.0, 2.0]),
+                             lower=np.array([-0.5, -4.0, 1.25]), upper=np.array([3.5, 0.0, 5.25]),
+                             description="95% interval per count from the exact noise law"),
         domain_size=3,
         histogram=np.array([[1, 2], [3, 4]], dtype=np.int64),
     )
@@ -70,7 +72,7 @@ def test_private_fields_are_not_exported():
     class WithPrivate(Release):
         _cache: int = 0
 
-    rel = WithPrivate(value=1, epsilon=1.0, mechanism="m", seeded=False,
+    rel = WithPrivate(value=1, epsilon=1.0, unit="item", mechanism="m", seeded=False,
                       error=ErrorStatement(kind="sd", confidence=None, value=1.0,
                                            description="sd"))
     assert "_cache" not in rel.to_dict()
@@ -87,3 +89,33 @@ def test_frozen_and_keyword_only():
 def test_base_plot_not_implemented():
     with pytest.raises(NotImplementedError):
         _release().plot()
+
+
+def test_error_statement_kinds_and_confidence():
+    with pytest.raises(ValueError, match="kind"):
+        ErrorStatement(kind="scale", confidence=None, value=1.0, description="x")
+    with pytest.raises(ValueError, match="confidence"):
+        ErrorStatement(kind="bound", confidence=None, value=1.0, description="x")
+    err = ErrorStatement(kind="bound", confidence=0.9, value=3.0, description="l1 <= 3",
+                         vacuous=True)
+    assert err.vacuous
+    assert err.lower is None
+
+
+def test_table_is_abstract_and_to_pandas_uses_it():
+    with pytest.raises(NotImplementedError):
+        _release().table()
+
+    @dataclass(frozen=True, kw_only=True)
+    class Tabled(_DemoRelease):
+        def table(self):
+            return {"t": np.arange(3), "estimate": self.value, "lower": self.error.lower,
+                    "upper": self.error.upper}
+
+    rel = Tabled(**{f.name: getattr(_release(), f.name)
+                    for f in dataclasses.fields(_DemoRelease)})
+    frame = rel.to_pandas()
+    assert list(frame.columns) == ["t", "estimate", "lower", "upper"]
+    assert frame.attrs["unit"] == "event"
+    assert frame.attrs["epsilon"] == 0.5
+    assert (frame["lower"] <= frame["estimate"]).all()
