@@ -46,11 +46,11 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
             time.sleep(0.01)
         killed_at: list[int] = []
         for i in range(kills):
-            target = result.reports * (i + 1) // (kills + 1)
+            target = result.reports * (i + 1) // (kills + 2)
             deadline = time.monotonic() + 60
             while result.acked_reports < target and worker.is_alive() and \
                     time.monotonic() < deadline:
-                time.sleep(0.01)
+                time.sleep(0.002)
             assert worker.is_alive()  # the kill lands during the load run
             srv.kill9()
             killed_at.append(result.acked_reports)
