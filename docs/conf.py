@@ -1,7 +1,8 @@
 """Sphinx configuration of the dpfreq documentation.
 
-Sphinx with numpydoc fits the project's numpydoc docstrings directly (autodoc reads them, numpydoc
-renders their sections), MyST lets the pages be Markdown, and the PyData theme is the one NumPy,
+Sphinx fits the project's numpydoc-format docstrings directly (autodoc reads them, napoleon
+renders their sections, including the project's own ``Privacy`` section, which the numpydoc
+extension would reject as unknown), MyST lets the pages be Markdown, and the PyData theme is the one NumPy,
 SciPy and pandas users already know. Every code block of the pages is executed by the test suite
 (``tests/test_docs.py``) and every docstring example by ``--doctest-modules``, so the pages cannot
 drift from the code. Build (offline, warnings as errors)::
@@ -21,10 +22,10 @@ version = release
 
 extensions = [
     "myst_parser",
-    "numpydoc",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx.ext.napoleon",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
@@ -33,9 +34,9 @@ myst_heading_anchors = 3
 
 autosummary_generate = True
 autodoc_typehints = "none"
-numpydoc_show_class_members = False
-numpydoc_class_members_toctree = False
-numpydoc_xref_param_type = False
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_custom_sections = [("Privacy", "notes_style")]
 
 html_theme = "pydata_sphinx_theme"
 html_title = "dpfreq"
