@@ -167,3 +167,15 @@ def test_reach_unit_is_required(tmp_path, capsys):
               "--epsilon", "1"])
     assert exc.value.code == 2
     assert "--unit" in capsys.readouterr().err
+
+
+def test_reach_timestamps_with_utc_offsets_give_no_warning(tmp_path, capsys):
+    log = write_log(tmp_path / "tz.csv", [("a", "2024-01-01T10:00+02:00"),
+                                          ("b", "2024-01-02T23:30-05:00")])
+    main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+          "--end", "2024-01-03", "--period", "1d", "--epsilon", "1", "--unit", "event",
+          "--seed", "1"])
+    out, err = capsys.readouterr()
+    assert "cum 1+" in out
+    assert "timezone" not in err
+    assert "Warning" not in err
