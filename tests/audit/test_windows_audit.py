@@ -190,6 +190,7 @@ def _forge(path, tmp_path, edit):
     (lambda m, a: m.update(key="00"), "key"),
     (lambda m, a: a.update(summary_weights=np.zeros_like(a["summary_weights"])), "summaries"),
     (lambda m, a: a.update(summary_keys=a["summary_keys"] + 10**6), "summaries"),
+    (lambda m, a: a.update(summary_weights=-a["summary_weights"]), "summaries"),
     (lambda m, a: a.update(summary_keys=a["summary_keys"][:-1]), "shapes"),
     (lambda m, a: a.pop("summary_slots"), "missing"),
 ])

@@ -220,7 +220,10 @@ class WindowSummaries:
             return False
         limits = np.array([self._key_limit(i) for i in range(len(self.specs) + 1)],
                           dtype=np.int64)
-        return bool(np.all((k >= 0) & (k < limits[s])))
+        # counts (events per period, histograms, block counts) are positive; only the merged
+        # ±1 weights of the 2d points can be negative
+        signed = np.array([False] + [sp.family == "all" for sp in self.specs], dtype=np.bool_)
+        return bool(np.all((k >= 0) & (k < limits[s]) & (signed[s] | (w > 0))))
 
     # -- persistence (private state of a saved release) ------------------------------------
     def to_arrays(self) -> dict[str, IntArray]:
