@@ -47,6 +47,12 @@ def test_error_statement_is_a_function_of_the_release() -> None:
     assert low.error.value <= a.error.value
     lo, hi = a.total_interval
     assert lo <= a.n_estimate <= hi
+    table = a.table()
+    band = a.items_at_least_band
+    assert band >= 0
+    assert np.array_equal(table["upper"], table["items_at_least"] + band)
+    assert np.all(table["lower"] >= 0)
+    assert np.all(table["lower"] <= table["items_at_least"])
 
 
 def test_simulation_count_bounds() -> None:
@@ -60,6 +66,7 @@ def test_empty_release_bound_is_the_total_interval() -> None:
     rel = release_anonymized_histogram({}, epsilon=0.5, rng=0)
     if rel.n_estimate == 0:
         assert rel.error.value == rel.total_interval[1]
+        assert rel.items_at_least_band == rel.total_interval[1]
 
 
 def test_huge_counts_refused_in_one_line_without_the_number() -> None:

@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfreq.anonymized.auto import Plan
-from dpfreq.anonymized.distance import l1_between
+from dpfreq.anonymized.distance import cumulative_sup_between, l1_between
 from dpfreq.anonymized.hay import hay
 from dpfreq.anonymized.privhist import fake_count_m, privhist, threshold_t
 from dpfreq.anonymized.steps import I64, NoiseSource, Outcome, SimulationNoise
@@ -113,11 +113,14 @@ def simulation_count(elements: int, confidence: float, plan: Plan) -> int:
 
 @dataclass(frozen=True)
 class L1Bound:
-    """A simulated sorted-ℓ1 bound: the value, the number of runs and the order statistic."""
+    """A simulated sorted-ℓ1 bound (``value``), the number of runs and the order statistic, and
+    from the same runs a simultaneous band half-width for the cumulative prevalences
+    (``band``: ``max_r |φ_{r+}(true) − φ_{r+}(released)|``, the items with count ``>= r``)."""
 
     value: float
     simulations: int
     rank: int
+    band: float
 
 
 def release_digest(counts: I64, prevalences: I64, n_estimate: int, plan: Plan,
@@ -144,9 +147,13 @@ def simulated_l1_bound(counts: I64, prevalences: I64, n_estimate: int, *, plan: 
     key = release_digest(counts, prevalences, n_estimate, plan, epsilon)
     noise = SimulationNoise(keyed_generator(key, "anonymized", "l1-bound"))
     distances = np.empty(simulations, dtype=np.float64)
+    sups = np.empty(simulations, dtype=np.float64)
     for b in range(simulations):
         out = run_plan(plan, counts, prevalences, epsilon=epsilon, noise=noise)
         distances[b] = l1_between(out.counts, out.prevalences, counts, prevalences)
+        sups[b] = cumulative_sup_between(out.counts, out.prevalences, counts, prevalences)
     rank = math.ceil(confidence * (simulations + 1))
-    value = float(np.sort(distances)[rank - 1]) if rank <= simulations else math.inf
-    return L1Bound(value=value, simulations=simulations, rank=rank)
+    if rank > simulations:
+        return L1Bound(value=math.inf, simulations=simulations, rank=rank, band=math.inf)
+    return L1Bound(value=float(np.sort(distances)[rank - 1]), simulations=simulations,
+                   rank=rank, band=float(np.sort(sups)[rank - 1]))

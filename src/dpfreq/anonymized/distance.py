@@ -24,7 +24,12 @@ from numpy.typing import NDArray
 
 from dpfreq.anonymized.histogram_input import as_prevalences
 
-__all__ = ["l1_between", "sorted_l1_distance", "sorted_l2_squared_distance"]
+__all__ = [
+    "cumulative_sup_between",
+    "l1_between",
+    "sorted_l1_distance",
+    "sorted_l2_squared_distance",
+]
 
 _I64 = NDArray[np.int64]
 
@@ -86,6 +91,17 @@ def l1_between(counts1: _I64, prevalences1: _I64, counts2: _I64, prevalences2: _
     diff = np.abs(_suffix_at(counts1, prevalences1, keys)
                   - _suffix_at(counts2, prevalences2, keys))
     return int(np.dot(diff, gaps))
+
+
+def cumulative_sup_between(counts1: _I64, prevalences1: _I64, counts2: _I64,
+                           prevalences2: _I64) -> int:
+    """``max_r |φ_{r+}(h1) − φ_{r+}(h2)|``: the largest difference, over all ``r >= 1``, in the
+    number of items with count at least ``r`` (validated prevalence forms)."""
+    keys = np.union1d(counts1, counts2)
+    if keys.size == 0:
+        return 0
+    diff = np.abs(_suffix_at(counts1, prevalences1, keys) - _suffix_at(counts2, prevalences2, keys))
+    return int(diff.max())
 
 
 def _rank_runs(counts: _I64, prev: _I64) -> tuple[_I64, _I64]:

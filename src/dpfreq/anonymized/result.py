@@ -31,6 +31,10 @@ class AnonymizedHistogramRelease(Release):
     total_interval : tuple of int
         ``(lower, upper)``: holds the true total ``n`` with probability at least
         ``error.confidence``, exactly (from the discrete Laplace law of ``N − n``).
+    items_at_least_band : float
+        Half-width of a simultaneous band: for every ``r`` at once, the true number of items
+        with count ``>= r`` is within this of the released one, with probability about
+        ``error.confidence`` (simulated like ``error``; exact for an empty release).
     split : tuple of float
         The budget split ``(ε1, ε2, ε3)`` actually used: ε1 for ``N``, ε2 for the split and the
         noisy counts, ε3 for the smoothed high-privacy histogram (0 when unused). For Hay et al.
@@ -52,6 +56,7 @@ class AnonymizedHistogramRelease(Release):
     """
 
     total_interval: tuple[int, int]
+    items_at_least_band: float
     split: tuple[float, float, float]
     regime: str
     method: str
@@ -77,16 +82,18 @@ class AnonymizedHistogramRelease(Release):
 
         Columns: ``count``; ``items`` (how many items have that released count);
         ``rank_first``/``rank_last`` (their ranks, 1 = most frequent); ``items_at_least``
-        (items with released count ``>= count``); ``share`` (``count / N``, the estimated
-        prevalence of each such item). No per-row intervals: the error statement bounds the
-        whole histogram (``error``), and the total has ``total_interval``.
+        (items with released count ``>= count``) with ``lower``/``upper``, the simultaneous
+        band :attr:`items_at_least_band` (clipped at 0); ``share`` (``count / N``, the
+        estimated prevalence of each such item).
         """
         counts = self.counts[::-1]
         items = self.prevalences[::-1]
         last = np.cumsum(items)
         n = max(self.n_estimate, 1)
+        band = float(self.items_at_least_band)
         return {"count": counts, "items": items, "rank_first": last - items + 1,
                 "rank_last": last, "items_at_least": last,
+                "lower": np.maximum(last - band, 0.0), "upper": last + band,
                 "share": counts.astype(np.float64) / n}
 
     @property
@@ -116,10 +123,11 @@ class AnonymizedHistogramRelease(Release):
         return np.repeat(c, p)
 
     def plot(self, ax: Any = None) -> Any:
-        """Rank–frequency plot (log–log) of the released histogram.
+        """Items with released count ``>= r`` against ``r`` (log–log), with the band.
 
-        One horizontal step per distinct count, drawn from the prevalence form (never expanded),
-        so it is instant for billions of items.
+        The complementary cumulative form of the rank–frequency plot, drawn from the prevalence
+        form (never expanded), so it is instant for billions of items; the shaded band is
+        :attr:`items_at_least_band` at confidence ``error.confidence``.
 
         Parameters
         ----------
@@ -130,23 +138,30 @@ class AnonymizedHistogramRelease(Release):
         -------
         matplotlib axes
         """
-        from dpfreq.plotting import new_axes
+        from dpfreq.plotting import new_axes, plot_band
 
         ax = new_axes(ax)
-        counts = np.asarray(self.counts, dtype=np.int64)[::-1]
-        prev = np.asarray(self.prevalences, dtype=np.int64)[::-1]
-        if counts.size:
-            ends = np.cumsum(prev).astype(np.float64)
-            starts = ends - prev + 1.0
-            x = np.column_stack([starts, ends]).ravel()
-            y = np.repeat(counts.astype(np.float64), 2)
-            ax.plot(x, y, label=f"release ({self.method}, {self.regime})")
+        table = self.table()
+        if table["count"].size:
+            # φ_{r+} is constant on (c_{j−1}, c_j]: draw it as steps ending at each count
+            x = table["count"][::-1].astype(np.float64)
+            xs = np.concatenate(([x[0]], np.column_stack([x[:-1], x[1:]]).ravel()))
+
+            def steps(values: np.ndarray) -> np.ndarray:
+                v = np.asarray(values, dtype=np.float64)[::-1]
+                return np.concatenate(([v[0]], np.repeat(v[1:], 2)))
+
+            lower = np.maximum(steps(table["lower"]), 0.5)  # log scale: keep the band visible
+            plot_band(ax, xs, steps(table["items_at_least"]), lower, steps(table["upper"]),
+                      label=f"release ({self.method}, {self.regime})",
+                      band_label=f"simultaneous band, confidence {self.error.confidence:g}")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.legend(loc="best")
         else:
             ax.text(0.5, 0.5, "empty release", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlabel("rank (items by released count, descending)")
-        ax.set_ylabel("released count")
-        ax.set_title(f"Anonymized histogram: ε={self.epsilon:g}, N={self.n_estimate}")
+        ax.set_xlabel("count r")
+        ax.set_ylabel("items with count >= r")
+        ax.set_title(f"Anonymized histogram: ε={self.epsilon:g}, N={self.n_estimate}, "
+                     f"unit={self.unit}")
         return ax
