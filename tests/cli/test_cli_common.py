@@ -345,3 +345,25 @@ def test_all_is_complete(module):
     mod = importlib.import_module(module)
     for name in mod.__all__:
         assert hasattr(mod, name), name
+
+
+def test_ledger_refuses_before_the_command_reads_anything(tmp_path, monkeypatch):
+    read = []
+
+    @click.command(name="toy2")
+    @click.option("--epsilon", type=float, required=True)
+    @ledger_option
+    def toy2(epsilon, accountant):
+        read.append(epsilon)  # the data would be read here
+        accountant.spend(epsilon, label="toy2")
+
+    monkeypatch.setitem(cli.commands, "toy2", toy2)
+    path = tmp_path / "l.sqlite"
+    Ledger.create(path, PrivacyBudget(1.0))
+    code, _, err = _invoke(["toy2", "--epsilon", "0.75", "--ledger", str(path)])
+    assert code == 0
+    assert f"ledger {path}: remaining epsilon=0.25, delta=0" in err
+    code, _, err = _invoke(["toy2", "--epsilon", "0.5", "--ledger", str(path)])
+    assert code == 2
+    assert "would exceed the budget" in err
+    assert read == [0.75]  # refused before the body ran

@@ -332,22 +332,45 @@ def _source_name(ctx: click.Context) -> str | None:
     return None
 
 
+def _precheck(ledger: Any, epsilon: Any, delta: Any) -> None:
+    """Refuse early if (ε, δ) of the command line no longer fit (invalid values are left to
+    the command's own checks)."""
+    from dpfreq.errors import ParameterError
+
+    if not isinstance(epsilon, float):
+        return
+    try:
+        ledger.check(epsilon, delta if isinstance(delta, float) else 0.0)
+    except ParameterError:
+        return
+
+
 def ledger_option(f: Any) -> Any:
     """Add ``--ledger FILE``: the command receives ``accountant=`` (a Ledger or None).
 
-    The ledger is opened (and checked) when options are parsed; the release function records
-    its spend there, tagged with the command, the first FILE argument and ``--unit`` if any,
-    and refuses it before any noise is drawn if the ledger's total would be exceeded.
+    The ledger is opened (and checked) when options are parsed. Before the command runs, a
+    command line whose ``--epsilon``/``--delta`` no longer fit is refused at once (before any
+    data is read); the release function then records its spend atomically, tagged with the
+    command, the first FILE argument and ``--unit`` if any, and refuses it before any noise is
+    drawn if the total would be exceeded (another process may have spent in between). What is
+    left is reported on stderr afterwards.
     """
 
     @functools.wraps(f)
     def wrapper(*args: Any, ledger: Any = None, **kwargs: Any) -> Any:
-        if ledger is not None:
-            ctx = click.get_current_context()
-            unit = kwargs.get("unit")
-            ledger = ledger.bind(source=_source_name(ctx),
-                                 unit=unit if isinstance(unit, str) else None)
-        return f(*args, accountant=ledger, **kwargs)
+        if ledger is None:
+            return f(*args, accountant=None, **kwargs)
+        ctx = click.get_current_context()
+        unit = kwargs.get("unit")
+        ledger = ledger.bind(source=_source_name(ctx),
+                             unit=unit if isinstance(unit, str) else None)
+        _precheck(ledger, kwargs.get("epsilon"), kwargs.get("delta"))
+        result = f(*args, accountant=ledger, **kwargs)
+        left = ledger.remaining
+        click.echo(f"ledger {ledger.path}: remaining epsilon="
+                   f"{left.epsilon if left else 0.0:g}, delta={left.delta if left else 0.0:g}",
+                   err=True)
+        return result
 
     return click.option(
         "--ledger", "ledger", default=None, metavar="FILE", callback=_open_ledger,
