@@ -22,7 +22,13 @@ import numpy as np
 
 from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
 from dpfreq.anonymized import auto
-from dpfreq.anonymized.accuracy import run_plan
+from dpfreq.anonymized.accuracy import (
+    MAX_WORKING_BYTES,
+    run_plan,
+    simulation_count,
+    working_bytes,
+    working_elements,
+)
 from dpfreq.anonymized.distance import l1_between
 from dpfreq.anonymized.steps import I64, SimulationNoise, epsilon_fractions
 from dpfreq.errors import ParameterError
@@ -87,14 +93,20 @@ def reference_histogram(n: int) -> tuple[I64, I64]:
 
 
 def _predicted_l1(n: int, epsilon: float, plan: auto.Plan, confidence: float) -> float:
+    """The simulated bound on the reference shape; ``inf`` when a release at this ε would be
+    refused for its working memory (then nothing useful can be predicted either)."""
     sim_n = min(n, _SIM_TOTAL)
+    if working_bytes(n, epsilon, plan) > MAX_WORKING_BYTES:
+        return math.inf
     counts, prev = reference_histogram(sim_n)
     noise = SimulationNoise(keyed_generator(b"dpfreq-anonymized-plan", "plan", sim_n,
                                             repr(float(epsilon)), plan.method))
+    runs = min(_RUNS, simulation_count(working_elements(sim_n, epsilon, plan), confidence,
+                                       plan))
     errors = np.sort([l1_between(*_run(plan, counts, prev, epsilon, noise), counts, prev)
-                      for _ in range(_RUNS)])
-    rank = math.ceil(confidence * (_RUNS + 1))
-    value = float(errors[min(rank, _RUNS) - 1])
+                      for _ in range(runs)])
+    rank = math.ceil(confidence * (runs + 1))
+    value = float(errors[min(rank, runs) - 1])
     return value * math.sqrt(n / sim_n)
 
 
