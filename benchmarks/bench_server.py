@@ -14,8 +14,10 @@ reports per request) in two shapes:
 * ``order0``: every device of order 0 with 64 fair-coin reports, so every request carries
   ``B`` = 64 reports (the target's batch size).
 
-It prints acknowledged reports per second (enrolment included in the wall time) and the p50/p99
-latency of report uploads, beside the named baseline measured in the same run: the in-process
+All devices enrol first (``enrol s``); then it times the uploads alone and prints acknowledged
+reports per second and the p50/p99 latency of report uploads, the server's CPU time over both
+phases (``per cpu-s``: reports per CPU-second of the server, enrolments included) and the load
+generator's, beside the named baseline measured in the same run: the in-process
 ``LongitudinalAggregator.ingest`` rate on the same reports, batch by batch as the server gets
 them. Targets: >= 20,000 reports/s with batches >= 64, p99 < 200 ms at 50 concurrent devices.
 The load generator runs on the same machine (and cores) as the server.
@@ -120,7 +122,8 @@ def run(args: argparse.Namespace) -> None:
     backends = args.backends.split(",")
     print(f"devices={args.devices} horizon={HORIZON} concurrency={args.concurrency} "
           f"batch<={args.batch}")
-    header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'seconds':>9}"
+    header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'enrol s':>8}"
+              f"{'upload s':>9}"
               f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}{'gen cpu s':>10}"
               f"{'per cpu-s':>11}{'aggregator/s':>14}{'ratio':>8}")
     print(header)
@@ -144,12 +147,12 @@ def run(args: argparse.Namespace) -> None:
                     cpu0, gen0 = cpu_seconds(pid), time.process_time()
                     res = asyncio.run(run_devices(url, study, devices=args.devices,
                                                   concurrency=args.concurrency, batch=batch,
-                                                  prepared=work))
+                                                  enrol_first=True, prepared=work))
                     cpu, gen = cpu_seconds(pid) - cpu0, time.process_time() - gen0
                     base = ingest_rate(params, work, batch)
                     assert res.acked_reports == res.reports, "unacknowledged reports"
                     print(f"{backend:<11}{shape:<9}{res.acked_reports:>9}{res.requests:>9}"
-                          f"{res.seconds:>9.2f}{res.rate():>11.0f}{res.latency_ms(0.5):>8.1f}"
+                          f"{res.enrol_seconds:>8.2f}{res.seconds:>9.2f}{res.rate():>11.0f}{res.latency_ms(0.5):>8.1f}"
                           f"{res.latency_ms(0.99):>8.1f}{cpu:>10.2f}{gen:>10.2f}"
                           f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
                           f"{res.rate() / base:>8.3f}")

@@ -16,6 +16,7 @@ has one report per period and batches can hold ``horizon`` reports.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ class LoadResult:
     requests: int = 0
     failures: int = 0
     seconds: float = 0.0
+    enrol_seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     acked: list[tuple[int, int, int]] = field(default_factory=list)
     enrolled: dict[int, int] = field(default_factory=dict)
@@ -109,12 +111,16 @@ async def _send(http: aiohttp.ClientSession, method: str, url: str, *, body: Any
 async def run_devices(server: str, study: str, *, devices: int, horizon: int | None = None,
                       concurrency: int = 50, batch: int = 64, shape: str = "clients",
                       seed: int | None = None, retries: int = 50, max_backoff: float = 2.0,
+                      enrol_first: bool = False,
                       prepared: list[tuple[int, list[dict[str, Any]]]] | None = None,
                       result: LoadResult | None = None) -> LoadResult:
     """Enrol ``devices`` simulated devices and upload their reports (see the module notes).
 
-    ``prepared`` (from :func:`device_reports`) skips the simulation, so that a benchmark times
-    only the HTTP part; ``result`` is filled while the run goes on (progress for a watcher).
+    Each device enrols and then uploads its reports; with ``enrol_first`` every device enrols
+    before any uploads, and ``seconds`` (hence :meth:`LoadResult.rate`) times the uploads only
+    (``enrol_seconds`` the enrolments). ``prepared`` (from :func:`device_reports`) skips the
+    simulation, so that a benchmark times only the HTTP part; ``result`` is filled while the
+    run goes on (progress for a watcher).
     """
     base = server.rstrip("/")
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -132,31 +138,55 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
         result = result if result is not None else LoadResult()
         result.devices = len(work)
         result.reports = sum(len(r) for _, r in work)
-        queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] = asyncio.Queue()
-        for item in work:
-            queue.put_nowait(item)
         pid = params.param_id
+        send = functools.partial(_send, http, retries=retries, result=result,
+                                 max_backoff=max_backoff)
 
-        async def worker() -> None:
-            while not queue.empty():
-                order, reps = queue.get_nowait()
-                got = await _send(http, "POST", f"{base}/v1/studies/{study}/devices",
-                                  body={"param_id": pid, "order": order}, token=None,
-                                  retries=retries, result=result, max_backoff=max_backoff)
-                if got is None or got[0] != 201:
-                    continue
-                device, token = int(got[1]["device"]), str(got[1]["token"])
-                result.enrolled[device] = order
-                for i in range(0, len(reps), batch):
-                    chunk = [{**r, "device": device} for r in reps[i:i + batch]]
-                    got = await _send(http, "POST", f"{base}/v1/studies/{study}/reports",
-                                      body={"reports": chunk}, token=token, retries=retries,
-                                      result=result, max_backoff=max_backoff)
-                    if got is not None and got[0] == 200:
-                        result.acked_reports += len(chunk)
-                        result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)
+        async def enrol(order: int) -> tuple[int, str] | None:
+            got = await send("POST", f"{base}/v1/studies/{study}/devices",
+                             body={"param_id": pid, "order": order}, token=None)
+            if got is None or got[0] != 201:
+                return None
+            device, token = int(got[1]["device"]), str(got[1]["token"])
+            result.enrolled[device] = order
+            return device, token
+
+        async def upload(device: int, token: str, reps: list[dict[str, Any]]) -> None:
+            for i in range(0, len(reps), batch):
+                chunk = [{**r, "device": device} for r in reps[i:i + batch]]
+                got = await send("POST", f"{base}/v1/studies/{study}/reports",
+                                 body={"reports": chunk}, token=token)
+                if got is not None and got[0] == 200:
+                    result.acked_reports += len(chunk)
+                    result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)
+
+        async def pool(jobs: list[Any]) -> None:
+            it = iter(jobs)
+
+            async def worker() -> None:
+                for job in it:
+                    await job()
+
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+
+        async def whole(order: int, reps: list[dict[str, Any]]) -> None:
+            who = await enrol(order)
+            if who is not None:
+                await upload(*who, reps)
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        if not enrol_first:
+            await pool([functools.partial(whole, o, r) for o, r in work])
+        else:
+            ids: list[tuple[int, str] | None] = [None] * len(work)
+
+            async def enrol_into(k: int) -> None:
+                ids[k] = await enrol(work[k][0])
+
+            await pool([functools.partial(enrol_into, k) for k in range(len(work))])
+            result.enrol_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            await pool([functools.partial(upload, *who, work[k][1])
+                        for k, who in enumerate(ids) if who is not None])
         result.seconds = time.perf_counter() - t0
     return result
