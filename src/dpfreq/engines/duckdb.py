@@ -217,6 +217,9 @@ class DuckDBEngine:
             if kind == "polars":
                 source = source.to_arrow()
             return self.connection.from_arrow(source)
+        except ImportError as exc:  # Polars' to_arrow needs pyarrow
+            raise ParameterError(f"source of {func}: a {kind} table needs pyarrow "
+                                 f"({exc.name} is missing): pip install pyarrow") from exc
         except (duckdb.Error, TypeError, ValueError) as exc:
             raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
                             f"{_reason(exc)}") from exc
