@@ -218,8 +218,8 @@ class DuckDBEngine:
                 source = source.to_arrow()
             return self.connection.from_arrow(source)
         except ImportError as exc:  # Polars' to_arrow needs pyarrow
-            raise ParameterError(f"source of {func}: a {kind} table needs pyarrow "
-                                 f"({exc.name} is missing): pip install pyarrow") from exc
+            raise ParameterError(message("source", func, f"a {kind} table with pyarrow "
+                                         "installed (pip install pyarrow)", kind)) from exc
         except (duckdb.Error, TypeError, ValueError) as exc:
             raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
                             f"{_reason(exc)}") from exc
