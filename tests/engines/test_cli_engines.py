@@ -332,3 +332,24 @@ def test_cli_engine_memory_reads_files(command: str, tmp_path: Path,
         data = json.loads(out[out.index("{"):])
         outs[engine] = json.dumps(data, sort_keys=True).replace('"memory"', '"duckdb"')
     assert outs["memory"] == outs["duckdb"]
+
+
+@pytest.mark.parametrize("column", ["nan", "list", "struct"])
+def test_cli_bad_item_columns_refused_alike(column: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """NaN, list and struct item columns: the same one-line error from every engine."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    values = {"nan": [1.5, float("nan"), 2.5], "list": [[1], [2, 3], []],
+              "struct": [{"a": 1}, {"a": 2}, {"a": 3}]}[column]
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"item": values, "t": [1, 2, 3]}), path)
+    lines = set()
+    for engine in ("memory", "duckdb"):
+        code, _, err = _run(["profile", str(path), "--item", "item", "--domain-size", "10",
+                             "--max-count", "3", "--epsilon", "1", "--unit", "event",
+                             "--engine", engine], capsys)
+        assert code == 2, err
+        lines.add(err.strip().splitlines()[-1])
+    assert len(lines) == 1
+    assert "column 'item'" in lines.pop()
