@@ -190,3 +190,15 @@ def test_domain_size_refusal_does_not_print_the_count(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "57" not in err
     assert "domain_size" in err
+
+
+def test_plan_anonymize(capsys):
+    main(["plan", "anonymize", "--n-range", "1e4,1e5", "--epsilon", "1"])
+    out = capsys.readouterr().out
+    assert "N ± 60 (exact, confidence 0.95)" in out
+    assert "unit event" in out
+    main(["plan", "anonymize", "--n-range", "100,1000", "--epsilon", "0.01"])
+    assert "VACUOUS" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["plan", "anonymize", "--n-range", "1e4", "--epsilon", "1"])
+    assert info.value.code == 2
