@@ -430,3 +430,29 @@ def test_concurrent_commands_on_one_ledger_never_overspend(workdir):
     assert all("would exceed the budget" in err for code, err in results if code == 2)
     assert Ledger(ledger).spent[0] == 2.0
     assert len(Ledger(ledger).ledger) == 2
+
+
+def test_integer_options_take_scientific_notation():
+    """Integers go through dpfreq's IntegerType (1e6, 1_000_000; exact; no int64 wrap), not
+    click's int, which refuses 1e6."""
+    offenders = [f"{' '.join(p)} {q.opts[-1]}" for p, c in EVERY for q in c.params
+                 if isinstance(q, click.Option) and not q.is_flag
+                 and isinstance(q.type, click.types.IntParamType | click.IntRange)]
+    assert not offenders, ("type=int; use INTEGER/COUNT/POSITIVE or IntegerType from "
+                           f"dpfreq.cli._common: {offenders}")
+
+
+STDIN_LEAVES = [(p, c) for p, c in LEAVES if p[0] != "ledger"
+                and any(isinstance(q, click.Argument) for q in c.params)]
+
+
+@pytest.mark.parametrize(("path", "command"), STDIN_LEAVES,
+                         ids=[" ".join(p) for p, _ in STDIN_LEAVES])
+def test_file_argument_reads_stdin(path, command, workdir):
+    base = _base_argv(path, command, workdir)
+    first = len(path)  # the FILE argument follows the command path
+    data = Path(base[first]).read_text()
+    argv = [*base[:first], "-", *base[first + 1:]]
+    runner = CliRunner()
+    result = runner.invoke(click.Command("run", callback=lambda: main(argv)), [], input=data)
+    assert result.exit_code == 0, (argv, result.stderr)
