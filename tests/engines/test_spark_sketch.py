@@ -1,5 +1,5 @@
-"""The distributed profile sketch on Spark local[2]: noise law, determinism, updates, save/open,
-overflow and tamper cases, and agreement with the in-memory sketch."""
+"""The distributed profile sketch on Spark local[2]: the in-memory noise block by block,
+determinism, updates, save/open, overflow and tamper cases, refusals that spend nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import scipy.stats
 
 pytest.importorskip("pyspark")
 pa = pytest.importorskip("pyarrow")
@@ -23,58 +22,26 @@ from dpfreq.errors import (  # noqa: E402
     EngineUnavailableError,
     ParameterError,
 )
-from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf  # noqa: E402
+from dpfreq.noise import discrete_laplace_gamma  # noqa: E402
 from dpfreq.profile import DistributedProfileSketch, ProfileSketch  # noqa: E402
+from dpfreq.profile.histogram_noise import domain_noise, master_key  # noqa: E402
 from dpfreq.profile.reconstruct import noisy_profile_counts  # noqa: E402
+from dpfreq.rng import resolve_rng  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
-ALPHA = 1e-6
-D = 10_000
 
-
-def _chi_square_bins(d: int, gamma: Any) -> tuple[np.ndarray, int]:
-    """Support points z in [-K, K] with expected count >= 20, plus two tail bins."""
-    k = 1
-    while d * float(discrete_laplace_pmf(k + 1, gamma)[()]) >= 20:
-        k += 1
-    return np.arange(-k, k + 1), k
-
-
-def _probs(z: np.ndarray, gamma: Any) -> np.ndarray:
-    p = discrete_laplace_pmf(z, gamma)
-    tail = (1.0 - p.sum()) / 2.0
-    return np.r_[tail, p, tail]
-
-
-def _binned(values: np.ndarray, k: int) -> np.ndarray:
-    return np.bincount(np.clip(values, -k - 1, k + 1) + k + 1, minlength=2 * k + 3)
-
-
-@pytest.mark.statistical
-def test_noise_law_is_discrete_laplace(spark: Any, seed: int) -> None:
-    """Chi-square of d = 10^4 per-item noises (4 blocks, 2 partitions) against the exact pmf.
-
-    Power calculation: with d = 10^4 and bins of expected count >= 20 (13 bins for ε = 1), a
-    sampler whose γ is off by 10% has noncentrality λ = d·Σ(p1−p0)²/p0 ≈ 94 and is rejected at
-    α = 1e-6 with probability > 0.99 (computed below, asserted as a design check).
-    """
-    eps = 1.0
-    gamma = discrete_laplace_gamma(eps)
-    sketch = DistributedProfileSketch.create(engine=spark, domain_size=D, max_count=5, epsilon=eps,
-                                             rng=seed, block_size=2_500, num_partitions=2)
-    noisy = sketch.to_numpy()
-    assert noisy.shape == (D,)
-    z, k = _chi_square_bins(D, gamma)
-    p0 = _probs(z, gamma)
-    p1 = _probs(z, float(gamma) * 1.1)
-    df = len(p0) - 1
-    crit = scipy.stats.chi2.isf(ALPHA, df)
-    power = scipy.stats.ncx2.sf(crit, df, D * ((p1 - p0) ** 2 / p0).sum())
-    assert power > 0.99
-    observed = _binned(noisy, k)
-    stat = ((observed - D * p0) ** 2 / (D * p0)).sum()
-    assert scipy.stats.chi2.sf(stat, df) > ALPHA
+def test_blocks_are_the_in_memory_noise(spark: Any, seed: int) -> None:
+    """Every block's noise on the executors is exactly :func:`domain_noise` under the same
+    master key (4 blocks, 2 partitions): the law is the one the in-memory sketch's chi-square
+    test checks (``tests/unit/test_profile_sketch.py::test_sketch_noise_law``)."""
+    d, bs = 10_000, 2_500
+    sketch = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=5,
+                                             epsilon=1.0, rng=seed, block_size=bs,
+                                             num_partitions=2)
+    key = master_key(resolve_rng(seed))
+    expected = domain_noise(key, d, discrete_laplace_gamma(1.0), block_size=bs)
+    np.testing.assert_array_equal(sketch.to_numpy(), expected)
 
 
 def test_noise_deterministic_across_partitionings(spark: Any, seed: int) -> None:

@@ -40,7 +40,7 @@ BlockValues = Callable[[int, int], NDArray[np.int64]]
 
 _SCHEMA = "item long, value long"
 _INCREMENT_LIMIT = 1 << 52
-_HASH_MASK = 0xFFFFFFFF
+_HASH_MASK = (1 << 24) - 1  # 24-bit hashes: their sum stays exact in a long up to d = 2^39
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
@@ -57,7 +57,7 @@ def _failed(func: str, exc: BaseException) -> DataError:
     return DataError(f"{func} failed in Spark ({condition or type(exc).__name__}).")
 
 
-#: ``(rows, hash sum)``: the row count and the sum of the 32-bit xxhash64 of every row.
+#: ``(rows, hash sum)``: the row count and the sum of the low 24 bits of xxhash64 of every row.
 TableDigest = tuple[int, int]
 
 
@@ -189,7 +189,7 @@ class SparkTables:
         return full[1:-1].copy(), nulls, (total, hashes)
 
     def digest(self, table: DataFrame, *, func: str) -> TableDigest:
-        """``(rows, Σ xxhash64(item, value) mod 2^32)``: a checksum of the table's contents
+        """``(rows, Σ (xxhash64(item, value) mod 2^24))``: a checksum of the table's contents
         (independent of row order and partitioning)."""
         h = F.xxhash64(F.col("item"), F.col("value")).bitwiseAND(F.lit(_HASH_MASK))
         try:
