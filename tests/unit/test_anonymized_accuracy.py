@@ -125,6 +125,9 @@ def test_properties_are_clamped_and_say_so() -> None:
         assert est.error.kind in ("bound", "sd")
         if est.error.kind == "sd":
             assert est.error.confidence is None
+        elif est.property_name.endswith("entropy") and "renyi" not in est.property_name:
+            # the entropy statement also covers N ≠ n: union bound with the total's interval
+            assert est.error.confidence == pytest.approx(2 * rel.error.confidence - 1)
         else:
             assert est.error.confidence == rel.error.confidence
     cov, size = props["support-coverage"], props["support-size"]
@@ -191,3 +194,21 @@ def test_domain_size_error_has_no_count() -> None:
     with pytest.raises(DataError) as info:
         estimate_distance_to_uniformity({1: 17}, domain_size=3)
     assert "17" not in str(info.value)
+
+
+def test_entropy_total_term_bounds_every_histogram() -> None:
+    from dpfreq.anonymized.properties import entropy_total_term
+    from histogram_cases import histograms_up_to
+
+    def plug_in(h: dict[int, int], size: float, mm: bool) -> float:
+        value = sum(p * (r / size) * math.log(size / r) for r, p in h.items())
+        return value + ((sum(h.values()) - 1) / (2 * size) if mm else 0.0)
+
+    for h in histograms_up_to(7):
+        n = sum(r * p for r, p in h.items())
+        if n == 0:
+            continue
+        for big_n in range(max(n - 3, 1), n + 4):
+            for mm in (False, True):
+                term = entropy_total_term(big_n, (max(n - 1, 1), n + 1), mm)
+                assert abs(plug_in(h, big_n, mm) - plug_in(h, n, mm)) <= term + 1e-12
