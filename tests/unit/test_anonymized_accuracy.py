@@ -197,7 +197,7 @@ def test_domain_size_error_has_no_count() -> None:
 
 
 def test_entropy_total_term_bounds_every_histogram() -> None:
-    from dpfreq.anonymized.properties import entropy_total_term
+    from dpfreq.anonymized.property_estimate import entropy_total_term
     from histogram_cases import histograms_up_to
 
     def plug_in(h: dict[int, int], size: float, mm: bool) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpfreq.release import ErrorStatement, Release
 
-__all__ = ["PropertyEstimate", "clamp", "no_statement"]
+__all__ = ["PropertyEstimate", "clamp", "entropy_total_term", "no_statement", "with_total"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,3 +89,40 @@ def clamp(value: float, value_range: tuple[float, float]) -> float:
     """``value`` moved into ``value_range`` (NaN stays NaN)."""
     lo, hi = value_range
     return value if math.isnan(value) else min(max(value, lo), hi)
+
+
+def entropy_total_term(n_estimate: int, interval: tuple[int, int], miller_madow: bool) -> float:
+    """``max |Ĥ_N(h) − Ĥ_n(h)|`` over totals ``n`` in ``interval`` and histograms ``h`` of
+    total ``n``: the error of using ``N`` for ``n`` in the plug-in entropy.
+
+    With ``S = Σ φ_r r ln r ∈ [0, n ln n]``, ``Ĥ_N(h) − Ĥ_n(h) = (n/N) ln N − ln n −
+    S (1/N − 1/n)`` is linear in ``S``, so its extremes are ``(n/N) ln N − ln n`` (``S = 0``)
+    and ``(n/N) ln(N/n)`` (``S = n ln n``); Miller–Madow adds at most ``|n − N| / (2N)``.
+    Evaluated on the interval's ends and a dense grid between them.
+    """
+    big_n = float(max(n_estimate, 1))
+    lo, hi = max(interval[0], 1), max(interval[1], 1)
+    n = np.unique(np.concatenate([np.linspace(lo, hi, 513), [lo, hi]]))
+    term = np.maximum(np.abs(n / big_n * math.log(big_n) - np.log(n)),
+                      np.abs(n / big_n * np.log(big_n / n)))
+    if miller_madow:
+        term = term + np.abs(n - big_n) / (2.0 * big_n)
+    return float(term.max())
+
+
+def with_total(base: ErrorStatement, n: int, interval: tuple[int, int],
+                miller_madow: bool) -> ErrorStatement:
+    """The entropy statement against the plug-in at the *true* total: ``base`` plus
+    :func:`entropy_total_term`, holding when both the ℓ1 bound and the total's interval hold
+    (union bound: confidence ``2c − 1``)."""
+    if base.kind != "bound" or base.confidence is None:
+        return base
+    term = entropy_total_term(n, interval, miller_madow)
+    conf = round(max(2.0 * base.confidence - 1.0, 0.0), 12)
+    return ErrorStatement(kind="bound", confidence=conf, value=base.value + term,
+                          vacuous=base.vacuous, description=(
+        f"|raw estimate − plug-in entropy of the true histogram| <= {base.value + term:.6g} "
+        f"with probability about {conf:g}: L × B = {base.value:.6g} for the histogram (as for "
+        f"every property) plus {term:.6g} for using N instead of the true total, over the "
+        f"total's interval {list(interval)} (union bound of the two statements). "
+        f"{base.description}"))
