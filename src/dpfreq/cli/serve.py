@@ -77,7 +77,11 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
             "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
     if max_body_bytes < 1024:
         raise click.UsageError("--max-body-bytes must be at least 1024.")
-    config = ServerConfig(db=db, admin_token=read_admin_token(admin_token_file),
+    admin = read_admin_token(admin_token_file)
+    if admin is None:
+        click.echo("dpfreq serve: warning: no admin token (--admin-token-file or "
+                   "DPFREQ_ADMIN_TOKEN): no new study can be created", err=True)
+    config = ServerConfig(db=db, admin_token=admin,
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
                           cors_origins=tuple(cors_origins))
     log_config = configure_logging(log_level)
