@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -180,9 +181,12 @@ class ProtocolParams:
         """Number of orders ``log d + 1``."""
         return self.padded_horizon.bit_length()
 
-    @property
+    @functools.cached_property
     def param_id(self) -> str:
-        """Content hash identifying the parameter set (first 16 hex digits of SHA-256)."""
+        """Content hash identifying the parameter set (first 16 hex digits of SHA-256).
+
+        Computed once per object (the fields are frozen): clients read it for every report.
+        """
         blob = json.dumps(asdict(self), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
