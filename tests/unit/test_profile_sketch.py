@@ -606,3 +606,20 @@ def test_tiny_epsilon_sketch_names_what_the_user_typed(seed: int) -> None:
     with pytest.raises(ParameterError, match="epsilon of ProfileSketch") as info:
         ProfileSketch(50, max_count=2, epsilon=9e-7)
     assert "epsilon_to_fraction" not in str(info.value)
+
+
+def test_noise_is_the_keyed_blocks_of_histogram_noise(seed: int) -> None:
+    """The one noise implementation: block b of the domain is block_noise(key, b, ...)."""
+    from dpfreq.profile.histogram_noise import block_noise, domain_noise, master_key
+    from dpfreq.rng import resolve_rng
+
+    gamma = discrete_laplace_gamma(0.9)
+    key = master_key(resolve_rng(seed))
+    s = ProfileSketch(3000, max_count=4, epsilon=0.9, rng=seed)
+    np.testing.assert_array_equal(s.noisy_counts(), domain_noise(key, 3000, gamma))
+    bs = 1000
+    z = domain_noise(key, 2 * bs + 5, gamma, block_size=bs)
+    np.testing.assert_array_equal(z[:bs], block_noise(key, 0, bs, gamma))
+    np.testing.assert_array_equal(z[bs : 2 * bs], block_noise(key, 1, bs, gamma))
+    np.testing.assert_array_equal(z[2 * bs :], block_noise(key, 2, 5, gamma))
+    assert not np.array_equal(z[:bs], z[bs : 2 * bs])  # distinct blocks, distinct streams
