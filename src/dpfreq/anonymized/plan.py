@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ __all__ = ["AnonymizedPlan", "epsilon_for_l1", "plan_anonymized", "reference_his
 _FUNC = "plan_anonymized"
 _SIM_TOTAL = 10**5  # largest reference total simulated directly
 _RUNS = 39
-_EPS_LOW, _EPS_HIGH = 1e-3, 1000.0
+_EPS_LOW, _EPS_HIGH = 0.01, 1000.0
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,19 @@ def _run(plan: auto.Plan, counts: I64, prev: I64, epsilon: float,
 
 def epsilon_for_l1(target: float, n: int, method: str = "auto",
                    confidence: float = 0.95) -> float | None:
-    """Smallest ε on a geometric grid (0.001 to 1000, 25 points) whose predicted sorted-ℓ1
+    """Smallest ε on a geometric grid (0.01 to 1000, 25 points) whose predicted sorted-ℓ1
     bound at total ``n`` (Zipf(1) reference shape) is at most ``target``; ``None`` if none.
 
-    Public values only. Used to name the ε that would make a vacuous statement useful.
+    Public values only. Used to name the ε that would make a vacuous statement useful. The
+    target is rounded to two significant digits and the answer cached, so that the many
+    property estimates of one release share the search.
     """
-    n = max(int(n), 1)
+    rounded = float(f"{float(target):.2g}")
+    return _epsilon_for_cached(rounded, max(int(n), 1), method, float(confidence))
+
+
+@functools.lru_cache(maxsize=256)
+def _epsilon_for_cached(target: float, n: int, method: str, confidence: float) -> float | None:
     grid = np.geomspace(_EPS_LOW, _EPS_HIGH, 25)
     lo, hi = 0, grid.size - 1
     if _predicted_l1(n, float(grid[hi]), auto.plan_for(method, float(grid[hi])),
@@ -162,7 +170,7 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         The ε to plan for. Give this or ``target_l1``.
     target_l1 : float, optional
         A sorted-ℓ1 bound wanted at the top of ``n_range``: the smallest ε on a grid from
-        0.001 to 1000 whose predicted bound meets it is planned for.
+        0.01 to 1000 whose predicted bound meets it is planned for.
     confidence : float
         Confidence of the statements (default 0.95).
     method : {"auto", "privhist", "privhist-tuned", "hay"}
