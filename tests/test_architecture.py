@@ -36,8 +36,7 @@ SURFACES = ("cli", "server")
 SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
 
 #: (rule, importing module, imported module or name) -> why it is still there
-ALLOWED: dict[tuple[str, str, str], str] = {
-}
+ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:
