@@ -273,6 +273,23 @@ def workdir(tmp_path_factory):
 LEAVES = _leaf_commands()
 
 
+#: Failures this file finds in commands whose fix belongs to another part of the code base,
+#: keyed by (test, case id) and tracked as non-strict xfails until they are fixed.
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
+
+
+def _cases(test: str, items: list[tuple[Any, ...]]) -> list[Any]:
+    """``pytest.param`` per case with its id (command path, then option) and known failures
+    marked."""
+    out = []
+    for item in items:
+        ident = " ".join([*item[0], *[x for x in item[2:] if isinstance(x, str)]])
+        reason = KNOWN_FAILURES.get((test, ident))
+        marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+        out.append(pytest.param(*item, id=ident, marks=marks))
+    return out
+
+
 def _json_option(command: click.Command) -> str | None:
     """The option that writes the command's JSON document (``--json``, or ``--out`` when its
     help says JSON), if any."""
@@ -289,8 +306,7 @@ JSON_EXTRA = {"longitudinal params": ["--write", "futurerand"]}
 JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c)]
 
 
-@pytest.mark.parametrize(("path", "command"), JSON_LEAVES,
-                         ids=[" ".join(p) for p, _ in JSON_LEAVES])
+@pytest.mark.parametrize(("path", "command"), _cases("json", JSON_LEAVES))
 def test_json_to_stdout_is_the_only_stdout(path, command, workdir):
     option = _json_option(command)
     argv = [*_base_argv(path, command, workdir), *JSON_EXTRA.get(" ".join(path), []),
@@ -305,7 +321,7 @@ def test_json_to_stdout_is_the_only_stdout(path, command, workdir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("path", "command"), LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
+@pytest.mark.parametrize(("path", "command"), _cases("fuzz", LEAVES))
 def test_fuzz_options_never_trace_back(path, command, workdir):
     paths = _path_pool(workdir)
     snapshot = _snapshot(workdir)
@@ -346,7 +362,7 @@ def _all_commands() -> list[tuple[list[str], click.Command]]:
 EVERY = _all_commands()
 
 
-@pytest.mark.parametrize(("path", "command"), EVERY, ids=[" ".join(p) for p, _ in EVERY])
+@pytest.mark.parametrize(("path", "command"), _cases("help", EVERY))
 def test_every_command_and_option_has_help(path, command):
     assert (command.help or command.short_help or "").strip(), f"{path}: no help text"
     missing = [p.opts[-1] for p in command.params
@@ -361,8 +377,7 @@ OUTPUT_CASES = [(p, c, o) for p, c in LEAVES for param in c.params
                 for o in param.opts if o in OUTPUT_WORDS]
 
 
-@pytest.mark.parametrize(("path", "command", "option"), OUTPUT_CASES,
-                         ids=[f"{' '.join(p)} {o}" for p, _, o in OUTPUT_CASES])
+@pytest.mark.parametrize(("path", "command", "option"), _cases("output", OUTPUT_CASES))
 def test_unwritable_output_is_refused_before_anything_is_drawn(path, command, option, workdir):
     """An output path in a missing directory: exit 2, nothing on stdout and, where the command
     takes --ledger, no budget spent."""
@@ -387,8 +402,7 @@ LEDGER_LEAVES = [(p, c) for p, c in LEAVES
                  if any("--ledger" in getattr(q, "opts", ()) for q in c.params)]
 
 
-@pytest.mark.parametrize(("path", "command"), LEDGER_LEAVES,
-                         ids=[" ".join(p) for p, _ in LEDGER_LEAVES])
+@pytest.mark.parametrize(("path", "command"), _cases("ledger", LEDGER_LEAVES))
 def test_ledger_records_the_release_and_refuses_an_overspend(path, command, workdir):
     ledger = workdir / f"budget-{'-'.join(path)}.sqlite"
     ledger.unlink(missing_ok=True)
@@ -446,8 +460,7 @@ STDIN_LEAVES = [(p, c) for p, c in LEAVES if p[0] != "ledger"
                 and any(isinstance(q, click.Argument) for q in c.params)]
 
 
-@pytest.mark.parametrize(("path", "command"), STDIN_LEAVES,
-                         ids=[" ".join(p) for p, _ in STDIN_LEAVES])
+@pytest.mark.parametrize(("path", "command"), _cases("stdin", STDIN_LEAVES))
 def test_file_argument_reads_stdin(path, command, workdir):
     base = _base_argv(path, command, workdir)
     first = len(path)  # the FILE argument follows the command path
