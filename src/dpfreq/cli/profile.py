@@ -21,7 +21,6 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
-from dpfreq.errors import DataError
 
 __all__ = [
     "COUNT",
@@ -156,24 +155,6 @@ def vacuous_warning(rel: Any) -> str | None:
     return f"warning: the error statement is vacuous: {tail}"
 
 
-def _memory_source(file: str, item: str) -> dict[str, Any]:
-    """The item column of FILE as an in-memory mapping (read by DuckDB) for ``--engine memory``."""
-    from dpfreq.engines import get_engine
-
-    reader: Any = get_engine("duckdb")
-    rel = reader.relation(file, "dpfreq profile")
-    if item not in rel.columns:
-        raise DataError(f"column {item!r} of dpfreq profile is not in {file!r}; available: "
-                        f"{', '.join(rel.columns)}.")
-    column = rel.project('"' + item.replace('"', '""') + '"').fetchnumpy()[item]
-    if isinstance(column, np.ma.MaskedArray):
-        if np.ma.getmaskarray(column).any():
-            raise DataError(f"column {item!r} of dpfreq profile must be free of nulls; "
-                            f"got null value(s) in {file!r}.")
-        column = np.ma.getdata(column)
-    return {item: np.asarray(column)}
-
-
 def parse_rows(text: str) -> int | None:
     """``--rows``: an integer >= 0 or ``all``."""
     if text.strip().lower() == "all":
@@ -250,10 +231,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
 
     warn_if_seeded(seed)
     rows = parse_rows(rows_text)
-    source: Any = file
-    if engine == "memory":
-        source = _memory_source(file, item)
-    rel = release_profile(source, item=item, domain_size=domain_size, max_count=max_count,
+    rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
-                          norm=norm, engine=engine if source is file else None, rng=seed)
+                          norm=norm, engine=engine, rng=seed)
     emit_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out)
