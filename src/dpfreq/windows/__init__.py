@@ -4,6 +4,7 @@ Nelson, "Private counting of distinct and k-occurring items in time windows", IT
 from dpfreq.windows.answers import WindowAnswer
 from dpfreq.windows.counts import parse_period, release_window_counts
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.planning import WindowCountsPlan, plan_window_counts
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.tree import (
     DominanceCounter,
@@ -23,8 +24,10 @@ __all__ = [
     "Tree2DNoise",
     "TreeBary",
     "WindowAnswer",
+    "WindowCountsPlan",
     "WindowCountsRelease",
     "consistent_tree",
     "parse_period",
+    "plan_window_counts",
     "release_window_counts",
 ]

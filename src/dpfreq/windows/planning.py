@@ -1,0 +1,401 @@
+"""Accuracy of a window release before it is made, from public parameters alone.
+
+:func:`plan_window_counts` runs the same structure choice as
+:func:`~dpfreq.windows.release_window_counts` (:func:`dpfreq.windows.plan.make_plan`, which
+reads no data) and evaluates, for every released (window family, k), the per-answer interval
+half-width the release will print: the noise of an answer is a signed sum of node noises with
+a law fixed by the public parameters, so its variance and its tail bound are known before any
+noise is drawn. :meth:`WindowCountsPlan.epsilon_for` inverts the prediction into the ε needed
+for a target half-width. Planning spends no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import (
+    EPSILON_MAX,
+    EPSILON_MIN,
+    check_confidence,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
+from dpfreq.errors import ParameterError
+from dpfreq.windows.answers import WindowState
+from dpfreq.windows.params import (
+    check_memory,
+    check_strategy,
+    parse_k,
+    parse_windows,
+    time_axis,
+)
+from dpfreq.windows.plan import family_label, make_plan
+from dpfreq.windows.strategy import Structure
+
+__all__ = ["USEFUL_FRACTION", "WindowCountsPlan", "plan_window_counts"]
+
+_FUNC = "plan_window_counts"
+
+#: a half-width at or below this fraction of ``scale`` is called useful (±10 % of the reach)
+USEFUL_FRACTION = 0.1
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+def _label(w: Any) -> str:
+    return family_label("fixed" if not isinstance(w, str) else w,
+                        None if isinstance(w, str) else int(w))
+
+
+def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
+                     horizon: int) -> tuple[FloatArray, FloatArray]:
+    """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
+
+    Each window goes to the structure with the smallest ``variance + bias²`` among those that
+    can answer it (the release's routing); the half-width is that structure's tail bound at
+    ``β`` plus its bias bound, the band's at ``β`` divided by the size of its family.
+    """
+    best_var = np.full(t1.size, np.inf)
+    half = np.full(t1.size, np.inf)
+    band = np.full(t1.size, np.inf)
+    for s in structs:
+        ok = WindowState.can_answer(s, t1, t2)
+        if not ok.any():
+            continue
+        a, b = t1[ok], t2[ok]
+        var = s.variance(a, b) + s.bias_bound() ** 2
+        take = var < best_var[ok]
+        idx = np.flatnonzero(ok)[take]
+        n_family = horizon * (horizon + 1) // 2 if s.family == "all" else horizon
+        best_var[idx] = var[take]
+        half[idx] = s.halfwidth(a[take], b[take], beta) + s.bias_bound()
+        band[idx] = s.halfwidth(a[take], b[take], beta / n_family) + s.bias_bound()
+    return half, band
+
+
+def _max_popcount_value(n: int) -> int:
+    """The value in ``[1, n]`` with the most set bits (the largest such, ``n`` if tied)."""
+    top = n.bit_length() - 1
+    return n if n.bit_count() >= top else (1 << top) - 1
+
+
+def _worst_windows(s: Structure) -> tuple[IntArray, IntArray]:
+    """Windows containing one whose noise is largest for the all-windows structure ``s``.
+
+    ``per_query``: every window has one noise term. ``tree2d``: ``2·popcount(t1)·popcount(t2)``
+    terms, largest at ``t1 = t2 = `` the value with most set bits. ``per_start``/``compressed``:
+    the noise depends on ``x = g2 − g1`` only (groups of ``s`` periods); every ``x`` when the
+    tree is post-processed for consistency (at most 1024 of them), else the ``x`` whose prefix
+    cover ``popcount(x + 1)`` is largest.
+    """
+    t = s.horizon
+    if s.strategy == "per_query":
+        return np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+    if s.strategy == "tree2d":
+        v = np.array([_max_popcount_value(t)], dtype=np.int64)
+        return v, v.copy()
+    g = s.group_size
+    groups = -(-t // g)
+    xs = (np.arange(groups, dtype=np.int64) if s.consistent
+          else np.array([_max_popcount_value(groups) - 1], dtype=np.int64))
+    return np.ones_like(xs), xs * g + 1
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The checked public parameters of a plan (what ``epsilon_for`` re-plans with)."""
+
+    horizon: int
+    windows: tuple[Any, ...]
+    k_values: tuple[int, ...]
+    unit: str
+    delta: float
+    strategy: Any
+    singleton: bool
+    confidence: float
+
+
+def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None
+             ) -> tuple[Any, dict[str, dict[int, Any]]]:
+    """The calibrated plan and, per (family label, k), ``(curve half-widths or None, worst
+    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair."""
+    plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
+                     inp.strategy, inp.singleton)
+    with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
+        return plan, _evaluate(plan, inp, only)
+
+
+def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None
+              ) -> dict[str, dict[int, Any]]:
+    beta = 1.0 - inp.confidence
+    ts = np.arange(1, inp.horizon + 1, dtype=np.int64)
+    out: dict[str, dict[int, Any]] = {}
+    for w in inp.windows:
+        label = _label(w)
+        out[label] = {}
+        for k in inp.k_values:
+            if only is not None and only != (label, k):
+                continue
+            structs = [s for (_, kk), s in plan.structures.items() if kk == k]
+            if w == "all":
+                own = plan.structures[(label, k)]
+                t1, t2 = _worst_windows(own)
+                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon)
+                out[label][k] = (None, float(half.max()), float(band.max()))
+                continue
+            if w == "cumulative":
+                t1 = np.ones_like(ts)
+            else:
+                t1 = np.maximum(1, ts - int(w) + 1)
+                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+            half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon)
+            out[label][k] = (half, float(half.max()), float(band.max()))
+    return out
+
+
+@dataclass(frozen=True)
+class WindowCountsPlan:
+    """Predicted accuracy of a window release (all from public parameters).
+
+    Attributes
+    ----------
+    horizon, epsilon, delta, unit, k_values, windows, confidence, singleton
+        The parameters planned for (``windows`` checked and sorted as the release sorts them).
+    scale : int or None
+        The public reference reach the vacuity rule compares with (see :attr:`vacuous`).
+    accounting : str
+        How the budget is accounted (pure ε or zCDP), as the release will record it.
+    strategies : dict
+        ``"label, k=K"`` → the structure the release would choose (``"tree"``, ...).
+    halfwidth : dict
+        ``halfwidth[label][k]``: for ``"cumulative"`` and ``"fixed(W=…)"``, an array over
+        ``t = 1..T`` of the per-answer interval half-width (in items) the release will state
+        at ``confidence``; equal to ``release.error.value[label][k]``.
+    max_halfwidth : dict
+        ``max_halfwidth[label][k]``: the largest per-answer half-width of the family; for
+        ``"all"``, of the worst window answered by the all-windows structure (a window another
+        released family answers with less variance gets that family's interval instead).
+    band_halfwidth : dict
+        ``band_halfwidth[label][k]``: the largest half-width of the simultaneous band (all
+        answers of the family at once, union bound).
+    vacuous : dict
+        ``vacuous[label][k]``: True when ``2 · max_halfwidth >= scale``, i.e. the interval is
+        at least as wide as the trivial range ``[0, scale]`` a user who declares ``scale``
+        already knows; None when no ``scale`` was given (not judged).
+    """
+
+    horizon: int
+    epsilon: float
+    delta: float
+    unit: str
+    k_values: tuple[int, ...]
+    windows: tuple[Any, ...]
+    confidence: float
+    singleton: bool
+    scale: int | None
+    accounting: str
+    strategies: dict[str, str]
+    halfwidth: dict[str, dict[int, FloatArray]]
+    max_halfwidth: dict[str, dict[int, float]]
+    band_halfwidth: dict[str, dict[int, float]]
+    vacuous: dict[str, dict[int, bool | None]]
+    _inputs: _Inputs = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dictionary (arrays as lists, k as strings)."""
+        def nest(d: Mapping[str, Mapping[int, Any]]) -> dict[str, dict[str, Any]]:
+            return {lab: {str(k): (v.tolist() if isinstance(v, np.ndarray) else v)
+                          for k, v in per_k.items()} for lab, per_k in d.items()}
+
+        return {"horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta,
+                "unit": self.unit, "k_values": list(self.k_values),
+                "windows": list(self.windows), "confidence": self.confidence,
+                "singleton": self.singleton, "scale": self.scale,
+                "accounting": self.accounting, "strategies": dict(self.strategies),
+                "halfwidth": nest(self.halfwidth), "max_halfwidth": nest(self.max_halfwidth),
+                "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous)}
+
+    def _key(self, family: Any, k: Any, func: str) -> tuple[str, int]:
+        labels = [_label(w) for w in self.windows]
+        label = family if family in labels else (
+            _label(family) if isinstance(family, str | int) and not isinstance(family, bool)
+            else None)
+        if label not in labels:
+            raise ParameterError(message("family", func, f"one of the planned families "
+                                         f"{labels}", family))
+        kk = check_int(k, "k", func, minimum=1)
+        if kk not in self.k_values:
+            raise ParameterError(message("k", func, f"one of the planned k_values "
+                                         f"{list(self.k_values)}", k))
+        return str(label), kk
+
+    def epsilon_for(self, target_halfwidth: float, *, family: Any = "cumulative",
+                    k: int = 1) -> float:
+        """The smallest total ε (3 significant digits, rounded up) at which the largest
+        per-answer half-width of ``family`` and ``k`` is at most ``target_halfwidth`` items.
+
+        Every other parameter stays as planned (the budget is still split over every planned
+        family and k). Bisection over ε on the public computation of
+        :func:`plan_window_counts`; a budget too small to calibrate counts as unbounded.
+
+        Raises
+        ------
+        ParameterError
+            If the target is not a number > 0, the family or k was not planned, or the target
+            is not met even at ε = 1000.
+        """
+        func = "WindowCountsPlan.epsilon_for"
+        t = target_halfwidth
+        if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
+                or not math.isfinite(t):
+            raise ParameterError(message("target_halfwidth", func, "a finite number > 0", t))
+        key = self._key(family, k, func)
+
+        def value(eps: float) -> float:
+            try:
+                return float(_predict(self._inputs, eps, key)[1][key[0]][key[1]][1])
+            except ParameterError:  # too small to calibrate any structure
+                return math.inf
+
+        if value(EPSILON_MAX) > t:
+            raise ParameterError(message("target_halfwidth", func, "reachable at ε <= "
+                                         f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
+        if value(EPSILON_MIN) <= t:
+            return EPSILON_MIN
+        lo, hi = math.log(EPSILON_MIN), math.log(EPSILON_MAX)
+        for _ in range(40):  # 40 halvings of a log-range of 20: < 1e-10 relative
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if value(math.exp(mid)) > t else (lo, mid)
+        eps = math.exp(hi)
+        scale = 10 ** (math.floor(math.log10(eps)) - 2)
+        rounded = float(f"{min(math.ceil(eps / scale) * scale, EPSILON_MAX):.3g}")
+        return rounded if value(rounded) <= t else eps
+
+    def useful_epsilon(self, *, family: Any = "cumulative", k: int = 1) -> float | None:
+        """The ε at which the family's half-width falls to :data:`USEFUL_FRACTION` · ``scale``
+        (None if beyond ε = 1000). Needs ``scale``."""
+        func = "WindowCountsPlan.useful_epsilon"
+        if self.scale is None:
+            raise ParameterError(message("scale", func, "given to plan_window_counts (the "
+                                         "public reach the half-width is compared with)", None))
+        try:
+            return self.epsilon_for(USEFUL_FRACTION * self.scale, family=family, k=k)
+        except ParameterError:
+            return None
+
+    def lines(self) -> list[str]:
+        """One line per (family, k): the largest half-width, the band, the structure, and —
+        when vacuous — the one-line warning naming the ε that would make it useful."""
+        out = []
+        conf = f"{self.confidence:g}"
+        for label, per_k in self.max_halfwidth.items():
+            for k, h in per_k.items():
+                line = (f"{label}, k={k}: per-answer ±{h:,.0f} items (largest), band "
+                        f"±{self.band_halfwidth[label][k]:,.0f}, confidence {conf}, "
+                        f"strategy {self.strategies[f'{label}, k={k}']}")
+                if self.vacuous[label][k]:
+                    useful = self.useful_epsilon(family=label, k=k)
+                    fix = (f"epsilon >= {useful:g} would give ±{USEFUL_FRACTION:.0%} of it" if
+                           useful is not None else f"no epsilon <= {EPSILON_MAX:g} gives "
+                           f"±{USEFUL_FRACTION:.0%} of it")
+                    line += (f" — VACUOUS: no narrower than the trivial range [0, "
+                             f"{self.scale:,}]; {fix}")
+                out.append(line)
+        return out
+
+
+def plan_window_counts(
+    *,
+    horizon: int | None = None,
+    start: Any = None,
+    end: Any = None,
+    period: Any = None,
+    epsilon: float,
+    delta: float = 0.0,
+    unit: str,
+    k_values: Sequence[int] | int,
+    windows: Sequence[Any] | str | int = ("cumulative",),
+    strategy: str | Mapping[Any, str] = "auto",
+    singleton: bool = False,
+    confidence: float = 0.95,
+    scale: int | None = None,
+) -> WindowCountsPlan:
+    """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
+
+    Parameters
+    ----------
+    horizon, start, end, period, epsilon, delta, unit, k_values, windows, strategy, singleton, \
+confidence
+        As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
+        structure choice).
+    scale : int, optional
+        A public reference reach in items (e.g. the audience size a user declares). A family
+        is flagged vacuous when its interval is at least as wide as ``[0, scale]``; without
+        ``scale`` nothing is flagged (there is no public bound on reach otherwise).
+
+    Returns
+    -------
+    WindowCountsPlan
+
+    Privacy
+    -------
+    Spends nothing: no data is read, only the public parameters, so planning has no privacy
+    cost and needs no accountant.
+
+    Notes
+    -----
+    The per-answer half-width is exactly the one the release states: the same structures are
+    calibrated, each answer is routed to the structure with the smallest exact noise variance,
+    and the half-width is that structure's tail bound (Chernoff bound for discrete Laplace node
+    noise, sub-Gaussian bound for discrete Gaussian) at ``1 − confidence``, plus the bias
+    bound of time compression. It does not depend on the data.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="event", k_values=[1, 3],
+    ...                           windows=["cumulative", 7], scale=1000)
+    >>> sorted(plan.max_halfwidth)
+    ['cumulative', 'fixed(W=7)']
+    >>> plan.vacuous["cumulative"][1]
+    False
+    >>> plan.epsilon_for(plan.max_halfwidth["cumulative"][1] / 2, k=1) > 1.0
+    True
+    """
+    eps = check_epsilon(epsilon, "epsilon", _FUNC)
+    dlt = check_delta(delta, "delta", _FUNC)
+    u = check_unit(unit, _FUNC, ("event", "item"))
+    conf = check_confidence(confidence, "confidence", _FUNC)
+    if not isinstance(singleton, bool):
+        raise ParameterError(message("singleton", _FUNC, "True or False", singleton))
+    sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
+    ks = parse_k(k_values)
+    strat = check_strategy(strategy)
+    axis = time_axis(horizon, start, end, period)
+    fams = parse_windows(windows, axis.horizon)
+    check_memory(axis.horizon, fams, len(ks))
+    inp = _Inputs(axis.horizon, fams, ks, u, dlt, strat, singleton, conf)
+    plan, pred = _predict(inp, eps)
+    halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
+                 if lab != "all"}
+    maxes = {lab: {k: v[1] for k, v in per.items()} for lab, per in pred.items()}
+    vac = {lab: {k: (None if sc is None else bool(2 * h >= sc)) for k, h in per.items()}
+           for lab, per in maxes.items()}
+    return WindowCountsPlan(
+        horizon=axis.horizon, epsilon=eps, delta=dlt, unit=u, k_values=ks, windows=fams,
+        confidence=conf, singleton=singleton, scale=sc, accounting=plan.accounting,
+        strategies={name: rec["strategy"] for name, rec in plan.record.items()},
+        halfwidth=halfwidth, max_halfwidth=maxes,
+        band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
+        vacuous=vac, _inputs=inp)
+
