@@ -92,3 +92,12 @@ def _add_anonymize() -> None:
 
 
 _add_anonymize()
+
+
+def _add_reach() -> None:
+    from dpfreq.cli.plan_reach import command as reach_plan
+
+    command.add_command(reach_plan, name="reach")
+
+
+_add_reach()
