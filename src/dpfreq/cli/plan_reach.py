@@ -50,7 +50,8 @@ def parse_window_list(values: tuple[str, ...]) -> list[Any]:
 @click.option("--window", "window_text", multiple=True, default=("cumulative",),
               show_default=True, metavar="cumulative|W|all",
               help="Window families to plan (repeat, or comma-separate): cumulative, rolling "
-                   "width W, all windows.")
+                   "width W, all windows. The budget is split over exactly these; `dpfreq "
+                   "reach` always releases cumulative, so list it to plan that command.")
 @click.option("--singleton", is_flag=True, default=False,
               help="Plan for a declared singleton log (as for dpfreq reach).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
