@@ -590,9 +590,9 @@ def test_huge_parameters_are_refused_before_spending(kwargs: dict, param: str,
 
 
 def test_tiny_epsilon_window_is_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpfreq.profile.bounds as bounds
+    import dpfreq.resources as resources
 
-    monkeypatch.setattr(bounds, "available_memory", lambda: 1 << 30)
+    monkeypatch.setattr(resources, "available_memory_bytes", lambda: 1 << 30)
     with pytest.raises(ParameterError, match="epsilon of ProfileSketch must be small enough "
                        "for the reconstruction's noise window") as info:
         ProfileSketch(1000, max_count=5, epsilon=1e-6)

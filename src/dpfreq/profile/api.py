@@ -16,31 +16,27 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import (
-    check_confidence,
     check_count_array,
-    check_epsilon,
-    check_int,
-    check_unit,
     message,
 )
 from dpfreq.budget import check_accountant
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
-from dpfreq.profile.bounds import check_memory, default_bound_parameter, minimum_bound_parameter
+from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.direct import (
     DIRECT_SENSITIVITY,
-    DOMAIN_LIMIT,
     direct_gamma,
     noisy_classes,
     project_to_simplex,
 )
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.intervals import IntervalSet, direct_half_widths, direct_intervals
-from dpfreq.profile.plan import UNITS, USEFUL_L1, choose_method, plan_profile
+from dpfreq.profile.plan import USEFUL_L1, check_profile_parameters, plan_profile
 from dpfreq.profile.reconstruct import check_reconstruction_memory, sketch_release
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
+from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["release_profile"]
@@ -280,12 +276,8 @@ def release_profile(
     ((5,), 'item', 'direct')
     """
     func = "release_profile"
-    d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    u = check_unit(unit, func, UNITS)
-    conf = check_confidence(confidence, "confidence", func)
-    chosen, why = choose_method(method, u, func)
+    d, n, eps, u, conf, chosen, why = check_profile_parameters(
+        domain_size, max_count, epsilon, unit, confidence, method, func)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \
         else None
     if norm_s is None:

@@ -14,8 +14,6 @@ against the range of ε a user may type.
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import scipy.fft
 
@@ -27,9 +25,7 @@ from dpfreq.profile.kernel import CirculantKernel, get_kernel
 
 __all__ = [
     "USEFUL_L1",
-    "available_memory",
     "bound_parameter",
-    "check_memory",
     "default_bound_parameter",
     "event_probability",
     "minimum_bound_parameter",
@@ -184,37 +180,8 @@ def useful_sketch_epsilon(domain_size: int, max_count: int, epsilon: float,
     return float(f"{min(math.ceil(eps / scale) * scale, 1000.0):.3g}")
 
 
-# ----------------------------------------------------------------------------------------------
-# memory
-
-
-def available_memory() -> int:
-    """Bytes of memory available to this process now (``MemAvailable`` of ``/proc/meminfo``;
-    otherwise the free physical pages; 8 GiB when the platform says neither)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_AVPHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 8 << 30
-
-
 def reconstruction_memory(max_count: int, B: int) -> int:
     """Bytes a reconstruction needs: some 24 float arrays of ``P = n + 2B + 1`` (kernel, FFT
     buffers, inversion) and the simulated interval draws of ``n + 1`` entries."""
     P = max_count + 2 * B + 1
     return 8 * (24 * P + 2 * SIMULATION_DRAWS * (max_count + 1))
-
-
-def check_memory(need: int, *, param: str, func: str, value: object, what: str) -> None:
-    """ParameterError ``"<param> of <func> must be small enough ...; needs X GiB, Y available"``
-    when ``need`` bytes exceed what is available (checked before anything is allocated)."""
-    have = available_memory()
-    if need > have:
-        raise ParameterError(message(param, func, f"small enough for {what} to fit in memory "
-                                     f"(needs {need / 2**30:.3g} GiB, {have / 2**30:.3g} GiB "
-                                     "available)", value))

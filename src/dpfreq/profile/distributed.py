@@ -369,7 +369,7 @@ class DistributedProfileSketch:
 
     def to_numpy(self) -> NDArray[np.int64]:
         """The noisy histogram collected to the driver (only for domains that fit in memory)."""
-        from dpfreq.profile.bounds import check_memory
+        from dpfreq.resources import check_memory
 
         func = "DistributedProfileSketch.to_numpy"
         check_memory(24 * self.domain_size, param="domain_size", func=func,

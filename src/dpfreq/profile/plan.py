@@ -33,6 +33,7 @@ __all__ = [
     "UNITS",
     "USEFUL_L1",
     "ProfilePlan",
+    "check_profile_parameters",
     "choose_method",
     "plan_profile",
 ]
@@ -63,6 +64,22 @@ def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
     if unit == "item" and m != "direct":
         raise ParameterError(message("unit", func, _SKETCH_UNIT.format(method=m), unit))
     return m, f"method={m!r} was asked for"
+
+
+def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, unit: Any,
+                             confidence: Any, method: Any,
+                             func: str) -> tuple[int, int, float, str, float, str, str]:
+    """``(d, n, ε, unit, confidence, method, why)`` checked for a profile release or plan.
+
+    The method is chosen by :func:`choose_method` (public parameters only).
+    """
+    d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
+    n = check_int(max_count, "max_count", func, minimum=0)
+    eps = check_epsilon(epsilon, "epsilon", func)
+    u = check_unit(unit, func, UNITS)
+    conf = check_confidence(confidence, "confidence", func)
+    chosen, why = choose_method(method, u, func)
+    return d, n, eps, u, conf, chosen, why
 
 
 def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
@@ -235,13 +252,8 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     >>> plan.method, plan.half_width
     ('direct', 6.0)
     """
-    func = "plan_profile"
-    d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    u = check_unit(unit, func, UNITS)
-    conf = check_confidence(confidence, "confidence", func)
-    chosen, why = choose_method(method, u, func)
+    d, n, eps, u, conf, chosen, why = check_profile_parameters(
+        domain_size, max_count, epsilon, unit, confidence, method, "plan_profile")
     blank = ProfilePlan(domain_size=d, max_count=n, epsilon=eps, unit=u, method=chosen,
                         confidence=conf, why=why, half_width=None, band_half_width=None,
                         l1_error=None, l1_bound=2.0, vacuous=True)

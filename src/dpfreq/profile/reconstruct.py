@@ -33,7 +33,6 @@ from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace, sample
 from dpfreq.profile.bounds import (
     USEFUL_L1,
     bound_parameter,
-    check_memory,
     default_bound_parameter,
     event_probability,
     minimum_bound_parameter,
@@ -48,6 +47,7 @@ from dpfreq.profile.kernel import CirculantKernel, get_kernel
 from dpfreq.profile.mle import em_profile, log_likelihood
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
+from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [

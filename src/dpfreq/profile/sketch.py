@@ -35,12 +35,13 @@ from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
-from dpfreq.profile.bounds import check_memory, default_bound_parameter
+from dpfreq.profile.bounds import default_bound_parameter
 from dpfreq.profile.domain_sampling import check_sample_rate, sample_domain
 from dpfreq.profile.histogram_noise import NOISE_BLOCK, domain_noise, master_key
 from dpfreq.profile.reconstruct import check_reconstruction_memory, reconstruct_profile
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch_files import DOMAIN_LIMIT, SketchState, read_sketch, write_sketch
+from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["ProfileSketch", "sample_domain"]
