@@ -112,13 +112,14 @@ def _hwm_mb(pid: int) -> float:
 
 
 def profile_release(eng: Any, src: Any, max_count: int = 100) -> Any:
-    """A full single-machine profile release through the engine: ``release_profile`` (exact
-    count-of-counts from the engine, exact discrete Laplace noise for every item of the public
-    domain 0..ITEMS-1 drawn in chunks on the driver, FFT reconstruction)."""
+    """A full profile release through the engine: ``release_profile`` at item level with the
+    default method (direct: exact count-of-counts from the engine, exact discrete Laplace noise
+    on its ``max_count + 1`` classes, projection onto non-negative integer counts summing to the
+    public domain size ITEMS)."""
     from dpfreq.profile import release_profile
 
     return release_profile(src, item="item", domain_size=ITEMS, max_count=max_count,
-                           epsilon=1.0, engine=eng, rng=None)
+                           epsilon=1.0, unit="item", engine=eng, rng=None)
 
 
 WINDOW_HORIZON = 365
@@ -201,14 +202,14 @@ def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str
         t0 = time.perf_counter()
         try:
             rel = release_window_counts(path, item="item", time="time", horizon=WINDOW_HORIZON,
-                                        epsilon=1.0, k_values=[1, 3],
+                                        epsilon=1.0, unit="event", k_values=[1, 3],
                                         windows=["cumulative", 7], engine=eng, rng=2026)
         except Exception as exc:  # e.g. the driver runs out of memory: a result, not a crash
             out["error"] = str(exc).splitlines()[0][:200]
             out[f"release{run}_s"] = time.perf_counter() - t0
             break
         out[f"release{run}_s"] = time.perf_counter() - t0
-        out["reach_T"] = int(rel.value["cumulative"]["k=1"][-1])
+        out["reach_T"] = int(rel.value["cumulative"][1][-1])
     out["driver_rss_mb"] = _rss_mb()
     stop.set()
     sampler.join()
@@ -246,6 +247,7 @@ def windows_main(n: int, args: argparse.Namespace) -> None:
               f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8} {pyw:>10}  "
               f"{res}")
     print("(release_window_counts(windows=['cumulative', 7], k_values=[1, 3], horizon=365, "
+          "unit='event', "
           "rng=2026: same noise, so equal results mean equal exact counts); "
           "spark: reduce_items on the executors; spark-collect: occurrence_times to the driver "
           "(the previous path); driver MB = peak RSS of the Python driver; JVM MB = peak of "
@@ -397,8 +399,9 @@ def main() -> None:
             print(f"{eng:<8} {op:<16} {t:8.2f} {tw:8.2f} {n / tw:11.3e} {ratio:10.2f} "
                   f"{r['driver_rss_mb']:10.0f} {r['baseline_rss_mb']:10.0f} {jvm:>8}")
     print("(events/s and ratios from the warm run; idle MB = driver RSS before the engine ran;\n"
-          f" profile_release = release_profile: count_of_counts + noise over d = {ITEMS:.0e} + "
-          "reconstruction, n = 100)")
+          f" profile_release = release_profile(unit='item', method 'auto' = direct): "
+          f"count_of_counts + discrete Laplace on n + 1 = 101 classes + projection, "
+          f"d = {ITEMS:.0e})")
     if "memory" in results:
         print(f"(memory includes {results['memory']['load_s']:.2f} s Parquet -> numpy)")
     if any("occurrence_times_s" in r for r in results.values()):
