@@ -159,6 +159,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None
                 t1 = np.maximum(1, ts - int(w) + 1)
                 structs = [s for s in structs if s.family != "fixed" or s.width == w]
             half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon)
+            half.flags.writeable = False  # held by a frozen plan
             out[label][k] = (half, float(half.max()), float(band.max()))
     return out
 
@@ -270,16 +271,24 @@ class WindowCountsPlan:
         if value(EPSILON_MAX) > t:
             raise ParameterError(message("target_halfwidth", func, "reachable at ε <= "
                                          f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
-        if value(EPSILON_MIN) <= t:
+        if value(self.epsilon) > t:  # bracket around the planned ε first
+            lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
+        elif value(EPSILON_MIN) <= t:
             return EPSILON_MIN
-        lo, hi = math.log(EPSILON_MIN), math.log(EPSILON_MAX)
-        for _ in range(40):  # 40 halvings of a log-range of 20: < 1e-10 relative
+        else:
+            lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
+        for _ in range(24):  # 24 halvings of a log-range <= 21: < 2e-6 relative
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if value(math.exp(mid)) > t else (lo, mid)
         eps = math.exp(hi)
-        scale = 10 ** (math.floor(math.log10(eps)) - 2)
-        rounded = float(f"{min(math.ceil(eps / scale) * scale, EPSILON_MAX):.3g}")
-        return rounded if value(rounded) <= t else eps
+        step = 10 ** (math.floor(math.log10(eps)) - 2)
+        rounded = math.ceil(eps / step) * step
+        for _ in range(5):  # the half-width is integer-rounded: step up if the rounding misses
+            cand = float(f"{min(rounded, EPSILON_MAX):.3g}")
+            if value(cand) <= t:
+                return cand
+            rounded += step
+        return eps
 
     def useful_epsilon(self, *, family: Any = "cumulative", k: int = 1) -> float | None:
         """The ε at which the family's half-width falls to :data:`USEFUL_FRACTION` · ``scale``
