@@ -193,6 +193,16 @@ class WindowCountsPlan:
         ``vacuous[label][k]``: True when ``2 · max_halfwidth >= scale``, i.e. the interval is
         at least as wide as the trivial range ``[0, scale]`` a user who declares ``scale``
         already knows; None when no ``scale`` was given (not judged).
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=366, epsilon=0.1, unit="item", k_values=[1],
+    ...                           scale=2_000)
+    >>> plan.vacuous["cumulative"][1], plan.halfwidth["cumulative"][1].shape
+    (True, (366,))
+    >>> plan.lines()[0].endswith("epsilon >= 0.526 would give ±10% of it")
+    True
     """
 
     horizon: int
