@@ -4,9 +4,11 @@
   to a :class:`ProfileRelease` with intervals; :func:`plan_profile` predicts its accuracy.
 * :class:`ProfileSketch`: the updatable ε-DP noisy histogram in memory (save/load, clipped
   release); :class:`DistributedProfileSketch`: the same on Spark.
-* :func:`reconstruct_profile` / :func:`reconstruct_profile_from_counts`: the reconstruction
-  (Wu & Pagh 2024, Algorithms 2+3, or EM with ``method="mle"``) from a noisy histogram or its
-  noisy profile, with simulated intervals and the Theorem 1.1 ℓ1 bound.
+* :func:`reconstruct_profile`: the reconstruction (Wu & Pagh 2024, Algorithms 2+3, or EM with
+  ``method="mle"``) from a noisy histogram, with simulated intervals and the Theorem 1.1 ℓ1
+  bound. Building blocks (the noisy profile of a histogram, reconstruction from it, the window
+  parameter ``B``, unfolding a clipped histogram) stay importable from
+  :mod:`dpfreq.profile.reconstruct` and :mod:`dpfreq.profile.bounds`.
 * :func:`naive_profile`, :func:`lp_profile`: baselines.
 
 Reconstruction is deterministic post-processing of the ε-DP sketch: running it many times
@@ -19,15 +21,7 @@ from dpfreq.profile.api import release_profile
 from dpfreq.profile.baselines import lp_profile, naive_profile
 from dpfreq.profile.distributed import DistributedProfileSketch
 from dpfreq.profile.plan import ProfilePlan, plan_profile
-from dpfreq.profile.reconstruct import (
-    bound_parameter,
-    default_bound_parameter,
-    minimum_bound_parameter,
-    noisy_profile_counts,
-    reconstruct_profile,
-    reconstruct_profile_from_counts,
-    unfold_clipped,
-)
+from dpfreq.profile.reconstruct import reconstruct_profile
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch import ProfileSketch
 
@@ -36,15 +30,9 @@ __all__ = [
     "ProfilePlan",
     "ProfileRelease",
     "ProfileSketch",
-    "bound_parameter",
-    "default_bound_parameter",
     "lp_profile",
-    "minimum_bound_parameter",
     "naive_profile",
-    "noisy_profile_counts",
     "plan_profile",
     "reconstruct_profile",
-    "reconstruct_profile_from_counts",
     "release_profile",
-    "unfold_clipped",
 ]

@@ -47,6 +47,13 @@ def naive_profile(noisy_histogram: Any, *, max_count: int,
     Returns
     -------
     numpy.ndarray of float64, length ``n + 1``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfreq.profile import naive_profile
+    >>> naive_profile(np.array([0, 1, 1, 5, -2]), max_count=3)  # -2 and 5 fall outside 0..3
+    array([0.2, 0.4, 0. , 0. ])
     """
     func = "naive_profile"
     n = check_int(max_count, "max_count", func, minimum=0)
@@ -147,6 +154,18 @@ def lp_profile(profile_counts: Any, *, domain_size: int, max_count: int, epsilon
     -------
     numpy.ndarray of float64
         ``r[0..n]`` on the simplex minimising the objective.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfreq.profile import ProfileSketch, lp_profile
+    >>> from dpfreq.profile.reconstruct import noisy_profile_counts
+    >>> sketch = ProfileSketch.from_counts(np.array([0, 1, 1, 2, 3]), domain_size=200,
+    ...                                    max_count=3, epsilon=2.0, rng=3)
+    >>> counts = noisy_profile_counts(sketch.noisy_counts(), max_count=3, B=4)
+    >>> r = lp_profile(counts, domain_size=200, max_count=3, epsilon=2.0, B=4)
+    >>> r.shape, bool(np.isclose(r.sum(), 1.0)), bool(r.min() >= 0)
+    ((4,), True, True)
     """
     func = "lp_profile"
     d = check_int(domain_size, "domain_size", func, minimum=1)

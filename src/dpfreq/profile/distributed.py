@@ -136,6 +136,19 @@ class DistributedProfileSketch:
     :meth:`reconstruct`, :meth:`save`) is post-processing. The guarantee requires the master key
     to stay secret; a seeded key is for testing only. Updates add exact counts without
     clamping: the caller must keep every item's total within ``max_count``.
+
+    Examples
+    --------
+    The sketch lives in a Spark table (the lines that need Spark are not run here):
+
+    >>> from dpfreq.profile import DistributedProfileSketch
+    >>> sketch = DistributedProfileSketch.create(  # doctest: +SKIP
+    ...     spark.table("events"), item="user_id", domain_size=10**8, max_count=50,
+    ...     epsilon=1.0, engine="spark")
+    >>> sketch.save("/data/sketches/users")  # doctest: +SKIP
+    >>> rel = DistributedProfileSketch.open("/data/sketches/users").reconstruct()  # doctest: +SKIP
+    >>> rel.value.shape  # doctest: +SKIP
+    (51,)
     """
 
     def __init__(self, table: Any, meta: _Meta, *, tables: Any, location: str | None = None,
@@ -381,10 +394,10 @@ class DistributedProfileSketch:
         """Reconstruct the profile on the driver from :meth:`noisy_profile_counts`.
 
         Post-processing (no budget): the window ``B`` is
-        :func:`~dpfreq.profile.default_bound_parameter` at failure probability
+        :func:`~dpfreq.profile.bounds.default_bound_parameter` at failure probability
         ``(1 − confidence)/2``; the release is that of
-        :func:`~dpfreq.profile.reconstruct_profile_from_counts` (unit ``"event"``, per-class
-        intervals and band, ``l1_bound``).
+        :func:`~dpfreq.profile.reconstruct.reconstruct_profile_from_counts` (unit ``"event"``,
+        per-class intervals and band, ``l1_bound``).
         """
         func = "DistributedProfileSketch.reconstruct"
         conf = check_confidence(confidence, "confidence", func)

@@ -89,7 +89,7 @@ def inverse_norm_bounds(B: int, alpha: float) -> tuple[float, float]:
 
     ``‖A^{-1}‖_2 ≤ P_norm (1+α)/(1 − α − 2α^{B+1})`` and
     ``‖A^{-1}‖_1 ≤ P_norm (2 + α + 1/α) / (1/α − α − 4α^B)``; both require the condition on B of
-    :func:`~dpfreq.profile.bound_parameter`.
+    :func:`~dpfreq.profile.bounds.bound_parameter`.
     Returns ``inf`` where the denominator is not positive. With ``α = 0`` both are 1.
     """
     pn = p_norm(B, alpha)

@@ -118,6 +118,13 @@ class ProfilePlan:
         q_band / d`` for ``direct`` (band plus projection), Wu & Pagh's Theorem 1.1 otherwise.
     vacuous : bool
         True when ``l1_bound`` reaches the trivial value 2.
+
+    Examples
+    --------
+    >>> from dpfreq.profile import plan_profile
+    >>> plan = plan_profile(domain_size=10**6, max_count=20, epsilon=0.5, unit="item")
+    >>> plan.method, plan.vacuous, plan.half_width is not None
+    ('direct', False, True)
     """
 
     domain_size: int

@@ -509,6 +509,17 @@ def reconstruct_profile(
     at most 1 in one coordinate. The noisy histogram is ε-DP (discrete Laplace, Ghosh et al.
     2009, with or without clipping); everything here is post-processing, so the release is
     ε-DP and reconstructing many times from one sketch spends no further budget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfreq.profile import ProfileSketch, reconstruct_profile
+    >>> sketch = ProfileSketch.from_counts(np.array([0, 1, 1, 2, 3]), domain_size=200,
+    ...                                    max_count=3, epsilon=2.0, rng=3)
+    >>> rel = reconstruct_profile(sketch.noisy_counts(), max_count=3, epsilon=2.0,
+    ...                           confidence=0.9)
+    >>> rel.value.shape, rel.unit, rel.error.confidence
+    ((4,), 'event', 0.9)
     """
     func = "reconstruct_profile"
     n = check_int(max_count, "max_count", func, minimum=0)

@@ -47,6 +47,19 @@ class ProfileRelease(Release):
         The noisy input of the estimate as fractions of ``d``: the noisy count-of-counts on
         ``t = 0..n`` for ``direct``; the counts of noisy values on ``t = −B..n+B`` for the sketch
         methods. Released (it is what the estimate is computed from).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfreq.profile import release_profile
+    >>> rel = release_profile(np.array([3, 1, 0, 2]), domain_size=10, max_count=4,
+    ...                       epsilon=1.0, unit="item", rng=7)
+    >>> rel.value.shape, rel.error.kind, rel.error.lower.shape
+    ((5,), 'interval', (5,))
+    >>> bool(np.all(rel.error.lower <= rel.value)) and bool(np.all(rel.value <= rel.error.upper))
+    True
+    >>> sorted(rel.table())[:3]
+    ['band_lower', 'band_upper', 'estimate']
     """
 
     domain_size: int

@@ -198,6 +198,18 @@ class ProfileSketch:
 
     Two independently noised sketches cannot be added (``+`` raises): the sum would carry two
     noise draws per counter while the reconstruction's kernel assumes exactly one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfreq.profile import ProfileSketch
+    >>> sketch = ProfileSketch(1000, max_count=5, epsilon=1.0, rng=1)
+    >>> sketch.update([3, 3, 7, 42])  # one call per batch of events (item ids)
+    >>> rel = sketch.reconstruct(confidence=0.9)
+    >>> rel.value.shape, rel.unit, rel.method
+    ((6,), 'event', 'fft')
+    >>> round(float(rel.value.sum()), 6)
+    1.0
     """
 
     __array_ufunc__ = None  # numpy must not try ``array + sketch`` element-wise
