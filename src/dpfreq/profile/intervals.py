@@ -28,9 +28,11 @@ __all__ = [
     "SIMULATION_DRAWS",
     "IntervalSet",
     "band_level",
+    "bootstrap_intervals",
     "direct_half_widths",
     "direct_intervals",
     "integer_classes",
+    "order_quantile",
     "release_key",
     "simulated_intervals",
     "sum_half_width",
@@ -256,18 +258,13 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     A parametric bootstrap: take class sizes ``m̂`` nearest to ``r̂ · d``, simulate the counts of
     noisy values that a sketch of a data set with that profile would give (each item's noisy
     value is ``k + Z``; the counts per class are multinomial, or Poisson for large tables),
-    reconstruct each with ``solve`` and record the errors ``r* − r̂``. The per-class interval is
-    ``r̂ ± w_t`` with ``w_t`` the ``confidence``-quantile of ``|r*_t − r̂_t|``; the band is
-    ``r̂ ± c·s_t`` with ``s_t`` the simulated standard deviation of class ``t`` (floored at
-    ``1/d``) and ``c`` the ``confidence``-quantile of ``max_t |r*_t − r̂_t| / s_t``; all are
-    clipped to ``[0, 1]``. A class estimated at 0 is absent from every simulated data set, so
-    its own simulated spread says nothing about how much mass the reconstruction rounded away:
-    it gets the ``confidence``-quantile of ``|r* − r̂|`` pooled over the classes estimated
-    above 0, and the largest ``s_t`` among them. Coverage is approximate (the simulation
-    starts from ``r̂``, not the unknown truth) and is measured by
-    ``benchmarks/bench_profile.py``. The generator is ChaCha20 keyed by SHA-256 of the
-    released counts and the public parameters, so the intervals are a deterministic function of
-    the release: anyone holding it recomputes them. Post-processing only: no privacy cost.
+    reconstruct each with ``solve`` and record the errors ``r* − r̂``; the intervals and the
+    band are built from them by :func:`bootstrap_intervals` (bias-aware, with finite-sample
+    order statistics). Coverage is approximate (the simulation starts from ``r̂``, not the
+    unknown truth) and is measured by ``benchmarks/bench_sketch_intervals.py``. The generator
+    is ChaCha20 keyed by SHA-256 of the released counts and the public parameters, so the
+    intervals are a deterministic function of the release: anyone holding it recomputes them.
+    Post-processing only: no privacy cost.
     """
     d, n = int(domain_size), int(max_count)
     r_hat = np.asarray(estimate, dtype=np.float64)
@@ -280,18 +277,55 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     for i in range(draws):
         sketch = _draw_counts(m, B, gamma, probs, gen)
         errors[i] = np.asarray(solve(sketch), dtype=np.float64) - r_hat
-    absolute = np.abs(errors)
-    w = np.quantile(absolute, confidence, axis=0, method="higher")
-    s = np.maximum(errors.std(axis=0), 1.0 / d)
+    return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence)
+
+
+def order_quantile(values: NDArray[np.float64], level: float, axis: int | None = None) -> Any:
+    """The ``⌈(N + 1)·level⌉``-th smallest of ``N`` values (the largest when that exceeds N).
+
+    For exchangeable draws, a fresh draw falls at or below this order statistic with
+    probability at least ``level`` (up to ties): the finite-sample correction of a Monte Carlo
+    quantile.
+    """
+    a = np.asarray(values, dtype=np.float64)
+    if axis is None:
+        a = a.ravel()
+        axis = 0
+    count = a.shape[axis]
+    k = min(count, math.ceil((count + 1) * level - 1e-9))
+    return np.sort(a, axis=axis).take(k - 1, axis=axis)
+
+
+def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64], *,
+                        domain_size: int, confidence: float) -> IntervalSet:
+    """Per-class intervals and band from simulated errors ``r* − r̂`` (one row per draw).
+
+    The simulated bias ``b = mean(r* − r̂)`` estimates how far the reconstruction sits from
+    its input on average (the simplex projection pulls small classes to 0 and pushes mass
+    elsewhere); the centred deviations ``e − b`` give the spread. Each interval is the hull
+    of ``r̂`` and the bias-corrected ``r̂ − b``, widened by the order-statistic quantile
+    (:func:`order_quantile`) of ``|e_t − b_t|``; the band widens the same hull by ``c·s_t``
+    with ``s_t`` the simulated standard deviation (floored at ``1/d``) and ``c`` the
+    order-statistic quantile of ``max_t |e_t − b_t| / s_t``. A class estimated at 0 is absent
+    from every simulated data set, so its own spread says nothing about how much mass the
+    projection removed there: it gets the pooled quantile of the classes seen and their
+    largest ``s_t``. When the band is no better than the trivial bound (its widths sum to 2 or
+    more) the reconstruction cannot resolve single classes, and each per-class interval is
+    widened to the band (the band's coverage is then that of every interval).
+    """
+    d = int(domain_size)
+    bias = errors.mean(axis=0)
+    dev = np.abs(errors - bias)
+    w = order_quantile(dev, confidence, axis=0)
+    s = np.maximum((errors - bias).std(axis=0), 1.0 / d)
     seen = r_hat > 0
     if seen.any() and not seen.all():
-        # a class estimated at 0 has no items in the simulation, so its own spread is ~0 while
-        # its true mass may be anything below the detection level: give it the pooled
-        # half-width and the largest spread of the classes that were seen
-        w = np.where(seen, w, np.maximum(w, np.quantile(absolute[:, seen], confidence,
-                                                         method="higher")))
+        w = np.where(seen, w, np.maximum(w, order_quantile(dev[:, seen], confidence)))
         s = np.where(seen, s, np.maximum(s, s[seen].max()))
-    c = float(np.quantile((absolute / s).max(axis=1), confidence, method="higher"))
-    return IntervalSet(lower=np.clip(r_hat - w, 0.0, 1.0), upper=np.clip(r_hat + w, 0.0, 1.0),
-                       band_lower=np.clip(r_hat - c * s, 0.0, 1.0),
-                       band_upper=np.clip(r_hat + c * s, 0.0, 1.0))
+    c = float(order_quantile((dev / s).max(axis=1), confidence))
+    lo, hi = np.minimum(r_hat, r_hat - bias), np.maximum(r_hat, r_hat - bias)
+    band_lower, band_upper = np.clip(lo - c * s, 0.0, 1.0), np.clip(hi + c * s, 0.0, 1.0)
+    lower, upper = np.clip(lo - w, 0.0, 1.0), np.clip(hi + w, 0.0, 1.0)
+    if float(np.sum(band_upper - band_lower)) >= 2.0:
+        lower, upper = np.minimum(lower, band_lower), np.maximum(upper, band_upper)
+    return IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)

@@ -51,6 +51,8 @@ from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
+    "DRAW_EM_ITERATIONS",
+    "EM_ITERATIONS",
     "SKETCH_METHODS",
     "bound_parameter",
     "check_reconstruction_memory",
@@ -71,6 +73,8 @@ __all__ = [
 _CHUNK = 1 << 22
 SKETCH_METHODS = ("fft", "mle")
 _MLE_MIX = 0.1  # weight of the uniform profile in the EM starting point
+EM_ITERATIONS = 3000  # EM cap of a released estimate
+DRAW_EM_ITERATIONS = 100  # EM cap of each simulated draw of the intervals (see sketch_release)
 
 
 def _gamma_alpha(epsilon: float) -> tuple[Fraction, float, float]:
@@ -224,22 +228,24 @@ def round_profile(r: NDArray[np.float64], *, B: int, max_count: int) -> NDArray[
 
 
 def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
-                  norm: str = "1", method: str = "fft") -> tuple[NDArray[np.float64],
+                  norm: str = "1", method: str = "fft",
+                  em_iterations: int = EM_ITERATIONS) -> tuple[NDArray[np.float64],
                                                                dict[str, Any]]:
     """Deterministic core: ``f~`` (length ``P``) → ``r[0..n]`` by Algorithms 2+3 or by EM.
 
     ``method="mle"`` starts EM from the Algorithms 2+3 solution mixed with the uniform profile
     (weight 0.1) and returns the EM result only when its likelihood exceeds that of the
     Algorithms 2+3 solution by more than rounding noise (relative 1e-12), so an exact,
-    noise-free ``f~ = A f`` gives back ``f``. Returns the
-    profile and diagnostics (empty for ``"fft"``).
+    noise-free ``f~ = A f`` gives back ``f``. ``em_iterations`` caps EM (the simulated draws
+    of the intervals use a smaller cap). Returns the profile and diagnostics (empty for
+    ``"fft"``).
     """
     n, B = kernel.max_count, kernel.B
     r = round_profile(fast_inversion(noisy_profile, kernel, norm), B=B, max_count=n)
     if method != "mle":
         return r, {}
     start = (1.0 - _MLE_MIX) * r + _MLE_MIX / (n + 1)
-    em = em_profile(noisy_profile, kernel, start=start)
+    em = em_profile(noisy_profile, kernel, start=start, max_iter=em_iterations)
     total = float(noisy_profile.sum())
     ll_fft = log_likelihood(r, noisy_profile / total if total > 0 else noisy_profile, kernel)
     # EM must beat the Algorithms 2+3 solution by more than rounding noise: on an exact f~ both
@@ -306,7 +312,8 @@ def sketch_release(
     r, diagnostics = solve_profile(f_tilde, kernel, norm=norm, method=method)
 
     def solve(c: NDArray[np.int64]) -> NDArray[np.float64]:
-        return solve_profile(c.astype(np.float64) / d, kernel, norm=norm, method=method)[0]
+        return solve_profile(c.astype(np.float64) / d, kernel, norm=norm, method=method,
+                             em_iterations=DRAW_EM_ITERATIONS)[0]
 
     iv = simulated_intervals(r, counts, solve=solve, domain_size=d, max_count=n, B=b,
                              gamma=gamma, confidence=confidence, label=f"{method}/{norm}")
@@ -323,7 +330,9 @@ def sketch_release(
             f"probability at least {l1_conf:.6g} (release.l1_bound).")
     if method == "mle":
         desc += (" The theorem is proved for Algorithms 2+3 (method='fft'); the estimate was "
-                 "computed by EM maximum likelihood.")
+                 "computed by EM maximum likelihood (at most "
+                 f"{EM_ITERATIONS} iterations; each simulated sketch of the intervals runs at "
+                 f"most {DRAW_EM_ITERATIONS}, from its own Algorithms 2+3 start).")
     note = _vacuous_note(d, n, epsilon, confidence) if iv.band_l1 >= 2.0 else None
     half = np.maximum(r - iv.lower, iv.upper - r)
     error = ErrorStatement(kind="interval", confidence=confidence, value=half,
