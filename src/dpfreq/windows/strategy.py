@@ -47,7 +47,6 @@ from numpy.typing import NDArray
 from dpfreq.errors import ParameterError
 from dpfreq.noise import (
     discrete_laplace_gamma,
-    discrete_laplace_tail_bound,
     discrete_laplace_variance,
     epsilon_to_fraction,
     sample_discrete_laplace,
@@ -60,6 +59,7 @@ from dpfreq.windows.lazy_noise import (
     gaussian_sigma2,
     structure_name,
 )
+from dpfreq.windows.noise_law import sum_quantile
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
@@ -115,28 +115,14 @@ def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
 
 
 def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float64]:
-    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β`` by a Chernoff bound.
+    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β`` from the exact law of the sum.
 
-    ``Z_i`` i.i.d. ``DLap(γ)``. For one node the exact tail is used. The bound
-    ``Pr[|S| > x] <= 2 e^{−λx} M(λ)^m`` holds for every ``0 < λ < γ`` with the moment generating
-    function ``M(λ) = (1−α)²/((1−αe^λ)(1−αe^{−λ}))``; the smallest over a grid is taken.
+    ``Z_i`` i.i.d. ``DLap(γ)``; the law of the sum of ``m`` of them is the ``m``-fold
+    convolution of the node pmf (:func:`dpfreq.windows.noise_law.sum_quantile`, which certifies
+    the quantile with the truncated mass counted against it, and falls back to a Chernoff bound
+    only when the support is too long to compute).
     """
-    m_arr = np.asarray(nodes, dtype=np.int64)
-    out = np.zeros(m_arr.shape, dtype=np.float64)
-    g = float(gamma)
-    alpha = math.exp(-g)
-    lam = g * np.concatenate((np.geomspace(1e-6, 0.5, 2000), 1 - np.geomspace(0.5, 1e-7, 2000)))
-    log_m = (2 * math.log1p(-alpha) - np.log1p(-alpha * np.exp(lam))
-             - np.log1p(-alpha * np.exp(-lam)))
-    for m in np.unique(m_arr):
-        if m <= 0:
-            continue
-        if m == 1:
-            x = float(discrete_laplace_tail_bound(beta, gamma))
-        else:
-            x = float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
-        out[m_arr == m] = x
-    return out
+    return sum_quantile(nodes, beta, gamma=gamma)
 
 
 @functools.lru_cache(maxsize=16)
@@ -298,15 +284,20 @@ class Structure:
     def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]:
         """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query.
 
-        Discrete Laplace: Chernoff bound on the (weighted) sum of node noises
-        (:func:`sum_halfwidth`; for consistent estimates the moment generating function of
-        ``Σ a_v Z_v`` is the product of ``M(λ a_v)``). Discrete Gaussian: σ-sub-Gaussian
-        (Canonne–Kamath–Steinke 2020), so ``x = √(2 Var ln(2/β))``.
+        Without consistency post-processing the answer's noise is a sum of i.i.d. node noises
+        and ``x`` is the certified quantile of its exact law (the convolution of the node pmf,
+        :func:`dpfreq.windows.noise_law.sum_quantile`). Consistent estimates are a linear
+        combination with non-integer weights: discrete Laplace uses a Chernoff bound (the
+        moment generating function of ``Σ a_v Z_v`` is the product of ``M(λ a_v)``), discrete
+        Gaussian its σ-sub-Gaussian tail (Canonne–Kamath–Steinke 2020),
+        ``x = √(2 Var ln(2/β))``.
         """
+        if not self.consistent:
+            if self.noise_kind == "gaussian":
+                return sum_quantile(self.nodes(t1, t2), beta, sigma2=int(self.sigma2))
+            return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         if self.noise_kind == "gaussian":
             return np.sqrt(2.0 * self.variance(t1, t2) * math.log(2.0 / beta))
-        if not self.consistent:
-            return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         xs = self._prefix_index(t1, t2)
         lam, log_m = _weighted_log_mgf(int(self.detail["domain"]), self.gamma.numerator,
                                        self.gamma.denominator)
