@@ -65,7 +65,8 @@ def sgt_poisson_parameter(sample_size: float, extrapolation_ratio: float) -> flo
     t = extrapolation_ratio
     if t <= 1:
         return None
-    return math.log(sample_size * (t + 1) ** 2 / (t - 1)) / (2 * t)
+    # in logs: (t + 1)² overflows a float for t beyond ~1e154
+    return (math.log(sample_size) + 2.0 * math.log1p(t) - math.log(t - 1.0)) / (2.0 * t)
 
 
 def sgt_unseen_coef(r: _F64, n: float, t: float) -> _F64:
