@@ -35,7 +35,7 @@ def test_blocks_are_the_in_memory_noise(spark: Any, seed: int) -> None:
     """Every block's noise on the executors is exactly :func:`domain_noise` under the same
     master key (4 blocks, 2 partitions): the law is the one the in-memory sketch's chi-square
     test checks (``tests/unit/test_profile_sketch.py::test_sketch_noise_law``)."""
-    d, bs = 10_000, 2_500
+    d, bs = 4_000, 1_000
     sketch = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=5,
                                              epsilon=1.0, rng=seed, block_size=bs,
                                              num_partitions=2)
@@ -63,11 +63,12 @@ def test_noise_deterministic_across_partitionings(spark: Any, seed: int) -> None
 
 
 def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path) -> None:
+    """Data, update, save and open in one chain, with a Spark job only where one is checked:
+    the noise is the in-memory :func:`domain_noise` (see the first test), the table is read
+    back once after the data and once after save/open (which also holds the update)."""
     d, n = 2_000, 4
     items = np.array([0, 0, 0, 0, 0, 0, 7, 7, 1999, 5], dtype=np.int64)  # item 0 clamped to 4
     pq.write_table(pa.table({"user": items}), tmp_path / "events.parquet")
-    base = DistributedProfileSketch.create(engine=spark, domain_size=d, max_count=n, epsilon=1.0,
-                                           rng=seed, block_size=700)
     with_data = DistributedProfileSketch.create(str(tmp_path / "events.parquet"), engine=spark,
                                                 domain_size=d, max_count=n, epsilon=1.0,
                                                 rng=seed, block_size=700,
@@ -75,7 +76,8 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
     exact = np.zeros(d, dtype=np.int64)
     np.add.at(exact, items, 1)
     exact = np.minimum(exact, n)
-    noise = base.to_numpy()
+    noise = domain_noise(master_key(resolve_rng(seed)), d, discrete_laplace_gamma(1.0),
+                         block_size=700)
     assert np.array_equal(with_data.to_numpy(), noise + exact)
 
     inc = spark.createDataFrame([(3, 2), (7, 1)], "item long, count long")
@@ -83,7 +85,6 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
     expect = noise + exact
     expect[3] += 2
     expect[7] += 1
-    assert np.array_equal(updated.to_numpy(), expect)
 
     updated.save(tmp_path / "sketch")
     meta = json.loads((tmp_path / "sketch" / "dpfreq_sketch.json").read_text())["payload"]
@@ -94,7 +95,7 @@ def test_data_update_save_open_and_profile(spark: Any, seed: int, tmp_path: Path
     assert np.array_equal(reopened.to_numpy(), expect)
     assert (reopened.domain_size, reopened.max_count, reopened.epsilon) == (d, n, 1.0)
 
-    for B in (0, 3, 9):
+    for B in (0, 9):
         got = reopened.noisy_profile_counts(B)
         assert got.shape == (n + 2 * B + 1,)
         assert np.array_equal(got, noisy_profile_counts(expect, max_count=n, B=B))
