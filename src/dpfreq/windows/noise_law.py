@@ -125,3 +125,108 @@ def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
                 x = min(x, float(b))
         out[m_arr == m] = x
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def sum_pmf(m: int, gamma: Fraction | None = None, sigma2: int | None = None
+            ) -> tuple[int, NDArray[np.float64]] | None:
+    """``(r, p)``: ``p[y + r] <= Pr[S_m = y]`` on ``[−r, r]`` with ``Pr[|S_m| > r] <= τ``; the
+    folded-back mass (at most ``τ``) is subtracted by the callers. ``None`` when too long."""
+    r = int(tail_radius(m, TAIL, gamma=gamma, sigma2=sigma2))
+    if r > MAX_RADIUS:
+        return None
+    z = np.arange(-r, r + 1, dtype=np.float64)
+    if gamma is not None:
+        alpha = math.exp(-float(gamma))
+        node = math.exp(math.log1p(-alpha) - math.log1p(alpha)) * np.exp(-float(gamma) * np.abs(z))
+    else:
+        s2 = float(sigma2 or 0)
+        half = int(40 * math.sqrt(s2)) + 10
+        zz = np.arange(-half, half + 1, dtype=np.float64)
+        node = np.exp(-(z**2) / (2.0 * s2)) / float(np.sum(np.exp(-(zz**2) / (2.0 * s2))))
+    n = sfft.next_fast_len(2 * r + 1, real=True)
+    circ = np.zeros(n, dtype=np.float64)
+    circ[np.arange(-r, r + 1) % n] = node
+    law = np.clip(sfft.irfft(sfft.rfft(circ) ** m, n), 0.0, None)
+    out = law[np.arange(-r, r + 1) % n]
+    out.setflags(write=False)
+    return r, out
+
+
+@functools.lru_cache(maxsize=256)
+def _sum_cdf(m: int, gamma: Fraction | None, sigma2: int | None
+             ) -> tuple[int, NDArray[np.float64]] | None:
+    """``(r, C)`` with ``C[i] = Σ_{y < i − r} p(y)`` (``p`` from :func:`sum_pmf`)."""
+    law = sum_pmf(m, gamma, sigma2)
+    if law is None:
+        return None
+    r, p = law
+    return r, np.concatenate(([0.0], np.cumsum(p)))
+
+
+def weighted_sum_law(weights: NDArray[np.float64], radius: float, *,
+                     gamma: Fraction | None = None, sigma2: int | None = None,
+                     grid: int = 2048) -> tuple[NDArray[np.float64], float, float, float] | None:
+    """Certified law of ``S = Σ_v a_v Z_v`` (non-integer weights, ``Z_v`` i.i.d. node noise).
+
+    Nodes with equal ``|a_v|`` (to 12 decimals) form groups ``g`` with integer sums ``Y_g``
+    (exact law, :func:`sum_pmf`); ``S = Σ_g w_g Y_g + ρ`` with ``|ρ| <= 1e-12·Σ|Z_v|``. Each
+    ``w_g Y_g`` is rounded to the grid ``hℤ`` (``h = radius / grid``; symmetric rounding, so the
+    errors ``e_g`` have mean 0, lie in an interval of length ``min(h, 2 w_g r_g)`` and are
+    independent across groups) and the rounded variables ``J_g`` are convolved on a circle
+    covering ``|S| <= radius`` (``radius`` must satisfy ``Pr[|S| > radius] <= τ``). Returns
+    ``(L, h, Σ_g len_g², ρ_max)``: ``L[c] <= Pr[|Σ_g J_g| <= c]`` with every truncated and
+    folded mass subtracted, the step, the Hoeffding range term and a bound on ``|ρ|`` holding
+    with probability ``>= 1 − τ``. ``None`` when a group's law is too long to compute.
+    """
+    a = np.abs(np.asarray(weights, dtype=np.float64))
+    a = a[a > 0]
+    w_all = np.round(a, 12)
+    ws, counts = np.unique(w_all, return_counts=True)
+    h = radius / grid
+    n_groups = int(ws.size)
+    half = grid + n_groups
+    n = sfft.next_fast_len(2 * half + 1, real=True)
+    tables = [_sum_cdf(int(c), gamma, sigma2) for c in counts.tolist()]
+    if any(t is None for t in tables):
+        return None
+    rs = np.array([t[0] for t in tables if t is not None], dtype=np.int64)
+    j = np.arange(half + 1, dtype=np.float64)[None, :]
+    step = (h / ws)[:, None]
+    top = (rs + 1)[:, None]
+    lo = np.minimum(np.ceil((j - 0.5) * step), top).astype(np.int64) + rs[:, None]
+    hi = np.minimum(np.ceil((j + 0.5) * step), top).astype(np.int64) + rs[:, None]
+    lo[:, 0] = 1 - hi[:, 0] + 2 * rs  # J = 0 holds |y| <= hi_0 − 1
+    pos = np.empty((n_groups, half + 1), dtype=np.float64)
+    for i, t in enumerate(tables):
+        if t is not None:
+            pos[i] = t[1][hi[i]] - t[1][lo[i]]
+    circ = np.zeros((n_groups, n), dtype=np.float64)
+    circ[:, :half + 1] = pos
+    circ[:, n - half:] = pos[:, :0:-1]
+    spec = np.prod(sfft.rfft(circ, axis=1), axis=0)
+    law_j = np.clip(sfft.irfft(spec, n), 0.0, None)
+    mass = np.concatenate(([law_j[0]], law_j[1:half + 1] + law_j[n - half:][::-1])).cumsum()
+    slack = (3 + n_groups) * TAIL + 1e-15 * n * (n_groups + 1) + 1e-12
+    node_r = tail_radius(1, TAIL / max(1, a.size), gamma=gamma, sigma2=sigma2)
+    rho = float(np.max(np.abs(a - w_all))) * a.size * node_r if a.size else 0.0
+    ranges = float(np.sum(np.minimum(h, 2 * ws * rs) ** 2))
+    out: NDArray[np.float64] = mass - slack
+    out.setflags(write=False)
+    return out, h, ranges, rho
+
+
+def weighted_quantile(law: tuple[NDArray[np.float64], float, int, float], beta: float
+                      ) -> float | None:
+    """``b`` with ``Pr[|S| > b] <= β`` from :func:`weighted_sum_law`, or ``None`` if not certified.
+
+    ``Pr[|S| > hc + t + ρ] <= Pr[|hΣJ_g| > hc] + Pr[|Σ e_g| > t] + τ``; the rounding errors are
+    bounded by Hoeffding's inequality, ``t = √(Σ_g len_g² · ln(2/β_e)/2)`` with ``β_e = β/20``.
+    """
+    cdf, h, ranges, rho = law
+    beta_e = beta / 20
+    c = int(np.searchsorted(cdf, 1.0 - beta + beta_e + TAIL, side="left"))
+    if c >= cdf.size or beta <= 1e3 * TAIL:
+        return None
+    t = math.sqrt(ranges * math.log(2.0 / beta_e) / 2.0)
+    return h * c + t + rho

@@ -59,7 +59,7 @@ from dpfreq.windows.lazy_noise import (
     gaussian_sigma2,
     structure_name,
 )
-from dpfreq.windows.noise_law import sum_quantile
+from dpfreq.windows.noise_law import TAIL, sum_quantile, weighted_quantile, weighted_sum_law
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
@@ -146,6 +146,13 @@ def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
         log_m[:, j] = (base - np.log1p(-alpha * np.exp(u)) - np.log1p(-alpha * np.exp(-u))).sum(
             axis=1)
     return lam, log_m
+
+
+@functools.lru_cache(maxsize=4)
+def _consistent_laws(domain: int, gamma: Fraction | None, sigma2: int | None
+                     ) -> dict[int, Any]:
+    """Per consistent prefix ``x``: its certified noise law (filled lazily, public only)."""
+    return {}
 
 
 def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
@@ -296,13 +303,29 @@ class Structure:
             if self.noise_kind == "gaussian":
                 return sum_quantile(self.nodes(t1, t2), beta, sigma2=int(self.sigma2))
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
+        xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
+        d = int(self.detail["domain"])
         if self.noise_kind == "gaussian":
-            return np.sqrt(2.0 * self.variance(t1, t2) * math.log(2.0 / beta))
-        xs = self._prefix_index(t1, t2)
-        lam, log_m = _weighted_log_mgf(int(self.detail["domain"]), self.gamma.numerator,
-                                       self.gamma.denominator)
-        bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
-        out: NDArray[np.float64] = bound[xs]
+            proxy = (self._weights() ** 2).sum(axis=1) * self.sigma2
+            bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
+            radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
+        else:
+            lam, log_m = _weighted_log_mgf(d, self.gamma.numerator, self.gamma.denominator)
+            bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
+            radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
+        gamma = None if self.noise_kind == "gaussian" else self.gamma
+        sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
+        laws = _consistent_laws(d, gamma, sigma2)
+        vals = bound[xs]
+        for i, x in enumerate(xs.tolist()):
+            if x not in laws:
+                laws[x] = weighted_sum_law(self._weights()[x], float(radius[x]), gamma=gamma,
+                                           sigma2=sigma2)
+            law = laws[x]
+            q = weighted_quantile(law, beta) if law is not None else None
+            if q is not None:
+                vals[i] = min(vals[i], q)
+        out: NDArray[np.float64] = vals[inv].reshape(np.shape(inv))
         return out
 
     def _noise_source(self, key: bytes, name: Any) -> Any:
