@@ -110,10 +110,10 @@ def test_bad_input_is_one_parameter_error():
             call()
         assert "\n" not in str(info.value)
     assert plan.to_dict()["halfwidth"]["cumulative"]["1"] == list(plan.halfwidth["cumulative"][1])
-    # exact quantiles: at a large enough ε every answer is exact with probability >= 95 %
+    # exact quantiles: at a large enough ε the answers are nearly exact
     eps = plan.epsilon_for(1e-9)
     assert plan_window_counts(horizon=10, epsilon=eps, unit="event",
-                              k_values=[1]).max_halfwidth["cumulative"][1] == 0
+                              k_values=[1]).max_halfwidth["cumulative"][1] <= 1e-9
 
 
 def exact_reach(items, times, t1, t2, k):
