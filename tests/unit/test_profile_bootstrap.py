@@ -1,0 +1,66 @@
+"""The sketch intervals' construction from simulated errors: order statistics, bias-aware hull,
+vacuous bands, and the EM cap of the simulated draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpfreq.profile import ProfileSketch
+from dpfreq.profile.intervals import bootstrap_intervals, order_quantile
+from dpfreq.profile.reconstruct import DRAW_EM_ITERATIONS, EM_ITERATIONS
+
+
+@pytest.mark.parametrize(("level", "index"), [(0.9, 181), (0.95, 191), (0.5, 101),
+                                              (0.999, 200)])
+def test_order_quantile_is_the_finite_sample_order_statistic(level: float, index: int) -> None:
+    values = np.arange(1.0, 201.0)[::-1].copy()  # 200 draws, unsorted
+    assert order_quantile(values, level) == index  # the ⌈201·level⌉-th smallest, capped at 200
+    cols = np.stack([values, 2 * values], axis=1)
+    np.testing.assert_array_equal(order_quantile(cols, level, axis=0), [index, 2 * index])
+
+
+def test_intervals_contain_the_estimate_and_the_bias_corrected_estimate(seed: int) -> None:
+    gen = np.random.default_rng(seed)
+    r_hat = np.array([0.5, 0.3, 0.2])
+    bias = np.array([0.02, -0.01, -0.01])
+    errors = bias + gen.normal(0.0, 0.001, size=(200, 3))
+    iv = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9)
+    corrected = r_hat - errors.mean(axis=0)
+    for point in (r_hat, corrected):
+        assert np.all(iv.lower <= point)
+        assert np.all(point <= iv.upper)
+        assert np.all(iv.band_lower <= point)
+        assert np.all(point <= iv.band_upper)
+    assert np.all(iv.band_lower <= iv.lower)
+    assert np.all(iv.upper <= iv.band_upper)
+    assert iv.band_l1 < 0.2
+
+
+def test_unseen_class_gets_the_pooled_width(seed: int) -> None:
+    gen = np.random.default_rng(seed)
+    r_hat = np.array([0.6, 0.4, 0.0])
+    errors = gen.normal(0.0, 0.01, size=(200, 3))
+    errors[:, 2] = 0.0  # a class estimated at 0 has no items in any simulated data set
+    iv = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9)
+    assert iv.upper[2] >= 0.5 * min(iv.upper[0] - r_hat[0], iv.upper[1] - r_hat[1])
+
+
+def test_vacuous_band_widens_every_interval_to_it(seed: int) -> None:
+    gen = np.random.default_rng(seed)
+    r_hat = np.full(4, 0.25)
+    errors = gen.normal(0.0, 0.3, size=(200, 4))
+    iv = bootstrap_intervals(r_hat, errors, domain_size=100, confidence=0.9)
+    assert iv.band_l1 >= 2.0
+    np.testing.assert_array_equal(iv.lower, iv.band_lower)
+    np.testing.assert_array_equal(iv.upper, iv.band_upper)
+
+
+def test_mle_release_states_the_em_caps(seed: int) -> None:
+    counts = np.minimum(np.random.default_rng(seed).zipf(1.7, 2_000) - 1, 5)
+    sketch = ProfileSketch.from_counts(counts, domain_size=2_000, max_count=5, epsilon=1.0,
+                                       rng=seed)
+    rel = sketch.reconstruct(method="mle", confidence=0.9)
+    assert f"at most {EM_ITERATIONS} iterations" in rel.error.description
+    assert f"most {DRAW_EM_ITERATIONS}, from its own" in rel.error.description
+    assert rel.mechanism_params["em_iterations"] <= EM_ITERATIONS
