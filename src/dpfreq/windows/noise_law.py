@@ -12,13 +12,14 @@ cover size, not per answer):
 1. ``R`` with ``Pr[|S_m| > R] <= τ`` (``τ = 1e-13``) from a Chernoff bound (discrete Laplace)
    or the sub-Gaussian tail of the discrete Gaussian (Canonne, Kamath and Steinke 2020,
    "The discrete Gaussian for differential privacy").
-2. The node pmf restricted to ``[−R, R]`` is placed on a circle of ``n >= 2R + 1`` points and
-   raised to the ``m``-th power in the Fourier domain (circular convolution).
-3. Lower bound. Let ``μ`` be the sub-probability law of ``S_m`` on the event that every node
-   lies in ``[−R, R]``; then ``μ(|s| <= b) <= Pr[|S_m| <= b]``. The circular result equals
-   ``μ`` plus mass of ``μ`` outside ``[−R, R]`` folded back, at most ``τ``. So
-   ``Pr[|S_m| <= b] >= c(b) − τ − ϵ_fft`` with ``c`` the computed mass of ``[−b, b]`` and
-   ``ϵ_fft`` an allowance for floating-point rounding of the transforms.
+2. The law of ``S_m`` folded onto a circle of ``n >= 2R + 1`` points: for discrete Laplace
+   from its characteristic function (exact Fourier coefficients ``φ(2πk/n)^m``); for the
+   discrete Gaussian the node pmf restricted to ``[−R, R]`` raised to the ``m``-th power in
+   the Fourier domain (a sub-probability law: only lowers the mass).
+3. Lower bound. On ``[−R, R]`` the folded law exceeds the true pmf by at most the mass folded
+   back from outside, ``Pr[|S_m| > R] <= τ``. So ``Pr[|S_m| <= b] >= c(b) − τ − ϵ_fft`` with
+   ``c`` the computed mass of ``[−b, b]`` and ``ϵ_fft`` an allowance for floating-point
+   rounding of the transforms.
 4. The half-width is the smallest integer ``b`` with that lower bound ``>= 1 − β``; it is never
    larger than the Chernoff / sub-Gaussian bound (the smaller of the two valid values is used).
 """
@@ -73,6 +74,39 @@ def tail_radius(m: int, beta: float, *, gamma: Fraction | None = None,
     return _gaussian_radius(m, int(sigma2 or 0), beta)
 
 
+def _circular_power(m: int, r: int, gamma: Fraction | None, sigma2: int | None
+                    ) -> tuple[int, NDArray[np.float64]]:
+    """``(n, c)``: the law of ``S_m`` folded onto a circle of ``n >= 2r + 1`` points (index
+    ``s mod n``), clipped at 0 after rounding.
+
+    Discrete Laplace: the Fourier coefficients of the folded law are exactly
+    ``φ(2πk/n)^m`` with the characteristic function ``φ(θ) = (1−α)²/(1 − 2α cos θ + α²)``.
+    Discrete Gaussian: the node pmf on ``[−r, r]`` (a sub-probability) is transformed and
+    raised to the ``m``-th power (real: the pmf is symmetric). Either way ``c`` is at least the
+    mass of the event "every node and the sum within ``[−r, r]``" at each point of ``[−r, r]``
+    and exceeds ``Pr[S_m = s]`` there by at most the folded mass ``Pr[|S_m| > r] <= τ``.
+    """
+    n = sfft.next_fast_len(2 * r + 1, real=True)
+    if gamma is not None:
+        alpha = math.exp(-float(gamma))
+        theta = 2.0 * math.pi * np.arange(n // 2 + 1, dtype=np.float64) / n
+        log_phi = 2.0 * math.log1p(-alpha) - np.log1p(alpha * (alpha - 2.0 * np.cos(theta)))
+        law = sfft.irfft(np.exp(m * log_phi), n)
+    else:
+        s2 = float(sigma2 or 0)
+        z = np.arange(r + 1, dtype=np.float64)
+        half = int(40 * math.sqrt(s2)) + 10
+        zz = np.arange(-half, half + 1, dtype=np.float64)
+        node = np.exp(-(z**2) / (2.0 * s2)) / float(np.sum(np.exp(-(zz**2) / (2.0 * s2))))
+        circ = np.zeros(n, dtype=np.float64)
+        circ[:r + 1] = node
+        if r:
+            circ[n - r:] = node[:0:-1]
+        law = sfft.irfft(sfft.rfft(circ).real ** m, n)
+    np.clip(law, 0.0, None, out=law)
+    return n, law
+
+
 @functools.lru_cache(maxsize=256)
 def sum_abs_cdf(m: int, gamma: Fraction | None = None, sigma2: int | None = None
                 ) -> NDArray[np.float64] | None:
@@ -82,20 +116,7 @@ def sum_abs_cdf(m: int, gamma: Fraction | None = None, sigma2: int | None = None
     r = int(tail_radius(m, TAIL, gamma=gamma, sigma2=sigma2))
     if r > MAX_RADIUS:
         return None
-    z = np.arange(-r, r + 1, dtype=np.float64)
-    if gamma is not None:
-        alpha = math.exp(-float(gamma))
-        node = math.exp(math.log1p(-alpha) - math.log1p(alpha)) * np.exp(-float(gamma) * np.abs(z))
-    else:
-        s2 = float(sigma2 or 0)
-        half = int(40 * math.sqrt(s2)) + 10
-        zz = np.arange(-half, half + 1, dtype=np.float64)
-        node = np.exp(-(z**2) / (2.0 * s2)) / float(np.sum(np.exp(-(zz**2) / (2.0 * s2))))
-    n = sfft.next_fast_len(2 * r + 1, real=True)
-    circ = np.zeros(n, dtype=np.float64)
-    circ[np.arange(-r, r + 1) % n] = node
-    law = sfft.irfft(sfft.rfft(circ) ** m, n)
-    law = np.clip(law, 0.0, None)
+    n, law = _circular_power(m, r, gamma, sigma2)
     pos = law[1:r + 1] + law[n - r:][::-1]
     mass = np.concatenate(([law[0]], pos)).cumsum()
     slack = TAIL + 1e-15 * n * max(1, m).bit_length() + 1e-12
@@ -130,25 +151,14 @@ def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
 @functools.lru_cache(maxsize=256)
 def sum_pmf(m: int, gamma: Fraction | None = None, sigma2: int | None = None
             ) -> tuple[int, NDArray[np.float64]] | None:
-    """``(r, p)``: ``p[y + r] <= Pr[S_m = y]`` on ``[−r, r]`` with ``Pr[|S_m| > r] <= τ``; the
-    folded-back mass (at most ``τ``) is subtracted by the callers. ``None`` when too long."""
+    """``(r, p)``: ``p[y + r]`` is ``Pr[S_m = y]`` on ``[−r, r]`` plus folded-back mass (at most
+    ``τ`` in total, as ``Pr[|S_m| > r] <= τ``), which the callers subtract. ``None`` when the
+    support is too long to compute."""
     r = int(tail_radius(m, TAIL, gamma=gamma, sigma2=sigma2))
     if r > MAX_RADIUS:
         return None
-    z = np.arange(-r, r + 1, dtype=np.float64)
-    if gamma is not None:
-        alpha = math.exp(-float(gamma))
-        node = math.exp(math.log1p(-alpha) - math.log1p(alpha)) * np.exp(-float(gamma) * np.abs(z))
-    else:
-        s2 = float(sigma2 or 0)
-        half = int(40 * math.sqrt(s2)) + 10
-        zz = np.arange(-half, half + 1, dtype=np.float64)
-        node = np.exp(-(z**2) / (2.0 * s2)) / float(np.sum(np.exp(-(zz**2) / (2.0 * s2))))
-    n = sfft.next_fast_len(2 * r + 1, real=True)
-    circ = np.zeros(n, dtype=np.float64)
-    circ[np.arange(-r, r + 1) % n] = node
-    law = np.clip(sfft.irfft(sfft.rfft(circ) ** m, n), 0.0, None)
-    out = law[np.arange(-r, r + 1) % n]
+    n, law = _circular_power(m, r, gamma, sigma2)
+    out = np.concatenate((law[n - r:], law[:r + 1]))
     out.setflags(write=False)
     return r, out
 
@@ -207,7 +217,7 @@ def weighted_sum_law(weights: NDArray[np.float64], radius: float, *,
     spec = np.prod(sfft.rfft(circ, axis=1), axis=0)
     law_j = np.clip(sfft.irfft(spec, n), 0.0, None)
     mass = np.concatenate(([law_j[0]], law_j[1:half + 1] + law_j[n - half:][::-1])).cumsum()
-    slack = (3 + n_groups) * TAIL + 1e-15 * n * (n_groups + 1) + 1e-12
+    slack = (3 + 2 * n_groups) * TAIL + 1e-15 * n * (n_groups + 1) + 1e-12
     node_r = tail_radius(1, TAIL / max(1, a.size), gamma=gamma, sigma2=sigma2)
     rho = float(np.max(np.abs(a - w_all))) * a.size * node_r if a.size else 0.0
     ranges = float(np.sum(np.minimum(h, 2 * ws * rs) ** 2))
