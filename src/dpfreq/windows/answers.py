@@ -185,7 +185,8 @@ class WindowState:
             sd[sel] = np.sqrt(s.variance(a, b))
             bias[sel] = s.bias_bound()
             half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
-            shalf[sel] = s.halfwidth(a, b, beta / self.n_family(s)) + s.bias_bound()
+            shalf[sel] = (s.halfwidth(a, b, s.band_beta(beta, self.n_family(s)))
+                          + s.bias_bound())
             strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
         out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
                                else est}
@@ -199,9 +200,11 @@ class WindowState:
         else:
             out = {name: v.reshape(shape) for name, v in out.items()}
             q1o, q2o = q1.reshape(shape), q2.reshape(shape)
-        desc = (f"per-answer {conf:.0%} interval from the exact noise law (discrete Laplace: "
-                "Chernoff bound; discrete Gaussian: sub-Gaussian bound); band: "
-                f"{conf:.0%} for all windows of the answering family at once (union bound); "
+        desc = (f"per-answer {conf:.0%} interval from the exact noise law (certified quantile "
+                "of the sum of the answer's node noises; consistent tree estimates: grid "
+                "convolution with its rounding error bounded; a tail bound only where the law "
+                f"is too long to compute); band: {conf:.0%} for all windows of the answering "
+                "family at once (Šidák over independent per-query noise, else union bound); "
                 "intervals include the bias bound of time compression, if any")
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 

@@ -63,7 +63,8 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
 
     Each window goes to the structure with the smallest ``variance + bias²`` among those that
     can answer it (the release's routing); the half-width is that structure's tail bound at
-    ``β`` plus its bias bound, the band's at ``β`` divided by the size of its family.
+    ``β`` plus its bias bound, the band's at the level of :meth:`Structure.band_beta` (Šidák
+    over independent per-query noise, else the union bound over the family).
     """
     best_var = np.full(t1.size, np.inf)
     half = np.full(t1.size, np.inf)
@@ -79,7 +80,7 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
         n_family = horizon * (horizon + 1) // 2 if s.family == "all" else horizon
         best_var[idx] = var[take]
         half[idx] = s.halfwidth(a[take], b[take], beta) + s.bias_bound()
-        band[idx] = s.halfwidth(a[take], b[take], beta / n_family) + s.bias_bound()
+        band[idx] = s.halfwidth(a[take], b[take], s.band_beta(beta, n_family)) + s.bias_bound()
     return half, band
 
 
@@ -375,8 +376,9 @@ confidence
     -----
     The per-answer half-width is exactly the one the release states: the same structures are
     calibrated, each answer is routed to the structure with the smallest exact noise variance,
-    and the half-width is that structure's tail bound (Chernoff bound for discrete Laplace node
-    noise, sub-Gaussian bound for discrete Gaussian) at ``1 − confidence``, plus the bias
+    and the half-width is that structure's certified quantile of the exact noise law at
+    ``1 − confidence`` (the law of a sum of node noises by FFT convolution; for consistent
+    tree estimates a grid-rounded convolution with its rounding error bounded), plus the bias
     bound of time compression. It does not depend on the data.
 
     Examples

@@ -113,9 +113,11 @@ class WindowCountsRelease(Release):
             kind="interval", confidence=conf, value=parts["half"], lower=parts["lower"],
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
             description=f"{conf:.0%} interval of every released curve value (lower, upper), "
-                        "and a band holding for all T values of a curve at once (union bound); "
-                        "from the exact node-noise law (Chernoff bound for discrete Laplace, "
-                        "sub-Gaussian bound for discrete Gaussian). Arbitrary windows: "
+                        "and a band holding for all T values of a curve at once (Šidák over "
+                        "independent per-query noise, else union bound); certified quantiles "
+                        "of the exact node-noise law of each answer (FFT convolution; "
+                        "consistent tree estimates: grid convolution with the rounding error "
+                        "bounded). Arbitrary windows: "
                         "WindowCountsRelease.window(...).")
         plan = state.plan
         params: dict[str, Any] = {

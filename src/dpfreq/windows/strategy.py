@@ -328,6 +328,14 @@ class Structure:
         out: NDArray[np.float64] = vals[inv].reshape(np.shape(inv))
         return out
 
+    def band_beta(self, beta: float, n_family: int) -> float:
+        """Per-answer level of a band holding for ``n_family`` answers at once with probability
+        ``>= 1 − β``: Šidák's ``1 − (1 − β)^{1/n}`` where every answer has its own independent
+        noise (``per_query``), else the union bound ``β/n`` (tree answers share nodes)."""
+        if self.strategy == "per_query":
+            return -math.expm1(math.log1p(-beta) / n_family)
+        return beta / n_family
+
     def _noise_source(self, key: bytes, name: Any) -> Any:
         if self.noise_kind == "gaussian":
             return KeyedDiscreteGaussian(key, name, self.sigma2)
