@@ -283,8 +283,9 @@ def _vacuous_note(d: int, n: int, epsilon: float, confidence: float) -> str:
     eps = useful_sketch_epsilon(d, n, epsilon, confidence)
     target = (f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g}" if eps is not None
               else f"no ε <= 1000 bounds the ℓ1 error by {USEFUL_L1:g} at this d and n")
-    return (f" This statement is vacuous: the band allows any profile (ℓ1 2); {target} "
-            "(see plan_profile).")
+    return (f" This statement is vacuous: the band allows any profile (ℓ1 2), and each "
+            f"per-class interval is widened to the band (single classes are not resolved); "
+            f"{target} (see plan_profile).")
 
 
 def sketch_release(
