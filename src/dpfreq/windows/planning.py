@@ -58,7 +58,7 @@ def _label(w: Any) -> str:
 
 
 def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
-                     horizon: int) -> tuple[FloatArray, FloatArray]:
+                     horizon: int, *, exact: bool = True) -> tuple[FloatArray, FloatArray]:
     """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
 
     Each window goes to the structure with the smallest ``variance + bias²`` among those that
@@ -79,9 +79,21 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
         idx = np.flatnonzero(ok)[take]
         n_family = horizon * (horizon + 1) // 2 if s.family == "all" else horizon
         best_var[idx] = var[take]
-        half[idx] = s.halfwidth(a[take], b[take], beta) + s.bias_bound()
-        band[idx] = s.halfwidth(a[take], b[take], s.band_beta(beta, n_family)) + s.bias_bound()
+        half[idx] = s.halfwidth(a[take], b[take], beta, exact=exact) + s.bias_bound()
+        band[idx] = (s.halfwidth(a[take], b[take], s.band_beta(beta, n_family), exact=exact)
+                     + s.bias_bound())
     return half, band
+
+
+def _step3(x: float) -> float:
+    """The spacing of 3-significant-digit numbers at ``x``."""
+    return float(10 ** (math.floor(math.log10(x)) - 2))
+
+
+def _round_up3(x: float) -> float:
+    """``x`` rounded up to 3 significant digits."""
+    step = _step3(x)
+    return float(f"{math.ceil(x / step - 1e-9) * step:.3g}")
 
 
 def _max_popcount_value(n: int) -> int:
@@ -126,17 +138,18 @@ class _Inputs:
     confidence: float
 
 
-def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None
-             ) -> tuple[Any, dict[str, dict[int, Any]]]:
+def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, *,
+             exact: bool = True) -> tuple[Any, dict[str, dict[int, Any]]]:
     """The calibrated plan and, per (family label, k), ``(curve half-widths or None, worst
-    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair."""
+    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair;
+    ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
     plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
                      inp.strategy, inp.singleton)
     with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
-        return plan, _evaluate(plan, inp, only)
+        return plan, _evaluate(plan, inp, only, exact)
 
 
-def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None
+def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool = True
               ) -> dict[str, dict[int, Any]]:
     beta = 1.0 - inp.confidence
     ts = np.arange(1, inp.horizon + 1, dtype=np.int64)
@@ -151,7 +164,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None
             if w == "all":
                 own = plan.structures[(label, k)]
                 t1, t2 = _worst_windows(own)
-                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon)
+                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon, exact=exact)
                 out[label][k] = (None, float(half.max()), float(band.max()))
                 continue
             if w == "cumulative":
@@ -159,7 +172,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None
             else:
                 t1 = np.maximum(1, ts - int(w) + 1)
                 structs = [s for s in structs if s.family != "fixed" or s.width == w]
-            half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon)
+            half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon, exact=exact)
             half.flags.writeable = False  # held by a frozen plan
             out[label][k] = (half, float(half.max()), float(band.max()))
     return out
@@ -257,8 +270,10 @@ class WindowCountsPlan:
         per-answer half-width of ``family`` and ``k`` is at most ``target_halfwidth`` items.
 
         Every other parameter stays as planned (the budget is still split over every planned
-        family and k). Bisection over ε on the public computation of
-        :func:`plan_window_counts`; a budget too small to calibrate counts as unbounded.
+        family and k). Bisection over ε on the (cheap, never smaller) tail bounds, then a walk
+        on the grid of 3-significant-digit values with the exact half-widths of
+        :func:`plan_window_counts`, starting from the 1/ε extrapolation; a budget too small to
+        calibrate counts as unbounded.
 
         Raises
         ------
@@ -273,33 +288,47 @@ class WindowCountsPlan:
             raise ParameterError(message("target_halfwidth", func, "a finite number > 0", t))
         key = self._key(family, k, func)
 
-        def value(eps: float) -> float:
+        def value(eps: float, exact: bool = True) -> float:
             try:
-                return float(_predict(self._inputs, eps, key)[1][key[0]][key[1]][1])
+                pred = _predict(self._inputs, eps, key, exact=exact)[1]
+                return float(pred[key[0]][key[1]][1])
             except ParameterError:  # too small to calibrate any structure
                 return math.inf
 
         if value(EPSILON_MAX) > t:
             raise ParameterError(message("target_halfwidth", func, "reachable at ε <= "
                                          f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
-        if value(self.epsilon) > t:  # bracket around the planned ε first
-            lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
-        elif value(EPSILON_MIN) <= t:
+        lo, hi = self._bracket(value, t)
+        if lo == hi:
             return EPSILON_MIN
-        else:
-            lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
+        # the tail bounds are never below the exact half-widths, so the ε they need is an upper
+        # end of the answer; they are cheap, so bisect on them first
         for _ in range(24):  # 24 halvings of a log-range <= 21: < 2e-6 relative
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if value(math.exp(mid)) > t else (lo, mid)
-        eps = math.exp(hi)
-        step = 10 ** (math.floor(math.log10(eps)) - 2)
-        rounded = math.ceil(eps / step) * step
-        for _ in range(5):  # the half-width is integer-rounded: step up if the rounding misses
-            cand = float(f"{min(rounded, EPSILON_MAX):.3g}")
-            if value(cand) <= t:
-                return cand
-            rounded += step
-        return eps
+            lo, hi = (mid, hi) if value(math.exp(mid), exact=False) > t else (lo, mid)
+        eps_hi = math.exp(hi)
+        # half-widths scale close to 1/ε: start the exact search at that guess, on the grid of
+        # 3 significant digits, and step to the smallest grid value that meets the target
+        guess = min(eps_hi, max(EPSILON_MIN, eps_hi * value(eps_hi) / t))
+        cand = _round_up3(guess)
+        for _ in range(12):
+            if value(cand) > t:
+                cand = _round_up3(cand * (1 + 1e-9) + _step3(cand))
+                continue
+            below = float(f"{cand - _step3(cand * (1 - 1e-9)):.3g}")
+            if below < EPSILON_MIN or value(below) > t:
+                return min(cand, EPSILON_MAX)
+            cand = below
+        return _round_up3(eps_hi)
+
+    def _bracket(self, value: Any, t: float) -> tuple[float, float]:
+        """Log-ε interval with the target missed at its lower end and met at its upper end
+        (exact half-widths); equal ends when even ε = EPSILON_MIN meets the target."""
+        if value(self.epsilon) > t:  # bracket around the planned ε first
+            return math.log(self.epsilon), math.log(EPSILON_MAX)
+        if value(EPSILON_MIN) <= t:
+            return 0.0, 0.0
+        return math.log(EPSILON_MIN), math.log(self.epsilon)
 
     def useful_epsilon(self, *, family: Any = "cumulative", k: int = 1) -> float | None:
         """The ε at which the family's half-width falls to :data:`USEFUL_FRACTION` · ``scale``

@@ -59,7 +59,13 @@ from dpfreq.windows.lazy_noise import (
     gaussian_sigma2,
     structure_name,
 )
-from dpfreq.windows.noise_law import TAIL, sum_quantile, weighted_quantile, weighted_sum_law
+from dpfreq.windows.noise_law import (
+    TAIL,
+    sum_quantile,
+    tail_radius,
+    weighted_quantile,
+    weighted_sum_law,
+)
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
@@ -288,7 +294,8 @@ class Structure:
         plain: NDArray[np.float64] = self.nodes(t1, t2).astype(np.float64) * self.node_variance
         return plain
 
-    def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]:
+    def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True
+                  ) -> NDArray[np.float64]:
         """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query.
 
         Without consistency post-processing the answer's noise is a sum of i.i.d. node noises
@@ -298,10 +305,22 @@ class Structure:
         moment generating function of ``Σ a_v Z_v`` is the product of ``M(λ a_v)``), discrete
         Gaussian its σ-sub-Gaussian tail (Canonne–Kamath–Steinke 2020),
         ``x = √(2 Var ln(2/β))``.
+
+        ``exact=False`` gives the tail bounds alone (never smaller than the exact value; cheap,
+        used to prune when only the largest half-width is needed).
         """
         if not self.consistent:
-            if self.noise_kind == "gaussian":
-                return sum_quantile(self.nodes(t1, t2), beta, sigma2=int(self.sigma2))
+            sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
+            gamma = None if sigma2 is not None else self.gamma
+            if not exact:
+                nodes = self.nodes(t1, t2)
+                out_t = np.zeros(nodes.shape, dtype=np.float64)
+                for m in np.unique(nodes).tolist():
+                    if m > 0:
+                        out_t[nodes == m] = tail_radius(m, beta, gamma=gamma, sigma2=sigma2)
+                return out_t
+            if sigma2 is not None:
+                return sum_quantile(self.nodes(t1, t2), beta, sigma2=sigma2)
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
         d = int(self.detail["domain"])
@@ -315,8 +334,10 @@ class Structure:
             radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
         gamma = None if self.noise_kind == "gaussian" else self.gamma
         sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
-        laws = _consistent_laws(d, gamma, sigma2)
         vals = bound[xs]
+        if not exact:
+            return vals[inv].reshape(np.shape(inv))
+        laws = _consistent_laws(d, gamma, sigma2)
         for i, x in enumerate(xs.tolist()):
             if x not in laws:
                 laws[x] = weighted_sum_law(self._weights()[x], float(radius[x]), gamma=gamma,
