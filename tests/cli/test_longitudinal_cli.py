@@ -90,7 +90,9 @@ def test_aggregate_csv(tmp_path) -> None:
     rep = _reports_csv(tmp_path, p)
     res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath)])
     assert res.exit_code == 0, res.output
-    assert "intervals hold each" in res.output
+    assert "unit of privacy: device" in res.output
+    assert "# epsilon=1 " in res.output
+    assert "# mechanism futurerand-longitudinal" in res.output
 
 
 def test_aggregate_bad_rows(tmp_path, capsys) -> None:

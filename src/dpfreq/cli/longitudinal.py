@@ -132,13 +132,14 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
                                 epsilon=epsilon, randomizer=randomizer, confidence=confidence,
                                 per_order_sparsity=per_order_sparsity, rng=seed,
                                 **_time_axis(start, period))
+    _echo_release(rel, f"longitudinal simulation of {devices:,} devices (synthetic states)",
+                  truth=np.asarray(rel.truth))
     err = np.asarray(rel.errors)
-    mp = rel.mechanism_params
     covered = np.mean((rel.error.lower <= rel.truth) & (rel.truth <= rel.error.upper))
-    click.echo(f"randomizer {mp['randomizer']}  c_gap {mp['c_gap']:.6g}")
-    click.echo(f"rmse {float(np.sqrt(np.mean(err**2))):.1f}  max |error| "
+    click.echo(f"# rmse {float(np.sqrt(np.mean(err**2))):.1f}  max |error| "
                f"{float(np.max(np.abs(err))):.1f}  intervals covering the truth "
-               f"{covered:.1%} (each holds w.p. >= {confidence})")
+               f"{covered:.1%} (each holds w.p. >= {confidence}); the truth is shown only "
+               "because the states are simulated")
     emit_release(rel, json_out, plot_out)
 
 
@@ -169,14 +170,29 @@ def aggregate_cmd(reports: str, params_path: str, confidence: float, dropouts: s
     params = ProtocolParams.from_json(text, label=repr(params_path))
     rel = aggregate_reports_file(reports, params, engine=engine, confidence=confidence,
                                  dropouts=dropouts)
+    _echo_release(rel, f"longitudinal aggregate of {reports}")
+    emit_release(rel, json_out, plot_out)
+
+
+def _echo_release(rel: Any, what: str, truth: Any = None) -> None:
+    """Header (ε, δ, unit, mechanism, error statement) and the per-period table."""
+    mp = rel.mechanism_params
+    click.echo(f"# dpfreq {what}")
+    click.echo(f"# epsilon={rel.epsilon:g} (local: each device's whole transcript), "
+               f"delta={rel.delta:g}; unit of privacy: {rel.unit} (one device's whole sequence "
+               "of states)")
+    click.echo(f"# mechanism {rel.mechanism}: randomizer {mp.get('randomizer')}, c_gap "
+               f"{mp.get('c_gap', float('nan')):.6g}; estimates clamped to [0, {rel.devices}] "
+               "devices")
+    click.echo(f"# error: {rel.error.description}")
     table = rel.table()
     first = "date" if "date" in table else "period"
-    click.echo(f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}")
+    head = f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}"
+    click.echo(head + (f"{'true':>12}" if truth is not None else ""))
     for i in range(rel.horizon):
-        click.echo(f"{table[first][i]!s:>12}{table['estimate'][i]:>14.1f}"
-                   f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
-    click.echo(f"intervals hold each w.p. >= {confidence}; clamped to [0, {rel.devices}] devices")
-    emit_release(rel, json_out, plot_out)
+        row = (f"{table[first][i]!s:>12}{table['estimate'][i]:>14.1f}"
+               f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
+        click.echo(row + (f"{truth[i]:>12.0f}" if truth is not None else ""))
 
 
 command.add_command(devices_command)
