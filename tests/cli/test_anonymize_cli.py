@@ -202,3 +202,20 @@ def test_plan_anonymize(capsys):
     with pytest.raises(SystemExit) as info:
         main(["plan", "anonymize", "--n-range", "1e4", "--epsilon", "1"])
     assert info.value.code == 2
+
+
+def test_count_like_column_without_count_warns(tmp_path):
+    from click.testing import CliRunner
+
+    from dpfreq.cli.main import cli
+
+    path = tmp_path / "pw.csv"
+    path.write_text("password,count\na,100\nb,5\nc,3\n")
+    res = CliRunner().invoke(cli, ["anonymize", str(path), "--item", "password",
+                                   "--epsilon", "1", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    assert "has a column 'count'; without --count every row counts as one" in res.output
+    res = CliRunner().invoke(cli, ["anonymize", str(path), "--item", "password", "--count",
+                                   "count", "--epsilon", "1", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    assert "without --count" not in res.output

@@ -248,6 +248,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     if prevalence_csv:
         rel = release_anonymized_histogram(read_prevalence_csv(file), **common)
     else:
+        if count_column is None:
+            _warn_if_count_column(file, item)
         rel = release_anonymized_histogram(file, item=item, count=count_column, engine=engine,
                                            **common)
     props = estimate_properties(rel, domain_size=domain_size,
@@ -296,3 +298,29 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
                "(predicted for a Zipf(1)-shaped histogram)"
                + (" — VACUOUS" if plan.vacuous else ""))
     click.echo(plan.description)
+
+
+_COUNT_NAMES = ("count", "counts", "frequency", "freq", "occurrences", "n")
+
+
+def _warn_if_count_column(file: str, item: str) -> None:
+    """Warn when a CSV looks pre-aggregated (a count-like column) but --count was not given.
+
+    Only the header line is read (with the csv module): without --count every row is one
+    occurrence, which is right for an event log and wrong for an ``item,count`` table.
+    """
+    if not file.lower().endswith((".csv", ".csv.gz", ".tsv")) or not Path(file).is_file():
+        return
+    import gzip
+
+    opener: Any = gzip.open if file.lower().endswith(".gz") else open
+    try:
+        with opener(file, "rt", encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh, delimiter="\t" if file.endswith(".tsv") else ","), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return
+    found = [c for c in header if c.strip().lower() in _COUNT_NAMES and c != item]
+    if found:
+        click.echo(f"warning: {file} has a column {found[0]!r}; without --count every row "
+                   f"counts as one occurrence (for an item,count table pass --count "
+                   f"{found[0]}).", err=True)
