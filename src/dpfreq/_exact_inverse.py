@@ -60,6 +60,21 @@ def mul_bounds(a: tuple[int, int], b: tuple[int, int], prec: int) -> tuple[int, 
     return (a[0] * b[0]) >> prec, -((-a[1] * b[1]) >> prec)
 
 
+def _times_power(
+    acc: tuple[int, int], base: tuple[int, int], n: int, guard: int, prec: int
+) -> tuple[int, int]:
+    """``acc · base^n`` (intervals at ``guard`` bits) by square-and-multiply, rounded outwards
+    at every product, then rounded outwards to ``prec`` bits."""
+    while n:
+        if n & 1:
+            acc = mul_bounds(acc, base, guard)
+        n >>= 1
+        if n:
+            base = mul_bounds(base, base, guard)
+    shift = guard - prec
+    return acc[0] >> shift, -((-acc[1]) >> shift)
+
+
 def exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     """Integers ``lo <= 2^prec e^{-x} <= hi`` for rational x >= 0, with ``hi - lo`` a few units.
 
@@ -70,16 +85,8 @@ def exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     n = x.numerator // x.denominator
     guard = prec + 2 * n.bit_length() + 16
     acc = exp_neg_taylor(x - n, guard)
-    if n:
-        base = exp_neg_taylor(Fraction(1), guard)
-        while n:
-            if n & 1:
-                acc = mul_bounds(acc, base, guard)
-            n >>= 1
-            if n:
-                base = mul_bounds(base, base, guard)
-    shift = guard - prec
-    return acc[0] >> shift, -((-acc[1]) >> shift)
+    base = exp_neg_taylor(Fraction(1), guard) if n else acc  # unused when n = 0
+    return _times_power(acc, base, n, guard, prec)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,16 +210,8 @@ def exp_neg_multiple_bounds(c: Fraction, n: int, prec: int) -> tuple[int, int]:
     multiples of one ``c`` are needed (the acceptance test of the discrete Gaussian).
     """
     guard = prec + 2 * max(1, n.bit_length()) + 16
-    base = _exp_neg_bounds_cached(c, guard)
-    acc = (1 << guard, 1 << guard)
-    while n:
-        if n & 1:
-            acc = mul_bounds(acc, base, guard)
-        n >>= 1
-        if n:
-            base = mul_bounds(base, base, guard)
-    shift = guard - prec
-    return acc[0] >> shift, -((-acc[1]) >> shift)
+    one = (1 << guard, 1 << guard)
+    return _times_power(one, _exp_neg_bounds_cached(c, guard), n, guard, prec)
 
 
 @functools.lru_cache(maxsize=1 << 16)
