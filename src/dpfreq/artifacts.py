@@ -55,6 +55,20 @@ def _bad(label: str, kind: str, reason: str) -> DataError:
     return DataError(f"{label} is not a valid dpfreq {kind} file: {reason}.")
 
 
+def _check_header(obj: Any, label: str, kind: str, versions: tuple[int, ...], what: str) -> int:
+    """The format version of a parsed dpfreq header, after checking its format, kind and
+    version (``what`` names the container in the error: "a file" or "text")."""
+    if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
+        raise _bad(label, kind, f"no dpfreq header (not {what} dpfreq wrote)")
+    if obj.get("kind") != kind:
+        raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
+    version = obj.get("version")
+    if version not in versions:
+        raise _bad(label, kind, f"format version {version!r} is not supported "
+                   f"(this dpfreq reads {', '.join(map(str, versions))})")
+    return int(version)
+
+
 def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[str, Any],
                    arrays: Mapping[str, np.ndarray] | None = None) -> Path:
     """Write ``meta`` (JSON-ready) and numeric ``arrays`` as one integrity-checked zip file.
@@ -172,14 +186,7 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
             header = zf.read(_HEADER)
             stored = zf.read("__sha256__").decode("ascii", "replace")
             obj = json.loads(header)
-            if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
-                raise _bad(label, kind, "no dpfreq header (not a file dpfreq wrote)")
-            if obj.get("kind") != kind:
-                raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
-            version = obj.get("version")
-            if version not in versions:
-                raise _bad(label, kind, f"format version {version!r} is not supported "
-                           f"(this dpfreq reads {', '.join(map(str, versions))})")
+            version = _check_header(obj, label, kind, versions, "a file")
             shapes = obj.get("arrays")
             if not isinstance(shapes, dict) or set(shapes) != {
                     n[:-4] for n in names if n.endswith(".npy")}:
@@ -284,14 +291,7 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
         obj = json.loads(text)
     except (ValueError, TypeError, UnicodeDecodeError):
         raise _bad(label, kind, "not JSON") from None
-    if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
-        raise _bad(label, kind, "no dpfreq header (not text dpfreq wrote)")
-    if obj.get("kind") != kind:
-        raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
-    version = obj.get("version")
-    if version not in versions:
-        raise _bad(label, kind, f"format version {version!r} is not supported "
-                   f"(this dpfreq reads {', '.join(map(str, versions))})")
+    version = _check_header(obj, label, kind, versions, "text")
     payload = obj.get("payload")
     if not isinstance(payload, dict):
         raise _bad(label, kind, "it has no payload")
