@@ -24,6 +24,7 @@ import pytest
 from scipy import signal, stats
 
 from dpfreq.noise import discrete_laplace_pmf
+from dpfreq.windows.noise_law import sum_quantile
 from dpfreq.windows.strategy import build_structure
 
 pytestmark = pytest.mark.statistical
@@ -114,6 +115,42 @@ def test_per_query_and_block_intervals_cover_their_exact_law(seed):
             p = _exact_abs_cdf(s.gamma, m, int(b))
             assert p >= 0.9 > _exact_abs_cdf(s.gamma, m, int(b) - 1)
             assert stats.binomtest(int(hits[j]), trials, p).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("sigma2", [3, 400])
+def test_discrete_gaussian_sum_quantile_is_the_exact_one(sigma2):
+    """Sums of m i.i.d. discrete Gaussians: the half-width b satisfies
+    ``Pr[|S_m| <= b] >= 0.9 > Pr[|S_m| <= b − 1]`` under the directly convolved exact law."""
+    half = int(40 * np.sqrt(sigma2)) + 10
+    z = np.arange(-half, half + 1, dtype=np.float64)
+    p = np.exp(-(z**2) / (2.0 * sigma2))
+    p /= p.sum()
+    law = p
+    for m in range(1, 7):
+        if m > 1:
+            law = np.clip(signal.fftconvolve(law, p), 0.0, None)
+        zz = np.arange(-(law.size // 2), law.size // 2 + 1)
+        b = int(sum_quantile([m], 0.1, sigma2=sigma2)[0])
+        assert law[np.abs(zz) <= b].sum() >= 0.9 > law[np.abs(zz) <= b - 1].sum()
+
+
+def test_consistent_gaussian_tree_intervals_hold(seed):
+    """Consistent cumulative tree with discrete Gaussian noise (zCDP): coverage >= nominal per
+    query (one-sided binomial over 400 independent keys, α = 1e-6)."""
+    horizon, trials = 64, 400
+    ts = np.arange(8, horizon + 1, 8)
+    s = build_structure("cumulative", "tree", 1, horizon, "event", Fraction(1), 0.0, rho=0.5,
+                        noise_kind="gaussian")
+    assert s.consistent
+    noise = np.empty((trials, ts.size))
+    for i in range(trials):
+        s.attach(seed.to_bytes(8, "little") + i.to_bytes(24, "little"), ("cumulative", 1))
+        noise[i] = s.noise(np.ones_like(ts), ts)
+    half = s.halfwidth(np.ones_like(ts), ts, 0.1)
+    assert np.all(half < np.sqrt(2.0 * s.variance(np.ones_like(ts), ts) * np.log(20.0)))
+    for h in (np.abs(noise) <= half).sum(axis=0).tolist():
+        assert stats.binomtest(h, trials, 0.9, alternative="less").pvalue > ALPHA
+        assert stats.binomtest(h, trials, 0.95, alternative="greater").pvalue > ALPHA
 
 
 def coverage_table(trials: int = 200) -> list[tuple[str, float, float, float]]:

@@ -301,13 +301,15 @@ class Structure:
         Without consistency post-processing the answer's noise is a sum of i.i.d. node noises
         and ``x`` is the certified quantile of its exact law (the convolution of the node pmf,
         :func:`dpfreq.windows.noise_law.sum_quantile`). Consistent estimates are a linear
-        combination with non-integer weights: discrete Laplace uses a Chernoff bound (the
-        moment generating function of ``Σ a_v Z_v`` is the product of ``M(λ a_v)``), discrete
-        Gaussian its σ-sub-Gaussian tail (Canonne–Kamath–Steinke 2020),
-        ``x = √(2 Var ln(2/β))``.
+        combination ``Σ a_v Z_v`` with non-integer weights: the certified grid convolution of
+        :func:`dpfreq.windows.noise_law.weighted_sum_law` (computed once per prefix and law),
+        whose support radius comes from the tail bound — a Chernoff bound for discrete Laplace
+        (the moment generating function is the product of ``M(λ a_v)``), the σ-sub-Gaussian
+        tail for discrete Gaussian (Canonne–Kamath–Steinke 2020), ``x = √(2 σ² Σa² ln(2/β))``.
+        The smaller of the two valid values is returned.
 
         ``exact=False`` gives the tail bounds alone (never smaller than the exact value; cheap,
-        used to prune when only the largest half-width is needed).
+        used by :meth:`~dpfreq.windows.WindowCountsPlan.epsilon_for` to bracket its search).
         """
         if not self.consistent:
             sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
