@@ -163,18 +163,11 @@ class Ingestor:
         for rj in rejections:
             rj.future.set_result(None)
         for en in enrolments:
-            out = outcomes[id(en)]
-            if isinstance(out, BaseException):
-                en.future.set_exception(out)
-            else:
-                en.future.set_result(out)
+            _settle(en.future, outcomes[id(en)], outcomes[id(en)])
         for b in batches:
             out = outcomes[id(b)]
-            if isinstance(out, BaseException):
-                b.future.set_exception(out)
-            else:
+            if _settle(b.future, out, len(b.rows)):
                 stored += out
-                b.future.set_result(len(b.rows))
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
@@ -230,6 +223,16 @@ class Ingestor:
         if rejected:
             add_rejections(conn, rejected)
         return outcomes
+
+
+def _settle(future: Future[Any], outcome: Any, value: Any) -> bool:
+    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``;
+    whether it succeeded."""
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+        return False
+    future.set_result(value)
+    return True
 
 
 def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:
