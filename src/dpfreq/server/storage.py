@@ -46,21 +46,32 @@ __all__ = [
 
 METADATA = sa.MetaData()
 
-studies = sa.Table(
-    "studies",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("title", sa.String(200), nullable=False),
-    sa.Column("params", sa.Text, nullable=False),
-    sa.Column("param_id", sa.String(64), nullable=False),
-    sa.Column("protocol_version", sa.Integer, nullable=False),
-    sa.Column("horizon", sa.Integer, nullable=False),
-    sa.Column("padded", sa.Integer, nullable=False),
-    sa.Column("start", sa.String(40), nullable=False),
-    sa.Column("period_seconds", sa.BigInteger, nullable=False),
-    sa.Column("min_devices", sa.Integer, nullable=False),
-    sa.Column("created", sa.String(40), nullable=False),
-)
+_Columns = tuple[tuple[str, Any], ...]
+
+
+def _study_table(name: str, keys: _Columns, values: _Columns) -> sa.Table:
+    """A table keyed by ``study`` and then by ``keys``, with the non-null columns ``values``."""
+    return sa.Table(
+        name,
+        METADATA,
+        sa.Column("study", sa.String(64), primary_key=True),
+        *(sa.Column(col, kind, primary_key=True) for col, kind in keys),
+        *(sa.Column(col, kind, nullable=False) for col, kind in values),
+    )
+
+
+studies = _study_table("studies", (), (
+    ("title", sa.String(200)),
+    ("params", sa.Text),
+    ("param_id", sa.String(64)),
+    ("protocol_version", sa.Integer),
+    ("horizon", sa.Integer),
+    ("padded", sa.Integer),
+    ("start", sa.String(40)),
+    ("period_seconds", sa.BigInteger),
+    ("min_devices", sa.Integer),
+    ("created", sa.String(40)),
+))
 
 tokens = sa.Table(
     "tokens",
@@ -72,50 +83,15 @@ tokens = sa.Table(
     sa.Column("created", sa.String(40), nullable=False),
 )
 
-devices = sa.Table(
-    "devices",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("device", sa.BigInteger, primary_key=True),
-    sa.Column("order", sa.Integer, nullable=False),
-    sa.Column("created", sa.String(40), nullable=False),
-)
-
-reports = sa.Table(
-    "reports",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("device", sa.BigInteger, primary_key=True),
-    sa.Column("interval", sa.Integer, primary_key=True),
-    sa.Column("order", sa.Integer, nullable=False),
-    sa.Column("bit", sa.SmallInteger, nullable=False),
-)
-
-sums = sa.Table(
-    "sums",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("order", sa.Integer, primary_key=True),
-    sa.Column("interval", sa.Integer, primary_key=True),
-    sa.Column("total", sa.BigInteger, nullable=False),
-    sa.Column("reports", sa.BigInteger, nullable=False),
-)
-
-enrolled = sa.Table(
-    "enrolled",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("order", sa.Integer, primary_key=True),
-    sa.Column("devices", sa.BigInteger, nullable=False),
-)
-
-rejections = sa.Table(
-    "rejections",
-    METADATA,
-    sa.Column("study", sa.String(64), primary_key=True),
-    sa.Column("reason", sa.String(40), primary_key=True),
-    sa.Column("reports", sa.BigInteger, nullable=False),
-)
+devices = _study_table("devices", (("device", sa.BigInteger),),
+                       (("order", sa.Integer), ("created", sa.String(40))))
+reports = _study_table("reports", (("device", sa.BigInteger), ("interval", sa.Integer)),
+                       (("order", sa.Integer), ("bit", sa.SmallInteger)))
+sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
+                    (("total", sa.BigInteger), ("reports", sa.BigInteger)))
+enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
+rejections = _study_table("rejections", (("reason", sa.String(40)),),
+                          (("reports", sa.BigInteger),))
 
 
 def normalize_url(db: str) -> str:
