@@ -66,9 +66,11 @@ def _gaussian_radius(m: int, sigma2: int, beta: float) -> float:
     return float(math.floor(math.sqrt(2.0 * m * sigma2 * math.log(2.0 / beta))))
 
 
+@functools.lru_cache(maxsize=4096)
 def tail_radius(m: int, beta: float, *, gamma: Fraction | None = None,
                 sigma2: int | None = None) -> float:
-    """The tail-bound half-width (Chernoff or sub-Gaussian) of a sum of ``m`` node noises."""
+    """The tail-bound half-width (Chernoff or sub-Gaussian) of a sum of ``m`` node noises
+    (cached: answers ask the same few cover sizes again and again)."""
     if gamma is not None:
         return _chernoff_radius(m, float(gamma), beta)
     return _gaussian_radius(m, int(sigma2 or 0), beta)
