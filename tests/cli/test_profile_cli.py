@@ -242,7 +242,7 @@ def test_domain_size_accepts_scientific_notation_and_rejects_fractions(tmp_path)
         (["--method", "lp"], "--method"),
         (["--confidence", "1.5"], "confidence"),
         (["--unit", "device"], "--unit"),
-        (["--max-count", "-1"], "max_count"),
+        (["--max-count", "-1"], "--max-count"),
         (["--rows", "x"], "--rows"),
         (["--engine", "memory", "--item", "nope"], "nope"),
         (["--engine", "nosuch"], "--engine"),

@@ -16,9 +16,8 @@ import click
 import numpy as np
 
 from dpfreq._validate import check_confidence, check_epsilon, check_int
-from dpfreq.cli._common import emit_release, engine_option, seed_option, warn_if_seeded
+from dpfreq.cli._common import COUNT, emit_release, engine_option, seed_option, warn_if_seeded
 from dpfreq.cli.profile import (
-    COUNT,
     format_header,
     format_table,
     parse_rows,
@@ -63,7 +62,7 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
 @profile_options
 @_rows_option
 @engine_option
-@click.option("--data-seed", type=int, default=0, show_default=True,
+@click.option("--data-seed", type=COUNT, default=0, show_default=True,
               help="Seed of the synthetic data (the data are not private; the noise is "
                    "seeded only by --seed).")
 @seed_option

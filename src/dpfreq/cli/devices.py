@@ -8,7 +8,7 @@ import json
 
 import click
 
-from dpfreq.cli._common import warn_if_seeded
+from dpfreq.cli._common import COUNT, warn_if_seeded
 from dpfreq.errors import EngineUnavailableError
 
 __all__ = ["command"]
@@ -25,7 +25,7 @@ __all__ = ["command"]
               help="Devices uploading at the same time.")
 @click.option("--batch", type=click.IntRange(1, 4096), default=64, show_default=True,
               help="Most reports per request.")
-@click.option("--seed", type=int, default=None,
+@click.option("--seed", type=COUNT, default=None,
               help="Seed the simulated devices (reproducible load; not private).")
 @click.option("--json", "as_json", is_flag=True, default=False, help="Print the result as JSON.")
 def command(server: str, study: str, n_devices: int, horizon: int | None, concurrency: int,

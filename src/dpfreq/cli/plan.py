@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from dpfreq.cli.profile import COUNT
+from dpfreq.cli._common import COUNT
 
 __all__ = ["command", "format_plan", "profile_plan"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT, output_path_option, parse_int_list, write_output
+from dpfreq.cli._common import COUNT, POSITIVE, output_path_option, parse_int_list, write_output
 from dpfreq.errors import ParameterError
 
 __all__ = ["command", "parse_window_list"]
@@ -36,7 +36,7 @@ def parse_window_list(values: tuple[str, ...]) -> list[Any]:
 
 
 @click.command(name="reach")
-@click.option("--horizon", type=int, default=None,
+@click.option("--horizon", type=POSITIVE, default=None,
               help="Public number of periods T when times are integer periods 1..T.")
 @click.option("--start", default=None, help="Public start of the time range (date/timestamp).")
 @click.option("--end", default=None, help="Public end of the time range (date/timestamp).")

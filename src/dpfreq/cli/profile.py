@@ -8,23 +8,22 @@ ranges of ``t`` (``--rows``).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
 import numpy as np
 
 from dpfreq.cli._common import (
+    COUNT,
     emit_release,
     engine_option,
+    ledger_option,
     output_options,
     seed_option,
     warn_if_seeded,
 )
 
 __all__ = [
-    "COUNT",
-    "CountType",
     "command",
     "emit_profile",
     "format_header",
@@ -36,29 +35,6 @@ __all__ = [
     "vacuous_warning",
 ]
 
-class CountType(click.ParamType):
-    """A non-negative integer written as ``2000000``, ``2_000_000`` or ``2e6``."""
-
-    name = "integer"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        text = str(value).strip().replace("_", "")
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            number = float(text)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or number != math.floor(number) or abs(number) >= 2**63:
-            self.fail(f"must be an integer (e.g. 2000000 or 2e6); got {value!r}", param, ctx)
-        return int(number)
-
-
-COUNT = CountType()
 
 
 def row_ranges(max_count: int, rows: int | None) -> list[tuple[int, int]]:
@@ -218,9 +194,11 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 @engine_option
 @output_options
 @seed_option
+@ledger_option
 def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, unit: str,
             norm: str, confidence: float, method: str, rows_text: str, engine: Any,
-            json_out: str | None, plot_out: str | None, seed: int | None) -> None:
+            json_out: str | None, plot_out: str | None, seed: int | None,
+            accountant: Any = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
@@ -233,5 +211,5 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     rows = parse_rows(rows_text)
     rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
-                          norm=norm, engine=engine, rng=seed)
+                          norm=norm, engine=engine, rng=seed, accountant=accountant)
     emit_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out)

@@ -13,8 +13,10 @@ import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.cli._common import (
+    POSITIVE,
     emit_release,
     engine_option,
+    ledger_option,
     output_options,
     parse_int_list,
     seed_option,
@@ -67,7 +69,7 @@ def _table(rel: WindowCountsRelease) -> str:
 @click.argument("file", type=click.Path())
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
-@click.option("--horizon", type=int, default=None,
+@click.option("--horizon", type=POSITIVE, default=None,
               help="Public number of periods T when times are integer periods 1..T.")
 @click.option("--start", default=None, help="Public start of the time range (date/timestamp).")
 @click.option("--end", default=None, help="Public end of the time range (date/timestamp).")
@@ -78,7 +80,7 @@ def _table(rel: WindowCountsRelease) -> str:
                    "whichever predicts less error.")
 @click.option("--k", "k_text", default="1", show_default=True,
               help="Comma-separated k values (k+ reach; 1 = reach).")
-@click.option("--window", "window", type=int, default=None,
+@click.option("--window", "window", type=POSITIVE, default=None,
               help="Also release rolling windows of this many periods.")
 @click.option("--all-windows", is_flag=True, default=False,
               help="Also release every window [t1, t2] (answerable later from --save).")
@@ -96,13 +98,14 @@ def _table(rel: WindowCountsRelease) -> str:
 @engine_option
 @output_options
 @seed_option
+@ledger_option
 def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
             window: int | None, all_windows: bool, unit: str, confidence: float,
             singleton: bool,
             out_of_range: str,
             save_path: str | None, engine: Any, json_out: str | None,
-            plot_out: str | None, seed: int | None) -> None:
+            plot_out: str | None, seed: int | None, accountant: Any = None) -> None:
     """Private cumulative reach and rolling-window k+ reach of an event log FILE.
 
     Prints one row per period with the estimate and its per-answer interval half-width.
@@ -122,7 +125,7 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
                                   "k_values": ks, "unit": unit, "windows": windows,
                                   "confidence": confidence,
                                   "out_of_range": out_of_range, "rng": seed, "singleton": singleton}
-    rel = release_window_counts(file, engine=engine, **kwargs)
+    rel = release_window_counts(file, engine=engine, accountant=accountant, **kwargs)
     if json_out != "-":  # with --json - the output is the JSON alone
         click.echo(f"# dpfreq reach: unit={unit}, epsilon={epsilon:g}, delta={delta:g}, "
                    f"mechanism={rel.mechanism}, T={rel.horizon} periods; "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from dpfreq.cli._common import COUNT, POSITIVE
 from dpfreq.errors import EngineUnavailableError
 
 __all__ = ["command", "read_admin_token"]
@@ -46,20 +47,22 @@ def read_admin_token(path: str | None) -> str | None:
               help="SQLite file (default storage) or postgresql://user@host:port/dbname.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (keep loopback behind a TLS proxy).")
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=COUNT, default=8000, show_default=True,
+              help="TCP port to listen on (0 picks a free one).")
 @click.option("--admin-token-file", default=None, metavar="PATH",
               help="File holding the admin token (created with a fresh token if absent). "
                    "DPFREQ_ADMIN_TOKEN overrides it.")
-@click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True,
+@click.option("--max-body-bytes", type=POSITIVE, default=1 << 20, show_default=True,
               help="Largest request body accepted (413 above).")
 @click.option("--rate", type=float, default=20.0, show_default=True,
               help="Requests per second per device token (0: no limit).")
-@click.option("--burst", type=int, default=40, show_default=True,
+@click.option("--burst", type=POSITIVE, default=40, show_default=True,
               help="Burst of the per-device rate limit.")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow this origin by CORS (repeatable; default: CORS off).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
+              default="info", show_default=True,
+              help="Least severe log lines written (JSON lines on stderr).")
 def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
             rate: float, burst: int, cors_origins: tuple[str, ...], log_level: str) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
