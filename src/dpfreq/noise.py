@@ -384,12 +384,20 @@ def _sample_chunked(gamma: Fraction, size: Shape, gen: np.random.Generator, *, s
     return out.reshape(shape)
 
 
-def _check_size(size: Any, func: str) -> Shape:
+def _sampler_inputs(
+    gamma: Any, size: Any, rng: RNGLike, func: str, *, allow_zero: bool = False
+) -> tuple[Fraction, Shape, np.random.Generator]:
+    """γ, the output shape and the generator of the public sampler ``func``, validated in
+    that order."""
+    g = _as_gamma(gamma, func, allow_zero=allow_zero)
+    shape: Shape
     if isinstance(size, tuple):
         for dim in size:
             check_int(dim, "size", func, minimum=0)
-        return size
-    return check_int(size, "size", func, minimum=0)
+        shape = size
+    else:
+        shape = check_int(size, "size", func, minimum=0)
+    return g, shape, resolve_rng(rng, func).generator
 
 
 # ----------------------------------------------------------------------------------------------
@@ -435,9 +443,7 @@ def sample_bernoulli_exp(
     >>> bool(abs(b.mean() - 0.5) < 0.05)
     True
     """
-    g = _as_gamma(gamma, "sample_bernoulli_exp", allow_zero=True)
-    shape = _check_size(size, "sample_bernoulli_exp")
-    gen = resolve_rng(rng, "sample_bernoulli_exp").generator
+    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_bernoulli_exp", allow_zero=True)
     if g == 0:
         return np.ones(shape, dtype=np.bool_)
     return _sample_chunked(g, shape, gen, signed=False) > 0
@@ -477,9 +483,7 @@ def sample_geometric(
     >>> bool(g.min() >= 0), bool(abs(g.mean() - 1) < 0.1)
     (True, True)
     """
-    g = _as_gamma(gamma, "sample_geometric")
-    shape = _check_size(size, "sample_geometric")
-    gen = resolve_rng(rng, "sample_geometric").generator
+    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_geometric")
     return _sample_chunked(g, shape, gen, signed=False)
 
 
@@ -527,9 +531,7 @@ def sample_discrete_laplace(
     >>> bool(abs(z.mean()) < 0.1), bool(abs(z.var() - discrete_laplace_variance(1.0)) < 0.1)
     (True, True)
     """
-    g = _as_gamma(gamma, "sample_discrete_laplace")
-    shape = _check_size(size, "sample_discrete_laplace")
-    gen = resolve_rng(rng, "sample_discrete_laplace").generator
+    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_discrete_laplace")
     return _sample_chunked(g, shape, gen, signed=True)
 
 
