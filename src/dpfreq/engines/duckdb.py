@@ -72,6 +72,7 @@ from dpfreq.engines.base import (
     TimeBuckets,
 )
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.progress import track
 
 __all__ = ["DuckDBEngine", "column_category"]
 
@@ -474,7 +475,8 @@ class DuckDBEngine:
             n_in = n - n_bad
             passes = max(1, -(-n_in // _EVENTS_PER_PASS))
             parts = []
-            for b in range(passes if n_in else 0):
+            for b in track(range(passes if n_in else 0), description=f"{func}: DuckDB passes",
+                           unit="passes"):
                 where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
                 res = self._run(rel, f"SELECT k, p FROM {table} WHERE {where} ORDER BY k, p",
                                 func)

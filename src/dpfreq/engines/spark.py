@@ -67,6 +67,7 @@ from dpfreq.engines.base import (
     TimeBuckets,
 )
 from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
+from dpfreq.progress import task
 
 __all__ = ["SparkEngine", "spark_session"]
 
@@ -166,7 +167,8 @@ def _to_numpy(df: DataFrame, func: str,
     """Collect a small DataFrame to numpy columns (through Arrow); a null raises a DataError
     naming the source column (``names`` maps result aliases to source column names)."""
     try:
-        tbl = df.toArrow()
+        with task(f"{func}: Spark job"):  # unknown total: the elapsed time is shown
+            tbl = df.toArrow()
     except _SPARK_ERRORS as exc:
         raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
     out: dict[str, NDArray[Any]] = {}
@@ -181,7 +183,8 @@ def _to_numpy(df: DataFrame, func: str,
 def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
     """The one row of ``df.agg(*aggs)``; a Spark failure becomes a DataError."""
     try:
-        return df.agg(*aggs).collect()[0]
+        with task(f"{func}: Spark job"):
+            return df.agg(*aggs).collect()[0]
     except _SPARK_ERRORS as exc:
         raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
 
