@@ -181,6 +181,7 @@ def check_count_array(
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise DataError(message(param, func, rule, f"array of dtype {arr.dtype}"))
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64, copy=False)  # float16/32: no overflow in the checks below
         bad = ~np.isfinite(arr) | (arr != np.floor(arr))
         if bad.any():
             first = float(arr.flat[int(np.flatnonzero(bad.ravel())[0])])

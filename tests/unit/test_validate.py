@@ -145,3 +145,15 @@ def test_count_array_accepts():
 def test_errors_are_builtin_subclasses():
     assert issubclass(ParameterError, ValueError)
     assert issubclass(DataError, ParameterError)
+
+
+def test_float16_and_float32_counts_are_checked_without_overflow_warnings():
+    import warnings
+
+    from dpfreq._validate import check_count_array
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = check_count_array(np.array([60000, 1, 2], dtype=np.float16), "counts", "f")
+        assert out.tolist() == [60000, 1, 2]
+        assert check_count_array(np.array([3.0], dtype=np.float32), "counts", "f").tolist() == [3]
