@@ -251,7 +251,7 @@ def smoothed_scaled_cumulative(counts: I64, prevalences: I64, s: I64) -> tuple[I
         k = np.searchsorted(s, counts, side="left")
         if int(k.max()) >= m:
             raise DataError(message("counts", "smoothed_scaled_cumulative",
-                                    f"<= the last boundary {int(s[-1])}", int(counts.max())))
+                                    f"<= the last boundary {int(s[-1])}", "a larger count"))
         lower = np.where(k > 0, s[np.maximum(k - 1, 0)], 0)
         np.add.at(within, k, prevalences * (counts - lower))
         np.add.at(cnt, k, prevalences)
