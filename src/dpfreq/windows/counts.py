@@ -10,29 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpfreq._validate import (
-    check_choice,
-    check_confidence,
-    check_delta,
-    check_epsilon,
-    check_unit,
-    message,
-)
+from dpfreq._validate import check_choice, message
 from dpfreq.budget import Accountant, check_accountant
 from dpfreq.engines import Engine, get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError
 from dpfreq.rng import RNGLike, resolve_rng
 from dpfreq.windows.answers import attach_state
 from dpfreq.windows.events import engine_source, range_error
-from dpfreq.windows.params import (
-    TimeAxis,
-    check_memory,
-    check_strategy,
-    parse_k,
-    parse_period,
-    parse_windows,
-    time_axis,
-)
+from dpfreq.windows.params import TimeAxis, check_window_params, parse_period
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
@@ -189,20 +174,15 @@ def release_window_counts(
     >>> rel.value["cumulative"][1].shape
     (2,)
     """
-    eps = check_epsilon(epsilon, "epsilon", _FUNC)
-    dlt = check_delta(delta, "delta", _FUNC)
-    unit = check_unit(unit, _FUNC, ("event", "item"))
-    conf = check_confidence(confidence, "confidence", _FUNC)
     acct = check_accountant(accountant, _FUNC)
-    ks = parse_k(k_values)
     check_choice(out_of_range, "out_of_range", _FUNC, ("error", "drop"))
-    if not isinstance(singleton, bool):
-        raise ParameterError(message("singleton", _FUNC, "True or False", singleton))
-    strat = check_strategy(strategy)
-    axis = time_axis(horizon, start, end, period)
-    fams = parse_windows(windows, axis.horizon)
-    check_memory(axis.horizon, fams, len(ks))
-    plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, strat, singleton)
+    par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
+                              epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
+                              windows=windows, strategy=strategy, singleton=singleton,
+                              confidence=confidence)
+    eps, dlt, unit, axis, fams, ks = (par.epsilon, par.delta, par.unit, par.axis, par.windows,
+                                      par.k_values)
+    plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.strategy, singleton)
     summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
                                             fams, ks)
     if singleton and not summaries.singleton:
@@ -213,8 +193,9 @@ def release_window_counts(
     res = resolve_rng(rng, _FUNC)
     key = res.generator.bytes(32)
     build = {"epsilon": eps, "delta": dlt, "k_values": list(ks), "unit": unit,
-             "windows": list(fams), "strategy": strat, "singleton": singleton,
+             "windows": list(fams), "strategy": par.strategy, "singleton": singleton,
              "horizon": axis.horizon, "axis": axis.public(), "seeded": res.seeded,
-             "n_dropped": int(n_dropped), "source_kind": kind, "confidence": conf}
+             "n_dropped": int(n_dropped), "source_kind": kind,
+             "confidence": par.confidence}
     state = attach_state(summaries, key=key, build_args=build, plan=plan)
     return WindowCountsRelease.from_state(state)

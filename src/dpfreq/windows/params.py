@@ -19,15 +19,25 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._validate import check_choice, check_int, message
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
 from dpfreq.engines import TimeBuckets
 from dpfreq.errors import ParameterError
 
 __all__ = [
     "MAX_HORIZON",
     "TimeAxis",
+    "WindowParams",
     "check_memory",
     "check_strategy",
+    "check_window_params",
     "parse_k",
     "parse_period",
     "parse_windows",
@@ -211,3 +221,39 @@ def check_memory(horizon: int, windows: tuple[Any, ...], n_k: int) -> None:
             f"(window family, k) structure(s) over {horizon} periods (limit "
             f"{have / 2**30:.1f} GiB, half of this machine's memory); use a longer period or "
             "fewer k_values/windows.")
+
+
+@dataclass(frozen=True)
+class WindowParams:
+    """The checked public parameters of a window release (or of its plan)."""
+
+    epsilon: float
+    delta: float
+    unit: str
+    confidence: float
+    singleton: bool
+    k_values: tuple[int, ...]
+    strategy: Any
+    axis: TimeAxis
+    windows: tuple[Any, ...]
+
+
+def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period: Any,
+                        epsilon: Any, delta: Any, unit: Any, k_values: Any, windows: Any,
+                        strategy: Any, singleton: Any, confidence: Any) -> WindowParams:
+    """Check and normalise the parameters :func:`release_window_counts` and
+    :func:`plan_window_counts` share (ε, δ, unit, confidence, the time axis, the families, k,
+    the strategy), and refuse a release too large for memory; ``func`` names the caller."""
+    eps = check_epsilon(epsilon, "epsilon", func)
+    dlt = check_delta(delta, "delta", func)
+    u = check_unit(unit, func, ("event", "item"))
+    conf = check_confidence(confidence, "confidence", func)
+    if not isinstance(singleton, bool):
+        raise ParameterError(message("singleton", func, "True or False", singleton))
+    ks = parse_k(k_values)
+    strat = check_strategy(strategy)
+    axis = time_axis(horizon, start, end, period)
+    fams = parse_windows(windows, axis.horizon)
+    check_memory(axis.horizon, fams, len(ks))
+    return WindowParams(epsilon=eps, delta=dlt, unit=u, confidence=conf, singleton=singleton,
+                        k_values=ks, strategy=strat, axis=axis, windows=fams)

@@ -22,22 +22,12 @@ from numpy.typing import NDArray
 from dpfreq._validate import (
     EPSILON_MAX,
     EPSILON_MIN,
-    check_confidence,
-    check_delta,
-    check_epsilon,
     check_int,
-    check_unit,
     message,
 )
 from dpfreq.errors import ParameterError
 from dpfreq.windows.answers import WindowState
-from dpfreq.windows.params import (
-    check_memory,
-    check_strategy,
-    parse_k,
-    parse_windows,
-    time_axis,
-)
+from dpfreq.windows.params import check_window_params
 from dpfreq.windows.plan import family_label, make_plan
 from dpfreq.windows.strategy import Structure
 
@@ -422,19 +412,14 @@ confidence
     >>> plan.epsilon_for(plan.max_halfwidth["cumulative"][1] / 2, k=1) > 1.0
     True
     """
-    eps = check_epsilon(epsilon, "epsilon", _FUNC)
-    dlt = check_delta(delta, "delta", _FUNC)
-    u = check_unit(unit, _FUNC, ("event", "item"))
-    conf = check_confidence(confidence, "confidence", _FUNC)
-    if not isinstance(singleton, bool):
-        raise ParameterError(message("singleton", _FUNC, "True or False", singleton))
     sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
-    ks = parse_k(k_values)
-    strat = check_strategy(strategy)
-    axis = time_axis(horizon, start, end, period)
-    fams = parse_windows(windows, axis.horizon)
-    check_memory(axis.horizon, fams, len(ks))
-    inp = _Inputs(axis.horizon, fams, ks, u, dlt, strat, singleton, conf)
+    par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
+                              epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
+                              windows=windows, strategy=strategy, singleton=singleton,
+                              confidence=confidence)
+    eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
+    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.strategy, singleton,
+                  par.confidence)
     plan, pred = _predict(inp, eps)
     halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
                  if lab != "all"}
@@ -442,8 +427,9 @@ confidence
     vac = {lab: {k: (None if sc is None else bool(2 * h >= sc)) for k, h in per.items()}
            for lab, per in maxes.items()}
     return WindowCountsPlan(
-        horizon=axis.horizon, epsilon=eps, delta=dlt, unit=u, k_values=ks, windows=fams,
-        confidence=conf, singleton=singleton, scale=sc, accounting=plan.accounting,
+        horizon=axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit, k_values=ks,
+        windows=fams, confidence=par.confidence, singleton=singleton, scale=sc,
+        accounting=plan.accounting,
         strategies={name: rec["strategy"] for name, rec in plan.record.items()},
         halfwidth=halfwidth, max_halfwidth=maxes,
         band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
