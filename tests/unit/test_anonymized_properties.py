@@ -274,6 +274,20 @@ def test_with_real_releases(rng):
                 assert est.error.kind == rel.error.kind
 
 
+def test_plot_draws_the_estimate_and_its_bound():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for est in (estimate_entropy(E10), estimate_entropy({1: 2, 2: 1, 5: 1, 9: 1}),
+                estimate_entropy(release({1: 4, 8: 1}, 12, l1=math.inf))):
+        ax = est.plot()
+        assert ax.get_title().startswith(est.property_name)
+        assert [t.get_text() for t in ax.get_xticklabels()] == [est.property_name]
+        plt.close(ax.figure)
+
+
 def test_release_without_a_finite_l1_bound():
     est = estimate_entropy(release({1: 4, 8: 1}, 12, l1=math.inf))
     assert est.error.kind == "sd"

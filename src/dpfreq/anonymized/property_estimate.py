@@ -79,6 +79,38 @@ class PropertyEstimate(Release):
                 "lower": np.array([lower]), "upper": np.array([upper]),
                 "clamped": np.array([self.clamped])}
 
+    def plot(self, ax: Any = None) -> Any:
+        """The estimate as a point with its error bound (when finite) as an error bar.
+
+        Parameters
+        ----------
+        ax : matplotlib axes, optional
+            Where to draw; a new Agg figure when omitted.
+
+        Returns
+        -------
+        matplotlib axes
+        """
+        from dpfreq.plotting import new_axes
+
+        ax = new_axes(ax, figsize=(4.0, 4.0))
+        row = self.table()
+        lower, upper = float(row["lower"][0]), float(row["upper"][0])
+        if math.isfinite(lower) and math.isfinite(upper):
+            yerr = [[self.value - lower], [upper - self.value]]
+            label = (f"{self.error.kind}, confidence {self.error.confidence:g}"
+                     if self.error.confidence is not None else self.error.kind)
+            ax.errorbar([0], [self.value], yerr=yerr, fmt="o", capsize=6, label=label)
+            ax.legend(loc="best")
+        else:
+            ax.plot([0], [self.value], "o", label="estimate (no finite error bound)")
+            ax.legend(loc="best")
+        ax.set_xticks([0], [self.property_name])
+        ax.set_ylabel(self.property_name)
+        privacy = f"ε={self.epsilon:g}, unit={self.unit}" if self.private else "not private"
+        ax.set_title(f"{self.property_name}: {privacy}")
+        return ax
+
 
 def no_statement(description: str) -> ErrorStatement:
     """An honest "no error statement": kind ``"sd"`` with an unknown (NaN) value."""
