@@ -45,6 +45,7 @@ __all__ = [
     "reduce_events",
     "reduce_occurrences",
     "reduce_sorted",
+    "sorted_codes",
     "sum_entries",
 ]
 
@@ -239,10 +240,15 @@ def bucket_events(codes: IntArray, times: IntArray, buckets: TimeBuckets, *,
     # one int64 sort of the combined key (item, period) is several times faster than lexsort
     span = buckets.horizon + 1
     key = np.sort(codes * span + periods)
-    item = key // span
-    dense = np.zeros(item.size, dtype=np.int64)  # item codes 0, 1, 2, ... in sorted order
-    np.cumsum(item[1:] != item[:-1], out=dense[1:])
-    return dense, key % span, n_bad, first
+    return sorted_codes(key // span), key % span, n_bad, first
+
+
+def sorted_codes(keys: NDArray[Any]) -> IntArray:
+    """Dense codes 0, 1, 2, ... of sorted keys (equal keys contiguous), in their order."""
+    codes = np.zeros(len(keys), dtype=np.int64)
+    if len(keys) > 1:
+        np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
+    return codes
 
 
 def sum_entries(slots: IntArray, keys: IntArray,

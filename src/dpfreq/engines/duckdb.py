@@ -60,6 +60,7 @@ from dpfreq.engines._common import (
     nested_error,
     null_error,
     reduce_sorted,
+    sorted_codes,
     sum_entries,
 )
 from dpfreq.engines.base import (
@@ -427,10 +428,7 @@ class DuckDBEngine:
             res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
         keys = _plain(res["k"], item, func)
         times = _plain(res["t"], time, func).astype(np.int64)
-        codes = np.zeros(len(keys), dtype=np.int64)
-        if len(keys):
-            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
-        return finish_occurrence_times(codes, times, n_items=int(stats["nd"][0]),
+        return finish_occurrence_times(sorted_codes(keys), times, n_items=int(stats["nd"][0]),
                                        n_events=int(stats["n"][0]), time_kind=kind,
                                        k_max=None, presorted=True)
 
@@ -483,10 +481,8 @@ class DuckDBEngine:
                 keys = _plain(res["k"], item, func)
                 if not len(keys):
                     continue
-                codes = np.zeros(len(keys), dtype=np.int64)
-                np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
-                parts.append(reduce_sorted(codes, _plain(res["p"], time, func).astype(np.int64),
-                                           reducer))
+                periods = _plain(res["p"], time, func).astype(np.int64)
+                parts.append(reduce_sorted(sorted_codes(keys), periods, reducer))
         if parts:
             slots, ks, ws = sum_entries(*(np.concatenate(v) for v in zip(*parts, strict=True)))
         else:
@@ -501,10 +497,7 @@ class DuckDBEngine:
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in
         :mod:`dpfreq.engines.reports`.
         """
-        from dpfreq.engines.reports import check_report_args
         from dpfreq.engines.reports_duckdb import duckdb_report_sums
 
-        param_id, counts = check_report_args(param_id, interval_counts,
-                                             f"{type(self).__name__}.report_sums")
         return duckdb_report_sums(self, source, param_id=param_id,
-                                  interval_counts=counts)
+                                  interval_counts=interval_counts)

@@ -23,6 +23,7 @@ from dpfreq.engines.reports import (
     TWO_63,
     VALUE_COLUMNS,
     check_columns,
+    check_report_args,
     finish_reports,
     raise_group_rules,
     raise_row_rules,
@@ -71,6 +72,8 @@ def _fail(exc: BaseException) -> Any:
 def duckdb_report_sums(engine: Any, source: Any, *, param_id: str | None,
                        interval_counts: tuple[int, ...]) -> ReportSums:
     """The reports rules and sums on a DuckDB engine (``engine.relation`` reads the source)."""
+    param_id, interval_counts = check_report_args(param_id, interval_counts,
+                                                  f"{type(engine).__name__}.report_sums")
     rel = engine.relation(source, "report_sums", text_columns=ID_COLUMNS)
     columns = list(rel.columns)
     check_columns(columns)

@@ -20,6 +20,7 @@ from dpfreq.engines.reports import (
     TWO_63,
     VALUE_COLUMNS,
     check_columns,
+    check_report_args,
     finish_reports,
     raise_group_rules,
     raise_row_rules,
@@ -62,6 +63,8 @@ def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    param_id, interval_counts = check_report_args(param_id, interval_counts,
+                                                  f"{type(engine).__name__}.report_sums")
     errors = _errors()
     df = engine.dataframe(source, "report_sums", text_columns=ID_COLUMNS)
     check_columns(list(df.columns))

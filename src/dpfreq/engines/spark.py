@@ -55,6 +55,7 @@ from dpfreq.engines._common import (
     missing_column,
     nested_error,
     null_error,
+    sorted_codes,
     sum_entries,
 )
 from dpfreq.engines.base import (
@@ -437,11 +438,8 @@ class SparkEngine:
                       .where(F.col("rn") <= k_max).drop("rn"))
             res = _to_numpy(ev.orderBy("k", "t"), func, {"k": item, "t": time})
         keys, times = res["k"], res["t"].astype(np.int64)
-        codes = np.zeros(len(keys), dtype=np.int64)
-        if len(keys) > 1:
-            np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
-        return finish_occurrence_times(codes, times, n_items=nd, n_events=n, time_kind=kind,
-                                       k_max=None, presorted=True)
+        return finish_occurrence_times(sorted_codes(keys), times, n_items=nd, n_events=n,
+                                       time_kind=kind, k_max=None, presorted=True)
 
     def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
                      reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
@@ -514,13 +512,10 @@ class SparkEngine:
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in
         :mod:`dpfreq.engines.reports`.
         """
-        from dpfreq.engines.reports import check_report_args
         from dpfreq.engines.reports_spark import spark_report_sums
 
-        param_id, counts = check_report_args(param_id, interval_counts,
-                                             f"{type(self).__name__}.report_sums")
         return spark_report_sums(self, source, param_id=param_id,
-                                 interval_counts=counts)
+                                 interval_counts=interval_counts)
 
 
 # -- per-item reductions on the executors (SparkEngine.reduce_items) --------------------------
