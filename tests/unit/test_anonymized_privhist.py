@@ -363,8 +363,9 @@ def test_cap_counts_at_2n() -> None:
 
 
 def test_smoothing_refuses_counts_beyond_last_boundary() -> None:
-    with pytest.raises(DataError, match="last boundary"):
-        P.smoothed_scaled_cumulative(np.array([13]), np.array([1]), S_E8)
+    with pytest.raises(DataError, match="last boundary") as info:
+        P.smoothed_scaled_cumulative(np.array([1234]), np.array([1]), S_E8)
+    assert "1234" not in str(info.value)  # the private count is not quoted
 
 
 # -- N and E|N - n| ----------------------------------------------------------------------------
