@@ -42,6 +42,8 @@ __all__ = [
     "nested_error",
     "null_error",
     "prevalences_from_counts",
+    "quote_ident",
+    "quote_literal",
     "reduce_events",
     "reduce_occurrences",
     "reduce_sorted",
@@ -72,6 +74,16 @@ def check_k_max(value: Any, func: str) -> int | None:
     if value is None:
         return None
     return check_int(value, "k_max", func, minimum=1)
+
+
+def quote_ident(name: str) -> str:
+    """An SQL identifier quoted (double quotes, inner ones doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """An SQL string literal (single quotes, inner ones doubled)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def finish_item_counts(keys: NDArray[Any], counts: NDArray[Any]) -> ItemCounts:

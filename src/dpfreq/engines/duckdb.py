@@ -59,6 +59,8 @@ from dpfreq.engines._common import (
     missing_column,
     nested_error,
     null_error,
+    quote_ident,
+    quote_literal,
     reduce_sorted,
     sorted_codes,
     sum_entries,
@@ -106,16 +108,6 @@ def column_category(type_id: str) -> str:
     if ty in _TIME_TYPES:
         return "time"
     return "text"
-
-
-def _q(name: str) -> str:
-    """Quote an identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    """Quote a string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _is_nan(col: str) -> str:
@@ -250,7 +242,7 @@ class DuckDBEngine:
             target = text
         try:
             if lower.endswith(_PARQUET_SUFFIXES):
-                rel = self.connection.sql(f"SELECT * FROM read_parquet({_lit(target)})")
+                rel = self.connection.sql(f"SELECT * FROM read_parquet({quote_literal(target)})")
             elif lower.endswith(_CSV_SUFFIXES):
                 rel = self._csv(target, text_columns)
             else:
@@ -263,12 +255,12 @@ class DuckDBEngine:
 
     def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
         """A CSV file with DuckDB's type detection, except ``text_columns`` read as text."""
-        rel = self.connection.sql(f"SELECT * FROM read_csv({_lit(target)})")
+        rel = self.connection.sql(f"SELECT * FROM read_csv({quote_literal(target)})")
         as_text = [c for c in dict.fromkeys(text_columns) if c in rel.columns]
         if not as_text:
             return rel
-        types = ", ".join(f"{_lit(c)}: 'VARCHAR'" for c in as_text)
-        return self.connection.sql(f"SELECT * FROM read_csv({_lit(target)}, "
+        types = ", ".join(f"{quote_literal(c)}: 'VARCHAR'" for c in as_text)
+        return self.connection.sql(f"SELECT * FROM read_csv({quote_literal(target)}, "
                                    f"types = {{{types}}})")
 
     def read_columns(self, source: Any, columns: list[str], func: str = "DuckDBEngine", *,
@@ -285,7 +277,8 @@ class DuckDBEngine:
             if column_category(ty) == "nested":
                 raise nested_error(func, col)
             exact = ty in ("decimal", "hugeint", "uhugeint") and col in text_columns
-            exprs.append(f"CAST({_q(col)} AS VARCHAR) AS {_q(col)}" if exact else _q(col))
+            q = quote_ident(col)
+            exprs.append(f"CAST({q} AS VARCHAR) AS {q}" if exact else q)
         res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src", func)
         return {col: _plain(res[col], col, func) for col in columns}
 
@@ -331,7 +324,7 @@ class DuckDBEngine:
     def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str, func: str) -> str:
         """Item keys: BIGINT for integer columns, text otherwise; NULL for nulls and NaN."""
         category = column_category(self._type(rel, item, func))
-        col = _q(item)
+        col = quote_ident(item)
         if category == "nested":
             raise nested_error(func, item)
         if category == "integer":
@@ -346,7 +339,7 @@ class DuckDBEngine:
         time_kind; SQL condition true for non-integral, infinite or out-of-range values)."""
         ty = self._type(rel, time, func)
         category = column_category(ty)
-        col = _q(time)
+        col = quote_ident(time)
         if category == "integer":
             return f"CAST({col} AS BIGINT)", "integer", "false"
         if category == "time":

@@ -44,6 +44,7 @@ __all__ = [
     "raise_group_rules",
     "raise_row_rules",
     "report_error",
+    "unreadable_source",
 ]
 
 REQUIRED_COLUMNS = ("device", "order", "interval", "bit")
@@ -58,6 +59,15 @@ TWO_63 = 9.223372036854775808e18
 def report_error(rule: str) -> DataError:
     """The one message shape of a rejected reports source."""
     return DataError(f"reports rejected: {rule}")
+
+
+def unreadable_source(exc: BaseException) -> DataError:
+    """Rule 1 broken by an engine error while reading: only the kind of failure is shown (the
+    text before the first ``:`` of the engine's message, else the exception's class), never
+    the message itself, which may quote the data."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    kind = line.split(":", 1)[0] if ":" in line else type(exc).__name__
+    return report_error(f"the source cannot be read ({kind}).")
 
 
 def check_report_args(param_id: Any, interval_counts: Any, func: str) -> tuple[str | None,

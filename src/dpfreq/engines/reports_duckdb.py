@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from dpfreq.engines._common import quote_ident, quote_literal
 from dpfreq.engines.base import ReportSums
 from dpfreq.engines.reports import (
     ID_COLUMNS,
@@ -28,6 +29,7 @@ from dpfreq.engines.reports import (
     raise_group_rules,
     raise_row_rules,
     report_error,
+    unreadable_source,
 )
 
 __all__ = ["duckdb_report_sums"]
@@ -38,17 +40,9 @@ _FLOAT = {"float", "double", "decimal"}
 _TEXT = {"varchar"}
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _value_expr(column: str, type_id: str) -> tuple[str, str]:
     """(BIGINT value or NULL, "not an integer" flag) of one value column."""
-    q = _q(column)
+    q = quote_ident(column)
     if type_id in _INTEGER:
         return f"CAST({q} AS BIGINT)", "false"
     if type_id in _FLOAT:
@@ -56,17 +50,11 @@ def _value_expr(column: str, type_id: str) -> tuple[str, str]:
                 f"abs(CAST({q} AS DOUBLE)) >= {TWO_63!r} OR {q} <> trunc({q})))")
         return f"CASE WHEN {flag} THEN NULL ELSE CAST({q} AS BIGINT) END", flag
     if type_id in _TEXT:
-        flag = f"({q} IS NOT NULL AND NOT regexp_full_match({q}, {_lit(INT_TEXT)}))"
+        flag = f"({q} IS NOT NULL AND NOT regexp_full_match({q}, {quote_literal(INT_TEXT)}))"
         return f"TRY_CAST(trim({q}) AS BIGINT)", flag
     if type_id in {"hugeint", "ubigint", "uhugeint"}:  # may exceed 64 bits
         return f"TRY_CAST({q} AS BIGINT)", f"({q} IS NOT NULL AND TRY_CAST({q} AS BIGINT) IS NULL)"
     raise report_error(f"column {column!r} must hold integers.")
-
-
-def _fail(exc: BaseException) -> Any:
-    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    kind = line.split(":", 1)[0] if ":" in line else type(exc).__name__
-    return report_error(f"the source cannot be read ({kind}).")
 
 
 def duckdb_report_sums(engine: Any, source: Any, *, param_id: str | None,
@@ -81,14 +69,14 @@ def duckdb_report_sums(engine: Any, source: Any, *, param_id: str | None,
     exprs = {c: _value_expr(c, types[c]) for c in VALUE_COLUMNS}
     pid = "CAST(param_id AS VARCHAR)" if "param_id" in columns else "NULL"
     table = f"dpfreq_reports_{uuid.uuid4().hex}"
-    select = ", ".join([f"CAST({_q('device')} AS VARCHAR) AS u",
+    select = ", ".join([f"CAST({quote_ident('device')} AS VARCHAR) AS u",
                         *(f"{exprs[c][0]} AS v_{c}" for c in VALUE_COLUMNS),
                         *(f"{exprs[c][1]} AS n_{c}" for c in VALUE_COLUMNS),
                         f"{pid} AS pid"])
     try:
         rel.query("dpfreq_src", f"CREATE TEMP TABLE {table} AS SELECT {select} FROM dpfreq_src")
     except duckdb.Error as exc:
-        raise _fail(exc) from None
+        raise unreadable_source(exc) from None
     try:
         return _checked_sums(rel, table, param_id, interval_counts,
                              has_pid="param_id" in columns)
@@ -103,11 +91,11 @@ def _checked_sums(rel: Any, table: str, param_id: str | None, sizes: tuple[int, 
         try:
             return rel.query("dpfreq_src", sql).fetchall()
         except duckdb.Error as exc:
-            raise _fail(exc) from None
+            raise unreadable_source(exc) from None
 
     orders = len(sizes)
     jmax = "[" + ", ".join(str(s) for s in sizes) + "]"
-    pid_rule = (f"count(*) FILTER (WHERE pid IS DISTINCT FROM {_lit(param_id)})"
+    pid_rule = (f"count(*) FILTER (WHERE pid IS DISTINCT FROM {quote_literal(param_id)})"
                 if has_pid and param_id is not None else "0")
     row = run(
         "SELECT count(*) FILTER (WHERE n_order), count(*) FILTER (WHERE n_interval), "

@@ -25,6 +25,7 @@ from dpfreq.engines.reports import (
     raise_group_rules,
     raise_row_rules,
     report_error,
+    unreadable_source,
 )
 
 __all__ = ["spark_report_sums"]
@@ -80,8 +81,7 @@ def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
     try:
         return _checked(rows, param_id, interval_counts, "param_id" in df.columns)
     except errors as exc:
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise report_error(f"the source cannot be read ({line.split(':', 1)[0]}).") from None
+        raise unreadable_source(exc) from None
     finally:
         rows.unpersist()
 
