@@ -152,6 +152,13 @@ def check_choice(value: Any, param: str, func: str, choices: Iterable[Any]) -> A
     return value
 
 
+def _debug_detail(value: Any) -> str:
+    """`` [debug: value]`` when ``DPFREQ_DEBUG`` is set, else ``""`` (keeps data out of errors)."""
+    from dpfreq.engines._common import debug_enabled
+
+    return f" [debug: {value!r}]" if debug_enabled() else ""
+
+
 def check_count_array(
     value: Any,
     param: str,
@@ -164,8 +171,9 @@ def check_count_array(
     """An array of integer counts ``>= minimum`` (default: non-negative), returned as int64.
 
     Floats are accepted only when every entry is integral (e.g. counts read from a CSV);
-    NaN, infinities, fractional values, booleans and objects are rejected with the offending
-    entry named.
+    NaN, infinities, fractional values, booleans and objects are rejected. The message says
+    which rule an entry breaks, not its value (the entries are data); with ``DPFREQ_DEBUG`` set,
+    the first offending value is appended.
     """
     rule = f"a {ndim}-d array of integers >= {minimum}"
     try:
@@ -185,7 +193,8 @@ def check_count_array(
         bad = ~np.isfinite(arr) | (arr != np.floor(arr))
         if bad.any():
             first = float(arr.flat[int(np.flatnonzero(bad.ravel())[0])])
-            raise DataError(message(param, func, rule, f"entry {first!r}"))
+            raise DataError(message(param, func, rule, "a non-integral entry (fractional, nan "
+                                    "or inf)" + _debug_detail(first)))
         if np.abs(arr).max() >= 2.0**63:
             raise DataError(message(param, func, rule, "entries beyond the int64 range"))
     if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
@@ -194,5 +203,6 @@ def check_count_array(
     below = out < minimum
     if below.any():
         first = int(out.flat[int(np.flatnonzero(below.ravel())[0])])
-        raise DataError(message(param, func, rule, f"entry {first}"))
+        raise DataError(message(param, func, rule,
+                                f"an entry below {minimum}" + _debug_detail(first)))
     return out

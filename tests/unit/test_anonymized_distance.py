@@ -95,9 +95,9 @@ def test_metric_axioms(a, b, c):
 @pytest.mark.parametrize(
     ("bad", "match"),
     [
-        ([1, 0, 2], "entry 0"),
-        ([1, -3], "entry -3"),
-        ([1.5, 2], "entry 1.5"),
+        ([1, 0, 2], "an entry below 1"),
+        ([1, -3], "an entry below 1"),
+        ([1.5, 2], "a non-integral entry"),
         ([1.0, float("nan")], "nan"),
         ({0: 3}, "counts"),
         ({2: -1}, "prevalences"),

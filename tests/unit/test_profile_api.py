@@ -330,7 +330,8 @@ def test_max_count_too_large_for_memory(method: str) -> None:
     assert acct.spent == (0.0, 0.0)
 
 
-@pytest.mark.parametrize(("counts", "shown"), [([1, -2, 3], "-2"), ([1, 2.5], "2.5"),
+@pytest.mark.parametrize(("counts", "shown"), [([1, -2, 3], "an entry below 0"),
+                                               ([1, 2.5], "a non-integral entry"),
                                                ([1, float("nan")], "nan"),
                                                (np.array([[1, 2]]), "dimension"),
                                                (np.array(["a", "b"]), "dtype")])

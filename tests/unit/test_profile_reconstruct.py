@@ -431,7 +431,8 @@ def test_bad_histograms(data: np.ndarray, match: str) -> None:
 
 
 def test_bad_clipped_and_counts() -> None:
-    with pytest.raises(DataError, match="must be a 1-d array of integers >= 0; got 'entry -1'"):
+    with pytest.raises(DataError,
+                       match="must be a 1-d array of integers >= 0; got 'an entry below 0'"):
         reconstruct_profile(np.array([0, -1]), clipped=True, **GOOD)
     with pytest.raises(DataError, match=r"integers in \[0, 3\]"):
         reconstruct_profile(np.array([0, 4]), clipped=True, **GOOD)
@@ -440,7 +441,7 @@ def test_bad_clipped_and_counts() -> None:
     f = reconstruct_profile_from_counts
     with pytest.raises(DataError, match="profile_counts of reconstruct_profile_from_counts"):
         f(np.array([1, -1, 0]), domain_size=5, max_count=0, epsilon=1.0)
-    with pytest.raises(DataError, match=r"entry .*0\.5"):  # foundation shows np.float64(0.5)
+    with pytest.raises(DataError, match="a non-integral entry"):
         f(np.array([1, 0.5, 0]), domain_size=5, max_count=0, epsilon=1.0)
     with pytest.raises(DataError, match="length n"):
         f(np.zeros(9, dtype=int), domain_size=5, max_count=3, epsilon=1.0)

@@ -142,6 +142,18 @@ def test_count_array_accepts():
     _assert_shape(info.value)
 
 
+def test_count_array_errors_quote_values_only_in_debug_mode(monkeypatch):
+    monkeypatch.delenv("DPFREQ_DEBUG", raising=False)
+    for bad, rule in (([4, -1234], "an entry below 0"), ([1.0, 1234.5], "a non-integral entry")):
+        with pytest.raises(DataError, match=rule) as info:
+            check_count_array(bad, "x", "f")
+        assert "1234" not in str(info.value)
+        _assert_shape(info.value)
+    monkeypatch.setenv("DPFREQ_DEBUG", "1")
+    with pytest.raises(DataError, match=r"\[debug: -1234\]"):
+        check_count_array([4, -1234], "x", "f")
+
+
 def test_errors_are_builtin_subclasses():
     assert issubclass(ParameterError, ValueError)
     assert issubclass(DataError, ParameterError)
