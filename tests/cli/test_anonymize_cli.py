@@ -139,6 +139,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match)
     assert match in lines[0]
 
 
+def test_prevalence_csv_row_numbers_only_in_debug_mode(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "in.csv"
+    data.write_text("count,prevalence\n3,1\n7,1\n0,2\n", encoding="utf-8")
+    monkeypatch.delenv("DPFREQ_DEBUG", raising=False)
+    with pytest.raises(SystemExit):
+        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+    err = capsys.readouterr().err
+    assert ">= 1" in err
+    assert "line 4" not in err
+    monkeypatch.setenv("DPFREQ_DEBUG", "1")
+    with pytest.raises(SystemExit):
+        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+    assert "line 4" in capsys.readouterr().err
+
+
 def test_missing_file_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main(["anonymize", str(tmp_path / "absent.csv"), "--item", "x", "--epsilon", "1"])

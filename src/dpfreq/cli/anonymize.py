@@ -26,6 +26,7 @@ from dpfreq.cli._common import (
     warn_if_seeded,
     write_output,
 )
+from dpfreq.engines._common import debug_enabled
 from dpfreq.errors import DataError
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
@@ -54,6 +55,11 @@ def read_prevalence_csv(path: str) -> dict[int, int]:
         raise DataError(f"{path}: --prevalence-csv must be UTF-8 text (a BOM is fine).") from None
 
 
+def _at(path: str, line: int) -> str:
+    """The file, and the line only in debug mode (row numbers are details of the data)."""
+    return f"{path}, line {line}" if debug_enabled() else f"{path}, a row"
+
+
 def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
     with Path(path).open(newline="", encoding="utf-8-sig") as handle:
         rows = csv.reader(handle)
@@ -65,17 +71,17 @@ def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
             if not row or all(not cell.strip() for cell in row):
                 continue
             if len(row) != 2:
-                raise DataError(f"{path}, line {line}: expected 2 columns (count,prevalence); "
+                raise DataError(f"{_at(path, line)}: expected 2 columns (count,prevalence); "
                                 f"got {len(row)}.")
             try:
                 count, prevalence = (int(cell.strip()) for cell in row)
             except ValueError:
-                raise DataError(f"{path}, line {line}: count and prevalence must be "
+                raise DataError(f"{_at(path, line)}: count and prevalence must be "
                                 "integers.") from None
             if count < 1 or prevalence < 1:
-                raise DataError(f"{path}, line {line}: count and prevalence must be >= 1.")
+                raise DataError(f"{_at(path, line)}: count and prevalence must be >= 1.")
             if count in out:
-                raise DataError(f"{path}, line {line}: a count is listed twice.")
+                raise DataError(f"{_at(path, line)}: a count is listed twice.")
             out[count] = prevalence
     return out
 
