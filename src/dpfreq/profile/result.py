@@ -50,12 +50,15 @@ class ProfileRelease(Release):
 
     Examples
     --------
+    A release from the events of a mapping of columns (one row per occurrence of an item):
+
     >>> import numpy as np
     >>> from dpfreq.profile import release_profile
-    >>> rel = release_profile(np.array([3, 1, 0, 2]), domain_size=10, max_count=4,
-    ...                       epsilon=1.0, unit="item", rng=7)
+    >>> events = {"user": np.array(["a", "a", "b", "c", "c", "c"])}
+    >>> rel = release_profile(events, item="user", domain_size=50, max_count=3,
+    ...                       epsilon=2.0, unit="item", rng=11)
     >>> rel.value.shape, rel.error.kind, rel.error.lower.shape
-    ((5,), 'interval', (5,))
+    ((4,), 'interval', (4,))
     >>> bool(np.all(rel.error.lower <= rel.value)) and bool(np.all(rel.value <= rel.error.upper))
     True
     >>> sorted(rel.table())[:3]
