@@ -8,7 +8,7 @@ import json
 
 import click
 
-from dpfreq.cli._common import COUNT, warn_if_seeded
+from dpfreq.cli._common import COUNT, IntegerType, warn_if_seeded
 from dpfreq.errors import EngineUnavailableError
 
 __all__ = ["command"]
@@ -17,13 +17,13 @@ __all__ = ["command"]
 @click.command(name="devices")
 @click.option("--server", required=True, metavar="URL", help="Base URL of the service.")
 @click.option("--study", required=True, help="Study id (its parameters are read from the server).")
-@click.option("--devices", "n_devices", type=click.IntRange(1, 10**7), required=True,
+@click.option("--devices", "n_devices", type=IntegerType(1, 10**7), required=True,
               help="Number of simulated devices.")
-@click.option("--horizon", type=click.IntRange(1, 1 << 16), default=None,
+@click.option("--horizon", type=IntegerType(1, 1 << 16), default=None,
               help="Periods to simulate (default: the study's horizon).")
-@click.option("--concurrency", type=click.IntRange(1, 10_000), default=50, show_default=True,
+@click.option("--concurrency", type=IntegerType(1, 10_000), default=50, show_default=True,
               help="Devices uploading at the same time.")
-@click.option("--batch", type=click.IntRange(1, 4096), default=64, show_default=True,
+@click.option("--batch", type=IntegerType(1, 4096), default=64, show_default=True,
               help="Most reports per request.")
 @click.option("--seed", type=COUNT, default=None,
               help="Seed the simulated devices (reproducible load; not private).")

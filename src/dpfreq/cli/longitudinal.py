@@ -15,12 +15,15 @@ import click
 import numpy as np
 
 from dpfreq.cli._common import (
+    INPUT_FILE,
     POSITIVE,
     emit_release,
     engine_option,
     output_options,
+    output_path_option,
     seed_option,
     warn_if_seeded,
+    write_output,
 )
 from dpfreq.cli.devices import command as devices_command
 from dpfreq.errors import DataError, ParameterError
@@ -57,8 +60,8 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
               help="Confidence of the intervals and the band.")
 @click.option("--write", "write_for", type=click.Choice(RANDOMIZERS), default=None,
               help="Write the parameter bundle of this randomizer (use with --out).")
-@click.option("--out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              help="PARAMS.json path ('-': the JSON on stdout, the table on stderr).")
+@output_path_option("--out", "out", suffixes=(".json",), allow_stdout=True,
+                    help="PARAMS.json path ('-': the JSON on stdout, the table on stderr).")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
 @click.option("--start", default=None, help="Date of period 1 (ISO), written into the bundle.")
@@ -100,11 +103,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
         bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                              randomizer=write_for, per_order_sparsity=per,
                              **_time_axis(start, period))
-        if to_err:
-            click.echo(bundle.to_json())
-        else:
-            Path(out).write_text(bundle.to_json() + "\n")
-            click.echo(f"wrote {out}", err=True)
+        write_output(bundle.to_json(), out)
 
 
 @command.command(name="simulate")
@@ -144,8 +143,8 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
 
 
 @command.command(name="aggregate")
-# not click.Path(exists=True): with --engine spark REPORTS may be a URI (hdfs://, s3a://)
-@click.argument("reports", type=str)
+# INPUT_FILE: a missing local file is refused early, a URI (hdfs://, s3a://) goes to Spark
+@click.argument("reports", type=INPUT_FILE)
 @click.option("--params", "params_path", type=click.Path(exists=True, dir_okay=False),
               required=True, help="PARAMS.json shared with the devices.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,

@@ -15,6 +15,7 @@ import numpy as np
 
 from dpfreq.cli._common import (
     COUNT,
+    INPUT_FILE,
     emit_release,
     engine_option,
     ledger_option,
@@ -180,7 +181,7 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 
 
 @click.command(name="profile")
-@click.argument("file", type=click.Path())
+@click.argument("file", type=INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
 @click.option("--domain-size", type=COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")

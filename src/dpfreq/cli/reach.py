@@ -13,11 +13,13 @@ import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.cli._common import (
+    INPUT_FILE,
     POSITIVE,
     emit_release,
     engine_option,
     ledger_option,
     output_options,
+    output_path_option,
     parse_int_list,
     seed_option,
     warn_if_seeded,
@@ -66,7 +68,7 @@ def _table(rel: WindowCountsRelease) -> str:
 
 
 @click.command(name="reach")
-@click.argument("file", type=click.Path())
+@click.argument("file", type=INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
 @click.option("--horizon", type=POSITIVE, default=None,
@@ -93,8 +95,9 @@ def _table(rel: WindowCountsRelease) -> str:
                    "level; checked against the data).")
 @click.option("--out-of-range", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="Events outside [start, end].")
-@click.option("--save", "save_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the release with its SECRET state (key, exact log) for later queries.")
+@output_path_option("--save", "save_path",
+                    help="Write the release with its SECRET state (key, exact log) for later "
+                         "queries.")
 @engine_option
 @output_options
 @seed_option
