@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, debug_enabled
 
 __all__ = [
     "EPSILON_MAX",
@@ -154,8 +154,6 @@ def check_choice(value: Any, param: str, func: str, choices: Iterable[Any]) -> A
 
 def _debug_detail(value: Any) -> str:
     """`` [debug: value]`` when ``DPFREQ_DEBUG`` is set, else ``""`` (keeps data out of errors)."""
-    from dpfreq.engines._common import debug_enabled
-
     return f" [debug: {value!r}]" if debug_enabled() else ""
 
 

@@ -7,13 +7,17 @@ builtin one (``ParameterError`` is a ``ValueError``; ``EngineUnavailableError`` 
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
+    "DEBUG_VARIABLE",
     "BudgetExceededError",
     "DPFreqError",
     "DPFreqWarning",
     "DataError",
     "EngineUnavailableError",
     "ParameterError",
+    "debug_enabled",
 ]
 
 
@@ -111,3 +115,23 @@ class DPFreqWarning(UserWarning):
     >>> caught[0].category is DPFreqWarning, issubclass(DPFreqWarning, UserWarning)
     (True, True)
     """
+
+
+DEBUG_VARIABLE = "DPFREQ_DEBUG"
+
+
+def debug_enabled() -> bool:
+    """True when ``DPFREQ_DEBUG`` is set to anything but ``""``/``"0"``.
+
+    Error messages are a channel out of the data too: by default a data error says which rule
+    was broken in which column, never counts, offending values, times or row numbers. The data
+    owner may set ``DPFREQ_DEBUG=1`` to have such details appended.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ.pop("DPFREQ_DEBUG", None) and None
+    >>> debug_enabled()
+    False
+    """
+    return os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0")

@@ -185,20 +185,24 @@ def test_item_unit_with_a_sketch_method_exits_2(tmp_path, capsys, method):
 
 def test_plan_profile_command(capsys):
     assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
-                 "--epsilon", "1"]) == 0
+                 "--epsilon", "1", "--unit", "item"]) == 0
     out = capsys.readouterr().out
     assert "method direct" in out
     assert "per-class interval:  ±6 items" in out
     assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
-                 "--epsilon", "1", "--target-half-width", "3", "--target-l1", "0.0001"]) == 0
+                 "--epsilon", "1", "--unit", "item", "--target-half-width", "3",
+                 "--target-l1", "0.0001"]) == 0
     out = capsys.readouterr().out
     assert "ε for a per-class half-width ≤ 3 items" in out
     assert "ε for an ℓ1 bound ≤ 0.0001" in out
     assert main(["plan", "profile", "--domain-size", "100", "--max-count", "50",
-                 "--epsilon", "0.1", "--method", "fft"]) == 0
+                 "--epsilon", "0.1", "--method", "fft", "--unit", "event"]) == 0
     out = capsys.readouterr().out
     assert "unit event" in out
     assert "VACUOUS" in out
+    with pytest.raises(SystemExit) as missing_unit:  # the unit of privacy has no default
+        main(["plan", "profile", "--domain-size", "100", "--max-count", "50", "--epsilon", "0.1"])
+    assert missing_unit.value.code == 2
 
 
 def test_format_table_truth_column():

@@ -26,8 +26,7 @@ from dpfreq.cli._common import (
     warn_if_seeded,
     write_output,
 )
-from dpfreq.engines._common import debug_enabled
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, debug_enabled
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
 

@@ -31,7 +31,7 @@ import click
 from dpfreq import __version__
 from dpfreq.cli.output import forget_rescued_releases, rescue_drawn_releases
 from dpfreq.cli.progress import progress_wanted, tqdm_reporter
-from dpfreq.errors import DPFreqError
+from dpfreq.errors import DPFreqError, debug_enabled
 from dpfreq.progress import reporting
 
 __all__ = [
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt as exc:
             _fail("dpfreq: aborted", EXIT_INTERRUPTED, exc)
         except BaseException as exc:
-            if os.environ.get("DPFREQ_DEBUG") == "1":
+            if debug_enabled():
                 traceback.print_exc()
             kind = "out of memory (MemoryError)" if isinstance(exc, MemoryError) else (
                 type(exc).__name__)

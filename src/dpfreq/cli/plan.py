@@ -1,6 +1,6 @@
 """`dpfreq plan`: accuracy before a release, from public parameters alone (no data, no budget).
 
-``dpfreq plan profile --domain-size 2e6 --max-count 50 --epsilon 1`` prints the predicted
+``dpfreq plan profile --domain-size 2e6 --max-count 50 --epsilon 1 --unit item`` prints the predicted
 per-class interval half-width, the band, the expected ℓ1 error and an ℓ1 bound; ``--target-*``
 options print the ε needed for a target. Other systems add subcommands to the :data:`command`
 group with ``@command.command(name=...)`` in their own CLI module (or ``command.add_command``).
@@ -54,9 +54,9 @@ def format_plan(plan: Any) -> list[str]:
 @click.option("--domain-size", type=COUNT, required=True, help="Public number d of items.")
 @click.option("--max-count", type=COUNT, required=True, help="Public count cap n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε to plan for.")
-@click.option("--unit", type=click.Choice(["item", "event"]), default=None,
-              help="Unit of privacy [default: item for auto/direct, event for fft/mle; the "
-                   "direct predictions are the same at either unit].")
+@click.option("--unit", type=click.Choice(["item", "event"]), required=True,
+              help="Unit of privacy, as for dpfreq profile (no default; the direct "
+                   "predictions are the same at either unit).")
 @click.option("--method", type=click.Choice(["auto", "direct", "fft", "mle"]), default="auto",
               show_default=True, help="As for dpfreq profile.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,

@@ -6,7 +6,6 @@ functions here, so that ordering, clamping and dtypes are identical across engin
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ from dpfreq.engines.base import (
     Prevalences,
     TimeBuckets,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled
 
 __all__ = [
     "DEBUG_VARIABLE",
@@ -146,21 +145,10 @@ def finish_occurrence_times(
 
 
 #: Environment variable that turns on debug details in data errors (``DPFREQ_DEBUG=1``).
-DEBUG_VARIABLE = "DPFREQ_DEBUG"
 #: The rule every engine states for nulls and NaN in item and time columns.
 NULL_RULE = "free of nulls and NaN"
 #: The rule for time columns.
 TIME_RULE = "integer or timestamp/date valued"
-
-
-def debug_enabled() -> bool:
-    """True when ``DPFREQ_DEBUG`` is set to anything but ``""``/``"0"``.
-
-    Error messages are a channel out of the data too: by default a data error says which rule
-    was broken in which column, never counts, offending values, times or row numbers. The data
-    owner may set ``DPFREQ_DEBUG=1`` to have such details appended.
-    """
-    return os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0")
 
 
 def data_error(func: str, column: str, rule: str, got: Any, detail: Any = None) -> DataError:
