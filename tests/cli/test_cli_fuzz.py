@@ -276,10 +276,7 @@ LEAVES = _leaf_commands()
 
 #: Failures this file finds in commands whose fix belongs to another part of the code base,
 #: keyed by (test, case id) and tracked as non-strict xfails until they are fixed.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("fuzz", "demo"): "demo --users 1e15: MemoryError in dpfreq.profile.datasets.make_impressions "
-                      "(no memory estimate before allocating n users)",
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _cases(test: str, items: list[tuple[Any, ...]]) -> list[Any]:
