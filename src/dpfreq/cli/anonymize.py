@@ -308,7 +308,7 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
 _COUNT_NAMES = ("count", "counts", "frequency", "freq", "occurrences", "n")
 
 
-def _warn_if_count_column(file: str, item: str) -> None:
+def _warn_if_count_column(file: str, item: str | None) -> None:
     """Warn when a CSV looks pre-aggregated (a count-like column) but --count was not given.
 
     Only the header line is read (with the csv module): without --count every row is one
