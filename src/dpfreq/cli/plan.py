@@ -3,7 +3,8 @@
 ``dpfreq plan profile --domain-size 2e6 --max-count 50 --epsilon 1 --unit item`` prints the
 predicted per-class interval half-width, the band, the expected ℓ1 error and an ℓ1 bound;
 ``--target-*`` options print the ε needed for a target. Other systems add subcommands to the
-:data:`command` group with ``@command.command(name=...)`` in their own CLI module (or ``command.add_command``).
+:data:`command` group with ``@command.command(name=...)`` in their own CLI module (or
+``command.add_command``).
 """
 
 from __future__ import annotations
