@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 from dpfreq import _validate
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import randomized_response
+from dpfreq.resources import check_memory
 from dpfreq.rng import resolve_rng
 
 from .client import make_params
@@ -254,6 +255,9 @@ def simulate_longitudinal(
             raise ParameterError(_validate.message("devices", func,
                                                    "an integer >= 1 without data", devices))
         n = _validate.check_int(devices, "devices", func, minimum=1)
+        # the (n, k) change times, their sort and the per-order work (int64, a few copies)
+        check_memory(float(n) * (k + 4) * 8 * 4, param="devices", func=func, value=n,
+                     what="the simulated devices' change times")
         times = synthetic_change_times(n, d0, k, rng=gen)
     else:
         x = np.asarray(data)
