@@ -289,14 +289,18 @@ def output_options(f: Any) -> Any:
                                    ".svg).")(f)
 
 
-def emit_release(release: Release, json_out: str | None, plot_out: str | None) -> None:
+def emit_release(release: Release, json_out: str | None, plot_out: str | None, *,
+                 text: str | None = None) -> None:
     """Write the JSON and figure asked for; if a write fails, save the release and say where.
+
+    ``text`` replaces the release's own JSON when a command writes a larger document (e.g. the
+    release with the estimates post-processed from it).
 
     A failing write (a full disk, a vanished directory) becomes one :class:`DataError` naming
     the fallback file the release was saved to (:func:`rescue_release`); any other exception
     propagates, and :func:`dpfreq.cli.main.main` saves the release from the traceback.
     """
-    text = release.to_json()
+    text = release.to_json() if text is None else text
     current = "--json"
     try:
         if json_out is not None:

@@ -18,13 +18,12 @@ import numpy as np
 from dpfreq.cli._common import (
     INPUT_FILE,
     POSITIVE,
+    emit_release,
     engine_option,
     ledger_option,
     output_options,
-    rescue_release,
     seed_option,
     warn_if_seeded,
-    write_output,
 )
 from dpfreq.errors import DataError, debug_enabled
 
@@ -173,20 +172,7 @@ def _header(rel: Any, epsilon: float) -> list[str]:
 def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                 plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
-    text = json.dumps(doc, indent=2)
-    current = "--json"
-    try:
-        if json_out is not None:
-            write_output(text, json_out)
-        if plot_out is not None:
-            from dpfreq.plotting import save_figure
-
-            current = "--plot"
-            save_figure(rel.plot(), plot_out)
-            click.echo(f"wrote {plot_out}", err=True)
-    except (OSError, DataError) as exc:
-        target = {"--json": json_out, "--plot": plot_out}[current]
-        raise rescue_release(text, exc, failed=f"{current} {target}") from None
+    emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
 
 
 @click.command(name="anonymize")
