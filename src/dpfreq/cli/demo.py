@@ -26,7 +26,6 @@ from dpfreq.cli.profile import (
 )
 from dpfreq.cli.profile import rows_option as _rows_option
 from dpfreq.profile.plan import choose_method
-from dpfreq.resources import check_memory
 
 __all__ = ["command", "comparison_figure"]
 
@@ -91,10 +90,6 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     d = 2 * users if domain_size is None else domain_size
 
     t0 = time.perf_counter()
-    # about 5.3 impressions per user, held as user, timestamp and campaign (8 bytes each), with
-    # the Parquet writer's copy: refuse before generating rather than run out of memory
-    check_memory(users * 5.3 * 24 * 3, param="--users", func="dpfreq demo", value=users,
-                 what="the synthetic impression log")
     log = make_impressions(users, domain_size=d, rng=data_seed)
     parquet = write_impressions(out, log)
     click.echo(f"wrote {parquet}: {len(log):,} impressions of {users:,} users over 7 days "

@@ -29,6 +29,7 @@ from dpfreq._validate import (
     message,
 )
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
@@ -209,6 +210,10 @@ def make_impressions(
     sigma = check_positive_float(heavy_sigma, "heavy_sigma", func)
     cap = check_int(max_impressions, "max_impressions", func, minimum=1)
     n_days = check_int(days, "days", func, minimum=1)
+    # about 5.3 rows per user of user, timestamp and campaign (8 bytes each), a few copies
+    # while sampling and sorting: refuse before allocating rather than run out of memory
+    check_memory(n * (mean + 1) * 24 * 3, param="n_users", func=func, value=n,
+                 what="the synthetic impression log")
     try:
         origin = np.datetime64(start, "us")
     except (TypeError, ValueError):
