@@ -144,7 +144,7 @@ def _as_int64(arr: NDArray[Any], column: str) -> tuple[NDArray[np.int64], NDArra
             raise_row_rules({column: 1}, 0, 0, (0, 0, 0), 1)
         return np.where(null, 0, arr).astype(np.int64), null
     values = arr.tolist()
-    null = np.array([v is None or (isinstance(v, float) and v != v) for v in values], bool)
+    null = _nulls(arr)
     out = np.zeros(arr.size, dtype=np.int64)
     for i, v in enumerate(values):
         if null[i]:
@@ -158,11 +158,20 @@ def _as_int64(arr: NDArray[Any], column: str) -> tuple[NDArray[np.int64], NDArra
     return out, null
 
 
+def _nulls(arr: NDArray[Any]) -> NDArray[np.bool_]:
+    """None and NaN entries of an object column (elementwise in numpy, no Python loop)."""
+    obj = arr.astype(object, copy=False)
+    return np.asarray(np.equal(obj, None) | (obj != obj), dtype=bool)
+
+
 def _ids(arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-    values = arr.tolist()
-    null = np.array([v is None or (isinstance(v, float) and v != v) for v in values], bool)
-    return np.array(["" if n else str(v) for v, n in zip(values, null, strict=True)],
-                    dtype=object), null
+    """Identifiers as text (object array of str) and their null mask."""
+    if arr.dtype.kind in "US":
+        return arr.astype(str).astype(object), np.zeros(arr.size, dtype=bool)
+    null = _nulls(arr)
+    text = arr.astype(str).astype(object)
+    text[null] = ""
+    return text, null
 
 
 def memory_report_sums(source: Any, *, param_id: str | None,
