@@ -58,6 +58,15 @@ def _is_null(x: Any) -> bool:
         return type(x).__name__ == "NAType"
 
 
+def _types(arr: NDArray[Any]) -> set[type]:
+    """The Python types present in an object column (one C-level pass, no Python loop)."""
+    return set(map(type, arr))
+
+
+#: element types that can never be a null (the common text and integer id columns)
+_NEVER_NULL = frozenset({str, int, np.int64, np.int32})
+
+
 def _text(x: Any) -> str:
     """An identifier's text as the SQL engines write it (booleans as ``true``/``false``)."""
     if isinstance(x, bool | np.bool_):
@@ -121,8 +130,11 @@ class MemoryEngine:
         elif arr.dtype.kind in "mM":
             bad = np.isnat(arr)
         elif arr.dtype.kind == "O":
-            if any(isinstance(x, _NESTED) for x in arr):
+            types = _types(arr)
+            if any(issubclass(t, _NESTED) for t in types):
                 raise nested_error(func, column)
+            if types <= _NEVER_NULL:  # the usual text/integer columns: no per-row test
+                return
             bad = np.fromiter((_is_null(x) for x in arr), dtype=bool, count=len(arr))
         else:
             return
@@ -140,9 +152,12 @@ class MemoryEngine:
         if len(arr) == 0 and arr.dtype.kind in "fO":
             return np.zeros(0, dtype=np.int64)
         if arr.dtype.kind == "O":
-            if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
-                   for x in arr):
+            types = _types(arr)
+            if all(issubclass(t, int | np.integer) and not issubclass(t, bool | np.bool_)
+                   for t in types):
                 return arr.astype(np.int64)
+            if types <= {str}:
+                return arr.astype(str)
             return np.array([_text(x) for x in arr], dtype=str)
         return arr.astype(str)
 
