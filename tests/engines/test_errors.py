@@ -241,25 +241,31 @@ def test_spark_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         get_engine("spark")
 
 
+class FakeJava:
+    """A py4j Java exception object: its text and its cause."""
+
+    def __init__(self, text: str, cause: FakeJava | None = None) -> None:
+        self.text, self.cause = text, cause
+
+    def toString(self) -> str:
+        return self.text
+
+    def getCause(self) -> FakeJava | None:
+        return self.cause
+
+
+class FakePy4JError(Exception):
+    """What py4j raises for a Java exception: a call id in the message, the Java object."""
+
+    def __init__(self, java: FakeJava) -> None:
+        super().__init__("An error occurred while calling o403.getResult.\n: trace")
+        self.java_exception = java
+
+
 def test_spark_java_errors_are_one_line_with_root_cause() -> None:
     """A py4j Java error shows the Java exception and its root cause, not py4j's call id."""
     pytest.importorskip("pyspark")
     from dpfreq.engines.spark import _one_line
-
-    class FakeJava:
-        def __init__(self, text: str, cause: FakeJava | None = None) -> None:
-            self.text, self.cause = text, cause
-
-        def toString(self) -> str:
-            return self.text
-
-        def getCause(self) -> FakeJava | None:
-            return self.cause
-
-    class FakePy4JError(Exception):
-        def __init__(self, java: FakeJava) -> None:
-            super().__init__("An error occurred while calling o403.getResult.\n: trace")
-            self.java_exception = java
 
     root = FakeJava("java.lang.OutOfMemoryError: Java heap space\n\tat ...")
     exc = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.\n\tat x",
@@ -277,21 +283,6 @@ def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch)
     OutOfMemoryError in full), not its message, which may quote the data; debug shows all."""
     pytest.importorskip("pyspark")
     from dpfreq.engines import spark as spark_engine
-
-    class FakeJava:
-        def __init__(self, text: str, cause: FakeJava | None = None) -> None:
-            self.text, self.cause = text, cause
-
-        def toString(self) -> str:
-            return self.text
-
-        def getCause(self) -> FakeJava | None:
-            return self.cause
-
-    class FakePy4JError(Exception):
-        def __init__(self, java: FakeJava) -> None:
-            super().__init__("An error occurred while calling o1.collect.")
-            self.java_exception = java
 
     leak = FakePy4JError(FakeJava(
         "org.apache.spark.SparkException: Job aborted: value 'alice@example.org' is bad",
