@@ -86,7 +86,7 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
                    "DPFREQ_ADMIN_TOKEN): no new study can be created", err=True)
     config = ServerConfig(db=db, admin_token=admin,
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
-                          cors_origins=tuple(cors_origins))
+                          cors_origins=tuple(cors_origins), freeze_gc=True)
     log_config = configure_logging(log_level)
     uvicorn.run(create_app(config), host=host, port=port, log_config=log_config,
                 access_log=False, timeout_graceful_shutdown=30)

@@ -18,6 +18,7 @@ slot, and a group that meets such a row from another process is rolled back and 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import secrets
@@ -92,6 +93,7 @@ class Ingestor:
         self.max_group = max_group
         self.on_commit = on_commit
         self._queue: queue.Queue[Any] = queue.Queue()
+        self._conn: Connection | None = None
         self._thread = threading.Thread(target=self._run, name="dpfreq-ingest", daemon=True)
 
     def start(self) -> None:
@@ -138,6 +140,21 @@ class Ingestor:
                         break
             if items:
                 self._commit_group(items)
+        self._release()
+
+    def _connection(self) -> Connection:
+        """The writer's own connection, held between groups: no pool check-out (and, on
+        PostgreSQL, no liveness ping) per group. Dropped after a failed group, so the next one
+        starts from a fresh connection."""
+        if self._conn is None:
+            self._conn = self.engine.connect()
+        return self._conn
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
 
     def _commit_group(self, items: list[Any]) -> None:
         batches = [it for it in items if isinstance(it, Batch)]
@@ -146,7 +163,8 @@ class Ingestor:
         outcomes: dict[int, Any] = {}
         for attempt in range(3):
             try:
-                with self.engine.begin() as conn:
+                conn = self._connection()
+                with conn.begin():
                     outcomes = _enrol(conn, enrolments)
                     outcomes.update(self._write(conn, batches, rejections))
                 break
@@ -156,6 +174,7 @@ class Ingestor:
                     outcomes = {id(b): RuntimeError("concurrent writers")
                                 for b in [*batches, *enrolments]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
+                self._release()
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
@@ -187,7 +206,7 @@ class Ingestor:
             for dev, interval, bit in rows:
                 existing[(study, int(dev), int(interval))] = int(bit)
         outcomes: dict[int, Any] = {}
-        inserts: list[dict[str, Any]] = []
+        inserts: list[tuple[str, int, int, int, int]] = []
         deltas: dict[tuple[str, int, int], list[int]] = defaultdict(lambda: [0, 0])
         rejected: dict[tuple[str, str], int] = defaultdict(int)
         for rj in rejections:
@@ -201,14 +220,12 @@ class Ingestor:
             new = [(k, bit) for k, bit in keys if k not in existing]
             for k, bit in new:
                 existing[k] = bit
-                inserts.append({"study": b.study, "device": b.device, "interval": k[2],
-                                "order": b.order, "bit": bit})
+                inserts.append((b.study, b.device, k[2], b.order, bit))
                 d = deltas[(b.study, b.order, k[2])]
                 d[0] += 2 * bit - 1
                 d[1] += 1
             outcomes[id(b)] = len(new)
-        if inserts:
-            conn.execute(r.insert(), inserts)
+        storage.insert_reports(conn, inserts)
         s = storage.sums
         if deltas:
             conn.execute(
