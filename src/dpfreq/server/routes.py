@@ -59,83 +59,7 @@ async def _study(request: Request, study: str) -> StudyRecord:
     return record
 
 
-@router.get("/healthz", tags=["operations"])
-async def healthz(request: Request) -> dict[str, str]:
-    """Liveness and database reachability."""
-    try:
-        await run_in_threadpool(_service(request).ping)
-    except Exception as exc:
-        raise HTTPException(503, "database unavailable.") from exc
-    return {"status": "ok"}
-
-
-@router.get("/metrics", tags=["operations"])
-async def metrics(request: Request) -> Response:
-    """Prometheus text exposition."""
-    body, ctype = request.app.state.metrics.render()
-    return Response(body, media_type=ctype)
-
-
-@router.post("/v1/studies", status_code=201, tags=["admin"])
-async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
-    """Create a study (admin): versioned protocol parameters, calendar, public minimum."""
-    await _principal(request, ("admin",), None)
-    params = build_params(horizon=body.horizon, max_changes=body.max_changes,
-                          epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
-                          period=body.period, per_order_sparsity=body.per_order_sparsity)
-    protocol = StudyProtocol(params=params)
-    try:
-        record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
-                                         protocol, body.min_devices)
-    except DataError as exc:
-        raise HTTPException(409, str(exc)) from None
-    return record.public()
-
-
-@router.get("/v1/studies", tags=["admin"])
-async def list_studies(request: Request) -> dict[str, list[str]]:
-    """Ids of every study (admin)."""
-    await _principal(request, ("admin",), None)
-    return {"studies": await run_in_threadpool(_service(request).list_studies)}
-
-
-@router.get("/v1/studies/{study}", tags=["devices"])
-async def get_study(request: Request, study: str) -> dict[str, Any]:
-    """The study's public parameters (what a device needs to run the protocol)."""
-    return (await _study(request, study)).public()
-
-
-@router.post("/v1/studies/{study}/analyst-tokens", status_code=201, tags=["admin"])
-async def new_analyst(request: Request, study: str) -> TokenOut:
-    """A new analyst token for the study (admin); shown once, stored as its hash."""
-    await _principal(request, ("admin",), None)
-    await _study(request, study)
-    return TokenOut(token=await run_in_threadpool(_service(request).new_analyst_token, study))
-
-
-@router.post("/v1/studies/{study}/devices", status_code=201, tags=["devices"])
-async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
-    """Enrol a device: it sends the parameter id it runs and its order; it receives a random
-    device id and its device token (shown once)."""
-    record = await _study(request, study)
-    if body.param_id != record.param_id:
-        raise HTTPException(400, "param_id does not match the study's parameters.")
-    if body.protocol_version is not None and body.protocol_version != \
-            record.protocol.params.version:
-        raise HTTPException(400, "protocol_version does not match the study's parameters.")
-    if body.order >= record.protocol.orders:
-        raise HTTPException(400, f"order must be in 0..{record.protocol.orders - 1}.")
-    service = _service(request)
-    item, token = service.enrolment(record, body.order)
-    try:
-        device = await asyncio.wrap_future(request.app.state.ingestor.enrol(item))
-    except Exception as exc:
-        raise HTTPException(503, "storage failed; the device was not enrolled, retry later.") \
-            from exc
-    service.enrolled_device(record.study, device, body.order, token)
-    request.app.state.metrics.enrolled.inc()
-    return Enrolment(device=device, token=token, order=body.order)
-
+# Report uploads come first: Starlette tries the routes in order, and this is the hot path.
 
 class _Refusal(Exception):
     def __init__(self, reason: str, status: int, message: str) -> None:
@@ -221,6 +145,84 @@ async def upload(request: Request, study: str) -> Response:
         raise HTTPException(503, "storage failed; nothing of the batch was acknowledged, "
                                  "retry later.") from exc
     return JSONResponse({"stored": len(body.reports)})
+
+
+@router.get("/healthz", tags=["operations"])
+async def healthz(request: Request) -> dict[str, str]:
+    """Liveness and database reachability."""
+    try:
+        await run_in_threadpool(_service(request).ping)
+    except Exception as exc:
+        raise HTTPException(503, "database unavailable.") from exc
+    return {"status": "ok"}
+
+
+@router.get("/metrics", tags=["operations"])
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition."""
+    body, ctype = request.app.state.metrics.render()
+    return Response(body, media_type=ctype)
+
+
+@router.post("/v1/studies", status_code=201, tags=["admin"])
+async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
+    """Create a study (admin): versioned protocol parameters, calendar, public minimum."""
+    await _principal(request, ("admin",), None)
+    params = build_params(horizon=body.horizon, max_changes=body.max_changes,
+                          epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
+                          period=body.period, per_order_sparsity=body.per_order_sparsity)
+    protocol = StudyProtocol(params=params)
+    try:
+        record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
+                                         protocol, body.min_devices)
+    except DataError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return record.public()
+
+
+@router.get("/v1/studies", tags=["admin"])
+async def list_studies(request: Request) -> dict[str, list[str]]:
+    """Ids of every study (admin)."""
+    await _principal(request, ("admin",), None)
+    return {"studies": await run_in_threadpool(_service(request).list_studies)}
+
+
+@router.get("/v1/studies/{study}", tags=["devices"])
+async def get_study(request: Request, study: str) -> dict[str, Any]:
+    """The study's public parameters (what a device needs to run the protocol)."""
+    return (await _study(request, study)).public()
+
+
+@router.post("/v1/studies/{study}/analyst-tokens", status_code=201, tags=["admin"])
+async def new_analyst(request: Request, study: str) -> TokenOut:
+    """A new analyst token for the study (admin); shown once, stored as its hash."""
+    await _principal(request, ("admin",), None)
+    await _study(request, study)
+    return TokenOut(token=await run_in_threadpool(_service(request).new_analyst_token, study))
+
+
+@router.post("/v1/studies/{study}/devices", status_code=201, tags=["devices"])
+async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
+    """Enrol a device: it sends the parameter id it runs and its order; it receives a random
+    device id and its device token (shown once)."""
+    record = await _study(request, study)
+    if body.param_id != record.param_id:
+        raise HTTPException(400, "param_id does not match the study's parameters.")
+    if body.protocol_version is not None and body.protocol_version != \
+            record.protocol.params.version:
+        raise HTTPException(400, "protocol_version does not match the study's parameters.")
+    if body.order >= record.protocol.orders:
+        raise HTTPException(400, f"order must be in 0..{record.protocol.orders - 1}.")
+    service = _service(request)
+    item, token = service.enrolment(record, body.order)
+    try:
+        device = await asyncio.wrap_future(request.app.state.ingestor.enrol(item))
+    except Exception as exc:
+        raise HTTPException(503, "storage failed; the device was not enrolled, retry later.") \
+            from exc
+    service.enrolled_device(record.study, device, body.order, token)
+    request.app.state.metrics.enrolled.inc()
+    return Enrolment(device=device, token=token, order=body.order)
 
 
 async def _readable_study(request: Request, study: str) -> StudyRecord:
