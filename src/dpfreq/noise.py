@@ -31,6 +31,7 @@ centre by at most Δ changes every probability by a factor at most e^{γΔ}; wit
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -140,6 +141,16 @@ def epsilon_to_fraction(
     >>> epsilon_to_fraction(math.pi, max_denominator=1000)
     Fraction(2818, 897)
     """
+    try:
+        return _epsilon_fraction(type(epsilon), epsilon, max_denominator)
+    except TypeError:  # unhashable input: refused below with the usual message
+        return _epsilon_fraction.__wrapped__(type(epsilon), epsilon, max_denominator)
+
+
+# Cached: planners and error simulations convert the same few ε values many thousands of times
+# (Fractions are immutable; the type is part of the key so that True is not taken for 1.0).
+@functools.lru_cache(maxsize=4096)
+def _epsilon_fraction(_kind: type, epsilon: Any, max_denominator: int) -> Fraction:
     if isinstance(epsilon, Fraction):
         x = epsilon
         if x <= 0:
