@@ -178,3 +178,26 @@ def test_release_surface_in_use(system: str) -> None:
     assert ax is not None
     for num in set(plt.get_fignums()) - fig_before:
         plt.close(num)
+
+
+def _arrays(obj: Any) -> list[np.ndarray]:
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, dict):
+        return [a for v in obj.values() for a in _arrays(v)]
+    if isinstance(obj, list | tuple):
+        return [a for v in obj for a in _arrays(v)]
+    return []
+
+
+@pytest.mark.parametrize("system", list(RELEASES))
+def test_released_arrays_are_read_only(system: str) -> None:
+    """A release records what was published: its value and error arrays cannot be edited."""
+    rel = RELEASES[system]()
+    err = rel.error
+    arrays = _arrays(rel.value) + _arrays([err.value, err.lower, err.upper, err.band_lower,
+                                           err.band_upper])
+    assert arrays
+    for a in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            a[...] = 0

@@ -120,6 +120,21 @@ class ErrorStatement:
             raise ValueError(f"ErrorStatement.kind must be one of {ERROR_KINDS}; got {self.kind!r}")
         if self.kind != "sd" and self.confidence is None:
             raise ValueError("an interval or bound needs its confidence")
+        for name in ("value", "lower", "upper", "band_lower", "band_upper"):
+            _freeze_arrays(getattr(self, name))
+
+
+def _freeze_arrays(obj: Any) -> None:
+    """Make every numpy array in ``obj`` (an array, or dicts/lists/tuples of them) read-only:
+    a release is a record of what was published, and editing it in place would change it."""
+    if isinstance(obj, np.ndarray):
+        obj.flags.writeable = False
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            _freeze_arrays(v)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            _freeze_arrays(v)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +182,9 @@ class Release:
     mechanism_params: Mapping[str, Any] = field(default_factory=dict)
     seeded: bool
     error: ErrorStatement
+
+    def __post_init__(self) -> None:
+        _freeze_arrays(self.value)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of every field, with ``type`` naming the release class."""
