@@ -20,10 +20,3 @@ def rng(seed: int) -> np.random.Generator:
     """A seeded generator for the test (never the secure default, never global state)."""
     return np.random.Generator(np.random.PCG64(seed))
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n``, ``--dist loadgroup``), every test that runs Spark goes to one
-    worker, so the suite starts one JVM instead of one per worker."""
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.nodeid.lower():
-            item.add_marker(pytest.mark.xdist_group("spark"))
