@@ -44,36 +44,9 @@ import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
+import dpfreq.engines._common as common
 from dpfreq._validate import message
-from dpfreq.engines._common import (
-    check_column_name,
-    check_event_counts,
-    check_k_max,
-    check_max_count,
-    check_time_kind,
-    data_error,
-    dataframe_kind,
-    debug_enabled,
-    finish_item_counts,
-    finish_occurrence_times,
-    missing_column,
-    nested_error,
-    null_error,
-    quote_ident,
-    quote_literal,
-    reduce_sorted,
-    sorted_codes,
-    sum_entries,
-)
-from dpfreq.engines.base import (
-    ItemCounts,
-    ItemReducer,
-    ItemReduction,
-    OccurrenceTimes,
-    Prevalences,
-    ReportSums,
-    TimeBuckets,
-)
+from dpfreq.engines import base
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import track
 
@@ -125,7 +98,7 @@ def _reason(exc: BaseException) -> str:
     """DuckDB's reason in one line. Errors about values (conversions, CSV rows) may quote the
     data, so by default only their kind is shown; ``DPFREQ_DEBUG=1`` shows the whole line."""
     line = _one_line(exc)
-    if debug_enabled() or isinstance(exc, _SCHEMA_ERRORS):
+    if common.debug_enabled() or isinstance(exc, _SCHEMA_ERRORS):
         return line
     kind = line.split(":", 1)[0] if ":" in line else type(exc).__name__
     return f"{kind} (DuckDB's message may quote the data; DPFREQ_DEBUG=1 shows it)"
@@ -136,7 +109,7 @@ def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
     if isinstance(arr, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(arr)
         if mask.any():
-            raise null_error(func, column, f"{int(mask.sum())} value(s)")
+            raise common.null_error(func, column, f"{int(mask.sum())} value(s)")
         return np.ma.getdata(arr)
     return np.asarray(arr)
 
@@ -177,7 +150,7 @@ class DuckDBEngine:
         """
         if isinstance(source, duckdb.DuckDBPyRelation):
             return source
-        kind = dataframe_kind(source)
+        kind = common.dataframe_kind(source)
         if kind is not None:
             return self._dataframe(source, kind, func)
         if isinstance(source, Path):
@@ -242,7 +215,8 @@ class DuckDBEngine:
             target = text
         try:
             if lower.endswith(_PARQUET_SUFFIXES):
-                rel = self.connection.sql(f"SELECT * FROM read_parquet({quote_literal(target)})")
+                path = common.quote_literal(target)
+                rel = self.connection.sql(f"SELECT * FROM read_parquet({path})")
             elif lower.endswith(_CSV_SUFFIXES):
                 rel = self._csv(target, text_columns)
             else:
@@ -255,12 +229,12 @@ class DuckDBEngine:
 
     def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
         """A CSV file with DuckDB's type detection, except ``text_columns`` read as text."""
-        rel = self.connection.sql(f"SELECT * FROM read_csv({quote_literal(target)})")
+        rel = self.connection.sql(f"SELECT * FROM read_csv({common.quote_literal(target)})")
         as_text = [c for c in dict.fromkeys(text_columns) if c in rel.columns]
         if not as_text:
             return rel
-        types = ", ".join(f"{quote_literal(c)}: 'VARCHAR'" for c in as_text)
-        return self.connection.sql(f"SELECT * FROM read_csv({quote_literal(target)}, "
+        types = ", ".join(f"{common.quote_literal(c)}: 'VARCHAR'" for c in as_text)
+        return self.connection.sql(f"SELECT * FROM read_csv({common.quote_literal(target)}, "
                                    f"types = {{{types}}})")
 
     def read_columns(self, source: Any, columns: list[str], func: str = "DuckDBEngine", *,
@@ -275,9 +249,9 @@ class DuckDBEngine:
         for col in columns:
             ty = self._type(rel, col, func)
             if column_category(ty) == "nested":
-                raise nested_error(func, col)
+                raise common.nested_error(func, col)
             exact = ty in ("decimal", "hugeint", "uhugeint") and col in text_columns
-            q = quote_ident(col)
+            q = common.quote_ident(col)
             exprs.append(f"CAST({q} AS VARCHAR) AS {q}" if exact else q)
         res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src", func)
         return {col: _plain(res[col], col, func) for col in columns}
@@ -287,7 +261,7 @@ class DuckDBEngine:
     def _type(rel: duckdb.DuckDBPyRelation, column: str, func: str) -> str:
         cols = list(rel.columns)
         if column not in cols:
-            raise missing_column(func, column, cols)
+            raise common.missing_column(func, column, cols)
         return str(rel.types[cols.index(column)].id).lower()
 
     @staticmethod
@@ -324,9 +298,9 @@ class DuckDBEngine:
     def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str, func: str) -> str:
         """Item keys: BIGINT for integer columns, text otherwise; NULL for nulls and NaN."""
         category = column_category(self._type(rel, item, func))
-        col = quote_ident(item)
+        col = common.quote_ident(item)
         if category == "nested":
-            raise nested_error(func, item)
+            raise common.nested_error(func, item)
         if category == "integer":
             return f"CAST({col} AS BIGINT)"
         if category == "float":
@@ -339,7 +313,7 @@ class DuckDBEngine:
         time_kind; SQL condition true for non-integral, infinite or out-of-range values)."""
         ty = self._type(rel, time, func)
         category = column_category(ty)
-        col = quote_ident(time)
+        col = common.quote_ident(time)
         if category == "integer":
             return f"CAST({col} AS BIGINT)", "integer", "false"
         if category == "time":
@@ -349,10 +323,11 @@ class DuckDBEngine:
             return (f"CASE WHEN {ok} THEN CAST({col} AS BIGINT) END", "integer",
                     f"(NOT {_is_nan(col)} AND NOT {ok})")
         if category == "nested":
-            raise nested_error(func, time)
+            raise common.nested_error(func, time)
         if self._is_empty(rel, func):
             return "CAST(NULL AS BIGINT)", "integer", "false"
-        raise data_error(func, time, "integer or timestamp/date valued", f"type {ty.upper()}")
+        raise common.data_error(func, time, "integer or timestamp/date valued",
+                                f"type {ty.upper()}")
 
     def _events(self, rel: duckdb.DuckDBPyRelation, item: str, time: str,
                 func: str) -> tuple[str, str]:
@@ -367,28 +342,28 @@ class DuckDBEngine:
         stats = self._run(rel, f"SELECT count(*) AS n, count(k) AS ni, count(*) FILTER "
                           f"(WHERE f) AS nf, count(t) AS nt{extra} FROM {table}", func)
         n, ni, nf, nt = (int(stats[c][0]) for c in ("n", "ni", "nf", "nt"))
-        check_event_counts(func, item, time, n, ni, nt + nf, nf)
+        common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
         return stats
 
     # -- protocol --------------------------------------------------------------------------
-    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+    def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``GROUP BY``)."""
         func = "DuckDBEngine.item_counts"
-        check_column_name(item, "item", func)
+        common.check_column_name(item, "item", func)
         rel = self.relation(source, func, text_columns=(item,))
         key = self._key_expr(rel, item, func)
         res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1",
                         func)
         keys = _plain(res["k"], item, func)
-        return finish_item_counts(keys, _plain(res["c"], item, func))
+        return common.finish_item_counts(keys, _plain(res["c"], item, func))
 
     def count_of_counts(self, source: Any, *, item: str,
-                        max_count: int | None = None) -> Prevalences:
+                        max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts, clamped at ``max_count`` (two GROUP BYs
         over one scan)."""
         func = "DuckDBEngine.count_of_counts"
-        check_column_name(item, "item", func)
-        max_count = check_max_count(max_count, func)
+        common.check_column_name(item, "item", func)
+        max_count = common.check_max_count(max_count, func)
         rel = self.relation(source, func, text_columns=(item,))
         key = self._key_expr(rel, item, func)
         clamp = "c" if max_count is None else f"least(c, {max_count})"
@@ -398,18 +373,18 @@ class DuckDBEngine:
         res = self._run(rel, sql, func)
         anynull = _plain(res["anynull"], item, func)
         if anynull.size and anynull.max() > 0:
-            raise null_error(func, item)
-        return Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
-                           prevalences=_plain(res["p"], item, func).astype(np.int64))
+            raise common.null_error(func, item)
+        return base.Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
+                                prevalences=_plain(res["p"], item, func).astype(np.int64))
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
-                         k_max: int | None = None) -> OccurrenceTimes:
+                         k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
         (``row_number() OVER (PARTITION BY item ORDER BY time)``)."""
         func = "DuckDBEngine.occurrence_times"
-        check_column_name(item, "item", func)
-        check_column_name(time, "time", func)
-        k_max = check_k_max(k_max, func)
+        common.check_column_name(item, "item", func)
+        common.check_column_name(time, "time", func)
+        k_max = common.check_k_max(k_max, func)
         rel = self.relation(source, func, text_columns=(item,))
         select, kind = self._events(rel, item, time, func)
         with self._events_table(rel, select, func) as table:
@@ -421,12 +396,14 @@ class DuckDBEngine:
             res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
         keys = _plain(res["k"], item, func)
         times = _plain(res["t"], time, func).astype(np.int64)
-        return finish_occurrence_times(sorted_codes(keys), times, n_items=int(stats["nd"][0]),
-                                       n_events=int(stats["n"][0]), time_kind=kind,
-                                       k_max=None, presorted=True)
+        return common.finish_occurrence_times(common.sorted_codes(keys), times,
+                                              n_items=int(stats["nd"][0]),
+                                              n_events=int(stats["n"][0]), time_kind=kind,
+                                              k_max=None, presorted=True)
 
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
-                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
+                     reducer: base.ItemReducer, drop_out_of_range: bool = False
+                     ) -> base.ItemReduction:
         """Per-item reduction of the bucketed events, with bounded memory in this process.
 
         The events are projected once into a temporary table (item key, period ``p``,
@@ -438,11 +415,11 @@ class DuckDBEngine:
         summaries are sums over items, so the passes add up to the one-pass result.
         """
         func = "DuckDBEngine.reduce_items"
-        check_column_name(item, "item", func)
-        check_column_name(time, "time", func)
+        common.check_column_name(item, "item", func)
+        common.check_column_name(time, "time", func)
         rel = self.relation(source, func, text_columns=(item,))
         select, kind = self._events(rel, item, time, func)
-        check_time_kind(kind, buckets, time, func)
+        common.check_time_kind(kind, buckets, time, func)
         if buckets.start_us is None:
             period = "t"
         else:  # ⌊d / P⌋ + 1 with only non-negative operands divided (exact for any sign of d)
@@ -460,9 +437,9 @@ class DuckDBEngine:
                 first = int(self._run(rel, f"SELECT p FROM {table} WHERE {bad} ORDER BY k, t "
                                       "LIMIT 1", func)["p"][0])
                 if not drop_out_of_range:
-                    return ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(),
-                                         weights=_EMPTY.copy(), n_events=0,
-                                         n_out_of_range=n_bad, first_out_of_range=first)
+                    return base.ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(),
+                                              weights=_EMPTY.copy(), n_events=0,
+                                              n_out_of_range=n_bad, first_out_of_range=first)
             n_in = n - n_bad
             passes = max(1, -(-n_in // _EVENTS_PER_PASS))
             parts = []
@@ -475,16 +452,17 @@ class DuckDBEngine:
                 if not len(keys):
                     continue
                 periods = _plain(res["p"], time, func).astype(np.int64)
-                parts.append(reduce_sorted(sorted_codes(keys), periods, reducer))
+                parts.append(common.reduce_sorted(common.sorted_codes(keys), periods, reducer))
         if parts:
-            slots, ks, ws = sum_entries(*(np.concatenate(v) for v in zip(*parts, strict=True)))
+            slots, ks, ws = common.sum_entries(*(np.concatenate(v)
+                                                 for v in zip(*parts, strict=True)))
         else:
             slots, ks, ws = _EMPTY, _EMPTY.copy(), _EMPTY.copy()
-        return ItemReduction(slots=slots, keys=ks, weights=ws, n_events=n_in,
-                             n_out_of_range=n_bad, first_out_of_range=first)
+        return base.ItemReduction(slots=slots, keys=ks, weights=ws, n_events=n_in,
+                                  n_out_of_range=n_bad, first_out_of_range=first)
 
     def report_sums(self, source: Any, *, param_id: str | None,
-                    interval_counts: tuple[int, ...]) -> ReportSums:
+                    interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports in DuckDB (read once) and sum them per (order, interval).
 
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in

@@ -15,31 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+import dpfreq.engines._common as common
 from dpfreq._validate import message
-from dpfreq.engines._common import (
-    TIME_RULE,
-    check_column_name,
-    check_k_max,
-    check_max_count,
-    data_error,
-    debug_enabled,
-    finish_item_counts,
-    finish_occurrence_times,
-    missing_column,
-    nested_error,
-    null_error,
-    prevalences_from_counts,
-    reduce_occurrences,
-)
-from dpfreq.engines.base import (
-    ItemCounts,
-    ItemReducer,
-    ItemReduction,
-    OccurrenceTimes,
-    Prevalences,
-    ReportSums,
-    TimeBuckets,
-)
+from dpfreq.engines import base
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["MemoryEngine"]
@@ -105,19 +83,20 @@ class MemoryEngine:
         out = {}
         for column in columns:
             if column not in source:
-                raise missing_column(func, column, source)
+                raise common.missing_column(func, column, source)
             try:
                 arr = np.asarray(source[column])
             except (TypeError, ValueError) as exc:  # ragged nested lists
-                raise nested_error(func, column) from exc
+                raise common.nested_error(func, column) from exc
             if arr.ndim > 1 or arr.dtype.kind == "V":
-                raise nested_error(func, column)
+                raise common.nested_error(func, column)
             if arr.ndim != 1:
-                raise data_error(func, column, "a 1-d array", f"shape {arr.shape}")
+                raise common.data_error(func, column, "a 1-d array", f"shape {arr.shape}")
             out[column] = arr
         lengths = {len(np.asarray(v)) for v in source.values()} if len(source) > 1 else set()
         if len(lengths) > 1:
-            detail = f" [debug, {func}: lengths {sorted(lengths)}]" if debug_enabled() else ""
+            detail = (f" [debug, {func}: lengths {sorted(lengths)}]" if common.debug_enabled()
+                      else "")
             raise DataError(f"the source's columns must have equal lengths; got columns of "
                             f"different lengths{detail}.")
         return out
@@ -132,15 +111,15 @@ class MemoryEngine:
         elif arr.dtype.kind == "O":
             types = _types(arr)
             if any(issubclass(t, _NESTED) for t in types):
-                raise nested_error(func, column)
+                raise common.nested_error(func, column)
             if types <= _NEVER_NULL:  # the usual text/integer columns: no per-row test
                 return
             bad = np.fromiter((_is_null(x) for x in arr), dtype=bool, count=len(arr))
         else:
             return
         if bad.any():
-            raise null_error(func, column, f"{int(bad.sum())} value(s), first at row "
-                             f"{int(np.argmax(bad))}")
+            raise common.null_error(func, column, f"{int(bad.sum())} value(s), first at row "
+                                    f"{int(np.argmax(bad))}")
 
     def _items(self, arr: NDArray[Any], item: str, func: str) -> NDArray[Any]:
         """Item keys: int64 for integer columns, else a numpy str array."""
@@ -172,8 +151,9 @@ class MemoryEngine:
             ok = np.isfinite(arr) & (np.abs(arr) < _INT64_LIMIT)
             ok[ok] = arr[ok] == np.floor(arr[ok])
             if not ok.all():
-                raise data_error(func, time, TIME_RULE, "fractional or out-of-range value(s)",
-                                 f"{int((~ok).sum())} value(s)")
+                raise common.data_error(func, time, common.TIME_RULE,
+                                        "fractional or out-of-range value(s)",
+                                        f"{int((~ok).sum())} value(s)")
             return arr.astype(np.int64), "integer"
         if len(arr) == 0:
             return np.zeros(0, dtype=np.int64), "integer"
@@ -184,48 +164,49 @@ class MemoryEngine:
                 conv = arr
             if conv.dtype.kind in "iuM":
                 return self._times(conv, time, func)
-        raise data_error(func, time, TIME_RULE, f"values of dtype {arr.dtype}")
+        raise common.data_error(func, time, common.TIME_RULE, f"values of dtype {arr.dtype}")
 
     # -- protocol --------------------------------------------------------------------------
-    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+    def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item``."""
         func = "MemoryEngine.item_counts"
-        check_column_name(item, "item", func)
+        common.check_column_name(item, "item", func)
         keys = self._items(self._table(source, [item], func, (item,))[item], item, func)
         uniq, counts = np.unique(keys, return_counts=True)
-        return finish_item_counts(uniq, counts)
+        return common.finish_item_counts(uniq, counts)
 
     def count_of_counts(self, source: Any, *, item: str,
-                        max_count: int | None = None) -> Prevalences:
+                        max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts (clamped at ``max_count``)."""
         func = "MemoryEngine.count_of_counts"
-        max_count = check_max_count(max_count, func)
-        return prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
+        max_count = common.check_max_count(max_count, func)
+        return common.prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
-                         k_max: int | None = None) -> OccurrenceTimes:
+                         k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times (only each item's first ``k_max`` if set)."""
         func = "MemoryEngine.occurrence_times"
-        check_column_name(item, "item", func)
-        check_column_name(time, "time", func)
-        k_max = check_k_max(k_max, func)
+        common.check_column_name(item, "item", func)
+        common.check_column_name(time, "time", func)
+        k_max = common.check_k_max(k_max, func)
         cols = self._table(source, list(dict.fromkeys([item, time])), func, (item,))
         keys = self._items(cols[item], item, func)
         times, kind = self._times(cols[time], time, func)
         uniq, inv = np.unique(keys, return_inverse=True)  # codes in sorted-key order
-        return finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
-                                       n_events=len(keys), time_kind=kind, k_max=k_max)
+        return common.finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
+                                              n_events=len(keys), time_kind=kind, k_max=k_max)
 
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
-                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
+                     reducer: base.ItemReducer, drop_out_of_range: bool = False
+                     ) -> base.ItemReduction:
         """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
         numpy chunks of whole items)."""
-        return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
-                                  reducer=reducer, drop_out_of_range=drop_out_of_range,
-                                  func="MemoryEngine.reduce_items")
+        return common.reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
+                                         reducer=reducer, drop_out_of_range=drop_out_of_range,
+                                         func="MemoryEngine.reduce_items")
 
     def report_sums(self, source: Any, *, param_id: str | None,
-                    interval_counts: tuple[int, ...]) -> ReportSums:
+                    interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports with numpy and sum them per (order, interval).
 
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in

@@ -39,34 +39,9 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+import dpfreq.engines._common as common
 from dpfreq._validate import message
-from dpfreq.engines._common import (
-    TIME_RULE,
-    check_column_name,
-    check_event_counts,
-    check_k_max,
-    check_max_count,
-    check_time_kind,
-    data_error,
-    dataframe_kind,
-    debug_enabled,
-    finish_item_counts,
-    finish_occurrence_times,
-    missing_column,
-    nested_error,
-    null_error,
-    sorted_codes,
-    sum_entries,
-)
-from dpfreq.engines.base import (
-    ItemCounts,
-    ItemReducer,
-    ItemReduction,
-    OccurrenceTimes,
-    Prevalences,
-    ReportSums,
-    TimeBuckets,
-)
+from dpfreq.engines import base
 from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
 from dpfreq.progress import task
 
@@ -145,7 +120,7 @@ def _reason(exc: BaseException) -> str:
     values shows only Spark's error condition or the Java exception classes (a JVM ``Error``
     such as ``OutOfMemoryError`` in full); ``DPFREQ_DEBUG=1`` or an analysis error (names,
     schema) shows the whole line."""
-    if debug_enabled() or isinstance(exc, AnalysisException):
+    if common.debug_enabled() or isinstance(exc, AnalysisException):
         return _one_line(exc)
     hint = " (Spark's message may quote the data; DPFREQ_DEBUG=1 shows it)"
     head, tail = _java_lines(exc)
@@ -176,7 +151,8 @@ def _to_numpy(df: DataFrame, func: str,
     for name in tbl.column_names:
         col = tbl.column(name)
         if col.null_count:
-            raise null_error(func, (names or {}).get(name, name), f"{col.null_count} value(s)")
+            raise common.null_error(func, (names or {}).get(name, name),
+                                    f"{col.null_count} value(s)")
         out[name] = col.to_numpy(zero_copy_only=False)
     return out
 
@@ -251,7 +227,7 @@ class SparkEngine:
         """
         if isinstance(source, DataFrame):
             return source
-        kind = dataframe_kind(source)
+        kind = common.dataframe_kind(source)
         if kind is not None:
             try:  # through Arrow, whose schema holds even for an empty table
                 import pyarrow as pa
@@ -326,10 +302,10 @@ class SparkEngine:
     def _type(df: DataFrame, column: str, func: str) -> Any:
         names = df.columns
         if column not in names:
-            raise missing_column(func, column, names)
+            raise common.missing_column(func, column, names)
         ty = df.schema[column].dataType
         if isinstance(ty, T.ArrayType | T.StructType | T.MapType):
-            raise nested_error(func, column)
+            raise common.nested_error(func, column)
         return ty
 
     @staticmethod
@@ -364,7 +340,7 @@ class SparkEngine:
             return F.when(ok, col.cast("long")), "integer", ~is_nan & ~ok
         if self._is_empty(df):
             return F.lit(None).cast("long"), "integer", F.lit(False)
-        raise data_error(func, time, TIME_RULE, f"type {ty.simpleString().upper()}")
+        raise common.data_error(func, time, common.TIME_RULE, f"type {ty.simpleString().upper()}")
 
     def _events(self, df: DataFrame, item: str, time: str,
                 func: str) -> tuple[DataFrame, str]:
@@ -380,22 +356,22 @@ class SparkEngine:
                 F.count("t").alias("nt"), F.count(F.when(F.col("f"), 1)).alias("nf")]
 
     # -- protocol --------------------------------------------------------------------------
-    def item_counts(self, source: Any, *, item: str) -> ItemCounts:
+    def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``groupBy``)."""
         func = "SparkEngine.item_counts"
-        check_column_name(item, "item", func)
+        common.check_column_name(item, "item", func)
         df = self.dataframe(source, func, text_columns=(item,))
         key = self._key(df, item, func)
         res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func,
                         {"k": item})
-        return finish_item_counts(res["k"], res["c"])
+        return common.finish_item_counts(res["k"], res["c"])
 
     def count_of_counts(self, source: Any, *, item: str,
-                        max_count: int | None = None) -> Prevalences:
+                        max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts, clamped at ``max_count``."""
         func = "SparkEngine.count_of_counts"
-        check_column_name(item, "item", func)
-        max_count = check_max_count(max_count, func)
+        common.check_column_name(item, "item", func)
+        max_count = common.check_max_count(max_count, func)
         df = self.dataframe(source, func, text_columns=(item,))
         key = self._key(df, item, func)
         per_item = df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c"))
@@ -405,32 +381,32 @@ class SparkEngine:
         res = _to_numpy(per_item.groupBy("v").agg(F.count(F.lit(1)).alias("p"),
                                                   F.max("null_key").alias("anynull")), func)
         if res["anynull"].size and res["anynull"].max() > 0:
-            raise null_error(func, item)
+            raise common.null_error(func, item)
         order = np.argsort(res["v"])
-        return Prevalences(counts=res["v"][order].astype(np.int64),
-                           prevalences=res["p"][order].astype(np.int64))
+        return base.Prevalences(counts=res["v"][order].astype(np.int64),
+                                prevalences=res["p"][order].astype(np.int64))
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
-                         k_max: int | None = None) -> OccurrenceTimes:
+                         k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
         (``row_number()`` over ``Window.partitionBy(item).orderBy(time)`` on the executors).
         The projected events are persisted, so the checks and the collect read the source
         once."""
         func = "SparkEngine.occurrence_times"
-        check_column_name(item, "item", func)
-        check_column_name(time, "time", func)
-        k_max = check_k_max(k_max, func)
+        common.check_column_name(item, "item", func)
+        common.check_column_name(time, "time", func)
+        k_max = common.check_k_max(k_max, func)
         df = self.dataframe(source, func, text_columns=(item,))
         projected, kind = self._events(df, item, time, func)
         with _persisted(projected) as events:
             row = _agg_row(events, [*self._event_checks(), F.countDistinct("k").alias("nd")],
                            func)
             n, ni, nt, nf, nd = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nd"))
-            check_event_counts(func, item, time, n, ni, nt + nf, nf)
+            common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
             if n == 0:
                 z = np.zeros(0, dtype=np.int64)
-                return OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
-                                       time_kind=kind)
+                return base.OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
+                                            time_kind=kind)
             ev = events.select("k", "t")
             if k_max is not None:
                 w = Window.partitionBy("k").orderBy("t")
@@ -438,11 +414,13 @@ class SparkEngine:
                       .where(F.col("rn") <= k_max).drop("rn"))
             res = _to_numpy(ev.orderBy("k", "t"), func, {"k": item, "t": time})
         keys, times = res["k"], res["t"].astype(np.int64)
-        return finish_occurrence_times(sorted_codes(keys), times, n_items=nd, n_events=n,
-                                       time_kind=kind, k_max=None, presorted=True)
+        return common.finish_occurrence_times(common.sorted_codes(keys), times, n_items=nd,
+                                              n_events=n, time_kind=kind, k_max=None,
+                                              presorted=True)
 
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
-                     reducer: ItemReducer, drop_out_of_range: bool = False) -> ItemReduction:
+    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
+                     reducer: base.ItemReducer, drop_out_of_range: bool = False
+                     ) -> base.ItemReduction:
         """Per-item reduction on the executors; only the summed ``(slot, key, weight)`` rows
         reach the driver.
 
@@ -459,11 +437,11 @@ class SparkEngine:
         every engine computes them.
         """
         func = "SparkEngine.reduce_items"
-        check_column_name(item, "item", func)
-        check_column_name(time, "time", func)
+        common.check_column_name(item, "item", func)
+        common.check_column_name(time, "time", func)
         df = self.dataframe(source, func, text_columns=(item,))
         projected, kind = self._events(df, item, time, func)
-        check_time_kind(kind, buckets, time, func)
+        common.check_time_kind(kind, buckets, time, func)
         horizon = int(buckets.horizon)
         if buckets.start_us is None:
             period = F.col("t")
@@ -478,11 +456,11 @@ class SparkEngine:
         with _persisted(projected.select("k", "t", "f", period.alias("p"))) as events:
             row = _agg_row(events, aggs, func)
             n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
-            check_event_counts(func, item, time, n, ni, nt + nf, nf)
+            common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
             first = int(row["first"]["p"]) if nbad else None
             if n == nbad or (nbad and not drop_out_of_range):
-                return ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
-                                     n_out_of_range=nbad, first_out_of_range=first)
+                return base.ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
+                                          n_out_of_range=nbad, first_out_of_range=first)
             ev = events.select("k", "p")
             if nbad:
                 ev = ev.where(~bad)
@@ -493,9 +471,9 @@ class SparkEngine:
                    .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
                    .groupBy("slot", "key").agg(F.sum("w").alias("w")))
             res = _to_numpy(out, func)
-        slots, keys, weights = sum_entries(res["slot"], res["key"], res["w"])
-        return ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
-                             n_out_of_range=nbad, first_out_of_range=first)
+        slots, keys, weights = common.sum_entries(res["slot"], res["key"], res["w"])
+        return base.ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
+                                  n_out_of_range=nbad, first_out_of_range=first)
 
     def tables(self) -> Any:
         """ε-free table operations on this session for values keyed by a public integer domain
@@ -506,7 +484,7 @@ class SparkEngine:
         return SparkTables(self)
 
     def report_sums(self, source: Any, *, param_id: str | None,
-                    interval_counts: tuple[int, ...]) -> ReportSums:
+                    interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports on the executors and sum them per (order, interval).
 
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in
@@ -522,7 +500,7 @@ class SparkEngine:
 _PARTITION_EVENTS = 1 << 22  # at most about this many events per partition (executor memory)
 
 
-def _partition_reducer(reducer: ItemReducer, horizon: int) -> Any:
+def _partition_reducer(reducer: base.ItemReducer, horizon: int) -> Any:
     """The ``mapInArrow`` function: all (key, period) rows of one partition (every event of
     an item is in the partition of its key), item keys dictionary-encoded to codes, then the
     same numpy steps as every engine (:func:`~dpfreq.engines._common.bucket_events` sorts by
@@ -545,7 +523,7 @@ def _partition_reducer(reducer: ItemReducer, horizon: int) -> Any:
         codes_np = np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
         periods = np.asarray(tbl.column(1).to_numpy(), dtype=np.int64)
         del tbl, parts, codes
-        dense, per, n_bad, _ = bucket_events(codes_np, periods, TimeBuckets(horizon),
+        dense, per, n_bad, _ = bucket_events(codes_np, periods, base.TimeBuckets(horizon),
                                              drop=False)
         if n_bad:  # the driver filtered them out: a broken invariant, never silently wrong
             raise RuntimeError(f"period(s) outside 1..{horizon} reached an executor")
