@@ -15,16 +15,7 @@ from typing import Any
 import click
 import numpy as np
 
-from dpfreq.cli._common import (
-    INPUT_FILE,
-    POSITIVE,
-    emit_release,
-    engine_option,
-    ledger_option,
-    output_options,
-    seed_option,
-    warn_if_seeded,
-)
+import dpfreq.cli._common as shared
 from dpfreq.errors import DataError, debug_enabled
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
@@ -172,11 +163,11 @@ def _header(rel: Any, epsilon: float) -> list[str]:
 def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                 plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
-    emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
 
 
 @click.command(name="anonymize")
-@click.argument("file", type=INPUT_FILE)
+@click.argument("file", type=shared.INPUT_FILE)
 @click.option("--item", default=None,
               help="Column naming the item (password, word, node...) of each row; the "
                    "anonymized histogram is the multiset of per-item counts.")
@@ -197,17 +188,17 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                    "E3 for the high-privacy branch); sum <= --epsilon. Not with --method auto.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the error statements.")
-@click.option("--domain-size", type=POSITIVE, default=None,
+@click.option("--domain-size", type=shared.POSITIVE, default=None,
               help="Public number of possible items k: adds the distance to uniformity; refused "
                    "if the data holds more distinct items.")
 @click.option("--extrapolation-ratio", type=float, default=2.0, show_default=True,
               help="t of the unseen-species / support-coverage estimates.")
-@click.option("--top", type=POSITIVE, default=10, show_default=True,
+@click.option("--top", type=shared.POSITIVE, default=10, show_default=True,
               help="Show this many largest and smallest distinct released counts.")
-@output_options
-@engine_option
-@seed_option
-@ledger_option
+@shared.output_options
+@shared.engine_option
+@shared.seed_option
+@shared.ledger_option
 def command(file: str, item: str | None, count_column: str | None, prevalence_csv: bool,
             epsilon: float, method: str, split_text: str | None, confidence: float,
             domain_size: int | None, extrapolation_ratio: float, top: int,
@@ -233,7 +224,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
         raise click.UsageError("give --item COLUMN (or --prevalence-csv for a count,prevalence "
                                "file).")
     split = parse_split(split_text)
-    warn_if_seeded(seed)
+    shared.warn_if_seeded(seed)
     common = {"epsilon": epsilon, "method": method, "split": split, "confidence": confidence,
               "domain_size": domain_size, "rng": seed, "accountant": accountant}
     if prevalence_csv:

@@ -13,16 +13,7 @@ from typing import Any
 import click
 import numpy as np
 
-from dpfreq.cli._common import (
-    COUNT,
-    INPUT_FILE,
-    emit_release,
-    engine_option,
-    ledger_option,
-    output_options,
-    seed_option,
-    warn_if_seeded,
-)
+import dpfreq.cli._common as shared
 
 __all__ = [
     "command",
@@ -177,25 +168,25 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
     warning = vacuous_warning(rel)
     if warning is not None:
         click.echo(warning, err=True)
-    emit_release(rel, json_out, plot_out)
+    shared.emit_release(rel, json_out, plot_out)
 
 
 @click.command(name="profile")
-@click.argument("file", type=INPUT_FILE)
+@click.argument("file", type=shared.INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
-@click.option("--domain-size", type=COUNT, required=True,
+@click.option("--domain-size", type=shared.COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")
-@click.option("--max-count", type=COUNT, required=True,
+@click.option("--max-count", type=shared.COUNT, required=True,
               help="Public count cap n: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
 @click.option("--unit", type=click.Choice(["item", "event"]), required=True,
               help="Unit of privacy: item (one item with all its rows) or event (one row).")
 @profile_options
 @rows_option
-@engine_option
-@output_options
-@seed_option
-@ledger_option
+@shared.engine_option
+@shared.output_options
+@shared.seed_option
+@shared.ledger_option
 def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, unit: str,
             norm: str, confidence: float, method: str, rows_text: str, engine: Any,
             json_out: str | None, plot_out: str | None, seed: int | None,
@@ -208,7 +199,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     """
     from dpfreq.profile import release_profile
 
-    warn_if_seeded(seed)
+    shared.warn_if_seeded(seed)
     rows = parse_rows(rows_text)
     rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,

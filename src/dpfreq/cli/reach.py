@@ -11,19 +11,8 @@ from typing import Any
 import click
 import numpy as np
 
+import dpfreq.cli._common as shared
 from dpfreq._validate import message
-from dpfreq.cli._common import (
-    INPUT_FILE,
-    POSITIVE,
-    emit_release,
-    engine_option,
-    ledger_option,
-    output_options,
-    output_path_option,
-    parse_int_list,
-    seed_option,
-    warn_if_seeded,
-)
 from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 
@@ -68,10 +57,10 @@ def _table(rel: WindowCountsRelease) -> str:
 
 
 @click.command(name="reach")
-@click.argument("file", type=INPUT_FILE)
+@click.argument("file", type=shared.INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
-@click.option("--horizon", type=POSITIVE, default=None,
+@click.option("--horizon", type=shared.POSITIVE, default=None,
               help="Public number of periods T when times are integer periods 1..T.")
 @click.option("--start", default=None, help="Public start of the time range (date/timestamp).")
 @click.option("--end", default=None, help="Public end of the time range (date/timestamp).")
@@ -82,7 +71,7 @@ def _table(rel: WindowCountsRelease) -> str:
                    "whichever predicts less error.")
 @click.option("--k", "k_text", default="1", show_default=True,
               help="Comma-separated k values (k+ reach; 1 = reach).")
-@click.option("--window", "window", type=POSITIVE, default=None,
+@click.option("--window", "window", type=shared.POSITIVE, default=None,
               help="Also release rolling windows of this many periods.")
 @click.option("--all-windows", is_flag=True, default=False,
               help="Also release every window [t1, t2] (answerable later from --save).")
@@ -95,13 +84,13 @@ def _table(rel: WindowCountsRelease) -> str:
                    "level; checked against the data).")
 @click.option("--out-of-range", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="Events outside [start, end].")
-@output_path_option("--save", "save_path",
-                    help="Write the release with its SECRET state (key, exact log) for later "
-                         "queries.")
-@engine_option
-@output_options
-@seed_option
-@ledger_option
+@shared.output_path_option("--save", "save_path",
+                           help="Write the release with its SECRET state (key, exact log) for "
+                                "later queries.")
+@shared.engine_option
+@shared.output_options
+@shared.seed_option
+@shared.ledger_option
 def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
             window: int | None, all_windows: bool, unit: str, confidence: float,
@@ -113,11 +102,11 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
 
     Prints one row per period with the estimate and its per-answer interval half-width.
     """
-    warn_if_seeded(seed)
+    shared.warn_if_seeded(seed)
     if save_path is not None and not Path(save_path).resolve().parent.is_dir():
         raise ParameterError(message("--save", "dpfreq reach", "a file in an existing "
                                      "directory (checked before anything is spent)", save_path))
-    ks = parse_int_list(k_text, "--k")
+    ks = shared.parse_int_list(k_text, "--k")
     windows: list[Any] = ["cumulative"]
     if window is not None:
         windows.append(window)
@@ -137,7 +126,7 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
             click.echo(f"# {name}: strategy {rec['strategy']}, {rec['noise']} noise "
                        f"(predicted RMSE {_predicted(rec):.1f})")
         click.echo(_table(rel))
-    emit_release(rel, json_out, plot_out)
+    shared.emit_release(rel, json_out, plot_out)
     if save_path is not None:
         rel.save(save_path)
         click.echo(f"wrote {save_path} (SECRET: contains the noise key and exact summaries of "

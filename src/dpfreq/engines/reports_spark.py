@@ -13,20 +13,8 @@ from typing import Any
 
 import numpy as np
 
+import dpfreq.engines.reports as rules
 from dpfreq.engines.base import ReportSums
-from dpfreq.engines.reports import (
-    ID_COLUMNS,
-    INT_TEXT,
-    TWO_63,
-    VALUE_COLUMNS,
-    check_columns,
-    check_report_args,
-    finish_reports,
-    raise_group_rules,
-    raise_row_rules,
-    report_error,
-    unreadable_source,
-)
 
 __all__ = ["spark_report_sums"]
 
@@ -49,13 +37,13 @@ def _value(df: Any, column: str) -> tuple[Any, Any]:
         return col.cast("long"), F.lit(False)
     if isinstance(ty, T.FloatType | T.DoubleType | T.DecimalType):
         dbl = col.cast("double")
-        flag = col.isNotNull() & (F.isnan(dbl) | (F.abs(dbl) >= F.lit(TWO_63))
+        flag = col.isNotNull() & (F.isnan(dbl) | (F.abs(dbl) >= F.lit(rules.TWO_63))
                                   | (dbl != F.floor(dbl)))
         return F.when(flag, F.lit(None)).otherwise(dbl.cast("long")), flag
     if isinstance(ty, T.StringType):
-        flag = col.isNotNull() & ~col.rlike(f"^{INT_TEXT}$")
+        flag = col.isNotNull() & ~col.rlike(f"^{rules.INT_TEXT}$")
         return F.when(flag, F.lit(None)).otherwise(F.trim(col).cast("long")), flag
-    raise report_error(f"column {column!r} must hold integers.")
+    raise rules.report_error(f"column {column!r} must hold integers.")
 
 
 def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
@@ -64,14 +52,14 @@ def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    param_id, interval_counts = check_report_args(param_id, interval_counts,
-                                                  f"{type(engine).__name__}.report_sums")
+    param_id, interval_counts = rules.check_report_args(param_id, interval_counts,
+                                                        f"{type(engine).__name__}.report_sums")
     errors = _errors()
-    df = engine.dataframe(source, "report_sums", text_columns=ID_COLUMNS)
-    check_columns(list(df.columns))
+    df = engine.dataframe(source, "report_sums", text_columns=rules.ID_COLUMNS)
+    rules.check_columns(list(df.columns))
     cols = [F.col("`device`").cast("string").alias("u")]
     flags = []
-    for c in VALUE_COLUMNS:
+    for c in rules.VALUE_COLUMNS:
         value, flag = _value(df, c)
         cols.append(value.alias(f"v_{c}"))
         flags.append(flag.alias(f"n_{c}"))
@@ -81,7 +69,7 @@ def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
     try:
         return _checked(rows, param_id, interval_counts, "param_id" in df.columns)
     except errors as exc:
-        raise unreadable_source(exc) from None
+        raise rules.unreadable_source(exc) from None
     finally:
         rows.unpersist()
 
@@ -97,22 +85,22 @@ def _checked(rows: Any, param_id: str | None, sizes: tuple[int, ...],
     h, j, b = F.col("v_order"), F.col("v_interval"), F.col("v_bit")
     h_ok = (h >= 0) & (h < orders)
     jmax = F.element_at(F.array(*[F.lit(s) for s in sizes]), F.when(h_ok, h).cast("int") + 1)
-    aggs = [count_if(F.col(f"n_{c}"), f"n_{c}") for c in VALUE_COLUMNS]
+    aggs = [count_if(F.col(f"n_{c}"), f"n_{c}") for c in rules.VALUE_COLUMNS]
     aggs += [count_if(F.col("u").isNull() | h.isNull() | j.isNull() | b.isNull(), "nulls"),
              count_if(~h_ok, "bad_h"), count_if(h_ok & ((j < 1) | (j > jmax)), "bad_j"),
              count_if(~b.isin(0, 1), "bad_b")]
     if has_pid and param_id is not None:
         aggs.append(count_if(~F.col("pid").eqNullSafe(F.lit(param_id)), "pid"))
     row = rows.agg(*aggs).collect()[0].asDict()
-    raise_row_rules({c: int(row[f"n_{c}"]) for c in VALUE_COLUMNS}, int(row["nulls"]),
-                    int(row.get("pid", 0)), (int(row["bad_h"]), int(row["bad_j"]),
+    rules.raise_row_rules({c: int(row[f"n_{c}"]) for c in rules.VALUE_COLUMNS}, int(row["nulls"]),
+                          int(row.get("pid", 0)), (int(row["bad_h"]), int(row["bad_j"]),
                                              int(row["bad_b"])), orders)
     per_device = (rows.groupBy("u", "v_order", "v_interval").agg(F.count(F.lit(1)).alias("c"))
                   .groupBy("u").agg(F.max("c").alias("cmax"), F.min("v_order").alias("hmin"),
                                     F.max("v_order").alias("hmax")))
     groups = per_device.agg(count_if(F.col("cmax") > 1, "dups"),
                             count_if(F.col("hmin") != F.col("hmax"), "multi")).collect()[0]
-    raise_group_rules(int(groups["dups"]), int(groups["multi"]))
+    rules.raise_group_rules(int(groups["dups"]), int(groups["multi"]))
     devices = np.zeros(orders, dtype=np.int64)
     for r in per_device.groupBy("hmin").count().collect():
         devices[int(r["hmin"])] = int(r["count"])
@@ -120,4 +108,4 @@ def _checked(rows: Any, param_id: str | None, sizes: tuple[int, ...],
         F.sum(b).alias("s"), F.count(F.lit(1)).alias("c")).collect()
     arr = np.array([(r["v_order"], r["v_interval"], r["s"], r["c"]) for r in sums],
                    dtype=np.int64).reshape(-1, 4)
-    return finish_reports(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], devices)
+    return rules.finish_reports(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], devices)
