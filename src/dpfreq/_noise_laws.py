@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq._validate import check_open_unit, check_positive_float, message
 from dpfreq.errors import ParameterError
 
@@ -32,6 +33,17 @@ __all__ = [
 ]
 
 
+# numpydoc blocks shared by the laws below (see dpfreq._docstrings)
+_GAMMA = """gamma : Fraction or float
+    γ > 0, with α = e^{-γ}."""
+_RAISES = """Raises
+------
+ParameterError
+    If γ is not a finite number > 0."""
+_ARRAY_OUT = "Returns\n-------\nnumpy.ndarray of float64\n\n" + _RAISES
+_FLOAT_OUT = "Returns\n-------\nfloat\n\n" + _RAISES
+
+
 def _gamma_value(gamma: Any, func: str) -> float:
     """γ as a float for the analytic helpers, validated (a finite number > 0)."""
     if isinstance(gamma, Fraction):
@@ -45,6 +57,7 @@ def _alpha(gamma: Fraction | float, func: str = "dpfreq.noise") -> float:
     return math.exp(-_gamma_value(gamma, func))
 
 
+@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
 def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``: the discrete Laplace pmf.
 
@@ -52,17 +65,9 @@ def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     ----------
     z : array_like of int
         Points.
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    numpy.ndarray of float64
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[array_out]]
 
     Examples
     --------
@@ -77,6 +82,7 @@ def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     return (1 - a) / (1 + a) * np.exp(-g * zz)
 
 
+@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
 def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else.
 
@@ -84,17 +90,9 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     ----------
     z : array_like
         Points (non-integers are floored).
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    numpy.ndarray of float64
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[array_out]]
 
     Examples
     --------
@@ -109,22 +107,15 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     return np.where(zz < 0, lower, upper)
 
 
+@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
 def discrete_laplace_variance(gamma: Fraction | float) -> float:
     """``Var[Z] = 2α/(1-α)^2``: variance of the discrete Laplace.
 
     Parameters
     ----------
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[float_out]]
 
     Examples
     --------
@@ -136,6 +127,7 @@ def discrete_laplace_variance(gamma: Fraction | float) -> float:
     return 2 * a / math.expm1(-g) ** 2
 
 
+@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
 def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0).
 
@@ -143,17 +135,9 @@ def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.flo
     ----------
     bound : array_like
         B (non-integers are floored).
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    numpy.ndarray of float64
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[array_out]]
 
     Examples
     --------
@@ -166,6 +150,7 @@ def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.flo
     return np.where(b < 0, 1.0, 2 * np.exp(-g * (np.maximum(b, 0.0) + 1)) / (1 + a))
 
 
+@fill_doc(gamma=_GAMMA)
 def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``.
 
@@ -173,8 +158,7 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     ----------
     eta : float
         Failure probability η in (0, 1).
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
     Returns
     -------
@@ -204,6 +188,7 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     return b
 
 
+@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
 def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0): the geometric pmf.
 
@@ -211,17 +196,9 @@ def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     ----------
     k : array_like of int
         Points.
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    numpy.ndarray of float64
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[array_out]]
 
     Examples
     --------
@@ -233,6 +210,7 @@ def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
 
 
+@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
 def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0).
 
@@ -240,17 +218,9 @@ def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     ----------
     k : array_like
         Points (non-integers are floored).
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    numpy.ndarray of float64
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[array_out]]
 
     Examples
     --------
@@ -262,22 +232,15 @@ def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     return np.where(kk >= 0, -np.expm1(-g * (np.maximum(kk, 0.0) + 1)), 0.0)
 
 
+@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
 def geometric_variance(gamma: Fraction | float) -> float:
     """``Var[G] = α/(1-α)^2``: variance of the geometric on {0, 1, ...}.
 
     Parameters
     ----------
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[float_out]]
 
     Examples
     --------
@@ -288,22 +251,15 @@ def geometric_variance(gamma: Fraction | float) -> float:
     return math.exp(-g) / math.expm1(-g) ** 2
 
 
+@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
 def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     """``e^γ/(1+e^γ) = 1/(1+α)``: the probability that randomized response keeps a bit.
 
     Parameters
     ----------
-    gamma : Fraction or float
-        γ > 0, with α = e^{-γ}.
+    [[gamma]]
 
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If γ is not a finite number > 0.
+    [[float_out]]
 
     Examples
     --------

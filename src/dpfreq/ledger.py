@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import check_delta, check_epsilon, message
-from dpfreq.budget import PrivacyBudget, exact_fraction
+from dpfreq.budget import Accountant, PrivacyBudget, exact_fraction
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 
 __all__ = ["LEDGER_VERSION", "Ledger"]
@@ -227,11 +227,8 @@ class Ledger:
         with self._connect() as conn:
             return self._spent_in(conn)
 
-    @property
-    def spent(self) -> tuple[float, float]:
-        """(ε, δ) recorded so far."""
-        eps, dlt = self.spent_exact
-        return float(eps), float(dlt)
+    #: (ε, δ) recorded so far, as floats: the same view of ``spent_exact`` as the accountant's
+    spent = Accountant.spent
 
     @property
     def remaining(self) -> PrivacyBudget | None:

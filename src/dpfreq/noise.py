@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq._exact_inverse import WORD_BITS, inverse_table
 from dpfreq._noise_laws import (
     discrete_laplace_cdf,
@@ -415,6 +416,21 @@ def _sampler_inputs(
 # public samplers
 
 
+# The numpydoc blocks the exact samplers share (see dpfreq._docstrings).
+_SIZE_RNG = """size : int or tuple of int
+    Output shape.
+rng : None, int or numpy.random.Generator, keyword-only
+    Random source (None: the secure default of :mod:`dpfreq.rng`)."""
+_SAMPLER_DOC = "\n".join([
+    "Parameters", "----------", "gamma : Fraction, int or float",
+    "    γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).", _SIZE_RNG, "",
+    "Returns", "-------", "numpy.ndarray of int64", "    Independent draws, of shape ``size``.", "",
+    "Raises", "------", "ParameterError",
+    "    If γ is not > 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is",
+    "    invalid."])
+
+
+@fill_doc(size_rng=_SIZE_RNG)
 def sample_bernoulli_exp(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.bool_]:
@@ -424,10 +440,7 @@ def sample_bernoulli_exp(
     ----------
     gamma : Fraction, int or float
         γ >= 0; a float is rounded down to a fraction with denominator <= 2^32.
-    size : int or tuple of int
-        Output shape.
-    rng : None, int or numpy.random.Generator, keyword-only
-        Random source (None: the secure default of :mod:`dpfreq.rng`).
+    [[size_rng]]
 
     Returns
     -------
@@ -460,6 +473,7 @@ def sample_bernoulli_exp(
     return _sample_chunked(g, shape, gen, signed=False) > 0
 
 
+@fill_doc(sampler=_SAMPLER_DOC)
 def sample_geometric(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.int64]:
@@ -468,25 +482,7 @@ def sample_geometric(
     Same exact inverse-cdf method as :func:`sample_discrete_laplace` (thresholds
     ``⌊2^63 α^{k+1}⌋``), without the sign.
 
-    Parameters
-    ----------
-    gamma : Fraction, int or float
-        γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).
-    size : int or tuple of int
-        Output shape.
-    rng : None, int or numpy.random.Generator, keyword-only
-        Random source (None: the secure default of :mod:`dpfreq.rng`).
-
-    Returns
-    -------
-    numpy.ndarray of int64
-        Independent draws on {0, 1, ...}, of shape ``size``.
-
-    Raises
-    ------
-    ParameterError
-        If γ is not > 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is
-        invalid.
+    [[sampler]]
 
     Examples
     --------
@@ -498,6 +494,7 @@ def sample_geometric(
     return _sample_chunked(g, shape, gen, signed=False)
 
 
+@fill_doc(sampler=_SAMPLER_DOC)
 def sample_discrete_laplace(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.int64]:
@@ -505,25 +502,7 @@ def sample_discrete_laplace(
 
     Use :func:`discrete_laplace_gamma` to obtain γ from ε and the ℓ1 sensitivity.
 
-    Parameters
-    ----------
-    gamma : Fraction, int or float
-        γ > 0 (a float is rounded down to a fraction with denominator <= 2^32).
-    size : int or tuple of int
-        Output shape.
-    rng : None, int or numpy.random.Generator, keyword-only
-        Random source (None: the secure default of :mod:`dpfreq.rng`).
-
-    Returns
-    -------
-    numpy.ndarray of int64
-        Independent draws, of shape ``size``.
-
-    Raises
-    ------
-    ParameterError
-        If γ is not > 0, ``size`` is not a non-negative int (or tuple of them), or ``rng`` is
-        invalid.
+    [[sampler]]
 
     Notes
     -----

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq.anonymized.histogram_input import as_prevalences
 
 __all__ = [
@@ -40,6 +41,14 @@ def _suffix_at(counts: _I64, prev: _I64, points: _I64) -> _I64:
     return suffix[np.searchsorted(counts, points, side="left")]
 
 
+#: The parameters of both distances (see dpfreq._docstrings).
+_PAIR = """Parameters
+----------
+first, second : release, mapping {count: prevalence} or array of per-label counts
+    The two histograms (see the module docstring)."""
+
+
+@fill_doc(pair=_PAIR)
 def sorted_l1_distance(first: Any, second: Any) -> int:
     """Sorted ℓ1 (earth mover) distance between two anonymized histograms.
 
@@ -49,10 +58,7 @@ def sorted_l1_distance(first: Any, second: Any) -> int:
     ``|Φ1(k_j) − Φ2(k_j)| · (k_j − k_{j−1})`` (``k_0 = 0``; ``Φ`` is constant on
     ``(k_{j−1}, k_j]``).
 
-    Parameters
-    ----------
-    first, second : release, mapping {count: prevalence} or array of per-label counts
-        The two histograms (see the module docstring).
+    [[pair]]
 
     Returns
     -------
@@ -111,6 +117,7 @@ def _rank_runs(counts: _I64, prev: _I64) -> tuple[_I64, _I64]:
     return values, ends
 
 
+@fill_doc(pair=_PAIR)
 def sorted_l2_squared_distance(first: Any, second: Any) -> float:
     """Sorted ℓ2² distance ``Σ_i (n_(i)(h1) − n_(i)(h2))²`` (Hay et al.'s metric).
 
@@ -118,10 +125,7 @@ def sorted_l2_squared_distance(first: Any, second: Any) -> float:
     each histogram is a list of runs (count, prevalence); the rank breakpoints of both are merged
     and every merged segment contributes ``length · (v1 − v2)²``.
 
-    Parameters
-    ----------
-    first, second : release, mapping {count: prevalence} or array of per-label counts
-        The two histograms (see the module docstring).
+    [[pair]]
 
     Returns
     -------

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._docstrings import PLOT_SECTIONS, fill_doc
 from dpfreq.release import ErrorStatement, Release
 
 __all__ = ["PropertyEstimate", "clamp", "entropy_total_term", "no_statement", "with_total"]
@@ -79,17 +80,11 @@ class PropertyEstimate(Release):
                 "lower": np.array([lower]), "upper": np.array([upper]),
                 "clamped": np.array([self.clamped])}
 
+    @fill_doc(plot=PLOT_SECTIONS)
     def plot(self, ax: Any = None) -> Any:
         """The estimate as a point with its error bound (when finite) as an error bar.
 
-        Parameters
-        ----------
-        ax : matplotlib axes, optional
-            Where to draw; a new Agg figure when omitted.
-
-        Returns
-        -------
-        matplotlib axes
+        [[plot]]
         """
         from dpfreq.plotting import new_axes
 

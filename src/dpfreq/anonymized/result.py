@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._docstrings import PLOT_SECTIONS, fill_doc
 from dpfreq.release import Release
 
 __all__ = ["AnonymizedHistogramRelease"]
@@ -122,6 +123,7 @@ class AnonymizedHistogramRelease(Release):
         p = np.asarray(self.prevalences, dtype=np.int64)[::-1]
         return np.repeat(c, p)
 
+    @fill_doc(plot=PLOT_SECTIONS)
     def plot(self, ax: Any = None) -> Any:
         """Items with released count ``>= r`` against ``r`` (log–log), with the band.
 
@@ -129,14 +131,7 @@ class AnonymizedHistogramRelease(Release):
         form (never expanded), so it is instant for billions of items; the shaded band is
         :attr:`items_at_least_band` at confidence ``error.confidence``.
 
-        Parameters
-        ----------
-        ax : matplotlib axes, optional
-            Where to draw; a new Agg figure when omitted.
-
-        Returns
-        -------
-        matplotlib axes
+        [[plot]]
         """
         from dpfreq.plotting import new_axes, plot_band
 

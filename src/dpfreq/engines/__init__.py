@@ -14,32 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import message
+from dpfreq.engines import base
 from dpfreq.engines._common import dataframe_kind
-from dpfreq.engines.base import (
-    Engine,
-    ItemCounts,
-    ItemReducer,
-    ItemReduction,
-    OccurrenceTimes,
-    Prevalences,
-    ReportSums,
-    TimeBuckets,
-)
+from dpfreq.engines.base import *  # noqa: F403 (the protocol types, re-exported)
 from dpfreq.errors import EngineUnavailableError, ParameterError
 
-__all__ = [
-    "ENGINES",
-    "Engine",
-    "ItemCounts",
-    "ItemReducer",
-    "ItemReduction",
-    "OccurrenceTimes",
-    "Prevalences",
-    "ReportSums",
-    "TimeBuckets",
-    "get_engine",
-    "infer_engine_name",
-]
+# the registry, and the protocol types of dpfreq.engines.base (the star import above)
+__all__ = ["ENGINES", *base.__all__, "get_engine", "infer_engine_name"]
 
 #: engine name -> (module, class name, pip extra or None)
 ENGINES: dict[str, tuple[str, str, str | None]] = {
@@ -100,7 +81,8 @@ def _is_spark_session(obj: Any) -> bool:
     return cls.__module__.startswith("pyspark") and cls.__name__ == "SparkSession"
 
 
-def get_engine(name: str | Engine | Any = None, source: Any = None, **options: Any) -> Engine:
+def get_engine(name: str | base.Engine | Any = None, source: Any = None,
+               **options: Any) -> base.Engine:
     """Instantiate an engine by name (``"memory"``, ``"duckdb"``, ``"spark"``) or for a source.
 
     Parameters
@@ -139,7 +121,7 @@ def get_engine(name: str | Engine | Any = None, source: Any = None, **options: A
     if name is not None and not isinstance(name, str):
         if _is_spark_session(name):
             return get_engine("spark", spark=name, **options)
-        if isinstance(name, Engine):
+        if isinstance(name, base.Engine):
             if options:
                 raise ParameterError(message(
                     "options", "get_engine", "empty when an engine instance is given "
@@ -164,6 +146,6 @@ def get_engine(name: str | Engine | Any = None, source: Any = None, **options: A
             f"the {name} engine needs an optional dependency ({exc.name}): "
             f"pip install 'dpfreq[{extra}]'"
         ) from exc
-    engine: Engine = getattr(module, cls_name)(**options)
+    engine: base.Engine = getattr(module, cls_name)(**options)
     return engine
 

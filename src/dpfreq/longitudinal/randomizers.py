@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq import _validate
+from dpfreq._docstrings import fill_doc
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction, randomized_response
 from dpfreq.rng import RNGLike, resolve_rng
@@ -47,19 +48,24 @@ __all__ = [
 _VARIANTS = {"paper": "futurerand", "calibrated": "calibrated", "threshold": "threshold"}
 
 
+# The parameters every randomizer takes, documented once (see dpfreq._docstrings).
+_PARAMETERS = """length : int, keyword-only
+    ``L``, the number of coordinates (reports) the randomizer will produce.
+max_changes : int, keyword-only
+    ``k``, the largest number of non-zero inputs.
+epsilon : float, keyword-only
+    The local privacy parameter ε; no default.
+rng : None, int or numpy.random.Generator, keyword-only
+    Randomness (``None``: the secure default of :mod:`dpfreq.rng`)."""
+
+
+@fill_doc(common=_PARAMETERS)
 class Randomizer:
     """Base class of the online randomizers.
 
     Parameters
     ----------
-    length : int, keyword-only
-        ``L``, the number of coordinates (reports) this randomizer will produce.
-    max_changes : int, keyword-only
-        ``k``, the largest number of non-zero inputs.
-    epsilon : float, keyword-only
-        The local privacy parameter ε; no default.
-    rng : None, int or numpy.random.Generator, keyword-only
-        Randomness (``None``: the secure default of :mod:`dpfreq.rng`).
+    [[common]]
 
     Attributes
     ----------
@@ -281,6 +287,7 @@ class ErlingssonRR(Randomizer):
         return x if keep else -x
 
 
+@fill_doc(common=_PARAMETERS)
 def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
                     rng: RNGLike = None) -> Randomizer:
     """``init(L, k, ε)`` of the randomizer ``name``.
@@ -291,14 +298,7 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
         ``"futurerand"`` uses the constants of Ohrimenko, Wirth & Wu (2022); ``"auto"`` picks
         the largest exact ``c_gap`` among rr, futurerand, calibrated and threshold (the
         resolved name is ``.name``).
-    length : int, keyword-only
-        ``L``, the number of coordinates (reports) the randomizer will produce.
-    max_changes : int, keyword-only
-        ``k``, the largest number of non-zero inputs.
-    epsilon : float, keyword-only
-        The local privacy parameter ε; no default.
-    rng : None, int or numpy.random.Generator, keyword-only
-        Randomness (``None``: the secure default of :mod:`dpfreq.rng`).
+    [[common]]
 
     Returns
     -------
