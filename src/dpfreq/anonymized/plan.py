@@ -134,17 +134,22 @@ def epsilon_for_l1(target: float, n: int, method: str = "auto",
 def _epsilon_for_cached(target: float, n: int, method: str, confidence: float) -> float | None:
     grid = np.geomspace(_EPS_LOW, _EPS_HIGH, 25)
     lo, hi = 0, grid.size - 1
-    if _predicted_l1(n, float(grid[hi]), auto.plan_for(method, float(grid[hi])),
-                     confidence) > target:
+    if _grid_l1(n, float(grid[hi]), method, confidence) > target:
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        eps = float(grid[mid])
-        if _predicted_l1(n, eps, auto.plan_for(method, eps), confidence) <= target:
+        if _grid_l1(n, float(grid[mid]), method, confidence) <= target:
             hi = mid
         else:
             lo = mid + 1
     return float(grid[lo])
+
+
+@functools.lru_cache(maxsize=1024)
+def _grid_l1(n: int, epsilon: float, method: str, confidence: float) -> float:
+    """:func:`_predicted_l1` at a grid point (cached: searches for different targets at one
+    total visit the same few points; the simulation is a function of these values alone)."""
+    return _predicted_l1(n, epsilon, auto.plan_for(method, epsilon), confidence)
 
 
 def _check_range(n_range: Any) -> tuple[int, int]:
