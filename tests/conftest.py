@@ -19,4 +19,3 @@ def seed(request: pytest.FixtureRequest) -> int:
 def rng(seed: int) -> np.random.Generator:
     """A seeded generator for the test (never the secure default, never global state)."""
     return np.random.Generator(np.random.PCG64(seed))
-

@@ -148,7 +148,8 @@ def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]])
                                         for row in rows])
         return
     dbapi = conn.dialect.dbapi
-    sql = 'COPY reports (study, device, "interval", "order", bit) FROM STDIN'
+    columns = ", ".join(f'"{c}"' for c in REPORT_COLUMNS)
+    sql = f"COPY reports ({columns}) FROM STDIN"
     try:
         with conn.connection.driver_connection.cursor() as cur, cur.copy(sql) as copy:
             for row in rows:

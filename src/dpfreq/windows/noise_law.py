@@ -36,12 +36,18 @@ from scipy import fft as sfft
 
 __all__ = [
     "TAIL",
+    "WEIGHT_DECIMALS",
     "sum_abs_cdf",
     "sum_quantile",
 ]
 
 #: mass left outside the computed support (counted against the interval)
 TAIL = 1e-13
+
+#: weights of a linear combination of node noises that agree to this many decimals are grouped
+#: (one convolution per group in :func:`weighted_sum_law`; one term per group in the Chernoff
+#: bound of :mod:`dpfreq.windows.strategy`)
+WEIGHT_DECIMALS = 12
 
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used
 MAX_RADIUS = 1 << 21
@@ -193,7 +199,7 @@ def weighted_sum_law(weights: NDArray[np.float64], radius: float, *,
     """
     a = np.abs(np.asarray(weights, dtype=np.float64))
     a = a[a > 0]
-    w_all = np.round(a, 12)
+    w_all = np.round(a, WEIGHT_DECIMALS)
     ws, counts = np.unique(w_all, return_counts=True)
     h = radius / grid
     n_groups = int(ws.size)

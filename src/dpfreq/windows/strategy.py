@@ -61,6 +61,7 @@ from dpfreq.windows.lazy_noise import (
 )
 from dpfreq.windows.noise_law import (
     TAIL,
+    WEIGHT_DECIMALS,
     sum_quantile,
     tail_radius,
     weighted_quantile,
@@ -133,23 +134,25 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
 
 @functools.lru_cache(maxsize=8)
 def _weight_groups(domain: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per consistent prefix: its distinct ``|a_v|`` (to 12 decimals, each group's largest
-    member) and their multiplicities, zero-padded to one width.
+    """Per consistent prefix: its distinct ``|a_v|`` (to :data:`WEIGHT_DECIMALS` decimals, each
+    group's largest member) and their multiplicities, zero-padded to one width.
 
     A prefix of a 512-period tree has 1024 weights but about 60 distinct ones up to rounding,
     so the moment generating function below costs a 20th of the weight-by-weight product.
     """
     w = np.sort(np.abs(consistent_prefix_weights(domain)), axis=1)
-    key = np.round(w, 12)
-    last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in the row
+    key = np.round(w, WEIGHT_DECIMALS)
+    last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in its row
     last[:, :-1] = key[:, 1:] != key[:, :-1]
-    width = int(last.sum(axis=1).max())
-    values = np.zeros((w.shape[0], width))
-    counts = np.zeros((w.shape[0], width))
-    for x in range(w.shape[0]):
-        ends = np.flatnonzero(last[x])
-        values[x, :ends.size] = w[x, ends]
-        counts[x, :ends.size] = np.diff(ends, prepend=-1)
+    rows, cols = np.nonzero(last)  # row-major: the groups of each row in increasing order
+    per_row = last.sum(axis=1)
+    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    slot = np.arange(rows.size) - np.repeat(starts, per_row)  # group index within the row
+    previous = np.where(slot == 0, -1, np.roll(cols, 1))  # last column of the group before
+    values = np.zeros((w.shape[0], int(per_row.max())))
+    counts = np.zeros_like(values)
+    values[rows, slot] = w[rows, cols]
+    counts[rows, slot] = cols - previous
     return values, counts
 
 
