@@ -201,3 +201,18 @@ def test_released_arrays_are_read_only(system: str) -> None:
     for a in arrays:
         with pytest.raises(ValueError, match="read-only"):
             a[...] = 0
+
+
+def test_the_callers_arrays_stay_writable() -> None:
+    """Freezing a release's arrays makes read-only views; what the caller passed is untouched."""
+    value, lower = np.array([10, 4]), np.array([8.0, 2.0])
+    err = ErrorStatement(kind="interval", confidence=0.9, value=np.array([2.0, 2.0]),
+                         description="d", lower=lower, upper=np.array([12.0, 6.0]))
+    rel = Release(value={"a": value}, epsilon=1.0, unit="event", mechanism="m", seeded=True,
+                  error=err)
+    assert value.flags.writeable
+    assert lower.flags.writeable
+    assert not rel.value["a"].flags.writeable
+    assert not rel.error.lower.flags.writeable
+    value[0] = 11
+    assert rel.value["a"][0] == 11  # a view: no copy of the data

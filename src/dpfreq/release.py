@@ -121,20 +121,22 @@ class ErrorStatement:
         if self.kind != "sd" and self.confidence is None:
             raise ValueError("an interval or bound needs its confidence")
         for name in ("value", "lower", "upper", "band_lower", "band_upper"):
-            _freeze_arrays(getattr(self, name))
+            object.__setattr__(self, name, _read_only(getattr(self, name)))
 
 
-def _freeze_arrays(obj: Any) -> None:
-    """Make every numpy array in ``obj`` (an array, or dicts/lists/tuples of them) read-only:
-    a release is a record of what was published, and editing it in place would change it."""
+def _read_only(obj: Any) -> Any:
+    """``obj`` with every numpy array in it (an array, or dicts/lists/tuples of them) replaced by
+    a read-only view: a release records what was published, so it cannot be edited in place,
+    and the arrays the caller passed in stay writable."""
     if isinstance(obj, np.ndarray):
-        obj.flags.writeable = False
-    elif isinstance(obj, Mapping):
-        for v in obj.values():
-            _freeze_arrays(v)
-    elif isinstance(obj, list | tuple):
-        for v in obj:
-            _freeze_arrays(v)
+        view = obj.view()
+        view.flags.writeable = False
+        return view
+    if type(obj) is dict:
+        return {k: _read_only(v) for k, v in obj.items()}
+    if type(obj) in (list, tuple):
+        return type(obj)(_read_only(v) for v in obj)
+    return obj
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,7 +186,7 @@ class Release:
     error: ErrorStatement
 
     def __post_init__(self) -> None:
-        _freeze_arrays(self.value)
+        object.__setattr__(self, "value", _read_only(self.value))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of every field, with ``type`` naming the release class."""

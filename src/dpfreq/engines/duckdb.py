@@ -215,8 +215,8 @@ class DuckDBEngine:
             target = text
         try:
             if lower.endswith(_PARQUET_SUFFIXES):
-                path = common.quote_literal(target)
-                rel = self.connection.sql(f"SELECT * FROM read_parquet({path})")
+                quoted = common.quote_literal(target)
+                rel = self.connection.sql(f"SELECT * FROM read_parquet({quoted})")
             elif lower.endswith(_CSV_SUFFIXES):
                 rel = self._csv(target, text_columns)
             else:

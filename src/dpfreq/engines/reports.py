@@ -161,7 +161,9 @@ def _as_int64(arr: NDArray[Any], column: str) -> tuple[NDArray[np.int64], NDArra
 def _nulls(arr: NDArray[Any]) -> NDArray[np.bool_]:
     """None and NaN entries of an object column (elementwise in numpy, no Python loop)."""
     obj = arr.astype(object, copy=False)
-    return np.asarray(np.equal(obj, None) | (obj != obj), dtype=bool)
+    nulls: NDArray[np.bool_] = np.asarray(np.equal(obj, np.array(None)) | (obj != obj),
+                                         dtype=np.bool_)
+    return nulls
 
 
 def _ids(arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.bool_]]:

@@ -147,11 +147,14 @@ def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]])
         conn.execute(reports.insert(), [dict(zip(REPORT_COLUMNS, row, strict=True))
                                         for row in rows])
         return
-    dbapi = conn.dialect.dbapi
+    dbapi, driver = conn.dialect.dbapi, conn.connection.driver_connection
+    # An open PostgreSQL connection has both (narrows the Optional types for mypy).
+    assert dbapi is not None
+    assert driver is not None
     columns = ", ".join(f'"{c}"' for c in REPORT_COLUMNS)
     sql = f"COPY reports ({columns}) FROM STDIN"
     try:
-        with conn.connection.driver_connection.cursor() as cur, cur.copy(sql) as copy:
+        with driver.cursor() as cur, cur.copy(sql) as copy:
             for row in rows:
                 copy.write_row(row)
     except dbapi.IntegrityError as exc:
