@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Hashable
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -143,20 +144,16 @@ def epsilon_to_fraction(
     Fraction(2818, 897)
     """
     try:
-        return _epsilon_fraction(_type_key(epsilon), epsilon, max_denominator)
+        return _epsilon_fraction(cast(Hashable, type(epsilon)), epsilon, max_denominator)
     except TypeError:  # unhashable input: refused below with the usual message
-        return _epsilon_fraction.__wrapped__(_type_key(epsilon), epsilon,
-                                             max_denominator)
+        return _epsilon_fraction.__wrapped__(type(epsilon), epsilon, max_denominator)
 
 
 # Cached: planners and error simulations convert the same few ε values many thousands of times
-# (Fractions are immutable; the type is part of the key so that True is not taken for 1.0).
-def _type_key(value: Any) -> str:
-    return f"{type(value).__module__}.{type(value).__qualname__}"
-
-
+# (Fractions are immutable; the type is part of the key so that True is not taken for 1.0;
+# typeshed does not declare type objects Hashable, hence the cast at the call).
 @functools.lru_cache(maxsize=4096)
-def _epsilon_fraction(_kind: str, epsilon: Any, max_denominator: int) -> Fraction:
+def _epsilon_fraction(_kind: Hashable, epsilon: Any, max_denominator: int) -> Fraction:
     if isinstance(epsilon, Fraction):
         x = epsilon
         if x <= 0:
