@@ -150,7 +150,7 @@ def coverage(quick: bool) -> None:
           f"{'band':>6} {'width/2q':>8}")
     plans = [("direct", 10**6, {0.1: 200, 1.0: 200, 4.0: 200}),
              ("fft", 10**4, {0.1: 100, 1.0: 100, 4.0: 100} if quick
-              else {0.1: 200, 1.0: 200, 4.0: 200})]
+              else {0.1: 200, 0.5: 200, 1.0: 200, 4.0: 200})]
     if not quick:  # EM with 200 simulated reconstructions: ~7 s per release at ε = 1
         plans.append(("mle", 10**4, {1.0: 100, 4.0: 200}))
     for method, d, per_eps in plans:

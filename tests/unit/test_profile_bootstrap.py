@@ -47,14 +47,15 @@ def test_unseen_class_gets_the_pooled_width(seed: int) -> None:
     assert iv.upper[2] >= 0.5 * min(iv.upper[0] - r_hat[0], iv.upper[1] - r_hat[1])
 
 
-def test_vacuous_band_widens_every_interval_to_it(seed: int) -> None:
+def test_vacuous_band_makes_every_interval_trivial(seed: int) -> None:
     gen = np.random.default_rng(seed)
     r_hat = np.full(4, 0.25)
     errors = gen.normal(0.0, 0.3, size=(200, 4))
     iv = bootstrap_intervals(r_hat, errors, domain_size=100, confidence=0.9)
-    assert iv.band_l1 >= 2.0
-    np.testing.assert_array_equal(iv.lower, iv.band_lower)
-    np.testing.assert_array_equal(iv.upper, iv.band_upper)
+    assert iv.band_l1 == 2.0
+    for ends, value in ((iv.lower, 0.0), (iv.band_lower, 0.0), (iv.upper, 1.0),
+                        (iv.band_upper, 1.0)):
+        np.testing.assert_array_equal(ends, np.full(4, value))
 
 
 def test_mle_release_states_the_em_caps(seed: int) -> None:
@@ -67,16 +68,36 @@ def test_mle_release_states_the_em_caps(seed: int) -> None:
     assert rel.mechanism_params["em_iterations"] <= EM_ITERATIONS
 
 
-def test_band_constant_standardises_each_half_by_the_other() -> None:
-    # one class, four draws: halves [0, 2] and [1, 3] (each: mean 1 or 2, sd 1); the held-out
-    # maxima are |1−1|, |3−1|, |0−2|, |2−2| = 0, 2, 2, 0 and their ⌈5·0.5⌉ = 3rd smallest is 2
-    # (the in-sample maxima, standardised by mean 1.5 and sd √1.25, would give 1.5/√1.25)
+def test_band_constant_standardises_each_draw_by_the_others() -> None:
+    # one class, four draws 0, 2, 1, 3: leaving out 0 (or 3) leaves mean 2 (or 1) and sd √(2/3),
+    # a maximum of 2/√(2/3) = √6; leaving out 2 (or 1) leaves mean 4/3 (or 5/3) and sd √14/3,
+    # a maximum of (2/3)/(√14/3) = 2/√14. The ⌈5·0.5⌉ = 3rd smallest of the four is √6 (the
+    # in-sample maxima, standardised by mean 1.5 and sd √1.25, would give 1.5/√1.25)
     errors = np.array([[0.0], [2.0], [1.0], [3.0]])
     seen = np.array([True])
-    assert band_constant(errors, seen, domain_size=10**9, confidence=0.5) == 2.0
-    # fewer than four draws: nothing to split, in-sample maxima
+    c = band_constant(errors, seen, domain_size=10**9, confidence=0.5)
+    assert c == pytest.approx(np.sqrt(6.0), rel=1e-12)
+    assert band_constant(errors, seen, domain_size=10**9, confidence=0.25) == pytest.approx(
+        2.0 / np.sqrt(14.0), rel=1e-12)
+    # fewer than three draws: in-sample maxima
     two = np.array([[0.0], [2.0]])
     assert band_constant(two, seen, domain_size=10**9, confidence=0.5) == 1.0
+
+
+def test_band_constant_matches_direct_leave_one_out() -> None:
+    gen = np.random.default_rng(20261127)
+    errors = gen.normal(0.01, 0.002, size=(50, 5))
+    errors[:, 4] = 0.0  # a class estimated at 0 gets the largest spread of the classes seen
+    seen = np.array([True, True, True, True, False])
+    maxima = []
+    for i in range(50):
+        rest = np.delete(errors, i, axis=0)
+        b, s = rest.mean(axis=0), np.maximum(rest.std(axis=0), 1e-6)
+        s[4] = max(s[4], s[:4].max())
+        maxima.append(float((np.abs(errors[i] - b) / s).max()))
+    expected = np.sort(maxima)[int(np.ceil(51 * 0.9)) - 1]
+    assert band_constant(errors, seen, domain_size=10**6, confidence=0.9) == pytest.approx(
+        expected, rel=1e-9)
 
 
 def test_band_covers_a_fresh_gaussian_error_at_least_at_its_level() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.kernel import get_kernel
-from dpfreq.profile.mle import em_profile, log_likelihood
+from dpfreq.profile.mle import em_profile, log_likelihood, smooth_profile
 from dpfreq.profile.reconstruct import (
     noisy_profile_counts,
     reconstruct_profile_from_counts,
@@ -102,3 +102,33 @@ def test_accelerated_em_reaches_the_same_maximum(rng: np.random.Generator) -> No
     assert fast.converged
     assert fast.iterations < plain.iterations
     assert fast.log_likelihood >= plain.log_likelihood - 1e-9
+
+
+def test_smooth_profile_is_positive_and_within_half_n_of_the_maximum(
+        rng: np.random.Generator) -> None:
+    n, B, alpha, d = 10, 12, float(np.exp(-0.125)), 20_000  # ε = 0.25: a sparse EM estimate
+    k = get_kernel(n, B, alpha)
+    f = _noisy(rng, n, B, alpha, d)
+    mle = em_profile(f, k, start=np.full(n + 1, 1.0 / (n + 1)), max_iter=3000).profile
+    items = float(f.sum()) * d
+    smooth = smooth_profile(f, k, reference=mle, items=items)
+    assert smooth is not None
+    assert smooth.min() > 0
+    assert smooth.sum() == pytest.approx(1.0, abs=1e-12)
+    fn = f / f.sum()
+    gap = items * (log_likelihood(mle, fn, k) - log_likelihood(smooth, fn, k))
+    assert 0 <= gap <= n / 2
+    # the uniform start is too far from the data: without EM updates there is no answer
+    assert smooth_profile(f, k, reference=mle, items=items, max_iter=0) is None
+
+
+def test_mle_release_simulates_around_the_smooth_profile(seed: int) -> None:
+    from dpfreq.profile import ProfileSketch
+
+    counts = np.minimum(np.random.default_rng(seed).zipf(1.7, 5_000) - 1, 6)
+    sketch = ProfileSketch.from_counts(counts, domain_size=5_000, max_count=6, epsilon=0.5,
+                                       rng=seed)
+    mle = sketch.reconstruct(method="mle", confidence=0.9)
+    assert mle.mechanism_params["interval_centre"].startswith("early-stopped EM")
+    fft = sketch.reconstruct(method="fft", confidence=0.9)
+    assert fft.mechanism_params["interval_centre"] == "estimate"

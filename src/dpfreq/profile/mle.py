@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from dpfreq.profile.kernel import CirculantKernel
 
-__all__ = ["EMResult", "em_profile", "log_likelihood"]
+__all__ = ["EMResult", "em_profile", "log_likelihood", "smooth_profile"]
 
 _FLOOR = 1e-300
 _FLUSH = 1e-150  # squares stay normal floats too
@@ -156,3 +156,55 @@ def em_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
             break
     return EMResult(profile=r, iterations=it, converged=converged,
                     log_likelihood=log_likelihood(r, f, kernel), start_log_likelihood=ll0)
+
+
+def smooth_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
+                   reference: NDArray[np.float64], items: float,
+                   max_iter: int = 5000) -> NDArray[np.float64] | None:
+    """The first plain EM iterate from the uniform profile that the data cannot tell apart from
+    ``reference``: its total log-likelihood is within ``n/2`` of the reference's.
+
+    Parameters
+    ----------
+    noisy_profile : numpy.ndarray
+        ``f~`` on ``t = -B..n+B`` (renormalized internally).
+    kernel : CirculantKernel
+        The kernel ``A`` for ``(n, B, α)``.
+    reference : numpy.ndarray
+        A profile on ``0..n`` (the released maximum-likelihood estimate).
+    items : float
+        The number of items behind ``f~`` (the per-item log-likelihood is multiplied by it).
+    max_iter : int
+        EM updates tried before giving up.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The profile, or None when ``max_iter`` updates do not come within ``n/2``.
+
+    Notes
+    -----
+    The maximum-likelihood estimate of a mixing distribution is sparse when the noise is large
+    (mass on a few classes, zeros between them), unlike the profiles it estimates; the error of
+    the estimator around such a point is not its error around the truth. Under Wilks' theorem
+    the truth's log-likelihood is below the maximum by ``χ²_n / 2`` (mean ``n/2``), so a profile
+    within ``n/2`` is as plausible as the truth typically is; EM from the uniform profile
+    reaches it through smooth profiles (early-stopped EM is the classic regularised
+    deconvolution), with every class positive. Deterministic post-processing.
+    """
+    f = np.asarray(noisy_profile, dtype=np.float64)
+    total = float(f.sum())
+    if total <= 0:
+        return None
+    f = f / total
+    mask = f > 0
+    target = log_likelihood(np.asarray(reference, dtype=np.float64), f, kernel)
+    gap = kernel.max_count / 2.0
+    r = np.full(kernel.max_count + 1, 1.0 / (kernel.max_count + 1))
+    x = np.zeros(kernel.size, dtype=np.float64)
+    ratio = np.zeros(kernel.size, dtype=np.float64)
+    for _ in range(max_iter):
+        if items * (target - log_likelihood(r, f, kernel)) <= gap:
+            return r
+        r = _em_step(r, f, mask, kernel, x, ratio)
+    return None

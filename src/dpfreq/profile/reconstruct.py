@@ -44,7 +44,7 @@ from dpfreq.profile.bounds import (
 from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
-from dpfreq.profile.mle import em_profile, log_likelihood
+from dpfreq.profile.mle import em_profile, log_likelihood, smooth_profile
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.resources import check_memory
@@ -283,8 +283,9 @@ def _vacuous_note(d: int, n: int, epsilon: float, confidence: float) -> str:
     eps = useful_sketch_epsilon(d, n, epsilon, confidence)
     target = (f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g}" if eps is not None
               else f"no ε <= 1000 bounds the ℓ1 error by {USEFUL_L1:g} at this d and n")
-    return (f" This statement is vacuous: the band allows any profile (ℓ1 2), and each "
-            f"per-class interval is widened to the band (single classes are not resolved); "
+    return (f" This statement is vacuous: the simulated band would allow any profile (ℓ1 2), "
+            f"so every interval and the band are the trivial [0, 1] (single classes are not "
+            f"resolved); "
             f"{target} (see plan_profile).")
 
 
@@ -316,28 +317,32 @@ def sketch_release(
         return solve_profile(c.astype(np.float64) / d, kernel, norm=norm, method=method,
                              em_iterations=DRAW_EM_ITERATIONS)[0]
 
+    centre = (smooth_profile(f_tilde, kernel, reference=r, items=float(counts.sum()))
+              if method == "mle" else None)
     iv = simulated_intervals(r, counts, solve=solve, domain_size=d, max_count=n, B=b,
-                             gamma=gamma, confidence=confidence, label=f"{method}/{norm}")
+                             gamma=gamma, confidence=confidence, label=f"{method}/{norm}",
+                             centre=centre)
     eta = (1.0 - confidence) / 2.0
     bounds = profile_error_bounds(kernel, domain_size=d, eta=eta)
     b_paper = window_bound(d, g, eta)
     eta_b = event_probability(d, b, g)
     l1_conf = confidence if b >= b_paper else max(0.0, 1.0 - eta - eta_b)
     l1 = min(2.0, bounds["1"])
+    around = ("the released estimate" if centre is None else
+              "a smooth profile as plausible as the estimate (EM's estimate is sparse)")
     desc = (f"Per-class intervals and a simultaneous band at confidence {confidence:.6g}, "
             f"computed by pushing {SIMULATION_DRAWS} simulated sketches (noise of the known "
-            "law) through the same reconstruction around the released estimate (approximate "
-            f"coverage). Wu & Pagh's Theorem 1.1 bounds the ℓ1 error by {l1:.6g} with "
+            f"law) through the same reconstruction around {around} (approximate coverage). "
+            f"Wu & Pagh's Theorem 1.1 bounds the ℓ1 error by {l1:.6g} with "
             f"probability at least {l1_conf:.6g} (release.l1_bound).")
     if method == "mle":
         desc += (" The theorem is proved for Algorithms 2+3 (method='fft'); the estimate was "
                  "computed by EM maximum likelihood (at most "
                  f"{EM_ITERATIONS} iterations; each simulated sketch of the intervals runs at "
-                 f"most {DRAW_EM_ITERATIONS}, from its own Algorithms 2+3 start). For EM the "
-                 "simulated coverage is rougher: measured over 200 seeded releases the "
-                 "per-class intervals ran up to 4 points below the nominal level at small ε "
-                 "(the band held within 2.5 points below and 6.5 above); read these intervals "
-                 "as approximate.")
+                 f"most {DRAW_EM_ITERATIONS}, from its own Algorithms 2+3 start). Measured "
+                 "over 200 seeded releases per ε in {0.25, 1, 4} at nominal 0.9, the "
+                 "per-class intervals covered within 2 points of nominal on average, single "
+                 "classes down to 0.855, and the band 0.90–0.96 (widest at small ε).")
     note = _vacuous_note(d, n, epsilon, confidence) if iv.band_l1 >= 2.0 else None
     half = np.maximum(r - iv.lower, iv.upper - r)
     error = ErrorStatement(kind="interval", confidence=confidence, value=half,
@@ -353,6 +358,8 @@ def sketch_release(
         "eta_event": eta_b, "bounds": dict(bounds), "l1_bound": l1,
         "counted_fraction": int(counts.sum()) / d,
         "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the release)",
+        "interval_centre": ("estimate" if centre is None
+                            else "early-stopped EM within n/2 of the maximum likelihood"),
         "unit_of_privacy": "one occurrence (event) of one item",
     })
     params.update(diagnostics)
