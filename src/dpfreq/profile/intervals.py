@@ -337,8 +337,8 @@ def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64],
     band_lower, band_upper = np.clip(lo - c * s, 0.0, 1.0), np.clip(hi + c * s, 0.0, 1.0)
     lower, upper = np.clip(lo - w, 0.0, 1.0), np.clip(hi + w, 0.0, 1.0)
     if float(np.sum(band_upper - band_lower)) >= 2.0:
-        lower = band_lower = np.zeros_like(r_hat, dtype=np.float64)
-        upper = band_upper = np.ones_like(r_hat, dtype=np.float64)
+        lower, band_lower = np.zeros(r_hat.size), np.zeros(r_hat.size)
+        upper, band_upper = np.ones(r_hat.size), np.ones(r_hat.size)
     return IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)
 
 
