@@ -1,4 +1,4 @@
-"""Benchmark of anonymized-histogram releases (issue 4, "Benchmark").
+"""Benchmark of anonymized-histogram releases.
 
 Tables (markdown on stdout):
 
@@ -8,11 +8,12 @@ Tables (markdown on stdout):
    named baseline) and ``auto``; with Theorem 1's main term for scale
    (``sqrt(n log(2/ε)/ε)`` for ε ≤ 1, ``sqrt(n) e^{−ε}`` with c = 1 for ε > 1; constants unknown)
    and ``auto / min(privhist, hay)`` (the issue's target: ≤ 1.10).
-   Data: (a) a multinomial sample of size n from Zipf(1) on n/2 symbols (spec §14);
+   Data: (a) a multinomial sample of size n from Zipf(1) on n/2 symbols;
    (b) a multinomial sample of size n from the English word-frequency table of the ``wordfreq``
    PyPI package ("large" list, ~321k words); without ``wordfreq`` a Zipf–Mandelbrot list
    ``p_r ∝ (r + 2.7)^{-1.07}`` on 321,180 words is used instead and the table says so.
-2. Time on prevalence input with n = 5.9·10^9 (spec §13's histogram) for the PrivHist methods,
+2. Time on prevalence input with n = 5.9·10^9 (a heavy-tailed histogram, 5 distinct counts)
+   for the PrivHist methods,
    and Hay et al. on growing n (time and peak traced memory) up to ``--hay-max`` to show the
    largest n the baseline handles.
 
@@ -50,7 +51,7 @@ def to_prevalences(counts: np.ndarray) -> dict[int, int]:
 
 
 def zipf_histogram(n: int, seed: int) -> dict[int, int]:
-    """Multinomial sample of size n from Zipf(1) on n/2 symbols (spec §14's simulation)."""
+    """Multinomial sample of size n from Zipf(1) on n/2 symbols."""
     k = max(n // 2, 1)
     p = 1.0 / np.arange(1, k + 1)
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -117,7 +118,7 @@ def accuracy_table(name: str, make: Any, sizes: list[int], runs: int) -> list[fl
 
 def timing_table(repeats: int) -> None:
     n = sum(r * p for r, p in SPEC13.items())
-    print(f"\n### Time on the prevalence input of spec §13 (n = {n:.2e}, 5 distinct counts), "
+    print(f"\n### Time on the prevalence input (n = {n:.2e}, 5 distinct counts), "
           f"median of {repeats}\n")
     print("| method | ε | time (s) | ℓ1 error | sqrt(n) |")
     print("|---|---|---|---|---|")

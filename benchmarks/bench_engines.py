@@ -1,4 +1,4 @@
-"""Engines benchmark: memory (numpy) vs DuckDB vs Spark local[2] on a Parquet event log (issue 7).
+"""Engines benchmark: memory (numpy) vs DuckDB vs Spark local[2] on a Parquet event log.
 
     python benchmarks/bench_engines.py [--quick | --full] [--no-spark] [--sketch-d D]
     python benchmarks/bench_engines.py --windows [--quick | --full]
@@ -127,7 +127,7 @@ WINDOW_HORIZON = 365
 
 def _collect_path_engine(spark: Any) -> Any:
     """The Spark engine with the generic ``reduce_items``: ``occurrence_times`` (every event
-    collected to the driver, sorted) reduced there by numpy — the path before issue 7 item 3."""
+    collected to the driver, sorted) reduced there by numpy — the naive path, for comparison."""
     from dpfreq.engines._common import reduce_occurrences
     from dpfreq.engines.spark import SparkEngine
 

@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_longitudinal.py [--quick] [--full] [--seed S]
   default: n = 10^5 for the RMSE table, 10^6 users × 1024 periods for the throughput;
   --full: also the RMSE table at n = 10^6;  --quick: n = 2·10^4 and 10^5 × 1024.
 
-Baselines named in each table: Erlingsson et al. (accuracy; the spec's corrected version),
+Baselines named in each table: Erlingsson et al. (accuracy; with its estimator's bias corrected),
 plain randomized response over the full n × d bit matrix (throughput; numpy float threshold as
 in the issue, and dpfreq's exact sampler), and multi-freq-ldpy's L-GRR / dBitFlipPM (peer,
 optional ``[bench]`` dependency; skipped cleanly when absent).

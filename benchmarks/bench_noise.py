@@ -6,7 +6,8 @@ For each N (10^6 and 10^7; 10^8 with ``--full``; 10^6 only with ``--quick``), ea
 generator (numpy PCG64 and randomgen AESCounter, the secure default), prints samples/s of
 
 * ``exact``: :func:`dpfreq.noise.sample_discrete_laplace` (exact inverse cdf on 64-bit words),
-* ``spec4``: the spec §4 rejection sampler alone (the previous implementation; N <= 10^7),
+* ``spec4``: the Canonne–Kamath–Steinke (2020) rejection sampler alone (the previous
+  implementation; N <= 10^7),
 * ``float``: the baseline ``g.geometric(p, N) - g.geometric(p, N)`` with ``p = 1 - e^{-ε}``
   (numpy's float inverse-cdf geometric, not exact),
 

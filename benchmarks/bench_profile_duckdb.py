@@ -1,4 +1,4 @@
-"""Profile release from a Parquet event log through DuckDB, against the memory engine (issue 3).
+"""Profile release from a Parquet event log through DuckDB, against the memory engine.
 
     python benchmarks/bench_profile_duckdb.py [--events N | --full] [--domain-size D]
                                               [--max-count N] [--repeat R]

@@ -1,4 +1,4 @@
-"""Benchmark of dpfreq.windows (issue 5): accuracy against the spec §7.6 baselines, and speed.
+"""Benchmark of dpfreq.windows : accuracy against simple baselines, and speed.
 
 Run ``python benchmarks/bench_windows.py [--quick]``. Prints tables:
 
@@ -133,7 +133,7 @@ BASELINES = {
 
 
 def bench_baselines(quick: bool) -> None:
-    print("## 3. Against the spec §7.6 baselines on the same data (T=365, eps=1)")
+    print("## 3. Against simple baselines on the same data (T=365, eps=1)")
     print("   per_query = independent noise per window with composition (a), (c);"
           " per_start = one tree per start (b)")
     horizon = 365

@@ -1,4 +1,5 @@
-"""Architecture: the import layers of DESIGN.md §2, checked on the source (``ast``), not on a run.
+"""Architecture: the import layers (cli → systems → engines → primitives), checked on the
+source (``ast``), not on a run.
 
 Layers, each importing only from its own layer or below::
 

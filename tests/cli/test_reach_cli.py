@@ -1,4 +1,4 @@
-"""`dpfreq reach` in-process (issue 5 CLI)."""
+"""`dpfreq reach` in-process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Engine selection (issue 7 item 4): ``get_engine`` with instances and sessions, and the CLI's
+"""Engine selection: ``get_engine`` with instances and sessions, and the CLI's
 ``--engine spark [--spark-master URL]`` on every command that has ``--engine``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Engines agree (issue 13 item 4, issue 16 items 8 and 9): NaN, null, list and struct item
+"""Engines agree: NaN, null, list and struct item
 columns are refused with one identical message by memory, DuckDB and Spark; identifiers read
 from CSV stay text; data errors carry no private numbers unless ``DPFREQ_DEBUG`` is set; and
 every event reader reads its source once."""

@@ -1,4 +1,4 @@
-"""Release conformance (issue 7 item 5): the same cases through memory, DuckDB and Spark.
+"""Release conformance: the same cases through memory, DuckDB and Spark.
 
 Every engine computes the same exact aggregate, and a release draws its noise from ``rng`` only
 (never from the engine), so with one fixed seed the *releases* must be identical — value, error

@@ -1,4 +1,4 @@
-"""Window summaries through every engine (issue 7 item 3): ``Engine.reduce_items``.
+"""Window summaries through every engine: ``Engine.reduce_items``.
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
 summaries (``dpfreq.windows.summaries``) — on Spark per partition on the executors, only the

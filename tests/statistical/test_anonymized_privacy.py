@@ -1,4 +1,5 @@
-"""Privacy of PRIVHIST, exactly where possible (spec ``privhist.md`` §6, §14.5).
+"""Privacy of PRIVHIST (Suresh 2019), exactly where possible: the split's sensitivity and the
+end-to-end guarantee.
 
 * Exact: for every pair of neighbouring tiny histograms (one count moved by one, including a new
   count-1 element), the output distribution of steps 2–4 given ``N`` — the noisy small cumulative

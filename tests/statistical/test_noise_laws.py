@@ -1,4 +1,5 @@
-"""Statistical tests of the exact samplers against their exact laws (spec noise.md §7).
+"""Statistical tests of the exact samplers against their exact laws (chi-square and proportion
+tests at α ≤ 1e-6).
 
 Every assertion has false-alarm probability <= 1e-6 (chi-square p-value or a Wilson interval at
 level 1 - 1e-6). Sample sizes come from power calculations written below: each test states the
@@ -143,10 +144,11 @@ def _span(gamma: float, two_sided: bool) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------------
 # discrete Laplace (the production path: inverse cdf on 64-bit words)
 
-# (ε, relative error of γ to detect). 1 % as in the spec; ε = 10 has only 3 populated bins at
+# (ε, relative error of γ to detect). 1 %; ε = 10 has only 3 populated bins at
 # feasible n, so there the alternative is a 5 % error. For ε = 0.001 the table is capped at
-# 4096 thresholds and the spec §4 algorithm draws |Z| >= 4096 (1.7 % of draws): bins 64 wide
-# reach far beyond that, and the alternative is a 3 % error.
+# 4096 thresholds and the rejection sampler (Canonne, Kamath & Steinke 2020, Algorithm 2)
+# draws |Z| >= 4096 (1.7 % of draws): bins 64 wide reach far beyond that, and the
+# alternative is a 3 % error.
 DLAP_CASES = [
     (0.05, 0.01, 1), (0.5, 0.01, 1), (1, 0.01, 1), (3, 0.01, 1), (10, 0.05, 1), (0.1, 0.01, 1),
     (Fraction(1, 3), 0.01, 1), (0.7, 0.01, 1), (0.01, 0.05, 1), (0.001, 0.03, 64),
@@ -197,7 +199,8 @@ def test_geometric_chi_square(gamma, rng):
 
 
 # ---------------------------------------------------------------------------------------------
-# the spec §4 rejection sampler (tail path of the table; its pending loops need t > 1)
+# the Canonne–Kamath–Steinke (2020) rejection sampler (tail path of the table; its pending
+# loops need t > 1)
 
 
 @pytest.mark.parametrize("gamma", [Fraction(1, 3), Fraction(7, 10), Fraction(1), Fraction(5, 2),
@@ -273,7 +276,7 @@ def test_bernoulli_exp_wilson(gamma, rng):
 
 @pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(1), Fraction(5, 2), Fraction(7)])
 def test_spec_bernoulli_exp_loop_wilson(gamma, rng):
-    # the spec §3 loop (used inside the spec §4 tail sampler)
+    # the Bernoulli(exp(−γ)) loop of Canonne, Kamath & Steinke (2020), used inside the tail sampler
     p = math.exp(-float(gamma))
     n = _proportion_n(p, 0.25 if p < 0.01 else 0.01)
     draws = noise._bernoulli_exp(gamma, n, rng)

@@ -1,4 +1,4 @@
-"""Statistical checks of the windows noise (spec time_windows.md §5.2, §7.7).
+"""Statistical checks of the windows noise (the node noise laws of the tree mechanisms).
 
 α = 1e-6 per assertion; sample sizes from the power calculations written in each test.
 """

@@ -1,4 +1,4 @@
-"""Sorted-ℓ1 / sorted-ℓ2² distances on the prevalence form (spec §1, §10, §12 E1)."""
+"""Sorted-ℓ1 / sorted-ℓ2² distances on the prevalence form (worked examples)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_e1_worked_example():
 
 
 def test_e5_release_vs_data():
-    # spec §12 E5: ℓ1(h, H^e) = 5
+    # a worked example: ℓ1(h, H^e) = 5
     assert sorted_l1_distance({1: 2, 2: 1, 5: 1, 9: 1}, {1: 4, 8: 1, 9: 1}) == 5
 
 
@@ -70,7 +70,7 @@ def test_huge_histograms_are_not_expanded():
     big = 10**9
     assert sorted_l1_distance({big: 1}, {1: big}) == 2 * big - 2
     assert sorted_l2_squared_distance({big: 1}, {1: big}) == float((big - 1) ** 2 + (big - 1))
-    h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}  # spec §13
+    h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}  # heavy-tailed
     assert sorted_l1_distance(h, h) == 0
     shifted = {1: 10**9, 2: 10**9, 1001: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
     assert sorted_l1_distance(h, shifted) == 10**6

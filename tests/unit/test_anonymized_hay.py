@@ -1,4 +1,4 @@
-"""Hay et al. sorted-count baseline (spec ``privhist.md`` §10): exact paths, sensitivity, limit."""
+"""Hay et al. sorted-count baseline (Hay et al. 2009): exact paths, sensitivity, limit."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""PRIVHIST: spec ``privhist.md`` §12 worked examples, invariants and the public entry point.
+"""PRIVHIST (Suresh 2019): worked examples, invariants and the public entry point.
 
-Golden values come from spec §12 (the spec authors' scratch implementation) or are derived by
-hand in the comments; random parts are driven by injected noise (``FixedNoise``) so that every
+Golden values come from worked examples computed independently of this code, or are derived
+by hand in the comments; random parts are driven by injected noise (``FixedNoise``) so that every
 expected value here is deterministic.
 """
 
@@ -27,7 +27,7 @@ from dpfreq.engines.base import Prevalences
 from dpfreq.errors import DataError, ParameterError
 from histogram_cases import histograms_up_to, move_up
 
-H_E2 = {1: 2, 2: 1, 5: 1, 9: 1}  # spec E2: counts 1,1,2,5,9; n = 18
+H_E2 = {1: 2, 2: 1, 5: 1, 9: 1}  # worked example: counts 1,1,2,5,9; n = 18
 
 
 class FixedNoise:
@@ -75,7 +75,7 @@ def zipf_histogram(n: int, seed: int) -> dict[int, int]:
     return dict(zip(u.tolist(), k.tolist(), strict=True))
 
 
-# -- spec §12 ------------------------------------------------------------------------------------
+# -- worked examples -------------------------------------------------------------------------
 
 
 def test_e1_sorted_l1_helper() -> None:
@@ -279,7 +279,7 @@ def test_e10_plug_in_on_e5_output() -> None:
     from dpfreq.anonymized.properties import estimate_entropy
 
     rel = _release_from_outcome({1: 4, 8: 1, 9: 1}, 18)
-    # spec E10 prints 1.349293; the exact value is 1.3492918... (last digit of the spec off)
+    # the exact value is 1.3492918... (a 6-digit rounding would print 1.349292)
     assert estimate_entropy(rel).value == pytest.approx(1.349293, abs=1.5e-6)
     assert estimate_entropy(H_E2).value == pytest.approx(1.267677, abs=1e-6)
 
@@ -297,7 +297,7 @@ def _release_from_outcome(h: dict[int, int], n_est: int) -> AnonymizedHistogramR
         method="privhist")
 
 
-# -- split sensitivity by brute force (spec §14.3) ---------------------------------------------
+# -- split sensitivity by brute force ---------------------------------------------------------
 
 
 def split_of(h: dict[int, int], t: int, m: int, zb: int) -> tuple[list[int], list[int]]:
@@ -372,7 +372,7 @@ def test_smoothing_refuses_counts_beyond_last_boundary() -> None:
 
 
 def test_expected_abs_n_error_exact() -> None:
-    # E|Z| = 2α/(1-α²) = 2.945 for ε1 = 1/3 (spec §7); direct sum of the pmf agrees
+    # E|Z| = 2α/(1-α²) = 2.945 for ε1 = 1/3; direct sum of the pmf agrees
     assert S.expected_abs_geometric(1 / 3) == pytest.approx(2.945, abs=5e-4)
     alpha = math.exp(-1 / 3)
     z = np.arange(-400, 401)
@@ -394,7 +394,7 @@ def test_n_step_clamps_at_zero_and_returns_empty() -> None:
 def test_t_and_m_small_n() -> None:
     assert P.threshold_t(1, 0.5) == 1
     assert P.threshold_t(1, 3.0) == 1
-    assert P.fake_count_m(1, 1.0) == 2  # spec A15
+    assert P.fake_count_m(1, 1.0) == 2
     assert P.threshold_t(10**12, 4.0) == 10**6
     assert P.threshold_t(10**12 + 1, 4.0) == 10**6 + 1
 
@@ -632,7 +632,7 @@ def test_package_all_names_exist_and_star_import_works() -> None:
 
 
 def test_huge_epsilon_returns_the_histogram_exactly() -> None:
-    # spec A14: with ε = 200 every geometric draw is 0 except with probability < 1e-25
+    # with ε = 200 every geometric draw is 0 except with probability < 1e-25
     h = zipf_histogram(3_000, 4)
     for method in ("privhist", "privhist-tuned", "hay"):
         rel = release_anonymized_histogram(h, epsilon=200.0, method=method, rng=0)

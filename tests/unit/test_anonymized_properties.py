@@ -1,4 +1,5 @@
-"""Plug-in symmetric-property estimators (spec §9, §12 E10, §14.8)."""
+"""Plug-in symmetric-property estimators: a worked example; Lipschitz bounds in the sorted-ℓ1
+distance."""
 
 from __future__ import annotations
 
@@ -50,13 +51,13 @@ def release(hist: dict[int, int], n: int, *, l1: float = 10.0, eps: float = 3.0)
 
 
 # ----------------------------------------------------------------------------------------------
-# spec §12 E10: plug-ins on (H^e, N) = ({1:4, 8:1, 9:1}, 18)
+# a worked example: plug-ins on (H^e, N) = ({1:4, 8:1, 9:1}, 18)
 
 E10 = release({1: 4, 8: 1, 9: 1}, 18)
 
 
 def test_e10_worked_example():
-    # the spec prints 1.349293; the exact value is 1.3492919 (= Miller–Madow 1.488181 − 5/36)
+    # the exact value is 1.3492919 (= Miller–Madow 1.488181 − 5/36)
     assert estimate_entropy(E10).value == pytest.approx(1.3492919, abs=5e-8)
     assert estimate_entropy(E10, miller_madow=True).value - estimate_entropy(E10).value == (
         pytest.approx(5 / 36))
@@ -138,7 +139,7 @@ def _random_hist(rng: np.random.Generator, top: int) -> dict[int, int]:
 
 
 def test_lipschitz_inequality_on_random_pairs(rng):
-    # at a fixed n (the release's N), |f̂(h1) − f̂(h2)| <= L · ℓ1(h1, h2) (spec §14.8)
+    # at a fixed n (the release's N), |f̂(h1) − f̂(h2)| <= L · ℓ1(h1, h2)
     checked = 0
     for _ in range(150):
         n = int(rng.choice([5, 40, 300, 5000]))

@@ -1,4 +1,5 @@
-"""Deterministic tests of dpfreq.longitudinal (futurerand.md §6 vectors, Properties I–III)."""
+"""Deterministic tests of dpfreq.longitudinal: worked vectors; Properties I–III of Ohrimenko,
+Wirth & Wu (2022)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from dpfreq.longitudinal.simulate import synthetic_changes
 MODES = ("rr", "futurerand", "calibrated", "threshold", "auto")
 
 
-# --- §6.1 dyadic decomposition -------------------------------------------------------------
+# --- dyadic decomposition -----------------------------------------------------------------
 def test_spec_61_partial_sums() -> None:
     x = np.array([[0, 1, 1, 0, 0, 0, 1, 1]])
     assert partial_sums(x, 0).tolist() == [[0, 1, 0, -1, 0, 0, 1, 0]]
@@ -43,7 +44,7 @@ def test_spec_61_partial_sums() -> None:
 
 
 def test_noise_free_identity_protocol() -> None:
-    """Identity randomizer, c_gap = 1, every user reports every order: f̂ = f exactly (§6.5.3)."""
+    """Identity randomizer, c_gap = 1, every user reports every order: f̂ = f exactly."""
     x = synthetic_changes(300, 32, 5, rng=3)
     off = offsets(32)
     sums = np.zeros(63, dtype=np.int64)
@@ -53,7 +54,7 @@ def test_noise_free_identity_protocol() -> None:
     assert np.array_equal(est, x.sum(axis=0).astype(float))
 
 
-# --- §6.2 CR(1^k) tables --------------------------------------------------------------------
+# --- CR(1^k) tables ------------------------------------------------------------------------
 def test_spec_62_k2() -> None:
     law = futurerand_law(2, 1.0)
     assert law.params["epsilon_prime"] == pytest.approx(0.141421, abs=1e-6)
@@ -90,7 +91,7 @@ def test_spec_56_table(k: int, fr: float, rr: float, thr: float) -> None:
 
 # --- exact enumeration of the online randomizer ---------------------------------------------
 def _online_prob(law, x: tuple[int, ...], y: tuple[int, ...]) -> float:
-    """Pr[R(x) = y] of the online randomizer (§5.3): zeros are coins, non-zero c uses v[c]."""
+    """Pr[R(x) = y] of the online randomizer: zeros are coins, non-zero c uses v[c]."""
     k = law.k
     nz = [i for i, xi in enumerate(x) if xi != 0]
     s = len(nz)
@@ -136,7 +137,7 @@ def test_properties_by_enumeration(mode: str, length: int, k: int) -> None:
 @pytest.mark.parametrize("k", [1, 2, 5, 8, 12])
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_certificate_le_eps(mode: str, k: int, eps: float) -> None:
-    """ln(p_max/p_min) of the whole randomizer equals the law's (§5.3) and is ≤ ε."""
+    """ln(p_max/p_min) of the whole randomizer equals the law's and is ≤ ε."""
     law = distance_law(mode, k, eps)
     assert law.certificate <= eps * (1 + 1e-12)
     assert np.exp(_log_binom(k) + law.log_q).sum() == pytest.approx(1.0, abs=1e-12)
@@ -161,7 +162,7 @@ def test_spec_64_independent_rr() -> None:
     x = (1, -1, 0, 1)
     p = [_online_prob(law, x, y) for y in itertools.product((-1, 1), repeat=4)]
     assert min(p) == pytest.approx(0.036369, abs=1e-6)
-    # spec prints 0.098860 from the rounded keep probability 0.58257; exact is 0.0988587
+    # from the rounded keep probability 0.58257 one gets 0.098860; exact is 0.0988587
     keep = math.exp(1 / 3) / (1 + math.exp(1 / 3))
     assert max(p) == pytest.approx(0.5 * keep**3, rel=1e-12)
     assert max(p) == pytest.approx(0.098860, abs=2e-6)
@@ -279,7 +280,7 @@ def test_property_one_all_lengths_by_reduction(mode: str) -> None:
 
 @pytest.mark.parametrize(("d", "k"), [(4, 1), (4, 2), (8, 3)])
 def test_erlingsson_full_epsilon_is_private_by_enumeration(d: int, k: int) -> None:
-    """§4.4 correction: full ε for the RR is ε-LDP over whole transcripts (h, y), exactly."""
+    """Full ε for the RR is ε-LDP over whole transcripts (h, y), exactly."""
     eps = 1.0
     keep = math.exp(eps) / (1 + math.exp(eps))
     lg1 = d.bit_length()

@@ -25,7 +25,7 @@ def test_reports_at_every_multiple(mode: str) -> None:
 
 
 def test_nonzero_reports_use_v_in_order() -> None:
-    """§6.1: with h = 1 the inputs are (1, −1, 0, 1) and the outputs (v1, −v2, coin, v3)."""
+    """With h = 1 the inputs are (1, −1, 0, 1) and the outputs (v1, −v2, coin, v3)."""
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
     c = _client_with_order(p, 1)
     v = list(c.v)
@@ -79,7 +79,7 @@ def test_client_freezing_matches_simulation(mode: str) -> None:
 
 
 def test_erlingsson_client_keeps_rth_change() -> None:
-    """§4.4: only the r-th change (r ~ U[1..k]) reaches the RR; at most one non-zero report."""
+    """Only the r-th change (r ~ U[1..k]) reaches the RR; at most one non-zero report."""
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="erlingsson")
     rs = set()
     for seed in range(60):

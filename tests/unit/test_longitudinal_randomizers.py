@@ -1,5 +1,6 @@
-"""The online randomizer interface (futurerand.md §4.1): init(L, k, ε), step(j, x_j), c_gap and
-the exact certificate, refusal above ε; deterministic parts only (laws: test_longitudinal.py)."""
+"""The online randomizer interface (Ohrimenko, Wirth & Wu 2022): init(L, k, ε), step(j, x_j),
+c_gap and the exact certificate, refusal above ε; deterministic parts only (laws:
+test_longitudinal.py)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_step_validation() -> None:
 
 @pytest.mark.parametrize("variant", ["paper", "calibrated", "threshold"])
 def test_online_map_uses_precomputed_vector(variant: str) -> None:
-    """§5.3: the c-th non-zero input x gets v[c]·x; zeros never touch v (Property III)."""
+    """The c-th non-zero input x gets v[c]·x; zeros never touch v (Property III)."""
     k = 4
     for seed in range(5):
         r = FutureRand(length=10, max_changes=k, epsilon=1.0, variant=variant, rng=seed)
@@ -133,7 +134,7 @@ def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize("k", [2, 3, 8, 16, 64])
 def test_calibrated_is_smallest_feasible_on_grid(k: int) -> None:
-    """§5.7.1 calibration at the boundary: feasible at the chosen c, every grid c below fails."""
+    """Calibration at the boundary: feasible at the chosen c, every grid c below fails."""
     law = calibrated_law(k, 1.0)
     c = law.params["c"]
     assert law.certificate <= 1.0

@@ -38,7 +38,7 @@ from dpfreq.noise import (
 SHAPE = re.compile(r"^\w+ of [\w.]+ must be .+; got .+\.$")
 
 # ---------------------------------------------------------------------------------------------
-# ε as a fraction: the rounding-down rule (spec §2)
+# ε as a fraction: the rounding-down rule (the certified ε never exceeds the requested one)
 
 
 def _brute_floor(x: Fraction, max_den: int) -> Fraction:
@@ -265,8 +265,8 @@ def test_shapes_and_dtypes(rng):
 
 
 def test_huge_gamma_gives_zero_noise(rng):
-    # ε = 1000: Pr[Z != 0] = 2e^{-1000}/(1+e^{-1000}); the table is empty and the spec
-    # algorithm runs alone
+    # ε = 1000: Pr[Z != 0] = 2e^{-1000}/(1+e^{-1000}); the table is empty and the
+    # rejection sampler runs alone
     assert exact_inverse.inverse_table(Fraction(1000), True).size == 0
     np.testing.assert_array_equal(sample_discrete_laplace(1000, 1000, rng=rng), 0)
     np.testing.assert_array_equal(sample_geometric(1000, 1000, rng=rng), 0)

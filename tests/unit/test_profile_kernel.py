@@ -1,4 +1,5 @@
-"""Kernel of the Wu–Pagh reconstruction (spec §6, §11.1–11.2, §14 checks 3–4).
+"""Kernel of the Wu–Pagh reconstruction (Wu & Pagh 2024, Lemma 4.2): hand-computed small cases,
+eigenvalue checks.
 
 Dense matrices appear only here, as the reference for the FFT code.
 """
@@ -30,7 +31,7 @@ def dense(n: int, B: int, alpha: float) -> np.ndarray:
 
 
 def test_spec_11_1_three_by_three() -> None:
-    # spec §11.1: n = 0, B = 1, α = 0.25
+    # hand-computed: n = 0, B = 1, α = 0.25
     c = kernel_vector(0, 1, 0.25)
     np.testing.assert_allclose(c, [1, 0.25, 0.25], rtol=0, atol=1e-15)
     assert p_norm(1, 0.25) == pytest.approx(1.5, abs=1e-15)
@@ -105,7 +106,7 @@ def test_apply_solve_match_dense(n: int, B: int, alpha: float, rng: np.random.Ge
 
 
 def test_lemma_4_10_norm_bounds(rng: np.random.Generator) -> None:
-    # spec §14 check 4: random (n, ε), B in [B_min, B_min + 2]; tolerance 1e-9 (the ℓ2 bound is
+    # random (n, ε), B in [B_min, B_min + 2]; tolerance 1e-9 (the ℓ2 bound is
     # attained when θ = π is an eigen-angle).
     for _ in range(120):
         n = int(rng.integers(0, 40))

@@ -1,4 +1,5 @@
-"""Reconstruction (spec §3–§9, §11 vectors, §14 checks 2, 5, 6) and its bad-input errors."""
+"""Reconstruction (Wu & Pagh 2024, Algorithms 1–3; hand-checked small cases; Lemmas 4.3, 4.4,
+4.9) and its bad-input errors."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from dpfreq.profile.reconstruct import (
 from dpfreq.profile.result import ProfileRelease
 
 LN4 = math.log(4.0)
-# spec §11.2
+# a hand-checked small case
 H_NOISY = np.array([0, 2, 0, 2, 2, -1, 1, 2, 2, -2])
 F_TILDE = np.array([0.1, 0.1, 0.2, 0.1, 0.5, 0, 0])
 
@@ -41,7 +42,7 @@ def dense(n: int, B: int, alpha: float) -> np.ndarray:
     return c[(np.arange(P)[None, :] - np.arange(P)[:, None]) % P] / p_norm(B, alpha)
 
 
-# ---------------------------------------------------------------------------------- §4
+# ------------------------------------------------------------------ the kernel and its window
 
 
 @pytest.mark.parametrize(("d", "eta", "eps", "expected"), [
@@ -79,7 +80,7 @@ def test_default_bound_parameter_fast_length() -> None:
     assert default_bound_parameter(10, 8, LN4, 0.5) == 3  # P = 13 is prime; P = 15 is fast
 
 
-# ---------------------------------------------------------------------------------- §3, §5
+# ------------------------------------------------------------ unfolding and the noisy profile
 
 
 def test_unfold_keeps_interior_and_pushes_ends(rng: np.random.Generator) -> None:
@@ -111,7 +112,7 @@ def test_noisy_profile_counts_spec_example() -> None:
 
 
 def test_lemma_4_2_exact_expectation(rng: np.random.Generator) -> None:
-    # spec §14 check 2: E[f~ | E_B] by convolving each count with the truncated kernel = A f
+    # E[f~ | E_B] by convolving each count with the truncated kernel = A f
     for n, B, alpha in [(5, 3, 0.4), (12, 7, 0.8), (0, 2, 0.3), (3, 9, 0.9)]:
         d = 200
         h = rng.integers(0, n + 1, size=d)
@@ -127,7 +128,7 @@ def test_lemma_4_2_exact_expectation(rng: np.random.Generator) -> None:
         np.testing.assert_allclose(get_kernel(n, B, alpha).apply(fpad), expect, atol=1e-12)
 
 
-# ---------------------------------------------------------------------------------- §7, §11.2
+# ----------------------------------------------------- Algorithms 2+3 on a hand-checked case
 
 TABLE = {
     "1": ([0.153698, 0.077287, 0.224853, -0.105455, 0.880602, -0.211832, -0.045335],
@@ -201,7 +202,7 @@ def _p3_optimum(A: np.ndarray, f: np.ndarray, inner: np.ndarray, norm: str) -> f
 
 @pytest.mark.parametrize("norm", ["1", "2", "inf"])
 def test_algorithm_2_solves_p3(norm: str, rng: np.random.Generator) -> None:
-    # spec §14 check 5 (Lemma 4.3): objective of Algorithm 2 = LP (HiGHS) / KKT optimum of P3
+    # Lemma 4.3: objective of Algorithm 2 = LP (HiGHS) / KKT optimum of P3
     for _ in range(8):
         n = int(rng.integers(0, 12))
         eps = float(rng.uniform(0.3, 3.0))
@@ -219,7 +220,7 @@ def test_algorithm_2_solves_p3(norm: str, rng: np.random.Generator) -> None:
         assert obj == pytest.approx(_p3_optimum(A, f, inner, norm), rel=1e-7, abs=1e-11)
 
 
-# ---------------------------------------------------------------------------------- §8
+# -------------------------------------------------------------------------- error bounds
 
 
 def algorithm_5(x: np.ndarray, s: float) -> np.ndarray:
@@ -245,7 +246,7 @@ def simplex_projection(v: np.ndarray) -> np.ndarray:
 
 
 def test_rounding_by_hand() -> None:
-    # spec §11.3
+    # a hand-checked small case
     r = np.array([0.6, 1.2, -0.3, -0.5])
     assert rounding_threshold(np.array([0.6, 1, 0, 0]), 0.6) == pytest.approx(0.3, abs=1e-15)
     np.testing.assert_allclose(round_profile(r, B=0, max_count=3), [0.3, 0.7, 0, 0], atol=1e-15)
@@ -254,7 +255,7 @@ def test_rounding_by_hand() -> None:
 
 
 def test_rounding_properties(rng: np.random.Generator) -> None:
-    # spec §14 check 6 (Lemmas 4.4 / 4.9)
+    # Lemmas 4.4 / 4.9
     for _ in range(300):
         n = int(rng.integers(0, 30))
         B = int(rng.integers(0, 5))
@@ -468,8 +469,8 @@ def test_norm_spellings(norm: object) -> None:
 
 
 def test_unfold_spec_11_2_with_injected_draws(monkeypatch: pytest.MonkeyPatch) -> None:
-    # spec §11.2: DExp draws [0, 0, 1, 2] for the four zeros (in index order) and zeros for the
-    # five entries equal to n = 2 turn the clipped release back into h~.
+    # the small case above: DExp draws [0, 0, 1, 2] for the four zeros (in index order) and
+    # zeros for the five entries equal to n = 2 turn the clipped release back into h~.
     import dpfreq.profile.reconstruct as mod
 
     draws = iter([np.array([0, 0, 1, 2]), np.array([0, 0, 0, 0, 0])])

@@ -1,4 +1,4 @@
-"""ProfileSketch (issue 3 item 1): updates, clipped release, save/load, merging, sampling, law."""
+"""ProfileSketch: updates, clipped release, save/load, merging, sampling, law."""
 
 from __future__ import annotations
 

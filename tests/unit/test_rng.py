@@ -1,4 +1,4 @@
-"""The randomness policy: secure default, reproducible seeds, keyed streams (DESIGN.md §5)."""
+"""The randomness policy: secure default, reproducible seeds, keyed streams."""
 
 from __future__ import annotations
 

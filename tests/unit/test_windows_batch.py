@@ -1,4 +1,4 @@
-"""Batch answering, lazy-noise caching and chunked reductions of dpfreq.windows (issue 5 speed).
+"""Batch answering, lazy-noise caching and chunked reductions of dpfreq.windows.
 
 Every speed-up must leave answers bit-identical: the batch API equals the per-query API, and
 the buffer sizes, chunk sizes and caches of the lazy noise and of the reductions change speed

@@ -1,4 +1,4 @@
-"""release_window_counts / WindowCountsRelease (spec time_windows.md §3, issue 5)."""
+"""release_window_counts / WindowCountsRelease ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Reductions of spec time_windows.md §3.1–§3.4: §4 vectors, brute-force exactness, sensitivity."""
+"""Window reductions (cumulative, sliding, tumbling and interval counts): worked vectors,
+brute-force exactness, sensitivity."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dpfreq.windows.reductions import (
     time_window_points,
 )
 
-# spec §4.1: 1:a 2:b 3:a 4:c 5:a 6:b 7:d 8:a  (a=0, b=1, c=2, d=3; e never occurs)
+# a worked example: 1:a 2:b 3:a 4:c 5:a 6:b 7:d 8:a  (a=0, b=1, c=2, d=3; e never occurs)
 ITEM_41 = np.array([0, 0, 0, 0, 1, 1, 2, 3])
 TIME_41 = np.array([1, 3, 5, 8, 2, 6, 4, 7])
 
@@ -99,7 +100,7 @@ def test_fixed_window_41_w3_and_block_layout_43():
     assert list(bp.exact(np.arange(1, 9))) == [1, 2, 2, 3, 2, 3, 3, 3]
     bp = block_points(ITEM_41, TIME_41, 2, 3, 8)
     assert list(bp.exact(np.arange(1, 9))) == [0, 0, 1, 0, 1, 0, 0, 0]
-    # §4.3: T = 8, W = 2: five blocks, t -> b mapping, truth 1 2 2 2 2 2 2 2
+    # T = 8, W = 2: five blocks, t -> b mapping, truth 1 2 2 2 2 2 2 2
     bp = block_points(ITEM_41, TIME_41, 1, 2, 8)
     assert bp.n_blocks == 5
     assert [t // 2 for t in range(1, 9)] == [0, 1, 1, 2, 2, 3, 3, 4]
@@ -147,7 +148,7 @@ def test_exactness_bruteforce_1000_logs(rng):
         bp = block_points(item, times, k, width, horizon)
         want = [f[max(1, t - width + 1), t] for t in ts]
         assert list(bp.exact(ts)) == want
-        # single instance over the whole horizon, times shifted by W (§3.3 alternative)
+        # single instance over the whole horizon, times shifted by W (the alternative construction)
         a, c, _g = fixed_window_points(item, times + width, k, width, horizon + width)
         present = np.unique(item).size
         got = [present - int((a <= t + width).sum() - (c <= t + width).sum()) for t in ts]
@@ -186,7 +187,7 @@ def pts2(x, y):
 
 @pytest.mark.parametrize("level", ["event", "item"])
 def test_sensitivity_search_within_calibrated_bounds(rng, level):
-    """Spec §7.2: brute-force search over random neighbours never exceeds the calibrated Δ."""
+    """Brute-force search over random neighbours never exceeds the calibrated Δ."""
     seen = {"cum": 0, "tw": 0, "block": 0, "single": 0}
     for _ in range(1500):
         horizon = int(rng.integers(2, 13))
@@ -242,7 +243,7 @@ def test_sensitivity_search_within_calibrated_bounds(rng, level):
 
 
 def test_event_level_neighbour_44():
-    """Spec §4.4: removing a@3 from §4.1 changes item a's points by the listed amounts."""
+    """Removing a@3 from the worked log changes item a's points by the listed amounts."""
     item2 = np.array([0, 0, 0, 1, 1, 2, 3])
     time2 = np.array([1, 5, 8, 2, 6, 4, 7])
     for k, want1, want2, rows, rows2 in ((1, 3, 1, 5, 4), (2, 5, 3, 5, 4)):

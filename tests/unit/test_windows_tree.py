@@ -1,4 +1,4 @@
-"""Tree mechanisms and lazy noise (spec time_windows.md §2.3, §2.4, §4.6, §4.7)."""
+"""Tree mechanisms and lazy noise (binary and b-ary trees, consistency, lazily drawn node noise)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ KEY = bytes(range(32))
 
 
 def test_tree_vector_46():
-    counts = node_counts([0, 1, 3, 6], 8)  # cumulative k=1 points of §4.1, values t-1
+    counts = node_counts([0, 1, 3, 6], 8)  # cumulative k=1 points of the worked log, values t-1
     assert list(counts[8:16]) == [1, 1, 0, 1, 0, 0, 1, 0]
     assert list(counts[4:8]) == [2, 1, 0, 1]
     assert list(counts[2:4]) == [3, 1]
