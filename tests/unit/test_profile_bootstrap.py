@@ -45,6 +45,11 @@ def test_unseen_class_gets_the_pooled_width(seed: int) -> None:
     errors[:, 2] = 0.0  # a class estimated at 0 has no items in any simulated data set
     iv = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9)
     assert iv.upper[2] >= 0.5 * min(iv.upper[0] - r_hat[0], iv.upper[1] - r_hat[1])
+    # a simulation that had items in that class (a centre other than r̂) keeps its own spread
+    own = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9,
+                              seen=np.ones(3, dtype=bool))
+    assert own.upper[2] == 0.0
+    np.testing.assert_array_equal(own.upper[:2], iv.upper[:2])
 
 
 def test_vacuous_band_makes_every_interval_trivial(seed: int) -> None:
@@ -53,6 +58,7 @@ def test_vacuous_band_makes_every_interval_trivial(seed: int) -> None:
     errors = gen.normal(0.0, 0.3, size=(200, 4))
     iv = bootstrap_intervals(r_hat, errors, domain_size=100, confidence=0.9)
     assert iv.band_l1 == 2.0
+    assert iv.vacuous
     for ends, value in ((iv.lower, 0.0), (iv.band_lower, 0.0), (iv.upper, 1.0),
                         (iv.band_upper, 1.0)):
         np.testing.assert_array_equal(ends, np.full(4, value))

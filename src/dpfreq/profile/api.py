@@ -149,7 +149,7 @@ def _release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, u
             f"Laplace noise (γ = ε/2) on the noisy count-of-counts, widened to contain the "
             f"released projection; hence the ℓ1 error is at most {l1:.6g} with probability at "
             f"least {conf:.6g}.")
-    note = _vacuous_note(d, n, unit, "direct", conf) if iv.band_l1 >= 2.0 else None
+    note = _vacuous_note(d, n, unit, "direct", conf) if iv.vacuous else None
     params = {"gamma": str(gamma), "sensitivity": DIRECT_SENSITIVITY,
               "noise": "exact discrete Laplace on each of the n+1 classes",
               "post_processing": "nearest non-negative integer vector summing to d (ℓ2 and ℓ1)",

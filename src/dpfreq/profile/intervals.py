@@ -65,6 +65,11 @@ class IntervalSet:
         """
         return float(min(2.0, np.sum(self.band_upper - self.band_lower)))
 
+    @property
+    def vacuous(self) -> bool:
+        """True when the band allows any profile (its widths sum to 2 or more: ℓ1 bound 2)."""
+        return self.band_l1 >= 2.0
+
 
 def band_level(confidence: float, classes: int) -> float:
     """Per-class tail probability ``η_b`` of an exact simultaneous band over independent noise.
@@ -284,7 +289,7 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     for i in range(draws):
         sketch = _draw_counts(m, B, gamma, probs, gen)
         errors[i] = np.asarray(solve(sketch), dtype=np.float64) - start
-    return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence)
+    return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence, seen=m > 0)
 
 
 def order_quantile(values: NDArray[np.float64], level: float, axis: int | None = None) -> Any:
@@ -304,8 +309,12 @@ def order_quantile(values: NDArray[np.float64], level: float, axis: int | None =
 
 
 def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64], *,
-                        domain_size: int, confidence: float) -> IntervalSet:
+                        domain_size: int, confidence: float,
+                        seen: NDArray[np.bool_] | None = None) -> IntervalSet:
     """Per-class intervals and band from simulated errors ``r* − r̂`` (one row per draw).
+
+    ``seen`` marks the classes that hold items in the simulated data sets (default:
+    ``r̂ > 0``, for a simulation started from ``r̂``).
 
     The simulated bias ``b = mean(r* − r̂)`` estimates how far the reconstruction sits from
     its input on average (the simplex projection pulls small classes to 0 and pushes mass
@@ -314,9 +323,9 @@ def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64],
     (:func:`order_quantile`) of ``|e_t − b_t|``; the band widens the same hull by ``c·s_t``
     with ``s_t`` the simulated standard deviation (floored at ``1/d``) and ``c`` the
     leave-one-out quantile of ``max_t |e_t − b_t| / s_t`` (:func:`band_constant`). A class
-    estimated at 0 is absent from every simulated data set, so its own spread says nothing
-    about how much mass the projection removed there: it gets the pooled quantile of the
-    classes seen and their largest ``s_t``.
+    absent from every simulated data set has a spread that says nothing about how much mass
+    the projection removed there: it gets the pooled quantile of the classes seen and their
+    largest ``s_t``.
 
     When the band is no better than the trivial bound (its widths sum to 2 or more) the
     reconstruction cannot resolve single classes, and the simulation around ``r̂`` is then no
@@ -326,7 +335,7 @@ def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64],
     vacuous and names the ε that would make it useful.
     """
     d = int(domain_size)
-    seen = r_hat > 0
+    seen = r_hat > 0 if seen is None else np.asarray(seen, dtype=bool)
     bias, s = _centre_and_scale(errors, seen, d)
     dev = np.abs(errors - bias)
     w = order_quantile(dev, confidence, axis=0)
@@ -336,10 +345,11 @@ def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64],
     lo, hi = np.minimum(r_hat, r_hat - bias), np.maximum(r_hat, r_hat - bias)
     band_lower, band_upper = np.clip(lo - c * s, 0.0, 1.0), np.clip(hi + c * s, 0.0, 1.0)
     lower, upper = np.clip(lo - w, 0.0, 1.0), np.clip(hi + w, 0.0, 1.0)
-    if float(np.sum(band_upper - band_lower)) >= 2.0:
-        lower, band_lower = np.zeros(r_hat.size), np.zeros(r_hat.size)
-        upper, band_upper = np.ones(r_hat.size), np.ones(r_hat.size)
-    return IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)
+    iv = IntervalSet(lower=lower, upper=upper, band_lower=band_lower, band_upper=band_upper)
+    if iv.vacuous:
+        zeros, ones = np.zeros(r_hat.size), np.ones(r_hat.size)
+        iv = IntervalSet(lower=zeros, upper=ones, band_lower=zeros.copy(), band_upper=ones.copy())
+    return iv
 
 
 def _centre_and_scale(errors: NDArray[np.float64], seen: NDArray[np.bool_],
@@ -347,10 +357,14 @@ def _centre_and_scale(errors: NDArray[np.float64], seen: NDArray[np.bool_],
     """Simulated bias and standard deviation per class (floored at ``1/d``; a class estimated
     at 0 gets at least the largest deviation of the classes seen)."""
     bias = errors.mean(axis=0)
-    s = np.maximum((errors - bias).std(axis=0), 1.0 / d)
-    if seen.any() and not seen.all():
-        s = np.where(seen, s, np.maximum(s, s[seen].max()))
-    return bias, s
+    return bias, _pool_unseen(np.maximum((errors - bias).std(axis=0), 1.0 / d), seen)
+
+
+def _pool_unseen(s: NDArray[np.float64], seen: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Spreads along the last axis with each unseen class raised to the largest seen one."""
+    if not seen.any() or seen.all():
+        return s
+    return np.where(seen, s, np.maximum(s, s[..., seen].max(axis=-1, keepdims=True)))
 
 
 def band_constant(errors: NDArray[np.float64], seen: NDArray[np.bool_], *, domain_size: int,
@@ -381,8 +395,6 @@ def band_constant(errors: NDArray[np.float64], seen: NDArray[np.bool_], *, domai
     centred = errors - errors.mean(axis=0)
     sq = centred * centred
     var = (sq.sum(axis=0) - sq) / (count - 1) - sq / (count - 1) ** 2
-    s = np.maximum(np.sqrt(np.maximum(var, 0.0)), 1.0 / d)
-    if seen.any() and not seen.all():
-        s = np.where(seen, s, np.maximum(s, s[:, seen].max(axis=1, keepdims=True)))
+    s = _pool_unseen(np.maximum(np.sqrt(np.maximum(var, 0.0)), 1.0 / d), seen)
     maxima = (np.abs(centred) * (count / (count - 1)) / s).max(axis=1)
     return float(order_quantile(maxima, confidence))

@@ -343,7 +343,7 @@ def sketch_release(
                  "over 200 seeded releases per ε in {0.25, 1, 4} at nominal 0.9, the "
                  "per-class intervals covered within 2 points of nominal on average, single "
                  "classes down to 0.855, and the band 0.90–0.96 (widest at small ε).")
-    note = _vacuous_note(d, n, epsilon, confidence) if iv.band_l1 >= 2.0 else None
+    note = _vacuous_note(d, n, epsilon, confidence) if iv.vacuous else None
     half = np.maximum(r - iv.lower, iv.upper - r)
     error = ErrorStatement(kind="interval", confidence=confidence, value=half,
                            description=desc + (note or ""), lower=iv.lower, upper=iv.upper,
