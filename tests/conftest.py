@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,3 +20,32 @@ def seed(request: pytest.FixtureRequest) -> int:
 def rng(seed: int) -> np.random.Generator:
     """A seeded generator for the test (never the secure default, never global state)."""
     return np.random.Generator(np.random.PCG64(seed))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that starts Spark (marked ``spark`` or using the ``spark`` fixture) says so in
+    its node id, which is all the scheduler below sees."""
+    hidden = [item.nodeid for item in items
+              if (item.get_closest_marker("spark") or "spark" in getattr(item, "fixturenames", ()))
+              and "spark" not in item.nodeid.lower()]
+    if hidden:
+        raise pytest.UsageError(f"Spark tests without 'spark' in their node id: {hidden}")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n N`` (``--dist load``), all Spark tests run on one worker, first.
+
+    A local Spark session is a JVM that takes ~10 s of CPU to start and warm up, and two of
+    them on a 2-core machine slow each other and every other test. xdist's load-scope
+    scheduler hands out work units: here the Spark tests are one unit (the largest, so it is
+    sent first) and every other test is a unit of its own.
+    """
+    if config.getoption("dist", "no") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if "spark" in nodeid.lower() else nodeid
+
+    return SparkOnOneWorker(config, log)

@@ -59,7 +59,7 @@ def test_spark_engine_checks_the_master_url_without_starting_spark() -> None:
 
 
 @pytest.mark.spark
-def test_get_engine_with_a_session(spark: Any) -> None:
+def test_get_engine_with_a_spark_session(spark: Any) -> None:
     eng: Any = get_engine(spark)
     assert eng.name == "spark"
     assert eng.spark is spark
@@ -276,7 +276,7 @@ def test_spark_session_start_failure_is_engine_unavailable(
 
 
 @pytest.mark.spark
-def test_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
+def test_spark_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None:
     """``engine=<SparkSession>`` in release_window_counts gives the arrays path's release."""
     from dpfreq.windows import release_window_counts
 
