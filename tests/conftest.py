@@ -32,6 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"Spark tests without 'spark' in their node id: {hidden}")
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``-n N`` (``--dist load``), all Spark tests run on one worker, first.
 

@@ -18,7 +18,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.signal
 from numpy.typing import NDArray
 
 from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail_bound
@@ -197,6 +196,8 @@ def _window_probabilities(max_count: int, B: int, gamma: Fraction) -> NDArray[np
 
 def _window_means(m: NDArray[np.int64], B: int, gamma: Fraction) -> NDArray[np.float64]:
     """Expected counts of noisy values at ``t = −B..n+B``: ``Σ_k m[k] Pr[Z = t − k]`` (by FFT)."""
+    import scipy.signal  # here, not at the top: importing it takes ~1 s (it pulls scipy.stats)
+
     n = m.size - 1
     z = np.arange(-(n + B), n + B + 1)
     full = scipy.signal.fftconvolve(m.astype(np.float64), discrete_laplace_pmf(z, gamma))
