@@ -3,9 +3,11 @@
 Rows and columns are indexed by ``t ∈ [-B .. n+B]`` (array position ``t + B``); the length is
 ``P = n + 2B + 1``. ``c`` has ``c_k = α^k`` for ``k ∈ [0..B]``, ``c_{P-k} = α^k`` for
 ``k ∈ [1..B]`` and zeros elsewhere; ``A = circ(c) / P_norm`` with
-``P_norm = Σ_{|k|≤B} α^{|k|}``. ``A`` is never built as a dense matrix here: products with ``A``
-and ``A^{-1}`` go through real FFTs. Eigenvalues are real (``A`` is a real symmetric
-circulant) and available in closed form (Lemma 4.6) or from ``rfft(c)``.
+``P_norm = Σ_{|k|≤B} α^{|k|}``. Products with ``A^{-1}`` go through real FFTs; products with
+``A`` too, except for small kernels (``P <= 320``), where a dense matrix-vector product is
+several times faster than an FFT call (EM applies ``A`` hundreds of times per solve).
+Eigenvalues are real (``A`` is a real symmetric circulant) and available in closed form
+(Lemma 4.6) or from ``rfft(c)``.
 
 Everything in this module is deterministic post-processing and takes no ``rng``.
 """
@@ -31,6 +33,9 @@ __all__ = [
 ]
 
 _WORKERS = None  # scipy.fft default; set to -1 to use all cores
+#: Largest ``P`` for which ``A`` is applied as a dense matrix (measured: 2 µs against 22 µs by
+#: FFT at P = 71, 10 against 33 µs at P = 251, 30 against 26 µs at P = 451).
+_DENSE_MAX = 320
 
 
 def p_norm(B: int, alpha: float) -> float:
@@ -140,8 +145,20 @@ class CirculantKernel:
         """``min_m φ_m`` (positive under the B condition)."""
         return float(self.eigenvalues.min())
 
+    @cached_property
+    def _dense(self) -> NDArray[np.float64] | None:
+        """``A`` as a dense ``P × P`` matrix when ``P <= _DENSE_MAX``, else None."""
+        if self.size > _DENSE_MAX:
+            return None
+        c = kernel_vector(self.max_count, self.B, self.alpha) / self.norm_constant
+        idx = np.arange(self.size)
+        return np.ascontiguousarray(c[(idx[:, None] - idx[None, :]) % self.size])
+
     def apply(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """``A x`` for a vector (or the last axis of an array) of length ``P``."""
+        dense = self._dense
+        if dense is not None:
+            return np.asarray(x, dtype=np.float64) @ dense  # A is symmetric: x·A = (A x)ᵀ
         fx = scipy.fft.rfft(x, axis=-1, workers=_WORKERS)
         fx *= self.eigenvalues
         return scipy.fft.irfft(fx, n=self.size, axis=-1, workers=_WORKERS)
