@@ -1,7 +1,8 @@
 """Kernel of the Wu–Pagh reconstruction (Wu & Pagh 2024, Lemma 4.2): hand-computed small cases,
 eigenvalue checks.
 
-Dense matrices appear only here, as the reference for the FFT code.
+``dense`` below is the reference for the kernel's products, by FFT (``P > 320``) and by its own
+dense matrix (small kernels).
 """
 
 from __future__ import annotations
@@ -89,12 +90,16 @@ def test_eigenvalues_three_ways(n: int, B: int, alpha: float) -> None:
     np.testing.assert_allclose(A @ V, V * closed[None, :], atol=1e-12)
 
 
-@pytest.mark.parametrize(("n", "B", "alpha"), [(0, 1, 0.25), (5, 3, 0.6), (12, 9, 0.85)])
+@pytest.mark.parametrize(("n", "B", "alpha"), [(0, 1, 0.25), (5, 3, 0.6), (12, 9, 0.85),
+                                                (50, 134, 0.97), (50, 135, 0.97)])
 def test_apply_solve_match_dense(n: int, B: int, alpha: float, rng: np.random.Generator) -> None:
+    """Both ways of applying ``A`` (P = 319 dense, P = 321 by FFT), on vectors and row stacks."""
     k = get_kernel(n, B, alpha)
     A = dense(n, B, alpha)
     x = rng.standard_normal(k.size)
     np.testing.assert_allclose(k.apply(x), A @ x, atol=1e-12)
+    rows = rng.standard_normal((3, k.size))
+    np.testing.assert_allclose(k.apply(rows), rows @ A.T, atol=1e-12)
     np.testing.assert_allclose(k.solve(x), np.linalg.solve(A, x), atol=1e-10)
     ones = np.ones(k.size)
     np.testing.assert_allclose(k.apply(ones), ones, atol=1e-12)  # A·1 = 1
