@@ -272,3 +272,34 @@ def test_longitudinal_report_file(backend: str, case: str, tmp_path: Path,
     np.testing.assert_array_equal(got.value, ref.value)
     np.testing.assert_array_equal(got.sd, ref.sd)
     assert got.devices == ref.devices == len(np.unique(cols["device"]))
+
+
+# -- Spark with generated code ----------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_with_generated_code(tmp_path: Path, seed: int, spark: Any) -> None:
+    """The suite's Spark session interprets expressions (much faster on tiny data); here the
+    three engine releases run with whole-stage and expression code generation, as Spark runs by
+    default, and equal the engine-free releases."""
+    conf = {"spark.sql.codegen.wholeStage": "true",
+            "spark.sql.codegen.factoryMode": "CODEGEN_ONLY"}
+    before = {key: spark.conf.get(key) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        cols = _columns("above_cap")
+        source, engine = source_for("spark-dataframe", cols, tmp_path, spark)
+        got = _window_release(source, engine, "item", seed)
+        assert _without(got.to_dict(), "source") == _without(
+            _window_release(cols, None, "item", seed).to_dict(), "source")
+        kw = {"domain_size": DOMAIN, "max_count": MAX_COUNT, "epsilon": 1.0, "unit": "event",
+              "rng": seed}
+        assert _without(release_profile(source, item="item", engine=engine, **kw).to_dict(),
+                        "engine") == _without(
+            release_profile(_count_vector("above_cap"), **kw).to_dict(), "engine")
+        hist = release_anonymized_histogram(source, item="item", epsilon=1.0, engine=engine,
+                                            rng=seed)
+        assert _without(hist.to_dict(), "engine") == _without(release_anonymized_histogram(
+            _count_vector("above_cap"), epsilon=1.0, rng=seed).to_dict(), "engine")
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
