@@ -7,11 +7,12 @@ import pytest
 
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.kernel import get_kernel
-from dpfreq.profile.mle import em_profile, log_likelihood, smooth_profile
+from dpfreq.profile.mle import em_profile, em_profiles, log_likelihood, smooth_profile
 from dpfreq.profile.reconstruct import (
     noisy_profile_counts,
     reconstruct_profile_from_counts,
     solve_profile,
+    solve_profiles,
 )
 
 
@@ -132,3 +133,56 @@ def test_mle_release_simulates_around_the_smooth_profile(seed: int) -> None:
     assert mle.mechanism_params["interval_centre"].startswith("early-stopped EM")
     fft = sketch.reconstruct(method="fft", confidence=0.9)
     assert fft.mechanism_params["interval_centre"] == "estimate"
+
+
+@pytest.mark.parametrize(("n", "B", "alpha"), [(10, 30, 0.9), (25, 10, 0.6), (50, 136, 0.8)])
+def test_batched_em_equals_row_by_row(n: int, B: int, alpha: float,
+                                      rng: np.random.Generator) -> None:
+    """em_profiles is em_profile on each row: equal after a few iterations up to rounding
+    (amplified by the extrapolation steps), and as likely after many. The third kernel
+    (P = 323) is applied by FFT, the others as dense matrices."""
+    k = get_kernel(n, B, alpha)
+    f = np.stack([_noisy(rng, n, B, alpha, 4000) for _ in range(4)])
+    starts = rng.dirichlet(np.ones(n + 1), size=f.shape[0]) * 0.9 + 0.1 / (n + 1)
+    for iters in (4, 1000):
+        many = em_profiles(f, k, starts=starts, max_iter=iters, tol=1e-12)
+        one = np.stack([em_profile(f[i], k, start=starts[i], max_iter=iters, tol=1e-12).profile
+                        for i in range(f.shape[0])])
+        if iters == 4:
+            np.testing.assert_allclose(many, one, atol=1e-9, rtol=0)
+        # near the maximum the likelihood is flat in some directions and EM creeps, so the
+        # stopping points differ by more than rounding; the total log-likelihoods of the 4,000
+        # items agree within 0.01 (a difference the data cannot resolve is ~0.5)
+        for i, row in enumerate(f):
+            assert log_likelihood(many[i], row / row.sum(), k) == pytest.approx(
+                log_likelihood(one[i], row / row.sum(), k), abs=0.01 / 4000)
+        np.testing.assert_allclose(many.sum(axis=1), 1.0, atol=1e-12)
+        assert many.min() >= 0
+
+
+def test_batched_em_on_empty_data_is_on_the_simplex() -> None:
+    """An all-zero row is read as the uniform data, as in em_profile."""
+    k = get_kernel(10, 30, 0.9)
+    out = em_profiles(np.zeros((2, k.size)), k, starts=np.full((2, 11), 1 / 11), max_iter=50)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+    assert out.min() >= 0
+    uniform = np.full(k.size, 1.0 / k.size)
+    ref = em_profile(np.zeros(k.size), k, start=np.full(11, 1 / 11), max_iter=50).profile
+    assert log_likelihood(out[0], uniform, k) == pytest.approx(log_likelihood(ref, uniform, k),
+                                                               rel=1e-8)
+
+
+def test_batched_solve_equals_solve_profile(rng: np.random.Generator) -> None:
+    """The intervals' batched reconstruction makes the same choice as solve_profile (EM or the
+    Algorithms 2+3 solution) and the same profile, row by row (converged EM)."""
+    n, B, alpha = 10, 12, 0.7
+    k = get_kernel(n, B, alpha)
+    f = np.stack([_noisy(rng, n, B, alpha, 2000) for _ in range(5)])
+    noise_free = np.zeros(k.size)  # EM cannot beat the exact solution: fft is kept
+    noise_free[B : B + n + 1] = rng.dirichlet(np.ones(n + 1) * 3)
+    f = np.vstack([f, k.apply(noise_free)])
+    for method in ("fft", "mle"):
+        many = solve_profiles(f, k, norm="1", method=method, em_iterations=20000)
+        one = np.stack([solve_profile(row, k, norm="1", method=method, em_iterations=20000)[0]
+                        for row in f])
+        np.testing.assert_allclose(many, one, atol=1e-5, rtol=0)

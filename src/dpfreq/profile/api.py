@@ -24,6 +24,7 @@ from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
+from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.direct import (
     DIRECT_SENSITIVITY,
     direct_gamma,
@@ -33,7 +34,7 @@ from dpfreq.profile.direct import (
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.intervals import IntervalSet, direct_half_widths, direct_intervals
 from dpfreq.profile.plan import USEFUL_L1, check_profile_parameters, plan_profile
-from dpfreq.profile.reconstruct import check_reconstruction_memory, sketch_release
+from dpfreq.profile.reconstruct import sketch_release
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.resources import check_memory

@@ -1,4 +1,5 @@
-"""Validation shared by the profile reconstructions and baselines: norms and noisy counters."""
+"""Validation shared by the profile reconstructions and baselines: norms, noisy counters and
+the reconstruction's memory."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.profile.bounds import reconstruction_memory
+from dpfreq.resources import check_memory
 
-__all__ = ["integer_array", "norm_name"]
+__all__ = ["check_reconstruction_memory", "integer_array", "norm_name"]
 
 
 def norm_name(norm: Any, func: str) -> str:
@@ -69,3 +72,18 @@ def integer_array(value: Any, param: str, func: str) -> NDArray[np.signedinteger
     if bad.any():
         raise DataError(message(param, func, rule, "non-integral, infinite or huge entries"))
     return arr.astype(np.int64)
+
+
+def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float, func: str) -> None:
+    """Refuse, before allocating, a reconstruction whose window does not fit in memory.
+
+    The message names what the caller typed: ``epsilon`` when the noise window ``2B`` (which
+    grows like ``1/ε``) dominates, ``max_count`` otherwise.
+    """
+    need = reconstruction_memory(max_count, B)
+    if max_count < 2 * B:
+        check_memory(need, param="epsilon", func=func, value=epsilon,
+                     what=f"the reconstruction's noise window of 2B = {2 * B} values")
+    else:
+        check_memory(need, param="max_count", func=func, value=max_count,
+                     what="the reconstruction's arrays of n + 2B + 1 values")

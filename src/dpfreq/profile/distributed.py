@@ -32,11 +32,9 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter
+from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.histogram_noise import NOISE_BLOCK, block_noise, master_key
-from dpfreq.profile.reconstruct import (
-    check_reconstruction_memory,
-    reconstruct_profile_from_counts,
-)
+from dpfreq.profile.reconstruct import reconstruct_profile_from_counts
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch_files import DOMAIN_LIMIT
 from dpfreq.rng import RNGLike, resolve_rng

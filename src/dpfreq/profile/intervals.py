@@ -243,8 +243,9 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     noisy_counts : numpy.ndarray of int64
         The released counts of noisy values on ``[−B .. n+B]`` (the input of the solver).
     solve : callable
-        ``solve(counts) -> profile``: the same deterministic reconstruction that produced
-        ``estimate`` from ``noisy_counts``.
+        ``solve(counts) -> profiles``: the same deterministic reconstruction that produced
+        ``estimate`` from ``noisy_counts``, applied to each row of a ``(draws, n + 2B + 1)``
+        array of simulated counts (all at once, so that it can batch its work).
     domain_size, max_count, B : int
         ``d``, ``n`` and the window parameter.
     gamma : Fraction
@@ -286,10 +287,8 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     start = m / d
     cells = (n + 1) * (n + 2 * B + 2)
     probs = _window_probabilities(n, B, gamma) if cells <= _MULTINOMIAL_CELLS else None
-    errors = np.empty((draws, n + 1), dtype=np.float64)
-    for i in range(draws):
-        sketch = _draw_counts(m, B, gamma, probs, gen)
-        errors[i] = np.asarray(solve(sketch), dtype=np.float64) - start
+    sketches = np.stack([_draw_counts(m, B, gamma, probs, gen) for _ in range(draws)])
+    errors = np.asarray(solve(sketches), dtype=np.float64) - start
     return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence, seen=m > 0)
 
 

@@ -37,17 +37,15 @@ from dpfreq.profile.bounds import (
     event_probability,
     minimum_bound_parameter,
     profile_error_bounds,
-    reconstruction_memory,
     useful_sketch_epsilon,
     window_bound,
 )
-from dpfreq.profile.checks import integer_array, norm_name
+from dpfreq.profile.checks import check_reconstruction_memory, integer_array, norm_name
 from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
-from dpfreq.profile.mle import em_profile, log_likelihood, smooth_profile
+from dpfreq.profile.mle import em_profile, em_profiles, log_likelihood, smooth_profile
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
-from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
@@ -55,7 +53,6 @@ __all__ = [
     "EM_ITERATIONS",
     "SKETCH_METHODS",
     "bound_parameter",
-    "check_reconstruction_memory",
     "default_bound_parameter",
     "fast_inversion",
     "minimum_bound_parameter",
@@ -67,6 +64,7 @@ __all__ = [
     "rounding_threshold",
     "sketch_release",
     "solve_profile",
+    "solve_profiles",
     "unfold_clipped",
 ]
 
@@ -246,36 +244,41 @@ def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *
         return r, {}
     start = (1.0 - _MLE_MIX) * r + _MLE_MIX / (n + 1)
     em = em_profile(noisy_profile, kernel, start=start, max_iter=em_iterations)
+    use_em, ll_fft = _em_wins(r, em.profile, noisy_profile, kernel)
+    return em.profile if use_em else r, {
+        "em_iterations": em.iterations, "em_converged": em.converged,
+        "em_log_likelihood": em.log_likelihood, "fft_log_likelihood": ll_fft,
+        "mle_selected": "em" if use_em else "fft", "bound_applies_to": "fft"}
+
+
+def _em_wins(r_fft: NDArray[np.float64], r_em: NDArray[np.float64],
+             noisy_profile: NDArray[np.float64], kernel: CirculantKernel) -> tuple[bool, float]:
+    """Whether EM's profile beats the Algorithms 2+3 one by more than rounding noise (on an
+    exact ``f~`` both sit at the maximum, and a float tie must not swap the exact solution for
+    EM's iterate), and the latter's log-likelihood."""
     total = float(noisy_profile.sum())
-    ll_fft = log_likelihood(r, noisy_profile / total if total > 0 else noisy_profile, kernel)
-    # EM must beat the Algorithms 2+3 solution by more than rounding noise: on an exact f~ both
-    # sit at the maximum, and a float tie must not swap the exact solution for EM's iterate
-    margin = 1e-12 * max(1.0, abs(ll_fft))
-    chosen = "em" if em.log_likelihood > ll_fft + margin else "fft"
-    if chosen == "em":
-        r = em.profile
-    return r, {"em_iterations": em.iterations, "em_converged": em.converged,
-               "em_log_likelihood": em.log_likelihood, "fft_log_likelihood": ll_fft,
-               "mle_selected": chosen, "bound_applies_to": "fft"}
+    f = noisy_profile / total if total > 0 else noisy_profile
+    ll_fft = log_likelihood(r_fft, f, kernel)
+    return log_likelihood(r_em, f, kernel) > ll_fft + 1e-12 * max(1.0, abs(ll_fft)), ll_fft
+
+
+def solve_profiles(noisy_profiles: NDArray[np.float64], kernel: CirculantKernel, *,
+                   norm: str, method: str, em_iterations: int) -> NDArray[np.float64]:
+    """:func:`solve_profile` on every row of ``noisy_profiles`` (the simulated sketches of the
+    intervals), with EM run on all rows at once (:func:`~dpfreq.profile.mle.em_profiles`)."""
+    n, B = kernel.max_count, kernel.B
+    fft = np.stack([round_profile(fast_inversion(f, kernel, norm), B=B, max_count=n)
+                    for f in noisy_profiles])
+    if method != "mle":
+        return fft
+    em = em_profiles(noisy_profiles, kernel, starts=(1.0 - _MLE_MIX) * fft + _MLE_MIX / (n + 1),
+                     max_iter=em_iterations)
+    wins = [_em_wins(fft[i], em[i], f, kernel)[0] for i, f in enumerate(noisy_profiles)]
+    return np.where(np.asarray(wins, dtype=bool)[:, None], em, fft)
 
 
 # ----------------------------------------------------------------------------------------------
 # the release: simulated intervals and the Theorem 1.1 bound
-
-
-def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float, func: str) -> None:
-    """Refuse, before allocating, a reconstruction whose window does not fit in memory.
-
-    The message names what the caller typed: ``epsilon`` when the noise window ``2B`` (which
-    grows like ``1/ε``) dominates, ``max_count`` otherwise.
-    """
-    need = reconstruction_memory(max_count, B)
-    if max_count < 2 * B:
-        check_memory(need, param="epsilon", func=func, value=epsilon,
-                     what=f"the reconstruction's noise window of 2B = {2 * B} values")
-    else:
-        check_memory(need, param="max_count", func=func, value=max_count,
-                     what="the reconstruction's arrays of n + 2B + 1 values")
 
 
 def _vacuous_note(d: int, n: int, epsilon: float, confidence: float) -> str:
@@ -314,8 +317,8 @@ def sketch_release(
     r, diagnostics = solve_profile(f_tilde, kernel, norm=norm, method=method)
 
     def solve(c: NDArray[np.int64]) -> NDArray[np.float64]:
-        return solve_profile(c.astype(np.float64) / d, kernel, norm=norm, method=method,
-                             em_iterations=DRAW_EM_ITERATIONS)[0]
+        return solve_profiles(c.astype(np.float64) / d, kernel, norm=norm, method=method,
+                              em_iterations=DRAW_EM_ITERATIONS)
 
     centre = (smooth_profile(f_tilde, kernel, reference=r, items=float(counts.sum()))
               if method == "mle" else None)

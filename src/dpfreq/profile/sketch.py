@@ -36,9 +36,10 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter
+from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.domain_sampling import check_sample_rate, sample_domain
 from dpfreq.profile.histogram_noise import NOISE_BLOCK, domain_noise, master_key
-from dpfreq.profile.reconstruct import check_reconstruction_memory, reconstruct_profile
+from dpfreq.profile.reconstruct import reconstruct_profile
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.profile.sketch_files import DOMAIN_LIMIT, SketchState, read_sketch, write_sketch
 from dpfreq.resources import check_memory
