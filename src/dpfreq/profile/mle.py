@@ -213,14 +213,19 @@ def smooth_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, 
     return None
 
 
+def _fitted_rows(r: NDArray[np.float64], kernel: CirculantKernel) -> NDArray[np.float64]:
+    """``A r`` for every row of ``r`` (each padded to ``t = -B..n+B``)."""
+    n, B = kernel.max_count, kernel.B
+    x = np.zeros((r.shape[0], kernel.size), dtype=np.float64)
+    x[:, B : B + n + 1] = r
+    return kernel.apply(x)
+
+
 def _em_steps(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
               kernel: CirculantKernel) -> NDArray[np.float64]:
     """:func:`_em_step` on every row of ``r`` (row ``i`` against the noisy profile ``f[i]``)."""
     n, B = kernel.max_count, kernel.B
-    x = np.zeros((r.shape[0], kernel.size), dtype=np.float64)
-    x[:, B : B + n + 1] = r
-    q = kernel.apply(x)
-    ratio = np.where(mask, f / np.maximum(q, _FLOOR), 0.0)
+    ratio = np.where(mask, f / np.maximum(_fitted_rows(r, kernel), _FLOOR), 0.0)
     new = r * np.maximum(kernel.apply(ratio)[:, B : B + n + 1], 0.0)
     new[new < _FLUSH] = 0.0
     return new / new.sum(axis=1, keepdims=True)
@@ -229,10 +234,7 @@ def _em_steps(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.b
 def _log_likelihoods(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
                      kernel: CirculantKernel) -> NDArray[np.float64]:
     """:func:`log_likelihood` of every row of ``r`` against ``f`` (same row)."""
-    n, B = kernel.max_count, kernel.B
-    x = np.zeros((r.shape[0], kernel.size), dtype=np.float64)
-    x[:, B : B + n + 1] = r
-    q = kernel.apply(x)
+    q = _fitted_rows(r, kernel)
     dead = (mask & (q <= 0.0)).any(axis=1)
     ll = np.where(mask, f * np.log(np.where(mask & (q > 0.0), q, 1.0)), 0.0).sum(axis=1)
     return np.where(dead, -math.inf, ll)
