@@ -37,7 +37,8 @@ from threadpoolctl import threadpool_limits
 
 from dpfreq.profile.kernel import CirculantKernel
 
-__all__ = ["EMResult", "em_profile", "em_profiles", "log_likelihood", "smooth_profile"]
+__all__ = ["EMResult", "em_profile", "em_profiles", "log_likelihood", "log_likelihoods",
+           "smooth_profile"]
 
 _FLOOR = 1e-300
 _FLUSH = 1e-150  # squares stay normal floats too
@@ -54,35 +55,118 @@ class EMResult:
     start_log_likelihood: float
 
 
-def _padded(r: NDArray[np.float64], kernel: CirculantKernel) -> NDArray[np.float64]:
-    x = np.zeros(kernel.size, dtype=np.float64)
-    x[kernel.B : kernel.B + kernel.max_count + 1] = r
-    return x
+def _fitted_rows(r: NDArray[np.float64], kernel: CirculantKernel) -> NDArray[np.float64]:
+    """``A r`` for every row of ``r`` (each padded to ``t = -B..n+B``)."""
+    n, B = kernel.max_count, kernel.B
+    x = np.zeros((r.shape[0], kernel.size), dtype=np.float64)
+    x[:, B : B + n + 1] = r
+    return kernel.apply(x)
+
+
+def _log_likelihoods(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
+                     kernel: CirculantKernel) -> NDArray[np.float64]:
+    """:func:`log_likelihood` of every row of ``r`` against the same row of ``f``."""
+    q = np.where(mask, _fitted_rows(r, kernel), 1.0)  # f~ = 0 elsewhere: those terms are 0
+    dead = np.asarray((q <= 0.0).any(axis=1), dtype=bool)
+    ll = (f * np.log(np.where(dead[:, None], 1.0, q))).sum(axis=1)
+    return np.where(dead, -math.inf, ll)
+
+
+def log_likelihoods(profiles: NDArray[np.float64], noisy_profiles: NDArray[np.float64],
+                    kernel: CirculantKernel) -> NDArray[np.float64]:
+    """:func:`log_likelihood` of every row of ``profiles`` against the same row of
+    ``noisy_profiles``."""
+    f = np.asarray(noisy_profiles, dtype=np.float64)
+    return _log_likelihoods(np.asarray(profiles, dtype=np.float64), f, f > 0, kernel)
 
 
 def log_likelihood(profile: NDArray[np.float64], noisy_profile: NDArray[np.float64],
                    kernel: CirculantKernel) -> float:
     """``Σ_t f~[t] ln (A r)[t]`` (per item; ``-inf`` if ``A r`` vanishes where ``f~ > 0``)."""
-    q = kernel.apply(_padded(np.asarray(profile, dtype=np.float64), kernel))
-    mask = noisy_profile > 0
-    qm = q[mask]
-    if qm.size and float(qm.min()) <= 0.0:
-        return -math.inf
-    return float(np.dot(noisy_profile[mask], np.log(qm)))
+    return float(log_likelihoods(np.asarray(profile)[None, :], np.asarray(noisy_profile)[None, :],
+                                 kernel)[0])
 
 
-def _em_step(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
-             kernel: CirculantKernel, x: NDArray[np.float64],
-             ratio: NDArray[np.float64]) -> NDArray[np.float64]:
-    """One multiplicative EM update ``r · Aᵀ(f~ / A r)`` on ``0..n``, renormalized."""
+def _em_steps(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
+              kernel: CirculantKernel) -> NDArray[np.float64]:
+    """One multiplicative EM update ``r · Aᵀ(f~ / A r)`` on ``0..n``, renormalized, of every row
+    of ``r`` against the same row of ``f``."""
     n, B = kernel.max_count, kernel.B
-    x[B : B + n + 1] = r
-    q = kernel.apply(x)
-    ratio[mask] = f[mask] / np.maximum(q[mask], _FLOOR)
-    back = kernel.apply(ratio)[B : B + n + 1]
-    new = r * np.maximum(back, 0.0)
+    ratio = np.where(mask, f / np.maximum(_fitted_rows(r, kernel), _FLOOR), 0.0)
+    new = r * np.maximum(kernel.apply(ratio)[:, B : B + n + 1], 0.0)
     new[new < _FLUSH] = 0.0  # avoid subnormal floats (100x slower arithmetic); mass < 1e-150
-    return new / new.sum()
+    return new / new.sum(axis=1, keepdims=True)
+
+
+def _normalised(noisy_profiles: NDArray[np.float64],
+                starts: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Rows of ``f~`` renormalized to sum 1 (an all-zero row becomes the uniform data) and the
+    starting points, clipped at 0 and renormalized."""
+    f = np.asarray(noisy_profiles, dtype=np.float64)
+    totals = f.sum(axis=1, keepdims=True)
+    f = np.where(totals > 0, f / np.where(totals > 0, totals, 1.0), 1.0 / f.shape[1])
+    r = np.maximum(np.asarray(starts, dtype=np.float64), 0.0)
+    return f, r / r.sum(axis=1, keepdims=True)
+
+
+def _em_rows(out: NDArray[np.float64], f: NDArray[np.float64], kernel: CirculantKernel, *,
+             max_iter: int, tol: float, accelerate: bool,
+             record: list[float] | None) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """EM on every row of ``out`` (updated in place) against the same row of ``f``; returns the
+    iterations run and whether each row converged. Each kernel product is one matrix product
+    for all unconverged rows, under one BLAS thread: the products are small (at most 320
+    columns), and OpenBLAS's threads made two concurrent releases 2.5x slower each (2.0 s
+    against 0.8 s on 2 cores). ``record`` gets the first row's log-likelihood after every
+    iteration."""
+    mask = f > 0
+    iterations = np.zeros(out.shape[0], dtype=np.int64)
+    converged = np.zeros(out.shape[0], dtype=bool)
+    active = np.arange(out.shape[0])
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(max_iter):
+            if active.size == 0:
+                break
+            r, fa, ma = out[active], f[active], mask[active]
+            r1 = _em_steps(r, fa, ma, kernel)
+            new = _squarem(r, r1, fa, ma, kernel) if accelerate else r1
+            moved = np.abs(new - r).sum(axis=1)
+            out[active] = new
+            iterations[active] += 1
+            if record is not None:
+                record.append(float(_log_likelihoods(out[:1], f[:1], mask[:1], kernel)[0]))
+            converged[active[moved <= tol]] = True
+            active = active[moved > tol]
+    return iterations, converged
+
+
+def _squarem(r: NDArray[np.float64], r1: NDArray[np.float64], f: NDArray[np.float64],
+             mask: NDArray[np.bool_], kernel: CirculantKernel) -> NDArray[np.float64]:
+    """One safeguarded SQUAREM iteration (scheme S3) per row, from ``r`` and its EM update
+    ``r1`` (see :func:`em_profile`)."""
+    r2 = _em_steps(r1, f, mask, kernel)
+    s1, v = r1 - r, r2 - 2.0 * r1 + r
+    nv = np.linalg.norm(v, axis=1)
+    a = np.where(nv > 0, np.minimum(-np.linalg.norm(s1, axis=1) / np.where(nv > 0, nv, 1.0),
+                                    -1.0), -1.0)
+    new = r2.copy()
+    searching = nv > 0
+    for _ in range(30):  # pull a back towards −1 until the extrapolated point is non-negative
+        searching &= a < -1.0 + 1e-12
+        idx = np.flatnonzero(searching)
+        if idx.size == 0:
+            break
+        cand = r[idx] - 2.0 * a[idx, None] * s1[idx] + (a[idx] ** 2)[:, None] * v[idx]
+        ok = cand.min(axis=1) >= 0.0
+        done = idx[ok]
+        if done.size:
+            c = _em_steps(cand[ok] / cand[ok].sum(axis=1, keepdims=True), f[done], mask[done],
+                          kernel)
+            better = (_log_likelihoods(c, f[done], mask[done], kernel)
+                      >= _log_likelihoods(r2[done], f[done], mask[done], kernel))
+            new[done[better]] = c[better]
+            searching[done] = False
+        a[idx[~ok]] = (a[idx[~ok]] - 1.0) / 2.0
+    return new
 
 
 def em_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
@@ -94,7 +178,7 @@ def em_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
     ----------
     noisy_profile : numpy.ndarray
         ``f~`` on ``t = -B..n+B`` (length ``P``); it is renormalized to sum 1 internally
-        (values outside the window were dropped).
+        (values outside the window were dropped; all zeros are read as the uniform data).
     kernel : CirculantKernel
         The kernel ``A`` for ``(n, B, α)``.
     start : numpy.ndarray
@@ -117,48 +201,43 @@ def em_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
     -------
     EMResult
     """
-    f = np.asarray(noisy_profile, dtype=np.float64)
-    total = float(f.sum())
-    f = f / total if total > 0 else np.full(f.size, 1.0 / f.size)
-    mask = f > 0
-    r = np.maximum(np.asarray(start, dtype=np.float64), 0.0)
-    r = r / r.sum()
-    x = np.zeros(kernel.size, dtype=np.float64)
-    ratio = np.zeros(kernel.size, dtype=np.float64)
-    converged = False
-    it = 0
-    ll0 = log_likelihood(r, f, kernel)
-    for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
-        r1 = _em_step(r, f, mask, kernel, x, ratio)
-        if accelerate:
-            r2 = _em_step(r1, f, mask, kernel, x, ratio)
-            s1 = r1 - r
-            v = r2 - r1 - s1
-            nv = float(np.linalg.norm(v))
-            new = r2
-            if nv > 0:
-                a = min(-float(np.linalg.norm(s1)) / nv, -1.0)
-                for _ in range(30):
-                    if a >= -1.0 + 1e-12:
-                        break
-                    cand = r - 2.0 * a * s1 + a * a * v
-                    if float(cand.min()) >= 0.0:
-                        cand = _em_step(cand / cand.sum(), f, mask, kernel, x, ratio)
-                        if log_likelihood(cand, f, kernel) >= log_likelihood(r2, f, kernel):
-                            new = cand
-                        break
-                    a = (a - 1.0) / 2.0
-        else:
-            new = r1
-        step = float(np.abs(new - r).sum())
-        r = new
-        if record is not None:
-            record.append(log_likelihood(r, f, kernel))
-        if step <= tol:
-            converged = True
-            break
-    return EMResult(profile=r, iterations=it, converged=converged,
-                    log_likelihood=log_likelihood(r, f, kernel), start_log_likelihood=ll0)
+    f, r = _normalised(np.asarray(noisy_profile)[None, :], np.asarray(start)[None, :])
+    ll0 = float(_log_likelihoods(r, f, f > 0, kernel)[0])
+    iterations, converged = _em_rows(r, f, kernel, max_iter=max_iter, tol=tol,
+                                     accelerate=accelerate, record=record)
+    return EMResult(profile=r[0], iterations=int(iterations[0]), converged=bool(converged[0]),
+                    log_likelihood=float(_log_likelihoods(r, f, f > 0, kernel)[0]),
+                    start_log_likelihood=ll0)
+
+
+def em_profiles(noisy_profiles: NDArray[np.float64], kernel: CirculantKernel, *,
+                starts: NDArray[np.float64], max_iter: int = 3000,
+                tol: float = 1e-9) -> NDArray[np.float64]:
+    """:func:`em_profile` (accelerated) on many noisy profiles at once, one per row.
+
+    The same iteration, cap and convergence rule row by row, with each kernel product done
+    for all unconverged rows in one matrix product: the simulated sketches of the intervals
+    run EM hundreds of times on the same kernel.
+
+    Parameters
+    ----------
+    noisy_profiles : numpy.ndarray
+        ``f~`` per row, shape ``(m, P)`` (renormalized as in :func:`em_profile`).
+    kernel : CirculantKernel
+        The kernel ``A`` for ``(n, B, α)``.
+    starts : numpy.ndarray
+        Strictly positive starting points, shape ``(m, n + 1)``.
+    max_iter, tol
+        As in :func:`em_profile`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The profiles, shape ``(m, n + 1)``.
+    """
+    f, out = _normalised(noisy_profiles, starts)
+    _em_rows(out, f, kernel, max_iter=max_iter, tol=tol, accelerate=True, record=None)
+    return out
 
 
 def smooth_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
@@ -195,123 +274,15 @@ def smooth_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, 
     reaches it through smooth profiles (early-stopped EM is the classic regularised
     deconvolution), with every class positive. Deterministic post-processing.
     """
-    f = np.asarray(noisy_profile, dtype=np.float64)
-    total = float(f.sum())
-    if total <= 0:
+    if float(np.sum(noisy_profile)) <= 0:
         return None
-    f = f / total
+    n = kernel.max_count
+    f, r = _normalised(np.asarray(noisy_profile)[None, :], np.full((1, n + 1), 1.0))
     mask = f > 0
-    target = log_likelihood(np.asarray(reference, dtype=np.float64), f, kernel)
-    gap = kernel.max_count / 2.0
-    r = np.full(kernel.max_count + 1, 1.0 / (kernel.max_count + 1))
-    x = np.zeros(kernel.size, dtype=np.float64)
-    ratio = np.zeros(kernel.size, dtype=np.float64)
-    for _ in range(max_iter):
-        if items * (target - log_likelihood(r, f, kernel)) <= gap:
-            return r
-        r = _em_step(r, f, mask, kernel, x, ratio)
-    return None
-
-
-def _fitted_rows(r: NDArray[np.float64], kernel: CirculantKernel) -> NDArray[np.float64]:
-    """``A r`` for every row of ``r`` (each padded to ``t = -B..n+B``)."""
-    n, B = kernel.max_count, kernel.B
-    x = np.zeros((r.shape[0], kernel.size), dtype=np.float64)
-    x[:, B : B + n + 1] = r
-    return kernel.apply(x)
-
-
-def _em_steps(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
-              kernel: CirculantKernel) -> NDArray[np.float64]:
-    """:func:`_em_step` on every row of ``r`` (row ``i`` against the noisy profile ``f[i]``)."""
-    n, B = kernel.max_count, kernel.B
-    ratio = np.where(mask, f / np.maximum(_fitted_rows(r, kernel), _FLOOR), 0.0)
-    new = r * np.maximum(kernel.apply(ratio)[:, B : B + n + 1], 0.0)
-    new[new < _FLUSH] = 0.0
-    return new / new.sum(axis=1, keepdims=True)
-
-
-def _log_likelihoods(r: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
-                     kernel: CirculantKernel) -> NDArray[np.float64]:
-    """:func:`log_likelihood` of every row of ``r`` against ``f`` (same row)."""
-    q = _fitted_rows(r, kernel)
-    dead = (mask & (q <= 0.0)).any(axis=1)
-    ll = np.where(mask, f * np.log(np.where(mask & (q > 0.0), q, 1.0)), 0.0).sum(axis=1)
-    return np.where(dead, -math.inf, ll)
-
-
-def em_profiles(noisy_profiles: NDArray[np.float64], kernel: CirculantKernel, *,
-                starts: NDArray[np.float64], max_iter: int = 3000,
-                tol: float = 1e-9) -> NDArray[np.float64]:
-    """:func:`em_profile` (accelerated) on many noisy profiles at once, one per row.
-
-    The same iteration as :func:`em_profile` row by row (SQUAREM with its safeguards, the same
-    cap and convergence rule), with each kernel product done for all unconverged rows in one
-    matrix product: the simulated sketches of the intervals run EM hundreds of times on the
-    same kernel. Results equal the row-by-row ones up to floating-point summation order.
-
-    Parameters
-    ----------
-    noisy_profiles : numpy.ndarray
-        ``f~`` per row, shape ``(m, P)`` (each renormalized to sum 1; an all-zero row is
-        replaced by the uniform profile, as in :func:`em_profile`).
-    kernel : CirculantKernel
-        The kernel ``A`` for ``(n, B, α)``.
-    starts : numpy.ndarray
-        Strictly positive starting points, shape ``(m, n + 1)``.
-    max_iter, tol
-        As in :func:`em_profile`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The profiles, shape ``(m, n + 1)``.
-    """
-    f = np.asarray(noisy_profiles, dtype=np.float64)
-    totals = f.sum(axis=1, keepdims=True)
-    f = np.where(totals > 0, f / np.where(totals > 0, totals, 1.0), 1.0 / f.shape[1])
-    mask = f > 0
-    out = np.maximum(np.asarray(starts, dtype=np.float64), 0.0)
-    out = out / out.sum(axis=1, keepdims=True)
-    # one BLAS thread: the products are small (at most 320 columns), and OpenBLAS's threads
-    # made two concurrent releases 2.5x slower each (2.0 s against 0.8 s on 2 cores)
+    target = log_likelihood(np.asarray(reference, dtype=np.float64), f[0], kernel)
     with threadpool_limits(limits=1, user_api="blas"):
-        _em_rows(out, f, mask, kernel, max_iter=max_iter, tol=tol)
-    return out
-
-
-def _em_rows(out: NDArray[np.float64], f: NDArray[np.float64], mask: NDArray[np.bool_],
-             kernel: CirculantKernel, *, max_iter: int, tol: float) -> None:
-    """The iteration of :func:`em_profiles`, updating the rows of ``out`` in place."""
-    active = np.arange(out.shape[0])
-    for _ in range(max_iter):
-        if active.size == 0:
-            break
-        r, fa, ma = out[active], f[active], mask[active]
-        r1 = _em_steps(r, fa, ma, kernel)
-        r2 = _em_steps(r1, fa, ma, kernel)
-        s1, v = r1 - r, r2 - 2.0 * r1 + r
-        nv = np.linalg.norm(v, axis=1)
-        a = np.where(nv > 0, np.minimum(-np.linalg.norm(s1, axis=1) / np.where(nv > 0, nv, 1.0),
-                                        -1.0), -1.0)
-        new = r2.copy()
-        searching = nv > 0
-        for _ in range(30):
-            searching &= a < -1.0 + 1e-12
-            idx = np.flatnonzero(searching)
-            if idx.size == 0:
-                break
-            cand = r[idx] - 2.0 * a[idx, None] * s1[idx] + (a[idx] ** 2)[:, None] * v[idx]
-            ok = cand.min(axis=1) >= 0.0
-            done = idx[ok]
-            if done.size:
-                c = cand[ok] / cand[ok].sum(axis=1, keepdims=True)
-                c = _em_steps(c, fa[done], ma[done], kernel)
-                better = (_log_likelihoods(c, fa[done], ma[done], kernel)
-                          >= _log_likelihoods(r2[done], fa[done], ma[done], kernel))
-                new[done[better]] = c[better]
-                searching[done] = False
-            a[idx[~ok]] = (a[idx[~ok]] - 1.0) / 2.0
-        moved = np.abs(new - r).sum(axis=1)
-        out[active] = new
-        active = active[moved > tol]
+        for _ in range(max_iter):
+            if items * (target - float(_log_likelihoods(r, f, mask, kernel)[0])) <= n / 2.0:
+                return r[0]
+            r = _em_steps(r, f, mask, kernel)
+    return None
