@@ -186,3 +186,19 @@ def test_batched_solve_equals_solve_profile(rng: np.random.Generator) -> None:
         one = np.stack([solve_profile(row, k, norm="1", method=method, em_iterations=20000)[0]
                         for row in f])
         np.testing.assert_allclose(many, one, atol=1e-5, rtol=0)
+
+
+def test_em_wins_over_a_profile_that_cannot_explain_the_data() -> None:
+    """An Algorithms 2+3 profile under which observed noisy values have probability 0
+    (log-likelihood −inf) loses to an EM profile that explains them."""
+    from dpfreq.profile.reconstruct import _em_wins
+
+    k = get_kernel(3, 1, 0.5)
+    f = np.zeros((1, k.size))
+    f[0, -1] = 1.0  # all noisy values at t = n + B, out of reach of class 0
+    point = np.array([[1.0, 0.0, 0.0, 0.0]])
+    uniform = np.full((1, 4), 0.25)
+    wins, ll_fft = _em_wins(point, uniform, f, k)
+    assert ll_fft[0] == -np.inf
+    assert wins[0]
+    assert not _em_wins(uniform, uniform, f, k)[0][0]  # a tie keeps Algorithms 2+3
