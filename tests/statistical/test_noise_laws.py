@@ -206,7 +206,7 @@ def test_geometric_chi_square(gamma, rng):
 @pytest.mark.parametrize("gamma", [Fraction(1, 3), Fraction(7, 10), Fraction(1), Fraction(5, 2),
                                    epsilon_to_fraction(0.1)])
 @pytest.mark.parametrize("signed", [True, False])
-def test_spec_rejection_sampler_chi_square(gamma, signed, rng):
+def test_rejection_sampler_chi_square(gamma, signed, rng):
     g = float(gamma)
     cdf, alt = (_dlap_cdf(gamma), _dlap_cdf(g * 0.98)) if signed else (_geo_cdf(gamma),
                                                                           _geo_cdf(g * 0.98))
@@ -275,7 +275,7 @@ def test_bernoulli_exp_wilson(gamma, rng):
 
 
 @pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(1), Fraction(5, 2), Fraction(7)])
-def test_spec_bernoulli_exp_loop_wilson(gamma, rng):
+def test_bernoulli_exp_loop_wilson(gamma, rng):
     # the Bernoulli(exp(−γ)) loop of Canonne, Kamath & Steinke (2020), used inside the tail sampler
     p = math.exp(-float(gamma))
     n = _proportion_n(p, 0.25 if p < 0.01 else 0.01)

@@ -111,7 +111,7 @@ def test_refuses_above_limit_with_clear_error(monkeypatch: pytest.MonkeyPatch) -
     assert rel.n_estimate > 1_000
 
 
-def test_spec13_input_refused_not_expanded() -> None:
+def test_prevalence_input_refused_not_expanded() -> None:
     h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
     with pytest.raises(ParameterError, match="method of release_anonymized_histogram"):
         release_anonymized_histogram(h, epsilon=1.0, method="hay", rng=0)

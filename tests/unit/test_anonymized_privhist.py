@@ -553,7 +553,7 @@ def test_plot_draws(tmp_path) -> None:
     plt.close(ax.figure)
 
 
-def test_spec13_prevalence_input_runs_without_expansion() -> None:
+def test_prevalence_input_runs_without_expansion() -> None:
     h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
     for eps in (4.0, 0.5):
         rel = release_anonymized_histogram(h, epsilon=eps, method="privhist", rng=0)

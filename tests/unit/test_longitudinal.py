@@ -31,7 +31,7 @@ MODES = ("rr", "futurerand", "calibrated", "threshold", "auto")
 
 
 # --- dyadic decomposition -----------------------------------------------------------------
-def test_spec_61_partial_sums() -> None:
+def test_partial_sums_worked_example() -> None:
     x = np.array([[0, 1, 1, 0, 0, 0, 1, 1]])
     assert partial_sums(x, 0).tolist() == [[0, 1, 0, -1, 0, 0, 1, 0]]
     assert partial_sums(x, 1).tolist() == [[1, -1, 0, 1]]
@@ -55,7 +55,7 @@ def test_noise_free_identity_protocol() -> None:
 
 
 # --- CR(1^k) tables ------------------------------------------------------------------------
-def test_spec_62_k2() -> None:
+def test_worked_example_k2() -> None:
     law = futurerand_law(2, 1.0)
     assert law.params["epsilon_prime"] == pytest.approx(0.141421, abs=1e-6)
     assert law.params["LB"] == pytest.approx(-1.899020, abs=1e-6)
@@ -66,7 +66,7 @@ def test_spec_62_k2() -> None:
     assert law.certificate == pytest.approx(0.186376, abs=1e-6)
 
 
-def test_spec_62_k3() -> None:
+def test_worked_example_k3() -> None:
     law = futurerand_law(3, 1.0)
     assert np.exp(law.log_q) == pytest.approx([0.147898, 0.131769, 0.114199, 0.114199], abs=1e-6)
     assert law.distance_pmf == pytest.approx([0.147898, 0.395307, 0.342596, 0.114199], abs=1e-6)
@@ -83,7 +83,7 @@ def test_spec_62_k3() -> None:
         (1024, 0.00259, 0.00049, 0.01242),
     ],
 )
-def test_spec_56_table(k: int, fr: float, rr: float, thr: float) -> None:
+def test_probability_table(k: int, fr: float, rr: float, thr: float) -> None:
     assert futurerand_law(k, 1.0).c_gap == pytest.approx(fr, abs=6e-6)
     assert rr_law(k, 1.0).c_gap == pytest.approx(rr, abs=6e-6)
     assert threshold_law(k, 1.0).c_gap == pytest.approx(thr, abs=6e-6)
@@ -144,7 +144,7 @@ def test_certificate_le_eps(mode: str, k: int, eps: float) -> None:
     assert law.c_gap > 0
 
 
-def test_spec_63_full_online_vectors() -> None:
+def test_full_online_vectors() -> None:
     law = futurerand_law(3, 1.0)
     x = (1, -1, 0, 1)
     p = {y: _online_prob(law, x, y) for y in itertools.product((-1, 1), repeat=4)}
@@ -157,7 +157,7 @@ def test_spec_63_full_online_vectors() -> None:
     assert pmax / pmin == pytest.approx(1.295092, abs=1e-6)
 
 
-def test_spec_64_independent_rr() -> None:
+def test_independent_rr_vectors() -> None:
     law = rr_law(3, 1.0)
     x = (1, -1, 0, 1)
     p = [_online_prob(law, x, y) for y in itertools.product((-1, 1), repeat=4)]

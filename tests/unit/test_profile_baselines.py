@@ -26,7 +26,7 @@ def test_banded_is_columns_of_circulant() -> None:
     np.testing.assert_allclose(banded_kernel(5, 3, 0.4).toarray(), cols, atol=1e-14)
 
 
-def test_spec_11_2_lp_optima() -> None:
+def test_hand_checked_case_lp_optima() -> None:
     A = banded_kernel(2, 2, math.exp(-LN4))
     r1 = lp_profile(COUNTS, domain_size=10, max_count=2, epsilon=LN4, norm=1, B=2)
     np.testing.assert_allclose(r1, [0.28, 0, 0.72], atol=1e-6)

@@ -31,7 +31,7 @@ def dense(n: int, B: int, alpha: float) -> np.ndarray:
     return c[idx] / p_norm(B, alpha)
 
 
-def test_spec_11_1_three_by_three() -> None:
+def test_hand_computed_three_by_three() -> None:
     # hand-computed: n = 0, B = 1, α = 0.25
     c = kernel_vector(0, 1, 0.25)
     np.testing.assert_allclose(c, [1, 0.25, 0.25], rtol=0, atol=1e-15)
@@ -50,7 +50,7 @@ def test_spec_11_1_three_by_three() -> None:
     assert lower <= k.min_eigenvalue + 1e-15
 
 
-def test_spec_11_2_seven_by_seven() -> None:
+def test_hand_computed_seven_by_seven() -> None:
     c = kernel_vector(2, 2, 0.25)
     np.testing.assert_allclose(c, [1, 0.25, 0.0625, 0, 0, 0.0625, 0.25], atol=1e-15)
     assert p_norm(2, 0.25) == pytest.approx(1.625, abs=1e-15)

@@ -48,7 +48,7 @@ def dense(n: int, B: int, alpha: float) -> np.ndarray:
 @pytest.mark.parametrize(("d", "eta", "eps", "expected"), [
     (10, 0.5, LN4, 2), (1, 0.9, LN4, 1), (10**6, 0.1, 1.0, 16), (10**6, 0.1, 0.5, 32),
     (10**4, 0.05, 0.1, 122), (100, 0.5, 8.0, 0)])
-def test_bound_parameter_spec_vectors(d: int, eta: float, eps: float, expected: int) -> None:
+def test_bound_parameter_vectors(d: int, eta: float, eps: float, expected: int) -> None:
     assert bound_parameter(d, eps, eta) == expected
 
 
@@ -102,7 +102,7 @@ def test_unfold_n_zero_is_fresh_laplace(rng: np.random.Generator) -> None:
     assert (out > 0).any()
 
 
-def test_noisy_profile_counts_spec_example() -> None:
+def test_noisy_profile_counts_example() -> None:
     counts = noisy_profile_counts(H_NOISY, max_count=2, B=2)
     np.testing.assert_array_equal(counts, [1, 1, 2, 1, 5, 0, 0])
     assert counts.dtype == np.int64
@@ -141,7 +141,7 @@ TABLE = {
 ORD = {"1": 1, "2": 2, "inf": np.inf}
 
 
-def test_spec_11_2_intermediates() -> None:
+def test_hand_checked_case_intermediates() -> None:
     k = get_kernel(2, 2, 0.25)
     fpad = np.array([0, 0, 0.4, 0.4, 0.2, 0, 0])
     np.testing.assert_allclose(k.apply(fpad), [0.015385, 0.076923, 0.315385, 0.338462, 0.2,
@@ -154,7 +154,7 @@ def test_spec_11_2_intermediates() -> None:
 
 
 @pytest.mark.parametrize("norm", ["1", "2", "inf"])
-def test_spec_11_2_full_run(norm: str) -> None:
+def test_hand_checked_case_full_run(norm: str) -> None:
     r_alg2, objective, rounded, s, tau = TABLE[norm]
     k = get_kernel(2, 2, 0.25)
     r = fast_inversion(F_TILDE, k, norm)
@@ -468,7 +468,7 @@ def test_norm_spellings(norm: object) -> None:
     assert rel.norm in ("1", "2", "inf")
 
 
-def test_unfold_spec_11_2_with_injected_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unfold_hand_checked_case_with_injected_draws(monkeypatch: pytest.MonkeyPatch) -> None:
     # the small case above: DExp draws [0, 0, 1, 2] for the four zeros (in index order) and
     # zeros for the five entries equal to n = 2 turn the clipped release back into h~.
     import dpfreq.profile.reconstruct as mod

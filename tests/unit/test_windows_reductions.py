@@ -41,7 +41,7 @@ def included(points, t1, t2):
     return int(((x1 <= t1 - 1) & (y1 <= t2)).sum() - ((x2 <= t1 - 1) & (y2 <= t2)).sum())
 
 
-def test_brute_matches_spec_41():
+def test_brute_matches_worked_example():
     for k, table in ((1, F1_41), (2, F2_41)):
         f = brute(ITEM_41, TIME_41, 8, k)
         for t1, row in enumerate(table, start=1):
