@@ -37,6 +37,7 @@ _FUNC = "plan_window_counts"
 
 #: a half-width at or below this fraction of ``scale`` is called useful (±10 % of the reach)
 USEFUL_FRACTION = 0.1
+_WORST_CHUNK = 8  # windows whose exact half-width is computed per step of _route_worst
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -73,6 +74,28 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
         band[idx] = (s.halfwidth(a[take], b[take], s.band_beta(beta, n_family), exact=exact)
                      + s.bias_bound())
     return half, band
+
+
+def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
+                 horizon: int) -> float:
+    """The largest exact per-answer half-width of windows ``[t1, t2]`` (as
+    :func:`_route_halfwidth` routes them), computing exact laws only where needed.
+
+    The tail bounds are cheap and never below the exact half-widths, so the windows are taken in
+    decreasing order of their bound, a few at a time, until the next bound is at most the
+    largest exact half-width found: no later window can exceed it. Same value as
+    ``_route_halfwidth(...)[0].max()``.
+    """
+    bound = _route_halfwidth(structs, t1, t2, beta, horizon, exact=False)[0]
+    order = np.argsort(-bound, kind="stable")
+    worst = -math.inf
+    for start in range(0, order.size, _WORST_CHUNK):
+        if bound[order[start]] <= worst:
+            break
+        idx = order[start:start + _WORST_CHUNK]
+        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, horizon)[0]
+        worst = max(worst, float(half.max()))
+    return worst
 
 
 def _step3(x: float) -> float:
@@ -131,7 +154,8 @@ class _Inputs:
 def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, *,
              exact: bool = True) -> tuple[Any, dict[str, dict[int, Any]]]:
     """The calibrated plan and, per (family label, k), ``(curve half-widths or None, worst
-    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair;
+    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair and,
+    for the curve families, to its worst per-answer half-width (curve None, band NaN);
     ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
     plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
                      inp.strategy, inp.singleton)
@@ -162,6 +186,10 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
             else:
                 t1 = np.maximum(1, ts - int(w) + 1)
                 structs = [s for s in structs if s.family != "fixed" or s.width == w]
+            if only is not None and exact:
+                out[label][k] = (None, _route_worst(structs, t1, ts, beta, inp.horizon),
+                                 math.nan)
+                continue
             half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon, exact=exact)
             half.flags.writeable = False  # held by a frozen plan
             out[label][k] = (half, float(half.max()), float(band.max()))
