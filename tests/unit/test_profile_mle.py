@@ -123,16 +123,40 @@ def test_smooth_profile_is_positive_and_within_half_n_of_the_maximum(
     assert smooth_profile(f, k, reference=mle, items=items, max_iter=0) is None
 
 
-def test_mle_release_simulates_around_the_smooth_profile(seed: int) -> None:
+def test_mle_release_simulates_around_the_smooth_profile(seed: int,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mle release's simulation starts from smooth_profile of its own noisy counts (with
+    the estimate as reference); fft's from the estimate. The centre changes the intervals."""
+    import dpfreq.profile.reconstruct as rec
     from dpfreq.profile import ProfileSketch
+    from dpfreq.profile.intervals import simulated_intervals
 
-    counts = np.minimum(np.random.default_rng(seed).zipf(1.7, 5_000) - 1, 6)
-    sketch = ProfileSketch.from_counts(counts, domain_size=5_000, max_count=6, epsilon=0.5,
+    seen: list[dict[str, object]] = []
+
+    def spy(estimate, noisy_counts, **kw):  # type: ignore[no-untyped-def]
+        seen.append({"estimate": estimate, "noisy_counts": noisy_counts, **kw})
+        return simulated_intervals(estimate, noisy_counts, **kw)
+
+    monkeypatch.setattr(rec, "simulated_intervals", spy)
+    d, n = 5_000, 6
+    counts = np.minimum(np.random.default_rng(seed).zipf(1.7, d) - 1, n)
+    sketch = ProfileSketch.from_counts(counts, domain_size=d, max_count=n, epsilon=0.5,
                                        rng=seed)
     mle = sketch.reconstruct(method="mle", confidence=0.9)
     assert mle.mechanism_params["interval_centre"].startswith("early-stopped EM")
     fft = sketch.reconstruct(method="fft", confidence=0.9)
     assert fft.mechanism_params["interval_centre"] == "estimate"
+    call_mle, call_fft = seen
+    assert call_fft["centre"] is None
+    np.testing.assert_array_equal(call_mle["estimate"], mle.value)
+    raw = np.asarray(call_mle["noisy_counts"])
+    B = (raw.size - n - 1) // 2
+    kernel = get_kernel(n, B, float(np.exp(-float(sketch.gamma))))
+    expected = smooth_profile(raw / d, kernel, reference=mle.value, items=float(raw.sum()))
+    assert expected is not None
+    np.testing.assert_allclose(call_mle["centre"], expected, rtol=0, atol=1e-12)
+    around_estimate = simulated_intervals(**{**call_mle, "centre": None})
+    assert not np.array_equal(around_estimate.band_upper, mle.error.band_upper)
 
 
 @pytest.mark.parametrize(("n", "B", "alpha"), [(10, 30, 0.9), (25, 10, 0.6), (50, 136, 0.8)])
