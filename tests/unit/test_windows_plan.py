@@ -75,6 +75,21 @@ def test_epsilon_for_inverts_the_plan(family):
     assert plan_window_counts(epsilon=eps * 0.98, **base).max_halfwidth[label][3] > target
 
 
+@pytest.mark.parametrize(("unit", "delta", "epsilon"),
+                         [("item", 0.0, 0.3), ("event", 0.0, 3.0), ("item", 1e-6, 0.5)])
+def test_worst_half_width_search_equals_the_full_curve(unit, delta, epsilon):
+    """epsilon_for evaluates only the worst half-width, computing exact laws for the windows
+    whose tail bound can exceed it; that is the maximum of the full curve."""
+    from dpfreq.windows.planning import _predict
+
+    plan = plan_window_counts(horizon=40, epsilon=1.0, unit=unit, delta=delta, k_values=[1, 2],
+                              windows=["cumulative", 7])
+    for label in ("cumulative", "fixed(W=7)"):
+        for k in (1, 2):
+            worst = _predict(plan._inputs, epsilon, (label, k))[1][label][k][1]
+            assert worst == _predict(plan._inputs, epsilon)[1][label][k][1]
+
+
 def test_vacuous_flag_and_the_epsilon_that_fixes_it():
     plan = plan_window_counts(horizon=30, epsilon=0.02, unit="item", k_values=[1],
                               windows=["cumulative"], scale=1000)
