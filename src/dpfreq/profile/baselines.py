@@ -15,11 +15,9 @@ Both are deterministic post-processing of the ε-DP sketch (no ``rng``, no priva
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.optimize
-import scipy.sparse
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_count_array, check_epsilon, check_int, message
@@ -27,6 +25,9 @@ from dpfreq.errors import DataError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.kernel import p_norm
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = ["banded_kernel", "lp_profile", "naive_profile"]
 
@@ -74,6 +75,8 @@ def naive_profile(noisy_histogram: Any, *, max_count: int,
 
 def banded_kernel(max_count: int, B: int, alpha: float) -> scipy.sparse.csr_matrix:
     """Columns ``0..n`` of ``A`` as a sparse ``P × (n+1)`` matrix (rows ``t = −B..n+B``)."""
+    import scipy.sparse  # here, not at module level: only the baselines need it (0.2 s import)
+
     n = max_count
     offsets = np.arange(-B, B + 1)
     k = np.repeat(np.arange(n + 1), offsets.size)
@@ -84,6 +87,9 @@ def banded_kernel(max_count: int, B: int, alpha: float) -> scipy.sparse.csr_matr
 
 
 def _lp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64], norm: str) -> NDArray[np.float64]:
+    import scipy.optimize
+    import scipy.sparse
+
     P, m = A.shape
     eq = scipy.sparse.hstack([scipy.sparse.csr_matrix(np.ones((1, m))),
                               scipy.sparse.csr_matrix((1, P if norm == "1" else 1))])
@@ -114,6 +120,8 @@ def _lp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64], norm: str) -> NDArra
 
 def _qp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64]) -> NDArray[np.float64]:
     """min ‖A r − f‖² on the simplex: weighted-row NNLS, then an exact KKT solve on its support."""
+    import scipy.optimize
+
     Ad = A.toarray()
     P, m = Ad.shape
     weight = 1e4 * math.sqrt(P)
