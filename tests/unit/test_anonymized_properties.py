@@ -371,3 +371,21 @@ def test_other_release_types_are_refused():
                     error=ErrorStatement(kind="sd", confidence=None, value=1.0, description=""))
     with pytest.raises(ParameterError, match="anonymized-histogram release"):
         estimate_entropy(other)
+
+
+@pytest.mark.parametrize("t", [1.5, 3.0, 40.0])
+def test_sgt_coefficients_use_the_poisson_tail(t: float) -> None:
+    """The smoothed Good–Toulmin coefficient −(−t)^r · Pr[Poisson(λ) >= r], with the tail from
+    scipy.special, equals the same formula with scipy.stats' Poisson law (r up to 10^6)."""
+    from scipy.stats import poisson
+
+    from dpfreq.anonymized.coefficients import sgt_poisson_parameter, sgt_unseen_coef
+
+    n = 5_000.0
+    r = np.concatenate([np.arange(1.0, 400.0), [1e3, 1e4, 1e6]])
+    lam = sgt_poisson_parameter(n, t)
+    assert lam is not None
+    assert lam > 0
+    with np.errstate(under="ignore", over="ignore"):
+        expected = -((-1.0) ** r) * np.exp(r * math.log(t) + poisson.logsf(r - 1, lam))
+    np.testing.assert_array_equal(sgt_unseen_coef(r, n, t), expected)
