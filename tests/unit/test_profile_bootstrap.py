@@ -122,3 +122,27 @@ def test_band_covers_a_fresh_gaussian_error_at_least_at_its_level() -> None:
         truth = r_hat - z[200]
         held += bool(np.all((iv.band_lower <= truth) & (truth <= iv.band_upper)))
     assert held >= scipy.stats.binom.ppf(1e-6, trials, 0.9)
+
+
+@pytest.mark.parametrize("cells", [10_000, 7 * 20 * 3])
+def test_simulated_sketches_drawn_in_chunks_equal_one_draw_per_sketch(
+        cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulated sketches come from one multinomial law per class, computed once and drawn
+    several sketches per call (3 per call in the second case, so that a call boundary falls
+    inside the 10 sketches): the same counts as one call per sketch, so the intervals, keyed by
+    the release, do not depend on the chunking. The counts are those of the window."""
+    from fractions import Fraction
+
+    import dpfreq.profile.intervals as iv
+
+    monkeypatch.setattr(iv, "_MULTINOMIAL_CELLS", cells)
+    m = np.array([50, 20, 9, 3, 1, 0, 7])
+    B, gamma = 6, Fraction(1, 2)
+    got = iv._simulated_counts(m, B, gamma, 10, np.random.default_rng(9))
+    probs = iv._window_probabilities(6, B, gamma)
+    pvals = probs / probs.sum(axis=1, keepdims=True)
+    gen = np.random.default_rng(9)
+    one_by_one = np.stack([gen.multinomial(m, pvals)[:, :-1].sum(axis=0) for _ in range(10)])
+    np.testing.assert_array_equal(got, one_by_one)
+    assert got.shape == (10, 6 + 2 * B + 1)
+    assert (got.sum(axis=1) <= m.sum()).all()

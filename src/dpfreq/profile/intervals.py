@@ -205,18 +205,28 @@ def _window_means(m: NDArray[np.int64], B: int, gamma: Fraction) -> NDArray[np.f
     return np.clip(full[n : 2 * n + 2 * B + 1], 0.0, None)
 
 
-def _draw_counts(m: NDArray[np.int64], B: int, gamma: Fraction, probs: NDArray[np.float64] | None,
-                 gen: np.random.Generator) -> NDArray[np.int64]:
-    """Counts of the noisy values in the window for class sizes ``m`` (one simulated sketch).
+def _simulated_counts(m: NDArray[np.int64], B: int, gamma: Fraction, draws: int,
+                      gen: np.random.Generator) -> NDArray[np.int64]:
+    """Counts of the noisy values in the window for class sizes ``m``, one row per simulated
+    sketch (``draws`` rows).
 
-    Exact multinomial per class when the table is small (``probs`` given), otherwise the Poisson
-    approximation with the same means (independent cells; accurate in the regime of large ``n``,
-    where no cell holds a large share of the items).
+    Exact multinomial per class when the table is small, otherwise the Poisson approximation
+    with the same means (independent cells; accurate in the regime of large ``n``, where no
+    cell holds a large share of the items). The law is computed once and the sketches are drawn
+    several per call (the generator fills them in row order, as one call per sketch would),
+    with at most ``_MULTINOMIAL_CELLS`` multinomial cells per call.
     """
-    if probs is not None:
-        draws = gen.multinomial(m, probs / probs.sum(axis=1, keepdims=True))
-        return np.asarray(draws[:, :-1].sum(axis=0), dtype=np.int64)
-    return gen.poisson(_window_means(m, B, gamma)).astype(np.int64)
+    n = m.size - 1
+    cells = (n + 1) * (n + 2 * B + 2)
+    if cells <= _MULTINOMIAL_CELLS:
+        probs = _window_probabilities(n, B, gamma)
+        pvals = probs / probs.sum(axis=1, keepdims=True)
+        step = max(1, _MULTINOMIAL_CELLS // cells)
+        return np.concatenate([  # per class and cell, (rows, n + 1, P + 1); drop "outside"
+            gen.multinomial(m, pvals, size=(min(step, draws - i), n + 1))[:, :, :-1].sum(axis=1)
+            for i in range(0, draws, step)]).astype(np.int64)
+    means = _window_means(m, B, gamma)
+    return gen.poisson(means, size=(draws, means.size)).astype(np.int64)
 
 
 def release_key(*parts: Any) -> bytes:
@@ -285,9 +295,7 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     gen = keyed_generator(key, "profile-intervals")
     m = integer_classes(r_hat if centre is None else np.asarray(centre, dtype=np.float64), d)
     start = m / d
-    cells = (n + 1) * (n + 2 * B + 2)
-    probs = _window_probabilities(n, B, gamma) if cells <= _MULTINOMIAL_CELLS else None
-    sketches = np.stack([_draw_counts(m, B, gamma, probs, gen) for _ in range(draws)])
+    sketches = _simulated_counts(m, B, gamma, draws, gen)
     errors = np.asarray(solve(sketches), dtype=np.float64) - start
     return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence, seen=m > 0)
 
