@@ -45,6 +45,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    if not callable(getattr(LoadScopeScheduling, "_split_scope", None)):  # xdist's own hook
+        raise pytest.UsageError("pytest-xdist no longer has LoadScopeScheduling._split_scope: "
+                                "update the Spark scheduler in tests/conftest.py")
+
     class SparkOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return "spark" if "spark" in nodeid.lower() else nodeid
