@@ -55,6 +55,35 @@ def test_error_statement_is_a_function_of_the_release() -> None:
     assert np.all(table["lower"] <= table["items_at_least"])
 
 
+@pytest.mark.parametrize(("sups", "band", "stated"), [
+    ([1.0] * 170 + [2.0] * 29, 2.0, 199 / 200),  # the 190th run is tied with 28 more
+    ([1.0] * 195 + [2.0] * 4, 1.0, 195 / 200),
+    ([float(v) for v in range(199)], 189.0, 190 / 200),  # no ties: the requested level
+])
+def test_band_states_the_confidence_it_holds_at(monkeypatch, sups, band, stated) -> None:
+    # the band is the 190th of 199 simulated sups (confidence 0.95); a whole-number band tied
+    # with other runs holds in all of them, and says so: c / (B + 1) for the c runs within it
+    from dpfreq.anonymized import accuracy
+
+    draws = iter(sups)
+    monkeypatch.setattr(accuracy, "cumulative_sup_between", lambda *a: next(draws))
+    monkeypatch.setattr(accuracy, "l1_between", lambda *a: 0.0)
+    counts, prev = np.array([1, 2], dtype=np.int64), np.array([3, 1], dtype=np.int64)
+    bound = accuracy.simulated_l1_bound(counts, prev, 5, plan=plan_for("auto", 1.0),
+                                        epsilon=1.0, confidence=0.95, simulations=199)
+    assert (bound.band, bound.band_confidence) == (band, stated)
+    assert bound.band_confidence >= 0.95
+
+
+def test_release_states_its_band_confidence() -> None:
+    rel = release_anonymized_histogram({1: 40, 2: 12, 3: 5, 9: 2, 30: 1}, epsilon=1.0, rng=3)
+    assert 0.95 <= rel.items_at_least_confidence <= 1.0
+    assert f"{rel.items_at_least_confidence:.3g}" in rel.error.description
+    frame = rel.to_pandas()
+    assert len(frame) == rel.counts.size
+    assert (frame["confidence"] == rel.items_at_least_confidence).all()
+
+
 def test_simulation_count_bounds() -> None:
     plan = plan_for("auto", 1.0)
     assert simulation_count(10, 0.95, plan) == 199
@@ -70,6 +99,7 @@ def test_empty_release_bound_is_the_total_interval() -> None:
             empty += 1
             assert rel.error.value == rel.total_interval[1]
             assert rel.items_at_least_band == rel.total_interval[1]
+            assert rel.items_at_least_confidence == rel.error.confidence
     assert empty >= 1  # some seed gives an empty release, so the check above is not vacuous
 
 

@@ -292,7 +292,8 @@ def _release_from_outcome(h: dict[int, int], n_est: int) -> AnonymizedHistogramR
         value={"counts": c, "prevalences": p, "n_estimate": n_est}, epsilon=3.0,
         unit="event", mechanism="privhist", seeded=True,
         error=ErrorStatement(kind="bound", confidence=0.95, value=0.0, description=""),
-        total_interval=(n_est, n_est), items_at_least_band=0.0, split=(1.0, 1.0, 1.0),
+        total_interval=(n_est, n_est), items_at_least_band=0.0,
+        items_at_least_confidence=0.95, split=(1.0, 1.0, 1.0),
         regime="low-privacy",
         method="privhist")
 

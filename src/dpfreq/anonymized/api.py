@@ -131,15 +131,17 @@ def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Pla
 
 
 def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: float,
-                    interval: tuple[int, int]) -> tuple[ErrorStatement, float]:
-    """The sorted-ℓ1 error statement of a release and the half-width of the band on the items
-    with count ``>= r`` (simulated; exact for an empty release)."""
+                    interval: tuple[int, int]) -> tuple[ErrorStatement, float, float]:
+    """The sorted-ℓ1 error statement of a release, and the half-width of the band on the items
+    with count ``>= r`` with the confidence it holds at (simulated; exact for an empty
+    release)."""
     if out.regime == "empty":
         return ErrorStatement(kind="bound", confidence=confidence, value=float(interval[1]),
                               description=(
             f"N = 0 and the empty histogram is released; its sorted-ℓ1 distance to the true "
             f"histogram is the true total n, which is at most {interval[1]} with probability "
-            f">= {confidence:g} (exact, from the law of the noise on N)")), float(interval[1])
+            f">= {confidence:g} (exact, from the law of the noise on N)")), \
+            float(interval[1]), confidence
     elements = working_elements(out.n_estimate, epsilon, plan)
     bound = simulated_l1_bound(out.counts, out.prevalences, out.n_estimate, plan=plan,
                                epsilon=epsilon, confidence=confidence,
@@ -158,9 +160,11 @@ def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: f
         f"{bound.simulations} simulated errors, obtained by rerunning {plan.method} with noise "
         f"of the known law on the released histogram (post-processing; coverage measured, not "
         f"proved). From the same runs, the number of items with count >= r is within "
-        f"±{bound.band:g} of the released one for every r at once. The true total n is in "
-        f"[{interval[0]}, {interval[1]}] with probability >= {confidence:g} (exact).{tail}"),
-        vacuous=vacuous), bound.band
+        f"±{bound.band:g} of the released one for every r at once, with probability about "
+        f"{bound.band_confidence:.3g} (the share of runs within it: the band is a whole number "
+        f"of items). The true total n is in [{interval[0]}, {interval[1]}] with probability "
+        f">= {confidence:g} (exact).{tail}"),
+        vacuous=vacuous), bound.band, bound.band_confidence
 
 
 def release_anonymized_histogram(
@@ -316,13 +320,14 @@ def release_anonymized_histogram(
         params["engine"] = engine_name
     if domain_size is not None:
         params["domain_size"] = domain_size
-    error, band = histogram_error(out, plan, epsilon, confidence, interval)
+    error, band, band_confidence = histogram_error(out, plan, epsilon, confidence, interval)
     return AnonymizedHistogramRelease(
         value={"counts": out.counts, "prevalences": out.prevalences,
                "n_estimate": out.n_estimate},
         epsilon=epsilon, delta=0.0, unit="event", mechanism=mechanism_name(plan.method),
         mechanism_params=params, seeded=resolved.seeded,
-        error=error, total_interval=interval, items_at_least_band=band, split=plan.split,
+        error=error, total_interval=interval, items_at_least_band=band,
+        items_at_least_confidence=band_confidence, split=plan.split,
         regime=out.regime, method=plan.method)
 
 

@@ -35,7 +35,12 @@ class AnonymizedHistogramRelease(Release):
     items_at_least_band : float
         Half-width of a simultaneous band: for every ``r`` at once, the true number of items
         with count ``>= r`` is within this of the released one, with probability about
-        ``error.confidence`` (simulated like ``error``; exact for an empty release).
+        :attr:`items_at_least_confidence` (simulated like ``error``; exact for an empty
+        release).
+    items_at_least_confidence : float
+        The confidence the band holds at: the share of simulated runs within it, never below
+        ``error.confidence``. The band is a whole number of items, so where its deviations are
+        a few items it holds in more runs than requested, and this says how many.
     split : tuple of float
         The budget split ``(ε1, ε2, ε3)`` actually used: ε1 for ``N``, ε2 for the split and the
         noisy counts, ε3 for the smoothed high-privacy histogram (0 when unused). For Hay et al.
@@ -58,6 +63,7 @@ class AnonymizedHistogramRelease(Release):
 
     total_interval: tuple[int, int]
     items_at_least_band: float
+    items_at_least_confidence: float
     split: tuple[float, float, float]
     regime: str
     method: str
@@ -84,7 +90,8 @@ class AnonymizedHistogramRelease(Release):
         Columns: ``count``; ``items`` (how many items have that released count);
         ``rank_first``/``rank_last`` (their ranks, 1 = most frequent); ``items_at_least``
         (items with released count ``>= count``) with ``lower``/``upper``, the simultaneous
-        band :attr:`items_at_least_band` (clipped at 0); ``share`` (``count / N``, the
+        band :attr:`items_at_least_band` (clipped at 0), and ``confidence``, the level that
+        band holds at (:attr:`items_at_least_confidence`); ``share`` (``count / N``, the
         estimated prevalence of each such item).
         """
         counts = self.counts[::-1]
@@ -95,6 +102,7 @@ class AnonymizedHistogramRelease(Release):
         return {"count": counts, "items": items, "rank_first": last - items + 1,
                 "rank_last": last, "items_at_least": last,
                 "lower": np.maximum(last - band, 0.0), "upper": last + band,
+                "confidence": np.full(last.shape, float(self.items_at_least_confidence)),
                 "share": counts.astype(np.float64) / n}
 
     @property
@@ -129,7 +137,7 @@ class AnonymizedHistogramRelease(Release):
 
         The complementary cumulative form of the rank–frequency plot, drawn from the prevalence
         form (never expanded), so it is instant for billions of items; the shaded band is
-        :attr:`items_at_least_band` at confidence ``error.confidence``.
+        :attr:`items_at_least_band` at confidence :attr:`items_at_least_confidence`.
 
         [[plot]]
         """
@@ -149,7 +157,8 @@ class AnonymizedHistogramRelease(Release):
             lower = np.maximum(steps(table["lower"]), 0.5)  # log scale: keep the band visible
             plot_band(ax, xs, steps(table["items_at_least"]), lower, steps(table["upper"]),
                       label=f"release ({self.method}, {self.regime})",
-                      band_label=f"simultaneous band, confidence {self.error.confidence:g}")
+                      band_label=("simultaneous band, confidence "
+                                  f"{self.items_at_least_confidence:.3g}"))
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.legend(loc="best")

@@ -157,6 +157,9 @@ def _header(rel: Any, epsilon: float) -> list[str]:
         f"# sorted-l1 error <= {float(err.value):.6g} with probability about {conf} (simulated "
         "from the known noise law around the release)"
         + ("; VACUOUS: no better than the trivial bound" if err.vacuous else ""),
+        f"# items with count >= r: within ±{float(rel.items_at_least_band):.6g} of the released "
+        f"number for every r at once, with probability about "
+        f"{float(rel.items_at_least_confidence):.3g} (the band is a whole number of items)",
     ]
 
 
