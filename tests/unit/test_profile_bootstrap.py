@@ -38,6 +38,25 @@ def test_intervals_contain_the_estimate_and_the_bias_corrected_estimate(seed: in
     assert iv.band_l1 < 0.2
 
 
+def test_corrected_band_is_centred_on_the_bias_corrected_estimate(seed: int) -> None:
+    # a simulation started away from r̂ (EM's smooth profile): the band is r̂ − b ± c·s, not
+    # the hull widened; the per-class intervals keep the hull
+    gen = np.random.default_rng(seed)
+    r_hat = np.array([0.5, 0.3, 0.2])
+    errors = np.array([0.02, -0.01, -0.01]) + gen.normal(0.0, 0.001, size=(200, 3))
+    hull = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9)
+    centred = bootstrap_intervals(r_hat, errors, domain_size=10_000, confidence=0.9,
+                                  corrected_band=True)
+    corrected = r_hat - errors.mean(axis=0)
+    np.testing.assert_allclose((centred.band_lower + centred.band_upper) / 2, corrected,
+                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(centred.band_upper - centred.band_lower,
+                               (hull.band_upper - hull.band_lower) - np.abs(r_hat - corrected),
+                               rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(centred.lower, hull.lower)
+    np.testing.assert_array_equal(centred.upper, hull.upper)
+
+
 def test_unseen_class_gets_the_pooled_width(seed: int) -> None:
     gen = np.random.default_rng(seed)
     r_hat = np.array([0.6, 0.4, 0.0])

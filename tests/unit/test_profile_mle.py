@@ -119,8 +119,23 @@ def test_smooth_profile_is_positive_and_within_half_n_of_the_maximum(
     fn = f / f.sum()
     gap = items * (log_likelihood(mle, fn, k) - log_likelihood(smooth, fn, k))
     assert 0 <= gap <= n / 2
-    # the uniform start is too far from the data: without EM updates there is no answer
+    # the flat start is too far from the data: without EM updates there is no answer
     assert smooth_profile(f, k, reference=mle, items=items, max_iter=0) is None
+
+
+def test_smooth_profile_starts_flat_below_the_cap_with_the_reference_cap_mass(
+        rng: np.random.Generator) -> None:
+    """The start is the reference's mass at the cap n and the rest uniform on 0..n-1: with a
+    reference of that shape the start is already within n/2 (gap 0) and is returned before any
+    EM update."""
+    n, B, alpha, d = 10, 12, float(np.exp(-0.125)), 20_000
+    k = get_kernel(n, B, alpha)
+    f = _noisy(rng, n, B, alpha, d)
+    reference = np.full(n + 1, 0.83 / n)
+    reference[n] = 0.17
+    out = smooth_profile(f, k, reference=reference, items=float(f.sum()) * d, max_iter=1)
+    assert out is not None
+    np.testing.assert_allclose(out, reference, rtol=0, atol=1e-15)
 
 
 def test_mle_release_simulates_around_the_smooth_profile(seed: int,
