@@ -91,6 +91,24 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
     assert "# N = " in out
 
 
+def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path, capsys):
+    # seed 0 on the empty histogram releases N = 0 (checked through the library); a larger
+    # histogram is simulated. Each statement says which it is.
+    from dpfreq.anonymized import release_anonymized_histogram
+
+    assert release_anonymized_histogram({}, epsilon=1.0, rng=0).regime == "empty"
+    empty = write_prevalences(tmp_path / "empty.csv", {})
+    main(["anonymize", str(empty), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    out, _ = capsys.readouterr()
+    assert "with probability >= 0.95 (exact: N = 0" in out
+    assert "simulated" not in out
+    data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
+    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "2", "--seed", "1"])
+    out, _ = capsys.readouterr()
+    assert "with probability about 0.95 (simulated" in out
+    assert "items with count >= r: within ±" in out
+
+
 @pytest.mark.parametrize(
     ("args", "content", "match"),
     [

@@ -148,18 +148,22 @@ def _header(rel: Any, epsilon: float) -> list[str]:
     split = ", ".join(f"{float(x):.4g}" for x in rel.split)
     lo, hi = rel.total_interval
     conf = f"{err.confidence:g}" if err.confidence is not None else "?"
+    empty = rel.regime == "empty"
+    prob = ">=" if empty else "about"
+    how = ("(exact: N = 0, the empty histogram is released, and the error is the true total)"
+           if empty else "(simulated from the known noise law around the release)")
     return [
         f"# dpfreq anonymize: epsilon={epsilon:g}, delta=0 (pure DP), mechanism={rel.mechanism} "
         f"(method={rel.method}, regime={rel.regime}, split=({split})), unit={rel.unit} (one "
         "occurrence of one item)",
         f"# N = {rel.n_estimate} (DP estimate of the total); the true total is in [{lo}, {hi}] "
         f"with probability >= {conf}; {rel.n_items} items released",
-        f"# sorted-l1 error <= {float(err.value):.6g} with probability about {conf} (simulated "
-        "from the known noise law around the release)"
+        f"# sorted-l1 error <= {float(err.value):.6g} with probability {prob} {conf} {how}"
         + ("; VACUOUS: no better than the trivial bound" if err.vacuous else ""),
         f"# items with count >= r: within ±{float(rel.items_at_least_band):.6g} of the released "
-        f"number for every r at once, with probability about "
-        f"{float(rel.items_at_least_confidence):.3g} (the band is a whole number of items)",
+        f"number for every r at once, with probability {prob} "
+        f"{float(rel.items_at_least_confidence):.3g}"
+        + ("" if empty else " (the band is a whole number of items)"),
     ]
 
 
