@@ -6,7 +6,8 @@ capped at n) are reconstructed; the table prints the mean per-class coverage of 
 worst class, the coverage of the simultaneous band (all classes at once), how many releases
 were flagged vacuous (their intervals are the trivial [0, 1]), the mean interval width in items,
 the mean ℓ1 error and the Theorem 1.1 ℓ1 bound, against the nominal confidence. The worst class
-of a pooled row is the worst class's coverage over the pooled releases. ``band ±`` is twice the
+of a pooled row is the worst class's coverage over the pooled releases. After each ε, the share
+of (pooled) releases whose band misses each class. ``band ±`` is twice the
 binomial standard error of the band's coverage at the nominal level (``2·sqrt(c(1 − c)/trials)``,
 2.1 points for 200 trials at 0.9, 1.9 points for 1,000): a measured coverage within it of
 nominal is what an exactly calibrated band gives.
@@ -31,6 +32,7 @@ class Tally:
     """Counts over the releases of one (ε, trial set) cell, or of several pooled."""
 
     covered: np.ndarray
+    band_missed: np.ndarray
     trials: int = 0
     band: int = 0
     vacuous: int = 0
@@ -41,6 +43,7 @@ class Tally:
 
     def add(self, other: Tally) -> None:
         self.covered = self.covered + other.covered
+        self.band_missed = self.band_missed + other.band_missed
         self.trials += other.trials
         self.band += other.band
         self.vacuous += other.vacuous
@@ -62,7 +65,8 @@ def measure(counts: np.ndarray, truth: np.ndarray, *, eps: float, seed: int, tri
             method: str, conf: float) -> Tally:
     """Coverage of ``trials`` releases whose sketches are seeded ``1000·t + seed``."""
     d, n = counts.size, truth.size - 1
-    tally = Tally(covered=np.zeros(n + 1, dtype=np.int64), trials=trials)
+    tally = Tally(covered=np.zeros(n + 1, dtype=np.int64),
+                  band_missed=np.zeros(n + 1, dtype=np.int64), trials=trials)
     start = time.perf_counter()
     for trial in range(trials):
         s = ProfileSketch.from_counts(counts, domain_size=d, max_count=n, epsilon=eps,
@@ -71,8 +75,10 @@ def measure(counts: np.ndarray, truth: np.ndarray, *, eps: float, seed: int, tri
         lo, hi = rel.error.lower, rel.error.upper
         tally.covered += (lo <= truth + 1e-12) & (truth <= hi + 1e-12)
         tally.vacuous += int(rel.error.vacuous)
-        tally.band += int(np.all((rel.error.band_lower <= truth + 1e-12)
-                                 & (truth <= rel.error.band_upper + 1e-12)))
+        in_band = ((rel.error.band_lower <= truth + 1e-12)
+                   & (truth <= rel.error.band_upper + 1e-12))
+        tally.band += int(np.all(in_band))
+        tally.band_missed += ~in_band
         tally.widths.append(float(np.mean(hi - lo)) * d)
         tally.errors.append(float(np.abs(rel.value - truth).sum()))
         tally.bound = float(rel.l1_bound or 0.0)
@@ -103,7 +109,8 @@ def main() -> None:
           f"{'vacuous':>8} {'width(items)':>13} {'l1 error':>9} {'l1 bound':>9} "
           f"{'s/trial':>8} {'band ±':>7}")
     for eps in (float(e) for e in args.epsilons.split(",")):
-        pooled = Tally(covered=np.zeros(n + 1, dtype=np.int64))
+        pooled = Tally(covered=np.zeros(n + 1, dtype=np.int64),
+                       band_missed=np.zeros(n + 1, dtype=np.int64))
         for seed in seeds:
             tally = measure(counts, truth, eps=eps, seed=seed, trials=args.trials,
                             method=args.method, conf=conf)
@@ -111,6 +118,11 @@ def main() -> None:
             pooled.add(tally)
         if len(seeds) > 1:
             print(pooled.row("pooled", eps, conf), flush=True)
+        # where the band misses: an exactly simulated law spreads its misses over the classes
+        # as the simulation does; crowded into a few classes they overlap, and the band holds
+        # in more releases than its level (the accuracy page of the docs)
+        rates = " ".join(f"{x:.3f}" for x in pooled.band_missed / pooled.trials)
+        print(f"{'':>8} band missed, by class 0..{n}: {rates}", flush=True)
 
 
 if __name__ == "__main__":
