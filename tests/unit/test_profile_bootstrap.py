@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from dpfreq.order_stats import order_quantile
 from dpfreq.profile import ProfileSketch
-from dpfreq.profile.intervals import band_constant, bootstrap_intervals, order_quantile
+from dpfreq.profile.intervals import band_constant, bootstrap_intervals
 from dpfreq.profile.reconstruct import DRAW_EM_ITERATIONS, EM_ITERATIONS
 
 

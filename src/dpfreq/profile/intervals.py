@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail_bound
+from dpfreq.order_stats import order_quantile
 from dpfreq.rng import keyed_generator
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "direct_half_widths",
     "direct_intervals",
     "integer_classes",
-    "order_quantile",
     "release_key",
     "simulated_intervals",
     "sum_half_width",
@@ -299,22 +299,6 @@ def simulated_intervals(estimate: NDArray[np.float64], noisy_counts: NDArray[np.
     errors = np.asarray(solve(sketches), dtype=np.float64) - start
     return bootstrap_intervals(r_hat, errors, domain_size=d, confidence=confidence, seen=m > 0,
                                corrected_band=centre is not None)
-
-
-def order_quantile(values: NDArray[np.float64], level: float, axis: int | None = None) -> Any:
-    """The ``⌈(N + 1)·level⌉``-th smallest of ``N`` values (the largest when that exceeds N).
-
-    For exchangeable draws, a fresh draw falls at or below this order statistic with
-    probability at least ``level`` (up to ties): the finite-sample correction of a Monte Carlo
-    quantile.
-    """
-    a = np.asarray(values, dtype=np.float64)
-    if axis is None:
-        a = a.ravel()
-        axis = 0
-    count = a.shape[axis]
-    k = min(count, math.ceil((count + 1) * level - 1e-9))
-    return np.sort(a, axis=axis).take(k - 1, axis=axis)
 
 
 def bootstrap_intervals(r_hat: NDArray[np.float64], errors: NDArray[np.float64], *,

@@ -19,7 +19,7 @@ from dpfreq.windows.plan import Plan, family_label, make_plan
 from dpfreq.windows.strategy import Structure
 from dpfreq.windows.summaries import SummarySpec, WindowSummaries
 
-__all__ = ["WindowAnswer", "WindowState", "build_state"]
+__all__ = ["WindowAnswer", "WindowState", "band_share", "build_state", "route"]
 
 IntArray = NDArray[np.int64]
 
@@ -95,6 +95,27 @@ def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntAr
     return q1.astype(np.int64).ravel(), q2.astype(np.int64).ravel()
 
 
+def route(families: list[Structure], q1: IntArray, q2: IntArray) -> IntArray:
+    """Index of the structure answering each window ``[q1, q2]``: the smallest
+    ``variance + bias²`` among those that can answer it (−1 where none can)."""
+    best = np.full(q1.size, -1, dtype=np.int64)
+    best_var = np.full(q1.size, np.inf)
+    for idx, s in enumerate(families):
+        ok = WindowState.can_answer(s, q1, q2)
+        var = s.variance(q1, q2) + s.bias_bound() ** 2
+        take = ok & (var < best_var)
+        best[take] = idx
+        best_var[take] = var[take]
+    return best
+
+
+def band_share(beta: float, best: IntArray) -> float:
+    """Each answering structure's share of the band's ``β``: every structure's band holds for
+    its whole family with probability ``>= 1 − β/J`` when ``J`` structures answer, so all of
+    them hold at once with probability ``>= 1 − β`` (union bound over the ``J``)."""
+    return beta / max(1, np.unique(best[best >= 0]).size)
+
+
 @dataclass
 class WindowState:
     """Private state of a release: secret key, exact summaries of the log (never the log
@@ -145,14 +166,7 @@ class WindowState:
     def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[Structure],
                func: str) -> IntArray:
         """Index of the answering structure per query (smallest error among those that can)."""
-        best = np.full(q1.size, -1, dtype=np.int64)
-        best_var = np.full(q1.size, np.inf)
-        for idx, s in enumerate(families):
-            ok = self.can_answer(s, q1, q2)
-            var = s.variance(q1, q2) + s.bias_bound() ** 2
-            take = ok & (var < best_var)
-            best[take] = idx
-            best_var[take] = var[take]
+        best = route(families, q1, q2)
         if (best < 0).any():
             i = int(np.flatnonzero(best < 0)[0])
             built = sorted({family_label(s.family, s.width) for s in families})
@@ -163,8 +177,14 @@ class WindowState:
         return best
 
     def answer(self, t1: Any, t2: Any, k: int, confidence: float, families: list[Structure],
-               func: str) -> WindowAnswer:
-        """Answers of the windows ``[t1, t2]`` for one k from the given structures."""
+               func: str, *, curve: bool = False) -> WindowAnswer:
+        """Answers of the windows ``[t1, t2]`` for one k from the given structures.
+
+        Each answer's band is its answering structure's: it holds for every window of that
+        structure's family at once (so the same window gets the same band in any batch).
+        ``curve=True`` (a released curve) splits ``β`` over the structures answering the
+        windows asked (:func:`band_share`), so the band holds for all of them at once.
+        """
         conf = check_confidence(confidence, "confidence", func)
         scalar = np.ndim(t1) == 0 and np.ndim(t2) == 0
         shape = np.broadcast_shapes(np.shape(t1), np.shape(t2)) if not scalar else ()
@@ -176,6 +196,7 @@ class WindowState:
         bias = np.zeros(n, dtype=np.int64)
         strat = np.empty(n, dtype=object)
         beta = 1.0 - conf
+        beta_band = band_share(beta, best) if curve else beta
         for idx, s in enumerate(families):
             sel = np.flatnonzero(best == idx)
             if not sel.size:
@@ -185,8 +206,7 @@ class WindowState:
             sd[sel] = np.sqrt(s.variance(a, b))
             bias[sel] = s.bias_bound()
             half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
-            shalf[sel] = (s.halfwidth(a, b, s.band_beta(beta, self.n_family(s)))
-                          + s.bias_bound())
+            shalf[sel] = s.band_halfwidth(a, b, beta_band, self.n_family(s)) + s.bias_bound()
             strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
         out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
                                else est}
@@ -204,7 +224,8 @@ class WindowState:
                 "of the sum of the answer's node noises; consistent tree estimates: grid "
                 "convolution with its rounding error bounded; a tail bound only where the law "
                 f"is too long to compute); band: {conf:.0%} for all windows of the answering "
-                "family at once (Šidák over independent per-query noise, else union bound); "
+                "family at once (Šidák over independent per-query noise; consistent trees: "
+                "calibrated on 1,000 draws of their exact joint noise law; else union bound); "
                 "intervals include the bias bound of time compression, if any")
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 

@@ -26,7 +26,7 @@ from dpfreq._validate import (
     message,
 )
 from dpfreq.errors import ParameterError
-from dpfreq.windows.answers import WindowState
+from dpfreq.windows.answers import band_share, route
 from dpfreq.windows.params import check_window_params
 from dpfreq.windows.plan import family_label, make_plan
 from dpfreq.windows.strategy import Structure
@@ -49,31 +49,31 @@ def _label(w: Any) -> str:
 
 
 def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
-                     horizon: int, *, exact: bool = True) -> tuple[FloatArray, FloatArray]:
+                     horizon: int, *, exact: bool = True, band: bool = True
+                     ) -> tuple[FloatArray, FloatArray]:
     """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
 
     Each window goes to the structure with the smallest ``variance + bias²`` among those that
     can answer it (the release's routing); the half-width is that structure's tail bound at
-    ``β`` plus its bias bound, the band's at the level of :meth:`Structure.band_beta` (Šidák
-    over independent per-query noise, else the union bound over the family).
+    ``β`` plus its bias bound, the band's from :meth:`Structure.band_halfwidth` at the
+    structure's share of ``β`` (:func:`~dpfreq.windows.answers.band_share`; ``band=False``:
+    the band is not computed, NaN).
     """
-    best_var = np.full(t1.size, np.inf)
+    best = route(structs, t1, t2)
+    beta_band = band_share(beta, best)
     half = np.full(t1.size, np.inf)
-    band = np.full(t1.size, np.inf)
-    for s in structs:
-        ok = WindowState.can_answer(s, t1, t2)
-        if not ok.any():
+    band_half = np.full(t1.size, np.inf if band else np.nan)
+    for idx, s in enumerate(structs):
+        sel = np.flatnonzero(best == idx)
+        if not sel.size:
             continue
-        a, b = t1[ok], t2[ok]
-        var = s.variance(a, b) + s.bias_bound() ** 2
-        take = var < best_var[ok]
-        idx = np.flatnonzero(ok)[take]
+        a, b = t1[sel], t2[sel]
         n_family = horizon * (horizon + 1) // 2 if s.family == "all" else horizon
-        best_var[idx] = var[take]
-        half[idx] = s.halfwidth(a[take], b[take], beta, exact=exact) + s.bias_bound()
-        band[idx] = (s.halfwidth(a[take], b[take], s.band_beta(beta, n_family), exact=exact)
-                     + s.bias_bound())
-    return half, band
+        half[sel] = s.halfwidth(a, b, beta, exact=exact) + s.bias_bound()
+        if band:
+            band_half[sel] = (s.band_halfwidth(a, b, beta_band, n_family, exact=exact)
+                              + s.bias_bound())
+    return half, band_half
 
 
 def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
@@ -86,14 +86,14 @@ def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: flo
     largest exact half-width found: no later window can exceed it. Same value as
     ``_route_halfwidth(...)[0].max()``.
     """
-    bound = _route_halfwidth(structs, t1, t2, beta, horizon, exact=False)[0]
+    bound = _route_halfwidth(structs, t1, t2, beta, horizon, exact=False, band=False)[0]
     order = np.argsort(-bound, kind="stable")
     worst = -math.inf
     for start in range(0, order.size, _WORST_CHUNK):
         if bound[order[start]] <= worst:
             break
         idx = order[start:start + _WORST_CHUNK]
-        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, horizon)[0]
+        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, horizon, band=False)[0]
         worst = max(worst, float(half.max()))
     return worst
 
@@ -178,7 +178,8 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
             if w == "all":
                 own = plan.structures[(label, k)]
                 t1, t2 = _worst_windows(own)
-                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon, exact=exact)
+                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon, exact=exact,
+                                              band=only is None)
                 out[label][k] = (None, float(half.max()), float(band.max()))
                 continue
             if w == "cumulative":
@@ -220,7 +221,9 @@ class WindowCountsPlan:
         released family answers with less variance gets that family's interval instead).
     band_halfwidth : dict
         ``band_halfwidth[label][k]``: the largest half-width of the simultaneous band (all
-        answers of the family at once, union bound).
+        answers of the family at once; :meth:`~dpfreq.windows.strategy.Structure.band_halfwidth`).
+        For consistent trees it is calibrated by simulation: the plan's public simulation
+        predicts the release's, which draws under its secret key (within about 1 %).
     vacuous : dict
         ``vacuous[label][k]``: True when ``2 · max_halfwidth >= scale``, i.e. the interval is
         at least as wide as the trivial range ``[0, scale]`` a user who declares ``scale``

@@ -51,6 +51,7 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
+from dpfreq.windows.band import PLAN_KEY, band_multiplier
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -221,6 +222,8 @@ class Structure:
         self._cons_noise: NDArray[np.float64] | None = None
         self._cons_starts: dict[int, NDArray[np.float64]] = {}
         self._key: bytes | None = None
+        self._name: tuple[str | int, ...] = ()
+        self._band_c: dict[float, float | None] = {}
         self._impl: Any = None
 
     # ---------------------------------------------------------------- calibration (public only)
@@ -381,13 +384,32 @@ class Structure:
         out: NDArray[np.float64] = vals[inv].reshape(np.shape(inv))
         return out
 
-    def band_beta(self, beta: float, n_family: int) -> float:
-        """Per-answer level of a band holding for ``n_family`` answers at once with probability
-        ``>= 1 − β``: Šidák's ``1 − (1 − β)^{1/n}`` where every answer has its own independent
-        noise (``per_query``), else the union bound ``β/n`` (tree answers share nodes)."""
+    def band_halfwidth(self, t1: Any, t2: Any, beta: float, n_family: int, *,
+                       exact: bool = True) -> NDArray[np.float64]:
+        """Half-widths of a band holding for all ``n_family`` windows of the family at once
+        with probability ``>= 1 − β`` (noise only; the bias bound is added by the caller).
+
+        Consistent trees: ``c·sd`` with ``c`` calibrated on the exact joint law of their shared
+        node noise (:mod:`dpfreq.windows.band`; keyed by the release's secret once attached,
+        by a public key in a plan), never below the per-answer half-width at ``β``. Otherwise
+        the per-answer half-width at Šidák's ``1 − (1 − β)^{1/n}`` where every answer has its
+        own noise (``per_query``), else at the union bound ``β/n``. ``exact=False``: the tail
+        bounds at the union bound (cheap, never smaller).
+        """
+        if exact and beta not in self._band_c:
+            key, name = (self._key, self._name) if self._key is not None else (
+                PLAN_KEY, (self.family, self.strategy, self.k, self.horizon, self.level,
+                           str(self.eps), int(self.width or 0), self.group_size))
+            self._band_c[beta] = band_multiplier(self, beta, key, name)
+        c = self._band_c.get(beta) if exact else None
+        if c is not None:
+            return np.maximum(c * np.sqrt(self.variance(t1, t2)),
+                              self.halfwidth(t1, t2, beta))
         if self.strategy == "per_query":
-            return -math.expm1(math.log1p(-beta) / n_family)
-        return beta / n_family
+            level = -math.expm1(math.log1p(-beta) / n_family)
+        else:
+            level = beta / n_family
+        return self.halfwidth(t1, t2, level, exact=exact)
 
     def _noise_source(self, key: bytes, name: Any) -> Any:
         if self.noise_kind == "gaussian":
@@ -479,7 +501,8 @@ class Structure:
         """
         base = structure_name(name, "Structure.attach")
         tree0 = (*base, 0)
-        self._key = key
+        self._key, self._name = key, base
+        self._band_c = {}
         self._cons_noise = None
         self._cons_starts = {}
         d = self.detail

@@ -1,0 +1,151 @@
+"""Simultaneous bands for tree answers that share node noise, calibrated on their exact joint law.
+
+A band holds for every window of the answering family at once. Where each window has its own
+noise (``per_query``), Šidák's per-answer level ``1 − (1 − β)^{1/n}`` is exact. Where answers
+share node noises, the union bound ``β/n`` is certified but loose (measured at nominal 0.90:
+0.927 for the cumulative tree, 0.929 for item-level ``per_start``). For the consistent trees
+(``tree``, ``per_start`` and ``compressed`` with domain at most
+:data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
+
+* every answer's noise is a fixed linear map of i.i.d. node noises (the consistency weights
+  ``A`` of :func:`~dpfreq.windows.tree.consistent_prefix_weights`), independent of the data;
+* :data:`BAND_DRAWS` independent copies of the family's whole noise vector are drawn from that
+  exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
+  (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima
+  ``max_w |N_w| / sd_w`` (``sd_w``: the exact noise standard deviation of window ``w``);
+* the band is ``estimate ± c·sd_w`` (never narrower than the answer's own interval).
+
+Guarantee. The real noise vector and the simulated ones are i.i.d., so the real maximum is
+exchangeable with the simulated maxima and the band holds with probability at least
+``⌈(N + 1)(1 − β)⌉/(N + 1) >= 1 − β`` over the noise and the simulation together: an exact
+finite-sample statement, not an approximation. The simulation's stream is derived from the
+release's secret key under its own name, so it is independent of the real noise and the same
+on every load; ``c`` is a function of draws independent of the data and of the real noise, so
+releasing it costs no privacy. A plan (no key) simulates with a public stream: its band is a
+prediction, within Monte Carlo error of the release's.
+
+Where the simulation would cost more than :data:`BAND_MAX_WORK` multiply-adds, and for
+structures whose answers are sums of prefix covers without consistency (``blocks``, ``single``,
+``tree2d``, trees over larger domains), the union bound is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.noise import sample_discrete_laplace
+from dpfreq.order_stats import order_quantile
+from dpfreq.rng import derive_key, keyed_generator
+from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
+from dpfreq.windows.tree import consistent_prefix_weights
+
+__all__ = [
+    "BAND_DRAWS",
+    "BAND_MAX_WORK",
+    "PLAN_KEY",
+    "band_multiplier",
+]
+
+#: simulated copies of the family's noise vector (the level is met exactly at any count; more
+#: draws only make the band's width less variable between releases)
+BAND_DRAWS = 1000
+
+#: largest simulation run, in multiply-adds of the consistency map (about a second here)
+BAND_MAX_WORK = 1 << 31
+
+#: public key of the plan's simulation (a plan has no secret; its band is a prediction)
+PLAN_KEY = b"dpfreq-windows-band-plan-public-key"
+
+_SCHEME = "band-simulation"
+_CHUNK_VALUES = 1 << 22  # node draws per batch of the simulation (32 MiB of float64)
+
+
+class Structure(Protocol):
+    """What the simulation reads of a calibrated :class:`~dpfreq.windows.strategy.Structure`."""
+
+    consistent: bool
+    strategy: str
+    horizon: int
+    detail: dict[str, Any]
+    noise_kind: str
+    gamma: Fraction
+    sigma2: int
+
+    @property
+    def node_variance(self) -> float: ...
+
+
+def _tree_limits(s: Structure) -> NDArray[np.int64] | None:
+    """Number of prefix values ``x`` each tree of ``s`` answers for its family (``None``: the
+    structure's answers are not a consistent linear map of its nodes)."""
+    if not s.consistent:
+        return None
+    if s.strategy == "tree":
+        return np.array([s.horizon], dtype=np.int64)
+    if s.strategy in ("per_start", "compressed"):
+        groups = int(s.detail["pieces"])
+        return np.arange(groups, 0, -1, dtype=np.int64)  # the tree of group g answers x <= G − g
+    return None
+
+
+def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
+                  ) -> Callable[[int, int], NDArray[np.int64]]:
+    """``sample(start, count)``: i.i.d. node noises number ``start .. start + count − 1`` of
+    the simulation, from the structure's exact node law (called with consecutive ranges)."""
+    if s.noise_kind == "gaussian":
+        src = KeyedDiscreteGaussian(derive_key(key, "windows", _SCHEME), name, s.sigma2)
+        return lambda start, count: src.noise(np.arange(start, start + count, dtype=np.int64))
+    gen = keyed_generator(key, "windows", _SCHEME, *name)
+    return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
+
+
+def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
+                    draws: int = BAND_DRAWS) -> float | None:
+    """``c`` with ``Pr[|N_w| <= c·sd_w for every window w of the family] >= 1 − β``.
+
+    Parameters
+    ----------
+    s : Structure
+        A calibrated structure (its node law and consistency map are public).
+    beta : float
+        ``1 − confidence`` of the band.
+    key : bytes
+        The release's secret key (or :data:`PLAN_KEY` for a plan).
+    name : str, int or tuple of them
+        The structure's name in its release; the simulation draws under it with its own scheme.
+    draws : int
+        Number of simulated noise vectors.
+
+    Returns
+    -------
+    float or None
+        The multiplier, or ``None`` where the band keeps the union bound (module docstring).
+    """
+    limits = _tree_limits(s)
+    if limits is None:
+        return None
+    d = int(s.detail["domain"])
+    if draws * limits.size * 2 * d * d > BAND_MAX_WORK:
+        return None
+    weights = consistent_prefix_weights(d)
+    sd = np.sqrt((weights**2).sum(axis=1) * s.node_variance)
+    sd[sd == 0.0] = math.inf  # a prefix with no noise cannot miss
+    valid = np.arange(d)[None, :] < limits[:, None]  # (trees, d)
+    per_draw = limits.size * 2 * d
+    chunk = max(1, _CHUNK_VALUES // per_draw)
+    maxima = np.empty(draws, dtype=np.float64)
+    sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
+    for lo in range(0, draws, chunk):
+        n = min(chunk, draws - lo)
+        z = sample(lo * per_draw, n * per_draw).reshape(n, limits.size, 2 * d)
+        z = z.astype(np.float64)
+        z[..., 0] = 0.0  # heap id 0 is not a node
+        ratio = np.abs(z @ weights.T) / sd
+        maxima[lo:lo + n] = np.where(valid, ratio, 0.0).max(axis=(1, 2))
+    return float(order_quantile(maxima, 1.0 - beta))

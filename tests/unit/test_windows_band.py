@@ -1,0 +1,95 @@
+"""The windows band: which structures calibrate it by simulation, and that the release states
+exactly the simulated ``c·sd`` (deterministic given the key, independent of other keys)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from dpfreq.windows import release_window_counts
+from dpfreq.windows.band import BAND_DRAWS, BAND_MAX_WORK, band_multiplier
+from dpfreq.windows.strategy import build_structure
+
+KEY = bytes(range(32))
+
+
+def test_multiplier_is_a_function_of_key_and_name_only():
+    s = build_structure("cumulative", "tree", 1, 30, "item", Fraction(1), 0.0)
+    a = band_multiplier(s, 0.1, KEY, ("cumulative", 1))
+    assert a == band_multiplier(s, 0.1, KEY, ("cumulative", 1))
+    assert a != band_multiplier(s, 0.1, KEY[::-1], ("cumulative", 1))
+    assert a != band_multiplier(s, 0.1, KEY, ("cumulative", 2))
+    # a band over 30 correlated answers sits between one answer's and Bonferroni's level
+    assert 1.64 < a < 3.4
+    assert band_multiplier(s, 0.05, KEY, ("cumulative", 1)) > a
+
+
+def test_union_bound_is_kept_where_the_simulation_does_not_apply():
+    blocks = build_structure("fixed", "blocks", 1, 30, "event", Fraction(1), 0.0, width=7)
+    tree2d = build_structure("all", "tree2d", 1, 16, "event", Fraction(1), 0.0)
+    per_query = build_structure("cumulative", "per_query", 1, 30, "event", Fraction(1), 0.0)
+    for s in (blocks, tree2d, per_query):
+        assert band_multiplier(s, 0.1, KEY, ("x", 1)) is None
+    big = build_structure("all", "per_start", 1, 256, "item", Fraction(1), 0.0)
+    d = int(big.detail["domain"])
+    assert big.consistent
+    assert BAND_DRAWS * 256 * 2 * d * d > BAND_MAX_WORK
+    assert band_multiplier(big, 0.1, KEY, ("x", 1)) is None
+    t1, t2 = np.array([1, 3]), np.array([5, 200])
+    np.testing.assert_array_equal(big.band_halfwidth(t1, t2, 0.1, 256 * 257 // 2),
+                                  big.halfwidth(t1, t2, 0.1 / (256 * 257 // 2)))
+
+
+def test_release_band_is_the_simulated_multiple_of_the_sd():
+    gen = np.random.default_rng(3)
+    items, times = gen.integers(0, 50, 400), gen.integers(1, 31, 400)
+    rel = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
+                                k_values=[1], windows=["cumulative", "all"], rng=4)
+    s = rel._state.structures[("cumulative", 1)]
+    ts = np.arange(1, 31)
+    ans = rel.window(np.ones_like(ts), ts, k=1, confidence=0.9)
+    c = band_multiplier(s, 0.1, rel._state.key, ("cumulative", 1))
+    assert c is not None
+    half = np.asarray(ans.band_upper) - np.asarray(ans.estimate)
+    np.testing.assert_allclose(half, np.maximum(c * np.asarray(ans.sd),
+                                                np.asarray(ans.upper) - np.asarray(ans.estimate)),
+                               rtol=1e-12)
+    again = rel.window(np.ones_like(ts), ts, k=1, confidence=0.9)
+    np.testing.assert_array_equal(again.band_upper, ans.band_upper)
+
+
+def test_a_curve_band_splits_beta_over_the_structures_answering_it():
+    gen = np.random.default_rng(3)
+    items, times = gen.integers(0, 50, 400), gen.integers(1, 31, 400)
+    rel = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
+                                k_values=[1], windows=["cumulative", 7], rng=4)
+    ts = np.arange(1, 31)
+    t1 = np.maximum(1, ts - 6)
+    ans = rel.window(t1, ts, k=1, confidence=0.9)
+    strategy = np.asarray(ans.strategy)
+    tree = strategy == "cumulative/tree"
+    assert tree.sum() == 7  # [1, t] for t <= 7: the cumulative tree answers them
+    assert (strategy[~tree] == "fixed(W=7)/per_query").all()
+    state = rel._state
+    cum, per_query = state.structures[("cumulative", 1)], state.structures[("fixed(W=7)", 1)]
+    sd = np.sqrt(cum.variance(t1[tree], ts[tree]))
+    # the released rolling curve: two structures answer it, each gets β/2
+    rel9 = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
+                                 k_values=[1], windows=["cumulative", 7], rng=4,
+                                 confidence=0.9)
+    curve = (np.asarray(rel9.error.band_upper["fixed(W=7)"][1])
+             - np.asarray(rel9.value["fixed(W=7)"][1]))
+    c_half = band_multiplier(cum, 0.05, state.key, ("cumulative", 1))
+    assert c_half is not None
+    np.testing.assert_allclose(curve[tree], c_half * sd, rtol=1e-12)
+    sidak = -np.expm1(np.log1p(-0.05) / 30)
+    np.testing.assert_array_equal(curve[~tree],
+                                  per_query.halfwidth(t1[~tree], ts[~tree], sidak))
+    # windows asked one by one or in any batch: each answer carries its structure's band at β
+    c = band_multiplier(cum, 0.1, state.key, ("cumulative", 1))
+    assert c is not None
+    half = np.asarray(ans.band_upper) - np.asarray(ans.estimate)
+    np.testing.assert_allclose(half[tree], c * sd, rtol=1e-12)
+    one = rel.window(int(t1[3]), int(ts[3]), k=1, confidence=0.9)
+    assert one.band_upper - one.estimate == half[3]
