@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.band import BAND_DRAWS, BAND_MAX_WORK, band_multiplier
+from dpfreq.windows.band import BAND_DRAWS, BAND_MAX_NODES, BAND_MAX_WORK, band_multiplier
 from dpfreq.windows.strategy import build_structure
 
 KEY = bytes(range(32))
@@ -20,9 +20,14 @@ def test_multiplier_is_a_function_of_key_and_name_only():
     assert a == band_multiplier(s, 0.1, KEY, ("cumulative", 1))
     assert a != band_multiplier(s, 0.1, KEY[::-1], ("cumulative", 1))
     assert a != band_multiplier(s, 0.1, KEY, ("cumulative", 2))
-    # a band over 30 correlated answers sits between one answer's and Bonferroni's level
-    assert 1.64 < a < 3.4
-    assert band_multiplier(s, 0.05, KEY, ("cumulative", 1)) > a
+    # in units of one answer's half-width at β: a band over 30 answers is wider than one
+    # answer's interval and narrower than Bonferroni's (level β/30) on every answer
+    t1, t2 = s.family_queries()
+    bonferroni = s.halfwidth(t1, t2, 0.1 / 30) / s.halfwidth(t1, t2, 0.1)
+    assert 1.0 < a < float(bonferroni.min())
+    wider = band_multiplier(s, 0.05, KEY, ("cumulative", 1))
+    assert wider is not None
+    assert np.all(wider * s.halfwidth(t1, t2, 0.05) > a * s.halfwidth(t1, t2, 0.1))
 
 
 def test_union_bound_is_kept_where_the_simulation_does_not_apply():
@@ -34,14 +39,18 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     big = build_structure("all", "per_start", 1, 256, "item", Fraction(1), 0.0)
     d = int(big.detail["domain"])
     assert big.consistent
-    assert BAND_DRAWS * 256 * 2 * d * d > BAND_MAX_WORK
+    assert BAND_DRAWS * 256 * 2 * d > BAND_MAX_NODES
     assert band_multiplier(big, 0.1, KEY, ("x", 1)) is None
+    wide = build_structure("cumulative", "tree", 1, 2048, "item", Fraction(1), 0.0)
+    assert not wide.consistent  # beyond the consistency domain: prefix covers, union bound
+    assert band_multiplier(wide, 0.1, KEY, ("x", 1)) is None
+    assert BAND_DRAWS * 2 * 1024 * 1024 <= BAND_MAX_WORK  # the largest consistent tree fits
     t1, t2 = np.array([1, 3]), np.array([5, 200])
     np.testing.assert_array_equal(big.band_halfwidth(t1, t2, 0.1, 256 * 257 // 2),
                                   big.halfwidth(t1, t2, 0.1 / (256 * 257 // 2)))
 
 
-def test_release_band_is_the_simulated_multiple_of_the_sd():
+def test_release_band_is_the_simulated_multiple_of_the_half_width():
     gen = np.random.default_rng(3)
     items, times = gen.integers(0, 50, 400), gen.integers(1, 31, 400)
     rel = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
@@ -52,9 +61,9 @@ def test_release_band_is_the_simulated_multiple_of_the_sd():
     c = band_multiplier(s, 0.1, rel._state.key, ("cumulative", 1))
     assert c is not None
     half = np.asarray(ans.band_upper) - np.asarray(ans.estimate)
-    np.testing.assert_allclose(half, np.maximum(c * np.asarray(ans.sd),
-                                                np.asarray(ans.upper) - np.asarray(ans.estimate)),
-                               rtol=1e-12)
+    own = np.asarray(ans.upper) - np.asarray(ans.estimate)
+    assert c > 1.0
+    np.testing.assert_allclose(half, c * own, rtol=1e-12)
     again = rel.window(np.ones_like(ts), ts, k=1, confidence=0.9)
     np.testing.assert_array_equal(again.band_upper, ans.band_upper)
 
@@ -73,7 +82,7 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     assert (strategy[~tree] == "fixed(W=7)/per_query").all()
     state = rel._state
     cum, per_query = state.structures[("cumulative", 1)], state.structures[("fixed(W=7)", 1)]
-    sd = np.sqrt(cum.variance(t1[tree], ts[tree]))
+    own = cum.halfwidth(t1[tree], ts[tree], 0.05)
     # the released rolling curve: two structures answer it, each gets β/2
     rel9 = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
                                  k_values=[1], windows=["cumulative", 7], rng=4,
@@ -82,7 +91,7 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
              - np.asarray(rel9.value["fixed(W=7)"][1]))
     c_half = band_multiplier(cum, 0.05, state.key, ("cumulative", 1))
     assert c_half is not None
-    np.testing.assert_allclose(curve[tree], c_half * sd, rtol=1e-12)
+    np.testing.assert_allclose(curve[tree], c_half * own, rtol=1e-12)
     sidak = -np.expm1(np.log1p(-0.05) / 30)
     np.testing.assert_array_equal(curve[~tree],
                                   per_query.halfwidth(t1[~tree], ts[~tree], sidak))
@@ -90,6 +99,7 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     c = band_multiplier(cum, 0.1, state.key, ("cumulative", 1))
     assert c is not None
     half = np.asarray(ans.band_upper) - np.asarray(ans.estimate)
-    np.testing.assert_allclose(half[tree], c * sd, rtol=1e-12)
+    np.testing.assert_allclose(half[tree], c * cum.halfwidth(t1[tree], ts[tree], 0.1),
+                               rtol=1e-12)
     one = rel.window(int(t1[3]), int(ts[3]), k=1, confidence=0.9)
     assert one.band_upper - one.estimate == half[3]

@@ -41,8 +41,10 @@ class WindowAnswer:
     lower, upper :
         Per-answer interval: each one contains the truth with probability >= ``confidence``.
     band_lower, band_upper :
-        Simultaneous band: all answers of the answering family contain the truth at once with
-        probability >= ``confidence`` (union bound over the family's windows).
+        Simultaneous band: all windows of the answering structure's family contain the truth at
+        once with probability >= ``confidence`` (consistent trees: calibrated on the exact joint
+        noise law, :mod:`dpfreq.windows.band`; independent per-query noise: Šidák; otherwise
+        the union bound over the family's windows).
     confidence : float
         The confidence level of both.
     strategy : str or numpy.ndarray

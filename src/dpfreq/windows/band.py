@@ -12,8 +12,10 @@ share node noises, the union bound ``β/n`` is certified but loose (measured at 
 * :data:`BAND_DRAWS` independent copies of the family's whole noise vector are drawn from that
   exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
   (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima
-  ``max_w |N_w| / sd_w`` (``sd_w``: the exact noise standard deviation of window ``w``);
-* the band is ``estimate ± c·sd_w`` (never narrower than the answer's own interval).
+  ``max_w |N_w| / h_w``, where ``h_w`` is window ``w``'s own half-width at level ``β`` (the
+  certified quantile of its exact law, public; scaling by it rather than by the standard
+  deviation balances windows whose laws have tails of different shapes);
+* the band is ``estimate ± max(c, 1)·h_w`` (never narrower than the answer's own interval).
 
 Guarantee. The real noise vector and the simulated ones are i.i.d., so the real maximum is
 exchangeable with the simulated maxima and the band holds with probability at least
@@ -24,7 +26,8 @@ on every load; ``c`` is a function of draws independent of the data and of the r
 releasing it costs no privacy. A plan (no key) simulates with a public stream: its band is a
 prediction, within Monte Carlo error of the release's.
 
-Where the simulation would cost more than :data:`BAND_MAX_WORK` multiply-adds, and for
+Where the simulation would draw more than :data:`BAND_MAX_NODES` node noises or cost more than
+:data:`BAND_MAX_WORK` multiply-adds, and for
 structures whose answers are sums of prefix covers without consistency (``blocks``, ``single``,
 ``tree2d``, trees over larger domains), the union bound is kept.
 """
@@ -47,6 +50,7 @@ from dpfreq.windows.tree import consistent_prefix_weights
 
 __all__ = [
     "BAND_DRAWS",
+    "BAND_MAX_NODES",
     "BAND_MAX_WORK",
     "PLAN_KEY",
     "band_multiplier",
@@ -56,7 +60,10 @@ __all__ = [
 #: draws only make the band's width less variable between releases)
 BAND_DRAWS = 1000
 
-#: largest simulation run, in multiply-adds of the consistency map (about a second here)
+#: largest simulation run: node draws, and multiply-adds of the consistency map (each one
+#: to two seconds on the reference machine: up to T = 64 for per-start trees, T = 1024 for one
+#: tree)
+BAND_MAX_NODES = 1 << 23
 BAND_MAX_WORK = 1 << 31
 
 #: public key of the plan's simulation (a plan has no secret; its band is a prediction)
@@ -76,9 +83,9 @@ class Structure(Protocol):
     noise_kind: str
     gamma: Fraction
     sigma2: int
+    group_size: int
 
-    @property
-    def node_variance(self) -> float: ...
+    def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
 
 
 def _tree_limits(s: Structure) -> NDArray[np.int64] | None:
@@ -107,7 +114,8 @@ def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
 
 def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
                     draws: int = BAND_DRAWS) -> float | None:
-    """``c`` with ``Pr[|N_w| <= c·sd_w for every window w of the family] >= 1 − β``.
+    """``c`` with ``Pr[|N_w| <= c·h_w for every window w of the family] >= 1 − β``, where
+    ``h_w`` is the window's own (exact, per-answer) half-width at level ``β``.
 
     Parameters
     ----------
@@ -131,11 +139,15 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     if limits is None:
         return None
     d = int(s.detail["domain"])
-    if draws * limits.size * 2 * d * d > BAND_MAX_WORK:
+    if draws * limits.size * 2 * d > BAND_MAX_NODES or \
+            draws * limits.size * 2 * d * d > BAND_MAX_WORK:
         return None
     weights = consistent_prefix_weights(d)
-    sd = np.sqrt((weights**2).sum(axis=1) * s.node_variance)
-    sd[sd == 0.0] = math.inf  # a prefix with no noise cannot miss
+    scale = np.full(d, math.inf)  # prefixes no tree answers never miss
+    xs = np.arange(int(limits.max()), dtype=np.int64)
+    step = s.group_size if s.strategy == "compressed" else 1
+    scale[:xs.size] = s.halfwidth(np.ones_like(xs), xs * step + 1, beta)  # window [1, .] has x
+    scale[scale == 0.0] = math.inf
     valid = np.arange(d)[None, :] < limits[:, None]  # (trees, d)
     per_draw = limits.size * 2 * d
     chunk = max(1, _CHUNK_VALUES // per_draw)
@@ -146,6 +158,6 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
         z = sample(lo * per_draw, n * per_draw).reshape(n, limits.size, 2 * d)
         z = z.astype(np.float64)
         z[..., 0] = 0.0  # heap id 0 is not a node
-        ratio = np.abs(z @ weights.T) / sd
+        ratio = np.abs(z @ weights.T) / scale
         maxima[lo:lo + n] = np.where(valid, ratio, 0.0).max(axis=(1, 2))
     return float(order_quantile(maxima, 1.0 - beta))

@@ -389,12 +389,12 @@ class Structure:
         """Half-widths of a band holding for all ``n_family`` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the bias bound is added by the caller).
 
-        Consistent trees: ``c·sd`` with ``c`` calibrated on the exact joint law of their shared
-        node noise (:mod:`dpfreq.windows.band`; keyed by the release's secret once attached,
-        by a public key in a plan), never below the per-answer half-width at ``β``. Otherwise
-        the per-answer half-width at Šidák's ``1 − (1 − β)^{1/n}`` where every answer has its
-        own noise (``per_query``), else at the union bound ``β/n``. ``exact=False``: the tail
-        bounds at the union bound (cheap, never smaller).
+        Consistent trees: ``max(c, 1)`` times the per-answer half-width at ``β``, with ``c``
+        calibrated on the exact joint law of their shared node noise
+        (:mod:`dpfreq.windows.band`; keyed by the release's secret once attached, by a public
+        key in a plan). Otherwise the per-answer half-width at Šidák's ``1 − (1 − β)^{1/n}``
+        where every answer has its own noise (``per_query``), else at the union bound ``β/n``.
+        ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
         """
         if exact and beta not in self._band_c:
             key, name = (self._key, self._name) if self._key is not None else (
@@ -403,8 +403,7 @@ class Structure:
             self._band_c[beta] = band_multiplier(self, beta, key, name)
         c = self._band_c.get(beta) if exact else None
         if c is not None:
-            return np.maximum(c * np.sqrt(self.variance(t1, t2)),
-                              self.halfwidth(t1, t2, beta))
+            return max(c, 1.0) * self.halfwidth(t1, t2, beta)
         if self.strategy == "per_query":
             level = -math.expm1(math.log1p(-beta) / n_family)
         else:
