@@ -34,6 +34,7 @@ BETA = 0.1
 CASES = [
     ("cumulative", "tree", 48, "event", {}),
     ("all", "per_start", 10, "item", {}),
+    ("all", "compressed", 14, "item", {"group_size": 3}),  # per-start trees on groups of 3
     ("cumulative", "tree", 24, "event", {"rho": 0.5, "noise_kind": "gaussian"}),
 ]
 

@@ -68,6 +68,20 @@ def test_release_band_is_the_simulated_multiple_of_the_half_width():
     np.testing.assert_array_equal(again.band_upper, ans.band_upper)
 
 
+def test_a_loaded_release_states_the_same_band(tmp_path):
+    gen = np.random.default_rng(5)
+    items, times = gen.integers(0, 60, 500), gen.integers(1, 31, 500)
+    rel = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
+                                k_values=[1], windows=["cumulative", "all"], rng=6)
+    loaded = type(rel).load(rel.save(tmp_path / "release"))
+    t1, t2 = np.triu_indices(30)
+    a = rel.window(t1 + 1, t2 + 1, k=1, confidence=0.9)
+    b = loaded.window(t1 + 1, t2 + 1, k=1, confidence=0.9)
+    assert "all/per_start" in set(np.asarray(a.strategy).tolist())
+    np.testing.assert_array_equal(a.band_upper, b.band_upper)
+    np.testing.assert_array_equal(a.band_lower, b.band_lower)
+
+
 def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     gen = np.random.default_rng(3)
     items, times = gen.integers(0, 50, 400), gen.integers(1, 31, 400)
