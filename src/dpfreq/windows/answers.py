@@ -226,8 +226,10 @@ class WindowState:
                 "of the sum of the answer's node noises; consistent tree estimates: grid "
                 "convolution with its rounding error bounded; a tail bound only where the law "
                 f"is too long to compute); band: {conf:.0%} for all windows of the answering "
-                "family at once (Šidák over independent per-query noise; consistent trees: "
-                "calibrated on 1,000 draws of their exact joint noise law; else union bound); "
+                "structure's family at once (Šidák over independent per-query noise; "
+                "consistent trees within the simulation's size limit: calibrated on 1,000 "
+                "draws of their exact joint noise law, an exact finite-sample level; "
+                "otherwise the union bound); "
                 "intervals include the bias bound of time compression, if any")
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 
