@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,11 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=30)
     ap.add_argument("--units", default="event,item")
     ap.add_argument("--families", default="cumulative,7,all")
+    ap.add_argument("--strategy", default="auto",
+                    help="force one strategy for every family (e.g. blocks, tree2d)")
     args = ap.parse_args()
     horizon = args.horizon
+    strategy_arg: Any = "auto" if args.strategy == "auto" else None
     items, times = log(horizon)
     conf = 0.9
     print(f"nominal {conf}, T = {horizon}, {args.trials} trials per row, "
@@ -66,6 +70,8 @@ def main() -> None:
     for unit in args.units.split(","):
         for fam_arg in args.families.split(","):
             family: str | int = fam_arg if fam_arg in ("cumulative", "all") else int(fam_arg)
+            if args.strategy != "auto":
+                strategy_arg = {family: args.strategy}
             t1, t2 = family_windows(family, horizon)
             exact = truth(items, times, horizon, t1, t2)
             inside = band = 0
@@ -74,7 +80,8 @@ def main() -> None:
             t0 = time.perf_counter()
             for seed in range(args.trials):
                 rel = release_window_counts((items, times), horizon=horizon, epsilon=1.0,
-                                            unit=unit, k_values=[1], windows=[family], rng=seed)
+                                            unit=unit, k_values=[1], windows=[family], rng=seed,
+                                            strategy=strategy_arg)
                 ans = rel.window(t1, t2, k=1, confidence=conf)
                 inside += int(((ans.lower <= exact) & (exact <= ans.upper)).sum())
                 band += bool(np.all((ans.band_lower <= exact) & (exact <= ans.band_upper)))
