@@ -117,3 +117,17 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
                                rtol=1e-12)
     one = rel.window(int(t1[3]), int(ts[3]), k=1, confidence=0.9)
     assert one.band_upper - one.estimate == half[3]
+
+
+def test_a_window_with_a_zero_half_width_still_counts_in_the_simulation():
+    # huge ε: most node noises are 0, so a window's own half-width at β can be 0; the band's
+    # scale is floored at one item in the simulation and in the release alike
+    s = build_structure("cumulative", "tree", 1, 8, "event", Fraction(60), 0.0)
+    t1, t2 = s.family_queries()
+    assert float(s.halfwidth(t1, t2, 0.1).min()) < 1.0
+    c = band_multiplier(s, 0.1, KEY, ("cumulative", 1))
+    assert c is not None
+    s.attach(KEY, ("cumulative", 1))
+    np.testing.assert_array_equal(s.band_halfwidth(t1, t2, 0.1, 8),
+                                  max(c, 1.0) * np.maximum(s.halfwidth(t1, t2, 0.1), 1.0))
+    assert np.all(s.band_halfwidth(t1, t2, 0.1, 8) >= 1.0)

@@ -13,8 +13,9 @@ share node noises, the union bound ``β/n`` is certified but loose (measured at 
   exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
   (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima
   ``max_w |N_w| / h_w``, where ``h_w`` is window ``w``'s own half-width at level ``β`` (the
-  certified quantile of its exact law, public; scaling by it rather than by the standard
-  deviation balances windows whose laws have tails of different shapes);
+  certified quantile of its exact law, public, floored at one item by :func:`band_scale`;
+  scaling by it rather than by the standard deviation balances windows whose laws have tails
+  of different shapes);
 * the band is ``estimate ± max(c, 1)·h_w`` (never narrower than the answer's own interval).
 
 Guarantee. The real noise vector and the simulated ones are i.i.d., so the real maximum is
@@ -54,6 +55,7 @@ __all__ = [
     "BAND_MAX_WORK",
     "PLAN_KEY",
     "band_multiplier",
+    "band_scale",
 ]
 
 #: simulated copies of the family's noise vector (the level is met exactly at any count; more
@@ -86,6 +88,14 @@ class Structure(Protocol):
     group_size: int
 
     def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
+
+
+def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The public scale ``h_w`` of each window in the band: its own half-width at ``β``,
+    floored at one item, so that a window whose interval is ``±0`` still counts as missed in
+    the simulation whenever its noise is not 0 (the release's band is ``max(c, 1)·h_w`` with
+    this same scale)."""
+    return np.maximum(half, 1.0)
 
 
 def _tree_limits(s: Structure) -> NDArray[np.int64] | None:
@@ -146,8 +156,8 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     scale = np.full(d, math.inf)  # prefixes no tree answers never miss
     xs = np.arange(int(limits.max()), dtype=np.int64)
     step = s.group_size if s.strategy == "compressed" else 1
-    scale[:xs.size] = s.halfwidth(np.ones_like(xs), xs * step + 1, beta)  # window [1, .] has x
-    scale[scale == 0.0] = math.inf
+    # the window [1, x·step + 1] has prefix value x
+    scale[:xs.size] = band_scale(s.halfwidth(np.ones_like(xs), xs * step + 1, beta))
     valid = np.arange(d)[None, :] < limits[:, None]  # (trees, d)
     per_draw = limits.size * 2 * d
     chunk = max(1, _CHUNK_VALUES // per_draw)

@@ -51,7 +51,7 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.windows.band import PLAN_KEY, band_multiplier
+from dpfreq.windows.band import PLAN_KEY, band_multiplier, band_scale
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -389,7 +389,8 @@ class Structure:
         """Half-widths of a band holding for all ``n_family`` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the bias bound is added by the caller).
 
-        Consistent trees: ``max(c, 1)`` times the per-answer half-width at ``β``, with ``c``
+        Consistent trees: ``max(c, 1)`` times the per-answer half-width at ``β`` (floored at
+        one item, :func:`~dpfreq.windows.band.band_scale`), with ``c``
         calibrated on the exact joint law of their shared node noise
         (:mod:`dpfreq.windows.band`; keyed by the release's secret once attached, by a public
         key in a plan). Otherwise the per-answer half-width at Šidák's ``1 − (1 − β)^{1/n}``
@@ -403,7 +404,7 @@ class Structure:
             self._band_c[beta] = band_multiplier(self, beta, key, name)
         c = self._band_c.get(beta) if exact else None
         if c is not None:
-            return max(c, 1.0) * self.halfwidth(t1, t2, beta)
+            return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
         if self.strategy == "per_query":
             level = -math.expm1(math.log1p(-beta) / n_family)
         else:
