@@ -60,7 +60,6 @@ def main() -> None:
                     help="force one strategy for every family (e.g. blocks, tree2d)")
     args = ap.parse_args()
     horizon = args.horizon
-    strategy_arg: Any = "auto" if args.strategy == "auto" else None
     items, times = log(horizon)
     conf = 0.9
     print(f"nominal {conf}, T = {horizon}, {args.trials} trials per row, "
@@ -70,27 +69,26 @@ def main() -> None:
     for unit in args.units.split(","):
         for fam_arg in args.families.split(","):
             family: str | int = fam_arg if fam_arg in ("cumulative", "all") else int(fam_arg)
-            if args.strategy != "auto":
-                strategy_arg = {family: args.strategy}
+            strategy: Any = "auto" if args.strategy == "auto" else {family: args.strategy}
             t1, t2 = family_windows(family, horizon)
             exact = truth(items, times, horizon, t1, t2)
             inside = band = 0
             half: list[float] = []
-            strategy = ""
+            answered_by = ""
             t0 = time.perf_counter()
             for seed in range(args.trials):
                 rel = release_window_counts((items, times), horizon=horizon, epsilon=1.0,
                                             unit=unit, k_values=[1], windows=[family], rng=seed,
-                                            strategy=strategy_arg)
+                                            strategy=strategy)
                 ans = rel.window(t1, t2, k=1, confidence=conf)
                 inside += int(((ans.lower <= exact) & (exact <= ans.upper)).sum())
                 band += bool(np.all((ans.band_lower <= exact) & (exact <= ans.band_upper)))
                 half.append(float(np.mean(np.asarray(ans.upper) - np.asarray(ans.estimate))))
-                strategy = str(np.asarray(ans.strategy).ravel()[0]).split("/")[-1]
+                answered_by = str(np.asarray(ans.strategy).ravel()[0]).split("/")[-1]
             secs = (time.perf_counter() - t0) / args.trials
             cover = inside / (t1.size * args.trials)
             print(f"{unit:>6} {fam_arg:>10} {t1.size:>8d} {cover:>10.3f} "
-                  f"{band / args.trials:>6.3f} {np.mean(half):>10.0f} {strategy:>10} "
+                  f"{band / args.trials:>6.3f} {np.mean(half):>10.0f} {answered_by:>10} "
                   f"{secs:>8.3f}", flush=True)
 
 

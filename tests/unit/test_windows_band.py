@@ -46,7 +46,7 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     assert band_multiplier(wide, 0.1, KEY, ("x", 1)) is None
     assert BAND_DRAWS * 2 * 1024 * 1024 <= BAND_MAX_WORK  # the largest consistent tree fits
     t1, t2 = np.array([1, 3]), np.array([5, 200])
-    np.testing.assert_array_equal(big.band_halfwidth(t1, t2, 0.1, 256 * 257 // 2),
+    np.testing.assert_array_equal(big.band_halfwidth(t1, t2, 0.1),
                                   big.halfwidth(t1, t2, 0.1 / (256 * 257 // 2)))
 
 
@@ -128,6 +128,6 @@ def test_a_window_with_a_zero_half_width_still_counts_in_the_simulation():
     c = band_multiplier(s, 0.1, KEY, ("cumulative", 1))
     assert c is not None
     s.attach(KEY, ("cumulative", 1))
-    np.testing.assert_array_equal(s.band_halfwidth(t1, t2, 0.1, 8),
+    np.testing.assert_array_equal(s.band_halfwidth(t1, t2, 0.1),
                                   max(c, 1.0) * np.maximum(s.halfwidth(t1, t2, 0.1), 1.0))
-    assert np.all(s.band_halfwidth(t1, t2, 0.1, 8) >= 1.0)
+    assert np.all(s.band_halfwidth(t1, t2, 0.1) >= 1.0)

@@ -131,10 +131,6 @@ class WindowState:
     structures: dict[tuple[str, int], Structure] = field(default_factory=dict)
     oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
 
-    def n_family(self, s: Structure) -> int:
-        t = self.horizon
-        return t * (t + 1) // 2 if s.family == "all" else t
-
     @staticmethod
     def can_answer(s: Structure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
         if s.family == "cumulative":
@@ -208,7 +204,7 @@ class WindowState:
             sd[sel] = np.sqrt(s.variance(a, b))
             bias[sel] = s.bias_bound()
             half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
-            shalf[sel] = s.band_halfwidth(a, b, beta_band, self.n_family(s)) + s.bias_bound()
+            shalf[sel] = s.band_halfwidth(a, b, beta_band) + s.bias_bound()
             strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
         out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
                                else est}

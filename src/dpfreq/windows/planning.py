@@ -48,9 +48,8 @@ def _label(w: Any) -> str:
                         None if isinstance(w, str) else int(w))
 
 
-def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
-                     horizon: int, *, exact: bool = True, band: bool = True
-                     ) -> tuple[FloatArray, FloatArray]:
+def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float, *,
+                     exact: bool = True, band: bool = True) -> tuple[FloatArray, FloatArray]:
     """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
 
     Each window goes to the structure with the smallest ``variance + bias²`` among those that
@@ -68,16 +67,13 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
         if not sel.size:
             continue
         a, b = t1[sel], t2[sel]
-        n_family = horizon * (horizon + 1) // 2 if s.family == "all" else horizon
         half[sel] = s.halfwidth(a, b, beta, exact=exact) + s.bias_bound()
         if band:
-            band_half[sel] = (s.band_halfwidth(a, b, beta_band, n_family, exact=exact)
-                              + s.bias_bound())
+            band_half[sel] = s.band_halfwidth(a, b, beta_band, exact=exact) + s.bias_bound()
     return half, band_half
 
 
-def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float,
-                 horizon: int) -> float:
+def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float) -> float:
     """The largest exact per-answer half-width of windows ``[t1, t2]`` (as
     :func:`_route_halfwidth` routes them), computing exact laws only where needed.
 
@@ -86,14 +82,14 @@ def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: flo
     largest exact half-width found: no later window can exceed it. Same value as
     ``_route_halfwidth(...)[0].max()``.
     """
-    bound = _route_halfwidth(structs, t1, t2, beta, horizon, exact=False, band=False)[0]
+    bound = _route_halfwidth(structs, t1, t2, beta, exact=False, band=False)[0]
     order = np.argsort(-bound, kind="stable")
     worst = -math.inf
     for start in range(0, order.size, _WORST_CHUNK):
         if bound[order[start]] <= worst:
             break
         idx = order[start:start + _WORST_CHUNK]
-        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, horizon, band=False)[0]
+        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, band=False)[0]
         worst = max(worst, float(half.max()))
     return worst
 
@@ -178,7 +174,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
             if w == "all":
                 own = plan.structures[(label, k)]
                 t1, t2 = _worst_windows(own)
-                half, band = _route_halfwidth([own], t1, t2, beta, inp.horizon, exact=exact,
+                half, band = _route_halfwidth([own], t1, t2, beta, exact=exact,
                                               band=only is None)
                 out[label][k] = (None, float(half.max()), float(band.max()))
                 continue
@@ -188,10 +184,11 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
                 t1 = np.maximum(1, ts - int(w) + 1)
                 structs = [s for s in structs if s.family != "fixed" or s.width == w]
             if only is not None and exact:
-                out[label][k] = (None, _route_worst(structs, t1, ts, beta, inp.horizon),
+                out[label][k] = (None, _route_worst(structs, t1, ts, beta),
                                  math.nan)
                 continue
-            half, band = _route_halfwidth(structs, t1, ts, beta, inp.horizon, exact=exact)
+            half, band = _route_halfwidth(structs, t1, ts, beta, exact=exact,
+                                          band=only is None)
             half.flags.writeable = False  # held by a frozen plan
             out[label][k] = (half, float(half.max()), float(band.max()))
     return out

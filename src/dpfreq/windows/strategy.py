@@ -384,17 +384,20 @@ class Structure:
         out: NDArray[np.float64] = vals[inv].reshape(np.shape(inv))
         return out
 
-    def band_halfwidth(self, t1: Any, t2: Any, beta: float, n_family: int, *,
-                       exact: bool = True) -> NDArray[np.float64]:
-        """Half-widths of a band holding for all ``n_family`` windows of the family at once
-        with probability ``>= 1 − β`` (noise only; the bias bound is added by the caller).
+    @property
+    def n_family(self) -> int:
+        """Number of windows in the structure's family (``T`` for a curve, all ``T(T+1)/2``)."""
+        t = self.horizon
+        return t * (t + 1) // 2 if self.family == "all" else t
 
-        Consistent trees: ``max(c, 1)`` times the per-answer half-width at ``β`` (floored at
-        one item, :func:`~dpfreq.windows.band.band_scale`), with ``c``
-        calibrated on the exact joint law of their shared node noise
-        (:mod:`dpfreq.windows.band`; keyed by the release's secret once attached, by a public
-        key in a plan). Otherwise the per-answer half-width at Šidák's ``1 − (1 − β)^{1/n}``
-        where every answer has its own noise (``per_query``), else at the union bound ``β/n``.
+    def band_halfwidth(self, t1: Any, t2: Any, beta: float, *,
+                       exact: bool = True) -> NDArray[np.float64]:
+        """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
+        with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Consistent
+        trees: ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
+        calibrated on the exact joint noise law (:mod:`dpfreq.windows.band`; keyed by the
+        release's secret once attached, by a public key in a plan). Otherwise the half-width at
+        Šidák's ``1 − (1 − β)^{1/n}`` (``per_query``: independent answers), else at ``β/n``.
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
         """
         if exact and beta not in self._band_c:
@@ -405,10 +408,8 @@ class Structure:
         c = self._band_c.get(beta) if exact else None
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
-        if self.strategy == "per_query":
-            level = -math.expm1(math.log1p(-beta) / n_family)
-        else:
-            level = beta / n_family
+        n = self.n_family
+        level = -math.expm1(math.log1p(-beta) / n) if self.strategy == "per_query" else beta / n
         return self.halfwidth(t1, t2, level, exact=exact)
 
     def _noise_source(self, key: bytes, name: Any) -> Any:
