@@ -6,9 +6,17 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.band import BAND_DRAWS, BAND_MAX_NODES, BAND_MAX_WORK, band_multiplier
+from dpfreq.windows.band import (
+    BAND_DRAWS,
+    BAND_MAX_NODES,
+    BAND_MAX_WORK,
+    band_multiplier,
+    cover_map,
+    family_windows,
+)
 from dpfreq.windows.strategy import build_structure
 
 KEY = bytes(range(32))
@@ -31,23 +39,58 @@ def test_multiplier_is_a_function_of_key_and_name_only():
 
 
 def test_union_bound_is_kept_where_the_simulation_does_not_apply():
-    blocks = build_structure("fixed", "blocks", 1, 30, "event", Fraction(1), 0.0, width=7)
-    tree2d = build_structure("all", "tree2d", 1, 16, "event", Fraction(1), 0.0)
     per_query = build_structure("cumulative", "per_query", 1, 30, "event", Fraction(1), 0.0)
-    for s in (blocks, tree2d, per_query):
-        assert band_multiplier(s, 0.1, KEY, ("x", 1)) is None
+    assert band_multiplier(per_query, 0.1, KEY, ("x", 1)) is None  # Šidák is exact there
     big = build_structure("all", "per_start", 1, 256, "item", Fraction(1), 0.0)
     d = int(big.detail["domain"])
     assert big.consistent
     assert BAND_DRAWS * 256 * 2 * d > BAND_MAX_NODES
     assert band_multiplier(big, 0.1, KEY, ("x", 1)) is None
-    wide = build_structure("cumulative", "tree", 1, 2048, "item", Fraction(1), 0.0)
-    assert not wide.consistent  # beyond the consistency domain: prefix covers, union bound
-    assert band_multiplier(wide, 0.1, KEY, ("x", 1)) is None
     assert BAND_DRAWS * 2 * 1024 * 1024 <= BAND_MAX_WORK  # the largest consistent tree fits
     t1, t2 = np.array([1, 3]), np.array([5, 200])
     np.testing.assert_array_equal(big.band_halfwidth(t1, t2, 0.1),
                                   big.halfwidth(t1, t2, 0.1 / (256 * 257 // 2)))
+    # a product tree over 128 × 128 uses about 2·128² nodes: more than the simulation draws
+    wide2d = build_structure("all", "tree2d", 1, 128, "event", Fraction(1), 0.0)
+    assert BAND_DRAWS * 2 * 128 * 128 > BAND_MAX_NODES
+    assert band_multiplier(wide2d, 0.1, KEY, ("x", 1)) is None
+
+
+COVER_CASES = [
+    ("fixed", "blocks", 30, "event", {"width": 7}),
+    ("fixed", "blocks", 30, "item", {"width": 7}),
+    ("fixed", "single", 30, "event", {"width": 7}),
+    ("all", "tree2d", 12, "event", {}),
+    ("all", "tree2d", 12, "event", {"rho": 0.5, "noise_kind": "gaussian"}),
+    ("cumulative", "tree", 2048, "item", {}),  # beyond the consistency domain
+]
+
+
+@pytest.mark.parametrize(("family", "strategy", "horizon", "level", "extra"), COVER_CASES)
+def test_cover_map_sums_the_nodes_the_release_sums(family, strategy, horizon, level, extra):
+    s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
+    assert not s.consistent
+    s.attach(KEY, (family, 1))
+    t1, t2 = family_windows(s)
+    assert t1.size == s.n_family
+    cover = cover_map(s, t1, t2)
+    assert cover is not None
+    rows, ids, signs = cover
+    np.testing.assert_array_equal(np.bincount(rows, minlength=t1.size), s.nodes(t1, t2))
+    d = int(s.detail["domain"])
+    if strategy == "tree2d":  # node ids of tree i start at i·(2D)²
+        tree, local = np.divmod(ids, (2 * d) ** 2)
+        z = np.where(tree == 0, s._impl[0].noise_of(local), s._impl[1].noise_of(local))
+    else:
+        z = s._impl.noise[ids]
+    np.testing.assert_array_equal(np.bincount(rows, weights=signs * z, minlength=t1.size),
+                                  s.noise(t1, t2))
+    c = band_multiplier(s, 0.1, KEY, (family, 1))
+    assert c is not None
+    # narrower than the union bound's band at β/n, wider than one answer's interval
+    band = s.band_halfwidth(t1, t2, 0.1)
+    assert np.all(band >= s.halfwidth(t1, t2, 0.1))
+    assert band.sum() < s.halfwidth(t1, t2, 0.1 / s.n_family).sum()
 
 
 def test_release_band_is_the_simulated_multiple_of_the_half_width():

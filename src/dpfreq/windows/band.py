@@ -27,10 +27,18 @@ on every load; ``c`` is a function of draws independent of the data and of the r
 releasing it costs no privacy. A plan (no key) simulates with a public stream: its band is a
 prediction, within Monte Carlo error of the release's.
 
+The trees without consistency (``blocks``, ``single``, ``tree2d`` and a cumulative tree over a
+domain too large for consistency) are calibrated the same way: their answers' noises are
+signed sums of node noises over the answers' covers, a sparse ``{−1, 0, 1}`` map of the nodes
+the family uses (:func:`cover_map`, the covers :meth:`~dpfreq.windows.strategy.Structure.noise`
+sums), so the simulation draws those nodes and applies the map. The maxima are then discrete
+(integer noises over public scales); the real maximum is at most the simulated order statistic
+with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add coverage).
+
 Where the simulation would draw more than :data:`BAND_MAX_NODES` node noises or cost more than
-:data:`BAND_MAX_WORK` multiply-adds, and for
-structures whose answers are sums of prefix covers without consistency (``blocks``, ``single``,
-``tree2d``, trees over larger domains), the union bound is kept.
+:data:`BAND_MAX_WORK` multiply-adds (per_start beyond ``T = 64``, a tree beyond ``T = 1024``,
+tree2d beyond ``T = 64``), and for per-start trees without consistency, the union bound is
+kept.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.tree import consistent_prefix_weights
+from dpfreq.windows.tree import consistent_prefix_weights, dominance_pairs, prefix_cover
 
 __all__ = [
     "BAND_DRAWS",
@@ -56,6 +64,8 @@ __all__ = [
     "PLAN_KEY",
     "band_multiplier",
     "band_scale",
+    "cover_map",
+    "family_windows",
 ]
 
 #: simulated copies of the family's noise vector (the level is met exactly at any count; more
@@ -79,15 +89,22 @@ class Structure(Protocol):
     """What the simulation reads of a calibrated :class:`~dpfreq.windows.strategy.Structure`."""
 
     consistent: bool
+    family: str
     strategy: str
     horizon: int
+    width: int | None
     detail: dict[str, Any]
     noise_kind: str
     gamma: Fraction
     sigma2: int
     group_size: int
 
+    @property
+    def n_family(self) -> int: ...
+
     def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
+
+    def nodes(self, t1: Any, t2: Any) -> NDArray[np.int64]: ...
 
 
 def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -122,6 +139,89 @@ def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
     return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
 
 
+def family_windows(s: Structure) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(t1, t2)`` of every window of the structure's family (:attr:`n_family` of them)."""
+    t = s.horizon
+    if s.family == "all":
+        a, b = np.triu_indices(t)
+        return a.astype(np.int64) + 1, b.astype(np.int64) + 1
+    ts = np.arange(1, t + 1, dtype=np.int64)
+    if s.family == "fixed":
+        return np.maximum(1, ts - int(s.width or 1) + 1), ts
+    return np.ones_like(ts), ts
+
+
+def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
+              ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
+    """Every node noise in the answers to windows ``(t1, t2)``, with its sign, as
+    :meth:`~dpfreq.windows.strategy.Structure.noise` sums them.
+
+    Returns
+    -------
+    (rows, ids, signs) or None
+        Answer ``i``'s noise is ``Σ signs[j]·Z[ids[j]]`` over the ``j`` with ``rows[j] = i``,
+        where ``Z`` are i.i.d. node noises of the structure's law and ``ids`` number the
+        nodes of the whole structure (tree ``c`` of a 1d layout: ``c·2D + heap id``; product
+        tree ``i``: ``i·(2D)² + u·2D + v``). ``None`` for a structure whose answers are not
+        such sums (consistent trees, ``per_query``, per-start trees).
+    """
+    strat = s.strategy
+    if s.consistent or strat not in ("tree", "blocks", "single", "tree2d"):
+        return None
+    d = int(s.detail["domain"])
+    if strat == "tree2d":  # tree 0 minus tree 1 over the dominance cover of (t1 − 1, t2 − 1)
+        q, pairs = dominance_pairs(t1 - 1, t2 - 1, d)
+        ones = np.ones(q.size, dtype=np.int64)
+        return (np.concatenate([q, q]), np.concatenate([pairs, pairs + (2 * d) ** 2]),
+                np.concatenate([ones, -ones]))
+    copies: tuple[tuple[NDArray[np.int64], int], ...]  # (tree of each window, sign)
+    if strat == "tree":
+        x, copies = t2 - 1, ((np.zeros_like(t2), 1),)
+    elif strat == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
+        w = int(s.width or 1)
+        b = t2 // w
+        x, copies = t2 - b * w, ((2 * b + 1, 1), (2 * b, -1))
+    else:  # single: tree 1 minus tree 0 at t2
+        x, copies = t2, ((np.ones_like(t2), 1), (np.zeros_like(t2), -1))
+    rows, ids, signs = [], [], []
+    for used, heap in prefix_cover(x, d):
+        q = np.flatnonzero(used)
+        for copy, sign in copies:
+            rows.append(q)
+            ids.append(copy[q] * (2 * d) + heap[q])
+            signs.append(np.full(q.size, sign, dtype=np.int64))
+    return np.concatenate(rows), np.concatenate(ids), np.concatenate(signs)
+
+
+def _cover_multiplier(s: Structure, beta: float, draws: int,
+                      sample: Callable[[int, int], NDArray[np.int64]]) -> float | None:
+    """The multiplier of a structure whose answers are signed sums over covers
+    (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
+    import scipy.sparse  # here, not at the top: only these structures need it
+
+    t1, t2 = family_windows(s)
+    if draws * int(s.nodes(t1, t2).sum()) > BAND_MAX_WORK:
+        return None
+    cover = cover_map(s, t1, t2)
+    if cover is None:
+        return None
+    rows, ids, signs = cover
+    nodes, cols = np.unique(ids, return_inverse=True)
+    if draws * nodes.size > BAND_MAX_NODES:
+        return None
+    # sparse: a window's cover holds O(log² D) of the family's O(D²) nodes
+    m = scipy.sparse.csr_matrix((signs.astype(np.float64), (rows, cols.ravel())),
+                                shape=(t1.size, nodes.size))
+    scale = band_scale(s.halfwidth(t1, t2, beta))[:, None]
+    chunk = max(1, _CHUNK_VALUES // max(nodes.size, t1.size))
+    maxima = np.empty(draws, dtype=np.float64)
+    for lo in range(0, draws, chunk):
+        n = min(chunk, draws - lo)
+        z = sample(lo * nodes.size, n * nodes.size).reshape(n, nodes.size).astype(np.float64)
+        maxima[lo:lo + n] = (np.abs(m @ z.T) / scale).max(axis=0)
+    return float(order_quantile(maxima, 1.0 - beta))
+
+
 def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
                     draws: int = BAND_DRAWS) -> float | None:
     """``c`` with ``Pr[|N_w| <= c·h_w for every window w of the family] >= 1 − β``, where
@@ -145,9 +245,10 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     float or None
         The multiplier, or ``None`` where the band keeps the union bound (module docstring).
     """
+    sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
     limits = _tree_limits(s)
     if limits is None:
-        return None
+        return _cover_multiplier(s, beta, draws, sample)
     d = int(s.detail["domain"])
     if draws * limits.size * 2 * d > BAND_MAX_NODES or \
             draws * limits.size * 2 * d * d > BAND_MAX_WORK:
@@ -162,7 +263,6 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     per_draw = limits.size * 2 * d
     chunk = max(1, _CHUNK_VALUES // per_draw)
     maxima = np.empty(draws, dtype=np.float64)
-    sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
     for lo in range(0, draws, chunk):
         n = min(chunk, draws - lo)
         z = sample(lo * per_draw, n * per_draw).reshape(n, limits.size, 2 * d)

@@ -45,6 +45,7 @@ __all__ = [
     "consistent_prefix_weights",
     "consistent_tree",
     "domain_size",
+    "dominance_pairs",
     "node_counts",
     "popcount",
     "prefix_cover",
@@ -420,6 +421,22 @@ def _cover_entries(x: IntArray, domain: int) -> tuple[IntArray, IntArray, IntArr
     return q.astype(np.int64), ids[q, lev], used.sum(axis=1).astype(np.int64)
 
 
+def dominance_pairs(x: IntArray, y: IntArray, domain: int) -> tuple[IntArray, IntArray]:
+    """Every (query, node id) of the dominance covers of flat query arrays ``x, y`` in the
+    product tree over ``domain × domain`` (node ``(u, v)`` of 1d heap ids has id ``u·2D + v``)."""
+    qx, ix, _ = _cover_entries(x, domain)
+    _, iy, ny = _cover_entries(y, domain)
+    # every (x node, y node) pair of each query's two prefix covers, without a loop over
+    # level pairs: each x entry is repeated once per y entry of its query
+    y_start = np.cumsum(ny) - ny
+    reps = ny[qx]
+    total = int(reps.sum())
+    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    y_pos = np.repeat(y_start[qx], reps) + offs
+    nids = np.repeat(ix, reps) * (2 * domain) + iy[y_pos]
+    return np.repeat(qx, reps), nids
+
+
 class Tree2DNoise:
     """Lazy keyed noise of a product dyadic tree over ``D × D``.
 
@@ -448,17 +465,7 @@ class Tree2DNoise:
 
     def dominance_pairs(self, x: IntArray, y: IntArray) -> tuple[IntArray, IntArray]:
         """Every (query, node id) of the dominance covers of flat query arrays ``x, y``."""
-        qx, ix, _ = _cover_entries(x, self.domain)
-        _, iy, ny = _cover_entries(y, self.domain)
-        # every (x node, y node) pair of each query's two prefix covers, without a loop over
-        # level pairs: each x entry is repeated once per y entry of its query
-        y_start = np.cumsum(ny) - ny
-        reps = ny[qx]
-        total = int(reps.sum())
-        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-        y_pos = np.repeat(y_start[qx], reps) + offs
-        nids = np.repeat(ix, reps) * (2 * self.domain) + iy[y_pos]
-        return np.repeat(qx, reps), nids
+        return dominance_pairs(x, y, self.domain)
 
     def noise_of(self, node_ids: IntArray) -> IntArray:
         """Noise of each node id (``u·2D + v``), element-wise."""
