@@ -42,9 +42,9 @@ class WindowAnswer:
         Per-answer interval: each one contains the truth with probability >= ``confidence``.
     band_lower, band_upper :
         Simultaneous band: all windows of the answering structure's family contain the truth at
-        once with probability >= ``confidence`` (consistent trees: calibrated on the exact joint
-        noise law, :mod:`dpfreq.windows.band`; independent per-query noise: Šidák; otherwise
-        the union bound over the family's windows).
+        once with probability >= ``confidence`` (trees: calibrated on the exact joint noise
+        law, :mod:`dpfreq.windows.band`; independent per-query noise: Šidák; trees too large
+        for the simulation: the union bound over the family's windows).
     confidence : float
         The confidence level of both.
     strategy : str or numpy.ndarray
@@ -223,7 +223,7 @@ class WindowState:
                 "convolution with its rounding error bounded; a tail bound only where the law "
                 f"is too long to compute); band: {conf:.0%} for all windows of the answering "
                 "structure's family at once (Šidák over independent per-query noise; "
-                "consistent trees within the simulation's size limit: calibrated on 1,000 "
+                "trees within the simulation's size limit: calibrated on 1,000 "
                 "draws of their exact joint noise law, an exact finite-sample level; "
                 "otherwise the union bound); "
                 "intervals include the bias bound of time compression, if any")

@@ -36,9 +36,9 @@ sums), so the simulation draws those nodes and applies the map. The maxima are t
 with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add coverage).
 
 Where the simulation would draw more than :data:`BAND_MAX_NODES` node noises or cost more than
-:data:`BAND_MAX_WORK` multiply-adds (per_start beyond ``T = 64``, a tree beyond ``T = 1024``,
-tree2d beyond ``T = 64``), and for per-start trees without consistency, the union bound is
-kept.
+:data:`BAND_MAX_WORK` multiply-adds (per_start beyond ``T = 64``, tree2d beyond ``T = 64``, a
+single tree beyond ``T = 8192``), and for per-start trees without consistency, the union bound
+is kept.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ __all__ = [
 #: draws only make the band's width less variable between releases)
 BAND_DRAWS = 1000
 
-#: largest simulation run: node draws, and multiply-adds of the consistency map (each one
-#: to two seconds on the reference machine: up to T = 64 for per-start trees, T = 1024 for one
-#: tree)
+#: largest simulation run: node draws, and multiply-adds of the map from nodes to answers
+#: (each under about two seconds on the reference machine: up to T = 64 for per-start and
+#: product trees, T = 8192 for one tree)
 BAND_MAX_NODES = 1 << 23
 BAND_MAX_WORK = 1 << 31
 

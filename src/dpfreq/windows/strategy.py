@@ -393,11 +393,12 @@ class Structure:
     def band_halfwidth(self, t1: Any, t2: Any, beta: float, *,
                        exact: bool = True) -> NDArray[np.float64]:
         """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
-        with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Consistent
-        trees: ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
+        with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Trees:
+        ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
         calibrated on the exact joint noise law (:mod:`dpfreq.windows.band`; keyed by the
-        release's secret once attached, by a public key in a plan). Otherwise the half-width at
-        Šidák's ``1 − (1 − β)^{1/n}`` (``per_query``: independent answers), else at ``β/n``.
+        release's secret once attached, by a public key in a plan). ``per_query``: the
+        half-width at Šidák's ``1 − (1 − β)^{1/n}`` (independent answers); trees beyond the
+        simulation's limits: at ``β/n``.
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
         """
         if exact and beta not in self._band_c:
