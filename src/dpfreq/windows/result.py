@@ -115,7 +115,7 @@ class WindowCountsRelease(Release):
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
             description=f"{conf:.0%} interval of every released curve value (lower, upper), "
                         "and a band holding for all T values of a curve at once (Šidák over "
-                        "independent per-query noise; consistent trees within the "
+                        "independent per-query noise; trees within the "
                         "simulation's size limit: calibrated on 1,000 draws of their exact "
                         "joint noise law, an exact finite-sample level; otherwise the union "
                         "bound; β split over the structures answering the curve); certified "
