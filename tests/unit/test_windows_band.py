@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import release_window_counts
+from dpfreq.windows import band, release_window_counts, strategy
 from dpfreq.windows.band import (
     BAND_DRAWS,
     BAND_MAX_NODES,
@@ -174,3 +174,34 @@ def test_a_window_with_a_zero_half_width_still_counts_in_the_simulation():
     np.testing.assert_array_equal(s.band_halfwidth(t1, t2, 0.1),
                                   max(c, 1.0) * np.maximum(s.halfwidth(t1, t2, 0.1), 1.0))
     assert np.all(s.band_halfwidth(t1, t2, 0.1) >= 1.0)
+
+
+def test_a_plan_simulates_once_per_layout_and_node_law(monkeypatch):
+    calls = []
+    simulate = band.band_multiplier
+
+    def counted(*args, **kwargs):
+        calls.append(args[3])
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(band, "band_multiplier", counted)  # what plan_multiplier calls
+    monkeypatch.setattr(strategy, "band_multiplier", counted)  # what a release calls
+    monkeypatch.setattr(band, "_PLAN_MEMO", {})
+    first, second = (build_structure("all", "per_start", k, 12, "item", Fraction(1), 0.0)
+                     for k in (1, 2))
+    assert first.gamma == second.gamma  # one node law: the plan's band is the same
+    t1, t2 = family_windows(first)
+    np.testing.assert_array_equal(first.band_halfwidth(t1, t2, 0.1),
+                                  second.band_halfwidth(t1, t2, 0.1))
+    assert len(calls) == 1
+    blocks = [build_structure("fixed", "blocks", k, 30, "event", Fraction(1), 0.0, width=7)
+              for k in (1, 2)]
+    assert blocks[0].gamma != blocks[1].gamma  # sensitivity 4k: another law, another run
+    t1, t2 = family_windows(blocks[0])
+    for s in blocks:
+        s.band_halfwidth(t1, t2, 0.1)
+    assert len(calls) == 3
+    first.attach(KEY, ("all", 1))  # a release simulates on its own key, never from the memo
+    first.band_halfwidth(t1[:1], t2[:1], 0.1)
+    assert len(calls) == 4
+    assert calls[-1] == ("all", 1)

@@ -66,6 +66,7 @@ __all__ = [
     "band_scale",
     "cover_map",
     "family_windows",
+    "plan_multiplier",
 ]
 
 #: simulated copies of the family's noise vector (the level is met exactly at any count; more
@@ -220,6 +221,23 @@ def _cover_multiplier(s: Structure, beta: float, draws: int,
         z = sample(lo * nodes.size, n * nodes.size).reshape(n, nodes.size).astype(np.float64)
         maxima[lo:lo + n] = (np.abs(m @ z.T) / scale).max(axis=0)
     return float(order_quantile(maxima, 1.0 - beta))
+
+
+_PLAN_MEMO: dict[tuple[Any, ...], float | None] = {}
+_PLAN_MEMO_SIZE = 256
+
+
+def plan_multiplier(s: Structure, beta: float, name: tuple[Any, ...]) -> float | None:
+    """:func:`band_multiplier` on the public :data:`PLAN_KEY`, remembered by ``name`` and the
+    node law: structures a plan compares that differ only in what the simulation does not read
+    (``k`` where the node law is the same) share one simulation. ``name`` must determine the
+    layout (family, strategy, horizon, level, width, group size)."""
+    memo = (tuple(name), float(beta), s.noise_kind, s.gamma, int(s.sigma2), bool(s.consistent))
+    if memo not in _PLAN_MEMO:
+        if len(_PLAN_MEMO) >= _PLAN_MEMO_SIZE:
+            _PLAN_MEMO.clear()
+        _PLAN_MEMO[memo] = band_multiplier(s, beta, PLAN_KEY, name)
+    return _PLAN_MEMO[memo]
 
 
 def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,

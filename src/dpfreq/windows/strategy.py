@@ -51,7 +51,7 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.windows.band import PLAN_KEY, band_multiplier, band_scale
+from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -402,10 +402,11 @@ class Structure:
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
         """
         if exact and beta not in self._band_c:
-            key, name = (self._key, self._name) if self._key is not None else (
-                PLAN_KEY, (self.family, self.strategy, self.k, self.horizon, self.level,
-                           str(self.eps), int(self.width or 0), self.group_size))
-            self._band_c[beta] = band_multiplier(self, beta, key, name)
+            self._band_c[beta] = (
+                band_multiplier(self, beta, self._key, self._name) if self._key is not None
+                else plan_multiplier(self, beta, (self.family, self.strategy, self.horizon,
+                                                  self.level, str(self.eps),
+                                                  int(self.width or 0), self.group_size)))
         c = self._band_c.get(beta) if exact else None
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
