@@ -56,6 +56,21 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     assert band_multiplier(wide2d, 0.1, KEY, ("x", 1)) is None
 
 
+def layout_noise(s, t1, t2):
+    """Each answer's noise from the layouts of :mod:`dpfreq.windows.strategy`, by prefix and
+    dominance covers of the attached trees (a statement independent of ``cover_map``)."""
+    impl = s._impl
+    if s.strategy == "tree":
+        return impl.prefix_noise(t2 - 1)
+    if s.strategy == "blocks":  # block b = t2 // W: tree 2b + 1 minus tree 2b at t2 − b·W
+        b = t2 // s.width
+        return impl.prefix_noise(t2 - b * s.width, 2 * b + 1) - impl.prefix_noise(
+            t2 - b * s.width, 2 * b)
+    if s.strategy == "single":
+        return impl.prefix_noise(t2, 1) - impl.prefix_noise(t2, 0)
+    return impl[0].dominance_noise(t1 - 1, t2 - 1) - impl[1].dominance_noise(t1 - 1, t2 - 1)
+
+
 COVER_CASES = [
     ("fixed", "blocks", 30, "event", {"width": 7}),
     ("fixed", "blocks", 30, "item", {"width": 7}),
@@ -83,8 +98,9 @@ def test_cover_map_sums_the_nodes_the_release_sums(family, strategy, horizon, le
         z = np.where(tree == 0, s._impl[0].noise_of(local), s._impl[1].noise_of(local))
     else:
         z = s._impl.noise[ids]
-    np.testing.assert_array_equal(np.bincount(rows, weights=signs * z, minlength=t1.size),
-                                  s.noise(t1, t2))
+    sums = np.bincount(rows, weights=signs * z, minlength=t1.size)
+    np.testing.assert_array_equal(sums, layout_noise(s, t1, t2))
+    np.testing.assert_array_equal(sums, s.noise(t1, t2))
     c = band_multiplier(s, 0.1, KEY, (family, 1))
     assert c is not None
     # narrower than the union bound's band at β/n, wider than one answer's interval

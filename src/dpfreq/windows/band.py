@@ -67,6 +67,7 @@ __all__ = [
     "cover_map",
     "family_windows",
     "plan_multiplier",
+    "prefix_layout",
 ]
 
 #: simulated copies of the family's noise vector (the level is met exactly at any count; more
@@ -152,6 +153,23 @@ def family_windows(s: Structure) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return np.ones_like(ts), ts
 
 
+Layout = tuple[tuple[NDArray[np.int64] | int, int], ...]
+
+
+def prefix_layout(s: Structure, t2: NDArray[np.int64]) -> tuple[NDArray[np.int64], Layout]:
+    """Where a 1d tree structure (``tree``, ``blocks``, ``single``) answers the window ending at
+    each ``t2``: the prefix value ``x`` and the ``(tree, sign)`` pairs whose prefix noises at
+    ``x`` the answer sums (tree ``c = 0, 1, …`` of the layout; one per window, or one for all).
+    """
+    if s.strategy == "tree":
+        return t2 - 1, ((0, 1),)
+    if s.strategy == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
+        w = int(s.width or 1)
+        b = t2 // w
+        return t2 - b * w, ((2 * b + 1, 1), (2 * b, -1))
+    return t2, ((1, 1), (0, -1))  # single: tree 1 minus tree 0
+
+
 def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
               ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
     """Every node noise in the answers to windows ``(t1, t2)``, with its sign, as
@@ -175,21 +193,13 @@ def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
         ones = np.ones(q.size, dtype=np.int64)
         return (np.concatenate([q, q]), np.concatenate([pairs, pairs + (2 * d) ** 2]),
                 np.concatenate([ones, -ones]))
-    copies: tuple[tuple[NDArray[np.int64], int], ...]  # (tree of each window, sign)
-    if strat == "tree":
-        x, copies = t2 - 1, ((np.zeros_like(t2), 1),)
-    elif strat == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
-        w = int(s.width or 1)
-        b = t2 // w
-        x, copies = t2 - b * w, ((2 * b + 1, 1), (2 * b, -1))
-    else:  # single: tree 1 minus tree 0 at t2
-        x, copies = t2, ((np.ones_like(t2), 1), (np.zeros_like(t2), -1))
+    x, copies = prefix_layout(s, t2)
     rows, ids, signs = [], [], []
     for used, heap in prefix_cover(x, d):
         q = np.flatnonzero(used)
         for copy, sign in copies:
             rows.append(q)
-            ids.append(copy[q] * (2 * d) + heap[q])
+            ids.append(np.broadcast_to(copy, x.shape)[q] * (2 * d) + heap[q])
             signs.append(np.full(q.size, sign, dtype=np.int64))
     return np.concatenate(rows), np.concatenate(ids), np.concatenate(signs)
 

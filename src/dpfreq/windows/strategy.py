@@ -51,7 +51,7 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier
+from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier, prefix_layout
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -541,15 +541,10 @@ class Structure:
                 self._cons_noise = self._weights() @ impl.noise[:2 * d].astype(np.float64)
             out: IntArray = self._cons_noise[q2 - 1]
             return out
-        if strat == "tree":
-            return impl.prefix_noise(q2 - 1)
-        if strat == "blocks":
-            w = int(self.width or 1)
-            b = q2 // w
-            x = q2 - (b - 1) * w - w
-            return impl.prefix_noise(x, 2 * b + 1) - impl.prefix_noise(x, 2 * b)
-        if strat == "single":
-            return impl.prefix_noise(q2, 1) - impl.prefix_noise(q2, 0)
+        if strat in ("tree", "blocks", "single"):  # the layout the band simulates (cover_map)
+            x, copies = prefix_layout(self, q2)
+            total: IntArray = sum(sign * impl.prefix_noise(x, tree) for tree, sign in copies)
+            return total
         if strat == "per_query" and self.family != "all":
             return impl[q2]
         if strat == "tree2d":
