@@ -30,8 +30,10 @@ prediction, within Monte Carlo error of the release's.
 The trees without consistency (``blocks``, ``single``, ``tree2d`` and a cumulative tree over a
 domain too large for consistency) are calibrated the same way: their answers' noises are
 signed sums of node noises over the answers' covers, a sparse ``{−1, 0, 1}`` map of the nodes
-the family uses (:func:`cover_map`, the covers :meth:`~dpfreq.windows.strategy.Structure.noise`
-sums), so the simulation draws those nodes and applies the map. The maxima are then discrete
+the family uses (:func:`cover_map`; the 1d trees' layout, :func:`prefix_layout`, is the one
+:meth:`~dpfreq.windows.strategy.Structure.noise` reads, and the product trees' covers are
+:func:`~dpfreq.windows.tree.dominance_pairs`, as there), so the simulation draws those nodes
+and applies the map. The maxima are then discrete
 (integer noises over public scales); the real maximum is at most the simulated order statistic
 with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add coverage).
 
