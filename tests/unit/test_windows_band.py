@@ -41,6 +41,10 @@ def test_multiplier_is_a_function_of_key_and_name_only():
 def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     per_query = build_structure("cumulative", "per_query", 1, 30, "event", Fraction(1), 0.0)
     assert band_multiplier(per_query, 0.1, KEY, ("x", 1)) is None  # Šidák is exact there
+    unusable = build_structure("fixed", "blocks", 1, 30, "event", Fraction(1, 10**12), 0.0,
+                               width=7)
+    assert "unusable" in unusable.detail  # never chosen; the simulation declines it too
+    assert band_multiplier(unusable, 0.1, KEY, ("x", 1)) is None
     big = build_structure("all", "per_start", 1, 256, "item", Fraction(1), 0.0)
     d = int(big.detail["domain"])
     assert big.consistent

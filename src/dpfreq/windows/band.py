@@ -275,6 +275,9 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     float or None
         The multiplier, or ``None`` where the band keeps the union bound (module docstring).
     """
+    node_scale = s.sigma2 if s.noise_kind == "gaussian" else s.gamma
+    if int(s.detail.get("domain", 0)) < 1 or node_scale <= 0:  # per_query, or unusable
+        return None
     sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
     limits = _tree_limits(s)
     if limits is None:
