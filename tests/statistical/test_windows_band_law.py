@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfreq.windows.band import band_multiplier, family_windows
+from dpfreq.windows.band import band_multiplier
 from dpfreq.windows.strategy import build_structure
 
 pytestmark = pytest.mark.statistical
@@ -50,11 +50,7 @@ def test_simulated_maxima_have_the_law_of_the_real_noise(seed, family, strategy,
                                                          level, extra):
     s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert s.consistent
-    if family == "all":
-        a, b = np.triu_indices(horizon)
-        t1, t2 = a + 1, b + 1
-    else:
-        t1, t2 = s.family_queries()
+    t1, t2 = s.family_queries()
     scale = s.halfwidth(t1, t2, BETA)
     c = band_multiplier(s, BETA, seed.to_bytes(8, "little") * 4, ("sim",), draws=DRAWS)
     assert c is not None
@@ -80,7 +76,7 @@ def test_simulated_maxima_of_cover_sums_have_the_law_of_the_real_noise(seed, fam
                                                                        horizon, level, extra):
     s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert not s.consistent
-    t1, t2 = family_windows(s)
+    t1, t2 = s.family_queries()
     scale = np.maximum(s.halfwidth(t1, t2, BETA), 1.0)
     c = band_multiplier(s, BETA, seed.to_bytes(8, "little") * 4, ("sim",), draws=DRAWS)
     assert c is not None

@@ -15,7 +15,6 @@ from dpfreq.windows.band import (
     BAND_MAX_WORK,
     band_multiplier,
     cover_map,
-    family_windows,
 )
 from dpfreq.windows.strategy import build_structure
 
@@ -90,7 +89,7 @@ def test_cover_map_sums_the_nodes_the_release_sums(family, strategy, horizon, le
     s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert not s.consistent
     s.attach(KEY, (family, 1))
-    t1, t2 = family_windows(s)
+    t1, t2 = s.family_queries()
     assert t1.size == s.n_family
     cover = cover_map(s, t1, t2)
     assert cover is not None
@@ -210,14 +209,14 @@ def test_a_plan_simulates_once_per_layout_and_node_law(monkeypatch):
     first, second = (build_structure("all", "per_start", k, 12, "item", Fraction(1), 0.0)
                      for k in (1, 2))
     assert first.gamma == second.gamma  # one node law: the plan's band is the same
-    t1, t2 = family_windows(first)
+    t1, t2 = first.family_queries()
     np.testing.assert_array_equal(first.band_halfwidth(t1, t2, 0.1),
                                   second.band_halfwidth(t1, t2, 0.1))
     assert len(calls) == 1
     blocks = [build_structure("fixed", "blocks", k, 30, "event", Fraction(1), 0.0, width=7)
               for k in (1, 2)]
     assert blocks[0].gamma != blocks[1].gamma  # sensitivity 4k: another law, another run
-    t1, t2 = family_windows(blocks[0])
+    t1, t2 = blocks[0].family_queries()
     for s in blocks:
         s.band_halfwidth(t1, t2, 0.1)
     assert len(calls) == 3

@@ -67,7 +67,6 @@ __all__ = [
     "band_multiplier",
     "band_scale",
     "cover_map",
-    "family_windows",
     "plan_multiplier",
     "prefix_layout",
 ]
@@ -103,8 +102,7 @@ class Structure(Protocol):
     sigma2: int
     group_size: int
 
-    @property
-    def n_family(self) -> int: ...
+    def family_queries(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
 
     def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
 
@@ -141,18 +139,6 @@ def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
         return lambda start, count: src.noise(np.arange(start, start + count, dtype=np.int64))
     gen = keyed_generator(key, "windows", _SCHEME, *name)
     return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
-
-
-def family_windows(s: Structure) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """``(t1, t2)`` of every window of the structure's family (:attr:`n_family` of them)."""
-    t = s.horizon
-    if s.family == "all":
-        a, b = np.triu_indices(t)
-        return a.astype(np.int64) + 1, b.astype(np.int64) + 1
-    ts = np.arange(1, t + 1, dtype=np.int64)
-    if s.family == "fixed":
-        return np.maximum(1, ts - int(s.width or 1) + 1), ts
-    return np.ones_like(ts), ts
 
 
 Layout = tuple[tuple[NDArray[np.int64] | int, int], ...]
@@ -212,7 +198,7 @@ def _cover_multiplier(s: Structure, beta: float, draws: int,
     (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
     import scipy.sparse  # here, not at the top: only these structures need it
 
-    t1, t2 = family_windows(s)
+    t1, t2 = s.family_queries()
     if draws * int(s.nodes(t1, t2).sum()) > BAND_MAX_WORK:
         return None
     cover = cover_map(s, t1, t2)

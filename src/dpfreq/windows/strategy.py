@@ -453,14 +453,15 @@ class Structure:
         return 2 * (self.group_size - 1) if self.strategy == "compressed" else 0
 
     def family_queries(self) -> tuple[IntArray, IntArray]:
+        """``(t1, t2)`` of every window of the family (:attr:`n_family` of them)."""
         t = self.horizon
         ts = np.arange(1, t + 1, dtype=np.int64)
-        if self.family == "cumulative":
-            return np.ones_like(ts), ts
+        if self.family == "all":
+            a, b = np.triu_indices(t)
+            return a.astype(np.int64) + 1, b.astype(np.int64) + 1
         if self.family == "fixed":
-            w = int(self.width or 1)
-            return np.maximum(1, ts - w + 1), ts
-        raise ValueError("all-window family has no enumerated query list")
+            return np.maximum(1, ts - int(self.width or 1) + 1), ts
+        return np.ones_like(ts), ts
 
     def mean_mse(self) -> float:
         """Mean predicted mean squared error over the family's queries (closed form)."""
