@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -84,13 +84,22 @@ def check_confidence(value: Any, param: str = "confidence", func: str = "dpfreq"
     return check_open_unit(value, param, func)
 
 
-def check_unit(value: Any, func: str, choices: Iterable[str]) -> str:
-    """The unit of privacy: one of ``choices`` (never defaulted where there is more than one)."""
+def check_unit(value: Any, func: str, choices: Iterable[str],
+               refused: Mapping[str, str] | None = None) -> str:
+    """The unit of privacy: one of ``choices`` (never defaulted where there is more than one).
+
+    ``refused`` maps a unit of the vocabulary that ``func`` does not support to the one-line
+    reason, which the error then gives instead of the bare list of choices.
+    """
     options = tuple(choices)
     if value is None:
         raise ParameterError(message("unit", func, "given explicitly, one of " +
                                      ", ".join(repr(c) for c in options) +
                                      " (the unit of privacy has no default)", value))
+    if refused and isinstance(value, str) and value in refused:
+        raise ParameterError(message("unit", func, "one of " +
+                                     ", ".join(repr(c) for c in options) +
+                                     f" ({refused[value]})", value))
     return str(check_choice(value, "unit", func, options))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ERROR_KINDS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
+__all__ = ["ERROR_KINDS", "RELATIONS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -61,7 +61,16 @@ def to_jsonable(obj: Any) -> Any:
 
 
 ERROR_KINDS = ("interval", "bound", "sd")
-UNITS = ("event", "item", "device")
+#: The one vocabulary of units of privacy: each word names one neighbouring relation, the same
+#: in every system (docs/theory/relations.md). A system that supports only some refuses the
+#: others with a one-line reason.
+RELATIONS = {
+    "event": "add or remove one event (one row)",
+    "item": "add or remove one item with all its rows",
+    "item_replace": "replace one item's rows by any other rows (the item stays in the domain)",
+    "device": "one device's whole report sequence (longitudinal local DP)",
+}
+UNITS = tuple(RELATIONS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,9 +159,12 @@ class Release:
     epsilon, delta : float
         Privacy parameters the release spent (as given by the caller; the exact fraction used
         for noise is in ``mechanism_params``).
-    unit : {"event", "item", "device"}
-        The unit of privacy: ``"event"`` — one row (one occurrence of one item); ``"item"`` —
-        one item with all its rows; ``"device"`` — one device's whole sequence of states.
+    unit : {"event", "item", "item_replace", "device"}
+        The unit of privacy, naming one neighbouring relation (:data:`RELATIONS`): ``"event"`` —
+        add or remove one row; ``"item"`` — add or remove one item with all its rows;
+        ``"item_replace"`` — replace one item's rows (ε-DP at ``"item"`` implies 2ε here);
+        ``"device"`` — one device's whole sequence of reports. :attr:`relation` and
+        ``to_dict()["relation"]`` say it in words.
     mechanism : str
         Name of the mechanism (e.g. ``"wu-pagh-fft"``).
     mechanism_params : Mapping
@@ -188,10 +200,17 @@ class Release:
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", _read_only(self.value))
 
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation protected, in words (:data:`RELATIONS` of ``unit``)."""
+        return RELATIONS.get(self.unit, self.unit)
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary of every field, with ``type`` naming the release class."""
+        """A JSON-ready dictionary of every field, with ``type`` naming the release class and
+        ``relation`` stating the unit's neighbouring relation in words."""
         out = {"type": type(self).__name__}
         out.update(to_jsonable(self))
+        out["relation"] = self.relation
         return out
 
     def to_json(self, **kwargs: Any) -> str:

@@ -7,6 +7,7 @@ assertion; no retries, seeded generators).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import scipy.stats
 from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail
 from dpfreq.profile import plan_profile, release_profile
 from dpfreq.profile.direct import direct_gamma
-from dpfreq.profile.intervals import direct_half_widths, sum_half_width
+from dpfreq.profile.intervals import direct_half_widths, direct_widths, sum_half_width
 
 pytestmark = pytest.mark.statistical
 
@@ -48,12 +49,22 @@ def _two_sided(observed: int, trials: int, p: float) -> bool:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, np.ndarray]:
-    """TRIALS direct releases of one data set (ε = 0.5, unit = item): estimates, noisy counts
-    and interval ends, all in items."""
+    """TRIALS direct releases of one data set (ε = 0.5, unit = item_replace: all classes noised
+    at sensitivity 2): estimates, noisy counts and interval ends, all in items."""
+    return _runs("item_replace")
+
+
+@pytest.fixture(scope="module")
+def derived() -> dict[str, np.ndarray]:
+    """The same at unit = item (classes t >= 1 noised at sensitivity 1, class 0 derived)."""
+    return _runs("item")
+
+
+def _runs(unit: str) -> dict[str, np.ndarray]:
     counts = _data(20240611)
     est, noisy, lower, upper, blow, bup = [], [], [], [], [], []
     for k in range(TRIALS):
-        rel = release_profile(counts, domain_size=D, max_count=N, epsilon=0.5, unit="item",
+        rel = release_profile(counts, domain_size=D, max_count=N, epsilon=0.5, unit=unit,
                               confidence=CONF, rng=k)
         est.append(np.asarray(rel.value) * D)
         noisy.append(rel.mechanism_params["noisy_count_of_counts"])
@@ -134,7 +145,8 @@ def _chernoff_slack(gamma: float, samples: int) -> float:
 
 def test_plan_predictions_match_the_simulation(runs: dict[str, np.ndarray]) -> None:
     """The plan's expected ℓ1 (before projection), its half-widths and its ℓ1 bound."""
-    plan = plan_profile(domain_size=D, max_count=N, epsilon=0.5, unit="item", confidence=CONF)
+    plan = plan_profile(domain_size=D, max_count=N, epsilon=0.5, unit="item_replace",
+                        confidence=CONF)
     gamma = direct_gamma(0.5)
     q, q_band = direct_half_widths(gamma, N + 1, CONF)
     assert (plan.half_width, plan.band_half_width) == (q, q_band)
@@ -182,3 +194,63 @@ def test_group_sum_intervals_cover_at_the_exact_rate(runs: dict[str, np.ndarray]
     true_sum = runs["truth"][lo : hi + 1].sum()
     misses = int((np.abs(noisy_sum - true_sum) > q).sum())
     assert _two_sided(misses, TRIALS, p_miss)
+
+
+def _sum_law(gamma: Fraction, k: int) -> np.ndarray:
+    """The exact law of ``Z_1 + … + Z_k`` on ``−300k..300k`` (repeated ``np.convolve``)."""
+    one = discrete_laplace_pmf(np.arange(-300, 301), gamma)
+    law = one
+    for _ in range(k - 1):
+        law = np.convolve(law, one)
+    return law
+
+
+def _outside(law: np.ndarray, q: int) -> float:
+    centre = law.size // 2
+    return 1.0 - float(law[centre - q : centre + q + 1].sum())
+
+
+def test_derived_layout_misses_have_the_exact_law(derived: dict[str, np.ndarray]) -> None:
+    """At unit = item: classes t >= 1 miss ``±q`` at the rate of one ``DLap(e^{−ε})`` draw,
+    class 0 (``d − Σ``) misses its width at the rate of the sum of ``N`` draws; the released
+    intervals and the band cover at least as often as stated."""
+    gamma = direct_gamma(0.5, sensitivity=1)
+    q, q_band = direct_widths(gamma, N, CONF, derive_zero=True)
+    p = float(discrete_laplace_tail(int(q[1]), gamma))
+    p0 = _outside(_sum_law(gamma, N), int(q[0]))
+    assert max(p, p0) <= 1 - CONF
+    err = np.abs(derived["noisy"] - derived["truth"])
+    misses = (err > q).sum(axis=0)
+    assert _two_sided(int(misses[0]), TRIALS, p0)
+    for t in range(1, N + 1):
+        assert _two_sided(int(misses[t]), TRIALS, p), t
+    tol = 1e-6
+    inside = (derived["lower"] <= derived["truth"] + tol) & (
+        derived["truth"] <= derived["upper"] + tol)
+    assert (~inside[:, 0]).sum() <= scipy.stats.binom.isf(ALPHA, TRIALS, p0)
+    assert (~inside[:, 1:]).sum(axis=0).max() <= scipy.stats.binom.isf(ALPHA, TRIALS, p)
+    band = ((derived["band_lower"] <= derived["truth"] + tol)
+            & (derived["truth"] <= derived["band_upper"] + tol)).all(axis=1)
+    assert (~band).sum() <= scipy.stats.binom.isf(ALPHA, TRIALS, 1 - CONF)
+
+
+def test_derived_plan_matches_the_simulation(derived: dict[str, np.ndarray]) -> None:
+    """The plan's expected ℓ1 at unit = item (``N E|Z| + E|ΣZ|``) and its ℓ1 bound."""
+    plan = plan_profile(domain_size=D, max_count=N, epsilon=0.5, unit="item", confidence=CONF)
+    gamma = direct_gamma(0.5, sensitivity=1)
+    assert plan.layout == "class 0 derived"
+    law = _sum_law(gamma, N)
+    support = np.abs(np.arange(law.size) - law.size // 2)
+    expected = N * 2 * math.exp(-0.5) / (1 - math.exp(-1.0)) + float(support @ law)
+    assert plan.l1_error * D == pytest.approx(expected, rel=1e-6)
+    pre = np.abs(derived["noisy"] - derived["truth"]).sum(axis=1)
+    sd = float(np.std(pre))
+    # N(0, sd²/TRIALS) tail at 1e-6 with a 20 % margin on the sample sd
+    assert abs(pre.mean() - expected) <= 5.0 * 1.2 * sd / math.sqrt(TRIALS)
+    post = np.abs(derived["est"] - derived["truth"]).sum(axis=1)
+    assert np.all(post <= 2 * pre + 1e-6)
+    over = int((post / D > plan.l1_bound).sum())
+    assert over <= scipy.stats.binom.isf(ALPHA, TRIALS, 1 - CONF)
+    replace = plan_profile(domain_size=D, max_count=N, epsilon=0.5, unit="item_replace",
+                           confidence=CONF)
+    assert plan.l1_error < 0.6 * replace.l1_error

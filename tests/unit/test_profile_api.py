@@ -231,9 +231,16 @@ def test_release_fields_and_surface(seed: int) -> None:
     frame = rel.to_pandas()
     assert frame.attrs["unit"] == "event"
     direct = release_profile(COUNTS, **KW, rng=seed)
-    assert direct.mechanism_params["gamma"] == str(discrete_laplace_gamma(1.0, sensitivity=2))
-    assert direct.mechanism_params["sensitivity"] == 2
+    assert direct.mechanism_params["gamma"] == str(discrete_laplace_gamma(1.0, sensitivity=1))
+    assert direct.mechanism_params["sensitivity"] == 1
+    assert direct.mechanism_params["layout"] == "class 0 derived"
+    assert direct.mechanism_params["relation"] == "add or remove one item with all its rows"
+    assert direct.to_dict()["relation"] == direct.relation
     assert direct.B == 0
+    replaced = release_profile(COUNTS, **{**KW, "unit": "item_replace"}, rng=seed)
+    assert replaced.mechanism_params["gamma"] == str(discrete_laplace_gamma(1.0, sensitivity=2))
+    assert replaced.mechanism_params["sensitivity"] == 2
+    assert replaced.mechanism_params["layout"] == "all classes"
 
 
 def test_plot_linear_and_log(seed: int) -> None:
@@ -556,6 +563,8 @@ def test_release_matches_its_plan(seed: int) -> None:
                           confidence=0.9, rng=seed)
     plan = plan_profile(domain_size=10**5, max_count=N, epsilon=0.7, unit="item",
                         confidence=0.9)
-    assert rel.mechanism_params["half_width_items"] == plan.half_width
-    assert rel.mechanism_params["band_half_width_items"] == plan.band_half_width
+    assert rel.mechanism_params["half_width_items"][1:] == [plan.half_width] * N
+    assert rel.mechanism_params["band_half_width_items"][1:] == [plan.band_half_width] * N
+    assert rel.mechanism_params["half_width_items"][0] == plan.class0_half_width
+    assert rel.mechanism_params["band_half_width_items"][0] == plan.class0_band_half_width
     assert rel.l1_bound == pytest.approx(plan.l1_bound)

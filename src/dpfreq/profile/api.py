@@ -26,17 +26,17 @@ from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.direct import (
-    DIRECT_SENSITIVITY,
-    direct_gamma,
+    derived_vector,
+    direct_layout,
     noisy_classes,
     project_to_simplex,
 )
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
-from dpfreq.profile.intervals import IntervalSet, direct_half_widths, direct_intervals
+from dpfreq.profile.intervals import IntervalSet, direct_intervals, direct_widths
 from dpfreq.profile.plan import USEFUL_L1, check_profile_parameters, plan_profile
 from dpfreq.profile.reconstruct import sketch_release
 from dpfreq.profile.result import ProfileRelease
-from dpfreq.release import ErrorStatement
+from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -136,25 +136,35 @@ def _interval_error(iv: IntervalSet, estimate: NDArray[np.float64], confidence: 
 
 def _release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, unit: str,
                     conf: float, gen: np.random.Generator) -> dict[str, Any]:
-    """Noise, projection and exact intervals of the direct mechanism."""
-    gamma = direct_gamma(eps)
-    y = noisy_classes(classes, gamma, gen)
+    """Noise, projection and exact intervals of the direct mechanism (layout per unit)."""
+    layout = direct_layout(unit, eps, n)
+    gamma = layout.gamma
+    if layout.derive_zero:
+        y = derived_vector(noisy_classes(classes[1:], gamma, gen) if n else classes[1:], d)
+    else:
+        y = noisy_classes(classes, gamma, gen)
     x = project_to_simplex(y, d)
-    iv = direct_intervals(y, x, gamma=gamma, domain_size=d, confidence=conf)
-    q, q_band = direct_half_widths(gamma, n + 1, conf)
-    l1 = min(2.0, 2.0 * (n + 1) * q_band / d)
+    iv = direct_intervals(y, x, gamma=gamma, domain_size=d, confidence=conf,
+                          derive_zero=layout.derive_zero)
+    q, q_band = direct_widths(gamma, n, conf, derive_zero=layout.derive_zero)
+    l1 = min(2.0, 2.0 * float(q_band.sum()) / d)
     r = x.astype(np.float64) / d
+    noised = ("the classes t >= 1 (class 0 = d minus their sum)" if layout.derive_zero
+              else f"all {n + 1} classes")
     desc = (f"Each class's interval holds with probability at least {conf:.6g} and the band "
             f"holds for all {n + 1} classes at once with probability at least {conf:.6g}: exact "
-            f"quantiles (±{q} items per class, ±{q_band} items for the band) of the discrete "
-            f"Laplace noise (γ = ε/2) on the noisy count-of-counts, widened to contain the "
-            f"released projection; hence the ℓ1 error is at most {l1:.6g} with probability at "
-            f"least {conf:.6g}.")
+            f"quantiles (±{int(q[-1])} items per noised class, ±{int(q_band[-1])} for the band"
+            + (f"; class 0 ±{int(q[0])}, band ±{int(q_band[0])}" if layout.derive_zero else "")
+            + f") of the discrete Laplace noise (γ = ε/{layout.sensitivity}) on {noised}, "
+            f"widened to contain the released projection; hence the ℓ1 error is at most "
+            f"{l1:.6g} with probability at least {conf:.6g}.")
     note = _vacuous_note(d, n, unit, "direct", conf) if iv.vacuous else None
-    params = {"gamma": str(gamma), "sensitivity": DIRECT_SENSITIVITY,
-              "noise": "exact discrete Laplace on each of the n+1 classes",
+    params = {"gamma": str(gamma), "sensitivity": layout.sensitivity,
+              "layout": "class 0 derived" if layout.derive_zero else "all classes",
+              "layout_why": layout.why,
+              "noise": f"exact discrete Laplace on {noised}",
               "post_processing": "nearest non-negative integer vector summing to d (ℓ2 and ℓ1)",
-              "half_width_items": q, "band_half_width_items": q_band,
+              "half_width_items": q.tolist(), "band_half_width_items": q_band.tolist(),
               "noisy_count_of_counts": y}
     return {"value": r, "mechanism": "direct-count-of-counts", "params": params,
             "error": _interval_error(iv, r, conf, desc, note), "l1_bound": l1,
@@ -300,8 +310,7 @@ def release_profile(
     params = {"engine": engine_name, "why": why, "method": chosen, "d": d, "n": n,
               "confidence": conf,
               "clamping": f"counts above max_count = {n} clamped to {n} before noising",
-              "unit_of_privacy": "one item with all its rows" if u == "item"
-              else "one row (event) of one item"}
+              "relation": RELATIONS[u]}
     if chosen != "direct":
         counts = noisy_profile_counts_from_classes(classes, max_count=n, B=B,
                                                    gamma=discrete_laplace_gamma(eps),

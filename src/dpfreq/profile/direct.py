@@ -3,16 +3,32 @@
 The profile of a data set over a public domain of ``d`` items with count cap ``n`` is the
 count-of-counts ``c[t]`` = number of domain items whose (clamped) count is ``t``, ``t = 0..n``
 (never-seen items are in ``c[0] = d − Σ_{t≥1} c[t]``). The direct mechanism adds independent
-exact discrete Laplace noise to each of these ``n + 1`` numbers, calibrated to ℓ1 sensitivity 2,
-and then maps the noisy vector to the nearest non-negative integer vector summing to ``d``
-(post-processing). This is the central-model approach of Hay, Li, Miklau & Jensen (2009) and
-Hay, Rastogi, Miklau & Suciu (2010) for degree sequences and histograms of counts.
+exact discrete Laplace noise to these numbers and maps the noisy vector to the nearest
+non-negative integer vector summing to ``d`` (post-processing). This is the central-model
+approach of Hay, Li, Miklau & Jensen (2009) for degree sequences and histograms of counts.
+
+Two layouts, chosen per unit of privacy from public parameters (:func:`direct_layout`):
+
+* ``"all classes"`` — noise on all ``n + 1`` classes, calibrated to their ℓ1 sensitivity 2;
+* ``"class 0 derived"`` — noise on the classes ``t ≥ 1`` only, calibrated to *their* ℓ1
+  sensitivity, and ``c[0]`` read as ``d − Σ_{t≥1}`` of the noisy classes before the projection
+  (post-processing of the noisy classes and the public ``d``).
+
+ℓ1 sensitivities per unit (the neighbouring relations of :data:`dpfreq.release.RELATIONS`),
+all ``n + 1`` classes / the classes ``t ≥ 1`` only:
+
+* ``event`` — 2 / 2: one row moves one item from class ``k`` to ``k ± 1``;
+* ``item`` — 2 / 1: adding or removing one item with all its rows moves it between class
+  ``k ≥ 1`` and class 0, so exactly one class ``t ≥ 1`` changes, by one;
+* ``item_replace`` — 2 / 2: replacing one item's rows moves it from class ``a`` to class ``b``.
 
 Everything but :func:`noisy_classes` is deterministic and takes no ``rng``.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -24,27 +40,126 @@ from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 __all__ = [
     "DIRECT_SENSITIVITY",
     "DOMAIN_LIMIT",
+    "SENSITIVITIES",
+    "DirectLayout",
+    "derived_vector",
     "direct_gamma",
+    "direct_layout",
+    "mean_abs_sum",
     "noisy_classes",
     "project_to_simplex",
 ]
 
-DIRECT_SENSITIVITY = 2
+DIRECT_SENSITIVITY = 2  # ℓ1 sensitivity of all n + 1 classes, at every unit
 DOMAIN_LIMIT = 2**62
+# unit → (ℓ1 sensitivity of all n + 1 classes, ℓ1 sensitivity of the classes t >= 1)
+SENSITIVITIES = {"event": (2, 2), "item": (2, 1), "item_replace": (2, 2)}
 
 
-def direct_gamma(epsilon: float) -> Fraction:
-    """γ of the discrete Laplace noise: ``ε / 2`` as an exact fraction, rounded down.
+def direct_gamma(epsilon: float, sensitivity: int = DIRECT_SENSITIVITY) -> Fraction:
+    """γ of the discrete Laplace noise: ``ε / sensitivity`` as an exact fraction, rounded down.
 
     Notes
     -----
-    Under either unit of privacy a neighbouring data set moves one item from one class to
-    another (or leaves the classes unchanged), so the count-of-counts changes by at most 1 in
-    two coordinates: ℓ1 sensitivity 2. Noise ``DLap(e^{−γ})`` with ``γ ≤ ε/2`` on each class is
-    then ε-DP (Ghosh, Roughgarden & Sundararajan 2009).
+    Noise ``DLap(e^{−γ})`` with ``γ ≤ ε/Δ`` on each coordinate of an integer vector of ℓ1
+    sensitivity ``Δ`` is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The sensitivities of
+    the count-of-counts per unit are in :data:`SENSITIVITIES`.
     """
     eps = check_epsilon(epsilon, "epsilon", "direct_gamma")
-    return discrete_laplace_gamma(eps, sensitivity=DIRECT_SENSITIVITY)
+    return discrete_laplace_gamma(eps, sensitivity=sensitivity)
+
+
+def _mean_abs(gamma: float) -> float:
+    """``E|Z|`` for ``Z ~ DLap(e^{−γ})``: ``2α / (1 − α²)``."""
+    alpha = math.exp(-gamma)
+    return 2.0 * alpha / (-math.expm1(-2.0 * gamma))
+
+
+def mean_abs_sum(gamma: Fraction, k: int) -> float:
+    """``E|Z_1 + … + Z_k|`` for ``k`` i.i.d. ``DLap(e^{−γ})`` (a prediction, not a guarantee).
+
+    From the ``k``-fold convolution of the pmf (FFT, truncated where one draw's tail is below
+    ``10^-15 / k``) when it has at most 2^22 points; otherwise the normal approximation
+    ``sqrt(2 k Var Z / π)`` (accurate when the convolution is that wide).
+    """
+    from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail_bound
+
+    if k <= 0:
+        return 0.0
+    g = float(gamma)
+    if k == 1:
+        return _mean_abs(g)
+    t = discrete_laplace_tail_bound(min(0.5, 1e-15 / k), gamma)
+    size = k * 2 * t + 1
+    if size > 1 << 22:
+        alpha = math.exp(-g)
+        var = 2.0 * alpha / (1.0 - alpha) ** 2
+        return math.sqrt(2.0 * k * var / math.pi)
+    one = np.zeros(size, dtype=np.float64)
+    one[: 2 * t + 1] = discrete_laplace_pmf(np.arange(-t, t + 1), gamma)
+    law = np.clip(np.fft.irfft(np.fft.rfft(one) ** k, n=size), 0.0, None)
+    return float(np.abs(np.arange(size) - k * t) @ law / law.sum())
+
+
+@dataclass(frozen=True)
+class DirectLayout:
+    """Which classes the direct mechanism noises, at which calibration, and why.
+
+    Attributes
+    ----------
+    derive_zero : bool
+        True: noise on the classes ``t ≥ 1`` only; class 0 is ``d − Σ_{t≥1}`` of them.
+    sensitivity : int
+        ℓ1 sensitivity of the noised classes under the unit.
+    gamma : Fraction
+        γ of the noise ``DLap(e^{−γ})``: ``ε / sensitivity`` rounded down.
+    predicted_l1 : float
+        Expected ℓ1 error (items) of the noisy vector before the projection.
+    why : str
+        The comparison that chose this layout (public parameters only).
+    """
+
+    derive_zero: bool
+    sensitivity: int
+    gamma: Fraction
+    predicted_l1: float
+    why: str
+
+
+def direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
+    """The layout with the smaller expected ℓ1 error for this unit, ε and ``n``.
+
+    Noising all ``n + 1`` classes costs ``(n + 1) E|Z_all|``; noising ``t ≥ 1`` and deriving
+    class 0 costs ``n E|Z_pos| + E|Σ_{t≥1} Z_pos|`` (class 0 carries the sum of the others'
+    noise). Both are computed from ε, ``n`` and the unit's sensitivities alone. At ``item``
+    the classes ``t ≥ 1`` have sensitivity 1 and deriving class 0 wins (about half the error);
+    at ``event`` and ``item_replace`` both layouts have sensitivity 2 and noising all classes
+    wins (class 0 then has one draw's error instead of a sum's).
+    """
+    n = int(max_count)
+    s_all, s_pos = SENSITIVITIES[unit]
+    g_all, g_pos = direct_gamma(epsilon, s_all), direct_gamma(epsilon, s_pos)
+    all_l1 = (n + 1) * _mean_abs(float(g_all))
+    pos_l1 = n * _mean_abs(float(g_pos)) + mean_abs_sum(g_pos, n)
+    derive = pos_l1 < all_l1
+    why = (f"unit={unit!r}: noising the classes t >= 1 at ℓ1 sensitivity {s_pos} and deriving "
+           f"class 0 = d − Σ predicts an ℓ1 error of {pos_l1:.4g} items, noising all n+1 "
+           f"classes at sensitivity {s_all} predicts {all_l1:.4g}; chose "
+           + ("class 0 derived" if derive else "all classes"))
+    if derive:
+        return DirectLayout(True, s_pos, g_pos, pos_l1, why)
+    return DirectLayout(False, s_all, g_all, all_l1, why)
+
+
+def derived_vector(noisy_positive: NDArray[np.int64], total: int) -> NDArray[np.int64]:
+    """``(d − Σ y, y_1, …, y_n)``: the noisy classes ``t ≥ 1`` with class 0 derived from ``d``.
+
+    The sum is taken in Python integers, so it is exact; a class 0 outside the int64 range
+    raises :class:`OverflowError` instead of wrapping.
+    """
+    y = np.asarray(noisy_positive, dtype=np.int64)
+    zero = int(total) - sum(int(v) for v in y)
+    return np.concatenate([np.array([zero], dtype=np.int64), y])
 
 
 def noisy_classes(classes: NDArray[np.int64], gamma: Fraction,

@@ -32,6 +32,7 @@ __all__ = [
     "bootstrap_intervals",
     "direct_half_widths",
     "direct_intervals",
+    "direct_widths",
     "integer_classes",
     "release_key",
     "simulated_intervals",
@@ -91,14 +92,69 @@ def direct_half_widths(gamma: Fraction, classes: int, confidence: float) -> tupl
     return q, q_band
 
 
+def direct_widths(gamma: Fraction, max_count: int, confidence: float, *,
+                  derive_zero: bool) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Per-class and band half-widths (items) of the noisy vector of the direct mechanism.
+
+    Parameters
+    ----------
+    gamma : Fraction
+        γ of the noise ``DLap(e^{−γ})`` on each noised class.
+    max_count : int
+        ``n``; the vector has ``n + 1`` classes.
+    confidence : float
+        Level of each per-class interval and of the band.
+    derive_zero : bool
+        False: all ``n + 1`` classes are noised (:func:`direct_half_widths` for each). True:
+        the classes ``t ≥ 1`` are noised and class 0 is ``d − Σ_{t≥1}`` of them, so its error
+        is minus the sum of the ``n`` draws.
+
+    Returns
+    -------
+    (half, band) : two int64 arrays of length ``n + 1``
+
+    Notes
+    -----
+    With class 0 derived, class ``t ≥ 1`` gets the exact quantile ``q`` of one draw and class
+    0 the exact quantile of the sum of ``n`` draws (:func:`sum_half_width`; where that
+    convolution is too large, ``n·q_band``, valid because every draw lies in ``±q_band`` with
+    probability at least ``confidence``). The band is the narrower (in total width, a choice
+    from public parameters) of two valid constructions: (a) the exact band ``q_band`` over the
+    ``n`` independent draws, which forces ``|Σ| <= n·q_band`` for class 0; (b) a band at level
+    ``1 − η/2`` over the ``n`` draws and the sum's quantile at ``1 − η/2`` for class 0, with
+    ``η = 1 − confidence`` (union bound).
+    """
+    n = int(max_count)
+    if not derive_zero:
+        q, q_band = direct_half_widths(gamma, n + 1, confidence)
+        return np.full(n + 1, q, dtype=np.int64), np.full(n + 1, q_band, dtype=np.int64)
+    if n == 0:  # class 0 = d exactly: nothing is noised
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    q, q_band = direct_half_widths(gamma, n, confidence)
+    q0 = sum_half_width(gamma, n, confidence)
+    half = np.full(n + 1, q, dtype=np.int64)
+    half[0] = n * q_band if q0 is None else q0
+    eta = (1.0 - confidence) / 2.0
+    q_split = discrete_laplace_tail_bound(band_level(1.0 - eta, n), gamma)
+    q0_split = sum_half_width(gamma, n, 1.0 - eta)
+    band = np.full(n + 1, q_band, dtype=np.int64)
+    band[0] = n * q_band
+    if q0_split is not None and n * q_split + q0_split < 2 * n * q_band:
+        band[1:] = q_split
+        band[0] = q0_split
+    return half, band
+
+
 def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, gamma: Fraction,
-                     domain_size: int, confidence: float) -> IntervalSet:
+                     domain_size: int, confidence: float,
+                     derive_zero: bool = False) -> IntervalSet:
     """Exact intervals for the count-of-counts of the direct mechanism (as fractions of ``d``).
 
     Parameters
     ----------
     noisy : numpy.ndarray of int64
-        The noisy count-of-counts ``y = c + Z`` before projection.
+        The noisy count-of-counts ``y = c + Z`` before projection (with class 0 derived:
+        ``(d − Σ_{t≥1} y_t, y_1, …, y_n)``).
     estimate : numpy.ndarray of int64
         The released projection ``x`` (non-negative, summing to ``d``).
     gamma : Fraction
@@ -107,6 +163,8 @@ def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, g
         ``d``.
     confidence : float
         Level of the per-class intervals and of the band.
+    derive_zero : bool, default False
+        Whether class 0 was derived from ``d`` (see :func:`direct_widths`).
 
     Returns
     -------
@@ -114,23 +172,24 @@ def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, g
 
     Notes
     -----
-    For each class ``[y_t − q, y_t + q]`` contains ``c_t`` exactly when ``|Z_t| <= q``, which has
-    probability ``1 − Pr[|Z| > q] >= confidence`` whatever ``c``: an exact interval (the
-    discrete Laplace law is known exactly). The band uses ``q_band`` from
-    :func:`direct_half_widths` and holds for all classes at once with probability
-    ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``. The released intervals are the smallest
-    intervals containing both ``[y_t − q, y_t + q]`` and the released ``x_t``, intersected with
-    ``[0, d]`` (where ``c_t`` lies anyway): enlarging an interval keeps its coverage, so the
-    guarantee above holds for them unchanged, and they contain the released estimate. The
-    enlargement is ``|x_t − y_t|``, the projection's shift (typically 0 or 1 item; larger only
-    for classes whose noisy count was negative).
+    For each class ``[y_t − q_t, y_t + q_t]`` contains ``c_t`` exactly when the class's noise
+    (one draw, or minus the sum of ``n`` draws for a derived class 0) is at most ``q_t`` in
+    absolute value, which has probability at least ``confidence`` whatever ``c``: an exact
+    interval (the discrete Laplace law is known exactly). The band uses the widths of
+    :func:`direct_widths` and holds for all classes at once with probability at least
+    ``confidence``. The released intervals are the smallest intervals containing both
+    ``[y_t − q_t, y_t + q_t]`` and the released ``x_t``, intersected with ``[0, d]`` (where
+    ``c_t`` lies anyway): enlarging an interval keeps its coverage, so the guarantee above holds
+    for them unchanged, and they contain the released estimate. The enlargement is
+    ``|x_t − y_t|``, the projection's shift (typically 0 or 1 item; larger only for classes
+    whose noisy count was negative).
     """
     y = np.asarray(noisy, dtype=np.int64)
     x = np.asarray(estimate, dtype=np.int64)
     d = int(domain_size)
-    q, q_band = direct_half_widths(gamma, y.size, confidence)
+    q, q_band = direct_widths(gamma, y.size - 1, confidence, derive_zero=derive_zero)
 
-    def hull(width: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def hull(width: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         lo = np.minimum(x.astype(np.float64), y.astype(np.float64) - width)
         hi = np.maximum(x.astype(np.float64), y.astype(np.float64) + width)
         return np.clip(lo, 0.0, d) / d, np.clip(hi, 0.0, d) / d

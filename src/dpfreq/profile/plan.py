@@ -24,8 +24,9 @@ from dpfreq._validate import (
 )
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
-from dpfreq.profile.direct import DOMAIN_LIMIT, direct_gamma
-from dpfreq.profile.intervals import direct_half_widths
+from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
+from dpfreq.profile.intervals import direct_widths
+from dpfreq.release import RELATIONS
 
 __all__ = [
     "MEASURES",
@@ -39,16 +40,16 @@ __all__ = [
 ]
 
 METHODS = ("auto", "direct", "fft", "mle")
-UNITS = ("event", "item")
+UNITS = ("event", "item", "item_replace")
 MEASURES = ("half_width", "band_half_width", "l1_error", "l1_bound")
 USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
 
 _WHY_AUTO = ("auto chose direct: a one-shot release computes the exact count-of-counts anyway, "
-             "and noising its n+1 classes (ℓ1 sensitivity 2) is far more accurate than noising "
-             "all d item counts, at either unit of privacy")
-_SKETCH_UNIT = ("'event' with method={method!r}: the sketch noises each item's count for one "
-                "event (sensitivity 1), and one item's rows can move its count by up to "
-                "max_count; use method='direct' or 'auto' for unit='item'")
+             "and noising its classes is far more accurate than noising all d item counts, at "
+             "every unit of privacy")
+_SKETCH_UNIT = ("'event' with method={method!r}: the sketch noises each item's count at "
+                "sensitivity 1, which covers one event, while one item's rows can move its "
+                "count by up to max_count; use method='direct' or 'auto' for unit={unit!r}")
 
 
 def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
@@ -56,13 +57,14 @@ def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
 
     ``"auto"`` always chooses ``"direct"``: this is the one-shot setting (the sketch methods
     exist for updatable and distributed sketches, :class:`dpfreq.profile.ProfileSketch`).
-    ``unit="item"`` with a sketch method is refused with the reason.
+    ``unit="item"`` or ``"item_replace"`` with a sketch method is refused with the reason.
     """
     m = check_choice(method, "method", func, METHODS)
     if m == "auto":
         return "direct", _WHY_AUTO
-    if unit == "item" and m != "direct":
-        raise ParameterError(message("unit", func, _SKETCH_UNIT.format(method=m), unit))
+    if unit != "event" and m != "direct":
+        raise ParameterError(message("unit", func, _SKETCH_UNIT.format(method=m, unit=unit),
+                                     unit))
     return m, f"method={m!r} was asked for"
 
 
@@ -104,18 +106,28 @@ class ProfilePlan:
         The parameters planned for (``method`` after the ``auto`` choice).
     why : str
         Why this method.
+    relation : str
+        The neighbouring relation of ``unit``, in words.
+    layout, layout_why : str or None
+        ``direct``: ``"all classes"`` or ``"class 0 derived"``; ``layout_why`` gives the
+        predicted errors of both layouts that chose it (public parameters only).
     half_width : float or None
-        Half-width, in items, of the per-class interval (``direct``: exact, before the
-        projection's shift of typically 0–1 items). None for the sketch methods, whose intervals
-        depend on the data.
+        Half-width, in items, of the per-class interval of a noised class (``direct``: exact,
+        before the projection's shift of typically 0–1 items). None for the sketch methods,
+        whose intervals depend on the data.
     band_half_width : float or None
-        Half-width, in items, of the simultaneous band over all ``n + 1`` classes (``direct``).
+        Half-width, in items, of the simultaneous band over the noised classes (``direct``).
+    class0_half_width, class0_band_half_width : float or None
+        The same for class 0 (``direct``; with class 0 derived, from the law of the sum of
+        the ``n`` other classes' noise).
     l1_error : float or None
-        Expected ℓ1 distance (fractions) between the noisy count-of-counts and the truth,
-        ``(n + 1) E|Z| / d``; the projected release is usually a little better (``direct``).
+        Expected ℓ1 distance (fractions) between the noisy count-of-counts and the truth:
+        ``(n + 1) E|Z| / d``, or ``(n E|Z| + E|Z_1 + … + Z_n|) / d`` with class 0 derived; the
+        projected release is usually a little better (``direct``).
     l1_bound : float
-        ℓ1 bound (fractions, at most 2) holding with probability ``confidence``: ``2(n+1)
-        q_band / d`` for ``direct`` (band plus projection), Wu & Pagh's Theorem 1.1 otherwise.
+        ℓ1 bound (fractions, at most 2) holding with probability ``confidence``: twice the
+        band's total width over ``d`` for ``direct`` (band plus projection), Wu & Pagh's
+        Theorem 1.1 otherwise.
     vacuous : bool
         True when ``l1_bound`` reaches the trivial value 2.
 
@@ -139,6 +151,11 @@ class ProfilePlan:
     l1_error: float | None
     l1_bound: float
     vacuous: bool
+    relation: str = ""
+    layout: str | None = None
+    layout_why: str | None = None
+    class0_half_width: float | None = None
+    class0_band_half_width: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary."""
@@ -208,14 +225,14 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
     """Fill the predictions of ``p`` for its parameters."""
     d, n, eps, conf = p.domain_size, p.max_count, p.epsilon, p.confidence
     if p.method == "direct":
-        gamma = direct_gamma(eps)
-        q, q_band = direct_half_widths(gamma, n + 1, conf)
-        g = float(gamma)
-        alpha = math.exp(-g)
-        mean_abs = 2.0 * alpha / (-math.expm1(-2.0 * g))  # E|Z| = 2α / (1 − α²)
-        l1_error = min(2.0, (n + 1) * mean_abs / d)
-        l1_bound = min(2.0, 2.0 * (n + 1) * q_band / d)
-        return replace(p, half_width=float(q), band_half_width=float(q_band),
+        lay = direct_layout(p.unit, eps, n)
+        q, q_band = direct_widths(lay.gamma, n, conf, derive_zero=lay.derive_zero)
+        l1_error = min(2.0, lay.predicted_l1 / d)
+        l1_bound = min(2.0, 2.0 * float(q_band.sum()) / d)
+        return replace(p, half_width=float(q[-1]), band_half_width=float(q_band[-1]),
+                       class0_half_width=float(q[0]), class0_band_half_width=float(q_band[0]),
+                       layout="class 0 derived" if lay.derive_zero else "all classes",
+                       layout_why=lay.why,
                        l1_error=l1_error, l1_bound=l1_bound, vacuous=l1_bound >= 2.0)
     bound = _sketch_bound(d, n, eps, conf)
     return replace(p, half_width=None, band_half_width=None, l1_error=None, l1_bound=bound,
@@ -234,7 +251,7 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         Public count cap ``n``.
     epsilon : float
         ε of the planned release.
-    unit : {"event", "item"}
+    unit : {"event", "item", "item_replace"}
         Unit of privacy (no default; the sketch methods support only ``"event"``).
     method : {"auto", "direct", "fft", "mle"}, default "auto"
         As in ``release_profile``.
@@ -250,18 +267,20 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     The ``direct`` predictions are exact for the noise law: the per-class half-width ``q`` is
     the smallest integer with ``Pr[|Z| > q] <= 1 − confidence`` and the band's ``q_band`` the
     smallest with ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``, for ``Z ~ DLap(e^{−ε/2})``.
-    They do not depend on the data (only the projection's small shift does).
+    With class 0 derived (``unit="item"``) the noise is ``DLap(e^{−ε})`` on the classes
+    ``t ≥ 1`` and class 0's quantiles are those of the sum of ``n`` draws (exact law by
+    convolution). They do not depend on the data (only the projection's small shift does).
 
     Examples
     --------
     >>> from dpfreq.profile import plan_profile
     >>> plan = plan_profile(domain_size=2_000_000, max_count=50, epsilon=1.0, unit="item")
-    >>> plan.method, plan.half_width
-    ('direct', 6.0)
+    >>> plan.method, plan.layout, plan.half_width
+    ('direct', 'class 0 derived', 3.0)
     """
     d, n, eps, u, conf, chosen, why = check_profile_parameters(
         domain_size, max_count, epsilon, unit, confidence, method, "plan_profile")
     blank = ProfilePlan(domain_size=d, max_count=n, epsilon=eps, unit=u, method=chosen,
                         confidence=conf, why=why, half_width=None, band_half_width=None,
-                        l1_error=None, l1_bound=2.0, vacuous=True)
+                        l1_error=None, l1_bound=2.0, vacuous=True, relation=RELATIONS[u])
     return _plan(blank)

@@ -45,7 +45,7 @@ from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
 from dpfreq.profile.mle import em_profile, em_profiles, log_likelihoods, smooth_profile
 from dpfreq.profile.result import ProfileRelease
-from dpfreq.release import ErrorStatement
+from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
@@ -370,7 +370,7 @@ def sketch_release(
         "interval_centre": ("estimate" if centre is None
                             else "early-stopped EM within n/2 of the maximum likelihood, "
                                  "from a flat start keeping the estimate's cap class"),
-        "unit_of_privacy": "one occurrence (event) of one item",
+        "relation": RELATIONS["event"],
     })
     params.update(diagnostics)
     return ProfileRelease(

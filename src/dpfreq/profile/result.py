@@ -93,7 +93,8 @@ class ProfileRelease(Release):
         """Interval for ``Σ_{t=lo..hi}`` of the profile, at ``error.confidence``.
 
         One ``t``: the per-class interval. Several, for ``direct``: exact, from the law of the
-        sum of ``hi − lo + 1`` independent discrete Laplace noises on the noisy classes
+        sum of ``hi − lo + 1`` independent discrete Laplace noises on the noisy classes (with
+        class 0 derived from ``d`` and ``lo = 0``: of the ``n − hi`` noises of the classes above)
         (:func:`dpfreq.profile.intervals.sum_half_width`), widened to contain the released sum
         as the per-class intervals are. Otherwise (or when that law is too wide to tabulate):
         the simultaneous band summed over the classes, which holds for every sum at once.
@@ -109,7 +110,11 @@ class ProfileRelease(Release):
         noisy = params.get("noisy_count_of_counts")
         conf = self.error.confidence
         if self.method == "direct" and noisy is not None and conf is not None:
-            q = sum_half_width(Fraction(str(params["gamma"])), hi - lo + 1, float(conf))
+            draws = hi - lo + 1
+            if params.get("layout") == "class 0 derived" and lo == 0:
+                draws = self.max_count - hi  # classes 0..hi are d minus the noisy hi+1..n
+            q = 0 if draws == 0 else sum_half_width(Fraction(str(params["gamma"])), draws,
+                                                     float(conf))
             if q is not None:
                 d = self.domain_size
                 y = sum(int(v) for v in list(noisy)[lo : hi + 1])
