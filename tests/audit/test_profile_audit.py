@@ -2,9 +2,10 @@
 
 * Exact: the ratio of the exact laws of the released noisy count-of-counts for neighbouring data
   sets is at most e^ε (``tests/unit/test_profile_direct.py`` enumerates every neighbour of small
-  domains at both units); here the extreme pair at item level is checked in closed form.
+  domains at every unit); here the extreme pairs are checked in closed form.
 * Clopper–Pearson (slow): the whole public call, run on two neighbouring count vectors (one
-  item's rows all removed: item level), many times with seeded generators; a one-sided lower
+  item's rows all removed: ``item``; replaced: ``item_replace``), many times with seeded
+  generators; a one-sided lower
   bound on the privacy loss of an output event, at α = 1e-6, must not exceed the claimed ε.
 * Refused calls spend nothing, and no release escapes the domain limit silently.
 """
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_pmf
 from dpfreq.profile import release_profile
-from dpfreq.profile.direct import direct_gamma
+from dpfreq.profile.direct import direct_layout
 
 ALPHA = 1e-6
 
@@ -36,44 +38,48 @@ def _lower_bound_epsilon(hits_a: int, hits_b: int, trials: int) -> float:
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
-def test_extreme_pair_ratio_in_closed_form(epsilon: float) -> None:
-    """Item with count 2 removed (class 2 -> class 0): the worst outcome ratio is exactly
-    e^{2γ} <= e^ε, reached where both coordinates move away from the other data set."""
-    gamma = direct_gamma(epsilon)
-    c = np.array([8, 0, 2])
-    c2 = np.array([9, 0, 1])
-    grid = np.stack(np.meshgrid(np.arange(-5, 16), np.arange(-5, 6), np.arange(-5, 8),
-                                indexing="ij"), axis=-1).reshape(-1, 3)
-    p = np.prod(discrete_laplace_pmf(grid - c, gamma), axis=1)
-    q = np.prod(discrete_laplace_pmf(grid - c2, gamma), axis=1)
-    worst = float(np.max(np.abs(np.log(p) - np.log(q))))
-    assert worst == pytest.approx(2 * float(gamma), rel=1e-9)
-    assert 2 * gamma <= epsilon  # exact fractions: the calibration never exceeds ε
+def test_extreme_pairs_ratio_in_closed_form(epsilon: float) -> None:
+    """``item``: an item with count 2 removed moves one class t >= 1 by one (class 0 is derived
+    from d, post-processing): the worst ratio of the noisy classes 1..n is exactly e^γ <= e^ε.
+    ``item_replace``: the item's rows replaced (class 2 -> class 1) moves two classes: e^{2γ}."""
+    grid = np.stack(np.meshgrid(np.arange(-5, 6), np.arange(-5, 8), indexing="ij"),
+                    axis=-1).reshape(-1, 2)
+    for unit, c, c2, factor in (("item", [0, 2], [0, 1], 1), ("item_replace", [0, 2], [1, 1], 2)):
+        layout = direct_layout(unit, epsilon, 2)
+        gamma = layout.gamma
+        p = np.prod(discrete_laplace_pmf(grid - np.array(c), gamma), axis=1)
+        q = np.prod(discrete_laplace_pmf(grid - np.array(c2), gamma), axis=1)
+        worst = float(np.max(np.abs(np.log(p) - np.log(q))))
+        assert worst == pytest.approx(factor * float(gamma), rel=1e-9)
+        assert factor * gamma <= epsilon  # exact fractions: the calibration never exceeds ε
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("epsilon", [1.0])
-def test_clopper_pearson_lower_bound_does_not_exceed_epsilon(epsilon: float) -> None:
-    """Neighbours at item level: 1000 items, one item with 3 rows present or absent (n = 3).
+@pytest.mark.parametrize(("unit", "without", "event"), [
+    ("item", [0, 1, 1, 2], lambda y, d: y[3] >= 1),
+    ("item_replace", [1, 1, 1, 2], lambda y, d: y[3] >= 1 and y[1] <= 2),
+])
+def test_clopper_pearson_lower_bound_does_not_exceed_epsilon(unit: str, without: list[int],
+                                                             event: Any) -> None:
+    """Neighbours at ``unit``: 1000 items, n = 3; one item with 3 rows removed (``item``) or
+    its rows replaced by one row (``item_replace``).
 
-    Event: the released noisy count of class 3 is at least its value with the item, and that of
-    class 0 at most its value with the item (released in ``mechanism_params``). Its probability
-    ratio is e^{2γ} = e^ε exactly, so the audit has power: with 8,000 trials per side the lower
-    bound lands near 0.8ε, and it must stay ≤ ε.
+    Event: the released noisy class 3 is at least its value with the item (and, for the
+    replacement, class 1 at most its value with the item). Its probability ratio is e^γ = e^ε
+    at ``item`` (one class moves, γ = ε) and e^{2γ} = e^ε at ``item_replace``, so the audit has
+    power: with 8,000 trials per side the lower bound lands near 0.8ε, and it must stay ≤ ε.
     """
+    epsilon = 1.0
     trials = 8_000
     with_item = np.array([3, 1, 1, 2])
-    without = np.array([0, 1, 1, 2])
     d, n = 1000, 3
     hits = []
-    for k, counts in enumerate((with_item, without)):
-        # classes with the item: c = (996, 2, 1, 1); without it: c = (997, 2, 1, 0)
+    for k, counts in enumerate((with_item, np.array(without))):
         hit = 0
         for t in range(trials):
             rel = release_profile(counts, domain_size=d, max_count=n, epsilon=epsilon,
-                                  unit="item", rng=1_000_000 * k + t)
-            y = rel.mechanism_params["noisy_count_of_counts"]
-            hit += int(y[3] >= 1 and y[0] <= d - 4)
+                                  unit=unit, rng=1_000_000 * k + t)
+            hit += int(event(rel.mechanism_params["noisy_count_of_counts"], d))
         hits.append(hit)
     lower = _lower_bound_epsilon(hits[0], hits[1], trials)
     assert lower <= epsilon

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,9 @@ from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf, discrete_
 from dpfreq.profile import release_profile
 from dpfreq.profile.direct import (
     DIRECT_SENSITIVITY,
+    SENSITIVITIES,
     direct_gamma,
+    direct_layout,
     noisy_classes,
     project_to_simplex,
 )
@@ -107,42 +110,63 @@ def _class_vector(counts: tuple[int, ...], n: int) -> np.ndarray:
 
 
 def _neighbours(counts: tuple[int, ...], unit: str, top: int) -> list[tuple[int, ...]]:
-    """Item level: one item's count replaced by any other; event level: changed by ±1."""
+    """Every neighbour under the unit's relation, over a public domain (an absent item has
+    count 0): ``item`` — one item's rows all removed (c -> 0) or added (0 -> c2 >= 1);
+    ``item_replace`` — one item's count replaced by any other; ``event`` — changed by ±1."""
     out = []
     for i, c in enumerate(counts):
-        others = range(top + 1) if unit == "item" else (c - 1, c + 1)
+        if unit == "item":
+            others: Any = (0,) if c else range(1, top + 1)
+        elif unit == "item_replace":
+            others = range(top + 1)
+        else:
+            others = (c - 1, c + 1)
         for c2 in others:
             if 0 <= c2 <= top and c2 != c:
                 out.append((*counts[:i], c2, *counts[i + 1 :]))
     return out
 
 
-@pytest.mark.parametrize("unit", ["item", "event"])
+@pytest.mark.parametrize("unit", ["item", "item_replace", "event"])
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 2.5])
 def test_exact_privacy_by_enumeration(unit: str, epsilon: float) -> None:
     """Domain of 3 items with counts 0..3, cap n = 2 (so clamping is exercised).
 
-    For every data set and every neighbour, the class vectors differ by at most 2 in ℓ1, and the
-    exact pmf ratio of the noisy count-of-counts over a window of outcomes (the ratio is largest
-    at the window's points where both differences have the same sign) is at most e^ε, with
-    equality reached (the calibration is tight).
+    For every data set and every neighbour under the unit's relation, the noised classes (all
+    ``n + 1``, or ``t >= 1`` when class 0 is derived from ``d``) differ by exactly the layout's
+    sensitivity at most (reached: the sensitivity is exact), and the exact pmf ratio of the
+    noised vector over a window of outcomes is at most e^ε, with equality reached (tight).
     """
     d, n, top, width = 3, 2, 3, 6
-    gamma = direct_gamma(epsilon)
-    assert gamma <= Fraction(epsilon) / DIRECT_SENSITIVITY
-    worst = 0.0
-    grid = np.array(list(itertools.product(range(-width, d + width + 1), repeat=n + 1)))
+    layout = direct_layout(unit, epsilon, n)
+    gamma = layout.gamma
+    assert layout.sensitivity == SENSITIVITIES[unit][1 if layout.derive_zero else 0]
+    assert layout.derive_zero == (unit == "item")
+    assert gamma <= Fraction(epsilon) / layout.sensitivity
+    lo = 1 if layout.derive_zero else 0
+    worst, largest = 0.0, 0
+    grid = np.array(list(itertools.product(range(-width, d + width + 1), repeat=n + 1 - lo)))
     for counts in itertools.product(range(top + 1), repeat=d):
-        c = _class_vector(counts, n)
+        c = _class_vector(counts, n)[lo:]
         for other in _neighbours(counts, unit, top):
-            c2 = _class_vector(other, n)
-            assert int(np.abs(c - c2).sum()) <= DIRECT_SENSITIVITY
+            c2 = _class_vector(other, n)[lo:]
+            largest = max(largest, int(np.abs(c - c2).sum()))
             p = np.prod(discrete_laplace_pmf(grid - c, gamma), axis=1)
             q = np.prod(discrete_laplace_pmf(grid - c2, gamma), axis=1)
             worst = max(worst, float(np.max(np.log(p) - np.log(q))))
+    assert largest == layout.sensitivity  # the exact sensitivity of the noised classes
     assert worst <= epsilon + 1e-9
-    assert worst >= 2 * float(gamma) - 1e-9  # tight: some neighbours move an item a -> b
-    assert 2 * float(gamma) > epsilon - 1e-8
+    assert worst >= layout.sensitivity * float(gamma) - 1e-9  # tight
+    assert layout.sensitivity * float(gamma) > epsilon - 1e-8
+
+
+def test_all_classes_sensitivity_is_two_at_every_unit() -> None:
+    """Noising all n + 1 classes needs sensitivity 2 at every relation (enumerated)."""
+    for unit in ("item", "item_replace", "event"):
+        largest = max(int(np.abs(_class_vector(a, 2) - _class_vector(b, 2)).sum())
+                      for a in itertools.product(range(4), repeat=3)
+                      for b in _neighbours(a, unit, 3))
+        assert largest == DIRECT_SENSITIVITY == SENSITIVITIES[unit][0], unit
 
 
 def test_noise_is_added_to_every_class(rng: np.random.Generator) -> None:
