@@ -8,6 +8,11 @@ file shared by processes) and passes it to each release (``accountant=``), which
 
 Arithmetic is exact: every ε and δ is held as a :class:`fractions.Fraction` of its shortest
 decimal representation (``0.1`` is 1/10), so ten spends of 0.1 exactly exhaust a budget of 1.0.
+
+Units of privacy are currencies (:data:`dpfreq.release.RELATIONS`). An accountant keeps them
+apart: without a ``unit`` of its own it accepts spends at one unit only; given a ``unit`` it
+converts the spends that convert soundly (:func:`convert_spend`) and records the conversion
+beside the spend, and refuses the others with the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
-from dpfreq._validate import check_delta, check_epsilon, check_int, message
+from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
 from dpfreq.errors import BudgetExceededError, ParameterError
 
 __all__ = [
@@ -26,6 +31,7 @@ __all__ = [
     "PrivacyBudget",
     "advanced_composition",
     "check_accountant",
+    "convert_spend",
     "exact_fraction",
     "group_privacy",
     "sequential_composition",
@@ -222,6 +228,73 @@ def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     return PrivacyBudget(g * budget.epsilon, dlt)
 
 
+_BUDGET_UNITS = ("event", "item", "item_replace", "device")
+# (unit spent at, unit of the budget) → the multiplier of ε that converts soundly
+_CONVERSIONS = {("item", "item_replace"): 2, ("item_replace", "item"): 1}
+_APART = {
+    "event": "an ε at 'event' protects one row, not one item's rows: event and item are "
+             "different currencies (an item with k rows is only protected at kε)",
+    "device": "'device' is the longitudinal system's unit and converts to no other",
+}
+
+
+def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
+                  budget_unit: str | None, func: str) -> tuple[Fraction, Fraction, str | None]:
+    """``(ε', δ', note)``: a spend at ``unit`` as charged to a budget stated at ``budget_unit``.
+
+    Parameters
+    ----------
+    epsilon, delta : Fraction
+        The spend, at ``unit``.
+    unit : str or None
+        The unit the release protects.
+    budget_unit : str or None
+        The unit the budget is stated at (None: no conversion, the spend is charged as is).
+    func : str
+        The spending method, for the error message.
+
+    Returns
+    -------
+    (Fraction, Fraction, str or None)
+        The charge, and a sentence saying how it was converted (None when not converted).
+
+    Raises
+    ------
+    ParameterError
+        When the spend does not convert soundly (``event`` and ``device`` convert to no other
+        unit), or has no unit while the budget has one.
+
+    Notes
+    -----
+    Over a public domain an item's rows removed are one particular replacement (by no rows),
+    so ``item`` neighbours are ``item_replace`` neighbours: (ε, δ)-DP at ``item_replace``
+    implies the same at ``item`` (factor 1). A replacement is a removal followed by an
+    addition, so (ε, δ)-DP at ``item`` implies ``(2ε, (1 + e^ε)δ)`` at ``item_replace``
+    (group privacy for 2; ``e^ε`` rounded up).
+
+    Examples
+    --------
+    >>> convert_spend(Fraction(1, 2), Fraction(0), "item", "item_replace", "spend")[:2]
+    (Fraction(1, 1), Fraction(0, 1))
+    """
+    if budget_unit is None or unit == budget_unit:
+        return epsilon, delta, None
+    if unit is None:
+        raise ParameterError(message("unit", func, f"given (the budget is stated at unit="
+                                     f"{budget_unit!r})", unit))
+    factor = _CONVERSIONS.get((unit, budget_unit))
+    if factor is None:
+        reason = _APART.get(unit) or _APART.get(budget_unit) or "not a unit of privacy"
+        raise ParameterError(message("unit", func, f"{budget_unit!r} or convertible to it "
+                                     f"({reason})", unit))
+    if factor == 1:
+        return epsilon, delta, (f"ε at {unit!r} counts as ε at {budget_unit!r} (removing an "
+                                "item's rows is one replacement of them)")
+    grow = Fraction(math.exp(float(epsilon)) * (1 + 1e-12)) + 1  # 1 + e^ε, rounded up
+    return 2 * epsilon, delta * grow, (f"ε at {unit!r} counts as 2ε at {budget_unit!r} (a "
+                                       "replacement is a removal and an addition)")
+
+
 @runtime_checkable
 class BudgetAccountant(Protocol):
     """What a release function needs from an accountant (``accountant=``).
@@ -251,7 +324,8 @@ class BudgetAccountant(Protocol):
     @property
     def ledger(self) -> list[dict[str, Any]]: ...
 
-    def check(self, epsilon: float, delta: float = 0.0) -> None: ...
+    def check(self, epsilon: float, delta: float = 0.0, *,
+              unit: str | None = None) -> None: ...
 
     def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
               unit: str | None = None, source: str | None = None) -> None: ...
@@ -300,31 +374,53 @@ class Accountant:
     ----------
     total : PrivacyBudget
         The budget that all spends together may not exceed.
+    unit : {"event", "item", "item_replace", "device"}, optional
+        The unit the budget is stated at. Given: spends at other units are converted where
+        that is sound (:func:`convert_spend`: ε at ``"item"`` counts as 2ε at
+        ``"item_replace"``, ε at ``"item_replace"`` as ε at ``"item"``), the ledger row says
+        so, and the others are refused. Omitted: the accountant keeps relations apart, and
+        refuses a spend at a unit other than the one already spent at.
 
     Raises
     ------
     ParameterError
-        If ``total`` is not a :class:`PrivacyBudget`.
+        If ``total`` is not a :class:`PrivacyBudget` or ``unit`` is not a unit of privacy.
 
     Examples
     --------
-    >>> acct = Accountant(PrivacyBudget(1.0))
-    >>> acct.spend(0.25, label="profile")
-    >>> acct.remaining
-    PrivacyBudget(epsilon=0.75, delta=0.0)
+    >>> acct = Accountant(PrivacyBudget(1.0), unit="item_replace")
+    >>> acct.spend(0.25, label="profile", unit="item")
+    >>> acct.remaining, acct.ledger[0]["charged_epsilon"]
+    (PrivacyBudget(epsilon=0.5, delta=0.0), 0.5)
     """
 
     total: PrivacyBudget
+    unit: str | None = None
     _ledger: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.total, PrivacyBudget):
             raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
+        if self.unit is not None:
+            check_choice(self.unit, "unit", "Accountant", _BUDGET_UNITS)
+
+    def _charge(self, epsilon: float, delta: float, unit: str | None,
+                func: str) -> tuple[Fraction, Fraction, str | None]:
+        """The spend converted to the budget's unit; refused when relations would mix."""
+        e, d = exact_fraction(epsilon), exact_fraction(delta)
+        if self.unit is None and unit is not None:
+            seen = {row["unit"] for row in self._ledger} - {None, unit}
+            if seen:
+                raise ParameterError(message(
+                    "unit", func, f"{seen.pop()!r}, the unit already spent at (this accountant "
+                    "keeps relations apart; state the budget's unit, e.g. Accountant(total, "
+                    "unit='item_replace'), to convert where that is sound)", unit))
+        return convert_spend(e, d, unit, self.unit, func)
 
     @property
     def spent_exact(self) -> tuple[Fraction, Fraction]:
-        eps = sum((row["epsilon"] for row in self._ledger), Fraction(0))
-        dlt = sum((row["delta"] for row in self._ledger), Fraction(0))
+        eps = sum((row["charged_epsilon"] for row in self._ledger), Fraction(0))
+        dlt = sum((row["charged_delta"] for row in self._ledger), Fraction(0))
         return eps, dlt
 
     @property
@@ -345,15 +441,19 @@ class Accountant:
 
     @property
     def ledger(self) -> list[dict[str, Any]]:
-        """Every spend, in order: label, ε, δ, unit and source (``None`` when not given)."""
-        return [{**row, "epsilon": float(row["epsilon"]), "delta": float(row["delta"])}
+        """Every spend, in order: label, ε, δ and unit as spent, source (``None`` when not
+        given), the charge against the budget (``charged_epsilon``, ``charged_delta``) and
+        ``conversion`` (the sentence saying how the unit was converted, or ``None``)."""
+        return [{**row, **{k: float(row[k]) for k in
+                           ("epsilon", "delta", "charged_epsilon", "charged_delta")}}
                 for row in self._ledger]
 
-    def check(self, epsilon: float, delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if spending (ε, δ) would exceed the total."""
+    def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None) -> None:
+        """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` would exceed the
+        total (a ParameterError if the unit does not convert to the budget's)."""
         check_epsilon(epsilon, "epsilon", "Accountant.spend")
         check_delta(delta, "delta", "Accountant.spend")
-        e, d = exact_fraction(epsilon), exact_fraction(delta)  # exactly what spend() records
+        e, d, _ = self._charge(epsilon, delta, unit, "Accountant.spend")
         eps, dlt = self.spent_exact
         left_e = self.total.exact_epsilon - eps
         left_d = self.total.exact_delta - dlt
@@ -369,8 +469,11 @@ class Accountant:
         """Record a spend of (ε, δ), refusing it (before any noise) if it would overspend.
 
         ``label`` names what spent (the release function), ``unit`` the unit of privacy and
-        ``source`` the data; they are recorded as given and never affect the arithmetic.
+        ``source`` the data. The unit is converted to the budget's unit where sound, and the
+        row records the conversion (see the class docstring).
         """
-        self.check(epsilon, delta)
+        self.check(epsilon, delta, unit=unit)
+        e, d, note = self._charge(epsilon, delta, unit, "Accountant.spend")
         self._ledger.append({"label": str(label), "epsilon": exact_fraction(epsilon),
-                             "delta": exact_fraction(delta), "unit": unit, "source": source})
+                             "delta": exact_fraction(delta), "unit": unit, "source": source,
+                             "charged_epsilon": e, "charged_delta": d, "conversion": note})

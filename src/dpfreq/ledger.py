@@ -34,9 +34,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpfreq._validate import check_delta, check_epsilon, message
-from dpfreq.budget import Accountant, PrivacyBudget, exact_fraction
+from dpfreq._validate import check_choice, check_delta, check_epsilon, message
+from dpfreq.budget import Accountant, PrivacyBudget, convert_spend, exact_fraction
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.release import UNITS
 
 __all__ = ["LEDGER_VERSION", "Ledger"]
 
@@ -81,7 +82,8 @@ class Ledger:
     -----
     Sequential composition: the ledger guarantees that the ε (and δ) of all recorded releases
     sum to at most the total. That is the guarantee for the data as a whole only if every
-    release on the same data is recorded in the same ledger, with the same unit of privacy.
+    release on the same data is recorded in the same ledger. Units of privacy are kept apart,
+    or converted where sound when the ledger was created with a ``unit`` (:meth:`create`).
 
     Examples
     --------
@@ -91,7 +93,7 @@ class Ledger:
     >>> ledger = Ledger(path, source="events.csv")  # another process opens the same file
     >>> ledger.spend(0.6, label="release_profile", unit="item")
     >>> try:
-    ...     ledger.spend(0.6, label="release_window_counts", unit="event")
+    ...     ledger.spend(0.6, label="release_window_counts", unit="item")
     ... except BudgetExceededError:
     ...     print("refused")
     refused
@@ -115,10 +117,18 @@ class Ledger:
         self._read_total()  # fail now, with one message, if the file is not a ledger
 
     @classmethod
-    def create(cls, path: str | Path, total: PrivacyBudget) -> Ledger:
-        """Create a new, empty ledger with budget ``total``; refuse to overwrite a file."""
+    def create(cls, path: str | Path, total: PrivacyBudget, *,
+               unit: str | None = None) -> Ledger:
+        """Create a new, empty ledger with budget ``total``; refuse to overwrite a file.
+
+        ``unit`` states the unit of privacy of the budget: spends at other units are then
+        converted where sound (:func:`dpfreq.budget.convert_spend`; the recorded ε is the
+        charge and the row's ``conversion`` says so) and refused otherwise. Without it the
+        ledger keeps relations apart: every spend must be at the unit first spent at.
+        """
         if not isinstance(total, PrivacyBudget):
             raise ParameterError(message("total", "Ledger.create", "a PrivacyBudget", total))
+        header = [("unit", check_choice(unit, "unit", "Ledger.create", UNITS))] if unit else []
         target = Path(path)
         if target.exists():
             raise DataError(f"ledger file {str(target)!r} already exists; "
@@ -139,7 +149,7 @@ class Ledger:
                 "INSERT INTO dpfreq_ledger (key, value) VALUES (?, ?)",
                 [("kind", _KIND), ("version", str(LEDGER_VERSION)), ("created", _now()),
                  ("total_epsilon", _fraction_text(total.exact_epsilon)),
-                 ("total_delta", _fraction_text(total.exact_delta))],
+                 ("total_delta", _fraction_text(total.exact_delta)), *header],
             )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -202,6 +212,26 @@ class Ledger:
             raise self._bad("the total epsilon is 0")
         return eps, dlt
 
+    def _charge_in(self, conn: sqlite3.Connection, e: Fraction, d: Fraction,
+                   unit: str | None, func: str) -> tuple[Fraction, Fraction]:
+        """The spend as charged to the budget's unit (relations kept apart or converted)."""
+        row = conn.execute("SELECT value FROM dpfreq_ledger WHERE key = 'unit'").fetchone()
+        if row is None and unit is not None:
+            seen = {u for (u,) in conn.execute("SELECT DISTINCT unit FROM releases")}
+            seen -= {None, unit}
+            if seen:
+                raise ParameterError(message(
+                    "unit", func, f"{seen.pop()!r}, the unit already spent at (this ledger keeps "
+                    "relations apart; create one with a unit to convert where sound)", unit))
+        e2, d2, _ = convert_spend(e, d, unit, row[0] if row else None, func)
+        return e2, d2
+
+    def _conversion(self, conn: sqlite3.Connection, unit: str | None) -> str | None:
+        row = conn.execute("SELECT value FROM dpfreq_ledger WHERE key = 'unit'").fetchone()
+        if row is None or unit is None or unit == row[0]:
+            return None
+        return convert_spend(Fraction(1), Fraction(0), unit, row[0], "Ledger")[2]
+
     def _spent_in(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
         eps, dlt = Fraction(0), Fraction(0)
         for e, d in conn.execute("SELECT epsilon, delta FROM releases"):
@@ -252,7 +282,8 @@ class Ledger:
                             "FROM releases ORDER BY id").fetchall()
         return [{"time": t, "command": c, "label": lb,
                  "epsilon": float(self._fraction(e, "a recorded epsilon")),
-                 "delta": float(self._fraction(d, "a recorded delta")), "unit": u, "source": s}
+                 "delta": float(self._fraction(d, "a recorded delta")), "unit": u, "source": s,
+                 "conversion": self._conversion(conn, u)}
                 for t, c, lb, e, d, u, s in rows]
 
     def _refuse_if_over(self, conn: sqlite3.Connection, e: Fraction, d: Fraction) -> None:
@@ -267,15 +298,18 @@ class Ledger:
                 f"delta={float(total_d)!r}); no noise was drawn."
             )
 
-    def check(self, epsilon: float, delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if spending (ε, δ) now would exceed the total.
+    def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None) -> None:
+        """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` now would exceed
+        the total (a ParameterError if the unit does not convert to the ledger's).
 
         Advisory only: another process may spend in between; :meth:`spend` is the atomic step.
         """
         check_epsilon(epsilon, "epsilon", "Ledger.check")
         check_delta(delta, "delta", "Ledger.check")
         with self._connect() as conn:
-            self._refuse_if_over(conn, exact_fraction(epsilon), exact_fraction(delta))
+            e, d = self._charge_in(conn, exact_fraction(epsilon), exact_fraction(delta),
+                                   unit or self.unit, "Ledger.check")
+            self._refuse_if_over(conn, e, d)
 
     def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
               unit: str | None = None, source: str | None = None) -> None:
@@ -284,6 +318,7 @@ class Ledger:
         Check and record are one ``BEGIN IMMEDIATE`` transaction: concurrent processes are
         serialized on SQLite's write lock, so together they never overspend. A refused spend
         records nothing. ``unit`` and ``source`` default to the ones this object was bound with.
+        The recorded ε and δ are the charge at the ledger's unit (see :meth:`create`).
         """
         check_epsilon(epsilon, "epsilon", "Ledger.spend")
         check_delta(delta, "delta", "Ledger.spend")
@@ -291,6 +326,7 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                e, d = self._charge_in(conn, e, d, unit or self.unit, "Ledger.spend")
                 self._refuse_if_over(conn, e, d)
                 conn.execute(
                     "INSERT INTO releases (time, command, label, epsilon, delta, unit, source) "

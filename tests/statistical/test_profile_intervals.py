@@ -215,7 +215,7 @@ def test_derived_layout_misses_have_the_exact_law(derived: dict[str, np.ndarray]
     class 0 (``d − Σ``) misses its width at the rate of the sum of ``N`` draws; the released
     intervals and the band cover at least as often as stated."""
     gamma = direct_gamma(0.5, sensitivity=1)
-    q, q_band = direct_widths(gamma, N, CONF, derive_zero=True)
+    q, _ = direct_widths(gamma, N, CONF, derive_zero=True)
     p = float(discrete_laplace_tail(int(q[1]), gamma))
     p0 = _outside(_sum_law(gamma, N), int(q[0]))
     assert max(p, p0) <= 1 - CONF

@@ -157,6 +157,43 @@ def test_spend_records_unit_and_source():
     acct.spend(0.25)
     assert acct.ledger == [
         {"label": "release_profile", "epsilon": 0.5, "delta": 0.0, "unit": "item",
-         "source": "events.csv"},
-        {"label": "", "epsilon": 0.25, "delta": 0.0, "unit": None, "source": None},
+         "source": "events.csv", "charged_epsilon": 0.5, "charged_delta": 0.0,
+         "conversion": None},
+        {"label": "", "epsilon": 0.25, "delta": 0.0, "unit": None, "source": None,
+         "charged_epsilon": 0.25, "charged_delta": 0.0, "conversion": None},
     ]
+
+
+def test_accountant_keeps_relations_apart_without_a_unit():
+    acct = Accountant(PrivacyBudget(1.0))
+    acct.spend(0.25, label="profile", unit="item")
+    for other in ("item_replace", "event", "device"):
+        with pytest.raises(ParameterError, match=r"^unit of Accountant\.spend must be 'item'"):
+            acct.spend(0.25, unit=other)
+    assert acct.spent == (0.25, 0.0)
+
+
+def test_accountant_converts_soundly_and_says_so():
+    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item_replace")
+    acct.spend(0.25, 1e-8, unit="item")  # add/remove ε implies 2ε at replacement
+    acct.spend(0.25, unit="item_replace")
+    row = acct.ledger[0]
+    assert (row["epsilon"], row["charged_epsilon"]) == (0.25, 0.5)
+    assert row["charged_delta"] >= 1e-8 * (1 + math.exp(0.25))
+    assert "2ε" in row["conversion"]
+    assert acct.ledger[1]["conversion"] is None
+    assert acct.spent[0] == 0.75
+    with pytest.raises(BudgetExceededError):
+        acct.spend(0.2, unit="item")  # charged 0.4 > 0.25 left
+    for apart in ("event", "device"):
+        with pytest.raises(ParameterError, match=r"different currencies|converts to no other"):
+            acct.spend(0.01, unit=apart)
+    with pytest.raises(ParameterError, match="given"):
+        acct.spend(0.01)
+    assert acct.spent[0] == 0.75
+    item = Accountant(PrivacyBudget(1.0), unit="item")
+    item.spend(0.5, unit="item_replace")  # replacement ε implies ε at add/remove
+    assert item.spent == (0.5, 0.0)
+    assert "counts as ε" in item.ledger[0]["conversion"]
+    with pytest.raises(ParameterError, match="unit of Accountant"):
+        Accountant(PrivacyBudget(1.0), unit="user")

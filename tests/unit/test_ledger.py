@@ -167,3 +167,25 @@ def test_invalid_parameters(ledger, call):
 def test_create_in_missing_directory(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         Ledger.create(tmp_path / "no" / "x.sqlite", PrivacyBudget(1.0))
+
+
+def test_ledger_keeps_relations_apart_or_converts(tmp_path):
+    apart = Ledger.create(tmp_path / "apart.sqlite", PrivacyBudget(1.0))
+    apart.spend(0.25, unit="item")
+    with pytest.raises(ParameterError, match=r"^unit of Ledger\.spend must be 'item'"):
+        apart.spend(0.25, unit="event")
+    assert apart.spent == (0.25, 0.0)
+    conv = Ledger.create(tmp_path / "conv.sqlite", PrivacyBudget(1.0), unit="item_replace")
+    conv.spend(0.25, unit="item")
+    conv.spend(0.25, unit="item_replace")
+    assert conv.spent == (0.75, 0.0)
+    rows = conv.ledger
+    assert rows[0]["epsilon"] == 0.5
+    assert "2ε" in rows[0]["conversion"]
+    assert rows[1]["conversion"] is None
+    with pytest.raises(ParameterError, match="different currencies"):
+        conv.check(0.01, unit="event")
+    with pytest.raises(BudgetExceededError):
+        conv.spend(0.2, unit="item")
+    with pytest.raises(ParameterError, match=r"unit of Ledger\.create"):
+        Ledger.create(tmp_path / "bad.sqlite", PrivacyBudget(1.0), unit="user")

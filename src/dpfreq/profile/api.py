@@ -303,7 +303,7 @@ def release_profile(
         B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
         check_reconstruction_memory(n, B, epsilon=eps, func=func)
     if acct is not None:
-        acct.check(eps, 0.0)
+        acct.check(eps, 0.0, unit=u)
     classes, engine_name = _classes(source, item, engine, d, n, func)
     if acct is not None:
         acct.spend(eps, 0.0, label=func, unit=u)
