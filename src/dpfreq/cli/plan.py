@@ -31,15 +31,20 @@ def format_plan(plan: Any) -> list[str]:
     d, conf = plan.domain_size, plan.confidence
     lines = [
         f"# plan: profile of d={d:,} items, counts clamped at n={plan.max_count}, "
-        f"epsilon={plan.epsilon:g}, unit {plan.unit}, method {plan.method}",
+        f"epsilon={plan.epsilon:g}, unit {plan.unit} ({plan.relation}), method {plan.method}",
         f"# {plan.why}",
     ]
+    if plan.layout_why:
+        lines.append(f"# {plan.layout_why}")
     if plan.half_width is not None:
         lines += [
             f"per-class interval:  ±{plan.half_width:,.0f} items (±{plan.half_width / d:.3g} of "
             f"the domain), confidence {conf:g}, exact",
             f"simultaneous band:   ±{plan.band_half_width:,.0f} items for all "
-            f"{plan.max_count + 1} classes at once, confidence {conf:g}",
+            f"{plan.max_count + 1} classes at once, confidence {conf:g}"
+            + (f" (class 0, derived from d: ±{plan.class0_half_width:,.0f} per class, "
+               f"±{plan.class0_band_half_width:,.0f} in the band)"
+               if plan.layout == "class 0 derived" else ""),
             f"expected ℓ1 error:   {plan.l1_error:.3g} (≈ {plan.l1_error * d:,.0f} items "
             "misplaced, before the projection, which usually lowers it)",
         ]
@@ -55,9 +60,9 @@ def format_plan(plan: Any) -> list[str]:
 @click.option("--domain-size", type=COUNT, required=True, help="Public number d of items.")
 @click.option("--max-count", type=COUNT, required=True, help="Public count cap n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε to plan for.")
-@click.option("--unit", type=click.Choice(["item", "event"]), required=True,
-              help="Unit of privacy, as for dpfreq profile (no default; the direct "
-                   "predictions are the same at either unit).")
+@click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
+              help="Unit of privacy, as for dpfreq profile (no default): event, item "
+                   "(add/remove) or item_replace.")
 @click.option("--method", type=click.Choice(["auto", "direct", "fft", "mle"]), default="auto",
               show_default=True, help="As for dpfreq profile.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
@@ -66,14 +71,12 @@ def format_plan(plan: Any) -> list[str]:
               help="Also print the ε whose per-class half-width is at most ITEMS.")
 @click.option("--target-l1", type=float, default=None, metavar="L1",
               help="Also print the ε whose ℓ1 bound is at most L1 (fractions, ≤ 2).")
-def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str | None,
+def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str, confidence: float, target_half_width: float | None,
                  target_l1: float | None) -> None:
     """Predicted accuracy of `dpfreq profile` for these public parameters."""
     from dpfreq.profile import plan_profile
 
-    if unit is None:
-        unit = "event" if method in ("fft", "mle") else "item"
     plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,
                         unit=unit, method=method, confidence=confidence)
     for line in format_plan(plan):

@@ -90,8 +90,7 @@ def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
                      for row in table)
 
 
-_UNIT_TEXT = {"item": "one item with all its rows", "event": "one row (event) of one item; an "
-              "item with k rows is protected at k·ε"}
+_UNIT_NOTE = {"event": "; an item with k rows is protected at k·ε"}
 
 
 def format_header(rel: Any, what: str) -> list[str]:
@@ -103,7 +102,7 @@ def format_header(rel: Any, what: str) -> list[str]:
     return [
         f"# dpfreq profile of {what} (engine {params.get('engine', '?')})",
         f"# epsilon={rel.epsilon:g}, delta={rel.delta:g} (pure ε-DP); unit of privacy: "
-        f"{rel.unit} ({_UNIT_TEXT.get(rel.unit, rel.unit)})",
+        f"{rel.unit} ({rel.relation}{_UNIT_NOTE.get(rel.unit, '')})",
         f"# mechanism {rel.mechanism}: exact discrete Laplace noise {noise}; counts clamped at "
         f"n={rel.max_count}; d={rel.domain_size:,}",
         f"# method {rel.method}: {params.get('why', '')}",
@@ -179,8 +178,9 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 @click.option("--max-count", type=shared.COUNT, required=True,
               help="Public count cap n: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
-@click.option("--unit", type=click.Choice(["item", "event"]), required=True,
-              help="Unit of privacy: item (one item with all its rows) or event (one row).")
+@click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
+              help="Unit of privacy (no default): event (add/remove one row), item (add/remove "
+                   "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
 @rows_option
 @shared.engine_option
