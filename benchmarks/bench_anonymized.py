@@ -89,7 +89,7 @@ def accuracy(hist: dict[int, int], n: int, eps: float, runs: int, seed: int) -> 
         errs = []
         for run in range(runs):
             rel = release_anonymized_histogram(hist, epsilon=eps, method=method,
-                                               rng=seed * 1000 + run)
+                                               rng=seed * 1000 + run, unit="event")
             errs.append(sorted_l1_distance(hist, rel))
         out[method] = float(np.mean(errs))
     return out
@@ -106,7 +106,7 @@ def accuracy_table(name: str, make: Any, sizes: list[int], runs: int) -> list[fl
         true_n = sum(r * p for r, p in hist.items())
         for eps in EPSILONS:
             err = accuracy(hist, true_n, eps, runs, seed=n % 9973 + int(eps * 100))
-            picked = release_anonymized_histogram(hist, epsilon=eps, method="auto", rng=1).method
+            picked = release_anonymized_histogram(hist, epsilon=eps, method="auto", rng=1, unit="event").method
             two = min(err["privhist"], err["hay"])
             three = min(err["privhist"], err["hay"], err["privhist-tuned"])
             ratios.append(err["auto"] / two)
@@ -127,7 +127,7 @@ def timing_table(repeats: int) -> None:
             times, errs = [], []
             for run in range(repeats):
                 t0 = time.perf_counter()
-                rel = release_anonymized_histogram(SPEC13, epsilon=eps, method=method, rng=run)
+                rel = release_anonymized_histogram(SPEC13, epsilon=eps, method=method, rng=run, unit="event")
                 times.append(time.perf_counter() - t0)
                 errs.append(sorted_l1_distance(SPEC13, rel))
             print(f"| {method} ({rel.method}) | {eps:g} | {np.median(times):.3f} | "
@@ -159,7 +159,7 @@ def hay_scaling(hay_max: float) -> None:
             tracemalloc.start()
             t0 = time.perf_counter()
             try:
-                release_anonymized_histogram(hist, epsilon=1.0, method=method, rng=0)
+                release_anonymized_histogram(hist, epsilon=1.0, method=method, rng=0, unit="event")
             except ParameterError as exc:
                 tracemalloc.stop()
                 row += ["refused", "—"]
@@ -193,7 +193,7 @@ def coverage_table(sizes: list[int], trials: int) -> None:
             hits = hits_n = hits_band = 0
             errs, bounds, stated = [], [], []
             for seed in range(trials):
-                rel = release_anonymized_histogram(hist, epsilon=eps, rng=1000 + seed)
+                rel = release_anonymized_histogram(hist, epsilon=eps, rng=1000 + seed, unit="event")
                 err = sorted_l1_distance(rel, hist)
                 errs.append(err)
                 bounds.append(rel.error.value)

@@ -3,7 +3,7 @@
 Signatures: every public ``release_*``/``simulate_*`` function and every sketch constructor
 takes ``epsilon`` keyword-only and without a default; central releases (``release_*`` and the
 sketches) take ``accountant``; data comes first as ``source``; where a system offers more than one
-unit of privacy (profile, windows) ``unit`` is required; the confidence level is ``confidence``
+unit of privacy, or refuses some (profile, windows, anonymized), ``unit`` is required; the confidence level is ``confidence``
 (never ``eta``, ``beta`` or ``level``); randomness is the keyword-only ``rng``.
 
 Results: every release type has ``value, error, epsilon, delta, unit, mechanism`` and
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpfreq.release import ErrorStatement, Release
+from dpfreq.release import RELATIONS, ErrorStatement, Release
 
 SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
-MULTI_UNIT = {"profile", "windows"}  # systems offering more than one unit of privacy
+MULTI_UNIT = {"profile", "windows", "anonymized"}  # systems whose callers name the unit
 OLD_NAMES = {"eta", "beta", "level", "label", "periods", "changes", "user", "alpha"}
-UNITS = {"event", "item", "device"}
+UNITS = set(RELATIONS)  # the documented relations (docs/theory/relations.md)
 SURFACE_FIELDS = ("value", "error", "epsilon", "delta", "unit", "mechanism")
 SURFACE_METHODS = ("to_json", "to_pandas", "plot")
 
@@ -80,7 +80,7 @@ def test_signature_grammar(system: str, name: str, func: Callable[..., Any],
     if system in MULTI_UNIT and not name.endswith("Sketch"):
         unit = params.get("unit")
         if unit is None:
-            problems.append("unit= is required (the system offers more than one unit)")
+            problems.append("unit= is required (the system offers or refuses several units)")
         elif unit.default is not inspect.Parameter.empty:
             problems.append("unit must have no default")
     old = sorted(OLD_NAMES & set(params))
@@ -130,7 +130,7 @@ def _profile() -> Any:
 def _anonymized() -> Any:
     from dpfreq.anonymized import release_anonymized_histogram
 
-    return release_anonymized_histogram(np.array([1, 2, 2, 3, 1]), epsilon=1.0, rng=1)
+    return release_anonymized_histogram(np.array([1, 2, 2, 3, 1]), epsilon=1.0, rng=1, unit="event")
 
 
 def _windows() -> Any:
@@ -170,6 +170,7 @@ def test_release_surface_in_use(system: str) -> None:
     assert isinstance(rel.error, ErrorStatement)
     assert 0 < rel.error.confidence < 1
     assert json.loads(rel.to_json())["unit"] == rel.unit
+    assert json.loads(rel.to_json())["relation"] == RELATIONS[rel.unit] == rel.relation
     table = rel.to_pandas()
     assert isinstance(table, pd.DataFrame)
     assert len(table.columns) >= 1
@@ -216,3 +217,24 @@ def test_the_callers_arrays_stay_writable() -> None:
     assert not rel.error.lower.flags.writeable
     value[0] = 11
     assert rel.value["a"][0] == 11  # a view: no copy of the data
+
+
+def test_every_unit_names_a_documented_relation() -> None:
+    """Each release's ``unit`` is a word of :data:`RELATIONS`; the words are documented on one
+    page, and each system's releases (profile at all three of its units) state the relation."""
+    from pathlib import Path
+
+    from dpfreq.profile import release_profile
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "theory" / "relations.md").read_text()
+    for word, relation in RELATIONS.items():
+        assert f"`{word}`" in page, word
+        assert relation in page, relation
+    for system, make in RELEASES.items():
+        rel = make()
+        assert rel.unit in RELATIONS, system
+        assert rel.mechanism_params.get("relation", rel.relation) == RELATIONS[rel.unit], system
+    for unit in ("event", "item", "item_replace"):
+        rel = release_profile(np.array([3, 1, 0, 2]), domain_size=10, max_count=4,
+                              epsilon=1.0, unit=unit, rng=7)
+        assert (rel.unit, rel.mechanism_params["relation"]) == (unit, RELATIONS[unit])

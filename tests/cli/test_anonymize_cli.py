@@ -32,7 +32,7 @@ def zipf_prevalences(seed, n=20_000):
 def test_raw_file_table(tmp_path, capsys):
     labels = ["123456"] * 30 + ["password"] * 12 + ["qwerty"] * 5 + [f"u{i}" for i in range(40)]
     data = write_rows(tmp_path / "pw.csv", labels)
-    main(["anonymize", str(data), "--item", "password", "--epsilon", "2", "--seed", "3",
+    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--epsilon", "2", "--seed", "3",
           "--domain-size", "1000"])
     out, err = capsys.readouterr()
     assert "NOT for production" in err
@@ -51,7 +51,7 @@ def test_prevalence_csv_json_and_plot(tmp_path, capsys):
     data = write_prevalences(tmp_path / "prev.csv", hist)
     png = tmp_path / "rank.png"
     out_json = tmp_path / "rel.json"
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "0.5", "--method",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "0.5", "--method",
           "privhist", "--seed", "7", "--top", "3", "--plot", str(png), "--json", str(out_json)])
     out, err = capsys.readouterr()
     assert "more distinct counts" in out  # compact list: 3 largest + 3 smallest
@@ -68,7 +68,7 @@ def test_prevalence_csv_json_and_plot(tmp_path, capsys):
 @pytest.mark.parametrize("method", ["auto", "privhist", "privhist-tuned", "hay"])
 def test_json_to_stdout_every_method(tmp_path, capsys, method):
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1", "--method", method,
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1", "--method", method,
           "--seed", "2", "--json", "-"])
     out, _ = capsys.readouterr()
     doc = json.loads(out)  # stdout is the JSON document only
@@ -78,7 +78,7 @@ def test_json_to_stdout_every_method(tmp_path, capsys, method):
 
 def test_split_option(tmp_path, capsys):
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "2", "--method", "privhist",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2", "--method", "privhist",
           "--split", "0.2,1.8,0", "--seed", "1", "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["release"]["split"] == [0.2, 1.8, 0.0]
@@ -86,7 +86,7 @@ def test_split_option(tmp_path, capsys):
 
 def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
     data = write_prevalences(tmp_path / "empty.csv", {})
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "# N = " in out
 
@@ -96,14 +96,14 @@ def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path
     # histogram is simulated. Each statement says which it is.
     from dpfreq.anonymized import release_anonymized_histogram
 
-    assert release_anonymized_histogram({}, epsilon=1.0, rng=0).regime == "empty"
+    assert release_anonymized_histogram({}, epsilon=1.0, rng=0, unit="event").regime == "empty"
     empty = write_prevalences(tmp_path / "empty.csv", {})
-    main(["anonymize", str(empty), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    main(["anonymize", "--unit", "event", str(empty), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "with probability >= 0.95 (exact: N = 0" in out
     assert "simulated" not in out
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "2", "--seed", "1"])
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2", "--seed", "1"])
     out, _ = capsys.readouterr()
     assert "with probability about 0.95 (simulated" in out
     assert "items with count >= r: within ±" in out
@@ -148,7 +148,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match)
     data = tmp_path / "in.csv"
     data.write_text(content if content is not None else "password\na\n", encoding="utf-8")
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", str(data), *args])
+        main(["anonymize", "--unit", "event", str(data), *args])
     assert info.value.code == 2
     _, err = capsys.readouterr()
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
@@ -162,19 +162,19 @@ def test_prevalence_csv_row_numbers_only_in_debug_mode(tmp_path, capsys, monkeyp
     data.write_text("count,prevalence\n3,1\n7,1\n0,2\n", encoding="utf-8")
     monkeypatch.delenv("DPFREQ_DEBUG", raising=False)
     with pytest.raises(SystemExit):
-        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+        main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1"])
     err = capsys.readouterr().err
     assert ">= 1" in err
     assert "line 4" not in err
     monkeypatch.setenv("DPFREQ_DEBUG", "1")
     with pytest.raises(SystemExit):
-        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+        main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1"])
     assert "line 4" in capsys.readouterr().err
 
 
 def test_missing_file_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", str(tmp_path / "absent.csv"), "--item", "x", "--epsilon", "1"])
+        main(["anonymize", "--unit", "event", str(tmp_path / "absent.csv"), "--item", "x", "--epsilon", "1"])
     assert info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
 
@@ -184,7 +184,7 @@ def test_item_count_table_reads_weights(tmp_path, capsys):
     data = tmp_path / "pw.csv"
     data.write_text("password,count\n123456,30\npassword,12\nqwerty,5\nx,1\ny,1\n",
                     encoding="utf-8")
-    main(["anonymize", str(data), "--item", "password", "--count", "count", "--epsilon", "1000",
+    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--count", "count", "--epsilon", "1000",
           "--seed", "1", "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     rel = doc["release"]
@@ -196,7 +196,7 @@ def test_item_count_table_reads_weights(tmp_path, capsys):
 def test_prevalence_csv_with_bom(tmp_path, capsys):
     data = tmp_path / "excel.csv"
     data.write_bytes(b"\xef\xbb\xbfcount,prevalence\r\n1,3\r\n4,1\r\n")
-    main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1000", "--seed", "0",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1000", "--seed", "0",
           "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["release"]["value"]["counts"] == [1, 4]
@@ -206,7 +206,7 @@ def test_parquet_given_to_prevalence_csv(tmp_path, capsys):
     data = tmp_path / "prev.parquet"
     data.write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", str(data), "--prevalence-csv", "--epsilon", "1"])
+        main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1"])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "Parquet" in err
@@ -217,7 +217,7 @@ def test_domain_size_refusal_does_not_print_the_count(tmp_path, capsys):
     labels = [f"u{i}" for i in range(57)]
     data = write_rows(tmp_path / "pw.csv", labels)
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", str(data), "--item", "password", "--epsilon", "1",
+        main(["anonymize", "--unit", "event", str(data), "--item", "password", "--epsilon", "1",
               "--domain-size", "10"])
     assert info.value.code == 2
     err = capsys.readouterr().err
@@ -244,11 +244,11 @@ def test_count_like_column_without_count_warns(tmp_path):
 
     path = tmp_path / "pw.csv"
     path.write_text("password,count\na,100\nb,5\nc,3\n")
-    res = CliRunner().invoke(cli, ["anonymize", str(path), "--item", "password",
+    res = CliRunner().invoke(cli, ["anonymize", "--unit", "event", str(path), "--item", "password",
                                    "--epsilon", "1", "--seed", "1"])
     assert res.exit_code == 0, res.output
     assert "has a column 'count'; without --count every row counts as one" in res.output
-    res = CliRunner().invoke(cli, ["anonymize", str(path), "--item", "password", "--count",
+    res = CliRunner().invoke(cli, ["anonymize", "--unit", "event", str(path), "--item", "password", "--count",
                                    "count", "--epsilon", "1", "--seed", "1"])
     assert res.exit_code == 0, res.output
     assert "without --count" not in res.output

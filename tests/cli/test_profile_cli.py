@@ -188,7 +188,12 @@ def test_plan_profile_command(capsys):
                  "--epsilon", "1", "--unit", "item"]) == 0
     out = capsys.readouterr().out
     assert "method direct" in out
-    assert "per-class interval:  ±6 items" in out
+    assert "per-class interval:  ±3 items" in out  # sensitivity 1 on the classes t >= 1
+    assert "class 0, derived from d" in out
+    assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
+                 "--epsilon", "1", "--unit", "item_replace"]) == 0
+    out = capsys.readouterr().out
+    assert "per-class interval:  ±6 items" in out  # replacement: sensitivity 2
     assert main(["plan", "profile", "--domain-size", "2e6", "--max-count", "50",
                  "--epsilon", "1", "--unit", "item", "--target-half-width", "3",
                  "--target-l1", "0.0001"]) == 0

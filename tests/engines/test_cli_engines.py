@@ -298,7 +298,7 @@ def test_spark_session_as_engine_in_releases(tmp_path: Path, spark: Any) -> None
 @pytest.mark.parametrize("command", [
     ["profile", "--item", "u", "--domain-size", "10", "--max-count", "3", "--epsilon", "1",
      "--unit", "event"],
-    ["anonymize", "--item", "u", "--epsilon", "1"],
+    ["anonymize", "--unit", "event", "--item", "u", "--epsilon", "1"],
 ], ids=["profile", "anonymize"])
 def test_cli_releases_spark_equal_duckdb(command: list[str], tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str], spark: Any) -> None:
@@ -324,7 +324,8 @@ def test_cli_engine_memory_reads_files(command: str, tmp_path: Path,
     reads files itself instead of refusing them."""
     log = str(_log(tmp_path))
     args = ([command, log, *_REACH] if command == "reach" else
-            [command, log, "--item", "u", "--epsilon", "1", "--seed", "3", "--json", "-"])
+            [command, log, "--item", "u", "--epsilon", "1", "--unit", "event", "--seed", "3",
+             "--json", "-"])
     outs = {}
     for engine in ("memory", "duckdb"):
         code, out, err = _run([*args, "--engine", engine], capsys)

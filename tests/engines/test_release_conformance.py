@@ -207,10 +207,10 @@ def test_profile(backend: str, case: str, tmp_path: Path, seed: int,
 def test_anonymized_histogram(backend: str, case: str, tmp_path: Path, seed: int,
                               spark_or_none: Any) -> None:
     # per-item counts, no engine
-    ref = release_anonymized_histogram(_count_vector(case), epsilon=1.0, rng=seed)
+    ref = release_anonymized_histogram(_count_vector(case), epsilon=1.0, rng=seed, unit="event")
     source, engine = source_for(backend, _columns(case), tmp_path, spark_or_none)
     got = release_anonymized_histogram(source, item="item", epsilon=1.0, engine=engine,
-                                       rng=seed)
+                                       rng=seed, unit="event")
     assert _without(got.to_dict(), "engine") == _without(ref.to_dict(), "engine")
     assert got.mechanism_params["engine"] == backend.split("-")[0]
 
@@ -297,9 +297,9 @@ def test_spark_with_generated_code(tmp_path: Path, seed: int, spark: Any) -> Non
                         "engine") == _without(
             release_profile(_count_vector("above_cap"), **kw).to_dict(), "engine")
         hist = release_anonymized_histogram(source, item="item", epsilon=1.0, engine=engine,
-                                            rng=seed)
+                                            rng=seed, unit="event")
         assert _without(hist.to_dict(), "engine") == _without(release_anonymized_histogram(
-            _count_vector("above_cap"), epsilon=1.0, rng=seed).to_dict(), "engine")
+            _count_vector("above_cap"), epsilon=1.0, rng=seed, unit="event").to_dict(), "engine")
     finally:
         for key, value in before.items():
             spark.conf.set(key, value)

@@ -41,7 +41,7 @@ def test_simulated_statements_cover() -> None:
     counts, prev = as_prevalences(hist, "test")
     hits_l1 = hits_band = 0
     for seed in range(TRIALS):
-        rel = release_anonymized_histogram(hist, epsilon=1.0, rng=500 + seed)
+        rel = release_anonymized_histogram(hist, epsilon=1.0, rng=500 + seed, unit="event")
         hits_l1 += sorted_l1_distance(rel, hist) <= rel.error.value
         sup = cumulative_sup_between(rel.counts, rel.prevalences, counts, prev)
         hits_band += sup <= rel.items_at_least_band

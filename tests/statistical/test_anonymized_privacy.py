@@ -162,7 +162,7 @@ def test_released_n_follows_exact_eps1_law() -> None:
     diffs = np.array([run_plan(plan, c, p, epsilon=3.0,
                                noise=S.ExactNoise(np.random.default_rng(seed))).n_estimate - 200
                       for seed in range(draws)])
-    rel = release_anonymized_histogram(h, epsilon=3.0, method="privhist", rng=0)
+    rel = release_anonymized_histogram(h, epsilon=3.0, method="privhist", rng=0, unit="event")
     assert rel.mechanism_params["epsilon_fractions"][0] == gamma
     support = np.arange(-30, 31)
     expected = discrete_laplace_pmf(support, gamma) * draws

@@ -37,13 +37,13 @@ def test_total_interval_coverage_is_exact(epsilon: float, confidence: float) -> 
 
 def test_error_statement_is_a_function_of_the_release() -> None:
     h = {1: 40, 2: 12, 3: 5, 9: 2, 30: 1}
-    a = release_anonymized_histogram(h, epsilon=1.0, rng=3)
-    b = release_anonymized_histogram(h, epsilon=1.0, rng=3)
+    a = release_anonymized_histogram(h, epsilon=1.0, rng=3, unit="event")
+    b = release_anonymized_histogram(h, epsilon=1.0, rng=3, unit="event")
     assert a.error == b.error
     assert a.error.kind == "bound"
     assert a.error.confidence == 0.95
     assert a.error.value >= 0
-    low = release_anonymized_histogram(h, epsilon=1.0, rng=3, confidence=0.5)
+    low = release_anonymized_histogram(h, epsilon=1.0, rng=3, confidence=0.5, unit="event")
     assert low.error.value <= a.error.value
     lo, hi = a.total_interval
     assert lo <= a.n_estimate <= hi
@@ -76,7 +76,7 @@ def test_band_states_the_confidence_it_holds_at(monkeypatch, sups, band, stated)
 
 
 def test_release_states_its_band_confidence() -> None:
-    rel = release_anonymized_histogram({1: 40, 2: 12, 3: 5, 9: 2, 30: 1}, epsilon=1.0, rng=3)
+    rel = release_anonymized_histogram({1: 40, 2: 12, 3: 5, 9: 2, 30: 1}, epsilon=1.0, rng=3, unit="event")
     assert 0.95 <= rel.items_at_least_confidence <= 1.0
     assert f"{rel.items_at_least_confidence:.3g}" in rel.error.description
     frame = rel.to_pandas()
@@ -94,7 +94,7 @@ def test_simulation_count_bounds() -> None:
 def test_empty_release_bound_is_the_total_interval() -> None:
     empty = 0
     for seed in range(8):
-        rel = release_anonymized_histogram({}, epsilon=0.5, rng=seed)
+        rel = release_anonymized_histogram({}, epsilon=0.5, rng=seed, unit="event")
         if rel.n_estimate == 0:
             empty += 1
             assert rel.error.value == rel.total_interval[1]
@@ -105,24 +105,24 @@ def test_empty_release_bound_is_the_total_interval() -> None:
 
 def test_huge_counts_refused_in_one_line_without_the_number() -> None:
     with pytest.raises(DataError, match="at most 2\\*\\*52") as info:
-        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0)
+        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0, unit="event")
     assert str(2**62) not in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_memory_refused_before_allocating() -> None:
     with pytest.raises(ParameterError, match="GiB"):
-        release_anonymized_histogram({2**52: 1}, epsilon=1.0, rng=0)
+        release_anonymized_histogram({2**52: 1}, epsilon=1.0, rng=0, unit="event")
     with pytest.raises(ParameterError, match="GiB"):
-        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, rng=0)
+        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, rng=0, unit="event")
     with pytest.raises(ParameterError, match="not 'hay'"):
-        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, method="hay", rng=0)
+        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, method="hay", rng=0, unit="event")
 
 
 @pytest.mark.parametrize("method", ["auto", "privhist", "hay"])
 def test_largest_epsilon_is_exact(method: str) -> None:
     h = {1: 7, 4: 2, 50: 1}
-    rel = release_anonymized_histogram(h, epsilon=1000.0, method=method, rng=1)
+    rel = release_anonymized_histogram(h, epsilon=1000.0, method=method, rng=1, unit="event")
     assert rel.to_mapping() == h
     assert rel.n_estimate == 65
     assert rel.total_interval == (65, 65)
@@ -132,24 +132,24 @@ def test_largest_epsilon_is_exact(method: str) -> None:
 def test_accountant_charged_only_after_every_check() -> None:
     acct = Accountant(PrivacyBudget(2.0))
     with pytest.raises(DataError):
-        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0, accountant=acct)
+        release_anonymized_histogram({2**62: 1}, epsilon=1.0, rng=0, accountant=acct, unit="event")
     with pytest.raises(DataError, match="domain_size"):
         release_anonymized_histogram({1: 5}, epsilon=1.0, domain_size=3, rng=0,
-                                     accountant=acct)
+                                     accountant=acct, unit="event")
     with pytest.raises(ParameterError):
         release_anonymized_histogram({1: 5}, epsilon=1.0, method="hay", split=(1, 1, 1),
-                                     rng=0, accountant=acct)
+                                     rng=0, accountant=acct, unit="event")
     assert acct.spent == (0.0, 0.0)
-    rel = release_anonymized_histogram({1: 5}, epsilon=1.5, rng=0, accountant=acct)
+    rel = release_anonymized_histogram({1: 5}, epsilon=1.5, rng=0, accountant=acct, unit="event")
     assert acct.spent == (1.5, 0.0)
     assert acct.ledger[-1]["unit"] == rel.unit == "event"
     with pytest.raises(ParameterError, match="accountant"):
-        release_anonymized_histogram({1: 5}, epsilon=1.0, rng=0, accountant=object())
+        release_anonymized_histogram({1: 5}, epsilon=1.0, rng=0, accountant=object(), unit="event")
 
 
 def test_properties_are_clamped_and_say_so() -> None:
     # a release with many count-1 items and a tiny N: SGT goes out of range
-    rel = release_anonymized_histogram({1: 3000, 2: 10, 40: 1}, epsilon=0.05, rng=2)
+    rel = release_anonymized_histogram({1: 3000, 2: 10, 40: 1}, epsilon=0.05, rng=2, unit="event")
     props = estimate_properties(rel, extrapolation_ratio=3.0)
     for est in props.values():
         lo, hi = est.value_range
@@ -172,7 +172,7 @@ def test_properties_are_clamped_and_say_so() -> None:
 
 def test_plan_is_public_and_exact_on_the_total() -> None:
     plan = plan_anonymized(n_range=(1_000, 10_000), epsilon=1.0)
-    rel = release_anonymized_histogram({1: 1000}, epsilon=1.0, rng=0)
+    rel = release_anonymized_histogram({1: 1000}, epsilon=1.0, rng=0, unit="event")
     _, hi = rel.total_interval
     assert plan.total_halfwidth == hi - rel.n_estimate
     assert 0 < plan.predicted_l1[0] <= plan.predicted_l1[1]
@@ -202,7 +202,7 @@ def test_out_of_range_estimators_are_clamped() -> None:
 
 
 def test_vacuous_property_statements_name_a_useful_epsilon() -> None:
-    rel = next(r for r in (release_anonymized_histogram({1: 300, 2: 20}, epsilon=0.02, rng=s)
+    rel = next(r for r in (release_anonymized_histogram({1: 300, 2: 20}, epsilon=0.02, rng=s, unit="event")
                            for s in range(1, 20)) if r.n_estimate > 0)
     props = estimate_properties(rel)
     assert props["entropy"].error.vacuous
@@ -212,14 +212,14 @@ def test_vacuous_property_statements_name_a_useful_epsilon() -> None:
 def test_weighted_rows_through_the_memory_engine() -> None:
     source = {"pw": np.array(["a", "b", "a", "c", "d"]), "n": np.array([3, 5, 2, 1, 0])}
     rel = release_anonymized_histogram(source, item="pw", count="n", epsilon=1000.0,
-                                       engine="memory", rng=0)
+                                       engine="memory", rng=0, unit="event")
     assert rel.to_mapping() == {1: 1, 5: 2}  # a: 3 + 2, b: 5, c: 1; d (count 0) is absent
     with pytest.raises(DataError, match="negative") as info:
         release_anonymized_histogram({"pw": np.array(["a"]), "n": np.array([-7])}, item="pw",
-                                     count="n", epsilon=1.0, rng=0)
+                                     count="n", epsilon=1.0, rng=0, unit="event")
     assert "7" not in str(info.value)
     with pytest.raises(ParameterError, match="count"):
-        release_anonymized_histogram(source, item="pw", count="pw", epsilon=1.0, rng=0)
+        release_anonymized_histogram(source, item="pw", count="pw", epsilon=1.0, rng=0, unit="event")
 
 
 def test_domain_size_error_has_no_count() -> None:

@@ -88,7 +88,7 @@ def test_sorted_padded_sensitivity_one_brute_force() -> None:
 
 def test_release_hay_fields() -> None:
     h = {1: 30, 2: 10, 5: 3, 40: 1}
-    rel = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3)
+    rel = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3, unit="event")
     assert rel.method == "hay"
     assert rel.mechanism == "hay-sorted-counts"
     assert rel.regime == "sorted-counts"
@@ -96,9 +96,9 @@ def test_release_hay_fields() -> None:
     assert rel.mechanism_params["L"] == rel.n_estimate
     assert np.all(rel.counts >= 1)
     assert np.all(rel.prevalences >= 1)
-    custom = release_anonymized_histogram(h, epsilon=1.5, method="hay", split=(0.1, 1.4), rng=3)
+    custom = release_anonymized_histogram(h, epsilon=1.5, method="hay", split=(0.1, 1.4), rng=3, unit="event")
     assert custom.split == (0.1, 1.4, 0.0)
-    again = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3)
+    again = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3, unit="event")
     assert again.to_dict() == rel.to_dict()
 
 
@@ -106,15 +106,15 @@ def test_refuses_above_limit_with_clear_error(monkeypatch: pytest.MonkeyPatch) -
     assert HAY_MAX_LENGTH == 50_000_000
     monkeypatch.setattr(hay_module, "HAY_MAX_LENGTH", 1_000)
     with pytest.raises(ParameterError, match=r"not 'hay'.*may exceed 1000.*privhist"):
-        release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="hay", rng=0)
-    rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0)
+        release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="hay", rng=0, unit="event")
+    rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0, unit="event")
     assert rel.n_estimate > 1_000
 
 
 def test_prevalence_input_refused_not_expanded() -> None:
     h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
     with pytest.raises(ParameterError, match="method of release_anonymized_histogram"):
-        release_anonymized_histogram(h, epsilon=1.0, method="hay", rng=0)
+        release_anonymized_histogram(h, epsilon=1.0, method="hay", rng=0, unit="event")
 
 
 def test_empty_and_n_zero() -> None:

@@ -176,7 +176,7 @@ def test_isotonic_large_fits_in_sorted_order() -> None:
 
 def test_tuned_below_threshold_uses_high_privacy_branch() -> None:
     rel = release_anonymized_histogram({1: 50, 3: 10}, epsilon=0.005, method="privhist-tuned",
-                                       rng=2)
+                                       rng=2, unit="event")
     assert rel.regime in ("high-privacy", "empty")
     assert rel.split == pytest.approx(auto.tuned_split(0.005))
 
@@ -419,9 +419,9 @@ def test_noisy_large_counts_chunks_keep_order(monkeypatch: pytest.MonkeyPatch) -
 
 def test_release_fields_and_reproducibility() -> None:
     h = zipf_histogram(2_000, 5)
-    a = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=11)
-    b = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=11)
-    c = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=12)
+    a = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=11, unit="event")
+    b = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=11, unit="event")
+    c = release_anonymized_histogram(h, epsilon=2.0, method="privhist", rng=12, unit="event")
     assert isinstance(a, AnonymizedHistogramRelease)
     assert a.to_dict() == b.to_dict()
     assert a.to_dict() != c.to_dict()
@@ -461,7 +461,7 @@ def test_release_fields_and_reproducibility() -> None:
 @pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 4.0])
 def test_every_method_and_regime(method: str, epsilon: float) -> None:
     h = zipf_histogram(3_000, 9)
-    rel = release_anonymized_histogram(h, epsilon=epsilon, method=method, rng=3)
+    rel = release_anonymized_histogram(h, epsilon=epsilon, method=method, rng=3, unit="event")
     assert sum(rel.split) <= epsilon * (1 + 1e-12)
     expected_method = "privhist-tuned" if method == "auto" else method
     assert rel.method == expected_method
@@ -485,25 +485,25 @@ def test_auto_depends_on_epsilon_only() -> None:
         assert plan.low_privacy_branch == (eps >= auto.HIGH_PRIVACY_BELOW)
         if not plan.low_privacy_branch:
             assert plan.split[2] > 0
-    a = release_anonymized_histogram({1: 5}, epsilon=0.5, rng=1)
-    b = release_anonymized_histogram(zipf_histogram(4_000, 1), epsilon=0.5, rng=1)
+    a = release_anonymized_histogram({1: 5}, epsilon=0.5, rng=1, unit="event")
+    b = release_anonymized_histogram(zipf_histogram(4_000, 1), epsilon=0.5, rng=1, unit="event")
     assert a.split == b.split
     assert a.method == b.method
 
 
 def test_custom_split_recorded() -> None:
     rel = release_anonymized_histogram(H_E2, epsilon=2.0, method="privhist",
-                                       split=(0.1, 1.9, 0.0), rng=0)
+                                       split=(0.1, 1.9, 0.0), rng=0, unit="event")
     assert rel.split == (0.1, 1.9, 0.0)
     rel = release_anonymized_histogram(H_E2, epsilon=0.5, method="privhist",
-                                       split=[0.1, 0.1, 0.3], rng=0)
+                                       split=[0.1, 0.1, 0.3], rng=0, unit="event")
     assert rel.regime == "high-privacy"
 
 
 def test_empty_histogram_is_a_valid_release() -> None:
     for empty, method in itertools.product(({}, [], np.zeros(0, np.int64)), METHODS):
         for seed in range(5):
-            rel = release_anonymized_histogram(empty, epsilon=1.0, method=method, rng=seed)
+            rel = release_anonymized_histogram(empty, epsilon=1.0, method=method, rng=seed, unit="event")
             assert rel.counts.size == rel.prevalences.size
             assert np.all(rel.prevalences >= 1)
             assert np.all(rel.counts >= 1)
@@ -517,7 +517,7 @@ def test_input_forms_agree() -> None:
     h = {1: 3, 2: 2, 7: 1}
     per_label = [1, 7, 2, 1, 2, 1]
     prev = Prevalences(counts=np.array([1, 2, 7]), prevalences=np.array([3, 2, 1]))
-    got = [release_anonymized_histogram(x, epsilon=3.0, method="privhist", rng=4).to_dict()
+    got = [release_anonymized_histogram(x, epsilon=3.0, method="privhist", rng=4, unit="event").to_dict()
            for x in (h, per_label, prev, np.array(per_label, dtype=np.float64))]
     assert all(g == got[0] for g in got)
 
@@ -525,13 +525,13 @@ def test_input_forms_agree() -> None:
 def test_data_source_through_engines(tmp_path) -> None:
     labels = ["a"] * 5 + ["b"] * 5 + ["c"] * 2 + ["d"]
     ref = release_anonymized_histogram({5: 2, 2: 1, 1: 1}, epsilon=3.0, method="privhist",
-                                       rng=8)
+                                       rng=8, unit="event")
     mem = release_anonymized_histogram({"pw": np.array(labels)}, item="pw", epsilon=3.0,
-                                       method="privhist", engine="memory", rng=8)
+                                       method="privhist", engine="memory", rng=8, unit="event")
     csv = tmp_path / "pw.csv"
     csv.write_text("pw\n" + "\n".join(labels) + "\n", encoding="utf-8")
     duck = release_anonymized_histogram(str(csv), item="pw", epsilon=3.0, method="privhist",
-                                        rng=8)
+                                        rng=8, unit="event")
     assert mem.mechanism_params["engine"] == "memory"
     assert duck.mechanism_params["engine"] == "duckdb"
     for rel in (mem, duck):
@@ -545,19 +545,19 @@ def test_plot_draws(tmp_path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rel = release_anonymized_histogram(zipf_histogram(2_000, 2), epsilon=2.0, rng=1)
+    rel = release_anonymized_histogram(zipf_histogram(2_000, 2), epsilon=2.0, rng=1, unit="event")
     ax = rel.plot()
     assert ax.get_xscale() == "log"
     assert ax.get_yscale() == "log"
     plt.close(ax.figure)
-    ax = release_anonymized_histogram({}, epsilon=2.0, rng=1).plot()
+    ax = release_anonymized_histogram({}, epsilon=2.0, rng=1, unit="event").plot()
     plt.close(ax.figure)
 
 
 def test_prevalence_input_runs_without_expansion() -> None:
     h = {1: 10**9, 2: 10**9, 1000: 10**6, 10**5: 10**4, 3 * 10**5: 3000}
     for eps in (4.0, 0.5):
-        rel = release_anonymized_histogram(h, epsilon=eps, method="privhist", rng=0)
+        rel = release_anonymized_histogram(h, epsilon=eps, method="privhist", rng=0, unit="event")
         assert abs(rel.n_estimate - total_of(*arrays(h))) < 1000
         assert rel.counts.size < 10**6
 
@@ -571,30 +571,30 @@ def test_prevalence_input_runs_without_expansion() -> None:
 ])
 def test_bad_histograms(bad) -> None:
     with pytest.raises(DataError, match="release_anonymized_histogram"):
-        release_anonymized_histogram(bad, epsilon=1.0, rng=0)
+        release_anonymized_histogram(bad, epsilon=1.0, rng=0, unit="event")
 
 
 def test_repeated_counts_refused() -> None:
     bad = Prevalences(counts=np.array([1, 1]), prevalences=np.array([1, 2]))
     with pytest.raises(DataError, match="listed twice"):
-        release_anonymized_histogram(bad, epsilon=1.0, rng=0)
+        release_anonymized_histogram(bad, epsilon=1.0, rng=0, unit="event")
 
 
 @pytest.mark.parametrize("eps", [0, -1, float("nan"), float("inf"), "1", None, True])
 def test_bad_epsilon(eps) -> None:
     with pytest.raises(ParameterError, match="epsilon of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=eps, rng=0)
+        release_anonymized_histogram({1: 1}, epsilon=eps, rng=0, unit="event")
 
 
 def test_epsilon_has_no_default() -> None:
     with pytest.raises(TypeError):
-        release_anonymized_histogram({1: 1})  # type: ignore[call-arg]
+        release_anonymized_histogram({1: 1}, unit="event")  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("method", ["PrivHist", "laplace", "", None])
 def test_unknown_method(method) -> None:
     with pytest.raises(ParameterError, match="method of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=1.0, method=method, rng=0)
+        release_anonymized_histogram({1: 1}, epsilon=1.0, method=method, rng=0, unit="event")
 
 
 @pytest.mark.parametrize(("method", "eps", "split"), [
@@ -609,18 +609,18 @@ def test_unknown_method(method) -> None:
 ])
 def test_bad_split(method, eps, split) -> None:
     with pytest.raises(ParameterError, match="split of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=eps, method=method, split=split, rng=0)
+        release_anonymized_histogram({1: 1}, epsilon=eps, method=method, split=split, rng=0, unit="event")
 
 
 def test_item_rules() -> None:
     with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
-        release_anonymized_histogram("data.csv", epsilon=1.0, rng=0)
+        release_anonymized_histogram("data.csv", epsilon=1.0, rng=0, unit="event")
     with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=1.0, engine="memory", rng=0)
+        release_anonymized_histogram({1: 1}, epsilon=1.0, engine="memory", rng=0, unit="event")
     with pytest.raises(ParameterError, match="item of release_anonymized_histogram"):
-        release_anonymized_histogram({"x": [1]}, item="", epsilon=1.0, rng=0)
+        release_anonymized_histogram({"x": [1]}, item="", epsilon=1.0, rng=0, unit="event")
     with pytest.raises(ParameterError, match="rng of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=1.0, rng=-1)
+        release_anonymized_histogram({1: 1}, epsilon=1.0, rng=-1, unit="event")
 
 
 def test_package_all_names_exist_and_star_import_works() -> None:
@@ -636,7 +636,7 @@ def test_huge_epsilon_returns_the_histogram_exactly() -> None:
     # with ε = 200 every geometric draw is 0 except with probability < 1e-25
     h = zipf_histogram(3_000, 4)
     for method in ("privhist", "privhist-tuned", "hay"):
-        rel = release_anonymized_histogram(h, epsilon=200.0, method=method, rng=0)
+        rel = release_anonymized_histogram(h, epsilon=200.0, method=method, rng=0, unit="event")
         assert rel.to_mapping() == h
         assert rel.n_estimate == 3_000
 

@@ -11,7 +11,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
 from dpfreq.anonymized import auto
 from dpfreq.anonymized import hay as hay_module
 from dpfreq.anonymized.accuracy import (
@@ -31,7 +38,7 @@ from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
 from dpfreq.budget import check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
-from dpfreq.release import ErrorStatement
+from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["METHODS", "release_anonymized_histogram"]
@@ -167,10 +174,19 @@ def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: f
         vacuous=vacuous), bound.band, bound.band_confidence
 
 
+_REFUSED_UNITS = {
+    u: "an anonymized histogram has no public count cap, so one item's rows can move the "
+       "sorted counts by any amount; for item-level protection release a profile with "
+       "max_count (release_profile)" for u in ("item", "item_replace")
+}
+_REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
+
+
 def release_anonymized_histogram(
     source: Any,
     *,
     epsilon: float,
+    unit: str,
     item: str | None = None,
     count: str | None = None,
     method: str = "auto",
@@ -194,6 +210,9 @@ def release_anonymized_histogram(
         columns), aggregated exactly by the engine.
     epsilon : float
         Total privacy budget ε in ``[1e-6, 1000]`` (no default).
+    unit : {"event"}
+        Unit of privacy, no default: ``"event"`` (add or remove one row). ``"item"`` and
+        ``"item_replace"`` are refused with the reason (see **Privacy**).
     item : str, optional
         The item column (passwords, words, node ids, ...) of a data source.
     count : str, optional
@@ -245,9 +264,10 @@ def release_anonymized_histogram(
 
     Notes
     -----
-    **Privacy.** Unit of privacy: the event — one occurrence of one item (this is the only unit
-    the system supports, so there is no ``unit`` argument; the release states
-    ``unit="event"``). Two histograms are neighbours when their sorted-ℓ1 distance is 1: one
+    **Privacy.** Unit of privacy: ``unit="event"`` — add or remove one occurrence of one item
+    (one row), the only unit this system supports: ``"item"`` and ``"item_replace"`` are
+    refused because the histogram has no public count cap, so one item's rows move the sorted
+    counts by an unbounded amount. Two histograms are neighbours when their sorted-ℓ1 distance is 1: one
     item's count moves by ±1, including a new item appearing with count 1 or a count-1 item
     disappearing; equivalently, one row is added to or removed from the raw data (with
     ``count``, one unit of one row's count). The pair ``(H, N)`` is ε-DP (pure, central model)
@@ -286,11 +306,12 @@ def release_anonymized_histogram(
     Examples
     --------
     >>> rel = release_anonymized_histogram({1: 2, 2: 1, 5: 1, 9: 1}, epsilon=4.0,
-    ...                                    method="privhist", rng=0)
+    ...                                    unit="event", method="privhist", rng=0)
     >>> rel.regime, rel.unit
     ('low-privacy', 'event')
     """
     epsilon = check_epsilon(epsilon, "epsilon", _FUNC)
+    check_unit(unit, _FUNC, ("event",), refused=_REFUSED_UNITS)
     check_choice(method, "method", _FUNC, METHODS)
     confidence = check_confidence(confidence, "confidence", _FUNC)
     accountant = check_accountant(accountant, _FUNC)
@@ -313,7 +334,7 @@ def release_anonymized_histogram(
     fractions = epsilon_fractions(plan.split)
     interval = total_interval(out.n_estimate, fractions[0], confidence)
     params: dict[str, Any] = {"requested_method": method, "epsilon_fractions": fractions,
-                              **out.params}
+                              "relation": RELATIONS["event"], **out.params}
     if method == "auto":
         params["why"] = auto.why(epsilon)
     if engine_name is not None:

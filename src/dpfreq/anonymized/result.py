@@ -56,7 +56,8 @@ class AnonymizedHistogramRelease(Release):
     Examples
     --------
     >>> from dpfreq.anonymized import release_anonymized_histogram
-    >>> rel = release_anonymized_histogram({1: 40, 2: 12, 30: 1}, epsilon=1000.0, rng=0)
+    >>> rel = release_anonymized_histogram({1: 40, 2: 12, 30: 1}, epsilon=1000.0, unit="event",
+    ...                                    rng=0)
     >>> rel.to_mapping(), rel.total_interval, rel.unit
     ({1: 40, 2: 12, 30: 1}, (94, 94), 'event')
     """

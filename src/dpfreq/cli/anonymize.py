@@ -154,8 +154,8 @@ def _header(rel: Any, epsilon: float) -> list[str]:
            if empty else "(simulated from the known noise law around the release)")
     return [
         f"# dpfreq anonymize: epsilon={epsilon:g}, delta=0 (pure DP), mechanism={rel.mechanism} "
-        f"(method={rel.method}, regime={rel.regime}, split=({split})), unit={rel.unit} (one "
-        "occurrence of one item)",
+        f"(method={rel.method}, regime={rel.regime}, split=({split})), unit={rel.unit} "
+        f"({rel.relation})",
         f"# N = {rel.n_estimate} (DP estimate of the total); the true total is in [{lo}, {hi}] "
         f"with probability >= {conf}; {rel.n_items} items released",
         f"# sorted-l1 error <= {float(err.value):.6g} with probability {prob} {conf} {how}"
@@ -187,6 +187,9 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                    "'count,prevalence' (one row per distinct count).")
 @click.option("--epsilon", type=float, required=True,
               help="Privacy budget epsilon (pure DP), between 1e-6 and 1000.")
+@click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
+              help="Unit of privacy (no default): event (add/remove one row) is the one this "
+                   "system supports; item and item_replace are refused with the reason.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="PrivHist with the paper's split, tuned PrivHist, Hay et al. sorted counts, "
                    "or auto (chosen from epsilon only).")
@@ -207,15 +210,16 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
 @shared.seed_option
 @shared.ledger_option
 def command(file: str, item: str | None, count_column: str | None, prevalence_csv: bool,
-            epsilon: float, method: str, split_text: str | None, confidence: float,
+            epsilon: float, unit: str, method: str, split_text: str | None, confidence: float,
             domain_size: int | None, extrapolation_ratio: float, top: int,
             json_out: str | None, plot_out: str | None, engine: Any, seed: int | None,
             accountant: Any) -> None:
     """Release the anonymized histogram (frequency list) of FILE with epsilon-DP, and its
     properties.
 
-    Unit of privacy: one occurrence of one item (neighbouring datasets differ in one row, or by
-    one in one row's --count). The output is the released histogram (counts x number of items),
+    Unit of privacy: --unit event, add or remove one occurrence of one item (neighbouring
+    datasets differ in one row, or by one in one row's --count); item and item_replace are
+    refused (no public count cap bounds one item's rows). The output is the released histogram (counts x number of items),
     N (a DP estimate of the total) with an exact interval for the true total, a sorted-l1 error
     bound, and plug-in estimates of entropy, support size, unseen species, ... computed from the
     release only (no further budget).
@@ -232,7 +236,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                "file).")
     split = parse_split(split_text)
     shared.warn_if_seeded(seed)
-    common = {"epsilon": epsilon, "method": method, "split": split, "confidence": confidence,
+    common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split, "confidence": confidence,
               "domain_size": domain_size, "rng": seed, "accountant": accountant}
     if prevalence_csv:
         rel = release_anonymized_histogram(read_prevalence_csv(file), **common)
