@@ -14,8 +14,16 @@ Three tables, all through the public ``release_profile`` (count vectors; engines
 3. **Coverage** — ≥ 200 seeded trials (``--quick``: 100 for the sketch) at ε ∈ {0.1, 1, 4}:
    per-class and band coverage of every interval family against the nominal 95 %, and the
    width of the direct intervals against the exact discrete-Laplace quantile width ``2q``.
+4. **Peers** — OpenDP (``bench`` extra) in the same run, on a 2·10^6-row log over a public
+   domain of 10^6 users (row ids ``⌊10^6 U³⌋``, skewed), counts capped at 50, ``--seeds``
+   releases (default 20) per cell at ε ∈ {0.5, 1, 4}: dpfreq ``unit="item"`` against
+   OpenDP's count-of-counts at ``d_in=1`` (symmetric distance: add/remove one user's row of
+   the per-user table), and ``unit="item_replace"`` against ``d_in=2``. OpenDP has no class 0
+   (it sees only the users present): its class 0 is read as ``d − Σ`` of its noisy classes, the
+   same derivation dpfreq makes; the ℓ1 over the classes ``t ≥ 1`` is printed too.
 
-Run ``python benchmarks/bench_profile.py [--quick] [--only grid,target,coverage]``.
+Run ``python benchmarks/bench_profile.py [--quick] [--only grid,target,coverage,peers]
+[--seeds 20]``.
 """
 
 from __future__ import annotations
@@ -133,7 +141,7 @@ def target(quick: bool) -> None:
     fft = measure(counts, d, eps, "fft", 5 if quick else trials, seed0=0)
     mle = measure(counts, d, eps, "mle", 2 if quick else 5, seed0=0)
     print("\n## Target: d = 2e6, n = 50, ε = 1, 10^6 active items, Zipf(1.8)")
-    print(f"direct (item level)            ℓ1 = {np.mean(direct):9.1f} items")
+    print(f"direct (item: add/remove)      ℓ1 = {np.mean(direct):9.1f} items")
     print(f"plain noisy count-of-counts    ℓ1 = {np.mean(plain):9.1f} items  "
           f"(baseline; direct/plain = {np.mean(direct) / np.mean(plain):.3f}, target <= 1.2)")
     print(f"fft (sketch, event level)      ℓ1 = {fft['l1']:9.1f} items  "
@@ -164,13 +172,82 @@ def coverage(quick: bool) -> None:
                   f"{m['worst']:>7.3f} {m['band']:>6.3f} {ratio:>8}", flush=True)
 
 
+PEER_D, PEER_ROWS = 10**6, 2 * 10**6
+
+
+def peer_counts(seed: int) -> np.ndarray:
+    """Per-user counts (length ``PEER_D``) of a ``PEER_ROWS``-row log with ids ``⌊d U³⌋``."""
+    rng = np.random.default_rng(seed)
+    ids = np.floor(PEER_D * rng.random(PEER_ROWS) ** 3).astype(np.int64)
+    return np.bincount(ids, minlength=PEER_D).astype(np.int64)
+
+
+def _opendp_measurement(d_in: int, eps: float) -> Any:
+    """OpenDP count-of-counts: count by categories 1..n of the per-user (clamped) counts, with
+    integer Laplace noise at the largest scale that is ε-DP at ``d_in``."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance()
+    counts = space >> dp.t.then_count_by_categories(categories=list(range(1, N + 1)),
+                                                    null_category=False)
+    return dp.binary_search_chain(lambda s: counts >> dp.m.then_laplace(scale=s),
+                                  d_in=d_in, d_out=eps)
+
+
+def _l1(est: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """(ℓ1 over all classes, ℓ1 over t >= 1), in items."""
+    diff = np.abs(est - truth)
+    return float(diff.sum()), float(diff[1:].sum())
+
+
+def peers(quick: bool, seeds: int) -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        opendp_version = version("opendp")
+    except PackageNotFoundError:
+        print("\n## Peers: OpenDP is not installed (pip install 'dpfreq[bench]'); skipped")
+        return
+    counts = peer_counts(2026)
+    clamped = np.minimum(counts, N)
+    truth = np.bincount(clamped, minlength=N + 1).astype(np.float64)
+    users = [int(v) for v in clamped[clamped > 0]]  # the per-user table OpenDP sees
+    print(f"\n## Peers: OpenDP {opendp_version}, {PEER_ROWS:.0e}-row log, d = {PEER_D:.0e} "
+          f"users ({len(users):,} present), n = {N}, {seeds} releases per cell; ℓ1 in items "
+          "(mean ± standard error)")
+    print(f"{'ε':>4} {'relation':>28} {'dpfreq ℓ1':>14} {'OpenDP ℓ1':>14} {'ratio':>6} "
+          f"{'dpfreq t>=1':>12} {'OpenDP t>=1':>12}")
+    for eps in (0.5, 1.0, 4.0):
+        for unit, d_in in (("item", 1), ("item_replace", 2)):
+            ours, theirs = [], []
+            meas = _opendp_measurement(d_in, eps)
+            assert meas.map(d_in) <= eps
+            for k in range(seeds):
+                rel = release_profile(counts, domain_size=PEER_D, max_count=N, epsilon=eps,
+                                      unit=unit, method="direct", rng=10_000 + k)
+                ours.append(_l1(np.asarray(rel.value) * PEER_D, truth))
+                noisy = np.asarray(meas(users), dtype=np.float64)
+                theirs.append(_l1(np.concatenate([[PEER_D - noisy.sum()], noisy]), truth))
+            a, b = np.array(ours), np.array(theirs)
+            se = np.sqrt(seeds)
+            print(f"{eps:>4g} {f'{unit} / d_in={d_in}':>28} "
+                  f"{a[:, 0].mean():>8.1f} ± {a[:, 0].std(ddof=1) / se:<4.1f}"
+                  f"{b[:, 0].mean():>8.1f} ± {b[:, 0].std(ddof=1) / se:<4.1f}"
+                  f"{a[:, 0].mean() / b[:, 0].mean():>6.2f} {a[:, 1].mean():>12.1f} "
+                  f"{b[:, 1].mean():>12.1f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (< 2 minutes)")
-    parser.add_argument("--only", default="grid,target,coverage")
+    parser.add_argument("--only", default="grid,target,coverage,peers")
+    parser.add_argument("--seeds", type=int, default=20, help="releases per peer cell")
     args = parser.parse_args()
     start = time.perf_counter()
     parts = args.only.split(",")
+    if "peers" in parts:
+        peers(args.quick, args.seeds)
     if "target" in parts:
         target(args.quick)
     if "coverage" in parts:
