@@ -3,8 +3,9 @@
 Signatures: every public ``release_*``/``simulate_*`` function and every sketch constructor
 takes ``epsilon`` keyword-only and without a default; central releases (``release_*`` and the
 sketches) take ``accountant``; data comes first as ``source``; where a system offers more than one
-unit of privacy, or refuses some (profile, windows, anonymized), ``unit`` is required; the confidence level is ``confidence``
-(never ``eta``, ``beta`` or ``level``); randomness is the keyword-only ``rng``.
+unit of privacy, or refuses some (profile, windows, anonymized), ``unit`` is required; the
+confidence level is ``confidence`` (never ``eta``, ``beta`` or ``level``); randomness is the
+keyword-only ``rng``.
 
 Results: every release type has ``value, error, epsilon, delta, unit, mechanism`` and
 ``to_json, to_pandas, plot``; one small release of each system is built and used.

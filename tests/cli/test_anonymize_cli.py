@@ -32,7 +32,8 @@ def zipf_prevalences(seed, n=20_000):
 def test_raw_file_table(tmp_path, capsys):
     labels = ["123456"] * 30 + ["password"] * 12 + ["qwerty"] * 5 + [f"u{i}" for i in range(40)]
     data = write_rows(tmp_path / "pw.csv", labels)
-    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--epsilon", "2", "--seed", "3",
+    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--epsilon", "2",
+          "--seed", "3",
           "--domain-size", "1000"])
     out, err = capsys.readouterr()
     assert "NOT for production" in err
@@ -51,7 +52,8 @@ def test_prevalence_csv_json_and_plot(tmp_path, capsys):
     data = write_prevalences(tmp_path / "prev.csv", hist)
     png = tmp_path / "rank.png"
     out_json = tmp_path / "rel.json"
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "0.5", "--method",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "0.5",
+          "--method",
           "privhist", "--seed", "7", "--top", "3", "--plot", str(png), "--json", str(out_json)])
     out, err = capsys.readouterr()
     assert "more distinct counts" in out  # compact list: 3 largest + 3 smallest
@@ -68,7 +70,8 @@ def test_prevalence_csv_json_and_plot(tmp_path, capsys):
 @pytest.mark.parametrize("method", ["auto", "privhist", "privhist-tuned", "hay"])
 def test_json_to_stdout_every_method(tmp_path, capsys, method):
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1", "--method", method,
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+          "--method", method,
           "--seed", "2", "--json", "-"])
     out, _ = capsys.readouterr()
     doc = json.loads(out)  # stdout is the JSON document only
@@ -78,7 +81,8 @@ def test_json_to_stdout_every_method(tmp_path, capsys, method):
 
 def test_split_option(tmp_path, capsys):
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2", "--method", "privhist",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2",
+          "--method", "privhist",
           "--split", "0.2,1.8,0", "--seed", "1", "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["release"]["split"] == [0.2, 1.8, 0.0]
@@ -86,7 +90,8 @@ def test_split_option(tmp_path, capsys):
 
 def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
     data = write_prevalences(tmp_path / "empty.csv", {})
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+          "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "# N = " in out
 
@@ -98,12 +103,14 @@ def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path
 
     assert release_anonymized_histogram({}, epsilon=1.0, rng=0, unit="event").regime == "empty"
     empty = write_prevalences(tmp_path / "empty.csv", {})
-    main(["anonymize", "--unit", "event", str(empty), "--prevalence-csv", "--epsilon", "1", "--seed", "0"])
+    main(["anonymize", "--unit", "event", str(empty), "--prevalence-csv", "--epsilon", "1",
+          "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "with probability >= 0.95 (exact: N = 0" in out
     assert "simulated" not in out
     data = write_prevalences(tmp_path / "prev.csv", {1: 50, 2: 20, 3: 9, 10: 2, 40: 1})
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2", "--seed", "1"])
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "2",
+          "--seed", "1"])
     out, _ = capsys.readouterr()
     assert "with probability about 0.95 (simulated" in out
     assert "items with count >= r: within ±" in out
@@ -174,7 +181,8 @@ def test_prevalence_csv_row_numbers_only_in_debug_mode(tmp_path, capsys, monkeyp
 
 def test_missing_file_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["anonymize", "--unit", "event", str(tmp_path / "absent.csv"), "--item", "x", "--epsilon", "1"])
+        main(["anonymize", "--unit", "event", str(tmp_path / "absent.csv"), "--item", "x",
+              "--epsilon", "1"])
     assert info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
 
@@ -184,7 +192,8 @@ def test_item_count_table_reads_weights(tmp_path, capsys):
     data = tmp_path / "pw.csv"
     data.write_text("password,count\n123456,30\npassword,12\nqwerty,5\nx,1\ny,1\n",
                     encoding="utf-8")
-    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--count", "count", "--epsilon", "1000",
+    main(["anonymize", "--unit", "event", str(data), "--item", "password", "--count", "count",
+          "--epsilon", "1000",
           "--seed", "1", "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     rel = doc["release"]
@@ -196,7 +205,8 @@ def test_item_count_table_reads_weights(tmp_path, capsys):
 def test_prevalence_csv_with_bom(tmp_path, capsys):
     data = tmp_path / "excel.csv"
     data.write_bytes(b"\xef\xbb\xbfcount,prevalence\r\n1,3\r\n4,1\r\n")
-    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1000", "--seed", "0",
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1000",
+          "--seed", "0",
           "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["release"]["value"]["counts"] == [1, 4]
@@ -248,7 +258,8 @@ def test_count_like_column_without_count_warns(tmp_path):
                                    "--epsilon", "1", "--seed", "1"])
     assert res.exit_code == 0, res.output
     assert "has a column 'count'; without --count every row counts as one" in res.output
-    res = CliRunner().invoke(cli, ["anonymize", "--unit", "event", str(path), "--item", "password", "--count",
+    res = CliRunner().invoke(cli, ["anonymize", "--unit", "event", str(path), "--item", "password",
+                                   "--count",
                                    "count", "--epsilon", "1", "--seed", "1"])
     assert res.exit_code == 0, res.output
     assert "without --count" not in res.output

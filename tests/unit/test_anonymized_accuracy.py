@@ -76,7 +76,8 @@ def test_band_states_the_confidence_it_holds_at(monkeypatch, sups, band, stated)
 
 
 def test_release_states_its_band_confidence() -> None:
-    rel = release_anonymized_histogram({1: 40, 2: 12, 3: 5, 9: 2, 30: 1}, epsilon=1.0, rng=3, unit="event")
+    rel = release_anonymized_histogram({1: 40, 2: 12, 3: 5, 9: 2, 30: 1}, epsilon=1.0, rng=3,
+                                       unit="event")
     assert 0.95 <= rel.items_at_least_confidence <= 1.0
     assert f"{rel.items_at_least_confidence:.3g}" in rel.error.description
     frame = rel.to_pandas()
@@ -116,7 +117,8 @@ def test_memory_refused_before_allocating() -> None:
     with pytest.raises(ParameterError, match="GiB"):
         release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, rng=0, unit="event")
     with pytest.raises(ParameterError, match="not 'hay'"):
-        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, method="hay", rng=0, unit="event")
+        release_anonymized_histogram({1: 1000, 5: 100}, epsilon=1e-6, method="hay", rng=0,
+                                     unit="event")
 
 
 @pytest.mark.parametrize("method", ["auto", "privhist", "hay"])
@@ -202,7 +204,8 @@ def test_out_of_range_estimators_are_clamped() -> None:
 
 
 def test_vacuous_property_statements_name_a_useful_epsilon() -> None:
-    rel = next(r for r in (release_anonymized_histogram({1: 300, 2: 20}, epsilon=0.02, rng=s, unit="event")
+    rel = next(r for r in (release_anonymized_histogram({1: 300, 2: 20}, epsilon=0.02, rng=s,
+                                                        unit="event")
                            for s in range(1, 20)) if r.n_estimate > 0)
     props = estimate_properties(rel)
     assert props["entropy"].error.vacuous
@@ -219,7 +222,8 @@ def test_weighted_rows_through_the_memory_engine() -> None:
                                      count="n", epsilon=1.0, rng=0, unit="event")
     assert "7" not in str(info.value)
     with pytest.raises(ParameterError, match="count"):
-        release_anonymized_histogram(source, item="pw", count="pw", epsilon=1.0, rng=0, unit="event")
+        release_anonymized_histogram(source, item="pw", count="pw", epsilon=1.0, rng=0,
+                                     unit="event")
 
 
 def test_domain_size_error_has_no_count() -> None:

@@ -96,7 +96,8 @@ def test_release_hay_fields() -> None:
     assert rel.mechanism_params["L"] == rel.n_estimate
     assert np.all(rel.counts >= 1)
     assert np.all(rel.prevalences >= 1)
-    custom = release_anonymized_histogram(h, epsilon=1.5, method="hay", split=(0.1, 1.4), rng=3, unit="event")
+    custom = release_anonymized_histogram(h, epsilon=1.5, method="hay", split=(0.1, 1.4), rng=3,
+                                          unit="event")
     assert custom.split == (0.1, 1.4, 0.0)
     again = release_anonymized_histogram(h, epsilon=1.5, method="hay", rng=3, unit="event")
     assert again.to_dict() == rel.to_dict()
@@ -107,7 +108,8 @@ def test_refuses_above_limit_with_clear_error(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(hay_module, "HAY_MAX_LENGTH", 1_000)
     with pytest.raises(ParameterError, match=r"not 'hay'.*may exceed 1000.*privhist"):
         release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="hay", rng=0, unit="event")
-    rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0, unit="event")
+    rel = release_anonymized_histogram({1: 5_000}, epsilon=4.0, method="privhist", rng=0,
+                                       unit="event")
     assert rel.n_estimate > 1_000
 
 

@@ -503,7 +503,8 @@ def test_custom_split_recorded() -> None:
 def test_empty_histogram_is_a_valid_release() -> None:
     for empty, method in itertools.product(({}, [], np.zeros(0, np.int64)), METHODS):
         for seed in range(5):
-            rel = release_anonymized_histogram(empty, epsilon=1.0, method=method, rng=seed, unit="event")
+            rel = release_anonymized_histogram(empty, epsilon=1.0, method=method, rng=seed,
+                                               unit="event")
             assert rel.counts.size == rel.prevalences.size
             assert np.all(rel.prevalences >= 1)
             assert np.all(rel.counts >= 1)
@@ -517,7 +518,8 @@ def test_input_forms_agree() -> None:
     h = {1: 3, 2: 2, 7: 1}
     per_label = [1, 7, 2, 1, 2, 1]
     prev = Prevalences(counts=np.array([1, 2, 7]), prevalences=np.array([3, 2, 1]))
-    got = [release_anonymized_histogram(x, epsilon=3.0, method="privhist", rng=4, unit="event").to_dict()
+    got = [release_anonymized_histogram(x, epsilon=3.0, method="privhist", rng=4,
+                                        unit="event").to_dict()
            for x in (h, per_label, prev, np.array(per_label, dtype=np.float64))]
     assert all(g == got[0] for g in got)
 
@@ -609,7 +611,8 @@ def test_unknown_method(method) -> None:
 ])
 def test_bad_split(method, eps, split) -> None:
     with pytest.raises(ParameterError, match="split of release_anonymized_histogram"):
-        release_anonymized_histogram({1: 1}, epsilon=eps, method=method, split=split, rng=0, unit="event")
+        release_anonymized_histogram({1: 1}, epsilon=eps, method=method, split=split, rng=0,
+                                     unit="event")
 
 
 def test_item_rules() -> None:

@@ -257,7 +257,8 @@ def test_with_real_releases(rng):
     hist = dict(zip(values.tolist(), prev.tolist(), strict=True))
     for method in ("privhist", "privhist-tuned", "hay", "auto"):
         for eps in (0.5, 2.0):
-            rel = release_anonymized_histogram(hist, epsilon=eps, method=method, rng=rng, unit="event")
+            rel = release_anonymized_histogram(hist, epsilon=eps, method=method, rng=rng,
+                                               unit="event")
             dist = sorted_l1_distance(hist, rel)
             exact_at_n = release(hist, rel.n_estimate)
             for name, est in estimate_properties(rel, domain_size=10_000).items():

@@ -174,11 +174,11 @@ def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: f
         vacuous=vacuous), bound.band, bound.band_confidence
 
 
-_REFUSED_UNITS = {
-    u: "an anonymized histogram has no public count cap, so one item's rows can move the "
-       "sorted counts by any amount; for item-level protection release a profile with "
-       "max_count (release_profile)" for u in ("item", "item_replace")
-}
+_REFUSED_UNITS = dict.fromkeys(
+    ("item", "item_replace"),
+    "an anonymized histogram has no public count cap, so one item's rows can move the sorted "
+    "counts by any amount; for item-level protection release a profile with max_count "
+    "(release_profile)")
 _REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
 
 
@@ -267,9 +267,9 @@ def release_anonymized_histogram(
     **Privacy.** Unit of privacy: ``unit="event"`` — add or remove one occurrence of one item
     (one row), the only unit this system supports: ``"item"`` and ``"item_replace"`` are
     refused because the histogram has no public count cap, so one item's rows move the sorted
-    counts by an unbounded amount. Two histograms are neighbours when their sorted-ℓ1 distance is 1: one
-    item's count moves by ±1, including a new item appearing with count 1 or a count-1 item
-    disappearing; equivalently, one row is added to or removed from the raw data (with
+    counts by an unbounded amount. Two histograms are neighbours when their sorted-ℓ1 distance
+    is 1: one item's count moves by ±1, including a new item appearing with count 1 or a
+    count-1 item disappearing; equivalently, one row is added to or removed from the raw data (with
     ``count``, one unit of one row's count). The pair ``(H, N)`` is ε-DP (pure, central model)
     by basic composition: ``N`` is ε1-DP (sensitivity 1, two-sided geometric noise); given
     ``N``, the split with ``M`` fake counts at ``T`` and ``T+1`` and the noise ``Z^b`` keeps the

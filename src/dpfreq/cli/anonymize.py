@@ -219,10 +219,10 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
 
     Unit of privacy: --unit event, add or remove one occurrence of one item (neighbouring
     datasets differ in one row, or by one in one row's --count); item and item_replace are
-    refused (no public count cap bounds one item's rows). The output is the released histogram (counts x number of items),
-    N (a DP estimate of the total) with an exact interval for the true total, a sorted-l1 error
-    bound, and plug-in estimates of entropy, support size, unseen species, ... computed from the
-    release only (no further budget).
+    refused (no public count cap bounds one item's rows). The output is the released histogram
+    (counts x number of items), N (a DP estimate of the total) with an exact interval for the
+    true total, a sorted-l1 error bound, and plug-in estimates of entropy, support size, unseen
+    species, ... computed from the release only (no further budget).
     """
     from dpfreq.anonymized import release_anonymized_histogram
     from dpfreq.anonymized.properties import estimate_properties
@@ -236,8 +236,9 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                "file).")
     split = parse_split(split_text)
     shared.warn_if_seeded(seed)
-    common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split, "confidence": confidence,
-              "domain_size": domain_size, "rng": seed, "accountant": accountant}
+    common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split,
+              "confidence": confidence, "domain_size": domain_size, "rng": seed,
+              "accountant": accountant}
     if prevalence_csv:
         rel = release_anonymized_histogram(read_prevalence_csv(file), **common)
     else:
