@@ -32,6 +32,7 @@ __all__ = [
     "bootstrap_intervals",
     "direct_half_widths",
     "direct_intervals",
+    "direct_width_values",
     "direct_widths",
     "integer_classes",
     "release_key",
@@ -124,25 +125,34 @@ def direct_widths(gamma: Fraction, max_count: int, confidence: float, *,
     ``1 − η/2`` over the ``n`` draws and the sum's quantile at ``1 − η/2`` for class 0, with
     ``η = 1 − confidence`` (union bound).
     """
+    q, q_band, q0, q0_band = direct_width_values(gamma, max_count, confidence,
+                                                 derive_zero=derive_zero)
+    n = int(max_count)
+    half = np.full(n + 1, q, dtype=np.int64)
+    band = np.full(n + 1, q_band, dtype=np.int64)
+    half[0], band[0] = q0, q0_band
+    return half, band
+
+
+def direct_width_values(gamma: Fraction, max_count: int, confidence: float, *,
+                        derive_zero: bool) -> tuple[int, int, int, int]:
+    """``(q, q_band, q0, q0_band)``: the widths of :func:`direct_widths` without the arrays
+    (a noised class ``t >= 1`` and class 0), for plans of any ``n``."""
     n = int(max_count)
     if not derive_zero:
         q, q_band = direct_half_widths(gamma, n + 1, confidence)
-        return np.full(n + 1, q, dtype=np.int64), np.full(n + 1, q_band, dtype=np.int64)
+        return q, q_band, q, q_band
     if n == 0:  # class 0 = d exactly: nothing is noised
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        return 0, 0, 0, 0
     q, q_band = direct_half_widths(gamma, n, confidence)
     q0 = sum_half_width(gamma, n, confidence)
-    half = np.full(n + 1, q, dtype=np.int64)
-    half[0] = n * q_band if q0 is None else q0
     eta = (1.0 - confidence) / 2.0
     q_split = discrete_laplace_tail_bound(band_level(1.0 - eta, n), gamma)
     q0_split = sum_half_width(gamma, n, 1.0 - eta)
-    band = np.full(n + 1, q_band, dtype=np.int64)
-    band[0] = n * q_band
+    half0 = n * q_band if q0 is None else q0
     if q0_split is not None and n * q_split + q0_split < 2 * n * q_band:
-        band[1:] = q_split
-        band[0] = q0_split
-    return half, band
+        return q, q_split, half0, q0_split
+    return q, q_band, half0, n * q_band
 
 
 def direct_intervals(noisy: NDArray[np.int64], estimate: NDArray[np.int64], *, gamma: Fraction,

@@ -25,7 +25,7 @@ from dpfreq._validate import (
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
-from dpfreq.profile.intervals import direct_widths
+from dpfreq.profile.intervals import direct_width_values
 from dpfreq.release import RELATIONS
 
 __all__ = [
@@ -226,11 +226,12 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
     d, n, eps, conf = p.domain_size, p.max_count, p.epsilon, p.confidence
     if p.method == "direct":
         lay = direct_layout(p.unit, eps, n)
-        q, q_band = direct_widths(lay.gamma, n, conf, derive_zero=lay.derive_zero)
+        q, q_band, q0, q0_band = direct_width_values(lay.gamma, n, conf,
+                                                     derive_zero=lay.derive_zero)
         l1_error = min(2.0, lay.predicted_l1 / d)
-        l1_bound = min(2.0, 2.0 * float(q_band.sum()) / d)
-        return replace(p, half_width=float(q[-1]), band_half_width=float(q_band[-1]),
-                       class0_half_width=float(q[0]), class0_band_half_width=float(q_band[0]),
+        l1_bound = min(2.0, 2.0 * (n * q_band + q0_band) / d)
+        return replace(p, half_width=float(q), band_half_width=float(q_band),
+                       class0_half_width=float(q0), class0_band_half_width=float(q0_band),
                        layout="class 0 derived" if lay.derive_zero else "all classes",
                        layout_why=lay.why,
                        l1_error=l1_error, l1_bound=l1_bound, vacuous=l1_bound >= 2.0)
