@@ -126,7 +126,8 @@ class DistributedProfileSketch:
 
     Notes
     -----
-    **Privacy.** Unit of privacy: one occurrence (event) of one item; neighbouring data differ
+    **Privacy.** Unit of privacy: ``"event"`` (add or remove one occurrence of one item; the
+    only relation the sketch supports, see :class:`ProfileSketch`); neighbouring data differ
     by one occurrence, so the clamped histogram changes by at most 1 in one coordinate. Adding
     i.i.d. exact discrete Laplace noise ``DLap(e^{−γ})``, ``γ = discrete_laplace_gamma(ε) <=
     ε``, to every coordinate of the public domain makes the stored table ε-DP (Ghosh,
@@ -246,8 +247,8 @@ class DistributedProfileSketch:
 
         Notes
         -----
-        **Privacy.** Unit of privacy: one occurrence (event) of one item; neighbouring sources
-        differ by one row, so the clamped histogram changes by at most 1 in one coordinate.
+        **Privacy.** Unit of privacy: ``"event"`` (add or remove one row; the only relation the
+        sketch supports); neighbouring sources differ by one row, so the clamped histogram changes by at most 1 in one coordinate.
         Every one of the ``d`` coordinates gets one exact ``DLap(e^{−γ})`` draw, ``γ <= ε``:
         the table is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The accountant is charged
         ``(ε, 0)`` once, after every check and before the noise is drawn.

@@ -183,8 +183,11 @@ class ProfileSketch:
 
     Notes
     -----
-    **Privacy.** Unit of privacy: one occurrence (event) of one item. Neighbouring histograms
-    differ by 1 in one coordinate. The stored counters ``h + Z`` — one exact ``DLap(e^{−γ})``
+    **Privacy.** Unit of privacy: ``"event"`` — add or remove one occurrence of one item
+    (the only relation the sketch supports: one item's rows move its counter by up to the
+    cap, so ``"item"`` and ``"item_replace"`` would need noise scaled to it; for those, use
+    ``release_profile`` with the direct method). Neighbouring histograms differ by 1 in one
+    coordinate. The stored counters ``h + Z`` — one exact ``DLap(e^{−γ})``
     draw per counter, ``γ <= ε`` — are ε-DP (Ghosh, Roughgarden & Sundararajan 2009), however
     many updates were applied, since the noise was drawn once and updates only add the data.
     :meth:`clipped`, :meth:`noisy_counts`, :meth:`reconstruct` (any number of times, any norm,
