@@ -248,7 +248,8 @@ class DistributedProfileSketch:
         Notes
         -----
         **Privacy.** Unit of privacy: ``"event"`` (add or remove one row; the only relation the
-        sketch supports); neighbouring sources differ by one row, so the clamped histogram changes by at most 1 in one coordinate.
+        sketch supports); neighbouring sources differ by one row, so the clamped histogram
+        changes by at most 1 in one coordinate.
         Every one of the ``d`` coordinates gets one exact ``DLap(e^{−γ})`` draw, ``γ <= ε``:
         the table is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The accountant is charged
         ``(ε, 0)`` once, after every check and before the noise is drawn.
