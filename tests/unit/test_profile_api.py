@@ -568,3 +568,23 @@ def test_release_matches_its_plan(seed: int) -> None:
     assert rel.mechanism_params["half_width_items"][0] == plan.class0_half_width
     assert rel.mechanism_params["band_half_width_items"][0] == plan.class0_band_half_width
     assert rel.l1_bound == pytest.approx(plan.l1_bound)
+
+
+def test_sum_interval_with_class_zero_derived(seed: int) -> None:
+    """At unit="item" classes 0..hi are d minus the noisy classes hi+1..n: their sum's
+    interval comes from the law of n − hi draws (all classes: exactly d)."""
+    from fractions import Fraction
+
+    from dpfreq.profile.intervals import sum_half_width
+
+    rel = release_profile(COUNTS, **KW, rng=seed)
+    assert rel.mechanism_params["layout"] == "class 0 derived"
+    assert rel.sum_interval(0, N) == (1.0, 1.0)
+    gamma = Fraction(rel.mechanism_params["gamma"])
+    q = sum_half_width(gamma, 1, rel.error.confidence)
+    assert q is not None
+    y = rel.mechanism_params["noisy_count_of_counts"]
+    d = KW["domain_size"]
+    lo, hi = rel.sum_interval(0, N - 1)
+    assert lo <= (d - int(y[N])) / d <= hi
+    assert (hi - lo) * d <= 2 * q + abs(float(np.sum(rel.value[:N])) * d - (d - int(y[N])))
