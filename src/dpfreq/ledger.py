@@ -346,8 +346,10 @@ class Ledger:
             total_e, total_d = self._total_in(conn)
             eps, dlt = self._spent_in(conn)
             rows = self._rows_in(conn)
+            unit = conn.execute("SELECT value FROM dpfreq_ledger WHERE key = 'unit'").fetchone()
             conn.execute("COMMIT")
         return {"ledger": str(self.path), "version": LEDGER_VERSION,
+                "unit": unit[0] if unit else None,
                 "total": {"epsilon": float(total_e), "delta": float(total_d)},
                 "spent": {"epsilon": float(eps), "delta": float(dlt)},
                 "remaining": {"epsilon": float(max(total_e - eps, Fraction(0))),

@@ -183,6 +183,8 @@ def test_ledger_keeps_relations_apart_or_converts(tmp_path):
     assert rows[0]["epsilon"] == 0.5
     assert "2ε" in rows[0]["conversion"]
     assert rows[1]["conversion"] is None
+    assert conv.summary()["unit"] == "item_replace"
+    assert apart.summary()["unit"] is None
     with pytest.raises(ParameterError, match="different currencies"):
         conv.check(0.01, unit="event")
     with pytest.raises(BudgetExceededError):
