@@ -96,7 +96,8 @@ _UNIT_NOTE = {"event": "; an item with k rows is protected at k·ε"}
 def format_header(rel: Any, what: str) -> list[str]:
     """Comment lines (``# ...``) stating ε, δ, the unit of privacy, the mechanism and the error."""
     params = rel.mechanism_params
-    noise = ("on each of the n+1 classes of the count-of-counts (sensitivity 2)"
+    noise = (f"on the count-of-counts ({params.get('layout')}, sensitivity "
+             f"{params.get('sensitivity')})"
              if rel.method == "direct" else f"on each of d={rel.domain_size:,} item counts, "
              f"B={rel.B}")
     return [

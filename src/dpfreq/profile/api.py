@@ -210,9 +210,10 @@ def release_profile(
         A cap whose arrays cannot fit in memory is refused with an estimate of the need.
     epsilon : float
         Privacy parameter ε (pure ε-DP). No default.
-    unit : {"item", "event"}
-        Unit of privacy, no default: ``"item"`` protects one item with all its rows (only with
-        ``method="direct"``/``"auto"``); ``"event"`` protects one row.
+    unit : {"event", "item", "item_replace"}
+        Unit of privacy, no default: ``"item"`` — add or remove one item with all its rows;
+        ``"item_replace"`` — replace one item's rows (both only with
+        ``method="direct"``/``"auto"``); ``"event"`` — add or remove one row.
     method : {"auto", "direct", "fft", "mle"}, default "auto"
         ``"direct"``: noise on the ``n + 1`` classes of the count-of-counts, then the nearest
         valid profile. ``"fft"``/``"mle"``: the Wu & Pagh sketch (noise on every one of the
@@ -242,8 +243,9 @@ def release_profile(
     Raises
     ------
     ParameterError
-        Invalid parameters (ε outside [1e-6, 1000], unit missing or ``"item"`` with a sketch
-        method, ``domain_size >= 2^62``, a ``max_count`` too large for memory, ...).
+        Invalid parameters (ε outside [1e-6, 1000], unit missing, or ``"item"``/
+        ``"item_replace"`` with a sketch method, ``domain_size >= 2^62``, a ``max_count`` too
+        large for memory, ...).
     DataError
         Negative or non-integer counts, a count vector longer than ``domain_size``, more
         distinct items than ``domain_size``, an unknown column, an unreadable file.
@@ -252,16 +254,20 @@ def release_profile(
 
     Notes
     -----
-    **Privacy.** ``method="direct"``: the released object is the count-of-counts ``c[0..n]``
-    of the clamped counts over the public domain plus independent exact discrete Laplace noise
-    ``DLap(e^{−γ})``, ``γ = ε/2`` (rounded down to an exact fraction), on each class. Unit
-    ``"item"``: neighbouring data sets differ in all rows of one item, which moves that item
-    from one class ``a`` to another class ``b`` (ℓ1 change 2). Unit ``"event"``: neighbours
-    differ in one row, which moves one item between adjacent classes or not at all (ℓ1 change
-    at most 2). With ℓ1 sensitivity 2 and ``γ <= ε/2`` the noisy vector is ε-DP (Ghosh,
-    Roughgarden & Sundararajan 2009); the projection and the intervals are post-processing.
-    ``method="fft"``/``"mle"`` (unit ``"event"`` only): every one of the ``d`` clamped item
-    counts gets ``DLap(e^{−ε})`` (sensitivity 1 per event) and the profile is reconstructed
+    **Privacy.** The unit names the neighbouring relation (:data:`dpfreq.release.RELATIONS`;
+    the domain is public, so an item without rows is in class 0). ``method="direct"``, unit
+    ``"item"`` (add or remove one item with all its rows): the item moves between a class
+    ``k >= 1`` and class 0, so the classes ``t >= 1`` change by exactly one in one coordinate
+    (ℓ1 sensitivity 1); they are released with independent exact ``DLap(e^{−γ})`` noise,
+    ``γ = ε`` (rounded down to an exact fraction), and class 0 is ``d`` minus their sum
+    (post-processing of the noisy classes and the public ``d``). Units ``"item_replace"``
+    (replace one item's rows: the item moves from class ``a`` to class ``b``) and ``"event"``
+    (add or remove one row: one item moves between adjacent classes, or not at all): all
+    ``n + 1`` classes change by at most 2 in ℓ1 and all get noise with ``γ = ε/2``. Either way
+    the noisy vector is ε-DP (Ghosh, Roughgarden & Sundararajan 2009); the layout is chosen from
+    public parameters (``mechanism_params["layout_why"]``), and the projection and intervals
+    are post-processing. ``method="fft"``/``"mle"`` (unit ``"event"`` only): every one of the
+    ``d`` clamped item counts gets ``DLap(e^{−ε})`` (sensitivity 1 per event) and the profile is reconstructed
     from the noisy counts (Wu & Pagh 2024); an item with ``k`` rows is protected at ``kε``.
 
     Only the ``n + 1`` exact class sizes leave the engine; the release records no

@@ -265,9 +265,10 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
 
     Notes
     -----
-    The ``direct`` predictions are exact for the noise law: the per-class half-width ``q`` is
-    the smallest integer with ``Pr[|Z| > q] <= 1 − confidence`` and the band's ``q_band`` the
-    smallest with ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``, for ``Z ~ DLap(e^{−ε/2})``.
+    The ``direct`` predictions are exact for the noise law: with all classes noised (``event``,
+    ``item_replace``) the per-class half-width ``q`` is the smallest integer with
+    ``Pr[|Z| > q] <= 1 − confidence`` and the band's ``q_band`` the smallest with
+    ``(1 − Pr[|Z| > q_band])^(n+1) >= confidence``, for ``Z ~ DLap(e^{−ε/2})``.
     With class 0 derived (``unit="item"``) the noise is ``DLap(e^{−ε})`` on the classes
     ``t ≥ 1`` and class 0's quantiles are those of the sum of ``n`` draws (exact law by
     convolution). They do not depend on the data (only the projection's small shift does).
