@@ -106,7 +106,8 @@ def accuracy_table(name: str, make: Any, sizes: list[int], runs: int) -> list[fl
         true_n = sum(r * p for r, p in hist.items())
         for eps in EPSILONS:
             err = accuracy(hist, true_n, eps, runs, seed=n % 9973 + int(eps * 100))
-            picked = release_anonymized_histogram(hist, epsilon=eps, method="auto", rng=1, unit="event").method
+            picked = release_anonymized_histogram(hist, epsilon=eps, method="auto", rng=1,
+                                                  unit="event").method
             two = min(err["privhist"], err["hay"])
             three = min(err["privhist"], err["hay"], err["privhist-tuned"])
             ratios.append(err["auto"] / two)
@@ -127,7 +128,8 @@ def timing_table(repeats: int) -> None:
             times, errs = [], []
             for run in range(repeats):
                 t0 = time.perf_counter()
-                rel = release_anonymized_histogram(SPEC13, epsilon=eps, method=method, rng=run, unit="event")
+                rel = release_anonymized_histogram(SPEC13, epsilon=eps, method=method, rng=run,
+                                                   unit="event")
                 times.append(time.perf_counter() - t0)
                 errs.append(sorted_l1_distance(SPEC13, rel))
             print(f"| {method} ({rel.method}) | {eps:g} | {np.median(times):.3f} | "

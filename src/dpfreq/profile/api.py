@@ -267,8 +267,9 @@ def release_profile(
     the noisy vector is ε-DP (Ghosh, Roughgarden & Sundararajan 2009); the layout is chosen from
     public parameters (``mechanism_params["layout_why"]``), and the projection and intervals
     are post-processing. ``method="fft"``/``"mle"`` (unit ``"event"`` only): every one of the
-    ``d`` clamped item counts gets ``DLap(e^{−ε})`` (sensitivity 1 per event) and the profile is reconstructed
-    from the noisy counts (Wu & Pagh 2024); an item with ``k`` rows is protected at ``kε``.
+    ``d`` clamped item counts gets ``DLap(e^{−ε})`` (sensitivity 1 per event) and the profile
+    is reconstructed from the noisy counts (Wu & Pagh 2024); an item with ``k`` rows is
+    protected at ``kε``.
 
     Only the ``n + 1`` exact class sizes leave the engine; the release records no
     data-dependent number besides its noisy outputs, and error messages do not print counts.
