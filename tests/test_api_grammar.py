@@ -174,6 +174,7 @@ def test_release_surface_in_use(system: str) -> None:
     assert json.loads(rel.to_json())["relation"] == RELATIONS[rel.unit] == rel.relation
     table = rel.to_pandas()
     assert isinstance(table, pd.DataFrame)
+    assert table.attrs["relation"] == RELATIONS[rel.unit]
     assert len(table.columns) >= 1
     fig_before = set(plt.get_fignums())
     ax = rel.plot()

@@ -228,8 +228,8 @@ class Release:
     def to_pandas(self) -> Any:
         """The estimate as a tidy :class:`pandas.DataFrame` (one row per estimate).
 
-        Columns come from :meth:`table`; the release's ε, δ, unit and mechanism are in
-        ``DataFrame.attrs``. Needs pandas (``pip install pandas``).
+        Columns come from :meth:`table`; the release's ε, δ, unit, relation and mechanism are
+        in ``DataFrame.attrs``. Needs pandas (``pip install pandas``).
         """
         try:
             import pandas as pd
@@ -239,7 +239,8 @@ class Release:
             raise EngineUnavailableError("to_pandas needs pandas: pip install pandas") from exc
         frame = pd.DataFrame(self.table())
         frame.attrs.update({"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
-                            "mechanism": self.mechanism, "confidence": self.error.confidence})
+                            "relation": self.relation, "mechanism": self.mechanism,
+                            "confidence": self.error.confidence})
         return frame
 
     def plot(self, ax: Any = None) -> Any:  # pragma: no cover - overridden

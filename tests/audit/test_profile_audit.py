@@ -58,16 +58,17 @@ def test_extreme_pairs_ratio_in_closed_form(epsilon: float) -> None:
 @pytest.mark.parametrize(("unit", "without", "event"), [
     ("item", [0, 1, 1, 2], lambda y, d: y[3] >= 1),
     ("item_replace", [1, 1, 1, 2], lambda y, d: y[3] >= 1 and y[1] <= 2),
+    ("event", [2, 1, 1, 2], lambda y, d: y[3] >= 1 and y[2] <= 2),
 ])
 def test_clopper_pearson_lower_bound_does_not_exceed_epsilon(unit: str, without: list[int],
                                                              event: Any) -> None:
-    """Neighbours at ``unit``: 1000 items, n = 3; one item with 3 rows removed (``item``) or
-    its rows replaced by one row (``item_replace``).
+    """Neighbours at ``unit``: 1000 items, n = 3; one item with 3 rows removed (``item``),
+    its rows replaced by one row (``item_replace``) or one of its rows removed (``event``).
 
-    Event: the released noisy class 3 is at least its value with the item (and, for the
-    replacement, class 1 at most its value with the item). Its probability ratio is e^γ = e^ε
-    at ``item`` (one class moves, γ = ε) and e^{2γ} = e^ε at ``item_replace``, so the audit has
-    power: with 8,000 trials per side the lower bound lands near 0.8ε, and it must stay ≤ ε.
+    Event: the released noisy class 3 is at least its value with the item (and the class the
+    item moves to at most its value with the item). Its probability ratio is e^γ = e^ε at
+    ``item`` (one class moves, γ = ε) and e^{2γ} = e^ε at ``item_replace`` and ``event`` (two
+    classes move, γ = ε/2), so the audit has power: with 8,000 trials per side the lower bound lands near 0.8ε, and it must stay ≤ ε.
     """
     epsilon = 1.0
     trials = 8_000
