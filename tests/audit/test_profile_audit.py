@@ -68,7 +68,8 @@ def test_clopper_pearson_lower_bound_does_not_exceed_epsilon(unit: str, without:
     Event: the released noisy class 3 is at least its value with the item (and the class the
     item moves to at most its value with the item). Its probability ratio is e^γ = e^ε at
     ``item`` (one class moves, γ = ε) and e^{2γ} = e^ε at ``item_replace`` and ``event`` (two
-    classes move, γ = ε/2), so the audit has power: with 8,000 trials per side the lower bound lands near 0.8ε, and it must stay ≤ ε.
+    classes move, γ = ε/2), so the audit has power: with 8,000 trials per side the lower bound
+    lands near 0.8ε, and it must stay ≤ ε.
     """
     epsilon = 1.0
     trials = 8_000
