@@ -94,7 +94,8 @@ def test_docstring_states_privacy() -> None:
     doc = release_profile.__doc__ or ""
     assert "**Privacy.**" in doc
     assert "ε-DP" in doc
-    assert "sensitivity 2" in doc
+    assert "(ℓ1 sensitivity 1)" in doc  # item: the classes t >= 1
+    assert "change by at most 2 in ℓ1" in doc  # item_replace and event: all classes
     assert "clamped" in doc
 
 
