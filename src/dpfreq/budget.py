@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from dpfreq._validate import check_choice, check_delta, check_epsilon, check_int, message
 from dpfreq.errors import BudgetExceededError, ParameterError
+from dpfreq.release import UNITS
 
 __all__ = [
     "Accountant",
@@ -228,7 +229,6 @@ def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     return PrivacyBudget(g * budget.epsilon, dlt)
 
 
-_BUDGET_UNITS = ("event", "item", "item_replace", "device")
 # (unit spent at, unit of the budget) → the multiplier of ε that converts soundly
 _CONVERSIONS = {("item", "item_replace"): 2, ("item_replace", "item"): 1}
 _APART = {
@@ -402,7 +402,7 @@ class Accountant:
         if not isinstance(self.total, PrivacyBudget):
             raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
         if self.unit is not None:
-            check_choice(self.unit, "unit", "Accountant", _BUDGET_UNITS)
+            check_choice(self.unit, "unit", "Accountant", UNITS)
 
     def _charge(self, epsilon: float, delta: float, unit: str | None,
                 func: str) -> tuple[Fraction, Fraction, str | None]:
