@@ -34,6 +34,7 @@ from dpfreq.anonymized.distance import l1_between
 from dpfreq.anonymized.steps import I64, SimulationNoise, epsilon_fractions
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
+from dpfreq.release import RELATIONS
 from dpfreq.rng import keyed_generator
 
 __all__ = ["AnonymizedPlan", "epsilon_for_l1", "plan_anonymized", "reference_histogram"]
@@ -63,6 +64,9 @@ class AnonymizedPlan:
         ``2n``; ``description`` then names the ε that would make it useful.
     description : str
         One paragraph a person can read.
+    unit, relation : str
+        The unit of privacy the release protects (``"event"``, the only one this system
+        supports) and its neighbouring relation in words.
 
     Examples
     --------
@@ -78,6 +82,8 @@ class AnonymizedPlan:
     predicted_l1: tuple[float, float]
     vacuous: bool
     description: str
+    unit: str
+    relation: str
 
 
 def reference_histogram(n: int) -> tuple[I64, I64]:
@@ -234,4 +240,5 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                                   f"under n/2." if useful is not None else "."))
     return AnonymizedPlan(epsilon=epsilon, confidence=confidence, method=plan.method,
                           n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
-                          vacuous=vacuous, description=text)
+                          vacuous=vacuous, description=text, unit="event",
+                          relation=RELATIONS["event"])

@@ -17,7 +17,6 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq.errors import DataError, debug_enabled
-from dpfreq.release import RELATIONS
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
 
@@ -286,8 +285,8 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
     plan = plan_anonymized(n_range=(bounds[0], bounds[1]), epsilon=epsilon, target_l1=target_l1,
                            confidence=confidence, method=method)
     click.echo(f"# plan: anonymized histogram, totals {plan.n_range[0]}..{plan.n_range[1]}, "
-               f"epsilon={plan.epsilon:g}, delta=0, method {plan.method}, unit event "
-               f"({RELATIONS['event']})")
+               f"epsilon={plan.epsilon:g}, delta=0, method {plan.method}, unit {plan.unit} "
+               f"({plan.relation})")
     click.echo(f"total:          N ± {plan.total_halfwidth} (exact, confidence "
                f"{plan.confidence:g})")
     click.echo(f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
