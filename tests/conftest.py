@@ -14,7 +14,10 @@ Markers applied here by where a test lives, so a new test file is classified wit
 * ``server``: the collection-service tests (``tests/server/``); also ``slow`` (real servers in
   subprocesses, PostgreSQL clusters, kill -9 crash runs);
 * ``docs``: the executed documentation pages and the Sphinx build (``tests/test_docs*.py``);
-  the Sphinx build is also ``slow``.
+  the Sphinx build is also ``slow``;
+* ``statistical``: every test of ``tests/statistical/`` and ``tests/audit/`` (seeded tests
+  against exact laws, privacy audits; α ≤ 1e-6 per assertion), with the tests marked so
+  elsewhere; all of them are ``slow``: they are sized by power calculations, not for speed.
 """
 
 from __future__ import annotations
@@ -80,6 +83,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if _is_spark(item, rel):
             for mark in (pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("spark")):
                 item.add_marker(mark)
+        if rel.parts[0] in ("statistical", "audit"):
+            item.add_marker(pytest.mark.statistical)
+        if item.get_closest_marker("statistical") is not None:
+            item.add_marker(pytest.mark.slow)
         if rel.parts[0] == "server":
             item.add_marker(pytest.mark.server)
             item.add_marker(pytest.mark.slow)
