@@ -16,6 +16,7 @@ Markers applied here by where a test lives, so a new test file is classified wit
   subprocesses, PostgreSQL clusters, kill -9 crash runs);
 * ``docs``: the executed documentation pages and the Sphinx build (``tests/test_docs*.py``);
   the Sphinx build is also ``slow``;
+* ``slow`` also: every test measured at ``SLOW_SECONDS`` or more (``tests/durations.json``);
 * ``statistical``: every test of ``tests/statistical/`` and ``tests/audit/`` (seeded tests
   against exact laws, privacy audits; α ≤ 1e-6 per assertion), with the tests marked so
   elsewhere; all of them are ``slow``: they are sized by power calculations, not for speed.
@@ -25,12 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 _TESTS = Path(__file__).resolve().parent
+
+#: A test measured at or above this many seconds (setup + call + teardown, 2 quiet cores, in
+#: ``durations.json``, refreshed by ``tests/durations.py``) is ``slow``: out of the developer tier.
+SLOW_SECONDS = 0.5
+_DURATIONS: dict[str, float] = json.loads((_TESTS / "durations.json").read_text(encoding="utf-8"))
 
 
 def _importable(*modules: str) -> bool:
@@ -90,6 +97,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if _is_spark(item, rel) or "spark" in item.nodeid.lower():
             item.add_marker(pytest.mark.xdist_group("spark"))
+        if _DURATIONS.get(item.nodeid, 0.0) >= SLOW_SECONDS:
+            item.add_marker(pytest.mark.slow)
         if rel.parts[0] in ("statistical", "audit"):
             item.add_marker(pytest.mark.statistical)
         if item.get_closest_marker("statistical") is not None:
