@@ -109,11 +109,15 @@ def _write_api_stubs(app: Any) -> None:
     disk, where ``api.md`` holds only the marker)."""
     from sphinx.ext.autosummary.generate import generate_autosummary_docs
 
+    out = Path(app.srcdir) / "generated"
+    current = {f"{m}.{n}.rst" for m, names in api_entries().items() for n in names}
+    for stale in out.glob("*.rst"):  # a name no longer exported leaves no orphan page
+        if stale.name not in current:
+            stale.unlink()
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp) / "api.md"
         listing.write_text(api_listing(), encoding="utf-8")
-        generate_autosummary_docs([str(listing)], output_dir=Path(app.srcdir) / "generated",
-                                  app=app, overwrite=False)
+        generate_autosummary_docs([str(listing)], output_dir=out, app=app, overwrite=False)
 
 
 def setup(app: Any) -> None:
