@@ -1,12 +1,68 @@
-"""Shared fixtures: seeded generators (STYLE.md rule 17)."""
+"""Shared fixtures (seeded generators, STYLE.md rule 17) and the markers of the test tiers.
+
+Tiers (README, "Tests"):
+
+* developer tier, ``python -m pytest -q -n 2 -m "not slow"``: everything but the tests below;
+* full suite, ``python -m pytest -q -n 2 --dist loadgroup`` (CI, ``.ci/run``): every test.
+
+Markers applied here by where a test lives, so a new test file is classified without editing it:
+
+* ``spark``: a test that starts a local Spark session (marked ``spark``, using the ``spark``
+  fixture, or in ``tests/engines/test_spark_*.py``); also ``slow``. These and every test with
+  "spark" in its node id are in the xdist group ``spark``, so under ``--dist loadgroup`` they
+  run on one worker (one JVM: a local session takes ~10 s of CPU to start, and two of them on
+  2 cores slow every other test);
+* ``server``: the collection-service tests (``tests/server/``); also ``slow`` (real servers in
+  subprocesses, PostgreSQL clusters, kill -9 crash runs);
+* ``docs``: the executed documentation pages and the Sphinx build (``tests/test_docs*.py``);
+  the Sphinx build is also ``slow``;
+* ``slow`` also: every test measured at ``SLOW_SECONDS`` or more (``tests/durations.json``);
+* ``statistical``: every test of ``tests/statistical/`` and ``tests/audit/`` (seeded tests
+  against exact laws, privacy audits; α ≤ 1e-6 per assertion), with the tests marked so
+  elsewhere; all of them are ``slow``: they are sized by power calculations, not for speed.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import importlib
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+_TESTS = Path(__file__).resolve().parent
+
+#: A test measured at or above this many seconds (setup + call + teardown, 2 quiet cores, in
+#: ``durations.json``, refreshed by ``tests/durations.py``) is ``slow``: out of the developer tier.
+SLOW_SECONDS = 0.5
+_DURATIONS: dict[str, float] = json.loads((_TESTS / "durations.json").read_text(encoding="utf-8"))
+
+
+def _importable(*modules: str) -> bool:
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+#: Without the [server] extra the service tests are not collected (their conftest and modules
+#: import FastAPI, SQLAlchemy and httpx); the report header says so.
+_SERVER_EXTRA = _importable("fastapi", "sqlalchemy", "httpx")
+collect_ignore = [] if _SERVER_EXTRA else ["server"]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [] if _SERVER_EXTRA else ["tests/server not collected: the [server] extra is not "
+                                      "installed"]
+    if config.getoption("dist", "no") == "loadgroup" and pytest.version_tuple >= (9, 2):
+        lines.append("pytest >= 9.2: xdist may ignore the 'spark' group (pytest-xdist#1386), "
+                     "so each worker may start its own Spark session; the test extra caps "
+                     "pytest < 9.2")
+    return lines
 
 
 @pytest.fixture
@@ -22,35 +78,35 @@ def rng(seed: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(seed))
 
 
+def _is_spark(item: pytest.Item, rel: Path) -> bool:
+    return (item.get_closest_marker("spark") is not None
+            or "spark" in getattr(item, "fixturenames", ())
+            or rel.name.startswith("test_spark"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test that starts Spark (marked ``spark`` or using the ``spark`` fixture) says so in
-    its node id, which is all the scheduler below sees."""
-    hidden = [item.nodeid for item in items
-              if (item.get_closest_marker("spark") or "spark" in getattr(item, "fixturenames", ()))
-              and "spark" not in item.nodeid.lower()]
-    if hidden:
-        raise pytest.UsageError(f"Spark tests without 'spark' in their node id: {hidden}")
-
-
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent without it
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under ``-n N`` (``--dist load``), all Spark tests run on one worker, first.
-
-    A local Spark session is a JVM that takes ~10 s of CPU to start and warm up, and two of
-    them on a 2-core machine slow each other and every other test. xdist's load-scope
-    scheduler hands out work units: here the Spark tests are one unit (the largest, so it is
-    sent first) and every other test is a unit of its own.
-    """
-    if config.getoption("dist", "no") != "load":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    if not callable(getattr(LoadScopeScheduling, "_split_scope", None)):  # xdist's own hook
-        raise pytest.UsageError("pytest-xdist no longer has LoadScopeScheduling._split_scope: "
-                                "update the Spark scheduler in tests/conftest.py")
-
-    class SparkOnOneWorker(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "spark" if "spark" in nodeid.lower() else nodeid
-
-    return SparkOnOneWorker(config, log)
+    """Apply the tier markers by directory and file (see the module docstring)."""
+    for item in items:
+        try:
+            rel = item.path.resolve().relative_to(_TESTS)
+        except ValueError:  # a test outside tests/ (a doctest of src/, say)
+            continue
+        if _is_spark(item, rel):
+            item.add_marker(pytest.mark.spark)
+            item.add_marker(pytest.mark.slow)
+        if _is_spark(item, rel) or "spark" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        if _DURATIONS.get(item.nodeid, 0.0) >= SLOW_SECONDS:
+            item.add_marker(pytest.mark.slow)
+        if rel.parts[0] in ("statistical", "audit"):
+            item.add_marker(pytest.mark.statistical)
+        if item.get_closest_marker("statistical") is not None:
+            item.add_marker(pytest.mark.slow)
+        if rel.parts[0] == "server":
+            item.add_marker(pytest.mark.server)
+            item.add_marker(pytest.mark.slow)
+        if rel.name.startswith("test_docs"):
+            item.add_marker(pytest.mark.docs)
+            if rel.name == "test_docs_build.py":
+                item.add_marker(pytest.mark.slow)

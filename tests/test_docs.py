@@ -49,3 +49,13 @@ def test_page_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ran += 1
     assert ran or all(why for _, why in found)
     assert os.getcwd() == str(tmp_path)
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    """The Quickstart's test command installs the extras CI installs and runs CI's commands."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    command = readme[readme.index("# 2. install and run the tests") + 1].split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci_install = next(line for line in ci if line.startswith("pip install -q -e "))
+    assert command[2] == ci_install.replace("pip install -q -e ", "pip install -e ")
+    assert command[3:] == ci[-1].split(" && ")

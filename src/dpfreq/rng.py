@@ -1,10 +1,11 @@
 """Randomness policy: where every random draw of dpfreq comes from.
 
 * ``rng=None`` (the default everywhere) gives a numpy :class:`~numpy.random.Generator` over a
-  cryptographically secure bit generator: randomgen's AES counter mode (``AESCounter``, hardware
-  AES-NI when the CPU has it) keyed with 128 bits from :func:`os.urandom`, or randomgen's ChaCha20
-  keyed with 256 bits when AES-NI is unavailable (software AES would be both slower and prone to
-  cache-timing leaks).
+  cryptographically secure bit generator: randomgen's ChaCha20 (20 rounds, SIMD) keyed with
+  256 bits from :func:`os.urandom`. The keyed streams below are ChaCha20 too, so randomgen
+  supplies one cipher; AES is used only through ``cryptography`` (OpenSSL), as the keyed PRF of
+  the windows' lazy node noise (:mod:`dpfreq.windows.lazy_noise`). randomgen is kept because
+  numpy has no secure bit generator of its own and a numpy ``Generator`` needs a C-level one.
 * An ``int`` seed or an existing ``Generator`` gives reproducible output for tests and
   simulations; such a release is marked ``seeded=True`` and must not be used in production.
 
@@ -63,24 +64,13 @@ class ResolvedRNG:
     seeded: bool
 
 
-def _aesni_available() -> bool:
-    try:
-        return bool(randomgen.AESCounter(key=1).use_aesni)
-    except Exception:  # pragma: no cover - depends on the CPU and randomgen build
-        return False
-
-
-_USE_AES = _aesni_available()
-
-
 def secure_generator() -> np.random.Generator:
-    """A new generator over a CSPRNG keyed from :func:`os.urandom` (AES-CTR, else ChaCha20).
+    """A new generator over a CSPRNG keyed from :func:`os.urandom` (ChaCha20).
 
     Returns
     -------
     numpy.random.Generator
-        A fresh, unpredictable generator: AES counter mode with a 128-bit key when the CPU
-        has AES-NI, otherwise ChaCha20 (20 rounds) with a 256-bit key.
+        A fresh, unpredictable generator: ChaCha20 (20 rounds) with a 256-bit key, counter 0.
 
     Examples
     --------
@@ -88,11 +78,8 @@ def secure_generator() -> np.random.Generator:
     >>> bool(((draws >= 0) & (draws < 6)).all())
     True
     """
-    if _USE_AES:
-        key = int.from_bytes(os.urandom(16), "little")
-        return np.random.Generator(randomgen.AESCounter(key=key, counter=0))
-    key = int.from_bytes(os.urandom(32), "little")  # pragma: no cover - no AES-NI
-    return np.random.Generator(randomgen.ChaCha(key=key, counter=0, rounds=20))  # pragma: no cover
+    key = int.from_bytes(os.urandom(32), "little")
+    return np.random.Generator(randomgen.ChaCha(key=key, counter=0, rounds=20))
 
 
 def new_secret_key() -> bytes:

@@ -13,13 +13,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 pytest.importorskip("sqlalchemy", reason="the [server] extra is not installed")
+pytest.importorskip("httpx", reason="the [server] extra is not installed")
 
+import httpx
 from fastapi.testclient import TestClient
 
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams

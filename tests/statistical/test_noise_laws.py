@@ -161,7 +161,7 @@ def test_discrete_laplace_chi_square(eps, rel, width, seed):
     g = float(gamma)
     lo, hi = _span(g, True)
     n, edges = _chi_square_n(_dlap_cdf(gamma), _dlap_cdf(g * (1 - rel)), lo, hi, width)
-    gen = np.random.Generator(randomgen.AESCounter(key=seed))  # the production bit generator
+    gen = np.random.Generator(randomgen.ChaCha(key=seed, rounds=20))  # the production one
     _assert_chi_square(sample_discrete_laplace(gamma, n, rng=gen), _dlap_cdf(gamma), edges)
 
 

@@ -145,6 +145,7 @@ def exact_reach(items, times, t1, t2, k):
     return int(np.sum(counts >= k))
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize(("unit", "delta", "confidence"),
                          [("event", 0.0, 0.6), ("item", 0.0, 0.8), ("event", 1e-6, 0.7)])
 def test_predicted_intervals_cover_at_least_their_confidence(unit, delta, confidence):

@@ -362,7 +362,7 @@ class DistributedProfileSketch:
 
     # -- reductions ------------------------------------------------------------------------
     def noisy_profile_counts(self, B: int) -> NDArray[np.int64]:
-        """Counts of items whose noisy value is ``t`` for ``t ∈ [−B .. n+B]``.
+        """Counts of items whose noisy value is ``t``, for each integer ``t`` in ``−B…n+B``.
 
         Returns an int64 vector of length ``n + 2B + 1`` (position ``t + B``); values outside
         the window are not counted. One ``groupBy`` on the executors, which also checks the
