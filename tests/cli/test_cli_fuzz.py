@@ -92,8 +92,7 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
     for device in range(devices):
         client = LongitudinalClient(params, rng=device)
         for t in range(params.horizon):
-            report = client.step(int(t >= device % 8))
-            if report is not None:
+            for report in client.step(int(t >= device % 8)):
                 rows.append(f"{device},{report['order']},{report['interval']},{report['bit']}")
     (tmp / "reports.csv").write_text("\n".join(rows) + "\n")
 

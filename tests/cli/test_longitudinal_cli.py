@@ -75,8 +75,7 @@ def _reports_csv(tmp_path, p: ProtocolParams, n: int = 200) -> str:
     for u in range(n):
         c = LongitudinalClient(p, rng=u)
         for t in range(p.horizon):
-            r = c.step(int((u + t) % 5 == 0))
-            if r is not None:
+            for r in c.step(int((u + t) % 5 == 0)):
                 rows.append(f"{u},{r['order']},{r['interval']},{r['bit']}")
     path = tmp_path / "reports.csv"
     path.write_text("\n".join(rows) + "\n")

@@ -181,8 +181,7 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
     for u in range(12):
         client = LongitudinalClient(p, rng=u)
         for t in range(p.horizon):
-            r = client.step(int((u + t) % 4 == 0))
-            if r is not None:
+            for r in client.step(int((u + t) % 4 == 0)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64)
     reports = tmp_path / "reports.parquet"

@@ -231,8 +231,7 @@ def _reports(case: str) -> dict[str, np.ndarray]:
     for u in range(n_users):
         client = LongitudinalClient(p, rng=1000 + u)
         for t in range(p.horizon):
-            r = client.step(int((u + t) % 3 == 0))
-            if r is not None:
+            for r in client.step(int((u + t) % 3 == 0)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     names = ("device", "order", "interval", "bit")

@@ -45,8 +45,7 @@ def _device_rows(n: int) -> list[tuple[int, int, int, int]]:
     for u in range(n):
         client = LongitudinalClient(p, rng=2000 + u)
         for t in range(p.horizon):
-            r = client.step(int((u + 2 * t) % 5 < 2))
-            if r is not None:
+            for r in client.step(int((u + 2 * t) % 5 < 2)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     return rows
 

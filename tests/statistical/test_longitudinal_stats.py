@@ -135,8 +135,7 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
         c = LongitudinalClient(p, rng=rng)
         agg.enrol([u], [c.order], param_id=p.param_id, protocol_version=c.params.version)
         for xt in x[u]:
-            r = c.step(int(xt))
-            if r is not None:
+            for r in c.step(int(xt)):
                 rows.append((u, r["order"], r["interval"], r["bit"]))
     arr = np.array(rows)
     agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], param_id=p.param_id)

@@ -20,7 +20,7 @@ def test_reports_at_every_multiple(mode: str) -> None:
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer=mode)
     for seed in range(12):
         c = LongitudinalClient(p, rng=seed)
-        ts = [t for t, x in enumerate(X, start=1) if c.step(x) is not None]
+        ts = [t for t, x in enumerate(X, start=1) if c.step(x)]
         assert ts == list(range(1 << c.order, 9, 1 << c.order))
 
 
@@ -29,7 +29,7 @@ def test_nonzero_reports_use_v_in_order() -> None:
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
     c = _client_with_order(p, 1)
     v = list(c.v)
-    y = [2 * r["bit"] - 1 for r in (c.step(x) for x in X) if r is not None]
+    y = [2 * r["bit"] - 1 for x in X for r in c.step(x)]
     assert (y[0], y[1], y[3]) == (v[0], -v[1], v[2])
     assert c.used == 3
 
@@ -48,7 +48,7 @@ def test_changes_beyond_k_are_frozen() -> None:
     c = _client_with_order(p, 0)
     v = c.v
     xs = [0, 1] * 8  # 15 changes
-    ys = [2 * c.step(x)["bit"] - 1 for x in xs]
+    ys = [2 * c.step(x)[0]["bit"] - 1 for x in xs]
     assert c.changes_used == 2
     assert c.frozen == 13
     assert c.used == 2  # only two non-zero partial sums reached the randomizer
@@ -99,20 +99,20 @@ def test_json_round_trip() -> None:
     for x in X[:5]:
         c.step(x)
     text = c.to_json()
-    c2 = LongitudinalClient.from_json(text, rng=7)
+    c2 = LongitudinalClient.from_json(text)
     assert c2.params == p
     assert c2.params.param_id == p.param_id
     assert c2.to_json() == text
-    assert c2.v == c.v  # restored, never redrawn
+    assert c2.v == c.v  # the same keyed vector
     for x in X[5:]:
-        r1, r2 = c.step(x), c2.step(x)
-        assert (r1 is None) == (r2 is None)
-        if r1 is not None and r2 is not None:
-            assert {k: r1[k] for k in ("order", "interval")} == {
-                k: r2[k] for k in ("order", "interval")}
-    rest = c2.finish()  # padded to 16
+        assert c.step(x) == c2.step(x)  # the same keyed coins
+    last = [c2.step(1) for _ in range(12 - 8)][-1]  # period 12 = horizon: padded to 16
     assert c2.t == 16
-    assert all(r["interval"] <= 16 >> c2.order for r in rest)
+    assert c2.finish() == []
+    assert [r["interval"] for r in last] == list(range(
+        -(-12 // (1 << c2.order)), (16 >> c2.order) + 1))
+    with pytest.raises(DataError, match="after the last period"):
+        c2.step(0)
     assert ProtocolParams.from_json(p.to_json()) == p
     with pytest.raises(DataError):
         LongitudinalClient.from_json('{"params": {}}')

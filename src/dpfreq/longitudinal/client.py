@@ -14,8 +14,9 @@ from dpfreq import _validate
 from dpfreq.artifacts import open_json, seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import epsilon_to_fraction
-from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.rng import RNGLike
 
+from .keyed import DeviceKey
 from .laws import MAX_CHANGES, MODES, distance_law, erlingsson_c_gap
 from .randomizers import make_randomizer, restore_randomizer
 from .result import parse_period
@@ -314,15 +315,21 @@ class LongitudinalClient:
     params : ProtocolParams
         The versioned parameter bundle shared with the server (:func:`make_params`).
     rng : None, int or numpy.random.Generator, keyword-only
-        The device's randomness; ``None`` (production) is the secure default of
-        :mod:`dpfreq.rng`. Seeds are for tests and simulations only.
+        Where the device secret comes from: ``None`` (production) is the operating system's
+        CSPRNG (:func:`os.urandom`); a seed or generator is for tests and simulations only and
+        marks the device ``seeded``.
 
     Notes
     -----
-    * **Enrolment.** At construction the device draws its ``order`` h uniformly from
-      ``{0..log d}`` (independent of the data) and builds its randomizer with
-      ``L = d/2^h`` coordinates: FutureRand draws its vector ``v = CR(1^k)`` here, once;
-      Erlingsson et al. draw ``r ~ U{1..k}``. :meth:`enrolment` is the message to send.
+    * **Randomness.** At construction the device creates its 32-byte secret; every random
+      choice afterwards is a keyed function of (secret, ``param_id``, purpose, slot)
+      (:mod:`dpfreq.longitudinal.keyed`): the order, the vector ``v``, the kept change of
+      Erlingsson et al., and each interval's coin. A device restored from any saved state
+      therefore sends bit-identical reports for the periods it reports again. The secret is
+      in :meth:`to_json`'s state: it must stay on the device.
+    * **Enrolment.** The ``order`` h is uniform on ``{0..log d}`` (independent of the data);
+      the randomizer has ``L = d/2^h`` coordinates: FutureRand's vector ``v = CR(1^k)``,
+      Erlingsson et al.'s ``r ~ U{1..k}``. :meth:`enrolment` is the message to send.
     * **Reports.** One report ``{"param_id", "order", "interval", "bit"}`` at **every** multiple
       of ``2^h`` (interval ``j = t/2^h``), zero partial sums included; ``bit ∈ {0, 1}``
       encodes ``y ∈ {−1, +1}``. The collector adds the device's id (wire column ``device``).
@@ -330,7 +337,9 @@ class LongitudinalClient:
       beyond the k-th are **frozen**: the device keeps reporting the value it had after its
       k-th change, so its reports are those of an admissible sequence; ``v`` is never redrawn.
       ``frozen`` counts the ignored changes (the estimate is then biased, privacy is kept).
-    * **Horizon.** :meth:`finish` feeds the last value up to the padded horizon.
+    * **Horizon.** The step of the last period (``params.horizon``) also feeds the last value
+      up to the padded horizon and returns every report still due (a list); :meth:`finish`
+      is then a no-op kept for devices that stop early.
     * **Persistence.** :meth:`to_json` / :meth:`from_json` (sealed, every field checked).
 
     Privacy
@@ -343,12 +352,14 @@ class LongitudinalClient:
     --------
     >>> p = make_params(horizon=4, max_changes=2, epsilon=1.0, randomizer="rr")
     >>> c = LongitudinalClient(p, rng=7)
-    >>> reports = [r for x in (0, 1, 1, 0) if (r := c.step(x)) is not None]
+    >>> reports = [r for x in (0, 1, 1, 0) for r in c.step(x)]
     >>> len(reports) == 4 >> c.order
     True
     >>> sorted(reports[0])
     ['bit', 'interval', 'order', 'param_id']
     >>> LongitudinalClient.from_json(c.to_json()).v == c.v
+    True
+    >>> c.seeded
     True
     """
 
@@ -357,9 +368,9 @@ class LongitudinalClient:
             raise ParameterError(_validate.message("params", "LongitudinalClient",
                                                    "a ProtocolParams", type(params).__name__))
         self.params = params
-        self._gen = resolve_rng(rng, "LongitudinalClient").generator
         p = params
-        self.order = int(self._gen.integers(0, p.orders))
+        self.key = DeviceKey.create(p.param_id, rng, "LongitudinalClient")
+        self.order = self.key.stream("order").uniform_below(p.orders)
         self.t = 0  # last period seen
         self.prev = 0  # reported (frozen) X at the previous checkpoint of this order
         self.last_x = 0  # reported (frozen) X[t]
@@ -369,11 +380,16 @@ class LongitudinalClient:
         self.r = 0  # Erlingsson et al.: index of the kept change
         self.kept: list[int] | None = None  # Erlingsson et al.: [time, sign] of the r-th change
         if p.randomizer == "erlingsson":
-            self.r = int(self._gen.integers(1, p.max_changes + 1))
+            self.r = 1 + self.key.stream("kept-change").uniform_below(p.max_changes)
         self.randomizer = make_randomizer(
             p.randomizer, length=p.padded_horizon >> self.order,
-            max_changes=p.changes_at_order(self.order), epsilon=p.epsilon, rng=self._gen)
+            max_changes=p.changes_at_order(self.order), epsilon=p.epsilon, key=self.key)
         self._check_gap()
+
+    @property
+    def seeded(self) -> bool:
+        """True when the device secret came from a seed (testing only, not private)."""
+        return self.key.seeded
 
     def _check_gap(self) -> None:
         expected = self.params.c_gaps[self.order]
@@ -400,20 +416,32 @@ class LongitudinalClient:
         return {"protocol_version": self.params.version, "param_id": self.params.param_id,
                 "order": self.order}
 
-    def step(self, x: int) -> dict[str, Any] | None:
-        """Read ``X[t]`` for the next period t; return the report due at t, if any.
+    def step(self, x: int) -> list[dict[str, Any]]:
+        """Read ``X[t]`` for the next period t; return the reports due at t (often none).
+
+        At the last period (``t = params.horizon``) the sequence is padded with ``x`` up to
+        the power-of-two horizon and every report still due is returned with the report of t
+        (the top order's only report among them).
 
         Raises
         ------
         DataError
-            ``x`` not 0/1, or a step after the padded horizon.
+            ``x`` not 0/1, or a step after the last period.
         """
         if isinstance(x, bool) or x not in (0, 1):
             raise DataError(_validate.message("x", "LongitudinalClient.step", "0 or 1", x))
-        p = self.params
-        if self.t >= p.padded_horizon:
+        if self.t >= self.params.horizon:
             raise DataError("LongitudinalClient.step called after the last period of the "
-                            "padded horizon.")
+                            "horizon.")
+        rep = self._advance(int(x))
+        out = [] if rep is None else [rep]
+        if self.t == self.params.horizon:
+            out += self.finish()
+        return out
+
+    def _advance(self, x: int) -> dict[str, Any] | None:
+        """One period of the protocol (``t ≤`` padded horizon); the report due, if any."""
+        p = self.params
         self.t += 1
         t = self.t
         if x != self.raw_x:
@@ -440,21 +468,26 @@ class LongitudinalClient:
                 "bit": (y + 1) // 2}
 
     def finish(self) -> list[dict[str, Any]]:
-        """Pad to the power-of-two horizon with the last value; return the reports."""
+        """Pad to the power-of-two horizon with the last value; return the reports.
+
+        :meth:`step` calls it at the last period; call it yourself only to stop a device
+        before the horizon (its last value is then reported for the remaining periods).
+        """
         out = []
         while self.t < self.params.padded_horizon:
-            rep = self.step(self.raw_x)
+            rep = self._advance(self.raw_x)
             if rep is not None:
                 out.append(rep)
         return out
 
     def to_json(self) -> str:
-        """Sealed state: parameters, order, counters and the randomizer's state (no RNG).
+        """Sealed state: parameters, the device secret, order, counters and the randomizer's
+        counters.
 
-        The state holds the device's secret randomness ``v``: store it on the device only.
+        The state holds the device secret: store it on the device only (a file of mode 0600).
         """
-        state = {"order": self.order, "t": self.t, "prev": self.prev, "last_x": self.last_x,
-                 "raw_x": self.raw_x, "changes_used": self.changes_used,
+        state = {**self.key.to_state(), "order": self.order, "t": self.t, "prev": self.prev,
+                 "last_x": self.last_x, "raw_x": self.raw_x, "changes_used": self.changes_used,
                  "frozen": self.frozen, "r": self.r, "kept": self.kept,
                  "randomizer": self.randomizer.state()}
         params = {**asdict(self.params), "param_id": self.params.param_id}
@@ -462,9 +495,10 @@ class LongitudinalClient:
                          version=PROTOCOL_VERSION)
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, rng: RNGLike = None,
+    def from_json(cls, text: str | bytes, *,
                   label: str = "the client state") -> LongitudinalClient:
-        """Restore a device from :meth:`to_json` output (``v`` is restored, never redrawn).
+        """Restore a device from :meth:`to_json` output: same secret, so the same order,
+        vector and coins (nothing is redrawn).
 
         Raises
         ------
@@ -476,7 +510,6 @@ class LongitudinalClient:
             params = ProtocolParams._from_payload(dict(raw["params"]), label)
             obj = cls.__new__(cls)
             obj.params = params
-            obj._gen = resolve_rng(rng, "LongitudinalClient.from_json").generator
             obj._restore(raw["state"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise DataError(f"{label} is not a valid LongitudinalClient state: missing or "
@@ -495,13 +528,18 @@ class LongitudinalClient:
                 raise DataError(f"field {key!r} must be an integer in {low}..{high}.")
             return value
 
+        self.key = DeviceKey.from_state(st, p.param_id)
         self.order = field("order", 0, p.orders - 1)
+        if self.order != self.key.stream("order").uniform_below(p.orders):
+            raise DataError("field 'order' does not match the device secret.")
         self.t = field("t", 0, d)
         self.prev, self.last_x, self.raw_x = (field(n, 0, 1) for n in ("prev", "last_x", "raw_x"))
         self.changes_used = field("changes_used", 0, min(k, self.t))
         self.frozen = field("frozen", 0, self.t)
         erl = p.randomizer == "erlingsson"
         self.r = field("r", 1, k) if erl else field("r", 0, 0)
+        if erl and self.r != 1 + self.key.stream("kept-change").uniform_below(k):
+            raise DataError("field 'r' does not match the device secret.")
         kept = st["kept"]
         if kept is not None and not (erl and isinstance(kept, list) and len(kept) == 2
                                      and all(isinstance(a, int) for a in kept)
@@ -510,7 +548,7 @@ class LongitudinalClient:
         self.kept = kept
         self.randomizer = restore_randomizer(
             p.randomizer, length=d >> self.order, max_changes=p.changes_at_order(self.order),
-            epsilon=p.epsilon, state=st["randomizer"], rng=self._gen)
+            epsilon=p.epsilon, state=st["randomizer"], key=self.key)
         if self.randomizer.j != self.t >> self.order:
             raise DataError("the randomizer's report count does not match the period 't'.")
         self._check_gap()

@@ -104,7 +104,7 @@ class LongitudinalAggregator:
     >>> agg = LongitudinalAggregator(p)
     >>> agg.enrol(list(clients), [c.order for c in clients.values()], param_id=p.param_id)
     >>> reports = [{**r, "device": d} for d, c in clients.items()
-    ...            for x in (0, 1, 1, 1) if (r := c.step(x)) is not None]
+    ...            for x in (0, 1, 1, 1) for r in c.step(x)]
     >>> agg.ingest_reports(reports) == len(reports)
     True
     >>> est = agg.estimate(confidence=0.9)
