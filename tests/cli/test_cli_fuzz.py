@@ -158,7 +158,8 @@ def _values(param: click.Parameter,
 #: (Each pair is used only if the command has the option.)
 BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--horizon", "8"],
               "plan reach": ["--horizon", "8"],
-              "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"]}
+              "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"],
+              "longitudinal aggregate": ["--devices", "99,99,99,99"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
 

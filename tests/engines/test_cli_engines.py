@@ -187,7 +187,8 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
     reports = tmp_path / "reports.parquet"
     names = ("device", "order", "interval", "bit")
     pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(names)}), reports)
-    base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--json", "-"]
+    base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--devices",
+            ",".join(["12"] * p.orders), "--json", "-"]
     code, out_duck, _ = _run([*base, "--engine", "duckdb"], capsys)
     assert code == 0
     code, out_spark, _ = _run([*base, "--engine", "spark"], capsys)

@@ -250,7 +250,8 @@ def test_file_aggregation_validation(tmp_path) -> None:
 
     p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     head = "device,order,interval,bit"
-    empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p, confidence=0.9)
+    empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p,
+                                   enrolled=[0, 0, 0, 0], confidence=0.9)
     assert empty.devices == 0
     assert np.array_equal(empty.value, np.zeros(8))
     cases = {
@@ -266,9 +267,12 @@ def test_file_aggregation_validation(tmp_path) -> None:
     }
     for text, match in cases.items():
         with pytest.raises(DataError, match=match):
-            aggregate_reports_file(_reports_file(tmp_path, text), p)
+            aggregate_reports_file(_reports_file(tmp_path, text), p, enrolled=[9] * 4)
     with pytest.raises(DataError):
-        aggregate_reports_file(tmp_path / "nope.csv", p)
+        aggregate_reports_file(tmp_path / "nope.csv", p, enrolled=[9] * 4)
+    with pytest.raises(DataError, match="more devices"):  # 2 devices of order 0, 1 enrolled
+        aggregate_reports_file(_reports_file(tmp_path, f"{head}\n1,0,1,1\n2,0,1,1\n"), p,
+                               enrolled=[1, 0, 0, 0])
 
 
 def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
@@ -280,7 +284,7 @@ def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(ProtocolParams, "param_id", property(lambda self: pid))
     path = _reports_file(tmp_path, f"device,order,interval,bit,param_id\n007,3,1,1,{pid}\n"
                                    f"7,3,1,0,{pid}\n")
-    rel = aggregate_reports_file(path, p)
+    rel = aggregate_reports_file(path, p, enrolled=[0, 0, 0, 2])
     assert rel.devices == 2  # "007" and "7" are two devices
 
 
@@ -302,7 +306,7 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
     p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     path = _reports_file(tmp_path, "device,order,interval,bit,param_id\n"
                                    f"1,3,1,1,{p.param_id}\n")
-    rel = aggregate_reports_file(path, p, engine=arg, confidence=0.9)
+    rel = aggregate_reports_file(path, p, enrolled=[0, 0, 0, 1], engine=arg, confidence=0.9)
     assert calls == [(arg, path)]
     assert calls[0][0] is arg
     assert rel.devices == 1
