@@ -3,6 +3,7 @@ offline by ``dpfreq longitudinal aggregate``, give the service's estimate exactl
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import math
@@ -100,3 +101,42 @@ def test_always_on_devices_are_all_counted_at_every_period(tmp_path) -> None:
     assert np.all(rel.error.lower <= 5000)
     assert np.all(rel.error.upper >= 5000)
     assert not math.isnan(float(rel.value[-1]))
+
+
+def _days_ago(n: int) -> str:
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(days=n)).date().isoformat()
+
+
+def test_estimates_never_cover_periods_that_have_not_ended(sqlite_client, rng) -> None:
+    """Day 4 of a study: periods 1..3 are estimated (JSON, CSV), not the running period nor
+    the future; a study that has not started estimates nothing."""
+    c = sqlite_client
+    params = create_study(c, horizon=16, min_devices=3, start=_days_ago(3))
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    for _ in range(4):
+        order = int(rng.integers(0, params.orders))
+        device, token = enrol(c, params, order)
+        reps = [{"device": device, "order": order, "interval": j, "bit": int(rng.integers(2)),
+                 "param_id": params.param_id}
+                for j in range(1, (16 >> order) + 1) if j << order <= 3]
+        if reps:
+            assert c.post("/v1/studies/s1/reports", json={"reports": reps},
+                          headers=bearer(token)).status_code == 200
+    summary = c.get("/v1/studies/s1/summary", headers=bearer(an)).json()
+    if summary["today"] != 4:
+        pytest.skip("the UTC date changed during the test")
+    assert summary["periods_ended"] == 3
+    est = c.get("/v1/studies/s1/estimates", headers=bearer(an)).json()
+    assert est["periods_ended"] == 3
+    assert est["columns"]["period"] == [1, 2, 3]
+    assert all(len(col) == 3 for col in est["columns"].values())
+    assert max(est["columns"]["date"])[:10] < dt.datetime.now(dt.UTC).date().isoformat()
+    csv_text = c.get("/v1/studies/s1/estimates", params={"format": "csv"},
+                     headers=bearer(an)).text
+    assert len(csv_text.strip().splitlines()) == 1 + 3
+    later = create_study(c, "later", horizon=8, min_devices=1, start=_days_ago(-2))
+    enrol(c, later, 0, "later")
+    late = c.get("/v1/studies/later/estimates", headers=admin()).json()
+    assert late["periods_ended"] == 0
+    assert late["columns"]["estimate"] == []
+    assert late["vacuous"] is False

@@ -18,10 +18,10 @@ import sqlalchemy as sa
 from fastapi.responses import JSONResponse, Response
 
 from . import storage
-from .protocol import estimate_columns, estimate_from_running_sums
+from .protocol import estimate_columns, estimate_from_running_sums, utc_now
 from .service import Service, StudyRecord
 
-__all__ = ["EXPORT_FORMATS", "RAW_EXPORTS", "estimate_payload", "raw_export",
+__all__ = ["EXPORT_FORMATS", "RAW_EXPORTS", "ended_periods", "estimate_payload", "raw_export",
            "render_export", "summary_payload"]
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
@@ -30,15 +30,28 @@ RAW_EXPORTS = {"reports": ("device", "order", "interval", "bit", "param_id"),
                "enrolment": ("device", "order")}
 
 
+def ended_periods(record: StudyRecord, now: Any = None) -> tuple[int, int]:
+    """``(ended, today)``: periods that have ended (``0..horizon``) and the period running
+    now (0 before the start, above the horizon after the end)."""
+    today = record.protocol.current_period(utc_now() if now is None else now)
+    return max(0, min(record.protocol.horizon, today - 1)), today
+
+
 def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
               confidence: float) -> dict[str, Any] | None:
+    """The estimate of every period that has **ended** (a period still running, or not yet
+    started, is never estimated: its reports are not all due), or None while withheld."""
     devices = int(np.sum(enrolled))
     if devices < record.min_devices:
         return None
+    ended, today = ended_periods(record)
     release = estimate_from_running_sums(record.protocol, enrolled, totals,
                                          confidence=confidence)
     columns = estimate_columns(release)
     columns["unclamped"] = [float(v) for v in np.asarray(release.unclamped)]
+    columns = {name: col[:ended] for name, col in columns.items()}
+    lower, upper = np.asarray(columns["lower"]), np.asarray(columns["upper"])
+    band_lo, band_hi = np.asarray(columns["band_lower"]), np.asarray(columns["band_upper"])
     return {
         "study": record.study,
         "param_id": record.param_id,
@@ -47,8 +60,13 @@ def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
         "epsilon": release.epsilon,
         "unit": release.unit,
         "mechanism": release.mechanism,
-        "vacuous": bool(release.error.vacuous),
-        "description": release.error.description,
+        "periods_ended": ended,
+        "today": today,
+        # every shown interval (band) is [0, devices]: the estimate says nothing yet
+        "vacuous": bool(ended and np.all((lower <= 0) & (upper >= devices))),
+        "band_vacuous": bool(ended and np.all((band_lo <= 0) & (band_hi >= devices))),
+        "description": release.error.description + " Only periods that have ended are "
+                       f"estimated (1..{ended}).",
         "columns": columns,
     }
 
@@ -68,8 +86,11 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
     per_period = np.zeros(p.padded + 1, dtype=np.int64)
     for (h, j), (_, count) in totals.items():
         per_period[min(j << h, p.horizon)] += count  # due at j·2^h (padding: at the end)
+    ended, today = ended_periods(record)
     return {
         "study": record.public(),
+        "today": today,
+        "periods_ended": ended,
         "devices": int(np.sum(enrolled)),
         "enrolled_per_order": [int(v) for v in enrolled],
         "reports_per_period": {
