@@ -11,9 +11,13 @@ import stat
 
 import httpx
 import numpy as np
+import pytest
 
 from conftest import ADMIN, START, stored
 from dpfreq.artifacts import create_private, write_private
+from dpfreq.cli.serve import read_admin_token
+from dpfreq.errors import DataError
+from dpfreq.longitudinal import LongitudinalClient
 from dpfreq.server.storage import make_engine
 from dpfreq.server.uploader import DeviceUploader, Uploader
 
@@ -155,7 +159,7 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
     up.close()
 
 
-def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path):
+def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path, monkeypatch):
     c = sqlite_client
     _study(c)
     old = os.umask(0o022)
@@ -180,5 +184,32 @@ def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path):
             conn.exec_driver_sql("CREATE TABLE t (a INTEGER)")
         engine.dispose()
         assert stat.S_IMODE((tmp_path / "server.db").stat().st_mode) == 0o600
+        monkeypatch.delenv("DPFREQ_ADMIN_TOKEN", raising=False)
+        assert read_admin_token(str(tmp_path / "admin.token"))
+        assert stat.S_IMODE((tmp_path / "admin.token").stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_crash_between_saving_the_client_and_enrolling(sqlite_client, tmp_path, monkeypatch):
+    """The client is saved before enrolment: a device whose enrolment failed enrols on its next
+    start with the same secret, hence the same order."""
+    c = sqlite_client
+    _study(c)
+    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+                  sleep=lambda s: None, retries=1)
+
+    def down(*args, **kwargs):
+        raise DataError("enrolment failed: the server is unreachable; try again later.")
+
+    with monkeypatch.context() as m:
+        m.setattr(Uploader, "enrol", down)
+        with pytest.raises(DataError):
+            DeviceUploader(up)
+    assert up.device is None
+    order = LongitudinalClient.from_json(up.get("client")).order
+    dev = DeviceUploader(up)
+    assert up.device is not None
+    assert dev.client.order == order
+    assert c.app.state.service.device_order("s1", up.device) == order
+    up.close()

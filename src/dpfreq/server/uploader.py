@@ -221,27 +221,28 @@ class DeviceUploader:
     uploader's queue file.
 
     On first use it fetches the study's parameters, creates the client (its secret from the OS
-    CSPRNG unless ``rng`` seeds it for a test), enrols with its order and saves the client;
-    afterwards it restores the client from the file. Every draw of the client is a keyed
-    function of its secret (:mod:`dpfreq.longitudinal.keyed`), so a queue file restored from
-    any earlier copy re-sends bit-identical reports (the server stores each once).
+    CSPRNG unless ``rng`` seeds it for a test), saves it and enrols with its order; afterwards
+    it restores the client from the file (and enrols if a crash came before enrolment). Every
+    draw of the client is a keyed function of its secret (:mod:`dpfreq.longitudinal.keyed`),
+    so a queue file restored from any earlier copy re-sends bit-identical reports (the server
+    stores each once).
     """
 
     def __init__(self, uploader: Uploader, *, rng: Any = None) -> None:
         self.uploader = uploader
         state = uploader.get("client")
         if state is not None:
-            self.client = LongitudinalClient.from_json(state)
-            return
-        resp = uploader._request("GET", f"/v1/studies/{uploader.study}")
-        if resp is None or resp.status_code != 200:
-            raise DataError("could not read the study's parameters from the server.")
-        params = params_from_json(resp.json()["params"])
-        client = LongitudinalClient(params, rng=rng)
-        uploader.enrol(client_order(client), params.param_id, int(params.version))
-        uploader.db.execute("BEGIN IMMEDIATE")
-        uploader._put("client", client.to_json())
-        uploader.db.execute("COMMIT")
+            client = LongitudinalClient.from_json(state)
+        else:
+            resp = uploader._request("GET", f"/v1/studies/{uploader.study}")
+            if resp is None or resp.status_code != 200:
+                raise DataError("could not read the study's parameters from the server.")
+            client = LongitudinalClient(params_from_json(resp.json()["params"]), rng=rng)
+            # saved before enrolling: a restart enrols with the same secret, hence the same order
+            uploader.db.execute("BEGIN IMMEDIATE")
+            uploader._put("client", client.to_json())
+            uploader.db.execute("COMMIT")
+        uploader.enrol(client_order(client), client.params.param_id, int(client.params.version))
         self.client = client
 
     def step(self, x: int) -> list[dict[str, Any]]:
