@@ -313,6 +313,13 @@ def create_private(path: str | Path) -> Path:
     so it is never readable by others, whatever the umask); an existing one is tightened to
     0600. Used for every file that holds a device secret, a token or collected reports, before
     anything is written to it (SQLite gives its ``-wal``/``-shm`` files the database's mode).
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> path = create_private(os.path.join(tempfile.mkdtemp(), "queue.db"))
+    >>> oct(stat.S_IMODE(path.stat().st_mode))
+    '0o600'
     """
     p = Path(path)
     fd = os.open(p, os.O_WRONLY | os.O_CREAT, _PRIVATE)
@@ -325,7 +332,16 @@ def create_private(path: str | Path) -> Path:
 
 def write_private(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` (replacing it) as a file of mode 0600 (see
-    :func:`create_private`)."""
+    :func:`create_private`).
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "reports.parquet")
+    >>> write_private(path, b"PAR1")
+    >>> oct(stat.S_IMODE(os.stat(path).st_mode))
+    '0o600'
+    """
     fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE)
     try:
         os.fchmod(fd, _PRIVATE)

@@ -78,7 +78,14 @@ SECRET_BYTES = 32
 
 
 class KeyedStream:
-    """The 64-bit words of one (secret, context, purpose, slot) and exact samplers on them."""
+    """The 64-bit words of one (secret, context, purpose, slot) and exact samplers on them.
+
+    Examples
+    --------
+    >>> s = KeyedStream(bytes(32))  # a fixed key: for this example only
+    >>> 0 <= s.uniform_below(10) < 10, s.words_read
+    (True, 1)
+    """
 
     def __init__(self, key: bytes) -> None:
         self._key = key
@@ -152,6 +159,11 @@ def subset_from_choices(k: int, choices: list[int]) -> list[int]:
     The ``k!/(k − ℓ)!`` choice sequences are equally likely and map one-to-one onto the
     ordered ℓ-tuples of distinct positions, so each ℓ-subset is picked by exactly ``ℓ!`` of
     them: a uniform ℓ-subset.
+
+    Examples
+    --------
+    >>> subset_from_choices(4, [2, 0])  # swaps (0, 2) then (1, 1): positions 2 and 1
+    [1, -1, -1, 1]
     """
     a = list(range(k))
     for i, c in enumerate(choices):
@@ -174,6 +186,14 @@ class DeviceKey:
         What the draws are for (the ``param_id`` of the parameters the device runs).
     seeded : bool, keyword-only
         True when the secret came from a seed (testing only).
+
+    Examples
+    --------
+    >>> key = DeviceKey.create("0123456789abcdef", rng=7)  # a seed: for this example only
+    >>> key.seeded, key.stream("order").uniform_below(6) == key.stream("order").uniform_below(6)
+    (True, True)
+    >>> DeviceKey.create("0123456789abcdef").seeded  # the OS CSPRNG
+    False
     """
 
     def __init__(self, secret: bytes, context: str, *, seeded: bool) -> None:
