@@ -55,8 +55,8 @@ Exact samplers on the stream (every one consumes words from the start of its own
   odd. ``Pr[G even] = 1/(1 + e^{−γ})`` exactly.
 
 These are portable: an implementation in another language that follows the rules above draws
-the same values from the same secret (``tests/unit/test_longitudinal_keyed.py`` pins test
-vectors).
+the same values from the same secret (the unit tests re-derive every draw of the client from
+this specification with ``hmac`` alone).
 """
 
 from __future__ import annotations
