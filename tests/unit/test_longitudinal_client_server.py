@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.longitudinal.client import LongitudinalClient, ProtocolParams, make_params
+from dpfreq.longitudinal.client import LongitudinalClient
+from dpfreq.longitudinal.params import ProtocolParams, make_params
 from dpfreq.longitudinal.server import LongitudinalAggregator
 
 X = (0, 1, 1, 0, 0, 0, 1, 1)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dpfreq.errors import DataError, ParameterError
 
-from .client import ProtocolParams
+from .params import ProtocolParams
 
 __all__ = ["ENROLMENT_COLUMNS", "enrolled_per_order"]
 

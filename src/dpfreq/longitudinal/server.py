@@ -11,9 +11,9 @@ from numpy.typing import NDArray
 from dpfreq import _validate
 from dpfreq.errors import DataError, ParameterError
 
-from .client import ProtocolParams
 from .dyadic import offsets
 from .enrolment import enrolled_per_order
+from .params import ProtocolParams
 from .result import LongitudinalEstimate, make_estimate
 
 __all__ = ["DROPOUT_POLICIES", "REPORT_COLUMNS", "LongitudinalAggregator",
