@@ -182,7 +182,7 @@ def client_cost(seed: int) -> None:
         print(f"{m:<12}{t_init * 1e3:>12.3f}{t_step * 1e6:>16.1f}")
     t0 = time.perf_counter()
     state = c.to_json()
-    LongitudinalClient.from_json(state, rng=1)
+    LongitudinalClient.from_json(state)
     print(f"JSON state round trip: {(time.perf_counter() - t0) * 1e3:.2f} ms, {len(state)} bytes")
 
 

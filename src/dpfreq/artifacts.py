@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import stat
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -32,9 +34,11 @@ import numpy as np
 
 from dpfreq.errors import DataError
 
-__all__ = ["open_json", "read_artifact", "seal_json", "write_artifact"]
+__all__ = ["create_private", "open_json", "read_artifact", "seal_json", "write_artifact",
+           "write_private"]
 
 _FORMAT = "dpfreq"
+_PRIVATE = stat.S_IRUSR | stat.S_IWUSR  # 0600: files holding secrets, tokens or reports
 _HEADER = "__header__.json"
 _ALLOWED_KINDS = "biuf"
 
@@ -300,3 +304,48 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     if obj.get("sha256") != digest:
         raise _bad(label, kind, "its checksum does not match (it was edited or corrupted)")
     return int(version), payload
+
+
+def create_private(path: str | Path) -> Path:
+    """Make sure ``path`` exists with mode 0600 (owner read/write only).
+
+    An absent file is created empty with that mode (atomically: ``O_CREAT`` with mode 0600,
+    so it is never readable by others, whatever the umask); an existing one is tightened to
+    0600. Used for every file that holds a device secret, a token or collected reports, before
+    anything is written to it (SQLite gives its ``-wal``/``-shm`` files the database's mode).
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> path = create_private(os.path.join(tempfile.mkdtemp(), "queue.db"))
+    >>> oct(stat.S_IMODE(path.stat().st_mode))
+    '0o600'
+    """
+    p = Path(path)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT, _PRIVATE)
+    try:
+        os.fchmod(fd, _PRIVATE)
+    finally:
+        os.close(fd)
+    return p
+
+
+def write_private(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (replacing it) as a file of mode 0600 (see
+    :func:`create_private`).
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "reports.parquet")
+    >>> write_private(path, b"PAR1")
+    >>> oct(stat.S_IMODE(os.stat(path).st_mode))
+    '0o600'
+    """
+    fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _PRIVATE)
+    try:
+        os.fchmod(fd, _PRIVATE)
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            fh.write(data)
+    finally:
+        os.close(fd)

@@ -124,8 +124,8 @@ def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
     bytes, whatever their number, types or sizes — so distinct structures (release, family, k,
     tree, node block, ...) get computationally independent sub-keys: they can only share one by
     a collision of HMAC-SHA256. This is the one key-derivation construction of dpfreq; every
-    keyed noise stream (window trees, distributed sketch blocks, sub-domain sampling) goes
-    through it.
+    keyed noise stream (window trees, distributed sketch blocks, sub-domain sampling, the
+    longitudinal devices' draws) goes through it.
 
     Parameters
     ----------

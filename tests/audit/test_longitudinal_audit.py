@@ -6,9 +6,13 @@
   50-digit logs), and no distance of positive ideal probability has probability 0.
 * The counterexample of the float-cdf sampler (k = 64, ε = 1: distances 1 and 63 had
   probability 0, an infinite privacy loss) as a regression test.
-* A chi-square test of the sampler against ``sampled_pmf`` (α = 1e-6).
-* Seeded Clopper–Pearson lower-bound audits (slow) per randomizer mode: the lower bound on the
-  privacy loss of a powerful output event never exceeds the claimed ε (α = 1e-6).
+* A chi-square test of the sampler against ``sampled_pmf`` (α = 1e-6), for the simulation's
+  sampler and for the device's keyed sampler (:mod:`dpfreq.longitudinal.keyed`: the vector,
+  the order, the coins and the kept change's randomized-response bit, each over many device
+  secrets, against its exact law).
+* Seeded Clopper–Pearson lower-bound audits (slow) per randomizer mode, on the simulation's
+  sampler and on the device's keyed one: the lower bound on the privacy loss of a powerful
+  output event never exceeds the claimed ε (α = 1e-6).
 * Tampered or out-of-range saved state and extreme parameters give one dpfreq error.
 """
 
@@ -26,6 +30,7 @@ from scipy import stats
 from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams, distance_law, make_params
+from dpfreq.longitudinal.keyed import DeviceKey
 from dpfreq.noise import epsilon_to_fraction, randomized_response
 
 ALPHA = 1e-6
@@ -134,6 +139,58 @@ def test_sampler_matches_sampled_pmf(rng: np.random.Generator) -> None:
         assert stats.chi2.sf(chi2c, k - 1) > ALPHA  # conservative: flips negatively correlated
 
 
+def _keys(n: int, rng: np.random.Generator) -> list[DeviceKey]:
+    """n device keys with seeded secrets (one per simulated device)."""
+    return [DeviceKey(bytes(rng.bytes(32)), "audit", seeded=True) for _ in range(n)]
+
+
+def _keyed_vectors(law, n: int, rng: np.random.Generator) -> np.ndarray:
+    """The vector v of n devices, each from its own secret (purpose "vector")."""
+    return np.array([k.stream("vector").distance_vector(law.cumulative, law.k)
+                     for k in _keys(n, rng)], dtype=np.int8)
+
+
+def _chi2_p(obs: np.ndarray, pmf: np.ndarray, n: int) -> float:
+    keep = pmf * n >= 5
+    o = np.append(obs[keep], obs[~keep].sum())
+    e = np.append(pmf[keep] * n, pmf[~keep].sum() * n)
+    o, e = o[e > 0], e[e > 0]
+    return float(stats.chi2.sf(float(((o - e) ** 2 / e).sum()), len(o) - 1))
+
+
+@pytest.mark.statistical
+def test_keyed_vector_matches_sampled_pmf(rng: np.random.Generator) -> None:
+    """The device's keyed vector over 20 000 secrets: distance chi-square against the exact
+    ``sampled_pmf`` and every coordinate equally often −1 (α = 1e-6 each)."""
+    for mode, k, eps in (("auto", 16, 1.0), ("futurerand", 8, 1.0), ("rr", 4, 0.5)):
+        law = distance_law(mode, k, eps)
+        n = 20_000
+        v = _keyed_vectors(law, n, rng)
+        ell = (v == -1).sum(axis=1)
+        assert _chi2_p(np.bincount(ell, minlength=k + 1), law.distance_pmf, n) > ALPHA
+        flips = (v == -1).sum(axis=0)
+        if flips.sum():
+            chi2c = float(((flips - flips.mean()) ** 2 / flips.mean()).sum())
+            assert stats.chi2.sf(chi2c, k - 1) > ALPHA
+
+
+@pytest.mark.statistical
+def test_keyed_order_coins_and_keep_bits_exact(rng: np.random.Generator) -> None:
+    """Order uniform on 0..log d (chi-square), interval coins fair and the kept change's
+    bit kept with probability exactly 1/(1 + e^{−γ}) (two-sided binomial tests), α = 1e-6."""
+    n = 20_000
+    keys = _keys(n, rng)
+    orders = np.array([k.stream("order").uniform_below(7) for k in keys])
+    assert _chi2_p(np.bincount(orders, minlength=7), np.full(7, 1 / 7), n) > ALPHA
+    heads = sum(k.stream("coin", 3).coin() == 1 for k in keys)
+    assert stats.binomtest(int(heads), n, 0.5).pvalue > ALPHA
+    for eps in (0.1, 1.0, 3.0):
+        gamma = epsilon_to_fraction(eps)
+        kept = sum(k.stream("keep", 5).keep(gamma) for k in keys)
+        p = 1 / (1 + math.exp(-float(gamma)))
+        assert stats.binomtest(int(kept), n, p).pvalue > ALPHA
+
+
 def _cp_loss_lower_bound(x0: int, x1: int, n: int) -> float:
     """ln(p0_lower / p1_upper) from Clopper–Pearson bounds at α/2 each."""
     if x0 == 0:
@@ -173,6 +230,31 @@ def test_clopper_pearson_audit_distance_modes(mode: str, rng: np.random.Generato
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", DISTANCE_MODES)
+def test_clopper_pearson_audit_keyed_device(mode: str, rng: np.random.Generator) -> None:
+    """As above on the device's keyed sampler: 200 000 device secrets per input (k = 8)."""
+    k, eps, n = 8, 1.0, 200_000
+    law = distance_law(mode, k, eps)
+    j = _best_event(law)
+    y0 = _keyed_vectors(law, n, rng)
+    y1 = -_keyed_vectors(law, n, rng)
+    x0 = int(((y0 == -1).sum(axis=1) <= j).sum())
+    x1 = int(((y1 == -1).sum(axis=1) <= j).sum())
+    assert _cp_loss_lower_bound(x0, x1, n) <= eps
+
+
+@pytest.mark.slow
+def test_clopper_pearson_audit_keyed_erlingsson(rng: np.random.Generator) -> None:
+    """The kept change's keyed randomized-response bit: input +1 vs −1, event "output +1",
+    200 000 device secrets per input."""
+    eps, n = 1.0, 200_000
+    gamma = epsilon_to_fraction(eps)
+    ones = sum(k.stream("keep", 1).keep(gamma) for k in _keys(n, rng))
+    zeros = sum(not k.stream("keep", 1).keep(gamma) for k in _keys(n, rng))
+    assert _cp_loss_lower_bound(int(ones), int(zeros), n) <= eps
+
+
+@pytest.mark.slow
 def test_clopper_pearson_audit_erlingsson(rng: np.random.Generator) -> None:
     """The kept change through exact randomized response: input bit 1 vs 0, event "output 1"."""
     eps, n = 1.0, 2_000_000
@@ -192,9 +274,11 @@ def _sealed_client(edit) -> str:
 
 
 @pytest.mark.parametrize("edit", [
-    lambda st: st["randomizer"].__setitem__("v", [5, 5, 5]),
-    lambda st: st["randomizer"].__setitem__("v", [0, 0, 0]),
-    lambda st: st["randomizer"].__setitem__("v", [1, 1]),
+    lambda st: st.__setitem__("secret", "00" * 31),
+    lambda st: st.__setitem__("secret", 5),
+    lambda st: st.pop("secret"),
+    lambda st: st.__setitem__("seeded", "no"),
+    lambda st: st.__setitem__("order", (st["order"] + 1) % 4),  # not the secret's order
     lambda st: st["randomizer"].__setitem__("used", -1),
     lambda st: st.__setitem__("order", 9),
     lambda st: st.__setitem__("t", -1),

@@ -92,8 +92,7 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
     for device in range(devices):
         client = LongitudinalClient(params, rng=device)
         for t in range(params.horizon):
-            report = client.step(int(t >= device % 8))
-            if report is not None:
+            for report in client.step(int(t >= device % 8)):
                 rows.append(f"{device},{report['order']},{report['interval']},{report['bit']}")
     (tmp / "reports.csv").write_text("\n".join(rows) + "\n")
 
@@ -159,7 +158,8 @@ def _values(param: click.Parameter,
 #: (Each pair is used only if the command has the option.)
 BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--horizon", "8"],
               "plan reach": ["--horizon", "8"],
-              "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"]}
+              "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"],
+              "longitudinal aggregate": ["--devices", "99,99,99,99"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
 

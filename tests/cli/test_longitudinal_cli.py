@@ -75,12 +75,18 @@ def _reports_csv(tmp_path, p: ProtocolParams, n: int = 200) -> str:
     for u in range(n):
         c = LongitudinalClient(p, rng=u)
         for t in range(p.horizon):
-            r = c.step(int((u + t) % 5 == 0))
-            if r is not None:
+            for r in c.step(int((u + t) % 5 == 0)):
                 rows.append(f"{u},{r['order']},{r['interval']},{r['bit']}")
     path = tmp_path / "reports.csv"
     path.write_text("\n".join(rows) + "\n")
     return str(path)
+
+
+def _devices_arg(rep: str, p) -> str:
+    """``--devices``: every device of the reports file enrolled, counted per order."""
+    arr = np.loadtxt(rep, delimiter=",", skiprows=1, dtype=np.int64)
+    _, first = np.unique(arr[:, 0], return_index=True)
+    return ",".join(map(str, np.bincount(arr[first, 1], minlength=p.orders)))
 
 
 def test_aggregate_csv(tmp_path) -> None:
@@ -88,7 +94,8 @@ def test_aggregate_csv(tmp_path) -> None:
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     rep = _reports_csv(tmp_path, p)
-    res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath)])
+    res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath),
+                                       "--devices", _devices_arg(rep, p)])
     assert res.exit_code == 0, res.output
     assert "unit of privacy: device" in res.output
     assert "# epsilon=1 " in res.output
@@ -102,12 +109,14 @@ def test_aggregate_bad_rows(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("device,order,interval,bit\n1,0,1,1\n1,0,1,0\n")
     with pytest.raises(SystemExit) as e:
-        main(["longitudinal", "aggregate", str(bad), "--params", str(ppath)])
+        main(["longitudinal", "aggregate", str(bad), "--params", str(ppath), "--devices",
+              "9,9,9,9"])
     assert e.value.code == 2
     assert "duplicate" in capsys.readouterr().err
     bad.write_text("device,order,interval,bit\n1,0,9,1\n")
     with pytest.raises(SystemExit) as e:
-        main(["longitudinal", "aggregate", str(bad), "--params", str(ppath)])
+        main(["longitudinal", "aggregate", str(bad), "--params", str(ppath), "--devices",
+              "9,9,9,9"])
     assert e.value.code == 2
     assert "interval must be" in capsys.readouterr().err
 
@@ -143,7 +152,7 @@ def test_file_path_matches_in_memory_aggregator(tmp_path) -> None:
     agg.enrol(devices, arr[first, 1])
     agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], param_id=p.param_id)
     mem = agg.estimate(confidence=0.95)
-    fil = aggregate_reports_file(rep, p, confidence=0.95)
+    fil = aggregate_reports_file(rep, p, enrolled=agg.enrolled.tolist(), confidence=0.95)
     assert np.allclose(mem.value, fil.value)
     assert np.allclose(mem.sd, fil.sd)
 
@@ -185,8 +194,8 @@ def test_aggregate_dropouts_json(tmp_path) -> None:
     out = tmp_path / "agg.json"
     res = CliRunner().invoke(
         command,
-        ["aggregate", rep, "--params", str(ppath), "--dropouts", "per-interval", "--json",
-         str(out)],
+        ["aggregate", rep, "--params", str(ppath), "--devices", _devices_arg(rep, p), "--dropouts",
+         "per-interval", "--json", str(out)],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())

@@ -181,14 +181,14 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
     for u in range(12):
         client = LongitudinalClient(p, rng=u)
         for t in range(p.horizon):
-            r = client.step(int((u + t) % 4 == 0))
-            if r is not None:
+            for r in client.step(int((u + t) % 4 == 0)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64)
     reports = tmp_path / "reports.parquet"
     names = ("device", "order", "interval", "bit")
     pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(names)}), reports)
-    base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--json", "-"]
+    base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--devices",
+            ",".join(["12"] * p.orders), "--json", "-"]
     code, out_duck, _ = _run([*base, "--engine", "duckdb"], capsys)
     assert code == 0
     code, out_spark, _ = _run([*base, "--engine", "spark"], capsys)

@@ -231,8 +231,7 @@ def _reports(case: str) -> dict[str, np.ndarray]:
     for u in range(n_users):
         client = LongitudinalClient(p, rng=1000 + u)
         for t in range(p.horizon):
-            r = client.step(int((u + t) % 3 == 0))
-            if r is not None:
+            for r in client.step(int((u + t) % 3 == 0)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     arr = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     names = ("device", "order", "interval", "bit")
@@ -267,7 +266,10 @@ def test_longitudinal_report_file(backend: str, case: str, tmp_path: Path,
     cols = _reports(case)
     ref = _aggregate_in_memory(cols)
     path, engine = source_for(backend, cols, tmp_path, spark_or_none)
-    got = aggregate_reports_file(path, _params(), engine=engine, confidence=0.95)
+    orders = {int(d): int(h) for d, h in zip(cols["device"], cols["order"], strict=True)}
+    enrolled = np.bincount(list(orders.values()), minlength=_params().orders).tolist()
+    got = aggregate_reports_file(path, _params(), enrolled=enrolled, engine=engine,
+                                 confidence=0.95)
     assert got.to_dict() == ref.to_dict()
     np.testing.assert_array_equal(got.value, ref.value)
     np.testing.assert_array_equal(got.sd, ref.sd)

@@ -36,6 +36,13 @@ def _params() -> ProtocolParams:
 
 
 PID = _params().param_id
+MANY = [100] * 4  # an enrolment larger than any file's devices (for the refusals)
+
+
+def _pop(rows: Any) -> list[int]:
+    """Devices per order of the reports (each device counted once): their enrolment."""
+    seen = {(r[0], r[1]) for r in rows}
+    return [sum(1 for _, h in seen if h == order) for order in range(4)]
 
 
 def _device_rows(n: int) -> list[tuple[int, int, int, int]]:
@@ -45,8 +52,7 @@ def _device_rows(n: int) -> list[tuple[int, int, int, int]]:
     for u in range(n):
         client = LongitudinalClient(p, rng=2000 + u)
         for t in range(p.horizon):
-            r = client.step(int((u + 2 * t) % 5 < 2))
-            if r is not None:
+            for r in client.step(int((u + 2 * t) % 5 < 2)):
                 rows.append((u, int(r["order"]), int(r["interval"]), int(r["bit"])))
     return rows
 
@@ -106,7 +112,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
 
 def _message(source: Any, engine: Any) -> str:
     with pytest.raises(DataError) as info:
-        aggregate_reports_file(source, _params(), engine=engine)
+        aggregate_reports_file(source, _params(), enrolled=MANY, engine=engine)
     return str(info.value)
 
 
@@ -118,7 +124,7 @@ def test_good_reports_local_engines(case: str, tmp_path: Path) -> None:
                            ("memory", _columns(text))):
         if engine is None:
             source = Path(_write(tmp_path, case, text))
-        got = aggregate_reports_file(source, _params(), engine=engine)
+        got = aggregate_reports_file(source, _params(), enrolled=_pop(rows), engine=engine)
         assert got.to_dict() == ref, engine
         assert got.devices == len({r[0] for r in rows})
 
@@ -137,7 +143,8 @@ def test_bad_reports_same_message_memory_and_duckdb(case: str, tmp_path: Path) -
 def test_identifiers_read_as_text(tmp_path: Path) -> None:
     """Devices "007" and "7" differ; a digits-only param_id keeps its leading zeros."""
     text = f"{HEAD}\n007,3,1,1\n7,3,1,0\n"
-    assert aggregate_reports_file(_write(tmp_path, "ids", text), _params()).devices == 2
+    assert aggregate_reports_file(_write(tmp_path, "ids", text), _params(),
+                                  enrolled=[0, 0, 0, 2]).devices == 2
     pid = "00" + "1" * 14
     got = make_params(horizon=HORIZON, max_changes=3, epsilon=1.0, randomizer="futurerand")
     path = _write(tmp_path, "pid", f"{HEAD},param_id\n1,3,1,1,{pid}\n")
@@ -151,11 +158,14 @@ def test_identifiers_read_as_text(tmp_path: Path) -> None:
 
 def test_missing_file_and_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(DataError):
-        aggregate_reports_file(tmp_path / "nope.csv", _params())
+        aggregate_reports_file(tmp_path / "nope.csv", _params(), enrolled=MANY)
     with pytest.raises(ParameterError):
-        aggregate_reports_file(12, _params())
+        aggregate_reports_file(12, _params(), enrolled=MANY)
     with pytest.raises(ParameterError, match="params"):
-        aggregate_reports_file(str(tmp_path / "x.csv"), "nope")  # type: ignore[arg-type]
+        aggregate_reports_file(str(tmp_path / "x.csv"), "nope",  # type: ignore[arg-type]
+                               enrolled=MANY)
+    with pytest.raises(ParameterError, match="enrolled"):
+        aggregate_reports_file(str(tmp_path / "x.csv"), _params(), enrolled=[1, 2])
 
 
 def test_parquet_directory_duckdb(tmp_path: Path) -> None:
@@ -168,7 +178,7 @@ def test_parquet_directory_duckdb(tmp_path: Path) -> None:
     for i, part in enumerate(np.array_split(arr, 3)):
         pq.write_table(pa.table({c: part[:, k] for k, c in enumerate(names)}),
                        folder / f"part-{i}.parquet")
-    got = aggregate_reports_file(str(folder), _params(), engine="duckdb")
+    got = aggregate_reports_file(str(folder), _params(), enrolled=_pop(rows), engine="duckdb")
     assert got.to_dict() == _reference(rows).to_dict()
 
 
@@ -183,7 +193,8 @@ def test_typed_parquet_duckdb(tmp_path: Path) -> None:
             "bit": pa.array(arr[:, 3].astype(bool))}
     path = tmp_path / "typed.parquet"
     pq.write_table(pa.table(good), path)
-    assert aggregate_reports_file(str(path), _params()).to_dict() == _reference(rows).to_dict()
+    assert aggregate_reports_file(str(path), _params(), enrolled=_pop(rows)).to_dict() == \
+        _reference(rows).to_dict()
     frac = arr[:, 1].astype(np.float64)
     frac[3] = 0.5
     bad = tmp_path / "frac.parquet"
@@ -195,7 +206,9 @@ def test_cli_aggregate_csv(tmp_path: Path) -> None:
     ppath = tmp_path / "params.json"
     ppath.write_text(_params().to_json())
     rep = _write(tmp_path, "r", _csv_text(_device_rows(12)))
-    res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath)])
+    rows = _device_rows(12)
+    res = CliRunner().invoke(command, ["aggregate", rep, "--params", str(ppath), "--devices",
+                                       ",".join(map(str, _pop(rows)))])
     assert res.exit_code == 0, res.output
     assert "estimate" in res.output
 
@@ -209,14 +222,15 @@ def test_spark_agrees_with_duckdb(tmp_path: Path, spark: Any) -> None:
     engine = get_engine("spark", spark=spark)
     for case, (text, _rows) in GOOD_CSV.items():
         path = _write(tmp_path, case, text)
-        duck = aggregate_reports_file(path, _params(), engine="duckdb")
-        assert aggregate_reports_file(path, _params(), engine=engine).to_dict() == \
-            duck.to_dict(), case
+        duck = aggregate_reports_file(path, _params(), enrolled=MANY, engine="duckdb")
+        assert aggregate_reports_file(path, _params(), enrolled=MANY,
+                                      engine=engine).to_dict() == duck.to_dict(), case
     for case, (text, _fragment) in BAD_CSV.items():
         path = _write(tmp_path, case, text)
         assert _message(path, engine) == _message(path, "duckdb"), case
     rows = _device_rows(15)
     df = spark.createDataFrame(rows, "device long, order int, interval int, bit int")
-    assert aggregate_reports_file(df, _params()).to_dict() == _reference(rows).to_dict()
+    assert aggregate_reports_file(df, _params(), enrolled=_pop(rows)).to_dict() == \
+        _reference(rows).to_dict()
     with pytest.raises(DataError, match="duplicate"):
-        aggregate_reports_file(df.union(df.limit(1)), _params(), engine=spark)
+        aggregate_reports_file(df.union(df.limit(1)), _params(), enrolled=MANY, engine=spark)

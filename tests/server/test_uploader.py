@@ -3,10 +3,22 @@ restarts without storing anything twice."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sqlite3
+import stat
+
 import httpx
 import numpy as np
+import pytest
 
 from conftest import ADMIN, START, stored
+from dpfreq.artifacts import create_private, write_private
+from dpfreq.cli.serve import read_admin_token
+from dpfreq.errors import DataError
+from dpfreq.longitudinal import LongitudinalClient
+from dpfreq.server.storage import make_engine
 from dpfreq.server.uploader import DeviceUploader, Uploader
 
 
@@ -99,4 +111,105 @@ def test_refused_reports_are_kept_aside(sqlite_client, tmp_path):
     assert (res.sent, res.refused, res.pending) == (0, 1, 0)
     assert up.refused()[0]["status"] == 400
     assert stored(c) == (0, 0)
+    up.close()
+
+
+def _snapshot(up: Uploader, path) -> None:
+    """A consistent copy of the queue file as a backup or VM snapshot would hold it."""
+    dst = sqlite3.connect(str(path))
+    up.db.backup(dst)
+    dst.close()
+
+
+def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, seed):
+    """Every snapshot of the uploader's queue file (client state and queue), restored three
+    times and run on, queues byte-identical reports, and the server takes the re-sent reports
+    as the same reports (no 409, nothing stored twice)."""
+    c = sqlite_client
+    r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
+        "study": "s1", "horizon": 13, "max_changes": 3, "epsilon": 1.0, "randomizer": "auto",
+        "start": START, "period": "1d", "min_devices": 1})
+    assert r.status_code == 201
+    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+                  sleep=lambda s: None)
+    dev = DeviceUploader(up, rng=np.random.Generator(np.random.PCG64(seed)))
+    x = [int(v) for v in np.random.default_rng(seed).integers(0, 2, size=13)]
+    sent = []
+    for t in range(13):
+        _snapshot(up, tmp_path / f"snap{t}.db")
+        sent.append([json.dumps(w, sort_keys=True) for w in dev.step(x[t])])
+    assert sum(map(len, sent)) == 16 >> dev.client.order  # the horizon's end reported itself
+    assert up.flush().sent == 16 >> dev.client.order
+    first = stored(c)
+    for t in range(13):
+        for _ in range(3):
+            path = tmp_path / f"replay{t}.db"
+            shutil.copyfile(tmp_path / f"snap{t}.db", path)
+            up2 = Uploader("http://testserver", "s1", queue_path=path, http=c,
+                           sleep=lambda s: None)
+            dev2 = DeviceUploader(up2)
+            again = [[json.dumps(w, sort_keys=True) for w in dev2.step(xt)] for xt in x[t:]]
+            assert again == sent[t:]
+            res = up2.flush()
+            assert res.refused == 0
+            assert res.pending == 0
+            up2.close()
+            path.unlink()
+    assert stored(c) == first
+    up.close()
+
+
+def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path, monkeypatch):
+    c = sqlite_client
+    _study(c)
+    old = os.umask(0o022)
+    try:
+        up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+                      sleep=lambda s: None)
+        dev = DeviceUploader(up)
+        dev.step(1)
+        made = [p for p in tmp_path.iterdir() if p.name.startswith("q.db")]
+        assert {p.name for p in made} >= {"q.db", "q.db-wal"}
+        for p in made:
+            assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+        up.close()
+        (tmp_path / "loose.db").write_bytes(b"")
+        (tmp_path / "loose.db").chmod(0o644)
+        create_private(tmp_path / "loose.db")  # an existing file is tightened
+        assert stat.S_IMODE((tmp_path / "loose.db").stat().st_mode) == 0o600
+        write_private(tmp_path / "export.parquet", b"PAR1")
+        assert stat.S_IMODE((tmp_path / "export.parquet").stat().st_mode) == 0o600
+        engine = make_engine(str(tmp_path / "server.db"))
+        with engine.connect() as conn:
+            conn.exec_driver_sql("CREATE TABLE t (a INTEGER)")
+        engine.dispose()
+        assert stat.S_IMODE((tmp_path / "server.db").stat().st_mode) == 0o600
+        monkeypatch.delenv("DPFREQ_ADMIN_TOKEN", raising=False)
+        assert read_admin_token(str(tmp_path / "admin.token"))
+        assert stat.S_IMODE((tmp_path / "admin.token").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_crash_between_saving_the_client_and_enrolling(sqlite_client, tmp_path, monkeypatch):
+    """The client is saved before enrolment: a device whose enrolment failed enrols on its next
+    start with the same secret, hence the same order."""
+    c = sqlite_client
+    _study(c)
+    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+                  sleep=lambda s: None, retries=1)
+
+    def down(*args, **kwargs):
+        raise DataError("enrolment failed: the server is unreachable; try again later.")
+
+    with monkeypatch.context() as m:
+        m.setattr(Uploader, "enrol", down)
+        with pytest.raises(DataError):
+            DeviceUploader(up)
+    assert up.device is None
+    order = LongitudinalClient.from_json(up.get("client")).order
+    dev = DeviceUploader(up)
+    assert up.device is not None
+    assert dev.client.order == order
+    assert c.app.state.service.device_order("s1", up.device) == order
     up.close()

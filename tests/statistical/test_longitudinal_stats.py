@@ -135,8 +135,7 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
         c = LongitudinalClient(p, rng=rng)
         agg.enrol([u], [c.order], param_id=p.param_id, protocol_version=c.params.version)
         for xt in x[u]:
-            r = c.step(int(xt))
-            if r is not None:
+            for r in c.step(int(xt)):
                 rows.append((u, r["order"], r["interval"], r["bit"]))
     arr = np.array(rows)
     agg.ingest(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], param_id=p.param_id)
@@ -148,3 +147,54 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
     z = (est.unclamped - truth) / exact_sd
     assert np.all(np.abs(z) < stats.norm.isf(ALPHA / d / 2))
     assert np.all(est.sd >= exact_sd)
+
+
+def _exact_transcript_law(p, mode: str) -> dict[tuple[int, ...], float]:
+    """Exact law of an order-0 device's four reports for X = (1, 1, 0, 0), k = 2: partial sums
+    (+1, 0, −1, 0). Distance laws: y = (v1, coin, −v2, coin) with Pr[v] = w(ℓ(v))/N. Erlingsson
+    et al.: the kept change r ∈ {1, 2} is uniform and goes through randomized response (keep
+    with probability 1/(1 + e^{−γ})), every other report is a coin."""
+    import itertools
+    import math
+
+    from dpfreq.noise import epsilon_to_fraction
+
+    law: dict[tuple[int, ...], float] = {}
+    for y in itertools.product((-1, 1), repeat=4):
+        if mode == "erlingsson":
+            keep = 1 / (1 + math.exp(-float(epsilon_to_fraction(p.epsilon))))
+            first = keep if y[0] == 1 else 1 - keep
+            second = keep if y[2] == -1 else 1 - keep
+            law[y] = 0.5 * first / 8 + 0.5 * second / 8
+        else:
+            dl = distance_law(p.randomizer, 2, p.epsilon)
+            ell = (y[0] == -1) + (-y[2] == -1)
+            law[y] = float(dl.sampled_pmf[ell]) / math.comb(2, ell) / 4
+    return law
+
+
+@pytest.mark.parametrize("mode", ["threshold", "rr", "erlingsson"])
+def test_keyed_client_transcript_has_the_exact_law(mode: str, rng: np.random.Generator) -> None:
+    """End to end through LongitudinalClient (keyed draws, one secret per device): the joint law
+    of an order-0 device's whole transcript, over 24 000 devices (about 8 000 of order 0),
+    against its exact law (chi-square, 16 cells), and the order uniform on 0..2."""
+    from dpfreq.longitudinal import LongitudinalClient, make_params
+
+    p = make_params(horizon=4, max_changes=2, epsilon=1.0, randomizer=mode)
+    law = _exact_transcript_law(p, mode)
+    counts = dict.fromkeys(law, 0)
+    orders = np.zeros(p.orders, dtype=np.int64)
+    for _ in range(24_000):
+        c = LongitudinalClient(p, rng=rng)
+        orders[c.order] += 1
+        if c.order:
+            continue
+        y = tuple(2 * r["bit"] - 1 for x in (1, 1, 0, 0) for r in c.step(x))
+        counts[y] += 1
+    n = int(orders[0])
+    obs = np.array([counts[y] for y in law], dtype=np.float64)
+    exp = np.array([law[y] * n for y in law])
+    assert abs(sum(law.values()) - 1) < 1e-12
+    assert stats.chi2.sf(float(((obs - exp) ** 2 / exp).sum()), len(law) - 1) > ALPHA
+    e = orders.sum() / p.orders
+    assert stats.chi2.sf(float(((orders - e) ** 2 / e).sum()), p.orders - 1) > ALPHA

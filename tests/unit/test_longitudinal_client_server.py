@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.longitudinal.client import LongitudinalClient, ProtocolParams, make_params
+from dpfreq.longitudinal.client import LongitudinalClient
+from dpfreq.longitudinal.params import ProtocolParams, make_params
 from dpfreq.longitudinal.server import LongitudinalAggregator
 
 X = (0, 1, 1, 0, 0, 0, 1, 1)
@@ -20,7 +21,7 @@ def test_reports_at_every_multiple(mode: str) -> None:
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer=mode)
     for seed in range(12):
         c = LongitudinalClient(p, rng=seed)
-        ts = [t for t, x in enumerate(X, start=1) if c.step(x) is not None]
+        ts = [t for t, x in enumerate(X, start=1) if c.step(x)]
         assert ts == list(range(1 << c.order, 9, 1 << c.order))
 
 
@@ -29,7 +30,7 @@ def test_nonzero_reports_use_v_in_order() -> None:
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
     c = _client_with_order(p, 1)
     v = list(c.v)
-    y = [2 * r["bit"] - 1 for r in (c.step(x) for x in X) if r is not None]
+    y = [2 * r["bit"] - 1 for x in X for r in c.step(x)]
     assert (y[0], y[1], y[3]) == (v[0], -v[1], v[2])
     assert c.used == 3
 
@@ -48,7 +49,7 @@ def test_changes_beyond_k_are_frozen() -> None:
     c = _client_with_order(p, 0)
     v = c.v
     xs = [0, 1] * 8  # 15 changes
-    ys = [2 * c.step(x)["bit"] - 1 for x in xs]
+    ys = [2 * c.step(x)[0]["bit"] - 1 for x in xs]
     assert c.changes_used == 2
     assert c.frozen == 13
     assert c.used == 2  # only two non-zero partial sums reached the randomizer
@@ -99,20 +100,20 @@ def test_json_round_trip() -> None:
     for x in X[:5]:
         c.step(x)
     text = c.to_json()
-    c2 = LongitudinalClient.from_json(text, rng=7)
+    c2 = LongitudinalClient.from_json(text)
     assert c2.params == p
     assert c2.params.param_id == p.param_id
     assert c2.to_json() == text
-    assert c2.v == c.v  # restored, never redrawn
+    assert c2.v == c.v  # the same keyed vector
     for x in X[5:]:
-        r1, r2 = c.step(x), c2.step(x)
-        assert (r1 is None) == (r2 is None)
-        if r1 is not None and r2 is not None:
-            assert {k: r1[k] for k in ("order", "interval")} == {
-                k: r2[k] for k in ("order", "interval")}
-    rest = c2.finish()  # padded to 16
+        assert c.step(x) == c2.step(x)  # the same keyed coins
+    last = [c2.step(1) for _ in range(12 - 8)][-1]  # period 12 = horizon: padded to 16
     assert c2.t == 16
-    assert all(r["interval"] <= 16 >> c2.order for r in rest)
+    assert c2.finish() == []
+    assert [r["interval"] for r in last] == list(range(
+        -(-12 // (1 << c2.order)), (16 >> c2.order) + 1))
+    with pytest.raises(DataError, match="after the last period"):
+        c2.step(0)
     assert ProtocolParams.from_json(p.to_json()) == p
     with pytest.raises(DataError):
         LongitudinalClient.from_json('{"params": {}}')
@@ -250,7 +251,8 @@ def test_file_aggregation_validation(tmp_path) -> None:
 
     p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     head = "device,order,interval,bit"
-    empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p, confidence=0.9)
+    empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p,
+                                   enrolled=[0, 0, 0, 0], confidence=0.9)
     assert empty.devices == 0
     assert np.array_equal(empty.value, np.zeros(8))
     cases = {
@@ -266,9 +268,12 @@ def test_file_aggregation_validation(tmp_path) -> None:
     }
     for text, match in cases.items():
         with pytest.raises(DataError, match=match):
-            aggregate_reports_file(_reports_file(tmp_path, text), p)
+            aggregate_reports_file(_reports_file(tmp_path, text), p, enrolled=[9] * 4)
     with pytest.raises(DataError):
-        aggregate_reports_file(tmp_path / "nope.csv", p)
+        aggregate_reports_file(tmp_path / "nope.csv", p, enrolled=[9] * 4)
+    with pytest.raises(DataError, match="more devices"):  # 2 devices of order 0, 1 enrolled
+        aggregate_reports_file(_reports_file(tmp_path, f"{head}\n1,0,1,1\n2,0,1,1\n"), p,
+                               enrolled=[1, 0, 0, 0])
 
 
 def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
@@ -280,7 +285,7 @@ def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(ProtocolParams, "param_id", property(lambda self: pid))
     path = _reports_file(tmp_path, f"device,order,interval,bit,param_id\n007,3,1,1,{pid}\n"
                                    f"7,3,1,0,{pid}\n")
-    rel = aggregate_reports_file(path, p)
+    rel = aggregate_reports_file(path, p, enrolled=[0, 0, 0, 2])
     assert rel.devices == 2  # "007" and "7" are two devices
 
 
@@ -302,7 +307,7 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
     p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
     path = _reports_file(tmp_path, "device,order,interval,bit,param_id\n"
                                    f"1,3,1,1,{p.param_id}\n")
-    rel = aggregate_reports_file(path, p, engine=arg, confidence=0.9)
+    rel = aggregate_reports_file(path, p, enrolled=[0, 0, 0, 1], engine=arg, confidence=0.9)
     assert calls == [(arg, path)]
     assert calls[0][0] is arg
     assert rel.devices == 1

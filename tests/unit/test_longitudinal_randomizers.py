@@ -98,16 +98,22 @@ def test_online_map_uses_precomputed_vector(variant: str) -> None:
         assert r.v == v  # never redrawn
 
 
-def test_restore_does_not_redraw() -> None:
+def test_restore_gives_the_same_keyed_outputs() -> None:
     for name in ["threshold", "rr", "erlingsson"]:
         r = make_randomizer(name, length=8, max_changes=3, epsilon=1.0, rng=4)
+        assert r.key.seeded
         r.step(1, 1)
         s = r.state()
         r2 = restore_randomizer(r.name, length=8, max_changes=3, epsilon=1.0, state=s,
-                                rng=9)
+                                key=r.key)
         assert r2.state() == s
         assert r2.c_gap == r.c_gap
-        assert r2.step(2, 0) in (-1, 1)
+        assert getattr(r2, "v", None) == getattr(r, "v", None)
+        xs = (0, -1, 0, 0, 1, 0, 0) if name != "erlingsson" else (0, 0, 0, 0, 0, 0, 0)
+        assert [r2.step(j, x) for j, x in enumerate(xs, start=2)] == [
+            r.step(j, x) for j, x in enumerate(xs, start=2)]
+    with pytest.raises(ParameterError):
+        make_randomizer("rr", length=8, max_changes=3, epsilon=1.0, key="secret")  # type: ignore[arg-type]
 
 
 def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.MonkeyPatch) -> None:

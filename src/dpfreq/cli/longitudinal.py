@@ -147,6 +147,12 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
 @click.argument("reports", type=INPUT_FILE)
 @click.option("--params", "params_path", type=click.Path(exists=True, dir_okay=False),
               required=True, help="PARAMS.json shared with the devices.")
+@click.option("--enrolment", "enrolment", type=INPUT_FILE, default=None,
+              help="Enrolment table (Parquet/CSV with columns device, order; the service's "
+                   "enrolment export): the enrolled population.")
+@click.option("--devices", "devices", default=None, metavar="N0,N1,...",
+              help="Enrolled devices per order 0..log d (comma-separated), instead of "
+                   "--enrolment.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
 @click.option("--dropouts", type=click.Choice(["paper", "per-interval"]), default="paper",
@@ -154,21 +160,35 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
               help="Missing reports count as 0 (paper) or each sum is rescaled (per-interval).")
 @engine_option
 @output_options
-def aggregate_cmd(reports: str, params_path: str, confidence: float, dropouts: str,
-                  engine: Any, json_out: str | None, plot_out: str | None) -> None:
+def aggregate_cmd(reports: str, params_path: str, enrolment: str | None, devices: str | None,
+                  confidence: float, dropouts: str, engine: Any, json_out: str | None,
+                  plot_out: str | None) -> None:
     """Estimate every period's count from REPORTS (CSV/Parquet with columns device, order,
-    interval, bit and optionally param_id).
+    interval, bit and optionally param_id) and the enrolled population.
 
     REPORTS is a local file or Parquet directory; with --engine spark also a URI read by Spark
-    (hdfs://, s3a://, file://), validated and summed on the executors.
+    (hdfs://, s3a://, file://), validated and summed on the executors. The population is an
+    input (--enrolment or --devices): the devices present in REPORTS undercount it whenever a
+    report is missing. The service's report and enrolment exports re-aggregate to its estimate
+    exactly.
     """
+    if (enrolment is None) == (devices is None):
+        raise click.UsageError("give the enrolled population: exactly one of --enrolment FILE "
+                               "or --devices N0,N1,... (devices per order).")
     try:
         text = Path(params_path).read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read {params_path!r}: {exc.strerror}.") from None
     params = ProtocolParams.from_json(text, label=repr(params_path))
-    rel = aggregate_reports_file(reports, params, engine=engine, confidence=confidence,
-                                 dropouts=dropouts)
+    enrolled: Any = enrolment
+    if devices is not None:
+        try:
+            enrolled = [int(v) for v in devices.split(",")]
+        except ValueError:
+            raise ParameterError(f"--devices of longitudinal aggregate must be {params.orders} "
+                                 f"comma-separated integers; got {devices!r}.") from None
+    rel = aggregate_reports_file(reports, params, enrolled=enrolled, engine=engine,
+                                 confidence=confidence, dropouts=dropouts)
     _echo_release(rel, f"longitudinal aggregate of {reports}")
     emit_release(rel, json_out, plot_out)
 

@@ -8,14 +8,17 @@ totals kept elsewhere; :func:`simulate_longitudinal` runs the whole protocol vec
 devices. Every law a device samples is stated exactly (:attr:`DistanceLaw.sampled_pmf`) and
 certified on what is sampled. The building blocks (the individual laws, the dyadic
 decomposition, the simulation helpers) live in the submodules ``laws``, ``randomizers``,
-``dyadic`` and ``simulate``.
+``dyadic``, ``params`` and ``simulate``; ``keyed`` states how every draw of a device is a keyed
+function of its secret (replays send identical reports) and ``enrolment`` reads the enrolled
+population the offline aggregation takes.
 
 Privacy: ε-local DP per device, device level (neighbouring = any two sequences of the device
 with at most ``max_changes`` changes each); estimates are post-processing.
 """
 
-from .client import LongitudinalClient, ProtocolParams, make_params
+from .client import LongitudinalClient
 from .laws import DistanceLaw, distance_law
+from .params import ProtocolParams, make_params
 from .randomizers import Randomizer, make_randomizer
 from .result import LongitudinalEstimate
 from .server import LongitudinalAggregator, aggregate_reports_file, estimate_from_report_sums

@@ -163,6 +163,11 @@ class DistanceLaw:
         return tuple(out)
 
     @property
+    def cumulative(self) -> tuple[int, ...]:
+        """``c_ℓ = Σ_{i≤ℓ} C(k,i)·w(i)``, ``ℓ = 0..k`` (exact integers; ``c_k = N``)."""
+        return self._cumulative
+
+    @property
     def total(self) -> int:
         """``N = Σ_ℓ C(k,ℓ) w(ℓ)``: one vector at distance ℓ has probability ``w(ℓ)/N``."""
         return self._cumulative[-1]

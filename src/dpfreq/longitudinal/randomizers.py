@@ -31,9 +31,10 @@ import numpy as np
 from dpfreq import _validate
 from dpfreq._docstrings import fill_doc
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.noise import epsilon_to_fraction, randomized_response
-from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.noise import epsilon_to_fraction
+from dpfreq.rng import RNGLike
 
+from .keyed import DeviceKey
 from .laws import MODES, DistanceLaw, distance_law
 
 __all__ = [
@@ -55,8 +56,12 @@ max_changes : int, keyword-only
     ``k``, the largest number of non-zero inputs.
 epsilon : float, keyword-only
     The local privacy parameter ε; no default.
+key : DeviceKey or None, keyword-only
+    The device secret every draw is a keyed function of (:mod:`dpfreq.longitudinal.keyed`);
+    a device passes its own. ``None``: a new secret from ``rng``.
 rng : None, int or numpy.random.Generator, keyword-only
-    Randomness (``None``: the secure default of :mod:`dpfreq.rng`)."""
+    Where a new secret comes from when ``key`` is None: ``None`` the OS CSPRNG (production), a
+    seed or generator for tests (the key is then marked seeded)."""
 
 
 @fill_doc(common=_PARAMETERS)
@@ -82,6 +87,10 @@ class Randomizer:
     more than ``k`` non-zero inputs are refused (the client freezes changes beyond ``k`` before
     they reach the randomizer). Zero inputs always give a fair coin.
 
+    Every draw is a keyed function of the device secret (purposes ``"vector"``, ``("coin", j)``,
+    ``("keep", j)`` of :mod:`dpfreq.longitudinal.keyed`): the same secret and inputs give the
+    same outputs, however often the randomizer is rebuilt from a saved state.
+
     Privacy
     -------
     Unit: one input vector ``x`` of length ``L`` (one device's partial sums of one order);
@@ -103,12 +112,15 @@ class Randomizer:
     certificate: float
 
     def __init__(self, *, length: int, max_changes: int, epsilon: float,
-                 rng: RNGLike = None) -> None:
+                 key: DeviceKey | None = None, rng: RNGLike = None) -> None:
         func = type(self).__name__
         self.length = _validate.check_int(length, "length", func, minimum=1)
         self.max_changes = _validate.check_int(max_changes, "max_changes", func, minimum=1)
         self.epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
-        self._gen = resolve_rng(rng, func).generator
+        if key is not None and not isinstance(key, DeviceKey):
+            raise ParameterError(_validate.message("key", func, "a DeviceKey or None",
+                                                   type(key).__name__))
+        self.key = key if key is not None else DeviceKey.create("randomizer", rng, func)
         self.j = 0  # last coordinate produced
         self.used = 0  # non-zero inputs seen
 
@@ -120,7 +132,7 @@ class Randomizer:
             )
 
     def _coin(self) -> int:
-        return 1 if int(self._gen.integers(0, 2)) else -1
+        return self.key.stream("coin", self.j).coin()
 
     def step(self, j: int, x: int) -> int:
         """Output ``y_j ∈ {−1, +1}`` for input ``x_j ∈ {−1, 0, 1}`` (online; ``j`` = 1, 2, ...)."""
@@ -145,7 +157,7 @@ class Randomizer:
         raise NotImplementedError
 
     def state(self) -> dict[str, Any]:
-        """JSON-ready state (without the random generator)."""
+        """JSON-ready state (counters; the randomness is a function of the key)."""
         return {"j": self.j, "used": self.used}
 
     def _restore(self, state: dict[str, Any]) -> None:
@@ -161,12 +173,13 @@ def _state_int(state: dict[str, Any], key: str, low: int, high: int) -> int:
 
 
 class _DistanceRandomizer(Randomizer):
-    """Pre-computed ``v = CR(1^k)`` drawn once from a distance law; the c-th non-zero input
-    ``x`` gives ``y = v[c]·x``."""
+    """Pre-computed ``v = CR(1^k)``, a keyed function of the device secret (purpose
+    ``"vector"``) sampled exactly from a distance law; the c-th non-zero input ``x`` gives
+    ``y = v[c]·x``."""
 
     law: DistanceLaw
 
-    def _setup(self, law: DistanceLaw, *, draw: bool = True) -> None:
+    def _setup(self, law: DistanceLaw) -> None:
         self.law = law
         self.name = law.name
         self.c_gap = law.c_gap
@@ -174,23 +187,10 @@ class _DistanceRandomizer(Randomizer):
         # vector probabilities: max w / min w of the sampled law bounds every ratio
         self.certificate = law.certificate
         self._refuse_if_uncertified()
-        self.v = [int(b) for b in law.sample(1, rng=self._gen)[0]] if draw else []
+        self.v = self.key.stream("vector").distance_vector(law.cumulative, law.k)
 
     def _nonzero(self, x: int) -> int:
         return self.v[self.used - 1] * x
-
-    def state(self) -> dict[str, Any]:
-        """JSON-ready state: counters and the pre-computed vector ``v``."""
-        return {**super().state(), "v": list(self.v)}
-
-    def _restore(self, state: dict[str, Any]) -> None:
-        super()._restore(state)
-        v = state["v"]
-        if (not isinstance(v, list) or len(v) != self.max_changes
-                or any(isinstance(b, bool) or b not in (-1, 1) for b in v)):
-            raise DataError(f"randomizer state 'v' must be a list of {self.max_changes} "
-                            "entries, each -1 or +1.")
-        self.v = [int(b) for b in v]
 
 
 class IndependentRR(_DistanceRandomizer):
@@ -201,8 +201,9 @@ class IndependentRR(_DistanceRandomizer):
     """
 
     def __init__(self, *, length: int, max_changes: int, epsilon: float,
-                 rng: RNGLike = None) -> None:
-        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+                 key: DeviceKey | None = None, rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
+                         rng=rng)
         self._setup(distance_law("rr", self.max_changes, self.epsilon))
 
 
@@ -229,8 +230,9 @@ class FutureRand(_DistanceRandomizer):
     """
 
     def __init__(self, *, length: int, max_changes: int, epsilon: float, variant: str,
-                 rng: RNGLike = None) -> None:
-        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+                 key: DeviceKey | None = None, rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
+                         rng=rng)
         variant = _validate.check_choice(variant, "variant", "FutureRand", tuple(_VARIANTS))
         self._setup(distance_law(_VARIANTS[variant], self.max_changes, self.epsilon))
 
@@ -241,7 +243,7 @@ class ErlingssonRR(Randomizer):
     The client keeps only the ``r``-th change, ``r ~ U{1..k}`` drawn from ``[k]`` (not from the
     device's actual number of changes), so the input of this randomizer has **at most one**
     non-zero; that coordinate goes through exact randomized response with the **full** ε
-    (:func:`dpfreq.noise.randomized_response`), zeros through fair coins.
+    (the law of :func:`dpfreq.noise.randomized_response`), zeros through fair coins.
 
     ``c_gap`` is the *effective* gap ``tanh(γ/2)/k`` the server divides by (the factor ``k``
     undoes the sampling of ``r``). ``rr_gap = tanh(γ/2)`` is the gap on the kept change.
@@ -251,14 +253,16 @@ class ErlingssonRR(Randomizer):
     Given ``(h, r)`` every output has probability in
     ``[2^{−(L−1)}/(1+e^γ), 2^{−(L−1)}e^γ/(1+e^γ)]``, and the all-zero input gives ``2^{−L}``,
     inside that range; ``γ ≤ ε`` is ε rounded down to an exact fraction and the keep
-    probability ``1/(1+e^{−γ})`` is sampled exactly. The certificate is γ.
+    probability ``1/(1+e^{−γ})`` is sampled exactly (the parity of an exact geometric draw on
+    the keyed stream ``("keep", j)``). The certificate is γ.
     """
 
     name = "erlingsson"
 
     def __init__(self, *, length: int, max_changes: int, epsilon: float,
-                 rng: RNGLike = None) -> None:
-        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+                 key: DeviceKey | None = None, rng: RNGLike = None) -> None:
+        super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
+                         rng=rng)
         self._setup_gamma()
 
     def _setup_gamma(self) -> None:
@@ -283,13 +287,12 @@ class ErlingssonRR(Randomizer):
             raise DataError("randomizer state 'used' must be 0 or 1 for erlingsson.")
 
     def _nonzero(self, x: int) -> int:
-        keep = int(randomized_response(np.array([1], np.int8), self.gamma, rng=self._gen)[0])
-        return x if keep else -x
+        return x if self.key.stream("keep", self.j).keep(self.gamma) else -x
 
 
 @fill_doc(common=_PARAMETERS)
 def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
-                    rng: RNGLike = None) -> Randomizer:
+                    key: DeviceKey | None = None, rng: RNGLike = None) -> Randomizer:
     """``init(L, k, ε)`` of the randomizer ``name``.
 
     Parameters
@@ -323,7 +326,7 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
         eps = _validate.check_epsilon(epsilon, "epsilon", "make_randomizer")
         name = distance_law("auto", k, eps).name
     kwargs: dict[str, Any] = {"length": length, "max_changes": max_changes,
-                              "epsilon": epsilon, "rng": rng}
+                              "epsilon": epsilon, "key": key, "rng": rng}
     if name == "erlingsson":
         return ErlingssonRR(**kwargs)
     if name == "rr":
@@ -333,13 +336,14 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
 
 
 def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
-                       state: dict[str, Any], rng: RNGLike = None) -> Randomizer:
-    """Rebuild a randomizer from :meth:`Randomizer.state` without redrawing ``v``.
+                       state: dict[str, Any], key: DeviceKey) -> Randomizer:
+    """Rebuild a randomizer from :meth:`Randomizer.state` and the device's key (``v`` and
+    every coin are the same keyed values as before the save).
 
     Raises
     ------
     DataError
-        A state field of the wrong type or out of range (``v`` not ±1 of length k, ...).
+        A state field of the wrong type or out of range.
     """
     name = _validate.check_choice(name, "name", "restore_randomizer", MODES[1:])
     if not isinstance(state, dict):
@@ -347,10 +351,10 @@ def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: flo
     cls: type[Randomizer] = {"erlingsson": ErlingssonRR, "rr": IndependentRR}.get(
         name, FutureRand)
     obj = cls.__new__(cls)
-    Randomizer.__init__(obj, length=length, max_changes=max_changes, epsilon=epsilon, rng=rng)
+    Randomizer.__init__(obj, length=length, max_changes=max_changes, epsilon=epsilon, key=key)
     if isinstance(obj, ErlingssonRR):
         obj._setup_gamma()
     elif isinstance(obj, _DistanceRandomizer):
-        obj._setup(distance_law(name, obj.max_changes, obj.epsilon), draw=False)
+        obj._setup(distance_law(name, obj.max_changes, obj.epsilon))
     obj._restore(state)
     return obj

@@ -11,8 +11,9 @@ from numpy.typing import NDArray
 from dpfreq import _validate
 from dpfreq.errors import DataError, ParameterError
 
-from .client import ProtocolParams
 from .dyadic import offsets
+from .enrolment import enrolled_per_order
+from .params import ProtocolParams
 from .result import LongitudinalEstimate, make_estimate
 
 __all__ = ["DROPOUT_POLICIES", "REPORT_COLUMNS", "LongitudinalAggregator",
@@ -104,7 +105,7 @@ class LongitudinalAggregator:
     >>> agg = LongitudinalAggregator(p)
     >>> agg.enrol(list(clients), [c.order for c in clients.values()], param_id=p.param_id)
     >>> reports = [{**r, "device": d} for d, c in clients.items()
-    ...            for x in (0, 1, 1, 1) if (r := c.step(x)) is not None]
+    ...            for x in (0, 1, 1, 1) for r in c.step(x)]
     >>> agg.ingest_reports(reports) == len(reports)
     True
     >>> est = agg.estimate(confidence=0.9)
@@ -288,8 +289,8 @@ class LongitudinalAggregator:
                          func="LongitudinalAggregator.estimate")
 
 
-def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any = None,
-                           confidence: float = 0.95,
+def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any,
+                           engine: Any = None, confidence: float = 0.95,
                            dropouts: str = "paper") -> LongitudinalEstimate:
     """Server side on collected reports: validate and sum them where they live, then estimate.
 
@@ -303,6 +304,12 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any =
         (``device``, ``param_id``) are read as text, so ``"0042"`` keeps its zeros.
     params : ProtocolParams
         The parameter bundle the devices used.
+    enrolled : sequence of int, str, pathlib.Path or mapping of columns, keyword-only
+        The enrolled population: devices per order (``params.orders`` counts) or an
+        enrolment table with columns ``device, order`` (the service's enrolment export; see
+        :func:`~dpfreq.longitudinal.enrolment.enrolled_per_order`). Required: the devices
+        present in the reports undercount it whenever a report is missing (dropouts, reports
+        not yet collected).
     engine : None, str, Engine or SparkSession, keyword-only
         Where validation and the per-(order, interval) sums run, passed to
         :func:`dpfreq.engines.get_engine` (default: inferred from ``source``).
@@ -314,16 +321,18 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any =
     Returns
     -------
     LongitudinalEstimate
-        Identical to :meth:`LongitudinalAggregator.estimate` on the same reports, whichever
-        engine ran. Every device in the reports counts as enrolled with its reported order.
+        Identical to :meth:`LongitudinalAggregator.estimate` on the same reports and
+        enrolment, whichever engine ran (and to the collection service's estimate on its own
+        report and enrolment exports).
 
     Raises
     ------
     DataError
         Unreadable source, missing column, non-integer order/interval/bit, nulls, another
         parameter id, order or interval out of range, bit not in {0, 1}, duplicate (device,
-        order, interval) reports, a device reporting two orders: the whole source is rejected
-        with one message naming the broken rule (never counts or ids from the data).
+        order, interval) reports, a device reporting two orders, more devices of an order in
+        the reports than enrolled: the whole source is rejected with one message naming the
+        broken rule (never counts or ids from the data).
 
     Privacy
     -------
@@ -336,9 +345,9 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any =
     >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, randomizer="rr")
     >>> reports = {"device": ["a", "a", "b"], "order": [0, 0, 1], "interval": [1, 2, 1],
     ...            "bit": [1, 0, 1]}
-    >>> rel = aggregate_reports_file(reports, p, engine="memory")
+    >>> rel = aggregate_reports_file(reports, p, enrolled=[1, 2], engine="memory")
     >>> rel.devices, rel.horizon
-    (2, 2)
+    (3, 2)
     """
     from dpfreq.engines import get_engine
 
@@ -348,14 +357,18 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, engine: Any =
                                                type(params).__name__))
     _validate.check_confidence(confidence, "confidence", func)
     _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
+    population = enrolled_per_order(enrolled, params, func)
     eng = get_engine(engine, source)
     sizes = tuple(params.padded_horizon >> h for h in range(params.orders))
     rs = eng.report_sums(source, param_id=params.param_id, interval_counts=sizes)
+    if np.any(np.asarray(rs.devices_per_order, dtype=np.int64) > population):
+        raise DataError(f"rejected by {func}: the reports come from more devices of some order "
+                        "than the enrolment lists.")
     counts = np.asarray(rs.counts, dtype=np.int64)
     return estimate_from_report_sums(
         params, order=rs.order, interval=rs.interval,
         sums=2 * np.asarray(rs.sums, dtype=np.int64) - counts, counts=counts,
-        devices_per_order=rs.devices_per_order, confidence=confidence, dropouts=dropouts)
+        devices_per_order=population, confidence=confidence, dropouts=dropouts)
 
 
 def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: Any, sums: Any,

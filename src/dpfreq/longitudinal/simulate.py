@@ -13,9 +13,9 @@ from dpfreq.noise import randomized_response
 from dpfreq.resources import check_memory
 from dpfreq.rng import resolve_rng
 
-from .client import make_params
 from .dyadic import offsets, partial_sums
 from .laws import distance_law
+from .params import make_params
 from .result import LongitudinalEstimate, make_estimate
 
 __all__ = [

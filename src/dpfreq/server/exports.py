@@ -1,4 +1,11 @@
-"""Estimates, exports (JSON, CSV, Parquet) and the dashboard's summary."""
+"""Estimates, exports (JSON, CSV, Parquet) and the dashboard's summary.
+
+Besides the estimate, an analyst can export what it is computed from: the raw reports (one row
+per stored report, the wire columns ``device, order, interval, bit, param_id``) and the
+enrolment (one row per enrolled device, ``device, order``), both as Parquet. ``dpfreq
+longitudinal aggregate REPORTS --params PARAMS --enrolment ENROLMENT`` on them gives the
+service's estimate exactly: both are the same post-processing of the same reports and enrolment.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +14,44 @@ import io
 from typing import Any
 
 import numpy as np
+import sqlalchemy as sa
 from fastapi.responses import JSONResponse, Response
 
-from .protocol import estimate_columns, estimate_from_running_sums
+from . import storage
+from .protocol import estimate_columns, estimate_from_running_sums, utc_now
 from .service import Service, StudyRecord
 
-__all__ = ["EXPORT_FORMATS", "estimate_payload", "render_export", "summary_payload"]
+__all__ = ["EXPORT_FORMATS", "RAW_EXPORTS", "ended_periods", "estimate_payload", "raw_export",
+           "render_export", "summary_payload"]
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
+#: Raw tables an analyst can export (Parquet), and their columns.
+RAW_EXPORTS = {"reports": ("device", "order", "interval", "bit", "param_id"),
+               "enrolment": ("device", "order")}
+
+
+def ended_periods(record: StudyRecord, now: Any = None) -> tuple[int, int]:
+    """``(ended, today)``: periods that have ended (``0..horizon``) and the period running
+    now (0 before the start, above the horizon after the end)."""
+    today = record.protocol.current_period(utc_now() if now is None else now)
+    return max(0, min(record.protocol.horizon, today - 1)), today
 
 
 def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
               confidence: float) -> dict[str, Any] | None:
+    """The estimate of every period that has **ended** (a period still running, or not yet
+    started, is never estimated: its reports are not all due), or None while withheld."""
     devices = int(np.sum(enrolled))
     if devices < record.min_devices:
         return None
+    ended, today = ended_periods(record)
     release = estimate_from_running_sums(record.protocol, enrolled, totals,
                                          confidence=confidence)
     columns = estimate_columns(release)
     columns["unclamped"] = [float(v) for v in np.asarray(release.unclamped)]
+    columns = {name: col[:ended] for name, col in columns.items()}
+    lower, upper = np.asarray(columns["lower"]), np.asarray(columns["upper"])
+    band_lo, band_hi = np.asarray(columns["band_lower"]), np.asarray(columns["band_upper"])
     return {
         "study": record.study,
         "param_id": record.param_id,
@@ -34,8 +60,13 @@ def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
         "epsilon": release.epsilon,
         "unit": release.unit,
         "mechanism": release.mechanism,
-        "vacuous": bool(release.error.vacuous),
-        "description": release.error.description,
+        "periods_ended": ended,
+        "today": today,
+        # every shown interval (band) is [0, devices]: the estimate says nothing yet
+        "vacuous": bool(ended and np.all((lower <= 0) & (upper >= devices))),
+        "band_vacuous": bool(ended and np.all((band_lo <= 0) & (band_hi >= devices))),
+        "description": release.error.description + " Only periods that have ended are "
+                       f"estimated (1..{ended}).",
         "columns": columns,
     }
 
@@ -55,8 +86,11 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
     per_period = np.zeros(p.padded + 1, dtype=np.int64)
     for (h, j), (_, count) in totals.items():
         per_period[min(j << h, p.horizon)] += count  # due at j·2^h (padding: at the end)
+    ended, today = ended_periods(record)
     return {
         "study": record.public(),
+        "today": today,
+        "periods_ended": ended,
         "devices": int(np.sum(enrolled)),
         "enrolled_per_order": [int(v) for v in enrolled],
         "reports_per_period": {
@@ -91,5 +125,57 @@ def render_export(payload: dict[str, Any], fmt: str) -> Response:
     table = table.replace_schema_metadata(meta)
     sink = io.BytesIO()
     pq.write_table(table, sink)
+    return Response(sink.getvalue(), media_type="application/vnd.apache.parquet", headers={
+        "Content-Disposition": f'attachment; filename="{name}.parquet"'})
+
+
+def _raw_columns(service: Service, record: StudyRecord, table: str) -> dict[str, Any]:
+    """The rows of one raw export, read in one transaction, sorted by device (and interval)."""
+    import pyarrow as pa
+
+    names: tuple[str, ...]
+    if table == "reports":
+        t = storage.reports
+        query = sa.select(t.c.device, t.c.order, t.c.interval, t.c.bit).where(
+            t.c.study == record.study).order_by(t.c.device, t.c.interval)
+        names = ("device", "order", "interval", "bit")
+    else:
+        t = storage.devices
+        query = sa.select(t.c.device, t.c.order).where(t.c.study == record.study).order_by(
+            t.c.device)
+        names = ("device", "order")
+    with service.engine.connect() as conn, conn.begin():
+        rows = conn.execute(query).all()
+    cols: dict[str, Any] = {n: pa.array([int(r[i]) for r in rows], type=pa.int64())
+                            for i, n in enumerate(names)}
+    if table == "reports":
+        cols["param_id"] = pa.array([record.param_id] * len(rows), type=pa.string())
+    return cols
+
+
+def raw_export(service: Service, record: StudyRecord, table: str) -> Response:
+    """The study's raw reports or its enrolment as a Parquet file.
+
+    The schema metadata carries the study id, its ``param_id`` and its sealed parameters (the
+    ``params`` of ``GET /v1/studies/{study}``), so the file is enough to re-aggregate offline.
+
+    Privacy
+    -------
+    Unit: one device's whole sequence (device level). Every report was randomized on its
+    device under ε-local DP (certificate in the parameters) and device ids are the service's
+    random pseudonyms; the enrolment holds only each device's order, drawn independently of its
+    data. Exporting them spends no budget. Download them to files only the auditor can read
+    (mode 0600): they hold every collected report.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table_ = pa.table(_raw_columns(service, record, table))
+    table_ = table_.replace_schema_metadata({
+        "study": record.study, "param_id": record.param_id, "params": record.params_json,
+        "table": table})
+    sink = io.BytesIO()
+    pq.write_table(table_, sink)
+    name = f"{record.study}-{table}"
     return Response(sink.getvalue(), media_type="application/vnd.apache.parquet", headers={
         "Content-Disposition": f'attachment; filename="{name}.parquet"'})

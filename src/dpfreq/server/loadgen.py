@@ -76,8 +76,7 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
         client = LongitudinalClient(params, rng=np.random.Generator(np.random.PCG64(child)))
         reps = []
         for x in data[i]:
-            rep = client.step(int(x))
-            if rep is not None:
+            for rep in client.step(int(x)):
                 wire = client_report(rep, 0)
                 del wire["device"]
                 reps.append(wire)

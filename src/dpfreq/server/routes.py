@@ -18,7 +18,14 @@ from dpfreq.errors import DataError
 
 from .auth import Principal, parse_bearer
 from .errors import count_rejection
-from .exports import EXPORT_FORMATS, estimate_payload, render_export, summary_payload
+from .exports import (
+    EXPORT_FORMATS,
+    RAW_EXPORTS,
+    estimate_payload,
+    raw_export,
+    render_export,
+    summary_payload,
+)
 from .ingest import Batch, Conflict
 from .models import Enrolment, EnrolRequest, ReportBatch, Stored, StudyCreate, TokenOut
 from .protocol import StudyProtocol, build_params, utc_now
@@ -245,6 +252,25 @@ async def estimates(
         raise HTTPException(403, "estimates are withheld until the study has at least "
                                  f"{record.min_devices} enrolled devices.")
     return render_export(payload, format)
+
+
+@router.get("/v1/studies/{study}/exports/{table}", tags=["analysts"], responses={200: {
+    "content": {"application/vnd.apache.parquet": {}},
+    "description": "The raw table as Parquet."}})
+async def export_raw(request: Request, study: str, table: str) -> Response:
+    """The raw reports (``table=reports``: device, order, interval, bit, param_id) or the
+    enrolment (``table=enrolment``: device, order) as Parquet (analyst or admin), for
+    re-aggregating offline with ``dpfreq longitudinal aggregate``. Withheld (403) like the
+    estimates until the study has its public minimum of enrolled devices."""
+    record = await _readable_study(request, study)
+    if table not in RAW_EXPORTS:
+        raise HTTPException(404, f"no such export; one of {', '.join(RAW_EXPORTS)}.")
+    service = _service(request)
+    enrolled, _ = await run_in_threadpool(service.running_sums, record)
+    if int(enrolled.sum()) < record.min_devices:
+        raise HTTPException(403, "exports are withheld until the study has at least "
+                                 f"{record.min_devices} enrolled devices.")
+    return await run_in_threadpool(raw_export, service, record, table)
 
 
 @router.get("/v1/studies/{study}/summary", tags=["analysts"])

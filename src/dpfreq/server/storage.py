@@ -30,6 +30,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from dpfreq.artifacts import create_private
+
 __all__ = [
     "METADATA",
     "devices",
@@ -116,6 +118,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def make_engine(db: str, *, pool_size: int = 8) -> Engine:
     """An engine for ``db`` (a SQLite path or a database URL) with the durability settings."""
     url = normalize_url(db)
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        create_private(url[len("sqlite:///"):])  # it holds the reports and token hashes: 0600
     if url.startswith("sqlite"):
         engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         sa.event.listen(engine, "connect", _sqlite_pragmas)

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from dpfreq.artifacts import create_private
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient
 
@@ -69,7 +70,8 @@ class Uploader:
     study : str
         Study id.
     queue_path : str or Path
-        The device's SQLite queue file (created if absent).
+        The device's SQLite queue file (created if absent, mode 0600: it holds the device
+        secret, the device token and the queued reports).
     max_batch : int
         Most reports per request.
     retries : int
@@ -95,7 +97,8 @@ class Uploader:
         self.max_backoff = max_backoff
         self.sleep = sleep
         self.http = http if http is not None else httpx.Client(timeout=timeout)
-        self.db = sqlite3.connect(str(queue_path), isolation_level=None)
+        # the queue holds the device secret, its token and reports: owner-only (0600)
+        self.db = sqlite3.connect(str(create_private(queue_path)), isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
@@ -217,41 +220,44 @@ class DeviceUploader:
     """A :class:`~dpfreq.longitudinal.LongitudinalClient` whose state and reports live in the
     uploader's queue file.
 
-    On first use it fetches the study's parameters, creates the client (which draws its order),
-    enrols with that order and saves the client; afterwards it restores the client from the
-    file (the order and pre-computed randomness are never redrawn).
+    On first use it fetches the study's parameters, creates the client (its secret from the OS
+    CSPRNG unless ``rng`` seeds it for a test), saves it and enrols with its order; afterwards
+    it restores the client from the file (and enrols if a crash came before enrolment). Every
+    draw of the client is a keyed function of its secret (:mod:`dpfreq.longitudinal.keyed`),
+    so a queue file restored from any earlier copy re-sends bit-identical reports (the server
+    stores each once).
     """
 
     def __init__(self, uploader: Uploader, *, rng: Any = None) -> None:
         self.uploader = uploader
         state = uploader.get("client")
         if state is not None:
-            self.client = LongitudinalClient.from_json(state, rng=rng)
-            return
-        resp = uploader._request("GET", f"/v1/studies/{uploader.study}")
-        if resp is None or resp.status_code != 200:
-            raise DataError("could not read the study's parameters from the server.")
-        params = params_from_json(resp.json()["params"])
-        client = LongitudinalClient(params, rng=rng)
-        uploader.enrol(client_order(client), params.param_id, int(params.version))
-        uploader.db.execute("BEGIN IMMEDIATE")
-        uploader._put("client", client.to_json())
-        uploader.db.execute("COMMIT")
+            client = LongitudinalClient.from_json(state)
+        else:
+            resp = uploader._request("GET", f"/v1/studies/{uploader.study}")
+            if resp is None or resp.status_code != 200:
+                raise DataError("could not read the study's parameters from the server.")
+            client = LongitudinalClient(params_from_json(resp.json()["params"]), rng=rng)
+            # saved before enrolling: a restart enrols with the same secret, hence the same order
+            uploader.db.execute("BEGIN IMMEDIATE")
+            uploader._put("client", client.to_json())
+            uploader.db.execute("COMMIT")
+        uploader.enrol(client_order(client), client.params.param_id, int(client.params.version))
         self.client = client
 
-    def step(self, x: int) -> dict[str, Any] | None:
-        """Read the next period's value; queue the report due, if any, with the new state."""
-        rep = self.client.step(x)
+    def step(self, x: int) -> list[dict[str, Any]]:
+        """Read the next period's value; queue the reports due (at the last period of the
+        horizon, every report still due) in one transaction with the new state."""
+        reps = self.client.step(x)
         db = self.uploader.db
         db.execute("BEGIN IMMEDIATE")
         try:
             self.uploader._put("client", self.client.to_json())
-            wire = None
-            if rep is not None:
-                wire = client_report(rep, self.uploader.device or 0)
+            wires = [client_report(rep, self.uploader.device or 0) for rep in reps]
+            for wire in wires:
                 self.uploader.enqueue(wire)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return wire
+        return wires
