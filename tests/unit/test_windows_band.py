@@ -153,8 +153,8 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     t1 = np.maximum(1, ts - 6)
     ans = rel.window(t1, ts, k=1, confidence=0.9)
     strategy = np.asarray(ans.strategy)
-    tree = strategy == "cumulative/tree"
-    assert tree.sum() == 7  # [1, t] for t <= 7: the cumulative tree answers them
+    tree = strategy == "cumulative/simple"
+    assert tree.sum() == 7  # [1, t] for t <= 7: the cumulative counter answers them
     assert (strategy[~tree] == "fixed(W=7)/per_query").all()
     state = rel._state
     cum, per_query = state.structures[("cumulative", 1)], state.structures[("fixed(W=7)", 1)]

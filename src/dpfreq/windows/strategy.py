@@ -12,8 +12,9 @@ Structures and calibration (``ε_s`` = the budget of this (family, k) structure)
 =================  =======================================  ==============================
 strategy           structure                                node noise γ
 =================  =======================================  ==============================
-cumulative/tree    one 1d tree over ``T``                   ``ε_s/(2·L_T)``
-cumulative/per_query  one noise per t                       ``ε_s/T``
+cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
+cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
+cumulative/per_query  one noise per t                       ``ε_s/(Δ_q·T)``
 fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
 fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
@@ -23,6 +24,14 @@ all/per_start      one cumulative tree per start            ``ε_T/(2·L_T)``, �
 all/per_query      one noise per window                     ``ε_s/(max windows per event)``
 all/compressed     per_start on groups of s steps           as per_start on ``⌈T/s⌉``
 =================  =======================================  ==============================
+
+Cumulative structures count one point per item, the period of its k-th occurrence, so ``Δ``
+(points changed by one neighbour) is 1 at ``unit="item"`` (add or remove one item: its point
+appears or vanishes) and 2 at ``unit="event"`` (adding or removing one event moves the point
+from one period to another, or removes it). ``L_{T,B} = ⌈log_B T⌉ + 1`` levels: every point lies
+in one node per level. ``per_query``: the answers at ``t >= p`` all change, ``Δ_q = 1``.
+``unit="item_replace"`` (replace one item's rows) is calibrated at twice the ``item``
+sensitivity in every family (a replacement is a removal and an addition).
 
 Domains hold only the point values a query can count (never-counted points
 may be dropped, which can only lower the sensitivity): cumulative values ``t−1 ∈ [0, T−1]``;
@@ -71,11 +80,13 @@ from dpfreq.windows.noise_law import (
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
-    consistent_prefix_weights,
+    bary_layout,
+    bary_prefix_cover,
     domain_size,
     dominance_noise_sum,
     popcount,
     prefix_cover,
+    prefix_weights,
 )
 
 __all__ = [
@@ -93,8 +104,15 @@ IntArray = NDArray[np.int64]
 #: weight matrix)
 CONSISTENCY_MAX_DOMAIN = 1024
 
+#: a B-ary cumulative tree is post-processed for consistency when its dense prefix-weight
+#: matrix (``D × nodes``) has at most this many entries (the binary tree at ``D = 1024``)
+CONSISTENCY_MAX_WEIGHTS = 1 << 21
+
+#: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
+BRANCHINGS = tuple(range(2, 17))
+
 STRATEGIES = {
-    "cumulative": ("tree", "per_query"),
+    "cumulative": ("simple", "tree", "per_query"),
     "fixed": ("blocks", "single", "per_query"),
     "all": ("tree2d", "per_start", "per_query", "compressed"),
 }
@@ -134,14 +152,15 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
 
 
 @functools.lru_cache(maxsize=8)
-def _weight_groups(domain: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _weight_groups(domain: int, branching: int = 2
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per consistent prefix: its distinct ``|a_v|`` (to :data:`WEIGHT_DECIMALS` decimals, each
     group's largest member) and their multiplicities, zero-padded to one width.
 
     A prefix of a 512-period tree has 1024 weights but about 60 distinct ones up to rounding,
     so the moment generating function below costs a 20th of the weight-by-weight product.
     """
-    w = np.sort(np.abs(consistent_prefix_weights(domain)), axis=1)
+    w = np.sort(np.abs(prefix_weights(domain, branching)), axis=1)
     key = np.round(w, WEIGHT_DECIMALS)
     last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in its row
     last[:, :-1] = key[:, 1:] != key[:, :-1]
@@ -158,18 +177,18 @@ def _weight_groups(domain: int) -> tuple[NDArray[np.float64], NDArray[np.float64
 
 
 @functools.lru_cache(maxsize=16)
-def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
+def _weighted_log_mgf(domain: int, branching: int, gamma_num: int, gamma_den: int
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """For each consistent prefix ``x``: a grid ``λ`` and an upper bound on
     ``log E[exp(λ Σ_v a_v Z_v)]``.
 
-    ``a = consistent_prefix_weights(domain)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
+    ``a = prefix_weights(domain, branching)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
     ``λ·max|a_v| < γ``. Each weight is replaced by the largest of its group
     (:func:`_weight_groups`); the log-mgf of ``a Z`` grows with ``|a|``, so the sum is never
     below the exact one and the Chernoff bound built on it stays valid. Depends on public
     parameters only (cached per process).
     """
-    values, counts = _weight_groups(domain)
+    values, counts = _weight_groups(domain, branching)
     g = gamma_num / gamma_den
     alpha = math.exp(-g)
     amax = values.max(axis=1)
@@ -179,17 +198,37 @@ def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
     base = 2 * math.log1p(-alpha)
     for j in range(grid.size):
         u = values * lam[:, j:j + 1]
-        log_m[:, j] = (counts * (base - np.log1p(-alpha * np.exp(u))
-                                 - np.log1p(-alpha * np.exp(-u)))).sum(axis=1)
+        log_m[:, j] = (counts * (base - np.log1p(-np.exp(u - g))
+                                 - np.log1p(-np.exp(-u - g)))).sum(axis=1)
     log_m += 1e-10 * np.abs(log_m) + 1e-12  # covers the rounding of the sums (~1e-13)
     return lam, log_m
 
 
 @functools.lru_cache(maxsize=4)
-def _consistent_laws(domain: int, gamma: Fraction | None, sigma2: int | None
-                     ) -> dict[int, Any]:
+def _consistent_laws(domain: int, branching: int, gamma: Fraction | None,
+                     sigma2: int | None) -> dict[int, Any]:
     """Per consistent prefix ``x``: its certified noise law (filled lazily, public only)."""
     return {}
+
+
+@functools.lru_cache(maxsize=16)
+def _row_squares(domain: int, branching: int) -> NDArray[np.float64]:
+    """``Σ_v A[x, v]²`` per prefix ``x`` of :func:`prefix_weights` (the variance factor)."""
+    out: NDArray[np.float64] = (prefix_weights(domain, branching) ** 2).sum(axis=1)
+    out.setflags(write=False)
+    return out
+
+
+def _digit_sum(x: Any, base: int) -> IntArray:
+    """Sum of the base-``B`` digits of each non-negative integer (``B = 2``: popcount)."""
+    if base == 2:
+        return popcount(x)
+    v = np.asarray(x, dtype=np.int64).copy()
+    out = np.zeros(v.shape, dtype=np.int64)
+    while np.any(v):
+        out += v % base
+        v //= base
+    return out
 
 
 def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
@@ -206,10 +245,14 @@ class Structure:
     def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
                  eps: Fraction, delta: float, width: int | None = None,
                  group_size: int = 1, *, rho: float | None = None,
-                 noise_kind: str = "laplace") -> None:
+                 noise_kind: str = "laplace", branching: int = 2) -> None:
         self.family, self.strategy, self.k = family, strategy, k
-        self.horizon, self.level, self.width = horizon, level, width
+        # ``item_replace`` is laid out as ``item`` at twice the sensitivity (_calibrate_exact)
+        self.unit = level
+        self.level = "item" if level == "item_replace" else level
+        self.horizon, self.width = horizon, width
         self.group_size = group_size
+        self.branching = branching if strategy == "tree" else 2
         self.eps, self.delta, self.rho = eps, delta, rho
         if noise_kind == "gaussian" and rho is None:
             raise ValueError("Gaussian noise needs a zCDP budget rho")
@@ -217,7 +260,10 @@ class Structure:
         self.sigma2 = 0
         self.gamma, self.detail = self._calibrate()
         self.consistent = (strategy in ("tree", "per_start", "compressed")
-                           and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+                           and 0 < self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+        if strategy == "tree" and self.detail["domain"]:
+            size = self.detail["domain"] * self.detail["tree_nodes"]
+            self.consistent = size <= CONSISTENCY_MAX_WEIGHTS
         self.detail["consistency"] = self.consistent
         self._cons_noise: NDArray[np.float64] | None = None
         self._cons_starts: dict[int, NDArray[np.float64]] = {}
@@ -231,9 +277,16 @@ class Structure:
         """(pieces composed sequentially, ℓ1 and ℓ2 sensitivity per piece, layout details)."""
         t, k = self.horizon, self.k
         fam, strat = self.family, self.strategy
+        # cumulative: one point per item (its k-th occurrence); an item adds or removes it,
+        # an event moves it (removed at one period, added at a later one)
+        cum_pts = 1 if self.level == "item" else 2
+        if strat == "simple":
+            return 1, cum_pts, float(cum_pts), {"domain": t, "levels": 1, "Delta": cum_pts,
+                                                "pieces": 1}
         if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
             if strat == "tree":
-                d, delta_pts, pieces = domain_size(t), 2, 1
+                d, _, offsets = bary_layout(t, self.branching)  # every point in h + 1 nodes
+                delta_pts, pieces = cum_pts, 1
             elif strat == "blocks":
                 w = int(self.width or 1)
                 d, delta_pts = domain_size(w), 4 * k
@@ -245,12 +298,15 @@ class Structure:
             else:
                 pieces = -(-t // self.group_size)
                 d, delta_pts = domain_size(pieces), 2
-            lv = d.bit_length()
+            lv = int(offsets.size) - 1 if strat == "tree" else d.bit_length()
             per_point = lv * lv if strat == "tree2d" else lv
             detail: dict[str, Any] = {"domain": d, "levels": lv, "Delta": delta_pts,
                                       "pieces": pieces}
             if strat == "blocks":
                 detail["blocks"] = t // int(self.width or 1) + 1
+            if strat == "tree":
+                detail["branching"] = self.branching
+                detail["tree_nodes"] = 2 * d if self.branching == 2 else int(offsets[-1])
             if strat in ("per_start", "compressed"):
                 detail["group_size"] = self.group_size
             return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
@@ -275,6 +331,8 @@ class Structure:
 
     def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
         pieces, l1, l2, detail = self._shape()
+        if self.unit == "item_replace":  # a replacement is a removal and an addition
+            l1, l2 = 2 * l1, 2 * l2
         detail["l1_sensitivity"] = l1
         if self.rho is None:
             if pieces == 1:
@@ -305,8 +363,9 @@ class Structure:
             return discrete_gaussian_variance(self.sigma2)
         return discrete_laplace_variance(self.gamma)
 
-    def _weights(self) -> NDArray[np.float64]:
-        return consistent_prefix_weights(int(self.detail["domain"]))
+    def weights(self) -> NDArray[np.float64]:
+        """Least-squares prefix weights of the consistent tree (:func:`prefix_weights`)."""
+        return prefix_weights(int(self.detail["domain"]), self.branching)
 
     def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
         """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
@@ -320,7 +379,7 @@ class Structure:
     def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
-            rowsq = (self._weights() ** 2).sum(axis=1)
+            rowsq = _row_squares(int(self.detail["domain"]), self.branching)
             x = self._prefix_index(t1, t2)
             var: NDArray[np.float64] = rowsq[x] * self.node_variance
             return var
@@ -360,11 +419,12 @@ class Structure:
         xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
         d = int(self.detail["domain"])
         if self.noise_kind == "gaussian":
-            proxy = (self._weights() ** 2).sum(axis=1) * self.sigma2
+            proxy = _row_squares(d, self.branching) * self.sigma2
             bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
             radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
         else:
-            lam, log_m = _weighted_log_mgf(d, self.gamma.numerator, self.gamma.denominator)
+            lam, log_m = _weighted_log_mgf(d, self.branching, self.gamma.numerator,
+                                           self.gamma.denominator)
             bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
             radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
         gamma = None if self.noise_kind == "gaussian" else self.gamma
@@ -372,10 +432,10 @@ class Structure:
         vals = bound[xs]
         if not exact:
             return vals[inv].reshape(np.shape(inv))
-        laws = _consistent_laws(d, gamma, sigma2)
+        laws = _consistent_laws(d, self.branching, gamma, sigma2)
         for i, x in enumerate(xs.tolist()):
             if x not in laws:
-                laws[x] = weighted_sum_law(self._weights()[x], float(radius[x]), gamma=gamma,
+                laws[x] = weighted_sum_law(self.weights()[x], float(radius[x]), gamma=gamma,
                                            sigma2=sigma2)
             law = laws[x]
             q = weighted_quantile(law, beta) if law is not None else None
@@ -405,8 +465,9 @@ class Structure:
             self._band_c[beta] = (
                 band_multiplier(self, beta, self._key, self._name) if self._key is not None
                 else plan_multiplier(self, beta, (self.family, self.strategy, self.horizon,
-                                                  self.level, str(self.eps),
-                                                  int(self.width or 0), self.group_size)))
+                                                  self.unit, str(self.eps),
+                                                  int(self.width or 0), self.group_size,
+                                                  self.branching)))
         c = self._band_c.get(beta) if exact else None
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
@@ -434,8 +495,10 @@ class Structure:
         strat = self.strategy
         if strat == "per_query":
             return np.ones(np.broadcast(q1, q2).shape, dtype=np.int64)
+        if strat == "simple":  # one leaf noise per period of the prefix
+            return q2 + 0 * q1
         if strat == "tree":
-            return popcount(q2) + 0 * q1
+            return _digit_sum(q2, self.branching) + 0 * q1
         if strat == "blocks":
             w = int(self.width or 1)
             b = q2 // w
@@ -488,7 +551,7 @@ class Structure:
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
             if self.consistent:
-                per = (self._weights() ** 2).sum(axis=1)[diffs]
+                per = _row_squares(int(self.detail["domain"]), 2)[diffs]
             else:
                 per = popcount(diffs + 1).astype(np.float64)
             mean_nodes = float(np.sum(corr * per)) / n_q
@@ -512,7 +575,14 @@ class Structure:
         d = self.detail
         strat = self.strategy
         gauss = self.noise_kind == "gaussian"
-        if strat in ("tree", "blocks", "single"):
+        if strat == "simple" or (strat == "tree" and self.branching > 2):
+            # simple: one leaf noise per period, answers its running sums; B-ary trees: one
+            # noise per flat node id (bary_layout)
+            size = self.horizon if strat == "simple" else int(d["tree_nodes"])
+            vec = (self._noise_source(key, tree0).noise(np.arange(size)) if gauss
+                   else _eager_noise(self.gamma, size, key, tree0))
+            self._impl = np.cumsum(vec) if strat == "simple" else vec
+        elif strat in ("tree", "blocks", "single"):
             copies = {"tree": 1, "blocks": 2 * d.get("blocks", 1), "single": 2}[strat]
             src = self._noise_source(key, tree0) if gauss else None
             self._impl = Tree1D(d["domain"], self.gamma, key, tree0, copies=copies,
@@ -536,12 +606,20 @@ class Structure:
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                      np.asarray(t2, dtype=np.int64))
         impl, strat = self._impl, self.strategy
+        if strat == "simple":
+            walk: IntArray = impl[q2 - 1]
+            return walk
         if strat == "tree" and self.consistent:
             if self._cons_noise is None:  # once per structure: the same value for every query
-                d = int(self.detail["domain"])
-                self._cons_noise = self._weights() @ impl.noise[:2 * d].astype(np.float64)
+                vec = impl if self.branching > 2 else impl.noise[:int(self.detail["tree_nodes"])]
+                self._cons_noise = self.weights() @ vec.astype(np.float64)
             out: IntArray = self._cons_noise[q2 - 1]
             return out
+        if strat == "tree" and self.branching > 2:
+            plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
+            for used, ids in bary_prefix_cover(q2 - 1, self.branching, self.horizon):
+                plain = plain + np.where(used, impl[ids], 0)
+            return plain
         if strat in ("tree", "blocks", "single"):  # the layout the band simulates (cover_map)
             x, copies = prefix_layout(self, q2)
             total: IntArray = sum(sign * impl.prefix_noise(x, tree) for tree, sign in copies)
@@ -568,7 +646,7 @@ class Structure:
                 vals = impl.noise(ids.ravel()).reshape(missing.size, 2 * d).astype(np.float64)
                 vals[:, 0] = 0.0  # heap id 0 is not a node
                 for g, row in zip(missing.tolist(), vals, strict=True):
-                    self._cons_starts[g] = self._weights() @ row
+                    self._cons_starts[g] = self.weights() @ row
             for g in starts.tolist():
                 sel = g1 == g
                 out[sel] = self._cons_starts[g][x[sel]]
@@ -585,12 +663,14 @@ class Structure:
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
                     group_size: int = 1, *, rho: float | None = None,
-                    noise_kind: str = "laplace") -> Structure:
+                    noise_kind: str = "laplace", branching: int = 2) -> Structure:
     """Construct (calibrate) a structure from public parameters only.
 
     ``rho=None``: pure ε-DP accounting with budget ``eps`` (δ only for advanced composition
     across pieces). ``rho`` given: the structure is ρ-zCDP, with discrete Laplace (each pure
     piece at ``ε₀ = √(2ρ_piece)``) or discrete Gaussian noise (``σ² = ℓ2²/(2ρ_piece)``).
+    ``level`` is the unit (``"event"``, ``"item"``, ``"item_replace"``); ``branching`` the
+    ``B`` of a cumulative ``tree``.
     """
     return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size,
-                     rho=rho, noise_kind=noise_kind)
+                     rho=rho, noise_kind=noise_kind, branching=branching)

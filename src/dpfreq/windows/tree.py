@@ -42,6 +42,8 @@ __all__ = [
     "Tree1D",
     "Tree2DNoise",
     "TreeBary",
+    "bary_layout",
+    "bary_prefix_cover",
     "consistent_prefix_weights",
     "consistent_tree",
     "domain_size",
@@ -49,6 +51,7 @@ __all__ = [
     "node_counts",
     "popcount",
     "prefix_cover",
+    "prefix_weights",
 ]
 
 IntArray = NDArray[np.int64]
@@ -228,6 +231,55 @@ def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
     levels = [eye[(domain >> lev):(domain >> lev) * 2] for lev in range(h + 1)]
     leaves = consistent_tree(levels, 2)[0]  # (D, 2D): leaf estimate as a function of nodes
     out: NDArray[np.float64] = np.cumsum(leaves, axis=0)
+    out.setflags(write=False)
+    return out
+
+
+def bary_layout(n_values: int, branching: int) -> tuple[int, int, IntArray]:
+    """``(D, h, offsets)`` of the complete ``B``-ary tree over ``{0, …, D−1}``, ``D = B^h`` the
+    smallest power of ``B`` at least ``n_values``: level ``ℓ`` (leaves ``ℓ = 0``, root
+    ``ℓ = h``) holds nodes ``offsets[ℓ] .. offsets[ℓ+1] − 1`` (flat ids, leaves first)."""
+    h = 0
+    while branching**h < n_values:
+        h += 1
+    sizes = [branching ** (h - lev) for lev in range(h + 1)]
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return branching**h, h, offsets
+
+
+def bary_prefix_cover(x: Any, branching: int, n_values: int
+                      ) -> list[tuple[NDArray[np.bool_], IntArray]]:
+    """Covers of the prefixes ``{p ≤ x}`` (``x ∈ [−1, D−1]``) in the ``B``-ary tree of
+    :func:`bary_layout`, as ``(used, flat ids)`` slots: the digits of ``x + 1`` in base ``B``,
+    digit ``d_ℓ`` giving the ``d_ℓ`` nodes ``⌊(x+1)/B^{ℓ+1}⌋·B + i``, ``i < d_ℓ``, of level
+    ``ℓ`` (``B = 2``: the ``popcount(x + 1)`` nodes of :func:`prefix_cover`)."""
+    _, h, offsets = bary_layout(n_values, branching)
+    xs = np.asarray(x, dtype=np.int64) + 1
+    out = []
+    for lev in range(h + 1):
+        digit = (xs // branching**lev) % branching
+        base = (xs // branching ** (lev + 1)) * branching
+        for i in range(branching - 1 if lev < h else 1):
+            used = digit > i
+            out.append((used, np.where(used, offsets[lev] + base + i, 0)))
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def prefix_weights(n_values: int, branching: int) -> NDArray[np.float64]:
+    """Least-squares prefix weights of the complete ``B``-ary tree over ``n_values`` points.
+
+    ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` for ``x < D`` (flat ids of
+    :func:`bary_layout`; ``B = 2``: :func:`consistent_prefix_weights`, heap ids). The exact
+    noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``. Memory
+    ``O(D · nodes)``.
+    """
+    if branching == 2:
+        return consistent_prefix_weights(domain_size(n_values))
+    _, h, offsets = bary_layout(n_values, branching)
+    eye = np.eye(int(offsets[-1]), dtype=np.float64)
+    levels = [eye[offsets[lev]:offsets[lev + 1]] for lev in range(h + 1)]
+    out: NDArray[np.float64] = np.cumsum(consistent_tree(levels, branching)[0], axis=0)
     out.setflags(write=False)
     return out
 
