@@ -100,8 +100,10 @@ def release_window_counts(
         δ > 0 gives an (ε, δ)-DP release: the better (smaller predicted error) of pure-ε
         accounting with advanced composition over item-level blocks / starts, and zCDP
         accounting with discrete Laplace or discrete Gaussian node noise (see Notes).
-    unit : {"event", "item"}
-        Unit of privacy. Required: there is no default.
+    unit : {"event", "item", "item_replace"}
+        Unit of privacy. Required: there is no default. ``"event"``: add or remove one event;
+        ``"item"``: add or remove one item with all its events; ``"item_replace"``: replace
+        one item's events by any others (calibrated at twice the ``"item"`` sensitivity).
     k_values : int or sequence of int
         The k of ``f≥k`` to release (``1`` = reach).
     windows : sequence
@@ -136,8 +138,11 @@ def release_window_counts(
     Privacy
     -------
     Unit of privacy: one event (``unit="event"``: neighbours differ by adding or removing one
-    occurrence of one item at one period) or one item (``unit="item"``: the whole occurrence
-    history of one item may be replaced). The whole release (every answer to every window,
+    occurrence of one item at one period), one item (``unit="item"``: neighbours differ by
+    adding or removing one item with its whole occurrence history) or one item's history
+    (``unit="item_replace"``: it is replaced by any other; cumulative structures at their exact
+    sensitivity, the others at twice their ``item`` sensitivity).
+    ``mechanism_params["relation"]`` states it. The whole release (every answer to every window,
     however many are queried later) is (ε, δ)-DP: each (family, k) structure gets ε/m (basic
     composition over m structures); inside a structure the node noise is calibrated to the ℓ1
     sensitivity ``Δ · (nodes per point)`` with Δ the multiset symmetric difference of the

@@ -246,7 +246,7 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     the strategy), and refuse a release too large for memory; ``func`` names the caller."""
     eps = check_epsilon(epsilon, "epsilon", func)
     dlt = check_delta(delta, "delta", func)
-    u = check_unit(unit, func, ("event", "item"))
+    u = check_unit(unit, func, ("event", "item", "item_replace"))
     conf = check_confidence(confidence, "confidence", func)
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))

@@ -23,7 +23,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import family_label
+from dpfreq.windows.plan import RELATIONS, family_label
 
 __all__ = ["WindowCountsRelease"]
 
@@ -130,8 +130,7 @@ class WindowCountsRelease(Release):
             "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
             "budget_split": "equal split of the budget over every (window family, k) structure",
             "accounting": plan.accounting,
-            "neighbouring": "event: add/remove one event" if b["unit"] == "event" else
-                            "item: replace the whole history of one item",
+            "relation": RELATIONS[b["unit"]],
             "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
                      "deterministic function of a secret key and the node id (lazy noise, "
                      "never redrawn)",

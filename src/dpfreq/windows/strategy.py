@@ -278,11 +278,11 @@ class Structure:
         t, k = self.horizon, self.k
         fam, strat = self.family, self.strategy
         # cumulative: one point per item (its k-th occurrence); an item adds or removes it,
-        # an event moves it (removed at one period, added at a later one)
-        cum_pts = 1 if self.level == "item" else 2
+        # an event or a replacement moves it (or adds or removes it)
+        cum_pts = 1 if self.unit == "item" else 2
         if strat == "simple":
-            return 1, cum_pts, float(cum_pts), {"domain": t, "levels": 1, "Delta": cum_pts,
-                                                "pieces": 1}
+            return 1, cum_pts, math.sqrt(cum_pts), {"domain": t, "levels": 1,
+                                                    "Delta": cum_pts, "pieces": 1}
         if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
             if strat == "tree":
                 d, _, offsets = bary_layout(t, self.branching)  # every point in h + 1 nodes
@@ -307,6 +307,8 @@ class Structure:
             if strat == "tree":
                 detail["branching"] = self.branching
                 detail["tree_nodes"] = 2 * d if self.branching == 2 else int(offsets[-1])
+                if cum_pts == 2:  # a moved point keeps the root: 2(L − 1) nodes change
+                    return 1, max(lv, 2 * lv - 2), math.sqrt(max(lv, 2 * lv - 2)), detail
             if strat in ("per_start", "compressed"):
                 detail["group_size"] = self.group_size
             return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
@@ -331,7 +333,8 @@ class Structure:
 
     def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
         pieces, l1, l2, detail = self._shape()
-        if self.unit == "item_replace":  # a replacement is a removal and an addition
+        if self.unit == "item_replace" and self.family != "cumulative":
+            # a replacement is a removal and an addition (cumulative: exact in _shape)
             l1, l2 = 2 * l1, 2 * l2
         detail["l1_sensitivity"] = l1
         if self.rho is None:
