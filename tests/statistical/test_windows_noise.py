@@ -71,6 +71,7 @@ def exact_moments(weights, gamma):
         ("fixed", "blocks", "event", 4, (7, 10), {}),
         ("cumulative", "tree", "event", None, (1, 15), {}),
         ("cumulative", "tree", "item", None, (1, 11), {"branching": 3}),  # least squares
+        ("cumulative", "tree", "event", None, (1, 14), {"branching": 4, "top": True}),
         ("cumulative", "tree", "item_replace", None, (1, 1000),
          {"branching": 16, "horizon": 4096}),  # too large for least squares: plain cover
         ("cumulative", "simple", "event", None, (1, 9), {}),
@@ -91,12 +92,13 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
     n = 1500
     horizon = extra.get("horizon", 16)
     branching = extra.get("branching", 2)
+    top = extra.get("top", False)
     s = build_structure(family, strategy, 2, horizon, level, Fraction(1), 0.0, width,
-                        branching=branching)
+                        branching=branching, top=top)
     # raise γ to about 0.4 by scaling ε so that the exact pmf convolution stays small
     scale = Fraction(2, 5) / s.gamma
     s = build_structure(family, strategy, 2, horizon, level, Fraction(1) * scale, 0.0, width,
-                        branching=branching)
+                        branching=branching, top=top)
     if family == "cumulative":
         assert s.consistent == (strategy != "simple" and horizon < 4096)
     t1, t2 = query

@@ -11,24 +11,20 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, build_structure
-from dpfreq.windows.tree import bary_layout, bary_prefix_cover, prefix_cover
+from dpfreq.windows.tree import layer_incidence, layer_prefix_cover
 
 HORIZON = 5
 
 
 def _incidence(s):
-    """Node × point incidence of a cumulative structure (rows: released noisy counts)."""
-    t = s.horizon
+    """Block × period incidence of a cumulative structure (rows: released noisy counts)."""
     if s.strategy == "simple":
-        return np.eye(t)
-    d, h, offsets = bary_layout(t, s.branching)
-    out = np.zeros((int(offsets[-1]), t))
-    for lev in range(h + 1):
-        out[offsets[lev] + np.arange(t) // s.branching**lev, np.arange(t)] = 1.0
-    return out
+        return np.eye(s.horizon)
+    return layer_incidence(s.horizon, s.branching, s.top)
 
 
 def _histories(horizon, max_events):
@@ -62,14 +58,15 @@ def _neighbours(history, unit, histories):
 
 @pytest.mark.parametrize("unit", ["item", "event", "item_replace"])
 @pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize(("strategy", "branching"),
-                         [("simple", 2), ("tree", 2), ("tree", 3), ("tree", 5)])
-def test_sensitivity_is_exact_by_enumeration(unit, k, strategy, branching):
+@pytest.mark.parametrize(("strategy", "branching", "top"),
+                         [("simple", 2, False), ("tree", 2, False), ("tree", 2, True),
+                          ("tree", 3, True), ("tree", 5, False), ("tree", 5, True)])
+def test_sensitivity_is_exact_by_enumeration(unit, k, strategy, branching, top):
     """ℓ1 and ℓ2 changes of the released node counts over all neighbours equal the stated
     sensitivities. Counts add over items, so one item's histories (up to 3 events over
     T = 5 periods) and their neighbours enumerate every change a neighbour can make."""
     s = build_structure("cumulative", strategy, k, HORIZON, unit, Fraction(1), 0.0,
-                        branching=branching)
+                        branching=branching, top=top)
     m = _incidence(s)
     histories = _histories(HORIZON, 3)
     l1 = l2 = 0.0
@@ -80,26 +77,28 @@ def test_sensitivity_is_exact_by_enumeration(unit, k, strategy, branching):
             l1, l2 = max(l1, diff.sum()), max(l2, math.sqrt((diff**2).sum()))
     assert l1 == s.detail["l1_sensitivity"]
     gauss = build_structure("cumulative", strategy, k, HORIZON, unit, Fraction(1), 0.0,
-                            branching=branching, rho=0.5, noise_kind="gaussian")
+                            branching=branching, top=top, rho=0.5, noise_kind="gaussian")
     assert l2 == pytest.approx(gauss.detail["l2_sensitivity"], rel=1e-12)
 
 
+@pytest.mark.parametrize("top", [False, True])
 @pytest.mark.parametrize("branching", [2, 3, 4, 7])
 @pytest.mark.parametrize("n_values", [1, 6, 16, 50])
-def test_bary_prefix_cover_partitions_the_prefix(branching, n_values):
-    d, _, offsets = bary_layout(n_values, branching)
+def test_prefix_cover_partitions_the_prefix_and_least_squares_is_unbiased(n_values, branching,
+                                                                          top):
     s = build_structure("cumulative", "tree", 1, n_values, "item", Fraction(1), 0.0,
-                        branching=branching)
+                        branching=branching, top=top)
     m = _incidence(s)
     x = np.arange(-1, n_values)
-    cover = np.zeros((x.size, int(offsets[-1])))
-    for used, ids in bary_prefix_cover(x, branching, n_values):
+    cover = np.zeros((x.size, m.shape[0]))
+    for used, ids in layer_prefix_cover(x, n_values, branching, top):
         np.add.at(cover, (np.flatnonzero(used), ids[used]), 1.0)
-    assert np.array_equal(cover @ m, (np.arange(n_values)[None, :] <= x[:, None]) * 1.0)
+    prefixes = (np.arange(n_values)[None, :] <= x[:, None]) * 1.0
+    assert np.array_equal(cover @ m, prefixes)
     assert np.array_equal(cover.sum(axis=1)[1:], s.nodes(1, x[1:] + 1))
-    if branching == 2:  # the binary digits: the heap-id cover of prefix_cover
-        sizes = sum(used.astype(int) for used, _ in prefix_cover(x, d))
-        assert np.array_equal(cover.sum(axis=1), sizes)
+    weights = s.weights()  # least squares: A M = C and A = C pinv(M)
+    np.testing.assert_allclose(weights @ m, prefixes[1:], atol=1e-9)
+    np.testing.assert_allclose(weights, prefixes[1:] @ np.linalg.pinv(m), atol=1e-9)
 
 
 @pytest.mark.parametrize("unit", ["item", "event", "item_replace"])
@@ -110,21 +109,25 @@ def test_auto_is_never_worse_than_any_structure_by_its_own_prediction(unit, hori
     chosen = plan.structures[("cumulative", 1)].mean_mse()
     eps = Fraction(epsilon)
     for strategy in STRATEGIES["cumulative"]:
-        for b in BRANCHINGS if strategy == "tree" else (2,):
-            s = build_structure("cumulative", strategy, 1, horizon, unit, eps, 0.0, branching=b)
+        for b, top in itertools.product(BRANCHINGS if strategy == "tree" else (2,),
+                                        (False, True)):
+            s = build_structure("cumulative", strategy, 1, horizon, unit, eps, 0.0, branching=b,
+                                top=top)
             assert chosen <= s.mean_mse() * (1 + 1e-12)
     why = plan.record["cumulative, k=1"]["why"]
     assert why.startswith(plan.structures[("cumulative", 1)].strategy)
 
 
-def test_item_level_simple_counter_is_the_issue_setting():
-    """T = 30, item level, ε = 1/3: the counter auto keeps predicts at most 0.35 of the error of
-    the former calibration (binary tree, two points per item)."""
+def test_the_issue_setting_predicts_at_most_035_of_the_former_error():
+    """T = 30, item level, ε = 1/3: the counter ``auto`` keeps predicts at most 0.35 of the
+    RMSE of the former calibration (binary tree over D = 32 with its root, 6 levels, two
+    points per item: node noise DLap(ε/12), least squares)."""
     plan = make_plan(("cumulative",), (1,), 30, "item", 1 / 3, 0.0, "auto", False)
     chosen = plan.structures[("cumulative", 1)]
-    former = build_structure("cumulative", "tree", 1, 30, "item_replace", Fraction(1, 3), 0.0)
-    former_l1 = 2 * 6  # Δ = 2 points, 6 levels of the tree over D = 32
+    former = build_structure("cumulative", "tree", 1, 32, "item", Fraction(1, 3), 0.0,
+                             branching=2, top=True)
     assert former.detail["levels"] == 6
-    assert former.detail["l1_sensitivity"] == 10  # the exact replacement sensitivity now
-    ratio = math.sqrt(chosen.mean_mse() / former.mean_mse()) * 10 / former_l1
-    assert ratio <= 0.35
+    assert former.gamma == Fraction(1, 3) / 6  # the former γ is ε/12: twice this noise scale
+    rowsq = former.variance(1, np.arange(1, 31)) / former.node_variance
+    former_var = float(np.mean(rowsq)) * discrete_laplace_variance(Fraction(1, 36))
+    assert math.sqrt(chosen.mean_mse() / former_var) <= 0.35

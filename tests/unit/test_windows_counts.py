@@ -472,10 +472,10 @@ def test_gaussian_halfwidth_is_valid():
 
 
 def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
-    """Cumulative answers = prefix sums of the least-squares leaves of the noisy tree (the
-    branching factor ``auto`` keeps for T = 13, checked against ``numpy.linalg.lstsq``)."""
+    """Cumulative answers = prefix sums of the least-squares leaves of the noisy blocks (the
+    layout ``auto`` keeps for T = 13, checked against ``numpy.linalg.lstsq``)."""
     from dpfreq.windows.reductions import cumulative_points
-    from dpfreq.windows.tree import bary_layout
+    from dpfreq.windows.tree import layer_incidence
 
     item, times = small_log(rng, 13, 5)
     rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],
@@ -485,16 +485,9 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
     assert s.strategy == "tree"
     assert s.consistent
     assert rel.mechanism_params["strategies"]["cumulative, k=1"]["detail"]["consistency"]
-    b = s.branching
-    d, h, offsets = bary_layout(13, b)
-    incidence = np.zeros((int(offsets[-1]), d))
-    for lev in range(h + 1):
-        incidence[offsets[lev] + np.arange(d) // b**lev, np.arange(d)] = 1.0
-    z = s._impl if b > 2 else s._impl.noise[1:2 * d]
-    if b == 2:  # heap ids 1..2D−1, root first: reorder to the flat layout (leaves first)
-        z = np.concatenate([s._impl.noise[(d >> lev):(d >> lev) * 2] for lev in range(h + 1)])
-    leaves = np.bincount(cumulative_points(item, times, 1) - 1, minlength=d)
-    fit = np.linalg.lstsq(incidence, incidence @ leaves + z, rcond=None)[0]
+    incidence = layer_incidence(13, s.branching, s.top)
+    leaves = np.bincount(cumulative_points(item, times, 1) - 1, minlength=13)
+    fit = np.linalg.lstsq(incidence, incidence @ leaves + s._impl, rcond=None)[0]
     got = rel.cumulative(np.arange(1, 14), 1)
     assert np.allclose(got.estimate, np.cumsum(fit)[:13], atol=1e-9)
     raw = s.nodes(1, np.arange(1, 14)) * s.node_variance

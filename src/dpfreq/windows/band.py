@@ -60,7 +60,7 @@ from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.tree import bary_prefix_cover, dominance_pairs, prefix_cover
+from dpfreq.windows.tree import dominance_pairs, prefix_cover
 
 __all__ = [
     "BAND_DRAWS",
@@ -104,9 +104,10 @@ class Structure(Protocol):
     gamma: Fraction
     sigma2: int
     group_size: int
-    branching: int
 
     def weights(self) -> NDArray[np.float64]: ...
+
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], NDArray[np.int64]]]: ...
 
     def family_queries(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
 
@@ -151,12 +152,10 @@ Layout = tuple[tuple[NDArray[np.int64] | int, int], ...]
 
 
 def prefix_layout(s: Structure, t2: NDArray[np.int64]) -> tuple[NDArray[np.int64], Layout]:
-    """Where a 1d tree structure (``tree``, ``blocks``, ``single``) answers the window ending at
+    """Where a 1d dyadic tree structure (``blocks``, ``single``) answers the window ending at
     each ``t2``: the prefix value ``x`` and the ``(tree, sign)`` pairs whose prefix noises at
     ``x`` the answer sums (tree ``c = 0, 1, …`` of the layout; one per window, or one for all).
     """
-    if s.strategy == "tree":
-        return t2 - 1, ((0, 1),)
     if s.strategy == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
         w = int(s.width or 1)
         b = t2 // w
@@ -182,8 +181,8 @@ def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
     if s.consistent or strat not in ("tree", "blocks", "single", "tree2d"):
         return None
     d = int(s.detail["domain"])
-    if strat == "tree" and s.branching > 2:  # flat node ids of the B-ary layout
-        slots = bary_prefix_cover(t2 - 1, s.branching, s.horizon)
+    if strat == "tree":  # flat block ids of the layered layout
+        slots = s.cover(t2 - 1)
         rows = [np.flatnonzero(used) for used, _ in slots]
         return (np.concatenate(rows), np.concatenate([ids[q] for (_, ids), q in
                                                       zip(slots, rows, strict=True)]),

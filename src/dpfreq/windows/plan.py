@@ -81,13 +81,20 @@ def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float,
 
 def _best_tree(k: int, horizon: int, unit: str, eps: Fraction, delta: float,
                rho: float | None, noise_kind: str) -> Structure | None:
-    """The cumulative tree whose branching factor ``B`` predicts the least error for ``T``."""
+    """The cumulative tree whose branching factor ``B`` and top level (a root block over all
+    periods, or none) predict the least error for ``T`` (each layout once)."""
     best: Structure | None = None
+    seen: set[tuple[int, ...]] = set()
     for b in BRANCHINGS:
-        s = build_structure("cumulative", "tree", k, horizon, unit, eps, delta, rho=rho,
-                            noise_kind=noise_kind, branching=b)
-        if _usable(s) and (best is None or s.mean_mse() < best.mean_mse()):
-            best = s
+        for top in (False, True):
+            s = build_structure("cumulative", "tree", k, horizon, unit, eps, delta, rho=rho,
+                                noise_kind=noise_kind, branching=b, top=top)
+            sizes = tuple(s.detail.get("block_sizes", ()))
+            if sizes in seen or not _usable(s):
+                continue
+            seen.add(sizes)
+            if best is None or s.mean_mse() < best.mean_mse():
+                best = s
     return best
 
 
@@ -167,8 +174,9 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
 
 def _why(pick: str, preds: dict[str, float], s: Structure) -> str:
     """One sentence: the chosen structure's predicted RMSE against the next best."""
-    name = f"{pick} (B={s.branching})" if s.strategy == "tree" and s.family == "cumulative" \
-        else pick
+    name = pick
+    if s.strategy == "tree" and s.family == "cumulative":
+        name = f"{pick} (B={s.branching}, blocks {s.detail['block_sizes']})"
     others = sorted((v, c) for c, v in preds.items() if c != pick)
     if not others:
         return f"{name}: the only admissible structure (predicted RMSE {preds[pick]:.4g})"

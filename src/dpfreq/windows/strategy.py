@@ -80,13 +80,14 @@ from dpfreq.windows.noise_law import (
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
-    bary_layout,
-    bary_prefix_cover,
+    consistent_prefix_weights,
     domain_size,
     dominance_noise_sum,
+    layer_layout,
+    layer_prefix_cover,
+    layer_prefix_weights,
     popcount,
     prefix_cover,
-    prefix_weights,
 )
 
 __all__ = [
@@ -104,9 +105,10 @@ IntArray = NDArray[np.int64]
 #: weight matrix)
 CONSISTENCY_MAX_DOMAIN = 1024
 
-#: a B-ary cumulative tree is post-processed for consistency when its dense prefix-weight
-#: matrix (``D × nodes``) has at most this many entries (the binary tree at ``D = 1024``)
-CONSISTENCY_MAX_WEIGHTS = 1 << 21
+#: a cumulative tree is post-processed by least squares when its dense prefix-weight matrix
+#: (``T × blocks``) has at most this many entries (a binary tree at ``T = 362``; the plan
+#: solves one T × T system per candidate layout)
+CONSISTENCY_MAX_WEIGHTS = 1 << 18
 
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
@@ -151,16 +153,26 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
     return sum_quantile(nodes, beta, gamma=gamma)
 
 
+Layout = tuple[Any, ...]
+
+
+def _layout_weights(layout: Layout) -> NDArray[np.float64]:
+    """Prefix weights of a layout: ``("heap", D)`` the binary tree of
+    :func:`consistent_prefix_weights`, ``("layer", T, B, top)`` :func:`layer_prefix_weights`."""
+    if layout[0] == "heap":
+        return consistent_prefix_weights(int(layout[1]))
+    return layer_prefix_weights(int(layout[1]), int(layout[2]), bool(layout[3]))
+
+
 @functools.lru_cache(maxsize=8)
-def _weight_groups(domain: int, branching: int = 2
-                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _weight_groups(layout: Layout) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per consistent prefix: its distinct ``|a_v|`` (to :data:`WEIGHT_DECIMALS` decimals, each
     group's largest member) and their multiplicities, zero-padded to one width.
 
     A prefix of a 512-period tree has 1024 weights but about 60 distinct ones up to rounding,
     so the moment generating function below costs a 20th of the weight-by-weight product.
     """
-    w = np.sort(np.abs(prefix_weights(domain, branching)), axis=1)
+    w = np.sort(np.abs(_layout_weights(layout)), axis=1)
     key = np.round(w, WEIGHT_DECIMALS)
     last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in its row
     last[:, :-1] = key[:, 1:] != key[:, :-1]
@@ -177,18 +189,18 @@ def _weight_groups(domain: int, branching: int = 2
 
 
 @functools.lru_cache(maxsize=16)
-def _weighted_log_mgf(domain: int, branching: int, gamma_num: int, gamma_den: int
+def _weighted_log_mgf(layout: Layout, gamma_num: int, gamma_den: int
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """For each consistent prefix ``x``: a grid ``λ`` and an upper bound on
     ``log E[exp(λ Σ_v a_v Z_v)]``.
 
-    ``a = prefix_weights(domain, branching)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
+    ``a = _layout_weights(layout)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
     ``λ·max|a_v| < γ``. Each weight is replaced by the largest of its group
     (:func:`_weight_groups`); the log-mgf of ``a Z`` grows with ``|a|``, so the sum is never
     below the exact one and the Chernoff bound built on it stays valid. Depends on public
     parameters only (cached per process).
     """
-    values, counts = _weight_groups(domain, branching)
+    values, counts = _weight_groups(layout)
     g = gamma_num / gamma_den
     alpha = math.exp(-g)
     amax = values.max(axis=1)
@@ -205,29 +217,17 @@ def _weighted_log_mgf(domain: int, branching: int, gamma_num: int, gamma_den: in
 
 
 @functools.lru_cache(maxsize=4)
-def _consistent_laws(domain: int, branching: int, gamma: Fraction | None,
-                     sigma2: int | None) -> dict[int, Any]:
+def _consistent_laws(layout: Layout, gamma: Fraction | None, sigma2: int | None
+                     ) -> dict[int, Any]:
     """Per consistent prefix ``x``: its certified noise law (filled lazily, public only)."""
     return {}
 
 
 @functools.lru_cache(maxsize=16)
-def _row_squares(domain: int, branching: int) -> NDArray[np.float64]:
-    """``Σ_v A[x, v]²`` per prefix ``x`` of :func:`prefix_weights` (the variance factor)."""
-    out: NDArray[np.float64] = (prefix_weights(domain, branching) ** 2).sum(axis=1)
+def _row_squares(layout: Layout) -> NDArray[np.float64]:
+    """``Σ_v A[x, v]²`` per prefix ``x`` of the layout's weights (the variance factor)."""
+    out: NDArray[np.float64] = (_layout_weights(layout) ** 2).sum(axis=1)
     out.setflags(write=False)
-    return out
-
-
-def _digit_sum(x: Any, base: int) -> IntArray:
-    """Sum of the base-``B`` digits of each non-negative integer (``B = 2``: popcount)."""
-    if base == 2:
-        return popcount(x)
-    v = np.asarray(x, dtype=np.int64).copy()
-    out = np.zeros(v.shape, dtype=np.int64)
-    while np.any(v):
-        out += v % base
-        v //= base
     return out
 
 
@@ -245,7 +245,7 @@ class Structure:
     def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
                  eps: Fraction, delta: float, width: int | None = None,
                  group_size: int = 1, *, rho: float | None = None,
-                 noise_kind: str = "laplace", branching: int = 2) -> None:
+                 noise_kind: str = "laplace", branching: int = 2, top: bool = False) -> None:
         self.family, self.strategy, self.k = family, strategy, k
         # ``item_replace`` is laid out as ``item`` at twice the sensitivity (_calibrate_exact)
         self.unit = level
@@ -253,6 +253,7 @@ class Structure:
         self.horizon, self.width = horizon, width
         self.group_size = group_size
         self.branching = branching if strategy == "tree" else 2
+        self.top = top if strategy == "tree" else True
         self.eps, self.delta, self.rho = eps, delta, rho
         if noise_kind == "gaussian" and rho is None:
             raise ValueError("Gaussian noise needs a zCDP budget rho")
@@ -264,6 +265,8 @@ class Structure:
         if strategy == "tree" and self.detail["domain"]:
             size = self.detail["domain"] * self.detail["tree_nodes"]
             self.consistent = size <= CONSISTENCY_MAX_WEIGHTS
+        self.layout: Layout = (("layer", horizon, self.branching, self.top)
+                               if strategy == "tree" else ("heap", self.detail.get("domain", 0)))
         self.detail["consistency"] = self.consistent
         self._cons_noise: NDArray[np.float64] | None = None
         self._cons_starts: dict[int, NDArray[np.float64]] = {}
@@ -280,14 +283,21 @@ class Structure:
         # cumulative: one point per item (its k-th occurrence); an item adds or removes it,
         # an event or a replacement moves it (or adds or removes it)
         cum_pts = 1 if self.unit == "item" else 2
-        if strat == "simple":
-            return 1, cum_pts, math.sqrt(cum_pts), {"domain": t, "levels": 1,
-                                                    "Delta": cum_pts, "pieces": 1}
-        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
+        if strat in ("simple", "tree"):
+            sizes, offsets = ((1,), np.array([0, t])) if strat == "simple" else \
+                layer_layout(t, self.branching, self.top)
+            lv = len(sizes)
+            # a moved point keeps the blocks holding both periods: at least the top one
+            # when it spans all T periods
+            l1 = lv if cum_pts == 1 else (max(lv, 2 * lv - 2) if sizes[-1] >= t else 2 * lv)
+            detail: dict[str, Any] = {"domain": t, "levels": lv, "Delta": cum_pts,
+                                      "pieces": 1, "tree_nodes": int(offsets[-1])}
             if strat == "tree":
-                d, _, offsets = bary_layout(t, self.branching)  # every point in h + 1 nodes
-                delta_pts, pieces = cum_pts, 1
-            elif strat == "blocks":
+                detail.update(branching=self.branching, top_level=self.top,
+                              block_sizes=list(sizes))
+            return 1, l1, math.sqrt(l1), detail
+        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
+            if strat == "blocks":
                 w = int(self.width or 1)
                 d, delta_pts = domain_size(w), 4 * k
                 pieces = 2 if self.level == "event" else t // w + 1
@@ -298,17 +308,11 @@ class Structure:
             else:
                 pieces = -(-t // self.group_size)
                 d, delta_pts = domain_size(pieces), 2
-            lv = int(offsets.size) - 1 if strat == "tree" else d.bit_length()
+            lv = d.bit_length()
             per_point = lv * lv if strat == "tree2d" else lv
-            detail: dict[str, Any] = {"domain": d, "levels": lv, "Delta": delta_pts,
-                                      "pieces": pieces}
+            detail = {"domain": d, "levels": lv, "Delta": delta_pts, "pieces": pieces}
             if strat == "blocks":
                 detail["blocks"] = t // int(self.width or 1) + 1
-            if strat == "tree":
-                detail["branching"] = self.branching
-                detail["tree_nodes"] = 2 * d if self.branching == 2 else int(offsets[-1])
-                if cum_pts == 2:  # a moved point keeps the root: 2(L − 1) nodes change
-                    return 1, max(lv, 2 * lv - 2), math.sqrt(max(lv, 2 * lv - 2)), detail
             if strat in ("per_start", "compressed"):
                 detail["group_size"] = self.group_size
             return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
@@ -367,8 +371,8 @@ class Structure:
         return discrete_laplace_variance(self.gamma)
 
     def weights(self) -> NDArray[np.float64]:
-        """Least-squares prefix weights of the consistent tree (:func:`prefix_weights`)."""
-        return prefix_weights(int(self.detail["domain"]), self.branching)
+        """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
+        return _layout_weights(self.layout)
 
     def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
         """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
@@ -382,7 +386,7 @@ class Structure:
     def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
-            rowsq = _row_squares(int(self.detail["domain"]), self.branching)
+            rowsq = _row_squares(self.layout)
             x = self._prefix_index(t1, t2)
             var: NDArray[np.float64] = rowsq[x] * self.node_variance
             return var
@@ -420,13 +424,13 @@ class Structure:
                 return sum_quantile(self.nodes(t1, t2), beta, sigma2=sigma2)
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
-        d = int(self.detail["domain"])
+        int(self.detail["domain"])
         if self.noise_kind == "gaussian":
-            proxy = _row_squares(d, self.branching) * self.sigma2
+            proxy = _row_squares(self.layout) * self.sigma2
             bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
             radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
         else:
-            lam, log_m = _weighted_log_mgf(d, self.branching, self.gamma.numerator,
+            lam, log_m = _weighted_log_mgf(self.layout, self.gamma.numerator,
                                            self.gamma.denominator)
             bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
             radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
@@ -435,7 +439,7 @@ class Structure:
         vals = bound[xs]
         if not exact:
             return vals[inv].reshape(np.shape(inv))
-        laws = _consistent_laws(d, self.branching, gamma, sigma2)
+        laws = _consistent_laws(self.layout, gamma, sigma2)
         for i, x in enumerate(xs.tolist()):
             if x not in laws:
                 laws[x] = weighted_sum_law(self.weights()[x], float(radius[x]), gamma=gamma,
@@ -470,7 +474,7 @@ class Structure:
                 else plan_multiplier(self, beta, (self.family, self.strategy, self.horizon,
                                                   self.unit, str(self.eps),
                                                   int(self.width or 0), self.group_size,
-                                                  self.branching)))
+                                                  self.branching, int(self.top))))
         c = self._band_c.get(beta) if exact else None
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
@@ -501,7 +505,7 @@ class Structure:
         if strat == "simple":  # one leaf noise per period of the prefix
             return q2 + 0 * q1
         if strat == "tree":
-            return _digit_sum(q2, self.branching) + 0 * q1
+            return sum(used.astype(np.int64) for used, _ in self.cover(q2 - 1)) + 0 * q1
         if strat == "blocks":
             w = int(self.width or 1)
             b = q2 // w
@@ -513,6 +517,11 @@ class Structure:
             return 2 * popcount(q1) * popcount(q2)
         g1, g2 = self.query_map(q1, q2)
         return popcount(g2 - g1 + 1)
+
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray]]:
+        """Block covers of the prefixes ``{p <= x}`` of a cumulative tree
+        (:func:`~dpfreq.windows.tree.layer_prefix_cover`)."""
+        return layer_prefix_cover(x, self.horizon, self.branching, self.top)
 
     def bias_bound(self) -> int:
         """Bound on |E[answer] − truth| (time compression only, singleton logs: 2(s−1))."""
@@ -554,7 +563,7 @@ class Structure:
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
             if self.consistent:
-                per = _row_squares(int(self.detail["domain"]), 2)[diffs]
+                per = _row_squares(self.layout)[diffs]
             else:
                 per = popcount(diffs + 1).astype(np.float64)
             mean_nodes = float(np.sum(corr * per)) / n_q
@@ -578,15 +587,15 @@ class Structure:
         d = self.detail
         strat = self.strategy
         gauss = self.noise_kind == "gaussian"
-        if strat == "simple" or (strat == "tree" and self.branching > 2):
-            # simple: one leaf noise per period, answers its running sums; B-ary trees: one
-            # noise per flat node id (bary_layout)
-            size = self.horizon if strat == "simple" else int(d["tree_nodes"])
+        if strat in ("simple", "tree"):
+            # simple: one leaf noise per period, answers its running sums; trees: one noise
+            # per flat block id (layer_layout)
+            size = int(d["tree_nodes"])
             vec = (self._noise_source(key, tree0).noise(np.arange(size)) if gauss
                    else _eager_noise(self.gamma, size, key, tree0))
             self._impl = np.cumsum(vec) if strat == "simple" else vec
-        elif strat in ("tree", "blocks", "single"):
-            copies = {"tree": 1, "blocks": 2 * d.get("blocks", 1), "single": 2}[strat]
+        elif strat in ("blocks", "single"):
+            copies = 2 * d.get("blocks", 1) if strat == "blocks" else 2
             src = self._noise_source(key, tree0) if gauss else None
             self._impl = Tree1D(d["domain"], self.gamma, key, tree0, copies=copies,
                                 noise_source=src)
@@ -614,16 +623,15 @@ class Structure:
             return walk
         if strat == "tree" and self.consistent:
             if self._cons_noise is None:  # once per structure: the same value for every query
-                vec = impl if self.branching > 2 else impl.noise[:int(self.detail["tree_nodes"])]
-                self._cons_noise = self.weights() @ vec.astype(np.float64)
+                self._cons_noise = self.weights() @ impl.astype(np.float64)
             out: IntArray = self._cons_noise[q2 - 1]
             return out
-        if strat == "tree" and self.branching > 2:
+        if strat == "tree":
             plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
-            for used, ids in bary_prefix_cover(q2 - 1, self.branching, self.horizon):
+            for used, ids in self.cover(q2 - 1):
                 plain = plain + np.where(used, impl[ids], 0)
             return plain
-        if strat in ("tree", "blocks", "single"):  # the layout the band simulates (cover_map)
+        if strat in ("blocks", "single"):  # the layout the band simulates (cover_map)
             x, copies = prefix_layout(self, q2)
             total: IntArray = sum(sign * impl.prefix_noise(x, tree) for tree, sign in copies)
             return total
@@ -666,14 +674,15 @@ class Structure:
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
                     group_size: int = 1, *, rho: float | None = None,
-                    noise_kind: str = "laplace", branching: int = 2) -> Structure:
+                    noise_kind: str = "laplace", branching: int = 2,
+                    top: bool = False) -> Structure:
     """Construct (calibrate) a structure from public parameters only.
 
     ``rho=None``: pure ε-DP accounting with budget ``eps`` (δ only for advanced composition
     across pieces). ``rho`` given: the structure is ρ-zCDP, with discrete Laplace (each pure
     piece at ``ε₀ = √(2ρ_piece)``) or discrete Gaussian noise (``σ² = ℓ2²/(2ρ_piece)``).
     ``level`` is the unit (``"event"``, ``"item"``, ``"item_replace"``); ``branching`` the
-    ``B`` of a cumulative ``tree``.
+    ``B`` of a cumulative ``tree`` and ``top`` whether it keeps a root block over all periods.
     """
     return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size,
-                     rho=rho, noise_kind=noise_kind, branching=branching)
+                     rho=rho, noise_kind=noise_kind, branching=branching, top=top)

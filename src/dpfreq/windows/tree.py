@@ -42,16 +42,17 @@ __all__ = [
     "Tree1D",
     "Tree2DNoise",
     "TreeBary",
-    "bary_layout",
-    "bary_prefix_cover",
     "consistent_prefix_weights",
     "consistent_tree",
     "domain_size",
     "dominance_pairs",
+    "layer_incidence",
+    "layer_layout",
+    "layer_prefix_cover",
+    "layer_prefix_weights",
     "node_counts",
     "popcount",
     "prefix_cover",
-    "prefix_weights",
 ]
 
 IntArray = NDArray[np.int64]
@@ -235,51 +236,72 @@ def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
     return out
 
 
-def bary_layout(n_values: int, branching: int) -> tuple[int, int, IntArray]:
-    """``(D, h, offsets)`` of the complete ``B``-ary tree over ``{0, …, D−1}``, ``D = B^h`` the
-    smallest power of ``B`` at least ``n_values``: level ``ℓ`` (leaves ``ℓ = 0``, root
-    ``ℓ = h``) holds nodes ``offsets[ℓ] .. offsets[ℓ+1] − 1`` (flat ids, leaves first)."""
-    h = 0
-    while branching**h < n_values:
-        h += 1
-    sizes = [branching ** (h - lev) for lev in range(h + 1)]
-    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return branching**h, h, offsets
+def layer_layout(n_values: int, branching: int, top: bool) -> tuple[tuple[int, ...], IntArray]:
+    """``(sizes, offsets)`` of the layered ``B``-ary counter over ``{0, …, T−1}``.
+
+    Level ``ℓ`` cuts the periods into blocks of ``sizes[ℓ] = B^ℓ`` (the last one clipped at
+    ``T``): every level with ``B^ℓ < T``, and with ``top`` one more level holding the single
+    block of all ``T`` periods (a tree's root). Level ``ℓ``'s blocks have the flat ids
+    ``offsets[ℓ] .. offsets[ℓ+1] − 1`` (leaves first). Every point lies in one block per level.
+    """
+    sizes = [1]
+    while sizes[-1] * branching < n_values:
+        sizes.append(sizes[-1] * branching)
+    if top and n_values > 1:
+        sizes.append(sizes[-1] * branching)
+    counts = [-(-n_values // size) for size in sizes]
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return tuple(sizes), offsets
 
 
-def bary_prefix_cover(x: Any, branching: int, n_values: int
-                      ) -> list[tuple[NDArray[np.bool_], IntArray]]:
-    """Covers of the prefixes ``{p ≤ x}`` (``x ∈ [−1, D−1]``) in the ``B``-ary tree of
-    :func:`bary_layout`, as ``(used, flat ids)`` slots: the digits of ``x + 1`` in base ``B``,
-    digit ``d_ℓ`` giving the ``d_ℓ`` nodes ``⌊(x+1)/B^{ℓ+1}⌋·B + i``, ``i < d_ℓ``, of level
-    ``ℓ`` (``B = 2``: the ``popcount(x + 1)`` nodes of :func:`prefix_cover`)."""
-    _, h, offsets = bary_layout(n_values, branching)
+def layer_incidence(n_values: int, branching: int, top: bool) -> NDArray[np.float64]:
+    """Dense block × period incidence of :func:`layer_layout` (row ``v``: block ``v``'s
+    periods)."""
+    sizes, offsets = layer_layout(n_values, branching, top)
+    out = np.zeros((int(offsets[-1]), n_values))
+    pts = np.arange(n_values)
+    for lev, size in enumerate(sizes):
+        out[offsets[lev] + pts // size, pts] = 1.0
+    return out
+
+
+def layer_prefix_cover(x: Any, n_values: int, branching: int, top: bool
+                       ) -> list[tuple[NDArray[np.bool_], IntArray]]:
+    """Covers of the prefixes ``{p ≤ x}`` (``x ∈ [−1, T−1]``) by the blocks of
+    :func:`layer_layout`, as ``(used, flat ids)`` slots: the digits of ``x + 1`` in base ``B``
+    below the top level (digit ``d_ℓ``: the ``d_ℓ`` blocks ``⌊(x+1)/B^{ℓ+1}⌋·B + i``,
+    ``i < d_ℓ``), and ``⌊(x+1)/B^top⌋`` whole blocks of the top level."""
+    sizes, offsets = layer_layout(n_values, branching, top)
     xs = np.asarray(x, dtype=np.int64) + 1
     out = []
-    for lev in range(h + 1):
-        digit = (xs // branching**lev) % branching
-        base = (xs // branching ** (lev + 1)) * branching
-        for i in range(branching - 1 if lev < h else 1):
+    for lev, size in enumerate(sizes):
+        last = lev == len(sizes) - 1
+        digit = xs // size if last else (xs // size) % branching
+        base = 0 if last else (xs // (size * branching)) * branching
+        for i in range(-(-n_values // size) if last else branching - 1):
             used = digit > i
             out.append((used, np.where(used, offsets[lev] + base + i, 0)))
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def prefix_weights(n_values: int, branching: int) -> NDArray[np.float64]:
-    """Least-squares prefix weights of the complete ``B``-ary tree over ``n_values`` points.
-
-    ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` for ``x < D`` (flat ids of
-    :func:`bary_layout`; ``B = 2``: :func:`consistent_prefix_weights`, heap ids). The exact
-    noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``. Memory
-    ``O(D · nodes)``.
+@functools.lru_cache(maxsize=64)
+def layer_prefix_weights(n_values: int, branching: int, top: bool) -> NDArray[np.float64]:
+    """Least-squares prefix weights of :func:`layer_layout`: ``A = C (MᵀM)^{-1} Mᵀ`` with
+    ``M`` the incidence and ``C`` the prefix sums, so ``A[x] · noisy blocks`` is the best
+    linear unbiased estimate of the prefix ``x`` (equal block variances; for a complete tree
+    the Hay et al. consistency pass, :func:`consistent_tree`). ``A M = C`` exactly, so an
+    answer is the exact prefix plus ``Σ_v A[x, v] Z_v``. Memory ``O(T · blocks)``.
     """
-    if branching == 2:
-        return consistent_prefix_weights(domain_size(n_values))
-    _, h, offsets = bary_layout(n_values, branching)
-    eye = np.eye(int(offsets[-1]), dtype=np.float64)
-    levels = [eye[offsets[lev]:offsets[lev + 1]] for lev in range(h + 1)]
-    out: NDArray[np.float64] = np.cumsum(consistent_tree(levels, branching)[0], axis=0)
+    sizes, _ = layer_layout(n_values, branching, top)
+    pts = np.arange(n_values)
+    # MᵀM[p, q] = number of levels where p and q share a block (built without the incidence)
+    gram = sum((pts[:, None] // size == pts[None, :] // size).astype(np.float64)
+               for size in sizes)
+    upper = np.triu(np.ones((n_values, n_values)))  # column x: the indicator of {p <= x}
+    solved = np.linalg.solve(gram, upper)  # (MᵀM)^{-1} Cᵀ (MᵀM ⊇ I: well conditioned)
+    # M · solved: each block's row is the sum of its periods' rows (level by level)
+    rows = [np.add.reduceat(solved, np.arange(0, n_values, size), axis=0) for size in sizes]
+    out: NDArray[np.float64] = np.ascontiguousarray(np.concatenate(rows).T)
     out.setflags(write=False)
     return out
 
