@@ -10,7 +10,6 @@ import pytest
 
 from dpfreq.windows.strategy import _layout_weights, _weight_groups, _weighted_log_mgf
 
-
 LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 3, True),
            ("layer", 60, 8, False)]
 
