@@ -229,11 +229,11 @@ class WindowCountsPlan:
     Examples
     --------
     >>> from dpfreq.windows import plan_window_counts
-    >>> plan = plan_window_counts(horizon=90, epsilon=0.05, unit="item", k_values=[1],
+    >>> plan = plan_window_counts(horizon=90, epsilon=0.01, unit="item", k_values=[1],
     ...                           scale=2_000)
     >>> plan.vacuous["cumulative"][1], plan.halfwidth["cumulative"][1].shape
     (True, (90,))
-    >>> plan.lines()[0].endswith("epsilon >= 0.279 would give ±10% of it")
+    >>> plan.lines()[0].endswith("epsilon >= 0.0806 would give ±10% of it")
     True
     """
 
