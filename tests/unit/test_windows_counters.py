@@ -131,3 +131,38 @@ def test_the_issue_setting_predicts_at_most_035_of_the_former_error():
     rowsq = former.variance(1, np.arange(1, 31)) / former.node_variance
     former_var = float(np.mean(rowsq)) * discrete_laplace_variance(Fraction(1, 36))
     assert math.sqrt(chosen.mean_mse() / former_var) <= 0.35
+
+
+@pytest.mark.parametrize("unit", ["item", "event", "item_replace"])
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_whole_period_is_one_query_at_sensitivity_one(unit, k):
+    """``windows=["total"]``: f≥k([1, T]) changes by at most 1 between neighbours (every
+    history of one item and its neighbours), so its one noise is DLap(ε/1)."""
+    histories = _histories(HORIZON, 3)
+    worst = 0.0
+    for h in histories:
+        for other in _neighbours(h, unit, histories):
+            worst = max(worst, abs(float(len(other) >= k) - float(len(h) >= k)))
+    s = build_structure("total", "per_query", k, HORIZON, unit, Fraction(1), 0.0)
+    assert worst == s.detail["l1_sensitivity"] == 1
+    assert s.gamma == Fraction(1)
+    assert s.n_family == 1
+
+
+def test_a_total_release_answers_the_whole_period_with_the_whole_budget():
+    from dpfreq.windows import plan_window_counts, release_window_counts
+
+    rng = np.random.default_rng(5)
+    item, times = rng.integers(0, 80, 400), rng.integers(1, 21, 400)
+    rel = release_window_counts((item, times), horizon=20, epsilon=0.5, unit="item",
+                                k_values=[1], windows=["total"], rng=3)
+    s = rel._state.structures[("total", 1)]
+    assert s.gamma == Fraction(1, 2)
+    assert np.asarray(rel.value["total"][1]).shape == (1,)
+    exact = np.unique(item).size
+    assert int(rel.value["total"][1][0]) == exact + int(s.noise(1, 20))
+    assert rel.window(1, 20, 1).strategy == "total/per_query"
+    plan = plan_window_counts(horizon=20, epsilon=0.5, unit="item", k_values=[1],
+                              windows=["total"])
+    assert plan.max_halfwidth["total"][1] == pytest.approx(
+        float(np.asarray(rel.error.upper["total"][1])[0] - rel.value["total"][1][0]))

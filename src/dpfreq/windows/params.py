@@ -158,11 +158,11 @@ def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
             items = []
     if not items:
         raise ParameterError(message("windows", _FUNC, "a non-empty list of 'cumulative', "
-                                     "'all' and window widths", windows))
+                                     "'total', 'all' and window widths", windows))
     out: list[Any] = []
     for w in items:
         if isinstance(w, str):
-            check_choice(w, "windows", _FUNC, ("cumulative", "all"))
+            check_choice(w, "windows", _FUNC, ("cumulative", "total", "all"))
         else:
             w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
         if w not in out:

@@ -115,6 +115,7 @@ BRANCHINGS = tuple(range(2, 17))
 
 STRATEGIES = {
     "cumulative": ("simple", "tree", "per_query"),
+    "total": ("per_query",),
     "fixed": ("blocks", "single", "per_query"),
     "all": ("tree2d", "per_start", "per_query", "compressed"),
 }
@@ -316,7 +317,9 @@ class Structure:
             if strat in ("per_start", "compressed"):
                 detail["group_size"] = self.group_size
             return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
-        if fam == "cumulative":
+        if fam == "total":  # one window: one item, event or replacement changes it by 1
+            windows = 1
+        elif fam == "cumulative":
             windows = t
         elif fam == "fixed":
             windows = int(self.width or 1) if self.level == "event" else t
@@ -337,7 +340,7 @@ class Structure:
 
     def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
         pieces, l1, l2, detail = self._shape()
-        if self.unit == "item_replace" and self.family != "cumulative":
+        if self.unit == "item_replace" and self.family not in ("cumulative", "total"):
             # a replacement is a removal and an addition (cumulative: exact in _shape)
             l1, l2 = 2 * l1, 2 * l2
         detail["l1_sensitivity"] = l1
@@ -455,6 +458,8 @@ class Structure:
     def n_family(self) -> int:
         """Number of windows in the structure's family (``T`` for a curve, all ``T(T+1)/2``)."""
         t = self.horizon
+        if self.family == "total":
+            return 1
         return t * (t + 1) // 2 if self.family == "all" else t
 
     def band_halfwidth(self, t1: Any, t2: Any, beta: float, *,
@@ -536,6 +541,8 @@ class Structure:
             return a.astype(np.int64) + 1, b.astype(np.int64) + 1
         if self.family == "fixed":
             return np.maximum(1, ts - int(self.width or 1) + 1), ts
+        if self.family == "total":
+            return ts[-1:] * 0 + 1, ts[-1:]
         return np.ones_like(ts), ts
 
     def mean_mse(self) -> float:
