@@ -107,8 +107,9 @@ def release_window_counts(
     k_values : int or sequence of int
         The k of ``f≥k`` to release (``1`` = reach).
     windows : sequence
-        Query families: ``"cumulative"``, ``"all"`` (every ``[t1, t2]``) and integer widths
-        ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
+        Query families: ``"cumulative"``, ``"total"`` (the one window ``[1, T]``, answered as
+        one query with its structure's whole budget), ``"all"`` (every ``[t1, t2]``) and
+        integer widths ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
     strategy : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
@@ -160,12 +161,15 @@ def release_window_counts(
     Notes
     -----
     * Strategies per family (chosen by ``strategy="auto"`` from the closed-form mean squared
-      error, public parameters only): cumulative ``tree`` | ``per_query``; rolling windows
+      error, public parameters only): cumulative ``simple`` | ``tree`` (layered ``B``-ary,
+      ``B`` and the root level chosen for ``T``) | ``per_query``; rolling windows
       ``blocks`` | ``single`` (event level) | ``per_query``; arbitrary windows ``tree2d``
       (event level) | ``per_start`` | ``per_query`` | ``compressed`` (item level, declared
       singleton). ``per_query`` is the composition baseline.
-    * The cumulative and per-start trees are post-processed by the least-squares consistency
-      pass (Hay et al. 2010) when their domain has at most 1024 leaves.
+    * Cumulative trees are answered by least squares over all their blocks when
+      ``T · blocks <= 2^18``; per-start trees by the consistency pass (Hay et al. 2010) when
+      their domain has at most 1024 leaves. ``mechanism_params["strategies"][...]["why"]``
+      states the chosen structure's predicted RMSE against the next best.
     * With ``delta > 0`` two accounting plans are compared and the better one is used: pure ε
       (basic composition; advanced composition over item-level blocks/starts), or zCDP
       (``ρ`` from (ε, δ), split equally; each structure uses discrete Laplace or the exact
