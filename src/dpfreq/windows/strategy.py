@@ -224,7 +224,7 @@ def _consistent_laws(layout: Layout, gamma: Fraction | None, sigma2: int | None
     return {}
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)
 def _row_squares(layout: Layout) -> NDArray[np.float64]:
     """``Σ_v A[x, v]²`` per prefix ``x`` of the layout's weights (the variance factor)."""
     out: NDArray[np.float64] = (_layout_weights(layout) ** 2).sum(axis=1)
