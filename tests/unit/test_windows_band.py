@@ -17,6 +17,7 @@ from dpfreq.windows.band import (
     cover_map,
 )
 from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.tree import layer_incidence, layer_signed_cover
 
 KEY = bytes(range(32))
 
@@ -59,24 +60,19 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     assert band_multiplier(wide2d, 0.1, KEY, ("x", 1)) is None
 
 
-def _offsets(s):
-    counts = [-(-s.horizon // size) for size in s.detail["block_sizes"]]
-    return np.concatenate(([0], np.cumsum(counts)))
-
-
 def layout_noise(s, t1, t2):
     """Each answer's noise from the layouts of :mod:`dpfreq.windows.strategy`, by prefix and
     dominance covers of the attached trees (a statement independent of ``cover_map``)."""
     impl = s._impl
-    if s.strategy == "tree":  # the blocks of the digits of t2 in base B, block by block
+    if s.strategy == "tree":  # the signed cover's blocks, which sum to the prefix
+        m = layer_incidence(s.horizon, s.branching, s.top)
         total = np.zeros(t2.shape, dtype=np.int64)
-        for i, q in enumerate(t2.tolist()):
-            start = 0
-            sizes, offsets = s.detail["block_sizes"], _offsets(s)
-            for lev in range(len(sizes) - 1, -1, -1):
-                while start + sizes[lev] <= q:
-                    total[i] += impl[offsets[lev] + start // sizes[lev]]
-                    start += sizes[lev]
+        for used, ids, sign in layer_signed_cover(t2 - 1, s.horizon, s.branching, s.top):
+            total += np.where(used, sign * impl[ids], 0)
+        covered = np.zeros((t2.size, s.horizon))
+        for used, ids, sign in layer_signed_cover(t2 - 1, s.horizon, s.branching, s.top):
+            covered[used] += sign[used, None] * m[ids[used]]
+        assert np.array_equal(covered, np.arange(s.horizon)[None, :] < t2[:, None])
         return total
     if s.strategy == "blocks":  # block b = t2 // W: tree 2b + 1 minus tree 2b at t2 − b·W
         b = t2 // s.width

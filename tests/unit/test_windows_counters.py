@@ -15,7 +15,7 @@ from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, build_structure
-from dpfreq.windows.tree import layer_incidence, layer_prefix_cover
+from dpfreq.windows.tree import layer_incidence, layer_prefix_cover, layer_signed_cover
 
 HORIZON = 5
 
@@ -90,12 +90,17 @@ def test_prefix_cover_partitions_the_prefix_and_least_squares_is_unbiased(n_valu
                         branching=branching, top=top)
     m = _incidence(s)
     x = np.arange(-1, n_values)
+    prefixes = (np.arange(n_values)[None, :] <= x[:, None]) * 1.0
     cover = np.zeros((x.size, m.shape[0]))
     for used, ids in layer_prefix_cover(x, n_values, branching, top):
         np.add.at(cover, (np.flatnonzero(used), ids[used]), 1.0)
-    prefixes = (np.arange(n_values)[None, :] <= x[:, None]) * 1.0
     assert np.array_equal(cover @ m, prefixes)
-    assert np.array_equal(cover.sum(axis=1)[1:], s.nodes(1, x[1:] + 1))
+    signed = np.zeros((x.size, m.shape[0]))  # balanced digits: never more blocks
+    for used, ids, sign in layer_signed_cover(x, n_values, branching, top):
+        np.add.at(signed, (np.flatnonzero(used), ids[used]), sign[used])
+    assert np.array_equal(signed @ m, prefixes)
+    assert np.all(np.abs(signed).sum(axis=1) <= cover.sum(axis=1))
+    assert np.array_equal(np.abs(signed).sum(axis=1)[1:], s.nodes(1, x[1:] + 1))
     weights = s.weights()  # least squares: A M = C and A = C pinv(M)
     np.testing.assert_allclose(weights @ m, prefixes[1:], atol=1e-9)
     np.testing.assert_allclose(weights, prefixes[1:] @ np.linalg.pinv(m), atol=1e-9)

@@ -107,7 +107,8 @@ class Structure(Protocol):
 
     def weights(self) -> NDArray[np.float64]: ...
 
-    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], NDArray[np.int64]]]: ...
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], NDArray[np.int64],
+                                          NDArray[np.int64]]]: ...
 
     def family_queries(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
 
@@ -181,12 +182,12 @@ def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
     if s.consistent or strat not in ("tree", "blocks", "single", "tree2d"):
         return None
     d = int(s.detail["domain"])
-    if strat == "tree":  # flat block ids of the layered layout
+    if strat == "tree":  # flat block ids of the layered layout, signed covers
         slots = s.cover(t2 - 1)
-        rows = [np.flatnonzero(used) for used, _ in slots]
-        return (np.concatenate(rows), np.concatenate([ids[q] for (_, ids), q in
-                                                      zip(slots, rows, strict=True)]),
-                np.ones(sum(q.size for q in rows), dtype=np.int64))
+        rows = [np.flatnonzero(used) for used, _, _ in slots]
+        return (np.concatenate(rows),
+                np.concatenate([ids[q] for (_, ids, _), q in zip(slots, rows, strict=True)]),
+                np.concatenate([sg[q] for (_, _, sg), q in zip(slots, rows, strict=True)]))
     if strat == "tree2d":  # tree 0 minus tree 1 over the dominance cover of (t1 − 1, t2 − 1)
         q, pairs = dominance_pairs(t1 - 1, t2 - 1, d)
         ones = np.ones(q.size, dtype=np.int64)

@@ -84,8 +84,8 @@ from dpfreq.windows.tree import (
     domain_size,
     dominance_noise_sum,
     layer_layout,
-    layer_prefix_cover,
     layer_prefix_weights,
+    layer_signed_cover,
     popcount,
     prefix_cover,
 )
@@ -510,7 +510,7 @@ class Structure:
         if strat == "simple":  # one leaf noise per period of the prefix
             return q2 + 0 * q1
         if strat == "tree":
-            return sum(used.astype(np.int64) for used, _ in self.cover(q2 - 1)) + 0 * q1
+            return sum(used.astype(np.int64) for used, _, _ in self.cover(q2 - 1)) + 0 * q1
         if strat == "blocks":
             w = int(self.width or 1)
             b = q2 // w
@@ -523,10 +523,10 @@ class Structure:
         g1, g2 = self.query_map(q1, q2)
         return popcount(g2 - g1 + 1)
 
-    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray]]:
-        """Block covers of the prefixes ``{p <= x}`` of a cumulative tree
-        (:func:`~dpfreq.windows.tree.layer_prefix_cover`)."""
-        return layer_prefix_cover(x, self.horizon, self.branching, self.top)
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
+        """Signed block covers of the prefixes ``{p <= x}`` of a cumulative tree without
+        least squares (:func:`~dpfreq.windows.tree.layer_signed_cover`)."""
+        return layer_signed_cover(x, self.horizon, self.branching, self.top)
 
     def bias_bound(self) -> int:
         """Bound on |E[answer] − truth| (time compression only, singleton logs: 2(s−1))."""
@@ -635,8 +635,8 @@ class Structure:
             return out
         if strat == "tree":
             plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
-            for used, ids in self.cover(q2 - 1):
-                plain = plain + np.where(used, impl[ids], 0)
+            for used, ids, sign in self.cover(q2 - 1):
+                plain = plain + np.where(used, sign * impl[ids], 0)
             return plain
         if strat in ("blocks", "single"):  # the layout the band simulates (cover_map)
             x, copies = prefix_layout(self, q2)

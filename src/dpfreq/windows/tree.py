@@ -50,6 +50,7 @@ __all__ = [
     "layer_layout",
     "layer_prefix_cover",
     "layer_prefix_weights",
+    "layer_signed_cover",
     "node_counts",
     "popcount",
     "prefix_cover",
@@ -281,6 +282,46 @@ def layer_prefix_cover(x: Any, n_values: int, branching: int, top: bool
         for i in range(-(-n_values // size) if last else branching - 1):
             used = digit > i
             out.append((used, np.where(used, offsets[lev] + base + i, 0)))
+    return out
+
+
+def layer_signed_cover(x: Any, n_values: int, branching: int, top: bool
+                       ) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
+    """Signed covers of the prefixes ``{p ≤ x}`` by the blocks of :func:`layer_layout`:
+    ``(used, flat ids, signs)`` slots with ``Σ sign · block = prefix``.
+
+    Below the top level the digits of ``x + 1`` are balanced (``d > B/2`` becomes ``d − B``
+    with a carry: ``|d|`` blocks added after, or subtracted before, what the levels above
+    cover), which about halves the blocks per level; where a carry would reach past ``T``
+    the plain digits of :func:`layer_prefix_cover` are kept.
+    """
+    sizes, offsets = layer_layout(n_values, branching, top)
+    n = np.asarray(x, dtype=np.int64) + 1
+    plain = np.zeros((len(sizes), *n.shape), dtype=np.int64)
+    signed = np.zeros_like(plain)
+    r_plain, r_signed = n.copy(), n.copy()
+    for lev in range(len(sizes) - 1):
+        plain[lev] = r_plain % branching
+        r_plain //= branching
+        d = r_signed % branching
+        d = np.where(2 * d > branching, d - branching, d)
+        signed[lev] = d
+        r_signed = (r_signed - d) // branching
+    plain[-1], signed[-1] = r_plain, r_signed
+    size = np.asarray(sizes, dtype=np.int64).reshape((-1,) + (1,) * n.ndim)
+    reach = np.cumsum((signed * size)[::-1], axis=0).max(axis=0)  # furthest block end
+    digits = np.where(reach <= n_values, signed, plain)
+    above = np.cumsum((digits * size)[::-1], axis=0)[::-1]  # P_l = Σ_{m >= l} d_m s_m
+    out = []
+    for lev, sz in enumerate(sizes):
+        d = digits[lev]
+        last = lev == len(sizes) - 1
+        base = (above[lev + 1] // sz) if not last else np.zeros_like(d)
+        for i in range(-(-n_values // sz) if last else branching - 1):
+            used = np.abs(d) > i
+            ids = np.where(d > 0, base + i, base - 1 - i)
+            out.append((used, np.where(used, offsets[lev] + ids, 0),
+                        np.where(d > 0, 1, -1).astype(np.int64)))
     return out
 
 
