@@ -80,9 +80,11 @@ def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float,
 
 
 def _best_tree(k: int, horizon: int, unit: str, eps: Fraction, delta: float,
-               rho: float | None, noise_kind: str) -> Structure | None:
+               rho: float | None, noise_kind: str,
+               layouts: dict[str, float] | None = None) -> Structure | None:
     """The cumulative tree whose branching factor ``B`` and top level (a root block over all
-    periods, or none) predict the least error for ``T`` (each layout once)."""
+    periods, or none) predict the least error for ``T`` (each layout once); ``layouts``
+    receives every layout's predicted RMSE."""
     best: Structure | None = None
     seen: set[tuple[int, ...]] = set()
     for b in BRANCHINGS:
@@ -93,6 +95,8 @@ def _best_tree(k: int, horizon: int, unit: str, eps: Fraction, delta: float,
             if sizes in seen or not _usable(s):
                 continue
             seen.add(sizes)
+            if layouts is not None:
+                layouts[f"B={b}{', root' if top else ''}"] = float(np.sqrt(s.mean_mse()))
             if best is None or s.mean_mse() < best.mean_mse():
                 best = s
     return best
@@ -137,13 +141,15 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
         for k in ks:
             preds: dict[str, float] = {}
             structs: dict[str, Structure] = {}
+            layouts: dict[str, float] = {}
             for c in cands if forced is None else [forced]:
                 for kind in kinds:
                     g = 1
                     if c == "compressed":
                         g, _ = _best_group_size(k, horizon, eps_s, delta_s, rho_s, kind)
                     if family == "cumulative" and c == "tree":
-                        best = _best_tree(k, horizon, unit, eps_s, delta_s, rho_s, kind)
+                        best = _best_tree(k, horizon, unit, eps_s, delta_s, rho_s, kind,
+                                          layouts if kind == "laplace" else None)
                         if best is None:
                             continue
                         s = best
@@ -169,6 +175,8 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                 "chosen_by": "auto (smallest predicted mean squared error, public parameters "
                              "only)" if forced is None else "caller",
                 "why": _why(pick, preds, structs[pick])}
+            if layouts:
+                record[f"{label}, k={k}"]["tree_layouts_rmse"] = layouts
     return chosen, record
 
 
