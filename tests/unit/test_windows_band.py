@@ -16,8 +16,8 @@ from dpfreq.windows.band import (
     band_multiplier,
     cover_map,
 )
+from dpfreq.windows.counters import layer_incidence, layer_signed_cover
 from dpfreq.windows.strategy import build_structure
-from dpfreq.windows.tree import layer_incidence, layer_signed_cover
 
 KEY = bytes(range(32))
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dpfreq.windows.strategy import _layout_weights, _weight_groups, _weighted_log_mgf
+from dpfreq.windows.weights import layout_weights, weight_groups, weighted_log_mgf
 
 LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 3, True),
            ("layer", 60, 8, False)]
@@ -16,8 +16,8 @@ LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_groups_count_every_weight_and_keep_the_largest(layout: tuple) -> None:
-    w = np.abs(_layout_weights(layout))
-    values, counts = _weight_groups(layout)
+    w = np.abs(layout_weights(layout))
+    values, counts = weight_groups(layout)
     assert np.array_equal(counts.sum(axis=1), np.full(w.shape[0], w.shape[1]))
     assert np.array_equal(values.max(axis=1), w.max(axis=1))
     for x in range(w.shape[0]):  # each weight lies at or below its group's value, within 1e-12
@@ -30,8 +30,8 @@ def test_groups_count_every_weight_and_keep_the_largest(layout: tuple) -> None:
                           (("layer", 81, 3, False), (1, 2))])
 def test_grouped_log_mgf_is_never_below_the_exact_one(layout: tuple, gamma: tuple[int, int]
                                                       ) -> None:
-    lam, log_m = _weighted_log_mgf(layout, *gamma)
-    w = np.abs(_layout_weights(layout))
+    lam, log_m = weighted_log_mgf(layout, *gamma)
+    w = np.abs(layout_weights(layout))
     alpha = math.exp(-gamma[0] / gamma[1])
     base = 2 * math.log1p(-alpha)
     for j in range(lam.shape[1]):

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from dpfreq.noise import discrete_laplace_variance
+from dpfreq.windows.counters import layer_incidence, layer_prefix_cover, layer_signed_cover
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, build_structure
-from dpfreq.windows.tree import layer_incidence, layer_prefix_cover, layer_signed_cover
 
 HORIZON = 5
 

@@ -8,7 +8,7 @@ share node noises, the union bound ``β/n`` is certified but loose (measured at 
 :data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
 
 * every answer's noise is a fixed linear map of i.i.d. node noises (the consistency weights
-  ``A`` of :func:`~dpfreq.windows.tree.prefix_weights`), independent of the data;
+  ``A`` of :func:`~dpfreq.windows.weights.layout_weights`), independent of the data;
 * :data:`BAND_DRAWS` independent copies of the family's whole noise vector are drawn from that
   exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
   (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima

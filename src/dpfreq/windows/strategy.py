@@ -45,7 +45,6 @@ composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -61,6 +60,7 @@ from dpfreq.noise import (
     sample_discrete_laplace,
 )
 from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier, prefix_layout
+from dpfreq.windows.counters import layer_layout, layer_signed_cover
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -71,7 +71,6 @@ from dpfreq.windows.lazy_noise import (
 )
 from dpfreq.windows.noise_law import (
     TAIL,
-    WEIGHT_DECIMALS,
     sum_quantile,
     tail_radius,
     weighted_quantile,
@@ -80,14 +79,17 @@ from dpfreq.windows.noise_law import (
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
-    consistent_prefix_weights,
     domain_size,
     dominance_noise_sum,
-    layer_layout,
-    layer_prefix_weights,
-    layer_signed_cover,
     popcount,
     prefix_cover,
+)
+from dpfreq.windows.weights import (
+    Layout,
+    consistent_laws,
+    layout_weights,
+    row_squares,
+    weighted_log_mgf,
 )
 
 __all__ = [
@@ -152,84 +154,6 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
     only when the support is too long to compute).
     """
     return sum_quantile(nodes, beta, gamma=gamma)
-
-
-Layout = tuple[Any, ...]
-
-
-def _layout_weights(layout: Layout) -> NDArray[np.float64]:
-    """Prefix weights of a layout: ``("heap", D)`` the binary tree of
-    :func:`consistent_prefix_weights`, ``("layer", T, B, top)`` :func:`layer_prefix_weights`."""
-    if layout[0] == "heap":
-        return consistent_prefix_weights(int(layout[1]))
-    return layer_prefix_weights(int(layout[1]), int(layout[2]), bool(layout[3]))
-
-
-@functools.lru_cache(maxsize=8)
-def _weight_groups(layout: Layout) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per consistent prefix: its distinct ``|a_v|`` (to :data:`WEIGHT_DECIMALS` decimals, each
-    group's largest member) and their multiplicities, zero-padded to one width.
-
-    A prefix of a 512-period tree has 1024 weights but about 60 distinct ones up to rounding,
-    so the moment generating function below costs a 20th of the weight-by-weight product.
-    """
-    w = np.sort(np.abs(_layout_weights(layout)), axis=1)
-    key = np.round(w, WEIGHT_DECIMALS)
-    last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in its row
-    last[:, :-1] = key[:, 1:] != key[:, :-1]
-    rows, cols = np.nonzero(last)  # row-major: the groups of each row in increasing order
-    per_row = last.sum(axis=1)
-    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    slot = np.arange(rows.size) - np.repeat(starts, per_row)  # group index within the row
-    previous = np.where(slot == 0, -1, np.roll(cols, 1))  # last column of the group before
-    values = np.zeros((w.shape[0], int(per_row.max())))
-    counts = np.zeros_like(values)
-    values[rows, slot] = w[rows, cols]
-    counts[rows, slot] = cols - previous
-    return values, counts
-
-
-@functools.lru_cache(maxsize=16)
-def _weighted_log_mgf(layout: Layout, gamma_num: int, gamma_den: int
-                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """For each consistent prefix ``x``: a grid ``λ`` and an upper bound on
-    ``log E[exp(λ Σ_v a_v Z_v)]``.
-
-    ``a = _layout_weights(layout)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
-    ``λ·max|a_v| < γ``. Each weight is replaced by the largest of its group
-    (:func:`_weight_groups`); the log-mgf of ``a Z`` grows with ``|a|``, so the sum is never
-    below the exact one and the Chernoff bound built on it stays valid. Depends on public
-    parameters only (cached per process).
-    """
-    values, counts = _weight_groups(layout)
-    g = gamma_num / gamma_den
-    alpha = math.exp(-g)
-    amax = values.max(axis=1)
-    grid = np.geomspace(1e-3, 1 - 1e-6, 32)
-    lam = (g / amax)[:, None] * grid[None, :]
-    log_m = np.empty_like(lam)
-    base = 2 * math.log1p(-alpha)
-    for j in range(grid.size):
-        u = values * lam[:, j:j + 1]
-        log_m[:, j] = (counts * (base - np.log1p(-np.exp(u - g))
-                                 - np.log1p(-np.exp(-u - g)))).sum(axis=1)
-    log_m += 1e-10 * np.abs(log_m) + 1e-12  # covers the rounding of the sums (~1e-13)
-    return lam, log_m
-
-
-@functools.lru_cache(maxsize=4)
-def _consistent_laws(layout: Layout, gamma: Fraction | None, sigma2: int | None
-                     ) -> dict[int, Any]:
-    """Per consistent prefix ``x``: its certified noise law (filled lazily, public only)."""
-    return {}
-
-
-@functools.lru_cache(maxsize=64)
-def _row_squares(layout: Layout) -> NDArray[np.float64]:
-    """``Σ_v A[x, v]²`` per prefix ``x`` of the layout's weights (the variance factor)."""
-    out: NDArray[np.float64] = (_layout_weights(layout) ** 2).sum(axis=1)
-    out.setflags(write=False)
-    return out
 
 
 def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
@@ -375,7 +299,7 @@ class Structure:
 
     def weights(self) -> NDArray[np.float64]:
         """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
-        return _layout_weights(self.layout)
+        return layout_weights(self.layout)
 
     def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
         """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
@@ -389,7 +313,7 @@ class Structure:
     def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
-            rowsq = _row_squares(self.layout)
+            rowsq = row_squares(self.layout)
             x = self._prefix_index(t1, t2)
             var: NDArray[np.float64] = rowsq[x] * self.node_variance
             return var
@@ -429,11 +353,11 @@ class Structure:
         xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
         int(self.detail["domain"])
         if self.noise_kind == "gaussian":
-            proxy = _row_squares(self.layout) * self.sigma2
+            proxy = row_squares(self.layout) * self.sigma2
             bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
             radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
         else:
-            lam, log_m = _weighted_log_mgf(self.layout, self.gamma.numerator,
+            lam, log_m = weighted_log_mgf(self.layout, self.gamma.numerator,
                                            self.gamma.denominator)
             bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
             radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
@@ -442,7 +366,7 @@ class Structure:
         vals = bound[xs]
         if not exact:
             return vals[inv].reshape(np.shape(inv))
-        laws = _consistent_laws(self.layout, gamma, sigma2)
+        laws = consistent_laws(self.layout, gamma, sigma2)
         for i, x in enumerate(xs.tolist()):
             if x not in laws:
                 laws[x] = weighted_sum_law(self.weights()[x], float(radius[x]), gamma=gamma,
@@ -525,7 +449,7 @@ class Structure:
 
     def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
         """Signed block covers of the prefixes ``{p <= x}`` of a cumulative tree without
-        least squares (:func:`~dpfreq.windows.tree.layer_signed_cover`)."""
+        least squares (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
         return layer_signed_cover(x, self.horizon, self.branching, self.top)
 
     def bias_bound(self) -> int:
@@ -570,7 +494,7 @@ class Structure:
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
             if self.consistent:
-                per = _row_squares(self.layout)[diffs]
+                per = row_squares(self.layout)[diffs]
             else:
                 per = popcount(diffs + 1).astype(np.float64)
             mean_nodes = float(np.sum(corr * per)) / n_q
