@@ -7,6 +7,13 @@ Run ``python benchmarks/bench_windows.py [--quick]``. Prints tables:
 2. RMSE vs k at T = 365.
 3. Baselines on the same data at T = 365 (event and item level): every strategy forced, the
    ``auto`` choice, ratio auto / best baseline (must be <= 1) and per-window composition / auto.
+5. Cumulative counters (``--only counters``): the RMSE of every cumulative structure (simple
+   counter, binary tree, the best layered B-ary tree, per-query) and of ``auto`` at
+   T ∈ {7, 30, 90, 365, 4096}, ε ∈ {0.1, 1}, both units, measured on the structures' keyed
+   noise (an answer is the exact count plus this noise) over many keys; ratio auto / best.
+   The issue setting (200k-item log, T = 30, item level, ε = 1/3, 8 seeds) is measured on
+   releases, with ``--baseline-rev REV`` also on the library of revision REV in the same run.
+   ``--plot PATH`` writes the predicted RMSE against T of each structure (PNG).
 4. Speed: ingest events/s, release time and random window queries/s (first ask, asked again
    with the node noise cached, one window per call). ``--baseline-rev REV`` times the same
    steps with the library source of git revision REV in the same run and prints the ratios.
@@ -126,7 +133,7 @@ def bench_vs_k(quick: bool) -> None:
 
 
 BASELINES = {
-    "cumulative": ("tree", "per_query"),
+    "cumulative": ("simple", "tree", "per_query"),
     "fixed": ("blocks", "single", "per_query"),
     "all": ("tree2d", "per_start", "per_query"),
 }
@@ -174,6 +181,112 @@ def bench_approx(quick: bool) -> None:
                          f"{pure[0] / appr[0]:.1f}x"))
     table(rows, ("level", "family", "pure eps=1 (auto)", "eps=1, delta=1e-6 (auto)",
                  "pure/approx"))
+
+
+def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
+    """Every cumulative structure for (T, ε, unit), and the one ``auto`` keeps."""
+    from fractions import Fraction
+
+    from dpfreq.windows.plan import make_plan
+    from dpfreq.windows.strategy import build_structure
+
+    e = Fraction(eps).limit_denominator(10**6)
+    out = {"simple": build_structure("cumulative", "simple", 1, horizon, unit, e, 0.0),
+           "binary tree": build_structure("cumulative", "tree", 1, horizon, unit, e, 0.0,
+                                          branching=2, top=True),
+           "per_query": build_structure("cumulative", "per_query", 1, horizon, unit, e, 0.0)}
+    plan = make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto", False)
+    best_tree = make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0,
+                          {"cumulative": "tree"}, False).structures[("cumulative", 1)]
+    out[f"tree B={best_tree.branching}{'+root' if best_tree.top else ''}"] = best_tree
+    out["auto"] = plan.structures[("cumulative", 1)]
+    return out
+
+
+def _noise_rmse(s, keys: int) -> float:
+    """Measured RMSE of the cumulative curve's noise over ``keys`` independent keys."""
+    ts = np.arange(1, s.horizon + 1)
+    total = 0.0
+    for i in range(keys):
+        s.attach(i.to_bytes(4, "little") * 8, ("bench", i))
+        total += float(np.mean(np.asarray(s.noise(np.ones_like(ts), ts), dtype=float) ** 2))
+    return math.sqrt(total / keys)
+
+
+def issue_rmse(quick: bool) -> list[float]:
+    """Cumulative reach RMSE per seed on the issue's log: 200k items, T = 30, item level,
+    ε = 1/3, k = 1 (uses only APIs every version has)."""
+    rng = np.random.default_rng(34)
+    n_items = 20_000 if quick else 200_000
+    item = np.repeat(np.arange(n_items), 3)
+    times = rng.integers(1, 31, size=item.size)
+    out = []
+    for seed in range(8):
+        rel = release_window_counts((item, times), horizon=30, epsilon=1 / 3, unit="item",
+                                    k_values=[1], windows=["cumulative"], rng=seed)
+        _label, s = next(iter(rel._state.structures.items()))
+        ts = np.arange(1, 31)
+        exact = rel._state.exact(s, np.ones_like(ts), ts)
+        err = np.asarray(rel.value["cumulative"][1], dtype=float) - exact
+        out.append(float(np.mean(err**2)))
+    return out
+
+
+def bench_counters(quick: bool, baseline: str | None = None, plot: str | None = None) -> None:
+    print("## 5. Cumulative counters: RMSE of every structure and of auto (k=1; measured on "
+          "keyed noise; predicted in brackets)")
+    rows = []
+    for horizon in (7, 30, 90, 365, 4096):
+        keys = 20 if horizon == 4096 else (100 if quick else 400)
+        for eps in (0.1, 1.0):
+            for unit in ("item", "event"):
+                structs = _counter_structures(horizon, eps, unit)
+                meas = {name: _noise_rmse(s, keys) for name, s in structs.items()}
+                best = min(v for name, v in meas.items() if name != "auto")
+                cells = " ".join(f"{name}={meas[name]:.3g}({math.sqrt(s.mean_mse()):.3g})"
+                                 for name, s in structs.items() if name != "auto")
+                auto = structs["auto"]
+                b = f" B={auto.branching}" if auto.strategy == "tree" else ""
+                rows.append((horizon, eps, unit, cells, f"{meas['auto']:.3g} ({auto.strategy}"
+                             f"{b})", f"{meas['auto'] / best:.3f}"))
+    table(rows, ("T", "eps", "unit", "structures: measured(predicted) RMSE", "auto",
+                 "auto/best"))
+    new = issue_rmse(quick)
+    print("   issue setting (T=30, item, eps=1/3, 8 seeds, releases on the log): "
+          f"RMSE {math.sqrt(np.mean(new)):.2f}")
+    if baseline:
+        old = _baseline_json(baseline, quick, "--issue-json")
+        print(f"   library at {baseline}, same run: RMSE {math.sqrt(np.mean(old)):.2f}; "
+              f"ratio new/old {math.sqrt(np.mean(new) / np.mean(old)):.3f}")
+    print()
+    if plot:
+        _plot_counters(plot)
+
+
+def _plot_counters(path: str) -> None:
+    """Predicted RMSE (exact closed forms) against T of each structure, item level, ε = 1."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ts = [4, 7, 12, 20, 30, 50, 90, 150, 250, 365, 600, 1000, 2048, 4096]
+    curves: dict[str, list[float]] = {}
+    for t in ts:
+        for name, s in _counter_structures(t, 1.0, "item").items():
+            key = "best layered tree" if name.startswith("tree B=") else name
+            curves.setdefault(key, []).append(math.sqrt(s.mean_mse()))
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    for name, ys in curves.items():
+        ax.plot(ts, ys, marker="o" if name != "auto" else None, ms=3,
+                lw=3 if name == "auto" else 1.2, alpha=0.5 if name == "auto" else 1.0,
+                label=name)
+    ax.set(xscale="log", yscale="log", xlabel="T (periods)", ylabel="predicted RMSE",
+           title="Cumulative reach, item level, epsilon = 1")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"   wrote {path}")
 
 
 def _ingest(item, times, horizon):
@@ -260,6 +373,11 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
 def _baseline_rows(rev: str, quick: bool) -> list[tuple[str, float, float, str]]:
     """Run :func:`speed_rows` on the library source of git revision ``rev`` (same machine, same
     run), through a subprocess with that source first on the path."""
+    return [tuple(r) for r in _baseline_json(rev, quick, "--speed-json")]
+
+
+def _baseline_json(rev: str, quick: bool, flag: str):
+    """The JSON this script prints with ``flag`` when run on the library of revision ``rev``."""
     import json
     import os
     import subprocess
@@ -273,11 +391,11 @@ def _baseline_rows(rev: str, quick: bool) -> list[tuple[str, float, float, str]]
                               capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=arch, check=True)
         env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "src"))
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--speed-json"]
+        cmd = [sys.executable, str(Path(__file__).resolve()), flag]
         if quick:
             cmd.append("--quick")
         out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-    return [tuple(r) for r in json.loads(out)]
+    return json.loads(out)
 
 
 def bench_speed(quick: bool, baseline: str | None = None) -> None:
@@ -300,24 +418,30 @@ def bench_speed(quick: bool, baseline: str | None = None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (minutes, not tens)")
-    ap.add_argument("--only", choices=["t", "k", "baselines", "approx", "speed"], default=None)
+    ap.add_argument("--only", choices=["t", "k", "baselines", "approx", "counters", "speed"],
+                    default=None)
+    ap.add_argument("--plot", default=None, metavar="PNG",
+                    help="counters: write the predicted RMSE against T of each structure")
     ap.add_argument("--baseline-rev", default=None, metavar="REV",
                     help="also time the speed steps with the library of this git revision, in "
                          "the same run, and print speed-up ratios")
     ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--issue-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.speed_json:  # internal: the baseline subprocess
+    if args.speed_json or args.issue_json:  # internal: the baseline subprocess
         import json
 
-        print(json.dumps(speed_rows(args.quick)))
+        print(json.dumps(speed_rows(args.quick) if args.speed_json else issue_rmse(args.quick)))
         return
     parts = {"t": bench_vs_t, "k": bench_vs_k, "baselines": bench_baselines,
-             "approx": bench_approx, "speed": bench_speed}
+             "approx": bench_approx, "counters": bench_counters, "speed": bench_speed}
     for name, fn in parts.items():
         if args.only in (None, name):
             t0 = time.perf_counter()
             if name == "speed":
                 bench_speed(args.quick, args.baseline_rev)
+            elif name == "counters":
+                bench_counters(args.quick, args.baseline_rev, args.plot)
             else:
                 fn(args.quick)
             print(f"   ({name}: {time.perf_counter() - t0:.1f} s)\n")

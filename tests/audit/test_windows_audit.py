@@ -367,43 +367,65 @@ def _tree2d_counts(log, k: int, horizon: int, domain: int) -> dict:
     return out
 
 
-def _cumulative_counts(log, k: int, domain: int) -> np.ndarray:
+def _cumulative_counts(log, k: int, structure) -> np.ndarray:
+    """Released block counts of a cumulative structure (its block × period incidence)."""
+    from dpfreq.windows.counters import layer_incidence
     from dpfreq.windows.reductions import cumulative_points
-    from dpfreq.windows.tree import node_counts
 
     item, times = _sorted_arrays(log)
-    return node_counts(cumulative_points(item, times, k) - 1, domain)
+    t = structure.horizon
+    hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=t)
+    if structure.strategy == "simple":
+        return hist
+    return layer_incidence(t, structure.branching, structure.top) @ hist
+
+
+CUMULATIVE_LAYOUTS = [("simple", 2, False), ("tree", 2, False), ("tree", 2, True),
+                      ("tree", 3, False), ("tree", 3, True)]
 
 
 def test_exact_worst_case_loss_of_the_noisy_trees_is_within_epsilon():
     """Every log of at most 3 events over 2 items and T = 4 periods, and every neighbour with one
-    more event (event level): the privacy loss of noisy node counts ``c + DLap(γ)`` between two
-    inputs is at most ``γ·‖c − c'‖₁``, attained at outputs beyond both (the pmfs are exact), so
-    the exact worst case over this enumeration is ``γ·max‖c − c'‖₁``. It must not exceed the
-    structure's budget ε_s, for the cumulative tree and the 2d trees, k = 1, 2."""
+    more event (event level) or one more item with up to 2 events (item level): the privacy loss
+    of noisy node counts ``c + DLap(γ)`` between two inputs is at most ``γ·‖c − c'‖₁``, attained
+    at outputs beyond both (the pmfs are exact), so the exact worst case over this enumeration
+    is ``γ·max‖c − c'‖₁``. It must not exceed the structure's budget ε_s, for every cumulative
+    layout at both units and the 2d trees (event level), k = 1, 2."""
     from dpfreq.windows.strategy import build_structure
-    from dpfreq.windows.tree import domain_size
 
     horizon, eps = 4, Fraction(1)
     logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]
     cells = [(i, t) for i in range(2) for t in range(1, horizon + 1)]
+    newcomers = [tuple((2, t) for _, t in hist) for hist in _all_logs(horizon, 1, 2) if hist]
     for k in (1, 2):
-        cum = build_structure("cumulative", "tree", k, horizon, "event", eps, 0.0)
         t2d = build_structure("all", "tree2d", k, horizon, "event", eps, 0.0)
-        d_cum, d_2d = domain_size(horizon), int(t2d.detail["domain"])
-        worst_cum = worst_2d = Fraction(0)
+        d_2d = int(t2d.detail["domain"])
+        worst_2d = Fraction(0)
+        cums = {(unit, lay): build_structure("cumulative", lay[0], k, horizon, unit, eps, 0.0,
+                                             branching=lay[1], top=lay[2])
+                for unit in ("event", "item") for lay in CUMULATIVE_LAYOUTS}
+        worst = dict.fromkeys(cums, Fraction(0))
         for log in logs:
-            c0 = _cumulative_counts(log, k, d_cum)
             n0 = _tree2d_counts(log, k, horizon, d_2d)
+            base = {key: _cumulative_counts(log, k, s) for key, s in cums.items()}
             for cell in cells:
                 other = tuple(sorted((*log, cell)))
-                c1 = _cumulative_counts(other, k, d_cum)
-                worst_cum = max(worst_cum, cum.gamma * int(np.abs(c1 - c0).sum()))
                 n1 = _tree2d_counts(other, k, horizon, d_2d)
                 l1 = sum(abs(n1[key] - n0[key]) for key in set(n0) | set(n1))
                 worst_2d = max(worst_2d, t2d.gamma * l1)
-        assert 0 < worst_cum <= eps
+                for key, s in cums.items():
+                    if key[0] == "event":
+                        diff = np.abs(_cumulative_counts(other, k, s) - base[key]).sum()
+                        worst[key] = max(worst[key], s.gamma * int(diff))
+            for extra in newcomers:
+                other = tuple(sorted((*log, *extra)))
+                for key, s in cums.items():
+                    if key[0] == "item":
+                        diff = np.abs(_cumulative_counts(other, k, s) - base[key]).sum()
+                        worst[key] = max(worst[key], s.gamma * int(diff))
         assert 0 < worst_2d <= eps
+        for key, value in worst.items():
+            assert 0 < value <= eps, key
 
 
 def _clopper_pearson(hits: int, n: int, alpha: float) -> tuple[float, float]:
@@ -434,6 +456,29 @@ def test_clopper_pearson_lower_bound_of_cumulative_windows_is_within_epsilon():
     p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
     _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
     assert p_lo > q_hi  # the audit has power: the event is more likely with the extra event
+    assert np.log(p_lo / q_hi) <= eps
+
+
+@pytest.mark.slow
+def test_clopper_pearson_lower_bound_of_the_item_level_counter_is_within_epsilon():
+    """Seeded black-box audit of the structure ``auto`` keeps at item level (T = 2): releases
+    on two neighbouring logs (one more item, seen at period 1), the event "cumulative reach at
+    t = 1 >= 2" over n releases each; the Clopper–Pearson lower bound on the realised ε (α/2
+    per side, α = 1e-6) must not exceed the claimed ε."""
+    eps, n = 1.0, 3000
+    base = (np.array([1, 2]), np.array([1, 2]))
+    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
+    hits = []
+    for log in (plus, base):
+        count = 0
+        for seed in range(n):
+            rel = release_window_counts(log, horizon=2, epsilon=eps, unit="item",
+                                        k_values=[1], windows=["cumulative"], rng=seed)
+            count += int(rel.value["cumulative"][1][0] >= 2)
+        hits.append(count)
+    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
+    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    assert p_lo > q_hi  # the audit has power
     assert np.log(p_lo / q_hi) <= eps
 
 

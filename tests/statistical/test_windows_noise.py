@@ -65,16 +65,21 @@ def exact_moments(weights, gamma):
 
 
 @pytest.mark.parametrize(
-    ("family", "strategy", "level", "width", "query"),
+    ("family", "strategy", "level", "width", "query", "extra"),
     [
-        pytest.param("all", "tree2d", "event", None, (5, 13), marks=pytest.mark.slow),
-        ("fixed", "blocks", "event", 4, (7, 10)),
-        ("cumulative", "tree", "event", None, (1, 15)),
-        ("all", "per_start", "item", None, (3, 14)),
+        pytest.param("all", "tree2d", "event", None, (5, 13), {}, marks=pytest.mark.slow),
+        ("fixed", "blocks", "event", 4, (7, 10), {}),
+        ("cumulative", "tree", "event", None, (1, 15), {}),
+        ("cumulative", "tree", "item", None, (1, 11), {"branching": 3}),  # least squares
+        ("cumulative", "tree", "event", None, (1, 14), {"branching": 4, "top": True}),
+        ("cumulative", "tree", "item_replace", None, (1, 1000),
+         {"branching": 16, "horizon": 4096}),  # too large for least squares: plain cover
+        ("cumulative", "simple", "event", None, (1, 9), {}),
+        ("all", "per_start", "item", None, (3, 14), {}),
     ],
 )
 def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy, level, width,
-                                                          query):
+                                                          query, extra):
     """Mean of the squared answer noise over independent keys equals ``#nodes · Var[DLap]``
     (``Var[DLap]·Σa²`` for the consistency-post-processed cumulative tree).
 
@@ -85,13 +90,20 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
     level count) gives a drift of 0.5·sqrt(1500/5) ≈ 8.7 standard errors: power > 0.9999.
     """
     n = 1500
-    s = build_structure(family, strategy, 2, 16, level, Fraction(1), 0.0, width)
+    horizon = extra.get("horizon", 16)
+    branching = extra.get("branching", 2)
+    top = extra.get("top", False)
+    s = build_structure(family, strategy, 2, horizon, level, Fraction(1), 0.0, width,
+                        branching=branching, top=top)
     # raise γ to about 0.4 by scaling ε so that the exact pmf convolution stays small
     scale = Fraction(2, 5) / s.gamma
-    s = build_structure(family, strategy, 2, 16, level, Fraction(1) * scale, 0.0, width)
+    s = build_structure(family, strategy, 2, horizon, level, Fraction(1) * scale, 0.0, width,
+                        branching=branching, top=top)
+    if family == "cumulative":
+        assert s.consistent == (strategy != "simple" and horizon < 4096)
     t1, t2 = query
     if s.consistent:  # least-squares post-processing: a weighted sum of node noises
-        weights = np.asarray(s._weights()[int(s._prefix_index(t1, t2)), 1:])
+        weights = np.asarray(s.weights()[int(s._prefix_index(t1, t2))])
     else:
         weights = np.ones(int(s.nodes(t1, t2)))
     vals = np.empty(n, dtype=np.float64)

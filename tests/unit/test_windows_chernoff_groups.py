@@ -8,14 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from dpfreq.windows.strategy import _weight_groups, _weighted_log_mgf
-from dpfreq.windows.tree import consistent_prefix_weights
+from dpfreq.windows.weights import layout_weights, weight_groups, weighted_log_mgf
+
+LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 3, True),
+           ("layer", 60, 8, False)]
 
 
-@pytest.mark.parametrize("domain", [1, 8, 64, 256])
-def test_groups_count_every_weight_and_keep_the_largest(domain: int) -> None:
-    w = np.abs(consistent_prefix_weights(domain))
-    values, counts = _weight_groups(domain)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_groups_count_every_weight_and_keep_the_largest(layout: tuple) -> None:
+    w = np.abs(layout_weights(layout))
+    values, counts = weight_groups(layout)
     assert np.array_equal(counts.sum(axis=1), np.full(w.shape[0], w.shape[1]))
     assert np.array_equal(values.max(axis=1), w.max(axis=1))
     for x in range(w.shape[0]):  # each weight lies at or below its group's value, within 1e-12
@@ -23,11 +25,13 @@ def test_groups_count_every_weight_and_keep_the_largest(domain: int) -> None:
         assert np.all(np.isin(np.round(w[x], 12), np.round(used, 12)))
 
 
-@pytest.mark.parametrize(("domain", "gamma"), [(64, (1, 3)), (256, (1, 1)), (256, (5, 2))])
-def test_grouped_log_mgf_is_never_below_the_exact_one(domain: int, gamma: tuple[int, int]
+@pytest.mark.parametrize(("layout", "gamma"),
+                         [(("heap", 64), (1, 3)), (("heap", 256), (1, 1)), (("heap", 256), (5, 2)),
+                          (("layer", 81, 3, False), (1, 2))])
+def test_grouped_log_mgf_is_never_below_the_exact_one(layout: tuple, gamma: tuple[int, int]
                                                       ) -> None:
-    lam, log_m = _weighted_log_mgf(domain, *gamma)
-    w = np.abs(consistent_prefix_weights(domain))
+    lam, log_m = weighted_log_mgf(layout, *gamma)
+    w = np.abs(layout_weights(layout))
     alpha = math.exp(-gamma[0] / gamma[1])
     base = 2 * math.log1p(-alpha)
     for j in range(lam.shape[1]):

@@ -135,12 +135,14 @@ class WindowState:
     def can_answer(s: Structure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
         if s.family == "cumulative":
             return t1 == 1
+        if s.family == "total":
+            return (t1 == 1) & (t2 == s.horizon)
         if s.family == "fixed":
             return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
         return np.ones(t1.shape, dtype=np.bool_)
 
     def exact(self, s: Structure, t1: IntArray, t2: IntArray) -> IntArray:
-        if s.family == "cumulative":
+        if s.family in ("cumulative", "total"):
             counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
             return np.asarray(counts[t2], dtype=np.int64)
         if s.family == "fixed":
@@ -253,7 +255,7 @@ def attach_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str
     for (label, k), s in plan.structures.items():
         s.attach(key, (label, k))
         state.structures[(label, k)] = s
-        if s.family == "cumulative":
+        if s.family in ("cumulative", "total"):
             state.oracles[("cumulative", k)] = summaries.oracle(SummarySpec("cumulative", k))
         elif s.family == "fixed":
             state.oracles[(f"fixed{s.width}", k)] = summaries.oracle(

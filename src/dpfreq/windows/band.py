@@ -8,7 +8,7 @@ share node noises, the union bound ``β/n`` is certified but loose (measured at 
 :data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
 
 * every answer's noise is a fixed linear map of i.i.d. node noises (the consistency weights
-  ``A`` of :func:`~dpfreq.windows.tree.consistent_prefix_weights`), independent of the data;
+  ``A`` of :func:`~dpfreq.windows.weights.layout_weights`), independent of the data;
 * :data:`BAND_DRAWS` independent copies of the family's whole noise vector are drawn from that
   exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
   (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima
@@ -27,8 +27,11 @@ on every load; ``c`` is a function of draws independent of the data and of the r
 releasing it costs no privacy. A plan (no key) simulates with a public stream: its band is a
 prediction, within Monte Carlo error of the release's.
 
-The trees without consistency (``blocks``, ``single``, ``tree2d`` and a cumulative tree over a
-domain too large for consistency) are calibrated the same way: their answers' noises are
+The simple counter's answers are the running sums of its leaf noises: each simulated family is
+one cumulative sum of ``T`` exact leaf draws (:func:`_walk_multiplier`).
+
+The trees without consistency (``blocks``, ``single``, ``tree2d`` and a binary or ``B``-ary
+cumulative tree too large for consistency) are calibrated the same way: their answers' noises are
 signed sums of node noises over the answers' covers, a sparse ``{−1, 0, 1}`` map of the nodes
 the family uses (:func:`cover_map`; the 1d trees' layout, :func:`prefix_layout`, is the one
 :meth:`~dpfreq.windows.strategy.Structure.noise` reads, and the product trees' covers are
@@ -57,7 +60,7 @@ from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.tree import consistent_prefix_weights, dominance_pairs, prefix_cover
+from dpfreq.windows.tree import dominance_pairs, prefix_cover
 
 __all__ = [
     "BAND_DRAWS",
@@ -102,6 +105,11 @@ class Structure(Protocol):
     sigma2: int
     group_size: int
 
+    def weights(self) -> NDArray[np.float64]: ...
+
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], NDArray[np.int64],
+                                          NDArray[np.int64]]]: ...
+
     def family_queries(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
 
     def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
@@ -145,12 +153,10 @@ Layout = tuple[tuple[NDArray[np.int64] | int, int], ...]
 
 
 def prefix_layout(s: Structure, t2: NDArray[np.int64]) -> tuple[NDArray[np.int64], Layout]:
-    """Where a 1d tree structure (``tree``, ``blocks``, ``single``) answers the window ending at
+    """Where a 1d dyadic tree structure (``blocks``, ``single``) answers the window ending at
     each ``t2``: the prefix value ``x`` and the ``(tree, sign)`` pairs whose prefix noises at
     ``x`` the answer sums (tree ``c = 0, 1, …`` of the layout; one per window, or one for all).
     """
-    if s.strategy == "tree":
-        return t2 - 1, ((0, 1),)
     if s.strategy == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
         w = int(s.width or 1)
         b = t2 // w
@@ -176,6 +182,12 @@ def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
     if s.consistent or strat not in ("tree", "blocks", "single", "tree2d"):
         return None
     d = int(s.detail["domain"])
+    if strat == "tree":  # flat block ids of the layered layout, signed covers
+        slots = s.cover(t2 - 1)
+        rows = [np.flatnonzero(used) for used, _, _ in slots]
+        return (np.concatenate(rows),
+                np.concatenate([ids[q] for (_, ids, _), q in zip(slots, rows, strict=True)]),
+                np.concatenate([sg[q] for (_, _, sg), q in zip(slots, rows, strict=True)]))
     if strat == "tree2d":  # tree 0 minus tree 1 over the dominance cover of (t1 − 1, t2 − 1)
         q, pairs = dominance_pairs(t1 - 1, t2 - 1, d)
         ones = np.ones(q.size, dtype=np.int64)
@@ -218,6 +230,24 @@ def _cover_multiplier(s: Structure, beta: float, draws: int,
         n = min(chunk, draws - lo)
         z = sample(lo * nodes.size, n * nodes.size).reshape(n, nodes.size).astype(np.float64)
         maxima[lo:lo + n] = (np.abs(m @ z.T) / scale).max(axis=0)
+    return float(order_quantile(maxima, 1.0 - beta))
+
+
+def _walk_multiplier(s: Structure, beta: float, draws: int,
+                     sample: Callable[[int, int], NDArray[np.int64]]) -> float | None:
+    """The multiplier of the simple counter: its answers are the running sums of ``T`` i.i.d.
+    leaf noises, so each simulated family is one cumulative sum (``None`` beyond the limits)."""
+    t = s.horizon
+    if draws * t > BAND_MAX_NODES:
+        return None
+    ts = np.arange(1, t + 1, dtype=np.int64)
+    scale = band_scale(s.halfwidth(np.ones_like(ts), ts, beta))
+    chunk = max(1, _CHUNK_VALUES // t)
+    maxima = np.empty(draws, dtype=np.float64)
+    for lo in range(0, draws, chunk):
+        n = min(chunk, draws - lo)
+        z = sample(lo * t, n * t).reshape(n, t)
+        maxima[lo:lo + n] = (np.abs(np.cumsum(z, axis=1)) / scale).max(axis=1)
     return float(order_quantile(maxima, 1.0 - beta))
 
 
@@ -265,28 +295,30 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
     if int(s.detail.get("domain", 0)) < 1 or node_scale <= 0:  # per_query, or unusable
         return None
     sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
+    if s.strategy == "simple":
+        return _walk_multiplier(s, beta, draws, sample)
     limits = _tree_limits(s)
     if limits is None:
         return _cover_multiplier(s, beta, draws, sample)
     d = int(s.detail["domain"])
-    if draws * limits.size * 2 * d > BAND_MAX_NODES or \
-            draws * limits.size * 2 * d * d > BAND_MAX_WORK:
+    weights = s.weights()
+    n_nodes = weights.shape[1]
+    if draws * limits.size * n_nodes > BAND_MAX_NODES or \
+            draws * limits.size * n_nodes * d > BAND_MAX_WORK:
         return None
-    weights = consistent_prefix_weights(d)
     scale = np.full(d, math.inf)  # prefixes no tree answers never miss
     xs = np.arange(int(limits.max()), dtype=np.int64)
     step = s.group_size if s.strategy == "compressed" else 1
     # the window [1, x·step + 1] has prefix value x
     scale[:xs.size] = band_scale(s.halfwidth(np.ones_like(xs), xs * step + 1, beta))
     valid = np.arange(d)[None, :] < limits[:, None]  # (trees, d)
-    per_draw = limits.size * 2 * d
+    per_draw = limits.size * n_nodes
     chunk = max(1, _CHUNK_VALUES // per_draw)
     maxima = np.empty(draws, dtype=np.float64)
     for lo in range(0, draws, chunk):
         n = min(chunk, draws - lo)
-        z = sample(lo * per_draw, n * per_draw).reshape(n, limits.size, 2 * d)
-        z = z.astype(np.float64)
-        z[..., 0] = 0.0  # heap id 0 is not a node
+        z = sample(lo * per_draw, n * per_draw).reshape(n, limits.size, n_nodes)
+        z = z.astype(np.float64)  # binary trees: heap id 0 is no node, its weight is 0
         ratio = np.abs(z @ weights.T) / scale
         maxima[lo:lo + n] = np.where(valid, ratio, 0.0).max(axis=(1, 2))
     return float(order_quantile(maxima, 1.0 - beta))

@@ -100,13 +100,16 @@ def release_window_counts(
         δ > 0 gives an (ε, δ)-DP release: the better (smaller predicted error) of pure-ε
         accounting with advanced composition over item-level blocks / starts, and zCDP
         accounting with discrete Laplace or discrete Gaussian node noise (see Notes).
-    unit : {"event", "item"}
-        Unit of privacy. Required: there is no default.
+    unit : {"event", "item", "item_replace"}
+        Unit of privacy. Required: there is no default. ``"event"``: add or remove one event;
+        ``"item"``: add or remove one item with all its events; ``"item_replace"``: replace
+        one item's events by any others (calibrated at twice the ``"item"`` sensitivity).
     k_values : int or sequence of int
         The k of ``f≥k`` to release (``1`` = reach).
     windows : sequence
-        Query families: ``"cumulative"``, ``"all"`` (every ``[t1, t2]``) and integer widths
-        ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
+        Query families: ``"cumulative"``, ``"total"`` (the one window ``[1, T]``, answered as
+        one query with its structure's whole budget), ``"all"`` (every ``[t1, t2]``) and
+        integer widths ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
     strategy : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
@@ -136,8 +139,11 @@ def release_window_counts(
     Privacy
     -------
     Unit of privacy: one event (``unit="event"``: neighbours differ by adding or removing one
-    occurrence of one item at one period) or one item (``unit="item"``: the whole occurrence
-    history of one item may be replaced). The whole release (every answer to every window,
+    occurrence of one item at one period), one item (``unit="item"``: neighbours differ by
+    adding or removing one item with its whole occurrence history) or one item's history
+    (``unit="item_replace"``: it is replaced by any other; cumulative structures at their exact
+    sensitivity, the others at twice their ``item`` sensitivity).
+    ``mechanism_params["relation"]`` states it. The whole release (every answer to every window,
     however many are queried later) is (ε, δ)-DP: each (family, k) structure gets ε/m (basic
     composition over m structures); inside a structure the node noise is calibrated to the ℓ1
     sensitivity ``Δ · (nodes per point)`` with Δ the multiset symmetric difference of the
@@ -155,12 +161,15 @@ def release_window_counts(
     Notes
     -----
     * Strategies per family (chosen by ``strategy="auto"`` from the closed-form mean squared
-      error, public parameters only): cumulative ``tree`` | ``per_query``; rolling windows
+      error, public parameters only): cumulative ``simple`` | ``tree`` (layered ``B``-ary,
+      ``B`` and the root level chosen for ``T``) | ``per_query``; rolling windows
       ``blocks`` | ``single`` (event level) | ``per_query``; arbitrary windows ``tree2d``
       (event level) | ``per_start`` | ``per_query`` | ``compressed`` (item level, declared
       singleton). ``per_query`` is the composition baseline.
-    * The cumulative and per-start trees are post-processed by the least-squares consistency
-      pass (Hay et al. 2010) when their domain has at most 1024 leaves.
+    * Cumulative trees are answered by least squares over all their blocks when
+      ``T · blocks <= 2^18``; per-start trees by the consistency pass (Hay et al. 2010) when
+      their domain has at most 1024 leaves. ``mechanism_params["strategies"][...]["why"]``
+      states the chosen structure's predicted RMSE against the next best.
     * With ``delta > 0`` two accounting plans are compared and the better one is used: pure ε
       (basic composition; advanced composition over item-level blocks/starts), or zCDP
       (``ρ`` from (ε, δ), split equally; each structure uses discrete Laplace or the exact

@@ -62,8 +62,9 @@ def _chernoff_radius(m: int, gamma: float, beta: float) -> float:
     alpha = math.exp(-gamma)
     lam = gamma * np.concatenate((np.geomspace(1e-6, 0.5, 2000),
                                   1 - np.geomspace(0.5, 1e-7, 2000)))
-    log_m = (2 * math.log1p(-alpha) - np.log1p(-alpha * np.exp(lam))
-             - np.log1p(-alpha * np.exp(-lam)))
+    # α·e^{±λ} = e^{±λ−γ}: no overflow for large γ
+    log_m = (2 * math.log1p(-alpha) - np.log1p(-np.exp(lam - gamma))
+             - np.log1p(-np.exp(-lam - gamma)))
     return float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
 
 

@@ -158,11 +158,11 @@ def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
             items = []
     if not items:
         raise ParameterError(message("windows", _FUNC, "a non-empty list of 'cumulative', "
-                                     "'all' and window widths", windows))
+                                     "'total', 'all' and window widths", windows))
     out: list[Any] = []
     for w in items:
         if isinstance(w, str):
-            check_choice(w, "windows", _FUNC, ("cumulative", "all"))
+            check_choice(w, "windows", _FUNC, ("cumulative", "total", "all"))
         else:
             w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
         if w not in out:
@@ -246,7 +246,7 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     the strategy), and refuse a release too large for memory; ``func`` names the caller."""
     eps = check_epsilon(epsilon, "epsilon", func)
     dlt = check_delta(delta, "delta", func)
-    u = check_unit(unit, func, ("event", "item"))
+    u = check_unit(unit, func, ("event", "item", "item_replace"))
     conf = check_confidence(confidence, "confidence", func)
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))

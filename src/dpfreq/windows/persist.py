@@ -74,7 +74,7 @@ def _check_build(build: Any) -> dict[str, Any]:
     func = "WindowCountsRelease.load"
     b["epsilon"] = check_epsilon(b["epsilon"], "epsilon", func)
     b["delta"] = check_delta(b["delta"], "delta", func)
-    b["unit"] = check_unit(b["unit"], func, ("event", "item"))
+    b["unit"] = check_unit(b["unit"], func, ("event", "item", "item_replace"))
     b["confidence"] = check_confidence(b["confidence"], "confidence", func)
     _require(_is_int(b["horizon"]) and 1 <= b["horizon"] <= MAX_HORIZON,
              "its horizon is not an integer in range")

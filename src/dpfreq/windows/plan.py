@@ -21,11 +21,19 @@ import numpy as np
 from dpfreq._validate import check_choice, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction
-from dpfreq.windows.strategy import STRATEGIES, Structure, build_structure
+from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, Structure, build_structure
 
-__all__ = ["Plan", "family_label", "make_plan", "zcdp_rho"]
+__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "zcdp_rho"]
 
 _FUNC = "release_window_counts"
+
+#: the neighbouring relation of each unit of privacy, in words (``mechanism_params``)
+RELATIONS = {
+    "event": "add or remove one event (one row)",
+    "item": "add or remove one item together with all its events",
+    "item_replace": "replace one item's events by any other events (cumulative structures "
+                    "at their exact sensitivity, the others at twice the item sensitivity)",
+}
 
 
 def family_label(family: str, width: int | None) -> str:
@@ -47,9 +55,9 @@ class Plan:
 def _candidates(family: str, unit: str, singleton: bool) -> list[str]:
     out = []
     for s in STRATEGIES[family]:
-        if unit == "item" and s in ("single", "tree2d"):
+        if unit != "event" and s in ("single", "tree2d"):
             continue  # unbounded per-item point count at item level
-        if s == "compressed" and not (unit == "item" and singleton):
+        if s == "compressed" and not (unit != "event" and singleton):
             continue
         out.append(s)
     return out
@@ -68,6 +76,29 @@ def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float,
         mse = s.mean_mse()
         if mse < best[1]:
             best = (int(g), mse)
+    return best
+
+
+def _best_tree(k: int, horizon: int, unit: str, eps: Fraction, delta: float,
+               rho: float | None, noise_kind: str,
+               layouts: dict[str, float] | None = None) -> Structure | None:
+    """The cumulative tree whose branching factor ``B`` and top level (a root block over all
+    periods, or none) predict the least error for ``T`` (each layout once); ``layouts``
+    receives every layout's predicted RMSE."""
+    best: Structure | None = None
+    seen: set[tuple[int, ...]] = set()
+    for b in BRANCHINGS:
+        for top in (False, True):
+            s = build_structure("cumulative", "tree", k, horizon, unit, eps, delta, rho=rho,
+                                noise_kind=noise_kind, branching=b, top=top)
+            sizes = tuple(s.detail.get("block_sizes", ()))
+            if sizes in seen or not _usable(s):
+                continue
+            seen.add(sizes)
+            if layouts is not None:
+                layouts[f"B={b}{', root' if top else ''}"] = float(np.sqrt(s.mean_mse()))
+            if best is None or s.mean_mse() < best.mean_mse():
+                best = s
     return best
 
 
@@ -110,13 +141,21 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
         for k in ks:
             preds: dict[str, float] = {}
             structs: dict[str, Structure] = {}
+            layouts: dict[str, float] = {}
             for c in cands if forced is None else [forced]:
                 for kind in kinds:
                     g = 1
                     if c == "compressed":
                         g, _ = _best_group_size(k, horizon, eps_s, delta_s, rho_s, kind)
-                    s = build_structure(family, c, k, horizon, unit, eps_s, delta_s, width, g,
-                                        rho=rho_s, noise_kind=kind)
+                    if family == "cumulative" and c == "tree":
+                        best = _best_tree(k, horizon, unit, eps_s, delta_s, rho_s, kind,
+                                          layouts if kind == "laplace" else None)
+                        if best is None:
+                            continue
+                        s = best
+                    else:
+                        s = build_structure(family, c, k, horizon, unit, eps_s, delta_s,
+                                            width, g, rho=rho_s, noise_kind=kind)
                     if not _usable(s):
                         continue
                     name = c if rho_s is None else f"{c}/{kind}"
@@ -134,8 +173,24 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                 "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
                 "detail": structs[pick].detail,
                 "chosen_by": "auto (smallest predicted mean squared error, public parameters "
-                             "only)" if forced is None else "caller"}
+                             "only)" if forced is None else "caller",
+                "why": _why(pick, preds, structs[pick])}
+            if layouts:
+                record[f"{label}, k={k}"]["tree_layouts_rmse"] = layouts
     return chosen, record
+
+
+def _why(pick: str, preds: dict[str, float], s: Structure) -> str:
+    """One sentence: the chosen structure's predicted RMSE against the next best."""
+    name = pick
+    if s.strategy == "tree" and s.family == "cumulative":
+        name = f"{pick} (B={s.branching}, blocks {s.detail['block_sizes']})"
+    others = sorted((v, c) for c, v in preds.items() if c != pick)
+    if not others:
+        return f"{name}: the only admissible structure (predicted RMSE {preds[pick]:.4g})"
+    v, c = others[0]
+    return (f"{name}: predicted RMSE {preds[pick]:.4g} over the family's windows, against "
+            f"{v:.4g} for the next best ({c}), from public parameters only")
 
 
 def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,

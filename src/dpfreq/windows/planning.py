@@ -178,16 +178,17 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
                                               band=only is None)
                 out[label][k] = (None, float(half.max()), float(band.max()))
                 continue
-            if w == "cumulative":
-                t1 = np.ones_like(ts)
+            t2 = ts[-1:] if w == "total" else ts  # the whole period: one window
+            if w in ("cumulative", "total"):
+                t1 = np.ones_like(t2)
             else:
                 t1 = np.maximum(1, ts - int(w) + 1)
                 structs = [s for s in structs if s.family != "fixed" or s.width == w]
             if only is not None and exact:
-                out[label][k] = (None, _route_worst(structs, t1, ts, beta),
+                out[label][k] = (None, _route_worst(structs, t1, t2, beta),
                                  math.nan)
                 continue
-            half, band = _route_halfwidth(structs, t1, ts, beta, exact=exact,
+            half, band = _route_halfwidth(structs, t1, t2, beta, exact=exact,
                                           band=only is None)
             half.flags.writeable = False  # held by a frozen plan
             out[label][k] = (half, float(half.max()), float(band.max()))
@@ -229,11 +230,11 @@ class WindowCountsPlan:
     Examples
     --------
     >>> from dpfreq.windows import plan_window_counts
-    >>> plan = plan_window_counts(horizon=90, epsilon=0.05, unit="item", k_values=[1],
+    >>> plan = plan_window_counts(horizon=90, epsilon=0.01, unit="item", k_values=[1],
     ...                           scale=2_000)
     >>> plan.vacuous["cumulative"][1], plan.halfwidth["cumulative"][1].shape
     (True, (90,))
-    >>> plan.lines()[0].endswith("epsilon >= 0.279 would give ±10% of it")
+    >>> plan.lines()[0].endswith("epsilon >= 0.0806 would give ±10% of it")
     True
     """
 

@@ -23,7 +23,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import family_label
+from dpfreq.windows.plan import RELATIONS, family_label
 
 __all__ = ["WindowCountsRelease"]
 
@@ -102,6 +102,9 @@ class WindowCountsRelease(Release):
                 if w == "cumulative":
                     a = state.answer(np.ones_like(ts), ts, k, conf, structs, "cumulative",
                                      curve=True)
+                elif w == "total":
+                    a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs, "total",
+                                     curve=True)
                 else:
                     chosen = [s for s in structs if s.family != "fixed" or s.width == w]
                     a = state.answer(np.maximum(1, ts - int(w) + 1), ts, k, conf, chosen,
@@ -130,8 +133,7 @@ class WindowCountsRelease(Release):
             "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
             "budget_split": "equal split of the budget over every (window family, k) structure",
             "accounting": plan.accounting,
-            "neighbouring": "event: add/remove one event" if b["unit"] == "event" else
-                            "item: replace the whole history of one item",
+            "relation": RELATIONS[b["unit"]],
             "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
                      "deterministic function of a secret key and the node id (lazy noise, "
                      "never redrawn)",
@@ -321,11 +323,12 @@ class WindowCountsRelease(Release):
                                                        "estimate", "lower", "upper")}
         ts = np.arange(1, self.horizon + 1, dtype=np.int64)
         for w, label in _curve_families(self.windows):
-            t1 = ts * 0 + 1 if w == "cumulative" else np.maximum(1, ts - int(w) + 1)
-            start, end = _period_bounds(self.time_axis, t1, ts)
+            t2 = ts[-1:] if w == "total" else ts
+            t1 = t2 * 0 + 1 if w in ("cumulative", "total") else np.maximum(1, ts - int(w) + 1)
+            start, end = _period_bounds(self.time_axis, t1, t2)
             for k in self.k_values:
-                cols["window"].append(np.full(ts.size, label, dtype=object))
-                cols["k"].append(np.full(ts.size, k, dtype=np.int64))
+                cols["window"].append(np.full(t2.size, label, dtype=object))
+                cols["k"].append(np.full(t2.size, k, dtype=np.int64))
                 cols["start"].append(start)
                 cols["end"].append(end)
                 cols["estimate"].append(np.asarray(self.value[label][k]))
@@ -371,6 +374,8 @@ class WindowCountsRelease(Release):
         ts = np.arange(1, self.horizon + 1)
         x: Any = _period_bounds(self.time_axis, ts, ts)[0]
         for _, label in _curve_families(self.windows):
+            if label == "total":  # one value, not a curve
+                continue
             for k in self.k_values:
                 name = (f"cumulative {k}+ reach" if label == "cumulative"
                         else f"rolling {label} {k}+ reach")

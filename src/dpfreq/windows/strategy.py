@@ -12,8 +12,9 @@ Structures and calibration (``ε_s`` = the budget of this (family, k) structure)
 =================  =======================================  ==============================
 strategy           structure                                node noise γ
 =================  =======================================  ==============================
-cumulative/tree    one 1d tree over ``T``                   ``ε_s/(2·L_T)``
-cumulative/per_query  one noise per t                       ``ε_s/T``
+cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
+cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
+cumulative/per_query  one noise per t                       ``ε_s/(Δ_q·T)``
 fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
 fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
@@ -23,6 +24,14 @@ all/per_start      one cumulative tree per start            ``ε_T/(2·L_T)``, �
 all/per_query      one noise per window                     ``ε_s/(max windows per event)``
 all/compressed     per_start on groups of s steps           as per_start on ``⌈T/s⌉``
 =================  =======================================  ==============================
+
+Cumulative structures count one point per item, the period of its k-th occurrence, so ``Δ``
+(points changed by one neighbour) is 1 at ``unit="item"`` (add or remove one item: its point
+appears or vanishes) and 2 at ``unit="event"`` (adding or removing one event moves the point
+from one period to another, or removes it). ``L_{T,B} = ⌈log_B T⌉ + 1`` levels: every point lies
+in one node per level. ``per_query``: the answers at ``t >= p`` all change, ``Δ_q = 1``.
+``unit="item_replace"`` (replace one item's rows) is calibrated at twice the ``item``
+sensitivity in every family (a replacement is a removal and an addition).
 
 Domains hold only the point values a query can count (never-counted points
 may be dropped, which can only lower the sensitivity): cumulative values ``t−1 ∈ [0, T−1]``;
@@ -36,7 +45,6 @@ composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -52,6 +60,7 @@ from dpfreq.noise import (
     sample_discrete_laplace,
 )
 from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier, prefix_layout
+from dpfreq.windows.counters import layer_layout, layer_signed_cover
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -62,7 +71,6 @@ from dpfreq.windows.lazy_noise import (
 )
 from dpfreq.windows.noise_law import (
     TAIL,
-    WEIGHT_DECIMALS,
     sum_quantile,
     tail_radius,
     weighted_quantile,
@@ -71,11 +79,17 @@ from dpfreq.windows.noise_law import (
 from dpfreq.windows.tree import (
     Tree1D,
     Tree2DNoise,
-    consistent_prefix_weights,
     domain_size,
     dominance_noise_sum,
     popcount,
     prefix_cover,
+)
+from dpfreq.windows.weights import (
+    Layout,
+    consistent_laws,
+    layout_weights,
+    row_squares,
+    weighted_log_mgf,
 )
 
 __all__ = [
@@ -93,8 +107,17 @@ IntArray = NDArray[np.int64]
 #: weight matrix)
 CONSISTENCY_MAX_DOMAIN = 1024
 
+#: a cumulative tree is post-processed by least squares when its dense prefix-weight matrix
+#: (``T × blocks``) has at most this many entries (a binary tree at ``T = 362``; the plan
+#: solves one T × T system per candidate layout)
+CONSISTENCY_MAX_WEIGHTS = 1 << 18
+
+#: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
+BRANCHINGS = tuple(range(2, 17))
+
 STRATEGIES = {
-    "cumulative": ("tree", "per_query"),
+    "cumulative": ("simple", "tree", "per_query"),
+    "total": ("per_query",),
     "fixed": ("blocks", "single", "per_query"),
     "all": ("tree2d", "per_start", "per_query", "compressed"),
 }
@@ -133,65 +156,6 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
     return sum_quantile(nodes, beta, gamma=gamma)
 
 
-@functools.lru_cache(maxsize=8)
-def _weight_groups(domain: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per consistent prefix: its distinct ``|a_v|`` (to :data:`WEIGHT_DECIMALS` decimals, each
-    group's largest member) and their multiplicities, zero-padded to one width.
-
-    A prefix of a 512-period tree has 1024 weights but about 60 distinct ones up to rounding,
-    so the moment generating function below costs a 20th of the weight-by-weight product.
-    """
-    w = np.sort(np.abs(consistent_prefix_weights(domain)), axis=1)
-    key = np.round(w, WEIGHT_DECIMALS)
-    last = np.ones_like(w, dtype=bool)  # the last (largest) member of each group in its row
-    last[:, :-1] = key[:, 1:] != key[:, :-1]
-    rows, cols = np.nonzero(last)  # row-major: the groups of each row in increasing order
-    per_row = last.sum(axis=1)
-    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    slot = np.arange(rows.size) - np.repeat(starts, per_row)  # group index within the row
-    previous = np.where(slot == 0, -1, np.roll(cols, 1))  # last column of the group before
-    values = np.zeros((w.shape[0], int(per_row.max())))
-    counts = np.zeros_like(values)
-    values[rows, slot] = w[rows, cols]
-    counts[rows, slot] = cols - previous
-    return values, counts
-
-
-@functools.lru_cache(maxsize=16)
-def _weighted_log_mgf(domain: int, gamma_num: int, gamma_den: int
-                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """For each consistent prefix ``x``: a grid ``λ`` and an upper bound on
-    ``log E[exp(λ Σ_v a_v Z_v)]``.
-
-    ``a = consistent_prefix_weights(domain)[x]``, ``Z_v`` i.i.d. ``DLap(γ)``; valid for
-    ``λ·max|a_v| < γ``. Each weight is replaced by the largest of its group
-    (:func:`_weight_groups`); the log-mgf of ``a Z`` grows with ``|a|``, so the sum is never
-    below the exact one and the Chernoff bound built on it stays valid. Depends on public
-    parameters only (cached per process).
-    """
-    values, counts = _weight_groups(domain)
-    g = gamma_num / gamma_den
-    alpha = math.exp(-g)
-    amax = values.max(axis=1)
-    grid = np.geomspace(1e-3, 1 - 1e-6, 32)
-    lam = (g / amax)[:, None] * grid[None, :]
-    log_m = np.empty_like(lam)
-    base = 2 * math.log1p(-alpha)
-    for j in range(grid.size):
-        u = values * lam[:, j:j + 1]
-        log_m[:, j] = (counts * (base - np.log1p(-alpha * np.exp(u))
-                                 - np.log1p(-alpha * np.exp(-u)))).sum(axis=1)
-    log_m += 1e-10 * np.abs(log_m) + 1e-12  # covers the rounding of the sums (~1e-13)
-    return lam, log_m
-
-
-@functools.lru_cache(maxsize=4)
-def _consistent_laws(domain: int, gamma: Fraction | None, sigma2: int | None
-                     ) -> dict[int, Any]:
-    """Per consistent prefix ``x``: its certified noise law (filled lazily, public only)."""
-    return {}
-
-
 def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
     return sample_discrete_laplace(gamma, size, rng=eager_generator(key, structure))
 
@@ -206,10 +170,15 @@ class Structure:
     def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
                  eps: Fraction, delta: float, width: int | None = None,
                  group_size: int = 1, *, rho: float | None = None,
-                 noise_kind: str = "laplace") -> None:
+                 noise_kind: str = "laplace", branching: int = 2, top: bool = False) -> None:
         self.family, self.strategy, self.k = family, strategy, k
-        self.horizon, self.level, self.width = horizon, level, width
+        # ``item_replace`` is laid out as ``item`` at twice the sensitivity (_calibrate_exact)
+        self.unit = level
+        self.level = "item" if level == "item_replace" else level
+        self.horizon, self.width = horizon, width
         self.group_size = group_size
+        self.branching = branching if strategy == "tree" else 2
+        self.top = top if strategy == "tree" else True
         self.eps, self.delta, self.rho = eps, delta, rho
         if noise_kind == "gaussian" and rho is None:
             raise ValueError("Gaussian noise needs a zCDP budget rho")
@@ -217,7 +186,12 @@ class Structure:
         self.sigma2 = 0
         self.gamma, self.detail = self._calibrate()
         self.consistent = (strategy in ("tree", "per_start", "compressed")
-                           and self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+                           and 0 < self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
+        if strategy == "tree" and self.detail["domain"]:
+            size = self.detail["domain"] * self.detail["tree_nodes"]
+            self.consistent = size <= CONSISTENCY_MAX_WEIGHTS
+        self.layout: Layout = (("layer", horizon, self.branching, self.top)
+                               if strategy == "tree" else ("heap", self.detail.get("domain", 0)))
         self.detail["consistency"] = self.consistent
         self._cons_noise: NDArray[np.float64] | None = None
         self._cons_starts: dict[int, NDArray[np.float64]] = {}
@@ -231,10 +205,24 @@ class Structure:
         """(pieces composed sequentially, ℓ1 and ℓ2 sensitivity per piece, layout details)."""
         t, k = self.horizon, self.k
         fam, strat = self.family, self.strategy
-        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
+        # cumulative: one point per item (its k-th occurrence); an item adds or removes it,
+        # an event or a replacement moves it (or adds or removes it)
+        cum_pts = 1 if self.unit == "item" else 2
+        if strat in ("simple", "tree"):
+            sizes, offsets = ((1,), np.array([0, t])) if strat == "simple" else \
+                layer_layout(t, self.branching, self.top)
+            lv = len(sizes)
+            # a moved point keeps the blocks holding both periods: at least the top one
+            # when it spans all T periods
+            l1 = lv if cum_pts == 1 else (max(lv, 2 * lv - 2) if sizes[-1] >= t else 2 * lv)
+            detail: dict[str, Any] = {"domain": t, "levels": lv, "Delta": cum_pts,
+                                      "pieces": 1, "tree_nodes": int(offsets[-1])}
             if strat == "tree":
-                d, delta_pts, pieces = domain_size(t), 2, 1
-            elif strat == "blocks":
+                detail.update(branching=self.branching, top_level=self.top,
+                              block_sizes=list(sizes))
+            return 1, l1, math.sqrt(l1), detail
+        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
+            if strat == "blocks":
                 w = int(self.width or 1)
                 d, delta_pts = domain_size(w), 4 * k
                 pieces = 2 if self.level == "event" else t // w + 1
@@ -247,14 +235,15 @@ class Structure:
                 d, delta_pts = domain_size(pieces), 2
             lv = d.bit_length()
             per_point = lv * lv if strat == "tree2d" else lv
-            detail: dict[str, Any] = {"domain": d, "levels": lv, "Delta": delta_pts,
-                                      "pieces": pieces}
+            detail = {"domain": d, "levels": lv, "Delta": delta_pts, "pieces": pieces}
             if strat == "blocks":
                 detail["blocks"] = t // int(self.width or 1) + 1
             if strat in ("per_start", "compressed"):
                 detail["group_size"] = self.group_size
             return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
-        if fam == "cumulative":
+        if fam == "total":  # one window: one item, event or replacement changes it by 1
+            windows = 1
+        elif fam == "cumulative":
             windows = t
         elif fam == "fixed":
             windows = int(self.width or 1) if self.level == "event" else t
@@ -275,6 +264,9 @@ class Structure:
 
     def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
         pieces, l1, l2, detail = self._shape()
+        if self.unit == "item_replace" and self.family not in ("cumulative", "total"):
+            # a replacement is a removal and an addition (cumulative: exact in _shape)
+            l1, l2 = 2 * l1, 2 * l2
         detail["l1_sensitivity"] = l1
         if self.rho is None:
             if pieces == 1:
@@ -305,8 +297,9 @@ class Structure:
             return discrete_gaussian_variance(self.sigma2)
         return discrete_laplace_variance(self.gamma)
 
-    def _weights(self) -> NDArray[np.float64]:
-        return consistent_prefix_weights(int(self.detail["domain"]))
+    def weights(self) -> NDArray[np.float64]:
+        """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
+        return layout_weights(self.layout)
 
     def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
         """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
@@ -320,7 +313,7 @@ class Structure:
     def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
-            rowsq = (self._weights() ** 2).sum(axis=1)
+            rowsq = row_squares(self.layout)
             x = self._prefix_index(t1, t2)
             var: NDArray[np.float64] = rowsq[x] * self.node_variance
             return var
@@ -358,13 +351,14 @@ class Structure:
                 return sum_quantile(self.nodes(t1, t2), beta, sigma2=sigma2)
             return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
         xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
-        d = int(self.detail["domain"])
+        int(self.detail["domain"])
         if self.noise_kind == "gaussian":
-            proxy = (self._weights() ** 2).sum(axis=1) * self.sigma2
+            proxy = row_squares(self.layout) * self.sigma2
             bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
             radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
         else:
-            lam, log_m = _weighted_log_mgf(d, self.gamma.numerator, self.gamma.denominator)
+            lam, log_m = weighted_log_mgf(self.layout, self.gamma.numerator,
+                                           self.gamma.denominator)
             bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
             radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
         gamma = None if self.noise_kind == "gaussian" else self.gamma
@@ -372,10 +366,10 @@ class Structure:
         vals = bound[xs]
         if not exact:
             return vals[inv].reshape(np.shape(inv))
-        laws = _consistent_laws(d, gamma, sigma2)
+        laws = consistent_laws(self.layout, gamma, sigma2)
         for i, x in enumerate(xs.tolist()):
             if x not in laws:
-                laws[x] = weighted_sum_law(self._weights()[x], float(radius[x]), gamma=gamma,
+                laws[x] = weighted_sum_law(self.weights()[x], float(radius[x]), gamma=gamma,
                                            sigma2=sigma2)
             law = laws[x]
             q = weighted_quantile(law, beta) if law is not None else None
@@ -388,6 +382,8 @@ class Structure:
     def n_family(self) -> int:
         """Number of windows in the structure's family (``T`` for a curve, all ``T(T+1)/2``)."""
         t = self.horizon
+        if self.family == "total":
+            return 1
         return t * (t + 1) // 2 if self.family == "all" else t
 
     def band_halfwidth(self, t1: Any, t2: Any, beta: float, *,
@@ -405,8 +401,9 @@ class Structure:
             self._band_c[beta] = (
                 band_multiplier(self, beta, self._key, self._name) if self._key is not None
                 else plan_multiplier(self, beta, (self.family, self.strategy, self.horizon,
-                                                  self.level, str(self.eps),
-                                                  int(self.width or 0), self.group_size)))
+                                                  self.unit, str(self.eps),
+                                                  int(self.width or 0), self.group_size,
+                                                  self.branching, int(self.top))))
         c = self._band_c.get(beta) if exact else None
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
@@ -434,8 +431,10 @@ class Structure:
         strat = self.strategy
         if strat == "per_query":
             return np.ones(np.broadcast(q1, q2).shape, dtype=np.int64)
+        if strat == "simple":  # one leaf noise per period of the prefix
+            return q2 + 0 * q1
         if strat == "tree":
-            return popcount(q2) + 0 * q1
+            return sum(used.astype(np.int64) for used, _, _ in self.cover(q2 - 1)) + 0 * q1
         if strat == "blocks":
             w = int(self.width or 1)
             b = q2 // w
@@ -447,6 +446,11 @@ class Structure:
             return 2 * popcount(q1) * popcount(q2)
         g1, g2 = self.query_map(q1, q2)
         return popcount(g2 - g1 + 1)
+
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
+        """Signed block covers of the prefixes ``{p <= x}`` of a cumulative tree without
+        least squares (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
+        return layer_signed_cover(x, self.horizon, self.branching, self.top)
 
     def bias_bound(self) -> int:
         """Bound on |E[answer] − truth| (time compression only, singleton logs: 2(s−1))."""
@@ -461,6 +465,8 @@ class Structure:
             return a.astype(np.int64) + 1, b.astype(np.int64) + 1
         if self.family == "fixed":
             return np.maximum(1, ts - int(self.width or 1) + 1), ts
+        if self.family == "total":
+            return ts[-1:] * 0 + 1, ts[-1:]
         return np.ones_like(ts), ts
 
     def mean_mse(self) -> float:
@@ -488,7 +494,7 @@ class Structure:
             corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
             diffs = np.arange(n_g.size, dtype=np.int64)
             if self.consistent:
-                per = (self._weights() ** 2).sum(axis=1)[diffs]
+                per = row_squares(self.layout)[diffs]
             else:
                 per = popcount(diffs + 1).astype(np.float64)
             mean_nodes = float(np.sum(corr * per)) / n_q
@@ -512,8 +518,15 @@ class Structure:
         d = self.detail
         strat = self.strategy
         gauss = self.noise_kind == "gaussian"
-        if strat in ("tree", "blocks", "single"):
-            copies = {"tree": 1, "blocks": 2 * d.get("blocks", 1), "single": 2}[strat]
+        if strat in ("simple", "tree"):
+            # simple: one leaf noise per period, answers its running sums; trees: one noise
+            # per flat block id (layer_layout)
+            size = int(d["tree_nodes"])
+            vec = (self._noise_source(key, tree0).noise(np.arange(size)) if gauss
+                   else _eager_noise(self.gamma, size, key, tree0))
+            self._impl = np.cumsum(vec) if strat == "simple" else vec
+        elif strat in ("blocks", "single"):
+            copies = 2 * d.get("blocks", 1) if strat == "blocks" else 2
             src = self._noise_source(key, tree0) if gauss else None
             self._impl = Tree1D(d["domain"], self.gamma, key, tree0, copies=copies,
                                 noise_source=src)
@@ -536,13 +549,20 @@ class Structure:
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                      np.asarray(t2, dtype=np.int64))
         impl, strat = self._impl, self.strategy
+        if strat == "simple":
+            walk: IntArray = impl[q2 - 1]
+            return walk
         if strat == "tree" and self.consistent:
             if self._cons_noise is None:  # once per structure: the same value for every query
-                d = int(self.detail["domain"])
-                self._cons_noise = self._weights() @ impl.noise[:2 * d].astype(np.float64)
+                self._cons_noise = self.weights() @ impl.astype(np.float64)
             out: IntArray = self._cons_noise[q2 - 1]
             return out
-        if strat in ("tree", "blocks", "single"):  # the layout the band simulates (cover_map)
+        if strat == "tree":
+            plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
+            for used, ids, sign in self.cover(q2 - 1):
+                plain = plain + np.where(used, sign * impl[ids], 0)
+            return plain
+        if strat in ("blocks", "single"):  # the layout the band simulates (cover_map)
             x, copies = prefix_layout(self, q2)
             total: IntArray = sum(sign * impl.prefix_noise(x, tree) for tree, sign in copies)
             return total
@@ -568,7 +588,7 @@ class Structure:
                 vals = impl.noise(ids.ravel()).reshape(missing.size, 2 * d).astype(np.float64)
                 vals[:, 0] = 0.0  # heap id 0 is not a node
                 for g, row in zip(missing.tolist(), vals, strict=True):
-                    self._cons_starts[g] = self._weights() @ row
+                    self._cons_starts[g] = self.weights() @ row
             for g in starts.tolist():
                 sel = g1 == g
                 out[sel] = self._cons_starts[g][x[sel]]
@@ -585,12 +605,15 @@ class Structure:
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
                     group_size: int = 1, *, rho: float | None = None,
-                    noise_kind: str = "laplace") -> Structure:
+                    noise_kind: str = "laplace", branching: int = 2,
+                    top: bool = False) -> Structure:
     """Construct (calibrate) a structure from public parameters only.
 
     ``rho=None``: pure ε-DP accounting with budget ``eps`` (δ only for advanced composition
     across pieces). ``rho`` given: the structure is ρ-zCDP, with discrete Laplace (each pure
     piece at ``ε₀ = √(2ρ_piece)``) or discrete Gaussian noise (``σ² = ℓ2²/(2ρ_piece)``).
+    ``level`` is the unit (``"event"``, ``"item"``, ``"item_replace"``); ``branching`` the
+    ``B`` of a cumulative ``tree`` and ``top`` whether it keeps a root block over all periods.
     """
     return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size,
-                     rho=rho, noise_kind=noise_kind)
+                     rho=rho, noise_kind=noise_kind, branching=branching, top=top)

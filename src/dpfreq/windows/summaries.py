@@ -58,13 +58,15 @@ class SummarySpec:
 
 def summary_specs(windows: Any, k_values: Any) -> tuple[SummarySpec, ...]:
     """The summaries a release of ``windows`` × ``k_values`` needs (one per family and k)."""
-    out = []
+    out: list[SummarySpec] = []
     for w in windows:
         for k in k_values:
-            if isinstance(w, str):
-                out.append(SummarySpec(w, int(k)))
+            if isinstance(w, str):  # the whole period [1, T] reads the cumulative summary
+                spec = SummarySpec("cumulative" if w == "total" else w, int(k))
             else:
-                out.append(SummarySpec("fixed", int(k), int(w)))
+                spec = SummarySpec("fixed", int(k), int(w))
+            if spec not in out:
+                out.append(spec)
     return tuple(out)
 
 
