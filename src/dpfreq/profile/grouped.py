@@ -93,6 +93,7 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
         acct.spend(eps, 0.0, label=func, unit=u)
     eps_g = eps / m
     base = {"engine": str(getattr(eng, "name", type(eng).__name__)), "method": "direct",
+            "why": "direct: the one profile mechanism at unit='item'",
             "d": d, "n": n, "confidence": conf, "group_column": group,
             "max_groups_per_item": m, "epsilon_per_group": eps_g,
             "clamping": f"counts above max_count = {n} clamped to {n} before noising",
