@@ -126,3 +126,23 @@ def test_bad_group_column_spends_nothing(engine: str, groups_col: str | None) ->
                         unit="item", accountant=acct, engine=engine)
     assert "\n" not in str(info.value)
     assert acct.remaining.epsilon == 5.0
+
+
+def test_grouped_release_outputs() -> None:
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    df = pd.DataFrame({"u": [1, 1, 2, 3], "g": ["a", "b", "a", "b"]})
+    rel = release_profile(df, item="u", group="g", groups=["a", "b", "c"],
+                          max_groups_per_item=1, domain_size=10, max_count=2, epsilon=1.0,
+                          unit="item", rng=2)
+    table = rel.to_pandas()
+    assert list(table.columns) == ["g", "index", "value"]
+    assert table.shape == (9, 3)
+    doc = json.loads(rel.to_json())
+    assert list(doc["groups"]) == ["a", "b", "c"]
+    assert doc["groups"]["c"]["unit"] == "item"
+    assert rel.simultaneous.confidence == 0.95
+    assert len(rel.plot(max_panels=2).axes) >= 2
