@@ -14,6 +14,7 @@ import click
 import numpy as np
 
 import dpfreq.cli._common as shared
+from dpfreq.cli.grouped import emit_grouped_profile, group_options
 
 __all__ = [
     "command",
@@ -183,6 +184,7 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
               help="Unit of privacy (no default): event (add/remove one row), item (add/remove "
                    "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
+@group_options
 @rows_option
 @shared.engine_option
 @shared.output_options
@@ -191,7 +193,8 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, unit: str,
             norm: str, confidence: float, method: str, rows_text: str, engine: Any,
             json_out: str | None, plot_out: str | None, seed: int | None,
-            accountant: Any = None) -> None:
+            group: str | None = None, max_groups_per_item: int | None = None,
+            groups_file: str | None = None, accountant: Any = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
@@ -204,5 +207,11 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     rows = parse_rows(rows_text)
     rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
-                          norm=norm, engine=engine, rng=seed, accountant=accountant)
+                          norm=norm, engine=engine, rng=seed, accountant=accountant,
+                          group=group, max_groups_per_item=max_groups_per_item,
+                          groups=groups_file)
+    if group is not None:
+        emit_grouped_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out,
+                             format_header=format_header, format_table=format_table)
+        return
     emit_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out)

@@ -298,6 +298,15 @@ class Engine(Protocol):
         """Exact prevalences of the per-item counts (optionally clamped at ``max_count``)."""
         ...
 
+    def grouped_count_of_counts(
+        self, source: Any, *, item: str, group: str, groups: Any, max_groups_per_item: int,
+        hash_key: bytes, max_count: int
+    ) -> Any:
+        """Per-group prevalences after each item keeps at most ``max_groups_per_item`` of the
+        listed ``groups`` (chosen by the keyed rank of
+        :mod:`dpfreq.engines.grouping_memory`); returns a ``GroupedPrevalences``."""
+        ...
+
     def occurrence_times(
         self, source: Any, *, item: str, time: str, k_max: int | None = None
     ) -> OccurrenceTimes:

@@ -377,6 +377,16 @@ class DuckDBEngine:
         return base.Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
                                 prevalences=_plain(res["p"], item, func).astype(np.int64))
 
+    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
+                                max_groups_per_item: int, hash_key: bytes,
+                                max_count: int) -> Any:
+        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_duckdb`)."""
+        from dpfreq.engines.grouping_duckdb import duckdb_grouped_count_of_counts
+
+        return duckdb_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
+                                              max_groups_per_item=max_groups_per_item,
+                                              hash_key=hash_key, max_count=max_count)
+
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``

@@ -182,6 +182,16 @@ class MemoryEngine:
         max_count = common.check_max_count(max_count, func)
         return common.prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
 
+    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
+                                max_groups_per_item: int, hash_key: bytes,
+                                max_count: int) -> Any:
+        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_memory`)."""
+        from dpfreq.engines.grouping_memory import memory_grouped_count_of_counts
+
+        return memory_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
+                                              max_groups_per_item=max_groups_per_item,
+                                              hash_key=hash_key, max_count=max_count)
+
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times (only each item's first ``k_max`` if set)."""

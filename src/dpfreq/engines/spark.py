@@ -386,6 +386,17 @@ class SparkEngine:
         return base.Prevalences(counts=res["v"][order].astype(np.int64),
                                 prevalences=res["p"][order].astype(np.int64))
 
+    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
+                                max_groups_per_item: int, hash_key: bytes,
+                                max_count: int) -> Any:
+        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_spark`)."""
+        from dpfreq.engines.grouping_spark import spark_grouped_count_of_counts
+
+        return spark_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
+                                             max_groups_per_item=max_groups_per_item,
+                                             hash_key=hash_key, max_count=max_count,
+                                             collect=_to_numpy)
+
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``

@@ -31,6 +31,7 @@ from dpfreq.profile.direct import (
     noisy_classes,
     project_to_simplex,
 )
+from dpfreq.profile.grouped import release_grouped_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.intervals import IntervalSet, direct_intervals, direct_widths
 from dpfreq.profile.plan import USEFUL_L1, check_profile_parameters, plan_profile
@@ -185,7 +186,10 @@ def release_profile(
     engine: str | Engine | None = None,
     rng: RNGLike = None,
     accountant: Any = None,
-) -> ProfileRelease:
+    group: str | None = None,
+    max_groups_per_item: int | None = None,
+    groups: Any = None,
+) -> Any:
     """Release the ε-DP profile (frequency of frequencies) of a data set.
 
     The profile ``f[t]`` is the fraction of the ``domain_size`` items of the public domain that
@@ -233,6 +237,10 @@ def release_profile(
     accountant : Accountant or Ledger, optional
         Charged ε after every check (parameters, memory estimate, data) has passed and before
         any noise is drawn; a refused call spends nothing.
+    group, max_groups_per_item, groups : optional
+        A grouped release (:func:`dpfreq.profile.grouped.release_grouped_profile`): the group
+        column, the public bound ``m`` on groups per item (required with ``group``) and the
+        public list of groups; returns a :class:`~dpfreq.grouped.GroupedRelease`.
 
     Returns
     -------
@@ -294,6 +302,15 @@ def release_profile(
     ((5,), 'item', 'direct')
     """
     func = "release_profile"
+    if group is not None or max_groups_per_item is not None or groups is not None:
+        if group is None:
+            raise ParameterError(message("group", func, "the group column when "
+                                         "max_groups_per_item or groups is given", group))
+        return release_grouped_profile(
+            source, item=item, group=group, groups=groups,
+            max_groups_per_item=max_groups_per_item, domain_size=domain_size,
+            max_count=max_count, epsilon=epsilon, unit=unit, confidence=confidence,
+            engine=engine, rng=rng, accountant=accountant, release_one=_release_direct)
     d, n, eps, u, conf, chosen, why = check_profile_parameters(
         domain_size, max_count, epsilon, unit, confidence, method, func)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \

@@ -1,0 +1,120 @@
+"""Grouped releases: per-campaign reach and profile, dpfreq against PipelineDP, one run.
+
+A seeded ad log (users in up to 5 of 20 campaigns, 30 days). dpfreq releases the per-campaign
+profile (t = 0..20) at unit="item" with max_groups_per_item = 5, and per-campaign reach as
+post-processing of it (d · (1 − r[0])). PipelineDP (when installed) releases per-campaign reach
+as PRIVACY_ID_COUNT with public partitions, max_partitions_contributed = 5, Laplace noise, same ε
+and unit (whole user). Tumult Analytics is not compared: its install pins numpy < 2, pandas < 2
+and pyspark < 4, which the project's environment cannot take. Prints error and wall-time ratios
+measured in this run; no timed asserts.
+
+Usage: python benchmarks/bench_grouped.py [--rows 2000000] [--users 1000000] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpfreq import release_profile
+
+CAMPAIGNS = [f"campaign_{k}" for k in range(20)]
+M, N_MAX = 5, 20
+
+
+def make_log(rows: int, users: int, seed: int = 1) -> pd.DataFrame:
+    """Each user has up to 5 campaigns; rows pick one of the user's campaigns and a day."""
+    gen = np.random.default_rng(seed)
+    user_campaigns = np.stack([gen.permutation(20)[:M] for _ in range(min(users, 200_000))])
+    k_of_user = gen.integers(1, M + 1, users)
+    u = gen.integers(0, users, rows)
+    slot = (gen.random(rows) * k_of_user[u]).astype(np.int64)
+    camp = user_campaigns[u % len(user_campaigns), slot]
+    return pd.DataFrame({"user_id": u, "campaign": np.asarray(CAMPAIGNS)[camp],
+                         "day": gen.integers(0, 30, rows)})
+
+
+def truth(log: pd.DataFrame, users: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    counts = log.groupby(["campaign", "user_id"]).size()
+    reach, prof = {}, {}
+    for c in CAMPAIGNS:
+        per = counts.loc[c].to_numpy() if c in counts.index.get_level_values(0) else np.zeros(0)
+        reach[c] = float(per.size)
+        p = np.bincount(np.minimum(per, N_MAX), minlength=N_MAX + 1).astype(float)
+        p[0] = users - per.size
+        prof[c] = p / users
+    return reach, prof
+
+
+def run_dpfreq(path: str, users: int, eps: float, seed: int) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    rel = release_profile(path, item="user_id", group="campaign", groups=CAMPAIGNS,
+                          max_groups_per_item=M, domain_size=users, max_count=N_MAX,
+                          epsilon=eps, unit="item", rng=seed)
+    return time.perf_counter() - t0, rel
+
+
+def run_pipelinedp(log: pd.DataFrame, eps: float) -> tuple[float, dict[str, float]] | None:
+    try:
+        import pipeline_dp
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    rows = list(zip(log["user_id"].tolist(), log["campaign"].tolist(), strict=True))
+    budget = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=0)
+    engine = pipeline_dp.DPEngine(budget, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+                                         metrics=[pipeline_dp.Metrics.PRIVACY_ID_COUNT],
+                                         max_partitions_contributed=M,
+                                         max_contributions_per_partition=1)
+    extract = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
+                                         partition_extractor=lambda r: r[1],
+                                         value_extractor=lambda r: 0)
+    res = engine.aggregate(rows, params, extract, public_partitions=CAMPAIGNS)
+    budget.compute_budgets()
+    out = {k: float(v.privacy_id_count) for k, v in res}
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--users", type=int, default=100_000)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    log = make_log(args.rows, args.users)
+    reach, prof = truth(log, args.users)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "log.parquet")
+        log.to_parquet(path)
+        print(f"rows={args.rows:,} users={args.users:,} campaigns=20 m={M} reps={args.reps}; "
+              f"uptime: {os.popen('uptime').read().strip()}")
+        print("eps  reach_RMSE_dpfreq  reach_RMSE_pipelinedp  profile_l1_dpfreq  "
+              "time_pipelinedp/time_dpfreq")
+        for eps in (0.5, 1.0, 4.0):
+            se_d, se_p, l1, t_d, t_p = [], [], [], 0.0, 0.0
+            for rep in range(args.reps):
+                dt, rel = run_dpfreq(path, args.users, eps, 100 + rep)
+                t_d += dt
+                for c in CAMPAIGNS:
+                    est = args.users * (1.0 - float(rel[c].value[0]))
+                    se_d.append((est - reach[c]) ** 2)
+                    l1.append(float(np.abs(rel[c].value - prof[c]).sum()))
+                peer = run_pipelinedp(log, eps)
+                if peer is not None:
+                    t_p += peer[0]
+                    se_p += [(peer[1][c] - reach[c]) ** 2 for c in CAMPAIGNS]
+            rp = f"{np.sqrt(np.mean(se_p)):.1f}" if se_p else "n/a"
+            ratio = f"{t_p / t_d:.1f}" if se_p else "n/a"
+            print(f"{eps:<4} {np.sqrt(np.mean(se_d)):17.1f}  {rp:>21}  {np.mean(l1):17.5f}  "
+                  f"{ratio:>26}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Contribution bounding over groups and per-group count-of-counts (numpy reference).
+
+The bounding rule, identical on every engine: after keeping only the rows of the listed groups,
+each item keeps the (at most) ``m`` of its groups with the smallest rank
+
+    ``rank(item, group) = first 16 hex digits of MD5(hex(key) ‖ 0x1f ‖ item ‖ 0x1f ‖ group)``
+
+(``item`` and ``group`` as text: integers in decimal), ties broken by the group's text. The
+key is a 32-byte sub-key from :func:`dpfreq.rng.derive_key`, secret unless the release is
+seeded. Why uniform: for a fixed item the strings hashed for its groups are distinct, so under
+a random key their ranks behave as independent uniform 64-bit numbers; the ``m`` smallest of
+i.i.d. uniform values form a uniformly random ``m``-subset (every ordering is equally likely),
+up to ties of probability ``< k² / 2^64``. MD5 is used as a keyed pseudo-random function here
+(not for collision resistance) because DuckDB (``md5``) and Spark SQL (``md5``) compute it
+natively, so the data never leaves the engine; this module is the readable reference.
+
+Each item's kept set depends only on the key and that item's own rows, so adding or removing
+one item changes the bounded data of at most ``m`` groups, each by that item's rows alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import message
+from dpfreq.errors import DataError, ParameterError
+
+__all__ = ["GroupedPrevalences", "check_group_args", "memory_grouped_count_of_counts",
+           "pair_rank"]
+
+SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class GroupedPrevalences:
+    """Per-group count-of-counts of the bounded data, sparse.
+
+    Attributes
+    ----------
+    groups : tuple of str
+        The public groups, in the order given.
+    group_index : numpy.ndarray of int64
+        Index into ``groups`` of each entry.
+    counts : numpy.ndarray of int64
+        The (clamped) per-item count of each entry, ``>= 1``.
+    prevalences : numpy.ndarray of int64
+        Number of items of that group with that count.
+    """
+
+    groups: tuple[str, ...]
+    group_index: NDArray[np.int64]
+    counts: NDArray[np.int64]
+    prevalences: NDArray[np.int64]
+
+
+def check_group_args(group: Any, groups: Any, max_groups_per_item: Any, hash_key: Any,
+                     max_count: Any, func: str) -> tuple[str, tuple[str, ...], int, str, int]:
+    """Validate the engine arguments; returns (group, groups as text, m, key hex, n)."""
+    if not isinstance(group, str) or not group:
+        raise ParameterError(message("group", func, "a non-empty column name (str)", group))
+    if isinstance(groups, str | bytes) or not hasattr(groups, "__iter__"):
+        raise ParameterError(message("groups", func, "a list of group names", groups))
+    names = tuple(dict.fromkeys(str(g) for g in groups))
+    if not names:
+        raise ParameterError(message("groups", func, "a non-empty list of group names", groups))
+    m = max_groups_per_item
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+        raise ParameterError(message("max_groups_per_item", func, "an integer >= 1", m))
+    if not isinstance(hash_key, bytes) or len(hash_key) < 16:
+        raise ParameterError(message("hash_key", func, "at least 16 bytes", "a shorter key"))
+    n = max_count
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(message("max_count", func, "an integer >= 1", n))
+    return group, names, int(m), hash_key.hex(), int(n)
+
+
+def pair_rank(key_hex: str, item: str, group: str) -> str:
+    """The bounding rank of one (item, group) pair: 16 hex digits (the spec of the SQL)."""
+    return hashlib.md5(f"{key_hex}{SEP}{item}{SEP}{group}".encode()).hexdigest()[:16]
+
+
+def _as_text(arr: NDArray[Any]) -> NDArray[Any]:
+    """Keys as text: integers in decimal, text unchanged."""
+    return np.asarray(arr).astype(str)
+
+
+def memory_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
+                                   groups: Any, max_groups_per_item: int, hash_key: bytes,
+                                   max_count: int) -> GroupedPrevalences:
+    """Bound each item to ``m`` groups and count-of-counts per group (numpy)."""
+    func = "MemoryEngine.grouped_count_of_counts"
+    group, names, m, key_hex, n = check_group_args(group, groups, max_groups_per_item,
+                                                   hash_key, max_count, func)
+    if not isinstance(item, str) or not item or item == group:
+        raise ParameterError(message("item", func, "a column name other than group", item))
+    cols = engine._table(source, [item, group], func, (item, group))
+    items = _as_text(engine._items(cols[item], item, func))
+    gvals = engine._items(cols[group], group, func)
+    if gvals.size == 0 and items.size:
+        raise DataError(message("group", func, "a column with values", "an empty column"))
+    gtext = _as_text(gvals)
+    pos = {g: i for i, g in enumerate(names)}
+    gidx = np.fromiter((pos.get(g, -1) for g in np.unique(gtext)), dtype=np.int64)
+    uniq_g, g_inv = np.unique(gtext, return_inverse=True)
+    code = gidx[g_inv.reshape(-1)] if uniq_g.size else np.zeros(0, dtype=np.int64)
+    keep = code >= 0
+    items, code = items[keep], code[keep]
+    uniq_i, i_inv = np.unique(items, return_inverse=True)
+    pair = i_inv.reshape(-1).astype(np.int64) * len(names) + code
+    up, pc = np.unique(pair, return_counts=True)
+    pi, pg = up // len(names), up % len(names)
+    # reference oracle: one hash per distinct (item, group) pair (the SQL engines do it in SQL)
+    ranks = np.array([pair_rank(key_hex, uniq_i[i], names[g]) for i, g in zip(pi, pg, strict=True)],
+                     dtype="U16")
+    order = np.lexsort((np.asarray(names, dtype=str)[pg] if up.size else pg, ranks, pi))
+    pi, pg, pc = pi[order], pg[order], pc[order]
+    first = np.searchsorted(pi, pi, side="left")
+    kept = (np.arange(pi.size) - first) < m
+    cell = pg[kept] * (n + 1) + np.minimum(pc[kept], n)
+    uc, prev = np.unique(cell, return_counts=True)
+    return GroupedPrevalences(groups=names, group_index=(uc // (n + 1)).astype(np.int64),
+                              counts=(uc % (n + 1)).astype(np.int64),
+                              prevalences=prev.astype(np.int64))

@@ -1,0 +1,56 @@
+"""Checks shared by the grouped releases: the group column, the bound, the public groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import message
+from dpfreq.errors import ParameterError
+from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
+
+__all__ = ["bounding_key", "check_grouping"]
+
+
+def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
+    """The public group list: an iterable of names, or a text file with one name per line."""
+    if isinstance(groups, str | Path):
+        path = Path(groups)
+        if not path.is_file():
+            raise ParameterError(message("groups", func, "a list of group names or a readable "
+                                         "file of one name per line", str(groups)))
+        groups = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    if groups is None or isinstance(groups, bytes) or not hasattr(groups, "__iter__"):
+        raise ParameterError(message("groups", func, "a public list of group names (private "
+                                     "partition selection is not available yet)", groups))
+    names = tuple(dict.fromkeys(str(g) for g in groups))
+    if not names:
+        raise ParameterError(message("groups", func, "a non-empty list of group names",
+                                     list(names)))
+    return names
+
+
+def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
+                   func: str) -> tuple[str, tuple[str, ...], int]:
+    """``(group column, public groups, m)`` checked; refuses units the bounding does not cover."""
+    if not isinstance(group, str) or not group:
+        raise ParameterError(message("group", func, "a non-empty column name (str)", group))
+    if unit != "item":
+        raise ParameterError(message("unit", func, "'item' for a grouped release (the bound "
+                                     "max_groups_per_item is per item)", unit))
+    m = max_groups_per_item
+    if m is None:
+        raise ParameterError(message("max_groups_per_item", func, "given (an integer >= 1: how "
+                                     "many groups one item may touch) when group= is set at "
+                                     "unit='item'", m))
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+        raise ParameterError(message("max_groups_per_item", func, "an integer >= 1", m))
+    return group, _read_groups(groups, func), int(m)
+
+
+def bounding_key(resolved: ResolvedRNG) -> bytes:
+    """The secret (or, seeded, reproducible) key of the bounding hash of one release."""
+    master = resolved.generator.bytes(32) if resolved.seeded else new_secret_key()
+    return derive_key(master, "group-bounding")

@@ -1,0 +1,40 @@
+"""`dpfreq profile --group`: one table per public group, clean --json -, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dpfreq.cli.main import cli, main
+
+
+def _log(tmp_path: Path) -> tuple[Path, Path]:
+    log = tmp_path / "log.csv"
+    rows = ["user,campaign"] + [f"{u},c{(u * 7 + k) % 3}" for u in range(60) for k in range(3)]
+    log.write_text("\n".join(rows) + "\n")
+    groups = tmp_path / "groups.txt"
+    groups.write_text("c0\nc1\nc_empty\n")
+    return log, groups
+
+
+def test_grouped_profile_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log, groups = _log(tmp_path)
+    args = ["profile", str(log), "--item", "user", "--domain-size", "100", "--max-count", "4",
+            "--epsilon", "1", "--unit", "item", "--group", "campaign", "--groups", str(groups),
+            "--seed", "1"]
+    out = CliRunner().invoke(cli, [*args, "--max-groups-per-item", "2", "--json", "-"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert list(doc["groups"]) == ["c0", "c1", "c_empty"]
+    assert doc["epsilon"] == 1.0
+    table = CliRunner().invoke(cli, [*args, "--max-groups-per-item", "2"])
+    assert table.exit_code == 0
+    assert "     c_empty  " in table.stdout
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dpfreq: error: max_groups_per_item of release_profile must be")
