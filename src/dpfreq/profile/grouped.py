@@ -17,8 +17,8 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import bounding_key, check_grouping
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.profile.direct import direct_gamma
-from dpfreq.profile.intervals import direct_half_widths
+from dpfreq.profile.direct import direct_layout
+from dpfreq.profile.intervals import direct_widths
 from dpfreq.profile.plan import check_profile_parameters
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
@@ -66,9 +66,10 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     group. The engine first keeps only rows of listed groups, then each item keeps at most ``m``
     of its groups, chosen by a keyed hash of (key, item, group) that depends on that item's rows
     only; so a neighbour changes the bounded data of at most ``m`` groups. In each such group the
-    item moves between two classes (ℓ1 change 2, the sensitivity of the direct mechanism), and
-    every group is noised with ``γ = (ε/m)/2``: by basic composition over the ``≤ m`` groups it
-    touches (parallel composition over the others) the release is ε-DP. The group names come
+    item enters or leaves one class ``t >= 1`` (ℓ1 change 1 on the classes ``t >= 1``; class 0
+    is derived from the public ``d``), and every group gets the direct mechanism at ``ε/m``
+    (its layout for unit ``"item"``: ``γ = ε/m``): by basic composition over the ``≤ m`` groups
+    it touches (parallel composition over the others) the release is ε-DP. The group names come
     from the public list, never from the data.
     """
     func = "release_profile"
@@ -114,8 +115,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
             max_count=n, method=chosen, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
             norm="1", noisy_profile=out["noisy_profile"])
     level = 1.0 - (1.0 - conf) / len(names)
-    _, q_band = direct_half_widths(direct_gamma(eps_g), n + 1, level)
-    l1 = min(2.0, 2.0 * (n + 1) * q_band / d)
+    layout = direct_layout(u, eps_g, n)
+    _, q_band = direct_widths(layout.gamma, n, level, derive_zero=layout.derive_zero)
+    l1 = min(2.0, 2.0 * float(q_band.sum()) / d)
     sim = ErrorStatement(kind="bound", confidence=conf, value=l1, description=(
         f"With probability at least {conf:.6g} every one of the {len(names)} groups' profiles "
         f"is within ℓ1 distance {l1:.6g} of its true profile (each group's band at level "
