@@ -141,8 +141,9 @@ def primitives() -> dict[str, Any]:
                      "words_read": st.words_read})
     keeps = []
     for g in (Fraction(1, 10), Fraction(1), Fraction(7, 2), epsilon_to_fraction(0.7)):
-        st = _stream(derive_key(secret, "keep", str(g)))
-        keeps.append({"gamma": f"{g.numerator}/{g.denominator}",
+        text = f"{g.numerator}/{g.denominator}"
+        st = _stream(derive_key(secret, "keep", text))
+        keeps.append({"gamma": text,
                       "draws": [st.keep(g) for _ in range(32)], "words_read": st.words_read})
     return {"protocol": 1, "secret": secret.hex(), "derive": derives,
             "stream": {"parts": [["s", DOMAIN], ["s", "0123456789abcdef"], ["s", "coin"],
