@@ -90,7 +90,8 @@ def device_case(mode: str, d0: int, k: int, eps: float, sparse: bool,
         for t, ch in enumerate(xs, start=1):
             for rep in client.step(int(ch)):
                 reports.append([t, rep["interval"], rep["bit"]])
-                assert rep["order"] == client.order and rep["param_id"] == params.param_id
+                assert rep["order"] == client.order
+                assert rep["param_id"] == params.param_id
         devices.append({
             "secret": client.key.to_state()["secret"], "x": xs, "order": client.order,
             "r": client.r, "v": "".join("+" if a > 0 else "-" for a in client.v),
