@@ -1,7 +1,7 @@
 // The device state machine of protocol 1 (docs/protocol.md §2, §4, §5).
 
 import { Hmac } from "./sha256.js";
-import { KeyedStream, cumulativeMasses, deriveMessage, encodePart, concat } from "./keyed.js";
+import { KeyedStream, concat, cumulativeMasses, deriveMessage, encodePart } from "./keyed.js";
 
 export const PROTOCOL_VERSION = 1;
 const DOMAIN = "longitudinal-device";
@@ -93,6 +93,7 @@ export class DeviceClient {
   readonly v: Int8Array;
   private readonly mac: Hmac;
   private readonly prefix: Uint8Array;
+  private readonly heads = new Map<string, [[Uint32Array, Uint8Array], number]>();
   private readonly gamma: [number, number];
   private state: ClientState;
 
@@ -125,9 +126,14 @@ export class DeviceClient {
 
   /** The keyed stream of (purpose[, slot]) (§3). */
   stream(purpose: string, slot?: number): KeyedStream {
-    const parts = [this.prefix, encodePart(purpose)];
-    if (slot !== undefined) parts.push(encodePart(slot));
-    return new KeyedStream(this.mac.digest(concat(parts)));
+    let head = this.heads.get(purpose);
+    if (head === undefined) {
+      const bytes = concat([this.prefix, encodePart(purpose)]);
+      head = [this.mac.absorb(bytes), bytes.length];
+      this.heads.set(purpose, head);
+    }
+    const rest = slot === undefined ? new Uint8Array(0) : encodePart(slot);
+    return new KeyedStream(this.mac.digestAfter(head[0], head[1], rest));
   }
 
   /** Last period seen. */

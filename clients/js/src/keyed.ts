@@ -53,6 +53,8 @@ export function derive(key: Uint8Array | Hmac, ...parts: Part[]): Uint8Array {
 }
 
 const BLOCK_PREFIX = deriveMessage(["block"]);
+// the messages of the first blocks, which nearly every stream reads
+const BLOCKS = Array.from({ length: 8 }, (_, b) => concat([BLOCK_PREFIX, encodePart(b)]));
 const TWO32 = 2 ** 32;
 
 /** Bit length of a safe non-negative integer. */
@@ -78,7 +80,8 @@ export class KeyedStream {
   /** Read the next word into ``hi``/``lo`` (8 bytes big-endian of ``B_0 ‖ B_1 ‖ …``). */
   next(): void {
     if (this.pos === 32) {
-      this.buf = this.mac.digest(concat([BLOCK_PREFIX, encodePart(this.block)]));
+      this.buf = this.mac.digest(this.block < BLOCKS.length ? BLOCKS[this.block]
+        : concat([BLOCK_PREFIX, encodePart(this.block)]));
       this.block += 1;
       this.pos = 0;
     }

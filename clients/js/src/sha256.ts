@@ -94,4 +94,23 @@ export class Hmac {
   digest(msg: Uint8Array): Uint8Array {
     return finish(this.outer.slice(), finish(this.inner.slice(), msg, 64), 64);
   }
+
+  /** The inner state after the first ``64·m`` bytes of ``head`` (for many messages that
+   * start with ``head``) and the bytes of ``head`` left over. */
+  absorb(head: Uint8Array): [Uint32Array, Uint8Array] {
+    const h = this.inner.slice();
+    const whole = head.length - (head.length % 64);
+    for (let off = 0; off < whole; off += 64) compress(h, head, off);
+    return [h, head.subarray(whole)];
+  }
+
+  /** The tag of ``head ‖ rest`` given ``absorb(head)`` (``state`` is not modified). */
+  digestAfter(absorbed: [Uint32Array, Uint8Array], headLength: number, rest: Uint8Array): Uint8Array {
+    const [state, left] = absorbed;
+    const msg = new Uint8Array(left.length + rest.length);
+    msg.set(left);
+    msg.set(rest, left.length);
+    const inner = finish(state.slice(), msg, 64 + headLength - left.length);
+    return finish(this.outer.slice(), inner, 64);
+  }
 }
