@@ -41,7 +41,9 @@ async ([bundle, study, inputs]) => {
       for (const r of await dev.observe(t, xs[t - 1])) reports.push({ ...r, device });
     }
     const res = await dev.flush();
-    if (res.sent !== reports.length || res.refused || res.pending) throw new Error(JSON.stringify(res));
+    if (res.sent !== reports.length || res.refused || res.pending) {
+      throw new Error(JSON.stringify(res));
+    }
     out.push({ device, order: dev.client.order, reports });
   }
   return out;
