@@ -67,7 +67,10 @@ export function checkBundle(b: Bundle): Bundle {
   if (b.padded_horizon !== d) fail(`padded_horizon of the bundle must be ${d}; got ${b.padded_horizon}.`);
   if (!isInt(b.max_changes, 1, 4096)) fail(`max_changes of the bundle must be in 1..4096; got ${b.max_changes}.`);
   if (b.randomizer === "erlingsson") {
-    if (typeof b.gamma !== "string" || !/^[1-9][0-9]*\/[1-9][0-9]*$/.test(b.gamma)) fail("gamma of the bundle must be \"s/t\".");
+    if (typeof b.gamma !== "string" || !/^[1-9][0-9]*\/[1-9][0-9]*$/.test(b.gamma)
+      || !b.gamma.split("/").every((x) => Number.isSafeInteger(Number(x)))) {
+      fail("gamma of the bundle must be \"s/t\" with integers below 2^53.");
+    }
   } else if (!DISTANCE.includes(b.randomizer)) {
     fail(`randomizer of the bundle must be one of erlingsson, ${DISTANCE.join(", ")}; got ${b.randomizer}.`);
   }
