@@ -96,3 +96,11 @@ test("one changed byte of the vectors fails the check", () => {
   dev.reports[dev.reports.length - 1][2] ^= 1; // flip the last bit of one device
   assert.throws(() => checkDevices(doc), assert.AssertionError);
 });
+
+test("the worked example of docs/protocol.md §3", () => {
+  const S = Uint8Array.from({ length: 32 }, (_, i) => i);
+  const K = derive(S, "longitudinal-device", "0123456789abcdef", "coin", 7);
+  assert.equal(hex(K), "f6ca9109bf5d51158f6f369be5ae53f1d8a3a4de38da2ea380e89ec331ed82b7");
+  assert.equal(hex(derive(K, "block", 0)), "49c644314973cd51f73e5a5c5f0a6f5e0104e77218e7962f60a3917a8278ebd5");
+  assert.equal(new KeyedStream(K).coin(), -1);
+});
