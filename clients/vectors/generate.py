@@ -86,14 +86,18 @@ def device_case(mode: str, d0: int, k: int, eps: float, sparse: bool,
     for i in range(DEVICES):
         client = LongitudinalClient(params, rng=int(rng.integers(1 << 62)))
         xs = _inputs(rng, i, d0)
+        stops_early = i == 3 and d0 > 2  # stops at half the horizon and calls finish()
+        if stops_early:
+            xs = xs[:d0 // 2]
         reports = []
         for t, ch in enumerate(xs, start=1):
             for rep in client.step(int(ch)):
                 reports.append([t, rep["interval"], rep["bit"]])
-                assert rep["order"] == client.order
-                assert rep["param_id"] == params.param_id
+        if stops_early:
+            reports += [[len(xs), rep["interval"], rep["bit"]] for rep in client.finish()]
         devices.append({
-            "secret": client.key.to_state()["secret"], "x": xs, "order": client.order,
+            "secret": client.key.to_state()["secret"], "x": xs, "finish": stops_early,
+            "order": client.order,
             "r": client.r, "v": "".join("+" if a > 0 else "-" for a in client.v),
             "reports": reports,
             "final": {"t": client.t, "changes_used": client.changes_used,

@@ -22,9 +22,10 @@ export function runDevice(bundle, dev) {
       reports.push([i + 1, r.interval, r.bit]);
     }
   });
+  if (dev.finish) for (const r of c.finish()) reports.push([dev.x.length, r.interval, r.bit]);
   const { secret, ...final } = c.toState();
   assert.equal(secret, dev.secret);
-  return { secret, x: dev.x, order: c.order, r: c.r,
+  return { secret, x: dev.x, finish: dev.finish, order: c.order, r: c.r,
     v: Array.from(c.v, (a) => (a > 0 ? "+" : "-")).join(""), reports, final };
 }
 
