@@ -160,7 +160,11 @@ def profile_options(f: Any) -> Any:
 
 def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                  plot_out: str | None, truth: Any = None) -> None:
-    """Header, table and the vacuous warning (stderr), then the JSON / PNG outputs."""
+    """The JSON / PNG outputs first, then header, table and the vacuous warning (stderr).
+
+    Files come first so that a reader who stops early (``| head``) loses nothing.
+    """
+    shared.emit_release(rel, json_out, plot_out)
     to_err = json_out == "-"
     for line in format_header(rel, what):
         click.echo(line, err=to_err)
@@ -168,7 +172,6 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
     warning = vacuous_warning(rel)
     if warning is not None:
         click.echo(warning, err=True)
-    shared.emit_release(rel, json_out, plot_out)
 
 
 @click.command(name="profile")
