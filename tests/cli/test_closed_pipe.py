@@ -64,3 +64,26 @@ def test_longitudinal_simulate_rows_limits_the_table(tmp_path):
         assert main(argv) == 0
     table = [line for line in out.getvalue().splitlines() if not line.startswith("#")]
     assert len(table) == 1 + 2  # header and two periods
+
+
+def test_reach_writes_json_and_save_before_the_table(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("user,ts\na,2024-01-01T10:00\nb,2024-01-02T10:00\na,2024-01-03T10:00\n",
+                   encoding="utf-8")
+    argv = ["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+            "--end", "2024-01-03", "--period", "1d", "--epsilon", "1", "--k", "1",
+            "--unit", "event", "--seed", "1", "--json", "r.json", "--save", "r.sav"]
+    proc = run_into_closed_pipe(argv, tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (tmp_path / "r.json").stat().st_size > 0
+    assert (tmp_path / "r.sav").stat().st_size > 0
+
+
+def test_anonymize_writes_json_before_the_table(tmp_path):
+    data = tmp_path / "pw.csv"
+    data.write_text("password\n" + "".join(f"p{i % 5}\n" for i in range(30)), encoding="utf-8")
+    argv = ["anonymize", str(data), "--item", "password", "--epsilon", "1", "--seed", "1",
+            "--json", "a.json"]
+    proc = run_into_closed_pipe(argv, tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (tmp_path / "a.json").stat().st_size > 0
