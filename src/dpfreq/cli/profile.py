@@ -179,8 +179,8 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
 @click.option("--domain-size", type=shared.COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")
-@click.option("--max-count", type=shared.COUNT, required=True,
-              help="Public count cap n: counts above n are clamped to n.")
+@click.option("--max-count", type=shared.POSITIVE, required=True,
+              help="Public count cap n >= 1: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
 @click.option("--unit", type=click.Choice(["item", "event"]), required=True,
               help="Unit of privacy: item (one item with all its rows) or event (one row).")
@@ -204,6 +204,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
 
     shared.warn_if_seeded(seed)
     rows = parse_rows(rows_text)
+    shared.warn_if_no_rows(file, "the profile")
     rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
                           norm=norm, engine=engine, rng=seed, accountant=accountant)
