@@ -51,3 +51,21 @@ def test_file_with_rows_gives_no_empty_warning(tmp_path, capsys):
     log.write_text("user\na\n", encoding="utf-8")
     assert main(profile_args(log, "--max-count", "3", "--seed", "1")) == 0
     assert "no data rows" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("delta", ["0.5", "0.01"])
+def test_reach_refuses_a_delta_above_the_ceiling_before_spending(tmp_path, capsys, delta):
+    log = tmp_path / "log.csv"
+    log.write_text("user,ts\na,2024-01-01T10:00\nb,2024-01-02T10:00\n", encoding="utf-8")
+    ledger = tmp_path / "budget.db"
+    assert main(["ledger", "init", str(ledger), "--epsilon", "5", "--delta", "1e-3"]) == 0
+    capsys.readouterr()
+    before = ledger_total(ledger, capsys)
+    with pytest.raises(SystemExit) as info:
+        main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+              "--end", "2024-01-02", "--period", "1d", "--epsilon", "1", "--delta", delta,
+              "--k", "1", "--unit", "event", "--ledger", str(ledger)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "1e-3" in err
+    assert ledger_total(ledger, capsys) == before

@@ -59,7 +59,7 @@ def test_positive_float_accepts_and_normalizes():
         check_positive_float(NAN, "x", "f", allow_inf=True)
 
 
-@pytest.mark.parametrize("bad", [NAN, INF, -INF, -1e-9, 1.0, 2.0, *NOT_NUMBERS])
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, -1e-9, 1.0, 2.0, 0.5, 1.01e-3, *NOT_NUMBERS])
 def test_delta_rejects(bad):
     with pytest.raises(ParameterError) as info:
         check_delta(bad, "x", "f")
@@ -69,6 +69,7 @@ def test_delta_rejects(bad):
 def test_delta_accepts_zero():
     assert check_delta(0, "x", "f") == 0.0
     assert check_delta(1e-9, "x", "f") == 1e-9
+    assert check_delta(1e-3, "x", "f") == 1e-3  # the ceiling itself is accepted
 
 
 @pytest.mark.parametrize("bad", [NAN, INF, -INF, 0.0, 1.0, -0.5, 1.5, *NOT_NUMBERS])
