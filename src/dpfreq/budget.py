@@ -13,7 +13,7 @@ decimal representation (``0.1`` is 1/10), so ten spends of 0.1 exactly exhaust a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
@@ -298,13 +298,17 @@ class Accountant:
 
     Parameters
     ----------
-    total : PrivacyBudget
+    total : PrivacyBudget, optional
         The budget that all spends together may not exceed.
+    epsilon, delta : float, optional
+        The same budget given as numbers, ``Accountant(epsilon=2.0)``; give either ``total`` or
+        ``epsilon`` (with ``delta``, default 0), never both.
 
     Raises
     ------
     ParameterError
-        If ``total`` is not a :class:`PrivacyBudget`.
+        If ``total`` is not a :class:`PrivacyBudget`, or both or neither of ``total`` and
+        ``epsilon`` are given.
 
     Examples
     --------
@@ -314,10 +318,17 @@ class Accountant:
     PrivacyBudget(epsilon=0.75, delta=0.0)
     """
 
-    total: PrivacyBudget
+    total: PrivacyBudget = None  # type: ignore[assignment]  # set from epsilon when None
     _ledger: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    epsilon: InitVar[float | None] = None
+    delta: InitVar[float] = 0.0
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, epsilon: float | None, delta: float) -> None:
+        if (self.total is None) == (epsilon is None):
+            raise ParameterError(message("total", "Accountant", "given once: a PrivacyBudget, "
+                                         "or epsilon= (and delta=)", self.total))
+        if epsilon is not None:
+            self.total = PrivacyBudget(epsilon, delta)
         if not isinstance(self.total, PrivacyBudget):
             raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
 

@@ -147,8 +147,8 @@ def test_invalid_parameters(call):
 def test_no_default_budget():
     with pytest.raises(TypeError):
         PrivacyBudget()  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        Accountant()  # type: ignore[call-arg]
+    with pytest.raises(ParameterError):  # no budget is defaulted: one line says what to give
+        Accountant()
 
 
 def test_spend_records_unit_and_source():
@@ -160,3 +160,15 @@ def test_spend_records_unit_and_source():
          "source": "events.csv"},
         {"label": "", "epsilon": 0.25, "delta": 0.0, "unit": None, "source": None},
     ]
+
+
+def test_accountant_takes_epsilon_and_delta_as_numbers():
+    assert Accountant(epsilon=2.0).total == PrivacyBudget(2.0)
+    assert Accountant(epsilon=1.0, delta=1e-6).total == PrivacyBudget(1.0, 1e-6)
+    assert Accountant(PrivacyBudget(2.0)).total == PrivacyBudget(2.0)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"total": PrivacyBudget(1.0), "epsilon": 1.0}])
+def test_accountant_needs_exactly_one_budget(kwargs):
+    with pytest.raises(ParameterError, match=r"^total of Accountant must be given once"):
+        Accountant(**kwargs)
