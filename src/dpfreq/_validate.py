@@ -131,13 +131,18 @@ def check_int(
     minimum: int | None = None,
     maximum: int | None = None,
 ) -> int:
-    """An integer (Python or numpy; integral floats and bools are rejected) within bounds."""
+    """An integer (Python or numpy, or an integral float such as ``1e6`` up to 2^53, where
+    every integer is exact; bools are rejected) within bounds: the same values the command
+    line accepts."""
     parts = ["an integer"]
     if minimum is not None:
         parts.append(f">= {minimum}")
     if maximum is not None:
         parts.append(f"<= {maximum}")
     rule = " ".join(parts[:1]) + (" " + " and ".join(parts[1:]) if len(parts) > 1 else "")
+    if (isinstance(value, float | np.floating) and math.isfinite(value)
+            and float(value).is_integer() and abs(value) <= 2**53):
+        value = int(value)
     if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_):
         raise ParameterError(message(param, func, rule, value))
     x = int(value)

@@ -13,3 +13,10 @@ def test_a_named_rolling_window_is_told_that_an_integer_width_is_allowed():
         plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=[1],
                            windows=["rolling7"])
     assert "'rolling7'" in str(info.value)
+
+
+def test_domain_size_accepts_an_integral_float_as_the_cli_does():
+    from dpfreq.profile import plan_profile
+
+    assert plan_profile(domain_size=1e6, max_count=5, epsilon=1.0, unit="item").domain_size \
+        == 1_000_000

@@ -15,6 +15,7 @@ import click
 import numpy as np
 
 from dpfreq.cli._common import (
+    COUNT,
     INPUT_FILE,
     POSITIVE,
     emit_release,
@@ -119,7 +120,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
 @click.option("--start", default=None, help="Date of period 1 (ISO) for dated output.")
 @click.option("--period", default=None, help="Period length (1d, 7d, 1w, 6h), with --start.")
-@click.option("--rows", type=click.IntRange(min=0), default=None, metavar="N",
+@click.option("--rows", type=COUNT, default=None, metavar="N",
               help="Print only the first N periods of the table (default: all).")
 @seed_option
 @output_options
