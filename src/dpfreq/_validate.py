@@ -140,9 +140,10 @@ def check_int(
     if maximum is not None:
         parts.append(f"<= {maximum}")
     rule = " ".join(parts[:1]) + (" " + " and ".join(parts[1:]) if len(parts) > 1 else "")
-    if (isinstance(value, float | np.floating) and math.isfinite(value)
-            and float(value).is_integer() and abs(value) <= 2**53):
-        value = int(value)
+    if isinstance(value, float | np.floating):
+        as_float = float(value)
+        if math.isfinite(as_float) and as_float.is_integer() and abs(as_float) <= 2**53:
+            value = int(as_float)
     if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_):
         raise ParameterError(message(param, func, rule, value))
     x = int(value)
