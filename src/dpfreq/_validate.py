@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from dpfreq.errors import DataError, ParameterError, debug_enabled
 
 __all__ = [
+    "DELTA_CEILING",
     "EPSILON_MAX",
     "EPSILON_MIN",
     "check_choice",
@@ -103,13 +104,19 @@ def check_unit(value: Any, func: str, choices: Iterable[str],
     return str(check_choice(value, "unit", func, options))
 
 
+#: The largest δ any release, budget or ledger accepts. A δ of 10^-3 already lets a mechanism
+#: publish one record in a thousand outright; no DP practice accepts more.
+DELTA_CEILING = 1e-3
+
+
 def check_delta(value: Any, param: str = "delta", func: str = "dpfreq") -> float:
-    """A privacy parameter δ in [0, 1)."""
-    rule = "a number in [0, 1)"
+    """A privacy parameter δ in [0, :data:`DELTA_CEILING`] (δ = 10^-3 at most)."""
+    rule = ("a number in [0, 1e-3] (a larger delta lets a release publish one record in a "
+            "thousand outright)")
     if not _is_real_number(value):
         raise ParameterError(message(param, func, rule, value))
     x = float(value)
-    if math.isnan(x) or not 0.0 <= x < 1.0:
+    if math.isnan(x) or not 0.0 <= x <= DELTA_CEILING:
         raise ParameterError(message(param, func, rule, value))
     return x
 
@@ -133,13 +140,19 @@ def check_int(
     minimum: int | None = None,
     maximum: int | None = None,
 ) -> int:
-    """An integer (Python or numpy; integral floats and bools are rejected) within bounds."""
+    """An integer (Python or numpy, or an integral float such as ``1e6`` up to 2^53, where
+    every integer is exact; bools are rejected) within bounds: the same values the command
+    line accepts."""
     parts = ["an integer"]
     if minimum is not None:
         parts.append(f">= {minimum}")
     if maximum is not None:
         parts.append(f"<= {maximum}")
     rule = " ".join(parts[:1]) + (" " + " and ".join(parts[1:]) if len(parts) > 1 else "")
+    if isinstance(value, float | np.floating):
+        as_float = float(value)
+        if math.isfinite(as_float) and as_float.is_integer() and abs(as_float) <= 2**53:
+            value = int(as_float)
     if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_):
         raise ParameterError(message(param, func, rule, value))
     x = int(value)

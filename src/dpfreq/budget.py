@@ -18,7 +18,7 @@ beside the spend, and refuses the others with the reason.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
@@ -372,7 +372,7 @@ class Accountant:
 
     Parameters
     ----------
-    total : PrivacyBudget
+    total : PrivacyBudget, optional
         The budget that all spends together may not exceed.
     unit : {"event", "item", "item_replace", "device"}, optional
         The unit the budget is stated at. Given: spends at other units are converted where
@@ -380,11 +380,15 @@ class Accountant:
         ``"item_replace"``, ε at ``"item_replace"`` as ε at ``"item"``), the ledger row says
         so, and the others are refused. Omitted: the accountant keeps relations apart, and
         refuses a spend at a unit other than the one already spent at.
+    epsilon, delta : float, optional
+        The same budget given as numbers, ``Accountant(epsilon=2.0)``; give either ``total`` or
+        ``epsilon`` (with ``delta``, default 0), never both.
 
     Raises
     ------
     ParameterError
-        If ``total`` is not a :class:`PrivacyBudget` or ``unit`` is not a unit of privacy.
+        If ``total`` is not a :class:`PrivacyBudget`, both or neither of ``total`` and
+        ``epsilon`` are given, or ``unit`` is not a unit of privacy.
 
     Examples
     --------
@@ -394,11 +398,18 @@ class Accountant:
     (PrivacyBudget(epsilon=0.5, delta=0.0), 0.5)
     """
 
-    total: PrivacyBudget
+    total: PrivacyBudget = None  # type: ignore[assignment]  # set from epsilon when None
     unit: str | None = None
     _ledger: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    epsilon: InitVar[float | None] = None
+    delta: InitVar[float] = 0.0
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, epsilon: float | None, delta: float) -> None:
+        if (self.total is None) == (epsilon is None):
+            raise ParameterError(message("total", "Accountant", "given once: a PrivacyBudget, "
+                                         "or epsilon= (and delta=)", self.total))
+        if epsilon is not None:
+            self.total = PrivacyBudget(epsilon, delta)
         if not isinstance(self.total, PrivacyBudget):
             raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
         if self.unit is not None:

@@ -16,7 +16,7 @@ the in-memory accountant: ten spends of 0.1 exhaust a budget of 1.0 exactly.
 Examples
 --------
 >>> import tempfile, pathlib
->>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite"
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.db"
 >>> ledger = Ledger.create(path, PrivacyBudget(1.0))
 >>> ledger.spend(0.25, label="release_profile", unit="item", source="events.csv")
 >>> ledger.remaining
@@ -26,6 +26,7 @@ PrivacyBudget(epsilon=0.75, delta=0.0)
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,10 @@ _SCHEMA = (
     "command TEXT, label TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, "
     "unit TEXT, source TEXT)",
 )
+
+
+#: No recorded value exceeds the largest float (every figure the ledger reports is a float).
+_LARGEST = Fraction(sys.float_info.max)
 
 
 def _fraction_text(value: Fraction) -> str:
@@ -88,7 +93,7 @@ class Ledger:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.db"
     >>> _ = Ledger.create(path, PrivacyBudget(1.0))
     >>> ledger = Ledger(path, source="events.csv")  # another process opens the same file
     >>> ledger.spend(0.6, label="release_profile", unit="item")
@@ -193,7 +198,7 @@ class Ledger:
             value = Fraction(str(text))
         except (ValueError, ZeroDivisionError):
             raise self._bad(f"{what} is not an exact fraction") from None
-        if value < 0 or (upper is not None and value >= upper):
+        if value < 0 or (upper is not None and value >= upper) or value > _LARGEST:
             raise self._bad(f"{what} is out of range")
         return value
 

@@ -105,9 +105,19 @@ def _encode_part(part: str | int | bytes) -> bytes:
     if isinstance(part, bool):
         raise ParameterError(message("part", "derive_key", "a str, an int or bytes", part))
     if isinstance(part, str):
-        tag, body = b"s", part.encode("utf-8")
+        try:
+            tag, body = b"s", part.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate has no UTF-8 encoding
+            raise ParameterError(message("part", "derive_key", "a str encodable as UTF-8 (no "
+                                         "lone surrogates)", "a str with a lone surrogate")
+                                 ) from None
     elif isinstance(part, numbers.Integral):
-        tag, body = b"i", str(int(part)).encode("ascii")
+        try:
+            tag, body = b"i", str(int(part)).encode("ascii")
+        except ValueError:  # beyond Python's limit on int -> str conversion
+            raise ParameterError(message("part", "derive_key", "an int of at most 4300 decimal "
+                                         "digits", f"an int of {int(part).bit_length()} bits")
+                                 ) from None
     elif isinstance(part, bytes | bytearray):
         tag, body = b"b", bytes(part)
     else:

@@ -39,6 +39,8 @@ INTS = (["1", "2", "3", "5", "8", "1e1", "2_0"],
 FLOATS = (["1", "0.5", "2", "1e-6", "1000", "0.999999"],
           ["0", "-1", "1e-9", "1001", "1e308", "1e309", "nan", "inf", "-inf", "", "abc",
            "1e-300", "5e-324", "1,5", "one"])
+DELTAS = (["0", "1e-9", "1e-6", "1e-3"],
+          ["-1e-9", "0.5", "0.0011", "1", "nan", "inf", "", "abc"])
 TEXTS = (["item", "time", "count", "1d", "6h", "30min", "2026-01-01",
           "2026-01-03T12:00:00+02:00", "auto", "all", "1,2,3"],
          ["missing_column", "", " ", "-", "'; DROP TABLE x; --", "\u00fc", "a,b", "0", "-1",
@@ -143,6 +145,8 @@ def _values(param: click.Parameter,
     if isinstance(kind, click.Choice):
         return [str(c) for c in kind.choices if str(c) != "spark"], ["nope", ""]
     if isinstance(kind, click.types.FloatParamType | click.FloatRange):
+        if param.name == "delta":  # delta above 1e-3 is refused
+            return DELTAS
         return FLOATS
     if isinstance(kind, click.types.IntParamType | click.IntRange) or kind.name == "integer":
         return INTS
@@ -264,7 +268,7 @@ def check_outcome(argv: list[str], code: int, out: str, err: str) -> None:
 def workdir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
     _write_files(tmp)
-    Ledger.create(tmp / "ledger.sqlite", PrivacyBudget(1000.0, 0.5))
+    Ledger.create(tmp / "ledger.sqlite", PrivacyBudget(1000.0, 1e-3))
     old = Path.cwd()
     os.chdir(tmp)  # relative output paths land here, not in the repository
     yield tmp
@@ -387,7 +391,7 @@ def test_unwritable_output_is_refused_before_anything_is_drawn(path, command, op
     if any("--ledger" in getattr(p, "opts", ()) for p in command.params):
         ledger = workdir / f"spent-{'-'.join(path)}-{option.strip('-')}.sqlite"
         ledger.unlink(missing_ok=True)
-        Ledger.create(ledger, PrivacyBudget(10.0, 0.5))
+        Ledger.create(ledger, PrivacyBudget(10.0, 1e-3))
         argv += ["--ledger", str(ledger)]
     suffix = {"--plot": ".png", "--figure": ".png", "--csv": ".csv"}.get(option, ".json")
     argv += [option, str(workdir / "no-such-dir" / f"out{suffix}")]
@@ -407,7 +411,7 @@ LEDGER_LEAVES = [(p, c) for p, c in LEAVES
 def test_ledger_records_the_release_and_refuses_an_overspend(path, command, workdir):
     ledger = workdir / f"budget-{'-'.join(path)}.sqlite"
     ledger.unlink(missing_ok=True)
-    Ledger.create(ledger, PrivacyBudget(1.5, 0.5))  # the base command line spends epsilon 1
+    Ledger.create(ledger, PrivacyBudget(1.5, 1e-3))  # the base command line spends epsilon 1
     argv = [*_base_argv(path, command, workdir), "--ledger", str(ledger)]
     code, _, err = _run(argv)
     assert code == 0, err
@@ -431,7 +435,7 @@ def test_concurrent_commands_on_one_ledger_never_overspend(workdir):
     path, command = LEDGER_LEAVES[0]
     ledger = workdir / "concurrent.sqlite"
     ledger.unlink(missing_ok=True)
-    Ledger.create(ledger, PrivacyBudget(2.5, 0.5))
+    Ledger.create(ledger, PrivacyBudget(2.5, 1e-3))
     argv = [*_base_argv(path, command, workdir), "--ledger", str(ledger)]
     script = "import sys; from dpfreq.cli.main import main; sys.exit(main(sys.argv[1:]))"
     procs = [subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,

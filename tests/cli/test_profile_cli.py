@@ -288,7 +288,9 @@ def test_missing_empty_and_headerless_files_exit_2(tmp_path, capsys):
         assert match in err
     # a header and no rows is a valid, empty data set: every domain item has count 0
     assert main(base_args(header_only, "--seed", "1")) == 0
-    assert "fraction" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "fraction" in captured.out
+    assert "no data rows" in captured.err
 
 
 @pytest.mark.parametrize("missing", ["--item", "--domain-size", "--max-count", "--epsilon",

@@ -147,8 +147,8 @@ def test_invalid_parameters(call):
 def test_no_default_budget():
     with pytest.raises(TypeError):
         PrivacyBudget()  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        Accountant()  # type: ignore[call-arg]
+    with pytest.raises(ParameterError):  # no budget is defaulted: one line says what to give
+        Accountant()
 
 
 def test_spend_records_unit_and_source():
@@ -197,3 +197,15 @@ def test_accountant_converts_soundly_and_says_so():
     assert "counts as ε" in item.ledger[0]["conversion"]
     with pytest.raises(ParameterError, match="unit of Accountant"):
         Accountant(PrivacyBudget(1.0), unit="user")
+
+
+def test_accountant_takes_epsilon_and_delta_as_numbers():
+    assert Accountant(epsilon=2.0).total == PrivacyBudget(2.0)
+    assert Accountant(epsilon=1.0, delta=1e-6).total == PrivacyBudget(1.0, 1e-6)
+    assert Accountant(PrivacyBudget(2.0)).total == PrivacyBudget(2.0)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"total": PrivacyBudget(1.0), "epsilon": 1.0}])
+def test_accountant_needs_exactly_one_budget(kwargs):
+    with pytest.raises(ParameterError, match=r"^total of Accountant must be given once"):
+        Accountant(**kwargs)

@@ -128,7 +128,7 @@ def test_create_refuses_to_overwrite(ledger):
 
 
 @pytest.mark.parametrize("make", ["missing", "text", "other_db", "bad_version", "bad_total",
-                                  "bad_row"])
+                                  "bad_row", "huge_row"])
 def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
     path = tmp_path / "x.sqlite"
     if make == "text":
@@ -141,7 +141,9 @@ def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
         change = {"bad_version": "UPDATE dpfreq_ledger SET value='9' WHERE key='version'",
                   "bad_total": "UPDATE dpfreq_ledger SET value='x' WHERE key='total_epsilon'",
                   "bad_row": "INSERT INTO releases (time, label, epsilon, delta) "
-                             "VALUES ('t', 'l', '-1/2', '0/1')"}[make]
+                             "VALUES ('t', 'l', '-1/2', '0/1')",
+                  "huge_row": "INSERT INTO releases (time, label, epsilon, delta) "
+                              "VALUES ('t', 'l', '0.5e400', '0/1')"}[make]
         with sqlite3.connect(path) as conn:
             conn.execute(change)
     with pytest.raises(DataError) as info:
@@ -150,6 +152,9 @@ def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
     assert "\n" not in text
     assert str(path) in text
     assert not (tmp_path / "missing").exists()
+    if make == "huge_row":
+        with pytest.raises(DataError):
+            _ = Ledger(path).ledger
 
 
 @pytest.mark.parametrize("call", [

@@ -87,3 +87,12 @@ def test_keyed_generator_streams():
 def test_keyed_generator_rejects_bad_keys(bad):
     with pytest.raises(ParameterError, match=r"^key of keyed_generator must be"):
         keyed_generator(bad)
+
+
+@pytest.mark.parametrize("part", [10**5000, -(10**5000), "a\ud800b"],
+                         ids=["huge", "huge-negative", "lone-surrogate"])
+def test_derive_key_refuses_unencodable_parts_with_a_parameter_error(part):
+    from dpfreq.rng import derive_key
+
+    with pytest.raises(ParameterError, match=r"^part of derive_key must be "):
+        derive_key(bytes(32), part)

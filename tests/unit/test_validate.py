@@ -59,7 +59,7 @@ def test_positive_float_accepts_and_normalizes():
         check_positive_float(NAN, "x", "f", allow_inf=True)
 
 
-@pytest.mark.parametrize("bad", [NAN, INF, -INF, -1e-9, 1.0, 2.0, *NOT_NUMBERS])
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, -1e-9, 1.0, 2.0, 0.5, 1.01e-3, *NOT_NUMBERS])
 def test_delta_rejects(bad):
     with pytest.raises(ParameterError) as info:
         check_delta(bad, "x", "f")
@@ -69,6 +69,7 @@ def test_delta_rejects(bad):
 def test_delta_accepts_zero():
     assert check_delta(0, "x", "f") == 0.0
     assert check_delta(1e-9, "x", "f") == 1e-9
+    assert check_delta(1e-3, "x", "f") == 1e-3  # the ceiling itself is accepted
 
 
 @pytest.mark.parametrize("bad", [NAN, INF, -INF, 0.0, 1.0, -0.5, 1.5, *NOT_NUMBERS])
@@ -78,11 +79,18 @@ def test_open_unit_rejects(bad):
     _assert_shape(info.value)
 
 
-@pytest.mark.parametrize("bad", [NAN, INF, -INF, 1.0, 2.5, np.float64(3.0), *NOT_NUMBERS])
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, 2.5, 2.0**60, *NOT_NUMBERS])
 def test_int_rejects_non_integers(bad):
     with pytest.raises(ParameterError) as info:
         check_int(bad, "x", "f")
     _assert_shape(info.value)
+
+
+def test_int_accepts_integral_floats_like_the_command_line():
+    assert check_int(1e6, "domain_size", "f", minimum=1) == 1_000_000
+    assert type(check_int(np.float64(3.0), "x", "f")) is int
+    with pytest.raises(ParameterError):
+        check_int(0.0, "x", "f", minimum=1)
 
 
 def test_int_bounds():

@@ -113,8 +113,8 @@ def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Pla
     """Refuse (before any budget is spent) what cannot be computed exactly or in memory.
 
     The sizes are those at the largest private total ``N`` the noise gives with probability
-    ``1 − 10^-9``. The messages state the rule (and a memory need rounded up to a power of two
-    GiB), never the data's total.
+    ``1 − 10^-9``. The messages state the rule and the public limit, never the data's total
+    or a memory need derived from it.
     """
     n = total_of(counts, prevalences)
     if n > MAX_TOTAL:
@@ -129,12 +129,13 @@ def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Pla
             "'privhist' or 'auto', which run in O(sqrt N))", plan.method))
     need = working_bytes(n_high, epsilon, plan)
     if need > MAX_WORKING_BYTES:
-        gib = 2 ** max(math.ceil(math.log2(need / 2**30)), 0)
+        # no size is named: any number derived from N (even a rounded one) can move with one
+        # event at a bucket edge
         raise ParameterError(message(
             "epsilon", _FUNC, f"such that {plan.method} fits in its working-memory limit of "
-            f"{MAX_WORKING_BYTES / 2**30:g} GiB; on this source it needs more than "
-            f"{gib // 2:g} GiB (about sqrt(N·min(ε, 1)) + N/T + 4·ln(N)/ε2 elements of 64 "
-            "bytes: a tiny epsilon or a huge total)", epsilon))
+            f"{MAX_WORKING_BYTES / 2**30:g} GiB, which this source exceeds (about "
+            "sqrt(N·min(ε, 1)) + N/T + 4·ln(N)/ε2 elements of 64 bytes: a tiny epsilon or a "
+            "huge total)", epsilon))
 
 
 def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: float,

@@ -74,6 +74,7 @@ __all__ = [
     "resolve_engine_option",
     "seed_option",
     "spool_stdin",
+    "warn_if_no_rows",
     "warn_if_seeded",
     "write_output",
 ]
@@ -201,6 +202,35 @@ class InputFileType(click.ParamType):
 
 
 INPUT_FILE = InputFileType()
+
+
+def _has_rows(path: Path) -> bool | None:
+    """Whether a local CSV or Parquet file holds a data row (None: cannot tell cheaply)."""
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return bool(pq.read_metadata(path).num_rows > 0)
+        except Exception:  # not Parquet after all: the engine reports it
+            return None
+    try:
+        with path.open("rb") as handle:
+            handle.readline()  # the header
+            return any(line.strip() for line in handle)
+    except OSError:
+        return None
+
+
+def warn_if_no_rows(file: str, what: str) -> None:
+    """Say on stderr, before anything is spent, that a local input file has a header and no
+    rows: the release is then ``what`` of an empty data set. Files only (not directories,
+    globs or URIs); the data holder sees this line, it is never part of a release."""
+    path = Path(file)
+    if ("://" in file or not path.is_file() or path.stat().st_size == 0  # refused later
+            or _has_rows(path) is not False):
+        return
+    click.echo(f"warning: {file} has no data rows; the release is {what} of an empty data set "
+               "(the budget is spent as usual).", err=True)
 
 
 def seed_option(f: Any) -> Any:

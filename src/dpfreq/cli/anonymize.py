@@ -248,6 +248,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                            **common)
     props = estimate_properties(rel, domain_size=domain_size,
                                 extrapolation_ratio=extrapolation_ratio)
+    _write_json(rel, props, json_out, plot_out)  # files first: `| head` loses nothing
     for line in _header(rel, epsilon):
         click.echo(line)
     click.echo("# released frequency list, largest counts first:")
@@ -258,7 +259,6 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                "range):")
     for line in _property_lines(props):
         click.echo(line)
-    _write_json(rel, props, json_out, plot_out)
 
 
 @click.command(name="anonymize")

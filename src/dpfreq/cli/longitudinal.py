@@ -15,6 +15,7 @@ import click
 import numpy as np
 
 from dpfreq.cli._common import (
+    COUNT,
     INPUT_FILE,
     POSITIVE,
     emit_release,
@@ -119,11 +120,13 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
 @click.option("--start", default=None, help="Date of period 1 (ISO) for dated output.")
 @click.option("--period", default=None, help="Period length (1d, 7d, 1w, 6h), with --start.")
+@click.option("--rows", type=COUNT, default=None, metavar="N",
+              help="Print only the first N periods of the table (default: all).")
 @seed_option
 @output_options
 def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
                  randomizer: str, confidence: float, per_order_sparsity: bool,
-                 start: str | None, period: str | None, seed: int | None,
+                 start: str | None, period: str | None, rows: int | None, seed: int | None,
                  json_out: str | None, plot_out: str | None) -> None:
     """Simulate n devices with at most k changes and report the estimation error."""
     warn_if_seeded(seed)
@@ -131,15 +134,15 @@ def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
                                 epsilon=epsilon, randomizer=randomizer, confidence=confidence,
                                 per_order_sparsity=per_order_sparsity, rng=seed,
                                 **_time_axis(start, period))
+    emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing
     _echo_release(rel, f"longitudinal simulation of {devices:,} devices (synthetic states)",
-                  truth=np.asarray(rel.truth))
+                  truth=np.asarray(rel.truth), rows=rows)
     err = np.asarray(rel.errors)
     covered = np.mean((rel.error.lower <= rel.truth) & (rel.truth <= rel.error.upper))
     click.echo(f"# rmse {float(np.sqrt(np.mean(err**2))):.1f}  max |error| "
                f"{float(np.max(np.abs(err))):.1f}  intervals covering the truth "
                f"{covered:.1%} (each holds w.p. >= {confidence}); the truth is shown only "
                "because the states are simulated")
-    emit_release(rel, json_out, plot_out)
 
 
 @command.command(name="aggregate")
@@ -189,12 +192,13 @@ def aggregate_cmd(reports: str, params_path: str, enrolment: str | None, devices
                                  f"comma-separated integers; got {devices!r}.") from None
     rel = aggregate_reports_file(reports, params, enrolled=enrolled, engine=engine,
                                  confidence=confidence, dropouts=dropouts)
+    emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing
     _echo_release(rel, f"longitudinal aggregate of {reports}")
-    emit_release(rel, json_out, plot_out)
 
 
-def _echo_release(rel: Any, what: str, truth: Any = None) -> None:
-    """Header (ε, δ, unit, mechanism, error statement) and the per-period table."""
+def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = None) -> None:
+    """Header (ε, δ, unit, mechanism, error statement) and the per-period table (its first
+    ``rows`` periods; None: all)."""
     mp = rel.mechanism_params
     click.echo(f"# dpfreq {what}")
     click.echo(f"# epsilon={rel.epsilon:g} (local: each device's whole transcript), "
@@ -208,7 +212,7 @@ def _echo_release(rel: Any, what: str, truth: Any = None) -> None:
     first = "date" if "date" in table else "period"
     head = f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}"
     click.echo(head + (f"{'true':>12}" if truth is not None else ""))
-    for i in range(rel.horizon):
+    for i in range(rel.horizon if rows is None else min(rows, rel.horizon)):
         row = (f"{table[first][i]!s:>12}{table['estimate'][i]:>14.1f}"
                f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
         click.echo(row + (f"{truth[i]:>12.0f}" if truth is not None else ""))

@@ -2,7 +2,9 @@
 
 Exit status, the same for every subcommand:
 
-- **0** success (also ``--help``, ``--version`` and a bare ``dpfreq``, which prints the help);
+- **0** success (also ``--help``, ``--version`` and a bare ``dpfreq``, which prints the help,
+  and a reader of stdout that stops early, ``| head``: every output file is written before
+  any text is printed);
 - **2** bad input: a usage error, an invalid option value, a file that cannot be read or
   written (or is binary where text is expected), a refused budget — one line
   ``dpfreq: error: ...`` on stderr, never a traceback;
@@ -64,6 +66,20 @@ SUBCOMMANDS = {
 }
 
 
+#: One line per subcommand for ``dpfreq --help``, so that the help imports no command module
+#: (each pulls in numpy, scipy or DuckDB); tests check each line against the command's own help.
+SHORT_HELP = {
+    "anonymize": "Release the anonymized histogram (frequency list) of a file.",
+    "demo": "Private profile of a synthetic ad-impression log, beside the truth.",
+    "ledger": "Privacy ledger: a budget shared by every release made with it.",
+    "longitudinal": "Locally private counts of a Boolean state over time (FutureRand).",
+    "plan": "Predict the accuracy of a release before making it (public inputs only).",
+    "profile": "Private profile of the item column of a CSV or Parquet file.",
+    "reach": "Private reach (k+ counts) of an event log over time windows.",
+    "serve": "Collect FutureRand reports over HTTP and serve estimates.",
+}
+
+
 def _quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:  # silence the reporter the root group installed, for this command
         ctx.with_resource(reporting(None))
@@ -85,8 +101,18 @@ def _with_quiet(command: click.Command) -> click.Command:
     return command
 
 
+class _ClosedPipe(Exception):
+    """The reader of stdout went away; raised past click, which would exit 1 on it."""
+
+
 class _LazyGroup(click.Group):
     """A group whose subcommands (:data:`SUBCOMMANDS`) are imported on first use."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _ClosedPipe from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         lazy = [name for name, module in SUBCOMMANDS.items()
@@ -107,6 +133,9 @@ class _LazyGroup(click.Group):
         unavailable instead of breaking the help of every other command."""
         rows = []
         for name in self.list_commands(ctx):
+            if name in SHORT_HELP and name not in self.commands:  # not imported for the help
+                rows.append((name, SHORT_HELP[name]))
+                continue
             try:
                 command = self.get_command(ctx, name)
             except Exception as exc:  # the help must not fail because one module is broken
@@ -198,11 +227,12 @@ def _run(argv: list[str] | None) -> None:
     except UnicodeDecodeError as exc:  # a binary file where text was expected: input, not a bug
         _fail(f"dpfreq: error: an input file is not UTF-8 text ({exc.reason}); give a text "
               "file (CSV, JSON) where one is expected.", EXIT_BAD_INPUT, exc)
-    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): stop quietly
-        # point stdout at /dev/null so the interpreter's final flush cannot fail again
+    except (BrokenPipeError, _ClosedPipe):  # the reader of stdout went away (`| head`)
+        # Output files are written before any text, so the release is saved: success.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         with suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(EXIT_OK)
     except OSError as exc:  # the file system refused: a path, a permission, a full disk
         _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT, exc)
     finally:

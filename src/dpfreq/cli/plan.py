@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT
+from dpfreq.cli._common import COUNT, POSITIVE
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -58,7 +58,7 @@ def format_plan(plan: Any) -> list[str]:
 
 @command.command(name="profile")
 @click.option("--domain-size", type=COUNT, required=True, help="Public number d of items.")
-@click.option("--max-count", type=COUNT, required=True, help="Public count cap n.")
+@click.option("--max-count", type=POSITIVE, required=True, help="Public count cap n >= 1.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε to plan for.")
 @click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
               help="Unit of privacy, as for dpfreq profile (no default): event, item "

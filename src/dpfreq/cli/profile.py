@@ -161,7 +161,11 @@ def profile_options(f: Any) -> Any:
 
 def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                  plot_out: str | None, truth: Any = None) -> None:
-    """Header, table and the vacuous warning (stderr), then the JSON / PNG outputs."""
+    """The JSON / PNG outputs first, then header, table and the vacuous warning (stderr).
+
+    Files come first so that a reader who stops early (``| head``) loses nothing.
+    """
+    shared.emit_release(rel, json_out, plot_out)
     to_err = json_out == "-"
     for line in format_header(rel, what):
         click.echo(line, err=to_err)
@@ -169,7 +173,6 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
     warning = vacuous_warning(rel)
     if warning is not None:
         click.echo(warning, err=True)
-    shared.emit_release(rel, json_out, plot_out)
 
 
 @click.command(name="profile")
@@ -177,8 +180,8 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
 @click.option("--domain-size", type=shared.COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")
-@click.option("--max-count", type=shared.COUNT, required=True,
-              help="Public count cap n: counts above n are clamped to n.")
+@click.option("--max-count", type=shared.POSITIVE, required=True,
+              help="Public count cap n >= 1: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
 @click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
               help="Unit of privacy (no default): event (add/remove one row), item (add/remove "
@@ -205,6 +208,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
 
     shared.warn_if_seeded(seed)
     rows = parse_rows(rows_text)
+    shared.warn_if_no_rows(file, "the profile")
     rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
                           norm=norm, engine=engine, rng=seed, accountant=accountant,

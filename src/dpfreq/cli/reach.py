@@ -118,6 +118,11 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
                                   "confidence": confidence,
                                   "out_of_range": out_of_range, "rng": seed, "singleton": singleton}
     rel = release_window_counts(file, engine=engine, accountant=accountant, **kwargs)
+    shared.emit_release(rel, json_out, plot_out)  # files first: `| head` loses nothing
+    if save_path is not None:
+        rel.save(save_path)
+        click.echo(f"wrote {save_path} (SECRET: contains the noise key and exact summaries of "
+                   "the log)", err=True)
     if json_out != "-":  # with --json - the output is the JSON alone
         click.echo(f"# dpfreq reach: unit={unit}, epsilon={epsilon:g}, delta={delta:g}, "
                    f"mechanism={rel.mechanism}, T={rel.horizon} periods; "
@@ -126,8 +131,3 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
             click.echo(f"# {name}: strategy {rec['strategy']}, {rec['noise']} noise "
                        f"(predicted RMSE {_predicted(rec):.1f})")
         click.echo(_table(rel))
-    shared.emit_release(rel, json_out, plot_out)
-    if save_path is not None:
-        rel.save(save_path)
-        click.echo(f"wrote {save_path} (SECRET: contains the noise key and exact summaries of "
-                   "the log)", err=True)

@@ -21,9 +21,10 @@ Item keys: integer columns give int64 keys, any other scalar type the keys' text
 VARCHAR``) as an object array of ``str``; an item column read from CSV is always read as text
 (identifiers such as ``007`` keep their leading zeros). List, struct and map columns, nulls and
 NaN are refused, with the same message as every other engine. Time: integer columns as they
-are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ``/``DATE`` as int64 microseconds
-since the Unix epoch (UTC, ``time_kind="timestamp_us"``); integral floating/decimal values as
-integers; anything else is a :class:`~dpfreq.errors.DataError`.
+are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ`` (any precision, time zone aware
+values as instants)/``DATE`` as int64 microseconds since the Unix epoch (UTC,
+``time_kind="timestamp_us"``); integral floating/decimal values as integers; anything else is a
+:class:`~dpfreq.errors.DataError`.
 
 Each method reads its source once: per-item aggregates in one query; the event readers
 (``occurrence_times``, ``reduce_items``) project the events once into a temporary table on the
@@ -56,8 +57,9 @@ _CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
               "ubigint"}
+#: time zone aware types are instants: their epoch is the same in every zone (UTC)
 _TIME_TYPES = {"timestamp", "timestamp with time zone", "date", "timestamp_s", "timestamp_ms",
-               "timestamp_ns"}
+               "timestamp_ns", "timestamptz_ns"}
 _FLOAT_TYPES = {"float", "double", "decimal"}
 _NESTED_TYPES = {"list", "struct", "map", "array", "union"}
 _SQL_START = re.compile(r"^\s*(select|with|from|values|\(|table\b|pivot|unpivot)", re.IGNORECASE)
@@ -317,6 +319,8 @@ class DuckDBEngine:
         if category == "integer":
             return f"CAST({col} AS BIGINT)", "integer", "false"
         if category == "time":
+            if ty.lower() == "timestamptz_ns":  # epoch_us has no overload for it
+                return f"epoch_us(CAST({col} AS TIMESTAMPTZ))", "timestamp_us", "false"
             return f"epoch_us({col})", "timestamp_us", "false"
         if category == "float":
             ok = f"(isfinite({col}) AND {col} = trunc({col}) AND abs({col}) < {_INT64_LIMIT})"

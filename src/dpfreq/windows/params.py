@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import (
-    check_choice,
     check_confidence,
     check_delta,
     check_epsilon,
@@ -161,9 +160,11 @@ def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
                                      "'total', 'all' and window widths", windows))
     out: list[Any] = []
     for w in items:
-        if isinstance(w, str):
-            check_choice(w, "windows", _FUNC, ("cumulative", "total", "all"))
-        else:
+        if isinstance(w, str) and w not in ("cumulative", "total", "all"):
+            raise ParameterError(message("windows", _FUNC, "'cumulative', 'total', 'all' or an "
+                                         "integer window width (7 for rolling 7-period windows)",
+                                         w))
+        if not isinstance(w, str):
             w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
         if w not in out:
             out.append(w)

@@ -1,0 +1,71 @@
+"""Degenerate inputs are refused (or warned about) before any budget is spent."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpfreq.cli.main import main
+
+
+def profile_args(path, *extra, ledger=None):
+    tail = ["--ledger", str(ledger)] if ledger is not None else []
+    return ["profile", str(path), "--item", "user", "--domain-size", "40", "--epsilon", "1",
+            "--unit", "item", *tail, *extra]
+
+
+def ledger_total(path, capsys) -> str:
+    assert main(["ledger", "show", str(path), "--json", "-"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["profile"], ["plan", "profile"]])
+def test_max_count_zero_is_refused_before_spending(tmp_path, capsys, command):
+    log = tmp_path / "log.csv"
+    log.write_text("user\na\nb\na\n", encoding="utf-8")
+    ledger = tmp_path / "budget.db"
+    assert main(["ledger", "init", str(ledger), "--epsilon", "5"]) == 0
+    capsys.readouterr()
+    before = ledger_total(ledger, capsys)
+    argv = (profile_args(log, "--max-count", "0", ledger=ledger) if command == ["profile"]
+            else ["plan", "profile", "--domain-size", "40", "--max-count", "0", "--epsilon", "1",
+                  "--unit", "item"])
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "--max-count" in err
+    assert len(err.strip().splitlines()) == 1
+    assert ledger_total(ledger, capsys) == before
+
+
+def test_header_only_file_warns_before_the_release(tmp_path, capsys):
+    log = tmp_path / "header.csv"
+    log.write_text("user\n", encoding="utf-8")
+    assert main(profile_args(log, "--max-count", "3", "--seed", "1")) == 0
+    err = capsys.readouterr().err
+    assert "no data rows" in err
+
+
+def test_file_with_rows_gives_no_empty_warning(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("user\na\n", encoding="utf-8")
+    assert main(profile_args(log, "--max-count", "3", "--seed", "1")) == 0
+    assert "no data rows" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("delta", ["0.5", "0.01"])
+def test_reach_refuses_a_delta_above_the_ceiling_before_spending(tmp_path, capsys, delta):
+    log = tmp_path / "log.csv"
+    log.write_text("user,ts\na,2024-01-01T10:00\nb,2024-01-02T10:00\n", encoding="utf-8")
+    ledger = tmp_path / "budget.db"
+    assert main(["ledger", "init", str(ledger), "--epsilon", "5", "--delta", "1e-3"]) == 0
+    capsys.readouterr()
+    before = ledger_total(ledger, capsys)
+    with pytest.raises(SystemExit) as info:
+        main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+              "--end", "2024-01-02", "--period", "1d", "--epsilon", "1", "--delta", delta,
+              "--k", "1", "--unit", "event", "--ledger", str(ledger)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "1e-3" in err
+    assert ledger_total(ledger, capsys) == before
