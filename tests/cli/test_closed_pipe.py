@@ -82,7 +82,8 @@ def test_reach_writes_json_and_save_before_the_table(tmp_path):
 def test_anonymize_writes_json_before_the_table(tmp_path):
     data = tmp_path / "pw.csv"
     data.write_text("password\n" + "".join(f"p{i % 5}\n" for i in range(30)), encoding="utf-8")
-    argv = ["anonymize", str(data), "--item", "password", "--epsilon", "1", "--seed", "1",
+    argv = ["anonymize", str(data), "--item", "password", "--epsilon", "1", "--unit", "event",
+            "--seed", "1",
             "--json", "a.json"]
     proc = run_into_closed_pipe(argv, tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()

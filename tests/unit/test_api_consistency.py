@@ -27,7 +27,7 @@ def test_memory_refusal_names_no_size_derived_from_the_data(total):
     from dpfreq.anonymized import release_anonymized_histogram
 
     with pytest.raises(ParameterError) as info:
-        release_anonymized_histogram({1: total}, epsilon=1e-6, rng=1)
+        release_anonymized_histogram({1: total}, epsilon=1e-6, unit="event", rng=1)
     text = str(info.value)
     assert "working-memory limit of 4 GiB" in text
     assert "GiB" not in text.replace("limit of 4 GiB", "")
