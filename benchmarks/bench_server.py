@@ -70,7 +70,7 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
          "sys.exit(main(sys.argv[1:]))", "serve", "--db", db, "--port", str(port),
-         "--rate", "0", "--log-level", "warning"],
+         "--rate", "0", "--enrol-rate", "0", "--log-level", "warning"],
         env={**os.environ, "DPFREQ_ADMIN_TOKEN": admin})
     try:
         deadline = time.monotonic() + 60
@@ -91,7 +91,8 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
 def create_study(url: str, admin: str, study: str) -> ProtocolParams:
     r = httpx.post(url + "/v1/studies", headers={"Authorization": f"Bearer {admin}"}, json={
         "study": study, "horizon": HORIZON, "max_changes": 4, "epsilon": 1.0,
-        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1})
+        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1,
+        "enrolment": "open"})
     r.raise_for_status()
     return ProtocolParams.from_json(r.json()["params"])
 

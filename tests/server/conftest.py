@@ -58,7 +58,9 @@ def sqlite_url(tmp_path: Any) -> str:
 def make_client(db: str, **config: Any) -> TestClient:
     """A TestClient over a new app on ``db`` (use as a context manager)."""
     config.setdefault("rate", 0)
-    return TestClient(create_app(ServerConfig(db=db, admin_token=ADMIN, **config)))
+    config.setdefault("enrol_rate", 0)
+    config.setdefault("admin_token", ADMIN)
+    return TestClient(create_app(ServerConfig(db=db, **config)))
 
 
 @pytest.fixture
@@ -90,12 +92,23 @@ def create_study(c: TestClient, study: str = "s1", **over: Any) -> ProtocolParam
     body.update(over)
     r = c.post("/v1/studies", json=body, headers=admin())
     assert r.status_code == 201, r.text
+    if "enrolment_secret" in r.json():
+        secrets = getattr(c, "enrol_secrets", {})
+        secrets[study] = r.json()["enrolment_secret"]
+        c.enrol_secrets = secrets  # type: ignore[attr-defined]
     return ProtocolParams.from_json(r.json()["params"])
+
+
+def enrol_headers(c: TestClient, study: str) -> dict[str, str]:
+    """The bearer header with the study's enrolment secret (none for an open study)."""
+    secret = getattr(c, "enrol_secrets", {}).get(study)
+    return {} if secret is None else bearer(secret)
 
 
 def enrol(c: TestClient, params: ProtocolParams, order: int, study: str = "s1") -> tuple[int, str]:
     r = c.post(f"/v1/studies/{study}/devices", json={"param_id": params.param_id,
-                                                     "order": order})
+                                                     "order": order},
+               headers=enrol_headers(c, study))
     assert r.status_code == 201, r.text
     return int(r.json()["device"]), str(r.json()["token"])
 
@@ -140,6 +153,7 @@ class LiveServer:
         import uvicorn
 
         config.setdefault("rate", 0)
+        config.setdefault("enrol_rate", 0)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
@@ -194,7 +208,7 @@ class Served:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
                  "sys.exit(main(sys.argv[1:]))", "serve", "--db", self.db, "--port",
-                 str(self.port), "--rate", "0", "--log-level", self.log_level],
+                 str(self.port), "--rate", "0", "--enrol-rate", "0", "--log-level", self.log_level],
                 env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

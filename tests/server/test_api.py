@@ -37,7 +37,7 @@ def test_estimates_equal_the_aggregator(client, rng):
     an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
     r = client.get("/v1/studies/s1/estimates", headers=bearer(an))
     assert r.status_code == 403
-    assert "at least 5 enrolled devices" in r.json()["error"]
+    assert "at least 5 devices have reported" in r.json()["error"]
     devices += run_devices(client, params, rng, 3)
     r = client.get("/v1/studies/s1/estimates?confidence=0.9", headers=bearer(an))
     assert r.status_code == 200, r.text

@@ -26,7 +26,7 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0001",)]
+            ("0002",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
@@ -62,7 +62,7 @@ def test_devices_command_runs_simulated_devices(sqlite_url):
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
                          "randomizer": "auto", "start": START, "period": "1d",
-                         "min_devices": 1}).raise_for_status()
+                         "min_devices": 1, "enrolment": "open"}).raise_for_status()
         res = CliRunner().invoke(command, ["devices", "--server", srv.url, "--study", "load",
                                            "--devices", "25", "--seed", "3", "--json"])
         assert res.exit_code == 0, res.output
@@ -80,7 +80,7 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = httpx.post(srv.url + "/v1/studies", headers=auth, json={
         "study": "stop", "horizon": 64, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
-        "start": START, "period": "1d", "min_devices": 1})
+        "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
     pid = r.json()["param_id"]
     devices = [httpx.post(srv.url + "/v1/studies/stop/devices",
                           json={"param_id": pid, "order": 0}).json() for _ in range(40)]

@@ -7,6 +7,7 @@ extra. See :mod:`dpfreq.server` and the README's section on the collection servi
 from __future__ import annotations
 
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -58,13 +59,18 @@ def read_admin_token(path: str | None) -> str | None:
               help="Requests per second per device token (0: no limit).")
 @click.option("--burst", type=POSITIVE, default=40, show_default=True,
               help="Burst of the per-device rate limit.")
+@click.option("--enrol-rate", type=float, default=1.0, show_default=True,
+              help="Enrolments per second per study and client address (0: no limit).")
+@click.option("--enrol-burst", type=POSITIVE, default=20, show_default=True,
+              help="Burst of the enrolment rate limit.")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow this origin by CORS (repeatable; default: CORS off).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True,
               help="Least severe log lines written (JSON lines on stderr).")
 def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
-            rate: float, burst: int, cors_origins: tuple[str, ...], log_level: str) -> None:
+            rate: float, burst: int, enrol_rate: float, enrol_burst: int,
+            cors_origins: tuple[str, ...], log_level: str) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
 
     Logs are JSON lines on stderr. SIGTERM or Ctrl-C stops accepting connections, finishes the
@@ -86,7 +92,34 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
                    "DPFREQ_ADMIN_TOKEN): no new study can be created", err=True)
     config = ServerConfig(db=db, admin_token=admin,
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
+                          enrol_rate=enrol_rate, enrol_burst=enrol_burst,
                           cors_origins=tuple(cors_origins), freeze_gc=True)
+    # Bind before the application starts: the lifespan registers the admin token (and revokes
+    # the previous one), which must not happen for a server that cannot listen.
+    sock = _bind(host, port)
     log_config = configure_logging(log_level)
-    uvicorn.run(create_app(config), host=host, port=port, log_config=log_config,
-                access_log=False, timeout_graceful_shutdown=30)
+    server = uvicorn.Server(uvicorn.Config(create_app(config), log_config=log_config,
+                                           access_log=False, timeout_graceful_shutdown=30))
+    server.run(sockets=[sock])
+    if not server.started:
+        raise SystemExit(1)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``, or a one-line error naming the address."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _name, addr = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(2048)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
+    sock.set_inheritable(True)
+    return sock

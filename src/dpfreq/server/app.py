@@ -31,7 +31,6 @@ from fastapi.staticfiles import StaticFiles
 from dpfreq import __version__
 
 from . import storage
-from .auth import Principal
 from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
@@ -60,6 +59,10 @@ class ServerConfig:
         Requests per second allowed per device token (0 disables the limit).
     burst : int
         Burst size of the per-device rate limit.
+    enrol_rate : float
+        Enrolments per second allowed per (study, client address) (0 disables the limit).
+    enrol_burst : int
+        Burst size of the enrolment rate limit.
     cors_origins : tuple of str
         Origins allowed by CORS; empty (default) sends no CORS headers at all.
     max_group : int
@@ -77,6 +80,8 @@ class ServerConfig:
     max_body_bytes: int = 1 << 20
     rate: float = 20.0
     burst: int = 40
+    enrol_rate: float = 1.0
+    enrol_burst: int = 20
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False
@@ -94,8 +99,8 @@ def create_app(config: ServerConfig) -> FastAPI:
     -------
     fastapi.FastAPI
         On start (ASGI lifespan) it connects to the database, applies the migrations, registers
-        the admin token's hash and starts the group-commit writer; on shutdown it drains the
-        writer and closes the connections.
+        the admin token's hash (revoking the admin token of any earlier start) and starts the
+        group-commit writer; on shutdown it drains the writer and closes the connections.
 
     Examples
     --------
@@ -112,8 +117,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         await asyncio.to_thread(storage.upgrade, engine)
         service = Service(engine)
         if config.admin_token:
-            await asyncio.to_thread(service.register_token, config.admin_token,
-                                    Principal("admin"))
+            await asyncio.to_thread(service.bootstrap_admin, config.admin_token)
 
         def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
             metrics.commits.inc()
@@ -143,6 +147,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.state.config = config
     app.state.metrics = metrics
     app.state.limiter = RateLimiter(config.rate, config.burst)
+    app.state.enrol_limiter = RateLimiter(config.enrol_rate, config.enrol_burst)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_handlers(app)

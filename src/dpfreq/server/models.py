@@ -3,6 +3,8 @@ handler runs; a body that does not fit is answered 422 with a one-line error."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "Stored",
     "StudyCreate",
     "TokenOut",
+    "TokenRequest",
 ]
 
 MAX_BATCH = 4096
@@ -35,8 +38,11 @@ class StudyCreate(BaseModel):
         "Start of period 1: an ISO date (midnight UTC) or timestamp (UTC unless it has an "
         "offset)."))
     period: str = Field(max_length=12, description="Length of a period: 1d, 7d, 1w, 6h, 15min.")
-    min_devices: int = Field(ge=1, le=1 << 40, description=(
-        "Public minimum number of enrolled devices before any estimate is served."))
+    min_devices: int = Field(ge=1, le=(1 << 31) - 1, description=(
+        "Public minimum number of devices that have reported before any estimate is served."))
+    enrolment: Literal["secret", "open"] = Field(default="secret", description=(
+        "secret: a device enrols with the study's enrolment secret (returned once on "
+        "creation) as its bearer token; open: anyone may enrol (rate limited per address)."))
     per_order_sparsity: bool = False
 
 
@@ -85,6 +91,16 @@ class Stored(BaseModel):
 
 
 class TokenOut(BaseModel):
-    """A new bearer token (shown once)."""
+    """A new bearer token (shown once) and its id (a hash prefix, used to revoke it)."""
 
     token: str
+    id: str
+    expires: float | None = None
+
+
+class TokenRequest(BaseModel):
+    """Options of a new token: its lifetime (none: until revoked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ttl_seconds: int | None = Field(default=None, ge=1, le=10 * 366 * 86400)
