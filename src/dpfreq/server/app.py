@@ -35,6 +35,7 @@ from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
 from .observe import Metrics, ObserveMiddleware
+from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
 
@@ -151,6 +152,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_handlers(app)
+    install_openapi(app)
 
     if config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
