@@ -207,8 +207,13 @@ def test_study_creation_is_validated(sqlite_client):
     r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
                                     "epsilon": -1.0, "randomizer": "rr", "start": START,
                                     "period": "1d", "min_devices": 1}, headers=admin())
-    assert r.status_code == 400
+    assert r.status_code == 422  # the bounds of epsilon are in the schema
     assert "epsilon" in r.json()["error"]
+    r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
+                                    "epsilon": 1.0, "randomizer": "rr", "start": "2020-02-31",
+                                    "period": "1d", "min_devices": 1}, headers=admin())
+    assert r.status_code == 400  # a rule the schema cannot state
+    assert "start" in r.json()["error"]
     assert c.get("/v1/studies/nope").status_code == 404
     info = c.get("/v1/studies/s1").json()
     assert ProtocolParams.from_json(info["params"]).param_id == info["param_id"]
