@@ -59,6 +59,7 @@ def make_client(db: str, **config: Any) -> TestClient:
     """A TestClient over a new app on ``db`` (use as a context manager)."""
     config.setdefault("rate", 0)
     config.setdefault("enrol_rate", 0)
+    config.setdefault("read_cache_seconds", 0)
     config.setdefault("admin_token", ADMIN)
     return TestClient(create_app(ServerConfig(db=db, **config)))
 
@@ -154,6 +155,7 @@ class LiveServer:
 
         config.setdefault("rate", 0)
         config.setdefault("enrol_rate", 0)
+        config.setdefault("read_cache_seconds", 0)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])

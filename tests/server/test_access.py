@@ -155,3 +155,14 @@ def test_tokens_of_every_role_can_expire_at_issue(sqlite_client, role):
     r = c.post(f"/v1/studies/s1/{role}-tokens", headers=admin(), json={"ttl_seconds": 5})
     assert r.status_code == 201
     assert r.json()["expires"] == pytest.approx(time.time() + 5, abs=2)
+
+
+def test_summaries_are_cached_between_reads(sqlite_url, rng):
+    with make_client(sqlite_url, read_cache_seconds=3600) as c:
+        params = create_study(c, min_devices=1)
+        an = _analyst(c)["token"]
+        first = c.get("/v1/studies/s1/summary", headers=bearer(an)).json()
+        run_devices(c, params, rng, 2)
+        assert c.get("/v1/studies/s1/summary", headers=bearer(an)).json() == first
+    with make_client(sqlite_url, read_cache_seconds=0) as c:
+        assert c.get("/v1/studies/s1/summary", headers=bearer(an)).json() != first

@@ -63,6 +63,8 @@ def read_admin_token(path: str | None) -> str | None:
               help="Enrolments per second per study and client address (0: no limit).")
 @click.option("--enrol-burst", type=POSITIVE, default=20, show_default=True,
               help="Burst of the enrolment rate limit.")
+@click.option("--read-cache-seconds", type=float, default=1.0, show_default=True,
+              help="Recompute a study's summary and estimates at most this often (0: always).")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow this origin by CORS (repeatable; default: CORS off).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -70,7 +72,7 @@ def read_admin_token(path: str | None) -> str | None:
               help="Least severe log lines written (JSON lines on stderr).")
 def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
             rate: float, burst: int, enrol_rate: float, enrol_burst: int,
-            cors_origins: tuple[str, ...], log_level: str) -> None:
+            read_cache_seconds: float, cors_origins: tuple[str, ...], log_level: str) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
 
     Logs are JSON lines on stderr. SIGTERM or Ctrl-C stops accepting connections, finishes the
@@ -93,6 +95,7 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
     config = ServerConfig(db=db, admin_token=admin,
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
                           enrol_rate=enrol_rate, enrol_burst=enrol_burst,
+                          read_cache_seconds=read_cache_seconds,
                           cors_origins=tuple(cors_origins), freeze_gc=True)
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.

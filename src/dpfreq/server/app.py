@@ -64,6 +64,9 @@ class ServerConfig:
         Enrolments per second allowed per (study, client address) (0 disables the limit).
     enrol_burst : int
         Burst size of the enrolment rate limit.
+    read_cache_seconds : float
+        Summaries and estimates are recomputed at most this often per study and process (0:
+        on every request), so analysts polling a large study do not starve ingest.
     cors_origins : tuple of str
         Origins allowed by CORS; empty (default) sends no CORS headers at all.
     max_group : int
@@ -83,6 +86,7 @@ class ServerConfig:
     burst: int = 40
     enrol_rate: float = 1.0
     enrol_burst: int = 20
+    read_cache_seconds: float = 1.0
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 from pathlib import Path
 from typing import Any
 
@@ -327,10 +328,34 @@ async def _readable_study(request: Request, study: str) -> StudyRecord:
     return await _study(request, study)
 
 
+_reads: dict[tuple[Any, ...], tuple[float, Any]] = {}
+
+
+async def _cached(request: Request, key: tuple[Any, ...], compute: Any, *args: Any) -> Any:
+    """``compute(*args)`` in the thread pool, reused for ``read_cache_seconds``: analysts
+    polling a large study cost the writer one read of the running sums per period, however many
+    poll."""
+    now = time.monotonic()
+    hit = _reads.get(key)
+    if hit is not None and now - hit[0] < request.app.state.config.read_cache_seconds:
+        return hit[1]
+    value = await run_in_threadpool(compute, *args)
+    if len(_reads) > 4096:
+        _reads.clear()
+    _reads[key] = (now, value)
+    return value
+
+
 async def _withheld(request: Request, record: StudyRecord) -> bool:
-    """Whether fewer than the study's minimum of devices have reported."""
-    n = await run_in_threadpool(_service(request).reported_devices, record.study)
-    return n < record.min_devices
+    """Whether fewer than the study's minimum of devices have reported (once a study has
+    reached it, it stays reached: reports are never deleted while a study is open)."""
+    service = _service(request)
+    key = (id(service), "reported", record.study)
+    hit = _reads.get(key)
+    if hit is not None and hit[1] >= record.min_devices:
+        return False
+    n = await _cached(request, key, service.reported_devices, record.study)
+    return bool(n < record.min_devices)
 
 
 @router.get("/v1/studies/{study}/estimates", tags=["analysts"])
@@ -345,8 +370,8 @@ async def estimates(
     record = await _readable_study(request, study)
     payload = None
     if not await _withheld(request, record):
-        payload = await run_in_threadpool(estimate_payload, _service(request), record,
-                                          confidence)
+        payload = await _cached(request, (id(_service(request)), "estimate", study, confidence),
+                                estimate_payload, _service(request), record, confidence)
     if payload is None:
         raise HTTPException(403, "estimates are withheld until at least "
                                  f"{record.min_devices} devices have reported.")
@@ -359,9 +384,10 @@ async def summary(request: Request, study: str,
     """What the dashboard shows: devices per order, reports per period, rejections by reason
     and the estimate (null while withheld)."""
     record = await _readable_study(request, study)
-    payload = await run_in_threadpool(summary_payload, _service(request), record, confidence)
+    payload = await _cached(request, (id(_service(request)), "summary", study, confidence),
+                            summary_payload, _service(request), record, confidence)
     if await _withheld(request, record):
-        payload["estimate"] = None
+        payload = {**payload, "estimate": None}
     return JSONResponse(payload)
 
 
