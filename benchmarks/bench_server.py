@@ -77,7 +77,7 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 if time.monotonic() > deadline or proc.poll() is not None:

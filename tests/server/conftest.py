@@ -215,7 +215,7 @@ class Served:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

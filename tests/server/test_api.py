@@ -184,7 +184,7 @@ def test_limits_cors_health_metrics_openapi(sqlite_url):
         r = c.post("/v1/studies/s1/reports", json=big, headers=bearer(token))
         assert r.status_code == 413
         assert "larger than 4096" in r.json()["error"]
-        r = c.get("/healthz", headers={"Origin": "https://evil.example"})
+        r = c.get("/readyz", headers={"Origin": "https://evil.example"})
         assert r.json() == {"status": "ok"}
         assert "access-control-allow-origin" not in r.headers
         text = c.get("/metrics").text
@@ -193,7 +193,7 @@ def test_limits_cors_health_metrics_openapi(sqlite_url):
         spec = c.get("/openapi.json").json()
         assert "/v1/studies/{study}/reports" in spec["paths"]
     with make_client(sqlite_url, cors_origins=("https://ok.example",)) as c:
-        r = c.get("/healthz", headers={"Origin": "https://ok.example"})
+        r = c.get("/readyz", headers={"Origin": "https://ok.example"})
         assert r.headers["access-control-allow-origin"] == "https://ok.example"
 
 

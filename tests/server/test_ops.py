@@ -35,11 +35,11 @@ def test_migrations_are_idempotent(sqlite_url):
 
 def test_json_log_lines():
     record = logging.LogRecord("dpfreq.server", logging.INFO, __file__, 1, "request", None, None)
-    record.route, record.status = "/healthz", 200
+    record.route, record.status = "/readyz", 200
     line = json.loads(JsonFormatter().format(record))
     assert line["msg"] == "request"
     assert line["level"] == "info"
-    assert line["route"] == "/healthz"
+    assert line["route"] == "/readyz"
     assert line["status"] == 200
     assert line["ts"].endswith("Z")
 
@@ -119,3 +119,26 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
             assert stored.get(e["device"]) == 64
         else:  # refused while stopping ⇒ all or nothing
             assert stored.get(e["device"], 0) in (0, 64)
+
+
+def test_liveness_and_readiness(sqlite_client):
+    assert sqlite_client.get("/livez").json() == {"status": "ok"}
+    assert sqlite_client.get("/readyz").json() == {"status": "ok"}
+
+
+def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
+    from dpfreq.cli.serve import command
+
+    monkeypatch.setenv("DPFREQ_ADMIN_TOKEN", ADMIN)
+    monkeypatch.setenv("DPFREQ_DB", "postgresql://u:hunter2secret@127.0.0.1:1/x")
+    monkeypatch.setenv("DPFREQ_DB_WAIT", "0.5")  # settings come from the environment too
+    res = CliRunner().invoke(command, ["--port", "0"])
+    assert res.exit_code == 1
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1
+    assert "cannot open database postgresql+psycopg://u:***@127.0.0.1:1/x" in lines[0]
+    assert "hunter2secret" not in res.output
+    res = CliRunner().invoke(command, ["--db", str(tmp_path / "no" / "such" / "dir.db"),
+                                       "--port", "0"])
+    assert res.exit_code == 1
+    assert str(tmp_path / "no" / "such" / "dir.db") in res.output

@@ -43,9 +43,11 @@ def read_admin_token(path: str | None) -> str | None:
     return token
 
 
-@click.command(name="serve")
+@click.command(name="serve", context_settings={"auto_envvar_prefix": "DPFREQ"})
 @click.option("--db", default="dpfreq-server.db", show_default=True,
-              help="SQLite file (default storage) or postgresql://user@host:port/dbname.")
+              help="SQLite file (default storage) or postgresql://user@host:port/dbname. Give "
+                   "the password through DPFREQ_DB, PGPASSWORD or ~/.pgpass, never on the "
+                   "command line (it shows in ps).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (keep loopback behind a TLS proxy).")
 @click.option("--port", type=COUNT, default=8000, show_default=True,
@@ -65,6 +67,8 @@ def read_admin_token(path: str | None) -> str | None:
               help="Burst of the enrolment rate limit.")
 @click.option("--read-cache-seconds", type=float, default=1.0, show_default=True,
               help="Recompute a study's summary and estimates at most this often (0: always).")
+@click.option("--db-wait", type=float, default=30.0, show_default=True,
+              help="Seconds to keep retrying a database that does not answer at startup.")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow this origin by CORS (repeatable; default: CORS off).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -72,10 +76,13 @@ def read_admin_token(path: str | None) -> str | None:
               help="Least severe log lines written (JSON lines on stderr).")
 def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
             rate: float, burst: int, enrol_rate: float, enrol_burst: int,
-            read_cache_seconds: float, cors_origins: tuple[str, ...], log_level: str) -> None:
+            read_cache_seconds: float, db_wait: float, cors_origins: tuple[str, ...],
+            log_level: str) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
 
-    Logs are JSON lines on stderr. SIGTERM or Ctrl-C stops accepting connections, finishes the
+    Every option can also be set by an environment variable: DPFREQ_ and the option's name in
+    capitals with _ for - (DPFREQ_DB, DPFREQ_PORT, ...). Logs are JSON lines on stderr.
+    SIGTERM or Ctrl-C stops accepting connections, finishes the
     requests in flight (their batches are committed or refused, never half-stored) and exits.
     """
     try:
@@ -97,6 +104,7 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
                           enrol_rate=enrol_rate, enrol_burst=enrol_burst,
                           read_cache_seconds=read_cache_seconds,
                           cors_origins=tuple(cors_origins), freeze_gc=True)
+    _prepare_database(db, db_wait)
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.
     sock = _bind(host, port)
@@ -106,6 +114,32 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
     server.run(sockets=[sock])
     if not server.started:
         raise SystemExit(1)
+
+
+def _prepare_database(db: str, wait: float) -> None:
+    """Connect and apply the migrations, retrying a database that does not answer for ``wait``
+    seconds; then a one-line error naming the database (its URL without the password)."""
+    import time
+
+    import sqlalchemy as sa
+
+    from dpfreq.server import storage
+
+    shown = sa.engine.make_url(storage.normalize_url(db)).render_as_string(hide_password=True)
+    deadline, pause = time.monotonic() + wait, 0.25
+    while True:
+        engine = storage.make_engine(db)
+        try:
+            storage.upgrade(engine)
+            return
+        except sa.exc.OperationalError as exc:
+            reason = " ".join(str(exc.orig).split())[:200]
+            if engine.dialect.name == "sqlite" or time.monotonic() + pause > deadline:
+                raise click.ClickException(f"cannot open database {shown}: {reason}") from None
+        finally:
+            engine.dispose()
+        time.sleep(pause)
+        pause = min(2 * pause, 5.0)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -32,7 +32,8 @@ _BODY = {413, 422}
 # that read or write the database).
 _STATUSES: dict[tuple[str, str], set[int]] = {
     ("post", "/v1/studies/{study}/reports"): {400, 404, 409, 429} | _AUTH | _BODY | _DB,
-    ("get", "/healthz"): _DB,
+    ("get", "/livez"): set(),
+    ("get", "/readyz"): _DB,
     ("get", "/metrics"): set(),
     ("post", "/v1/studies"): {400, 409} | _AUTH | _BODY | _DB,
     ("get", "/v1/studies"): _AUTH | _DB,
@@ -48,7 +49,7 @@ _STATUSES: dict[tuple[str, str], set[int]] = {
     ("get", "/v1/studies/{study}/summary"): {404, 422} | _AUTH | _DB,
     ("get", "/studies/{study}/dashboard"): {404} | _DB,
 }
-_PUBLIC = {"/healthz", "/metrics", "/v1/studies/{study}", "/studies/{study}/dashboard"}
+_PUBLIC = {"/livez", "/readyz", "/metrics", "/v1/studies/{study}", "/studies/{study}/dashboard"}
 _OPTIONAL_AUTH = {"/v1/studies/{study}/devices"}  # the enrolment secret, unless open
 
 

@@ -167,9 +167,16 @@ async def upload(request: Request, study: str) -> Response:
     return JSONResponse({"stored": len(body.reports)})
 
 
-@router.get("/healthz", tags=["operations"])
-async def healthz(request: Request) -> dict[str, str]:
-    """Liveness and database reachability."""
+@router.get("/livez", tags=["operations"])
+async def livez() -> dict[str, str]:
+    """Liveness: the process answers (no database access; restart the process when this
+    fails)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", tags=["operations"])
+async def readyz(request: Request) -> dict[str, str]:
+    """Readiness: the database answers (send traffic elsewhere while this is a 503)."""
     try:
         await run_in_threadpool(_service(request).ping)
     except Exception as exc:
