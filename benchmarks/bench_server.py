@@ -45,7 +45,9 @@ import numpy as np
 from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
 from dpfreq.server.auth import new_token
 from dpfreq.server.loadgen import device_reports, run_devices
-from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from pgtemp import TemporaryPostgres, find_pg_bin
 
 HORIZON = 64
 

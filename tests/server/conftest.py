@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server import ServerConfig, create_app
-from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
 from dpfreq.server.protocol import client_order, client_report
+from pgtemp import TemporaryPostgres, find_pg_bin
 
 ADMIN = "test-admin-token-" + "x" * 20
 START = "2020-01-01"  # every period of the test studies has started
