@@ -142,3 +142,17 @@ def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
                                        "--port", "0"])
     assert res.exit_code == 1
     assert str(tmp_path / "no" / "such" / "dir.db") in res.output
+
+
+def test_request_ids_and_plain_log_lines(sqlite_client):
+    r = sqlite_client.get("/livez", headers={"X-Request-Id": "abc-123"})
+    assert r.headers["x-request-id"] == "abc-123"
+    assert len(sqlite_client.get("/livez").headers["x-request-id"]) == 16
+    record = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1,
+                               "Traceback (most recent call last):\n  File x\n"
+                               "OSError: \x1b[31mboom\x1b[0m",
+                               None, None)
+    record.color_message = "\x1b[32mgreen\x1b[0m"
+    line = json.loads(JsonFormatter().format(record))
+    assert line["msg"] == "OSError: boom"
+    assert "color_message" not in line

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import secrets
 import sys
 import time
 from typing import Any
@@ -56,11 +58,14 @@ class ObserveMiddleware:
             return
         t0 = time.perf_counter()
         status = 500
+        rid = _request_id(scope)
 
         async def send_status(message: Any) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                message["headers"] = [*message.get("headers", ()),
+                                      (b"x-request-id", rid.encode())]
             await send(message)
 
         try:
@@ -72,7 +77,26 @@ class ObserveMiddleware:
             self.metrics.latency.labels(route).observe(dt)
             if log.isEnabledFor(logging.INFO):
                 log.info("request", extra={"method": scope.get("method"), "route": route,
-                                           "status": status, "ms": round(dt * 1e3, 3)})
+                                           "status": status, "ms": round(dt * 1e3, 3),
+                                           "request_id": rid})
+
+
+_RID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _request_id(scope: Any) -> str:
+    """The client's ``X-Request-Id`` when it is a short plain token, else a fresh one."""
+    for key, value in scope.get("headers", ()):
+        if key == b"x-request-id" and _RID.match(value):
+            return str(value.decode())
+    return secrets.token_hex(8)
+
+
+def _plain(text: str) -> str:
+    """One line without terminal colour codes (a traceback keeps only its last line)."""
+    lines = [ln for ln in _ANSI.sub("", text).splitlines() if ln.strip()]
+    return lines[-1].strip() if len(lines) > 1 else (lines[0] if lines else "")
 
 
 class JsonFormatter(logging.Formatter):
@@ -86,11 +110,11 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": _plain(record.getMessage()),
         }
         for key, value in vars(record).items():
-            if key not in self._BASE and not key.startswith("_"):
-                out[key] = value
+            if key not in self._BASE and not key.startswith("_") and key != "color_message":
+                out[key] = _plain(value) if isinstance(value, str) else value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info).splitlines()[-1]
         return json.dumps(out, default=str)
