@@ -156,3 +156,11 @@ def test_request_ids_and_plain_log_lines(sqlite_client):
     line = json.loads(JsonFormatter().format(record))
     assert line["msg"] == "OSError: boom"
     assert "color_message" not in line
+
+
+def test_metrics_are_text_with_runtime_and_queue(sqlite_client):
+    r = sqlite_client.get("/metrics")
+    assert r.headers["content-type"].startswith("text/plain")
+    for name in ("dpfreq_ingest_queue", "dpfreq_http_in_flight", "process_cpu_seconds_total",
+                 "python_gc_collections_total"):
+        assert name in r.text

@@ -130,6 +130,7 @@ def create_app(config: ServerConfig) -> FastAPI:
 
         ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         ingestor.start()
+        metrics.queue.set_function(ingestor.pending)
         app.state.service = service
         app.state.ingestor = ingestor
         if config.freeze_gc:

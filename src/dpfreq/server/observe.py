@@ -19,7 +19,15 @@ class Metrics:
     """The service's counters and latency histogram in their own Prometheus registry."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import (
+            GC_COLLECTOR,
+            PLATFORM_COLLECTOR,
+            PROCESS_COLLECTOR,
+            CollectorRegistry,
+            Counter,
+            Gauge,
+            Histogram,
+        )
 
         self.registry = CollectorRegistry()
         self.requests = Counter("dpfreq_http_requests", "HTTP requests by route and status.",
@@ -36,6 +44,13 @@ class Metrics:
                                registry=self.registry)
         self.enrolled = Counter("dpfreq_devices_enrolled", "Devices enrolled.",
                                 registry=self.registry)
+        self.queue = Gauge("dpfreq_ingest_queue", "Batches and enrolments waiting for the "
+                           "writer's next group commit.", registry=self.registry)
+        self.in_flight = Gauge("dpfreq_http_in_flight", "Requests being served.",
+                               registry=self.registry)
+        # runtime: CPU, memory, open files, garbage collections of this process
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            self.registry.register(collector)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
@@ -68,9 +83,11 @@ class ObserveMiddleware:
                                       (b"x-request-id", rid.encode())]
             await send(message)
 
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_status)
         finally:
+            self.metrics.in_flight.dec()
             dt = time.perf_counter() - t0
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.requests.labels(route, str(status)).inc()
