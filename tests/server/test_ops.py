@@ -164,3 +164,19 @@ def test_metrics_are_text_with_runtime_and_queue(sqlite_client):
     for name in ("dpfreq_ingest_queue", "dpfreq_http_in_flight", "process_cpu_seconds_total",
                  "python_gc_collections_total"):
         assert name in r.text
+
+
+def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
+    from dpfreq.cli.serve import command
+
+    db = tmp_path / "m.db"
+    monkeypatch.setenv("DPFREQ_DB", str(db))
+    res = CliRunner().invoke(command, ["migrate"], auto_envvar_prefix="DPFREQ")
+    assert res.exit_code == 0, res.output
+    engine = storage.make_engine(str(db))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
+            ("0002",)]
+        assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
+                            ).scalar_one() == 0
+    engine.dispose()

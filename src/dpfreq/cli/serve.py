@@ -43,7 +43,8 @@ def read_admin_token(path: str | None) -> str | None:
     return token
 
 
-@click.command(name="serve", context_settings={"auto_envvar_prefix": "DPFREQ"})
+@click.group(name="serve", invoke_without_command=True,
+             context_settings={"auto_envvar_prefix": "DPFREQ"})
 @click.option("--db", default="dpfreq-server.db", show_default=True,
               help="SQLite file (default storage) or postgresql://user@host:port/dbname. Give "
                    "the password through DPFREQ_DB, PGPASSWORD or ~/.pgpass, never on the "
@@ -74,7 +75,9 @@ def read_admin_token(path: str | None) -> str | None:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True,
               help="Least severe log lines written (JSON lines on stderr).")
-def command(db: str, host: str, port: int, admin_token_file: str | None, max_body_bytes: int,
+@click.pass_context
+def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file: str | None,
+            max_body_bytes: int,
             rate: float, burst: int, enrol_rate: float, enrol_burst: int,
             read_cache_seconds: float, db_wait: float, cors_origins: tuple[str, ...],
             log_level: str) -> None:
@@ -84,7 +87,11 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
     capitals with _ for - (DPFREQ_DB, DPFREQ_PORT, ...). Logs are JSON lines on stderr.
     SIGTERM or Ctrl-C stops accepting connections, finishes the
     requests in flight (their batches are committed or refused, never half-stored) and exits.
+    ``dpfreq serve migrate`` applies the database migrations alone (the server also applies
+    them on start, once, under a lock).
     """
+    if ctx.invoked_subcommand is not None:
+        return
     try:
         import uvicorn
 
@@ -114,6 +121,22 @@ def command(db: str, host: str, port: int, admin_token_file: str | None, max_bod
     server.run(sockets=[sock])
     if not server.started:
         raise SystemExit(1)
+
+
+@command.command(name="migrate")
+@click.option("--db", envvar="DPFREQ_DB", default="dpfreq-server.db", show_default=True,
+              help="SQLite file or postgresql://user@host:port/dbname (DPFREQ_DB).")
+@click.option("--db-wait", envvar="DPFREQ_DB_WAIT", type=float, default=30.0,
+              show_default=True, help="Seconds to keep retrying a database that does not answer.")
+def migrate(db: str, db_wait: float) -> None:
+    """Apply the collection service's database migrations up to the newest, then exit."""
+    try:
+        import dpfreq.server  # noqa: F401
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
+    _prepare_database(db, db_wait)
+    click.echo("dpfreq serve migrate: database is at the newest schema", err=True)
 
 
 def _prepare_database(db: str, wait: float) -> None:
