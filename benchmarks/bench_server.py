@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -44,7 +45,9 @@ import numpy as np
 from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
 from dpfreq.server.auth import new_token
 from dpfreq.server.loadgen import device_reports, run_devices
-from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from pgtemp import TemporaryPostgres, find_pg_bin
 
 HORIZON = 64
 
@@ -70,13 +73,13 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
          "sys.exit(main(sys.argv[1:]))", "serve", "--db", db, "--port", str(port),
-         "--rate", "0", "--log-level", "warning"],
+         "--rate", "0", "--enrol-rate", "0", "--log-level", "warning"],
         env={**os.environ, "DPFREQ_ADMIN_TOKEN": admin})
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 if time.monotonic() > deadline or proc.poll() is not None:
@@ -91,7 +94,8 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
 def create_study(url: str, admin: str, study: str) -> ProtocolParams:
     r = httpx.post(url + "/v1/studies", headers={"Authorization": f"Bearer {admin}"}, json={
         "study": study, "horizon": HORIZON, "max_changes": 4, "epsilon": 1.0,
-        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1})
+        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1,
+        "enrolment": "open"})
     r.raise_for_status()
     return ProtocolParams.from_json(r.json()["params"])
 
@@ -125,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
     header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'enrol s':>8}"
               f"{'upload s':>9}"
               f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}{'gen cpu s':>10}"
-              f"{'per cpu-s':>11}{'aggregator/s':>14}{'ratio':>8}")
+              f"{'per cpu-s':>11}{'aggregator/s':>14}{'ratio':>8}{'polls':>6}{'poll max ms':>12}")
     print(header)
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         for backend in backends:
@@ -145,9 +149,10 @@ def run(args: argparse.Namespace) -> None:
                                           seed=args.seed)
                     batch = args.batch if shape == "order0" else HORIZON
                     cpu0, gen0 = cpu_seconds(pid), time.process_time()
-                    res = asyncio.run(run_devices(url, study, devices=args.devices,
-                                                  concurrency=args.concurrency, batch=batch,
-                                                  enrol_first=True, prepared=work))
+                    with Analyst(url, admin, study) as analyst:
+                        res = asyncio.run(run_devices(url, study, devices=args.devices,
+                                                      concurrency=args.concurrency, batch=batch,
+                                                      enrol_first=True, prepared=work))
                     cpu, gen = cpu_seconds(pid) - cpu0, time.process_time() - gen0
                     base = ingest_rate(params, work, batch)
                     assert res.acked_reports == res.reports, "unacknowledged reports"
@@ -155,7 +160,39 @@ def run(args: argparse.Namespace) -> None:
                           f"{res.enrol_seconds:>8.2f}{res.seconds:>9.2f}{res.rate():>11.0f}{res.latency_ms(0.5):>8.1f}"
                           f"{res.latency_ms(0.99):>8.1f}{cpu:>10.2f}{gen:>10.2f}"
                           f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
-                          f"{res.rate() / base:>8.3f}")
+                          f"{res.rate() / base:>8.3f}{len(analyst.ms):>6}"
+                          f"{max(analyst.ms, default=0.0):>12.1f}")
+
+
+class Analyst:
+    """An analyst polling the study's ``/summary`` once a second in a thread while the devices
+    upload (the read load the service must not let starve ingest)."""
+
+    def __init__(self, url: str, admin: str, study: str) -> None:
+        r = httpx.post(f"{url}/v1/studies/{study}/analyst-tokens",
+                       headers={"Authorization": f"Bearer {admin}"})
+        r.raise_for_status()
+        self.url = f"{url}/v1/studies/{study}/summary"
+        self.headers = {"Authorization": f"Bearer {r.json()['token']}"}
+        self.ms: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        with httpx.Client(timeout=60) as http:
+            while not self.stop.is_set():
+                t0 = time.perf_counter()
+                http.get(self.url, headers=self.headers).raise_for_status()
+                self.ms.append(1000 * (time.perf_counter() - t0))
+                self.stop.wait(max(0.0, 1.0 - (time.perf_counter() - t0)))
+
+    def __enter__(self) -> Analyst:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(60)
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ from fastapi.testclient import TestClient
 
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server import ServerConfig, create_app
-from dpfreq.server.pgtemp import TemporaryPostgres, find_pg_bin
 from dpfreq.server.protocol import client_order, client_report
+from pgtemp import TemporaryPostgres, find_pg_bin
 
 ADMIN = "test-admin-token-" + "x" * 20
 START = "2020-01-01"  # every period of the test studies has started
@@ -59,7 +59,10 @@ def sqlite_url(tmp_path: Any) -> str:
 def make_client(db: str, **config: Any) -> TestClient:
     """A TestClient over a new app on ``db`` (use as a context manager)."""
     config.setdefault("rate", 0)
-    return TestClient(create_app(ServerConfig(db=db, admin_token=ADMIN, **config)))
+    config.setdefault("enrol_rate", 0)
+    config.setdefault("read_cache_seconds", 0)
+    config.setdefault("admin_token", ADMIN)
+    return TestClient(create_app(ServerConfig(db=db, **config)))
 
 
 @pytest.fixture
@@ -91,12 +94,23 @@ def create_study(c: TestClient, study: str = "s1", **over: Any) -> ProtocolParam
     body.update(over)
     r = c.post("/v1/studies", json=body, headers=admin())
     assert r.status_code == 201, r.text
+    if "enrolment_secret" in r.json():
+        secrets = getattr(c, "enrol_secrets", {})
+        secrets[study] = r.json()["enrolment_secret"]
+        c.enrol_secrets = secrets  # type: ignore[attr-defined]
     return ProtocolParams.from_json(r.json()["params"])
+
+
+def enrol_headers(c: TestClient, study: str) -> dict[str, str]:
+    """The bearer header with the study's enrolment secret (none for an open study)."""
+    secret = getattr(c, "enrol_secrets", {}).get(study)
+    return {} if secret is None else bearer(secret)
 
 
 def enrol(c: TestClient, params: ProtocolParams, order: int, study: str = "s1") -> tuple[int, str]:
     r = c.post(f"/v1/studies/{study}/devices", json={"param_id": params.param_id,
-                                                     "order": order})
+                                                     "order": order},
+               headers=enrol_headers(c, study))
     assert r.status_code == 201, r.text
     return int(r.json()["device"]), str(r.json()["token"])
 
@@ -141,6 +155,8 @@ class LiveServer:
         import uvicorn
 
         config.setdefault("rate", 0)
+        config.setdefault("enrol_rate", 0)
+        config.setdefault("read_cache_seconds", 0)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
@@ -195,12 +211,12 @@ class Served:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
                  "sys.exit(main(sys.argv[1:]))", "serve", "--db", self.db, "--port",
-                 str(self.port), "--rate", "0", "--log-level", self.log_level],
+                 str(self.port), "--rate", "0", "--enrol-rate", "0", "--log-level", self.log_level],
                 env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

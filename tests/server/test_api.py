@@ -37,7 +37,7 @@ def test_estimates_equal_the_aggregator(client, rng):
     an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
     r = client.get("/v1/studies/s1/estimates", headers=bearer(an))
     assert r.status_code == 403
-    assert "at least 5 enrolled devices" in r.json()["error"]
+    assert "at least 5 devices have reported" in r.json()["error"]
     devices += run_devices(client, params, rng, 3)
     r = client.get("/v1/studies/s1/estimates?confidence=0.9", headers=bearer(an))
     assert r.status_code == 200, r.text
@@ -184,7 +184,7 @@ def test_limits_cors_health_metrics_openapi(sqlite_url):
         r = c.post("/v1/studies/s1/reports", json=big, headers=bearer(token))
         assert r.status_code == 413
         assert "larger than 4096" in r.json()["error"]
-        r = c.get("/healthz", headers={"Origin": "https://evil.example"})
+        r = c.get("/readyz", headers={"Origin": "https://evil.example"})
         assert r.json() == {"status": "ok"}
         assert "access-control-allow-origin" not in r.headers
         text = c.get("/metrics").text
@@ -193,7 +193,7 @@ def test_limits_cors_health_metrics_openapi(sqlite_url):
         spec = c.get("/openapi.json").json()
         assert "/v1/studies/{study}/reports" in spec["paths"]
     with make_client(sqlite_url, cors_origins=("https://ok.example",)) as c:
-        r = c.get("/healthz", headers={"Origin": "https://ok.example"})
+        r = c.get("/readyz", headers={"Origin": "https://ok.example"})
         assert r.headers["access-control-allow-origin"] == "https://ok.example"
 
 
@@ -207,8 +207,13 @@ def test_study_creation_is_validated(sqlite_client):
     r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
                                     "epsilon": -1.0, "randomizer": "rr", "start": START,
                                     "period": "1d", "min_devices": 1}, headers=admin())
-    assert r.status_code == 400
+    assert r.status_code == 422  # the bounds of epsilon are in the schema
     assert "epsilon" in r.json()["error"]
+    r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
+                                    "epsilon": 1.0, "randomizer": "rr", "start": "2020-02-31",
+                                    "period": "1d", "min_devices": 1}, headers=admin())
+    assert r.status_code == 400  # a rule the schema cannot state
+    assert "start" in r.json()["error"]
     assert c.get("/v1/studies/nope").status_code == 404
     info = c.get("/v1/studies/s1").json()
     assert ProtocolParams.from_json(info["params"]).param_id == info["param_id"]

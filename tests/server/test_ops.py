@@ -26,7 +26,7 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0001",)]
+            ("0002",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
@@ -35,11 +35,11 @@ def test_migrations_are_idempotent(sqlite_url):
 
 def test_json_log_lines():
     record = logging.LogRecord("dpfreq.server", logging.INFO, __file__, 1, "request", None, None)
-    record.route, record.status = "/healthz", 200
+    record.route, record.status = "/readyz", 200
     line = json.loads(JsonFormatter().format(record))
     assert line["msg"] == "request"
     assert line["level"] == "info"
-    assert line["route"] == "/healthz"
+    assert line["route"] == "/readyz"
     assert line["status"] == 200
     assert line["ts"].endswith("Z")
 
@@ -62,7 +62,7 @@ def test_devices_command_runs_simulated_devices(sqlite_url):
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
                          "randomizer": "auto", "start": START, "period": "1d",
-                         "min_devices": 1}).raise_for_status()
+                         "min_devices": 1, "enrolment": "open"}).raise_for_status()
         res = CliRunner().invoke(command, ["devices", "--server", srv.url, "--study", "load",
                                            "--devices", "25", "--seed", "3", "--json"])
         assert res.exit_code == 0, res.output
@@ -80,7 +80,7 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = httpx.post(srv.url + "/v1/studies", headers=auth, json={
         "study": "stop", "horizon": 64, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
-        "start": START, "period": "1d", "min_devices": 1})
+        "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
     pid = r.json()["param_id"]
     devices = [httpx.post(srv.url + "/v1/studies/stop/devices",
                           json={"param_id": pid, "order": 0}).json() for _ in range(40)]
@@ -119,3 +119,64 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
             assert stored.get(e["device"]) == 64
         else:  # refused while stopping ⇒ all or nothing
             assert stored.get(e["device"], 0) in (0, 64)
+
+
+def test_liveness_and_readiness(sqlite_client):
+    assert sqlite_client.get("/livez").json() == {"status": "ok"}
+    assert sqlite_client.get("/readyz").json() == {"status": "ok"}
+
+
+def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
+    from dpfreq.cli.serve import command
+
+    monkeypatch.setenv("DPFREQ_ADMIN_TOKEN", ADMIN)
+    monkeypatch.setenv("DPFREQ_DB", "postgresql://u:hunter2secret@127.0.0.1:1/x")
+    monkeypatch.setenv("DPFREQ_DB_WAIT", "0.5")  # settings come from the environment too
+    res = CliRunner().invoke(command, ["--port", "0"])
+    assert res.exit_code == 1
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1
+    assert "cannot open database postgresql+psycopg://u:***@127.0.0.1:1/x" in lines[0]
+    assert "hunter2secret" not in res.output
+    res = CliRunner().invoke(command, ["--db", str(tmp_path / "no" / "such" / "dir.db"),
+                                       "--port", "0"])
+    assert res.exit_code == 1
+    assert str(tmp_path / "no" / "such" / "dir.db") in res.output
+
+
+def test_request_ids_and_plain_log_lines(sqlite_client):
+    r = sqlite_client.get("/livez", headers={"X-Request-Id": "abc-123"})
+    assert r.headers["x-request-id"] == "abc-123"
+    assert len(sqlite_client.get("/livez").headers["x-request-id"]) == 16
+    record = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1,
+                               "Traceback (most recent call last):\n  File x\n"
+                               "OSError: \x1b[31mboom\x1b[0m",
+                               None, None)
+    record.color_message = "\x1b[32mgreen\x1b[0m"
+    line = json.loads(JsonFormatter().format(record))
+    assert line["msg"] == "OSError: boom"
+    assert "color_message" not in line
+
+
+def test_metrics_are_text_with_runtime_and_queue(sqlite_client):
+    r = sqlite_client.get("/metrics")
+    assert r.headers["content-type"].startswith("text/plain")
+    for name in ("dpfreq_ingest_queue", "dpfreq_http_in_flight", "process_cpu_seconds_total",
+                 "python_gc_collections_total"):
+        assert name in r.text
+
+
+def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
+    from dpfreq.cli.serve import command
+
+    db = tmp_path / "m.db"
+    monkeypatch.setenv("DPFREQ_DB", str(db))
+    res = CliRunner().invoke(command, ["migrate"], auto_envvar_prefix="DPFREQ")
+    assert res.exit_code == 0, res.output
+    engine = storage.make_engine(str(db))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
+            ("0002",)]
+        assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
+                            ).scalar_one() == 0
+    engine.dispose()

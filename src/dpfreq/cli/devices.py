@@ -36,7 +36,8 @@ def command(server: str, study: str, n_devices: int, horizon: int | None, concur
         from dpfreq.server.loadgen import run_devices
     except ImportError as exc:
         raise EngineUnavailableError(
-            "dpfreq longitudinal devices needs the server extra: pip install 'dpfreq[server]'"
+            "dpfreq longitudinal devices needs the server and bench extras: "
+            "pip install 'dpfreq[server,bench]'"
         ) from exc
     warn_if_seeded(seed)
     res = asyncio.run(run_devices(server, study, devices=n_devices, horizon=horizon,

@@ -31,11 +31,11 @@ from fastapi.staticfiles import StaticFiles
 from dpfreq import __version__
 
 from . import storage
-from .auth import Principal
 from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
 from .observe import Metrics, ObserveMiddleware
+from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
 
@@ -60,6 +60,13 @@ class ServerConfig:
         Requests per second allowed per device token (0 disables the limit).
     burst : int
         Burst size of the per-device rate limit.
+    enrol_rate : float
+        Enrolments per second allowed per (study, client address) (0 disables the limit).
+    enrol_burst : int
+        Burst size of the enrolment rate limit.
+    read_cache_seconds : float
+        Summaries and estimates are recomputed at most this often per study and process (0:
+        on every request), so analysts polling a large study do not starve ingest.
     cors_origins : tuple of str
         Origins allowed by CORS; empty (default) sends no CORS headers at all.
     max_group : int
@@ -77,6 +84,9 @@ class ServerConfig:
     max_body_bytes: int = 1 << 20
     rate: float = 20.0
     burst: int = 40
+    enrol_rate: float = 1.0
+    enrol_burst: int = 20
+    read_cache_seconds: float = 1.0
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False
@@ -94,8 +104,8 @@ def create_app(config: ServerConfig) -> FastAPI:
     -------
     fastapi.FastAPI
         On start (ASGI lifespan) it connects to the database, applies the migrations, registers
-        the admin token's hash and starts the group-commit writer; on shutdown it drains the
-        writer and closes the connections.
+        the admin token's hash (revoking the admin token of any earlier start) and starts the
+        group-commit writer; on shutdown it drains the writer and closes the connections.
 
     Examples
     --------
@@ -112,8 +122,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         await asyncio.to_thread(storage.upgrade, engine)
         service = Service(engine)
         if config.admin_token:
-            await asyncio.to_thread(service.register_token, config.admin_token,
-                                    Principal("admin"))
+            await asyncio.to_thread(service.bootstrap_admin, config.admin_token)
 
         def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
             metrics.commits.inc()
@@ -121,6 +130,7 @@ def create_app(config: ServerConfig) -> FastAPI:
 
         ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         ingestor.start()
+        metrics.queue.set_function(ingestor.pending)
         app.state.service = service
         app.state.ingestor = ingestor
         if config.freeze_gc:
@@ -143,9 +153,11 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.state.config = config
     app.state.metrics = metrics
     app.state.limiter = RateLimiter(config.rate, config.burst)
+    app.state.enrol_limiter = RateLimiter(config.enrol_rate, config.enrol_burst)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_handlers(app)
+    install_openapi(app)
 
     if config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware

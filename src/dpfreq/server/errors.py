@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DPFreqError
@@ -27,8 +28,17 @@ def install_handlers(app: FastAPI) -> None:
     (500, logged) to ``{"error": "<one line>"}``."""
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 503:
+            headers.setdefault("Retry-After", "1")
         return JSONResponse({"error": _one_line(exc.detail)}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+                            headers=headers or None)
+
+    @app.exception_handler(DBAPIError)
+    async def storage_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        log.warning("storage error", extra={"error": _one_line(type(exc.orig).__name__)})
+        return JSONResponse({"error": "storage unavailable; retry later."}, status_code=503,
+                            headers={"Retry-After": "1"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -105,6 +105,10 @@ class Ingestor:
         self._queue.put(_STOP)
         self._thread.join()
 
+    def pending(self) -> int:
+        """Items waiting for the writer (approximate, for the metrics)."""
+        return self._queue.qsize()
+
     def submit(self, batch: Batch) -> Future:
         """Queue a batch; its future resolves to the number of reports, or raises Conflict."""
         self._queue.put(batch)

@@ -3,7 +3,9 @@ handler runs; a body that does not fit is answered 422 with a one-line error."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = [
     "EnrolRequest",
@@ -13,9 +15,21 @@ __all__ = [
     "Stored",
     "StudyCreate",
     "TokenOut",
+    "TokenRequest",
 ]
 
 MAX_BATCH = 4096
+
+
+def _integral(value: object) -> object:
+    """1.0 is an integer to JSON Schema: accept an integral float as that int (strict models
+    refuse every other float, and strings and booleans)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
@@ -29,14 +43,19 @@ class StudyCreate(BaseModel):
     title: str = Field(default="", max_length=200)
     horizon: int = Field(ge=1, le=1 << 16, description="Number of periods.")
     max_changes: int = Field(ge=1, le=1 << 16, description="Change budget k per device.")
-    epsilon: float = Field(description="Each device's local ε over its whole sequence.")
-    randomizer: str = Field(description="auto, futurerand, calibrated, threshold, rr, erlingsson")
+    epsilon: float = Field(ge=1e-6, le=1000.0,
+                           description="Each device's local ε over its whole sequence.")
+    randomizer: Literal["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
     start: str = Field(max_length=40, description=(
         "Start of period 1: an ISO date (midnight UTC) or timestamp (UTC unless it has an "
         "offset)."))
-    period: str = Field(max_length=12, description="Length of a period: 1d, 7d, 1w, 6h, 15min.")
-    min_devices: int = Field(ge=1, le=1 << 40, description=(
-        "Public minimum number of enrolled devices before any estimate is served."))
+    period: str = Field(pattern=r"^[0-9]{1,6}(min|h|d|w)$",
+                        description="Length of a period: 1d, 7d, 1w, 6h, 15min.")
+    min_devices: int = Field(ge=1, le=(1 << 31) - 1, description=(
+        "Public minimum number of devices that have reported before any estimate is served."))
+    enrolment: Literal["secret", "open"] = Field(default="secret", description=(
+        "secret: a device enrols with the study's enrolment secret (returned once on "
+        "creation) as its bearer token; open: anyone may enrol (rate limited per address)."))
     per_order_sparsity: bool = False
 
 
@@ -46,8 +65,9 @@ class EnrolRequest(BaseModel):
     model_config = _STRICT
 
     param_id: str = Field(max_length=64)
-    order: int = Field(ge=0, le=62)
-    protocol_version: int | None = Field(default=None, ge=0, le=1 << 30)
+    order: Int = Field(ge=0, le=62)
+    protocol_version: Annotated[int, Field(ge=0, le=1 << 30),
+                                BeforeValidator(_integral)] | None = None
 
 
 class Enrolment(BaseModel):
@@ -85,6 +105,17 @@ class Stored(BaseModel):
 
 
 class TokenOut(BaseModel):
-    """A new bearer token (shown once)."""
+    """A new bearer token (shown once) and its id (a hash prefix, used to revoke it)."""
 
     token: str
+    id: str
+    expires: float | None = None
+
+
+class TokenRequest(BaseModel):
+    """Options of a new token: its lifetime (none: until revoked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ttl_seconds: Annotated[int, Field(ge=1, le=10 * 366 * 86400),
+                           BeforeValidator(_integral)] | None = None

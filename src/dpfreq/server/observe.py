@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import secrets
 import sys
 import time
 from typing import Any
@@ -17,7 +19,15 @@ class Metrics:
     """The service's counters and latency histogram in their own Prometheus registry."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import (
+            GC_COLLECTOR,
+            PLATFORM_COLLECTOR,
+            PROCESS_COLLECTOR,
+            CollectorRegistry,
+            Counter,
+            Gauge,
+            Histogram,
+        )
 
         self.registry = CollectorRegistry()
         self.requests = Counter("dpfreq_http_requests", "HTTP requests by route and status.",
@@ -34,6 +44,13 @@ class Metrics:
                                registry=self.registry)
         self.enrolled = Counter("dpfreq_devices_enrolled", "Devices enrolled.",
                                 registry=self.registry)
+        self.queue = Gauge("dpfreq_ingest_queue", "Batches and enrolments waiting for the "
+                           "writer's next group commit.", registry=self.registry)
+        self.in_flight = Gauge("dpfreq_http_in_flight", "Requests being served.",
+                               registry=self.registry)
+        # runtime: CPU, memory, open files, garbage collections of this process
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            self.registry.register(collector)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
@@ -56,23 +73,47 @@ class ObserveMiddleware:
             return
         t0 = time.perf_counter()
         status = 500
+        rid = _request_id(scope)
 
         async def send_status(message: Any) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                message["headers"] = [*message.get("headers", ()),
+                                      (b"x-request-id", rid.encode())]
             await send(message)
 
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_status)
         finally:
+            self.metrics.in_flight.dec()
             dt = time.perf_counter() - t0
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.requests.labels(route, str(status)).inc()
             self.metrics.latency.labels(route).observe(dt)
             if log.isEnabledFor(logging.INFO):
                 log.info("request", extra={"method": scope.get("method"), "route": route,
-                                           "status": status, "ms": round(dt * 1e3, 3)})
+                                           "status": status, "ms": round(dt * 1e3, 3),
+                                           "request_id": rid})
+
+
+_RID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _request_id(scope: Any) -> str:
+    """The client's ``X-Request-Id`` when it is a short plain token, else a fresh one."""
+    for key, value in scope.get("headers", ()):
+        if key == b"x-request-id" and _RID.match(value):
+            return str(value.decode())
+    return secrets.token_hex(8)
+
+
+def _plain(text: str) -> str:
+    """One line without terminal colour codes (a traceback keeps only its last line)."""
+    lines = [ln for ln in _ANSI.sub("", text).splitlines() if ln.strip()]
+    return lines[-1].strip() if len(lines) > 1 else (lines[0] if lines else "")
 
 
 class JsonFormatter(logging.Formatter):
@@ -86,11 +127,11 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": _plain(record.getMessage()),
         }
         for key, value in vars(record).items():
-            if key not in self._BASE and not key.startswith("_"):
-                out[key] = value
+            if key not in self._BASE and not key.startswith("_") and key != "color_message":
+                out[key] = _plain(value) if isinstance(value, str) else value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info).splitlines()[-1]
         return json.dumps(out, default=str)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -16,7 +17,7 @@ from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DataError
 
-from .auth import Principal, parse_bearer
+from .auth import Principal, new_token, parse_bearer
 from .errors import count_rejection
 from .exports import (
     EXPORT_FORMATS,
@@ -27,7 +28,15 @@ from .exports import (
     summary_payload,
 )
 from .ingest import Batch, Conflict
-from .models import Enrolment, EnrolRequest, ReportBatch, Stored, StudyCreate, TokenOut
+from .models import (
+    Enrolment,
+    EnrolRequest,
+    ReportBatch,
+    Stored,
+    StudyCreate,
+    TokenOut,
+    TokenRequest,
+)
 from .protocol import StudyProtocol, build_params, utc_now
 from .service import Service, StudyRecord
 
@@ -55,7 +64,19 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
         raise HTTPException(403, f"this endpoint needs the role {' or '.join(roles)}.")
     if who.role != "admin" and study is not None and who.study != study:
         raise HTTPException(403, "this token belongs to another study.")
+    if who.role != "device":  # device uploads are counted in the metrics, not audited one by one
+        await run_in_threadpool(service.audit, who, f"{request.method} {request.url.path}")
+    request.state.principal = who
     return who
+
+
+def _needs(*roles: str) -> Any:
+    """A dependency that authenticates the caller before FastAPI validates the body."""
+
+    async def check(request: Request) -> Principal:
+        return await _principal(request, roles, request.path_params.get("study"))
+
+    return Depends(check)
 
 
 async def _study(request: Request, study: str) -> StudyRecord:
@@ -100,9 +121,8 @@ def _check_reports(record: StudyRecord, who: Principal, order: int,
 
 # The batch body is parsed by the handler, after the token is checked, straight from the bytes
 # (pydantic-core's JSON parser, no intermediate Python objects); the OpenAPI document still
-# describes it as ReportBatch.
-_BATCH_DOC = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": ReportBatch.model_json_schema()}}}}
+# describes it as ReportBatch (see openapi.py).
+_BATCH_DOC = {"requestBody": {"required": True, "content": {"application/json": {}}}}
 
 
 @router.post("/v1/studies/{study}/reports", tags=["devices"], response_model=Stored,
@@ -154,9 +174,16 @@ async def upload(request: Request, study: str) -> Response:
     return JSONResponse({"stored": len(body.reports)})
 
 
-@router.get("/healthz", tags=["operations"])
-async def healthz(request: Request) -> dict[str, str]:
-    """Liveness and database reachability."""
+@router.get("/livez", tags=["operations"])
+async def livez() -> dict[str, str]:
+    """Liveness: the process answers (no database access; restart the process when this
+    fails)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", tags=["operations"])
+async def readyz(request: Request) -> dict[str, str]:
+    """Readiness: the database answers (send traffic elsewhere while this is a 503)."""
     try:
         await run_in_threadpool(_service(request).ping)
     except Exception as exc:
@@ -171,26 +198,30 @@ async def metrics(request: Request) -> Response:
     return Response(body, media_type=ctype)
 
 
-@router.post("/v1/studies", status_code=201, tags=["admin"])
+@router.post("/v1/studies", status_code=201, tags=["admin"], dependencies=[_needs("admin")])
 async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
-    """Create a study (admin): versioned protocol parameters, calendar, public minimum."""
-    await _principal(request, ("admin",), None)
+    """Create a study (admin): versioned protocol parameters, calendar, public minimum. A study
+    with ``enrolment="secret"`` answers with its ``enrolment_secret`` (shown once): devices
+    enrol with it as their bearer token."""
     params = build_params(horizon=body.horizon, max_changes=body.max_changes,
                           epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
                           period=body.period, per_order_sparsity=body.per_order_sparsity)
     protocol = StudyProtocol(params=params)
+    secret = new_token() if body.enrolment == "secret" else None
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
-                                         protocol, body.min_devices)
+                                         protocol, body.min_devices, secret)
     except DataError as exc:
         raise HTTPException(409, str(exc)) from None
-    return record.public()
+    out = record.public()
+    if secret is not None:
+        out["enrolment_secret"] = secret
+    return out
 
 
-@router.get("/v1/studies", tags=["admin"])
+@router.get("/v1/studies", tags=["admin"], dependencies=[_needs("admin")])
 async def list_studies(request: Request) -> dict[str, list[str]]:
     """Ids of every study (admin)."""
-    await _principal(request, ("admin",), None)
     return {"studies": await run_in_threadpool(_service(request).list_studies)}
 
 
@@ -200,19 +231,93 @@ async def get_study(request: Request, study: str) -> dict[str, Any]:
     return (await _study(request, study)).public()
 
 
-@router.post("/v1/studies/{study}/analyst-tokens", status_code=201, tags=["admin"])
-async def new_analyst(request: Request, study: str) -> TokenOut:
-    """A new analyst token for the study (admin); shown once, stored as its hash."""
-    await _principal(request, ("admin",), None)
+def _token_out(token: str, who: Principal) -> TokenOut:
+    return TokenOut(token=token, id=who.id, expires=who.expires)
+
+
+async def _issue(request: Request, who: Principal, body: TokenRequest | None) -> TokenOut:
+    ttl = None if body is None else body.ttl_seconds
+    token, issued = await run_in_threadpool(_service(request).new_token, who, ttl)
+    await run_in_threadpool(_service(request).audit, issued, "issued")
+    return _token_out(token, issued)
+
+
+@router.post("/v1/studies/{study}/analyst-tokens", status_code=201, tags=["admin"],
+             dependencies=[_needs("admin", "manager")])
+async def new_analyst(request: Request, study: str,
+                      body: TokenRequest | None = None) -> TokenOut:
+    """A new analyst token for the study (admin or the study's manager), optionally expiring;
+    shown once, stored as its hash."""
     await _study(request, study)
-    return TokenOut(token=await run_in_threadpool(_service(request).new_analyst_token, study))
+    return await _issue(request, Principal("analyst", study), body)
+
+
+@router.post("/v1/studies/{study}/manager-tokens", status_code=201, tags=["admin"],
+             dependencies=[_needs("admin")])
+async def new_manager(request: Request, study: str,
+                      body: TokenRequest | None = None) -> TokenOut:
+    """A new manager token for the study (admin): it issues and revokes the study's analyst
+    and device tokens, reads the study and its audit log."""
+    await _study(request, study)
+    return await _issue(request, Principal("manager", study), body)
+
+
+@router.post("/v1/admin-tokens", status_code=201, tags=["admin"], dependencies=[_needs("admin")])
+async def new_admin(request: Request, body: TokenRequest | None = None) -> TokenOut:
+    """A new admin token (admin), optionally expiring."""
+    return await _issue(request, Principal("admin"), body)
+
+
+@router.post("/v1/tokens/rotate", status_code=201, tags=["admin"])
+async def rotate(request: Request) -> TokenOut:
+    """Replace the caller's token (any role) by a new one with the same role, study, device
+    and remaining lifetime; the old token stops working at once."""
+    who = await _principal(request, ("admin", "manager", "analyst", "device"), None)
+    token, new = await run_in_threadpool(_service(request).rotate, who)
+    await run_in_threadpool(_service(request).audit, new, f"rotated from {who.id}")
+    return _token_out(token, new)
+
+
+@router.delete("/v1/tokens/{token_id}", tags=["admin"])
+async def revoke(request: Request, token_id: str) -> dict[str, str]:
+    """Revoke a token by its id (admin: any token; manager: its study's analyst and device
+    tokens)."""
+    who = await _principal(request, ("admin", "manager"), None)
+    if not (4 <= len(token_id) <= 16) or any(c not in "0123456789abcdef" for c in token_id):
+        raise HTTPException(400, "token_id must be 4 to 16 lower-case hex digits.")
+    study = None if who.role == "admin" else who.study
+    if not await run_in_threadpool(_service(request).revoke, token_id, study):
+        raise HTTPException(404, "no such active token.")
+    await run_in_threadpool(_service(request).audit, who, f"revoked {token_id}")
+    return {"revoked": token_id}
+
+
+@router.get("/v1/audit", tags=["admin"])
+async def audit_log(request: Request, study: str | None = Query(None, max_length=64),
+                    limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+    """The newest lines of the audit log of token use (admin: all or one study; manager: its
+    study)."""
+    who = await _principal(request, ("admin", "manager"), None)
+    if who.role == "manager":
+        study = who.study
+    return {"audit": await run_in_threadpool(_service(request).audit_log, study, limit)}
 
 
 @router.post("/v1/studies/{study}/devices", status_code=201, tags=["devices"])
 async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     """Enrol a device: it sends the parameter id it runs and its order; it receives a random
-    device id and its device token (shown once)."""
+    device id and its device token (shown once). A study with an enrolment secret needs it as
+    the bearer token; enrolments are rate limited per client address."""
     record = await _study(request, study)
+    secret = parse_bearer(request.headers.get("authorization"))
+    if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
+        raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
+                            headers={"WWW-Authenticate": "Bearer"})
+    client = request.client.host if request.client else "-"
+    wait = request.app.state.enrol_limiter.allow((study, client))
+    if wait > 0:
+        raise HTTPException(429, "enrolment rate limit exceeded for this address.",
+                            headers={"Retry-After": str(max(1, round(wait)))})
     if body.param_id != record.param_id:
         raise HTTPException(400, "param_id does not match the study's parameters.")
     if body.protocol_version is not None and body.protocol_version != \
@@ -233,8 +338,38 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
 
 
 async def _readable_study(request: Request, study: str) -> StudyRecord:
-    await _principal(request, ("admin", "analyst"), study)
+    await _principal(request, ("admin", "manager", "analyst"), study)
     return await _study(request, study)
+
+
+_reads: dict[tuple[Any, ...], tuple[float, Any]] = {}
+
+
+async def _cached(request: Request, key: tuple[Any, ...], compute: Any, *args: Any) -> Any:
+    """``compute(*args)`` in the thread pool, reused for ``read_cache_seconds``: analysts
+    polling a large study cost the writer one read of the running sums per period, however many
+    poll."""
+    now = time.monotonic()
+    hit = _reads.get(key)
+    if hit is not None and now - hit[0] < request.app.state.config.read_cache_seconds:
+        return hit[1]
+    value = await run_in_threadpool(compute, *args)
+    if len(_reads) > 4096:
+        _reads.clear()
+    _reads[key] = (now, value)
+    return value
+
+
+async def _withheld(request: Request, record: StudyRecord) -> bool:
+    """Whether fewer than the study's minimum of devices have reported (once a study has
+    reached it, it stays reached: reports are never deleted while a study is open)."""
+    service = _service(request)
+    key = (id(service), "reported", record.study)
+    hit = _reads.get(key)
+    if hit is not None and hit[1] >= record.min_devices:
+        return False
+    n = await _cached(request, key, service.reported_devices, record.study)
+    return bool(n < record.min_devices)
 
 
 @router.get("/v1/studies/{study}/estimates", tags=["analysts"])
@@ -244,13 +379,16 @@ async def estimates(
     format: str = Query("json", pattern="^(" + "|".join(EXPORT_FORMATS) + ")$"),
 ) -> Response:
     """Per-period estimates f̂_t with the simultaneous confidence band (analyst or admin),
-    as JSON, CSV or Parquet. Withheld (403) until the study has its public minimum number of
-    enrolled devices."""
+    as JSON, CSV or Parquet. Withheld (403) until the study's public minimum number of devices
+    have reported."""
     record = await _readable_study(request, study)
-    payload = await run_in_threadpool(estimate_payload, _service(request), record, confidence)
+    payload = None
+    if not await _withheld(request, record):
+        payload = await _cached(request, (id(_service(request)), "estimate", study, confidence),
+                                estimate_payload, _service(request), record, confidence)
     if payload is None:
-        raise HTTPException(403, "estimates are withheld until the study has at least "
-                                 f"{record.min_devices} enrolled devices.")
+        raise HTTPException(403, "estimates are withheld until at least "
+                                 f"{record.min_devices} devices have reported.")
     return render_export(payload, format)
 
 
@@ -279,8 +417,11 @@ async def summary(request: Request, study: str,
     """What the dashboard shows: devices per order, reports per period, rejections by reason
     and the estimate (null while withheld)."""
     record = await _readable_study(request, study)
-    return JSONResponse(await run_in_threadpool(summary_payload, _service(request), record,
-                                                confidence))
+    payload = await _cached(request, (id(_service(request)), "summary", study, confidence),
+                            summary_payload, _service(request), record, confidence)
+    if await _withheld(request, record):
+        payload = {**payload, "estimate": None}
+    return JSONResponse(payload)
 
 
 @router.get("/studies/{study}/dashboard", response_class=HTMLResponse, tags=["analysts"])

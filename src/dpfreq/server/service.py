@@ -3,7 +3,10 @@ enrolment, and the reads behind estimates, exports and the dashboard."""
 
 from __future__ import annotations
 
+import hmac
 import threading
+import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,13 +18,14 @@ from sqlalchemy.exc import IntegrityError
 from dpfreq.errors import DataError
 
 from . import storage
-from .auth import Principal, hash_token, new_token
+from .auth import Principal, hash_token, new_token, token_id
 from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
 
 __all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
 
 CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
+TOKEN_CACHE_SECONDS = 5.0  # longest a revoked token keeps working in another process
 
 REJECTION_REASONS = ("conflict", "future", "interval", "malformed", "order", "param_id",
                      "rate_limited", "wrong_device")
@@ -63,7 +67,7 @@ class Service:
         self.engine = engine
         self._lock = threading.Lock()
         self._studies: dict[str, StudyRecord] = {}
-        self._tokens: dict[str, Principal] = {}
+        self._tokens: dict[str, tuple[Principal, float]] = {}
         self._orders: dict[tuple[str, int], int] = {}
 
     @staticmethod
@@ -74,52 +78,145 @@ class Service:
         cache[key] = value
 
     # -- tokens -----------------------------------------------------------------------------
-    def register_token(self, token: str, principal: Principal) -> None:
-        """Store a token's hash with its role (no-op when already stored)."""
+    def register_token(self, token: str, principal: Principal, *, ttl: float | None = None,
+                       label: str | None = None) -> Principal:
+        """Store a token's hash with its role (no-op when already stored); its principal."""
         h = hash_token(token)
+        expires = None if ttl is None else time.time() + ttl
         t = storage.tokens
         with self.engine.begin() as conn:
             if conn.execute(sa.select(t.c.hash).where(t.c.hash == h)).first() is None:
                 conn.execute(t.insert().values(hash=h, role=principal.role, study=principal.study,
-                                               device=principal.device, created=_now()))
+                                               device=principal.device, created=_now(),
+                                               expires=expires, label=label))
+        return replace(principal, id=token_id(h), expires=expires)
+
+    def bootstrap_admin(self, token: str) -> None:
+        """Register the configured admin token and revoke every admin token an earlier start
+        configured (a restart with a new admin token retires the old one)."""
+        h = hash_token(token)
+        t = storage.tokens
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
+                                          t.c.revoked.is_(None)).values(revoked=_now()))
+        self._forget()
+        self.register_token(token, Principal("admin"), label="bootstrap")
 
     def cached_principal(self, token: str) -> Principal | None:
-        """The owner of a token if this process has seen it, without touching the database."""
-        return self._tokens.get(hash_token(token))
+        """The owner of a token if this process checked it less than TOKEN_CACHE_SECONDS ago
+        (so a revocation by any process takes effect within that delay), without touching the
+        database."""
+        got = self._tokens.get(hash_token(token))
+        if got is None:
+            return None
+        who, seen = got
+        now = time.monotonic()
+        if now - seen > TOKEN_CACHE_SECONDS or (who.expires is not None
+                                                and who.expires <= time.time()):
+            return None
+        return who
 
     def principal(self, token: str) -> Principal | None:
-        """The owner of a token, or None."""
-        h = hash_token(token)
-        found = self._tokens.get(h)
+        """The owner of a valid token (known, not revoked, not expired), or None."""
+        found = self.cached_principal(token)
         if found is not None:
             return found
+        h = hash_token(token)
         t = storage.tokens
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(t.c.role, t.c.study, t.c.device)
-                               .where(t.c.hash == h)).first()
-        if row is None:
+            row = conn.execute(sa.select(t.c.role, t.c.study, t.c.device, t.c.expires,
+                                         t.c.revoked).where(t.c.hash == h)).first()
+        if row is None or row.revoked is not None or (
+                row.expires is not None and row.expires <= time.time()):
             return None
-        found = Principal(row.role, row.study, None if row.device is None else int(row.device))
+        found = Principal(row.role, row.study, None if row.device is None else int(row.device),
+                          token_id(h), row.expires)
         with self._lock:
-            self._remember(self._tokens, h, found)
+            self._remember(self._tokens, h, (found, time.monotonic()))
         return found
 
-    def new_analyst_token(self, study: str) -> str:
-        """A new analyst token for a study."""
+    def new_token(self, principal: Principal, ttl: float | None) -> tuple[str, Principal]:
+        """A new token for ``principal`` (role and study) with an optional lifetime."""
         token = new_token()
-        self.register_token(token, Principal("analyst", study))
-        return token
+        return token, self.register_token(token, principal, ttl=ttl)
+
+    def rotate(self, who: Principal) -> tuple[str, Principal]:
+        """A new token with the caller's role, study, device and lifetime; the caller's token
+        is revoked in the same transaction."""
+        token = new_token()
+        h = hash_token(token)
+        t = storage.tokens
+        ttl = None if who.expires is None else max(1.0, who.expires - time.time())
+        expires = None if ttl is None else time.time() + ttl
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.hash.startswith(who.id, autoescape=True),
+                                          t.c.revoked.is_(None)).values(revoked=_now()))
+            conn.execute(t.insert().values(hash=h, role=who.role, study=who.study,
+                                           device=who.device, created=_now(), expires=expires))
+        self._forget()
+        return token, replace(who, id=token_id(h), expires=expires)
+
+    def revoke(self, tid: str, study: str | None) -> bool:
+        """Revoke the token with public id ``tid`` (of ``study`` when given); found or not."""
+        t = storage.tokens
+        cond = [t.c.hash.startswith(tid, autoescape=True), t.c.revoked.is_(None)]
+        if study is not None:
+            cond.append(t.c.study == study)
+            cond.append(t.c.role.in_(("analyst", "device")))
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(*cond).values(revoked=_now())).rowcount
+        self._forget()
+        return bool(n)
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._tokens.clear()
+
+    def audit(self, who: Principal, action: str) -> None:
+        """Append one line to the audit log of token use."""
+        with self.engine.begin() as conn:
+            conn.execute(storage.audit.insert().values(at=_now(), token=who.id or "-",
+                                                       role=who.role, study=who.study,
+                                                       action=action[:80]))
+
+    def audit_log(self, study: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` audit lines (of one study when given), newest first."""
+        a = storage.audit
+        q = sa.select(a.c.at, a.c.token, a.c.role, a.c.study, a.c.action)
+        if study is not None:
+            q = q.where(a.c.study == study)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q.order_by(a.c.id.desc()).limit(limit)).all()
+        return [dict(r._mapping) for r in rows]
+
+    def check_enrolment_secret(self, study: str, secret: str | None) -> bool:
+        """Whether ``secret`` opens enrolment in ``study`` (always, for an open study)."""
+        s = storage.studies
+        with self.engine.connect() as conn:
+            stored = conn.execute(sa.select(s.c.enrol_hash).where(s.c.study == study)).scalar()
+        if stored is None:
+            return True
+        return secret is not None and hmac.compare_digest(stored, hash_token(secret))
+
+    def reported_devices(self, study: str) -> int:
+        """Devices of ``study`` with at least one stored report."""
+        r = storage.reports
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count(sa.distinct(r.c.device)))
+                                    .where(r.c.study == study)).scalar() or 0)
 
     # -- studies ----------------------------------------------------------------------------
     def create_study(self, study: str, title: str, protocol: StudyProtocol,
-                     min_devices: int) -> StudyRecord:
-        """Store a study with zeroed running sums; DataError if the id exists."""
+                     min_devices: int, enrol_secret: str | None = None) -> StudyRecord:
+        """Store a study with zeroed running sums (and the hash of its enrolment secret, if
+        any); DataError if the id exists."""
         p = protocol.params
         row = {"study": study, "title": title, "params": p.to_json(), "param_id": p.param_id,
                "protocol_version": int(p.version), "horizon": protocol.horizon,
                "padded": protocol.padded, "start": str(p.start),
                "period_seconds": protocol.period_seconds, "min_devices": min_devices,
-               "created": _now()}
+               "created": _now(),
+               "enrol_hash": None if enrol_secret is None else hash_token(enrol_secret)}
         try:
             with self.engine.begin() as conn:
                 conn.execute(storage.studies.insert().values(**row))
@@ -169,7 +266,9 @@ class Service:
         """Remember a device the writer enrolled (its order and token)."""
         with self._lock:
             self._remember(self._orders, (study, device), order)
-            self._remember(self._tokens, hash_token(token), Principal("device", study, device))
+            h = hash_token(token)
+            self._remember(self._tokens, h, (Principal("device", study, device, token_id(h)),
+                                             time.monotonic()))
 
     def cached_order(self, study: str, device: int) -> int | None:
         """A device's order if this process has seen it, without touching the database."""

@@ -13,7 +13,10 @@ Tables
 ------
 ``studies``         one row per study: protocol parameters (JSON), period length, start, minimum
                     number of enrolled devices before estimates are served.
-``tokens``          SHA-256 hashes of bearer tokens with their role (admin, analyst, device).
+``tokens``          SHA-256 hashes of bearer tokens with their role (admin, manager, analyst,
+                    device), study, expiry (Unix time) and revocation time.
+``audit``           one row per use of an admin, manager or analyst token and per token
+                    lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
 ``devices``         enrolled devices of a study with their order.
 ``reports``         one row per (study, device, interval): the single report of that slot.
 ``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
@@ -34,6 +37,7 @@ from dpfreq.artifacts import create_private
 
 __all__ = [
     "METADATA",
+    "audit",
     "devices",
     "enrolled",
     "insert_reports",
@@ -75,6 +79,7 @@ studies = _study_table("studies", (), (
     ("min_devices", sa.Integer),
     ("created", sa.String(40)),
 ))
+studies.append_column(sa.Column("enrol_hash", sa.String(64), nullable=True))
 
 tokens = sa.Table(
     "tokens",
@@ -84,6 +89,20 @@ tokens = sa.Table(
     sa.Column("study", sa.String(64), nullable=True),
     sa.Column("device", sa.BigInteger, nullable=True),
     sa.Column("created", sa.String(40), nullable=False),
+    sa.Column("expires", sa.Float, nullable=True),
+    sa.Column("revoked", sa.String(40), nullable=True),
+    sa.Column("label", sa.String(40), nullable=True),
+)
+
+audit = sa.Table(
+    "audit",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.String(40), nullable=False),
+    sa.Column("token", sa.String(16), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("study", sa.String(64), nullable=True),
+    sa.Column("action", sa.String(80), nullable=False),
 )
 
 devices = _study_table("devices", (("device", sa.BigInteger),),
