@@ -30,11 +30,11 @@ DEVICES = 300
 
 # what each browser device runs: its own secret (crypto.getRandomValues), its own store
 _SCRIPT = """
-async ([bundle, study, inputs]) => {
+async ([bundle, study, secret, inputs]) => {
   const { Device, memoryStore } = globalThis.dpfreqDevice;
   const out = [];
   for (const xs of inputs) {
-    const dev = await Device.open(bundle, memoryStore(), { server: location.origin, study });
+    const dev = await Device.open(bundle, memoryStore(), { server: location.origin, study, enrolmentSecret: secret });
     const device = await dev.enrol();
     const reports = [];
     for (let t = 1; t <= xs.length; t++) {
@@ -93,7 +93,8 @@ def live(tmp_path: Path) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    app = create_app(ServerConfig(db=str(tmp_path / "e2e.db"), admin_token=ADMIN, rate=0))
+    app = create_app(ServerConfig(db=str(tmp_path / "e2e.db"), admin_token=ADMIN, rate=0,
+                                      enrol_rate=0))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -125,6 +126,7 @@ def test_browser_devices_estimate_equals_offline_aggregation(live: str, tmp_path
             "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 5})
         r.raise_for_status()
         params = ProtocolParams.from_json(r.json()["params"])
+        secret = r.json()["enrolment_secret"]
         analyst = http.post("/v1/studies/web/analyst-tokens", headers=auth).json()["token"]
     flips = rng.random((DEVICES, params.horizon)) < 0.15
     inputs = (np.cumsum(flips, axis=1) % 2).tolist()
@@ -135,7 +137,7 @@ def test_browser_devices_estimate_equals_offline_aggregation(live: str, tmp_path
             page = browser.new_page()
             page.goto(f"{live}/healthz")
             page.add_script_tag(content=script)
-            sent = page.evaluate(_SCRIPT, [_device_bundle(params), "web", inputs])
+            sent = page.evaluate(_SCRIPT, [_device_bundle(params), "web", secret, inputs])
         finally:
             browser.close()
     assert len(sent) == DEVICES

@@ -33,11 +33,12 @@ def browser():
 
 def _study(http: httpx.Client, min_devices: int,
            start: str = START) -> tuple[ProtocolParams, str]:
+    """The study (open enrolment: the devices here are the test's own) and an analyst token."""
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = http.post("/v1/studies", headers=auth, json={
         "study": "dash", "title": "Feature X on", "horizon": 32, "max_changes": 2,
         "epsilon": 2.0, "randomizer": "auto", "start": start, "period": "1d",
-        "min_devices": min_devices})
+        "min_devices": min_devices, "enrolment": "open"})
     r.raise_for_status()
     token = http.post("/v1/studies/dash/analyst-tokens", headers=auth).json()["token"]
     return ProtocolParams.from_json(r.json()["params"]), token

@@ -44,10 +44,12 @@ class Flaky:
 
 
 def _study(c) -> None:
+    """A study that needs its enrolment secret (kept on the test client for the uploaders)."""
     r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
         "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
         "start": START, "period": "1d", "min_devices": 1})
     assert r.status_code == 201
+    c.enrol_secret = r.json()["enrolment_secret"]
 
 
 def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path, seed):
@@ -55,7 +57,8 @@ def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path
     _study(c)
     flaky = Flaky(c)
     sleeps: list[float] = []
-    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=flaky,
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=flaky,
                   sleep=sleeps.append, max_batch=3, retries=4)
     dev = DeviceUploader(up, rng=np.random.Generator(np.random.PCG64(seed)))
     order = dev.client.order
@@ -79,7 +82,8 @@ def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path
     # the device restarts from its queue file: same order, same device, no new enrolment
     device = up.device
     up.close()
-    up2 = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=flaky,
+    up2 = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=flaky,
                    sleep=sleeps.append)
     dev2 = DeviceUploader(up2)
     assert dev2.client.order == order
@@ -101,7 +105,8 @@ def test_offline_device_resends_later_without_duplicates(sqlite_client, tmp_path
 def test_refused_reports_are_kept_aside(sqlite_client, tmp_path):
     c = sqlite_client
     _study(c)
-    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=c,
                   sleep=lambda s: None)
     params_id = c.get("/v1/studies/s1").json()["param_id"]
     device = up.enrol(0, params_id)
@@ -130,7 +135,9 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
         "study": "s1", "horizon": 13, "max_changes": 3, "epsilon": 1.0, "randomizer": "auto",
         "start": START, "period": "1d", "min_devices": 1})
     assert r.status_code == 201
-    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+    c.enrol_secret = r.json()["enrolment_secret"]
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=c,
                   sleep=lambda s: None)
     dev = DeviceUploader(up, rng=np.random.Generator(np.random.PCG64(seed)))
     x = [int(v) for v in np.random.default_rng(seed).integers(0, 2, size=13)]
@@ -145,7 +152,8 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
         for _ in range(3):
             path = tmp_path / f"replay{t}.db"
             shutil.copyfile(tmp_path / f"snap{t}.db", path)
-            up2 = Uploader("http://testserver", "s1", queue_path=path, http=c,
+            up2 = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=path, http=c,
                            sleep=lambda s: None)
             dev2 = DeviceUploader(up2)
             again = [[json.dumps(w, sort_keys=True) for w in dev2.step(xt)] for xt in x[t:]]
@@ -164,7 +172,8 @@ def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path, 
     _study(c)
     old = os.umask(0o022)
     try:
-        up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+        up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=c,
                       sleep=lambda s: None)
         dev = DeviceUploader(up)
         dev.step(1)
@@ -196,7 +205,8 @@ def test_crash_between_saving_the_client_and_enrolling(sqlite_client, tmp_path, 
     start with the same secret, hence the same order."""
     c = sqlite_client
     _study(c)
-    up = Uploader("http://testserver", "s1", queue_path=tmp_path / "q.db", http=c,
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=c,
                   sleep=lambda s: None, retries=1)
 
     def down(*args, **kwargs):

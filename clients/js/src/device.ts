@@ -102,7 +102,7 @@ export class Device {
   async enrol(): Promise<number> {
     if (this.rec.device !== null) return this.rec.device;
     const resp = await this.uploader.request("POST", `/v1/studies/${this.uploader.study}/devices`,
-      this.client.enrolment());
+      this.client.enrolment(), this.uploader.enrolmentSecret);
     if (resp === null) throw new Error("enrolment failed: the server stayed unreachable or busy.");
     if (resp.status !== 201) throw new Error(`enrolment refused (${resp.status}): ${await resp.text()}`);
     const out = await resp.json() as { device: number; token: string };

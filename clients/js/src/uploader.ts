@@ -9,6 +9,9 @@ export interface UploaderOptions {
   server: string;
   /** Study id. */
   study: string;
+  /** The study's enrolment secret (docs/protocol.md), sent as the bearer token of the enrolment
+   * request only; omit it for a study created with ``enrolment: "open"``. Never stored. */
+  enrolmentSecret?: string;
   /** Attempts per request (default 6). */
   retries?: number;
   /** First backoff bound in seconds (default 0.25), doubled per attempt up to ``maxBackoff`` (30). */
@@ -40,6 +43,7 @@ function jitter(): number {
 export class Uploader {
   readonly server: string;
   readonly study: string;
+  readonly enrolmentSecret: string | undefined;
   readonly retries: number;
   readonly backoff: number;
   readonly maxBackoff: number;
@@ -50,6 +54,7 @@ export class Uploader {
   constructor(o: UploaderOptions) {
     this.server = o.server.replace(/\/+$/, "");
     this.study = o.study;
+    this.enrolmentSecret = o.enrolmentSecret;
     this.retries = o.retries ?? 6;
     this.backoff = o.backoff ?? 0.25;
     this.maxBackoff = o.maxBackoff ?? 30;

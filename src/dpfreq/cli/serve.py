@@ -151,7 +151,10 @@ def _prepare_database(db: str, wait: float) -> None:
     shown = sa.engine.make_url(storage.normalize_url(db)).render_as_string(hide_password=True)
     deadline, pause = time.monotonic() + wait, 0.25
     while True:
-        engine = storage.make_engine(db)
+        try:
+            engine = storage.make_engine(db)  # creates a SQLite file 0600 (its folder must exist)
+        except OSError as exc:
+            raise click.ClickException(f"cannot open database {shown}: {exc.strerror}") from None
         try:
             storage.upgrade(engine)
             return

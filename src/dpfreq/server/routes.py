@@ -399,16 +399,14 @@ async def export_raw(request: Request, study: str, table: str) -> Response:
     """The raw reports (``table=reports``: device, order, interval, bit, param_id) or the
     enrolment (``table=enrolment``: device, order) as Parquet (analyst or admin), for
     re-aggregating offline with ``dpfreq longitudinal aggregate``. Withheld (403) like the
-    estimates until the study has its public minimum of enrolled devices."""
+    estimates until the study's public minimum number of devices have reported."""
     record = await _readable_study(request, study)
     if table not in RAW_EXPORTS:
         raise HTTPException(404, f"no such export; one of {', '.join(RAW_EXPORTS)}.")
-    service = _service(request)
-    enrolled, _ = await run_in_threadpool(service.running_sums, record)
-    if int(enrolled.sum()) < record.min_devices:
-        raise HTTPException(403, "exports are withheld until the study has at least "
-                                 f"{record.min_devices} enrolled devices.")
-    return await run_in_threadpool(raw_export, service, record, table)
+    if await _withheld(request, record):
+        raise HTTPException(403, "exports are withheld until at least "
+                                 f"{record.min_devices} devices have reported.")
+    return await run_in_threadpool(raw_export, _service(request), record, table)
 
 
 @router.get("/v1/studies/{study}/summary", tags=["analysts"])

@@ -83,14 +83,20 @@ class Uploader:
         A client to reuse (tests pass Starlette's ``TestClient``).
     sleep : callable
         ``time.sleep`` (tests inject a recorder).
+    enrolment_secret : str or None
+        The study's enrolment secret (given once when the study was created), sent as the
+        bearer token of the enrolment request; None for a study created with
+        ``enrolment="open"``. It is used only to enrol and never stored in the queue file.
     """
 
     def __init__(self, server: str, study: str, *, queue_path: str | Path, max_batch: int = 256,
                  retries: int = 6, backoff: float = 0.25, max_backoff: float = 30.0,
                  timeout: float = 30.0, http: Any = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 enrolment_secret: str | None = None) -> None:
         self.server = server.rstrip("/")
         self.study = study
+        self.enrolment_secret = enrolment_secret
         self.max_batch = max_batch
         self.retries = retries
         self.backoff = backoff
@@ -157,7 +163,8 @@ class Uploader:
         if known is not None:
             return known
         resp = self._request("POST", f"/v1/studies/{self.study}/devices", body={
-            "param_id": param_id, "order": int(order), "protocol_version": protocol_version})
+            "param_id": param_id, "order": int(order), "protocol_version": protocol_version},
+            token=self.enrolment_secret)
         if resp is None:
             raise DataError("enrolment failed: the server is unreachable; try again later.")
         if resp.status_code != 201:
