@@ -34,7 +34,8 @@ async ([bundle, study, secret, inputs]) => {
   const { Device, memoryStore } = globalThis.dpfreqDevice;
   const out = [];
   for (const xs of inputs) {
-    const dev = await Device.open(bundle, memoryStore(), { server: location.origin, study, enrolmentSecret: secret });
+    const dev = await Device.open(bundle, memoryStore(),
+                                  { server: location.origin, study, enrolmentSecret: secret });
     const device = await dev.enrol();
     const reports = [];
     for (let t = 1; t <= xs.length; t++) {
