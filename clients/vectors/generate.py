@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.longitudinal import LongitudinalClient, make_params
+from dpfreq.longitudinal import LongitudinalClient, device_bundle, make_params
 from dpfreq.longitudinal.keyed import DOMAIN, KeyedStream
-from dpfreq.longitudinal.laws import distance_law
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import derive_key
 
@@ -49,22 +48,8 @@ def _dump(obj: Any) -> str:
 
 
 def bundle(params: Any) -> dict[str, Any]:
-    """The device bundle of docs/protocol.md §1 for ``params``."""
-    p = params
-    laws: dict[str, list[str]] = {}
-    gamma = None
-    if p.randomizer == "erlingsson":
-        g = epsilon_to_fraction(p.epsilon)
-        gamma = f"{g.numerator}/{g.denominator}"
-    else:
-        for h in range(p.orders):
-            kh = p.changes_at_order(h)
-            laws.setdefault(str(kh), [str(w) for w in
-                                      distance_law(p.randomizer, kh, p.epsilon).weights])
-    return {"protocol": p.version, "param_id": p.param_id, "horizon": p.horizon,
-            "padded_horizon": p.padded_horizon, "max_changes": p.max_changes,
-            "randomizer": p.randomizer, "per_order_sparsity": p.per_order_sparsity,
-            "laws": laws, "gamma": gamma}
+    """The device bundle of docs/protocol.md §1 for ``params`` (the library's own)."""
+    return device_bundle(params)
 
 
 def _inputs(rng: np.random.Generator, i: int, d0: int) -> str:

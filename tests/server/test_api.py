@@ -19,7 +19,7 @@ from conftest import (
     run_devices,
     stored,
 )
-from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
+from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams, device_bundle
 from dpfreq.server import storage
 
 
@@ -52,6 +52,16 @@ def test_estimates_equal_the_aggregator(client, rng):
     assert body["unit"] == "device"
     assert body["epsilon"] == params.epsilon
     assert cols["date"][:2] == ["2020-01-01", "2020-01-02"]
+
+
+@pytest.mark.parametrize("randomizer", ["auto", "erlingsson"])
+def test_study_answers_with_the_device_bundle(sqlite_client, randomizer):
+    """A device of another language reads the exact laws it samples from the study itself."""
+    params = create_study(sqlite_client, randomizer=randomizer)
+    body = sqlite_client.get("/v1/studies/s1").json()
+    assert body["bundle"] == device_bundle(params)
+    assert body["bundle"]["param_id"] == params.param_id
+    assert (body["bundle"]["gamma"] is None) == (randomizer != "erlingsson")
 
 
 def test_identical_retry_succeeds_and_conflict_is_409(client):

@@ -16,6 +16,7 @@ Privacy: ε-local DP per device, device level (neighbouring = any two sequences 
 with at most ``max_changes`` changes each); estimates are post-processing.
 """
 
+from .bundle import device_bundle
 from .client import LongitudinalClient
 from .laws import DistanceLaw, distance_law
 from .params import ProtocolParams, make_params
@@ -32,6 +33,7 @@ __all__ = [
     "ProtocolParams",
     "Randomizer",
     "aggregate_reports_file",
+    "device_bundle",
     "distance_law",
     "estimate_from_report_sums",
     "make_params",

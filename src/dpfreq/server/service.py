@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from dpfreq.errors import DataError
+from dpfreq.longitudinal import device_bundle
 
 from . import storage
 from .auth import Principal, hash_token, new_token, token_id
@@ -45,6 +46,8 @@ class StudyRecord:
         self.min_devices: int = int(row.min_devices)
         self.protocol = StudyProtocol(params=params_from_json(row.params))
         self.param_id: str = row.param_id
+        # the exact integer laws a device of another language samples (docs/protocol.md §1)
+        self.bundle: dict[str, Any] = device_bundle(self.protocol.params)
 
     def public(self) -> dict[str, Any]:
         """What devices and analysts may read: everything about the study is public."""
@@ -55,7 +58,7 @@ class StudyRecord:
             "orders": p.orders, "start": p.params.start, "period": p.params.period,
             "epsilon": p.params.epsilon, "max_changes": p.params.max_changes,
             "randomizer": p.params.randomizer,
-            "min_devices": self.min_devices,
+            "min_devices": self.min_devices, "bundle": self.bundle,
         }
 
 

@@ -1,0 +1,54 @@
+"""The device bundle: what a device of another language needs besides the public parameters.
+
+A device samples exact integer laws (:mod:`dpfreq.longitudinal.laws`) that this library computes
+once in floating point and then fixes as integers; a client written elsewhere cannot recompute
+them bit for bit, so the service hands them out with the parameters (``GET /v1/studies/{study}``
+answers with ``bundle``) and ``docs/protocol.md`` §1 states the format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpfreq.longitudinal.laws import distance_law
+from dpfreq.longitudinal.params import ProtocolParams
+from dpfreq.noise import epsilon_to_fraction
+
+__all__ = ["device_bundle"]
+
+
+def device_bundle(params: ProtocolParams) -> dict[str, Any]:
+    """The device bundle of protocol 1 for ``params`` (a JSON-ready dict).
+
+    Parameters
+    ----------
+    params : ProtocolParams
+        The study's parameters.
+
+    Returns
+    -------
+    dict
+        ``protocol``, ``param_id``, ``horizon``, ``padded_horizon``, ``max_changes``,
+        ``randomizer``, ``per_order_sparsity``; ``laws``: for every change budget in use, the
+        integer weights of the distance law as decimal strings (distance randomizers); ``gamma``:
+        the exact fraction ``"s/t"`` of the keep probability (``erlingsson`` only).
+
+    Notes
+    -----
+    Public: a function of the public parameters only, no privacy cost.
+    """
+    p = params
+    laws: dict[str, list[str]] = {}
+    gamma = None
+    if p.randomizer == "erlingsson":
+        g = epsilon_to_fraction(p.epsilon)
+        gamma = f"{g.numerator}/{g.denominator}"
+    else:
+        for h in range(p.orders):
+            k = p.changes_at_order(h)
+            laws.setdefault(str(k), [str(w) for w in distance_law(p.randomizer, k,
+                                                                  p.epsilon).weights])
+    return {"protocol": p.version, "param_id": p.param_id, "horizon": p.horizon,
+            "padded_horizon": p.padded_horizon, "max_changes": p.max_changes,
+            "randomizer": p.randomizer, "per_order_sparsity": p.per_order_sparsity,
+            "laws": laws, "gamma": gamma}
