@@ -61,7 +61,7 @@ def test_memory_unequal_lengths_and_params() -> None:
         MemoryEngine().count_of_counts({"item": [1]}, item="item", max_count=0)
     with pytest.raises(ParameterError, match="k_max"):
         MemoryEngine().occurrence_times({"item": [1], "t": [1]}, item="item", time="t",
-                                        k_max=1.0)  # type: ignore[arg-type]
+                                        k_max=1.5)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="options"):
         get_engine("memory", bogus=1)
 

@@ -21,7 +21,7 @@ def group_options(f: Any) -> Any:
     f = click.option("--groups", "groups_file", type=click.Path(dir_okay=False), default=None,
                      help="File of the public group names, one per line (rows of other groups "
                           "are dropped; listed groups without rows are still released).")(f)
-    f = click.option("--max-groups-per-item", type=int, default=None,
+    f = click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
                      help="Public bound m on the groups one item may touch (required with "
                           "--group at --unit item); each item keeps a random m of its groups.")(f)
     return click.option("--group", default=None,
@@ -32,8 +32,10 @@ def group_options(f: Any) -> Any:
 def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                          plot_out: str | None, *, format_header: Callable[..., list[str]],
                          format_table: Callable[..., str]) -> None:
-    """The shared header, one table per group (group column first), then JSON / PNG; the
-    per-release header and table come from the command's own formatters."""
+    """JSON / PNG first (a reader that stops early loses nothing), then the shared header and
+    one table per group (group column first); the per-release header and table come from the
+    command's own formatters."""
+    shared.emit_release(rel, json_out, plot_out)
     to_err = json_out == "-"
     params = rel.mechanism_params
     click.echo(f"# grouped by {params['group_column']!r}: {len(rel)} public groups, each item "
@@ -48,4 +50,3 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
             click.echo(f"{'group':>12}  {lines[0]}", err=to_err)
         for line in lines[1:]:
             click.echo(f"{name:>12}  {line}", err=to_err)
-    shared.emit_release(rel, json_out, plot_out)

@@ -104,11 +104,14 @@ def _redirect_stdout_to_stderr() -> Iterator[Any]:
     try:
         out_fd, err_fd = real.fileno(), sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
-        sys.stdout = sys.stderr
+        swapped = sys.stdout = sys.stderr
         try:
             yield real
         finally:
-            sys.stdout = real
+            # a parse error can leave this generator suspended until the garbage collector
+            # closes it, during a later in-process run: restore only our own swap
+            if sys.stdout is swapped:
+                sys.stdout = real
         return
     real.flush()
     machine = os.fdopen(os.dup(out_fd), "w", encoding="utf-8")
