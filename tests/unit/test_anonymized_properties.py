@@ -349,7 +349,7 @@ def test_release_counts_above_n_are_covered():
         (lambda: estimate_distance_to_uniformity([1, 2], domain_size=0), ParameterError,
          "domain_size"),
         (lambda: estimate_power_sum([1, 2], order=1), ParameterError, "order"),
-        (lambda: estimate_power_sum([1, 2], order=2.0), ParameterError, "order"),
+        (lambda: estimate_power_sum([1, 2], order=2.5), ParameterError, "order"),
         (lambda: estimate_unseen_species([1], extrapolation_ratio=0), ParameterError,
          "extrapolation_ratio"),
         (lambda: estimate_support_size([1], method="ace"), ParameterError, "method"),

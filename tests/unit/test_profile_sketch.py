@@ -59,7 +59,7 @@ def test_same_seed_same_noise_other_seed_other_noise(seed: int) -> None:
     ({"domain_size": 10, "max_count": 3, "epsilon": float("inf")}, "epsilon"),
     ({"domain_size": 10, "max_count": -1, "epsilon": 1.0}, "max_count"),
     ({"domain_size": 0, "max_count": 3, "epsilon": 1.0}, "domain_size"),
-    ({"domain_size": 10.0, "max_count": 3, "epsilon": 1.0}, "domain_size"),
+    ({"domain_size": 10.5, "max_count": 3, "epsilon": 1.0}, "domain_size"),
     ({"max_count": 3, "epsilon": 1.0}, "domain_size"),
     ({"keys": ["a", "b", "a"], "max_count": 3, "epsilon": 1.0}, "keys"),
     ({"keys": [], "max_count": 3, "epsilon": 1.0}, "keys"),
