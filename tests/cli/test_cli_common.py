@@ -367,3 +367,29 @@ def test_ledger_refuses_before_the_command_reads_anything(tmp_path, monkeypatch)
     assert code == 2
     assert "would exceed the budget" in err
     assert read == [0.75]  # refused before the body ran
+
+
+def test_ledger_init_unit_converts_soundly(tmp_path):
+    """A ledger stated at item_replace charges an item-level (add/remove) release twice its ε
+    and refuses an event-level one; without --unit the first unit spent is the only one."""
+    from dpfreq.ledger import Ledger
+
+    data = tmp_path / "events.csv"
+    data.write_text("user\n1\n1\n2\n", encoding="utf-8")
+    stated, apart = tmp_path / "stated.db", tmp_path / "apart.db"
+    assert _invoke(["ledger", "init", str(stated), "--epsilon", "1",
+                    "--unit", "item_replace"])[0] == 0
+    assert _invoke(["ledger", "init", str(apart), "--epsilon", "1"])[0] == 0
+    profile = ["profile", str(data), "--item", "user", "--domain-size", "10", "--max-count",
+               "3", "--epsilon", "0.25", "--seed", "1"]
+    assert _invoke([*profile, "--unit", "item", "--ledger", str(stated)])[0] == 0
+    assert float(Ledger(stated).spent_exact[0]) == pytest.approx(0.5)
+    code, _, err = _invoke([*profile, "--unit", "event", "--ledger", str(stated)])
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("dpfreq: error")]
+    assert len(errors) == 1
+    assert "different currencies" in errors[0]
+    assert _invoke([*profile, "--unit", "item", "--ledger", str(apart)])[0] == 0
+    code, _, err = _invoke([*profile, "--unit", "item_replace", "--ledger", str(apart)])
+    assert code == 2
+    assert float(Ledger(apart).spent_exact[0]) == pytest.approx(0.25)

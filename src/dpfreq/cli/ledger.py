@@ -65,14 +65,20 @@ def command() -> None:
               help="Total ε that all releases recorded in the ledger may spend together.")
 @click.option("--delta", type=float, default=0.0, show_default=True,
               help="Total δ that all releases recorded in the ledger may spend together.")
-def init(file: str, epsilon: float, delta: float) -> None:
+@click.option("--unit", type=click.Choice(["event", "item", "item_replace", "device"]),
+              default=None,
+              help="Unit of privacy the budget is stated at: spends at other units are converted "
+                   "where sound (ε at item counts as 2ε at item_replace) and refused otherwise. "
+                   "Without it the ledger keeps units apart (every spend at the first unit).")
+def init(file: str, epsilon: float, delta: float, unit: str | None) -> None:
     """Create the ledger FILE with a total budget (refuses to overwrite a file)."""
     from dpfreq.ledger import Ledger
 
     budget = _budget(epsilon, delta)
-    Ledger.create(file, budget)
+    Ledger.create(file, budget, unit=unit)
+    stated = f", unit={unit}" if unit else " (units kept apart)"
     click.echo(f"created ledger {file}: total epsilon={budget.epsilon:g}, "
-               f"delta={budget.delta:g}", err=True)
+               f"delta={budget.delta:g}{stated}", err=True)
 
 
 @command.command(name="show")
