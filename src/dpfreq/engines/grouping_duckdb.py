@@ -14,7 +14,6 @@ import numpy as np
 
 from dpfreq.engines import _common as common
 from dpfreq.engines.grouping_memory import SEP, GroupedPrevalences, check_group_args
-from dpfreq.errors import ParameterError
 
 __all__ = ["duckdb_grouped_count_of_counts"]
 
@@ -29,12 +28,8 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
                                    max_count: int) -> GroupedPrevalences:
     """Bound each item to ``m`` groups and count-of-counts per group (one DuckDB query)."""
     func = "DuckDBEngine.grouped_count_of_counts"
-    group, names, m, key_hex, n = check_group_args(group, groups, max_groups_per_item,
+    group, names, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
                                                    hash_key, max_count, func)
-    common.check_column_name(item, "item", func)
-    if item == group:
-        raise ParameterError(f"item of {func} must be a column name other than group; "
-                             f"got {item!r}.")
     rel = engine.relation(source, func, text_columns=(item, group))
     k = engine._key_expr(rel, item, func)
     g = engine._key_expr(rel, group, func)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._validate import message
+from dpfreq._validate import check_int, message
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["GroupedPrevalences", "check_group_args", "memory_grouped_count_of_counts",
@@ -58,25 +58,25 @@ class GroupedPrevalences:
     prevalences: NDArray[np.int64]
 
 
-def check_group_args(group: Any, groups: Any, max_groups_per_item: Any, hash_key: Any,
-                     max_count: Any, func: str) -> tuple[str, tuple[str, ...], int, str, int]:
-    """Validate the engine arguments; returns (group, groups as text, m, key hex, n)."""
+def check_group_args(item: Any, group: Any, groups: Any, max_groups_per_item: Any,
+                     hash_key: Any, max_count: Any,
+                     func: str) -> tuple[str, tuple[str, ...], int, str, int]:
+    """Validate the engine arguments (the same for every engine); returns (group, groups as
+    text, m, key hex, n)."""
     if not isinstance(group, str) or not group:
         raise ParameterError(message("group", func, "a non-empty column name (str)", group))
+    if not isinstance(item, str) or not item or item == group:
+        raise ParameterError(message("item", func, "a column name other than group", item))
     if isinstance(groups, str | bytes) or not hasattr(groups, "__iter__"):
         raise ParameterError(message("groups", func, "a list of group names", groups))
     names = tuple(dict.fromkeys(str(g) for g in groups))
     if not names:
         raise ParameterError(message("groups", func, "a non-empty list of group names", groups))
-    m = max_groups_per_item
-    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-        raise ParameterError(message("max_groups_per_item", func, "an integer >= 1", m))
+    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
     if not isinstance(hash_key, bytes) or len(hash_key) < 16:
         raise ParameterError(message("hash_key", func, "at least 16 bytes", "a shorter key"))
-    n = max_count
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ParameterError(message("max_count", func, "an integer >= 1", n))
-    return group, names, int(m), hash_key.hex(), int(n)
+    n = check_int(max_count, "max_count", func, minimum=1)
+    return group, names, m, hash_key.hex(), n
 
 
 def pair_rank(key_hex: str, item: str, group: str) -> str:
@@ -94,10 +94,8 @@ def memory_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
                                    max_count: int) -> GroupedPrevalences:
     """Bound each item to ``m`` groups and count-of-counts per group (numpy)."""
     func = "MemoryEngine.grouped_count_of_counts"
-    group, names, m, key_hex, n = check_group_args(group, groups, max_groups_per_item,
+    group, names, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
                                                    hash_key, max_count, func)
-    if not isinstance(item, str) or not item or item == group:
-        raise ParameterError(message("item", func, "a column name other than group", item))
     cols = engine._table(source, [item, group], func, (item, group))
     items = _as_text(engine._items(cols[item], item, func))
     gvals = engine._items(cols[group], group, func)

@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 
 from dpfreq.engines import _common as common
 from dpfreq.engines.grouping_memory import SEP, GroupedPrevalences, check_group_args
-from dpfreq.errors import ParameterError
 
 __all__ = ["spark_grouped_count_of_counts"]
 
@@ -29,12 +28,8 @@ def spark_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group:
     """Bound each item to ``m`` groups and count-of-counts per group (Spark); ``collect``
     brings a small DataFrame back as numpy columns (the Spark engine's collector)."""
     func = "SparkEngine.grouped_count_of_counts"
-    group, names, m, key_hex, n = check_group_args(group, groups, max_groups_per_item,
+    group, names, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
                                                    hash_key, max_count, func)
-    common.check_column_name(item, "item", func)
-    if item == group:
-        raise ParameterError(f"item of {func} must be a column name other than group; "
-                             f"got {item!r}.")
     df = engine.dataframe(source, func, text_columns=(item, group))
     raw = df.select(engine._key(df, item, func).cast("string").alias("k"),
                     engine._key(df, group, func).cast("string").alias("g"))
