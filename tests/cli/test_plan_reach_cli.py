@@ -93,7 +93,8 @@ def test_plan_reach_and_reach_take_identical_public_options():
     for name in shared:
         assert plan[name] == reach[name], name
     assert plan["window_text"]["opts"] == ["--windows"]
-    assert plan["window_text"]["required"] and plan["k_text"]["required"]  # no defaults
+    assert plan["window_text"]["required"]  # no default family
+    assert plan["k_text"]["required"]  # no default k
 
 
 @pytest.mark.parametrize("missing", ["--k", "--windows"])
@@ -122,5 +123,5 @@ def test_parse_window_list_grammar():
 
     assert parse_window_list(("cumulative, 7", "ALL,total,")) == ["cumulative", 7, "all", "total"]
     for bad in (("rolling7",), ("",), (",",), ("1.5",)):
-        with pytest.raises(click.BadParameter, match="family|integer window widths"):
+        with pytest.raises(click.BadParameter, match=r"family|integer window widths"):
             parse_window_list(bad)

@@ -13,7 +13,7 @@ ROWS = [("a", "2024-01-01T10:00"), ("b", "2024-01-01T11:00"), ("a", "2024-01-02T
         ("c", "2024-01-04T00:00"), ("a", "2024-01-05T23:59"), ("b", "2024-01-05T01:00")]
 
 
-@pytest.fixture()
+@pytest.fixture
 def saved(tmp_path, capsys):
     """A release of every family at k = 1, 2, saved, made with a ledger."""
     log = tmp_path / "log.csv"
