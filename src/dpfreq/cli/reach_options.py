@@ -80,8 +80,9 @@ def reach_parameters(f: Any) -> Any:
                           "Gaussian), whichever predicts less error."),
         click.option("--unit", type=click.Choice(["event", "item", "item_replace"]),
                      required=True,
-                     help="Unit of privacy: one event, one item with all its events, or one "
-                          "item's events replaced (no default)."),
+                     help="Unit of privacy: event (one event), item (one item with all its "
+                          "events) or item_replace (one item's events replaced by any others); "
+                          "no default."),
         click.option("--k", "k_text", required=True, metavar="LIST",
                      help="Comma-separated k values of k+ reach (1 = reach); no default: "
                           "each k released takes its share of ε."),
