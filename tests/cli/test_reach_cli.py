@@ -269,3 +269,11 @@ def test_reach_all_windows_without_save_is_refused_before_spending(tmp_path, cap
     assert err.strip().splitlines() == [err.strip()]
     assert "--windows of dpfreq reach must be without 'all' unless --save" in err
     assert _ledger_show(ledger, capsys) == before
+
+
+def test_reach_takes_every_unit_of_the_python_api(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
+    main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "5", "--epsilon", "1",
+          "--unit", "item_replace", "--seed", "1", "--json", "-", *ASK])
+    data = json.loads(capsys.readouterr().out)
+    assert data["unit"] == "item_replace"
