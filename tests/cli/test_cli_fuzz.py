@@ -102,7 +102,7 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
 VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size": "20",
          "--max-count": "5", "--epsilon": "1", "--delta": "1e-6", "--horizon": "8",
          "--max-changes": "2", "--users": "40", "--devices": "40", "--period": "1",
-         "--k": "1", "--window": "2", "--confidence": "0.9"}
+         "--k": "1", "--windows": "cumulative,2", "--confidence": "0.9"}
 
 
 def _leaf_commands() -> list[tuple[list[str], click.Command]]:

@@ -72,7 +72,8 @@ def test_reach_writes_json_and_save_before_the_table(tmp_path):
                    encoding="utf-8")
     argv = ["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
             "--end", "2024-01-03", "--period", "1d", "--epsilon", "1", "--k", "1",
-            "--unit", "event", "--seed", "1", "--json", "r.json", "--save", "r.sav"]
+            "--windows", "cumulative", "--unit", "event", "--seed", "1", "--json", "r.json",
+            "--save", "r.sav"]
     proc = run_into_closed_pipe(argv, tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     assert (tmp_path / "r.json").stat().st_size > 0

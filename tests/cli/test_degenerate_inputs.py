@@ -64,7 +64,8 @@ def test_reach_refuses_a_delta_above_the_ceiling_before_spending(tmp_path, capsy
     with pytest.raises(SystemExit) as info:
         main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
               "--end", "2024-01-02", "--period", "1d", "--epsilon", "1", "--delta", delta,
-              "--k", "1", "--unit", "event", "--ledger", str(ledger)])
+              "--k", "1", "--windows", "cumulative", "--unit", "event", "--ledger",
+              str(ledger)])
     err = capsys.readouterr().err
     assert info.value.code == 2
     assert "1e-3" in err

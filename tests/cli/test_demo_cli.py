@@ -53,6 +53,49 @@ def test_demo_writes_parquet_json_png_and_reports_the_error(tmp_path, capsys):
     assert header.split()[-1] == "true"
 
 
+def _truth_of(parquet, d, n):
+    prev = get_engine("duckdb").count_of_counts(str(parquet), item="user_id")
+    return true_profile(np.repeat(prev.counts, prev.prevalences), d, n)
+
+
+def test_demo_shows_what_privacy_costs_beside_the_easy_release(tmp_path, capsys):
+    """Issue 31: at the demo's scale private and true coincide; a second release of the same
+    users at ε/100 (printed and drawn) shows the cost of a stronger guarantee."""
+    out_dir = tmp_path / "demo-out"
+    run_demo(out_dir, "--seed", "2", "--users", "20000")
+    out = capsys.readouterr().out
+    easy = json.loads((out_dir / "profile.json").read_text(encoding="utf-8"))
+    costly = json.loads((out_dir / "profile-compare.json").read_text(encoding="utf-8"))
+    assert (easy["epsilon"], costly["epsilon"]) == (1.0, 0.01)
+    assert costly["unit"] == easy["unit"] == "item"
+    assert costly["domain_size"] == easy["domain_size"] == 40_000
+    assert easy["noisy_profile"] != costly["noisy_profile"]  # each its own noise
+    truth = _truth_of(out_dir / "impressions.parquet", 40_000, 50)
+    l1 = {name: float(np.abs(np.asarray(doc["value"]) - truth).sum())
+          for name, doc in (("easy", easy), ("costly", costly))}
+    half = {name: max(hi - lo for lo, hi in zip(doc["error"]["lower"], doc["error"]["upper"],
+                                                strict=True)) / 2
+            for name, doc in (("easy", easy), ("costly", costly))}
+    line = next(x for x in out.splitlines() if x.startswith("# what privacy costs"))
+    assert "epsilon = 0.01 (--epsilon / 100, the demo's default; 100× stronger" in line
+    assert f"misplaces {l1['costly'] * 40_000:,.0f} users" in line
+    assert f"against {l1['easy'] * 40_000:,.0f} at epsilon = 1" in line
+    assert f"±{half['costly'] * 40_000:,.0f} users against ±{half['easy'] * 40_000:,.0f}" in line
+    # the intervals are the release's own: 100 times less ε, 100 times wider at least here
+    assert half["costly"] >= 50 * half["easy"]
+    png = (out_dir / "profile.png").read_bytes()
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert width > 3.5 * height  # three panels side by side
+
+
+def test_demo_compare_epsilon_option(tmp_path, capsys):
+    run_demo(tmp_path, "--users", "300", "--max-count", "10", "--compare-epsilon", "0.2")
+    out = capsys.readouterr().out
+    assert "at epsilon = 0.2 (from --compare-epsilon; 5× stronger guarantee)" in out
+    doc = json.loads((tmp_path / "profile-compare.json").read_text(encoding="utf-8"))
+    assert doc["epsilon"] == 0.2
+
+
 def test_demo_is_reproducible_with_seeds_and_engines_agree(tmp_path, capsys):
     run_demo(tmp_path / "a", "--seed", "4", "--epsilon", "0.5", "--max-count", "20")
     run_demo(tmp_path / "b", "--seed", "4", "--epsilon", "0.5", "--max-count", "20",
@@ -90,6 +133,7 @@ def test_demo_unseeded_noise_has_no_warning(tmp_path, capsys):
         (["--norm", "5"], "--norm"),
         (["--confidence", "0"], "confidence"),
         (["--unit", "item", "--method", "fft"], "unit"),
+        (["--compare-epsilon", "-1"], "--compare-epsilon"),
     ],
 )
 def test_demo_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, match):

@@ -15,6 +15,9 @@ def write_log(path, rows, header=("user", "ts")):
     return path
 
 
+#: the options every release states (no default family, no default k)
+ASK = ["--k", "1", "--windows", "cumulative"]
+
 ROWS = [("a", "2024-01-01T10:00"), ("b", "2024-01-01T11:00"), ("a", "2024-01-02T09:00"),
         ("c", "2024-01-04T00:00"), ("a", "2024-01-05T23:59"), ("b", "2024-01-05T01:00")]
 
@@ -24,19 +27,19 @@ def test_reach_table_json_plot(tmp_path, capsys):
     png = tmp_path / "reach.png"
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1,2",
-          "--window", "3", "--seed", "4", "--plot", str(png), "--unit", "event"])
+          "--windows", "cumulative,3", "--seed", "4", "--plot", str(png), "--unit", "event"])
     out, err = capsys.readouterr()
     assert "NOT for production" in err
     lines = out.splitlines()
     header = next(line for line in lines if line.strip().startswith("t "))
-    assert "cum 1+" in header
-    assert "last3 2+" in header
+    assert "cumulative, k=1" in header
+    assert "fixed(W=3), k=2" in header
     assert any("2024-01-05" in line for line in lines)
     assert png.exists()
     assert png.stat().st_size > 0
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1",
-          "--seed", "4", "--json", "-", "--unit", "event"])
+          "--windows", "cumulative", "--seed", "4", "--json", "-", "--unit", "event"])
     out, _ = capsys.readouterr()
     data = json.loads(out)  # --json -: the JSON alone on stdout
     assert data["type"] == "WindowCountsRelease"
@@ -48,7 +51,8 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
     saved = tmp_path / "rel.npz"
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6", "--epsilon", "2",
-          "--unit", "item", "--all-windows", "--seed", "1", "--save", str(saved)])
+          "--unit", "item", "--k", "1", "--windows", "cumulative,all", "--seed", "1",
+          "--save", str(saved)])
     out, err = capsys.readouterr()
     assert "unit=item" in out
     assert "SECRET" in err
@@ -62,13 +66,19 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
         (["--epsilon", "1", "--unit", "user"], "unit"),
         (["--epsilon", "1", "--k", "0"], "k_values"),
         (["--epsilon", "1", "--k", "x"], "--k"),
-        (["--epsilon", "1", "--window", "99"], "windows"),
+        (["--epsilon", "1", "--windows", "99"], "windows"),
+        (["--epsilon", "1", "--windows", "weekly"], "--windows"),
+        (["--epsilon", "1", "--windows", "rolling7"], "integer window widths"),
         (["--epsilon", "1", "--time", "nope"], "nope"),
     ],
 )
 def test_reach_bad_input_exit_2(tmp_path, capsys, extra, match):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
     args = ["reach", str(log), "--item", "u", "--horizon", "6", "--seed", "1"]
+    if "--k" not in extra:
+        args += ["--k", "1"]
+    if "--windows" not in extra:
+        args += ["--windows", "cumulative"]
     if "--unit" not in extra:
         args += ["--unit", "event"]
     if "--time" not in extra:
@@ -85,28 +95,29 @@ def test_reach_out_of_range_and_non_integer(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 9)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1", "--unit", "event"])
+              "--epsilon", "1", "--unit", "event", *ASK])
     assert exc.value.code == 2
     assert "outside" in capsys.readouterr().err
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6", "--epsilon", "1",
-          "--out-of-range", "drop", "--seed", "2", "--unit", "event"])
-    assert "cum 1+" in capsys.readouterr().out
+          "--out-of-range", "drop", "--seed", "2", "--unit", "event", *ASK])
+    assert "cumulative, k=1" in capsys.readouterr().out
     log2 = write_log(tmp_path / "log2.csv", [(1, "1.5")], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log2), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1", "--unit", "event"])
+              "--epsilon", "1", "--unit", "event", *ASK])
     assert exc.value.code == 2
 
 
 def test_reach_singleton_flag(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "40", "--epsilon", "1",
-          "--unit", "item", "--all-windows", "--singleton", "--seed", "1"])
+          "--unit", "item", "--k", "1", "--windows", "cumulative,all", "--singleton",
+          "--seed", "1", "--save", str(tmp_path / "s.dpfreq")])
     assert "strategy compressed" in capsys.readouterr().out
     bad = write_log(tmp_path / "bad.csv", [(1, 1), (2, 1)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(bad), "--item", "u", "--time", "t", "--horizon", "40",
-              "--epsilon", "1", "--singleton", "--unit", "event"])
+              "--epsilon", "1", "--singleton", "--unit", "event", *ASK])
     assert exc.value.code == 2
     assert "singleton" in capsys.readouterr().err
 
@@ -115,7 +126,7 @@ def test_reach_engine_options(tmp_path, capsys):
     """``--engine duckdb`` gives the default path's table; ``--spark-master`` needs spark."""
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4), (3, 4)], header=("u", "t"))
     args = ["reach", str(log), "--item", "u", "--time", "t", "--horizon", "5", "--epsilon", "1",
-            "--k", "1,2", "--window", "2", "--seed", "3", "--unit", "event"]
+            "--k", "1,2", "--windows", "cumulative,2", "--seed", "3", "--unit", "event"]
     main(args)
     default_out = capsys.readouterr().out
     main([*args, "--engine", "duckdb"])
@@ -127,12 +138,13 @@ def test_reach_engine_options(tmp_path, capsys):
 
 
 def test_reach_all_windows_with_delta_prints_the_zcdp_plan(tmp_path, capsys):
-    """Issue 13: ``--period 1d --epsilon 1 --delta 1e-6 --all-windows`` crashed with a KeyError
-    on the predicted RMSE of a zCDP plan (candidates are named strategy/noise)."""
+    """Issue 13: ``--period 1d --epsilon 1 --delta 1e-6`` with all windows crashed with a
+    KeyError on the predicted RMSE of a zCDP plan (candidates are named strategy/noise)."""
     log = write_log(tmp_path / "log.csv", ROWS)
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--delta", "1e-6",
-          "--all-windows", "--seed", "2", "--unit", "event"])
+          "--k", "1", "--windows", "cumulative,all", "--save", str(tmp_path / "r.dpfreq"),
+          "--seed", "2", "--unit", "event"])
     out = capsys.readouterr().out
     assert "predicted RMSE" in out
     assert "all, k=1: strategy" in out
@@ -144,7 +156,7 @@ def test_reach_period_6h_covers_the_same_range_as_1d(tmp_path, capsys):
     for period, periods in (("1d", 5), ("6h", 20)):
         main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
               "--end", "2024-01-05", "--period", period, "--epsilon", "1", "--seed", "2",
-              "--unit", "item", "--json", "-"])
+              "--unit", "item", "--json", "-", *ASK])
         data = json.loads(capsys.readouterr().out)
         assert data["horizon"] == periods
 
@@ -153,18 +165,19 @@ def test_reach_save_into_a_missing_directory_is_refused_first(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1", "--unit", "event", "--save", str(tmp_path / "no" / "r.dpf")])
+              "--epsilon", "1", "--unit", "event", "--save", str(tmp_path / "no" / "r.dpf"),
+              *ASK])
     assert exc.value.code == 2
     out, err = capsys.readouterr()
     assert "--save" in err
-    assert "cum 1+" not in out  # nothing was released
+    assert "cumulative, k=1" not in out  # nothing was released
 
 
 def test_reach_unit_is_required(tmp_path, capsys):
     log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
-              "--epsilon", "1"])
+              "--epsilon", "1", *ASK])
     assert exc.value.code == 2
     assert "--unit" in capsys.readouterr().err
 
@@ -174,8 +187,93 @@ def test_reach_timestamps_with_utc_offsets_give_no_warning(tmp_path, capsys):
                                           ("b", "2024-01-02T23:30-05:00")])
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-03", "--period", "1d", "--epsilon", "1", "--unit", "event",
-          "--seed", "1"])
+          "--seed", "1", *ASK])
     out, err = capsys.readouterr()
-    assert "cum 1+" in out
+    assert "cumulative, k=1" in out
     assert "timezone" not in err
     assert "Warning" not in err
+
+
+def _ledger_show(path, capsys):
+    assert main(["ledger", "show", str(path), "--json", "-"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_reach_releases_and_prints_exactly_the_families_asked(tmp_path, capsys):
+    """Issue 31: no family is forced (cumulative used to be), and every family asked is
+    printed — the total in the last row — in the names of the Python API and the JSON."""
+    log = write_log(tmp_path / "log.csv", ROWS)
+    main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+          "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1,2",
+          "--windows", "total,3", "--seed", "4", "--unit", "event", "--json",
+          str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert set(data["value"]) == {"fixed(W=3)", "total"}
+    assert set(data["mechanism_params"]["strategies"]) == {
+        f"{f}, k={k}" for f in ("fixed(W=3)", "total") for k in (1, 2)}
+    assert "cumulative" not in out
+    table = [line for line in out.splitlines() if not line.startswith("#")]
+    header, rows = table[0], table[1:]
+    cols = [c.strip() for c in header.split("  ") if c.strip()]
+    assert cols == ["t", "period", "fixed(W=3), k=1", "fixed(W=3), k=2", "total, k=1",
+                    "total, k=2"]
+    assert [r.split()[0] for r in rows] == ["1", "2", "3", "4", "5"]
+    total = data["value"]["total"]["2"][0]
+    half = data["error"]["upper"]["total"]["2"][0] - total
+    assert rows[-1].endswith(f"{total:.0f} ±{half:.0f}")
+    assert all(len(r.split()) == 2 + 2 * 2 for r in rows[:-1])  # no total before T
+    assert len(rows[-1].split()) == 2 + 4 * 2
+
+
+def test_reach_rows_limits_the_periods_printed(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
+    base = ["reach", str(log), "--item", "u", "--time", "t", "--horizon", "9", "--epsilon", "1",
+            "--seed", "2", "--unit", "event", *ASK]
+    main([*base, "--rows", "3"])
+    table = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert [r.split()[0] for r in table[1:]] == ["1", "2", "...", "9"]
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--rows", "0"])
+    assert exc.value.code == 2
+    assert "--rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("missing", ["--k", "--windows"])
+def test_reach_needs_k_and_windows(tmp_path, capsys, missing):
+    """k and the families are stated by the user, as in Python (k_values has no default)."""
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
+    args = ["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
+            "--epsilon", "1", "--unit", "event", *ASK]
+    i = args.index(missing)
+    with pytest.raises(SystemExit) as exc:
+        main(args[:i] + args[i + 2:])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"dpfreq: error: Missing option '{missing}'."
+
+
+def test_reach_all_windows_without_save_is_refused_before_spending(tmp_path, capsys):
+    """The all-windows family has no curve: without --save its share of ε would buy nothing."""
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3)], header=("u", "t"))
+    ledger = tmp_path / "budget.db"
+    assert main(["ledger", "init", str(ledger), "--epsilon", "5"]) == 0
+    capsys.readouterr()
+    before = _ledger_show(ledger, capsys)
+    with pytest.raises(SystemExit) as exc:
+        main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "6",
+              "--epsilon", "1", "--unit", "event", "--k", "1", "--windows", "cumulative,all",
+              "--ledger", str(ledger)])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [err.strip()]
+    assert "--windows of dpfreq reach must be without 'all' unless --save" in err
+    assert _ledger_show(ledger, capsys) == before
+
+
+def test_reach_takes_every_unit_of_the_python_api(tmp_path, capsys):
+    log = write_log(tmp_path / "log.csv", [(1, 1), (2, 3), (1, 4)], header=("u", "t"))
+    main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "5", "--epsilon", "1",
+          "--unit", "item_replace", "--seed", "1", "--json", "-", *ASK])
+    data = json.loads(capsys.readouterr().out)
+    assert data["unit"] == "item_replace"

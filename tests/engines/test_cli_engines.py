@@ -122,7 +122,7 @@ def _log(tmp_path: Path) -> Path:
 
 
 _REACH = ["--item", "u", "--time", "t", "--horizon", "4", "--epsilon", "1", "--unit", "event",
-          "--k", "1,2", "--window", "2", "--seed", "3", "--json", "-"]
+          "--k", "1,2", "--windows", "cumulative,2", "--seed", "3", "--json", "-"]
 
 
 def test_cli_spark_master_without_spark_engine(tmp_path: Path,

@@ -3,7 +3,11 @@
 Writes ``OUT/impressions.parquet`` (:func:`dpfreq.profile.datasets.write_impressions`), releases
 the ε-DP profile of the public domain of potential users through the DuckDB engine
 (:func:`dpfreq.profile.release_profile`), prints it with its error bound beside the true
-profile, and writes ``OUT/profile.json`` and ``OUT/profile.png``. Formatting only.
+profile, and writes ``OUT/profile.json`` and ``OUT/profile.png``. At the demo's scale the
+private and true profiles coincide, so the demo also releases the same data at a much smaller
+ε (``--compare-epsilon``, a 100 times stronger guarantee by default) and shows it beside the
+first: what privacy costs, in users misplaced and in the figure's third panel
+(``OUT/profile-compare.json``). Formatting only.
 """
 
 from __future__ import annotations
@@ -30,19 +34,36 @@ from dpfreq.profile.plan import choose_method
 __all__ = ["command", "comparison_figure"]
 
 
-def comparison_figure(rel: Any, truth: Any) -> Any:
-    """Two panels (linear and log scale) of the private profile beside the true one."""
+def comparison_figure(rel: Any, truth: Any, costly: Any = None) -> Any:
+    """The private profile beside the true one (linear and log scale) and, given ``costly`` (the
+    same data released at a smaller ε), a third panel showing what that stronger privacy
+    costs."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    _fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 4.5))
-    rel.plot(left, truth=truth)
-    rel.plot(right, truth=truth, log=True)
-    right.set_title("same, log scale")
-    right.legend(loc="lower left")
-    return left
+    n = 2 if costly is None else 3
+    _fig, axes = plt.subplots(1, n, figsize=(6.5 * n, 4.8))
+    rel.plot(axes[0], truth=truth)
+    rel.plot(axes[1], truth=truth, log=True)
+    axes[1].set_title(f"same, log scale (ε={rel.epsilon:g}: private ≈ true)")
+    axes[1].legend(loc="lower left")
+    if costly is not None:
+        costly.plot(axes[2], truth=truth, log=True)
+        axes[2].set_ylim(axes[1].get_ylim())
+        axes[2].set_title(f"what privacy costs: the same users at ε={costly.epsilon:g}\n"
+                          f"({rel.epsilon / costly.epsilon:g}× stronger guarantee, wider "
+                          "intervals)", fontsize="medium")
+        axes[2].legend(loc="lower left")
+    return axes[0]
+
+
+def _errors(rel: Any, truth: Any) -> tuple[float, float]:
+    """ℓ1 error against the truth and the largest per-class half-width (fractions of d)."""
+    r = np.asarray(rel.value, dtype=np.float64)
+    half = np.max(np.asarray(rel.error.upper) - np.asarray(rel.error.lower)) / 2
+    return float(np.abs(r - truth).sum()), float(half)
 
 
 @click.command(name="demo")
@@ -56,6 +77,9 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
               help="Public count cap n (impressions per user above n are clamped).")
 @click.option("--epsilon", type=float, default=1.0, show_default=True,
               help="Privacy parameter ε of the release (a demo default; printed).")
+@click.option("--compare-epsilon", type=float, default=None,
+              help="ε of the second release of the same data, shown beside the first to show "
+                   "what privacy costs  [default: --epsilon / 100; printed].")
 @click.option("--unit", type=click.Choice(["item", "event"]), default="item", show_default=True,
               help="Unit of privacy (a demo default; printed): item = one user with all their "
                    "impressions.")
@@ -67,13 +91,15 @@ def comparison_figure(rel: Any, truth: Any) -> Any:
                    "seeded only by --seed).")
 @seed_option
 def command(out_dir: str, users: int, domain_size: int | None, max_count: int, epsilon: float,
-            unit: str, norm: str, confidence: float, method: str, rows_text: str, engine: Any,
-            data_seed: int, seed: int | None) -> None:
+            compare_epsilon: float | None, unit: str, norm: str, confidence: float, method: str,
+            rows_text: str, engine: Any, data_seed: int, seed: int | None) -> None:
     """Private profile of a synthetic ad-impression log, beside the true profile.
 
     Writes OUT/impressions.parquet (one row per impression: user_id, timestamp, campaign),
     releases the fraction of the d potential users reached exactly t times under ε-DP through
-    the DuckDB engine, and writes OUT/profile.json and OUT/profile.png.
+    the DuckDB engine, and writes OUT/profile.json and OUT/profile.png. Then releases the
+    same data at a much smaller ε (--compare-epsilon) to show what privacy costs: the error in
+    users and a third panel of the figure (OUT/profile-compare.json).
     """
     from dpfreq.plotting import save_figure
     from dpfreq.profile import release_profile
@@ -83,6 +109,8 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     rows = parse_rows(rows_text)
     # fail before spending seconds on the data (release_profile checks them again)
     check_epsilon(epsilon, "epsilon", "release_profile")
+    small_eps = epsilon / 100 if compare_epsilon is None else compare_epsilon
+    check_epsilon(small_eps, "--compare-epsilon", "dpfreq demo")
     check_int(max_count, "max_count", "release_profile", minimum=0)
     check_confidence(confidence, "confidence", "release_profile")
     choose_method(method, unit, "release_profile")
@@ -100,11 +128,19 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     source: Any = str(parquet)
     if engine == "memory":
         source = {"user_id": log.user}
-    rel = release_profile(source, item="user_id", domain_size=d, max_count=max_count,
-                          epsilon=epsilon, unit=unit, method=method, confidence=confidence,
-                          norm=norm,
-                          engine=None if engine == "memory" else engine, rng=seed)
-    click.echo(f"released the profile in {time.perf_counter() - t1:.1f} s", err=True)
+    # one generator for both releases: with --seed each gets its own stretch of the stream
+    rng = None if seed is None else np.random.default_rng(seed)
+
+    def release(eps: float) -> Any:
+        return release_profile(source, item="user_id", domain_size=d, max_count=max_count,
+                               epsilon=eps, unit=unit, method=method, confidence=confidence,
+                               norm=norm, engine=None if engine == "memory" else engine,
+                               rng=rng)
+
+    rel = release(epsilon)
+    costly = release(small_eps)
+    click.echo(f"released the profile at epsilon {epsilon:g} and {small_eps:g} in "
+               f"{time.perf_counter() - t1:.1f} s", err=True)
 
     # the counts of the users reached (never a d-length array: d may be far beyond memory)
     truth = true_profile(np.unique(log.user, return_counts=True)[1], d, max_count)
@@ -131,10 +167,24 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     click.echo(f"# {inside} of {r.size} per-class intervals contain the true value (each holds "
                f"with probability ≥ {conf:g}); the simultaneous band "
                f"{'holds' if band else 'is EXCEEDED (a probability ≤ ' + f'{1 - conf:g} event)'}")
+    _print_cost(rel, costly, truth, d, compare_epsilon is None)
     click.echo("# the 'true' column and the comparison are for this synthetic demo only: "
                "publishing the true profile would void the privacy guarantee")
 
     emit_release(rel, str(out / "profile.json"), None)
+    emit_release(costly, str(out / "profile-compare.json"), None)
     png = out / "profile.png"
-    save_figure(comparison_figure(rel, truth), png)
+    save_figure(comparison_figure(rel, truth, costly), png)
     click.echo(f"wrote {png}", err=True)
+
+
+def _print_cost(rel: Any, costly: Any, truth: Any, d: int, default: bool) -> None:
+    """What the stronger guarantee of the second release costs, in users."""
+    l1, half = _errors(rel, truth)
+    l1_small, half_small = _errors(costly, truth)
+    said = "--epsilon / 100, the demo's default" if default else "from --compare-epsilon"
+    click.echo(f"# what privacy costs: the same data released at epsilon = {costly.epsilon:g} "
+               f"({said}; {rel.epsilon / costly.epsilon:g}× stronger guarantee) misplaces "
+               f"{l1_small * d:,.0f} users (ℓ1 error {l1_small:.6f}) against {l1 * d:,.0f} at "
+               f"epsilon = {rel.epsilon:g}; the widest per-class interval is ±{half_small * d:,.0f}"
+               f" users against ±{half * d:,.0f} (third panel of the figure)")
