@@ -24,12 +24,14 @@ __all__ = [
     "DELTA_CEILING",
     "EPSILON_MAX",
     "EPSILON_MIN",
+    "MAX_COUNT_MINIMUM",
     "check_choice",
     "check_confidence",
     "check_count_array",
     "check_delta",
     "check_epsilon",
     "check_int",
+    "check_max_count",
     "check_open_unit",
     "check_positive_float",
     "check_unit",
@@ -119,6 +121,16 @@ def check_delta(value: Any, param: str = "delta", func: str = "dpfreq") -> float
     if math.isnan(x) or not 0.0 <= x <= DELTA_CEILING:
         raise ParameterError(message(param, func, rule, value))
     return x
+
+
+#: The smallest public count cap of a profile: ``max_count = 0`` puts every item in one class
+#: and releases a profile of nothing. The command line's ``--max-count`` takes the same minimum.
+MAX_COUNT_MINIMUM = 1
+
+
+def check_max_count(value: Any, func: str) -> int:
+    """The public count cap ``n`` of a profile: an integer >= :data:`MAX_COUNT_MINIMUM`."""
+    return check_int(value, "max_count", func, minimum=MAX_COUNT_MINIMUM)
 
 
 def check_open_unit(value: Any, param: str, func: str) -> float:

@@ -266,14 +266,14 @@ class Ledger:
     spent = Accountant.spent
 
     @property
-    def remaining(self) -> PrivacyBudget | None:
-        """What is left, or ``None`` when the ε budget is exhausted."""
+    def remaining(self) -> PrivacyBudget:
+        """What is left, in the ledger's unit: ``PrivacyBudget(epsilon=0.0, ...)`` once the ε
+        budget is exhausted (never ``None``; it may be below the smallest ε a release accepts).
+        """
         with self._connect() as conn:
             total_e, total_d = self._total_in(conn)
             eps, dlt = self._spent_in(conn)
-        if total_e - eps <= 0:
-            return None
-        return PrivacyBudget(float(total_e - eps), float(max(total_d - dlt, Fraction(0))))
+        return PrivacyBudget._left(total_e - eps, total_d - dlt)
 
     @property
     def ledger(self) -> list[dict[str, Any]]:

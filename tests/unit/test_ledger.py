@@ -55,7 +55,7 @@ def test_ten_spends_of_a_tenth_exhaust_one_exactly(ledger):
     for _ in range(10):
         ledger.spend(0.1, label="q")
     assert ledger.spent_exact == (Fraction(1), Fraction(0))
-    assert ledger.remaining is None
+    assert (ledger.remaining.epsilon, ledger.remaining.delta) == (0.0, 1e-6)  # δ left
     with pytest.raises(BudgetExceededError):
         ledger.spend(1e-6)
 
