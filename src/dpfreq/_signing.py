@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from typing import Any
 
 from dpfreq.errors import ParameterError
 
-__all__ = ["KEY_BYTES", "KEY_VARIABLE", "digest", "signing_key"]
+__all__ = ["KEY_BYTES", "KEY_VARIABLE", "digest", "hasher", "signing_key"]
 
 KEY_VARIABLE = "DPFREQ_ARTIFACT_KEY"
 KEY_BYTES = 32
@@ -40,8 +41,14 @@ def signing_key() -> bytes | None:
     return key
 
 
+def hasher(key: bytes | None) -> Any:
+    """An incremental HMAC-SHA256 under ``key``, or a plain SHA-256 when ``key`` is None
+    (both have ``update`` and ``hexdigest``)."""
+    return hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
+
+
 def digest(key: bytes | None, data: bytes) -> str:
     """HMAC-SHA256 of ``data`` under ``key``, or its plain SHA-256 when ``key`` is None (hex)."""
-    if key is None:
-        return hashlib.sha256(data).hexdigest()
-    return hmac.new(key, data, hashlib.sha256).hexdigest()
+    h = hasher(key)
+    h.update(data)
+    return str(h.hexdigest())
