@@ -3,7 +3,9 @@
 A ledger holds a total privacy budget and records every release made with ``--ledger FILE``
 (command, label, ε, δ, unit of privacy, source, time); a release that would exceed the total is
 refused before any noise is drawn. From Python, :class:`dpfreq.ledger.Ledger` is the same file
-as an accountant (``accountant=Ledger(path)``).
+as an accountant (``accountant=Ledger(path)``). ``dpfreq ledger verify FILE`` checks the hash
+chain over its rows (a row deleted, edited, inserted or reordered is named), and ``dpfreq ledger
+show FILE`` states the unit the budget is in and what was spent at each unit.
 """
 
 from __future__ import annotations
