@@ -336,13 +336,15 @@ class Ledger:
 
     def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` now would exceed
-        the total (a ParameterError if the unit does not convert to the ledger's).
+        the total (a ParameterError if the unit does not convert to the ledger's), and a
+        DataError if the ledger fails :meth:`verify` (a spend would be refused for it too).
 
         Advisory only: another process may spend in between; :meth:`spend` is the atomic step.
         """
         check_epsilon(epsilon, "epsilon", "Ledger.check")
         check_delta(delta, "delta", "Ledger.check")
         with self._connect() as conn:
+            verify_chain(conn, self._header_in(conn), str(self.path))
             e, d = self._charge_in(conn, exact_fraction(epsilon), exact_fraction(delta),
                                    unit or self.unit, "Ledger.check")
             self._refuse_if_over(conn, e, d)

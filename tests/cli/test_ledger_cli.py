@@ -86,3 +86,18 @@ def test_show_names_the_unit_a_ledger_without_one_spends_at(tmp_path, capsys):
     _code, out, _ = _run(["ledger", "show", str(path)], capsys)
     assert "budget in unit=item (the unit first spent at; units kept apart)" in out
     assert "# spent at unit=item: epsilon=0.75, delta=0 in 2 release(s)\n" in out
+
+
+def test_a_release_on_a_tampered_ledger_is_refused_before_spending(tmp_path, capsys):
+    path = _ledger(tmp_path, capsys)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM releases WHERE id = 1")
+    log = tmp_path / "log.csv"
+    log.write_text("user\na\nb\na\n", encoding="utf-8")
+    code, out, err = _run(["profile", str(log), "--item", "user", "--domain-size", "40",
+                           "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
+                           "--ledger", str(path)], capsys)
+    assert (code, out) == (2, "")
+    assert "fails verification at row 1 (id 2)" in err
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM releases").fetchone() == (1,)

@@ -43,6 +43,8 @@ def _refused(ledger, where):
     assert where in text
     with pytest.raises(DataError):  # a tampered ledger accepts no further spend
         ledger.spend(0.1, unit="item")
+    with pytest.raises(DataError):  # and says so when a release checks it, before any reading
+        ledger.check(0.1, unit="item")
     return text
 
 
