@@ -425,6 +425,8 @@ class Ledger:
         None before any spend. ``spent_by_unit`` gives, per unit spent at, the ε and δ charged
         to the budget (converted to the budget's unit where the ledger converts) and the
         number of releases; total, spent and remaining are all in the budget's unit.
+        ``remaining_by_unit`` gives, for a ledger with a stated unit, the ε still spendable at
+        each unit that converts to it.
         """
         with self._connect() as conn:
             conn.execute("BEGIN")  # one consistent snapshot of header and releases
@@ -451,4 +453,21 @@ class Ledger:
                 "spent": {"epsilon": float(eps), "delta": float(dlt)},
                 "remaining": {"epsilon": float(max(total_e - eps, Fraction(0))),
                               "delta": float(max(total_d - dlt, Fraction(0)))},
+                "remaining_by_unit": _left_by_unit(max(total_e - eps, Fraction(0)),
+                                                   unit[0] if unit else None),
                 "releases": rows}
+
+
+def _left_by_unit(left: Fraction, budget_unit: str | None) -> dict[str, float]:
+    """The ε still spendable at each unit that converts to ``budget_unit`` (a spend at ``item``
+    is charged 2ε to an ``item_replace`` budget, so half as much is left at ``item``)."""
+    if budget_unit is None:
+        return {}
+    out = {}
+    for u in UNITS:
+        try:
+            factor = convert_spend(Fraction(1), Fraction(0), u, budget_unit, "Ledger")[0]
+        except ParameterError:
+            continue
+        out[u] = float(left / factor)
+    return out

@@ -75,10 +75,12 @@ def test_show_states_the_budget_unit_and_the_spends_per_unit(tmp_path, capsys):
             "(charged at unit=item_replace)") in out
     assert "# spent at unit=item_replace: epsilon=0.25, delta=0 in 1 release(s)\n" in out
     assert "remaining epsilon=0.25" in out
+    assert "# remaining at other units: epsilon=0.125 at unit=item\n" in out
     code, out, _ = _run(["ledger", "show", str(path), "--json", "-"], capsys)
     summary = json.loads(out)
     assert (summary["unit"], summary["unit_stated"]) == ("item_replace", True)
     assert [p["unit"] for p in summary["spent_by_unit"]] == ["item", "item_replace"]
+    assert summary["remaining_by_unit"] == {"item": 0.125, "item_replace": 0.25}
 
 
 def test_show_names_the_unit_a_ledger_without_one_spends_at(tmp_path, capsys):

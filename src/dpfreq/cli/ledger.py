@@ -55,6 +55,10 @@ def format_summary(summary: dict[str, Any]) -> str:
         charged = f" (charged at unit={unit})" if part["unit"] != unit else ""
         lines.append(f"# spent at unit={part['unit'] or 'unstated'}: epsilon={part['epsilon']:g},"
                      f" delta={part['delta']:g} in {part['releases']} release(s){charged}")
+    others = {u: e for u, e in summary["remaining_by_unit"].items() if u != unit}
+    if others:
+        lines.append("# remaining at other units: " + ", ".join(
+            f"epsilon={e:g} at unit={u}" for u, e in others.items()))
     lines.append(f"# {len(summary['releases'])} release(s)")
     header = ("time (UTC)", "command", "label", "charged epsilon", "delta", "unit", "source")
     rows = [header] + [
