@@ -55,10 +55,11 @@ def test_verify_names_the_first_bad_row_in_one_line(tmp_path, capsys, edit, wher
     assert where in err
 
 
-def test_show_with_a_huge_recorded_epsilon_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("epsilon", ["0.5e400", "1e308"])  # 2 × 1e308 overflows a float
+def test_show_with_a_huge_recorded_epsilon_is_one_line(tmp_path, capsys, epsilon):
     path = _ledger(tmp_path, capsys)
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE releases SET epsilon = '0.5e400'")
+        conn.execute(f"UPDATE releases SET epsilon = '{epsilon}'")
     code, _, err = _run(["ledger", "show", str(path)], capsys)
     assert code == 2
     assert err.startswith("dpfreq: error: ")
