@@ -119,7 +119,8 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     """Write ``meta`` (JSON-ready) and numeric ``arrays`` as one integrity-checked zip file.
 
     The file is written to a temporary name beside ``path`` and renamed, so a crash never leaves
-    a half-written artefact under the final name.
+    a half-written artefact under the final name. It carries a SHA-256 digest, or is signed with
+    HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set (see the module docstring).
 
     Parameters
     ----------
@@ -143,6 +144,8 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     ------
     TypeError
         If an array is not numeric (object, string, ... arrays are never saved).
+    ParameterError
+        ``DPFREQ_ARTIFACT_KEY`` is set but not a hexadecimal key of at least 32 bytes.
 
     Examples
     --------
@@ -289,6 +292,8 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
     TypeError
         If ``payload`` holds a value JSON cannot represent (convert it first, e.g. with
         :func:`dpfreq.release.to_jsonable`).
+    ParameterError
+        ``DPFREQ_ARTIFACT_KEY`` is set but not a hexadecimal key of at least 32 bytes.
 
     Examples
     --------
