@@ -426,7 +426,8 @@ class Ledger:
         to the budget (converted to the budget's unit where the ledger converts) and the
         number of releases; total, spent and remaining are all in the budget's unit.
         ``remaining_by_unit`` gives, for a ledger with a stated unit, the ε still spendable at
-        each unit that converts to it.
+        each unit that converts to it. ``chain`` is ``"ok: N rows"`` when :meth:`verify` passes,
+        else its one-line reason (the report is still given, for the auditor to see).
         """
         with self._connect() as conn:
             conn.execute("BEGIN")  # one consistent snapshot of header and releases
@@ -437,6 +438,10 @@ class Ledger:
                                   "ORDER BY id").fetchall()
             unit = conn.execute("SELECT value FROM dpfreq_ledger WHERE key = 'unit'").fetchone()
             conn.execute("COMMIT")
+        try:
+            chain = f"ok: {self.verify()} rows"
+        except ParameterError as exc:  # a broken chain, or a key that does not fit
+            chain = str(exc)
         by_unit: dict[str | None, list[Fraction]] = {}
         for u, e, d in spends:
             part = by_unit.setdefault(u, [Fraction(0), Fraction(0), Fraction(0)])
@@ -446,7 +451,7 @@ class Ledger:
         stated = [u for u in by_unit if u is not None]
         budget_unit = unit[0] if unit else (stated[0] if len(stated) == 1 else None)
         return {"ledger": str(self.path), "version": LEDGER_VERSION,
-                "unit": budget_unit, "unit_stated": unit is not None,
+                "unit": budget_unit, "unit_stated": unit is not None, "chain": chain,
                 "spent_by_unit": [{"unit": u, "epsilon": float(e), "delta": float(d),
                                    "releases": int(n)} for u, (e, d, n) in by_unit.items()],
                 "total": {"epsilon": float(total_e), "delta": float(total_d)},

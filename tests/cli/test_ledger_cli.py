@@ -104,3 +104,14 @@ def test_a_release_on_a_tampered_ledger_is_refused_before_spending(tmp_path, cap
     assert "fails verification at row 1 (id 2)" in err
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM releases").fetchone() == (1,)
+
+
+def test_show_reports_the_chain(tmp_path, capsys):
+    path = _ledger(tmp_path, capsys)
+    assert "# 2 release(s); hash chain: ok: 2 rows\n" in _run(["ledger", "show", str(path)],
+                                                             capsys)[1]
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE releases SET label = 'x' WHERE id = 2")
+    code, out, _ = _run(["ledger", "show", str(path), "--json", "-"], capsys)
+    assert code == 0
+    assert "fails verification at row 2 (id 2)" in json.loads(out)["chain"]

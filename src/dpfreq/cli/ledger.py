@@ -59,7 +59,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     if others:
         lines.append("# remaining at other units: " + ", ".join(
             f"epsilon={e:g} at unit={u}" for u, e in others.items()))
-    lines.append(f"# {len(summary['releases'])} release(s)")
+    lines.append(f"# {len(summary['releases'])} release(s); hash chain: {summary['chain']}")
     header = ("time (UTC)", "command", "label", "charged epsilon", "delta", "unit", "source")
     rows = [header] + [
         (r["time"][:19].replace("T", " "), r["command"] or "-", r["label"] or "-",
