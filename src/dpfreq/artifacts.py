@@ -94,7 +94,8 @@ def _check_digest(label: str, kind: str, signed: bool, stored: Any, key: bytes |
                    f"{KEY_VARIABLE} is set (anyone could have edited it and recomputed its "
                    "checksum); to adopt it, load it with the key unset and save it again with "
                    "the key set")
-    if not isinstance(stored, str) or not hmac.compare_digest(stored, compute(key)):
+    if not isinstance(stored, str) or not hmac.compare_digest(
+            stored.encode("utf-8", "replace"), compute(key).encode("ascii")):
         raise _bad(label, kind, "its signature does not match (it was edited, or signed with "
                    "another key)" if signed else
                    "its checksum does not match (the file was edited or corrupted)")

@@ -163,3 +163,22 @@ def test_a_saved_sketch_is_signed_end_to_end(tmp_path, monkeypatch):
     monkeypatch.delenv("DPFREQ_ARTIFACT_KEY")
     with pytest.raises(DataError, match="is signed"):
         ProfileSketch.load(tmp_path / "s.npz")
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_non_ascii_digest_is_one_line(tmp_path, monkeypatch, signed):
+    if signed:
+        monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", KEY)
+    member = "__hmac_sha256__" if signed else "__sha256__"
+    path = _write(tmp_path / "s.dpf")
+    with zipfile.ZipFile(path) as zf:
+        items = {n: zf.read(n) for n in zf.namelist()}
+    items[member] = "é".encode() * 32
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in items.items():
+            zf.writestr(name, data)
+    _refused(path, "does not match")
+    text = json.loads(seal_json({"a": 1}, kind="params", version=1))
+    text[member.strip("_")] = "é" * 64
+    with pytest.raises(DataError, match="does not match"):
+        open_json(json.dumps(text), kind="params", versions=(1,))
