@@ -28,6 +28,8 @@ What the digest guarantees depends on the key:
   and recomputed a plain digest). There is no override: to adopt an unsigned file, load it with
   the variable unset, check it by other means, and save it again with the key set.
 
+Public protocol parameters (:meth:`dpfreq.longitudinal.ProtocolParams.to_json`) are never
+signed: they are published to devices, which do not hold the key (``seal_json(..., sign=False)``).
 The key protects integrity only: the files stay readable to whoever can read them, and a file
 that holds a release's secret noise key must still be protected like the raw data.
 
@@ -269,7 +271,7 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     return int(version), meta, arrays
 
 
-def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
+def seal_json(payload: Mapping[str, Any], *, kind: str, version: int, sign: bool = True) -> str:
     """JSON text of ``payload`` with the dpfreq header and a digest of the payload: SHA-256,
     or HMAC-SHA256 (key ``hmac_sha256``) when ``DPFREQ_ARTIFACT_KEY`` is set (module docstring).
 
@@ -281,6 +283,10 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
         What the text holds; :func:`open_json` checks it.
     version : int, keyword-only
         Format version of that kind; :func:`open_json` checks it.
+    sign : bool, default True, keyword-only
+        False for text meant for parties that do not hold the key (public protocol
+        parameters sent to devices): always a plain SHA-256 digest, read back by
+        ``open_json(..., sign=False)`` whatever the environment.
 
     Returns
     -------
@@ -302,7 +308,7 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
     >>> open_json(text, kind="params", versions=(1,))
     (1, {'horizon': 8})
     """
-    key = signing_key()
+    key = signing_key() if sign else None
     digest = _json_digest(payload, kind, int(version), key)
     return json.dumps({"format": _FORMAT, "kind": kind, "version": int(version),
                        "payload": payload, _SIGNED if key else _PLAIN: digest}, sort_keys=True)
@@ -316,7 +322,7 @@ def _json_digest(payload: Mapping[str, Any], kind: str, version: int, key: bytes
 
 
 def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
-              label: str = "the text") -> tuple[int, dict[str, Any]]:
+              label: str = "the text", sign: bool = True) -> tuple[int, dict[str, Any]]:
     """Check and unwrap text written by :func:`seal_json`; returns ``(version, payload)``.
 
     Parameters
@@ -329,6 +335,9 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
         The format versions this reader supports.
     label : str, keyword-only
         How error messages name the text (e.g. the file it was read from).
+    sign : bool, default True, keyword-only
+        False for text sealed with ``seal_json(..., sign=False)``: a plain digest is expected
+        and ``DPFREQ_ARTIFACT_KEY`` is not consulted.
 
     Returns
     -------
@@ -364,7 +373,8 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     if not isinstance(payload, dict):
         raise _bad(label, kind, "it has no payload")
     signed = _SIGNED in obj
-    _check_digest(label, kind, signed, obj.get(_SIGNED if signed else _PLAIN), signing_key(),
+    _check_digest(label, kind, signed, obj.get(_SIGNED if signed else _PLAIN),
+                  signing_key() if sign else None,
                   lambda k: _json_digest(payload, kind, version, k))
     return int(version), payload
 

@@ -182,3 +182,17 @@ def test_a_non_ascii_digest_is_one_line(tmp_path, monkeypatch, signed):
     text[member.strip("_")] = "é" * 64
     with pytest.raises(DataError, match="does not match"):
         open_json(json.dumps(text), kind="params", versions=(1,))
+
+
+def test_public_protocol_parameters_are_never_signed(monkeypatch):
+    from dpfreq.longitudinal import ProtocolParams
+    from dpfreq.longitudinal.params import make_params
+
+    params = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="auto")
+    monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", KEY)  # the server's key
+    text = params.to_json()
+    assert "sha256" in json.loads(text)
+    monkeypatch.delenv("DPFREQ_ARTIFACT_KEY")  # a device, without it
+    assert ProtocolParams.from_json(text) == params
+    monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", OTHER)
+    assert ProtocolParams.from_json(text).param_id == params.param_id
