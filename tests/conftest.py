@@ -110,3 +110,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.docs)
             if rel.name == "test_docs_build.py":
                 item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _no_signing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see no DPFREQ_ARTIFACT_KEY from the developer's shell (it signs every saved file
+    and ledger); the tests of signing set it themselves."""
+    monkeypatch.delenv("DPFREQ_ARTIFACT_KEY", raising=False)

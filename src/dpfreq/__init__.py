@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "LongitudinalEstimate": "dpfreq.longitudinal",
     "ParameterError": "dpfreq.errors",
     "PrivacyBudget": "dpfreq.budget",
+    "PrivacyWarning": "dpfreq.errors",
     "ProfilePlan": "dpfreq.profile",
     "ProfileRelease": "dpfreq.profile",
     "ProfileSketch": "dpfreq.profile",

@@ -12,28 +12,32 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.errors import DataError, ParameterError, debug_enabled
+from dpfreq.errors import DataError, ParameterError, PrivacyWarning, debug_enabled
 
 __all__ = [
     "DELTA_CEILING",
     "EPSILON_MAX",
     "EPSILON_MIN",
+    "MAX_COUNT_MINIMUM",
     "check_choice",
     "check_confidence",
     "check_count_array",
     "check_delta",
     "check_epsilon",
     "check_int",
+    "check_max_count",
     "check_open_unit",
     "check_positive_float",
     "check_unit",
     "message",
+    "warn_large_delta",
 ]
 
 
@@ -119,6 +123,32 @@ def check_delta(value: Any, param: str = "delta", func: str = "dpfreq") -> float
     if math.isnan(x) or not 0.0 <= x <= DELTA_CEILING:
         raise ParameterError(message(param, func, rule, value))
     return x
+
+
+#: The smallest public count cap of a profile: ``max_count = 0`` puts every item in one class
+#: and releases a profile of nothing. The command line's ``--max-count`` takes the same minimum.
+MAX_COUNT_MINIMUM = 1
+
+
+def check_max_count(value: Any, func: str) -> int:
+    """The public count cap ``n`` of a profile: an integer >= :data:`MAX_COUNT_MINIMUM`."""
+    return check_int(value, "max_count", func, minimum=MAX_COUNT_MINIMUM)
+
+
+def warn_large_delta(delta: float, size: int, func: str, what: str) -> None:
+    """Warn (:class:`~dpfreq.errors.PrivacyWarning`) when ``0 < δ`` and ``δ >= 1/size``.
+
+    ``size`` is a *public* number of units the release covers (the domain size, a declared
+    item count; never one counted in the data, which would make the warning itself a leak), and
+    ``what`` names it. A mechanism allowed δ may publish each unit outright with probability δ,
+    so at ``δ >= 1/size`` it may publish one of them in expectation: the δ is legal (it is below
+    :data:`DELTA_CEILING`) but protects nobody in particular.
+    """
+    if delta > 0 and delta * size >= 1:
+        warnings.warn(PrivacyWarning(
+            f"delta of {func} is {delta:g}, at least 1/{size:,} (one over {what}): a mechanism "
+            f"allowed this delta may publish one of the {size:,} outright; choose delta well "
+            f"below 1/{size:,}."), stacklevel=3)
 
 
 def check_open_unit(value: Any, param: str, func: str) -> float:

@@ -1,17 +1,37 @@
 """Versioned, integrity-checked files for saved state (releases, sketches, client state, params).
 
 Every artefact dpfreq writes carries a header naming its *kind* and *format version*, and a
-SHA-256 digest over the header and every array. Reading checks, in this order: that the file is
-a readable container, that the header names the expected kind and version, that the digest
+digest over the header and every array. Reading checks, in this order: that the file is a
+readable container, that the header names the expected kind and version, that the digest
 matches, and that every array has the dtype and shape the header declares. Any failure is one
 :class:`~dpfreq.errors.DataError` naming the file and what is wrong — never a ``BadZipFile``,
-``KeyError`` or ``zlib.error``.
+``KeyError`` or ``zlib.error``. Each loader then validates every field against its own rules
+(ε in range, known unit, shapes consistent with the parameters).
 
-The digest detects corruption and casual edits. It does not stop a deliberate forger who
-recomputes it (the files that hold a release's secret key could not keep a MAC key from such a
-person anyway), so each loader also validates every field against its own rules (ε in range,
-known unit, shapes consistent with the parameters): an edited file either fails the digest or
-fails validation, or is a well-formed artefact the editor could have produced by calling dpfreq.
+What the digest guarantees depends on the key:
+
+* **Unsigned (the default): SHA-256.** It detects accidental corruption (a truncated copy, a
+  flipped bit) and edits made without recomputing it. It does *not* detect a deliberate edit:
+  anyone can recompute a SHA-256, so an edited file with a recomputed digest loads as if dpfreq
+  had written it, provided its fields pass validation. Validation cannot tell such a file from a
+  genuine one: a sketch that claims ε = 0.1 and ``seeded=False`` over noise drawn at ε = 1 from
+  seed 1 passes every check.
+* **Signed: HMAC-SHA256** under the key in the environment variable ``DPFREQ_ARTIFACT_KEY``: at
+  least 32 bytes written in hexadecimal (64 or more hex digits; e.g.
+  ``python -c "import secrets; print(secrets.token_hex(32))"``; a shorter or malformed key is a
+  one-line :class:`~dpfreq.errors.ParameterError`). When the variable is set, every artefact is
+  written signed, and the file records that it is (the zip member ``__hmac_sha256__`` instead
+  of ``__sha256__``; the JSON key ``hmac_sha256`` instead of ``sha256``). Nobody without the key
+  can produce a signature that verifies, so an edited file is refused. On load: a signed file
+  without the key set, or with another key, or edited, is refused in one line; an **unsigned
+  file is refused outright while a key is set** (an editor could have stripped the signature
+  and recomputed a plain digest). There is no override: to adopt an unsigned file, load it with
+  the variable unset, check it by other means, and save it again with the key set.
+
+Public protocol parameters (:meth:`dpfreq.longitudinal.ProtocolParams.to_json`) are never
+signed: they are published to devices, which do not hold the key (``seal_json(..., sign=False)``).
+The key protects integrity only: the files stay readable to whoever can read them, and a file
+that holds a release's secret noise key must still be protected like the raw data.
 
 Two containers: ``.npz``-style zip files (numpy arrays, never pickles) for array state, and
 JSON text for small state (device state, protocol parameters).
@@ -19,7 +39,7 @@ JSON text for small state (device state, protocol parameters).
 
 from __future__ import annotations
 
-import hashlib
+import hmac
 import io
 import json
 import os
@@ -32,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._signing import KEY_VARIABLE, hasher, signing_key
 from dpfreq.errors import DataError
 
 __all__ = ["create_private", "open_json", "read_artifact", "seal_json", "write_artifact",
@@ -43,8 +64,12 @@ _HEADER = "__header__.json"
 _ALLOWED_KINDS = "biuf"
 
 
-def _digest(header: bytes, arrays: Mapping[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
+#: the member (zip) or key (JSON) holding the digest: plain, or signed with the key
+_PLAIN, _SIGNED = "sha256", "hmac_sha256"
+
+
+def _digest(header: bytes, arrays: Mapping[str, np.ndarray], key: bytes | None) -> str:
+    h = hasher(key)
     h.update(len(header).to_bytes(8, "big") + header)
     for name in sorted(arrays):
         arr = np.ascontiguousarray(arrays[name])
@@ -57,6 +82,25 @@ def _digest(header: bytes, arrays: Mapping[str, np.ndarray]) -> str:
 
 def _bad(label: str, kind: str, reason: str) -> DataError:
     return DataError(f"{label} is not a valid dpfreq {kind} file: {reason}.")
+
+
+def _check_digest(label: str, kind: str, signed: bool, stored: Any, key: bytes | None,
+                  compute: Any) -> None:
+    """Refuse a digest that does not match, or a signed state that does not match the key's
+    (``compute(key)`` gives the expected digest)."""
+    if signed and key is None:
+        raise _bad(label, kind, f"it is signed (HMAC-SHA256); set {KEY_VARIABLE} to its key "
+                   "to load it")
+    if not signed and key is not None:
+        raise _bad(label, kind, f"it is not signed, and unsigned files are refused while "
+                   f"{KEY_VARIABLE} is set (anyone could have edited it and recomputed its "
+                   "checksum); to adopt it, load it with the key unset and save it again with "
+                   "the key set")
+    if not isinstance(stored, str) or not hmac.compare_digest(
+            stored.encode("utf-8", "replace"), compute(key).encode("ascii")):
+        raise _bad(label, kind, "its signature does not match (it was edited, or signed with "
+                   "another key)" if signed else
+                   "its checksum does not match (the file was edited or corrupted)")
 
 
 def _check_header(obj: Any, label: str, kind: str, versions: tuple[int, ...], what: str) -> int:
@@ -78,7 +122,8 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     """Write ``meta`` (JSON-ready) and numeric ``arrays`` as one integrity-checked zip file.
 
     The file is written to a temporary name beside ``path`` and renamed, so a crash never leaves
-    a half-written artefact under the final name.
+    a half-written artefact under the final name. It carries a SHA-256 digest, or is signed with
+    HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set (see the module docstring).
 
     Parameters
     ----------
@@ -102,6 +147,8 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     ------
     TypeError
         If an array is not numeric (object, string, ... arrays are never saved).
+    ParameterError
+        ``DPFREQ_ARTIFACT_KEY`` is set but not a hexadecimal key of at least 32 bytes.
 
     Examples
     --------
@@ -122,12 +169,13 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     header_obj = {"format": _FORMAT, "kind": kind, "version": int(version), "meta": meta,
                   "arrays": shapes}
     header = json.dumps(header_obj, sort_keys=True, separators=(",", ":")).encode()
-    digest = _digest(header, arrays)
+    key = signing_key()
+    digest = _digest(header, arrays, key)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(_HEADER, header)
-        zf.writestr("__sha256__", digest)
+        zf.writestr(f"__{_SIGNED if key else _PLAIN}__", digest)
         for name, arr in arrays.items():
             buf = io.BytesIO()
             np.save(buf, arr, allow_pickle=False)
@@ -141,8 +189,9 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     """Read a file written by :func:`write_artifact`; returns ``(version, meta, arrays)``.
 
     Checks, in order: a readable container, the expected kind and a supported version, the
-    SHA-256 digest over header and arrays, and each array's dtype and shape. The caller must
-    still validate every field of ``meta`` and ``arrays`` against its own rules.
+    digest over header and arrays (SHA-256, or HMAC-SHA256 for a signed file: see the module
+    docstring), and each array's dtype and shape. The caller must still validate every field
+    of ``meta`` and ``arrays`` against its own rules.
 
     Parameters
     ----------
@@ -166,7 +215,10 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     ------
     DataError
         The file is missing, unreadable, truncated, of another kind or version, fails its
-        digest, or holds an array whose dtype or shape differs from its header.
+        digest, or holds an array whose dtype or shape differs from its header; it is signed
+        and ``DPFREQ_ARTIFACT_KEY`` is unset or another key; it is unsigned while the key is set.
+    ParameterError
+        ``DPFREQ_ARTIFACT_KEY`` is set but not a hexadecimal key of at least 32 bytes.
 
     Examples
     --------
@@ -182,13 +234,15 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     dpfreq.errors.DataError: ... format version 2 is not supported (this dpfreq reads 1).
     """
     label = str(path)
+    key = signing_key()
     try:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())
-            if _HEADER not in names or "__sha256__" not in names:
+            signed = f"__{_SIGNED}__" in names
+            if _HEADER not in names or not (signed or f"__{_PLAIN}__" in names):
                 raise _bad(label, kind, "no dpfreq header (not a file dpfreq wrote)")
             header = zf.read(_HEADER)
-            stored = zf.read("__sha256__").decode("ascii", "replace")
+            stored = zf.read(f"__{_SIGNED if signed else _PLAIN}__").decode("ascii", "replace")
             obj = json.loads(header)
             version = _check_header(obj, label, kind, versions, "a file")
             shapes = obj.get("arrays")
@@ -210,16 +264,16 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
         # a corrupt zip directory can name an unknown compression method (NotImplementedError)
         # or an encrypted member (RuntimeError)
         raise _bad(label, kind, f"unreadable or truncated ({type(exc).__name__})") from None
-    if _digest(header, arrays) != stored:
-        raise _bad(label, kind, "its checksum does not match (the file was edited or corrupted)")
+    _check_digest(label, kind, signed, stored, key, lambda k: _digest(header, arrays, k))
     meta = obj.get("meta")
     if not isinstance(meta, dict):
         raise _bad(label, kind, "its header has no parameters")
     return int(version), meta, arrays
 
 
-def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
-    """JSON text of ``payload`` with the dpfreq header and a SHA-256 digest of the payload.
+def seal_json(payload: Mapping[str, Any], *, kind: str, version: int, sign: bool = True) -> str:
+    """JSON text of ``payload`` with the dpfreq header and a digest of the payload: SHA-256,
+    or HMAC-SHA256 (key ``hmac_sha256``) when ``DPFREQ_ARTIFACT_KEY`` is set (module docstring).
 
     Parameters
     ----------
@@ -229,17 +283,24 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
         What the text holds; :func:`open_json` checks it.
     version : int, keyword-only
         Format version of that kind; :func:`open_json` checks it.
+    sign : bool, default True, keyword-only
+        False for text meant for parties that do not hold the key (public protocol
+        parameters sent to devices): always a plain SHA-256 digest, read back by
+        ``open_json(..., sign=False)`` whatever the environment.
 
     Returns
     -------
     str
-        JSON text with keys ``format``, ``kind``, ``version``, ``payload`` and ``sha256``.
+        JSON text with keys ``format``, ``kind``, ``version``, ``payload`` and ``sha256`` (or
+        ``hmac_sha256`` when signed).
 
     Raises
     ------
     TypeError
         If ``payload`` holds a value JSON cannot represent (convert it first, e.g. with
         :func:`dpfreq.release.to_jsonable`).
+    ParameterError
+        ``DPFREQ_ARTIFACT_KEY`` is set but not a hexadecimal key of at least 32 bytes.
 
     Examples
     --------
@@ -247,14 +308,21 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int) -> str:
     >>> open_json(text, kind="params", versions=(1,))
     (1, {'horizon': 8})
     """
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(f"{kind}|{int(version)}|{body}".encode()).hexdigest()
+    key = signing_key() if sign else None
+    digest = _json_digest(payload, kind, int(version), key)
     return json.dumps({"format": _FORMAT, "kind": kind, "version": int(version),
-                       "payload": payload, "sha256": digest}, sort_keys=True)
+                       "payload": payload, _SIGNED if key else _PLAIN: digest}, sort_keys=True)
+
+
+def _json_digest(payload: Mapping[str, Any], kind: str, version: int, key: bytes | None) -> str:
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    h = hasher(key)
+    h.update(f"{kind}|{version}|{body}".encode())
+    return str(h.hexdigest())
 
 
 def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
-              label: str = "the text") -> tuple[int, dict[str, Any]]:
+              label: str = "the text", sign: bool = True) -> tuple[int, dict[str, Any]]:
     """Check and unwrap text written by :func:`seal_json`; returns ``(version, payload)``.
 
     Parameters
@@ -267,6 +335,9 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
         The format versions this reader supports.
     label : str, keyword-only
         How error messages name the text (e.g. the file it was read from).
+    sign : bool, default True, keyword-only
+        False for text sealed with ``seal_json(..., sign=False)``: a plain digest is expected
+        and ``DPFREQ_ARTIFACT_KEY`` is not consulted.
 
     Returns
     -------
@@ -278,7 +349,9 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     Raises
     ------
     DataError
-        Not JSON, no dpfreq header, another kind or version, or a digest mismatch.
+        Not JSON, no dpfreq header, another kind or version, or a digest mismatch; signed
+        text while ``DPFREQ_ARTIFACT_KEY`` is unset or another key; unsigned text while it is
+        set.
 
     Examples
     --------
@@ -299,10 +372,10 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     payload = obj.get("payload")
     if not isinstance(payload, dict):
         raise _bad(label, kind, "it has no payload")
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(f"{kind}|{int(version)}|{body}".encode()).hexdigest()
-    if obj.get("sha256") != digest:
-        raise _bad(label, kind, "its checksum does not match (it was edited or corrupted)")
+    signed = _SIGNED in obj
+    _check_digest(label, kind, signed, obj.get(_SIGNED if signed else _PLAIN),
+                  signing_key() if sign else None,
+                  lambda k: _json_digest(payload, kind, version, k))
     return int(version), payload
 
 

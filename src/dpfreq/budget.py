@@ -101,6 +101,18 @@ class PrivacyBudget:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon", "PrivacyBudget"))
         object.__setattr__(self, "delta", check_delta(self.delta, "delta", "PrivacyBudget"))
 
+    @classmethod
+    def _left(cls, epsilon: Fraction, delta: Fraction) -> PrivacyBudget:
+        """What an accountant has left: ``max(ε, 0)``, ``max(δ, 0)``, unchecked.
+
+        A remaining budget may be 0 (exhausted) or below the smallest ε a release accepts, so
+        it is built without the range checks a budget to spend must pass.
+        """
+        left = object.__new__(cls)
+        object.__setattr__(left, "epsilon", float(max(epsilon, Fraction(0))))
+        object.__setattr__(left, "delta", float(max(delta, Fraction(0))))
+        return left
+
     @property
     def exact_epsilon(self) -> Fraction:
         """ε as the exact fraction an accountant records (:func:`exact_fraction`)."""
@@ -319,7 +331,7 @@ class BudgetAccountant(Protocol):
     def spent(self) -> tuple[float, float]: ...
 
     @property
-    def remaining(self) -> PrivacyBudget | None: ...
+    def remaining(self) -> PrivacyBudget: ...
 
     @property
     def ledger(self) -> list[dict[str, Any]]: ...
@@ -441,14 +453,12 @@ class Accountant:
         return float(eps), float(dlt)
 
     @property
-    def remaining(self) -> PrivacyBudget | None:
-        """What is left, or ``None`` when the ε budget is exhausted."""
+    def remaining(self) -> PrivacyBudget:
+        """What is left, in the budget's unit (:attr:`unit`, or the one unit spent at when the
+        accountant keeps relations apart): ``PrivacyBudget(epsilon=0.0, ...)`` once the ε budget
+        is exhausted. It may be 0 or below the smallest ε a release accepts."""
         eps, dlt = self.spent_exact
-        left_e = self.total.exact_epsilon - eps
-        left_d = self.total.exact_delta - dlt
-        if left_e <= 0:
-            return None
-        return PrivacyBudget(float(left_e), float(max(left_d, Fraction(0))))
+        return PrivacyBudget._left(self.total.exact_epsilon - eps, self.total.exact_delta - dlt)
 
     @property
     def ledger(self) -> list[dict[str, Any]]:

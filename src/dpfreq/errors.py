@@ -17,6 +17,7 @@ __all__ = [
     "DataError",
     "EngineUnavailableError",
     "ParameterError",
+    "PrivacyWarning",
     "debug_enabled",
 ]
 
@@ -114,6 +115,20 @@ class DPFreqWarning(UserWarning):
     ...     warnings.warn("seeded random source: not for production", DPFreqWarning)
     >>> caught[0].category is DPFreqWarning, issubclass(DPFreqWarning, UserWarning)
     (True, True)
+    """
+
+
+class PrivacyWarning(DPFreqWarning):
+    """A release is allowed, but its privacy parameters protect less than they seem to.
+
+    Raised for a δ > 0 that is at least one over the public number of items (or rows) the
+    release covers: a mechanism allowed such a δ may publish one of them outright. The command
+    line prints it as one line ``dpfreq: warning: ...`` on stderr.
+
+    Examples
+    --------
+    >>> issubclass(PrivacyWarning, DPFreqWarning)
+    True
     """
 
 

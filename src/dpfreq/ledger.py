@@ -13,6 +13,15 @@ and both spend it. The database is in WAL mode so that readers (``dpfreq ledger 
 block a spend. Amounts are stored as exact fractions (``"1/10"``), the same exact arithmetic as
 the in-memory accountant: ten spends of 0.1 exhaust a budget of 1.0 exactly.
 
+Integrity: a hash chain runs over the header and every row (:meth:`Ledger.verify`, ``dpfreq
+ledger verify FILE``), so a row deleted, edited, inserted or reordered is detected, naming the
+first row affected; every spend checks the chain before it appends. The chain is SHA-256, which
+detects accidental damage and edits made by hand, but which anyone editing the file can
+recompute. When ``DPFREQ_ARTIFACT_KEY`` is set (a secret of at least 32 bytes in hexadecimal, the
+key of signed artefacts, :mod:`dpfreq.artifacts`) a new ledger is chained with HMAC-SHA256 under
+it instead, which nobody without the key can recompute; such a ledger then needs the key for
+every spend and verification, and an unsigned ledger is refused while a key is set.
+
 Examples
 --------
 >>> import tempfile, pathlib
@@ -35,6 +44,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpfreq._ledger_chain import (
+    ROW_COLUMNS,
+    chain_key,
+    head_hash,
+    header_hash,
+    row_hash,
+    verify_chain,
+)
+from dpfreq._signing import signing_key
 from dpfreq._validate import check_choice, check_delta, check_epsilon, message
 from dpfreq.budget import Accountant, PrivacyBudget, convert_spend, exact_fraction
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
@@ -42,14 +60,14 @@ from dpfreq.release import UNITS
 
 __all__ = ["LEDGER_VERSION", "Ledger"]
 
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
 _KIND = "dpfreq-ledger"
 _TIMEOUT_SECONDS = 60.0
 _SCHEMA = (
     "CREATE TABLE dpfreq_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE releases (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, "
     "command TEXT, label TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, "
-    "unit TEXT, source TEXT)",
+    "unit TEXT, source TEXT, hash TEXT NOT NULL)",
 )
 
 
@@ -141,6 +159,13 @@ class Ledger:
         if not target.parent.is_dir():
             raise DataError(f"cannot create ledger {str(target)!r}: directory "
                             f"{str(target.parent)!r} does not exist.")
+        key = signing_key()
+        entries = dict([("kind", _KIND), ("version", str(LEDGER_VERSION)), ("created", _now()),
+                        ("total_epsilon", _fraction_text(total.exact_epsilon)),
+                        ("total_delta", _fraction_text(total.exact_delta)), *header,
+                        ("chain", "hmac-sha256" if key else "sha256")])
+        entries["header_hash"] = header_hash(key, entries)
+        entries["head"] = head_hash(key, entries["header_hash"], 0)
         try:
             conn = sqlite3.connect(target, timeout=_TIMEOUT_SECONDS, isolation_level=None)
         except sqlite3.Error as exc:
@@ -150,12 +175,8 @@ class Ledger:
             conn.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA:
                 conn.execute(statement)
-            conn.executemany(
-                "INSERT INTO dpfreq_ledger (key, value) VALUES (?, ?)",
-                [("kind", _KIND), ("version", str(LEDGER_VERSION)), ("created", _now()),
-                 ("total_epsilon", _fraction_text(total.exact_epsilon)),
-                 ("total_delta", _fraction_text(total.exact_delta)), *header],
-            )
+            conn.executemany("INSERT INTO dpfreq_ledger (key, value) VALUES (?, ?)",
+                             list(entries.items()))
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise DataError(f"cannot create ledger {str(target)!r}: {exc}.") from None
@@ -202,15 +223,23 @@ class Ledger:
             raise self._bad(f"{what} is out of range")
         return value
 
-    def _total_in(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+    def _header_in(self, conn: sqlite3.Connection) -> dict[str, Any]:
         try:
             rows = dict(conn.execute("SELECT key, value FROM dpfreq_ledger").fetchall())
         except sqlite3.DatabaseError:
             raise self._bad("not a SQLite database with a dpfreq_ledger table") from None
         if rows.get("kind") != _KIND:
             raise self._bad("it has no dpfreq ledger header")
+        if rows.get("version") == "1":
+            raise self._bad("it is a version 1 ledger, made before ledgers carried a hash chain, "
+                            "and dpfreq 0.x does not migrate it; start a new ledger with "
+                            "'dpfreq ledger init'")
         if rows.get("version") != str(LEDGER_VERSION):
             raise self._bad(f"version {rows.get('version')!r} is not {LEDGER_VERSION}")
+        return rows
+
+    def _total_in(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        rows = self._header_in(conn)
         eps = self._fraction(rows.get("total_epsilon"), "the total epsilon")
         dlt = self._fraction(rows.get("total_delta"), "the total delta", upper=Fraction(1))
         if eps == 0:
@@ -242,6 +271,8 @@ class Ledger:
         for e, d in conn.execute("SELECT epsilon, delta FROM releases"):
             eps += self._fraction(e, "a recorded epsilon")
             dlt += self._fraction(d, "a recorded delta")
+        if eps > _LARGEST or dlt > 1:
+            raise self._bad("its recorded spends sum past any budget")
         return eps, dlt
 
     def _read_total(self) -> tuple[Fraction, Fraction]:
@@ -266,14 +297,14 @@ class Ledger:
     spent = Accountant.spent
 
     @property
-    def remaining(self) -> PrivacyBudget | None:
-        """What is left, or ``None`` when the ε budget is exhausted."""
+    def remaining(self) -> PrivacyBudget:
+        """What is left, in the ledger's unit: ``PrivacyBudget(epsilon=0.0, ...)`` once the ε
+        budget is exhausted (never ``None``; it may be below the smallest ε a release accepts).
+        """
         with self._connect() as conn:
             total_e, total_d = self._total_in(conn)
             eps, dlt = self._spent_in(conn)
-        if total_e - eps <= 0:
-            return None
-        return PrivacyBudget(float(total_e - eps), float(max(total_d - dlt, Fraction(0))))
+        return PrivacyBudget._left(total_e - eps, total_d - dlt)
 
     @property
     def ledger(self) -> list[dict[str, Any]]:
@@ -305,13 +336,15 @@ class Ledger:
 
     def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` now would exceed
-        the total (a ParameterError if the unit does not convert to the ledger's).
+        the total (a ParameterError if the unit does not convert to the ledger's), and a
+        DataError if the ledger fails :meth:`verify` (a spend would be refused for it too).
 
         Advisory only: another process may spend in between; :meth:`spend` is the atomic step.
         """
         check_epsilon(epsilon, "epsilon", "Ledger.check")
         check_delta(delta, "delta", "Ledger.check")
         with self._connect() as conn:
+            verify_chain(conn, self._header_in(conn), str(self.path))
             e, d = self._charge_in(conn, exact_fraction(epsilon), exact_fraction(delta),
                                    unit or self.unit, "Ledger.check")
             self._refuse_if_over(conn, e, d)
@@ -331,32 +364,115 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                header = self._header_in(conn)
+                count, last = verify_chain(conn, header, str(self.path))
                 e, d = self._charge_in(conn, e, d, unit or self.unit, "Ledger.spend")
                 self._refuse_if_over(conn, e, d)
-                conn.execute(
-                    "INSERT INTO releases (time, command, label, epsilon, delta, unit, source) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (_now(), self.command, str(label), _fraction_text(e), _fraction_text(d),
-                     unit or self.unit, source or self.source),
-                )
+                self._append(conn, chain_key(header.get("chain"), str(self.path)), count, last,
+                             (_now(), self.command, str(label), _fraction_text(e),
+                              _fraction_text(d), unit or self.unit, source or self.source))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
+    @staticmethod
+    def _append(conn: sqlite3.Connection, key: bytes | None, count: int, last: str,
+                values: tuple[Any, ...]) -> None:
+        """Insert one row after ``last`` (the chain's last hash) and move the head to it."""
+        (next_id,) = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()
+        row = (next_id, *values)
+        digest = row_hash(key, last, row)
+        conn.execute(f"INSERT INTO releases ({', '.join(ROW_COLUMNS)}, hash) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*row, digest))
+        conn.execute("UPDATE dpfreq_ledger SET value = ? WHERE key = 'head'",
+                     (head_hash(key, digest, count + 1),))
+
+    def verify(self) -> int:
+        """Check the hash chain over the header and every row; returns the number of rows.
+
+        Raises
+        ------
+        DataError
+            One line naming the first row that fails (its position, oldest first, and its id)
+            when a row was deleted, edited, inserted or reordered; naming the header when the
+            total or unit was edited; saying rows are missing at the end when the last rows
+            were deleted. Also when the ledger is signed and ``DPFREQ_ARTIFACT_KEY`` is not set
+            (or is another key), or it is unsigned while a key is set.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> ledger = Ledger.create(pathlib.Path(tempfile.mkdtemp()) / "b.db", PrivacyBudget(1.0))
+        >>> ledger.spend(0.5, label="release_profile", unit="item")
+        >>> ledger.verify()
+        1
+        """
+        with self._connect() as conn:
+            conn.execute("BEGIN")  # one consistent snapshot of header and rows
+            header = self._header_in(conn)
+            self._total_in(conn)
+            count, _ = verify_chain(conn, header, str(self.path))
+            self._spent_in(conn)
+            conn.execute("COMMIT")
+        return count
+
     def summary(self) -> dict[str, Any]:
-        """Total, spent, remaining and every release, as a JSON-ready mapping."""
+        """Total, spent, remaining and every release, as a JSON-ready mapping.
+
+        ``unit`` is the unit the budget is in: the one stated at :meth:`create`
+        (``unit_stated`` true), else the one unit spent at (the ledger keeps units apart), or
+        None before any spend. ``spent_by_unit`` gives, per unit spent at, the ε and δ charged
+        to the budget (converted to the budget's unit where the ledger converts) and the
+        number of releases; total, spent and remaining are all in the budget's unit.
+        ``remaining_by_unit`` gives, for a ledger with a stated unit, the ε still spendable at
+        each unit that converts to it. ``chain`` is ``"ok: N rows"`` when :meth:`verify` passes,
+        else its one-line reason (the report is still given, for the auditor to see).
+        """
         with self._connect() as conn:
             conn.execute("BEGIN")  # one consistent snapshot of header and releases
             total_e, total_d = self._total_in(conn)
             eps, dlt = self._spent_in(conn)
             rows = self._rows_in(conn)
+            spends = conn.execute("SELECT unit, epsilon, delta FROM releases "
+                                  "ORDER BY id").fetchall()
             unit = conn.execute("SELECT value FROM dpfreq_ledger WHERE key = 'unit'").fetchone()
             conn.execute("COMMIT")
+        try:
+            chain = f"ok: {self.verify()} rows"
+        except ParameterError as exc:  # a broken chain, or a key that does not fit
+            chain = str(exc)
+        by_unit: dict[str | None, list[Fraction]] = {}
+        for u, e, d in spends:
+            part = by_unit.setdefault(u, [Fraction(0), Fraction(0), Fraction(0)])
+            part[0] += self._fraction(e, "a recorded epsilon")
+            part[1] += self._fraction(d, "a recorded delta")
+            part[2] += 1
+        stated = [u for u in by_unit if u is not None]
+        budget_unit = unit[0] if unit else (stated[0] if len(stated) == 1 else None)
         return {"ledger": str(self.path), "version": LEDGER_VERSION,
-                "unit": unit[0] if unit else None,
+                "unit": budget_unit, "unit_stated": unit is not None, "chain": chain,
+                "spent_by_unit": [{"unit": u, "epsilon": float(e), "delta": float(d),
+                                   "releases": int(n)} for u, (e, d, n) in by_unit.items()],
                 "total": {"epsilon": float(total_e), "delta": float(total_d)},
                 "spent": {"epsilon": float(eps), "delta": float(dlt)},
                 "remaining": {"epsilon": float(max(total_e - eps, Fraction(0))),
                               "delta": float(max(total_d - dlt, Fraction(0)))},
+                "remaining_by_unit": _left_by_unit(max(total_e - eps, Fraction(0)),
+                                                   unit[0] if unit else None),
                 "releases": rows}
+
+
+def _left_by_unit(left: Fraction, budget_unit: str | None) -> dict[str, float]:
+    """The ε still spendable at each unit that converts to ``budget_unit`` (a spend at ``item``
+    is charged 2ε to an ``item_replace`` budget, so half as much is left at ``item``)."""
+    if budget_unit is None:
+        return {}
+    out = {}
+    for u in UNITS:
+        try:
+            factor = convert_spend(Fraction(1), Fraction(0), u, budget_unit, "Ledger")[0]
+        except ParameterError:
+            continue
+        out[u] = float(left / factor)
+    return out

@@ -52,7 +52,8 @@ def test_ten_spends_of_a_tenth_exhaust_one_exactly():
     for _ in range(10):
         acct.spend(0.1, label="q")
     assert acct.spent_exact == (Fraction(1), Fraction(0))
-    assert acct.remaining is None
+    assert acct.remaining == PrivacyBudget._left(Fraction(0), Fraction(0))
+    assert (acct.remaining.epsilon, acct.remaining.delta) == (0.0, 0.0)
     with pytest.raises(BudgetExceededError):
         acct.spend(1e-6)
 
@@ -209,3 +210,14 @@ def test_accountant_takes_epsilon_and_delta_as_numbers():
 def test_accountant_needs_exactly_one_budget(kwargs):
     with pytest.raises(ParameterError, match=r"^total of Accountant must be given once"):
         Accountant(**kwargs)
+
+
+def test_remaining_is_a_zero_budget_when_exhausted_and_may_be_tiny():
+    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item")
+    acct.spend(Fraction(9_999_999, 10**7), 1e-6, unit="item")
+    assert acct.remaining.epsilon == pytest.approx(1e-7)  # below the smallest ε to spend
+    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item")
+    acct.spend(1.0, 1e-6, unit="item")
+    left = acct.remaining
+    assert isinstance(left, PrivacyBudget)
+    assert (left.epsilon, left.delta) == (0.0, 0.0)

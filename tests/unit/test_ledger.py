@@ -55,7 +55,7 @@ def test_ten_spends_of_a_tenth_exhaust_one_exactly(ledger):
     for _ in range(10):
         ledger.spend(0.1, label="q")
     assert ledger.spent_exact == (Fraction(1), Fraction(0))
-    assert ledger.remaining is None
+    assert (ledger.remaining.epsilon, ledger.remaining.delta) == (0.0, 1e-6)  # δ left
     with pytest.raises(BudgetExceededError):
         ledger.spend(1e-6)
 
@@ -140,10 +140,10 @@ def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
         Ledger.create(path, PrivacyBudget(1.0))
         change = {"bad_version": "UPDATE dpfreq_ledger SET value='9' WHERE key='version'",
                   "bad_total": "UPDATE dpfreq_ledger SET value='x' WHERE key='total_epsilon'",
-                  "bad_row": "INSERT INTO releases (time, label, epsilon, delta) "
-                             "VALUES ('t', 'l', '-1/2', '0/1')",
-                  "huge_row": "INSERT INTO releases (time, label, epsilon, delta) "
-                              "VALUES ('t', 'l', '0.5e400', '0/1')"}[make]
+                  "bad_row": "INSERT INTO releases (time, label, epsilon, delta, hash) "
+                             "VALUES ('t', 'l', '-1/2', '0/1', 'x')",
+                  "huge_row": "INSERT INTO releases (time, label, epsilon, delta, hash) "
+                              "VALUES ('t', 'l', '0.5e400', '0/1', 'x')"}[make]
         with sqlite3.connect(path) as conn:
             conn.execute(change)
     with pytest.raises(DataError) as info:
@@ -189,7 +189,10 @@ def test_ledger_keeps_relations_apart_or_converts(tmp_path):
     assert "2ε" in rows[0]["conversion"]
     assert rows[1]["conversion"] is None
     assert conv.summary()["unit"] == "item_replace"
-    assert apart.summary()["unit"] is None
+    assert (apart.summary()["unit"], apart.summary()["unit_stated"]) == ("item", False)
+    assert conv.summary()["spent_by_unit"] == [
+        {"unit": "item", "epsilon": 0.5, "delta": 0.0, "releases": 1},
+        {"unit": "item_replace", "epsilon": 0.25, "delta": 0.0, "releases": 1}]
     with pytest.raises(ParameterError, match="different currencies"):
         conv.check(0.01, unit="event")
     with pytest.raises(BudgetExceededError):

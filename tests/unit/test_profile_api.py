@@ -272,11 +272,15 @@ def test_clamping_exact(seed: int) -> None:
     np.testing.assert_allclose(rel.value, [0.25, 0, 0, 0, 0.75], atol=1e-12)
 
 
-def test_max_count_zero(seed: int) -> None:
-    for method in ("direct", "fft"):
-        rel = release_profile([3, 0], domain_size=5, max_count=0, epsilon=1.0, unit="event",
-                              method=method, rng=seed)
-        np.testing.assert_allclose(rel.value, [1.0])
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_max_count_zero_is_refused_before_reading_or_spending(method: str) -> None:
+    acct = Accountant(PrivacyBudget(1.0))
+    with pytest.raises(ParameterError) as info:
+        release_profile("no-such-file.csv", item="user", domain_size=5, max_count=0,
+                        epsilon=1.0, unit="event", method=method, accountant=acct, rng=1)
+    assert str(info.value) == ("max_count of release_profile must be an integer >= 1; "
+                               "got 0.")
+    assert acct.spent == (0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------- bad input

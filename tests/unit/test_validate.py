@@ -15,11 +15,13 @@ from dpfreq._validate import (
     check_delta,
     check_epsilon,
     check_int,
+    check_max_count,
     check_open_unit,
     check_positive_float,
     message,
+    warn_large_delta,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, DPFreqWarning, ParameterError, PrivacyWarning
 
 SHAPE = re.compile(r"^(\w+) of (\w+) must be (.+); got (.+)\.$")
 
@@ -177,3 +179,24 @@ def test_float16_and_float32_counts_are_checked_without_overflow_warnings():
         out = check_count_array(np.array([60000, 1, 2], dtype=np.float16), "counts", "f")
         assert out.tolist() == [60000, 1, 2]
         assert check_count_array(np.array([3.0], dtype=np.float32), "counts", "f").tolist() == [3]
+
+
+@pytest.mark.parametrize(("delta", "size"), [(1e-3, 1000), (1e-3, 10**6), (1e-6, 10**6)])
+def test_delta_at_least_one_over_the_public_size_warns(delta, size):
+    with pytest.warns(PrivacyWarning, match=rf"delta of f is {delta:g}, at least 1/{size:,} "
+                                            r"\(one over the domain size\)") as caught:
+        warn_large_delta(delta, size, "f", "the domain size")
+    assert len(caught) == 1
+    assert issubclass(PrivacyWarning, DPFreqWarning)
+
+
+@pytest.mark.parametrize(("delta", "size"), [(0.0, 10**9), (1e-7, 10**6), (1e-3, 999)])
+def test_delta_below_one_over_the_public_size_is_silent(delta, size):
+    warn_large_delta(delta, size, "f", "the domain size")  # warnings are errors in this suite
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.5, True, "1"])
+def test_max_count_below_one_is_refused(bad):
+    with pytest.raises(ParameterError, match=r"^max_count of f must be an integer >= 1"):
+        check_max_count(bad, "f")
+    assert check_max_count(1e3, "f") == 1000

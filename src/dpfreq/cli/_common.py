@@ -401,9 +401,8 @@ def ledger_option(f: Any) -> Any:
         _precheck(ledger, kwargs.get("epsilon"), kwargs.get("delta"))
         result = f(*args, accountant=ledger, **kwargs)
         left = ledger.remaining
-        click.echo(f"ledger {ledger.path}: remaining epsilon="
-                   f"{left.epsilon if left else 0.0:g}, delta={left.delta if left else 0.0:g}",
-                   err=True)
+        click.echo(f"ledger {ledger.path}: remaining epsilon={left.epsilon:g}, "
+                   f"delta={left.delta:g}", err=True)
         return result
 
     return click.option(

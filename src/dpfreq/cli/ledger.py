@@ -3,7 +3,9 @@
 A ledger holds a total privacy budget and records every release made with ``--ledger FILE``
 (command, label, ε, δ, unit of privacy, source, time); a release that would exceed the total is
 refused before any noise is drawn. From Python, :class:`dpfreq.ledger.Ledger` is the same file
-as an accountant (``accountant=Ledger(path)``).
+as an accountant (``accountant=Ledger(path)``). ``dpfreq ledger verify FILE`` checks the hash
+chain over its rows (a row deleted, edited, inserted or reordered is named), and ``dpfreq ledger
+show FILE`` states the unit the budget is in and what was spent at each unit.
 """
 
 from __future__ import annotations
@@ -32,16 +34,33 @@ def _budget(epsilon: float, delta: float) -> PrivacyBudget:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The ledger as text: total, spent, remaining and one line per release."""
+    """The ledger as text: the budget's unit; total, spent and remaining in it; what was spent
+    at each unit; and one line per release (ε as charged to the budget, the unit spent at)."""
     total, spent, left = summary["total"], summary["spent"], summary["remaining"]
+    unit = summary["unit"]
+    if summary["unit_stated"]:
+        currency = (f"unit={unit} (spends at other units converted where sound, refused "
+                    "otherwise)")
+    elif unit is not None:
+        currency = f"unit={unit} (the unit first spent at; units kept apart)"
+    else:
+        currency = "the unit of the first spend (units kept apart)"
     lines = [
-        f"# dpfreq ledger {summary['ledger']}",
+        f"# dpfreq ledger {summary['ledger']}; budget in {currency}",
         f"# total epsilon={total['epsilon']:g}, delta={total['delta']:g}; "
         f"spent epsilon={spent['epsilon']:g}, delta={spent['delta']:g}; "
         f"remaining epsilon={left['epsilon']:g}, delta={left['delta']:g}",
-        f"# {len(summary['releases'])} release(s)",
     ]
-    header = ("time (UTC)", "command", "label", "epsilon", "delta", "unit", "source")
+    for part in summary["spent_by_unit"]:
+        charged = f" (charged at unit={unit})" if part["unit"] != unit else ""
+        lines.append(f"# spent at unit={part['unit'] or 'unstated'}: epsilon={part['epsilon']:g},"
+                     f" delta={part['delta']:g} in {part['releases']} release(s){charged}")
+    others = {u: e for u, e in summary["remaining_by_unit"].items() if u != unit}
+    if others:
+        lines.append("# remaining at other units: " + ", ".join(
+            f"epsilon={e:g} at unit={u}" for u, e in others.items()))
+    lines.append(f"# {len(summary['releases'])} release(s); hash chain: {summary['chain']}")
+    header = ("time (UTC)", "command", "label", "charged epsilon", "delta", "unit", "source")
     rows = [header] + [
         (r["time"][:19].replace("T", " "), r["command"] or "-", r["label"] or "-",
          f"{r['epsilon']:g}", f"{r['delta']:g}", r["unit"] or "-", r["source"] or "-")
@@ -94,3 +113,15 @@ def show(file: str, json_out: str | None) -> None:
     click.echo(format_summary(summary))
     if json_out is not None:
         write_output(json.dumps(summary, indent=2), json_out)
+
+
+@command.command(name="verify")
+@click.argument("file", type=click.Path(dir_okay=False))
+def verify(file: str) -> None:
+    """Check the hash chain of FILE: prints "ok: N rows", or fails with one line naming the
+    first row that was deleted, edited, inserted or reordered (signed ledgers need
+    DPFREQ_ARTIFACT_KEY)."""
+    from dpfreq.ledger import Ledger
+
+    count = Ledger(file).verify()
+    click.echo(f"ok: {count} rows")

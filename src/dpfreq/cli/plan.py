@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT, POSITIVE
+from dpfreq._validate import MAX_COUNT_MINIMUM
+from dpfreq.cli._common import COUNT, IntegerType
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -58,7 +59,8 @@ def format_plan(plan: Any) -> list[str]:
 
 @command.command(name="profile")
 @click.option("--domain-size", type=COUNT, required=True, help="Public number d of items.")
-@click.option("--max-count", type=POSITIVE, required=True, help="Public count cap n >= 1.")
+@click.option("--max-count", type=IntegerType(minimum=MAX_COUNT_MINIMUM), required=True,
+              help=f"Public count cap n >= {MAX_COUNT_MINIMUM}.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε to plan for.")
 @click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
               help="Unit of privacy, as for dpfreq profile (no default): event, item "

@@ -14,6 +14,7 @@ import click
 import numpy as np
 
 import dpfreq.cli._common as shared
+from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli.grouped import emit_grouped_profile, group_options
 
 __all__ = [
@@ -180,8 +181,8 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
 @click.option("--domain-size", type=shared.COUNT, required=True,
               help="Public number d of potential items (never taken from the data).")
-@click.option("--max-count", type=shared.POSITIVE, required=True,
-              help="Public count cap n >= 1: counts above n are clamped to n.")
+@click.option("--max-count", type=shared.IntegerType(minimum=MAX_COUNT_MINIMUM), required=True,
+              help=f"Public count cap n >= {MAX_COUNT_MINIMUM}: counts above n are clamped to n.")
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε (pure ε-DP).")
 @click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
               help="Unit of privacy (no default): event (add/remove one row), item (add/remove "

@@ -186,9 +186,13 @@ class ProtocolParams:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def to_json(self) -> str:
-        """Sealed JSON text (format version and SHA-256 checksum) including ``param_id``."""
+        """Sealed JSON text (format version and SHA-256 checksum) including ``param_id``.
+
+        Never signed with ``DPFREQ_ARTIFACT_KEY``: the parameters are public and published to
+        devices, which do not hold the key; ``param_id`` names them.
+        """
         return seal_json({**asdict(self), "param_id": self.param_id}, kind=_PARAMS_KIND,
-                         version=PROTOCOL_VERSION)
+                         version=PROTOCOL_VERSION, sign=False)
 
     @classmethod
     def from_json(cls, text: str | bytes, *, label: str = "the parameters") -> ProtocolParams:
@@ -200,7 +204,8 @@ class ProtocolParams:
             Not text :meth:`to_json` wrote, edited or corrupted text, a field out of range, or a
             ``param_id`` that does not match the content. ``label`` names the source.
         """
-        _, raw = open_json(text, kind=_PARAMS_KIND, versions=(PROTOCOL_VERSION,), label=label)
+        _, raw = open_json(text, kind=_PARAMS_KIND, versions=(PROTOCOL_VERSION,), label=label,
+                           sign=False)
         return cls._from_payload(raw, label)
 
     @classmethod

@@ -210,7 +210,9 @@ def release_profile(
         Public number of items ``d``, ``1 <= d < 2^62`` (the class sizes must be exact in int64
         arithmetic). Never taken from the data; the data must not hold more distinct items.
     max_count : int
-        Public count cap ``n``; counts above ``n`` are **clamped** to ``n`` before the noise.
+        Public count cap ``n >= 1``; counts above ``n`` are **clamped** to ``n`` before the
+        noise (``n = 0`` would release a profile of nothing and is refused before anything is
+        read or spent).
         A cap whose arrays cannot fit in memory is refused with an estimate of the need.
     epsilon : float
         Privacy parameter ε (pure ε-DP). No default.

@@ -19,6 +19,7 @@ from dpfreq._validate import (
     check_confidence,
     check_epsilon,
     check_int,
+    check_max_count,
     check_unit,
     message,
 )
@@ -76,7 +77,7 @@ def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, uni
     The method is chosen by :func:`choose_method` (public parameters only).
     """
     d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
-    n = check_int(max_count, "max_count", func, minimum=0)
+    n = check_max_count(max_count, func)
     eps = check_epsilon(epsilon, "epsilon", func)
     u = check_unit(unit, func, UNITS)
     conf = check_confidence(confidence, "confidence", func)
