@@ -205,5 +205,5 @@ def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: Selecti
     if c.size == 0:
         return ()
     noisy = c + sample_discrete_laplace(plan.gamma, c.size, rng=generator)
-    chosen = [str(names[i]) for i in np.flatnonzero(noisy >= plan.threshold)]
+    chosen = [str(names[int(i)]) for i in np.flatnonzero(noisy >= plan.threshold)]
     return tuple(sorted(chosen))
