@@ -66,6 +66,11 @@ class GroupedRelease:
 
         frames = []
         for name, rel in self.releases.items():
+            if isinstance(rel.value, Mapping):  # e.g. an anonymized histogram: its own table
+                frame = rel.to_pandas()
+                frame.insert(0, self.group_column, name)
+                frames.append(frame)
+                continue
             value = np.atleast_1d(np.asarray(rel.value, dtype=np.float64))
             frames.append(pd.DataFrame({self.group_column: name,
                                         "index": np.arange(value.size), "value": value}))
@@ -101,6 +106,10 @@ class GroupedRelease:
         rows = -(-len(names) // cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
         for a, name in zip(axes.flat, names, strict=False):
+            if isinstance(self.releases[name].value, Mapping):  # the release's own figure
+                self.releases[name].plot(ax=a)
+                a.set_title(str(name), fontsize=9)
+                continue
             value = np.atleast_1d(np.asarray(self.releases[name].value, dtype=np.float64))
             a.bar(np.arange(value.size), value)
             a.set_title(str(name), fontsize=9)
