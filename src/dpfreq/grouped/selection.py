@@ -194,10 +194,37 @@ def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: Selecti
                   generator: np.random.Generator) -> tuple[str, ...]:
     """The names whose noisy item count reaches the threshold, sorted by name.
 
-    ``names`` are the candidate groups of the (bounded) data, each with ``counts >= 1`` items;
-    one vectorised draw of exact discrete Laplace noise decides them all. The noisy counts are
-    discarded: only the selected set leaves this function, in an order that depends on the set
-    alone.
+    Parameters
+    ----------
+    names : sequence of str
+        The candidate groups of the (bounded) data: private, never published unselected.
+    counts : numpy.ndarray of int64
+        Each candidate's number of items (rows at ``unit="event"``), every entry ``>= 1``,
+        after each unit was bounded to at most ``plan.max_groups_per_item`` groups.
+    plan : SelectionPlan
+        From :func:`plan_selection`.
+    generator : numpy.random.Generator
+        The release's random source (secure unless seeded).
+
+    Returns
+    -------
+    tuple of str
+        The selected names, in name order (an order that depends on the set alone); the noisy
+        counts are discarded.
+
+    Notes
+    -----
+    **Privacy.** With counts of sensitivity 1 in at most ``m`` groups per unit (one item with
+    all its rows, or one row with ``m = 1``), the selected set is ``(plan.epsilon,
+    plan.delta)``-DP under adding or removing one unit (module docstring): one vectorised draw
+    of exact discrete Laplace noise ``DLap(e^{-γ})`` per candidate, compared with ``τ``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = plan_selection(1.0, 1e-6, 1)
+    >>> select_groups(["big", "tiny"], np.array([500, 1]), plan, np.random.default_rng(0))
+    ('big',)
     """
     c = np.asarray(counts, dtype=np.int64)
     if len(names) != c.size or (c.size and int(c.min()) < 1):
