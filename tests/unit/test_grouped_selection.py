@@ -216,3 +216,15 @@ def test_tail_probability_is_symmetric() -> None:
     for k in range(-5, 6):
         assert math.isclose(tail_probability(k, g) + tail_probability(1 - k, g), 1.0,
                             rel_tol=1e-12)
+
+
+def test_no_group_selected_gives_an_empty_release() -> None:
+    # three one-item groups, each released with probability <= 1e-7: all stay hidden except
+    # with probability <= 3e-7 (the stated false-alarm rate)
+    rel = release_profile({"u": [1, 2, 3], "g": ["a", "b", "c"]}, item="u", group="g",
+                          max_groups_per_item=1, delta=1e-7, domain_size=10, max_count=2,
+                          epsilon=1.0, unit="item", rng=0)
+    assert rel.groups == ()
+    assert "No group was released" in rel.simultaneous.description
+    assert rel.to_pandas().shape == (0, 3)
+    assert '"groups": {}' in rel.to_json()

@@ -100,14 +100,13 @@ def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, 
             + (f" (ε/m with m = {m} groups per item)" if max_groups_per_item else
                " (each row lies in one group: parallel composition)")
             + f": {summary(per_group)}")
-    if names is not None:
+    if sel is not None:
+        text += _selection_text(sel, unit)
+    elif names is not None:
         level = 1.0 - (1.0 - per_group.confidence) / len(names)
         simultaneous = plan_one(eps_g, level)
         text += (f" For all {len(names)} listed groups at once (confidence "
                  f"{per_group.confidence:g}): {summary(simultaneous)}")
-    else:
-        assert sel is not None  # names is None exactly when a selection is planned
-        text += _selection_text(sel, unit)
     return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
                        max_groups_per_item=max_groups_per_item, epsilon_per_group=eps_g,
                        groups=names, selection=sel, simultaneous=simultaneous,
