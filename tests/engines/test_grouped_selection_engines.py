@@ -29,6 +29,17 @@ def _aggregate(engine: Any, df: pd.DataFrame, groups: Any, m: Any, n: Any) -> tu
     return gp.groups, gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()
 
 
+@pytest.mark.parametrize("groups", [None, ["a", "b", "c", "e"]])
+@pytest.mark.parametrize("m", [None, 2])
+@pytest.mark.parametrize("n", [None, 6])
+def test_duckdb_matches_memory_in_every_form(groups: Any, m: Any, n: Any) -> None:
+    df = _data()
+    want = _aggregate(get_engine("memory"), df, groups, m, n)
+    assert _aggregate(get_engine("duckdb"), df, groups, m, n) == want
+    if groups is None:
+        assert "lone" in want[0]  # the data's groups, private until selected
+
+
 @pytest.mark.spark
 def test_spark_all_groups_and_no_bound_match_memory(spark: Any) -> None:
     df = _data()

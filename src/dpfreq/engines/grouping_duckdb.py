@@ -35,11 +35,14 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
     k = engine._key_expr(rel, item, func)
     g = engine._key_expr(rel, group, func)
     sep = _literal(SEP)
-    if names is None:  # every group of the data (names private until selected)
-        listed = "listed AS (SELECT DISTINCT g, 0 AS gi FROM raw WHERE g IS NOT NULL)"
+    if names is None:  # every group of the data (names private until selected): no join
+        pairs = ("pairs AS (SELECT k, g, 0 AS gi, count(*) AS c FROM raw WHERE g IS NOT NULL "
+                 "GROUP BY ALL)")
     else:
-        listed = ("listed(g, gi) AS (VALUES "
-                  + ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(names)) + ")")
+        listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(names))
+        pairs = (f"listed(g, gi) AS (VALUES {listed}), "
+                 f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
+                 f"JOIN listed ON raw.g = listed.g GROUP BY ALL)")
     bound = "" if m is None else (
         f"QUALIFY row_number() OVER (PARTITION BY k ORDER BY "
         f"substr(md5({_literal(key_hex)} || {sep} || k || {sep} || g), 1, 16), g) <= {m}")
@@ -48,9 +51,7 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
         f"WITH raw AS (SELECT CAST({k} AS VARCHAR) AS k, CAST({g} AS VARCHAR) AS g "
         f"FROM dpfreq_src), "
         f"nulls AS (SELECT count(*) FILTER (WHERE k IS NULL) AS nk, "
-        f"count(*) FILTER (WHERE g IS NULL) AS ng FROM raw), {listed}, "
-        f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
-        f"JOIN listed ON raw.g = listed.g GROUP BY ALL), "
+        f"count(*) FILTER (WHERE g IS NULL) AS ng FROM raw), {pairs}, "
         f"kept AS (SELECT g, gi, c FROM pairs {bound}) "
         f"SELECT g, gi, {value} AS v, count(*) AS p, "
         f"(SELECT nk FROM nulls) AS nk, (SELECT ng FROM nulls) AS ng "
