@@ -91,6 +91,25 @@ def _simultaneous(releases: dict[str, Any], gamma1: Any, conf: float) -> ErrorSt
         "each group's sorted-ℓ1 statement holds on its own at the release's confidence."))
 
 
+def _params(engine: str, group: str, eps_r: float, selection: Any) -> dict[str, Any]:
+    """The shared ``mechanism_params`` of a grouped anonymized release."""
+    params: dict[str, Any] = {
+        "engine": engine, "group_column": group, "epsilon_per_group": eps_r,
+        "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
+        "bounding": "none needed: each row lies in exactly one group",
+        "groups": "public list (rows of other groups dropped)",
+        "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
+    if selection is not None:
+        params["groups"] = ("private partition selection of the data's groups (thresholded "
+                            "exact discrete Laplace on each group's row count; see "
+                            "'selection')")
+        params["selection"] = selection.to_dict()
+        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups (with "
+                           f"all of δ = {selection.delta:g}); every selected group is released "
+                           f"at ε = {eps_r:.6g} (parallel composition)")
+    return params
+
+
 def release_grouped_anonymized_histogram(
         source: Any, *, epsilon: float, unit: str, item: Any, count: Any, method: str,
         split: Any, confidence: float, domain_size: Any, engine: Any, rng: Any,
@@ -160,20 +179,7 @@ def release_grouped_anonymized_histogram(
         *hists[name], plan=plan, epsilon=eps_r, method=method, confidence=conf,
         generator=resolved.generator, seeded=resolved.seeded, engine_name=eng.name,
         domain_size=d) for name in released}
-    params: dict[str, Any] = {
-        "engine": eng.name, "group_column": group, "epsilon_per_group": eps_r,
-        "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
-        "bounding": "none needed: each row lies in exactly one group",
-        "groups": "public list (rows of other groups dropped)",
-        "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
-    if selection is not None:
-        params["groups"] = ("private partition selection of the data's groups (thresholded "
-                            "exact discrete Laplace on each group's row count; see "
-                            "'selection')")
-        params["selection"] = selection.to_dict()
-        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups (with "
-                           f"all of δ = {dlt:g}); every selected group is released at ε = "
-                           f"{eps_r:.6g} (parallel composition)")
+    params = _params(eng.name, group, eps_r, selection)
     sim = _simultaneous(releases, epsilon_fractions(plan.split)[0], conf)
     return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit="event",
                           mechanism="grouped-" + mechanism_name(plan.method),
