@@ -228,3 +228,19 @@ def test_no_group_selected_gives_an_empty_release() -> None:
     assert "No group was released" in rel.simultaneous.description
     assert rel.to_pandas().shape == (0, 3)
     assert '"groups": {}' in rel.to_json()
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "m"), CASES)
+def test_count_for_is_the_smallest_count(epsilon: float, delta: float, m: int) -> None:
+    plan = plan_selection(epsilon, delta, m)
+    for p in (0.05, 0.5, 0.95, 0.999):
+        c = plan.count_for(p)
+        assert plan.release_probability(c) >= p
+        assert c == 1 or plan.release_probability(c - 1) < p
+
+
+def test_tiny_epsilon_plans_without_looping() -> None:
+    plan = plan_selection(1e-6, 1e-3, 1000)  # τ above 10^10: closed forms, a few steps
+    assert plan.threshold > 10**10
+    assert plan.count_for(0.95) > plan.threshold
+    assert 1000 * plan.single_item_probability <= 1e-3

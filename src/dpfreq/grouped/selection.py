@@ -110,8 +110,23 @@ class SelectionPlan:
         return self.release_probability(1)
 
     def count_for(self, probability: float) -> int:
-        """The smallest item count released with at least ``probability`` (in (0, 1))."""
-        c = self.threshold
+        """The smallest item count released with at least ``probability`` (in (0, 1)).
+
+        Solved on the closed-form tails (``Pr[Z ≥ k] = α^k/(1+α)`` for ``k ≥ 1``), then checked
+        against :meth:`release_probability` a step either way.
+        """
+        with decimal.localcontext() as ctx:
+            ctx.prec = _PRECISION
+            g = decimal.Decimal(self.gamma.numerator) / decimal.Decimal(self.gamma.denominator)
+            one_plus = 1 + (-g).exp()
+            p = decimal.Decimal(probability)
+            if p * one_plus <= 1:  # reached below τ: α^k/(1+α) >= p with k = τ - c >= 0
+                k = int((-(p * one_plus).ln() / g).to_integral_value(decimal.ROUND_FLOOR))
+                c = self.threshold - k
+            else:  # above τ: 1 - α^j/(1+α) >= p with j = c - τ + 1 >= 1
+                j = int((-((1 - p) * one_plus).ln() / g).to_integral_value(decimal.ROUND_CEILING))
+                c = self.threshold + j - 1
+        c = max(c, 1)
         while self.release_probability(c) < probability:
             c += 1
         while c > 1 and self.release_probability(c - 1) >= probability:
