@@ -55,13 +55,16 @@ def test_anonymize_grouped_public_list_and_selection(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, [*base, "--groups", str(groups), "--json", "-"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert list(doc["groups"]) == ["s0", "s1", "s_empty"]
-    assert doc["unit"] == "event"
+    assert list(doc["release"]["groups"]) == ["s0", "s1", "s_empty"]
+    assert doc["release"]["unit"] == "event"
+    assert set(doc["properties"]) == {"s0", "s1", "s_empty"}
+    assert "entropy" in doc["properties"]["s1"]
     table = CliRunner().invoke(cli, [*base, "--delta", "1e-6", "--top", "2"])
     assert table.exit_code == 0, table.output
     assert "# per group:" in table.stdout
     assert "\n   s1  " in table.stdout  # the summary row of group s1
     assert "lone" not in table.stdout  # p₁ <= 1e-6: the stated false-alarm rate
+    assert "# property estimates per group" in table.stdout
 
 
 @pytest.mark.parametrize(("extra", "start"), [

@@ -233,8 +233,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     (counts x number of items), N (a DP estimate of the total) with an exact interval for the
     true total, a sorted-l1 error bound, and plug-in estimates of entropy, support size, unseen
     species, ... computed from the release only (no further budget). With --group, one histogram
-    per group (every group at the full epsilon: each row lies in one group), the groups from
-    --groups FILE or selected privately with --delta; properties are then in the Python API.
+    per group (every group at the full epsilon: each row lies in one group) and its properties,
+    the groups from --groups FILE or selected privately with --delta.
     """
     from dpfreq.anonymized import release_anonymized_histogram
     from dpfreq.anonymized.properties import estimate_properties
@@ -257,7 +257,14 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
             split=split, confidence=confidence, domain_size=domain_size, rng=seed,
             accountant=accountant, count=count_column, group=group, groups=groups_file,
             max_groups_per_item=max_groups_per_item, delta=delta)
-        emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list)
+        per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
+                                            extrapolation_ratio=extrapolation_ratio)
+                     for g in rel}
+        doc = {"release": rel.to_dict(), "properties": {
+            g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
+        emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
+                                properties={g: _property_lines(p) for g, p in per_group.items()},
+                                text=json.dumps(doc, indent=2))
         return
     common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split,
               "confidence": confidence, "domain_size": domain_size, "rng": seed,

@@ -91,10 +91,12 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
 
 
 def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None, top: int, *,
-                            frequency_list: Callable[[Any, int], list[str]]) -> None:
-    """JSON / PNG first, then one summary row per group and the frequency lists, each row led
-    by its group."""
-    shared.emit_release(rel, json_out, plot_out)
+                            frequency_list: Callable[[Any, int], list[str]],
+                            properties: dict[str, list[str]], text: str) -> None:
+    """JSON / PNG first (``text`` is the JSON document), then one summary row per group, the
+    frequency lists and the property estimates (``properties``: each group's printed lines),
+    each row led by its group."""
+    shared.emit_release(rel, json_out, plot_out, text=text)
     to_err = json_out == "-"
     click.echo(groups_line(rel), err=to_err)
     click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
@@ -114,4 +116,9 @@ def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None
     for name in rel:
         lines = frequency_list(rel[name], top)
         for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
+            click.echo(f"{name:>12}  {line}", err=to_err)
+    click.echo("# property estimates per group (post-processing of each group's release, no "
+               "extra budget; ± = L x its sorted-l1 bound):", err=to_err)
+    for name in rel:
+        for line in properties[name]:
             click.echo(f"{name:>12}  {line}", err=to_err)
