@@ -244,3 +244,33 @@ def test_tiny_epsilon_plans_without_looping() -> None:
     assert plan.threshold > 10**10
     assert plan.count_for(0.95) > plan.threshold
     assert 1000 * plan.single_item_probability <= 1e-3
+
+
+def _sizes(rows: list[tuple[int, str]], m: int) -> dict[str, int]:
+    """Items per group of the data after bounding (groups=None), from the memory engine."""
+    if not rows:
+        return {}
+    gp = get_engine("memory").grouped_count_of_counts(
+        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]}, item="u", group="g",
+        groups=None, max_groups_per_item=m, hash_key=bytes(range(32)), max_count=3)
+    sizes = np.bincount(gp.group_index, weights=gp.prevalences, minlength=len(gp.groups))
+    return {g: int(k) for g, k in zip(gp.groups, sizes, strict=True)}
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_selection_counts_move_by_one_in_at_most_m_groups(m: int) -> None:
+    """Every data set of items 1 and 2 over groups a, b, c (0..1 rows each) and its
+    remove-one-item neighbours: the candidates' item counts (the selection's input) change by
+    at most 1 in at most m groups, and a group appears or vanishes only with one item."""
+    cells = list(itertools.product([0, 1], repeat=3))
+    for a, b in itertools.product(cells, cells):
+        rows = [(1, g) for g, k in zip("abc", a, strict=True) if k]
+        rows += [(2, g) for g, k in zip("abc", b, strict=True) if k]
+        full = _sizes(rows, m)
+        for drop in (1, 2):
+            fewer = _sizes([r for r in rows if r[0] != drop], m)
+            moved = [g for g in set(full) | set(fewer) if full.get(g, 0) != fewer.get(g, 0)]
+            assert len(moved) <= m
+            for g in moved:
+                assert full.get(g, 0) - fewer.get(g, 0) == 1
+                assert g in fewer or full[g] == 1
