@@ -7,7 +7,6 @@ draw the noise. A refused call spends nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,62 +19,22 @@ from dpfreq._validate import (
     message,
 )
 from dpfreq.anonymized import auto
-from dpfreq.anonymized import hay as hay_module
-from dpfreq.anonymized.accuracy import (
-    MAX_TOTAL,
-    MAX_WORKING_BYTES,
-    run_plan,
-    simulated_l1_bound,
-    simulation_count,
-    total_interval,
-    working_bytes,
-    working_elements,
+from dpfreq.anonymized.core import (
+    FUNC,
+    METHODS,
+    REFUSED_UNITS,
+    check_feasible,
+    check_split,
+    release_prevalences,
 )
-from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted, total_of
-from dpfreq.anonymized.plan import epsilon_for_l1
-from dpfreq.anonymized.result import AnonymizedHistogramRelease
-from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
+from dpfreq.anonymized.grouped import release_grouped_anonymized_histogram
+from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted
+from dpfreq.anonymized.steps import I64
 from dpfreq.budget import check_accountant
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.noise import discrete_laplace_tail_bound
-from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["METHODS", "release_anonymized_histogram"]
-
-METHODS = ("auto", "privhist", "privhist-tuned", "hay")
-_FUNC = "release_anonymized_histogram"
-
-
-def check_split(split: Any, epsilon: float, method: str) -> tuple[float, float, float]:
-    """A user's budget split ``(ε1, ε2, ε3)`` (``(ε1, ε2)`` for Hay et al.), validated."""
-    high = method != "hay" and not auto.plan_for(method, epsilon).low_privacy_branch
-    if method == "hay":
-        rule = (f"a sequence (ε1, ε2[, 0]) of finite numbers with ε1 > 0, ε2 > 0 and sum <= "
-                f"epsilon = {epsilon!r}")
-    else:
-        rule = ("a sequence (ε1, ε2, ε3) of finite numbers >= 0 with ε1 > 0, ε2 > 0, "
-                + ("ε3 > 0 (high-privacy branch), " if high else "")
-                + f"and sum <= epsilon = {epsilon!r}")
-    if isinstance(split, str | bytes) or not isinstance(split, Sequence):
-        raise ParameterError(message("split", _FUNC, rule, split))
-    try:
-        values = [float(v) for v in split]
-    except (TypeError, ValueError):
-        raise ParameterError(message("split", _FUNC, rule, split)) from None
-    if method == "hay" and len(values) == 2:
-        values.append(0.0)
-    if len(values) != 3 or any(not math.isfinite(v) or v < 0 for v in values):
-        raise ParameterError(message("split", _FUNC, rule, split))
-    e1, e2, e3 = values
-    if e1 <= 0 or e2 <= 0 or sum(values) > epsilon * (1 + 1e-9):
-        raise ParameterError(message("split", _FUNC, rule, split))
-    if (method == "hay" and e3 != 0) or (high and e3 <= 0):
-        raise ParameterError(message("split", _FUNC, rule, split))
-    for part in values:
-        if part > 0:
-            check_epsilon(part, "split", _FUNC)
-    return e1, e2, e3
 
 
 def read_source(source: Any, item: str | None, count: str | None,
@@ -84,103 +43,29 @@ def read_source(source: Any, item: str | None, count: str | None,
     if item is None:
         if engine is not None or count is not None:
             what = "engine" if engine is not None else "count"
-            raise ParameterError(message("item", _FUNC, f"a column name when {what} is given",
+            raise ParameterError(message("item", FUNC, f"a column name when {what} is given",
                                          None))
         if isinstance(source, str | bytes) or type(source).__module__.startswith(
                 ("pyspark", "duckdb", "pathlib", "pandas", "polars", "pyarrow")):
             raise ParameterError(message(
-                "item", _FUNC, "the item column's name when source is a file, SQL, a table or "
+                "item", FUNC, "the item column's name when source is a file, SQL, a table or "
                 "a Spark DataFrame", None))
-        counts, prev = as_prevalences(source, _FUNC)
+        counts, prev = as_prevalences(source, FUNC)
         return counts, prev, None
     if not isinstance(item, str) or not item:
-        raise ParameterError(message("item", _FUNC, "a non-empty column name", item))
+        raise ParameterError(message("item", FUNC, "a non-empty column name", item))
     if count is not None and (not isinstance(count, str) or not count or count == item):
-        raise ParameterError(message("count", _FUNC, "a non-empty column name other than item",
+        raise ParameterError(message("count", FUNC, "a non-empty column name other than item",
                                      count))
     from dpfreq.engines import get_engine
 
     eng = get_engine(engine, source)
     if count is None:
         agg = eng.count_of_counts(source, item=item)
-        counts, prev = as_prevalences(agg, _FUNC)
+        counts, prev = as_prevalences(agg, FUNC)
     else:
-        counts, prev = read_weighted(eng, source, item=item, count=count, func=_FUNC)
+        counts, prev = read_weighted(eng, source, item=item, count=count, func=FUNC)
     return counts, prev, eng.name
-
-
-def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Plan) -> None:
-    """Refuse (before any budget is spent) what cannot be computed exactly or in memory.
-
-    The sizes are those at the largest private total ``N`` the noise gives with probability
-    ``1 − 10^-9``. The messages state the rule and the public limit, never the data's total
-    or a memory need derived from it.
-    """
-    n = total_of(counts, prevalences)
-    if n > MAX_TOTAL:
-        raise DataError(message("source", _FUNC, "a histogram whose total count is at most 2**52 "
-                                "(larger totals cannot be computed exactly)",
-                                "a larger total"))
-    n_high = n + discrete_laplace_tail_bound(1e-9, epsilon_fractions(plan.split)[0])
-    if plan.method == "hay" and n_high > hay_module.HAY_MAX_LENGTH:
-        raise ParameterError(message(
-            "method", _FUNC, f"not 'hay' when the private total may exceed "
-            f"{hay_module.HAY_MAX_LENGTH} (O(N) memory; a large total or a tiny epsilon; use "
-            "'privhist' or 'auto', which run in O(sqrt N))", plan.method))
-    need = working_bytes(n_high, epsilon, plan)
-    if need > MAX_WORKING_BYTES:
-        # no size is named: any number derived from N (even a rounded one) can move with one
-        # event at a bucket edge
-        raise ParameterError(message(
-            "epsilon", _FUNC, f"such that {plan.method} fits in its working-memory limit of "
-            f"{MAX_WORKING_BYTES / 2**30:g} GiB, which this source exceeds (about "
-            "sqrt(N·min(ε, 1)) + N/T + 4·ln(N)/ε2 elements of 64 bytes: a tiny epsilon or a "
-            "huge total)", epsilon))
-
-
-def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: float,
-                    interval: tuple[int, int]) -> tuple[ErrorStatement, float, float]:
-    """The sorted-ℓ1 error statement of a release, and the half-width of the band on the items
-    with count ``>= r`` with the confidence it holds at (simulated; exact for an empty
-    release)."""
-    if out.regime == "empty":
-        return ErrorStatement(kind="bound", confidence=confidence, value=float(interval[1]),
-                              description=(
-            f"N = 0 and the empty histogram is released; its sorted-ℓ1 distance to the true "
-            f"histogram is the true total n, which is at most {interval[1]} with probability "
-            f">= {confidence:g} (exact, from the law of the noise on N)")), \
-            float(interval[1]), confidence
-    elements = working_elements(out.n_estimate, epsilon, plan)
-    bound = simulated_l1_bound(out.counts, out.prevalences, out.n_estimate, plan=plan,
-                               epsilon=epsilon, confidence=confidence,
-                               simulations=simulation_count(elements, confidence, plan))
-    vacuous = bound.value >= 2 * max(out.n_estimate, 1)
-    tail = ""
-    if vacuous:
-        useful = epsilon_for_l1(out.n_estimate / 2, out.n_estimate, plan.method, confidence)
-        tail = (" This is no better than the trivial bound 2N: the release carries little "
-                "information" + (f"; an epsilon of about {useful:.3g} would bring the bound "
-                                 "under N/2 (predicted for a Zipf(1)-shaped histogram)."
-                                 if useful is not None else "."))
-    return ErrorStatement(kind="bound", confidence=confidence, value=bound.value, description=(
-        f"sorted-ℓ1 distance between the released and the true histogram <= {bound.value:g} "
-        f"with probability about {confidence:g}: the {bound.rank}-th smallest of "
-        f"{bound.simulations} simulated errors, obtained by rerunning {plan.method} with noise "
-        f"of the known law on the released histogram (post-processing; coverage measured, not "
-        f"proved). From the same runs, the number of items with count >= r is within "
-        f"±{bound.band:g} of the released one for every r at once, with probability about "
-        f"{bound.band_confidence:.3g} (the share of runs within it: the band is a whole number "
-        f"of items). The true total n is in [{interval[0]}, {interval[1]}] with probability "
-        f">= {confidence:g} (exact).{tail}"),
-        vacuous=vacuous), bound.band, bound.band_confidence
-
-
-_REFUSED_UNITS = dict.fromkeys(
-    ("item", "item_replace"),
-    "an anonymized histogram has no public count cap, so one item's rows can move the sorted "
-    "counts by any amount; for item-level protection release a profile with max_count "
-    "(release_profile)")
-_REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
 
 
 def release_anonymized_histogram(
@@ -197,7 +82,11 @@ def release_anonymized_histogram(
     engine: Any = None,
     rng: RNGLike = None,
     accountant: Any = None,
-) -> AnonymizedHistogramRelease:
+    group: str | None = None,
+    groups: Any = None,
+    max_groups_per_item: int | None = None,
+    delta: float | None = None,
+) -> Any:
     """Release an anonymized histogram (the multiset of counts) and its total under ε-DP.
 
     Parameters
@@ -244,12 +133,22 @@ def release_anonymized_histogram(
         Random source; ``None`` is the secure default. Seeds are for tests only.
     accountant : Accountant or Ledger, optional
         Charged ``epsilon`` after every check has passed and before any noise is drawn.
+    group, groups, delta : optional
+        A grouped release of a table source
+        (:func:`dpfreq.anonymized.grouped.release_grouped_anonymized_histogram`): the group
+        column, and either the public list of groups (a list or a file of one name per line)
+        or δ in (0, 1e-3] of the private partition selection of the data's groups (half of ε
+        selects, half releases). Every group gets the whole ε (or its release half) by parallel
+        composition: at ``unit="event"`` each row lies in one group.
+    max_groups_per_item : None
+        Refused at ``unit="event"`` (the only unit here), where no bound is needed.
 
     Returns
     -------
-    AnonymizedHistogramRelease
+    AnonymizedHistogramRelease or GroupedRelease
         The released histogram (prevalence form), ``N``, an exact interval for the true total,
-        and a sorted-ℓ1 error bound with its confidence.
+        and a sorted-ℓ1 error bound with its confidence; with ``group``, a
+        :class:`~dpfreq.grouped.GroupedRelease` of them.
 
     Raises
     ------
@@ -311,49 +210,36 @@ def release_anonymized_histogram(
     >>> rel.regime, rel.unit
     ('low-privacy', 'event')
     """
-    epsilon = check_epsilon(epsilon, "epsilon", _FUNC)
-    check_unit(unit, _FUNC, ("event",), refused=_REFUSED_UNITS)
-    check_choice(method, "method", _FUNC, METHODS)
-    confidence = check_confidence(confidence, "confidence", _FUNC)
-    accountant = check_accountant(accountant, _FUNC)
+    if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
+        if group is None:
+            raise ParameterError(message("group", FUNC, "the group column when groups, "
+                                         "max_groups_per_item or delta is given", group))
+        return release_grouped_anonymized_histogram(
+            source, epsilon=epsilon, unit=unit, item=item, count=count, method=method,
+            split=split, confidence=confidence, domain_size=domain_size, engine=engine,
+            rng=rng, accountant=accountant, group=group, groups=groups,
+            max_groups_per_item=max_groups_per_item, delta=delta)
+    epsilon = check_epsilon(epsilon, "epsilon", FUNC)
+    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", FUNC, METHODS)
+    confidence = check_confidence(confidence, "confidence", FUNC)
+    accountant = check_accountant(accountant, FUNC)
     if method == "auto" and split is not None:
-        raise ParameterError(message("split", _FUNC, "None when method='auto' (auto picks "
+        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
                                      "its own split)", split))
     checked = None if split is None else check_split(split, epsilon, method)
     plan = auto.plan_for(method, epsilon, checked)
     if domain_size is not None:
-        domain_size = check_int(domain_size, "domain_size", _FUNC, minimum=1)
+        domain_size = check_int(domain_size, "domain_size", FUNC, minimum=1)
     counts, prev, engine_name = read_source(source, item, count, engine)
     check_feasible(counts, prev, epsilon, plan)
     if domain_size is not None and int(prev.sum()) > domain_size:
-        raise DataError(message("domain_size", _FUNC, "at least the number of distinct items "
+        raise DataError(message("domain_size", FUNC, "at least the number of distinct items "
                                 "in the source", domain_size))
-    resolved = resolve_rng(rng, _FUNC)
+    resolved = resolve_rng(rng, FUNC)
     if accountant is not None:
-        accountant.spend(epsilon, 0.0, label=_FUNC, unit="event")
-    out = run_plan(plan, counts, prev, epsilon=epsilon, noise=ExactNoise(resolved.generator))
-    fractions = epsilon_fractions(plan.split)
-    interval = total_interval(out.n_estimate, fractions[0], confidence)
-    params: dict[str, Any] = {"requested_method": method, "epsilon_fractions": fractions,
-                              "relation": RELATIONS["event"], **out.params}
-    if method == "auto":
-        params["why"] = auto.why(epsilon)
-    if engine_name is not None:
-        params["engine"] = engine_name
-    if domain_size is not None:
-        params["domain_size"] = domain_size
-    error, band, band_confidence = histogram_error(out, plan, epsilon, confidence, interval)
-    return AnonymizedHistogramRelease(
-        value={"counts": out.counts, "prevalences": out.prevalences,
-               "n_estimate": out.n_estimate},
-        epsilon=epsilon, delta=0.0, unit="event", mechanism=mechanism_name(plan.method),
-        mechanism_params=params, seeded=resolved.seeded,
-        error=error, total_interval=interval, items_at_least_band=band,
-        items_at_least_confidence=band_confidence, split=plan.split,
-        regime=out.regime, method=plan.method)
-
-
-def mechanism_name(method: str) -> str:
-    """The release's ``mechanism`` for a method."""
-    return "hay-sorted-counts" if method == "hay" else "privhist"
-
+        accountant.spend(epsilon, 0.0, label=FUNC, unit="event")
+    return release_prevalences(counts, prev, plan=plan, epsilon=epsilon, method=method,
+                               confidence=confidence, generator=resolved.generator,
+                               seeded=resolved.seeded, engine_name=engine_name,
+                               domain_size=domain_size)

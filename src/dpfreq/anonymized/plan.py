@@ -168,9 +168,43 @@ def _check_range(n_range: Any) -> tuple[int, int]:
     return lo, hi
 
 
+def _plan_grouped(n_range: tuple[int, int], epsilon: Any, target_l1: Any, confidence: float,
+                  method: str, group: Any, groups: Any, max_groups_per_item: Any,
+                  delta: Any) -> Any:
+    """The grouped plan: each group (total in ``n_range``) at ε (ε/2 with selection)."""
+    if group is None:
+        raise ParameterError(message("group", _FUNC, "the group column when groups, "
+                                     "max_groups_per_item or delta is given", group))
+    if max_groups_per_item is not None:
+        raise ParameterError(message(
+            "max_groups_per_item", _FUNC, "None at unit='event' (each row lies in exactly one "
+            "group, so every group gets the full epsilon by parallel composition)",
+            max_groups_per_item))
+    if target_l1 is not None:
+        raise ParameterError(message("target_l1", _FUNC, "None with group= (plan a grouped "
+                                     "release at a given epsilon)", target_l1))
+    from dpfreq.grouped.plan import plan_grouped
+
+    eps = check_epsilon(epsilon, "epsilon", _FUNC)
+
+    def plan_one(e: float, level: float | None) -> AnonymizedPlan:
+        return plan_anonymized(n_range=n_range, epsilon=e, confidence=level or confidence,
+                               method=method)
+
+    def summary(p: AnonymizedPlan) -> str:
+        return (f"total N ± {p.total_halfwidth} (exact), sorted-ℓ1 bound about "
+                f"{p.predicted_l1[0]:.4g} .. {p.predicted_l1[1]:.4g} for group totals "
+                f"{p.n_range[0]} .. {p.n_range[1]} (confidence {p.confidence:.6g}).")
+
+    return plan_grouped(epsilon=eps, unit="event", max_groups_per_item=None, groups=groups,
+                        delta=delta, func=_FUNC, plan_one=plan_one, summary=summary)
+
+
 def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                     target_l1: float | None = None, confidence: float = 0.95,
-                    method: str = "auto") -> AnonymizedPlan:
+                    method: str = "auto", group: str | None = None, groups: Any = None,
+                    max_groups_per_item: int | None = None,
+                    delta: float | None = None) -> Any:
     """Predict the error statement of an anonymized-histogram release, or the ε for a target.
 
     Parameters
@@ -186,10 +220,16 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         Confidence of the statements (default 0.95).
     method : {"auto", "privhist", "privhist-tuned", "hay"}
         The method the release will use.
+    group, groups, delta : optional
+        Plan a grouped release (as in ``release_anonymized_histogram``; ``n_range`` is then the
+        range of each group's total): each group at ε, or ε/2 with ``delta`` (which plans the
+        private partition selection), and over a public list the simultaneous plan.
+    max_groups_per_item : None
+        Refused, as at release: at ``unit="event"`` each row lies in one group.
 
     Returns
     -------
-    AnonymizedPlan
+    AnonymizedPlan or GroupedPlan
 
     Raises
     ------
@@ -212,6 +252,9 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     lo, hi = _check_range(n_range)
     confidence = check_confidence(confidence, "confidence", _FUNC)
     check_choice(method, "method", _FUNC, ("auto", "privhist", "privhist-tuned", "hay"))
+    if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
+        return _plan_grouped((lo, hi), epsilon, target_l1, confidence, method, group, groups,
+                             max_groups_per_item, delta)
     if (epsilon is None) == (target_l1 is None):
         raise ParameterError(message("epsilon", _FUNC, "given exactly when target_l1 is not",
                                      epsilon))

@@ -16,6 +16,13 @@ import click
 import numpy as np
 
 import dpfreq.cli._common as shared
+from dpfreq.cli.grouped import (
+    delta_option,
+    emit_grouped_anonymized,
+    format_grouped_plan,
+    group_options,
+    plan_group_options,
+)
 from dpfreq.errors import DataError, debug_enabled
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
@@ -205,6 +212,8 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
               help="t of the unseen-species / support-coverage estimates.")
 @click.option("--top", type=shared.POSITIVE, default=10, show_default=True,
               help="Show this many largest and smallest distinct released counts.")
+@group_options
+@delta_option
 @shared.output_options
 @shared.engine_option
 @shared.seed_option
@@ -213,7 +222,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
             epsilon: float, unit: str, method: str, split_text: str | None, confidence: float,
             domain_size: int | None, extrapolation_ratio: float, top: int,
             json_out: str | None, plot_out: str | None, engine: Any, seed: int | None,
-            accountant: Any) -> None:
+            accountant: Any, group: str | None = None, max_groups_per_item: int | None = None,
+            groups_file: str | None = None, delta: float | None = None) -> None:
     """Release the anonymized histogram (frequency list) of FILE with epsilon-DP, and its
     properties.
 
@@ -222,7 +232,9 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     refused (no public count cap bounds one item's rows). The output is the released histogram
     (counts x number of items), N (a DP estimate of the total) with an exact interval for the
     true total, a sorted-l1 error bound, and plug-in estimates of entropy, support size, unseen
-    species, ... computed from the release only (no further budget).
+    species, ... computed from the release only (no further budget). With --group, one histogram
+    per group (every group at the full epsilon: each row lies in one group) and its properties,
+    the groups from --groups FILE or selected privately with --delta.
     """
     from dpfreq.anonymized import release_anonymized_histogram
     from dpfreq.anonymized.properties import estimate_properties
@@ -236,6 +248,24 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                "file).")
     split = parse_split(split_text)
     shared.warn_if_seeded(seed)
+    if any(v is not None for v in (group, groups_file, max_groups_per_item, delta)):
+        if prevalence_csv:
+            raise click.UsageError("--group and its options need a table of rows (--item), "
+                                   "not --prevalence-csv.")
+        rel = release_anonymized_histogram(
+            file, item=item, engine=engine, epsilon=epsilon, unit=unit, method=method,
+            split=split, confidence=confidence, domain_size=domain_size, rng=seed,
+            accountant=accountant, count=count_column, group=group, groups=groups_file,
+            max_groups_per_item=max_groups_per_item, delta=delta)
+        per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
+                                            extrapolation_ratio=extrapolation_ratio)
+                     for g in rel}
+        doc = {"release": rel.to_dict(), "properties": {
+            g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
+        emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
+                                properties={g: _property_lines(p) for g, p in per_group.items()},
+                                text=json.dumps(doc, indent=2))
+        return
     common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split,
               "confidence": confidence, "domain_size": domain_size, "rng": seed,
               "accountant": accountant}
@@ -273,9 +303,13 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
               help="As for dpfreq anonymize.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the statements.")
+@plan_group_options
 def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, method: str,
-                 confidence: float) -> None:
-    """Predicted error statement of `dpfreq anonymize` (public parameters only)."""
+                 confidence: float, group: str | None = None,
+                 max_groups_per_item: int | None = None, groups_file: str | None = None,
+                 delta: float | None = None) -> None:
+    """Predicted error statement of `dpfreq anonymize` (public parameters only); with --group,
+    of every group (--n-range is then each group's total)."""
     from dpfreq.anonymized import plan_anonymized
     from dpfreq.cli._common import parse_int_list
 
@@ -283,16 +317,27 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
     if len(bounds) != 2:
         raise click.BadParameter("must be two integers LO,HI", param_hint="--n-range")
     plan = plan_anonymized(n_range=(bounds[0], bounds[1]), epsilon=epsilon, target_l1=target_l1,
-                           confidence=confidence, method=method)
-    click.echo(f"# plan: anonymized histogram, totals {plan.n_range[0]}..{plan.n_range[1]}, "
-               f"epsilon={plan.epsilon:g}, delta=0, method {plan.method}, unit {plan.unit} "
-               f"({plan.relation})")
-    click.echo(f"total:          N ± {plan.total_halfwidth} (exact, confidence "
-               f"{plan.confidence:g})")
-    click.echo(f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
-               "(predicted for a Zipf(1)-shaped histogram)"
-               + (" — VACUOUS" if plan.vacuous else ""))
-    click.echo(plan.description)
+                           confidence=confidence, method=method, group=group,
+                           groups=groups_file, max_groups_per_item=max_groups_per_item,
+                           delta=delta)
+    if group is not None:
+        for line in format_grouped_plan(plan, _plan_lines):
+            click.echo(line)
+        return
+    for line in _plan_lines(plan):
+        click.echo(line)
+
+
+def _plan_lines(plan: Any) -> list[str]:
+    """The lines printed for an :class:`~dpfreq.anonymized.AnonymizedPlan`."""
+    return [
+        f"# plan: anonymized histogram, totals {plan.n_range[0]}..{plan.n_range[1]}, "
+        f"epsilon={plan.epsilon:g}, delta=0, method {plan.method}, unit {plan.unit} "
+        f"({plan.relation})",
+        f"total:          N ± {plan.total_halfwidth} (exact, confidence {plan.confidence:g})",
+        f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
+        "(predicted for a Zipf(1)-shaped histogram)" + (" — VACUOUS" if plan.vacuous else ""),
+        plan.description]
 
 
 _COUNT_NAMES = ("count", "counts", "frequency", "freq", "occurrences", "n")

@@ -1,7 +1,9 @@
-"""Grouped releases on the command line: ``--group``, ``--max-groups-per-item``, ``--groups``.
+"""Grouped releases on the command line: ``--group``, ``--max-groups-per-item``, ``--groups``,
+``--delta``.
 
 The options are shared by the commands that take them; a grouped release prints one table per
-group, each row led by the group's name (the table's group column).
+group, each row led by the group's name (the table's group column). ``--delta`` (instead of
+``--groups``) selects the data's groups by private partition selection.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["emit_grouped_profile", "group_options"]
+__all__ = ["delta_option", "emit_grouped_anonymized", "emit_grouped_profile", "format_grouped_plan",
+           "group_options", "groups_line", "plan_group_options"]
 
 
 def group_options(f: Any) -> Any:
@@ -29,6 +32,44 @@ def group_options(f: Any) -> Any:
                              "the budget spent once.")(f)
 
 
+def delta_option(f: Any) -> Any:
+    """``--delta D``: δ of the private partition selection of the groups (no default)."""
+    return click.option("--delta", type=float, default=None,
+                        help="With --group and without --groups: δ in (0, 1e-3] of the private "
+                             "partition selection of the data's groups (half of ε selects, "
+                             "half releases). No default.")(f)
+
+
+def plan_group_options(f: Any) -> Any:
+    """The grouped options of ``dpfreq plan``: ``--group``, ``--max-groups-per-item``,
+    ``--groups FILE`` and ``--delta``."""
+    return group_options(delta_option(f))
+
+
+def groups_line(rel: Any) -> str:
+    """The shared header line of a grouped release: which groups, the bound, the budget."""
+    params = rel.mechanism_params
+    m = params.get("max_groups_per_item")
+    sel = params.get("selection")
+    what = "row" if rel.unit == "event" else "item"
+    which = (f"{len(rel)} public groups" if sel is None else
+             f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} {what}s, "
+             f"ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is released "
+             f"with probability {sel['single_item_release_probability']:.3g})")
+    bound = (f"each item keeps at most m={m} of them" if m is not None else
+             "each row lies in one group")
+    return (f"# grouped by {params['group_column']!r}: {which}, {bound}; epsilon={rel.epsilon:g}"
+            f", delta={rel.delta:g} spent once, ε={params['epsilon_per_group']:g} per group")
+
+
+def format_grouped_plan(plan: Any, format_one: Callable[[Any], list[str]]) -> list[str]:
+    """The lines of a grouped plan: its description, then one group's plan (``format_one``)."""
+    lines = [f"# grouped plan: epsilon={plan.epsilon:g}, delta={plan.delta:g}, unit {plan.unit}"
+             f", ε={plan.epsilon_per_group:g} per group", plan.description,
+             "# one group:"]
+    return lines + format_one(plan.per_group)
+
+
 def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                          plot_out: str | None, *, format_header: Callable[..., list[str]],
                          format_table: Callable[..., str]) -> None:
@@ -37,10 +78,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
     command's own formatters."""
     shared.emit_release(rel, json_out, plot_out)
     to_err = json_out == "-"
-    params = rel.mechanism_params
-    click.echo(f"# grouped by {params['group_column']!r}: {len(rel)} public groups, each item "
-               f"keeps at most m={params['max_groups_per_item']} of them; epsilon={rel.epsilon:g}"
-               f" spent once, ε/m={params['epsilon_per_group']:g} per group", err=to_err)
+    click.echo(groups_line(rel), err=to_err)
     click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
     for i, name in enumerate(rel):
         lines = format_table(rel[name], rows).splitlines()
@@ -49,4 +87,38 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
                 click.echo(line, err=to_err)
             click.echo(f"{'group':>12}  {lines[0]}", err=to_err)
         for line in lines[1:]:
+            click.echo(f"{name:>12}  {line}", err=to_err)
+
+
+def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None, top: int, *,
+                            frequency_list: Callable[[Any, int], list[str]],
+                            properties: dict[str, list[str]], text: str) -> None:
+    """JSON / PNG first (``text`` is the JSON document), then one summary row per group, the
+    frequency lists and the property estimates (``properties``: each group's printed lines),
+    each row led by its group."""
+    shared.emit_release(rel, json_out, plot_out, text=text)
+    to_err = json_out == "-"
+    click.echo(groups_line(rel), err=to_err)
+    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
+    rows = [("group", "N", "total interval", "items", "sorted-l1 <=", "method")]
+    for name in rel:
+        r = rel[name]
+        lo, hi = r.total_interval
+        rows.append((str(name), str(r.n_estimate), f"[{lo}, {hi}]", str(r.n_items),
+                     f"{float(r.error.value):.6g}", f"{r.method} ({r.regime})"))
+    width = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    click.echo(f"# per group: N (DP total) with its exact interval, items released, sorted-l1 "
+               f"bound at confidence about {rel.simultaneous.confidence:g}", err=to_err)
+    for row in rows:
+        click.echo("  ".join(c.rjust(w) for c, w in zip(row, width, strict=True)), err=to_err)
+    click.echo("# released frequency lists, largest counts first:", err=to_err)
+    click.echo(f"{'group':>12}  count  items  ranks", err=to_err)
+    for name in rel:
+        lines = frequency_list(rel[name], top)
+        for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
+            click.echo(f"{name:>12}  {line}", err=to_err)
+    click.echo("# property estimates per group (post-processing of each group's release, no "
+               "extra budget; ± = L x its sorted-l1 bound):", err=to_err)
+    for name in rel:
+        for line in properties[name]:
             click.echo(f"{name:>12}  {line}", err=to_err)

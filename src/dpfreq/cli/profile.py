@@ -15,7 +15,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
-from dpfreq.cli.grouped import emit_grouped_profile, group_options
+from dpfreq.cli.grouped import delta_option, emit_grouped_profile, group_options
 
 __all__ = [
     "command",
@@ -189,6 +189,7 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                    "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
 @group_options
+@delta_option
 @rows_option
 @shared.engine_option
 @shared.output_options
@@ -198,7 +199,8 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
             norm: str, confidence: float, method: str, rows_text: str, engine: Any,
             json_out: str | None, plot_out: str | None, seed: int | None,
             group: str | None = None, max_groups_per_item: int | None = None,
-            groups_file: str | None = None, accountant: Any = None) -> None:
+            groups_file: str | None = None, delta: float | None = None,
+            accountant: Any = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
@@ -214,7 +216,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
                           epsilon=epsilon, unit=unit, method=method, confidence=confidence,
                           norm=norm, engine=engine, rng=seed, accountant=accountant,
                           group=group, max_groups_per_item=max_groups_per_item,
-                          groups=groups_file)
+                          groups=groups_file, delta=delta)
     if group is not None:
         emit_grouped_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out,
                              format_header=format_header, format_table=format_table)

@@ -299,12 +299,14 @@ class Engine(Protocol):
         ...
 
     def grouped_count_of_counts(
-        self, source: Any, *, item: str, group: str, groups: Any, max_groups_per_item: int,
-        hash_key: bytes, max_count: int
+        self, source: Any, *, item: str, group: str, groups: Any,
+        max_groups_per_item: int | None, hash_key: bytes, max_count: int | None
     ) -> Any:
         """Per-group prevalences after each item keeps at most ``max_groups_per_item`` of the
         listed ``groups`` (chosen by the keyed rank of
-        :mod:`dpfreq.engines.grouping_memory`); returns a ``GroupedPrevalences``."""
+        :mod:`dpfreq.engines.grouping_memory`); returns a ``GroupedPrevalences``.
+        ``groups=None``: every group of the data (private names, for partition selection);
+        ``max_groups_per_item=None``: no bound; ``max_count=None``: no clamp."""
         ...
 
     def occurrence_times(

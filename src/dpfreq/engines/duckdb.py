@@ -382,8 +382,8 @@ class DuckDBEngine:
                                 prevalences=_plain(res["p"], item, func).astype(np.int64))
 
     def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
-                                max_groups_per_item: int, hash_key: bytes,
-                                max_count: int) -> Any:
+                                max_groups_per_item: int | None, hash_key: bytes,
+                                max_count: int | None) -> Any:
         """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_duckdb`)."""
         from dpfreq.engines.grouping_duckdb import duckdb_grouped_count_of_counts
 

@@ -1,9 +1,9 @@
 """Contribution bounding over groups and per-group count-of-counts in DuckDB SQL.
 
 The same rule as :mod:`dpfreq.engines.grouping_memory` (which states it and why it is
-uniform), computed in one query where the data lives: filter to the listed groups, count rows
-per (item, group), keep each item's ``m`` pairs of smallest ``md5`` rank, count-of-counts per
-group.
+uniform), computed in one query where the data lives: filter to the listed groups (or keep all
+with ``groups=None``), count rows per (item, group), keep each item's ``m`` pairs of smallest
+``md5`` rank (none dropped with ``max_groups_per_item=None``), count-of-counts per group.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def _literal(text: str) -> str:
 
 
 def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
-                                   groups: Any, max_groups_per_item: int, hash_key: bytes,
-                                   max_count: int) -> GroupedPrevalences:
+                                   groups: Any, max_groups_per_item: int | None,
+                                   hash_key: bytes,
+                                   max_count: int | None) -> GroupedPrevalences:
     """Bound each item to ``m`` groups and count-of-counts per group (one DuckDB query)."""
     func = "DuckDBEngine.grouped_count_of_counts"
     group, names, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
@@ -33,22 +34,29 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
     rel = engine.relation(source, func, text_columns=(item, group))
     k = engine._key_expr(rel, item, func)
     g = engine._key_expr(rel, group, func)
-    listed = "(" + ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(names)) + ")"
     sep = _literal(SEP)
+    if names is None:  # every group of the data (names private until selected): no join
+        pairs = ("pairs AS (SELECT k, g, 0 AS gi, count(*) AS c FROM raw WHERE g IS NOT NULL "
+                 "GROUP BY ALL)")
+    else:
+        listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(names))
+        pairs = (f"listed(g, gi) AS (VALUES {listed}), "
+                 f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
+                 f"JOIN listed ON raw.g = listed.g GROUP BY ALL)")
+    bound = "" if m is None else (
+        f"QUALIFY row_number() OVER (PARTITION BY k ORDER BY "
+        f"substr(md5({_literal(key_hex)} || {sep} || k || {sep} || g), 1, 16), g) <= {m}")
+    value = "c" if n is None else f"least(c, {n})"
     sql = (
         f"WITH raw AS (SELECT CAST({k} AS VARCHAR) AS k, CAST({g} AS VARCHAR) AS g "
         f"FROM dpfreq_src), "
         f"nulls AS (SELECT count(*) FILTER (WHERE k IS NULL) AS nk, "
-        f"count(*) FILTER (WHERE g IS NULL) AS ng FROM raw), "
-        f"listed(g, gi) AS (VALUES {listed[1:-1]}), "
-        f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
-        f"JOIN listed ON raw.g = listed.g GROUP BY ALL), "
-        f"kept AS (SELECT gi, c FROM pairs QUALIFY row_number() OVER (PARTITION BY k ORDER BY "
-        f"substr(md5({_literal(key_hex)} || {sep} || k || {sep} || g), 1, 16), g) <= {m}) "
-        f"SELECT gi, least(c, {n}) AS v, count(*) AS p, "
+        f"count(*) FILTER (WHERE g IS NULL) AS ng FROM raw), {pairs}, "
+        f"kept AS (SELECT g, gi, c FROM pairs {bound}) "
+        f"SELECT g, gi, {value} AS v, count(*) AS p, "
         f"(SELECT nk FROM nulls) AS nk, (SELECT ng FROM nulls) AS ng "
-        f"FROM kept GROUP BY 1, 2 "
-        f"UNION ALL SELECT -1, 0, 0, nk, ng FROM nulls ORDER BY 1, 2")
+        f"FROM kept GROUP BY 1, 2, 3 "
+        f"UNION ALL SELECT NULL, -1, 0, 0, nk, ng FROM nulls ORDER BY 2, 1, 3")
     res = engine._run(rel, sql, func)
     gi = np.asarray(res["gi"], dtype=np.int64)
     nk, ng = np.asarray(res["nk"], dtype=np.int64), np.asarray(res["ng"], dtype=np.int64)
@@ -57,6 +65,13 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
     if ng.size and ng.max() > 0:
         raise common.null_error(func, group)
     body = gi >= 0
-    return GroupedPrevalences(groups=names, group_index=gi[body],
-                              counts=np.asarray(res["v"], dtype=np.int64)[body],
-                              prevalences=np.asarray(res["p"], dtype=np.int64)[body])
+    v = np.asarray(res["v"], dtype=np.int64)[body]
+    p = np.asarray(res["p"], dtype=np.int64)[body]
+    if names is None:
+        text = np.asarray(res["g"], dtype=object)[body].astype(str)
+        present, gi_all = np.unique(text, return_inverse=True)
+        order = np.lexsort((v, gi_all.reshape(-1)))
+        return GroupedPrevalences(groups=tuple(str(x) for x in present),
+                                  group_index=gi_all.reshape(-1)[order].astype(np.int64),
+                                  counts=v[order], prevalences=p[order])
+    return GroupedPrevalences(groups=names, group_index=gi[body], counts=v, prevalences=p)

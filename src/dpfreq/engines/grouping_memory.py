@@ -16,6 +16,12 @@ natively, so the data never leaves the engine; this module is the readable refer
 
 Each item's kept set depends only on the key and that item's own rows, so adding or removing
 one item changes the bounded data of at most ``m`` groups, each by that item's rows alone.
+
+Two relaxed forms serve other callers: ``groups=None`` keeps every group of the data and returns
+the names of the groups that keep at least one item (private names: only private partition
+selection, :mod:`dpfreq.grouped.selection`, may publish them); ``max_groups_per_item=None``
+bounds nothing (event-level releases, where every row lies in one group) and
+``max_count=None`` clamps nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ class GroupedPrevalences:
     Attributes
     ----------
     groups : tuple of str
-        The public groups, in the order given.
+        The public groups, in the order given; with ``groups=None`` the groups of the data that
+        keep at least one item, sorted (private until selected).
     group_index : numpy.ndarray of int64
         Index into ``groups`` of each entry.
     counts : numpy.ndarray of int64
@@ -60,22 +67,27 @@ class GroupedPrevalences:
 
 def check_group_args(item: Any, group: Any, groups: Any, max_groups_per_item: Any,
                      hash_key: Any, max_count: Any,
-                     func: str) -> tuple[str, tuple[str, ...], int, str, int]:
+                     func: str) -> tuple[str, tuple[str, ...] | None, int | None, str, int | None]:
     """Validate the engine arguments (the same for every engine); returns (group, groups as
-    text, m, key hex, n)."""
+    text or None for all, m or None for no bound, key hex, n or None for no clamp)."""
     if not isinstance(group, str) or not group:
         raise ParameterError(message("group", func, "a non-empty column name (str)", group))
     if not isinstance(item, str) or not item or item == group:
         raise ParameterError(message("item", func, "a column name other than group", item))
-    if isinstance(groups, str | bytes) or not hasattr(groups, "__iter__"):
-        raise ParameterError(message("groups", func, "a list of group names", groups))
-    names = tuple(dict.fromkeys(str(g) for g in groups))
-    if not names:
-        raise ParameterError(message("groups", func, "a non-empty list of group names", groups))
-    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    names: tuple[str, ...] | None = None
+    if groups is not None:
+        if isinstance(groups, str | bytes) or not hasattr(groups, "__iter__"):
+            raise ParameterError(message("groups", func, "a list of group names or None",
+                                         groups))
+        names = tuple(dict.fromkeys(str(g) for g in groups))
+        if not names:
+            raise ParameterError(message("groups", func, "a non-empty list of group names",
+                                         groups))
+    m = None if max_groups_per_item is None else check_int(
+        max_groups_per_item, "max_groups_per_item", func, minimum=1)
     if not isinstance(hash_key, bytes) or len(hash_key) < 16:
         raise ParameterError(message("hash_key", func, "at least 16 bytes", "a shorter key"))
-    n = check_int(max_count, "max_count", func, minimum=1)
+    n = None if max_count is None else check_int(max_count, "max_count", func, minimum=1)
     return group, names, m, hash_key.hex(), n
 
 
@@ -89,38 +101,60 @@ def _as_text(arr: NDArray[Any]) -> NDArray[Any]:
     return np.asarray(arr).astype(str)
 
 
+def _per_group_prevalences(pg: NDArray[np.int64], pc: NDArray[np.int64], names: tuple[str, ...],
+                           n: int | None) -> GroupedPrevalences:
+    """Count-of-counts per group of the kept (group index, count) pairs, sorted."""
+    c = pc if n is None else np.minimum(pc, n)
+    if pg.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return GroupedPrevalences(groups=names, group_index=empty, counts=empty,
+                                  prevalences=empty)
+    cells, prev = np.unique(np.stack([pg, c], axis=1), axis=0, return_counts=True)
+    return GroupedPrevalences(groups=names, group_index=cells[:, 0].astype(np.int64),
+                              counts=cells[:, 1].astype(np.int64),
+                              prevalences=prev.astype(np.int64))
+
+
 def memory_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
-                                   groups: Any, max_groups_per_item: int, hash_key: bytes,
-                                   max_count: int) -> GroupedPrevalences:
+                                   groups: Any, max_groups_per_item: int | None,
+                                   hash_key: bytes,
+                                   max_count: int | None) -> GroupedPrevalences:
     """Bound each item to ``m`` groups and count-of-counts per group (numpy)."""
     func = "MemoryEngine.grouped_count_of_counts"
-    group, names, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
-                                                   hash_key, max_count, func)
+    group, listed, m, key_hex, n = check_group_args(item, group, groups, max_groups_per_item,
+                                                    hash_key, max_count, func)
     cols = engine._table(source, [item, group], func, (item, group))
     items = _as_text(engine._items(cols[item], item, func))
     gvals = engine._items(cols[group], group, func)
     if gvals.size == 0 and items.size:
         raise DataError(message("group", func, "a column with values", "an empty column"))
     gtext = _as_text(gvals)
-    pos = {g: i for i, g in enumerate(names)}
-    gidx = np.fromiter((pos.get(g, -1) for g in np.unique(gtext)), dtype=np.int64)
     uniq_g, g_inv = np.unique(gtext, return_inverse=True)
+    names = tuple(str(g) for g in uniq_g) if listed is None else listed
+    pos = {g: i for i, g in enumerate(names)}
+    gidx = np.fromiter((pos.get(g, -1) for g in uniq_g), dtype=np.int64)
     code = gidx[g_inv.reshape(-1)] if uniq_g.size else np.zeros(0, dtype=np.int64)
     keep = code >= 0
     items, code = items[keep], code[keep]
     uniq_i, i_inv = np.unique(items, return_inverse=True)
-    pair = i_inv.reshape(-1).astype(np.int64) * len(names) + code
+    width = max(len(names), 1)
+    pair = i_inv.reshape(-1).astype(np.int64) * width + code
     up, pc = np.unique(pair, return_counts=True)
-    pi, pg = up // len(names), up % len(names)
-    # reference oracle: one hash per distinct (item, group) pair (the SQL engines do it in SQL)
-    ranks = np.array([pair_rank(key_hex, uniq_i[i], names[g]) for i, g in zip(pi, pg, strict=True)],
-                     dtype="U16")
-    order = np.lexsort((np.asarray(names, dtype=str)[pg] if up.size else pg, ranks, pi))
-    pi, pg, pc = pi[order], pg[order], pc[order]
-    first = np.searchsorted(pi, pi, side="left")
-    kept = (np.arange(pi.size) - first) < m
-    cell = pg[kept] * (n + 1) + np.minimum(pc[kept], n)
-    uc, prev = np.unique(cell, return_counts=True)
-    return GroupedPrevalences(groups=names, group_index=(uc // (n + 1)).astype(np.int64),
-                              counts=(uc % (n + 1)).astype(np.int64),
-                              prevalences=prev.astype(np.int64))
+    pi, pg = up // width, up % width
+    if m is not None:
+        # reference oracle: one hash per distinct (item, group) pair (the SQL engines hash in SQL)
+        ranks = np.array([pair_rank(key_hex, uniq_i[i], names[g])
+                          for i, g in zip(pi, pg, strict=True)], dtype="U16")
+        order = np.lexsort((np.asarray(names, dtype=str)[pg] if up.size else pg, ranks, pi))
+        pi, pg, pc = pi[order], pg[order], pc[order]
+        first = np.searchsorted(pi, pi, side="left")
+        kept = (np.arange(pi.size) - first) < m
+        pg, pc = pg[kept], pc[kept]
+    out = _per_group_prevalences(pg.astype(np.int64), pc.astype(np.int64), names, n)
+    if listed is not None:
+        return out
+    # groups of the data: only those that keep an item, re-indexed in sorted order
+    present = np.unique(out.group_index)
+    return GroupedPrevalences(groups=tuple(names[i] for i in present),
+                              group_index=np.searchsorted(present, out.group_index),
+                              counts=out.counts, prevalences=out.prevalences)

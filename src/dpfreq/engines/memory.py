@@ -183,8 +183,8 @@ class MemoryEngine:
         return common.prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
 
     def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
-                                max_groups_per_item: int, hash_key: bytes,
-                                max_count: int) -> Any:
+                                max_groups_per_item: int | None, hash_key: bytes,
+                                max_count: int | None) -> Any:
         """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_memory`)."""
         from dpfreq.engines.grouping_memory import memory_grouped_count_of_counts
 

@@ -9,9 +9,10 @@ import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
+from dpfreq.grouped.selection import check_selection_delta
 from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
-__all__ = ["bounding_key", "check_grouping"]
+__all__ = ["bounding_key", "check_bound", "check_group_selection", "check_grouping"]
 
 
 def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
@@ -23,8 +24,9 @@ def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
                                          "file of one name per line", str(groups)))
         groups = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     if groups is None or isinstance(groups, bytes) or not hasattr(groups, "__iter__"):
-        raise ParameterError(message("groups", func, "a public list of group names (private "
-                                     "partition selection is not available yet)", groups))
+        raise ParameterError(message("groups", func, "a public list of group names (or, where "
+                                     "supported, give delta= > 0 for private partition "
+                                     "selection)", groups))
     names = tuple(dict.fromkeys(str(g) for g in groups))
     if not names:
         raise ParameterError(message("groups", func, "a non-empty list of group names",
@@ -32,9 +34,8 @@ def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
     return names
 
 
-def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
-                   func: str) -> tuple[str, tuple[str, ...], int]:
-    """``(group column, public groups, m)`` checked; refuses units the bounding does not cover."""
+def check_bound(group: Any, max_groups_per_item: Any, unit: str, func: str) -> tuple[str, int]:
+    """``(group column, m)`` checked; refuses units the bounding does not cover."""
     if not isinstance(group, str) or not group:
         raise ParameterError(message("group", func, "a non-empty column name (str)", group))
     if unit != "item":
@@ -47,7 +48,30 @@ def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
                                      "unit='item'", m))
     if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
         raise ParameterError(message("max_groups_per_item", func, "an integer >= 1", m))
-    return group, _read_groups(groups, func), int(m)
+    return group, int(m)
+
+
+def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
+                   func: str) -> tuple[str, tuple[str, ...], int]:
+    """``(group column, public groups, m)`` checked; refuses units the bounding does not cover."""
+    group, m = check_bound(group, max_groups_per_item, unit, func)
+    return group, _read_groups(groups, func), m
+
+
+def check_group_selection(groups: Any, delta: Any,
+                          func: str) -> tuple[tuple[str, ...] | None, float]:
+    """``(public groups or None, δ of the selection)``: a public list (then ``delta`` must be
+    None) or private partition selection of the data's groups with ``0 < δ <= 1e-3``."""
+    if groups is not None:
+        if delta is not None:
+            raise ParameterError(message("delta", func, "None when groups= is given (a public "
+                                         "list of groups needs no selection)", delta))
+        return _read_groups(groups, func), 0.0
+    if delta is None:
+        raise ParameterError(message("groups", func, "a public list of group names, or give "
+                                     "delta= > 0 for private partition selection of the groups "
+                                     "in the data", groups))
+    return None, check_selection_delta(delta, func)
 
 
 def bounding_key(resolved: ResolvedRNG) -> bytes:

@@ -66,9 +66,16 @@ class GroupedRelease:
 
         frames = []
         for name, rel in self.releases.items():
+            if isinstance(rel.value, Mapping):  # e.g. an anonymized histogram: its own table
+                frame = rel.to_pandas()
+                frame.insert(0, self.group_column, name)
+                frames.append(frame)
+                continue
             value = np.atleast_1d(np.asarray(rel.value, dtype=np.float64))
             frames.append(pd.DataFrame({self.group_column: name,
                                         "index": np.arange(value.size), "value": value}))
+        if not frames:  # no group released (e.g. none passed a private selection)
+            return pd.DataFrame({self.group_column: [], "index": [], "value": []})
         return pd.concat(frames, ignore_index=True)
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,9 +105,13 @@ class GroupedRelease:
 
         names = list(self.releases)[:max_panels]
         cols = min(4, max(1, len(names)))
-        rows = -(-len(names) // cols)
+        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was released
         fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
         for a, name in zip(axes.flat, names, strict=False):
+            if isinstance(self.releases[name].value, Mapping):  # the release's own figure
+                self.releases[name].plot(ax=a)
+                a.set_title(str(name), fontsize=9)
+                continue
             value = np.atleast_1d(np.asarray(self.releases[name].value, dtype=np.float64))
             a.bar(np.arange(value.size), value)
             a.set_title(str(name), fontsize=9)

@@ -189,6 +189,7 @@ def release_profile(
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
+    delta: float | None = None,
 ) -> Any:
     """Release the ε-DP profile (frequency of frequencies) of a data set.
 
@@ -243,6 +244,10 @@ def release_profile(
         A grouped release (:func:`dpfreq.profile.grouped.release_grouped_profile`): the group
         column, the public bound ``m`` on groups per item (required with ``group``) and the
         public list of groups; returns a :class:`~dpfreq.grouped.GroupedRelease`.
+    delta : float, optional
+        Only for a grouped release without ``groups``: δ in (0, 1e-3] of the private partition
+        selection of the data's groups (:mod:`dpfreq.grouped.selection`; half of ε selects,
+        half releases). No default; the ungrouped profile is pure ε-DP and refuses it.
 
     Returns
     -------
@@ -312,7 +317,12 @@ def release_profile(
             source, item=item, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, domain_size=domain_size,
             max_count=max_count, epsilon=epsilon, unit=unit, confidence=confidence,
-            engine=engine, rng=rng, accountant=accountant, release_one=_release_direct)
+            engine=engine, rng=rng, accountant=accountant, delta=delta,
+            release_one=_release_direct)
+    if delta is not None:
+        raise ParameterError(message("delta", func, "None without group= (the profile is pure "
+                                     "ε-DP; delta is the δ of private partition selection of "
+                                     "groups)", delta))
     d, n, eps, u, conf, chosen, why = check_profile_parameters(
         domain_size, max_count, epsilon, unit, confidence, method, func)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \

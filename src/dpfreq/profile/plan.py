@@ -241,8 +241,35 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
                    vacuous=bound >= 2.0)
 
 
+def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, groups: Any,
+                  delta: Any) -> Any:
+    """The grouped plan: each group at ε/m (ε/2/m with selection), simultaneous over a list."""
+    func = "plan_profile"
+    if group is None:
+        raise ParameterError(message("group", func, "the group column when "
+                                     "max_groups_per_item, groups or delta is given", group))
+    from dpfreq.grouped.checks import check_bound
+    from dpfreq.grouped.plan import plan_grouped
+
+    _, m = check_bound(group, max_groups_per_item, blank.unit, func)
+
+    def plan_one(eps: float, level: float | None) -> ProfilePlan:
+        return _plan(replace(blank, epsilon=eps, confidence=level or blank.confidence))
+
+    def summary(p: ProfilePlan) -> str:
+        return (f"per-class interval ±{p.half_width:,.0f} items, band ±"
+                f"{p.band_half_width:,.0f} items, ℓ1 bound {p.l1_bound:.3g} "
+                f"(confidence {p.confidence:.6g}).")
+
+    return plan_grouped(epsilon=blank.epsilon, unit=blank.unit, max_groups_per_item=m,
+                        groups=groups, delta=delta, func=func, plan_one=plan_one,
+                        summary=summary)
+
+
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
-                 method: str = "auto", confidence: float = 0.95) -> ProfilePlan:
+                 method: str = "auto", confidence: float = 0.95, group: str | None = None,
+                 max_groups_per_item: int | None = None, groups: Any = None,
+                 delta: float | None = None) -> Any:
     """Predict the accuracy of :func:`dpfreq.profile.release_profile` before running it.
 
     Parameters
@@ -259,10 +286,14 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         As in ``release_profile``.
     confidence : float, default 0.95
         Level of the intervals and of the ℓ1 bound.
+    group, max_groups_per_item, groups, delta : optional
+        Plan a grouped release (as in ``release_profile``): each group's plan at ``ε/m``
+        (``ε/(2m)`` with ``delta``, which plans the private partition selection of the
+        groups), and over a public list of groups the simultaneous plan.
 
     Returns
     -------
-    ProfilePlan
+    ProfilePlan or GroupedPlan
 
     Notes
     -----
@@ -286,4 +317,6 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     blank = ProfilePlan(domain_size=d, max_count=n, epsilon=eps, unit=u, method=chosen,
                         confidence=conf, why=why, half_width=None, band_half_width=None,
                         l1_error=None, l1_bound=2.0, vacuous=True, relation=RELATIONS[u])
+    if any(x is not None for x in (group, max_groups_per_item, groups, delta)):
+        return _plan_grouped(blank, group, max_groups_per_item, groups, delta)
     return _plan(blank)

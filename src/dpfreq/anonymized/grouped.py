@@ -1,0 +1,187 @@
+"""Grouped anonymized histograms: the anonymized histogram of every group, spent once.
+
+At ``unit="event"`` (the only unit of this system) each row lies in exactly one group, so adding
+or removing a row changes one group's histogram: parallel composition gives every group the
+whole ε, and no bound on groups per item is needed (``max_groups_per_item`` is refused with that
+reason). The groups are a public list, or the data's groups chosen by private partition selection
+(:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
+from dpfreq.anonymized import auto
+from dpfreq.anonymized.accuracy import total_interval
+from dpfreq.anonymized.core import (
+    FUNC,
+    METHODS,
+    REFUSED_UNITS,
+    check_feasible,
+    check_split,
+    mechanism_name,
+    release_prevalences,
+)
+from dpfreq.anonymized.steps import I64, epsilon_fractions
+from dpfreq.budget import check_accountant
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.checks import check_group_selection
+from dpfreq.grouped.result import GroupedRelease
+from dpfreq.grouped.selection import SELECTION_SHARE, plan_selection, select_groups
+from dpfreq.release import RELATIONS, ErrorStatement
+from dpfreq.rng import resolve_rng
+
+__all__ = ["release_grouped_anonymized_histogram"]
+
+_UNUSED_KEY = bytes(32)  # no bounding at unit="event": the engine's hash key is never used
+
+
+def _check_grouped(group: Any, item: Any, count: Any, max_groups_per_item: Any) -> str:
+    if not isinstance(group, str) or not group:
+        raise ParameterError(message("group", FUNC, "a non-empty column name (str)", group))
+    if max_groups_per_item is not None:
+        raise ParameterError(message(
+            "max_groups_per_item", FUNC, "None at unit='event' (each row lies in exactly one "
+            "group, so every group gets the full epsilon by parallel composition)",
+            max_groups_per_item))
+    if not isinstance(item, str) or not item or item == group:
+        raise ParameterError(message("item", FUNC, "the item column of a table source, other "
+                                     "than group, when group= is given", item))
+    if count is not None:
+        raise ParameterError(message("count", FUNC, "None with group= (grouped "
+                                     "pre-aggregated item,count tables are not supported)",
+                                     count))
+    return group
+
+
+def _histograms(gp: Any) -> dict[str, tuple[I64, I64]]:
+    """Each group's ``(counts, prevalences)`` (sorted by count; empty for a group without
+    rows)."""
+    gi = np.asarray(gp.group_index, dtype=np.int64)
+    order = np.lexsort((gp.counts, gi))
+    gi, c, p = gi[order], np.asarray(gp.counts)[order], np.asarray(gp.prevalences)[order]
+    cut = np.searchsorted(gi, np.arange(len(gp.groups) + 1))
+    return {name: (c[cut[g]:cut[g + 1]].astype(np.int64), p[cut[g]:cut[g + 1]].astype(np.int64))
+            for g, name in enumerate(gp.groups)}
+
+
+def _simultaneous(releases: dict[str, Any], gamma1: Any, conf: float) -> ErrorStatement:
+    """Union bound over the groups of the exact intervals of their totals."""
+    if not releases:
+        return ErrorStatement(kind="bound", confidence=conf, value=0.0, description=(
+            "No group was released (none passed the private partition selection), so there "
+            "is nothing to bound."))
+    level = 1.0 - (1.0 - conf) / len(releases)
+    half = max(total_interval(r.n_estimate, gamma1, level)[1] - r.n_estimate
+               for r in releases.values())
+    return ErrorStatement(kind="bound", confidence=conf, value=float(half), description=(
+        f"With probability at least {conf:.6g} the true total of every one of the "
+        f"{len(releases)} groups lies within ±{half} rows of its released total N (exact "
+        f"intervals of the noise on N at level {level:.6g}, union bound over the groups); "
+        "each group's sorted-ℓ1 statement holds on its own at the release's confidence."))
+
+
+def _params(engine: str, group: str, eps_r: float, selection: Any) -> dict[str, Any]:
+    """The shared ``mechanism_params`` of a grouped anonymized release."""
+    params: dict[str, Any] = {
+        "engine": engine, "group_column": group, "epsilon_per_group": eps_r,
+        "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
+        "bounding": "none needed: each row lies in exactly one group",
+        "groups": "public list (rows of other groups dropped)",
+        "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
+    if selection is not None:
+        params["groups"] = ("private partition selection of the data's groups (thresholded "
+                            "exact discrete Laplace on each group's row count; see "
+                            "'selection')")
+        params["selection"] = selection.to_dict()
+        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups (with "
+                           f"all of δ = {selection.delta:g}); every selected group is released "
+                           f"at ε = {eps_r:.6g} (parallel composition)")
+    return params
+
+
+def release_grouped_anonymized_histogram(
+        source: Any, *, epsilon: float, unit: str, item: Any, count: Any, method: str,
+        split: Any, confidence: float, domain_size: Any, engine: Any, rng: Any,
+        accountant: Any, group: Any, groups: Any, max_groups_per_item: Any,
+        delta: Any) -> GroupedRelease:
+    """The anonymized histogram of every group (``release_anonymized_histogram(group=...)``).
+
+    Parameters are those of :func:`dpfreq.anonymized.release_anonymized_histogram` plus
+    ``group`` (the group column of a table source), ``groups`` (a public list or a file of one
+    name per line) or ``delta`` (δ of the private partition selection of the data's groups).
+
+    Returns
+    -------
+    GroupedRelease
+        ``rel[g]`` is the :class:`~dpfreq.anonymized.AnonymizedHistogramRelease` of group ``g``.
+
+    Notes
+    -----
+    **Privacy.** Unit ``"event"``: neighbours add or remove one row. The row lies in one group,
+    so exactly one group's histogram moves, by sorted-ℓ1 distance 1 (the neighbouring relation
+    of the ungrouped release); every group is released by the ungrouped mechanism at ``ε_r`` and
+    the releases are ``ε_r``-DP together by parallel composition (``ε_r = ε`` with a public
+    list). Without a list, the names are selected on each group's row count (sensitivity 1, one
+    group per row, so ``m = 1``) with ``ε_s = ε/2`` and δ
+    (:func:`dpfreq.grouped.selection.select_groups`), and ``ε_r = ε − ε_s``: a group is released
+    only when selected, so the call is ``(ε, δ)``-DP and a group with a single row is published
+    with probability at most δ.
+    """
+    eps = check_epsilon(epsilon, "epsilon", FUNC)
+    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", FUNC, METHODS)
+    conf = check_confidence(confidence, "confidence", FUNC)
+    acct = check_accountant(accountant, FUNC)
+    group = _check_grouped(group, item, count, max_groups_per_item)
+    names, dlt = check_group_selection(groups, delta, FUNC)
+    selection = None if names is not None else plan_selection(
+        eps * float(SELECTION_SHARE), dlt, 1, FUNC)
+    eps_r = eps if selection is None else eps - selection.epsilon
+    if method == "auto" and split is not None:
+        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
+                                     "its own split)", split))
+    plan = auto.plan_for(method, eps_r, None if split is None else
+                         check_split(split, eps_r, method))
+    d = None if domain_size is None else check_int(domain_size, "domain_size", FUNC,
+                                                   minimum=1)
+    resolved = resolve_rng(rng, FUNC)
+    if acct is not None:
+        acct.check(eps, dlt, unit="event")
+    from dpfreq.engines import get_engine
+
+    eng = get_engine(engine, source)
+    hists = _histograms(eng.grouped_count_of_counts(
+        source, item=item, group=group, groups=names, max_groups_per_item=None,
+        hash_key=_UNUSED_KEY, max_count=None))
+    for counts, prev in hists.values():
+        check_feasible(counts, prev, eps_r, plan)
+        if d is not None and int(prev.sum()) > d:
+            raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+                                    "items in every group", d))
+    if acct is not None:
+        acct.spend(eps, dlt, label=FUNC, unit="event")
+    released: tuple[str, ...] = tuple(hists)
+    if selection is not None:
+        rows = np.array([int(np.dot(c, p)) for c, p in hists.values()], dtype=np.int64)
+        released = select_groups(released, rows, selection, resolved.generator)
+    releases = {name: release_prevalences(
+        *hists[name], plan=plan, epsilon=eps_r, method=method, confidence=conf,
+        generator=resolved.generator, seeded=resolved.seeded, engine_name=eng.name,
+        domain_size=d) for name in released}
+    params = _params(eng.name, group, eps_r, selection)
+    sim = _simultaneous(releases, epsilon_fractions(plan.split)[0], conf)
+    return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit="event",
+                          mechanism="grouped-" + mechanism_name(plan.method),
+                          mechanism_params=params, simultaneous=sim, seeded=resolved.seeded,
+                          group_column=group)

@@ -1,0 +1,113 @@
+"""Plans of grouped releases: each group's predicted error and the selection's cost.
+
+A grouped plan wraps the plan of one group (made by the system's own planner at the per-group ε)
+with what grouping adds: the budget split (ε/m per group at ``unit="item"``, the whole ε per
+group at ``unit="event"``; half of ε for private partition selection when ``delta`` is given),
+the simultaneous statement over a public list of groups (the per-group plan at the union-bound
+level), and the selection's threshold: how many items a group needs to be released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dpfreq.grouped.checks import check_group_selection
+from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, plan_selection
+
+__all__ = ["GroupedPlan", "plan_grouped"]
+
+
+@dataclass(frozen=True)
+class GroupedPlan:
+    """Predicted accuracy of a grouped release (public parameters only; no data, no budget).
+
+    Attributes
+    ----------
+    per_group : plan
+        The system's own plan of one group at ``epsilon_per_group`` (a ``ProfilePlan`` or an
+        ``AnonymizedPlan``).
+    epsilon, delta : float
+        What the grouped call would spend.
+    unit : str
+        Its unit of privacy.
+    max_groups_per_item : int or None
+        ``m`` at ``unit="item"``; None at ``unit="event"`` (one group per row).
+    epsilon_per_group : float
+        The ε each group's release gets.
+    groups : tuple of str or None
+        The public list, or None when the groups are selected privately.
+    selection : SelectionPlan or None
+        The selection's threshold and release probabilities (with ``delta``).
+    simultaneous : plan or None
+        With a public list of ``G`` groups: the per-group plan at confidence
+        ``1 − (1 − confidence)/G``, whose statements hold for all groups at once.
+    description : str
+        One paragraph a person can read.
+    """
+
+    per_group: Any
+    epsilon: float
+    delta: float
+    unit: str
+    max_groups_per_item: int | None
+    epsilon_per_group: float
+    groups: tuple[str, ...] | None
+    selection: SelectionPlan | None
+    simultaneous: Any
+    description: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dictionary."""
+        def plain(x: Any) -> Any:
+            return None if x is None else x.to_dict() if hasattr(x, "to_dict") else vars(x)
+
+        return {"kind": "grouped-plan", "epsilon": self.epsilon, "delta": self.delta,
+                "unit": self.unit, "max_groups_per_item": self.max_groups_per_item,
+                "epsilon_per_group": self.epsilon_per_group,
+                "groups": None if self.groups is None else list(self.groups),
+                "per_group": plain(self.per_group), "selection": plain(self.selection),
+                "simultaneous": plain(self.simultaneous), "description": self.description}
+
+
+def _selection_text(sel: SelectionPlan, unit: str) -> str:
+    what, one = ("rows", "one row") if unit == "event" else ("items", "one item")
+    return (f" The groups are chosen by private partition selection with ε = {sel.epsilon:g} "
+            f"and δ = {sel.delta:g}: a group is released when its noisy number of {what} "
+            f"reaches τ = {sel.threshold} (with {sel.count_for(0.5)} {what} half the time, with "
+            f"{sel.count_for(0.95)} {what} 95% of the time); a group of {one} is released "
+            f"with probability {sel.single_item_probability:.3g}.")
+
+
+def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, groups: Any,
+                 delta: Any, func: str, plan_one: Callable[[float, float | None], Any],
+                 summary: Callable[[Any], str]) -> GroupedPlan:
+    """Assemble a :class:`GroupedPlan` (``epsilon``, ``unit`` and ``m`` already checked).
+
+    ``plan_one(eps, confidence_or_None)`` plans one group at ``eps`` (at the call's confidence
+    when the second argument is None); ``summary(plan)`` is one sentence on a group's error.
+    """
+    names, dlt = check_group_selection(groups, delta, func)
+    m = 1 if max_groups_per_item is None else max_groups_per_item
+    sel = None if names is not None else plan_selection(epsilon * float(SELECTION_SHARE), dlt,
+                                                        m, func)
+    eps_r = epsilon if sel is None else epsilon - sel.epsilon
+    eps_g = eps_r / m
+    per_group = plan_one(eps_g, None)
+    simultaneous = None
+    text = (f"Each group is released at ε = {eps_g:g}"
+            + (f" (ε/m with m = {m} groups per item)" if max_groups_per_item else
+               " (each row lies in one group: parallel composition)")
+            + f": {summary(per_group)}")
+    if sel is not None:
+        text += _selection_text(sel, unit)
+    elif names is not None:
+        level = 1.0 - (1.0 - per_group.confidence) / len(names)
+        simultaneous = plan_one(eps_g, level)
+        text += (f" For all {len(names)} listed groups at once (confidence "
+                 f"{per_group.confidence:g}): {summary(simultaneous)}")
+    return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
+                       max_groups_per_item=max_groups_per_item, epsilon_per_group=eps_g,
+                       groups=names, selection=sel, simultaneous=simultaneous,
+                       description=text)
