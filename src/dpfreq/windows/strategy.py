@@ -103,7 +103,9 @@ S = TypeVar("S", bound="type[Structure]")
 
 def register(cls: S) -> S:
     """Class decorator: make the strategy ``cls.name`` available to the plan and the release
-    (for the families in ``cls.families``)."""
+    (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
+    if cls.__module__ not in _BUILTIN:
+        registry()  # the built-in strategies first
     _REGISTRY[cls.name] = cls
     return cls
 
