@@ -4,8 +4,8 @@ by ``auto``, planned and released like the built-in ones (adding a strategy is o
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
