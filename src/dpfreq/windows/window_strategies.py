@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.windows.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.protocol import PerQueryShape, TreeShape
 from dpfreq.windows.strategy import (
@@ -42,15 +43,7 @@ from dpfreq.windows.strategy import (
     eager_noise,
     register,
 )
-from dpfreq.windows.tree import (
-    Tree1D,
-    Tree2DNoise,
-    domain_size,
-    dominance_noise_sum,
-    dominance_pairs,
-    popcount,
-    prefix_cover,
-)
+from dpfreq.windows.tree import Tree1D, Tree2DNoise, dominance_noise_sum
 from dpfreq.windows.weights import row_squares
 
 __all__ = ["Blocks", "Compressed", "PerQuery", "PerStart", "ProductTrees", "SingleTree"]
