@@ -55,6 +55,13 @@ def test_the_built_in_modes_are_registered_once_each():
     assert {RANDOMIZERS[m] for m in ("futurerand", "calibrated", "threshold")} == {FutureRand}
 
 
+def test_a_mode_name_is_registered_once(toy):
+    for mode in ("toy", "rr", "auto"):
+        with pytest.raises(ParameterError, match="not yet registered"):
+            register_randomizer(mode)(IndependentRR if mode == "toy" else ToyRR)
+    assert RANDOMIZERS["rr"] is IndependentRR
+
+
 def test_a_registered_mode_is_built_and_restored(toy):
     r = make_randomizer("toy", length=6, max_changes=2, epsilon=1.0, rng=9)
     assert isinstance(r, ToyRR)

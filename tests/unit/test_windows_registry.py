@@ -81,6 +81,16 @@ def test_a_registered_strategy_is_one_of_the_family(toy):
     assert proto.calibration.l1_sensitivity == 12
 
 
+def test_a_name_is_registered_once(toy):
+    class Other(ToyPerQuery):
+        pass
+
+    with pytest.raises(ParameterError, match="not yet registered"):
+        register(Other)
+    assert registry()["toy"] is ToyPerQuery
+    register(ToyPerQuery)  # the same class again: unchanged
+
+
 def test_auto_compares_the_registered_strategy(toy):
     for delta in (0.0, 1e-6):
         plan = make_plan(("cumulative",), (1,), 12, "item", 1.0, delta, "auto", False)

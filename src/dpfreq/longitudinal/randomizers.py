@@ -67,6 +67,9 @@ def register_randomizer(*modes: str) -> Callable[[R], R]:
     """Class decorator: the randomizer class answers the mode names ``modes``."""
     def add(cls: R) -> R:
         for mode in modes:
+            if RANDOMIZERS.get(mode, cls) is not cls or mode == "auto":
+                raise ParameterError(_validate.message(
+                    "mode", "register_randomizer", "a mode name not yet registered", mode))
             RANDOMIZERS[mode] = cls
         return cls
     return add

@@ -106,6 +106,9 @@ def register(cls: S) -> S:
     (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
     if cls.__module__ not in _BUILTIN:
         registry()  # the built-in strategies first
+    if _REGISTRY.get(cls.name, cls) is not cls:
+        raise ParameterError(message("name", "register", "a strategy name not yet registered",
+                                     cls.name))
     _REGISTRY[cls.name] = cls
     return cls
 
