@@ -18,13 +18,20 @@ Classes
 ``variant`` ``"paper"`` (the paper's constants, the reference mode), ``"calibrated"`` or
 ``"threshold"`` (beyond the paper), :class:`ErlingssonRR` (Erlingsson et al. 2020, keeping one
 change) and :func:`make_randomizer`, which also resolves ``"auto"``.
+
+Every mode is a subclass of :class:`Randomizer` (the protocol: ``c_gap``, ``certificate``,
+``step``, ``state``; a subclass sets itself up for a mode in ``_setup_mode`` and answers a
+non-zero input in ``_nonzero``) registered under its mode names with :func:`register_randomizer`
+(:data:`RANDOMIZERS`); :func:`make_randomizer` and :func:`restore_randomizer` look modes up
+there, so a new mode is one class here.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,18 +42,37 @@ from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike
 
 from .keyed import DeviceKey
-from .laws import MODES, DistanceLaw, distance_law
+from .laws import DistanceLaw, distance_law
 
 __all__ = [
+    "RANDOMIZERS",
     "ErlingssonRR",
     "FutureRand",
     "IndependentRR",
     "Randomizer",
     "make_randomizer",
+    "register_randomizer",
     "restore_randomizer",
 ]
 
 _VARIANTS = {"paper": "futurerand", "calibrated": "calibrated", "threshold": "threshold"}
+
+#: mode name → the class of its randomizer (``"auto"`` is resolved to one of them)
+RANDOMIZERS: dict[str, type[Randomizer]] = {}
+
+R = TypeVar("R", bound="type[Randomizer]")
+
+
+def register_randomizer(*modes: str) -> Callable[[R], R]:
+    """Class decorator: the randomizer class answers the mode names ``modes``."""
+    def add(cls: R) -> R:
+        for mode in modes:
+            if RANDOMIZERS.get(mode, cls) is not cls or mode == "auto":
+                raise ParameterError(_validate.message(
+                    "mode", "register_randomizer", "a mode name not yet registered", mode))
+            RANDOMIZERS[mode] = cls
+        return cls
+    return add
 
 
 # The parameters every randomizer takes, documented once (see dpfreq._docstrings).
@@ -156,6 +182,21 @@ class Randomizer:
     def _nonzero(self, x: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _setup_mode(self, mode: str) -> None:  # pragma: no cover - abstract
+        """Set up the law of mode ``mode`` (one of the names the class is registered under)
+        and refuse it if uncertified."""
+        raise NotImplementedError
+
+    @classmethod
+    def for_mode(cls, mode: str, *, length: int, max_changes: int, epsilon: float,
+                 key: DeviceKey | None = None, rng: RNGLike = None) -> Randomizer:
+        """A fresh randomizer of ``mode``, as its constructor builds it."""
+        obj = cls.__new__(cls)
+        Randomizer.__init__(obj, length=length, max_changes=max_changes, epsilon=epsilon,
+                            key=key, rng=rng)
+        obj._setup_mode(mode)
+        return obj
+
     def state(self) -> dict[str, Any]:
         """JSON-ready state (counters; the randomness is a function of the key)."""
         return {"j": self.j, "used": self.used}
@@ -192,7 +233,11 @@ class _DistanceRandomizer(Randomizer):
     def _nonzero(self, x: int) -> int:
         return self.v[self.used - 1] * x
 
+    def _setup_mode(self, mode: str) -> None:
+        self._setup(distance_law(mode, self.max_changes, self.epsilon))
 
+
+@register_randomizer("rr")
 class IndependentRR(_DistanceRandomizer):
     """Independent randomized response with ``ε/k`` per non-zero coordinate.
 
@@ -204,9 +249,10 @@ class IndependentRR(_DistanceRandomizer):
                  key: DeviceKey | None = None, rng: RNGLike = None) -> None:
         super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
                          rng=rng)
-        self._setup(distance_law("rr", self.max_changes, self.epsilon))
+        self._setup_mode("rr")
 
 
+@register_randomizer(*_VARIANTS.values())
 class FutureRand(_DistanceRandomizer):
     """FutureRand: correlated randomness ``v = CR(1^k)`` pre-computed once.
 
@@ -234,9 +280,10 @@ class FutureRand(_DistanceRandomizer):
         super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
                          rng=rng)
         variant = _validate.check_choice(variant, "variant", "FutureRand", tuple(_VARIANTS))
-        self._setup(distance_law(_VARIANTS[variant], self.max_changes, self.epsilon))
+        self._setup_mode(_VARIANTS[variant])
 
 
+@register_randomizer("erlingsson")
 class ErlingssonRR(Randomizer):
     """Erlingsson et al. (2020), "Amplification by shuffling": keep one change, randomize it.
 
@@ -263,9 +310,9 @@ class ErlingssonRR(Randomizer):
                  key: DeviceKey | None = None, rng: RNGLike = None) -> None:
         super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
                          rng=rng)
-        self._setup_gamma()
+        self._setup_mode(self.name)
 
-    def _setup_gamma(self) -> None:
+    def _setup_mode(self, mode: str) -> None:
         self.gamma: Fraction = epsilon_to_fraction(self.epsilon)
         self.rr_gap = math.tanh(float(self.gamma) / 2.0)
         self.c_gap = self.rr_gap / self.max_changes
@@ -320,19 +367,18 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
     >>> make_randomizer("erlingsson", length=8, max_changes=3, epsilon=1.0, rng=0).certificate
     1.0
     """
-    name = _validate.check_choice(name, "name", "make_randomizer", MODES)
+    name = _validate.check_choice(name, "name", "make_randomizer", _modes(auto=True))
     if name == "auto":
         k = _validate.check_int(max_changes, "max_changes", "make_randomizer", minimum=1)
         eps = _validate.check_epsilon(epsilon, "epsilon", "make_randomizer")
         name = distance_law("auto", k, eps).name
-    kwargs: dict[str, Any] = {"length": length, "max_changes": max_changes,
-                              "epsilon": epsilon, "key": key, "rng": rng}
-    if name == "erlingsson":
-        return ErlingssonRR(**kwargs)
-    if name == "rr":
-        return IndependentRR(**kwargs)
-    variant = {"futurerand": "paper", "calibrated": "calibrated", "threshold": "threshold"}[name]
-    return FutureRand(variant=variant, **kwargs)
+    return RANDOMIZERS[name].for_mode(name, length=length, max_changes=max_changes,
+                                      epsilon=epsilon, key=key, rng=rng)
+
+
+def _modes(*, auto: bool) -> tuple[str, ...]:
+    """The registered mode names (sorted), after ``"auto"`` when it is accepted."""
+    return (("auto",) if auto else ()) + tuple(sorted(RANDOMIZERS))
 
 
 def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
@@ -345,16 +391,10 @@ def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: flo
     DataError
         A state field of the wrong type or out of range.
     """
-    name = _validate.check_choice(name, "name", "restore_randomizer", MODES[1:])
+    name = _validate.check_choice(name, "name", "restore_randomizer", _modes(auto=False))
     if not isinstance(state, dict):
         raise DataError("randomizer state must be a JSON object.")
-    cls: type[Randomizer] = {"erlingsson": ErlingssonRR, "rr": IndependentRR}.get(
-        name, FutureRand)
-    obj = cls.__new__(cls)
-    Randomizer.__init__(obj, length=length, max_changes=max_changes, epsilon=epsilon, key=key)
-    if isinstance(obj, ErlingssonRR):
-        obj._setup_gamma()
-    elif isinstance(obj, _DistanceRandomizer):
-        obj._setup(distance_law(name, obj.max_changes, obj.epsilon))
+    obj = RANDOMIZERS[name].for_mode(name, length=length, max_changes=max_changes,
+                                     epsilon=epsilon, key=key)
     obj._restore(state)
     return obj

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.windows.plan import Plan, family_label, make_plan
-from dpfreq.windows.strategy import Structure
+from dpfreq.windows.protocol import WindowStrategy
 from dpfreq.windows.summaries import SummarySpec, WindowSummaries
 
 __all__ = ["WindowAnswer", "WindowState", "band_share", "build_state", "route"]
@@ -97,7 +97,7 @@ def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntAr
     return q1.astype(np.int64).ravel(), q2.astype(np.int64).ravel()
 
 
-def route(families: list[Structure], q1: IntArray, q2: IntArray) -> IntArray:
+def route(families: list[WindowStrategy], q1: IntArray, q2: IntArray) -> IntArray:
     """Index of the structure answering each window ``[q1, q2]``: the smallest
     ``variance + bias²`` among those that can answer it (−1 where none can)."""
     best = np.full(q1.size, -1, dtype=np.int64)
@@ -128,11 +128,11 @@ class WindowState:
     horizon: int
     build_args: dict[str, Any]
     plan: Plan
-    structures: dict[tuple[str, int], Structure] = field(default_factory=dict)
+    structures: dict[tuple[str, int], WindowStrategy] = field(default_factory=dict)
     oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     @staticmethod
-    def can_answer(s: Structure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
+    def can_answer(s: WindowStrategy, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
         if s.family == "cumulative":
             return t1 == 1
         if s.family == "total":
@@ -141,7 +141,7 @@ class WindowState:
             return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
         return np.ones(t1.shape, dtype=np.bool_)
 
-    def exact(self, s: Structure, t1: IntArray, t2: IntArray) -> IntArray:
+    def exact(self, s: WindowStrategy, t1: IntArray, t2: IntArray) -> IntArray:
         if s.family in ("cumulative", "total"):
             counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
             return np.asarray(counts[t2], dtype=np.int64)
@@ -149,21 +149,18 @@ class WindowState:
             out: IntArray = self.oracles[(f"fixed{s.width}", s.k)].exact(t2)
             return out
         dom = self.oracles[("all", s.k)]
-        if s.strategy == "compressed":
-            g = s.group_size
-            t1 = (-(-t1 // g) - 1) * g + 1
-            t2 = np.minimum(self.horizon, -(-t2 // g) * g)
+        t1, t2 = s.exact_window(t1, t2)  # time compression counts whole groups
         res: IntArray = dom.count(t1 - 1, t2)
         return res
 
-    def structures_for(self, k: int, func: str) -> list[Structure]:
+    def structures_for(self, k: int, func: str) -> list[WindowStrategy]:
         k = check_int(k, "k", func, minimum=1)
         if k not in self.build_args["k_values"]:
             raise ParameterError(message("k", func, "one of the released k_values "
                                          f"{list(self.build_args['k_values'])}", k))
         return [s for (_, kk), s in self.structures.items() if kk == k]
 
-    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[Structure],
+    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[WindowStrategy],
                func: str) -> IntArray:
         """Index of the answering structure per query (smallest error among those that can)."""
         best = route(families, q1, q2)
@@ -176,8 +173,9 @@ class WindowState:
                 "include it (e.g. 'all' for arbitrary windows).")
         return best
 
-    def answer(self, t1: Any, t2: Any, k: int, confidence: float, families: list[Structure],
-               func: str, *, curve: bool = False) -> WindowAnswer:
+    def answer(self, t1: Any, t2: Any, k: int, confidence: float,
+               families: list[WindowStrategy], func: str, *, curve: bool = False
+               ) -> WindowAnswer:
         """Answers of the windows ``[t1, t2]`` for one k from the given structures.
 
         Each answer's band is its answering structure's: it holds for every window of that

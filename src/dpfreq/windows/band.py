@@ -28,30 +28,31 @@ releasing it costs no privacy. A plan (no key) simulates with a public stream: i
 prediction, within Monte Carlo error of the release's.
 
 The simple counter's answers are the running sums of its leaf noises: each simulated family is
-one cumulative sum of ``T`` exact leaf draws (:func:`_walk_multiplier`).
+one cumulative sum of ``T`` exact leaf draws (:func:`walk_multiplier`).
 
 The trees without consistency (``blocks``, ``single``, ``tree2d`` and a binary or ``B``-ary
 cumulative tree too large for consistency) are calibrated the same way: their answers' noises are
 signed sums of node noises over the answers' covers, a sparse ``{−1, 0, 1}`` map of the nodes
-the family uses (:func:`cover_map`; the 1d trees' layout, :func:`prefix_layout`, is the one
-:meth:`~dpfreq.windows.strategy.Structure.noise` reads, and the product trees' covers are
-:func:`~dpfreq.windows.tree.dominance_pairs`, as there), so the simulation draws those nodes
-and applies the map. The maxima are then discrete
-(integer noises over public scales); the real maximum is at most the simulated order statistic
-with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add coverage).
+the family uses (:func:`cover_map`: the strategy's own ``node_cover``, the same covers its
+``noise`` sums), so the simulation draws those nodes and applies the map. The maxima are then
+discrete (integer noises over public scales); the real maximum is at most the simulated order
+statistic with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add
+coverage).
 
 Where the simulation would draw more than :data:`BAND_MAX_NODES` node noises or cost more than
 :data:`BAND_MAX_WORK` multiply-adds (per_start beyond ``T = 64``, tree2d beyond ``T = 64``, a
 single tree beyond ``T = 8192``), and for per-start trees without consistency, the union bound
 is kept.
+
+Each strategy chooses its simulation (``simulate_band`` of
+:class:`~dpfreq.windows.protocol.WindowStrategy`): :func:`walk_multiplier`,
+:func:`weights_multiplier` or :func:`cover_multiplier`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,7 +61,7 @@ from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.tree import dominance_pairs, prefix_cover
+from dpfreq.windows.protocol import NodeSampler, WindowStrategy
 
 __all__ = [
     "BAND_DRAWS",
@@ -70,8 +71,10 @@ __all__ = [
     "band_multiplier",
     "band_scale",
     "cover_map",
+    "cover_multiplier",
     "plan_multiplier",
-    "prefix_layout",
+    "walk_multiplier",
+    "weights_multiplier",
 ]
 
 #: simulated copies of the family's noise vector (the level is met exactly at any count; more
@@ -91,32 +94,6 @@ _SCHEME = "band-simulation"
 _CHUNK_VALUES = 1 << 22  # node draws per batch of the simulation (32 MiB of float64)
 
 
-class Structure(Protocol):
-    """What the simulation reads of a calibrated :class:`~dpfreq.windows.strategy.Structure`."""
-
-    consistent: bool
-    family: str
-    strategy: str
-    horizon: int
-    width: int | None
-    detail: dict[str, Any]
-    noise_kind: str
-    gamma: Fraction
-    sigma2: int
-    group_size: int
-
-    def weights(self) -> NDArray[np.float64]: ...
-
-    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], NDArray[np.int64],
-                                          NDArray[np.int64]]]: ...
-
-    def family_queries(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
-
-    def halfwidth(self, t1: Any, t2: Any, beta: float) -> NDArray[np.float64]: ...
-
-    def nodes(self, t1: Any, t2: Any) -> NDArray[np.int64]: ...
-
-
 def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
     """The public scale ``h_w`` of each window in the band: its own half-width at ``β``,
     floored at one item, so that a window whose interval is ``±0`` still counts as missed in
@@ -125,21 +102,7 @@ def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.maximum(half, 1.0)
 
 
-def _tree_limits(s: Structure) -> NDArray[np.int64] | None:
-    """Number of prefix values ``x`` each tree of ``s`` answers for its family (``None``: the
-    structure's answers are not a consistent linear map of its nodes)."""
-    if not s.consistent:
-        return None
-    if s.strategy == "tree":
-        return np.array([s.horizon], dtype=np.int64)
-    if s.strategy in ("per_start", "compressed"):
-        groups = int(s.detail["pieces"])
-        return np.arange(groups, 0, -1, dtype=np.int64)  # the tree of group g answers x <= G − g
-    return None
-
-
-def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
-                  ) -> Callable[[int, int], NDArray[np.int64]]:
+def _node_sampler(s: WindowStrategy, key: bytes, name: tuple[str | int, ...]) -> NodeSampler:
     """``sample(start, count)``: i.i.d. node noises number ``start .. start + count − 1`` of
     the simulation, from the structure's exact node law (called with consecutive ranges)."""
     if s.noise_kind == "gaussian":
@@ -149,25 +112,10 @@ def _node_sampler(s: Structure, key: bytes, name: tuple[str | int, ...]
     return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
 
 
-Layout = tuple[tuple[NDArray[np.int64] | int, int], ...]
-
-
-def prefix_layout(s: Structure, t2: NDArray[np.int64]) -> tuple[NDArray[np.int64], Layout]:
-    """Where a 1d dyadic tree structure (``blocks``, ``single``) answers the window ending at
-    each ``t2``: the prefix value ``x`` and the ``(tree, sign)`` pairs whose prefix noises at
-    ``x`` the answer sums (tree ``c = 0, 1, …`` of the layout; one per window, or one for all).
-    """
-    if s.strategy == "blocks":  # tree 2b + 1 minus tree 2b of block b = t2 // W, at t2 − b·W
-        w = int(s.width or 1)
-        b = t2 // w
-        return t2 - b * w, ((2 * b + 1, 1), (2 * b, -1))
-    return t2, ((1, 1), (0, -1))  # single: tree 1 minus tree 0
-
-
-def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
+def cover_map(s: WindowStrategy, t1: NDArray[np.int64], t2: NDArray[np.int64]
               ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
-    """Every node noise in the answers to windows ``(t1, t2)``, with its sign, as
-    :meth:`~dpfreq.windows.strategy.Structure.noise` sums them.
+    """Every node noise in the answers to windows ``(t1, t2)``, with its sign, as the
+    structure's ``noise`` sums them.
 
     Returns
     -------
@@ -178,34 +126,11 @@ def cover_map(s: Structure, t1: NDArray[np.int64], t2: NDArray[np.int64]
         tree ``i``: ``i·(2D)² + u·2D + v``). ``None`` for a structure whose answers are not
         such sums (consistent trees, ``per_query``, per-start trees).
     """
-    strat = s.strategy
-    if s.consistent or strat not in ("tree", "blocks", "single", "tree2d"):
-        return None
-    d = int(s.detail["domain"])
-    if strat == "tree":  # flat block ids of the layered layout, signed covers
-        slots = s.cover(t2 - 1)
-        rows = [np.flatnonzero(used) for used, _, _ in slots]
-        return (np.concatenate(rows),
-                np.concatenate([ids[q] for (_, ids, _), q in zip(slots, rows, strict=True)]),
-                np.concatenate([sg[q] for (_, _, sg), q in zip(slots, rows, strict=True)]))
-    if strat == "tree2d":  # tree 0 minus tree 1 over the dominance cover of (t1 − 1, t2 − 1)
-        q, pairs = dominance_pairs(t1 - 1, t2 - 1, d)
-        ones = np.ones(q.size, dtype=np.int64)
-        return (np.concatenate([q, q]), np.concatenate([pairs, pairs + (2 * d) ** 2]),
-                np.concatenate([ones, -ones]))
-    x, copies = prefix_layout(s, t2)
-    rows, ids, signs = [], [], []
-    for used, heap in prefix_cover(x, d):
-        q = np.flatnonzero(used)
-        for copy, sign in copies:
-            rows.append(q)
-            ids.append(np.broadcast_to(copy, x.shape)[q] * (2 * d) + heap[q])
-            signs.append(np.full(q.size, sign, dtype=np.int64))
-    return np.concatenate(rows), np.concatenate(ids), np.concatenate(signs)
+    return None if s.consistent else s.node_cover(t1, t2)
 
 
-def _cover_multiplier(s: Structure, beta: float, draws: int,
-                      sample: Callable[[int, int], NDArray[np.int64]]) -> float | None:
+def cover_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSampler
+                     ) -> float | None:
     """The multiplier of a structure whose answers are signed sums over covers
     (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
     import scipy.sparse  # here, not at the top: only these structures need it
@@ -233,8 +158,8 @@ def _cover_multiplier(s: Structure, beta: float, draws: int,
     return float(order_quantile(maxima, 1.0 - beta))
 
 
-def _walk_multiplier(s: Structure, beta: float, draws: int,
-                     sample: Callable[[int, int], NDArray[np.int64]]) -> float | None:
+def walk_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSampler
+                    ) -> float | None:
     """The multiplier of the simple counter: its answers are the running sums of ``T`` i.i.d.
     leaf noises, so each simulated family is one cumulative sum (``None`` beyond the limits)."""
     t = s.horizon
@@ -255,7 +180,7 @@ _PLAN_MEMO: dict[tuple[Any, ...], float | None] = {}
 _PLAN_MEMO_SIZE = 256
 
 
-def plan_multiplier(s: Structure, beta: float, name: tuple[Any, ...]) -> float | None:
+def plan_multiplier(s: WindowStrategy, beta: float, name: tuple[Any, ...]) -> float | None:
     """:func:`band_multiplier` on the public :data:`PLAN_KEY`, remembered by ``name`` and the
     node law: structures a plan compares that differ only in what the simulation does not read
     (``k`` where the node law is the same) share one simulation. ``name`` must determine the
@@ -268,14 +193,14 @@ def plan_multiplier(s: Structure, beta: float, name: tuple[Any, ...]) -> float |
     return _PLAN_MEMO[memo]
 
 
-def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
+def band_multiplier(s: WindowStrategy, beta: float, key: bytes, name: Any,
                     draws: int = BAND_DRAWS) -> float | None:
     """``c`` with ``Pr[|N_w| <= c·h_w for every window w of the family] >= 1 − β``, where
     ``h_w`` is the window's own (exact, per-answer) half-width at level ``β``.
 
     Parameters
     ----------
-    s : Structure
+    s : WindowStrategy
         A calibrated structure (its node law and consistency map are public).
     beta : float
         ``1 − confidence`` of the band.
@@ -292,15 +217,18 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
         The multiplier, or ``None`` where the band keeps the union bound (module docstring).
     """
     node_scale = s.sigma2 if s.noise_kind == "gaussian" else s.gamma
-    if int(s.detail.get("domain", 0)) < 1 or node_scale <= 0:  # per_query, or unusable
+    if s.domain < 1 or node_scale <= 0:  # per_query, or unusable
         return None
-    sample = _node_sampler(s, key, structure_name(name, "band_multiplier"))
-    if s.strategy == "simple":
-        return _walk_multiplier(s, beta, draws, sample)
-    limits = _tree_limits(s)
-    if limits is None:
-        return _cover_multiplier(s, beta, draws, sample)
-    d = int(s.detail["domain"])
+    return s.simulate_band(beta, draws, _node_sampler(s, key, structure_name(
+        name, "band_multiplier")))
+
+
+def weights_multiplier(s: WindowStrategy, limits: NDArray[np.int64], step: int, beta: float,
+                       draws: int, sample: NodeSampler) -> float | None:
+    """The multiplier of consistent trees: tree ``i`` answers the prefix values
+    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.protocol.WindowStrategy.weights`
+    (the window ``[1, x·step + 1]`` has prefix value ``x``); ``None`` beyond the limits."""
+    d = s.domain
     weights = s.weights()
     n_nodes = weights.shape[1]
     if draws * limits.size * n_nodes > BAND_MAX_NODES or \
@@ -308,8 +236,6 @@ def band_multiplier(s: Structure, beta: float, key: bytes, name: Any,
         return None
     scale = np.full(d, math.inf)  # prefixes no tree answers never miss
     xs = np.arange(int(limits.max()), dtype=np.int64)
-    step = s.group_size if s.strategy == "compressed" else 1
-    # the window [1, x·step + 1] has prefix value x
     scale[:xs.size] = band_scale(s.halfwidth(np.ones_like(xs), xs * step + 1, beta))
     valid = np.arange(d)[None, :] < limits[:, None]  # (trees, d)
     per_draw = limits.size * n_nodes

@@ -1,9 +1,10 @@
 """Choosing the noise structure of every (window family, k) from public parameters only.
 
 For each family (cumulative, rolling width W, all windows) and each k, every admissible
-strategy of :mod:`dpfreq.windows.strategy` is calibrated to the per-structure budget and the one
-with the smallest predicted mean squared error is kept (or the caller's forced choice). With
-δ > 0 a second plan under zCDP accounting is built and the better of the two is used. Nothing
+strategy registered in :mod:`dpfreq.windows.strategy` is calibrated to the per-structure budget
+and the one with the smallest predicted mean squared error is kept (or the caller's forced
+choice). With δ > 0 a second plan under zCDP accounting is built and the better of the two is
+used. Nothing
 here looks at the data, so the whole plan (and every refusal it makes) happens before any
 budget is spent.
 """
@@ -21,7 +22,8 @@ import numpy as np
 from dpfreq._validate import check_choice, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction
-from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, Structure, build_structure
+from dpfreq.windows.protocol import WindowStrategy
+from dpfreq.windows.strategy import registry
 
 __all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "zcdp_rho"]
 
@@ -45,7 +47,7 @@ def family_label(family: str, width: int | None) -> str:
 class Plan:
     """Calibrated structures per ``(family label, k)`` and how the choice was made."""
 
-    structures: dict[tuple[str, int], Structure]
+    structures: dict[tuple[str, int], WindowStrategy]
     record: dict[str, Any]
     accounting: str
     epsilon_per_structure: Fraction
@@ -53,53 +55,9 @@ class Plan:
 
 
 def _candidates(family: str, unit: str, singleton: bool) -> list[str]:
-    out = []
-    for s in STRATEGIES[family]:
-        if unit != "event" and s in ("single", "tree2d"):
-            continue  # unbounded per-item point count at item level
-        if s == "compressed" and not (unit != "event" and singleton):
-            continue
-        out.append(s)
-    return out
-
-
-def _best_group_size(k: int, horizon: int, eps: Fraction, delta: float,
-                     rho: float | None = None, noise_kind: str = "laplace") -> tuple[int, float]:
-    best = (1, float("inf"))
-    sizes = np.unique(np.concatenate((np.arange(1, min(horizon, 64) + 1),
-                                      np.geomspace(1, horizon, 60).astype(np.int64))))
-    for g in sizes:
-        s = build_structure("all", "compressed", k, horizon, "item", eps, delta,
-                            group_size=int(g), rho=rho, noise_kind=noise_kind)
-        if not _usable(s):
-            continue
-        mse = s.mean_mse()
-        if mse < best[1]:
-            best = (int(g), mse)
-    return best
-
-
-def _best_tree(k: int, horizon: int, unit: str, eps: Fraction, delta: float,
-               rho: float | None, noise_kind: str,
-               layouts: dict[str, float] | None = None) -> Structure | None:
-    """The cumulative tree whose branching factor ``B`` and top level (a root block over all
-    periods, or none) predict the least error for ``T`` (each layout once); ``layouts``
-    receives every layout's predicted RMSE."""
-    best: Structure | None = None
-    seen: set[tuple[int, ...]] = set()
-    for b in BRANCHINGS:
-        for top in (False, True):
-            s = build_structure("cumulative", "tree", k, horizon, unit, eps, delta, rho=rho,
-                                noise_kind=noise_kind, branching=b, top=top)
-            sizes = tuple(s.detail.get("block_sizes", ()))
-            if sizes in seen or not _usable(s):
-                continue
-            seen.add(sizes)
-            if layouts is not None:
-                layouts[f"B={b}{', root' if top else ''}"] = float(np.sqrt(s.mean_mse()))
-            if best is None or s.mean_mse() < best.mean_mse():
-                best = s
-    return best
+    """The registered strategies ``auto`` compares for this family, unit and log kind."""
+    return [name for name, cls in registry().items()
+            if family in cls.families and cls.admissible(unit, singleton)]
 
 
 def zcdp_rho(epsilon: float, delta: float) -> float:
@@ -118,18 +76,11 @@ def _forced(strategy: Any, w: Any, label: str, cands: list[str]) -> str | None:
     return check_choice(forced, f"strategy for {label}", _FUNC, cands)
 
 
-def _usable(s: Structure) -> bool:
-    """Calibration gave usable noise: γ > 0 (Laplace) or a representable σ² (Gaussian)."""
-    if s.noise_kind == "gaussian":
-        return 0 < s.sigma2 < 1 << 60
-    return s.gamma > 0
-
-
 def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
             eps_s: Fraction, delta_s: float, strategy: Any, singleton: bool,
             rho_s: float | None = None
-            ) -> tuple[dict[tuple[str, int], Structure], dict[str, Any]]:
-    chosen: dict[tuple[str, int], Structure] = {}
+            ) -> tuple[dict[tuple[str, int], WindowStrategy], dict[str, Any]]:
+    chosen: dict[tuple[str, int], WindowStrategy] = {}
     record: dict[str, Any] = {}
     kinds = ("laplace",) if rho_s is None else ("laplace", "gaussian")
     for w in families:
@@ -140,27 +91,18 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
         forced = _forced(strategy, w, label, cands)
         for k in ks:
             preds: dict[str, float] = {}
-            structs: dict[str, Structure] = {}
+            structs: dict[str, WindowStrategy] = {}
             layouts: dict[str, float] = {}
             for c in cands if forced is None else [forced]:
                 for kind in kinds:
-                    g = 1
-                    if c == "compressed":
-                        g, _ = _best_group_size(k, horizon, eps_s, delta_s, rho_s, kind)
-                    if family == "cumulative" and c == "tree":
-                        best = _best_tree(k, horizon, unit, eps_s, delta_s, rho_s, kind,
-                                          layouts if kind == "laplace" else None)
-                        if best is None:
-                            continue
-                        s = best
-                    else:
-                        s = build_structure(family, c, k, horizon, unit, eps_s, delta_s,
-                                            width, g, rho=rho_s, noise_kind=kind)
-                    if not _usable(s):
+                    best = registry()[c].best_for(
+                        family, k, horizon, unit, eps_s, delta_s, width, rho=rho_s,
+                        noise_kind=kind, layouts=layouts if kind == "laplace" else None)
+                    if best is None:
                         continue
                     name = c if rho_s is None else f"{c}/{kind}"
-                    structs[name] = s
-                    preds[name] = float(np.sqrt(s.mean_mse()))
+                    structs[name] = best
+                    preds[name] = float(np.sqrt(best.mean_mse()))
             if not preds:
                 raise ParameterError(message(
                     "epsilon", _FUNC, "large enough to give every structure representable "
@@ -180,11 +122,9 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
     return chosen, record
 
 
-def _why(pick: str, preds: dict[str, float], s: Structure) -> str:
+def _why(pick: str, preds: dict[str, float], s: WindowStrategy) -> str:
     """One sentence: the chosen structure's predicted RMSE against the next best."""
-    name = pick
-    if s.strategy == "tree" and s.family == "cumulative":
-        name = f"{pick} (B={s.branching}, blocks {s.detail['block_sizes']})"
+    name = s.describe(pick)
     others = sorted((v, c) for c, v in preds.items() if c != pick)
     if not others:
         return f"{name}: the only admissible structure (predicted RMSE {preds[pick]:.4g})"
@@ -217,7 +157,7 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
         except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
             return Plan(chosen, record, accounting, eps_s, delta_s)
 
-        def score(ch: dict[tuple[str, int], Structure]) -> float:
+        def score(ch: dict[tuple[str, int], WindowStrategy]) -> float:
             return float(sum(math.log(s.mean_mse()) for s in ch.values()))
 
         if score(z_chosen) < score(chosen):

@@ -29,7 +29,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.windows.answers import band_share, route
 from dpfreq.windows.params import check_window_params
 from dpfreq.windows.plan import family_label, make_plan
-from dpfreq.windows.strategy import Structure
+from dpfreq.windows.protocol import WindowStrategy
 
 __all__ = ["USEFUL_FRACTION", "WindowCountsPlan", "plan_window_counts"]
 
@@ -48,15 +48,16 @@ def _label(w: Any) -> str:
                         None if isinstance(w, str) else int(w))
 
 
-def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float, *,
-                     exact: bool = True, band: bool = True) -> tuple[FloatArray, FloatArray]:
+def _route_halfwidth(structs: list[WindowStrategy], t1: IntArray, t2: IntArray, beta: float,
+                     *, exact: bool = True, band: bool = True
+                     ) -> tuple[FloatArray, FloatArray]:
     """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
 
     Each window goes to the structure with the smallest ``variance + bias²`` among those that
     can answer it (the release's routing); the half-width is that structure's tail bound at
-    ``β`` plus its bias bound, the band's from :meth:`Structure.band_halfwidth` at the
-    structure's share of ``β`` (:func:`~dpfreq.windows.answers.band_share`; ``band=False``:
-    the band is not computed, NaN).
+    ``β`` plus its bias bound, the band's from its ``band_halfwidth`` at the structure's share
+    of ``β`` (:func:`~dpfreq.windows.answers.band_share`; ``band=False``: the band is not
+    computed, NaN).
     """
     best = route(structs, t1, t2)
     beta_band = band_share(beta, best)
@@ -73,7 +74,8 @@ def _route_halfwidth(structs: list[Structure], t1: IntArray, t2: IntArray, beta:
     return half, band_half
 
 
-def _route_worst(structs: list[Structure], t1: IntArray, t2: IntArray, beta: float) -> float:
+def _route_worst(structs: list[WindowStrategy], t1: IntArray, t2: IntArray, beta: float
+                 ) -> float:
     """The largest exact per-answer half-width of windows ``[t1, t2]`` (as
     :func:`_route_halfwidth` routes them), computing exact laws only where needed.
 
@@ -103,34 +105,6 @@ def _round_up3(x: float) -> float:
     """``x`` rounded up to 3 significant digits."""
     step = _step3(x)
     return float(f"{math.ceil(x / step - 1e-9) * step:.3g}")
-
-
-def _max_popcount_value(n: int) -> int:
-    """The value in ``[1, n]`` with the most set bits (the largest such, ``n`` if tied)."""
-    top = n.bit_length() - 1
-    return n if n.bit_count() >= top else (1 << top) - 1
-
-
-def _worst_windows(s: Structure) -> tuple[IntArray, IntArray]:
-    """Windows containing one whose noise is largest for the all-windows structure ``s``.
-
-    ``per_query``: every window has one noise term. ``tree2d``: ``2·popcount(t1)·popcount(t2)``
-    terms, largest at ``t1 = t2 = `` the value with most set bits. ``per_start``/``compressed``:
-    the noise depends on ``x = g2 − g1`` only (groups of ``s`` periods); every ``x`` when the
-    tree is post-processed for consistency (at most 1024 of them), else the ``x`` whose prefix
-    cover ``popcount(x + 1)`` is largest.
-    """
-    t = s.horizon
-    if s.strategy == "per_query":
-        return np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64)
-    if s.strategy == "tree2d":
-        v = np.array([_max_popcount_value(t)], dtype=np.int64)
-        return v, v.copy()
-    g = s.group_size
-    groups = -(-t // g)
-    xs = (np.arange(groups, dtype=np.int64) if s.consistent
-          else np.array([_max_popcount_value(groups) - 1], dtype=np.int64))
-    return np.ones_like(xs), xs * g + 1
 
 
 @dataclass(frozen=True)
@@ -173,7 +147,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
             structs = [s for (_, kk), s in plan.structures.items() if kk == k]
             if w == "all":
                 own = plan.structures[(label, k)]
-                t1, t2 = _worst_windows(own)
+                t1, t2 = own.worst_windows()
                 half, band = _route_halfwidth([own], t1, t2, beta, exact=exact,
                                               band=only is None)
                 out[label][k] = (None, float(half.max()), float(band.max()))
@@ -219,7 +193,8 @@ class WindowCountsPlan:
         released family answers with less variance gets that family's interval instead).
     band_halfwidth : dict
         ``band_halfwidth[label][k]``: the largest half-width of the simultaneous band (all
-        answers of the family at once; :meth:`~dpfreq.windows.strategy.Structure.band_halfwidth`).
+        answers of the family at once; ``band_halfwidth`` of
+        :class:`~dpfreq.windows.protocol.WindowStrategy`).
         For consistent trees it is calibrated by simulation: the plan's public simulation
         predicts the release's, which draws under its secret key (within about 1 %).
     vacuous : dict

@@ -1,4 +1,5 @@
-"""Noise structures for each query family and the closed-form variance used to choose among them.
+"""Noise structures for each query family, their registry, and the closed-form variance used to
+choose among them.
 
 After Ghazi, Kumar, Manurangsi and Nelson (2023). Every structure answers a query as
 ``exact answer + Σ_{nodes in the cover} ± η(node)`` with exact discrete-Laplace node noise that
@@ -7,51 +8,34 @@ redrawn). Its variance is ``(#cover nodes) · Var[DLap(γ)]`` exactly, known fro
 parameters only, which is what ``strategy="auto"`` compares (the mean variance over the family's
 queries; for time compression the bias bound is added).
 
-Structures and calibration (``ε_s`` = the budget of this (family, k) structure):
-
-=================  =======================================  ==============================
-strategy           structure                                node noise γ
-=================  =======================================  ==============================
-cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
-cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
-cumulative/per_query  one noise per t                       ``ε_s/(Δ_q·T)``
-fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
-                                                            item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
-fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
-fixed/per_query    one noise per window                     event ``ε_s/W``; item ``ε_s/T``
-all/tree2d         2 product trees (event only)             ``ε_s/(4k·L²)``
-all/per_start      one cumulative tree per start            ``ε_T/(2·L_T)``, ε_T = ε_s/T
-all/per_query      one noise per window                     ``ε_s/(max windows per event)``
-all/compressed     per_start on groups of s steps           as per_start on ``⌈T/s⌉``
-=================  =======================================  ==============================
-
-Cumulative structures count one point per item, the period of its k-th occurrence, so ``Δ``
-(points changed by one neighbour) is 1 at ``unit="item"`` (add or remove one item: its point
-appears or vanishes) and 2 at ``unit="event"`` (adding or removing one event moves the point
-from one period to another, or removes it). ``L_{T,B} = ⌈log_B T⌉ + 1`` levels: every point lies
-in one node per level. ``per_query``: the answers at ``t >= p`` all change, ``Δ_q = 1``.
+Each strategy's structure, sensitivity and node noise are stated with its class
+(:mod:`dpfreq.windows.counter_strategies`: the cumulative counters;
+:mod:`dpfreq.windows.window_strategies`: rolling and arbitrary windows, per-query noise).
 ``unit="item_replace"`` (replace one item's rows) is calibrated at twice the ``item``
-sensitivity in every family (a replacement is a removal and an addition).
-
-Domains hold only the point values a query can count (never-counted points
-may be dropped, which can only lower the sensitivity): cumulative values ``t−1 ∈ [0, T−1]``;
-block values ``a−W, c−W`` restricted to ``[0, W−1]`` (queries ``x = t_loc − W <= W−1``);
-single-instance values ``[0, T]``; 2d points ``(x, y−1) ∈ [0, T−1]²`` (queries ``x <= t1−1``,
-``y <= t2``, so points with ``x = T`` or ``y = T+1`` are never counted).
+sensitivity outside the cumulative families (a replacement is a removal and an addition); the
+cumulative structures state their exact sensitivity.
 
 With δ > 0 at item level, the per-block / per-start budget uses the better of basic and advanced
 composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_0}−1) <= ε_s``).
+
+Every strategy is one subclass of :class:`Structure` (the calibration, the exact laws and the band
+are shared here; the layout, the covers and the noise are the subclass's) registered by name with
+:func:`register`: the plan considers every registered strategy that serves a family
+(:data:`STRATEGIES`), so adding a strategy is one class in one module.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import (
     discrete_laplace_gamma,
@@ -59,8 +43,14 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.windows.band import band_multiplier, band_scale, plan_multiplier, prefix_layout
-from dpfreq.windows.counters import layer_layout, layer_signed_cover
+from dpfreq.windows.answer_law import consistent_halfwidth, cover_halfwidth
+from dpfreq.windows.band import (
+    band_multiplier,
+    band_scale,
+    cover_multiplier,
+    plan_multiplier,
+    weights_multiplier,
+)
 from dpfreq.windows.lazy_noise import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -69,38 +59,26 @@ from dpfreq.windows.lazy_noise import (
     gaussian_sigma2,
     structure_name,
 )
-from dpfreq.windows.noise_law import (
-    TAIL,
-    sum_quantile,
-    tail_radius,
-    weighted_quantile,
-    weighted_sum_law,
-)
-from dpfreq.windows.tree import (
-    Tree1D,
-    Tree2DNoise,
-    domain_size,
-    dominance_noise_sum,
-    popcount,
-    prefix_cover,
-)
-from dpfreq.windows.weights import (
-    Layout,
-    consistent_laws,
-    layout_weights,
-    row_squares,
-    weighted_log_mgf,
-)
+from dpfreq.windows.noise_law import sum_quantile
+from dpfreq.windows.protocol import Calibration, NodeSampler, Shape
+from dpfreq.windows.weights import Layout, layout_weights, row_squares
 
 __all__ = [
+    "BRANCHINGS",
+    "CONSISTENCY_MAX_DOMAIN",
+    "CONSISTENCY_MAX_WEIGHTS",
     "STRATEGIES",
     "Structure",
     "build_structure",
     "composed_epsilon",
+    "eager_noise",
+    "register",
+    "registry",
     "sum_halfwidth",
 ]
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 #: the cumulative tree is post-processed by the least-squares consistency pass (Hay et al.
 #: 2010) when its domain is at most this size (the exact variance needs the dense D × 2D
@@ -115,12 +93,55 @@ CONSISTENCY_MAX_WEIGHTS = 1 << 18
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
 
-STRATEGIES = {
-    "cumulative": ("simple", "tree", "per_query"),
-    "total": ("per_query",),
-    "fixed": ("blocks", "single", "per_query"),
-    "all": ("tree2d", "per_start", "per_query", "compressed"),
-}
+#: the modules whose classes register the built-in strategies, in the order ``auto`` tries them
+_BUILTIN = ("dpfreq.windows.counter_strategies", "dpfreq.windows.window_strategies")
+
+_REGISTRY: dict[str, type[Structure]] = {}
+
+S = TypeVar("S", bound="type[Structure]")
+
+
+def register(cls: S) -> S:
+    """Class decorator: make the strategy ``cls.name`` available to the plan and the release
+    (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
+    if cls.__module__ not in _BUILTIN:
+        registry()  # the built-in strategies first
+    if _REGISTRY.get(cls.name, cls) is not cls:
+        raise ParameterError(message("name", "register", "a strategy name not yet registered",
+                                     cls.name))
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Structure]]:
+    """Every registered strategy by name (the built-in ones first, in the order tried)."""
+    for module in _BUILTIN:
+        importlib.import_module(module)  # registers its classes once (then a dict lookup)
+    return _REGISTRY
+
+
+class _Families(Mapping[str, tuple[str, ...]]):
+    """``family → names of the registered strategies serving it`` (a live view)."""
+
+    def _table(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for name, cls in registry().items():
+            for family in cls.families:
+                out.setdefault(family, []).append(name)
+        return {family: tuple(names) for family, names in out.items()}
+
+    def __getitem__(self, family: str) -> tuple[str, ...]:
+        return self._table()[family]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+#: family → the strategies that can answer it (``auto`` compares them all)
+STRATEGIES: Mapping[str, tuple[str, ...]] = _Families()
 
 
 def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
@@ -145,7 +166,7 @@ def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
     return max(basic, adv)
 
 
-def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float64]:
+def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> FloatArray:
     """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β`` from the exact law of the sum.
 
     ``Z_i`` i.i.d. ``DLap(γ)``; the law of the sum of ``m`` of them is the ``m``-fold
@@ -156,140 +177,194 @@ def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> NDArray[np.float6
     return sum_quantile(nodes, beta, gamma=gamma)
 
 
-def _eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
+def eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
+    """``size`` node noises ``DLap(γ)`` drawn at once from the structure's keyed stream."""
     return sample_discrete_laplace(gamma, size, rng=eager_generator(key, structure))
 
 
 class Structure:
-    """One released structure for (family, k): answers ``noise`` and ``nodes`` per query.
+    """One released structure for (family, k): the shared part of every strategy.
 
-    ``family`` is ``"cumulative"``, ``"fixed"`` (with ``width``) or ``"all"``. Queries are given
-    as arrays ``t1, t2`` (cumulative: ``t1 = 1``; fixed: ``t1 = max(1, t2−W+1)``).
+    A subclass sets :attr:`name` and :attr:`families`, computes its sensitivity
+    (:meth:`_shape`), its covers (:meth:`nodes`), draws its noise (:meth:`_draw`) and sums it
+    (:meth:`noise`); the calibration, the exact laws, the intervals and the bands are here.
+    It implements :class:`~dpfreq.windows.protocol.WindowStrategy`.
     """
 
-    def __init__(self, family: str, strategy: str, k: int, horizon: int, level: str,
-                 eps: Fraction, delta: float, width: int | None = None,
-                 group_size: int = 1, *, rho: float | None = None,
-                 noise_kind: str = "laplace", branching: int = 2, top: bool = False) -> None:
-        self.family, self.strategy, self.k = family, strategy, k
+    #: the registered name (``strategy=`` of the release)
+    name: ClassVar[str]
+    #: the query families it answers
+    families: ClassVar[tuple[str, ...]]
+    #: answers with independent noises (the band is Šidák's, not a simulation)
+    independent_answers: ClassVar[bool] = False
+
+    def __init__(self, family: str, k: int, horizon: int, level: str, eps: Fraction,
+                 delta: float, width: int | None = None, group_size: int = 1, *,
+                 rho: float | None = None, noise_kind: str = "laplace", branching: int = 2,
+                 top: bool = False) -> None:
+        self.family, self.strategy, self.k = family, self.name, k
         # ``item_replace`` is laid out as ``item`` at twice the sensitivity (_calibrate_exact)
         self.unit = level
         self.level = "item" if level == "item_replace" else level
         self.horizon, self.width = horizon, width
         self.group_size = group_size
-        self.branching = branching if strategy == "tree" else 2
-        self.top = top if strategy == "tree" else True
+        self.branching, self.top = self._layout_parameters(branching, top)
         self.eps, self.delta, self.rho = eps, delta, rho
         if noise_kind == "gaussian" and rho is None:
             raise ValueError("Gaussian noise needs a zCDP budget rho")
         self.noise_kind = noise_kind
-        self.sigma2 = 0
-        self.gamma, self.detail = self._calibrate()
-        self.consistent = (strategy in ("tree", "per_start", "compressed")
-                           and 0 < self.detail["domain"] <= CONSISTENCY_MAX_DOMAIN)
-        if strategy == "tree" and self.detail["domain"]:
-            size = self.detail["domain"] * self.detail["tree_nodes"]
-            self.consistent = size <= CONSISTENCY_MAX_WEIGHTS
-        self.layout: Layout = (("layer", horizon, self.branching, self.top)
-                               if strategy == "tree" else ("heap", self.detail.get("domain", 0)))
-        self.detail["consistency"] = self.consistent
-        self._cons_noise: NDArray[np.float64] | None = None
-        self._cons_starts: dict[int, NDArray[np.float64]] = {}
+        self.shape: Shape = self._shape()
+        self.gamma, self.sigma2, self.calibration = self._calibrate()
+        self.consistent = self._consistent()
+        self.layout: Layout = self._layout()
         self._key: bytes | None = None
         self._name: tuple[str | int, ...] = ()
         self._band_c: dict[float, float | None] = {}
-        self._impl: Any = None
+
+    # ---------------------------------------------------------------- what a strategy defines
+    @classmethod
+    def admissible(cls, unit: str, singleton: bool) -> bool:
+        """Whether ``auto`` may consider the strategy for this unit and log kind."""
+        return True
+
+    @classmethod
+    def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
+                 delta: float, width: int | None, *, rho: float | None, noise_kind: str,
+                 layouts: dict[str, float] | None = None) -> Structure | None:
+        """The calibrated structure the plan compares (the best of the strategy's public
+        tuning parameters, if any), or None when no calibration is usable; ``layouts``
+        receives the predicted RMSE of every layout tried, when the strategy has several."""
+        s = cls(family, k, horizon, unit, eps, delta, width, rho=rho, noise_kind=noise_kind)
+        return s if s.usable else None
+
+    def _layout_parameters(self, branching: int, top: bool) -> tuple[int, bool]:
+        """``(B, top)`` of a layered counter (recorded in the band's plan key)."""
+        return 2, True
+
+    def _shape(self) -> Shape:
+        """Pieces composed sequentially, ℓ1 and ℓ2 sensitivity per piece, layout."""
+        raise NotImplementedError
+
+    def _consistent(self) -> bool:
+        """Answers are least-squares estimates (:meth:`weights`) rather than cover sums."""
+        return False
+
+    def _layout(self) -> Layout:
+        return ("heap", self.domain)
+
+    def nodes(self, t1: Any, t2: Any) -> IntArray:
+        """Number of noise terms in each answer (public: depends on the query only)."""
+        raise NotImplementedError
+
+    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
+        """Bind the node noise of the structure named ``name`` (see :meth:`attach`)."""
+        raise NotImplementedError
+
+    def noise(self, t1: Any, t2: Any) -> IntArray:
+        """Σ ± node noise of each answer (deterministic given the key)."""
+        raise NotImplementedError
+
+    def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
+        """The window actually asked of the mechanism (time compression widens it)."""
+        return t1, t2
+
+    def exact_window(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
+        """The window whose exact count the answer adds its noise to."""
+        return t1, t2
+
+    def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
+        """Prefix value ``x`` asked of the (per-start) tree for each query."""
+        g1, g2 = self.query_map(np.asarray(t1, dtype=np.int64), np.asarray(t2, dtype=np.int64))
+        return g2 - g1
+
+    def bias_bound(self) -> int:
+        """Bound on |E[answer] − truth| (0 unless the strategy approximates the window)."""
+        return 0
+
+    def node_cover(self, t1: IntArray, t2: IntArray
+                   ) -> tuple[IntArray, IntArray, IntArray] | None:
+        """Every node noise in the answers, with its sign, as :meth:`noise` sums them: answer
+        ``i``'s noise is ``Σ signs[j]·Z[ids[j]]`` over the ``j`` with ``rows[j] = i`` (``ids``
+        number the nodes of the whole structure); None where answers are not such sums."""
+        return None
+
+    def _tree_limits(self) -> IntArray | None:
+        """Prefix values each tree of a consistent structure answers (None: not a linear map
+        of its nodes by :meth:`weights`)."""
+        return None
+
+    def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
+        """The band multiplier from simulated noise vectors (:mod:`dpfreq.windows.band`)."""
+        limits = self._tree_limits()
+        if limits is None:
+            return cover_multiplier(self, beta, draws, sample)
+        return weights_multiplier(self, limits, self._prefix_step(), beta, draws, sample)
+
+    def _prefix_step(self) -> int:
+        """Periods per prefix value of a consistent tree: the window ``[1, x·step + 1]`` has
+        prefix value ``x``."""
+        return 1
+
+    def worst_windows(self) -> tuple[IntArray, IntArray]:
+        """Windows containing one whose noise is largest (every window alike by default)."""
+        return np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+
+    def describe(self, name: str) -> str:
+        """``name`` with the public layout the plan's reason states."""
+        return name
 
     # ---------------------------------------------------------------- calibration (public only)
-    def _shape(self) -> tuple[int, int, float, dict[str, Any]]:
-        """(pieces composed sequentially, ℓ1 and ℓ2 sensitivity per piece, layout details)."""
-        t, k = self.horizon, self.k
-        fam, strat = self.family, self.strategy
-        # cumulative: one point per item (its k-th occurrence); an item adds or removes it,
-        # an event or a replacement moves it (or adds or removes it)
-        cum_pts = 1 if self.unit == "item" else 2
-        if strat in ("simple", "tree"):
-            sizes, offsets = ((1,), np.array([0, t])) if strat == "simple" else \
-                layer_layout(t, self.branching, self.top)
-            lv = len(sizes)
-            # a moved point keeps the blocks holding both periods: at least the top one
-            # when it spans all T periods
-            l1 = lv if cum_pts == 1 else (max(lv, 2 * lv - 2) if sizes[-1] >= t else 2 * lv)
-            detail: dict[str, Any] = {"domain": t, "levels": lv, "Delta": cum_pts,
-                                      "pieces": 1, "tree_nodes": int(offsets[-1])}
-            if strat == "tree":
-                detail.update(branching=self.branching, top_level=self.top,
-                              block_sizes=list(sizes))
-            return 1, l1, math.sqrt(l1), detail
-        if strat in ("tree", "blocks", "single", "tree2d", "per_start", "compressed"):
-            if strat == "blocks":
-                w = int(self.width or 1)
-                d, delta_pts = domain_size(w), 4 * k
-                pieces = 2 if self.level == "event" else t // w + 1
-            elif strat == "single":
-                d, delta_pts, pieces = domain_size(t + 1), 4 * k + 2, 1
-            elif strat == "tree2d":
-                d, delta_pts, pieces = domain_size(t), 4 * k, 1
-            else:
-                pieces = -(-t // self.group_size)
-                d, delta_pts = domain_size(pieces), 2
-            lv = d.bit_length()
-            per_point = lv * lv if strat == "tree2d" else lv
-            detail = {"domain": d, "levels": lv, "Delta": delta_pts, "pieces": pieces}
-            if strat == "blocks":
-                detail["blocks"] = t // int(self.width or 1) + 1
-            if strat in ("per_start", "compressed"):
-                detail["group_size"] = self.group_size
-            return pieces, delta_pts * per_point, delta_pts * math.sqrt(per_point), detail
-        if fam == "total":  # one window: one item, event or replacement changes it by 1
-            windows = 1
-        elif fam == "cumulative":
-            windows = t
-        elif fam == "fixed":
-            windows = int(self.width or 1) if self.level == "event" else t
-        elif self.level == "event":
-            half = (t + 1) // 2
-            windows = half * (t - half + 1)
-        else:
-            windows = t * (t + 1) // 2
-        return 1, windows, math.sqrt(windows), {"windows_per_unit": windows, "pieces": 1}
+    @property
+    def domain(self) -> int:
+        """Leaves of each tree (0 for per-query noise or an unusable calibration)."""
+        return self.shape.domain if self.calibration is not None else 0
 
-    def _calibrate(self) -> tuple[Fraction, dict[str, Any]]:
-        """(γ, details); γ = 0 (or σ² = 0 for Gaussian noise) when the budget is too small to
-        calibrate exactly: such a structure is never chosen (:mod:`dpfreq.windows.plan`)."""
+    @property
+    def detail(self) -> dict[str, Any]:
+        """Layout and calibration as the release records them (``mechanism_params``)."""
+        if self.calibration is None:
+            return {"domain": 0, "unusable": "budget too small to calibrate",
+                    "consistency": self.consistent}
+        return {**self.shape.record(), **self.calibration.record(),
+                "consistency": self.consistent}
+
+    @property
+    def usable(self) -> bool:
+        """Calibration gave usable noise: γ > 0 (Laplace) or a representable σ² (Gaussian)."""
+        if self.noise_kind == "gaussian":
+            return 0 < self.sigma2 < 1 << 60
+        return self.gamma > 0
+
+    def _piece_epsilon(self, pieces: int) -> Fraction:
+        """The pure budget of each piece."""
+        return self.eps if pieces == 1 else composed_epsilon(self.eps, pieces, self.delta)
+
+    def _calibrate(self) -> tuple[Fraction, int, Calibration | None]:
+        """(γ, σ², calibration); γ = 0 (or σ² = 0 for Gaussian noise) and no calibration when
+        the budget is too small to calibrate exactly: such a structure is never chosen."""
         try:
             return self._calibrate_exact()
         except ParameterError:
-            return Fraction(0), {"domain": 0, "unusable": "budget too small to calibrate"}
+            return Fraction(0), 0, None
 
-    def _calibrate_exact(self) -> tuple[Fraction, dict[str, Any]]:
-        pieces, l1, l2, detail = self._shape()
+    def _calibrate_exact(self) -> tuple[Fraction, int, Calibration]:
+        pieces, l1, l2 = self.shape.pieces, self.shape.l1, self.shape.l2
         if self.unit == "item_replace" and self.family not in ("cumulative", "total"):
             # a replacement is a removal and an addition (cumulative: exact in _shape)
             l1, l2 = 2 * l1, 2 * l2
-        detail["l1_sensitivity"] = l1
         if self.rho is None:
-            if pieces == 1:
-                e_piece = self.eps
-            elif self.strategy == "blocks" and self.level == "event":
-                e_piece = self.eps / 2  # two parity groups, parallel composition inside each
-            else:
-                e_piece = composed_epsilon(self.eps, pieces, self.delta)
-            detail["epsilon_piece"] = str(e_piece)
-            detail["accounting"] = "pure epsilon-DP"
-            return discrete_laplace_gamma(e_piece, l1), detail
+            e_piece = self._piece_epsilon(pieces)
+            return (discrete_laplace_gamma(e_piece, l1), 0,
+                    Calibration(l1, "pure epsilon-DP", epsilon_piece=e_piece))
         rho_piece = self.rho / pieces
-        detail["rho_piece"] = rho_piece
-        detail["accounting"] = "zCDP"
         if self.noise_kind == "laplace":
             e_piece = epsilon_to_fraction(math.sqrt(2 * rho_piece))  # ε-DP ⇒ ε²/2-zCDP
-            detail["epsilon_piece"] = str(e_piece)
-            return discrete_laplace_gamma(e_piece, l1), detail
+            return (discrete_laplace_gamma(e_piece, l1), 0,
+                    Calibration(l1, "zCDP", epsilon_piece=e_piece, rho_piece=rho_piece))
         target = l2 * l2 / (2 * rho_piece)
-        self.sigma2 = gaussian_sigma2(target)[0] if target < 2.0**60 else 0
-        detail["l2_sensitivity"] = l2
-        detail["sigma2"] = self.sigma2
-        return Fraction(0), detail
+        sigma2 = gaussian_sigma2(target)[0] if target < 2.0**60 else 0
+        return Fraction(0), sigma2, Calibration(l1, "zCDP", rho_piece=rho_piece,
+                                                l2_sensitivity=l2, sigma2=sigma2)
 
     @property
     def node_variance(self) -> float:
@@ -297,86 +372,28 @@ class Structure:
             return discrete_gaussian_variance(self.sigma2)
         return discrete_laplace_variance(self.gamma)
 
-    def weights(self) -> NDArray[np.float64]:
+    def weights(self) -> FloatArray:
         """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
         return layout_weights(self.layout)
 
-    def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
-        """Prefix value ``x`` asked of the (cumulative or per-start) tree for each query."""
-        q1 = np.asarray(t1, dtype=np.int64)
-        q2 = np.asarray(t2, dtype=np.int64)
-        if self.strategy == "tree":
-            return q2 - 1 + 0 * q1
-        g1, g2 = self.query_map(q1, q2)
-        return g2 - g1
-
-    def variance(self, t1: Any, t2: Any) -> NDArray[np.float64]:
+    # ---------------------------------------------------------------- exact laws (public only)
+    def variance(self, t1: Any, t2: Any) -> FloatArray:
         """Exact noise variance of each answer (public: depends on the query only)."""
         if self.consistent:
             rowsq = row_squares(self.layout)
             x = self._prefix_index(t1, t2)
-            var: NDArray[np.float64] = rowsq[x] * self.node_variance
+            var: FloatArray = rowsq[x] * self.node_variance
             return var
-        plain: NDArray[np.float64] = self.nodes(t1, t2).astype(np.float64) * self.node_variance
+        plain: FloatArray = self.nodes(t1, t2).astype(np.float64) * self.node_variance
         return plain
 
-    def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True
-                  ) -> NDArray[np.float64]:
-        """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query.
-
-        Without consistency post-processing the answer's noise is a sum of i.i.d. node noises
-        and ``x`` is the certified quantile of its exact law (the convolution of the node pmf,
-        :func:`dpfreq.windows.noise_law.sum_quantile`). Consistent estimates are a linear
-        combination ``Σ a_v Z_v`` with non-integer weights: the certified grid convolution of
-        :func:`dpfreq.windows.noise_law.weighted_sum_law` (computed once per prefix and law),
-        whose support radius comes from the tail bound — a Chernoff bound for discrete Laplace
-        (the moment generating function is the product of ``M(λ a_v)``), the σ-sub-Gaussian
-        tail for discrete Gaussian (Canonne–Kamath–Steinke 2020), ``x = √(2 σ² Σa² ln(2/β))``.
-        The smaller of the two valid values is returned.
-
-        ``exact=False`` gives the tail bounds alone (never smaller than the exact value; cheap,
-        used by :meth:`~dpfreq.windows.WindowCountsPlan.epsilon_for` to bracket its search).
-        """
-        if not self.consistent:
-            sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
-            gamma = None if sigma2 is not None else self.gamma
-            if not exact:
-                nodes = self.nodes(t1, t2)
-                out_t = np.zeros(nodes.shape, dtype=np.float64)
-                for m in np.unique(nodes).tolist():
-                    if m > 0:
-                        out_t[nodes == m] = tail_radius(m, beta, gamma=gamma, sigma2=sigma2)
-                return out_t
-            if sigma2 is not None:
-                return sum_quantile(self.nodes(t1, t2), beta, sigma2=sigma2)
-            return sum_halfwidth(self.nodes(t1, t2), self.gamma, beta)
-        xs, inv = np.unique(self._prefix_index(t1, t2), return_inverse=True)
-        int(self.detail["domain"])
-        if self.noise_kind == "gaussian":
-            proxy = row_squares(self.layout) * self.sigma2
-            bound = np.sqrt(2.0 * proxy * math.log(2.0 / beta))
-            radius = np.sqrt(2.0 * proxy * math.log(2.0 / TAIL))
-        else:
-            lam, log_m = weighted_log_mgf(self.layout, self.gamma.numerator,
-                                           self.gamma.denominator)
-            bound = np.min((log_m + math.log(2.0 / beta)) / lam, axis=1)
-            radius = np.min((log_m + math.log(2.0 / TAIL)) / lam, axis=1)
-        gamma = None if self.noise_kind == "gaussian" else self.gamma
-        sigma2 = int(self.sigma2) if self.noise_kind == "gaussian" else None
-        vals = bound[xs]
-        if not exact:
-            return vals[inv].reshape(np.shape(inv))
-        laws = consistent_laws(self.layout, gamma, sigma2)
-        for i, x in enumerate(xs.tolist()):
-            if x not in laws:
-                laws[x] = weighted_sum_law(self.weights()[x], float(radius[x]), gamma=gamma,
-                                           sigma2=sigma2)
-            law = laws[x]
-            q = weighted_quantile(law, beta) if law is not None else None
-            if q is not None:
-                vals[i] = min(vals[i], q)
-        out: NDArray[np.float64] = vals[inv].reshape(np.shape(inv))
-        return out
+    def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
+        """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query, from the exact law
+        of its noise (:mod:`dpfreq.windows.answer_law`); ``exact=False``: the tail bounds alone
+        (never smaller; cheap)."""
+        if self.consistent:
+            return consistent_halfwidth(self, self._prefix_index(t1, t2), beta, exact)
+        return cover_halfwidth(self, self.nodes(t1, t2), beta, exact)
 
     @property
     def n_family(self) -> int:
@@ -387,13 +404,13 @@ class Structure:
         return t * (t + 1) // 2 if self.family == "all" else t
 
     def band_halfwidth(self, t1: Any, t2: Any, beta: float, *,
-                       exact: bool = True) -> NDArray[np.float64]:
+                       exact: bool = True) -> FloatArray:
         """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Trees:
         ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
         calibrated on the exact joint noise law (:mod:`dpfreq.windows.band`; keyed by the
-        release's secret once attached, by a public key in a plan). ``per_query``: the
-        half-width at Šidák's ``1 − (1 − β)^{1/n}`` (independent answers); trees beyond the
+        release's secret once attached, by a public key in a plan). Independent answers
+        (``per_query``): the half-width at Šidák's ``1 − (1 − β)^{1/n}``; trees beyond the
         simulation's limits: at ``β/n``.
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
         """
@@ -408,53 +425,8 @@ class Structure:
         if c is not None:
             return max(c, 1.0) * band_scale(self.halfwidth(t1, t2, beta))
         n = self.n_family
-        level = -math.expm1(math.log1p(-beta) / n) if self.strategy == "per_query" else beta / n
+        level = -math.expm1(math.log1p(-beta) / n) if self.independent_answers else beta / n
         return self.halfwidth(t1, t2, level, exact=exact)
-
-    def _noise_source(self, key: bytes, name: Any) -> Any:
-        if self.noise_kind == "gaussian":
-            return KeyedDiscreteGaussian(key, name, self.sigma2)
-        return KeyedDiscreteLaplace(key, name, self.gamma)
-
-    # ---------------------------------------------------------------- public-only predictions
-    def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
-        """The window actually asked of the mechanism (time compression widens it)."""
-        if self.strategy != "compressed":
-            return t1, t2
-        s = self.group_size
-        return -(-t1 // s), -(-t2 // s)
-
-    def nodes(self, t1: Any, t2: Any) -> IntArray:
-        """Number of noise terms in each answer (public: depends on the query only)."""
-        q1 = np.asarray(t1, dtype=np.int64)
-        q2 = np.asarray(t2, dtype=np.int64)
-        strat = self.strategy
-        if strat == "per_query":
-            return np.ones(np.broadcast(q1, q2).shape, dtype=np.int64)
-        if strat == "simple":  # one leaf noise per period of the prefix
-            return q2 + 0 * q1
-        if strat == "tree":
-            return sum(used.astype(np.int64) for used, _, _ in self.cover(q2 - 1)) + 0 * q1
-        if strat == "blocks":
-            w = int(self.width or 1)
-            b = q2 // w
-            x = q2 - (b - 1) * w - w
-            return 2 * popcount(x + 1) + 0 * q1
-        if strat == "single":
-            return 2 * popcount(q2 + 1) + 0 * q1
-        if strat == "tree2d":
-            return 2 * popcount(q1) * popcount(q2)
-        g1, g2 = self.query_map(q1, q2)
-        return popcount(g2 - g1 + 1)
-
-    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
-        """Signed block covers of the prefixes ``{p <= x}`` of a cumulative tree without
-        least squares (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
-        return layer_signed_cover(x, self.horizon, self.branching, self.top)
-
-    def bias_bound(self) -> int:
-        """Bound on |E[answer] − truth| (time compression only, singleton logs: 2(s−1))."""
-        return 2 * (self.group_size - 1) if self.strategy == "compressed" else 0
 
     def family_queries(self) -> tuple[IntArray, IntArray]:
         """``(t1, t2)`` of every window of the family (:attr:`n_family` of them)."""
@@ -470,38 +442,18 @@ class Structure:
         return np.ones_like(ts), ts
 
     def mean_mse(self) -> float:
-        """Mean predicted mean squared error over the family's queries (closed form)."""
-        v = self.node_variance
-        if self.family != "all":
-            t1, t2 = self.family_queries()
-            return float(np.mean(self.variance(t1, t2)))
-        t = self.horizon
-        n_q = t * (t + 1) / 2
-        ts = np.arange(1, t + 1, dtype=np.int64)
-        if self.strategy == "per_query":
-            mean_nodes = 1.0
-        elif self.strategy == "tree2d":
-            pc1 = popcount(ts).astype(np.float64)
-            pc2 = popcount(ts).astype(np.float64)
-            mean_nodes = float(np.sum(2 * pc2 * np.cumsum(pc1))) / n_q
-        else:
-            s = self.group_size
-            n_g = np.bincount(-(-ts // s))[1:].astype(np.float64)  # periods per group
-            size = 2 * n_g.size
-            spec = np.fft.rfft(n_g, size)
-            # autocorrelation corr[d] = Σ_g n(g) n(g+d) (zero padding: no wrap-around)
-            corr = np.rint(np.fft.irfft(spec * np.conj(spec), size)[:n_g.size])
-            corr[0] = float(np.sum(n_g * (n_g + 1) / 2))
-            diffs = np.arange(n_g.size, dtype=np.int64)
-            if self.consistent:
-                per = row_squares(self.layout)[diffs]
-            else:
-                per = popcount(diffs + 1).astype(np.float64)
-            mean_nodes = float(np.sum(corr * per)) / n_q
-            return (math.sqrt(mean_nodes * v) + self.bias_bound()) ** 2
-        return mean_nodes * v
+        """Mean predicted mean squared error over the family's queries (all-windows
+        strategies give it in closed form)."""
+        t1, t2 = self.family_queries()
+        return float(np.mean(self.variance(t1, t2)))
 
     # ---------------------------------------------------------------- noise (needs the key)
+    def noise_source(self, key: bytes, name: Any) -> KeyedDiscreteGaussian | KeyedDiscreteLaplace:
+        """The keyed lazy node noise of the tree named ``name`` (the structure's law)."""
+        if self.noise_kind == "gaussian":
+            return KeyedDiscreteGaussian(key, name, self.sigma2)
+        return KeyedDiscreteLaplace(key, name, self.gamma)
+
     def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly).
 
@@ -510,96 +462,10 @@ class Structure:
         its own sub-key (:mod:`dpfreq.windows.lazy_noise`).
         """
         base = structure_name(name, "Structure.attach")
-        tree0 = (*base, 0)
         self._key, self._name = key, base
         self._band_c = {}
-        self._cons_noise = None
-        self._cons_starts = {}
-        d = self.detail
-        strat = self.strategy
-        gauss = self.noise_kind == "gaussian"
-        if strat in ("simple", "tree"):
-            # simple: one leaf noise per period, answers its running sums; trees: one noise
-            # per flat block id (layer_layout)
-            size = int(d["tree_nodes"])
-            vec = (self._noise_source(key, tree0).noise(np.arange(size)) if gauss
-                   else _eager_noise(self.gamma, size, key, tree0))
-            self._impl = np.cumsum(vec) if strat == "simple" else vec
-        elif strat in ("blocks", "single"):
-            copies = 2 * d.get("blocks", 1) if strat == "blocks" else 2
-            src = self._noise_source(key, tree0) if gauss else None
-            self._impl = Tree1D(d["domain"], self.gamma, key, tree0, copies=copies,
-                                noise_source=src)
-        elif strat == "per_query" and self.family != "all":
-            if gauss:
-                src = self._noise_source(key, tree0)
-                self._impl = src.noise(np.arange(self.horizon + 1))
-            else:
-                self._impl = _eager_noise(self.gamma, self.horizon + 1, key, tree0)
-        elif strat == "tree2d":
-            self._impl = tuple(
-                Tree2DNoise(d["domain"], self.gamma, key, (*base, i),
-                            noise_source=self._noise_source(key, (*base, i)))
-                for i in (0, 1))
-        else:
-            self._impl = self._noise_source(key, tree0)
+        self._draw(key, base)
 
-    def noise(self, t1: Any, t2: Any) -> IntArray:
-        """Σ ± node noise of each answer (deterministic given the key)."""
-        q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
-                                     np.asarray(t2, dtype=np.int64))
-        impl, strat = self._impl, self.strategy
-        if strat == "simple":
-            walk: IntArray = impl[q2 - 1]
-            return walk
-        if strat == "tree" and self.consistent:
-            if self._cons_noise is None:  # once per structure: the same value for every query
-                self._cons_noise = self.weights() @ impl.astype(np.float64)
-            out: IntArray = self._cons_noise[q2 - 1]
-            return out
-        if strat == "tree":
-            plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
-            for used, ids, sign in self.cover(q2 - 1):
-                plain = plain + np.where(used, sign * impl[ids], 0)
-            return plain
-        if strat in ("blocks", "single"):  # the layout the band simulates (cover_map)
-            x, copies = prefix_layout(self, q2)
-            total: IntArray = sum(sign * impl.prefix_noise(x, tree) for tree, sign in copies)
-            return total
-        if strat == "per_query" and self.family != "all":
-            return impl[q2]
-        if strat == "tree2d":
-            x, y = q1 - 1, q2 - 1
-            return dominance_noise_sum(impl, (1, -1), x, y)
-        if strat == "per_query":
-            return impl.noise(q1 * (self.horizon + 1) + q2)
-        g1, g2 = self.query_map(q1, q2)
-        d = self.detail["domain"]
-        x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
-        if self.consistent:
-            out = np.empty(q1.shape, dtype=np.float64)
-            starts = np.unique(g1)
-            if len(self._cons_starts) + starts.size > 4096:
-                self._cons_starts.clear()
-            missing = np.array([g for g in starts.tolist() if g not in self._cons_starts],
-                               dtype=np.int64)
-            if missing.size:  # draw the whole tree of every new start in one batch
-                ids = ((missing - 1) * (2 * d))[:, None] + np.arange(2 * d)[None, :]
-                vals = impl.noise(ids.ravel()).reshape(missing.size, 2 * d).astype(np.float64)
-                vals[:, 0] = 0.0  # heap id 0 is not a node
-                for g, row in zip(missing.tolist(), vals, strict=True):
-                    self._cons_starts[g] = self.weights() @ row
-            for g in starts.tolist():
-                sel = g1 == g
-                out[sel] = self._cons_starts[g][x[sel]]
-            res: IntArray = out
-            return res
-        cover = prefix_cover(x.ravel(), d)
-        used = np.stack([u for u, _ in cover])
-        ids = np.stack([(g1.ravel() - 1) * (2 * d) + i for _, i in cover])
-        vals = np.zeros(used.shape, dtype=np.int64)
-        vals[used] = impl.noise(ids[used])
-        return vals.sum(axis=0).reshape(q1.shape)
 
 
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
@@ -607,7 +473,7 @@ def build_structure(family: str, strategy: str, k: int, horizon: int, level: str
                     group_size: int = 1, *, rho: float | None = None,
                     noise_kind: str = "laplace", branching: int = 2,
                     top: bool = False) -> Structure:
-    """Construct (calibrate) a structure from public parameters only.
+    """Construct (calibrate) a registered structure from public parameters only.
 
     ``rho=None``: pure ε-DP accounting with budget ``eps`` (δ only for advanced composition
     across pieces). ``rho`` given: the structure is ρ-zCDP, with discrete Laplace (each pure
@@ -615,5 +481,9 @@ def build_structure(family: str, strategy: str, k: int, horizon: int, level: str
     ``level`` is the unit (``"event"``, ``"item"``, ``"item_replace"``); ``branching`` the
     ``B`` of a cumulative ``tree`` and ``top`` whether it keeps a root block over all periods.
     """
-    return Structure(family, strategy, k, horizon, level, eps, delta, width, group_size,
-                     rho=rho, noise_kind=noise_kind, branching=branching, top=top)
+    cls = registry().get(strategy)
+    if cls is None or family not in cls.families:
+        raise ParameterError(message("strategy", "build_structure",
+                                     f"one of {list(STRATEGIES.get(family, ()))}", strategy))
+    return cls(family, k, horizon, level, eps, delta, width, group_size, rho=rho,
+               noise_kind=noise_kind, branching=branching, top=top)

@@ -1,9 +1,8 @@
 """Tree mechanisms over a time domain (dyadic and B-ary trees, lazy 2d noise).
 
-* Dyadic (binary) node layout over ``{0, …, D−1}``, ``D = 2^h``: node ``(ℓ, j)`` covers
-  ``[j·2^ℓ, (j+1)·2^ℓ − 1]`` and has heap id ``(D >> ℓ) + j`` (root 1, leaves ``D..2D−1``).
-  The prefix ``{p ≤ x}`` is covered by the ``popcount(x+1)`` nodes ``(ℓ, ⌊(x+1)/2^ℓ⌋ − 1)``
-  for every bit ``ℓ`` set in ``x+1``.
+The dyadic node layout, its prefix covers and the dominance covers of product trees are in
+:mod:`dpfreq.windows.dyadic`.
+
 * :class:`Tree1D`: every node's count plus exact discrete-Laplace noise; noise is drawn once per
   node from a keyed stream (a deterministic function of the secret key and node id).
   Because a prefix cover partitions the prefix, the noisy prefix count equals the exact count
@@ -11,7 +10,8 @@
 * :class:`TreeBary`: the b-ary variant (prefix and canonical range covers, explicit noisy
   levels and the consistency pass), the building block for range-heavy uses (B = 16).
 * :func:`consistent_tree`: the Hay et al. least-squares consistency pass for a complete B-ary
-  tree (two passes; equals ordinary least squares, tested against ``numpy.linalg.lstsq``).
+  tree (two passes; equals ordinary least squares, tested against ``numpy.linalg.lstsq``);
+  its prefix weights are :func:`dpfreq.windows.weights.consistent_prefix_weights`.
 * :class:`OnlineCounter`: the continual binary mechanism (noise fixed per dyadic node when it
   closes).
 * :class:`Tree2DNoise`: the product dyadic tree with lazy keyed noise
@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -34,6 +33,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
+from dpfreq.windows.dyadic import domain_size, dominance_pairs, node_counts, popcount, prefix_cover
 from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace, eager_generator
 
 __all__ = [
@@ -42,60 +42,11 @@ __all__ = [
     "Tree1D",
     "Tree2DNoise",
     "TreeBary",
-    "consistent_prefix_weights",
     "consistent_tree",
-    "domain_size",
-    "dominance_pairs",
-    "node_counts",
-    "popcount",
-    "prefix_cover",
+    "dominance_noise_sum",
 ]
 
 IntArray = NDArray[np.int64]
-
-
-def domain_size(n_values: int) -> int:
-    """The smallest power of two ``D >= n_values`` (at least 1)."""
-    n = check_int(n_values, "n_values", "domain_size", minimum=1)
-    return 1 << (n - 1).bit_length()
-
-
-def popcount(x: Any) -> IntArray:
-    """Number of set bits of each non-negative integer (vectorized)."""
-    v = np.asarray(x, dtype=np.int64).copy()
-    out = np.zeros(v.shape, dtype=np.int64)
-    while np.any(v):
-        out += v & 1
-        v >>= 1
-    return out
-
-
-def prefix_cover(x: Any, domain: int) -> list[tuple[NDArray[np.bool_], IntArray]]:
-    """Prefix covers of ``{p ≤ x}`` for an array of ``x ∈ [−1, D−1]``, level by level.
-
-    Returns a list over levels ``ℓ = 0..h`` of ``(used, heap_ids)``: ``used[i]`` says whether
-    level ``ℓ`` contributes a node to the cover of ``x[i]``, and ``heap_ids[i]`` is its heap id.
-    """
-    xs = np.asarray(x, dtype=np.int64) + 1
-    h = domain.bit_length() - 1
-    out = []
-    for lev in range(h + 1):
-        used = ((xs >> lev) & 1).astype(np.bool_)
-        ids = (domain >> lev) + (xs >> lev) - 1
-        out.append((used, np.where(used, ids, 0)))
-    return out
-
-
-def node_counts(points: Any, domain: int, weights: Any = None) -> IntArray:
-    """Exact count of every dyadic node, heap-indexed (index 0 unused), for points in [0, D)."""
-    p = np.asarray(points, dtype=np.int64)
-    w = None if weights is None else np.asarray(weights, dtype=np.int64)
-    leaves = np.bincount(p, weights=w, minlength=domain).astype(np.int64)
-    out = np.zeros(2 * domain, dtype=np.int64)
-    out[domain:] = leaves
-    for i in range(domain - 1, 0, -1):
-        out[i] = out[2 * i] + out[2 * i + 1]
-    return out
 
 
 class Tree1D:
@@ -208,27 +159,6 @@ def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[ND
         parent = np.repeat(out[i + 1], b, axis=0)
         sib_sum = np.repeat(z[i].reshape((-1, b, *z[i].shape[1:])).sum(axis=1), b, axis=0)
         out[i] = z[i] + (parent - sib_sum) / b
-    return out
-
-
-@functools.lru_cache(maxsize=8)
-def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
-    """Weights ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` (binary tree).
-
-    ``A`` has shape ``(D, 2D)`` indexed by heap id (column 0 unused). Computed by running the
-    consistency pass on every unit vector at once; memory ``O(D²)``, so use for ``D <= 2048``.
-    The exact noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``.
-    """
-    if domain < 1 or domain & (domain - 1):
-        raise ParameterError(message("domain", "consistent_prefix_weights", "a power of two",
-                                     domain))
-    h = domain.bit_length() - 1
-    n_nodes = 2 * domain
-    eye = np.eye(n_nodes, dtype=np.float64)
-    levels = [eye[(domain >> lev):(domain >> lev) * 2] for lev in range(h + 1)]
-    leaves = consistent_tree(levels, 2)[0]  # (D, 2D): leaf estimate as a function of nodes
-    out: NDArray[np.float64] = np.cumsum(leaves, axis=0)
-    out.setflags(write=False)
     return out
 
 
@@ -410,31 +340,6 @@ class OnlineCounter:
             if (t >> lev) & 1:
                 total += self._closed[lev]
         return total
-
-
-def _cover_entries(x: IntArray, domain: int) -> tuple[IntArray, IntArray, IntArray]:
-    """Prefix covers of many ``x`` as flat entries grouped by query: (query, heap id), sizes."""
-    cover = prefix_cover(x, domain)
-    used = np.stack([u for u, _ in cover], axis=1)
-    ids = np.stack([i for _, i in cover], axis=1)
-    q, lev = np.nonzero(used)
-    return q.astype(np.int64), ids[q, lev], used.sum(axis=1).astype(np.int64)
-
-
-def dominance_pairs(x: IntArray, y: IntArray, domain: int) -> tuple[IntArray, IntArray]:
-    """Every (query, node id) of the dominance covers of flat query arrays ``x, y`` in the
-    product tree over ``domain × domain`` (node ``(u, v)`` of 1d heap ids has id ``u·2D + v``)."""
-    qx, ix, _ = _cover_entries(x, domain)
-    _, iy, ny = _cover_entries(y, domain)
-    # every (x node, y node) pair of each query's two prefix covers, without a loop over
-    # level pairs: each x entry is repeated once per y entry of its query
-    y_start = np.cumsum(ny) - ny
-    reps = ny[qx]
-    total = int(reps.sum())
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-    y_pos = np.repeat(y_start[qx], reps) + offs
-    nids = np.repeat(ix, reps) * (2 * domain) + iy[y_pos]
-    return np.repeat(qx, reps), nids
 
 
 class Tree2DNoise:

@@ -16,13 +16,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._validate import message
+from dpfreq.errors import ParameterError
 from dpfreq.windows.counters import layer_prefix_weights
 from dpfreq.windows.noise_law import WEIGHT_DECIMALS
-from dpfreq.windows.tree import consistent_prefix_weights
+from dpfreq.windows.tree import consistent_tree
 
 __all__ = [
     "Layout",
     "consistent_laws",
+    "consistent_prefix_weights",
     "layout_weights",
     "row_squares",
     "weight_groups",
@@ -33,6 +36,27 @@ __all__ = [
 #: ``("heap", D)``: the binary tree over ``D`` leaves in heap order (per-start trees);
 #: ``("layer", T, B, top)``: a layered counter (:mod:`dpfreq.windows.counters`)
 Layout = tuple[Any, ...]
+
+
+@functools.lru_cache(maxsize=8)
+def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
+    """Weights ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` (binary tree).
+
+    ``A`` has shape ``(D, 2D)`` indexed by heap id (column 0 unused). Computed by running the
+    consistency pass on every unit vector at once; memory ``O(D²)``, so use for ``D <= 2048``.
+    The exact noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``.
+    """
+    if domain < 1 or domain & (domain - 1):
+        raise ParameterError(message("domain", "consistent_prefix_weights", "a power of two",
+                                     domain))
+    h = domain.bit_length() - 1
+    n_nodes = 2 * domain
+    eye = np.eye(n_nodes, dtype=np.float64)
+    levels = [eye[(domain >> lev):(domain >> lev) * 2] for lev in range(h + 1)]
+    leaves = consistent_tree(levels, 2)[0]  # (D, 2D): leaf estimate as a function of nodes
+    out: NDArray[np.float64] = np.cumsum(leaves, axis=0)
+    out.setflags(write=False)
+    return out
 
 
 def layout_weights(layout: Layout) -> NDArray[np.float64]:

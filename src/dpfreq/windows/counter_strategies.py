@@ -1,0 +1,193 @@
+"""Continual counters for the cumulative family: the simple counter and the layered tree.
+
+Cumulative structures count one point per item, the period of its k-th occurrence, so ``Δ``
+(points changed by one neighbour) is 1 at ``unit="item"`` (add or remove one item: its point
+appears or vanishes) and 2 at ``unit="event"`` or ``"item_replace"`` (the point moves from one
+period to another, or appears or vanishes). Point values are ``t−1 ∈ [0, T−1]``.
+
+=================  =======================================  ==============================
+strategy           structure                                node noise γ
+=================  =======================================  ==============================
+cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
+cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
+=================  =======================================  ==============================
+
+``ε_s`` is the budget of the (family, k) structure and ``L_{T,B} = ⌈log_B T⌉ + 1`` the levels of
+the layout (:func:`~dpfreq.windows.counters.layer_layout`): every point lies in one block per
+level. A moved point changes the blocks holding either period, except a top block over all
+``T`` periods, which holds both.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.windows.band import walk_multiplier
+from dpfreq.windows.counters import layer_layout, layer_signed_cover
+from dpfreq.windows.protocol import CounterShape, NodeSampler
+from dpfreq.windows.strategy import (
+    BRANCHINGS,
+    CONSISTENCY_MAX_WEIGHTS,
+    Structure,
+    eager_noise,
+    register,
+)
+from dpfreq.windows.weights import Layout
+
+__all__ = ["SimpleCounter", "TreeCounter"]
+
+IntArray = NDArray[np.int64]
+
+
+class _LayeredCounter(Structure):
+    """Blocks of periods, level by level, with one eagerly drawn noise per block."""
+
+    families = ("cumulative",)
+    #: the layout has tree parameters (``B``, top level, block sizes) to record
+    tree_layout: ClassVar[bool] = True
+    shape: CounterShape
+    _impl: IntArray
+
+    def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
+        """``(sizes, offsets)`` of the levels (:func:`~dpfreq.windows.counters.layer_layout`)."""
+        raise NotImplementedError
+
+    def _shape(self) -> CounterShape:
+        t = self.horizon
+        points = 1 if self.unit == "item" else 2
+        sizes, offsets = self._blocks()
+        lv = len(sizes)
+        # a moved point keeps the blocks holding both periods: at least the top one when it
+        # spans all T periods
+        l1 = lv if points == 1 else (max(lv, 2 * lv - 2) if sizes[-1] >= t else 2 * lv)
+        tree = self.tree_layout
+        return CounterShape(1, l1, math.sqrt(l1), periods=t, levels=lv, points=points,
+                            tree_nodes=int(offsets[-1]),
+                            branching=self.branching if tree else None, top=self.top,
+                            block_sizes=sizes)
+
+    def _block_noise(self, key: bytes, name: tuple[str | int, ...]) -> IntArray:
+        """One noise per flat block id (:func:`~dpfreq.windows.counters.layer_layout`)."""
+        tree0 = (*name, 0)
+        size = self.shape.tree_nodes
+        if self.noise_kind == "gaussian":
+            return self.noise_source(key, tree0).noise(np.arange(size))
+        return eager_noise(self.gamma, size, key, tree0)
+
+
+@register
+class SimpleCounter(_LayeredCounter):
+    """One noise per period; the answer at ``t`` is the running sum of the first ``t``."""
+
+    name = "simple"
+    tree_layout = False
+
+    def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
+        return (1,), np.array([0, self.horizon])
+
+    def nodes(self, t1: Any, t2: Any) -> IntArray:
+        q1 = np.asarray(t1, dtype=np.int64)
+        return np.asarray(t2, dtype=np.int64) + 0 * q1  # one leaf noise per period
+
+    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
+        self._impl = np.cumsum(self._block_noise(key, name))
+
+    def noise(self, t1: Any, t2: Any) -> IntArray:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        walk: IntArray = self._impl[q2 - 1]
+        return walk
+
+    def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
+        return walk_multiplier(self, beta, draws, sample)
+
+
+@register
+class TreeCounter(_LayeredCounter):
+    """A layered ``B``-ary tree (with or without a root block); answers by signed covers, or by
+    least squares over every block when its dense weights are small enough
+    (:data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_WEIGHTS`)."""
+
+    name = "tree"
+    _cons_noise: NDArray[np.float64] | None = None
+
+    @classmethod
+    def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
+                 delta: float, width: int | None, *, rho: float | None, noise_kind: str,
+                 layouts: dict[str, float] | None = None) -> TreeCounter | None:
+        """The tree whose branching factor ``B`` and top level (a root block over all periods,
+        or none) predict the least error for ``T`` (each layout once)."""
+        best: TreeCounter | None = None
+        seen: set[tuple[int, ...]] = set()
+        for b in BRANCHINGS:
+            for top in (False, True):
+                s = cls(family, k, horizon, unit, eps, delta, rho=rho, noise_kind=noise_kind,
+                        branching=b, top=top)
+                if s.shape.block_sizes in seen or not s.usable:
+                    continue
+                seen.add(s.shape.block_sizes)
+                if layouts is not None:
+                    layouts[f"B={b}{', root' if top else ''}"] = float(np.sqrt(s.mean_mse()))
+                if best is None or s.mean_mse() < best.mean_mse():
+                    best = s
+        return best
+
+    def _layout_parameters(self, branching: int, top: bool) -> tuple[int, bool]:
+        return branching, top
+
+    def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
+        return layer_layout(self.horizon, self.branching, self.top)
+
+    def _consistent(self) -> bool:
+        return self.domain > 0 and self.domain * self.shape.tree_nodes <= CONSISTENCY_MAX_WEIGHTS
+
+    def _layout(self) -> Layout:
+        return ("layer", self.horizon, self.branching, self.top)
+
+    def _prefix_index(self, t1: Any, t2: Any) -> IntArray:
+        return np.asarray(t2, dtype=np.int64) - 1 + 0 * np.asarray(t1, dtype=np.int64)
+
+    def _tree_limits(self) -> IntArray | None:
+        return np.array([self.horizon], dtype=np.int64) if self.consistent else None
+
+    def describe(self, name: str) -> str:
+        return f"{name} (B={self.branching}, blocks {list(self.shape.block_sizes)})"
+
+    def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
+        """Signed block covers of the prefixes ``{p <= x}`` without least squares
+        (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
+        return layer_signed_cover(x, self.horizon, self.branching, self.top)
+
+    def nodes(self, t1: Any, t2: Any) -> IntArray:
+        q1 = np.asarray(t1, dtype=np.int64)
+        q2 = np.asarray(t2, dtype=np.int64)
+        return sum(used.astype(np.int64) for used, _, _ in self.cover(q2 - 1)) + 0 * q1
+
+    def node_cover(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        slots = self.cover(t2 - 1)  # flat block ids of the layered layout, signed covers
+        rows = [np.flatnonzero(used) for used, _, _ in slots]
+        return (np.concatenate(rows),
+                np.concatenate([ids[q] for (_, ids, _), q in zip(slots, rows, strict=True)]),
+                np.concatenate([sg[q] for (_, _, sg), q in zip(slots, rows, strict=True)]))
+
+    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
+        self._cons_noise = None
+        self._impl = self._block_noise(key, name)
+
+    def noise(self, t1: Any, t2: Any) -> IntArray:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        if self.consistent:
+            if self._cons_noise is None:  # once per structure: the same value for every query
+                self._cons_noise = self.weights() @ self._impl.astype(np.float64)
+            out: IntArray = self._cons_noise[q2 - 1]
+            return out
+        plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
+        for used, ids, sign in self.cover(q2 - 1):
+            plain = plain + np.where(used, sign * self._impl[ids], 0)
+        return plain
