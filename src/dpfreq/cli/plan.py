@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from dpfreq._validate import MAX_COUNT_MINIMUM
-from dpfreq.cli._common import COUNT, POSITIVE, IntegerType
+from dpfreq.cli._common import COUNT, IntegerType
 from dpfreq.cli.grouped import format_grouped_plan, plan_group_options
 
 __all__ = ["command", "format_plan", "profile_plan"]
