@@ -135,6 +135,8 @@ def cover_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSam
     (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
     import scipy.sparse  # here, not at the top: only these structures need it
 
+    if draws * s.n_family > BAND_MAX_WORK:  # every cover holds a node: never list the family
+        return None
     t1, t2 = s.family_queries()
     if draws * int(s.nodes(t1, t2).sum()) > BAND_MAX_WORK:
         return None
