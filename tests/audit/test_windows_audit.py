@@ -495,3 +495,64 @@ def test_extreme_public_parameters_are_handled():
         release_window_counts(src, **{**kw, "horizon": 2**30})
     with pytest.raises(ParameterError, match="horizon"):
         release_window_counts(src, **{**kw, "horizon": 2**40})
+
+
+def _factor_counts(log, k: int, horizon: int) -> np.ndarray:
+    """``R x`` of the square-root factorization: x the per-period counts of k-th occurrences."""
+    from scipy.linalg import toeplitz
+
+    from dpfreq.windows.factorization import sqrt_coefficients
+    from dpfreq.windows.reductions import cumulative_points
+
+    item, times = _sorted_arrays(log)
+    hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=horizon)
+    return np.tril(toeplitz(sqrt_coefficients(horizon))).astype(np.int64) @ hist
+
+
+def test_exact_l2_sensitivity_of_the_factorization_over_every_small_log():
+    """Every log of at most 3 events over 2 items and T = 4, and every neighbour with one more
+    event (event level) or one more item with up to 2 events (item level): ``‖R x − R x'‖₂²``
+    never exceeds the squared sensitivity the structure is calibrated to, and the discrete
+    Gaussian's ``σ² >= ℓ2²/(2ρ)`` makes the release ρ-zCDP (Canonne–Kamath–Steinke 2020)."""
+    from dpfreq.windows.strategy import build_structure
+
+    horizon, rho = 4, 0.05
+    logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]
+    cells = [(i, t) for i in range(2) for t in range(1, horizon + 1)]
+    newcomers = [tuple((2, t) for _, t in hist) for hist in _all_logs(horizon, 1, 2) if hist]
+    for k in (1, 2):
+        for unit, moves in (("event", [(c,) for c in cells]), ("item", newcomers)):
+            s = build_structure("cumulative", "factorization", k, horizon, unit, Fraction(1),
+                                1e-3, rho=rho, noise_kind="gaussian")
+            worst = 0
+            for log in logs:
+                base = _factor_counts(log, k, horizon)
+                for extra in moves:
+                    diff = _factor_counts(tuple(sorted((*log, *extra))), k, horizon) - base
+                    worst = max(worst, int(diff @ diff))
+            assert 0 < worst <= s.shape.l2_squared
+            assert s.sigma2 >= s.shape.l2_squared / (2 * rho)
+
+
+@pytest.mark.slow
+def test_clopper_pearson_lower_bound_of_the_factorization_is_within_epsilon():
+    """Seeded black-box audit of the factorization at (ε, δ) = (4, 1e-3), item level, T = 2:
+    one more item seen at period 1, the event "cumulative reach at t = 1 >= 2" over n releases
+    each; with Clopper–Pearson bounds at α/2 per side (α = 1e-6), ``ln((p_lower − δ)/q_upper)``
+    lower-bounds the realised ε with probability >= 1 − α and must not exceed ε."""
+    eps, delta, n = 4.0, 1e-3, 3000
+    base = (np.array([1, 2]), np.array([1, 2]))
+    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
+    hits = []
+    for log in (plus, base):
+        count = 0
+        for seed in range(n):
+            rel = release_window_counts(log, horizon=2, epsilon=eps, delta=delta, unit="item",
+                                        k_values=[1], windows=["cumulative"],
+                                        strategy={"cumulative": "factorization"}, rng=seed)
+            count += int(rel.value["cumulative"][1][0] >= 2)
+        hits.append(count)
+    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
+    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    assert p_lo > q_hi  # the audit has power
+    assert np.log((p_lo - delta) / q_hi) <= eps

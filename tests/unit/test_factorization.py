@@ -68,3 +68,55 @@ def test_sub_gaussian_halfwidth_covers_exact_discrete_gaussian_noise() -> None:
     x = sub_gaussian_halfwidth(prefix_variance_factors(t), src.sigma2, beta)
     misses = int((np.abs(noise[:, -1]) > x[-1]).sum())
     assert misses <= binom.isf(1e-6, draws, beta)
+
+
+def _structure(unit: str = "event", horizon: int = 50):
+    from fractions import Fraction
+
+    from dpfreq.windows.strategy import build_structure
+
+    return build_structure("cumulative", "factorization", 1, horizon, unit, Fraction(1), 1e-5,
+                           rho=0.05, noise_kind="gaussian")
+
+
+@pytest.mark.parametrize("unit", ["item", "item_replace", "event"])
+def test_strategy_calibrates_sigma2_from_the_exact_integer_sensitivity(unit: str) -> None:
+    s = _structure(unit)
+    _, l2sq = sensitivity(50, unit)
+    assert s.usable
+    assert s.sigma2 >= l2sq / (2 * 0.05)
+    assert s.detail["l2_squared"] == l2sq
+
+
+def test_strategy_noise_is_l_times_the_keyed_node_noise() -> None:
+    s = _structure()
+    key = bytes(range(32))
+    s.attach(key, ("cumulative", 1))
+    z = KeyedDiscreteGaussian(key, ("cumulative", 1, 0), s.sigma2).noise(np.arange(50))
+    t = np.arange(1, 51)
+    np.testing.assert_allclose(s.noise(np.ones_like(t), t), prefix_noise(z))
+    np.testing.assert_allclose(s.variance(np.ones_like(t), t),
+                               prefix_variance_factors(50) * s.node_variance)
+    assert np.all(s.halfwidth(np.ones_like(t), t, 0.05)
+                  >= sub_gaussian_halfwidth(prefix_variance_factors(50), s.sigma2, 0.05))
+
+
+def test_asking_for_the_factorization_at_pure_epsilon_says_what_it_needs() -> None:
+    from dpfreq import release_window_counts
+    from dpfreq.errors import ParameterError
+
+    events = (np.arange(20) % 5, np.arange(20) % 10 + 1)
+    with pytest.raises(ParameterError, match=r"factorization needs delta > 0"):
+        release_window_counts(events, horizon=10, epsilon=1.0, unit="item", k_values=[1],
+                              windows=["cumulative"], strategy={"cumulative": "factorization"},
+                              rng=1)
+
+
+def test_auto_picks_the_factorization_where_it_predicts_less_error() -> None:
+    """Event level, ε = 1, δ = 1e-3, T = 365: zCDP with the factorization predicts less error
+    than every pure-ε and Gaussian tree (the record lists them all)."""
+    from dpfreq import plan_window_counts
+
+    plan = plan_window_counts(horizon=365, epsilon=1.0, delta=1e-3, unit="event", k_values=[1],
+                              windows=["cumulative"])
+    assert plan.strategies["cumulative, k=1"] == "factorization"

@@ -13,7 +13,7 @@ import pytest
 
 from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.counters import layer_incidence, layer_prefix_cover, layer_signed_cover
-from dpfreq.windows.plan import make_plan
+from dpfreq.windows.plan import make_plan, zcdp_rho
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, build_structure
 
@@ -118,9 +118,31 @@ def test_auto_is_never_worse_than_any_structure_by_its_own_prediction(unit, hori
                                         (False, True)):
             s = build_structure("cumulative", strategy, 1, horizon, unit, eps, 0.0, branching=b,
                                 top=top)
+            if not s.usable:  # the factorization needs zCDP accounting (δ > 0)
+                assert strategy == "factorization"
+                continue
             assert chosen <= s.mean_mse() * (1 + 1e-12)
     why = plan.record["cumulative, k=1"]["why"]
     assert why.startswith(plan.structures[("cumulative", 1)].strategy)
+
+
+@pytest.mark.parametrize("unit", ["item", "event"])
+@pytest.mark.parametrize("horizon", [7, 90, 365, 2000])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_with_delta_auto_is_never_worse_than_any_structure_in_either_accounting(
+        unit, horizon, epsilon):
+    """δ = 1e-3: pure ε-DP structures and zCDP ones (discrete Laplace or Gaussian noise, the
+    factorization among them) all compete."""
+    delta = 1e-3
+    plan = make_plan(("cumulative",), (1,), horizon, unit, epsilon, delta, "auto", False)
+    chosen = plan.structures[("cumulative", 1)].mean_mse()
+    eps, rho = Fraction(epsilon), zcdp_rho(epsilon, delta)
+    for strategy in STRATEGIES["cumulative"]:
+        for kind, r in (("laplace", None), ("laplace", rho), ("gaussian", rho)):
+            s = build_structure("cumulative", strategy, 1, horizon, unit, eps, delta, rho=r,
+                                noise_kind=kind, branching=2)
+            if s.usable:
+                assert chosen <= s.mean_mse() * (1 + 1e-12)
 
 
 def test_the_issue_setting_predicts_at_most_035_of_the_former_error():

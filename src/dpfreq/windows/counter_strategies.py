@@ -1,4 +1,5 @@
-"""Continual counters for the cumulative family: the simple counter and the layered tree.
+"""Continual counters for the cumulative family: the simple counter, the layered tree and the
+square-root factorization.
 
 Cumulative structures count one point per item, the period of its k-th occurrence, so ``Δ``
 (points changed by one neighbour) is 1 at ``unit="item"`` (add or remove one item: its point
@@ -10,6 +11,8 @@ strategy           structure                                node noise γ
 =================  =======================================  ==============================
 cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
 cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
+cumulative/        ``R x + z``, answers ``L(R x + z)``      discrete Gaussian only,
+factorization      (:mod:`dpfreq.windows.factorization`)    ``σ² >= ‖R‖²_{Δ}/(2ρ_s)``
 =================  =======================================  ==============================
 
 ``ε_s`` is the budget of the (family, k) structure and ``L_{T,B} = ⌈log_B T⌉ + 1`` the levels of
@@ -21,15 +24,27 @@ level. A moved point changes the blocks holding either period, except a top bloc
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._validate import message
+from dpfreq.errors import ParameterError
 from dpfreq.windows.band import walk_multiplier
 from dpfreq.windows.counters import layer_layout, layer_signed_cover
-from dpfreq.windows.protocol import CounterShape, NodeSampler
+from dpfreq.windows.factorization import (
+    MAX_HORIZON,
+    SCALE,
+    prefix_noise,
+    prefix_variance_factors,
+    sensitivity,
+    sub_gaussian_halfwidth,
+)
+from dpfreq.windows.lazy_noise import gaussian_sigma2
+from dpfreq.windows.protocol import Calibration, CounterShape, NodeSampler, Shape
 from dpfreq.windows.strategy import (
     BRANCHINGS,
     CONSISTENCY_MAX_WEIGHTS,
@@ -39,9 +54,10 @@ from dpfreq.windows.strategy import (
 )
 from dpfreq.windows.weights import Layout
 
-__all__ = ["SimpleCounter", "TreeCounter"]
+__all__ = ["FactorShape", "FactorizationCounter", "SimpleCounter", "TreeCounter"]
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 
 class _LayeredCounter(Structure):
@@ -191,3 +207,93 @@ class TreeCounter(_LayeredCounter):
         for used, ids, sign in self.cover(q2 - 1):
             plain = plain + np.where(used, sign * self._impl[ids], 0)
         return plain
+
+
+@dataclass(frozen=True)
+class FactorShape(Shape):
+    """The square-root factor over ``T`` periods: ℓ2² exact, ``Δ`` points per neighbour."""
+
+    periods: int
+    points: int
+    l2_squared: int
+
+    @property
+    def domain(self) -> int:
+        return self.periods
+
+    def record(self) -> dict[str, Any]:
+        return {"domain": self.periods, "Delta": self.points, "pieces": self.pieces,
+                "factor": "square root", "factor_scale": SCALE,
+                "l2_squared": self.l2_squared}
+
+
+@register
+class FactorizationCounter(Structure):
+    """Releases ``R x + z`` (``z`` i.i.d. discrete Gaussian) and answers every prefix by
+    ``L(R x + z)`` (:mod:`dpfreq.windows.factorization`)."""
+
+    name = "factorization"
+    families = ("cumulative",)
+    requires = (f"delta > 0 (zCDP accounting, discrete Gaussian noise) and at most "
+                f"{MAX_HORIZON} periods")
+    shape: FactorShape
+    _impl: FloatArray
+
+    @classmethod
+    def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
+                 delta: float, width: int | None, *, rho: float | None, noise_kind: str,
+                 layouts: dict[str, float] | None = None) -> Structure | None:
+        if noise_kind != "gaussian" or horizon > MAX_HORIZON:
+            return None
+        return super().best_for(family, k, horizon, unit, eps, delta, width, rho=rho,
+                                noise_kind=noise_kind, layouts=layouts)
+
+    def _shape(self) -> FactorShape:
+        t = min(self.horizon, MAX_HORIZON)
+        l1, l2sq = sensitivity(t, self.unit)
+        return FactorShape(1, l1, math.sqrt(l2sq), periods=self.horizon,
+                           points=1 if self.unit == "item" else 2, l2_squared=l2sq)
+
+    def _calibrate_exact(self) -> tuple[Fraction, int, Calibration]:
+        if self.rho is None or self.noise_kind != "gaussian" or self.horizon > MAX_HORIZON:
+            raise ParameterError(message("strategy", "release_window_counts",
+                                         f"used with {self.requires}", self.name))
+        # σ² >= ℓ2²/(2ρ) exactly: the sensitivity is an integer, ρ a public float
+        target = math.ceil(Fraction(self.shape.l2_squared) / (2 * Fraction(self.rho)))
+        sigma2 = gaussian_sigma2(float(target))[0] if target < 2**60 else 0
+        return Fraction(0), sigma2, Calibration(self.shape.l1, "zCDP", rho_piece=self.rho,
+                                                l2_sensitivity=self.shape.l2, sigma2=sigma2)
+
+    def nodes(self, t1: Any, t2: Any) -> IntArray:
+        q1 = np.asarray(t1, dtype=np.int64)
+        return np.asarray(t2, dtype=np.int64) + 0 * q1  # prefix t mixes t node noises
+
+    def variance(self, t1: Any, t2: Any) -> FloatArray:
+        factors = prefix_variance_factors(self.horizon)
+        q2 = np.asarray(t2, dtype=np.int64) + 0 * np.asarray(t1, dtype=np.int64)
+        out: FloatArray = factors[q2 - 1] * self.node_variance
+        return out
+
+    def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
+        """The σ²-sub-Gaussian tail of ``Σ e_m z_m`` (the exact law is a weighted sum of ``t``
+        distinct weights; its tail bound is what the interval states)."""
+        factors = prefix_variance_factors(self.horizon)
+        q2 = np.asarray(t2, dtype=np.int64) + 0 * np.asarray(t1, dtype=np.int64)
+        out: FloatArray = np.ceil(sub_gaussian_halfwidth(factors, self.sigma2, beta))[q2 - 1]
+        return out
+
+    def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
+        return None  # the band is the union bound over the T prefixes
+
+    def describe(self, name: str) -> str:
+        return f"{name} (square-root factorization over {self.horizon} periods)"
+
+    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
+        z = self.noise_source(key, (*name, 0)).noise(np.arange(self.horizon))
+        self._impl = prefix_noise(np.asarray(z, dtype=np.int64))
+
+    def noise(self, t1: Any, t2: Any) -> IntArray:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        out: IntArray = self._impl[q2 - 1]
+        return out

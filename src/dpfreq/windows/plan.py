@@ -103,6 +103,11 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                     name = c if rho_s is None else f"{c}/{kind}"
                     structs[name] = best
                     preds[name] = float(np.sqrt(best.mean_mse()))
+            needs = registry()[forced].requires if forced is not None else None
+            if not preds and needs:
+                raise ParameterError(message(f"strategy for {label}", _FUNC,
+                                             f"usable for this call ({forced} needs {needs})",
+                                             forced))
             if not preds:
                 raise ParameterError(message(
                     "epsilon", _FUNC, "large enough to give every structure representable "
@@ -145,24 +150,37 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
                                      "structures", epsilon))
     strat = strategy if not isinstance(strategy, Mapping) else {
         (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
-    chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton)
+    rho = zcdp_rho(epsilon, delta) if delta > 0 else 0.0
+    try:
+        pure: tuple[Any, dict[str, Any]] | None = _choose(windows, ks, horizon, unit, eps_s,
+                                                           delta_s, strat, singleton)
+        refusal: ParameterError | None = None
+    except ParameterError as err:  # a forced strategy may need zCDP (the factorization)
+        if rho <= 0:
+            raise
+        pure, refusal = None, err
     accounting = ("pure epsilon-DP: basic composition over structures (advanced composition "
                   "over item-level blocks/starts when delta > 0)")
-    rho = zcdp_rho(epsilon, delta) if delta > 0 else 0.0
+    zcdp = None
     if rho > 0:
         # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
         try:
-            z_chosen, z_record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat,
-                                         singleton, rho_s=rho / n_struct)
+            zcdp = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton,
+                           rho_s=rho / n_struct)
         except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
-            return Plan(chosen, record, accounting, eps_s, delta_s)
+            if pure is None and refusal is not None:
+                raise refusal from None
+    if pure is not None and (zcdp is None or _score(pure[0]) <= _score(zcdp[0])):
+        return Plan(pure[0], pure[1], accounting, eps_s, delta_s)
+    if zcdp is None:  # neither accounting calibrates: the pure plan's refusal says why
+        raise refusal or ParameterError(message("epsilon", _FUNC, "large enough to calibrate",
+                                                epsilon))
+    accounting = (f"zCDP: rho={rho:.6g} from (epsilon, delta) by "
+                  "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
+                  "structures; pure pieces count as epsilon^2/2-zCDP")
+    return Plan(zcdp[0], zcdp[1], accounting, eps_s, delta_s)
 
-        def score(ch: dict[tuple[str, int], WindowStrategy]) -> float:
-            return float(sum(math.log(s.mean_mse()) for s in ch.values()))
 
-        if score(z_chosen) < score(chosen):
-            chosen, record = z_chosen, z_record
-            accounting = (f"zCDP: rho={rho:.6g} from (epsilon, delta) by "
-                          "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
-                          "structures; pure pieces count as epsilon^2/2-zCDP")
-    return Plan(chosen, record, accounting, eps_s, delta_s)
+def _score(chosen: dict[tuple[str, int], WindowStrategy]) -> float:
+    """Geometric mean of the predicted MSEs (in logs): how the two accountings compare."""
+    return float(sum(math.log(s.mean_mse()) for s in chosen.values()))

@@ -197,6 +197,9 @@ class Structure:
     families: ClassVar[tuple[str, ...]]
     #: answers with independent noises (the band is Šidák's, not a simulation)
     independent_answers: ClassVar[bool] = False
+    #: what a call must give for the strategy to be usable, when not every call can use it
+    #: (the refusal of a caller who asks for it names this)
+    requires: ClassVar[str | None] = None
 
     def __init__(self, family: str, k: int, horizon: int, level: str, eps: Fraction,
                  delta: float, width: int | None = None, group_size: int = 1, *,
