@@ -90,7 +90,7 @@ BASE = {"item": "u", "time": "t", "horizon": 10, "epsilon": 1.0, "k_values": [1]
 ])
 def test_bad_parameters_spend_nothing(kwargs: dict, param: str) -> None:
     acct = Accountant(PrivacyBudget(5.0))
-    with pytest.raises(ParameterError, match=f"^{param} of release_window_counts must") as info:
+    with pytest.raises(ParameterError, match=rf"^{param} of release_window_counts must") as info:
         release_window_counts(_log(), accountant=acct, **BASE, **kwargs)
     assert "\n" not in str(info.value)
     assert acct.remaining.epsilon == 5.0
@@ -110,12 +110,12 @@ def test_bad_group_column_spends_nothing(engine: str, group_col: str) -> None:
 
 def test_pair_source_and_out_of_range_spend_nothing() -> None:
     acct = Accountant(PrivacyBudget(5.0))
-    with pytest.raises(ParameterError, match="^source of release_window_counts must"):
+    with pytest.raises(ParameterError, match=r"^source of release_window_counts must"):
         release_window_counts(([1], [1]), group="g", groups=["a"], max_groups_per_item=1,
                               unit="item", accountant=acct, **{**BASE, "item": None,
                                                                "time": None})
     df = pd.DataFrame({"u": [1, 2], "t": [1, 99], "g": ["a", "a"]})
-    with pytest.raises(DataError, match="^time of release_window_counts must"):
+    with pytest.raises(DataError, match=r"^time of release_window_counts must"):
         release_window_counts(df, group="g", groups=["a"], max_groups_per_item=1, unit="item",
                               accountant=acct, **BASE)
     assert acct.remaining.epsilon == 5.0
@@ -136,12 +136,14 @@ def test_item_level_outputs_and_one_charge() -> None:
     assert isinstance(rel, GroupedWindowRelease)
     assert rel.groups == ("a", "b", "c", "none")
     one = rel["b"]
-    assert one.epsilon == pytest.approx(0.5) and one.unit == "item"
+    assert one.epsilon == pytest.approx(0.5)
+    assert one.unit == "item"
     assert one.mechanism_params["group"] == "b"
     a = one.cumulative(np.arange(1, 11), 1)
     assert np.all(np.asarray(a.lower) <= np.asarray(a.estimate))
     assert rel.mechanism_params["epsilon_per_group"] == pytest.approx(0.5)
-    assert "Bonferroni" in rel.simultaneous.description and rel.simultaneous.value > 0
+    assert "Bonferroni" in rel.simultaneous.description
+    assert rel.simultaneous.value > 0
     tab = rel.to_pandas()
     assert list(tab.columns[:3]) == ["g", "window", "k"]
     assert set(tab["g"]) == {"a", "b", "c", "none"}
@@ -153,7 +155,8 @@ def test_item_level_outputs_and_one_charge() -> None:
 def test_event_level_full_epsilon_per_group() -> None:
     rel = release_window_counts(_log(), group="g", groups=["a", "b"], unit="event", rng=3,
                                 **BASE)
-    assert rel["a"].epsilon == 1.0 and rel.mechanism_params["max_groups_per_item"] is None
+    assert rel["a"].epsilon == 1.0
+    assert rel.mechanism_params["max_groups_per_item"] is None
     assert "parallel composition" in rel.mechanism_params["split"]
 
 
@@ -176,7 +179,8 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
                                 **{**BASE, "windows": ["cumulative", 3, "all"]})
     path = rel.save(tmp_path / "grouped.dpfreq")
     back = GroupedWindowRelease.load(path)
-    assert back.groups == rel.groups and back.epsilon == rel.epsilon
+    assert back.groups == rel.groups
+    assert back.epsilon == rel.epsilon
     assert back.simultaneous == rel.simultaneous
     for g in rel:
         for fam, per_k in rel[g].value.items():

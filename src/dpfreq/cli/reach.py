@@ -13,6 +13,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import message
+from dpfreq.cli.grouped import emit_grouped_reach, group_options
 from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 
@@ -91,13 +92,16 @@ def _table(rel: WindowCountsRelease) -> str:
 @shared.output_options
 @shared.seed_option
 @shared.ledger_option
+@group_options
 def command(file: str, item: str, time_col: str, horizon: int | None, start: str | None,
             end: str | None, period: str | None, epsilon: float, delta: float, k_text: str,
             window: int | None, all_windows: bool, unit: str, confidence: float,
             singleton: bool,
             out_of_range: str,
             save_path: str | None, engine: Any, json_out: str | None,
-            plot_out: str | None, seed: int | None, accountant: Any = None) -> None:
+            plot_out: str | None, seed: int | None, accountant: Any = None,
+            group: str | None = None, max_groups_per_item: int | None = None,
+            groups_file: str | None = None) -> None:
     """Private cumulative reach and rolling-window k+ reach of an event log FILE.
 
     Prints one row per period with the estimate and its per-answer interval half-width.
@@ -117,7 +121,11 @@ def command(file: str, item: str, time_col: str, horizon: int | None, start: str
                                   "k_values": ks, "unit": unit, "windows": windows,
                                   "confidence": confidence,
                                   "out_of_range": out_of_range, "rng": seed, "singleton": singleton}
+    if group is not None or max_groups_per_item is not None or groups_file is not None:
+        kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
     rel = release_window_counts(file, engine=engine, accountant=accountant, **kwargs)
+    if group is not None:  # one table for all groups (dpfreq.cli.grouped)
+        return emit_grouped_reach(rel, json_out, plot_out, save_path)
     shared.emit_release(rel, json_out, plot_out)  # files first: `| head` loses nothing
     if save_path is not None:
         rel.save(save_path)

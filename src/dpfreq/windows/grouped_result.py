@@ -137,6 +137,23 @@ class GroupedWindowRelease(GroupedRelease):
             frames.append(tab)
         return pd.concat(frames, ignore_index=True)
 
+    def plot(self, *, max_panels: int = 12) -> Any:
+        """Small multiples: each of the first ``max_panels`` listed groups' curves with their
+        bands (:meth:`WindowCountsRelease.plot`), one panel per group."""
+        import matplotlib.pyplot as plt
+
+        names = list(self.releases)[:max_panels]
+        cols = min(3, max(1, len(names)))
+        rows = -(-len(names) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+        for ax, name in zip(axes.flat, names, strict=False):
+            self.releases[name].plot(ax=ax)
+            ax.set_title(str(name), fontsize=9)
+        for ax in list(axes.flat)[len(names):]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        return fig
+
     def save(self, path: str | Path) -> Path:
         """Write every group's release **with its private state** (secret keys, exact
         summaries) to one checksummed artefact. Protect it like the raw data."""
