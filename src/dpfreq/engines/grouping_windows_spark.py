@@ -73,10 +73,11 @@ def _kept(ev: Any, m: int | None, key_hex: str) -> Any:
 def spark_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str, group: str,
                                groups: Any, max_groups_per_item: int | None, hash_key: Any,
                                buckets: TimeBuckets, reducer: ItemReducer,
-                               drop_out_of_range: bool = False) -> GroupedReduction:
-    """Grouped :meth:`reduce_items` on Spark (see the module)."""
-    from dpfreq.engines.spark import _agg_row, _persisted, _to_numpy
-
+                               drop_out_of_range: bool = False, collect: Any,
+                               agg_row: Any, persisted: Any) -> GroupedReduction:
+    """Grouped :meth:`reduce_items` on Spark (see the module); ``collect``, ``agg_row`` and
+    ``persisted`` are the Spark engine's collector, one-row aggregate and persisting context
+    (its own helpers, so that failures read as every other Spark job's)."""
     func = "SparkEngine.grouped_reduce_items"
     names, m, key_hex = check_grouped_reduce_args(item, time, group, groups, max_groups_per_item,
                                                   hash_key, buckets, func)
@@ -98,8 +99,8 @@ def spark_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str
     aggs = [*engine._event_checks(), F.count("g").alias("ng"), F.count("gi").alias("nl"),
             F.count(F.when(in_listed & bad, 1)).alias("nbad")]
     projected = raw.withColumn("p", period).join(F.broadcast(listed), "g", "left")
-    with _persisted(projected) as events:
-        row = _agg_row(events, aggs, func)
+    with persisted(projected) as events:
+        row = agg_row(events, aggs, func)
         n, ni, nt, nf, ng, nl, n_bad = (int(row[c] or 0)
                                         for c in ("n", "ni", "nt", "nf", "ng", "nl", "nbad"))
         common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
@@ -117,7 +118,7 @@ def spark_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str
                .mapInArrow(_partition_reducer(reducer, int(buckets.horizon)),
                            "gi long, slot long, key long, w long")
                .groupBy("gi", "slot", "key").agg(F.sum("w").alias("w")))
-        res = _to_numpy(out, func)
+        res = collect(out, func)
     g, s, k, w = sum_grouped(*(np.asarray(res[c], dtype=np.int64)
                                for c in ("gi", "slot", "key", "w")))
     return GroupedReduction(groups=names, group_index=g, slots=s, keys=k, weights=w,

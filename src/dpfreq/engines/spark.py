@@ -408,7 +408,8 @@ class SparkEngine:
         return spark_grouped_reduce_items(
             self, source, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, hash_key=hash_key, buckets=buckets,
-            reducer=reducer, drop_out_of_range=drop_out_of_range)
+            reducer=reducer, drop_out_of_range=drop_out_of_range, collect=_to_numpy,
+            agg_row=_agg_row, persisted=_persisted)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:

@@ -22,7 +22,12 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_grouping
 from dpfreq.rng import derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error
-from dpfreq.windows.grouped_result import GroupedWindowRelease, _plan, _states, assemble
+from dpfreq.windows.grouped_result import (
+    GroupedWindowRelease,
+    assemble,
+    calibrated_plan,
+    group_states,
+)
 from dpfreq.windows.params import WindowParams
 from dpfreq.windows.plan import RELATIONS
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
@@ -131,7 +136,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
              "windows": list(fams), "strategy": par.strategy, "singleton": par.singleton,
              "horizon": axis.horizon, "axis": axis.public(), "seeded": resolved.seeded,
              "n_dropped": 0, "source_kind": "", "confidence": par.confidence}
-    _plan(build)  # calibrates (or refuses) before any data is read
+    calibrated_plan(build)  # calibrates (or refuses) before any data is read
     if acct is not None:
         acct.check(par.epsilon, par.delta)
     specs = summary_specs(fams, ks)
@@ -154,7 +159,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     if acct is not None:
         acct.spend(par.epsilon, par.delta, label=func, unit=par.unit, source=eng.name)
     build["source_kind"] = eng.name
-    return assemble(_states(summaries, keys, build), names,
+    return assemble(group_states(summaries, keys, build), names,
                     _grouped_fields(par, group, names, m, eng.name),
                     n_dropped=red.n_out_of_range)
 
@@ -174,6 +179,15 @@ class GroupedWindowCountsPlan:
         ``m`` (None at ``unit="event"``: the whole budget per group).
     n_groups : int
         Number of public groups.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="item", k_values=[1],
+    ...                           windows=["total"], group="campaign", groups=["c0", "c1"],
+    ...                           max_groups_per_item=4)
+    >>> plan.per_group.epsilon, plan.n_groups
+    (0.25, 2)
     """
 
     per_group: Any

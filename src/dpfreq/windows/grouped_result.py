@@ -28,7 +28,7 @@ from dpfreq.windows.plan import make_plan
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowSummaries
 
-__all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble"]
+__all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
 
 GROUPED_KIND = "grouped-window-release"
 GROUPED_VERSION = 1
@@ -36,18 +36,18 @@ _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_ite
                  "params"}
 
 
-def _plan(build: Mapping[str, Any]) -> Any:
+def calibrated_plan(build: Mapping[str, Any]) -> Any:
     """The one plan of every group (public parameters only)."""
     return make_plan(tuple(build["windows"]), tuple(build["k_values"]), int(build["horizon"]),
                      build["unit"], build["epsilon"], build["delta"], build["strategy"],
                      build["singleton"])
 
 
-def _states(summaries: list[WindowSummaries], keys: list[bytes],
+def group_states(summaries: list[WindowSummaries], keys: list[bytes],
             build: dict[str, Any]) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
     attached (the structures hold their group's noise once attached)."""
-    plan = _plan(build)
+    plan = calibrated_plan(build)
     return [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
             for s, key in zip(summaries, keys, strict=True)]
 
@@ -115,6 +115,18 @@ class GroupedWindowRelease(GroupedRelease):
     ``rel["c7"].window(1, 7, 1)``. ``to_pandas()`` is every group's :meth:`table` with a
     group column; :meth:`save` / :meth:`load` keep every group's private state so later windows
     can be asked per group.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import release_window_counts
+    >>> log = {"user": [1, 1, 2, 3], "site": ["a", "b", "a", "b"], "day": [1, 2, 2, 1]}
+    >>> rel = release_window_counts(log, item="user", time="day", horizon=2, epsilon=1.0,
+    ...                             unit="item", k_values=[1], group="site",
+    ...                             groups=["a", "b"], max_groups_per_item=2, rng=0)
+    >>> rel.groups, rel["a"].epsilon, rel.epsilon
+    (('a', 'b'), 0.5, 1.0)
+    >>> list(rel.to_pandas().columns[:3])
+    ['site', 'window', 'k']
     """
 
     _grouped: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -190,7 +202,8 @@ class GroupedWindowRelease(GroupedRelease):
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None
-        return assemble(_states(summaries, key_bytes, build), tuple(grouped["groups"]), grouped)
+        return assemble(group_states(summaries, key_bytes, build), tuple(grouped["groups"]),
+                        grouped)
 
 
 def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
