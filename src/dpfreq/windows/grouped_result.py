@@ -54,32 +54,36 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
 
 def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
     """Bonferroni over the groups and over the released curves of each group: every curve's band
-    at ``1 − β/(G·C)`` (the band of one curve holds for all its T values at once)."""
+    at ``1 − β/(G·C)`` (the band of one curve holds for all its T values at once).
+
+    Every group's structures are copies of one plan, so their noise laws are the same and so are
+    their exact half-widths; a band calibrated by simulation (:mod:`dpfreq.windows.band`) draws
+    from a stream independent of every group's node noise, so the first group's calibration
+    holds for each group's noise alike: it is computed once, on the first group's state.
+    """
     b = states[0].build_args
     ks = [int(k) for k in b["k_values"]]
     curves = [w for w in b["windows"] if w != "all"]
     n_curves = max(1, len(curves) * len(ks))
     level = 1.0 - (1.0 - conf) / (len(states) * n_curves)
     worst = 0.0
-    for st in states:
-        horizon = st.horizon
-        ts = np.arange(1, horizon + 1)
-        for w in curves or ["all"]:
-            t2 = ts[-1:] if w in ("total", "all") else ts
-            t1 = (np.ones_like(t2) if not isinstance(w, int) else np.maximum(1, ts - w + 1))
-            for k in ks:
-                structs = st.structures_for(k, "release_window_counts")
-                if isinstance(w, int):
-                    structs = [s for s in structs if s.family != "fixed" or s.width == w]
-                a = st.answer(t1, t2, k, level, structs, "simultaneous", curve=True)
-                worst = max(worst, float(np.max(np.asarray(a.band_upper) -
-                                                np.asarray(a.estimate))))
+    st = states[0]
+    ts = np.arange(1, st.horizon + 1)
+    for w in curves or ["all"]:
+        t2 = ts[-1:] if w in ("total", "all") else ts
+        t1 = np.ones_like(t2) if not isinstance(w, int) else np.maximum(1, ts - w + 1)
+        for k in ks:
+            structs = st.structures_for(k, "release_window_counts")
+            if isinstance(w, int):
+                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+            a = st.answer(t1, t2, k, level, structs, "simultaneous", curve=True)
+            worst = max(worst, float(np.max(np.asarray(a.band_upper) - np.asarray(a.estimate))))
     what = "released curve values" if curves else "windows [1, T]"
     return ErrorStatement(kind="bound", confidence=conf, value=worst, description=(
         f"With probability at least {conf:.6g} every one of the {len(states)} groups' {what} "
         f"is within ±{worst:.6g} items of its true count: each group's band of each of its "
         f"{n_curves} curve(s) at level {level:.6g} (Bonferroni: union bound over groups and "
-        "curves)."))
+        "curves; the groups' noise laws are identical)."))
 
 
 def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
