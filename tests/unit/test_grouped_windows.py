@@ -205,3 +205,11 @@ def test_plan_predicts_each_group() -> None:
     assert plan.lines()[0].startswith("2 groups, epsilon=1 spent once")
     assert plan.epsilon_for(plan.per_group.max_halfwidth["total"][1], family="total") == \
         pytest.approx(1.0, rel=0.02)
+
+
+def test_delta_split_over_groups() -> None:
+    rel = release_window_counts(_log(), group="g", groups=["a", "b"], max_groups_per_item=2,
+                                unit="item", rng=3, **{**BASE, "delta": 1e-6})
+    assert rel.delta == 1e-6
+    assert rel["a"].delta == pytest.approx(5e-7)
+    assert rel["a"].epsilon == pytest.approx(0.5)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,7 +117,8 @@ class GroupedWindowRelease(GroupedRelease):
 
     ``rel["c7"]`` is an ordinary :class:`~dpfreq.windows.WindowCountsRelease` (its
     ``epsilon`` is the per-group budget): ask it any released window, e.g.
-    ``rel["c7"].window(1, 7, 1)``. ``to_pandas()`` is every group's :meth:`table` with a
+    ``rel["c7"].window(1, 7, 1)``. Events dropped as out of range are counted for the whole
+    call only (:attr:`n_dropped`; each group's own ``n_dropped`` is 0). ``to_pandas()`` is every group's :meth:`table` with a
     group column; :meth:`save` / :meth:`load` keep every group's private state so later windows
     can be asked per group.
 
@@ -206,6 +208,7 @@ class GroupedWindowRelease(GroupedRelease):
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None
+        _check_budget(label, grouped, build)
         return assemble(group_states(summaries, key_bytes, build), tuple(grouped["groups"]),
                         grouped)
 
@@ -238,3 +241,16 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
             or int(offsets[-1]) != arrays.get("summary_slots", np.zeros(0)).size:
         raise bad("its group offsets do not match its summaries")
     return dict(g), keys, offsets
+
+
+def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
+    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item)."""
+    m = grouped["max_groups_per_item"] or 1
+    ok = (grouped["unit"] == build["unit"] in ("item", "event")
+          and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
+          and all(isinstance(grouped[x], float) and math.isclose(grouped[x] / m, build[x],
+                                                                 rel_tol=1e-12, abs_tol=0.0)
+                  for x in ("epsilon", "delta")))
+    if not ok:
+        raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "
+                        "budget or unit does not match its groups'.")
