@@ -150,6 +150,10 @@ def test_item_level_outputs_and_one_charge() -> None:
     assert len(tab) == 4 * (10 + 1)
     doc = json.loads(rel.to_json())
     assert list(doc["groups"]) == ["a", "b", "c", "none"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    assert sum(ax.get_visible() for ax in rel.plot(max_panels=2).axes) == 2
 
 
 def test_event_level_full_epsilon_per_group() -> None:
