@@ -4,7 +4,8 @@ The rule of :mod:`dpfreq.engines.grouping_windows` (which states it): the events
 group, time, period, listed-group index) are projected once into a temporary table; one query
 checks the columns and counts the listed-group events outside the range; the (item, group)
 pairs of in-range events of listed groups are ranked by the keyed ``md5`` of
-:mod:`dpfreq.engines.grouping_memory` and each item keeps its ``m``; the kept events are
+:mod:`dpfreq.engines.grouping_memory` and each item keeps its ``m`` (a ``dense_rank`` window
+over the events); the kept events are
 fetched sorted by (group, item, period) in passes over the items split by ``hash(item)`` (as
 :meth:`DuckDBEngine.reduce_items` does) and reduced per group in numpy.
 """
@@ -44,17 +45,17 @@ def _period_sql(buckets: TimeBuckets) -> str:
 
 
 def _kept_sql(table: str, bad: str, m: int | None, key_hex: str, where: str) -> str:
-    """SELECT of the kept in-range events ``(gi, k, p)`` of listed groups, sorted."""
+    """SELECT of the kept in-range events ``(gi, k, p)`` of listed groups, sorted. The pairs of
+    an item are ordered by (rank, group), unique per pair, so the ``dense_rank`` of an event is
+    its pair's place in that order: an event is kept when its pair is among the item's ``m``
+    first (one window over the events, no join back)."""
     ev = f"SELECT k, g, gi, p FROM {table} WHERE gi IS NOT NULL AND NOT {bad}{where}"
     if m is None:
         return f"SELECT gi, k, p FROM ({ev}) ORDER BY gi, k, p"
     sep = _lit(SEP)
     rank = f"substr(md5({_lit(key_hex)} || {sep} || CAST(k AS VARCHAR) || {sep} || g), 1, 16)"
-    return (f"WITH ev AS ({ev}), pairs AS (SELECT DISTINCT k, g, gi FROM ev), "
-            f"kept AS (SELECT k, gi FROM pairs QUALIFY row_number() OVER "
-            f"(PARTITION BY k ORDER BY {rank}, g) <= {m}) "
-            f"SELECT ev.gi, ev.k, ev.p FROM ev JOIN kept ON ev.k = kept.k AND ev.gi = kept.gi "
-            f"ORDER BY 1, 2, 3")
+    return (f"SELECT gi, k, p FROM ({ev}) QUALIFY dense_rank() OVER "
+            f"(PARTITION BY k ORDER BY {rank}, g) <= {m} ORDER BY 1, 2, 3")
 
 
 def duckdb_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str, group: str,
