@@ -118,9 +118,9 @@ class GroupedWindowRelease(GroupedRelease):
     ``rel["c7"]`` is an ordinary :class:`~dpfreq.windows.WindowCountsRelease` (its
     ``epsilon`` is the per-group budget): ask it any released window, e.g.
     ``rel["c7"].window(1, 7, 1)``. Events dropped as out of range are counted for the whole
-    call only (:attr:`n_dropped`; each group's own ``n_dropped`` is 0). ``to_pandas()`` is every group's :meth:`table` with a
-    group column; :meth:`save` / :meth:`load` keep every group's private state so later windows
-    can be asked per group.
+    call only (:attr:`n_dropped`; each group's own ``n_dropped`` is 0). ``to_pandas()`` is
+    every group's :meth:`table` with a group column; :meth:`save` / :meth:`load` keep every
+    group's private state so later windows can be asked per group.
 
     Examples
     --------
