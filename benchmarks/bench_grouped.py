@@ -4,9 +4,18 @@ A seeded ad log (users in up to 5 of 20 campaigns, 30 days). dpfreq releases the
 profile (t = 0..20) at unit="item" with max_groups_per_item = 5, and per-campaign reach as
 post-processing of it (d · (1 − r[0])). PipelineDP (when installed) releases per-campaign reach
 as PRIVACY_ID_COUNT with public partitions, max_partitions_contributed = 5, Laplace noise, same ε
-and unit (whole user). Tumult Analytics is not compared: its install pins numpy < 2, pandas < 2
-and pyspark < 4, which the project's environment cannot take. Prints error and wall-time ratios
-measured in this run; no timed asserts.
+and unit (whole user).
+
+Grouped reach (second table): dpfreq's ``release_window_counts(windows=["total"], group=...)``
+answers per-campaign reach over the whole period as one query with the whole per-group budget
+(ε/m), against the same PipelineDP run: the RMSE ratio measured in this run and the exact ratio
+of the two noise laws (discrete Laplace of ``release_window_counts`` against PipelineDP's
+continuous Laplace, both at sensitivity m/ε). Per-campaign cumulative reach (t = 1..30) comes
+from one grouped ``windows=["cumulative"]`` release; PipelineDP has no cumulative query, so it
+would need one release per day (30 releases at ε/30 each, basic composition): its RMSE is
+given analytically, √2 · 30 · m/ε. Tumult Analytics is not compared: its install pins
+numpy < 2, pandas < 2 and pyspark < 4, which the project's environment cannot take. Prints
+error and wall-time ratios measured in this run; no timed asserts.
 
 Usage: python benchmarks/bench_grouped.py [--rows 2000000] [--users 1000000] [--reps 5]
 """
@@ -14,6 +23,7 @@ Usage: python benchmarks/bench_grouped.py [--rows 2000000] [--users 1000000] [--
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -23,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpfreq import release_profile
+from dpfreq.windows import release_window_counts
 
 CAMPAIGNS = [f"campaign_{k}" for k in range(20)]
 M, N_MAX = 5, 20
@@ -36,8 +47,9 @@ def make_log(rows: int, users: int, seed: int = 1) -> pd.DataFrame:
     u = gen.integers(0, users, rows)
     slot = (gen.random(rows) * k_of_user[u]).astype(np.int64)
     camp = user_campaigns[u % len(user_campaigns), slot]
+    day = gen.integers(0, 30, rows)
     return pd.DataFrame({"user_id": u, "campaign": np.asarray(CAMPAIGNS)[camp],
-                         "day": gen.integers(0, 30, rows)})
+                         "day": day, "period": day + 1})
 
 
 def truth(log: pd.DataFrame, users: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
@@ -58,6 +70,33 @@ def run_dpfreq(path: str, users: int, eps: float, seed: int) -> tuple[float, Any
                           max_groups_per_item=M, domain_size=users, max_count=N_MAX,
                           epsilon=eps, unit="item", rng=seed)
     return time.perf_counter() - t0, rel
+
+
+def cumulative_truth(log: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per campaign: users first seen on or before day t, t = 1..30."""
+    first = log.groupby(["campaign", "user_id"])["period"].min().reset_index()
+    out = {}
+    for c in CAMPAIGNS:
+        days = first.loc[first["campaign"] == c, "period"].to_numpy()
+        out[c] = np.cumsum(np.bincount(days, minlength=31)[1:]).astype(float)
+    return out
+
+
+def run_grouped_reach(path: str, eps: float, seed: int, windows: list[str]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    rel = release_window_counts(path, item="user_id", time="period", horizon=30,
+                                group="campaign", groups=CAMPAIGNS, max_groups_per_item=M,
+                                epsilon=eps, unit="item", k_values=[1], windows=windows,
+                                rng=seed)
+    return time.perf_counter() - t0, rel
+
+
+def dlap_over_laplace(eps: float) -> float:
+    """Exact RMSE ratio: discrete Laplace (γ = ε/m per group, sensitivity 1) against the
+    continuous Laplace of scale m/ε."""
+    e = eps / M
+    var_d = 2 * math.exp(-e) / (1 - math.exp(-e)) ** 2
+    return math.sqrt(var_d) / (math.sqrt(2) * M / eps)
 
 
 def run_pipelinedp(log: pd.DataFrame, eps: float) -> tuple[float, dict[str, float]] | None:
@@ -90,6 +129,8 @@ def main() -> None:
     args = ap.parse_args()
     log = make_log(args.rows, args.users)
     reach, prof = truth(log, args.users)
+    cum = cumulative_truth(log)
+    rows_reach = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "log.parquet")
         log.to_parquet(path)
@@ -98,7 +139,7 @@ def main() -> None:
         print("eps  reach_RMSE_dpfreq  reach_RMSE_pipelinedp  profile_l1_dpfreq  "
               "time_pipelinedp/time_dpfreq")
         for eps in (0.5, 1.0, 4.0):
-            se_d, se_p, l1, t_d, t_p = [], [], [], 0.0, 0.0
+            se_d, se_p, se_w, se_c, l1, t_d, t_p, t_w = [], [], [], [], [], 0.0, 0.0, 0.0
             for rep in range(args.reps):
                 dt, rel = run_dpfreq(path, args.users, eps, 100 + rep)
                 t_d += dt
@@ -106,6 +147,13 @@ def main() -> None:
                     est = args.users * (1.0 - float(rel[c].value[0]))
                     se_d.append((est - reach[c]) ** 2)
                     l1.append(float(np.abs(rel[c].value - prof[c]).sum()))
+                dt, wrel = run_grouped_reach(path, eps, 200 + rep, ["total"])
+                t_w += dt
+                se_w += [(float(wrel[c].value["total"][1][0]) - reach[c]) ** 2
+                         for c in CAMPAIGNS]
+                _, crel = run_grouped_reach(path, eps, 300 + rep, ["cumulative"])
+                se_c += [float(np.mean((crel[c].value["cumulative"][1] - cum[c]) ** 2))
+                         for c in CAMPAIGNS]
                 peer = run_pipelinedp(log, eps)
                 if peer is not None:
                     t_p += peer[0]
@@ -114,6 +162,16 @@ def main() -> None:
             ratio = f"{t_p / t_d:.1f}" if se_p else "n/a"
             print(f"{eps:<4} {np.sqrt(np.mean(se_d)):17.1f}  {rp:>21}  {np.mean(l1):17.5f}  "
                   f"{ratio:>26}")
+            rows_reach.append((eps, np.sqrt(np.mean(se_w)), np.sqrt(np.mean(se_p)) if se_p
+                               else math.nan, dlap_over_laplace(eps),
+                               t_p / t_w if se_p else math.nan, np.sqrt(np.mean(se_c))))
+    print("\ngrouped reach (release_window_counts, group=campaign, m=5, unit=item)")
+    print("eps  total_RMSE_dpfreq  total_RMSE_pipelinedp  ratio  exact_law_ratio  "
+          "time_pipelinedp/time_dpfreq  cumulative_RMSE_dpfreq  cumulative_RMSE_pipelinedp_per_day")
+    for eps, rw, rp, exact, tr, rc in rows_reach:
+        per_day = math.sqrt(2) * 30 * M / eps  # 30 releases at ε/30: Laplace scale 30·m/ε
+        print(f"{eps:<4} {rw:17.1f}  {rp:21.1f}  {rw / rp:5.3f}  {exact:15.4f}  {tr:27.1f}  "
+              f"{rc:22.1f}  {per_day:34.1f} (analytic)")
 
 
 if __name__ == "__main__":

@@ -38,3 +38,37 @@ def test_grouped_profile_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("dpfreq: error: max_groups_per_item of release_profile must be")
+
+
+def _events(tmp_path: Path) -> Path:
+    log = tmp_path / "events.csv"
+    rows = ["user,campaign,day"] + [f"{u},c{(u * 7 + k) % 3},{1 + (u + k) % 5}"
+                                    for u in range(60) for k in range(3)]
+    log.write_text("\n".join(rows) + "\n")
+    return log
+
+
+def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpfreq.windows.grouped_result import GroupedWindowRelease
+
+    log, groups = _events(tmp_path), _log(tmp_path)[1]
+    args = ["reach", str(log), "--item", "user", "--time", "day", "--horizon", "5",
+            "--epsilon", "1", "--group", "campaign", "--groups", str(groups), "--seed", "1"]
+    out = CliRunner().invoke(cli, [*args, "--unit", "item", "--max-groups-per-item", "2",
+                                   "--json", "-"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert list(doc["groups"]) == ["c0", "c1", "c_empty"]
+    assert doc["groups"]["c1"]["epsilon"] == 0.5
+    saved = tmp_path / "grouped.dpfreq"
+    table = CliRunner().invoke(cli, [*args, "--unit", "event", "--save", str(saved)])
+    assert table.exit_code == 0, table.output
+    assert "the whole ε per group" in table.stdout
+    assert sum(line.lstrip().startswith("c_empty ") for line in table.stdout.splitlines()) == 5
+    assert GroupedWindowRelease.load(saved)["c0"].epsilon == 1.0
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--unit", "item"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dpfreq: error: max_groups_per_item of release_window_counts "
+                              "must be")

@@ -15,8 +15,9 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["delta_option", "emit_grouped_anonymized", "emit_grouped_profile", "format_grouped_plan",
-           "group_options", "groups_line", "plan_group_options"]
+__all__ = ["delta_option", "emit_grouped_anonymized", "emit_grouped_profile",
+           "emit_grouped_reach", "format_grouped_plan", "group_options", "groups_line",
+           "plan_group_options"]
 
 
 def group_options(f: Any) -> Any:
@@ -26,7 +27,8 @@ def group_options(f: Any) -> Any:
                           "are dropped; listed groups without rows are still released).")(f)
     f = click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
                      help="Public bound m on the groups one item may touch (required with "
-                          "--group at --unit item); each item keeps a random m of its groups.")(f)
+                          "--group at --unit item, refused at --unit event); each item keeps a "
+                          "random m of its groups.")(f)
     return click.option("--group", default=None,
                         help="Column assigning each row to a group: one release per group, "
                              "the budget spent once.")(f)
@@ -122,3 +124,48 @@ def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None
     for name in rel:
         for line in properties[name]:
             click.echo(f"{name:>12}  {line}", err=to_err)
+
+
+def _budget_line(rel: Any) -> str:
+    params = rel.mechanism_params
+    m = params["max_groups_per_item"]
+    split = (f"each item keeps at most m={m} of them; epsilon={rel.epsilon:g} spent once, "
+             f"ε/m={params['epsilon_per_group']:g} per group" if m is not None else
+             f"one event is in one group; epsilon={rel.epsilon:g} spent once, the whole ε per "
+             "group (parallel composition)")
+    return f"# grouped by {params['group_column']!r}: {len(rel)} public groups, {split}"
+
+
+def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
+                       save_path: str | None) -> None:
+    """``dpfreq reach --group``: JSON / PNG / the saved release first (a reader that stops early
+    loses nothing), then the budget line, the simultaneous statement, the structures (the same
+    in every group) and one tidy table of every group's released curves, group column first."""
+    shared.emit_release(rel, json_out, plot_out)
+    if save_path is not None:
+        rel.save(save_path)
+        click.echo(f"wrote {save_path} (SECRET: contains every group's noise key and exact "
+                   "summaries of the log)", err=True)
+    if json_out == "-":  # with --json - the output is the JSON alone
+        return
+    first = rel[rel.groups[0]]
+    conf = first.error.confidence or 0.95
+    click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
+               f"delta={rel.delta:g}, mechanism={rel.mechanism}, T={first.horizon} periods; "
+               f"± = {conf:.0%} per-answer interval half-width")
+    click.echo(_budget_line(rel))
+    click.echo(f"# simultaneous: {rel.simultaneous.description}")
+    for name, rec in first.mechanism_params["strategies"].items():
+        rmse = min(rec["predicted_rmse"].values())
+        click.echo(f"# every group, {name}: strategy {rec['strategy']}, {rec['noise']} noise "
+                   f"(predicted RMSE {rmse:.1f})")
+    tab = rel.to_pandas()
+    cols = [(str(rel.group_column), [str(v) for v in tab.iloc[:, 0]]),
+            ("window", [str(v) for v in tab["window"]]), ("k", [str(v) for v in tab["k"]]),
+            ("start", [str(v) for v in tab["start"]]), ("end", [str(v) for v in tab["end"]]),
+            ("estimate", [f"{e:.0f} ±{u - e:.0f}" for e, u in
+                          zip(tab["estimate"], tab["upper"], strict=True)])]
+    size = [max(len(name), *(len(v) for v in vals)) for name, vals in cols]
+    click.echo("  ".join(name.rjust(w) for (name, _), w in zip(cols, size, strict=True)))
+    for i in range(len(tab)):
+        click.echo("  ".join(vals[i].rjust(w) for (_, vals), w in zip(cols, size, strict=True)))

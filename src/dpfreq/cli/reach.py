@@ -16,6 +16,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import message
+from dpfreq.cli.grouped import emit_grouped_reach, group_options
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.cli.reach_query import command as query_command
 from dpfreq.cli.reach_query import period_label
@@ -115,9 +116,12 @@ class _ReachCommand(click.Command):
 @shared.output_options
 @shared.seed_option
 @shared.ledger_option
+@group_options
 def command(file: str, item: str, time_col: str, out_of_range: str, rows_text: str,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
-            seed: int | None, accountant: Any = None, **public: Any) -> None:
+            seed: int | None, accountant: Any = None, group: str | None = None,
+            max_groups_per_item: int | None = None, groups_file: str | None = None,
+            **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.
 
     Prints one row per period with the estimate of every family asked (and only those) and its
@@ -137,8 +141,12 @@ def command(file: str, item: str, time_col: str, out_of_range: str, rows_text: s
             "family has no curve to print: its windows are asked later with `dpfreq reach "
             "query SAVED`; without a saved release its budget would be spent for nothing)",
             ",".join(public["window_text"])))
+    if group is not None or max_groups_per_item is not None or groups_file is not None:
+        kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
     rel = release_window_counts(file, item=item, time=time_col, out_of_range=out_of_range,
                                 rng=seed, engine=engine, accountant=accountant, **kwargs)
+    if group is not None:  # one table for all groups (dpfreq.cli.grouped)
+        return emit_grouped_reach(rel, json_out, plot_out, save_path)
     shared.emit_release(rel, json_out, plot_out)  # files first: `| head` loses nothing
     if save_path is not None:
         rel.save(save_path)

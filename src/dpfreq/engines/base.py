@@ -309,6 +309,16 @@ class Engine(Protocol):
         ``max_groups_per_item=None``: no bound; ``max_count=None``: no clamp."""
         ...
 
+    def grouped_reduce_items(
+        self, source: Any, *, item: str, time: str, group: str, groups: Any,
+        max_groups_per_item: int | None, hash_key: Any, buckets: TimeBuckets,
+        reducer: ItemReducer, drop_out_of_range: bool = False,
+    ) -> Any:
+        """:meth:`reduce_items` per listed group, after each item keeps at most
+        ``max_groups_per_item`` of its groups (None: no bound); returns a ``GroupedReduction``
+        (:mod:`dpfreq.engines.grouping_windows`)."""
+        ...
+
     def occurrence_times(
         self, source: Any, *, item: str, time: str, k_max: int | None = None
     ) -> OccurrenceTimes:

@@ -36,8 +36,8 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import DataError, ParameterError
 
-__all__ = ["GroupedPrevalences", "check_group_args", "memory_grouped_count_of_counts",
-           "pair_rank"]
+__all__ = ["GroupedPrevalences", "check_group_args", "kept_pairs",
+           "memory_grouped_count_of_counts", "pair_rank"]
 
 SEP = "\x1f"
 
@@ -96,6 +96,21 @@ def pair_rank(key_hex: str, item: str, group: str) -> str:
     return hashlib.md5(f"{key_hex}{SEP}{item}{SEP}{group}".encode()).hexdigest()[:16]
 
 
+def kept_pairs(key_hex: str, items: NDArray[Any], names: tuple[str, ...],
+               pi: NDArray[np.int64], pg: NDArray[np.int64], m: int) -> NDArray[np.bool_]:
+    """Which distinct (item, group) pairs the bounding keeps: pair ``j`` is item ``items[pi[j]]``
+    (text) in group ``names[pg[j]]``; each item keeps its ``m`` pairs of smallest rank."""
+    # reference oracle: one hash per distinct (item, group) pair (the SQL engines do it in SQL)
+    ranks = np.array([pair_rank(key_hex, items[i], names[g]) for i, g in zip(pi, pg, strict=True)],
+                     dtype="U16")
+    order = np.lexsort((np.asarray(names, dtype=str)[pg] if pi.size else pg, ranks, pi))
+    ps = pi[order]
+    first = np.searchsorted(ps, ps, side="left")
+    keep = np.empty(pi.size, dtype=np.bool_)
+    keep[order] = (np.arange(ps.size) - first) < m
+    return keep
+
+
 def _as_text(arr: NDArray[Any]) -> NDArray[Any]:
     """Keys as text: integers in decimal, text unchanged."""
     return np.asarray(arr).astype(str)
@@ -142,13 +157,7 @@ def memory_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
     up, pc = np.unique(pair, return_counts=True)
     pi, pg = up // width, up % width
     if m is not None:
-        # reference oracle: one hash per distinct (item, group) pair (the SQL engines hash in SQL)
-        ranks = np.array([pair_rank(key_hex, uniq_i[i], names[g])
-                          for i, g in zip(pi, pg, strict=True)], dtype="U16")
-        order = np.lexsort((np.asarray(names, dtype=str)[pg] if up.size else pg, ranks, pi))
-        pi, pg, pc = pi[order], pg[order], pc[order]
-        first = np.searchsorted(pi, pi, side="left")
-        kept = (np.arange(pi.size) - first) < m
+        kept = kept_pairs(key_hex, uniq_i, names, pi, pg, m)
         pg, pc = pg[kept], pc[kept]
     out = _per_group_prevalences(pg.astype(np.int64), pc.astype(np.int64), names, n)
     if listed is not None:

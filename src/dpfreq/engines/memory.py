@@ -192,6 +192,19 @@ class MemoryEngine:
                                               max_groups_per_item=max_groups_per_item,
                                               hash_key=hash_key, max_count=max_count)
 
+    def grouped_reduce_items(self, source: Any, *, item: str, time: str, group: str,
+                             groups: Any, max_groups_per_item: int | None, hash_key: Any,
+                             buckets: base.TimeBuckets, reducer: base.ItemReducer,
+                             drop_out_of_range: bool = False) -> Any:
+        """Per-(group, item) reduction after the grouped bounding (see
+        :mod:`dpfreq.engines.grouping_windows`)."""
+        from dpfreq.engines.grouping_windows import memory_grouped_reduce_items
+
+        return memory_grouped_reduce_items(
+            self, source, item=item, time=time, group=group, groups=groups,
+            max_groups_per_item=max_groups_per_item, hash_key=hash_key, buckets=buckets,
+            reducer=reducer, drop_out_of_range=drop_out_of_range)
+
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times (only each item's first ``k_max`` if set)."""

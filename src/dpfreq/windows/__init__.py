@@ -3,6 +3,8 @@ Nelson, "Private counting of distinct and k-occurring items in time windows", IT
 
 from dpfreq.windows.answers import WindowAnswer
 from dpfreq.windows.counts import parse_period, release_window_counts
+from dpfreq.windows.grouped import GroupedWindowCountsPlan
+from dpfreq.windows.grouped_result import GroupedWindowRelease
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.planning import WindowCountsPlan, plan_window_counts
 from dpfreq.windows.result import WindowCountsRelease
@@ -17,6 +19,8 @@ from dpfreq.windows.tree import (
 
 __all__ = [
     "DominanceCounter",
+    "GroupedWindowCountsPlan",
+    "GroupedWindowRelease",
     "KeyedDiscreteGaussian",
     "KeyedDiscreteLaplace",
     "OnlineCounter",

@@ -17,6 +17,7 @@ from dpfreq.errors import DataError
 from dpfreq.rng import RNGLike, resolve_rng
 from dpfreq.windows.answers import attach_state
 from dpfreq.windows.events import engine_source, range_error
+from dpfreq.windows.grouped import release_grouped_window_counts
 from dpfreq.windows.params import TimeAxis, check_window_params, parse_period
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.result import WindowCountsRelease
@@ -69,7 +70,10 @@ def release_window_counts(
     engine: str | Engine | Any = None,
     rng: RNGLike = None,
     accountant: Accountant | None = None,
-) -> WindowCountsRelease:
+    group: str | None = None,
+    max_groups_per_item: int | None = None,
+    groups: Any = None,
+) -> Any:
     """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
 
     The mechanisms of Ghazi, Kumar, Manurangsi and Nelson (2023), "Private counting of
@@ -131,10 +135,18 @@ def release_window_counts(
     accountant : Accountant, optional
         Charged ``(epsilon, delta)`` after every check (parameters, plan, memory, data) has
         passed and before any noise is drawn: a refused call spends nothing.
+    group, max_groups_per_item, groups : optional
+        A grouped release (:mod:`dpfreq.windows.grouped`): the group column, the public bound
+        ``m`` on the groups one item may touch (required at ``unit="item"``, refused at
+        ``unit="event"``, where one event is in one group) and the public list of groups (or
+        a file of one name per line); returns a
+        :class:`~dpfreq.windows.grouped_result.GroupedWindowRelease` of one window release per
+        group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``.
 
     Returns
     -------
     WindowCountsRelease
+        Or a ``GroupedWindowRelease`` with ``group=``.
 
     Privacy
     -------
@@ -150,6 +162,9 @@ def release_window_counts(
     point sets; node noise is fixed per node (lazy, keyed, independent sub-keys per tree).
     Data-dependent facts that are not private (events dropped as out of range, whether the log
     is singleton) are kept in the release's private state only, never in ``to_dict``.
+    With ``group=``: the Privacy paragraph of
+    :func:`dpfreq.windows.grouped.release_grouped_window_counts` (each item bounded to ``m``
+    groups at ``"item"``; parallel composition over groups at ``"event"``).
 
     Raises
     ------
@@ -189,6 +204,11 @@ def release_window_counts(
                               epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
                               windows=windows, strategy=strategy, singleton=singleton,
                               confidence=confidence)
+    if group is not None or max_groups_per_item is not None or groups is not None:
+        return release_grouped_window_counts(
+            source, par=par, item=item, time=time, group=group, groups=groups,
+            max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
+            rng=rng, accountant=acct, func=_FUNC)
     eps, dlt, unit, axis, fams, ks = (par.epsilon, par.delta, par.unit, par.axis, par.windows,
                                       par.k_values)
     plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.strategy, singleton)

@@ -374,7 +374,10 @@ def plan_window_counts(
     singleton: bool = False,
     confidence: float = 0.95,
     scale: int | None = None,
-) -> WindowCountsPlan:
+    group: str | None = None,
+    max_groups_per_item: int | None = None,
+    groups: Any = None,
+) -> Any:
     """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
 
     Parameters
@@ -423,6 +426,17 @@ confidence
                               epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
                               windows=windows, strategy=strategy, singleton=singleton,
                               confidence=confidence)
+    if group is not None or max_groups_per_item is not None or groups is not None:
+        from dpfreq.windows.grouped import GroupedWindowCountsPlan, check_window_grouping
+
+        _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, _FUNC)
+        per = plan_window_counts(horizon=horizon, start=start, end=end, period=period,
+                                 epsilon=par.epsilon / (m or 1), delta=par.delta / (m or 1),
+                                 unit=unit, k_values=k_values, windows=windows,
+                                 strategy=strategy, singleton=singleton, confidence=confidence,
+                                 scale=scale)
+        return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
+                                       max_groups_per_item=m, n_groups=len(names))
     eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
     inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.strategy, singleton,
                   par.confidence)

@@ -1,0 +1,256 @@
+"""The grouped window release: one :class:`~dpfreq.windows.WindowCountsRelease` per public group.
+
+Every group's release is an ordinary window release built from that group's exact summaries
+and its own secret key (independent sub-keys of one release key), on a copy of one plan
+calibrated from public parameters; so it answers any window (``rel["c7"].window(...)``) as post-
+processing. :meth:`GroupedWindowRelease.save` writes every group's private state to one
+checksummed artefact; :meth:`GroupedWindowRelease.load` rebuilds identical releases.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpfreq.artifacts import read_artifact, write_artifact
+from dpfreq.errors import DataError
+from dpfreq.grouped.result import GroupedRelease
+from dpfreq.release import ErrorStatement
+from dpfreq.windows.answers import WindowState, attach_state
+from dpfreq.windows.persist import checked_load
+from dpfreq.windows.plan import make_plan
+from dpfreq.windows.result import WindowCountsRelease
+from dpfreq.windows.summaries import WindowSummaries
+
+__all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
+
+GROUPED_KIND = "grouped-window-release"
+GROUPED_VERSION = 1
+_GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_item", "groups",
+                 "params"}
+
+
+def calibrated_plan(build: Mapping[str, Any]) -> Any:
+    """The one plan of every group (public parameters only)."""
+    return make_plan(tuple(build["windows"]), tuple(build["k_values"]), int(build["horizon"]),
+                     build["unit"], build["epsilon"], build["delta"], build["strategy"],
+                     build["singleton"])
+
+
+def group_states(summaries: list[WindowSummaries], keys: list[bytes],
+            build: dict[str, Any]) -> list[WindowState]:
+    """One state per group: the plan is calibrated once and copied before each group's key is
+    attached (the structures hold their group's noise once attached)."""
+    plan = calibrated_plan(build)
+    return [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
+            for s, key in zip(summaries, keys, strict=True)]
+
+
+def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
+    """Bonferroni over the groups and over the released curves of each group: every curve's band
+    at ``1 − β/(G·C)`` (the band of one curve holds for all its T values at once).
+
+    Every group's structures are copies of one plan, so their noise laws are the same and so are
+    their exact half-widths; a band calibrated by simulation (:mod:`dpfreq.windows.band`) draws
+    from a stream independent of every group's node noise, so the first group's calibration
+    holds for each group's noise alike: it is computed once, on the first group's state.
+    """
+    b = states[0].build_args
+    ks = [int(k) for k in b["k_values"]]
+    curves = [w for w in b["windows"] if w != "all"]
+    n_curves = max(1, len(curves) * len(ks))
+    level = 1.0 - (1.0 - conf) / (len(states) * n_curves)
+    worst = 0.0
+    st = states[0]
+    ts = np.arange(1, st.horizon + 1)
+    for w in curves or ["all"]:
+        t2 = ts[-1:] if w in ("total", "all") else ts
+        t1 = np.ones_like(t2) if not isinstance(w, int) else np.maximum(1, ts - w + 1)
+        for k in ks:
+            structs = st.structures_for(k, "release_window_counts")
+            if isinstance(w, int):
+                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+            a = st.answer(t1, t2, k, level, structs, "simultaneous", curve=True)
+            worst = max(worst, float(np.max(np.asarray(a.band_upper) - np.asarray(a.estimate))))
+    what = "released curve values" if curves else "windows [1, T]"
+    return ErrorStatement(kind="bound", confidence=conf, value=worst, description=(
+        f"With probability at least {conf:.6g} every one of the {len(states)} groups' {what} "
+        f"is within ±{worst:.6g} items of its true count: each group's band of each of its "
+        f"{n_curves} curve(s) at level {level:.6g} (Bonferroni: union bound over groups and "
+        "curves; the groups' noise laws are identical)."))
+
+
+def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
+                   ) -> WindowCountsRelease:
+    rel = WindowCountsRelease.from_state(state)
+    return dataclasses.replace(rel, mechanism_params={**rel.mechanism_params, **extra,
+                                                      "group": name})
+
+
+def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
+             n_dropped: int = 0) -> GroupedWindowRelease:
+    """The grouped release of per-group states (``grouped``: the fields of the whole call)."""
+    b = states[0].build_args
+    extra = {"group_column": grouped["group_column"],
+             "max_groups_per_item": grouped["max_groups_per_item"],
+             "epsilon_per_group": b["epsilon"], "delta_per_group": b["delta"]}
+    releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
+    return GroupedWindowRelease(
+        releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
+        unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
+        mechanism_params=dict(grouped["params"]),
+        simultaneous=_simultaneous(states, float(b["confidence"])), seeded=bool(b["seeded"]),
+        group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
+
+
+@dataclass(frozen=True)
+class GroupedWindowRelease(GroupedRelease):
+    """Window counts of every public group, spent once (:func:`release_window_counts` with
+    ``group=``).
+
+    ``rel["c7"]`` is an ordinary :class:`~dpfreq.windows.WindowCountsRelease` (its
+    ``epsilon`` is the per-group budget): ask it any released window, e.g.
+    ``rel["c7"].window(1, 7, 1)``. Events dropped as out of range are counted for the whole
+    call only (:attr:`n_dropped`; each group's own ``n_dropped`` is 0). ``to_pandas()`` is
+    every group's :meth:`table` with a group column; :meth:`save` / :meth:`load` keep every
+    group's private state so later windows can be asked per group.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import release_window_counts
+    >>> log = {"user": [1, 1, 2, 3], "site": ["a", "b", "a", "b"], "day": [1, 2, 2, 1]}
+    >>> rel = release_window_counts(log, item="user", time="day", horizon=2, epsilon=1.0,
+    ...                             unit="item", k_values=[1], group="site",
+    ...                             groups=["a", "b"], max_groups_per_item=2, rng=0)
+    >>> rel.groups, rel["a"].epsilon, rel.epsilon
+    (('a', 'b'), 0.5, 1.0)
+    >>> list(rel.to_pandas().columns[:3])
+    ['site', 'window', 'k']
+    """
+
+    _grouped: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _n_dropped: int = field(default=0, repr=False, compare=False)
+
+    @property
+    def n_dropped(self) -> int:
+        """Events of listed groups dropped as out of range (curator-side, not private)."""
+        return self._n_dropped
+
+    def to_pandas(self) -> Any:
+        """Tidy table: every group's released curves (:meth:`WindowCountsRelease.table`), one
+        row per (group, window family, k, end), group column first."""
+        import pandas as pd
+
+        frames = []
+        for name, rel in self.releases.items():
+            tab = pd.DataFrame(rel.table())
+            tab.insert(0, self.group_column, name)
+            frames.append(tab)
+        return pd.concat(frames, ignore_index=True)
+
+    def plot(self, *, max_panels: int = 12) -> Any:
+        """Small multiples: each of the first ``max_panels`` listed groups' curves with their
+        bands (:meth:`WindowCountsRelease.plot`), one panel per group."""
+        import matplotlib.pyplot as plt
+
+        names = list(self.releases)[:max_panels]
+        cols = min(3, max(1, len(names)))
+        rows = -(-len(names) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+        for ax, name in zip(axes.flat, names, strict=False):
+            self.releases[name].plot(ax=ax)
+            ax.set_title(str(name), fontsize=9)
+        for ax in list(axes.flat)[len(names):]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        return fig
+
+    def save(self, path: str | Path) -> Path:
+        """Write every group's release **with its private state** (secret keys, exact
+        summaries) to one checksummed artefact. Protect it like the raw data."""
+        states = [rel._state for rel in self.releases.values()]  # type: ignore[attr-defined]
+        offsets = np.cumsum([0] + [st.summaries.slots.size for st in states]).astype(np.int64)
+        arrays = {name: np.concatenate([st.summaries.to_arrays()[name] for st in states])
+                  for name in ("summary_slots", "summary_keys", "summary_weights")}
+        arrays["group_offsets"] = offsets
+        meta = {"grouped": dict(self._grouped), "build": states[0].build_args,
+                "keys": [st.key.hex() for st in states],
+                "summaries": states[0].summaries.meta()}
+        return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
+                              arrays=arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> GroupedWindowRelease:
+        """Read a file written by :meth:`save`: every group answers as before (same noise).
+
+        Raises
+        ------
+        DataError
+            Naming the file, for a missing, corrupted or edited file or any invalid field.
+        """
+        label = str(path)
+        _, meta, arrays = read_artifact(path, kind=GROUPED_KIND, versions=(GROUPED_VERSION,))
+        grouped, keys, offsets = _check_grouped(label, meta, arrays)
+        summaries, key_bytes, build = [], [], None
+        for i, key in enumerate(keys):
+            lo, hi = int(offsets[i]), int(offsets[i + 1])
+            part = {n: arrays[n][lo:hi] for n in ("summary_slots", "summary_keys",
+                                                  "summary_weights")}
+            s, kb, build = checked_load(label, {"build": meta["build"], "key": key,
+                                                "summaries": meta["summaries"]}, part)
+            summaries.append(s)
+            key_bytes.append(kb)
+        assert build is not None
+        _check_budget(label, grouped, build)
+        return assemble(group_states(summaries, key_bytes, build), tuple(grouped["groups"]),
+                        grouped)
+
+
+def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+                   ) -> tuple[dict[str, Any], list[str], np.ndarray]:
+    """The grouped fields of a saved file, checked (each group's own fields are checked by
+    :func:`~dpfreq.windows.persist.checked_load`)."""
+    def bad(what: str) -> DataError:
+        return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
+
+    if set(meta) != {"grouped", "build", "keys", "summaries"}:
+        raise bad("its fields are incomplete")
+    g = meta["grouped"]
+    if not isinstance(g, Mapping) or set(g) != _GROUPED_KEYS:
+        raise bad("its grouped parameters are incomplete or unknown")
+    names = g["groups"]
+    if not isinstance(names, list) or not names or len(set(names)) != len(names) \
+            or not all(isinstance(x, str) for x in names):
+        raise bad("its group list is not a non-empty list of distinct names")
+    m = g["max_groups_per_item"]
+    if not (m is None or (isinstance(m, int) and not isinstance(m, bool) and m >= 1)):
+        raise bad("its max_groups_per_item is not an integer >= 1")
+    keys = meta["keys"]
+    if not isinstance(keys, list) or len(keys) != len(names):
+        raise bad("it does not hold one key per group")
+    offsets = arrays.get("group_offsets")
+    if offsets is None or offsets.dtype != np.int64 or offsets.shape != (len(names) + 1,) \
+            or offsets[0] != 0 or np.any(np.diff(offsets) < 0) \
+            or int(offsets[-1]) != arrays.get("summary_slots", np.zeros(0)).size:
+        raise bad("its group offsets do not match its summaries")
+    return dict(g), keys, offsets
+
+
+def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
+    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item)."""
+    m = grouped["max_groups_per_item"] or 1
+    ok = (grouped["unit"] == build["unit"] in ("item", "event")
+          and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
+          and all(isinstance(grouped[x], float) and math.isclose(grouped[x] / m, build[x],
+                                                                 rel_tol=1e-12, abs_tol=0.0)
+                  for x in ("epsilon", "delta")))
+    if not ok:
+        raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "
+                        "budget or unit does not match its groups'.")
