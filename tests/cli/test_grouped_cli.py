@@ -53,7 +53,8 @@ def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
     log, groups = _events(tmp_path), _log(tmp_path)[1]
     args = ["reach", str(log), "--item", "user", "--time", "day", "--horizon", "5",
-            "--epsilon", "1", "--group", "campaign", "--groups", str(groups), "--seed", "1"]
+            "--epsilon", "1", "--group", "campaign", "--groups", str(groups), "--seed", "1",
+            "--k", "1", "--windows", "cumulative"]
     out = CliRunner().invoke(cli, [*args, "--unit", "item", "--max-groups-per-item", "2",
                                    "--json", "-"])
     assert out.exit_code == 0, out.output

@@ -88,7 +88,8 @@ def test_plan_reach_and_reach_take_identical_public_options():
     plan, reach = _options(plan_command), _options(reach_command)
     shared = set(plan) - ONLY_PLAN
     assert {"epsilon", "delta", "unit", "k_text", "window_text", "horizon", "start", "end",
-            "period", "singleton", "confidence"} <= shared
+            "period", "singleton", "confidence", "group", "max_groups_per_item",
+            "groups_file"} <= shared
     assert set(reach) - ONLY_REACH == shared
     for name in shared:
         assert plan[name] == reach[name], name
@@ -125,3 +126,19 @@ def test_parse_window_list_grammar():
     for bad in (("rolling7",), ("",), (",",), ("1.5",)):
         with pytest.raises(click.BadParameter, match=r"family|integer window widths"):
             parse_window_list(bad)
+
+
+def test_plan_reach_with_groups_prints_the_per_group_plan(tmp_path):
+    """Issue 28: `plan reach --group` plans every group at ε/m, the same options as reach."""
+    from click.testing import CliRunner
+
+    from dpfreq.cli.main import cli
+
+    groups = tmp_path / "groups.txt"
+    groups.write_text("c0\nc1\nc2\n")
+    out = CliRunner().invoke(cli, ["plan", "reach", "--horizon", "30", "--epsilon", "1",
+                                   "--unit", "item", "--k", "1", "--windows", "total",
+                                   "--group", "campaign", "--groups", str(groups),
+                                   "--max-groups-per-item", "4"])
+    assert out.exit_code == 0, out.output
+    assert "3 groups, epsilon=1 spent once: ε/m = 0.25 per group (m=4)" in out.output

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from dpfreq.cli._common import COUNT, output_path_option, write_output
+from dpfreq.cli.grouped import group_options
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
 
@@ -28,20 +29,28 @@ __all__ = ["command"]
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the plan as JSON to FILE ('-' = stdout; then the text goes to "
                          "stderr).")
+@group_options
 def command(scale: int | None, target_half_width: float | None, json_out: str | None,
-            **public: Any) -> None:
+            group: str | None = None, max_groups_per_item: int | None = None,
+            groups_file: str | None = None, **public: Any) -> None:
     """Predicted per-answer intervals of `dpfreq reach` with the same options (no data, no
     budget spent)."""
     from dpfreq.windows import plan_window_counts
 
-    plan = plan_window_counts(scale=scale, **reach_public_kwargs(**public))
-    click.echo(f"# plan: reach over T={plan.horizon} periods, epsilon={plan.epsilon:g}, "
-               f"delta={plan.delta:g}, unit {plan.unit}; {plan.accounting}")
-    for line in plan.lines():
+    kwargs = reach_public_kwargs(**public)
+    if group is not None or max_groups_per_item is not None or groups_file is not None:
+        kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
+    plan = plan_window_counts(scale=scale, **kwargs)
+    one = getattr(plan, "per_group", plan)  # a grouped plan: every group's plan is the same
+    click.echo(f"# plan: reach over T={one.horizon} periods, epsilon={plan.epsilon:g}, "
+               f"delta={plan.delta:g}, unit {one.unit}; {one.accounting}")
+    if one is not plan:
+        click.echo(f"# grouped by {group!r}: " + plan.lines()[0])
+    for line in one.lines():
         click.echo(line)
     targets: dict[str, float | None] = {}
     if target_half_width is not None:
-        for label, per_k in plan.max_halfwidth.items():
+        for label, per_k in one.max_halfwidth.items():
             for k in per_k:
                 try:
                     eps: float | None = plan.epsilon_for(target_half_width, family=label, k=k)
