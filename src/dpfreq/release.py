@@ -12,11 +12,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["ERROR_KINDS", "RELATIONS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
+from dpfreq._display import brief, cut, error_text, html_table, privacy_text, text_block
+
+__all__ = ["ERROR_KINDS", "RELATIONS", "UNITS", "ErrorStatement", "Release", "to_jsonable",
+           "whole_number_columns"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -58,6 +61,30 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+def whole_number_columns(frame: Any, names: tuple[str, ...]) -> Any:
+    """``frame`` with each float column of ``names`` whose entries are all whole numbers cast
+    to ``int64`` (to pandas' nullable ``Int64`` when some entries are missing, NaN).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"lower": [3.0, 8.0], "share": [0.5, 1.0]})
+    >>> whole_number_columns(frame, ("lower",)).dtypes.astype(str).to_dict()
+    {'lower': 'int64', 'share': 'float64'}
+    """
+    for name in names:
+        if name not in frame or frame[name].dtype.kind != "f":
+            continue
+        col = frame[name].to_numpy(dtype=np.float64)
+        known = col[~np.isnan(col)]
+        if not np.all(np.isfinite(known)) or not np.all(known == np.rint(known)):
+            continue
+        if np.all(np.abs(known) < 2.0**53):
+            frame[name] = (frame[name].astype("Int64") if known.size < col.size
+                           else col.astype(np.int64))
+    return frame
 
 
 ERROR_KINDS = ("interval", "bound", "sd")
@@ -132,6 +159,19 @@ class ErrorStatement:
         for name in ("value", "lower", "upper", "band_lower", "band_upper"):
             object.__setattr__(self, name, _read_only(getattr(self, name)))
 
+    def _display_rows(self) -> list[tuple[str, str]]:
+        rows = [("statement", error_text(self))]
+        rows += [(name, brief(getattr(self, name)))
+                 for name in ("lower", "upper", "band_lower", "band_upper")
+                 if getattr(self, name) is not None]
+        return [*rows, ("description", cut(self.description, 80))]
+
+    def __repr__(self) -> str:
+        return text_block("ErrorStatement", self._display_rows())
+
+    def _repr_html_(self) -> str:
+        return html_table("ErrorStatement", self._display_rows())
+
 
 def _read_only(obj: Any) -> Any:
     """``obj`` with every numpy array in it (an array, or dicts/lists/tuples of them) replaced by
@@ -200,6 +240,34 @@ class Release:
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", _read_only(self.value))
 
+    #: Columns of :meth:`table` that count items, events or periods: ``int64`` in
+    #: :meth:`to_pandas` when every entry is a whole number.
+    _count_columns: ClassVar[tuple[str, ...]] = ()
+
+    def _value_text(self) -> str:
+        """``value`` in one line (its shape and first entries)."""
+        return brief(self.value)
+
+    def _summary(self) -> list[tuple[str, str]]:
+        """Rows ``(label, text)`` particular to this kind of release, shown after its value
+        by ``repr`` and in notebooks (subclasses add theirs: sizes, method, public bounds)."""
+        return []
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        seeded = ", seeded (reproducible, not for production)" if self.seeded else ""
+        return [("value", self._value_text()), *self._summary(),
+                ("privacy", privacy_text(self.epsilon, self.delta, self.unit)),
+                ("mechanism", f"{self.mechanism}{seeded}"),
+                ("error", error_text(self.error))]
+
+    def __repr__(self) -> str:
+        """A few lines: the value's shape and first entries, ε/δ, unit, mechanism, error."""
+        return text_block(type(self).__name__, self._display_rows())
+
+    def _repr_html_(self) -> str:
+        """The same summary as a small HTML table (shown by notebooks)."""
+        return html_table(type(self).__name__, self._display_rows())
+
     @property
     def relation(self) -> str:
         """The neighbouring relation protected, in words (:data:`RELATIONS` of ``unit``)."""
@@ -229,7 +297,9 @@ class Release:
         """The estimate as a tidy :class:`pandas.DataFrame` (one row per estimate).
 
         Columns come from :meth:`table`; the release's ε, δ, unit, relation and mechanism are
-        in ``DataFrame.attrs``. Needs pandas (``pip install pandas``).
+        in ``DataFrame.attrs``. Columns of counts (numbers of items, events or periods) are
+        ``int64`` whenever every entry is a whole number (a post-processed estimate may not
+        be). Needs pandas (``pip install pandas``).
         """
         try:
             import pandas as pd
@@ -237,7 +307,7 @@ class Release:
             from dpfreq.errors import EngineUnavailableError
 
             raise EngineUnavailableError("to_pandas needs pandas: pip install pandas") from exc
-        frame = pd.DataFrame(self.table())
+        frame = whole_number_columns(pd.DataFrame(self.table()), self._count_columns)
         frame.attrs.update({"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
                             "relation": self.relation, "mechanism": self.mechanism,
                             "confidence": self.error.confidence})

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._display import brief, error_text, html_table, privacy_text, text_block
 from dpfreq.release import ErrorStatement, Release
 
 __all__ = ["GroupedRelease"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupedRelease:
     """Releases of one system, one per group, spent once together.
 
@@ -54,6 +55,23 @@ class GroupedRelease:
 
     def __len__(self) -> int:
         return len(self.releases)
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        seeded = ", seeded (reproducible, not for production)" if self.seeded else ""
+        first = next(iter(self.releases.values()), None)
+        kind = "" if first is None else f" ({type(first).__name__} each)"
+        return [("groups", f"{len(self.releases):,} groups{kind}: {brief(list(self.releases))}"),
+                ("privacy", privacy_text(self.epsilon, self.delta, self.unit)),
+                ("mechanism", f"{self.mechanism}{seeded}"),
+                ("all groups", error_text(self.simultaneous))]
+
+    def __repr__(self) -> str:
+        """A few lines: the groups, ε/δ, unit, mechanism and the simultaneous statement."""
+        return text_block("GroupedRelease", self._display_rows())
+
+    def _repr_html_(self) -> str:
+        """The same summary as a small HTML table (shown by notebooks)."""
+        return html_table("GroupedRelease", self._display_rows())
 
     @property
     def groups(self) -> tuple[str, ...]:

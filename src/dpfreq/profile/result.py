@@ -12,7 +12,7 @@ from dpfreq.release import Release
 __all__ = ["ProfileRelease"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class ProfileRelease(Release):
     """A private profile ``r[0..n]`` with its error statement.
 
@@ -73,6 +73,12 @@ class ProfileRelease(Release):
     B: int = 0
     norm: str = "1"
     noisy_profile: Any = None
+
+    def _summary(self) -> list[tuple[str, str]]:
+        bound = ("" if self.l1_bound is None else
+                 f", ℓ1 bound {self.l1_bound:.4g} (confidence {self.l1_confidence:.6g})")
+        return [("profile", f"d={self.domain_size:,} items, counts t=0..{self.max_count}, "
+                            f"method {self.method}{bound}")]
 
     def profile(self) -> np.ndarray:
         """The estimated profile ``r[0..n]`` (alias of ``value``)."""
