@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -18,8 +19,8 @@ import numpy as np
 
 from dpfreq._display import brief, cut, error_text, html_table, privacy_text, text_block
 
-__all__ = ["ERROR_KINDS", "RELATIONS", "UNITS", "ErrorStatement", "Release", "to_jsonable",
-           "whole_number_columns"]
+__all__ = ["ERROR_KINDS", "PUBLIC_DIGITS", "RELATIONS", "UNITS", "ErrorStatement", "Release",
+           "public_floats", "to_jsonable", "whole_number_columns"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -60,6 +61,33 @@ def to_jsonable(obj: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [to_jsonable(v) for v in obj]
+    return obj
+
+
+#: Significant digits of public parameters in JSON (:func:`public_floats`).
+PUBLIC_DIGITS = 12
+
+
+def public_floats(obj: Any) -> Any:
+    """``obj`` (JSON-ready) with every finite float rounded to :data:`PUBLIC_DIGITS` significant
+    digits.
+
+    For public parameters only (ε, δ, budget splits, confidence levels, mechanism parameters):
+    computing them by binary arithmetic (a split ``0.05·ε`` and its remainder, an exact fraction
+    converted back to a float) leaves noise such as ``1.0450000000000002`` in the 16th digit,
+    which 12 digits remove. Estimates, intervals and error values are never passed here.
+
+    Examples
+    --------
+    >>> public_floats({"split": [0.05500000000000001, 1.0450000000000002, 0.0], "n": 3})
+    {'split': [0.055, 1.045, 0.0], 'n': 3}
+    """
+    if isinstance(obj, float) and math.isfinite(obj):
+        return float(f"{obj:.{PUBLIC_DIGITS}g}")
+    if isinstance(obj, dict):
+        return {k: public_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [public_floats(v) for v in obj]
     return obj
 
 
@@ -243,6 +271,8 @@ class Release:
     #: Columns of :meth:`table` that count items, events or periods: ``int64`` in
     #: :meth:`to_pandas` when every entry is a whole number.
     _count_columns: ClassVar[tuple[str, ...]] = ()
+    #: Fields of public parameters, written by :meth:`to_dict` with :func:`public_floats`.
+    _public_fields: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "mechanism_params")
 
     def _value_text(self) -> str:
         """``value`` in one line (its shape and first entries)."""
@@ -275,9 +305,18 @@ class Release:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of every field, with ``type`` naming the release class and
-        ``relation`` stating the unit's neighbouring relation in words."""
+        ``relation`` stating the unit's neighbouring relation in words.
+
+        Public parameters — ε, δ, budget splits, confidence levels and ``mechanism_params`` —
+        are written with 12 significant digits (:func:`public_floats`), without the noise of
+        binary arithmetic on them; the estimate, its intervals and error values are written
+        exactly as computed.
+        """
         out = {"type": type(self).__name__}
         out.update(to_jsonable(self))
+        for name in self._public_fields:
+            out[name] = public_floats(out[name])
+        out["error"]["confidence"] = public_floats(out["error"]["confidence"])
         out["relation"] = self.relation
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import numpy as np
@@ -137,3 +138,27 @@ def test_whole_number_columns_rule():
     assert out["c"].dtype == np.float64
     assert out["d"].dtype == np.float64
     assert out["e"].dtype == np.float64  # not a count column
+
+
+def test_json_public_parameters_carry_no_binary_arithmetic_noise():
+    # ε = 1.1 split 5 % / 95 %: 0.05·1.1 and 1.1 − 0.055 are 0.05500000000000001 and
+    # 1.0450000000000002 in binary arithmetic.
+    rel = release_anonymized_histogram({1: 40, 2: 12, 30: 1}, epsilon=1.1, unit="event", rng=0)
+    assert rel.split != (0.055, 1.045, 0.0)  # the arithmetic noise is there
+    doc = json.loads(rel.to_json())
+    assert doc["split"] == [0.055, 1.045, 0.0]
+    assert doc["epsilon"] == 1.1
+    assert doc["value"]["counts"] == rel.counts.tolist()  # the release itself is untouched
+    df = pd.DataFrame({"u": np.arange(60) % 20, "g": np.where(np.arange(60) % 2, "a", "b")})
+    grouped = release_profile(df, item="u", group="g", groups=["a", "b"], max_groups_per_item=3,
+                              domain_size=50, max_count=5, epsilon=0.3, unit="item", rng=2)
+    assert grouped.mechanism_params["epsilon_per_group"] != 0.1
+    assert json.loads(grouped.to_json())["mechanism_params"]["epsilon_per_group"] == 0.1
+
+
+def test_json_keeps_estimates_and_intervals_exact():
+    rel = RESULTS["profile"]
+    doc = rel.to_dict()
+    assert doc["value"] == rel.value.tolist()
+    assert doc["error"]["lower"] == rel.error.lower.tolist()
+    assert doc["error"]["value"] == rel.error.value.tolist()

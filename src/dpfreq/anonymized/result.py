@@ -70,6 +70,7 @@ class AnonymizedHistogramRelease(Release):
     method: str
 
     _count_columns = ("lower", "upper")
+    _public_fields = (*Release._public_fields, "split", "items_at_least_confidence")
 
     def _value_text(self) -> str:
         pairs = [f"{c}: {p}" for c, p in zip(self.counts[:4].tolist(),

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._display import brief, error_text, html_table, privacy_text, text_block
-from dpfreq.release import ErrorStatement, Release
+from dpfreq.release import ErrorStatement, Release, public_floats
 
 __all__ = ["GroupedRelease"]
 
@@ -91,13 +91,14 @@ class GroupedRelease:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: the shared fields and every group's own ``to_dict()``."""
-        return {"kind": "grouped", "epsilon": self.epsilon, "delta": self.delta,
+        return {"kind": "grouped", "epsilon": public_floats(self.epsilon),
+                "delta": public_floats(self.delta),
                 "unit": self.unit, "mechanism": self.mechanism, "seeded": self.seeded,
                 "group_column": self.group_column,
-                "mechanism_params": json.loads(json.dumps(dict(self.mechanism_params),
-                                                          default=str)),
+                "mechanism_params": public_floats(json.loads(json.dumps(
+                    dict(self.mechanism_params), default=str))),
                 "simultaneous": {"kind": self.simultaneous.kind,
-                                 "confidence": self.simultaneous.confidence,
+                                 "confidence": public_floats(self.simultaneous.confidence),
                                  "value": self.simultaneous.value,
                                  "description": self.simultaneous.description},
                 "groups": {name: rel.to_dict() for name, rel in self.releases.items()}}

@@ -74,6 +74,8 @@ class ProfileRelease(Release):
     norm: str = "1"
     noisy_profile: Any = None
 
+    _public_fields = (*Release._public_fields, "l1_confidence")
+
     def _summary(self) -> list[tuple[str, str]]:
         bound = ("" if self.l1_bound is None else
                  f", ℓ1 bound {self.l1_bound:.4g} (confidence {self.l1_confidence:.6g})")
