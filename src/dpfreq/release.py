@@ -312,7 +312,7 @@ class Release:
         binary arithmetic on them; the estimate, its intervals and error values are written
         exactly as computed.
         """
-        out = {"type": type(self).__name__}
+        out: dict[str, Any] = {"type": type(self).__name__}
         out.update(to_jsonable(self))
         for name in self._public_fields:
             out[name] = public_floats(out[name])
