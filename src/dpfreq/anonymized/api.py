@@ -36,7 +36,7 @@ from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, ExactNoise, Outcome, epsilon_fractions
 from dpfreq.budget import check_accountant
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
@@ -183,6 +183,7 @@ _REFUSED_UNITS = dict.fromkeys(
 _REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
 
 
+@public_errors("release_anonymized_histogram")
 def release_anonymized_histogram(
     source: Any,
     *,
