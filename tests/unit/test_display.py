@@ -120,6 +120,9 @@ def test_to_pandas_gives_whole_number_counts_integer_dtypes():
     frame = RESULTS["anonymized"].to_pandas()
     for col in ("count", "items", "rank_first", "rank_last", "items_at_least", "lower", "upper"):
         assert frame[col].dtype == np.int64, col
+    profile = RESULTS["profile"].to_pandas()  # direct: whole numbers of items
+    assert profile["items"].dtype == np.int64
+    assert profile["t"].dtype == np.int64
     windows = RESULTS["windows"].to_pandas()
     assert windows["k"].dtype == np.int64
     assert windows["start"].dtype == np.int64

@@ -75,6 +75,7 @@ class ProfileRelease(Release):
     noisy_profile: Any = None
 
     _public_fields = (*Release._public_fields, "l1_confidence")
+    _count_columns = ("items",)
 
     def _summary(self) -> list[tuple[str, str]]:
         bound = ("" if self.l1_bound is None else
@@ -139,9 +140,15 @@ class ProfileRelease(Release):
 
         ``t``, ``estimate`` (fraction of the domain), ``lower``/``upper`` (per-class interval),
         ``band_lower``/``band_upper`` (simultaneous band) — NaN when the error statement is a
-        norm bound without intervals — and ``items`` (the estimate times ``d``).
+        norm bound without intervals — and ``items`` (the estimate times ``d``: whole numbers,
+        ``int64`` in :meth:`to_pandas`, when the estimate is a count over ``d``, as for
+        ``direct``).
         """
         r = self.profile().astype(np.float64)
+        items = r * self.domain_size
+        whole = np.rint(items)
+        if np.all(np.abs(items - whole) <= 1e-6):  # counts over d (direct): exact integers
+            items = whole
         return {
             "t": self.counts_axis,
             "estimate": r,
@@ -149,7 +156,7 @@ class ProfileRelease(Release):
             "upper": self._ends("upper"),
             "band_lower": self._ends("band_lower"),
             "band_upper": self._ends("band_upper"),
-            "items": r * self.domain_size,
+            "items": items,
         }
 
     def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None) -> Any:
