@@ -143,14 +143,16 @@ def debug_enabled() -> bool:
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-#: Internal callers a message may name (engine methods such as ``DuckDBEngine.count_of_counts``).
-_INTERNAL = re.compile(r"\b[A-Z]\w*Engine\.\w+\b")
+#: Internal callers a message may name as ``<param> of <caller>`` (engine methods such as
+#: ``DuckDBEngine.count_of_counts``, and ``get_engine`` choosing the engine for a release).
+_INTERNAL = re.compile(r"(?<=\bof )(?:[A-Z]\w*Engine\.\w+|get_engine)\b")
 
 
 def public_errors(name: str) -> Callable[[_F], _F]:
     """Decorate a public function so that its errors name it, not the engine method that found
     them: ``source of DuckDBEngine.count_of_counts: ...`` reads ``source of release_profile:
-    ...`` to its caller. The debug detail (``[debug, ...]``) keeps the engine method.
+    ...`` to its caller (``engine of get_engine`` likewise). The debug detail (``[debug, ...]``)
+    keeps the engine method.
 
     Examples
     --------

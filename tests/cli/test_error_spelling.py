@@ -9,7 +9,7 @@ import pytest
 
 from dpfreq.cli.main import main
 from dpfreq.cli.spelling import cli_spelling, invoked_command
-from dpfreq.errors import DataError, public_errors
+from dpfreq.errors import DataError, ParameterError, public_errors
 
 
 def error_line(argv, capsys):
@@ -119,3 +119,11 @@ def test_public_errors_keeps_the_engine_in_debug_detail():
         release_demo()
     assert str(info.value) == ("column 'u' of release_demo must hold no nulls; got 'nulls'. "
                                "[debug, MemoryEngine.item_counts: 3 value(s)]")
+
+
+def test_engine_choice_errors_name_the_release():
+    from dpfreq import release_profile
+
+    with pytest.raises(ParameterError, match=r"^engine of release_profile must be one of"):
+        release_profile({"u": ["a"]}, item="u", domain_size=10, max_count=3, epsilon=1.0,
+                        unit="item", engine="nope")
