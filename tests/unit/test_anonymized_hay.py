@@ -172,6 +172,7 @@ def test_rounded_fit_runs_equals_expanded_rounding() -> None:
             assert mapping(*got) == mapping(c[c > 0], p[c > 0])
 
 
+@pytest.mark.slow  # about 2 s: twenty runs on L ~ 10**6
 def test_one_large_count_runs_without_sorting_the_padded_vector(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # {10**6: 1} pads to L ~ 10**6 entries in each of the ~20 runs (release and error
