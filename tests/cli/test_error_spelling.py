@@ -127,3 +127,21 @@ def test_engine_choice_errors_name_the_release():
     with pytest.raises(ParameterError, match=r"^engine of release_profile must be one of"):
         release_profile({"u": ["a"]}, item="u", domain_size=10, max_count=3, epsilon=1.0,
                         unit="item", engine="nope")
+
+
+def test_warnings_are_spelled_for_the_command(capsys, monkeypatch):
+    import warnings
+
+    from dpfreq.cli.main import cli
+
+    @click.command(name="later")
+    @click.option("--max-count", type=int)
+    def later(max_count) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("counts above max_count = 3 were clamped", UserWarning, stacklevel=1)
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    assert main(["later", "--max-count", "3"]) == 0
+    assert capsys.readouterr().err == ("dpfreq: warning: counts above --max-count 3 were "
+                                       "clamped\n")

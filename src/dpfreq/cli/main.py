@@ -187,10 +187,10 @@ def _where(exc: BaseException) -> str:
 
 
 @contextmanager
-def _one_line_warnings() -> Iterator[None]:
+def _one_line_warnings(argv: list[str] | None) -> Iterator[None]:
     def show(message: Any, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        click.echo(f"dpfreq: warning: {_one_line(str(message))}", err=True)
+        click.echo(f"dpfreq: warning: {_one_line(_spelled(str(message), argv))}", err=True)
 
     with warnings.catch_warnings():
         warnings.showwarning = show
@@ -249,7 +249,7 @@ def _run(argv: list[str] | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with the exit statuses of the module doc; returns 0 on success."""
-    with _one_line_warnings():
+    with _one_line_warnings(argv):
         try:
             _run(argv)
         except SystemExit:
