@@ -2,7 +2,10 @@
 
 A release carries the estimate, the privacy parameters spent, the mechanism and its parameters,
 whether the random source was seeded (not for production), and an error statement. Subclasses
-(one per system) are frozen, keyword-only dataclasses that add their own fields and a ``plot``.
+(one per system) are frozen, keyword-only dataclasses that add their own fields and a ``plot``;
+they are declared with ``repr=False`` so that the short summary of :class:`Release` (a few lines
+in a terminal, a small table in a notebook) is theirs too, with their own rows from
+``_summary``.
 """
 
 from __future__ import annotations
