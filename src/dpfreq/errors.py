@@ -7,7 +7,11 @@ builtin one (``ParameterError`` is a ``ValueError``; ``EngineUnavailableError`` 
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = [
     "DEBUG_VARIABLE",
@@ -19,6 +23,7 @@ __all__ = [
     "ParameterError",
     "PrivacyWarning",
     "debug_enabled",
+    "public_errors",
 ]
 
 
@@ -150,3 +155,42 @@ def debug_enabled() -> bool:
     False
     """
     return os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: Internal callers a message may name as ``<param> of <caller>`` (engine methods such as
+#: ``DuckDBEngine.count_of_counts``, and ``get_engine`` choosing the engine for a release).
+_INTERNAL = re.compile(r"(?<=\bof )(?:[A-Z]\w*Engine\.\w+|get_engine)\b")
+
+
+def public_errors(name: str) -> Callable[[_F], _F]:
+    """Decorate a public function so that its errors name it, not the engine method that found
+    them: ``source of DuckDBEngine.count_of_counts: ...`` reads ``source of release_profile:
+    ...`` to its caller (``engine of get_engine`` likewise). The debug detail (``[debug, ...]``)
+    keeps the engine method.
+
+    Examples
+    --------
+    >>> @public_errors("release_demo")
+    ... def release_demo():
+    ...     raise DataError("source of MemoryEngine.item_counts: file 'x' does not exist.")
+    >>> try:
+    ...     release_demo()
+    ... except DataError as exc:
+    ...     print(exc)
+    source of release_demo: file 'x' does not exist.
+    """
+    def decorate(func: _F) -> _F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except DPFreqError as exc:
+                if len(exc.args) == 1 and isinstance(exc.args[0], str):
+                    head, sep, debug = exc.args[0].partition(" [debug, ")
+                    exc.args = (_INTERNAL.sub(name, head) + sep + debug,)
+                raise
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -2,21 +2,28 @@
 
 A release carries the estimate, the privacy parameters spent, the mechanism and its parameters,
 whether the random source was seeded (not for production), and an error statement. Subclasses
-(one per system) are frozen, keyword-only dataclasses that add their own fields and a ``plot``.
+(one per system) are frozen, keyword-only dataclasses that add their own fields and a ``plot``;
+they are declared with ``repr=False`` so that the short summary of :class:`Release` (a few lines
+in a terminal, a small table in a notebook) is theirs too, with their own rows from
+``_summary``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["ERROR_KINDS", "RELATIONS", "UNITS", "ErrorStatement", "Release", "to_jsonable"]
+from dpfreq._display import brief, cut, error_text, html_table, privacy_text, text_block
+
+__all__ = ["ERROR_KINDS", "PUBLIC_DIGITS", "RELATIONS", "UNITS", "ErrorStatement", "Release",
+           "public_floats", "to_jsonable", "whole_number_columns"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -58,6 +65,57 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+#: Significant digits of public parameters in JSON (:func:`public_floats`).
+PUBLIC_DIGITS = 12
+
+
+def public_floats(obj: Any) -> Any:
+    """``obj`` (JSON-ready) with every finite float rounded to :data:`PUBLIC_DIGITS` significant
+    digits.
+
+    For public parameters only (ε, δ, budget splits, confidence levels, mechanism parameters):
+    computing them by binary arithmetic (a split ``0.05·ε`` and its remainder, an exact fraction
+    converted back to a float) leaves noise such as ``1.0450000000000002`` in the 16th digit,
+    which 12 digits remove. Estimates, intervals and error values are never passed here.
+
+    Examples
+    --------
+    >>> public_floats({"split": [0.05500000000000001, 1.0450000000000002, 0.0], "n": 3})
+    {'split': [0.055, 1.045, 0.0], 'n': 3}
+    """
+    if isinstance(obj, float) and math.isfinite(obj):
+        return float(f"{obj:.{PUBLIC_DIGITS}g}")
+    if isinstance(obj, dict):
+        return {k: public_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [public_floats(v) for v in obj]
+    return obj
+
+
+def whole_number_columns(frame: Any, names: tuple[str, ...]) -> Any:
+    """``frame`` with each float column of ``names`` whose entries are all whole numbers cast
+    to ``int64`` (to pandas' nullable ``Int64`` when some entries are missing, NaN).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"lower": [3.0, 8.0], "share": [0.5, 1.0]})
+    >>> whole_number_columns(frame, ("lower",)).dtypes.astype(str).to_dict()
+    {'lower': 'int64', 'share': 'float64'}
+    """
+    for name in names:
+        if name not in frame or frame[name].dtype.kind != "f":
+            continue
+        col = frame[name].to_numpy(dtype=np.float64)
+        known = col[~np.isnan(col)]
+        if not np.all(np.isfinite(known)) or not np.all(known == np.rint(known)):
+            continue
+        if np.all(np.abs(known) < 2.0**53):
+            frame[name] = (frame[name].astype("Int64") if known.size < col.size
+                           else col.astype(np.int64))
+    return frame
 
 
 ERROR_KINDS = ("interval", "bound", "sd")
@@ -132,6 +190,19 @@ class ErrorStatement:
         for name in ("value", "lower", "upper", "band_lower", "band_upper"):
             object.__setattr__(self, name, _read_only(getattr(self, name)))
 
+    def _display_rows(self) -> list[tuple[str, str]]:
+        rows = [("statement", error_text(self))]
+        rows += [(name, brief(getattr(self, name)))
+                 for name in ("lower", "upper", "band_lower", "band_upper")
+                 if getattr(self, name) is not None]
+        return [*rows, ("description", cut(self.description, 80))]
+
+    def __repr__(self) -> str:
+        return text_block("ErrorStatement", self._display_rows())
+
+    def _repr_html_(self) -> str:
+        return html_table("ErrorStatement", self._display_rows())
+
 
 def _read_only(obj: Any) -> Any:
     """``obj`` with every numpy array in it (an array, or dicts/lists/tuples of them) replaced by
@@ -200,6 +271,36 @@ class Release:
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", _read_only(self.value))
 
+    #: Columns of :meth:`table` that count items, events or periods: ``int64`` in
+    #: :meth:`to_pandas` when every entry is a whole number.
+    _count_columns: ClassVar[tuple[str, ...]] = ()
+    #: Fields of public parameters, written by :meth:`to_dict` with :func:`public_floats`.
+    _public_fields: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "mechanism_params")
+
+    def _value_text(self) -> str:
+        """``value`` in one line (its shape and first entries)."""
+        return brief(self.value)
+
+    def _summary(self) -> list[tuple[str, str]]:
+        """Rows ``(label, text)`` particular to this kind of release, shown after its value
+        by ``repr`` and in notebooks (subclasses add theirs: sizes, method, public bounds)."""
+        return []
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        seeded = ", seeded (reproducible, not for production)" if self.seeded else ""
+        return [("value", self._value_text()), *self._summary(),
+                ("privacy", privacy_text(self.epsilon, self.delta, self.unit)),
+                ("mechanism", f"{self.mechanism}{seeded}"),
+                ("error", error_text(self.error))]
+
+    def __repr__(self) -> str:
+        """A few lines: the value's shape and first entries, ε/δ, unit, mechanism, error."""
+        return text_block(type(self).__name__, self._display_rows())
+
+    def _repr_html_(self) -> str:
+        """The same summary as a small HTML table (shown by notebooks)."""
+        return html_table(type(self).__name__, self._display_rows())
+
     @property
     def relation(self) -> str:
         """The neighbouring relation protected, in words (:data:`RELATIONS` of ``unit``)."""
@@ -207,9 +308,18 @@ class Release:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of every field, with ``type`` naming the release class and
-        ``relation`` stating the unit's neighbouring relation in words."""
-        out = {"type": type(self).__name__}
+        ``relation`` stating the unit's neighbouring relation in words.
+
+        Public parameters — ε, δ, budget splits, confidence levels and ``mechanism_params`` —
+        are written with 12 significant digits (:func:`public_floats`), without the noise of
+        binary arithmetic on them; the estimate, its intervals and error values are written
+        exactly as computed.
+        """
+        out: dict[str, Any] = {"type": type(self).__name__}
         out.update(to_jsonable(self))
+        for name in self._public_fields:
+            out[name] = public_floats(out[name])
+        out["error"]["confidence"] = public_floats(out["error"]["confidence"])
         out["relation"] = self.relation
         return out
 
@@ -229,7 +339,9 @@ class Release:
         """The estimate as a tidy :class:`pandas.DataFrame` (one row per estimate).
 
         Columns come from :meth:`table`; the release's ε, δ, unit, relation and mechanism are
-        in ``DataFrame.attrs``. Needs pandas (``pip install pandas``).
+        in ``DataFrame.attrs``. Columns of counts (numbers of items, events or periods) are
+        ``int64`` whenever every entry is a whole number (a post-processed estimate may not
+        be). Needs pandas (``pip install pandas``).
         """
         try:
             import pandas as pd
@@ -237,7 +349,7 @@ class Release:
             from dpfreq.errors import EngineUnavailableError
 
             raise EngineUnavailableError("to_pandas needs pandas: pip install pandas") from exc
-        frame = pd.DataFrame(self.table())
+        frame = whole_number_columns(pd.DataFrame(self.table()), self._count_columns)
         frame.attrs.update({"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
                             "relation": self.relation, "mechanism": self.mechanism,
                             "confidence": self.error.confidence})

@@ -138,7 +138,7 @@ def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path
         (["--prevalence-csv", "--epsilon", "1", "--domain-size", "0"],
          "count,prevalence\n3,1\n", "--domain-size"),
         (["--prevalence-csv", "--epsilon", "1", "--domain-size", "3"],
-         "count,prevalence\n3,1\n1,5\n", "domain_size of release_anonymized_histogram must "
+         "count,prevalence\n3,1\n1,5\n", "--domain-size of dpfreq anonymize must "
          "be at least the number of distinct items"),
         (["--prevalence-csv", "--epsilon", "1", "--confidence", "1.5"],
          "count,prevalence\n3,1\n", "confidence"),
@@ -232,7 +232,7 @@ def test_domain_size_refusal_does_not_print_the_count(tmp_path, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "57" not in err
-    assert "domain_size" in err
+    assert "--domain-size" in err
 
 
 def test_plan_anonymize(capsys):

@@ -128,7 +128,7 @@ def test_demo_unseeded_noise_has_no_warning(tmp_path, capsys):
     [
         (["--users", "0"], "n_users"),
         (["--epsilon", "0"], "epsilon"),
-        (["--domain-size", "100"], "domain_size"),
+        (["--domain-size", "100"], "--domain-size of dpfreq demo"),
         (["--max-count", "-2"], "--max-count"),
         (["--norm", "5"], "--norm"),
         (["--confidence", "0"], "confidence"),

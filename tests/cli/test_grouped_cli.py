@@ -37,7 +37,7 @@ def test_grouped_profile_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         main(args)
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("dpfreq: error: max_groups_per_item of release_profile must be")
+    assert err[-1].startswith("dpfreq: error: --max-groups-per-item of dpfreq profile must be")
 
 
 def _events(tmp_path: Path) -> Path:

@@ -246,7 +246,7 @@ def test_domain_size_accepts_scientific_notation_and_rejects_fractions(tmp_path)
         (["--epsilon", "0"], "epsilon"),
         (["--epsilon", "-1"], "epsilon"),
         (["--epsilon", "nan"], "epsilon"),
-        (["--domain-size", "3"], "domain_size"),
+        (["--domain-size", "3"], "--domain-size 3"),
         (["--norm", "3"], "--norm"),
         (["--method", "lp"], "--method"),
         (["--confidence", "1.5"], "confidence"),

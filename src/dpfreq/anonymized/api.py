@@ -31,7 +31,7 @@ from dpfreq.anonymized.grouped import release_grouped_anonymized_histogram
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted
 from dpfreq.anonymized.steps import I64
 from dpfreq.budget import check_accountant
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["METHODS", "release_anonymized_histogram"]
@@ -68,6 +68,7 @@ def read_source(source: Any, item: str | None, count: str | None,
     return counts, prev, eng.name
 
 
+@public_errors("release_anonymized_histogram")
 def release_anonymized_histogram(
     source: Any,
     *,

@@ -15,7 +15,7 @@ from dpfreq.release import ErrorStatement, Release
 __all__ = ["PropertyEstimate", "clamp", "entropy_total_term", "no_statement", "with_total"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class PropertyEstimate(Release):
     """A symmetric-property estimate from an anonymized histogram.
 
@@ -65,6 +65,12 @@ class PropertyEstimate(Release):
     clamped: bool
     value_range: tuple[float, float]
     parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def _summary(self) -> list[tuple[str, str]]:
+        clamped = ", clamped to its range" if self.clamped else ""
+        private = "" if self.private else ", NOT private (exact input)"
+        return [("property", f"{self.property_name} from a sample of {self.sample_size:,}"
+                             f"{clamped}{private}")]
 
     def __float__(self) -> float:
         return float(self.value)

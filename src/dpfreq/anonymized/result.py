@@ -18,7 +18,7 @@ from dpfreq.release import Release
 __all__ = ["AnonymizedHistogramRelease"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class AnonymizedHistogramRelease(Release):
     """A differentially private anonymized histogram ``H`` with a private total ``N``.
 
@@ -68,6 +68,21 @@ class AnonymizedHistogramRelease(Release):
     split: tuple[float, float, float]
     regime: str
     method: str
+
+    _count_columns = ("lower", "upper")
+    _public_fields = (*Release._public_fields, "split", "items_at_least_confidence")
+
+    def _value_text(self) -> str:
+        pairs = [f"{c}: {p}" for c, p in zip(self.counts[:4].tolist(),
+                                             self.prevalences[:4].tolist(), strict=True)]
+        more = ", …" if self.counts.size > 4 else ""
+        return f"{{count: items}} {{{', '.join(pairs)}{more}}}, n_estimate={self.n_estimate}"
+
+    def _summary(self) -> list[tuple[str, str]]:
+        low, high = self.total_interval
+        return [("histogram", f"{self.n_items:,} items at {self.counts.size:,} distinct counts, "
+                              f"N={self.n_estimate:,} (total in [{low:,}, {high:,}])"),
+                ("method", f"{self.method}, regime {self.regime}")]
 
     @property
     def counts(self) -> np.ndarray:

@@ -172,8 +172,8 @@ class SimulationNoise:
         success = -math.expm1(-float(gamma))  # 1 − α
         if size == 0 or success >= 1.0:
             return np.zeros(size, dtype=np.int64)
-        g = self.generator.geometric(success, size=(2, size)).astype(np.int64)
-        return g[0] - g[1]
+        g = self.generator.geometric(success, size=(2, size)).astype(np.int64, copy=False)
+        return np.subtract(g[0], g[1])  # numpy's geometric is int64 already: no copy
 
 
 @dataclass

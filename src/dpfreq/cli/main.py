@@ -187,10 +187,10 @@ def _where(exc: BaseException) -> str:
 
 
 @contextmanager
-def _one_line_warnings() -> Iterator[None]:
+def _one_line_warnings(argv: list[str] | None) -> Iterator[None]:
     def show(message: Any, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        click.echo(f"dpfreq: warning: {_one_line(str(message))}", err=True)
+        click.echo(f"dpfreq: warning: {_one_line(_spelled(str(message), argv))}", err=True)
 
     with warnings.catch_warnings():
         warnings.showwarning = show
@@ -208,6 +208,14 @@ def _fail(text: str, code: int, exc: BaseException | None = None) -> None:
     sys.exit(code)
 
 
+def _spelled(text: str, argv: list[str] | None) -> str:
+    """A library message in the spelling of the command that ran (its options, its name)."""
+    from dpfreq.cli.spelling import cli_spelling, invoked_command
+
+    command, path = invoked_command(cli, sys.argv[1:] if argv is None else argv)
+    return cli_spelling(text, command, path)
+
+
 def _run(argv: list[str] | None) -> None:
     stdout = sys.stdout  # an output option may redirect it; a failed parse must not leak that
     forget_rescued_releases()
@@ -223,7 +231,7 @@ def _run(argv: list[str] | None) -> None:
     except click.ClickException as exc:
         _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT, exc)
     except DPFreqError as exc:
-        _fail(f"dpfreq: error: {_one_line(str(exc))}", EXIT_BAD_INPUT, exc)
+        _fail(f"dpfreq: error: {_one_line(_spelled(str(exc), argv))}", EXIT_BAD_INPUT, exc)
     except UnicodeDecodeError as exc:  # a binary file where text was expected: input, not a bug
         _fail(f"dpfreq: error: an input file is not UTF-8 text ({exc.reason}); give a text "
               "file (CSV, JSON) where one is expected.", EXIT_BAD_INPUT, exc)
@@ -241,7 +249,7 @@ def _run(argv: list[str] | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with the exit statuses of the module doc; returns 0 on success."""
-    with _one_line_warnings():
+    with _one_line_warnings(argv):
         try:
             _run(argv)
         except SystemExit:

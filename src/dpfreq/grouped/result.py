@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.release import ErrorStatement, Release
+from dpfreq._display import brief, error_text, html_table, privacy_text, text_block
+from dpfreq.release import ErrorStatement, Release, public_floats
 
 __all__ = ["GroupedRelease"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupedRelease:
     """Releases of one system, one per group, spent once together.
 
@@ -55,6 +56,23 @@ class GroupedRelease:
     def __len__(self) -> int:
         return len(self.releases)
 
+    def _display_rows(self) -> list[tuple[str, str]]:
+        seeded = ", seeded (reproducible, not for production)" if self.seeded else ""
+        first = next(iter(self.releases.values()), None)
+        kind = "" if first is None else f" ({type(first).__name__} each)"
+        return [("groups", f"{len(self.releases):,} groups{kind}: {brief(list(self.releases))}"),
+                ("privacy", privacy_text(self.epsilon, self.delta, self.unit)),
+                ("mechanism", f"{self.mechanism}{seeded}"),
+                ("all groups", error_text(self.simultaneous))]
+
+    def __repr__(self) -> str:
+        """A few lines: the groups, ε/δ, unit, mechanism and the simultaneous statement."""
+        return text_block("GroupedRelease", self._display_rows())
+
+    def _repr_html_(self) -> str:
+        """The same summary as a small HTML table (shown by notebooks)."""
+        return html_table("GroupedRelease", self._display_rows())
+
     @property
     def groups(self) -> tuple[str, ...]:
         """The released groups, in order."""
@@ -80,13 +98,14 @@ class GroupedRelease:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: the shared fields and every group's own ``to_dict()``."""
-        return {"kind": "grouped", "epsilon": self.epsilon, "delta": self.delta,
+        return {"kind": "grouped", "epsilon": public_floats(self.epsilon),
+                "delta": public_floats(self.delta),
                 "unit": self.unit, "mechanism": self.mechanism, "seeded": self.seeded,
                 "group_column": self.group_column,
-                "mechanism_params": json.loads(json.dumps(dict(self.mechanism_params),
-                                                          default=str)),
+                "mechanism_params": public_floats(json.loads(json.dumps(
+                    dict(self.mechanism_params), default=str))),
                 "simultaneous": {"kind": self.simultaneous.kind,
-                                 "confidence": self.simultaneous.confidence,
+                                 "confidence": public_floats(self.simultaneous.confidence),
                                  "value": self.simultaneous.value,
                                  "description": self.simultaneous.description},
                 "groups": {name: rel.to_dict() for name, rel in self.releases.items()}}

@@ -40,7 +40,7 @@ def period_dates(start: str, period: str, count: int) -> NDArray[Any]:
     return base_s + np.arange(count) * np.timedelta64(int(step.total_seconds()), "s")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class LongitudinalEstimate(Release):
     """Per-period counts ``f̂_t`` of devices in state 1, from locally private reports.
 
@@ -98,6 +98,10 @@ class LongitudinalEstimate(Release):
     period: str | None = None
     truth: NDArray[np.int64] | None = None
     exact_sd: NDArray[np.float64] | None = None
+
+    def _summary(self) -> list[tuple[str, str]]:
+        axis = f", from {self.start} every {self.period}" if self.start and self.period else ""
+        return [("periods", f"{self.horizon} periods of {self.devices:,} devices{axis}")]
 
     @property
     def errors(self) -> NDArray[np.float64] | None:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq import _validate
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 
 from .dyadic import offsets
 from .enrolment import enrolled_per_order
@@ -289,6 +289,7 @@ class LongitudinalAggregator:
                          func="LongitudinalAggregator.estimate")
 
 
+@public_errors("aggregate_reports_file")
 def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any,
                            engine: Any = None, confidence: float = 0.95,
                            dropouts: str = "paper") -> LongitudinalEstimate:

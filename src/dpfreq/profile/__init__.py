@@ -17,13 +17,31 @@ Reconstruction is deterministic post-processing of the ε-DP sketch: running it 
 
 from __future__ import annotations
 
-from dpfreq.profile.api import release_profile
-from dpfreq.profile.baselines import lp_profile, naive_profile
-from dpfreq.profile.distributed import DistributedProfileSketch
-from dpfreq.profile.plan import ProfilePlan, plan_profile
-from dpfreq.profile.reconstruct import reconstruct_profile
-from dpfreq.profile.result import ProfileRelease
-from dpfreq.profile.sketch import ProfileSketch
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpfreq.profile.api import release_profile
+    from dpfreq.profile.baselines import lp_profile, naive_profile
+    from dpfreq.profile.distributed import DistributedProfileSketch
+    from dpfreq.profile.plan import ProfilePlan, plan_profile
+    from dpfreq.profile.reconstruct import reconstruct_profile
+    from dpfreq.profile.result import ProfileRelease
+    from dpfreq.profile.sketch import ProfileSketch
+
+# Public name -> defining module, imported on first use (PEP 562): ``dpfreq plan profile`` needs
+# only the planner, not the engines, the sketch or scipy's FFT.
+_EXPORTS: dict[str, str] = {
+    "DistributedProfileSketch": "dpfreq.profile.distributed",
+    "ProfilePlan": "dpfreq.profile.plan",
+    "ProfileRelease": "dpfreq.profile.result",
+    "ProfileSketch": "dpfreq.profile.sketch",
+    "lp_profile": "dpfreq.profile.baselines",
+    "naive_profile": "dpfreq.profile.baselines",
+    "plan_profile": "dpfreq.profile.plan",
+    "reconstruct_profile": "dpfreq.profile.reconstruct",
+    "release_profile": "dpfreq.profile.api",
+}
 
 __all__ = [
     "DistributedProfileSketch",
@@ -36,3 +54,16 @@ __all__ = [
     "reconstruct_profile",
     "release_profile",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpfreq.profile' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -21,7 +21,7 @@ from dpfreq._validate import (
 )
 from dpfreq.budget import check_accountant
 from dpfreq.engines import Engine, get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
@@ -172,6 +172,7 @@ def _release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, u
             "noisy_profile": y.astype(np.float64) / d, "B": 0}
 
 
+@public_errors("release_profile")
 def release_profile(
     source: Any,
     *,

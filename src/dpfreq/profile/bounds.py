@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-import scipy.fft
-
 from dpfreq._validate import check_epsilon, check_int, check_open_unit, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
@@ -105,6 +103,8 @@ def default_bound_parameter(domain_size: int, max_count: int, epsilon: float, et
     n = check_int(max_count, "max_count", func, minimum=0)
     eps = check_epsilon(epsilon, "epsilon", func)
     et = check_open_unit(eta, "eta", func)
+    import scipy.fft  # here, not at the top: 0.2 s to import, and planning rarely needs it
+
     b0 = window_bound(d, float(discrete_laplace_gamma(eps)), et)
     limit = b0 + max(64, (n + 2 * b0 + 1) // 16)
     for B in range(b0, limit + 1):

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
-import scipy.fft
 from numpy.typing import NDArray
 
 __all__ = [
@@ -36,6 +36,14 @@ _WORKERS = None  # scipy.fft default; set to -1 to use all cores
 #: Largest ``P`` for which ``A`` is applied as a dense matrix (measured: 2 µs against 22 µs by
 #: FFT at P = 71, 10 against 33 µs at P = 251, 30 against 26 µs at P = 451).
 _DENSE_MAX = 320
+
+
+def _fft() -> Any:
+    """``scipy.fft``, imported on first use: importing it takes 0.2 s, which every command that
+    imports the profile package (``dpfreq plan profile`` among them) would pay at start-up."""
+    import scipy.fft
+
+    return scipy.fft
 
 
 def p_norm(B: int, alpha: float) -> float:
@@ -83,7 +91,7 @@ def eigenvalues_fft(max_count: int, B: int, alpha: float) -> NDArray[np.float64]
     (``c`` is symmetric) and is checked to be below ``1e-9``.
     """
     c = kernel_vector(max_count, B, alpha)
-    spec = scipy.fft.rfft(c, workers=_WORKERS) / p_norm(B, alpha)
+    spec = _fft().rfft(c, workers=_WORKERS) / p_norm(B, alpha)
     if spec.size and float(np.max(np.abs(spec.imag))) > 1e-9:  # pragma: no cover - by symmetry
         raise ArithmeticError("circulant kernel has non-real eigenvalues; c is not symmetric")
     return np.ascontiguousarray(spec.real)
@@ -159,19 +167,19 @@ class CirculantKernel:
         dense = self._dense
         if dense is not None:
             return np.asarray(x, dtype=np.float64) @ dense  # A is symmetric: x·A = (A x)ᵀ
-        fx = scipy.fft.rfft(x, axis=-1, workers=_WORKERS)
+        fx = _fft().rfft(x, axis=-1, workers=_WORKERS)
         fx *= self.eigenvalues
-        return scipy.fft.irfft(fx, n=self.size, axis=-1, workers=_WORKERS)
+        return _fft().irfft(fx, n=self.size, axis=-1, workers=_WORKERS)
 
     def solve(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """``A^{-1} x`` for a vector (or the last axis of an array) of length ``P``."""
-        fx = scipy.fft.rfft(x, axis=-1, workers=_WORKERS)
+        fx = _fft().rfft(x, axis=-1, workers=_WORKERS)
         fx /= self.eigenvalues
-        return scipy.fft.irfft(fx, n=self.size, axis=-1, workers=_WORKERS)
+        return _fft().irfft(fx, n=self.size, axis=-1, workers=_WORKERS)
 
     def inverse_row(self) -> NDArray[np.float64]:
         """The first row (= first column) of the symmetric circulant ``A^{-1}``."""
-        return scipy.fft.irfft(1.0 / self.eigenvalues, n=self.size, workers=_WORKERS)
+        return _fft().irfft(1.0 / self.eigenvalues, n=self.size, workers=_WORKERS)
 
     @cached_property
     def _inverse_norms(self) -> tuple[float, float]:

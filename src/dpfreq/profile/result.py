@@ -12,7 +12,7 @@ from dpfreq.release import Release
 __all__ = ["ProfileRelease"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class ProfileRelease(Release):
     """A private profile ``r[0..n]`` with its error statement.
 
@@ -74,6 +74,15 @@ class ProfileRelease(Release):
     norm: str = "1"
     noisy_profile: Any = None
 
+    _public_fields = (*Release._public_fields, "l1_confidence")
+    _count_columns = ("items",)
+
+    def _summary(self) -> list[tuple[str, str]]:
+        bound = ("" if self.l1_bound is None else
+                 f", ℓ1 bound {self.l1_bound:.4g} (confidence {self.l1_confidence:.6g})")
+        return [("profile", f"d={self.domain_size:,} items, counts t=0..{self.max_count}, "
+                            f"method {self.method}{bound}")]
+
     def profile(self) -> np.ndarray:
         """The estimated profile ``r[0..n]`` (alias of ``value``)."""
         return np.asarray(self.value)
@@ -131,9 +140,15 @@ class ProfileRelease(Release):
 
         ``t``, ``estimate`` (fraction of the domain), ``lower``/``upper`` (per-class interval),
         ``band_lower``/``band_upper`` (simultaneous band) — NaN when the error statement is a
-        norm bound without intervals — and ``items`` (the estimate times ``d``).
+        norm bound without intervals — and ``items`` (the estimate times ``d``: whole numbers,
+        ``int64`` in :meth:`to_pandas`, when the estimate is a count over ``d``, as for
+        ``direct``).
         """
         r = self.profile().astype(np.float64)
+        items = r * self.domain_size
+        whole = np.rint(items)
+        if np.all(np.abs(items - whole) <= 1e-6):  # counts over d (direct): exact integers
+            items = whole
         return {
             "t": self.counts_axis,
             "estimate": r,
@@ -141,7 +156,7 @@ class ProfileRelease(Release):
             "upper": self._ends("upper"),
             "band_lower": self._ends("band_lower"),
             "band_upper": self._ends("band_upper"),
-            "items": r * self.domain_size,
+            "items": items,
         }
 
     def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None) -> Any:

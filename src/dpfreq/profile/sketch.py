@@ -33,7 +33,7 @@ from dpfreq._validate import (
 )
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
@@ -480,6 +480,7 @@ class ProfileSketch:
                                     "was added", "an update that would overflow a counter"))
         self._noisy[uniq] += sums.astype(np.int64)
 
+    @public_errors("ProfileSketch.update_from_source")
     def update_from_source(self, source: Any, *, item: str, engine: Any = None) -> None:
         """Add the per-item counts of a tabular source (one row per occurrence).
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.windows.plan import Plan, family_label, make_plan
@@ -24,7 +25,7 @@ __all__ = ["WindowAnswer", "WindowState", "band_share", "build_state", "route"]
 IntArray = NDArray[np.int64]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class WindowAnswer:
     """Noisy answers with their intervals (arrays, or scalars for scalar queries).
 
@@ -77,6 +78,29 @@ class WindowAnswer:
     strategy: Any
     bias_bound: Any
     description: str
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        if np.ndim(self.estimate) == 0:
+            rows = [("window", f"[{self.t1}, {self.t2}], k={self.k}"),
+                    ("estimate", f"{brief(self.estimate)} in [{brief(self.lower)}, "
+                                 f"{brief(self.upper)}] (band [{brief(self.band_lower)}, "
+                                 f"{brief(self.band_upper)}])"),
+                    ("answered by", str(self.strategy))]
+        else:
+            rows = [("windows", f"{np.size(self.estimate):,} answers; t1 {brief(self.t1)}, "
+                                f"t2 {brief(self.t2)}"),
+                    ("estimate", brief(self.estimate)),
+                    ("lower, upper", f"{brief(self.lower)}; {brief(self.upper)}")]
+        return [*rows, ("confidence", f"{self.confidence:.6g}"),
+                ("how", cut(self.description, 60) + " (full text: .description)")]
+
+    def __repr__(self) -> str:
+        """A few lines: the window(s), estimates, intervals and confidence (not the arrays)."""
+        return text_block("WindowAnswer", self._display_rows())
+
+    def _repr_html_(self) -> str:
+        """The same summary as a small HTML table (shown by notebooks)."""
+        return html_table("WindowAnswer", self._display_rows())
 
 
 def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntArray]:

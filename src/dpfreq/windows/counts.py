@@ -13,7 +13,7 @@ from typing import Any
 from dpfreq._validate import check_choice, message
 from dpfreq.budget import Accountant, check_accountant
 from dpfreq.engines import Engine, get_engine
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_errors
 from dpfreq.rng import RNGLike, resolve_rng
 from dpfreq.windows.answers import attach_state
 from dpfreq.windows.events import engine_source, range_error
@@ -49,6 +49,7 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
     return summaries, red.n_out_of_range, eng.name
 
 
+@public_errors("release_window_counts")
 def release_window_counts(
     source: Any,
     *,

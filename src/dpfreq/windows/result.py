@@ -51,7 +51,7 @@ def _period_bounds(axis: Mapping[str, Any], t1: NDArray[np.int64],
     return first, last
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class WindowCountsRelease(Release):
     """Private reach / k+ reach counts over time windows.
 
@@ -81,6 +81,17 @@ class WindowCountsRelease(Release):
     windows: tuple[Any, ...]
     time_axis: Mapping[str, Any] = field(default_factory=dict)
     _state: Any = field(default=None, repr=False, compare=False)
+
+    _count_columns = ("estimate", "lower", "upper")
+
+    def _value_text(self) -> str:
+        curves = "; ".join(f"{family} at k={', '.join(str(k) for k in by_k)}"
+                           for family, by_k in self.value.items())
+        return f"curves over t=1..{self.horizon}: {curves}"
+
+    def _summary(self) -> list[tuple[str, str]]:
+        return [("answers", "any window: .window(t1, t2, k), .exactly(...), "
+                            ".answer_windows(...)")]
 
     @classmethod
     def from_state(cls, state: WindowState) -> WindowCountsRelease:

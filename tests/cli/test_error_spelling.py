@@ -1,0 +1,147 @@
+"""CLI errors in the command line's spelling: options (``--out-of-range drop``) and the command
+(``dpfreq profile``), not Python parameters and functions; Python errors name the public function
+called, not the engine method that found the problem."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from dpfreq.cli.main import main
+from dpfreq.cli.spelling import cli_spelling, invoked_command
+from dpfreq.errors import DataError, ParameterError, public_errors
+
+
+def error_line(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([str(a) for a in argv])
+    assert info.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def log(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("user,t\na,1\nb,2\nc,9\n", encoding="utf-8")
+    return path
+
+
+def test_reach_names_the_option_to_pass(log, capsys):
+    line = error_line(["reach", log, "--item", "user", "--time", "t", "--horizon", "3",
+                       "--epsilon", "1", "--unit", "event"], capsys)
+    assert "--out-of-range drop" in line
+    assert "out_of_range" not in line
+    assert "release_window_counts" not in line
+    assert "of dpfreq reach" in line
+
+
+def test_profile_names_options_and_the_command(log, capsys):
+    line = error_line(["profile", log, "--item", "user", "--domain-size", "2", "--max-count", "3",
+                       "--epsilon", "1", "--unit", "item"], capsys)
+    assert line.startswith("dpfreq: error: source of dpfreq profile holds more distinct items")
+    assert "--domain-size 2; --domain-size must be" in line
+    assert "domain_size" not in line
+
+
+@pytest.mark.parametrize(("argv", "start"), [
+    (["plan", "profile", "--domain-size", "10", "--max-count", "3", "--epsilon", "1", "--unit",
+      "item", "--confidence", "2"], "--confidence of dpfreq plan profile must be"),
+    (["plan", "profile", "--domain-size", "10", "--max-count", "3", "--epsilon", "1e-9",
+      "--unit", "item"], "--epsilon of dpfreq plan profile must be"),
+    (["anonymize", "LOG", "--item", "user", "--epsilon", "1", "--unit", "item"],
+     "--unit of dpfreq anonymize must be"),
+])
+def test_leading_parameter_and_function(argv, start, log, capsys):
+    line = error_line([log if a == "LOG" else a for a in argv], capsys)
+    assert line.startswith(f"dpfreq: error: {start}")
+
+
+@click.command()
+@click.option("--out-of-range", type=click.Choice(["error", "drop"]))
+@click.option("--time", "time_col")
+@click.option("--all-windows/--no-all-windows", default=False)
+@click.option("--max-count", type=int)
+@click.argument("file")
+def demo(**kwargs):
+    """A command to spell against."""
+
+
+@pytest.mark.parametrize(("text", "spelled"), [
+    ("time of release_window_counts must be inside; pass out_of_range='drop' to drop.",
+     "--time of dpfreq demo must be inside; pass --out-of-range drop to drop."),
+    ("windows of release_window_counts needs all_windows=True or all_windows=False",
+     "windows of dpfreq demo needs --all-windows or --no-all-windows"),
+    ("counts above max_count = 3 are clamped; max_count must be public",
+     "counts above --max-count 3 are clamped; --max-count must be public"),
+    ("file of DuckDBEngine.count_of_counts: missing.", "FILE of dpfreq demo: missing."),
+    ("epsilon of a release must be > 0; domain_size = 3", "epsilon of a release must be > 0; "
+     "domain_size = 3"),  # neither a Python function nor an option of this command
+])
+def test_cli_spelling_rules(text, spelled):
+    assert cli_spelling(text, demo, "dpfreq demo") == spelled
+
+
+def test_invoked_command_walks_groups():
+    from dpfreq.cli.main import cli
+
+    command, path = invoked_command(cli, ["-q", "plan", "profile", "--unit", "item"])
+    assert path == "dpfreq plan profile"
+    assert command.name == "profile"
+    assert invoked_command(cli, ["--version"])[1] == "dpfreq"
+
+
+def test_python_errors_name_the_public_function(tmp_path, monkeypatch):
+    from dpfreq import release_anonymized_histogram, release_profile, release_window_counts
+
+    missing = str(tmp_path / "missing.csv")
+    calls = {
+        "release_profile": lambda: release_profile(missing, item="u", domain_size=10,
+                                                   max_count=3, epsilon=1.0, unit="item"),
+        "release_window_counts": lambda: release_window_counts(
+            missing, item="u", time="t", horizon=3, epsilon=1.0, unit="event", k_values=[1]),
+        "release_anonymized_histogram": lambda: release_anonymized_histogram(
+            missing, item="u", epsilon=1.0, unit="event"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(DataError) as info:
+            call()
+        assert str(info.value).startswith(f"source of {name}: file"), name
+        assert "Engine" not in str(info.value)
+
+
+def test_public_errors_keeps_the_engine_in_debug_detail():
+    @public_errors("release_demo")
+    def release_demo():
+        raise DataError("column 'u' of MemoryEngine.item_counts must hold no nulls; got "
+                        "'nulls'. [debug, MemoryEngine.item_counts: 3 value(s)]")
+
+    with pytest.raises(DataError) as info:
+        release_demo()
+    assert str(info.value) == ("column 'u' of release_demo must hold no nulls; got 'nulls'. "
+                               "[debug, MemoryEngine.item_counts: 3 value(s)]")
+
+
+def test_engine_choice_errors_name_the_release():
+    from dpfreq import release_profile
+
+    with pytest.raises(ParameterError, match=r"^engine of release_profile must be one of"):
+        release_profile({"u": ["a"]}, item="u", domain_size=10, max_count=3, epsilon=1.0,
+                        unit="item", engine="nope")
+
+
+def test_warnings_are_spelled_for_the_command(capsys, monkeypatch):
+    import warnings
+
+    from dpfreq.cli.main import cli
+
+    @click.command(name="later")
+    @click.option("--max-count", type=int)
+    def later(max_count) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("counts above max_count = 3 were clamped", UserWarning, stacklevel=1)
+
+    monkeypatch.setitem(cli.commands, "later", later)
+    assert main(["later", "--max-count", "3"]) == 0
+    assert capsys.readouterr().err == ("dpfreq: warning: counts above --max-count 3 were "
+                                       "clamped\n")
