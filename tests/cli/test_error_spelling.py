@@ -28,7 +28,8 @@ def log(tmp_path):
 
 def test_reach_names_the_option_to_pass(log, capsys):
     line = error_line(["reach", log, "--item", "user", "--time", "t", "--horizon", "3",
-                       "--epsilon", "1", "--unit", "event"], capsys)
+                       "--epsilon", "1", "--unit", "event", "--k", "1",
+                       "--windows", "cumulative"], capsys)
     assert "--out-of-range drop" in line
     assert "out_of_range" not in line
     assert "release_window_counts" not in line

@@ -71,5 +71,5 @@ def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         main([*args, "--unit", "item"])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("dpfreq: error: max_groups_per_item of release_window_counts "
+    assert err[-1].startswith("dpfreq: error: --max-groups-per-item of dpfreq reach "
                               "must be")

@@ -69,9 +69,9 @@ def test_anonymize_grouped_public_list_and_selection(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("extra", "start"), [
     (["--max-groups-per-item", "2", "--groups", "G"],
-     "dpfreq: error: max_groups_per_item of release_anonymized_histogram must be None"),
-    ([], "dpfreq: error: groups of release_anonymized_histogram must be a public list"),
-    (["--delta", "0.01"], "dpfreq: error: delta of release_anonymized_histogram must be"),
+     "dpfreq: error: --max-groups-per-item of dpfreq anonymize must be None"),
+    ([], "dpfreq: error: --groups of dpfreq anonymize must be a public list"),
+    (["--delta", "0.01"], "dpfreq: error: --delta of dpfreq anonymize must be"),
 ])
 def test_anonymize_grouped_errors_are_one_line(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str],
@@ -93,7 +93,7 @@ def test_profile_selection_without_delta_or_groups_is_one_line(
         main([*PROFILE, str(log)])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("dpfreq: error: groups of release_profile must be a public list "
+    assert err[-1].startswith("dpfreq: error: --groups of dpfreq profile must be a public list "
                               "of group names, or give delta= > 0")
 
 

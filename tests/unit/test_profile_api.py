@@ -162,9 +162,9 @@ def test_explicit_engine(tmp_path: Path, seed: int) -> None:
                         engine=get_engine("duckdb", connection=duckdb.connect()))
     np.testing.assert_array_equal(a.value, c.value)
     assert c.mechanism_params["engine"] == "duckdb"
-    with pytest.raises(ParameterError, match="engine of get_engine"):
+    with pytest.raises(ParameterError, match="engine of release_profile"):
         release_profile(p, item="item", **KW, engine=3)  # type: ignore[arg-type]
-    with pytest.raises(ParameterError, match="engine of get_engine"):
+    with pytest.raises(ParameterError, match="engine of release_profile"):
         release_profile(p, item="item", **KW, engine="nope")
 
 
@@ -407,7 +407,7 @@ def test_bad_rng() -> None:
 
 
 def test_unsupported_source() -> None:
-    with pytest.raises(ParameterError, match="source of get_engine"):
+    with pytest.raises(ParameterError, match="source of release_profile"):
         release_profile(object(), item="x", **KW)
 
 
