@@ -232,6 +232,52 @@ def issue_rmse(quick: bool) -> list[float]:
     return out
 
 
+def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict:
+    """The best pure-ε structure, the zCDP ones (Gaussian simple counter and tree, the
+    square-root factorization) and the one ``auto`` keeps, for (T, ε, δ, unit)."""
+    from fractions import Fraction
+
+    from dpfreq.windows.plan import make_plan, zcdp_rho
+    from dpfreq.windows.strategy import build_structure
+
+    e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)
+    out = {"best pure": make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto",
+                                  False).structures[("cumulative", 1)]}
+    for name in ("simple", "tree", "factorization"):
+        plan = make_plan(("cumulative",), (1,), horizon, unit, eps, delta,
+                         {"cumulative": name}, False)
+        s = plan.structures[("cumulative", 1)]
+        if s.noise_kind != "gaussian":  # the forced plan kept pure ε: build the Gaussian one
+            s = build_structure("cumulative", name, 1, horizon, unit, e, delta, rho=rho,
+                                noise_kind="gaussian")
+        out[f"{name}/gaussian"] = s
+    out["auto"] = make_plan(("cumulative",), (1,), horizon, unit, eps, delta, "auto",
+                            False).structures[("cumulative", 1)]
+    return out
+
+
+def bench_counters_delta(quick: bool, delta: float = 1e-3) -> None:
+    """δ > 0: zCDP with discrete Gaussian noise competes, the factorization among it."""
+    print(f"## 5b. Cumulative counters with delta={delta:g}: predicted RMSE (factorization "
+          "measured on keyed noise in brackets)")
+    rows = []
+    for horizon in (7, 30, 90, 365, 4096):
+        keys = 10 if horizon == 4096 else (50 if quick else 200)
+        for eps in (0.1, 1.0):
+            for unit in ("item", "event"):
+                structs = _delta_structures(horizon, eps, unit, delta)
+                pred = {name: math.sqrt(s.mean_mse()) for name, s in structs.items()}
+                best = min(v for name, v in pred.items() if name != "auto")
+                fac = _noise_rmse(structs["factorization/gaussian"], keys)
+                cells = " ".join(f"{name}={v:.3g}" for name, v in pred.items() if name != "auto")
+                auto = structs["auto"]
+                rows.append((horizon, eps, unit, cells, f"{fac:.3g}",
+                             f"{pred['auto']:.3g} ({auto.strategy}/{auto.noise_kind})",
+                             f"{pred['auto'] / best:.3f}"))
+    table(rows, ("T", "eps", "unit", "predicted RMSE", "factorization measured", "auto",
+                 "auto/best"))
+
+
 def bench_counters(quick: bool, baseline: str | None = None, plot: str | None = None) -> None:
     print("## 5. Cumulative counters: RMSE of every structure and of auto (k=1; measured on "
           "keyed noise; predicted in brackets)")
@@ -251,6 +297,7 @@ def bench_counters(quick: bool, baseline: str | None = None, plot: str | None = 
                              f"{b})", f"{meas['auto'] / best:.3f}"))
     table(rows, ("T", "eps", "unit", "structures: measured(predicted) RMSE", "auto",
                  "auto/best"))
+    bench_counters_delta(quick)
     new = issue_rmse(quick)
     print("   issue setting (T=30, item, eps=1/3, 8 seeds, releases on the log): "
           f"RMSE {math.sqrt(np.mean(new)):.2f}")
@@ -264,26 +311,31 @@ def bench_counters(quick: bool, baseline: str | None = None, plot: str | None = 
 
 
 def _plot_counters(path: str) -> None:
-    """Predicted RMSE (exact closed forms) against T of each structure, item level, ε = 1."""
+    """Predicted RMSE (exact closed forms) against T of each structure, item level, ε = 1:
+    pure ε-DP (left) and with δ = 1e-3, where zCDP structures compete (right)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ts = [4, 7, 12, 20, 30, 50, 90, 150, 250, 365, 600, 1000, 2048, 4096]
-    curves: dict[str, list[float]] = {}
+    panels: list[dict[str, list[float]]] = [{}, {}]
     for t in ts:
         for name, s in _counter_structures(t, 1.0, "item").items():
             key = "best layered tree" if name.startswith("tree B=") else name
-            curves.setdefault(key, []).append(math.sqrt(s.mean_mse()))
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
-    for name, ys in curves.items():
-        ax.plot(ts, ys, marker="o" if name != "auto" else None, ms=3,
-                lw=3 if name == "auto" else 1.2, alpha=0.5 if name == "auto" else 1.0,
-                label=name)
-    ax.set(xscale="log", yscale="log", xlabel="T (periods)", ylabel="predicted RMSE",
-           title="Cumulative reach, item level, epsilon = 1")
-    ax.legend(fontsize=8)
+            panels[0].setdefault(key, []).append(math.sqrt(s.mean_mse()))
+        for name, s in _delta_structures(t, 1.0, "item", 1e-3).items():
+            panels[1].setdefault(name, []).append(math.sqrt(s.mean_mse()))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), dpi=100, sharey=True)
+    titles = ("pure epsilon = 1", "epsilon = 1, delta = 1e-3")
+    for ax, curves, title in zip(axes, panels, titles, strict=True):
+        for name, ys in curves.items():
+            ax.plot(ts, ys, marker="o" if name != "auto" else None, ms=3,
+                    lw=3 if name == "auto" else 1.2, alpha=0.5 if name == "auto" else 1.0,
+                    label=name)
+        ax.set(xscale="log", yscale="log", xlabel="T (periods)", title=title)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("predicted RMSE (cumulative reach, item level)")
     fig.tight_layout()
     fig.savefig(path)
     print(f"   wrote {path}")
