@@ -6,7 +6,7 @@ Usage: python benchmarks/bench_server.py [--quick] [--devices N] [--concurrency 
 
 For each storage backend it starts ``dpfreq serve`` as a subprocess (SQLite in a temporary file;
 PostgreSQL in a throwaway cluster from the installed binaries), creates a study and runs the
-load generator (:mod:`dpfreq.server.loadgen`, ``C`` devices uploading at once, at most ``B``
+load generator (``benchmarks/loadgen.py``, ``C`` devices uploading at once, at most ``B``
 reports per request) in two shapes:
 
 * ``clients``: real :class:`~dpfreq.longitudinal.LongitudinalClient` devices (each draws its
@@ -44,9 +44,10 @@ import numpy as np
 
 from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
 from dpfreq.server.auth import new_token
-from dpfreq.server.loadgen import device_reports, run_devices
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from loadgen import device_reports, run_devices
+
 from pgtemp import TemporaryPostgres, find_pg_bin
 
 HORIZON = 64

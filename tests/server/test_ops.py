@@ -8,7 +8,9 @@ import logging
 import os
 import signal
 import stat
+import sys
 import threading
+from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
@@ -55,18 +57,18 @@ def testread_admin_token_file_is_created_private(tmp_path, monkeypatch):
     assert read_admin_token(str(path)) == "from-the-environment"
 
 
-def test_devices_command_runs_simulated_devices(sqlite_url):
-    from dpfreq.cli.longitudinal import command
+def test_load_generator_runs_simulated_devices(sqlite_url, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from loadgen import main
 
     with LiveServer(sqlite_url) as srv:
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
                          "randomizer": "auto", "start": START, "period": "1d",
                          "min_devices": 1, "enrolment": "open"}).raise_for_status()
-        res = CliRunner().invoke(command, ["devices", "--server", srv.url, "--study", "load",
-                                           "--devices", "25", "--seed", "3", "--json"])
-        assert res.exit_code == 0, res.output
-        out = json.loads(res.stdout.strip().splitlines()[-1])
+        main(["--server", srv.url, "--study", "load", "--devices", "25", "--seed", "3",
+              "--json"])
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert out["enrolled"] == 25
         assert out["acknowledged"] == out["reports"] > 0
         with srv.app.state.service.engine.connect() as conn:

@@ -38,6 +38,7 @@ from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
+from .upload import UploadRoute
 
 __all__ = ["ServerConfig", "create_app"]
 
@@ -165,6 +166,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
+    app.add_middleware(UploadRoute)  # inside the metrics and body limit, before the router
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app

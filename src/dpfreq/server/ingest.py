@@ -18,6 +18,7 @@ slot, and a group that meets such a row from another process is rolled back and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import queue
@@ -51,7 +52,7 @@ class Batch:
     device: int
     order: int
     rows: list[tuple[int, int]]
-    future: Future = field(default_factory=Future)
+    future: Future | asyncio.Future = field(default_factory=Future)
 
 
 @dataclass
@@ -109,8 +110,9 @@ class Ingestor:
         """Items waiting for the writer (approximate, for the metrics)."""
         return self._queue.qsize()
 
-    def submit(self, batch: Batch) -> Future:
-        """Queue a batch; its future resolves to the number of reports, or raises Conflict."""
+    def submit(self, batch: Batch) -> Future | asyncio.Future:
+        """Queue a batch; its future (a thread future, or the asyncio future it was made with,
+        resolved on its loop) resolves to the number of reports, or raises Conflict."""
         self._queue.put(batch)
         return batch.future
 
@@ -183,14 +185,14 @@ class Ingestor:
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
         stored = 0
-        for rj in rejections:
-            rj.future.set_result(None)
-        for en in enrolments:
-            _settle(en.future, outcomes[id(en)], outcomes[id(en)])
+        settled: list[tuple[Any, Any, Any]] = [(rj.future, None, None) for rj in rejections]
+        settled += [(en.future, outcomes[id(en)], outcomes[id(en)]) for en in enrolments]
         for b in batches:
             out = outcomes[id(b)]
-            if _settle(b.future, out, len(b.rows)):
+            settled.append((b.future, out, len(b.rows)))
+            if not isinstance(out, BaseException):
                 stored += out
+        _settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
@@ -216,16 +218,18 @@ class Ingestor:
         for rj in rejections:
             rejected[(rj.study, rj.reason)] += rj.reports
         for b in batches:
-            keys = [((b.study, b.device, j), bit) for j, bit in b.rows]
-            if any(existing.get(k, bit) != bit for k, bit in keys):
+            study, device, order = b.study, b.device, b.order
+            stored = [existing.get((study, device, j)) for j, _ in b.rows]
+            if any(old is not None and old != bit
+                   for old, (_, bit) in zip(stored, b.rows, strict=True)):
                 outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
-                rejected[(b.study, "conflict")] += len(b.rows)
+                rejected[(study, "conflict")] += len(b.rows)
                 continue
-            new = [(k, bit) for k, bit in keys if k not in existing]
-            for k, bit in new:
-                existing[k] = bit
-                inserts.append((b.study, b.device, k[2], b.order, bit))
-                d = deltas[(b.study, b.order, k[2])]
+            new = [row for old, row in zip(stored, b.rows, strict=True) if old is None]
+            for j, bit in new:
+                existing[(study, device, j)] = bit
+                inserts.append((study, device, j, order, bit))
+                d = deltas[(study, order, j)]
                 d[0] += 2 * bit - 1
                 d[1] += 1
             outcomes[id(b)] = len(new)
@@ -246,14 +250,34 @@ class Ingestor:
         return outcomes
 
 
-def _settle(future: Future[Any], outcome: Any, value: Any) -> bool:
-    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``;
-    whether it succeeded."""
+def _settle(future: Any, outcome: Any, value: Any) -> None:
+    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``
+    (an asyncio future whose request was cancelled is left alone)."""
+    if future.done():
+        return
     if isinstance(outcome, BaseException):
         future.set_exception(outcome)
-        return False
-    future.set_result(value)
-    return True
+    else:
+        future.set_result(value)
+
+
+def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
+    for future, outcome, value in items:
+        _settle(future, outcome, value)
+
+
+def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
+    """Resolve the futures of a committed group: thread futures at once, asyncio futures in
+    one callback per event loop (one wake-up of each loop per group, not one per request)."""
+    loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
+    for item in items:
+        if isinstance(item[0], asyncio.Future):
+            loops[item[0].get_loop()].append(item)
+        else:
+            _settle(*item)
+    for loop, pending in loops.items():
+        with contextlib.suppress(RuntimeError):  # a loop already closed has no one waiting
+            loop.call_soon_threadsafe(_settle_many, pending)
 
 
 def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:

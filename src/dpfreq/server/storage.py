@@ -152,6 +152,8 @@ def make_engine(db: str, *, pool_size: int = 8) -> Engine:
 
 
 REPORT_COLUMNS = ("study", "device", "interval", "order", "bit")
+_SQLITE_INSERT = ('INSERT INTO reports (study, device, "interval", "order", bit) '
+                  "VALUES (?, ?, ?, ?, ?)")
 
 
 def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]]) -> None:
@@ -160,11 +162,24 @@ def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]])
     The one statement that is not written once for both dialects: on PostgreSQL the rows go
     through ``COPY ... FROM STDIN`` on the same connection and transaction, because psycopg's
     ``executemany`` sends one INSERT per row (about 7x slower for the report batches the writer
-    commits, measured in ``benchmarks/bench_server.py``); SQLite runs the Core ``INSERT`` through
-    ``executemany``, a loop in C. A duplicate slot raises :class:`sqlalchemy.exc.IntegrityError`
+    commits, measured in ``benchmarks/bench_server.py``); on SQLite the DB-API cursor's
+    ``executemany`` binds the row tuples in C; other dialects run the Core ``INSERT``. A
+    duplicate slot raises :class:`sqlalchemy.exc.IntegrityError`
     on both, and the caller's transaction rolls back.
     """
     if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        # the DB-API cursor of the transaction's connection: sqlite3's executemany binds the
+        # tuples in C (SQLAlchemy's executemany builds and compiles a parameter dict per row,
+        # most of the writer's CPU time in bench_server.py)
+        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cur.executemany(_SQLITE_INSERT, rows)
+        except conn.dialect.dbapi.IntegrityError as exc:  # type: ignore[union-attr]
+            raise sa.exc.IntegrityError(_SQLITE_INSERT, None, exc) from exc
+        finally:
+            cur.close()
         return
     if conn.dialect.name != "postgresql":
         conn.execute(reports.insert(), [dict(zip(REPORT_COLUMNS, row, strict=True))
