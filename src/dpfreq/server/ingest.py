@@ -76,6 +76,18 @@ class Enrolment:
 
 _STOP = object()
 
+# The writer's statements, built once (building a statement costs more than running it).
+_r, _s = storage.reports, storage.sums
+_STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
+    _r.c.study == sa.bindparam("study"),
+    _r.c.device.in_(sa.bindparam("devices", expanding=True)))
+_ADD_SUMS = (
+    _s.update()
+    .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
+           _s.c.interval == sa.bindparam("k_interval"))
+    .values(total=_s.c.total + sa.bindparam("d_total"),
+            reports=_s.c.reports + sa.bindparam("d_reports")))
+
 
 class Ingestor:
     """The writer thread (see the module docstring).
@@ -203,12 +215,8 @@ class Ingestor:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
-        r = storage.reports
         for study, devs in by_study.items():
-            rows = conn.execute(
-                sa.select(r.c.device, r.c.interval, r.c.bit).where(
-                    r.c.study == study, r.c.device.in_(sorted(devs)))
-            )
+            rows = conn.execute(_STORED, {"study": study, "devices": sorted(devs)})
             for dev, interval, bit in rows:
                 existing[(study, int(dev), int(interval))] = int(bit)
         outcomes: dict[int, Any] = {}
@@ -234,17 +242,10 @@ class Ingestor:
                 d[1] += 1
             outcomes[id(b)] = len(new)
         storage.insert_reports(conn, inserts)
-        s = storage.sums
         if deltas:
-            conn.execute(
-                s.update()
-                .where(s.c.study == sa.bindparam("k_study"), s.c.order == sa.bindparam("k_order"),
-                       s.c.interval == sa.bindparam("k_interval"))
-                .values(total=s.c.total + sa.bindparam("d_total"),
-                        reports=s.c.reports + sa.bindparam("d_reports")),
-                [{"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
-                  "d_reports": v[1]} for k, v in sorted(deltas.items())],
-            )
+            conn.execute(_ADD_SUMS, [
+                {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
+                 "d_reports": v[1]} for k, v in sorted(deltas.items())])
         if rejected:
             add_rejections(conn, rejected)
         return outcomes

@@ -44,8 +44,9 @@ ROUTE = "/v1/studies/{study}/reports"
 _PATH = re.compile(r"^/v1/studies/([^/]+)/reports$")
 
 
-class _Report(msgspec.Struct, forbid_unknown_fields=True):
-    """One report in wire form (the rules of :class:`dpfreq.server.models.Report`)."""
+class _Report(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """One report in wire form (the rules of :class:`dpfreq.server.models.Report`); untracked
+    by the garbage collector (it holds only numbers and a string: no cycle)."""
 
     device: Annotated[int, msgspec.Meta(ge=0, lt=1 << 62)]
     order: Annotated[int, msgspec.Meta(ge=0, le=62)]
@@ -54,7 +55,7 @@ class _Report(msgspec.Struct, forbid_unknown_fields=True):
     param_id: Annotated[str, msgspec.Meta(max_length=64)]
 
 
-class _Batch(msgspec.Struct, forbid_unknown_fields=True):
+class _Batch(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     reports: Annotated[list[_Report], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
