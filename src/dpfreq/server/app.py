@@ -40,7 +40,7 @@ from .routes import STATIC, router
 from .service import Service
 from .upload import UploadRoute
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["ServerConfig", "create_app", "worker_app"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -170,3 +170,12 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
+
+
+def worker_app(config: ServerConfig, log_level: str) -> FastAPI:
+    """The application of one worker process of ``dpfreq serve --workers N`` (called in the
+    new process: its logs are JSON lines too)."""
+    from .observe import configure_logging
+
+    configure_logging(log_level)
+    return create_app(config)
