@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SETTINGS", "command", "read_admin_token"]
 
-#: Keys of a --config file: the options of ``dpfreq serve`` (and of ``serve migrate``).
-SETTINGS = ("admin_token_file", "burst", "cors_origins", "db", "db_wait", "enrol_burst",
+#: Keys of a --config file: the options of ``dpfreq serve`` (and of ``migrate``, ``purge``).
+SETTINGS = ("admin_token_file", "burst", "closed_days", "cors_origins", "db", "db_wait",
+            "enrol_burst",
             "enrol_rate", "host", "log_level", "max_body_bytes", "port", "rate",
             "read_cache_seconds", "workers")
 
@@ -68,7 +69,6 @@ def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) 
     except tomllib.TOMLDecodeError as exc:
         raise click.BadParameter(f"{path} is not valid TOML: {exc}.") from None
     known = {p.name for p in ctx.command.params if p.name and p.name != "config"}
-    known |= {"db", "db_wait"}  # the keys of `serve migrate`
     for key in table:
         if key not in SETTINGS:
             raise click.BadParameter(
@@ -254,6 +254,38 @@ def migrate(ctx: click.Context, db: str, db_wait: float) -> None:
             "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
     _prepare_database(db, db_wait)
     click.echo("dpfreq serve migrate: database is at the newest schema", err=True)
+
+
+@command.command(name="purge")
+@click.option("--config", type=click.Path(dir_okay=False), default=None, is_eager=True,
+              expose_value=False, callback=_load_config, help=_CONFIG_HELP)
+@click.option("--db", envvar="DPFREQ_DB", default="dpfreq-server.db", show_default=True,
+              help="SQLite file or postgresql://user@host:port/dbname (DPFREQ_DB).")
+@click.option("--closed-days", "closed_days", envvar="DPFREQ_CLOSED_DAYS", type=float,
+              required=True, help="Delete the raw reports of studies that stopped taking "
+                                  "reports (closed or expired) at least this many days ago.")
+@click.pass_context
+def purge(ctx: click.Context, db: str, closed_days: float) -> None:
+    """Retention: delete the raw reports of studies closed (or expired) at least
+    --closed-days days ago. Their estimates stay exact (they come from the running sums, and a
+    closed study takes no report that could be counted twice); their raw-report export is
+    gone. Open studies keep every raw report. Prints the studies purged."""
+    _refuse_password_argument(ctx, db)
+    if not closed_days >= 0:
+        raise click.UsageError(f"--closed-days must be >= 0; got {closed_days!r}.")
+    try:
+        from dpfreq.server import storage
+        from dpfreq.server.service import Service
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
+    _prepare_database(db, 0.0)
+    engine = storage.make_engine(db)
+    try:
+        for study in Service(engine).purge_raw_reports(closed_days):
+            click.echo(study)
+    finally:
+        engine.dispose()
 
 
 def _prepare_database(db: str, wait: float) -> None:

@@ -5,10 +5,11 @@ the :class:`Ingestor` and wait. The writer thread takes every batch waiting (up 
 ``max_group``), and in **one** transaction reads the slots those devices already stored, decides
 each batch (all new or identical → stored; any slot stored with another bit → conflict, nothing
 of that batch written), inserts the new reports, adds their ``2·bit − 1`` and counts to the
-running per-(order, interval) sums, and commits. Only after the commit returns does any handler
-answer, so an acknowledged batch is durable (SQLite ``synchronous=FULL``, PostgreSQL's
-defaults), and a crash before the commit loses only unacknowledged batches, which the device
-re-sends (idempotently).
+running per-(order, interval) sums, and commits. A batch for a study that is closed or past
+its expiry at that transaction is refused (:class:`Closed`), whatever the handler saw. Only
+after the commit returns does any handler answer, so an acknowledged batch is durable
+(SQLite ``synchronous=FULL``, PostgreSQL's defaults), and a crash before the commit loses only
+unacknowledged batches, which the device re-sends (idempotently).
 
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
 turns one fsync per batch into one per group. Several server processes on one PostgreSQL
@@ -27,6 +28,7 @@ import threading
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,13 +37,17 @@ from sqlalchemy.exc import IntegrityError
 
 from . import storage
 
-__all__ = ["Batch", "Conflict", "Enrolment", "Ingestor"]
+__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor"]
 
 log = logging.getLogger("dpfreq.server")
 
 
 class Conflict(Exception):
     """A slot of the batch is already stored with another bit."""
+
+
+class Closed(Exception):
+    """The study was closed, or has expired: it takes no more reports."""
 
 
 @dataclass
@@ -215,7 +221,10 @@ class Ingestor:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
+        closed = _closed_studies(conn, sorted(by_study))
         for study, devs in by_study.items():
+            if study in closed:
+                continue
             rows = conn.execute(_STORED, {"study": study, "devices": sorted(devs)})
             for dev, interval, bit in rows:
                 existing[(study, int(dev), int(interval))] = int(bit)
@@ -227,6 +236,10 @@ class Ingestor:
             rejected[(rj.study, rj.reason)] += rj.reports
         for b in batches:
             study, device, order = b.study, b.device, b.order
+            if study in closed:
+                outcomes[id(b)] = Closed("the study is closed; it takes no more reports")
+                rejected[(study, "closed")] += len(b.rows)
+                continue
             stored = [existing.get((study, device, j)) for j, _ in b.rows]
             if any(old is not None and old != bit
                    for old, (_, bit) in zip(stored, b.rows, strict=True)):
@@ -249,6 +262,22 @@ class Ingestor:
         if rejected:
             add_rejections(conn, rejected)
         return outcomes
+
+
+def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
+    """The studies among ``studies`` that take no more reports (closed, or past their expiry),
+    read in the writer's transaction. On PostgreSQL the rows are locked against a concurrent
+    close until the commit, so a report is stored if and only if it commits before the close."""
+    if not studies:
+        return set()
+    s = storage.studies
+    q = sa.select(s.c.study, s.c.closed, s.c.closes_at).where(s.c.study.in_(studies))
+    if conn.dialect.name == "postgresql":
+        q = q.with_for_update(read=True)
+    now = datetime.now(UTC)
+    return {study for study, closed, closes_at in conn.execute(q)
+            if closed is not None or (closes_at is not None
+                                      and now >= datetime.fromisoformat(closes_at))}
 
 
 def _settle(future: Any, outcome: Any, value: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from .models import (
     TokenOut,
     TokenRequest,
 )
-from .protocol import StudyProtocol, build_params
+from .protocol import StudyProtocol, build_params, utc_now
 from .service import Service, StudyRecord
 from .upload import Malformed, ingest_upload
 
@@ -142,16 +143,43 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
                           epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
                           period=body.period, per_order_sparsity=body.per_order_sparsity)
     protocol = StudyProtocol(params=params)
+    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at)
     secret = new_token() if body.enrolment == "secret" else None
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
-                                         protocol, body.min_devices, secret)
+                                         protocol, body.min_devices, secret, closes_at)
     except DataError as exc:
         raise HTTPException(409, str(exc)) from None
     out = record.public()
     if secret is not None:
         out["enrolment_secret"] = secret
     return out
+
+
+def _utc_timestamp(text: str) -> str:
+    """An ISO date (midnight UTC) or timestamp (UTC unless it has an offset) as an ISO
+    timestamp in UTC; 400 otherwise."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return when.astimezone(UTC).isoformat()
+    except (ValueError, OverflowError):
+        raise HTTPException(400, "closes_at of the study must be an ISO date or timestamp; "
+                                 f"got {text!r}.") from None
+
+
+@router.post("/v1/studies/{study}/close", tags=["admin"],
+             dependencies=[_needs("admin", "manager")])
+async def close_study(request: Request, study: str) -> dict[str, Any]:
+    """Close the study (admin or its manager): from this moment on every report upload and
+    enrolment is refused with 410, in every server process; estimates, summaries and exports
+    stay readable. Closing a closed study changes nothing. Answers the study."""
+    await _study(request, study)
+    record = await run_in_threadpool(_service(request).close_study, study)
+    if record is None:
+        raise HTTPException(404, "no such study.")
+    return record.public()
 
 
 @router.get("/v1/studies", tags=["admin"], dependencies=[_needs("admin")])
@@ -248,6 +276,10 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
         raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
                             headers={"WWW-Authenticate": "Bearer"})
+    fresh = await run_in_threadpool(_service(request).refresh_study, study)
+    if fresh is None or not fresh.accepting(utc_now()):
+        raise HTTPException(410, "the study is closed or has expired; it enrols no more "
+                                 "devices.")
     client = request.client.host if request.client else "-"
     wait = request.app.state.enrol_limiter.allow((study, client))
     if wait > 0:
@@ -338,6 +370,11 @@ async def export_raw(request: Request, study: str, table: str) -> Response:
     record = await _readable_study(request, study)
     if table not in RAW_EXPORTS:
         raise HTTPException(404, f"no such export; one of {', '.join(RAW_EXPORTS)}.")
+    if table == "reports":
+        record = await run_in_threadpool(_service(request).refresh_study, study) or record
+        if record.purged is not None:
+            raise HTTPException(410, "the raw reports of this study were deleted under the "
+                                     f"retention policy on {record.purged}.")
     if await _withheld(request, record):
         raise HTTPException(403, "exports are withheld until at least "
                                  f"{record.min_devices} devices have reported.")

@@ -12,7 +12,9 @@ PostgreSQL commits are durable under its defaults (``fsync=on``, ``synchronous_c
 Tables
 ------
 ``studies``         one row per study: protocol parameters (JSON), period length, start, minimum
-                    number of enrolled devices before estimates are served.
+                    number of enrolled devices before estimates are served; when it stops
+                    taking reports (expiry, or closed by its manager) and when its raw
+                    reports were deleted under the retention policy.
 ``tokens``          SHA-256 hashes of bearer tokens with their role (admin, manager, analyst,
                     device), study, expiry (Unix time) and revocation time.
 ``audit``           one row per use of an admin, manager or analyst token and per token
@@ -80,6 +82,10 @@ studies = _study_table("studies", (), (
     ("created", sa.String(40)),
 ))
 studies.append_column(sa.Column("enrol_hash", sa.String(64), nullable=True))
+studies.append_column(sa.Column("closes_at", sa.String(40), nullable=True))  # expiry (ISO, UTC)
+studies.append_column(sa.Column("closed", sa.String(40), nullable=True))  # closed by a manager
+studies.append_column(sa.Column("purged", sa.String(40), nullable=True))  # raw reports deleted
+studies.append_column(sa.Column("reported_devices", sa.BigInteger, nullable=True))  # then
 
 tokens = sa.Table(
     "tokens",

@@ -33,7 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from .auth import Principal, parse_bearer
-from .ingest import Batch, Conflict
+from .ingest import Batch, Closed, Conflict
 from .models import MAX_BATCH
 from .protocol import utc_now
 from .service import Service, StudyRecord
@@ -60,6 +60,7 @@ class _Batch(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_Batch)
+_CLOSED = "the study is closed or has expired; it takes no more reports (nothing was stored)."
 _WHERE = re.compile(r" - at `\$\.?([^`]*)`$")
 
 
@@ -157,6 +158,9 @@ async def ingest_upload(state: Any, study: str, authorization: str | None,
         await count_rejection(state, study, "rate_limited", len(reports))
         raise HTTPException(429, "rate limit exceeded for this device.",
                             headers={"Retry-After": str(max(1, round(wait)))})
+    if not record.accepting(utc_now()):
+        await count_rejection(state, study, "closed", len(reports))
+        raise HTTPException(410, _CLOSED)
     order = service.cached_order(study, device)
     if order is None:
         order = await run_in_threadpool(service.device_order, study, device)
@@ -174,6 +178,8 @@ async def ingest_upload(state: Any, study: str, authorization: str | None,
     except Conflict:
         raise HTTPException(409, "a report of this batch conflicts with a stored report; "
                                  "nothing of the batch was stored.") from None
+    except Closed:
+        raise HTTPException(410, _CLOSED) from None
     except Exception as exc:
         raise HTTPException(503, "storage failed; nothing of the batch was acknowledged, "
                                  "retry later.") from exc
