@@ -371,10 +371,10 @@ async def export_raw(request: Request, study: str, table: str) -> Response:
     if table not in RAW_EXPORTS:
         raise HTTPException(404, f"no such export; one of {', '.join(RAW_EXPORTS)}.")
     if table == "reports":
-        record = await run_in_threadpool(_service(request).refresh_study, study) or record
-        if record.purged is not None:
+        fresh = await run_in_threadpool(_service(request).refresh_study, study)
+        if fresh is not None and fresh.purged is not None:
             raise HTTPException(410, "the raw reports of this study were deleted under the "
-                                     f"retention policy on {record.purged}.")
+                                     f"retention policy on {fresh.purged}.")
     if await _withheld(request, record):
         raise HTTPException(403, "exports are withheld until at least "
                                  f"{record.min_devices} devices have reported.")
