@@ -111,7 +111,7 @@ class Ingestor:
         self.engine = engine
         self.max_group = max_group
         self.on_commit = on_commit
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # put in C
         self._conn: Connection | None = None
         self._thread = threading.Thread(target=self._run, name="dpfreq-ingest", daemon=True)
 
