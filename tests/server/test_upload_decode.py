@@ -92,31 +92,3 @@ reports = st.dictionaries(st.sampled_from([*GOOD, "x"]), values, max_size=6).map
 def test_decoder_and_model_agree_on_generated_batches(batch):
     assert _agree(json.dumps({"reports": batch}).encode())
 
-
-class _Rep:
-    def __init__(self, device: int, order: int, interval: int, bit: int, param_id: str) -> None:
-        self.device, self.order, self.interval = device, order, interval
-        self.bit, self.param_id = bit, param_id
-
-
-@settings(max_examples=400, deadline=None, derandomize=True)
-@given(st.lists(st.tuples(st.sampled_from([5, 5, 5, 6]), st.sampled_from([1, 1, 1, 2]),
-                          st.integers(1, 40), st.integers(0, 1),
-                          st.sampled_from(["p", "p", "p", "q"])), min_size=1, max_size=6))
-def test_the_batch_check_answers_as_the_report_by_report_check(rows):
-    from types import SimpleNamespace
-
-    from dpfreq.server.upload import _check_each, _Refusal, check_reports
-
-    protocol = SimpleNamespace(padded=64, horizon=50, current_period=lambda now: 40)
-    record = SimpleNamespace(protocol=protocol, param_id="p")
-    reports = [_Rep(*row) for row in rows]
-
-    def answer(check, *args):
-        try:
-            return check(*args)
-        except _Refusal as refusal:
-            return refusal.reason
-
-    assert answer(check_reports, record, 5, 1, reports) == \
-        answer(_check_each, reports, 5, 1, "p", 32, 50, 40)

@@ -89,29 +89,10 @@ class _Refusal(Exception):
 def check_reports(record: StudyRecord, device: int, order: int,
                   reports: list[Any]) -> list[tuple[int, int]]:
     """Validate every report against the study and the enrolment; the distinct slots
-    ``(interval, bit)`` in interval order.
-
-    A batch that passes every check is recognised in a few passes over it in C (the device,
-    parameters and order of all reports at once; the largest interval, the latest due); a batch
-    that fails one is checked report by report, so that the refusal names the first failing
-    report's first failing rule.
-    """
+    ``(interval, bit)`` in interval order."""
     p = record.protocol
     current = p.current_period(utc_now())
     limit, horizon, param_id = p.padded >> order, p.horizon, record.param_id
-    intervals = [rep.interval for rep in reports]
-    slots = dict(zip(intervals, [rep.bit for rep in reports], strict=True))
-    top = max(intervals)
-    if ({(rep.device, rep.param_id, rep.order) for rep in reports} == {(device, param_id, order)}
-            and top <= limit and min(top << order, horizon) <= current
-            and (len(slots) == len(intervals)
-                 or len({(rep.interval, rep.bit) for rep in reports}) == len(slots))):
-        return sorted(slots.items())
-    return _check_each(reports, device, order, param_id, limit, horizon, current)
-
-
-def _check_each(reports: list[Any], device: int, order: int, param_id: str, limit: int,
-                horizon: int, current: int) -> list[tuple[int, int]]:
     slots: dict[int, int] = {}
     for rep in reports:
         if rep.device != device:
