@@ -276,8 +276,7 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
         raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
                             headers={"WWW-Authenticate": "Bearer"})
-    fresh = await run_in_threadpool(_service(request).refresh_study, study)
-    if fresh is None or not fresh.accepting(utc_now()):
+    if not await run_in_threadpool(_service(request).takes_reports, study):
         raise HTTPException(410, "the study is closed or has expired; it enrols no more "
                                  "devices.")
     client = request.client.host if request.client else "-"

@@ -306,6 +306,15 @@ class Service:
             self.refresh_study(study)
         return purged
 
+    def takes_reports(self, study: str) -> bool:
+        """Whether a study exists and is neither closed nor expired, read from the database."""
+        s = storage.studies
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(s.c.closed, s.c.closes_at)
+                               .where(s.c.study == study)).first()
+        return row is not None and row.closed is None and (
+            row.closes_at is None or datetime.now(UTC) < datetime.fromisoformat(row.closes_at))
+
     def refresh_study(self, study: str) -> StudyRecord | None:
         """A study read again from the database (its close and retention state change)."""
         with self._lock:
