@@ -136,3 +136,21 @@ def test_a_password_on_the_command_line_is_refused(captured):
     assert "secret" not in res.output
     res = CliRunner().invoke(command, ["migrate", "--db", "postgresql://u:secret@localhost/d"])
     assert res.exit_code == 2
+
+
+def test_a_revocation_reaches_another_process_within_seconds(sqlite_url):
+    from conftest import admin, bearer, create_study, make_client
+
+    with make_client(sqlite_url) as a, make_client(sqlite_url, admin_token=None) as b:
+        create_study(a)
+        token = a.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()
+        assert b.get("/v1/studies/s1/summary", headers=bearer(token["token"])).status_code == 200
+        time.sleep(1.5)  # b now trusts its cached token on its revocation-log reads
+        assert b.get("/v1/studies/s1/summary", headers=bearer(token["token"])).status_code == 200
+        assert a.delete(f"/v1/tokens/{token['id']}", headers=admin()).status_code == 200
+        deadline = time.monotonic() + 5
+        while b.get("/v1/studies/s1/summary",
+                    headers=bearer(token["token"])).status_code == 200:
+            assert time.monotonic() < deadline, "the revocation did not reach the other app"
+            time.sleep(0.1)
+        assert b.get("/v1/studies/s1/summary", headers=bearer(token["token"])).status_code == 401

@@ -93,6 +93,16 @@ class ServerConfig:
     freeze_gc: bool = False
 
 
+async def _watch_revocations(service: Service) -> None:
+    """Read the revocation log about once a second (see Service.check_revocations)."""
+    while True:
+        try:
+            await asyncio.to_thread(service.check_revocations)
+        except Exception as exc:  # the database is away: cached tokens expire on their own
+            log.warning("revocation log unreadable", extra={"error": type(exc).__name__})
+        await asyncio.sleep(1.0)
+
+
 def create_app(config: ServerConfig) -> FastAPI:
     """The ASGI application of the collection service.
 
@@ -138,9 +148,11 @@ def create_app(config: ServerConfig) -> FastAPI:
             gc.collect()
             gc.freeze()
         log.info("service started", extra={"backend": engine.dialect.name})
+        watch = asyncio.create_task(_watch_revocations(service))
         try:
             yield
         finally:
+            watch.cancel()
             await asyncio.to_thread(ingestor.stop)
             engine.dispose()
             log.info("service stopped")

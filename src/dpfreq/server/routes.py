@@ -33,7 +33,7 @@ from .models import (
     TokenOut,
     TokenRequest,
 )
-from .protocol import StudyProtocol, build_params, utc_now
+from .protocol import StudyProtocol, build_params
 from .service import Service, StudyRecord
 from .upload import Malformed, ingest_upload
 

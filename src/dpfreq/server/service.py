@@ -26,7 +26,10 @@ from .protocol import StudyProtocol, params_from_json
 __all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
 
 CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
-TOKEN_CACHE_SECONDS = 5.0  # longest a revoked token keeps working in another process
+# Longest a token revoked by another process keeps working here: every process reads the
+# revocation log about once a second (check_revocations); should that stop, cached tokens are
+# trusted for this long only.
+TOKEN_CACHE_SECONDS = 5.0
 
 REJECTION_REASONS = ("closed", "conflict", "future", "interval", "malformed", "order",
                      "param_id", "rate_limited", "wrong_device")
@@ -34,6 +37,11 @@ REJECTION_REASONS = ("closed", "conflict", "future", "interval", "malformed", "o
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _log_revocation(conn: Any) -> None:
+    """Note a revocation in the open transaction (other processes drop their cached tokens)."""
+    conn.execute(storage.revocations.insert().values(at=_now()))
 
 
 class StudyRecord:
@@ -82,6 +90,8 @@ class Service:
         self._studies: dict[str, StudyRecord] = {}
         self._tokens: dict[str, tuple[Principal, float]] = {}
         self._orders: dict[tuple[str, int], int] = {}
+        self._revocation_mark: int | None = None
+        self._fresh_until = 0.0  # cached tokens hold until then without their own age check
 
     @staticmethod
     def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
@@ -110,8 +120,10 @@ class Service:
         h = hash_token(token)
         t = storage.tokens
         with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
-                                          t.c.revoked.is_(None)).values(revoked=_now()))
+            n = conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
+                                              t.c.revoked.is_(None)).values(revoked=_now()))
+            if n.rowcount:
+                _log_revocation(conn)
         self._forget()
         self.register_token(token, Principal("admin"), label="bootstrap")
 
@@ -124,10 +136,22 @@ class Service:
             return None
         who, seen = got
         now = time.monotonic()
-        if now - seen > TOKEN_CACHE_SECONDS or (who.expires is not None
-                                                and who.expires <= time.time()):
+        if (now > self._fresh_until and now - seen > TOKEN_CACHE_SECONDS) or (
+                who.expires is not None and who.expires <= time.time()):
             return None
         return who
+
+    def check_revocations(self) -> None:
+        """Read the revocation log: drop every cached token when any process revoked one since
+        the last read; cached tokens then hold for TOKEN_CACHE_SECONDS more."""
+        started = time.monotonic()
+        with self.engine.connect() as conn:
+            mark = conn.execute(sa.select(sa.func.max(storage.revocations.c.id))).scalar()
+        mark = int(mark or 0)
+        if mark != self._revocation_mark:
+            self._forget()
+            self._revocation_mark = mark
+        self._fresh_until = started + TOKEN_CACHE_SECONDS
 
     def principal(self, token: str) -> Principal | None:
         """The owner of a valid token (known, not revoked, not expired), or None."""
@@ -164,6 +188,7 @@ class Service:
         with self.engine.begin() as conn:
             conn.execute(t.update().where(t.c.hash.startswith(who.id, autoescape=True),
                                           t.c.revoked.is_(None)).values(revoked=_now()))
+            _log_revocation(conn)
             conn.execute(t.insert().values(hash=h, role=who.role, study=who.study,
                                            device=who.device, created=_now(), expires=expires))
         self._forget()
@@ -178,6 +203,8 @@ class Service:
             cond.append(t.c.role.in_(("analyst", "device")))
         with self.engine.begin() as conn:
             n = conn.execute(t.update().where(*cond).values(revoked=_now())).rowcount
+            if n:
+                _log_revocation(conn)
         self._forget()
         return bool(n)
 

@@ -19,6 +19,7 @@ Tables
                     device), study, expiry (Unix time) and revocation time.
 ``audit``           one row per use of an admin, manager or analyst token and per token
                     lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
+``revocations``     one row per token revocation (processes poll it to drop cached tokens).
 ``devices``         enrolled devices of a study with their order.
 ``reports``         one row per (study, device, interval): the single report of that slot.
 ``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
@@ -47,6 +48,7 @@ __all__ = [
     "normalize_url",
     "rejections",
     "reports",
+    "revocations",
     "studies",
     "sums",
     "tokens",
@@ -109,6 +111,15 @@ audit = sa.Table(
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("study", sa.String(64), nullable=True),
     sa.Column("action", sa.String(80), nullable=False),
+)
+
+# One row per revocation (of any token): server processes poll its largest id to drop their
+# cached tokens when another process revoked one.
+revocations = sa.Table(
+    "revocations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.String(40), nullable=False),
 )
 
 devices = _study_table("devices", (("device", sa.BigInteger),),

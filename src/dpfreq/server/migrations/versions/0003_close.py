@@ -1,4 +1,4 @@
-"""Study close and expiry, and the retention of raw reports.
+"""Study close and expiry, the retention of raw reports, and the log of token revocations.
 
 Revision ID: 0003
 Revises: 0002
@@ -20,9 +20,15 @@ def upgrade() -> None:
         batch.add_column(sa.Column("closed", sa.String(40), nullable=True))
         batch.add_column(sa.Column("purged", sa.String(40), nullable=True))
         batch.add_column(sa.Column("reported_devices", sa.BigInteger, nullable=True))
+    op.create_table(
+        "revocations",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("at", sa.String(40), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("revocations")
     with op.batch_alter_table("studies") as batch:
         for name in ("reported_devices", "purged", "closed", "closes_at"):
             batch.drop_column(name)
