@@ -87,6 +87,10 @@ _r, _s = storage.reports, storage.sums
 _STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
     _r.c.study == sa.bindparam("study"),
     _r.c.device.in_(sa.bindparam("devices", expanding=True)))
+_STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
+                   storage.studies.c.closes_at).where(
+    storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
+_STATE_LOCKED = _STATE.with_for_update(read=True)
 _ADD_SUMS = (
     _s.update()
     .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
@@ -310,12 +314,9 @@ def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
     close until the commit, so a report is stored if and only if it commits before the close."""
     if not studies:
         return set()
-    s = storage.studies
-    q = sa.select(s.c.study, s.c.closed, s.c.closes_at).where(s.c.study.in_(studies))
-    if conn.dialect.name == "postgresql":
-        q = q.with_for_update(read=True)
+    q = _STATE_LOCKED if conn.dialect.name == "postgresql" else _STATE
     now = datetime.now(UTC)
-    return {study for study, closed, closes_at in conn.execute(q)
+    return {study for study, closed, closes_at in conn.execute(q, {"studies": studies})
             if closed is not None or (closes_at is not None
                                       and now >= datetime.fromisoformat(closes_at))}
 
