@@ -29,7 +29,7 @@ from dpfreq.cli.main import SUBCOMMANDS, cli, main
 from dpfreq.ledger import Ledger
 
 EXAMPLES = int(os.environ.get("DPFREQ_FUZZ_EXAMPLES", "500"))  # >= 500 in CI
-SKIP_COMMANDS = {"serve", "devices"}
+SKIP_COMMANDS = {"serve"}
 SKIP_OPTIONS = {"--spark-master"}
 
 #: Per kind of option: values that are fine for most commands, and hostile ones.

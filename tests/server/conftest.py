@@ -199,9 +199,10 @@ def _free_port() -> int:
 class Served:
     """``dpfreq serve`` as a subprocess on a fixed port, restartable."""
 
-    def __init__(self, db: str, log_path, log_level: str = "warning") -> None:
+    def __init__(self, db: str, log_path, log_level: str = "warning",
+                 args: tuple[str, ...] = ()) -> None:
         self.db, self.port, self.log_path = db, _free_port(), log_path
-        self.log_level = log_level
+        self.log_level, self.args = log_level, args
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -211,7 +212,8 @@ class Served:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
                  "sys.exit(main(sys.argv[1:]))", "serve", "--db", self.db, "--port",
-                 str(self.port), "--rate", "0", "--enrol-rate", "0", "--log-level", self.log_level],
+                 str(self.port), "--rate", "0", "--enrol-rate", "0", "--log-level", self.log_level,
+                 *self.args],
                 env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

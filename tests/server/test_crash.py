@@ -5,8 +5,10 @@ equal the stored reports, and the estimate must equal the in-process aggregator'
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -15,7 +17,9 @@ import sqlalchemy as sa
 from conftest import ADMIN, START, Served
 from dpfreq.longitudinal import LongitudinalAggregator, ProtocolParams
 from dpfreq.server import storage
-from dpfreq.server.loadgen import LoadResult, run_devices
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from loadgen import LoadResult, run_devices  # the benchmarks' load generator
 
 
 def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed):

@@ -8,7 +8,9 @@ import logging
 import os
 import signal
 import stat
+import sys
 import threading
+from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
@@ -26,7 +28,7 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0002",)]
+            ("0003",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
@@ -55,18 +57,18 @@ def testread_admin_token_file_is_created_private(tmp_path, monkeypatch):
     assert read_admin_token(str(path)) == "from-the-environment"
 
 
-def test_devices_command_runs_simulated_devices(sqlite_url):
-    from dpfreq.cli.longitudinal import command
+def test_load_generator_runs_simulated_devices(sqlite_url, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from loadgen import main
 
     with LiveServer(sqlite_url) as srv:
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
                          "randomizer": "auto", "start": START, "period": "1d",
                          "min_devices": 1, "enrolment": "open"}).raise_for_status()
-        res = CliRunner().invoke(command, ["devices", "--server", srv.url, "--study", "load",
-                                           "--devices", "25", "--seed", "3", "--json"])
-        assert res.exit_code == 0, res.output
-        out = json.loads(res.stdout.strip().splitlines()[-1])
+        main(["--server", srv.url, "--study", "load", "--devices", "25", "--seed", "3",
+              "--json"])
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert out["enrolled"] == 25
         assert out["acknowledged"] == out["reports"] > 0
         with srv.app.state.service.engine.connect() as conn:
@@ -176,7 +178,7 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0002",)]
+            ("0003",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()

@@ -26,7 +26,6 @@ from dpfreq.cli._common import (
     warn_if_seeded,
     write_output,
 )
-from dpfreq.cli.devices import command as devices_command
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal import (
     ProtocolParams,
@@ -217,5 +216,3 @@ def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = Non
                f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
         click.echo(row + (f"{truth[i]:>12.0f}" if truth is not None else ""))
 
-
-command.add_command(devices_command)

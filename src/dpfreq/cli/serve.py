@@ -10,13 +10,23 @@ import os
 import socket
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from dpfreq.cli._common import COUNT, POSITIVE
 from dpfreq.errors import EngineUnavailableError
 
-__all__ = ["command", "read_admin_token"]
+if TYPE_CHECKING:
+    from dpfreq.server import ServerConfig
+
+__all__ = ["SETTINGS", "command", "read_admin_token"]
+
+#: Keys of a --config file: the options of ``dpfreq serve`` (and of ``migrate``, ``purge``).
+SETTINGS = ("admin_token_file", "burst", "closed_days", "cors_origins", "db", "db_wait",
+            "enrol_burst",
+            "enrol_rate", "host", "log_level", "max_body_bytes", "port", "rate",
+            "read_cache_seconds", "workers")
 
 
 def read_admin_token(path: str | None) -> str | None:
@@ -43,8 +53,65 @@ def read_admin_token(path: str | None) -> str | None:
     return token
 
 
+def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
+    """Read a TOML settings file into the command's defaults: a value given on the command line
+    or by a DPFREQ_* variable still wins (click's order: command line, environment,
+    ``default_map``, default)."""
+    if path is None:
+        return None
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            table = tomllib.load(fh)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise click.BadParameter(f"{path} is not valid TOML: {exc}.") from None
+    known = {p.name for p in ctx.command.params if p.name and p.name != "config"}
+    for key in table:
+        if key not in SETTINGS:
+            raise click.BadParameter(
+                f"{path}: unknown setting {key!r}; the settings are {', '.join(SETTINGS)}.")
+    url = table.get("db")
+    if isinstance(url, str) and _has_password(url) and os.stat(path).st_mode & 0o077:
+        raise click.BadParameter(
+            f"{path} holds a database password and other users can read it; chmod 600 it.")
+    ctx.default_map = {**(ctx.default_map or {}),
+                       **{k: v for k, v in table.items() if k in known}}
+    return path
+
+
+def _has_password(db: str) -> bool:
+    """Whether a database URL carries a password."""
+    if "://" not in db:
+        return False
+    import sqlalchemy as sa
+
+    try:
+        return sa.engine.make_url(db).password is not None
+    except sa.exc.ArgumentError:
+        return False
+
+
+def _refuse_password_argument(ctx: click.Context, db: str) -> None:
+    """A password given in ``--db`` on the command line shows in ``ps``: refuse it."""
+    if ctx.get_parameter_source("db") is click.core.ParameterSource.COMMANDLINE \
+            and _has_password(db):
+        raise click.UsageError(
+            "--db must not carry the database password on the command line (it shows in ps); "
+            "give it in DPFREQ_DB, the --config file, PGPASSWORD or ~/.pgpass.")
+
+
+_CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port, rate, "
+                "workers, ...), the keys of the DPFREQ_* variables. The command line wins over "
+                "DPFREQ_* variables, which win over the file.")
+
+
 @click.group(name="serve", invoke_without_command=True,
              context_settings={"auto_envvar_prefix": "DPFREQ"})
+@click.option("--config", type=click.Path(dir_okay=False), default=None, is_eager=True,
+              expose_value=False, callback=_load_config, help=_CONFIG_HELP)
 @click.option("--db", default="dpfreq-server.db", show_default=True,
               help="SQLite file (default storage) or postgresql://user@host:port/dbname. Give "
                    "the password through DPFREQ_DB, PGPASSWORD or ~/.pgpass, never on the "
@@ -75,16 +142,22 @@ def read_admin_token(path: str | None) -> str | None:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True,
               help="Least severe log lines written (JSON lines on stderr).")
+@click.option("--workers", type=POSITIVE, default=1, show_default=True,
+              help="Server processes sharing the port. The rate limits are divided among them "
+                   "(each allows rate/N and burst/N), so a device or address never gets more "
+                   "than the limit in total.")
 @click.pass_context
 def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file: str | None,
             max_body_bytes: int,
             rate: float, burst: int, enrol_rate: float, enrol_burst: int,
             read_cache_seconds: float, db_wait: float, cors_origins: tuple[str, ...],
-            log_level: str) -> None:
+            log_level: str, workers: int) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
 
-    Every option can also be set by an environment variable: DPFREQ_ and the option's name in
-    capitals with _ for - (DPFREQ_DB, DPFREQ_PORT, ...). Logs are JSON lines on stderr.
+    Every option can also be set by an environment variable, DPFREQ_ and the option's name in
+    capitals with _ for - (DPFREQ_DB, DPFREQ_PORT, ...), or in a TOML file (--config) under
+    the option's name (db, port, ...): the command line wins, then the environment, then the
+    file. Logs are JSON lines on stderr.
     SIGTERM or Ctrl-C stops accepting connections, finishes the
     requests in flight (their batches are committed or refused, never half-stored) and exits.
     ``dpfreq serve migrate`` applies the database migrations alone (the server also applies
@@ -100,15 +173,24 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     except ImportError as exc:
         raise EngineUnavailableError(
             "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
+    _refuse_password_argument(ctx, db)
     if max_body_bytes < 1024:
         raise click.UsageError("--max-body-bytes must be at least 1024.")
+    for name, limit, size in (("--burst", rate, burst), ("--enrol-burst", enrol_rate,
+                                                          enrol_burst)):
+        if limit > 0 and size < workers:
+            raise click.UsageError(f"{name} must be at least --workers ({workers}): each "
+                                   f"process allows {name[2:]}/workers; got {size}.")
     admin = read_admin_token(admin_token_file)
     if admin is None:
         click.echo("dpfreq serve: warning: no admin token (--admin-token-file or "
                    "DPFREQ_ADMIN_TOKEN): no new study can be created", err=True)
-    config = ServerConfig(db=db, admin_token=admin,
-                          max_body_bytes=max_body_bytes, rate=rate, burst=burst,
-                          enrol_rate=enrol_rate, enrol_burst=enrol_burst,
+    # Each process enforces its share of the limits: whichever process a request reaches, the
+    # total allowed to one key stays within rate (per second) and burst.
+    config = ServerConfig(db=db, admin_token=admin if workers == 1 else None,
+                          max_body_bytes=max_body_bytes, rate=rate / workers,
+                          burst=burst // workers, enrol_rate=enrol_rate / workers,
+                          enrol_burst=enrol_burst // workers,
                           read_cache_seconds=read_cache_seconds,
                           cors_origins=tuple(cors_origins), freeze_gc=True)
     _prepare_database(db, db_wait)
@@ -116,6 +198,9 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     # the previous one), which must not happen for a server that cannot listen.
     sock = _bind(host, port)
     log_config = configure_logging(log_level)
+    if workers > 1:
+        _run_workers(config, admin, workers, sock, log_level)
+        return
     server = uvicorn.Server(uvicorn.Config(create_app(config), log_config=log_config,
                                            access_log=False, timeout_graceful_shutdown=30))
     server.run(sockets=[sock])
@@ -123,13 +208,45 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
         raise SystemExit(1)
 
 
+def _run_workers(config: ServerConfig, admin: str | None, workers: int, sock: socket.socket,
+                 log_level: str) -> None:
+    """Serve ``sock`` from ``workers`` processes (uvicorn's supervisor: it restarts a worker
+    that dies, and on SIGTERM stops them all gracefully). The admin token is registered once,
+    here, after the port is bound and before any worker starts."""
+    import functools
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from dpfreq.server import storage
+    from dpfreq.server.app import worker_app
+    from dpfreq.server.service import Service
+
+    if admin:
+        engine = storage.make_engine(config.db)
+        try:
+            Service(engine).bootstrap_admin(admin)
+        finally:
+            engine.dispose()
+    uv = uvicorn.Config(functools.partial(worker_app, config, log_level), factory=True,
+                        workers=workers, log_config={"version": 1,
+                                                     "disable_existing_loggers": False},
+                        access_log=False, timeout_graceful_shutdown=30,
+                        timeout_worker_healthcheck=60)  # a worker's imports take seconds
+    Multiprocess(uv, sockets=[sock]).run()
+
+
 @command.command(name="migrate")
+@click.option("--config", type=click.Path(dir_okay=False), default=None, is_eager=True,
+              expose_value=False, callback=_load_config, help=_CONFIG_HELP)
 @click.option("--db", envvar="DPFREQ_DB", default="dpfreq-server.db", show_default=True,
               help="SQLite file or postgresql://user@host:port/dbname (DPFREQ_DB).")
 @click.option("--db-wait", envvar="DPFREQ_DB_WAIT", type=float, default=30.0,
               show_default=True, help="Seconds to keep retrying a database that does not answer.")
-def migrate(db: str, db_wait: float) -> None:
+@click.pass_context
+def migrate(ctx: click.Context, db: str, db_wait: float) -> None:
     """Apply the collection service's database migrations up to the newest, then exit."""
+    _refuse_password_argument(ctx, db)
     try:
         import dpfreq.server  # noqa: F401
     except ImportError as exc:
@@ -137,6 +254,38 @@ def migrate(db: str, db_wait: float) -> None:
             "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
     _prepare_database(db, db_wait)
     click.echo("dpfreq serve migrate: database is at the newest schema", err=True)
+
+
+@command.command(name="purge")
+@click.option("--config", type=click.Path(dir_okay=False), default=None, is_eager=True,
+              expose_value=False, callback=_load_config, help=_CONFIG_HELP)
+@click.option("--db", envvar="DPFREQ_DB", default="dpfreq-server.db", show_default=True,
+              help="SQLite file or postgresql://user@host:port/dbname (DPFREQ_DB).")
+@click.option("--closed-days", "closed_days", envvar="DPFREQ_CLOSED_DAYS", type=float,
+              required=True, help="Delete the raw reports of studies that stopped taking "
+                                  "reports (closed or expired) at least this many days ago.")
+@click.pass_context
+def purge(ctx: click.Context, db: str, closed_days: float) -> None:
+    """Retention: delete the raw reports of studies closed (or expired) at least
+    --closed-days days ago. Their estimates stay exact (they come from the running sums, and a
+    closed study takes no report that could be counted twice); their raw-report export is
+    gone. Open studies keep every raw report. Prints the studies purged."""
+    _refuse_password_argument(ctx, db)
+    if not closed_days >= 0:
+        raise click.UsageError(f"--closed-days must be >= 0; got {closed_days!r}.")
+    try:
+        from dpfreq.server import storage
+        from dpfreq.server.service import Service
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "dpfreq serve needs the server extra: pip install 'dpfreq[server]'") from exc
+    _prepare_database(db, 0.0)
+    engine = storage.make_engine(db)
+    try:
+        for study in Service(engine).purge_raw_reports(closed_days):
+            click.echo(study)
+    finally:
+        engine.dispose()
 
 
 def _prepare_database(db: str, wait: float) -> None:

@@ -38,8 +38,9 @@ from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
+from .upload import UploadRoute
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["ServerConfig", "create_app", "worker_app"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -92,6 +93,16 @@ class ServerConfig:
     freeze_gc: bool = False
 
 
+async def _watch_revocations(service: Service) -> None:
+    """Read the revocation log about once a second (see Service.check_revocations)."""
+    while True:
+        try:
+            await asyncio.to_thread(service.check_revocations)
+        except Exception as exc:  # the database is away: cached tokens expire on their own
+            log.warning("revocation log unreadable", extra={"error": type(exc).__name__})
+        await asyncio.sleep(1.0)
+
+
 def create_app(config: ServerConfig) -> FastAPI:
     """The ASGI application of the collection service.
 
@@ -137,9 +148,11 @@ def create_app(config: ServerConfig) -> FastAPI:
             gc.collect()
             gc.freeze()
         log.info("service started", extra={"backend": engine.dialect.name})
+        watch = asyncio.create_task(_watch_revocations(service))
         try:
             yield
         finally:
+            watch.cancel()
             await asyncio.to_thread(ingestor.stop)
             engine.dispose()
             log.info("service stopped")
@@ -149,6 +162,9 @@ def create_app(config: ServerConfig) -> FastAPI:
         summary="FutureRand longitudinal reports from devices; estimates with confidence bands.",
         version=__version__,
         lifespan=lifespan,
+        # The service has its own metrics and JSON logs; FastAPI's OpenTelemetry hooks would
+        # look for a configured provider on every request (8 % of the CPU of an upload).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.config = config
     app.state.metrics = metrics
@@ -165,6 +181,16 @@ def create_app(config: ServerConfig) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
+    app.add_middleware(UploadRoute)  # inside the metrics and body limit, before the router
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
+
+
+def worker_app(config: ServerConfig, log_level: str) -> FastAPI:
+    """The application of one worker process of ``dpfreq serve --workers N`` (called in the
+    new process: its logs are JSON lines too)."""
+    from .observe import configure_logging
+
+    configure_logging(log_level)
+    return create_app(config)

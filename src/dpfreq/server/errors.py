@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -13,6 +12,8 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DPFreqError
+
+from .upload import count_rejection as _count
 
 __all__ = ["count_rejection", "install_handlers"]
 
@@ -64,8 +65,4 @@ def install_handlers(app: FastAPI) -> None:
 async def count_rejection(request: Request, study: str, reason: str, reports: int) -> None:
     """Count rejected reports in the metrics and (for a known study) in the database, with the
     writer's next group commit."""
-    request.app.state.metrics.rejected.labels(reason).inc(max(1, reports))
-    ingestor = getattr(request.app.state, "ingestor", None)
-    service = getattr(request.app.state, "service", None)
-    if ingestor is not None and service is not None and service.cached_study(study) is not None:
-        await asyncio.wrap_future(ingestor.reject(study, reason, reports))
+    await _count(request.app.state, study, reason, reports)

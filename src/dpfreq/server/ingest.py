@@ -5,10 +5,11 @@ the :class:`Ingestor` and wait. The writer thread takes every batch waiting (up 
 ``max_group``), and in **one** transaction reads the slots those devices already stored, decides
 each batch (all new or identical → stored; any slot stored with another bit → conflict, nothing
 of that batch written), inserts the new reports, adds their ``2·bit − 1`` and counts to the
-running per-(order, interval) sums, and commits. Only after the commit returns does any handler
-answer, so an acknowledged batch is durable (SQLite ``synchronous=FULL``, PostgreSQL's
-defaults), and a crash before the commit loses only unacknowledged batches, which the device
-re-sends (idempotently).
+running per-(order, interval) sums, and commits. A batch for a study that is closed or past
+its expiry at that transaction is refused (:class:`Closed`), whatever the handler saw. Only
+after the commit returns does any handler answer, so an acknowledged batch is durable
+(SQLite ``synchronous=FULL``, PostgreSQL's defaults), and a crash before the commit loses only
+unacknowledged batches, which the device re-sends (idempotently).
 
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
 turns one fsync per batch into one per group. Several server processes on one PostgreSQL
@@ -18,6 +19,7 @@ slot, and a group that meets such a row from another process is rolled back and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import queue
@@ -26,6 +28,7 @@ import threading
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,13 +37,17 @@ from sqlalchemy.exc import IntegrityError
 
 from . import storage
 
-__all__ = ["Batch", "Conflict", "Enrolment", "Ingestor"]
+__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor"]
 
 log = logging.getLogger("dpfreq.server")
 
 
 class Conflict(Exception):
     """A slot of the batch is already stored with another bit."""
+
+
+class Closed(Exception):
+    """The study was closed, or has expired: it takes no more reports."""
 
 
 @dataclass
@@ -51,7 +58,7 @@ class Batch:
     device: int
     order: int
     rows: list[tuple[int, int]]
-    future: Future = field(default_factory=Future)
+    future: Future | asyncio.Future = field(default_factory=Future)
 
 
 @dataclass
@@ -75,6 +82,22 @@ class Enrolment:
 
 _STOP = object()
 
+# The writer's statements, built once (building a statement costs more than running it).
+_r, _s = storage.reports, storage.sums
+_STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
+    _r.c.study == sa.bindparam("study"),
+    _r.c.device.in_(sa.bindparam("devices", expanding=True)))
+_STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
+                   storage.studies.c.closes_at).where(
+    storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
+_STATE_LOCKED = _STATE.with_for_update(read=True)
+_ADD_SUMS = (
+    _s.update()
+    .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
+           _s.c.interval == sa.bindparam("k_interval"))
+    .values(total=_s.c.total + sa.bindparam("d_total"),
+            reports=_s.c.reports + sa.bindparam("d_reports")))
+
 
 class Ingestor:
     """The writer thread (see the module docstring).
@@ -92,7 +115,7 @@ class Ingestor:
         self.engine = engine
         self.max_group = max_group
         self.on_commit = on_commit
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # put in C
         self._conn: Connection | None = None
         self._thread = threading.Thread(target=self._run, name="dpfreq-ingest", daemon=True)
 
@@ -109,8 +132,9 @@ class Ingestor:
         """Items waiting for the writer (approximate, for the metrics)."""
         return self._queue.qsize()
 
-    def submit(self, batch: Batch) -> Future:
-        """Queue a batch; its future resolves to the number of reports, or raises Conflict."""
+    def submit(self, batch: Batch) -> Future | asyncio.Future:
+        """Queue a batch; its future (a thread future, or the asyncio future it was made with,
+        resolved on its loop) resolves to the number of reports, or raises Conflict."""
         self._queue.put(batch)
         return batch.future
 
@@ -183,14 +207,14 @@ class Ingestor:
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
         stored = 0
-        for rj in rejections:
-            rj.future.set_result(None)
-        for en in enrolments:
-            _settle(en.future, outcomes[id(en)], outcomes[id(en)])
+        settled: list[tuple[Any, Any, Any]] = [(rj.future, None, None) for rj in rejections]
+        settled += [(en.future, outcomes[id(en)], outcomes[id(en)]) for en in enrolments]
         for b in batches:
             out = outcomes[id(b)]
-            if _settle(b.future, out, len(b.rows)):
+            settled.append((b.future, out, len(b.rows)))
+            if not isinstance(out, BaseException):
                 stored += out
+        _settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
@@ -201,12 +225,11 @@ class Ingestor:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
-        r = storage.reports
+        closed = _closed_studies(conn, sorted(by_study))
         for study, devs in by_study.items():
-            rows = conn.execute(
-                sa.select(r.c.device, r.c.interval, r.c.bit).where(
-                    r.c.study == study, r.c.device.in_(sorted(devs)))
-            )
+            if study in closed:
+                continue
+            rows = conn.execute(_STORED, {"study": study, "devices": sorted(devs)})
             for dev, interval, bit in rows:
                 existing[(study, int(dev), int(interval))] = int(bit)
         outcomes: dict[int, Any] = {}
@@ -216,44 +239,116 @@ class Ingestor:
         for rj in rejections:
             rejected[(rj.study, rj.reason)] += rj.reports
         for b in batches:
-            keys = [((b.study, b.device, j), bit) for j, bit in b.rows]
-            if any(existing.get(k, bit) != bit for k, bit in keys):
-                outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
-                rejected[(b.study, "conflict")] += len(b.rows)
+            study, device, order = b.study, b.device, b.order
+            if study in closed:
+                outcomes[id(b)] = Closed("the study is closed; it takes no more reports")
+                rejected[(study, "closed")] += len(b.rows)
                 continue
-            new = [(k, bit) for k, bit in keys if k not in existing]
-            for k, bit in new:
-                existing[k] = bit
-                inserts.append((b.study, b.device, k[2], b.order, bit))
-                d = deltas[(b.study, b.order, k[2])]
+            stored = [existing.get((study, device, j)) for j, _ in b.rows]
+            if any(old is not None and old != bit
+                   for old, (_, bit) in zip(stored, b.rows, strict=True)):
+                outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
+                rejected[(study, "conflict")] += len(b.rows)
+                continue
+            new = [row for old, row in zip(stored, b.rows, strict=True) if old is None]
+            for j, bit in new:
+                existing[(study, device, j)] = bit
+                inserts.append((study, device, j, order, bit))
+                d = deltas[(study, order, j)]
                 d[0] += 2 * bit - 1
                 d[1] += 1
             outcomes[id(b)] = len(new)
         storage.insert_reports(conn, inserts)
-        s = storage.sums
-        if deltas:
-            conn.execute(
-                s.update()
-                .where(s.c.study == sa.bindparam("k_study"), s.c.order == sa.bindparam("k_order"),
-                       s.c.interval == sa.bindparam("k_interval"))
-                .values(total=s.c.total + sa.bindparam("d_total"),
-                        reports=s.c.reports + sa.bindparam("d_reports")),
-                [{"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
-                  "d_reports": v[1]} for k, v in sorted(deltas.items())],
-            )
+        _add_sums(conn, sorted(deltas.items()))
         if rejected:
             add_rejections(conn, rejected)
         return outcomes
 
 
-def _settle(future: Future[Any], outcome: Any, value: Any) -> bool:
-    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``;
-    whether it succeeded."""
+_SQLITE_ADD_SUMS = ('UPDATE sums SET total = total + ?, reports = reports + ? '
+                    'WHERE study = ? AND "order" = ? AND "interval" = ?')
+_SUMS_CHUNK = 1000  # rows of one UPDATE (5 parameters each, far below every driver's limit)
+
+
+def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
+    """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
+
+    On PostgreSQL one ``UPDATE ... FROM`` a list of values per chunk of rows, instead of one
+    statement (and round trip) per slot: the clients' batches touch a hundred slots per group.
+    SQLite, in process, runs one UPDATE per slot through the DB-API's executemany (a loop in C
+    over the row tuples).
+    """
+    if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
+        finally:
+            cur.close()
+        return
+    if conn.dialect.name != "postgresql":
+        conn.execute(_ADD_SUMS, [
+            {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
+             "d_reports": v[1]} for k, v in rows])
+        return
+    for at in range(0, len(rows), _SUMS_CHUNK):
+        chunk = rows[at:at + _SUMS_CHUNK]
+        values = ", ".join(
+            f"(CAST(:s{i} AS VARCHAR(64)), CAST(:o{i} AS INTEGER), CAST(:j{i} AS INTEGER), "
+            f"CAST(:t{i} AS BIGINT), CAST(:c{i} AS BIGINT))" for i in range(len(chunk)))
+        params: dict[str, Any] = {}
+        for i, ((study, order, interval), (total, count)) in enumerate(chunk):
+            params.update({f"s{i}": study, f"o{i}": order, f"j{i}": interval, f"t{i}": total,
+                           f"c{i}": count})
+        conn.execute(sa.text(
+            f"WITH v (study, o, j, t, c) AS (VALUES {values}) "
+            'UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c FROM v '
+            'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j'),
+            params)
+
+
+def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
+    """The studies among ``studies`` that take no more reports (closed, or past their expiry),
+    read in the writer's transaction. On PostgreSQL the rows are locked against a concurrent
+    close until the commit, so a report is stored if and only if it commits before the close."""
+    if not studies:
+        return set()
+    q = _STATE_LOCKED if conn.dialect.name == "postgresql" else _STATE
+    now = datetime.now(UTC)
+    return {study for study, closed, closes_at in conn.execute(q, {"studies": studies})
+            if closed is not None or (closes_at is not None
+                                      and now >= datetime.fromisoformat(closes_at))}
+
+
+def _settle(future: Any, outcome: Any, value: Any) -> None:
+    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``
+    (an asyncio future whose request was cancelled is left alone)."""
+    if future.done():
+        return
     if isinstance(outcome, BaseException):
         future.set_exception(outcome)
-        return False
-    future.set_result(value)
-    return True
+    else:
+        future.set_result(value)
+
+
+def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
+    for future, outcome, value in items:
+        _settle(future, outcome, value)
+
+
+def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
+    """Resolve the futures of a committed group: thread futures at once, asyncio futures in
+    one callback per event loop (one wake-up of each loop per group, not one per request)."""
+    loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
+    for item in items:
+        if isinstance(item[0], asyncio.Future):
+            loops[item[0].get_loop()].append(item)
+        else:
+            _settle(*item)
+    for loop, pending in loops.items():
+        with contextlib.suppress(RuntimeError):  # a loop already closed has no one waiting
+            loop.call_soon_threadsafe(_settle_many, pending)
 
 
 def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:

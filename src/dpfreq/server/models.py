@@ -57,6 +57,10 @@ class StudyCreate(BaseModel):
         "secret: a device enrols with the study's enrolment secret (returned once on "
         "creation) as its bearer token; open: anyone may enrol (rate limited per address)."))
     per_order_sparsity: bool = False
+    closes_at: str | None = Field(default=None, max_length=40, description=(
+        "When the study stops taking reports and enrolments: an ISO date (midnight UTC) or "
+        "timestamp (UTC unless it has an offset). Estimates stay readable. Default: open "
+        "until its manager closes it."))
 
 
 class EnrolRequest(BaseModel):

@@ -21,6 +21,8 @@ _REASONS = {400: "Request refused by a rule of the study or the protocol",
             401: "Missing, unknown, revoked or expired bearer token",
             403: "The token's role or study does not allow this",
             404: "No such study or token", 409: "Conflicts with stored data",
+            410: "The study is closed or has expired, or its raw reports were deleted under "
+                 "the retention policy; nothing was stored",
             413: "Request body too large", 422: "Malformed request",
             429: "Rate limited; retry after Retry-After seconds",
             503: "Storage unavailable; nothing was stored; retry after Retry-After seconds"}
@@ -31,7 +33,8 @@ _BODY = {413, 422}
 # Statuses each operation answers besides its success (the 503 of a database failure on all
 # that read or write the database).
 _STATUSES: dict[tuple[str, str], set[int]] = {
-    ("post", "/v1/studies/{study}/reports"): {400, 404, 409, 429} | _AUTH | _BODY | _DB,
+    ("post", "/v1/studies/{study}/reports"): {400, 404, 409, 410, 429} | _AUTH | _BODY | _DB,
+    ("post", "/v1/studies/{study}/close"): {404} | _AUTH | _DB,
     ("get", "/livez"): set(),
     ("get", "/readyz"): _DB,
     ("get", "/metrics"): set(),
@@ -44,9 +47,10 @@ _STATUSES: dict[tuple[str, str], set[int]] = {
     ("post", "/v1/tokens/rotate"): {401, 413} | _DB,
     ("delete", "/v1/tokens/{token_id}"): {400, 404, 422} | _AUTH | _DB,
     ("get", "/v1/audit"): {422} | _AUTH | _DB,
-    ("post", "/v1/studies/{study}/devices"): {400, 401, 404, 429} | _BODY | _DB,
+    ("post", "/v1/studies/{study}/devices"): {400, 401, 404, 410, 429} | _BODY | _DB,
     ("get", "/v1/studies/{study}/estimates"): {404, 422} | _AUTH | _DB,
     ("get", "/v1/studies/{study}/summary"): {404, 422} | _AUTH | _DB,
+    ("get", "/v1/studies/{study}/exports/{table}"): {404, 410} | _AUTH | _DB,
     ("get", "/studies/{study}/dashboard"): {404} | _DB,
 }
 _PUBLIC = {"/livez", "/readyz", "/metrics", "/v1/studies/{study}", "/studies/{study}/dashboard"}

@@ -5,20 +5,18 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from dpfreq.errors import DataError
 
 from .auth import Principal, new_token, parse_bearer
-from .errors import count_rejection
 from .exports import (
     EXPORT_FORMATS,
     RAW_EXPORTS,
@@ -27,18 +25,17 @@ from .exports import (
     render_export,
     summary_payload,
 )
-from .ingest import Batch, Conflict
 from .models import (
     Enrolment,
     EnrolRequest,
-    ReportBatch,
     Stored,
     StudyCreate,
     TokenOut,
     TokenRequest,
 )
-from .protocol import StudyProtocol, build_params, utc_now
+from .protocol import StudyProtocol, build_params
 from .service import Service, StudyRecord
+from .upload import Malformed, ingest_upload
 
 __all__ = ["STATIC", "router"]
 
@@ -87,41 +84,9 @@ async def _study(request: Request, study: str) -> StudyRecord:
     return record
 
 
-# Report uploads come first: Starlette tries the routes in order, and this is the hot path.
-
-class _Refusal(Exception):
-    def __init__(self, reason: str, status: int, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.status, self.message = reason, status, message
-
-
-def _check_reports(record: StudyRecord, who: Principal, order: int,
-                   batch: ReportBatch) -> list[tuple[int, int]]:
-    """Validate every report against the study and the enrolment; the distinct slots."""
-    p = record.protocol
-    current = p.current_period(utc_now())
-    limit, horizon = p.padded >> order, p.horizon
-    device, param_id = who.device, record.param_id
-    slots: dict[int, int] = {}
-    for rep in batch.reports:
-        if rep.device != device:
-            raise _Refusal("wrong_device", 403, "a device may post only its own reports.")
-        if rep.param_id != param_id:
-            raise _Refusal("param_id", 400, "param_id does not match the study's parameters.")
-        if rep.order != order:
-            raise _Refusal("order", 400, "report order differs from the device's enrolled order.")
-        if rep.interval > limit:
-            raise _Refusal("interval", 400, f"interval out of range 1..{limit} for this order.")
-        if min(rep.interval << order, horizon) > current:  # padding is due at the end
-            raise _Refusal("future", 400, "report for a period that has not started yet.")
-        if slots.setdefault(rep.interval, rep.bit) != rep.bit:
-            raise _Refusal("conflict", 409, "two reports of the batch for one interval disagree.")
-    return sorted(slots.items())
-
-
-# The batch body is parsed by the handler, after the token is checked, straight from the bytes
-# (pydantic-core's JSON parser, no intermediate Python objects); the OpenAPI document still
-# describes it as ReportBatch (see openapi.py).
+# Report uploads come first: Starlette tries the routes in order. The service answers this
+# route in upload.UploadRoute before FastAPI's routing; this declaration gives the OpenAPI
+# document (the body is described as ReportBatch, see openapi.py) and runs the same code.
 _BATCH_DOC = {"requestBody": {"required": True, "content": {"application/json": {}}}}
 
 
@@ -137,41 +102,12 @@ async def upload(request: Request, study: str) -> Response:
     same bit is stored (an identical retry gets the same answer); a slot stored with another bit
     is a 409 and nothing of the batch is stored.
     """
-    who = await _principal(request, ("device",), study)
-    record = await _study(request, study)
-    if who.device is None:
-        raise HTTPException(403, "this token names no device.")
     try:
-        body = ReportBatch.model_validate_json(await request.body())
-    except ValidationError as exc:
-        raise RequestValidationError(exc.errors(include_url=False, include_input=False)) \
-            from None
-    wait = request.app.state.limiter.allow((study, who.device))
-    if wait > 0:
-        await count_rejection(request, study, "rate_limited", len(body.reports))
-        raise HTTPException(429, "rate limit exceeded for this device.",
-                            headers={"Retry-After": str(max(1, round(wait)))})
-    service = _service(request)
-    order = service.cached_order(study, who.device)
-    if order is None:
-        order = await run_in_threadpool(service.device_order, study, who.device)
-    if order is None:
-        raise HTTPException(403, "this device is not enrolled in the study.")
-    try:
-        rows = _check_reports(record, who, order, body)
-    except _Refusal as refusal:
-        await count_rejection(request, study, refusal.reason, len(body.reports))
-        raise HTTPException(refusal.status, refusal.message) from None
-    future = request.app.state.ingestor.submit(Batch(study, who.device, order, rows))
-    try:
-        await asyncio.wrap_future(future)
-    except Conflict:
-        raise HTTPException(409, "a report of this batch conflicts with a stored report; "
-                                 "nothing of the batch was stored.") from None
-    except Exception as exc:
-        raise HTTPException(503, "storage failed; nothing of the batch was acknowledged, "
-                                 "retry later.") from exc
-    return JSONResponse({"stored": len(body.reports)})
+        stored = await ingest_upload(request.app.state, study,
+                                     request.headers.get("authorization"), request.body)
+    except Malformed as exc:
+        return JSONResponse({"error": str(exc)}, status_code=422)
+    return JSONResponse({"stored": stored})
 
 
 @router.get("/livez", tags=["operations"])
@@ -207,16 +143,43 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
                           epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
                           period=body.period, per_order_sparsity=body.per_order_sparsity)
     protocol = StudyProtocol(params=params)
+    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at)
     secret = new_token() if body.enrolment == "secret" else None
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
-                                         protocol, body.min_devices, secret)
+                                         protocol, body.min_devices, secret, closes_at)
     except DataError as exc:
         raise HTTPException(409, str(exc)) from None
     out = record.public()
     if secret is not None:
         out["enrolment_secret"] = secret
     return out
+
+
+def _utc_timestamp(text: str) -> str:
+    """An ISO date (midnight UTC) or timestamp (UTC unless it has an offset) as an ISO
+    timestamp in UTC; 400 otherwise."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return when.astimezone(UTC).isoformat()
+    except (ValueError, OverflowError):
+        raise HTTPException(400, "closes_at of the study must be an ISO date or timestamp; "
+                                 f"got {text!r}.") from None
+
+
+@router.post("/v1/studies/{study}/close", tags=["admin"],
+             dependencies=[_needs("admin", "manager")])
+async def close_study(request: Request, study: str) -> dict[str, Any]:
+    """Close the study (admin or its manager): from this moment on every report upload and
+    enrolment is refused with 410, in every server process; estimates, summaries and exports
+    stay readable. Closing a closed study changes nothing. Answers the study."""
+    await _study(request, study)
+    record = await run_in_threadpool(_service(request).close_study, study)
+    if record is None:
+        raise HTTPException(404, "no such study.")
+    return record.public()
 
 
 @router.get("/v1/studies", tags=["admin"], dependencies=[_needs("admin")])
@@ -313,6 +276,9 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
         raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
                             headers={"WWW-Authenticate": "Bearer"})
+    if not await run_in_threadpool(_service(request).takes_reports, study):
+        raise HTTPException(410, "the study is closed or has expired; it enrols no more "
+                                 "devices.")
     client = request.client.host if request.client else "-"
     wait = request.app.state.enrol_limiter.allow((study, client))
     if wait > 0:
@@ -403,6 +369,11 @@ async def export_raw(request: Request, study: str, table: str) -> Response:
     record = await _readable_study(request, study)
     if table not in RAW_EXPORTS:
         raise HTTPException(404, f"no such export; one of {', '.join(RAW_EXPORTS)}.")
+    if table == "reports":
+        fresh = await run_in_threadpool(_service(request).refresh_study, study)
+        if fresh is not None and fresh.purged is not None:
+            raise HTTPException(410, "the raw reports of this study were deleted under the "
+                                     f"retention policy on {fresh.purged}.")
     if await _withheld(request, record):
         raise HTTPException(403, "exports are withheld until at least "
                                  f"{record.min_devices} devices have reported.")

@@ -26,14 +26,22 @@ from .protocol import StudyProtocol, params_from_json
 __all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
 
 CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
-TOKEN_CACHE_SECONDS = 5.0  # longest a revoked token keeps working in another process
+# Longest a token revoked by another process keeps working here: every process reads the
+# revocation log about once a second (check_revocations); should that stop, cached tokens are
+# trusted for this long only.
+TOKEN_CACHE_SECONDS = 5.0
 
-REJECTION_REASONS = ("conflict", "future", "interval", "malformed", "order", "param_id",
-                     "rate_limited", "wrong_device")
+REJECTION_REASONS = ("closed", "conflict", "future", "interval", "malformed", "order",
+                     "param_id", "rate_limited", "wrong_device")
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _log_revocation(conn: Any) -> None:
+    """Note a revocation in the open transaction (other processes drop their cached tokens)."""
+    conn.execute(storage.revocations.insert().values(at=_now()))
 
 
 class StudyRecord:
@@ -46,6 +54,9 @@ class StudyRecord:
         self.min_devices: int = int(row.min_devices)
         self.protocol = StudyProtocol(params=params_from_json(row.params))
         self.param_id: str = row.param_id
+        self.closes_at: str | None = row.closes_at
+        self.closed: str | None = row.closed
+        self.purged: str | None = row.purged
         # the exact integer laws a device of another language samples (docs/protocol.md §1)
         self.bundle: dict[str, Any] = device_bundle(self.protocol.params)
 
@@ -59,7 +70,14 @@ class StudyRecord:
             "epsilon": p.params.epsilon, "max_changes": p.params.max_changes,
             "randomizer": p.params.randomizer,
             "min_devices": self.min_devices, "bundle": self.bundle,
+            "closes_at": self.closes_at, "closed": self.closed, "purged": self.purged,
         }
+
+    def accepting(self, now: datetime) -> bool:
+        """Whether the study takes reports at ``now`` as far as this record knows (the writer
+        decides for good, in its transaction)."""
+        return self.closed is None and (self.closes_at is None
+                                        or now < datetime.fromisoformat(self.closes_at))
 
 
 class Service:
@@ -72,6 +90,8 @@ class Service:
         self._studies: dict[str, StudyRecord] = {}
         self._tokens: dict[str, tuple[Principal, float]] = {}
         self._orders: dict[tuple[str, int], int] = {}
+        self._revocation_mark: int | None = None
+        self._fresh_until = 0.0  # cached tokens hold until then without their own age check
 
     @staticmethod
     def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
@@ -100,8 +120,10 @@ class Service:
         h = hash_token(token)
         t = storage.tokens
         with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
-                                          t.c.revoked.is_(None)).values(revoked=_now()))
+            n = conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
+                                              t.c.revoked.is_(None)).values(revoked=_now()))
+            if n.rowcount:
+                _log_revocation(conn)
         self._forget()
         self.register_token(token, Principal("admin"), label="bootstrap")
 
@@ -114,10 +136,22 @@ class Service:
             return None
         who, seen = got
         now = time.monotonic()
-        if now - seen > TOKEN_CACHE_SECONDS or (who.expires is not None
-                                                and who.expires <= time.time()):
+        if (now > self._fresh_until and now - seen > TOKEN_CACHE_SECONDS) or (
+                who.expires is not None and who.expires <= time.time()):
             return None
         return who
+
+    def check_revocations(self) -> None:
+        """Read the revocation log: drop every cached token when any process revoked one since
+        the last read; cached tokens then hold for TOKEN_CACHE_SECONDS more."""
+        started = time.monotonic()
+        with self.engine.connect() as conn:
+            mark = conn.execute(sa.select(sa.func.max(storage.revocations.c.id))).scalar()
+        mark = int(mark or 0)
+        if mark != self._revocation_mark:
+            self._forget()
+            self._revocation_mark = mark
+        self._fresh_until = started + TOKEN_CACHE_SECONDS
 
     def principal(self, token: str) -> Principal | None:
         """The owner of a valid token (known, not revoked, not expired), or None."""
@@ -154,6 +188,7 @@ class Service:
         with self.engine.begin() as conn:
             conn.execute(t.update().where(t.c.hash.startswith(who.id, autoescape=True),
                                           t.c.revoked.is_(None)).values(revoked=_now()))
+            _log_revocation(conn)
             conn.execute(t.insert().values(hash=h, role=who.role, study=who.study,
                                            device=who.device, created=_now(), expires=expires))
         self._forget()
@@ -168,6 +203,8 @@ class Service:
             cond.append(t.c.role.in_(("analyst", "device")))
         with self.engine.begin() as conn:
             n = conn.execute(t.update().where(*cond).values(revoked=_now())).rowcount
+            if n:
+                _log_revocation(conn)
         self._forget()
         return bool(n)
 
@@ -202,24 +239,31 @@ class Service:
         return secret is not None and hmac.compare_digest(stored, hash_token(secret))
 
     def reported_devices(self, study: str) -> int:
-        """Devices of ``study`` with at least one stored report."""
-        r = storage.reports
+        """Devices of ``study`` with at least one stored report (the count kept when the raw
+        reports were deleted under the retention policy)."""
+        r, s = storage.reports, storage.studies
         with self.engine.connect() as conn:
+            kept = conn.execute(sa.select(s.c.reported_devices).where(s.c.study == study))
+            frozen = kept.scalar()
+            if frozen is not None:
+                return int(frozen)
             return int(conn.execute(sa.select(sa.func.count(sa.distinct(r.c.device)))
                                     .where(r.c.study == study)).scalar() or 0)
 
     # -- studies ----------------------------------------------------------------------------
     def create_study(self, study: str, title: str, protocol: StudyProtocol,
-                     min_devices: int, enrol_secret: str | None = None) -> StudyRecord:
+                     min_devices: int, enrol_secret: str | None = None,
+                     closes_at: str | None = None) -> StudyRecord:
         """Store a study with zeroed running sums (and the hash of its enrolment secret, if
-        any); DataError if the id exists."""
+        any, and its expiry, an ISO timestamp in UTC); DataError if the id exists."""
         p = protocol.params
         row = {"study": study, "title": title, "params": p.to_json(), "param_id": p.param_id,
                "protocol_version": int(p.version), "horizon": protocol.horizon,
                "padded": protocol.padded, "start": str(p.start),
                "period_seconds": protocol.period_seconds, "min_devices": min_devices,
                "created": _now(),
-               "enrol_hash": None if enrol_secret is None else hash_token(enrol_secret)}
+               "enrol_hash": None if enrol_secret is None else hash_token(enrol_secret),
+               "closes_at": closes_at}
         try:
             with self.engine.begin() as conn:
                 conn.execute(storage.studies.insert().values(**row))
@@ -235,7 +279,8 @@ class Service:
         return self.study(study)  # type: ignore[return-value]
 
     def study(self, study: str) -> StudyRecord | None:
-        """A study by id (cached; studies are immutable)."""
+        """A study by id (cached: its parameters never change; its close and retention state
+        may be stale here, and the writer reads them again in its transaction)."""
         found = self._studies.get(study)
         if found is not None:
             return found
@@ -248,6 +293,60 @@ class Service:
         with self._lock:
             self._studies[study] = found
         return found
+
+    def close_study(self, study: str) -> StudyRecord | None:
+        """Close a study (no report is stored after this transaction commits; closing a closed
+        study changes nothing); its fresh record, or None if there is no such study."""
+        s = storage.studies
+        with self.engine.begin() as conn:
+            conn.execute(s.update().where(s.c.study == study, s.c.closed.is_(None))
+                         .values(closed=_now()))
+        return self.refresh_study(study)
+
+    def purge_raw_reports(self, closed_days: float, now: datetime | None = None) -> list[str]:
+        """Delete the raw reports of every study that stopped taking reports (closed, or
+        expired) at least ``closed_days`` days before ``now``; the ids of the studies purged.
+
+        The estimates stay exact: they are computed from the running sums, which are kept, and
+        no report can arrive any more to be counted twice (an open study keeps its raw reports:
+        they are what recognises a retried or conflicting report). The number of devices that
+        reported is kept with the study (for the public minimum); the raw-report export is gone
+        (410), the enrolment export stays.
+        """
+        now = datetime.now(UTC) if now is None else now
+        s, r = storage.studies, storage.reports
+        purged = []
+        with self.engine.begin() as conn:
+            rows = conn.execute(sa.select(s.c.study, s.c.closed, s.c.closes_at)
+                                .where(s.c.purged.is_(None))).all()
+            for study, closed, closes_at in rows:
+                ends = [datetime.fromisoformat(t) for t in (closed, closes_at) if t is not None]
+                if not ends or (now - min(ends)).total_seconds() < closed_days * 86400:
+                    continue
+                n = conn.execute(sa.select(sa.func.count(sa.distinct(r.c.device)))
+                                 .where(r.c.study == study)).scalar() or 0
+                conn.execute(s.update().where(s.c.study == study)
+                             .values(purged=_now(), reported_devices=int(n)))
+                conn.execute(r.delete().where(r.c.study == study))
+                purged.append(study)
+        for study in purged:
+            self.refresh_study(study)
+        return purged
+
+    def takes_reports(self, study: str) -> bool:
+        """Whether a study exists and is neither closed nor expired, read from the database."""
+        s = storage.studies
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(s.c.closed, s.c.closes_at)
+                               .where(s.c.study == study)).first()
+        return row is not None and row.closed is None and (
+            row.closes_at is None or datetime.now(UTC) < datetime.fromisoformat(row.closes_at))
+
+    def refresh_study(self, study: str) -> StudyRecord | None:
+        """A study read again from the database (its close and retention state change)."""
+        with self._lock:
+            self._studies.pop(study, None)
+        return self.study(study)
 
     def cached_study(self, study: str) -> StudyRecord | None:
         """A study already read by this process, without touching the database."""

@@ -12,11 +12,14 @@ PostgreSQL commits are durable under its defaults (``fsync=on``, ``synchronous_c
 Tables
 ------
 ``studies``         one row per study: protocol parameters (JSON), period length, start, minimum
-                    number of enrolled devices before estimates are served.
+                    number of enrolled devices before estimates are served; when it stops
+                    taking reports (expiry, or closed by its manager) and when its raw
+                    reports were deleted under the retention policy.
 ``tokens``          SHA-256 hashes of bearer tokens with their role (admin, manager, analyst,
                     device), study, expiry (Unix time) and revocation time.
 ``audit``           one row per use of an admin, manager or analyst token and per token
                     lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
+``revocations``     one row per token revocation (processes poll it to drop cached tokens).
 ``devices``         enrolled devices of a study with their order.
 ``reports``         one row per (study, device, interval): the single report of that slot.
 ``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
@@ -45,6 +48,7 @@ __all__ = [
     "normalize_url",
     "rejections",
     "reports",
+    "revocations",
     "studies",
     "sums",
     "tokens",
@@ -80,6 +84,10 @@ studies = _study_table("studies", (), (
     ("created", sa.String(40)),
 ))
 studies.append_column(sa.Column("enrol_hash", sa.String(64), nullable=True))
+studies.append_column(sa.Column("closes_at", sa.String(40), nullable=True))  # expiry (ISO, UTC)
+studies.append_column(sa.Column("closed", sa.String(40), nullable=True))  # closed by a manager
+studies.append_column(sa.Column("purged", sa.String(40), nullable=True))  # raw reports deleted
+studies.append_column(sa.Column("reported_devices", sa.BigInteger, nullable=True))  # then
 
 tokens = sa.Table(
     "tokens",
@@ -103,6 +111,15 @@ audit = sa.Table(
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("study", sa.String(64), nullable=True),
     sa.Column("action", sa.String(80), nullable=False),
+)
+
+# One row per revocation (of any token): server processes poll its largest id to drop their
+# cached tokens when another process revoked one.
+revocations = sa.Table(
+    "revocations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.String(40), nullable=False),
 )
 
 devices = _study_table("devices", (("device", sa.BigInteger),),
@@ -152,6 +169,8 @@ def make_engine(db: str, *, pool_size: int = 8) -> Engine:
 
 
 REPORT_COLUMNS = ("study", "device", "interval", "order", "bit")
+_SQLITE_INSERT = ('INSERT INTO reports (study, device, "interval", "order", bit) '
+                  "VALUES (?, ?, ?, ?, ?)")
 
 
 def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]]) -> None:
@@ -160,11 +179,24 @@ def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]])
     The one statement that is not written once for both dialects: on PostgreSQL the rows go
     through ``COPY ... FROM STDIN`` on the same connection and transaction, because psycopg's
     ``executemany`` sends one INSERT per row (about 7x slower for the report batches the writer
-    commits, measured in ``benchmarks/bench_server.py``); SQLite runs the Core ``INSERT`` through
-    ``executemany``, a loop in C. A duplicate slot raises :class:`sqlalchemy.exc.IntegrityError`
+    commits, measured in ``benchmarks/bench_server.py``); on SQLite the DB-API cursor's
+    ``executemany`` binds the row tuples in C; other dialects run the Core ``INSERT``. A
+    duplicate slot raises :class:`sqlalchemy.exc.IntegrityError`
     on both, and the caller's transaction rolls back.
     """
     if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        # the DB-API cursor of the transaction's connection: sqlite3's executemany binds the
+        # tuples in C (SQLAlchemy's executemany builds and compiles a parameter dict per row,
+        # most of the writer's CPU time in bench_server.py)
+        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cur.executemany(_SQLITE_INSERT, rows)
+        except conn.dialect.dbapi.IntegrityError as exc:  # type: ignore[union-attr]
+            raise sa.exc.IntegrityError(_SQLITE_INSERT, None, exc) from exc
+        finally:
+            cur.close()
         return
     if conn.dialect.name != "postgresql":
         conn.execute(reports.insert(), [dict(zip(REPORT_COLUMNS, row, strict=True))

@@ -1,12 +1,17 @@
 """Load generator: many simulated devices against a running collection service.
 
+Usage: python benchmarks/loadgen.py --server URL --study STUDY --devices N [--horizon T]
+       [--concurrency C] [--batch B] [--seed S] [--json]
+
 Every device is a real :class:`~dpfreq.longitudinal.LongitudinalClient` (it draws its order and
 randomizes on the "device") fed a synthetic 0/1 sequence with at most ``k`` changes; the
 devices enrol and upload their reports in batches over HTTP (aiohttp: its client costs a
 fraction of the server's work per request, so one generator process can load a server on the
 same machine), ``concurrency`` at a time, with retries (exponential backoff) on connection
-errors, 429 and 5xx. Used by ``dpfreq longitudinal
-devices``, the crash test and ``benchmarks/bench_server.py``.
+errors, 429 and 5xx. Used from the command line (above), by the crash test and by
+``benchmarks/bench_server.py``. Each request body is encoded before the clock starts (with the
+device id put in when the device has enrolled), so that the generator spends its CPU time on
+HTTP, not on JSON: it shares the machine with the server it measures.
 
 ``shape="order0"`` is a throughput shape for benchmarks: every device enrols with order 0 and
 sends fair-coin bits (the law of an order-0 report whose partial sum is zero), so each device
@@ -15,8 +20,10 @@ has one report per period and batches can hold ``horizon`` reports.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +34,7 @@ import numpy as np
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.longitudinal.simulate import synthetic_changes
-
-from .protocol import client_order, client_report, params_from_json
+from dpfreq.server.protocol import client_order, client_report, params_from_json
 
 __all__ = ["LoadResult", "device_reports", "run_devices"]
 
@@ -84,16 +90,34 @@ def device_reports(params: ProtocolParams, devices: int, horizon: int, *, shape:
     return out
 
 
+_DEVICE = b"\x00device\x00"
+
+
+def _templates(reps: list[dict[str, Any]], batch: int) -> list[tuple[bytes, int]]:
+    """A device's request bodies (at most ``batch`` reports each), with a placeholder for the
+    device id, and how many reports each holds."""
+    out = []
+    for i in range(0, len(reps), batch):
+        chunk = [{"device": 0, **r} for r in reps[i:i + batch]]
+        text = json.dumps({"reports": chunk}, separators=(",", ":")).encode()
+        out.append((text.replace(b'"device":0', b'"device":' + _DEVICE), len(chunk)))
+    return out
+
+
 async def _send(http: aiohttp.ClientSession, method: str, url: str, *, body: Any,
                 token: str | None, retries: int, result: LoadResult,
                 max_backoff: float) -> tuple[int, Any] | None:
     """``(status, JSON body)`` of a request, retried on connection errors, 429 and 5xx."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    kwargs: dict[str, Any] = {"json": body}
+    if isinstance(body, bytes):
+        headers["Content-Type"] = "application/json"
+        kwargs = {"data": body}
     wait = min(0.05, max_backoff)
     for _ in range(retries):
         t0 = time.perf_counter()
         try:
-            async with http.request(method, url, json=body, headers=headers) as resp:
+            async with http.request(method, url, headers=headers, **kwargs) as resp:
                 data = await resp.json(content_type=None)
                 result.requests += 1
                 if resp.status < 500 and resp.status != 429:
@@ -150,14 +174,18 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
             result.enrolled[device] = order
             return device, token
 
-        async def upload(device: int, token: str, reps: list[dict[str, Any]]) -> None:
-            for i in range(0, len(reps), batch):
-                chunk = [{**r, "device": device} for r in reps[i:i + batch]]
+        bodies = [_templates(reps, batch) for _, reps in work]
+
+        async def upload(device: int, token: str, k: int) -> None:
+            ident, reps, at = str(device).encode(), work[k][1], 0
+            for template, n in bodies[k]:
                 got = await send("POST", f"{base}/v1/studies/{study}/reports",
-                                 body={"reports": chunk}, token=token)
+                                 body=template.replace(_DEVICE, ident), token=token)
                 if got is not None and got[0] == 200:
-                    result.acked_reports += len(chunk)
-                    result.acked.extend((device, r["interval"], r["bit"]) for r in chunk)
+                    result.acked_reports += n
+                    result.acked.extend((device, r["interval"], r["bit"])
+                                        for r in reps[at:at + n])
+                at += n
 
         async def pool(jobs: list[Any]) -> None:
             it = iter(jobs)
@@ -168,14 +196,14 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
-        async def whole(order: int, reps: list[dict[str, Any]]) -> None:
-            who = await enrol(order)
+        async def whole(k: int) -> None:
+            who = await enrol(work[k][0])
             if who is not None:
-                await upload(*who, reps)
+                await upload(*who, k)
 
         t0 = time.perf_counter()
         if not enrol_first:
-            await pool([functools.partial(whole, o, r) for o, r in work])
+            await pool([functools.partial(whole, k) for k in range(len(work))])
         else:
             ids: list[tuple[int, str] | None] = [None] * len(work)
 
@@ -185,7 +213,39 @@ async def run_devices(server: str, study: str, *, devices: int, horizon: int | N
             await pool([functools.partial(enrol_into, k) for k in range(len(work))])
             result.enrol_seconds = time.perf_counter() - t0
             t0 = time.perf_counter()
-            await pool([functools.partial(upload, *who, work[k][1])
+            await pool([functools.partial(upload, *who, k)
                         for k, who in enumerate(ids) if who is not None])
         result.seconds = time.perf_counter() - t0
     return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run simulated devices against a server and print what the run did."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", required=True, help="base URL of the service")
+    ap.add_argument("--study", required=True, help="study id (its parameters come from the server)")
+    ap.add_argument("--devices", type=int, required=True, help="number of simulated devices")
+    ap.add_argument("--horizon", type=int, default=None,
+                    help="periods to simulate (default: the study's horizon)")
+    ap.add_argument("--concurrency", type=int, default=50, help="devices uploading at once")
+    ap.add_argument("--batch", type=int, default=64, help="most reports per request")
+    ap.add_argument("--seed", type=int, default=None, help="seed (reproducible load; not private)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    res = asyncio.run(run_devices(args.server, args.study, devices=args.devices,
+                                  horizon=args.horizon, concurrency=args.concurrency,
+                                  batch=args.batch, seed=args.seed))
+    out = {"devices": res.devices, "enrolled": len(res.enrolled), "reports": res.reports,
+           "acknowledged": res.acked_reports, "requests": res.requests,
+           "transport_failures": res.failures, "seconds": round(res.seconds, 3),
+           "reports_per_second": round(res.rate(), 1),
+           "p50_ms": round(res.latency_ms(0.5), 2), "p99_ms": round(res.latency_ms(0.99), 2)}
+    if args.json:
+        print(json.dumps(out))
+        return
+    for key, value in out.items():
+        print(f"{key:>20}  {value}")
+
+
+if __name__ == "__main__":
+    main()
