@@ -45,12 +45,28 @@ def calibrated_plan(build: Mapping[str, Any]) -> Any:
 
 
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-            build: dict[str, Any]) -> list[WindowState]:
+                 build: dict[str, Any]) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
-    attached (the structures hold their group's noise once attached)."""
+    attached (the structures hold their group's noise once attached).
+
+    The band multipliers (:mod:`dpfreq.windows.band`) are computed once per call and shared:
+    every group's structures are copies of one plan, so their node noise laws are the same,
+    and a multiplier is a function of simulated draws only. The first group's simulation
+    stream is derived from its key under the band's own name, independent of the data and of
+    every group's node noise (the first group's nodes are drawn under other names, the other
+    groups' under independent keys), so it is exchangeable with each group's real noise and
+    each group's band holds as if calibrated under its own key. It is reproduced on load (the
+    first group's key is saved first).
+    """
     plan = calibrated_plan(build)
-    return [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
-            for s, key in zip(summaries, keys, strict=True)]
+    states = [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
+              for s, key in zip(summaries, keys, strict=True)]
+    for st in states[1:]:
+        for name, s in st.structures.items():
+            shared = getattr(states[0].structures[name], "_band_c", None)
+            if shared is not None and hasattr(s, "_band_c"):
+                s._band_c = shared
+    return states
 
 
 def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
