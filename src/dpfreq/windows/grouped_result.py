@@ -111,18 +111,25 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
-             n_dropped: int = 0) -> GroupedWindowRelease:
-    """The grouped release of per-group states (``grouped``: the fields of the whole call)."""
-    b = states[0].build_args
+             n_dropped: int = 0, build: Mapping[str, Any] | None = None
+             ) -> GroupedWindowRelease:
+    """The grouped release of per-group states (``grouped``: the fields of the whole call;
+    ``build``: the per-group build arguments, needed when no group was selected)."""
+    b = states[0].build_args if states else build
+    assert b is not None
     extra = {"group_column": grouped["group_column"],
              "max_groups_per_item": grouped["max_groups_per_item"],
              "epsilon_per_group": b["epsilon"], "delta_per_group": b["delta"]}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
+    conf = float(b["confidence"])
+    sim = _simultaneous(states, conf) if states else ErrorStatement(
+        kind="bound", confidence=conf, value=0.0, description=(
+            "No group was released (none passed the private partition selection), so there "
+            "is nothing to bound."))
     return GroupedWindowRelease(
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
-        mechanism_params=dict(grouped["params"]),
-        simultaneous=_simultaneous(states, float(b["confidence"])), seeded=bool(b["seeded"]),
+        mechanism_params=dict(grouped["params"]), simultaneous=sim, seeded=bool(b["seeded"]),
         group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
 
 
@@ -191,6 +198,10 @@ class GroupedWindowRelease(GroupedRelease):
     def save(self, path: str | Path) -> Path:
         """Write every group's release **with its private state** (secret keys, exact
         summaries) to one checksummed artefact. Protect it like the raw data."""
+        if not self.releases:
+            raise DataError(f"path of {type(self).__name__}.save must name a file for a "
+                            "release with at least one group; got a release without groups "
+                            "(none passed the private partition selection).")
         states = [rel._state for rel in self.releases.values()]  # type: ignore[attr-defined]
         offsets = np.cumsum([0] + [st.summaries.slots.size for st in states]).astype(np.int64)
         arrays = {name: np.concatenate([st.summaries.to_arrays()[name] for st in states])
@@ -260,12 +271,19 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
 
 
 def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
-    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item)."""
+    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item; with
+    a selection, ((ε − ε_selection)/m, 0))."""
     m = grouped["max_groups_per_item"] or 1
+    sel = grouped["params"].get("selection") if isinstance(grouped["params"], Mapping) else None
+    sel_eps = sel.get("epsilon") if isinstance(sel, Mapping) else 0.0
+    whole = {"epsilon": grouped["epsilon"], "delta": grouped["delta"]}
+    if sel is not None and isinstance(sel_eps, float) and isinstance(whole["epsilon"], float):
+        whole = {"epsilon": whole["epsilon"] - sel_eps, "delta": 0.0}
     ok = (grouped["unit"] == build["unit"] in ("item", "event")
           and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
-          and all(isinstance(grouped[x], float) and math.isclose(grouped[x] / m, build[x],
-                                                                 rel_tol=1e-12, abs_tol=0.0)
+          and (sel is None or isinstance(sel_eps, float))
+          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m, build[x],
+                                                               rel_tol=1e-12, abs_tol=0.0)
                   for x in ("epsilon", "delta")))
     if not ok:
         raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "
