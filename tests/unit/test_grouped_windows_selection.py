@@ -111,6 +111,8 @@ def test_no_group_selected_and_save_load(tmp_path: Path) -> None:
     assert lone.groups == ()  # p₁ <= 1e-6, as above
     assert acct.spent == pytest.approx((1.0, DELTA))  # the selection itself was spent
     assert "No group was released" in lone.simultaneous.description
+    assert len(lone.to_pandas()) == 0
+    assert list(lone.to_pandas().columns[:2]) == ["g", "window"]
     with pytest.raises(DataError, match=r"^path of GroupedWindowRelease.save must"):
         lone.save(tmp_path / "none.dpfreq")
     rel = release_window_counts(df, group="g", max_groups_per_item=2, delta=DELTA,

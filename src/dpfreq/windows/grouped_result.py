@@ -133,7 +133,7 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
         group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupedWindowRelease(GroupedRelease):
     """Window counts of every public group, spent once (:func:`release_window_counts` with
     ``group=``).
@@ -176,6 +176,9 @@ class GroupedWindowRelease(GroupedRelease):
             tab = pd.DataFrame(rel.table())
             tab.insert(0, self.group_column, name)
             frames.append(tab)
+        if not frames:  # no group passed the selection
+            return pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
+                                                 "end", "estimate", "lower", "upper")})
         return pd.concat(frames, ignore_index=True)
 
     def plot(self, *, max_panels: int = 12) -> Any:
@@ -185,7 +188,7 @@ class GroupedWindowRelease(GroupedRelease):
 
         names = list(self.releases)[:max_panels]
         cols = min(3, max(1, len(names)))
-        rows = -(-len(names) // cols)
+        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was selected
         fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
         for ax, name in zip(axes.flat, names, strict=False):
             self.releases[name].plot(ax=ax)
