@@ -44,6 +44,20 @@ def calibrated_plan(build: Mapping[str, Any]) -> Any:
                      build["singleton"])
 
 
+def _plan_copy(plan: Any) -> Any:
+    """A copy of an unattached plan whose structures a group may attach its key to.
+
+    Each structure is copied shallowly: attaching binds the key, the band cache and the node
+    noise to new attributes of the copy (``attach`` and every ``_draw`` rebind, none mutates a
+    calibration array in place), so the copies share only the public calibration (shapes,
+    laws, layouts and their caches), which is the same for every group; a deep copy of those
+    cost as much as the rest of a group's setup.
+    """
+    return dataclasses.replace(plan, record=copy.deepcopy(plan.record),
+                               structures={name: copy.copy(s)
+                                           for name, s in plan.structures.items()})
+
+
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
                  build: dict[str, Any]) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
@@ -59,7 +73,7 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     first group's key is saved first).
     """
     plan = calibrated_plan(build)
-    states = [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
+    states = [attach_state(s, key=key, build_args=build, plan=_plan_copy(plan))
               for s, key in zip(summaries, keys, strict=True)]
     for st in states[1:]:
         for name, s in st.structures.items():
