@@ -90,11 +90,12 @@ def test_event_level_counts_rows() -> None:
     assert rel.groups == ("a", "b", "c")  # lone: p₁ <= 1e-6, as above
 
 
-def test_memory_and_duckdb_agree() -> None:
+@pytest.mark.parametrize(("unit", "extra"), [("item", {"max_groups_per_item": 2}),
+                                             ("event", {})])
+def test_memory_and_duckdb_agree(unit: str, extra: dict) -> None:
     df = _log()
-    rels = [release_window_counts(df, group="g", max_groups_per_item=2, delta=DELTA,
-                                  unit="item", rng=9, engine=e,
-                                  **{**BASE, "windows": ["cumulative", 3]})
+    rels = [release_window_counts(df, group="g", delta=DELTA, unit=unit, rng=9, engine=e,
+                                  **{**BASE, "windows": ["cumulative", 3]}, **extra)
             for e in ("memory", "duckdb")]
     assert rels[0].groups == rels[1].groups
     for g in rels[0]:
