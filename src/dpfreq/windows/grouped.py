@@ -221,7 +221,10 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     (rows of other groups dropped, each item bounded to ``m`` of its groups in ``S``, a group
     of ``S`` without rows released empty) is ``(ε − ε_s)``-DP by the argument above at
     ``((ε − ε_s)/m, 0)`` per group; by adaptive sequential composition the call is (ε, δ)-DP.
-    Group names come from the selection, never from the data directly.
+    Both steps bound the items with the same secret key: the argument holds for every fixed
+    key (each step's bounding is then a function of each item's own rows, and the two noises
+    are independent), hence for the key drawn at random. Group names come from the selection,
+    never from the data directly.
     """
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
     selection = window_selection(names, par, m, func)
