@@ -90,9 +90,6 @@ CONSISTENCY_MAX_DOMAIN = 1024
 #: solves one T × T system per candidate layout)
 CONSISTENCY_MAX_WEIGHTS = 1 << 18
 
-#: half-width query sets a structure remembers, and the largest set remembered
-_HALF_MEMO, _HALF_MEMO_QUERIES = 64, 4096
-
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
 
@@ -226,8 +223,7 @@ class Structure:
         self._key: bytes | None = None
         self._name: tuple[str | int, ...] = ()
         self._band_c: dict[float, float | None] = {}
-        # half-widths asked before (public: a function of the calibration alone), shared by
-        # the shallow copies of a plan that a grouped release gives its groups
+        # public half-widths asked before (shared by a grouped release's copies of the plan)
         self._half_c: dict[tuple[Any, ...], FloatArray] = {}
 
     # ---------------------------------------------------------------- what a strategy defines
@@ -399,15 +395,14 @@ class Structure:
     def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
         """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query, from the exact law
         of its noise (:mod:`dpfreq.windows.answer_law`); ``exact=False``: the tail bounds alone
-        (never smaller; cheap). Remembered per query set (at most 64 sets of at most 4096
-        queries each)."""
+        (never smaller; cheap). Remembered (64 query sets of at most 4096 queries)."""
         q1, q2 = np.asarray(t1, dtype=np.int64), np.asarray(t2, dtype=np.int64)
         memo = (beta, exact, q1.shape, q2.shape, q1.tobytes(), q2.tobytes())
         hit = self._half_c.get(memo)
         if hit is None:
             hit = (consistent_halfwidth(self, self._prefix_index(q1, q2), beta, exact)
                    if self.consistent else cover_halfwidth(self, self.nodes(q1, q2), beta, exact))
-            if len(self._half_c) < _HALF_MEMO and max(q1.size, q2.size) <= _HALF_MEMO_QUERIES:
+            if len(self._half_c) < 64 and max(q1.size, q2.size) <= 4096:
                 self._half_c[memo] = hit
         return hit.copy()
 
