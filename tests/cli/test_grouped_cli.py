@@ -64,7 +64,7 @@ def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     saved = tmp_path / "grouped.dpfreq"
     table = CliRunner().invoke(cli, [*args, "--unit", "event", "--save", str(saved)])
     assert table.exit_code == 0, table.output
-    assert "the whole ε per group" in table.stdout
+    assert "ε=1 per group (parallel composition)" in table.stdout
     assert sum(line.lstrip().startswith("c_empty ") for line in table.stdout.splitlines()) == 5
     assert GroupedWindowRelease.load(saved)["c0"].epsilon == 1.0
     with pytest.raises(SystemExit) as info:
@@ -73,3 +73,34 @@ def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("dpfreq: error: --max-groups-per-item of dpfreq reach "
                               "must be")
+
+
+def test_grouped_reach_cli_selects_groups_with_delta(tmp_path: Path) -> None:
+    """No --groups: --delta selects the groups (half of ε and all of δ); `plan reach` states
+    the same threshold. A group of one item ('solo') is released with probability
+    p₁ <= δ/m = 5e-7 (the assertion's false-alarm rate); the campaigns' ~400 items each
+    exceed τ = 15 by far (released except with probability < 1e-100)."""
+    log = tmp_path / "events.csv"
+    rows = ["user,campaign,day"] + [f"{u},c{(u * 7 + k) % 3},{1 + (u + k) % 5}"
+                                    for u in range(600) for k in range(3)] + ["9999,solo,2"]
+    log.write_text("\n".join(rows) + "\n")
+    public = ["--horizon", "5", "--epsilon", "4", "--delta", "1e-6", "--unit", "item", "--k",
+              "1", "--windows", "cumulative", "--group", "campaign",
+              "--max-groups-per-item", "2"]
+    out = CliRunner().invoke(cli, ["reach", str(log), "--item", "user", "--time", "day",
+                                   "--seed", "1", *public, "--json", "-"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert list(doc["groups"]) == ["c0", "c1", "c2"]
+    assert (doc["epsilon"], doc["delta"]) == (4.0, 1e-6)
+    sel = doc["mechanism_params"]["selection"]
+    assert sel["single_item_release_probability"] <= 1e-6 / 2
+    assert doc["groups"]["c1"]["epsilon"] == 1.0
+    assert doc["groups"]["c1"]["delta"] == 0.0
+    table = CliRunner().invoke(cli, ["reach", str(log), "--item", "user", "--time", "day",
+                                     "--seed", "1", *public])
+    assert table.exit_code == 0, table.output
+    assert f"3 groups selected privately (threshold τ={sel['threshold']} items" in table.stdout
+    plan = CliRunner().invoke(cli, ["plan", "reach", *public])
+    assert plan.exit_code == 0, plan.output
+    assert f"reaches τ={sel['threshold']}" in plan.stdout

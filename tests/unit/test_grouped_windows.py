@@ -217,3 +217,36 @@ def test_delta_split_over_groups() -> None:
     assert rel.delta == 1e-6
     assert rel["a"].delta == pytest.approx(5e-7)
     assert rel["a"].epsilon == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("unit", "extra", "windows"), [
+    ("item", {"max_groups_per_item": 2}, ["cumulative", 3, "total"]),
+    ("item", {"max_groups_per_item": 2}, ["all"]),
+    ("event", {}, ["cumulative", 3, "all"]),
+])
+def test_each_group_equals_its_own_release_under_its_key(unit: str, extra: dict,
+                                                        windows: list) -> None:
+    """The groups share one calibrated plan (shallow copies) and one band cache, but every
+    group's noise is its own: each group answers exactly as a release built alone from its
+    summaries and its key (fresh plan, deep state), and no two groups share noise objects."""
+    from dpfreq.windows.answers import build_state
+    from dpfreq.windows.result import WindowCountsRelease
+
+    rel = release_window_counts(_log(), group="g", groups=["a", "b", "c"], unit=unit, rng=6,
+                                **{**BASE, "windows": windows}, **extra)
+    t1, t2 = np.array([1, 2, 5, 3]), np.array([10, 9, 5, 3])
+    for name in rel:
+        st = rel[name]._state
+        alone = WindowCountsRelease.from_state(build_state(st.summaries, key=st.key,
+                                                           build_args=st.build_args))
+        for fam, per_k in alone.value.items():
+            assert np.array_equal(per_k[1], rel[name].value[fam][1])
+        if "all" in windows:
+            got, want = rel[name].window(t1, t2, 1), alone.window(t1, t2, 1)
+            assert np.array_equal(got.estimate, want.estimate)
+            assert np.array_equal(got.lower, want.lower)
+    structs = [rel[g]._state.structures for g in rel]
+    for label in structs[0]:
+        impls = [vars(s[label]).get("_impl") for s in structs]
+        assert len({id(x) for x in impls}) == len(impls)
+        assert all(s[label]._band_c is structs[0][label]._band_c for s in structs)

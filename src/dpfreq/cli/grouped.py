@@ -131,9 +131,16 @@ def _budget_line(rel: Any) -> str:
     m = params["max_groups_per_item"]
     split = (f"each item keeps at most m={m} of them; epsilon={rel.epsilon:g} spent once, "
              f"ε/m={params['epsilon_per_group']:g} per group" if m is not None else
-             f"one event is in one group; epsilon={rel.epsilon:g} spent once, the whole ε per "
-             "group (parallel composition)")
-    return f"# grouped by {params['group_column']!r}: {len(rel)} public groups, {split}"
+             f"one event is in one group; epsilon={rel.epsilon:g} spent once, "
+             f"ε={params['epsilon_per_group']:g} per group (parallel composition)")
+    sel = params.get("selection")
+    what = "item" if m is not None else "row"
+    which = (f"{len(rel)} public groups" if sel is None else
+             f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} {what}s, "
+             f"ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is released "
+             f"with probability {sel['single_item_release_probability']:.3g}; the groups at "
+             "δ = 0)")
+    return f"# grouped by {params['group_column']!r}: {which}, {split}"
 
 
 def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
@@ -147,6 +154,12 @@ def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
         click.echo(f"wrote {save_path} (SECRET: contains every group's noise key and exact "
                    "summaries of the log)", err=True)
     if json_out == "-":  # with --json - the output is the JSON alone
+        return
+    if not rel.groups:
+        click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
+                   f"delta={rel.delta:g}, mechanism={rel.mechanism}")
+        click.echo(_budget_line(rel))
+        click.echo(f"# {rel.simultaneous.description}")
         return
     first = rel[rel.groups[0]]
     conf = first.error.confidence or 0.95

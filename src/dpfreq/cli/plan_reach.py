@@ -45,7 +45,8 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
     click.echo(f"# plan: reach over T={one.horizon} periods, epsilon={plan.epsilon:g}, "
                f"delta={plan.delta:g}, unit {one.unit}; {one.accounting}")
     if one is not plan:
-        click.echo(f"# grouped by {group!r}: " + plan.lines()[0])
+        head = plan.lines()[:2 if plan.selection is not None else 1]
+        click.echo(f"# grouped by {group!r}: " + "\n# ".join(head))
     for line in one.lines():
         click.echo(line)
     targets: dict[str, float | None] = {}

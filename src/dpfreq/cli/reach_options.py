@@ -77,7 +77,10 @@ def reach_parameters(f: Any) -> Any:
                      help="Total privacy budget ε of the release (no default)."),
         click.option("--delta", type=float, default=0.0, show_default=True,
                      help="δ > 0: (ε, δ)-DP via advanced composition or zCDP (discrete "
-                          "Gaussian), whichever predicts less error."),
+                          "Gaussian), whichever predicts less error. With --group and "
+                          "without --groups: δ in (0, 1e-3] of the private partition "
+                          "selection of the data's groups (all of δ and half of ε select; "
+                          "the groups are released at δ = 0)."),
         click.option("--unit", type=click.Choice(["event", "item", "item_replace"]),
                      required=True,
                      help="Unit of privacy: event (one event), item (one item with all its "

@@ -9,7 +9,7 @@ with its own secret sub-key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,13 @@ from dpfreq._validate import message
 from dpfreq.budget import check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.checks import check_grouping
+from dpfreq.grouped.checks import check_bound, check_grouping
+from dpfreq.grouped.selection import (
+    SELECTION_SHARE,
+    SelectionPlan,
+    plan_selection,
+    select_groups,
+)
 from dpfreq.rng import derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error
 from dpfreq.windows.grouped_result import (
@@ -32,17 +38,19 @@ from dpfreq.windows.params import WindowParams
 from dpfreq.windows.plan import RELATIONS
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
-__all__ = ["GroupedWindowCountsPlan", "check_window_grouping", "release_grouped_window_counts"]
+__all__ = ["GroupedWindowCountsPlan", "check_window_grouping", "group_budget",
+           "plan_grouped_window_counts", "release_grouped_window_counts", "window_selection"]
 
 
 def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
-                          func: str) -> tuple[str, tuple[str, ...], int | None]:
-    """``(group column, public groups, m or None)``.
+                          func: str) -> tuple[str, tuple[str, ...] | None, int | None]:
+    """``(group column, public groups or None, m or None)``.
 
     ``unit="item"``: ``m`` is required (an item may touch several groups). ``unit="event"``:
     one event is in one group, so the groups are disjoint in the unit and ``m`` is refused
     (it would bound nothing the guarantee needs; refusing says so instead of ignoring it).
     ``"item_replace"`` is refused: a replacement may move an item between groups.
+    ``groups=None``: the groups are selected privately (:func:`window_selection`).
     """
     if group is None:
         raise ParameterError(message("group", func, "the group column when "
@@ -53,12 +61,41 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
                 "max_groups_per_item", func, "None at unit='event' (one event is in one "
                 "group: every group gets the whole epsilon, parallel composition)",
                 max_groups_per_item))
-        g, names, _ = check_grouping(group, groups, 1, "item", func)
-        return g, names, None
-    if unit != "item":
+        g, _ = check_bound(group, 1, "item", func)
+        m = None
+    elif unit != "item":
         raise ParameterError(message("unit", func, "'item' or 'event' for a grouped release "
                                      "(a replacement may move an item between groups)", unit))
-    return check_grouping(group, groups, max_groups_per_item, unit, func)
+    else:
+        g, m = check_bound(group, max_groups_per_item, unit, func)
+    names = None if groups is None else check_grouping(g, groups, 1, "item", func)[1]
+    return g, names, m
+
+
+def window_selection(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
+                     func: str) -> SelectionPlan | None:
+    """The partition selection of a grouped window call without a public list (None with one).
+
+    It spends :data:`~dpfreq.grouped.selection.SELECTION_SHARE` of ε and **all** of δ (δ must
+    be in (0, 1e-3]); the groups' window releases then share the rest of ε at δ = 0 (pure
+    accounting), so the call's total is exactly the (ε, δ) asked for.
+    """
+    if names is not None:
+        return None
+    if par.delta == 0.0:
+        raise ParameterError(message("groups", func, "a public list of group names, or give "
+                                     "delta= > 0 for private partition selection of the groups "
+                                     "in the data", None))
+    return plan_selection(par.epsilon * float(SELECTION_SHARE), par.delta, m or 1, func)
+
+
+def group_budget(par: WindowParams, m: int | None,
+                 selection: SelectionPlan | None) -> tuple[float, float]:
+    """``(ε, δ)`` of each group's window release: ``(ε/m, δ/m)`` with a public list (the whole
+    budget at ``unit="event"``), ``((ε − ε_selection)/m, 0)`` with selection."""
+    if selection is None:
+        return par.epsilon / (m or 1), par.delta / (m or 1)
+    return (par.epsilon - selection.epsilon) / (m or 1), 0.0
 
 
 def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
@@ -82,19 +119,21 @@ def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
 
 
 def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: int | None,
-                    engine: str) -> dict[str, Any]:
+                    engine: str, selection: SelectionPlan | None) -> dict[str, Any]:
     """What the whole call states (saved with the release)."""
-    split = (f"ε/m = {par.epsilon / m:.6g} per group (basic composition over the at most m "
+    eps_g, delta_g = group_budget(par, m, selection)
+    split = (f"ε/m = {eps_g:.6g} per group (basic composition over the at most m "
              "groups an item touches; parallel composition over the others)" if m is not None
-             else "the whole ε per group (an event is in one group: parallel composition)")
-    params = {
+             else f"ε = {eps_g:.6g} per group (an event is in one group: parallel composition)")
+    params: dict[str, Any] = {
         "engine": engine, "group_column": group, "max_groups_per_item": m,
-        "epsilon_per_group": par.epsilon / (m or 1), "delta_per_group": par.delta / (m or 1),
+        "epsilon_per_group": eps_g, "delta_per_group": delta_g,
         "unit_of_privacy": ("one item with all its rows in every group" if m is not None
                             else "one event (one row, in one group)"),
         "relation": RELATIONS[par.unit] + (" (in all its groups)" if m is not None else ""),
-        "bounding": (f"each item keeps at most {m} of the listed groups, chosen uniformly by a "
-                     "keyed MD5 rank of (key, item, group)" if m is not None
+        "bounding": (f"each item keeps at most {m} of the "
+                     f"{'listed' if selection is None else 'selected'} groups, chosen "
+                     "uniformly by a keyed MD5 rank of (key, item, group)" if m is not None
                      else "none needed (an event is in one group)"),
         "groups": "public list (rows of other groups dropped; the range check applies to the "
                   "rows of listed groups)",
@@ -102,9 +141,59 @@ def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: in
         "noise": "per group: the structures of one plan (public parameters), each group's node "
                  "noise under its own secret sub-key",
         "simultaneous": "Bonferroni over groups and released curves"}
+    if selection is not None:
+        what = "items (after each item kept at most m groups)" if m is not None else "rows"
+        params["groups"] = (f"private partition selection of the data's groups (thresholded "
+                            f"exact discrete Laplace on each group's number of {what}; see "
+                            "'selection'); rows of other groups dropped, the range check "
+                            "applies to the rows of selected groups")
+        params["selection"] = selection.to_dict()
+        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups with all "
+                           f"of δ = {selection.delta:g}; the rest, "
+                           f"{par.epsilon - selection.epsilon:.6g}, releases them at δ = 0: "
+                           + split)
     return {"epsilon": par.epsilon, "delta": par.delta, "unit": par.unit,
             "group_column": group, "max_groups_per_item": m, "groups": list(names),
             "params": params}
+
+
+def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: bytes,
+            selection: SelectionPlan, generator: Any) -> tuple[str, ...]:
+    """The groups of the data that pass the selection: counted by the engine in one query
+    (distinct items per group after each item kept at most ``m`` of its groups; rows per group
+    at ``unit="event"``, ``m = None``), thresholded by :func:`select_groups`."""
+    gp = eng.grouped_count_of_counts(src, item=item, group=group, groups=None,
+                                     max_groups_per_item=m, hash_key=hash_key, max_count=None)
+    weights = gp.prevalences if m is not None else gp.prevalences * gp.counts
+    sizes = np.bincount(gp.group_index, weights=weights,
+                        minlength=len(gp.groups)).astype(np.int64)
+    present = sizes >= 1
+    return select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
+                         sizes[present], selection, generator)
+
+
+def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
+               m: int | None, hash_key: bytes, par: WindowParams, out_of_range: str,
+               func: str) -> tuple[list[WindowSummaries], int]:
+    """Every listed group's window summaries in one engine pass, checked."""
+    if not names:
+        return [], 0
+    axis = par.axis
+    specs = summary_specs(par.windows, par.k_values)
+    red = eng.grouped_reduce_items(src, item=item, time=time, group=group, groups=names,
+                                   max_groups_per_item=m, hash_key=hash_key,
+                                   buckets=axis.buckets(),
+                                   reducer=WindowReducer(axis.horizon, specs),
+                                   drop_out_of_range=out_of_range == "drop")
+    if red.n_out_of_range and out_of_range == "error":
+        raise range_error(axis.horizon)
+    summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
+                 for g in range(len(names))]
+    if par.singleton and not all(s.singleton for s in summaries):
+        raise DataError(message("singleton", func, "True only for logs with at most one event "
+                                "per period in each group", "a group with several events in "
+                                "one period"))
+    return summaries, int(red.n_out_of_range)
 
 
 def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,
@@ -124,44 +213,48 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     composition over the others) the whole call is (ε, δ)-DP. ``unit="event"``: neighbours add
     or remove one row, which lies in one group; every group's release is at (ε, δ) and the call
     is (ε, δ)-DP by parallel composition. Group names come from the public list only.
+
+    Without a public list (``groups=None``, ``δ > 0``): the data's groups are chosen by
+    :func:`~dpfreq.grouped.selection.select_groups` with ``ε_s = ε/2`` and all of δ on each
+    group's number of items after the bounding (rows at ``"event"``, ``m = 1``), which is
+    ``(ε_s, δ)``-DP. For every fixed set ``S`` of selected names, releasing the groups of ``S``
+    (rows of other groups dropped, each item bounded to ``m`` of its groups in ``S``, a group
+    of ``S`` without rows released empty) is ``(ε − ε_s)``-DP by the argument above at
+    ``((ε − ε_s)/m, 0)`` per group; by adaptive sequential composition the call is (ε, δ)-DP.
+    Both steps bound the items with the same secret key: the argument holds for every fixed
+    key (each step's bounding is then a function of each item's own rows, and the two noises
+    are independent), hence for the key drawn at random. Group names come from the selection,
+    never from the data directly.
     """
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    selection = window_selection(names, par, m, func)
     acct = check_accountant(accountant, func)
-    eps_g, delta_g = par.epsilon / (m or 1), par.delta / (m or 1)
-    axis, fams, ks = par.axis, par.windows, par.k_values
+    eps_g, delta_g = group_budget(par, m, selection)
     resolved = resolve_rng(rng, func)
     master = resolved.generator.bytes(32)
-    keys = [derive_key(master, "windows-group", name) for name in names]
-    build = {"epsilon": eps_g, "delta": delta_g, "k_values": list(ks), "unit": par.unit,
-             "windows": list(fams), "strategy": par.strategy, "singleton": par.singleton,
-             "horizon": axis.horizon, "axis": axis.public(), "seeded": resolved.seeded,
-             "n_dropped": 0, "source_kind": "", "confidence": par.confidence}
+    build = {"epsilon": eps_g, "delta": delta_g, "k_values": list(par.k_values),
+             "unit": par.unit, "windows": list(par.windows), "strategy": par.strategy,
+             "singleton": par.singleton, "horizon": par.axis.horizon, "axis": par.axis.public(),
+             "seeded": resolved.seeded, "n_dropped": 0, "source_kind": "",
+             "confidence": par.confidence}
     calibrated_plan(build)  # calibrates (or refuses) before any data is read
     if acct is not None:
         acct.check(par.epsilon, par.delta)
-    specs = summary_specs(fams, ks)
-    src, item, time = _grouped_source(source, item, time, group, axis, func)
+    src, item, time = _grouped_source(source, item, time, group, par.axis, func)
     eng = get_engine(engine, src)
-    red = eng.grouped_reduce_items(src, item=item, time=time, group=group, groups=names,
-                                   max_groups_per_item=m,
-                                   hash_key=derive_key(master, "group-bounding"),
-                                   buckets=axis.buckets(),
-                                   reducer=WindowReducer(axis.horizon, specs),
-                                   drop_out_of_range=out_of_range == "drop")
-    if red.n_out_of_range and out_of_range == "error":
-        raise range_error(axis.horizon)
-    summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
-                 for g in range(len(names))]
-    if par.singleton and not all(s.singleton for s in summaries):
-        raise DataError(message("singleton", func, "True only for logs with at most one event "
-                                "per period in each group", "a group with several events in "
-                                "one period"))
+    hash_key = derive_key(master, "group-bounding")
+    if selection is not None:
+        names = _select(eng, src, item, group, m, hash_key, selection, resolved.generator)
+    assert names is not None
+    summaries, n_dropped = _summaries(eng, src, item, time, group, names, m, hash_key, par,
+                                      out_of_range, func)
     if acct is not None:
         acct.spend(par.epsilon, par.delta, label=func, unit=par.unit, source=eng.name)
     build["source_kind"] = eng.name
+    keys = [derive_key(master, "windows-group", name) for name in names]
     return assemble(group_states(summaries, keys, build), names,
-                    _grouped_fields(par, group, names, m, eng.name),
-                    n_dropped=red.n_out_of_range)
+                    _grouped_fields(par, group, names, m, eng.name, selection),
+                    n_dropped=n_dropped, build=build)
 
 
 @dataclass(frozen=True)
@@ -177,8 +270,11 @@ class GroupedWindowCountsPlan:
         The budget of the whole grouped call.
     max_groups_per_item : int or None
         ``m`` (None at ``unit="event"``: the whole budget per group).
-    n_groups : int
-        Number of public groups.
+    n_groups : int or None
+        Number of public groups (None when the groups are selected privately).
+    selection : SelectionPlan or None
+        Without a public list: the selection's threshold ``τ`` and release probabilities
+        (half of ε and all of δ; the groups are then released at δ = 0).
 
     Examples
     --------
@@ -188,30 +284,63 @@ class GroupedWindowCountsPlan:
     ...                           max_groups_per_item=4)
     >>> plan.per_group.epsilon, plan.n_groups
     (0.25, 2)
+    >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
+    ...                          k_values=[1], windows=["total"], group="campaign",
+    ...                          max_groups_per_item=4)
+    >>> sel.per_group.epsilon, sel.per_group.delta, sel.selection.threshold
+    (0.125, 0.0, 118)
     """
 
     per_group: Any
     epsilon: float
     delta: float
     max_groups_per_item: int | None
-    n_groups: int
+    n_groups: int | None
+    selection: SelectionPlan | None = None
 
     def epsilon_for(self, target_halfwidth: float, **kwargs: Any) -> float:
         """The smallest total ε giving each group ``target_halfwidth``
-        (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``)."""
+        (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``; divided by the share
+        left to the release when the groups are selected)."""
+        share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
         return float(self.per_group.epsilon_for(target_halfwidth, **kwargs)
-                     * (self.max_groups_per_item or 1))
+                     * (self.max_groups_per_item or 1) / share)
 
     def lines(self) -> list[str]:
         """The per-group plan's lines, led by how the budget is split."""
         m = self.max_groups_per_item
-        head = (f"{self.n_groups} groups, epsilon={self.epsilon:g} spent once: "
+        which = (f"{self.n_groups} groups" if self.selection is None else
+                 "groups selected privately")
+        head = (f"{which}, epsilon={self.epsilon:g} spent once: "
                 + (f"ε/m = {self.per_group.epsilon:g} per group (m={m})" if m is not None
-                   else "the whole ε per group (unit event)"))
-        return [head, *self.per_group.lines()]
+                   else f"ε = {self.per_group.epsilon:g} per group (unit event)"))
+        if self.selection is None:
+            return [head, *self.per_group.lines()]
+        sel = self.selection
+        what = "items" if m is not None else "rows"
+        return [head, f"selection: ε={sel.epsilon:g} and all of δ={sel.delta:g}; a group is "
+                f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
+                f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
+                f"time; a group of one is released with probability "
+                f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the whole call's budget and the per-group plan."""
+        """JSON-ready: the whole call's budget, the selection and the per-group plan."""
         return {"epsilon": self.epsilon, "delta": self.delta,
                 "max_groups_per_item": self.max_groups_per_item, "n_groups": self.n_groups,
+                "selection": None if self.selection is None else self.selection.to_dict(),
                 "per_group": self.per_group.to_dict()}
+
+
+def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
+                               max_groups_per_item: Any, func: str,
+                               plan_one: Callable[[float, float], Any]
+                               ) -> GroupedWindowCountsPlan:
+    """The grouped plan: ``plan_one(ε, δ)`` plans one group at its share of the budget."""
+    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    selection = window_selection(names, par, m, func)
+    per = plan_one(*group_budget(par, m, selection))
+    return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
+                                   max_groups_per_item=m,
+                                   n_groups=None if names is None else len(names),
+                                   selection=selection)

@@ -44,13 +44,43 @@ def calibrated_plan(build: Mapping[str, Any]) -> Any:
                      build["singleton"])
 
 
+def _plan_copy(plan: Any) -> Any:
+    """A copy of an unattached plan whose structures a group may attach its key to.
+
+    Each structure is copied shallowly: attaching binds the key, the band cache and the node
+    noise to new attributes of the copy (``attach`` and every ``_draw`` rebind, none mutates a
+    calibration array in place), so the copies share only the public calibration (shapes,
+    laws, layouts and their caches), which is the same for every group; a deep copy of those
+    cost as much as the rest of a group's setup.
+    """
+    return dataclasses.replace(plan, record=copy.deepcopy(plan.record),
+                               structures={name: copy.copy(s)
+                                           for name, s in plan.structures.items()})
+
+
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-            build: dict[str, Any]) -> list[WindowState]:
+                 build: dict[str, Any]) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
-    attached (the structures hold their group's noise once attached)."""
+    attached (the structures hold their group's noise once attached).
+
+    The band multipliers (:mod:`dpfreq.windows.band`) are computed once per call and shared:
+    every group's structures are copies of one plan, so their node noise laws are the same,
+    and a multiplier is a function of simulated draws only. The first group's simulation
+    stream is derived from its key under the band's own name, independent of the data and of
+    every group's node noise (the first group's nodes are drawn under other names, the other
+    groups' under independent keys), so it is exchangeable with each group's real noise and
+    each group's band holds as if calibrated under its own key. It is reproduced on load (the
+    first group's key is saved first).
+    """
     plan = calibrated_plan(build)
-    return [attach_state(s, key=key, build_args=build, plan=copy.deepcopy(plan))
-            for s, key in zip(summaries, keys, strict=True)]
+    states = [attach_state(s, key=key, build_args=build, plan=_plan_copy(plan))
+              for s, key in zip(summaries, keys, strict=True)]
+    for st in states[1:]:
+        for name, s in st.structures.items():
+            shared = getattr(states[0].structures[name], "_band_c", None)
+            if shared is not None and hasattr(s, "_band_c"):
+                s._band_c = shared
+    return states
 
 
 def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
@@ -95,22 +125,29 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
-             n_dropped: int = 0) -> GroupedWindowRelease:
-    """The grouped release of per-group states (``grouped``: the fields of the whole call)."""
-    b = states[0].build_args
+             n_dropped: int = 0, build: Mapping[str, Any] | None = None
+             ) -> GroupedWindowRelease:
+    """The grouped release of per-group states (``grouped``: the fields of the whole call;
+    ``build``: the per-group build arguments, needed when no group was selected)."""
+    b = states[0].build_args if states else build
+    assert b is not None
     extra = {"group_column": grouped["group_column"],
              "max_groups_per_item": grouped["max_groups_per_item"],
              "epsilon_per_group": b["epsilon"], "delta_per_group": b["delta"]}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
+    conf = float(b["confidence"])
+    sim = _simultaneous(states, conf) if states else ErrorStatement(
+        kind="bound", confidence=conf, value=0.0, description=(
+            "No group was released (none passed the private partition selection), so there "
+            "is nothing to bound."))
     return GroupedWindowRelease(
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
-        mechanism_params=dict(grouped["params"]),
-        simultaneous=_simultaneous(states, float(b["confidence"])), seeded=bool(b["seeded"]),
+        mechanism_params=dict(grouped["params"]), simultaneous=sim, seeded=bool(b["seeded"]),
         group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupedWindowRelease(GroupedRelease):
     """Window counts of every public group, spent once (:func:`release_window_counts` with
     ``group=``).
@@ -153,6 +190,9 @@ class GroupedWindowRelease(GroupedRelease):
             tab = pd.DataFrame(rel.table())
             tab.insert(0, self.group_column, name)
             frames.append(tab)
+        if not frames:  # no group passed the selection
+            return pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
+                                                 "end", "estimate", "lower", "upper")})
         return pd.concat(frames, ignore_index=True)
 
     def plot(self, *, max_panels: int = 12) -> Any:
@@ -162,7 +202,7 @@ class GroupedWindowRelease(GroupedRelease):
 
         names = list(self.releases)[:max_panels]
         cols = min(3, max(1, len(names)))
-        rows = -(-len(names) // cols)
+        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was selected
         fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
         for ax, name in zip(axes.flat, names, strict=False):
             self.releases[name].plot(ax=ax)
@@ -175,6 +215,10 @@ class GroupedWindowRelease(GroupedRelease):
     def save(self, path: str | Path) -> Path:
         """Write every group's release **with its private state** (secret keys, exact
         summaries) to one checksummed artefact. Protect it like the raw data."""
+        if not self.releases:
+            raise DataError(f"path of {type(self).__name__}.save must name a file for a "
+                            "release with at least one group; got a release without groups "
+                            "(none passed the private partition selection).")
         states = [rel._state for rel in self.releases.values()]  # type: ignore[attr-defined]
         offsets = np.cumsum([0] + [st.summaries.slots.size for st in states]).astype(np.int64)
         arrays = {name: np.concatenate([st.summaries.to_arrays()[name] for st in states])
@@ -244,12 +288,19 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
 
 
 def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
-    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item)."""
+    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item; with
+    a selection, ((ε − ε_selection)/m, 0))."""
     m = grouped["max_groups_per_item"] or 1
+    sel = grouped["params"].get("selection") if isinstance(grouped["params"], Mapping) else None
+    sel_eps = sel.get("epsilon") if isinstance(sel, Mapping) else 0.0
+    whole = {"epsilon": grouped["epsilon"], "delta": grouped["delta"]}
+    if sel is not None and isinstance(sel_eps, float) and isinstance(whole["epsilon"], float):
+        whole = {"epsilon": whole["epsilon"] - sel_eps, "delta": 0.0}
     ok = (grouped["unit"] == build["unit"] in ("item", "event")
           and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
-          and all(isinstance(grouped[x], float) and math.isclose(grouped[x] / m, build[x],
-                                                                 rel_tol=1e-12, abs_tol=0.0)
+          and (sel is None or isinstance(sel_eps, float))
+          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m, build[x],
+                                                               rel_tol=1e-12, abs_tol=0.0)
                   for x in ("epsilon", "delta")))
     if not ok:
         raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "

@@ -427,16 +427,14 @@ confidence
                               windows=windows, strategy=strategy, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:
-        from dpfreq.windows.grouped import GroupedWindowCountsPlan, check_window_grouping
+        from dpfreq.windows.grouped import plan_grouped_window_counts
 
-        _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, _FUNC)
-        per = plan_window_counts(horizon=horizon, start=start, end=end, period=period,
-                                 epsilon=par.epsilon / (m or 1), delta=par.delta / (m or 1),
-                                 unit=unit, k_values=k_values, windows=windows,
-                                 strategy=strategy, singleton=singleton, confidence=confidence,
-                                 scale=scale)
-        return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
-                                       max_groups_per_item=m, n_groups=len(names))
+        return plan_grouped_window_counts(
+            par, group, groups, max_groups_per_item, _FUNC,
+            lambda eps, dlt: plan_window_counts(
+                horizon=horizon, start=start, end=end, period=period, epsilon=eps, delta=dlt,
+                unit=unit, k_values=k_values, windows=windows, strategy=strategy,
+                singleton=singleton, confidence=confidence, scale=scale))
     eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
     inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.strategy, singleton,
                   par.confidence)
