@@ -22,6 +22,13 @@ cover size, not per answer):
    rounding of the transforms.
 4. The half-width is the smallest integer ``b`` with that lower bound ``>= 1 − β``; it is never
    larger than the Chernoff / sub-Gaussian bound (the smaller of the two valid values is used).
+
+For discrete Laplace with small ``γ`` the folded law has only a few Fourier coefficients that
+are not negligible (``φ(θ)^m`` falls fast away from ``θ = 0``), so the mass of ``[−b, b]`` is a
+short sum against the Dirichlet kernel (:func:`_dirichlet_quantiles`, the omitted terms bounded
+by ``TRUNC``): ``b`` is found by bisection for every cover size of a batch at once instead of
+one transform of ``n >= 2R + 1`` points per size. ``log φ`` is computed in the form without
+cancellation (:func:`_log_phi`).
 """
 
 from __future__ import annotations
