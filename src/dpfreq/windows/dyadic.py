@@ -130,8 +130,9 @@ def level_pair_nodes(x1: IntArray, y1: IntArray, domain: int
                 mark = np.zeros(wx * wy, dtype=np.bool_)
                 mark[cell] = True
                 first = np.flatnonzero(mark)
-                rank = np.cumsum(mark) - 1
-                at = rank[cell] + n_ids
+                slot = np.empty(wx * wy, dtype=np.int64)
+                slot[first] = np.arange(n_ids, n_ids + first.size, dtype=np.int64)
+                at = slot[cell]
                 node = (first // wy + wx) * (2 * domain) + first % wy + wy
             else:
                 at = np.arange(n_ids, n_ids + sel.size, dtype=np.int64)
