@@ -89,3 +89,17 @@ def test_batched_chernoff_radii_equal_the_scalar_ones() -> None:
             batch = nl._chernoff_radius(ms, gamma, beta)
             alone = [nl._chernoff_radius(int(m), gamma, beta) for m in ms]
             assert batch.tolist() == alone
+
+
+@pytest.mark.parametrize("m", [22, 128, 390])
+def test_deep_quantile_is_not_certified_below_the_tail_bound(m: int) -> None:
+    """At β below the exact law's slack only the Chernoff bound certifies; the folded law's mass
+    outside it is at most β (a law with mass above 1 once certified far less here)."""
+    gamma, beta = Fraction(1, 1156), 2.328e-11
+    nl._QUANTILES.clear()
+    b = int(nl.sum_quantile([m], beta, gamma=gamma)[0])
+    assert b == nl.tail_radius(m, beta, gamma=gamma)
+    r = int(nl.tail_radius(m, nl.TAIL, gamma=gamma))
+    n, law = nl._circular_power(m, r, gamma, None)
+    inside = law[0] + law[1:b + 1].sum() + law[n - b:].sum()
+    assert 1.0 - inside <= beta
