@@ -22,6 +22,13 @@ cover size, not per answer):
    rounding of the transforms.
 4. The half-width is the smallest integer ``b`` with that lower bound ``>= 1 − β``; it is never
    larger than the Chernoff / sub-Gaussian bound (the smaller of the two valid values is used).
+
+For discrete Laplace with small ``γ`` the folded law has only a few Fourier coefficients that
+are not negligible (``φ(θ)^m`` falls fast away from ``θ = 0``), so the mass of ``[−b, b]`` is a
+short sum against the Dirichlet kernel (:func:`_dirichlet_quantiles`, the omitted terms bounded
+by ``TRUNC``): ``b`` is found by bisection for every cover size of a batch at once instead of
+one transform of ``n >= 2R + 1`` points per size. ``log φ`` is computed in the form without
+cancellation (:func:`_log_phi`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,19 +60,35 @@ WEIGHT_DECIMALS = 12
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used
 MAX_RADIUS = 1 << 21
 
+#: bound on the Fourier terms left out of a sum in :func:`_dirichlet_quantiles`
+TRUNC = 1e-17
 
-def _chernoff_radius(m: int, gamma: float, beta: float) -> float:
-    """``x`` with ``Pr[|S_m| > x] <= β`` for ``S_m`` a sum of ``m`` i.i.d. ``DLap(γ)``.
 
-    ``Pr[|S| > x] <= 2 e^{−λx} M(λ)^m`` for every ``0 < λ < γ``, with the moment generating
-    function ``M(λ) = (1−α)²/((1−αe^λ)(1−αe^{−λ}))``, ``α = e^{−γ}``; the smallest over a grid.
-    """
+@functools.lru_cache(maxsize=64)
+def _chernoff_grid(gamma: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(λ, log M(λ))`` on the grid of :func:`_chernoff_radius` (shared by every ``m``)."""
     alpha = math.exp(-gamma)
     lam = gamma * np.concatenate((np.geomspace(1e-6, 0.5, 2000),
                                   1 - np.geomspace(0.5, 1e-7, 2000)))
     # α·e^{±λ} = e^{±λ−γ}: no overflow for large γ
     log_m = (2 * math.log1p(-alpha) - np.log1p(-np.exp(lam - gamma))
              - np.log1p(-np.exp(-lam - gamma)))
+    lam.setflags(write=False)
+    log_m.setflags(write=False)
+    return lam, log_m
+
+
+def _chernoff_radius(m: Any, gamma: float, beta: float) -> Any:
+    """``x`` with ``Pr[|S_m| > x] <= β`` for ``S_m`` a sum of ``m`` i.i.d. ``DLap(γ)``.
+
+    ``Pr[|S| > x] <= 2 e^{−λx} M(λ)^m`` for every ``0 < λ < γ``, with the moment generating
+    function ``M(λ) = (1−α)²/((1−αe^λ)(1−αe^{−λ}))``, ``α = e^{−γ}``; the smallest over a grid.
+    ``m`` may be an array of cover sizes (one radius each, the same arithmetic per entry).
+    """
+    lam, log_m = _chernoff_grid(gamma)
+    if np.ndim(m):
+        ms = np.asarray(m, dtype=np.int64)[:, None]
+        return np.floor(np.min((ms * log_m + math.log(2.0 / beta)) / lam, axis=1))
     return float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
 
 
@@ -83,6 +107,20 @@ def tail_radius(m: int, beta: float, *, gamma: Fraction | None = None,
     return _gaussian_radius(m, int(sigma2 or 0), beta)
 
 
+def _log_phi(k: NDArray[np.float64], n: int, gamma: float) -> NDArray[np.float64]:
+    """``log φ(2πk/n)`` of ``DLap(γ)``, to a few ulp.
+
+    ``φ(θ) = (1−α)²/(1 − 2α cos θ + α²) = 1/(1 + 4α sin²(θ/2)/(1−α)²)``; the second form
+    has no cancellation (the first loses about ``log10(1/γ²)`` digits near ``θ = 0``, so that
+    ``φ(0)`` is not exactly 1 for small ``γ``).
+    """
+    alpha = math.exp(-gamma)
+    one_minus = -math.expm1(-gamma)
+    half = np.sin(np.pi * k / n)
+    out: NDArray[np.float64] = -np.log1p((4.0 * alpha / (one_minus * one_minus)) * half * half)
+    return out
+
+
 def _circular_power(m: int, r: int, gamma: Fraction | None, sigma2: int | None
                     ) -> tuple[int, NDArray[np.float64]]:
     """``(n, c)``: the law of ``S_m`` folded onto a circle of ``n >= 2r + 1`` points (index
@@ -97,9 +135,7 @@ def _circular_power(m: int, r: int, gamma: Fraction | None, sigma2: int | None
     """
     n = sfft.next_fast_len(2 * r + 1, real=True)
     if gamma is not None:
-        alpha = math.exp(-float(gamma))
-        theta = 2.0 * math.pi * np.arange(n // 2 + 1, dtype=np.float64) / n
-        log_phi = 2.0 * math.log1p(-alpha) - np.log1p(alpha * (alpha - 2.0 * np.cos(theta)))
+        log_phi = _log_phi(np.arange(n // 2 + 1, dtype=np.float64), n, float(gamma))
         law = sfft.irfft(np.exp(m * log_phi), n)
     else:
         s2 = float(sigma2 or 0)
@@ -128,10 +164,88 @@ def sum_abs_cdf(m: int, gamma: Fraction | None = None, sigma2: int | None = None
     n, law = _circular_power(m, r, gamma, sigma2)
     pos = law[1:r + 1] + law[n - r:][::-1]
     mass = np.concatenate(([law[0]], pos)).cumsum()
-    slack = TAIL + 1e-15 * n * max(1, m).bit_length() + 1e-12
-    out: NDArray[np.float64] = mass - slack
+    out: NDArray[np.float64] = mass - _slack(m, n)
     out.setflags(write=False)
     return out
+
+
+def _slack(m: int, n: int) -> float:
+    """What :func:`sum_abs_cdf` subtracts: the folded mass and a rounding allowance."""
+    return TAIL + 1e-15 * n * max(1, m).bit_length() + 1e-12
+
+
+def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | None:
+    """``w_k`` (``k = 1 … K``) with ``|M(b) − (2b+1)/n − Σ_k w_k sin(π(2b+1)k/n)| <= TRUNC``.
+
+    ``M(b)`` is the mass of ``[−b, b]`` under the law of ``S_m`` folded onto ``n`` points:
+    ``M(b) = (1/n) Σ_{k<n} φ_k^m D_b(2πk/n)`` with the Dirichlet kernel
+    ``D_b(θ) = sin((2b+1)θ/2)/sin(θ/2)``, so ``w_k = 2φ_k^m/(n sin(πk/n))``. ``φ`` decreases on
+    ``[0, π]``; for ``k > K`` it is ``φ_k^m <= 2·TRUNC/n``, and ``|D_b(2πk/n)| <= n/(2k)``,
+    so the omitted terms sum to at most ``TRUNC``. ``None`` when ``K`` is not small against
+    ``n`` (then the transform of :func:`_circular_power` is cheaper).
+    """
+    alpha = math.exp(-gamma)
+    one_minus = -math.expm1(-gamma)
+    # φ(θ)^m <= t  ⟺  sin²(θ/2) >= (1/t − 1)(1−α)²/(4α)
+    s2 = math.expm1(-math.log(2.0 * TRUNC / n) / m) * one_minus * one_minus / (4.0 * alpha) \
+        if alpha > 0 else math.inf
+    if not s2 < 1.0:
+        return None
+    k_max = math.ceil(math.asin(math.sqrt(s2)) * n / math.pi) + 1
+    if 8 * k_max >= n:
+        return None
+    k = np.arange(1, k_max + 1, dtype=np.float64)
+    out: NDArray[np.float64] = (2.0 / n) * np.exp(m * _log_phi(k, n, gamma)) / np.sin(
+        np.pi * k / n)
+    return out
+
+
+def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
+                         ) -> dict[int, float]:
+    """The certified quantile of :func:`sum_quantile` for every ``m`` whose folded law has few
+    Fourier terms (:func:`_dirichlet_weights`): the smallest ``b <= r`` with
+    ``M(b) − slack >= 1 − β``, by a bisection over ``b`` run for all ``m`` at once. ``M(b)`` is
+    the quantity :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points,
+    here from ``K`` terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same
+    ``slack`` plus ``TRUNC``; an ``m`` not certified at ``b = r`` is left out.
+    """
+    rows = []
+    for m, r in zip(ms, rs, strict=True):
+        n = sfft.next_fast_len(2 * r + 1, real=True)
+        w = _dirichlet_weights(m, n, gamma)
+        if w is not None:
+            rows.append((m, r, n, w))
+    if not rows:
+        return {}
+    w_all = np.zeros((len(rows), max(row[3].size for row in rows)), dtype=np.float64)
+    for i, row in enumerate(rows):
+        w_all[i, :row[3].size] = row[3]
+    n_col = np.array([row[2] for row in rows], dtype=np.int64)[:, None]
+    slack = np.array([_slack(row[0], row[2]) + TRUNC for row in rows])
+    ks = np.arange(1, w_all.shape[1] + 1, dtype=np.int64)
+
+    def certified(b: NDArray[np.int64]) -> NDArray[np.bool_]:
+        odd = (2 * b + 1)[:, None]
+        sines = np.sin(np.pi * ((odd * ks) % (2 * n_col)) / n_col)
+        mass = odd[:, 0] / n_col[:, 0] + np.sum(w_all * sines, axis=1)
+        ok: NDArray[np.bool_] = mass - slack >= 1.0 - beta
+        return ok
+
+    hi = np.array([row[1] for row in rows], dtype=np.int64)
+    keep = certified(hi)
+    lo = np.full(hi.size, -1, dtype=np.int64)
+    while np.any(hi - lo > 1):
+        mid = (lo + hi) // 2
+        ok = certified(np.maximum(mid, 0))
+        active = hi - lo > 1
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid, lo)
+    return {row[0]: float(b) for row, b, k in zip(rows, hi.tolist(), keep.tolist(), strict=True)
+            if k}
+
+
+#: certified quantiles already computed, per (law, β, m): public parameters only
+_QUANTILES: dict[tuple[Fraction | None, int | None, float, int], float] = {}
 
 
 def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
@@ -139,22 +253,54 @@ def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
     """Smallest integer ``b`` with ``Pr[|S_m| <= b] >= 1 − β`` certified, per entry of ``nodes``.
 
     ``nodes`` holds cover sizes ``m`` (``0`` gives ``0``); node noise is ``DLap(gamma)`` or the
-    discrete Gaussian with ``sigma2``. Uses the exact law (:func:`sum_abs_cdf`) where it
-    certifies a smaller value than the tail bound, else the tail bound.
+    discrete Gaussian with ``sigma2``. Uses the exact law (:func:`sum_abs_cdf`, or for discrete
+    Laplace the same folded law summed in :func:`_dirichlet_quantiles`) where it certifies a
+    smaller value than the tail bound, else the tail bound. Cached per distinct ``m``.
     """
     m_arr = np.asarray(nodes, dtype=np.int64)
-    out = np.zeros(m_arr.shape, dtype=np.float64)
-    for m in np.unique(m_arr).tolist():
-        if m <= 0:
+    uniq, inv = np.unique(m_arr, return_inverse=True)
+    want = [m for m in uniq.tolist() if m > 0 and (gamma, sigma2, beta, m) not in _QUANTILES]
+    if want:
+        if len(_QUANTILES) > 1 << 16:
+            _QUANTILES.clear()
+        _QUANTILES.update(((gamma, sigma2, beta, m), q)
+                          for m, q in zip(want, _compute_quantiles(want, beta, gamma, sigma2),
+                                          strict=True))
+    vals = np.array([_QUANTILES[(gamma, sigma2, beta, m)] if m > 0 else 0.0
+                     for m in uniq.tolist()], dtype=np.float64)
+    out: NDArray[np.float64] = vals[inv].reshape(m_arr.shape)
+    return out
+
+
+def _compute_quantiles(ms: list[int], beta: float, gamma: Fraction | None,
+                       sigma2: int | None) -> list[float]:
+    """:func:`sum_quantile` of the distinct positive cover sizes ``ms`` (not cached)."""
+    if gamma is not None:
+        x = _chernoff_radius(np.array(ms), float(gamma), beta).tolist()
+    else:
+        x = [_gaussian_radius(m, int(sigma2 or 0), beta) for m in ms]
+    if beta <= 10 * TAIL:
+        return [float(v) for v in x]
+    if gamma is not None:
+        rs = _chernoff_radius(np.array(ms), float(gamma), TAIL).tolist()
+    else:
+        rs = [tail_radius(m, TAIL, sigma2=sigma2) for m in ms]
+    # the exact law certifies nothing when its slack is >= β (its mass is at most 1)
+    todo = [(m, int(r)) for m, r in zip(ms, rs, strict=True) if r <= MAX_RADIUS
+            and _slack(m, sfft.next_fast_len(2 * int(r) + 1, real=True)) + TRUNC < beta]
+    exact: dict[int, float] = {}
+    if gamma is not None:
+        exact = _dirichlet_quantiles([m for m, _ in todo], [r for _, r in todo], beta,
+                                     float(gamma))
+    for m, _ in todo:
+        if m in exact:
             continue
-        x = tail_radius(m, beta, gamma=gamma, sigma2=sigma2)
-        cdf = sum_abs_cdf(m, gamma, sigma2) if beta > 10 * TAIL else None
+        cdf = sum_abs_cdf(m, gamma, sigma2)
         if cdf is not None:
             b = int(np.searchsorted(cdf, 1.0 - beta, side="left"))
             if b < cdf.size:
-                x = min(x, float(b))
-        out[m_arr == m] = x
-    return out
+                exact[m] = float(b)
+    return [min(float(v), exact.get(m, math.inf)) for m, v in zip(ms, x, strict=True)]
 
 
 @functools.lru_cache(maxsize=256)
