@@ -94,7 +94,7 @@ def test_erlingsson_certificate_is_exact() -> None:
     for eps in EPSILONS:
         gamma = epsilon_to_fraction(eps)
         assert gamma <= Fraction(eps)
-        p = make_params(horizon=16, max_changes=4, epsilon=eps, randomizer="erlingsson")
+        p = make_params(horizon=16, max_changes=4, epsilon=eps, method="erlingsson")
         assert p.certificate == float(gamma) <= eps
 
 
@@ -264,7 +264,7 @@ def test_clopper_pearson_audit_erlingsson(rng: np.random.Generator) -> None:
 
 
 def _sealed_client(edit) -> str:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="futurerand")
     c = LongitudinalClient(p, rng=1)
     c.step(1)
     outer = json.loads(c.to_json())
@@ -293,7 +293,7 @@ def test_tampered_client_state_is_one_data_error(edit) -> None:
 
 
 def test_edited_or_corrupt_params_are_one_data_error() -> None:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="threshold")
     outer = json.loads(p.to_json())
     outer["payload"]["epsilon"] = 1000.0
     for text in (json.dumps(outer), p.to_json()[:40], "", "[]"):
@@ -322,6 +322,6 @@ def test_extreme_parameters_one_parameter_error(kwargs: dict) -> None:
                                   "erlingsson"])
 def test_large_epsilon_is_certified_not_overflowing(mode: str) -> None:
     """ε = 800 (beyond float exp) builds a certified law, with no overflow."""
-    p = make_params(horizon=16, max_changes=3, epsilon=800.0, randomizer=mode)
+    p = make_params(horizon=16, max_changes=3, epsilon=800.0, method=mode)
     assert p.certificate <= 800.0
     assert 0 < p.c_gap <= 1

@@ -88,7 +88,7 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
     """A protocol bundle and the reports of a few devices (``longitudinal aggregate``)."""
     from dpfreq.longitudinal import LongitudinalClient, make_params
 
-    params = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    params = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     (tmp / "params.json").write_text(params.to_json())
     rows = ["device,order,interval,bit"]
     for device in range(devices):

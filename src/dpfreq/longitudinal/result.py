@@ -81,7 +81,7 @@ class LongitudinalEstimate(Release):
     --------
     >>> from dpfreq.longitudinal import simulate_longitudinal
     >>> rel = simulate_longitudinal(devices=1000, horizon=7, max_changes=2, epsilon=2.0,
-    ...                             randomizer="auto", start="2026-01-05", period="1d", rng=1)
+    ...                             method="auto", start="2026-01-05", period="1d", rng=1)
     >>> list(rel.table())
     ['period', 'date', 'estimate', 'lower', 'upper', 'band_lower', 'band_upper', 'sd', 'truth']
     >>> str(rel.dates[-1])
@@ -146,16 +146,16 @@ class LongitudinalEstimate(Release):
         return ax
 
 
-def _needed(k: int, randomizer: str, target: float) -> str:
+def _needed(k: int, method: str, target: float) -> str:
     """Text naming the ε at which the gap reaches ``target`` (None when no ε ≤ 1000 does)."""
     from .laws import epsilon_for_gap
 
-    eps = epsilon_for_gap(randomizer, k, target)
+    eps = epsilon_for_gap(method, k, target)
     if eps is None:
         return "no epsilon up to 1000 would make them narrower; more devices are needed"
-    which = "erlingsson" if randomizer == "erlingsson" else "auto"
+    which = "erlingsson" if method == "erlingsson" else "auto"
     return (f"epsilon >= {eps:.3g} would make them narrower (same devices and change budget, "
-            f"randomizer {which!r})")
+            f"method {which!r})")
 
 
 def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
@@ -173,7 +173,7 @@ def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
 def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devices: int,
                   c_gaps: NDArray[Any], epsilon: float, confidence: float, mechanism: str,
                   mechanism_params: dict[str, Any], seeded: bool, max_changes: int,
-                  randomizer: str, start: str | None = None, period: str | None = None,
+                  method: str, start: str | None = None, period: str | None = None,
                   truth: NDArray[Any] | None = None) -> LongitudinalEstimate:
     """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate`.
 
@@ -210,7 +210,7 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
     if vacuous and n > 0:
         target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
         text += (" They are no narrower than [0, devices] (vacuous): "
-                 f"{_needed(max_changes, randomizer, target)}.")
+                 f"{_needed(max_changes, method, target)}.")
     one = bool(np.all(gaps == gaps[0]))
     gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
         "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}
