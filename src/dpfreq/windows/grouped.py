@@ -133,7 +133,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     master = resolved.generator.bytes(32)
     keys = [derive_key(master, "windows-group", name) for name in names]
     build = {"epsilon": eps_g, "delta": delta_g, "k_values": list(ks), "unit": par.unit,
-             "windows": list(fams), "strategy": par.strategy, "singleton": par.singleton,
+             "windows": list(fams), "method": par.method, "singleton": par.singleton,
              "horizon": axis.horizon, "axis": axis.public(), "seeded": resolved.seeded,
              "n_dropped": 0, "source_kind": "", "confidence": par.confidence}
     calibrated_plan(build)  # calibrates (or refuses) before any data is read

@@ -116,7 +116,7 @@ class _Inputs:
     k_values: tuple[int, ...]
     unit: str
     delta: float
-    strategy: Any
+    method: Any
     singleton: bool
     confidence: float
 
@@ -128,7 +128,7 @@ def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, 
     for the curve families, to its worst per-answer half-width (curve None, band NaN);
     ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
     plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
-                     inp.strategy, inp.singleton)
+                     inp.method, inp.singleton)
     with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
         return plan, _evaluate(plan, inp, only, exact)
 
@@ -181,7 +181,7 @@ class WindowCountsPlan:
         The public reference reach the vacuity rule compares with (see :attr:`vacuous`).
     accounting : str
         How the budget is accounted (pure ε or zCDP), as the release will record it.
-    strategies : dict
+    methods : dict
         ``"label, k=K"`` → the structure the release would choose (``"tree"``, ...).
     halfwidth : dict
         ``halfwidth[label][k]``: for ``"cumulative"`` and ``"fixed(W=…)"``, an array over
@@ -223,7 +223,7 @@ class WindowCountsPlan:
     singleton: bool
     scale: int | None
     accounting: str
-    strategies: dict[str, str]
+    methods: dict[str, str]
     halfwidth: dict[str, dict[int, FloatArray]]
     max_halfwidth: dict[str, dict[int, float]]
     band_halfwidth: dict[str, dict[int, float]]
@@ -240,7 +240,7 @@ class WindowCountsPlan:
                 "unit": self.unit, "k_values": list(self.k_values),
                 "windows": list(self.windows), "confidence": self.confidence,
                 "singleton": self.singleton, "scale": self.scale,
-                "accounting": self.accounting, "strategies": dict(self.strategies),
+                "accounting": self.accounting, "methods": dict(self.methods),
                 "halfwidth": nest(self.halfwidth), "max_halfwidth": nest(self.max_halfwidth),
                 "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous)}
 
@@ -347,7 +347,7 @@ class WindowCountsPlan:
             for k, h in per_k.items():
                 line = (f"{label}, k={k}: per-answer ±{h:,.0f} items (largest), band "
                         f"±{self.band_halfwidth[label][k]:,.0f}, confidence {conf}, "
-                        f"strategy {self.strategies[f'{label}, k={k}']}")
+                        f"method {self.methods[f'{label}, k={k}']}")
                 if self.vacuous[label][k]:
                     useful = self.useful_epsilon(family=label, k=k)
                     fix = (f"epsilon >= {useful:g} would give ±{USEFUL_FRACTION:.0%} of it" if
@@ -370,7 +370,7 @@ def plan_window_counts(
     unit: str,
     k_values: Sequence[int] | int,
     windows: Sequence[Any] | str | int = ("cumulative",),
-    strategy: str | Mapping[Any, str] = "auto",
+    method: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     confidence: float = 0.95,
     scale: int | None = None,
@@ -424,7 +424,7 @@ confidence
     sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
     par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
                               epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
-                              windows=windows, strategy=strategy, singleton=singleton,
+                              windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:
         from dpfreq.windows.grouped import GroupedWindowCountsPlan, check_window_grouping
@@ -433,12 +433,12 @@ confidence
         per = plan_window_counts(horizon=horizon, start=start, end=end, period=period,
                                  epsilon=par.epsilon / (m or 1), delta=par.delta / (m or 1),
                                  unit=unit, k_values=k_values, windows=windows,
-                                 strategy=strategy, singleton=singleton, confidence=confidence,
+                                 method=method, singleton=singleton, confidence=confidence,
                                  scale=scale)
         return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                        max_groups_per_item=m, n_groups=len(names))
     eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
-    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.strategy, singleton,
+    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.method, singleton,
                   par.confidence)
     plan, pred = _predict(inp, eps)
     halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
@@ -450,7 +450,7 @@ confidence
         horizon=axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit, k_values=ks,
         windows=fams, confidence=par.confidence, singleton=singleton, scale=sc,
         accounting=plan.accounting,
-        strategies={name: rec["strategy"] for name, rec in plan.record.items()},
+        methods={name: rec["method"] for name, rec in plan.record.items()},
         halfwidth=halfwidth, max_halfwidth=maxes,
         band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
         vacuous=vac, _inputs=inp)
