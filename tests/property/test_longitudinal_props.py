@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpfreq.longitudinal import distance_law
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.dyadic import partial_sums, prefix_decomposition
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfreq.longitudinal import distance_law, simulate_longitudinal
+from dpfreq.longitudinal import simulate_longitudinal
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.simulate import synthetic_changes
 
 ALPHA = 1e-6

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.longitudinal import distance_law, laws, simulate_longitudinal
+from dpfreq.longitudinal import laws, simulate_longitudinal
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.dyadic import (
     estimate_from_sums,
     offsets,

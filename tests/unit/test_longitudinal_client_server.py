@@ -316,7 +316,7 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
 
 def test_per_order_sparsity_params_client_server() -> None:
     """Pitfall 5: order h uses min(k, d/2^h) non-zeros; gaps per order shared and checked."""
-    from dpfreq.longitudinal import distance_law
+    from dpfreq.longitudinal.laws import distance_law
 
     p = make_params(horizon=16, max_changes=6, epsilon=1.0, method="threshold",
                     per_order_sparsity=True)

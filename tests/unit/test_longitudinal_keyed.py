@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import DataError
-from dpfreq.longitudinal import LongitudinalClient, distance_law, make_params
+from dpfreq.longitudinal import LongitudinalClient, make_params
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal import keyed as keyed_mod
 from dpfreq.longitudinal.keyed import DeviceKey, KeyedStream, subset_from_choices
 

@@ -196,10 +196,10 @@ class GroupedWindowCountsPlan:
     max_groups_per_item: int | None
     n_groups: int
 
-    def epsilon_for(self, target_halfwidth: float, **kwargs: Any) -> float:
-        """The smallest total ε giving each group ``target_halfwidth``
-        (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``)."""
-        return float(self.per_group.epsilon_for(target_halfwidth, **kwargs)
+    def epsilon_for(self, target: float, **which: Any) -> float:
+        """The smallest total ε giving each group a half-width ``target`` at the family and k
+        ``which`` selects (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``)."""
+        return float(self.per_group.epsilon_for(target, **which)
                      * (self.max_groups_per_item or 1))
 
     def lines(self) -> list[str]:

@@ -258,10 +258,19 @@ class WindowCountsPlan:
                                          f"{list(self.k_values)}", k))
         return str(label), kk
 
-    def epsilon_for(self, target_halfwidth: float, *, family: Any = "cumulative",
-                    k: int = 1) -> float:
+    def epsilon_for(self, target: float, *, family: Any = "cumulative", k: int = 1) -> float:
         """The smallest total ε (3 significant digits, rounded up) at which the largest
-        per-answer half-width of ``family`` and ``k`` is at most ``target_halfwidth`` items.
+        per-answer half-width of ``family`` and ``k`` is at most ``target`` items.
+
+        Parameters
+        ----------
+        target : float
+            The largest acceptable per-answer half-width, in items.
+        family : keyword-only
+            A planned window family (``"cumulative"``, ``"total"``, ``"all"``, a width ``W`` or
+            its label ``"fixed(W=7)"``); default ``"cumulative"``.
+        k : int, keyword-only
+            A planned ``k`` (default 1).
 
         Every other parameter stays as planned (the budget is still split over every planned
         family and k). Bisection over ε on the (cheap, never smaller) tail bounds, then a walk
@@ -276,10 +285,10 @@ class WindowCountsPlan:
             is not met even at ε = 1000.
         """
         func = "WindowCountsPlan.epsilon_for"
-        t = target_halfwidth
+        t = target
         if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
                 or not math.isfinite(t):
-            raise ParameterError(message("target_halfwidth", func, "a finite number > 0", t))
+            raise ParameterError(message("target", func, "a finite number > 0", t))
         key = self._key(family, k, func)
 
         def value(eps: float, exact: bool = True) -> float:
@@ -292,7 +301,7 @@ class WindowCountsPlan:
         # the tail bound is never below the exact half-width: when it meets the target at
         # ε = EPSILON_MAX, so does the exact one (the usual case; saves one exact evaluation)
         if value(EPSILON_MAX, exact=False) > t and value(EPSILON_MAX) > t:
-            raise ParameterError(message("target_halfwidth", func, "reachable at ε <= "
+            raise ParameterError(message("target", func, "reachable at ε <= "
                                          f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
         lo, hi = self._bracket(value, t)
         if lo == hi:
