@@ -30,8 +30,8 @@ from scipy import stats
 from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams, make_params
-from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.keyed import DeviceKey
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.noise import epsilon_to_fraction, randomized_response
 
 ALPHA = 1e-6

@@ -19,8 +19,13 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.rng import derive_key
-from dpfreq.windows import KeyedDiscreteLaplace, WindowCountsRelease, release_window_counts
-from dpfreq.windows.lazy_noise import EAGER_SCHEME, GAUSSIAN_SCHEME, LAPLACE_SCHEME
+from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.lazy_noise import (
+    EAGER_SCHEME,
+    GAUSSIAN_SCHEME,
+    LAPLACE_SCHEME,
+    KeyedDiscreteLaplace,
+)
 
 ALPHA = 1e-6
 

@@ -12,7 +12,6 @@ import pytest
 
 from dpfreq.errors import ParameterError
 from dpfreq.longitudinal import laws, simulate_longitudinal
-from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.dyadic import (
     estimate_from_sums,
     offsets,
@@ -22,6 +21,7 @@ from dpfreq.longitudinal.dyadic import (
 from dpfreq.longitudinal.laws import (
     _futurerand_ideal,
     _log_binom,
+    distance_law,
     futurerand_law,
     rr_law,
     threshold_law,

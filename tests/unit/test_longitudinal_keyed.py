@@ -17,9 +17,9 @@ import pytest
 
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient, make_params
-from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal import keyed as keyed_mod
 from dpfreq.longitudinal.keyed import DeviceKey, KeyedStream, subset_from_choices
+from dpfreq.longitudinal.laws import distance_law
 
 MODES = ["rr", "futurerand", "calibrated", "threshold", "erlingsson"]
 

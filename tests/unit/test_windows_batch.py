@@ -16,7 +16,8 @@ from test_windows_reductions import brute, random_log
 import dpfreq.windows.lazy_noise as lazy
 from dpfreq.engines import get_engine
 from dpfreq.errors import ParameterError
-from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace, release_window_counts
+from dpfreq.windows import release_window_counts
+from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.reductions import block_points
 
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper",

@@ -14,7 +14,8 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines import OccurrenceTimes
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
-from dpfreq.windows import WindowCountsRelease, parse_period, release_window_counts
+from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.params import parse_period
 from dpfreq.windows.strategy import composed_epsilon, sum_halfwidth
 
 
