@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from typing import Any
 
 import click
@@ -62,7 +63,7 @@ def _commands(group: click.Command, path: tuple[str, ...] = ()) -> list[Any]:
 
 #: the CLI commands that choose a mechanism, by path
 CHOOSERS = {("profile",), ("anonymize",), ("plan", "profile"), ("plan", "anonymize"),
-            ("longitudinal", "simulate")}
+            ("plan", "longitudinal"), ("longitudinal", "simulate")}
 
 
 def test_every_cli_command_chooses_its_mechanism_by_method() -> None:
@@ -163,3 +164,20 @@ def test_plan_longitudinal_refuses_bad_parameters() -> None:
                        ({"epsilon": -1.0}, "epsilon of make_params")):
         with pytest.raises(ParameterError, match=word):
             dpfreq.plan_longitudinal(**{**base, **over})
+
+
+def test_plan_longitudinal_on_the_command_line() -> None:
+    from click.testing import CliRunner
+
+    args = ["plan", "longitudinal", "--horizon", "16", "--max-changes", "2", "--epsilon", "1",
+            "--method", "auto", "--devices", "10000"]
+    plan = _plans()["longitudinal"]
+    target = plan.max_halfwidth / 2
+    res = CliRunner().invoke(cli, [*args, "--target-half-width", str(target), "--json", "-"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["halfwidth"] == plan.halfwidth.tolist()
+    assert doc["epsilon_for_target"]["epsilon"] == plan.epsilon_for(target)
+    res = CliRunner().invoke(cli, [*args, "--target-half-width", "1"])
+    assert res.exit_code == 0
+    assert "not reachable" in res.output

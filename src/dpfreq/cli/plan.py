@@ -120,3 +120,12 @@ def _add_reach() -> None:
 
 
 _add_reach()
+
+
+def _add_longitudinal() -> None:
+    from dpfreq.cli.plan_longitudinal import command as longitudinal_plan
+
+    command.add_command(longitudinal_plan, name="longitudinal")
+
+
+_add_longitudinal()
