@@ -307,7 +307,7 @@ def _json_option(command: click.Command) -> str | None:
 
 
 #: Options a command needs before it writes JSON at all.
-JSON_EXTRA = {"longitudinal params": ["--write", "futurerand"]}
+JSON_EXTRA = {"longitudinal params": ["--method", "futurerand"]}
 JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c)]
 
 

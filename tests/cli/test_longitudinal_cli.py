@@ -27,7 +27,7 @@ def test_params_table(tmp_path) -> None:
             "1",
             "--devices",
             "1000",
-            "--write",
+            "--method",
             "threshold",
             "--out",
             str(out),
@@ -209,7 +209,7 @@ def test_per_order_sparsity_flags(tmp_path) -> None:
     res = CliRunner().invoke(
         command,
         ["params", "--horizon", "16", "--max-changes", "6", "--epsilon", "1", "--devices", "100",
-         "--per-order-sparsity", "--write", "threshold", "--out", str(out)],
+         "--per-order-sparsity", "--method", "threshold", "--out", str(out)],
     )
     assert res.exit_code == 0, res.output
     p = ProtocolParams.from_json(out.read_text())

@@ -63,7 +63,7 @@ def _commands(group: click.Command, path: tuple[str, ...] = ()) -> list[Any]:
 
 #: the CLI commands that choose a mechanism, by path
 CHOOSERS = {("profile",), ("anonymize",), ("plan", "profile"), ("plan", "anonymize"),
-            ("plan", "longitudinal"), ("longitudinal", "simulate")}
+            ("plan", "longitudinal"), ("longitudinal", "simulate"), ("longitudinal", "params")}
 
 
 def test_every_cli_command_chooses_its_mechanism_by_method() -> None:

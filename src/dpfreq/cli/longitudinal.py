@@ -59,8 +59,8 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
               help="Number of devices n for the predicted error (without it: error per √n).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
-@click.option("--write", "write_for", type=click.Choice(METHODS), default=None,
-              help="Write the parameter bundle of this randomizer (use with --out).")
+@click.option("--method", "write_for", type=click.Choice(METHODS), default=None,
+              help="Write the parameter bundle of this method (use with --out).")
 @output_path_option("--out", "out", suffixes=(".json",), allow_stdout=True,
                     help="PARAMS.json path ('-': the JSON on stdout, the table on stderr).")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
@@ -99,7 +99,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
                "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
     if write_for is not None:
         if out is None:
-            raise click.UsageError("--write needs --out PARAMS.json")
+            raise click.UsageError("--method needs --out PARAMS.json")
         per = per_order_sparsity and write_for != "erlingsson"
         bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                              method=write_for, per_order_sparsity=per,
