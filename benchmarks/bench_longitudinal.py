@@ -22,11 +22,10 @@ import numpy as np
 from dpfreq.longitudinal import (
     LongitudinalAggregator,
     LongitudinalClient,
-    distance_law,
     make_params,
     simulate_longitudinal,
 )
-from dpfreq.longitudinal.laws import erlingsson_c_gap
+from dpfreq.longitudinal.laws import distance_law, erlingsson_c_gap
 from dpfreq.longitudinal.simulate import synthetic_changes
 from dpfreq.noise import randomized_response
 
