@@ -308,11 +308,11 @@ def test_edited_or_corrupt_params_are_one_data_error() -> None:
 @pytest.mark.parametrize("kwargs", [
     {"epsilon": 1e-9}, {"epsilon": 1e19}, {"epsilon": float("nan")},
     {"horizon": 2**40}, {"horizon": 0}, {"max_changes": 10**6}, {"max_changes": 0},
-    {"randomizer": "nope"}, {"start": "2026-13-01", "period": "1d"},
+    {"method": "nope"}, {"start": "2026-13-01", "period": "1d"},
     {"start": "2026-01-01", "period": "1 fortnight"}, {"start": "2026-01-01"},
 ])
 def test_extreme_parameters_one_parameter_error(kwargs: dict) -> None:
-    args = {"horizon": 16, "max_changes": 3, "epsilon": 1.0, "randomizer": "threshold",
+    args = {"horizon": 16, "max_changes": 3, "epsilon": 1.0, "method": "threshold",
             **kwargs}
     with pytest.raises(ParameterError) as info:
         make_params(**args)
