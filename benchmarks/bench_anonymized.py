@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
+from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.anonymized.distance import cumulative_sup_between, sorted_l1_distance
+from dpfreq.anonymized.hay import HAY_MAX_LENGTH
 from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.errors import ParameterError
 

@@ -22,11 +22,10 @@ import numpy as np
 from dpfreq.longitudinal import (
     LongitudinalAggregator,
     LongitudinalClient,
-    distance_law,
     make_params,
     simulate_longitudinal,
 )
-from dpfreq.longitudinal.laws import erlingsson_c_gap
+from dpfreq.longitudinal.laws import distance_law, erlingsson_c_gap
 from dpfreq.longitudinal.simulate import synthetic_changes
 from dpfreq.noise import randomized_response
 
@@ -57,7 +56,7 @@ def rmse_table(n: int, seed: int) -> dict[str, Any]:
         row = []
         for m in MODES:
             rel = simulate_longitudinal(
-                devices=n, horizon=D, max_changes=k, epsilon=EPS, randomizer=m, rng=seed + k
+                devices=n, horizon=D, max_changes=k, epsilon=EPS, method=m, rng=seed + k
             )
             err = np.asarray(rel.unclamped) - np.asarray(rel.truth)  # unbiased, as predicted
             res[m].append(float(np.sqrt(np.mean(err**2))))
@@ -114,7 +113,7 @@ def throughput(n: int, seed: int) -> None:
     times = {}
     for m in ["auto", "futurerand", "rr", "erlingsson"]:
         t0 = time.perf_counter()
-        simulate_longitudinal(devices=n, horizon=D, max_changes=8, epsilon=EPS, randomizer=m,
+        simulate_longitudinal(devices=n, horizon=D, max_changes=8, epsilon=EPS, method=m,
                               rng=seed)
         times[m] = time.perf_counter() - t0
     # baseline: plain RR over the whole n × D matrix, in 8 row blocks (memory)
@@ -138,7 +137,7 @@ def throughput(n: int, seed: int) -> None:
 
 def ingest(seed: int) -> None:
     print("\n## Server ingest from arrays (validation included), d = 1024")
-    p = make_params(horizon=D, max_changes=8, epsilon=EPS, randomizer="threshold")
+    p = make_params(horizon=D, max_changes=8, epsilon=EPS, method="threshold")
     gen = np.random.default_rng(seed)
     m = 10**6
     agg = LongitudinalAggregator(p)
@@ -170,7 +169,7 @@ def client_cost(seed: int) -> None:
     print(f"{'randomizer':<12}{'enrol (ms)':>12}{'step (µs/call)':>16}")
     x = synthetic_changes(1, D, 8, rng=seed)[0].tolist()
     for m in ["futurerand", "calibrated", "threshold", "rr", "erlingsson"]:
-        p = make_params(horizon=D, max_changes=8, epsilon=EPS, randomizer=m)
+        p = make_params(horizon=D, max_changes=8, epsilon=EPS, method=m)
         t0 = time.perf_counter()
         clients = [LongitudinalClient(p, rng=s) for s in range(200)]
         t_init = (time.perf_counter() - t0) / 200
@@ -230,7 +229,7 @@ def peer(n: int, seed: int) -> None:
         r_dbf = math.sqrt(np.mean((est2 - truth) ** 2) / n)
         ours = []
         for m in ("auto", "erlingsson"):
-            runs = [simulate_longitudinal(horizon=D, max_changes=k, epsilon=EPS, randomizer=m,
+            runs = [simulate_longitudinal(horizon=D, max_changes=k, epsilon=EPS, method=m,
                                           data=x, rng=seed + 100 * r) for r in range(5)]
             errs = [np.asarray(rel.unclamped) - np.asarray(rel.truth) for rel in runs]
             ours.append(math.sqrt(float(np.mean(np.square(errs))) / n))

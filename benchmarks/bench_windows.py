@@ -56,7 +56,7 @@ def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_quer
         fam = family if family != "fixed" else 7
         strat = "auto" if strategy == "auto" else {fam: strategy}
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[k],
-                                    unit=level, windows=[fam], strategy=strat, delta=delta,
+                                    unit=level, windows=[fam], method=strat, delta=delta,
                                     rng=seed * 1000 + r)
         if family == "cumulative":
             t2 = rng.integers(1, horizon + 1, size=n_queries)

@@ -56,8 +56,8 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=30)
     ap.add_argument("--units", default="event,item")
     ap.add_argument("--families", default="cumulative,7,all")
-    ap.add_argument("--strategy", default="auto",
-                    help="force one strategy for every family (e.g. blocks, tree2d)")
+    ap.add_argument("--method", default="auto",
+                    help="force one method for every family (e.g. blocks, tree2d)")
     args = ap.parse_args()
     horizon = args.horizon
     items, times = log(horizon)
@@ -69,7 +69,7 @@ def main() -> None:
     for unit in args.units.split(","):
         for fam_arg in args.families.split(","):
             family: str | int = fam_arg if fam_arg in ("cumulative", "all") else int(fam_arg)
-            strategy: Any = "auto" if args.strategy == "auto" else {family: args.strategy}
+            strategy: Any = "auto" if args.method == "auto" else {family: args.method}
             t1, t2 = family_windows(family, horizon)
             exact = truth(items, times, horizon, t1, t2)
             inside = band = 0
@@ -79,7 +79,7 @@ def main() -> None:
             for seed in range(args.trials):
                 rel = release_window_counts((items, times), horizon=horizon, epsilon=1.0,
                                             unit=unit, k_values=[1], windows=[family], rng=seed,
-                                            strategy=strategy)
+                                            method=strategy)
                 ans = rel.window(t1, t2, k=1, confidence=conf)
                 inside += int(((ans.lower <= exact) & (exact <= ans.upper)).sum())
                 band += bool(np.all((ans.band_lower <= exact) & (exact <= ans.band_upper)))

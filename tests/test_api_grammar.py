@@ -146,7 +146,7 @@ def _longitudinal() -> Any:
     from dpfreq.longitudinal import simulate_longitudinal
 
     return simulate_longitudinal(devices=40, horizon=8, max_changes=2, epsilon=1.0,
-                                 randomizer="futurerand", rng=1)
+                                 method="futurerand", rng=1)
 
 
 RELEASES = {"profile": _profile, "anonymized": _anonymized, "windows": _windows,

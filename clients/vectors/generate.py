@@ -64,7 +64,7 @@ def _inputs(rng: np.random.Generator, i: int, d0: int) -> str:
 def device_case(mode: str, d0: int, k: int, eps: float, sparse: bool,
                 seed: int) -> dict[str, Any]:
     """One parameter set, its bundle and ``DEVICES`` devices with their expected reports."""
-    params = make_params(horizon=d0, max_changes=k, epsilon=eps, randomizer=mode,
+    params = make_params(horizon=d0, max_changes=k, epsilon=eps, method=mode,
                          per_order_sparsity=sparse)
     rng = np.random.default_rng(seed)
     devices = []

@@ -29,8 +29,9 @@ from scipy import stats
 
 from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.longitudinal import LongitudinalClient, ProtocolParams, distance_law, make_params
+from dpfreq.longitudinal import LongitudinalClient, ProtocolParams, make_params
 from dpfreq.longitudinal.keyed import DeviceKey
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.noise import epsilon_to_fraction, randomized_response
 
 ALPHA = 1e-6
@@ -94,7 +95,7 @@ def test_erlingsson_certificate_is_exact() -> None:
     for eps in EPSILONS:
         gamma = epsilon_to_fraction(eps)
         assert gamma <= Fraction(eps)
-        p = make_params(horizon=16, max_changes=4, epsilon=eps, randomizer="erlingsson")
+        p = make_params(horizon=16, max_changes=4, epsilon=eps, method="erlingsson")
         assert p.certificate == float(gamma) <= eps
 
 
@@ -264,7 +265,7 @@ def test_clopper_pearson_audit_erlingsson(rng: np.random.Generator) -> None:
 
 
 def _sealed_client(edit) -> str:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="futurerand")
     c = LongitudinalClient(p, rng=1)
     c.step(1)
     outer = json.loads(c.to_json())
@@ -293,7 +294,7 @@ def test_tampered_client_state_is_one_data_error(edit) -> None:
 
 
 def test_edited_or_corrupt_params_are_one_data_error() -> None:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="threshold")
     outer = json.loads(p.to_json())
     outer["payload"]["epsilon"] = 1000.0
     for text in (json.dumps(outer), p.to_json()[:40], "", "[]"):
@@ -307,11 +308,11 @@ def test_edited_or_corrupt_params_are_one_data_error() -> None:
 @pytest.mark.parametrize("kwargs", [
     {"epsilon": 1e-9}, {"epsilon": 1e19}, {"epsilon": float("nan")},
     {"horizon": 2**40}, {"horizon": 0}, {"max_changes": 10**6}, {"max_changes": 0},
-    {"randomizer": "nope"}, {"start": "2026-13-01", "period": "1d"},
+    {"method": "nope"}, {"start": "2026-13-01", "period": "1d"},
     {"start": "2026-01-01", "period": "1 fortnight"}, {"start": "2026-01-01"},
 ])
 def test_extreme_parameters_one_parameter_error(kwargs: dict) -> None:
-    args = {"horizon": 16, "max_changes": 3, "epsilon": 1.0, "randomizer": "threshold",
+    args = {"horizon": 16, "max_changes": 3, "epsilon": 1.0, "method": "threshold",
             **kwargs}
     with pytest.raises(ParameterError) as info:
         make_params(**args)
@@ -322,6 +323,6 @@ def test_extreme_parameters_one_parameter_error(kwargs: dict) -> None:
                                   "erlingsson"])
 def test_large_epsilon_is_certified_not_overflowing(mode: str) -> None:
     """ε = 800 (beyond float exp) builds a certified law, with no overflow."""
-    p = make_params(horizon=16, max_changes=3, epsilon=800.0, randomizer=mode)
+    p = make_params(horizon=16, max_changes=3, epsilon=800.0, method=mode)
     assert p.certificate <= 800.0
     assert 0 < p.c_gap <= 1

@@ -19,8 +19,13 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.rng import derive_key
-from dpfreq.windows import KeyedDiscreteLaplace, WindowCountsRelease, release_window_counts
-from dpfreq.windows.lazy_noise import EAGER_SCHEME, GAUSSIAN_SCHEME, LAPLACE_SCHEME
+from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.lazy_noise import (
+    EAGER_SCHEME,
+    GAUSSIAN_SCHEME,
+    LAPLACE_SCHEME,
+    KeyedDiscreteLaplace,
+)
 
 ALPHA = 1e-6
 
@@ -45,7 +50,7 @@ def many_structures() -> WindowCountsRelease:
     times = np.arange(60) % 256 + 1
     return release_window_counts((items, times), horizon=256, epsilon=1.0, unit="event",
                                  k_values=range(1, 1002), windows=["all"],
-                                 strategy={"all": "tree2d"}, rng=3)
+                                 method={"all": "tree2d"}, rng=3)
 
 
 def test_every_tree_of_many_structures_has_its_own_key(many_structures):
@@ -185,7 +190,7 @@ def _forge(path, tmp_path, edit):
     (lambda m, a: m["build"].update(k_values=[0]), "k_values"),
     (lambda m, a: m["build"].update(seeded="yes"), "seeded"),
     (lambda m, a: m["build"].update(horizon=9), "horizon|axis|summaries"),
-    (lambda m, a: m["build"].update(strategy={"all": "tree2d"}), "strategy"),
+    (lambda m, a: m["build"].update(method={"all": "tree2d"}), "method"),
     (lambda m, a: m["build"].pop("unit"), "incomplete"),
     (lambda m, a: m.update(key="00"), "key"),
     (lambda m, a: a.update(summary_weights=np.zeros_like(a["summary_weights"])), "summaries"),
@@ -221,8 +226,8 @@ def test_other_version_and_missing_file_are_data_errors(saved, tmp_path):
 
 
 @pytest.mark.parametrize("over", [
-    {"strategy": {"all": "fastest"}},
-    {"strategy": {"all": "tree2d"}, "unit": "item"},  # tree2d is event-level only
+    {"method": {"all": "fastest"}},
+    {"method": {"all": "tree2d"}, "unit": "item"},  # tree2d is event-level only
     {"epsilon": 1e300},
     {"epsilon": 9e18},
     {"horizon": 2**40},
@@ -450,7 +455,7 @@ def test_clopper_pearson_lower_bound_of_cumulative_windows_is_within_epsilon():
         for seed in range(n):
             rel = release_window_counts(log, horizon=2, epsilon=eps, unit="event",
                                         k_values=[1], windows=["cumulative"],
-                                        strategy={"cumulative": "per_query"}, rng=seed)
+                                        method={"cumulative": "per_query"}, rng=seed)
             count += int(rel.value["cumulative"][1][0] >= 2)
         hits.append(count)
     p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
@@ -549,7 +554,7 @@ def test_clopper_pearson_lower_bound_of_the_factorization_is_within_epsilon():
         for seed in range(n):
             rel = release_window_counts(log, horizon=2, epsilon=eps, delta=delta, unit="item",
                                         k_values=[1], windows=["cumulative"],
-                                        strategy={"cumulative": "factorization"}, rng=seed)
+                                        method={"cumulative": "factorization"}, rng=seed)
             count += int(rel.value["cumulative"][1][0] >= 2)
         hits.append(count)
     p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)

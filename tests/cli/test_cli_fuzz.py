@@ -88,7 +88,7 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
     """A protocol bundle and the reports of a few devices (``longitudinal aggregate``)."""
     from dpfreq.longitudinal import LongitudinalClient, make_params
 
-    params = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    params = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     (tmp / "params.json").write_text(params.to_json())
     rows = ["device,order,interval,bit"]
     for device in range(devices):
@@ -307,7 +307,7 @@ def _json_option(command: click.Command) -> str | None:
 
 
 #: Options a command needs before it writes JSON at all.
-JSON_EXTRA = {"longitudinal params": ["--write", "futurerand"]}
+JSON_EXTRA = {"longitudinal params": ["--method", "futurerand"]}
 JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c)]
 
 

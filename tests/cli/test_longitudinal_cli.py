@@ -27,7 +27,7 @@ def test_params_table(tmp_path) -> None:
             "1",
             "--devices",
             "1000",
-            "--write",
+            "--method",
             "threshold",
             "--out",
             str(out),
@@ -54,7 +54,7 @@ def test_simulate_json(tmp_path) -> None:
             "3",
             "--epsilon",
             "1",
-            "--randomizer",
+            "--method",
             "rr",
             "--seed",
             "1",
@@ -90,7 +90,7 @@ def _devices_arg(rep: str, p) -> str:
 
 
 def test_aggregate_csv(tmp_path) -> None:
-    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, method="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     rep = _reports_csv(tmp_path, p)
@@ -103,7 +103,7 @@ def test_aggregate_csv(tmp_path) -> None:
 
 
 def test_aggregate_bad_rows(tmp_path, capsys) -> None:
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     bad = tmp_path / "bad.csv"
@@ -144,7 +144,7 @@ def test_simulate_bad_epsilon(capsys) -> None:
 def test_file_path_matches_in_memory_aggregator(tmp_path) -> None:
     from dpfreq.longitudinal import LongitudinalAggregator, aggregate_reports_file
 
-    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, method="rr")
     rep = _reports_csv(tmp_path, p, n=60)
     arr = np.loadtxt(rep, delimiter=",", skiprows=1, dtype=np.int64)
     agg = LongitudinalAggregator(p)
@@ -187,7 +187,7 @@ def test_simulate_plot(tmp_path) -> None:
 
 
 def test_aggregate_dropouts_json(tmp_path) -> None:
-    p = make_params(horizon=8, max_changes=8, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=8, epsilon=1.0, method="rr")
     ppath = tmp_path / "params.json"
     ppath.write_text(p.to_json())
     rep = _reports_csv(tmp_path, p, n=40)
@@ -209,18 +209,18 @@ def test_per_order_sparsity_flags(tmp_path) -> None:
     res = CliRunner().invoke(
         command,
         ["params", "--horizon", "16", "--max-changes", "6", "--epsilon", "1", "--devices", "100",
-         "--per-order-sparsity", "--write", "threshold", "--out", str(out)],
+         "--per-order-sparsity", "--method", "threshold", "--out", str(out)],
     )
     assert res.exit_code == 0, res.output
     p = ProtocolParams.from_json(out.read_text())
     assert p.per_order_sparsity
-    assert p == make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold",
+    assert p == make_params(horizon=16, max_changes=6, epsilon=1.0, method="threshold",
                             per_order_sparsity=True)
     sim = tmp_path / "s.json"
     res = CliRunner().invoke(
         command,
         ["simulate", "--devices", "300", "--horizon", "16", "--max-changes", "6", "--epsilon", "1",
-         "--randomizer", "threshold", "--per-order-sparsity", "--seed", "2", "--json", str(sim)],
+         "--method", "threshold", "--per-order-sparsity", "--seed", "2", "--json", str(sim)],
     )
     assert res.exit_code == 0, res.output
     mp = json.loads(sim.read_text())["mechanism_params"]

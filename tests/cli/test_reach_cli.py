@@ -113,7 +113,7 @@ def test_reach_singleton_flag(tmp_path, capsys):
     main(["reach", str(log), "--item", "u", "--time", "t", "--horizon", "40", "--epsilon", "1",
           "--unit", "item", "--k", "1", "--windows", "cumulative,all", "--singleton",
           "--seed", "1", "--save", str(tmp_path / "s.dpfreq")])
-    assert "strategy compressed" in capsys.readouterr().out
+    assert "method compressed" in capsys.readouterr().out
     bad = write_log(tmp_path / "bad.csv", [(1, 1), (2, 1)], header=("u", "t"))
     with pytest.raises(SystemExit) as exc:
         main(["reach", str(bad), "--item", "u", "--time", "t", "--horizon", "40",
@@ -147,7 +147,7 @@ def test_reach_all_windows_with_delta_prints_the_zcdp_plan(tmp_path, capsys):
           "--seed", "2", "--unit", "event"])
     out = capsys.readouterr().out
     assert "predicted RMSE" in out
-    assert "all, k=1: strategy" in out
+    assert "all, k=1: method" in out
 
 
 def test_reach_period_6h_covers_the_same_range_as_1d(tmp_path, capsys):
@@ -210,7 +210,7 @@ def test_reach_releases_and_prints_exactly_the_families_asked(tmp_path, capsys):
     out = capsys.readouterr().out
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert set(data["value"]) == {"fixed(W=3)", "total"}
-    assert set(data["mechanism_params"]["strategies"]) == {
+    assert set(data["mechanism_params"]["methods"]) == {
         f"{f}, k={k}" for f in ("fixed(W=3)", "total") for k in (1, 2)}
     assert "cumulative" not in out
     table = [line for line in out.splitlines() if not line.startswith("#")]

@@ -174,7 +174,7 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
 
     from dpfreq.longitudinal import LongitudinalClient, make_params
 
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     params = tmp_path / "params.json"
     params.write_text(p.to_json(), encoding="utf-8")
     rows = []

@@ -220,7 +220,7 @@ PERIODS = 8
 
 
 def _params() -> ProtocolParams:
-    return make_params(horizon=PERIODS, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    return make_params(horizon=PERIODS, max_changes=3, epsilon=1.0, method="futurerand")
 
 
 def _reports(case: str) -> dict[str, np.ndarray]:

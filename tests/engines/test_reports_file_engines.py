@@ -32,7 +32,7 @@ HEAD = "device,order,interval,bit"
 
 
 def _params() -> ProtocolParams:
-    return make_params(horizon=HORIZON, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    return make_params(horizon=HORIZON, max_changes=3, epsilon=1.0, method="futurerand")
 
 
 PID = _params().param_id
@@ -146,7 +146,7 @@ def test_identifiers_read_as_text(tmp_path: Path) -> None:
     assert aggregate_reports_file(_write(tmp_path, "ids", text), _params(),
                                   enrolled=[0, 0, 0, 2]).devices == 2
     pid = "00" + "1" * 14
-    got = make_params(horizon=HORIZON, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    got = make_params(horizon=HORIZON, max_changes=3, epsilon=1.0, method="futurerand")
     path = _write(tmp_path, "pid", f"{HEAD},param_id\n1,3,1,1,{pid}\n")
     eng = __import__("dpfreq.engines", fromlist=["get_engine"]).get_engine("duckdb")
     sums = eng.report_sums(path, param_id=pid, interval_counts=(8, 4, 2, 1))

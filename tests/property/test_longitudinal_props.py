@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpfreq.longitudinal import distance_law
 from dpfreq.longitudinal.dyadic import partial_sums, prefix_decomposition
+from dpfreq.longitudinal.laws import distance_law
 
 
 @settings(max_examples=40, deadline=None)

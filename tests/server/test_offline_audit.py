@@ -80,7 +80,7 @@ def test_always_on_devices_are_all_counted_at_every_period(tmp_path) -> None:
     period's interval at confidence 1 − 1e-7 (the undercount put it far below)."""
     from dpfreq.longitudinal import make_params
 
-    p = make_params(horizon=13, max_changes=1, epsilon=2.0, randomizer="auto")
+    p = make_params(horizon=13, max_changes=1, epsilon=2.0, method="auto")
     cols: dict[str, list] = {"device": [], "order": [], "interval": [], "bit": []}
     enrolled = {"device": [], "order": []}
     gen = np.random.default_rng(29)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfreq.longitudinal import distance_law, simulate_longitudinal
+from dpfreq.longitudinal import simulate_longitudinal
+from dpfreq.longitudinal.laws import distance_law
 from dpfreq.longitudinal.simulate import synthetic_changes
 
 ALPHA = 1e-6
@@ -63,7 +64,7 @@ def test_unbiased_and_exact_variance(mode: str, seed: int) -> None:
             horizon=d,
             max_changes=3,
             epsilon=1.0,
-            randomizer=mode.removesuffix("-per-order"),
+            method=mode.removesuffix("-per-order"),
             per_order_sparsity=mode.endswith("-per-order"),
             data=data,
             rng=np.random.default_rng(child),
@@ -125,7 +126,7 @@ def test_client_server_pipeline_unbiased(mode: str, rng: np.random.Generator) ->
 
     n, d, k = 4000, 8, 3
     p = make_params(horizon=d, max_changes=k, epsilon=1.0,
-                    randomizer=mode.removesuffix("-per-order"),
+                    method=mode.removesuffix("-per-order"),
                     per_order_sparsity=mode.endswith("-per-order"))
     x = rng.integers(0, 2, size=(n, d)).astype(np.int8)
     truth = freeze_after_k_changes(x, k).sum(axis=0)
@@ -180,7 +181,7 @@ def test_keyed_client_transcript_has_the_exact_law(mode: str, rng: np.random.Gen
     against its exact law (chi-square, 16 cells), and the order uniform on 0..2."""
     from dpfreq.longitudinal import LongitudinalClient, make_params
 
-    p = make_params(horizon=4, max_changes=2, epsilon=1.0, randomizer=mode)
+    p = make_params(horizon=4, max_changes=2, epsilon=1.0, method=mode)
     law = _exact_transcript_law(p, mode)
     counts = dict.fromkeys(law, 0)
     orders = np.zeros(p.orders, dtype=np.int64)

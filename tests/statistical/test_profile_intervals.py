@@ -163,14 +163,14 @@ def test_plan_predictions_match_the_simulation(runs: dict[str, np.ndarray]) -> N
 
 def test_epsilon_for_inverts_the_plan() -> None:
     plan = plan_profile(domain_size=2_000_000, max_count=50, epsilon=1.0, unit="item")
-    eps = plan.epsilon_for(target=3, measure="half_width")
+    eps = plan.epsilon_for(3, measure="half_width")
     at = plan_profile(domain_size=2_000_000, max_count=50, epsilon=eps, unit="item")
     below = plan_profile(domain_size=2_000_000, max_count=50, epsilon=eps * 0.99, unit="item")
     assert at.half_width is not None
     assert at.half_width <= 3
     assert below.half_width is not None
     assert below.half_width > 3
-    eps_l1 = plan.epsilon_for(target=1e-4, measure="l1_bound")
+    eps_l1 = plan.epsilon_for(1e-4, measure="l1_bound")
     assert plan_profile(domain_size=2_000_000, max_count=50, epsilon=eps_l1,
                         unit="item").l1_bound <= 1e-4
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dpfreq.anonymized.hay as hay_module
-from dpfreq.anonymized import HAY_MAX_LENGTH, release_anonymized_histogram
-from dpfreq.anonymized.hay import hay, sorted_padded
+from dpfreq.anonymized import release_anonymized_histogram
+from dpfreq.anonymized.hay import HAY_MAX_LENGTH, hay, sorted_padded
 from dpfreq.anonymized.histogram_input import as_prevalences, total_of
 from dpfreq.anonymized.steps import merge_prevalences, rounded_isotonic
 from dpfreq.errors import ParameterError

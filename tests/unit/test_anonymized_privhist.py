@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from dpfreq.anonymized import (
-    METHODS,
     AnonymizedHistogramRelease,
     auto,
     release_anonymized_histogram,
 )
 from dpfreq.anonymized import privhist as P
 from dpfreq.anonymized import steps as S
+from dpfreq.anonymized.api import METHODS
 from dpfreq.anonymized.histogram_input import as_prevalences, total_of
 from dpfreq.engines.base import Prevalences
 from dpfreq.errors import DataError, ParameterError

@@ -188,7 +188,7 @@ def test_public_protocol_parameters_are_never_signed(monkeypatch):
     from dpfreq.longitudinal import ProtocolParams
     from dpfreq.longitudinal.params import make_params
 
-    params = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="auto")
+    params = make_params(horizon=8, max_changes=2, epsilon=1.0, method="auto")
     monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", KEY)  # the server's key
     text = params.to_json()
     assert "sha256" in json.loads(text)

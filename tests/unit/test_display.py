@@ -38,7 +38,7 @@ def _windows():
 
 def _longitudinal():
     return simulate_longitudinal(devices=500, horizon=40, max_changes=2, epsilon=2.0,
-                                 randomizer="auto", rng=1)
+                                 method="auto", rng=1)
 
 
 def _grouped():

@@ -108,7 +108,7 @@ def test_asking_for_the_factorization_at_pure_epsilon_says_what_it_needs() -> No
     events = (np.arange(20) % 5, np.arange(20) % 10 + 1)
     with pytest.raises(ParameterError, match=r"factorization needs delta > 0"):
         release_window_counts(events, horizon=10, epsilon=1.0, unit="item", k_values=[1],
-                              windows=["cumulative"], strategy={"cumulative": "factorization"},
+                              windows=["cumulative"], method={"cumulative": "factorization"},
                               rng=1)
 
 
@@ -119,4 +119,4 @@ def test_auto_picks_the_factorization_where_it_predicts_less_error() -> None:
 
     plan = plan_window_counts(horizon=365, epsilon=1.0, delta=1e-3, unit="event", k_values=[1],
                               windows=["cumulative"])
-    assert plan.strategies["cumulative, k=1"] == "factorization"
+    assert plan.methods["cumulative, k=1"] == "factorization"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.longitudinal import distance_law, laws, simulate_longitudinal
+from dpfreq.longitudinal import laws, simulate_longitudinal
 from dpfreq.longitudinal.dyadic import (
     estimate_from_sums,
     offsets,
@@ -21,6 +21,7 @@ from dpfreq.longitudinal.dyadic import (
 from dpfreq.longitudinal.laws import (
     _futurerand_ideal,
     _log_binom,
+    distance_law,
     futurerand_law,
     rr_law,
     threshold_law,
@@ -193,12 +194,12 @@ def test_refuses_bad_parameters() -> None:
         distance_law("nope", 3, 1.0)
     with pytest.raises(ParameterError):
         simulate_longitudinal(devices=10, horizon=8, max_changes=2, epsilon=-1.0,
-                              randomizer="auto")
+                              method="auto")
 
 
 def test_simulation_shapes_and_padding() -> None:
     rel = simulate_longitudinal(
-        devices=200, horizon=12, max_changes=3, epsilon=1.0, randomizer="threshold", rng=1,
+        devices=200, horizon=12, max_changes=3, epsilon=1.0, method="threshold", rng=1,
         start="2026-03-01", period="1d",
     )
     assert rel.horizon == 12
@@ -249,7 +250,7 @@ def test_matrix_with_too_many_changes_is_frozen() -> None:
     assert frozen[0].tolist() == [0, 1, 0] + [0] * 13
     assert freeze_after_k_changes(x, 3)[0].tolist() == [0, 1, 0, 1] + [1] * 12
     assert np.array_equal(freeze_after_k_changes(x, 15), x)
-    rel = simulate_longitudinal(horizon=16, max_changes=2, epsilon=1.0, randomizer="rr", data=x,
+    rel = simulate_longitudinal(horizon=16, max_changes=2, epsilon=1.0, method="rr", data=x,
                                 rng=1)
     assert np.isfinite(rel.value).all()
     assert np.array_equal(rel.truth, x.sum(axis=0))

@@ -18,7 +18,7 @@ X = (0, 1, 1, 0, 0, 0, 1, 1)
 
 @pytest.mark.parametrize("mode", ["rr", "futurerand", "threshold", "calibrated", "erlingsson"])
 def test_reports_at_every_multiple(mode: str) -> None:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer=mode)
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method=mode)
     for seed in range(12):
         c = LongitudinalClient(p, rng=seed)
         ts = [t for t, x in enumerate(X, start=1) if c.step(x)]
@@ -27,7 +27,7 @@ def test_reports_at_every_multiple(mode: str) -> None:
 
 def test_nonzero_reports_use_v_in_order() -> None:
     """With h = 1 the inputs are (1, −1, 0, 1) and the outputs (v1, −v2, coin, v3)."""
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="futurerand")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="futurerand")
     c = _client_with_order(p, 1)
     v = list(c.v)
     y = [2 * r["bit"] - 1 for x in X for r in c.step(x)]
@@ -45,7 +45,7 @@ def _client_with_order(p: ProtocolParams, h: int) -> LongitudinalClient:
 
 def test_changes_beyond_k_are_frozen() -> None:
     """Pitfall 4: after the k-th change the reported value is frozen; v is never redrawn."""
-    p = make_params(horizon=16, max_changes=2, epsilon=1.0, randomizer="futurerand")
+    p = make_params(horizon=16, max_changes=2, epsilon=1.0, method="futurerand")
     c = _client_with_order(p, 0)
     v = c.v
     xs = [0, 1] * 8  # 15 changes
@@ -67,7 +67,7 @@ def test_client_freezing_matches_simulation(mode: str) -> None:
     gen = np.random.default_rng(4)
     x = gen.integers(0, 2, size=(30, 16)).astype(np.int8)
     for k in (1, 2, 5):
-        p = make_params(horizon=16, max_changes=k, epsilon=1.0, randomizer=mode)
+        p = make_params(horizon=16, max_changes=k, epsilon=1.0, method=mode)
         frozen = freeze_after_k_changes(x, k)
         for u in range(x.shape[0]):
             c = LongitudinalClient(p, rng=u)
@@ -81,7 +81,7 @@ def test_client_freezing_matches_simulation(mode: str) -> None:
 
 def test_erlingsson_client_keeps_rth_change() -> None:
     """Only the r-th change (r ~ U[1..k]) reaches the RR; at most one non-zero report."""
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="erlingsson")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="erlingsson")
     rs = set()
     for seed in range(60):
         c = LongitudinalClient(p, rng=seed)
@@ -95,7 +95,7 @@ def test_erlingsson_client_keeps_rth_change() -> None:
 
 
 def test_json_round_trip() -> None:
-    p = make_params(horizon=12, max_changes=3, epsilon=1.0, randomizer="auto")
+    p = make_params(horizon=12, max_changes=3, epsilon=1.0, method="auto")
     c = LongitudinalClient(p, rng=5)
     for x in X[:5]:
         c.step(x)
@@ -124,7 +124,7 @@ def test_json_round_trip() -> None:
 
 
 def test_params_versioned_and_checked() -> None:
-    p = make_params(horizon=10, max_changes=3, epsilon=1.0, randomizer="threshold")
+    p = make_params(horizon=10, max_changes=3, epsilon=1.0, method="threshold")
     assert p.padded_horizon == 16
     raw = json.loads(p.to_json())
     raw["version"] = 99
@@ -144,7 +144,7 @@ def test_params_versioned_and_checked() -> None:
 
 
 def test_client_bad_input() -> None:
-    p = make_params(horizon=4, max_changes=1, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=4, max_changes=1, epsilon=1.0, method="rr")
     c = LongitudinalClient(p, rng=1)
     with pytest.raises(DataError):
         c.step(2)
@@ -157,7 +157,7 @@ def test_client_bad_input() -> None:
 
 
 def _agg() -> tuple[ProtocolParams, LongitudinalAggregator]:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="threshold")
     agg = LongitudinalAggregator(p)
     agg.enrol([1, 2, 3], [0, 1, 3], param_id=p.param_id)
     return p, agg
@@ -217,7 +217,7 @@ def test_server_matches_estimator() -> None:
 
 
 def test_server_protocol_version_and_types() -> None:
-    p = make_params(horizon=8, max_changes=3, epsilon=1.0, randomizer="threshold")
+    p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="threshold")
     agg = LongitudinalAggregator(p)
     with pytest.raises(DataError, match="protocol version"):
         agg.enrol([1], [0], param_id=p.param_id, protocol_version=99)
@@ -249,7 +249,7 @@ def _reports_file(tmp_path, text: str) -> str:
 def test_file_aggregation_validation(tmp_path) -> None:
     from dpfreq.longitudinal import aggregate_reports_file
 
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     head = "device,order,interval,bit"
     empty = aggregate_reports_file(_reports_file(tmp_path, head + "\n"), p,
                                    enrolled=[0, 0, 0, 0], confidence=0.9)
@@ -280,7 +280,7 @@ def test_file_param_id_keeps_leading_zeros(tmp_path, monkeypatch) -> None:
     """A param_id made only of digits (with leading zeros) is read as text from CSV."""
     from dpfreq.longitudinal import aggregate_reports_file
 
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     pid = "0012345678901234"
     monkeypatch.setattr(ProtocolParams, "param_id", property(lambda self: pid))
     path = _reports_file(tmp_path, f"device,order,interval,bit,param_id\n007,3,1,1,{pid}\n"
@@ -304,7 +304,7 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
         return duck
 
     monkeypatch.setattr(engines, "get_engine", fake_get_engine)
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     path = _reports_file(tmp_path, "device,order,interval,bit,param_id\n"
                                    f"1,3,1,1,{p.param_id}\n")
     rel = aggregate_reports_file(path, p, enrolled=[0, 0, 0, 1], engine=arg, confidence=0.9)
@@ -316,16 +316,16 @@ def test_file_aggregation_passes_engine_through(tmp_path, monkeypatch, engine) -
 
 def test_per_order_sparsity_params_client_server() -> None:
     """Pitfall 5: order h uses min(k, d/2^h) non-zeros; gaps per order shared and checked."""
-    from dpfreq.longitudinal import distance_law
+    from dpfreq.longitudinal.laws import distance_law
 
-    p = make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold",
+    p = make_params(horizon=16, max_changes=6, epsilon=1.0, method="threshold",
                     per_order_sparsity=True)
     assert [p.changes_at_order(h) for h in range(5)] == [6, 6, 4, 2, 1]
     assert p.c_gaps == tuple(distance_law("threshold", kh, 1.0).c_gap for kh in (6, 6, 4, 2, 1))
     assert p.c_gaps[4] > p.c_gaps[0]
     assert p.certificate <= 1.0
     assert ProtocolParams.from_json(p.to_json()) == p
-    plain = make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="threshold")
+    plain = make_params(horizon=16, max_changes=6, epsilon=1.0, method="threshold")
     assert p.param_id != plain.param_id
     for h in range(5):
         c = _client_with_order(p, h)
@@ -339,7 +339,7 @@ def test_per_order_sparsity_params_client_server() -> None:
     assert est.sd[15] == pytest.approx(np.sqrt(5 / p.c_gaps[4] ** 2))
     assert est.mechanism_params["c_gap_per_order"] == list(p.c_gaps)
     with pytest.raises(ParameterError, match="distance-based"):
-        make_params(horizon=16, max_changes=6, epsilon=1.0, randomizer="erlingsson",
+        make_params(horizon=16, max_changes=6, epsilon=1.0, method="erlingsson",
                     per_order_sparsity=True)
     with pytest.raises(ParameterError, match="order_c_gaps"):
         dataclasses.replace(p, order_c_gaps=p.c_gaps[:2])
@@ -348,7 +348,7 @@ def test_per_order_sparsity_params_client_server() -> None:
 def test_time_axis_in_params_and_results() -> None:
     """start/period travel in the sealed params; an aware start is kept in UTC; results carry
     the start of every period."""
-    p = make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr",
+    p = make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr",
                     start="2026-01-01T06:00:00+02:00", period="6h")
     assert p.start == "2026-01-01T04:00:00"
     assert ProtocolParams.from_json(p.to_json()) == p
@@ -357,7 +357,7 @@ def test_time_axis_in_params_and_results() -> None:
     assert [str(d) for d in est.table()["date"]] == [
         "2026-01-01T04:00:00", "2026-01-01T10:00:00", "2026-01-01T16:00:00"]
     with pytest.raises(ParameterError, match="start and period"):
-        make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr", period="1d")
+        make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr", period="1d")
     with pytest.raises(ParameterError, match="period"):
-        make_params(horizon=3, max_changes=1, epsilon=1.0, randomizer="rr",
+        make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr",
                     start="2026-01-01", period="0d")

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import DataError
-from dpfreq.longitudinal import LongitudinalClient, distance_law, make_params
+from dpfreq.longitudinal import LongitudinalClient, make_params
 from dpfreq.longitudinal import keyed as keyed_mod
 from dpfreq.longitudinal.keyed import DeviceKey, KeyedStream, subset_from_choices
+from dpfreq.longitudinal.laws import distance_law
 
 MODES = ["rr", "futurerand", "calibrated", "threshold", "erlingsson"]
 
@@ -60,7 +61,7 @@ def _spec_below(words, n: int) -> int:
 @pytest.mark.parametrize("mode", ["threshold", "erlingsson", "rr"])
 def test_client_draws_follow_the_written_specification(mode: str) -> None:
     """Order, kept change, vector and coins recomputed from the spec with hmac alone."""
-    p = make_params(horizon=16, max_changes=4, epsilon=1.0, randomizer=mode)
+    p = make_params(horizon=16, max_changes=4, epsilon=1.0, method=mode)
     pid = p.param_id
     for seed in range(6):
         c = LongitudinalClient(p, rng=seed)
@@ -188,7 +189,7 @@ def test_bernoulli_exp_enumerated(num: int, den: int) -> None:
 def test_any_replay_of_any_saved_state_sends_identical_bytes(mode: str) -> None:
     """A device saved after every period and replayed three times from each saved state sends
     byte-for-byte the reports of the original run (so replays reveal nothing new)."""
-    p = make_params(horizon=13, max_changes=3, epsilon=1.0, randomizer=mode)
+    p = make_params(horizon=13, max_changes=3, epsilon=1.0, method=mode)
     gen = np.random.default_rng(17)
     for seed in range(8):
         x = [int(v) for v in gen.integers(0, 2, size=13)]
@@ -207,7 +208,7 @@ def test_any_replay_of_any_saved_state_sends_identical_bytes(mode: str) -> None:
 
 
 def test_secret_from_the_os_unless_seeded(monkeypatch: pytest.MonkeyPatch) -> None:
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     a, b = LongitudinalClient(p), LongitudinalClient(p)
     assert not a.seeded
     assert not b.seeded
@@ -228,7 +229,7 @@ def test_secret_from_the_os_unless_seeded(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_secret_and_keyed_fields_are_checked() -> None:
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="erlingsson")
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="erlingsson")
     with pytest.raises(DataError):
         DeviceKey(b"short", p.param_id, seeded=False)
     with pytest.raises(DataError):

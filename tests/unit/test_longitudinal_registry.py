@@ -81,7 +81,7 @@ def test_a_registered_mode_is_built_and_restored(toy):
 def test_an_unregistered_mode_is_refused(toy):
     del RANDOMIZERS["toy"]
     try:
-        with pytest.raises(ParameterError, match="name of make_randomizer"):
+        with pytest.raises(ParameterError, match="method of make_randomizer"):
             make_randomizer("toy", length=6, max_changes=2, epsilon=1.0, rng=9)
     finally:
         register_randomizer("toy")(ToyRR)

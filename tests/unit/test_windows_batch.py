@@ -16,7 +16,8 @@ from test_windows_reductions import brute, random_log
 import dpfreq.windows.lazy_noise as lazy
 from dpfreq.engines import get_engine
 from dpfreq.errors import ParameterError
-from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace, release_window_counts
+from dpfreq.windows import release_window_counts
+from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.reductions import block_points
 
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper",
@@ -65,7 +66,7 @@ def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
     horizon = 13
     item, times = random_log(rng, horizon, 5, 40, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1, 2, 4],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=1, unit="event")
+                                windows=["all"], method={"all": "tree2d"}, rng=1, unit="event")
     t1, t2, k = random_windows(rng, horizon, [1, 2, 4], 50)
     got = rel.answer_windows(t1, t2, k).estimate
     truth = {kv: brute(item, times, horizon, kv) for kv in (1, 2, 4)}
@@ -99,7 +100,7 @@ def test_repeated_batches_give_identical_answers_without_a_cache(rng):
     horizon = 64
     item, times = random_log(rng, horizon, 9, 200, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=3, unit="event")
+                                windows=["all"], method={"all": "tree2d"}, rng=3, unit="event")
     t1, t2, k = random_windows(rng, horizon, [1], 300)
     first = rel.answer_windows(t1, t2, k).estimate
     trees = rel._state.structures[("all", 1)]._impl

@@ -14,7 +14,8 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines import OccurrenceTimes
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
-from dpfreq.windows import WindowCountsRelease, parse_period, release_window_counts
+from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.params import parse_period
 from dpfreq.windows.strategy import composed_epsilon, sum_halfwidth
 
 
@@ -57,7 +58,7 @@ def test_noise_free_answers_equal_brute_force(rng, level, strategy):
         fams = [w for w in ("cumulative", 3, "all") if w in strategy]
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0,
                                     k_values=[1, 2, 3], windows=fams, unit=level,
-                                    strategy=strategy, rng=case)
+                                    method=strategy, rng=case)
         t1, t2 = np.triu_indices(horizon + 1, 0)
         keep = t1 >= 1
         t1, t2 = t1[keep], t2[keep]
@@ -96,13 +97,13 @@ def test_auto_choice_matches_issue_note():
     times = np.array([1, 5, 9])
     rel = release_window_counts((item, times), horizon=365, epsilon=1.0, k_values=[1],
                                 windows=["cumulative", 7, "all"], rng=1, unit="event")
-    st = rel.mechanism_params["strategies"]
-    assert st["fixed(W=7), k=1"]["strategy"] == "per_query"
-    assert st["cumulative, k=1"]["strategy"] == "tree"
-    assert st["all, k=1"]["strategy"] == "tree2d"
+    st = rel.mechanism_params["methods"]
+    assert st["fixed(W=7), k=1"]["method"] == "per_query"
+    assert st["cumulative, k=1"]["method"] == "tree"
+    assert st["all, k=1"]["method"] == "tree2d"
     for rec in st.values():
         preds = rec["predicted_rmse"]
-        assert preds[rec["strategy"]] == min(preds.values())
+        assert preds[rec["method"]] == min(preds.values())
     cum = st["cumulative, k=1"]["predicted_rmse"]
     assert cum["per_query"] / cum["tree"] >= 5
     allw = st["all, k=1"]["predicted_rmse"]
@@ -112,13 +113,13 @@ def test_auto_choice_matches_issue_note():
 def test_item_level_candidates_exclude_event_only_structures():
     rel = release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
                                 k_values=[2], windows=[8, "all"], unit="item", rng=1)
-    st = rel.mechanism_params["strategies"]
+    st = rel.mechanism_params["methods"]
     assert "single" not in st["fixed(W=8), k=2"]["predicted_rmse"]
     assert "tree2d" not in st["all, k=2"]["predicted_rmse"]
-    with pytest.raises(ParameterError, match="strategy for all"):
+    with pytest.raises(ParameterError, match="method for all"):
         release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
                               k_values=[2], windows=["all"], unit="item",
-                              strategy={"all": "tree2d"}, rng=1)
+                              method={"all": "tree2d"}, rng=1)
 
 
 def test_determinism_repeated_queries_and_save_load(tmp_path, rng):
@@ -162,7 +163,7 @@ def test_json_has_no_secret_and_is_valid(rng):
 def test_answer_fields_and_sd(rng):
     item, times = small_log(rng, 16)
     rel = release_window_counts((item, times), horizon=16, epsilon=2.0, k_values=[1, 2],
-                                windows=["cumulative", 4, "all"], strategy={"all": "tree2d"},
+                                windows=["cumulative", 4, "all"], method={"all": "tree2d"},
                                 rng=3, unit="event")
     a = rel.window(2, 9, 1)
     s = rel._state.structures[("all", 1)]
@@ -258,7 +259,7 @@ def bad_call(**over):
         ({"horizon": 0}, ParameterError, "horizon"),
         ({"horizon": None}, ParameterError, "horizon"),
         ({"out_of_range": "clip"}, ParameterError, "out_of_range"),
-        ({"strategy": "fast"}, ParameterError, "strategy"),
+        ({"method": "fast"}, ParameterError, "method"),
         ({"singleton": "yes"}, ParameterError, "singleton"),
         ({"source": (np.array([0, 1]), np.array([1.5, 2]))}, DataError, "time"),
         ({"source": (np.array([0, 1]), np.array([1, 11]))}, DataError, "outside"),
@@ -371,7 +372,7 @@ def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horiz
 
     item, times = small_log(rng, horizon, 4)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[2],
-                                windows=["all"], strategy={"all": "tree2d"}, rng=5, unit="event")
+                                windows=["all"], method={"all": "tree2d"}, rng=5, unit="event")
     s = rel._state.structures[("all", 2)]
     domain = s.detail["domain"]
     trees = s._impl
@@ -434,7 +435,7 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
                                 k_values=[1, 2], windows=["cumulative", 3, "all"], unit=level,
                                 rng=4)
     assert rel.mechanism_params["accounting"].startswith("zCDP")
-    kinds = {rec["noise"] for rec in rel.mechanism_params["strategies"].values()}
+    kinds = {rec["noise"] for rec in rel.mechanism_params["methods"].values()}
     assert "gaussian" in kinds
     t1, t2 = np.triu_indices(13, 0)
     keep = t1 >= 1
@@ -480,11 +481,11 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
     item, times = small_log(rng, 13, 5)
     rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],
                                 windows=["cumulative"], rng=6, unit="event",
-                                strategy={"cumulative": "tree"})
+                                method={"cumulative": "tree"})
     s = rel._state.structures[("cumulative", 1)]
     assert s.strategy == "tree"
     assert s.consistent
-    assert rel.mechanism_params["strategies"]["cumulative, k=1"]["detail"]["consistency"]
+    assert rel.mechanism_params["methods"]["cumulative, k=1"]["detail"]["consistency"]
     incidence = layer_incidence(13, s.branching, s.top)
     leaves = np.bincount(cumulative_points(item, times, 1) - 1, minlength=13)
     fit = np.linalg.lstsq(incidence, incidence @ leaves + s._impl, rcond=None)[0]
@@ -499,7 +500,7 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
 
     item, times = small_log(rng, 11, 4)
     rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],
-                                windows=["all"], unit="item", strategy={"all": "per_start"},
+                                windows=["all"], unit="item", method={"all": "per_start"},
                                 rng=8)
     s = rel._state.structures[("all", 2)]
     assert s.strategy == "per_start"

@@ -14,8 +14,13 @@ import dpfreq.windows.lazy_noise as lazy
 from dpfreq._exact_inverse import exp_neg_bounds, inverse_table, survival_bounds
 from dpfreq.errors import ParameterError
 from dpfreq.rng import derive_key
-from dpfreq.windows import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.lazy_noise import GAUSSIAN_SCHEME, LAPLACE_SCHEME, structure_name
+from dpfreq.windows.lazy_noise import (
+    GAUSSIAN_SCHEME,
+    LAPLACE_SCHEME,
+    KeyedDiscreteGaussian,
+    KeyedDiscreteLaplace,
+    structure_name,
+)
 
 KEY = bytes(range(32))
 IDS = [0, 1, 2, 3, 1 << 40, (1 << 63) - 1]

@@ -42,7 +42,7 @@ def test_plan_states_the_release_half_widths(unit, delta, windows, singleton):
         for k, half in per_k.items():
             np.testing.assert_allclose(half, rel.error.value[label][k], rtol=0, atol=1e-9)
             band = np.asarray(rel.error.band_upper[label][k]) - np.asarray(rel.value[label][k])
-            strategy = plan.strategies[f"{label}, k={k}"]
+            strategy = plan.methods[f"{label}, k={k}"]
             if strategy != "per_query":  # the trees' bands are simulated
                 # two independent simulations of 1,000 draws (the plan's public one, the
                 # release's keyed one): their 0.9-quantiles of the maximum differ by ~1 %
@@ -51,8 +51,8 @@ def test_plan_states_the_release_half_widths(unit, delta, windows, singleton):
                     assert plan.band_halfwidth[label][k] != band.max()  # not the secret's
             else:
                 assert plan.band_halfwidth[label][k] == pytest.approx(band.max(), abs=1e-9)
-    for name, rec in rel.mechanism_params["strategies"].items():
-        assert plan.strategies[name] == rec["strategy"]
+    for name, rec in rel.mechanism_params["methods"].items():
+        assert plan.methods[name] == rec["method"]
     if "all" in plan.max_halfwidth:  # the worst window the release can be asked about
         t1, t2 = np.triu_indices(horizon)
         for k in (1, 2):

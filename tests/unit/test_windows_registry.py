@@ -112,7 +112,7 @@ def test_a_forced_toy_releases_and_plans_like_the_built_in_per_query(toy):
     the toy through the registry and the protocol only."""
     items, times = _data()
     args: dict[str, Any] = {"horizon": 12, "epsilon": 1.0, "unit": "item", "k_values": [1, 2]}
-    rels = {name: release_window_counts((items, times), strategy={"cumulative": name},
+    rels = {name: release_window_counts((items, times), method={"cumulative": name},
                                         rng=5, **args) for name in ("toy", "per_query")}
     ts = np.arange(1, 13)
     for k in (1, 2):
@@ -120,8 +120,8 @@ def test_a_forced_toy_releases_and_plans_like_the_built_in_per_query(toy):
         assert set(a.strategy.tolist()) == {"cumulative/toy"}
         for field in ("estimate", "sd", "lower", "upper", "band_lower", "band_upper"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
-        plan = plan_window_counts(strategy={"cumulative": "toy"}, **args)
-        assert plan.strategies[f"cumulative, k={k}"] == "toy"
+        plan = plan_window_counts(method={"cumulative": "toy"}, **args)
+        assert plan.methods[f"cumulative, k={k}"] == "toy"
         np.testing.assert_array_equal(plan.halfwidth["cumulative"][k], a.upper - a.estimate)
 
 
@@ -129,7 +129,7 @@ def test_an_unregistered_strategy_is_refused(toy):
     del registry()["toy"]
     try:
         assert "toy" not in STRATEGIES["cumulative"]
-        with pytest.raises(ParameterError, match="strategy for cumulative"):
+        with pytest.raises(ParameterError, match="method for cumulative"):
             make_plan(("cumulative",), (1,), 12, "item", 1.0, 0.0, {"cumulative": "toy"},
                       False)
     finally:

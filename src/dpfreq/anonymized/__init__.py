@@ -6,15 +6,15 @@ on the prevalence form, the Hay et al. sorted-count baseline, or a data-independ
 choice between them. Symmetric properties (entropy, support size, unseen species, ...) are
 plug-in estimates on a release (post-processing, no further budget); distances score releases
 in sorted ℓ1 / ℓ2² without expanding them. :func:`plan_anonymized` predicts the error
-statement from public parameters before any data is touched.
+statement from public parameters before any data is touched. Building blocks (the method
+names ``METHODS`` in ``api``, ``HAY_MAX_LENGTH`` in ``hay``, ``PROPERTY_NAMES`` and
+``lipschitz_constant`` in ``properties``) stay in their modules.
 """
 
-from dpfreq.anonymized.api import METHODS, release_anonymized_histogram
+from dpfreq.anonymized.api import release_anonymized_histogram
 from dpfreq.anonymized.distance import sorted_l1_distance, sorted_l2_squared_distance
-from dpfreq.anonymized.hay import HAY_MAX_LENGTH
 from dpfreq.anonymized.plan import AnonymizedPlan, plan_anonymized
 from dpfreq.anonymized.properties import (
-    PROPERTY_NAMES,
     PropertyEstimate,
     estimate_distance_to_uniformity,
     estimate_entropy,
@@ -24,14 +24,10 @@ from dpfreq.anonymized.properties import (
     estimate_support_coverage,
     estimate_support_size,
     estimate_unseen_species,
-    lipschitz_constant,
 )
 from dpfreq.anonymized.result import AnonymizedHistogramRelease
 
 __all__ = [
-    "HAY_MAX_LENGTH",
-    "METHODS",
-    "PROPERTY_NAMES",
     "AnonymizedHistogramRelease",
     "AnonymizedPlan",
     "PropertyEstimate",
@@ -43,7 +39,6 @@ __all__ = [
     "estimate_support_coverage",
     "estimate_support_size",
     "estimate_unseen_species",
-    "lipschitz_constant",
     "plan_anonymized",
     "release_anonymized_histogram",
     "sorted_l1_distance",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,8 @@ class AnonymizedPlan:
     unit, relation : str
         The unit of privacy the release protects (``"event"``, the only one this system
         supports) and its neighbouring relation in words.
+    requested_method : str
+        The ``method`` asked for (``"auto"`` included), which :meth:`epsilon_for` re-plans.
 
     Examples
     --------
@@ -84,6 +86,38 @@ class AnonymizedPlan:
     description: str
     unit: str
     relation: str
+    requested_method: str = field(default="auto", repr=False)
+
+    def epsilon_for(self, target: float, *, measure: str = "l1_bound") -> float:
+        """The smallest ε on the planner's grid (0.01 to 1000, 25 points) whose plan meets
+        ``target``, every other parameter as planned (the method as requested, ``"auto"``
+        re-choosing at each ε).
+
+        Parameters
+        ----------
+        target : float
+            The largest acceptable sorted-ℓ1 bound, in occurrences, at the top of ``n_range``.
+        measure : {"l1_bound"}, keyword-only
+            What to bound: the predicted sorted-ℓ1 bound (the one measure this planner
+            predicts as a function of ε; the total's half-width is exact at the planned ε).
+
+        Raises
+        ------
+        ParameterError
+            If the target is not a finite number > 0, the measure is unknown, or no ε up to
+            1000 meets the target.
+        """
+        func = "AnonymizedPlan.epsilon_for"
+        if isinstance(target, bool) or not isinstance(target, int | float) \
+                or not target > 0 or math.isinf(target):
+            raise ParameterError(message("target", func, "a finite number > 0", target))
+        check_choice(measure, "measure", func, ("l1_bound",))
+        found = epsilon_for_l1(float(target), self.n_range[1], self.requested_method,
+                               self.confidence)
+        if found is None:
+            raise ParameterError(message("target", func, "reachable with epsilon <= 1000 "
+                                         "for the top of n_range", target))
+        return found
 
 
 def reference_histogram(n: int) -> tuple[I64, I64]:
@@ -284,4 +318,4 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     return AnonymizedPlan(epsilon=epsilon, confidence=confidence, method=plan.method,
                           n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
                           vacuous=vacuous, description=text, unit="event",
-                          relation=RELATIONS["event"])
+                          relation=RELATIONS["event"], requested_method=method)

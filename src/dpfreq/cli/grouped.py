@@ -168,9 +168,9 @@ def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
                f"± = {conf:.0%} per-answer interval half-width")
     click.echo(_budget_line(rel))
     click.echo(f"# simultaneous: {rel.simultaneous.description}")
-    for name, rec in first.mechanism_params["strategies"].items():
+    for name, rec in first.mechanism_params["methods"].items():
         rmse = min(rec["predicted_rmse"].values())
-        click.echo(f"# every group, {name}: strategy {rec['strategy']}, {rec['noise']} noise "
+        click.echo(f"# every group, {name}: method {rec['method']}, {rec['noise']} noise "
                    f"(predicted RMSE {rmse:.1f})")
     tab = rel.to_pandas()
     cols = [(str(rel.group_column), [str(v) for v in tab.iloc[:, 0]]),

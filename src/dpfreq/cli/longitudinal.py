@@ -1,6 +1,6 @@
 """`dpfreq longitudinal`: FutureRand locally private longitudinal counts.
 
-Subcommands ``params`` (c_gap and predicted error per randomizer), ``simulate`` (vectorized
+Subcommands ``params`` (c_gap and predicted error per method), ``simulate`` (vectorized
 simulation with truth and errors) and ``aggregate`` (server side on collected reports).
 Formatting only; the work is in :mod:`dpfreq.longitudinal`.
 """
@@ -36,7 +36,7 @@ from dpfreq.longitudinal import (
 
 __all__ = ["command"]
 
-RANDOMIZERS = ["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
+METHODS = ["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
 
 
 @click.group(name="longitudinal")
@@ -58,8 +58,8 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
               help="Number of devices n for the predicted error (without it: error per √n).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
-@click.option("--write", "write_for", type=click.Choice(RANDOMIZERS), default=None,
-              help="Write the parameter bundle of this randomizer (use with --out).")
+@click.option("--method", "write_for", type=click.Choice(METHODS), default=None,
+              help="Write the parameter bundle of this method (use with --out).")
 @output_path_option("--out", "out", suffixes=(".json",), allow_stdout=True,
                     help="PARAMS.json path ('-': the JSON on stdout, the table on stderr).")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
@@ -69,7 +69,7 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
 def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | None,
                confidence: float, write_for: str | None, out: str | None,
                per_order_sparsity: bool, start: str | None, period: str | None) -> None:
-    """Table of c_gap, certificate, per-period sd and interval half-width per randomizer."""
+    """Table of c_gap, certificate, per-period sd and interval half-width per method."""
     if not 0 < confidence < 1:
         raise ParameterError(f"--confidence of longitudinal params must be in (0, 1); got "
                              f"{confidence!r}.")
@@ -79,7 +79,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
         per = per_order_sparsity and name != "erlingsson"
         p = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                        randomizer=name, per_order_sparsity=per)
+                        method=name, per_order_sparsity=per)
         lg1, gaps = p.orders, p.c_gaps
         # largest variance over t ≤ d: t = d − 1 uses every order below log d
         sd = math.sqrt(n * lg1 * sum(1 / c**2 for c in gaps[: max(lg1 - 1, 1)]))
@@ -89,7 +89,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
     sd_head, b_head = ("max sd", "interval ±") if devices is not None else ("max sd/√n",
                                                                             "interval ±/√n")
     to_err = out == "-"  # stdout then carries only the JSON bundle
-    click.echo(f"{'randomizer':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}",
+    click.echo(f"{'method':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}",
                err=to_err)
     for label, c, cert, sd, b in rows:
         click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>16.1f}", err=to_err)
@@ -98,10 +98,10 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
                "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
     if write_for is not None:
         if out is None:
-            raise click.UsageError("--write needs --out PARAMS.json")
+            raise click.UsageError("--method needs --out PARAMS.json")
         per = per_order_sparsity and write_for != "erlingsson"
         bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                             randomizer=write_for, per_order_sparsity=per,
+                             method=write_for, per_order_sparsity=per,
                              **_time_axis(start, period))
         write_output(bundle.to_json(), out)
 
@@ -111,7 +111,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
 @click.option("--horizon", type=POSITIVE, required=True, help="Number of periods d.")
 @click.option("--max-changes", type=POSITIVE, required=True, help="Change budget k.")
 @click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
-@click.option("--randomizer", type=click.Choice(RANDOMIZERS), default="auto", show_default=True,
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="Randomizer run on each device (auto: the largest exact gap).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
@@ -124,13 +124,13 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
 @seed_option
 @output_options
 def simulate_cmd(devices: int, horizon: int, max_changes: int, epsilon: float,
-                 randomizer: str, confidence: float, per_order_sparsity: bool,
+                 method: str, confidence: float, per_order_sparsity: bool,
                  start: str | None, period: str | None, rows: int | None, seed: int | None,
                  json_out: str | None, plot_out: str | None) -> None:
     """Simulate n devices with at most k changes and report the estimation error."""
     warn_if_seeded(seed)
     rel = simulate_longitudinal(devices=devices, horizon=horizon, max_changes=max_changes,
-                                epsilon=epsilon, randomizer=randomizer, confidence=confidence,
+                                epsilon=epsilon, method=method, confidence=confidence,
                                 per_order_sparsity=per_order_sparsity, rng=seed,
                                 **_time_axis(start, period))
     emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing

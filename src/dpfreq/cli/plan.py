@@ -97,10 +97,10 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
     for line in format_plan(plan):
         click.echo(line)
     if target_half_width is not None:
-        eps = plan.epsilon_for(target=target_half_width, measure="half_width")
+        eps = plan.epsilon_for(target_half_width, measure="half_width")
         click.echo(f"ε for a per-class half-width ≤ {target_half_width:g} items: {eps:g}")
     if target_l1 is not None:
-        eps = plan.epsilon_for(target=target_l1, measure="l1_bound")
+        eps = plan.epsilon_for(target_l1, measure="l1_bound")
         click.echo(f"ε for an ℓ1 bound ≤ {target_l1:g}: {eps:g}")
 
 
@@ -120,3 +120,12 @@ def _add_reach() -> None:
 
 
 _add_reach()
+
+
+def _add_longitudinal() -> None:
+    from dpfreq.cli.plan_longitudinal import command as longitudinal_plan
+
+    command.add_command(longitudinal_plan, name="longitudinal")
+
+
+_add_longitudinal()

@@ -166,8 +166,8 @@ def _print_release(rel: WindowCountsRelease, save_path: str | None, rows: int | 
                      + [w for w in rel.windows if w == "all"])
     click.echo(f"# families: {fams}; k: {', '.join(map(str, rel.k_values))} (ε split equally "
                f"over the {len(rel.windows) * len(rel.k_values)} (family, k) structures)")
-    for name, rec in rel.mechanism_params["strategies"].items():
-        click.echo(f"# {name}: strategy {rec['strategy']}, {rec['noise']} noise "
+    for name, rec in rel.mechanism_params["methods"].items():
+        click.echo(f"# {name}: method {rec['method']}, {rec['noise']} noise "
                    f"(predicted RMSE {_predicted(rec):.1f})")
     if "all" in rel.windows:
         click.echo(f"# all: every window [t1, t2] released, no curve; ask with `dpfreq reach "

@@ -41,7 +41,7 @@ def device_bundle(params: ProtocolParams) -> dict[str, Any]:
     --------
     >>> from dpfreq.longitudinal import device_bundle, make_params
     >>> b = device_bundle(make_params(horizon=8, max_changes=2, epsilon=1.0,
-    ...                               randomizer="threshold"))
+    ...                               method="threshold"))
     >>> b["protocol"], b["padded_horizon"], sorted(b["laws"]), b["gamma"]
     (1, 8, ['2'], None)
     """

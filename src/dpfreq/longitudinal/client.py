@@ -64,7 +64,7 @@ class LongitudinalClient:
     Examples
     --------
     >>> from dpfreq.longitudinal import make_params
-    >>> p = make_params(horizon=4, max_changes=2, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=4, max_changes=2, epsilon=1.0, method="rr")
     >>> c = LongitudinalClient(p, rng=7)
     >>> reports = [r for x in (0, 1, 1, 0) for r in c.step(x)]
     >>> len(reports) == 4 >> c.order

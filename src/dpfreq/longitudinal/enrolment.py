@@ -99,7 +99,7 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams,
     Examples
     --------
     >>> from dpfreq.longitudinal import make_params
-    >>> p = make_params(horizon=4, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=4, max_changes=1, epsilon=1.0, method="rr")
     >>> enrolled_per_order([5, 0, 2], p).tolist()
     [5, 0, 2]
     >>> enrolled_per_order({"device": [7, 9], "order": [2, 2]}, p).tolist()

@@ -72,7 +72,7 @@ class ProtocolParams:
     epsilon : float
         Each device's local ε over its whole sequence.
     randomizer : str
-        The resolved randomizer (``"auto"`` is resolved by :func:`make_params`).
+        The resolved randomizer, the ``method`` of :func:`make_params` (``"auto"`` resolved).
     c_gap : float
         Its exact gap (of the law that is sampled); ``certificate`` its ``ln(p_max/p_min) ≤ ε``.
     per_order_sparsity : bool
@@ -85,7 +85,7 @@ class ProtocolParams:
 
     Examples
     --------
-    >>> p = make_params(horizon=8, max_changes=2, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
     >>> ProtocolParams.from_json(p.to_json()) == p
     True
     >>> p.orders, p.changes_at_order(3)
@@ -221,7 +221,7 @@ class ProtocolParams:
         return p
 
 
-def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: str,
+def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
                 per_order_sparsity: bool = False, start: Any = None,
                 period: str | None = None) -> ProtocolParams:
     """The versioned protocol parameters shared by devices and server.
@@ -234,9 +234,10 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: s
         Change budget ``k`` per device (``X[0] = 0``: starting at 1 is a change).
     epsilon : float, keyword-only
         Each device's local ε over its whole sequence; no default.
-    randomizer : str, keyword-only
-        ``"auto"`` (largest exact ``c_gap``; recommended), ``"futurerand"`` (paper constants,
-        the reference), ``"calibrated"``, ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+    method : str, keyword-only
+        The randomizer: ``"auto"`` (largest exact ``c_gap``; recommended), ``"futurerand"``
+        (paper constants, the reference), ``"calibrated"``, ``"threshold"``, ``"rr"`` or
+        ``"erlingsson"``.
     per_order_sparsity : bool, keyword-only
         Order h has only ``L = d/2^h`` coordinates, so its randomizer is built for ``min(k, L)``
         non-zeros (larger gap at high orders); the per-order gaps are recorded in
@@ -262,7 +263,7 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: s
 
     Examples
     --------
-    >>> p = make_params(horizon=30, max_changes=4, epsilon=1.0, randomizer="auto")
+    >>> p = make_params(horizon=30, max_changes=4, epsilon=1.0, method="auto")
     >>> p.padded_horizon, p.orders, p.randomizer
     (32, 6, 'threshold')
     >>> p.certificate <= p.epsilon
@@ -278,7 +279,7 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: s
         raise ParameterError(_validate.message("max_changes", func,
                                                f"an integer in 1..{MAX_CHANGES}", max_changes))
     epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
-    randomizer = _validate.check_choice(randomizer, "randomizer", func, MODES)
+    method = _validate.check_choice(method, "method", func, MODES)
     if not isinstance(per_order_sparsity, bool):
         raise ParameterError(_validate.message("per_order_sparsity", func, "a bool",
                                                per_order_sparsity))
@@ -288,14 +289,14 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: s
     if period is not None:
         parse_period(period, func)
     d = _padded(d0)
-    if randomizer == "erlingsson":
+    if method == "erlingsson":
         if per_order_sparsity:
             raise ParameterError(f"per_order_sparsity of {func} applies to distance-based "
-                                 "randomizers only; got randomizer 'erlingsson'.")
+                                 "randomizers only; got method 'erlingsson'.")
         name, c_gap = "erlingsson", erlingsson_c_gap(k, epsilon)
         cert = float(epsilon_to_fraction(epsilon))  # exact RR uses γ ≤ ε
     else:
-        law = distance_law(randomizer, k, epsilon)
+        law = distance_law(method, k, epsilon)
         name, c_gap, cert = law.name, law.c_gap, law.certificate
     gaps: tuple[float, ...] = ()
     if per_order_sparsity:

@@ -338,13 +338,13 @@ class ErlingssonRR(Randomizer):
 
 
 @fill_doc(common=_PARAMETERS)
-def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
+def make_randomizer(method: str, *, length: int, max_changes: int, epsilon: float,
                     key: DeviceKey | None = None, rng: RNGLike = None) -> Randomizer:
-    """``init(L, k, ε)`` of the randomizer ``name``.
+    """``init(L, k, ε)`` of the randomizer ``method``.
 
     Parameters
     ----------
-    name : {"rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"}
+    method : {"rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"}
         ``"futurerand"`` uses the constants of Ohrimenko, Wirth & Wu (2022); ``"auto"`` picks
         the largest exact ``c_gap`` among rr, futurerand, calibrated and threshold (the
         resolved name is ``.name``).
@@ -358,7 +358,7 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
     Raises
     ------
     ParameterError
-        If ``name`` is unknown or a parameter is out of range.
+        If ``method`` is unknown or a parameter is out of range.
 
     Examples
     --------
@@ -367,7 +367,7 @@ def make_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
     >>> make_randomizer("erlingsson", length=8, max_changes=3, epsilon=1.0, rng=0).certificate
     1.0
     """
-    name = _validate.check_choice(name, "name", "make_randomizer", _modes(auto=True))
+    name = _validate.check_choice(method, "method", "make_randomizer", _modes(auto=True))
     if name == "auto":
         k = _validate.check_int(max_changes, "max_changes", "make_randomizer", minimum=1)
         eps = _validate.check_epsilon(epsilon, "epsilon", "make_randomizer")

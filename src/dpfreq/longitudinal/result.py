@@ -14,7 +14,7 @@ from dpfreq import _validate
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 
-__all__ = ["LongitudinalEstimate", "make_estimate", "parse_period", "period_dates"]
+__all__ = ["LongitudinalEstimate", "error_widths", "make_estimate", "parse_period", "period_dates"]
 
 _PERIOD = re.compile(r"^\s*(\d{1,6})\s*(min|h|d|w)\s*$")
 _UNIT_SECONDS = {"min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -81,7 +81,7 @@ class LongitudinalEstimate(Release):
     --------
     >>> from dpfreq.longitudinal import simulate_longitudinal
     >>> rel = simulate_longitudinal(devices=1000, horizon=7, max_changes=2, epsilon=2.0,
-    ...                             randomizer="auto", start="2026-01-05", period="1d", rng=1)
+    ...                             method="auto", start="2026-01-05", period="1d", rng=1)
     >>> list(rel.table())
     ['period', 'date', 'estimate', 'lower', 'upper', 'band_lower', 'band_upper', 'sd', 'truth']
     >>> str(rel.dates[-1])
@@ -146,16 +146,16 @@ class LongitudinalEstimate(Release):
         return ax
 
 
-def _needed(k: int, randomizer: str, target: float) -> str:
+def _needed(k: int, method: str, target: float) -> str:
     """Text naming the ε at which the gap reaches ``target`` (None when no ε ≤ 1000 does)."""
     from .laws import epsilon_for_gap
 
-    eps = epsilon_for_gap(randomizer, k, target)
+    eps = epsilon_for_gap(method, k, target)
     if eps is None:
         return "no epsilon up to 1000 would make them narrower; more devices are needed"
-    which = "erlingsson" if randomizer == "erlingsson" else "auto"
+    which = "erlingsson" if method == "erlingsson" else "auto"
     return (f"epsilon >= {eps:.3g} would make them narrower (same devices and change budget, "
-            f"randomizer {which!r})")
+            f"method {which!r})")
 
 
 def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
@@ -170,10 +170,34 @@ def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
     return np.minimum(hoeffding, bernstein)
 
 
+def error_widths(devices: int, padded_horizon: int, horizon: int, c_gaps: NDArray[Any],
+                 confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                             NDArray[np.float64]]:
+    """Per period ``t = 1..horizon``: the interval half-width, the simultaneous band's
+    half-width and the variance at ``f_t = 0`` (see :func:`make_estimate`), from public
+    parameters only: the number of devices, the padded horizon, the gap of every order and the
+    confidence."""
+    d, n = padded_horizon, devices
+    lg1 = d.bit_length()
+    gaps = np.broadcast_to(np.asarray(c_gaps, dtype=np.float64), (lg1,))
+    t = np.arange(1, horizon + 1)
+    inv2 = np.zeros(horizon)
+    worst = np.full(horizon, np.inf)
+    for h in range(lg1):
+        on = ((t >> h) & 1).astype(bool)
+        inv2 += on / gaps[h] ** 2
+        worst[on] = np.minimum(worst[on], gaps[h])
+    var0 = n * lg1 * inv2
+    beta = 1.0 - confidence
+    half = _half_width(n, lg1 / worst, var0, np.log(2 / beta))
+    band = _half_width(n, lg1 / worst, var0, np.log(2 * horizon / beta))
+    return half, band, var0
+
+
 def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devices: int,
                   c_gaps: NDArray[Any], epsilon: float, confidence: float, mechanism: str,
                   mechanism_params: dict[str, Any], seeded: bool, max_changes: int,
-                  randomizer: str, start: str | None = None, period: str | None = None,
+                  method: str, start: str | None = None, period: str | None = None,
                   truth: NDArray[Any] | None = None) -> LongitudinalEstimate:
     """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate`.
 
@@ -190,17 +214,8 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
     lg1 = d.bit_length()
     gaps = np.broadcast_to(np.asarray(c_gaps, dtype=np.float64), (lg1,)).copy()
     raw = estimate_from_sums(sums, d, lg1 / gaps)[:horizon]
-    t = np.arange(1, horizon + 1)
-    inv2 = np.zeros(horizon)
-    worst = np.full(horizon, np.inf)
-    for h in range(lg1):
-        on = ((t >> h) & 1).astype(bool)
-        inv2 += on / gaps[h] ** 2
-        worst[on] = np.minimum(worst[on], gaps[h])
-    var0 = n * lg1 * inv2
+    half, band, var0 = error_widths(n, d, horizon, gaps, confidence)
     beta = 1.0 - confidence
-    half = _half_width(n, lg1 / worst, var0, np.log(2 / beta))
-    band = _half_width(n, lg1 / worst, var0, np.log(2 * horizon / beta))
     value = np.clip(raw, 0, n)
     lower, upper = np.clip(raw - half, 0, n), np.clip(raw + half, 0, n)
     vacuous = bool(np.all((lower == 0) & (upper == n)))
@@ -210,7 +225,7 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
     if vacuous and n > 0:
         target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
         text += (" They are no narrower than [0, devices] (vacuous): "
-                 f"{_needed(max_changes, randomizer, target)}.")
+                 f"{_needed(max_changes, method, target)}.")
     one = bool(np.all(gaps == gaps[0]))
     gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
         "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}

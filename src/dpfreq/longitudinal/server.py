@@ -62,7 +62,7 @@ def _estimate(params: ProtocolParams, sums: NDArray[np.int64], counts: NDArray[n
         values, padded_horizon=p.padded_horizon, horizon=p.horizon,
         devices=int(enrolled.sum()), c_gaps=np.asarray(p.c_gaps), epsilon=p.epsilon,
         confidence=confidence, mechanism="futurerand-longitudinal", mechanism_params=mech,
-        seeded=False, max_changes=p.max_changes, randomizer=p.randomizer, start=p.start,
+        seeded=False, max_changes=p.max_changes, method=p.randomizer, start=p.start,
         period=p.period)
 
 
@@ -100,7 +100,7 @@ class LongitudinalAggregator:
     Examples
     --------
     >>> from dpfreq.longitudinal import LongitudinalClient, make_params
-    >>> p = make_params(horizon=4, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=4, max_changes=1, epsilon=1.0, method="rr")
     >>> clients = {f"dev{i}": LongitudinalClient(p, rng=i) for i in range(50)}
     >>> agg = LongitudinalAggregator(p)
     >>> agg.enrol(list(clients), [c.order for c in clients.values()], param_id=p.param_id)
@@ -343,7 +343,7 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any
     Examples
     --------
     >>> from dpfreq.longitudinal import make_params
-    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, method="rr")
     >>> reports = {"device": ["a", "a", "b"], "order": [0, 0, 1], "interval": [1, 2, 1],
     ...            "bit": [1, 0, 1]}
     >>> rel = aggregate_reports_file(reports, p, enrolled=[1, 2], engine="memory")
@@ -412,7 +412,7 @@ def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: A
     Examples
     --------
     >>> from dpfreq.longitudinal import make_params
-    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, randomizer="rr")
+    >>> p = make_params(horizon=2, max_changes=1, epsilon=1.0, method="rr")
     >>> rel = estimate_from_report_sums(p, order=[0, 0, 1], interval=[1, 2, 1],
     ...                                 sums=[1, -1, 1], counts=[1, 1, 1],
     ...                                 devices_per_order=[1, 1])

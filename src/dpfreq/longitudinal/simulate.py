@@ -170,7 +170,7 @@ def simulate_longitudinal(
     horizon: int,
     max_changes: int,
     epsilon: float,
-    randomizer: str,
+    method: str,
     confidence: float = 0.95,
     data: NDArray[Any] | None = None,
     per_order_sparsity: bool = False,
@@ -194,9 +194,9 @@ def simulate_longitudinal(
         ``n`` for synthetic data (required without ``data``; must match its rows with it).
     horizon, max_changes, epsilon : keyword-only
         Number of periods ``d``, change budget ``k``, local ε. No defaults.
-    randomizer : str, keyword-only
-        ``"auto"`` (recommended), ``"futurerand"`` (paper constants), ``"calibrated"``,
-        ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
+    method : str, keyword-only
+        The randomizer: ``"auto"`` (recommended), ``"futurerand"`` (paper constants),
+        ``"calibrated"``, ``"threshold"``, ``"rr"`` or ``"erlingsson"``.
     confidence : float, keyword-only
         Confidence of the intervals and of the simultaneous band (default 0.95).
     data : array-like (n, d) of 0/1, optional
@@ -235,7 +235,7 @@ def simulate_longitudinal(
     Examples
     --------
     >>> rel = simulate_longitudinal(devices=2000, horizon=10, max_changes=2, epsilon=2.0,
-    ...                             randomizer="auto", rng=1)
+    ...                             method="auto", rng=1)
     >>> rel.value.shape, rel.unit
     ((10,), 'device')
     >>> bool(((rel.error.band_lower <= rel.truth) & (rel.truth <= rel.error.band_upper)).all())
@@ -243,7 +243,7 @@ def simulate_longitudinal(
     """
     func = "simulate_longitudinal"
     params = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                         randomizer=randomizer, per_order_sparsity=per_order_sparsity,
+                         method=method, per_order_sparsity=per_order_sparsity,
                          start=start, period=period)
     confidence = _validate.check_confidence(confidence, "confidence", func)
     d0, k, d = params.horizon, params.max_changes, params.padded_horizon
@@ -291,7 +291,7 @@ def simulate_longitudinal(
         sums, padded_horizon=d, horizon=d0, devices=n, c_gaps=np.asarray(params.c_gaps),
         epsilon=params.epsilon, confidence=confidence, mechanism="futurerand-longitudinal",
         mechanism_params=mech, seeded=gen_res.seeded, max_changes=k,
-        randomizer=params.randomizer, start=params.start, period=params.period, truth=truth)
+        method=params.randomizer, start=params.start, period=params.period, truth=truth)
 
 
 def _erlingsson_sums(times: Any, x: Any, order: NDArray[np.int64], params: Any,

@@ -172,7 +172,7 @@ class ProfilePlan:
                                          "predict 'l1_bound')", name))
         return float(value)
 
-    def epsilon_for(self, *, target: float, measure: str = "l1_bound") -> float:
+    def epsilon_for(self, target: float, *, measure: str = "l1_bound") -> float:
         """The smallest ε (3 significant digits, rounded up) whose plan meets ``target``.
 
         Parameters
@@ -180,8 +180,8 @@ class ProfilePlan:
         target : float
             The largest acceptable value of ``measure`` (items for the half-widths, fractions
             for the ℓ1 measures).
-        measure : {"half_width", "band_half_width", "l1_error", "l1_bound"}
-            What to bound.
+        measure : {"half_width", "band_half_width", "l1_error", "l1_bound"}, keyword-only
+            What to bound (default ``"l1_bound"``).
 
         Raises
         ------
@@ -217,7 +217,7 @@ class ProfilePlan:
     def useful_epsilon(self) -> float | None:
         """The ε at which ``l1_bound`` falls to :data:`USEFUL_L1` (None if beyond ε = 1000)."""
         try:
-            return self.epsilon_for(target=USEFUL_L1, measure="l1_bound")
+            return self.epsilon_for(USEFUL_L1, measure="l1_bound")
         except ParameterError:
             return None
 

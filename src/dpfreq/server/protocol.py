@@ -59,7 +59,7 @@ def build_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: 
     """Protocol parameters of a new study, with its time axis (validated by
     :func:`~dpfreq.longitudinal.make_params`)."""
     return make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                       randomizer=randomizer, per_order_sparsity=per_order_sparsity,
+                       method=randomizer, per_order_sparsity=per_order_sparsity,
                        start=_naive_utc(start), period=period)
 
 

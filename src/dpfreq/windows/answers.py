@@ -265,7 +265,7 @@ def build_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str,
     """
     b = build_args
     plan = make_plan(tuple(b["windows"]), tuple(b["k_values"]), int(b["horizon"]), b["unit"],
-                     b["epsilon"], b["delta"], b["strategy"], b["singleton"])
+                     b["epsilon"], b["delta"], b["method"], b["singleton"])
     return attach_state(summaries, key=key, build_args=build_args, plan=plan)
 
 

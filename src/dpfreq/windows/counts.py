@@ -64,7 +64,7 @@ def release_window_counts(
     unit: str,
     k_values: Sequence[int] | int,
     windows: Sequence[Any] | str | int = ("cumulative",),
-    strategy: str | Mapping[Any, str] = "auto",
+    method: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     out_of_range: str = "error",
     confidence: float = 0.95,
@@ -115,10 +115,10 @@ def release_window_counts(
         Query families: ``"cumulative"``, ``"total"`` (the one window ``[1, T]``, answered as
         one query with its structure's whole budget), ``"all"`` (every ``[t1, t2]``) and
         integer widths ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
-    strategy : "auto" or mapping
+    method : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
-        ``{family: strategy}`` forces one (see :mod:`dpfreq.windows.strategy`).
+        ``{family: method}`` forces one (see :mod:`dpfreq.windows.strategy`).
     singleton : bool, default False
         Declares (publicly) that the log has at most one event per period. Enables time
         compression for item-level arbitrary windows; a log violating it is a DataError.
@@ -173,13 +173,13 @@ def release_window_counts(
     Raises
     ------
     ParameterError, DataError
-        Invalid parameters or data (missing unit, bad ε/δ, k < 1, W > T, a forced strategy
+        Invalid parameters or data (missing unit, bad ε/δ, k < 1, W > T, a forced method
         not admissible, missing columns, non-integer times, times outside the range, a
         horizon too large for memory, ...). Nothing is charged then.
 
     Notes
     -----
-    * Strategies per family (chosen by ``strategy="auto"`` from the closed-form mean squared
+    * Strategies per family (chosen by ``method="auto"`` from the closed-form mean squared
       error, public parameters only): cumulative ``simple`` | ``tree`` (layered ``B``-ary,
       ``B`` and the root level chosen for ``T``) | ``per_query``; rolling windows
       ``blocks`` | ``single`` (event level) | ``per_query``; arbitrary windows ``tree2d``
@@ -187,7 +187,7 @@ def release_window_counts(
       singleton). ``per_query`` is the composition baseline.
     * Cumulative trees are answered by least squares over all their blocks when
       ``T · blocks <= 2^18``; per-start trees by the consistency pass (Hay et al. 2010) when
-      their domain has at most 1024 leaves. ``mechanism_params["strategies"][...]["why"]``
+      their domain has at most 1024 leaves. ``mechanism_params["methods"][...]["why"]``
       states the chosen structure's predicted RMSE against the next best.
     * With ``delta > 0`` two accounting plans are compared and the better one is used: pure ε
       (basic composition; advanced composition over item-level blocks/starts), or zCDP
@@ -206,7 +206,7 @@ def release_window_counts(
     check_choice(out_of_range, "out_of_range", _FUNC, ("error", "drop"))
     par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
                               epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
-                              windows=windows, strategy=strategy, singleton=singleton,
+                              windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:
         return release_grouped_window_counts(
@@ -215,7 +215,7 @@ def release_window_counts(
             rng=rng, accountant=acct, func=_FUNC)
     eps, dlt, unit, axis, fams, ks = (par.epsilon, par.delta, par.unit, par.axis, par.windows,
                                       par.k_values)
-    plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.strategy, singleton)
+    plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.method, singleton)
     summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
                                             fams, ks)
     if singleton and not summaries.singleton:
@@ -226,7 +226,7 @@ def release_window_counts(
     res = resolve_rng(rng, _FUNC)
     key = res.generator.bytes(32)
     build = {"epsilon": eps, "delta": dlt, "k_values": list(ks), "unit": unit,
-             "windows": list(fams), "strategy": par.strategy, "singleton": singleton,
+             "windows": list(fams), "method": par.method, "singleton": singleton,
              "horizon": axis.horizon, "axis": axis.public(), "seeded": res.seeded,
              "n_dropped": int(n_dropped), "source_kind": kind,
              "confidence": par.confidence}

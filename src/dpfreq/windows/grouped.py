@@ -233,7 +233,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     resolved = resolve_rng(rng, func)
     master = resolved.generator.bytes(32)
     build = {"epsilon": eps_g, "delta": delta_g, "k_values": list(par.k_values),
-             "unit": par.unit, "windows": list(par.windows), "strategy": par.strategy,
+             "unit": par.unit, "windows": list(par.windows), "method": par.method,
              "singleton": par.singleton, "horizon": par.axis.horizon, "axis": par.axis.public(),
              "seeded": resolved.seeded, "n_dropped": 0, "source_kind": "",
              "confidence": par.confidence}
@@ -298,12 +298,12 @@ class GroupedWindowCountsPlan:
     n_groups: int | None
     selection: SelectionPlan | None = None
 
-    def epsilon_for(self, target_halfwidth: float, **kwargs: Any) -> float:
-        """The smallest total ε giving each group ``target_halfwidth``
-        (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``; divided by the share
-        left to the release when the groups are selected)."""
+    def epsilon_for(self, target: float, **which: Any) -> float:
+        """The smallest total ε giving each group a half-width ``target`` at the family and k
+        ``which`` selects (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``;
+        divided by the share left to the release when the groups are selected)."""
         share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
-        return float(self.per_group.epsilon_for(target_halfwidth, **kwargs)
+        return float(self.per_group.epsilon_for(target, **which)
                      * (self.max_groups_per_item or 1) / share)
 
     def lines(self) -> list[str]:

@@ -40,7 +40,7 @@ _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_ite
 def calibrated_plan(build: Mapping[str, Any]) -> Any:
     """The one plan of every group (public parameters only)."""
     return make_plan(tuple(build["windows"]), tuple(build["k_values"]), int(build["horizon"]),
-                     build["unit"], build["epsilon"], build["delta"], build["strategy"],
+                     build["unit"], build["epsilon"], build["delta"], build["method"],
                      build["singleton"])
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "TimeAxis",
     "WindowParams",
     "check_memory",
-    "check_strategy",
+    "check_method",
     "check_window_params",
     "parse_k",
     "parse_period",
@@ -187,14 +187,14 @@ def parse_k(k_values: Any) -> tuple[int, ...]:
                          for k in ks}))
 
 
-def check_strategy(strategy: Any) -> Any:
-    """``"auto"`` or a mapping {family: strategy} (the names are checked by the plan)."""
-    if strategy == "auto":
-        return strategy
-    if isinstance(strategy, Mapping) and all(isinstance(v, str) for v in strategy.values()):
-        return dict(strategy)
-    raise ParameterError(message("strategy", _FUNC, "'auto' or a mapping {family: strategy}",
-                                 strategy))
+def check_method(method: Any) -> Any:
+    """``"auto"`` or a mapping {family: method} (the names are checked by the plan)."""
+    if method == "auto":
+        return method
+    if isinstance(method, Mapping) and all(isinstance(v, str) for v in method.values()):
+        return dict(method)
+    raise ParameterError(message("method", _FUNC, "'auto' or a mapping {family: method}",
+                                 method))
 
 
 def _machine_bytes() -> int:
@@ -234,17 +234,17 @@ class WindowParams:
     confidence: float
     singleton: bool
     k_values: tuple[int, ...]
-    strategy: Any
+    method: Any
     axis: TimeAxis
     windows: tuple[Any, ...]
 
 
 def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period: Any,
                         epsilon: Any, delta: Any, unit: Any, k_values: Any, windows: Any,
-                        strategy: Any, singleton: Any, confidence: Any) -> WindowParams:
+                        method: Any, singleton: Any, confidence: Any) -> WindowParams:
     """Check and normalise the parameters :func:`release_window_counts` and
     :func:`plan_window_counts` share (ε, δ, unit, confidence, the time axis, the families, k,
-    the strategy), and refuse a release too large for memory; ``func`` names the caller."""
+    the method), and refuse a release too large for memory; ``func`` names the caller."""
     eps = check_epsilon(epsilon, "epsilon", func)
     dlt = check_delta(delta, "delta", func)
     u = check_unit(unit, func, ("event", "item", "item_replace"))
@@ -252,9 +252,9 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))
     ks = parse_k(k_values)
-    strat = check_strategy(strategy)
+    strat = check_method(method)
     axis = time_axis(horizon, start, end, period)
     fams = parse_windows(windows, axis.horizon)
     check_memory(axis.horizon, fams, len(ks))
     return WindowParams(epsilon=eps, delta=dlt, unit=u, confidence=conf, singleton=singleton,
-                        k_values=ks, strategy=strat, axis=axis, windows=fams)
+                        k_values=ks, method=strat, axis=axis, windows=fams)

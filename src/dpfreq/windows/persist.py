@@ -18,7 +18,7 @@ from dpfreq._validate import check_confidence, check_delta, check_epsilon, check
 from dpfreq.errors import DataError, DPFreqError
 from dpfreq.windows.params import (
     MAX_HORIZON,
-    check_strategy,
+    check_method,
     parse_k,
     parse_windows,
 )
@@ -30,7 +30,7 @@ __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 ARTIFACT_KIND = "window-release"
 ARTIFACT_VERSION = 1
 
-_BUILD_KEYS = {"epsilon", "delta", "k_values", "unit", "windows", "strategy", "singleton",
+_BUILD_KEYS = {"epsilon", "delta", "k_values", "unit", "windows", "method", "singleton",
                "horizon", "axis", "seeded", "n_dropped", "source_kind", "confidence"}
 
 
@@ -82,7 +82,7 @@ def _check_build(build: Any) -> dict[str, Any]:
     _require(b["windows"] == list(build["windows"]), "its windows are not in canonical form")
     b["k_values"] = list(parse_k(b["k_values"]))
     _require(b["k_values"] == list(build["k_values"]), "its k_values are not in canonical form")
-    b["strategy"] = check_strategy(b["strategy"])
+    b["method"] = check_method(b["method"])
     for flag in ("singleton", "seeded"):
         _require(isinstance(b[flag], bool), f"its {flag} flag is not true/false")
     _require(_is_int(b["n_dropped"]) and b["n_dropped"] >= 0, "its dropped count is invalid")
@@ -132,7 +132,7 @@ def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.nd
         build = _check_build(meta["build"])
         summaries = _check_summaries(meta["summaries"], arrays, build)
         make_plan(tuple(build["windows"]), tuple(build["k_values"]), build["horizon"],
-                  build["unit"], build["epsilon"], build["delta"], build["strategy"],
+                  build["unit"], build["epsilon"], build["delta"], build["method"],
                   build["singleton"])
         _require(math.isfinite(build["epsilon"]), "its epsilon is not finite")
     except _Invalid as exc:

@@ -66,14 +66,14 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
 
 
-def _forced(strategy: Any, w: Any, label: str, cands: list[str]) -> str | None:
-    """The caller's strategy for this family (checked against the admissible ones), or None."""
-    if strategy == "auto":
+def _forced(method: Any, w: Any, label: str, cands: list[str]) -> str | None:
+    """The caller's method for this family (checked against the admissible ones), or None."""
+    if method == "auto":
         return None
-    forced = strategy.get(w, strategy.get(label))
+    forced = method.get(w, method.get(label))
     if forced is None or forced == "auto":
         return None
-    return check_choice(forced, f"strategy for {label}", _FUNC, cands)
+    return check_choice(forced, f"method for {label}", _FUNC, cands)
 
 
 def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
@@ -105,7 +105,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                     preds[name] = float(np.sqrt(best.mean_mse()))
             needs = registry()[forced].requires if forced is not None else None
             if not preds and needs:
-                raise ParameterError(message(f"strategy for {label}", _FUNC,
+                raise ParameterError(message(f"method for {label}", _FUNC,
                                              f"usable for this call ({forced} needs {needs})",
                                              forced))
             if not preds:
@@ -116,7 +116,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
             pick = min(preds, key=lambda c: preds[c])
             chosen[(label, k)] = structs[pick]
             record[f"{label}, k={k}"] = {
-                "strategy": structs[pick].strategy, "noise": structs[pick].noise_kind,
+                "method": structs[pick].strategy, "noise": structs[pick].noise_kind,
                 "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
                 "detail": structs[pick].detail,
                 "chosen_by": "auto (smallest predicted mean squared error, public parameters "

@@ -116,7 +116,7 @@ class _Inputs:
     k_values: tuple[int, ...]
     unit: str
     delta: float
-    strategy: Any
+    method: Any
     singleton: bool
     confidence: float
 
@@ -128,7 +128,7 @@ def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, 
     for the curve families, to its worst per-answer half-width (curve None, band NaN);
     ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
     plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
-                     inp.strategy, inp.singleton)
+                     inp.method, inp.singleton)
     with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
         return plan, _evaluate(plan, inp, only, exact)
 
@@ -181,7 +181,7 @@ class WindowCountsPlan:
         The public reference reach the vacuity rule compares with (see :attr:`vacuous`).
     accounting : str
         How the budget is accounted (pure ε or zCDP), as the release will record it.
-    strategies : dict
+    methods : dict
         ``"label, k=K"`` → the structure the release would choose (``"tree"``, ...).
     halfwidth : dict
         ``halfwidth[label][k]``: for ``"cumulative"`` and ``"fixed(W=…)"``, an array over
@@ -223,7 +223,7 @@ class WindowCountsPlan:
     singleton: bool
     scale: int | None
     accounting: str
-    strategies: dict[str, str]
+    methods: dict[str, str]
     halfwidth: dict[str, dict[int, FloatArray]]
     max_halfwidth: dict[str, dict[int, float]]
     band_halfwidth: dict[str, dict[int, float]]
@@ -240,7 +240,7 @@ class WindowCountsPlan:
                 "unit": self.unit, "k_values": list(self.k_values),
                 "windows": list(self.windows), "confidence": self.confidence,
                 "singleton": self.singleton, "scale": self.scale,
-                "accounting": self.accounting, "strategies": dict(self.strategies),
+                "accounting": self.accounting, "methods": dict(self.methods),
                 "halfwidth": nest(self.halfwidth), "max_halfwidth": nest(self.max_halfwidth),
                 "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous)}
 
@@ -258,10 +258,19 @@ class WindowCountsPlan:
                                          f"{list(self.k_values)}", k))
         return str(label), kk
 
-    def epsilon_for(self, target_halfwidth: float, *, family: Any = "cumulative",
-                    k: int = 1) -> float:
+    def epsilon_for(self, target: float, *, family: Any = "cumulative", k: int = 1) -> float:
         """The smallest total ε (3 significant digits, rounded up) at which the largest
-        per-answer half-width of ``family`` and ``k`` is at most ``target_halfwidth`` items.
+        per-answer half-width of ``family`` and ``k`` is at most ``target`` items.
+
+        Parameters
+        ----------
+        target : float
+            The largest acceptable per-answer half-width, in items.
+        family : keyword-only
+            A planned window family (``"cumulative"``, ``"total"``, ``"all"``, a width ``W`` or
+            its label ``"fixed(W=7)"``); default ``"cumulative"``.
+        k : int, keyword-only
+            A planned ``k`` (default 1).
 
         Every other parameter stays as planned (the budget is still split over every planned
         family and k). Bisection over ε on the (cheap, never smaller) tail bounds, then a walk
@@ -276,10 +285,10 @@ class WindowCountsPlan:
             is not met even at ε = 1000.
         """
         func = "WindowCountsPlan.epsilon_for"
-        t = target_halfwidth
+        t = target
         if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
                 or not math.isfinite(t):
-            raise ParameterError(message("target_halfwidth", func, "a finite number > 0", t))
+            raise ParameterError(message("target", func, "a finite number > 0", t))
         key = self._key(family, k, func)
 
         def value(eps: float, exact: bool = True) -> float:
@@ -292,7 +301,7 @@ class WindowCountsPlan:
         # the tail bound is never below the exact half-width: when it meets the target at
         # ε = EPSILON_MAX, so does the exact one (the usual case; saves one exact evaluation)
         if value(EPSILON_MAX, exact=False) > t and value(EPSILON_MAX) > t:
-            raise ParameterError(message("target_halfwidth", func, "reachable at ε <= "
+            raise ParameterError(message("target", func, "reachable at ε <= "
                                          f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
         lo, hi = self._bracket(value, t)
         if lo == hi:
@@ -347,7 +356,7 @@ class WindowCountsPlan:
             for k, h in per_k.items():
                 line = (f"{label}, k={k}: per-answer ±{h:,.0f} items (largest), band "
                         f"±{self.band_halfwidth[label][k]:,.0f}, confidence {conf}, "
-                        f"strategy {self.strategies[f'{label}, k={k}']}")
+                        f"method {self.methods[f'{label}, k={k}']}")
                 if self.vacuous[label][k]:
                     useful = self.useful_epsilon(family=label, k=k)
                     fix = (f"epsilon >= {useful:g} would give ±{USEFUL_FRACTION:.0%} of it" if
@@ -370,7 +379,7 @@ def plan_window_counts(
     unit: str,
     k_values: Sequence[int] | int,
     windows: Sequence[Any] | str | int = ("cumulative",),
-    strategy: str | Mapping[Any, str] = "auto",
+    method: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     confidence: float = 0.95,
     scale: int | None = None,
@@ -382,7 +391,7 @@ def plan_window_counts(
 
     Parameters
     ----------
-    horizon, start, end, period, epsilon, delta, unit, k_values, windows, strategy, singleton, \
+    horizon, start, end, period, epsilon, delta, unit, k_values, windows, method, singleton, \
 confidence
         As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
         structure choice).
@@ -424,7 +433,7 @@ confidence
     sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
     par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
                               epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
-                              windows=windows, strategy=strategy, singleton=singleton,
+                              windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:
         from dpfreq.windows.grouped import plan_grouped_window_counts
@@ -433,10 +442,10 @@ confidence
             par, group, groups, max_groups_per_item, _FUNC,
             lambda eps, dlt: plan_window_counts(
                 horizon=horizon, start=start, end=end, period=period, epsilon=eps, delta=dlt,
-                unit=unit, k_values=k_values, windows=windows, strategy=strategy,
+                unit=unit, k_values=k_values, windows=windows, method=method,
                 singleton=singleton, confidence=confidence, scale=scale))
     eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
-    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.strategy, singleton,
+    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.method, singleton,
                   par.confidence)
     plan, pred = _predict(inp, eps)
     halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
@@ -448,7 +457,7 @@ confidence
         horizon=axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit, k_values=ks,
         windows=fams, confidence=par.confidence, singleton=singleton, scale=sc,
         accounting=plan.accounting,
-        strategies={name: rec["strategy"] for name, rec in plan.record.items()},
+        methods={name: rec["method"] for name, rec in plan.record.items()},
         halfwidth=halfwidth, max_halfwidth=maxes,
         band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
         vacuous=vac, _inputs=inp)

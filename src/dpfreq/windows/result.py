@@ -59,7 +59,7 @@ class WindowCountsRelease(Release):
     ``"cumulative"`` or ``"fixed(W=…)"``; ``error`` their per-answer intervals (``lower``,
     ``upper``, same nesting) and simultaneous bands. Arbitrary windows are answered by
     :meth:`window` and :meth:`exactly` (arrays of windows at once), or :meth:`answer_windows`
-    for arrays of ``(t1, t2, k)``. ``mechanism_params["strategies"]`` records the structure
+    for arrays of ``(t1, t2, k)``. ``mechanism_params["methods"]`` records the structure
     chosen for each (family, k) with the predicted RMSE of every candidate.
 
     The private state (secret noise key and exact summaries of the event log — per (family, k)
@@ -140,7 +140,7 @@ class WindowCountsRelease(Release):
                         "WindowCountsRelease.window(...).")
         plan = state.plan
         params: dict[str, Any] = {
-            "strategies": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
+            "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
             "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
             "budget_split": "equal split of the budget over every (window family, k) structure",
             "accounting": plan.accounting,

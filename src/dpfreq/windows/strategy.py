@@ -5,7 +5,7 @@ After Ghazi, Kumar, Manurangsi and Nelson (2023). Every structure answers a quer
 ``exact answer + Σ_{nodes in the cover} ± η(node)`` with exact discrete-Laplace node noise that
 is a deterministic function of the release's secret key and the node id (drawn once, never
 redrawn). Its variance is ``(#cover nodes) · Var[DLap(γ)]`` exactly, known from public
-parameters only, which is what ``strategy="auto"`` compares (the mean variance over the family's
+parameters only, which is what ``method="auto"`` compares (the mean variance over the family's
 queries; for time compression the bias bound is added).
 
 Each strategy's structure, sensitivity and node noise are stated with its class
@@ -191,7 +191,7 @@ class Structure:
     It implements :class:`~dpfreq.windows.protocol.WindowStrategy`.
     """
 
-    #: the registered name (``strategy=`` of the release)
+    #: the registered name (``method=`` of the release)
     name: ClassVar[str]
     #: the query families it answers
     families: ClassVar[tuple[str, ...]]
