@@ -8,8 +8,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import KeyedDiscreteGaussian, dyadic
+from dpfreq.windows import dyadic
 from dpfreq.windows import tree as tree_mod
+from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian
 from dpfreq.windows.tree import Tree2DNoise, dominance_noise_sum
 
 KEY = bytes(range(32))
