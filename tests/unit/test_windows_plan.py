@@ -177,3 +177,12 @@ def test_predicted_intervals_cover_at_least_their_confidence(unit, delta, confid
         assert binomtest(h, trials, confidence, alternative="less").pvalue >= ALPHA
     assert math.isfinite(cum_h)
     assert math.isfinite(fix_h)
+
+
+def test_windows_is_required_like_on_the_command_line():
+    """No default family (the CLI requires --windows): one rule in Python and the CLI."""
+    with pytest.raises(TypeError, match="windows"):
+        plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=[1])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="windows"):
+        release_window_counts(([1], [1]), horizon=10, epsilon=1.0, unit="event",  # type: ignore[call-arg]
+                              k_values=[1])
