@@ -241,7 +241,7 @@ class SparkEngine:
                     source = pa.Table.from_pandas(source, preserve_index=False)
                 elif type(source).__name__ == "RecordBatch":
                     source = pa.Table.from_batches([source])
-                return self.spark.createDataFrame(source)
+                return self.spark.createDataFrame(spark_times.arrow_instants(source))
             except (PySparkException, Py4JJavaError, TypeError, ValueError,
                     pa.ArrowException) as exc:
                 raise DataError(f"source of {func}: Spark cannot take the {kind} table: "

@@ -8,6 +8,8 @@ a naive pandas/Arrow timestamp) as if its wall clock were UTC. Spark needs two c
   ``spark.sql.session.timeZone``, so a session in ``America/New_York`` would shift every event
   by 4 or 5 hours (and period boundaries with it). :func:`ntz_micros` computes the epoch from the
   value's own fields (day number, hour, minute, second with its fraction), which involve no zone.
+* ``spark.createDataFrame`` reads naive pandas/Arrow timestamps in the session's zone and
+  refuses nanoseconds: :func:`arrow_instants` hands it microsecond instants.
 * Spark refuses Parquet ``TIMESTAMP(NANOS)`` columns, which pandas and pyarrow write by default.
   :func:`read_parquet` reads such a file with ``spark.sql.legacy.parquet.nanosAsLong`` (Spark's
   own way: the nanoseconds as a long; the setting stays on the session, as Spark reads lazily,
@@ -28,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-__all__ = ["NANOS_AS_LONG", "is_nanos_error", "ntz_micros", "read_parquet"]
+__all__ = ["NANOS_AS_LONG", "arrow_instants", "is_nanos_error", "ntz_micros", "read_parquet"]
 
 #: Spark's setting that reads Parquet TIMESTAMP(NANOS) as the long number of nanoseconds
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
@@ -42,6 +44,26 @@ def ntz_micros(col: Column) -> Column:
     return (F.unix_date(F.to_date(col)).cast("long") * F.lit(_DAY_US)
             + F.hour(col).cast("long") * F.lit(3_600_000_000)
             + F.minute(col).cast("long") * F.lit(60_000_000) + second_us)
+
+
+def arrow_instants(table: Any) -> Any:
+    """An Arrow table's timestamp columns as microsecond instants Spark takes as they are.
+
+    ``spark.createDataFrame`` reads a naive Arrow timestamp as a wall clock in the session's
+    zone and refuses nanoseconds it would lose; here a naive column is declared UTC (its wall
+    clock read as UTC, as every engine reads it) and nanoseconds are floored to microseconds.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, field in enumerate(table.schema):
+        ty = field.type
+        if pa.types.is_timestamp(ty) and (ty.tz is None or ty.unit != "us"):
+            col = table.column(i)
+            if ty.unit == "ns":
+                col = pc.floor_temporal(col, unit="microsecond")
+            table = table.set_column(i, field.name, col.cast(pa.timestamp("us", ty.tz or "UTC")))
+    return table
 
 
 def is_nanos_error(exc: BaseException) -> bool:
