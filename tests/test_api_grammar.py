@@ -139,7 +139,7 @@ def _windows() -> Any:
 
     log = {"item": np.array([1, 1, 2, 3, 3, 3]), "time": np.array([1, 2, 2, 3, 4, 4])}
     return release_window_counts(log, item="item", time="time", horizon=4, epsilon=1.0,
-                                 unit="event", k_values=[1, 2], rng=1)
+                                 unit="event", k_values=[1, 2], rng=1, windows=["cumulative"])
 
 
 def _longitudinal() -> Any:

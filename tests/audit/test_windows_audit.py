@@ -253,13 +253,14 @@ def test_errors_do_not_quote_private_numbers():
     items = np.arange(times.size) % 7 + 123_456_789
     with pytest.raises(DataError) as info:
         release_window_counts((items, times), horizon=8, epsilon=1.0, unit="event",
-                              k_values=[1], rng=1)
+                              k_values=[1], rng=1, windows=["cumulative"])
     msg = str(info.value)
     for private in ("3487", "12345", "20 ", "123456789"):
         assert private not in msg
     with pytest.raises(DataError) as info:
         release_window_counts((np.array([1, 2]), np.array([1.0, 1e30])), horizon=8,
-                              epsilon=1.0, unit="event", k_values=[1], rng=1)
+                              epsilon=1.0, unit="event", k_values=[1], rng=1,
+                              windows=["cumulative"])
     assert "-9223372036854775808" not in str(info.value)
     assert "outside" in str(info.value)
 
@@ -268,16 +269,16 @@ def test_nan_item_ids_are_refused_like_none():
     for items in (np.array([1.0, np.nan]), np.array([1, None], dtype=object)):
         with pytest.raises(DataError, match="missing"):
             release_window_counts((items, np.array([1, 2])), horizon=4, epsilon=1.0,
-                                  unit="event", k_values=[1], rng=1)
+                                  unit="event", k_values=[1], rng=1, windows=["cumulative"])
 
 
 def test_unit_has_no_default():
     with pytest.raises(TypeError):
         release_window_counts((np.array([1]), np.array([1])), horizon=4, epsilon=1.0,
-                              k_values=[1], rng=1)
+                              k_values=[1], rng=1, windows=["cumulative"])
     with pytest.raises(ParameterError, match="unit"):
         release_window_counts((np.array([1]), np.array([1])), horizon=4, epsilon=1.0,
-                              k_values=[1], rng=1, unit=None)
+                              k_values=[1], rng=1, unit=None, windows=["cumulative"])
 
 
 def test_inclusive_end_is_the_same_range_for_every_period():
@@ -285,7 +286,7 @@ def test_inclusive_end_is_the_same_range_for_every_period():
                      dtype="datetime64[us]")
     items = np.array([1, 2, 3])
     kw = {"start": "2024-01-01", "end": "2024-01-03", "epsilon": 1.0, "unit": "item",
-          "k_values": [1], "rng": 1, "item": "u", "time": "t"}
+          "k_values": [1], "rng": 1, "item": "u", "time": "t", "windows": ["cumulative"]}
     for period, horizon in (("1d", 3), ("6h", 12), ("5h", 15), (dt.timedelta(hours=1), 72)):
         rel = release_window_counts({"u": items, "t": times}, period=period, **kw)
         assert rel.horizon == horizon
@@ -305,11 +306,11 @@ def test_timezone_aware_times_without_warnings():
         rel = release_window_counts({"u": [1, 2], "t": ts}, item="u", time="t",
                                     start="2024-01-01T00:00+01:00", end="2024-01-01",
                                     period="1d", epsilon=1.0, unit="event", k_values=[1],
-                                    rng=1)
+                                    rng=1, windows=["cumulative"])
         text = release_window_counts(
             {"u": [1, 2], "t": ["2024-01-01T23:30+01:00", "2024-01-02T00:30+02:00"]},
             item="u", time="t", start="2023-12-31T23:00Z", end="2024-01-01", period="1d",
-            epsilon=1.0, unit="event", k_values=[1], rng=1)
+            epsilon=1.0, unit="event", k_values=[1], rng=1, windows=["cumulative"])
     assert rel.n_dropped == 0
     assert text.n_dropped == 0
 
@@ -489,7 +490,8 @@ def test_clopper_pearson_lower_bound_of_the_item_level_counter_is_within_epsilon
 
 def test_extreme_public_parameters_are_handled():
     src = (np.array([1, 2, 2]), np.array([1, 2, 3]))
-    kw = {"horizon": 4, "epsilon": 1.0, "unit": "event", "k_values": [1], "rng": 1}
+    kw = {"horizon": 4, "epsilon": 1.0, "unit": "event", "k_values": [1], "rng": 1,
+          "windows": ["cumulative"]}
     # a huge k: the reductions need memory for the rows only, not for k per item
     big = release_window_counts(src, **{**kw, "k_values": [2**29], "windows": ["all"]})
     assert big.window(1, 4, 2**29).sd > 0

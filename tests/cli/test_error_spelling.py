@@ -99,7 +99,8 @@ def test_python_errors_name_the_public_function(tmp_path, monkeypatch):
         "release_profile": lambda: release_profile(missing, item="u", domain_size=10,
                                                    max_count=3, epsilon=1.0, unit="item"),
         "release_window_counts": lambda: release_window_counts(
-            missing, item="u", time="t", horizon=3, epsilon=1.0, unit="event", k_values=[1]),
+            missing, item="u", time="t", horizon=3, epsilon=1.0, unit="event", k_values=[1],
+            windows=["cumulative"]),
         "release_anonymized_histogram": lambda: release_anonymized_histogram(
             missing, item="u", epsilon=1.0, unit="event"),
     }

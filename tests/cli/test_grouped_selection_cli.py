@@ -99,7 +99,7 @@ def test_profile_selection_without_delta_or_groups_is_one_line(
 
 def test_plan_profile_grouped(tmp_path: Path) -> None:
     _, groups = _log(tmp_path)
-    base = ["plan", "profile", "--domain-size", "1000000", "--max-count", "20", "--epsilon",
+    base = ["plan", "profile", "--domain-size", "100000", "--max-count", "20", "--epsilon",
             "1", "--unit", "item", "--group", "campaign", "--max-groups-per-item", "5"]
     sel = CliRunner().invoke(cli, [*base, "--delta", "1e-6"])
     assert sel.exit_code == 0, sel.output
@@ -116,3 +116,17 @@ def test_plan_anonymize_grouped() -> None:
     assert out.exit_code == 0, out.output
     assert "ε=0.5 per group" in out.stdout
     assert "noisy number of rows" in out.stdout
+
+
+@pytest.mark.filterwarnings("always::dpfreq.errors.PrivacyWarning")
+def test_plan_profile_warns_in_one_line_when_delta_is_one_over_the_domain(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "profile", "--max-count", "20", "--epsilon", "1", "--unit", "item",
+            "--group", "campaign", "--max-groups-per-item", "5", "--delta", "1e-6"]
+    assert main([*args, "--domain-size", "1000000"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("dpfreq: warning: --delta of dpfreq plan profile is 1e-06, at least "
+                          "1/1,000,000 (one over the domain size)")
+    assert err.count("\n") == 1
+    assert main([*args, "--domain-size", "999999"]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpfreq.anonymized import plan_anonymized
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, PrivacyWarning
 from dpfreq.grouped.selection import plan_selection
 from dpfreq.profile import plan_profile, release_profile
 
@@ -85,3 +85,23 @@ def test_bad_grouped_plans_are_one_line(call: object, text: str) -> None:
         call()  # type: ignore[operator]
     assert text in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("domain_size", [10**6, 10**7])
+def test_selection_delta_of_one_over_the_domain_or_more_warns(domain_size: int) -> None:
+    args = {"domain_size": domain_size, "max_count": 5, "epsilon": 1.0, "unit": "item",
+            "group": "g", "max_groups_per_item": 2, "delta": 1e-6}
+    with pytest.warns(PrivacyWarning, match=r"^delta of plan_profile is 1e-06, at least 1/"):
+        plan_profile(**args)
+    df = pd.DataFrame({"u": [1, 2, 3], "g": ["a", "a", "b"]})
+    with pytest.warns(PrivacyWarning, match=r"^delta of release_profile is 1e-06, at least 1/"):
+        release_profile(df, item="u", rng=0, **args)
+
+
+def test_selection_delta_below_one_over_the_domain_is_silent() -> None:
+    args = {"domain_size": 999_999, "max_count": 5, "epsilon": 1.0, "unit": "item",
+            "group": "g", "max_groups_per_item": 2, "delta": 1e-6}
+    plan_profile(**args)  # warnings are errors in this suite
+    df = pd.DataFrame({"u": [1, 2, 3], "g": ["a", "a", "b"]})
+    rel = release_profile(df, item="u", rng=0, **args)
+    assert rel.delta == 1e-6

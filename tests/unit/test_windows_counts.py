@@ -225,10 +225,11 @@ def test_timestamps_bucketing_and_out_of_range():
     with pytest.raises(DataError, match="outside"):
         release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
                               start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
-                              k_values=[1], rng=1, unit="event")
+                              k_values=[1], rng=1, unit="event", windows=["cumulative"])
     rel = release_window_counts({"user": users, "ts": ts}, item="user", time="ts",
                                 start="2024-01-02", end="2024-01-04", period="1d", epsilon=1.0,
-                                k_values=[1], rng=1, out_of_range="drop", unit="event")
+                                k_values=[1], rng=1, out_of_range="drop", unit="event",
+                                windows=["cumulative"])
     assert rel.n_dropped == 3
     assert "n_dropped" not in rel.to_json()
     assert parse_period("6h") == 6 * 3600 * 10**6
@@ -311,7 +312,7 @@ def test_engine_path_and_unsorted(monkeypatch):
                           n_events=3, time_kind="integer")
     monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(occ))
     kw = {"item": "u", "time": "t", "horizon": 5, "epsilon": 1.0, "k_values": [1, 2], "rng": 1,
-          "unit": "event"}
+          "unit": "event", "windows": ["cumulative"]}
     rel = release_window_counts("log.csv", **kw)
     assert rel.mechanism_params["source"] == "fake"
     # the reduction sorts by (item, period) itself: an engine's row order does not matter
@@ -327,9 +328,10 @@ def test_engine_path_and_unsorted(monkeypatch):
     monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(ts))
     with pytest.raises(DataError, match=r"timestamps|integer"):
         release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
-                              k_values=[1], rng=1, unit="event")
+                              k_values=[1], rng=1, unit="event", windows=["cumulative"])
     with pytest.raises(ParameterError, match="column names"):
-        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1, unit="event")
+        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1, unit="event",
+                              windows=["cumulative"])
 
 
 def test_sum_halfwidth_is_valid_and_exact_for_one_node():

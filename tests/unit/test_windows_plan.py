@@ -63,8 +63,9 @@ def test_plan_states_the_release_half_widths(unit, delta, windows, singleton):
 
 def test_timestamp_axis_gives_the_same_plan_as_its_horizon():
     a = plan_window_counts(start="2024-01-01", end="2024-01-31", period="1d", epsilon=1.0,
-                           unit="event", k_values=1)
-    b = plan_window_counts(horizon=31, epsilon=1.0, unit="event", k_values=1)
+                           unit="event", k_values=1, windows=["cumulative"])
+    b = plan_window_counts(horizon=31, epsilon=1.0, unit="event", k_values=1,
+                           windows=["cumulative"])
     assert a.horizon == 31
     np.testing.assert_array_equal(a.halfwidth["cumulative"][1], b.halfwidth["cumulative"][1])
 
@@ -107,11 +108,13 @@ def test_vacuous_flag_and_the_epsilon_that_fixes_it():
     useful = plan.useful_epsilon(family="cumulative", k=1)
     assert useful is not None
     assert plan_window_counts(horizon=30, epsilon=useful, unit="item", k_values=[1],
-                              scale=1000).max_halfwidth["cumulative"][1] <= 100
+                              scale=1000,
+                              windows=["cumulative"]).max_halfwidth["cumulative"][1] <= 100
     (line,) = plan.lines()
     assert "VACUOUS" in line
     assert f"epsilon >= {useful:g}" in line
-    unjudged = plan_window_counts(horizon=30, epsilon=0.1, unit="item", k_values=[1])
+    unjudged = plan_window_counts(horizon=30, epsilon=0.1, unit="item", k_values=[1],
+                                  windows=["cumulative"])
     assert unjudged.vacuous["cumulative"][1] is None
     assert "VACUOUS" not in unjudged.lines()[0]
     with pytest.raises(ParameterError, match="scale"):
@@ -119,14 +122,17 @@ def test_vacuous_flag_and_the_epsilon_that_fixes_it():
 
 
 def test_bad_input_is_one_parameter_error():
-    plan = plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=[1])
+    plan = plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=[1],
+                              windows=["cumulative"])
     for call in (lambda: plan.epsilon_for(0.0),
                  lambda: plan.epsilon_for(1.0, family="all"),
                  lambda: plan.epsilon_for(1.0, k=2),
-                 lambda: plan_window_counts(horizon=10, epsilon=0.0, unit="event", k_values=1),
-                 lambda: plan_window_counts(horizon=10, epsilon=1.0, unit="user", k_values=1),
+                 lambda: plan_window_counts(horizon=10, epsilon=0.0, unit="event", k_values=1,
+                                            windows=["cumulative"]),
+                 lambda: plan_window_counts(horizon=10, epsilon=1.0, unit="user", k_values=1,
+                                            windows=["cumulative"]),
                  lambda: plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=1,
-                                            scale=0),
+                                            scale=0, windows=["cumulative"]),
                  lambda: plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=1,
                                             windows=[11])):
         with pytest.raises(ParameterError) as info:
@@ -136,7 +142,8 @@ def test_bad_input_is_one_parameter_error():
     # exact quantiles: at a large enough ε the answers are nearly exact
     eps = plan.epsilon_for(1e-9)
     assert plan_window_counts(horizon=10, epsilon=eps, unit="event",
-                              k_values=[1]).max_halfwidth["cumulative"][1] <= 1e-9
+                              k_values=[1],
+                              windows=["cumulative"]).max_halfwidth["cumulative"][1] <= 1e-9
 
 
 def exact_reach(items, times, t1, t2, k):
@@ -170,3 +177,12 @@ def test_predicted_intervals_cover_at_least_their_confidence(unit, delta, confid
         assert binomtest(h, trials, confidence, alternative="less").pvalue >= ALPHA
     assert math.isfinite(cum_h)
     assert math.isfinite(fix_h)
+
+
+def test_windows_is_required_like_on_the_command_line():
+    """No default family (the CLI requires --windows): one rule in Python and the CLI."""
+    with pytest.raises(TypeError, match="windows"):
+        plan_window_counts(horizon=10, epsilon=1.0, unit="event", k_values=[1])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="windows"):
+        release_window_counts(([1], [1]), horizon=10, epsilon=1.0, unit="event",  # type: ignore[call-arg]
+                              k_values=[1])

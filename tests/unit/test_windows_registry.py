@@ -111,7 +111,8 @@ def test_a_forced_toy_releases_and_plans_like_the_built_in_per_query(toy):
     forcing either is the same, answer for answer: the release, the plan and the band reach
     the toy through the registry and the protocol only."""
     items, times = _data()
-    args: dict[str, Any] = {"horizon": 12, "epsilon": 1.0, "unit": "item", "k_values": [1, 2]}
+    args: dict[str, Any] = {"horizon": 12, "epsilon": 1.0, "unit": "item", "k_values": [1, 2],
+                            "windows": ["cumulative"]}
     rels = {name: release_window_counts((items, times), method={"cumulative": name},
                                         rng=5, **args) for name in ("toy", "per_query")}
     ts = np.arange(1, 13)

@@ -11,8 +11,11 @@ only the summed summaries are collected, never the event log.
 
 Types follow the DuckDB engine: integral item columns give int64 keys, any other type the keys'
 text (``CAST AS STRING``); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become
-int64 microseconds since the Unix epoch. Spark interprets zone-less timestamp *text* (CSV) and
-``TIMESTAMP_NTZ`` values in ``spark.sql.session.timeZone``; set it to ``UTC`` for results equal to
+int64 microseconds since the Unix epoch: a ``TIMESTAMP`` (time zone aware) by its instant,
+a ``TIMESTAMP_NTZ`` (naive) by its wall clock read as UTC, whatever
+``spark.sql.session.timeZone`` is, and Parquet nanosecond timestamps (pandas' default), which
+Spark refuses, through :mod:`dpfreq.engines.spark_times`. Spark itself interprets zone-less
+timestamp *text* (CSV) in ``spark.sql.session.timeZone``; set it to ``UTC`` for results equal to
 the other engines (the sessions this module creates do). Nulls raise
 :class:`~dpfreq.errors.DataError`, as do unknown columns and unreadable files.
 
@@ -41,7 +44,7 @@ from pyspark.sql import types as T
 
 import dpfreq.engines._common as common
 from dpfreq._validate import message
-from dpfreq.engines import base
+from dpfreq.engines import base, spark_times
 from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
 from dpfreq.progress import task
 
@@ -238,7 +241,7 @@ class SparkEngine:
                     source = pa.Table.from_pandas(source, preserve_index=False)
                 elif type(source).__name__ == "RecordBatch":
                     source = pa.Table.from_batches([source])
-                return self.spark.createDataFrame(source)
+                return self.spark.createDataFrame(spark_times.arrow_instants(source))
             except (PySparkException, Py4JJavaError, TypeError, ValueError,
                     pa.ArrowException) as exc:
                 raise DataError(f"source of {func}: Spark cannot take the {kind} table: "
@@ -289,7 +292,7 @@ class SparkEngine:
                                       else f.dataType, True) for f in df.schema.fields])
                     df = self.spark.read.schema(schema).csv(text, header=True, sep=sep)
             elif lower.endswith((".parquet", ".pq")) or is_uri or is_glob or path.is_dir():
-                df = reader.parquet(text)
+                df = spark_times.read_parquet(self.spark, text)  # also nanosecond timestamps
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet, .pq or a Parquet directory).")
@@ -332,8 +335,10 @@ class SparkEngine:
         if isinstance(ty, T.DateType):
             return (F.unix_date(col).cast("long") * F.lit(86_400_000_000), "timestamp_us",
                     F.lit(False))
-        if isinstance(ty, T.TimestampType | T.TimestampNTZType):
-            return F.unix_micros(col.cast("timestamp")), "timestamp_us", F.lit(False)
+        if isinstance(ty, T.TimestampType):  # an instant: its epoch, in every zone
+            return F.unix_micros(col), "timestamp_us", F.lit(False)
+        if isinstance(ty, T.TimestampNTZType):  # zone-less: its wall clock as UTC
+            return spark_times.ntz_micros(col), "timestamp_us", F.lit(False)
         if isinstance(ty, _FLOAT_TYPES):
             is_nan = F.isnan(col) if isinstance(ty, T.FloatType | T.DoubleType) else F.lit(False)
             ok = ~is_nan & (F.abs(col) < F.lit(9.2e18)) & (col == F.round(col, 0))

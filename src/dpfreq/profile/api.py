@@ -248,7 +248,9 @@ def release_profile(
     delta : float, optional
         Only for a grouped release without ``groups``: δ in (0, 1e-3] of the private partition
         selection of the data's groups (:mod:`dpfreq.grouped.selection`; half of ε selects,
-        half releases). No default; the ungrouped profile is pure ε-DP and refuses it.
+        half releases). No default; the ungrouped profile is pure ε-DP and refuses it. A
+        :class:`~dpfreq.errors.PrivacyWarning` when ``delta >= 1/domain_size`` (a selection
+        allowed that δ may publish one of the domain's items outright).
 
     Returns
     -------

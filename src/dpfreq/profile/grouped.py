@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._validate import warn_large_delta
 from dpfreq.budget import check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
@@ -158,6 +159,7 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
                      what="the count-of-counts of n + 1 classes per group")
     if acct is not None:
         acct.check(eps, dlt, unit=u)
+    warn_large_delta(dlt, d, func, "the domain size")  # the public number of items
     eng = get_engine(engine, source)
     gp = eng.grouped_count_of_counts(source, item=item, group=group, groups=names,
                                      max_groups_per_item=m, hash_key=bounding_key(resolved),

@@ -22,6 +22,7 @@ from dpfreq._validate import (
     check_max_count,
     check_unit,
     message,
+    warn_large_delta,
 )
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
@@ -261,9 +262,11 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
                 f"{p.band_half_width:,.0f} items, ℓ1 bound {p.l1_bound:.3g} "
                 f"(confidence {p.confidence:.6g}).")
 
-    return plan_grouped(epsilon=blank.epsilon, unit=blank.unit, max_groups_per_item=m,
+    plan = plan_grouped(epsilon=blank.epsilon, unit=blank.unit, max_groups_per_item=m,
                         groups=groups, delta=delta, func=func, plan_one=plan_one,
                         summary=summary)
+    warn_large_delta(plan.delta, blank.domain_size, func, "the domain size")
+    return plan
 
 
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
@@ -289,7 +292,8 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     group, max_groups_per_item, groups, delta : optional
         Plan a grouped release (as in ``release_profile``): each group's plan at ``ε/m``
         (``ε/(2m)`` with ``delta``, which plans the private partition selection of the
-        groups), and over a public list of groups the simultaneous plan.
+        groups), and over a public list of groups the simultaneous plan. Warns
+        (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
 
     Returns
     -------

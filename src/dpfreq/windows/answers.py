@@ -59,7 +59,7 @@ class WindowAnswer:
     --------
     >>> from dpfreq.windows import release_window_counts
     >>> rel = release_window_counts(([1, 2], [1, 2]), horizon=2, epsilon=1.0, unit="event",
-    ...                             k_values=[1], rng=0)
+    ...                             k_values=[1], rng=0, windows=["cumulative"])
     >>> a = rel.cumulative(2, 1)
     >>> a.lower <= a.estimate <= a.upper
     True

@@ -63,7 +63,7 @@ def release_window_counts(
     delta: float = 0.0,
     unit: str,
     k_values: Sequence[int] | int,
-    windows: Sequence[Any] | str | int = ("cumulative",),
+    windows: Sequence[Any] | str | int,
     method: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     out_of_range: str = "error",
@@ -115,6 +115,7 @@ def release_window_counts(
         Query families: ``"cumulative"``, ``"total"`` (the one window ``[1, T]``, answered as
         one query with its structure's whole budget), ``"all"`` (every ``[t1, t2]``) and
         integer widths ``W`` (rolling windows ``[max(1, t−W+1), t]``), ``1 <= W <= T``.
+        Required: there is no default family (each costs its share of ε).
     method : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
@@ -198,7 +199,7 @@ def release_window_counts(
     Examples
     --------
     >>> rel = release_window_counts(([1, 1, 2], [1, 2, 2]), horizon=2, epsilon=1.0,
-    ...                             unit="event", k_values=[1], rng=0)
+    ...                             unit="event", k_values=[1], rng=0, windows=["cumulative"])
     >>> rel.value["cumulative"][1].shape
     (2,)
     """

@@ -165,7 +165,8 @@ class GroupedWindowRelease(GroupedRelease):
     >>> log = {"user": [1, 1, 2, 3], "site": ["a", "b", "a", "b"], "day": [1, 2, 2, 1]}
     >>> rel = release_window_counts(log, item="user", time="day", horizon=2, epsilon=1.0,
     ...                             unit="item", k_values=[1], group="site",
-    ...                             groups=["a", "b"], max_groups_per_item=2, rng=0)
+    ...                             groups=["a", "b"], max_groups_per_item=2, rng=0,
+    ...                             windows=["cumulative"])
     >>> rel.groups, rel["a"].epsilon, rel.epsilon
     (('a', 'b'), 0.5, 1.0)
     >>> list(rel.to_pandas().columns[:3])

@@ -206,7 +206,7 @@ class WindowCountsPlan:
     --------
     >>> from dpfreq.windows import plan_window_counts
     >>> plan = plan_window_counts(horizon=90, epsilon=0.01, unit="item", k_values=[1],
-    ...                           scale=2_000)
+    ...                           scale=2_000, windows=["cumulative"])
     >>> plan.vacuous["cumulative"][1], plan.halfwidth["cumulative"][1].shape
     (True, (90,))
     >>> plan.lines()[0].endswith("epsilon >= 0.0806 would give ±10% of it")
@@ -378,7 +378,7 @@ def plan_window_counts(
     delta: float = 0.0,
     unit: str,
     k_values: Sequence[int] | int,
-    windows: Sequence[Any] | str | int = ("cumulative",),
+    windows: Sequence[Any] | str | int,
     method: str | Mapping[Any, str] = "auto",
     singleton: bool = False,
     confidence: float = 0.95,

@@ -71,7 +71,7 @@ class WindowCountsRelease(Release):
     --------
     >>> from dpfreq.windows import release_window_counts
     >>> rel = release_window_counts(([1, 2], [1, 2]), horizon=2, epsilon=1.0, unit="event",
-    ...                             k_values=[1], rng=0)
+    ...                             k_values=[1], rng=0, windows=["cumulative"])
     >>> rel.unit, sorted(rel.table())
     ('event', ['end', 'estimate', 'k', 'lower', 'start', 'upper', 'window'])
     """
