@@ -83,7 +83,7 @@ def _plans() -> dict[str, Any]:
                                        unit="item", method="auto"),
         "anonymized": dpfreq.plan_anonymized(n_range=(1000, 10_000), epsilon=1.0),
         "windows": dpfreq.plan_window_counts(horizon=16, epsilon=1.0, unit="item",
-                                             k_values=[1]),
+                                             k_values=[1], windows=["cumulative"]),
         "longitudinal": dpfreq.plan_longitudinal(horizon=16, max_changes=2, epsilon=1.0,
                                                  method="auto", devices=10_000),
     }
@@ -114,7 +114,8 @@ def test_epsilon_for_meets_its_target_on_every_plan() -> None:
     win = plans["windows"]
     target = win.max_halfwidth["cumulative"][1] / 2
     eps = win.epsilon_for(target, family="cumulative", k=1)
-    assert dpfreq.plan_window_counts(horizon=16, epsilon=eps, unit="item", k_values=[1]
+    assert dpfreq.plan_window_counts(horizon=16, epsilon=eps, unit="item", k_values=[1],
+                                     windows=["cumulative"]
                                      ).max_halfwidth["cumulative"][1] <= target
 
 
