@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 import randomgen
 
+import dpfreq._exact_sampling as exact_sampling
 from dpfreq import noise
 
 
@@ -43,7 +44,7 @@ def _spec4(gamma: Fraction, n: int, gen: np.random.Generator) -> np.ndarray:
     step = 1 << 21
     for start in range(0, n, step):
         stop = min(n, start + step)
-        out[start:stop] = noise._discrete_laplace_chunk(
+        out[start:stop] = exact_sampling.discrete_laplace_chunk(
             gamma.numerator, gamma.denominator, stop - start, gen, signed=True
         )
     return out

@@ -20,7 +20,7 @@ import randomgen
 from scipy import stats
 
 import dpfreq._exact_inverse as exact_inverse
-from dpfreq import noise
+import dpfreq._exact_sampling as exact_sampling
 from dpfreq.noise import (
     discrete_laplace_cdf,
     discrete_laplace_tail,
@@ -212,7 +212,7 @@ def test_rejection_sampler_chi_square(gamma, signed, rng):
                                                                           _geo_cdf(g * 0.98))
     lo, hi = _span(g, signed)
     n, edges = _chi_square_n(cdf, alt, lo, hi)
-    sample = noise._discrete_laplace_chunk(gamma.numerator, gamma.denominator, n, rng,
+    sample = exact_sampling.discrete_laplace_chunk(gamma.numerator, gamma.denominator, n, rng,
                                            signed=signed)
     _assert_chi_square(sample, cdf, edges)
 
@@ -239,7 +239,7 @@ def test_small_word_table_sampler_chi_square(w, gamma, signed, rng, monkeypatch)
                                                                           _geo_cdf(g * 0.98))
     lo, hi = _span(g, signed)
     n, edges = _chi_square_n(cdf, alt, lo, hi)
-    sample = noise._table_sample(gamma, n, rng, signed=signed, w=w)
+    sample = exact_sampling.table_sample(gamma, n, rng, signed=signed, w=w)
     _assert_chi_square(sample, cdf, edges)
     assert len(calls) > 0  # ties were resolved (about n·K/2^w of them)
 
@@ -279,7 +279,7 @@ def test_bernoulli_exp_loop_wilson(gamma, rng):
     # the Bernoulli(exp(−γ)) loop of Canonne, Kamath & Steinke (2020), used inside the tail sampler
     p = math.exp(-float(gamma))
     n = _proportion_n(p, 0.25 if p < 0.01 else 0.01)
-    draws = noise._bernoulli_exp(gamma, n, rng)
+    draws = exact_sampling.bernoulli_exp(gamma, n, rng)
     _assert_wilson(int(np.count_nonzero(draws)), n, p)
 
 
