@@ -7,11 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpfreq.profile.kernel import get_kernel
-from dpfreq.profile.reconstruct import (
-    fast_inversion,
-    minimum_bound_parameter,
-    round_profile,
-)
+from dpfreq.profile.reconstruct import minimum_bound_parameter
+from dpfreq.profile.solve import fast_inversion, round_profile
 
 
 @st.composite

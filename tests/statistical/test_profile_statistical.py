@@ -21,7 +21,8 @@ from dpfreq.noise import (
 from dpfreq.profile.baselines import naive_profile
 from dpfreq.profile.bounds import default_bound_parameter, profile_error_bounds
 from dpfreq.profile.kernel import get_kernel
-from dpfreq.profile.reconstruct import noisy_profile_counts, solve_profile, unfold_clipped
+from dpfreq.profile.reconstruct import noisy_profile_counts, unfold_clipped
+from dpfreq.profile.solve import solve_profile
 
 pytestmark = pytest.mark.statistical
 ALPHA = 1e-6

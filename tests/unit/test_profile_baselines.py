@@ -11,7 +11,7 @@ import pytest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.profile.baselines import banded_kernel, lp_profile, naive_profile
 from dpfreq.profile.kernel import get_kernel
-from dpfreq.profile.reconstruct import fast_inversion, round_profile
+from dpfreq.profile.solve import fast_inversion, round_profile
 
 LN4 = math.log(4.0)
 COUNTS = np.array([1, 1, 2, 1, 5, 0, 0])  # a hand-checked small case

@@ -10,7 +10,7 @@ import scipy.stats
 from dpfreq.order_stats import order_quantile
 from dpfreq.profile import ProfileSketch
 from dpfreq.profile.intervals import band_constant, bootstrap_intervals
-from dpfreq.profile.reconstruct import DRAW_EM_ITERATIONS, EM_ITERATIONS
+from dpfreq.profile.solve import DRAW_EM_ITERATIONS, EM_ITERATIONS
 
 
 @pytest.mark.parametrize(("level", "index"), [(0.9, 181), (0.95, 191), (0.5, 101),

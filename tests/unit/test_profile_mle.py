@@ -8,12 +8,8 @@ import pytest
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.kernel import get_kernel
 from dpfreq.profile.mle import em_profile, em_profiles, log_likelihood, smooth_profile
-from dpfreq.profile.reconstruct import (
-    noisy_profile_counts,
-    reconstruct_profile_from_counts,
-    solve_profile,
-    solve_profiles,
-)
+from dpfreq.profile.reconstruct import noisy_profile_counts, reconstruct_profile_from_counts
+from dpfreq.profile.solve import solve_profile, solve_profiles
 
 
 def _noisy(rng: np.random.Generator, n: int, B: int, alpha: float, d: int) -> np.ndarray:
@@ -230,7 +226,7 @@ def test_batched_solve_equals_solve_profile(rng: np.random.Generator) -> None:
 def test_em_wins_over_a_profile_that_cannot_explain_the_data() -> None:
     """An Algorithms 2+3 profile under which observed noisy values have probability 0
     (log-likelihood −inf) loses to an EM profile that explains them."""
-    from dpfreq.profile.reconstruct import _em_wins
+    from dpfreq.profile.solve import _em_wins
 
     k = get_kernel(3, 1, 0.5)
     f = np.zeros((1, k.size))

@@ -17,18 +17,15 @@ from dpfreq.profile.kernel import get_kernel, kernel_vector, p_norm
 from dpfreq.profile.reconstruct import (
     bound_parameter,
     default_bound_parameter,
-    fast_inversion,
     minimum_bound_parameter,
     noisy_profile_counts,
     profile_error_bounds,
     reconstruct_profile,
     reconstruct_profile_from_counts,
-    round_profile,
-    rounding_threshold,
-    solve_profile,
     unfold_clipped,
 )
 from dpfreq.profile.result import ProfileRelease
+from dpfreq.profile.solve import fast_inversion, round_profile, rounding_threshold, solve_profile
 
 LN4 = math.log(4.0)
 # a hand-checked small case

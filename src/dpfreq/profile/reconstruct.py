@@ -1,10 +1,9 @@
 """Profile reconstruction from a discrete-Laplace-noised histogram (Wu & Pagh, ICML 2024).
 
-Unfolding a clipped histogram, the counts of noisy values on the window ``[−B .. n+B]``,
-Algorithm 2 (the exact minimizer of ``‖A r − f~‖_p`` under ``Σ r = 1`` by three circulant solves
-with real FFTs), Algorithm 3 (rounding onto the simplex with an O(n log n) threshold), and the
-release: per-class intervals and a simultaneous band obtained by pushing simulated noise of the
-known law through the same reconstruction, plus the Theorem 1.1 ℓ1 bound as a number. Apart
+Unfolding a clipped histogram, the counts of noisy values on the window ``[−B .. n+B]``, the
+reconstruction by Algorithms 2 and 3 or EM (:mod:`dpfreq.profile.solve`), and the release:
+per-class intervals and a simultaneous band obtained by pushing simulated noise of the known law
+through the same reconstruction, plus the Theorem 1.1 ℓ1 bound as a number. Apart
 from :func:`unfold_clipped`, everything here is deterministic post-processing of an ε-DP
 sketch and takes no ``rng``: reconstructing many times from one sketch (other norms, other
 confidence levels, other methods) is free and spends no further privacy budget.
@@ -43,36 +42,27 @@ from dpfreq.profile.bounds import (
 from dpfreq.profile.checks import check_reconstruction_memory, integer_array, norm_name
 from dpfreq.profile.intervals import SIMULATION_DRAWS, simulated_intervals
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
-from dpfreq.profile.mle import em_profile, em_profiles, log_likelihoods, smooth_profile
+from dpfreq.profile.mle import smooth_profile
 from dpfreq.profile.result import ProfileRelease
+from dpfreq.profile.solve import DRAW_EM_ITERATIONS, EM_ITERATIONS, solve_profile, solve_profiles
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
-    "DRAW_EM_ITERATIONS",
-    "EM_ITERATIONS",
     "SKETCH_METHODS",
     "bound_parameter",
     "default_bound_parameter",
-    "fast_inversion",
     "minimum_bound_parameter",
     "noisy_profile_counts",
     "profile_error_bounds",
     "reconstruct_profile",
     "reconstruct_profile_from_counts",
-    "round_profile",
-    "rounding_threshold",
     "sketch_release",
-    "solve_profile",
-    "solve_profiles",
     "unfold_clipped",
 ]
 
 _CHUNK = 1 << 22
 SKETCH_METHODS = ("fft", "mle")
-_MLE_MIX = 0.1  # weight of the uniform profile in the EM starting point
-EM_ITERATIONS = 3000  # EM cap of a released estimate
-DRAW_EM_ITERATIONS = 100  # EM cap of each simulated draw of the intervals (see sketch_release)
 
 
 def _gamma_alpha(epsilon: float) -> tuple[Fraction, float, float]:
@@ -158,131 +148,6 @@ def noisy_profile_counts(noisy_histogram: Any, *, max_count: int, B: int) -> NDA
 
 
 # ----------------------------------------------------------------------------------------------
-# Algorithm 2 (inversion) and Algorithm 3 (rounding)
-
-
-def fast_inversion(noisy_profile: NDArray[np.float64], kernel: CirculantKernel,
-                   norm: str = "1") -> NDArray[np.float64]:
-    """Algorithm 2: the exact minimizer of P3 (``‖A r − f~‖_p`` s.t. ``Σ_{0..n} r = 1``).
-
-    Three circulant solves by real FFTs. Returns ``r`` of length ``P`` (positions ``t = −B..n+B``)
-    with ``Σ_{t=0..n} r[t] = 1`` (for each row, when ``noisy_profile`` has rows). Ties of the
-    p = 1 direction go to the smallest ``t`` among the entries with
-    ``|g_t| >= (1 − 1e-12) max|g|``; ``sign(0) = +1`` for p = ∞.
-    """
-    n, B = kernel.max_count, kernel.B
-    inner = slice(B, B + n + 1)
-    u = kernel.solve(np.asarray(noisy_profile, dtype=np.float64))
-    ind = np.zeros(kernel.size, dtype=np.float64)
-    ind[inner] = 1.0
-    g = kernel.solve(ind)
-    if norm == "1":
-        absg = np.abs(g)
-        t_star = int(np.flatnonzero(absg >= (1.0 - 1e-12) * absg.max())[0])
-        a = np.zeros(kernel.size, dtype=np.float64)
-        a[t_star] = 1.0 if g[t_star] >= 0 else -1.0
-    elif norm == "2":
-        a = g / np.linalg.norm(g)
-    else:
-        a = np.where(g >= 0, 1.0, -1.0)
-    w = kernel.solve(a)
-    step = (u[..., inner].sum(axis=-1) - 1.0) / w[inner].sum()
-    return u - np.multiply.outer(step, w)
-
-
-def rounding_threshold(x: NDArray[np.float64], s: float) -> float:
-    """τ >= 0 with ``Σ_t min(τ, x_t) = s`` for ``x`` in ``[0, 1]`` and ``0 < s <= Σ x`` (Thm 4.7).
-
-    Sort ascending; ``k*`` is the smallest k with ``Σ_{j<k} x_j + (m − k) x_k >= s`` (m = len x);
-    ``τ = (s − Σ_{j<k*} x_j) / (m − k*)``. One sort and one linear scan.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    return float(_thresholds(x[None, :], np.array([s], dtype=np.float64))[0])
-
-
-def _thresholds(x: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`rounding_threshold` of every row of ``x`` with its own ``s`` (0 where ``s = 0``)."""
-    xs = np.sort(x, axis=1)
-    m = xs.shape[1]
-    prefix = np.concatenate((np.zeros((xs.shape[0], 1)), np.cumsum(xs, axis=1)[:, :-1]), axis=1)
-    cond = prefix + (m - np.arange(m)) * xs >= s[:, None]
-    k = np.where(cond.any(axis=1), cond.argmax(axis=1), m - 1)
-    return (s - prefix[np.arange(xs.shape[0]), k]) / (m - k)
-
-
-def round_profile(r: NDArray[np.float64], *, B: int, max_count: int) -> NDArray[np.float64]:
-    """Algorithm 3: map Algorithm 2's output onto the probability simplex on ``0..n`` (each row,
-    when ``r`` has rows).
-
-    Phase 1 drops the padding, Phase 2 clips to ``[0, 1]``, Phase 3 subtracts ``min(τ, r[t])``
-    with the τ of :func:`rounding_threshold` (equivalently, the Euclidean projection of the
-    clipped vector onto the simplex). Round-off left after Phase 3 (or an input whose window
-    does not sum to 1 exactly) is removed by a final renormalization.
-    """
-    r = np.asarray(r, dtype=np.float64)
-    x = np.clip(r[..., B : B + max_count + 1], 0.0, 1.0).reshape(-1, max_count + 1)
-    excess = np.maximum(x.sum(axis=1) - 1.0, 0.0)  # no Phase 3 where the sum is at most 1
-    x = np.maximum(x - _thresholds(x, excess)[:, None], 0.0)
-    total = x.sum(axis=1, keepdims=True)
-    # a zero total is only reachable with an input far from summing to 1
-    x = np.where(total > 0, x / np.where(total > 0, total, 1.0), 1.0 / (max_count + 1))
-    return x.reshape((*r.shape[:-1], max_count + 1))
-
-
-def solve_profile(noisy_profile: NDArray[np.float64], kernel: CirculantKernel, *,
-                  norm: str = "1", method: str = "fft",
-                  em_iterations: int = EM_ITERATIONS) -> tuple[NDArray[np.float64],
-                                                               dict[str, Any]]:
-    """Deterministic core: ``f~`` (length ``P``) → ``r[0..n]`` by Algorithms 2+3 or by EM.
-
-    ``method="mle"`` starts EM from the Algorithms 2+3 solution mixed with the uniform profile
-    (weight 0.1) and returns the EM result only when its likelihood exceeds that of the
-    Algorithms 2+3 solution by more than rounding noise (relative 1e-12), so an exact,
-    noise-free ``f~ = A f`` gives back ``f``. ``em_iterations`` caps EM (the simulated draws
-    of the intervals use a smaller cap). Returns the profile and diagnostics (empty for
-    ``"fft"``).
-    """
-    n, B = kernel.max_count, kernel.B
-    r = round_profile(fast_inversion(noisy_profile, kernel, norm), B=B, max_count=n)
-    if method != "mle":
-        return r, {}
-    start = (1.0 - _MLE_MIX) * r + _MLE_MIX / (n + 1)
-    em = em_profile(noisy_profile, kernel, start=start, max_iter=em_iterations)
-    use_em, ll_fft = _em_wins(r[None, :], em.profile[None, :], noisy_profile[None, :], kernel)
-    return em.profile if use_em[0] else r, {
-        "em_iterations": em.iterations, "em_converged": em.converged,
-        "em_log_likelihood": em.log_likelihood, "fft_log_likelihood": float(ll_fft[0]),
-        "mle_selected": "em" if use_em[0] else "fft", "bound_applies_to": "fft"}
-
-
-def _em_wins(r_fft: NDArray[np.float64], r_em: NDArray[np.float64],
-             noisy_profiles: NDArray[np.float64],
-             kernel: CirculantKernel) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """Per row: whether EM's profile beats the Algorithms 2+3 one by more than rounding noise
-    (on an exact ``f~`` both sit at the maximum, and a float tie must not swap the exact
-    solution for EM's iterate), and the latter's log-likelihood."""
-    totals = noisy_profiles.sum(axis=1, keepdims=True)
-    f = noisy_profiles / np.where(totals > 0, totals, 1.0)
-    ll_fft = log_likelihoods(r_fft, f, kernel)
-    # (an Algorithms 2+3 profile of likelihood 0 loses to any EM profile that explains the data)
-    margin = np.where(np.isfinite(ll_fft), 1e-12 * np.maximum(1.0, np.abs(ll_fft)), 0.0)
-    return log_likelihoods(r_em, f, kernel) > ll_fft + margin, ll_fft
-
-
-def solve_profiles(noisy_profiles: NDArray[np.float64], kernel: CirculantKernel, *,
-                   norm: str, method: str, em_iterations: int) -> NDArray[np.float64]:
-    """:func:`solve_profile` on every row of ``noisy_profiles`` (the simulated sketches of the
-    intervals), all rows at once (EM by :func:`~dpfreq.profile.mle.em_profiles`)."""
-    n, B = kernel.max_count, kernel.B
-    fft = round_profile(fast_inversion(noisy_profiles, kernel, norm), B=B, max_count=n)
-    if method != "mle":
-        return fft
-    em = em_profiles(noisy_profiles, kernel, starts=(1.0 - _MLE_MIX) * fft + _MLE_MIX / (n + 1),
-                     max_iter=em_iterations)
-    return np.where(_em_wins(fft, em, noisy_profiles, kernel)[0][:, None], em, fft)
-
-
-# ----------------------------------------------------------------------------------------------
 # the release: simulated intervals and the Theorem 1.1 bound
 
 
@@ -295,6 +160,51 @@ def _vacuous_note(d: int, n: int, epsilon: float, confidence: float) -> str:
             f"so every interval and the band are the trivial [0, 1] (single classes are not "
             f"resolved); "
             f"{target} (see plan_profile).")
+
+
+def _description(method: str, confidence: float, centre: Any, l1: float,
+                 l1_conf: float) -> str:
+    """The error statement's description of a sketch release (without the vacuous note)."""
+    around = ("the released estimate" if centre is None else
+              "a smooth profile as plausible as the estimate (EM's estimate is sparse)")
+    desc = (f"Per-class intervals and a simultaneous band at confidence {confidence:.6g}, "
+            f"computed by pushing {SIMULATION_DRAWS} simulated sketches (noise of the known "
+            f"law) through the same reconstruction around {around} (approximate coverage). "
+            f"Wu & Pagh's Theorem 1.1 bounds the ℓ1 error by {l1:.6g} with "
+            f"probability at least {l1_conf:.6g} (release.l1_bound).")
+    if method == "mle":
+        desc += (" The theorem is proved for Algorithms 2+3 (method='fft'); the estimate was "
+                 "computed by EM maximum likelihood (at most "
+                 f"{EM_ITERATIONS} iterations; each simulated sketch of the intervals runs at "
+                 f"most {DRAW_EM_ITERATIONS}, from its own Algorithms 2+3 start). Measured "
+                 "over 1,000 seeded releases per ε in {0.25, 0.5, 1, 4} at nominal 0.9, the "
+                 "per-class intervals covered 0.90–0.92 on average (single classes down to "
+                 "0.75 in a set of 200), and the band 0.900–0.924: conservative by about 2 "
+                 "points at ε <= 1.")
+    return desc
+
+
+def _sketch_params(kernel: CirculantKernel, counts: NDArray[np.int64], *, gamma: Fraction,
+                   d: int, norm: str, method: str, confidence: float, b_paper: int,
+                   eta_b: float, bounds: Mapping[str, float], l1: float, centre: Any,
+                   mechanism_params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The mechanism parameters of a sketch release (before the solver's diagnostics)."""
+    params: dict[str, Any] = dict(mechanism_params or {})
+    params.update({
+        "gamma": str(gamma), "alpha": kernel.alpha, "sensitivity": 1, "B": kernel.B,
+        "n": kernel.max_count, "d": d,
+        "norm": norm, "method": method, "confidence": confidence, "P": kernel.size,
+        "P_norm": kernel.norm_constant, "inverse_norm_1": kernel.inverse_norm_1(),
+        "inverse_norm_2": kernel.inverse_norm_2(), "bound_parameter": b_paper,
+        "eta_event": eta_b, "bounds": dict(bounds), "l1_bound": l1,
+        "counted_fraction": int(counts.sum()) / d,
+        "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the release)",
+        "interval_centre": ("estimate" if centre is None
+                            else "early-stopped EM within n/2 of the maximum likelihood, "
+                                 "from a flat start keeping the estimate's cap class"),
+        "relation": RELATIONS["event"],
+    })
+    return params
 
 
 def sketch_release(
@@ -336,42 +246,16 @@ def sketch_release(
     eta_b = event_probability(d, b, g)
     l1_conf = confidence if b >= b_paper else max(0.0, 1.0 - eta - eta_b)
     l1 = min(2.0, bounds["1"])
-    around = ("the released estimate" if centre is None else
-              "a smooth profile as plausible as the estimate (EM's estimate is sparse)")
-    desc = (f"Per-class intervals and a simultaneous band at confidence {confidence:.6g}, "
-            f"computed by pushing {SIMULATION_DRAWS} simulated sketches (noise of the known "
-            f"law) through the same reconstruction around {around} (approximate coverage). "
-            f"Wu & Pagh's Theorem 1.1 bounds the ℓ1 error by {l1:.6g} with "
-            f"probability at least {l1_conf:.6g} (release.l1_bound).")
-    if method == "mle":
-        desc += (" The theorem is proved for Algorithms 2+3 (method='fft'); the estimate was "
-                 "computed by EM maximum likelihood (at most "
-                 f"{EM_ITERATIONS} iterations; each simulated sketch of the intervals runs at "
-                 f"most {DRAW_EM_ITERATIONS}, from its own Algorithms 2+3 start). Measured "
-                 "over 1,000 seeded releases per ε in {0.25, 0.5, 1, 4} at nominal 0.9, the "
-                 "per-class intervals covered 0.90–0.92 on average (single classes down to "
-                 "0.75 in a set of 200), and the band 0.900–0.924: conservative by about 2 "
-                 "points at ε <= 1.")
+    desc = _description(method, confidence, centre, l1, l1_conf)
     note = _vacuous_note(d, n, epsilon, confidence) if iv.vacuous else None
     half = np.maximum(r - iv.lower, iv.upper - r)
     error = ErrorStatement(kind="interval", confidence=confidence, value=half,
                            description=desc + (note or ""), lower=iv.lower, upper=iv.upper,
                            band_lower=iv.band_lower, band_upper=iv.band_upper,
                            vacuous=note is not None)
-    params: dict[str, Any] = dict(mechanism_params or {})
-    params.update({
-        "gamma": str(gamma), "alpha": alpha, "sensitivity": 1, "B": b, "n": n, "d": d,
-        "norm": norm, "method": method, "confidence": confidence, "P": kernel.size,
-        "P_norm": kernel.norm_constant, "inverse_norm_1": kernel.inverse_norm_1(),
-        "inverse_norm_2": kernel.inverse_norm_2(), "bound_parameter": b_paper,
-        "eta_event": eta_b, "bounds": dict(bounds), "l1_bound": l1,
-        "counted_fraction": int(counts.sum()) / d,
-        "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the release)",
-        "interval_centre": ("estimate" if centre is None
-                            else "early-stopped EM within n/2 of the maximum likelihood, "
-                                 "from a flat start keeping the estimate's cap class"),
-        "relation": RELATIONS["event"],
-    })
+    params = _sketch_params(kernel, counts, gamma=gamma, d=d, norm=norm, method=method,
+                            confidence=confidence, b_paper=b_paper, eta_b=eta_b, bounds=bounds,
+                            l1=l1, centre=centre, mechanism_params=mechanism_params)
     params.update(diagnostics)
     return ProfileRelease(
         value=r, epsilon=epsilon, delta=0.0, unit="event", mechanism=f"wu-pagh-{method}",
