@@ -41,105 +41,18 @@ from dpfreq.profile.domain_sampling import check_sample_rate, sample_domain
 from dpfreq.profile.histogram_noise import NOISE_BLOCK, domain_noise, master_key
 from dpfreq.profile.reconstruct import reconstruct_profile
 from dpfreq.profile.result import ProfileRelease
+from dpfreq.profile.sketch_checks import (
+    check_keys,
+    fits_int64,
+    group_sums,
+    increments,
+    merge_refused,
+)
 from dpfreq.profile.sketch_files import DOMAIN_LIMIT, SketchState, read_sketch, write_sketch
 from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["ProfileSketch", "sample_domain"]
-
-_INT64_MAX = int(np.iinfo(np.int64).max)
-_INCREMENT_LIMIT = 1 << 52
-
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-
-
-def _merge_refused(op: str, other: object) -> NoReturn:
-    if not isinstance(other, ProfileSketch):
-        raise ParameterError(
-            f"{op} of ProfileSketch and {type(other).__name__} is not defined: add occurrence "
-            "counts with update(items, counts) (the noise stays the one drawn at creation)."
-        )
-    raise ParameterError(
-        f"{op} of ProfileSketch is refused: two independently noised sketches cannot be added. "
-        "The sum would carry two discrete Laplace draws per item (noise law DLap * DLap, twice "
-        "the variance), while the reconstruction's kernel assumes exactly one DLap(e^-γ) per "
-        "counter, so the profile and its error statement would be wrong. Use one "
-        "sketch and update() it with all the data instead."
-    )
-
-
-def _check_keys(keys: Any, func: str) -> NDArray[Any]:
-    rule = "a non-empty 1-d sequence of distinct integers or strings"
-    if not isinstance(keys, np.ndarray) and isinstance(keys, Sequence):
-        ints = all(isinstance(k, numbers.Integral) and not isinstance(k, bool | np.bool_)
-                   for k in keys)
-        if not ints and not all(isinstance(k, str) for k in keys):
-            kinds = sorted({type(k).__name__ for k in keys})
-            raise ParameterError(message("keys", func, rule, f"keys of types {kinds}"))
-    try:
-        arr = np.asarray(keys)
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(message("keys", func, rule, type(keys).__name__)) from exc
-    if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError(message("keys", func, rule, f"array of shape {arr.shape}"))
-    if arr.dtype.kind in "iu":
-        if arr.dtype == np.uint64 and arr.max() > np.iinfo(np.int64).max:
-            raise ParameterError(message("keys", func, rule, "integers beyond the int64 range"))
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind == "U":
-        pass
-    elif arr.dtype.kind == "O" and all(isinstance(k, str) for k in arr):
-        arr = arr.astype(str)
-    else:
-        raise ParameterError(message("keys", func, rule, f"keys of dtype {arr.dtype}"))
-    if np.unique(arr).size != arr.size:
-        raise ParameterError(message("keys", func, rule, "duplicate keys"))
-    return arr
-
-
-def _increments(counts: Any, size: int, func: str) -> NDArray[np.int64]:
-    """Non-negative integer increments below 2^52, broadcast to ``size`` (no value printed)."""
-    rule = "non-negative integers below 2^52"
-    try:
-        if np.ndim(counts) == 0:
-            c = check_count_array(np.atleast_1d(np.asarray(counts)), "counts", func)
-            inc = np.broadcast_to(c, (size,))
-        else:
-            inc = check_count_array(counts, "counts", func)
-    except DataError:
-        raise DataError(message("counts", func, rule, "a negative, non-integral or "
-                                "non-numeric entry")) from None
-    if inc.size != size:
-        raise DataError(message("counts", func, f"a scalar or {size} counts (one per item)",
-                                f"{inc.size} counts"))
-    if inc.size and int(inc.max()) >= _INCREMENT_LIMIT:
-        raise DataError(message("counts", func, rule, "an entry of 2^52 or more"))
-    return inc
-
-
-def _group_sums(idx: NDArray[np.int64], inc: NDArray[np.int64]
-                ) -> tuple[NDArray[np.int64], NDArray[Any]]:
-    """Distinct indexes and the exact sum of their increments (int64 when that is exact,
-    Python integers otherwise)."""
-    uniq, inverse = np.unique(idx, return_inverse=True)
-    if float(inc.sum(dtype=np.float64)) < 2.0**62:  # every partial sum is exact in int64
-        sums = np.zeros(uniq.size, dtype=np.int64)
-        np.add.at(sums, inverse, inc)
-        return uniq, sums
-    exact = np.zeros(uniq.size, dtype=object)
-    np.add.at(exact, inverse, inc.astype(object))
-    return uniq, exact
-
-
-def _fits(cells: NDArray[np.int64], sums: NDArray[Any]) -> bool:
-    """Whether ``cells + sums`` stays within int64 for every entry (checked exactly)."""
-    if sums.dtype == object:
-        return all(int(c) + int(s) <= _INT64_MAX for c, s in zip(cells.tolist(), sums.tolist(),
-                                                                 strict=True))
-    return bool(np.all(cells <= _INT64_MAX - sums))
-
 
 # ----------------------------------------------------------------------------------------------
 # the sketch
@@ -233,7 +146,7 @@ class ProfileSketch:
         func = "ProfileSketch"
         n = check_int(max_count, "max_count", func, minimum=0, maximum=DOMAIN_LIMIT)
         eps = check_epsilon(epsilon, "epsilon", func)
-        key_arr = None if keys is None else _check_keys(keys, func)
+        key_arr = None if keys is None else check_keys(keys, func)
         d = self._domain(domain_size, key_arr, func)
         rho = None if sample_rate is None else check_sample_rate(sample_rate, "sample_rate",
                                                                  func)
@@ -465,7 +378,7 @@ class ProfileSketch:
         """
         func = "ProfileSketch.update"
         idx = self._indexes(items, func)
-        inc = _increments(counts, idx.size, func)
+        inc = increments(counts, idx.size, func)
         if self._sample is not None:
             pos = np.searchsorted(self._sample, idx)
             pos_c = np.minimum(pos, self._sample.size - 1)
@@ -473,8 +386,8 @@ class ProfileSketch:
             idx, inc = pos_c[keep], inc[keep]
         if idx.size == 0:
             return
-        uniq, sums = _group_sums(idx, np.ascontiguousarray(inc))
-        if not _fits(self._noisy[uniq], sums):
+        uniq, sums = group_sums(idx, np.ascontiguousarray(inc))
+        if not fits_int64(self._noisy[uniq], sums):
             raise DataError(message("counts", func, "increments that keep every counter within "
                                     "the int64 range (the sketch stores int64 counters); nothing "
                                     "was added", "an update that would overflow a counter"))
@@ -533,17 +446,17 @@ class ProfileSketch:
 
     # -- merging is refused ----------------------------------------------------------------
     def __add__(self, other: object) -> NoReturn:
-        _merge_refused("addition", other)
+        merge_refused("addition", other, ProfileSketch)
 
     def __radd__(self, other: object) -> NoReturn:
-        _merge_refused("addition", other)
+        merge_refused("addition", other, ProfileSketch)
 
     def __iadd__(self, other: object) -> NoReturn:
-        _merge_refused("in-place addition", other)
+        merge_refused("in-place addition", other, ProfileSketch)
 
     def merge(self, other: object) -> NoReturn:
         """Always refused: the merged noise (two draws per counter) would not match the kernel."""
-        _merge_refused("merge", other)
+        merge_refused("merge", other, ProfileSketch)
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
