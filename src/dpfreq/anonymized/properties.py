@@ -45,12 +45,7 @@ PNAS 113(47), 2016 (smoothed Good–Toulmin).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
 
 from dpfreq._validate import check_choice, check_int, check_positive_float, message
 from dpfreq.anonymized.coefficients import (
@@ -64,16 +59,20 @@ from dpfreq.anonymized.coefficients import (
     sgt_unseen_coef,
     uniformity_coef,
 )
-from dpfreq.anonymized.histogram_input import as_prevalences
-from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.property_estimate import (
     PropertyEstimate,
-    clamp,
     no_statement,
     with_total,
 )
-from dpfreq.errors import DataError, ParameterError
-from dpfreq.release import ErrorStatement, Release
+from dpfreq.anonymized.property_eval import (
+    build_estimate,
+    linear_plugin,
+    max_count_of,
+    private_error,
+    read_histogram,
+)
+from dpfreq.errors import DataError
+from dpfreq.release import ErrorStatement
 
 __all__ = [
     "PROPERTY_NAMES",
@@ -89,106 +88,6 @@ __all__ = [
     "lipschitz_constant",
     "sgt_poisson_parameter",
 ]
-
-_F64 = NDArray[np.float64]
-
-
-
-# ----------------------------------------------------------------------------------------------
-# input handling and the common evaluation
-
-
-@dataclass(frozen=True)
-class _Input:
-    counts: NDArray[np.int64]
-    prevalences: NDArray[np.int64]
-    sample_size: int
-    release: Any  # the release, or None for an exact histogram
-
-
-def _read(histogram: Any, func: str) -> _Input:
-    if isinstance(histogram, Release):
-        if not hasattr(histogram, "n_estimate"):
-            raise ParameterError(message("histogram", func, "an anonymized-histogram release, a "
-                                         "mapping {count: prevalence} or an array of counts",
-                                         type(histogram).__name__))
-        counts, prev = as_prevalences(histogram, func, "histogram")
-        n = check_int(int(histogram.n_estimate), "histogram.n_estimate", func, minimum=0)
-        return _Input(counts, prev, n, histogram)
-    counts, prev = as_prevalences(histogram, func, "histogram")
-    n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
-    return _Input(counts, prev, n, None)
-
-
-def _private_error(inp: _Input, lipschitz: float, width: float) -> ErrorStatement:
-    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
-    err = getattr(inp.release, "error", None)
-    bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
-    if err is None or not (math.isfinite(bound) and math.isfinite(lipschitz)):
-        return no_statement("the release states no finite sorted-ℓ1 bound (or the estimator "
-                            "has no Lipschitz constant): no error statement is available")
-    value = float(lipschitz * bound)
-    vacuous = value >= width
-    tail = ""
-    if vacuous:
-        useful = epsilon_for_l1(width / (2 * lipschitz), inp.sample_size,
-                                str(getattr(inp.release, "method", "auto")), err.confidence)
-        tail = (" It is no better than the range of the quantity itself: the estimate carries "
-                "little information at this ε" + (
-                    f"; an epsilon of about {useful:.3g} would bring it under half that range "
-                    "(predicted for a Zipf(1)-shaped histogram)." if useful is not None else "."))
-    return ErrorStatement(kind="bound", confidence=err.confidence, value=value, vacuous=vacuous,
-                          description=(
-        f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
-        f"L × B = {value:.6g} with probability about {err.confidence:g}, where B = {bound:.6g} "
-        f"is the release's sorted-ℓ1 bound and L = {lipschitz:.6g} the estimator's sorted-ℓ1 "
-        f"Lipschitz constant (counts <= max(N, largest count)). The uncertainty of N itself is "
-        f"not included.{tail}"))
-
-
-def _result(inp: _Input, name: str, raw: float, lipschitz: float, big_r: int,
-            parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
-            width: float = math.inf, error: ErrorStatement | None = None) -> PropertyEstimate:
-    """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
-    whether that moved it; ``width`` is the trivial error (for the vacuous flag)."""
-    rel = inp.release
-    value = clamp(float(raw), value_range)
-    common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
-              "lipschitz_constant": float(lipschitz), "max_count": big_r,
-              "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
-              and not math.isnan(raw), "value_range": value_range, "value": value,
-              "delta": 0.0, "unit": "event"}
-    if rel is None:
-        err = error or ErrorStatement(
-            kind="bound", confidence=1.0, value=0.0,
-            description="exact plug-in value on the raw histogram: NOT differentially private")
-        return PropertyEstimate(epsilon=math.inf, mechanism="exact plug-in (non-private "
-                                "reference)", mechanism_params={"sample_size": inp.sample_size,
-                                                               **parameters},
-                                seeded=False, error=err, private=False, **common)
-    if error is None and inp.sample_size == 0:
-        error = no_statement("N = 0: the value on the empty sample is returned; no error "
-                             "statement is available")
-    if error is None:
-        error = _private_error(inp, lipschitz, width)
-    common["unit"] = str(getattr(rel, "unit", "event"))
-    common["delta"] = float(getattr(rel, "delta", 0.0))
-    return PropertyEstimate(
-        epsilon=float(rel.epsilon), mechanism=f"plug-in on {rel.mechanism} (post-processing)",
-        mechanism_params={"sample_size": inp.sample_size, "release_mechanism": rel.mechanism,
-                          "release_method": getattr(rel, "method", None), **parameters},
-        seeded=bool(rel.seeded), error=error, private=True, **common)
-
-
-def _max_count(inp: _Input) -> int:
-    top = int(inp.counts[-1]) if inp.counts.size else 1
-    return max(top, inp.sample_size, 1)
-
-
-def _linear(inp: _Input, coef: Callable[[_F64], _F64]) -> float:
-    if inp.counts.size == 0:
-        return 0.0
-    return float(np.dot(coef(inp.counts.astype(np.float64)), inp.prevalences.astype(np.float64)))
 
 
 def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyEstimate:
@@ -222,13 +121,13 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     1.310687
     """
     func = "estimate_entropy"
-    inp = _read(histogram, func)
+    inp = read_histogram(histogram, func)
     name = "miller-madow-entropy" if miller_madow else "entropy"
-    big_r = _max_count(inp)
+    big_r = max_count_of(inp)
     n = inp.sample_size
     if n == 0:
-        return _result(inp, name, 0.0, 0.0, big_r, {})
-    value = _linear(inp, lambda r: entropy_coef(r, float(n)))
+        return build_estimate(inp, name, 0.0, 0.0, big_r, {})
+    value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
     lip = entropy_lipschitz(float(n), big_r, miller_madow)
@@ -236,8 +135,8 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     error = None
     interval = getattr(inp.release, "total_interval", None)
     if inp.release is not None and interval is not None:
-        error = with_total(_private_error(inp, lip, width), n, interval, miller_madow)
-    return _result(inp, name, value, lip, big_r, {}, width=width, error=error)
+        error = with_total(private_error(inp, lip, width), n, interval, miller_madow)
+    return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error)
 
 
 def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
@@ -272,16 +171,16 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     """
     func = "estimate_support_size"
     method = check_choice(method, "method", func, ("observed", "chao1"))
-    inp = _read(histogram, func)
+    inp = read_histogram(histogram, func)
     params: dict[str, Any] = {"method": method}
     scale = 1.0
     if domain_size is not None:
         scale = float(check_int(domain_size, "domain_size", func, minimum=1))
         params["domain_size"] = int(scale)
-    big_r = _max_count(inp)
+    big_r = max_count_of(inp)
     observed = float(inp.prevalences.sum())
     if method == "observed":
-        return _result(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
+        return build_estimate(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
                        width=max(inp.sample_size, 1) / scale)
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
@@ -289,15 +188,15 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     error = None
     if inp.release is not None:
         error = no_statement("Chao1 is non-linear: no error statement is available")
-    return _result(inp, "support-size", (observed + extra) / scale, math.nan, big_r, params,
+    return build_estimate(inp, "support-size", (observed + extra) / scale, math.nan, big_r, params,
                    error=error)
 
 
 def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
          normalized: bool) -> PropertyEstimate:
     t = check_positive_float(extrapolation_ratio, "extrapolation_ratio", func)
-    inp = _read(histogram, func)
-    big_r = _max_count(inp)
+    inp = read_histogram(histogram, func)
+    big_r = max_count_of(inp)
     n = inp.sample_size
     lam = sgt_poisson_parameter(float(max(n, 1)), t)
     params: dict[str, Any] = {"extrapolation_ratio": t, "poisson_parameter": lam}
@@ -309,11 +208,11 @@ def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
     value_range = (0.0, t * n) if name == "unseen-species" else (
         observed / scale, (observed + t * n) / scale)
     if n == 0:
-        return _result(inp, name, 0.0, 0.0, big_r, params, value_range=(0.0, 0.0))
+        return build_estimate(inp, name, 0.0, 0.0, big_r, params, value_range=(0.0, 0.0))
     extra = 1.0 if name == "support-coverage" else 0.0
-    value = _linear(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
+    value = linear_plugin(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
     lip = lipschitz_for(name, n, big_r, func, extrapolation_ratio=t, normalized=normalized)
-    return _result(inp, name, value, lip, big_r, params, value_range=value_range,
+    return build_estimate(inp, name, value, lip, big_r, params, value_range=value_range,
                    width=t * n / scale)
 
 
@@ -418,20 +317,20 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     """
     func = "estimate_distance_to_uniformity"
     k = check_int(domain_size, "domain_size", func, minimum=1)
-    inp = _read(histogram, func)
+    inp = read_histogram(histogram, func)
     support = int(inp.prevalences.sum())
     if inp.release is None and support > k:
         raise DataError(message("domain_size", func, "at least the number of items in the "
                                 "histogram", k))
-    big_r = _max_count(inp)
+    big_r = max_count_of(inp)
     n = inp.sample_size
     params = {"domain_size": k}
     if n == 0:
-        return _result(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params,
+        return build_estimate(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params,
                        value_range=(0.0, 2.0))
-    raw = 1.0 + _linear(inp, lambda r: uniformity_coef(r, float(n), k))
+    raw = 1.0 + linear_plugin(inp, lambda r: uniformity_coef(r, float(n), k))
     lip = lipschitz_for("distance-to-uniformity", n, big_r, func, domain_size=k)
-    return _result(inp, "distance-to-uniformity", raw, lip, big_r, params,
+    return build_estimate(inp, "distance-to-uniformity", raw, lip, big_r, params,
                    value_range=(0.0, 2.0), width=2.0)
 
 
@@ -463,16 +362,16 @@ def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
     """
     func = "estimate_power_sum"
     a = check_int(order, "order", func, minimum=2)
-    inp = _read(histogram, func)
-    big_r = _max_count(inp)
+    inp = read_histogram(histogram, func)
+    big_r = max_count_of(inp)
     n = inp.sample_size
     if n < a:
-        return _result(inp, "power-sum", math.nan, math.inf, big_r, {"order": a},
+        return build_estimate(inp, "power-sum", math.nan, math.inf, big_r, {"order": a},
                        value_range=(0.0, 1.0), error=no_statement(
                            "N is below the order: no unbiased estimate and no error statement"))
-    value = _linear(inp, lambda r: falling_ratio(r, float(n), a))
+    value = linear_plugin(inp, lambda r: falling_ratio(r, float(n), a))
     lip = lipschitz_for("power-sum", n, big_r, func, order=a)
-    return _result(inp, "power-sum", value, lip, big_r, {"order": a}, value_range=(0.0, 1.0),
+    return build_estimate(inp, "power-sum", value, lip, big_r, {"order": a}, value_range=(0.0, 1.0),
                    width=1.0)
 
 
@@ -508,7 +407,7 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     a = int(power.parameters["order"])
     p = float(power.value)
     value = math.log(p) / (1 - a) if p > 0 else math.nan
-    inp = _read(histogram, func)
+    inp = read_histogram(histogram, func)
     error = None
     if inp.release is not None and power.error.kind != "bound":
         error = no_statement(f"no error statement: the power sum has none. "
@@ -521,7 +420,7 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
             vacuous=not math.isfinite(bound), description=(
                 f"from the power sum's bound D = {d:.6g}: ln(P/(P−D))/(a−1) (infinite, and so "
                 f"vacuous, when P <= D). {power.error.description}"))
-    return _result(inp, "renyi-entropy", value, math.nan, power.max_count, {"order": a},
+    return build_estimate(inp, "renyi-entropy", value, math.nan, power.max_count, {"order": a},
                    value_range=(0.0, math.inf), error=error)
 
 

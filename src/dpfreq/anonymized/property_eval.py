@@ -1,0 +1,132 @@
+"""The evaluation shared by the symmetric-property estimators of
+:mod:`dpfreq.anonymized.properties`: reading a release or an exact histogram, the linear
+plug-in ``Σ f(r, n) φ_r``, the error statement ``L ×`` the release's sorted-ℓ1 bound, and the
+:class:`~dpfreq.anonymized.property_estimate.PropertyEstimate` built from them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_int, message
+from dpfreq.anonymized.histogram_input import as_prevalences
+from dpfreq.anonymized.plan import epsilon_for_l1
+from dpfreq.anonymized.property_estimate import PropertyEstimate, clamp, no_statement
+from dpfreq.errors import ParameterError
+from dpfreq.release import ErrorStatement, Release
+
+__all__ = [
+    "PropertyInput",
+    "build_estimate",
+    "linear_plugin",
+    "max_count_of",
+    "private_error",
+    "read_histogram",
+]
+
+F64 = NDArray[np.float64]
+
+
+
+@dataclass(frozen=True)
+class PropertyInput:
+    """A histogram read for an estimator: its distinct counts and their prevalences, the
+    sample size ``n`` of ``f(r, n)`` and the release (None for an exact histogram)."""
+
+    counts: NDArray[np.int64]
+    prevalences: NDArray[np.int64]
+    sample_size: int
+    release: Any  # the release, or None for an exact histogram
+
+
+def read_histogram(histogram: Any, func: str) -> PropertyInput:
+    """The input of estimator ``func``: an anonymized-histogram release or an exact histogram."""
+    if isinstance(histogram, Release):
+        if not hasattr(histogram, "n_estimate"):
+            raise ParameterError(message("histogram", func, "an anonymized-histogram release, a "
+                                         "mapping {count: prevalence} or an array of counts",
+                                         type(histogram).__name__))
+        counts, prev = as_prevalences(histogram, func, "histogram")
+        n = check_int(int(histogram.n_estimate), "histogram.n_estimate", func, minimum=0)
+        return PropertyInput(counts, prev, n, histogram)
+    counts, prev = as_prevalences(histogram, func, "histogram")
+    n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
+    return PropertyInput(counts, prev, n, None)
+
+
+def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorStatement:
+    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
+    err = getattr(inp.release, "error", None)
+    bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
+    if err is None or not (math.isfinite(bound) and math.isfinite(lipschitz)):
+        return no_statement("the release states no finite sorted-ℓ1 bound (or the estimator "
+                            "has no Lipschitz constant): no error statement is available")
+    value = float(lipschitz * bound)
+    vacuous = value >= width
+    tail = ""
+    if vacuous:
+        useful = epsilon_for_l1(width / (2 * lipschitz), inp.sample_size,
+                                str(getattr(inp.release, "method", "auto")), err.confidence)
+        tail = (" It is no better than the range of the quantity itself: the estimate carries "
+                "little information at this ε" + (
+                    f"; an epsilon of about {useful:.3g} would bring it under half that range "
+                    "(predicted for a Zipf(1)-shaped histogram)." if useful is not None else "."))
+    return ErrorStatement(kind="bound", confidence=err.confidence, value=value, vacuous=vacuous,
+                          description=(
+        f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
+        f"L × B = {value:.6g} with probability about {err.confidence:g}, where B = {bound:.6g} "
+        f"is the release's sorted-ℓ1 bound and L = {lipschitz:.6g} the estimator's sorted-ℓ1 "
+        f"Lipschitz constant (counts <= max(N, largest count)). The uncertainty of N itself is "
+        f"not included.{tail}"))
+
+
+def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, big_r: int,
+            parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
+            width: float = math.inf, error: ErrorStatement | None = None) -> PropertyEstimate:
+    """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
+    whether that moved it; ``width`` is the trivial error (for the vacuous flag)."""
+    rel = inp.release
+    value = clamp(float(raw), value_range)
+    common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
+              "lipschitz_constant": float(lipschitz), "max_count": big_r,
+              "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
+              and not math.isnan(raw), "value_range": value_range, "value": value,
+              "delta": 0.0, "unit": "event"}
+    if rel is None:
+        err = error or ErrorStatement(
+            kind="bound", confidence=1.0, value=0.0,
+            description="exact plug-in value on the raw histogram: NOT differentially private")
+        return PropertyEstimate(epsilon=math.inf, mechanism="exact plug-in (non-private "
+                                "reference)", mechanism_params={"sample_size": inp.sample_size,
+                                                               **parameters},
+                                seeded=False, error=err, private=False, **common)
+    if error is None and inp.sample_size == 0:
+        error = no_statement("N = 0: the value on the empty sample is returned; no error "
+                             "statement is available")
+    if error is None:
+        error = private_error(inp, lipschitz, width)
+    common["unit"] = str(getattr(rel, "unit", "event"))
+    common["delta"] = float(getattr(rel, "delta", 0.0))
+    return PropertyEstimate(
+        epsilon=float(rel.epsilon), mechanism=f"plug-in on {rel.mechanism} (post-processing)",
+        mechanism_params={"sample_size": inp.sample_size, "release_mechanism": rel.mechanism,
+                          "release_method": getattr(rel, "method", None), **parameters},
+        seeded=bool(rel.seeded), error=error, private=True, **common)
+
+
+def max_count_of(inp: PropertyInput) -> int:
+    """``R = max(sample size, largest count, 1)``: the count range of the Lipschitz constant."""
+    top = int(inp.counts[-1]) if inp.counts.size else 1
+    return max(top, inp.sample_size, 1)
+
+
+def linear_plugin(inp: PropertyInput, coef: Callable[[F64], F64]) -> float:
+    """The linear plug-in ``Σ_r coef(r) φ_r``."""
+    if inp.counts.size == 0:
+        return 0.0
+    return float(np.dot(coef(inp.counts.astype(np.float64)), inp.prevalences.astype(np.float64)))
