@@ -48,73 +48,21 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
+from dpfreq.engines.duckdb_sql import (
+    CSV_SUFFIXES,
+    IDENT,
+    INT64_LIMIT,
+    PARQUET_SUFFIXES,
+    SQL_START,
+    column_category,
+    is_nan_sql,
+    plain_column,
+    reason,
+)
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import track
 
-__all__ = ["DuckDBEngine", "column_category"]
-
-_CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
-_PARQUET_SUFFIXES = (".parquet", ".pq")
-_INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
-              "ubigint"}
-#: time zone aware types are instants: their epoch is the same in every zone (UTC)
-_TIME_TYPES = {"timestamp", "timestamp with time zone", "date", "timestamp_s", "timestamp_ms",
-               "timestamp_ns", "timestamptz_ns"}
-_FLOAT_TYPES = {"float", "double", "decimal"}
-_NESTED_TYPES = {"list", "struct", "map", "array", "union"}
-_SQL_START = re.compile(r"^\s*(select|with|from|values|\(|table\b|pivot|unpivot)", re.IGNORECASE)
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$")
-#: errors about names, syntax and files, not about values in the data: shown in full
-_SCHEMA_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
-                  duckdb.IOException)
-_INT64_LIMIT = "9223372036854775807"
-
-
-def column_category(type_id: str) -> str:
-    """How every engine treats a DuckDB column type (``rel.types[i].id``): ``"integer"``,
-    ``"float"`` (NaN possible), ``"nested"`` (refused), ``"time"`` or ``"text"``."""
-    ty = type_id.lower()
-    if ty in _INT_TYPES:
-        return "integer"
-    if ty in _FLOAT_TYPES:
-        return "float"
-    if ty in _NESTED_TYPES:
-        return "nested"
-    if ty in _TIME_TYPES:
-        return "time"
-    return "text"
-
-
-def _is_nan(col: str) -> str:
-    """SQL test for NaN. Not ``isnan``: DuckDB folds it to false from Parquet statistics that
-    do not count NaN."""
-    return f"(NOT isfinite({col}) AND NOT isinf({col}))"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _reason(exc: BaseException) -> str:
-    """DuckDB's reason in one line. Errors about values (conversions, CSV rows) may quote the
-    data, so by default only their kind is shown; ``DPFREQ_DEBUG=1`` shows the whole line."""
-    line = _one_line(exc)
-    if common.debug_enabled() or isinstance(exc, _SCHEMA_ERRORS):
-        return line
-    kind = line.split(":", 1)[0] if ":" in line else type(exc).__name__
-    return f"{kind} (DuckDB's message may quote the data; DPFREQ_DEBUG=1 shows it)"
-
-
-def _plain(arr: Any, column: str, func: str) -> NDArray[Any]:
-    """A fetched result column as a plain ndarray; nulls are a DataError."""
-    if isinstance(arr, np.ma.MaskedArray):
-        mask = np.ma.getmaskarray(arr)
-        if mask.any():
-            raise common.null_error(func, column, f"{int(mask.sum())} value(s)")
-        return np.ma.getdata(arr)
-    return np.asarray(arr)
-
+__all__ = ["DuckDBEngine"]
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EVENTS_PER_PASS = 1 << 23  # events fetched per reduce_items pass (bounds this process's memory)
@@ -159,21 +107,21 @@ class DuckDBEngine:
             return self._file(str(source), func, text_columns)
         if isinstance(source, str):
             text = source.strip()
-            if _SQL_START.match(text):
+            if SQL_START.match(text):
                 try:
                     return self.connection.sql(text)
                 except duckdb.Error as exc:
                     raise DataError(f"source of {func}: the SQL query failed: "
-                                    f"{_reason(exc)}") from exc
+                                    f"{reason(exc)}") from exc
             lower = text.lower()
-            if (lower.endswith(_CSV_SUFFIXES + _PARQUET_SUFFIXES) or "/" in text or "\\" in text
-                    or Path(text).exists() or not _IDENT.match(text)):
+            if (lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES) or "/" in text or "\\" in text
+                    or Path(text).exists() or not IDENT.match(text)):
                 return self._file(text, func, text_columns)
             try:
                 return self.connection.table(text)
             except duckdb.Error as exc:
                 raise DataError(f"source of {func}: no table {text!r} on the connection "
-                                f"({_reason(exc)}).") from exc
+                                f"({reason(exc)}).") from exc
         raise ParameterError(message("source", func, "a CSV/Parquet path, a SQL query or table "
                                      "name, a pandas, Polars or Arrow table, or a "
                                      "duckdb.DuckDBPyRelation", type(source).__name__))
@@ -191,7 +139,7 @@ class DuckDBEngine:
                                          "installed (pip install pyarrow)", kind)) from exc
         except (duckdb.Error, TypeError, ValueError) as exc:
             raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
-                            f"{_reason(exc)}") from exc
+                            f"{reason(exc)}") from exc
 
     def _file(self, text: str, func: str,
               text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
@@ -216,17 +164,17 @@ class DuckDBEngine:
         else:
             target = text
         try:
-            if lower.endswith(_PARQUET_SUFFIXES):
+            if lower.endswith(PARQUET_SUFFIXES):
                 quoted = common.quote_literal(target)
                 rel = self.connection.sql(f"SELECT * FROM read_parquet({quoted})")
-            elif lower.endswith(_CSV_SUFFIXES):
+            elif lower.endswith(CSV_SUFFIXES):
                 rel = self._csv(target, text_columns)
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet or .pq).")
             rel.columns  # noqa: B018 - forces the schema to be read
         except duckdb.Error as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {_reason(exc)}") from exc
+            raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
         return rel
 
     def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
@@ -256,7 +204,7 @@ class DuckDBEngine:
             q = common.quote_ident(col)
             exprs.append(f"CAST({q} AS VARCHAR) AS {q}" if exact else q)
         res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src", func)
-        return {col: _plain(res[col], col, func) for col in columns}
+        return {col: plain_column(res[col], col, func) for col in columns}
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
@@ -274,7 +222,7 @@ class DuckDBEngine:
                 raise DataError(f"{func}: DuckDB returned no result.")
             return dict(result.fetchnumpy())
         except duckdb.Error as exc:
-            raise DataError(f"{func} failed in DuckDB: {_reason(exc)}") from exc
+            raise DataError(f"{func} failed in DuckDB: {reason(exc)}") from exc
 
     @contextmanager
     def _events_table(self, rel: duckdb.DuckDBPyRelation, select: str,
@@ -286,7 +234,7 @@ class DuckDBEngine:
         try:
             rel.query("dpfreq_src", f"CREATE TEMP TABLE {name} AS {select}")
         except duckdb.Error as exc:
-            raise DataError(f"{func} failed in DuckDB: {_reason(exc)}") from exc
+            raise DataError(f"{func} failed in DuckDB: {reason(exc)}") from exc
         try:
             yield name
         finally:
@@ -306,7 +254,7 @@ class DuckDBEngine:
         if category == "integer":
             return f"CAST({col} AS BIGINT)"
         if category == "float":
-            return f"CASE WHEN {_is_nan(col)} THEN NULL ELSE CAST({col} AS VARCHAR) END"
+            return f"CASE WHEN {is_nan_sql(col)} THEN NULL ELSE CAST({col} AS VARCHAR) END"
         return f"CAST({col} AS VARCHAR)"
 
     def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str,
@@ -323,9 +271,9 @@ class DuckDBEngine:
                 return f"epoch_us(CAST({col} AS TIMESTAMPTZ))", "timestamp_us", "false"
             return f"epoch_us({col})", "timestamp_us", "false"
         if category == "float":
-            ok = f"(isfinite({col}) AND {col} = trunc({col}) AND abs({col}) < {_INT64_LIMIT})"
+            ok = f"(isfinite({col}) AND {col} = trunc({col}) AND abs({col}) < {INT64_LIMIT})"
             return (f"CASE WHEN {ok} THEN CAST({col} AS BIGINT) END", "integer",
-                    f"(NOT {_is_nan(col)} AND NOT {ok})")
+                    f"(NOT {is_nan_sql(col)} AND NOT {ok})")
         if category == "nested":
             raise common.nested_error(func, time)
         if self._is_empty(rel, func):
@@ -358,8 +306,8 @@ class DuckDBEngine:
         key = self._key_expr(rel, item, func)
         res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1",
                         func)
-        keys = _plain(res["k"], item, func)
-        return common.finish_item_counts(keys, _plain(res["c"], item, func))
+        keys = plain_column(res["k"], item, func)
+        return common.finish_item_counts(keys, plain_column(res["c"], item, func))
 
     def count_of_counts(self, source: Any, *, item: str,
                         max_count: int | None = None) -> base.Prevalences:
@@ -375,11 +323,11 @@ class DuckDBEngine:
                f"(SELECT count(*) AS c, CAST(k IS NULL AS INTEGER) AS null_key "
                f"FROM (SELECT {key} AS k FROM dpfreq_src) GROUP BY k) GROUP BY 1 ORDER BY 1")
         res = self._run(rel, sql, func)
-        anynull = _plain(res["anynull"], item, func)
+        anynull = plain_column(res["anynull"], item, func)
         if anynull.size and anynull.max() > 0:
             raise common.null_error(func, item)
-        return base.Prevalences(counts=_plain(res["v"], item, func).astype(np.int64),
-                                prevalences=_plain(res["p"], item, func).astype(np.int64))
+        return base.Prevalences(counts=plain_column(res["v"], item, func).astype(np.int64),
+                                prevalences=plain_column(res["p"], item, func).astype(np.int64))
 
     def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
                                 max_groups_per_item: int | None, hash_key: bytes,
@@ -421,8 +369,8 @@ class DuckDBEngine:
             if k_max is not None:
                 inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"
             res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
-        keys = _plain(res["k"], item, func)
-        times = _plain(res["t"], time, func).astype(np.int64)
+        keys = plain_column(res["k"], item, func)
+        times = plain_column(res["t"], time, func).astype(np.int64)
         return common.finish_occurrence_times(common.sorted_codes(keys), times,
                                               n_items=int(stats["nd"][0]),
                                               n_events=int(stats["n"][0]), time_kind=kind,
@@ -475,10 +423,10 @@ class DuckDBEngine:
                 where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
                 res = self._run(rel, f"SELECT k, p FROM {table} WHERE {where} ORDER BY k, p",
                                 func)
-                keys = _plain(res["k"], item, func)
+                keys = plain_column(res["k"], item, func)
                 if not len(keys):
                     continue
-                periods = _plain(res["p"], time, func).astype(np.int64)
+                periods = plain_column(res["p"], time, func).astype(np.int64)
                 parts.append(common.reduce_sorted(common.sorted_codes(keys), periods, reducer))
         if parts:
             slots, ks, ws = common.sum_entries(*(np.concatenate(v)
