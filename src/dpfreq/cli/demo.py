@@ -103,7 +103,7 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     """
     from dpfreq.plotting import save_figure
     from dpfreq.profile import release_profile
-    from dpfreq.profile.datasets import make_impressions, true_profile, write_impressions
+    from dpfreq.profile.datasets import true_profile
 
     warn_if_seeded(seed)
     rows = parse_rows(rows_text)
@@ -117,12 +117,7 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     out = Path(out_dir)
     d = 2 * users if domain_size is None else domain_size
 
-    t0 = time.perf_counter()
-    log = make_impressions(users, domain_size=d, rng=data_seed)
-    parquet = write_impressions(out, log)
-    click.echo(f"wrote {parquet}: {len(log):,} impressions of {users:,} users over 7 days "
-               f"(synthetic, --data-seed {data_seed}) in {time.perf_counter() - t0:.1f} s",
-               err=True)
+    log, parquet = _write_data(out, users, d, data_seed)
 
     t1 = time.perf_counter()
     source: Any = str(parquet)
@@ -156,6 +151,33 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     warning = vacuous_warning(rel)
     if warning is not None:
         click.echo(warning, err=True)
+    _print_truth_check(rel, truth, d)
+    _print_cost(rel, costly, truth, d, compare_epsilon is None)
+    click.echo("# the 'true' column and the comparison are for this synthetic demo only: "
+               "publishing the true profile would void the privacy guarantee")
+
+    emit_release(rel, str(out / "profile.json"), None)
+    emit_release(costly, str(out / "profile-compare.json"), None)
+    png = out / "profile.png"
+    save_figure(comparison_figure(rel, truth, costly), png)
+    click.echo(f"wrote {png}", err=True)
+
+
+def _write_data(out: Path, users: int, d: int, data_seed: int) -> tuple[Any, Path]:
+    """Generate the synthetic impression log and write it to OUT/impressions.parquet."""
+    from dpfreq.profile.datasets import make_impressions, write_impressions
+
+    t0 = time.perf_counter()
+    log = make_impressions(users, domain_size=d, rng=data_seed)
+    parquet = write_impressions(out, log)
+    click.echo(f"wrote {parquet}: {len(log):,} impressions of {users:,} users over 7 days "
+               f"(synthetic, --data-seed {data_seed}) in {time.perf_counter() - t0:.1f} s",
+               err=True)
+    return log, parquet
+
+
+def _print_truth_check(rel: Any, truth: Any, d: int) -> None:
+    """The release against the true profile: ℓ1 error, intervals and band that hold."""
     r = np.asarray(rel.value, dtype=np.float64)
     l1 = float(np.abs(r - truth).sum())
     inside = int(np.sum((rel.error.lower <= truth + 1e-12) & (truth <= rel.error.upper + 1e-12)))
@@ -167,15 +189,6 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     click.echo(f"# {inside} of {r.size} per-class intervals contain the true value (each holds "
                f"with probability ≥ {conf:g}); the simultaneous band "
                f"{'holds' if band else 'is EXCEEDED (a probability ≤ ' + f'{1 - conf:g} event)'}")
-    _print_cost(rel, costly, truth, d, compare_epsilon is None)
-    click.echo("# the 'true' column and the comparison are for this synthetic demo only: "
-               "publishing the true profile would void the privacy guarantee")
-
-    emit_release(rel, str(out / "profile.json"), None)
-    emit_release(costly, str(out / "profile-compare.json"), None)
-    png = out / "profile.png"
-    save_figure(comparison_figure(rel, truth, costly), png)
-    click.echo(f"wrote {png}", err=True)
 
 
 def _print_cost(rel: Any, costly: Any, truth: Any, d: int, default: bool) -> None:
