@@ -22,6 +22,12 @@ Rules:
 ``ALLOWED`` lists the violations that exist in the tree while other work moves them away. It
 must only shrink: a listed violation that no longer occurs fails the test, so the list is kept
 exact.
+
+Size limits, so that one change stays in one readable place: no module over ``MODULE_LIMIT``
+physical lines, no function (method, nested function) over ``FUNCTION_LIMIT`` lines counted from
+the line after its docstring (its first line when it has none) to its last line.
+``PENDING_SPLIT`` names the modules still over the limit while their split is under way; it
+must only shrink the same way.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
 
 #: (rule, importing module, imported module or name) -> why it is still there
 ALLOWED: dict[tuple[str, str, str], str] = {}
+
+MODULE_LIMIT = 500  # physical lines of a module
+FUNCTION_LIMIT = 60  # lines of a function body after its docstring
+#: Modules (relative to src/dpfreq) over MODULE_LIMIT whose split is in progress elsewhere.
+#: Remove an entry as soon as its module is split: the test fails while a listed module fits.
+PENDING_SPLIT: set[str] = {"engines/spark.py"}
 
 
 def _modules() -> dict[str, Path]:
@@ -195,3 +207,65 @@ def test_checker_sees_a_violation() -> None:
                                                          _imports("dpfreq.engines.memory")}
     assert ("dpfreq.engines", "dataframe_kind") not in {(t, n) for t, n, _ in
                                                         _imports("dpfreq.engines")}
+
+
+# ----------------------------------------------------------------------------------------------
+# size limits
+
+
+def _function_sizes(source: str) -> Iterator[tuple[str, int, int]]:
+    """(name, line of ``def``, lines after the docstring) of every function in ``source``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0]
+            has_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                       and isinstance(first.value.value, str))
+            start = (first.end_lineno or first.lineno) + 1 if has_doc else first.lineno
+            yield node.name, node.lineno, (node.end_lineno or node.lineno) - start + 1
+
+
+def _module_lines() -> dict[str, int]:
+    """Physical lines of every module, keyed by its path relative to src/dpfreq."""
+    return {path.relative_to(SRC / PACKAGE).as_posix():
+            len(path.read_text(encoding="utf-8").splitlines()) for path in MODULES.values()}
+
+
+def test_modules_within_size_limit() -> None:
+    over = {name: n for name, n in _module_lines().items()
+            if n > MODULE_LIMIT and name not in PENDING_SPLIT}
+    assert not over, f"modules over {MODULE_LIMIT} lines (split them along one job): {over}"
+
+
+def test_pending_split_only_holds_modules_still_over_the_limit() -> None:
+    lines = _module_lines()
+    done = sorted(name for name in PENDING_SPLIT if lines.get(name, 0) <= MODULE_LIMIT)
+    assert not done, f"split (or gone), remove from PENDING_SPLIT: {done}"
+
+
+def test_functions_within_size_limit() -> None:
+    over = [f"{MODULES[name].relative_to(SRC)}:{line} {func} ({size} lines)"
+            for name in MODULES
+            for func, line, size in _function_sizes(MODULES[name].read_text(encoding="utf-8"))
+            if size > FUNCTION_LIMIT]
+    assert not over, (f"functions over {FUNCTION_LIMIT} lines after the docstring (split them "
+                      "into helpers with one job each):\n  " + "\n  ".join(over))
+
+
+def test_function_size_counts_from_after_the_docstring() -> None:
+    """The counter itself: the docstring is not counted, blank lines and comments inside are,
+    a function without a docstring counts from its first statement, nested ones separately."""
+    source = (
+        "def f(x):\n"
+        "    \"\"\"Doc\n"
+        "    on two lines.\"\"\"\n"
+        "    y = x\n"
+        "\n"
+        "    # a comment\n"
+        "    def g():\n"
+        "        return y\n"
+        "    return g\n"
+        "\n"
+        "\n"
+        "async def h(): return 1\n"
+    )
+    assert sorted(_function_sizes(source)) == [("f", 1, 6), ("g", 7, 1), ("h", 12, 1)]
