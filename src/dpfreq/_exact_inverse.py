@@ -1,12 +1,12 @@
 """Exact integer thresholds for inverse-cdf sampling of the geometric and discrete Laplace laws.
 
 Rigorous integer bounds on ``e^{-x}`` (rational x) and the tables ``D_k = ⌊2^w S(k)⌋`` of the
-survival function ``S``, used by the exact samplers of :mod:`dpfreq.noise` (``_table_sample``)
-and of the windows' keyed node noise (:mod:`dpfreq.windows.lazy_noise`), and the exact
-Bernoulli(``e^{-n c}``) decision on a random word (:func:`exp_neg_multiple_floor`,
-:func:`exp_neg_multiple_resolve`) used by the keyed discrete Gaussian. Pure integer arithmetic;
-no floating point decides a threshold (see ``dpfreq.noise._table_sample`` for how a table
-yields exact draws).
+survival function ``S``, used by the exact samplers of :mod:`dpfreq.noise`
+(``dpfreq._exact_sampling.table_sample``) and of the windows' keyed node noise
+(:mod:`dpfreq.windows.lazy_noise`), and the exact Bernoulli(``e^{-n c}``) decision on a random
+word (:func:`exp_neg_multiple_floor`, :func:`exp_neg_multiple_resolve`) used by the keyed
+discrete Gaussian. Pure integer arithmetic; no floating point decides a threshold (see
+``dpfreq._exact_sampling.table_sample`` for how a table yields exact draws).
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ TABLE_TAIL = 48  # stop the table once S(k) < 2^-48 (the tail path then almost n
 class InverseTable:
     """Exact integer thresholds ``D_k = ⌊2^w S(k)⌋`` (strictly decreasing) for k < K.
 
-    See :func:`dpfreq.noise._table_sample` for how they are used and why the result is exact.
+    See :func:`dpfreq._exact_sampling.table_sample` for how they are used and why the result is
+    exact.
     """
 
     def __init__(self, gamma: Fraction, two_sided: bool, w: int) -> None:
