@@ -177,7 +177,7 @@ class _NodePRF:
                tag: int) -> NDArray[np.int64]:
         """``#{k < K : 2^63 S(k) > W + R}`` per word W (R uniform in [0, 1), needed only when
         W equals a threshold, probability ~2^-63, and then drawn from the node's settling
-        stream); the exactness argument is that of :func:`dpfreq.noise._table_sample`."""
+        stream); the exactness argument is that of :func:`dpfreq._exact_sampling.table_sample`."""
         m = tab.count_above(words)
         settle = np.flatnonzero((m < tab.size) & (tab.at[m] == words))
         for i in settle.tolist():
