@@ -26,8 +26,6 @@ exact.
 Size limits, so that one change stays in one readable place: no module over ``MODULE_LIMIT``
 physical lines, no function (method, nested function) over ``FUNCTION_LIMIT`` lines counted from
 the line after its docstring (its first line when it has none) to its last line.
-``PENDING_SPLIT`` names the modules still over the limit while their split is under way; it
-must only shrink the same way.
 """
 
 from __future__ import annotations
@@ -47,10 +45,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {}
 
 MODULE_LIMIT = 500  # physical lines of a module
 FUNCTION_LIMIT = 60  # lines of a function body after its docstring
-#: Modules (relative to src/dpfreq) over MODULE_LIMIT whose split is in progress elsewhere.
-#: Remove an entry as soon as its module is split: the test fails while a listed module fits.
-PENDING_SPLIT: set[str] = {"engines/spark.py"}
-
 
 def _modules() -> dict[str, Path]:
     out = {}
@@ -231,15 +225,8 @@ def _module_lines() -> dict[str, int]:
 
 
 def test_modules_within_size_limit() -> None:
-    over = {name: n for name, n in _module_lines().items()
-            if n > MODULE_LIMIT and name not in PENDING_SPLIT}
+    over = {name: n for name, n in _module_lines().items() if n > MODULE_LIMIT}
     assert not over, f"modules over {MODULE_LIMIT} lines (split them along one job): {over}"
-
-
-def test_pending_split_only_holds_modules_still_over_the_limit() -> None:
-    lines = _module_lines()
-    done = sorted(name for name in PENDING_SPLIT if lines.get(name, 0) <= MODULE_LIMIT)
-    assert not done, f"split (or gone), remove from PENDING_SPLIT: {done}"
 
 
 def test_functions_within_size_limit() -> None:

@@ -265,7 +265,7 @@ class FakePy4JError(Exception):
 def test_spark_java_errors_are_one_line_with_root_cause() -> None:
     """A py4j Java error shows the Java exception and its root cause, not py4j's call id."""
     pytest.importorskip("pyspark")
-    from dpfreq.engines.spark import _one_line
+    from dpfreq.engines.spark_session import one_line as _one_line
 
     root = FakeJava("java.lang.OutOfMemoryError: Java heap space\n\tat ...")
     exc = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.\n\tat x",
@@ -282,7 +282,7 @@ def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch)
     """A failed Spark job shows the Java exception classes (a JVM Error such as
     OutOfMemoryError in full), not its message, which may quote the data; debug shows all."""
     pytest.importorskip("pyspark")
-    from dpfreq.engines import spark as spark_engine
+    from dpfreq.engines import spark_session as spark_engine
 
     leak = FakePy4JError(FakeJava(
         "org.apache.spark.SparkException: Job aborted: value 'alice@example.org' is bad",
@@ -290,10 +290,10 @@ def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch)
     oom = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.",
                                  FakeJava("java.lang.OutOfMemoryError: Java heap space")))
     monkeypatch.delenv("DPFREQ_DEBUG", raising=False)
-    reason = spark_engine._reason(leak)
+    reason = spark_engine.reason(leak)
     assert "alice" not in reason
     assert reason.startswith("org.apache.spark.SparkException (cause: "
                              "java.lang.NumberFormatException)")
-    assert "java.lang.OutOfMemoryError: Java heap space" in spark_engine._reason(oom)
+    assert "java.lang.OutOfMemoryError: Java heap space" in spark_engine.reason(oom)
     monkeypatch.setenv("DPFREQ_DEBUG", "1")
-    assert "alice@example.org" in spark_engine._reason(leak)
+    assert "alice@example.org" in spark_engine.reason(leak)

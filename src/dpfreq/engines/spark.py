@@ -25,9 +25,7 @@ missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 from py4j.protocol import Py4JJavaError
 from pyspark import StorageLevel
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -45,7 +43,8 @@ from pyspark.sql import types as T
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base, spark_times
-from dpfreq.errors import DataError, EngineUnavailableError, ParameterError
+from dpfreq.engines.spark_session import SPARK_ERRORS, reason, spark_session
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import task
 
 __all__ = ["SparkEngine", "spark_session"]
@@ -59,88 +58,6 @@ _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
 
-def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSession:
-    """Get or create a SparkSession for dpfreq.
-
-    An active session (one the caller created, e.g. by ``spark-submit``) is returned unchanged,
-    with its own master and configuration. Otherwise a session is created on ``master`` with
-    ``spark.sql.session.timeZone=UTC`` and Arrow transfers on; executors then run this very
-    interpreter (``PYSPARK_PYTHON`` is set to ``sys.executable`` unless already set, so that
-    they import the same dpfreq). A session that cannot start (no Java, unreachable master)
-    raises :class:`~dpfreq.errors.EngineUnavailableError` with Spark's one-line reason.
-    """
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
-    try:
-        return builder.getOrCreate()
-    except Exception as exc:  # JVM not found, master unreachable, bad URL, ...
-        raise EngineUnavailableError(
-            f"cannot start Spark with master {master!r}: {_one_line(exc)} (the spark engine "
-            "needs Java 17+ and a reachable master)") from exc
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
-def _java_lines(exc: BaseException) -> tuple[str, str]:
-    """First lines of a Java exception and of its root cause ("" where there is none)."""
-    java = getattr(exc, "java_exception", None)
-    if java is None:
-        return "", ""
-    try:
-        head = _first_line(str(java.toString()))
-        root = java
-        for _ in range(20):
-            cause = root.getCause()
-            if cause is None:
-                break
-            root = cause
-        tail = _first_line(str(root.toString())) if root is not java else ""
-    except Exception:  # pragma: no cover - the JVM is gone
-        return "", ""
-    return head, (tail if tail not in head else "")
-
-
-def _one_line(exc: BaseException) -> str:
-    """Spark's reason in one line; for a Java exception its message and its root cause (such as
-    ``java.lang.OutOfMemoryError: Java heap space``) rather than py4j's "error occurred while
-    calling o403.getResult"."""
-    head, tail = _java_lines(exc)
-    if head:
-        return f"{head} (cause: {tail})" if tail else head
-    return _first_line(str(exc)) or type(exc).__name__
-
-
-def _reason(exc: BaseException) -> str:
-    """:func:`_one_line` without what may quote the data: by default a failure while reading
-    values shows only Spark's error condition or the Java exception classes (a JVM ``Error``
-    such as ``OutOfMemoryError`` in full); ``DPFREQ_DEBUG=1`` or an analysis error (names,
-    schema) shows the whole line."""
-    if common.debug_enabled() or isinstance(exc, AnalysisException):
-        return _one_line(exc)
-    hint = " (Spark's message may quote the data; DPFREQ_DEBUG=1 shows it)"
-    head, tail = _java_lines(exc)
-    if head:
-        cls = head.split(":", 1)[0]
-        if tail:
-            jvm_error = tail.startswith("java.lang.") and tail.split(":", 1)[0].endswith("Error")
-            cls += f" (cause: {tail if jvm_error else tail.split(':', 1)[0]})"
-        return cls + hint
-    condition = exc.getCondition() if isinstance(exc, PySparkException) else None
-    return (f"[{condition}]" if condition else type(exc).__name__) + hint
-
-
-#: what Spark raises: Python-side errors and Java errors through py4j
-_SPARK_ERRORS: tuple[type[BaseException], ...] = (PySparkException, Py4JJavaError)
-
-
 def _to_numpy(df: DataFrame, func: str,
               names: dict[str, str] | None = None) -> dict[str, NDArray[Any]]:
     """Collect a small DataFrame to numpy columns (through Arrow); a null raises a DataError
@@ -148,8 +65,8 @@ def _to_numpy(df: DataFrame, func: str,
     try:
         with task(f"{func}: Spark job"):  # unknown total: the elapsed time is shown
             tbl = df.toArrow()
-    except _SPARK_ERRORS as exc:
-        raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
+    except SPARK_ERRORS as exc:
+        raise DataError(f"{func} failed in Spark: {reason(exc)}") from exc
     out: dict[str, NDArray[Any]] = {}
     for name in tbl.column_names:
         col = tbl.column(name)
@@ -165,8 +82,8 @@ def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
     try:
         with task(f"{func}: Spark job"):
             return df.agg(*aggs).collect()[0]
-    except _SPARK_ERRORS as exc:
-        raise DataError(f"{func} failed in Spark: {_reason(exc)}") from exc
+    except SPARK_ERRORS as exc:
+        raise DataError(f"{func} failed in Spark: {reason(exc)}") from exc
 
 
 @contextmanager
@@ -245,7 +162,7 @@ class SparkEngine:
             except (PySparkException, Py4JJavaError, TypeError, ValueError,
                     pa.ArrowException) as exc:
                 raise DataError(f"source of {func}: Spark cannot take the {kind} table: "
-                                f"{_reason(exc)}") from exc
+                                f"{reason(exc)}") from exc
         if isinstance(source, Path):
             return self._read(source, str(source), func, text_columns)
         if isinstance(source, str):
@@ -253,17 +170,17 @@ class SparkEngine:
             if _SQL_START.match(text):
                 try:
                     return self.spark.sql(text)
-                except _SPARK_ERRORS as exc:
+                except SPARK_ERRORS as exc:
                     raise DataError(f"source of {func}: the SQL query failed: "
-                                    f"{_reason(exc)}") from exc
+                                    f"{reason(exc)}") from exc
             lower = text.lower()
             if (_IDENT.match(text) and not lower.endswith(_FILE_SUFFIXES)
                     and not Path(text).exists()):
                 try:
                     return self.spark.table(text)
-                except _SPARK_ERRORS as exc:
+                except SPARK_ERRORS as exc:
                     raise DataError(f"source of {func}: no table {text!r} in the Spark catalog "
-                                    f"({_reason(exc)}).") from exc
+                                    f"({reason(exc)}).") from exc
             return self._read(Path(text), text, func, text_columns)
         raise ParameterError(message("source", func, "a Spark DataFrame, a Parquet/CSV path, a "
                                      "SQL query, a table name or a pandas, Polars or Arrow "
@@ -296,8 +213,8 @@ class SparkEngine:
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet, .pq or a Parquet directory).")
-        except _SPARK_ERRORS as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {_reason(exc)}") from exc
+        except SPARK_ERRORS as exc:
+            raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
         return df
 
     # -- helpers ---------------------------------------------------------------------------
