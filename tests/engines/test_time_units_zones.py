@@ -227,3 +227,13 @@ def test_spark_matches_memory(spark: Any) -> None:
     for fam, curves in d.value.items():
         for k, v in curves.items():
             np.testing.assert_array_equal(c.value[fam][k], v)
+
+
+def test_plan_takes_the_same_time_options() -> None:
+    from dpfreq.windows import plan_window_counts
+
+    kw = {**DAYS, "epsilon": 1.0, "unit": "event", "k_values": [1], "windows": ["cumulative"]}
+    plan = plan_window_counts(**kw, timezone=NY, time_unit="ms")
+    assert plan.horizon == plan_window_counts(**kw).horizon == 3
+    with pytest.raises(ParameterError, match="timezone of release_window_counts"):
+        plan_window_counts(**kw, timezone="Nowhere/Else")
