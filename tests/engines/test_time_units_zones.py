@@ -237,3 +237,14 @@ def test_plan_takes_the_same_time_options() -> None:
     assert plan.horizon == plan_window_counts(**kw).horizon == 3
     with pytest.raises(ParameterError, match="timezone of release_window_counts"):
         plan_window_counts(**kw, timezone="Nowhere/Else")
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_parquet_aware_nanoseconds(engine: str, tmp_path: Any) -> None:
+    """A pandas-written Parquet file of tz-aware nanosecond timestamps (DuckDB's
+    TIMESTAMPTZ_NS) is read by its instants and bucketed in the zone."""
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"u": range(len(CASES)), "t": INSTANTS.tz_convert(NY)}).to_parquet(path)
+    source: Any = str(path) if engine == "duckdb" else pd.read_parquet(path)
+    buckets = time_axis(None, **DAYS, timezone=NY).buckets()
+    assert _periods(engine, source, buckets) == _expected(1)
