@@ -104,6 +104,13 @@ class _ReachCommand(click.Command):
 @click.argument("file", type=shared.INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
+@click.option("--time-unit", type=click.Choice(["s", "ms", "us", "ns"]), default=None,
+              help="An integer --time column holds epochs in this unit (with --start/--end/"
+                   "--period); without it integers are periods 1..T (--horizon).")
+@click.option("--timezone", default="UTC", show_default=True, metavar="ZONE",
+              help="IANA zone of --start/--end and of the period boundaries: each event's "
+                   "instant is bucketed by its wall-clock time in ZONE (a daily period starts "
+                   "at local midnight; a DST day has 23 or 25 hours).")
 @reach_parameters
 @click.option("--out-of-range", type=click.Choice(["error", "drop"]), default="error",
               show_default=True, help="Events outside [start, end].")
@@ -117,7 +124,8 @@ class _ReachCommand(click.Command):
 @shared.seed_option
 @shared.ledger_option
 @group_options
-def command(file: str, item: str, time_col: str, out_of_range: str, rows_text: str,
+def command(file: str, item: str, time_col: str, time_unit: str | None, timezone: str,
+            out_of_range: str, rows_text: str,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
             seed: int | None, accountant: Any = None, group: str | None = None,
             max_groups_per_item: int | None = None, groups_file: str | None = None,
@@ -132,6 +140,7 @@ def command(file: str, item: str, time_col: str, out_of_range: str, rows_text: s
     shared.warn_if_seeded(seed)
     rows = _parse_rows(rows_text)
     kwargs = reach_public_kwargs(**public)
+    kwargs.update(time_unit=time_unit, timezone=timezone)
     if save_path is not None and not Path(save_path).resolve().parent.is_dir():
         raise ParameterError(message("--save", "dpfreq reach", "a file in an existing "
                                      "directory (checked before anything is spent)", save_path))
@@ -162,6 +171,8 @@ def _print_release(rel: WindowCountsRelease, save_path: str | None, rows: int | 
     click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
                f"delta={rel.delta:g}, mechanism={rel.mechanism}, T={rel.horizon} periods; "
                f"± = {conf:.0%} per-answer interval half-width")
+    if rel.time_axis.get("kind") == "timestamp":
+        click.echo(f"# periods: wall-clock time in {rel.time_axis['timezone']}")
     fams = ", ".join(_label(w) for w in _curve_order(rel.windows)
                      + [w for w in rel.windows if w == "all"])
     click.echo(f"# families: {fams}; k: {', '.join(map(str, rel.k_values))} (ε split equally "

@@ -20,6 +20,7 @@ from dpfreq.engines.base import (
     Prevalences,
     TimeBuckets,
 )
+from dpfreq.engines.periods import wall_clock_us
 from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled
 
 __all__ = [
@@ -203,18 +204,21 @@ def check_time_kind(kind: str, buckets: TimeBuckets, column: str, func: str) -> 
     """The time column's kind must be what the buckets expect."""
     if kind != buckets.time_kind:
         rule = ("integer periods (the buckets give a horizon only)" if buckets.start_us is None
-                else "timestamps or dates (the buckets give start and period)")
+                else f"integer epochs (time_unit={buckets.time_unit!r} given; leave it out for "
+                "a timestamp column)" if buckets.time_unit
+                else "timestamps or dates (the buckets give start and period; integer epochs "
+                "need time_unit)")
         raise data_error(func, column, rule, f"time kind {kind!r}")
 
 
 def bucket_periods(times: IntArray, buckets: TimeBuckets) -> IntArray:
-    """Period of each time: the time itself, or ``⌊(t − start)/period⌋ + 1`` (floor)."""
+    """Period of each time: the time itself, or ``⌊(w − start)/period⌋ + 1`` (floor) of its
+    wall-clock time ``w`` (:mod:`dpfreq.engines.periods`: epoch unit and zone applied)."""
     if buckets.start_us is None:
         return np.asarray(times, dtype=np.int64)
     assert buckets.period_us is not None
-    out: IntArray = (np.asarray(times, dtype=np.int64) - buckets.start_us) \
-        // buckets.period_us + 1
-    return out
+    out: IntArray = wall_clock_us(times, buckets) - buckets.start_us
+    return out // buckets.period_us + 1
 
 
 def bucket_events(codes: IntArray, times: IntArray, buckets: TimeBuckets, *,

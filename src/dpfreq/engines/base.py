@@ -193,6 +193,14 @@ class TimeBuckets:
         Start of period 1 in microseconds since the epoch; None for integer periods.
     period_us : int or None
         Length of a period in microseconds; None for integer periods.
+    time_unit : {"s", "ms", "us", "ns"} or None
+        With ``start_us``: the column holds integer epochs in this unit (converted to a UTC
+        timestamp before bucketing) instead of timestamps. None: timestamps.
+    timezone : str
+        IANA zone of the period boundaries: each time (an instant) is converted to its
+        wall-clock time in this zone before bucketing, so ``start_us`` and ``period_us`` are
+        wall-clock times (a daily period starts at local midnight; a DST day has 23 or 25
+        hours). ``"UTC"`` for integer periods.
 
     Examples
     --------
@@ -206,11 +214,13 @@ class TimeBuckets:
     horizon: int
     start_us: int | None = None
     period_us: int | None = None
+    time_unit: str | None = None
+    timezone: str = "UTC"
 
     @property
     def time_kind(self) -> str:
         """The ``time_kind`` (see :class:`OccurrenceTimes`) the time column must have."""
-        return "integer" if self.start_us is None else "timestamp_us"
+        return "integer" if self.start_us is None or self.time_unit else "timestamp_us"
 
 
 #: A per-item reduction, run on chunks of *whole* items: ``reducer(codes, periods)`` gets dense

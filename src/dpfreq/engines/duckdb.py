@@ -59,6 +59,7 @@ from dpfreq.engines.duckdb_sql import (
     plain_column,
     reason,
 )
+from dpfreq.engines.periods import duckdb_period_sql
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import track
 
@@ -395,12 +396,7 @@ class DuckDBEngine:
         rel = self.relation(source, func, text_columns=(item,))
         select, kind = self._events(rel, item, time, func)
         common.check_time_kind(kind, buckets, time, func)
-        if buckets.start_us is None:
-            period = "t"
-        else:  # ⌊d / P⌋ + 1 with only non-negative operands divided (exact for any sign of d)
-            d, per = f"(t - ({int(buckets.start_us)}))", int(buckets.period_us or 1)
-            period = (f"(CASE WHEN {d} >= 0 THEN {d} // {per} "
-                      f"ELSE -((-{d} - 1) // {per}) - 1 END + 1)")
+        period = duckdb_period_sql(buckets)
         bad = f"(p < 1 OR p > {int(buckets.horizon)})"
         with self._events_table(rel, f"SELECT k, t, f, {period} AS p FROM ({select})",
                                 func) as table:

@@ -26,6 +26,7 @@ from dpfreq.engines.grouping_windows import (
     reduce_grouped_sorted,
     sum_grouped,
 )
+from dpfreq.engines.periods import duckdb_period_sql
 
 __all__ = ["duckdb_grouped_reduce_items"]
 
@@ -34,14 +35,6 @@ _EVENTS_PER_PASS = 1 << 23
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _period_sql(buckets: TimeBuckets) -> str:
-    """``⌊(t − start)/period⌋ + 1`` with only non-negative operands divided (as reduce_items)."""
-    if buckets.start_us is None:
-        return "t"
-    d, per = f"(t - ({int(buckets.start_us)}))", int(buckets.period_us or 1)
-    return f"(CASE WHEN {d} >= 0 THEN {d} // {per} ELSE -((-{d} - 1) // {per}) - 1 END + 1)"
 
 
 def _kept_sql(table: str, bad: str, m: int | None, key_hex: str, where: str) -> str:
@@ -72,7 +65,7 @@ def duckdb_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: st
     gexpr = f"CAST({engine._key_expr(rel, group, func)} AS VARCHAR)"
     select = select.replace(" FROM dpfreq_src", f", {gexpr} AS g FROM dpfreq_src", 1)
     listed = ", ".join(f"({_lit(x)}, {i})" for i, x in enumerate(names))
-    projected = (f"SELECT e.k, e.g, e.t, e.f, {_period_sql(buckets)} AS p, l.gi FROM "
+    projected = (f"SELECT e.k, e.g, e.t, e.f, {duckdb_period_sql(buckets)} AS p, l.gi FROM "
                  f"({select}) e LEFT JOIN (VALUES {listed}) l(g, gi) ON e.g = l.g")
     bad = f"(p < 1 OR p > {int(buckets.horizon)})"
     parts = []

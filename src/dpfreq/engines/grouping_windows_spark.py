@@ -26,6 +26,7 @@ from dpfreq.engines.grouping_windows import (
     empty_reduction,
     sum_grouped,
 )
+from dpfreq.engines.periods import spark_period_sql
 
 __all__ = ["spark_grouped_reduce_items"]
 
@@ -87,11 +88,7 @@ def spark_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str
     raw = df.select(engine._key(df, item, func).alias("k"),
                     engine._key(df, group, func).cast("string").alias("g"),
                     texpr.alias("t"), frac.alias("f"))
-    if buckets.start_us is None:
-        period = F.col("t")
-    else:
-        s0, p0 = int(buckets.start_us), int(buckets.period_us or 1)
-        period = F.expr(f"((t - {s0}) - pmod(t - {s0}, {p0})) div {p0} + 1")
+    period = F.expr(spark_period_sql(buckets))
     listed = engine.spark.createDataFrame([(x, i) for i, x in enumerate(names)],
                                           "g string, gi long")
     bad = (F.col("p") < 1) | (F.col("p") > int(buckets.horizon))

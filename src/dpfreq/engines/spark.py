@@ -43,6 +43,7 @@ from pyspark.sql import types as T
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base, spark_times
+from dpfreq.engines.periods import spark_period_sql
 from dpfreq.engines.spark_session import SPARK_ERRORS, reason, spark_session
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import task
@@ -390,11 +391,7 @@ class SparkEngine:
         projected, kind = self._events(df, item, time, func)
         common.check_time_kind(kind, buckets, time, func)
         horizon = int(buckets.horizon)
-        if buckets.start_us is None:
-            period = F.col("t")
-        else:
-            s0, p0 = int(buckets.start_us), int(buckets.period_us or 1)
-            period = F.expr(f"((t - {s0}) - pmod(t - {s0}, {p0})) div {p0} + 1")
+        period = F.expr(spark_period_sql(buckets))
         bad = (F.col("p") < 1) | (F.col("p") > horizon)
         aggs = [*self._event_checks(), F.count(F.when(bad, 1)).alias("nbad"),
                 F.min(F.when(bad, F.struct(F.col("k").alias("k"), F.col("p").alias("p"))))

@@ -59,6 +59,8 @@ def release_window_counts(
     start: Any = None,
     end: Any = None,
     period: Any = None,
+    time_unit: str | None = None,
+    timezone: str = "UTC",
     epsilon: float,
     delta: float = 0.0,
     unit: str,
@@ -99,6 +101,16 @@ def release_window_counts(
         ``[start + (g−1)·period, start + g·period)``. ``end`` is inclusive: a date-only
         ``end`` means through the end of that day, a timestamp up to and including it;
         ``T`` is the number of periods needed to cover ``[start, end]``.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        With ``start``/``end``/``period``: the time column holds integer epochs in this unit
+        (an instant, converted to a UTC timestamp before bucketing). Without it an integer
+        column is integer periods (``horizon``); a timestamp column with it is a DataError.
+    timezone : str, default "UTC"
+        IANA zone of the period boundaries (with ``start``/``end``/``period``): each event's
+        instant is converted to its wall-clock time in this zone before bucketing, so daily
+        periods start at local midnight (a daylight-saving day has 23 or 25 hours). A naive
+        ``start``/``end`` is a wall-clock time in the zone; a naive timestamp column is read
+        as UTC instants, as without a zone. Stated in ``mechanism_params["axis"]``.
     epsilon : float
         Total ε for the whole release (all families, all k). No default.
     delta : float, default 0
@@ -206,7 +218,8 @@ def release_window_counts(
     acct = check_accountant(accountant, _FUNC)
     check_choice(out_of_range, "out_of_range", _FUNC, ("error", "drop"))
     par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
-                              epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
+                              time_unit=time_unit, timezone=timezone, epsilon=epsilon,
+                              delta=delta, unit=unit, k_values=k_values,
                               windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:

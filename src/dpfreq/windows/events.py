@@ -31,9 +31,10 @@ def range_error(horizon: int) -> DataError:
                              "events outside the range"))
 
 
-def _integer_times(raw: Any, column: str) -> NDArray[np.int64]:
+def _integer_times(raw: Any, column: str, epochs: bool = False) -> NDArray[np.int64]:
     arr = np.asarray(raw)
-    rule = "integer periods 1..T (or timestamps with start/end/period)"
+    rule = ("integer epochs (time_unit given; leave it out for timestamps)" if epochs
+            else "integer periods 1..T (or timestamps with start/end/period)")
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise DataError(message(f"time column {column!r}", _FUNC, rule, f"dtype {arr.dtype}"))
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
@@ -41,10 +42,12 @@ def _integer_times(raw: Any, column: str) -> NDArray[np.int64]:
                                 "missing, infinite or fractional values"))
     if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    # floats and unsigned beyond ±2^62 are outside every horizon: map them to period 0 (also
-    # outside) instead of letting a cast wrap them into the range
-    far = np.abs(arr.astype(np.float64)) > _FAR
+    # floats and unsigned beyond ±2^62 are outside every horizon and every epoch range: map
+    # them to ±2^62 (also outside) instead of letting a cast wrap them into the range
+    f = arr.astype(np.float64)
+    far = np.abs(f) > _FAR
     out = np.where(far, 0, arr).astype(np.int64)
+    out[far] = np.where(f[far] > 0, 1 << 62, -(1 << 62))
     return out
 
 
@@ -127,6 +130,7 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
         raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
                                 "columns of other shapes or lengths"))
     items = _check_items(cols[item], str(item))
-    times = (_integer_times(cols[time], str(time)) if axis.start_us is None
+    times = (_integer_times(cols[time], str(time), bool(axis.time_unit))
+             if axis.start_us is None or axis.time_unit
              else _timestamp_times(cols[time], str(time)))
     return {str(item): items, str(time): times}, str(item), str(time)

@@ -6,6 +6,15 @@ timestamp means up to and including that instant, and ``T`` is the number of per
 to cover ``[start, end]`` — ``⌊(end − start)/period⌋ + 1`` with ``end`` the last instant
 included — so the same ``start``/``end`` cover the same events whatever the period length
 (the last period may reach past ``end``; its events are counted).
+
+``timezone`` (an IANA name, default ``"UTC"``) makes ``start``, ``end`` and the period
+boundaries wall-clock times in that zone: every event's instant is converted to its local
+wall-clock time before bucketing, so daily periods start at local midnight and the day a
+daylight-saving change happens covers 23 or 25 hours of real time. A naive ``start``/``end`` is
+a wall-clock time in the zone; one with a UTC offset is converted to it. ``time_unit`` (``"s"``,
+``"ms"``, ``"us"`` or ``"ns"``) reads an integer time column as an epoch in that unit (an
+instant). Both need ``start``/``end``/``period``: integer periods (``horizon`` alone) have
+neither a zone nor a unit, and a timestamp column with ``time_unit`` is refused by the engine.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +46,8 @@ __all__ = [
     "WindowParams",
     "check_memory",
     "check_method",
+    "check_time_unit",
+    "check_timezone",
     "check_window_params",
     "parse_k",
     "parse_period",
@@ -79,9 +91,30 @@ def parse_period(period: Any, func: str = _FUNC) -> int:
     return us
 
 
-def _to_us(value: Any, param: str, *, end: bool) -> int:
-    """Microseconds since the epoch (UTC) of a date or timestamp; a date-only ``end`` is the
-    last microsecond of that day."""
+def check_timezone(zone: Any, func: str = _FUNC) -> str:
+    """An IANA time zone name (``"UTC"``, ``"America/New_York"``) known to this system."""
+    try:
+        if isinstance(zone, str) and zone:
+            zoneinfo.ZoneInfo(zone)
+            return zone
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    raise ParameterError(message("timezone", func, "an IANA time zone name such as 'UTC' or "
+                                 "'America/New_York'", zone))
+
+
+def check_time_unit(unit: Any, func: str = _FUNC) -> str | None:
+    """None, or the unit of integer epochs: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``."""
+    if unit is None or unit in ("s", "ms", "us", "ns"):
+        return unit
+    raise ParameterError(message("time_unit", func, "None or one of 's', 'ms', 'us', 'ns' "
+                                 "(the unit of integer epochs)", unit))
+
+
+def _to_us(value: Any, param: str, *, end: bool, zone: str = "UTC") -> int:
+    """Microseconds since the epoch of a date or timestamp as a wall clock in ``zone`` (an
+    offset-aware value converted to it); a date-only ``end`` is the last microsecond of that
+    day."""
     date_only = False
     try:
         if isinstance(value, str):
@@ -89,7 +122,7 @@ def _to_us(value: Any, param: str, *, end: bool) -> int:
             value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if isinstance(value, _dt.datetime):
             if value.tzinfo is not None:
-                value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+                value = value.astimezone(zoneinfo.ZoneInfo(zone)).replace(tzinfo=None)
         elif isinstance(value, _dt.date):
             date_only = True
         elif isinstance(value, np.datetime64):
@@ -107,35 +140,51 @@ def _to_us(value: Any, param: str, *, end: bool) -> int:
 
 @dataclass(frozen=True)
 class TimeAxis:
-    """The public time axis: ``horizon`` periods, from ``start_us`` by ``period_us``."""
+    """The public time axis: ``horizon`` periods, from ``start_us`` by ``period_us`` (wall
+    clock in ``timezone``), of a timestamp column or of integer epochs in ``time_unit``."""
 
     horizon: int
     start_us: int | None = None
     period_us: int | None = None
+    time_unit: str | None = None
+    timezone: str = "UTC"
 
     def buckets(self) -> TimeBuckets:
         """The engines' bucketing of a time column into periods ``1..horizon``."""
-        return TimeBuckets(self.horizon, self.start_us, self.period_us)
+        return TimeBuckets(self.horizon, self.start_us, self.period_us, self.time_unit,
+                           self.timezone)
 
     def public(self) -> dict[str, Any]:
         if self.start_us is None:
             return {"kind": "integer", "horizon": self.horizon}
         start = str(np.datetime64(self.start_us, "us"))
-        return {"kind": "timestamp", "horizon": self.horizon, "start": start,
-                "period_us": self.period_us}
+        out = {"kind": "timestamp", "horizon": self.horizon, "start": start,
+               "period_us": self.period_us, "timezone": self.timezone}
+        if self.time_unit:
+            out["time_unit"] = self.time_unit
+        return out
 
 
-def time_axis(horizon: Any, start: Any, end: Any, period: Any) -> TimeAxis:
+def time_axis(horizon: Any, start: Any, end: Any, period: Any, time_unit: Any = None,
+              timezone: Any = "UTC") -> TimeAxis:
     """Check the time-axis arguments (module docstring) and return the axis."""
+    unit, zone = check_time_unit(time_unit), check_timezone(timezone)
     if horizon is not None:
         if start is not None or end is not None or period is not None:
             raise ParameterError(message("horizon", _FUNC, "given alone, or replaced by "
                                          "start/end/period", horizon))
+        if unit is not None:
+            raise ParameterError(message("time_unit", _FUNC, "None with integer periods "
+                                         "(horizon); epochs need start, end and period", unit))
+        if zone != "UTC":
+            raise ParameterError(message("timezone", _FUNC, "'UTC' with integer periods "
+                                         "(horizon); a zone needs start, end and period", zone))
         return TimeAxis(check_int(horizon, "horizon", _FUNC, minimum=1, maximum=MAX_HORIZON))
     if start is None or end is None or period is None:
         raise ParameterError(message("horizon", _FUNC, "an integer >= 1, or start, end and "
                                      "period all given (public time range)", horizon))
-    s, e = _to_us(start, "start", end=False), _to_us(end, "end", end=True)
+    s = _to_us(start, "start", end=False, zone=zone)
+    e = _to_us(end, "end", end=True, zone=zone)
     p = parse_period(period)
     if e < s:
         raise ParameterError(message("end", _FUNC, f"at or after start {start!r}", end))
@@ -143,7 +192,7 @@ def time_axis(horizon: Any, start: Any, end: Any, period: Any) -> TimeAxis:
     if t > MAX_HORIZON:
         raise ParameterError(message("period", _FUNC, f"long enough for at most {MAX_HORIZON} "
                                      "periods between start and end", period))
-    return TimeAxis(t, s, p)
+    return TimeAxis(t, s, p, unit, zone)
 
 
 def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
@@ -240,7 +289,8 @@ class WindowParams:
 
 
 def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period: Any,
-                        epsilon: Any, delta: Any, unit: Any, k_values: Any, windows: Any,
+                        time_unit: Any = None, timezone: Any = "UTC", epsilon: Any,
+                        delta: Any, unit: Any, k_values: Any, windows: Any,
                         method: Any, singleton: Any, confidence: Any) -> WindowParams:
     """Check and normalise the parameters :func:`release_window_counts` and
     :func:`plan_window_counts` share (ε, δ, unit, confidence, the time axis, the families, k,
@@ -253,7 +303,7 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
         raise ParameterError(message("singleton", func, "True or False", singleton))
     ks = parse_k(k_values)
     strat = check_method(method)
-    axis = time_axis(horizon, start, end, period)
+    axis = time_axis(horizon, start, end, period, time_unit, timezone)
     fams = parse_windows(windows, axis.horizon)
     check_memory(axis.horizon, fams, len(ks))
     return WindowParams(epsilon=eps, delta=dlt, unit=u, confidence=conf, singleton=singleton,

@@ -9,6 +9,7 @@ is one :class:`~dpfreq.errors.DataError` naming the file.
 from __future__ import annotations
 
 import math
+import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,8 +55,15 @@ def _check_axis(axis: Any, horizon: int) -> dict[str, Any]:
         _require(set(axis) == {"kind", "horizon"} and axis["horizon"] == horizon,
                  "its time axis does not match its horizon")
         return dict(axis)
-    _require(kind == "timestamp" and set(axis) == {"kind", "horizon", "start", "period_us"},
+    keys = {"kind", "horizon", "start", "period_us", "timezone"}
+    _require(kind == "timestamp" and set(axis) in (keys, keys | {"time_unit"}),
              "its time axis is neither integer nor timestamp")
+    _require(axis.get("time_unit", "s") in ("s", "ms", "us", "ns"),
+             "its time unit is not one of s, ms, us, ns")
+    try:
+        zoneinfo.ZoneInfo(axis["timezone"])
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError, OSError):
+        raise _Invalid("its time zone is not a known IANA name") from None
     _require(axis["horizon"] == horizon, "its time axis does not match its horizon")
     _require(_is_int(axis["period_us"]) and 0 < axis["period_us"] <= 1 << 62,
              "its period is not a positive duration")

@@ -374,6 +374,8 @@ def plan_window_counts(
     start: Any = None,
     end: Any = None,
     period: Any = None,
+    time_unit: str | None = None,
+    timezone: str = "UTC",
     epsilon: float,
     delta: float = 0.0,
     unit: str,
@@ -391,8 +393,8 @@ def plan_window_counts(
 
     Parameters
     ----------
-    horizon, start, end, period, epsilon, delta, unit, k_values, windows, method, singleton, \
-confidence
+    horizon, start, end, period, time_unit, timezone, epsilon, delta, unit, k_values, windows, \
+method, singleton, confidence
         As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
         structure choice).
     scale : int, optional
@@ -432,7 +434,8 @@ confidence
     """
     sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
     par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
-                              epsilon=epsilon, delta=delta, unit=unit, k_values=k_values,
+                              time_unit=time_unit, timezone=timezone, epsilon=epsilon,
+                              delta=delta, unit=unit, k_values=k_values,
                               windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if group is not None or max_groups_per_item is not None or groups is not None:

@@ -150,6 +150,10 @@ class WindowCountsRelease(Release):
                      "never redrawn)",
             "singleton_declared": b["singleton"], "source": b["source_kind"],
         }
+        if b["axis"].get("kind") == "timestamp":  # periods are wall-clock times in this zone
+            params["timezone"] = b["axis"]["timezone"]
+            if "time_unit" in b["axis"]:
+                params["time_unit"] = b["axis"]["time_unit"]
         return cls(value=value, epsilon=float(b["epsilon"]), delta=float(b["delta"]),
                    unit=b["unit"], mechanism=_MECHANISM, mechanism_params=params,
                    seeded=bool(b["seeded"]), error=error, horizon=state.horizon, k_values=ks,
