@@ -127,17 +127,7 @@ class WindowCountsRelease(Release):
         error = ErrorStatement(
             kind="interval", confidence=conf, value=parts["half"], lower=parts["lower"],
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
-            description=f"{conf:.0%} interval of every released curve value (lower, upper), "
-                        "and a band holding for all T values of a curve at once (Šidák over "
-                        "independent per-query noise; trees within the "
-                        "simulation's size limit: calibrated on 1,000 draws of their exact "
-                        "joint noise law, an exact finite-sample level; otherwise the union "
-                        "bound; β split over the structures answering the curve); certified "
-                        "quantiles "
-                        "of the exact node-noise law of each answer (FFT convolution; "
-                        "consistent tree estimates: grid convolution with the rounding error "
-                        "bounded). Arbitrary windows: "
-                        "WindowCountsRelease.window(...).")
+            description=_error_description(conf))
         plan = state.plan
         params: dict[str, Any] = {
             "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
@@ -405,3 +395,17 @@ class WindowCountsRelease(Release):
         if self.value:  # an all-windows-only release has no curve to draw
             ax.legend(fontsize="small")
         return ax
+
+
+def _error_description(conf: float) -> str:
+    """The error statement's text for a release at confidence ``conf``."""
+    return (f"{conf:.0%} interval of every released curve value (lower, upper), "
+            "and a band holding for all T values of a curve at once (Šidák over "
+            "independent per-query noise; trees within the "
+            "simulation's size limit: calibrated on 1,000 draws of their exact "
+            "joint noise law, an exact finite-sample level; otherwise the union "
+            "bound; β split over the structures answering the curve); certified "
+            "quantiles of the exact node-noise law of each answer (sums of node noises: "
+            "their exact law; consistent tree estimates: grid convolution with the "
+            "rounding error bounded; the square-root factorization: the sub-Gaussian tail "
+            "of the discrete Gaussian). Arbitrary windows: WindowCountsRelease.window(...).")
