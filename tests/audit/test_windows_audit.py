@@ -440,6 +440,25 @@ def _clopper_pearson(hits: int, n: int, alpha: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _reach_hits(n: int, **release: object) -> tuple[float, float]:
+    """Clopper–Pearson bounds (α/2 per side) of "cumulative reach at t = 1 >= 2" over ``n``
+    seeded releases on two neighbouring logs: one more item (or event) at period 1 (``p``'s
+    lower bound), and without it (``q``'s upper bound)."""
+    base = (np.array([1, 2]), np.array([1, 2]))
+    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
+    hits = []
+    for log in (plus, base):
+        count = 0
+        for seed in range(n):
+            rel = release_window_counts(log, horizon=2, k_values=[1], windows=["cumulative"],
+                                        rng=seed, **release)
+            count += int(rel.value["cumulative"][1][0] >= 2)
+        hits.append(count)
+    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
+    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    return p_lo, q_hi
+
+
 @pytest.mark.slow
 def test_clopper_pearson_lower_bound_of_cumulative_windows_is_within_epsilon():
     """Seeded black-box audit: releases on two neighbouring logs (one more event of item 0 at
@@ -447,20 +466,9 @@ def test_clopper_pearson_lower_bound_of_cumulative_windows_is_within_epsilon():
     one-sided Clopper–Pearson bounds at α/2 each (α = 1e-6), ``ln(p_lower(D) / p_upper(D'))`` is
     a lower bound on the realised ε that holds with probability >= 1 − α; it must not exceed the
     claimed ε."""
-    eps, n = 1.0, 3000
-    base = (np.array([1, 2]), np.array([1, 2]))
-    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
-    hits = []
-    for log in (plus, base):
-        count = 0
-        for seed in range(n):
-            rel = release_window_counts(log, horizon=2, epsilon=eps, unit="event",
-                                        k_values=[1], windows=["cumulative"],
-                                        method={"cumulative": "per_query"}, rng=seed)
-            count += int(rel.value["cumulative"][1][0] >= 2)
-        hits.append(count)
-    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
-    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    eps = 1.0
+    p_lo, q_hi = _reach_hits(3000, epsilon=eps, unit="event",
+                             method={"cumulative": "per_query"})
     assert p_lo > q_hi  # the audit has power: the event is more likely with the extra event
     assert np.log(p_lo / q_hi) <= eps
 
@@ -471,19 +479,8 @@ def test_clopper_pearson_lower_bound_of_the_item_level_counter_is_within_epsilon
     on two neighbouring logs (one more item, seen at period 1), the event "cumulative reach at
     t = 1 >= 2" over n releases each; the Clopper–Pearson lower bound on the realised ε (α/2
     per side, α = 1e-6) must not exceed the claimed ε."""
-    eps, n = 1.0, 3000
-    base = (np.array([1, 2]), np.array([1, 2]))
-    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
-    hits = []
-    for log in (plus, base):
-        count = 0
-        for seed in range(n):
-            rel = release_window_counts(log, horizon=2, epsilon=eps, unit="item",
-                                        k_values=[1], windows=["cumulative"], rng=seed)
-            count += int(rel.value["cumulative"][1][0] >= 2)
-        hits.append(count)
-    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
-    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    eps = 1.0
+    p_lo, q_hi = _reach_hits(3000, epsilon=eps, unit="item")
     assert p_lo > q_hi  # the audit has power
     assert np.log(p_lo / q_hi) <= eps
 
@@ -547,19 +544,8 @@ def test_clopper_pearson_lower_bound_of_the_factorization_is_within_epsilon():
     one more item seen at period 1, the event "cumulative reach at t = 1 >= 2" over n releases
     each; with Clopper–Pearson bounds at α/2 per side (α = 1e-6), ``ln((p_lower − δ)/q_upper)``
     lower-bounds the realised ε with probability >= 1 − α and must not exceed ε."""
-    eps, delta, n = 4.0, 1e-3, 3000
-    base = (np.array([1, 2]), np.array([1, 2]))
-    plus = (np.array([0, 1, 2]), np.array([1, 1, 2]))
-    hits = []
-    for log in (plus, base):
-        count = 0
-        for seed in range(n):
-            rel = release_window_counts(log, horizon=2, epsilon=eps, delta=delta, unit="item",
-                                        k_values=[1], windows=["cumulative"],
-                                        method={"cumulative": "factorization"}, rng=seed)
-            count += int(rel.value["cumulative"][1][0] >= 2)
-        hits.append(count)
-    p_lo, _ = _clopper_pearson(hits[0], n, ALPHA / 2)
-    _, q_hi = _clopper_pearson(hits[1], n, ALPHA / 2)
+    eps, delta = 4.0, 1e-3
+    p_lo, q_hi = _reach_hits(3000, epsilon=eps, delta=delta, unit="item",
+                             method={"cumulative": "factorization"})
     assert p_lo > q_hi  # the audit has power
     assert np.log((p_lo - delta) / q_hi) <= eps
