@@ -1,4 +1,5 @@
-"""Seeded Clopper–Pearson audit of one grouped profile release (item level, m = 2)."""
+"""Seeded Clopper–Pearson audits of one grouped profile release and one grouped window release
+(item level, m = 2)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from scipy.stats import beta
 
 from dpfreq.profile import release_profile
+from dpfreq.windows import release_window_counts
 
 ALPHA = 1e-6
 
@@ -48,3 +50,34 @@ def test_grouped_profile_audit_stays_below_epsilon() -> None:
                 math.log((1 - hi1) / (1 - lo2)) if lo2 < 1 and hi1 < 1 else -math.inf)
     assert bound <= epsilon
     assert k2 > k1  # the event tells the neighbours apart (the audit is not idle)
+
+
+@pytest.mark.slow
+def test_grouped_window_audit_stays_below_epsilon() -> None:
+    # Neighbours at unit="item": item 1 with one event in each of groups a and b, or no item 1
+    # (item 2 sits in an unlisted group, whose rows are dropped). The event needs both groups'
+    # whole-period reach to be >= 1, so both of the item's per-group releases (each at ε/m)
+    # contribute: the loss of the event is at most m · ε/m = ε.
+    epsilon, runs = 1.0, 4_000
+    with_item = {"u": [1, 1, 2], "g": ["a", "b", "z"], "t": [1, 2, 1]}
+    without = {"u": [2], "g": ["z"], "t": [1]}
+
+    def hits(source: dict[str, list[object]], seed: int) -> int:
+        gen = np.random.Generator(np.random.PCG64(seed))
+        k = 0
+        for _ in range(runs):
+            rel = release_window_counts(source, item="u", time="t", horizon=2,
+                                        epsilon=epsilon, unit="item", k_values=[1],
+                                        windows=["total"], group="g", groups=["a", "b"],
+                                        max_groups_per_item=2, engine="memory", rng=gen)
+            k += bool(rel["a"].value["total"][1][0] >= 1 and rel["b"].value["total"][1][0] >= 1)
+        return k
+
+    k1, k2 = hits(without, 31), hits(with_item, 32)
+    lo1, hi1 = clopper_pearson(k1, runs)
+    lo2, hi2 = clopper_pearson(k2, runs)
+    bound = max(math.log(lo2 / hi1) if lo2 > 0 else -math.inf,
+                math.log(lo1 / hi2) if lo1 > 0 else -math.inf,
+                math.log((1 - hi1) / (1 - lo2)) if lo2 < 1 and hi1 < 1 else -math.inf)
+    assert bound <= epsilon
+    assert bound > 0.25  # the audit is not idle: it sees a good part of the claimed ε
