@@ -21,7 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._validate import check_choice, check_confidence, check_epsilon, check_int, message
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_epsilon,
+    check_int,
+    check_positive_float,
+    message,
+)
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import (
     MAX_WORKING_BYTES,
@@ -108,9 +115,7 @@ class AnonymizedPlan:
             1000 meets the target.
         """
         func = "AnonymizedPlan.epsilon_for"
-        if isinstance(target, bool) or not isinstance(target, int | float) \
-                or not target > 0 or math.isinf(target):
-            raise ParameterError(message("target", func, "a finite number > 0", target))
+        target = check_positive_float(target, "target", func)
         check_choice(measure, "measure", func, ("l1_bound",))
         found = epsilon_for_l1(float(target), self.n_range[1], self.requested_method,
                                self.confidence)

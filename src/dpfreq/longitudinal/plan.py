@@ -23,6 +23,7 @@ from dpfreq._validate import (
     check_choice,
     check_confidence,
     check_int,
+    check_positive_float,
     message,
 )
 from dpfreq.errors import ParameterError
@@ -121,9 +122,7 @@ class LongitudinalPlan:
             1000 meets the target.
         """
         func = "LongitudinalPlan.epsilon_for"
-        if isinstance(target, bool) or not isinstance(target, int | float) \
-                or not target > 0 or not math.isfinite(target):
-            raise ParameterError(message("target", func, "a finite number > 0", target))
+        target = check_positive_float(target, "target", func)
         check_choice(measure, "measure", func, MEASURES)
 
         def value(eps: float) -> float:
