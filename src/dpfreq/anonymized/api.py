@@ -133,7 +133,8 @@ def release_anonymized_histogram(
     rng : None, int or numpy.random.Generator
         Random source; ``None`` is the secure default. Seeds are for tests only.
     accountant : Accountant or Ledger, optional
-        Charged ``epsilon`` after every check has passed and before any noise is drawn.
+        Checked for ``epsilon`` before the source is read (an unaffordable call reads
+        nothing), charged after every check has passed and before any noise is drawn.
     group, groups, delta : optional
         A grouped release of a table source
         (:func:`dpfreq.anonymized.grouped.release_grouped_anonymized_histogram`): the group
@@ -232,12 +233,14 @@ def release_anonymized_histogram(
     plan = auto.plan_for(method, epsilon, checked)
     if domain_size is not None:
         domain_size = check_int(domain_size, "domain_size", FUNC, minimum=1)
+    resolved = resolve_rng(rng, FUNC)
+    if accountant is not None:
+        accountant.check(epsilon, 0.0, unit="event")
     counts, prev, engine_name = read_source(source, item, count, engine)
     check_feasible(counts, prev, epsilon, plan)
     if domain_size is not None and int(prev.sum()) > domain_size:
         raise DataError(message("domain_size", FUNC, "at least the number of distinct items "
                                 "in the source", domain_size))
-    resolved = resolve_rng(rng, FUNC)
     if accountant is not None:
         accountant.spend(epsilon, 0.0, label=FUNC, unit="event")
     return release_prevalences(counts, prev, plan=plan, epsilon=epsilon, method=method,

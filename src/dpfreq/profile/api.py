@@ -239,7 +239,8 @@ def release_profile(
         ``None``: the secure CSPRNG. A seed or generator makes the release reproducible and marks
         it ``seeded`` (testing only).
     accountant : Accountant or Ledger, optional
-        Charged ε after every check (parameters, memory estimate, data) has passed and before
+        Checked for ε before the source is read (an unaffordable call reads nothing),
+        charged after every check (parameters, memory estimate, data) has passed and before
         any noise is drawn; a refused call spends nothing.
     group, max_groups_per_item, groups : optional
         A grouped release (:func:`dpfreq.profile.grouped.release_grouped_profile`): the group

@@ -146,9 +146,10 @@ def release_window_counts(
         per partition on the executors and only the summaries reach the driver.
     rng : None, int or numpy.random.Generator
         None: secure randomness (production). Seeds are for tests only (``seeded=True``).
-    accountant : Accountant, optional
-        Charged ``(epsilon, delta)`` after every check (parameters, plan, memory, data) has
-        passed and before any noise is drawn: a refused call spends nothing.
+    accountant : Accountant or Ledger, optional
+        Checked for ``(epsilon, delta)`` before the source is read (an unaffordable call reads
+        nothing), charged after every check (parameters, plan, memory, data) has passed and
+        before any noise is drawn: a refused call spends nothing.
     group, max_groups_per_item, groups : optional
         A grouped release (:mod:`dpfreq.windows.grouped`): the group column, the public bound
         ``m`` on the groups one item may touch (required at ``unit="item"``, refused at
@@ -230,6 +231,8 @@ def release_window_counts(
     eps, dlt, unit, axis, fams, ks = (par.epsilon, par.delta, par.unit, par.axis, par.windows,
                                       par.k_values)
     plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.method, singleton)
+    if acct is not None:
+        acct.check(eps, dlt, unit=unit)
     summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
                                             fams, ks)
     if singleton and not summaries.singleton:

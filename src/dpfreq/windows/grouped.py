@@ -239,7 +239,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
              "confidence": par.confidence}
     calibrated_plan(build)  # calibrates (or refuses) before any data is read
     if acct is not None:
-        acct.check(par.epsilon, par.delta)
+        acct.check(par.epsilon, par.delta, unit=par.unit)
     src, item, time = _grouped_source(source, item, time, group, par.axis, func)
     eng = get_engine(engine, src)
     hash_key = derive_key(master, "group-bounding")
