@@ -593,3 +593,24 @@ def test_sum_interval_with_class_zero_derived(seed: int) -> None:
     lo, hi = rel.sum_interval(0, N - 1)
     assert lo <= (d - int(y[N])) / d <= hi
     assert (hi - lo) * d <= 2 * q + abs(float(np.sum(rel.value[:N])) * d - (d - int(y[N])))
+
+
+def test_checked_parameters_are_named_and_frozen() -> None:
+    """check_profile_parameters returns a frozen ProfileParams (fields by name, auto resolved)
+    that the plan reports unchanged."""
+    import dataclasses
+
+    from dpfreq.profile.plan import ProfileParams, check_profile_parameters
+
+    par = check_profile_parameters(100, 5, 0.5, "item", 0.9, "auto", "plan_profile")
+    assert isinstance(par, ProfileParams)
+    assert (par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence,
+            par.method) == (100, 5, 0.5, "item", 0.9, "direct")
+    assert par.why.startswith("auto chose direct")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        par.epsilon = 1.0  # type: ignore[misc]
+    plan = plan_profile(domain_size=100, max_count=5, epsilon=0.5, unit="item", confidence=0.9)
+    assert (plan.domain_size, plan.max_count, plan.epsilon, plan.unit, plan.confidence,
+            plan.method, plan.why) == dataclasses.astuple(par)
+    with pytest.raises(ParameterError, match=r"^unit of plan_profile must"):
+        check_profile_parameters(100, 5, 0.5, "row", 0.9, "auto", "plan_profile")

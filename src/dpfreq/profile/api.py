@@ -327,8 +327,10 @@ def release_profile(
         raise ParameterError(message("delta", func, "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
                                      "groups)", delta))
-    d, n, eps, u, conf, chosen, why = check_profile_parameters(
-        domain_size, max_count, epsilon, unit, confidence, method, func)
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
+                                   func)
+    d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence
+    chosen = par.method
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \
         else None
     if norm_s is None:
@@ -347,7 +349,7 @@ def release_profile(
     classes, engine_name = _classes(source, item, engine, d, n, func)
     if acct is not None:
         acct.spend(eps, 0.0, label=func, unit=u)
-    params = {"engine": engine_name, "why": why, "method": chosen, "d": d, "n": n,
+    params = {"engine": engine_name, "why": par.why, "method": chosen, "d": d, "n": n,
               "confidence": conf,
               "clamping": f"counts above max_count = {n} clamped to {n} before noising",
               "relation": RELATIONS[u]}

@@ -140,8 +140,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     public list or from the selection, never from the data directly.
     """
     func = "release_profile"
-    d, n, eps, u, conf, chosen, _ = check_profile_parameters(
-        domain_size, max_count, epsilon, unit, confidence, "direct", func)
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct",
+                                   func)
+    d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence
     group, m = check_bound(group, max_groups_per_item, u, func)
     names, dlt = check_group_selection(groups, delta, func)
     if not isinstance(item, str) or not item:
@@ -184,7 +185,7 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
         releases[name] = ProfileRelease(
             value=out["value"], epsilon=eps_g, delta=0.0, unit=u, mechanism=out["mechanism"],
             mechanism_params=params, seeded=resolved.seeded, error=out["error"], domain_size=d,
-            max_count=n, method=chosen, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
+            max_count=n, method=par.method, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
             norm="1", noisy_profile=out["noisy_profile"])
     sim = _simultaneous(len(releases), eps_g, u, d, n, conf)
     return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit=u,

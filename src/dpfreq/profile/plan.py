@@ -35,6 +35,7 @@ __all__ = [
     "METHODS",
     "UNITS",
     "USEFUL_L1",
+    "ProfileParams",
     "ProfilePlan",
     "check_profile_parameters",
     "choose_method",
@@ -70,12 +71,50 @@ def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
     return m, f"method={m!r} was asked for"
 
 
+@dataclass(frozen=True)
+class ProfileParams:
+    """The checked public parameters of a profile release or plan.
+
+    Built by :func:`check_profile_parameters`; nothing in it comes from data.
+
+    Attributes
+    ----------
+    domain_size : int
+        The public number of items ``d``, ``1 <= d < 2^62``.
+    max_count : int
+        The public count cap ``n``.
+    epsilon : float
+        ε of the whole call.
+    unit : str
+        The unit of privacy, one of :data:`UNITS`.
+    confidence : float
+        The level of the intervals, the band and the ℓ1 bound.
+    method : str
+        The method to run (``"auto"`` already resolved by :func:`choose_method`).
+    why : str
+        Why this method.
+    """
+
+    domain_size: int
+    max_count: int
+    epsilon: float
+    unit: str
+    confidence: float
+    method: str
+    why: str
+
+
 def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, unit: Any,
-                             confidence: Any, method: Any,
-                             func: str) -> tuple[int, int, float, str, float, str, str]:
-    """``(d, n, ε, unit, confidence, method, why)`` checked for a profile release or plan.
+                             confidence: Any, method: Any, func: str) -> ProfileParams:
+    """The parameters of a profile release or plan, checked (one-line errors naming ``func``).
 
     The method is chosen by :func:`choose_method` (public parameters only).
+
+    Examples
+    --------
+    >>> p = check_profile_parameters(100, 5, 1.0, "item", 0.95, "auto", "plan_profile")
+    >>> p.domain_size, p.max_count, p.unit, p.method
+    (100, 5, 'item', 'direct')
     """
     d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
     n = check_max_count(max_count, func)
@@ -83,7 +122,8 @@ def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, uni
     u = check_unit(unit, func, UNITS)
     conf = check_confidence(confidence, "confidence", func)
     chosen, why = choose_method(method, u, func)
-    return d, n, eps, u, conf, chosen, why
+    return ProfileParams(domain_size=d, max_count=n, epsilon=eps, unit=u, confidence=conf,
+                         method=chosen, why=why)
 
 
 def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
@@ -316,11 +356,13 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     >>> plan.method, plan.layout, plan.half_width
     ('direct', 'class 0 derived', 3.0)
     """
-    d, n, eps, u, conf, chosen, why = check_profile_parameters(
-        domain_size, max_count, epsilon, unit, confidence, method, "plan_profile")
-    blank = ProfilePlan(domain_size=d, max_count=n, epsilon=eps, unit=u, method=chosen,
-                        confidence=conf, why=why, half_width=None, band_half_width=None,
-                        l1_error=None, l1_bound=2.0, vacuous=True, relation=RELATIONS[u])
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
+                                   "plan_profile")
+    blank = ProfilePlan(domain_size=par.domain_size, max_count=par.max_count,
+                        epsilon=par.epsilon, unit=par.unit, method=par.method,
+                        confidence=par.confidence, why=par.why, half_width=None,
+                        band_half_width=None, l1_error=None, l1_bound=2.0, vacuous=True,
+                        relation=RELATIONS[par.unit])
     if any(x is not None for x in (group, max_groups_per_item, groups, delta)):
         return _plan_grouped(blank, group, max_groups_per_item, groups, delta)
     return _plan(blank)
