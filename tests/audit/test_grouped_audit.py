@@ -23,6 +23,16 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return lower, upper
 
 
+def epsilon_lower_bound(k1: int, k2: int, n: int) -> float:
+    """The largest privacy loss the two hit counts (of ``n`` runs each) certify at false-alarm
+    rate α: the log ratio of Clopper–Pearson bounds of the event and of its complement."""
+    lo1, hi1 = clopper_pearson(k1, n)
+    lo2, hi2 = clopper_pearson(k2, n)
+    return max(math.log(lo2 / hi1) if lo2 > 0 else -math.inf,
+               math.log(lo1 / hi2) if lo1 > 0 else -math.inf,
+               math.log((1 - hi1) / (1 - lo2)) if lo2 < 1 and hi1 < 1 else -math.inf)
+
+
 @pytest.mark.slow
 def test_grouped_profile_audit_stays_below_epsilon() -> None:
     # Neighbours at unit="item": item 1 with one row in each of groups a and b, or no item 1
@@ -43,11 +53,7 @@ def test_grouped_profile_audit_stays_below_epsilon() -> None:
         return k
 
     k1, k2 = hits(without, 21), hits(with_item, 22)
-    lo1, hi1 = clopper_pearson(k1, runs)
-    lo2, hi2 = clopper_pearson(k2, runs)
-    bound = max(math.log(lo2 / hi1) if lo2 > 0 else -math.inf,
-                math.log(lo1 / hi2) if lo1 > 0 else -math.inf,
-                math.log((1 - hi1) / (1 - lo2)) if lo2 < 1 and hi1 < 1 else -math.inf)
+    bound = epsilon_lower_bound(k1, k2, runs)
     assert bound <= epsilon
     assert k2 > k1  # the event tells the neighbours apart (the audit is not idle)
 
@@ -74,10 +80,6 @@ def test_grouped_window_audit_stays_below_epsilon() -> None:
         return k
 
     k1, k2 = hits(without, 31), hits(with_item, 32)
-    lo1, hi1 = clopper_pearson(k1, runs)
-    lo2, hi2 = clopper_pearson(k2, runs)
-    bound = max(math.log(lo2 / hi1) if lo2 > 0 else -math.inf,
-                math.log(lo1 / hi2) if lo1 > 0 else -math.inf,
-                math.log((1 - hi1) / (1 - lo2)) if lo2 < 1 and hi1 < 1 else -math.inf)
+    bound = epsilon_lower_bound(k1, k2, runs)
     assert bound <= epsilon
     assert bound > 0.25  # the audit is not idle: it sees a good part of the claimed ε
