@@ -15,12 +15,19 @@ import numpy as np
 from dpfreq.engines import _common as common
 from dpfreq.engines.grouping_memory import SEP, GroupedPrevalences, check_group_args
 
-__all__ = ["duckdb_grouped_count_of_counts"]
+__all__ = ["duckdb_grouped_count_of_counts", "pair_rank_sql", "sql_literal"]
 
 
-def _literal(text: str) -> str:
+def sql_literal(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def pair_rank_sql(key_hex: str, item: str, group: str) -> str:
+    """The bounding rank of an (item, group) pair in DuckDB SQL (text expressions ``item`` and
+    ``group``): :func:`~dpfreq.engines.grouping_memory.pair_rank`'s 16 hex digits."""
+    sep = sql_literal(SEP)
+    return f"substr(md5({sql_literal(key_hex)} || {sep} || {item} || {sep} || {group}), 1, 16)"
 
 
 def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
@@ -34,18 +41,17 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
     rel = engine.relation(source, func, text_columns=(item, group))
     k = engine._key_expr(rel, item, func)
     g = engine._key_expr(rel, group, func)
-    sep = _literal(SEP)
     if names is None:  # every group of the data (names private until selected): no join
         pairs = ("pairs AS (SELECT k, g, 0 AS gi, count(*) AS c FROM raw WHERE g IS NOT NULL "
                  "GROUP BY ALL)")
     else:
-        listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(names))
+        listed = ", ".join(f"({sql_literal(x)}, {i})" for i, x in enumerate(names))
         pairs = (f"listed(g, gi) AS (VALUES {listed}), "
                  f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
                  f"JOIN listed ON raw.g = listed.g GROUP BY ALL)")
     bound = "" if m is None else (
-        f"QUALIFY row_number() OVER (PARTITION BY k ORDER BY "
-        f"substr(md5({_literal(key_hex)} || {sep} || k || {sep} || g), 1, 16), g) <= {m}")
+        f"QUALIFY row_number() OVER (PARTITION BY k ORDER BY {pair_rank_sql(key_hex, 'k', 'g')}, "
+        f"g) <= {m}")
     value = "c" if n is None else f"least(c, {n})"
     sql = (
         f"WITH raw AS (SELECT CAST({k} AS VARCHAR) AS k, CAST({g} AS VARCHAR) AS g "

@@ -19,7 +19,13 @@ from pyspark.sql import functions as F
 from dpfreq.engines import _common as common
 from dpfreq.engines.grouping_memory import SEP, GroupedPrevalences, check_group_args
 
-__all__ = ["spark_grouped_count_of_counts"]
+__all__ = ["spark_grouped_count_of_counts", "spark_pair_rank"]
+
+
+def spark_pair_rank(key_hex: str, item: Any) -> Any:
+    """The bounding rank of (item, column ``g``) in Spark (``item`` a string column):
+    :func:`~dpfreq.engines.grouping_memory.pair_rank`'s 16 hex digits."""
+    return F.substring(F.md5(F.concat_ws(SEP, F.lit(key_hex), item, F.col("g"))), 1, 16)
 
 
 def spark_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
@@ -50,8 +56,7 @@ def spark_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group:
         pairs = raw.join(F.broadcast(listed), "g")
     pairs = pairs.groupBy("k", "g", "gi").agg(F.count(F.lit(1)).alias("c"))
     if m is not None:
-        rank = F.substring(F.md5(F.concat_ws(SEP, F.lit(key_hex), F.col("k"), F.col("g"))), 1,
-                           16)
+        rank = spark_pair_rank(key_hex, F.col("k"))
         w = Window.partitionBy("k").orderBy(rank, F.col("g"))
         pairs = pairs.withColumn("r", F.row_number().over(w)).where(F.col("r") <= m)
     value = F.col("c") if n is None else F.least(F.col("c"), F.lit(n))

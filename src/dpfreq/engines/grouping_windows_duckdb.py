@@ -18,7 +18,7 @@ import numpy as np
 
 from dpfreq.engines import _common as common
 from dpfreq.engines.base import ItemReducer, TimeBuckets
-from dpfreq.engines.grouping_memory import SEP
+from dpfreq.engines.grouping_duckdb import pair_rank_sql, sql_literal
 from dpfreq.engines.grouping_windows import (
     GroupedReduction,
     check_grouped_reduce_args,
@@ -33,10 +33,6 @@ __all__ = ["duckdb_grouped_reduce_items"]
 _EVENTS_PER_PASS = 1 << 23
 
 
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _kept_sql(table: str, bad: str, m: int | None, key_hex: str, where: str) -> str:
     """SELECT of the kept in-range events ``(gi, k, p)`` of listed groups, sorted. The pairs of
     an item are ordered by (rank, group), unique per pair, so the ``dense_rank`` of an event is
@@ -45,8 +41,7 @@ def _kept_sql(table: str, bad: str, m: int | None, key_hex: str, where: str) -> 
     ev = f"SELECT k, g, gi, p FROM {table} WHERE gi IS NOT NULL AND NOT {bad}{where}"
     if m is None:
         return f"SELECT gi, k, p FROM ({ev}) ORDER BY gi, k, p"
-    sep = _lit(SEP)
-    rank = f"substr(md5({_lit(key_hex)} || {sep} || CAST(k AS VARCHAR) || {sep} || g), 1, 16)"
+    rank = pair_rank_sql(key_hex, "CAST(k AS VARCHAR)", "g")
     return (f"SELECT gi, k, p FROM ({ev}) QUALIFY dense_rank() OVER "
             f"(PARTITION BY k ORDER BY {rank}, g) <= {m} ORDER BY 1, 2, 3")
 
@@ -64,7 +59,7 @@ def duckdb_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: st
     common.check_time_kind(kind, buckets, time, func)
     gexpr = f"CAST({engine._key_expr(rel, group, func)} AS VARCHAR)"
     select = select.replace(" FROM dpfreq_src", f", {gexpr} AS g FROM dpfreq_src", 1)
-    listed = ", ".join(f"({_lit(x)}, {i})" for i, x in enumerate(names))
+    listed = ", ".join(f"({sql_literal(x)}, {i})" for i, x in enumerate(names))
     projected = (f"SELECT e.k, e.g, e.t, e.f, {duckdb_period_sql(buckets)} AS p, l.gi FROM "
                  f"({select}) e LEFT JOIN (VALUES {listed}) l(g, gi) ON e.g = l.g")
     bad = f"(p < 1 OR p > {int(buckets.horizon)})"

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from dpfreq.engines import _common as common
 from dpfreq.engines.base import ItemReducer, TimeBuckets
-from dpfreq.engines.grouping_memory import SEP
+from dpfreq.engines.grouping_spark import spark_pair_rank
 from dpfreq.engines.grouping_windows import (
     GroupedReduction,
     check_grouped_reduce_args,
@@ -64,8 +64,7 @@ def _kept(ev: Any, m: int | None, key_hex: str) -> Any:
     if m is None:
         return ev
     pairs = ev.select("k", "g", "gi").distinct()
-    rank = F.substring(F.md5(F.concat_ws(SEP, F.lit(key_hex), F.col("k").cast("string"),
-                                         F.col("g"))), 1, 16)
+    rank = spark_pair_rank(key_hex, F.col("k").cast("string"))
     w = Window.partitionBy("k").orderBy(rank, F.col("g"))
     kept = pairs.withColumn("r", F.row_number().over(w)).where(F.col("r") <= m)
     return ev.join(kept.select("k", "gi"), ["k", "gi"])
