@@ -166,7 +166,7 @@ def ingest(seed: int) -> None:
 
 def client_cost(seed: int) -> None:
     print(f"\n## Client cost (d = {D}, k = 8, ε = {EPS}); step with h = 0 reports on every call")
-    print(f"{'randomizer':<12}{'enrol (ms)':>12}{'step (µs/call)':>16}")
+    print(f"{'method':<12}{'enrol (ms)':>12}{'step (µs/call)':>16}")
     x = synthetic_changes(1, D, 8, rng=seed)[0].tolist()
     for m in ["futurerand", "calibrated", "threshold", "rr", "erlingsson"]:
         p = make_params(horizon=D, max_changes=8, epsilon=EPS, method=m)

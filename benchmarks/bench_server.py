@@ -96,7 +96,7 @@ def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
 def create_study(url: str, admin: str, study: str) -> ProtocolParams:
     r = httpx.post(url + "/v1/studies", headers={"Authorization": f"Bearer {admin}"}, json={
         "study": study, "horizon": HORIZON, "max_changes": 4, "epsilon": 1.0,
-        "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1,
+        "method": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 1,
         "enrolment": "open"})
     r.raise_for_status()
     return ProtocolParams.from_json(r.json()["params"])

@@ -37,7 +37,7 @@ def test_params_table(tmp_path) -> None:
     assert "threshold" in res.output
     assert "futurerand" in res.output
     p = ProtocolParams.from_json(out.read_text())
-    assert p.randomizer == "threshold"
+    assert p.method == "threshold"
 
 
 def test_simulate_json(tmp_path) -> None:
@@ -65,7 +65,7 @@ def test_simulate_json(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert "rmse" in res.output
     data = json.loads(out.read_text())
-    assert data["mechanism_params"]["randomizer"] == "rr"
+    assert data["mechanism_params"]["method"] == "rr"
     assert len(data["value"]) == 32
     assert data["unit"] == "device"
 

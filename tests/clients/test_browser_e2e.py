@@ -124,7 +124,7 @@ def test_browser_devices_estimate_equals_offline_aggregation(live: str, tmp_path
     with httpx.Client(base_url=live) as http:
         r = http.post("/v1/studies", headers=auth, json={
             "study": "web", "horizon": 20, "max_changes": 3, "epsilon": 1.0,
-            "randomizer": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 5})
+            "method": "auto", "start": "2020-01-01", "period": "1d", "min_devices": 5})
         r.raise_for_status()
         params = ProtocolParams.from_json(r.json()["params"])
         secret = r.json()["enrolment_secret"]

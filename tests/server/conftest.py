@@ -90,7 +90,7 @@ def bearer(token: str) -> dict[str, str]:
 def create_study(c: TestClient, study: str = "s1", **over: Any) -> ProtocolParams:
     """Create a study (64 daily periods from 2020, k = 2, ε = 1) and return its parameters."""
     body = {"study": study, "title": "test", "horizon": 64, "max_changes": 2, "epsilon": 1.0,
-            "randomizer": "auto", "start": START, "period": "1d", "min_devices": 3}
+            "method": "auto", "start": START, "period": "1d", "min_devices": 3}
     body.update(over)
     r = c.post("/v1/studies", json=body, headers=admin())
     assert r.status_code == 201, r.text

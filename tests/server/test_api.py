@@ -54,14 +54,14 @@ def test_estimates_equal_the_aggregator(client, rng):
     assert cols["date"][:2] == ["2020-01-01", "2020-01-02"]
 
 
-@pytest.mark.parametrize("randomizer", ["auto", "erlingsson"])
-def test_study_answers_with_the_device_bundle(sqlite_client, randomizer):
+@pytest.mark.parametrize("method", ["auto", "erlingsson"])
+def test_study_answers_with_the_device_bundle(sqlite_client, method):
     """A device of another language reads the exact laws it samples from the study itself."""
-    params = create_study(sqlite_client, randomizer=randomizer)
+    params = create_study(sqlite_client, method=method)
     body = sqlite_client.get("/v1/studies/s1").json()
     assert body["bundle"] == device_bundle(params)
     assert body["bundle"]["param_id"] == params.param_id
-    assert (body["bundle"]["gamma"] is None) == (randomizer != "erlingsson")
+    assert (body["bundle"]["gamma"] is None) == (method != "erlingsson")
 
 
 def test_identical_retry_succeeds_and_conflict_is_409(client):
@@ -142,7 +142,7 @@ def test_future_period_is_refused(sqlite_client):
 def test_roles_and_hashed_tokens(client):
     params = create_study(client)
     client.post("/v1/studies", json={"study": "other", "horizon": 8, "max_changes": 1,
-                                     "epsilon": 1.0, "randomizer": "rr", "start": START,
+                                     "epsilon": 1.0, "method": "rr", "start": START,
                                      "period": "1d", "min_devices": 1}, headers=admin())
     device, token = enrol(client, params, 0)
     an = client.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
@@ -202,6 +202,10 @@ def test_limits_cors_health_metrics_openapi(sqlite_url):
         assert 'dpfreq_reports_rejected_total{reason="rate_limited"} 1.0' in text
         spec = c.get("/openapi.json").json()
         assert "/v1/studies/{study}/reports" in spec["paths"]
+        study = spec["components"]["schemas"]["StudyCreate"]
+        assert "method" in study["required"]
+        assert "randomizer" not in study["properties"]
+        assert c.get("/v1/studies/s1").json()["method"] == params.method
     with make_client(sqlite_url, cors_origins=("https://ok.example",)) as c:
         r = c.get("/readyz", headers={"Origin": "https://ok.example"})
         assert r.headers["access-control-allow-origin"] == "https://ok.example"
@@ -211,16 +215,16 @@ def test_study_creation_is_validated(sqlite_client):
     c = sqlite_client
     create_study(c)
     r = c.post("/v1/studies", json={"study": "s1", "horizon": 8, "max_changes": 1,
-                                    "epsilon": 1.0, "randomizer": "rr", "start": START,
+                                    "epsilon": 1.0, "method": "rr", "start": START,
                                     "period": "1d", "min_devices": 1}, headers=admin())
     assert r.status_code == 409
     r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
-                                    "epsilon": -1.0, "randomizer": "rr", "start": START,
+                                    "epsilon": -1.0, "method": "rr", "start": START,
                                     "period": "1d", "min_devices": 1}, headers=admin())
     assert r.status_code == 422  # the bounds of epsilon are in the schema
     assert "epsilon" in r.json()["error"]
     r = c.post("/v1/studies", json={"study": "s2", "horizon": 8, "max_changes": 1,
-                                    "epsilon": 1.0, "randomizer": "rr", "start": "2020-02-31",
+                                    "epsilon": 1.0, "method": "rr", "start": "2020-02-31",
                                     "period": "1d", "min_devices": 1}, headers=admin())
     assert r.status_code == 400  # a rule the schema cannot state
     assert "start" in r.json()["error"]
@@ -228,9 +232,9 @@ def test_study_creation_is_validated(sqlite_client):
     info = c.get("/v1/studies/s1").json()
     assert ProtocolParams.from_json(info["params"]).param_id == info["param_id"]
     for bad in ({"period": "1 fortnight"}, {"start": "yesterday"}, {"horizon": 0},
-                {"randomizer": "magic"}):
+                {"method": "magic"}, {"randomizer": "rr"}):
         body = {"study": "s3", "horizon": 8, "max_changes": 1, "epsilon": 1.0,
-                "randomizer": "rr", "start": START, "period": "1d", "min_devices": 1, **bad}
+                "method": "rr", "start": START, "period": "1d", "min_devices": 1, **bad}
         r = c.post("/v1/studies", json=body, headers=admin())
         assert r.status_code in (400, 422), r.text
         assert list(r.json()) == ["error"]

@@ -95,7 +95,7 @@ def test_a_study_expiring_later_takes_reports(sqlite_client):
 
 
 def test_a_malformed_expiry_is_400(sqlite_client):
-    body = {"study": "x", "horizon": 4, "max_changes": 1, "epsilon": 1.0, "randomizer": "auto",
+    body = {"study": "x", "horizon": 4, "max_changes": 1, "epsilon": 1.0, "method": "auto",
             "start": "2020-01-01", "period": "1d", "min_devices": 1, "closes_at": "soon"}
     r = sqlite_client.post("/v1/studies", json=body, headers=admin())
     assert r.status_code == 400

@@ -22,7 +22,7 @@ def live(db_url):
     with LiveServer(db_url) as srv:
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
-                         "randomizer": "auto", "start": START, "period": "1d",
+                         "method": "auto", "start": START, "period": "1d",
                          "min_devices": 1}).raise_for_status()
         yield srv
 

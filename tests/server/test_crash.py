@@ -29,7 +29,7 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
     try:
         r = httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                        json={"study": "crash", "horizon": 32, "max_changes": 2, "epsilon": 1.0,
-                             "randomizer": "auto", "start": START, "period": "1d",
+                             "method": "auto", "start": START, "period": "1d",
                              "min_devices": 1, "enrolment": "open"})
         assert r.status_code == 201
         params = ProtocolParams.from_json(r.json()["params"])

@@ -37,7 +37,7 @@ def _study(http: httpx.Client, min_devices: int,
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = http.post("/v1/studies", headers=auth, json={
         "study": "dash", "title": "Feature X on", "horizon": 32, "max_changes": 2,
-        "epsilon": 2.0, "randomizer": "auto", "start": start, "period": "1d",
+        "epsilon": 2.0, "method": "auto", "start": start, "period": "1d",
         "min_devices": min_devices, "enrolment": "open"})
     r.raise_for_status()
     token = http.post("/v1/studies/dash/analyst-tokens", headers=auth).json()["token"]

@@ -28,7 +28,7 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0003",)]
+            ("0004",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
@@ -64,7 +64,7 @@ def test_load_generator_runs_simulated_devices(sqlite_url, capsys):
     with LiveServer(sqlite_url) as srv:
         httpx.post(srv.url + "/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"},
                    json={"study": "load", "horizon": 16, "max_changes": 2, "epsilon": 1.0,
-                         "randomizer": "auto", "start": START, "period": "1d",
+                         "method": "auto", "start": START, "period": "1d",
                          "min_devices": 1, "enrolment": "open"}).raise_for_status()
         main(["--server", srv.url, "--study", "load", "--devices", "25", "--seed", "3",
               "--json"])
@@ -81,7 +81,7 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
     srv.start()
     auth = {"Authorization": f"Bearer {ADMIN}"}
     r = httpx.post(srv.url + "/v1/studies", headers=auth, json={
-        "study": "stop", "horizon": 64, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
+        "study": "stop", "horizon": 64, "max_changes": 2, "epsilon": 1.0, "method": "auto",
         "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
     pid = r.json()["param_id"]
     devices = [httpx.post(srv.url + "/v1/studies/stop/devices",
@@ -178,7 +178,7 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0003",)]
+            ("0004",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()

@@ -46,7 +46,7 @@ class Flaky:
 def _study(c) -> None:
     """A study that needs its enrolment secret (kept on the test client for the uploaders)."""
     r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
-        "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "randomizer": "auto",
+        "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "method": "auto",
         "start": START, "period": "1d", "min_devices": 1})
     assert r.status_code == 201
     c.enrol_secret = r.json()["enrolment_secret"]
@@ -132,7 +132,7 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
     as the same reports (no 409, nothing stored twice)."""
     c = sqlite_client
     r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
-        "study": "s1", "horizon": 13, "max_changes": 3, "epsilon": 1.0, "randomizer": "auto",
+        "study": "s1", "horizon": 13, "max_changes": 3, "epsilon": 1.0, "method": "auto",
         "start": START, "period": "1d", "min_devices": 1})
     assert r.status_code == 201
     c.enrol_secret = r.json()["enrolment_secret"]

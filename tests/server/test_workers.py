@@ -38,7 +38,7 @@ def test_workers_share_the_rate_limit(sqlite_url, tmp_path):
         assert srv.proc is not None
         auth = {"Authorization": f"Bearer {ADMIN}"}
         r = httpx.post(srv.url + "/v1/studies", headers=auth, json={
-            "study": "w", "horizon": 8, "max_changes": 1, "epsilon": 1.0, "randomizer": "auto",
+            "study": "w", "horizon": 8, "max_changes": 1, "epsilon": 1.0, "method": "auto",
             "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
         assert r.status_code == 201, r.text
         params_id = r.json()["param_id"]

@@ -168,7 +168,7 @@ def _exact_transcript_law(p, mode: str) -> dict[tuple[int, ...], float]:
             second = keep if y[2] == -1 else 1 - keep
             law[y] = 0.5 * first / 8 + 0.5 * second / 8
         else:
-            dl = distance_law(p.randomizer, 2, p.epsilon)
+            dl = distance_law(p.method, 2, p.epsilon)
             ell = (y[0] == -1) + (-y[2] == -1)
             law[y] = float(dl.sampled_pmf[ell]) / math.comb(2, ell) / 4
     return law

@@ -212,7 +212,7 @@ def test_simulation_shapes_and_padding() -> None:
     assert str(table["date"][11]) == "2026-03-12"
     assert rel.to_pandas().shape[0] == 12
     assert rel.truth is not None
-    assert rel.mechanism_params["randomizer"] == "threshold"
+    assert rel.mechanism_params["method"] == "threshold"
     assert rel.to_json()
     lg1 = 5
     assert rel.sd[0] == pytest.approx(math.sqrt(200 * lg1 * 1) / rel.mechanism_params["c_gap"])

@@ -43,6 +43,27 @@ def test_the_mechanism_keyword_is_method(func: Any) -> None:
     assert not OTHER_NAMES & set(params), sorted(OTHER_NAMES & set(params))
 
 
+def test_the_longitudinal_parameters_and_bundle_name_the_method_method() -> None:
+    from dataclasses import fields
+
+    from dpfreq.artifacts import seal_json
+    from dpfreq.errors import DataError
+    from dpfreq.longitudinal import ProtocolParams, device_bundle
+
+    p = dpfreq.make_params(horizon=8, max_changes=2, epsilon=1.0, method="auto")
+    names = {f.name for f in fields(ProtocolParams)}
+    assert "method" in names
+    assert not OTHER_NAMES & names, sorted(OTHER_NAMES & names)
+    bundle = device_bundle(p)
+    assert bundle["method"] == p.method == "threshold"
+    assert not OTHER_NAMES & set(bundle), sorted(OTHER_NAMES & set(bundle))
+    payload = json.loads(p.to_json())["payload"]
+    payload["randomizer"] = payload.pop("method")  # the old name is not read
+    old = seal_json(payload, kind="dpfreq.longitudinal.params", version=1, sign=False)
+    with pytest.raises(DataError, match="do not hold valid protocol parameters"):
+        ProtocolParams.from_json(old)
+
+
 def test_every_system_has_a_planner_at_the_top_level() -> None:
     for name in ("plan_profile", "plan_anonymized", "plan_window_counts", "plan_longitudinal"):
         assert name in dpfreq.__all__
@@ -149,7 +170,7 @@ def test_plan_longitudinal_predicts_the_estimates_error_statement(
     np.testing.assert_array_equal(plan.sd, rel.sd)
     band = rel.unclamped + plan.band_halfwidth
     np.testing.assert_array_equal(np.clip(band, 0, 3000), rel.error.band_upper)
-    assert plan.method == rel.mechanism_params["randomizer"]
+    assert plan.method == rel.mechanism_params["method"]
     assert plan.c_gap == rel.mechanism_params["c_gap"]
     assert (plan.unit, plan.epsilon) == (rel.unit, rel.epsilon)
     assert plan.to_dict()["halfwidth"] == plan.halfwidth.tolist()

@@ -14,7 +14,8 @@ export interface Bundle {
   horizon: number;
   padded_horizon: number;
   max_changes: number;
-  randomizer: string;
+  /** The randomizer the devices run: "erlingsson" or a distance randomizer. */
+  method: string;
   per_order_sparsity: boolean;
   /** Distance randomizers: budget k_h → integer weights w(0..k_h) as decimal strings. */
   laws: Record<string, string[]>;
@@ -66,13 +67,13 @@ export function checkBundle(b: Bundle): Bundle {
   const d = 2 ** Math.ceil(Math.log2(b.horizon));
   if (b.padded_horizon !== d) fail(`padded_horizon of the bundle must be ${d}; got ${b.padded_horizon}.`);
   if (!isInt(b.max_changes, 1, 4096)) fail(`max_changes of the bundle must be in 1..4096; got ${b.max_changes}.`);
-  if (b.randomizer === "erlingsson") {
+  if (b.method === "erlingsson") {
     if (typeof b.gamma !== "string" || !/^[1-9][0-9]*\/[1-9][0-9]*$/.test(b.gamma)
       || !b.gamma.split("/").every((x) => Number.isSafeInteger(Number(x)))) {
       fail("gamma of the bundle must be \"s/t\" with integers below 2^53.");
     }
-  } else if (!DISTANCE.includes(b.randomizer)) {
-    fail(`randomizer of the bundle must be one of erlingsson, ${DISTANCE.join(", ")}; got ${b.randomizer}.`);
+  } else if (!DISTANCE.includes(b.method)) {
+    fail(`method of the bundle must be one of erlingsson, ${DISTANCE.join(", ")}; got ${b.method}.`);
   }
   return b;
 }
@@ -112,7 +113,7 @@ export class DeviceClient {
     this.prefix = deriveMessage([DOMAIN, bundle.param_id]);
     const d = bundle.padded_horizon, k = bundle.max_changes;
     this.order = this.stream("order").uniformBelow(Math.log2(d) + 1);
-    const erl = bundle.randomizer === "erlingsson";
+    const erl = bundle.method === "erlingsson";
     this.r = erl ? 1 + this.stream("kept-change").uniformBelow(k) : 0;
     const [s, t] = erl ? bundle.gamma!.split("/").map(Number) : [1, 1];
     this.gamma = [s, t];

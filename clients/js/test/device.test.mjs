@@ -10,7 +10,7 @@ import { fileStore } from "../dist/node.js";
 
 const VECTORS = fileURLToPath(new URL("../../vectors/", import.meta.url));
 const CASE = JSON.parse(readFileSync(VECTORS + "devices.json", "utf8")).cases
-  .find((c) => c.bundle.horizon === 30 && c.bundle.randomizer === "threshold");
+  .find((c) => c.bundle.horizon === 30 && c.bundle.method === "threshold");
 const BUNDLE = CASE.bundle;
 
 /** A fake service: enrols, stores slots like the real one (409 on a different bit), and

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { DeviceClient, KeyedStream, derive } from "../dist/index.js";
+import { DeviceClient, KeyedStream, checkBundle, derive } from "../dist/index.js";
 
 const VECTORS = fileURLToPath(new URL("../../vectors/", import.meta.url));
 const load = (name) => JSON.parse(readFileSync(VECTORS + name, "utf8"));
@@ -96,6 +96,12 @@ test("one changed byte of the vectors fails the check", () => {
   const dev = doc.cases[7].devices[2];
   dev.reports[dev.reports.length - 1][2] ^= 1; // flip the last bit of one device
   assert.throws(() => checkDevices(doc), assert.AssertionError);
+});
+
+test("a bundle names its randomizer by method only", () => {
+  const { method, ...rest } = load("devices.json").cases[0].bundle;
+  assert.equal(checkBundle({ ...rest, method }).method, method);
+  assert.throws(() => checkBundle({ ...rest, randomizer: method }), /^RangeError: method of the bundle/);
 });
 
 test("the worked example of docs/protocol.md §3", () => {

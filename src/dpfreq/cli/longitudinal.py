@@ -84,7 +84,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
         # largest variance over t ≤ d: t = d − 1 uses every order below log d
         sd = math.sqrt(n * lg1 * sum(1 / c**2 for c in gaps[: max(lg1 - 1, 1)]))
         half = lg1 / min(gaps) * math.sqrt(2 * n * math.log(2 / beta))
-        label = name if name != "auto" else f"auto ({p.randomizer})"
+        label = name if name != "auto" else f"auto ({p.method})"
         rows.append((label, p.c_gap, p.certificate, sd, half))
     sd_head, b_head = ("max sd", "interval ±") if devices is not None else ("max sd/√n",
                                                                             "interval ±/√n")
@@ -112,7 +112,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
 @click.option("--max-changes", type=POSITIVE, required=True, help="Change budget k.")
 @click.option("--epsilon", type=float, required=True, help="Each device's local ε.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
-              help="Randomizer run on each device (auto: the largest exact gap).")
+              help="The randomizer each device runs (auto: the largest exact gap).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
@@ -203,7 +203,7 @@ def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = Non
     click.echo(f"# epsilon={rel.epsilon:g} (local: each device's whole transcript), "
                f"delta={rel.delta:g}; unit of privacy: {rel.unit} (one device's whole sequence "
                "of states)")
-    click.echo(f"# mechanism {rel.mechanism}: randomizer {mp.get('randomizer')}, c_gap "
+    click.echo(f"# mechanism {rel.mechanism}: method {mp.get('method')}, c_gap "
                f"{mp.get('c_gap', float('nan')):.6g}; estimates clamped to [0, {rel.devices}] "
                "devices")
     click.echo(f"# error: {rel.error.description}")

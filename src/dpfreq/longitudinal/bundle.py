@@ -29,7 +29,7 @@ def device_bundle(params: ProtocolParams) -> dict[str, Any]:
     -------
     dict
         ``protocol``, ``param_id``, ``horizon``, ``padded_horizon``, ``max_changes``,
-        ``randomizer``, ``per_order_sparsity``; ``laws``: for every change budget in use, the
+        ``method``, ``per_order_sparsity``; ``laws``: for every change budget in use, the
         integer weights of the distance law as decimal strings (distance randomizers); ``gamma``:
         the exact fraction ``"s/t"`` of the keep probability (``erlingsson`` only).
 
@@ -48,15 +48,15 @@ def device_bundle(params: ProtocolParams) -> dict[str, Any]:
     p = params
     laws: dict[str, list[str]] = {}
     gamma = None
-    if p.randomizer == "erlingsson":
+    if p.method == "erlingsson":
         g = epsilon_to_fraction(p.epsilon)
         gamma = f"{g.numerator}/{g.denominator}"
     else:
         for h in range(p.orders):
             k = p.changes_at_order(h)
-            laws.setdefault(str(k), [str(w) for w in distance_law(p.randomizer, k,
+            laws.setdefault(str(k), [str(w) for w in distance_law(p.method, k,
                                                                   p.epsilon).weights])
     return {"protocol": p.version, "param_id": p.param_id, "horizon": p.horizon,
             "padded_horizon": p.padded_horizon, "max_changes": p.max_changes,
-            "randomizer": p.randomizer, "per_order_sparsity": p.per_order_sparsity,
+            "method": p.method, "per_order_sparsity": p.per_order_sparsity,
             "laws": laws, "gamma": gamma}

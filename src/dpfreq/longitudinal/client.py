@@ -93,10 +93,10 @@ class LongitudinalClient:
         self.frozen = 0  # changes ignored because the budget k was spent
         self.r = 0  # Erlingsson et al.: index of the kept change
         self.kept: list[int] | None = None  # Erlingsson et al.: [time, sign] of the r-th change
-        if p.randomizer == "erlingsson":
+        if p.method == "erlingsson":
             self.r = 1 + self.key.stream("kept-change").uniform_below(p.max_changes)
         self.randomizer = make_randomizer(
-            p.randomizer, length=p.padded_horizon >> self.order,
+            p.method, length=p.padded_horizon >> self.order,
             max_changes=p.changes_at_order(self.order), epsilon=p.epsilon, key=self.key)
         self._check_gap()
 
@@ -107,10 +107,10 @@ class LongitudinalClient:
 
     def _check_gap(self) -> None:
         expected = self.params.c_gaps[self.order]
-        if self.randomizer.name != self.params.randomizer or not math.isclose(
+        if self.randomizer.name != self.params.method or not math.isclose(
                 self.randomizer.c_gap, expected, rel_tol=1e-12):
             raise ParameterError(
-                f"params of LongitudinalClient: c_gap of {self.params.randomizer!r} does not "
+                f"params of LongitudinalClient: c_gap of {self.params.method!r} does not "
                 "match this library's exact value (server and devices must use the same "
                 "parameters and library)."
             )
@@ -163,14 +163,14 @@ class LongitudinalClient:
             if self.changes_used < p.max_changes:
                 self.changes_used += 1
                 self.last_x = int(x)
-                if p.randomizer == "erlingsson" and self.changes_used == self.r:
+                if p.method == "erlingsson" and self.changes_used == self.r:
                     self.kept = [t, 1 if x == 1 else -1]
             else:
                 self.frozen += 1
         if t % (1 << self.order):
             return None
         j = t >> self.order
-        if p.randomizer == "erlingsson":
+        if p.method == "erlingsson":
             s = 0
             if self.kept is not None and t - (1 << self.order) < self.kept[0] <= t:
                 s = self.kept[1]
@@ -250,7 +250,7 @@ class LongitudinalClient:
         self.prev, self.last_x, self.raw_x = (field(n, 0, 1) for n in ("prev", "last_x", "raw_x"))
         self.changes_used = field("changes_used", 0, min(k, self.t))
         self.frozen = field("frozen", 0, self.t)
-        erl = p.randomizer == "erlingsson"
+        erl = p.method == "erlingsson"
         self.r = field("r", 1, k) if erl else field("r", 0, 0)
         if erl and self.r != 1 + self.key.stream("kept-change").uniform_below(k):
             raise DataError("field 'r' does not match the device secret.")
@@ -261,7 +261,7 @@ class LongitudinalClient:
             raise DataError("field 'kept' must be null or [time, sign] of the kept change.")
         self.kept = kept
         self.randomizer = restore_randomizer(
-            p.randomizer, length=d >> self.order, max_changes=p.changes_at_order(self.order),
+            p.method, length=d >> self.order, max_changes=p.changes_at_order(self.order),
             epsilon=p.epsilon, state=st["randomizer"], key=self.key)
         if self.randomizer.j != self.t >> self.order:
             raise DataError("the randomizer's report count does not match the period 't'.")

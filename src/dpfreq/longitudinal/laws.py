@@ -386,13 +386,14 @@ def erlingsson_c_gap(k: int, epsilon: float) -> float:
     return math.tanh(float(epsilon_to_fraction(epsilon)) / 2.0) / k
 
 
-def epsilon_for_gap(randomizer: str, k: int, target: float) -> float | None:
-    """The smallest ε (to 3 digits) whose ``randomizer`` reaches ``c_gap ≥ target``, or None.
+def epsilon_for_gap(method: str, k: int, target: float) -> float | None:
+    """The smallest ε (to 3 digits) whose randomizer ``method`` reaches ``c_gap ≥ target``, or
+    None.
 
     Distance-based modes are searched with the threshold law (the largest gap of every mode up
     to rounding, and O(k) to build); Erlingsson et al. by ``tanh(ε/2)/k``.
     """
-    if randomizer == "erlingsson":
+    if method == "erlingsson":
         if target * k >= 1:
             return None
         return float(min(2 * math.atanh(target * k), 1000.0))

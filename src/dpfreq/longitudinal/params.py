@@ -71,8 +71,9 @@ class ProtocolParams:
         Change budget ``k`` per device.
     epsilon : float
         Each device's local ε over its whole sequence.
-    randomizer : str
-        The resolved randomizer, the ``method`` of :func:`make_params` (``"auto"`` resolved).
+    method : str
+        The method of :func:`make_params` with ``"auto"`` resolved: the randomizer the devices
+        run (``"rr"``, ``"futurerand"``, ``"calibrated"``, ``"threshold"`` or ``"erlingsson"``).
     c_gap : float
         Its exact gap (of the law that is sampled); ``certificate`` its ``ln(p_max/p_min) ≤ ε``.
     per_order_sparsity : bool
@@ -96,7 +97,7 @@ class ProtocolParams:
     padded_horizon: int
     max_changes: int
     epsilon: float
-    randomizer: str
+    method: str
     c_gap: float
     certificate: float
     per_order_sparsity: bool = False
@@ -127,7 +128,7 @@ class ProtocolParams:
         if self.padded_horizon != _padded(d0):
             raise ParameterError(_validate.message(
                 "padded_horizon", func, "the power of two >= horizon", self.padded_horizon))
-        _validate.check_choice(self.randomizer, "randomizer", func, _RESOLVED)
+        _validate.check_choice(self.method, "method", func, _RESOLVED)
         c = _validate.check_positive_float(self.c_gap, "c_gap", func)
         if c > 1:
             raise ParameterError(_validate.message("c_gap", func, "in (0, 1]", self.c_gap))
@@ -139,10 +140,10 @@ class ProtocolParams:
             raise ParameterError(_validate.message("per_order_sparsity", func, "a bool",
                                                    self.per_order_sparsity))
         if self.per_order_sparsity:
-            if self.randomizer == "erlingsson":
+            if self.method == "erlingsson":
                 raise ParameterError(
                     "per_order_sparsity of ProtocolParams applies to distance-based randomizers "
-                    "only; got randomizer 'erlingsson'.")
+                    "only; got method 'erlingsson'.")
             if len(self.order_c_gaps) != self.orders or not all(
                     0 < g <= 1 for g in self.order_c_gaps):
                 raise ParameterError(_validate.message(
@@ -254,7 +255,7 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
     ------
     ParameterError
         A parameter out of range (horizon above ``2^24``, ``max_changes`` above 4096, ε outside
-        [1e-6, 1000]), or parameters for which no randomizer of this mode is certified.
+        [1e-6, 1000]), or parameters for which no randomizer of this method is certified.
 
     Notes
     -----
@@ -264,7 +265,7 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
     Examples
     --------
     >>> p = make_params(horizon=30, max_changes=4, epsilon=1.0, method="auto")
-    >>> p.padded_horizon, p.orders, p.randomizer
+    >>> p.padded_horizon, p.orders, p.method
     (32, 6, 'threshold')
     >>> p.certificate <= p.epsilon
     True

@@ -225,7 +225,7 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
                                     np.asarray(params.c_gaps), conf)
     return LongitudinalPlan(
         horizon=params.horizon, max_changes=params.max_changes, epsilon=params.epsilon,
-        method=params.randomizer, devices=n, confidence=conf,
+        method=params.method, devices=n, confidence=conf,
         per_order_sparsity=params.per_order_sparsity, c_gap=params.c_gap, halfwidth=half,
         band_halfwidth=band, sd=np.sqrt(var0), vacuous=bool(np.all(2 * half >= n)),
         requested_method=method)

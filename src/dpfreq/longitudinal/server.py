@@ -55,14 +55,14 @@ def _estimate(params: ProtocolParams, sums: NDArray[np.int64], counts: NDArray[n
     values = sums.astype(np.float64)
     if dropouts == "per-interval":
         values = np.where(closed, values * expected / np.maximum(counts, 1), 0.0)
-    mech = {"randomizer": p.randomizer, "max_changes": p.max_changes,
+    mech = {"method": p.method, "max_changes": p.max_changes,
             "certificate": p.certificate, "per_order_sparsity": p.per_order_sparsity,
             "param_id": p.param_id, "dropouts": dropouts, "missing_reports": missing}
     return make_estimate(
         values, padded_horizon=p.padded_horizon, horizon=p.horizon,
         devices=int(enrolled.sum()), c_gaps=np.asarray(p.c_gaps), epsilon=p.epsilon,
         confidence=confidence, mechanism="futurerand-longitudinal", mechanism_params=mech,
-        seeded=False, max_changes=p.max_changes, method=p.randomizer, start=p.start,
+        seeded=False, max_changes=p.max_changes, method=p.method, start=p.start,
         period=p.period)
 
 

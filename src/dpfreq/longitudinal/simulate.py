@@ -273,13 +273,13 @@ def simulate_longitudinal(
         truth_x = x
         x = freeze_after_k_changes(x, k)  # what the devices report
     order = gen.integers(0, params.orders, size=n)
-    if params.randomizer == "erlingsson":
+    if params.method == "erlingsson":
         sums = _erlingsson_sums(times, x, order, params, gen)
-        mech: dict[str, Any] = {"randomizer": "erlingsson", "r_sampled_from": "[1..k]"}
+        mech: dict[str, Any] = {"method": "erlingsson", "r_sampled_from": "[1..k]"}
     else:
         sums = _distance_sums(times, x, order, params, gen)
-        mech = {"randomizer": params.randomizer,
-                **distance_law(params.randomizer, k, params.epsilon).params}
+        mech = {"method": params.method,
+                **distance_law(params.method, k, params.epsilon).params}
     if times is not None:
         truth = _truth_from_times(times, d)
     else:
@@ -291,7 +291,7 @@ def simulate_longitudinal(
         sums, padded_horizon=d, horizon=d0, devices=n, c_gaps=np.asarray(params.c_gaps),
         epsilon=params.epsilon, confidence=confidence, mechanism="futurerand-longitudinal",
         mechanism_params=mech, seeded=gen_res.seeded, max_changes=k,
-        method=params.randomizer, start=params.start, period=params.period, truth=truth)
+        method=params.method, start=params.start, period=params.period, truth=truth)
 
 
 def _erlingsson_sums(times: Any, x: Any, order: NDArray[np.int64], params: Any,
@@ -333,7 +333,7 @@ def _distance_sums(times: Any, x: Any, order: NDArray[np.int64], params: Any,
     sums = np.zeros(2 * d - 1, dtype=np.int64)
     for h in range(params.orders):
         kh = params.changes_at_order(h)
-        law_h = distance_law(params.randomizer, kh, params.epsilon)
+        law_h = distance_law(params.method, kh, params.epsilon)
         rows = order == h
         if times is not None:
             sums[off[h] : off[h + 1]] = _order_sums_sparse(times[rows], h, d, law_h, kh, gen)

@@ -45,7 +45,8 @@ class StudyCreate(BaseModel):
     max_changes: int = Field(ge=1, le=1 << 16, description="Change budget k per device.")
     epsilon: float = Field(ge=1e-6, le=1000.0,
                            description="Each device's local ε over its whole sequence.")
-    randomizer: Literal["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
+    method: Literal["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"] = Field(
+        description="The randomizer the devices run (auto: the largest exact gap c_gap).")
     start: str = Field(max_length=40, description=(
         "Start of period 1: an ISO date (midnight UTC) or timestamp (UTC unless it has an "
         "offset)."))

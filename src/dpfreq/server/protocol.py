@@ -54,12 +54,12 @@ def _naive_utc(start: str) -> str:
     return when.isoformat()
 
 
-def build_params(*, horizon: int, max_changes: int, epsilon: float, randomizer: str,
+def build_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
                  start: str, period: str, per_order_sparsity: bool = False) -> ProtocolParams:
     """Protocol parameters of a new study, with its time axis (validated by
     :func:`~dpfreq.longitudinal.make_params`)."""
     return make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                       method=randomizer, per_order_sparsity=per_order_sparsity,
+                       method=method, per_order_sparsity=per_order_sparsity,
                        start=_naive_utc(start), period=period)
 
 

@@ -140,7 +140,7 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     with ``enrolment="secret"`` answers with its ``enrolment_secret`` (shown once): devices
     enrol with it as their bearer token."""
     params = build_params(horizon=body.horizon, max_changes=body.max_changes,
-                          epsilon=body.epsilon, randomizer=body.randomizer, start=body.start,
+                          epsilon=body.epsilon, method=body.method, start=body.start,
                           period=body.period, per_order_sparsity=body.per_order_sparsity)
     protocol = StudyProtocol(params=params)
     closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at)

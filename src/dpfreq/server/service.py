@@ -68,7 +68,7 @@ class StudyRecord:
             "params": self.params_json, "horizon": p.horizon, "padded_horizon": p.padded,
             "orders": p.orders, "start": p.params.start, "period": p.params.period,
             "epsilon": p.params.epsilon, "max_changes": p.params.max_changes,
-            "randomizer": p.params.randomizer,
+            "method": p.params.method,
             "min_devices": self.min_devices, "bundle": self.bundle,
             "closes_at": self.closes_at, "closed": self.closed, "purged": self.purged,
         }
