@@ -96,10 +96,10 @@ class WindowCountsRelease(Release):
     @classmethod
     def from_state(cls, state: WindowState) -> WindowCountsRelease:
         """The complete release of a state: every curve and interval computed first."""
-        b = state.build_args
-        conf = float(b["confidence"])
-        ks = tuple(int(k) for k in b["k_values"])
-        fams = tuple(b["windows"])
+        b = state.build
+        conf = b.confidence
+        ks = b.k_values
+        fams = b.windows
         value: dict[str, dict[int, Any]] = {}
         parts: dict[str, dict[str, dict[int, Any]]] = {
             n: {} for n in ("half", "lower", "upper", "band_lower", "band_upper")}
@@ -134,25 +134,25 @@ class WindowCountsRelease(Release):
             "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
             "budget_split": "equal split of the budget over every (window family, k) structure",
             "accounting": plan.accounting,
-            "relation": RELATIONS[b["unit"]],
+            "relation": RELATIONS[b.unit],
             "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
                      "deterministic function of a secret key and the node id (lazy noise, "
                      "never redrawn)",
-            "singleton_declared": b["singleton"], "source": b["source_kind"],
+            "singleton_declared": b.singleton, "source": b.source_kind,
         }
-        if b["axis"].get("kind") == "timestamp":  # periods are wall-clock times in this zone
-            params["timezone"] = b["axis"]["timezone"]
-            if "time_unit" in b["axis"]:
-                params["time_unit"] = b["axis"]["time_unit"]
-        return cls(value=value, epsilon=float(b["epsilon"]), delta=float(b["delta"]),
-                   unit=b["unit"], mechanism=_MECHANISM, mechanism_params=params,
-                   seeded=bool(b["seeded"]), error=error, horizon=state.horizon, k_values=ks,
-                   windows=fams, time_axis=dict(b["axis"]), _state=state)
+        if b.axis.get("kind") == "timestamp":  # periods are wall-clock times in this zone
+            params["timezone"] = b.axis["timezone"]
+            if "time_unit" in b.axis:
+                params["time_unit"] = b.axis["time_unit"]
+        return cls(value=value, epsilon=b.epsilon, delta=b.delta, unit=b.unit,
+                   mechanism=_MECHANISM, mechanism_params=params, seeded=b.seeded, error=error,
+                   horizon=state.horizon, k_values=ks, windows=fams, time_axis=dict(b.axis),
+                   _state=state)
 
     @property
     def n_dropped(self) -> int:
         """Events dropped as out of range (curator-side fact, not differentially private)."""
-        return int(self._state.build_args["n_dropped"])
+        return int(self._state.build.n_dropped)
 
     @property
     def observed_singleton(self) -> bool:
@@ -351,7 +351,8 @@ class WindowCountsRelease(Release):
         the raw data, never publish it.
         """
         st = self._state
-        meta = {"build": st.build_args, "key": st.key.hex(), "summaries": st.summaries.meta()}
+        meta = {"build": st.build.to_dict(), "key": st.key.hex(),
+                "summaries": st.summaries.meta()}
         return write_artifact(path, kind=ARTIFACT_KIND, version=ARTIFACT_VERSION, meta=meta,
                               arrays=st.summaries.to_arrays())
 
@@ -368,7 +369,7 @@ class WindowCountsRelease(Release):
         """
         _, meta, arrays = read_artifact(path, kind=ARTIFACT_KIND, versions=(ARTIFACT_VERSION,))
         summaries, key, build = checked_load(str(path), meta, arrays)
-        return cls.from_state(build_state(summaries, key=key, build_args=build))
+        return cls.from_state(build_state(summaries, key=key, build=build))
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:
