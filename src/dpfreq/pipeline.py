@@ -24,7 +24,7 @@ buys a release.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.rng import ResolvedRNG, RNGLike, resolve_rng
@@ -129,7 +129,8 @@ class BudgetGate:
         self._state = "spent"
 
 
-def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *, accountant: Any,
+def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
+                accountant: BudgetAccountant | None,
                 rng: RNGLike, func: str) -> ResultT_co:
     """Run a release's steps in the pipeline's order (see the module docstring).
 
