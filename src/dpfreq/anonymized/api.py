@@ -1,8 +1,9 @@
 """The public entry point :func:`release_anonymized_histogram` (PrivHist, Hay et al., ``auto``).
 
-Order of work: validate every parameter, read the source into prevalence form (one pass through
-the engine), check the data against the exactness and memory limits, charge the accountant, then
-draw the noise. A refused call spends nothing.
+Order of work (:mod:`dpfreq.pipeline`): validate every parameter and plan the method, check the
+accountant, read the source into prevalence form (one pass through the engine), check the data
+against the exactness and memory limits, charge the accountant, then draw the noise and build
+the release. A refused call spends nothing.
 """
 
 from __future__ import annotations
