@@ -22,12 +22,45 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
+from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import RELATIONS, family_label
+from dpfreq.windows.plan import RELATIONS, Plan, family_label
 
 __all__ = ["WindowCountsRelease"]
 
 _MECHANISM = "ghazi-kumar-manurangsi-nelson-windows"
+
+
+@dataclass(frozen=True)
+class WindowMechanism:
+    """What a window release states about its mechanism: its plan (the structure of every
+    (family, k) and the accounting) and its build parameters. Written to the release's
+    ``mechanism_params`` by :meth:`to_dict`."""
+
+    plan: Plan
+    build: WindowBuild
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public ``mechanism_params`` (the JSON and the docs read these keys)."""
+        plan, b = self.plan, self.build
+        params: dict[str, Any] = {
+            "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
+            "delta_per_structure": plan.delta_per_structure,
+            "n_structures": len(b.windows) * len(b.k_values),
+            "budget_split": "equal split of the budget over every (window family, k) "
+                            "structure",
+            "accounting": plan.accounting,
+            "relation": RELATIONS[b.unit],
+            "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
+                     "deterministic function of a secret key and the node id (lazy noise, "
+                     "never redrawn)",
+            "singleton_declared": b.singleton, "source": b.source_kind,
+        }
+        if b.axis.get("kind") == "timestamp":  # periods are wall-clock times in this zone
+            params["timezone"] = b.axis["timezone"]
+            if "time_unit" in b.axis:
+                params["time_unit"] = b.axis["time_unit"]
+        return params
 
 
 def _curve_families(windows: tuple[Any, ...]) -> list[tuple[Any, str]]:
@@ -128,22 +161,7 @@ class WindowCountsRelease(Release):
             kind="interval", confidence=conf, value=parts["half"], lower=parts["lower"],
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
             description=_error_description(conf))
-        plan = state.plan
-        params: dict[str, Any] = {
-            "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
-            "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
-            "budget_split": "equal split of the budget over every (window family, k) structure",
-            "accounting": plan.accounting,
-            "relation": RELATIONS[b.unit],
-            "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
-                     "deterministic function of a secret key and the node id (lazy noise, "
-                     "never redrawn)",
-            "singleton_declared": b.singleton, "source": b.source_kind,
-        }
-        if b.axis.get("kind") == "timestamp":  # periods are wall-clock times in this zone
-            params["timezone"] = b.axis["timezone"]
-            if "time_unit" in b.axis:
-                params["time_unit"] = b.axis["time_unit"]
+        params = WindowMechanism(state.plan, b).to_dict()
         return cls(value=value, epsilon=b.epsilon, delta=b.delta, unit=b.unit,
                    mechanism=_MECHANISM, mechanism_params=params, seeded=b.seeded, error=error,
                    horizon=state.horizon, k_values=ks, windows=fams, time_axis=dict(b.axis),
