@@ -27,7 +27,7 @@ from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
-from dpfreq.profile.direct import direct_layout
+from dpfreq.profile.direct import DirectLayout, direct_layout
 from dpfreq.profile.direct_release import (
     ProfileMechanism,
     build_direct,
@@ -128,9 +128,17 @@ class _Noisy:
 
 
 @dataclass(frozen=True)
+class _Plan:
+    """The calibration of a profile release: the direct method's noise layout, or the
+    sketch's bound parameter ``B``."""
+
+    layout: DirectLayout | None
+    B: int = 0
+
+
+@dataclass(frozen=True)
 class _ProfileSteps:
-    """The pipeline steps (:mod:`dpfreq.pipeline`) of one ungrouped profile release; the plan
-    is the sketch's bound parameter ``B`` (0 for the direct method)."""
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one ungrouped profile release."""
 
     par: ProfileParams
     norm: str
@@ -138,49 +146,48 @@ class _ProfileSteps:
     item: str | None
     engine: Any
 
-    def plan(self) -> int:
+    def plan(self) -> _Plan:
         d, n, eps = self.par.domain_size, self.par.max_count, self.par.epsilon
         check_memory(64 * (n + 1), param="max_count", func=_FUNC, value=n,
                      what="the count-of-counts of n + 1 classes")
         if self.par.method == "direct":
-            return 0
+            return _Plan(direct_layout(self.par.unit, eps, n))
         B = default_bound_parameter(d, n, eps, (1.0 - self.par.confidence) / 2.0)
         B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
         check_reconstruction_memory(n, B, epsilon=eps, func=_FUNC)
-        return B
+        return _Plan(None, B)
 
-    def charge(self, plan: int) -> Charge:
+    def charge(self, plan: _Plan) -> Charge:
         return Charge(self.par.epsilon, 0.0, self.par.unit, _FUNC)
 
-    def read(self, plan: int) -> Reading[_Classes]:
+    def read(self, plan: _Plan) -> Reading[_Classes]:
         classes, engine_name = _classes(self.source, self.item, self.engine,
                                         self.par.domain_size, self.par.max_count, _FUNC)
         return Reading(_Classes(classes, engine_name))
 
-    def draw(self, plan: int, data: _Classes, rng: ResolvedRNG) -> _Noisy:
+    def draw(self, plan: _Plan, data: _Classes, rng: ResolvedRNG) -> _Noisy:
         par, gen = self.par, rng.generator
-        if par.method == "direct":
-            layout = direct_layout(par.unit, par.epsilon, par.max_count)
-            y = draw_direct(data.classes, layout, d=par.domain_size, n=par.max_count, gen=gen)
+        if plan.layout is not None:
+            y = draw_direct(data.classes, plan.layout, d=par.domain_size, n=par.max_count,
+                            gen=gen)
         else:
             y = noisy_profile_counts_from_classes(
-                data.classes, max_count=par.max_count, B=plan,
+                data.classes, max_count=par.max_count, B=plan.B,
                 gamma=discrete_laplace_gamma(par.epsilon), generator=gen)
         return _Noisy(y, data.engine, rng.seeded)
 
-    def build(self, plan: int, noisy: _Noisy) -> ProfileRelease:
+    def build(self, plan: _Plan, noisy: _Noisy) -> ProfileRelease:
         par = self.par
         d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, \
             par.confidence
         params = ProfileMechanism(engine=noisy.engine, why=par.why, method=par.method,
                                   domain_size=d, max_count=n, confidence=conf,
                                   unit=u).to_dict()
-        if par.method != "direct":
+        if plan.layout is None:
             return sketch_release(noisy.values, domain_size=d, max_count=n, epsilon=eps,
-                                  B=plan, method=par.method, norm=self.norm, confidence=conf,
+                                  B=plan.B, method=par.method, norm=self.norm, confidence=conf,
                                   seeded=noisy.seeded, mechanism_params=params)
-        out = build_direct(noisy.values, direct_layout(u, eps, n), d=d, n=n, unit=u,
-                           conf=conf)
+        out = build_direct(noisy.values, plan.layout, d=d, n=n, unit=u, conf=conf)
         params.update(out.params.to_dict())
         return ProfileRelease(
             value=out.value, epsilon=eps, delta=0.0, unit=u, mechanism=out.mechanism,
