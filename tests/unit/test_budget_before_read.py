@@ -4,10 +4,15 @@ Each call below asks for more than its accountant or ledger holds. The engines' 
 methods are replaced by a stub that records the call, and one source is a CSV path that does
 not exist (reading it would raise a DataError): the call must raise BudgetExceededError, no
 engine method may have been called, and nothing may have been spent.
+
+The longitudinal system has no case here: its central step (aggregating device reports) is
+post-processing of ε-LDP reports and spends no central budget, so it takes no accountant
+(checked below, so a central budget added later must be added to these cases).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from dpfreq.engines.duckdb import DuckDBEngine
 from dpfreq.engines.memory import MemoryEngine
 from dpfreq.errors import BudgetExceededError
 from dpfreq.ledger import Ledger
+from dpfreq.longitudinal import aggregate_reports_file
 from dpfreq.profile import release_profile
 from dpfreq.windows import release_window_counts
 
@@ -126,3 +132,10 @@ def test_recorder_catches_a_read(reads: list[str]) -> None:
         release_profile(_frame(), engine="memory", accountant=Accountant(PrivacyBudget(2.0)),
                         epsilon=1.0, unit="item", **_PROFILE)
     assert reads == ["MemoryEngine.count_of_counts"]
+
+
+def test_longitudinal_aggregation_spends_no_central_budget() -> None:
+    """The device reports are ε-LDP already: aggregating them takes no ε and no accountant."""
+    params = inspect.signature(aggregate_reports_file).parameters
+    assert "accountant" not in params
+    assert "epsilon" not in params

@@ -238,7 +238,7 @@ def test_each_group_equals_its_own_release_under_its_key(unit: str, extra: dict,
     for name in rel:
         st = rel[name]._state
         alone = WindowCountsRelease.from_state(build_state(st.summaries, key=st.key,
-                                                           build_args=st.build_args))
+                                                           build=st.build))
         for fam, per_k in alone.value.items():
             assert np.array_equal(per_k[1], rel[name].value[fam][1])
         if "all" in windows:

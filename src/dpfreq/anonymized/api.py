@@ -1,13 +1,15 @@
 """The public entry point :func:`release_anonymized_histogram` (PrivHist, Hay et al., ``auto``).
 
-Order of work: validate every parameter, read the source into prevalence form (one pass through
-the engine), check the data against the exactness and memory limits, charge the accountant, then
-draw the noise. A refused call spends nothing.
+Order of work (:mod:`dpfreq.pipeline`): validate every parameter and plan the method, check the
+accountant, read the source into prevalence form (one pass through the engine), check the data
+against the exactness and memory limits, charge the accountant, then draw the noise and build
+the release. A refused call spends nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dpfreq._validate import (
@@ -23,16 +25,19 @@ from dpfreq.anonymized.core import (
     FUNC,
     METHODS,
     REFUSED_UNITS,
+    build_prevalences,
     check_feasible,
     check_split,
-    release_prevalences,
+    draw_prevalences,
 )
 from dpfreq.anonymized.grouped import release_grouped_anonymized_histogram
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted
-from dpfreq.anonymized.steps import I64
-from dpfreq.budget import check_accountant
+from dpfreq.anonymized.result import AnonymizedHistogramRelease
+from dpfreq.anonymized.steps import I64, Outcome
+from dpfreq.budget import BudgetAccountant
 from dpfreq.errors import DataError, ParameterError, public_errors
-from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.rng import ResolvedRNG, RNGLike
 
 __all__ = ["METHODS", "release_anonymized_histogram"]
 
@@ -68,6 +73,90 @@ def read_source(source: Any, item: str | None, count: str | None,
     return counts, prev, eng.name
 
 
+@dataclass(frozen=True)
+class AnonymizedParams:
+    """The checked public parameters of an ungrouped anonymized release (nothing from data)."""
+
+    epsilon: float
+    method: str
+    confidence: float
+    plan: auto.Plan
+    domain_size: int | None
+
+
+def check_anonymized_parameters(epsilon: Any, unit: Any, method: Any, split: Any,
+                                confidence: Any, domain_size: Any) -> AnonymizedParams:
+    """Check the public parameters of :func:`release_anonymized_histogram` and plan the
+    mechanism (the method and its budget split)."""
+    epsilon = check_epsilon(epsilon, "epsilon", FUNC)
+    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", FUNC, METHODS)
+    confidence = check_confidence(confidence, "confidence", FUNC)
+    if method == "auto" and split is not None:
+        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
+                                     "its own split)", split))
+    checked = None if split is None else check_split(split, epsilon, method)
+    plan = auto.plan_for(method, epsilon, checked)
+    if domain_size is not None:
+        domain_size = check_int(domain_size, "domain_size", FUNC, minimum=1)
+    return AnonymizedParams(epsilon=epsilon, method=method, confidence=confidence, plan=plan,
+                            domain_size=domain_size)
+
+
+@dataclass(frozen=True)
+class _Histogram:
+    """The checked histogram of the source (prevalence form) and the engine that read it."""
+
+    counts: I64
+    prevalences: I64
+    engine: str | None
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    outcome: Outcome
+    engine: str | None
+    seeded: bool
+
+
+@dataclass(frozen=True)
+class _AnonymizedSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one ungrouped anonymized release."""
+
+    par: AnonymizedParams
+    source: Any
+    item: str | None
+    count: str | None
+    engine: Any
+
+    def plan(self) -> auto.Plan:
+        return self.par.plan
+
+    def charge(self, plan: auto.Plan) -> Charge:
+        return Charge(self.par.epsilon, 0.0, "event", FUNC)
+
+    def read(self, plan: auto.Plan) -> Reading[_Histogram]:
+        counts, prev, engine_name = read_source(self.source, self.item, self.count, self.engine)
+        check_feasible(counts, prev, self.par.epsilon, plan)
+        d = self.par.domain_size
+        if d is not None and int(prev.sum()) > d:
+            raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+                                    "items in the source", d))
+        return Reading(_Histogram(counts, prev, engine_name))
+
+    def draw(self, plan: auto.Plan, data: _Histogram, rng: ResolvedRNG) -> _Noisy:
+        out = draw_prevalences(data.counts, data.prevalences, plan=plan,
+                               epsilon=self.par.epsilon, generator=rng.generator)
+        return _Noisy(out, data.engine, rng.seeded)
+
+    def build(self, plan: auto.Plan, noisy: _Noisy) -> AnonymizedHistogramRelease:
+        par = self.par
+        return build_prevalences(noisy.outcome, plan=plan, epsilon=par.epsilon,
+                                 method=par.method, confidence=par.confidence,
+                                 seeded=noisy.seeded, engine_name=noisy.engine,
+                                 domain_size=par.domain_size)
+
+
 @public_errors("release_anonymized_histogram")
 def release_anonymized_histogram(
     source: Any,
@@ -82,7 +171,7 @@ def release_anonymized_histogram(
     domain_size: int | None = None,
     engine: Any = None,
     rng: RNGLike = None,
-    accountant: Any = None,
+    accountant: BudgetAccountant | None = None,
     group: str | None = None,
     groups: Any = None,
     max_groups_per_item: int | None = None,
@@ -221,29 +310,6 @@ def release_anonymized_histogram(
             split=split, confidence=confidence, domain_size=domain_size, engine=engine,
             rng=rng, accountant=accountant, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, delta=delta)
-    epsilon = check_epsilon(epsilon, "epsilon", FUNC)
-    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", FUNC, METHODS)
-    confidence = check_confidence(confidence, "confidence", FUNC)
-    accountant = check_accountant(accountant, FUNC)
-    if method == "auto" and split is not None:
-        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
-                                     "its own split)", split))
-    checked = None if split is None else check_split(split, epsilon, method)
-    plan = auto.plan_for(method, epsilon, checked)
-    if domain_size is not None:
-        domain_size = check_int(domain_size, "domain_size", FUNC, minimum=1)
-    resolved = resolve_rng(rng, FUNC)
-    if accountant is not None:
-        accountant.check(epsilon, 0.0, unit="event")
-    counts, prev, engine_name = read_source(source, item, count, engine)
-    check_feasible(counts, prev, epsilon, plan)
-    if domain_size is not None and int(prev.sum()) > domain_size:
-        raise DataError(message("domain_size", FUNC, "at least the number of distinct items "
-                                "in the source", domain_size))
-    if accountant is not None:
-        accountant.spend(epsilon, 0.0, label=FUNC, unit="event")
-    return release_prevalences(counts, prev, plan=plan, epsilon=epsilon, method=method,
-                               confidence=confidence, generator=resolved.generator,
-                               seeded=resolved.seeded, engine_name=engine_name,
-                               domain_size=domain_size)
+    par = check_anonymized_parameters(epsilon, unit, method, split, confidence, domain_size)
+    steps = _AnonymizedSteps(par=par, source=source, item=item, count=count, engine=engine)
+    return run_release(steps, accountant=accountant, rng=rng, func=FUNC)

@@ -8,7 +8,9 @@ Used by :func:`dpfreq.anonymized.release_anonymized_histogram` (one histogram) a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from dpfreq._validate import check_epsilon, message
@@ -32,8 +34,9 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import RELATIONS, ErrorStatement
 
-__all__ = ["FUNC", "METHODS", "REFUSED_UNITS", "check_feasible", "check_split",
-           "histogram_error", "mechanism_name", "release_prevalences"]
+__all__ = ["FUNC", "METHODS", "REFUSED_UNITS", "AnonymizedMechanism", "build_prevalences",
+           "check_feasible", "check_split", "draw_prevalences", "histogram_error",
+           "mechanism_name", "release_prevalences"]
 
 METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 FUNC = "release_anonymized_histogram"
@@ -144,23 +147,49 @@ REFUSED_UNITS = dict.fromkeys(
 REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
 
 
-def release_prevalences(counts: I64, prev: I64, *, plan: auto.Plan, epsilon: float,
-                        method: str, confidence: float, generator: Any, seeded: bool,
-                        engine_name: str | None,
-                        domain_size: int | None) -> AnonymizedHistogramRelease:
-    """The mechanism and its error statements on one checked histogram (budget already
-    charged by the caller): noise, post-processing, the release object."""
-    out = run_plan(plan, counts, prev, epsilon=epsilon, noise=ExactNoise(generator))
+@dataclass(frozen=True)
+class AnonymizedMechanism:
+    """What an anonymized release states about its mechanism; ``steps`` are the mechanism's
+    own parameters (:attr:`Outcome.params`). Written to ``mechanism_params`` by
+    :meth:`to_dict`."""
+
+    requested_method: str
+    epsilon_fractions: tuple[Fraction, ...]
+    steps: Mapping[str, Any]
+    why: str | None
+    engine: str | None
+    domain_size: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public ``mechanism_params`` (the JSON and the docs read these keys)."""
+        params: dict[str, Any] = {"requested_method": self.requested_method,
+                                  "epsilon_fractions": list(self.epsilon_fractions),
+                                  "relation": RELATIONS["event"], **self.steps}
+        if self.why is not None:
+            params["why"] = self.why
+        if self.engine is not None:
+            params["engine"] = self.engine
+        if self.domain_size is not None:
+            params["domain_size"] = self.domain_size
+        return params
+
+
+def draw_prevalences(counts: I64, prev: I64, *, plan: auto.Plan, epsilon: float,
+                     generator: Any) -> Outcome:
+    """The mechanism's noisy outcome on one checked histogram (budget already charged)."""
+    return run_plan(plan, counts, prev, epsilon=epsilon, noise=ExactNoise(generator))
+
+
+def build_prevalences(out: Outcome, *, plan: auto.Plan, epsilon: float, method: str,
+                      confidence: float, seeded: bool, engine_name: str | None,
+                      domain_size: int | None) -> AnonymizedHistogramRelease:
+    """The release object and its error statements of a noisy outcome (post-processing)."""
     fractions = epsilon_fractions(plan.split)
     interval = total_interval(out.n_estimate, fractions[0], confidence)
-    params: dict[str, Any] = {"requested_method": method, "epsilon_fractions": fractions,
-                              "relation": RELATIONS["event"], **out.params}
-    if method == "auto":
-        params["why"] = auto.why(epsilon)
-    if engine_name is not None:
-        params["engine"] = engine_name
-    if domain_size is not None:
-        params["domain_size"] = domain_size
+    params = AnonymizedMechanism(
+        requested_method=method, epsilon_fractions=tuple(fractions), steps=out.params,
+        why=auto.why(epsilon) if method == "auto" else None, engine=engine_name,
+        domain_size=domain_size).to_dict()
     error, band, band_confidence = histogram_error(out, plan, epsilon, confidence, interval)
     return AnonymizedHistogramRelease(
         value={"counts": out.counts, "prevalences": out.prevalences,
@@ -170,6 +199,18 @@ def release_prevalences(counts: I64, prev: I64, *, plan: auto.Plan, epsilon: flo
         error=error, total_interval=interval, items_at_least_band=band,
         items_at_least_confidence=band_confidence, split=plan.split,
         regime=out.regime, method=plan.method)
+
+
+def release_prevalences(counts: I64, prev: I64, *, plan: auto.Plan, epsilon: float,
+                        method: str, confidence: float, generator: Any, seeded: bool,
+                        engine_name: str | None,
+                        domain_size: int | None) -> AnonymizedHistogramRelease:
+    """The mechanism and its error statements on one checked histogram (budget already
+    charged by the caller): :func:`draw_prevalences`, then :func:`build_prevalences`."""
+    out = draw_prevalences(counts, prev, plan=plan, epsilon=epsilon, generator=generator)
+    return build_prevalences(out, plan=plan, epsilon=epsilon, method=method,
+                             confidence=confidence, seeded=seeded, engine_name=engine_name,
+                             domain_size=domain_size)
 
 
 def mechanism_name(method: str) -> str:

@@ -33,11 +33,12 @@ from dpfreq.anonymized.core import (
     release_prevalences,
 )
 from dpfreq.anonymized.steps import I64, epsilon_fractions
-from dpfreq.budget import check_accountant
+from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import SELECTION_SHARE, plan_selection, select_groups
+from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import resolve_rng
 
@@ -113,7 +114,7 @@ def _params(engine: str, group: str, eps_r: float, selection: Any) -> dict[str, 
 def release_grouped_anonymized_histogram(
         source: Any, *, epsilon: float, unit: str, item: Any, count: Any, method: str,
         split: Any, confidence: float, domain_size: Any, engine: Any, rng: Any,
-        accountant: Any, group: Any, groups: Any, max_groups_per_item: Any,
+        accountant: BudgetAccountant | None, group: Any, groups: Any, max_groups_per_item: Any,
         delta: Any) -> GroupedRelease:
     """The anonymized histogram of every group (``release_anonymized_histogram(group=...)``).
 
@@ -156,8 +157,8 @@ def release_grouped_anonymized_histogram(
     d = None if domain_size is None else check_int(domain_size, "domain_size", FUNC,
                                                    minimum=1)
     resolved = resolve_rng(rng, FUNC)
-    if acct is not None:
-        acct.check(eps, dlt, unit="event")
+    gate = BudgetGate(acct, Charge(eps, dlt, "event", FUNC))
+    gate.check()
     from dpfreq.engines import get_engine
 
     eng = get_engine(engine, source)
@@ -169,8 +170,7 @@ def release_grouped_anonymized_histogram(
         if d is not None and int(prev.sum()) > d:
             raise DataError(message("domain_size", FUNC, "at least the number of distinct "
                                     "items in every group", d))
-    if acct is not None:
-        acct.spend(eps, dlt, label=FUNC, unit="event")
+    gate.spend()
     released: tuple[str, ...] = tuple(hists)
     if selection is not None:
         rows = np.array([int(np.dot(c, p)) for c, p in hists.values()], dtype=np.int64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
@@ -24,6 +24,9 @@ from dpfreq.cli.grouped import (
     plan_group_options,
 )
 from dpfreq.errors import DataError, debug_enabled
+
+if TYPE_CHECKING:
+    from dpfreq.budget import BudgetAccountant
 
 __all__ = ["command", "parse_split", "plan_command", "read_prevalence_csv"]
 
@@ -222,8 +225,9 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
             epsilon: float, unit: str, method: str, split_text: str | None, confidence: float,
             domain_size: int | None, extrapolation_ratio: float, top: int,
             json_out: str | None, plot_out: str | None, engine: Any, seed: int | None,
-            accountant: Any, group: str | None = None, max_groups_per_item: int | None = None,
-            groups_file: str | None = None, delta: float | None = None) -> None:
+            accountant: BudgetAccountant | None, group: str | None = None,
+            max_groups_per_item: int | None = None, groups_file: str | None = None,
+            delta: float | None = None) -> None:
     """Release the anonymized histogram (frequency list) of FILE with epsilon-DP, and its
     properties.
 
@@ -266,9 +270,10 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                 properties={g: _property_lines(p) for g, p in per_group.items()},
                                 text=json.dumps(doc, indent=2))
         return
-    common = {"epsilon": epsilon, "unit": unit, "method": method, "split": split,
-              "confidence": confidence, "domain_size": domain_size, "rng": seed,
-              "accountant": accountant}
+    common: dict[str, Any] = {
+        "epsilon": epsilon, "unit": unit, "method": method, "split": split,
+        "confidence": confidence, "domain_size": domain_size, "rng": seed,
+        "accountant": accountant}
     if prevalence_csv:
         rel = release_anonymized_histogram(read_prevalence_csv(file), **common)
     else:

@@ -8,7 +8,7 @@ ranges of ``t`` (``--rows``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
@@ -16,6 +16,9 @@ import numpy as np
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli.grouped import delta_option, emit_grouped_profile, group_options
+
+if TYPE_CHECKING:
+    from dpfreq.budget import BudgetAccountant
 
 __all__ = [
     "command",
@@ -200,7 +203,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
             json_out: str | None, plot_out: str | None, seed: int | None,
             group: str | None = None, max_groups_per_item: int | None = None,
             groups_file: str | None = None, delta: float | None = None,
-            accountant: Any = None) -> None:
+            accountant: BudgetAccountant | None = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n

@@ -9,7 +9,7 @@ and nothing else, and dispatches ``dpfreq reach query SAVED ...`` to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
@@ -22,6 +22,9 @@ from dpfreq.cli.reach_query import command as query_command
 from dpfreq.cli.reach_query import period_label
 from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
+
+if TYPE_CHECKING:
+    from dpfreq.budget import BudgetAccountant
 
 __all__ = ["command", "format_table", "row_indices"]
 
@@ -127,7 +130,7 @@ class _ReachCommand(click.Command):
 def command(file: str, item: str, time_col: str, time_unit: str | None, timezone: str,
             out_of_range: str, rows_text: str,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
-            seed: int | None, accountant: Any = None, group: str | None = None,
+            seed: int | None, accountant: BudgetAccountant | None = None, group: str | None = None,
             max_groups_per_item: int | None = None, groups_file: str | None = None,
             **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.

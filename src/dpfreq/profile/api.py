@@ -9,6 +9,7 @@ Wu & Pagh sketch (noise on each of the ``d`` item counts, then reconstruction).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +20,31 @@ from dpfreq._validate import (
     check_count_array,
     message,
 )
-from dpfreq.budget import check_accountant
+from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
+from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
-from dpfreq.profile.direct import (
-    derived_vector,
-    direct_layout,
-    noisy_classes,
-    project_to_simplex,
+from dpfreq.profile.direct import DirectLayout, direct_layout
+from dpfreq.profile.direct_release import (
+    ProfileMechanism,
+    build_direct,
+    draw_direct,
+    release_direct,
 )
 from dpfreq.profile.grouped import release_grouped_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
-from dpfreq.profile.intervals import IntervalSet, direct_intervals, direct_widths
-from dpfreq.profile.plan import USEFUL_L1, check_profile_parameters, plan_profile
+from dpfreq.profile.plan import ProfileParams, check_profile_parameters
 from dpfreq.profile.reconstruct import sketch_release
 from dpfreq.profile.result import ProfileRelease
-from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.resources import check_memory
-from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.rng import ResolvedRNG, RNGLike
 
 __all__ = ["release_profile"]
 
+_FUNC = "release_profile"
 _NOISE_CHUNK = 1 << 23  # items per noise chunk: 64 MiB of int64 temporaries at most
 _NORMS = {"1": "1", "2": "2", "inf": "inf", 1: "1", 2: "2"}
 
@@ -107,69 +109,91 @@ def _classes(source: Any, item: str | None, engine: Any, d: int, n: int,
     return classes, str(getattr(eng, "name", type(eng).__name__))
 
 
-def _useful(d: int, n: int, unit: str, method: str, confidence: float) -> str:
-    plan = plan_profile(domain_size=d, max_count=n, epsilon=1.0, unit=unit, method=method,
-                        confidence=confidence)
-    eps = plan.useful_epsilon()
-    if eps is None:
-        return f"no ε ≤ 1000 bounds the ℓ1 error by {USEFUL_L1:g} with method={method!r}"
-    return f"ε ≈ {eps:g} would bound the ℓ1 error by {USEFUL_L1:g} with method={method!r}"
+@dataclass(frozen=True)
+class _Classes:
+    """The exact class sizes ``c[0..n]`` of the source and the engine that counted them."""
+
+    classes: NDArray[np.int64]
+    engine: str
 
 
-def _vacuous_note(d: int, n: int, unit: str, method: str, confidence: float) -> str:
-    """The sentence appended to a vacuous statement: the ε that would make it useful."""
-    target = _useful(d, n, unit, method, confidence)
-    if method != "direct":
-        target += "; " + _useful(d, n, unit, "direct", confidence)
-    return (f" This statement is vacuous: the band allows any profile (ℓ1 bound 2); {target} "
-            "(see plan_profile).")
+@dataclass(frozen=True)
+class _Noisy:
+    """The noisy values of a profile release: the noisy count-of-counts (direct) or the
+    counts of the noisy item counts (sketch)."""
+
+    values: NDArray[np.int64]
+    engine: str
+    seeded: bool
 
 
-def _interval_error(iv: IntervalSet, estimate: NDArray[np.float64], confidence: float,
-                    description: str, note: str | None) -> ErrorStatement:
-    vacuous = note is not None
-    half = np.maximum(estimate - iv.lower, iv.upper - estimate)
-    return ErrorStatement(kind="interval", confidence=confidence, value=half,
-                          description=description + (note or ""), lower=iv.lower,
-                          upper=iv.upper, band_lower=iv.band_lower, band_upper=iv.band_upper,
-                          vacuous=vacuous)
+@dataclass(frozen=True)
+class _Plan:
+    """The calibration of a profile release: the direct method's noise layout, or the
+    sketch's bound parameter ``B``."""
+
+    layout: DirectLayout | None
+    B: int = 0
 
 
-def _release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, unit: str,
-                    conf: float, gen: np.random.Generator) -> dict[str, Any]:
-    """Noise, projection and exact intervals of the direct mechanism (layout per unit)."""
-    layout = direct_layout(unit, eps, n)
-    gamma = layout.gamma
-    if layout.derive_zero:
-        y = derived_vector(noisy_classes(classes[1:], gamma, gen) if n else classes[1:], d)
-    else:
-        y = noisy_classes(classes, gamma, gen)
-    x = project_to_simplex(y, d)
-    iv = direct_intervals(y, x, gamma=gamma, domain_size=d, confidence=conf,
-                          derive_zero=layout.derive_zero)
-    q, q_band = direct_widths(gamma, n, conf, derive_zero=layout.derive_zero)
-    l1 = min(2.0, 2.0 * float(q_band.sum()) / d)
-    r = x.astype(np.float64) / d
-    noised = ("the classes t >= 1 (class 0 = d minus their sum)" if layout.derive_zero
-              else f"all {n + 1} classes")
-    desc = (f"Each class's interval holds with probability at least {conf:.6g} and the band "
-            f"holds for all {n + 1} classes at once with probability at least {conf:.6g}: exact "
-            f"quantiles (±{int(q[-1])} items per noised class, ±{int(q_band[-1])} for the band"
-            + (f"; class 0 ±{int(q[0])}, band ±{int(q_band[0])}" if layout.derive_zero else "")
-            + f") of the discrete Laplace noise (γ = ε/{layout.sensitivity}) on {noised}, "
-            f"widened to contain the released projection; hence the ℓ1 error is at most "
-            f"{l1:.6g} with probability at least {conf:.6g}.")
-    note = _vacuous_note(d, n, unit, "direct", conf) if iv.vacuous else None
-    params = {"gamma": str(gamma), "sensitivity": layout.sensitivity,
-              "layout": "class 0 derived" if layout.derive_zero else "all classes",
-              "layout_why": layout.why,
-              "noise": f"exact discrete Laplace on {noised}",
-              "post_processing": "nearest non-negative integer vector summing to d (ℓ2 and ℓ1)",
-              "half_width_items": q.tolist(), "band_half_width_items": q_band.tolist(),
-              "noisy_count_of_counts": y}
-    return {"value": r, "mechanism": "direct-count-of-counts", "params": params,
-            "error": _interval_error(iv, r, conf, desc, note), "l1_bound": l1,
-            "noisy_profile": y.astype(np.float64) / d, "B": 0}
+@dataclass(frozen=True)
+class _ProfileSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one ungrouped profile release."""
+
+    par: ProfileParams
+    norm: str
+    source: Any
+    item: str | None
+    engine: Any
+
+    def plan(self) -> _Plan:
+        d, n, eps = self.par.domain_size, self.par.max_count, self.par.epsilon
+        check_memory(64 * (n + 1), param="max_count", func=_FUNC, value=n,
+                     what="the count-of-counts of n + 1 classes")
+        if self.par.method == "direct":
+            return _Plan(direct_layout(self.par.unit, eps, n))
+        B = default_bound_parameter(d, n, eps, (1.0 - self.par.confidence) / 2.0)
+        B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
+        check_reconstruction_memory(n, B, epsilon=eps, func=_FUNC)
+        return _Plan(None, B)
+
+    def charge(self, plan: _Plan) -> Charge:
+        return Charge(self.par.epsilon, 0.0, self.par.unit, _FUNC)
+
+    def read(self, plan: _Plan) -> Reading[_Classes]:
+        classes, engine_name = _classes(self.source, self.item, self.engine,
+                                        self.par.domain_size, self.par.max_count, _FUNC)
+        return Reading(_Classes(classes, engine_name))
+
+    def draw(self, plan: _Plan, data: _Classes, rng: ResolvedRNG) -> _Noisy:
+        par, gen = self.par, rng.generator
+        if plan.layout is not None:
+            y = draw_direct(data.classes, plan.layout, d=par.domain_size, n=par.max_count,
+                            gen=gen)
+        else:
+            y = noisy_profile_counts_from_classes(
+                data.classes, max_count=par.max_count, B=plan.B,
+                gamma=discrete_laplace_gamma(par.epsilon), generator=gen)
+        return _Noisy(y, data.engine, rng.seeded)
+
+    def build(self, plan: _Plan, noisy: _Noisy) -> ProfileRelease:
+        par = self.par
+        d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, \
+            par.confidence
+        params = ProfileMechanism(engine=noisy.engine, why=par.why, method=par.method,
+                                  domain_size=d, max_count=n, confidence=conf,
+                                  unit=u).to_dict()
+        if plan.layout is None:
+            return sketch_release(noisy.values, domain_size=d, max_count=n, epsilon=eps,
+                                  B=plan.B, method=par.method, norm=self.norm, confidence=conf,
+                                  seeded=noisy.seeded, mechanism_params=params)
+        out = build_direct(noisy.values, plan.layout, d=d, n=n, unit=u, conf=conf)
+        params.update(out.params.to_dict())
+        return ProfileRelease(
+            value=out.value, epsilon=eps, delta=0.0, unit=u, mechanism=out.mechanism,
+            mechanism_params=params, seeded=noisy.seeded, error=out.error, domain_size=d,
+            max_count=n, method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0,
+            norm=self.norm, noisy_profile=out.noisy_profile)
 
 
 @public_errors("release_profile")
@@ -186,7 +210,7 @@ def release_profile(
     norm: int | str = 1,
     engine: str | Engine | None = None,
     rng: RNGLike = None,
-    accountant: Any = None,
+    accountant: BudgetAccountant | None = None,
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
@@ -312,7 +336,7 @@ def release_profile(
     >>> rel.value.shape, rel.unit, rel.method
     ((5,), 'item', 'direct')
     """
-    func = "release_profile"
+    func = _FUNC
     if group is not None or max_groups_per_item is not None or groups is not None:
         if group is None:
             raise ParameterError(message("group", func, "the group column when "
@@ -322,50 +346,16 @@ def release_profile(
             max_groups_per_item=max_groups_per_item, domain_size=domain_size,
             max_count=max_count, epsilon=epsilon, unit=unit, confidence=confidence,
             engine=engine, rng=rng, accountant=accountant, delta=delta,
-            release_one=_release_direct)
+            release_one=release_direct)
     if delta is not None:
         raise ParameterError(message("delta", func, "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
                                      "groups)", delta))
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
                                    func)
-    d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence
-    chosen = par.method
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \
         else None
     if norm_s is None:
         raise ParameterError(message("norm", func, "one of 1, 2, 'inf'", norm))
-    resolved = resolve_rng(rng, func)
-    acct = check_accountant(accountant, func)
-    check_memory(64 * (n + 1), param="max_count", func=func, value=n,
-                 what="the count-of-counts of n + 1 classes")
-    B = 0
-    if chosen != "direct":
-        B = default_bound_parameter(d, n, eps, (1.0 - conf) / 2.0)
-        B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
-        check_reconstruction_memory(n, B, epsilon=eps, func=func)
-    if acct is not None:
-        acct.check(eps, 0.0, unit=u)
-    classes, engine_name = _classes(source, item, engine, d, n, func)
-    if acct is not None:
-        acct.spend(eps, 0.0, label=func, unit=u)
-    params = {"engine": engine_name, "why": par.why, "method": chosen, "d": d, "n": n,
-              "confidence": conf,
-              "clamping": f"counts above max_count = {n} clamped to {n} before noising",
-              "relation": RELATIONS[u]}
-    if chosen != "direct":
-        counts = noisy_profile_counts_from_classes(classes, max_count=n, B=B,
-                                                   gamma=discrete_laplace_gamma(eps),
-                                                   generator=resolved.generator)
-        return sketch_release(counts, domain_size=d, max_count=n, epsilon=eps, B=B,
-                              method=chosen, norm=norm_s, confidence=conf,
-                              seeded=resolved.seeded, mechanism_params=params)
-    out = _release_direct(classes, d=d, n=n, eps=eps, unit=u, conf=conf,
-                          gen=resolved.generator)
-    params.update(out["params"])
-    return ProfileRelease(
-        value=out["value"], epsilon=eps, delta=0.0, unit=u, mechanism=out["mechanism"],
-        mechanism_params=params, seeded=resolved.seeded, error=out["error"], domain_size=d,
-        max_count=n, method=chosen, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
-        norm=norm_s, noisy_profile=out["noisy_profile"],
-    )
+    steps = _ProfileSteps(par=par, norm=norm_s, source=source, item=item, engine=engine)
+    return run_release(steps, accountant=accountant, rng=rng, func=func)

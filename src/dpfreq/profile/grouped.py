@@ -15,13 +15,15 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import warn_large_delta
-from dpfreq.budget import check_accountant
+from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import SELECTION_SHARE, plan_selection, select_groups
+from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.profile.direct import direct_layout
+from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
 from dpfreq.profile.plan import check_profile_parameters
 from dpfreq.profile.result import ProfileRelease
@@ -103,9 +105,10 @@ def _params(eng: Any, d: int, n: int, conf: float, group: str, m: int, eps_g: fl
 def release_grouped_profile(source: Any, *, item: str | None, group: str, groups: Any,
                             max_groups_per_item: Any, domain_size: int, max_count: int,
                             epsilon: float, unit: str, confidence: float = 0.95,
-                            engine: Any = None, rng: Any = None, accountant: Any = None,
+                            engine: Any = None, rng: Any = None,
+                            accountant: BudgetAccountant | None = None,
                             delta: Any = None,
-                            release_one: Callable[..., dict[str, Any]]) -> GroupedRelease:
+                            release_one: Callable[..., DirectRelease]) -> GroupedRelease:
     """The ε-DP (or, with selection, (ε, δ)-DP) direct profile of every group.
 
     Parameters are those of :func:`dpfreq.profile.release_profile` plus ``group`` (the group
@@ -158,16 +161,15 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     if names is not None:
         check_memory(64 * (n + 1) * len(names), param="max_count", func=func, value=n,
                      what="the count-of-counts of n + 1 classes per group")
-    if acct is not None:
-        acct.check(eps, dlt, unit=u)
+    gate = BudgetGate(acct, Charge(eps, dlt, u, func))
+    gate.check()
     warn_large_delta(dlt, d, func, "the domain size")  # the public number of items
     eng = get_engine(engine, source)
     gp = eng.grouped_count_of_counts(source, item=item, group=group, groups=names,
                                      max_groups_per_item=m, hash_key=bounding_key(resolved),
                                      max_count=n)
     sizes = _group_sizes(gp, d, func)
-    if acct is not None:
-        acct.spend(eps, dlt, label=func, unit=u)
+    gate.spend()
     released: tuple[str, ...] = gp.groups
     if selection is not None:
         present = sizes >= 1
@@ -181,12 +183,12 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     for j, name in enumerate(released):
         out = release_one(classes[j], d=d, n=n, eps=eps_g, unit=u, conf=conf,
                           gen=resolved.generator)
-        params = dict(base, group=name, **out["params"])
+        params = dict(base, group=name, **out.params.to_dict())
         releases[name] = ProfileRelease(
-            value=out["value"], epsilon=eps_g, delta=0.0, unit=u, mechanism=out["mechanism"],
-            mechanism_params=params, seeded=resolved.seeded, error=out["error"], domain_size=d,
-            max_count=n, method=par.method, l1_bound=out["l1_bound"], l1_confidence=conf, B=0,
-            norm="1", noisy_profile=out["noisy_profile"])
+            value=out.value, epsilon=eps_g, delta=0.0, unit=u, mechanism=out.mechanism,
+            mechanism_params=params, seeded=resolved.seeded, error=out.error, domain_size=d,
+            max_count=n, method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0,
+            norm="1", noisy_profile=out.noisy_profile)
     sim = _simultaneous(len(releases), eps_g, u, d, n, conf)
     return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit=u,
                           mechanism="grouped-direct-count-of-counts", mechanism_params=base,

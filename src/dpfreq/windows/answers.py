@@ -16,11 +16,12 @@ from numpy.typing import NDArray
 from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
+from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.plan import Plan, family_label, make_plan
 from dpfreq.windows.protocol import WindowStrategy
 from dpfreq.windows.summaries import SummarySpec, WindowSummaries
 
-__all__ = ["WindowAnswer", "WindowState", "band_share", "build_state", "route"]
+__all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_state", "route"]
 
 IntArray = NDArray[np.int64]
 
@@ -145,12 +146,12 @@ def band_share(beta: float, best: IntArray) -> float:
 @dataclass
 class WindowState:
     """Private state of a release: secret key, exact summaries of the log (never the log
-    itself), exact oracles built from them, the calibrated structures, the build arguments."""
+    itself), exact oracles built from them, the calibrated structures, the build parameters."""
 
     key: bytes
     summaries: WindowSummaries
     horizon: int
-    build_args: dict[str, Any]
+    build: WindowBuild
     plan: Plan
     structures: dict[tuple[str, int], WindowStrategy] = field(default_factory=dict)
     oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
@@ -179,9 +180,9 @@ class WindowState:
 
     def structures_for(self, k: int, func: str) -> list[WindowStrategy]:
         k = check_int(k, "k", func, minimum=1)
-        if k not in self.build_args["k_values"]:
+        if k not in self.build.k_values:
             raise ParameterError(message("k", func, "one of the released k_values "
-                                         f"{list(self.build_args['k_values'])}", k))
+                                         f"{list(self.build.k_values)}", k))
         return [s for (_, kk), s in self.structures.items() if kk == k]
 
     def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[WindowStrategy],
@@ -254,26 +255,29 @@ class WindowState:
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 
 
-def build_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str, Any]
-                ) -> WindowState:
+def build_plan(build: WindowBuild) -> Plan:
+    """The plan of a build (public parameters only; refuses what cannot be calibrated)."""
+    b = build
+    return make_plan(b.windows, b.k_values, b.horizon, b.unit, b.epsilon, b.delta, b.method,
+                     b.singleton)
+
+
+def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -> WindowState:
     """Plan (public parameters only), attach the key and build the exact oracles.
 
-    Deterministic given the key and the build arguments: the release and
+    Deterministic given the key and the build parameters: the release and
     :meth:`~dpfreq.windows.WindowCountsRelease.load` both build their state here. Structure
     ``(label, k)`` draws its noise under the name ``(label, k, tree index)``
     (:mod:`dpfreq.windows.lazy_noise`): distinct names, independent sub-keys.
     """
-    b = build_args
-    plan = make_plan(tuple(b["windows"]), tuple(b["k_values"]), int(b["horizon"]), b["unit"],
-                     b["epsilon"], b["delta"], b["method"], b["singleton"])
-    return attach_state(summaries, key=key, build_args=build_args, plan=plan)
+    return attach_state(summaries, key=key, build=build, plan=build_plan(build))
 
 
-def attach_state(summaries: WindowSummaries, *, key: bytes, build_args: dict[str, Any],
+def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
                  plan: Plan) -> WindowState:
     """The state for an already computed plan (see :func:`build_state`)."""
-    state = WindowState(key=key, summaries=summaries, horizon=int(build_args["horizon"]),
-                        build_args=build_args, plan=plan)
+    state = WindowState(key=key, summaries=summaries, horizon=build.horizon, build=build,
+                        plan=plan)
     for (label, k), s in plan.structures.items():
         s.attach(key, (label, k))
         state.structures[(label, k)] = s

@@ -8,18 +8,26 @@ cumulative windows ``[1, t]``, rolling windows of a public width ``W`` and arbit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dpfreq._validate import check_choice, message
-from dpfreq.budget import Accountant, check_accountant
+from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, public_errors
-from dpfreq.rng import RNGLike, resolve_rng
+from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.rng import ResolvedRNG, RNGLike
 from dpfreq.windows.answers import attach_state
 from dpfreq.windows.events import engine_source, range_error
 from dpfreq.windows.grouped import release_grouped_window_counts
-from dpfreq.windows.params import TimeAxis, check_window_params, parse_period
-from dpfreq.windows.plan import make_plan
+from dpfreq.windows.params import (
+    TimeAxis,
+    WindowBuild,
+    WindowParams,
+    check_window_params,
+    parse_period,
+)
+from dpfreq.windows.plan import Plan, make_plan
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
@@ -49,6 +57,66 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
     return summaries, red.n_out_of_range, eng.name
 
 
+@dataclass(frozen=True)
+class _Log:
+    """The checked summaries of the event log, the events dropped and the engine."""
+
+    summaries: WindowSummaries
+    n_dropped: int
+    source_kind: str
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """The log's summaries with the release's secret noise key and its build parameters."""
+
+    summaries: WindowSummaries
+    key: bytes
+    build: WindowBuild
+
+
+@dataclass(frozen=True)
+class _WindowSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one ungrouped window release."""
+
+    par: WindowParams
+    source: Any
+    item: Any
+    time: Any
+    engine: Any
+    out_of_range: str
+
+    def plan(self) -> Plan:
+        par = self.par
+        return make_plan(par.windows, par.k_values, par.axis.horizon, par.unit, par.epsilon,
+                         par.delta, par.method, par.singleton)
+
+    def charge(self, plan: Plan) -> Charge:
+        return Charge(self.par.epsilon, self.par.delta, self.par.unit, _FUNC)
+
+    def read(self, plan: Plan) -> Reading[_Log]:
+        par = self.par
+        summaries, n_dropped, kind = _summarize(self.source, self.item, self.time, self.engine,
+                                                par.axis, self.out_of_range, par.windows,
+                                                par.k_values)
+        if par.singleton and not summaries.singleton:
+            raise DataError(message("singleton", _FUNC, "True only for logs with at most one "
+                                    "event per period", "a log with several events in one "
+                                    "period"))
+        return Reading(_Log(summaries, int(n_dropped), kind), source=kind)
+
+    def draw(self, plan: Plan, data: _Log, rng: ResolvedRNG) -> _Keyed:
+        """The secret key of the node noise (the noise itself is a function of it)."""
+        build = WindowBuild.of(self.par, epsilon=self.par.epsilon, delta=self.par.delta,
+                               seeded=rng.seeded, n_dropped=data.n_dropped,
+                               source_kind=data.source_kind)
+        return _Keyed(data.summaries, rng.generator.bytes(32), build)
+
+    def build(self, plan: Plan, noisy: _Keyed) -> WindowCountsRelease:
+        state = attach_state(noisy.summaries, key=noisy.key, build=noisy.build, plan=plan)
+        return WindowCountsRelease.from_state(state)
+
+
 @public_errors("release_window_counts")
 def release_window_counts(
     source: Any,
@@ -72,7 +140,7 @@ def release_window_counts(
     confidence: float = 0.95,
     engine: str | Engine | Any = None,
     rng: RNGLike = None,
-    accountant: Accountant | None = None,
+    accountant: BudgetAccountant | None = None,
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
@@ -228,24 +296,6 @@ def release_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
             rng=rng, accountant=acct, func=_FUNC)
-    eps, dlt, unit, axis, fams, ks = (par.epsilon, par.delta, par.unit, par.axis, par.windows,
-                                      par.k_values)
-    plan = make_plan(fams, ks, axis.horizon, unit, eps, dlt, par.method, singleton)
-    if acct is not None:
-        acct.check(eps, dlt, unit=unit)
-    summaries, n_dropped, kind = _summarize(source, item, time, engine, axis, out_of_range,
-                                            fams, ks)
-    if singleton and not summaries.singleton:
-        raise DataError(message("singleton", _FUNC, "True only for logs with at most one event "
-                                "per period", "a log with several events in one period"))
-    if acct is not None:
-        acct.spend(eps, dlt, label=_FUNC, unit=unit, source=kind)
-    res = resolve_rng(rng, _FUNC)
-    key = res.generator.bytes(32)
-    build = {"epsilon": eps, "delta": dlt, "k_values": list(ks), "unit": unit,
-             "windows": list(fams), "method": par.method, "singleton": singleton,
-             "horizon": axis.horizon, "axis": axis.public(), "seeded": res.seeded,
-             "n_dropped": int(n_dropped), "source_kind": kind,
-             "confidence": par.confidence}
-    state = attach_state(summaries, key=key, build_args=build, plan=plan)
-    return WindowCountsRelease.from_state(state)
+    steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
+                         out_of_range=out_of_range)
+    return run_release(steps, accountant=acct, rng=rng, func=_FUNC)

@@ -10,13 +10,13 @@ with its own secret sub-key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from dpfreq._validate import message
-from dpfreq.budget import check_accountant
+from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
@@ -26,6 +26,7 @@ from dpfreq.grouped.selection import (
     plan_selection,
     select_groups,
 )
+from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.rng import derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error
 from dpfreq.windows.grouped_result import (
@@ -34,7 +35,7 @@ from dpfreq.windows.grouped_result import (
     calibrated_plan,
     group_states,
 )
-from dpfreq.windows.params import WindowParams
+from dpfreq.windows.params import WindowBuild, WindowParams
 from dpfreq.windows.plan import RELATIONS
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
@@ -199,7 +200,8 @@ def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tupl
 def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
-                                  accountant: Any, func: str) -> GroupedWindowRelease:
+                                  accountant: BudgetAccountant | None,
+                                  func: str) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
     Privacy
@@ -232,14 +234,10 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     eps_g, delta_g = group_budget(par, m, selection)
     resolved = resolve_rng(rng, func)
     master = resolved.generator.bytes(32)
-    build = {"epsilon": eps_g, "delta": delta_g, "k_values": list(par.k_values),
-             "unit": par.unit, "windows": list(par.windows), "method": par.method,
-             "singleton": par.singleton, "horizon": par.axis.horizon, "axis": par.axis.public(),
-             "seeded": resolved.seeded, "n_dropped": 0, "source_kind": "",
-             "confidence": par.confidence}
+    build = WindowBuild.of(par, epsilon=eps_g, delta=delta_g, seeded=resolved.seeded)
     calibrated_plan(build)  # calibrates (or refuses) before any data is read
-    if acct is not None:
-        acct.check(par.epsilon, par.delta, unit=par.unit)
+    gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
+    gate.check()
     src, item, time = _grouped_source(source, item, time, group, par.axis, func)
     eng = get_engine(engine, src)
     hash_key = derive_key(master, "group-bounding")
@@ -248,9 +246,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     assert names is not None
     summaries, n_dropped = _summaries(eng, src, item, time, group, names, m, hash_key, par,
                                       out_of_range, func)
-    if acct is not None:
-        acct.spend(par.epsilon, par.delta, label=func, unit=par.unit, source=eng.name)
-    build["source_kind"] = eng.name
+    gate.spend(eng.name)
+    build = replace(build, source_kind=eng.name)
     keys = [derive_key(master, "windows-group", name) for name in names]
     return assemble(group_states(summaries, keys, build), names,
                     _grouped_fields(par, group, names, m, eng.name, selection),

@@ -23,9 +23,9 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
-from dpfreq.windows.answers import WindowState, attach_state
+from dpfreq.windows.answers import WindowState, attach_state, build_plan
+from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import checked_load
-from dpfreq.windows.plan import make_plan
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowSummaries
 
@@ -37,11 +37,9 @@ _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_ite
                  "params"}
 
 
-def calibrated_plan(build: Mapping[str, Any]) -> Any:
+def calibrated_plan(build: WindowBuild) -> Any:
     """The one plan of every group (public parameters only)."""
-    return make_plan(tuple(build["windows"]), tuple(build["k_values"]), int(build["horizon"]),
-                     build["unit"], build["epsilon"], build["delta"], build["method"],
-                     build["singleton"])
+    return build_plan(build)
 
 
 def _plan_copy(plan: Any) -> Any:
@@ -59,7 +57,7 @@ def _plan_copy(plan: Any) -> Any:
 
 
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-                 build: dict[str, Any]) -> list[WindowState]:
+                 build: WindowBuild) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
     attached (the structures hold their group's noise once attached).
 
@@ -73,7 +71,7 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     first group's key is saved first).
     """
     plan = calibrated_plan(build)
-    states = [attach_state(s, key=key, build_args=build, plan=_plan_copy(plan))
+    states = [attach_state(s, key=key, build=build, plan=_plan_copy(plan))
               for s, key in zip(summaries, keys, strict=True)]
     for st in states[1:]:
         for name, s in st.structures.items():
@@ -92,9 +90,9 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
     from a stream independent of every group's node noise, so the first group's calibration
     holds for each group's noise alike: it is computed once, on the first group's state.
     """
-    b = states[0].build_args
-    ks = [int(k) for k in b["k_values"]]
-    curves = [w for w in b["windows"] if w != "all"]
+    b = states[0].build
+    ks = list(b.k_values)
+    curves = [w for w in b.windows if w != "all"]
     n_curves = max(1, len(curves) * len(ks))
     level = 1.0 - (1.0 - conf) / (len(states) * n_curves)
     worst = 0.0
@@ -125,17 +123,17 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
-             n_dropped: int = 0, build: Mapping[str, Any] | None = None
+             n_dropped: int = 0, build: WindowBuild | None = None
              ) -> GroupedWindowRelease:
     """The grouped release of per-group states (``grouped``: the fields of the whole call;
     ``build``: the per-group build arguments, needed when no group was selected)."""
-    b = states[0].build_args if states else build
+    b = states[0].build if states else build
     assert b is not None
     extra = {"group_column": grouped["group_column"],
              "max_groups_per_item": grouped["max_groups_per_item"],
-             "epsilon_per_group": b["epsilon"], "delta_per_group": b["delta"]}
+             "epsilon_per_group": b.epsilon, "delta_per_group": b.delta}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
-    conf = float(b["confidence"])
+    conf = b.confidence
     sim = _simultaneous(states, conf) if states else ErrorStatement(
         kind="bound", confidence=conf, value=0.0, description=(
             "No group was released (none passed the private partition selection), so there "
@@ -143,7 +141,7 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
     return GroupedWindowRelease(
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
-        mechanism_params=dict(grouped["params"]), simultaneous=sim, seeded=bool(b["seeded"]),
+        mechanism_params=dict(grouped["params"]), simultaneous=sim, seeded=b.seeded,
         group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
 
 
@@ -225,7 +223,7 @@ class GroupedWindowRelease(GroupedRelease):
         arrays = {name: np.concatenate([st.summaries.to_arrays()[name] for st in states])
                   for name in ("summary_slots", "summary_keys", "summary_weights")}
         arrays["group_offsets"] = offsets
-        meta = {"grouped": dict(self._grouped), "build": states[0].build_args,
+        meta = {"grouped": dict(self._grouped), "build": states[0].build.to_dict(),
                 "keys": [st.key.hex() for st in states],
                 "summaries": states[0].summaries.meta()}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
@@ -288,7 +286,7 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
     return dict(g), keys, offsets
 
 
-def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
+def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild) -> None:
     """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item; with
     a selection, ((ε − ε_selection)/m, 0))."""
     m = grouped["max_groups_per_item"] or 1
@@ -297,10 +295,11 @@ def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, An
     whole = {"epsilon": grouped["epsilon"], "delta": grouped["delta"]}
     if sel is not None and isinstance(sel_eps, float) and isinstance(whole["epsilon"], float):
         whole = {"epsilon": whole["epsilon"] - sel_eps, "delta": 0.0}
-    ok = (grouped["unit"] == build["unit"] in ("item", "event")
-          and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
+    ok = (grouped["unit"] == build.unit in ("item", "event")
+          and (grouped["max_groups_per_item"] is None) == (build.unit == "event")
           and (sel is None or isinstance(sel_eps, float))
-          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m, build[x],
+          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m,
+                                                               getattr(build, x),
                                                                rel_tol=1e-12, abs_tol=0.0)
                   for x in ("epsilon", "delta")))
     if not ok:

@@ -43,6 +43,7 @@ from dpfreq.errors import ParameterError
 __all__ = [
     "MAX_HORIZON",
     "TimeAxis",
+    "WindowBuild",
     "WindowParams",
     "check_memory",
     "check_method",
@@ -308,3 +309,58 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     check_memory(axis.horizon, fams, len(ks))
     return WindowParams(epsilon=eps, delta=dlt, unit=u, confidence=conf, singleton=singleton,
                         k_values=ks, method=strat, axis=axis, windows=fams)
+
+
+@dataclass(frozen=True)
+class WindowBuild:
+    """What one window release is built from, and saved with: the public parameters of its
+    plan (ε and δ of this release — per group in a grouped call), the public time axis, and
+    the curator-side facts (seeded, events dropped, the engine) that are never published.
+
+    :meth:`to_dict` is the saved form (a release file's ``build`` field); a saved form is read
+    back, after :mod:`dpfreq.windows.persist` has checked every field, by :meth:`from_dict`.
+    """
+
+    epsilon: float
+    delta: float
+    k_values: tuple[int, ...]
+    unit: str
+    windows: tuple[Any, ...]
+    method: Any
+    singleton: bool
+    horizon: int
+    axis: Mapping[str, Any]
+    seeded: bool
+    n_dropped: int
+    source_kind: str
+    confidence: float
+
+    @classmethod
+    def of(cls, par: WindowParams, *, epsilon: float, delta: float, seeded: bool,
+           n_dropped: int = 0, source_kind: str = "") -> WindowBuild:
+        """The build of a release of ``par`` at ``(epsilon, delta)`` (the whole budget, or a
+        group's share of it)."""
+        return cls(epsilon=epsilon, delta=delta, k_values=par.k_values, unit=par.unit,
+                   windows=par.windows, method=par.method, singleton=par.singleton,
+                   horizon=par.axis.horizon, axis=par.axis.public(), seeded=seeded,
+                   n_dropped=int(n_dropped), source_kind=source_kind,
+                   confidence=par.confidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The saved form (JSON-ready; the keys every release file has held)."""
+        return {"epsilon": self.epsilon, "delta": self.delta, "k_values": list(self.k_values),
+                "unit": self.unit, "windows": list(self.windows), "method": self.method,
+                "singleton": self.singleton, "horizon": self.horizon, "axis": dict(self.axis),
+                "seeded": self.seeded, "n_dropped": self.n_dropped,
+                "source_kind": self.source_kind, "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, b: Mapping[str, Any]) -> WindowBuild:
+        """The build of a saved form whose fields have been checked."""
+        return cls(epsilon=float(b["epsilon"]), delta=float(b["delta"]),
+                   k_values=tuple(int(k) for k in b["k_values"]), unit=str(b["unit"]),
+                   windows=tuple(b["windows"]), method=b["method"],
+                   singleton=bool(b["singleton"]), horizon=int(b["horizon"]),
+                   axis=dict(b["axis"]), seeded=bool(b["seeded"]),
+                   n_dropped=int(b["n_dropped"]), source_kind=str(b["source_kind"]),
+                   confidence=float(b["confidence"]))

@@ -8,6 +8,7 @@ is one :class:`~dpfreq.errors.DataError` naming the file.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zoneinfo
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from dpfreq._validate import check_confidence, check_delta, check_epsilon, check
 from dpfreq.errors import DataError, DPFreqError
 from dpfreq.windows.params import (
     MAX_HORIZON,
+    WindowBuild,
     check_method,
     parse_k,
     parse_windows,
@@ -31,8 +33,7 @@ __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 ARTIFACT_KIND = "window-release"
 ARTIFACT_VERSION = 1
 
-_BUILD_KEYS = {"epsilon", "delta", "k_values", "unit", "windows", "method", "singleton",
-               "horizon", "axis", "seeded", "n_dropped", "source_kind", "confidence"}
+_BUILD_KEYS = {f.name for f in dataclasses.fields(WindowBuild)}
 
 
 class _Invalid(Exception):
@@ -120,8 +121,8 @@ def _check_summaries(meta: Any, arrays: Mapping[str, np.ndarray],
 
 
 def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-                 ) -> tuple[WindowSummaries, bytes, dict[str, Any]]:
-    """``(summaries, key, build arguments)`` of a saved release, every field checked.
+                 ) -> tuple[WindowSummaries, bytes, WindowBuild]:
+    """``(summaries, key, build parameters)`` of a saved release, every field checked.
 
     Raises
     ------
@@ -149,4 +150,4 @@ def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.nd
         reason = str(exc).rstrip(".") or type(exc).__name__
         raise DataError(f"{label} is not a valid dpfreq window release file: {reason}.") \
             from None
-    return summaries, key, build
+    return summaries, key, WindowBuild.from_dict(build)

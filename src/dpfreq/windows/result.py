@@ -22,12 +22,45 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
+from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import RELATIONS, family_label
+from dpfreq.windows.plan import RELATIONS, Plan, family_label
 
 __all__ = ["WindowCountsRelease"]
 
 _MECHANISM = "ghazi-kumar-manurangsi-nelson-windows"
+
+
+@dataclass(frozen=True)
+class WindowMechanism:
+    """What a window release states about its mechanism: its plan (the structure of every
+    (family, k) and the accounting) and its build parameters. Written to the release's
+    ``mechanism_params`` by :meth:`to_dict`."""
+
+    plan: Plan
+    build: WindowBuild
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public ``mechanism_params`` (the JSON and the docs read these keys)."""
+        plan, b = self.plan, self.build
+        params: dict[str, Any] = {
+            "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
+            "delta_per_structure": plan.delta_per_structure,
+            "n_structures": len(b.windows) * len(b.k_values),
+            "budget_split": "equal split of the budget over every (window family, k) "
+                            "structure",
+            "accounting": plan.accounting,
+            "relation": RELATIONS[b.unit],
+            "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
+                     "deterministic function of a secret key and the node id (lazy noise, "
+                     "never redrawn)",
+            "singleton_declared": b.singleton, "source": b.source_kind,
+        }
+        if b.axis.get("kind") == "timestamp":  # periods are wall-clock times in this zone
+            params["timezone"] = b.axis["timezone"]
+            if "time_unit" in b.axis:
+                params["time_unit"] = b.axis["time_unit"]
+        return params
 
 
 def _curve_families(windows: tuple[Any, ...]) -> list[tuple[Any, str]]:
@@ -96,10 +129,10 @@ class WindowCountsRelease(Release):
     @classmethod
     def from_state(cls, state: WindowState) -> WindowCountsRelease:
         """The complete release of a state: every curve and interval computed first."""
-        b = state.build_args
-        conf = float(b["confidence"])
-        ks = tuple(int(k) for k in b["k_values"])
-        fams = tuple(b["windows"])
+        b = state.build
+        conf = b.confidence
+        ks = b.k_values
+        fams = b.windows
         value: dict[str, dict[int, Any]] = {}
         parts: dict[str, dict[str, dict[int, Any]]] = {
             n: {} for n in ("half", "lower", "upper", "band_lower", "band_upper")}
@@ -128,31 +161,16 @@ class WindowCountsRelease(Release):
             kind="interval", confidence=conf, value=parts["half"], lower=parts["lower"],
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
             description=_error_description(conf))
-        plan = state.plan
-        params: dict[str, Any] = {
-            "methods": plan.record, "epsilon_per_structure": str(plan.epsilon_per_structure),
-            "delta_per_structure": plan.delta_per_structure, "n_structures": len(fams) * len(ks),
-            "budget_split": "equal split of the budget over every (window family, k) structure",
-            "accounting": plan.accounting,
-            "relation": RELATIONS[b["unit"]],
-            "noise": "exact discrete Laplace (or discrete Gaussian under zCDP) per tree node, a "
-                     "deterministic function of a secret key and the node id (lazy noise, "
-                     "never redrawn)",
-            "singleton_declared": b["singleton"], "source": b["source_kind"],
-        }
-        if b["axis"].get("kind") == "timestamp":  # periods are wall-clock times in this zone
-            params["timezone"] = b["axis"]["timezone"]
-            if "time_unit" in b["axis"]:
-                params["time_unit"] = b["axis"]["time_unit"]
-        return cls(value=value, epsilon=float(b["epsilon"]), delta=float(b["delta"]),
-                   unit=b["unit"], mechanism=_MECHANISM, mechanism_params=params,
-                   seeded=bool(b["seeded"]), error=error, horizon=state.horizon, k_values=ks,
-                   windows=fams, time_axis=dict(b["axis"]), _state=state)
+        params = WindowMechanism(state.plan, b).to_dict()
+        return cls(value=value, epsilon=b.epsilon, delta=b.delta, unit=b.unit,
+                   mechanism=_MECHANISM, mechanism_params=params, seeded=b.seeded, error=error,
+                   horizon=state.horizon, k_values=ks, windows=fams, time_axis=dict(b.axis),
+                   _state=state)
 
     @property
     def n_dropped(self) -> int:
         """Events dropped as out of range (curator-side fact, not differentially private)."""
-        return int(self._state.build_args["n_dropped"])
+        return int(self._state.build.n_dropped)
 
     @property
     def observed_singleton(self) -> bool:
@@ -351,7 +369,8 @@ class WindowCountsRelease(Release):
         the raw data, never publish it.
         """
         st = self._state
-        meta = {"build": st.build_args, "key": st.key.hex(), "summaries": st.summaries.meta()}
+        meta = {"build": st.build.to_dict(), "key": st.key.hex(),
+                "summaries": st.summaries.meta()}
         return write_artifact(path, kind=ARTIFACT_KIND, version=ARTIFACT_VERSION, meta=meta,
                               arrays=st.summaries.to_arrays())
 
@@ -368,7 +387,7 @@ class WindowCountsRelease(Release):
         """
         _, meta, arrays = read_artifact(path, kind=ARTIFACT_KIND, versions=(ARTIFACT_VERSION,))
         summaries, key, build = checked_load(str(path), meta, arrays)
-        return cls.from_state(build_state(summaries, key=key, build_args=build))
+        return cls.from_state(build_state(summaries, key=key, build=build))
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:

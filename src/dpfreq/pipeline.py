@@ -1,0 +1,161 @@
+"""One release pipeline: the order in which every central release does its work.
+
+A central release (a profile, an anonymized histogram, window counts, and their grouped
+variants) runs the same steps, each given by the system as a :class:`ReleaseSteps`:
+
+1. **validate** — the caller checks every argument into a frozen parameter object and builds
+   the steps from it (nothing here sees a raw argument);
+2. **plan** — :meth:`ReleaseSteps.plan`: every check on public parameters (memory, noise
+   calibration); it reads nothing and draws nothing;
+3. **check the budget** — :meth:`ReleaseSteps.charge` names the (ε, δ) and unit;
+   the accountant refuses an unaffordable call before the source is read;
+4. **read** — :meth:`ReleaseSteps.read` reads the source and makes every check on the data;
+5. **spend** — the accountant is charged once, after every check has passed;
+6. **draw** — :meth:`ReleaseSteps.draw`, the only step that uses the random source;
+7. **build** — :meth:`ReleaseSteps.build` turns the noisy values into the result object.
+
+:func:`run_release` runs them in that order; :class:`BudgetGate` is the budget part on its
+own, for a release that reads its source in several steps (the grouped releases), and refuses a
+spend that was not checked first or is made twice. A step after the spend must not refuse
+anything: every check that can fail belongs to ``plan`` or ``read``, so a spent budget always
+buys a release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from dpfreq.budget import BudgetAccountant, check_accountant
+from dpfreq.rng import ResolvedRNG, RNGLike, resolve_rng
+
+__all__ = ["BudgetGate", "Charge", "Reading", "ReleaseSteps", "run_release"]
+
+PlanT = TypeVar("PlanT")
+DataT = TypeVar("DataT")
+NoisyT = TypeVar("NoisyT")
+ResultT_co = TypeVar("ResultT_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What a release costs: ``(epsilon, delta)`` at ``unit``, recorded under ``label`` (the
+    release function's name)."""
+
+    epsilon: float
+    delta: float
+    unit: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Reading(Generic[DataT]):
+    """The checked data of a release and, when the release records it with the spend, the
+    name of the engine that read it (``None``: the accountant's own default)."""
+
+    data: DataT
+    source: str | None = None
+
+
+class ReleaseSteps(Protocol[PlanT, DataT, NoisyT, ResultT_co]):
+    """The steps of one release, run in order by :func:`run_release`."""
+
+    def plan(self) -> PlanT:
+        """Every check and calibration on public parameters; reads and draws nothing."""
+        ...
+
+    def charge(self, plan: PlanT) -> Charge:
+        """The (ε, δ) and unit the release spends."""
+        ...
+
+    def read(self, plan: PlanT) -> Reading[DataT]:
+        """Read the source and check the data (the last step allowed to refuse)."""
+        ...
+
+    def draw(self, plan: PlanT, data: DataT, rng: ResolvedRNG) -> NoisyT:
+        """Draw the noise (the only step that uses ``rng``)."""
+        ...
+
+    def build(self, plan: PlanT, noisy: NoisyT) -> ResultT_co:
+        """The result object of the noisy values (post-processing only)."""
+        ...
+
+
+class BudgetGate:
+    """The budget steps of one release: :meth:`check` before the source is read, :meth:`spend`
+    once after every check has passed.
+
+    Parameters
+    ----------
+    accountant : BudgetAccountant or None
+        The checked ``accountant=`` argument (``None``: nothing is checked or recorded).
+    charge : Charge
+        What the release costs.
+
+    Examples
+    --------
+    >>> from dpfreq.budget import Accountant, PrivacyBudget
+    >>> acct = Accountant(PrivacyBudget(1.0))
+    >>> gate = BudgetGate(acct, Charge(0.5, 0.0, "item", "release_profile"))
+    >>> gate.check()
+    >>> gate.spend()
+    >>> acct.spent
+    (0.5, 0.0)
+    """
+
+    def __init__(self, accountant: BudgetAccountant | None, charge: Charge) -> None:
+        self.accountant = accountant
+        self.charge = charge
+        self._state = "new"
+
+    def check(self) -> None:
+        """Refuse (BudgetExceededError) a call the accountant cannot afford; spends nothing."""
+        if self._state != "new":
+            raise RuntimeError(f"the budget of {self.charge.label} was already checked")
+        c = self.charge
+        if self.accountant is not None:
+            self.accountant.check(c.epsilon, c.delta, unit=c.unit)
+        self._state = "checked"
+
+    def spend(self, source: str | None = None) -> None:
+        """Charge the accountant once (``source``: the engine, when the release records it)."""
+        if self._state != "checked":
+            raise RuntimeError(f"the budget of {self.charge.label} must be checked once before "
+                               "it is spent once")
+        c = self.charge
+        if self.accountant is not None:
+            self.accountant.spend(c.epsilon, c.delta, label=c.label, unit=c.unit,
+                                  source=source)
+        self._state = "spent"
+
+
+def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
+                accountant: BudgetAccountant | None,
+                rng: RNGLike, func: str) -> ResultT_co:
+    """Run a release's steps in the pipeline's order (see the module docstring).
+
+    ``accountant`` and ``rng`` are checked first (a ParameterError names ``func``); nothing is
+    spent before :meth:`ReleaseSteps.read` has returned, and nothing is drawn before the spend.
+
+    Examples
+    --------
+    >>> from dpfreq.budget import Accountant, PrivacyBudget
+    >>> class Count:
+    ...     def plan(self): return None
+    ...     def charge(self, plan): return Charge(1.0, 0.0, "event", "count")
+    ...     def read(self, plan): return Reading(3)
+    ...     def draw(self, plan, data, rng): return data + int(rng.generator.integers(0, 1))
+    ...     def build(self, plan, noisy): return {"count": noisy}
+    >>> acct = Accountant(PrivacyBudget(1.0))
+    >>> run_release(Count(), accountant=acct, rng=0, func="count"), acct.spent
+    ({'count': 3}, (1.0, 0.0))
+    """
+    acct = check_accountant(accountant, func)
+    resolved = resolve_rng(rng, func)
+    plan = steps.plan()
+    gate = BudgetGate(acct, steps.charge(plan))
+    gate.check()
+    reading = steps.read(plan)
+    gate.spend(reading.source)
+    noisy = steps.draw(plan, reading.data, resolved)
+    return steps.build(plan, noisy)
