@@ -138,8 +138,9 @@ def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: in
         "groups": "public list (rows of other groups dropped; the range check applies to the "
                   "rows of listed groups)",
         "split": split,
-        "noise": "per group: the structures of one plan (public parameters), each group's node "
-                 "noise under its own secret sub-key",
+        "noise": "per group: the structures of one plan (public parameters); every group's "
+                 "node noise from one keyed source per tree, drawn for all groups in one "
+                 "vectorised call (group g's node v at counter v·G + g)",
         "simultaneous": "Bonferroni over groups and released curves"}
     if selection is not None:
         what = "items (after each item kept at most m groups)" if m is not None else "rows"
@@ -252,8 +253,9 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
         acct.spend(par.epsilon, par.delta, label=func, unit=par.unit, source=eng.name)
     build["source_kind"] = eng.name
     keys = [derive_key(master, "windows-group", name) for name in names]
-    return assemble(group_states(summaries, keys, build), names,
-                    _grouped_fields(par, group, names, m, eng.name, selection),
+    noise_key = derive_key(master, "windows-groups-noise", *names)
+    return assemble(group_states(summaries, keys, build, noise_key), names,
+                    _grouped_fields(par, group, names, m, eng.name, selection), noise_key,
                     n_dropped=n_dropped, build=build)
 
 
