@@ -3,8 +3,9 @@
 Every group's release is an ordinary window release built from that group's exact summaries
 on a copy of one plan calibrated from public parameters, its node noise drawn for all groups
 at once from one keyed source per tree (:mod:`dpfreq.windows.grouped_noise`); so it answers
-any window (``rel["c7"].window(...)``) as post-processing. :meth:`GroupedWindowRelease.save` writes every group's private state to one
-checksummed artefact; :meth:`GroupedWindowRelease.load` rebuilds identical releases.
+any window (``rel["c7"].window(...)``) as post-processing. :meth:`GroupedWindowRelease.save`
+writes every group's private state to one checksummed artefact;
+:meth:`GroupedWindowRelease.load` rebuilds identical releases.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from dpfreq.errors import DataError
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.answers import WindowState, attach_state
+from dpfreq.windows.grouped_budget import group_epsilon
 from dpfreq.windows.grouped_noise import GroupNoise
 from dpfreq.windows.persist import checked_load
-from dpfreq.windows.plan import make_plan
+from dpfreq.windows.plan import make_plan, zcdp_rho
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowSummaries
 
@@ -38,11 +40,12 @@ _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_ite
                  "params"}
 
 
-def calibrated_plan(build: Mapping[str, Any]) -> Any:
-    """The one plan of every group (public parameters only)."""
+def calibrated_plan(build: Mapping[str, Any], rho: float | None = None) -> Any:
+    """The one plan of every group (public parameters only; ``rho``: each group's zCDP share
+    when the groups compose in zCDP, :mod:`dpfreq.windows.grouped_budget`)."""
     return make_plan(tuple(build["windows"]), tuple(build["k_values"]), int(build["horizon"]),
                      build["unit"], build["epsilon"], build["delta"], build["method"],
-                     build["singleton"])
+                     build["singleton"], rho=rho)
 
 
 def _plan_copy(plan: Any, node_noise: Any) -> Any:
@@ -64,7 +67,8 @@ def _plan_copy(plan: Any, node_noise: Any) -> Any:
 
 
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-                 build: dict[str, Any], noise_key: bytes) -> list[WindowState]:
+                 build: dict[str, Any], noise_key: bytes,
+                 rho: float | None = None) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
     attached (the structures hold their group's noise once attached).
 
@@ -81,7 +85,7 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     group's real noise and each group's band holds as if calibrated under its own key. It is
     reproduced on load (the first group's key is saved first).
     """
-    plan = calibrated_plan(build)
+    plan = calibrated_plan(build, rho)
     shared = GroupNoise(noise_key, max(1, len(keys)))
     states = [attach_state(s, key=key, build_args=build,
                            plan=_plan_copy(plan, shared.for_group(g)))
@@ -268,8 +272,8 @@ class GroupedWindowRelease(GroupedRelease):
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None
-        _check_budget(label, grouped, build)
-        return assemble(group_states(summaries, key_bytes, build, noise_key),
+        rho = _check_budget(label, grouped, build)
+        return assemble(group_states(summaries, key_bytes, build, noise_key, rho),
                         tuple(grouped["groups"]), grouped, noise_key)
 
 
@@ -309,21 +313,38 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
     return dict(g), keys, offsets, noise_key
 
 
-def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]) -> None:
-    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item; with
-    a selection, ((ε − ε_selection)/m, 0))."""
+def _check_budget(label: str, grouped: Mapping[str, Any], build: Mapping[str, Any]
+                  ) -> float | None:
+    """The whole call's unit and budget agree with every group's; returns each group's ρ under
+    zCDP accounting (:func:`~dpfreq.windows.grouped_budget.choose_budget`: pure, each group
+    at ``(ε_r/m, δ_r/m)``; zCDP, ``m·ρ <= zcdp_rho(ε_r, δ_r)`` and each group at
+    ``(ρ + 2√(ρ ln(1/δ_r)), δ_r)``; ``(ε_r, δ_r)`` is the call's budget less the selection's)."""
+    def bad() -> DataError:
+        return DataError(f"{label} is not a valid dpfreq grouped window release file: its "
+                         "budget or unit does not match its groups'.")
+
     m = grouped["max_groups_per_item"] or 1
-    sel = grouped["params"].get("selection") if isinstance(grouped["params"], Mapping) else None
-    sel_eps = sel.get("epsilon") if isinstance(sel, Mapping) else 0.0
-    whole = {"epsilon": grouped["epsilon"], "delta": grouped["delta"]}
-    if sel is not None and isinstance(sel_eps, float) and isinstance(whole["epsilon"], float):
-        whole = {"epsilon": whole["epsilon"] - sel_eps, "delta": 0.0}
-    ok = (grouped["unit"] == build["unit"] in ("item", "event")
-          and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
-          and (sel is None or isinstance(sel_eps, float))
-          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m, build[x],
-                                                               rel_tol=1e-12, abs_tol=0.0)
-                  for x in ("epsilon", "delta")))
-    if not ok:
-        raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "
-                        "budget or unit does not match its groups'.")
+    params = grouped["params"] if isinstance(grouped["params"], Mapping) else {}
+    sel = params.get("selection")
+    rho = params.get("rho_per_group")
+    if not (grouped["unit"] == build["unit"] in ("item", "event")
+            and (grouped["max_groups_per_item"] is None) == (build["unit"] == "event")
+            and isinstance(grouped["epsilon"], float) and isinstance(grouped["delta"], float)
+            and (sel is None or (isinstance(sel, Mapping)
+                                 and isinstance(sel.get("epsilon"), float)
+                                 and isinstance(sel.get("delta"), float)))
+            and (rho is None or (isinstance(rho, float) and math.isfinite(rho) and rho > 0))):
+        raise bad()
+    eps_r = grouped["epsilon"] - (sel["epsilon"] if sel is not None else 0.0)
+    delta_r = grouped["delta"] - (sel["delta"] if sel is not None else 0.0)
+    if rho is None:
+        want = {"epsilon": eps_r / m, "delta": delta_r / m}
+    elif delta_r > 0 and m * rho <= zcdp_rho(eps_r, delta_r) * (1 + 1e-12):
+        want = {"epsilon": group_epsilon(rho, delta_r), "delta": delta_r}
+    else:
+        raise bad()
+    if not all(isinstance(build[x], float) and math.isclose(want[x], build[x], rel_tol=1e-12,
+                                                            abs_tol=0.0)
+               for x in ("epsilon", "delta")):
+        raise bad()
+    return rho
