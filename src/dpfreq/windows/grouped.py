@@ -210,9 +210,12 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     neighbour changes the bounded log of at most ``m`` groups, each by that item's rows alone:
     in each such group it is an item-level neighbour. Every group's release is the window
     release at ``(ε/m, δ/m)``, so by basic composition over those ``m`` groups (parallel
-    composition over the others) the whole call is (ε, δ)-DP. ``unit="event"``: neighbours add
-    or remove one row, which lies in one group; every group's release is at (ε, δ) and the call
-    is (ε, δ)-DP by parallel composition. Group names come from the public list only.
+    composition over the others) the whole call is (ε, δ)-DP. Where it predicts less error
+    (δ > 0, ``m >= 2``; :mod:`dpfreq.windows.grouped_budget`) every group's release is instead
+    ``ρ/m``-zCDP with ``ρ + 2√(ρ ln(1/δ)) <= ε``: the at most ``m`` touched groups compose to
+    ρ-zCDP, which is (ε, δ)-DP. ``unit="event"``: neighbours add or remove one row, which lies
+    in one group; every group's release is at (ε, δ) and the call is (ε, δ)-DP by parallel
+    composition. Group names come from the public list only.
 
     Without a public list (``groups=None``, ``δ > 0``): the data's groups are chosen by
     :func:`~dpfreq.grouped.selection.select_groups` with ``ε_s = ε/2`` and all of δ on each
@@ -221,6 +224,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     (rows of other groups dropped, each item bounded to ``m`` of its groups in ``S``, a group
     of ``S`` without rows released empty) is ``(ε − ε_s)``-DP by the argument above at
     ``((ε − ε_s)/m, 0)`` per group; by adaptive sequential composition the call is (ε, δ)-DP.
+    Under zCDP accounting (when it predicts less error) the selection uses ``δ/2`` and the
+    release is ``(ε − ε_s, δ/2)``-DP through ``ρ/m``-zCDP per group, as above.
     Both steps bound the items with the same secret key: the argument holds for every fixed
     key (each step's bounding is then a function of each item's own rows, and the two noises
     are independent), hence for the key drawn at random. Group names come from the selection,
