@@ -12,8 +12,9 @@ of (noise key, ``G``, ``g``, name, ``v``): the same after :meth:`GroupedWindowRe
 and for windows asked later (lazy trees draw on demand at the same counters).
 
 An eager tree asks its nodes ``0 .. n − 1`` at once (:meth:`Structure.noise_source` with
-``keyed_eager``); the first group to ask draws the ``n·G`` values of every group in one
-vectorised call (one AES pass) and the others read their column.
+``keyed_eager``); while the groups are being attached the first group to ask draws the ``n·G``
+values of every group in one vectorised call (one AES pass) and the others read their column.
+The values are the same either way.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class GroupNoise:
         self.key, self.n_groups = key, int(n_groups)
         self._sources: dict[tuple[Any, ...], Any] = {}
         self._eager: dict[tuple[Any, ...], IntArray] = {}
+        self._batching = True  # until drop_eager: prefixes are drawn for every group at once
 
     def source(self, structure: Any, name: Any) -> Any:
         """The shared keyed source of the tree ``name`` (the structure's node law)."""
@@ -80,7 +82,7 @@ class GroupNoise:
         arr = np.asarray(ids, dtype=np.int64)
         src = self.source(structure, name)
         g_count = self.n_groups
-        if arr.ndim == 1 and arr.size and int(arr[0]) == 0 \
+        if self._batching and arr.ndim == 1 and arr.size and int(arr[0]) == 0 \
                 and int(arr[-1]) == arr.size - 1 and bool(np.all(np.diff(arr) == 1)):
             ident = (tuple(name), structure.noise_kind, structure.gamma, structure.sigma2)
             block = self._eager.get(ident)
@@ -97,8 +99,10 @@ class GroupNoise:
         return out
 
     def drop_eager(self) -> None:
-        """Forget the eager blocks (each group's structures hold their own values)."""
+        """Forget the eager blocks and stop batching (each group's structures hold their own
+        values; later asks, lazy, go to the keyed source for one group only)."""
         self._eager.clear()
+        self._batching = False
 
     def for_group(self, group: int) -> _GroupView:
         """The ``node_noise`` hook of group ``group``'s structures
