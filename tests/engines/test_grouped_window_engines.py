@@ -75,3 +75,35 @@ def test_spark_matches_memory(spark: Any) -> None:
     for m in (None, 2):
         assert _reduce(eng, df, m, False) == _reduce(get_engine("memory"), df, m, False)
     assert _release(eng, df, "item") == _release("memory", df, "item")
+
+
+def _selected(engine: Any, df: pd.DataFrame, unit: str) -> list[Any]:
+    """A grouped window release whose groups are selected privately (delta=, no list)."""
+    rel = release_window_counts(df, item="u", time="t", horizon=12, epsilon=2.0, delta=1e-6,
+                                unit=unit, k_values=[1], windows=["cumulative", "all"],
+                                group="g", max_groups_per_item=2 if unit == "item" else None,
+                                out_of_range="drop", rng=8, engine=engine)
+    t1, t2 = np.array([1, 3, 5]), np.array([12, 8, 5])
+    return [rel.groups, rel.mechanism_params["split"]] + [
+        (g, rel[g].value["cumulative"][1].tolist(), rel[g].window(t1, t2, 1).estimate.tolist())
+        for g in rel]
+
+
+@pytest.mark.parametrize("unit", ["item", "event"])
+def test_selected_releases_identical_duckdb_memory(unit: str) -> None:
+    """Private partition selection: the same seeded selected groups and values (a lone item's
+    group is in the data; the common groups pass at ε = 2)."""
+    df = pd.concat([_log(), pd.DataFrame({"u": [10**6], "g": ["lone"], "t": [3]})],
+                   ignore_index=True)
+    want = _selected("memory", df, unit)
+    assert set(want[0]) >= {"a", "b", "c"}
+    assert _selected("duckdb", df, unit) == want
+
+
+@pytest.mark.spark
+def test_spark_selected_release_matches_memory_and_duckdb(spark: Any) -> None:
+    df = pd.concat([_log(text_items=True), pd.DataFrame({"u": ["lone-item"], "g": ["lone"],
+                                                         "t": [3]})], ignore_index=True)
+    want = _selected("memory", df, "item")
+    assert _selected("duckdb", df, "item") == want
+    assert _selected(get_engine(spark), df, "item") == want

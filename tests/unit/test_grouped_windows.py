@@ -224,21 +224,29 @@ def test_delta_split_over_groups() -> None:
     ("item", {"max_groups_per_item": 2}, ["all"]),
     ("event", {}, ["cumulative", 3, "all"]),
 ])
-def test_each_group_equals_its_own_release_under_its_key(unit: str, extra: dict,
-                                                        windows: list) -> None:
-    """The groups share one calibrated plan (shallow copies) and one band cache, but every
-    group's noise is its own: each group answers exactly as a release built alone from its
-    summaries and its key (fresh plan, deep state), and no two groups share noise objects."""
-    from dpfreq.windows.answers import build_state
+def test_each_group_equals_its_own_release_at_its_counters(unit: str, extra: dict,
+                                                          windows: list) -> None:
+    """The groups share one calibrated plan (shallow copies), one band cache and one keyed
+    noise source per tree, but every group's noise is its own: each group answers exactly as a
+    release built alone from its summaries, a fresh plan and group g's view of the shared
+    source (nodes v at counters v·G + g), also for windows asked later; no two groups share
+    noise arrays."""
+    from dpfreq.windows.answers import attach_state
+    from dpfreq.windows.grouped_noise import GroupNoise
+    from dpfreq.windows.grouped_result import calibrated_plan
     from dpfreq.windows.result import WindowCountsRelease
 
     rel = release_window_counts(_log(), group="g", groups=["a", "b", "c"], unit=unit, rng=6,
                                 **{**BASE, "windows": windows}, **extra)
     t1, t2 = np.array([1, 2, 5, 3]), np.array([10, 9, 5, 3])
-    for name in rel:
+    for g, name in enumerate(rel):
         st = rel[name]._state
-        alone = WindowCountsRelease.from_state(build_state(st.summaries, key=st.key,
-                                                           build=st.build))
+        plan = calibrated_plan(st.build)
+        view = GroupNoise(rel._noise_key, 3).for_group(g)  # fresh: nothing cached
+        for s in plan.structures.values():
+            s.node_noise = view
+        alone = WindowCountsRelease.from_state(attach_state(
+            st.summaries, key=st.key, build=st.build, plan=plan))
         for fam, per_k in alone.value.items():
             assert np.array_equal(per_k[1], rel[name].value[fam][1])
         if "all" in windows:

@@ -3,7 +3,8 @@
 The same rule as :mod:`dpfreq.engines.grouping_memory` (which states it and why it is
 uniform), computed in one query where the data lives: filter to the listed groups (or keep all
 with ``groups=None``), count rows per (item, group), keep each item's ``m`` pairs of smallest
-``md5`` rank (none dropped with ``max_groups_per_item=None``), count-of-counts per group.
+``md5`` rank (none dropped with ``max_groups_per_item=None``; the rank is computed only for
+items with more than ``m`` groups, :func:`bounded_sql`), count-of-counts per group.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from dpfreq.engines import _common as common
 from dpfreq.engines.grouping_memory import SEP, GroupedPrevalences, check_group_args
 
-__all__ = ["duckdb_grouped_count_of_counts", "pair_rank_sql", "sql_literal"]
+__all__ = ["bounded_sql", "duckdb_grouped_count_of_counts", "pair_rank_sql", "sql_literal"]
 
 
 def sql_literal(text: str) -> str:
@@ -28,6 +29,21 @@ def pair_rank_sql(key_hex: str, item: str, group: str) -> str:
     ``group``): :func:`~dpfreq.engines.grouping_memory.pair_rank`'s 16 hex digits."""
     sep = sql_literal(SEP)
     return f"substr(md5({sql_literal(key_hex)} || {sep} || {item} || {sep} || {group}), 1, 16)"
+
+
+def bounded_sql(rows: str, m: int, key_hex: str, pairs: str, window: str,
+                columns: str) -> str:
+    """The rows of ``rows`` (a SELECT with columns ``k`` and ``g``) whose (item, group) pair is
+    among its item's ``m`` first by (keyed rank, group), computed only where needed: an item
+    with at most ``m`` groups keeps all (no rank is computed for it), the others keep the rows
+    of their ``m`` pairs of smallest :func:`pair_rank_sql` (``window``: ``row_number`` when
+    ``rows`` has one row per pair, ``dense_rank`` when several). ``pairs`` is the SELECT of
+    the distinct (k, g) pairs of ``rows``; ``columns`` the columns returned."""
+    rank = pair_rank_sql(key_hex, "CAST(k AS VARCHAR)", "g")
+    over = f"(SELECT k FROM ({pairs}) GROUP BY k HAVING count(*) > {m})"
+    return (f"SELECT {columns} FROM ({rows}) ANTI JOIN {over} USING (k) UNION ALL "
+            f"SELECT {columns} FROM (SELECT * FROM ({rows}) SEMI JOIN {over} USING (k)) "
+            f"QUALIFY {window}() OVER (PARTITION BY k ORDER BY {rank}, g) <= {m}")
 
 
 def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group: str,
@@ -49,16 +65,17 @@ def duckdb_grouped_count_of_counts(engine: Any, source: Any, *, item: str, group
         pairs = (f"listed(g, gi) AS (VALUES {listed}), "
                  f"pairs AS (SELECT raw.k, listed.g, listed.gi, count(*) AS c FROM raw "
                  f"JOIN listed ON raw.g = listed.g GROUP BY ALL)")
-    bound = "" if m is None else (
-        f"QUALIFY row_number() OVER (PARTITION BY k ORDER BY {pair_rank_sql(key_hex, 'k', 'g')}, "
-        f"g) <= {m}")
+    kept = ("SELECT g, gi, c FROM pairs" if m is None else
+            bounded_sql("SELECT * FROM pairs", m, key_hex, "SELECT k, g FROM pairs",
+                        "row_number", "g, gi, c"))
     value = "c" if n is None else f"least(c, {n})"
+    # items keep their own type (the rank hashes their text, as the memory engine does)
     sql = (
-        f"WITH raw AS (SELECT CAST({k} AS VARCHAR) AS k, CAST({g} AS VARCHAR) AS g "
+        f"WITH raw AS (SELECT {k} AS k, CAST({g} AS VARCHAR) AS g "
         f"FROM dpfreq_src), "
         f"nulls AS (SELECT count(*) FILTER (WHERE k IS NULL) AS nk, "
         f"count(*) FILTER (WHERE g IS NULL) AS ng FROM raw), {pairs}, "
-        f"kept AS (SELECT g, gi, c FROM pairs {bound}) "
+        f"kept AS ({kept}) "
         f"SELECT g, gi, {value} AS v, count(*) AS p, "
         f"(SELECT nk FROM nulls) AS nk, (SELECT ng FROM nulls) AS ng "
         f"FROM kept GROUP BY 1, 2, 3 "

@@ -99,15 +99,25 @@ def pair_rank(key_hex: str, item: str, group: str) -> str:
 def kept_pairs(key_hex: str, items: NDArray[Any], names: tuple[str, ...],
                pi: NDArray[np.int64], pg: NDArray[np.int64], m: int) -> NDArray[np.bool_]:
     """Which distinct (item, group) pairs the bounding keeps: pair ``j`` is item ``items[pi[j]]``
-    (text) in group ``names[pg[j]]``; each item keeps its ``m`` pairs of smallest rank."""
-    # reference oracle: one hash per distinct (item, group) pair (the SQL engines do it in SQL)
-    ranks = np.array([pair_rank(key_hex, items[i], names[g]) for i, g in zip(pi, pg, strict=True)],
+    (text) in group ``names[pg[j]]``; each item keeps its ``m`` pairs of smallest rank. An item
+    with at most ``m`` pairs keeps them all: only the pairs of the others are hashed."""
+    keep = np.ones(pi.size, dtype=np.bool_)
+    if not pi.size:
+        return keep
+    over = np.flatnonzero(np.bincount(pi)[pi] > m)
+    if not over.size:
+        return keep
+    oi, og = pi[over], pg[over]
+    # reference oracle: one hash per distinct (item, group) pair of a bounded item (the SQL
+    # engines do it in SQL)
+    ranks = np.array([pair_rank(key_hex, items[i], names[g]) for i, g in zip(oi, og, strict=True)],
                      dtype="U16")
-    order = np.lexsort((np.asarray(names, dtype=str)[pg] if pi.size else pg, ranks, pi))
-    ps = pi[order]
+    order = np.lexsort((np.asarray(names, dtype=str)[og], ranks, oi))
+    ps = oi[order]
     first = np.searchsorted(ps, ps, side="left")
-    keep = np.empty(pi.size, dtype=np.bool_)
-    keep[order] = (np.arange(ps.size) - first) < m
+    sub = np.empty(oi.size, dtype=np.bool_)
+    sub[order] = (np.arange(ps.size) - first) < m
+    keep[over] = sub
     return keep
 
 

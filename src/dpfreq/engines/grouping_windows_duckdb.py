@@ -5,7 +5,8 @@ group, time, period, listed-group index) are projected once into a temporary tab
 checks the columns and counts the listed-group events outside the range; the (item, group)
 pairs of in-range events of listed groups are ranked by the keyed ``md5`` of
 :mod:`dpfreq.engines.grouping_memory` and each item keeps its ``m`` (a ``dense_rank`` window
-over the events); the kept events are
+over the events of the items with more than ``m`` groups only,
+:func:`~dpfreq.engines.grouping_duckdb.bounded_sql`); the kept events are
 fetched sorted by (group, item, period) in passes over the items split by ``hash(item)`` (as
 :meth:`DuckDBEngine.reduce_items` does) and reduced per group in numpy.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from dpfreq.engines import _common as common
 from dpfreq.engines.base import ItemReducer, TimeBuckets
-from dpfreq.engines.grouping_duckdb import pair_rank_sql, sql_literal
+from dpfreq.engines.grouping_duckdb import bounded_sql, sql_literal
 from dpfreq.engines.grouping_windows import (
     GroupedReduction,
     check_grouped_reduce_args,
@@ -41,9 +42,8 @@ def _kept_sql(table: str, bad: str, m: int | None, key_hex: str, where: str) -> 
     ev = f"SELECT k, g, gi, p FROM {table} WHERE gi IS NOT NULL AND NOT {bad}{where}"
     if m is None:
         return f"SELECT gi, k, p FROM ({ev}) ORDER BY gi, k, p"
-    rank = pair_rank_sql(key_hex, "CAST(k AS VARCHAR)", "g")
-    return (f"SELECT gi, k, p FROM ({ev}) QUALIFY dense_rank() OVER "
-            f"(PARTITION BY k ORDER BY {rank}, g) <= {m} ORDER BY 1, 2, 3")
+    return (bounded_sql(ev, m, key_hex, f"SELECT DISTINCT k, g FROM ({ev})", "dense_rank",
+                        "gi, k, p") + " ORDER BY 1, 2, 3")
 
 
 def duckdb_grouped_reduce_items(engine: Any, source: Any, *, item: str, time: str, group: str,

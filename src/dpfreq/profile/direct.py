@@ -31,6 +31,7 @@ Everything but :func:`noisy_classes` is deterministic and takes no ``rng``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -79,6 +80,7 @@ def _mean_abs(gamma: float) -> float:
     return 2.0 * alpha / (-math.expm1(-2.0 * gamma))
 
 
+@functools.lru_cache(maxsize=256)  # public calibration: grouped releases ask it per group
 def mean_abs_sum(gamma: Fraction, k: int) -> float:
     """``E|Z_1 + … + Z_k|`` for ``k`` i.i.d. ``DLap(e^{−γ})`` (a prediction, not a guarantee).
 

@@ -11,6 +11,7 @@ Two constructions, both deterministic post-processing (no ``rng``, no privacy co
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -134,6 +135,7 @@ def direct_widths(gamma: Fraction, max_count: int, confidence: float, *,
     return half, band
 
 
+@functools.lru_cache(maxsize=256)  # public widths: grouped releases ask them per group
 def direct_width_values(gamma: Fraction, max_count: int, confidence: float, *,
                         derive_zero: bool) -> tuple[int, int, int, int]:
     """``(q, q_band, q0, q0_band)``: the widths of :func:`direct_widths` without the arrays

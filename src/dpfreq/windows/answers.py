@@ -255,11 +255,12 @@ class WindowState:
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 
 
-def build_plan(build: WindowBuild) -> Plan:
-    """The plan of a build (public parameters only; refuses what cannot be calibrated)."""
+def build_plan(build: WindowBuild, rho: float | None = None) -> Plan:
+    """The plan of a build (public parameters only; refuses what cannot be calibrated;
+    ``rho``: the zCDP share of a group whose call composes its groups in zCDP)."""
     b = build
     return make_plan(b.windows, b.k_values, b.horizon, b.unit, b.epsilon, b.delta, b.method,
-                     b.singleton)
+                     b.singleton, rho=rho)
 
 
 def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -> WindowState:

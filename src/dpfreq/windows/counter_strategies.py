@@ -91,7 +91,7 @@ class _LayeredCounter(Structure):
         """One noise per flat block id (:func:`~dpfreq.windows.counters.layer_layout`)."""
         tree0 = (*name, 0)
         size = self.shape.tree_nodes
-        if self.noise_kind == "gaussian":
+        if self.keyed_eager:
             return self.noise_source(key, tree0).noise(np.arange(size))
         return eager_noise(self.gamma, size, key, tree0)
 

@@ -224,10 +224,11 @@ def release_window_counts(
         ``unit="event"``, where one event is in one group) and the public list of groups (or
         a file of one name per line); returns a
         :class:`~dpfreq.windows.grouped_result.GroupedWindowRelease` of one window release per
-        group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``.
-        Without ``groups`` and with ``delta`` in (0, 1e-3]: the data's groups are chosen by
-        private partition selection with half of ε and all of δ, and released at
-        ``(ε/(2m), 0)`` each (:func:`~dpfreq.windows.grouped.window_selection`).
+        group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``,
+        or, with δ > 0, ρ/m-zCDP per group when that predicts less error. Without ``groups``
+        and with ``delta`` in (0, 1e-3]: the data's groups are chosen by private partition
+        selection with half of ε and a share of δ, and released with the rest
+        (:func:`~dpfreq.windows.grouped.window_budget`).
 
     Returns
     -------

@@ -9,8 +9,10 @@ with its own secret sub-key.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,15 +22,11 @@ from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.grouped.selection import (
-    SELECTION_SHARE,
-    SelectionPlan,
-    plan_selection,
-    select_groups,
-)
+from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
 from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.rng import derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error
+from dpfreq.windows.grouped_budget import GroupBudget, choose_budget
 from dpfreq.windows.grouped_result import (
     GroupedWindowRelease,
     assemble,
@@ -39,8 +37,8 @@ from dpfreq.windows.params import WindowBuild, WindowParams
 from dpfreq.windows.plan import RELATIONS
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
-__all__ = ["GroupedWindowCountsPlan", "check_window_grouping", "group_budget",
-           "plan_grouped_window_counts", "release_grouped_window_counts", "window_selection"]
+__all__ = ["GroupedWindowCountsPlan", "check_window_grouping", "plan_grouped_window_counts",
+           "release_grouped_window_counts", "window_budget"]
 
 
 def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
@@ -51,7 +49,7 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
     one event is in one group, so the groups are disjoint in the unit and ``m`` is refused
     (it would bound nothing the guarantee needs; refusing says so instead of ignoring it).
     ``"item_replace"`` is refused: a replacement may move an item between groups.
-    ``groups=None``: the groups are selected privately (:func:`window_selection`).
+    ``groups=None``: the groups are selected privately (:func:`window_budget`).
     """
     if group is None:
         raise ParameterError(message("group", func, "the group column when "
@@ -73,30 +71,21 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
     return g, names, m
 
 
-def window_selection(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                     func: str) -> SelectionPlan | None:
-    """The partition selection of a grouped window call without a public list (None with one).
+def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
+                  func: str) -> GroupBudget:
+    """The budget of each group and the partition selection (None with a public list).
 
-    It spends :data:`~dpfreq.grouped.selection.SELECTION_SHARE` of ε and **all** of δ (δ must
-    be in (0, 1e-3]); the groups' window releases then share the rest of ε at δ = 0 (pure
-    accounting), so the call's total is exactly the (ε, δ) asked for.
+    Without a public list the selection spends :data:`~dpfreq.grouped.selection.
+    SELECTION_SHARE` of ε and a share of δ (δ must be in (0, 1e-3]); the groups' window
+    releases share the rest, under pure or zCDP accounting, whichever predicts less error
+    (:func:`~dpfreq.windows.grouped_budget.choose_budget`), so the call's total is exactly the
+    (ε, δ) asked for.
     """
-    if names is not None:
-        return None
-    if par.delta == 0.0:
+    if names is None and par.delta == 0.0:
         raise ParameterError(message("groups", func, "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
-    return plan_selection(par.epsilon * float(SELECTION_SHARE), par.delta, m or 1, func)
-
-
-def group_budget(par: WindowParams, m: int | None,
-                 selection: SelectionPlan | None) -> tuple[float, float]:
-    """``(ε, δ)`` of each group's window release: ``(ε/m, δ/m)`` with a public list (the whole
-    budget at ``unit="event"``), ``((ε − ε_selection)/m, 0)`` with selection."""
-    if selection is None:
-        return par.epsilon / (m or 1), par.delta / (m or 1)
-    return (par.epsilon - selection.epsilon) / (m or 1), 0.0
+    return choose_budget(par, m, names is not None, func)
 
 
 def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
@@ -120,15 +109,25 @@ def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
 
 
 def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: int | None,
-                    engine: str, selection: SelectionPlan | None) -> dict[str, Any]:
+                    engine: str, budget: GroupBudget) -> dict[str, Any]:
     """What the whole call states (saved with the release)."""
-    eps_g, delta_g = group_budget(par, m, selection)
-    split = (f"ε/m = {eps_g:.6g} per group (basic composition over the at most m "
-             "groups an item touches; parallel composition over the others)" if m is not None
-             else f"ε = {eps_g:.6g} per group (an event is in one group: parallel composition)")
+    selection = budget.selection
+    if budget.rho is not None:
+        split = (f"zCDP across groups: rho = {budget.rho * (m or 1):.6g} from (ε_r, δ_r) = "
+                 f"({budget.release_epsilon:.6g}, {budget.release_delta:g}), "
+                 f"rho/m = {budget.rho:.6g} per group (the at most m groups an item touches "
+                 "compose in zCDP; parallel composition over the others)")
+    elif m is not None:
+        split = (f"ε/m = {budget.epsilon:.6g} per group (basic composition over the at most "
+                 "m groups an item touches; parallel composition over the others)")
+    else:
+        split = (f"ε = {budget.epsilon:.6g} per group (an event is in one group: parallel "
+                 "composition)")
     params: dict[str, Any] = {
         "engine": engine, "group_column": group, "max_groups_per_item": m,
-        "epsilon_per_group": eps_g, "delta_per_group": delta_g,
+        "epsilon_per_group": budget.epsilon, "delta_per_group": budget.delta,
+        "rho_per_group": budget.rho, "accounting": budget.accounting,
+        "accounting_why": budget.why,
         "unit_of_privacy": ("one item with all its rows in every group" if m is not None
                             else "one event (one row, in one group)"),
         "relation": RELATIONS[par.unit] + (" (in all its groups)" if m is not None else ""),
@@ -139,8 +138,9 @@ def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: in
         "groups": "public list (rows of other groups dropped; the range check applies to the "
                   "rows of listed groups)",
         "split": split,
-        "noise": "per group: the structures of one plan (public parameters), each group's node "
-                 "noise under its own secret sub-key",
+        "noise": "per group: the structures of one plan (public parameters); every group's "
+                 "node noise from one keyed source per tree, drawn for all groups in one "
+                 "vectorised call (group g's node v at counter v·G + g)",
         "simultaneous": "Bonferroni over groups and released curves"}
     if selection is not None:
         what = "items (after each item kept at most m groups)" if m is not None else "rows"
@@ -149,10 +149,10 @@ def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: in
                             "'selection'); rows of other groups dropped, the range check "
                             "applies to the rows of selected groups")
         params["selection"] = selection.to_dict()
-        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups with all "
-                           f"of δ = {selection.delta:g}; the rest, "
-                           f"{par.epsilon - selection.epsilon:.6g}, releases them at δ = 0: "
-                           + split)
+        params["split"] = (f"ε_selection = {selection.epsilon:.6g} (a fixed half of ε) selects "
+                           f"the groups with δ_selection = {selection.delta:g}; the rest, "
+                           f"(ε_r, δ_r) = ({budget.release_epsilon:.6g}, "
+                           f"{budget.release_delta:g}), releases them: " + split)
     return {"epsilon": par.epsilon, "delta": par.delta, "unit": par.unit,
             "group_column": group, "max_groups_per_item": m, "groups": list(names),
             "params": params}
@@ -212,9 +212,12 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     neighbour changes the bounded log of at most ``m`` groups, each by that item's rows alone:
     in each such group it is an item-level neighbour. Every group's release is the window
     release at ``(ε/m, δ/m)``, so by basic composition over those ``m`` groups (parallel
-    composition over the others) the whole call is (ε, δ)-DP. ``unit="event"``: neighbours add
-    or remove one row, which lies in one group; every group's release is at (ε, δ) and the call
-    is (ε, δ)-DP by parallel composition. Group names come from the public list only.
+    composition over the others) the whole call is (ε, δ)-DP. Where it predicts less error
+    (δ > 0, ``m >= 2``; :mod:`dpfreq.windows.grouped_budget`) every group's release is instead
+    ``ρ/m``-zCDP with ``ρ + 2√(ρ ln(1/δ)) <= ε``: the at most ``m`` touched groups compose to
+    ρ-zCDP, which is (ε, δ)-DP. ``unit="event"``: neighbours add or remove one row, which lies
+    in one group; every group's release is at (ε, δ) and the call is (ε, δ)-DP by parallel
+    composition. Group names come from the public list only.
 
     Without a public list (``groups=None``, ``δ > 0``): the data's groups are chosen by
     :func:`~dpfreq.grouped.selection.select_groups` with ``ε_s = ε/2`` and all of δ on each
@@ -223,19 +226,22 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     (rows of other groups dropped, each item bounded to ``m`` of its groups in ``S``, a group
     of ``S`` without rows released empty) is ``(ε − ε_s)``-DP by the argument above at
     ``((ε − ε_s)/m, 0)`` per group; by adaptive sequential composition the call is (ε, δ)-DP.
+    Under zCDP accounting (when it predicts less error) the selection uses ``δ/2`` and the
+    release is ``(ε − ε_s, δ/2)``-DP through ``ρ/m``-zCDP per group, as above.
     Both steps bound the items with the same secret key: the argument holds for every fixed
     key (each step's bounding is then a function of each item's own rows, and the two noises
     are independent), hence for the key drawn at random. Group names come from the selection,
     never from the data directly.
     """
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    selection = window_selection(names, par, m, func)
+    budget = window_budget(names, par, m, func)
+    selection = budget.selection
     acct = check_accountant(accountant, func)
-    eps_g, delta_g = group_budget(par, m, selection)
     resolved = resolve_rng(rng, func)
     master = resolved.generator.bytes(32)
-    build = WindowBuild.of(par, epsilon=eps_g, delta=delta_g, seeded=resolved.seeded)
-    calibrated_plan(build)  # calibrates (or refuses) before any data is read
+    build = WindowBuild.of(par, epsilon=budget.epsilon, delta=budget.delta,
+                           seeded=resolved.seeded)
+    calibrated_plan(build, budget.rho)  # calibrates (or refuses) before any data is read
     gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
     gate.check()
     src, item, time = _grouped_source(source, item, time, group, par.axis, func)
@@ -249,8 +255,9 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     gate.spend(eng.name)
     build = replace(build, source_kind=eng.name)
     keys = [derive_key(master, "windows-group", name) for name in names]
-    return assemble(group_states(summaries, keys, build), names,
-                    _grouped_fields(par, group, names, m, eng.name, selection),
+    noise_key = derive_key(master, "windows-groups-noise", *names)
+    return assemble(group_states(summaries, keys, build, noise_key, budget.rho), names,
+                    _grouped_fields(par, group, names, m, eng.name, budget), noise_key,
                     n_dropped=n_dropped, build=build)
 
 
@@ -271,7 +278,10 @@ class GroupedWindowCountsPlan:
         Number of public groups (None when the groups are selected privately).
     selection : SelectionPlan or None
         Without a public list: the selection's threshold ``τ`` and release probabilities
-        (half of ε and all of δ; the groups are then released at δ = 0).
+        (half of ε and a share of δ).
+    budget : GroupBudget or None
+        How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
+        whichever predicts less error (:mod:`dpfreq.windows.grouped_budget`), and why.
 
     Examples
     --------
@@ -279,8 +289,8 @@ class GroupedWindowCountsPlan:
     >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="item", k_values=[1],
     ...                           windows=["total"], group="campaign", groups=["c0", "c1"],
     ...                           max_groups_per_item=4)
-    >>> plan.per_group.epsilon, plan.n_groups
-    (0.25, 2)
+    >>> plan.per_group.epsilon, plan.n_groups, plan.budget.accounting
+    (0.25, 2, 'pure')
     >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
     ...                          k_values=[1], windows=["total"], group="campaign",
     ...                          max_groups_per_item=4)
@@ -294,14 +304,43 @@ class GroupedWindowCountsPlan:
     max_groups_per_item: int | None
     n_groups: int | None
     selection: SelectionPlan | None = None
+    budget: GroupBudget | None = None
+    _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
+        default=None, repr=False, compare=False)
 
     def epsilon_for(self, target: float, **which: Any) -> float:
         """The smallest total ε giving each group a half-width ``target`` at the family and k
-        ``which`` selects (:meth:`WindowCountsPlan.epsilon_for` of one group, times ``m``;
-        divided by the share left to the release when the groups are selected)."""
-        share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
-        return float(self.per_group.epsilon_for(target, **which)
-                     * (self.max_groups_per_item or 1) / share)
+        ``which`` selects: under pure accounting :meth:`WindowCountsPlan.epsilon_for` of one
+        group, times ``m``, divided by the share left to the release when the groups are
+        selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
+        ε, re-planned at each step (3 significant digits, rounded up)."""
+        if self.budget is None or self.budget.rho is None or self._replan is None:
+            share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
+            return float(self.per_group.epsilon_for(target, **which)
+                         * (self.max_groups_per_item or 1) / share)
+        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
+                                  "GroupedWindowCountsPlan.epsilon_for")
+        replan = self._replan
+
+        def half(log_eps: float) -> float:
+            try:
+                return float(replan(math.exp(log_eps)).per_group.max_halfwidth[key[0]][key[1]])
+            except ParameterError:
+                return math.inf
+
+        lo, hi = math.log(1e-3), math.log(1e3)
+        if half(hi) > target:
+            raise ParameterError(message("target", "GroupedWindowCountsPlan.epsilon_for",
+                                         "reachable at ε <= 1000", target))
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if half(mid) > target else (lo, mid)
+        eps = _up3(math.exp(hi), 0)
+        for _ in range(12):  # the accounting may switch with ε: step up until it is met
+            if half(math.log(eps)) <= target:
+                break
+            eps = _up3(eps, 1)
+        return eps
 
     def lines(self) -> list[str]:
         """The per-group plan's lines, led by how the budget is split."""
@@ -311,11 +350,15 @@ class GroupedWindowCountsPlan:
         head = (f"{which}, epsilon={self.epsilon:g} spent once: "
                 + (f"ε/m = {self.per_group.epsilon:g} per group (m={m})" if m is not None
                    else f"ε = {self.per_group.epsilon:g} per group (unit event)"))
+        if self.budget is not None and self.budget.rho is not None:
+            head = (f"{which}, epsilon={self.epsilon:g}, delta={self.delta:g} spent once: zCDP "
+                    f"across groups, rho = {self.budget.rho:.4g} per group (m={m}; "
+                    f"{self.budget.why})")
         if self.selection is None:
             return [head, *self.per_group.lines()]
         sel = self.selection
         what = "items" if m is not None else "rows"
-        return [head, f"selection: ε={sel.epsilon:g} and all of δ={sel.delta:g}; a group is "
+        return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g}; a group is "
                 f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
                 f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
                 f"time; a group of one is released with probability "
@@ -326,18 +369,30 @@ class GroupedWindowCountsPlan:
         return {"epsilon": self.epsilon, "delta": self.delta,
                 "max_groups_per_item": self.max_groups_per_item, "n_groups": self.n_groups,
                 "selection": None if self.selection is None else self.selection.to_dict(),
+                "budget": None if self.budget is None else self.budget.to_dict(),
                 "per_group": self.per_group.to_dict()}
+
+
+def _up3(x: float, steps: int) -> float:
+    """``x`` rounded up to 3 significant digits, then ``steps`` grid steps up."""
+    step = float(10 ** (math.floor(math.log10(x)) - 2))
+    return float(f"{(math.ceil(x / step - 1e-9) + steps) * step:.3g}")
 
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
                                max_groups_per_item: Any, func: str,
-                               plan_one: Callable[[float, float], Any]
+                               plan_one: Callable[[float, float, float | None], Any]
                                ) -> GroupedWindowCountsPlan:
-    """The grouped plan: ``plan_one(ε, δ)`` plans one group at its share of the budget."""
+    """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
     _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    selection = window_selection(names, par, m, func)
-    per = plan_one(*group_budget(par, m, selection))
+    budget = window_budget(names, par, m, func)
+    per = plan_one(budget.epsilon, budget.delta, budget.rho)
+
+    def replan(eps: float) -> GroupedWindowCountsPlan:
+        return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
+                                          max_groups_per_item, func, plan_one)
+
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,
                                    n_groups=None if names is None else len(names),
-                                   selection=selection)
+                                   selection=budget.selection, budget=budget, _replan=replan)

@@ -1,10 +1,11 @@
 """The grouped window release: one :class:`~dpfreq.windows.WindowCountsRelease` per public group.
 
 Every group's release is an ordinary window release built from that group's exact summaries
-and its own secret key (independent sub-keys of one release key), on a copy of one plan
-calibrated from public parameters; so it answers any window (``rel["c7"].window(...)``) as post-
-processing. :meth:`GroupedWindowRelease.save` writes every group's private state to one
-checksummed artefact; :meth:`GroupedWindowRelease.load` rebuilds identical releases.
+on a copy of one plan calibrated from public parameters, its node noise drawn for all groups
+at once from one keyed source per tree (:mod:`dpfreq.windows.grouped_noise`); so it answers
+any window (``rel["c7"].window(...)``) as post-processing. :meth:`GroupedWindowRelease.save`
+writes every group's private state to one checksummed artefact;
+:meth:`GroupedWindowRelease.load` rebuilds identical releases.
 """
 
 from __future__ import annotations
@@ -24,60 +25,76 @@ from dpfreq.errors import DataError
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.answers import WindowState, attach_state, build_plan
+from dpfreq.windows.grouped_budget import group_epsilon
+from dpfreq.windows.grouped_noise import GroupNoise
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import checked_load
+from dpfreq.windows.plan import zcdp_rho
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowSummaries
 
 __all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
 
 GROUPED_KIND = "grouped-window-release"
-GROUPED_VERSION = 1
+GROUPED_VERSION = 2
 _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_item", "groups",
                  "params"}
 
 
-def calibrated_plan(build: WindowBuild) -> Any:
-    """The one plan of every group (public parameters only)."""
-    return build_plan(build)
+def calibrated_plan(build: WindowBuild, rho: float | None = None) -> Any:
+    """The one plan of every group (public parameters only; ``rho``: each group's zCDP share
+    when the groups compose in zCDP, :mod:`dpfreq.windows.grouped_budget`)."""
+    return build_plan(build, rho)
 
 
-def _plan_copy(plan: Any) -> Any:
-    """A copy of an unattached plan whose structures a group may attach its key to.
+def _plan_copy(plan: Any, node_noise: Any) -> Any:
+    """A copy of an unattached plan whose structures a group may attach its key to, each
+    drawing its node noise from ``node_noise`` (:mod:`dpfreq.windows.grouped_noise`).
 
     Each structure is copied shallowly: attaching binds the key, the band cache and the node
     noise to new attributes of the copy (``attach`` and every ``_draw`` rebind, none mutates a
     calibration array in place), so the copies share only the public calibration (shapes,
-    laws, layouts and their caches), which is the same for every group; a deep copy of those
-    cost as much as the rest of a group's setup.
+    laws, layouts, their caches and the plan's record of choices), which is the same for every
+    group; a deep copy of those cost as much as the rest of a group's setup.
     """
-    return dataclasses.replace(plan, record=copy.deepcopy(plan.record),
-                               structures={name: copy.copy(s)
-                                           for name, s in plan.structures.items()})
+    structures = {}
+    for name, s in plan.structures.items():
+        c = copy.copy(s)
+        c.node_noise = node_noise
+        structures[name] = c
+    return dataclasses.replace(plan, structures=structures)
 
 
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-                 build: WindowBuild) -> list[WindowState]:
+                 build: WindowBuild, noise_key: bytes,
+                 rho: float | None = None) -> list[WindowState]:
     """One state per group: the plan is calibrated once and copied before each group's key is
     attached (the structures hold their group's noise once attached).
+
+    The node noise of every group comes from one :class:`~dpfreq.windows.grouped_noise.
+    GroupNoise` under ``noise_key``: each eager tree is drawn for all groups in one vectorised
+    call, group ``g`` at its own counters. A group's own key seeds only its band simulation
+    (below) and the streams of a strategy that draws outside the node-noise hook.
 
     The band multipliers (:mod:`dpfreq.windows.band`) are computed once per call and shared:
     every group's structures are copies of one plan, so their node noise laws are the same,
     and a multiplier is a function of simulated draws only. The first group's simulation
     stream is derived from its key under the band's own name, independent of the data and of
-    every group's node noise (the first group's nodes are drawn under other names, the other
-    groups' under independent keys), so it is exchangeable with each group's real noise and
-    each group's band holds as if calibrated under its own key. It is reproduced on load (the
-    first group's key is saved first).
+    every group's node noise (drawn under the noise key), so it is exchangeable with each
+    group's real noise and each group's band holds as if calibrated under its own key. It is
+    reproduced on load (the first group's key is saved first).
     """
-    plan = calibrated_plan(build)
-    states = [attach_state(s, key=key, build=build, plan=_plan_copy(plan))
-              for s, key in zip(summaries, keys, strict=True)]
+    plan = calibrated_plan(build, rho)
+    shared = GroupNoise(noise_key, max(1, len(keys)))
+    states = [attach_state(s, key=key, build=build,
+                           plan=_plan_copy(plan, shared.for_group(g)))
+              for g, (s, key) in enumerate(zip(summaries, keys, strict=True))]
+    shared.drop_eager()  # each group keeps its own rows; later asks go to the keyed source
     for st in states[1:]:
         for name, s in st.structures.items():
-            shared = getattr(states[0].structures[name], "_band_c", None)
-            if shared is not None and hasattr(s, "_band_c"):
-                s._band_c = shared
+            shared_c = getattr(states[0].structures[name], "_band_c", None)
+            if shared_c is not None and hasattr(s, "_band_c"):
+                s._band_c = shared_c
     return states
 
 
@@ -123,10 +140,11 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
-             n_dropped: int = 0, build: WindowBuild | None = None
+             noise_key: bytes, n_dropped: int = 0, build: WindowBuild | None = None
              ) -> GroupedWindowRelease:
     """The grouped release of per-group states (``grouped``: the fields of the whole call;
-    ``build``: the per-group build arguments, needed when no group was selected)."""
+    ``noise_key``: the key of every group's node noise, :func:`group_states`; ``build``: the
+    per-group build arguments, needed when no group was selected)."""
     b = states[0].build if states else build
     assert b is not None
     extra = {"group_column": grouped["group_column"],
@@ -142,7 +160,8 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
         mechanism_params=dict(grouped["params"]), simultaneous=sim, seeded=b.seeded,
-        group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped))
+        group_column=grouped["group_column"], _grouped=grouped, _n_dropped=int(n_dropped),
+        _noise_key=noise_key)
 
 
 @dataclass(frozen=True, repr=False)
@@ -173,6 +192,7 @@ class GroupedWindowRelease(GroupedRelease):
 
     _grouped: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _n_dropped: int = field(default=0, repr=False, compare=False)
+    _noise_key: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def n_dropped(self) -> int:
@@ -224,7 +244,7 @@ class GroupedWindowRelease(GroupedRelease):
                   for name in ("summary_slots", "summary_keys", "summary_weights")}
         arrays["group_offsets"] = offsets
         meta = {"grouped": dict(self._grouped), "build": states[0].build.to_dict(),
-                "keys": [st.key.hex() for st in states],
+                "keys": [st.key.hex() for st in states], "noise_key": self._noise_key.hex(),
                 "summaries": states[0].summaries.meta()}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
                               arrays=arrays)
@@ -240,7 +260,7 @@ class GroupedWindowRelease(GroupedRelease):
         """
         label = str(path)
         _, meta, arrays = read_artifact(path, kind=GROUPED_KIND, versions=(GROUPED_VERSION,))
-        grouped, keys, offsets = _check_grouped(label, meta, arrays)
+        grouped, keys, offsets, noise_key = _check_grouped(label, meta, arrays)
         summaries, key_bytes, build = [], [], None
         for i, key in enumerate(keys):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -251,20 +271,26 @@ class GroupedWindowRelease(GroupedRelease):
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None
-        _check_budget(label, grouped, build)
-        return assemble(group_states(summaries, key_bytes, build), tuple(grouped["groups"]),
-                        grouped)
+        rho = _check_budget(label, grouped, build)
+        return assemble(group_states(summaries, key_bytes, build, noise_key, rho),
+                        tuple(grouped["groups"]), grouped, noise_key)
 
 
 def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-                   ) -> tuple[dict[str, Any], list[str], np.ndarray]:
+                   ) -> tuple[dict[str, Any], list[str], np.ndarray, bytes]:
     """The grouped fields of a saved file, checked (each group's own fields are checked by
     :func:`~dpfreq.windows.persist.checked_load`)."""
     def bad(what: str) -> DataError:
         return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
 
-    if set(meta) != {"grouped", "build", "keys", "summaries"}:
+    if set(meta) != {"grouped", "build", "keys", "noise_key", "summaries"}:
         raise bad("its fields are incomplete")
+    try:
+        noise_key = bytes.fromhex(meta["noise_key"])
+    except (TypeError, ValueError):
+        noise_key = b""
+    if len(noise_key) < 16:
+        raise bad("its noise key is not a key of at least 16 bytes")
     g = meta["grouped"]
     if not isinstance(g, Mapping) or set(g) != _GROUPED_KEYS:
         raise bad("its grouped parameters are incomplete or unknown")
@@ -283,25 +309,41 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
             or offsets[0] != 0 or np.any(np.diff(offsets) < 0) \
             or int(offsets[-1]) != arrays.get("summary_slots", np.zeros(0)).size:
         raise bad("its group offsets do not match its summaries")
-    return dict(g), keys, offsets
+    return dict(g), keys, offsets, noise_key
 
 
-def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild) -> None:
-    """The whole call's unit and budget agree with every group's (ε/m, δ/m at unit item; with
-    a selection, ((ε − ε_selection)/m, 0))."""
+def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild
+                  ) -> float | None:
+    """The whole call's unit and budget agree with every group's; returns each group's ρ under
+    zCDP accounting (:func:`~dpfreq.windows.grouped_budget.choose_budget`: pure, each group
+    at ``(ε_r/m, δ_r/m)``; zCDP, ``m·ρ <= zcdp_rho(ε_r, δ_r)`` and each group at
+    ``(ρ + 2√(ρ ln(1/δ_r)), δ_r)``; ``(ε_r, δ_r)`` is the call's budget less the selection's)."""
+    def bad() -> DataError:
+        return DataError(f"{label} is not a valid dpfreq grouped window release file: its "
+                         "budget or unit does not match its groups'.")
+
     m = grouped["max_groups_per_item"] or 1
-    sel = grouped["params"].get("selection") if isinstance(grouped["params"], Mapping) else None
-    sel_eps = sel.get("epsilon") if isinstance(sel, Mapping) else 0.0
-    whole = {"epsilon": grouped["epsilon"], "delta": grouped["delta"]}
-    if sel is not None and isinstance(sel_eps, float) and isinstance(whole["epsilon"], float):
-        whole = {"epsilon": whole["epsilon"] - sel_eps, "delta": 0.0}
-    ok = (grouped["unit"] == build.unit in ("item", "event")
-          and (grouped["max_groups_per_item"] is None) == (build.unit == "event")
-          and (sel is None or isinstance(sel_eps, float))
-          and all(isinstance(whole[x], float) and math.isclose(whole[x] / m,
-                                                               getattr(build, x),
-                                                               rel_tol=1e-12, abs_tol=0.0)
-                  for x in ("epsilon", "delta")))
-    if not ok:
-        raise DataError(f"{label} is not a valid dpfreq grouped window release file: its "
-                        "budget or unit does not match its groups'.")
+    params = grouped["params"] if isinstance(grouped["params"], Mapping) else {}
+    sel = params.get("selection")
+    rho = params.get("rho_per_group")
+    if not (grouped["unit"] == build.unit in ("item", "event")
+            and (grouped["max_groups_per_item"] is None) == (build.unit == "event")
+            and isinstance(grouped["epsilon"], float) and isinstance(grouped["delta"], float)
+            and (sel is None or (isinstance(sel, Mapping)
+                                 and isinstance(sel.get("epsilon"), float)
+                                 and isinstance(sel.get("delta"), float)))
+            and (rho is None or (isinstance(rho, float) and math.isfinite(rho) and rho > 0))):
+        raise bad()
+    eps_r = grouped["epsilon"] - (sel["epsilon"] if sel is not None else 0.0)
+    delta_r = grouped["delta"] - (sel["delta"] if sel is not None else 0.0)
+    if rho is None:
+        want = {"epsilon": eps_r / m, "delta": delta_r / m}
+    elif delta_r > 0 and m * rho <= zcdp_rho(eps_r, delta_r) * (1 + 1e-12):
+        want = {"epsilon": group_epsilon(rho, delta_r), "delta": delta_r}
+    else:
+        raise bad()
+    got = {x: getattr(build, x) for x in ("epsilon", "delta")}
+    if not all(isinstance(got[x], float)
+               and math.isclose(want[x], got[x], rel_tol=1e-12, abs_tol=0.0) for x in got):
+        raise bad()
+    return rho

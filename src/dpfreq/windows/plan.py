@@ -25,7 +25,7 @@ from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows.protocol import WindowStrategy
 from dpfreq.windows.strategy import registry
 
-__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "zcdp_rho"]
+__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score", "zcdp_rho"]
 
 _FUNC = "release_window_counts"
 
@@ -139,9 +139,16 @@ def _why(pick: str, preds: dict[str, float], s: WindowStrategy) -> str:
 
 
 def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-              epsilon: float, delta: float, strategy: Any, singleton: bool) -> Plan:
+              epsilon: float, delta: float, strategy: Any, singleton: bool,
+              rho: float | None = None) -> Plan:
     """Calibrate every structure (public parameters only; raises ParameterError on a bad
-    forced strategy or a budget too small to calibrate)."""
+    forced strategy or a budget too small to calibrate).
+
+    ``rho`` given: the zCDP plan at that ρ only (a grouped release whose groups compose in
+    zCDP gives each group its share of ρ; ``(epsilon, delta)`` is then what that share
+    implies for the group alone)."""
+    if rho is not None:
+        return _zcdp_only(windows, ks, horizon, unit, epsilon, delta, strategy, singleton, rho)
     n_struct = len(windows) * len(ks)
     eps_s = epsilon_to_fraction(epsilon) / n_struct
     delta_s = delta / n_struct
@@ -179,6 +186,29 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
                   "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
                   "structures; pure pieces count as epsilon^2/2-zCDP")
     return Plan(zcdp[0], zcdp[1], accounting, eps_s, delta_s)
+
+
+def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
+               epsilon: float, delta: float, strategy: Any, singleton: bool,
+               rho: float) -> Plan:
+    """The plan of :func:`make_plan` under a given ρ (zCDP accounting only)."""
+    n_struct = len(windows) * len(ks)
+    if not (math.isfinite(rho) and rho > 0):
+        raise ParameterError(message("rho", _FUNC, "a finite number > 0", rho))
+    strat = strategy if not isinstance(strategy, Mapping) else {
+        (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
+    eps_s, delta_s = epsilon_to_fraction(epsilon) / n_struct, delta / n_struct
+    chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton,
+                             rho_s=rho / n_struct)
+    accounting = (f"zCDP: rho={rho:.6g} (this group's share of the grouped release's rho), "
+                  "split equally over structures; pure pieces count as epsilon^2/2-zCDP")
+    return Plan(chosen, record, accounting, eps_s, delta_s)
+
+
+def plan_score(plan: Plan) -> float:
+    """How two plans compare: the sum of the logs of their structures' predicted mean
+    squared errors (smaller is better)."""
+    return _score(plan.structures)
 
 
 def _score(chosen: dict[tuple[str, int], WindowStrategy]) -> float:

@@ -11,6 +11,7 @@ for a target half-width. Planning spends no privacy budget.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ class _Inputs:
     method: Any
     singleton: bool
     confidence: float
+    rho: float | None = None  # a grouped release's per-group zCDP share (zCDP plan only)
 
 
 def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, *,
@@ -128,7 +130,7 @@ def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, 
     for the curve families, to its worst per-answer half-width (curve None, band NaN);
     ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
     plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
-                     inp.method, inp.singleton)
+                     inp.method, inp.singleton, rho=inp.rho)
     with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
         return plan, _evaluate(plan, inp, only, exact)
 
@@ -443,13 +445,17 @@ method, singleton, confidence
 
         return plan_grouped_window_counts(
             par, group, groups, max_groups_per_item, _FUNC,
-            lambda eps, dlt: plan_window_counts(
-                horizon=horizon, start=start, end=end, period=period, epsilon=eps, delta=dlt,
-                unit=unit, k_values=k_values, windows=windows, method=method,
-                singleton=singleton, confidence=confidence, scale=scale))
+            lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
+                                              singleton, sc, rho))
+    return window_plan(par, singleton, sc)
+
+
+def window_plan(par: Any, singleton: bool, sc: int | None,
+                rho: float | None = None) -> WindowCountsPlan:
+    """:func:`plan_window_counts` of checked parameters (``rho``: :func:`make_plan`'s)."""
     eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
     inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.method, singleton,
-                  par.confidence)
+                  par.confidence, rho)
     plan, pred = _predict(inp, eps)
     halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
                  if lab != "all"}

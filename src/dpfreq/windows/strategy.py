@@ -158,22 +158,14 @@ def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
     lo, hi = 0.0, e
     for _ in range(100):
         mid = (lo + hi) / 2
-        if total(mid) <= e:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if total(mid) <= e else (lo, mid)
     adv = epsilon_to_fraction(lo) if lo > 0 else Fraction(0)
     return max(basic, adv)
 
 
 def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> FloatArray:
-    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β`` from the exact law of the sum.
-
-    ``Z_i`` i.i.d. ``DLap(γ)``; the law of the sum of ``m`` of them is the ``m``-fold
-    convolution of the node pmf (:func:`dpfreq.windows.noise_law.sum_quantile`, which certifies
-    the quantile with the truncated mass counted against it, and falls back to a Chernoff bound
-    only when the support is too long to compute).
-    """
+    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β``, ``Z_i`` i.i.d. ``DLap(γ)``
+    (the certified quantile of :func:`dpfreq.windows.noise_law.sum_quantile`)."""
     return sum_quantile(nodes, beta, gamma=gamma)
 
 
@@ -459,24 +451,32 @@ class Structure:
         return float(np.mean(self.variance(t1, t2)))
 
     # ---------------------------------------------------------------- noise (needs the key)
-    def noise_source(self, key: bytes, name: Any) -> KeyedDiscreteGaussian | KeyedDiscreteLaplace:
+    #: ``node_noise(structure, name)``: a grouped release's shared node noise replacing the
+    #: tree's own keyed source, eager or lazy (:mod:`dpfreq.windows.grouped_noise`)
+    node_noise: Any = None
+
+    @property
+    def keyed_eager(self) -> bool:
+        """Eager trees draw from :meth:`noise_source` (Gaussian noise, or a grouped release's
+        shared noise) rather than from the stream of :func:`eager_noise`."""
+        return self.noise_kind == "gaussian" or self.node_noise is not None
+
+    def noise_source(self, key: bytes, name: Any) -> Any:
         """The keyed lazy node noise of the tree named ``name`` (the structure's law)."""
+        if self.node_noise is not None:
+            return self.node_noise(self, name)
         if self.noise_kind == "gaussian":
             return KeyedDiscreteGaussian(key, name, self.sigma2)
         return KeyedDiscreteLaplace(key, name, self.gamma)
 
     def attach(self, key: bytes, name: Any) -> None:
-        """Bind the secret key; node noise becomes available (lazily or eagerly).
-
-        ``name`` names the structure in its release (``(family label, k)``); tree ``i`` of the
-        structure draws under the name ``(*name, i)``, so every tree of every structure gets
-        its own sub-key (:mod:`dpfreq.windows.lazy_noise`).
-        """
+        """Bind the secret key; node noise becomes available (lazily or eagerly). ``name``
+        names the structure in its release (``(family label, k)``); its tree ``i`` draws under
+        ``(*name, i)``: every tree gets its own sub-key (:mod:`dpfreq.windows.lazy_noise`)."""
         base = structure_name(name, "Structure.attach")
         self._key, self._name = key, base
         self._band_c = {}
         self._draw(key, base)
-
 
 
 def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,

@@ -83,7 +83,7 @@ class _PrefixTrees(Structure):
 
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         tree0 = (*name, 0)
-        src = self.noise_source(key, tree0) if self.noise_kind == "gaussian" else None
+        src = self.noise_source(key, tree0) if self.keyed_eager else None
         copies = 2 * (self.shape.blocks or 1)
         self._impl = Tree1D(self.domain, self.gamma, key, tree0, copies=copies, noise_source=src)
 
@@ -348,7 +348,7 @@ class PerQuery(Structure):
         tree0 = (*name, 0)
         if self.family == "all":  # lazily, one noise per (t1, t2)
             self._impl = self.noise_source(key, tree0)
-        elif self.noise_kind == "gaussian":
+        elif self.keyed_eager:
             self._impl = self.noise_source(key, tree0).noise(np.arange(self.horizon + 1))
         else:
             self._impl = eager_noise(self.gamma, self.horizon + 1, key, tree0)
