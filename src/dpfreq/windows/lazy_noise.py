@@ -88,7 +88,7 @@ LAPLACE_SCHEME = "aes256-table"
 GAUSSIAN_SCHEME = "aes256-cks-gaussian"
 EAGER_SCHEME = "chacha20-eager"
 
-_AES_CHUNK = 1 << 16  # node ids per AES call + table pass (temporaries stay in cache)
+_AES_CHUNK = 8192  # node ids per AES call + table pass (temporaries stay in cache)
 _BERNOULLI_TAG = 1 << 31  # tag offset of the acceptance word of a Gaussian round
 _ROUND_SHIFT = 32  # tag of round r starts at r·2^32
 
@@ -147,6 +147,16 @@ def _digit_thresholds(gamma: Fraction, m: int) -> NDArray[np.uint64]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _geometric_split(gamma: Fraction) -> tuple[int, InverseTable]:
+    """``m`` (the largest with ``γ·2^m <= 1``, at least 0) and the table of ``γ·2^m``
+    (:meth:`_NodePRF.geometric`; computed once per γ)."""
+    m = 0
+    while gamma * (1 << (m + 1)) <= 1:
+        m += 1
+    return m, inverse_table(gamma * (1 << m), False)
+
+
 class _NodePRF:
     """AES-256 under ``derive_key(key, "windows", scheme, *name)`` on blocks ``(id ‖ tag)``,
     and the per-(node, tag) ChaCha20 streams that settle ties."""
@@ -164,11 +174,14 @@ class _NodePRF:
     def words(enc: Any, ids: NDArray[np.int64], tag: Any) -> NDArray[np.uint64]:
         """First 64-bit word of ``AES_K(id ‖ tag)`` per id (little-endian, host independent);
         ``tag`` is one tag or one per id."""
-        block = np.zeros((ids.size, 2), dtype="<u8")
+        block = np.empty((ids.size, 2), dtype="<u8")
         block[:, 0] = ids
         block[:, 1] = tag
-        ct = enc.update(block.data.cast("B"))
-        return np.frombuffer(ct, dtype="<u8")[::2].astype(np.uint64)
+        # update_into a buffer of our own: ``update`` builds a new bytes object per call, which
+        # costs several times the encryption itself at these sizes
+        ct = np.empty(2 * ids.size + 2, dtype="<u8")
+        enc.update_into(block.data.cast("B"), ct.view(np.uint8))
+        return ct[:2 * ids.size:2].astype(np.uint64)
 
     def stream(self, node: int, tag: int, role: str) -> np.random.Generator:
         return keyed_generator(self.key, "windows", self.scheme, role, *self.name, node, tag)
@@ -178,8 +191,7 @@ class _NodePRF:
         """``#{k < K : 2^63 S(k) > W + R}`` per word W (R uniform in [0, 1), needed only when
         W equals a threshold, probability ~2^-63, and then drawn from the node's settling
         stream); the exactness argument is that of :func:`dpfreq._exact_sampling.table_sample`."""
-        m = tab.count_above(words)
-        settle = np.flatnonzero((m < tab.size) & (tab.at[m] == words))
+        m, settle = tab.count_and_ties(words)
         for i in settle.tolist():
             if tab.resolve(int(words[i]), int(m[i]), self.stream(int(nodes[i]), tag, "settle")):
                 m[i] += 1
@@ -216,11 +228,7 @@ class _NodePRF:
         word of tag ``tag0 + 2^29 + j`` against an integer threshold. Independent ``A`` and ``B``
         give ``Pr[G = Ma + b] = (1 − α)α^{Ma+b}`` exactly.
         """
-        m = 0
-        while gamma * (1 << (m + 1)) <= 1:
-            m += 1
-        g_a = gamma * (1 << m)
-        geo = inverse_table(g_a, False)
+        m, geo = _geometric_split(gamma)
         out = np.zeros(ids.size, dtype=np.int64)
         pending = np.arange(ids.size)
         t = 0

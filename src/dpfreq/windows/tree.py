@@ -33,10 +33,10 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
+from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.dyadic import (
     domain_size,
     dominance_pairs,
-    level_pair_nodes,
     node_counts,
     popcount,
     prefix_cover,
@@ -393,32 +393,14 @@ class Tree2DNoise:
         return popcount(np.asarray(x) + 1) * popcount(np.asarray(y) + 1)
 
 
-_QUERY_CHUNK = 1 << 17  # queries per pass of dominance_noise_sum
-
-
 def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: Any,
                         y: Any) -> IntArray:
     """``Σ_i signs[i] · trees[i].dominance_noise(x, y)``, sharing the covers of the trees.
 
-    The trees must have one domain and element-wise noise sources (a value per id). The cover
-    nodes come level pair by level pair (:func:`~dpfreq.windows.dyadic.level_pair_nodes`), a
-    node shared by many covers listed once, so its noise is computed once per chunk of queries.
+    The trees must have one domain and element-wise noise sources (a value per id); see
+    :class:`~dpfreq.windows.dominance_noise.DominanceNoise` (keep one to reuse its tables).
     """
-    xs = np.asarray(x, dtype=np.int64).ravel()
-    ys = np.asarray(y, dtype=np.int64).ravel()
-    out = np.zeros(xs.size, dtype=np.int64)
-    for lo in range(0, xs.size, _QUERY_CHUNK):
-        hi = min(lo + _QUERY_CHUNK, xs.size)
-        parts, ids = level_pair_nodes(xs[lo:hi] + 1, ys[lo:hi] + 1, trees[0].domain)
-        if not ids.size:
-            continue
-        vals = np.zeros(ids.size, dtype=np.int64)
-        for tree, sign in zip(trees, signs, strict=True):
-            vals += sign * tree.noise_of(ids)
-        total = out[lo:hi]
-        for sel, at in parts:
-            total[sel] += vals[at]
-    return out.reshape(np.shape(x))
+    return DominanceNoise(trees, signs)(x, y)
 
 
 def _stable_order(keys: IntArray, bits: int) -> IntArray:
