@@ -88,7 +88,7 @@ LAPLACE_SCHEME = "aes256-table"
 GAUSSIAN_SCHEME = "aes256-cks-gaussian"
 EAGER_SCHEME = "chacha20-eager"
 
-_AES_CHUNK = 8192  # node ids per AES call + table pass (temporaries stay in cache)
+_AES_CHUNK = 1 << 12  # node ids per AES call + table pass (temporaries stay in cache)
 _BERNOULLI_TAG = 1 << 31  # tag offset of the acceptance word of a Gaussian round
 _ROUND_SHIFT = 32  # tag of round r starts at r·2^32
 
@@ -171,17 +171,21 @@ class _NodePRF:
         return Cipher(algorithms.AES(self.aes_key), modes.ECB()).encryptor()
 
     @staticmethod
-    def words(enc: Any, ids: NDArray[np.int64], tag: Any) -> NDArray[np.uint64]:
+    def words(enc: Any, ids: NDArray[np.int64], tag: Any,
+              scratch: NDArray[np.uint64] | None = None) -> NDArray[np.uint64]:
         """First 64-bit word of ``AES_K(id ‖ tag)`` per id (little-endian, host independent);
-        ``tag`` is one tag or one per id."""
-        block = np.empty((ids.size, 2), dtype="<u8")
+        ``tag`` is one tag or one per id. ``scratch``: a buffer of at least ``4·len(ids) + 2``
+        words to reuse (large temporaries allocated afresh per chunk cost page faults)."""
+        n = ids.size
+        buf = np.empty(4 * n + 2, dtype="<u8") if scratch is None else scratch[:4 * n + 2]
+        block = buf[:2 * n].reshape(n, 2)
         block[:, 0] = ids
         block[:, 1] = tag
         # update_into a buffer of our own: ``update`` builds a new bytes object per call, which
         # costs several times the encryption itself at these sizes
-        ct = np.empty(2 * ids.size + 2, dtype="<u8")
+        ct = buf[2 * n:]
         enc.update_into(block.data.cast("B"), ct.view(np.uint8))
-        return ct[:2 * ids.size:2].astype(np.uint64)
+        return ct[:2 * n:2].astype(np.uint64)
 
     def stream(self, node: int, tag: int, role: str) -> np.random.Generator:
         return keyed_generator(self.key, "windows", self.scheme, role, *self.name, node, tag)
@@ -206,15 +210,27 @@ class _NodePRF:
             return np.array([int(sample_discrete_laplace(
                 gamma, 1, rng=self.stream(int(i), tag0, "per-node"))[0]) for i in ids.tolist()],
                 dtype=np.int64)
-        raw = self.words(enc, ids, tag0)
-        mag = self.invert(tab, raw >> np.uint64(1), ids, tag0)
-        # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless)
-        tail = np.flatnonzero(mag == tab.size)
-        if tail.size:
-            mag[tail] += self.geometric(enc, gamma, ids[tail], tag0)
-        neg = (raw & np.uint64(1)).astype(np.bool_)
-        np.negative(mag, out=mag, where=neg)
-        return mag
+        out = np.empty(ids.size, dtype=np.int64)
+        tails = []
+        scratch = np.empty(4 * min(ids.size, _AES_CHUNK) + 2, dtype=np.uint64)
+        for lo in range(0, ids.size, _AES_CHUNK):
+            part = ids[lo:lo + _AES_CHUNK]
+            raw = self.words(enc, part, tag0, scratch)
+            mag = self.invert(tab, raw >> np.uint64(1), part, tag0)
+            tail = np.flatnonzero(mag == tab.size)
+            if tail.size:
+                tails.append(tail + lo)
+            neg = (raw & np.uint64(1)).view(np.int64)  # the sign bit: −1 or 0 after negation
+            np.negative(neg, out=neg)
+            mag ^= neg
+            mag -= neg  # −|Z| where the bit is set (two's complement)
+            out[lo:lo + part.size] = mag
+        if tails:  # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless)
+            at = np.concatenate(tails)
+            extra = np.concatenate([self.geometric(enc, gamma, ids[at[i:i + _AES_CHUNK]], tag0)
+                                    for i in range(0, at.size, _AES_CHUNK)])
+            out[at] += np.where(out[at] < 0, -extra, extra)  # |Z| = K >= 1 there: sign kept
+        return out
 
     def geometric(self, enc: Any, gamma: Fraction, ids: NDArray[np.int64],
                   tag0: int) -> NDArray[np.int64]:
@@ -283,11 +299,8 @@ class _KeyedNoise:
         flat = ids.ravel()
         out = np.empty(flat.size, dtype=np.int64)
         self._computed += int(flat.size)
-        if flat.size:
-            enc = self._prf.encryptor()
-            for lo in range(0, flat.size, _AES_CHUNK):
-                part = flat[lo:lo + _AES_CHUNK]
-                out[lo:lo + part.size] = self._values(enc, part)
+        if flat.size:  # the values chunk their AES calls (_AES_CHUNK ids)
+            out[:] = self._values(self._prf.encryptor(), flat)
         return out.reshape(ids.shape)
 
     def noise_unique(self, ids: Any) -> NDArray[np.int64]:
@@ -415,6 +428,12 @@ class KeyedDiscreteGaussian(_KeyedNoise):
         return accept
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
+        out = np.empty(ids.size, dtype=np.int64)
+        for lo in range(0, ids.size, _AES_CHUNK):
+            out[lo:lo + _AES_CHUNK] = self._rounds(enc, ids[lo:lo + _AES_CHUNK])
+        return out
+
+    def _rounds(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         out = np.empty(ids.size, dtype=np.int64)
         pending = np.arange(ids.size)
         r = 0
