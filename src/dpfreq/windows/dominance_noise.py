@@ -35,7 +35,7 @@ IntArray = NDArray[np.int64]
 
 #: largest grid (cells) of an upper level pair; bounds the memory kept per structure
 MAX_CELLS = 1 << 15
-_QUERY_CHUNK = 4096  # queries per pass over the lower pairs (temporaries stay in cache)
+_QUERY_CHUNK = 8192  # queries per pass over the lower pairs (temporaries stay in cache)
 
 
 class DominanceNoise:
@@ -144,23 +144,27 @@ class DominanceNoise:
 
     # ------------------------------------------------------------------ lower level pairs
     def _lower(self, xs: IntArray, ys: IntArray, split: int) -> IntArray:
-        """Noise sums over the lower pairs ``ℓx + ℓy < split``, listed query by query."""
+        """Noise sums over the lower pairs ``ℓx + ℓy < split``, listed query by query.
+
+        Each query's ``y1`` bits are listed by increasing level, so the lower pairs of one of
+        its ``x1`` bits ``ℓx`` are the first ``#{set ℓy < split − ℓx}`` of them."""
         n_lev, d = self.levels, self.domain
         lev = np.arange(n_lev, dtype=np.int64)
-        lower = (lev[:, None] + lev[None, :]) < split
         sx, sy = xs[:, None] >> lev, ys[:, None] >> lev
-        mask = ((sx & 1).astype(np.bool_)[:, :, None] & (sy & 1).astype(np.bool_)[:, None, :])
-        mask &= lower
-        flat = np.flatnonzero(mask)
-        out = np.zeros(xs.size, dtype=np.int64)
-        if not flat.size:
-            return out
-        ix = flat // n_lev  # query·L + ℓx
-        iy = ix - ix % n_lev + (flat - ix * n_lev)  # query·L + ℓy
+        bx, by = (sx & 1).astype(np.bool_), (sy & 1).astype(np.bool_)
         heap = (d >> lev) - 1
-        ids = (sx + heap).ravel()[ix] * (2 * d) + (sy + heap).ravel()[iy]
-        run = np.zeros(flat.size + 1, dtype=np.int64)
+        qx, lx = np.nonzero(bx)  # query-major, levels increasing
+        hx = (sx[qx, lx] + heap[lx]) * (2 * d)
+        hy = (sy + heap)[by]  # the same order as np.nonzero(by)
+        y_count = np.zeros((xs.size, n_lev + 1), dtype=np.int64)
+        np.cumsum(by, axis=1, out=y_count[:, 1:])  # set y bits below each level
+        cnt = y_count[qx, np.clip(split - lx, 0, n_lev)]
+        y_start = y_count[:, -1].cumsum() - y_count[:, -1]
+        first = np.cumsum(cnt) - cnt
+        pos = np.repeat(y_start[qx] - first, cnt)
+        pos += np.arange(pos.size, dtype=np.int64)
+        ids = np.repeat(hx, cnt) + hy[pos]
+        run = np.zeros(ids.size + 1, dtype=np.int64)
         np.cumsum(self.node_values(ids), out=run[1:])
-        ends = np.searchsorted(flat, np.arange(1, xs.size + 1) * (n_lev * n_lev))
-        starts = np.concatenate(([0], ends[:-1]))
-        return run[ends] - run[starts]
+        ends = np.cumsum(np.bincount(qx, weights=cnt, minlength=xs.size).astype(np.int64))
+        return run[ends] - run[np.concatenate(([0], ends[:-1]))]

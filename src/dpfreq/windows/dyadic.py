@@ -35,7 +35,11 @@ def domain_size(n_values: int) -> int:
 
 def popcount(x: Any) -> IntArray:
     """Number of set bits of each non-negative integer (vectorized)."""
-    v = np.asarray(x, dtype=np.int64).copy()
+    v = np.asarray(x, dtype=np.int64)
+    count = getattr(np, "bitwise_count", None)  # numpy >= 2.0
+    if count is not None:
+        return np.asarray(count(v), dtype=np.int64)
+    v = v.copy()
     out = np.zeros(v.shape, dtype=np.int64)
     while np.any(v):
         out += v & 1

@@ -453,7 +453,9 @@ class DominanceCounter:
                 key = (node * ny + y_by_y)[perm]
                 cw = np.zeros(key.size + 1, dtype=np.int64)
                 np.cumsum(w_by_y[perm], out=cw[1:])
-                self._levels.append((key, cw))
+                # weight before each node (no binary search for the start of a node's keys)
+                nodes = np.arange((self._domain >> lev) + 1, dtype=np.int64) * ny
+                self._levels.append((key, cw, cw[np.searchsorted(key, nodes, side="left")]))
 
     def count(self, x: Any, y: Any) -> IntArray:
         """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
@@ -470,12 +472,11 @@ class DominanceCounter:
         order = np.lexsort((yo, xo))
         xs1, ys = xo[order] + 1, yo[order]
         acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (keys, cw) in enumerate(self._levels):
+        for lev, (keys, cw, before) in enumerate(self._levels):
             sel = np.flatnonzero((xs1 >> lev) & 1)
-            base = ((xs1[sel] >> lev) - 1) * self._ny
-            lo = np.searchsorted(keys, base, side="left")
-            hi = np.searchsorted(keys, base + ys[sel], side="right")
-            acc[sel] += cw[hi] - cw[lo]
+            node = (xs1[sel] >> lev) - 1
+            hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")
+            acc[sel] += cw[hi] - before[node]
         out = np.zeros(xq.size, dtype=np.int64)
         out[ok[order]] = acc
         return out.reshape(xq.shape)
