@@ -312,6 +312,20 @@ class _KeyedNoise:
                                          "sorted distinct non-negative integers", "other"))
         return self.noise(arr)
 
+    def prepare(self) -> None:
+        """Build what every draw needs (the cipher, the integer tables of the Laplace step)
+        ahead of the first ask; draws nothing."""
+        self._prf.encryptor()
+        gamma = self._laplace_gamma()
+        inverse_table(gamma, True)
+        inverse_table(gamma, False)
+        m, _ = _geometric_split(gamma)
+        if m:
+            _digit_thresholds(gamma, m)
+
+    def _laplace_gamma(self) -> Fraction:
+        raise NotImplementedError  # pragma: no cover - abstract
+
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         raise NotImplementedError  # pragma: no cover - abstract
 
@@ -354,6 +368,9 @@ class KeyedDiscreteLaplace(_KeyedNoise):
                                          "a fraction > 0 with denominator <= 2^32", gamma))
         super().__init__(key, structure, LAPLACE_SCHEME)
         self.gamma = g
+
+    def _laplace_gamma(self) -> Fraction:
+        return self.gamma
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         return self._prf.laplace(enc, self.gamma, ids, 0)
@@ -426,6 +443,9 @@ class KeyedDiscreteGaussian(_KeyedNoise):
             accept[i] = exp_neg_multiple_resolve(self._step, int(d[i]) ** 2, int(words[i]), 63,
                                                  gen)
         return accept
+
+    def _laplace_gamma(self) -> Fraction:
+        return self._gamma
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         out = np.empty(ids.size, dtype=np.int64)

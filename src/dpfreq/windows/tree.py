@@ -379,6 +379,12 @@ class Tree2DNoise:
         """Every (query, node id) of the dominance covers of flat query arrays ``x, y``."""
         return dominance_pairs(x, y, self.domain)
 
+    def prepare(self) -> None:
+        """Build the noise source's tables ahead of the first ask (if it has any)."""
+        prepare = getattr(self._noise, "prepare", None)
+        if prepare is not None:
+            prepare()
+
     def noise_of(self, node_ids: IntArray) -> IntArray:
         """Noise of each node id (``u·2D + v``), element-wise."""
         out: IntArray = self._noise.noise(node_ids)

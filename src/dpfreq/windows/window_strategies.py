@@ -212,6 +212,8 @@ class ProductTrees(Structure):
                         noise_source=self.noise_source(key, (*name, i)))
             for i in (0, 1))
         self._sum = DominanceNoise(self._impl, (1, -1))  # keeps the upper-level tables
+        for tree in self._impl:  # the per-law integer tables, once, at release
+            tree.prepare()
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
