@@ -42,10 +42,13 @@ with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._ex
 settled by further stream bits. The accepted ``Y`` has exactly the law
 ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
 
-Measured (CPU time, 2-core machine under load ~10): 10^5 random arbitrary windows over
-T = 2^16 (two 2d trees; 6.4·10^6 cover nodes per tree, 3.4·10^6 of them distinct, each computed
-once by :func:`~dpfreq.windows.tree.dominance_noise_sum`) are answered on the first ask at
-~1·10^5 windows/s, about 2.2× the rate with every cover node computed separately.
+Measured (2-core machine shared with other jobs, load ~3): the first ask of 10^5 random
+arbitrary windows over T = 2^16 on a fresh release (two 2d trees; 6.4·10^6 cover nodes per
+tree, about 4.6·10^6 node values computed per tree by
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) runs at ~2·10^5 windows/s, about 2×
+the rate before the row tables, the reused AES buffers and the bucket look-up of the
+threshold counts (:class:`dpfreq._exact_inverse.InverseTable`); the benchmark is
+``benchmarks/bench_windows.py --only speed``.
 """
 
 from __future__ import annotations
