@@ -35,7 +35,7 @@ IntArray = NDArray[np.int64]
 
 #: largest grid (cells) of an upper level pair; bounds the memory kept per structure
 MAX_CELLS = 1 << 15
-_QUERY_CHUNK = 8192  # queries per pass over the lower pairs (temporaries stay in cache)
+_QUERY_CHUNK = 2048  # queries per pass over the lower pairs (temporaries stay in cache)
 
 
 class DominanceNoise:
