@@ -18,9 +18,9 @@ The eager trees draw from :func:`dpfreq.rng.keyed_generator` under the same kind
 Discrete Laplace (:class:`KeyedDiscreteLaplace`, scheme :data:`LAPLACE_SCHEME`)
 ------------------------------------------------------------------------------
 * The node's randomness is ``AES-256_K(id ‖ tag)`` (one 128-bit block, little-endian 64-bit
-  id and tag, ``K`` the derived sub-key), computed for a whole batch of node ids by one ECB
-  call of OpenSSL through ``cryptography`` (AES as a pseudorandom function on distinct inputs;
-  AES-NI makes this ~5 ns per node).
+  id and tag, ``K`` the derived sub-key), computed for a batch of node ids by ECB calls of
+  OpenSSL through ``cryptography`` over chunks of ids, into one reused buffer (AES as a
+  pseudorandom function on distinct inputs; AES-NI makes this ~3 ns per node).
 * The first 64-bit word of tag 0 drives the exact inverse-cdf sampler of :mod:`dpfreq.noise`:
   63 bits against rigorous integer thresholds ``⌊2^63 Pr[|Z| > k]⌋``, the 64th bit the sign.
   Beyond the table's ``K`` thresholds, ``|Z| = K + G`` with ``G`` geometric (memoryless),
