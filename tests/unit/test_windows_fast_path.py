@@ -1,8 +1,9 @@
 """The fast first ask of arbitrary windows gives bit-identical answers and intervals.
 
 * A seeded release answered by the fast path (kept upper-level row tables, lower level pairs
-  listed query by query) equals, field by field, the same release answered the
-  straightforward way: every node of every dominance cover drawn one by one and summed.
+  listed query by query, exact counts and intervals in a helper thread or not) equals, field
+  by field, the same release answered the straightforward way: every node of every dominance
+  cover drawn one by one and summed, in one thread.
 * The keyed node noise equals golden values computed by the element-by-element implementation
   this path replaced (provenance: ``KeyedDiscreteLaplace`` / ``KeyedDiscreteGaussian`` of commit
   23e1130, the log-guess count and one AES call per 2^16 ids): the values are a deterministic
@@ -17,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpfreq.windows import answers as answers_mod
 from dpfreq.windows import dyadic, release_window_counts
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.window_strategies import ProductTrees
@@ -46,15 +48,22 @@ def answers(horizon: int, t1: np.ndarray, t2: np.ndarray) -> tuple[list, int]:
     return out, rel._state.structures[("all", 1)]._sum._split
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize(("horizon", "n_windows"), [(16, 60), (1000, 3000)])
 def test_fast_first_ask_equals_the_straightforward_sum(monkeypatch: pytest.MonkeyPatch,
-                                                       horizon: int, n_windows: int) -> None:
+                                                       horizon: int, n_windows: int,
+                                                       overlap: bool) -> None:
+    """``overlap``: exact counts and intervals in the helper thread while the noise is drawn
+    (the straightforward run never uses it)."""
     rng = np.random.default_rng(n_windows)
     a = rng.integers(1, horizon + 1, size=(2, n_windows))
     t1, t2 = a.min(axis=0), a.max(axis=0)
     t1[:3], t2[:3] = (1, 1, horizon), (horizon, 1, horizon)  # whole range, first, last period
-    fast, split = answers(horizon, t1, t2)
     with monkeypatch.context() as m:
+        m.setattr(answers_mod, "OVERLAP_MIN", 1 if overlap else 10**9)
+        fast, split = answers(horizon, t1, t2)
+    with monkeypatch.context() as m:
+        m.setattr(answers_mod, "OVERLAP_MIN", 10**9)
         m.setattr(ProductTrees, "noise", straightforward_noise)
         slow, _ = answers(horizon, t1, t2)
     for f, s in zip(fast, slow, strict=True):
