@@ -159,9 +159,27 @@ class InverseTable:
         log_c = w * math.log(2.0) - float(gamma) + (math.log(2.0 / (1.0 + a)) if two_sided else 0)
         self.log_c = log_c  # ln(2^w c α): s_k = e^{log_c - γ k}
         self.inv_gamma = 1.0 / float(gamma)
+        # one look-up per word where buckets fit in 2^15 per binade (γ above ~2^-14)
+        self._buckets = (_Buckets(self.table, a) if size and w == WORD_BITS
+                         and 1.0 - a > 2.0**-14 else None)
 
     def count_above(self, w_words: NDArray[np.uint64]) -> NDArray[np.int64]:
-        """``#{k < K : D_k > W}`` per W, exactly (a float guess checked by integer compares)."""
+        """``#{k < K : D_k > W}`` per W, exactly."""
+        if self._buckets is not None:
+            return self._buckets.count_above(w_words, self)[0]
+        return self._count_above_log(w_words)
+
+    def count_and_ties(self, w_words: NDArray[np.uint64]
+                       ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+        """``m = count_above(W)`` and the positions where ``m < K`` and ``W = D_m`` (a tie,
+        settled by :meth:`resolve`)."""
+        if self._buckets is not None:
+            return self._buckets.count_above(w_words, self)
+        m = self._count_above_log(w_words)
+        return m, np.flatnonzero((m < self.size) & (self.at[m] == w_words))
+
+    def _count_above_log(self, w_words: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """:meth:`count_above` by a float logarithm guess checked by integer compares."""
         x = np.log(w_words.astype(np.float64) + 1.0)
         guess = (self.log_c - x) * self.inv_gamma
         np.clip(guess, -1.0, float(self.size - 1), out=guess)
@@ -190,6 +208,60 @@ class InverseTable:
                 return True
             if n >= hi:
                 return False
+
+
+class _Buckets:
+    """Exact ``#{k : D_k > W}`` by one look-up per word, for 63-bit words.
+
+    Bucket of W: the float64 bits of ``W'`` (W with its 11 low bits cleared, so exactly
+    representable) shifted right by ``52 − b``, i.e. the exponent and ``b`` mantissa bits: a
+    bucket spans a relative width of ``2^-b``, chosen below the relative gap ``1 − α`` of
+    consecutive thresholds, so a bucket holds at most one threshold (the rest are marked).
+    Clearing the low bits changes no bucket at or above ``2^{11+b}``; below ``2^{E0}``
+    (``E0 >= 11 + b``) everything falls into bucket 0. Per bucket: ``base`` = thresholds in
+    higher buckets and ``thr`` = its threshold (0 if none), so ``count = base + [W < thr]``
+    and a tie is ``W = thr``. Buckets with two or more thresholds carry a negative base and are
+    answered by binary search; a bucket-0 word equal to 0 is checked as a tie and discarded.
+    Only integer comparisons decide; the float is an index.
+    """
+
+    LOW_BITS = 11
+
+    def __init__(self, table: NDArray[np.uint64], alpha: float) -> None:
+        bits = max(1, math.ceil(-math.log2(1.0 - alpha)) + 1)
+        self.shift = np.int64(52 - bits)
+        e0 = max(self.LOW_BITS + bits, int(table[-1]).bit_length() - 1)
+        self.key0 = np.int64(((1023 + e0) << bits) - 1)  # bucket 0: every W below 2^e0
+        n_slots = (63 - e0) * (1 << bits) + 1
+        slot = self.slots(table)
+        cnt = np.bincount(slot, minlength=n_slots)
+        self.thr = np.zeros(n_slots, dtype=np.uint64)
+        self.thr[slot] = table
+        above = np.concatenate((np.cumsum(cnt[::-1])[::-1][1:], [0])).astype(np.int64)
+        self.base = np.where(cnt >= 2, np.int64(-(1 << 40)), above)
+
+    def slots(self, w: NDArray[np.uint64]) -> NDArray[np.int64]:
+        low = w & np.uint64(~((1 << self.LOW_BITS) - 1) & ((1 << 64) - 1))
+        key = low.astype(np.float64).view(np.int64) >> self.shift
+        key -= self.key0
+        np.maximum(key, 0, out=key)
+        return key
+
+    def count_above(self, w: NDArray[np.uint64], tab: InverseTable
+                    ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+        slot = self.slots(w)
+        thr = self.thr[slot]
+        m = self.base[slot]
+        m += w < thr
+        if m.min() < 0:  # words in buckets with several thresholds: binary search
+            idx = np.flatnonzero(m < 0)
+            m[idx] = tab.size - np.searchsorted(tab.ascending, w[idx], side="right")
+            thr[idx] = tab.at[m[idx]]
+        ties = np.flatnonzero(w == thr)
+        if ties.size:  # empty buckets have thr = 0: keep the true ties only
+            mt = m[ties]
+            ties = ties[(mt < tab.size) & (tab.at[mt] == w[ties])]
+        return m, ties
 
 
 @functools.lru_cache(maxsize=128)

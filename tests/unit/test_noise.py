@@ -155,6 +155,28 @@ def test_count_above_equals_binary_search(rng):
         np.testing.assert_array_equal(tab.count_above(words), expected)
 
 
+@pytest.mark.parametrize("gamma", [Fraction(1, 1156), Fraction(1, 10), Fraction(1), Fraction(30),
+                                   Fraction(1, 20000)])
+@pytest.mark.parametrize("two_sided", [True, False])
+def test_count_and_ties_equal_binary_search(rng, gamma, two_sided):
+    """The bucket look-up (one threshold per bucket; γ = 1/10 has a bucket with two, answered
+    by binary search; γ = 1/20000 is too fine for buckets: the logarithm guess) gives the exact
+    count and exactly the ties ``W = D_m`` with ``m < K``, at every word size."""
+    tab = exact_inverse.inverse_table(gamma, two_sided)
+    t = tab.table
+    small = rng.integers(0, 2**63, size=5000, dtype=np.uint64) >> rng.integers(
+        0, 63, size=5000).astype(np.uint64)
+    edges = np.array([0, 1, 2**22, 2**23, 2**53, 2**53 + 1, 2**62, 2**63 - 1], dtype=np.uint64)
+    words = np.concatenate((rng.integers(0, 2**63, size=20000, dtype=np.uint64), small, edges,
+                            t, t - np.uint64(1), t + np.uint64(1)))
+    expected = tab.size - np.searchsorted(tab.ascending, words, side="right")
+    m, ties = tab.count_and_ties(words)
+    np.testing.assert_array_equal(m, expected)
+    np.testing.assert_array_equal(
+        np.sort(ties), np.flatnonzero((expected < tab.size) & (tab.at[expected] == words)))
+    assert ties.size >= t.size  # every threshold itself is a tie
+
+
 # ---------------------------------------------------------------------------------------------
 # analytic helpers
 

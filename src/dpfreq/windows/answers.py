@@ -7,6 +7,7 @@ number of queries is post-processing of one private release.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,12 @@ from dpfreq.windows.summaries import SummarySpec, WindowSummaries
 
 __all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_state", "route"]
 
+#: batches of at least this many windows of one structure compute their exact counts and
+#: intervals in a helper thread while the node noise is computed (:meth:`WindowState.parts`)
+OVERLAP_MIN = 1 << 15
+
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -178,6 +184,28 @@ class WindowState:
         res: IntArray = dom.count(t1 - 1, t2)
         return res
 
+    def parts(self, s: WindowStrategy, t1: IntArray, t2: IntArray, beta: float,
+              beta_band: float) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        """Estimates, sds, half-widths and band half-widths (bias bound included) of windows
+        of one structure. In a batch of at least :data:`OVERLAP_MIN` windows everything but
+        the node noise runs in a helper thread while the noise is computed: the exact counts
+        spend their time in numpy's binary searches, which release the GIL, so on a machine
+        with a free core the two overlap (the helper only reads the oracle and fills the
+        structure's interval caches; the node noise stays in this thread)."""
+        def public() -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+            bias = s.bias_bound()
+            return (self.exact(s, t1, t2), np.sqrt(s.variance(t1, t2)),
+                    s.halfwidth(t1, t2, beta) + bias, s.band_halfwidth(t1, t2, beta_band) + bias)
+
+        if t1.size < OVERLAP_MIN:
+            exact, sd, half, shalf = public()
+            return exact + s.noise(t1, t2), sd, half, shalf
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            job = pool.submit(public)
+            noise = s.noise(t1, t2)
+            exact, sd, half, shalf = job.result()
+        return exact + noise, sd, half, shalf
+
     def structures_for(self, k: int, func: str) -> list[WindowStrategy]:
         k = check_int(k, "k", func, minimum=1)
         if k not in self.build.k_values:
@@ -225,11 +253,8 @@ class WindowState:
             if not sel.size:
                 continue
             a, b = q1[sel], q2[sel]
-            est[sel] = self.exact(s, a, b) + s.noise(a, b)
-            sd[sel] = np.sqrt(s.variance(a, b))
+            est[sel], sd[sel], half[sel], shalf[sel] = self.parts(s, a, b, beta, beta_band)
             bias[sel] = s.bias_bound()
-            half[sel] = s.halfwidth(a, b, beta) + s.bias_bound()
-            shalf[sel] = s.band_halfwidth(a, b, beta_band) + s.bias_bound()
             strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
         out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
                                else est}

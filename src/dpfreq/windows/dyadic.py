@@ -19,7 +19,6 @@ from dpfreq._validate import check_int
 __all__ = [
     "domain_size",
     "dominance_pairs",
-    "level_pair_nodes",
     "node_counts",
     "popcount",
     "prefix_cover",
@@ -36,7 +35,11 @@ def domain_size(n_values: int) -> int:
 
 def popcount(x: Any) -> IntArray:
     """Number of set bits of each non-negative integer (vectorized)."""
-    v = np.asarray(x, dtype=np.int64).copy()
+    v = np.asarray(x, dtype=np.int64)
+    count = getattr(np, "bitwise_count", None)  # numpy >= 2.0
+    if count is not None:
+        return np.asarray(count(v), dtype=np.int64)
+    v = v.copy()
     out = np.zeros(v.shape, dtype=np.int64)
     while np.any(v):
         out += v & 1
@@ -95,50 +98,3 @@ def dominance_pairs(x: IntArray, y: IntArray, domain: int) -> tuple[IntArray, In
     y_pos = np.repeat(y_start[qx], reps) + offs
     nids = np.repeat(ix, reps) * (2 * domain) + iy[y_pos]
     return np.repeat(qx, reps), nids
-
-
-#: a level pair's nodes are listed once each when its grid has at most this many cells per
-#: query that touches it (:func:`level_pair_nodes`)
-DENSE_CELLS = 16
-
-
-def level_pair_nodes(x1: IntArray, y1: IntArray, domain: int
-                      ) -> tuple[list[tuple[IntArray, IntArray]], IntArray]:
-    """``(parts, ids)``: node ids of the dominance covers of ``{p < x1, q < y1}`` in the product
-    tree over ``domain × domain``, and per level pair ``(queries, positions in ids)`` of the
-    queries whose cover holds a node there. Where the level pair's node grid has at most
-    :data:`DENSE_CELLS` cells per such query, each node is listed once (a dense mark, no sort)."""
-    levels = domain.bit_length()
-    used_y = [((y1 >> lev) & 1).astype(np.bool_) for lev in range(levels)]
-    heap_y = [(domain >> lev) + (y1 >> lev) - 1 for lev in range(levels)]
-    parts: list[tuple[IntArray, IntArray]] = []
-    chunks: list[IntArray] = []
-    n_ids = 0
-    for lx in range(levels):
-        used_x = ((x1 >> lx) & 1).astype(np.bool_)
-        if not used_x.any():
-            continue
-        heap_x = (domain >> lx) + (x1 >> lx) - 1
-        for ly in range(levels):
-            sel = np.flatnonzero(used_x & used_y[ly])
-            if not sel.size:
-                continue
-            u, v = heap_x[sel], heap_y[ly][sel]
-            wx, wy = domain >> lx, domain >> ly
-            if wx * wy <= DENSE_CELLS * sel.size:
-                cell = (u - wx) * wy + (v - wy)
-                mark = np.zeros(wx * wy, dtype=np.bool_)
-                mark[cell] = True
-                first = np.flatnonzero(mark)
-                slot = np.empty(wx * wy, dtype=np.int64)
-                slot[first] = np.arange(n_ids, n_ids + first.size, dtype=np.int64)
-                at = slot[cell]
-                node = (first // wy + wx) * (2 * domain) + first % wy + wy
-            else:
-                at = np.arange(n_ids, n_ids + sel.size, dtype=np.int64)
-                node = u * (2 * domain) + v
-            parts.append((sel, at))
-            chunks.append(node)
-            n_ids += node.size
-    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
-    return parts, ids

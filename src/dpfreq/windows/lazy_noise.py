@@ -18,9 +18,9 @@ The eager trees draw from :func:`dpfreq.rng.keyed_generator` under the same kind
 Discrete Laplace (:class:`KeyedDiscreteLaplace`, scheme :data:`LAPLACE_SCHEME`)
 ------------------------------------------------------------------------------
 * The node's randomness is ``AES-256_K(id ‖ tag)`` (one 128-bit block, little-endian 64-bit
-  id and tag, ``K`` the derived sub-key), computed for a whole batch of node ids by one ECB
-  call of OpenSSL through ``cryptography`` (AES as a pseudorandom function on distinct inputs;
-  AES-NI makes this ~5 ns per node).
+  id and tag, ``K`` the derived sub-key), computed for a batch of node ids by ECB calls of
+  OpenSSL through ``cryptography`` over chunks of ids, into one reused buffer (AES as a
+  pseudorandom function on distinct inputs; AES-NI makes this ~3 ns per node).
 * The first 64-bit word of tag 0 drives the exact inverse-cdf sampler of :mod:`dpfreq.noise`:
   63 bits against rigorous integer thresholds ``⌊2^63 Pr[|Z| > k]⌋``, the 64th bit the sign.
   Beyond the table's ``K`` thresholds, ``|Z| = K + G`` with ``G`` geometric (memoryless),
@@ -42,10 +42,13 @@ with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._ex
 settled by further stream bits. The accepted ``Y`` has exactly the law
 ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
 
-Measured (CPU time, 2-core machine under load ~10): 10^5 random arbitrary windows over
-T = 2^16 (two 2d trees; 6.4·10^6 cover nodes per tree, 3.4·10^6 of them distinct, each computed
-once by :func:`~dpfreq.windows.tree.dominance_noise_sum`) are answered on the first ask at
-~1·10^5 windows/s, about 2.2× the rate with every cover node computed separately.
+Measured (2-core machine shared with other jobs, load ~2–3, warmed process): the first ask of
+10^5 random arbitrary windows over T = 2^16 on a fresh release of 10^6 events (two 2d trees;
+6.4·10^6 cover nodes per tree, about 4.6·10^6 node values computed per tree by
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes about 0.6× the time it took
+with every level pair listed and one AES call per 2^16 ids, i.e. ~2.5·10^5 windows/s, about
+4× the time of the exact counts of the same windows alone (``benchmarks/bench_windows.py
+--only speed``).
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ LAPLACE_SCHEME = "aes256-table"
 GAUSSIAN_SCHEME = "aes256-cks-gaussian"
 EAGER_SCHEME = "chacha20-eager"
 
-_AES_CHUNK = 1 << 16  # node ids per AES call + table pass (temporaries stay in cache)
+_AES_CHUNK = 1 << 12  # node ids per AES call + table pass (temporaries stay in cache)
 _BERNOULLI_TAG = 1 << 31  # tag offset of the acceptance word of a Gaussian round
 _ROUND_SHIFT = 32  # tag of round r starts at r·2^32
 
@@ -147,6 +150,16 @@ def _digit_thresholds(gamma: Fraction, m: int) -> NDArray[np.uint64]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _geometric_split(gamma: Fraction) -> tuple[int, InverseTable]:
+    """``m`` (the largest with ``γ·2^m <= 1``, at least 0) and the table of ``γ·2^m``
+    (:meth:`_NodePRF.geometric`; computed once per γ)."""
+    m = 0
+    while gamma * (1 << (m + 1)) <= 1:
+        m += 1
+    return m, inverse_table(gamma * (1 << m), False)
+
+
 class _NodePRF:
     """AES-256 under ``derive_key(key, "windows", scheme, *name)`` on blocks ``(id ‖ tag)``,
     and the per-(node, tag) ChaCha20 streams that settle ties."""
@@ -161,14 +174,21 @@ class _NodePRF:
         return Cipher(algorithms.AES(self.aes_key), modes.ECB()).encryptor()
 
     @staticmethod
-    def words(enc: Any, ids: NDArray[np.int64], tag: Any) -> NDArray[np.uint64]:
+    def words(enc: Any, ids: NDArray[np.int64], tag: Any,
+              scratch: NDArray[np.uint64] | None = None) -> NDArray[np.uint64]:
         """First 64-bit word of ``AES_K(id ‖ tag)`` per id (little-endian, host independent);
-        ``tag`` is one tag or one per id."""
-        block = np.zeros((ids.size, 2), dtype="<u8")
+        ``tag`` is one tag or one per id. ``scratch``: a buffer of at least ``4·len(ids) + 2``
+        words to reuse (large temporaries allocated afresh per chunk cost page faults)."""
+        n = ids.size
+        buf = np.empty(4 * n + 2, dtype="<u8") if scratch is None else scratch[:4 * n + 2]
+        block = buf[:2 * n].reshape(n, 2)
         block[:, 0] = ids
         block[:, 1] = tag
-        ct = enc.update(block.data.cast("B"))
-        return np.frombuffer(ct, dtype="<u8")[::2].astype(np.uint64)
+        # update_into a buffer of our own: ``update`` builds a new bytes object per call, which
+        # costs several times the encryption itself at these sizes
+        ct = buf[2 * n:]
+        enc.update_into(block.data.cast("B"), ct.view(np.uint8))
+        return ct[:2 * n:2].astype(np.uint64)
 
     def stream(self, node: int, tag: int, role: str) -> np.random.Generator:
         return keyed_generator(self.key, "windows", self.scheme, role, *self.name, node, tag)
@@ -178,8 +198,7 @@ class _NodePRF:
         """``#{k < K : 2^63 S(k) > W + R}`` per word W (R uniform in [0, 1), needed only when
         W equals a threshold, probability ~2^-63, and then drawn from the node's settling
         stream); the exactness argument is that of :func:`dpfreq._exact_sampling.table_sample`."""
-        m = tab.count_above(words)
-        settle = np.flatnonzero((m < tab.size) & (tab.at[m] == words))
+        m, settle = tab.count_and_ties(words)
         for i in settle.tolist():
             if tab.resolve(int(words[i]), int(m[i]), self.stream(int(nodes[i]), tag, "settle")):
                 m[i] += 1
@@ -194,15 +213,27 @@ class _NodePRF:
             return np.array([int(sample_discrete_laplace(
                 gamma, 1, rng=self.stream(int(i), tag0, "per-node"))[0]) for i in ids.tolist()],
                 dtype=np.int64)
-        raw = self.words(enc, ids, tag0)
-        mag = self.invert(tab, raw >> np.uint64(1), ids, tag0)
-        # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless)
-        tail = np.flatnonzero(mag == tab.size)
-        if tail.size:
-            mag[tail] += self.geometric(enc, gamma, ids[tail], tag0)
-        neg = (raw & np.uint64(1)).astype(np.bool_)
-        np.negative(mag, out=mag, where=neg)
-        return mag
+        out = np.empty(ids.size, dtype=np.int64)
+        tails = []
+        scratch = np.empty(4 * min(ids.size, _AES_CHUNK) + 2, dtype=np.uint64)
+        for lo in range(0, ids.size, _AES_CHUNK):
+            part = ids[lo:lo + _AES_CHUNK]
+            raw = self.words(enc, part, tag0, scratch)
+            mag = self.invert(tab, raw >> np.uint64(1), part, tag0)
+            tail = np.flatnonzero(mag == tab.size)
+            if tail.size:
+                tails.append(tail + lo)
+            neg = (raw & np.uint64(1)).view(np.int64)  # the sign bit: −1 or 0 after negation
+            np.negative(neg, out=neg)
+            mag ^= neg
+            mag -= neg  # −|Z| where the bit is set (two's complement)
+            out[lo:lo + part.size] = mag
+        if tails:  # beyond the table: |Z| = K + G with G ~ Geometric(α) (memoryless)
+            at = np.concatenate(tails)
+            extra = np.concatenate([self.geometric(enc, gamma, ids[at[i:i + _AES_CHUNK]], tag0)
+                                    for i in range(0, at.size, _AES_CHUNK)])
+            out[at] += np.where(out[at] < 0, -extra, extra)  # |Z| = K >= 1 there: sign kept
+        return out
 
     def geometric(self, enc: Any, gamma: Fraction, ids: NDArray[np.int64],
                   tag0: int) -> NDArray[np.int64]:
@@ -216,11 +247,7 @@ class _NodePRF:
         word of tag ``tag0 + 2^29 + j`` against an integer threshold. Independent ``A`` and ``B``
         give ``Pr[G = Ma + b] = (1 − α)α^{Ma+b}`` exactly.
         """
-        m = 0
-        while gamma * (1 << (m + 1)) <= 1:
-            m += 1
-        g_a = gamma * (1 << m)
-        geo = inverse_table(g_a, False)
+        m, geo = _geometric_split(gamma)
         out = np.zeros(ids.size, dtype=np.int64)
         pending = np.arange(ids.size)
         t = 0
@@ -275,11 +302,8 @@ class _KeyedNoise:
         flat = ids.ravel()
         out = np.empty(flat.size, dtype=np.int64)
         self._computed += int(flat.size)
-        if flat.size:
-            enc = self._prf.encryptor()
-            for lo in range(0, flat.size, _AES_CHUNK):
-                part = flat[lo:lo + _AES_CHUNK]
-                out[lo:lo + part.size] = self._values(enc, part)
+        if flat.size:  # the values chunk their AES calls (_AES_CHUNK ids)
+            out[:] = self._values(self._prf.encryptor(), flat)
         return out.reshape(ids.shape)
 
     def noise_unique(self, ids: Any) -> NDArray[np.int64]:
@@ -290,6 +314,20 @@ class _KeyedNoise:
             raise ParameterError(message("ids", f"{self._func}.noise_unique",
                                          "sorted distinct non-negative integers", "other"))
         return self.noise(arr)
+
+    def prepare(self) -> None:
+        """Build what every draw needs (the cipher, the integer tables of the Laplace step)
+        ahead of the first ask; draws nothing."""
+        self._prf.encryptor()
+        gamma = self._laplace_gamma()
+        inverse_table(gamma, True)
+        inverse_table(gamma, False)
+        m, _ = _geometric_split(gamma)
+        if m:
+            _digit_thresholds(gamma, m)
+
+    def _laplace_gamma(self) -> Fraction:
+        raise NotImplementedError  # pragma: no cover - abstract
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         raise NotImplementedError  # pragma: no cover - abstract
@@ -333,6 +371,9 @@ class KeyedDiscreteLaplace(_KeyedNoise):
                                          "a fraction > 0 with denominator <= 2^32", gamma))
         super().__init__(key, structure, LAPLACE_SCHEME)
         self.gamma = g
+
+    def _laplace_gamma(self) -> Fraction:
+        return self.gamma
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         return self._prf.laplace(enc, self.gamma, ids, 0)
@@ -406,7 +447,16 @@ class KeyedDiscreteGaussian(_KeyedNoise):
                                                  gen)
         return accept
 
+    def _laplace_gamma(self) -> Fraction:
+        return self._gamma
+
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
+        out = np.empty(ids.size, dtype=np.int64)
+        for lo in range(0, ids.size, _AES_CHUNK):
+            out[lo:lo + _AES_CHUNK] = self._rounds(enc, ids[lo:lo + _AES_CHUNK])
+        return out
+
+    def _rounds(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         out = np.empty(ids.size, dtype=np.int64)
         pending = np.arange(ids.size)
         r = 0

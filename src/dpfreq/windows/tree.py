@@ -33,10 +33,10 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
+from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.dyadic import (
     domain_size,
     dominance_pairs,
-    level_pair_nodes,
     node_counts,
     popcount,
     prefix_cover,
@@ -379,6 +379,12 @@ class Tree2DNoise:
         """Every (query, node id) of the dominance covers of flat query arrays ``x, y``."""
         return dominance_pairs(x, y, self.domain)
 
+    def prepare(self) -> None:
+        """Build the noise source's tables ahead of the first ask (if it has any)."""
+        prepare = getattr(self._noise, "prepare", None)
+        if prepare is not None:
+            prepare()
+
     def noise_of(self, node_ids: IntArray) -> IntArray:
         """Noise of each node id (``u·2D + v``), element-wise."""
         out: IntArray = self._noise.noise(node_ids)
@@ -393,32 +399,14 @@ class Tree2DNoise:
         return popcount(np.asarray(x) + 1) * popcount(np.asarray(y) + 1)
 
 
-_QUERY_CHUNK = 1 << 17  # queries per pass of dominance_noise_sum
-
-
 def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: Any,
                         y: Any) -> IntArray:
     """``Σ_i signs[i] · trees[i].dominance_noise(x, y)``, sharing the covers of the trees.
 
-    The trees must have one domain and element-wise noise sources (a value per id). The cover
-    nodes come level pair by level pair (:func:`~dpfreq.windows.dyadic.level_pair_nodes`), a
-    node shared by many covers listed once, so its noise is computed once per chunk of queries.
+    The trees must have one domain and element-wise noise sources (a value per id); see
+    :class:`~dpfreq.windows.dominance_noise.DominanceNoise` (keep one to reuse its tables).
     """
-    xs = np.asarray(x, dtype=np.int64).ravel()
-    ys = np.asarray(y, dtype=np.int64).ravel()
-    out = np.zeros(xs.size, dtype=np.int64)
-    for lo in range(0, xs.size, _QUERY_CHUNK):
-        hi = min(lo + _QUERY_CHUNK, xs.size)
-        parts, ids = level_pair_nodes(xs[lo:hi] + 1, ys[lo:hi] + 1, trees[0].domain)
-        if not ids.size:
-            continue
-        vals = np.zeros(ids.size, dtype=np.int64)
-        for tree, sign in zip(trees, signs, strict=True):
-            vals += sign * tree.noise_of(ids)
-        total = out[lo:hi]
-        for sel, at in parts:
-            total[sel] += vals[at]
-    return out.reshape(np.shape(x))
+    return DominanceNoise(trees, signs)(x, y)
 
 
 def _stable_order(keys: IntArray, bits: int) -> IntArray:
@@ -471,7 +459,9 @@ class DominanceCounter:
                 key = (node * ny + y_by_y)[perm]
                 cw = np.zeros(key.size + 1, dtype=np.int64)
                 np.cumsum(w_by_y[perm], out=cw[1:])
-                self._levels.append((key, cw))
+                # weight before each node (no binary search for the start of a node's keys)
+                nodes = np.arange((self._domain >> lev) + 1, dtype=np.int64) * ny
+                self._levels.append((key, cw, cw[np.searchsorted(key, nodes, side="left")]))
 
     def count(self, x: Any, y: Any) -> IntArray:
         """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
@@ -488,12 +478,11 @@ class DominanceCounter:
         order = np.lexsort((yo, xo))
         xs1, ys = xo[order] + 1, yo[order]
         acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (keys, cw) in enumerate(self._levels):
+        for lev, (keys, cw, before) in enumerate(self._levels):
             sel = np.flatnonzero((xs1 >> lev) & 1)
-            base = ((xs1[sel] >> lev) - 1) * self._ny
-            lo = np.searchsorted(keys, base, side="left")
-            hi = np.searchsorted(keys, base + ys[sel], side="right")
-            acc[sel] += cw[hi] - cw[lo]
+            node = (xs1[sel] >> lev) - 1
+            hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")
+            acc[sel] += cw[hi] - before[node]
         out = np.zeros(xq.size, dtype=np.int64)
         out[ok[order]] = acc
         return out.reshape(xq.shape)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.protocol import PerQueryShape, TreeShape
@@ -43,7 +44,7 @@ from dpfreq.windows.strategy import (
     eager_noise,
     register,
 )
-from dpfreq.windows.tree import Tree1D, Tree2DNoise, dominance_noise_sum
+from dpfreq.windows.tree import Tree1D, Tree2DNoise
 from dpfreq.windows.weights import row_squares
 
 __all__ = ["Blocks", "Compressed", "PerQuery", "PerStart", "ProductTrees", "SingleTree"]
@@ -171,6 +172,7 @@ class ProductTrees(Structure):
     name = "tree2d"
     families = ("all",)
     _impl: tuple[Tree2DNoise, ...]
+    _sum: DominanceNoise
 
     @classmethod
     def admissible(cls, unit: str, singleton: bool) -> bool:
@@ -209,11 +211,14 @@ class ProductTrees(Structure):
             Tree2DNoise(self.domain, self.gamma, key, (*name, i),
                         noise_source=self.noise_source(key, (*name, i)))
             for i in (0, 1))
+        self._sum = DominanceNoise(self._impl, (1, -1))  # keeps the upper-level tables
+        for tree in self._impl:  # the per-law integer tables, once, at release
+            tree.prepare()
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                      np.asarray(t2, dtype=np.int64))
-        return dominance_noise_sum(self._impl, (1, -1), q1 - 1, q2 - 1)
+        return self._sum(q1 - 1, q2 - 1)
 
 
 @register
