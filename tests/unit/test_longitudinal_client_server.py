@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal.client import LongitudinalClient
-from dpfreq.artifacts import seal_json
 from dpfreq.longitudinal.params import PROTOCOL_VERSION, ProtocolParams, make_params
 from dpfreq.longitudinal.server import LongitudinalAggregator
 
