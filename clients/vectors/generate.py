@@ -19,6 +19,7 @@ import numpy as np
 
 from dpfreq.longitudinal import LongitudinalClient, device_bundle, make_params
 from dpfreq.longitudinal.keyed import DOMAIN, KeyedStream
+from dpfreq.longitudinal.params import PROTOCOL_VERSION
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import derive_key
 
@@ -97,7 +98,7 @@ def devices() -> dict[str, Any]:
     """Every device case: each mode on every shape, then the extra cases."""
     cases = [(m, *s) for m in MODES for s in SHAPES if not (m == "erlingsson" and s[3])]
     cases += list(EXTRA)
-    return {"protocol": 1, "cases": [device_case(*c, seed=1000 + n)
+    return {"protocol": PROTOCOL_VERSION, "cases": [device_case(*c, seed=1000 + n)
                                      for n, c in enumerate(cases)]}
 
 
@@ -135,7 +136,7 @@ def primitives() -> dict[str, Any]:
         st = _stream(derive_key(secret, "keep", text))
         keeps.append({"gamma": text,
                       "draws": [st.keep(g) for _ in range(32)], "words_read": st.words_read})
-    return {"protocol": 1, "secret": secret.hex(), "derive": derives,
+    return {"protocol": PROTOCOL_VERSION, "secret": secret.hex(), "derive": derives,
             "stream": {"parts": [["s", DOMAIN], ["s", "0123456789abcdef"], ["s", "coin"],
                                  ["i", "7"]], "key": skey.hex(), "words": words},
             "uniform_below": uniform, "bernoulli_exp": bern, "keep": keeps}

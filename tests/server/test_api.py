@@ -15,6 +15,7 @@ from conftest import (
     bearer,
     create_study,
     enrol,
+    enrol_headers,
     make_client,
     run_devices,
     stored,
@@ -179,6 +180,39 @@ def test_exports_agree(sqlite_client, rng):
     assert [float(r.split(",")[2]) for r in rows[1:]] == js["estimate"]
     assert pq_table.column("estimate").to_pylist() == js["estimate"]
     assert c.get("/v1/studies/s1/estimates?format=xml", headers=bearer(an)).status_code == 422
+
+
+def test_protocol_version_1_is_refused_at_enrolment_and_upload(sqlite_client):
+    """A device of protocol version 1 is told with 400 that the version supported is 2: at
+    enrolment by its ``protocol_version``, at upload by its ``param_id`` (a hash of the
+    parameters, their version included)."""
+    import dataclasses
+    import hashlib
+    import json
+
+    c = sqlite_client
+    params = create_study(c)
+    assert params.version == 2
+    url, headers = "/v1/studies/s1/devices", enrol_headers(c, "s1")
+    r = c.post(url, json={"param_id": params.param_id, "order": 0, "protocol_version": 1},
+               headers=headers)
+    assert r.status_code == 400
+    assert r.json()["error"] == ("protocol_version must be 2, the supported protocol version "
+                                 "(the device's client is outdated: update it); got 1.")
+    r = c.post(url, json={"param_id": params.param_id, "order": 0, "protocol_version": 2},
+               headers=headers)
+    assert r.status_code == 201, r.text
+    device, token = r.json()["device"], r.json()["token"]
+    old = {**dataclasses.asdict(params), "version": 1}
+    old_id = hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:16]
+    assert old_id != params.param_id
+    rep = {"device": device, "order": 0, "interval": 1, "bit": 1, "param_id": old_id}
+    r = c.post("/v1/studies/s1/reports", json={"reports": [rep]}, headers=bearer(token))
+    assert r.status_code == 400
+    assert "param_id does not match" in r.json()["error"]
+    spec = c.get("/openapi.json").json()
+    field = spec["components"]["schemas"]["EnrolRequest"]["properties"]["protocol_version"]
+    assert field["description"].startswith("The protocol version the device runs: 2 ")
 
 
 def test_limits_cors_health_metrics_openapi(sqlite_url):

@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal.client import LongitudinalClient
-from dpfreq.longitudinal.params import ProtocolParams, make_params
+from dpfreq.longitudinal.params import PROTOCOL_VERSION, ProtocolParams, make_params
 from dpfreq.longitudinal.server import LongitudinalAggregator
 
 X = (0, 1, 1, 0, 0, 0, 1, 1)
@@ -123,6 +124,42 @@ def test_json_round_trip() -> None:
         LongitudinalClient.from_json(json.dumps(edited))
 
 
+OUTDATED = (r"^protocol version of {} must be 2, the supported protocol version \(the "
+            r"protocol is outdated: fetch the study's parameters again\); got 1\.$")
+
+
+def _as_version(text: str, version: int) -> str:
+    """Sealed text re-sealed (valid checksum) as ``version``, its payload's too where it has
+    one."""
+    outer = json.loads(text)
+    payload = outer["payload"]
+    for inner in (payload, payload.get("params")):
+        if isinstance(inner, dict) and "version" in inner:
+            inner["version"] = version
+    return seal_json(payload, kind=outer["kind"], version=version,
+                     sign=outer["kind"] != "dpfreq.longitudinal.params")
+
+
+def test_protocol_version_is_2() -> None:
+    assert PROTOCOL_VERSION == 2
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
+    assert p.version == 2
+    assert json.loads(p.to_json())["version"] == 2
+
+
+def test_version_1_parameters_and_state_are_refused_naming_the_version() -> None:
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
+    with pytest.raises(DataError, match=OUTDATED.format("the parameters")):
+        ProtocolParams.from_json(_as_version(p.to_json(), 1))
+    state = LongitudinalClient(p, rng=1).to_json()
+    with pytest.raises(DataError, match=OUTDATED.format("the client state")):
+        LongitudinalClient.from_json(_as_version(state, 1))
+    with pytest.raises(DataError, match=r"^version of ProtocolParams must be 2, .*; got 1\.$"):
+        dataclasses.replace(p, version=1)
+    with pytest.raises(DataError, match=r"\(this dpfreq is older than the text: upgrade it\)"):
+        ProtocolParams.from_json(_as_version(p.to_json(), 3))
+
+
 def test_params_versioned_and_checked() -> None:
     p = make_params(horizon=10, max_changes=3, epsilon=1.0, method="threshold")
     assert p.padded_horizon == 16
@@ -219,8 +256,8 @@ def test_server_matches_estimator() -> None:
 def test_server_protocol_version_and_types() -> None:
     p = make_params(horizon=8, max_changes=3, epsilon=1.0, method="threshold")
     agg = LongitudinalAggregator(p)
-    with pytest.raises(DataError, match="protocol version"):
-        agg.enrol([1], [0], param_id=p.param_id, protocol_version=99)
+    with pytest.raises(DataError, match=r"^rejected: protocol_version must be 2, .*; got 1\.$"):
+        agg.enrol([1], [0], param_id=p.param_id, protocol_version=1)
     with pytest.raises(DataError, match="parameter id"):
         agg.enrol([1], [0], param_id="nope")
     with pytest.raises(DataError, match="order must be"):

@@ -49,6 +49,7 @@ def test_the_longitudinal_parameters_and_bundle_name_the_method_method() -> None
     from dpfreq.artifacts import seal_json
     from dpfreq.errors import DataError
     from dpfreq.longitudinal import ProtocolParams, device_bundle
+    from dpfreq.longitudinal.params import PROTOCOL_VERSION
 
     p = dpfreq.make_params(horizon=8, max_changes=2, epsilon=1.0, method="auto")
     names = {f.name for f in fields(ProtocolParams)}
@@ -59,7 +60,8 @@ def test_the_longitudinal_parameters_and_bundle_name_the_method_method() -> None
     assert not OTHER_NAMES & set(bundle), sorted(OTHER_NAMES & set(bundle))
     payload = json.loads(p.to_json())["payload"]
     payload["randomizer"] = payload.pop("method")  # the old name is not read
-    old = seal_json(payload, kind="dpfreq.longitudinal.params", version=1, sign=False)
+    old = seal_json(payload, kind="dpfreq.longitudinal.params", version=PROTOCOL_VERSION,
+                    sign=False)
     with pytest.raises(DataError, match="do not hold valid protocol parameters"):
         ProtocolParams.from_json(old)
 

@@ -1,9 +1,10 @@
-// The device state machine of protocol 1 (docs/protocol.md §2, §4, §5).
+// The device state machine of the protocol (docs/protocol.md §2, §4, §5).
 
 import { Hmac } from "./sha256.js";
 import { KeyedStream, concat, cumulativeMasses, deriveMessage, encodePart } from "./keyed.js";
 
-export const PROTOCOL_VERSION = 1;
+/** The protocol version this client speaks (docs/protocol.md); a bundle of another is refused. */
+export const PROTOCOL_VERSION = 2;
 const DOMAIN = "longitudinal-device";
 const DISTANCE = ["rr", "futurerand", "calibrated", "threshold"];
 
@@ -61,7 +62,11 @@ function isInt(x: unknown, lo: number, hi: number): x is number {
 
 /** Check a bundle's fields (one RangeError naming the first bad field). */
 export function checkBundle(b: Bundle): Bundle {
-  if (b.protocol !== PROTOCOL_VERSION) fail(`protocol of the bundle must be ${PROTOCOL_VERSION}; got ${b.protocol}.`);
+  if (b.protocol !== PROTOCOL_VERSION) {
+    const fix = typeof b.protocol === "number" && b.protocol > PROTOCOL_VERSION
+      ? "this client is outdated: update it" : "the bundle is outdated: fetch the study's bundle again";
+    fail(`protocol of the bundle must be ${PROTOCOL_VERSION}, the supported protocol version (${fix}); got ${b.protocol}.`);
+  }
   if (typeof b.param_id !== "string" || !b.param_id) fail("param_id of the bundle must be a non-empty string.");
   if (!isInt(b.horizon, 1, 1 << 24)) fail(`horizon of the bundle must be in 1..2^24; got ${b.horizon}.`);
   const d = 2 ** Math.ceil(Math.log2(b.horizon));

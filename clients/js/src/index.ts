@@ -1,4 +1,4 @@
-// Device client of the dpfreq longitudinal protocol, protocol 1 (docs/protocol.md).
+// Device client of the dpfreq longitudinal protocol, protocol version 2 (docs/protocol.md).
 export { sha256, Hmac } from "./sha256.js";
 export { KeyedStream, cumulativeMasses, derive, encodePart, subsetFromChoices } from "./keyed.js";
 export type { Part } from "./keyed.js";

@@ -1,4 +1,4 @@
-// Keyed randomness of protocol 1 (docs/protocol.md §3): key derivation, the 64-bit word stream
+// Keyed randomness of the protocol (docs/protocol.md §3): key derivation, the 64-bit word stream
 // and the exact integer samplers on it. Numbers are used while every value is a safe integer
 // (below 2^53); BigInt beyond.
 

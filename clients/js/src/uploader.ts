@@ -1,4 +1,4 @@
-// Transport of protocol 1 (docs/protocol.md §6): enrolment and report batches over HTTP with
+// Transport of the protocol (docs/protocol.md §6): enrolment and report batches over HTTP with
 // retries, exponential backoff with full jitter, and Retry-After honoured.
 
 /** Statuses worth a retry (the same batch later); any other non-2xx refuses it for good. */

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { DeviceClient, KeyedStream, checkBundle, derive } from "../dist/index.js";
+import { DeviceClient, KeyedStream, PROTOCOL_VERSION, checkBundle, derive } from "../dist/index.js";
 
 const VECTORS = fileURLToPath(new URL("../../vectors/", import.meta.url));
 const load = (name) => JSON.parse(readFileSync(VECTORS + name, "utf8"));
@@ -102,6 +102,23 @@ test("a bundle names its randomizer by method only", () => {
   const { method, ...rest } = load("devices.json").cases[0].bundle;
   assert.equal(checkBundle({ ...rest, method }).method, method);
   assert.throws(() => checkBundle({ ...rest, randomizer: method }), /^RangeError: method of the bundle/);
+});
+
+test("the protocol version is 2, and the vectors are of it", () => {
+  assert.equal(PROTOCOL_VERSION, 2);
+  assert.equal(load("devices.json").protocol, 2);
+  assert.equal(load("primitives.json").protocol, 2);
+  for (const cs of load("devices.json").cases) assert.equal(cs.bundle.protocol, 2, cs.name);
+});
+
+test("a bundle of protocol version 1 is refused naming the supported version", () => {
+  const bundle = { ...load("devices.json").cases[0].bundle, protocol: 1 };
+  const outdated = "RangeError: protocol of the bundle must be 2, the supported protocol version "
+    + "(the bundle is outdated: fetch the study's bundle again); got 1.";
+  assert.throws(() => checkBundle(bundle), (e) => String(e) === outdated);
+  assert.throws(() => new DeviceClient(bundle, new Uint8Array(32)), (e) => String(e) === outdated);
+  assert.throws(() => checkBundle({ ...bundle, protocol: 3 }),
+    /^RangeError: protocol of the bundle must be 2, .*\(this client is outdated: update it\); got 3\.$/);
 });
 
 test("the worked example of docs/protocol.md §3", () => {

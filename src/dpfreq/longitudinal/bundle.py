@@ -18,7 +18,7 @@ __all__ = ["device_bundle"]
 
 
 def device_bundle(params: ProtocolParams) -> dict[str, Any]:
-    """The device bundle of protocol 1 for ``params`` (a JSON-ready dict).
+    """The device bundle for ``params`` (a JSON-ready dict; ``protocol`` is their version).
 
     Parameters
     ----------
@@ -43,7 +43,7 @@ def device_bundle(params: ProtocolParams) -> dict[str, Any]:
     >>> b = device_bundle(make_params(horizon=8, max_changes=2, epsilon=1.0,
     ...                               method="threshold"))
     >>> b["protocol"], b["padded_horizon"], sorted(b["laws"]), b["gamma"]
-    (1, 8, ['2'], None)
+    (2, 8, ['2'], None)
     """
     p = params
     laws: dict[str, list[str]] = {}

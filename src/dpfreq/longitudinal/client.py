@@ -7,12 +7,12 @@ from dataclasses import asdict
 from typing import Any
 
 from dpfreq import _validate
-from dpfreq.artifacts import open_json, seal_json
+from dpfreq.artifacts import seal_json
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.rng import RNGLike
 
 from .keyed import DeviceKey
-from .params import PROTOCOL_VERSION, ProtocolParams
+from .params import PROTOCOL_VERSION, ProtocolParams, _open_protocol_json
 from .randomizers import make_randomizer, restore_randomizer
 
 __all__ = ["LongitudinalClient"]
@@ -219,7 +219,7 @@ class LongitudinalClient:
         DataError
             Edited or corrupted text, or any field out of range (one message naming ``label``).
         """
-        _, raw = open_json(text, kind=_CLIENT_KIND, versions=(PROTOCOL_VERSION,), label=label)
+        raw = _open_protocol_json(text, kind=_CLIENT_KIND, label=label)
         try:
             params = ProtocolParams._from_payload(dict(raw["params"]), label)
             obj = cls.__new__(cls)

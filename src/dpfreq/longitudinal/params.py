@@ -24,7 +24,8 @@ __all__ = [
     "make_params",
 ]
 
-PROTOCOL_VERSION = 1
+#: Version of the device protocol (docs/protocol.md); 2 since the randomizer is named ``method``.
+PROTOCOL_VERSION = 2
 #: Largest horizon: the server keeps 2·d counters and one bit per (device, report).
 MAX_HORIZON = 1 << 24
 _PARAMS_KIND = "dpfreq.longitudinal.params"
@@ -113,9 +114,7 @@ class ProtocolParams:
     def _validate(self) -> None:
         func = "ProtocolParams"
         if self.version != PROTOCOL_VERSION:
-            raise DataError(_validate.message(
-                "version", func, f"the supported protocol version {PROTOCOL_VERSION}",
-                self.version))
+            raise DataError(_outdated("version", func, self.version))
         d0 = _validate.check_int(self.horizon, "horizon", func, minimum=1)
         if d0 > MAX_HORIZON:
             raise ParameterError(_validate.message("horizon", func,
@@ -205,8 +204,7 @@ class ProtocolParams:
             Not text :meth:`to_json` wrote, edited or corrupted text, a field out of range, or a
             ``param_id`` that does not match the content. ``label`` names the source.
         """
-        _, raw = open_json(text, kind=_PARAMS_KIND, versions=(PROTOCOL_VERSION,), label=label,
-                           sign=False)
+        raw = _open_protocol_json(text, kind=_PARAMS_KIND, label=label, sign=False)
         return cls._from_payload(raw, label)
 
     @classmethod
@@ -220,6 +218,40 @@ class ProtocolParams:
         if pid != p.param_id:
             raise DataError(f"{label}: param_id does not match the parameters.")
         return p
+
+
+def _outdated(param: str, where: str, version: Any) -> str:
+    """One-line message for parameters or state of another protocol version than this one's."""
+    fix = ("this dpfreq is older than the text: upgrade it" if isinstance(version, int)
+           and version > PROTOCOL_VERSION else "the protocol is outdated: fetch the study's "
+           "parameters again")
+    return _validate.message(param, where, f"{PROTOCOL_VERSION}, the supported protocol "
+                             f"version ({fix})", version)
+
+
+def _open_protocol_json(text: str | bytes, *, kind: str, label: str,
+                        sign: bool = True) -> dict[str, Any]:
+    """The payload of sealed protocol text (:func:`dpfreq.artifacts.open_json`); text of
+    another protocol version is refused with one message naming the supported version."""
+    try:
+        return open_json(text, kind=kind, versions=(PROTOCOL_VERSION,), label=label,
+                         sign=sign)[1]
+    except DataError:
+        version = _version_of(text, kind)
+        if version != PROTOCOL_VERSION:
+            raise DataError(_outdated("protocol version", label, version)) from None
+        raise
+
+
+def _version_of(text: str | bytes, kind: str) -> Any:
+    """The version in the header of sealed ``kind`` text (this protocol's when there is none)."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return PROTOCOL_VERSION
+    if isinstance(obj, dict) and obj.get("kind") == kind:
+        return obj.get("version", PROTOCOL_VERSION)
+    return PROTOCOL_VERSION
 
 
 def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,

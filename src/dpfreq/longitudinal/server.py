@@ -168,8 +168,8 @@ class LongitudinalAggregator:
         """
         self._check_param(param_id)
         if protocol_version is not None and protocol_version != self.params.version:
-            raise DataError("rejected: the protocol version is not the one this aggregator "
-                            "serves.")
+            raise DataError(f"rejected: protocol_version must be {self.params.version}, the "
+                            f"one this aggregator serves; got {protocol_version!r}.")
         u = _ids(devices, "enrol")
         hh = _ints(orders, "orders", "enrol")
         if u.shape != hh.shape:

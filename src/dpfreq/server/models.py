@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from dpfreq.longitudinal.params import PROTOCOL_VERSION
+
 __all__ = [
     "EnrolRequest",
     "Enrolment",
@@ -72,7 +74,10 @@ class EnrolRequest(BaseModel):
     param_id: str = Field(max_length=64)
     order: Int = Field(ge=0, le=62)
     protocol_version: Annotated[int, Field(ge=0, le=1 << 30),
-                                BeforeValidator(_integral)] | None = None
+                                BeforeValidator(_integral)] | None = Field(
+        default=None, description=(
+            f"The protocol version the device runs: {PROTOCOL_VERSION} (docs/protocol.md). "
+            "Another version is refused with 400 naming the supported one."))
 
 
 class Enrolment(BaseModel):

@@ -286,9 +286,12 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
                             headers={"Retry-After": str(max(1, round(wait)))})
     if body.param_id != record.param_id:
         raise HTTPException(400, "param_id does not match the study's parameters.")
-    if body.protocol_version is not None and body.protocol_version != \
-            record.protocol.params.version:
-        raise HTTPException(400, "protocol_version does not match the study's parameters.")
+    version = record.protocol.params.version
+    if body.protocol_version is not None and body.protocol_version != version:
+        fix = ("the device's client is outdated: update it" if body.protocol_version < version
+               else "the device runs a newer protocol than this server")
+        raise HTTPException(400, f"protocol_version must be {version}, the supported protocol "
+                                 f"version ({fix}); got {body.protocol_version}.")
     if body.order >= record.protocol.orders:
         raise HTTPException(400, f"order must be in 0..{record.protocol.orders - 1}.")
     service = _service(request)
