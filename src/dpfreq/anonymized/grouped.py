@@ -4,7 +4,10 @@ At ``unit="event"`` (the only unit of this system) each row lies in exactly one 
 or removing a row changes one group's histogram: parallel composition gives every group the
 whole ε, and no bound on groups per item is needed (``max_groups_per_item`` is refused with that
 reason). The groups are a public list, or the data's groups chosen by private partition selection
-(:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given.
+(:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given. The
+release runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and the
+split, the read runs the one grouped query and checks every group, the draw selects the groups
+(after the spend) and runs each one's mechanism.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ The engine bounds each item to ``m`` groups where the data lives and returns the
 count-of-counts of one query; each group gets the direct mechanism of
 :func:`dpfreq.profile.release_profile` at ``ε/m``. The groups are a public list, or (with
 ``delta``) the groups of the data chosen by private partition selection
-(:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them.
+(:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them. The release
+runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and checks memory,
+the read draws the secret bounding key and runs the one grouped query, the draw selects the
+groups (after the spend) and noises each one.
 """
 
 from __future__ import annotations

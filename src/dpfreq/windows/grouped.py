@@ -4,7 +4,10 @@
 given. The engine computes the window summaries of every (group, item, period) in one pass
 after the keyed bounding of the grouped profile (:meth:`Engine.grouped_reduce_items`); one plan
 is calibrated from public parameters at the per-group budget and every group gets its own copy
-with its own secret sub-key.
+with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
+splits the budget and calibrates, the read draws the master key, selects the groups (without a
+public list: the selected groups are the ones read and checked) and runs the one grouped query,
+the draw attaches every group's structures to the shared keyed noise source.
 """
 
 from __future__ import annotations
