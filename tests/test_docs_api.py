@@ -29,6 +29,7 @@ NOT_IN_REFERENCE = {
     "dpfreq.cli": "the command line, documented by `dpfreq --help`",
     "dpfreq.server": "the collection service, documented by service.md",
     "dpfreq.order_stats": "helpers of the anonymized and profile intervals",
+    "dpfreq.pipeline": "the order in which every central release runs its steps (internal)",
     "dpfreq.plotting": "helpers behind the releases' plot() methods",
     "dpfreq.progress": "the CLI's progress bars",
     "dpfreq.resources": "memory checks behind the releases",

@@ -9,16 +9,19 @@ variants) runs the same steps, each given by the system as a :class:`ReleaseStep
    calibration); it reads nothing and draws nothing;
 3. **check the budget** — :meth:`ReleaseSteps.charge` names the (ε, δ) and unit;
    the accountant refuses an unaffordable call before the source is read;
-4. **read** — :meth:`ReleaseSteps.read` reads the source and makes every check on the data;
+4. **read** — :meth:`ReleaseSteps.read` reads the source and makes every check on the data
+   (a grouped release also draws its secret bounding key here, and grouped window counts
+   their private partition selection, which decides which groups are read and checked:
+   those steps hold the release's :class:`~dpfreq.rng.ResolvedRNG`, the one given to
+   :func:`run_release`);
 5. **spend** — the accountant is charged once, after every check has passed;
 6. **draw** — :meth:`ReleaseSteps.draw`, the only step that uses the random source;
 7. **build** — :meth:`ReleaseSteps.build` turns the noisy values into the result object.
 
 :func:`run_release` runs them in that order; :class:`BudgetGate` is the budget part on its
-own, for a release that reads its source in several steps (the grouped releases), and refuses a
-spend that was not checked first or is made twice. A step after the spend must not refuse
-anything: every check that can fail belongs to ``plan`` or ``read``, so a spent budget always
-buys a release.
+own, and refuses a spend that was not checked first or is made twice. A step after the spend
+must not refuse anything: every check that can fail belongs to ``plan`` or ``read``, so a spent
+budget always buys a release.
 """
 
 from __future__ import annotations
@@ -131,11 +134,12 @@ class BudgetGate:
 
 def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
                 accountant: BudgetAccountant | None,
-                rng: RNGLike, func: str) -> ResultT_co:
+                rng: RNGLike | ResolvedRNG, func: str) -> ResultT_co:
     """Run a release's steps in the pipeline's order (see the module docstring).
 
-    ``accountant`` and ``rng`` are checked first (a ParameterError names ``func``); nothing is
-    spent before :meth:`ReleaseSteps.read` has returned, and nothing is drawn before the spend.
+    ``accountant`` and ``rng`` are checked first (a ParameterError names ``func``; an ``rng``
+    already resolved by the caller, for steps that hold it, is used as is); nothing is spent
+    before :meth:`ReleaseSteps.read` has returned, and the noise is drawn after the spend.
 
     Examples
     --------
@@ -151,7 +155,7 @@ def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
     ({'count': 3}, (1.0, 0.0))
     """
     acct = check_accountant(accountant, func)
-    resolved = resolve_rng(rng, func)
+    resolved = rng if isinstance(rng, ResolvedRNG) else resolve_rng(rng, func)
     plan = steps.plan()
     gate = BudgetGate(acct, steps.charge(plan))
     gate.check()

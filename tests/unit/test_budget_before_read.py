@@ -25,7 +25,7 @@ from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines.duckdb import DuckDBEngine
 from dpfreq.engines.memory import MemoryEngine
-from dpfreq.errors import BudgetExceededError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.ledger import Ledger
 from dpfreq.longitudinal import aggregate_reports_file
 from dpfreq.profile import release_profile
@@ -139,3 +139,67 @@ def test_longitudinal_aggregation_spends_no_central_budget() -> None:
     params = inspect.signature(aggregate_reports_file).parameters
     assert "accountant" not in params
     assert "epsilon" not in params
+
+
+_GROUPED = {"item": "u", "group": "g", "rng": 0}
+# (name, call taking an accountant, error, message start): a grouped release refused by its
+# plan (public parameters: memory, split, missing groups) before anything is read.
+PLAN_REFUSALS: list[tuple[str, Callable[..., Any], type[Exception], str]] = [
+    ("profile-memory", lambda a: release_profile(
+        _frame(), accountant=a, groups=[f"g{i}" for i in range(10**5)], max_groups_per_item=1,
+        domain_size=10**6, max_count=10**5, epsilon=1.0, unit="item", **_GROUPED),
+     ParameterError, "max_count of release_profile must be"),
+    ("anonymized-split", lambda a: release_anonymized_histogram(
+        _frame(), accountant=a, groups=["a"], epsilon=1.0, unit="event", method="privhist",
+        split=(0.9, 0.9, 0.9), **_GROUPED),
+     ParameterError, "split of release_anonymized_histogram must be"),
+    ("windows-no-groups", lambda a: release_window_counts(
+        _frame(), accountant=a, time="t", horizon=4, k_values=[1], windows=["cumulative"],
+        max_groups_per_item=1, epsilon=1.0, unit="item", **_GROUPED),
+     ParameterError, "groups of release_window_counts must be"),
+]
+# The same, refused by a check on the data (after the budget check, before the spend).
+READ_REFUSALS: list[tuple[str, Callable[..., Any], type[Exception], str]] = [
+    ("profile-domain", lambda a: release_profile(
+        _frame(), accountant=a, groups=["a"], max_groups_per_item=1, domain_size=1,
+        max_count=3, epsilon=1.0, unit="item", **_GROUPED),
+     DataError, "source of release_profile holds more distinct items"),
+    ("anonymized-domain", lambda a: release_anonymized_histogram(
+        _frame(), accountant=a, groups=["a"], epsilon=1.0, unit="event", domain_size=1,
+        **_GROUPED),
+     DataError, "domain_size of release_anonymized_histogram must be"),
+    ("windows-range", lambda a: release_window_counts(
+        _frame(), accountant=a, time="t", horizon=3, k_values=[1], windows=["cumulative"],
+        groups=["a"], max_groups_per_item=1, epsilon=1.0, unit="item", **_GROUPED),
+     DataError, "time of release_window_counts must be inside"),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "error", "text"), PLAN_REFUSALS,
+                         ids=[c[0] for c in PLAN_REFUSALS])
+def test_grouped_plan_refusal_reads_and_spends_nothing(
+        name: str, call: Callable[..., Any], error: type[Exception], text: str,
+        reads: list[str]) -> None:
+    acct = Accountant(PrivacyBudget(10.0, 1e-3))
+    with pytest.raises(error, match=f"^{text}"):
+        call(acct)
+    assert reads == [], f"{name} read the source before refusing: {reads}"
+    assert acct.spent == (0.0, 0.0)
+    assert acct.ledger == []
+
+
+@pytest.mark.parametrize(("name", "call", "error", "text"), READ_REFUSALS,
+                         ids=[c[0] for c in READ_REFUSALS])
+def test_grouped_read_refusal_spends_nothing(name: str, call: Callable[..., Any],
+                                             error: type[Exception], text: str,
+                                             tmp_path: Path) -> None:
+    acct = Accountant(PrivacyBudget(10.0, 1e-3))
+    with pytest.raises(error, match=f"^{text}"):
+        call(acct)
+    assert acct.spent == (0.0, 0.0)
+    assert acct.ledger == []
+    unit = "event" if name.startswith("anonymized") else "item"
+    ledger = Ledger.create(tmp_path / "budget.sqlite", PrivacyBudget(10.0, 1e-3), unit=unit)
+    with pytest.raises(error, match=f"^{text}"):
+        call(ledger)
+    assert ledger.spent == (0.0, 0.0)

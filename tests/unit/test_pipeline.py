@@ -8,10 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+import dpfreq.anonymized.grouped
+import dpfreq.profile.grouped
+import dpfreq.windows.grouped
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
-from dpfreq.pipeline import BudgetGate, Charge, Reading, run_release
+from dpfreq.pipeline import BudgetGate, Charge, Reading, ReleaseSteps, run_release
 from dpfreq.profile import release_profile
 from dpfreq.rng import ResolvedRNG
 from dpfreq.windows import release_window_counts
@@ -21,8 +24,8 @@ class _Recording(Accountant):
     """An accountant that records when it is checked and charged (``spend`` checks again
     inside; that check is not recorded)."""
 
-    def __init__(self, log: list[str], total: float) -> None:
-        super().__init__(PrivacyBudget(total))
+    def __init__(self, log: list[str], total: float, delta: float = 0.0) -> None:
+        super().__init__(PrivacyBudget(total, delta))
         self.log = log
         self.spending = False
 
@@ -159,3 +162,63 @@ def test_a_bad_rng_spends_nothing(name: str, call: Callable[..., Any]) -> None:
     assert acct.ledger == []
     call(acct, 0)  # the same call with a valid rng is affordable
     assert acct.spent == (1.0, 0.0)
+
+
+class _Logged:
+    """A release's own steps, recording each call (the accountant records check and spend)."""
+
+    def __init__(self, steps: Any, log: list[str]) -> None:
+        self.steps = steps
+        self.log = log
+
+    def __getattr__(self, name: str) -> Any:
+        step = getattr(self.steps, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.log.append(name)
+            return step(*args, **kwargs)
+        return call
+
+
+_GROUPED: list[tuple[str, Any, Callable[..., Any]]] = [
+    ("profile-groups", dpfreq.profile.grouped, lambda a: release_profile(
+        _LOG, item="u", group="g", groups=["a", "b"], max_groups_per_item=1, domain_size=10,
+        max_count=4, epsilon=1.0, unit="item", accountant=a, rng=0)),
+    ("profile-selection", dpfreq.profile.grouped, lambda a: release_profile(
+        _LOG, item="u", group="g", delta=1e-6, max_groups_per_item=1, domain_size=10,
+        max_count=4, epsilon=1.0, unit="item", accountant=a, rng=0)),
+    ("anonymized-groups", dpfreq.anonymized.grouped, lambda a: release_anonymized_histogram(
+        _LOG, item="u", group="g", groups=["a", "b"], epsilon=1.0, unit="event", accountant=a,
+        rng=0)),
+    ("anonymized-selection", dpfreq.anonymized.grouped,
+     lambda a: release_anonymized_histogram(
+         _LOG, item="u", group="g", delta=1e-6, epsilon=1.0, unit="event", accountant=a,
+         rng=0)),
+    ("windows-groups", dpfreq.windows.grouped, lambda a: release_window_counts(
+        _LOG, item="u", time="t", horizon=4, epsilon=1.0, unit="item", k_values=[1],
+        windows=["cumulative"], group="g", groups=["a", "b"], max_groups_per_item=1,
+        accountant=a, rng=0)),
+    ("windows-selection", dpfreq.windows.grouped, lambda a: release_window_counts(
+        _LOG, item="u", time="t", horizon=4, epsilon=1.0, delta=1e-6, unit="item",
+        k_values=[1], windows=["cumulative"], group="g", max_groups_per_item=1,
+        accountant=a, rng=0)),
+]
+
+
+@pytest.mark.parametrize(("name", "module", "call"), _GROUPED, ids=[n for n, _, _ in _GROUPED])
+def test_grouped_releases_run_on_the_pipeline(name: str, module: Any, call: Callable[..., Any],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every grouped release is run by :func:`run_release`, so its order is the runner's:
+    every check, the budget check before the read, one spend, then draw and build."""
+    log: list[str] = []
+
+    def spy(steps: ReleaseSteps[Any, Any, Any, Any], **kwargs: Any) -> Any:
+        return run_release(_Logged(steps, log), **kwargs)
+
+    monkeypatch.setattr(module, "run_release", spy)
+    acct = _Recording(log, 2.0, 1e-5)
+    rel = call(acct)
+    assert log == ["plan", "charge", "check", "read", "spend", "draw", "build"]
+    assert acct.spent == (1.0, 1e-6 if name.endswith("selection") else 0.0)
+    assert len(acct.ledger) == 1
+    assert set(rel.groups) <= {"a", "b"}

@@ -4,11 +4,15 @@ At ``unit="event"`` (the only unit of this system) each row lies in exactly one 
 or removing a row changes one group's histogram: parallel composition gives every group the
 whole ε, and no bound on groups per item is needed (``max_groups_per_item`` is refused with that
 reason). The groups are a public list, or the data's groups chosen by private partition selection
-(:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given.
+(:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given. The
+release runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and the
+split, the read runs the one grouped query and checks every group, the draw selects the groups
+(after the spend) and runs each one's mechanism.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,22 +31,29 @@ from dpfreq.anonymized.core import (
     FUNC,
     METHODS,
     REFUSED_UNITS,
+    build_prevalences,
     check_feasible,
     check_split,
+    draw_prevalences,
     mechanism_name,
-    release_prevalences,
 )
-from dpfreq.anonymized.steps import I64, epsilon_fractions
+from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import SELECTION_SHARE, plan_selection, select_groups
-from dpfreq.pipeline import BudgetGate, Charge
+from dpfreq.grouped.selection import (
+    SELECTION_SHARE,
+    SelectionPlan,
+    plan_selection,
+    select_groups,
+)
+from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.release import RELATIONS, ErrorStatement
-from dpfreq.rng import resolve_rng
+from dpfreq.rng import ResolvedRNG
 
-__all__ = ["release_grouped_anonymized_histogram"]
+__all__ = ["GroupedAnonymizedArgs", "GroupedAnonymizedMechanism",
+           "release_grouped_anonymized_histogram"]
 
 _UNUSED_KEY = bytes(32)  # no bounding at unit="event": the engine's hash key is never used
 
@@ -92,23 +103,139 @@ def _simultaneous(releases: dict[str, Any], gamma1: Any, conf: float) -> ErrorSt
         "each group's sorted-ℓ1 statement holds on its own at the release's confidence."))
 
 
-def _params(engine: str, group: str, eps_r: float, selection: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GroupedAnonymizedMechanism:
     """The shared ``mechanism_params`` of a grouped anonymized release."""
-    params: dict[str, Any] = {
-        "engine": engine, "group_column": group, "epsilon_per_group": eps_r,
-        "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
-        "bounding": "none needed: each row lies in exactly one group",
-        "groups": "public list (rows of other groups dropped)",
-        "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
-    if selection is not None:
-        params["groups"] = ("private partition selection of the data's groups (thresholded "
-                            "exact discrete Laplace on each group's row count; see "
-                            "'selection')")
-        params["selection"] = selection.to_dict()
-        params["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups (with "
-                           f"all of δ = {selection.delta:g}); every selected group is released "
-                           f"at ε = {eps_r:.6g} (parallel composition)")
-    return params
+
+    engine: str
+    group_column: str
+    epsilon_per_group: float
+    selection: SelectionPlan | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public entries (the JSON and the docs read these keys, in this order)."""
+        eps_r, sel = self.epsilon_per_group, self.selection
+        params: dict[str, Any] = {
+            "engine": self.engine, "group_column": self.group_column,
+            "epsilon_per_group": eps_r,
+            "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
+            "bounding": "none needed: each row lies in exactly one group",
+            "groups": "public list (rows of other groups dropped)",
+            "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
+        if sel is not None:
+            params["groups"] = ("private partition selection of the data's groups "
+                                "(thresholded exact discrete Laplace on each group's row "
+                                "count; see 'selection')")
+            params["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all "
+                               f"of δ = {sel.delta:g}); every selected group is released at "
+                               f"ε = {eps_r:.6g} (parallel composition)")
+            params["selection"] = sel.to_dict()
+        return params
+
+
+@dataclass(frozen=True)
+class GroupedAnonymizedArgs:
+    """The checked arguments of a grouped anonymized release (``split`` and ``domain_size``
+    are checked by the plan, against the release's share of ε)."""
+
+    epsilon: float
+    method: str
+    confidence: float
+    item: str
+    group: str
+    names: tuple[str, ...] | None
+    delta: float
+    split: Any
+    domain_size: Any
+
+
+@dataclass(frozen=True)
+class _Plan:
+    selection: SelectionPlan | None
+    epsilon_per_group: float
+    mechanism: auto.Plan
+    domain_size: int | None
+
+
+@dataclass(frozen=True)
+class _Hists:
+    engine: str
+    hists: dict[str, tuple[I64, I64]]
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    engine: str
+    outcomes: dict[str, Outcome]
+    seeded: bool
+
+
+@dataclass(frozen=True)
+class _GroupedAnonymizedSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped anonymized release."""
+
+    args: GroupedAnonymizedArgs
+    source: Any
+    engine: Any
+
+    def plan(self) -> _Plan:
+        a = self.args
+        selection = None if a.names is not None else plan_selection(
+            a.epsilon * float(SELECTION_SHARE), a.delta, 1, FUNC)
+        eps_r = a.epsilon if selection is None else a.epsilon - selection.epsilon
+        if a.method == "auto" and a.split is not None:
+            raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
+                                         "its own split)", a.split))
+        plan = auto.plan_for(a.method, eps_r, None if a.split is None else
+                             check_split(a.split, eps_r, a.method))
+        d = None if a.domain_size is None else check_int(a.domain_size, "domain_size", FUNC,
+                                                         minimum=1)
+        return _Plan(selection, eps_r, plan, d)
+
+    def charge(self, plan: _Plan) -> Charge:
+        return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
+
+    def read(self, plan: _Plan) -> Reading[_Hists]:
+        from dpfreq.engines import get_engine
+
+        a, d = self.args, plan.domain_size
+        eng = get_engine(self.engine, self.source)
+        hists = _histograms(eng.grouped_count_of_counts(
+            self.source, item=a.item, group=a.group, groups=a.names, max_groups_per_item=None,
+            hash_key=_UNUSED_KEY, max_count=None))
+        for counts, prev in hists.values():
+            check_feasible(counts, prev, plan.epsilon_per_group, plan.mechanism)
+            if d is not None and int(prev.sum()) > d:
+                raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+                                        "items in every group", d))
+        return Reading(_Hists(eng.name, hists))
+
+    def draw(self, plan: _Plan, data: _Hists, rng: ResolvedRNG) -> _Noisy:
+        """The selection (if any), then every released group's mechanism."""
+        released: tuple[str, ...] = tuple(data.hists)
+        if plan.selection is not None:
+            rows = np.array([int(np.dot(c, p)) for c, p in data.hists.values()],
+                            dtype=np.int64)
+            released = select_groups(released, rows, plan.selection, rng.generator)
+        outs = {name: draw_prevalences(*data.hists[name], plan=plan.mechanism,
+                                       epsilon=plan.epsilon_per_group, generator=rng.generator)
+                for name in released}
+        return _Noisy(data.engine, outs, rng.seeded)
+
+    def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
+        a, engine, seeded = self.args, noisy.engine, noisy.seeded
+        releases = {name: build_prevalences(
+            out, plan=plan.mechanism, epsilon=plan.epsilon_per_group, method=a.method,
+            confidence=a.confidence, seeded=seeded, engine_name=engine,
+            domain_size=plan.domain_size) for name, out in noisy.outcomes.items()}
+        params = GroupedAnonymizedMechanism(engine, a.group, plan.epsilon_per_group,
+                                            plan.selection).to_dict()
+        sim = _simultaneous(releases, epsilon_fractions(plan.mechanism.split)[0], a.confidence)
+        return GroupedRelease(releases=releases, epsilon=a.epsilon, delta=a.delta,
+                              unit="event", mechanism="grouped-" + mechanism_name(
+                                  plan.mechanism.method),
+                              mechanism_params=params, simultaneous=sim, seeded=seeded,
+                              group_column=a.group)
 
 
 def release_grouped_anonymized_histogram(
@@ -143,45 +270,9 @@ def release_grouped_anonymized_histogram(
     check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
     check_choice(method, "method", FUNC, METHODS)
     conf = check_confidence(confidence, "confidence", FUNC)
-    acct = check_accountant(accountant, FUNC)
+    check_accountant(accountant, FUNC)
     group = _check_grouped(group, item, count, max_groups_per_item)
     names, dlt = check_group_selection(groups, delta, FUNC)
-    selection = None if names is not None else plan_selection(
-        eps * float(SELECTION_SHARE), dlt, 1, FUNC)
-    eps_r = eps if selection is None else eps - selection.epsilon
-    if method == "auto" and split is not None:
-        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
-                                     "its own split)", split))
-    plan = auto.plan_for(method, eps_r, None if split is None else
-                         check_split(split, eps_r, method))
-    d = None if domain_size is None else check_int(domain_size, "domain_size", FUNC,
-                                                   minimum=1)
-    resolved = resolve_rng(rng, FUNC)
-    gate = BudgetGate(acct, Charge(eps, dlt, "event", FUNC))
-    gate.check()
-    from dpfreq.engines import get_engine
-
-    eng = get_engine(engine, source)
-    hists = _histograms(eng.grouped_count_of_counts(
-        source, item=item, group=group, groups=names, max_groups_per_item=None,
-        hash_key=_UNUSED_KEY, max_count=None))
-    for counts, prev in hists.values():
-        check_feasible(counts, prev, eps_r, plan)
-        if d is not None and int(prev.sum()) > d:
-            raise DataError(message("domain_size", FUNC, "at least the number of distinct "
-                                    "items in every group", d))
-    gate.spend()
-    released: tuple[str, ...] = tuple(hists)
-    if selection is not None:
-        rows = np.array([int(np.dot(c, p)) for c, p in hists.values()], dtype=np.int64)
-        released = select_groups(released, rows, selection, resolved.generator)
-    releases = {name: release_prevalences(
-        *hists[name], plan=plan, epsilon=eps_r, method=method, confidence=conf,
-        generator=resolved.generator, seeded=resolved.seeded, engine_name=eng.name,
-        domain_size=d) for name in released}
-    params = _params(eng.name, group, eps_r, selection)
-    sim = _simultaneous(releases, epsilon_fractions(plan.split)[0], conf)
-    return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit="event",
-                          mechanism="grouped-" + mechanism_name(plan.method),
-                          mechanism_params=params, simultaneous=sim, seeded=resolved.seeded,
-                          group_column=group)
+    args = GroupedAnonymizedArgs(eps, method, conf, item, group, names, dlt, split, domain_size)
+    return run_release(_GroupedAnonymizedSteps(args, source, engine), accountant=accountant,
+                       rng=rng, func=FUNC)

@@ -4,34 +4,46 @@ The engine bounds each item to ``m`` groups where the data lives and returns the
 count-of-counts of one query; each group gets the direct mechanism of
 :func:`dpfreq.profile.release_profile` at ``ε/m``. The groups are a public list, or (with
 ``delta``) the groups of the data chosen by private partition selection
-(:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them.
+(:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them. The release
+runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and checks memory,
+the read draws the secret bounding key and runs the one grouped query, the draw selects the
+groups (after the spend) and noises each one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpfreq._validate import warn_large_delta
-from dpfreq.budget import BudgetAccountant, check_accountant
+from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import SELECTION_SHARE, plan_selection, select_groups
-from dpfreq.pipeline import BudgetGate, Charge
+from dpfreq.grouped.selection import (
+    SELECTION_SHARE,
+    SelectionPlan,
+    plan_selection,
+    select_groups,
+)
+from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
-from dpfreq.profile.plan import check_profile_parameters
+from dpfreq.profile.plan import ProfileParams, check_profile_parameters
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.resources import check_memory
-from dpfreq.rng import resolve_rng
+from dpfreq.rng import ResolvedRNG, resolve_rng
 
-__all__ = ["release_grouped_profile"]
+__all__ = ["GroupedProfileArgs", "GroupedProfileMechanism", "release_grouped_profile"]
+
+_FUNC = "release_profile"
 
 
 def _group_sizes(gp: Any, d: int, func: str) -> np.ndarray:
@@ -75,31 +87,150 @@ def _simultaneous(n_groups: int, eps_g: float, unit: str, d: int, n: int,
         f"{level:.6g}, union bound over the groups)."))
 
 
-def _params(eng: Any, d: int, n: int, conf: float, group: str, m: int, eps_g: float,
-            selection: Any) -> dict[str, Any]:
-    """The shared ``mechanism_params`` of a grouped profile."""
-    base: dict[str, Any] = {
-        "engine": str(getattr(eng, "name", type(eng).__name__)), "method": "direct",
-        "why": "direct: the one profile mechanism at unit='item'",
-        "d": d, "n": n, "confidence": conf, "group_column": group,
-        "max_groups_per_item": m, "epsilon_per_group": eps_g,
-        "clamping": f"counts above max_count = {n} clamped to {n} before noising",
-        "unit_of_privacy": "one item with all its rows in every group",
-        "relation": "add or remove one item with all its rows (in all its groups)",
-        "bounding": f"each item keeps at most {m} of "
-                    f"{'the listed groups' if selection is None else 'its groups'}, chosen "
-                    "uniformly by a keyed MD5 rank of (key, item, group)",
-        "groups": "public list (rows of other groups dropped)",
-        "split": f"ε/m = {eps_g:.6g} per group: an item touches at most m groups"}
-    if selection is not None:
-        base["groups"] = ("private partition selection of the data's groups (thresholded exact "
-                          "discrete Laplace on each group's item count; see 'selection')")
-        base["selection"] = selection.to_dict()
-        base["split"] = (f"ε_selection = {selection.epsilon:.6g} selects the groups (with all "
-                         f"of δ = {selection.delta:g}); the rest, {eps_g * m:.6g}, releases "
-                         f"them at ε/m = {eps_g:.6g} per group: an item touches at most m "
-                         "groups")
-    return base
+@dataclass(frozen=True)
+class GroupedProfileMechanism:
+    """The shared ``mechanism_params`` of a grouped profile (public parameters only)."""
+
+    engine: str
+    domain_size: int
+    max_count: int
+    confidence: float
+    group_column: str
+    max_groups_per_item: int
+    epsilon_per_group: float
+    selection: SelectionPlan | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public entries (the JSON and the docs read these keys, in this order)."""
+        n, m, eps_g, sel = (self.max_count, self.max_groups_per_item, self.epsilon_per_group,
+                            self.selection)
+        out: dict[str, Any] = {
+            "engine": self.engine, "method": "direct",
+            "why": "direct: the one profile mechanism at unit='item'",
+            "d": self.domain_size, "n": n, "confidence": self.confidence,
+            "group_column": self.group_column, "max_groups_per_item": m,
+            "epsilon_per_group": eps_g,
+            "clamping": f"counts above max_count = {n} clamped to {n} before noising",
+            "unit_of_privacy": "one item with all its rows in every group",
+            "relation": "add or remove one item with all its rows (in all its groups)",
+            "bounding": f"each item keeps at most {m} of "
+                        f"{'the listed groups' if sel is None else 'its groups'}, chosen "
+                        "uniformly by a keyed MD5 rank of (key, item, group)",
+            "groups": "public list (rows of other groups dropped)",
+            "split": f"ε/m = {eps_g:.6g} per group: an item touches at most m groups"}
+        if sel is not None:
+            out["groups"] = ("private partition selection of the data's groups (thresholded "
+                             "exact discrete Laplace on each group's item count; see "
+                             "'selection')")
+            out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all of "
+                            f"δ = {sel.delta:g}); the rest, {eps_g * m:.6g}, releases them at "
+                            f"ε/m = {eps_g:.6g} per group: an item touches at most m groups")
+            out["selection"] = sel.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class GroupedProfileArgs:
+    """The checked arguments of a grouped profile (see :func:`release_grouped_profile`)."""
+
+    par: ProfileParams
+    item: str
+    group: str
+    max_groups_per_item: int
+    names: tuple[str, ...] | None
+    delta: float
+
+
+@dataclass(frozen=True)
+class _Plan:
+    selection: SelectionPlan | None
+    epsilon_per_group: float
+
+
+@dataclass(frozen=True)
+class _Counts:
+    engine: str
+    counts: Any  # the engine's grouped count-of-counts
+    sizes: NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    engine: str
+    outs: dict[str, DirectRelease]
+
+
+@dataclass(frozen=True)
+class _GroupedProfileSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped profile."""
+
+    args: GroupedProfileArgs
+    source: Any
+    engine: Any
+    rng: ResolvedRNG  # the read draws the bounding key from it
+    release_one: Callable[..., DirectRelease]
+
+    def plan(self) -> _Plan:
+        a, par = self.args, self.args.par
+        selection = None
+        eps_r = par.epsilon
+        if a.names is None:
+            selection = plan_selection(par.epsilon * float(SELECTION_SHARE), a.delta,
+                                       a.max_groups_per_item, _FUNC)
+            eps_r = par.epsilon - selection.epsilon
+        else:
+            check_memory(64 * (par.max_count + 1) * len(a.names), param="max_count",
+                         func=_FUNC, value=par.max_count,
+                         what="the count-of-counts of n + 1 classes per group")
+        return _Plan(selection, eps_r / a.max_groups_per_item)
+
+    def charge(self, plan: _Plan) -> Charge:
+        return Charge(self.args.par.epsilon, self.args.delta, self.args.par.unit, _FUNC)
+
+    def read(self, plan: _Plan) -> Reading[_Counts]:
+        a = self.args
+        warn_large_delta(a.delta, a.par.domain_size, _FUNC, "the domain size")  # public d
+        eng = get_engine(self.engine, self.source)
+        gp = eng.grouped_count_of_counts(self.source, item=a.item, group=a.group,
+                                         groups=a.names, max_groups_per_item=a.max_groups_per_item,
+                                         hash_key=bounding_key(self.rng),
+                                         max_count=a.par.max_count)
+        sizes = _group_sizes(gp, a.par.domain_size, _FUNC)
+        return Reading(_Counts(str(getattr(eng, "name", type(eng).__name__)), gp, sizes))
+
+    def draw(self, plan: _Plan, data: _Counts, rng: ResolvedRNG) -> _Noisy:
+        """The selection (if any), then every released group's direct mechanism."""
+        par, gp, sizes = self.args.par, data.counts, data.sizes
+        released: tuple[str, ...] = gp.groups
+        if plan.selection is not None:
+            present = sizes >= 1
+            released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
+                                     sizes[present], plan.selection, rng.generator)
+        row = {name: g for g, name in enumerate(gp.groups)}
+        classes = _group_classes(gp, np.array([row[x] for x in released], dtype=np.int64),
+                                 par.domain_size, par.max_count)
+        outs = {name: self.release_one(classes[j], d=par.domain_size, n=par.max_count,
+                                       eps=plan.epsilon_per_group, unit=par.unit,
+                                       conf=par.confidence, gen=rng.generator)
+                for j, name in enumerate(released)}
+        return _Noisy(data.engine, outs)
+
+    def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
+        a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
+        d, n, conf = par.domain_size, par.max_count, par.confidence
+        base = GroupedProfileMechanism(noisy.engine, d, n, conf, a.group, a.max_groups_per_item,
+                                       eps_g, plan.selection).to_dict()
+        releases = {name: ProfileRelease(
+            value=out.value, epsilon=eps_g, delta=0.0, unit=par.unit, mechanism=out.mechanism,
+            mechanism_params=dict(base, group=name, **out.params.to_dict()),
+            seeded=self.rng.seeded, error=out.error, domain_size=d, max_count=n,
+            method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0, norm="1",
+            noisy_profile=out.noisy_profile) for name, out in noisy.outs.items()}
+        sim = _simultaneous(len(releases), eps_g, par.unit, d, n, conf)
+        return GroupedRelease(releases=releases, epsilon=par.epsilon, delta=a.delta,
+                              unit=par.unit, mechanism="grouped-direct-count-of-counts",
+                              mechanism_params=base, simultaneous=sim, seeded=self.rng.seeded,
+                              group_column=a.group)
 
 
 def release_grouped_profile(source: Any, *, item: str | None, group: str, groups: Any,
@@ -142,54 +273,14 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     ``((ε_s + ε_r)/m, δ/m)``-DP and the call is ``(ε, δ)``-DP. Group names come from the
     public list or from the selection, never from the data directly.
     """
-    func = "release_profile"
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct",
-                                   func)
-    d, n, eps, u, conf = par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence
-    group, m = check_bound(group, max_groups_per_item, u, func)
-    names, dlt = check_group_selection(groups, delta, func)
+                                   _FUNC)
+    group, m = check_bound(group, max_groups_per_item, par.unit, _FUNC)
+    names, dlt = check_group_selection(groups, delta, _FUNC)
     if not isinstance(item, str) or not item:
-        raise ParameterError(f"item of {func} must be the name of the item column of the "
+        raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")
-    selection = None
-    eps_r = eps
-    if names is None:
-        selection = plan_selection(eps * float(SELECTION_SHARE), dlt, m, func)
-        eps_r = eps - selection.epsilon
-    resolved = resolve_rng(rng, func)
-    acct = check_accountant(accountant, func)
-    if names is not None:
-        check_memory(64 * (n + 1) * len(names), param="max_count", func=func, value=n,
-                     what="the count-of-counts of n + 1 classes per group")
-    gate = BudgetGate(acct, Charge(eps, dlt, u, func))
-    gate.check()
-    warn_large_delta(dlt, d, func, "the domain size")  # the public number of items
-    eng = get_engine(engine, source)
-    gp = eng.grouped_count_of_counts(source, item=item, group=group, groups=names,
-                                     max_groups_per_item=m, hash_key=bounding_key(resolved),
-                                     max_count=n)
-    sizes = _group_sizes(gp, d, func)
-    gate.spend()
-    released: tuple[str, ...] = gp.groups
-    if selection is not None:
-        present = sizes >= 1
-        released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
-                                 sizes[present], selection, resolved.generator)
-    row = {name: g for g, name in enumerate(gp.groups)}
-    classes = _group_classes(gp, np.array([row[x] for x in released], dtype=np.int64), d, n)
-    eps_g = eps_r / m
-    base = _params(eng, d, n, conf, group, m, eps_g, selection)
-    releases = {}
-    for j, name in enumerate(released):
-        out = release_one(classes[j], d=d, n=n, eps=eps_g, unit=u, conf=conf,
-                          gen=resolved.generator)
-        params = dict(base, group=name, **out.params.to_dict())
-        releases[name] = ProfileRelease(
-            value=out.value, epsilon=eps_g, delta=0.0, unit=u, mechanism=out.mechanism,
-            mechanism_params=params, seeded=resolved.seeded, error=out.error, domain_size=d,
-            max_count=n, method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0,
-            norm="1", noisy_profile=out.noisy_profile)
-    sim = _simultaneous(len(releases), eps_g, u, d, n, conf)
-    return GroupedRelease(releases=releases, epsilon=eps, delta=dlt, unit=u,
-                          mechanism="grouped-direct-count-of-counts", mechanism_params=base,
-                          simultaneous=sim, seeded=resolved.seeded, group_column=group)
+    args = GroupedProfileArgs(par, item, group, m, names, dlt)
+    resolved = resolve_rng(rng, _FUNC)
+    steps = _GroupedProfileSteps(args, source, engine, resolved, release_one)
+    return run_release(steps, accountant=accountant, rng=resolved, func=_FUNC)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -50,6 +51,7 @@ from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
     "SKETCH_METHODS",
+    "SketchMechanism",
     "bound_parameter",
     "default_bound_parameter",
     "minimum_bound_parameter",
@@ -184,27 +186,45 @@ def _description(method: str, confidence: float, centre: Any, l1: float,
     return desc
 
 
-def _sketch_params(kernel: CirculantKernel, counts: NDArray[np.int64], *, gamma: Fraction,
-                   d: int, norm: str, method: str, confidence: float, b_paper: int,
-                   eta_b: float, bounds: Mapping[str, float], l1: float, centre: Any,
-                   mechanism_params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The mechanism parameters of a sketch release (before the solver's diagnostics)."""
-    params: dict[str, Any] = dict(mechanism_params or {})
-    params.update({
-        "gamma": str(gamma), "alpha": kernel.alpha, "sensitivity": 1, "B": kernel.B,
-        "n": kernel.max_count, "d": d,
-        "norm": norm, "method": method, "confidence": confidence, "P": kernel.size,
-        "P_norm": kernel.norm_constant, "inverse_norm_1": kernel.inverse_norm_1(),
-        "inverse_norm_2": kernel.inverse_norm_2(), "bound_parameter": b_paper,
-        "eta_event": eta_b, "bounds": dict(bounds), "l1_bound": l1,
-        "counted_fraction": int(counts.sum()) / d,
-        "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the release)",
-        "interval_centre": ("estimate" if centre is None
-                            else "early-stopped EM within n/2 of the maximum likelihood, "
-                                 "from a flat start keeping the estimate's cap class"),
-        "relation": RELATIONS["event"],
-    })
-    return params
+@dataclass(frozen=True)
+class SketchMechanism:
+    """What a sketch release states about its reconstruction (public parameters and the
+    solver's diagnostics). :meth:`to_dict` writes the caller's ``extra`` entries first (the
+    system's own, e.g. the engine), then these keys (overriding a caller's value in place),
+    then ``diagnostics``."""
+
+    kernel: CirculantKernel
+    gamma: Fraction
+    domain_size: int
+    norm: str
+    method: str
+    confidence: float
+    bound_parameter: int
+    eta_event: float
+    bounds: Mapping[str, float]
+    l1_bound: float
+    counted_fraction: float
+    smoothed_centre: bool
+    extra: Mapping[str, Any]
+    diagnostics: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public ``mechanism_params`` (the JSON and the docs read these keys)."""
+        k = self.kernel
+        return {**self.extra,
+                "gamma": str(self.gamma), "alpha": k.alpha, "sensitivity": 1, "B": k.B,
+                "n": k.max_count, "d": self.domain_size, "norm": self.norm,
+                "method": self.method, "confidence": self.confidence, "P": k.size,
+                "P_norm": k.norm_constant, "inverse_norm_1": k.inverse_norm_1(),
+                "inverse_norm_2": k.inverse_norm_2(), "bound_parameter": self.bound_parameter,
+                "eta_event": self.eta_event, "bounds": dict(self.bounds),
+                "l1_bound": self.l1_bound, "counted_fraction": self.counted_fraction,
+                "intervals": f"simulated ({SIMULATION_DRAWS} draws, generator keyed by the "
+                             "release)",
+                "interval_centre": ("early-stopped EM within n/2 of the maximum likelihood, "
+                                    "from a flat start keeping the estimate's cap class"
+                                    if self.smoothed_centre else "estimate"),
+                "relation": RELATIONS["event"], **self.diagnostics}
 
 
 def sketch_release(
@@ -253,10 +273,11 @@ def sketch_release(
                            description=desc + (note or ""), lower=iv.lower, upper=iv.upper,
                            band_lower=iv.band_lower, band_upper=iv.band_upper,
                            vacuous=note is not None)
-    params = _sketch_params(kernel, counts, gamma=gamma, d=d, norm=norm, method=method,
-                            confidence=confidence, b_paper=b_paper, eta_b=eta_b, bounds=bounds,
-                            l1=l1, centre=centre, mechanism_params=mechanism_params)
-    params.update(diagnostics)
+    params = SketchMechanism(
+        kernel, gamma, d, norm, method, confidence, bound_parameter=b_paper, eta_event=eta_b,
+        bounds=bounds, l1_bound=l1, counted_fraction=int(counts.sum()) / d,
+        smoothed_centre=centre is not None, extra=dict(mechanism_params or {}),
+        diagnostics=diagnostics).to_dict()
     return ProfileRelease(
         value=r, epsilon=epsilon, delta=0.0, unit="event", mechanism=f"wu-pagh-{method}",
         mechanism_params=params, seeded=bool(seeded), error=error, domain_size=d,

@@ -4,7 +4,10 @@
 given. The engine computes the window summaries of every (group, item, period) in one pass
 after the keyed bounding of the grouped profile (:meth:`Engine.grouped_reduce_items`); one plan
 is calibrated from public parameters at the per-group budget and every group gets its own copy
-with its own secret sub-key.
+with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
+splits the budget and calibrates, the read draws the master key, selects the groups (without a
+public list: the selected groups are the ones read and checked) and runs the one grouped query,
+the draw attaches every group's structures to the shared keyed noise source.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
-from dpfreq.pipeline import BudgetGate, Charge
-from dpfreq.rng import derive_key, resolve_rng
+from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error
 from dpfreq.windows.grouped_budget import GroupBudget, choose_budget
+from dpfreq.windows.grouped_fields import GroupedWindowFields, GroupedWindowMechanism
 from dpfreq.windows.grouped_result import (
     GroupedWindowRelease,
     assemble,
@@ -34,11 +38,10 @@ from dpfreq.windows.grouped_result import (
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
-from dpfreq.windows.plan import RELATIONS
 from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
 
-__all__ = ["GroupedWindowCountsPlan", "check_window_grouping", "plan_grouped_window_counts",
-           "release_grouped_window_counts", "window_budget"]
+__all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
+           "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
 
 
 def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
@@ -108,56 +111,6 @@ def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
     return {**cols, group: np.asarray(source[group])}, item, time
 
 
-def _grouped_fields(par: WindowParams, group: str, names: tuple[str, ...], m: int | None,
-                    engine: str, budget: GroupBudget) -> dict[str, Any]:
-    """What the whole call states (saved with the release)."""
-    selection = budget.selection
-    if budget.rho is not None:
-        split = (f"zCDP across groups: rho = {budget.rho * (m or 1):.6g} from (ε_r, δ_r) = "
-                 f"({budget.release_epsilon:.6g}, {budget.release_delta:g}), "
-                 f"rho/m = {budget.rho:.6g} per group (the at most m groups an item touches "
-                 "compose in zCDP; parallel composition over the others)")
-    elif m is not None:
-        split = (f"ε/m = {budget.epsilon:.6g} per group (basic composition over the at most "
-                 "m groups an item touches; parallel composition over the others)")
-    else:
-        split = (f"ε = {budget.epsilon:.6g} per group (an event is in one group: parallel "
-                 "composition)")
-    params: dict[str, Any] = {
-        "engine": engine, "group_column": group, "max_groups_per_item": m,
-        "epsilon_per_group": budget.epsilon, "delta_per_group": budget.delta,
-        "rho_per_group": budget.rho, "accounting": budget.accounting,
-        "accounting_why": budget.why,
-        "unit_of_privacy": ("one item with all its rows in every group" if m is not None
-                            else "one event (one row, in one group)"),
-        "relation": RELATIONS[par.unit] + (" (in all its groups)" if m is not None else ""),
-        "bounding": (f"each item keeps at most {m} of the "
-                     f"{'listed' if selection is None else 'selected'} groups, chosen "
-                     "uniformly by a keyed MD5 rank of (key, item, group)" if m is not None
-                     else "none needed (an event is in one group)"),
-        "groups": "public list (rows of other groups dropped; the range check applies to the "
-                  "rows of listed groups)",
-        "split": split,
-        "noise": "per group: the structures of one plan (public parameters); every group's "
-                 "node noise from one keyed source per tree, drawn for all groups in one "
-                 "vectorised call (group g's node v at counter v·G + g)",
-        "simultaneous": "Bonferroni over groups and released curves"}
-    if selection is not None:
-        what = "items (after each item kept at most m groups)" if m is not None else "rows"
-        params["groups"] = (f"private partition selection of the data's groups (thresholded "
-                            f"exact discrete Laplace on each group's number of {what}; see "
-                            "'selection'); rows of other groups dropped, the range check "
-                            "applies to the rows of selected groups")
-        params["selection"] = selection.to_dict()
-        params["split"] = (f"ε_selection = {selection.epsilon:.6g} (a fixed half of ε) selects "
-                           f"the groups with δ_selection = {selection.delta:g}; the rest, "
-                           f"(ε_r, δ_r) = ({budget.release_epsilon:.6g}, "
-                           f"{budget.release_delta:g}), releases them: " + split)
-    return {"epsilon": par.epsilon, "delta": par.delta, "unit": par.unit,
-            "group_column": group, "max_groups_per_item": m, "groups": list(names),
-            "params": params}
-
-
 def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: bytes,
             selection: SelectionPlan, generator: Any) -> tuple[str, ...]:
     """The groups of the data that pass the selection: counted by the engine in one query
@@ -197,6 +150,103 @@ def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tupl
     return summaries, int(red.n_out_of_range)
 
 
+@dataclass(frozen=True)
+class GroupedWindowArgs:
+    """The checked arguments of a grouped window release (``par`` checked by the caller)."""
+
+    par: WindowParams
+    item: Any
+    time: Any
+    group: str
+    names: tuple[str, ...] | None
+    max_groups_per_item: int | None
+    out_of_range: str
+    func: str
+
+
+@dataclass(frozen=True)
+class _Plan:
+    budget: GroupBudget
+    build: WindowBuild
+
+
+@dataclass(frozen=True)
+class _Logs:
+    names: tuple[str, ...]
+    summaries: list[WindowSummaries]
+    n_dropped: int
+    master: bytes
+    engine: str
+
+
+@dataclass(frozen=True)
+class _States:
+    logs: _Logs
+    states: list[Any]
+    noise_key: bytes
+    build: WindowBuild
+
+
+@dataclass(frozen=True)
+class _GroupedWindowSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped window release.
+
+    The read draws the release's secret master key (the bounding key and every group's keys
+    derive from it) and, without a public list, the partition selection: the selected groups
+    are the ones read and checked (range, singleton), so the selection precedes the last
+    refusal and the spend."""
+
+    args: GroupedWindowArgs
+    source: Any
+    engine: Any
+    rng: ResolvedRNG
+
+    def plan(self) -> _Plan:
+        a = self.args
+        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func)
+        build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
+                               seeded=self.rng.seeded)
+        calibrated_plan(build, budget.rho)  # calibrates (or refuses) before any data is read
+        return _Plan(budget, build)
+
+    def charge(self, plan: _Plan) -> Charge:
+        par = self.args.par
+        return Charge(par.epsilon, par.delta, par.unit, self.args.func)
+
+    def read(self, plan: _Plan) -> Reading[_Logs]:
+        a, m = self.args, self.args.max_groups_per_item
+        master = self.rng.generator.bytes(32)
+        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
+                                          a.func)
+        eng = get_engine(self.engine, src)
+        hash_key = derive_key(master, "group-bounding")
+        names = a.names
+        if plan.budget.selection is not None:
+            names = _select(eng, src, item, a.group, m, hash_key, plan.budget.selection,
+                            self.rng.generator)
+        assert names is not None
+        summaries, n_dropped = _summaries(eng, src, item, time, a.group, names, m, hash_key,
+                                          a.par, a.out_of_range, a.func)
+        return Reading(_Logs(names, summaries, n_dropped, master, eng.name), source=eng.name)
+
+    def draw(self, plan: _Plan, data: _Logs, rng: ResolvedRNG) -> _States:
+        """Every group's structures attached to its keys (node noise from one keyed source)."""
+        build = replace(plan.build, source_kind=data.engine)
+        keys = [derive_key(data.master, "windows-group", name) for name in data.names]
+        noise_key = derive_key(data.master, "windows-groups-noise", *data.names)
+        states = group_states(data.summaries, keys, build, noise_key, plan.budget.rho)
+        return _States(data, states, noise_key, build)
+
+    def build(self, plan: _Plan, noisy: _States) -> GroupedWindowRelease:
+        a, logs = self.args, noisy.logs
+        mech = GroupedWindowMechanism(logs.engine, a.par.unit, a.group, a.max_groups_per_item,
+                                      plan.budget)
+        fields = GroupedWindowFields(a.par.epsilon, a.par.delta, a.par.unit, a.group,
+                                     a.max_groups_per_item, logs.names, mech)
+        return assemble(noisy.states, logs.names, fields.to_dict(), noisy.noise_key,
+                        n_dropped=logs.n_dropped, build=noisy.build)
+
+
 def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
@@ -234,31 +284,11 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     never from the data directly.
     """
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func)
-    selection = budget.selection
-    acct = check_accountant(accountant, func)
+    check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
-    master = resolved.generator.bytes(32)
-    build = WindowBuild.of(par, epsilon=budget.epsilon, delta=budget.delta,
-                           seeded=resolved.seeded)
-    calibrated_plan(build, budget.rho)  # calibrates (or refuses) before any data is read
-    gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
-    gate.check()
-    src, item, time = _grouped_source(source, item, time, group, par.axis, func)
-    eng = get_engine(engine, src)
-    hash_key = derive_key(master, "group-bounding")
-    if selection is not None:
-        names = _select(eng, src, item, group, m, hash_key, selection, resolved.generator)
-    assert names is not None
-    summaries, n_dropped = _summaries(eng, src, item, time, group, names, m, hash_key, par,
-                                      out_of_range, func)
-    gate.spend(eng.name)
-    build = replace(build, source_kind=eng.name)
-    keys = [derive_key(master, "windows-group", name) for name in names]
-    noise_key = derive_key(master, "windows-groups-noise", *names)
-    return assemble(group_states(summaries, keys, build, noise_key, budget.rho), names,
-                    _grouped_fields(par, group, names, m, eng.name, budget), noise_key,
-                    n_dropped=n_dropped, build=build)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func)
+    return run_release(_GroupedWindowSteps(args, source, engine, resolved),
+                       accountant=accountant, rng=resolved, func=func)
 
 
 @dataclass(frozen=True)
