@@ -164,8 +164,9 @@ def table_sample(
     ``s_k >= W + R`` is *certain* when ``D_k > W`` and *impossible* when ``D_k < W``; only
     ``W = D_k`` leaves it open, and it is then settled by drawing R lazily, 64 bits at a time,
     against ever tighter bounds on s_k (``InverseTable.resolve`` in :mod:`dpfreq._exact_inverse`).
-    No rounding decides an output: the float logarithm in ``InverseTable.count_above`` is only a
-    guess that integer comparisons verify (and fix by binary search). Since the D_k are strictly
+    No rounding decides an output: ``InverseTable.count_above`` uses floats only to pick a
+    bucket or a first guess, and integer comparisons decide (by binary search where a bucket
+    holds several thresholds or the guess is off). Since the D_k are strictly
     decreasing, at most one k is open per word.
 
     The table stops at K thresholds. The event {X >= K} is decided exactly as above, and on it X
