@@ -267,45 +267,43 @@ class Ingestor:
 
 _SQLITE_ADD_SUMS = ('UPDATE sums SET total = total + ?, reports = reports + ? '
                     'WHERE study = ? AND "order" = ? AND "interval" = ?')
-_SUMS_CHUNK = 1000  # rows of one UPDATE (5 parameters each, far below every driver's limit)
+# One statement of constant text for any number of slots: five array parameters, joined to
+# the sums by their primary key.
+_PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c '
+                'FROM unnest(%s::varchar[], %s::integer[], %s::integer[], %s::bigint[], '
+                '%s::bigint[]) AS v (study, o, j, t, c) '
+                'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
 
 
 def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
     """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
 
-    On PostgreSQL one ``UPDATE ... FROM`` a list of values per chunk of rows, instead of one
-    statement (and round trip) per slot: the clients' batches touch a hundred slots per group.
-    SQLite, in process, runs one UPDATE per slot through the DB-API's executemany (a loop in C
-    over the row tuples).
+    Both dialects run one statement of constant text on the DB-API cursor of the transaction
+    (SQLAlchemy would compile a statement, and a dict of parameters, per group): SQLite one
+    UPDATE per slot through executemany (a loop in C over the row tuples, in process);
+    PostgreSQL one ``UPDATE ... FROM unnest(arrays)`` for every slot of the group (one round
+    trip; the clients' batches touch a hundred slots per group).
     """
     if not rows:
         return
-    if conn.dialect.name == "sqlite":
-        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        try:
-            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
-        finally:
-            cur.close()
-        return
-    if conn.dialect.name != "postgresql":
+    name = conn.dialect.name
+    if name not in ("sqlite", "postgresql"):
         conn.execute(_ADD_SUMS, [
             {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
              "d_reports": v[1]} for k, v in rows])
         return
-    for at in range(0, len(rows), _SUMS_CHUNK):
-        chunk = rows[at:at + _SUMS_CHUNK]
-        values = ", ".join(
-            f"(CAST(:s{i} AS VARCHAR(64)), CAST(:o{i} AS INTEGER), CAST(:j{i} AS INTEGER), "
-            f"CAST(:t{i} AS BIGINT), CAST(:c{i} AS BIGINT))" for i in range(len(chunk)))
-        params: dict[str, Any] = {}
-        for i, ((study, order, interval), (total, count)) in enumerate(chunk):
-            params.update({f"s{i}": study, f"o{i}": order, f"j{i}": interval, f"t{i}": total,
-                           f"c{i}": count})
-        conn.execute(sa.text(
-            f"WITH v (study, o, j, t, c) AS (VALUES {values}) "
-            'UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c FROM v '
-            'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j'),
-            params)
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        if name == "sqlite":
+            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
+        else:
+            keys, deltas = zip(*rows, strict=True)
+            studies, orders, intervals = zip(*keys, strict=True)
+            totals, counts = zip(*deltas, strict=True)
+            cur.execute(_PG_ADD_SUMS, (list(studies), list(orders), list(intervals),
+                                       list(totals), list(counts)))
+    finally:
+        cur.close()
 
 
 def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
