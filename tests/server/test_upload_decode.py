@@ -92,3 +92,34 @@ reports = st.dictionaries(st.sampled_from([*GOOD, "x"]), values, max_size=6).map
 def test_decoder_and_model_agree_on_generated_batches(batch):
     assert _agree(json.dumps({"reports": batch}).encode())
 
+
+
+@pytest.mark.parametrize("horizon", [5, 6, 8])
+def test_due_intervals_follow_the_dyadic_rule_exactly(horizon: int) -> None:
+    """Enumerate every order, current period and interval of an 8-period decomposition: an
+    interval j of order h is refused as future exactly when min(j·2^h, horizon) > current."""
+    from types import SimpleNamespace
+
+    from dpfreq.server.upload import _Refusal, check_reports
+
+    for current in range(10):
+        protocol = SimpleNamespace(padded=8, horizon=horizon,
+                                   current_period=lambda now, c=current: c)
+        record = SimpleNamespace(protocol=protocol, param_id="p")
+        for order in range(4):
+            limit = 8 >> order
+            for interval in range(1, limit + 2):
+                rep = SimpleNamespace(device=1, param_id="p", order=order, interval=interval,
+                                      bit=1)
+                if interval > limit:
+                    want = "interval"
+                elif min(interval << order, horizon) > current:
+                    want = "future"
+                else:
+                    want = "stored"
+                try:
+                    got = "stored" if check_reports(record, 1, order, [rep]) == [(interval, 1)] \
+                        else "wrong"
+                except _Refusal as refusal:
+                    got = refusal.reason
+                assert got == want, (current, order, interval)

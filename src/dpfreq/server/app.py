@@ -93,6 +93,27 @@ class ServerConfig:
     freeze_gc: bool = False
 
 
+class _ServiceApp(FastAPI):
+    """FastAPI, with report uploads answered by :class:`~dpfreq.server.upload.UploadRoute`
+    before any middleware, and every other request through the service's body limit and
+    observation middleware around FastAPI's own stack."""
+
+    upload: UploadRoute
+    front: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        scope["app"] = self
+        study = UploadRoute.study(scope)
+        if study is not None:
+            await self.upload(scope, receive, send, study)
+            return
+        if self.front is None:
+            config, inner = self.state.config, super().__call__
+            self.front = BodyLimit(ObserveMiddleware(inner, metrics=self.state.metrics),
+                                   max_bytes=config.max_body_bytes)
+        await self.front(scope, receive, send)
+
+
 async def _watch_revocations(service: Service) -> None:
     """Read the revocation log about once a second (see Service.check_revocations)."""
     while True:
@@ -157,7 +178,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             engine.dispose()
             log.info("service stopped")
 
-    app = FastAPI(
+    app = _ServiceApp(
         title="dpfreq collection service",
         summary="FutureRand longitudinal reports from devices; estimates with confidence bands.",
         version=__version__,
@@ -168,6 +189,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     )
     app.state.config = config
     app.state.metrics = metrics
+    app.upload = UploadRoute(metrics, config.max_body_bytes)
     app.state.limiter = RateLimiter(config.rate, config.burst)
     app.state.enrol_limiter = RateLimiter(config.enrol_rate, config.enrol_burst)
     app.include_router(router)
@@ -181,9 +203,6 @@ def create_app(config: ServerConfig) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
-    app.add_middleware(UploadRoute)  # inside the metrics and body limit, before the router
-    app.add_middleware(ObserveMiddleware, metrics=metrics)
-    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging"]
+__all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging", "request_id"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -52,6 +52,17 @@ class Metrics:
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             self.registry.register(collector)
 
+    def record(self, method: str | None, route: str, status: int, started: float,
+               rid: str) -> None:
+        """Count and time one finished request (``started``: its ``perf_counter``) and log
+        it as one JSON line."""
+        dt = time.perf_counter() - started
+        self.requests.labels(route, str(status)).inc()
+        self.latency.labels(route).observe(dt)
+        if log.isEnabledFor(logging.INFO):
+            log.info("request", extra={"method": method, "route": route, "status": status,
+                                       "ms": round(dt * 1e3, 3), "request_id": rid})
+
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -73,7 +84,7 @@ class ObserveMiddleware:
             return
         t0 = time.perf_counter()
         status = 500
-        rid = _request_id(scope)
+        rid = request_id(scope)
 
         async def send_status(message: Any) -> None:
             nonlocal status
@@ -88,21 +99,15 @@ class ObserveMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             self.metrics.in_flight.dec()
-            dt = time.perf_counter() - t0
             route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.requests.labels(route, str(status)).inc()
-            self.metrics.latency.labels(route).observe(dt)
-            if log.isEnabledFor(logging.INFO):
-                log.info("request", extra={"method": scope.get("method"), "route": route,
-                                           "status": status, "ms": round(dt * 1e3, 3),
-                                           "request_id": rid})
+            self.metrics.record(scope.get("method"), route, status, t0, rid)
 
 
 _RID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _request_id(scope: Any) -> str:
+def request_id(scope: Any) -> str:
     """The client's ``X-Request-Id`` when it is a short plain token, else a fresh one."""
     for key, value in scope.get("headers", ()):
         if key == b"x-request-id" and _RID.match(value):
