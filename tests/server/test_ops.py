@@ -204,7 +204,7 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0003",)]
+            ("0004",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()

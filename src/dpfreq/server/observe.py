@@ -48,6 +48,7 @@ class Metrics:
                            "writer's next group commit.", registry=self.registry)
         self.in_flight = Gauge("dpfreq_http_in_flight", "Requests being served.",
                                registry=self.registry)
+        self._children: dict[tuple[str, int], tuple[Any, Any]] = {}
         # runtime: CPU, memory, open files, garbage collections of this process
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             self.registry.register(collector)
@@ -57,8 +58,12 @@ class Metrics:
         """Count and time one finished request (``started``: its ``perf_counter``) and log
         it as one JSON line."""
         dt = time.perf_counter() - started
-        self.requests.labels(route, str(status)).inc()
-        self.latency.labels(route).observe(dt)
+        children = self._children.get((route, status))
+        if children is None:  # labels() looks the child up under a lock: once per pair
+            children = (self.requests.labels(route, str(status)), self.latency.labels(route))
+            self._children[(route, status)] = children
+        children[0].inc()
+        children[1].observe(dt)
         if log.isEnabledFor(logging.INFO):
             log.info("request", extra={"method": method, "route": route, "status": status,
                                        "ms": round(dt * 1e3, 3), "request_id": rid})
