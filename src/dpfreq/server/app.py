@@ -159,10 +159,10 @@ def create_app(config: ServerConfig) -> FastAPI:
         def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
             metrics.commits.inc()
             metrics.stored.inc(stored)
+            metrics.queue.set(ingestor.pending())
 
         ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         ingestor.start()
-        metrics.queue.set_function(ingestor.pending)
         app.state.service = service
         app.state.ingestor = ingestor
         if config.freeze_gc:

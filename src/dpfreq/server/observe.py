@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import sys
@@ -15,8 +16,21 @@ __all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging",
 log = logging.getLogger("dpfreq.server")
 
 
+#: Set by ``dpfreq serve --workers N`` (N > 1) for its worker processes: the directory where
+#: every worker keeps its metric values (prometheus_client's multiprocess mode), so that
+#: ``/metrics``, whichever worker answers it, gives the sums over all of them.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
 class Metrics:
-    """The service's counters and latency histogram in their own Prometheus registry."""
+    """The service's counters and latency histogram in their own Prometheus registry.
+
+    In a worker of ``dpfreq serve --workers N`` (the environment names a shared directory,
+    :data:`MULTIPROC_ENV`), every value is kept in that directory and :meth:`render` gives
+    counters and histograms summed over all the workers (those of workers that exited
+    included) and the gauges summed over the live ones; the runtime metrics of a process
+    (CPU, memory, garbage collections) are then left out, as no sum of them means anything.
+    """
 
     def __init__(self) -> None:
         from prometheus_client import (
@@ -45,10 +59,15 @@ class Metrics:
         self.enrolled = Counter("dpfreq_devices_enrolled", "Devices enrolled.",
                                 registry=self.registry)
         self.queue = Gauge("dpfreq_ingest_queue", "Batches and enrolments waiting for the "
-                           "writer's next group commit.", registry=self.registry)
+                           "writer's next group commit (after its last commit).",
+                           registry=self.registry, multiprocess_mode="livesum")
         self.in_flight = Gauge("dpfreq_http_in_flight", "Requests being served.",
-                               registry=self.registry)
+                               registry=self.registry, multiprocess_mode="livesum")
         self._children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self.shared = os.environ.get(MULTIPROC_ENV)
+        if self.shared:
+            _forget_dead_workers(self.shared)
+            return
         # runtime: CPU, memory, open files, garbage collections of this process
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             self.registry.register(collector)
@@ -70,9 +89,31 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+        from prometheus_client.multiprocess import MultiProcessCollector
 
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        if not self.shared:
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.shared)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def _forget_dead_workers(path: str) -> None:
+    """Drop the live gauges of worker processes that no longer run (a worker that died is
+    replaced by a new one); their counters stay in the sums."""
+    from prometheus_client.multiprocess import mark_process_dead
+
+    for name in os.listdir(path):
+        m = re.fullmatch(r"gauge_live\w*?_(\d+)\.db", name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            mark_process_dead(int(m.group(1)), path)
+        except OSError:  # alive, owned by someone else
+            continue
 
 
 class ObserveMiddleware:
