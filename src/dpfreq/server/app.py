@@ -2,8 +2,9 @@
 
 Why FastAPI on Starlette, served by uvicorn: the request and response bodies are declared once as
 pydantic models, which gives the OpenAPI document (``/openapi.json``) for free and validates every
-body (a malformed batch is a 422 with nothing stored; report batches are parsed straight from the
-bytes by pydantic-core once the device's token is checked); Starlette's ``TestClient`` drives the
+body (a malformed batch is a 422 with nothing stored); report uploads, the hot path, are answered
+ahead of FastAPI by :class:`~dpfreq.server.upload.UploadRoute` (msgspec decodes their batches
+with the model's rules once the device's token is checked); Starlette's ``TestClient`` drives the
 whole application in-process in the tests; uvicorn is the reference ASGI server (with uvloop and
 httptools when installed), with a graceful shutdown (on SIGTERM it stops accepting connections
 and lets in-flight requests finish) that the service relies on to finish the batches it has
