@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> None:
     admin = new_token()
     backends = args.backends.split(",")
     print(f"devices={args.devices} horizon={HORIZON} concurrency={args.concurrency} "
-          f"batch<={args.batch} workers={args.workers} uptime: "
-          f"{' '.join(os.getloadavg().__repr__().split())}")
+          f"batch<={args.batch} workers={args.workers} load average at start: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'enrol s':>8}"
               f"{'upload s':>9}"
               f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}{'gen cpu s':>10}"
@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> None:
                           f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
                           f"{res.rate() / base:>8.3f}{len(analyst.ms):>6}"
                           f"{max(analyst.ms, default=0.0):>12.1f}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 class Analyst:
