@@ -1,7 +1,7 @@
 """Benchmark of the collection service (``dpfreq serve``) over loopback.
 
 Usage: python benchmarks/bench_server.py [--quick] [--devices N] [--concurrency C] [--batch B]
-       [--backends sqlite,postgresql]
+       [--backends sqlite,postgresql] [--workers W]
   default: 10^4 simulated devices × 64 periods; --quick: 10^3 devices.
 
 For each storage backend it starts ``dpfreq serve`` as a subprocess (SQLite in a temporary file;
@@ -61,21 +61,33 @@ def _free_port() -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a process and of its live child processes (the workers of
+    ``--workers N``), from Linux's /proc."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 @contextlib.contextmanager
-def served(db: str, admin: str) -> Iterator[tuple[str, int]]:
-    """``dpfreq serve`` on ``db`` at a free loopback port; yields its URL and pid."""
+def served(db: str, admin: str, workers: int = 1) -> Iterator[tuple[str, int]]:
+    """``dpfreq serve --workers N`` on ``db`` at a free loopback port; yields its URL and
+    pid."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
          "sys.exit(main(sys.argv[1:]))", "serve", "--db", db, "--port", str(port),
-         "--rate", "0", "--enrol-rate", "0", "--log-level", "warning"],
+         "--rate", "0", "--enrol-rate", "0", "--log-level", "warning",
+         "--workers", str(workers)],
         env={**os.environ, "DPFREQ_ADMIN_TOKEN": admin})
     try:
         deadline = time.monotonic() + 60
@@ -127,7 +139,8 @@ def run(args: argparse.Namespace) -> None:
     admin = new_token()
     backends = args.backends.split(",")
     print(f"devices={args.devices} horizon={HORIZON} concurrency={args.concurrency} "
-          f"batch<={args.batch}")
+          f"batch<={args.batch} workers={args.workers} load average at start: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     header = (f"{'backend':<11}{'shape':<9}{'reports':>9}{'requests':>9}{'enrol s':>8}"
               f"{'upload s':>9}"
               f"{'reports/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'srv cpu s':>10}{'gen cpu s':>10}"
@@ -143,7 +156,7 @@ def run(args: argparse.Namespace) -> None:
             else:
                 pg = stack.enter_context(TemporaryPostgres())
                 db = pg.create_database("bench")
-            with served(db, admin) as (url, pid):
+            with served(db, admin, args.workers) as (url, pid):
                 for shape in ("clients", "order0"):
                     study = f"bench-{shape}"
                     params = create_study(url, admin, study)
@@ -164,6 +177,7 @@ def run(args: argparse.Namespace) -> None:
                           f"{res.acked_reports / max(cpu, 1e-9):>11.0f}{base:>14.0f}"
                           f"{res.rate() / base:>8.3f}{len(analyst.ms):>6}"
                           f"{max(analyst.ms, default=0.0):>12.1f}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 class Analyst:
@@ -205,6 +219,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=1, help="server processes (dpfreq serve "
+                    "--workers)")
     args = ap.parse_args()
     if args.devices is None:
         args.devices = 1000 if args.quick else 10_000

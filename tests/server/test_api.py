@@ -4,6 +4,8 @@ refusals, estimates equal to the in-process aggregator, exports, roles and limit
 from __future__ import annotations
 
 import io
+import json
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -213,6 +215,33 @@ def test_protocol_version_1_is_refused_at_enrolment_and_upload(sqlite_client):
     spec = c.get("/openapi.json").json()
     field = spec["components"]["schemas"]["EnrolRequest"]["properties"]["protocol_version"]
     assert field["description"].startswith("The protocol version the device runs: 2 ")
+
+
+def test_upload_answers_carry_request_ids_limits_and_metrics(sqlite_url):
+    with make_client(sqlite_url, max_body_bytes=4096) as c:
+        params = create_study(c)
+        device, token = enrol(c, params, 0)
+        rep = {"device": device, "order": 0, "interval": 1, "bit": 1,
+               "param_id": params.param_id}
+        r = c.post("/v1/studies/s1/reports", json={"reports": [rep]},
+                   headers={**bearer(token), "X-Request-Id": "up-1"})
+        assert (r.status_code, r.json(), r.headers["x-request-id"]) == (200, {"stored": 1}, "up-1")
+        body = json.dumps({"reports": [rep] * 200}).encode()
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: the limit holds while streaming
+            yield from (body[i:i + 1000] for i in range(0, len(body), 1000))
+
+        r = c.post("/v1/studies/s1/reports", content=chunks(),
+                   headers={**bearer(token), "Content-Type": "application/json"})
+        assert r.status_code == 413
+        assert "larger than 4096" in r.json()["error"]
+        assert len(r.headers["x-request-id"]) == 16
+        r = c.post("/v1/studies/s1/reports", content=body, headers={"Content-Type": "x"})
+        assert r.status_code == 413  # from Content-Length, before the token
+        text = c.get("/metrics").text
+        route = 'route="/v1/studies/{study}/reports"'
+        assert f'dpfreq_http_requests_total{{{route},status="200"}} 1.0' in text
+        assert f'dpfreq_http_requests_total{{{route},status="413"}} 2.0' in text
 
 
 def test_limits_cors_health_metrics_openapi(sqlite_url):

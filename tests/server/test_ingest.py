@@ -79,3 +79,21 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
         assert calls == [3, 0]
         assert stored(engine) == [(7, 2, 0)]
         assert sums(engine) == {1: (0, 0), 2: (-1, 1), 3: (0, 0), 4: (0, 0)}
+
+
+def test_one_group_decides_a_devices_batches_in_order(engine: Any) -> None:
+    """Batches queued before the writer starts form one group: a device's second batch meets
+    the first one's rows (an overlap with the same bit is stored once, another bit is a
+    conflict that stores nothing), and the sums count every stored report once."""
+    writer = Ingestor(engine)
+    first = writer.submit(Batch("s", 7, 0, [(1, 1), (2, 0)]))
+    again = writer.submit(Batch("s", 7, 0, [(2, 0), (3, 1)]))
+    clash = writer.submit(Batch("s", 7, 0, [(3, 0), (4, 1)]))
+    other = writer.submit(Batch("s", 8, 0, [(1, 0), (2, 0)]))
+    writer.start()
+    writer.stop()
+    assert (first.result(), again.result(), other.result()) == (2, 2, 2)
+    with pytest.raises(Conflict):
+        clash.result()
+    assert stored(engine) == [(7, 1, 1), (7, 2, 0), (7, 3, 1), (8, 1, 0), (8, 2, 0)]
+    assert sums(engine) == {1: (0, 2), 2: (-2, 2), 3: (1, 1), 4: (0, 0)}

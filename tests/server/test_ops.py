@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
@@ -28,10 +29,35 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0004",)]
+            ("0005",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
+    engine.dispose()
+
+
+def test_sqlite_tables_lose_their_rowid_and_keep_their_rows(sqlite_url):
+    from alembic import command
+    from alembic.config import Config
+
+    engine = storage.make_engine(sqlite_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(storage.__file__).with_name("migrations")))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003")
+        conn.execute(sa.text('INSERT INTO reports VALUES (\'s\', 7, 3, 1, 1)'))
+        conn.execute(sa.text('INSERT INTO sums VALUES (\'s\', 1, 3, -1, 1)'))
+        conn.execute(sa.text('INSERT INTO devices VALUES (\'s\', 7, 1, \'2026\')'))
+        assert conn.execute(sa.text("SELECT rowid FROM reports")).all() == [(1,)]
+    storage.upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT * FROM reports")).all() == [("s", 7, 3, 1, 1)]
+        assert conn.execute(sa.text("SELECT * FROM sums")).all() == [("s", 1, 3, -1, 1)]
+        assert conn.execute(sa.text("SELECT * FROM devices")).all() == [("s", 7, 1, "2026")]
+        for table in ("reports", "sums", "devices"):
+            with pytest.raises(sa.exc.OperationalError, match="rowid"):
+                conn.execute(sa.text(f"SELECT rowid FROM {table}"))
     engine.dispose()
 
 
@@ -178,7 +204,7 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0004",)]
+            ("0005",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()

@@ -92,3 +92,51 @@ reports = st.dictionaries(st.sampled_from([*GOOD, "x"]), values, max_size=6).map
 def test_decoder_and_model_agree_on_generated_batches(batch):
     assert _agree(json.dumps({"reports": batch}).encode())
 
+
+
+def test_the_current_period_is_the_protocols(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upload path's integer clock gives the period StudyProtocol.current_period gives,
+    before the start, on the first instant of a period and just before the next."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from dpfreq.server import upload
+    from dpfreq.server.protocol import StudyProtocol
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    protocol = SimpleNamespace(start=start, period_seconds=3600)
+    for at in (start - timedelta(microseconds=1), start, start + timedelta(hours=3),
+               start + timedelta(hours=4) - timedelta(microseconds=1)):
+        ns = (at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+        monkeypatch.setattr(upload.time, "time_ns", lambda ns=ns: ns)
+        assert upload.current_period(protocol) == StudyProtocol.current_period(protocol, at)
+
+
+@pytest.mark.parametrize("horizon", [5, 6, 8])
+def test_due_intervals_follow_the_dyadic_rule_exactly(horizon: int) -> None:
+    """Enumerate every order, current period and interval of an 8-period decomposition: an
+    interval j of order h is refused as future exactly when min(j·2^h, horizon) > current."""
+    from types import SimpleNamespace
+
+    from dpfreq.server.upload import _Refusal, check_reports
+
+    for current in range(10):
+        protocol = SimpleNamespace(padded=8, horizon=horizon)
+        record = SimpleNamespace(protocol=protocol, param_id="p")
+        for order in range(4):
+            limit = 8 >> order
+            for interval in range(1, limit + 2):
+                rep = SimpleNamespace(device=1, param_id="p", order=order, interval=interval,
+                                      bit=1)
+                if interval > limit:
+                    want = "interval"
+                elif min(interval << order, horizon) > current:
+                    want = "future"
+                else:
+                    want = "stored"
+                try:
+                    slots = check_reports(record, 1, order, [rep], current)
+                    got = "stored" if slots == [(interval, 1)] else "wrong"
+                except _Refusal as refusal:
+                    got = refusal.reason
+                assert got == want, (current, order, interval)

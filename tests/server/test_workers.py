@@ -65,6 +65,15 @@ def test_workers_share_the_rate_limit(sqlite_url, tmp_path):
         assert ok >= burst // workers
         assert refused > 0
         assert len(_children(srv.proc.pid)) >= workers
+        # /metrics sums the workers' counters, whichever worker a scrape reaches
+        route = 'route="/v1/studies/{study}/reports"'
+        with httpx.Client(limits=httpx.Limits(max_keepalive_connections=0)) as http:
+            for _ in range(6):
+                text = http.get(srv.url + "/metrics").text
+                assert f'dpfreq_http_requests_total{{{route},status="200"}} {ok}.0' in text
+                assert f'dpfreq_http_requests_total{{{route},status="429"}} {refused}.0' in text
+                assert f"dpfreq_reports_stored_total {min(ok, 1)}.0" in text
+                assert "process_cpu_seconds_total" not in text
     finally:
         srv.stop()
 

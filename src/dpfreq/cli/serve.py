@@ -7,8 +7,10 @@ extra. See :mod:`dpfreq.server` and the README's section on the collection servi
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,7 +147,8 @@ _CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port,
 @click.option("--workers", type=POSITIVE, default=1, show_default=True,
               help="Server processes sharing the port. The rate limits are divided among them "
                    "(each allows rate/N and burst/N), so a device or address never gets more "
-                   "than the limit in total.")
+                   "than the limit in total. /metrics, whichever process answers, sums the "
+                   "counters of all of them (and leaves out per-process runtime metrics).")
 @click.pass_context
 def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file: str | None,
             max_body_bytes: int,
@@ -220,6 +223,7 @@ def _run_workers(config: ServerConfig, admin: str | None, workers: int, sock: so
 
     from dpfreq.server import storage
     from dpfreq.server.app import worker_app
+    from dpfreq.server.observe import MULTIPROC_ENV
     from dpfreq.server.service import Service
 
     if admin:
@@ -233,7 +237,15 @@ def _run_workers(config: ServerConfig, admin: str | None, workers: int, sock: so
                                                      "disable_existing_loggers": False},
                         access_log=False, timeout_graceful_shutdown=30,
                         timeout_worker_healthcheck=60)  # a worker's imports take seconds
-    Multiprocess(uv, sockets=[sock]).run()
+    # The workers keep their metrics in one private directory, so /metrics gives the sums
+    # over all of them whichever worker answers (see dpfreq.server.observe.Metrics).
+    shared = tempfile.mkdtemp(prefix="dpfreq-metrics-")
+    os.environ[MULTIPROC_ENV] = shared
+    try:
+        Multiprocess(uv, sockets=[sock]).run()
+    finally:
+        del os.environ[MULTIPROC_ENV]
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 @command.command(name="migrate")

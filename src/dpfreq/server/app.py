@@ -2,8 +2,9 @@
 
 Why FastAPI on Starlette, served by uvicorn: the request and response bodies are declared once as
 pydantic models, which gives the OpenAPI document (``/openapi.json``) for free and validates every
-body (a malformed batch is a 422 with nothing stored; report batches are parsed straight from the
-bytes by pydantic-core once the device's token is checked); Starlette's ``TestClient`` drives the
+body (a malformed batch is a 422 with nothing stored); report uploads, the hot path, are answered
+ahead of FastAPI by :class:`~dpfreq.server.upload.UploadRoute` (msgspec decodes their batches
+with the model's rules once the device's token is checked); Starlette's ``TestClient`` drives the
 whole application in-process in the tests; uvicorn is the reference ASGI server (with uvloop and
 httptools when installed), with a graceful shutdown (on SIGTERM it stops accepting connections
 and lets in-flight requests finish) that the service relies on to finish the batches it has
@@ -93,6 +94,27 @@ class ServerConfig:
     freeze_gc: bool = False
 
 
+class _ServiceApp(FastAPI):
+    """FastAPI, with report uploads answered by :class:`~dpfreq.server.upload.UploadRoute`
+    before any middleware, and every other request through the service's body limit and
+    observation middleware around FastAPI's own stack."""
+
+    upload: UploadRoute
+    front: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        scope["app"] = self
+        study = UploadRoute.study(scope)
+        if study is not None:
+            await self.upload(scope, receive, send, study)
+            return
+        if self.front is None:
+            config, inner = self.state.config, super().__call__
+            self.front = BodyLimit(ObserveMiddleware(inner, metrics=self.state.metrics),
+                                   max_bytes=config.max_body_bytes)
+        await self.front(scope, receive, send)
+
+
 async def _watch_revocations(service: Service) -> None:
     """Read the revocation log about once a second (see Service.check_revocations)."""
     while True:
@@ -138,10 +160,10 @@ def create_app(config: ServerConfig) -> FastAPI:
         def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
             metrics.commits.inc()
             metrics.stored.inc(stored)
+            metrics.queue.set(ingestor.pending())
 
         ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         ingestor.start()
-        metrics.queue.set_function(ingestor.pending)
         app.state.service = service
         app.state.ingestor = ingestor
         if config.freeze_gc:
@@ -157,7 +179,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             engine.dispose()
             log.info("service stopped")
 
-    app = FastAPI(
+    app = _ServiceApp(
         title="dpfreq collection service",
         summary="FutureRand longitudinal reports from devices; estimates with confidence bands.",
         version=__version__,
@@ -168,6 +190,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     )
     app.state.config = config
     app.state.metrics = metrics
+    app.upload = UploadRoute(metrics, config.max_body_bytes)
     app.state.limiter = RateLimiter(config.rate, config.burst)
     app.state.enrol_limiter = RateLimiter(config.enrol_rate, config.enrol_burst)
     app.include_router(router)
@@ -181,9 +204,6 @@ def create_app(config: ServerConfig) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
-    app.add_middleware(UploadRoute)  # inside the metrics and body limit, before the router
-    app.add_middleware(ObserveMiddleware, metrics=metrics)
-    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     return app
 
 

@@ -25,7 +25,7 @@ import logging
 import queue
 import secrets
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -221,20 +221,24 @@ class Ingestor:
     @staticmethod
     def _write(conn: Connection, batches: list[Batch],
                rejections: list[_Rejection]) -> dict[int, Any]:
-        existing: dict[tuple[str, int, int], int] = {}
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
         closed = _closed_studies(conn, sorted(by_study))
+        # the stored slots of the group's devices, interval -> bit per (study, device); a
+        # device without any (its first upload, the common case) is decided without a lookup
+        # per report
+        existing: dict[tuple[str, int], dict[int, int]] = {}
         for study, devs in by_study.items():
             if study in closed:
                 continue
-            rows = conn.execute(_STORED, {"study": study, "devices": sorted(devs)})
-            for dev, interval, bit in rows:
-                existing[(study, int(dev), int(interval))] = int(bit)
+            for dev, interval, bit in conn.execute(_STORED, {"study": study,
+                                                             "devices": sorted(devs)}):
+                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
         outcomes: dict[int, Any] = {}
         inserts: list[tuple[str, int, int, int, int]] = []
-        deltas: dict[tuple[str, int, int], list[int]] = defaultdict(lambda: [0, 0])
+        # intervals stored per (study, order), all and those with bit 1: counted in C at the end
+        slots: dict[tuple[str, int], tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
         rejected: dict[tuple[str, str], int] = defaultdict(int)
         for rj in rejections:
             rejected[(rj.study, rj.reason)] += rj.reports
@@ -244,68 +248,80 @@ class Ingestor:
                 outcomes[id(b)] = Closed("the study is closed; it takes no more reports")
                 rejected[(study, "closed")] += len(b.rows)
                 continue
-            stored = [existing.get((study, device, j)) for j, _ in b.rows]
-            if any(old is not None and old != bit
-                   for old, (_, bit) in zip(stored, b.rows, strict=True)):
-                outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
-                rejected[(study, "conflict")] += len(b.rows)
-                continue
-            new = [row for old, row in zip(stored, b.rows, strict=True) if old is None]
-            for j, bit in new:
-                existing[(study, device, j)] = bit
-                inserts.append((study, device, j, order, bit))
-                d = deltas[(study, order, j)]
-                d[0] += 2 * bit - 1
-                d[1] += 1
+            old = existing.get((study, device))
+            new = b.rows
+            if old is not None:
+                if any(old.get(j, bit) != bit for j, bit in b.rows):
+                    outcomes[id(b)] = Conflict("a report of this batch conflicts with a stored one")
+                    rejected[(study, "conflict")] += len(b.rows)
+                    continue
+                new = [(j, bit) for j, bit in b.rows if j not in old]
+                old.update(new)
+            else:  # a second batch of the device in this group meets these rows
+                existing[(study, device)] = dict(new)
+            inserts.extend([(study, device, j, order, bit) for j, bit in new])
+            every, ones = slots[(study, order)]
+            every.extend([j for j, _ in new])
+            ones.extend([j for j, bit in new if bit])
             outcomes[id(b)] = len(new)
         storage.insert_reports(conn, inserts)
-        _add_sums(conn, sorted(deltas.items()))
+        _add_sums(conn, _sum_deltas(slots))
         if rejected:
             add_rejections(conn, rejected)
         return outcomes
 
 
+def _sum_deltas(slots: dict[tuple[str, int], tuple[list[int], list[int]]]
+                ) -> list[tuple[tuple[str, int, int], list[int]]]:
+    """``((study, order, interval), [Σ(2·bit − 1), count])`` of the stored intervals, sorted
+    by key (so concurrent writers update the sums in one order)."""
+    out: list[tuple[tuple[str, int, int], list[int]]] = []
+    for (study, order), (every, ones) in slots.items():
+        count, up = Counter(every), Counter(ones)
+        out.extend(((study, order, j), [2 * up[j] - n, n]) for j, n in count.items())
+    out.sort()
+    return out
+
+
 _SQLITE_ADD_SUMS = ('UPDATE sums SET total = total + ?, reports = reports + ? '
                     'WHERE study = ? AND "order" = ? AND "interval" = ?')
-_SUMS_CHUNK = 1000  # rows of one UPDATE (5 parameters each, far below every driver's limit)
+# One statement of constant text for any number of slots: five array parameters, joined to
+# the sums by their primary key.
+_PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c '
+                'FROM unnest(%s::varchar[], %s::integer[], %s::integer[], %s::bigint[], '
+                '%s::bigint[]) AS v (study, o, j, t, c) '
+                'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
 
 
 def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
     """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
 
-    On PostgreSQL one ``UPDATE ... FROM`` a list of values per chunk of rows, instead of one
-    statement (and round trip) per slot: the clients' batches touch a hundred slots per group.
-    SQLite, in process, runs one UPDATE per slot through the DB-API's executemany (a loop in C
-    over the row tuples).
+    Both dialects run one statement of constant text on the DB-API cursor of the transaction
+    (SQLAlchemy would compile a statement, and a dict of parameters, per group): SQLite one
+    UPDATE per slot through executemany (a loop in C over the row tuples, in process);
+    PostgreSQL one ``UPDATE ... FROM unnest(arrays)`` for every slot of the group (one round
+    trip; the clients' batches touch a hundred slots per group).
     """
     if not rows:
         return
-    if conn.dialect.name == "sqlite":
-        cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        try:
-            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
-        finally:
-            cur.close()
-        return
-    if conn.dialect.name != "postgresql":
+    name = conn.dialect.name
+    if name not in ("sqlite", "postgresql"):
         conn.execute(_ADD_SUMS, [
             {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
              "d_reports": v[1]} for k, v in rows])
         return
-    for at in range(0, len(rows), _SUMS_CHUNK):
-        chunk = rows[at:at + _SUMS_CHUNK]
-        values = ", ".join(
-            f"(CAST(:s{i} AS VARCHAR(64)), CAST(:o{i} AS INTEGER), CAST(:j{i} AS INTEGER), "
-            f"CAST(:t{i} AS BIGINT), CAST(:c{i} AS BIGINT))" for i in range(len(chunk)))
-        params: dict[str, Any] = {}
-        for i, ((study, order, interval), (total, count)) in enumerate(chunk):
-            params.update({f"s{i}": study, f"o{i}": order, f"j{i}": interval, f"t{i}": total,
-                           f"c{i}": count})
-        conn.execute(sa.text(
-            f"WITH v (study, o, j, t, c) AS (VALUES {values}) "
-            'UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c FROM v '
-            'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j'),
-            params)
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        if name == "sqlite":
+            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
+        else:
+            keys, deltas = zip(*rows, strict=True)
+            studies, orders, intervals = zip(*keys, strict=True)
+            totals, counts = zip(*deltas, strict=True)
+            cur.execute(_PG_ADD_SUMS, (list(studies), list(orders), list(intervals),
+                                       list(totals), list(counts)))
+    finally:
+        cur.close()
 
 
 def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:

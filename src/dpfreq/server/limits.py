@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["BodyLimit", "RateLimiter"]
+__all__ = ["BodyLimit", "RateLimiter", "too_large"]
 
 
 class _TooLarge(Exception):
@@ -60,11 +60,16 @@ class BodyLimit:
                 await self._refuse(send)
 
     async def _refuse(self, send: Any) -> None:
-        body = json.dumps({"error": f"request body larger than {self.max_bytes} bytes."}).encode()
+        body = too_large(self.max_bytes)
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+def too_large(max_bytes: int) -> bytes:
+    """The body of the 413 answer."""
+    return json.dumps({"error": f"request body larger than {max_bytes} bytes."}).encode()
 
 
 class RateLimiter:

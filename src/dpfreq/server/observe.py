@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import secrets
 import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging"]
+__all__ = ["JsonFormatter", "Metrics", "ObserveMiddleware", "configure_logging", "request_id"]
 
 log = logging.getLogger("dpfreq.server")
 
 
+#: Set by ``dpfreq serve --workers N`` (N > 1) for its worker processes: the directory where
+#: every worker keeps its metric values (prometheus_client's multiprocess mode), so that
+#: ``/metrics``, whichever worker answers it, gives the sums over all of them.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
 class Metrics:
-    """The service's counters and latency histogram in their own Prometheus registry."""
+    """The service's counters and latency histogram in their own Prometheus registry.
+
+    In a worker of ``dpfreq serve --workers N`` (the environment names a shared directory,
+    :data:`MULTIPROC_ENV`), every value is kept in that directory and :meth:`render` gives
+    counters and histograms summed over all the workers (those of workers that exited
+    included) and the gauges summed over the live ones; the runtime metrics of a process
+    (CPU, memory, garbage collections) are then left out, as no sum of them means anything.
+    """
 
     def __init__(self) -> None:
         from prometheus_client import (
@@ -45,18 +59,61 @@ class Metrics:
         self.enrolled = Counter("dpfreq_devices_enrolled", "Devices enrolled.",
                                 registry=self.registry)
         self.queue = Gauge("dpfreq_ingest_queue", "Batches and enrolments waiting for the "
-                           "writer's next group commit.", registry=self.registry)
+                           "writer's next group commit (after its last commit).",
+                           registry=self.registry, multiprocess_mode="livesum")
         self.in_flight = Gauge("dpfreq_http_in_flight", "Requests being served.",
-                               registry=self.registry)
+                               registry=self.registry, multiprocess_mode="livesum")
+        self._children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self.shared = os.environ.get(MULTIPROC_ENV)
+        if self.shared:
+            _forget_dead_workers(self.shared)
+            return
         # runtime: CPU, memory, open files, garbage collections of this process
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             self.registry.register(collector)
 
+    def record(self, method: str | None, route: str, status: int, started: float,
+               rid: str) -> None:
+        """Count and time one finished request (``started``: its ``perf_counter``) and log
+        it as one JSON line."""
+        dt = time.perf_counter() - started
+        children = self._children.get((route, status))
+        if children is None:  # labels() looks the child up under a lock: once per pair
+            children = (self.requests.labels(route, str(status)), self.latency.labels(route))
+            self._children[(route, status)] = children
+        children[0].inc()
+        children[1].observe(dt)
+        if log.isEnabledFor(logging.INFO):
+            log.info("request", extra={"method": method, "route": route, "status": status,
+                                       "ms": round(dt * 1e3, 3), "request_id": rid})
+
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+        from prometheus_client.multiprocess import MultiProcessCollector
 
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        if not self.shared:
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.shared)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def _forget_dead_workers(path: str) -> None:
+    """Drop the live gauges of worker processes that no longer run (a worker that died is
+    replaced by a new one); their counters stay in the sums."""
+    from prometheus_client.multiprocess import mark_process_dead
+
+    for name in os.listdir(path):
+        m = re.fullmatch(r"gauge_live\w*?_(\d+)\.db", name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            mark_process_dead(int(m.group(1)), path)
+        except OSError:  # alive, owned by someone else
+            continue
 
 
 class ObserveMiddleware:
@@ -73,7 +130,7 @@ class ObserveMiddleware:
             return
         t0 = time.perf_counter()
         status = 500
-        rid = _request_id(scope)
+        rid = request_id(scope)
 
         async def send_status(message: Any) -> None:
             nonlocal status
@@ -88,21 +145,15 @@ class ObserveMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             self.metrics.in_flight.dec()
-            dt = time.perf_counter() - t0
             route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.requests.labels(route, str(status)).inc()
-            self.metrics.latency.labels(route).observe(dt)
-            if log.isEnabledFor(logging.INFO):
-                log.info("request", extra={"method": scope.get("method"), "route": route,
-                                           "status": status, "ms": round(dt * 1e3, 3),
-                                           "request_id": rid})
+            self.metrics.record(scope.get("method"), route, status, t0, rid)
 
 
 _RID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _request_id(scope: Any) -> str:
+def request_id(scope: Any) -> str:
     """The client's ``X-Request-Id`` when it is a short plain token, else a fresh one."""
     for key, value in scope.get("headers", ()):
         if key == b"x-request-id" and _RID.match(value):

@@ -22,6 +22,7 @@ Tables
 ``revocations``     one row per token revocation (processes poll it to drop cached tokens).
 ``devices``         enrolled devices of a study with their order.
 ``reports``         one row per (study, device, interval): the single report of that slot.
+                    (``devices``, ``reports`` and ``sums`` are ``WITHOUT ROWID`` on SQLite.)
 ``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
                     updated in the same transaction as the reports they count.
 ``enrolled``        running number of enrolled devices per order.
@@ -60,14 +61,17 @@ METADATA = sa.MetaData()
 _Columns = tuple[tuple[str, Any], ...]
 
 
-def _study_table(name: str, keys: _Columns, values: _Columns) -> sa.Table:
-    """A table keyed by ``study`` and then by ``keys``, with the non-null columns ``values``."""
+def _study_table(name: str, keys: _Columns, values: _Columns, *,
+                 rowid: bool = True) -> sa.Table:
+    """A table keyed by ``study`` and then by ``keys``, with the non-null columns ``values``
+    (on SQLite without a rowid when ``rowid`` is false: stored once, in key order)."""
     return sa.Table(
         name,
         METADATA,
         sa.Column("study", sa.String(64), primary_key=True),
         *(sa.Column(col, kind, primary_key=True) for col, kind in keys),
         *(sa.Column(col, kind, nullable=False) for col, kind in values),
+        sqlite_with_rowid=rowid,
     )
 
 
@@ -122,12 +126,13 @@ revocations = sa.Table(
     sa.Column("at", sa.String(40), nullable=False),
 )
 
+# The tables the writer touches per report are keyed lookups only: no rowid on SQLite.
 devices = _study_table("devices", (("device", sa.BigInteger),),
-                       (("order", sa.Integer), ("created", sa.String(40))))
+                       (("order", sa.Integer), ("created", sa.String(40))), rowid=False)
 reports = _study_table("reports", (("device", sa.BigInteger), ("interval", sa.Integer)),
-                       (("order", sa.Integer), ("bit", sa.SmallInteger)))
+                       (("order", sa.Integer), ("bit", sa.SmallInteger)), rowid=False)
 sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
-                    (("total", sa.BigInteger), ("reports", sa.BigInteger)))
+                    (("total", sa.BigInteger), ("reports", sa.BigInteger)), rowid=False)
 enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
 rejections = _study_table("rejections", (("reason", sa.String(40)),),
                           (("reports", sa.BigInteger),))
