@@ -1,10 +1,11 @@
 """The one protocol every window structure implements, and the typed record of its calibration.
 
-A structure (:mod:`dpfreq.windows.structure`) is the noise of one query family and one
-k: it is calibrated from public parameters, draws its node noise under the release's key and
-answers windows as ``exact count + Σ ± node noise``. The release (:mod:`dpfreq.windows.answers`),
-the plan (:mod:`dpfreq.windows.plan`, :mod:`dpfreq.windows.planning`) and the band simulation
-(:mod:`dpfreq.windows.band`) read a structure through :class:`WindowStructure` only.
+A structure (:mod:`dpfreq.windows.structure`) is the noise layout of one query family and one
+k, chosen by ``method``: it is calibrated from public parameters, draws its node noise under the
+release's key and answers windows as ``exact count + Σ ± node noise``. The release
+(:mod:`dpfreq.windows.answers`), the plan (:mod:`dpfreq.windows.plan`,
+:mod:`dpfreq.windows.planning`) and the band simulation (:mod:`dpfreq.windows.band`) read a
+structure through :class:`WindowStructure` only.
 """
 
 from __future__ import annotations
