@@ -5,7 +5,7 @@ Run ``python benchmarks/bench_windows.py [--quick]``. Prints tables:
 1. RMSE vs T (event level, k = 1, ε = 1) for cumulative, rolling W = 7 and arbitrary windows,
    with the log–log slope of RMSE against log2 T and the closed-form prediction.
 2. RMSE vs k at T = 365.
-3. Baselines on the same data at T = 365 (event and item level): every strategy forced, the
+3. Baselines on the same data at T = 365 (event and item level): every method forced, the
    ``auto`` choice, ratio auto / best baseline (must be <= 1) and per-window composition / auto.
 5. Cumulative counters (``--only counters``): the RMSE of every cumulative structure (simple
    counter, binary tree, the best layered B-ary tree, per-query) and of ``auto`` at
@@ -49,16 +49,16 @@ def make_log(rng: np.random.Generator, n_events: int, horizon: int, n_items: int
     return item, times
 
 
-def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_queries, seed,
+def measured_rmse(item, times, horizon, family, k, level, method, reps, n_queries, seed,
                   delta=0.0):
     rng = np.random.default_rng(seed)
     errs = []
     pred = []
     for r in range(reps):
         fam = family if family != "fixed" else 7
-        strat = "auto" if strategy == "auto" else {fam: strategy}
+        choice = "auto" if method == "auto" else {fam: method}
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[k],
-                                    unit=level, windows=[fam], method=strat, delta=delta,
+                                    unit=level, windows=[fam], method=choice, delta=delta,
                                     rng=seed * 1000 + r)
         if family == "cumulative":
             t2 = rng.integers(1, horizon + 1, size=n_queries)
@@ -74,7 +74,7 @@ def measured_rmse(item, times, horizon, family, k, level, strategy, reps, n_quer
         exact = rel._state.exact(s, t1, t2)
         errs.append(np.asarray(ans.estimate) - exact)
         pred.append(np.asarray(ans.sd) ** 2 + s.bias_bound() ** 2)
-        chosen = s.strategy if delta == 0 else f"{s.strategy}/{s.noise_kind}"
+        chosen = s.method if delta == 0 else f"{s.method}/{s.noise_kind}"
     e = np.concatenate(errs)
     return float(np.sqrt(np.mean(e.astype(np.float64) ** 2))), float(
         np.sqrt(np.mean(np.concatenate(pred)))), chosen
@@ -89,7 +89,7 @@ def table(rows, header):
 
 
 def bench_vs_t(quick: bool) -> None:
-    print("## 1. RMSE vs T (event level, k=1, eps=1, auto strategy; measured vs predicted)")
+    print("## 1. RMSE vs T (event level, k=1, eps=1, auto method; measured vs predicted)")
     exps = range(6, 11) if quick else range(6, 15)
     rng = np.random.default_rng(1)
     rows = []
@@ -98,15 +98,15 @@ def bench_vs_t(quick: bool) -> None:
         horizon = 2**e
         item, times = make_log(rng, 20 * horizon, horizon, 2 * horizon)
         for fam in ("cumulative", "fixed", "all"):
-            for strat in (("auto",) if fam != "fixed" else ("auto", "blocks")):
+            for method in (("auto",) if fam != "fixed" else ("auto", "blocks")):
                 reps = 3 if fam == "all" else 5
                 nq = 300 if fam == "all" else 1000
-                rm, pr, chosen = measured_rmse(item, times, horizon, fam, 1, "event", strat,
+                rm, pr, chosen = measured_rmse(item, times, horizon, fam, 1, "event", method,
                                                reps, nq, e)
-                name = f"{fam}/{strat}"
+                name = f"{fam}/{method}"
                 series.setdefault(name, []).append((horizon, rm))
                 rows.append((horizon, name, chosen, f"{rm:.1f}", f"{pr:.1f}"))
-    table(rows, ("T", "family/strategy", "chosen", "RMSE", "predicted"))
+    table(rows, ("T", "family/method", "chosen", "RMSE", "predicted"))
     rows = []
     for name, pts in series.items():
         lt = np.log([math.log2(t) for t, _ in pts])
@@ -164,7 +164,7 @@ def bench_baselines(quick: bool) -> None:
                 rows.append((level, k, fam, " ".join(f"{s}={v:.0f}" for s, v in res.items()),
                              f"{auto:.0f} ({chosen})", f"{auto / best:.2f}",
                              f"{res['per_query'] / auto:.1f}x"))
-    table(rows, ("level", "k", "family", "strategies (RMSE)", "auto", "auto/best",
+    table(rows, ("level", "k", "family", "methods (RMSE)", "auto", "auto/best",
                  "per-window/auto"))
 
 
@@ -190,7 +190,7 @@ def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
     from fractions import Fraction
 
     from dpfreq.windows.plan import make_plan
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     e = Fraction(eps).limit_denominator(10**6)
     out = {"simple": build_structure("cumulative", "simple", 1, horizon, unit, e, 0.0),
@@ -240,7 +240,7 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     from fractions import Fraction
 
     from dpfreq.windows.plan import make_plan, zcdp_rho
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)
     out = {"best pure": make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto",
@@ -274,7 +274,7 @@ def bench_counters_delta(quick: bool, delta: float = 1e-3) -> None:
                 cells = " ".join(f"{name}={v:.3g}" for name, v in pred.items() if name != "auto")
                 auto = structs["auto"]
                 rows.append((horizon, eps, unit, cells, f"{fac:.3g}",
-                             f"{pred['auto']:.3g} ({auto.strategy}/{auto.noise_kind})",
+                             f"{pred['auto']:.3g} ({auto.method}/{auto.noise_kind})",
                              f"{pred['auto'] / best:.3f}"))
     table(rows, ("T", "eps", "unit", "predicted RMSE", "factorization measured", "auto",
                  "auto/best"))
@@ -294,8 +294,8 @@ def bench_counters(quick: bool, baseline: str | None = None, plot: str | None = 
                 cells = " ".join(f"{name}={meas[name]:.3g}({math.sqrt(s.mean_mse()):.3g})"
                                  for name, s in structs.items() if name != "auto")
                 auto = structs["auto"]
-                b = f" B={auto.branching}" if auto.strategy == "tree" else ""
-                rows.append((horizon, eps, unit, cells, f"{meas['auto']:.3g} ({auto.strategy}"
+                b = f" B={auto.branching}" if auto.method == "tree" else ""
+                rows.append((horizon, eps, unit, cells, f"{meas['auto']:.3g} ({auto.method}"
                              f"{b})", f"{meas['auto'] / best:.3f}"))
     table(rows, ("T", "eps", "unit", "structures: measured(predicted) RMSE", "auto",
                  "auto/best"))

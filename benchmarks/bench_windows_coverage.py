@@ -65,11 +65,11 @@ def main() -> None:
     print(f"nominal {conf}, T = {horizon}, {args.trials} trials per row, "
           f"band ± {2 * math.sqrt(conf * (1 - conf) / args.trials):.3f}")
     print(f"{'unit':>6} {'family':>10} {'windows':>8} {'per-answer':>10} {'band':>6} "
-          f"{'half-width':>10} {'strategy':>10} {'s/trial':>8}")
+          f"{'half-width':>10} {'method':>10} {'s/trial':>8}")
     for unit in args.units.split(","):
         for fam_arg in args.families.split(","):
             family: str | int = fam_arg if fam_arg in ("cumulative", "all") else int(fam_arg)
-            strategy: Any = "auto" if args.method == "auto" else {family: args.method}
+            method: Any = "auto" if args.method == "auto" else {family: args.method}
             t1, t2 = family_windows(family, horizon)
             exact = truth(items, times, horizon, t1, t2)
             inside = band = 0
@@ -79,12 +79,12 @@ def main() -> None:
             for seed in range(args.trials):
                 rel = release_window_counts((items, times), horizon=horizon, epsilon=1.0,
                                             unit=unit, k_values=[1], windows=[family], rng=seed,
-                                            method=strategy)
+                                            method=method)
                 ans = rel.window(t1, t2, k=1, confidence=conf)
                 inside += int(((ans.lower <= exact) & (exact <= ans.upper)).sum())
                 band += bool(np.all((ans.band_lower <= exact) & (exact <= ans.band_upper)))
                 half.append(float(np.mean(np.asarray(ans.upper) - np.asarray(ans.estimate))))
-                answered_by = str(np.asarray(ans.strategy).ravel()[0]).split("/")[-1]
+                answered_by = str(np.asarray(ans.answered_by).ravel()[0]).split("/")[-1]
             secs = (time.perf_counter() - t0) / args.trials
             cover = inside / (t1.size * args.trials)
             print(f"{unit:>6} {fam_arg:>10} {t1.size:>8d} {cover:>10.3f} "

@@ -381,7 +381,7 @@ def _cumulative_counts(log, k: int, structure) -> np.ndarray:
     item, times = _sorted_arrays(log)
     t = structure.horizon
     hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=t)
-    if structure.strategy == "simple":
+    if structure.method == "simple":
         return hist
     return layer_incidence(t, structure.branching, structure.top) @ hist
 
@@ -397,7 +397,7 @@ def test_exact_worst_case_loss_of_the_noisy_trees_is_within_epsilon():
     at outputs beyond both (the pmfs are exact), so the exact worst case over this enumeration
     is ``γ·max‖c − c'‖₁``. It must not exceed the structure's budget ε_s, for every cumulative
     layout at both units and the 2d trees (event level), k = 1, 2."""
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     horizon, eps = 4, Fraction(1)
     logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]
@@ -518,7 +518,7 @@ def test_exact_l2_sensitivity_of_the_factorization_over_every_small_log():
     event (event level) or one more item with up to 2 events (item level): ``‖R x − R x'‖₂²``
     never exceeds the squared sensitivity the structure is calibrated to, and the discrete
     Gaussian's ``σ² >= ℓ2²/(2ρ)`` makes the release ρ-zCDP (Canonne–Kamath–Steinke 2020)."""
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     horizon, rho = 4, 0.05
     logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]

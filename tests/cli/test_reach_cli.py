@@ -139,7 +139,7 @@ def test_reach_engine_options(tmp_path, capsys):
 
 def test_reach_all_windows_with_delta_prints_the_zcdp_plan(tmp_path, capsys):
     """Issue 13: ``--period 1d --epsilon 1 --delta 1e-6`` with all windows crashed with a
-    KeyError on the predicted RMSE of a zCDP plan (candidates are named strategy/noise)."""
+    KeyError on the predicted RMSE of a zCDP plan (candidates are named method/noise)."""
     log = write_log(tmp_path / "log.csv", ROWS)
     main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
           "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--delta", "1e-6",

@@ -56,7 +56,7 @@ def test_query_answers_equal_the_loaded_release_and_spend_nothing(saved, tmp_pat
     for a in doc["answers"]:
         want = rel.window(a["t1"], a["t2"], a["k"], confidence=0.9)
         assert (a["estimate"], a["lower"], a["upper"], a["answered_by"]) == \
-            (want.estimate, want.lower, want.upper, want.strategy)
+            (want.estimate, want.lower, want.upper, want.answered_by)
     assert doc["answers"][0]["answered_by"] == "fixed(W=3)/per_query"
     assert _ledger(ledger, capsys) == before  # no charge, however many windows
 

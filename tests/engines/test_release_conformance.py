@@ -173,7 +173,7 @@ def test_window_counts(backend: str, case: str, level: str, tmp_path: Path, seed
             exact = state.exact(s, t1[ok], t2[ok])
             want = [oracle_at_least_k(case, int(x), int(y), k)
                     for x, y in zip(t1[ok], t2[ok], strict=True)]
-            assert exact.tolist() == want, (s.family, s.strategy, k)
+            assert exact.tolist() == want, (s.family, s.method, k)
 
 
 # -- profile ----------------------------------------------------------------------------------

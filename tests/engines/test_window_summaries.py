@@ -206,7 +206,7 @@ def _assert_same_release(got: Any, ref: Any, case: str) -> None:
             ok = got._state.can_answer(s, t1, t2)
             exact = got._state.exact(s, t1[ok], t2[ok])
             want = [_brute(case, int(p), int(q), k) for p, q in zip(t1[ok], t2[ok], strict=True)]
-            assert exact.tolist() == want, (case, s.family, s.strategy, k)
+            assert exact.tolist() == want, (case, s.family, s.method, k)
 
 
 RELEASE_CASES = [("empty", "event", False), ("single_item", "item", False),

@@ -28,7 +28,7 @@ import pytest
 from scipy import stats
 
 from dpfreq.windows.band import band_multiplier
-from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.structure import build_structure
 
 pytestmark = pytest.mark.statistical
 
@@ -45,10 +45,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("family", "strategy", "horizon", "level", "extra"), CASES)
-def test_simulated_maxima_have_the_law_of_the_real_noise(seed, family, strategy, horizon,
-                                                         level, extra):
-    s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
+@pytest.mark.parametrize(("family", "method", "horizon", "level", "extra"), CASES)
+def test_simulated_maxima_have_the_law_of_the_real_noise(seed, family, method, horizon,
+                                                       level, extra):
+    s = build_structure(family, method, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert s.consistent
     t1, t2 = s.family_queries()
     scale = s.halfwidth(t1, t2, BETA)
@@ -71,10 +71,10 @@ COVER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("family", "strategy", "horizon", "level", "extra"), COVER_CASES)
-def test_simulated_maxima_of_cover_sums_have_the_law_of_the_real_noise(seed, family, strategy,
-                                                                       horizon, level, extra):
-    s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
+@pytest.mark.parametrize(("family", "method", "horizon", "level", "extra"), COVER_CASES)
+def test_simulated_maxima_of_cover_sums_have_the_law_of_the_real_noise(seed, family, method,
+                                                                     horizon, level, extra):
+    s = build_structure(family, method, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert not s.consistent
     t1, t2 = s.family_queries()
     scale = np.maximum(s.halfwidth(t1, t2, BETA), 1.0)

@@ -25,7 +25,7 @@ from scipy import signal, stats
 
 from dpfreq.noise import discrete_laplace_pmf
 from dpfreq.windows.noise_law import sum_quantile
-from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.structure import build_structure
 
 pytestmark = pytest.mark.statistical
 
@@ -45,10 +45,10 @@ def _exact_abs_cdf(gamma: Fraction, m: int, b: int) -> float:
     return float(law[np.abs(zz) <= b].sum())
 
 
-def _keyed_noise(strategy: str, family: str, horizon: int, eps: Fraction, trials: int,
+def _keyed_noise(method: str, family: str, horizon: int, eps: Fraction, trials: int,
                  t1: np.ndarray, t2: np.ndarray, seed: int, width: int | None = None):
     """(structure, noise per (trial, query)) under ``trials`` independent keys."""
-    s = build_structure(family, strategy, 1, horizon, "event", eps, 0.0, width)
+    s = build_structure(family, method, 1, horizon, "event", eps, 0.0, width)
     out = np.empty((trials, t1.size), dtype=np.float64)
     for i in range(trials):
         s.attach(seed.to_bytes(8, "little") + i.to_bytes(24, "little"), (family, 1))
@@ -106,9 +106,9 @@ def test_per_query_and_block_intervals_cover_their_exact_law(seed):
     """Rolling windows (blocks: 2·popcount nodes) and per-query noise: exact-law coverage."""
     horizon, trials, eps = 200, 600, Fraction(1)
     ts = np.array([7, 50, 199])
-    for strategy in ("blocks", "per_query"):
+    for method in ("blocks", "per_query"):
         t1 = np.maximum(1, ts - 6)
-        s, noise = _keyed_noise(strategy, "fixed", horizon, eps, trials, t1, ts, seed, width=7)
+        s, noise = _keyed_noise(method, "fixed", horizon, eps, trials, t1, ts, seed, width=7)
         half = s.halfwidth(t1, ts, 0.1)
         hits = (np.abs(noise) <= half).sum(axis=0)
         for j, (m, b) in enumerate(zip(s.nodes(t1, ts).tolist(), half.tolist(), strict=True)):

@@ -13,7 +13,7 @@ from scipy import stats
 
 from dpfreq.noise import discrete_laplace_pmf
 from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.structure import build_structure
 
 pytestmark = pytest.mark.statistical
 
@@ -65,7 +65,7 @@ def exact_moments(weights, gamma):
 
 
 @pytest.mark.parametrize(
-    ("family", "strategy", "level", "width", "query", "extra"),
+    ("family", "method", "level", "width", "query", "extra"),
     [
         pytest.param("all", "tree2d", "event", None, (5, 13), {}, marks=pytest.mark.slow),
         ("fixed", "blocks", "event", 4, (7, 10), {}),
@@ -78,8 +78,8 @@ def exact_moments(weights, gamma):
         ("all", "per_start", "item", None, (3, 14), {}),
     ],
 )
-def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy, level, width,
-                                                          query, extra):
+def test_answer_variance_equals_nodes_times_node_variance(seed, family, method, level, width,
+                                                        query, extra):
     """Mean of the squared answer noise over independent keys equals ``#nodes · Var[DLap]``
     (``Var[DLap]·Σa²`` for the consistency-post-processed cumulative tree).
 
@@ -93,14 +93,14 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, strategy
     horizon = extra.get("horizon", 16)
     branching = extra.get("branching", 2)
     top = extra.get("top", False)
-    s = build_structure(family, strategy, 2, horizon, level, Fraction(1), 0.0, width,
+    s = build_structure(family, method, 2, horizon, level, Fraction(1), 0.0, width,
                         branching=branching, top=top)
     # raise γ to about 0.4 by scaling ε so that the exact pmf convolution stays small
     scale = Fraction(2, 5) / s.gamma
-    s = build_structure(family, strategy, 2, horizon, level, Fraction(1) * scale, 0.0, width,
+    s = build_structure(family, method, 2, horizon, level, Fraction(1) * scale, 0.0, width,
                         branching=branching, top=top)
     if family == "cumulative":
-        assert s.consistent == (strategy != "simple" and horizon < 4096)
+        assert s.consistent == (method != "simple" and horizon < 4096)
     t1, t2 = query
     if s.consistent:  # least-squares post-processing: a weighted sum of node noises
         weights = np.asarray(s.weights()[int(s._prefix_index(t1, t2))])

@@ -73,14 +73,14 @@ def test_sub_gaussian_halfwidth_covers_exact_discrete_gaussian_noise() -> None:
 def _structure(unit: str = "event", horizon: int = 50):
     from fractions import Fraction
 
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     return build_structure("cumulative", "factorization", 1, horizon, unit, Fraction(1), 1e-5,
                            rho=0.05, noise_kind="gaussian")
 
 
 @pytest.mark.parametrize("unit", ["item", "item_replace", "event"])
-def test_strategy_calibrates_sigma2_from_the_exact_integer_sensitivity(unit: str) -> None:
+def test_structure_calibrates_sigma2_from_the_exact_integer_sensitivity(unit: str) -> None:
     s = _structure(unit)
     _, l2sq = sensitivity(50, unit)
     assert s.usable
@@ -88,7 +88,7 @@ def test_strategy_calibrates_sigma2_from_the_exact_integer_sensitivity(unit: str
     assert s.detail["l2_squared"] == l2sq
 
 
-def test_strategy_noise_is_l_times_the_keyed_node_noise() -> None:
+def test_structure_noise_is_l_times_the_keyed_node_noise() -> None:
     s = _structure()
     key = bytes(range(32))
     s.attach(key, ("cumulative", 1))

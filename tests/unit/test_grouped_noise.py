@@ -10,7 +10,7 @@ import pytest
 from dpfreq.errors import ParameterError
 from dpfreq.windows.grouped_noise import GroupNoise
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.structure import build_structure
 
 KEY = bytes(range(32))
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import band, release_window_counts, strategy
+from dpfreq.windows import band, release_window_counts, structure
 from dpfreq.windows.band import (
     BAND_DRAWS,
     BAND_MAX_NODES,
@@ -17,7 +17,7 @@ from dpfreq.windows.band import (
     cover_map,
 )
 from dpfreq.windows.counters import layer_incidence, layer_signed_cover
-from dpfreq.windows.strategy import build_structure
+from dpfreq.windows.structure import build_structure
 
 KEY = bytes(range(32))
 
@@ -61,10 +61,10 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
 
 
 def layout_noise(s, t1, t2):
-    """Each answer's noise from the layouts of :mod:`dpfreq.windows.strategy`, by prefix and
+    """Each answer's noise from the layouts of :mod:`dpfreq.windows.structure`, by prefix and
     dominance covers of the attached trees (a statement independent of ``cover_map``)."""
     impl = s._impl
-    if s.strategy == "tree":  # the signed cover's blocks, which sum to the prefix
+    if s.method == "tree":  # the signed cover's blocks, which sum to the prefix
         m = layer_incidence(s.horizon, s.branching, s.top)
         total = np.zeros(t2.shape, dtype=np.int64)
         for used, ids, sign in layer_signed_cover(t2 - 1, s.horizon, s.branching, s.top):
@@ -74,11 +74,11 @@ def layout_noise(s, t1, t2):
             covered[used] += sign[used, None] * m[ids[used]]
         assert np.array_equal(covered, np.arange(s.horizon)[None, :] < t2[:, None])
         return total
-    if s.strategy == "blocks":  # block b = t2 // W: tree 2b + 1 minus tree 2b at t2 − b·W
+    if s.method == "blocks":  # block b = t2 // W: tree 2b + 1 minus tree 2b at t2 − b·W
         b = t2 // s.width
         return impl.prefix_noise(t2 - b * s.width, 2 * b + 1) - impl.prefix_noise(
             t2 - b * s.width, 2 * b)
-    if s.strategy == "single":
+    if s.method == "single":
         return impl.prefix_noise(t2, 1) - impl.prefix_noise(t2, 0)
     return impl[0].dominance_noise(t1 - 1, t2 - 1) - impl[1].dominance_noise(t1 - 1, t2 - 1)
 
@@ -94,9 +94,9 @@ COVER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("family", "strategy", "horizon", "level", "extra"), COVER_CASES)
-def test_cover_map_sums_the_nodes_the_release_sums(family, strategy, horizon, level, extra):
-    s = build_structure(family, strategy, 1, horizon, level, Fraction(1), 0.0, **extra)
+@pytest.mark.parametrize(("family", "method", "horizon", "level", "extra"), COVER_CASES)
+def test_cover_map_sums_the_nodes_the_release_sums(family, method, horizon, level, extra):
+    s = build_structure(family, method, 1, horizon, level, Fraction(1), 0.0, **extra)
     assert not s.consistent
     s.attach(KEY, (family, 1))
     t1, t2 = s.family_queries()
@@ -106,10 +106,10 @@ def test_cover_map_sums_the_nodes_the_release_sums(family, strategy, horizon, le
     rows, ids, signs = cover
     np.testing.assert_array_equal(np.bincount(rows, minlength=t1.size), s.nodes(t1, t2))
     d = int(s.detail["domain"])
-    if strategy == "tree2d":  # node ids of tree i start at i·(2D)²
+    if method == "tree2d":  # node ids of tree i start at i·(2D)²
         tree, local = np.divmod(ids, (2 * d) ** 2)
         z = np.where(tree == 0, s._impl[0].noise_of(local), s._impl[1].noise_of(local))
-    elif strategy == "tree":
+    elif method == "tree":
         z = s._impl[ids]
     else:
         z = s._impl.noise[ids]
@@ -151,7 +151,7 @@ def test_a_loaded_release_states_the_same_band(tmp_path):
     t1, t2 = np.triu_indices(30)
     a = rel.window(t1 + 1, t2 + 1, k=1, confidence=0.9)
     b = loaded.window(t1 + 1, t2 + 1, k=1, confidence=0.9)
-    assert "all/per_start" in set(np.asarray(a.strategy).tolist())
+    assert "all/per_start" in set(np.asarray(a.answered_by).tolist())
     np.testing.assert_array_equal(a.band_upper, b.band_upper)
     np.testing.assert_array_equal(a.band_lower, b.band_lower)
 
@@ -164,10 +164,10 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     ts = np.arange(1, 31)
     t1 = np.maximum(1, ts - 6)
     ans = rel.window(t1, ts, k=1, confidence=0.9)
-    strategy = np.asarray(ans.strategy)
-    tree = np.char.startswith(strategy.astype(str), "cumulative/")
+    by = np.asarray(ans.answered_by)
+    tree = np.char.startswith(by.astype(str), "cumulative/")
     assert tree.sum() == 7  # [1, t] for t <= 7: the cumulative counter answers them
-    assert (strategy[~tree] == "fixed(W=7)/per_query").all()
+    assert (by[~tree] == "fixed(W=7)/per_query").all()
     state = rel._state
     cum, per_query = state.structures[("cumulative", 1)], state.structures[("fixed(W=7)", 1)]
     own = cum.halfwidth(t1[tree], ts[tree], 0.05)
@@ -216,7 +216,7 @@ def test_a_plan_simulates_once_per_layout_and_node_law(monkeypatch):
         return simulate(*args, **kwargs)
 
     monkeypatch.setattr(band, "band_multiplier", counted)  # what plan_multiplier calls
-    monkeypatch.setattr(strategy, "band_multiplier", counted)  # what a release calls
+    monkeypatch.setattr(structure, "band_multiplier", counted)  # what a release calls
     monkeypatch.setattr(band, "_PLAN_MEMO", {})
     first, second = (build_structure("all", "per_start", k, 12, "item", Fraction(1), 0.0)
                      for k in (1, 2))

@@ -21,7 +21,7 @@ from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplac
 from dpfreq.windows.reductions import block_points
 
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper",
-          "strategy", "bias_bound")
+          "answered_by", "bias_bound")
 
 
 def random_windows(rng, horizon, ks, n):

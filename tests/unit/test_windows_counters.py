@@ -15,14 +15,14 @@ from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.counters import layer_incidence, layer_prefix_cover, layer_signed_cover
 from dpfreq.windows.plan import make_plan, zcdp_rho
 from dpfreq.windows.reductions import cumulative_points
-from dpfreq.windows.strategy import BRANCHINGS, STRATEGIES, build_structure
+from dpfreq.windows.structure import BRANCHINGS, METHODS, build_structure
 
 HORIZON = 5
 
 
 def _incidence(s):
     """Block × period incidence of a cumulative structure (rows: released noisy counts)."""
-    if s.strategy == "simple":
+    if s.method == "simple":
         return np.eye(s.horizon)
     return layer_incidence(s.horizon, s.branching, s.top)
 
@@ -58,14 +58,14 @@ def _neighbours(history, unit, histories):
 
 @pytest.mark.parametrize("unit", ["item", "event", "item_replace"])
 @pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize(("strategy", "branching", "top"),
+@pytest.mark.parametrize(("method", "branching", "top"),
                          [("simple", 2, False), ("tree", 2, False), ("tree", 2, True),
                           ("tree", 3, True), ("tree", 5, False), ("tree", 5, True)])
-def test_sensitivity_is_exact_by_enumeration(unit, k, strategy, branching, top):
+def test_sensitivity_is_exact_by_enumeration(unit, k, method, branching, top):
     """ℓ1 and ℓ2 changes of the released node counts over all neighbours equal the stated
     sensitivities. Counts add over items, so one item's histories (up to 3 events over
     T = 5 periods) and their neighbours enumerate every change a neighbour can make."""
-    s = build_structure("cumulative", strategy, k, HORIZON, unit, Fraction(1), 0.0,
+    s = build_structure("cumulative", method, k, HORIZON, unit, Fraction(1), 0.0,
                         branching=branching, top=top)
     m = _incidence(s)
     histories = _histories(HORIZON, 3)
@@ -76,7 +76,7 @@ def test_sensitivity_is_exact_by_enumeration(unit, k, strategy, branching, top):
             diff = np.abs(m @ _point_vector(other, k, HORIZON) - base)
             l1, l2 = max(l1, diff.sum()), max(l2, math.sqrt((diff**2).sum()))
     assert l1 == s.detail["l1_sensitivity"]
-    gauss = build_structure("cumulative", strategy, k, HORIZON, unit, Fraction(1), 0.0,
+    gauss = build_structure("cumulative", method, k, HORIZON, unit, Fraction(1), 0.0,
                             branching=branching, top=top, rho=0.5, noise_kind="gaussian")
     assert l2 == pytest.approx(gauss.detail["l2_sensitivity"], rel=1e-12)
 
@@ -113,17 +113,17 @@ def test_auto_is_never_worse_than_any_structure_by_its_own_prediction(unit, hori
     plan = make_plan(("cumulative",), (1,), horizon, unit, epsilon, 0.0, "auto", False)
     chosen = plan.structures[("cumulative", 1)].mean_mse()
     eps = Fraction(epsilon)
-    for strategy in STRATEGIES["cumulative"]:
-        for b, top in itertools.product(BRANCHINGS if strategy == "tree" else (2,),
+    for method in METHODS["cumulative"]:
+        for b, top in itertools.product(BRANCHINGS if method == "tree" else (2,),
                                         (False, True)):
-            s = build_structure("cumulative", strategy, 1, horizon, unit, eps, 0.0, branching=b,
+            s = build_structure("cumulative", method, 1, horizon, unit, eps, 0.0, branching=b,
                                 top=top)
             if not s.usable:  # the factorization needs zCDP accounting (δ > 0)
-                assert strategy == "factorization"
+                assert method == "factorization"
                 continue
             assert chosen <= s.mean_mse() * (1 + 1e-12)
     why = plan.record["cumulative, k=1"]["why"]
-    assert why.startswith(plan.structures[("cumulative", 1)].strategy)
+    assert why.startswith(plan.structures[("cumulative", 1)].method)
 
 
 @pytest.mark.parametrize("unit", ["item", "event"])
@@ -137,9 +137,9 @@ def test_with_delta_auto_is_never_worse_than_any_structure_in_either_accounting(
     plan = make_plan(("cumulative",), (1,), horizon, unit, epsilon, delta, "auto", False)
     chosen = plan.structures[("cumulative", 1)].mean_mse()
     eps, rho = Fraction(epsilon), zcdp_rho(epsilon, delta)
-    for strategy in STRATEGIES["cumulative"]:
+    for method in METHODS["cumulative"]:
         for kind, r in (("laplace", None), ("laplace", rho), ("gaussian", rho)):
-            s = build_structure("cumulative", strategy, 1, horizon, unit, eps, delta, rho=r,
+            s = build_structure("cumulative", method, 1, horizon, unit, eps, delta, rho=r,
                                 noise_kind=kind, branching=2)
             if s.usable:
                 assert chosen <= s.mean_mse() * (1 + 1e-12)
@@ -188,7 +188,7 @@ def test_a_total_release_answers_the_whole_period_with_the_whole_budget():
     assert np.asarray(rel.value["total"][1]).shape == (1,)
     exact = np.unique(item).size
     assert int(rel.value["total"][1][0]) == exact + int(s.noise(1, 20))
-    assert rel.window(1, 20, 1).strategy == "total/per_query"
+    assert rel.window(1, 20, 1).answered_by == "total/per_query"
     plan = plan_window_counts(horizon=20, epsilon=0.5, unit="item", k_values=[1],
                               windows=["total"])
     assert plan.max_halfwidth["total"][1] == pytest.approx(

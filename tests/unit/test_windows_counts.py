@@ -16,7 +16,7 @@ from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 from dpfreq.windows.params import parse_period
-from dpfreq.windows.strategy import composed_epsilon, sum_halfwidth
+from dpfreq.windows.structure import composed_epsilon, sum_halfwidth
 
 
 def small_log(rng, horizon=12, n_items=5, singleton=False):
@@ -27,13 +27,13 @@ def small_log(rng, horizon=12, n_items=5, singleton=False):
 def noise_free(rel, t1, t2, k, fam_filter=None):
     """Estimate minus the node noise of the answering structure (exact part only)."""
     ans = rel.window(t1, t2, k)
-    strat = np.atleast_1d(ans.strategy)
+    by = np.atleast_1d(ans.answered_by)
     out = np.asarray(ans.estimate, dtype=np.float64).copy().reshape(-1)
     t1a, t2a = np.broadcast_arrays(np.atleast_1d(t1), np.atleast_1d(t2))
     for (label, kk), s in rel._state.structures.items():
         if kk != k:
             continue
-        sel = strat == f"{label}/{s.strategy}"
+        sel = by == f"{label}/{s.method}"
         if sel.any():
             out[sel] -= s.noise(t1a[sel], t2a[sel])
     rounded = np.rint(out)
@@ -41,7 +41,7 @@ def noise_free(rel, t1, t2, k, fam_filter=None):
     return rounded.astype(np.int64)
 
 
-STRATS = [
+CHOICES = [
     ("event", {"cumulative": "tree", 3: "blocks", "all": "tree2d"}),
     ("event", {"cumulative": "per_query", 3: "single", "all": "per_start"}),
     ("event", {3: "per_query", "all": "per_query"}),
@@ -50,15 +50,15 @@ STRATS = [
 ]
 
 
-@pytest.mark.parametrize(("level", "strategy"), STRATS)
-def test_noise_free_answers_equal_brute_force(rng, level, strategy):
+@pytest.mark.parametrize(("level", "method"), CHOICES)
+def test_noise_free_answers_equal_brute_force(rng, level, method):
     for case in range(12):
         horizon = int(rng.integers(3, 13))
         item, times = small_log(rng, horizon)
-        fams = [w for w in ("cumulative", 3, "all") if w in strategy]
+        fams = [w for w in ("cumulative", 3, "all") if w in method]
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0,
                                     k_values=[1, 2, 3], windows=fams, unit=level,
-                                    method=strategy, rng=case)
+                                    method=method, rng=case)
         t1, t2 = np.triu_indices(horizon + 1, 0)
         keep = t1 >= 1
         t1, t2 = t1[keep], t2[keep]
@@ -85,7 +85,7 @@ def test_compression_bias_within_bound(rng):
         keep = t1 >= 1
         t1, t2 = t1[keep], t2[keep]
         est = noise_free(rel, t1, t2, 1)
-        if s.strategy == "compressed":
+        if s.method == "compressed":
             assert s.group_size >= 1
             assert np.all(np.abs(est - f[t1, t2]) <= 2 * (s.group_size - 1))
         else:
@@ -167,13 +167,13 @@ def test_answer_fields_and_sd(rng):
                                 rng=3, unit="event")
     a = rel.window(2, 9, 1)
     s = rel._state.structures[("all", 1)]
-    assert a.strategy == "all/tree2d"
+    assert a.answered_by == "all/tree2d"
     assert a.sd == pytest.approx(np.sqrt(s.nodes(2, 9) * s.node_variance))
     assert a.lower <= a.estimate <= a.upper
     assert a.band_upper - a.estimate >= a.upper - a.estimate
     c = rel.cumulative(np.arange(1, 17), 1)
-    assert len(set(c.strategy[4:])) == 1  # t <= W: the rolling window may win
-    assert c.strategy[-1].startswith("cumulative/")
+    assert len(set(c.answered_by[4:])) == 1  # t <= W: the rolling window may win
+    assert c.answered_by[-1].startswith("cumulative/")
     f = rel.fixed(2, 1)
     assert f.t1 == 1
     assert f.t2 == 2
@@ -199,8 +199,8 @@ def test_unreleased_window_is_clear_error(rng):
                                 windows=["cumulative", 7], rng=1, unit="event")
     with pytest.raises(ParameterError, match="not released"):
         rel.window(3, 5, 1)
-    assert rel.window(1, 15, 1).strategy.startswith("cumulative/")
-    assert rel.window(4, 10, 1).strategy.startswith("fixed(W=7)")
+    assert rel.window(1, 15, 1).answered_by.startswith("cumulative/")
+    assert rel.window(4, 10, 1).answered_by.startswith("fixed(W=7)")
     with pytest.raises(ParameterError, match="width"):
         rel.fixed(5, 1, width=3)
     with pytest.raises(ParameterError):
@@ -417,10 +417,10 @@ def test_block_and_single_domains_hold_every_counted_point(rng):
         assert vals[vals <= horizon].max(initial=0) < single.detail["domain"]
 
 
-def build_structure_for(horizon, width, strategy):
-    from dpfreq.windows.strategy import build_structure
+def build_structure_for(horizon, width, method):
+    from dpfreq.windows.structure import build_structure
 
-    return build_structure("fixed", strategy, 2, horizon, "event", Fraction(1), 0.0, width)
+    return build_structure("fixed", method, 2, horizon, "event", Fraction(1), 0.0, width)
 
 
 def test_zcdp_rho_conversion():
@@ -456,7 +456,7 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
 
 def test_gaussian_halfwidth_is_valid():
     from dpfreq.windows.lazy_noise import gaussian_sigma2
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
                           noise_kind="gaussian")
@@ -485,7 +485,7 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
                                 windows=["cumulative"], rng=6, unit="event",
                                 method={"cumulative": "tree"})
     s = rel._state.structures[("cumulative", 1)]
-    assert s.strategy == "tree"
+    assert s.method == "tree"
     assert s.consistent
     assert rel.mechanism_params["methods"]["cumulative, k=1"]["detail"]["consistency"]
     incidence = layer_incidence(13, s.branching, s.top)
@@ -505,7 +505,7 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
                                 windows=["all"], unit="item", method={"all": "per_start"},
                                 rng=8)
     s = rel._state.structures[("all", 2)]
-    assert s.strategy == "per_start"
+    assert s.method == "per_start"
     assert s.consistent
     d = s.detail["domain"]
     exact = brute(item, times, 11, 2)
@@ -521,7 +521,7 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
 def test_consistent_halfwidth_matches_chebyshev_sandwich():
     """The Chernoff half-width of a consistent answer lies between the normal quantile and the
     (always valid) Chebyshev half-width sd/sqrt(β)."""
-    from dpfreq.windows.strategy import build_structure
+    from dpfreq.windows.structure import build_structure
 
     s = build_structure("cumulative", "tree", 1, 100, "event", Fraction(1), 0.0)
     assert s.consistent
@@ -532,21 +532,18 @@ def test_consistent_halfwidth_matches_chebyshev_sandwich():
     assert np.all(h <= sd / np.sqrt(0.05))
 
 
-@pytest.mark.parametrize(("strategy", "group"), [("per_start", 1), ("compressed", 3),
-                                                 ("tree2d", 1), ("per_query", 1)])
-def test_mean_mse_closed_form_equals_enumeration(strategy, group):
-    from dpfreq.windows.strategy import build_structure
+@pytest.mark.parametrize(("method", "group"), [("per_start", 1), ("compressed", 3),
+                                               ("tree2d", 1), ("per_query", 1)])
+def test_mean_mse_closed_form_equals_enumeration(method, group):
+    from dpfreq.windows.structure import build_structure
 
-    level = "event" if strategy == "tree2d" else "item"
-    s = build_structure("all", strategy, 2, 11, level, Fraction(1), 0.0, group_size=group)
+    level = "event" if method == "tree2d" else "item"
+    s = build_structure("all", method, 2, 11, level, Fraction(1), 0.0, group_size=group)
     t1, t2 = np.triu_indices(12, 0)
     keep = t1 >= 1
     t1, t2 = t1[keep], t2[keep]
     var = s.variance(t1, t2)
-    if strategy == "compressed":
-        want = (np.sqrt(np.mean(var)) + s.bias_bound()) ** 2
-    else:
-        want = np.mean(var)
+    want = (np.sqrt(np.mean(var)) + s.bias_bound()) ** 2 if method == "compressed" else np.mean(var)
     assert s.mean_mse() == pytest.approx(want, rel=1e-9)
 
 

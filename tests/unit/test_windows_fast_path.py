@@ -21,7 +21,7 @@ import pytest
 from dpfreq.windows import answers as answers_mod
 from dpfreq.windows import dyadic, release_window_counts
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.window_strategies import ProductTrees
+from dpfreq.windows.window_structures import ProductTrees
 
 KEY = bytes(range(32))
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper", "bias_bound")

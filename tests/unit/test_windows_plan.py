@@ -42,12 +42,12 @@ def test_plan_states_the_release_half_widths(unit, delta, windows, singleton):
         for k, half in per_k.items():
             np.testing.assert_allclose(half, rel.error.value[label][k], rtol=0, atol=1e-9)
             band = np.asarray(rel.error.band_upper[label][k]) - np.asarray(rel.value[label][k])
-            strategy = plan.methods[f"{label}, k={k}"]
-            if strategy != "per_query":  # the trees' bands are simulated
+            method = plan.methods[f"{label}, k={k}"]
+            if method != "per_query":  # the trees' bands are simulated
                 # two independent simulations of 1,000 draws (the plan's public one, the
                 # release's keyed one): their 0.9-quantiles of the maximum differ by ~1 %
                 assert plan.band_halfwidth[label][k] == pytest.approx(band.max(), rel=0.05)
-                if strategy in ("tree", "per_start", "compressed"):  # continuous maxima
+                if method in ("tree", "per_start", "compressed"):  # continuous maxima
                     assert plan.band_halfwidth[label][k] != band.max()  # not the secret's
             else:
                 assert plan.band_halfwidth[label][k] == pytest.approx(band.max(), abs=1e-9)

@@ -1,5 +1,5 @@
-"""The strategy registry: a strategy defined and registered here, in the test alone, is compared
-by ``auto``, planned and released like the built-in ones (adding a strategy is one class)."""
+"""The method registry: a method defined and registered here, in the test alone, is compared
+by ``auto``, planned and released like the built-in ones (adding a method is one class)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from numpy.typing import NDArray
 from dpfreq.errors import ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
 from dpfreq.windows.plan import make_plan
-from dpfreq.windows.protocol import PerQueryShape, WindowStrategy
-from dpfreq.windows.strategy import (
-    STRATEGIES,
+from dpfreq.windows.protocol import PerQueryShape, WindowStructure
+from dpfreq.windows.structure import (
+    METHODS,
     Structure,
     build_structure,
     eager_noise,
@@ -69,13 +69,13 @@ def _data() -> tuple[IntArray, IntArray]:
     return rng.integers(0, 60, 300), rng.integers(1, 13, 300)
 
 
-def test_a_registered_strategy_is_one_of_the_family(toy):
-    assert STRATEGIES["cumulative"][-1] == "toy"
-    assert "toy" not in STRATEGIES["fixed"]
+def test_a_registered_method_is_one_of_the_family(toy):
+    assert METHODS["cumulative"][-1] == "toy"
+    assert "toy" not in METHODS["fixed"]
     s = build_structure("cumulative", "toy", 1, 12, "item", Fraction(1), 0.0)
     assert isinstance(s, ToyPerQuery)
     assert isinstance(s, Structure)
-    proto: WindowStrategy = s  # the structure is read through the one protocol
+    proto: WindowStructure = s  # the structure is read through the one protocol
     assert proto.detail["windows_per_unit"] == 12
     assert proto.calibration is not None
     assert proto.calibration.l1_sensitivity == 12
@@ -91,7 +91,7 @@ def test_a_name_is_registered_once(toy):
     register(ToyPerQuery)  # the same class again: unchanged
 
 
-def test_auto_compares_the_registered_strategy(toy):
+def test_auto_compares_the_registered_method(toy):
     for delta in (0.0, 1e-6):
         plan = make_plan(("cumulative",), (1,), 12, "item", 1.0, delta, "auto", False)
         rec = plan.record["cumulative, k=1"]
@@ -99,7 +99,7 @@ def test_auto_compares_the_registered_strategy(toy):
         assert any(name.split("/")[0] == "toy" for name in names)
         pick = min(names, key=lambda c: rec["predicted_rmse"][c])
         assert rec["predicted_rmse"][pick] == min(rec["predicted_rmse"].values())
-        assert plan.structures[("cumulative", 1)].strategy == pick.split("/")[0]
+        assert plan.structures[("cumulative", 1)].method == pick.split("/")[0]
     s = build_structure("cumulative", "toy", 1, 12, "item", plan.epsilon_per_structure, 0.0)
     pure = make_plan(("cumulative",), (1,), 12, "item", 1.0, 0.0, "auto", False)
     assert pure.record["cumulative, k=1"]["predicted_rmse"]["toy"] == float(
@@ -118,7 +118,7 @@ def test_a_forced_toy_releases_and_plans_like_the_built_in_per_query(toy):
     ts = np.arange(1, 13)
     for k in (1, 2):
         a, b = (rels[name].cumulative(ts, k) for name in ("toy", "per_query"))
-        assert set(a.strategy.tolist()) == {"cumulative/toy"}
+        assert set(a.answered_by.tolist()) == {"cumulative/toy"}
         for field in ("estimate", "sd", "lower", "upper", "band_lower", "band_upper"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
         plan = plan_window_counts(method={"cumulative": "toy"}, **args)
@@ -126,10 +126,10 @@ def test_a_forced_toy_releases_and_plans_like_the_built_in_per_query(toy):
         np.testing.assert_array_equal(plan.halfwidth["cumulative"][k], a.upper - a.estimate)
 
 
-def test_an_unregistered_strategy_is_refused(toy):
+def test_an_unregistered_method_is_refused(toy):
     del registry()["toy"]
     try:
-        assert "toy" not in STRATEGIES["cumulative"]
+        assert "toy" not in METHODS["cumulative"]
         with pytest.raises(ParameterError, match="method for cumulative"):
             make_plan(("cumulative",), (1,), 12, "item", 1.0, 0.0, {"cumulative": "toy"},
                       False)

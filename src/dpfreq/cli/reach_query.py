@@ -108,7 +108,7 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
                         "last_period": period_label(rel.time_axis, t2), "k": k,
                         "estimate": a.estimate, "lower": a.lower, "upper": a.upper,
                         "band_lower": a.band_lower, "band_upper": a.band_upper, "sd": a.sd,
-                        "answered_by": a.strategy})
+                        "answered_by": a.answered_by})
     return out
 
 

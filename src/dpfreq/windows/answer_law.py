@@ -2,7 +2,7 @@
 
 An answer's noise is a sum of i.i.d. node noises over its cover, or (least-squares estimates) a
 fixed linear combination of them; both laws depend on the structure's layout and node law only
-(:class:`~dpfreq.windows.protocol.WindowStrategy`).
+(:class:`~dpfreq.windows.protocol.WindowStructure`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dpfreq.windows.noise_law import (
     weighted_quantile,
     weighted_sum_law,
 )
-from dpfreq.windows.protocol import WindowStrategy
+from dpfreq.windows.protocol import WindowStructure
 from dpfreq.windows.weights import consistent_laws, row_squares, weighted_log_mgf
 
 __all__ = ["consistent_halfwidth", "cover_halfwidth"]
@@ -28,7 +28,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def cover_halfwidth(s: WindowStrategy, nodes: IntArray, beta: float, exact: bool = True
+def cover_halfwidth(s: WindowStructure, nodes: IntArray, beta: float, exact: bool = True
                     ) -> FloatArray:
     """``x`` with ``Pr[|noise| > x] <= β`` for answers that sum ``nodes`` i.i.d. node noises.
 
@@ -50,7 +50,7 @@ def cover_halfwidth(s: WindowStrategy, nodes: IntArray, beta: float, exact: bool
     return sum_quantile(nodes, beta, gamma=s.gamma)
 
 
-def consistent_halfwidth(s: WindowStrategy, prefix: IntArray, beta: float, exact: bool = True
+def consistent_halfwidth(s: WindowStructure, prefix: IntArray, beta: float, exact: bool = True
                          ) -> FloatArray:
     """:func:`cover_halfwidth` of least-squares estimates of the prefixes ``prefix``.
 

@@ -19,7 +19,7 @@ from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.plan import Plan, family_label, make_plan
-from dpfreq.windows.protocol import WindowStrategy
+from dpfreq.windows.protocol import WindowStructure
 from dpfreq.windows.summaries import SummarySpec, WindowSummaries
 
 __all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_state", "route"]
@@ -55,8 +55,8 @@ class WindowAnswer:
         for the simulation: the union bound over the family's windows).
     confidence : float
         The confidence level of both.
-    strategy : str or numpy.ndarray
-        The structure that answered each query (``"family/strategy"``).
+    answered_by : str or numpy.ndarray
+        The structure that answered each query (``"family/method"``).
     bias_bound : int or numpy.ndarray
         Bias bound already included in the intervals (time compression only; else 0).
     description : str
@@ -82,7 +82,7 @@ class WindowAnswer:
     band_lower: Any
     band_upper: Any
     confidence: float
-    strategy: Any
+    answered_by: Any
     bias_bound: Any
     description: str
 
@@ -92,7 +92,7 @@ class WindowAnswer:
                     ("estimate", f"{brief(self.estimate)} in [{brief(self.lower)}, "
                                  f"{brief(self.upper)}] (band [{brief(self.band_lower)}, "
                                  f"{brief(self.band_upper)}])"),
-                    ("answered by", str(self.strategy))]
+                    ("answered by", str(self.answered_by))]
         else:
             rows = [("windows", f"{np.size(self.estimate):,} answers; t1 {brief(self.t1)}, "
                                 f"t2 {brief(self.t2)}"),
@@ -128,7 +128,7 @@ def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntAr
     return q1.astype(np.int64).ravel(), q2.astype(np.int64).ravel()
 
 
-def route(families: list[WindowStrategy], q1: IntArray, q2: IntArray) -> IntArray:
+def route(families: list[WindowStructure], q1: IntArray, q2: IntArray) -> IntArray:
     """Index of the structure answering each window ``[q1, q2]``: the smallest
     ``variance + bias²`` among those that can answer it (−1 where none can)."""
     best = np.full(q1.size, -1, dtype=np.int64)
@@ -159,11 +159,11 @@ class WindowState:
     horizon: int
     build: WindowBuild
     plan: Plan
-    structures: dict[tuple[str, int], WindowStrategy] = field(default_factory=dict)
+    structures: dict[tuple[str, int], WindowStructure] = field(default_factory=dict)
     oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     @staticmethod
-    def can_answer(s: WindowStrategy, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
+    def can_answer(s: WindowStructure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
         if s.family == "cumulative":
             return t1 == 1
         if s.family == "total":
@@ -172,7 +172,7 @@ class WindowState:
             return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
         return np.ones(t1.shape, dtype=np.bool_)
 
-    def exact(self, s: WindowStrategy, t1: IntArray, t2: IntArray) -> IntArray:
+    def exact(self, s: WindowStructure, t1: IntArray, t2: IntArray) -> IntArray:
         if s.family in ("cumulative", "total"):
             counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
             return np.asarray(counts[t2], dtype=np.int64)
@@ -184,7 +184,7 @@ class WindowState:
         res: IntArray = dom.count(t1 - 1, t2)
         return res
 
-    def parts(self, s: WindowStrategy, t1: IntArray, t2: IntArray, beta: float,
+    def parts(self, s: WindowStructure, t1: IntArray, t2: IntArray, beta: float,
               beta_band: float) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
         """Estimates, sds, half-widths and band half-widths (bias bound included) of windows
         of one structure. In a batch of at least :data:`OVERLAP_MIN` windows everything but
@@ -206,14 +206,14 @@ class WindowState:
             exact, sd, half, shalf = job.result()
         return exact + noise, sd, half, shalf
 
-    def structures_for(self, k: int, func: str) -> list[WindowStrategy]:
+    def structures_for(self, k: int, func: str) -> list[WindowStructure]:
         k = check_int(k, "k", func, minimum=1)
         if k not in self.build.k_values:
             raise ParameterError(message("k", func, "one of the released k_values "
                                          f"{list(self.build.k_values)}", k))
         return [s for (_, kk), s in self.structures.items() if kk == k]
 
-    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[WindowStrategy],
+    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[WindowStructure],
                func: str) -> IntArray:
         """Index of the answering structure per query (smallest error among those that can)."""
         best = route(families, q1, q2)
@@ -227,7 +227,7 @@ class WindowState:
         return best
 
     def answer(self, t1: Any, t2: Any, k: int, confidence: float,
-               families: list[WindowStrategy], func: str, *, curve: bool = False
+               families: list[WindowStructure], func: str, *, curve: bool = False
                ) -> WindowAnswer:
         """Answers of the windows ``[t1, t2]`` for one k from the given structures.
 
@@ -245,7 +245,7 @@ class WindowState:
         est = np.zeros(n, dtype=np.float64)
         sd, half, shalf = np.zeros(n), np.zeros(n), np.zeros(n)
         bias = np.zeros(n, dtype=np.int64)
-        strat = np.empty(n, dtype=object)
+        answered_by = np.empty(n, dtype=object)
         beta = 1.0 - conf
         beta_band = band_share(beta, best) if curve else beta
         for idx, s in enumerate(families):
@@ -255,11 +255,11 @@ class WindowState:
             a, b = q1[sel], q2[sel]
             est[sel], sd[sel], half[sel], shalf[sel] = self.parts(s, a, b, beta, beta_band)
             bias[sel] = s.bias_bound()
-            strat[sel] = f"{family_label(s.family, s.width)}/{s.strategy}"
+            answered_by[sel] = f"{family_label(s.family, s.width)}/{s.method}"
         out: dict[str, Any] = {"estimate": est.astype(np.int64) if np.all(est == np.rint(est))
                                else est}
         out.update(sd=sd, lower=est - half, upper=est + half, band_lower=est - shalf,
-                   band_upper=est + shalf, strategy=strat, bias_bound=bias)
+                   band_upper=est + shalf, answered_by=answered_by, bias_bound=bias)
         if scalar:
             out = {name: (v[0].item() if isinstance(v[0], np.generic) else v[0])
                    for name, v in out.items()}

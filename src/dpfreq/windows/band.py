@@ -5,7 +5,7 @@ noise (``per_query``), Šidák's per-answer level ``1 − (1 − β)^{1/n}`` is 
 share node noises, the union bound ``β/n`` is certified but loose (measured at nominal 0.90:
 0.927 for the cumulative tree, 0.929 for item-level ``per_start``). For the consistent trees
 (``tree``, ``per_start`` and ``compressed`` with domain at most
-:data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
+:data:`~dpfreq.windows.structure.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
 
 * every answer's noise is a fixed linear map of i.i.d. node noises (the consistency weights
   ``A`` of :func:`~dpfreq.windows.weights.layout_weights`), independent of the data;
@@ -33,7 +33,7 @@ one cumulative sum of ``T`` exact leaf draws (:func:`walk_multiplier`).
 The trees without consistency (``blocks``, ``single``, ``tree2d`` and a binary or ``B``-ary
 cumulative tree too large for consistency) are calibrated the same way: their answers' noises are
 signed sums of node noises over the answers' covers, a sparse ``{−1, 0, 1}`` map of the nodes
-the family uses (:func:`cover_map`: the strategy's own ``node_cover``, the same covers its
+the family uses (:func:`cover_map`: the structure's own ``node_cover``, the same covers its
 ``noise`` sums), so the simulation draws those nodes and applies the map. The maxima are then
 discrete (integer noises over public scales); the real maximum is at most the simulated order
 statistic with probability at least ``⌈(N + 1)(1 − β)⌉/(N + 1)`` all the same (ties only add
@@ -44,8 +44,8 @@ Where the simulation would draw more than :data:`BAND_MAX_NODES` node noises or 
 single tree beyond ``T = 8192``), and for per-start trees without consistency, the union bound
 is kept.
 
-Each strategy chooses its simulation (``simulate_band`` of
-:class:`~dpfreq.windows.protocol.WindowStrategy`): :func:`walk_multiplier`,
+Each structure chooses its simulation (``simulate_band`` of
+:class:`~dpfreq.windows.protocol.WindowStructure`): :func:`walk_multiplier`,
 :func:`weights_multiplier` or :func:`cover_multiplier`.
 """
 
@@ -61,7 +61,7 @@ from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.protocol import NodeSampler, WindowStrategy
+from dpfreq.windows.protocol import NodeSampler, WindowStructure
 
 __all__ = [
     "BAND_DRAWS",
@@ -102,7 +102,7 @@ def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.maximum(half, 1.0)
 
 
-def _node_sampler(s: WindowStrategy, key: bytes, name: tuple[str | int, ...]) -> NodeSampler:
+def _node_sampler(s: WindowStructure, key: bytes, name: tuple[str | int, ...]) -> NodeSampler:
     """``sample(start, count)``: i.i.d. node noises number ``start .. start + count − 1`` of
     the simulation, from the structure's exact node law (called with consecutive ranges)."""
     if s.noise_kind == "gaussian":
@@ -112,7 +112,7 @@ def _node_sampler(s: WindowStrategy, key: bytes, name: tuple[str | int, ...]) ->
     return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
 
 
-def cover_map(s: WindowStrategy, t1: NDArray[np.int64], t2: NDArray[np.int64]
+def cover_map(s: WindowStructure, t1: NDArray[np.int64], t2: NDArray[np.int64]
               ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
     """Every node noise in the answers to windows ``(t1, t2)``, with its sign, as the
     structure's ``noise`` sums them.
@@ -129,7 +129,7 @@ def cover_map(s: WindowStrategy, t1: NDArray[np.int64], t2: NDArray[np.int64]
     return None if s.consistent else s.node_cover(t1, t2)
 
 
-def cover_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSampler
+def cover_multiplier(s: WindowStructure, beta: float, draws: int, sample: NodeSampler
                      ) -> float | None:
     """The multiplier of a structure whose answers are signed sums over covers
     (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
@@ -160,7 +160,7 @@ def cover_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSam
     return float(order_quantile(maxima, 1.0 - beta))
 
 
-def walk_multiplier(s: WindowStrategy, beta: float, draws: int, sample: NodeSampler
+def walk_multiplier(s: WindowStructure, beta: float, draws: int, sample: NodeSampler
                     ) -> float | None:
     """The multiplier of the simple counter: its answers are the running sums of ``T`` i.i.d.
     leaf noises, so each simulated family is one cumulative sum (``None`` beyond the limits)."""
@@ -182,11 +182,11 @@ _PLAN_MEMO: dict[tuple[Any, ...], float | None] = {}
 _PLAN_MEMO_SIZE = 256
 
 
-def plan_multiplier(s: WindowStrategy, beta: float, name: tuple[Any, ...]) -> float | None:
+def plan_multiplier(s: WindowStructure, beta: float, name: tuple[Any, ...]) -> float | None:
     """:func:`band_multiplier` on the public :data:`PLAN_KEY`, remembered by ``name`` and the
     node law: structures a plan compares that differ only in what the simulation does not read
     (``k`` where the node law is the same) share one simulation. ``name`` must determine the
-    layout (family, strategy, horizon, level, width, group size)."""
+    layout (family, method, horizon, level, width, group size)."""
     memo = (tuple(name), float(beta), s.noise_kind, s.gamma, int(s.sigma2), bool(s.consistent))
     if memo not in _PLAN_MEMO:
         if len(_PLAN_MEMO) >= _PLAN_MEMO_SIZE:
@@ -195,14 +195,14 @@ def plan_multiplier(s: WindowStrategy, beta: float, name: tuple[Any, ...]) -> fl
     return _PLAN_MEMO[memo]
 
 
-def band_multiplier(s: WindowStrategy, beta: float, key: bytes, name: Any,
+def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
                     draws: int = BAND_DRAWS) -> float | None:
     """``c`` with ``Pr[|N_w| <= c·h_w for every window w of the family] >= 1 − β``, where
     ``h_w`` is the window's own (exact, per-answer) half-width at level ``β``.
 
     Parameters
     ----------
-    s : WindowStrategy
+    s : WindowStructure
         A calibrated structure (its node law and consistency map are public).
     beta : float
         ``1 − confidence`` of the band.
@@ -225,10 +225,10 @@ def band_multiplier(s: WindowStrategy, beta: float, key: bytes, name: Any,
         name, "band_multiplier")))
 
 
-def weights_multiplier(s: WindowStrategy, limits: NDArray[np.int64], step: int, beta: float,
+def weights_multiplier(s: WindowStructure, limits: NDArray[np.int64], step: int, beta: float,
                        draws: int, sample: NodeSampler) -> float | None:
     """The multiplier of consistent trees: tree ``i`` answers the prefix values
-    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.protocol.WindowStrategy.weights`
+    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.protocol.WindowStructure.weights`
     (the window ``[1, x·step + 1]`` has prefix value ``x``); ``None`` beyond the limits."""
     d = s.domain
     weights = s.weights()

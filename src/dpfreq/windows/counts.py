@@ -199,7 +199,7 @@ def release_window_counts(
     method : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
-        ``{family: method}`` forces one (see :mod:`dpfreq.windows.strategy`).
+        ``{family: method}`` forces one (see :mod:`dpfreq.windows.structure`).
     singleton : bool, default False
         Declares (publicly) that the log has at most one event per period. Enables time
         compression for item-level arbitrary windows; a log violating it is a DataError.
@@ -262,7 +262,7 @@ def release_window_counts(
 
     Notes
     -----
-    * Strategies per family (chosen by ``method="auto"`` from the closed-form mean squared
+    * Methods per family (chosen by ``method="auto"`` from the closed-form mean squared
       error, public parameters only): cumulative ``simple`` | ``tree`` (layered ``B``-ary,
       ``B`` and the root level chosen for ``T``) | ``per_query``; rolling windows
       ``blocks`` | ``single`` (event level) | ``per_query``; arbitrary windows ``tree2d``

@@ -47,7 +47,7 @@ class GroupNoise:
     Examples
     --------
     >>> from fractions import Fraction
-    >>> from dpfreq.windows.strategy import build_structure
+    >>> from dpfreq.windows.structure import build_structure
     >>> s = build_structure("cumulative", "tree", 1, 8, "item", Fraction(1), 0.0)
     >>> shared = GroupNoise(bytes(32), 3)
     >>> a = shared.for_group(1)(s, ("cumulative", 1, 0)).noise(np.arange(4))
@@ -106,7 +106,7 @@ class GroupNoise:
 
     def for_group(self, group: int) -> _GroupView:
         """The ``node_noise`` hook of group ``group``'s structures
-        (:attr:`dpfreq.windows.strategy.Structure.node_noise`)."""
+        (:attr:`dpfreq.windows.structure.Structure.node_noise`)."""
         if not 0 <= group < self.n_groups:
             raise ParameterError(message("group", "GroupNoise.for_group",
                                          f"an index in [0, {self.n_groups})", group))

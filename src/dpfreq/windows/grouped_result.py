@@ -74,7 +74,7 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     The node noise of every group comes from one :class:`~dpfreq.windows.grouped_noise.
     GroupNoise` under ``noise_key``: each eager tree is drawn for all groups in one vectorised
     call, group ``g`` at its own counters. A group's own key seeds only its band simulation
-    (below) and the streams of a strategy that draws outside the node-noise hook.
+    (below) and the streams of a structure that draws outside the node-noise hook.
 
     The band multipliers (:mod:`dpfreq.windows.band`) are computed once per call and shared:
     every group's structures are copies of one plan, so their node noise laws are the same,

@@ -54,7 +54,7 @@ TAIL = 1e-13
 
 #: weights of a linear combination of node noises that agree to this many decimals are grouped
 #: (one convolution per group in :func:`weighted_sum_law`; one term per group in the Chernoff
-#: bound of :mod:`dpfreq.windows.strategy`)
+#: bound of :mod:`dpfreq.windows.structure`)
 WEIGHT_DECIMALS = 12
 
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used

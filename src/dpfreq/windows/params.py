@@ -303,12 +303,12 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))
     ks = parse_k(k_values)
-    strat = check_method(method)
+    choice = check_method(method)
     axis = time_axis(horizon, start, end, period, time_unit, timezone)
     fams = parse_windows(windows, axis.horizon)
     check_memory(axis.horizon, fams, len(ks))
     return WindowParams(epsilon=eps, delta=dlt, unit=u, confidence=conf, singleton=singleton,
-                        k_values=ks, method=strat, axis=axis, windows=fams)
+                        k_values=ks, method=choice, axis=axis, windows=fams)
 
 
 @dataclass(frozen=True)

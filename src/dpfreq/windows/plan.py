@@ -1,7 +1,7 @@
 """Choosing the noise structure of every (window family, k) from public parameters only.
 
 For each family (cumulative, rolling width W, all windows) and each k, every admissible
-strategy registered in :mod:`dpfreq.windows.strategy` is calibrated to the per-structure budget
+method registered in :mod:`dpfreq.windows.structure` is calibrated to the per-structure budget
 and the one with the smallest predicted mean squared error is kept (or the caller's forced
 choice). With δ > 0 a second plan under zCDP accounting is built and the better of the two is
 used. Nothing
@@ -22,8 +22,8 @@ import numpy as np
 from dpfreq._validate import check_choice, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction
-from dpfreq.windows.protocol import WindowStrategy
-from dpfreq.windows.strategy import registry
+from dpfreq.windows.protocol import WindowStructure
+from dpfreq.windows.structure import registry
 
 __all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score", "zcdp_rho"]
 
@@ -47,7 +47,7 @@ def family_label(family: str, width: int | None) -> str:
 class Plan:
     """Calibrated structures per ``(family label, k)`` and how the choice was made."""
 
-    structures: dict[tuple[str, int], WindowStrategy]
+    structures: dict[tuple[str, int], WindowStructure]
     record: dict[str, Any]
     accounting: str
     epsilon_per_structure: Fraction
@@ -55,7 +55,7 @@ class Plan:
 
 
 def _candidates(family: str, unit: str, singleton: bool) -> list[str]:
-    """The registered strategies ``auto`` compares for this family, unit and log kind."""
+    """The registered methods ``auto`` compares for this family, unit and log kind."""
     return [name for name, cls in registry().items()
             if family in cls.families and cls.admissible(unit, singleton)]
 
@@ -77,10 +77,10 @@ def _forced(method: Any, w: Any, label: str, cands: list[str]) -> str | None:
 
 
 def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-            eps_s: Fraction, delta_s: float, strategy: Any, singleton: bool,
+            eps_s: Fraction, delta_s: float, method: Any, singleton: bool,
             rho_s: float | None = None
-            ) -> tuple[dict[tuple[str, int], WindowStrategy], dict[str, Any]]:
-    chosen: dict[tuple[str, int], WindowStrategy] = {}
+            ) -> tuple[dict[tuple[str, int], WindowStructure], dict[str, Any]]:
+    chosen: dict[tuple[str, int], WindowStructure] = {}
     record: dict[str, Any] = {}
     kinds = ("laplace",) if rho_s is None else ("laplace", "gaussian")
     for w in families:
@@ -88,10 +88,10 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
         width = None if isinstance(w, str) else int(w)
         label = family_label(family, width)
         cands = _candidates(family, unit, singleton)
-        forced = _forced(strategy, w, label, cands)
+        forced = _forced(method, w, label, cands)
         for k in ks:
             preds: dict[str, float] = {}
-            structs: dict[str, WindowStrategy] = {}
+            structs: dict[str, WindowStructure] = {}
             layouts: dict[str, float] = {}
             for c in cands if forced is None else [forced]:
                 for kind in kinds:
@@ -116,7 +116,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
             pick = min(preds, key=lambda c: preds[c])
             chosen[(label, k)] = structs[pick]
             record[f"{label}, k={k}"] = {
-                "method": structs[pick].strategy, "noise": structs[pick].noise_kind,
+                "method": structs[pick].method, "noise": structs[pick].noise_kind,
                 "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
                 "detail": structs[pick].detail,
                 "chosen_by": "auto (smallest predicted mean squared error, public parameters "
@@ -127,7 +127,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
     return chosen, record
 
 
-def _why(pick: str, preds: dict[str, float], s: WindowStrategy) -> str:
+def _why(pick: str, preds: dict[str, float], s: WindowStructure) -> str:
     """One sentence: the chosen structure's predicted RMSE against the next best."""
     name = s.describe(pick)
     others = sorted((v, c) for c, v in preds.items() if c != pick)
@@ -139,30 +139,30 @@ def _why(pick: str, preds: dict[str, float], s: WindowStrategy) -> str:
 
 
 def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-              epsilon: float, delta: float, strategy: Any, singleton: bool,
+              epsilon: float, delta: float, method: Any, singleton: bool,
               rho: float | None = None) -> Plan:
     """Calibrate every structure (public parameters only; raises ParameterError on a bad
-    forced strategy or a budget too small to calibrate).
+    forced method or a budget too small to calibrate).
 
     ``rho`` given: the zCDP plan at that ρ only (a grouped release whose groups compose in
     zCDP gives each group its share of ρ; ``(epsilon, delta)`` is then what that share
     implies for the group alone)."""
     if rho is not None:
-        return _zcdp_only(windows, ks, horizon, unit, epsilon, delta, strategy, singleton, rho)
+        return _zcdp_only(windows, ks, horizon, unit, epsilon, delta, method, singleton, rho)
     n_struct = len(windows) * len(ks)
     eps_s = epsilon_to_fraction(epsilon) / n_struct
     delta_s = delta / n_struct
     if eps_s <= 0:
         raise ParameterError(message("epsilon", _FUNC, f"large enough to split over {n_struct} "
                                      "structures", epsilon))
-    strat = strategy if not isinstance(strategy, Mapping) else {
-        (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
+    choice = method if not isinstance(method, Mapping) else {
+        (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
     rho = zcdp_rho(epsilon, delta) if delta > 0 else 0.0
     try:
         pure: tuple[Any, dict[str, Any]] | None = _choose(windows, ks, horizon, unit, eps_s,
-                                                           delta_s, strat, singleton)
+                                                           delta_s, choice, singleton)
         refusal: ParameterError | None = None
-    except ParameterError as err:  # a forced strategy may need zCDP (the factorization)
+    except ParameterError as err:  # a forced method may need zCDP (the factorization)
         if rho <= 0:
             raise
         pure, refusal = None, err
@@ -172,7 +172,7 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
     if rho > 0:
         # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
         try:
-            zcdp = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton,
+            zcdp = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
                            rho_s=rho / n_struct)
         except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
             if pure is None and refusal is not None:
@@ -189,16 +189,16 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
 
 
 def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-               epsilon: float, delta: float, strategy: Any, singleton: bool,
+               epsilon: float, delta: float, method: Any, singleton: bool,
                rho: float) -> Plan:
     """The plan of :func:`make_plan` under a given ρ (zCDP accounting only)."""
     n_struct = len(windows) * len(ks)
     if not (math.isfinite(rho) and rho > 0):
         raise ParameterError(message("rho", _FUNC, "a finite number > 0", rho))
-    strat = strategy if not isinstance(strategy, Mapping) else {
-        (int(k) if str(k).isdigit() else k): v for k, v in strategy.items()}
+    choice = method if not isinstance(method, Mapping) else {
+        (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
     eps_s, delta_s = epsilon_to_fraction(epsilon) / n_struct, delta / n_struct
-    chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, strat, singleton,
+    chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
                              rho_s=rho / n_struct)
     accounting = (f"zCDP: rho={rho:.6g} (this group's share of the grouped release's rho), "
                   "split equally over structures; pure pieces count as epsilon^2/2-zCDP")
@@ -211,6 +211,6 @@ def plan_score(plan: Plan) -> float:
     return _score(plan.structures)
 
 
-def _score(chosen: dict[tuple[str, int], WindowStrategy]) -> float:
+def _score(chosen: dict[tuple[str, int], WindowStructure]) -> float:
     """Geometric mean of the predicted MSEs (in logs): how the two accountings compare."""
     return float(sum(math.log(s.mean_mse()) for s in chosen.values()))

@@ -30,7 +30,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.windows.answers import band_share, route
 from dpfreq.windows.params import check_window_params
 from dpfreq.windows.plan import family_label, make_plan
-from dpfreq.windows.protocol import WindowStrategy
+from dpfreq.windows.protocol import WindowStructure
 
 __all__ = ["USEFUL_FRACTION", "WindowCountsPlan", "plan_window_counts"]
 
@@ -49,7 +49,7 @@ def _label(w: Any) -> str:
                         None if isinstance(w, str) else int(w))
 
 
-def _route_halfwidth(structs: list[WindowStrategy], t1: IntArray, t2: IntArray, beta: float,
+def _route_halfwidth(structs: list[WindowStructure], t1: IntArray, t2: IntArray, beta: float,
                      *, exact: bool = True, band: bool = True
                      ) -> tuple[FloatArray, FloatArray]:
     """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
@@ -75,7 +75,7 @@ def _route_halfwidth(structs: list[WindowStrategy], t1: IntArray, t2: IntArray, 
     return half, band_half
 
 
-def _route_worst(structs: list[WindowStrategy], t1: IntArray, t2: IntArray, beta: float
+def _route_worst(structs: list[WindowStructure], t1: IntArray, t2: IntArray, beta: float
                  ) -> float:
     """The largest exact per-answer half-width of windows ``[t1, t2]`` (as
     :func:`_route_halfwidth` routes them), computing exact laws only where needed.
@@ -196,7 +196,7 @@ class WindowCountsPlan:
     band_halfwidth : dict
         ``band_halfwidth[label][k]``: the largest half-width of the simultaneous band (all
         answers of the family at once; ``band_halfwidth`` of
-        :class:`~dpfreq.windows.protocol.WindowStrategy`).
+        :class:`~dpfreq.windows.protocol.WindowStructure`).
         For consistent trees it is calibrated by simulation: the plan's public simulation
         predicts the release's, which draws under its secret key (within about 1 %).
     vacuous : dict

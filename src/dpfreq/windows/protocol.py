@@ -1,10 +1,11 @@
-"""The one protocol every window strategy implements, and the typed record of its calibration.
+"""The one protocol every window structure implements, and the typed record of its calibration.
 
-A strategy (:mod:`dpfreq.windows.strategy`) is a noise structure for one query family and one
-k: it is calibrated from public parameters, draws its node noise under the release's key and
-answers windows as ``exact count + Σ ± node noise``. The release (:mod:`dpfreq.windows.answers`),
-the plan (:mod:`dpfreq.windows.plan`, :mod:`dpfreq.windows.planning`) and the band simulation
-(:mod:`dpfreq.windows.band`) read a strategy through :class:`WindowStrategy` only.
+A structure (:mod:`dpfreq.windows.structure`) is the noise layout of one query family and one
+k, chosen by ``method``: it is calibrated from public parameters, draws its node noise under the
+release's key and answers windows as ``exact count + Σ ± node noise``. The release
+(:mod:`dpfreq.windows.answers`), the plan (:mod:`dpfreq.windows.plan`,
+:mod:`dpfreq.windows.planning`) and the band simulation (:mod:`dpfreq.windows.band`) read a
+structure through :class:`WindowStructure` only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = [
     "PerQueryShape",
     "Shape",
     "TreeShape",
-    "WindowStrategy",
+    "WindowStructure",
 ]
 
 IntArray = NDArray[np.int64]
@@ -137,16 +138,16 @@ class Calibration:
         return out
 
 
-class WindowStrategy(Protocol):
+class WindowStructure(Protocol):
     """A calibrated noise structure for one (query family, k), as its callers read it.
 
     ``family`` is ``"cumulative"``, ``"total"``, ``"fixed"`` (with ``width``) or ``"all"``;
-    ``strategy`` the registered name of the structure. Queries are arrays ``t1, t2``
+    ``method`` the registered name of the structure. Queries are arrays ``t1, t2``
     (cumulative: ``t1 = 1``; fixed: ``t1 = max(1, t2−W+1)``).
     """
 
     family: str
-    strategy: str
+    method: str
     k: int
     horizon: int
     width: int | None
@@ -166,7 +167,7 @@ class WindowStrategy(Protocol):
 
     @property
     def shape(self) -> Shape:
-        """Sensitivity and layout (the strategy's own frozen dataclass)."""
+        """Sensitivity and layout (the structure's own frozen dataclass)."""
 
     @property
     def domain(self) -> int:

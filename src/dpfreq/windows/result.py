@@ -209,7 +209,7 @@ class WindowCountsRelease(Release):
         names = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper")
         cols = {name: np.zeros(n) for name in names}
         bias = np.zeros(n, dtype=np.int64)
-        strat = np.empty(n, dtype=object)
+        by = np.empty(n, dtype=object)
         integer = True
         desc = ""
         for kv in np.unique(kk).tolist():
@@ -218,13 +218,13 @@ class WindowCountsRelease(Release):
             for name, arr in cols.items():
                 arr[sel] = getattr(a, name)
             integer &= np.asarray(a.estimate).dtype.kind in "iu"
-            bias[sel], strat[sel], desc = a.bias_bound, a.strategy, a.description
+            bias[sel], by[sel], desc = a.bias_bound, a.answered_by, a.description
         est = cols.pop("estimate")
         est_out: Any = est.astype(np.int64) if integer else est
         out = {name: v.reshape(shape) for name, v in cols.items()}
         return WindowAnswer(t1=q1.reshape(shape), t2=q2.reshape(shape), k=kk.reshape(shape),
                             estimate=est_out.reshape(shape), confidence=conf,
-                            strategy=strat.reshape(shape), bias_bound=bias.reshape(shape),
+                            answered_by=by.reshape(shape), bias_bound=bias.reshape(shape),
                             description=desc, **out)
 
     def cumulative(self, t: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
@@ -280,7 +280,7 @@ class WindowCountsRelease(Release):
         return WindowAnswer(
             t1=a.t1, t2=a.t2, k=k, estimate=pick(est), sd=pick(sd), lower=pick(est - half),
             upper=pick(est + half), band_lower=pick(est - shalf), band_upper=pick(est + shalf),
-            confidence=conf, strategy=a.strategy,
+            confidence=conf, answered_by=a.answered_by,
             bias_bound=pick(np.asarray(a.bias_bound) + b.bias_bound),
             description="f=k = f>=k - f>=k+1; intervals are sums of the two intervals, each at "
                         f"{c2:.4f} ({conf:.0%} jointly, union bound)")

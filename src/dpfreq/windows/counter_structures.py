@@ -7,7 +7,7 @@ appears or vanishes) and 2 at ``unit="event"`` or ``"item_replace"`` (the point 
 period to another, or appears or vanishes). Point values are ``t−1 ∈ [0, T−1]``.
 
 =================  =======================================  ==============================
-strategy           structure                                node noise γ
+method             structure                                node noise γ
 =================  =======================================  ==============================
 cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
 cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
@@ -45,7 +45,7 @@ from dpfreq.windows.factorization import (
 )
 from dpfreq.windows.lazy_noise import gaussian_sigma2
 from dpfreq.windows.protocol import Calibration, CounterShape, NodeSampler, Shape
-from dpfreq.windows.strategy import (
+from dpfreq.windows.structure import (
     BRANCHINGS,
     CONSISTENCY_MAX_WEIGHTS,
     Structure,
@@ -127,7 +127,7 @@ class SimpleCounter(_LayeredCounter):
 class TreeCounter(_LayeredCounter):
     """A layered ``B``-ary tree (with or without a root block); answers by signed covers, or by
     least squares over every block when its dense weights are small enough
-    (:data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_WEIGHTS`)."""
+    (:data:`~dpfreq.windows.structure.CONSISTENCY_MAX_WEIGHTS`)."""
 
     name = "tree"
     _cons_noise: NDArray[np.float64] | None = None
@@ -256,7 +256,7 @@ class FactorizationCounter(Structure):
 
     def _calibrate_exact(self) -> tuple[Fraction, int, Calibration]:
         if self.rho is None or self.noise_kind != "gaussian" or self.horizon > MAX_HORIZON:
-            raise ParameterError(message("strategy", "release_window_counts",
+            raise ParameterError(message("method", "release_window_counts",
                                          f"used with {self.requires}", self.name))
         # σ² >= ℓ2²/(2ρ) exactly: the sensitivity is an integer, ρ a public float
         target = math.ceil(Fraction(self.shape.l2_squared) / (2 * Fraction(self.rho)))

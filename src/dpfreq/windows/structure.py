@@ -8,9 +8,9 @@ redrawn). Its variance is ``(#cover nodes) · Var[DLap(γ)]`` exactly, known fro
 parameters only, which is what ``method="auto"`` compares (the mean variance over the family's
 queries; for time compression the bias bound is added).
 
-Each strategy's structure, sensitivity and node noise are stated with its class
-(:mod:`dpfreq.windows.counter_strategies`: the cumulative counters;
-:mod:`dpfreq.windows.window_strategies`: rolling and arbitrary windows, per-query noise).
+Each method's structure, sensitivity and node noise are stated with its class
+(:mod:`dpfreq.windows.counter_structures`: the cumulative counters;
+:mod:`dpfreq.windows.window_structures`: rolling and arbitrary windows, per-query noise).
 ``unit="item_replace"`` (replace one item's rows) is calibrated at twice the ``item``
 sensitivity outside the cumulative families (a replacement is a removal and an addition); the
 cumulative structures state their exact sensitivity.
@@ -18,10 +18,10 @@ cumulative structures state their exact sensitivity.
 With δ > 0 at item level, the per-block / per-start budget uses the better of basic and advanced
 composition (each piece is pure ε_0-DP; ``ε_0√(2m ln(1/δ_s)) + mε_0(e^{ε_0}−1) <= ε_s``).
 
-Every strategy is one subclass of :class:`Structure` (the calibration, the exact laws and the band
+Every method is one subclass of :class:`Structure` (the calibration, the exact laws and the band
 are shared here; the layout, the covers and the noise are the subclass's) registered by name with
-:func:`register`: the plan considers every registered strategy that serves a family
-(:data:`STRATEGIES`), so adding a strategy is one class in one module.
+:func:`register`: the plan considers every registered method that serves a family
+(:data:`METHODS`), so adding a method is one class in one module.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ __all__ = [
     "BRANCHINGS",
     "CONSISTENCY_MAX_DOMAIN",
     "CONSISTENCY_MAX_WEIGHTS",
-    "STRATEGIES",
+    "METHODS",
     "Structure",
     "build_structure",
     "composed_epsilon",
@@ -93,8 +93,8 @@ CONSISTENCY_MAX_WEIGHTS = 1 << 18
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
 
-#: the modules whose classes register the built-in strategies, in the order ``auto`` tries them
-_BUILTIN = ("dpfreq.windows.counter_strategies", "dpfreq.windows.window_strategies")
+#: the modules whose classes register the built-in methods, in the order ``auto`` tries them
+_BUILTIN = ("dpfreq.windows.counter_structures", "dpfreq.windows.window_structures")
 
 _REGISTRY: dict[str, type[Structure]] = {}
 
@@ -102,26 +102,26 @@ S = TypeVar("S", bound="type[Structure]")
 
 
 def register(cls: S) -> S:
-    """Class decorator: make the strategy ``cls.name`` available to the plan and the release
+    """Class decorator: make the method ``cls.name`` available to the plan and the release
     (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
     if cls.__module__ not in _BUILTIN:
-        registry()  # the built-in strategies first
+        registry()  # the built-in methods first
     if _REGISTRY.get(cls.name, cls) is not cls:
-        raise ParameterError(message("name", "register", "a strategy name not yet registered",
+        raise ParameterError(message("name", "register", "a method name not yet registered",
                                      cls.name))
     _REGISTRY[cls.name] = cls
     return cls
 
 
 def registry() -> dict[str, type[Structure]]:
-    """Every registered strategy by name (the built-in ones first, in the order tried)."""
+    """Every registered method by name (the built-in ones first, in the order tried)."""
     for module in _BUILTIN:
         importlib.import_module(module)  # registers its classes once (then a dict lookup)
     return _REGISTRY
 
 
 class _Families(Mapping[str, tuple[str, ...]]):
-    """``family → names of the registered strategies serving it`` (a live view)."""
+    """``family → names of the registered methods serving it`` (a live view)."""
 
     def _table(self) -> dict[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {}
@@ -140,8 +140,8 @@ class _Families(Mapping[str, tuple[str, ...]]):
         return len(self._table())
 
 
-#: family → the strategies that can answer it (``auto`` compares them all)
-STRATEGIES: Mapping[str, tuple[str, ...]] = _Families()
+#: family → the methods that can answer it (``auto`` compares them all)
+METHODS: Mapping[str, tuple[str, ...]] = _Families()
 
 
 def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
@@ -175,12 +175,12 @@ def eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntAr
 
 
 class Structure:
-    """One released structure for (family, k): the shared part of every strategy.
+    """One released structure for (family, k): the shared part of every method.
 
     A subclass sets :attr:`name` and :attr:`families`, computes its sensitivity
     (:meth:`_shape`), its covers (:meth:`nodes`), draws its noise (:meth:`_draw`) and sums it
     (:meth:`noise`); the calibration, the exact laws, the intervals and the bands are here.
-    It implements :class:`~dpfreq.windows.protocol.WindowStrategy`.
+    It implements :class:`~dpfreq.windows.protocol.WindowStructure`.
     """
 
     #: the registered name (``method=`` of the release)
@@ -189,7 +189,7 @@ class Structure:
     families: ClassVar[tuple[str, ...]]
     #: answers with independent noises (the band is Šidák's, not a simulation)
     independent_answers: ClassVar[bool] = False
-    #: what a call must give for the strategy to be usable, when not every call can use it
+    #: what a call must give for the method to be usable, when not every call can use it
     #: (the refusal of a caller who asks for it names this)
     requires: ClassVar[str | None] = None
 
@@ -197,7 +197,7 @@ class Structure:
                  delta: float, width: int | None = None, group_size: int = 1, *,
                  rho: float | None = None, noise_kind: str = "laplace", branching: int = 2,
                  top: bool = False) -> None:
-        self.family, self.strategy, self.k = family, self.name, k
+        self.family, self.method, self.k = family, self.name, k
         # ``item_replace`` is laid out as ``item`` at twice the sensitivity (_calibrate_exact)
         self.unit = level
         self.level = "item" if level == "item_replace" else level
@@ -218,19 +218,19 @@ class Structure:
         # public half-widths asked before (shared by a grouped release's copies of the plan)
         self._half_c: dict[tuple[Any, ...], FloatArray] = {}
 
-    # ---------------------------------------------------------------- what a strategy defines
+    # ------------------------------------------------------------------ what a method defines
     @classmethod
     def admissible(cls, unit: str, singleton: bool) -> bool:
-        """Whether ``auto`` may consider the strategy for this unit and log kind."""
+        """Whether ``auto`` may consider the method for this unit and log kind."""
         return True
 
     @classmethod
     def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
                  delta: float, width: int | None, *, rho: float | None, noise_kind: str,
                  layouts: dict[str, float] | None = None) -> Structure | None:
-        """The calibrated structure the plan compares (the best of the strategy's public
+        """The calibrated structure the plan compares (the best of the method's public
         tuning parameters, if any), or None when no calibration is usable; ``layouts``
-        receives the predicted RMSE of every layout tried, when the strategy has several."""
+        receives the predicted RMSE of every layout tried, when the method has several."""
         s = cls(family, k, horizon, unit, eps, delta, width, rho=rho, noise_kind=noise_kind)
         return s if s.usable else None
 
@@ -275,7 +275,7 @@ class Structure:
         return g2 - g1
 
     def bias_bound(self) -> int:
-        """Bound on |E[answer] − truth| (0 unless the strategy approximates the window)."""
+        """Bound on |E[answer] − truth| (0 unless the method approximates the window)."""
         return 0
 
     def node_cover(self, t1: IntArray, t2: IntArray
@@ -420,7 +420,7 @@ class Structure:
         if exact and beta not in self._band_c:
             self._band_c[beta] = (
                 band_multiplier(self, beta, self._key, self._name) if self._key is not None
-                else plan_multiplier(self, beta, (self.family, self.strategy, self.horizon,
+                else plan_multiplier(self, beta, (self.family, self.method, self.horizon,
                                                   self.unit, str(self.eps),
                                                   int(self.width or 0), self.group_size,
                                                   self.branching, int(self.top))))
@@ -446,7 +446,7 @@ class Structure:
 
     def mean_mse(self) -> float:
         """Mean predicted mean squared error over the family's queries (all-windows
-        strategies give it in closed form)."""
+        methods give it in closed form)."""
         t1, t2 = self.family_queries()
         return float(np.mean(self.variance(t1, t2)))
 
@@ -479,7 +479,7 @@ class Structure:
         self._draw(key, base)
 
 
-def build_structure(family: str, strategy: str, k: int, horizon: int, level: str,
+def build_structure(family: str, method: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
                     group_size: int = 1, *, rho: float | None = None,
                     noise_kind: str = "laplace", branching: int = 2,
@@ -492,9 +492,9 @@ def build_structure(family: str, strategy: str, k: int, horizon: int, level: str
     ``level`` is the unit (``"event"``, ``"item"``, ``"item_replace"``); ``branching`` the
     ``B`` of a cumulative ``tree`` and ``top`` whether it keeps a root block over all periods.
     """
-    cls = registry().get(strategy)
+    cls = registry().get(method)
     if cls is None or family not in cls.families:
-        raise ParameterError(message("strategy", "build_structure",
-                                     f"one of {list(STRATEGIES.get(family, ()))}", strategy))
+        raise ParameterError(message("method", "build_structure",
+                                     f"one of {list(METHODS.get(family, ()))}", method))
     return cls(family, k, horizon, level, eps, delta, width, group_size, rho=rho,
                noise_kind=noise_kind, branching=branching, top=top)

@@ -1,7 +1,7 @@
 """Structures for rolling windows and arbitrary windows, and per-query noise for every family.
 
 =================  =======================================  ==============================
-strategy           structure                                node noise γ
+method             structure                                node noise γ
 =================  =======================================  ==============================
 fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
@@ -38,7 +38,7 @@ from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.protocol import PerQueryShape, TreeShape
-from dpfreq.windows.strategy import (
+from dpfreq.windows.structure import (
     CONSISTENCY_MAX_DOMAIN,
     Structure,
     eager_noise,
@@ -225,7 +225,7 @@ class ProductTrees(Structure):
 class PerStart(Structure):
     """Arbitrary windows from one cumulative binary tree per start (item level), with lazy
     keyed noise; least squares per tree when its domain is at most
-    :data:`~dpfreq.windows.strategy.CONSISTENCY_MAX_DOMAIN`."""
+    :data:`~dpfreq.windows.structure.CONSISTENCY_MAX_DOMAIN`."""
 
     name = "per_start"
     families = ("all",)
