@@ -12,7 +12,7 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.rng import RNGLike
 
 from .keyed import DeviceKey
-from .params import PROTOCOL_VERSION, ProtocolParams, _open_protocol_json
+from .params import PROTOCOL_VERSION, ProtocolParams, open_protocol_json
 from .randomizers import make_randomizer, restore_randomizer
 
 __all__ = ["LongitudinalClient"]
@@ -219,7 +219,7 @@ class LongitudinalClient:
         DataError
             Edited or corrupted text, or any field out of range (one message naming ``label``).
         """
-        raw = _open_protocol_json(text, kind=_CLIENT_KIND, label=label)
+        raw = open_protocol_json(text, kind=_CLIENT_KIND, label=label)
         try:
             params = ProtocolParams._from_payload(dict(raw["params"]), label)
             obj = cls.__new__(cls)

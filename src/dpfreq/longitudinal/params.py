@@ -24,7 +24,7 @@ __all__ = [
     "make_params",
 ]
 
-#: Version of the device protocol (docs/protocol.md); 2 since the randomizer is named ``method``.
+#: Version of the device protocol (docs/protocol.md); a device refuses parameters of any other.
 PROTOCOL_VERSION = 2
 #: Largest horizon: the server keeps 2·d counters and one bit per (device, report).
 MAX_HORIZON = 1 << 24
@@ -204,7 +204,7 @@ class ProtocolParams:
             Not text :meth:`to_json` wrote, edited or corrupted text, a field out of range, or a
             ``param_id`` that does not match the content. ``label`` names the source.
         """
-        raw = _open_protocol_json(text, kind=_PARAMS_KIND, label=label, sign=False)
+        raw = open_protocol_json(text, kind=_PARAMS_KIND, label=label, sign=False)
         return cls._from_payload(raw, label)
 
     @classmethod
@@ -229,7 +229,7 @@ def _outdated(param: str, where: str, version: Any) -> str:
                              f"version ({fix})", version)
 
 
-def _open_protocol_json(text: str | bytes, *, kind: str, label: str,
+def open_protocol_json(text: str | bytes, *, kind: str, label: str,
                         sign: bool = True) -> dict[str, Any]:
     """The payload of sealed protocol text (:func:`dpfreq.artifacts.open_json`); text of
     another protocol version is refused with one message naming the supported version."""
