@@ -277,3 +277,44 @@ def test_reach_takes_every_unit_of_the_python_api(tmp_path, capsys):
           "--unit", "item_replace", "--seed", "1", "--json", "-", *ASK])
     data = json.loads(capsys.readouterr().out)
     assert data["unit"] == "item_replace"
+
+
+def test_reach_method_forces_a_structure_per_family_and_plan_reach_takes_it(tmp_path, capsys):
+    """``--method FAMILY=METHOD`` is the CLI form of ``method={family: method}``; the others
+    stay auto. The plan command takes the same option."""
+    log = write_log(tmp_path / "log.csv", ROWS)
+    base = ["--epsilon", "1", "--delta", "1e-6", "--k", "1", "--windows", "cumulative,3",
+            "--unit", "item"]
+    main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+          "--end", "2024-01-05", "--period", "1d", "--seed", "3", "--json", "-",
+          "--method", "cumulative=factorization,3=per_query", *base])
+    methods = json.loads(capsys.readouterr().out)["mechanism_params"]["methods"]
+    assert methods["cumulative, k=1"]["method"] == "factorization"
+    assert methods["fixed(W=3), k=1"]["method"] == "per_query"
+    main(["plan", "reach", "--horizon", "5", "--method", "cumulative=simple", *base])
+    assert "method simple" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("method", "match"), [
+    ("cumulative", "FAMILY=METHOD"),
+    ("cumulative=bogus", "must be one of"),
+    ("cumulative=factorization", "delta > 0"),
+])
+def test_reach_bad_method_is_one_line_and_spends_nothing(tmp_path, capsys, method, match):
+    from dpfreq.ledger import Ledger
+
+    log = write_log(tmp_path / "log.csv", ROWS)
+    ledger = tmp_path / "budget.db"
+    main(["ledger", "init", str(ledger), "--epsilon", "5"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+              "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1",
+              "--windows", "cumulative", "--unit", "item", "--method", method,
+              "--ledger", str(ledger)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert match in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert Ledger(ledger).spent[0] == 0

@@ -15,7 +15,8 @@ import click
 
 from dpfreq.cli._common import POSITIVE, parse_int_list
 
-__all__ = ["FAMILY_HELP", "parse_window_list", "reach_parameters", "reach_public_kwargs"]
+__all__ = ["FAMILY_HELP", "parse_method", "parse_window_list", "reach_parameters",
+           "reach_public_kwargs"]
 
 #: The families, as ``--windows`` takes them and as the output names them.
 FAMILY_HELP = ("cumulative ([1, t] for every period t), total (only [1, T]), all (every "
@@ -60,8 +61,8 @@ def reach_parameters(f: Any) -> Any:
     """The public parameters of a window release, as options (identical on both commands).
 
     The command receives ``horizon, start, end, period, epsilon, delta, unit, k_text,
-    window_text, singleton, confidence``; :func:`reach_public_kwargs` turns them into the
-    keyword arguments of ``release_window_counts`` / ``plan_window_counts``.
+    window_text, method_text, singleton, confidence``; :func:`reach_public_kwargs` turns them
+    into the keyword arguments of ``release_window_counts`` / ``plan_window_counts``.
     """
     options = [
         click.option("--horizon", type=POSITIVE, default=None,
@@ -78,9 +79,9 @@ def reach_parameters(f: Any) -> Any:
         click.option("--delta", type=float, default=0.0, show_default=True,
                      help="δ > 0: (ε, δ)-DP via advanced composition or zCDP (discrete "
                           "Gaussian), whichever predicts less error. With --group and "
-                          "without --groups: δ in (0, 1e-3] of the private partition "
-                          "selection of the data's groups (all of δ and half of ε select; "
-                          "the groups are released at δ = 0)."),
+                          "without --groups: δ in (0, 1e-3] also pays the private partition "
+                          "selection of the data's groups (half of ε selects; the split of δ "
+                          "is in the output's mechanism parameters)."),
         click.option("--unit", type=click.Choice(["event", "item", "item_replace"]),
                      required=True,
                      help="Unit of privacy: event (one event), item (one item with all its "
@@ -93,6 +94,12 @@ def reach_parameters(f: Any) -> Any:
                      metavar="LIST",
                      help="Comma-separated window families to release (no default; ε is "
                           f"split equally over every family and k): {FAMILY_HELP}."),
+        click.option("--method", "method_text", default="auto", show_default=True,
+                     metavar="auto|FAMILY=METHOD,...",
+                     help="Noise structure per family: auto (the smallest predicted error from "
+                          "public parameters, said why in the output) or FAMILY=METHOD pairs, "
+                          "e.g. cumulative=factorization,7=per_query (families as in "
+                          "--windows; the others stay auto)."),
         click.option("--singleton", is_flag=True, default=False,
                      help="Declare at most one event per period (enables time compression at "
                           "item level; a release checks it against the data)."),
@@ -106,11 +113,33 @@ def reach_parameters(f: Any) -> Any:
 
 def reach_public_kwargs(*, horizon: int | None, start: str | None, end: str | None,
                         period: str | None, epsilon: float, delta: float, unit: str,
-                        k_text: str, window_text: tuple[str, ...], singleton: bool,
-                        confidence: float) -> dict[str, Any]:
+                        k_text: str, window_text: tuple[str, ...], method_text: str,
+                        singleton: bool, confidence: float) -> dict[str, Any]:
     """The keyword arguments shared by ``release_window_counts`` and ``plan_window_counts``."""
     return {"horizon": horizon, "start": start, "end": end, "period": period,
             "epsilon": epsilon, "delta": delta, "unit": unit,
             "k_values": parse_int_list(k_text, "--k"),
-            "windows": parse_window_list(window_text), "singleton": singleton,
-            "confidence": confidence}
+            "windows": parse_window_list(window_text), "method": parse_method(method_text),
+            "singleton": singleton, "confidence": confidence}
+
+
+def parse_method(text: str) -> Any:
+    """``--method``: ``auto`` or ``FAMILY=METHOD`` pairs (the names are checked by the plan).
+
+    Examples
+    --------
+    >>> parse_method("cumulative=factorization, 7=per_query")
+    {'cumulative': 'factorization', '7': 'per_query'}
+    """
+    if text.strip().lower() == "auto":
+        return "auto"
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        family, eq, name = part.partition("=")
+        if not eq or not family.strip() or not name.strip():
+            raise click.BadParameter(
+                "must be 'auto' or comma-separated FAMILY=METHOD pairs (e.g. "
+                f"cumulative=factorization,7=per_query); got {part.strip()!r}",
+                param_hint="--method")
+        out[family.strip().lower()] = name.strip()
+    return out
