@@ -247,15 +247,13 @@ class ProfilePlan:
             return EPSILON_MIN
         else:
             lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
-        # the measures are non-increasing in ε, and the answer is exp(hi) rounded up to three
-        # digits (a non-decreasing map): once both ends of the bracket round alike, so does
-        # every ε between them, and more halvings cannot change the answer
-        for _ in range(40):
-            if _three_digits_up(math.exp(lo)) == _three_digits_up(math.exp(hi)):
-                break
+        for _ in range(40):  # the measures are non-increasing in ε; 40 halvings: < 1e-10 rel.
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
-        return _three_digits_up(math.exp(hi))
+        eps = math.exp(hi)
+        scale = 10 ** (math.floor(math.log10(eps)) - 2)
+        rounded = math.ceil(eps / scale) * scale
+        return float(f"{min(rounded, EPSILON_MAX):.3g}")
 
     def useful_epsilon(self) -> float | None:
         """The ε at which ``l1_bound`` falls to :data:`USEFUL_L1` (None if beyond ε = 1000)."""
@@ -263,12 +261,6 @@ class ProfilePlan:
             return self.epsilon_for(USEFUL_L1, measure="l1_bound")
         except ParameterError:
             return None
-
-
-def _three_digits_up(eps: float) -> float:
-    """``eps`` rounded up to three significant digits (at most :data:`EPSILON_MAX`)."""
-    scale = 10 ** (math.floor(math.log10(eps)) - 2)
-    return float(f"{min(math.ceil(eps / scale) * scale, EPSILON_MAX):.3g}")
 
 
 def _plan(p: ProfilePlan) -> ProfilePlan:
