@@ -20,6 +20,11 @@ Markers applied here by where a test lives, so a new test file is classified wit
 * ``statistical``: every test of ``tests/statistical/`` and ``tests/audit/`` (seeded tests
   against exact laws, privacy audits; α ≤ 1e-6 per assertion), with the tests marked so
   elsewhere; all of them are ``slow``: they are sized by power calculations, not for speed.
+
+Order: the tests measured at ``FIRST_SECONDS`` or more run first, longest first, the others in
+collection order. Under ``--dist loadgroup`` xdist hands out the ``spark`` group first (the
+largest group) and then single tests in this order, so the long tests are spread over both
+workers at the start and the run ends with short tests on both: no long serial tail.
 """
 
 from __future__ import annotations
@@ -37,7 +42,11 @@ _TESTS = Path(__file__).resolve().parent
 #: A test measured at or above this many seconds (setup + call + teardown, 2 quiet cores, in
 #: ``durations.json``, refreshed by ``tests/durations.py``) is ``slow``: out of the developer tier.
 SLOW_SECONDS = 0.5
+#: Tests measured at or above this many seconds run first, longest first (see the docstring).
+FIRST_SECONDS = 2.0
 _DURATIONS: dict[str, float] = json.loads((_TESTS / "durations.json").read_text(encoding="utf-8"))
+#: The node ids collected in this session, before any deselection (``tests/test_tiers.py``).
+COLLECTED: set[str] = set()
 
 
 def _importable(*modules: str) -> bool:
@@ -110,6 +119,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.docs)
             if rel.name == "test_docs_build.py":
                 item.add_marker(pytest.mark.slow)
+    COLLECTED.update(item.nodeid for item in items)  # before -m/-k/--lf deselect any
+    _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Move the tests measured at ``FIRST_SECONDS`` or more to the front, longest first."""
+    first = [item for item in items if _DURATIONS.get(item.nodeid, 0.0) >= FIRST_SECONDS]
+    first.sort(key=lambda item: -_DURATIONS[item.nodeid])
+    chosen = {id(item) for item in first}
+    items[:] = first + [item for item in items if id(item) not in chosen]
 
 
 @pytest.fixture(autouse=True)
