@@ -49,6 +49,9 @@ def test_durations_name_only_collected_tests(request: pytest.FixtureRequest) -> 
 
 def test_longest_tests_run_first(request: pytest.FixtureRequest) -> None:
     """The conftest's order: the tests measured at FIRST_SECONDS or more, longest first."""
+    if request.config.getoption("failedfirst", False) or request.config.getoption("newfirst",
+                                                                                   False):
+        pytest.skip("--ff/--nf reorder the tests after the conftest")
     conftest = request.config.pluginmanager.get_plugin(str(TESTS / "conftest.py"))
     assert conftest is not None
     seconds = [conftest._DURATIONS.get(item.nodeid.rsplit("@", 1)[0], 0.0)
