@@ -48,13 +48,23 @@ def test_durations_name_only_collected_tests(request: pytest.FixtureRequest) -> 
 
 
 def test_longest_tests_run_first(request: pytest.FixtureRequest) -> None:
-    """The conftest's order: the tests measured at FIRST_SECONDS or more, longest first."""
+    """The conftest's order: the modules with a test of FIRST_SECONDS or more first, by their
+    longest test, and each module's tests together."""
     if request.config.getoption("failedfirst", False) or request.config.getoption("newfirst",
                                                                                    False):
         pytest.skip("--ff/--nf reorder the tests after the conftest")
     conftest = request.config.pluginmanager.get_plugin(str(TESTS / "conftest.py"))
     assert conftest is not None
-    seconds = [conftest._DURATIONS.get(item.nodeid.rsplit("@", 1)[0], 0.0)
-               for item in request.session.items]
+    order: list[str] = []  # the modules, each time the next test is of another module
+    longest: dict[str, float] = {}
+    for item in request.session.items:
+        nodeid = item.nodeid.rsplit("@", 1)[0] if item.nodeid.rfind("@") > item.nodeid.rfind(
+            "]") else item.nodeid
+        module = nodeid.split("::")[0]
+        if not order or order[-1] != module:
+            order.append(module)
+        longest[module] = max(longest.get(module, 0.0), conftest._DURATIONS.get(nodeid, 0.0))
+    assert len(order) == len(longest), "a module's tests are not together"
+    seconds = [longest[m] for m in order]
     n_first = sum(s >= conftest.FIRST_SECONDS for s in seconds)
-    assert seconds[:n_first] == sorted(seconds[:n_first], reverse=True)
+    assert seconds[:n_first] == sorted(seconds, reverse=True)[:n_first]
