@@ -20,6 +20,12 @@ Markers applied here by where a test lives, so a new test file is classified wit
 * ``statistical``: every test of ``tests/statistical/`` and ``tests/audit/`` (seeded tests
   against exact laws, privacy audits; α ≤ 1e-6 per assertion), with the tests marked so
   elsewhere; all of them are ``slow``: they are sized by power calculations, not for speed.
+
+Order: the modules holding a test measured at ``FIRST_SECONDS`` or more run first, by their
+longest test, each with its tests longest first; the other modules follow as collected. Under
+``--dist loadgroup`` xdist hands out the ``spark`` group first (the largest group) and then
+single tests in this order, so the long tests are spread over both workers early and the run
+ends with short tests on both: no long serial tail.
 """
 
 from __future__ import annotations
@@ -37,7 +43,11 @@ _TESTS = Path(__file__).resolve().parent
 #: A test measured at or above this many seconds (setup + call + teardown, 2 quiet cores, in
 #: ``durations.json``, refreshed by ``tests/durations.py``) is ``slow``: out of the developer tier.
 SLOW_SECONDS = 0.5
+#: Modules with a test measured at or above this many seconds run first (see the docstring).
+FIRST_SECONDS = 2.0
 _DURATIONS: dict[str, float] = json.loads((_TESTS / "durations.json").read_text(encoding="utf-8"))
+#: The node ids collected in this session, before any deselection (``tests/test_tiers.py``).
+COLLECTED: set[str] = set()
 
 
 def _importable(*modules: str) -> bool:
@@ -110,6 +120,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.docs)
             if rel.name == "test_docs_build.py":
                 item.add_marker(pytest.mark.slow)
+    COLLECTED.update(item.nodeid for item in items)  # before -m/-k/--lf deselect any
+    _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """The modules holding a test measured at ``FIRST_SECONDS`` or more first, by their longest
+    test, each with its tests longest first; then the other modules as collected. A module's
+    tests stay together, so a module-scoped fixture is still set up once per worker."""
+    def seconds(item: pytest.Item) -> float:
+        return _DURATIONS.get(item.nodeid, 0.0)
+
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    longest = {name: max(map(seconds, tests)) for name, tests in modules.items()}
+    first = sorted((m for m in modules if longest[m] >= FIRST_SECONDS), key=lambda m: -longest[m])
+    items[:] = [item for m in first for item in sorted(modules[m], key=lambda i: -seconds(i))]
+    items += [item for m in modules if longest[m] < FIRST_SECONDS for item in modules[m]]
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,12 @@ from scipy.stats import binomtest
 
 from dpfreq.errors import ParameterError
 from dpfreq.windows import WindowCountsPlan, plan_window_counts, release_window_counts
+from power import coverage_trials
 
 ALPHA = 1e-6
+#: The coverage test's power: a shortfall of SHORTFALL below the confidence fails with
+#: probability POWER (tests/power.py).
+SHORTFALL, POWER = 0.15, 0.99
 
 
 def small_log(seed: int, horizon: int, n_items: int = 40, n_events: int = 300):
@@ -158,8 +162,10 @@ def exact_reach(items, times, t1, t2, k):
 def test_predicted_intervals_cover_at_least_their_confidence(unit, delta, confidence):
     """One answer per seeded release (independent keys); the intervals are tail bounds of the
     exact noise law, so coverage is at least the confidence: a one-sided binomial test at
-    α = 1e-6 against ``p = confidence``."""
-    horizon, trials = 16, 1000
+    α = 1e-6 against ``p = confidence``, with the trials that detect a coverage of
+    ``confidence − 0.15`` with probability 0.99 (430 to 560 releases)."""
+    horizon = 16
+    trials = coverage_trials(confidence, SHORTFALL, ALPHA, POWER)
     items, times = small_log(3, horizon)
     kw = {"horizon": horizon, "epsilon": 2.0, "delta": delta, "unit": unit, "k_values": [2],
           "windows": ["cumulative", 4], "confidence": confidence}

@@ -240,13 +240,21 @@ class ProfilePlan:
         if value(EPSILON_MAX) > target:
             raise ParameterError(message("target", func, f"reachable at ε <= {EPSILON_MAX:g} "
                                          f"for {measure}", target))
-        # bracket around the planned ε first: tiny ε make the sketch's kernel huge
+        # bracket around the planned ε first: tiny ε make the kernels huge (one plan at
+        # EPSILON_MIN can cost more than all the others together), so below the planned ε the
+        # bracket walks down a decade at a time to the first ε that misses the target
         if value(self.epsilon) > target:
             lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
-        elif value(EPSILON_MIN) <= target:
-            return EPSILON_MIN
         else:
-            lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
+            eps_lo = eps_hi = self.epsilon
+            while True:
+                eps_lo = max(eps_lo / 10, EPSILON_MIN)
+                if value(eps_lo) > target:
+                    break
+                if eps_lo == EPSILON_MIN:
+                    return EPSILON_MIN
+                eps_hi = eps_lo
+            lo, hi = math.log(eps_lo), math.log(eps_hi)
         for _ in range(40):  # the measures are non-increasing in ε; 40 halvings: < 1e-10 rel.
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
