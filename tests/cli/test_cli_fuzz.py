@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -265,14 +266,23 @@ def check_outcome(argv: list[str], code: int, out: str, err: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def _template(tmp_path_factory):
+    """The input files and ledger every case starts from (written once per module)."""
     tmp = tmp_path_factory.mktemp("fuzz")
     _write_files(tmp)
     Ledger.create(tmp / "ledger.sqlite", PrivacyBudget(1000.0, 1e-3))
-    old = Path.cwd()
-    os.chdir(tmp)  # relative output paths land here, not in the repository
-    yield tmp
-    os.chdir(old)
+    return tmp
+
+
+@pytest.fixture
+def workdir(_template, tmp_path, monkeypatch):
+    """A fresh copy of the template per case (a fuzzed command may overwrite or corrupt a
+    file; no case sees another's), made the working directory so relative output paths land
+    there, not in the repository."""
+    work = tmp_path / "work"
+    shutil.copytree(_template, work)
+    monkeypatch.chdir(work)
+    return work
 
 
 LEAVES = _leaf_commands()
