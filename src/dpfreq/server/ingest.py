@@ -11,6 +11,10 @@ after the commit returns does any handler answer, so an acknowledged batch is du
 (SQLite ``synchronous=FULL``, PostgreSQL's defaults), and a crash before the commit loses only
 unacknowledged batches, which the device re-sends (idempotently).
 
+On PostgreSQL the writer's connection is in autocommit mode and sends its own ``BEGIN`` and
+``COMMIT`` through psycopg's pipeline mode, so a group costs four round trips: ``BEGIN`` with
+the studies' state and the stored slots, the two of ``COPY``, and the sums with ``COMMIT``.
+
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
 turns one fsync per batch into one per group. Several server processes on one PostgreSQL
 database stay correct: the primary key ``(study, device, interval)`` refuses a second copy of a
@@ -287,14 +291,6 @@ _PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s:
 # read then took ~5 ms per group instead of 0.1 ms (measured on the writer alone).
 _PG_STORED = ('SELECT device, "interval", bit FROM reports '
               "WHERE study = %s AND device = ANY(%s::bigint[])")
-# The rows of one study as four integer arrays, each sent as one text literal: psycopg adapts
-# a list element by element in Python (5 ms for a group of 3,200 reports, measured), while
-# str.join builds the literal in C and the server parses it about as fast as COPY's rows.
-_PG_INSERT = ('INSERT INTO reports (study, device, "interval", "order", bit) '
-              "SELECT %s, * FROM unnest(%s::bigint[], %s::integer[], %s::integer[], "
-              "%s::smallint[])")
-
-
 def _pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[set[str], Slots]:
     """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, the studies'
     state (locked against a concurrent close until the commit, as :func:`_closed_studies`),
@@ -337,24 +333,18 @@ def _store(conn: Connection, rows: list[tuple[str, int, int, int, int]],
            sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
     """Insert the group's new report rows and add its sum deltas in the open transaction.
 
-    On PostgreSQL this also COMMITs: the INSERT (from arrays: COPY cannot run in a pipeline),
-    the sums' UPDATE and the COMMIT go in ONE round trip (psycopg's pipeline mode); an error
-    skips the rest, the COMMIT included, and is raised before any batch is acknowledged.
+    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
+    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
+    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
+    COMMIT and is raised before any batch is acknowledged.
     """
+    storage.insert_reports(conn, rows)
     if conn.dialect.name != "postgresql":
-        storage.insert_reports(conn, rows)
         _add_sums(conn, sums)
         return
     driver = conn.connection.driver_connection
     assert driver is not None
     with _pg_errors(), driver.pipeline():
-        by_study: dict[str, list[tuple[str, int, int, int, int]]] = defaultdict(list)
-        for row in rows:
-            by_study[row[0]].append(row)
-        for study, mine in sorted(by_study.items()):
-            columns = list(zip(*mine, strict=True))[1:]
-            driver.execute(_PG_INSERT, [study, *("{" + ",".join(map(str, col)) + "}"
-                                                 for col in columns)])
         if sums:
             driver.execute(_PG_ADD_SUMS, _sum_arrays(sums))
         driver.execute("COMMIT")
