@@ -51,19 +51,19 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
                                                      other_bit: int) -> None:
     """Another server stores slot (7, 2) after this writer read the stored slots: the insert
     meets the primary key, the group is rolled back and decided again against that row."""
-    real = storage.insert_reports
+    real = ingest._store
     calls = []
 
-    def racing(conn: Any, rows: list[Any]) -> None:
+    def racing(conn: Any, rows: list[Any], deltas: list[Any]) -> None:
         if not calls:
             with engine.begin() as other:  # a second process, committed first
-                real(other, [("s", 7, 2, 0, other_bit)])
+                storage.insert_reports(other, [("s", 7, 2, 0, other_bit)])
                 other.execute(storage.sums.update().where(storage.sums.c.interval == 2)
                               .values(total=2 * other_bit - 1, reports=1))
         calls.append(len(rows))
-        real(conn, rows)
+        real(conn, rows, deltas)
 
-    monkeypatch.setattr(ingest.storage, "insert_reports", racing)
+    monkeypatch.setattr(ingest, "_store", racing)
     writer = Ingestor(engine)
     writer.start()
     future = writer.submit(Batch("s", 7, 0, [(1, 1), (2, 1), (3, 0)]))

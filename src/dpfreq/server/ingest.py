@@ -11,6 +11,10 @@ after the commit returns does any handler answer, so an acknowledged batch is du
 (SQLite ``synchronous=FULL``, PostgreSQL's defaults), and a crash before the commit loses only
 unacknowledged batches, which the device re-sends (idempotently).
 
+On PostgreSQL the writer's connection is in autocommit mode and sends its own ``BEGIN`` and
+``COMMIT`` through psycopg's pipeline mode, so a group costs four round trips: ``BEGIN`` with
+the studies' state and the stored slots, the two of ``COPY``, and the sums with ``COMMIT``.
+
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
 turns one fsync per batch into one per group. Several server processes on one PostgreSQL
 database stay correct: the primary key ``(study, device, interval)`` refuses a second copy of a
@@ -26,6 +30,7 @@ import queue
 import secrets
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -90,7 +95,6 @@ _STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
 _STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
                    storage.studies.c.closes_at).where(
     storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
-_STATE_LOCKED = _STATE.with_for_update(read=True)
 _ADD_SUMS = (
     _s.update()
     .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
@@ -175,7 +179,10 @@ class Ingestor:
         PostgreSQL, no liveness ping) per group. Dropped after a failed group, so the next one
         starts from a fresh connection."""
         if self._conn is None:
-            self._conn = self.engine.connect()
+            conn = self.engine.connect()
+            if conn.dialect.name == "postgresql":  # it sends its own BEGIN and COMMIT
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            self._conn = conn
         return self._conn
 
     def _release(self) -> None:
@@ -193,8 +200,7 @@ class Ingestor:
             try:
                 conn = self._connection()
                 with conn.begin():
-                    outcomes = _enrol(conn, enrolments)
-                    outcomes.update(self._write(conn, batches, rejections))
+                    outcomes = self._write(conn, batches, rejections, enrolments)
                 break
             except IntegrityError:
                 log.warning("ingest: a row was stored concurrently; deciding the group again")
@@ -219,23 +225,19 @@ class Ingestor:
             self.on_commit(batches, stored, outcomes)
 
     @staticmethod
-    def _write(conn: Connection, batches: list[Batch],
-               rejections: list[_Rejection]) -> dict[int, Any]:
+    def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],
+               enrolments: list[Enrolment]) -> dict[int, Any]:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
-        closed = _closed_studies(conn, sorted(by_study))
-        # the stored slots of the group's devices, interval -> bit per (study, device); a
-        # device without any (its first upload, the common case) is decided without a lookup
-        # per report
-        existing: dict[tuple[str, int], dict[int, int]] = {}
-        for study, devs in by_study.items():
-            if study in closed:
-                continue
-            for dev, interval, bit in conn.execute(_STORED, {"study": study,
-                                                             "devices": sorted(devs)}):
-                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
-        outcomes: dict[int, Any] = {}
+        if conn.dialect.name == "postgresql":
+            closed, existing = _pg_begin_and_read(conn, by_study)
+        else:
+            closed, existing = _closed_studies(conn, sorted(by_study)), {}
+            for study, devs in by_study.items():
+                if study not in closed:
+                    existing.update(_stored_slots(conn, study, devs))
+        outcomes = _enrol(conn, enrolments)
         inserts: list[tuple[str, int, int, int, int]] = []
         # intervals stored per (study, order), all and those with bit 1: counted in C at the end
         slots: dict[tuple[str, int], tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
@@ -264,11 +266,88 @@ class Ingestor:
             every.extend([j for j, _ in new])
             ones.extend([j for j, bit in new if bit])
             outcomes[id(b)] = len(new)
-        storage.insert_reports(conn, inserts)
-        _add_sums(conn, _sum_deltas(slots))
         if rejected:
             add_rejections(conn, rejected)
+        _store(conn, inserts, _sum_deltas(slots))
         return outcomes
+
+
+Slots = dict[tuple[str, int], dict[int, int]]
+
+
+def _stored_slots(conn: Connection, study: str, devices: set[int]) -> Slots:
+    """The stored slots of ``devices`` of ``study``, interval -> bit per (study, device); a
+    device without any (its first upload, the common case) is decided without a lookup per
+    report."""
+    out: Slots = {}
+    for dev, interval, bit in conn.execute(_STORED, {"study": study, "devices": sorted(devices)}):
+        out.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+    return out
+
+
+_PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s::varchar[]) "
+             "ORDER BY study FOR SHARE")
+# The arrays are cast: psycopg sends a list of small ints as smallint[], and the stored-slot
+# read then took five times as long (measured on the writer alone).
+_PG_STORED = ('SELECT device, "interval", bit FROM reports '
+              "WHERE study = %s AND device = ANY(%s::bigint[])")
+def _pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[set[str], Slots]:
+    """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, the studies'
+    state (locked against a concurrent close until the commit, as :func:`_closed_studies`),
+    and the stored slots of the group's devices (as :func:`_stored_slots`)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursors = []
+    try:
+        with _pg_errors(), driver.pipeline():
+            driver.execute("BEGIN")
+            if by_study:
+                cursors = [driver.execute(_PG_STATE, (sorted(by_study),))]
+                cursors += [driver.execute(_PG_STORED, (study, sorted(devs)))
+                            for study, devs in sorted(by_study.items())]
+        if not cursors:
+            return set(), {}
+        closed = _shut(cursors[0].fetchall())
+        existing: Slots = {}
+        for study, cur in zip(sorted(by_study), cursors[1:], strict=True):
+            for dev, interval, bit in cur.fetchall():
+                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+        return closed, existing
+    finally:
+        for cur in cursors:
+            cur.close()
+
+
+@contextlib.contextmanager
+def _pg_errors() -> Iterator[None]:
+    """psycopg's integrity errors as SQLAlchemy's (the writer decides the group again)."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.IntegrityError as exc:
+        raise sa.exc.IntegrityError("pipeline", None, exc) from exc
+
+
+def _store(conn: Connection, rows: list[tuple[str, int, int, int, int]],
+           sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
+    """Insert the group's new report rows and add its sum deltas in the open transaction.
+
+    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
+    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
+    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
+    COMMIT and is raised before any batch is acknowledged.
+    """
+    storage.insert_reports(conn, rows)
+    if conn.dialect.name != "postgresql":
+        _add_sums(conn, sums)
+        return
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with _pg_errors(), driver.pipeline():
+        if sums:
+            driver.execute(_PG_ADD_SUMS, _sum_arrays(sums))
+        driver.execute("COMMIT")
 
 
 def _sum_deltas(slots: dict[tuple[str, int], tuple[list[int], list[int]]]
@@ -293,6 +372,12 @@ _PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.report
                 'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
 
 
+def _sum_arrays(rows: list[tuple[tuple[str, int, int], list[int]]]) -> list[list[Any]]:
+    """The five arrays of :data:`_PG_ADD_SUMS`: study, order, interval, total, count."""
+    keys, deltas = zip(*rows, strict=True)
+    return [list(col) for col in (*zip(*keys, strict=True), *zip(*deltas, strict=True))]
+
+
 def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
     """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
 
@@ -315,24 +400,21 @@ def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]
         if name == "sqlite":
             cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
         else:
-            keys, deltas = zip(*rows, strict=True)
-            studies, orders, intervals = zip(*keys, strict=True)
-            totals, counts = zip(*deltas, strict=True)
-            cur.execute(_PG_ADD_SUMS, (list(studies), list(orders), list(intervals),
-                                       list(totals), list(counts)))
+            cur.execute(_PG_ADD_SUMS, _sum_arrays(rows))
     finally:
         cur.close()
 
 
 def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
-    """The studies among ``studies`` that take no more reports (closed, or past their expiry),
-    read in the writer's transaction. On PostgreSQL the rows are locked against a concurrent
-    close until the commit, so a report is stored if and only if it commits before the close."""
-    if not studies:
-        return set()
-    q = _STATE_LOCKED if conn.dialect.name == "postgresql" else _STATE
+    """The studies among ``studies`` that take no more reports, read in the writer's
+    transaction (PostgreSQL reads and locks them in :func:`_pg_begin_and_read`)."""
+    return _shut(conn.execute(_STATE, {"studies": studies})) if studies else set()
+
+
+def _shut(rows: Any) -> set[str]:
+    """The studies of ``(study, closed, closes_at)`` rows that are closed or past expiry."""
     now = datetime.now(UTC)
-    return {study for study, closed, closes_at in conn.execute(q, {"studies": studies})
+    return {study for study, closed, closes_at in rows
             if closed is not None or (closes_at is not None
                                       and now >= datetime.fromisoformat(closes_at))}
 
