@@ -47,6 +47,7 @@ from dpfreq.grouped.selection import (
     SelectionPlan,
     plan_selection,
     select_groups,
+    selection_statement,
 )
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.release import RELATIONS, ErrorStatement
@@ -123,9 +124,7 @@ class GroupedAnonymizedMechanism:
             "groups": "public list (rows of other groups dropped)",
             "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
         if sel is not None:
-            params["groups"] = ("private partition selection of the data's groups "
-                                "(thresholded exact discrete Laplace on each group's row "
-                                "count; see 'selection')")
+            params["groups"] = selection_statement("row count")
             params["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all "
                                f"of δ = {sel.delta:g}); every selected group is released at "
                                f"ε = {eps_r:.6g} (parallel composition)")

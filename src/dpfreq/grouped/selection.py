@@ -49,7 +49,15 @@ __all__ = [
     "check_selection_delta",
     "plan_selection",
     "select_groups",
+    "selection_statement",
 ]
+
+def selection_statement(counted: str) -> str:
+    """How a release's groups were chosen, in its mechanism parameters (``counted``: what each
+    group's noised count counts, e.g. ``"item count"``)."""
+    return ("private partition selection of the data's groups (thresholded exact discrete "
+            f"Laplace on each group's {counted}; see 'selection')")
+
 
 #: Share of a grouped call's ε spent on selecting the groups (the rest releases them).
 SELECTION_SHARE = Fraction(1, 2)

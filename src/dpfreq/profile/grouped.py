@@ -30,6 +30,7 @@ from dpfreq.grouped.selection import (
     SelectionPlan,
     plan_selection,
     select_groups,
+    selection_statement,
 )
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.direct import direct_layout
@@ -119,9 +120,7 @@ class GroupedProfileMechanism:
             "groups": "public list (rows of other groups dropped)",
             "split": f"ε/m = {eps_g:.6g} per group: an item touches at most m groups"}
         if sel is not None:
-            out["groups"] = ("private partition selection of the data's groups (thresholded "
-                             "exact discrete Laplace on each group's item count; see "
-                             "'selection')")
+            out["groups"] = selection_statement("item count")
             out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all of "
                             f"δ = {sel.delta:g}); the rest, {eps_g * m:.6g}, releases them at "
                             f"ε/m = {eps_g:.6g} per group: an item touches at most m groups")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpfreq.grouped.selection import selection_statement
 from dpfreq.windows.grouped_budget import GroupBudget
 from dpfreq.windows.plan import RELATIONS
 
@@ -57,9 +58,8 @@ class GroupedWindowMechanism:
                     "rows of listed groups)")
         what = ("items (after each item kept at most m groups)"
                 if self.max_groups_per_item is not None else "rows")
-        return (f"private partition selection of the data's groups (thresholded exact discrete "
-                f"Laplace on each group's number of {what}; see 'selection'); rows of other "
-                "groups dropped, the range check applies to the rows of selected groups")
+        return (selection_statement(f"number of {what}") + "; rows of other groups dropped, "
+                "the range check applies to the rows of selected groups")
 
     def to_dict(self) -> dict[str, Any]:
         """The public entries (the JSON, the saved file and the docs read these keys, in this
