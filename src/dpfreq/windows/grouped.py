@@ -168,6 +168,7 @@ class GroupedWindowArgs:
 class _Plan:
     budget: GroupBudget
     build: WindowBuild
+    calibrated: Any  # the plan every group's structures copy (public parameters only)
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,8 @@ class _GroupedWindowSteps:
         budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.rng.seeded)
-        calibrated_plan(build, budget.rho)  # calibrates (or refuses) before any data is read
-        return _Plan(budget, build)
+        # calibrates (or refuses) before any data is read; every group's structures copy it
+        return _Plan(budget, build, calibrated_plan(build, budget.rho))
 
     def charge(self, plan: _Plan) -> Charge:
         par = self.args.par
@@ -234,7 +235,7 @@ class _GroupedWindowSteps:
         build = replace(plan.build, source_kind=data.engine)
         keys = [derive_key(data.master, "windows-group", name) for name in data.names]
         noise_key = derive_key(data.master, "windows-groups-noise", *data.names)
-        states = group_states(data.summaries, keys, build, noise_key, plan.budget.rho)
+        states = group_states(data.summaries, keys, build, noise_key, plan.calibrated)
         return _States(data, states, noise_key, build)
 
     def build(self, plan: _Plan, noisy: _States) -> GroupedWindowRelease:

@@ -66,10 +66,10 @@ def _plan_copy(plan: Any, node_noise: Any) -> Any:
 
 
 def group_states(summaries: list[WindowSummaries], keys: list[bytes],
-                 build: WindowBuild, noise_key: bytes,
-                 rho: float | None = None) -> list[WindowState]:
-    """One state per group: the plan is calibrated once and copied before each group's key is
-    attached (the structures hold their group's noise once attached).
+                 build: WindowBuild, noise_key: bytes, plan: Any) -> list[WindowState]:
+    """One state per group: the one calibrated ``plan`` (:func:`calibrated_plan`) is copied
+    before each group's key is attached (the structures hold their group's noise once
+    attached).
 
     The node noise of every group comes from one :class:`~dpfreq.windows.grouped_noise.
     GroupNoise` under ``noise_key``: each eager tree is drawn for all groups in one vectorised
@@ -84,7 +84,6 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     group's real noise and each group's band holds as if calibrated under its own key. It is
     reproduced on load (the first group's key is saved first).
     """
-    plan = calibrated_plan(build, rho)
     shared = GroupNoise(noise_key, max(1, len(keys)))
     states = [attach_state(s, key=key, build=build,
                            plan=_plan_copy(plan, shared.for_group(g)))
@@ -272,7 +271,8 @@ class GroupedWindowRelease(GroupedRelease):
             key_bytes.append(kb)
         assert build is not None
         rho = _check_budget(label, grouped, build)
-        return assemble(group_states(summaries, key_bytes, build, noise_key, rho),
+        plan = calibrated_plan(build, rho)
+        return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
                         tuple(grouped["groups"]), grouped, noise_key)
 
 
