@@ -17,14 +17,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
-    EPSILON_MAX,
-    EPSILON_MIN,
     check_choice,
     check_confidence,
     check_int,
     check_positive_float,
-    message,
 )
 from dpfreq.errors import ParameterError
 from dpfreq.release import RELATIONS
@@ -131,21 +129,7 @@ class LongitudinalPlan:
             except ParameterError:  # no randomizer of this method is certified at this ε
                 return math.inf
 
-        if value(EPSILON_MAX) > target:
-            raise ParameterError(message("target", func, f"reachable at ε <= {EPSILON_MAX:g} "
-                                         f"for {measure}", target))
-        if value(self.epsilon) > target:  # bracket around the planned ε first
-            lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
-        elif value(EPSILON_MIN) <= target:
-            return EPSILON_MIN
-        else:
-            lo, hi = math.log(EPSILON_MIN), math.log(self.epsilon)
-        for _ in range(40):  # half-widths fall as ε grows (the gap grows); < 1e-10 relative
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
-        eps = math.exp(hi)
-        scale = 10 ** (math.floor(math.log10(eps)) - 2)
-        return float(f"{min(math.ceil(eps / scale) * scale, EPSILON_MAX):.3g}")
+        return smallest_epsilon(value, target, planned=self.epsilon, func=func, what=measure)
 
     def lines(self) -> list[str]:
         """What the estimate will state, one line per fact."""

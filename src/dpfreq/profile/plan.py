@@ -12,9 +12,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
-    EPSILON_MAX,
-    EPSILON_MIN,
     check_choice,
     check_confidence,
     check_epsilon,
@@ -237,31 +236,7 @@ class ProfilePlan:
         def value(eps: float) -> float:
             return _plan(replace(self, epsilon=eps)).measure(measure)
 
-        if value(EPSILON_MAX) > target:
-            raise ParameterError(message("target", func, f"reachable at ε <= {EPSILON_MAX:g} "
-                                         f"for {measure}", target))
-        # bracket around the planned ε first: tiny ε make the kernels huge (one plan at
-        # EPSILON_MIN can cost more than all the others together), so below the planned ε the
-        # bracket walks down a decade at a time to the first ε that misses the target
-        if value(self.epsilon) > target:
-            lo, hi = math.log(self.epsilon), math.log(EPSILON_MAX)
-        else:
-            eps_lo = eps_hi = self.epsilon
-            while True:
-                eps_lo = max(eps_lo / 10, EPSILON_MIN)
-                if value(eps_lo) > target:
-                    break
-                if eps_lo == EPSILON_MIN:
-                    return EPSILON_MIN
-                eps_hi = eps_lo
-            lo, hi = math.log(eps_lo), math.log(eps_hi)
-        for _ in range(40):  # the measures are non-increasing in ε; 40 halvings: < 1e-10 rel.
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
-        eps = math.exp(hi)
-        scale = 10 ** (math.floor(math.log10(eps)) - 2)
-        rounded = math.ceil(eps / scale) * scale
-        return float(f"{min(rounded, EPSILON_MAX):.3g}")
+        return smallest_epsilon(value, target, planned=self.epsilon, func=func, what=measure)
 
     def useful_epsilon(self) -> float | None:
         """The ε at which ``l1_bound`` falls to :data:`USEFUL_L1` (None if beyond ε = 1000)."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import get_engine
@@ -353,24 +354,18 @@ class GroupedWindowCountsPlan:
                                   "GroupedWindowCountsPlan.epsilon_for")
         replan = self._replan
 
-        def half(log_eps: float) -> float:
+        def half(eps: float) -> float:
             try:
-                return float(replan(math.exp(log_eps)).per_group.max_halfwidth[key[0]][key[1]])
+                return float(replan(eps).per_group.max_halfwidth[key[0]][key[1]])
             except ParameterError:
                 return math.inf
 
-        lo, hi = math.log(1e-3), math.log(1e3)
-        if half(hi) > target:
-            raise ParameterError(message("target", "GroupedWindowCountsPlan.epsilon_for",
-                                         "reachable at ε <= 1000", target))
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if half(mid) > target else (lo, mid)
-        eps = _up3(math.exp(hi), 0)
+        eps = smallest_epsilon(half, target, planned=self.epsilon,
+                               func="GroupedWindowCountsPlan.epsilon_for")
         for _ in range(12):  # the accounting may switch with ε: step up until it is met
-            if half(math.log(eps)) <= target:
+            if half(eps) <= target:
                 break
-            eps = _up3(eps, 1)
+            eps = round_up3(eps, 1)
         return eps
 
     def lines(self) -> list[str]:
@@ -402,12 +397,6 @@ class GroupedWindowCountsPlan:
                 "selection": None if self.selection is None else self.selection.to_dict(),
                 "budget": None if self.budget is None else self.budget.to_dict(),
                 "per_group": self.per_group.to_dict()}
-
-
-def _up3(x: float, steps: int) -> float:
-    """``x`` rounded up to 3 significant digits, then ``steps`` grid steps up."""
-    step = float(10 ** (math.floor(math.log10(x)) - 2))
-    return float(f"{(math.ceil(x / step - 1e-9) + steps) * step:.3g}")
 
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,

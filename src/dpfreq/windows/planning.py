@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._epsilon_search import round_up3, step3
 from dpfreq._validate import (
     EPSILON_MAX,
     EPSILON_MIN,
@@ -95,17 +96,6 @@ def _route_worst(structs: list[WindowStructure], t1: IntArray, t2: IntArray, bet
         half = _route_halfwidth(structs, t1[idx], t2[idx], beta, band=False)[0]
         worst = max(worst, float(half.max()))
     return worst
-
-
-def _step3(x: float) -> float:
-    """The spacing of 3-significant-digit numbers at ``x``."""
-    return float(10 ** (math.floor(math.log10(x)) - 2))
-
-
-def _round_up3(x: float) -> float:
-    """``x`` rounded up to 3 significant digits."""
-    step = _step3(x)
-    return float(f"{math.ceil(x / step - 1e-9) * step:.3g}")
 
 
 @dataclass(frozen=True)
@@ -317,16 +307,16 @@ class WindowCountsPlan:
         # half-widths scale close to 1/ε: start the exact search at that guess, on the grid of
         # 3 significant digits, and step to the smallest grid value that meets the target
         guess = min(eps_hi, max(EPSILON_MIN, eps_hi * value(eps_hi) / t))
-        cand = _round_up3(guess)
+        cand = round_up3(guess)
         for _ in range(12):
             if value(cand) > t:
-                cand = _round_up3(cand * (1 + 1e-9) + _step3(cand))
+                cand = round_up3(cand * (1 + 1e-9) + step3(cand))
                 continue
-            below = float(f"{cand - _step3(cand * (1 - 1e-9)):.3g}")
+            below = float(f"{cand - step3(cand * (1 - 1e-9)):.3g}")
             if below < EPSILON_MIN or value(below) > t:
                 return min(cand, EPSILON_MAX)
             cand = below
-        return _round_up3(eps_hi)
+        return round_up3(eps_hi)
 
     def _bracket(self, value: Any, t: float) -> tuple[float, float]:
         """Log-ε interval with the target missed at its lower end and met at its upper end
