@@ -19,7 +19,7 @@ Each group's error falls as its ``ε_g`` grows, so the accounting with the large
 one with the smaller predicted error in every group; it is picked from public parameters only
 (ties go to pure, whose guarantee needs no δ). ``ε_g`` grows like ``1/m`` under pure accounting
 and like ``1/√m`` under zCDP, so zCDP wins once ``m > ε_r²/(2ρ)``: at ε = 1 and δ = 1e-6 (a
-public list) from ``m = 30`` on.
+public list) from ``m = 29`` on (``ε²/(2ρ) ≈ 28.6``).
 
 **Exact rounding.** Each group's mechanism calibrates its noise to
 ``ε_g' = epsilon_to_fraction(ε_g) <= ε_g`` (:func:`dpfreq.noise.epsilon_to_fraction`: a fraction
