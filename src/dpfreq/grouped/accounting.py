@@ -204,12 +204,22 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     func : str
         Public function name for error messages.
 
+    Returns
+    -------
+    GroupedAccounting
+        The chosen accounting, its per-group ε, both candidates and why.
+
+    Raises
+    ------
+    ParameterError
+        From the selection's calibration (a δ or ε it cannot use).
+
     Examples
     --------
     >>> a = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=50,
     ...                             named=True, func="doc")
     >>> a.accounting, round(a.candidates["pure"], 4), round(a.epsilon_per_group, 4)
-    ('zcdp', 0.02, 0.026)
+    ('zcdp', 0.02, 0.0264)
     """
     m = max_groups_per_item
     pure = _route(epsilon, delta, m, named, False, func)
