@@ -243,8 +243,10 @@ def test_the_plan_follows_the_choice(m: int) -> None:
     {"max_groups_per_item": 50, "delta": 0.0},
     {"max_groups_per_item": 0, "delta": 1e-6},
     {"max_groups_per_item": 50, "delta": 1e-6, "epsilon": -1.0},
+    {"max_groups_per_item": 10**4, "delta": 1e-6, "epsilon": 1e-6},  # < 1e-6 per group
 ])
 def test_a_refused_call_spends_nothing(kwargs: dict[str, object]) -> None:
+    """Every check, the accounting's included, runs before the accountant is charged."""
     acct = Accountant(PrivacyBudget(10.0, 1e-3))
     args = {**PROFILE, "epsilon": 1.0, **kwargs}
     with pytest.raises(ParameterError) as info:

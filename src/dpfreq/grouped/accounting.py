@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpfreq._validate import EPSILON_MIN, message
+from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import (
     SELECTION_SHARE,
     ZCDP_DELTA_SHARE,
@@ -181,10 +183,14 @@ def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
         sel = plan_selection(epsilon * float(SELECTION_SHARE), sel_delta, m, func)
     eps_r = Fraction(epsilon) - (Fraction(sel.epsilon) if sel is not None else 0)
     if not zcdp:
+        if float(eps_r / m) < EPSILON_MIN:  # unusable: the caller refuses it
+            return float(eps_r / m), 0.0, None, sel
         return _float_at_most(eps_r / m), 0.0, None, sel
     delta_r = delta - (sel.delta if sel is not None else 0.0)
-    total = zcdp_rho_at_most(eps_r, delta_r)
-    eps_g = _sqrt_at_most(2 * total / m)
+    square = 2 * zcdp_rho_at_most(eps_r, delta_r) / m
+    if math.sqrt(float(square)) < EPSILON_MIN:
+        return math.sqrt(float(square)), delta_r, None, sel
+    eps_g = _sqrt_at_most(square)
     return eps_g, delta_r, m * epsilon_to_fraction(eps_g) ** 2 / 2, sel
 
 
@@ -212,7 +218,8 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     Raises
     ------
     ParameterError
-        From the selection's calibration (a δ or ε it cannot use).
+        From the selection's calibration (a δ or ε it cannot use), or when no accounting
+        gives each group at least ε = 1e-6.
 
     Examples
     --------
@@ -225,11 +232,13 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     pure = _route(epsilon, delta, m, named, False, func)
     candidates = {"pure": pure[0]}
     if delta <= 0 or m < 2:
+        _check_usable(pure[0], epsilon, m, func)
         why = ("pure: " + ("delta = 0, so only pure composition applies" if delta <= 0 else
                            "one group per unit, parallel composition (zCDP cannot do better)"))
         return _accounting("pure", pure, candidates, m, epsilon, why)
     zc = _route(epsilon, delta, m, named, True, func)
     candidates["zcdp"] = zc[0]
+    _check_usable(max(pure[0], zc[0]), epsilon, m, func)
     pick = "zcdp" if zc[0] > pure[0] else "pure"
     why = (f"{'zCDP across groups' if pick == 'zcdp' else 'pure per-group budgets'}: the "
            f"larger ε per group (pure ε_r/m = {pure[0]:.6g}, zCDP √(2ρ/m) = {zc[0]:.6g}; each "
@@ -238,6 +247,15 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
         why += (f"; the selection's threshold is {pure[3].threshold} items with all of delta "
                 f"(pure) and {zc[3].threshold} with {float(ZCDP_DELTA_SHARE):g} of it (zCDP)")
     return _accounting(pick, zc if pick == "zcdp" else pure, candidates, m, epsilon, why)
+
+
+def _check_usable(eps_g: float, epsilon: float, m: int, func: str) -> None:
+    """Refuse a per-group ε below the library's smallest ε (nothing is spent yet)."""
+    if eps_g < EPSILON_MIN:
+        raise ParameterError(message(
+            "epsilon", func, f"large enough to give each group at least ε = {EPSILON_MIN:g} "
+            f"(m = {m} groups per item share it, after the selection's half when groups are "
+            f"selected; here {eps_g:.3g} per group)", epsilon))
 
 
 def _accounting(pick: str, route: tuple[float, float, Fraction | None, SelectionPlan | None],
