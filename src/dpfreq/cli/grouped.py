@@ -3,7 +3,8 @@
 
 The options are shared by the commands that take them; a grouped release prints one table per
 group, each row led by the group's name (the table's group column). ``--delta`` (instead of
-``--groups``) selects the data's groups by private partition selection.
+``--groups``) selects the data's groups by private partition selection; a profile also takes it
+beside ``--groups``, for zCDP accounting across groups.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def delta_option(f: Any) -> Any:
     return click.option("--delta", type=float, default=None,
                         help="With --group: δ in (0, 1e-3]. Without --groups it pays for the "
                              "private partition selection of the data's groups (half of ε "
-                             "selects, half releases); it also lets the groups compose in zCDP "
-                             "when that gives each group a larger ε than ε/m (profile, reach). "
-                             "No default.")(f)
+                             "selects, half releases). For a profile it also lets the groups "
+                             "compose in zCDP when that gives each group a larger ε than ε/m "
+                             "(also beside --groups). No default.")(f)
 
 
 def plan_group_options(f: Any) -> Any:
