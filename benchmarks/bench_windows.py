@@ -239,7 +239,8 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     square-root factorization) and the one ``auto`` keeps, for (T, ε, δ, unit)."""
     from fractions import Fraction
 
-    from dpfreq.windows.plan import make_plan, zcdp_rho
+    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.windows.plan import make_plan
     from dpfreq.windows.structure import build_structure
 
     e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)

@@ -178,8 +178,8 @@ BAD = [
     ({"max_groups_per_item": 2, "delta": float("nan")}, "delta of release_profile"),
     ({"max_groups_per_item": 0, "delta": 1e-6}, "max_groups_per_item of release_profile must "
      "be an integer >= 1"),
-    ({"max_groups_per_item": 2, "delta": 1e-6, "groups": ["a"]}, "delta of release_profile "
-     "must be None when groups= is given"),
+    ({"max_groups_per_item": 2, "delta": 0.01, "groups": ["a"]}, "delta of release_profile "
+     "must be a number in (0, 1e-3] (with a public list: the release's δ"),
     ({"delta": 1e-6}, "max_groups_per_item of release_profile must be given"),
 ]
 

@@ -11,9 +11,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.counters import layer_incidence, layer_prefix_cover, layer_signed_cover
-from dpfreq.windows.plan import make_plan, zcdp_rho
+from dpfreq.windows.plan import make_plan
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.structure import BRANCHINGS, METHODS, build_structure
 

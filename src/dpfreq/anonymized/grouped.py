@@ -40,15 +40,10 @@ from dpfreq.anonymized.core import (
 from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import (
-    SELECTION_SHARE,
-    SelectionPlan,
-    plan_selection,
-    select_groups,
-    selection_statement,
-)
+from dpfreq.grouped.selection import SelectionPlan, select_groups, selection_statement
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
@@ -110,15 +105,16 @@ class GroupedAnonymizedMechanism:
 
     engine: str
     group_column: str
-    epsilon_per_group: float
-    selection: SelectionPlan | None
+    accounting: GroupedAccounting
 
     def to_dict(self) -> dict[str, Any]:
         """The public entries (the JSON and the docs read these keys, in this order)."""
-        eps_r, sel = self.epsilon_per_group, self.selection
+        eps_r, sel = self.accounting.epsilon_per_group, self.accounting.selection
         params: dict[str, Any] = {
             "engine": self.engine, "group_column": self.group_column,
-            "epsilon_per_group": eps_r,
+            "epsilon_per_group": eps_r, "accounting": self.accounting.to_dict(),
+            "per_group_guarantee": f"each group's release alone is ε = {eps_r:.6g}-DP (pure, "
+                                   "δ = 0) at unit='event'",
             "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
             "groups": "public list (rows of other groups dropped)",
@@ -150,10 +146,17 @@ class GroupedAnonymizedArgs:
 
 @dataclass(frozen=True)
 class _Plan:
-    selection: SelectionPlan | None
-    epsilon_per_group: float
+    accounting: GroupedAccounting
     mechanism: auto.Plan
     domain_size: int | None
+
+    @property
+    def selection(self) -> SelectionPlan | None:
+        return self.accounting.selection
+
+    @property
+    def epsilon_per_group(self) -> float:
+        return self.accounting.epsilon_per_group
 
 
 @dataclass(frozen=True)
@@ -179,9 +182,9 @@ class _GroupedAnonymizedSteps:
 
     def plan(self) -> _Plan:
         a = self.args
-        selection = None if a.names is not None else plan_selection(
-            a.epsilon * float(SELECTION_SHARE), a.delta, 1, FUNC)
-        eps_r = a.epsilon if selection is None else a.epsilon - selection.epsilon
+        acc = choose_group_accounting(epsilon=a.epsilon, delta=a.delta, max_groups_per_item=1,
+                                      named=a.names is not None, func=FUNC)
+        eps_r = acc.epsilon_per_group
         if a.method == "auto" and a.split is not None:
             raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
                                          "its own split)", a.split))
@@ -189,7 +192,7 @@ class _GroupedAnonymizedSteps:
                              check_split(a.split, eps_r, a.method))
         d = None if a.domain_size is None else check_int(a.domain_size, "domain_size", FUNC,
                                                          minimum=1)
-        return _Plan(selection, eps_r, plan, d)
+        return _Plan(acc, plan, d)
 
     def charge(self, plan: _Plan) -> Charge:
         return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
@@ -227,8 +230,7 @@ class _GroupedAnonymizedSteps:
             out, plan=plan.mechanism, epsilon=plan.epsilon_per_group, method=a.method,
             confidence=a.confidence, seeded=seeded, engine_name=engine,
             domain_size=plan.domain_size) for name, out in noisy.outcomes.items()}
-        params = GroupedAnonymizedMechanism(engine, a.group, plan.epsilon_per_group,
-                                            plan.selection).to_dict()
+        params = GroupedAnonymizedMechanism(engine, a.group, plan.accounting).to_dict()
         sim = _simultaneous(releases, epsilon_fractions(plan.mechanism.split)[0], a.confidence)
         return GroupedRelease(releases=releases, epsilon=a.epsilon, delta=a.delta,
                               unit="event", mechanism="grouped-" + mechanism_name(

@@ -3,7 +3,8 @@
 
 The options are shared by the commands that take them; a grouped release prints one table per
 group, each row led by the group's name (the table's group column). ``--delta`` (instead of
-``--groups``) selects the data's groups by private partition selection.
+``--groups``) selects the data's groups by private partition selection; a profile also takes it
+beside ``--groups``, for zCDP accounting across groups.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def group_options(f: Any) -> Any:
 def delta_option(f: Any) -> Any:
     """``--delta D``: δ of the private partition selection of the groups (no default)."""
     return click.option("--delta", type=float, default=None,
-                        help="With --group and without --groups: δ in (0, 1e-3] of the private "
-                             "partition selection of the data's groups (half of ε selects, "
-                             "half releases). No default.")(f)
+                        help="With --group: δ in (0, 1e-3]. Without --groups it pays for the "
+                             "private partition selection of the data's groups (half of ε "
+                             "selects, half releases). For a profile it also lets the groups "
+                             "compose in zCDP when that gives each group a larger ε than ε/m "
+                             "(also beside --groups). No default.")(f)
 
 
 def plan_group_options(f: Any) -> Any:
@@ -61,13 +64,24 @@ def groups_line(rel: Any) -> str:
     bound = (f"each item keeps at most m={m} of them" if m is not None else
              "each row lies in one group")
     return (f"# grouped by {params['group_column']!r}: {which}, {bound}; epsilon={rel.epsilon:g}"
-            f", delta={rel.delta:g} spent once, ε={params['epsilon_per_group']:g} per group")
+            f", delta={rel.delta:g} spent once, ε={params['epsilon_per_group']:g} per group"
+            + _accounting_words(params.get("accounting")))
+
+
+def _accounting_words(acc: dict[str, Any] | None) -> str:
+    """`` (pure: …)`` or `` (zCDP across groups: …)``: the accounting and both candidates."""
+    if acc is None:
+        return ""
+    cands = ", ".join(f"{k} {v:.4g}" for k, v in acc["candidates"].items())
+    name = "zCDP across groups" if acc["accounting"] == "zcdp" else "pure"
+    return f" ({name}; per-group ε of each accounting: {cands})"
 
 
 def format_grouped_plan(plan: Any, format_one: Callable[[Any], list[str]]) -> list[str]:
     """The lines of a grouped plan: its description, then one group's plan (``format_one``)."""
     lines = [f"# grouped plan: epsilon={plan.epsilon:g}, delta={plan.delta:g}, unit {plan.unit}"
-             f", ε={plan.epsilon_per_group:g} per group", plan.description,
+             f", ε={plan.epsilon_per_group:g} per group"
+             + _accounting_words(plan.accounting.to_dict()), plan.description,
              "# one group:"]
     return lines + format_one(plan.per_group)
 

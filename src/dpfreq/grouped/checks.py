@@ -58,15 +58,23 @@ def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
     return group, _read_groups(groups, func), m
 
 
-def check_group_selection(groups: Any, delta: Any,
-                          func: str) -> tuple[tuple[str, ...] | None, float]:
-    """``(public groups or None, δ of the selection)``: a public list (then ``delta`` must be
-    None) or private partition selection of the data's groups with ``0 < δ <= 1e-3``."""
+def check_group_selection(groups: Any, delta: Any, func: str, *,
+                          delta_with_list: bool = False) -> tuple[tuple[str, ...] | None, float]:
+    """``(public groups or None, δ)``: a public list, or private partition selection of the
+    data's groups with ``0 < δ <= 1e-3``.
+
+    With a public list ``delta`` must be None, unless ``delta_with_list`` (a release whose groups
+    may compose in zCDP, :mod:`dpfreq.grouped.accounting`): then it is None or in (0, 1e-3],
+    all of it the release's.
+    """
     if groups is not None:
-        if delta is not None:
+        if delta is not None and not delta_with_list:
             raise ParameterError(message("delta", func, "None when groups= is given (a public "
                                          "list of groups needs no selection)", delta))
-        return _read_groups(groups, func), 0.0
+        dlt = 0.0 if delta is None else check_selection_delta(
+            delta, func, "(with a public list: the release's δ, for zCDP accounting across "
+            "groups)")
+        return _read_groups(groups, func), dlt
     if delta is None:
         raise ParameterError(message("groups", func, "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "

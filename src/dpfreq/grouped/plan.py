@@ -1,10 +1,12 @@
 """Plans of grouped releases: each group's predicted error and the selection's cost.
 
 A grouped plan wraps the plan of one group (made by the system's own planner at the per-group ε)
-with what grouping adds: the budget split (ε/m per group at ``unit="item"``, the whole ε per
-group at ``unit="event"``; half of ε for private partition selection when ``delta`` is given),
-the simultaneous statement over a public list of groups (the per-group plan at the union-bound
-level), and the selection's threshold: how many items a group needs to be released.
+with what grouping adds: the accounting (:mod:`dpfreq.grouped.accounting`: ε/m per group, or
+zCDP across groups when δ > 0 gives each group a larger ε; the whole ε per group at
+``unit="event"``; half of ε for private partition selection when ``delta`` is given without a
+list), the simultaneous statement over a public list of groups (the per-group plan at the
+union-bound level), and the selection's threshold: how many items a group needs to be
+released.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import check_group_selection
-from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, plan_selection
+from dpfreq.grouped.selection import SelectionPlan
 
 __all__ = ["GroupedPlan", "plan_grouped"]
 
@@ -35,7 +38,9 @@ class GroupedPlan:
     max_groups_per_item : int or None
         ``m`` at ``unit="item"``; None at ``unit="event"`` (one group per row).
     epsilon_per_group : float
-        The ε each group's release gets.
+        The ε each group's release gets (``accounting.epsilon_per_group``).
+    accounting : GroupedAccounting
+        Which composition argument the release uses, both candidates' per-group ε and why.
     groups : tuple of str or None
         The public list, or None when the groups are selected privately.
     selection : SelectionPlan or None
@@ -53,6 +58,7 @@ class GroupedPlan:
     unit: str
     max_groups_per_item: int | None
     epsilon_per_group: float
+    accounting: GroupedAccounting
     groups: tuple[str, ...] | None
     selection: SelectionPlan | None
     simultaneous: Any
@@ -66,6 +72,7 @@ class GroupedPlan:
         return {"kind": "grouped-plan", "epsilon": self.epsilon, "delta": self.delta,
                 "unit": self.unit, "max_groups_per_item": self.max_groups_per_item,
                 "epsilon_per_group": self.epsilon_per_group,
+                "accounting": self.accounting.to_dict(),
                 "groups": None if self.groups is None else list(self.groups),
                 "per_group": plain(self.per_group), "selection": plain(self.selection),
                 "simultaneous": plain(self.simultaneous), "description": self.description}
@@ -80,26 +87,38 @@ def _selection_text(sel: SelectionPlan, unit: str) -> str:
             f"with probability {sel.single_item_probability:.3g}.")
 
 
+def _accounting_text(acc: GroupedAccounting) -> str:
+    m = acc.max_groups_per_item
+    if acc.accounting == "zcdp":
+        return (f" (zCDP across groups: √(2ρ/m) with m = {m} groups per item and ρ = "
+                f"{float(acc.rho or 0):.4g}, larger than ε/m = {acc.candidates['pure']:.4g})")
+    if m == 1:
+        return " (each row or item lies in one group: parallel composition)"
+    zc = acc.candidates.get("zcdp")
+    return (f" (ε/m with m = {m} groups per item" +
+            (f"; zCDP across groups would give {zc:.4g})" if zc is not None else ")"))
+
+
 def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, groups: Any,
                  delta: Any, func: str, plan_one: Callable[[float, float | None], Any],
                  summary: Callable[[Any], str]) -> GroupedPlan:
     """Assemble a :class:`GroupedPlan` (``epsilon``, ``unit`` and ``m`` already checked).
 
-    ``plan_one(eps, confidence_or_None)`` plans one group at ``eps`` (at the call's confidence
-    when the second argument is None); ``summary(plan)`` is one sentence on a group's error.
+    ``max_groups_per_item`` None means one group per row (``m = 1``; a public list then takes
+    no δ). ``plan_one(eps, confidence_or_None)`` plans one group at ``eps`` (at the call's
+    confidence when the second argument is None); ``summary(plan)`` is one sentence on a
+    group's error.
     """
-    names, dlt = check_group_selection(groups, delta, func)
+    names, dlt = check_group_selection(groups, delta, func,
+                                       delta_with_list=max_groups_per_item is not None)
     m = 1 if max_groups_per_item is None else max_groups_per_item
-    sel = None if names is not None else plan_selection(epsilon * float(SELECTION_SHARE), dlt,
-                                                        m, func)
-    eps_r = epsilon if sel is None else epsilon - sel.epsilon
-    eps_g = eps_r / m
+    acc = choose_group_accounting(epsilon=epsilon, delta=dlt, max_groups_per_item=m,
+                                  named=names is not None, func=func)
+    sel, eps_g = acc.selection, acc.epsilon_per_group
     per_group = plan_one(eps_g, None)
     simultaneous = None
-    text = (f"Each group is released at ε = {eps_g:g}"
-            + (f" (ε/m with m = {m} groups per item)" if max_groups_per_item else
-               " (each row lies in one group: parallel composition)")
-            + f": {summary(per_group)}")
+    text = (f"Each group is released at ε = {eps_g:g}{_accounting_text(acc)}: "
+            f"{summary(per_group)}")
     if sel is not None:
         text += _selection_text(sel, unit)
     elif names is not None:
@@ -109,5 +128,5 @@ def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, 
                  f"{per_group.confidence:g}): {summary(simultaneous)}")
     return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
                        max_groups_per_item=max_groups_per_item, epsilon_per_group=eps_g,
-                       groups=names, selection=sel, simultaneous=simultaneous,
-                       description=text)
+                       accounting=acc, groups=names, selection=sel,
+                       simultaneous=simultaneous, description=text)

@@ -45,6 +45,7 @@ from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
 __all__ = [
     "SELECTION_SHARE",
+    "ZCDP_DELTA_SHARE",
     "SelectionPlan",
     "check_selection_delta",
     "plan_selection",
@@ -61,6 +62,10 @@ def selection_statement(counted: str) -> str:
 
 #: Share of a grouped call's ε spent on selecting the groups (the rest releases them).
 SELECTION_SHARE = Fraction(1, 2)
+
+#: Share of δ the selection keeps when the groups' releases compose in zCDP (the release takes
+#: the rest; under pure accounting the selection keeps all of δ).
+ZCDP_DELTA_SHARE = Fraction(1, 2)
 
 _PRECISION = 60  # decimal digits: exp and ln are correctly rounded at this precision
 _MARGIN = decimal.Decimal(10) ** -40  # closer calls take the next threshold (conservative)
@@ -155,10 +160,12 @@ class SelectionPlan:
                              f"{self.single_item_probability:.3g} <= δ/m"}
 
 
-def check_selection_delta(delta: Any, func: str) -> float:
-    """δ of a selection: a number in (0, 1e-3] (selection without δ is impossible)."""
-    rule = ("a number in (0, 1e-3] for private partition selection (a larger delta lets a "
-            "release publish one record in a thousand outright)")
+def check_selection_delta(delta: Any, func: str, what: str = "for private partition "
+                          "selection") -> float:
+    """δ of a selection (or, ``what`` saying so, of a grouped release): a number in (0, 1e-3]
+    (selection without δ is impossible)."""
+    rule = (f"a number in (0, 1e-3] {what} (a larger delta lets a release publish one record "
+            "in a thousand outright)")
     if isinstance(delta, bool) or not isinstance(delta, int | float | np.integer | np.floating):
         raise ParameterError(message("delta", func, rule, delta))
     x = float(delta)

@@ -271,11 +271,14 @@ def release_profile(
         column, the public bound ``m`` on groups per item (required with ``group``) and the
         public list of groups; returns a :class:`~dpfreq.grouped.GroupedRelease`.
     delta : float, optional
-        Only for a grouped release without ``groups``: δ in (0, 1e-3] of the private partition
-        selection of the data's groups (:mod:`dpfreq.grouped.selection`; half of ε selects,
-        half releases). No default; the ungrouped profile is pure ε-DP and refuses it. A
-        :class:`~dpfreq.errors.PrivacyWarning` when ``delta >= 1/domain_size`` (a selection
-        allowed that δ may publish one of the domain's items outright).
+        Only for a grouped release: δ in (0, 1e-3]. Without ``groups`` it pays for the private
+        partition selection of the data's groups (:mod:`dpfreq.grouped.selection`; half of ε
+        selects, half releases); with or without ``groups`` it lets the groups compose in
+        zCDP, used when that gives each group a larger ε than ε/m
+        (:mod:`dpfreq.grouped.accounting`; ``mechanism_params["accounting"]`` says which and
+        why). No default; the ungrouped profile is pure ε-DP and refuses it. A
+        :class:`~dpfreq.errors.PrivacyWarning` when ``delta >= 1/domain_size`` (a δ that large
+        may publish one of the domain's items outright).
 
     Returns
     -------

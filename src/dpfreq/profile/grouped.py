@@ -2,8 +2,10 @@
 
 The engine bounds each item to ``m`` groups where the data lives and returns the per-group
 count-of-counts of one query; each group gets the direct mechanism of
-:func:`dpfreq.profile.release_profile` at ``ε/m``. The groups are a public list, or (with
-``delta``) the groups of the data chosen by private partition selection
+:func:`dpfreq.profile.release_profile` at the per-group ε of
+:mod:`dpfreq.grouped.accounting`: ``ε/m``, or with ``delta`` the larger ``√(2ρ/m)`` of zCDP
+accounting across groups when it is larger. The groups are a public list, or (with ``delta``
+and no list) the groups of the data chosen by private partition selection
 (:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them. The release
 runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and checks memory,
 the read draws the secret bounding key and runs the one grouped query, the draw selects the
@@ -23,15 +25,10 @@ from dpfreq._validate import warn_large_delta
 from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import (
-    SELECTION_SHARE,
-    SelectionPlan,
-    plan_selection,
-    select_groups,
-    selection_statement,
-)
+from dpfreq.grouped.selection import select_groups, selection_statement
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
@@ -97,20 +94,25 @@ class GroupedProfileMechanism:
     max_count: int
     confidence: float
     group_column: str
-    max_groups_per_item: int
-    epsilon_per_group: float
-    selection: SelectionPlan | None
+    accounting: GroupedAccounting
 
     def to_dict(self) -> dict[str, Any]:
         """The public entries (the JSON and the docs read these keys, in this order)."""
-        n, m, eps_g, sel = (self.max_count, self.max_groups_per_item, self.epsilon_per_group,
-                            self.selection)
+        acc = self.accounting
+        n, m, eps_g, sel = (self.max_count, acc.max_groups_per_item, acc.epsilon_per_group,
+                            acc.selection)
+        share = (f"ε/m = {eps_g:.6g} per group: an item touches at most m groups"
+                 if acc.accounting == "pure" else
+                 f"ε_g = √(2ρ/m) = {eps_g:.6g} per group: zCDP across the at most m groups "
+                 f"an item touches, at δ_r = {acc.release_delta:g}")
         out: dict[str, Any] = {
             "engine": self.engine, "method": "direct",
             "why": "direct: the one profile mechanism at unit='item'",
             "d": self.domain_size, "n": n, "confidence": self.confidence,
             "group_column": self.group_column, "max_groups_per_item": m,
-            "epsilon_per_group": eps_g,
+            "epsilon_per_group": eps_g, "accounting": acc.to_dict(),
+            "per_group_guarantee": f"each group's release alone is ε_g = {eps_g:.6g}-DP "
+                                   "(pure, δ = 0) at unit='item'",
             "clamping": f"counts above max_count = {n} clamped to {n} before noising",
             "unit_of_privacy": "one item with all its rows in every group",
             "relation": "add or remove one item with all its rows (in all its groups)",
@@ -118,12 +120,12 @@ class GroupedProfileMechanism:
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
                         "uniformly by a keyed MD5 rank of (key, item, group)",
             "groups": "public list (rows of other groups dropped)",
-            "split": f"ε/m = {eps_g:.6g} per group: an item touches at most m groups"}
+            "split": share}
         if sel is not None:
             out["groups"] = selection_statement("item count")
-            out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all of "
-                            f"δ = {sel.delta:g}); the rest, {eps_g * m:.6g}, releases them at "
-                            f"ε/m = {eps_g:.6g} per group: an item touches at most m groups")
+            out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
+                            f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
+                            f"releases them at {share}")
             out["selection"] = sel.to_dict()
         return out
 
@@ -142,8 +144,11 @@ class GroupedProfileArgs:
 
 @dataclass(frozen=True)
 class _Plan:
-    selection: SelectionPlan | None
-    epsilon_per_group: float
+    accounting: GroupedAccounting
+
+    @property
+    def epsilon_per_group(self) -> float:
+        return self.accounting.epsilon_per_group
 
 
 @dataclass(frozen=True)
@@ -171,17 +176,14 @@ class _GroupedProfileSteps:
 
     def plan(self) -> _Plan:
         a, par = self.args, self.args.par
-        selection = None
-        eps_r = par.epsilon
-        if a.names is None:
-            selection = plan_selection(par.epsilon * float(SELECTION_SHARE), a.delta,
-                                       a.max_groups_per_item, _FUNC)
-            eps_r = par.epsilon - selection.epsilon
-        else:
+        acc = choose_group_accounting(epsilon=par.epsilon, delta=a.delta,
+                                      max_groups_per_item=a.max_groups_per_item,
+                                      named=a.names is not None, func=_FUNC)
+        if a.names is not None:
             check_memory(64 * (par.max_count + 1) * len(a.names), param="max_count",
                          func=_FUNC, value=par.max_count,
                          what="the count-of-counts of n + 1 classes per group")
-        return _Plan(selection, eps_r / a.max_groups_per_item)
+        return _Plan(acc)
 
     def charge(self, plan: _Plan) -> Charge:
         return Charge(self.args.par.epsilon, self.args.delta, self.args.par.unit, _FUNC)
@@ -201,10 +203,11 @@ class _GroupedProfileSteps:
         """The selection (if any), then every released group's direct mechanism."""
         par, gp, sizes = self.args.par, data.counts, data.sizes
         released: tuple[str, ...] = gp.groups
-        if plan.selection is not None:
+        selection = plan.accounting.selection
+        if selection is not None:
             present = sizes >= 1
             released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
-                                     sizes[present], plan.selection, rng.generator)
+                                     sizes[present], selection, rng.generator)
         row = {name: g for g, name in enumerate(gp.groups)}
         classes = _group_classes(gp, np.array([row[x] for x in released], dtype=np.int64),
                                  par.domain_size, par.max_count)
@@ -217,8 +220,8 @@ class _GroupedProfileSteps:
     def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
         a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
         d, n, conf = par.domain_size, par.max_count, par.confidence
-        base = GroupedProfileMechanism(noisy.engine, d, n, conf, a.group, a.max_groups_per_item,
-                                       eps_g, plan.selection).to_dict()
+        base = GroupedProfileMechanism(noisy.engine, d, n, conf, a.group,
+                                       plan.accounting).to_dict()
         releases = {name: ProfileRelease(
             value=out.value, epsilon=eps_g, delta=0.0, unit=par.unit, mechanism=out.mechanism,
             mechanism_params=dict(base, group=name, **out.params.to_dict()),
@@ -239,12 +242,13 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
                             accountant: BudgetAccountant | None = None,
                             delta: Any = None,
                             release_one: Callable[..., DirectRelease]) -> GroupedRelease:
-    """The ε-DP (or, with selection, (ε, δ)-DP) direct profile of every group.
+    """The ε-DP (or, with ``delta``, (ε, δ)-DP) direct profile of every group.
 
     Parameters are those of :func:`dpfreq.profile.release_profile` plus ``group`` (the group
     column), ``groups`` (the public list of groups, or a file of one name per line),
     ``max_groups_per_item`` (``m``, the public number of groups one item may touch), ``delta``
-    (without ``groups``: δ of the private partition selection of the data's groups) and
+    (without ``groups``: δ of the private partition selection of the data's groups; with
+    ``groups``: optional, the release's δ for zCDP accounting across groups) and
     ``release_one``, the direct mechanism of one class vector (given by
     :func:`~dpfreq.profile.release_profile`, which dispatches here).
 
@@ -263,19 +267,24 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     that depends on that item's rows only; so a neighbour changes the bounded data of at most
     ``m`` groups. In each such group the item enters or leaves one class ``t >= 1`` (ℓ1 change
     1 on the classes ``t >= 1``; class 0 is derived from the public ``d``), and every group
-    gets the direct mechanism at ``ε_r/m`` (its layout for unit ``"item"``: ``γ = ε_r/m``): by
-    basic composition over the ``≤ m`` groups it touches (parallel composition over the
-    others) the releases are ε_r-DP, with ``ε_r = ε`` for a public list. Without a list, the
-    group names are chosen by :func:`dpfreq.grouped.selection.select_groups` on the bounded
-    item counts with ``ε_s = ε/2`` and δ, which is ``(ε_s, δ)``-DP; a group is released only
-    when selected, so per touched group the (selection, release) pair is
-    ``((ε_s + ε_r)/m, δ/m)``-DP and the call is ``(ε, δ)``-DP. Group names come from the
-    public list or from the selection, never from the data directly.
+    gets the direct mechanism at ``ε_g`` (its layout for unit ``"item"``: ``γ <= ε_g``), which
+    is pure ``ε_g``-DP. The accounting (:mod:`dpfreq.grouped.accounting`, stated in
+    ``mechanism_params["accounting"]``) takes the larger ``ε_g`` of two valid arguments: basic
+    composition over the ``≤ m`` groups it touches (parallel composition over the others),
+    ``ε_g = ε_r/m`` and the releases ε_r-DP; or, with ``δ > 0`` and ``m >= 2``, zCDP: each
+    group is ``ε_g²/2``-zCDP, an item's groups compose to ``ρ = m·ε_g²/2 <= zcdp_rho(ε_r,
+    δ_r)`` and the releases are ``(ε_r, δ_r)``-DP. With a public list ``(ε_r, δ_r) = (ε,
+    δ)``. Without a list, the group names are chosen by
+    :func:`dpfreq.grouped.selection.select_groups` on the bounded item counts with
+    ``ε_s = ε/2`` and ``δ_s`` (all of δ under pure accounting, half under zCDP, the rest being
+    ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
+    release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
+    names come from the public list or from the selection, never from the data directly.
     """
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct",
                                    _FUNC)
     group, m = check_bound(group, max_groups_per_item, par.unit, _FUNC)
-    names, dlt = check_group_selection(groups, delta, _FUNC)
+    names, dlt = check_group_selection(groups, delta, _FUNC, delta_with_list=True)
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")

@@ -267,7 +267,7 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
 
 def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, groups: Any,
                   delta: Any) -> Any:
-    """The grouped plan: each group at ε/m (ε/2/m with selection), simultaneous over a list."""
+    """The grouped plan: each group at the release's per-group ε, simultaneous over a list."""
     func = "plan_profile"
     if group is None:
         raise ParameterError(message("group", func, "the group column when "
@@ -313,9 +313,11 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     confidence : float, default 0.95
         Level of the intervals and of the ℓ1 bound.
     group, max_groups_per_item, groups, delta : optional
-        Plan a grouped release (as in ``release_profile``): each group's plan at ``ε/m``
-        (``ε/(2m)`` with ``delta``, which plans the private partition selection of the
-        groups), and over a public list of groups the simultaneous plan. Warns
+        Plan a grouped release (as in ``release_profile``): each group's plan at the per-group
+        ε the release would use (:mod:`dpfreq.grouped.accounting`: ``ε/m``, or with ``delta``
+        the zCDP one when larger; without ``groups``, ``delta`` also plans the private
+        partition selection with half of ε), and over a public list of groups the
+        simultaneous plan. Warns
         (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
 
     Returns

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, plan_selection
-from dpfreq.windows.plan import make_plan, plan_score, zcdp_rho
+from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.grouped.selection import (
+    SELECTION_SHARE,
+    ZCDP_DELTA_SHARE,
+    SelectionPlan,
+    plan_selection,
+)
+from dpfreq.windows.plan import make_plan, plan_score
 
-__all__ = ["ZCDP_DELTA_SHARE", "GroupBudget", "choose_budget", "group_epsilon"]
-
-#: share of δ the selection keeps when the groups compose in zCDP (the release takes the rest)
-ZCDP_DELTA_SHARE = Fraction(1, 2)
+__all__ = ["GroupBudget", "choose_budget", "group_epsilon"]
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import numpy as np
 
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
+from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.answers import WindowState, attach_state, build_plan
@@ -29,7 +30,6 @@ from dpfreq.windows.grouped_budget import group_epsilon
 from dpfreq.windows.grouped_noise import GroupNoise
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import checked_load
-from dpfreq.windows.plan import zcdp_rho
 from dpfreq.windows.result import WindowCountsRelease
 from dpfreq.windows.summaries import WindowSummaries
 

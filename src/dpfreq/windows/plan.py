@@ -21,11 +21,12 @@ import numpy as np
 
 from dpfreq._validate import check_choice, message
 from dpfreq.errors import ParameterError
+from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows.protocol import WindowStructure
 from dpfreq.windows.structure import registry
 
-__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score", "zcdp_rho"]
+__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score"]
 
 _FUNC = "release_window_counts"
 
@@ -58,12 +59,6 @@ def _candidates(family: str, unit: str, singleton: bool) -> list[str]:
     """The registered methods ``auto`` compares for this family, unit and log kind."""
     return [name for name, cls in registry().items()
             if family in cls.families and cls.admissible(unit, singleton)]
-
-
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ with ``ρ + 2√(ρ ln(1/δ)) <= ε`` (ρ-zCDP ⇒ (ε, δ)-DP, Bun–Steinke 2016)."""
-    log_term = math.log(1.0 / delta)
-    return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
 
 
 def _forced(method: Any, w: Any, label: str, cands: list[str]) -> str | None:
