@@ -35,14 +35,15 @@ __all__ = ["MIN_IDS", "geometric", "laplace", "load", "loaded", "lower_pairs", "
 MIN_IDS = 512
 _CHUNK = 1 << 14  # node ids per AES call + compiled pass
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards the start of the loading thread (held briefly)
+_load_lock = threading.Lock()  # held while loading: :func:`start` never waits for it
 _state: dict[str, Any] = {"module": None, "thread": None, "failed": False}
 
 
 def load() -> ModuleType | None:
     """Import the compiled kernels and make them ready (compile or load from the cache), in
     this thread; None without numba or if they cannot be built."""
-    with _lock:
+    with _load_lock:
         if _state["module"] is not None or _state["failed"]:
             return _state["module"]
         try:
