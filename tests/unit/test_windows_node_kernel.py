@@ -122,7 +122,8 @@ def test_crafted_words_decide_as_count_and_ties(gamma, force_search, kern):
     out, flagged = run_laplace_words(kern, tables, words, signs)
     m, ties = tab.count_and_ties(words)
     tails = np.flatnonzero(m == tab.size)
-    assert ties.size > 0 and tails.size > 0
+    assert ties.size > 0
+    assert tails.size > 0
     assert np.array_equal(flagged, np.union1d(ties, tails))
     assert np.all(out[ties] == 0)
     expect = np.where(signs == 1, -m, m)
@@ -137,7 +138,8 @@ def test_crafted_geometric_words_decide_as_the_numpy_path(kern):
     m, geo = lazy_noise._geometric_split(gamma)
     digits = lazy_noise._digit_thresholds(gamma, m)
     tables = geo.bucket_arrays()
-    assert m == 10 and tables is not None
+    assert m == 10
+    assert tables is not None
     rng = np.random.default_rng(5)
     a_words = crafted_words(geo)
     n = a_words.size
