@@ -214,7 +214,8 @@ def test_kernels_load_from_a_cache_directory_of_their_own(tmp_path: Path):
     for _ in range(2):
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, timeout=300, check=False)
-        assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == "ok"
     assert any(p.suffix == ".nbi" for p in tmp_path.rglob("*"))
 
 
