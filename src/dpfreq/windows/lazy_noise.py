@@ -42,12 +42,12 @@ with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._ex
 settled by further stream bits. The accepted ``Y`` has exactly the law
 ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
 
-Measured (2-core machine shared with other jobs, load 1.6–8.5): the first ask of 10^5 random
-arbitrary windows over T = 2^16 on a fresh release of 10^6 events (about 4.6·10^6 node values
-per tree, :class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes about 7× the time of
-the exact counts of the same windows alone with the numpy passes here, and about 3.3× with the
-compiled passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values), in one
-run of ``benchmarks/bench_windows.py --only speed``.
+Measured (2-core machine shared with other jobs): the first ask of 10^5 random arbitrary
+windows over T = 2^16 on a fresh release (about 4.6·10^6 node values per tree,
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes 3.7–7× the time of the exact
+counts of the same windows alone with the numpy passes here, and 3.1–3.3× with the compiled
+passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values), about 1.7× less
+CPU time (``benchmarks/bench_windows.py --only speed``).
 """
 
 from __future__ import annotations
