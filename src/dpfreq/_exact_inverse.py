@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -162,6 +163,14 @@ class InverseTable:
         # one look-up per word where buckets fit in 2^15 per binade (γ above ~2^-14)
         self._buckets = (_Buckets(self.table, a) if size and w == WORD_BITS
                          and 1.0 - a > 2.0**-14 else None)
+
+    def bucket_arrays(self) -> tuple[Any, ...] | None:
+        """``(shift, key0, thr, base, ascending, at, size)``: the one-look-up tables of
+        :meth:`count_and_ties` for a compiled pass (None where it uses the logarithm guess)."""
+        b = self._buckets
+        if b is None:
+            return None
+        return (b.shift, b.key0, b.thr, b.base, self.ascending, self.at, self.size)
 
     def count_above(self, w_words: NDArray[np.uint64]) -> NDArray[np.int64]:
         """``#{k < K : D_k > W}`` per W, exactly."""

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.windows import node_kernel
+
 __all__ = ["MAX_CELLS", "DominanceNoise"]
 
 IntArray = NDArray[np.int64]
@@ -96,8 +98,9 @@ class DominanceNoise:
         split = self.split_for(xs.size)
         self._build(split)
         out = self._upper(xs, ys)
-        for lo in range(0, xs.size, _QUERY_CHUNK):
-            hi = min(lo + _QUERY_CHUNK, xs.size)
+        chunk = _QUERY_CHUNK if node_kernel.loaded() is None else 4 * _QUERY_CHUNK
+        for lo in range(0, xs.size, chunk):
+            hi = min(lo + chunk, xs.size)
             out[lo:hi] += self._lower(xs[lo:hi], ys[lo:hi], split)
         return out.reshape(np.shape(x))
 
@@ -149,6 +152,13 @@ class DominanceNoise:
         Each query's ``y1`` bits are listed by increasing level, so the lower pairs of one of
         its ``x1`` bits ``ℓx`` are the first ``#{set ℓy < split − ℓx}`` of them."""
         n_lev, d = self.levels, self.domain
+        kern = node_kernel.loaded()
+        if kern is not None:  # the same ids in the same order, listed by a compiled pass
+            ids, counts = node_kernel.lower_pairs(kern, xs, ys, split, n_lev, d)
+            run = np.zeros(ids.size + 1, dtype=np.int64)
+            np.cumsum(self.node_values(ids), out=run[1:])
+            ends = np.cumsum(counts)
+            return run[ends] - run[ends - counts]
         lev = np.arange(n_lev, dtype=np.int64)
         sx, sy = xs[:, None] >> lev, ys[:, None] >> lev
         bx, by = (sx & 1).astype(np.bool_), (sy & 1).astype(np.bool_)

@@ -42,13 +42,12 @@ with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._ex
 settled by further stream bits. The accepted ``Y`` has exactly the law
 ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
 
-Measured (2-core machine shared with other jobs, load ~2–3, warmed process): the first ask of
-10^5 random arbitrary windows over T = 2^16 on a fresh release of 10^6 events (two 2d trees;
-6.4·10^6 cover nodes per tree, about 4.6·10^6 node values computed per tree by
-:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes about 0.6× the time it took
-with every level pair listed and one AES call per 2^16 ids, i.e. ~2.5·10^5 windows/s, about
-4× the time of the exact counts of the same windows alone (``benchmarks/bench_windows.py
---only speed``).
+Measured (2-core machine shared with other jobs): the first ask of 10^5 random arbitrary
+windows over T = 2^16 on a fresh release (about 4.6·10^6 node values per tree,
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes 3.7–7× the time of the exact
+counts of the same windows alone with the numpy passes here, and 3.1–3.3× with the compiled
+passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values), about 1.7× less
+CPU time (``benchmarks/bench_windows.py --only speed``).
 """
 
 from __future__ import annotations
@@ -73,6 +72,7 @@ from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import MAX_DENOMINATOR, sample_discrete_laplace
 from dpfreq.rng import derive_key, keyed_generator
+from dpfreq.windows import node_kernel
 
 __all__ = [
     "EAGER_SCHEME",
@@ -213,6 +213,29 @@ class _NodePRF:
             return np.array([int(sample_discrete_laplace(
                 gamma, 1, rng=self.stream(int(i), tag0, "per-node"))[0]) for i in ids.tolist()],
                 dtype=np.int64)
+        kern = node_kernel.loaded() if ids.size >= node_kernel.MIN_IDS else None
+        tables = tab.bucket_arrays() if kern is not None else None
+        if kern is None or tables is None:
+            return self._laplace_numpy(enc, gamma, tab, ids, tag0)
+        # compiled passes (node_kernel): the same values; ties recomputed by the numpy path
+        fast, left = node_kernel.laplace(kern, enc, ids, tag0, tables)
+        ties, tails = left[fast[left] == 0], left[fast[left] != 0]
+        if ties.size:
+            fast[ties] = self._laplace_numpy(enc, gamma, tab, ids[ties], tag0)
+        m, geo = _geometric_split(gamma)
+        geo_tables = geo.bucket_arrays()
+        if tails.size and geo_tables is not None:
+            extra, redo = node_kernel.geometric(kern, enc, ids[tails], tag0, m,
+                                                _digit_thresholds(gamma, m), geo_tables)
+            if redo.size:
+                extra[redo] = self.geometric(enc, gamma, ids[tails[redo]], tag0)
+            fast[tails] += np.where(fast[tails] < 0, -extra, extra)
+        elif tails.size:
+            fast[tails] = self._laplace_numpy(enc, gamma, tab, ids[tails], tag0)
+        return fast
+
+    def _laplace_numpy(self, enc: Any, gamma: Fraction, tab: InverseTable,
+                       ids: NDArray[np.int64], tag0: int) -> NDArray[np.int64]:
         out = np.empty(ids.size, dtype=np.int64)
         tails = []
         scratch = np.empty(4 * min(ids.size, _AES_CHUNK) + 2, dtype=np.uint64)
@@ -325,6 +348,7 @@ class _KeyedNoise:
         m, _ = _geometric_split(gamma)
         if m:
             _digit_thresholds(gamma, m)
+        node_kernel.start()  # the optional compiled passes, in the background
 
     def _laplace_gamma(self) -> Fraction:
         raise NotImplementedError  # pragma: no cover - abstract

@@ -1,0 +1,167 @@
+"""Optional compiled passes for the windows' keyed node noise (extra ``fast``: numba).
+
+With numba installed (``pip install 'dpfreq[fast]'``) the per-node work of the keyed discrete
+Laplace (:mod:`dpfreq.windows.lazy_noise`) and the listing of the lower level pairs of
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise` run as compiled loops
+(:mod:`dpfreq.windows.node_kernel_jit`) instead of chains of numpy passes. The values are the
+same integers bit for bit: the compiled loop makes the same integer comparisons with the same
+tables, and hands every node whose value needs more than one word (a word on a threshold, a
+magnitude beyond the table) back to the numpy path, which computes it from the same keyed words.
+
+Loading numba and the compiled kernels costs a few tenths of a second (and seconds the first
+time ever, when the kernels are compiled and cached), so nothing here loads them on import:
+:func:`start` loads them in a background thread (called when a release builds its noise
+sources, ahead of the first ask) and :func:`loaded` returns them only once they are ready, never
+waiting: until then, and without numba, the numpy path runs. Compiled kernels are cached next
+to this module, or, when that directory is read-only, in numba's per-user cache directory
+(``NUMBA_CACHE_DIR`` overrides both).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MIN_IDS", "geometric", "laplace", "load", "loaded", "lower_pairs", "start"]
+
+#: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
+MIN_IDS = 512
+_CHUNK = 1 << 14  # node ids per AES call + compiled pass
+
+_lock = threading.Lock()  # guards the start of the loading thread (held briefly)
+_load_lock = threading.Lock()  # held while loading: :func:`start` never waits for it
+_state: dict[str, Any] = {"module": None, "thread": None, "failed": False}
+
+
+def load() -> ModuleType | None:
+    """Import the compiled kernels and make them ready (compile or load from the cache), in
+    this thread; None without numba or if they cannot be built."""
+    with _load_lock:
+        if _state["module"] is not None or _state["failed"]:
+            return _state["module"]
+        try:
+            if importlib.util.find_spec("numba") is None or sys.byteorder != "little":
+                raise ImportError("numba")  # the kernels read AES words as native uint64
+            mod = importlib.import_module("dpfreq.windows.node_kernel_jit")
+            _warm(mod)
+        except Exception:  # any failure of the optional extra leaves the numpy path
+            _state["failed"] = True
+            return None
+        _state["module"] = mod
+        return mod
+
+
+def _warm(mod: ModuleType) -> None:
+    """One call of each kernel with the argument types of real calls (compiles or loads the
+    cache), then no more compiling: a call with other types would raise, never stall."""
+    ct = np.zeros(4, dtype=np.uint64)
+    i64 = np.zeros(2, dtype=np.int64)
+    u64 = np.zeros(2, dtype=np.uint64)
+    mod.laplace_words(ct, 1, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
+                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    digits = np.zeros(1, dtype=np.uint64)
+    digits.setflags(write=False)  # as the cached digit thresholds
+    mod.geometric_words(ct, 1, 1, digits, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
+                        np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    mod.fill_blocks(i64, i64, np.zeros(8, dtype=np.uint64))
+    mod.lower_pairs(i64, i64, 1, 1, 2, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))
+    for name in mod.__all__:  # a call with other argument types raises instead of compiling
+        getattr(mod, name).disable_compile()
+
+
+def start() -> None:
+    """Load the kernels in a background thread (once per process; no-op without numba)."""
+    with _lock:
+        if _state["thread"] is not None or _state["module"] is not None or _state["failed"]:
+            return
+        if importlib.util.find_spec("numba") is None:
+            _state["failed"] = True
+            return
+        thread = threading.Thread(target=load, name="dpfreq-node-kernel", daemon=True)
+        _state["thread"] = thread
+    thread.start()
+
+
+def loaded() -> ModuleType | None:
+    """The kernels if they are ready; never waits (None while loading or without numba)."""
+    mod: ModuleType | None = _state["module"]
+    return mod
+
+
+def _encrypt(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tags: NDArray[np.int64],
+             buf: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """The AES blocks of ``_NodePRF.words`` in :mod:`dpfreq.windows.lazy_noise`: ``(id ‖ tag)``
+    little-endian for every id and every tag (id-major); returns the ciphertext words (the
+    block of id ``i`` and tag ``j`` starts at word ``2(i·len(tags) + j)``)."""
+    n = ids.size * tags.size
+    kern.fill_blocks(ids, tags, buf)
+    ct = buf[2 * n:4 * n + 2]  # update_into wants one block to spare
+    enc.update_into(buf[:2 * n].view(np.uint8), ct.view(np.uint8))
+    return ct
+
+
+def laplace(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tag: int,
+            tables: tuple[Any, ...]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Signed discrete Laplace values of ``ids`` from the words of ``tag`` by the compiled
+    pass, and the positions it leaves to the caller: a tie (value 0 there) or a magnitude
+    beyond the table (value ``±K`` there: add the geometric tail with that sign).
+
+    ``tables``: ``(shift, key0, thr, base, ascending, at, size)`` of the magnitude's
+    :class:`~dpfreq._exact_inverse.InverseTable` (``InverseTable.bucket_arrays``).
+    """
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    n = ids.size
+    out = np.empty(n, dtype=np.int64)
+    flagged = np.empty(n, dtype=np.int64)
+    n_flag = 0
+    buf = np.empty(4 * min(n, _CHUNK) + 2, dtype="<u8")
+    tags = np.array([tag], dtype=np.int64)
+    for lo in range(0, n, _CHUNK):
+        part = ids[lo:lo + _CHUNK]
+        ct = _encrypt(kern, enc, part, tags, buf)
+        f = kern.laplace_words(ct, part.size, *tables, out[lo:], flagged[n_flag:])
+        flagged[n_flag:n_flag + f] += lo
+        n_flag += f
+    return out, flagged[:n_flag]
+
+
+def geometric(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tag: int, m: int,
+              digits: NDArray[np.uint64], tables: tuple[Any, ...]
+              ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``G = (A << m) + B`` per id by the compiled pass from the words of tags ``tag + 2^30``
+    (``A``, by the table ``tables`` of ``γ·2^m``) and ``tag + 2^29 + j`` (digit ``j`` of
+    ``B``, threshold ``digits[j]``), and the positions the caller must recompute (an ``A``
+    beyond its table's first word, or a tie)."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    n = ids.size
+    out = np.empty(n, dtype=np.int64)
+    flagged = np.empty(n, dtype=np.int64)
+    n_flag = 0
+    tags = np.concatenate(([tag + (1 << 30)], tag + (1 << 29) + np.arange(m))).astype(np.int64)
+    step = max(1, _CHUNK // tags.size)
+    buf = np.empty(4 * min(n, step) * tags.size + 2, dtype="<u8")
+    for lo in range(0, n, step):
+        part = ids[lo:lo + step]
+        ct = _encrypt(kern, enc, part, tags, buf)
+        f = kern.geometric_words(ct, part.size, m, digits, *tables, out[lo:], flagged[n_flag:])
+        flagged[n_flag:n_flag + f] += lo
+        n_flag += f
+    return out, flagged[:n_flag]
+
+
+def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], split: int,
+                levels: int, domain: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Node ids of the lower level pairs of every query (query-major) and their count per
+    query, by the compiled pass."""
+    xs, ys = np.ascontiguousarray(xs, dtype=np.int64), np.ascontiguousarray(ys, dtype=np.int64)
+    ids = np.empty(xs.size * levels * max(0, min(levels, split)), dtype=np.int64)
+    counts = np.empty(xs.size, dtype=np.int64)
+    n = kern.lower_pairs(xs, ys, split, levels, domain, ids, counts)
+    return ids[:n], counts

@@ -1,0 +1,149 @@
+"""Compiled (numba) passes of the windows' keyed node noise; imported by
+:mod:`dpfreq.windows.node_kernel` only, and only when numba is installed (extra ``fast``).
+
+A hand-written loop instead of numpy calls: the per-node work of the keyed discrete Laplace
+(bucket look-up, the comparisons that decide the magnitude, the sign) is a chain of about twenty
+numpy passes over short arrays, each costing more than the arithmetic; one compiled pass per
+chunk does it all. Every decision is an integer comparison with the thresholds of
+:class:`dpfreq._exact_inverse.InverseTable`, exactly as the numpy path decides it; the float is
+only a bucket index. Cached on disk (``cache=True``) and run without the GIL (``nogil=True``) so
+the exact counts of an ask overlap on another core.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["fill_blocks", "geometric_words", "laplace_words", "lower_pairs"]
+
+_CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_blocks(ids, tags, buf):
+    """``buf[2(i·len(tags) + j)] = ids[i]``, ``buf[2(i·len(tags) + j) + 1] = tags[j]``: the AES
+    input blocks ``(id ‖ tag)`` (uint64 words; little-endian hosts only, checked by the
+    caller)."""
+    nt = tags.size
+    for i in range(ids.size):
+        for j in range(nt):
+            at = 2 * (i * nt + j)
+            buf[at] = ids[i]
+            buf[at + 1] = tags[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def laplace_words(ct, n, shift, key0, thr, base, ascending, at, size, out,
+                  flagged):
+    """Signed magnitudes of the first ``n`` keyed words (``ct[2i]``: 63 bits + sign bit).
+
+    ``out[i] = ±#{k < K : D_k > W}`` with ``W = ct[2i] >> 1``. Positions the numpy path
+    would not decide from this word go to ``flagged``: a tie (``W = D_m``, ``out[i] = 0``) or
+    a magnitude beyond the table (``m = K``, ``out[i] = ±K``, the sign kept for the caller to
+    add the geometric tail). Returns the number of flagged positions.
+    """
+    fbuf = np.empty(1, np.float64)
+    kbuf = fbuf.view(np.int64)  # the float's bits: exponent and leading mantissa bits
+    n_flag = 0
+    one = np.uint64(1)
+    for i in range(n):
+        raw = ct[2 * i]
+        w = raw >> one
+        # #{k < K : D_k > w}: the bucket look-up of InverseTable (written out here and in
+        # geometric_words: a call passing arrays costs reference counting per word)
+        fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
+        key = (kbuf[0] >> shift) - key0
+        if key < 0:
+            key = 0
+        m = base[key] + np.int64(w < thr[key])
+        if m < 0:  # a bucket holding several thresholds: binary search
+            lo, hi = 0, size
+            while lo < hi:  # first position with ascending[pos] > w
+                mid = (lo + hi) >> 1
+                if ascending[mid] <= w:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            m = size - lo
+        tie = m < size and at[m] == w
+        if tie or m == size:
+            flagged[n_flag] = i
+            n_flag += 1
+        neg = -np.int64(raw & one)  # −1 where the sign bit is set, else 0 (no branch)
+        out[i] = 0 if tie else (m ^ neg) - neg
+    return n_flag
+
+
+@numba.njit(cache=True, nogil=True)
+def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, size,
+                    out, flagged):
+    """``G = (A << m) + B`` per id from ``m + 1`` words per id (``ct[2((m+1)i + j)]``): word 0
+    gives ``A`` by the table of ``γ·2^m``, word ``1 + j`` the digit ``j`` of ``B`` (``W <
+    digits[j]``), as ``_NodePRF.geometric`` in :mod:`dpfreq.windows.lazy_noise` decides them.
+    Ids whose ``A`` word ties or lies beyond the table, or whose digit word ties, go to
+    ``flagged``. Returns the number of flagged positions."""
+    fbuf = np.empty(1, np.float64)
+    kbuf = fbuf.view(np.int64)
+    n_flag = 0
+    one = np.uint64(1)
+    for i in range(n):
+        row = 2 * (m + 1) * i
+        w = ct[row] >> one
+        fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
+        key = (kbuf[0] >> shift) - key0
+        if key < 0:
+            key = 0
+        a = base[key] + np.int64(w < thr[key])
+        if a < 0:  # a bucket holding several thresholds: binary search
+            lo, hi = 0, size
+            while lo < hi:  # first position with ascending[pos] > w
+                mid = (lo + hi) >> 1
+                if ascending[mid] <= w:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            a = size - lo
+        bad = a == size or at[a] == w
+        g = a << m
+        for j in range(m):  # no branch on the random digits (mispredictions cost most)
+            d = ct[row + 2 + 2 * j] >> one
+            bad |= d == digits[j]
+            g += np.int64(d < digits[j]) << j
+        out[i] = g
+        if bad:
+            flagged[n_flag] = i
+            n_flag += 1
+    return n_flag
+
+
+@numba.njit(cache=True, nogil=True)
+def lower_pairs(xs, ys, split, levels, domain, ids, counts):
+    """Node ids of the lower level pairs ``ℓx + ℓy < split`` of every query's dominance cover,
+    query-major, ``ℓx`` then ``ℓy`` increasing (the order of
+    :meth:`dpfreq.windows.dominance_noise.DominanceNoise._lower`); ``counts[q]`` the number of
+    ids of query ``q``. ``ids`` must hold them all (``levels²`` per query at most). Returns the
+    number of ids written."""
+    at = 0
+    width = 2 * domain
+    y_lev = np.empty(levels, np.int64)  # the set bits of y1, increasing
+    y_node = np.empty(levels, np.int64)  # their 1d heap ids
+    for q in range(xs.size):
+        x1, y1 = xs[q], ys[q]
+        n_y = 0
+        for ly in range(levels):
+            if (y1 >> ly) & 1:
+                y_lev[n_y] = ly
+                y_node[n_y] = (y1 >> ly) + (domain >> ly) - 1
+                n_y += 1
+        start = at
+        for lx in range(levels):
+            if (x1 >> lx) & 1:
+                hx = ((x1 >> lx) + (domain >> lx) - 1) * width
+                for j in range(n_y):
+                    if y_lev[j] >= split - lx:
+                        break
+                    ids[at] = hx + y_node[j]
+                    at += 1
+        counts[q] = at - start
+    return at
