@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from dpfreq.server import ingest, storage
+from dpfreq.server import ingest_sql, storage
 from dpfreq.server.ingest import Batch, Conflict, Ingestor
 
 
@@ -51,7 +51,7 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
                                                      other_bit: int) -> None:
     """Another server stores slot (7, 2) after this writer read the stored slots: the insert
     meets the primary key, the group is rolled back and decided again against that row."""
-    real = ingest._store
+    real = ingest_sql.store
     calls = []
 
     def racing(conn: Any, rows: list[Any], deltas: list[Any]) -> None:
@@ -63,7 +63,7 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
         calls.append(len(rows))
         real(conn, rows, deltas)
 
-    monkeypatch.setattr(ingest, "_store", racing)
+    monkeypatch.setattr(ingest_sql, "store", racing)
     writer = Ingestor(engine)
     writer.start()
     future = writer.submit(Batch("s", 7, 0, [(1, 1), (2, 1), (3, 0)]))
