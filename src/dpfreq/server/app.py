@@ -40,6 +40,7 @@ from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
 from .upload import UploadRoute
+from .writer import ProcessIngestor
 
 __all__ = ["ServerConfig", "create_app", "worker_app"]
 
@@ -79,6 +80,11 @@ class ServerConfig:
         created since (a full scan of the ~10^5 start-up objects pauses every request for tens
         of milliseconds). For a process that runs only the service (``dpfreq serve`` sets it);
         off by default, as it would also exempt a host application's objects.
+    writer_process : bool
+        Commit the uploads from a writer process of its own
+        (:class:`~dpfreq.server.writer.ProcessIngestor`) instead of a thread of the server
+        process, so that the database work does not take turns with the HTTP handling for one
+        core (``dpfreq serve`` sets it; an in-memory SQLite database keeps the thread).
     """
 
     db: str
@@ -92,6 +98,7 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False
+    writer_process: bool = False
 
 
 class _ServiceApp(FastAPI):
@@ -162,8 +169,10 @@ def create_app(config: ServerConfig) -> FastAPI:
             metrics.stored.inc(stored)
             metrics.queue.set(ingestor.pending())
 
-        ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
-        ingestor.start()
+        own_process = config.writer_process and engine.url.database not in (None, "", ":memory:")
+        kind = ProcessIngestor if own_process else Ingestor
+        ingestor = kind(engine, max_group=config.max_group, on_commit=committed)
+        await asyncio.to_thread(ingestor.start)
         app.state.service = service
         app.state.ingestor = ingestor
         if config.freeze_gc:

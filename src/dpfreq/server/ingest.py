@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from . import ingest_sql as sql
 from . import storage
 
-__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor", "Rejection"]
+__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor", "Rejection", "settle_all"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -118,6 +118,10 @@ class Ingestor:
         self._queue.put(_STOP)
         self._thread.join()
 
+    def ready(self) -> bool:
+        """Whether the writer thread runs."""
+        return self._thread.is_alive()
+
     def pending(self) -> int:
         """Items waiting for the writer (approximate, for the metrics)."""
         return self._queue.qsize()
@@ -158,7 +162,7 @@ class Ingestor:
                         break
             if items:
                 self.commit_group(items)
-        self._release()
+        self.release()
 
     def _connection(self) -> Connection:
         """The writer's own connection, held between groups: no pool check-out (and, on
@@ -171,7 +175,8 @@ class Ingestor:
             self._conn = conn
         return self._conn
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Close the writer's connection (the next group opens another)."""
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()
@@ -196,7 +201,7 @@ class Ingestor:
                     outcomes = {id(b): RuntimeError("concurrent writers")
                                 for b in [*batches, *enrolments]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
-                self._release()
+                self.release()
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
@@ -208,7 +213,7 @@ class Ingestor:
             settled.append((b.future, out, len(b.rows)))
             if not isinstance(out, BaseException):
                 stored += out
-        _settle_all(settled)
+        settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
@@ -276,7 +281,7 @@ def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
         _settle(future, outcome, value)
 
 
-def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
+def settle_all(items: list[tuple[Any, Any, Any]]) -> None:
     """Resolve the futures of a committed group: thread futures at once, asyncio futures in
     one callback per event loop (one wake-up of each loop per group, not one per request)."""
     loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
