@@ -97,3 +97,14 @@ def test_one_group_decides_a_devices_batches_in_order(engine: Any) -> None:
         clash.result()
     assert stored(engine) == [(7, 1, 1), (7, 2, 0), (7, 3, 1), (8, 1, 0), (8, 2, 0)]
     assert sums(engine) == {1: (0, 2), 2: (-2, 2), 3: (1, 1), 4: (0, 0)}
+
+
+def test_copy_text_escapes_a_study_id(engine: Any) -> None:
+    """The rows' text form keeps a study id with a tab, a backslash or a line end intact."""
+    odd = "a\tb\\c\nd"
+    with engine.begin() as conn:
+        storage.insert_reports(conn, [(odd, 7, 1, 0, 1), ("s", 7, 1, 0, 0)])
+    r = storage.reports
+    with engine.connect() as conn:
+        rows = sorted(tuple(x) for x in conn.execute(sa.select(r.c.study, r.c.device, r.c.bit)))
+    assert rows == [(odd, 7, 1), ("s", 7, 0)]
