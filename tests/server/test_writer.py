@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from conftest import bearer, create_study, enrol, make_client, stored
 from dpfreq.server import storage
 from dpfreq.server.ingest import Batch, Closed, Conflict, Enrolment
-from dpfreq.server.writer import ProcessIngestor, WriterUnavailable
+from dpfreq.server.writer import ProcessIngestor, ShardedIngestor, WriterUnavailable
 
 
 @pytest.fixture
@@ -105,7 +105,9 @@ def test_a_dead_writer_acknowledges_nothing_and_is_restarted(sqlite_url: str) ->
         first = writer.child_pid
         os.kill(first, signal.SIGKILL)
         assert _gone(first, 10)
-        ready = c.get("/readyz")
+        deadline = time.monotonic() + 10
+        while (ready := c.get("/readyz")).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert ready.status_code == 503
         assert ready.headers["Retry-After"] == "1"
         res = c.post("/v1/studies/s1/reports", json=body, headers=bearer(token))
@@ -155,3 +157,28 @@ def test_the_writer_dies_with_its_server(sqlite_url: str, tmp_path: Any) -> None
         finally:
             if server.poll() is None:
                 server.kill()
+
+
+def test_two_writers_split_the_devices(engine: Any) -> None:
+    """Each device's batches go through one writer (decided in order); enrolments through
+    the first; both commit into the same sums."""
+    writer = ShardedIngestor(engine, writers=2)
+    first = [writer.submit(Batch("s", d, 0, [(1, 1), (2, d % 2)])) for d in (7, 8)]
+    again = writer.submit(Batch("s", 8, 0, [(2, 0), (3, 1)]))
+    clash = writer.submit(Batch("s", 7, 0, [(2, 0)]))
+    device = writer.enrol(Enrolment("s", 0, "h" * 64, "2026-01-01T00:00:00+00:00"))
+    writer.start()
+    assert writer.ready()
+    writer.stop()
+    assert [f.result() for f in first] == [2, 2]
+    assert again.result() == 2
+    with pytest.raises(Conflict):
+        clash.result()
+    assert device.result() > 0
+    assert writer.pending() == 0
+    r, s = storage.reports, storage.sums
+    with engine.connect() as conn:
+        rows = sorted(tuple(x) for x in conn.execute(sa.select(r.c.device, r.c.interval, r.c.bit)))
+        sums = dict(conn.execute(sa.select(s.c.interval, s.c.total)).all())
+    assert rows == [(7, 1, 1), (7, 2, 1), (8, 1, 1), (8, 2, 0), (8, 3, 1)]
+    assert sums == {1: 2, 2: 0, 3: 1, 4: 0}

@@ -40,7 +40,7 @@ from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
 from .upload import UploadRoute
-from .writer import ProcessIngestor
+from .writer import ProcessIngestor, ShardedIngestor
 
 __all__ = ["ServerConfig", "create_app", "worker_app"]
 
@@ -84,7 +84,9 @@ class ServerConfig:
         Commit the uploads from a writer process of its own
         (:class:`~dpfreq.server.writer.ProcessIngestor`) instead of a thread of the server
         process, so that the database work does not take turns with the HTTP handling for one
-        core (``dpfreq serve`` sets it; an in-memory SQLite database keeps the thread).
+        core; on PostgreSQL two such writers, each device's batches through the same one
+        (:class:`~dpfreq.server.writer.ShardedIngestor`). ``dpfreq serve`` sets it; an
+        in-memory SQLite database keeps the thread.
     """
 
     db: str
@@ -170,8 +172,14 @@ def create_app(config: ServerConfig) -> FastAPI:
             metrics.queue.set(ingestor.pending())
 
         own_process = config.writer_process and engine.url.database not in (None, "", ":memory:")
-        kind = ProcessIngestor if own_process else Ingestor
-        ingestor = kind(engine, max_group=config.max_group, on_commit=committed)
+        ingestor: Any
+        if own_process and engine.dialect.name == "postgresql":
+            # two writers commit side by side (SQLite has one write lock: one writer)
+            ingestor = ShardedIngestor(engine, writers=2, max_group=config.max_group,
+                                       on_commit=committed)
+        else:
+            kind = ProcessIngestor if own_process else Ingestor
+            ingestor = kind(engine, max_group=config.max_group, on_commit=committed)
         await asyncio.to_thread(ingestor.start)
         app.state.service = service
         app.state.ingestor = ingestor

@@ -19,7 +19,10 @@ from a pipe that only the server holds open, so the server's death, even by ``ki
 end of file there; a group the child was committing then is committed but was not acknowledged,
 which the devices' re-sends meet as identical reports. Each server process (``--workers N``)
 runs its own child; on SQLite the children take turns for the database's write lock, as the
-writer threads did.
+writer threads did. On PostgreSQL a server runs two (:class:`ShardedIngestor`): one group
+commits while the other's rows are sent, the devices split between them by id, so that a
+device's batches are still decided in the order it sent them; the running sums are updated in
+key order by both, so their row locks are taken in one order.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from sqlalchemy.engine import Engine
 from . import storage
 from .ingest import Batch, Closed, Conflict, Enrolment, Ingestor, Rejection, settle_all
 
-__all__ = ["ProcessIngestor", "WriterUnavailable", "main"]
+__all__ = ["ProcessIngestor", "ShardedIngestor", "WriterUnavailable", "main"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -265,3 +268,55 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class ShardedIngestor:
+    """Several :class:`ProcessIngestor` committing side by side (PostgreSQL), a device's
+    batches always through the same one (so they are decided in the order they came);
+    enrolments and rejections go through the first.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.engine.Engine
+    writers : int
+        Number of writer processes.
+    max_group : int
+        Most batches committed in one transaction, per writer.
+    on_commit : callable or None
+        As :class:`ProcessIngestor`'s, called by each writer's group thread.
+    """
+
+    def __init__(self, engine: Engine, *, writers: int = 2, max_group: int = 512,
+                 on_commit: Any = None) -> None:
+        self.shards = [ProcessIngestor(engine, max_group=max_group, on_commit=on_commit)
+                       for _ in range(writers)]
+
+    def start(self) -> None:
+        """Start every writer."""
+        for shard in self.shards:
+            shard.start()
+
+    def stop(self) -> None:
+        """Finish every batch already submitted, then stop every writer."""
+        for shard in self.shards:
+            shard.stop()
+
+    def ready(self) -> bool:
+        """Whether every writer process runs."""
+        return all(shard.ready() for shard in self.shards)
+
+    def pending(self) -> int:
+        """Items waiting for the writers (approximate, for the metrics)."""
+        return sum(shard.pending() for shard in self.shards)
+
+    def submit(self, batch: Batch) -> Any:
+        """Queue a batch with the writer of its device (see :meth:`Ingestor.submit`)."""
+        return self.shards[batch.device % len(self.shards)].submit(batch)
+
+    def enrol(self, item: Enrolment) -> Any:
+        """Queue an enrolment (see :meth:`Ingestor.enrol`)."""
+        return self.shards[0].enrol(item)
+
+    def reject(self, study: str, reason: str, reports: int) -> Any:
+        """Count rejected reports (see :meth:`Ingestor.reject`)."""
+        return self.shards[0].reject(study, reason, reports)
