@@ -195,8 +195,7 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
                           burst=burst // workers, enrol_rate=enrol_rate / workers,
                           enrol_burst=enrol_burst // workers,
                           read_cache_seconds=read_cache_seconds,
-                          cors_origins=tuple(cors_origins), freeze_gc=True,
-                          writer_process=True)
+                          cors_origins=tuple(cors_origins), freeze_gc=True)
     _prepare_database(db, db_wait)
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.

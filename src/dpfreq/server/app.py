@@ -81,12 +81,13 @@ class ServerConfig:
         of milliseconds). For a process that runs only the service (``dpfreq serve`` sets it);
         off by default, as it would also exempt a host application's objects.
     writer_process : bool
-        Commit the uploads from a writer process of its own
-        (:class:`~dpfreq.server.writer.ProcessIngestor`) instead of a thread of the server
-        process, so that the database work does not take turns with the HTTP handling for one
-        core; on PostgreSQL two such writers, each device's batches through the same one
-        (:class:`~dpfreq.server.writer.ShardedIngestor`). ``dpfreq serve`` sets it; an
-        in-memory SQLite database keeps the thread.
+        Commit the uploads from writer processes of their own
+        (:mod:`dpfreq.server.writer`) instead of a thread of the server process, so that the
+        database work does not take turns with the HTTP handling for one core; on PostgreSQL
+        two such writers, each device's batches through the same one. Off by default: on two
+        cores shared with other work it did not raise the rate of
+        ``benchmarks/bench_server.py`` (see ``docs/service.md``, Performance); it is for a
+        host with a core to spare. An in-memory SQLite database keeps the thread.
     """
 
     db: str

@@ -1,4 +1,4 @@
-"""The group-commit writer in a process of its own (what ``dpfreq serve`` runs).
+"""The group-commit writer in a process of its own (``ServerConfig(writer_process=True)``).
 
 A server process runs on one core under Python's global interpreter lock: with the writer as a
 thread of it, the writer's Python work per group (deciding the batches, formatting the ``COPY``
