@@ -61,9 +61,9 @@ def _free_port() -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and of its live child processes (the workers of
-    ``--workers N``), from Linux's /proc."""
-    total = 0.0
+    """User + system CPU time of a process and of its live descendants (the workers of
+    ``--workers N`` and their writer processes), from Linux's /proc."""
+    parent, cpu = {}, {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -72,9 +72,17 @@ def cpu_seconds(pid: int) -> float:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(entry) == pid or int(fields[1]) == pid:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        parent[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def descends(p: int) -> bool:
+        while p > 1:
+            if p == pid:
+                return True
+            p = parent.get(p, 0)
+        return False
+
+    return sum(c for p, c in cpu.items() if descends(p))
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from dpfreq.server import ingest, storage
+from dpfreq.server import ingest_sql, storage
 from dpfreq.server.ingest import Batch, Conflict, Ingestor
 
 
@@ -51,7 +51,7 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
                                                      other_bit: int) -> None:
     """Another server stores slot (7, 2) after this writer read the stored slots: the insert
     meets the primary key, the group is rolled back and decided again against that row."""
-    real = ingest._store
+    real = ingest_sql.store
     calls = []
 
     def racing(conn: Any, rows: list[Any], deltas: list[Any]) -> None:
@@ -63,7 +63,7 @@ def test_a_slot_stored_concurrently_is_decided_again(engine: Any, monkeypatch: A
         calls.append(len(rows))
         real(conn, rows, deltas)
 
-    monkeypatch.setattr(ingest, "_store", racing)
+    monkeypatch.setattr(ingest_sql, "store", racing)
     writer = Ingestor(engine)
     writer.start()
     future = writer.submit(Batch("s", 7, 0, [(1, 1), (2, 1), (3, 0)]))
@@ -97,3 +97,14 @@ def test_one_group_decides_a_devices_batches_in_order(engine: Any) -> None:
         clash.result()
     assert stored(engine) == [(7, 1, 1), (7, 2, 0), (7, 3, 1), (8, 1, 0), (8, 2, 0)]
     assert sums(engine) == {1: (0, 2), 2: (-2, 2), 3: (1, 1), 4: (0, 0)}
+
+
+def test_copy_text_escapes_a_study_id(engine: Any) -> None:
+    """The rows' text form keeps a study id with a tab, a backslash or a line end intact."""
+    odd = "a\tb\\c\nd"
+    with engine.begin() as conn:
+        storage.insert_reports(conn, [(odd, 7, 1, 0, 1), ("s", 7, 1, 0, 0)])
+    r = storage.reports
+    with engine.connect() as conn:
+        rows = sorted(tuple(x) for x in conn.execute(sa.select(r.c.study, r.c.device, r.c.bit)))
+    assert rows == [(odd, 7, 1), ("s", 7, 0)]

@@ -29,20 +29,19 @@ import logging
 import queue
 import secrets
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from . import ingest_sql as sql
 from . import storage
 
-__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor"]
+__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor", "Rejection", "settle_all"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -67,7 +66,9 @@ class Batch:
 
 
 @dataclass
-class _Rejection:
+class Rejection:
+    """Rejected reports of a study, counted by reason with the next group."""
+
     study: str
     reason: str
     reports: int
@@ -86,21 +87,6 @@ class Enrolment:
 
 
 _STOP = object()
-
-# The writer's statements, built once (building a statement costs more than running it).
-_r, _s = storage.reports, storage.sums
-_STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
-    _r.c.study == sa.bindparam("study"),
-    _r.c.device.in_(sa.bindparam("devices", expanding=True)))
-_STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
-                   storage.studies.c.closes_at).where(
-    storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
-_ADD_SUMS = (
-    _s.update()
-    .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
-           _s.c.interval == sa.bindparam("k_interval"))
-    .values(total=_s.c.total + sa.bindparam("d_total"),
-            reports=_s.c.reports + sa.bindparam("d_reports")))
 
 
 class Ingestor:
@@ -132,6 +118,10 @@ class Ingestor:
         self._queue.put(_STOP)
         self._thread.join()
 
+    def ready(self) -> bool:
+        """Whether the writer thread runs."""
+        return self._thread.is_alive()
+
     def pending(self) -> int:
         """Items waiting for the writer (approximate, for the metrics)."""
         return self._queue.qsize()
@@ -149,7 +139,7 @@ class Ingestor:
 
     def reject(self, study: str, reason: str, reports: int) -> Future:
         """Count rejected reports of a study by reason (committed with the next group)."""
-        item = _Rejection(study, reason, max(1, reports))
+        item = Rejection(study, reason, max(1, reports))
         self._queue.put(item)
         return item.future
 
@@ -171,8 +161,8 @@ class Ingestor:
                     except queue.Empty:
                         break
             if items:
-                self._commit_group(items)
-        self._release()
+                self.commit_group(items)
+        self.release()
 
     def _connection(self) -> Connection:
         """The writer's own connection, held between groups: no pool check-out (and, on
@@ -185,15 +175,18 @@ class Ingestor:
             self._conn = conn
         return self._conn
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Close the writer's connection (the next group opens another)."""
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = None
 
-    def _commit_group(self, items: list[Any]) -> None:
+    def commit_group(self, items: list[Any]) -> None:
+        """Commit ``items`` (batches, enrolments, rejections) in one transaction and settle
+        their futures (what the thread does with each group it takes from the queue)."""
         batches = [it for it in items if isinstance(it, Batch)]
-        rejections = [it for it in items if isinstance(it, _Rejection)]
+        rejections = [it for it in items if isinstance(it, Rejection)]
         enrolments = [it for it in items if isinstance(it, Enrolment)]
         outcomes: dict[int, Any] = {}
         for attempt in range(3):
@@ -208,7 +201,7 @@ class Ingestor:
                     outcomes = {id(b): RuntimeError("concurrent writers")
                                 for b in [*batches, *enrolments]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
-                self._release()
+                self.release()
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
@@ -220,23 +213,23 @@ class Ingestor:
             settled.append((b.future, out, len(b.rows)))
             if not isinstance(out, BaseException):
                 stored += out
-        _settle_all(settled)
+        settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
     @staticmethod
-    def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],
+    def _write(conn: Connection, batches: list[Batch], rejections: list[Rejection],
                enrolments: list[Enrolment]) -> dict[int, Any]:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
         if conn.dialect.name == "postgresql":
-            closed, existing = _pg_begin_and_read(conn, by_study)
+            closed, existing = sql.pg_begin_and_read(conn, by_study)
         else:
-            closed, existing = _closed_studies(conn, sorted(by_study)), {}
+            closed, existing = sql.closed_studies(conn, sorted(by_study)), {}
             for study, devs in by_study.items():
                 if study not in closed:
-                    existing.update(_stored_slots(conn, study, devs))
+                    existing.update(sql.stored_slots(conn, study, devs))
         outcomes = _enrol(conn, enrolments)
         inserts: list[tuple[str, int, int, int, int]] = []
         # intervals stored per (study, order), all and those with bit 1: counted in C at the end
@@ -267,156 +260,9 @@ class Ingestor:
             ones.extend([j for j, bit in new if bit])
             outcomes[id(b)] = len(new)
         if rejected:
-            add_rejections(conn, rejected)
-        _store(conn, inserts, _sum_deltas(slots))
+            sql.add_rejections(conn, rejected)
+        sql.store(conn, inserts, sql.sum_deltas(slots))
         return outcomes
-
-
-Slots = dict[tuple[str, int], dict[int, int]]
-
-
-def _stored_slots(conn: Connection, study: str, devices: set[int]) -> Slots:
-    """The stored slots of ``devices`` of ``study``, interval -> bit per (study, device); a
-    device without any (its first upload, the common case) is decided without a lookup per
-    report."""
-    out: Slots = {}
-    for dev, interval, bit in conn.execute(_STORED, {"study": study, "devices": sorted(devices)}):
-        out.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
-    return out
-
-
-_PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s::varchar[]) "
-             "ORDER BY study FOR SHARE")
-# The arrays are cast: psycopg sends a list of small ints as smallint[], and the stored-slot
-# read then took five times as long (measured on the writer alone).
-_PG_STORED = ('SELECT device, "interval", bit FROM reports '
-              "WHERE study = %s AND device = ANY(%s::bigint[])")
-def _pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[set[str], Slots]:
-    """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, the studies'
-    state (locked against a concurrent close until the commit, as :func:`_closed_studies`),
-    and the stored slots of the group's devices (as :func:`_stored_slots`)."""
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    cursors = []
-    try:
-        with _pg_errors(), driver.pipeline():
-            driver.execute("BEGIN")
-            if by_study:
-                cursors = [driver.execute(_PG_STATE, (sorted(by_study),))]
-                cursors += [driver.execute(_PG_STORED, (study, sorted(devs)))
-                            for study, devs in sorted(by_study.items())]
-        if not cursors:
-            return set(), {}
-        closed = _shut(cursors[0].fetchall())
-        existing: Slots = {}
-        for study, cur in zip(sorted(by_study), cursors[1:], strict=True):
-            for dev, interval, bit in cur.fetchall():
-                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
-        return closed, existing
-    finally:
-        for cur in cursors:
-            cur.close()
-
-
-@contextlib.contextmanager
-def _pg_errors() -> Iterator[None]:
-    """psycopg's integrity errors as SQLAlchemy's (the writer decides the group again)."""
-    import psycopg
-
-    try:
-        yield
-    except psycopg.IntegrityError as exc:
-        raise sa.exc.IntegrityError("pipeline", None, exc) from exc
-
-
-def _store(conn: Connection, rows: list[tuple[str, int, int, int, int]],
-           sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
-    """Insert the group's new report rows and add its sum deltas in the open transaction.
-
-    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
-    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
-    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
-    COMMIT and is raised before any batch is acknowledged.
-    """
-    storage.insert_reports(conn, rows)
-    if conn.dialect.name != "postgresql":
-        _add_sums(conn, sums)
-        return
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    with _pg_errors(), driver.pipeline():
-        if sums:
-            driver.execute(_PG_ADD_SUMS, _sum_arrays(sums))
-        driver.execute("COMMIT")
-
-
-def _sum_deltas(slots: dict[tuple[str, int], tuple[list[int], list[int]]]
-                ) -> list[tuple[tuple[str, int, int], list[int]]]:
-    """``((study, order, interval), [Σ(2·bit − 1), count])`` of the stored intervals, sorted
-    by key (so concurrent writers update the sums in one order)."""
-    out: list[tuple[tuple[str, int, int], list[int]]] = []
-    for (study, order), (every, ones) in slots.items():
-        count, up = Counter(every), Counter(ones)
-        out.extend(((study, order, j), [2 * up[j] - n, n]) for j, n in count.items())
-    out.sort()
-    return out
-
-
-_SQLITE_ADD_SUMS = ('UPDATE sums SET total = total + ?, reports = reports + ? '
-                    'WHERE study = ? AND "order" = ? AND "interval" = ?')
-# One statement of constant text for any number of slots: five array parameters, joined to
-# the sums by their primary key.
-_PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c '
-                'FROM unnest(%s::varchar[], %s::integer[], %s::integer[], %s::bigint[], '
-                '%s::bigint[]) AS v (study, o, j, t, c) '
-                'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
-
-
-def _sum_arrays(rows: list[tuple[tuple[str, int, int], list[int]]]) -> list[list[Any]]:
-    """The five arrays of :data:`_PG_ADD_SUMS`: study, order, interval, total, count."""
-    keys, deltas = zip(*rows, strict=True)
-    return [list(col) for col in (*zip(*keys, strict=True), *zip(*deltas, strict=True))]
-
-
-def _add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
-    """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
-
-    Both dialects run one statement of constant text on the DB-API cursor of the transaction
-    (SQLAlchemy would compile a statement, and a dict of parameters, per group): SQLite one
-    UPDATE per slot through executemany (a loop in C over the row tuples, in process);
-    PostgreSQL one ``UPDATE ... FROM unnest(arrays)`` for every slot of the group (one round
-    trip; the clients' batches touch a hundred slots per group).
-    """
-    if not rows:
-        return
-    name = conn.dialect.name
-    if name not in ("sqlite", "postgresql"):
-        conn.execute(_ADD_SUMS, [
-            {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
-             "d_reports": v[1]} for k, v in rows])
-        return
-    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        if name == "sqlite":
-            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
-        else:
-            cur.execute(_PG_ADD_SUMS, _sum_arrays(rows))
-    finally:
-        cur.close()
-
-
-def _closed_studies(conn: Connection, studies: list[str]) -> set[str]:
-    """The studies among ``studies`` that take no more reports, read in the writer's
-    transaction (PostgreSQL reads and locks them in :func:`_pg_begin_and_read`)."""
-    return _shut(conn.execute(_STATE, {"studies": studies})) if studies else set()
-
-
-def _shut(rows: Any) -> set[str]:
-    """The studies of ``(study, closed, closes_at)`` rows that are closed or past expiry."""
-    now = datetime.now(UTC)
-    return {study for study, closed, closes_at in rows
-            if closed is not None or (closes_at is not None
-                                      and now >= datetime.fromisoformat(closes_at))}
 
 
 def _settle(future: Any, outcome: Any, value: Any) -> None:
@@ -435,7 +281,7 @@ def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
         _settle(future, outcome, value)
 
 
-def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
+def settle_all(items: list[tuple[Any, Any, Any]]) -> None:
     """Resolve the futures of a committed group: thread futures at once, asyncio futures in
     one callback per event loop (one wake-up of each loop per group, not one per request)."""
     loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
@@ -477,18 +323,3 @@ def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:
         .values(devices=e.c.devices + sa.bindparam("d_devices")),
         [{"k_study": s, "k_order": o, "d_devices": n} for (s, o), n in sorted(counts.items())])
     return dict(ids)
-
-
-def add_rejections(conn: Connection, counts: dict[tuple[str, str], int]) -> None:
-    """Add rejected-report counts per (study, reason); rows are created on first use."""
-    j = storage.rejections
-    for (study, reason), n in sorted(counts.items()):
-        res = conn.execute(
-            j.update().where(j.c.study == study, j.c.reason == reason)
-            .values(reports=j.c.reports + n)
-        )
-        if res.rowcount == 0:
-            exists = conn.execute(sa.select(storage.studies.c.study).where(
-                storage.studies.c.study == study)).first()
-            if exists is not None:
-                conn.execute(j.insert().values(study=study, reason=reason, reports=n))

@@ -1,0 +1,202 @@
+"""The SQL of the group-commit writer (:mod:`dpfreq.server.ingest`): the reads of a group's
+stored slots and studies' state, the inserts of its reports and the updates of the running sums.
+
+Both dialects run statements of constant text on the DB-API cursor of the writer's transaction
+where SQLAlchemy would compile a statement, and a dict of parameters, per group; on PostgreSQL
+the reads, and the sums with the ``COMMIT``, go in one round trip each (psycopg's pipeline
+mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from . import storage
+
+__all__ = ["Slots", "add_rejections", "add_sums", "closed_studies", "pg_begin_and_read",
+           "pg_errors", "store", "stored_slots", "sum_deltas"]
+
+# The writer's statements, built once (building a statement costs more than running it).
+_r, _s = storage.reports, storage.sums
+_STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
+    _r.c.study == sa.bindparam("study"),
+    _r.c.device.in_(sa.bindparam("devices", expanding=True)))
+_STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
+                   storage.studies.c.closes_at).where(
+    storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
+_ADD_SUMS = (
+    _s.update()
+    .where(_s.c.study == sa.bindparam("k_study"), _s.c.order == sa.bindparam("k_order"),
+           _s.c.interval == sa.bindparam("k_interval"))
+    .values(total=_s.c.total + sa.bindparam("d_total"),
+            reports=_s.c.reports + sa.bindparam("d_reports")))
+
+
+
+Slots = dict[tuple[str, int], dict[int, int]]
+
+
+def stored_slots(conn: Connection, study: str, devices: set[int]) -> Slots:
+    """The stored slots of ``devices`` of ``study``, interval -> bit per (study, device); a
+    device without any (its first upload, the common case) is decided without a lookup per
+    report."""
+    out: Slots = {}
+    for dev, interval, bit in conn.execute(_STORED, {"study": study, "devices": sorted(devices)}):
+        out.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+    return out
+
+
+_PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s::varchar[]) "
+             "ORDER BY study FOR SHARE")
+# The arrays are cast: psycopg sends a list of small ints as smallint[], and the stored-slot
+# read then took five times as long (measured on the writer alone).
+_PG_STORED = ('SELECT device, "interval", bit FROM reports '
+              "WHERE study = %s AND device = ANY(%s::bigint[])")
+def pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[set[str], Slots]:
+    """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, the studies'
+    state (locked against a concurrent close until the commit, as :func:`closed_studies`),
+    and the stored slots of the group's devices (as :func:`stored_slots`)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursors = []
+    try:
+        with pg_errors(), driver.pipeline():
+            driver.execute("BEGIN")
+            if by_study:
+                cursors = [driver.execute(_PG_STATE, (sorted(by_study),))]
+                cursors += [driver.execute(_PG_STORED, (study, sorted(devs)))
+                            for study, devs in sorted(by_study.items())]
+        if not cursors:
+            return set(), {}
+        closed = _shut(cursors[0].fetchall())
+        existing: Slots = {}
+        for study, cur in zip(sorted(by_study), cursors[1:], strict=True):
+            for dev, interval, bit in cur.fetchall():
+                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+        return closed, existing
+    finally:
+        for cur in cursors:
+            cur.close()
+
+
+@contextlib.contextmanager
+def pg_errors() -> Iterator[None]:
+    """psycopg's integrity errors as SQLAlchemy's (the writer decides the group again)."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.IntegrityError as exc:
+        raise sa.exc.IntegrityError("pipeline", None, exc) from exc
+
+
+def store(conn: Connection, rows: list[tuple[str, int, int, int, int]],
+           sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
+    """Insert the group's new report rows and add its sum deltas in the open transaction.
+
+    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
+    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
+    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
+    COMMIT and is raised before any batch is acknowledged.
+    """
+    storage.insert_reports(conn, rows)
+    if conn.dialect.name != "postgresql":
+        add_sums(conn, sums)
+        return
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with pg_errors(), driver.pipeline():
+        if sums:
+            driver.execute(_PG_ADD_SUMS, _sum_arrays(sums))
+        driver.execute("COMMIT")
+
+
+def sum_deltas(slots: dict[tuple[str, int], tuple[list[int], list[int]]]
+                ) -> list[tuple[tuple[str, int, int], list[int]]]:
+    """``((study, order, interval), [Σ(2·bit − 1), count])`` of the stored intervals, sorted
+    by key (so concurrent writers update the sums in one order)."""
+    out: list[tuple[tuple[str, int, int], list[int]]] = []
+    for (study, order), (every, ones) in slots.items():
+        count, up = Counter(every), Counter(ones)
+        out.extend(((study, order, j), [2 * up[j] - n, n]) for j, n in count.items())
+    out.sort()
+    return out
+
+
+_SQLITE_ADD_SUMS = ('UPDATE sums SET total = total + ?, reports = reports + ? '
+                    'WHERE study = ? AND "order" = ? AND "interval" = ?')
+# One statement of constant text for any number of slots: five array parameters, joined to
+# the sums by their primary key.
+_PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c '
+                'FROM unnest(%s::varchar[], %s::integer[], %s::integer[], %s::bigint[], '
+                '%s::bigint[]) AS v (study, o, j, t, c) '
+                'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
+
+
+def _sum_arrays(rows: list[tuple[tuple[str, int, int], list[int]]]) -> list[list[Any]]:
+    """The five arrays of :data:`_PG_ADD_SUMS`: study, order, interval, total, count."""
+    keys, deltas = zip(*rows, strict=True)
+    return [list(col) for col in (*zip(*keys, strict=True), *zip(*deltas, strict=True))]
+
+
+def add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
+    """Add ``(total, count)`` deltas to the running sums of ``(study, order, interval)`` slots.
+
+    Both dialects run one statement of constant text on the DB-API cursor of the transaction
+    (SQLAlchemy would compile a statement, and a dict of parameters, per group): SQLite one
+    UPDATE per slot through executemany (a loop in C over the row tuples, in process);
+    PostgreSQL one ``UPDATE ... FROM unnest(arrays)`` for every slot of the group (one round
+    trip; the clients' batches touch a hundred slots per group).
+    """
+    if not rows:
+        return
+    name = conn.dialect.name
+    if name not in ("sqlite", "postgresql"):
+        conn.execute(_ADD_SUMS, [
+            {"k_study": k[0], "k_order": k[1], "k_interval": k[2], "d_total": v[0],
+             "d_reports": v[1]} for k, v in rows])
+        return
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        if name == "sqlite":
+            cur.executemany(_SQLITE_ADD_SUMS, [(t, c, *k) for k, (t, c) in rows])
+        else:
+            cur.execute(_PG_ADD_SUMS, _sum_arrays(rows))
+    finally:
+        cur.close()
+
+
+def closed_studies(conn: Connection, studies: list[str]) -> set[str]:
+    """The studies among ``studies`` that take no more reports, read in the writer's
+    transaction (PostgreSQL reads and locks them in :func:`pg_begin_and_read`)."""
+    return _shut(conn.execute(_STATE, {"studies": studies})) if studies else set()
+
+
+def _shut(rows: Any) -> set[str]:
+    """The studies of ``(study, closed, closes_at)`` rows that are closed or past expiry."""
+    now = datetime.now(UTC)
+    return {study for study, closed, closes_at in rows
+            if closed is not None or (closes_at is not None
+                                      and now >= datetime.fromisoformat(closes_at))}
+
+
+def add_rejections(conn: Connection, counts: dict[tuple[str, str], int]) -> None:
+    """Add rejected-report counts per (study, reason); rows are created on first use."""
+    j = storage.rejections
+    for (study, reason), n in sorted(counts.items()):
+        res = conn.execute(
+            j.update().where(j.c.study == study, j.c.reason == reason)
+            .values(reports=j.c.reports + n)
+        )
+        if res.rowcount == 0:
+            exists = conn.execute(sa.select(storage.studies.c.study).where(
+                storage.studies.c.study == study)).first()
+            if exists is not None:
+                conn.execute(j.insert().values(study=study, reason=reason, reports=n))
