@@ -40,7 +40,6 @@ from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
 from .upload import UploadRoute
-from .writer import ProcessIngestor, ShardedIngestor
 
 __all__ = ["ServerConfig", "create_app", "worker_app"]
 
@@ -80,14 +79,6 @@ class ServerConfig:
         created since (a full scan of the ~10^5 start-up objects pauses every request for tens
         of milliseconds). For a process that runs only the service (``dpfreq serve`` sets it);
         off by default, as it would also exempt a host application's objects.
-    writer_process : bool
-        Commit the uploads from writer processes of their own
-        (:mod:`dpfreq.server.writer`) instead of a thread of the server process, so that the
-        database work does not take turns with the HTTP handling for one core; on PostgreSQL
-        two such writers, each device's batches through the same one. Off by default: on two
-        cores shared with other work it did not raise the rate of
-        ``benchmarks/bench_server.py`` (see ``docs/service.md``, Performance); it is for a
-        host with a core to spare. An in-memory SQLite database keeps the thread.
     """
 
     db: str
@@ -101,7 +92,6 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False
-    writer_process: bool = False
 
 
 class _ServiceApp(FastAPI):
@@ -172,15 +162,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             metrics.stored.inc(stored)
             metrics.queue.set(ingestor.pending())
 
-        own_process = config.writer_process and engine.url.database not in (None, "", ":memory:")
-        ingestor: Any
-        if own_process and engine.dialect.name == "postgresql":
-            # two writers commit side by side (SQLite has one write lock: one writer)
-            ingestor = ShardedIngestor(engine, writers=2, max_group=config.max_group,
-                                       on_commit=committed)
-        else:
-            kind = ProcessIngestor if own_process else Ingestor
-            ingestor = kind(engine, max_group=config.max_group, on_commit=committed)
+        ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         await asyncio.to_thread(ingestor.start)
         app.state.service = service
         app.state.ingestor = ingestor

@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from . import ingest_sql as sql
 from . import storage
 
-__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor", "Rejection", "settle_all"]
+__all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -66,7 +66,7 @@ class Batch:
 
 
 @dataclass
-class Rejection:
+class _Rejection:
     """Rejected reports of a study, counted by reason with the next group."""
 
     study: str
@@ -139,7 +139,7 @@ class Ingestor:
 
     def reject(self, study: str, reason: str, reports: int) -> Future:
         """Count rejected reports of a study by reason (committed with the next group)."""
-        item = Rejection(study, reason, max(1, reports))
+        item = _Rejection(study, reason, max(1, reports))
         self._queue.put(item)
         return item.future
 
@@ -161,8 +161,8 @@ class Ingestor:
                     except queue.Empty:
                         break
             if items:
-                self.commit_group(items)
-        self.release()
+                self._commit_group(items)
+        self._release()
 
     def _connection(self) -> Connection:
         """The writer's own connection, held between groups: no pool check-out (and, on
@@ -175,18 +175,18 @@ class Ingestor:
             self._conn = conn
         return self._conn
 
-    def release(self) -> None:
+    def _release(self) -> None:
         """Close the writer's connection (the next group opens another)."""
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = None
 
-    def commit_group(self, items: list[Any]) -> None:
+    def _commit_group(self, items: list[Any]) -> None:
         """Commit ``items`` (batches, enrolments, rejections) in one transaction and settle
         their futures (what the thread does with each group it takes from the queue)."""
         batches = [it for it in items if isinstance(it, Batch)]
-        rejections = [it for it in items if isinstance(it, Rejection)]
+        rejections = [it for it in items if isinstance(it, _Rejection)]
         enrolments = [it for it in items if isinstance(it, Enrolment)]
         outcomes: dict[int, Any] = {}
         for attempt in range(3):
@@ -201,7 +201,7 @@ class Ingestor:
                     outcomes = {id(b): RuntimeError("concurrent writers")
                                 for b in [*batches, *enrolments]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
-                self.release()
+                self._release()
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
                 outcomes = {id(b): exc for b in [*batches, *enrolments]}
                 break
@@ -213,12 +213,12 @@ class Ingestor:
             settled.append((b.future, out, len(b.rows)))
             if not isinstance(out, BaseException):
                 stored += out
-        settle_all(settled)
+        _settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
     @staticmethod
-    def _write(conn: Connection, batches: list[Batch], rejections: list[Rejection],
+    def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],
                enrolments: list[Enrolment]) -> dict[int, Any]:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
@@ -281,7 +281,7 @@ def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
         _settle(future, outcome, value)
 
 
-def settle_all(items: list[tuple[Any, Any, Any]]) -> None:
+def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
     """Resolve the futures of a committed group: thread futures at once, asyncio futures in
     one callback per event loop (one wake-up of each loop per group, not one per request)."""
     loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
