@@ -26,7 +26,7 @@ __all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_sta
 
 #: batches of at least this many windows of one structure compute their exact counts and
 #: intervals in a helper thread while the node noise is computed (:meth:`WindowState.parts`)
-OVERLAP_MIN = 1 << 15
+OVERLAP_MIN = 1 << 12
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]

@@ -133,8 +133,6 @@ def cover_multiplier(s: WindowStructure, beta: float, draws: int, sample: NodeSa
                      ) -> float | None:
     """The multiplier of a structure whose answers are signed sums over covers
     (:func:`cover_map`), or ``None`` beyond the simulation's limits."""
-    import scipy.sparse  # here, not at the top: only these structures need it
-
     if draws * s.n_family > BAND_MAX_WORK:  # every cover holds a node: never list the family
         return None
     t1, t2 = s.family_queries()
@@ -147,6 +145,8 @@ def cover_multiplier(s: WindowStructure, beta: float, draws: int, sample: NodeSa
     nodes, cols = np.unique(ids, return_inverse=True)
     if draws * nodes.size > BAND_MAX_NODES:
         return None
+    import scipy.sparse  # here, past the limits: only the structures simulated here need it
+
     # sparse: a window's cover holds O(log² D) of the family's O(D²) nodes
     m = scipy.sparse.csr_matrix((signs.astype(np.float64), (rows, cols.ravel())),
                                 shape=(t1.size, nodes.size))
