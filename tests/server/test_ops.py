@@ -154,6 +154,16 @@ def test_liveness_and_readiness(sqlite_client):
     assert sqlite_client.get("/readyz").json() == {"status": "ok"}
 
 
+def test_not_ready_while_the_writer_is_not_running(sqlite_client):
+    ingestor = sqlite_client.app.state.ingestor
+    ingestor.stop()  # the writer thread ends: nothing could be acknowledged
+    r = sqlite_client.get("/readyz")
+    assert r.status_code == 503
+    assert r.headers["Retry-After"] == "1"
+    assert "writer" in str(r.json())
+    assert sqlite_client.get("/livez").status_code == 200  # alive, only not ready
+
+
 def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
     from dpfreq.cli.serve import command
 
