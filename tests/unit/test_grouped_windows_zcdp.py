@@ -4,6 +4,7 @@ predicted error from public parameters, stated, and accounted to exactly the (ε
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,9 @@ import pandas as pd
 import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.grouped.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.grouped.selection import ZCDP_DELTA_SHARE
+from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows import plan_window_counts, release_window_counts
 from dpfreq.windows.grouped_budget import _candidate, _plan, group_epsilon
 from dpfreq.windows.grouped_result import GroupedWindowRelease
@@ -69,6 +71,24 @@ def test_choice_is_the_smaller_predicted_error(epsilon: float, delta: float, m: 
         else:
             assert b.rho is None
             assert m * b.epsilon == pytest.approx(b.release_epsilon, rel=1e-12)
+        _exactly_within(b, m, epsilon, delta)
+
+
+def _exactly_within(b: object, m: int, epsilon: float, delta: float) -> None:
+    """On fractions: the selection and the m groups never add up past (ε, δ) — the pure
+    shares rounded down, and under zCDP ρ_total + 2√(ρ_total·L) <= ε_r for an upper bound
+    L >= ln(1/δ_r), checked squared (4ρL <= (ε_r − ρ)², ρ <= ε_r)."""
+    sel_eps = Fraction(0) if b.selection is None else Fraction(b.selection.epsilon)
+    sel_delta = Fraction(0) if b.selection is None else Fraction(b.selection.delta)
+    eps_r, delta_r = Fraction(epsilon) - sel_eps, Fraction(b.release_delta)
+    assert sel_delta + delta_r <= Fraction(delta)
+    if b.rho is None:
+        assert m * epsilon_to_fraction(b.epsilon) <= eps_r  # the ε the noise is calibrated to
+        assert m * Fraction(b.delta) <= delta_r
+    else:
+        rho = m * Fraction(b.rho)
+        assert rho <= eps_r
+        assert 4 * rho * log_inverse_upper(b.release_delta) <= (eps_r - rho) ** 2
 
 
 def test_zcdp_release_states_it_and_spends_once(tmp_path: Path) -> None:

@@ -55,7 +55,8 @@ from dpfreq.grouped.selection import (
 )
 from dpfreq.noise import epsilon_to_fraction
 
-__all__ = ["GroupedAccounting", "choose_group_accounting", "log_inverse_upper", "zcdp_rho",
+__all__ = ["GroupedAccounting", "choose_group_accounting", "epsilon_at_most", "float_at_most",
+           "log_inverse_upper", "zcdp_rho",
            "zcdp_rho_at_most"]
 
 _PRECISION = 60  # decimal digits of the logarithm
@@ -94,19 +95,25 @@ def zcdp_rho_at_most(epsilon: Fraction, delta: float) -> Fraction:
     return rho
 
 
-def _float_at_most(x: Fraction) -> float:
+def epsilon_at_most(x: Fraction) -> float:
     """The nearest float to ``x > 0`` when the mechanism's ε at it (:func:`epsilon_to_fraction`)
     is at most ``x``; otherwise the largest float at most ``x``."""
     f = float(x)
     if epsilon_to_fraction(f) <= x:
         return f
+    return float_at_most(x)
+
+
+def float_at_most(x: Fraction) -> float:
+    """The largest float at most ``x >= 0`` (a share of a budget that must not round up)."""
+    f = float(x)
     while Fraction(f) > x:
         f = math.nextafter(f, 0.0)
     return f
 
 
 def _sqrt_at_most(x: Fraction) -> float:
-    """As :func:`_float_at_most` for ``√x``: ``ε_g`` with ``ε_g'² <= x`` for the mechanism's
+    """As :func:`epsilon_at_most` for ``√x``: ``ε_g`` with ``ε_g'² <= x`` for the mechanism's
     ``ε_g' = epsilon_to_fraction(ε_g)``."""
     f = math.sqrt(float(x))
     if epsilon_to_fraction(f) ** 2 <= x:
@@ -185,7 +192,7 @@ def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
     if not zcdp:
         if float(eps_r / m) < EPSILON_MIN:  # unusable: the caller refuses it
             return float(eps_r / m), 0.0, None, sel
-        return _float_at_most(eps_r / m), 0.0, None, sel
+        return epsilon_at_most(eps_r / m), 0.0, None, sel
     delta_r = delta - (sel.delta if sel is not None else 0.0)
     square = 2 * zcdp_rho_at_most(eps_r, delta_r) / m
     if math.sqrt(float(square)) < EPSILON_MIN:

@@ -4,13 +4,16 @@ An item touches at most ``m`` groups (``m = 1`` at ``unit="event"``: one row is 
 Two accountings are valid, and the release takes the one whose per-group plan predicts the
 smaller error, from public parameters only (as ``method="auto"`` does for one release):
 
-* **pure**: every group's release at ``(ε_r/m, δ_r/m)``; basic composition over the ``m``
-  groups an item touches (parallel composition over the others) gives ``(ε_r, δ_r)``. Each
-  group's plan may itself use zCDP inside that share (:func:`~dpfreq.windows.plan.make_plan`).
-* **zCDP across groups** (δ > 0 only): ``ρ = zcdp_rho(ε_r, δ_r)``, the largest ρ with
-  ``ρ + 2√(ρ ln(1/δ_r)) <= ε_r``; every group's release is ``ρ/m``-zCDP, so an item's at most
-  ``m`` groups compose to ρ-zCDP, which is ``(ε_r, δ_r)``-DP (Bun and Steinke 2016). A
-  group alone is then ``(ρ/m + 2√(ρ/m · ln(1/δ_r)), δ_r)``-DP, which its release states.
+* **pure**: every group's release at ``(ε_r/m, δ_r/m)``, each rounded down on fractions;
+  basic composition over the ``m`` groups an item touches (parallel composition over the
+  others) gives ``(ε_r, δ_r)``. Each group's plan may itself use zCDP inside that share
+  (:func:`~dpfreq.windows.plan.make_plan`).
+* **zCDP across groups** (δ > 0 only): ``ρ``, the largest ρ with
+  ``ρ + 2√(ρ ln(1/δ_r)) <= ε_r`` (certified on fractions and rounded down,
+  :func:`~dpfreq.grouped.accounting.zcdp_rho_at_most`); every group's release is
+  ``ρ/m``-zCDP, so an item's at most ``m`` groups compose to ρ-zCDP, which is
+  ``(ε_r, δ_r)``-DP (Bun and Steinke 2016). A group alone is then
+  ``(ρ/m + 2√(ρ/m · ln(1/δ_r)), δ_r)``-DP, which its release states.
 
 Composing the ``m`` groups in zCDP costs ``√m`` where basic composition of per-group budgets
 costs ``m``, so for ``m >= 2`` and moderate δ it is usually the better one.
@@ -25,10 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.grouped.accounting import epsilon_at_most, float_at_most, zcdp_rho_at_most
 from dpfreq.grouped.selection import (
     SELECTION_SHARE,
     ZCDP_DELTA_SHARE,
@@ -91,12 +95,15 @@ def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str) -> GroupBud
     if not named:
         sel_delta = delta * float(ZCDP_DELTA_SHARE) if zcdp else delta
         sel = plan_selection(eps * float(SELECTION_SHARE), sel_delta, m, func)
-    eps_r = eps - (sel.epsilon if sel is not None else 0.0)
-    delta_r = delta - (sel.delta if sel is not None else 0.0)
+    # on fractions, each share rounded down: the groups' budgets never add up past (ε_r, δ_r)
+    eps_r = Fraction(eps) - (Fraction(sel.epsilon) if sel is not None else 0)
+    delta_r = float_at_most(Fraction(delta) - (Fraction(sel.delta) if sel is not None else 0))
     if not zcdp:
-        return GroupBudget(eps_r / m, delta_r / m, None, sel, eps_r, delta_r, "")
-    rho = zcdp_rho(eps_r, delta_r) / m
-    return GroupBudget(group_epsilon(rho, delta_r), delta_r, rho, sel, eps_r, delta_r, "")
+        return GroupBudget(epsilon_at_most(eps_r / m), float_at_most(Fraction(delta_r) / m),
+                           None, sel, float(eps_r), delta_r, "")
+    rho = float_at_most(zcdp_rho_at_most(eps_r, delta_r) / m)
+    return GroupBudget(group_epsilon(rho, delta_r), delta_r, rho, sel, float(eps_r), delta_r,
+                       "")
 
 
 def _plan(par: Any, b: GroupBudget) -> Any:
