@@ -169,7 +169,8 @@ def test_geometric_tails_equal_the_numpy_path(kern):
     prf = KeyedDiscreteLaplace(KEY, "tails", gamma)._prf
     enc = prf.encryptor()
     ids = some_ids(20_000, 6)
-    g, redo = node_kernel.geometric(kern, enc, ids, 0, m, lazy_noise._digit_thresholds(gamma, m),
+    g, redo = node_kernel.geometric(kern, enc, ids, node_kernel.tail_tags(0, m),
+                                    lazy_noise._digit_thresholds(gamma, m),
                                     geo.bucket_arrays())
     expect = prf.geometric(enc, gamma, ids, 0)
     keep = np.setdiff1d(np.arange(ids.size), redo)

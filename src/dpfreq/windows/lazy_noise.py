@@ -45,9 +45,9 @@ settled by further stream bits. The accepted ``Y`` has exactly the law
 Measured (2-core machine shared with other jobs): the first ask of 10^5 random arbitrary
 windows over T = 2^16 on a fresh release (about 4.6·10^6 node values per tree,
 :class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes 3.7–7× the time of the exact
-counts of the same windows alone with the numpy passes here, and 3.1–3.3× with the compiled
-passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values), about 1.7× less
-CPU time (``benchmarks/bench_windows.py --only speed``).
+counts of the same windows alone with the numpy passes here, and about 2.1× with the compiled
+passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values) on a quiet machine,
+about 1.7× less CPU time (``benchmarks/bench_windows.py --only speed``).
 """
 
 from __future__ import annotations
@@ -225,7 +225,8 @@ class _NodePRF:
         m, geo = _geometric_split(gamma)
         geo_tables = geo.bucket_arrays()
         if tails.size and geo_tables is not None:
-            extra, redo = node_kernel.geometric(kern, enc, ids[tails], tag0, m,
+            extra, redo = node_kernel.geometric(kern, enc, ids[tails],
+                                                node_kernel.tail_tags(tag0, m),
                                                 _digit_thresholds(gamma, m), geo_tables)
             if redo.size:
                 extra[redo] = self.geometric(enc, gamma, ids[tails[redo]], tag0)
@@ -275,7 +276,7 @@ class _NodePRF:
         pending = np.arange(ids.size)
         t = 0
         while pending.size:
-            tag = tag0 + (1 << 30) + t
+            tag = tag0 + node_kernel.TAG_A + t
             a = self.invert(geo, self.words(enc, ids[pending], tag) >> np.uint64(1),
                             ids[pending], tag)
             out[pending] += a
@@ -283,7 +284,7 @@ class _NodePRF:
             t += 1
         out <<= m
         if m:  # the m digit words of every id in one AES call
-            tags = tag0 + (1 << 29) + np.arange(m, dtype=np.int64)
+            tags = node_kernel.tail_tags(tag0, m)[1:]
             words = (self.words(enc, np.tile(ids, m), np.repeat(tags, ids.size))
                      >> np.uint64(1)).reshape(m, ids.size)
             thr = _digit_thresholds(gamma, m)[:, None]

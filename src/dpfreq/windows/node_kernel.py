@@ -29,11 +29,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_IDS", "geometric", "laplace", "load", "loaded", "lower_pairs", "start"]
+__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "geometric", "laplace", "load", "loaded",
+           "lower_pairs", "start", "tail_tags"]
 
 #: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
 MIN_IDS = 512
 _CHUNK = 1 << 14  # node ids per AES call + compiled pass
+#: tag offsets of the words of a geometric tail (``_NodePRF.geometric`` in lazy_noise)
+TAG_A, TAG_DIGIT = 1 << 30, 1 << 29
 
 _lock = threading.Lock()  # guards the start of the loading thread (held briefly)
 _load_lock = threading.Lock()  # held while loading: :func:`start` never waits for it
@@ -116,41 +119,44 @@ def laplace(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tag: int,
     ``tables``: ``(shift, key0, thr, base, ascending, at, size)`` of the magnitude's
     :class:`~dpfreq._exact_inverse.InverseTable` (``InverseTable.bucket_arrays``).
     """
-    ids = np.ascontiguousarray(ids, dtype=np.int64)
-    n = ids.size
-    out = np.empty(n, dtype=np.int64)
-    flagged = np.empty(n, dtype=np.int64)
-    n_flag = 0
-    buf = np.empty(4 * min(n, _CHUNK) + 2, dtype="<u8")
-    tags = np.array([tag], dtype=np.int64)
-    for lo in range(0, n, _CHUNK):
-        part = ids[lo:lo + _CHUNK]
-        ct = _encrypt(kern, enc, part, tags, buf)
-        f = kern.laplace_words(ct, part.size, *tables, out[lo:], flagged[n_flag:])
-        flagged[n_flag:n_flag + f] += lo
-        n_flag += f
-    return out, flagged[:n_flag]
+    return _chunked(kern, kern.laplace_words, enc, ids, np.array([tag], dtype=np.int64),
+                    tables)
 
 
-def geometric(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tag: int, m: int,
+def geometric(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tags: NDArray[np.int64],
               digits: NDArray[np.uint64], tables: tuple[Any, ...]
               ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """``G = (A << m) + B`` per id by the compiled pass from the words of tags ``tag + 2^30``
-    (``A``, by the table ``tables`` of ``γ·2^m``) and ``tag + 2^29 + j`` (digit ``j`` of
-    ``B``, threshold ``digits[j]``), and the positions the caller must recompute (an ``A``
-    beyond its table's first word, or a tie)."""
+    """``G = (A << m) + B`` per id by the compiled pass, ``m = len(tags) − 1``: the word of
+    ``tags[0]`` gives ``A`` (by the table ``tables`` of ``γ·2^m``), the word of ``tags[1 + j]``
+    the digit ``j`` of ``B`` (threshold ``digits[j]``); and the positions the caller must
+    recompute (an ``A`` beyond its table's first word, or a tie)."""
+    return _chunked(kern, kern.geometric_words, enc, ids, tags,
+                    (tags.size - 1, digits, *tables))
+
+
+def tail_tags(tag0: int, m: int) -> NDArray[np.int64]:
+    """The tags of a geometric tail's words: the first word of ``A`` (``tag0 + TAG_A``), then
+    the ``m`` digit words of ``B`` (``tag0 + TAG_DIGIT + j``)."""
+    return tag0 + np.concatenate(([TAG_A], TAG_DIGIT + np.arange(m))).astype(np.int64)
+
+
+def _chunked(kern: ModuleType, kernel: Any, enc: Any, ids: NDArray[np.int64],
+             tags: NDArray[np.int64], args: tuple[Any, ...]
+             ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``kernel(ct, n, *args, out, flagged)`` over chunks of ids (the AES words of every id and
+    tag of a chunk in one call): the values and the flagged positions of all ids."""
     ids = np.ascontiguousarray(ids, dtype=np.int64)
+    tags = np.ascontiguousarray(tags, dtype=np.int64)
     n = ids.size
     out = np.empty(n, dtype=np.int64)
     flagged = np.empty(n, dtype=np.int64)
     n_flag = 0
-    tags = np.concatenate(([tag + (1 << 30)], tag + (1 << 29) + np.arange(m))).astype(np.int64)
     step = max(1, _CHUNK // tags.size)
     buf = np.empty(4 * min(n, step) * tags.size + 2, dtype="<u8")
     for lo in range(0, n, step):
         part = ids[lo:lo + step]
         ct = _encrypt(kern, enc, part, tags, buf)
-        f = kern.geometric_words(ct, part.size, m, digits, *tables, out[lo:], flagged[n_flag:])
+        f = kernel(ct, part.size, *args, out[lo:], flagged[n_flag:])
         flagged[n_flag:n_flag + f] += lo
         n_flag += f
     return out, flagged[:n_flag]
