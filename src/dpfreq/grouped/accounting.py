@@ -56,7 +56,7 @@ from dpfreq.grouped.selection import (
 from dpfreq.noise import epsilon_to_fraction
 
 __all__ = ["GroupedAccounting", "choose_group_accounting", "epsilon_at_most", "float_at_most",
-           "log_inverse_upper", "zcdp_rho",
+           "log_inverse_upper", "release_share", "zcdp_rho",
            "zcdp_rho_at_most"]
 
 _PRECISION = 60  # decimal digits of the logarithm
@@ -181,19 +181,30 @@ class GroupedAccounting:
                 "guarantee": self.guarantee, "why": self.why}
 
 
-def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
-           func: str) -> tuple[float, float, Fraction | None, SelectionPlan | None]:
-    """``(ε_g, δ_r, ρ, selection)`` of one accounting (module docstring)."""
+def release_share(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
+                  func: str) -> tuple[Fraction, float, SelectionPlan | None]:
+    """``(ε_r, δ_r, selection)`` of one accounting: what the groups' releases together may
+    spend once the private partition selection (None with a public list) has taken its share
+    (:data:`~dpfreq.grouped.selection.SELECTION_SHARE` of ε; all of δ under pure accounting,
+    :data:`~dpfreq.grouped.selection.ZCDP_DELTA_SHARE` of it under zCDP). ``ε_r`` is exact;
+    ``δ_r`` is rounded down."""
     sel = None
     if not named:
         sel_delta = delta * float(ZCDP_DELTA_SHARE) if zcdp else delta
         sel = plan_selection(epsilon * float(SELECTION_SHARE), sel_delta, m, func)
     eps_r = Fraction(epsilon) - (Fraction(sel.epsilon) if sel is not None else 0)
-    if not zcdp:
+    delta_r = float_at_most(Fraction(delta) - (Fraction(sel.delta) if sel is not None else 0))
+    return eps_r, delta_r, sel
+
+
+def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
+           func: str) -> tuple[float, float, Fraction | None, SelectionPlan | None]:
+    """``(ε_g, δ_r, ρ, selection)`` of one accounting (module docstring)."""
+    eps_r, delta_r, sel = release_share(epsilon, delta, m, named, zcdp, func)
+    if not zcdp:  # pure per-group mechanisms: the groups use no δ
         if float(eps_r / m) < EPSILON_MIN:  # unusable: the caller refuses it
             return float(eps_r / m), 0.0, None, sel
         return epsilon_at_most(eps_r / m), 0.0, None, sel
-    delta_r = delta - (sel.delta if sel is not None else 0.0)
     square = 2 * zcdp_rho_at_most(eps_r, delta_r) / m
     if math.sqrt(float(square)) < EPSILON_MIN:
         return math.sqrt(float(square)), delta_r, None, sel

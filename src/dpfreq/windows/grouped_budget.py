@@ -32,12 +32,15 @@ from fractions import Fraction
 from typing import Any
 
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import epsilon_at_most, float_at_most, zcdp_rho_at_most
+from dpfreq.grouped.accounting import (
+    epsilon_at_most,
+    float_at_most,
+    release_share,
+    zcdp_rho_at_most,
+)
 from dpfreq.grouped.selection import (
-    SELECTION_SHARE,
     ZCDP_DELTA_SHARE,
     SelectionPlan,
-    plan_selection,
 )
 from dpfreq.windows.plan import make_plan, plan_score
 
@@ -89,15 +92,9 @@ def group_epsilon(rho: float, delta: float) -> float:
 
 
 def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str) -> GroupBudget:
-    """One accounting's budget (its selection planned at its δ share)."""
-    eps, delta = par.epsilon, par.delta
-    sel = None
-    if not named:
-        sel_delta = delta * float(ZCDP_DELTA_SHARE) if zcdp else delta
-        sel = plan_selection(eps * float(SELECTION_SHARE), sel_delta, m, func)
-    # on fractions, each share rounded down: the groups' budgets never add up past (ε_r, δ_r)
-    eps_r = Fraction(eps) - (Fraction(sel.epsilon) if sel is not None else 0)
-    delta_r = float_at_most(Fraction(delta) - (Fraction(sel.delta) if sel is not None else 0))
+    """One accounting's budget (its selection planned at its δ share); each share rounded
+    down on fractions, so the groups never add up past (ε_r, δ_r)."""
+    eps_r, delta_r, sel = release_share(par.epsilon, par.delta, m, named, zcdp, func)
     if not zcdp:
         return GroupBudget(epsilon_at_most(eps_r / m), float_at_most(Fraction(delta_r) / m),
                            None, sel, float(eps_r), delta_r, "")
