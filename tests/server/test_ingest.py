@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
@@ -127,3 +128,57 @@ def test_copy_text_escapes_a_study_id(engine: Any) -> None:
         rows = sorted((s, int(d), bytes(b)) for s, d, b in conn.execute(
             sa.select(u.c.study, u.c.device, u.c.bits)))
     assert rows == [(odd, 7, b"\x01"), ("s", 7, b"\x00")]
+
+
+def test_two_writers_racing_overlapping_uploads_store_each_slot_once(db_url: str,
+                                                                     engine: Any) -> None:
+    """Two writers (two engines) each get one of two overlapping uploads of every device, in
+    small groups, and run at once. Whatever the interleaving: no slot is stored twice, a
+    device whose uploads agree on the overlap has both acknowledged and the union stored, a
+    device whose uploads disagree on one slot has exactly one acknowledged (the other is a
+    conflict) and only its reports stored, and the sums count the stored reports."""
+    with engine.begin() as conn:
+        conn.execute(storage.sums.insert(), [
+            {"study": "s", "order": 0, "interval": j, "total": 0, "reports": 0}
+            for j in range(5, 13)])
+    rng = np.random.default_rng(20261128)
+    other_engine = storage.make_engine(db_url)
+    writers = [Ingestor(engine, max_group=2), Ingestor(other_engine, max_group=2)]
+    cases = []
+    for device in range(1, 41):
+        bits = rng.integers(0, 2, size=13)
+        a = [(j, int(bits[j])) for j in range(1, 9)]
+        b = [(j, int(bits[j])) for j in range(5, 13)]
+        clash = device % 2 == 0
+        if clash:  # the uploads disagree on slot 6
+            b[1] = (6, 1 - b[1][1])
+        cases.append((device, a, b, clash, Batch("s", device, 0, a), Batch("s", device, 0, b)))
+    for case in cases:  # A takes the devices in increasing order
+        writers[0].submit(case[4])
+    for case in reversed(cases):  # B in decreasing order: they meet on some devices
+        writers[1].submit(case[5])
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.stop()
+    other_engine.dispose()
+    rows = stored(engine)
+    assert len({(d, j) for d, j, _ in rows}) == len(rows)  # no slot stored twice
+    by_device: dict[int, dict[int, int]] = {}
+    for d, j, bit in rows:
+        by_device.setdefault(d, {})[j] = bit
+    for device, a, b, clash, ba, bb in cases:
+        fa, fb = ba.future, bb.future
+        if not clash:
+            assert (fa.result(), fb.result()) == (8, 8)
+            assert by_device[device] == dict(a) | dict(b)
+            continue
+        assert (fa.exception() is None) != (fb.exception() is None)
+        won, lost = (a, fb) if fa.exception() is None else (b, fa)
+        assert isinstance(lost.exception(), Conflict)
+        assert by_device[device] == dict(won)
+    expect = dict.fromkeys(range(1, 13), (0, 0))
+    for _, j, bit in rows:
+        t, n = expect[j]
+        expect[j] = (t + 2 * bit - 1, n + 1)
+    assert sums(engine) == expect
