@@ -70,7 +70,7 @@ def sqlite_begin(conn: Connection) -> None:
 
 
 def device_lock_key(study: str, device: int) -> int:
-    """The 64-bit advisory-lock key of a device of a study (a keyed hash: the same in every
+    """The 64-bit advisory-lock key of a device of a study (BLAKE2b of both: the same in every
     process; two devices that share a key only wait for each other)."""
     digest = hashlib.blake2b(f"{study}\x00{device}".encode(), digest_size=8,
                              person=b"dpfreq-upload").digest()
@@ -135,10 +135,10 @@ def store(conn: Connection, rows: list[storage.UploadRow],
           sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
     """Insert the group's upload rows and add its sum deltas in the open transaction.
 
-    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
-    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
-    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
-    COMMIT and is raised before any batch is acknowledged.
+    On PostgreSQL this also COMMITs: the rows go by COPY, then the sums' UPDATE and the COMMIT
+    in ONE round trip (psycopg's pipeline mode); an error skips the COMMIT and is raised before
+    any batch is acknowledged. (An ``INSERT ... SELECT FROM unnest(arrays)`` of the upload rows
+    in that pipeline, two round trips fewer, was no faster: ``benchmarks/notes/server-log.md``.)
     """
     storage.insert_uploads(conn, rows)
     if conn.dialect.name != "postgresql":

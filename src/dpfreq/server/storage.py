@@ -176,9 +176,9 @@ def make_engine(db: str, *, pool_size: int = 8) -> Engine:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # psycopg prepares a statement on the server after 5 runs, and PostgreSQL may then keep a
-    # generic plan made while the stored-report table was small: a sequential scan for the writer's
-    # read of stored slots, 250 ms per group at 10^5 rows (measured in bench_server.py). Plans
-    # made per execution follow the table as it grows.
+    # generic plan made while the table of stored reports was small: a sequential scan for the
+    # writer's read of stored slots, 250 ms per group at 10^5 rows (measured in bench_server.py).
+    # Plans made per execution follow the table as it grows.
     return sa.create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                             connect_args={"prepare_threshold": None})
 
