@@ -32,10 +32,13 @@ other writer can commit a row of that device, and reads its stored slots after t
   statement of the same transaction; under READ COMMITTED it sees every transaction that
   committed before it started, and PostgreSQL releases a transaction's locks only after its
   commit is visible, so a writer that waited for a device's lock reads the rows of the writer
-  it waited for. Two devices whose keys collide only wait for each other.
+  it waited for. Two devices whose keys collide only wait for each other. A group holds at
+  most ``max_group`` locks, in PostgreSQL's shared lock table (``max_locks_per_transaction``
+  × ``max_connections`` entries, 6,400 by default).
 * SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's single
-  write lock before anything is read (the writer's connection is in the driver's autocommit
-  mode, which would otherwise begin a deferred transaction only at the first write).
+  write lock before anything is read. (The writer's connection is in the driver's autocommit
+  mode so that this ``BEGIN`` is its own: the driver would begin a deferred transaction at
+  the first write, after the reads.)
 
 Under either lock the decision sees every stored slot of its devices, so the new reports of a
 stored batch are slots never stored before: their smallest interval is the key of a new row,
