@@ -140,7 +140,8 @@ def stored(c: TestClient) -> tuple[int, int]:
 
     engine = c.app.state.service.engine  # type: ignore[attr-defined]
     with engine.connect() as conn:
-        n = conn.execute(sa.select(sa.func.count()).select_from(storage.reports)).scalar_one()
+        n = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(storage.uploads.c.reports), 0))
+                         ).scalar_one()
         s = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(storage.sums.c.reports), 0)))
         return int(n), int(s.scalar_one())
 

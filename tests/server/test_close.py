@@ -116,8 +116,8 @@ def test_retention_deletes_raw_reports_of_closed_studies_only(client):
     assert service.purge_raw_reports(5.0, now=later) == []  # closed 3 days ago: kept
     assert service.purge_raw_reports(2.0, now=later) == ["s1"]
     with service.engine.connect() as conn:
-        left = dict(conn.execute(sa.select(storage.reports.c.study, sa.func.count())
-                                 .group_by(storage.reports.c.study)).all())
+        left = dict(conn.execute(sa.select(storage.uploads.c.study, sa.func.count())
+                                 .group_by(storage.uploads.c.study)).all())
     assert "s1" not in left
     assert left["open"] > 0
     after = client.get("/v1/studies/s1/estimates", headers=bearer(an)).json()

@@ -70,8 +70,8 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
         srv.stop()
     engine = storage.make_engine(db_url)
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(storage.reports.c.device, storage.reports.c.interval,
-                                      storage.reports.c.order, storage.reports.c.bit)).all()
+        # every stored report, the upload rows unpacked: (device, interval, order, bit)
+        rows = [(d, j, h, b) for d, h, j, b in storage.report_rows(conn, "crash")]
         devs = conn.execute(sa.select(storage.devices.c.device, storage.devices.c.order)).all()
         sums = {(h, j): (t, n) for h, j, t, n in conn.execute(sa.select(
             storage.sums.c.order, storage.sums.c.interval, storage.sums.c.total,

@@ -29,10 +29,10 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0005",)]
+            ("0006",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
-    assert set(sa.inspect(engine).get_table_names()) >= {"studies", "reports", "sums"}
+    assert set(sa.inspect(engine).get_table_names()) >= {"studies", "uploads", "sums"}
     engine.dispose()
 
 
@@ -50,7 +50,7 @@ def test_sqlite_tables_lose_their_rowid_and_keep_their_rows(sqlite_url):
         conn.execute(sa.text('INSERT INTO sums VALUES (\'s\', 1, 3, -1, 1)'))
         conn.execute(sa.text('INSERT INTO devices VALUES (\'s\', 7, 1, \'2026\')'))
         assert conn.execute(sa.text("SELECT rowid FROM reports")).all() == [(1,)]
-    storage.upgrade(engine)
+        command.upgrade(cfg, "0005")
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT * FROM reports")).all() == [("s", 7, 3, 1, 1)]
         assert conn.execute(sa.text("SELECT * FROM sums")).all() == [("s", 1, 3, -1, 1)]
@@ -98,7 +98,7 @@ def test_load_generator_runs_simulated_devices(sqlite_url, capsys):
         assert out["enrolled"] == 25
         assert out["acknowledged"] == out["reports"] > 0
         with srv.app.state.service.engine.connect() as conn:
-            n = conn.execute(sa.select(sa.func.count()).select_from(storage.reports))
+            n = conn.execute(sa.select(sa.func.sum(storage.uploads.c.reports)))
             assert n.scalar_one() == out["reports"]
 
 
@@ -139,8 +139,9 @@ def test_sigterm_finishes_batches_in_flight(sqlite_url, tmp_path):
     assert all("token" not in json.dumps(x).lower() for x in lines)
     engine = storage.make_engine(sqlite_url)
     with engine.connect() as conn:
-        stored = dict(conn.execute(sa.select(storage.reports.c.device, sa.func.count())
-                                   .group_by(storage.reports.c.device)).all())
+        stored = dict(conn.execute(sa.select(storage.uploads.c.device,
+                                             sa.func.sum(storage.uploads.c.reports))
+                                   .group_by(storage.uploads.c.device)).all())
     engine.dispose()
     for e, status in zip(devices, answers, strict=True):
         if status == 200:  # acknowledged ⇒ durable and whole
@@ -214,7 +215,7 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0005",)]
+            ("0006",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()

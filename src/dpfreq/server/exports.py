@@ -134,18 +134,16 @@ def _raw_columns(service: Service, record: StudyRecord, table: str) -> dict[str,
     import pyarrow as pa
 
     names: tuple[str, ...]
-    if table == "reports":
-        t = storage.reports
-        query = sa.select(t.c.device, t.c.order, t.c.interval, t.c.bit).where(
-            t.c.study == record.study).order_by(t.c.device, t.c.interval)
-        names = ("device", "order", "interval", "bit")
-    else:
-        t = storage.devices
-        query = sa.select(t.c.device, t.c.order).where(t.c.study == record.study).order_by(
-            t.c.device)
-        names = ("device", "order")
+    rows: Any
     with service.engine.connect() as conn, conn.begin():
-        rows = conn.execute(query).all()
+        if table == "reports":  # the upload rows unpacked, one row per report
+            rows = storage.report_rows(conn, record.study)
+            names = ("device", "order", "interval", "bit")
+        else:
+            t = storage.devices
+            rows = conn.execute(sa.select(t.c.device, t.c.order).where(
+                t.c.study == record.study).order_by(t.c.device)).all()
+            names = ("device", "order")
     cols: dict[str, Any] = {n: pa.array([int(r[i]) for r in rows], type=pa.int64())
                             for i, n in enumerate(names)}
     if table == "reports":

@@ -2,10 +2,11 @@
 
 Request handlers validate a batch against the study and the device's enrolment, then hand it to
 the :class:`Ingestor` and wait. The writer thread takes every batch waiting (up to
-``max_group``), and in **one** transaction reads the slots those devices already stored, decides
-each batch (all new or identical → stored; any slot stored with another bit → conflict, nothing
-of that batch written), inserts the new reports, adds their ``2·bit − 1`` and counts to the
-running per-(order, interval) sums, and commits. A batch for a study that is closed or past
+``max_group``), and in **one** transaction reads the slots those devices already stored (their
+upload rows, unpacked), decides each batch (all new or identical → stored; any slot stored with
+another bit → conflict, nothing of that batch written), inserts the batch's new reports as ONE
+packed upload row (:func:`dpfreq.server.storage.pack`), adds their ``2·bit − 1`` and counts to
+the running per-(order, interval) sums, and commits. A batch for a study that is closed or past
 its expiry at that transaction is refused (:class:`Closed`), whatever the handler saw. Only
 after the commit returns does any handler answer, so an acknowledged batch is durable
 (SQLite ``synchronous=FULL``, PostgreSQL's defaults), and a crash before the commit loses only
@@ -13,12 +14,36 @@ unacknowledged batches, which the device re-sends (idempotently).
 
 On PostgreSQL the writer's connection is in autocommit mode and sends its own ``BEGIN`` and
 ``COMMIT`` through psycopg's pipeline mode, so a group costs four round trips: ``BEGIN`` with
-the studies' state and the stored slots, the two of ``COPY``, and the sums with ``COMMIT``.
+the devices' locks, the studies' state and the stored slots, the two of ``COPY``, and the sums
+with ``COMMIT``.
 
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
-turns one fsync per batch into one per group. Several server processes on one PostgreSQL
-database stay correct: the primary key ``(study, device, interval)`` refuses a second copy of a
-slot, and a group that meets such a row from another process is rolled back and decided again.
+turns one fsync per batch into one per group.
+
+**Several writers on one database** (``--workers``, or several servers). A slot is stored at
+most once, yet nothing in the schema says so: an upload row is keyed by its smallest interval,
+and two overlapping uploads of one device decided by two processes on the same stale read
+would store different rows holding the same slot. So a writer decides a device only while no
+other writer can commit a row of that device, and reads its stored slots after that holds:
+
+* PostgreSQL: the group's first statement takes a transaction-scoped advisory lock per device
+  (a 64-bit hash of study and device), all in increasing key order (so writers never wait in a
+  cycle), and holds them until its ``COMMIT`` or rollback. The stored-slot read is a later
+  statement of the same transaction; under READ COMMITTED it sees every transaction that
+  committed before it started, and PostgreSQL releases a transaction's locks only after its
+  commit is visible, so a writer that waited for a device's lock reads the rows of the writer
+  it waited for. Two devices whose keys collide only wait for each other. A group holds at
+  most ``max_group`` locks, in PostgreSQL's shared lock table (``max_locks_per_transaction``
+  × ``max_connections`` entries, 6,400 by default).
+* SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's single
+  write lock before anything is read. (The writer's connection is in the driver's autocommit
+  mode so that this ``BEGIN`` is its own: the driver would begin a deferred transaction at
+  the first write, after the reads.)
+
+Under either lock the decision sees every stored slot of its devices, so the new reports of a
+stored batch are slots never stored before: their smallest interval is the key of a new row,
+which meets no other row's key. A key collision (:class:`IntegrityError`) therefore means a
+writer that did not take the locks; the group is then rolled back and decided again.
 """
 
 from __future__ import annotations
@@ -170,7 +195,7 @@ class Ingestor:
         starts from a fresh connection."""
         if self._conn is None:
             conn = self.engine.connect()
-            if conn.dialect.name == "postgresql":  # it sends its own BEGIN and COMMIT
+            if conn.dialect.name in ("postgresql", "sqlite"):  # it sends its own BEGIN
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             self._conn = conn
         return self._conn
@@ -226,12 +251,14 @@ class Ingestor:
         if conn.dialect.name == "postgresql":
             closed, existing = sql.pg_begin_and_read(conn, by_study)
         else:
+            if conn.dialect.name == "sqlite":
+                sql.sqlite_begin(conn)
             closed, existing = sql.closed_studies(conn, sorted(by_study)), {}
             for study, devs in by_study.items():
                 if study not in closed:
                     existing.update(sql.stored_slots(conn, study, devs))
         outcomes = _enrol(conn, enrolments)
-        inserts: list[tuple[str, int, int, int, int]] = []
+        inserts: list[storage.UploadRow] = []
         # intervals stored per (study, order), all and those with bit 1: counted in C at the end
         slots: dict[tuple[str, int], tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
         rejected: dict[tuple[str, str], int] = defaultdict(int)
@@ -254,11 +281,14 @@ class Ingestor:
                 old.update(new)
             else:  # a second batch of the device in this group meets these rows
                 existing[(study, device)] = dict(new)
-            inserts.extend([(study, device, j, order, bit) for j, bit in new])
+            outcomes[id(b)] = len(new)
+            if not new:
+                continue
+            first, count, intervals, bits = storage.pack(new)
+            inserts.append((study, device, first, order, count, intervals, bits))
             every, ones = slots[(study, order)]
             every.extend([j for j, _ in new])
             ones.extend([j for j, bit in new if bit])
-            outcomes[id(b)] = len(new)
         if rejected:
             sql.add_rejections(conn, rejected)
         sql.store(conn, inserts, sql.sum_deltas(slots))

@@ -1,15 +1,17 @@
-"""The SQL of the group-commit writer (:mod:`dpfreq.server.ingest`): the reads of a group's
-stored slots and studies' state, the inserts of its reports and the updates of the running sums.
+"""The SQL of the group-commit writer (:mod:`dpfreq.server.ingest`): the locks and reads of a
+group's stored slots and studies' state, the inserts of its uploads and the updates of the
+running sums.
 
 Both dialects run statements of constant text on the DB-API cursor of the writer's transaction
 where SQLAlchemy would compile a statement, and a dict of parameters, per group; on PostgreSQL
-the reads, and the sums with the ``COMMIT``, go in one round trip each (psycopg's pipeline
-mode).
+the locks and reads, and the sums with the ``COMMIT``, go in one round trip each (psycopg's
+pipeline mode).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,14 +22,15 @@ from sqlalchemy.engine import Connection
 
 from . import storage
 
-__all__ = ["Slots", "add_rejections", "add_sums", "closed_studies", "pg_begin_and_read",
-           "pg_errors", "store", "stored_slots", "sum_deltas"]
+__all__ = ["Slots", "add_rejections", "add_sums", "closed_studies", "device_lock_key",
+           "pg_begin_and_read", "pg_errors", "sqlite_begin", "store", "stored_slots",
+           "sum_deltas"]
 
 # The writer's statements, built once (building a statement costs more than running it).
-_r, _s = storage.reports, storage.sums
-_STORED = sa.select(_r.c.device, _r.c.interval, _r.c.bit).where(
-    _r.c.study == sa.bindparam("study"),
-    _r.c.device.in_(sa.bindparam("devices", expanding=True)))
+_u, _s = storage.uploads, storage.sums
+_STORED = sa.select(_u.c.device, _u.c.intervals, _u.c.bits).where(
+    _u.c.study == sa.bindparam("study"),
+    _u.c.device.in_(sa.bindparam("devices", expanding=True)))
 _STATE = sa.select(storage.studies.c.study, storage.studies.c.closed,
                    storage.studies.c.closes_at).where(
     storage.studies.c.study.in_(sa.bindparam("studies", expanding=True)))
@@ -48,38 +51,69 @@ def stored_slots(conn: Connection, study: str, devices: set[int]) -> Slots:
     device without any (its first upload, the common case) is decided without a lookup per
     report."""
     out: Slots = {}
-    for dev, interval, bit in conn.execute(_STORED, {"study": study, "devices": sorted(devices)}):
-        out.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+    for dev, intervals, bits in conn.execute(_STORED, {"study": study,
+                                                        "devices": sorted(devices)}):
+        out.setdefault((study, int(dev)), {}).update(storage.unpack(intervals, bits))
     return out
+
+
+def sqlite_begin(conn: Connection) -> None:
+    """On SQLite, open the writer's transaction with ``BEGIN IMMEDIATE``: it takes the
+    database's write lock before the stored slots are read, so another process cannot commit
+    a slot between this read and this commit (the writer's connection is in the driver's
+    autocommit mode, which sends no ``BEGIN`` of its own)."""
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cur.execute("BEGIN IMMEDIATE")
+    finally:
+        cur.close()
+
+
+def device_lock_key(study: str, device: int) -> int:
+    """The 64-bit advisory-lock key of a device of a study (BLAKE2b of both: the same in every
+    process; two devices that share a key only wait for each other)."""
+    digest = hashlib.blake2b(f"{study}\x00{device}".encode(), digest_size=8,
+                             person=b"dpfreq-upload").digest()
+    return int.from_bytes(digest, "little", signed=True)
 
 
 _PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s::varchar[]) "
              "ORDER BY study FOR SHARE")
 # The arrays are cast: psycopg sends a list of small ints as smallint[], and the stored-slot
 # read then took five times as long (measured on the writer alone).
-_PG_STORED = ('SELECT device, "interval", bit FROM reports '
+_PG_STORED = ("SELECT device, intervals, bits FROM uploads "
               "WHERE study = %s AND device = ANY(%s::bigint[])")
+# unnest returns the keys in the array's order, and the locks are taken in that order.
+_PG_LOCK = "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k"
+
+
 def pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[set[str], Slots]:
-    """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, the studies'
-    state (locked against a concurrent close until the commit, as :func:`closed_studies`),
-    and the stored slots of the group's devices (as :func:`stored_slots`)."""
+    """On PostgreSQL, in ONE round trip (psycopg's pipeline mode): ``BEGIN``, a transaction
+    advisory lock per device of the group (in increasing key order, so two writers never wait
+    for each other in a cycle), the studies' state (locked against a concurrent close until
+    the commit, as :func:`closed_studies`), and the stored slots of the group's devices (as
+    :func:`stored_slots`). The reads run after the locks are granted, and under READ
+    COMMITTED each statement sees every transaction that committed before it started."""
     driver = conn.connection.driver_connection
     assert driver is not None
     cursors = []
+    keys = sorted({device_lock_key(study, d) for study, devs in by_study.items() for d in devs})
     try:
         with pg_errors(), driver.pipeline():
             driver.execute("BEGIN")
             if by_study:
-                cursors = [driver.execute(_PG_STATE, (sorted(by_study),))]
+                cursors = [driver.execute(_PG_LOCK, (keys,)),
+                           driver.execute(_PG_STATE, (sorted(by_study),))]
                 cursors += [driver.execute(_PG_STORED, (study, sorted(devs)))
                             for study, devs in sorted(by_study.items())]
         if not cursors:
             return set(), {}
-        closed = _shut(cursors[0].fetchall())
+        closed = _shut(cursors[1].fetchall())
         existing: Slots = {}
-        for study, cur in zip(sorted(by_study), cursors[1:], strict=True):
-            for dev, interval, bit in cur.fetchall():
-                existing.setdefault((study, int(dev)), {})[int(interval)] = int(bit)
+        for study, cur in zip(sorted(by_study), cursors[2:], strict=True):
+            for dev, intervals, bits in cur.fetchall():
+                existing.setdefault((study, int(dev)), {}).update(
+                    storage.unpack(intervals, bits))
         return closed, existing
     finally:
         for cur in cursors:
@@ -97,16 +131,16 @@ def pg_errors() -> Iterator[None]:
         raise sa.exc.IntegrityError("pipeline", None, exc) from exc
 
 
-def store(conn: Connection, rows: list[tuple[str, int, int, int, int]],
-           sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
-    """Insert the group's new report rows and add its sum deltas in the open transaction.
+def store(conn: Connection, rows: list[storage.UploadRow],
+          sums: list[tuple[tuple[str, int, int], list[int]]]) -> None:
+    """Insert the group's upload rows and add its sum deltas in the open transaction.
 
-    On PostgreSQL this also COMMITs: the rows go by COPY (its rows are formatted in C; an
-    INSERT from arrays cannot keep up, measured in ``benchmarks/bench_server.py``), then the
-    sums' UPDATE and the COMMIT in ONE round trip (psycopg's pipeline mode); an error skips the
-    COMMIT and is raised before any batch is acknowledged.
+    On PostgreSQL this also COMMITs: the rows go by COPY, then the sums' UPDATE and the COMMIT
+    in ONE round trip (psycopg's pipeline mode); an error skips the COMMIT and is raised before
+    any batch is acknowledged. (An ``INSERT ... SELECT FROM unnest(arrays)`` of the upload rows
+    in that pipeline, two round trips fewer, was no faster: ``benchmarks/notes/server-log.md``.)
     """
-    storage.insert_reports(conn, rows)
+    storage.insert_uploads(conn, rows)
     if conn.dialect.name != "postgresql":
         add_sums(conn, sums)
         return

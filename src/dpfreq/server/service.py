@@ -241,14 +241,14 @@ class Service:
     def reported_devices(self, study: str) -> int:
         """Devices of ``study`` with at least one stored report (the count kept when the raw
         reports were deleted under the retention policy)."""
-        r, s = storage.reports, storage.studies
+        u, s = storage.uploads, storage.studies
         with self.engine.connect() as conn:
             kept = conn.execute(sa.select(s.c.reported_devices).where(s.c.study == study))
             frozen = kept.scalar()
             if frozen is not None:
                 return int(frozen)
-            return int(conn.execute(sa.select(sa.func.count(sa.distinct(r.c.device)))
-                                    .where(r.c.study == study)).scalar() or 0)
+            return int(conn.execute(sa.select(sa.func.count(sa.distinct(u.c.device)))
+                                    .where(u.c.study == study)).scalar() or 0)
 
     # -- studies ----------------------------------------------------------------------------
     def create_study(self, study: str, title: str, protocol: StudyProtocol,
@@ -314,7 +314,7 @@ class Service:
         (410), the enrolment export stays.
         """
         now = datetime.now(UTC) if now is None else now
-        s, r = storage.studies, storage.reports
+        s, u = storage.studies, storage.uploads
         purged = []
         with self.engine.begin() as conn:
             rows = conn.execute(sa.select(s.c.study, s.c.closed, s.c.closes_at)
@@ -323,11 +323,11 @@ class Service:
                 ends = [datetime.fromisoformat(t) for t in (closed, closes_at) if t is not None]
                 if not ends or (now - min(ends)).total_seconds() < closed_days * 86400:
                     continue
-                n = conn.execute(sa.select(sa.func.count(sa.distinct(r.c.device)))
-                                 .where(r.c.study == study)).scalar() or 0
+                n = conn.execute(sa.select(sa.func.count(sa.distinct(u.c.device)))
+                                 .where(u.c.study == study)).scalar() or 0
                 conn.execute(s.update().where(s.c.study == study)
                              .values(purged=_now(), reported_devices=int(n)))
-                conn.execute(r.delete().where(r.c.study == study))
+                conn.execute(u.delete().where(u.c.study == study))
                 purged.append(study)
         for study in purged:
             self.refresh_study(study)

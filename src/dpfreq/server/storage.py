@@ -21,8 +21,12 @@ Tables
                     lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
 ``revocations``     one row per token revocation (processes poll it to drop cached tokens).
 ``devices``         enrolled devices of a study with their order.
-``reports``         one row per (study, device, interval): the single report of that slot.
-                    (``devices``, ``reports`` and ``sums`` are ``WITHOUT ROWID`` on SQLite.)
+``uploads``         one row per stored upload of a device: the reports of that upload that
+                    were new, packed (see :func:`pack`), keyed by (study, device, smallest
+                    interval in the row). A slot (study, device, interval) is in at most one
+                    row, so that smallest interval was never stored before and the key is
+                    unique. (``devices``, ``uploads`` and ``sums`` are ``WITHOUT ROWID`` on
+                    SQLite.)
 ``sums``            running per-(order, interval) sums of ``2·bit − 1`` and report counts,
                     updated in the same transaction as the reports they count.
 ``enrolled``        running number of enrolled devices per order.
@@ -31,6 +35,7 @@ Tables
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +46,23 @@ from dpfreq.artifacts import create_private
 
 __all__ = [
     "METADATA",
+    "UploadRow",
     "audit",
     "devices",
     "enrolled",
-    "insert_reports",
+    "insert_uploads",
     "make_engine",
     "normalize_url",
+    "pack",
     "rejections",
-    "reports",
+    "report_rows",
     "revocations",
     "studies",
     "sums",
     "tokens",
+    "unpack",
     "upgrade",
+    "uploads",
 ]
 
 METADATA = sa.MetaData()
@@ -129,8 +138,9 @@ revocations = sa.Table(
 # The tables the writer touches per report are keyed lookups only: no rowid on SQLite.
 devices = _study_table("devices", (("device", sa.BigInteger),),
                        (("order", sa.Integer), ("created", sa.String(40))), rowid=False)
-reports = _study_table("reports", (("device", sa.BigInteger), ("interval", sa.Integer)),
-                       (("order", sa.Integer), ("bit", sa.SmallInteger)), rowid=False)
+uploads = _study_table("uploads", (("device", sa.BigInteger), ("first", sa.Integer)),
+                       (("order", sa.Integer), ("reports", sa.Integer),
+                        ("intervals", sa.LargeBinary), ("bits", sa.LargeBinary)), rowid=False)
 sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
                     (("total", sa.BigInteger), ("reports", sa.BigInteger)), rowid=False)
 enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
@@ -166,35 +176,55 @@ def make_engine(db: str, *, pool_size: int = 8) -> Engine:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # psycopg prepares a statement on the server after 5 runs, and PostgreSQL may then keep a
-    # generic plan made while the reports table was small: a sequential scan for the writer's
-    # read of stored slots, 250 ms per group at 10^5 rows (measured in bench_server.py). Plans
-    # made per execution follow the table as it grows.
+    # generic plan made while the table of stored reports was small: a sequential scan for the
+    # writer's read of stored slots, 250 ms per group at 10^5 rows (measured in bench_server.py).
+    # Plans made per execution follow the table as it grows.
     return sa.create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                             connect_args={"prepare_threshold": None})
 
 
-REPORT_COLUMNS = ("study", "device", "interval", "order", "bit")
-_SQLITE_INSERT = ('INSERT INTO reports (study, device, "interval", "order", bit) '
-                  "VALUES (?, ?, ?, ?, ?)")
+def pack(rows: list[tuple[int, int]]) -> tuple[int, int, bytes, bytes]:
+    """``(first, count, intervals, bits)`` of an upload row holding the reports ``rows``
+    (``(interval, bit)``, distinct intervals, at least one).
+
+    The format of the ``uploads`` table: ``intervals`` is the reports' intervals in increasing
+    order, each a little-endian unsigned 32-bit integer (4 bytes per report; intervals are at
+    most the study's padded horizon, below 2^17); ``bits`` is one byte per report, 0 or 1, in
+    the same order; ``first`` is the smallest interval and ``count`` the number of reports.
+    """
+    rows = sorted(rows)
+    n = len(rows)
+    intervals = struct.pack(f"<{n}I", *[j for j, _ in rows])
+    return rows[0][0], n, intervals, bytes([b for _, b in rows])
 
 
-def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]]) -> None:
-    """Insert report rows ``(study, device, interval, order, bit)`` in the open transaction.
+def unpack(intervals: bytes, bits: bytes) -> list[tuple[int, int]]:
+    """The ``(interval, bit)`` reports of an upload row (the inverse of :func:`pack`)."""
+    n = len(bits)
+    return list(zip(struct.unpack(f"<{n}I", intervals), bits, strict=True))
+
+
+UPLOAD_COLUMNS = ("study", "device", "first", "order", "reports", "intervals", "bits")
+_SQLITE_INSERT = ('INSERT INTO uploads (study, device, "first", "order", reports, intervals, '
+                  "bits) VALUES (?, ?, ?, ?, ?, ?, ?)")
+#: An upload row: ``(study, device, first, order, count, intervals, bits)`` (see :func:`pack`).
+UploadRow = tuple[str, int, int, int, int, bytes, bytes]
+
+
+def insert_uploads(conn: Connection, rows: list[UploadRow]) -> None:
+    """Insert upload rows in the open transaction.
 
     The one statement that is not written once for both dialects: on PostgreSQL the rows go
-    through ``COPY ... FROM STDIN`` on the same connection and transaction, because psycopg's
-    ``executemany`` sends one INSERT per row (about 7x slower for the report batches the writer
-    commits, measured in ``benchmarks/bench_server.py``); on SQLite the DB-API cursor's
-    ``executemany`` binds the row tuples in C; other dialects run the Core ``INSERT``. A
-    duplicate slot raises :class:`sqlalchemy.exc.IntegrityError`
-    on both, and the caller's transaction rolls back.
+    through ``COPY ... FROM STDIN`` on the same connection and transaction (psycopg's
+    ``executemany`` sends one INSERT per row); on SQLite the DB-API cursor's ``executemany``
+    binds the row tuples in C; other dialects run the Core ``INSERT``. A duplicate key raises
+    :class:`sqlalchemy.exc.IntegrityError` on both, and the caller's transaction rolls back.
     """
     if not rows:
         return
     if conn.dialect.name == "sqlite":
         # the DB-API cursor of the transaction's connection: sqlite3's executemany binds the
-        # tuples in C (SQLAlchemy's executemany builds and compiles a parameter dict per row,
-        # most of the writer's CPU time in bench_server.py)
+        # tuples in C (SQLAlchemy's executemany builds and compiles a parameter dict per row)
         cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
             cur.executemany(_SQLITE_INSERT, rows)
@@ -204,25 +234,40 @@ def insert_reports(conn: Connection, rows: list[tuple[str, int, int, int, int]])
             cur.close()
         return
     if conn.dialect.name != "postgresql":
-        conn.execute(reports.insert(), [dict(zip(REPORT_COLUMNS, row, strict=True))
+        conn.execute(uploads.insert(), [dict(zip(UPLOAD_COLUMNS, row, strict=True))
                                         for row in rows])
         return
     dbapi, driver = conn.dialect.dbapi, conn.connection.driver_connection
     # An open PostgreSQL connection has both (narrows the Optional types for mypy).
     assert dbapi is not None
     assert driver is not None
-    columns = ", ".join(f'"{c}"' for c in REPORT_COLUMNS)
-    sql = f"COPY reports ({columns}) FROM STDIN"
+    columns = ", ".join(f'"{c}"' for c in UPLOAD_COLUMNS)
+    sql = f"COPY uploads ({columns}) FROM STDIN"
     # COPY's text form written as one block: psycopg's write_row adapts each value through
-    # its dumpers, five times as long for the groups the writer commits (measured on the
-    # writer alone); the integers need no escaping, the study ids are escaped once each.
+    # its dumpers; the integers need no escaping, the study ids are escaped once each, and a
+    # bytea is its hex form (``\\x...``: COPY turns the doubled backslash into one).
     text = {s: _copy_text(s) for s in {row[0] for row in rows}}
-    data = "".join([f"{text[s]}\t{d}\t{j}\t{o}\t{b}\n" for s, d, j, o, b in rows])
+    data = "".join([f"{text[s]}\t{d}\t{f}\t{o}\t{n}\t\\\\x{js.hex()}\t\\\\x{bs.hex()}\n"
+                    for s, d, f, o, n, js, bs in rows])
     try:
         with driver.cursor() as cur, cur.copy(sql) as copy:
             copy.write(data.encode())
     except dbapi.IntegrityError as exc:
         raise sa.exc.IntegrityError(sql, None, exc) from exc
+
+
+def report_rows(conn: Connection, study: str) -> list[tuple[int, int, int, int]]:
+    """Every stored report of ``study`` as ``(device, order, interval, bit)``, sorted by device
+    and interval (the upload rows unpacked)."""
+    u = uploads
+    out: list[tuple[int, int, int, int]] = []
+    for device, order, intervals, bits in conn.execute(
+            sa.select(u.c.device, u.c.order, u.c.intervals, u.c.bits)
+            .where(u.c.study == study)):
+        dev, o = int(device), int(order)
+        out.extend([(dev, o, j, b) for j, b in unpack(intervals, bits)])
+    out.sort()
+    return out
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
