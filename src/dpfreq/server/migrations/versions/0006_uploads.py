@@ -70,9 +70,13 @@ def upgrade() -> None:
     reports = sa.table("reports", sa.column("study"), sa.column("device"),
                        sa.column("interval"), sa.column("order"), sa.column("bit"))
     conn = op.get_bind()
-    rows = conn.execute(sa.select(reports.c.study, reports.c.device, reports.c.order,
-                                  reports.c.interval, reports.c.bit)
-                        .order_by(reports.c.study, reports.c.device, reports.c.interval)).all()
+    # Streamed in key order (a server-side cursor on PostgreSQL), so a large table is moved
+    # one chunk of devices at a time rather than read into memory whole.
+    rows = conn.execute(
+        sa.select(reports.c.study, reports.c.device, reports.c.order, reports.c.interval,
+                  reports.c.bit)
+        .order_by(reports.c.study, reports.c.device, reports.c.interval)
+        .execution_options(stream_results=True, yield_per=_CHUNK * 64))
 
     def packed() -> Iterator[dict[str, Any]]:
         for (study, device, order), group in groupby(rows, key=lambda r: tuple(r[:3])):
@@ -94,8 +98,9 @@ def downgrade() -> None:
                        sa.column("interval"), sa.column("order"), sa.column("bit"))
     uploads = sa.table("uploads", sa.column("study"), sa.column("device"), sa.column("order"),
                        sa.column("intervals"), sa.column("bits"))
-    rows = conn.execute(sa.select(uploads.c.study, uploads.c.device, uploads.c.order,
-                                  uploads.c.intervals, uploads.c.bits)).all()
+    rows = conn.execute(
+        sa.select(uploads.c.study, uploads.c.device, uploads.c.order, uploads.c.intervals,
+                  uploads.c.bits).execution_options(stream_results=True, yield_per=_CHUNK))
 
     def unpacked() -> Iterator[dict[str, Any]]:
         for study, device, order, intervals, bits in rows:
