@@ -15,6 +15,7 @@ import pytest
 
 from dpfreq._exact_inverse import inverse_table
 from dpfreq.windows import lazy_noise, node_kernel
+from dpfreq.windows.dominance_count import DominanceCounter
 from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.tree import Tree2DNoise
@@ -189,6 +190,25 @@ def test_dominance_sums_equal_the_numpy_path(domain, numpy_path, compiled_path):
         y = rng.integers(-1, domain, size=n)
         fast = compiled_path(DominanceNoise(trees, (1, -1)), x, y)
         assert np.array_equal(fast, numpy_path(DominanceNoise(trees, (1, -1)), x, y))
+
+
+@pytest.mark.parametrize(("n_points", "x_max", "y_max"), [(0, 9, 9), (1, 1, 1), (400, 37, 20),
+                                                         (5_000, 300, 1_000)])
+def test_dominance_counts_equal_the_numpy_path(n_points, x_max, y_max, numpy_path,
+                                               compiled_path):
+    """The compiled counts (each search confined to its node's keys) equal numpy's whole-level
+    searches and the brute-force count, with ±weights, repeated points and queries outside."""
+    rng = np.random.default_rng(n_points)
+    x = rng.integers(0, x_max + 1, size=n_points)
+    y = rng.integers(0, y_max + 1, size=n_points)
+    w = rng.choice([-2, -1, 1, 3], size=n_points)
+    dc = DominanceCounter(x, y, w, x_max, y_max, table_limit=0)
+    qx = rng.integers(-2, x_max + 4, size=700)
+    qy = rng.integers(-2, y_max + 4, size=700)
+    fast = compiled_path(dc.count, qx, qy)
+    assert np.array_equal(fast, numpy_path(dc.count, qx, qy))
+    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy, strict=True)]
+    assert fast.tolist() == want
 
 
 def test_lower_pairs_list_every_pair_below_the_split(kern):

@@ -1,8 +1,9 @@
 """Optional compiled passes for the windows' keyed node noise (extra ``fast``: numba).
 
 With numba installed (``pip install 'dpfreq[fast]'``) the per-node work of the keyed discrete
-Laplace (:mod:`dpfreq.windows.lazy_noise`) and the listing of the lower level pairs of
-:class:`~dpfreq.windows.dominance_noise.DominanceNoise` run as compiled loops
+Laplace (:mod:`dpfreq.windows.lazy_noise`), the listing of the lower level pairs of
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise` and the exact counts of
+:class:`~dpfreq.windows.dominance_count.DominanceCounter` run as compiled loops
 (:mod:`dpfreq.windows.node_kernel_jit`) instead of chains of numpy passes. The values are the
 same integers bit for bit: the compiled loop makes the same integer comparisons with the same
 tables, and hands every node whose value needs more than one word (a word on a threshold, a
@@ -29,8 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "geometric", "laplace", "load", "loaded",
-           "lower_pairs", "start", "tail_tags"]
+__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "laplace", "load",
+           "loaded", "lower_pairs", "start", "tail_tags"]
 
 #: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
 MIN_IDS = 512
@@ -75,6 +76,8 @@ def _warm(mod: ModuleType) -> None:
                         np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     mod.fill_blocks(i64, i64, np.zeros(8, dtype=np.uint64))
     mod.lower_pairs(i64, i64, 1, 1, 2, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))
+    mod.dominance_counts(np.zeros(0, dtype=np.int64), np.zeros(2, dtype=np.int64), i64, i64,
+                         i64, i64, i64, 1, np.zeros(2, dtype=np.int64))
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -171,3 +174,16 @@ def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], 
     counts = np.empty(xs.size, dtype=np.int64)
     n = kern.lower_pairs(xs, ys, split, levels, domain, ids, counts)
     return ids[:n], counts
+
+
+def dominance_counts(kern: ModuleType, keys: NDArray[np.int64], cw: NDArray[np.int64],
+                     start: NDArray[np.int64], before: NDArray[np.int64],
+                     node_off: NDArray[np.int64], xs1: NDArray[np.int64], ys: NDArray[np.int64],
+                     ny: int) -> NDArray[np.int64]:
+    """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the flat merge-sort tree
+    of :class:`~dpfreq.windows.dominance_count.DominanceCounter`, by the compiled pass."""
+    out = np.zeros(xs1.size, dtype=np.int64)
+    kern.dominance_counts(keys, cw, start, before, node_off,
+                          np.ascontiguousarray(xs1, dtype=np.int64),
+                          np.ascontiguousarray(ys, dtype=np.int64), int(ny), out)
+    return out

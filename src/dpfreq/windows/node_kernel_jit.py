@@ -1,4 +1,4 @@
-"""Compiled (numba) passes of the windows' keyed node noise; imported by
+"""Compiled (numba) passes of the windows' keyed node noise and exact dominance counts; imported by
 :mod:`dpfreq.windows.node_kernel` only, and only when numba is installed (extra ``fast``).
 
 A hand-written loop instead of numpy calls: the per-node work of the keyed discrete Laplace
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["fill_blocks", "geometric_words", "laplace_words", "lower_pairs"]
+__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_words", "lower_pairs"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 
@@ -147,3 +147,31 @@ def lower_pairs(xs, ys, split, levels, domain, ids, counts):
                     at += 1
         counts[q] = at - start
     return at
+
+
+@numba.njit(cache=True, nogil=True)
+def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
+    """``out[q] = Σ_ℓ (cw at the first key > (node, ys[q]) − before[node])`` over the set bits
+    ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
+    :class:`dpfreq.windows.dominance_count.DominanceCounter`, each binary search confined to
+    its node's keys (``start[node] .. start[node + 1]``)."""
+    n_lev = node_off.size - 1
+    n = keys.size // max(n_lev, 1)
+    for lev in range(n_lev):
+        kb, cb, nb = lev * n, lev * (n + 1), node_off[lev]
+        for q in range(xs1.size):
+            x = xs1[q] >> lev
+            if x & 1:
+                node = nb + x - 1
+                t = (x - 1) * ny + ys[q]
+                lo = start[node]
+                size = start[node + 1] - lo
+                b = kb + lo
+                while size > 1:  # upper bound: first position with keys[pos] > t
+                    half = size >> 1
+                    if keys[b + half] <= t:
+                        b += half
+                    size -= half
+                if size == 1 and keys[b] <= t:
+                    b += 1
+                out[q] += cw[cb + b - kb] - before[node]
