@@ -4,6 +4,7 @@ in a bucket) and on dominance sums; and the kernels load from a cache directory 
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -132,6 +133,28 @@ def test_crafted_words_decide_as_count_and_ties(gamma, force_search, kern):
     assert np.array_equal(out[keep], expect[keep])
 
 
+@pytest.mark.parametrize("gamma", GAMMAS)
+def test_crafted_word_sums_leave_out_what_laplace_words_flags(gamma, kern):
+    """``laplace_sums`` adds per query exactly the values ``laplace_words`` decides, with the
+    sign, and flags the same words (ties and tails) without adding them."""
+    tab = inverse_table(gamma, True)
+    tables = tab.bucket_arrays()
+    words = crafted_words(tab)
+    signs = (np.arange(words.size) % 2).astype(np.uint64)
+    out, flagged = run_laplace_words(kern, tables, words, signs)
+    ct = np.zeros(2 * words.size + 2, dtype=np.uint64)
+    ct[:2 * words.size:2] = (words << np.uint64(1)) | signs
+    starts = np.array([0, 0, 5, 6, words.size // 2, words.size], dtype=np.int64)
+    sums = np.full(starts.size - 1, 7, dtype=np.int64)
+    got = np.empty(words.size, dtype=np.int64)
+    f = kern.laplace_sums(ct, starts, starts.size - 1, -1, *tables, sums, got)
+    assert np.array_equal(got[:f], flagged)
+    kept = out.copy()
+    kept[flagged] = 0
+    want = [7 - int(kept[a:b].sum()) for a, b in itertools.pairwise(starts)]
+    assert sums.tolist() == want
+
+
 def test_crafted_geometric_words_decide_as_the_numpy_path(kern):
     """``G = (A << m) + B`` from crafted words: A on, next to and beyond its thresholds, digit
     words on and next to theirs; flagged exactly where the numpy path needs more bits."""
@@ -179,11 +202,14 @@ def test_geometric_tails_equal_the_numpy_path(kern):
     assert np.array_equal(g[keep], expect[keep])
 
 
+@pytest.mark.parametrize("gamma", [Fraction(1, 40), Fraction(1, 1156)])
 @pytest.mark.parametrize("domain", [8, 64, 1 << 10])
-def test_dominance_sums_equal_the_numpy_path(domain, numpy_path, compiled_path):
-    """The lower pairs listed by the compiled pass give the same sums (fresh structures, so
-    every split is built afresh on each path)."""
-    trees = [Tree2DNoise(domain, Fraction(1, 40), KEY, ("all", 1, i)) for i in (0, 1)]
+def test_dominance_sums_equal_the_numpy_path(domain, gamma, numpy_path, compiled_path):
+    """The lower pairs listed and summed by the compiled passes (blocks shared by the two
+    trees, several chunks of blocks at the largest domain, the tails of γ = 1/1156 added
+    afterwards) give the same sums (fresh structures, so every split is built afresh on each
+    path)."""
+    trees = [Tree2DNoise(domain, gamma, KEY, ("all", 1, i)) for i in (0, 1)]
     rng = np.random.default_rng(domain)
     for n in (1, 37, 3_000):
         x = rng.integers(-1, domain, size=n)

@@ -98,7 +98,12 @@ class DominanceNoise:
         split = self.split_for(xs.size)
         self._build(split)
         out = self._upper(xs, ys)
-        chunk = _QUERY_CHUNK if node_kernel.loaded() is None else 4 * _QUERY_CHUNK
+        kern = node_kernel.loaded()
+        passes = self._word_passes() if kern is not None else None
+        if passes is not None:
+            out += self._lower_words(kern, passes, xs, ys, split)
+            return out.reshape(np.shape(x))
+        chunk = _QUERY_CHUNK if kern is None else 4 * _QUERY_CHUNK
         for lo in range(0, xs.size, chunk):
             hi = min(lo + chunk, xs.size)
             out[lo:hi] += self._lower(xs[lo:hi], ys[lo:hi], split)
@@ -146,6 +151,32 @@ class DominanceNoise:
         return out
 
     # ------------------------------------------------------------------ lower level pairs
+    def _word_passes(self) -> list[tuple[Any, tuple[Any, ...], int]] | None:
+        """``(cipher, tables, sign)`` of every tree for :func:`node_kernel.lower_sums`, or None
+        if a tree's values are not decided from one word by the compiled pass (a Gaussian, a
+        very large γ)."""
+        passes = []
+        for tree, sign in zip(self.trees, self.signs, strict=True):
+            word_pass = getattr(getattr(tree, "source", None), "word_pass", None)
+            got = word_pass() if word_pass is not None else None
+            if got is None:
+                return None
+            passes.append((*got, sign))
+        return passes
+
+    def _lower_words(self, kern: Any, passes: list[tuple[Any, tuple[Any, ...], int]],
+                     xs: IntArray, ys: IntArray, split: int) -> IntArray:
+        """Lower-pair sums by the compiled listing and Laplace passes (values decided from
+        the first word of each node in the pass; ties and tails by ``noise_of``, the same
+        values, added afterwards: the sums are the same integers)."""
+        sums, left, total = node_kernel.lower_sums(kern, xs, ys, split, self.levels,
+                                                   self.domain, passes)
+        for tree, sign, (ids, queries) in zip(self.trees, self.signs, left, strict=True):
+            tree.source.n_drawn += total
+            if ids.size:
+                np.add.at(sums, queries, sign * tree.noise_of(ids))
+        return sums
+
     def _lower(self, xs: IntArray, ys: IntArray, split: int) -> IntArray:
         """Noise sums over the lower pairs ``ℓx + ℓy < split``, listed query by query.
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_words", "lower_pairs"]
+__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums", "laplace_words",
+           "lower_blocks", "lower_pairs"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 
@@ -175,3 +176,78 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
                 if size == 1 and keys[b] <= t:
                     b += 1
                 out[q] += cw[cb + b - kb] - before[node]
+
+
+@numba.njit(cache=True, nogil=True)
+def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
+    """The AES input blocks ``(id ‖ 0)`` of the lower level pairs of the queries ``q0, q0 +
+    1, …`` (the ids and order of :func:`lower_pairs`), as many whole queries as ``cap`` blocks
+    hold; ``starts[j]`` the first block of query ``q0 + j`` (and one past the last). Returns
+    the first query not listed."""
+    width = 2 * domain
+    most = levels * max(0, min(levels, split))  # blocks of one query at most
+    y_lev = np.empty(levels, np.int64)
+    y_node = np.empty(levels, np.int64)
+    at = 0
+    q = q0
+    starts[0] = 0
+    while q < xs.size and at + most <= cap:
+        x1, y1 = xs[q], ys[q]
+        n_y = 0
+        for ly in range(levels):
+            if (y1 >> ly) & 1:
+                y_lev[n_y] = ly
+                y_node[n_y] = (y1 >> ly) + (domain >> ly) - 1
+                n_y += 1
+        for lx in range(levels):
+            if (x1 >> lx) & 1:
+                hx = ((x1 >> lx) + (domain >> lx) - 1) * width
+                for j in range(n_y):
+                    if y_lev[j] >= split - lx:
+                        break
+                    buf[2 * at] = hx + y_node[j]
+                    buf[2 * at + 1] = 0
+                    at += 1
+        q += 1
+        starts[q - q0] = at
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
+def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, size, sums,
+                 flagged):
+    """``sums[q] += sign · Σ`` of the signed discrete Laplace values of the blocks
+    ``starts[q] .. starts[q + 1]`` (words ``ct[2i]``, decided as :func:`laplace_words` decides
+    them), leaving out the blocks it flags (a tie or a magnitude beyond the table: the caller
+    adds their values). Returns the number of flagged blocks."""
+    fbuf = np.empty(1, np.float64)
+    kbuf = fbuf.view(np.int64)
+    n_flag = 0
+    one = np.uint64(1)
+    for q in range(n_q):
+        acc = np.int64(0)
+        for i in range(starts[q], starts[q + 1]):
+            raw = ct[2 * i]
+            w = raw >> one
+            fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
+            key = (kbuf[0] >> shift) - key0
+            if key < 0:
+                key = 0
+            m = base[key] + np.int64(w < thr[key])
+            if m < 0:  # a bucket holding several thresholds: binary search
+                lo, hi = 0, size
+                while lo < hi:  # first position with ascending[pos] > w
+                    mid = (lo + hi) >> 1
+                    if ascending[mid] <= w:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                m = size - lo
+            if m == size or at[m] == w:
+                flagged[n_flag] = i
+                n_flag += 1
+                continue
+            neg = -np.int64(raw & one)
+            acc += (m ^ neg) - neg
+        sums[q] += sign * acc
+    return n_flag

@@ -384,6 +384,11 @@ class Tree2DNoise:
         if prepare is not None:
             prepare()
 
+    @property
+    def source(self) -> Any:
+        """The noise source (element-wise ``noise(ids)``)."""
+        return self._noise
+
     def noise_of(self, node_ids: IntArray) -> IntArray:
         """Noise of each node id (``u·2D + v``), element-wise."""
         out: IntArray = self._noise.noise(node_ids)
