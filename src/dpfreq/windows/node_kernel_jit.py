@@ -19,6 +19,7 @@ __all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums",
            "lower_blocks", "lower_pairs"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
+_LANES = 16  # binary searches run in lockstep by dominance_counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -152,30 +153,53 @@ def lower_pairs(xs, ys, split, levels, domain, ids, counts):
 
 @numba.njit(cache=True, nogil=True)
 def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
-    """``out[q] = Σ_ℓ (cw at the first key > (node, ys[q]) − before[node])`` over the set bits
-    ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
+    """``out[q] += Σ_ℓ (cw at the first key > (node, ys[q]) − before[node])`` over the set
+    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
     :class:`dpfreq.windows.dominance_count.DominanceCounter`, each binary search confined to
-    its node's keys (``start[node] .. start[node + 1]``)."""
+    its node's keys (``start[node] .. start[node + 1]``). The searches of ``_LANES`` queries
+    advance in lockstep without branches on the keys, so their cache misses overlap."""
     n_lev = node_off.size - 1
     n = keys.size // max(n_lev, 1)
+    pos = np.empty(_LANES, np.int64)  # per lane: first candidate position, keys left,
+    left = np.empty(_LANES, np.int64)  # target key, query and node
+    target = np.empty(_LANES, np.int64)
+    query = np.empty(_LANES, np.int64)
+    nodes = np.empty(_LANES, np.int64)
     for lev in range(n_lev):
         kb, cb, nb = lev * n, lev * (n + 1), node_off[lev]
-        for q in range(xs1.size):
-            x = xs1[q] >> lev
-            if x & 1:
-                node = nb + x - 1
-                t = (x - 1) * ny + ys[q]
-                lo = start[node]
-                size = start[node + 1] - lo
-                b = kb + lo
-                while size > 1:  # upper bound: first position with keys[pos] > t
-                    half = size >> 1
-                    if keys[b + half] <= t:
-                        b += half
-                    size -= half
-                if size == 1 and keys[b] <= t:
-                    b += 1
-                out[q] += cw[cb + b - kb] - before[node]
+        q = 0
+        while q < xs1.size:
+            k = widest = 0
+            while k < _LANES and q < xs1.size:  # the next queries with a non-empty node
+                x = xs1[q] >> lev
+                if x & 1:
+                    node = nb + x - 1
+                    lo = start[node]
+                    size = start[node + 1] - lo
+                    if size > 0:
+                        nodes[k] = node
+                        pos[k] = kb + lo
+                        left[k] = size
+                        target[k] = (x - 1) * ny + ys[q]
+                        query[k] = q
+                        if size > widest:
+                            widest = size
+                        k += 1
+                q += 1
+            while widest > 1:  # keys[pos] <= target is kept while the range halves
+                widest = 0
+                for j in range(k):
+                    size = left[j]
+                    if size > 1:
+                        half = size >> 1
+                        pos[j] += half * np.int64(keys[pos[j] + half] <= target[j])
+                        size -= half
+                        left[j] = size
+                    if size > widest:
+                        widest = size
+            for j in range(k):  # upper bound: one past the last key <= target
+                b = pos[j] + np.int64(keys[pos[j]] <= target[j])
+                out[query[j]] += cw[cb + b - kb] - before[nodes[j]]
 
 
 @numba.njit(cache=True, nogil=True)
