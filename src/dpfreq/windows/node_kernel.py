@@ -207,7 +207,7 @@ def lower_sums(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], s
     """
     xs, ys = np.ascontiguousarray(xs, dtype=np.int64), np.ascontiguousarray(ys, dtype=np.int64)
     cap = max(_CHUNK, levels * levels)
-    buf = np.empty(4 * cap + 2, dtype="<u8")  # the blocks, then the ciphertext
+    buf = np.zeros(4 * cap + 2, dtype="<u8")  # the blocks (tag words 0), then the ciphertext
     blocks, ct = buf[:2 * cap], buf[2 * cap:]
     starts = np.empty(xs.size + 1, dtype=np.int64)
     sums = np.zeros(xs.size, dtype=np.int64)

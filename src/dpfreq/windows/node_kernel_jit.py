@@ -206,8 +206,9 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
 def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
     """The AES input blocks ``(id ‖ 0)`` of the lower level pairs of the queries ``q0, q0 +
     1, …`` (the ids and order of :func:`lower_pairs`), as many whole queries as ``cap`` blocks
-    hold; ``starts[j]`` the first block of query ``q0 + j`` (and one past the last). Returns
-    the first query not listed."""
+    hold; ``starts[j]`` the first block of query ``q0 + j`` (and one past the last). Writes
+    the ids only: the tag words of ``buf`` must be zero already. Returns the first query not
+    listed."""
     width = 2 * domain
     most = levels * max(0, min(levels, split))  # blocks of one query at most
     y_lev = np.empty(levels, np.int64)
@@ -230,7 +231,6 @@ def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
                     if y_lev[j] >= split - lx:
                         break
                     buf[2 * at] = hx + y_node[j]
-                    buf[2 * at + 1] = 0
                     at += 1
         q += 1
         starts[q - q0] = at
