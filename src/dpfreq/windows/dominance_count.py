@@ -5,11 +5,12 @@ a merge-sort tree: for every dyadic level of ``x``, the points sorted by ``(x-no
 their cumulative weights. A query ``(X, Y)`` splits ``[0, X]`` into one node per set bit of
 ``X + 1`` and counts, in each, the points with ``y ≤ Y`` by one binary search.
 
-The levels are stored flat (one array of keys, one of cumulative weights, one of node starts
-for all levels), so the optional compiled pass of :mod:`dpfreq.windows.node_kernel` (extra
-``fast``) can search each query's node range alone (a few keys at the low levels instead of all
-points); without it numpy's binary searches run over each level's whole key array. Both give
-the same integers: the count is exact either way.
+Each node's first position is stored too, so the optional compiled pass of
+:mod:`dpfreq.windows.node_kernel` (extra ``fast``) can search each query's node range alone (a
+few keys at the low levels instead of all points); without it numpy's binary searches run over
+each level's whole key array. Both give the same integers: the count is exact either way. The
+levels are separate arrays: one allocation per level costs far less on a process's first
+release than one for all levels (fresh pages), measured at 10^6 points.
 """
 
 from __future__ import annotations
@@ -67,19 +68,18 @@ class DominanceCounter:
             self._build_tree(xs, ys, ws, nx, ny)
 
     def _build_tree(self, xs: IntArray, ys: IntArray, ws: IntArray, nx: int, ny: int) -> None:
-        """The merge-sort tree, level ``ℓ`` at ``keys[ℓn:(ℓ+1)n]`` (``node·ny + y``, sorted),
-        ``cw[ℓ(n+1):(ℓ+1)(n+1)]`` (weight before each position) and, per node, its first
-        position ``start`` and the weight before it ``before`` (from ``node_off[ℓ]``)."""
+        """The merge-sort tree: per level ``ℓ`` the keys ``node·ny + y`` (sorted) and the weight
+        before each position; per node (from ``node_off[ℓ]``, flat over the levels) its first
+        position ``start`` and the weight before it ``before``."""
         self._domain = domain_size(nx)
         self._ny = ny
-        n, n_lev = xs.size, self._domain.bit_length()
+        n_lev = self._domain.bit_length()
         node_off = np.zeros(n_lev + 1, dtype=np.int64)
         node_off[1:] = np.cumsum((self._domain >> np.arange(n_lev)) + 1)
-        self._keys = np.empty(n_lev * n, dtype=np.int64)
-        self._cw = np.zeros(n_lev * (n + 1), dtype=np.int64)
         self._start = np.empty(int(node_off[-1]), dtype=np.int64)
         self._before = np.empty(int(node_off[-1]), dtype=np.int64)
         self._node_off = node_off
+        self._typed: tuple[Any, Any] | None = None  # the levels as the compiled pass takes them
         # the order by (x-node, y, index) of every level: one stable order by y, then a
         # stable order by x >> level (16-bit radix passes instead of an int64 sort per level)
         y_order = _stable_order(ys, ny.bit_length())
@@ -88,9 +88,8 @@ class DominanceCounter:
         for lev in range(n_lev):
             node = x_by_y >> lev
             perm = _stable_order(node, nx.bit_length() - lev)
-            key = self._keys[lev * n:(lev + 1) * n]
-            np.take(node * ny + y_by_y, perm, out=key)
-            cw = self._cw[lev * (n + 1):(lev + 1) * (n + 1)]
+            key = (node * ny + y_by_y)[perm]
+            cw = np.zeros(key.size + 1, dtype=np.int64)
             np.cumsum(w_by_y[perm], out=cw[1:])
             # each node's first position and the weight before it (no binary search for the
             # start of a node's keys at query time)
@@ -116,8 +115,11 @@ class DominanceCounter:
         xs1, ys = xo[order] + 1, yo[order]
         kern = node_kernel.loaded()
         if kern is not None:
-            acc = node_kernel.dominance_counts(kern, self._keys, self._cw, self._start,
-                                               self._before, self._node_off, xs1, ys, self._ny)
+            if self._typed is None:
+                self._typed = (node_kernel.level_list([lv[0] for lv in self._levels]),
+                               node_kernel.level_list([lv[1] for lv in self._levels]))
+            acc = node_kernel.dominance_counts(kern, *self._typed, self._start, self._before,
+                                               self._node_off, xs1, ys, self._ny)
         else:
             acc = self._count_numpy(xs1, ys)
         out = np.zeros(xq.size, dtype=np.int64)

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "laplace", "load",
-           "loaded", "lower_pairs", "lower_sums", "start", "tail_tags"]
+__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "laplace",
+           "level_list", "load", "loaded", "lower_pairs", "lower_sums", "start", "tail_tags"]
 
 #: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
 MIN_IDS = 512
@@ -80,8 +80,9 @@ def _warm(mod: ModuleType) -> None:
     mod.lower_blocks(i64, i64, 0, 1, 1, 2, u64, 1, starts)
     mod.laplace_sums(ct, starts, 1, 1, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
-    mod.dominance_counts(np.zeros(0, dtype=np.int64), np.zeros(2, dtype=np.int64), i64, i64,
-                         i64, i64, i64, 1, np.zeros(2, dtype=np.int64))
+    mod.dominance_counts(level_list([np.zeros(0, dtype=np.int64)]),
+                         level_list([np.zeros(1, dtype=np.int64)]), i64, i64,
+                         np.zeros(1, dtype=np.int64), i64, i64, 1, np.zeros(2, dtype=np.int64))
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -180,12 +181,24 @@ def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], 
     return ids[:n], counts
 
 
-def dominance_counts(kern: ModuleType, keys: NDArray[np.int64], cw: NDArray[np.int64],
-                     start: NDArray[np.int64], before: NDArray[np.int64],
-                     node_off: NDArray[np.int64], xs1: NDArray[np.int64], ys: NDArray[np.int64],
-                     ny: int) -> NDArray[np.int64]:
-    """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the flat merge-sort tree
-    of :class:`~dpfreq.windows.dominance_count.DominanceCounter`, by the compiled pass."""
+def level_list(arrays: list[NDArray[np.int64]]) -> Any:
+    """The per-level arrays as the typed list the compiled counts take (no copies; call only
+    once the kernels are loaded: it imports numba)."""
+    from numba.typed import List
+
+    out = List()
+    for a in arrays:
+        out.append(np.ascontiguousarray(a, dtype=np.int64))
+    return out
+
+
+def dominance_counts(kern: ModuleType, keys: Any, cw: Any, start: NDArray[np.int64],
+                     before: NDArray[np.int64], node_off: NDArray[np.int64],
+                     xs1: NDArray[np.int64], ys: NDArray[np.int64], ny: int
+                     ) -> NDArray[np.int64]:
+    """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the merge-sort tree of
+    :class:`~dpfreq.windows.dominance_count.DominanceCounter` (``keys``, ``cw``: its levels,
+    :func:`level_list`), by the compiled pass."""
     out = np.zeros(xs1.size, dtype=np.int64)
     kern.dominance_counts(keys, cw, start, before, node_off,
                           np.ascontiguousarray(xs1, dtype=np.int64),

@@ -153,20 +153,19 @@ def lower_pairs(xs, ys, split, levels, domain, ids, counts):
 
 @numba.njit(cache=True, nogil=True)
 def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
-    """``out[q] += Σ_ℓ (cw at the first key > (node, ys[q]) − before[node])`` over the set
-    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
-    :class:`dpfreq.windows.dominance_count.DominanceCounter`, each binary search confined to
-    its node's keys (``start[node] .. start[node + 1]``). The searches of ``_LANES`` queries
-    advance in lockstep without branches on the keys, so their cache misses overlap."""
-    n_lev = node_off.size - 1
-    n = keys.size // max(n_lev, 1)
+    """``out[q] += Σ_ℓ (cw[ℓ] at the first key > (node, ys[q]) − before[node])`` over the set
+    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``; ``keys``, ``cw``: one array per
+    level): the merge-sort tree of :class:`dpfreq.windows.dominance_count.DominanceCounter`,
+    each binary search confined to its node's keys (``start[node] .. start[node + 1]``). The
+    searches of ``_LANES`` queries advance in lockstep without branches on the keys, so their
+    cache misses overlap."""
     pos = np.empty(_LANES, np.int64)  # per lane: first candidate position, keys left,
     left = np.empty(_LANES, np.int64)  # target key, query and node
     target = np.empty(_LANES, np.int64)
     query = np.empty(_LANES, np.int64)
     nodes = np.empty(_LANES, np.int64)
-    for lev in range(n_lev):
-        kb, cb, nb = lev * n, lev * (n + 1), node_off[lev]
+    for lev in range(node_off.size - 1):
+        lk, lc, nb = keys[lev], cw[lev], node_off[lev]
         q = 0
         while q < xs1.size:
             k = widest = 0
@@ -178,7 +177,7 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
                     size = start[node + 1] - lo
                     if size > 0:
                         nodes[k] = node
-                        pos[k] = kb + lo
+                        pos[k] = lo
                         left[k] = size
                         target[k] = (x - 1) * ny + ys[q]
                         query[k] = q
@@ -186,20 +185,20 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
                             widest = size
                         k += 1
                 q += 1
-            while widest > 1:  # keys[pos] <= target is kept while the range halves
+            while widest > 1:  # lk[pos] <= target is kept while the range halves
                 widest = 0
                 for j in range(k):
                     size = left[j]
                     if size > 1:
                         half = size >> 1
-                        pos[j] += half * np.int64(keys[pos[j] + half] <= target[j])
+                        pos[j] += half * np.int64(lk[pos[j] + half] <= target[j])
                         size -= half
                         left[j] = size
                     if size > widest:
                         widest = size
             for j in range(k):  # upper bound: one past the last key <= target
-                b = pos[j] + np.int64(keys[pos[j]] <= target[j])
-                out[query[j]] += cw[cb + b - kb] - before[nodes[j]]
+                b = pos[j] + np.int64(lk[pos[j]] <= target[j])
+                out[query[j]] += lc[b] - before[nodes[j]]
 
 
 @numba.njit(cache=True, nogil=True)
