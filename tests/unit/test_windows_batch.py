@@ -63,6 +63,7 @@ def test_batch_noise_free_equals_brute_force(rng, monkeypatch):
     """With every node noise zero, the batch answers are the exact counts (any k)."""
     monkeypatch.setattr(KeyedDiscreteLaplace, "_values",
                         lambda self, enc, ids: np.zeros(ids.size, dtype=np.int64))
+    monkeypatch.setattr(KeyedDiscreteLaplace, "word_pass", lambda self: None)  # all via _values
     horizon = 13
     item, times = random_log(rng, horizon, 5, 40, False)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[1, 2, 4],

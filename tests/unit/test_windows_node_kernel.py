@@ -4,6 +4,7 @@ in a bucket) and on dominance sums; and the kernels load from a cache directory 
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from dpfreq._exact_inverse import inverse_table
 from dpfreq.windows import lazy_noise, node_kernel
+from dpfreq.windows.dominance_count import DominanceCounter
 from dpfreq.windows.dominance_noise import DominanceNoise
 from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.tree import Tree2DNoise
@@ -131,6 +133,28 @@ def test_crafted_words_decide_as_count_and_ties(gamma, force_search, kern):
     assert np.array_equal(out[keep], expect[keep])
 
 
+@pytest.mark.parametrize("gamma", GAMMAS)
+def test_crafted_word_sums_leave_out_what_laplace_words_flags(gamma, kern):
+    """``laplace_sums`` adds per query exactly the values ``laplace_words`` decides, with the
+    sign, and flags the same words (ties and tails) without adding them."""
+    tab = inverse_table(gamma, True)
+    tables = tab.bucket_arrays()
+    words = crafted_words(tab)
+    signs = (np.arange(words.size) % 2).astype(np.uint64)
+    out, flagged = run_laplace_words(kern, tables, words, signs)
+    ct = np.zeros(2 * words.size + 2, dtype=np.uint64)
+    ct[:2 * words.size:2] = (words << np.uint64(1)) | signs
+    starts = np.array([0, 0, 5, 6, words.size // 2, words.size], dtype=np.int64)
+    sums = np.full(starts.size - 1, 7, dtype=np.int64)
+    got = np.empty(words.size, dtype=np.int64)
+    f = kern.laplace_sums(ct, starts, starts.size - 1, -1, *tables, sums, got)
+    assert np.array_equal(got[:f], flagged)
+    kept = out.copy()
+    kept[flagged] = 0
+    want = [7 - int(kept[a:b].sum()) for a, b in itertools.pairwise(starts)]
+    assert sums.tolist() == want
+
+
 def test_crafted_geometric_words_decide_as_the_numpy_path(kern):
     """``G = (A << m) + B`` from crafted words: A on, next to and beyond its thresholds, digit
     words on and next to theirs; flagged exactly where the numpy path needs more bits."""
@@ -178,17 +202,39 @@ def test_geometric_tails_equal_the_numpy_path(kern):
     assert np.array_equal(g[keep], expect[keep])
 
 
+@pytest.mark.parametrize("gamma", [Fraction(1, 40), Fraction(1, 1156)])
 @pytest.mark.parametrize("domain", [8, 64, 1 << 10])
-def test_dominance_sums_equal_the_numpy_path(domain, numpy_path, compiled_path):
-    """The lower pairs listed by the compiled pass give the same sums (fresh structures, so
-    every split is built afresh on each path)."""
-    trees = [Tree2DNoise(domain, Fraction(1, 40), KEY, ("all", 1, i)) for i in (0, 1)]
+def test_dominance_sums_equal_the_numpy_path(domain, gamma, numpy_path, compiled_path):
+    """The lower pairs listed and summed by the compiled passes (blocks shared by the two
+    trees, several chunks of blocks at the largest domain, the tails of γ = 1/1156 added
+    afterwards) give the same sums (fresh structures, so every split is built afresh on each
+    path)."""
+    trees = [Tree2DNoise(domain, gamma, KEY, ("all", 1, i)) for i in (0, 1)]
     rng = np.random.default_rng(domain)
     for n in (1, 37, 3_000):
         x = rng.integers(-1, domain, size=n)
         y = rng.integers(-1, domain, size=n)
         fast = compiled_path(DominanceNoise(trees, (1, -1)), x, y)
         assert np.array_equal(fast, numpy_path(DominanceNoise(trees, (1, -1)), x, y))
+
+
+@pytest.mark.parametrize(("n_points", "x_max", "y_max"), [(0, 9, 9), (1, 1, 1), (400, 37, 20),
+                                                         (5_000, 300, 1_000)])
+def test_dominance_counts_equal_the_numpy_path(n_points, x_max, y_max, numpy_path,
+                                               compiled_path):
+    """The compiled counts (each search confined to its node's keys) equal numpy's whole-level
+    searches and the brute-force count, with ±weights, repeated points and queries outside."""
+    rng = np.random.default_rng(n_points)
+    x = rng.integers(0, x_max + 1, size=n_points)
+    y = rng.integers(0, y_max + 1, size=n_points)
+    w = rng.choice([-2, -1, 1, 3], size=n_points)
+    dc = DominanceCounter(x, y, w, x_max, y_max, table_limit=0)
+    qx = rng.integers(-2, x_max + 4, size=700)
+    qy = rng.integers(-2, y_max + 4, size=700)
+    fast = compiled_path(dc.count, qx, qy)
+    assert np.array_equal(fast, numpy_path(dc.count, qx, qy))
+    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy, strict=True)]
+    assert fast.tolist() == want
 
 
 def test_lower_pairs_list_every_pair_below_the_split(kern):

@@ -13,9 +13,9 @@ import pytest
 from dpfreq.engines._common import bucket_events, reduce_events, reduce_sorted, sum_entries
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.dominance_count import DominanceCounter
 from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
 from dpfreq.windows.summaries import SummarySpec, WindowReducer, WindowSummaries, summary_specs
-from dpfreq.windows.tree import DominanceCounter
 
 
 def random_log(rng: np.random.Generator, horizon: int) -> tuple[np.ndarray, np.ndarray]:

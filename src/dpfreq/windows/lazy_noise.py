@@ -41,13 +41,6 @@ probability ``exp(−(|Y| − u)²/(2tu))``: the 63-bit word of tag ``r·2^32 + 
 with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._exact_inverse`), a tie
 settled by further stream bits. The accepted ``Y`` has exactly the law
 ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
-
-Measured (2-core machine shared with other jobs): the first ask of 10^5 random arbitrary
-windows over T = 2^16 on a fresh release (about 4.6·10^6 node values per tree,
-:class:`~dpfreq.windows.dominance_noise.DominanceNoise`) takes 3.7–7× the time of the exact
-counts of the same windows alone with the numpy passes here, and about 2.1× with the compiled
-passes of :mod:`dpfreq.windows.node_kernel` (extra ``fast``; the same values) on a quiet machine,
-about 1.7× less CPU time (``benchmarks/bench_windows.py --only speed``).
 """
 
 from __future__ import annotations
@@ -308,12 +301,7 @@ class _KeyedNoise:
         self.structure = structure_name(structure, self._func)
         self.scheme = scheme
         self._prf = _NodePRF(key, scheme, self.structure)
-        self._computed = 0
-
-    @property
-    def n_drawn(self) -> int:
-        """Node values computed so far (values are recomputed, never cached)."""
-        return self._computed
+        self.n_drawn = 0  # node values computed so far (recomputed, never cached)
 
     @property
     def cache_size(self) -> int:
@@ -325,7 +313,7 @@ class _KeyedNoise:
         ids = _check_ids(node_ids, f"{self._func}.noise")
         flat = ids.ravel()
         out = np.empty(flat.size, dtype=np.int64)
-        self._computed += int(flat.size)
+        self.n_drawn += int(flat.size)
         if flat.size:  # the values chunk their AES calls (_AES_CHUNK ids)
             out[:] = self._values(self._prf.encryptor(), flat)
         return out.reshape(ids.shape)
@@ -402,6 +390,15 @@ class KeyedDiscreteLaplace(_KeyedNoise):
 
     def _values(self, enc: Any, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         return self._prf.laplace(enc, self.gamma, ids, 0)
+
+    def word_pass(self) -> tuple[Any, tuple[Any, ...]] | None:
+        """``(cipher, bucket tables)`` for a compiled pass deciding values from their first
+        words as :meth:`noise` does (:func:`dpfreq.windows.node_kernel.lower_sums`; the caller
+        adds the values it computes to :attr:`n_drawn`); None when the values need per-node
+        streams (γ > ~43) or the table has no buckets."""
+        tab, geo = inverse_table(self.gamma, True), inverse_table(self.gamma, False)
+        tables = tab.bucket_arrays() if tab.size and geo.size else None
+        return None if tables is None else (self._prf.encryptor(), tables)
 
 
 # ----------------------------------------------------------------------------------------------

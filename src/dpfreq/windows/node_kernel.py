@@ -1,8 +1,9 @@
 """Optional compiled passes for the windows' keyed node noise (extra ``fast``: numba).
 
 With numba installed (``pip install 'dpfreq[fast]'``) the per-node work of the keyed discrete
-Laplace (:mod:`dpfreq.windows.lazy_noise`) and the listing of the lower level pairs of
-:class:`~dpfreq.windows.dominance_noise.DominanceNoise` run as compiled loops
+Laplace (:mod:`dpfreq.windows.lazy_noise`), the listing of the lower level pairs of
+:class:`~dpfreq.windows.dominance_noise.DominanceNoise` and the exact counts of
+:class:`~dpfreq.windows.dominance_count.DominanceCounter` run as compiled loops
 (:mod:`dpfreq.windows.node_kernel_jit`) instead of chains of numpy passes. The values are the
 same integers bit for bit: the compiled loop makes the same integer comparisons with the same
 tables, and hands every node whose value needs more than one word (a word on a threshold, a
@@ -29,8 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "geometric", "laplace", "load", "loaded",
-           "lower_pairs", "start", "tail_tags"]
+__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "laplace",
+           "level_list", "load", "loaded", "lower_pairs", "lower_sums", "start", "tail_tags"]
 
 #: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
 MIN_IDS = 512
@@ -75,6 +76,13 @@ def _warm(mod: ModuleType) -> None:
                         np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     mod.fill_blocks(i64, i64, np.zeros(8, dtype=np.uint64))
     mod.lower_pairs(i64, i64, 1, 1, 2, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))
+    starts = np.zeros(3, dtype=np.int64)
+    mod.lower_blocks(i64, i64, 0, 1, 1, 2, u64, 1, starts)
+    mod.laplace_sums(ct, starts, 1, 1, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
+                     np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    mod.dominance_counts(level_list([np.zeros(0, dtype=np.int64)]),
+                         level_list([np.zeros(1, dtype=np.int64)]), i64, i64,
+                         np.zeros(1, dtype=np.int64), i64, i64, 1, np.zeros(2, dtype=np.int64))
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -171,3 +179,66 @@ def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], 
     counts = np.empty(xs.size, dtype=np.int64)
     n = kern.lower_pairs(xs, ys, split, levels, domain, ids, counts)
     return ids[:n], counts
+
+
+def level_list(arrays: list[NDArray[np.int64]]) -> Any:
+    """The per-level arrays as the typed list the compiled counts take (no copies; call only
+    once the kernels are loaded: it imports numba)."""
+    from numba.typed import List
+
+    out = List()
+    for a in arrays:
+        out.append(np.ascontiguousarray(a, dtype=np.int64))
+    return out
+
+
+def dominance_counts(kern: ModuleType, keys: Any, cw: Any, start: NDArray[np.int64],
+                     before: NDArray[np.int64], node_off: NDArray[np.int64],
+                     xs1: NDArray[np.int64], ys: NDArray[np.int64], ny: int
+                     ) -> NDArray[np.int64]:
+    """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the merge-sort tree of
+    :class:`~dpfreq.windows.dominance_count.DominanceCounter` (``keys``, ``cw``: its levels,
+    :func:`level_list`), by the compiled pass."""
+    out = np.zeros(xs1.size, dtype=np.int64)
+    kern.dominance_counts(keys, cw, start, before, node_off,
+                          np.ascontiguousarray(xs1, dtype=np.int64),
+                          np.ascontiguousarray(ys, dtype=np.int64), int(ny), out)
+    return out
+
+
+def lower_sums(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], split: int,
+               levels: int, domain: int, passes: list[tuple[Any, tuple[Any, ...], int]]
+               ) -> tuple[NDArray[np.int64], list[tuple[NDArray[np.int64], NDArray[np.int64]]],
+                          int]:
+    """``Σ_i sign_i · Σ`` of the keyed discrete Laplace values of tree ``i`` over the lower
+    level pairs of every query, in one compiled listing per chunk of blocks shared by the
+    trees (their ids are the same; each tree encrypts them under its own key).
+
+    ``passes``: ``(cipher, tables, sign)`` per tree (``KeyedDiscreteLaplace.word_pass``).
+    Returns the sums without the flagged nodes, per tree the flagged ``(node ids, queries)``
+    (a tie or a tail) whose ``sign_i · value`` the caller adds, and the number of nodes.
+    """
+    xs, ys = np.ascontiguousarray(xs, dtype=np.int64), np.ascontiguousarray(ys, dtype=np.int64)
+    cap = max(_CHUNK, levels * levels)
+    buf = np.zeros(4 * cap + 2, dtype="<u8")  # the blocks (tag words 0), then the ciphertext
+    blocks, ct = buf[:2 * cap], buf[2 * cap:]
+    starts = np.empty(xs.size + 1, dtype=np.int64)
+    sums = np.zeros(xs.size, dtype=np.int64)
+    flagged = np.empty(cap, dtype=np.int64)
+    left: list[list[tuple[NDArray[np.int64], NDArray[np.int64]]]] = [[] for _ in passes]
+    q = total = 0
+    while q < xs.size:
+        end = kern.lower_blocks(xs, ys, q, split, levels, domain, blocks, cap, starts)
+        n = int(starts[end - q])
+        total += n
+        for (enc, tables, sign), out in zip(passes if n else [], left, strict=False):
+            enc.update_into(blocks[:2 * n].view(np.uint8), ct[:2 * n + 2].view(np.uint8))
+            f = kern.laplace_sums(ct, starts, end - q, sign, *tables, sums[q:], flagged)
+            if f:
+                pos = flagged[:f]
+                out.append((blocks[2 * pos].view(np.int64),
+                            q + np.searchsorted(starts[:end - q + 1], pos, side="right") - 1))
+        q = end
+    empty = np.zeros(0, dtype=np.int64)
+    return sums, [(np.concatenate([a for a, _ in o]) if o else empty,
+                   np.concatenate([b for _, b in o]) if o else empty) for o in left], total

@@ -1,4 +1,4 @@
-"""Compiled (numba) passes of the windows' keyed node noise; imported by
+"""Compiled (numba) passes of the windows' keyed node noise and exact dominance counts; imported by
 :mod:`dpfreq.windows.node_kernel` only, and only when numba is installed (extra ``fast``).
 
 A hand-written loop instead of numpy calls: the per-node work of the keyed discrete Laplace
@@ -15,9 +15,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["fill_blocks", "geometric_words", "laplace_words", "lower_pairs"]
+__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums", "laplace_words",
+           "lower_blocks", "lower_pairs"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
+_LANES = 16  # binary searches run in lockstep by dominance_counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -147,3 +149,128 @@ def lower_pairs(xs, ys, split, levels, domain, ids, counts):
                     at += 1
         counts[q] = at - start
     return at
+
+
+@numba.njit(cache=True, nogil=True)
+def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
+    """``out[q] += Σ_ℓ (cw[ℓ] at the first key > (node, ys[q]) − before[node])`` over the set
+    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``; ``keys``, ``cw``: one array per
+    level): the merge-sort tree of :class:`dpfreq.windows.dominance_count.DominanceCounter`,
+    each binary search confined to its node's keys (``start[node] .. start[node + 1]``). The
+    searches of ``_LANES`` queries advance in lockstep without branches on the keys, so their
+    cache misses overlap."""
+    pos = np.empty(_LANES, np.int64)  # per lane: first candidate position, keys left,
+    left = np.empty(_LANES, np.int64)  # target key, query and node
+    target = np.empty(_LANES, np.int64)
+    query = np.empty(_LANES, np.int64)
+    nodes = np.empty(_LANES, np.int64)
+    for lev in range(node_off.size - 1):
+        lk, lc, nb = keys[lev], cw[lev], node_off[lev]
+        q = 0
+        while q < xs1.size:
+            k = widest = 0
+            while k < _LANES and q < xs1.size:  # the next queries with a non-empty node
+                x = xs1[q] >> lev
+                if x & 1:
+                    node = nb + x - 1
+                    lo = start[node]
+                    size = start[node + 1] - lo
+                    if size > 0:
+                        nodes[k] = node
+                        pos[k] = lo
+                        left[k] = size
+                        target[k] = (x - 1) * ny + ys[q]
+                        query[k] = q
+                        if size > widest:
+                            widest = size
+                        k += 1
+                q += 1
+            while widest > 1:  # lk[pos] <= target is kept while the range halves
+                widest = 0
+                for j in range(k):
+                    size = left[j]
+                    if size > 1:
+                        half = size >> 1
+                        pos[j] += half * np.int64(lk[pos[j] + half] <= target[j])
+                        size -= half
+                        left[j] = size
+                    if size > widest:
+                        widest = size
+            for j in range(k):  # upper bound: one past the last key <= target
+                b = pos[j] + np.int64(lk[pos[j]] <= target[j])
+                out[query[j]] += lc[b] - before[nodes[j]]
+
+
+@numba.njit(cache=True, nogil=True)
+def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
+    """The AES input blocks ``(id ‖ 0)`` of the lower level pairs of the queries ``q0, q0 +
+    1, …`` (the ids and order of :func:`lower_pairs`), as many whole queries as ``cap`` blocks
+    hold; ``starts[j]`` the first block of query ``q0 + j`` (and one past the last). Writes
+    the ids only: the tag words of ``buf`` must be zero already. Returns the first query not
+    listed."""
+    width = 2 * domain
+    most = levels * max(0, min(levels, split))  # blocks of one query at most
+    y_lev = np.empty(levels, np.int64)
+    y_node = np.empty(levels, np.int64)
+    at = 0
+    q = q0
+    starts[0] = 0
+    while q < xs.size and at + most <= cap:
+        x1, y1 = xs[q], ys[q]
+        n_y = 0
+        for ly in range(levels):
+            if (y1 >> ly) & 1:
+                y_lev[n_y] = ly
+                y_node[n_y] = (y1 >> ly) + (domain >> ly) - 1
+                n_y += 1
+        for lx in range(levels):
+            if (x1 >> lx) & 1:
+                hx = ((x1 >> lx) + (domain >> lx) - 1) * width
+                for j in range(n_y):
+                    if y_lev[j] >= split - lx:
+                        break
+                    buf[2 * at] = hx + y_node[j]
+                    at += 1
+        q += 1
+        starts[q - q0] = at
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
+def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, size, sums,
+                 flagged):
+    """``sums[q] += sign · Σ`` of the signed discrete Laplace values of the blocks
+    ``starts[q] .. starts[q + 1]`` (words ``ct[2i]``, decided as :func:`laplace_words` decides
+    them), leaving out the blocks it flags (a tie or a magnitude beyond the table: the caller
+    adds their values). Returns the number of flagged blocks."""
+    fbuf = np.empty(1, np.float64)
+    kbuf = fbuf.view(np.int64)
+    n_flag = 0
+    one = np.uint64(1)
+    for q in range(n_q):
+        acc = np.int64(0)
+        for i in range(starts[q], starts[q + 1]):
+            raw = ct[2 * i]
+            w = raw >> one
+            fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
+            key = (kbuf[0] >> shift) - key0
+            if key < 0:
+                key = 0
+            m = base[key] + np.int64(w < thr[key])
+            if m < 0:  # a bucket holding several thresholds: binary search
+                lo, hi = 0, size
+                while lo < hi:  # first position with ascending[pos] > w
+                    mid = (lo + hi) >> 1
+                    if ascending[mid] <= w:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                m = size - lo
+            if m == size or at[m] == w:
+                flagged[n_flag] = i
+                n_flag += 1
+                continue
+            neg = -np.int64(raw & one)
+            acc += (m ^ neg) - neg
+        sums[q] += sign * acc
+    return n_flag

@@ -387,14 +387,14 @@ class Structure:
     def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
         """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query, from the exact law
         of its noise (:mod:`dpfreq.windows.answer_law`); ``exact=False``: the tail bounds alone
-        (never smaller; cheap). Remembered (64 query sets of at most 4096 queries)."""
+        (never smaller; cheap). Remembered (64 query sets of at most 2^14 queries)."""
         q1, q2 = np.asarray(t1, dtype=np.int64), np.asarray(t2, dtype=np.int64)
         memo = (beta, exact, q1.shape, q2.shape, q1.tobytes(), q2.tobytes())
         hit = self._half_c.get(memo)
         if hit is None:
             hit = (consistent_halfwidth(self, self._prefix_index(q1, q2), beta, exact)
                    if self.consistent else cover_halfwidth(self, self.nodes(q1, q2), beta, exact))
-            if len(self._half_c) < 64 and max(q1.size, q2.size) <= 4096:
+            if len(self._half_c) < 64 and max(q1.size, q2.size) <= 1 << 14:
                 self._half_c[memo] = hit
         return hit.copy()
 

@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.windows.dominance_count import DominanceCounter
 from dpfreq.windows.reductions import (
     BlockCounts,
     block_points,
     cumulative_points,
     time_window_points,
 )
-from dpfreq.windows.tree import DominanceCounter
 
 __all__ = ["SummarySpec", "WindowReducer", "WindowSummaries", "summary_specs"]
 

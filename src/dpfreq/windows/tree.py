@@ -17,8 +17,8 @@ The dyadic node layout, its prefix covers and the dominance covers of product tr
 * :class:`Tree2DNoise`: the product dyadic tree with lazy keyed noise
   (:class:`~dpfreq.windows.lazy_noise.KeyedDiscreteLaplace`); dominance covers are products of
   the two 1d prefix covers.
-* :class:`DominanceCounter`: exact weighted dominance counts ``Σ w [x ≤ X0, y ≤ Y0]`` from a 2d
-  prefix-sum table (small domains) or a merge-sort tree of sorted keys per level.
+
+The exact dominance counts of the window oracles are in :mod:`dpfreq.windows.dominance_count`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from dpfreq.windows.dyadic import (
 from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace, eager_generator
 
 __all__ = [
-    "DominanceCounter",
     "OnlineCounter",
     "Tree1D",
     "Tree2DNoise",
@@ -385,6 +384,11 @@ class Tree2DNoise:
         if prepare is not None:
             prepare()
 
+    @property
+    def source(self) -> Any:
+        """The noise source (element-wise ``noise(ids)``)."""
+        return self._noise
+
     def noise_of(self, node_ids: IntArray) -> IntArray:
         """Noise of each node id (``u·2D + v``), element-wise."""
         out: IntArray = self._noise.noise(node_ids)
@@ -407,82 +411,3 @@ def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: A
     :class:`~dpfreq.windows.dominance_noise.DominanceNoise` (keep one to reuse its tables).
     """
     return DominanceNoise(trees, signs)(x, y)
-
-
-def _stable_order(keys: IntArray, bits: int) -> IntArray:
-    """Stable argsort of non-negative integers ``< 2^bits`` (LSD radix over 16-bit digits)."""
-    order: IntArray = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    for shift in range(16, bits, 16):
-        digit = ((keys[order] >> shift) & 0xFFFF).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
-    return order
-
-
-class DominanceCounter:
-    """Exact weighted dominance counts ``Σ_i w_i [x_i ≤ X, y_i ≤ Y]`` for integer points.
-
-    Uses a 2d prefix-sum table when ``(x_max+1)(y_max+1) <= table_limit``; otherwise a
-    merge-sort tree (per dyadic x level, points sorted by (x-node, y) with cumulative weights),
-    answering each query with one binary search per x-prefix node.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> dc = DominanceCounter(np.array([0, 2]), np.array([1, 3]), np.array([1, 1]), 3, 3)
-    >>> dc.count(np.array([2, 1]), np.array([3, 3])).tolist()
-    [2, 1]
-    """
-
-    def __init__(self, x: Any, y: Any, weights: Any, x_max: int, y_max: int,
-                 table_limit: int = 1 << 24) -> None:
-        xs = np.asarray(x, dtype=np.int64)
-        ys = np.asarray(y, dtype=np.int64)
-        ws = np.asarray(weights, dtype=np.int64)
-        self.x_max, self.y_max = int(x_max), int(y_max)
-        nx, ny = self.x_max + 1, self.y_max + 1
-        self.mode = "table" if nx * ny <= table_limit else "mergesort"
-        if self.mode == "table":
-            flat = np.bincount(xs * ny + ys, weights=ws, minlength=nx * ny)
-            tab = np.rint(flat).astype(np.int64).reshape(nx, ny)
-            self._table = tab.cumsum(axis=0).cumsum(axis=1)
-        else:
-            self._domain = domain_size(nx)
-            self._ny = ny
-            self._levels = []
-            # the order by (x-node, y, index) of every level: one stable order by y, then a
-            # stable order by x >> level (16-bit radix passes instead of an int64 sort per level)
-            y_order = _stable_order(ys, ny.bit_length())
-            x_by_y, y_by_y, w_by_y = xs[y_order], ys[y_order], ws[y_order]
-            for lev in range(self._domain.bit_length()):
-                node = x_by_y >> lev
-                perm = _stable_order(node, nx.bit_length() - lev)
-                key = (node * ny + y_by_y)[perm]
-                cw = np.zeros(key.size + 1, dtype=np.int64)
-                np.cumsum(w_by_y[perm], out=cw[1:])
-                # weight before each node (no binary search for the start of a node's keys)
-                nodes = np.arange((self._domain >> lev) + 1, dtype=np.int64) * ny
-                self._levels.append((key, cw, cw[np.searchsorted(key, nodes, side="left")]))
-
-    def count(self, x: Any, y: Any) -> IntArray:
-        """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
-        xq = np.minimum(np.asarray(x, dtype=np.int64), self.x_max)
-        yq = np.minimum(np.asarray(y, dtype=np.int64), self.y_max)
-        xq, yq = np.broadcast_arrays(xq, yq)
-        empty = (xq < 0) | (yq < 0)
-        if self.mode == "table":
-            out = self._table[np.maximum(xq, 0), np.maximum(yq, 0)]
-            return np.where(empty, 0, out)
-        # queries in (x, y) order: the binary searches then walk the keys forward (cache friendly)
-        ok = np.flatnonzero(~empty.ravel())
-        xo, yo = xq.ravel()[ok], yq.ravel()[ok]
-        order = np.lexsort((yo, xo))
-        xs1, ys = xo[order] + 1, yo[order]
-        acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (keys, cw, before) in enumerate(self._levels):
-            sel = np.flatnonzero((xs1 >> lev) & 1)
-            node = (xs1[sel] >> lev) - 1
-            hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")
-            acc[sel] += cw[hi] - before[node]
-        out = np.zeros(xq.size, dtype=np.int64)
-        out[ok[order]] = acc
-        return out.reshape(xq.shape)
