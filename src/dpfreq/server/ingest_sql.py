@@ -77,6 +77,12 @@ def device_lock_key(study: str, device: int) -> int:
     return int.from_bytes(digest, "little", signed=True)
 
 
+# One writer at a time updates the running sums, until its COMMIT: the UPDATE ... FROM unnest
+# locks its rows in the join's order, not the array's, so two writers updating overlapping
+# sums rows could each wait for the other (a deadlock PostgreSQL would break by failing one).
+_SUMS_KEY = int.from_bytes(hashlib.blake2b(b"sums", digest_size=8,
+                                           person=b"dpfreq-upload").digest(), "little", signed=True)
+_PG_SUMS_LOCK = f"SELECT pg_advisory_xact_lock({_SUMS_KEY})"
 _PG_STATE = ("SELECT study, closed, closes_at FROM studies WHERE study = ANY(%s::varchar[]) "
              "ORDER BY study FOR SHARE")
 # The arrays are cast: psycopg sends a list of small ints as smallint[], and the stored-slot
@@ -148,6 +154,7 @@ def store(conn: Connection, rows: list[storage.UploadRow],
     assert driver is not None
     with pg_errors(), driver.pipeline():
         if sums:
+            driver.execute(_PG_SUMS_LOCK)
             driver.execute(_PG_ADD_SUMS, _sum_arrays(sums))
         driver.execute("COMMIT")
 
