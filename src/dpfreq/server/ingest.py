@@ -34,7 +34,10 @@ other writer can commit a row of that device, and reads its stored slots after t
   commit is visible, so a writer that waited for a device's lock reads the rows of the writer
   it waited for. Two devices whose keys collide only wait for each other. A group holds at
   most ``max_group`` locks, in PostgreSQL's shared lock table (``max_locks_per_transaction``
-  × ``max_connections`` entries, 6,400 by default).
+  × ``max_connections`` entries, 6,400 by default). The running sums are updated under one
+  more advisory lock, taken just before their ``UPDATE`` and held to the ``COMMIT``: that
+  ``UPDATE`` locks its rows in its join's order, so two writers could otherwise each hold a
+  sums row the other waits for.
 * SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's single
   write lock before anything is read. (The writer's connection is in the driver's autocommit
   mode so that this ``BEGIN`` is its own: the driver would begin a deferred transaction at
