@@ -218,6 +218,22 @@ def test_dominance_sums_equal_the_numpy_path(domain, gamma, numpy_path, compiled
         assert np.array_equal(fast, numpy_path(DominanceNoise(trees, (1, -1)), x, y))
 
 
+@pytest.mark.parametrize("domain", [8, 1 << 10])
+def test_dominance_sums_by_node_values_equal_the_numpy_path(domain, numpy_path, compiled_path,
+                                                           monkeypatch):
+    """Trees whose values the compiled summing pass does not decide (a discrete Gaussian, a
+    very large γ) list their lower pairs by the compiled listing and sum ``node_values``:
+    the same sums as the numpy listing."""
+    monkeypatch.setattr(DominanceNoise, "_word_passes", lambda self: None)
+    trees = [Tree2DNoise(domain, Fraction(1, 40), KEY, ("all", 1, i)) for i in (0, 1)]
+    rng = np.random.default_rng(domain + 1)
+    for n in (1, 37, 3_000):
+        x = rng.integers(-1, domain, size=n)
+        y = rng.integers(-1, domain, size=n)
+        fast = compiled_path(DominanceNoise(trees, (1, -1)), x, y)
+        assert np.array_equal(fast, numpy_path(DominanceNoise(trees, (1, -1)), x, y))
+
+
 @pytest.mark.parametrize(("n_points", "x_max", "y_max"), [(0, 9, 9), (1, 1, 1), (400, 37, 20),
                                                          (5_000, 300, 1_000)])
 def test_dominance_counts_equal_the_numpy_path(n_points, x_max, y_max, numpy_path,
@@ -242,13 +258,14 @@ def test_lower_pairs_list_every_pair_below_the_split(kern):
     xs = np.arange(1, d + 1, dtype=np.int64).repeat(d)
     ys = np.tile(np.arange(1, d + 1, dtype=np.int64), d)
     for split in (0, 3, 9):
-        ids, counts = node_kernel.lower_pairs(kern, xs, ys, split, levels, d)
+        ids, starts = node_kernel.lower_pairs(kern, xs, ys, split, levels, d)
         expect = []
         for x1, y1 in zip(xs.tolist(), ys.tolist(), strict=True):
             expect.append([((x1 >> lx) + (d >> lx) - 1) * 2 * d + (y1 >> ly) + (d >> ly) - 1
                            for lx in range(levels) if (x1 >> lx) & 1
                            for ly in range(levels) if (y1 >> ly) & 1 and lx + ly < split])
-        assert counts.tolist() == [len(e) for e in expect]
+        assert np.diff(starts).tolist() == [len(e) for e in expect]
+        assert starts[0] == 0
         assert ids.tolist() == [i for e in expect for i in e]
 
 

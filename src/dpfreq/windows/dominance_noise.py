@@ -189,11 +189,10 @@ class DominanceNoise:
         n_lev, d = self.levels, self.domain
         kern = node_kernel.loaded()
         if kern is not None:  # the same ids in the same order, listed by a compiled pass
-            ids, counts = node_kernel.lower_pairs(kern, xs, ys, split, n_lev, d)
+            ids, starts = node_kernel.lower_pairs(kern, xs, ys, split, n_lev, d)
             run = np.zeros(ids.size + 1, dtype=np.int64)
             np.cumsum(self.node_values(ids), out=run[1:])
-            ends = np.cumsum(counts)
-            return run[ends] - run[ends - counts]
+            return run[starts[1:]] - run[starts[:-1]]
         lev = np.arange(n_lev, dtype=np.int64)
         sx, sy = xs[:, None] >> lev, ys[:, None] >> lev
         bx, by = (sx & 1).astype(np.bool_), (sy & 1).astype(np.bool_)

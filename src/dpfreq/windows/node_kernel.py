@@ -75,9 +75,8 @@ def _warm(mod: ModuleType) -> None:
     mod.geometric_words(ct, 1, 1, digits, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
                         np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     mod.fill_blocks(i64, i64, np.zeros(8, dtype=np.uint64))
-    mod.lower_pairs(i64, i64, 1, 1, 2, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))
     starts = np.zeros(3, dtype=np.int64)
-    mod.lower_blocks(i64, i64, 0, 1, 1, 2, u64, 1, starts)
+    mod.lower_blocks(i64, i64, 0, 1, 1, 2, u64, 2, 1, starts)
     mod.laplace_sums(ct, starts, 1, 1, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     mod.dominance_counts(level_list([np.zeros(0, dtype=np.int64)]),
@@ -172,13 +171,15 @@ def _chunked(kern: ModuleType, kernel: Any, enc: Any, ids: NDArray[np.int64],
 
 def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], split: int,
                 levels: int, domain: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Node ids of the lower level pairs of every query (query-major) and their count per
-    query, by the compiled pass."""
+    """Node ids of the lower level pairs of every query (query-major) and the first id of
+    each query (and one past the last), by the compiled listing of :func:`lower_sums` (one
+    id per word)."""
     xs, ys = np.ascontiguousarray(xs, dtype=np.int64), np.ascontiguousarray(ys, dtype=np.int64)
-    ids = np.empty(xs.size * levels * max(0, min(levels, split)), dtype=np.int64)
-    counts = np.empty(xs.size, dtype=np.int64)
-    n = kern.lower_pairs(xs, ys, split, levels, domain, ids, counts)
-    return ids[:n], counts
+    cap = xs.size * levels * max(0, min(levels, split))
+    ids = np.empty(max(cap, 1), dtype="<u8")
+    starts = np.empty(xs.size + 1, dtype=np.int64)
+    kern.lower_blocks(xs, ys, 0, split, levels, domain, ids, 1, cap, starts)
+    return ids[:starts[-1]].view(np.int64), starts
 
 
 def level_list(arrays: list[NDArray[np.int64]]) -> Any:
@@ -228,10 +229,10 @@ def lower_sums(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], s
     left: list[list[tuple[NDArray[np.int64], NDArray[np.int64]]]] = [[] for _ in passes]
     q = total = 0
     while q < xs.size:
-        end = kern.lower_blocks(xs, ys, q, split, levels, domain, blocks, cap, starts)
+        end = kern.lower_blocks(xs, ys, q, split, levels, domain, blocks, 2, cap, starts)
         n = int(starts[end - q])
         total += n
-        for (enc, tables, sign), out in zip(passes if n else [], left, strict=False):
+        for (enc, tables, sign), out in zip(passes, left, strict=True) if n else ():
             enc.update_into(blocks[:2 * n].view(np.uint8), ct[:2 * n + 2].view(np.uint8))
             f = kern.laplace_sums(ct, starts, end - q, sign, *tables, sums[q:], flagged)
             if f:

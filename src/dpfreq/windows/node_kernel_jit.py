@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 __all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums", "laplace_words",
-           "lower_blocks", "lower_pairs"]
+           "lower_blocks"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 _LANES = 16  # binary searches run in lockstep by dominance_counts
@@ -121,38 +121,6 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
 
 
 @numba.njit(cache=True, nogil=True)
-def lower_pairs(xs, ys, split, levels, domain, ids, counts):
-    """Node ids of the lower level pairs ``ℓx + ℓy < split`` of every query's dominance cover,
-    query-major, ``ℓx`` then ``ℓy`` increasing (the order of
-    :meth:`dpfreq.windows.dominance_noise.DominanceNoise._lower`); ``counts[q]`` the number of
-    ids of query ``q``. ``ids`` must hold them all (``levels²`` per query at most). Returns the
-    number of ids written."""
-    at = 0
-    width = 2 * domain
-    y_lev = np.empty(levels, np.int64)  # the set bits of y1, increasing
-    y_node = np.empty(levels, np.int64)  # their 1d heap ids
-    for q in range(xs.size):
-        x1, y1 = xs[q], ys[q]
-        n_y = 0
-        for ly in range(levels):
-            if (y1 >> ly) & 1:
-                y_lev[n_y] = ly
-                y_node[n_y] = (y1 >> ly) + (domain >> ly) - 1
-                n_y += 1
-        start = at
-        for lx in range(levels):
-            if (x1 >> lx) & 1:
-                hx = ((x1 >> lx) + (domain >> lx) - 1) * width
-                for j in range(n_y):
-                    if y_lev[j] >= split - lx:
-                        break
-                    ids[at] = hx + y_node[j]
-                    at += 1
-        counts[q] = at - start
-    return at
-
-
-@numba.njit(cache=True, nogil=True)
 def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
     """``out[q] += Σ_ℓ (cw[ℓ] at the first key > (node, ys[q]) − before[node])`` over the set
     bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``; ``keys``, ``cw``: one array per
@@ -203,12 +171,14 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
-    """The AES input blocks ``(id ‖ 0)`` of the lower level pairs of the queries ``q0, q0 +
-    1, …`` (the ids and order of :func:`lower_pairs`), as many whole queries as ``cap`` blocks
-    hold; ``starts[j]`` the first block of query ``q0 + j`` (and one past the last). Writes
-    the ids only: the tag words of ``buf`` must be zero already. Returns the first query not
-    listed."""
+def lower_blocks(xs, ys, q0, split, levels, domain, buf, stride, cap, starts):
+    """Node ids of the lower level pairs ``ℓx + ℓy < split`` of the dominance covers of the
+    queries ``q0, q0 + 1, …``, query-major, ``ℓx`` then ``ℓy`` increasing (the order of
+    :meth:`dpfreq.windows.dominance_noise.DominanceNoise._lower`): id ``i`` at
+    ``buf[stride·i]``, as many whole queries as ``cap`` ids hold; ``starts[j]`` the first id
+    of query ``q0 + j`` (and one past the last). With ``stride = 2`` these are the AES input
+    blocks ``(id ‖ 0)`` (the tag words of ``buf`` must be zero already). Returns the first
+    query not listed."""
     width = 2 * domain
     most = levels * max(0, min(levels, split))  # blocks of one query at most
     y_lev = np.empty(levels, np.int64)
@@ -230,7 +200,7 @@ def lower_blocks(xs, ys, q0, split, levels, domain, buf, cap, starts):
                 for j in range(n_y):
                     if y_lev[j] >= split - lx:
                         break
-                    buf[2 * at] = hx + y_node[j]
+                    buf[stride * at] = hx + y_node[j]
                     at += 1
         q += 1
         starts[q - q0] = at
