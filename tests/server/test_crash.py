@@ -71,7 +71,9 @@ def test_kill_9_during_load_loses_no_acknowledged_report(db_url, tmp_path, seed)
     engine = storage.make_engine(db_url)
     with engine.connect() as conn:
         # every stored report, the upload rows unpacked: (device, interval, order, bit)
-        rows = [(d, j, h, b) for d, h, j, b in storage.report_rows(conn, "crash")]
+        cols = storage.report_columns(conn, "crash")
+        rows = list(zip(*(cols[c].tolist() for c in ("device", "interval", "order", "bit")),
+                        strict=True))
         devs = conn.execute(sa.select(storage.devices.c.device, storage.devices.c.order)).all()
         sums = {(h, j): (t, n) for h, j, t, n in conn.execute(sa.select(
             storage.sums.c.order, storage.sums.c.interval, storage.sums.c.total,

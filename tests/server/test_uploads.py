@@ -59,7 +59,13 @@ def test_an_upload_is_one_row_and_a_retry_adds_none(client: Any) -> None:
     with client.app.state.service.engine.connect() as conn:
         rows = conn.execute(sa.select(u.c.first, u.c.reports).order_by(u.c.first)).all()
         assert rows == [(1, 20), (21, 12)]
-        assert storage.report_rows(conn, "s1") == [(device, 0, j, j % 2) for j in range(1, 33)]
+        assert report_rows(conn, "s1") == [(device, 0, j, j % 2) for j in range(1, 33)]
+
+
+def report_rows(conn: Any, study: str) -> list[tuple[int, ...]]:
+    """The stored reports of ``study`` as ``(device, order, interval, bit)`` rows."""
+    cols = storage.report_columns(conn, study)
+    return list(zip(*(cols[c].tolist() for c in storage.REPORT_COLUMNS), strict=True))
 
 
 def _alembic(conn: Any) -> Any:
@@ -93,7 +99,7 @@ def test_migration_0006_packs_and_unpacks_the_reports(db_url: str) -> None:
                                                 ("t", 7, 4, 2, 1)]
         assert bytes(rows[0][5]) == struct.pack("<3I", 1, 2, 3)
         assert bytes(rows[0][6]) == b"\x00\x01\x01"
-        assert storage.report_rows(conn, "s") == [(7, 1, 1, 0), (7, 1, 2, 1), (7, 1, 3, 1),
+        assert report_rows(conn, "s") == [(7, 1, 1, 0), (7, 1, 2, 1), (7, 1, 3, 1),
                                                   (9, 0, 5, 0)]
         assert "reports" not in sa.inspect(conn).get_table_names()
     with engine.begin() as conn:

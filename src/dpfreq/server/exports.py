@@ -133,22 +133,19 @@ def _raw_columns(service: Service, record: StudyRecord, table: str) -> dict[str,
     """The rows of one raw export, read in one transaction, sorted by device (and interval)."""
     import pyarrow as pa
 
-    names: tuple[str, ...]
-    rows: Any
     with service.engine.connect() as conn, conn.begin():
         if table == "reports":  # the upload rows unpacked, one row per report
-            rows = storage.report_rows(conn, record.study)
-            names = ("device", "order", "interval", "bit")
-        else:
-            t = storage.devices
-            rows = conn.execute(sa.select(t.c.device, t.c.order).where(
-                t.c.study == record.study).order_by(t.c.device)).all()
-            names = ("device", "order")
-    cols: dict[str, Any] = {n: pa.array([int(r[i]) for r in rows], type=pa.int64())
-                            for i, n in enumerate(names)}
-    if table == "reports":
-        cols["param_id"] = pa.array([record.param_id] * len(rows), type=pa.string())
-    return cols
+            reports = storage.report_columns(conn, record.study)
+            cols: dict[str, Any] = {n: pa.array(reports[n], type=pa.int64())
+                                    for n in storage.REPORT_COLUMNS}
+            cols["param_id"] = pa.array([record.param_id] * reports["bit"].size,
+                                        type=pa.string())
+            return cols
+        t = storage.devices
+        rows = conn.execute(sa.select(t.c.device, t.c.order).where(
+            t.c.study == record.study).order_by(t.c.device)).all()
+    return {n: pa.array([int(r[i]) for r in rows], type=pa.int64())
+            for i, n in enumerate(("device", "order"))}
 
 
 def raw_export(service: Service, record: StudyRecord, table: str) -> Response:
