@@ -30,6 +30,8 @@ branch_labels = None
 depends_on = None
 
 _CHUNK = 1000  # rows per insert while moving
+# The packed format is written out here rather than taken from dpfreq.server.storage.pack: a
+# migration keeps what it wrote at its revision, whatever the live code later becomes.
 
 
 def _reports_table() -> None:
