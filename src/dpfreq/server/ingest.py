@@ -221,7 +221,9 @@ class Ingestor:
             try:
                 conn = self._connection()
                 with conn.begin():
-                    outcomes = self._write(conn, batches, rejections, enrolments)
+                    new = self._store_new(conn, batches, len(rejections) + len(enrolments))
+                    outcomes = new if new is not None else self._write(
+                        conn, batches, rejections, enrolments)
                 break
             except IntegrityError:
                 log.warning("ingest: a row was stored concurrently; deciding the group again")
@@ -244,6 +246,30 @@ class Ingestor:
         _settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
+
+    @staticmethod
+    def _store_new(conn: Connection, batches: list[Batch], others: int) -> dict[int, Any] | None:
+        """On PostgreSQL, try to store a group of batches alone, one per device, as all new
+        (:func:`dpfreq.server.ingest_sql.pg_store_new`: one round trip, committed); the
+        outcomes, or None when the group must be decided on its stored slots (:meth:`_write`:
+        a device with a stored row that may overlap, or a study that takes no more reports)."""
+        if (conn.dialect.name != "postgresql" or others or not batches
+                or not all(b.rows for b in batches)
+                or len({(b.study, b.device) for b in batches}) < len(batches)):
+            return None
+        rows: list[tuple[storage.UploadRow, int]] = []
+        slots: dict[tuple[str, int], tuple[list[int], list[int]]] = defaultdict(
+            lambda: ([], []))
+        for b in batches:
+            first, count, intervals, bits = storage.pack(b.rows)
+            every, ones = slots[(b.study, b.order)]
+            every.extend([j for j, _ in b.rows])
+            ones.extend([j for j, bit in b.rows if bit])
+            rows.append(((b.study, b.device, first, b.order, count, intervals, bits),
+                         max(every[-len(b.rows):])))
+        if not sql.pg_store_new(conn, rows, sql.sum_deltas(slots)):
+            return None
+        return {id(b): len(b.rows) for b in batches}
 
     @staticmethod
     def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],
