@@ -175,11 +175,12 @@ def pg_store_new(conn: Connection, rows: list[tuple[storage.UploadRow, int]],
               *_sum_arrays(sums)]
     with pg_errors(), driver.pipeline():
         driver.execute("BEGIN")
-        driver.execute(_PG_LOCK, (keys,))
-        driver.execute(_PG_STATE, (studies,))
-        driver.execute(_PG_SUMS_LOCK)
+        locks = [driver.execute(_PG_LOCK, (keys,)), driver.execute(_PG_STATE, (studies,)),
+                 driver.execute(_PG_SUMS_LOCK)]
         cur = driver.execute(_PG_FAST, params)
         driver.execute("COMMIT")
+    for other in locks:
+        other.close()
     with contextlib.closing(cur):
         got = cur.fetchone()
     return bool(got is not None and got[0])
@@ -202,8 +203,10 @@ def store(conn: Connection, rows: list[storage.UploadRow],
 
     On PostgreSQL this also COMMITs: the rows go by COPY, then the sums' UPDATE and the COMMIT
     in ONE round trip (psycopg's pipeline mode); an error skips the COMMIT and is raised before
-    any batch is acknowledged. (An ``INSERT ... SELECT FROM unnest(arrays)`` of the upload rows
-    in that pipeline, two round trips fewer, was no faster: ``benchmarks/notes/server-log.md``.)
+    any batch is acknowledged. (On its own, an ``INSERT ... SELECT FROM unnest(arrays)`` of
+    the upload rows in that pipeline, two round trips fewer, was no faster; what gained was a
+    group of new uploads in one round trip, :func:`pg_store_new`:
+    ``benchmarks/notes/server-log.md``.)
     """
     storage.insert_uploads(conn, rows)
     if conn.dialect.name != "postgresql":
