@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,10 @@ def test_two_writers_on_one_database_decide_a_device_in_turn(db_url: str, engine
     group must wait (PostgreSQL: the device's advisory lock; SQLite: BEGIN IMMEDIATE), then
     read A's committed row: an overlap with the same bit is stored once, another bit is a
     conflict that stores nothing. Without the wait, B would decide on the stale read and
-    store slots 2 and 3 a second time (in a row keyed by interval 2, which meets no key)."""
+    store slots 2 and 3 a second time (in a row keyed by interval 2, which meets no key).
+    PostgreSQL's one-round-trip path for new reports is turned off here, so that A can be
+    held between its read and its insert (that path is tested below)."""
+    monkeypatch.setattr(Ingestor, "_store_new", staticmethod(lambda *args: None))
     other_engine = storage.make_engine(db_url)
     writer_b = Ingestor(other_engine)
     writer_b.start()
@@ -182,3 +186,116 @@ def test_two_writers_racing_overlapping_uploads_store_each_slot_once(db_url: str
         t, n = expect[j]
         expect[j] = (t + 2 * bit - 1, n + 1)
     assert sums(engine) == expect
+
+
+@pytest.fixture
+def pg_engine(postgres: Any) -> Any:
+    eng = storage.make_engine(postgres.create_database("t_" + secrets.token_hex(6)))
+    storage.upgrade(eng)
+    with eng.begin() as conn:
+        conn.execute(storage.sums.insert(), [
+            {"study": "s", "order": 0, "interval": j, "total": 0, "reports": 0}
+            for j in range(1, 9)])
+    yield eng
+    eng.dispose()
+
+
+def test_new_reports_path_waits_for_a_device_held_by_another_writer(pg_engine: Any) -> None:
+    """PostgreSQL, the one-round-trip path: another writer's open transaction holds device
+    7's lock and has inserted (not committed) a row of slots 1-3. The writer's group for
+    device 7 must wait, then see that row: its batch overlaps it, so it is decided on the
+    stored slots (slot 4 new, slots 2 and 3 already stored with the same bits)."""
+    writer = Ingestor(pg_engine)
+    writer.start()
+    with pg_engine.connect() as other:
+        other.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
+                      {"k": ingest_sql.device_lock_key("s", 7)})
+        storage.insert_uploads(other, [upload("s", 7, [(1, 1), (2, 1), (3, 0)])])
+        ingest_sql.add_sums(other, [(("s", 0, 1), [1, 1]), (("s", 0, 2), [1, 1]),
+                                    (("s", 0, 3), [-1, 1])])
+        late = writer.submit(Batch("s", 7, 0, [(2, 1), (3, 0), (4, 1)]))
+        with contextlib.suppress(TimeoutError):
+            late.result(timeout=1.0)
+        assert not late.done()  # it waits for the other writer's commit
+        other.commit()
+    assert late.result(timeout=30) == 3
+    fresh = writer.submit(Batch("s", 8, 0, [(5, 0)]))
+    assert fresh.result(timeout=30) == 1
+    writer.stop()
+    assert stored(pg_engine) == [(7, 1, 1), (7, 2, 1), (7, 3, 0), (7, 4, 1), (8, 5, 0)]
+    assert sums(pg_engine) == {1: (1, 1), 2: (1, 1), 3: (-1, 1), 4: (1, 1), 5: (-1, 1),
+                               6: (0, 0), 7: (0, 0), 8: (0, 0)}
+
+
+def _new_rows(batches: list[tuple[int, list[tuple[int, int]]]]) -> tuple[list[Any], list[Any]]:
+    """The arguments of ``pg_store_new`` for batches ``(device, rows)`` of study s, order 0."""
+    rows = [(upload("s", d, r), max(j for j, _ in r)) for d, r in batches]
+    every = [j for _, r in batches for j, _ in r]
+    ones = [j for _, r in batches for j, b in r if b]
+    return rows, ingest_sql.sum_deltas({("s", 0): (every, ones)})
+
+
+@pytest.mark.parametrize(("stored_rows", "batch", "new"), [
+    ([(3, 1), (5, 0)], [(6, 1), (7, 1)], True),  # after the stored row's range
+    ([(3, 1), (5, 0)], [(1, 1), (2, 0)], True),  # before it
+    ([(3, 1), (5, 0)], [(4, 1)], False),  # inside its range, on no stored slot
+    ([(3, 1), (5, 0)], [(5, 0), (6, 1)], False),  # on a stored slot
+])
+def test_new_reports_path_stores_only_batches_beside_the_stored_rows(
+        pg_engine: Any, stored_rows: list[tuple[int, int]], batch: list[tuple[int, int]],
+        new: bool) -> None:
+    """The one-round-trip path stores a group (rows and sums, committed) only when no stored
+    row of its devices spans a range that meets a batch's; otherwise it stores nothing of
+    the group (not even the other device's batch) and says so."""
+    with pg_engine.begin() as conn:
+        storage.insert_uploads(conn, [upload("s", 7, stored_rows)])
+    rows, deltas = _new_rows([(7, batch), (8, [(8, 1)])])
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        assert ingest_sql.pg_store_new(conn, rows, deltas) is new
+    added = [(7, j, b) for j, b in batch] + [(8, 8, 1)] if new else []
+    assert stored(pg_engine) == sorted([(7, j, b) for j, b in stored_rows] + added)
+    expect = dict.fromkeys(range(1, 9), (0, 0))
+    for _, j, b in added:
+        expect[j] = (expect[j][0] + 2 * b - 1, expect[j][1] + 1)
+    assert sums(pg_engine) == expect
+
+
+@pytest.mark.parametrize(("closed", "closes_at", "new"), [
+    (None, None, True),
+    (None, "2999-01-01T00:00:00+00:00", True),
+    (None, "2020-01-01T00:00:00+00:00", False),  # expired
+    ("2020-01-01T00:00:00+00:00", None, False),  # closed by its manager
+])
+def test_new_reports_path_leaves_a_closed_study_to_the_decision(
+        pg_engine: Any, closed: str | None, closes_at: str | None, new: bool) -> None:
+    """A study that takes no more reports stores nothing on the one-round-trip path (the
+    writer's decision then refuses its batches)."""
+    with pg_engine.begin() as conn:
+        conn.execute(storage.studies.insert().values(
+            study="s", title="t", params="{}", param_id="p", protocol_version=1, horizon=8,
+            padded=8, start="2020-01-01", period_seconds=86400, min_devices=1,
+            created="2020-01-01T00:00:00+00:00", closed=closed, closes_at=closes_at))
+    rows, deltas = _new_rows([(7, [(1, 1)])])
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        assert ingest_sql.pg_store_new(conn, rows, deltas) is new
+    assert stored(pg_engine) == ([(7, 1, 1)] if new else [])
+
+
+def test_new_reports_path_keeps_an_odd_study_id_and_the_bytes(pg_engine: Any) -> None:
+    """The arrays go as text literals: a study id with quotes, a backslash, a comma or braces,
+    and the packed bytes, arrive intact."""
+    odd = 'a"b\\c,{d}'
+    with pg_engine.begin() as conn:
+        conn.execute(storage.sums.insert(), [
+            {"study": odd, "order": 0, "interval": j, "total": 0, "reports": 0}
+            for j in (1, 300)])
+    row = upload(odd, 2**52, [(1, 1), (300, 0)])
+    deltas = [((odd, 0, 1), [1, 1]), ((odd, 0, 300), [-1, 1])]
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        assert ingest_sql.pg_store_new(conn, [(row, 300)], deltas)
+    u, s = storage.uploads, storage.sums
+    with pg_engine.connect() as conn:
+        got = conn.execute(sa.select(u.c.study, u.c.device, u.c.intervals, u.c.bits)).one()
+        assert (got[0], got[1], bytes(got[2]), bytes(got[3])) == (odd, 2**52, row[5], row[6])
+        assert dict(conn.execute(sa.select(s.c.interval, s.c.total)
+                                 .where(s.c.study == odd)).all()) == {1: 1, 300: -1}

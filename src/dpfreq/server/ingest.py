@@ -13,9 +13,16 @@ after the commit returns does any handler answer, so an acknowledged batch is du
 unacknowledged batches, which the device re-sends (idempotently).
 
 On PostgreSQL the writer's connection is in autocommit mode and sends its own ``BEGIN`` and
-``COMMIT`` through psycopg's pipeline mode, so a group costs four round trips: ``BEGIN`` with
-the devices' locks, the studies' state and the stored slots, the two of ``COPY``, and the sums
-with ``COMMIT``.
+``COMMIT`` through psycopg's pipeline mode. A group of batches alone, one per device, is first
+tried as **new reports** in ONE round trip (:func:`dpfreq.server.ingest_sql.pg_store_new`):
+``BEGIN``, the devices' locks, the studies' state, the sums lock, one statement that inserts
+the batches' rows and adds their sums only if every study takes reports and no stored upload
+row of a device spans an interval range that meets its batch's, and ``COMMIT``. When that
+statement wrote nothing (a study closed or expired, or a possible overlap: a re-sent upload),
+the group is decided on its stored slots in four round trips: ``BEGIN`` with the devices'
+locks, the studies' state and the stored slots, the two of ``COPY``, and the sums with
+``COMMIT``. Groups with enrolments or rejections, and groups with two batches of one device,
+go that way directly.
 
 One writer serializes the writes of this process, which is what SQLite allows anyway, and it
 turns one fsync per batch into one per group.
@@ -42,6 +49,10 @@ other writer can commit a row of that device, and reads its stored slots after t
   write lock before anything is read. (The writer's connection is in the driver's autocommit
   mode so that this ``BEGIN`` is its own: the driver would begin a deferred transaction at
   the first write, after the reads.)
+
+The new-reports statement runs after the same locks, in one snapshot for its check and its
+writes: a stored row that meets no batch's interval range holds none of its slots, so every
+report of the group is new, exactly what the decision on the stored slots would find.
 
 Under either lock the decision sees every stored slot of its devices, so the new reports of a
 stored batch are slots never stored before: their smallest interval is the key of a new row,
@@ -221,7 +232,9 @@ class Ingestor:
             try:
                 conn = self._connection()
                 with conn.begin():
-                    outcomes = self._write(conn, batches, rejections, enrolments)
+                    new = self._store_new(conn, batches, len(rejections) + len(enrolments))
+                    outcomes = new if new is not None else self._write(
+                        conn, batches, rejections, enrolments)
                 break
             except IntegrityError:
                 log.warning("ingest: a row was stored concurrently; deciding the group again")
@@ -244,6 +257,30 @@ class Ingestor:
         _settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
+
+    @staticmethod
+    def _store_new(conn: Connection, batches: list[Batch], others: int) -> dict[int, Any] | None:
+        """On PostgreSQL, try to store a group of batches alone, one per device, as all new
+        (:func:`dpfreq.server.ingest_sql.pg_store_new`: one round trip, committed); the
+        outcomes, or None when the group must be decided on its stored slots (:meth:`_write`:
+        a device with a stored row that may overlap, or a study that takes no more reports)."""
+        if (conn.dialect.name != "postgresql" or others or not batches
+                or not all(b.rows for b in batches)
+                or len({(b.study, b.device) for b in batches}) < len(batches)):
+            return None
+        rows: list[tuple[storage.UploadRow, int]] = []
+        slots: dict[tuple[str, int], tuple[list[int], list[int]]] = defaultdict(
+            lambda: ([], []))
+        for b in batches:
+            first, count, intervals, bits = storage.pack(b.rows)
+            every, ones = slots[(b.study, b.order)]
+            every.extend([j for j, _ in b.rows])
+            ones.extend([j for j, bit in b.rows if bit])
+            rows.append(((b.study, b.device, first, b.order, count, intervals, bits),
+                         max(every[-len(b.rows):])))
+        if not sql.pg_store_new(conn, rows, sql.sum_deltas(slots)):
+            return None
+        return {id(b): len(b.rows) for b in batches}
 
     @staticmethod
     def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],

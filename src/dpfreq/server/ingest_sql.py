@@ -23,8 +23,8 @@ from sqlalchemy.engine import Connection
 from . import storage
 
 __all__ = ["Slots", "add_rejections", "add_sums", "closed_studies", "device_lock_key",
-           "pg_begin_and_read", "pg_errors", "sqlite_begin", "store", "stored_slots",
-           "sum_deltas"]
+           "pg_begin_and_read", "pg_errors", "pg_store_new", "sqlite_begin", "store",
+           "stored_slots", "sum_deltas"]
 
 # The writer's statements, built once (building a statement costs more than running it).
 _u, _s = storage.uploads, storage.sums
@@ -126,6 +126,66 @@ def pg_begin_and_read(conn: Connection, by_study: dict[str, set[int]]) -> tuple[
             cur.close()
 
 
+# The last interval of a stored upload row: the little-endian uint32 at the end of its
+# ``intervals`` (the packed format of :func:`dpfreq.server.storage.pack`).
+_LAST = " + ".join(f"get_byte(u.intervals, length(u.intervals) - {4 - i})::bigint * {256 ** i}"
+                   for i in range(4))
+# A group whose batches cannot meet a stored slot, in ONE statement: ``go`` is true when no
+# study of the group is closed or past its expiry and no stored upload row of a batch's
+# device spans an interval range that meets the batch's [lo, hi]; then every report of every
+# batch is new, the batches' rows are inserted and the sums updated. Otherwise nothing is
+# written (the statement's snapshot is one for all its parts: the check does not see the
+# insert). Two batches of one device in a group never come here.
+_PG_FAST = (
+    "WITH b AS (SELECT * FROM unnest(%s::varchar[], %s::bigint[], %s::integer[], "
+    "%s::integer[], %s::integer[], %s::integer[], %s::bytea[], %s::bytea[]) "
+    "AS b (study, device, lo, hi, o, n, js, bs)), "
+    "ok AS (SELECT NOT EXISTS (SELECT 1 FROM studies s WHERE s.study IN (SELECT study FROM b) "
+    "AND (s.closed IS NOT NULL OR s.closes_at::timestamptz <= %s)) "
+    "AND NOT EXISTS (SELECT 1 FROM b JOIN uploads u ON u.study = b.study AND u.device = b.device "
+    f'WHERE u."first" <= b.hi AND {_LAST} >= b.lo) AS go), '
+    'ins AS (INSERT INTO uploads (study, device, "first", "order", reports, intervals, bits) '
+    "SELECT study, device, lo, o, n, js, bs FROM b WHERE (SELECT go FROM ok) RETURNING 1), "
+    "upd AS (UPDATE sums SET total = sums.total + v.t, reports = sums.reports + v.c "
+    "FROM unnest(%s::varchar[], %s::integer[], %s::integer[], %s::bigint[], %s::bigint[]) "
+    'AS v (study, o, j, t, c) WHERE sums.study = v.study AND sums."order" = v.o '
+    'AND sums."interval" = v.j AND (SELECT go FROM ok) RETURNING 1) '
+    "SELECT (SELECT go FROM ok), (SELECT count(*) FROM ins)")
+
+
+def pg_store_new(conn: Connection, rows: list[tuple[storage.UploadRow, int]],
+                 sums: list[tuple[tuple[str, int, int], list[int]]]) -> bool:
+    """On PostgreSQL, store a group whose reports are all new in ONE round trip, or nothing.
+
+    ``rows`` are the batches' upload rows, each with its last interval, at most one per
+    (study, device); ``sums`` their deltas (:func:`sum_deltas`). In one pipeline: ``BEGIN``,
+    the devices' advisory locks and the studies' state as in :func:`pg_begin_and_read`, the
+    sums lock, :data:`_PG_FAST`, ``COMMIT``. True when it stored everything (committed); False
+    when a study no longer takes reports or a stored row of a device meets a batch's interval
+    range: then nothing was stored, and the group is decided on its stored slots instead.
+    """
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    keys = sorted({device_lock_key(row[0], row[1]) for row, _ in rows})
+    studies = sorted({row[0] for row, _ in rows})
+    cols = list(zip(*[(s, d, f, last, o, n, js, bs) for (s, d, f, o, n, js, bs), last in rows],
+                    strict=True))
+    kinds = (str, int, int, int, int, int, bytes, bytes)
+    params = [*(_array(c, k) for c, k in zip(cols, kinds, strict=True)), datetime.now(UTC),
+              *_sum_arrays(sums)]
+    with pg_errors(), driver.pipeline():
+        driver.execute("BEGIN")
+        locks = [driver.execute(_PG_LOCK, (keys,)), driver.execute(_PG_STATE, (studies,)),
+                 driver.execute(_PG_SUMS_LOCK)]
+        cur = driver.execute(_PG_FAST, params)
+        driver.execute("COMMIT")
+    for other in locks:
+        other.close()
+    with contextlib.closing(cur):
+        got = cur.fetchone()
+    return bool(got is not None and got[0])
+
+
 @contextlib.contextmanager
 def pg_errors() -> Iterator[None]:
     """psycopg's integrity errors as SQLAlchemy's (the writer decides the group again)."""
@@ -143,8 +203,10 @@ def store(conn: Connection, rows: list[storage.UploadRow],
 
     On PostgreSQL this also COMMITs: the rows go by COPY, then the sums' UPDATE and the COMMIT
     in ONE round trip (psycopg's pipeline mode); an error skips the COMMIT and is raised before
-    any batch is acknowledged. (An ``INSERT ... SELECT FROM unnest(arrays)`` of the upload rows
-    in that pipeline, two round trips fewer, was no faster: ``benchmarks/notes/server-log.md``.)
+    any batch is acknowledged. (On its own, an ``INSERT ... SELECT FROM unnest(arrays)`` of
+    the upload rows in that pipeline, two round trips fewer, was no faster; what gained was a
+    group of new uploads in one round trip, :func:`pg_store_new`:
+    ``benchmarks/notes/server-log.md``.)
     """
     storage.insert_uploads(conn, rows)
     if conn.dialect.name != "postgresql":
@@ -181,10 +243,25 @@ _PG_ADD_SUMS = ('UPDATE sums SET total = sums.total + v.t, reports = sums.report
                 'WHERE sums.study = v.study AND sums."order" = v.o AND sums."interval" = v.j')
 
 
-def _sum_arrays(rows: list[tuple[tuple[str, int, int], list[int]]]) -> list[list[Any]]:
-    """The five arrays of :data:`_PG_ADD_SUMS`: study, order, interval, total, count."""
+def _sum_arrays(rows: list[tuple[tuple[str, int, int], list[int]]]) -> list[str]:
+    """The five arrays of :data:`_PG_ADD_SUMS` (study, order, interval, total, count), as
+    array literals (:func:`_array`)."""
     keys, deltas = zip(*rows, strict=True)
-    return [list(col) for col in (*zip(*keys, strict=True), *zip(*deltas, strict=True))]
+    studies, *ints = (*zip(*keys, strict=True), *zip(*deltas, strict=True))
+    return [_array(studies, str), *(_array(col, int) for col in ints)]
+
+
+def _array(values: Any, kind: type) -> str:
+    """A PostgreSQL array literal of ``values`` (``int``, ``str`` or ``bytes``), sent as one
+    text parameter and cast by the statement: psycopg adapts a list element by element in
+    Python, which was a third of the writer's time on the interpreter lock (profiled in the
+    benchmark)."""
+    if kind is int:
+        return "{" + ",".join(map(str, values)) + "}"
+    if kind is bytes:  # bytea's hex input form, its backslash escaped inside the quotes
+        return "{" + ",".join([f'"\\\\x{v.hex()}"' for v in values]) + "}"
+    return "{" + ",".join(['"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                           for v in values]) + "}"
 
 
 def add_sums(conn: Connection, rows: list[tuple[tuple[str, int, int], list[int]]]) -> None:
