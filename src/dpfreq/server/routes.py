@@ -25,6 +25,7 @@ from .exports import (
     render_export,
     summary_payload,
 )
+from .lookups import owner
 from .models import (
     Enrolment,
     EnrolRequest,
@@ -54,7 +55,7 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
     if token is None:
         raise HTTPException(401, "missing bearer token.", headers={"WWW-Authenticate": "Bearer"})
     service = _service(request)
-    who = service.cached_principal(token) or await run_in_threadpool(service.principal, token)
+    who = await owner(request.app.state, token)
     if who is None:
         raise HTTPException(401, "unknown bearer token.", headers={"WWW-Authenticate": "Bearer"})
     if who.role not in roles:

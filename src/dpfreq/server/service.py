@@ -155,22 +155,32 @@ class Service:
 
     def principal(self, token: str) -> Principal | None:
         """The owner of a valid token (known, not revoked, not expired), or None."""
-        found = self.cached_principal(token)
-        if found is not None:
-            return found
-        h = hash_token(token)
-        t = storage.tokens
+        return self.cached_principal(token) or self.principals([token])[0]
+
+    def principals(self, tokens: list[str]) -> list[Principal | None]:
+        """:meth:`principal` of many tokens, read in one query, and cached. A device token
+        comes with its device's order, so a process that did not enrol the device needs this
+        one read before the device's upload."""
+        hashes = [hash_token(token) for token in tokens]
+        t, d = storage.tokens, storage.devices
+        query = sa.select(t.c.hash, t.c.role, t.c.study, t.c.device, t.c.expires, t.c.revoked,
+                          d.c.order).select_from(t.outerjoin(
+                              d, sa.and_(d.c.study == t.c.study, d.c.device == t.c.device))
+                          ).where(t.c.hash.in_(sorted(set(hashes))))
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(t.c.role, t.c.study, t.c.device, t.c.expires,
-                                         t.c.revoked).where(t.c.hash == h)).first()
-        if row is None or row.revoked is not None or (
-                row.expires is not None and row.expires <= time.time()):
-            return None
-        found = Principal(row.role, row.study, None if row.device is None else int(row.device),
-                          token_id(h), row.expires)
+            rows = {row.hash: row for row in conn.execute(query)}
+        now, seen = time.time(), time.monotonic()
+        found: dict[str, Principal] = {}
         with self._lock:
-            self._remember(self._tokens, h, (found, time.monotonic()))
-        return found
+            for h, row in rows.items():
+                if row.revoked is not None or (row.expires is not None and row.expires <= now):
+                    continue
+                device = None if row.device is None else int(row.device)
+                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires)
+                self._remember(self._tokens, h, (found[h], seen))
+                if device is not None and row.order is not None:
+                    self._remember(self._orders, (row.study, device), int(row.order))
+        return [found.get(h) for h in hashes]
 
     def new_token(self, principal: Principal, ttl: float | None) -> tuple[str, Principal]:
         """A new token for ``principal`` (role and study) with an optional lifetime."""
