@@ -55,6 +55,10 @@ class TokenChecks:
         self._queue.put(_STOP)
         self._thread.join()
 
+    def ready(self) -> bool:
+        """Whether the thread runs."""
+        return self._thread.is_alive()
+
     def check(self, token: str) -> asyncio.Future[Principal | None]:
         """The owner of ``token`` (None when unknown, revoked or expired), resolved on the
         running event loop once the thread has read it."""

@@ -120,10 +120,12 @@ async def livez() -> dict[str, str]:
 
 @router.get("/readyz", tags=["operations"])
 async def readyz(request: Request) -> dict[str, str]:
-    """Readiness: the database answers and the writer runs (send traffic elsewhere while
-    this is a 503)."""
+    """Readiness: the database answers, and the writer and the token checks run (send
+    traffic elsewhere while this is a 503)."""
     if not request.app.state.ingestor.ready():
         raise HTTPException(503, "the writer is not running.")
+    if not request.app.state.tokens.ready():
+        raise HTTPException(503, "the token checks are not running.")
     try:
         await run_in_threadpool(_service(request).ping)
     except Exception as exc:
