@@ -279,10 +279,11 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     the bearer token; enrolments are rate limited per client address."""
     record = await _study(request, study)
     secret = parse_bearer(request.headers.get("authorization"))
-    if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
+    refusal = await run_in_threadpool(_service(request).enrolment_refusal, study, secret)
+    if refusal == "secret":
         raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
                             headers={"WWW-Authenticate": "Bearer"})
-    if not await run_in_threadpool(_service(request).takes_reports, study):
+    if refusal == "closed":
         raise HTTPException(410, "the study is closed or has expired; it enrols no more "
                                  "devices.")
     client = request.client.host if request.client else "-"

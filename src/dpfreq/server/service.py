@@ -239,14 +239,23 @@ class Service:
             rows = conn.execute(q.order_by(a.c.id.desc()).limit(limit)).all()
         return [dict(r._mapping) for r in rows]
 
-    def check_enrolment_secret(self, study: str, secret: str | None) -> bool:
-        """Whether ``secret`` opens enrolment in ``study`` (always, for an open study)."""
+    def enrolment_refusal(self, study: str, secret: str | None) -> str | None:
+        """Why ``study`` enrols no device with ``secret`` now, read from the database in one
+        query: ``"secret"`` (the study has an enrolment secret and this is not it),
+        ``"closed"`` (closed, expired or unknown), or None (it may enrol)."""
         s = storage.studies
         with self.engine.connect() as conn:
-            stored = conn.execute(sa.select(s.c.enrol_hash).where(s.c.study == study)).scalar()
-        if stored is None:
-            return True
-        return secret is not None and hmac.compare_digest(stored, hash_token(secret))
+            row = conn.execute(sa.select(s.c.enrol_hash, s.c.closed, s.c.closes_at)
+                               .where(s.c.study == study)).first()
+        if row is None:
+            return "closed"
+        if row.enrol_hash is not None and (
+                secret is None or not hmac.compare_digest(row.enrol_hash, hash_token(secret))):
+            return "secret"
+        if row.closed is not None or (row.closes_at is not None and datetime.now(UTC)
+                                      >= datetime.fromisoformat(row.closes_at)):
+            return "closed"
+        return None
 
     def reported_devices(self, study: str) -> int:
         """Devices of ``study`` with at least one stored report (the count kept when the raw
@@ -342,15 +351,6 @@ class Service:
         for study in purged:
             self.refresh_study(study)
         return purged
-
-    def takes_reports(self, study: str) -> bool:
-        """Whether a study exists and is neither closed nor expired, read from the database."""
-        s = storage.studies
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(s.c.closed, s.c.closes_at)
-                               .where(s.c.study == study)).first()
-        return row is not None and row.closed is None and (
-            row.closes_at is None or datetime.now(UTC) < datetime.fromisoformat(row.closes_at))
 
     def refresh_study(self, study: str) -> StudyRecord | None:
         """A study read again from the database (its close and retention state change)."""
