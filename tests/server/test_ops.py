@@ -165,6 +165,13 @@ def test_not_ready_while_the_writer_is_not_running(sqlite_client):
     assert sqlite_client.get("/livez").status_code == 200  # alive, only not ready
 
 
+def test_not_ready_while_the_token_checks_are_not_running(sqlite_client):
+    sqlite_client.app.state.tokens.stop()  # no token this process has not cached is checked
+    r = sqlite_client.get("/readyz")
+    assert r.status_code == 503
+    assert "token checks" in str(r.json())
+
+
 def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
     from dpfreq.cli.serve import command
 

@@ -35,6 +35,7 @@ from . import storage
 from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
+from .lookups import TokenChecks
 from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
@@ -164,8 +165,11 @@ def create_app(config: ServerConfig) -> FastAPI:
 
         ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
         await asyncio.to_thread(ingestor.start)
+        tokens = TokenChecks(service)
+        tokens.start()
         app.state.service = service
         app.state.ingestor = ingestor
+        app.state.tokens = tokens
         if config.freeze_gc:
             gc.collect()
             gc.freeze()
@@ -175,6 +179,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             yield
         finally:
             watch.cancel()
+            await asyncio.to_thread(tokens.stop)
             await asyncio.to_thread(ingestor.stop)
             engine.dispose()
             log.info("service stopped")

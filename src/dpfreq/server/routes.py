@@ -25,6 +25,7 @@ from .exports import (
     render_export,
     summary_payload,
 )
+from .lookups import owner
 from .models import (
     Enrolment,
     EnrolRequest,
@@ -54,7 +55,7 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
     if token is None:
         raise HTTPException(401, "missing bearer token.", headers={"WWW-Authenticate": "Bearer"})
     service = _service(request)
-    who = service.cached_principal(token) or await run_in_threadpool(service.principal, token)
+    who = await owner(request.app.state, token)
     if who is None:
         raise HTTPException(401, "unknown bearer token.", headers={"WWW-Authenticate": "Bearer"})
     if who.role not in roles:
@@ -119,10 +120,12 @@ async def livez() -> dict[str, str]:
 
 @router.get("/readyz", tags=["operations"])
 async def readyz(request: Request) -> dict[str, str]:
-    """Readiness: the database answers and the writer runs (send traffic elsewhere while
-    this is a 503)."""
+    """Readiness: the database answers, and the writer and the token checks run (send
+    traffic elsewhere while this is a 503)."""
     if not request.app.state.ingestor.ready():
         raise HTTPException(503, "the writer is not running.")
+    if not request.app.state.tokens.ready():
+        raise HTTPException(503, "the token checks are not running.")
     try:
         await run_in_threadpool(_service(request).ping)
     except Exception as exc:
@@ -276,10 +279,11 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
     the bearer token; enrolments are rate limited per client address."""
     record = await _study(request, study)
     secret = parse_bearer(request.headers.get("authorization"))
-    if not await run_in_threadpool(_service(request).check_enrolment_secret, study, secret):
+    refusal = await run_in_threadpool(_service(request).enrolment_refusal, study, secret)
+    if refusal == "secret":
         raise HTTPException(401, "this study needs its enrolment secret as the bearer token.",
                             headers={"WWW-Authenticate": "Bearer"})
-    if not await run_in_threadpool(_service(request).takes_reports, study):
+    if refusal == "closed":
         raise HTTPException(410, "the study is closed or has expired; it enrols no more "
                                  "devices.")
     client = request.client.host if request.client else "-"

@@ -155,22 +155,32 @@ class Service:
 
     def principal(self, token: str) -> Principal | None:
         """The owner of a valid token (known, not revoked, not expired), or None."""
-        found = self.cached_principal(token)
-        if found is not None:
-            return found
-        h = hash_token(token)
-        t = storage.tokens
+        return self.cached_principal(token) or self.principals([token])[0]
+
+    def principals(self, tokens: list[str]) -> list[Principal | None]:
+        """:meth:`principal` of many tokens, read in one query, and cached. A device token
+        comes with its device's order, so a process that did not enrol the device needs this
+        one read before the device's upload."""
+        hashes = [hash_token(token) for token in tokens]
+        t, d = storage.tokens, storage.devices
+        query = sa.select(t.c.hash, t.c.role, t.c.study, t.c.device, t.c.expires, t.c.revoked,
+                          d.c.order).select_from(t.outerjoin(
+                              d, sa.and_(d.c.study == t.c.study, d.c.device == t.c.device))
+                          ).where(t.c.hash.in_(sorted(set(hashes))))
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(t.c.role, t.c.study, t.c.device, t.c.expires,
-                                         t.c.revoked).where(t.c.hash == h)).first()
-        if row is None or row.revoked is not None or (
-                row.expires is not None and row.expires <= time.time()):
-            return None
-        found = Principal(row.role, row.study, None if row.device is None else int(row.device),
-                          token_id(h), row.expires)
+            rows = {row.hash: row for row in conn.execute(query)}
+        now, seen = time.time(), time.monotonic()
+        found: dict[str, Principal] = {}
         with self._lock:
-            self._remember(self._tokens, h, (found, time.monotonic()))
-        return found
+            for h, row in rows.items():
+                if row.revoked is not None or (row.expires is not None and row.expires <= now):
+                    continue
+                device = None if row.device is None else int(row.device)
+                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires)
+                self._remember(self._tokens, h, (found[h], seen))
+                if device is not None and row.order is not None:
+                    self._remember(self._orders, (row.study, device), int(row.order))
+        return [found.get(h) for h in hashes]
 
     def new_token(self, principal: Principal, ttl: float | None) -> tuple[str, Principal]:
         """A new token for ``principal`` (role and study) with an optional lifetime."""
@@ -229,14 +239,23 @@ class Service:
             rows = conn.execute(q.order_by(a.c.id.desc()).limit(limit)).all()
         return [dict(r._mapping) for r in rows]
 
-    def check_enrolment_secret(self, study: str, secret: str | None) -> bool:
-        """Whether ``secret`` opens enrolment in ``study`` (always, for an open study)."""
+    def enrolment_refusal(self, study: str, secret: str | None) -> str | None:
+        """Why ``study`` enrols no device with ``secret`` now, read from the database in one
+        query: ``"secret"`` (the study has an enrolment secret and this is not it),
+        ``"closed"`` (closed, expired or unknown), or None (it may enrol)."""
         s = storage.studies
         with self.engine.connect() as conn:
-            stored = conn.execute(sa.select(s.c.enrol_hash).where(s.c.study == study)).scalar()
-        if stored is None:
-            return True
-        return secret is not None and hmac.compare_digest(stored, hash_token(secret))
+            row = conn.execute(sa.select(s.c.enrol_hash, s.c.closed, s.c.closes_at)
+                               .where(s.c.study == study)).first()
+        if row is None:
+            return "closed"
+        if row.enrol_hash is not None and (
+                secret is None or not hmac.compare_digest(row.enrol_hash, hash_token(secret))):
+            return "secret"
+        if row.closed is not None or (row.closes_at is not None and datetime.now(UTC)
+                                      >= datetime.fromisoformat(row.closes_at)):
+            return "closed"
+        return None
 
     def reported_devices(self, study: str) -> int:
         """Devices of ``study`` with at least one stored report (the count kept when the raw
@@ -332,15 +351,6 @@ class Service:
         for study in purged:
             self.refresh_study(study)
         return purged
-
-    def takes_reports(self, study: str) -> bool:
-        """Whether a study exists and is neither closed nor expired, read from the database."""
-        s = storage.studies
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(s.c.closed, s.c.closes_at)
-                               .where(s.c.study == study)).first()
-        return row is not None and row.closed is None and (
-            row.closes_at is None or datetime.now(UTC) < datetime.fromisoformat(row.closes_at))
 
     def refresh_study(self, study: str) -> StudyRecord | None:
         """A study read again from the database (its close and retention state change)."""

@@ -39,6 +39,7 @@ from starlette.exceptions import HTTPException
 from .auth import Principal, parse_bearer
 from .ingest import Batch, Closed, Conflict
 from .limits import too_large
+from .lookups import owner
 from .models import MAX_BATCH
 from .observe import Metrics, request_id
 from .protocol import utc_now
@@ -155,11 +156,11 @@ async def count_rejection(state: Any, study: str, reason: str, reports: int) -> 
         await asyncio.wrap_future(ingestor.reject(study, reason, reports))
 
 
-async def _device(service: Service, authorization: str | None, study: str) -> Principal:
+async def _device(state: Any, authorization: str | None, study: str) -> Principal:
     token = parse_bearer(authorization)
     if token is None:
         raise HTTPException(401, "missing bearer token.", headers={"WWW-Authenticate": "Bearer"})
-    who = service.cached_principal(token) or await run_in_threadpool(service.principal, token)
+    who = await owner(state, token)
     if who is None:
         raise HTTPException(401, "unknown bearer token.", headers={"WWW-Authenticate": "Bearer"})
     if who.role != "device":
@@ -177,7 +178,7 @@ async def ingest_upload(state: Any, study: str, authorization: str | None,
     the number of reports acknowledged, or an :class:`HTTPException` (422 as
     :class:`Malformed`)."""
     service: Service = state.service
-    who = await _device(service, authorization, study)
+    who = await _device(state, authorization, study)
     record = service.cached_study(study) or await run_in_threadpool(service.study, study)
     if record is None:
         raise HTTPException(404, "no such study.")
