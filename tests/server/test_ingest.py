@@ -14,14 +14,20 @@ from dpfreq.server import ingest_sql, storage
 from dpfreq.server.ingest import Batch, Conflict, Ingestor
 
 
-@pytest.fixture
-def engine(db_url: str) -> Any:
-    eng = storage.make_engine(db_url)
+def _database(url: str, intervals: int) -> Any:
+    """An upgraded database on ``url`` with the sums rows of study ``s``, order 0."""
+    eng = storage.make_engine(url)
     storage.upgrade(eng)
     with eng.begin() as conn:
         conn.execute(storage.sums.insert(), [
             {"study": "s", "order": 0, "interval": j, "total": 0, "reports": 0}
-            for j in range(1, 5)])
+            for j in range(1, intervals + 1)])
+    return eng
+
+
+@pytest.fixture
+def engine(db_url: str) -> Any:
+    eng = _database(db_url, 4)
     yield eng
     eng.dispose()
 
@@ -190,12 +196,7 @@ def test_two_writers_racing_overlapping_uploads_store_each_slot_once(db_url: str
 
 @pytest.fixture
 def pg_engine(postgres: Any) -> Any:
-    eng = storage.make_engine(postgres.create_database("t_" + secrets.token_hex(6)))
-    storage.upgrade(eng)
-    with eng.begin() as conn:
-        conn.execute(storage.sums.insert(), [
-            {"study": "s", "order": 0, "interval": j, "total": 0, "reports": 0}
-            for j in range(1, 9)])
+    eng = _database(postgres.create_database("t_" + secrets.token_hex(6)), 8)
     yield eng
     eng.dispose()
 

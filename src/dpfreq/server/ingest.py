@@ -65,9 +65,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import secrets
-import threading
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -79,6 +77,7 @@ from sqlalchemy.exc import IntegrityError
 
 from . import ingest_sql as sql
 from . import storage
+from .groups import GroupThread, settle_all
 
 __all__ = ["Batch", "Closed", "Conflict", "Enrolment", "Ingestor"]
 
@@ -125,10 +124,7 @@ class Enrolment:
     future: Future = field(default_factory=Future)
 
 
-_STOP = object()
-
-
-class Ingestor:
+class Ingestor(GroupThread):
     """The writer thread (see the module docstring).
 
     Parameters
@@ -141,66 +137,35 @@ class Ingestor:
     """
 
     def __init__(self, engine: Engine, *, max_group: int = 512, on_commit: Any = None) -> None:
+        super().__init__("dpfreq-ingest", max_group)
         self.engine = engine
         self.max_group = max_group
         self.on_commit = on_commit
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # put in C
         self._conn: Connection | None = None
-        self._thread = threading.Thread(target=self._run, name="dpfreq-ingest", daemon=True)
-
-    def start(self) -> None:
-        """Start the writer thread."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Finish every batch already submitted, then stop the thread."""
-        self._queue.put(_STOP)
-        self._thread.join()
-
-    def ready(self) -> bool:
-        """Whether the writer thread runs."""
-        return self._thread.is_alive()
-
-    def pending(self) -> int:
-        """Items waiting for the writer (approximate, for the metrics)."""
-        return self._queue.qsize()
 
     def submit(self, batch: Batch) -> Future | asyncio.Future:
         """Queue a batch; its future (a thread future, or the asyncio future it was made with,
         resolved on its loop) resolves to the number of reports, or raises Conflict."""
-        self._queue.put(batch)
+        self.put(batch)
         return batch.future
 
     def enrol(self, item: Enrolment) -> Future:
         """Queue an enrolment (device row, token hash, enrolled count) for the next group."""
-        self._queue.put(item)
+        self.put(item)
         return item.future
 
     def reject(self, study: str, reason: str, reports: int) -> Future:
         """Count rejected reports of a study by reason (committed with the next group)."""
         item = _Rejection(study, reason, max(1, reports))
-        self._queue.put(item)
+        self.put(item)
         return item.future
 
-    def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            items = [self._queue.get()]
-            while len(items) < self.max_group:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            if any(it is _STOP for it in items):
-                stopping = True
-                items = [it for it in items if it is not _STOP]
-                while True:  # drain what arrived before the stop
-                    try:
-                        items.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-            if items:
-                self._commit_group(items)
+    def handle(self, items: list[Any]) -> None:
+        """Commit one group (see :meth:`_commit_group`)."""
+        self._commit_group(items)
+
+    def finish(self) -> None:
+        """Close the writer's connection when the thread stops."""
         self._release()
 
     def _connection(self) -> Connection:
@@ -254,7 +219,7 @@ class Ingestor:
             settled.append((b.future, out, len(b.rows)))
             if not isinstance(out, BaseException):
                 stored += out
-        _settle_all(settled)
+        settle_all(settled)
         if self.on_commit is not None:
             self.on_commit(batches, stored, outcomes)
 
@@ -333,36 +298,6 @@ class Ingestor:
             sql.add_rejections(conn, rejected)
         sql.store(conn, inserts, sql.sum_deltas(slots))
         return outcomes
-
-
-def _settle(future: Any, outcome: Any, value: Any) -> None:
-    """Fail ``future`` with ``outcome`` when it is an exception, else resolve it to ``value``
-    (an asyncio future whose request was cancelled is left alone)."""
-    if future.done():
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(value)
-
-
-def _settle_many(items: list[tuple[Any, Any, Any]]) -> None:
-    for future, outcome, value in items:
-        _settle(future, outcome, value)
-
-
-def _settle_all(items: list[tuple[Any, Any, Any]]) -> None:
-    """Resolve the futures of a committed group: thread futures at once, asyncio futures in
-    one callback per event loop (one wake-up of each loop per group, not one per request)."""
-    loops: dict[Any, list[tuple[Any, Any, Any]]] = defaultdict(list)
-    for item in items:
-        if isinstance(item[0], asyncio.Future):
-            loops[item[0].get_loop()].append(item)
-        else:
-            _settle(*item)
-    for loop, pending in loops.items():
-        with contextlib.suppress(RuntimeError):  # a loop already closed has no one waiting
-            loop.call_soon_threadsafe(_settle_many, pending)
 
 
 def _enrol(conn: Connection, enrolments: list[Enrolment]) -> dict[int, Any]:
