@@ -158,15 +158,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         if config.admin_token:
             await asyncio.to_thread(service.bootstrap_admin, config.admin_token)
 
-        def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
-            metrics.commits.inc()
-            metrics.stored.inc(stored)
-            metrics.queue.set(ingestor.pending())
-
-        ingestor = Ingestor(engine, max_group=config.max_group, on_commit=committed)
-        await asyncio.to_thread(ingestor.start)
-        tokens = TokenChecks(service)
-        tokens.start()
+        ingestor, tokens = _start_threads(service, config, metrics)
         app.state.service = service
         app.state.ingestor = ingestor
         app.state.tokens = tokens
@@ -210,6 +202,23 @@ def create_app(config: ServerConfig) -> FastAPI:
                            allow_methods=["GET", "POST"], allow_headers=["Authorization",
                                                                          "Content-Type"])
     return app
+
+
+def _start_threads(service: Service, config: ServerConfig, metrics: Metrics
+                   ) -> tuple[Ingestor, TokenChecks]:
+    """Start the group-commit writer (its commits counted in ``metrics``) and the token
+    checks of ``service``."""
+
+    def committed(batches: list[Any], stored: int, outcomes: dict[int, Any]) -> None:
+        metrics.commits.inc()
+        metrics.stored.inc(stored)
+        metrics.queue.set(ingestor.pending())
+
+    ingestor = Ingestor(service.engine, max_group=config.max_group, on_commit=committed)
+    ingestor.start()
+    tokens = TokenChecks(service)
+    tokens.start()
+    return ingestor, tokens
 
 
 def worker_app(config: ServerConfig, log_level: str) -> FastAPI:
