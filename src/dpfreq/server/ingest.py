@@ -242,7 +242,7 @@ class Ingestor(GroupThread):
             every.extend([j for j, _ in b.rows])
             ones.extend([j for j, bit in b.rows if bit])
             rows.append(((b.study, b.device, first, b.order, count, intervals, bits),
-                         max(every[-len(b.rows):])))
+                         max(j for j, _ in b.rows)))
         if not sql.pg_store_new(conn, rows, sql.sum_deltas(slots)):
             return None
         return {id(b): len(b.rows) for b in batches}
