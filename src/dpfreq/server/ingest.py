@@ -139,7 +139,6 @@ class Ingestor(GroupThread):
     def __init__(self, engine: Engine, *, max_group: int = 512, on_commit: Any = None) -> None:
         super().__init__("dpfreq-ingest", max_group)
         self.engine = engine
-        self.max_group = max_group
         self.on_commit = on_commit
         self._conn: Connection | None = None
 

@@ -301,8 +301,7 @@ def _shut(rows: Any) -> set[str]:
     """The studies of ``(study, closed, closes_at)`` rows that are closed or past expiry."""
     now = datetime.now(UTC)
     return {study for study, closed, closes_at in rows
-            if closed is not None or (closes_at is not None
-                                      and now >= datetime.fromisoformat(closes_at))}
+            if not storage.takes_reports(closed, closes_at, now)}
 
 
 def add_rejections(conn: Connection, counts: dict[tuple[str, str], int]) -> None:

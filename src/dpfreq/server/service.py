@@ -76,8 +76,7 @@ class StudyRecord:
     def accepting(self, now: datetime) -> bool:
         """Whether the study takes reports at ``now`` as far as this record knows (the writer
         decides for good, in its transaction)."""
-        return self.closed is None and (self.closes_at is None
-                                        or now < datetime.fromisoformat(self.closes_at))
+        return storage.takes_reports(self.closed, self.closes_at, now)
 
 
 class Service:
@@ -252,8 +251,7 @@ class Service:
         if row.enrol_hash is not None and (
                 secret is None or not hmac.compare_digest(row.enrol_hash, hash_token(secret))):
             return "secret"
-        if row.closed is not None or (row.closes_at is not None and datetime.now(UTC)
-                                      >= datetime.fromisoformat(row.closes_at)):
+        if not storage.takes_reports(row.closed, row.closes_at, datetime.now(UTC)):
             return "closed"
         return None
 

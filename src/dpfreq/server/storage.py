@@ -36,6 +36,7 @@ Tables
 from __future__ import annotations
 
 import struct
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ __all__ = [
     "revocations",
     "studies",
     "sums",
+    "takes_reports",
     "tokens",
     "unpack",
     "upgrade",
@@ -149,6 +151,12 @@ sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
 enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
 rejections = _study_table("rejections", (("reason", sa.String(40)),),
                           (("reports", sa.BigInteger),))
+
+
+def takes_reports(closed: str | None, closes_at: str | None, now: datetime) -> bool:
+    """Whether a study row with these ``closed`` and ``closes_at`` timestamps (ISO text) takes
+    reports and enrolments at ``now``: not closed, and not at or past its expiry."""
+    return closed is None and (closes_at is None or now < datetime.fromisoformat(closes_at))
 
 
 def normalize_url(db: str) -> str:
