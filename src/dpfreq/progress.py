@@ -11,7 +11,7 @@ library itself never imports a progress-bar package.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
@@ -66,7 +66,11 @@ def reporting(reporter: Reporter | None) -> Iterator[None]:
     try:
         yield
     finally:
-        _reporter.reset(token)
+        # A block left without its exit (a CLI context never closed) is closed later by the
+        # garbage collector, in whatever context runs then: the value it set lives only in
+        # its own context, so there is nothing to restore here.
+        with suppress(ValueError):
+            _reporter.reset(token)
 
 
 @contextmanager

@@ -393,3 +393,22 @@ def test_ledger_init_unit_converts_soundly(tmp_path):
     code, _, err = _invoke([*profile, "--unit", "item_replace", "--ledger", str(apart)])
     assert code == 2
     assert float(Ledger(apart).spent_exact[0]) == pytest.approx(0.25)
+
+
+def test_a_reporting_block_closed_in_another_context_raises_nothing():
+    """A block entered in one context and closed in another (the garbage collector closing
+    a CLI context that was never exited) leaves both contexts' reporters as they were."""
+    import contextvars
+
+    from dpfreq import progress
+
+    def reporter(description, total, unit):
+        raise AssertionError("never used")
+
+    block = progress.reporting(reporter)
+    entered = contextvars.copy_context()
+    entered.run(block.__enter__)
+    assert entered.run(progress._reporter.get) is reporter
+    assert progress._reporter.get() is None
+    block.__exit__(None, None, None)  # here, not in the context that entered it
+    assert progress._reporter.get() is None
