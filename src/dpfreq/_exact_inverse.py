@@ -107,8 +107,11 @@ def survival_bounds(gamma: Fraction, k: int, two_sided: bool, prec: int) -> tupl
 
 
 WORD_BITS = 63  # bits of the uniform W compared with the table (the 64th bit is the sign)
-#: at most this many thresholds; the rest of the tail is drawn by the geometric samplers
-TABLE_MAX = 1 << 12
+#: at most this many thresholds; the rest of the tail is drawn by the geometric samplers. With
+#: 2^14, ``γ = 1/1156`` (the arbitrary-window trees at ``T = 2^16``, ε = 1) leaves ~1e-6 of the
+#: draws to a tail, each about ten more keyed words (2^12 left 3%); a table costs ~20 ms to
+#: build, once per ``γ`` in a process
+TABLE_MAX = 1 << 14
 TABLE_TAIL = 48  # stop the table once S(k) < 2^-48 (the tail path then almost never runs)
 
 

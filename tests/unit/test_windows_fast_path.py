@@ -78,9 +78,10 @@ def digest(values: np.ndarray) -> str:
 
 
 GOLDEN = {
-    Fraction(1, 1156): "348a7b53c2efbd2db51e585c4b2b530b9773b2c4ec5b0b249d9d2b36a0cab4a1",
+    Fraction(1, 1156): "379cda18e80fdbb391120917f1329e9fc7a314930fa9dda58ac0c77ebe872cc7",
+    Fraction(1, 4700): "72b0ceecef3fbc176a340b65d328270ecc298ebcd3891fbc07c6d7937c14f1a4",
     Fraction(1, 3): "da77d6f716a8a4dcbd75307188147290c64e16f6a6ad028ac0dc19e2df9900cb",
-    Fraction(1, 20000): "fb8feae75e06aa4ecfd34db1b1e07a5089c39545be8365e5ab8c85de1ff5fdc0",
+    Fraction(1, 20000): "70e2732a8b370af98746c582311af670b12e5d32b3d4d8eb182838fbbde7592e",
 }
 GOLDEN_GAUSSIAN = "bb833edad99ae6c845a83e28e6ff1482fb388707d084f85dddb34aa97ebedc73"
 
@@ -92,8 +93,9 @@ def golden_ids() -> np.ndarray:
 
 @pytest.mark.parametrize("gamma", sorted(GOLDEN))
 def test_keyed_laplace_values_are_unchanged(gamma: Fraction) -> None:
-    """γ = 1/1156 (the T = 2^16 trees at ε = 1: table of 4,096 thresholds, 3% tail draws),
-    1/3 (a short table) and 1/20000 (buckets too fine: the logarithm guess)."""
+    """γ = 1/1156 (the T = 2^16 trees at ε = 1: a table of 16,384 thresholds, almost no
+    tail draws), 1/4700 (3% tail draws), 1/3 (a short table) and 1/20000 (buckets too fine:
+    the logarithm guess)."""
     values = KeyedDiscreteLaplace(KEY, ("all", 1, 0), gamma).noise(golden_ids())
     assert digest(values) == GOLDEN[gamma]
 
