@@ -192,3 +192,24 @@ def test_aes_chunking_does_not_change_values(monkeypatch):
     monkeypatch.setattr(lazy, "_AES_CHUNK", 7)
     assert np.array_equal(KeyedDiscreteLaplace(KEY, 5, Fraction(1, 4000)).noise(ids), ref)
     assert np.array_equal(KeyedDiscreteGaussian(KEY, 5, 30.0).noise(ids), ref_g)
+
+
+def test_the_encryptor_is_kept_per_thread_and_values_agree_across_threads() -> None:
+    """One encryptor per thread, reused by later draws of that thread; values drawn in another
+    thread (its own encryptor) are the same."""
+    import threading
+
+    src = KeyedDiscreteLaplace(KEY, ("all", 1, 0), Fraction(1, 3))
+    prf = src._prf
+    assert prf.encryptor() is prf.encryptor()
+    got: dict[str, object] = {}
+
+    def other() -> None:
+        got["enc"] = prf.encryptor()
+        got["values"] = src.noise(np.arange(5000))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert got["enc"] is not prf.encryptor()
+    assert np.array_equal(got["values"], src.noise(np.arange(5000)))

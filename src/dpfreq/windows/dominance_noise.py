@@ -121,20 +121,25 @@ class DominanceNoise:
         d, top = self.domain, self.levels - 1
         new = [(lx, ly) for lx in range(top + 1) for ly in range(max(0, split - lx), top + 1)
                if (lx, ly) not in self._grids]
+        kern = node_kernel.loaded()
         if new:
-            ids = [(((d >> lx) + np.arange(d >> lx, dtype=np.int64))[:, None] * (2 * d)
-                    + ((d >> ly) + np.arange(d >> ly, dtype=np.int64))[None, :]).ravel()
-                   for lx, ly in new]
-            vals = self.node_values(np.concatenate(ids))
+            vals = self.node_values(
+                node_kernel.grid_ids(kern, new, d) if kern is not None else np.concatenate(
+                    [(((d >> lx) + np.arange(d >> lx, dtype=np.int64))[:, None] * (2 * d)
+                      + ((d >> ly) + np.arange(d >> ly, dtype=np.int64))[None, :]).ravel()
+                     for lx, ly in new]))
             at = 0
-            for (lx, ly), part in zip(new, ids, strict=True):
-                self._grids[(lx, ly)] = vals[at:at + part.size].reshape(d >> lx, d >> ly)
-                at += part.size
+            for lx, ly in new:
+                self._grids[(lx, ly)] = vals[at:at + (d >> lx) * (d >> ly)].reshape(
+                    d >> lx, d >> ly)
+                at += (d >> lx) * (d >> ly)
         rows = {}
         for lx in range(top + 1):
             b = max(0, split - lx)
             if b <= top:
-                rows[lx] = (b, (d >> b) + 1, self._row(lx, b).ravel())
+                row = (node_kernel.upper_row(kern, self._grids, self.levels, d, lx, b)
+                       if kern is not None else self._row(lx, b).ravel())
+                rows[lx] = (b, (d >> b) + 1, row)
         self._rows, self._split = rows, split
 
     def _row(self, lx: int, b: int) -> IntArray:

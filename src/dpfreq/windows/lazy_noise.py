@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -160,11 +161,16 @@ class _NodePRF:
     def __init__(self, key: bytes, scheme: str, name: StructureName) -> None:
         self.key, self.scheme, self.name = key, scheme, name
         self.aes_key = derive_key(key, "windows", scheme, *name)
+        self._local = threading.local()
 
     def encryptor(self) -> Any:
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        """The AES-ECB encryptor, kept per thread (making one costs as much as ~10^4 blocks;
+        ECB on whole blocks carries nothing between calls; one must not run in two threads)."""
+        if getattr(self._local, "enc", None) is None:
+            from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-        return Cipher(algorithms.AES(self.aes_key), modes.ECB()).encryptor()
+            self._local.enc = Cipher(algorithms.AES(self.aes_key), modes.ECB()).encryptor()
+        return self._local.enc
 
     @staticmethod
     def words(enc: Any, ids: NDArray[np.int64], tag: Any,

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "laplace",
-           "level_list", "load", "loaded", "lower_pairs", "lower_sums", "start", "tail_tags"]
+__all__ = ["MIN_IDS", "TAG_A", "TAG_DIGIT", "dominance_counts", "geometric", "grid_ids", "laplace",
+           "level_list", "load", "loaded", "lower_pairs", "lower_sums", "start", "tail_tags",
+           "upper_row"]
 
 #: batches below this many node ids keep the numpy path (a compiled call costs microseconds)
 MIN_IDS = 512
@@ -82,6 +83,9 @@ def _warm(mod: ModuleType) -> None:
     mod.dominance_counts(level_list([np.zeros(0, dtype=np.int64)]),
                          level_list([np.zeros(1, dtype=np.int64)]), i64, i64,
                          np.zeros(1, dtype=np.int64), i64, i64, 1, np.zeros(2, dtype=np.int64))
+    mod.grid_ids(i64, i64, 4, np.zeros(40, dtype=np.int64))
+    mod.upper_row(np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64), 2, 2, 1, 1,
+                  np.zeros(2, dtype=np.int64))
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -243,3 +247,25 @@ def lower_sums(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], s
     empty = np.zeros(0, dtype=np.int64)
     return sums, [(np.concatenate([a for a, _ in o]) if o else empty,
                    np.concatenate([b for _, b in o]) if o else empty) for o in left], total
+
+
+def grid_ids(kern: ModuleType, pairs: list[tuple[int, int]], domain: int) -> NDArray[np.int64]:
+    """Node ids of the level pairs ``(ℓx, ℓy)`` of ``pairs``, one grid after the other, each
+    row-major (``D >> ℓx`` rows of ``D >> ℓy`` ids), by the compiled pass."""
+    lxs = np.array([p[0] for p in pairs], dtype=np.int64)
+    lys = np.array([p[1] for p in pairs], dtype=np.int64)
+    out = np.empty(int(np.sum((domain >> lxs) * (domain >> lys))), dtype=np.int64)
+    kern.grid_ids(lxs, lys, int(domain), out)
+    return out
+
+
+def upper_row(kern: ModuleType, grids: dict[tuple[int, int], NDArray[np.int64]], levels: int,
+              domain: int, lx: int, b: int) -> NDArray[np.int64]:
+    """The row table of ``ℓx`` over the upper pairs ``ℓy >= b`` (``grids[(ℓx, ℓy)]``), flat
+    and row-major (``D >> ℓx`` rows of ``(D >> b) + 1``), by the compiled pass."""
+    parts = [grids[(lx, ly)].ravel() for ly in range(b, levels)]
+    offs = np.zeros(levels, dtype=np.int64)
+    offs[b:] = np.cumsum([0] + [p.size for p in parts[:-1]])
+    out = np.empty((domain >> lx) * ((domain >> b) + 1), dtype=np.int64)
+    kern.upper_row(np.concatenate(parts), offs, int(levels), int(domain), int(lx), int(b), out)
+    return out

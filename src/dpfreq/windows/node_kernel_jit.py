@@ -15,8 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums", "laplace_words",
-           "lower_blocks"]
+__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "grid_ids", "laplace_sums",
+           "laplace_words", "lower_blocks", "upper_row"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 _LANES = 16  # binary searches run in lockstep by dominance_counts
@@ -246,3 +246,36 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
             acc += (m ^ neg) - neg
         sums[q] += sign * acc
     return n_flag
+
+
+@numba.njit(cache=True, nogil=True)
+def grid_ids(lxs, lys, domain, out):
+    """Node ids of the level pairs ``(lxs[i], lys[i])`` one grid after the other, each grid
+    row-major: ``((D >> ℓx) + u)·2D + (D >> ℓy) + v`` (the heap ids of
+    :mod:`dpfreq.windows.dyadic`)."""
+    at = 0
+    width = 2 * domain
+    for i in range(lxs.size):
+        nu, nv = domain >> lxs[i], domain >> lys[i]
+        for u in range(nu):
+            first = (nu + u) * width + nv
+            for v in range(nv):
+                out[at] = first + v
+                at += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def upper_row(vals, offs, levels, domain, lx, b, out):
+    """The row table of ``ℓx`` of :class:`~dpfreq.windows.dominance_noise.DominanceNoise`:
+    ``out[u·W + c] = Σ_{ℓy >= b, bit ℓy − b of c} grid(ℓx, ℓy)[u, (c >> (ℓy − b)) − 1]``
+    with ``W = (D >> b) + 1``; grid ``(ℓx, ℓy)`` is ``vals[offs[ℓy]:]``, row-major with
+    ``D >> ℓy`` columns (int64 sums: wrap-around as numpy's)."""
+    width = (domain >> b) + 1
+    for u in range(domain >> lx):
+        for c in range(width):
+            acc = np.int64(0)
+            for ly in range(b, levels):
+                j = ly - b
+                if (c >> j) & 1:
+                    acc += vals[offs[ly] + u * (domain >> ly) + (c >> j) - 1]
+            out[u * width + c] = acc
