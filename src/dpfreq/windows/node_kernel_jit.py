@@ -59,7 +59,8 @@ def laplace_words(ct, n, shift, key0, thr, base, ascending, at, size, out,
         key = (kbuf[0] >> shift) - key0
         if key < 0:
             key = 0
-        m = base[key] + np.int64(w < thr[key])
+        t = thr[key]
+        m = base[key] + np.int64(w < t)
         if m < 0:  # a bucket holding several thresholds: binary search
             lo, hi = 0, size
             while lo < hi:  # first position with ascending[pos] > w
@@ -69,7 +70,9 @@ def laplace_words(ct, n, shift, key0, thr, base, ascending, at, size, out,
                 else:
                     hi = mid
             m = size - lo
-        tie = m < size and at[m] == w
+            tie = m < size and at[m] == w
+        else:  # a threshold lies in its own bucket: w is one iff it is its bucket's (> 0)
+            tie = t == w and w > 0
         if tie or m == size:
             flagged[n_flag] = i
             n_flag += 1
@@ -228,7 +231,8 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
             key = (kbuf[0] >> shift) - key0
             if key < 0:
                 key = 0
-            m = base[key] + np.int64(w < thr[key])
+            t = thr[key]
+            m = base[key] + np.int64(w < t)
             if m < 0:  # a bucket holding several thresholds: binary search
                 lo, hi = 0, size
                 while lo < hi:  # first position with ascending[pos] > w
@@ -238,7 +242,10 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
                     else:
                         hi = mid
                 m = size - lo
-            if m == size or at[m] == w:
+                tie = m < size and at[m] == w
+            else:  # as in laplace_words: no look-up of the threshold at m
+                tie = t == w and w > 0
+            if tie or m == size:
                 flagged[n_flag] = i
                 n_flag += 1
                 continue
