@@ -70,7 +70,8 @@ class DominanceNoise:
         self.levels = self.domain.bit_length()
         self._grids: dict[tuple[int, int], IntArray] = {}
         self._split = 2 * self.levels  # S of the row tables built (none yet)
-        self._rows: dict[int, tuple[int, int, IntArray]] = {}
+        empty = np.zeros(0, dtype=np.int64)  # (ℓx, b, width, offset) per row table, the rows
+        self._rows: tuple[IntArray, ...] = (empty, empty, empty, empty, empty)
 
     def node_values(self, ids: IntArray) -> IntArray:
         """``Σ_i signs[i] · trees[i].noise_of(ids)``."""
@@ -103,7 +104,7 @@ class DominanceNoise:
         passes = self._word_passes() if kern is not None else None
         split = self.split_for(xs.size, 4 if passes is None else 8)
         self._build(split)
-        out = self._upper(xs, ys)
+        out = self._upper(xs, ys, kern)
         if passes is not None:
             out += self._lower_words(kern, passes, xs, ys, split)
             return out.reshape(np.shape(x))
@@ -133,14 +134,15 @@ class DominanceNoise:
                 self._grids[(lx, ly)] = vals[at:at + (d >> lx) * (d >> ly)].reshape(
                     d >> lx, d >> ly)
                 at += (d >> lx) * (d >> ly)
-        rows = {}
-        for lx in range(top + 1):
-            b = max(0, split - lx)
-            if b <= top:
-                row = (node_kernel.upper_row(kern, self._grids, self.levels, d, lx, b)
-                       if kern is not None else self._row(lx, b).ravel())
-                rows[lx] = (b, (d >> b) + 1, row)
-        self._rows, self._split = rows, split
+        lxs = np.array([lx for lx in range(top + 1) if split - lx <= top], dtype=np.int64)
+        bs = np.maximum(split - lxs, 0)
+        rows = [node_kernel.upper_row(kern, self._grids, self.levels, d, lx, b)
+                if kern is not None else self._row(lx, b).ravel()
+                for lx, b in zip(lxs.tolist(), bs.tolist(), strict=True)]
+        offs = np.cumsum([0] + [r.size for r in rows[:-1]]).astype(np.int64)
+        flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        self._rows = (lxs, bs, (d >> bs) + 1, offs, flat)
+        self._split = split
 
     def _row(self, lx: int, b: int) -> IntArray:
         """``R[u, c] = Σ_{ℓy >= b, bit ℓy − b of c} grid(ℓx, ℓy)[u, (c >> (ℓy − b)) − 1]`` for
@@ -152,11 +154,18 @@ class DominanceNoise:
             row[:, cols] += self._grids[(lx, ly)][:, (cols >> (ly - b)) - 1]
         return row
 
-    def _upper(self, xs: IntArray, ys: IntArray) -> IntArray:
+    def _upper(self, xs: IntArray, ys: IntArray, kern: Any) -> IntArray:
+        """The upper-pair noise of every query: one look-up per row table whose ``ℓx`` is a
+        set bit of ``x1``."""
         out = np.zeros(xs.size, dtype=np.int64)
-        for lx, (b, width, row) in self._rows.items():
+        if kern is not None:
+            kern.upper_sums(xs, ys, *self._rows, out)
+            return out
+        lxs, bs, widths, offs, flat = self._rows
+        for lx, b, width, off in zip(lxs.tolist(), bs.tolist(), widths.tolist(), offs.tolist(),
+                                     strict=True):
             sel = np.flatnonzero((xs >> lx) & 1)
-            out[sel] += row[((xs[sel] >> lx) - 1) * width + (ys[sel] >> b)]
+            out[sel] += flat[off + ((xs[sel] >> lx) - 1) * width + (ys[sel] >> b)]
         return out
 
     # ------------------------------------------------------------------ lower level pairs

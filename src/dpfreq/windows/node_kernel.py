@@ -86,6 +86,7 @@ def _warm(mod: ModuleType) -> None:
     mod.grid_ids(i64, i64, 4, np.zeros(40, dtype=np.int64))
     mod.upper_row(np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64), 2, 2, 1, 1,
                   np.zeros(2, dtype=np.int64))
+    mod.upper_sums(i64, i64, i64, i64, i64, i64, i64, np.zeros(2, dtype=np.int64))
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 __all__ = ["dominance_counts", "fill_blocks", "geometric_words", "grid_ids", "laplace_sums",
-           "laplace_words", "lower_blocks", "upper_row"]
+           "laplace_words", "lower_blocks", "upper_row", "upper_sums"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 _LANES = 16  # binary searches run in lockstep by dominance_counts
@@ -286,3 +286,18 @@ def upper_row(vals, offs, levels, domain, lx, b, out):
                 if (c >> j) & 1:
                     acc += vals[offs[ly] + u * (domain >> ly) + (c >> j) - 1]
             out[u * width + c] = acc
+
+
+@numba.njit(cache=True, nogil=True)
+def upper_sums(xs, ys, lxs, bs, widths, offs, rows, out):
+    """``out[q] = Σ_i rows[offs[i] + ((x >> ℓx_i) − 1)·W_i + (y >> b_i)]`` over the row tables
+    ``i`` whose level ``ℓx_i`` is a set bit of ``x = xs[q]`` (``y = ys[q]``): the upper-pair
+    noise of every query (int64 sums: wrap-around as numpy's)."""
+    for q in range(xs.size):
+        x, y = xs[q], ys[q]
+        acc = np.int64(0)
+        for i in range(lxs.size):
+            lx = lxs[i]
+            if (x >> lx) & 1:
+                acc += rows[offs[i] + ((x >> lx) - 1) * widths[i] + (y >> bs[i])]
+        out[q] = acc
