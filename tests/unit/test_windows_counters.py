@@ -13,7 +13,13 @@ import pytest
 
 from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import discrete_laplace_variance
-from dpfreq.windows.counters import layer_incidence, layer_prefix_cover, layer_signed_cover
+from dpfreq.windows.counters import (
+    layer_incidence,
+    layer_layout,
+    layer_prefix_cover,
+    layer_signed_cover,
+    layer_signed_ranges,
+)
 from dpfreq.windows.plan import make_plan
 from dpfreq.windows.reductions import cumulative_points
 from dpfreq.windows.structure import BRANCHINGS, METHODS, build_structure
@@ -194,3 +200,28 @@ def test_a_total_release_answers_the_whole_period_with_the_whole_budget():
                               windows=["total"])
     assert plan.max_halfwidth["total"][1] == pytest.approx(
         float(np.asarray(rel.error.upper["total"][1])[0] - rel.value["total"][1][0]))
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3, 7, 16, 100, 365, 4096])
+@pytest.mark.parametrize("branching", [2, 3, 8, 32])
+@pytest.mark.parametrize("top", [False, True])
+def test_signed_ranges_are_the_signed_covers(horizon, branching, top):
+    """Each level's blocks of a signed cover are one run of flat ids with one sign: the runs'
+    sums over any block values equal the covers' sums, and their lengths the covers' sizes
+    (every prefix, including the empty one)."""
+    x = np.arange(-1, horizon)
+    _, offsets = layer_layout(horizon, branching, top)
+    values = np.random.default_rng(horizon * branching).integers(
+        -(10**12), 10**12, size=int(offsets[-1]))
+    want = np.zeros(x.size, dtype=np.int64)
+    size = np.zeros(x.size, dtype=np.int64)
+    for used, ids, sign in layer_signed_cover(x, horizon, branching, top):
+        want += np.where(used, sign * values[ids], 0)
+        size += used
+    lo, hi, sign = layer_signed_ranges(x, horizon, branching, top)
+    run = np.concatenate(([0], np.cumsum(values)))
+    assert np.array_equal((sign * (run[hi] - run[lo])).sum(axis=0), want)
+    assert np.array_equal((hi - lo).sum(axis=0), size)
+    assert (lo >= 0).all()
+    assert (hi >= lo).all()
+    assert (hi <= offsets[-1]).all()

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.windows.band import walk_multiplier
-from dpfreq.windows.counters import layer_layout, layer_signed_cover
+from dpfreq.windows.counters import layer_layout, layer_signed_cover, layer_signed_ranges
 from dpfreq.windows.factorization import (
     MAX_HORIZON,
     SCALE,
@@ -182,7 +182,9 @@ class TreeCounter(_LayeredCounter):
     def nodes(self, t1: Any, t2: Any) -> IntArray:
         q1 = np.asarray(t1, dtype=np.int64)
         q2 = np.asarray(t2, dtype=np.int64)
-        return sum(used.astype(np.int64) for used, _, _ in self.cover(q2 - 1)) + 0 * q1
+        lo, hi, _ = layer_signed_ranges(q2 - 1, self.horizon, self.branching, self.top)
+        out: IntArray = (hi - lo).sum(axis=0) + 0 * q1
+        return out
 
     def node_cover(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray, IntArray]:
         slots = self.cover(t2 - 1)  # flat block ids of the layered layout, signed covers
@@ -193,6 +195,7 @@ class TreeCounter(_LayeredCounter):
 
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         self._cons_noise = None
+        self._run: IntArray | None = None
         self._impl = self._block_noise(key, name)
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
@@ -203,9 +206,10 @@ class TreeCounter(_LayeredCounter):
                 self._cons_noise = self.weights() @ self._impl.astype(np.float64)
             out: IntArray = self._cons_noise[q2 - 1]
             return out
-        plain: IntArray = np.zeros(q2.shape, dtype=np.int64)
-        for used, ids, sign in self.cover(q2 - 1):
-            plain = plain + np.where(used, sign * self._impl[ids], 0)
+        if self._run is None:  # running sums of the blocks (int64: differences are exact)
+            self._run = np.concatenate(([0], np.cumsum(self._impl))).astype(np.int64)
+        lo, hi, sign = layer_signed_ranges(q2 - 1, self.horizon, self.branching, self.top)
+        plain: IntArray = (sign * (self._run[hi] - self._run[lo])).sum(axis=0)
         return plain
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "layer_prefix_cover",
     "layer_prefix_weights",
     "layer_signed_cover",
+    "layer_signed_ranges",
 ]
 
 IntArray = NDArray[np.int64]
@@ -75,16 +76,11 @@ def layer_prefix_cover(x: Any, n_values: int, branching: int, top: bool
     return out
 
 
-def layer_signed_cover(x: Any, n_values: int, branching: int, top: bool
-                       ) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
-    """Signed covers of the prefixes ``{p ≤ x}`` by the blocks of :func:`layer_layout`:
-    ``(used, flat ids, signs)`` slots with ``Σ sign · block = prefix``.
-
-    Below the top level the digits of ``x + 1`` are balanced (``d > B/2`` becomes ``d − B``
-    with a carry: ``|d|`` blocks added after, or subtracted before, what the levels above
-    cover), which about halves the blocks per level; where a carry would reach past ``T``
-    the plain digits of :func:`layer_prefix_cover` are kept.
-    """
+def _signed_digits(x: Any, n_values: int, branching: int, top: bool
+                   ) -> tuple[tuple[int, ...], IntArray, IntArray, IntArray]:
+    """``(sizes, offsets, digits, above)`` of the signed covers of :func:`layer_signed_cover`:
+    the digit of every level (``digits[ℓ]``, one per prefix) and ``above[ℓ] = Σ_{m >= ℓ}
+    d_m·sizes[m]`` (what the levels from ``ℓ`` up cover)."""
     sizes, offsets = layer_layout(n_values, branching, top)
     n = np.asarray(x, dtype=np.int64) + 1
     plain = np.zeros((len(sizes), *n.shape), dtype=np.int64)
@@ -102,6 +98,20 @@ def layer_signed_cover(x: Any, n_values: int, branching: int, top: bool
     reach = np.cumsum((signed * size)[::-1], axis=0).max(axis=0)  # furthest block end
     digits = np.where(reach <= n_values, signed, plain)
     above = np.cumsum((digits * size)[::-1], axis=0)[::-1]  # P_l = Σ_{m >= l} d_m s_m
+    return sizes, offsets, digits, above
+
+
+def layer_signed_cover(x: Any, n_values: int, branching: int, top: bool
+                       ) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
+    """Signed covers of the prefixes ``{p ≤ x}`` by the blocks of :func:`layer_layout`:
+    ``(used, flat ids, signs)`` slots with ``Σ sign · block = prefix``.
+
+    Below the top level the digits of ``x + 1`` are balanced (``d > B/2`` becomes ``d − B``
+    with a carry: ``|d|`` blocks added after, or subtracted before, what the levels above
+    cover), which about halves the blocks per level; where a carry would reach past ``T``
+    the plain digits of :func:`layer_prefix_cover` are kept.
+    """
+    sizes, offsets, digits, above = _signed_digits(x, n_values, branching, top)
     out = []
     for lev, sz in enumerate(sizes):
         d = digits[lev]
@@ -113,6 +123,23 @@ def layer_signed_cover(x: Any, n_values: int, branching: int, top: bool
             out.append((used, np.where(used, offsets[lev] + ids, 0),
                         np.where(d > 0, 1, -1).astype(np.int64)))
     return out
+
+
+def layer_signed_ranges(x: Any, n_values: int, branching: int, top: bool
+                        ) -> tuple[IntArray, IntArray, IntArray]:
+    """The covers of :func:`layer_signed_cover` as one run of flat block ids per level:
+    ``(lo, hi, sign)``, each of shape ``(levels, *x.shape)``, with the blocks of level ``ℓ``
+    the ids ``lo[ℓ] .. hi[ℓ] − 1`` (none where they are equal), all of sign ``sign[ℓ]``. A
+    prefix's noise is then ``Σ_ℓ sign·(S[hi] − S[lo])`` over the running sums ``S`` of the
+    blocks: a few look-ups per level instead of one per block."""
+    sizes, offsets, digits, above = _signed_digits(x, n_values, branching, top)
+    size = np.asarray(sizes, dtype=np.int64).reshape((-1,) + (1,) * (digits.ndim - 1))
+    base = np.zeros_like(digits)
+    base[:-1] = above[1:] // size[:-1]
+    start = offsets[:-1].reshape(size.shape) + base
+    lo = np.where(digits > 0, start, start + digits)
+    hi = np.where(digits > 0, start + digits, start)
+    return lo, hi, np.where(digits > 0, 1, -1).astype(np.int64)
 
 
 @functools.lru_cache(maxsize=64)
