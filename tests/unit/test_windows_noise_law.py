@@ -83,9 +83,11 @@ def test_batch_of_cover_sizes_equals_each_size_alone(beta: float, law: dict) -> 
 
 
 def test_batched_chernoff_radii_equal_the_scalar_ones() -> None:
-    ms = np.arange(1, 400, 7)
-    for gamma in [1 / 1156, 0.3, 5.0]:
-        for beta in [0.05, 1e-13]:
+    """The batch bisects for each minimum; the scalar takes the whole grid: the same floats
+    (small and huge cover sizes, tiny to large γ, β from 1/2 to 1e-300)."""
+    ms = np.concatenate((np.arange(1, 400, 7), [10**4, 123_457, 10**7]))
+    for gamma in [1e-6, 1 / 20000, 1 / 1156, 0.3, 5.0, 40.0]:
+        for beta in [0.5, 0.05, 2.3e-11, 1e-13, 1e-300]:
             batch = nl._chernoff_radius(ms, gamma, beta)
             alone = [nl._chernoff_radius(int(m), gamma, beta) for m in ms]
             assert batch.tolist() == alone

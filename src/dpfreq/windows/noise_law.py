@@ -60,6 +60,9 @@ WEIGHT_DECIMALS = 12
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used
 MAX_RADIUS = 1 << 21
 
+#: grid points each side of the bisected minimum evaluated by :func:`_grid_minima`
+_WINDOW = 16
+
 #: bound on the Fourier terms left out of a sum in :func:`_dirichlet_quantiles`
 TRUNC = 1e-17
 
@@ -69,7 +72,7 @@ def _chernoff_grid(gamma: float) -> tuple[NDArray[np.float64], NDArray[np.float6
     """``(λ, log M(λ))`` on the grid of :func:`_chernoff_radius` (shared by every ``m``)."""
     alpha = math.exp(-gamma)
     lam = gamma * np.concatenate((np.geomspace(1e-6, 0.5, 2000),
-                                  1 - np.geomspace(0.5, 1e-7, 2000)))
+                                  1 - np.geomspace(0.5, 1e-7, 2000)[1:]))  # increasing
     # α·e^{±λ} = e^{±λ−γ}: no overflow for large γ
     log_m = (2 * math.log1p(-alpha) - np.log1p(-np.exp(lam - gamma))
              - np.log1p(-np.exp(-lam - gamma)))
@@ -87,9 +90,44 @@ def _chernoff_radius(m: Any, gamma: float, beta: float) -> Any:
     """
     lam, log_m = _chernoff_grid(gamma)
     if np.ndim(m):
-        ms = np.asarray(m, dtype=np.int64)[:, None]
-        return np.floor(np.min((ms * log_m + math.log(2.0 / beta)) / lam, axis=1))
+        return np.floor(_grid_minima(np.asarray(m, dtype=np.int64), lam, log_m,
+                                     math.log(2.0 / beta)))
     return float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
+
+
+def _grid_minima(ms: NDArray[np.int64], lam: NDArray[np.float64],
+                 log_m: NDArray[np.float64], c: float) -> NDArray[np.float64]:
+    """``min_j (m·log_m[j] + c)/λ_j`` per ``m``, the same floats as the whole grid gives.
+
+    The bound is quasi-convex in ``λ`` (its derivative's numerator ``m(λ·g' − g) − c`` grows,
+    ``g = log M`` being convex), so a bisection on the sign of its steps finds the minimum's
+    grid point, and the grid around it (:data:`_WINDOW` points each side) is evaluated as the
+    whole grid would be. A minimum on the window's edge (rounding could have misled the
+    bisection) is recomputed over the whole grid.
+    """
+    mf = ms.astype(np.float64)
+
+    def bound(j: NDArray[np.int64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = (mf[:, None] * log_m[j] + c) / lam[j]
+        return out
+
+    rows = np.arange(ms.size)
+    lo = np.zeros(ms.size, dtype=np.int64)
+    hi = np.full(ms.size, lam.size - 1, dtype=np.int64)
+    while np.any(lo < hi):  # first j with bound(j + 1) > bound(j): the minimum's grid point
+        mid = (lo + hi) // 2
+        vals = bound(np.stack((mid, mid + 1), axis=1).clip(0, lam.size - 1))
+        up = vals[:, 1] > vals[:, 0]
+        hi, lo = np.where(up, mid, hi), np.where(up, lo, mid + 1)
+    offsets = np.arange(-_WINDOW, _WINDOW + 1)
+    near = np.clip(lo[:, None] + offsets, 0, lam.size - 1)
+    vals = bound(near)
+    at = near[rows, np.argmin(vals, axis=1)]
+    best = vals.min(axis=1)
+    edge = ((at == near[:, 0]) & (at > 0)) | ((at == near[:, -1]) & (at < lam.size - 1))
+    if np.any(edge):
+        best[edge] = np.min((mf[edge, None] * log_m + c) / lam, axis=1)
+    return best
 
 
 def _gaussian_radius(m: int, sigma2: int, beta: float) -> float:
