@@ -235,7 +235,8 @@ def test_dominance_sums_by_node_values_equal_the_numpy_path(domain, numpy_path, 
 
 
 @pytest.mark.parametrize(("n_points", "x_max", "y_max"), [(0, 9, 9), (1, 1, 1), (400, 37, 20),
-                                                         (5_000, 300, 1_000)])
+                                                         (5_000, 300, 1_000), (20_000, 40, 9),
+                                                         (30_000, 2_000, 70_000)])
 def test_dominance_counts_equal_the_numpy_path(n_points, x_max, y_max, numpy_path,
                                                compiled_path):
     """The compiled counts (each search confined to its node's keys) equal numpy's whole-level
@@ -286,3 +287,16 @@ def test_kernels_load_from_a_cache_directory_of_their_own(tmp_path: Path):
 def test_start_returns_at_once_and_loaded_never_waits(kern):
     node_kernel.start()
     assert node_kernel.loaded() is kern
+
+
+def test_dominance_counts_beyond_int32_weights_are_exact(compiled_path):
+    """Weights summing past 2^31 in absolute value keep the int64 levels (the numpy path
+    answers even with the kernels loaded): still the brute-force counts."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, size=600)
+    y = rng.integers(0, 80, size=600)
+    w = rng.choice([-(1 << 30), 1 << 30, 7], size=600)
+    dc = DominanceCounter(x, y, w, 49, 79, table_limit=0)
+    qx, qy = rng.integers(-1, 52, size=300), rng.integers(-1, 82, size=300)
+    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy, strict=True)]
+    assert compiled_path(dc.count, qx, qy).tolist() == want

@@ -27,6 +27,20 @@ __all__ = ["DominanceCounter"]
 
 IntArray = NDArray[np.int64]
 
+#: every ``2^SAMPLE_SHIFT``-th ``y`` of each level is kept apart: the compiled search runs over
+#: these first (an eighth of a level, mostly cached), then over the one cache line of
+#: ``(y, weight before)`` pairs between two samples, which also holds the count
+SAMPLE_SHIFT = 3
+_I32 = 1 << 31
+
+
+def _aligned_pairs(n: int) -> NDArray[np.int32]:
+    """An ``(n, 2)`` int32 array whose rows ``8i .. 8i + 7`` share one 64-byte cache line."""
+    raw = np.empty(2 * n + 16, dtype=np.int32)
+    skip = (-raw.ctypes.data % 64) // 4
+    out: NDArray[np.int32] = raw[skip:skip + 2 * n].reshape(n, 2)
+    return out
+
 
 def _stable_order(keys: IntArray, bits: int) -> IntArray:
     """Stable argsort of non-negative integers ``< 2^bits`` (LSD radix over 16-bit digits)."""
@@ -84,12 +98,15 @@ class DominanceCounter:
         # stable order by x >> level (16-bit radix passes instead of an int64 sort per level)
         y_order = _stable_order(ys, ny.bit_length())
         x_by_y, y_by_y, w_by_y = xs[y_order], ys[y_order], ws[y_order]
-        self._levels = []
+        # the compiled pass reads (y, weight before) pairs as int32: both fit when the total
+        # weight and the y range do (else the numpy path answers)
+        self._compact = int(np.abs(ws).sum()) < _I32 and ny < _I32
+        self._levels: list[tuple[Any, Any, Any, Any, Any]] = []
         for lev in range(n_lev):
             node = x_by_y >> lev
             perm = _stable_order(node, nx.bit_length() - lev)
             key = (node * ny + y_by_y)[perm]
-            cw = np.zeros(key.size + 1, dtype=np.int64)
+            cw: Any = np.zeros(key.size + 1, dtype=np.int64)
             np.cumsum(w_by_y[perm], out=cw[1:])
             # each node's first position and the weight before it (no binary search for the
             # start of a node's keys at query time)
@@ -97,7 +114,15 @@ class DominanceCounter:
             at = slice(int(node_off[lev]), int(node_off[lev + 1]))
             self._start[at] = np.searchsorted(key, nodes, side="left")
             self._before[at] = cw[self._start[at]]
-            self._levels.append((key, cw, self._before[at]))
+            pairs = samples = None
+            if self._compact:
+                pairs = _aligned_pairs(key.size + 1)
+                pairs[:-1, 0] = y_by_y[perm]
+                pairs[-1, 0] = _I32 - 1  # past every y: the end of the last node
+                pairs[:, 1] = cw
+                cw = pairs[:, 1]  # the int32 column serves the numpy path too
+                samples = np.ascontiguousarray(pairs[::1 << SAMPLE_SHIFT, 0])
+            self._levels.append((key, cw, self._before[at], pairs, samples))
 
     def count(self, x: Any, y: Any) -> IntArray:
         """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
@@ -113,13 +138,13 @@ class DominanceCounter:
         xo, yo = xq.ravel()[ok], yq.ravel()[ok]
         order = np.lexsort((yo, xo))
         xs1, ys = xo[order] + 1, yo[order]
-        kern = node_kernel.loaded()
+        kern = node_kernel.loaded() if self._compact else None
         if kern is not None:
             if self._typed is None:
-                self._typed = (node_kernel.level_list([lv[0] for lv in self._levels]),
-                               node_kernel.level_list([lv[1] for lv in self._levels]))
-            acc = node_kernel.dominance_counts(kern, *self._typed, self._start, self._before,
-                                               self._node_off, xs1, ys, self._ny)
+                self._typed = (node_kernel.level_list([lv[3] for lv in self._levels], None),
+                               node_kernel.level_list([lv[4] for lv in self._levels], None))
+            acc = node_kernel.dominance_counts(kern, *self._typed, SAMPLE_SHIFT, self._start,
+                                               self._before, self._node_off, xs1, ys)
         else:
             acc = self._count_numpy(xs1, ys)
         out = np.zeros(xq.size, dtype=np.int64)
@@ -129,7 +154,7 @@ class DominanceCounter:
     def _count_numpy(self, xs1: IntArray, ys: IntArray) -> IntArray:
         """One binary search per level over the level's whole key array (numpy)."""
         acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (keys, cw, before) in enumerate(self._levels):
+        for lev, (keys, cw, before, _, _) in enumerate(self._levels):
             sel = np.flatnonzero((xs1 >> lev) & 1)
             node = (xs1[sel] >> lev) - 1
             hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")

@@ -124,20 +124,28 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
 
 
 @numba.njit(cache=True, nogil=True)
-def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
-    """``out[q] += Σ_ℓ (cw[ℓ] at the first key > (node, ys[q]) − before[node])`` over the set
-    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``; ``keys``, ``cw``: one array per
-    level): the merge-sort tree of :class:`dpfreq.windows.dominance_count.DominanceCounter`,
-    each binary search confined to its node's keys (``start[node] .. start[node + 1]``). The
-    searches of ``_LANES`` queries advance in lockstep without branches on the keys, so their
-    cache misses overlap."""
-    pos = np.empty(_LANES, np.int64)  # per lane: first candidate position, keys left,
-    left = np.empty(_LANES, np.int64)  # target key, query and node
-    target = np.empty(_LANES, np.int64)
+def dominance_counts(pairs, samples, shift, start, before, node_off, xs1, ys, out):
+    """``out[q] += Σ_ℓ (weight before the first y > ys[q] in node − before[node])`` over the
+    set bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
+    :class:`dpfreq.windows.dominance_count.DominanceCounter`, with per level ``pairs[ℓ][i] =
+    (y, weight before i)`` in node order and ``samples[ℓ][i]`` the ``y`` of position
+    ``i << shift``.
+
+    Each search is confined to its node's positions (``start[node] .. start[node + 1]``, sorted
+    by ``y``) and runs first over the samples (a small array, mostly cached), then over the at
+    most ``2^shift − 1`` pairs between two samples: one cache line, which also holds the
+    weight. The searches of ``_LANES`` queries advance in lockstep without branches on the
+    keys, so their cache misses overlap."""
+    pos = np.empty(_LANES, np.int64)  # per lane: first candidate sample, samples left,
+    left = np.empty(_LANES, np.int64)  # target y, query, node, the positions to scan
+    ytar = np.empty(_LANES, np.int64)
     query = np.empty(_LANES, np.int64)
     nodes = np.empty(_LANES, np.int64)
+    lo = np.empty(_LANES, np.int64)
+    hi = np.empty(_LANES, np.int64)
+    step = np.int64(1) << shift
     for lev in range(node_off.size - 1):
-        lk, lc, nb = keys[lev], cw[lev], node_off[lev]
+        lp, ls, nb = pairs[lev], samples[lev], node_off[lev]
         q = 0
         while q < xs1.size:
             k = widest = 0
@@ -145,32 +153,39 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
                 x = xs1[q] >> lev
                 if x & 1:
                     node = nb + x - 1
-                    lo = start[node]
-                    size = start[node + 1] - lo
-                    if size > 0:
-                        nodes[k] = node
-                        pos[k] = lo
-                        left[k] = size
-                        target[k] = (x - 1) * ny + ys[q]
+                    if start[node + 1] > start[node]:
+                        nodes[k], lo[k], hi[k] = node, start[node], start[node + 1]
+                        pos[k] = (lo[k] + step - 1) >> shift  # samples inside the node
+                        left[k] = ((hi[k] + step - 1) >> shift) - pos[k]
+                        ytar[k] = ys[q]
                         query[k] = q
-                        if size > widest:
-                            widest = size
+                        widest = max(widest, left[k])
                         k += 1
                 q += 1
-            while widest > 1:  # lk[pos] <= target is kept while the range halves
+            while widest > 1:  # samples: ls[pos] <= y is kept while the range halves
                 widest = 0
                 for j in range(k):
                     size = left[j]
                     if size > 1:
                         half = size >> 1
-                        pos[j] += half * np.int64(lk[pos[j] + half] <= target[j])
+                        pos[j] += half * np.int64(ls[pos[j] + half] <= ytar[j])
                         size -= half
                         left[j] = size
-                    if size > widest:
-                        widest = size
-            for j in range(k):  # upper bound: one past the last key <= target
-                b = pos[j] + np.int64(lk[pos[j]] <= target[j])
-                out[query[j]] += lc[b] - before[nodes[j]]
+                    widest = max(widest, size)
+            for j in range(k):  # the positions between the last sample <= y and the next
+                u = pos[j]  # the first sample > y (left[j] is 0 where the node has none)
+                if left[j] == 1 and ls[u] <= ytar[j]:
+                    u += 1
+                if u > (lo[j] + step - 1) >> shift:  # after the last sample <= y
+                    lo[j] = ((u - 1) << shift) + 1
+                hi[j] = min(hi[j], u << shift)
+                left[j] = 0
+            for t in range(step - 1):  # lockstep over the lanes' few pairs: misses overlap
+                for j in range(k):
+                    if lo[j] + t < hi[j]:
+                        left[j] += np.int64(lp[lo[j] + t, 0] <= ytar[j])
+            for j in range(k):
+                out[query[j]] += lp[lo[j] + left[j], 1] - before[nodes[j]]
 
 
 @numba.njit(cache=True, nogil=True)
