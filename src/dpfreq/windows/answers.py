@@ -7,7 +7,6 @@ number of queries is post-processing of one private release.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +16,7 @@ from numpy.typing import NDArray
 from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
+from dpfreq.windows.overlap import side_by_side
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.plan import Plan, family_label, make_plan
 from dpfreq.windows.protocol import WindowStructure
@@ -188,10 +188,11 @@ class WindowState:
               beta_band: float) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
         """Estimates, sds, half-widths and band half-widths (bias bound included) of windows
         of one structure. In a batch of at least :data:`OVERLAP_MIN` windows everything but
-        the node noise runs in a helper thread while the noise is computed: the exact counts
-        spend their time in numpy's binary searches, which release the GIL, so on a machine
-        with a free core the two overlap (the helper only reads the oracle and fills the
-        structure's interval caches; the node noise stays in this thread)."""
+        the node noise runs in a helper thread while the noise is computed
+        (:func:`~dpfreq.windows.overlap.side_by_side`): the exact counts and most of the noise
+        run without the GIL, so on a machine with a free core the two overlap (the helper only
+        reads the oracle and fills the structure's interval caches; the node noise stays in
+        this thread)."""
         def public() -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
             bias = s.bias_bound()
             return (self.exact(s, t1, t2), np.sqrt(s.variance(t1, t2)),
@@ -200,10 +201,7 @@ class WindowState:
         if t1.size < OVERLAP_MIN:
             exact, sd, half, shalf = public()
             return exact + s.noise(t1, t2), sd, half, shalf
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            job = pool.submit(public)
-            noise = s.noise(t1, t2)
-            exact, sd, half, shalf = job.result()
+        (exact, sd, half, shalf), noise = side_by_side(public, lambda: s.noise(t1, t2))
         return exact + noise, sd, half, shalf
 
     def structures_for(self, k: int, func: str) -> list[WindowStructure]:
