@@ -82,7 +82,8 @@ class DominanceCounter:
             self._build_tree(xs, ys, ws, nx, ny)
 
     def _build_tree(self, xs: IntArray, ys: IntArray, ws: IntArray, nx: int, ny: int) -> None:
-        """The merge-sort tree: per level ``ℓ`` the keys ``node·ny + y`` (sorted) and the weight
+        """The merge-sort tree: per level ``ℓ`` the keys ``node·ny + y`` (sorted; int64, or int32
+        ``(y, weight before)`` pairs and every 8th ``y`` when they fit) and the weight
         before each position; per node (from ``node_off[ℓ]``, flat over the levels) its first
         position ``start`` and the weight before it ``before``."""
         self._domain = domain_size(nx)
@@ -105,23 +106,29 @@ class DominanceCounter:
         for lev in range(n_lev):
             node = x_by_y >> lev
             perm = _stable_order(node, nx.bit_length() - lev)
-            key = (node * ny + y_by_y)[perm]
-            cw: Any = np.zeros(key.size + 1, dtype=np.int64)
-            np.cumsum(w_by_y[perm], out=cw[1:])
-            # each node's first position and the weight before it (no binary search for the
-            # start of a node's keys at query time)
-            nodes = np.arange((self._domain >> lev) + 1, dtype=np.int64) * ny
+            # the int64 keys only without the compact pairs (else built if the numpy path
+            # ever runs: :meth:`_level_keys`)
+            key = None if self._compact else (node * ny + y_by_y)[perm]
+            # each node's first position (the keys of the nodes before it) and the weight
+            # before it: no search for the start of a node's keys at query time
             at = slice(int(node_off[lev]), int(node_off[lev + 1]))
-            self._start[at] = np.searchsorted(key, nodes, side="left")
-            self._before[at] = cw[self._start[at]]
+            first = self._start[at]
+            first[0] = 0
+            np.cumsum(np.bincount(node, minlength=first.size)[:-1], out=first[1:])
+            w_perm = w_by_y[perm]
             pairs = samples = None
             if self._compact:
-                pairs = _aligned_pairs(key.size + 1)
+                pairs = _aligned_pairs(perm.size + 1)
+                pairs[0, 1] = 0
+                np.cumsum(w_perm, dtype=np.int32, out=pairs[1:, 1])  # exact: Σ|w| < 2^31
                 pairs[:-1, 0] = y_by_y[perm]
                 pairs[-1, 0] = _I32 - 1  # past every y: the end of the last node
-                pairs[:, 1] = cw
-                cw = pairs[:, 1]  # the int32 column serves the numpy path too
+                cw: Any = pairs[:, 1]  # the int32 column serves the numpy path too
                 samples = np.ascontiguousarray(pairs[::1 << SAMPLE_SHIFT, 0])
+            else:
+                cw = np.zeros(perm.size + 1, dtype=np.int64)
+                np.cumsum(w_perm, out=cw[1:])
+            self._before[at] = cw[first]
             self._levels.append((key, cw, self._before[at], pairs, samples))
 
     def count(self, x: Any, y: Any) -> IntArray:
@@ -154,9 +161,23 @@ class DominanceCounter:
     def _count_numpy(self, xs1: IntArray, ys: IntArray) -> IntArray:
         """One binary search per level over the level's whole key array (numpy)."""
         acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (keys, cw, before, _, _) in enumerate(self._levels):
+        for lev, (_, cw, before, _, _) in enumerate(self._levels):
+            keys = self._level_keys(lev)
             sel = np.flatnonzero((xs1 >> lev) & 1)
             node = (xs1[sel] >> lev) - 1
             hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")
             acc[sel] += cw[hi] - before[node]
         return acc
+
+    def _level_keys(self, lev: int) -> IntArray:
+        """The sorted keys ``node·ny + y`` of level ``lev``, rebuilt from the compact pairs on
+        first use where only those were kept (then kept too)."""
+        keys, cw, before, pairs, samples = self._levels[lev]
+        if keys is None:
+            first = self._start[int(self._node_off[lev]):int(self._node_off[lev + 1])]
+            counts = np.diff(np.append(first, pairs.shape[0] - 1))
+            keys = (np.repeat(np.arange(first.size, dtype=np.int64) * self._ny, counts)
+                    + pairs[:-1, 0])
+            self._levels[lev] = (keys, cw, before, pairs, samples)
+        out: IntArray = keys
+        return out
