@@ -82,6 +82,7 @@ def _warm(mod: ModuleType) -> None:
     mod.dominance_counts(level_list([np.zeros(0, dtype=np.int64)]),
                          level_list([np.zeros(1, dtype=np.int64)]), i64, i64,
                          np.zeros(1, dtype=np.int64), i64, i64, 1, np.zeros(2, dtype=np.int64))
+    _warm_laws(mod)
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -243,3 +244,14 @@ def lower_sums(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], s
     empty = np.zeros(0, dtype=np.int64)
     return sums, [(np.concatenate([a for a, _ in o]) if o else empty,
                    np.concatenate([b for _, b in o]) if o else empty) for o in left], total
+
+
+def _warm_laws(mod: ModuleType) -> None:
+    """The calls of :mod:`dpfreq.windows.noise_law` (Chernoff radii, the Dirichlet search)."""
+    f64 = np.zeros(2, dtype=np.float64)
+    i64 = np.ones(2, dtype=np.int64)
+    lam = np.ones(2, dtype=np.float64)
+    lam.setflags(write=False)  # as the cached grid
+    mod.chernoff_floor(i64, lam, lam, 1.0, f64)
+    mod.dirichlet_search(f64, np.array([0, 1, 2]), 4 * i64, i64, f64, 0.5, i64,
+                         np.zeros(2, dtype=np.int64))

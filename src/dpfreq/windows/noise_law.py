@@ -36,11 +36,14 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as sfft
+
+from dpfreq.windows import node_kernel
 
 __all__ = [
     "TAIL",
@@ -87,8 +90,13 @@ def _chernoff_radius(m: Any, gamma: float, beta: float) -> Any:
     """
     lam, log_m = _chernoff_grid(gamma)
     if np.ndim(m):
-        ms = np.asarray(m, dtype=np.int64)[:, None]
-        return np.floor(np.min((ms * log_m + math.log(2.0 / beta)) / lam, axis=1))
+        ms = np.asarray(m, dtype=np.int64)
+        kern = node_kernel.loaded()
+        if kern is not None:  # the same arithmetic in one compiled pass
+            out = np.empty(ms.size, dtype=np.float64)
+            kern.chernoff_floor(ms, log_m, lam, math.log(2.0 / beta), out)
+            return out
+        return np.floor(np.min((ms[:, None] * log_m + math.log(2.0 / beta)) / lam, axis=1))
     return float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
 
 
@@ -174,16 +182,8 @@ def _slack(m: int, n: int) -> float:
     return TAIL + 1e-15 * n * max(1, m).bit_length() + 1e-12
 
 
-def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | None:
-    """``w_k`` (``k = 1 … K``) with ``|M(b) − (2b+1)/n − Σ_k w_k sin(π(2b+1)k/n)| <= TRUNC``.
-
-    ``M(b)`` is the mass of ``[−b, b]`` under the law of ``S_m`` folded onto ``n`` points:
-    ``M(b) = (1/n) Σ_{k<n} φ_k^m D_b(2πk/n)`` with the Dirichlet kernel
-    ``D_b(θ) = sin((2b+1)θ/2)/sin(θ/2)``, so ``w_k = 2φ_k^m/(n sin(πk/n))``. ``φ`` decreases on
-    ``[0, π]``; for ``k > K`` it is ``φ_k^m <= 2·TRUNC/n``, and ``|D_b(2πk/n)| <= n/(2k)``,
-    so the omitted terms sum to at most ``TRUNC``. ``None`` when ``K`` is not small against
-    ``n`` (then the transform of :func:`_circular_power` is cheaper).
-    """
+def _dirichlet_terms(m: int, n: int, gamma: float) -> int | None:
+    """``K`` of :func:`_dirichlet_weights`, or ``None`` when it is not small against ``n``."""
     alpha = math.exp(-gamma)
     one_minus = -math.expm1(-gamma)
     # φ(θ)^m <= t  ⟺  sin²(θ/2) >= (1/t − 1)(1−α)²/(4α)
@@ -192,9 +192,20 @@ def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | No
     if not s2 < 1.0:
         return None
     k_max = math.ceil(math.asin(math.sqrt(s2)) * n / math.pi) + 1
-    if 8 * k_max >= n:
-        return None
-    k = np.arange(1, k_max + 1, dtype=np.float64)
+    return None if 8 * k_max >= n else k_max
+
+
+def _dirichlet_weights(m: Any, n: Any, k: Any, gamma: float) -> NDArray[np.float64]:
+    """``w_k = 2φ_k^m/(n sin(πk/n))`` with ``|M(b) − (2b+1)/n − Σ_{k<=K} w_k sin(π(2b+1)k/n)|
+    <= TRUNC`` (``K`` from :func:`_dirichlet_terms`; ``m``, ``n``, ``k`` broadcast, so the
+    terms of many rows come from one pass).
+
+    ``M(b)`` is the mass of ``[−b, b]`` under the law of ``S_m`` folded onto ``n`` points:
+    ``M(b) = (1/n) Σ_{k<n} φ_k^m D_b(2πk/n)`` with the Dirichlet kernel
+    ``D_b(θ) = sin((2b+1)θ/2)/sin(θ/2)``. ``φ`` decreases on ``[0, π]``; for ``k > K`` it is
+    ``φ_k^m <= 2·TRUNC/n``, and ``|D_b(2πk/n)| <= n/(2k)``, so the omitted terms sum to at
+    most ``TRUNC``.
+    """
     out: NDArray[np.float64] = (2.0 / n) * np.exp(m * _log_phi(k, n, gamma)) / np.sin(
         np.pi * k / n)
     return out
@@ -203,25 +214,48 @@ def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | No
 def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
                          ) -> dict[int, float]:
     """The certified quantile of :func:`sum_quantile` for every ``m`` whose folded law has few
-    Fourier terms (:func:`_dirichlet_weights`): the smallest ``b <= r`` with
-    ``M(b) − slack >= 1 − β``, by a bisection over ``b`` run for all ``m`` at once. ``M(b)`` is
-    the quantity :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points,
-    here from ``K`` terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same
-    ``slack`` plus ``TRUNC``; an ``m`` not certified at ``b = r`` is left out.
+    Fourier terms (:func:`_dirichlet_terms`): the smallest ``b <= r`` with
+    ``M(b) − slack >= 1 − β`` (``b`` certified, ``b − 1`` not). ``M(b)`` is the quantity
+    :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points, here from ``K``
+    terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same ``slack`` plus
+    ``TRUNC``; an ``m`` not certified at ``b = r`` is left out. The compiled search of
+    :mod:`dpfreq.windows.node_kernel` when loaded (a secant search per row from a normal
+    guess, a few sums instead of a bisection's ~18), else a bisection of all rows at once.
     """
     rows = []
     for m, r in zip(ms, rs, strict=True):
         n = sfft.next_fast_len(2 * r + 1, real=True)
-        w = _dirichlet_weights(m, n, gamma)
-        if w is not None:
-            rows.append((m, r, n, w))
+        k_max = _dirichlet_terms(m, n, gamma)
+        if k_max is not None:
+            rows.append((m, r, n, k_max))
     if not rows:
         return {}
-    w_all = np.zeros((len(rows), max(row[3].size for row in rows)), dtype=np.float64)
-    for i, row in enumerate(rows):
-        w_all[i, :row[3].size] = row[3]
-    n_col = np.array([row[2] for row in rows], dtype=np.int64)[:, None]
-    slack = np.array([_slack(row[0], row[2]) + TRUNC for row in rows])
+    m_col, r_col, n_col, k_col = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=True))
+    offs = np.concatenate(([0], np.cumsum(k_col)))
+    row_of = np.repeat(np.arange(k_col.size), k_col)
+    ks = np.arange(offs[-1], dtype=np.int64) - offs[row_of] + 1
+    w_flat = _dirichlet_weights(m_col[row_of], n_col[row_of], ks.astype(np.float64), gamma)
+    slack = np.array([_slack(m, n) + TRUNC for m, _, n, _ in rows])
+    kern = node_kernel.loaded()
+    if kern is not None:
+        out = np.empty(k_col.size, dtype=np.int64)
+        z = NormalDist().inv_cdf(1.0 - beta / 2.0)
+        sd = np.sqrt(m_col * (2.0 * math.exp(-gamma))) / -math.expm1(-gamma)
+        kern.dirichlet_search(w_flat, offs, n_col, r_col, slack, 1.0 - beta,
+                              (z * sd).astype(np.int64), out)
+    else:
+        w_all = np.zeros((k_col.size, int(k_col.max())), dtype=np.float64)
+        w_all[row_of, ks - 1] = w_flat
+        out = _dirichlet_bisect(w_all, n_col, r_col, slack, beta)
+    return {m: float(b) for m, b in zip(m_col.tolist(), out.tolist(), strict=True) if b >= 0}
+
+
+def _dirichlet_bisect(w_all: NDArray[np.float64], n: NDArray[np.int64], r: NDArray[np.int64],
+                      slack: NDArray[np.float64], beta: float) -> NDArray[np.int64]:
+    """The search of :func:`_dirichlet_quantiles` without the compiled kernels: a bisection of
+    ``[−1, r]`` per row (``w_all`` the rows' terms, zero-padded), all rows at once; ``−1``
+    where ``r`` is not certified."""
+    n_col = n[:, None]
     ks = np.arange(1, w_all.shape[1] + 1, dtype=np.int64)
 
     def certified(b: NDArray[np.int64]) -> NDArray[np.bool_]:
@@ -231,7 +265,7 @@ def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
         ok: NDArray[np.bool_] = mass - slack >= 1.0 - beta
         return ok
 
-    hi = np.array([row[1] for row in rows], dtype=np.int64)
+    hi = r.copy()
     keep = certified(hi)
     lo = np.full(hi.size, -1, dtype=np.int64)
     while np.any(hi - lo > 1):
@@ -240,8 +274,8 @@ def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
         active = hi - lo > 1
         hi = np.where(active & ok, mid, hi)
         lo = np.where(active & ~ok, mid, lo)
-    return {row[0]: float(b) for row, b, k in zip(rows, hi.tolist(), keep.tolist(), strict=True)
-            if k}
+    out: NDArray[np.int64] = np.where(keep, hi, -1)
+    return out
 
 
 #: certified quantiles already computed, per (law, β, m): public parameters only
@@ -281,13 +315,12 @@ def _compute_quantiles(ms: list[int], beta: float, gamma: Fraction | None,
         x = [_gaussian_radius(m, int(sigma2 or 0), beta) for m in ms]
     if beta <= 10 * TAIL:
         return [float(v) for v in x]
-    if gamma is not None:
-        rs = _chernoff_radius(np.array(ms), float(gamma), TAIL).tolist()
-    else:
-        rs = [tail_radius(m, TAIL, sigma2=sigma2) for m in ms]
-    # the exact law certifies nothing when its slack is >= β (its mass is at most 1)
-    todo = [(m, int(r)) for m, r in zip(ms, rs, strict=True) if r <= MAX_RADIUS
-            and _slack(m, sfft.next_fast_len(2 * int(r) + 1, real=True)) + TRUNC < beta]
+    # the exact law certifies nothing when its slack is >= β (its mass is at most 1); the slack
+    # grows with the radius, and the radius at τ <= β is at least the one at β (the same
+    # rounded operations with a larger constant), so a size the radius at β rules out is skipped
+    some = [m for m, v in zip(ms, x, strict=True) if _usable(m, int(v), beta)]
+    todo = [(m, r) for m, r in zip(some, _tail_radii(some, gamma, sigma2), strict=True)
+            if _usable(m, r, beta)]
     exact: dict[int, float] = {}
     if gamma is not None:
         exact = _dirichlet_quantiles([m for m, _ in todo], [r for _, r in todo], beta,
@@ -301,6 +334,18 @@ def _compute_quantiles(ms: list[int], beta: float, gamma: Fraction | None,
             if b < cdf.size:
                 exact[m] = float(b)
     return [min(float(v), exact.get(m, math.inf)) for m, v in zip(ms, x, strict=True)]
+
+
+def _tail_radii(ms: list[int], gamma: Fraction | None, sigma2: int | None) -> list[int]:
+    """:func:`tail_radius` at ``τ`` of every ``m`` (the discrete Laplace ones in one pass)."""
+    if gamma is not None and ms:
+        return [int(r) for r in _chernoff_radius(np.array(ms), float(gamma), TAIL).tolist()]
+    return [int(tail_radius(m, TAIL, sigma2=sigma2)) for m in ms]
+
+
+def _usable(m: int, r: int, beta: float) -> bool:
+    """Whether the exact law of ``S_m`` (support radius ``r``) can certify a quantile at β."""
+    return r <= MAX_RADIUS and _slack(m, sfft.next_fast_len(2 * r + 1, real=True)) + TRUNC < beta
 
 
 @functools.lru_cache(maxsize=256)
