@@ -310,7 +310,7 @@ def dirichlet_search(w_flat, offs, ns, rs, slacks, target, guesses, out):
                 est = x - f * (x - x0) / (f - f0)
             else:
                 est = -2.0
-            if it >= 3 and 2 * (hi - lo) > w2 or not lo < est < hi:
+            if (it >= 3 and 2 * (hi - lo) > w2) or not lo < est < hi:
                 nxt = (lo + hi) // 2  # no halving in two steps, or no secant step: bisect
             else:
                 nxt = min(max(int(np.floor(est) if f >= 0.0 else np.ceil(est)), lo + 1), hi - 1)
