@@ -158,9 +158,13 @@ def test_search_from_any_guess_ends_where_the_bisection_does(kern, guess: int) -
 
 
 def test_compiled_chernoff_minimum_equals_the_numpy_one(monkeypatch, kern) -> None:
-    ms = np.arange(1, 5000, 13)
+    """The compiled pass computes only the terms that can be the minimum (from the previous
+    size's minimizer): any order of sizes, any level, tiny and large ``γ``."""
+    rng = np.random.default_rng(5)
+    ms = np.concatenate((np.arange(1, 5000, 13), rng.permutation(np.arange(1, 3000, 7)),
+                         [10**6, 1, 2**40]))
     for gamma in [1 / 40000, 1 / 1156, 0.3, 5.0, 40.0]:
-        for beta in [0.5, 0.05, 1e-13, 1e-300]:
+        for beta in [1.0, 0.5, 0.05, 1e-13, 1e-300]:
             with monkeypatch.context() as mp:
                 mp.setattr(node_kernel, "loaded", lambda: kern)
                 compiled = nl._chernoff_radius(ms, gamma, beta)

@@ -251,16 +251,46 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
 @numba.njit(cache=True, nogil=True)
 def chernoff_floor(ms, log_m, lam, c, out):
     """``out[i] = floor(min_j (ms[i]·log_m[j] + c) / lam[j])``: the grid minimum of
-    ``noise_law._chernoff_radius`` with the same operations in the same order per entry (one
-    pass, no ``len(ms) × len(lam)`` temporaries)."""
+    ``noise_law._chernoff_radius``, each term with the same operations in the same order.
+
+    Only the terms that can be the minimum are computed: from the previous size's minimizer
+    (``λ`` ascending), down while ``min_{j' <= j} c/λ_j' < best`` and up while
+    ``ms[i]·min_{j' >= j} log_m_j'/λ_j'·(1 − 1e-13) < best``. Both are lower bounds of every
+    rounded term beyond ``j`` when ``log_m >= 0`` and ``c >= 0`` (rounding is monotone, and the
+    three roundings of a term lose less than the margin); a term with ``log_m < 0`` lowers
+    them to ``−∞`` (scanned), and ``c < 0`` scans the whole grid."""
+    nj = lam.size
+    down = np.empty(nj)  # prefix minima of c/λ
+    up = np.empty(nj)  # suffix minima of log_m/λ, with the margin
+    low = np.inf
+    for j in range(nj):
+        q = c / lam[j] if log_m[j] >= 0.0 and c >= 0.0 else -np.inf
+        low = min(low, q)
+        down[j] = low
+    low = np.inf
+    for j in range(nj - 1, -1, -1):
+        q = log_m[j] / lam[j] * (1.0 - 1e-13) if log_m[j] >= 0.0 and c >= 0.0 else -np.inf
+        low = min(low, q)
+        up[j] = low
+    at = nj // 2
     for i in range(ms.size):
         m = np.float64(ms[i])
         best = np.inf
-        for j in range(lam.size):
+        arg = at
+        j = at
+        while j >= 0 and not down[j] >= best:
             v = (m * log_m[j] + c) / lam[j]
             if v < best:
-                best = v
+                best, arg = v, j
+            j -= 1
+        j = at + 1
+        while j < nj and not m * up[j] >= best:
+            v = (m * log_m[j] + c) / lam[j]
+            if v < best:
+                best, arg = v, j
+            j += 1
         out[i] = np.floor(best)
+        at = arg
 
 
 @numba.njit(cache=True, nogil=True)
