@@ -172,3 +172,19 @@ def test_compiled_chernoff_minimum_equals_the_numpy_one(monkeypatch, kern) -> No
                 mp.setattr(node_kernel, "loaded", lambda: None)
                 fallback = nl._chernoff_radius(ms, gamma, beta)
             assert compiled.tolist() == fallback.tolist()
+
+
+@pytest.mark.parametrize("nodes", [np.int64(17), np.array([[0, 3, 17], [17, 120, 3]]),
+                                   np.array([5, 1 << 17, 0]), np.zeros(0, dtype=np.int64),
+                                   np.array([0, 0])])
+def test_cover_sizes_are_looked_up_by_count_or_by_sort_alike(nodes: np.ndarray) -> None:
+    """Small sizes are counted (``bincount``), others sorted; both give each size's quantile
+    in the shape of ``nodes``."""
+    gamma, beta = Fraction(1, 300), 0.05
+    nl._QUANTILES.clear()
+    got = nl.sum_quantile(nodes, beta, gamma=gamma)
+    assert got.shape == np.shape(nodes)
+    for idx, m in np.ndenumerate(nodes):
+        nl._QUANTILES.clear()
+        alone = nl._compute_quantiles([int(m)], beta, gamma, None)[0] if m > 0 else 0.0
+        assert got[idx] == alone

@@ -281,8 +281,9 @@ def _dirichlet_bisect(w_all: NDArray[np.float64], n: NDArray[np.int64], r: NDArr
     return out
 
 
-#: certified quantiles already computed, per (law, β, m): public parameters only
-_QUANTILES: dict[tuple[Fraction | None, int | None, float, int], float] = {}
+#: certified quantiles already computed, per (law, β) and m: public parameters only (one table
+#: per level, so a look-up hashes the law once, not once per cover size)
+_QUANTILES: dict[tuple[Fraction | None, int | None, float], dict[int, float]] = {}
 
 
 def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
@@ -295,17 +296,31 @@ def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
     smaller value than the tail bound, else the tail bound. Cached per distinct ``m``.
     """
     m_arr = np.asarray(nodes, dtype=np.int64)
-    uniq, inv = np.unique(m_arr, return_inverse=True)
-    want = [m for m in uniq.tolist() if m > 0 and (gamma, sigma2, beta, m) not in _QUANTILES]
-    if want:
-        if len(_QUANTILES) > 1 << 16:
+    small = m_arr.size > 0 and int(m_arr.min()) >= 0 and int(m_arr.max()) < 1 << 16
+    if small:  # cover sizes are small: a count per size instead of a sort
+        uniq = np.flatnonzero(np.bincount(m_arr.ravel()))
+    else:
+        uniq, inv = np.unique(m_arr, return_inverse=True)
+    table = _QUANTILES.get((gamma, sigma2, beta))
+    if table is None:
+        if len(_QUANTILES) > 1 << 8:
             _QUANTILES.clear()
-        _QUANTILES.update(((gamma, sigma2, beta, m), q)
-                          for m, q in zip(want, _compute_quantiles(want, beta, gamma, sigma2),
-                                          strict=True))
-    vals = np.array([_QUANTILES[(gamma, sigma2, beta, m)] if m > 0 else 0.0
-                     for m in uniq.tolist()], dtype=np.float64)
-    out: NDArray[np.float64] = vals[inv].reshape(m_arr.shape)
+        table = _QUANTILES.setdefault((gamma, sigma2, beta), {})
+    sizes = uniq.tolist()
+    want = [m for m in sizes if m > 0 and m not in table]
+    new = dict(zip(want, _compute_quantiles(want, beta, gamma, sigma2), strict=True)) \
+        if want else {}
+    if len(table) > 1 << 16:
+        table.clear()
+    table.update(new)
+    vals = np.array([0.0 if m <= 0 else new[m] if m in new else table[m] for m in sizes],
+                    dtype=np.float64)
+    if small:
+        lut = np.zeros(sizes[-1] + 1, dtype=np.float64)
+        lut[uniq] = vals
+        out: NDArray[np.float64] = lut[m_arr.ravel()].reshape(m_arr.shape)
+        return out
+    out = vals[inv].reshape(m_arr.shape)
     return out
 
 
