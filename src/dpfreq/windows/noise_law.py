@@ -223,7 +223,7 @@ def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
     terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same ``slack`` plus
     ``TRUNC``; an ``m`` not certified at ``b = r`` is left out. The compiled search of
     :mod:`dpfreq.windows.node_kernel` when loaded (a secant search per row from a normal
-    guess, a few sums instead of a bisection's ~18), else a bisection of all rows at once.
+    guess, a few sums instead of a bisection's ~18), else the same search in numpy.
     """
     rows = []
     for m, r in zip(ms, rs, strict=True):
@@ -239,44 +239,59 @@ def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
     ks = np.arange(offs[-1], dtype=np.int64) - offs[row_of] + 1
     w_flat = _dirichlet_weights(m_col[row_of], n_col[row_of], ks.astype(np.float64), gamma)
     slack = np.array([_slack(m, n) + TRUNC for m, _, n, _ in rows])
+    z = NormalDist().inv_cdf(1.0 - beta / 2.0)  # the guess: a normal law of the same variance
+    guess = (z * np.sqrt(m_col * (2.0 * math.exp(-gamma))) / -math.expm1(-gamma)
+             ).astype(np.int64)
     kern = node_kernel.loaded()
     if kern is not None:
         out = np.empty(k_col.size, dtype=np.int64)
-        z = NormalDist().inv_cdf(1.0 - beta / 2.0)
-        sd = np.sqrt(m_col * (2.0 * math.exp(-gamma))) / -math.expm1(-gamma)
-        kern.dirichlet_search(w_flat, offs, n_col, r_col, slack, 1.0 - beta,
-                              (z * sd).astype(np.int64), out)
+        kern.dirichlet_search(w_flat, offs, n_col, r_col, slack, 1.0 - beta, guess, out)
     else:
         w_all = np.zeros((k_col.size, int(k_col.max())), dtype=np.float64)
         w_all[row_of, ks - 1] = w_flat
-        out = _dirichlet_bisect(w_all, n_col, r_col, slack, beta)
+        out = _dirichlet_search(w_all, n_col, r_col, slack, beta, guess)
     return {m: float(b) for m, b in zip(m_col.tolist(), out.tolist(), strict=True) if b >= 0}
 
 
-def _dirichlet_bisect(w_all: NDArray[np.float64], n: NDArray[np.int64], r: NDArray[np.int64],
-                      slack: NDArray[np.float64], beta: float) -> NDArray[np.int64]:
-    """The search of :func:`_dirichlet_quantiles` without the compiled kernels: a bisection of
-    ``[−1, r]`` per row (``w_all`` the rows' terms, zero-padded), all rows at once; ``−1``
-    where ``r`` is not certified."""
-    n_col = n[:, None]
+def _dirichlet_search(w_all: NDArray[np.float64], n: NDArray[np.int64], r: NDArray[np.int64],
+                      slack: NDArray[np.float64], beta: float, guess: NDArray[np.int64]
+                      ) -> NDArray[np.int64]:
+    """The search of :func:`_dirichlet_quantiles` without the compiled kernels: the secant search
+    of ``node_kernel_jit.dirichlet_search`` (the same steps) for all rows at once, ``w_all`` the
+    rows' terms zero-padded; ``−1`` where ``r`` is not certified."""
     ks = np.arange(1, w_all.shape[1] + 1, dtype=np.int64)
 
-    def certified(b: NDArray[np.int64]) -> NDArray[np.bool_]:
-        odd = (2 * b + 1)[:, None]
+    def excess(rows: NDArray[np.intp], b: NDArray[np.int64]) -> NDArray[np.float64]:
+        n_col, odd = n[rows][:, None], (2 * b + 1)[:, None]
         sines = np.sin(np.pi * ((odd * ks) % (2 * n_col)) / n_col)
-        mass = odd[:, 0] / n_col[:, 0] + np.sum(w_all * sines, axis=1)
-        ok: NDArray[np.bool_] = mass - slack >= 1.0 - beta
-        return ok
+        mass = odd[:, 0] / n_col[:, 0] + np.sum(w_all[rows] * sines, axis=1)
+        out: NDArray[np.float64] = (mass - slack[rows]) - (1.0 - beta)
+        return out
 
-    hi = r.copy()
-    keep = certified(hi)
-    lo = np.full(hi.size, -1, dtype=np.int64)
-    while np.any(hi - lo > 1):
-        mid = (lo + hi) // 2
-        ok = certified(np.maximum(mid, 0))
-        active = hi - lo > 1
-        hi = np.where(active & ok, mid, hi)
-        lo = np.where(active & ~ok, mid, lo)
+    hi, lo = r.copy(), np.full(r.size, -1, dtype=np.int64)
+    keep = excess(np.arange(r.size), hi) >= 0.0
+    x, x0 = np.minimum(np.maximum(guess, 0), hi - 1), lo.copy()
+    f0, w1 = np.zeros(r.size), hi + 1
+    w2 = w1.copy()
+    active, it = keep & (hi - lo > 1), 0
+    while active.any():
+        rows = np.flatnonzero(active)
+        xa, xp, fp = x[rows], x0[rows], f0[rows]
+        f = excess(rows, xa)
+        ok = f >= 0.0
+        h, lo_r = np.where(ok, xa, hi[rows]), np.where(ok, lo[rows], xa)
+        hi[rows], lo[rows], it = h, lo_r, it + 1
+        step = np.where(ok, -1, 1) * np.maximum(1, xa // 64)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            est = np.where(xp < 0, (xa + step).astype(np.float64),
+                           np.where(f != fp, xa - f * (xa - xp) / (f - fp), -2.0))
+        bis = ((it >= 3) & (2 * (h - lo_r) > w2[rows])) | ~((lo_r < est) & (est < h))
+        est = np.where(bis, 0.0, est)
+        near = np.clip(np.where(ok, np.floor(est), np.ceil(est)), lo_r + 1, h - 1)
+        x[rows] = np.where(bis, (lo_r + h) // 2, near.astype(np.int64))
+        w2[rows], w1[rows] = w1[rows], h - lo_r
+        x0[rows], f0[rows] = xa, f
+        active[rows] = h - lo_r > 1
     out: NDArray[np.int64] = np.where(keep, hi, -1)
     return out
 
