@@ -157,9 +157,10 @@ def test_search_from_any_guess_ends_where_the_bisection_does(kern, guess: int) -
     assert out.tolist() == [reference_row(m, r, beta, gamma) for m, r in zip(ms, rs, strict=True)]
 
 
-def test_compiled_chernoff_minimum_equals_the_numpy_one(monkeypatch, kern) -> None:
-    """The compiled pass computes only the terms that can be the minimum (from the previous
-    size's minimizer): any order of sizes, any level, tiny and large ``γ``."""
+def test_chernoff_minimum_equals_the_whole_grids_on_both_paths(monkeypatch, kern) -> None:
+    """Both paths compute only the terms that can be the minimum (compiled: from the previous
+    size's minimizer; numpy: a window around a coarse minimizer) and give the whole grid's
+    minimum: any order of sizes, any level, tiny and large ``γ``."""
     rng = np.random.default_rng(5)
     ms = np.concatenate((np.arange(1, 5000, 13), rng.permutation(np.arange(1, 3000, 7)),
                          [10**6, 1, 2**40]))
@@ -171,7 +172,9 @@ def test_compiled_chernoff_minimum_equals_the_numpy_one(monkeypatch, kern) -> No
             with monkeypatch.context() as mp:
                 mp.setattr(node_kernel, "loaded", lambda: None)
                 fallback = nl._chernoff_radius(ms, gamma, beta)
-            assert compiled.tolist() == fallback.tolist()
+            lam, log_m = nl._chernoff_grid(gamma)
+            full = np.floor(np.min((ms[:, None] * log_m + math.log(2.0 / beta)) / lam, axis=1))
+            assert compiled.tolist() == fallback.tolist() == full.tolist()
 
 
 @pytest.mark.parametrize("nodes", [np.int64(17), np.array([[0, 3, 17], [17, 120, 3]]),
@@ -188,3 +191,15 @@ def test_cover_sizes_are_looked_up_by_count_or_by_sort_alike(nodes: np.ndarray) 
         nl._QUANTILES.clear()
         alone = nl._compute_quantiles([int(m)], beta, gamma, None)[0] if m > 0 else 0.0
         assert got[idx] == alone
+
+
+@pytest.mark.parametrize("width", [1, 8, 64, 512, 5000])
+def test_grid_minimum_of_any_window_is_the_whole_grids(width: int) -> None:
+    """Narrow windows miss the minimizer for some sizes (the whole grid is then scanned)."""
+    ms = np.array([1, 2, 12, 338, 5000, 10**6], dtype=np.int64)
+    for gamma in [1 / 40000, 1 / 1156, 5.0]:
+        lam, log_m = nl._chernoff_grid(gamma)
+        for c in [math.log(2.0), math.log(2.0 / 1e-13), -0.5]:
+            full = np.min((ms[:, None] * log_m + c) / lam, axis=1)
+            got = nl._grid_minimum(ms, log_m, lam, c, width)
+            assert got.tolist() == full.tolist()
