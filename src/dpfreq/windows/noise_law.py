@@ -93,7 +93,7 @@ def _chernoff_radius(m: Any, gamma: float, beta: float) -> Any:
     """
     lam, log_m = _chernoff_grid(gamma)
     if np.ndim(m):
-        ms = np.asarray(m, dtype=np.int64)
+        ms = np.array(m, dtype=np.int64)  # a fresh array: the type the kernel was built for
         kern = node_kernel.loaded()
         if kern is not None:  # the same arithmetic in one compiled pass
             out = np.empty(ms.size, dtype=np.float64)
