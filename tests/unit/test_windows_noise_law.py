@@ -40,8 +40,9 @@ def test_few_term_mass_equals_the_transform_mass(gamma: Fraction) -> None:
     m = 40
     r = int(nl.tail_radius(m, nl.TAIL, gamma=gamma))
     n, _ = nl._circular_power(m, r, gamma, None)
-    w = nl._dirichlet_weights(m, n, float(gamma))
-    assert w is not None
+    k_max = nl._dirichlet_terms(m, n, float(gamma))
+    assert k_max is not None
+    w = nl._dirichlet_weights(m, n, np.arange(1, k_max + 1, dtype=np.float64), float(gamma))
     cdf = nl.sum_abs_cdf(m, gamma)
     assert cdf is not None
     bs = np.linspace(0, r, 50).astype(np.int64)

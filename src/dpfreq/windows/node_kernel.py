@@ -87,6 +87,7 @@ def _warm(mod: ModuleType) -> None:
     mod.upper_row(np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64), 2, 2, 1, 1,
                   np.zeros(2, dtype=np.int64))
     mod.upper_sums(i64, i64, i64, i64, i64, i64, i64, np.zeros(2, dtype=np.int64))
+    _warm_laws(mod)
     for name in mod.__all__:  # a call with other argument types raises instead of compiling
         getattr(mod, name).disable_compile()
 
@@ -272,3 +273,14 @@ def upper_row(kern: ModuleType, grids: dict[tuple[int, int], NDArray[np.int64]],
     out = np.empty((domain >> lx) * ((domain >> b) + 1), dtype=np.int64)
     kern.upper_row(np.concatenate(parts), offs, int(levels), int(domain), int(lx), int(b), out)
     return out
+
+
+def _warm_laws(mod: ModuleType) -> None:
+    """The calls of :mod:`dpfreq.windows.noise_law` (Chernoff radii, the Dirichlet search)."""
+    f64 = np.zeros(2, dtype=np.float64)
+    i64 = np.ones(2, dtype=np.int64)
+    lam = np.ones(2, dtype=np.float64)
+    lam.setflags(write=False)  # as the cached grid
+    mod.chernoff_floor(i64, lam, lam, 1.0, f64)
+    mod.dirichlet_search(f64, np.array([0, 1, 2]), 4 * i64, i64, f64, 0.5, i64,
+                         np.zeros(2, dtype=np.int64))

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["dominance_counts", "fill_blocks", "geometric_words", "grid_ids", "laplace_sums",
-           "laplace_words", "lower_blocks", "upper_row", "upper_sums"]
+__all__ = ["chernoff_floor", "dirichlet_search", "dominance_counts", "fill_blocks",
+           "geometric_words", "grid_ids", "laplace_sums", "laplace_words", "lower_blocks",
+           "upper_row", "upper_sums"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
 _LANES = 16  # binary searches run in lockstep by dominance_counts
@@ -316,3 +317,105 @@ def upper_sums(xs, ys, lxs, bs, widths, offs, rows, out):
             if (x >> lx) & 1:
                 acc += rows[offs[i] + ((x >> lx) - 1) * widths[i] + (y >> bs[i])]
         out[q] = acc
+
+
+@numba.njit(cache=True, nogil=True)
+def chernoff_floor(ms, log_m, lam, c, out):
+    """``out[i] = floor(min_j (ms[i]·log_m[j] + c) / lam[j])``: the grid minimum of
+    ``noise_law._chernoff_radius``, each term with the same operations in the same order.
+
+    Only the terms that can be the minimum are computed: from the previous size's minimizer
+    (``λ`` ascending), down while ``min_{j' <= j} c/λ_j' < best`` and up while
+    ``ms[i]·min_{j' >= j} log_m_j'/λ_j'·(1 − 1e-13) < best``. Both are lower bounds of every
+    rounded term beyond ``j`` when ``log_m >= 0`` and ``c >= 0`` (rounding is monotone, and the
+    three roundings of a term lose less than the margin); a term with ``log_m < 0`` lowers
+    them to ``−∞`` (scanned), and ``c < 0`` scans the whole grid."""
+    nj = lam.size
+    down = np.empty(nj)  # prefix minima of c/λ
+    up = np.empty(nj)  # suffix minima of log_m/λ, with the margin
+    low = np.inf
+    for j in range(nj):
+        q = c / lam[j] if log_m[j] >= 0.0 and c >= 0.0 else -np.inf
+        low = min(low, q)
+        down[j] = low
+    low = np.inf
+    for j in range(nj - 1, -1, -1):
+        q = log_m[j] / lam[j] * (1.0 - 1e-13) if log_m[j] >= 0.0 and c >= 0.0 else -np.inf
+        low = min(low, q)
+        up[j] = low
+    at = nj // 2
+    for i in range(ms.size):
+        m = np.float64(ms[i])
+        best = np.inf
+        arg = at
+        j = at
+        while j >= 0 and not down[j] >= best:
+            v = (m * log_m[j] + c) / lam[j]
+            if v < best:
+                best, arg = v, j
+            j -= 1
+        j = at + 1
+        while j < nj and not m * up[j] >= best:
+            v = (m * log_m[j] + c) / lam[j]
+            if v < best:
+                best, arg = v, j
+            j += 1
+        out[i] = np.floor(best)
+        at = arg
+
+
+@numba.njit(cache=True, nogil=True)
+def _dirichlet_excess(w, n, b, slack, target):
+    """``(M(b) − slack) − (1 − β)`` of ``noise_law._dirichlet_quantiles`` for one row: certified
+    iff ``>= 0`` (the same terms as the numpy sum, reduced modulo ``2n`` before the sine)."""
+    odd = 2 * b + 1
+    two_n = 2 * n
+    s = 0.0
+    for k in range(w.size):
+        s += w[k] * np.sin(np.pi * np.float64((odd * (k + 1)) % two_n) / np.float64(n))
+    return (np.float64(odd) / np.float64(n) + s - slack) - target
+
+
+@numba.njit(cache=True, nogil=True)
+def dirichlet_search(w_flat, offs, ns, rs, slacks, target, guesses, out):
+    """Per row ``i``: ``out[i]`` = the ``b`` with ``b`` certified and ``b − 1`` not (``b = 0``
+    when ``0`` is), ``−1`` when ``rs[i]`` is not certified. A safeguarded secant search from
+    ``guesses[i]`` keeps a bracket ``lo`` (not certified, ``−1`` at first) < ``hi``
+    (certified, ``rs[i]`` at first) and stops when ``hi = lo + 1``: the transition a bisection
+    of the same bracket finds (the certified set is ``{b >= transition}`` whenever the
+    computed mass increases across it)."""
+    for i in range(ns.size):
+        w = w_flat[offs[i]:offs[i + 1]]
+        n = ns[i]
+        hi = rs[i]
+        f_hi = _dirichlet_excess(w, n, hi, slacks[i], target)
+        if not f_hi >= 0.0:
+            out[i] = -1
+            continue
+        lo = -1
+        x0 = -1
+        f0 = 0.0
+        w1 = w2 = hi + 1  # bracket widths one and two steps back
+        x = min(max(guesses[i], 0), hi - 1)
+        it = 0
+        while hi - lo > 1:
+            f = _dirichlet_excess(w, n, x, slacks[i], target)
+            if f >= 0.0:
+                hi = x
+            else:
+                lo = x
+            it += 1
+            if x0 < 0:  # second point: a step of 1/64 of the guess toward the root
+                est = float(x - max(1, x // 64)) if f >= 0.0 else float(x + max(1, x // 64))
+            elif f != f0:  # secant through the last two points
+                est = x - f * (x - x0) / (f - f0)
+            else:
+                est = -2.0
+            if (it >= 3 and 2 * (hi - lo) > w2) or not lo < est < hi:
+                nxt = (lo + hi) // 2  # no halving in two steps, or no secant step: bisect
+            else:
+                nxt = min(max(int(np.floor(est) if f >= 0.0 else np.ceil(est)), lo + 1), hi - 1)
+            w2, w1 = w1, hi - lo
+            x0, f0 = x, f
+            x = nxt
+        out[i] = hi

@@ -26,9 +26,12 @@ cover size, not per answer):
 For discrete Laplace with small ``γ`` the folded law has only a few Fourier coefficients that
 are not negligible (``φ(θ)^m`` falls fast away from ``θ = 0``), so the mass of ``[−b, b]`` is a
 short sum against the Dirichlet kernel (:func:`_dirichlet_quantiles`, the omitted terms bounded
-by ``TRUNC``): ``b`` is found by bisection for every cover size of a batch at once instead of
+by ``TRUNC``): ``b`` is found by a search over ``b`` for every cover size of a batch instead of
 one transform of ``n >= 2R + 1`` points per size. ``log φ`` is computed in the form without
-cancellation (:func:`_log_phi`).
+cancellation (:func:`_log_phi`). With the compiled kernels of :mod:`dpfreq.windows.node_kernel`
+loaded, the Chernoff minima and the searches run as compiled loops that give the same numbers
+(a secant search per size ends at the same certified ``b`` as the numpy bisection: the smallest
+``b`` certified with ``b − 1`` not); the numpy path is the fallback.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as sfft
+
+from dpfreq.windows import node_kernel
 
 __all__ = [
     "TAIL",
@@ -60,9 +66,6 @@ WEIGHT_DECIMALS = 12
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used
 MAX_RADIUS = 1 << 21
 
-#: grid points each side of the bisected minimum evaluated by :func:`_grid_minima`
-_WINDOW = 16
-
 #: bound on the Fourier terms left out of a sum in :func:`_dirichlet_quantiles`
 TRUNC = 1e-17
 
@@ -72,7 +75,7 @@ def _chernoff_grid(gamma: float) -> tuple[NDArray[np.float64], NDArray[np.float6
     """``(λ, log M(λ))`` on the grid of :func:`_chernoff_radius` (shared by every ``m``)."""
     alpha = math.exp(-gamma)
     lam = gamma * np.concatenate((np.geomspace(1e-6, 0.5, 2000),
-                                  1 - np.geomspace(0.5, 1e-7, 2000)[1:]))  # increasing
+                                  1 - np.geomspace(0.5, 1e-7, 2000)))
     # α·e^{±λ} = e^{±λ−γ}: no overflow for large γ
     log_m = (2 * math.log1p(-alpha) - np.log1p(-np.exp(lam - gamma))
              - np.log1p(-np.exp(-lam - gamma)))
@@ -90,44 +93,38 @@ def _chernoff_radius(m: Any, gamma: float, beta: float) -> Any:
     """
     lam, log_m = _chernoff_grid(gamma)
     if np.ndim(m):
-        return np.floor(_grid_minima(np.asarray(m, dtype=np.int64), lam, log_m,
-                                     math.log(2.0 / beta)))
+        ms = np.array(m, dtype=np.int64)  # a fresh array: the type the kernel was built for
+        kern = node_kernel.loaded()
+        if kern is not None:  # the same arithmetic in one compiled pass
+            out = np.empty(ms.size, dtype=np.float64)
+            kern.chernoff_floor(ms, log_m, lam, math.log(2.0 / beta), out)
+            return out
+        return np.floor(_grid_minimum(ms, log_m, lam, math.log(2.0 / beta)))
     return float(np.floor(np.min((m * log_m + math.log(2.0 / beta)) / lam)))
 
 
-def _grid_minima(ms: NDArray[np.int64], lam: NDArray[np.float64],
-                 log_m: NDArray[np.float64], c: float) -> NDArray[np.float64]:
-    """``min_j (m·log_m[j] + c)/λ_j`` per ``m``, the same floats as the whole grid gives.
-
-    The bound is quasi-convex in ``λ`` (its derivative's numerator ``m(λ·g' − g) − c`` grows,
-    ``g = log M`` being convex), so a bisection on the sign of its steps finds the minimum's
-    grid point, and the grid around it (:data:`_WINDOW` points each side) is evaluated as the
-    whole grid would be. A minimum on the window's edge (rounding could have misled the
-    bisection) is recomputed over the whole grid.
-    """
-    mf = ms.astype(np.float64)
-
-    def bound(j: NDArray[np.int64]) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = (mf[:, None] * log_m[j] + c) / lam[j]
-        return out
-
-    rows = np.arange(ms.size)
-    lo = np.zeros(ms.size, dtype=np.int64)
-    hi = np.full(ms.size, lam.size - 1, dtype=np.int64)
-    while np.any(lo < hi):  # first j with bound(j + 1) > bound(j): the minimum's grid point
-        mid = (lo + hi) // 2
-        vals = bound(np.stack((mid, mid + 1), axis=1).clip(0, lam.size - 1))
-        up = vals[:, 1] > vals[:, 0]
-        hi, lo = np.where(up, mid, hi), np.where(up, lo, mid + 1)
-    offsets = np.arange(-_WINDOW, _WINDOW + 1)
-    near = np.clip(lo[:, None] + offsets, 0, lam.size - 1)
-    vals = bound(near)
-    at = near[rows, np.argmin(vals, axis=1)]
-    best = vals.min(axis=1)
-    edge = ((at == near[:, 0]) & (at > 0)) | ((at == near[:, -1]) & (at < lam.size - 1))
-    if np.any(edge):
-        best[edge] = np.min((mf[edge, None] * log_m + c) / lam, axis=1)
-    return best
+def _grid_minimum(ms: NDArray[np.int64], log_m: NDArray[np.float64], lam: NDArray[np.float64],
+                  c: float, width: int = 512) -> NDArray[np.float64]:
+    """``min_j (m·log_m_j + c)/λ_j`` per ``m``: the terms of ``width`` grid points around the
+    minimizer of every 16th point, kept where the bounds of ``node_kernel_jit.chernoff_floor``
+    (the grid's ``c/λ`` below, ``m·log_m/λ`` above) prove the other terms no smaller; the
+    whole grid for the other sizes. The same value as the whole grid's minimum."""
+    col = ms[:, None]
+    start = np.clip(np.argmin((col * log_m[::16] + c) / lam[::16], axis=1) * 16 - width // 2,
+                    0, max(0, lam.size - width))
+    idx = np.minimum(start[:, None] + np.arange(width), lam.size - 1)
+    best = np.min((col * log_m[idx] + c) / lam[idx], axis=1)
+    sure = log_m >= 0.0 if c >= 0.0 else np.zeros(lam.size, dtype=np.bool_)
+    down = np.minimum.accumulate(np.where(sure, c / lam, -np.inf))
+    up = np.minimum.accumulate(np.where(sure, log_m / lam * (1.0 - 1e-13), -np.inf)[::-1])[::-1]
+    end = start + width
+    below = np.where(start > 0, down[np.maximum(start - 1, 0)], np.inf)
+    above = np.where(end < lam.size, ms * up[np.minimum(end, lam.size - 1)], np.inf)
+    rest = np.flatnonzero(~((below >= best) & (above >= best)))
+    if rest.size:
+        best[rest] = np.min((col[rest] * log_m + c) / lam, axis=1)
+    out: NDArray[np.float64] = best
+    return out
 
 
 def _gaussian_radius(m: int, sigma2: int, beta: float) -> float:
@@ -212,16 +209,8 @@ def _slack(m: int, n: int) -> float:
     return TAIL + 1e-15 * n * max(1, m).bit_length() + 1e-12
 
 
-def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | None:
-    """``w_k`` (``k = 1 … K``) with ``|M(b) − (2b+1)/n − Σ_k w_k sin(π(2b+1)k/n)| <= TRUNC``.
-
-    ``M(b)`` is the mass of ``[−b, b]`` under the law of ``S_m`` folded onto ``n`` points:
-    ``M(b) = (1/n) Σ_{k<n} φ_k^m D_b(2πk/n)`` with the Dirichlet kernel
-    ``D_b(θ) = sin((2b+1)θ/2)/sin(θ/2)``, so ``w_k = 2φ_k^m/(n sin(πk/n))``. ``φ`` decreases on
-    ``[0, π]``; for ``k > K`` it is ``φ_k^m <= 2·TRUNC/n``, and ``|D_b(2πk/n)| <= n/(2k)``,
-    so the omitted terms sum to at most ``TRUNC``. ``None`` when ``K`` is not small against
-    ``n`` (then the transform of :func:`_circular_power` is cheaper).
-    """
+def _dirichlet_terms(m: int, n: int, gamma: float) -> int | None:
+    """``K`` of :func:`_dirichlet_weights`, or ``None`` when it is not small against ``n``."""
     alpha = math.exp(-gamma)
     one_minus = -math.expm1(-gamma)
     # φ(θ)^m <= t  ⟺  sin²(θ/2) >= (1/t − 1)(1−α)²/(4α)
@@ -230,9 +219,20 @@ def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | No
     if not s2 < 1.0:
         return None
     k_max = math.ceil(math.asin(math.sqrt(s2)) * n / math.pi) + 1
-    if 8 * k_max >= n:
-        return None
-    k = np.arange(1, k_max + 1, dtype=np.float64)
+    return None if 8 * k_max >= n else k_max
+
+
+def _dirichlet_weights(m: Any, n: Any, k: Any, gamma: float) -> NDArray[np.float64]:
+    """``w_k = 2φ_k^m/(n sin(πk/n))`` with ``|M(b) − (2b+1)/n − Σ_{k<=K} w_k sin(π(2b+1)k/n)|
+    <= TRUNC`` (``K`` from :func:`_dirichlet_terms`; ``m``, ``n``, ``k`` broadcast, so the
+    terms of many rows come from one pass).
+
+    ``M(b)`` is the mass of ``[−b, b]`` under the law of ``S_m`` folded onto ``n`` points:
+    ``M(b) = (1/n) Σ_{k<n} φ_k^m D_b(2πk/n)`` with the Dirichlet kernel
+    ``D_b(θ) = sin((2b+1)θ/2)/sin(θ/2)``. ``φ`` decreases on ``[0, π]``; for ``k > K`` it is
+    ``φ_k^m <= 2·TRUNC/n``, and ``|D_b(2πk/n)| <= n/(2k)``, so the omitted terms sum to at
+    most ``TRUNC``.
+    """
     out: NDArray[np.float64] = (2.0 / n) * np.exp(m * _log_phi(k, n, gamma)) / np.sin(
         np.pi * k / n)
     return out
@@ -241,49 +241,88 @@ def _dirichlet_weights(m: int, n: int, gamma: float) -> NDArray[np.float64] | No
 def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
                          ) -> dict[int, float]:
     """The certified quantile of :func:`sum_quantile` for every ``m`` whose folded law has few
-    Fourier terms (:func:`_dirichlet_weights`): the smallest ``b <= r`` with
-    ``M(b) − slack >= 1 − β``, by a bisection over ``b`` run for all ``m`` at once. ``M(b)`` is
-    the quantity :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points,
-    here from ``K`` terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same
-    ``slack`` plus ``TRUNC``; an ``m`` not certified at ``b = r`` is left out.
+    Fourier terms (:func:`_dirichlet_terms`): the smallest ``b <= r`` with
+    ``M(b) − slack >= 1 − β`` (``b`` certified, ``b − 1`` not). ``M(b)`` is the quantity
+    :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points, here from ``K``
+    terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same ``slack`` plus
+    ``TRUNC``; an ``m`` not certified at ``b = r`` is left out. The compiled search of
+    :mod:`dpfreq.windows.node_kernel` when loaded (a secant search per row from a normal
+    guess, a few sums instead of a bisection's ~18), else the same search in numpy.
     """
     rows = []
     for m, r in zip(ms, rs, strict=True):
         n = sfft.next_fast_len(2 * r + 1, real=True)
-        w = _dirichlet_weights(m, n, gamma)
-        if w is not None:
-            rows.append((m, r, n, w))
+        k_max = _dirichlet_terms(m, n, gamma)
+        if k_max is not None:
+            rows.append((m, r, n, k_max))
     if not rows:
         return {}
-    w_all = np.zeros((len(rows), max(row[3].size for row in rows)), dtype=np.float64)
-    for i, row in enumerate(rows):
-        w_all[i, :row[3].size] = row[3]
-    n_col = np.array([row[2] for row in rows], dtype=np.int64)[:, None]
-    slack = np.array([_slack(row[0], row[2]) + TRUNC for row in rows])
+    m_col, r_col, n_col, k_col = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=True))
+    offs = np.concatenate(([0], np.cumsum(k_col)))
+    row_of = np.repeat(np.arange(k_col.size), k_col)
+    ks = np.arange(offs[-1], dtype=np.int64) - offs[row_of] + 1
+    w_flat = _dirichlet_weights(m_col[row_of], n_col[row_of], ks.astype(np.float64), gamma)
+    slack = np.array([_slack(m, n) + TRUNC for m, _, n, _ in rows])
+    z = NormalDist().inv_cdf(1.0 - beta / 2.0)  # the guess: a normal law of the same variance
+    guess = (z * np.sqrt(m_col * (2.0 * math.exp(-gamma))) / -math.expm1(-gamma)
+             ).astype(np.int64)
+    kern = node_kernel.loaded()
+    if kern is not None:
+        out = np.empty(k_col.size, dtype=np.int64)
+        kern.dirichlet_search(w_flat, offs, n_col, r_col, slack, 1.0 - beta, guess, out)
+    else:
+        w_all = np.zeros((k_col.size, int(k_col.max())), dtype=np.float64)
+        w_all[row_of, ks - 1] = w_flat
+        out = _dirichlet_search(w_all, n_col, r_col, slack, beta, guess)
+    return {m: float(b) for m, b in zip(m_col.tolist(), out.tolist(), strict=True) if b >= 0}
+
+
+def _dirichlet_search(w_all: NDArray[np.float64], n: NDArray[np.int64], r: NDArray[np.int64],
+                      slack: NDArray[np.float64], beta: float, guess: NDArray[np.int64]
+                      ) -> NDArray[np.int64]:
+    """The search of :func:`_dirichlet_quantiles` without the compiled kernels: the secant search
+    of ``node_kernel_jit.dirichlet_search`` (the same steps) for all rows at once, ``w_all`` the
+    rows' terms zero-padded; ``−1`` where ``r`` is not certified."""
     ks = np.arange(1, w_all.shape[1] + 1, dtype=np.int64)
 
-    def certified(b: NDArray[np.int64]) -> NDArray[np.bool_]:
-        odd = (2 * b + 1)[:, None]
+    def excess(rows: NDArray[np.intp], b: NDArray[np.int64]) -> NDArray[np.float64]:
+        n_col, odd = n[rows][:, None], (2 * b + 1)[:, None]
         sines = np.sin(np.pi * ((odd * ks) % (2 * n_col)) / n_col)
-        mass = odd[:, 0] / n_col[:, 0] + np.sum(w_all * sines, axis=1)
-        ok: NDArray[np.bool_] = mass - slack >= 1.0 - beta
-        return ok
+        mass = odd[:, 0] / n_col[:, 0] + np.sum(w_all[rows] * sines, axis=1)
+        out: NDArray[np.float64] = (mass - slack[rows]) - (1.0 - beta)
+        return out
 
-    hi = np.array([row[1] for row in rows], dtype=np.int64)
-    keep = certified(hi)
-    lo = np.full(hi.size, -1, dtype=np.int64)
-    while np.any(hi - lo > 1):
-        mid = (lo + hi) // 2
-        ok = certified(np.maximum(mid, 0))
-        active = hi - lo > 1
-        hi = np.where(active & ok, mid, hi)
-        lo = np.where(active & ~ok, mid, lo)
-    return {row[0]: float(b) for row, b, k in zip(rows, hi.tolist(), keep.tolist(), strict=True)
-            if k}
+    hi, lo = r.copy(), np.full(r.size, -1, dtype=np.int64)
+    keep = excess(np.arange(r.size), hi) >= 0.0
+    x, x0 = np.minimum(np.maximum(guess, 0), hi - 1), lo.copy()
+    f0, w1 = np.zeros(r.size), hi + 1
+    w2 = w1.copy()
+    active, it = keep & (hi - lo > 1), 0
+    while active.any():
+        rows = np.flatnonzero(active)
+        xa, xp, fp = x[rows], x0[rows], f0[rows]
+        f = excess(rows, xa)
+        ok = f >= 0.0
+        h, lo_r = np.where(ok, xa, hi[rows]), np.where(ok, lo[rows], xa)
+        hi[rows], lo[rows], it = h, lo_r, it + 1
+        step = np.where(ok, -1, 1) * np.maximum(1, xa // 64)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            est = np.where(xp < 0, (xa + step).astype(np.float64),
+                           np.where(f != fp, xa - f * (xa - xp) / (f - fp), -2.0))
+        bis = ((it >= 3) & (2 * (h - lo_r) > w2[rows])) | ~((lo_r < est) & (est < h))
+        est = np.where(bis, 0.0, est)
+        near = np.clip(np.where(ok, np.floor(est), np.ceil(est)), lo_r + 1, h - 1)
+        x[rows] = np.where(bis, (lo_r + h) // 2, near.astype(np.int64))
+        w2[rows], w1[rows] = w1[rows], h - lo_r
+        x0[rows], f0[rows] = xa, f
+        active[rows] = h - lo_r > 1
+    out: NDArray[np.int64] = np.where(keep, hi, -1)
+    return out
 
 
-#: certified quantiles already computed, per (law, β, m): public parameters only
-_QUANTILES: dict[tuple[Fraction | None, int | None, float, int], float] = {}
+#: certified quantiles already computed, per (law, β) and m: public parameters only (one table
+#: per level, so a look-up hashes the law once, not once per cover size)
+_QUANTILES: dict[tuple[Fraction | None, int | None, float], dict[int, float]] = {}
 
 
 def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
@@ -296,17 +335,31 @@ def sum_quantile(nodes: object, beta: float, *, gamma: Fraction | None = None,
     smaller value than the tail bound, else the tail bound. Cached per distinct ``m``.
     """
     m_arr = np.asarray(nodes, dtype=np.int64)
-    uniq, inv = np.unique(m_arr, return_inverse=True)
-    want = [m for m in uniq.tolist() if m > 0 and (gamma, sigma2, beta, m) not in _QUANTILES]
-    if want:
-        if len(_QUANTILES) > 1 << 16:
+    small = m_arr.size > 0 and int(m_arr.min()) >= 0 and int(m_arr.max()) < 1 << 16
+    if small:  # cover sizes are small: a count per size instead of a sort
+        uniq = np.flatnonzero(np.bincount(m_arr.ravel()))
+    else:
+        uniq, inv = np.unique(m_arr, return_inverse=True)
+    table = _QUANTILES.get((gamma, sigma2, beta))
+    if table is None:
+        if len(_QUANTILES) > 1 << 8:
             _QUANTILES.clear()
-        _QUANTILES.update(((gamma, sigma2, beta, m), q)
-                          for m, q in zip(want, _compute_quantiles(want, beta, gamma, sigma2),
-                                          strict=True))
-    vals = np.array([_QUANTILES[(gamma, sigma2, beta, m)] if m > 0 else 0.0
-                     for m in uniq.tolist()], dtype=np.float64)
-    out: NDArray[np.float64] = vals[inv].reshape(m_arr.shape)
+        table = _QUANTILES.setdefault((gamma, sigma2, beta), {})
+    sizes = uniq.tolist()
+    want = [m for m in sizes if m > 0 and m not in table]
+    new = dict(zip(want, _compute_quantiles(want, beta, gamma, sigma2), strict=True)) \
+        if want else {}
+    if len(table) > 1 << 16:
+        table.clear()
+    table.update(new)
+    vals = np.array([0.0 if m <= 0 else new[m] if m in new else table[m] for m in sizes],
+                    dtype=np.float64)
+    if small:
+        lut = np.zeros(sizes[-1] + 1, dtype=np.float64)
+        lut[uniq] = vals
+        out: NDArray[np.float64] = lut[m_arr.ravel()].reshape(m_arr.shape)
+        return out
+    out = vals[inv].reshape(m_arr.shape)
     return out
 
 
@@ -319,13 +372,12 @@ def _compute_quantiles(ms: list[int], beta: float, gamma: Fraction | None,
         x = [_gaussian_radius(m, int(sigma2 or 0), beta) for m in ms]
     if beta <= 10 * TAIL:
         return [float(v) for v in x]
-    if gamma is not None:
-        rs = _chernoff_radius(np.array(ms), float(gamma), TAIL).tolist()
-    else:
-        rs = [tail_radius(m, TAIL, sigma2=sigma2) for m in ms]
-    # the exact law certifies nothing when its slack is >= β (its mass is at most 1)
-    todo = [(m, int(r)) for m, r in zip(ms, rs, strict=True) if r <= MAX_RADIUS
-            and _slack(m, sfft.next_fast_len(2 * int(r) + 1, real=True)) + TRUNC < beta]
+    # the exact law certifies nothing when its slack is >= β (its mass is at most 1); the slack
+    # grows with the radius, and the radius at τ <= β is at least the one at β (the same
+    # rounded operations with a larger constant), so a size the radius at β rules out is skipped
+    some = [m for m, v in zip(ms, x, strict=True) if _usable(m, int(v), beta)]
+    todo = [(m, r) for m, r in zip(some, _tail_radii(some, gamma, sigma2), strict=True)
+            if _usable(m, r, beta)]
     exact: dict[int, float] = {}
     if gamma is not None:
         exact = _dirichlet_quantiles([m for m, _ in todo], [r for _, r in todo], beta,
@@ -339,6 +391,18 @@ def _compute_quantiles(ms: list[int], beta: float, gamma: Fraction | None,
             if b < cdf.size:
                 exact[m] = float(b)
     return [min(float(v), exact.get(m, math.inf)) for m, v in zip(ms, x, strict=True)]
+
+
+def _tail_radii(ms: list[int], gamma: Fraction | None, sigma2: int | None) -> list[int]:
+    """:func:`tail_radius` at ``τ`` of every ``m`` (the discrete Laplace ones in one pass)."""
+    if gamma is not None and ms:
+        return [int(r) for r in _chernoff_radius(np.array(ms), float(gamma), TAIL).tolist()]
+    return [int(tail_radius(m, TAIL, sigma2=sigma2)) for m in ms]
+
+
+def _usable(m: int, r: int, beta: float) -> bool:
+    """Whether the exact law of ``S_m`` (support radius ``r``) can certify a quantile at β."""
+    return r <= MAX_RADIUS and _slack(m, sfft.next_fast_len(2 * r + 1, real=True)) + TRUNC < beta
 
 
 @functools.lru_cache(maxsize=256)
