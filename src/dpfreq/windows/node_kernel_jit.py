@@ -19,7 +19,7 @@ __all__ = ["dominance_counts", "fill_blocks", "geometric_words", "laplace_sums",
            "lower_blocks"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
-_LANES = 16  # binary searches run in lockstep by dominance_counts
+_LANES = 64  # searches run in lockstep by dominance_counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -121,20 +121,29 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
 
 
 @numba.njit(cache=True, nogil=True)
-def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
-    """``out[q] += Σ_ℓ (cw[ℓ] at the first key > (node, ys[q]) − before[node])`` over the set
-    bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``; ``keys``, ``cw``: one array per
-    level): the merge-sort tree of :class:`dpfreq.windows.dominance_count.DominanceCounter`,
-    each binary search confined to its node's keys (``start[node] .. start[node + 1]``). The
-    searches of ``_LANES`` queries advance in lockstep without branches on the keys, so their
-    cache misses overlap."""
-    pos = np.empty(_LANES, np.int64)  # per lane: first candidate position, keys left,
-    left = np.empty(_LANES, np.int64)  # target key, query and node
-    target = np.empty(_LANES, np.int64)
-    query = np.empty(_LANES, np.int64)
+def dominance_counts(lines, samples, shift, start, before, node_off, xs1, ys, out):
+    """``out[q] += Σ_ℓ`` (the weight of node ``(xs1[q] >> ℓ) − 1``'s points with ``y ≤
+    ys[q]``) over the set bits ``ℓ`` of ``xs1[q]``: the merge-sort tree of
+    :class:`dpfreq.windows.dominance_count.DominanceCounter`. Per level, ``lines`` holds the
+    pairs ``(y, cumulative weight)`` of the points, ``2^shift`` pairs per 64-byte line, and
+    ``samples`` the ``y`` of every line's first pair; a node's points are ``start[node] ..
+    start[node + 1]``. Each query searches its node's samples, then counts in the one line they
+    point to. The searches of ``_LANES`` queries advance in lockstep without branches on the
+    values, and every lane's line is read before any lane counts in it, so the cache misses of
+    the lanes overlap."""
+    block = np.int64(1) << shift
+    mask = block - 1
+    pos = np.empty(_LANES, np.int64)  # per lane: first candidate sample, samples left,
+    left = np.empty(_LANES, np.int64)  # target y, query, node, first sample of the node,
+    target = np.empty(_LANES, np.int64)  # first pair to count from, end of the count,
+    query = np.empty(_LANES, np.int64)  # the y of that first pair
     nodes = np.empty(_LANES, np.int64)
+    first = np.empty(_LANES, np.int64)
+    a_at = np.empty(_LANES, np.int64)
+    e_at = np.empty(_LANES, np.int64)
+    y_at = np.empty(_LANES, np.int64)
     for lev in range(node_off.size - 1):
-        lk, lc, nb = keys[lev], cw[lev], node_off[lev]
+        ln, sp, nb = lines[lev], samples[lev], node_off[lev]
         q = 0
         while q < xs1.size:
             k = widest = 0
@@ -142,32 +151,36 @@ def dominance_counts(keys, cw, start, before, node_off, xs1, ys, ny, out):
                 x = xs1[q] >> lev
                 if x & 1:
                     node = nb + x - 1
-                    lo = start[node]
-                    size = start[node + 1] - lo
-                    if size > 0:
-                        nodes[k] = node
-                        pos[k] = lo
-                        left[k] = size
-                        target[k] = (x - 1) * ny + ys[q]
-                        query[k] = q
-                        if size > widest:
-                            widest = size
+                    lo, hi = start[node], start[node + 1]
+                    if hi > lo:
+                        s0 = (lo + mask) >> shift  # the node's samples: s0 .. s1
+                        nodes[k], first[k], pos[k] = node, s0, s0
+                        left[k] = ((hi + mask) >> shift) - s0
+                        target[k], query[k] = ys[q], q
+                        widest = max(widest, left[k])
                         k += 1
                 q += 1
-            while widest > 1:  # lk[pos] <= target is kept while the range halves
+            while widest > 1:  # the first sample > target stays in pos .. pos + left
                 widest = 0
                 for j in range(k):
-                    size = left[j]
-                    if size > 1:
-                        half = size >> 1
-                        pos[j] += half * np.int64(lk[pos[j] + half] <= target[j])
-                        size -= half
-                        left[j] = size
-                    if size > widest:
-                        widest = size
-            for j in range(k):  # upper bound: one past the last key <= target
-                b = pos[j] + np.int64(lk[pos[j]] <= target[j])
-                out[query[j]] += lc[b] - before[nodes[j]]
+                    half = left[j] >> 1
+                    pos[j] += half * np.int64(sp[pos[j] + half] <= target[j])
+                    left[j] -= half
+                    widest = max(widest, left[j])
+            for j in range(k):  # the line holding the last y <= target; read it now
+                t = target[j]
+                s = pos[j] + np.int64(left[j] == 1) * np.int64(sp[pos[j]] <= t)
+                lo, hi = start[nodes[j]], start[nodes[j] + 1]
+                a = (s - 1) << shift if s > first[j] else lo
+                a_at[j], e_at[j] = a, min((a | mask) + 1, hi)
+                y_at[j] = ln[2 * a]
+            for j in range(k):  # one past the last y <= target (pairs a .. e, a < e)
+                a, e, t = a_at[j], e_at[j], target[j]
+                c = a + np.int64(y_at[j] <= t)
+                for i in range(1, block):
+                    c += np.int64(a + i < e) * np.int64(ln[2 * (a + i)] <= t)
+                if c > start[nodes[j]]:
+                    out[query[j]] += ln[2 * c - 1] - before[nodes[j]]
 
 
 @numba.njit(cache=True, nogil=True)
