@@ -95,15 +95,19 @@ class DominanceCounter:
         y_order = _stable_order(ys, ny.bit_length())
         x_by_y, w_by_y = xs[y_order], ws[y_order]
         y_by_y = ys[y_order].astype(dtype)
-        counts = np.bincount(xs, minlength=self._domain)  # points per node of the level
-        self._levels: list[tuple[NDArray[Any], NDArray[Any]]] = []
-        for lev in range(n_lev):
+        counts = [np.bincount(xs, minlength=self._domain)]  # points per node of each level
+        while len(counts) < n_lev:
+            counts.append(counts[-1].reshape(-1, 2).sum(axis=1))
+        levels: dict[int, tuple[NDArray[Any], NDArray[Any]]] = {}
+        # the low levels last, so the likeliest still cached at a first ask: their queries
+        # read the most distinct lines (one node each)
+        for lev in reversed(range(n_lev)):
             perm = _stable_order(x_by_y >> lev, nx.bit_length() - lev)
             start = self._start[node_off[lev]:node_off[lev + 1]]
-            np.cumsum(counts, out=start[1:])
-            self._levels.append(self._level(y_by_y[perm], w_by_y[perm], start,
-                                            self._before[node_off[lev]:node_off[lev + 1]]))
-            counts = counts.reshape(-1, 2).sum(axis=1) if counts.size > 1 else counts
+            np.cumsum(counts[lev], out=start[1:])
+            levels[lev] = self._level(y_by_y[perm], w_by_y[perm], start,
+                                      self._before[node_off[lev]:node_off[lev + 1]])
+        self._levels = [levels[lev] for lev in range(n_lev)]
         kern = node_kernel.loaded()  # else the compiled pass takes the levels on its first count
         self._typed: tuple[Any, Any] | None = None if kern is None else self._level_lists()
 
