@@ -5,10 +5,14 @@ a merge-sort tree: for every dyadic level of ``x``, the points sorted by ``(x-no
 their cumulative weights. A query ``(X, Y)`` splits ``[0, X]`` into one node per set bit of
 ``X + 1`` and counts, in each, the points with ``y ≤ Y`` by one binary search.
 
-Each node's first position is stored too, so the optional compiled pass of
-:mod:`dpfreq.windows.node_kernel` (extra ``fast``) can search each query's node range alone (a
-few keys at the low levels instead of all points); without it numpy's binary searches run over
-each level's whole key array. Both give the same integers: the count is exact either way. The
+A level stores the pairs ``(y, weight up to and including the point)`` side by side, 32-bit
+when every ``y`` and every partial sum of ``|w|`` fit (8 pairs per 64-byte cache line, the lines
+aligned), else 64-bit, and the ``y`` of each line's first pair (a sample 1/16 of the pairs'
+size). Each node's first position and the weight before it are stored too, so the optional
+compiled pass of :mod:`dpfreq.windows.node_kernel` (extra ``fast``) searches each query's node
+alone: the node's samples first, then the one line they point to, so a search reads one line
+of the level's pairs. Without numba, numpy runs the same searches vectorised over the queries,
+one halving step at a time. Both give the same integers: the count is exact either way. The
 levels are separate arrays: one allocation per level costs far less on a process's first
 release than one for all levels (fresh pages), measured at 10^6 points.
 """
@@ -26,20 +30,8 @@ from dpfreq.windows.dyadic import domain_size
 __all__ = ["DominanceCounter"]
 
 IntArray = NDArray[np.int64]
-
-#: every ``2^SAMPLE_SHIFT``-th ``y`` of each level is kept apart: the compiled search runs over
-#: these first (an eighth of a level, mostly cached), then over the one cache line of
-#: ``(y, weight before)`` pairs between two samples, which also holds the count
-SAMPLE_SHIFT = 3
-_I32 = 1 << 31
-
-
-def _aligned_pairs(n: int) -> NDArray[np.int32]:
-    """An ``(n, 2)`` int32 array whose rows ``8i .. 8i + 7`` share one 64-byte cache line."""
-    raw = np.empty(2 * n + 16, dtype=np.int32)
-    skip = (-raw.ctypes.data % 64) // 4
-    out: NDArray[np.int32] = raw[skip:skip + 2 * n].reshape(n, 2)
-    return out
+_LINE = 64  # bytes per cache line: one search of the compiled pass reads one line per level
+_INT32_MAX = (1 << 31) - 1
 
 
 def _stable_order(keys: IntArray, bits: int) -> IntArray:
@@ -82,54 +74,65 @@ class DominanceCounter:
             self._build_tree(xs, ys, ws, nx, ny)
 
     def _build_tree(self, xs: IntArray, ys: IntArray, ws: IntArray, nx: int, ny: int) -> None:
-        """The merge-sort tree: per level ``ℓ`` the keys ``node·ny + y`` (sorted; int64, or int32
-        ``(y, weight before)`` pairs and every 8th ``y`` when they fit) and the weight
-        before each position; per node (from ``node_off[ℓ]``, flat over the levels) its first
-        position ``start`` and the weight before it ``before``."""
+        """The merge-sort tree of the levels ``ℓ`` with ``2^ℓ <= nx`` (no query reaches a
+        higher one): per level the pairs ``(y, cumulative weight)`` in ``(x-node, y)`` order
+        and the ``y`` of each cache line's first pair; per node (from ``node_off[ℓ]``, flat over
+        the levels) its first position ``start`` and the weight before it ``before``."""
         self._domain = domain_size(nx)
         self._ny = ny
-        n_lev = self._domain.bit_length()
+        n_lev = nx.bit_length()
         node_off = np.zeros(n_lev + 1, dtype=np.int64)
         node_off[1:] = np.cumsum((self._domain >> np.arange(n_lev)) + 1)
-        self._start = np.empty(int(node_off[-1]), dtype=np.int64)
-        self._before = np.empty(int(node_off[-1]), dtype=np.int64)
+        self._start = np.zeros(int(node_off[-1]), dtype=np.int64)
+        self._before = np.zeros(int(node_off[-1]), dtype=np.int64)
         self._node_off = node_off
-        self._typed: tuple[Any, Any] | None = None  # the levels as the compiled pass takes them
+        # 32-bit pairs (8 per cache line) when every y and every partial sum of the weights fit
+        small = ny <= _INT32_MAX and int(np.abs(ws).sum()) <= _INT32_MAX
+        dtype = np.dtype(np.int32) if small else np.dtype(np.int64)
+        self._shift = (_LINE // (2 * dtype.itemsize)).bit_length() - 1  # 2^shift pairs a line
         # the order by (x-node, y, index) of every level: one stable order by y, then a
         # stable order by x >> level (16-bit radix passes instead of an int64 sort per level)
         y_order = _stable_order(ys, ny.bit_length())
-        x_by_y, y_by_y, w_by_y = xs[y_order], ys[y_order], ws[y_order]
-        # the compiled pass reads (y, weight before) pairs as int32: both fit when the total
-        # weight and the y range do (else the numpy path answers)
-        self._compact = int(np.abs(ws).sum()) < _I32 and ny < _I32
-        self._levels: list[tuple[Any, Any, Any, Any, Any]] = []
-        for lev in range(n_lev):
-            node = x_by_y >> lev
-            perm = _stable_order(node, nx.bit_length() - lev)
-            # the int64 keys only without the compact pairs (else built if the numpy path
-            # ever runs: :meth:`_level_keys`)
-            key = None if self._compact else (node * ny + y_by_y)[perm]
-            # each node's first position (the keys of the nodes before it) and the weight
-            # before it: no search for the start of a node's keys at query time
-            at = slice(int(node_off[lev]), int(node_off[lev + 1]))
-            first = self._start[at]
-            first[0] = 0
-            np.cumsum(np.bincount(node, minlength=first.size)[:-1], out=first[1:])
-            w_perm = w_by_y[perm]
-            pairs = samples = None
-            if self._compact:
-                pairs = _aligned_pairs(perm.size + 1)
-                pairs[0, 1] = 0
-                np.cumsum(w_perm, dtype=np.int32, out=pairs[1:, 1])  # exact: Σ|w| < 2^31
-                pairs[:-1, 0] = y_by_y[perm]
-                pairs[-1, 0] = _I32 - 1  # past every y: the end of the last node
-                cw: Any = pairs[:, 1]  # the int32 column serves the numpy path too
-                samples = np.ascontiguousarray(pairs[::1 << SAMPLE_SHIFT, 0])
-            else:
-                cw = np.zeros(perm.size + 1, dtype=np.int64)
-                np.cumsum(w_perm, out=cw[1:])
-            self._before[at] = cw[first]
-            self._levels.append((key, cw, self._before[at], pairs, samples))
+        x_by_y, w_by_y = xs[y_order], ws[y_order]
+        y_by_y = ys[y_order].astype(dtype)
+        counts = [np.bincount(xs, minlength=self._domain)]  # points per node of each level
+        while len(counts) < n_lev:
+            counts.append(counts[-1].reshape(-1, 2).sum(axis=1))
+        levels: dict[int, tuple[NDArray[Any], NDArray[Any]]] = {}
+        # the low levels last, so the likeliest still cached at a first ask: their queries
+        # read the most distinct lines (one node each)
+        for lev in reversed(range(n_lev)):
+            perm = _stable_order(x_by_y >> lev, nx.bit_length() - lev)
+            start = self._start[node_off[lev]:node_off[lev + 1]]
+            np.cumsum(counts[lev], out=start[1:])
+            levels[lev] = self._level(y_by_y[perm], w_by_y[perm], start,
+                                      self._before[node_off[lev]:node_off[lev + 1]])
+        self._levels = [levels[lev] for lev in range(n_lev)]
+        kern = node_kernel.loaded()  # else the compiled pass takes the levels on its first count
+        self._typed: tuple[Any, Any] | None = None if kern is None else self._level_lists()
+
+    def _level(self, y: NDArray[Any], w: IntArray, start: IntArray, before: IntArray
+               ) -> tuple[NDArray[Any], NDArray[Any]]:
+        """One level's pairs ``(y, weight up to and including the point)``, flat, starting on a
+        cache line, and its samples (the ``y`` of each line's first pair, one to spare); fills
+        ``before`` of its nodes."""
+        n, block = y.size, 1 << self._shift
+        raw = np.empty(2 * (n + 2 * block), dtype=y.dtype)
+        skip = (-raw.ctypes.data % _LINE) // y.dtype.itemsize
+        pairs = raw[skip:skip + 2 * (n + block)].reshape(-1, 2)
+        pairs[:n, 0] = y
+        np.cumsum(w, out=pairs[:n, 1])
+        pairs[n:] = 0  # read by the last line's count, never counted
+        inner = start > 0
+        before[inner] = pairs[start[inner] - 1, 1]
+        samples = np.zeros(-(-n // block) + 1, dtype=y.dtype)
+        samples[:-1] = pairs[:n:block, 0]
+        return pairs.reshape(-1), samples
+
+    def _level_lists(self) -> tuple[Any, Any]:
+        """The levels' pairs and samples as the typed lists the compiled pass takes."""
+        return (node_kernel.level_list([lv[0] for lv in self._levels]),
+                node_kernel.level_list([lv[1] for lv in self._levels]))
 
     def count(self, x: Any, y: Any) -> IntArray:
         """Exact dominance count per query (``x < 0`` or ``y < 0`` gives 0)."""
@@ -140,17 +143,19 @@ class DominanceCounter:
         if self.mode == "table":
             out = self._table[np.maximum(xq, 0), np.maximum(yq, 0)]
             return np.where(empty, 0, out)
-        # queries in (x, y) order: the binary searches then walk the keys forward (cache friendly)
+        # queries in (x, y) order: the searches then walk each level forward (cache friendly)
         ok = np.flatnonzero(~empty.ravel())
         xo, yo = xq.ravel()[ok], yq.ravel()[ok]
-        order = np.lexsort((yo, xo))
+        if (self.x_max + 1) * (self.y_max + 1) < 1 << 62:  # one int64 key: a faster sort
+            order = np.argsort(xo * (self.y_max + 1) + yo)
+        else:
+            order = np.lexsort((yo, xo))
         xs1, ys = xo[order] + 1, yo[order]
-        kern = node_kernel.loaded() if self._compact else None
+        kern = node_kernel.loaded()
         if kern is not None:
             if self._typed is None:
-                self._typed = (node_kernel.level_list([lv[3] for lv in self._levels], None),
-                               node_kernel.level_list([lv[4] for lv in self._levels], None))
-            acc = node_kernel.dominance_counts(kern, *self._typed, SAMPLE_SHIFT, self._start,
+                self._typed = self._level_lists()
+            acc = node_kernel.dominance_counts(kern, *self._typed, self._shift, self._start,
                                                self._before, self._node_off, xs1, ys)
         else:
             acc = self._count_numpy(xs1, ys)
@@ -159,25 +164,24 @@ class DominanceCounter:
         return out.reshape(xq.shape)
 
     def _count_numpy(self, xs1: IntArray, ys: IntArray) -> IntArray:
-        """One binary search per level over the level's whole key array (numpy)."""
+        """Per level, the binary searches of all queries in their nodes' ``y`` at once (numpy:
+        one vectorised halving step at a time)."""
         acc = np.zeros(xs1.size, dtype=np.int64)
-        for lev, (_, cw, before, _, _) in enumerate(self._levels):
-            keys = self._level_keys(lev)
+        for lev, (flat, _) in enumerate(self._levels):
             sel = np.flatnonzero((xs1 >> lev) & 1)
-            node = (xs1[sel] >> lev) - 1
-            hi = np.searchsorted(keys, node * self._ny + ys[sel], side="right")
-            acc[sel] += cw[hi] - before[node]
+            node = self._node_off[lev] + (xs1[sel] >> lev) - 1
+            lo, hi = self._start[node], self._start[node + 1]
+            yl, cw = flat[0::2], flat[1::2]
+            target = ys[sel]
+            while True:  # lo: first position whose y may exceed the target
+                live = np.flatnonzero(lo < hi)
+                if live.size == 0:
+                    break
+                mid = (lo[live] + hi[live]) >> 1
+                up = yl[mid] <= target[live]
+                lo[live] = np.where(up, mid + 1, lo[live])
+                hi[live] = np.where(up, hi[live], mid)
+            found = lo > self._start[node]
+            acc[sel[found]] += cw[lo[found] - 1] - self._before[node[found]]
         return acc
 
-    def _level_keys(self, lev: int) -> IntArray:
-        """The sorted keys ``node·ny + y`` of level ``lev``, rebuilt from the compact pairs on
-        first use where only those were kept (then kept too)."""
-        keys, cw, before, pairs, samples = self._levels[lev]
-        if keys is None:
-            first = self._start[int(self._node_off[lev]):int(self._node_off[lev + 1])]
-            counts = np.diff(np.append(first, pairs.shape[0] - 1))
-            keys = (np.repeat(np.arange(first.size, dtype=np.int64) * self._ny, counts)
-                    + pairs[:-1, 0])
-            self._levels[lev] = (keys, cw, before, pairs, samples)
-        out: IntArray = keys
-        return out

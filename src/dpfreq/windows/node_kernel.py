@@ -80,9 +80,10 @@ def _warm(mod: ModuleType) -> None:
     mod.lower_blocks(i64, i64, 0, 1, 1, 2, u64, 2, 1, starts)
     mod.laplace_sums(ct, starts, 1, 1, np.int64(40), np.int64(0), u64, i64, u64, u64, 1,
                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
-    mod.dominance_counts(level_list([np.zeros((1, 2), dtype=np.int32)], None),
-                         level_list([np.zeros(1, dtype=np.int32)], None), 3, i64, i64,
-                         np.zeros(1, dtype=np.int64), i64, i64, np.zeros(2, dtype=np.int64))
+    for dtype in (np.int32, np.int64):  # the two layouts of the merge-sort tree's levels
+        mod.dominance_counts(level_list([np.zeros(2, dtype=dtype)]),
+                             level_list([np.zeros(1, dtype=dtype)]), 0, i64, i64,
+                             np.zeros(1, dtype=np.int64), i64, i64, np.zeros(2, dtype=np.int64))
     mod.grid_ids(i64, i64, 4, np.zeros(40, dtype=np.int64))
     mod.upper_row(np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64), 2, 2, 1, 1,
                   np.zeros(2, dtype=np.int64))
@@ -188,28 +189,27 @@ def lower_pairs(kern: ModuleType, xs: NDArray[np.int64], ys: NDArray[np.int64], 
     return ids[:starts[-1]].view(np.int64), starts
 
 
-def level_list(arrays: list[NDArray[Any]], dtype: Any = np.int64) -> Any:
-    """The per-level arrays as the typed list the compiled counts take (no copies of arrays
-    of ``dtype``; ``None`` keeps each array as it is; call only once the kernels are loaded:
-    it imports numba)."""
+def level_list(arrays: list[NDArray[Any]]) -> Any:
+    """The per-level arrays (one dtype) as the typed list the compiled counts take (no copies;
+    call only once the kernels are loaded: it imports numba)."""
     from numba.typed import List
 
     out = List()
     for a in arrays:
-        out.append(a if dtype is None else np.ascontiguousarray(a, dtype=dtype))
+        out.append(np.ascontiguousarray(a))
     return out
 
 
-def dominance_counts(kern: ModuleType, pairs: Any, samples: Any, shift: int,
+def dominance_counts(kern: ModuleType, lines: Any, samples: Any, shift: int,
                      start: NDArray[np.int64], before: NDArray[np.int64],
                      node_off: NDArray[np.int64], xs1: NDArray[np.int64],
                      ys: NDArray[np.int64]) -> NDArray[np.int64]:
     """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the merge-sort tree of
-    :class:`~dpfreq.windows.dominance_count.DominanceCounter` (``pairs``: per level the int32
-    ``(y, weight before)`` of every position; ``samples``: the ``y`` of every
-    ``2^shift``-th; :func:`level_list`), by the compiled pass."""
+    :class:`~dpfreq.windows.dominance_count.DominanceCounter` (``lines``, ``samples``: its
+    levels as :func:`level_list`, int32 or int64; ``2^shift`` pairs per line), by the compiled
+    pass."""
     out = np.zeros(xs1.size, dtype=np.int64)
-    kern.dominance_counts(pairs, samples, int(shift), start, before, node_off,
+    kern.dominance_counts(lines, samples, int(shift), start, before, node_off,
                           np.ascontiguousarray(xs1, dtype=np.int64),
                           np.ascontiguousarray(ys, dtype=np.int64), out)
     return out

@@ -20,7 +20,7 @@ __all__ = ["chernoff_floor", "dirichlet_search", "dominance_counts", "fill_block
            "upper_row", "upper_sums"]
 
 _CLEAR_LOW = np.uint64(0x7FFFFFFFFFFFF800)  # a 63-bit word with its 11 low bits cleared
-_LANES = 16  # binary searches run in lockstep by dominance_counts
+_LANES = 64  # searches run in lockstep by dominance_counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -125,28 +125,29 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
 
 
 @numba.njit(cache=True, nogil=True)
-def dominance_counts(pairs, samples, shift, start, before, node_off, xs1, ys, out):
-    """``out[q] += Σ_ℓ (weight before the first y > ys[q] in node − before[node])`` over the
-    set bits ``ℓ`` of ``xs1[q]`` (node ``(xs1[q] >> ℓ) − 1``): the merge-sort tree of
-    :class:`dpfreq.windows.dominance_count.DominanceCounter`, with per level ``pairs[ℓ][i] =
-    (y, weight before i)`` in node order and ``samples[ℓ][i]`` the ``y`` of position
-    ``i << shift``.
-
-    Each search is confined to its node's positions (``start[node] .. start[node + 1]``, sorted
-    by ``y``) and runs first over the samples (a small array, mostly cached), then over the at
-    most ``2^shift − 1`` pairs between two samples: one cache line, which also holds the
-    weight. The searches of ``_LANES`` queries advance in lockstep without branches on the
-    keys, so their cache misses overlap."""
+def dominance_counts(lines, samples, shift, start, before, node_off, xs1, ys, out):
+    """``out[q] += Σ_ℓ`` (the weight of node ``(xs1[q] >> ℓ) − 1``'s points with ``y ≤
+    ys[q]``) over the set bits ``ℓ`` of ``xs1[q]``: the merge-sort tree of
+    :class:`dpfreq.windows.dominance_count.DominanceCounter`. Per level, ``lines`` holds the
+    pairs ``(y, cumulative weight)`` of the points, ``2^shift`` pairs per 64-byte line, and
+    ``samples`` the ``y`` of every line's first pair; a node's points are ``start[node] ..
+    start[node + 1]``. Each query searches its node's samples, then counts in the one line they
+    point to. The searches of ``_LANES`` queries advance in lockstep without branches on the
+    values, and every lane's line is read before any lane counts in it, so the cache misses of
+    the lanes overlap."""
+    block = np.int64(1) << shift
+    mask = block - 1
     pos = np.empty(_LANES, np.int64)  # per lane: first candidate sample, samples left,
-    left = np.empty(_LANES, np.int64)  # target y, query, node, the positions to scan
-    ytar = np.empty(_LANES, np.int64)
-    query = np.empty(_LANES, np.int64)
+    left = np.empty(_LANES, np.int64)  # target y, query, node, first sample of the node,
+    target = np.empty(_LANES, np.int64)  # first pair to count from, end of the count,
+    query = np.empty(_LANES, np.int64)  # the y of that first pair
     nodes = np.empty(_LANES, np.int64)
-    lo = np.empty(_LANES, np.int64)
-    hi = np.empty(_LANES, np.int64)
-    step = np.int64(1) << shift
+    first = np.empty(_LANES, np.int64)
+    a_at = np.empty(_LANES, np.int64)
+    e_at = np.empty(_LANES, np.int64)
+    y_at = np.empty(_LANES, np.int64)
     for lev in range(node_off.size - 1):
-        lp, ls, nb = pairs[lev], samples[lev], node_off[lev]
+        ln, sp, nb = lines[lev], samples[lev], node_off[lev]
         q = 0
         while q < xs1.size:
             k = widest = 0
@@ -154,39 +155,36 @@ def dominance_counts(pairs, samples, shift, start, before, node_off, xs1, ys, ou
                 x = xs1[q] >> lev
                 if x & 1:
                     node = nb + x - 1
-                    if start[node + 1] > start[node]:
-                        nodes[k], lo[k], hi[k] = node, start[node], start[node + 1]
-                        pos[k] = (lo[k] + step - 1) >> shift  # samples inside the node
-                        left[k] = ((hi[k] + step - 1) >> shift) - pos[k]
-                        ytar[k] = ys[q]
-                        query[k] = q
+                    lo, hi = start[node], start[node + 1]
+                    if hi > lo:
+                        s0 = (lo + mask) >> shift  # the node's samples: s0 .. s1
+                        nodes[k], first[k], pos[k] = node, s0, s0
+                        left[k] = ((hi + mask) >> shift) - s0
+                        target[k], query[k] = ys[q], q
                         widest = max(widest, left[k])
                         k += 1
                 q += 1
-            while widest > 1:  # samples: ls[pos] <= y is kept while the range halves
+            while widest > 1:  # the first sample > target stays in pos .. pos + left
                 widest = 0
                 for j in range(k):
-                    size = left[j]
-                    if size > 1:
-                        half = size >> 1
-                        pos[j] += half * np.int64(ls[pos[j] + half] <= ytar[j])
-                        size -= half
-                        left[j] = size
-                    widest = max(widest, size)
-            for j in range(k):  # the positions between the last sample <= y and the next
-                u = pos[j]  # the first sample > y (left[j] is 0 where the node has none)
-                if left[j] == 1 and ls[u] <= ytar[j]:
-                    u += 1
-                if u > (lo[j] + step - 1) >> shift:  # after the last sample <= y
-                    lo[j] = ((u - 1) << shift) + 1
-                hi[j] = min(hi[j], u << shift)
-                left[j] = 0
-            for t in range(step - 1):  # lockstep over the lanes' few pairs: misses overlap
-                for j in range(k):
-                    if lo[j] + t < hi[j]:
-                        left[j] += np.int64(lp[lo[j] + t, 0] <= ytar[j])
-            for j in range(k):
-                out[query[j]] += lp[lo[j] + left[j], 1] - before[nodes[j]]
+                    half = left[j] >> 1
+                    pos[j] += half * np.int64(sp[pos[j] + half] <= target[j])
+                    left[j] -= half
+                    widest = max(widest, left[j])
+            for j in range(k):  # the line holding the last y <= target; read it now
+                t = target[j]
+                s = pos[j] + np.int64(left[j] == 1) * np.int64(sp[pos[j]] <= t)
+                lo, hi = start[nodes[j]], start[nodes[j] + 1]
+                a = (s - 1) << shift if s > first[j] else lo
+                a_at[j], e_at[j] = a, min((a | mask) + 1, hi)
+                y_at[j] = ln[2 * a]
+            for j in range(k):  # one past the last y <= target (pairs a .. e, a < e)
+                a, e, t = a_at[j], e_at[j], target[j]
+                c = a + np.int64(y_at[j] <= t)
+                for i in range(1, block):
+                    c += np.int64(a + i < e) * np.int64(ln[2 * (a + i)] <= t)
+                if c > start[nodes[j]]:
+                    out[query[j]] += ln[2 * c - 1] - before[nodes[j]]
 
 
 @numba.njit(cache=True, nogil=True)
