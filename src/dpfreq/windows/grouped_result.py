@@ -36,7 +36,7 @@ from dpfreq.windows.summaries import WindowSummaries
 __all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
 
 GROUPED_KIND = "grouped-window-release"
-GROUPED_VERSION = 2
+GROUPED_VERSION = 3  # 3: the keyed node noise of small γ changed (as in ARTIFACT_VERSION 2)
 _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_item", "groups",
                  "params"}
 
