@@ -26,6 +26,7 @@ from dpfreq.windows.lazy_noise import (
     LAPLACE_SCHEME,
     KeyedDiscreteLaplace,
 )
+from dpfreq.windows.persist import ARTIFACT_VERSION
 
 ALPHA = 1e-6
 
@@ -174,10 +175,11 @@ def test_edited_epsilon_fails_the_checksum(saved):
 
 def _forge(path, tmp_path, edit):
     """Rewrite the file with a valid checksum after editing its fields (a deliberate forger)."""
-    _, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
+    _, meta, arrays = read_artifact(path, kind="window-release", versions=(ARTIFACT_VERSION,))
     edit(meta, arrays)
     out = tmp_path / "forged.dpfreq"
-    write_artifact(out, kind="window-release", version=1, meta=meta, arrays=arrays)
+    write_artifact(out, kind="window-release", version=ARTIFACT_VERSION, meta=meta,
+                   arrays=arrays)
     return out
 
 
@@ -210,9 +212,10 @@ def test_forged_fields_are_one_data_error(saved, tmp_path, edit, match):
 
 def test_other_version_and_missing_file_are_data_errors(saved, tmp_path):
     _, path = saved
-    _, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
-    other = tmp_path / "v2.dpfreq"
-    write_artifact(other, kind="window-release", version=2, meta=meta, arrays=arrays)
+    _, meta, arrays = read_artifact(path, kind="window-release", versions=(ARTIFACT_VERSION,))
+    other = tmp_path / "next.dpfreq"
+    write_artifact(other, kind="window-release", version=ARTIFACT_VERSION + 1, meta=meta,
+                   arrays=arrays)
     with pytest.raises(DataError, match="version"):
         WindowCountsRelease.load(other)
     with pytest.raises(DataError, match="does not exist"):

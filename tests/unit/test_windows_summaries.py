@@ -119,12 +119,14 @@ def _release(item, times, **over):
 
 def test_saved_file_holds_summaries_not_the_log(tmp_path, rng):
     from dpfreq.artifacts import read_artifact
+    from dpfreq.windows.persist import ARTIFACT_VERSION
 
     item, times = rng.integers(0, 40, 300), rng.integers(1, 13, 300)
     rel = _release(item, times)
     path = rel.save(tmp_path / "r.dpfreq")
-    version, meta, arrays = read_artifact(path, kind="window-release", versions=(1,))
-    assert version == 1
+    version, meta, arrays = read_artifact(path, kind="window-release",
+                                          versions=(ARTIFACT_VERSION,))
+    assert version == ARTIFACT_VERSION
     assert set(arrays) == {"summary_slots", "summary_keys", "summary_weights"}
     assert set(meta) == {"build", "key", "summaries"}
     loaded = WindowCountsRelease.load(path)
