@@ -36,6 +36,31 @@ def fill_blocks(ids, tags, buf):
             buf[at + 1] = tags[j]
 
 
+@numba.njit(nogil=True, inline="always")
+def _count_above(w, fbuf, kbuf, shift, key0, thr, base, ascending, at, size):
+    """``(m, tie)``: ``m = #{k < K : D_k > w}`` by the bucket look-up of
+    :class:`dpfreq._exact_inverse.InverseTable` (``kbuf`` views ``fbuf``'s float as its bits:
+    exponent and leading mantissa bits), and whether ``w`` is a threshold (``w = D_m``).
+    Inlined into each pass: a call passing arrays would cost reference counting per word."""
+    fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
+    key = (kbuf[0] >> shift) - key0
+    if key < 0:
+        key = 0
+    t = thr[key]
+    m = base[key] + np.int64(w < t)
+    if m < 0:  # a bucket holding several thresholds: binary search
+        lo, hi = 0, size
+        while lo < hi:  # first position with ascending[pos] > w
+            mid = (lo + hi) >> 1
+            if ascending[mid] <= w:
+                lo = mid + 1
+            else:
+                hi = mid
+        m = size - lo
+        return m, m < size and at[m] == w
+    return m, t == w and w > 0  # a threshold has its own bucket: w is one iff it is that one
+
+
 @numba.njit(cache=True, nogil=True)
 def laplace_words(ct, n, shift, key0, thr, base, ascending, at, size, out,
                   flagged):
@@ -52,28 +77,8 @@ def laplace_words(ct, n, shift, key0, thr, base, ascending, at, size, out,
     one = np.uint64(1)
     for i in range(n):
         raw = ct[2 * i]
-        w = raw >> one
-        # #{k < K : D_k > w}: the bucket look-up of InverseTable (written out here, in
-        # geometric_words and in laplace_sums: a call passing arrays costs reference counting
-        # per word; one inlined function made this pass 2.3x slower)
-        fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
-        key = (kbuf[0] >> shift) - key0
-        if key < 0:
-            key = 0
-        t = thr[key]
-        m = base[key] + np.int64(w < t)
-        if m < 0:  # a bucket holding several thresholds: binary search
-            lo, hi = 0, size
-            while lo < hi:  # first position with ascending[pos] > w
-                mid = (lo + hi) >> 1
-                if ascending[mid] <= w:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            m = size - lo
-            tie = m < size and at[m] == w
-        else:  # a threshold lies in its own bucket: w is one iff it is its bucket's (> 0)
-            tie = t == w and w > 0
+        m, tie = _count_above(raw >> one, fbuf, kbuf, shift, key0, thr, base, ascending, at,
+                              size)
         if tie or m == size:
             flagged[n_flag] = i
             n_flag += 1
@@ -96,22 +101,9 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
     one = np.uint64(1)
     for i in range(n):
         row = 2 * (m + 1) * i
-        w = ct[row] >> one
-        fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
-        key = (kbuf[0] >> shift) - key0
-        if key < 0:
-            key = 0
-        a = base[key] + np.int64(w < thr[key])
-        if a < 0:  # a bucket holding several thresholds: binary search
-            lo, hi = 0, size
-            while lo < hi:  # first position with ascending[pos] > w
-                mid = (lo + hi) >> 1
-                if ascending[mid] <= w:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            a = size - lo
-        bad = a == size or at[a] == w
+        a, tie = _count_above(ct[row] >> one, fbuf, kbuf, shift, key0, thr, base, ascending,
+                              at, size)
+        bad = a == size or tie
         g = a << m
         for j in range(m):  # no branch on the random digits (mispredictions cost most)
             d = ct[row + 2 + 2 * j] >> one
@@ -239,26 +231,8 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
         acc = np.int64(0)
         for i in range(starts[q], starts[q + 1]):
             raw = ct[2 * i]
-            w = raw >> one
-            # the bucket look-up of laplace_words, written out for the same reason
-            fbuf[0] = np.float64(np.int64(w & _CLEAR_LOW))  # exact: <= 52 significant bits
-            key = (kbuf[0] >> shift) - key0
-            if key < 0:
-                key = 0
-            t = thr[key]
-            m = base[key] + np.int64(w < t)
-            if m < 0:  # a bucket holding several thresholds: binary search
-                lo, hi = 0, size
-                while lo < hi:  # first position with ascending[pos] > w
-                    mid = (lo + hi) >> 1
-                    if ascending[mid] <= w:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                m = size - lo
-                tie = m < size and at[m] == w
-            else:  # as in laplace_words: no look-up of the threshold at m
-                tie = t == w and w > 0
+            m, tie = _count_above(raw >> one, fbuf, kbuf, shift, key0, thr, base, ascending,
+                                  at, size)
             if tie or m == size:
                 flagged[n_flag] = i
                 n_flag += 1
