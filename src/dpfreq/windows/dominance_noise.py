@@ -103,7 +103,7 @@ class DominanceNoise:
         kern = node_kernel.loaded()
         passes = self._word_passes() if kern is not None else None
         split = self.split_for(xs.size, 4 if passes is None else 8)
-        self._build(split)
+        self._build(split, kern)
         out = self._upper(xs, ys, kern)
         if passes is not None:
             out += self._lower_words(kern, passes, xs, ys, split)
@@ -111,18 +111,17 @@ class DominanceNoise:
         chunk = _QUERY_CHUNK if kern is None else 4 * _QUERY_CHUNK
         for lo in range(0, xs.size, chunk):
             hi = min(lo + chunk, xs.size)
-            out[lo:hi] += self._lower(xs[lo:hi], ys[lo:hi], split)
+            out[lo:hi] += self._lower(xs[lo:hi], ys[lo:hi], split, kern)
         return out.reshape(np.shape(x))
 
     # ------------------------------------------------------------------ upper level pairs
-    def _build(self, split: int) -> None:
+    def _build(self, split: int, kern: Any) -> None:
         """Row tables of every ``ℓx`` for the upper pairs ``ℓx + ℓy >= split`` (kept)."""
         if split >= self._split:
             return
         d, top = self.domain, self.levels - 1
         new = [(lx, ly) for lx in range(top + 1) for ly in range(max(0, split - lx), top + 1)
                if (lx, ly) not in self._grids]
-        kern = node_kernel.loaded()
         if new:
             vals = self.node_values(
                 node_kernel.grid_ids(kern, new, d) if kern is not None else np.concatenate(
@@ -195,13 +194,12 @@ class DominanceNoise:
                 np.add.at(sums, queries, sign * tree.noise_of(ids))
         return sums
 
-    def _lower(self, xs: IntArray, ys: IntArray, split: int) -> IntArray:
+    def _lower(self, xs: IntArray, ys: IntArray, split: int, kern: Any) -> IntArray:
         """Noise sums over the lower pairs ``ℓx + ℓy < split``, listed query by query.
 
         Each query's ``y1`` bits are listed by increasing level, so the lower pairs of one of
         its ``x1`` bits ``ℓx`` are the first ``#{set ℓy < split − ℓx}`` of them."""
         n_lev, d = self.levels, self.domain
-        kern = node_kernel.loaded()
         if kern is not None:  # the same ids in the same order, listed by a compiled pass
             ids, starts = node_kernel.lower_pairs(kern, xs, ys, split, n_lev, d)
             run = np.zeros(ids.size + 1, dtype=np.int64)
