@@ -288,15 +288,3 @@ def test_start_returns_at_once_and_loaded_never_waits(kern):
     node_kernel.start()
     assert node_kernel.loaded() is kern
 
-
-def test_dominance_counts_beyond_int32_weights_are_exact(compiled_path):
-    """Weights summing past 2^31 in absolute value keep the int64 levels (the numpy path
-    answers even with the kernels loaded): still the brute-force counts."""
-    rng = np.random.default_rng(3)
-    x = rng.integers(0, 50, size=600)
-    y = rng.integers(0, 80, size=600)
-    w = rng.choice([-(1 << 30), 1 << 30, 7], size=600)
-    dc = DominanceCounter(x, y, w, 49, 79, table_limit=0)
-    qx, qy = rng.integers(-1, 52, size=300), rng.integers(-1, 82, size=300)
-    want = [int(w[(x <= a) & (y <= b)].sum()) for a, b in zip(qx, qy, strict=True)]
-    assert compiled_path(dc.count, qx, qy).tolist() == want
