@@ -225,3 +225,23 @@ def test_signed_ranges_are_the_signed_covers(horizon, branching, top):
     assert (lo >= 0).all()
     assert (hi >= lo).all()
     assert (hi <= offsets[-1]).all()
+
+
+def test_tree_answers_after_other_queries_are_the_covers_sums():
+    """The signed ranges kept from the last ask are used only for the same queries: asks of
+    other, then the first queries again, give each query's signed cover sum of its blocks."""
+    horizon = 5000
+    s = build_structure("cumulative", "tree", 1, horizon, "item", Fraction(1), 0.0,
+                        branching=8, top=False)
+    s.attach(bytes(range(32)), ("cumulative", 1, 0))
+    assert not s.consistent  # answers by signed covers, the path that keeps the ranges
+    rng = np.random.default_rng(11)
+    first, other = rng.integers(1, horizon + 1, 400), rng.integers(1, horizon + 1, 300)
+    for q in (first, other, first, other[:7]):
+        want = np.zeros(q.size, dtype=np.int64)
+        size = np.zeros(q.size, dtype=np.int64)
+        for used, ids, sign in layer_signed_cover(q - 1, horizon, 8, False):
+            want += np.where(used, sign * s._impl[ids], 0)
+            size += used
+        assert np.array_equal(s.noise(np.ones_like(q), q), want)
+        assert np.array_equal(s.nodes(1, q), size)

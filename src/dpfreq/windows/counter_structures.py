@@ -131,6 +131,9 @@ class TreeCounter(_LayeredCounter):
 
     name = "tree"
     _cons_noise: NDArray[np.float64] | None = None
+    _run: IntArray | None = None  # running sums of the blocks (signed covers), once drawn
+    #: the signed ranges of the last queries asked: ((shape, bytes), (lo, hi, sign))
+    _last_ranges: tuple[Any, tuple[IntArray, IntArray, IntArray]] | None = None
 
     @classmethod
     def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
@@ -179,10 +182,21 @@ class TreeCounter(_LayeredCounter):
         (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
         return layer_signed_cover(x, self.horizon, self.branching, self.top)
 
+    def _ranges(self, q2: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """:func:`~dpfreq.windows.counters.layer_signed_ranges` of the prefixes ``q2 − 1``,
+        remembered for the last set of queries: an ask's noise, variance and half-widths
+        use the same (public: they depend on the queries and the layout only)."""
+        memo = (q2.shape, q2.tobytes())
+        last = self._last_ranges
+        if last is not None and last[0] == memo:
+            return last[1]
+        got = layer_signed_ranges(q2 - 1, self.horizon, self.branching, self.top)
+        self._last_ranges = (memo, got)
+        return got
+
     def nodes(self, t1: Any, t2: Any) -> IntArray:
         q1 = np.asarray(t1, dtype=np.int64)
-        q2 = np.asarray(t2, dtype=np.int64)
-        lo, hi, _ = layer_signed_ranges(q2 - 1, self.horizon, self.branching, self.top)
+        lo, hi, _ = self._ranges(np.asarray(t2, dtype=np.int64))
         out: IntArray = (hi - lo).sum(axis=0) + 0 * q1
         return out
 
@@ -195,7 +209,7 @@ class TreeCounter(_LayeredCounter):
 
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         self._cons_noise = None
-        self._run: IntArray | None = None
+        self._run = None
         self._impl = self._block_noise(key, name)
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
@@ -208,7 +222,7 @@ class TreeCounter(_LayeredCounter):
             return out
         if self._run is None:  # running sums of the blocks (int64: differences are exact)
             self._run = np.concatenate(([0], np.cumsum(self._impl))).astype(np.int64)
-        lo, hi, sign = layer_signed_ranges(q2 - 1, self.horizon, self.branching, self.top)
+        lo, hi, sign = self._ranges(q2)
         plain: IntArray = (sign * (self._run[hi] - self._run[lo])).sum(axis=0)
         return plain
 
