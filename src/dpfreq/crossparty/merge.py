@@ -87,15 +87,16 @@ def _union_inputs(sketches: list[PartySketch]
                   ) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
     """``(N_j, summed frequency registers)`` of the union."""
     P = len(sketches)
-    ones = np.zeros(sketches[0].params.registers, dtype=np.uint16 if P < 2**16 else np.uint32)
+    ones: NDArray[np.uint32] = np.zeros(sketches[0].params.registers, dtype=np.uint32)
     for s in sketches:
-        ones += s.reach_bits
+        np.add(ones, s.reach_bits, out=ones, casting="unsafe")
     hist = np.bincount(ones, minlength=P + 1).astype(np.int64)
-    if sketches[0].frequency is None:
+    freqs = [s.frequency for s in sketches if s.frequency is not None]
+    if len(freqs) < P:
         return hist, None
-    sums = np.array(sketches[0].frequency, dtype=np.int64)
-    for s in sketches[1:]:
-        sums += s.frequency  # type: ignore[operator]
+    sums: NDArray[np.int64] = np.zeros(sketches[0].params.registers, dtype=np.int64)
+    for f in freqs:
+        np.add(sums, f, out=sums)
     return hist, sums
 
 

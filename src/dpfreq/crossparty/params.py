@@ -55,9 +55,8 @@ def _fraction(value: Any, param: str, func: str, *, low: Fraction, high: Fractio
             x = value
         elif isinstance(value, str):
             x = Fraction(value.strip())
-        elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError
-        elif isinstance(value, float) and not math.isfinite(value):
+        elif (isinstance(value, bool) or not isinstance(value, int | float)
+              or (isinstance(value, float) and not math.isfinite(value))):
             raise ValueError
         else:
             x = exact_fraction(float(value)) if isinstance(value, float) else Fraction(value)
@@ -123,8 +122,8 @@ class CrossPartyParams:
 
     measurement: str
     registers: int
-    sampling_start: Fraction
-    sampling_width: Fraction
+    sampling_start: Fraction | float | str
+    sampling_width: Fraction | float | str
     max_frequency: int
     epsilon_reach: float
     epsilon_frequency: float | None
@@ -178,10 +177,8 @@ class CrossPartyParams:
         """``(lo, hi)``: a user is sampled when its sampling coordinate ``u`` (the first
         :data:`SAMPLING_BITS` bits of its hash) has ``lo <= u < hi``."""
         scale = 2**SAMPLING_BITS
-        start = self.sampling_start
-        lo = math.floor(start * scale)
-        hi = math.floor((start + self.sampling_width) * scale)
-        return lo, hi
+        start, width = Fraction(self.sampling_start), Fraction(self.sampling_width)
+        return math.floor(start * scale), math.floor((start + width) * scale)
 
     @property
     def sampling_rate(self) -> Fraction:
@@ -199,7 +196,7 @@ class CrossPartyParams:
         """The fields as JSON-ready values (fractions as ``"s/t"`` text)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for name in ("sampling_start", "sampling_width"):
-            value = out[name]
+            value = Fraction(out[name])
             out[name] = f"{value.numerator}/{value.denominator}"
         return out
 

@@ -65,7 +65,7 @@ def empty_estimate(ones_histogram: NDArray[np.int64], parties: int, q: float
 
     >>> Ehat, var = empty_estimate(np.array([2, 1, 1]), 2, 0.75)
     >>> Ehat, round(var, 4)
-    (3.5, 6.4375)
+    (4.0, 8.25)
     """
     m = flip_moments(q)
     R = float(np.sum(ones_histogram))

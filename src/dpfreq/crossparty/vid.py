@@ -90,7 +90,7 @@ def key_fingerprint(key: bytes) -> str:
     Examples
     --------
     >>> key_fingerprint(bytes(32))
-    'a7d1e3a56ed5d0ca7ea3838d9cd7e924'
+    'a2e50872eb2d3f075183bea387a82b41'
     """
     return derive_key(_check_key(key, "key_fingerprint"), "crossparty", "key-id")[:16].hex()
 
