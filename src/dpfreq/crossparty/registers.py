@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.crossparty.params import CrossPartyParams
 from dpfreq.crossparty.registers_duckdb import duckdb_registers
-from dpfreq.crossparty.registers_memory import memory_registers
+from dpfreq.crossparty.registers_memory import instant_us, memory_registers
 from dpfreq.crossparty.registers_spark import spark_registers
 from dpfreq.crossparty.vid import vid_hash
 from dpfreq.engines import get_engine
@@ -35,8 +35,6 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.resources import check_memory
 
 __all__ = ["LogSpec", "RegisterCounts", "check_log_spec", "register_frequencies"]
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -92,12 +90,8 @@ def _column(value: Any, param: str, func: str, *, required: bool) -> str | None:
 def _instant(value: Any, func: str) -> int:
     """A period bound as an integer: itself, or a datetime/date as µs since the epoch (UTC;
     naive datetimes are read as UTC, as timestamp columns are)."""
-    if isinstance(value, dt.datetime):
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        delta = aware - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(value, dt.date):
-        return _instant(dt.datetime(value.year, value.month, value.day), func)
+        return instant_us(value)
     return check_int(value, "period", func, minimum=-(2**62), maximum=2**62)
 
 
@@ -110,8 +104,7 @@ def check_log_spec(func: str, *, user: Any, time: Any, period: Any, campaign: An
     >>> check_log_spec("f", user="u", time="t", period=(0, 10), campaign=None, campaigns=None)
     LogSpec(user='u', time='t', period=(0, 10), campaign=None, campaigns=())
     """
-    u = _column(user, "user", func, required=True)
-    assert u is not None
+    u = _column(user, "user", func, required=True) or ""
     t = _column(time, "time", func, required=False)
     if (t is None) != (period is None):
         raise ParameterError(message("period", func, "given together with time (the "

@@ -64,9 +64,9 @@ def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int, func: str) -> 
         time_type = _typed(types, spec.time, "time", _INTEGER | _TIME, func,
                            "integers or timestamps")
         t = _quote_ident(spec.time)
+        zoned = "tz" in time_type or "zone" in time_type
         texpr = (f"CAST({t} AS HUGEINT)" if time_type in _INTEGER else
-                 f"epoch_us(CAST({t} AS TIMESTAMP))" if time_type == "date" else
-                 f"epoch_us({t})")
+                 f"epoch_us(CAST({t} AS {'TIMESTAMPTZ' if zoned else 'TIMESTAMP'}))")
         start, end = spec.period
         cond = f"({texpr} >= {start} AND {texpr} < {end})"
         null_time = f"count(*) FILTER (WHERE {t} IS NULL)"

@@ -7,6 +7,7 @@ DuckDB and Spark versions must return exactly the same values (tested on the sam
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +18,18 @@ from numpy.typing import NDArray
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.errors import DataError
 
-__all__ = ["memory_registers"]
+__all__ = ["instant_us", "memory_registers"]
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def instant_us(value: dt.datetime | dt.date) -> int:
+    """Microseconds since the Unix epoch of a datetime (naive ones read as UTC) or a date."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    delta = aware - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _columns(source: Mapping[str, Any], names: list[str], func: str) -> dict[str, NDArray[Any]]:
@@ -68,8 +80,11 @@ def _times(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
         if np.isnat(arr).any():
             raise DataError(f"time column {name!r} of {func} holds missing values.")
         return arr.astype("datetime64[us]").astype(np.int64)
-    if arr.dtype.kind == "O" and any(_is_missing(x) for x in arr):
-        raise DataError(f"time column {name!r} of {func} holds missing values.")
+    if arr.dtype.kind == "O":
+        if any(_is_missing(x) or x is getattr(x, "NaT", object()) for x in arr):
+            raise DataError(f"time column {name!r} of {func} holds missing values.")
+        if all(isinstance(x, dt.date) for x in arr):  # datetimes (pandas Timestamps), dates
+            return np.array([instant_us(x) for x in arr], dtype=np.int64)
     raise DataError(f"time column {name!r} of {func} must hold integers or timestamps; got "
                     f"dtype {arr.dtype}.")
 
