@@ -79,15 +79,14 @@ def _epsilon_frequency(text: str) -> float | None:
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
               help="The shared hash key (its fingerprint goes in the parameters).")
 @shared.output_path_option("--out", "out", suffixes=(".json",), allow_stdout=True,
+                           required=True,
                            help="Where to write the parameters (public JSON; '-' = stdout).")
 def params_command(measurement: str, registers: int, sampling_start: str, sampling_width: str,
                    max_frequency: int, epsilon_reach: float, epsilon_frequency: str,
-                   key_file: str, out: str | None) -> None:
+                   key_file: str, out: str) -> None:
     """Write the public parameters of a cross-party measurement."""
     from dpfreq.crossparty import CrossPartyParams, key_fingerprint
 
-    if out is None:
-        raise click.UsageError("Missing option '--out'.")
     params = CrossPartyParams(
         measurement=measurement, registers=registers, sampling_start=sampling_start,
         sampling_width=sampling_width, max_frequency=max_frequency, epsilon_reach=epsilon_reach,
@@ -139,13 +138,14 @@ def _instant(text: str, option: str) -> Any:
 @click.option("--campaign", default=None, help="The campaign column (with --campaigns).")
 @click.option("--campaigns", default=None, metavar="A,B,...",
               help="Comma-separated campaigns counted (public list).")
-@shared.output_path_option("--out", "out", help="Where to write the sketch file.")
+@shared.output_path_option("--out", "out", required=True,
+                           help="Where to write the sketch file (an epsilon-DP release).")
 @shared.engine_option
 @shared.seed_option
 @shared.ledger_option
 def build_command(log: str, party: str, params_file: str, key_file: str, user: str,
                   time: str | None, start: str | None, end: str | None, campaign: str | None,
-                  campaigns: str | None, out: str | None, engine: Any, seed: int | None,
+                  campaigns: str | None, out: str, engine: Any, seed: int | None,
                   accountant: Any) -> None:
     """Build one party's epsilon-DP sketch of LOG (one row per impression).
 
@@ -154,8 +154,6 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     """
     from dpfreq.crossparty import build_sketch
 
-    if out is None:
-        raise click.UsageError("Missing option '--out'.")
     if time is None and (start is not None or end is not None):
         raise click.UsageError("--start and --end need --time.")
     period = _period(start, end) if time is not None else None

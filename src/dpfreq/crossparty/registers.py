@@ -197,9 +197,10 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
     name = str(getattr(eng, "name", ""))
     K = params.max_frequency
     if name == "memory":
-        if not isinstance(source, Mapping):
-            raise ParameterError(message("source", func, "a mapping of columns for the memory "
-                                         "engine", type(source).__name__))
+        if not isinstance(source, Mapping):  # a file, SQL or table: its columns, through DuckDB
+            names = [c for c in (spec.user, spec.time, spec.campaign) if c is not None]
+            source = get_engine("duckdb").read_columns(  # type: ignore[attr-defined]
+                source, list(dict.fromkeys(names)), func, text_columns=(spec.user,))
         regs, values = memory_registers(source, spec, vh, K, func)
     elif name == "duckdb":
         regs, values = duckdb_registers(eng.relation(source, func, text_columns=(  # type: ignore[attr-defined]
