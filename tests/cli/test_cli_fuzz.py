@@ -80,7 +80,7 @@ def _write_crossparty(tmp: Path) -> None:
     write_hash_key(tmp / "hash.key", key)
     params = CrossPartyParams(measurement="m", registers=64, sampling_start=0, sampling_width=1,
                               max_frequency=3, epsilon_reach=0.5, epsilon_frequency=0.5,
-                              hash="hmac-sha256/v1", key_id=key_fingerprint(key))
+                              hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     params.save(tmp / "crossparty.json")
     build_sketch({"item": [1, 2, 2, 3]}, user="item", party="tv", params=params, key=key,
                  rng=1).save(tmp / "tv.sketch")

@@ -23,7 +23,7 @@ from dpfreq.errors import DataError
 KEY = bytes(range(32))
 PARAMS = CrossPartyParams(
     measurement="m", registers=256, sampling_start="1/8", sampling_width="3/4",
-    max_frequency=3, epsilon_reach=math.log(3), epsilon_frequency=1.0, hash="hmac-sha256/v1",
+    max_frequency=3, epsilon_reach=math.log(3), epsilon_frequency=1.0, hash="sha256-prefix/v1",
     key_id=key_fingerprint(KEY))
 EPOCH = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 

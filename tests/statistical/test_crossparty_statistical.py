@@ -33,7 +33,7 @@ pytestmark = pytest.mark.statistical
 def make_params(**changes: object) -> CrossPartyParams:
     fields = {"measurement": "m", "registers": 2048, "sampling_start": 0, "sampling_width": 1,
               "max_frequency": 3, "epsilon_reach": math.log(3), "epsilon_frequency": 6.0,
-              "hash": "hmac-sha256/v1", "key_id": "0" * 32}
+              "hash": "sha256-prefix/v1", "key_id": "0" * 32}
     return CrossPartyParams(**{**fields, **changes})  # type: ignore[arg-type]
 
 

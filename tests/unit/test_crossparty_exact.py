@@ -33,7 +33,7 @@ K = 3
 def make_params(**changes: object) -> CrossPartyParams:
     fields = {"measurement": "m", "registers": 16, "sampling_start": 0, "sampling_width": 1,
               "max_frequency": K, "epsilon_reach": math.log(3), "epsilon_frequency": 0.9,
-              "hash": "hmac-sha256/v1", "key_id": key_fingerprint(KEY)}
+              "hash": "sha256-prefix/v1", "key_id": key_fingerprint(KEY)}
     return CrossPartyParams(**{**fields, **changes})  # type: ignore[arg-type]
 
 

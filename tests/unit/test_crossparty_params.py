@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import math
 import os
 import stat
@@ -21,7 +20,7 @@ from dpfreq.rng import derive_key
 KEY = bytes(range(32))
 BASE = {"measurement": "m", "registers": 64, "sampling_start": 0, "sampling_width": 1,
         "max_frequency": 3, "epsilon_reach": 1.0, "epsilon_frequency": 0.5,
-        "hash": "hmac-sha256/v1", "key_id": key_fingerprint(KEY)}
+        "hash": "sha256-prefix/v1", "key_id": key_fingerprint(KEY)}
 
 
 def params(**changes: object) -> CrossPartyParams:
@@ -42,8 +41,9 @@ def test_no_field_has_a_default() -> None:
     ("sampling_start", -0.1, "[0, 1]"), ("sampling_width", 0, "(0, 1]"),
     ("sampling_width", "3/4", "(0, 1/2]"), ("sampling_width", float("nan"), "a number"),
     ("sampling_width", "abc", "a number"), ("sampling_width", True, "a number"),
+    ("sampling_width", "1/2**34", "a number"), ("sampling_width", 2.0**-35, "registers / 2^40"),
     ("max_frequency", 0, ">= 1"), ("epsilon_reach", 0.0, "[1e-06, 1000]"),
-    ("epsilon_frequency", -1.0, "[1e-06, 1000]"), ("hash", "md5", "hmac-sha256/v1"),
+    ("epsilon_frequency", -1.0, "[1e-06, 1000]"), ("hash", "md5", "sha256-prefix/v1"),
     ("key_id", "XYZ", "32 lower-case hex digits"),
 ])
 def test_each_field_is_checked_in_one_line(field: str, value: object, rule: str) -> None:
@@ -91,18 +91,18 @@ def test_params_are_never_signed(tmp_path, monkeypatch) -> None:
     assert CrossPartyParams.from_json(text) == params()
 
 
-def test_hash_is_hmac_sha256_of_the_derived_key() -> None:
+def test_hash_is_sha256_of_the_secret_prefix_and_the_id() -> None:
     vh = vid_hash(KEY, params())
-    mapping = derive_key(KEY, "crossparty", "register-hash")
+    prefix = derive_key(KEY, "crossparty", "register-hash")[:16].hex().encode()
     for user in [0, -12, 2**70, "007", "é-ü", ""]:
-        expected = hmac.new(mapping, user_bytes(user), hashlib.sha256).hexdigest()
+        expected = hashlib.sha256(prefix + user_bytes(user)).hexdigest()
         assert vh.digest(user) == expected
     sampled, regs = vh.locate([5, "5", 6])
     assert regs[0] == regs[1]  # the integer 5 and the text "5" are the same user id
     d = vh.digest(6)
-    assert regs[2] == int(d[15:30], 16) % 64
+    assert regs[2] == int(d[:15], 16) % 64
     assert sampled.all()
-    assert "ipad" not in repr(vh)
+    assert vh.prefix not in repr(vh)
     assert KEY.hex() not in repr(vh)
 
 

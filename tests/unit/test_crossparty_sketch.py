@@ -30,7 +30,7 @@ KEY = bytes(range(32))
 def make_params(**changes: object) -> CrossPartyParams:
     fields = {"measurement": "spring", "registers": 512, "sampling_start": 0,
               "sampling_width": 1, "max_frequency": 3, "epsilon_reach": math.log(3),
-              "epsilon_frequency": 1.0, "hash": "hmac-sha256/v1", "key_id": key_fingerprint(KEY)}
+              "epsilon_frequency": 1.0, "hash": "sha256-prefix/v1", "key_id": key_fingerprint(KEY)}
     return CrossPartyParams(**{**fields, **changes})  # type: ignore[arg-type]
 
 

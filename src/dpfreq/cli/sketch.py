@@ -90,7 +90,7 @@ def params_command(measurement: str, registers: int, sampling_start: str, sampli
     params = CrossPartyParams(
         measurement=measurement, registers=registers, sampling_start=sampling_start,
         sampling_width=sampling_width, max_frequency=max_frequency, epsilon_reach=epsilon_reach,
-        epsilon_frequency=_epsilon_frequency(epsilon_frequency), hash="hmac-sha256/v1",
+        epsilon_frequency=_epsilon_frequency(epsilon_frequency), hash="sha256-prefix/v1",
         key_id=key_fingerprint(_load_key(key_file)))
     shared.write_output(params.to_json(), out, what="(public parameters)")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +51,7 @@ class EntityEstimate:
     frequency_upper: NDArray[np.float64] | None
 
 
-def _frequency(reach: ReachEstimate, sums: NDArray[np.int64], *, parties: int, K: int,
+def _frequency(reach: ReachEstimate, sums: NDArray[Any], *, parties: int, K: int,
                alpha: float, registers: int, rate: float
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                           NDArray[np.float64]]:
@@ -69,7 +70,7 @@ def _frequency(reach: ReachEstimate, sums: NDArray[np.int64], *, parties: int, K
     dn = np.zeros(K)
     if math.isfinite(n) and 0 < p[0] < 1 and registers > 1:
         dn[0] = 1.0 / (p[0] * math.log1p(-1.0 / registers) * rate)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         kplus = n * tail
         dk = tail[:, None] * dn[None, :] + n * dtail
         var_k = np.einsum("ki,ij,kj->k", dk, sigma, dk) + kplus * (1 - rate) / rate
@@ -91,7 +92,7 @@ def _ends(value: NDArray[np.float64], sd: NDArray[np.float64], z: float, top: fl
     return lower, upper
 
 
-def estimate_entity(ones_histogram: NDArray[np.int64], sums: NDArray[np.int64] | None, *,
+def estimate_entity(ones_histogram: NDArray[np.int64], sums: NDArray[Any] | None, *,
                     parties: int, q: float, alpha: float | None, max_frequency: int,
                     registers: int, rate: float, z: float) -> EntityEstimate:
     """Estimates of one entity from its bit histogram ``N_j`` and summed frequencies.

@@ -3,7 +3,8 @@
 A sketch file is a :func:`dpfreq.artifacts.write_artifact` zip of kind ``crossparty-sketch``:
 the header holds the public parameters, the party, the sketch id, ``seeded``, the engine and a
 statement of the guarantee; the arrays are the reach bits (packed, 8 per byte) and, when the
-measurement has them, the noisy frequency registers. It carries a SHA-256 digest, or an
+measurement has them, the noisy frequency registers in the narrowest signed integer type that
+holds them (a function of the noisy values alone). It carries a SHA-256 digest, or an
 HMAC-SHA256 signature when ``DPFREQ_ARTIFACT_KEY`` is set; a file edited after it was written
 is refused in one line. Reading validates every field against its rule.
 """
@@ -26,6 +27,17 @@ SKETCH_KIND = "crossparty-sketch"
 SKETCH_VERSION = 1
 _ID = re.compile(r"[0-9a-f]{32}")
 _META = {"params", "party", "sketch_id", "seeded", "engine", "statement"}
+_WIDTHS = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` in the narrowest signed integer type that holds them all."""
+    lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
+    for dtype in _WIDTHS:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    return values  # pragma: no cover - int64 holds them
 
 
 def _statement(sketch: Any) -> str:
@@ -40,7 +52,7 @@ def write_sketch(sketch: Any, path: str | Path) -> Path:
     """Write a :class:`~dpfreq.crossparty.PartySketch` (see the module docstring)."""
     arrays = {"reach_bits": np.packbits(np.asarray(sketch.reach_bits, dtype=np.uint8))}
     if sketch.frequency is not None:
-        arrays["frequency"] = np.asarray(sketch.frequency, dtype=np.int64)
+        arrays["frequency"] = _narrow(np.asarray(sketch.frequency, dtype=np.int64))
     meta = {"params": sketch.params.to_dict(), "party": sketch.party,
             "sketch_id": sketch.sketch_id, "seeded": bool(sketch.seeded),
             "engine": sketch.engine, "statement": _statement(sketch)}
@@ -73,14 +85,15 @@ def read_sketch(path: str | Path) -> dict[str, Any]:
     packed = arrays["reach_bits"]
     if packed.dtype != np.uint8 or packed.shape != ((R + 7) // 8,):
         raise _bad(label, f"its reach bits are not {R} packed bits")
-    bits = np.unpackbits(packed)
-    if bits[R:].any():
+    pad = 8 * packed.size - R  # the low bits of the last byte (packbits is big-endian)
+    if pad and int(packed[-1]) & ((1 << pad) - 1):
         raise _bad(label, "its reach bits have padding bits set")
+    bits = np.unpackbits(packed, count=R)
     frequency = None
     if params.has_frequency:
         frequency = arrays["frequency"]
-        if frequency.dtype != np.int64 or frequency.shape != (R,):
-            raise _bad(label, f"its frequency registers are not {R} int64 values")
+        if frequency.dtype not in _WIDTHS or frequency.shape != (R,):
+            raise _bad(label, f"its frequency registers are not {R} signed integers")
     return {"params": params, "party": party, "sketch_id": sketch_id,
-            "reach_bits": bits[:R].copy(), "frequency": frequency,
+            "reach_bits": bits, "frequency": frequency,
             "seeded": meta["seeded"], "engine": meta["engine"]}

@@ -26,6 +26,7 @@ differentiated alongside (forward mode) for the delta method.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,8 +52,8 @@ def inverse_filter(alpha: float, parties: int) -> NDArray[np.float64]:
     return out
 
 
-def class_estimates(sums: NDArray[np.int64], *, parties: int, max_frequency: int, alpha: float
-                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def class_estimates(sums: NDArray[np.signedinteger[Any]], *, parties: int, max_frequency: int,
+                    alpha: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(Ĉ, Cov)``: unbiased estimates of the number of registers whose summed capped
     frequency is ``t = 0..K−1``, and the unbiased estimate of their covariance.
 
@@ -67,8 +68,9 @@ def class_estimates(sums: NDArray[np.int64], *, parties: int, max_frequency: int
     """
     P, K = parties, max_frequency
     h = inverse_filter(alpha, P)
-    inside = (sums >= -P) & (sums <= K - 1 + P)
-    H = np.bincount((sums[inside] + P).astype(np.int64), minlength=K + 2 * P).astype(np.float64)
+    # values outside -P..K-1+P go to two edge bins, dropped: the filter is zero there
+    edges = np.bincount(np.clip(sums, -P - 1, K + P) + (P + 1), minlength=K + 2 * P + 2)
+    H = edges[1:-1].astype(np.float64)
     A = np.zeros((K, K + 2 * P))
     for t in range(K):
         A[t, t:t + 2 * P + 1] = h

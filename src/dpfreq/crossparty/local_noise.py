@@ -53,7 +53,7 @@ class LocalNoise:
     >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
-    ...     epsilon_reach=math.log(3), epsilon_frequency=2.0, hash="hmac-sha256/v1",
+    ...     epsilon_reach=math.log(3), epsilon_frequency=2.0, hash="sha256-prefix/v1",
     ...     key_id="0" * 32))
     >>> round(noise.keep_probability, 6), noise.frequency_gamma
     (0.75, Fraction(1, 2))
@@ -92,7 +92,7 @@ def calibrate(params: CrossPartyParams) -> LocalNoise:
     >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
-    ...     epsilon_reach=0.5, epsilon_frequency=None, hash="hmac-sha256/v1",
+    ...     epsilon_reach=0.5, epsilon_frequency=None, hash="sha256-prefix/v1",
     ...     key_id="0" * 32)).reach_gamma
     Fraction(1, 2)
     """
@@ -116,7 +116,7 @@ def draw_noise(values: NDArray[np.int64], noise: LocalNoise, generator: np.rando
     >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=4, sampling_start=0, sampling_width=1, max_frequency=2,
-    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="hmac-sha256/v1",
+    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="sha256-prefix/v1",
     ...     key_id="0" * 32))
     >>> bits, freq = draw_noise(np.array([0, 1, 2, 0]), noise, np.random.default_rng(0))
     >>> bits.dtype, freq.dtype, bits.shape

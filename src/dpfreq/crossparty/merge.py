@@ -100,7 +100,13 @@ def _union_inputs(sketches: list[PartySketch]
     return hist, sums
 
 
-def _entity(hist: NDArray[np.int64], sums: NDArray[np.int64] | None, parties: int,
+def _bit_histogram(sketch: PartySketch) -> NDArray[np.int64]:
+    """``(N_0, N_1)`` of one party's bits."""
+    ones = int(np.count_nonzero(sketch.reach_bits))
+    return np.array([sketch.params.registers - ones, ones], dtype=np.int64)
+
+
+def _entity(hist: NDArray[np.int64], sums: NDArray[Any] | None, parties: int,
             sketch: PartySketch, z: float) -> EntityEstimate:
     params, noise = sketch.params, sketch.noise
     return estimate_entity(hist, sums, parties=parties, q=noise.keep_probability,
@@ -118,8 +124,11 @@ def _distribution(kplus: NDArray[np.float64]) -> NDArray[np.float64]:
 def _error(union: EntityEstimate, confidence: float) -> ErrorStatement:
     lower, upper = union.kplus_lower, union.kplus_upper
     vacuous = bool(not np.all(np.isfinite(upper)))
+    finite = np.isfinite(lower) & np.isfinite(upper)
+    half = np.where(finite, (np.where(finite, upper, 0.0) - np.where(finite, lower, 0.0)) / 2.0,
+                    np.inf)
     return ErrorStatement(
-        kind="interval", confidence=confidence, value=(upper - lower) / 2.0,
+        kind="interval", confidence=confidence, value=half,
         description=(f"normal {confidence:.3g} interval of each k+ reach of the union, from the "
                      "exact noise laws (randomized response on the reach bits, discrete Laplace "
                      "on the frequency registers), the hash's collisions and the VID sampling, "
@@ -172,7 +181,7 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
     >>> params = CrossPartyParams(
     ...     measurement="m", registers=4096, sampling_start=0, sampling_width=1,
     ...     max_frequency=2, epsilon_reach=math.log(3), epsilon_frequency=None,
-    ...     hash="hmac-sha256/v1", key_id=key_fingerprint(key))
+    ...     hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     >>> a = build_sketch({"u": np.arange(0, 1500)}, user="u", party="a", params=params,
     ...                  key=key, rng=1)
     >>> b = build_sketch({"u": np.arange(1000, 2500)}, user="u", party="b", params=params,
@@ -191,9 +200,7 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
     z = NormalDist().inv_cdf((1.0 + conf) / 2.0)
     hist, sums = _union_inputs(loaded)
     union = _entity(hist, sums, len(loaded), loaded[0], z)
-    parts = [_entity(np.bincount(s.reach_bits, minlength=2).astype(np.int64),
-                     None if s.frequency is None else np.asarray(s.frequency), 1, s, z)
-             for s in loaded]
+    parts = [_entity(_bit_histogram(s), s.frequency, 1, s, z) for s in loaded]
     u, p = consistent_kplus(union.kplus, union.kplus_sd, np.vstack([e.kplus for e in parts]),
                             np.vstack([e.kplus_sd for e in parts]))
     params = loaded[0].params

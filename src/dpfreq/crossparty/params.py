@@ -28,12 +28,14 @@ from dpfreq.budget import exact_fraction
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["HASH_NAME", "MAX_FREQUENCY_LIMIT", "REGISTER_LIMIT", "SAMPLING_BITS",
-           "CrossPartyParams"]
+           "UNIFORMITY_BITS", "CrossPartyParams"]
 
 #: The keyed hash of the virtual-ID space (:mod:`dpfreq.crossparty.vid`), by name and version.
-HASH_NAME = "hmac-sha256/v1"
+HASH_NAME = "sha256-prefix/v1"
 #: Bits of the hash that place a user in the VID space (the sampling coordinate).
 SAMPLING_BITS = 60
+#: The sampling interval holds at least 2^UNIFORMITY_BITS VIDs per register.
+UNIFORMITY_BITS = 20
 #: Largest register count (a sketch holds one bit and one integer per register).
 REGISTER_LIMIT = 2**30
 #: Largest frequency cap (frequency classes ``1..K−1`` and ``K+``).
@@ -80,8 +82,9 @@ class CrossPartyParams:
         Number of registers ``R`` of the virtual-ID space, ``1 <= R <= 2^30``.
     sampling_start, sampling_width : float, Fraction or str
         The VID sampling interval ``[start, start + width)`` as fractions of the VID space
-        (``0 <= start < 1``, ``0 < width <= 1 - start``; a float is read as its shortest
-        decimal, ``"1/8"`` as the fraction). Only users whose VID falls in it are counted.
+        (``0 <= start < 1``, ``registers / 2^40 <= width <= 1 - start``; a float is read as its
+        shortest decimal, ``"1/8"`` as the fraction). Only users whose VID falls in it are
+        counted.
     max_frequency : int
         The frequency cap ``K`` (``1 <= K <= 1000``): frequencies are reported as ``1..K−1``
         and ``K+``; a register's count is capped at ``K`` before noise.
@@ -91,7 +94,8 @@ class CrossPartyParams:
         ε of the frequency registers (discrete Laplace per register), or None for a reach-only
         sketch (then only reach is estimated). Given explicitly either way.
     hash : str
-        The keyed hash, ``"hmac-sha256/v1"`` (the only one).
+        The keyed hash of the VID space, ``"sha256-prefix/v1"`` (the only one: a secret-prefix
+        SHA-256, :mod:`dpfreq.crossparty.vid`).
     key_id : str
         Fingerprint of the shared hash key (32 hex digits,
         :func:`dpfreq.crossparty.key_fingerprint`): a party whose key has another fingerprint
@@ -113,7 +117,7 @@ class CrossPartyParams:
     >>> params = CrossPartyParams(
     ...     measurement="spring-campaign", registers=4096, sampling_start=0,
     ...     sampling_width="1/2", max_frequency=5, epsilon_reach=1.0, epsilon_frequency=None,
-    ...     hash="hmac-sha256/v1", key_id="0" * 32)
+    ...     hash="sha256-prefix/v1", key_id="0" * 32)
     >>> params.sampling_rate, params.epsilon
     (Fraction(1, 2), 1.0)
     >>> CrossPartyParams.from_json(params.to_json()) == params
@@ -147,9 +151,11 @@ class CrossPartyParams:
         object.__setattr__(self, "sampling_start", start)
         object.__setattr__(self, "sampling_width", width)
         lo, hi = self.sampling_bounds
-        if hi <= lo:
-            raise ParameterError(message("sampling_width", func, f"at least 2^-{SAMPLING_BITS}",
-                                         self.sampling_width))
+        if hi - lo < self.registers * 2**UNIFORMITY_BITS:
+            raise ParameterError(message(
+                "sampling_width", func, f"at least registers / 2^{SAMPLING_BITS - UNIFORMITY_BITS}"
+                f" (registers uniform within the interval to 2^-{UNIFORMITY_BITS})",
+                self.sampling_width))
         object.__setattr__(self, "max_frequency", check_int(
             self.max_frequency, "max_frequency", func, minimum=1, maximum=MAX_FREQUENCY_LIMIT))
         object.__setattr__(self, "epsilon_reach",

@@ -138,7 +138,8 @@ def _dense(regs: NDArray[np.int64], values: NDArray[np.int64], registers: int,
            max_frequency: int) -> NDArray[np.int64]:
     out = np.zeros(registers, dtype=np.int64)
     if regs.size:
-        if regs.min() < 0 or regs.max() >= registers or np.unique(regs).size != regs.size:
+        if (regs.min() < 0 or regs.max() >= registers
+                or np.bincount(regs, minlength=registers).max() > 1):
             raise DataError("the engine returned registers outside 0..R-1 or twice (a bug).")
         out[regs] = np.minimum(values, max_frequency)
     return out
@@ -182,7 +183,7 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
     >>> from dpfreq.crossparty.vid import key_fingerprint
     >>> params = CrossPartyParams(
     ...     measurement="m", registers=16, sampling_start=0, sampling_width=1, max_frequency=3,
-    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="hmac-sha256/v1",
+    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="sha256-prefix/v1",
     ...     key_id=key_fingerprint(bytes(32)))
     >>> log = {"user": [1, 1, 2, 3, 3, 3, 3]}
     >>> counts = register_frequencies(log, spec=LogSpec(user="user"), params=params,

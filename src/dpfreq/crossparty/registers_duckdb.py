@@ -1,10 +1,12 @@
 """Register frequencies of a log in DuckDB: one SQL query over one scan of the source.
 
-Impressions per user (``GROUP BY`` user, the rows outside the period or campaigns filtered
-first), the keyed hash of each distinct user in SQL (``sha256`` over the HMAC pads, as
-:class:`~dpfreq.crossparty.vid.VidHash` defines it), then the capped sum per register. Only the
-non-empty registers are fetched. The secret pads travel in the query text to the connection
-(in process) and never appear in an error message.
+Impressions per user (``GROUP BY`` the user column in its own type; rows outside the period or
+campaigns are not counted) and the keyed hash of each distinct user in SQL (``sha256`` of the
+secret prefix and the id's text, as :class:`~dpfreq.crossparty.vid.VidHash` defines it); one
+row per sampled user — its register and capped count — is fetched, and the capped sum per
+register is a :func:`numpy.bincount` (faster than a second ``GROUP BY``, measured). The secret
+prefix travels in the query text to the connection (in process) and never appears in an error
+message.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _INTEGER = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "
 _TEXT = {"varchar"}
 _TIME = {"date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
          "timestamp with time zone", "timestamptz", "timestamptz_ns"}
-_NULL_USERS, _NULL_TIMES = -1, -2
+_NULL_USERS, _OUTSIDE = -1, -2
 
 
 def _quote_ident(name: str) -> str:
@@ -57,8 +59,8 @@ def _typed(types: dict[str, str], column: str, role: str, allowed: set[str], fun
 
 def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int, func: str) -> str:
     user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT, func, "integers or text")
-    u = _quote_ident(spec.user)
-    user = u if user_type in _TEXT else f"CAST({u} AS VARCHAR)"
+    user = _quote_ident(spec.user)  # grouped in its own type, written as text after
+    text = "u" if user_type in _TEXT else "CAST(u AS VARCHAR)"
     cond, null_time = "TRUE", "0"
     if spec.time is not None:
         time_type = _typed(types, spec.time, "time", _INTEGER | _TIME, func,
@@ -74,22 +76,20 @@ def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int, func: str) -> 
         _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT, func, "integers or text")
         listed = ", ".join(_quote_text(c) for c in spec.campaigns)
         cond += f" AND CAST({_quote_ident(spec.campaign)} AS VARCHAR) IN ({listed})"
-    inner = f"sha256(from_hex('{vh.ipad.hex()}') || encode(u))"
-    digest = f"sha256(from_hex('{vh.opad.hex()}') || from_hex({inner}))"
+    vid = f"CAST(('0x' || substr(sha256('{vh.prefix}' || {text}), 1, 15)) AS BIGINT)"
+    sampled = "TRUE" if (vh.lo, vh.hi) == (0, 2**60) else f"v >= {vh.lo} AND v < {vh.hi}"
+    if cond == "TRUE":  # no filter: a plain count per user, no null times to count
+        counts, times, keep = "count(*) AS c", "", ""
+    else:
+        counts = f"count(*) FILTER (WHERE {cond}) AS c"
+        times, keep = f", {null_time} AS nt", "WHERE c > 0 OR u IS NULL OR nt > 0"
+    # per user: its register (-1: the null user; -2: outside the sampling interval, kept for
+    # its null times) and its count
     return f"""
-WITH users AS (
-    SELECT {user} AS u, count(*) FILTER (WHERE {cond}) AS c, {null_time} AS nt
-    FROM dpfreq_src GROUP BY 1
-), hashed AS (
-    SELECT least(c, {K}) AS c, {digest} AS d FROM users WHERE u IS NOT NULL AND c > 0
-), located AS (
-    SELECT CAST(('0x' || substr(d, 16, 15)) AS BIGINT) % {vh.registers} AS r, c FROM hashed
-    WHERE CAST(('0x' || substr(d, 1, 15)) AS BIGINT) >= {vh.lo}
-      AND CAST(('0x' || substr(d, 1, 15)) AS BIGINT) < {vh.hi}
-)
-SELECT r, least(sum(c), {K}) AS f FROM located GROUP BY r
-UNION ALL SELECT {_NULL_USERS}, count(*) FROM users WHERE u IS NULL
-UNION ALL SELECT {_NULL_TIMES}, coalesce(sum(nt), 0) FROM users
+SELECT CASE WHEN u IS NULL THEN {_NULL_USERS} WHEN {sampled} THEN v % {vh.registers}
+            ELSE {_OUTSIDE} END AS r, c{", nt" if times else ""} FROM (
+    SELECT u, c{", nt" if times else ""}, {vid} AS v FROM (
+        SELECT {user} AS u, {counts}{times} FROM dpfreq_src GROUP BY 1) {keep})
 """
 
 
@@ -101,14 +101,16 @@ def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash, max_f
     try:
         result = rel.query("dpfreq_src", sql)
         res = result.fetchnumpy() if result is not None else {}
-    except duckdb.Error as exc:  # the query text holds the secret pads: never shown
+    except duckdb.Error as exc:  # the query text holds the secret prefix: never shown
         raise DataError(f"{func} failed in DuckDB ({type(exc).__name__}).") from None
     regs = np.asarray(res.get("r", []), dtype=np.int64)
-    values = np.asarray(res.get("f", []), dtype=np.int64)
-    flags = regs < 0
-    found = dict(zip(regs[flags].tolist(), values[flags].tolist(), strict=True))
-    if found.get(_NULL_USERS, 0):
+    if (regs == _NULL_USERS).any():
         raise DataError(f"user column {spec.user!r} of {func} holds missing values (null).")
-    if found.get(_NULL_TIMES, 0):
+    if np.asarray(res.get("nt", []), dtype=np.int64).sum():
         raise DataError(f"time column {spec.time!r} of {func} holds missing values (null).")
-    return regs[~flags], values[~flags]
+    kept = regs >= 0
+    capped = np.minimum(np.asarray(res.get("c", []), dtype=np.int64)[kept], max_frequency)
+    capped = capped.astype(np.float64)
+    sums = np.bincount(regs[kept], weights=capped, minlength=vh.registers)
+    nonzero = np.flatnonzero(sums)
+    return nonzero.astype(np.int64), np.minimum(sums[nonzero], max_frequency).astype(np.int64)

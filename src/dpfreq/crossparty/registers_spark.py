@@ -1,9 +1,9 @@
 """Register frequencies of a log in Spark: DataFrame expressions run on the executors.
 
 The same two aggregations as the DuckDB query (impressions per user, then the capped sum per
-register), with the keyed hash as ``sha2`` over the HMAC pads (Spark's ``sha2`` of binary
-values is SHA-256 of their bytes). Only the non-empty registers are collected to the driver.
-pyspark is imported when this runs, never by ``import dpfreq``.
+register), with the keyed hash as ``sha2`` of the secret prefix and the id's text (Spark's
+``sha2`` of a string is SHA-256 of its UTF-8 bytes). Only the non-empty registers are
+collected to the driver. pyspark is imported when this runs, never by ``import dpfreq``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dpfreq.errors import DataError
 
 __all__ = ["spark_registers"]
 
-_NULL_USERS, _NULL_TIMES = -1, -2
+_NULL_USERS, _OUTSIDE = -1, -2
 
 
 def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...], func: str,
@@ -89,34 +89,31 @@ def spark_registers(df: Any, spec: Any, vh: VidHash, max_frequency: int, func: s
     user = _user(df, spec, func)
     cond, null_time = _conditions(df, spec, func)
     users = df.select(user.alias("u"), F.when(cond, 1).otherwise(0).alias("k"),
-                      null_time.alias("nt")).groupBy("u").agg(
-        F.sum("k").alias("c"), F.sum("nt").alias("nt"))
-    inner = F.sha2(F.concat(F.lit(vh.ipad), F.encode(F.col("u"), "UTF-8")), 256)
-    digest = F.sha2(F.concat(F.lit(vh.opad), F.unhex(inner)), 256)
-    coord = F.conv(F.substring(digest, 1, 15), 16, 10).cast("long")
-    register = F.pmod(F.conv(F.substring(digest, 16, 15), 16, 10).cast("long"),
-                      F.lit(vh.registers))
-    located = users.where(F.col("u").isNotNull() & (F.col("c") > 0)).select(
-        register.alias("r"), F.least(F.col("c"), F.lit(max_frequency)).alias("c"), coord.alias(
-            "v")).where((F.col("v") >= F.lit(vh.lo)) & (F.col("v") < F.lit(vh.hi)))
+                      null_time.alias("t")).groupBy("u").agg(
+        F.sum("k").alias("c"), F.count(F.lit(1)).alias("n"), F.sum("t").alias("nt"))
+    digest = F.sha2(F.concat(F.lit(vh.prefix), F.col("u")), 256)
+    coord = F.conv(F.substring(F.col("d"), 1, 15), 16, 10).cast("long")
+    register = F.pmod(coord, F.lit(vh.registers))
+    # null users go to register -1, users outside the sampling interval to -2
+    located = users.withColumn("d", digest).select(
+        F.when(F.col("u").isNull(), F.lit(_NULL_USERS)).when(
+            (coord >= F.lit(vh.lo)) & (coord < F.lit(vh.hi)), register).otherwise(
+            F.lit(_OUTSIDE)).alias("r"),
+        F.least(F.col("c"), F.lit(max_frequency)).alias("c"), "n", "nt")
     per_register = located.groupBy("r").agg(
-        F.least(F.sum("c"), F.lit(max_frequency)).cast("long").alias("f"))
-    flags = users.agg(  # one query: Spark reuses the per-user exchange for both parts
-        F.sum(F.when(F.col("u").isNull(), 1).otherwise(0)).cast("long").alias("nu"),
-        F.coalesce(F.sum("nt"), F.lit(0)).cast("long").alias("nt"))
-    both = per_register.unionByName(flags.select(F.lit(_NULL_USERS).cast("long").alias("r"),
-                                                 F.col("nu").alias("f"))).unionByName(
-        flags.select(F.lit(_NULL_TIMES).cast("long").alias("r"), F.col("nt").alias("f")))
+        F.least(F.sum("c"), F.lit(max_frequency)).cast("long").alias("f"),
+        F.sum("n").cast("long").alias("n"), F.coalesce(F.sum("nt"), F.lit(0)).cast(
+            "long").alias("nt"))
     try:
-        table = both.toArrow()
-    except Exception as exc:  # the plan holds the secret pads: never shown
+        table = per_register.toArrow()
+    except Exception as exc:  # the plan holds the secret prefix: never shown
         raise DataError(f"{func} failed in Spark ({type(exc).__name__}).") from None
     regs = np.asarray(table.column("r").to_numpy(), dtype=np.int64)
     values = np.asarray(table.column("f").to_numpy(), dtype=np.int64)
-    flagged = regs < 0
-    found = dict(zip(regs[flagged].tolist(), values[flagged].tolist(), strict=True))
-    if found.get(_NULL_USERS, 0):
+    rows = np.asarray(table.column("n").to_numpy(), dtype=np.int64)
+    if rows[regs == _NULL_USERS].sum():
         raise DataError(f"user column {spec.user!r} of {func} holds missing values (null).")
-    if found.get(_NULL_TIMES, 0):
+    if np.asarray(table.column("nt").to_numpy(), dtype=np.int64).sum():
         raise DataError(f"time column {spec.time!r} of {func} holds missing values (null).")
-    return regs[~flagged], values[~flagged]
+    kept = regs >= 0
+    return regs[kept], values[kept]

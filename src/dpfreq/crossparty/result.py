@@ -48,7 +48,7 @@ class CrossPartyRelease(Release):
     >>> params = CrossPartyParams(
     ...     measurement="m", registers=4096, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon_reach=math.log(3), epsilon_frequency=4.0,
-    ...     hash="hmac-sha256/v1", key_id=key_fingerprint(key))
+    ...     hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     >>> log = {"user": np.repeat(np.arange(1000), 2)}
     >>> rel = merge_sketches([build_sketch(log, user="user", party="a", params=params,
     ...                                    key=key, rng=5)], confidence=0.9)

