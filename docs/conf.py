@@ -61,7 +61,8 @@ html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 #: shared primitives. (``dpfreq.cli`` is documented by ``dpfreq --help``, ``dpfreq.server`` by
 #: ``service.md``; modules without an entry here are internal.)
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
-               "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.engines", "dpfreq.budget",
+               "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty", "dpfreq.engines",
+               "dpfreq.budget",
                "dpfreq.ledger",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
