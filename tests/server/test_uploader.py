@@ -17,9 +17,9 @@ from conftest import ADMIN, START, stored
 from dpfreq.artifacts import create_private, write_private
 from dpfreq.cli.serve import read_admin_token
 from dpfreq.errors import DataError
-from dpfreq.longitudinal import LongitudinalClient
+from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server.storage import make_engine
-from dpfreq.server.uploader import DeviceUploader, Uploader
+from dpfreq.server.uploader import WITHHELD, DeviceUploader, Uploader
 
 
 class Flaky:
@@ -165,6 +165,81 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
             path.unlink()
     assert stored(c) == first
     up.close()
+
+
+class Recorder:
+    """An HTTP client that keeps every bit that reached the server, per interval (stored or
+    refused: what a curious server sees)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.seen: dict[int, set[int]] = {}
+        self.statuses: list[int] = []
+
+    def request(self, method, url, **kw):
+        for rep in (kw.get("json") or {}).get("reports", []):
+            self.seen.setdefault(rep["interval"], set()).add(rep["bit"])
+        resp = self.inner.request(method, url, **kw)
+        self.statuses.append(resp.status_code)
+        return resp
+
+
+_A = [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1]
+_B = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0]
+
+
+def _diverging_seed(params) -> tuple[int, int]:
+    """A seed whose device, restored at period 8 and fed ``_B`` instead of ``_A``, computes
+    another bit for at least one slot it sent (shadow clients; a deterministic search)."""
+    for s in range(256):
+        a, b = LongitudinalClient(params, rng=s), LongitudinalClient(params, rng=s)
+        bits = {r["interval"]: r["bit"] for x in _A for r in a.step(x)}
+        differ = sum(bits[r["interval"]] != r["bit"] for x in _A[:8] + _B[8:] for r in b.step(x))
+        if differ and a.order <= 1:
+            return s, differ
+    raise AssertionError("no diverging seed among the 256 tried")
+
+
+@pytest.mark.parametrize("when", ["queued before the first flush", "stepped after it"])
+def test_restored_device_fed_other_input_never_sends_a_second_bit(sqlite_client, tmp_path,
+                                                                 when):
+    """docs/protocol.md §7: a device restored from an older copy of its queue file and fed other
+    input withholds every report whose slot the service holds with another bit, whether the
+    report was queued before the first flush of the run (the queue is settled against the
+    service's slots) or computed after it (the client was told the slots): the service never
+    sees two bits for one slot, and the device lists what it withheld."""
+    c = sqlite_client
+    _study(c)
+    params = ProtocolParams.from_json(c.get("/v1/studies/s1").json()["params"])
+    seed, differ = _diverging_seed(params)
+    rec = Recorder(c)
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=rec, sleep=lambda s: None)
+    dev = DeviceUploader(up, rng=seed)
+    for x in _A[:8]:
+        dev.step(x)
+    _snapshot(up, tmp_path / "snap.db")
+    for x in _A[8:]:
+        dev.step(x)
+    assert up.flush().refused == 0
+    up.close()
+    up2 = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                   queue_path=tmp_path / "snap.db", http=rec, sleep=lambda s: None)
+    dev2 = DeviceUploader(up2)
+    if when == "stepped after it":
+        assert up2.flush().refused == 0
+    for x in _B[8:]:
+        dev2.step(x)
+    res = up2.flush()
+    assert (res.pending, res.offline) == (0, False)
+    withheld = [r for r in up2.refused() if r["status"] == WITHHELD]
+    assert len(withheld) == differ
+    assert all(r["error"].startswith("withheld on the device") for r in withheld)
+    assert len(dev2.client.withheld) == (differ if when == "stepped after it" else 0)
+    assert all(len(bits) == 1 for bits in rec.seen.values())  # one bit per slot, ever
+    assert 409 not in rec.statuses
+    assert c.app.state.service.rejection_counts("s1")["conflict"] == 0
+    up2.close()
 
 
 def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path, monkeypatch):

@@ -35,8 +35,8 @@ from .models import (
     TokenRequest,
 )
 from .protocol import StudyProtocol, build_params
-from .service import Service, StudyRecord
-from .upload import Malformed, ingest_upload
+from .service import Service, StudyRecord, audit_row
+from .upload import Malformed, device_principal, ingest_upload, known_study
 
 __all__ = ["STATIC", "router"]
 
@@ -61,11 +61,24 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
     if who.role not in roles:
         raise HTTPException(403, f"this endpoint needs the role {' or '.join(roles)}.")
     if who.role != "admin" and study is not None and who.study != study:
+        await known_study(service, study)
         raise HTTPException(403, "this token belongs to another study.")
     if who.role != "device":  # device uploads are counted in the metrics, not audited one by one
-        await run_in_threadpool(service.audit, who, f"{request.method} {request.url.path}")
+        # a read of the audit log waits for its own line: every line queued before it, those
+        # of reads included, is then committed
+        await _audit(request, who, f"{request.method} {request.url.path}",
+                     wait=request.method != "GET" or request.url.path == "/v1/audit")
     request.state.principal = who
     return who
+
+
+async def _audit(request: Request, who: Principal, action: str, *, wait: bool = True) -> None:
+    """Write a line of the audit log with the writer's next group commit; wait for the commit
+    unless ``wait`` is false (reads: an analyst's poll is answered without waiting for the
+    writer, and its line is committed with the writer's next group, milliseconds later)."""
+    future = request.app.state.ingestor.audit(audit_row(who, action))
+    if wait:
+        await asyncio.wrap_future(future)
 
 
 def _needs(*roles: str) -> Any:
@@ -109,6 +122,26 @@ async def upload(request: Request, study: str) -> Response:
     except Malformed as exc:
         return JSONResponse({"error": str(exc)}, status_code=422)
     return JSONResponse({"stored": stored})
+
+
+@router.get("/v1/studies/{study}/reports", tags=["devices"])
+async def stored_reports(request: Request, study: str) -> dict[str, Any]:
+    """The calling device's stored reports, ``{"device": id, "slots": [[interval, bit], ...]}``
+    in increasing interval (device token; rate limited like uploads).
+
+    A device reads them before its first upload after a (re)start: a device restored from an
+    older copy of its state and fed other inputs would otherwise send a second, different bit
+    for a slot the service holds, and two bits for one slot reveal that its inputs changed
+    (docs/protocol.md §7). The clients withhold such reports. A study whose raw reports
+    were deleted under the retention policy answer no slot (the study takes no reports then).
+    """
+    state = request.app.state
+    who = await device_principal(state, request.headers.get("authorization"), study)
+    assert who.device is not None  # device_principal refuses a device token without a device
+    await known_study(_service(request), study)
+    state.limiter.check((study, who.device))
+    slots = await run_in_threadpool(_service(request).device_slots, study, who.device)
+    return {"device": who.device, "slots": [[j, bit] for j, bit in slots]}
 
 
 @router.get("/livez", tags=["operations"])
@@ -205,9 +238,11 @@ def _token_out(token: str, who: Principal) -> TokenOut:
 
 
 async def _issue(request: Request, who: Principal, body: TokenRequest | None) -> TokenOut:
+    """A new token for ``who``, issued by the caller (the audit log names both)."""
     ttl = None if body is None else body.ttl_seconds
-    token, issued = await run_in_threadpool(_service(request).new_token, who, ttl)
-    await run_in_threadpool(_service(request).audit, issued, "issued")
+    issuer: Principal = request.state.principal
+    token, issued = await run_in_threadpool(_service(request).new_token, who, ttl, issuer)
+    await _audit(request, issued, f"issued by {issuer.id}")
     return _token_out(token, issued)
 
 
@@ -239,26 +274,34 @@ async def new_admin(request: Request, body: TokenRequest | None = None) -> Token
 
 @router.post("/v1/tokens/rotate", status_code=201, tags=["admin"])
 async def rotate(request: Request) -> TokenOut:
-    """Replace the caller's token (any role) by a new one with the same role, study, device
-    and remaining lifetime; the old token stops working at once."""
+    """Replace the caller's token (any role) by a new one with the same role, study, device,
+    remaining lifetime and (admin) lineage; the old token stops working at once."""
     who = await _principal(request, ("admin", "manager", "analyst", "device"), None)
-    token, new = await run_in_threadpool(_service(request).rotate, who)
-    await run_in_threadpool(_service(request).audit, new, f"rotated from {who.id}")
+    try:
+        token, new = await run_in_threadpool(_service(request).rotate, who)
+    except DataError:
+        raise HTTPException(401, "this token was revoked.",
+                            headers={"WWW-Authenticate": "Bearer"}) from None
+    await _audit(request, new, f"rotated from {who.id}")
     return _token_out(token, new)
 
 
 @router.delete("/v1/tokens/{token_id}", tags=["admin"])
-async def revoke(request: Request, token_id: str) -> dict[str, str]:
-    """Revoke a token by its id (admin: any token; manager: its study's analyst and device
-    tokens)."""
+async def revoke(request: Request, token_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Revoke a token by its full id, the 16 hex digits ``id`` returned when it was issued
+    (admin: any token; manager: its study's analyst and device tokens). Answers what was
+    revoked: ``{"revoked": [{"id", "role", "study", "device", "expires", "revoked"}]}``."""
     who = await _principal(request, ("admin", "manager"), None)
-    if not (4 <= len(token_id) <= 16) or any(c not in "0123456789abcdef" for c in token_id):
-        raise HTTPException(400, "token_id must be 4 to 16 lower-case hex digits.")
+    if len(token_id) != 16 or any(c not in "0123456789abcdef" for c in token_id):
+        raise HTTPException(400, "token_id must be a token's full id, 16 lower-case hex "
+                                 f"digits; got {token_id[:40]!r}.")
     study = None if who.role == "admin" else who.study
-    if not await run_in_threadpool(_service(request).revoke, token_id, study):
+    revoked = await run_in_threadpool(_service(request).revoke, token_id, study)
+    if not revoked:
         raise HTTPException(404, "no such active token.")
-    await run_in_threadpool(_service(request).audit, who, f"revoked {token_id}")
-    return {"revoked": token_id}
+    for gone in revoked:
+        await _audit(request, who, f"revoked {gone['id']}")
+    return {"revoked": revoked}
 
 
 @router.get("/v1/audit", tags=["admin"])
@@ -287,10 +330,7 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
         raise HTTPException(410, "the study is closed or has expired; it enrols no more "
                                  "devices.")
     client = request.client.host if request.client else "-"
-    wait = request.app.state.enrol_limiter.allow((study, client))
-    if wait > 0:
-        raise HTTPException(429, "enrolment rate limit exceeded for this address.",
-                            headers={"Retry-After": str(max(1, round(wait)))})
+    request.app.state.enrol_limiter.check((study, client))
     if body.param_id != record.param_id:
         raise HTTPException(400, "param_id does not match the study's parameters.")
     version = record.protocol.params.version

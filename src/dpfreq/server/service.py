@@ -3,16 +3,18 @@ enrolment, and the reads behind estimates, exports and the dashboard."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from dpfreq.errors import DataError
@@ -23,7 +25,8 @@ from .auth import Principal, hash_token, new_token, token_id
 from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
 
-__all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
+__all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Bootstrap", "Service", "StudyRecord",
+           "audit_row"]
 
 CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
 # Longest a token revoked by another process keeps working here: every process reads the
@@ -42,6 +45,29 @@ def _now() -> str:
 def _log_revocation(conn: Any) -> None:
     """Note a revocation in the open transaction (other processes drop their cached tokens)."""
     conn.execute(storage.revocations.insert().values(at=_now()))
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """What a start did with its configured admin token (:meth:`Service.bootstrap_admin`).
+
+    ``state`` is ``"registered"`` (a new token), ``"active"`` (registered by an earlier start
+    and still valid), ``"revoked"`` (revoked at ``revoked_at``: never registered again) or
+    ``"not-admin"`` (the token is another role's); ``replaced`` lists the ids of the admin
+    tokens of other lineages revoked by this start.
+    """
+
+    id: str
+    state: str
+    revoked_at: str | None
+    replaced: list[str]
+
+
+def audit_row(who: Principal, action: str) -> dict[str, Any]:
+    """A line of the audit log of token use: time, token id, role, study, action (the service
+    writes it with the writer's next group commit, :meth:`dpfreq.server.ingest.Ingestor.audit`)."""
+    return {"at": _now(), "token": who.id or "-", "role": who.role, "study": who.study,
+            "action": action[:80]}
 
 
 class StudyRecord:
@@ -99,32 +125,72 @@ class Service:
             cache.clear()
         cache[key] = value
 
-    # -- tokens -----------------------------------------------------------------------------
+    # -- tokens ---------------------------------------------------------------------------
     def register_token(self, token: str, principal: Principal, *, ttl: float | None = None,
-                       label: str | None = None) -> Principal:
-        """Store a token's hash with its role (no-op when already stored); its principal."""
+                       label: str | None = None, lineage: str | None = None) -> Principal:
+        """Store a new token's hash with its role; its principal. A hash already stored (a
+        token registered before, revoked or not) is never registered again: DataError."""
         h = hash_token(token)
         expires = None if ttl is None else time.time() + ttl
         t = storage.tokens
-        with self.engine.begin() as conn:
-            if conn.execute(sa.select(t.c.hash).where(t.c.hash == h)).first() is None:
+        try:
+            with self.engine.begin() as conn:
                 conn.execute(t.insert().values(hash=h, role=principal.role, study=principal.study,
                                                device=principal.device, created=_now(),
-                                               expires=expires, label=label))
-        return replace(principal, id=token_id(h), expires=expires)
+                                               expires=expires, label=label, lineage=lineage))
+        except IntegrityError:
+            raise DataError("this token was registered before; a token is never registered "
+                            "twice.") from None
+        return replace(principal, id=token_id(h), expires=expires, hash=h)
 
-    def bootstrap_admin(self, token: str) -> None:
-        """Register the configured admin token and revoke every admin token an earlier start
-        configured (a restart with a new admin token retires the old one)."""
+    def bootstrap_admin(self, token: str) -> Bootstrap:
+        """Register the admin token a start is configured with, and retire the admin tokens
+        of earlier starts.
+
+        Every admin token belongs to the *lineage* of the start token it descends from (by
+        rotation, or issued by an admin token of the lineage). A start keeps the configured
+        token's lineage and revokes every other admin token: a start with a new token revokes
+        the previous start's token, its rotations and the admin tokens they issued; a restart
+        with the same token keeps them. A configured token that was revoked (rotated, or
+        revoked by id) is never registered again: the start then has no admin token of its own.
+        Revocations and a refused token are written to the audit log; the returned
+        :class:`Bootstrap` says what happened (the application logs it).
+        """
         h = hash_token(token)
-        t = storage.tokens
+        tid = token_id(h)
+        t, now = storage.tokens, _now()
         with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
-                                              t.c.revoked.is_(None)).values(revoked=_now()))
-            if n.rowcount:
-                _log_revocation(conn)
+            row = conn.execute(sa.select(t.c.role, t.c.revoked, t.c.lineage)
+                               .where(t.c.hash == h)).first()
+            replaced: list[str] = []
+            if row is None or row.role == "admin":
+                lineage = tid if row is None else (row.lineage or tid)
+                stale = sa.and_(t.c.role == "admin", t.c.revoked.is_(None), t.c.hash != h,
+                                sa.or_(t.c.lineage.is_(None), t.c.lineage != lineage))
+                replaced = sorted(token_id(x) for x in conn.execute(
+                    sa.select(t.c.hash).where(stale)).scalars())
+                if replaced:
+                    conn.execute(t.update().where(stale).values(revoked=now))
+                    _log_revocation(conn)
+                    conn.execute(storage.audit.insert(), [
+                        {"at": now, "token": old, "role": "admin", "study": None,
+                         "action": f"revoked at start: replaced by admin token {tid}"}
+                        for old in replaced])
+            if row is None:
+                conn.execute(t.insert().values(hash=h, role="admin", created=now,
+                                               label="bootstrap", lineage=tid))
+                outcome = Bootstrap(tid, "registered", None, replaced)
+            elif row.role != "admin":
+                outcome = Bootstrap(tid, "not-admin", None, replaced)
+            else:
+                outcome = Bootstrap(tid, "active" if row.revoked is None else "revoked",
+                                    row.revoked, replaced)
+            if outcome.state in ("revoked", "not-admin"):
+                conn.execute(storage.audit.insert().values(
+                    at=now, token=tid, role="admin", study=None,
+                    action=f"start: configured admin token refused ({outcome.state})"))
         self._forget()
-        self.register_token(token, Principal("admin"), label="bootstrap")
+        return outcome
 
     def cached_principal(self, token: str) -> Principal | None:
         """The owner of a token if this process checked it less than TOKEN_CACHE_SECONDS ago
@@ -175,58 +241,72 @@ class Service:
                 if row.revoked is not None or (row.expires is not None and row.expires <= now):
                     continue
                 device = None if row.device is None else int(row.device)
-                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires)
+                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires, h)
                 self._remember(self._tokens, h, (found[h], seen))
                 if device is not None and row.order is not None:
                     self._remember(self._orders, (row.study, device), int(row.order))
         return [found.get(h) for h in hashes]
 
-    def new_token(self, principal: Principal, ttl: float | None) -> tuple[str, Principal]:
-        """A new token for ``principal`` (role and study) with an optional lifetime."""
+    def new_token(self, principal: Principal, ttl: float | None,
+                  issuer: Principal) -> tuple[str, Principal]:
+        """A new token for ``principal`` (role and study) with an optional lifetime, issued by
+        ``issuer`` (a new admin token joins the issuer's lineage)."""
+        lineage = None
+        if principal.role == "admin":
+            t = storage.tokens
+            with self.engine.connect() as conn:
+                lineage = conn.execute(sa.select(t.c.lineage).where(t.c.hash == issuer.hash)
+                                       ).scalar()
         token = new_token()
-        return token, self.register_token(token, principal, ttl=ttl)
+        return token, self.register_token(token, principal, ttl=ttl, lineage=lineage)
 
     def rotate(self, who: Principal) -> tuple[str, Principal]:
-        """A new token with the caller's role, study, device and lifetime; the caller's token
-        is revoked in the same transaction."""
+        """A new token with the caller's role, study, device, lifetime and lineage; the
+        caller's token is revoked in the same transaction (DataError if it was revoked
+        meanwhile: a token is rotated once)."""
         token = new_token()
         h = hash_token(token)
         t = storage.tokens
         ttl = None if who.expires is None else max(1.0, who.expires - time.time())
         expires = None if ttl is None else time.time() + ttl
         with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.hash.startswith(who.id, autoescape=True),
-                                          t.c.revoked.is_(None)).values(revoked=_now()))
+            lineage = conn.execute(sa.select(t.c.lineage).where(t.c.hash == who.hash)).scalar()
+            n = conn.execute(t.update().where(t.c.hash == who.hash, t.c.revoked.is_(None))
+                             .values(revoked=_now())).rowcount
+            if n != 1:
+                raise DataError("this token was revoked.")
             _log_revocation(conn)
             conn.execute(t.insert().values(hash=h, role=who.role, study=who.study,
-                                           device=who.device, created=_now(), expires=expires))
+                                           device=who.device, created=_now(), expires=expires,
+                                           lineage=lineage))
         self._forget()
-        return token, replace(who, id=token_id(h), expires=expires)
+        return token, replace(who, id=token_id(h), expires=expires, hash=h)
 
-    def revoke(self, tid: str, study: str | None) -> bool:
-        """Revoke the token with public id ``tid`` (of ``study`` when given); found or not."""
+    def revoke(self, tid: str, study: str | None) -> list[dict[str, Any]]:
+        """Revoke the active token whose public id is ``tid`` (16 hex digits; only analyst and
+        device tokens of ``study`` when given); what was revoked (id, role, study, device,
+        expiry, time of revocation), empty when no such token is active."""
         t = storage.tokens
         cond = [t.c.hash.startswith(tid, autoescape=True), t.c.revoked.is_(None)]
         if study is not None:
             cond.append(t.c.study == study)
             cond.append(t.c.role.in_(("analyst", "device")))
+        now = _now()
         with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(*cond).values(revoked=_now())).rowcount
-            if n:
+            rows = conn.execute(sa.select(t.c.hash, t.c.role, t.c.study, t.c.device, t.c.expires)
+                                .where(*cond)).all()
+            if rows:
+                conn.execute(t.update().where(t.c.hash.in_([r.hash for r in rows]),
+                                              t.c.revoked.is_(None)).values(revoked=now))
                 _log_revocation(conn)
         self._forget()
-        return bool(n)
+        return [{"id": token_id(r.hash), "role": r.role, "study": r.study,
+                 "device": None if r.device is None else int(r.device), "expires": r.expires,
+                 "revoked": now} for r in rows]
 
     def _forget(self) -> None:
         with self._lock:
             self._tokens.clear()
-
-    def audit(self, who: Principal, action: str) -> None:
-        """Append one line to the audit log of token use."""
-        with self.engine.begin() as conn:
-            conn.execute(storage.audit.insert().values(at=_now(), token=who.id or "-",
-                                                       role=who.role, study=who.study,
-                                                       action=action[:80]))
 
     def audit_log(self, study: str | None, limit: int) -> list[dict[str, Any]]:
         """The newest ``limit`` audit lines (of one study when given), newest first."""
@@ -259,7 +339,7 @@ class Service:
         """Devices of ``study`` with at least one stored report (the count kept when the raw
         reports were deleted under the retention policy)."""
         u, s = storage.uploads, storage.studies
-        with self.engine.connect() as conn:
+        with self.snapshot() as conn:
             kept = conn.execute(sa.select(s.c.reported_devices).where(s.c.study == study))
             frozen = kept.scalar()
             if frozen is not None:
@@ -377,8 +457,8 @@ class Service:
         with self._lock:
             self._remember(self._orders, (study, device), order)
             h = hash_token(token)
-            self._remember(self._tokens, h, (Principal("device", study, device, token_id(h)),
-                                             time.monotonic()))
+            self._remember(self._tokens, h, (Principal("device", study, device, token_id(h),
+                                                       hash=h), time.monotonic()))
 
     def cached_order(self, study: str, device: int) -> int | None:
         """A device's order if this process has seen it, without touching the database."""
@@ -400,28 +480,65 @@ class Service:
             self._remember(self._orders, key, int(row[0]))
         return int(row[0])
 
+    def device_slots(self, study: str, device: int) -> list[tuple[int, int]]:
+        """The stored ``(interval, bit)`` reports of one device, in increasing interval."""
+        u = storage.uploads
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(u.c.intervals, u.c.bits).where(
+                u.c.study == study, u.c.device == device)).all()
+        return sorted(slot for js, bs in rows for slot in storage.unpack(js, bs))
+
     # -- reads for estimates and the dashboard ----------------------------------------------
-    def running_sums(self, record: StudyRecord) -> tuple[Any, dict[tuple[int, int],
-                                                                    tuple[int, int]]]:
-        """Enrolled devices per order and the running sums, read in one transaction."""
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A connection whose reads all see one committed state of the database, and that no
+        writer blocks: on SQLite a deferred read transaction (WAL mode: readers never wait for
+        the writer, and the writer never waits for them); on PostgreSQL a read-only
+        REPEATABLE READ transaction."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name != "sqlite":
+                snap = conn.execution_options(isolation_level="REPEATABLE READ",
+                                              postgresql_readonly=True)
+                with snap.begin():
+                    yield snap
+                return
+            # the driver's own BEGIN (SQLAlchemy's pysqlite begins nothing before a SELECT, so
+            # each statement would read its own state)
+            snap = conn.execution_options(isolation_level="AUTOCOMMIT")
+            driver = snap.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN DEFERRED")
+            try:
+                yield snap
+            finally:
+                driver.execute("ROLLBACK")
+
+    def running_sums(self, record: StudyRecord, conn: Connection | None = None,
+                     ) -> tuple[Any, dict[tuple[int, int], tuple[int, int]]]:
+        """Enrolled devices per order and the running sums, read in one snapshot (``conn``'s,
+        when given)."""
+        if conn is None:
+            with self.snapshot() as snap:
+                return self.running_sums(record, snap)
         e, s = storage.enrolled, storage.sums
-        with self.engine.connect() as conn, conn.begin():
-            enrolled = np.zeros(record.protocol.orders, dtype=np.int64)
-            for order, n in conn.execute(sa.select(e.c.order, e.c.devices)
-                                         .where(e.c.study == record.study)):
-                enrolled[int(order)] = int(n)
-            totals = {(int(h), int(j)): (int(t), int(c)) for h, j, t, c in conn.execute(
-                sa.select(s.c.order, s.c.interval, s.c.total, s.c.reports)
-                .where(s.c.study == record.study, s.c.reports > 0))}
+        enrolled = np.zeros(record.protocol.orders, dtype=np.int64)
+        for order, n in conn.execute(sa.select(e.c.order, e.c.devices)
+                                     .where(e.c.study == record.study)):
+            enrolled[int(order)] = int(n)
+        totals = {(int(h), int(j)): (int(t), int(c)) for h, j, t, c in conn.execute(
+            sa.select(s.c.order, s.c.interval, s.c.total, s.c.reports)
+            .where(s.c.study == record.study, s.c.reports > 0))}
         return enrolled, totals
 
-    def rejection_counts(self, study: str) -> dict[str, int]:
-        """Rejected reports per reason."""
+    def rejection_counts(self, study: str, conn: Connection | None = None) -> dict[str, int]:
+        """Rejected reports per reason (in ``conn``'s snapshot, when given)."""
+        if conn is None:
+            with self.snapshot() as snap:
+                return self.rejection_counts(study, snap)
         j = storage.rejections
-        with self.engine.connect() as conn:
-            return {r: int(n) for r, n in conn.execute(
-                sa.select(j.c.reason, j.c.reports).where(j.c.study == study)
-                .order_by(j.c.reason))}
+        return {r: int(n) for r, n in conn.execute(
+            sa.select(j.c.reason, j.c.reports).where(j.c.study == study)
+            .order_by(j.c.reason))}
 
     def ping(self) -> None:
         """Raise if the database does not answer."""

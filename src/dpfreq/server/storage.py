@@ -16,7 +16,8 @@ Tables
                     taking reports (expiry, or closed by its manager) and when its raw
                     reports were deleted under the retention policy.
 ``tokens``          SHA-256 hashes of bearer tokens with their role (admin, manager, analyst,
-                    device), study, expiry (Unix time) and revocation time.
+                    device), study, expiry (Unix time) and revocation time; an admin token
+                    also its lineage (the id of the start's admin token it descends from).
 ``audit``           one row per use of an admin, manager or analyst token and per token
                     lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
 ``revocations``     one row per token revocation (processes poll it to drop cached tokens).
@@ -118,6 +119,7 @@ tokens = sa.Table(
     sa.Column("expires", sa.Float, nullable=True),
     sa.Column("revoked", sa.String(40), nullable=True),
     sa.Column("label", sa.String(40), nullable=True),
+    sa.Column("lineage", sa.String(16), nullable=True),
 )
 
 audit = sa.Table(
