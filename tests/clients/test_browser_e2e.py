@@ -115,6 +115,7 @@ def web(tmp_path: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     thread.join(timeout=30)
+    httpd.server_close()
 
 
 @pytest.fixture

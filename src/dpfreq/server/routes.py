@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException
 
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, ParameterError
 
 from .auth import Principal, new_token, parse_bearer
 from .exports import (
@@ -43,6 +44,7 @@ __all__ = ["STATIC", "router"]
 STATIC = Path(__file__).with_name("static")
 
 router = APIRouter()
+log = logging.getLogger("dpfreq.server")
 
 
 def _service(request: Request) -> Service:
@@ -178,11 +180,19 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     """Create a study (admin): versioned protocol parameters, calendar, public minimum. A study
     with ``enrolment="secret"`` answers with its ``enrolment_secret`` (shown once): devices
     enrol with it as their bearer token."""
-    params = build_params(horizon=body.horizon, max_changes=body.max_changes,
-                          epsilon=body.epsilon, method=body.method, start=body.start,
-                          period=body.period, per_order_sparsity=body.per_order_sparsity)
+    if body.max_changes > body.horizon:
+        raise HTTPException(400, "max_changes of the study must be at most its horizon "
+                                 f"({body.horizon}): one change per period at most; got "
+                                 f"{body.max_changes}.")
+    _utc_timestamp(body.start, "start")
+    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at, "closes_at")
+    try:
+        params = build_params(horizon=body.horizon, max_changes=body.max_changes,
+                              epsilon=body.epsilon, method=body.method, start=body.start,
+                              period=body.period, per_order_sparsity=body.per_order_sparsity)
+    except ParameterError as exc:  # named as the study's field, not the library's function
+        raise HTTPException(400, str(exc).replace(" of make_params ", " of the study ")) from None
     protocol = StudyProtocol(params=params)
-    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at)
     secret = new_token() if body.enrolment == "secret" else None
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
@@ -195,17 +205,18 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     return out
 
 
-def _utc_timestamp(text: str) -> str:
+def _utc_timestamp(text: str, field: str) -> str:
     """An ISO date (midnight UTC) or timestamp (UTC unless it has an offset) as an ISO
-    timestamp in UTC; 400 otherwise."""
+    timestamp in UTC; 400 naming the study's ``field`` otherwise."""
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         return when.astimezone(UTC).isoformat()
     except (ValueError, OverflowError):
-        raise HTTPException(400, "closes_at of the study must be an ISO date or timestamp; "
-                                 f"got {text!r}.") from None
+        raise HTTPException(400, f"{field} of the study must be an ISO date (midnight UTC) or "
+                                 "timestamp (UTC unless it has an offset); got "
+                                 f"{text!r}.") from None
 
 
 @router.post("/v1/studies/{study}/close", tags=["admin"],
@@ -359,20 +370,43 @@ async def _readable_study(request: Request, study: str) -> StudyRecord:
 
 
 _reads: dict[tuple[Any, ...], tuple[float, Any]] = {}
+_refreshing: dict[tuple[Any, ...], asyncio.Task[None]] = {}
 
 
 async def _cached(request: Request, key: tuple[Any, ...], compute: Any, *args: Any) -> Any:
     """``compute(*args)`` in the thread pool, reused for ``read_cache_seconds``: analysts
     polling a large study cost the writer one read of the running sums per period, however many
-    poll."""
-    now = time.monotonic()
+    poll. Past that age the value is still answered at once while one refresh runs in the
+    background (stale while revalidate): a poll never waits for the database or the
+    computation, except the first of a study (nothing to answer yet) and with
+    ``read_cache_seconds = 0`` (every read computes)."""
+    ttl = request.app.state.config.read_cache_seconds
     hit = _reads.get(key)
-    if hit is not None and now - hit[0] < request.app.state.config.read_cache_seconds:
+    if hit is not None and ttl > 0:
+        if time.monotonic() - hit[0] >= ttl and key not in _refreshing:
+            _refreshing[key] = asyncio.create_task(_refresh(key, compute, args, True))
         return hit[1]
-    value = await run_in_threadpool(compute, *args)
+    return await _refresh(key, compute, args)
+
+
+async def _refresh(key: tuple[Any, ...], compute: Any, args: tuple[Any, ...],
+                   background: bool = False) -> Any:
+    """Compute and remember a cached read (a background refresh's failure is logged; the
+    next read tries again)."""
+    started = time.monotonic()
+    try:
+        value = await run_in_threadpool(compute, *args)
+    except Exception as exc:
+        if not background:
+            raise
+        log.warning("read refresh failed", extra={"error": type(exc).__name__})
+        return None
+    finally:
+        if background:
+            _refreshing.pop(key, None)
     if len(_reads) > 4096:
         _reads.clear()
-    _reads[key] = (now, value)
+    _reads[key] = (started, value)
     return value
 
 
