@@ -227,7 +227,13 @@ def test_enrolment_needs_the_secret_and_is_rate_limited(sqlite_url):
         r = c.post("/v1/studies/s1/devices", json=body,
                    headers=bearer(c.enrol_secrets["s1"]))
         assert r.status_code == 429
-        assert int(r.headers["retry-after"]) >= 1
+        wait = int(r.headers["retry-after"])
+        assert wait >= 1
+        # the answer states the limit, the options that set it and the wait
+        assert r.json()["error"] == (
+            "rate limit: at most 0.001 enrolments per study and client address per second, in "
+            "bursts of at most 2 (--enrol-rate, --enrol-burst); retry in "
+            f"{wait} s.")
 
 
 def test_minimum_counts_devices_that_reported(sqlite_client, rng):

@@ -13,13 +13,13 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import ADMIN, START, stored
+from conftest import ADMIN, START, make_client, stored
 from dpfreq.artifacts import create_private, write_private
 from dpfreq.cli.serve import read_admin_token
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server.storage import make_engine
-from dpfreq.server.uploader import WITHHELD, DeviceUploader, Uploader
+from dpfreq.server.uploader import WITHHELD, DeviceUploader, Uploader, Wait
 
 
 class Flaky:
@@ -298,3 +298,30 @@ def test_crash_between_saving_the_client_and_enrolling(sqlite_client, tmp_path, 
     assert dev.client.order == order
     assert c.app.state.service.device_order("s1", up.device) == order
     up.close()
+
+
+def test_a_rate_limited_enrolment_tells_the_device_it_waits_and_why(sqlite_url, tmp_path):
+    """The enrolment rate limit (issue: 60 devices took 41 s with no word): every wait of the
+    uploader is reported to ``on_wait`` with the service's reason, which states the limit, and
+    the final error says the service stayed busy, not unreachable."""
+    with make_client(sqlite_url, enrol_rate=0.5, enrol_burst=1) as c:
+        r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
+            "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "method": "auto",
+            "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
+        pid = r.json()["param_id"]
+        first = Uploader("http://testserver", "s1", queue_path=tmp_path / "a.db", http=c)
+        first.enrol(0, pid)
+        waits: list[Wait] = []
+        slept: list[float] = []
+        second = Uploader("http://testserver", "s1", queue_path=tmp_path / "b.db", http=c,
+                          retries=3, sleep=slept.append, on_wait=waits.append)
+        with pytest.raises(DataError, match=r"stayed busy \(429: rate limit: at most 0.5 "
+                                            r"enrolments per study and client address"):
+            second.enrol(0, pid)
+    assert [w.attempt for w in waits] == [1, 2]
+    assert all(w.status == 429 and w.path == "/v1/studies/s1/devices" for w in waits)
+    assert all(w.seconds >= 2 for w in waits)  # Retry-After: 1/0.5 s, rounded up
+    assert [w.seconds for w in waits] == slept
+    assert all("--enrol-rate, --enrol-burst" in (w.error or "") for w in waits)
+    first.close()
+    second.close()

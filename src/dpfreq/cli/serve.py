@@ -6,6 +6,7 @@ extra. See :mod:`dpfreq.server` and the README's section on the collection servi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -199,6 +200,7 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.
     sock = _bind(host, port)
+    config = dataclasses.replace(config, listen_url=_url(sock))
     log_config = configure_logging(log_level)
     if workers > 1:
         _run_workers(config, admin, workers, sock, log_level)
@@ -326,6 +328,12 @@ def _prepare_database(db: str, wait: float) -> None:
             engine.dispose()
         time.sleep(pause)
         pause = min(2 * pause, 5.0)
+
+
+def _url(sock: socket.socket) -> str:
+    """``http://host:port`` of a bound socket (the port it got when asked for 0)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _bind(host: str, port: int) -> socket.socket:

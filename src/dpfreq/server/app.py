@@ -87,6 +87,9 @@ class ServerConfig:
         Server processes sharing the rate limits above (``dpfreq serve --workers``): each
         process allows ``rate/workers`` and ``burst//workers`` of each, so that one key gets
         at most the limit in total; the 429 answers state the limits as configured.
+    listen_url : str or None
+        The address the service listens on (``dpfreq serve`` sets it once its socket is
+        bound), named in its start-up log line.
     """
 
     db: str
@@ -101,6 +104,7 @@ class ServerConfig:
     max_group: int = 512
     freeze_gc: bool = False
     workers: int = 1
+    listen_url: str | None = None
 
 
 class _ServiceApp(FastAPI):
@@ -181,7 +185,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         if config.freeze_gc:
             gc.collect()
             gc.freeze()
-        log.info("service started", extra={"backend": engine.dialect.name})
+        if config.listen_url:
+            log.info(f"service started, listening on {config.listen_url}",
+                     extra={"backend": engine.dialect.name, "url": config.listen_url})
+        else:
+            log.info("service started", extra={"backend": engine.dialect.name})
         watch = asyncio.create_task(_watch_revocations(service))
         try:
             yield

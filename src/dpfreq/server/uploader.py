@@ -135,6 +135,9 @@ class Uploader:
         self.max_backoff = max_backoff
         self.sleep = sleep
         self.on_wait = on_wait
+        #: ``(status, error)`` of the last failed attempt of the last request (status None:
+        #: a transport error), or None
+        self.last_failure: tuple[int | None, str | None] | None = None
         self.held: dict[int, int] | None = None  # the service's slots, once read in this run
         self.http = http if http is not None else httpx.Client(timeout=timeout)
         # the queue holds the device secret, its token and reports: owner-only (0600)
@@ -173,6 +176,7 @@ class Uploader:
         """Send with retries; None when the server stayed unreachable or busy."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         wait = self.backoff
+        self.last_failure = None
         for attempt in range(self.retries):
             retry_after = status = error = None
             try:
@@ -183,6 +187,7 @@ class Uploader:
                 status, error = resp.status_code, _error(resp)
             except httpx.TransportError:
                 pass
+            self.last_failure = (status, error)
             if attempt + 1 == self.retries:
                 break
             delay = wait * _jitter()
@@ -204,7 +209,9 @@ class Uploader:
             "param_id": param_id, "order": int(order), "protocol_version": protocol_version},
             token=self.enrolment_secret)
         if resp is None:
-            raise DataError("enrolment failed: the server is unreachable; try again later.")
+            status, error = self.last_failure or (None, None)
+            why = "unreachable" if status is None else f"busy ({status}: {error})"
+            raise DataError(f"enrolment failed: the server stayed {why}; try again later.")
         if resp.status_code != 201:
             raise DataError(f"enrolment refused ({resp.status_code}): {_error(resp)}")
         out = resp.json()
