@@ -248,7 +248,8 @@ def test_serve_logs_the_address_it_listens_on(tmp_path):
             raise AssertionError("no start-up line")
         url = started["url"]
         assert started["msg"] == f"service started, listening on {url}"
-        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
+        assert url.startswith("http://127.0.0.1:")
+        assert not url.endswith(":0")
         assert httpx.get(url + "/livez", timeout=10).json() == {"status": "ok"}
     finally:
         proc.send_signal(signal.SIGTERM)

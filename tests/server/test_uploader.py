@@ -19,7 +19,7 @@ from dpfreq.cli.serve import read_admin_token
 from dpfreq.errors import DataError
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server.storage import make_engine
-from dpfreq.server.uploader import WITHHELD, DeviceUploader, Uploader, Wait
+from dpfreq.server.uploader import DeviceUploader, Uploader, Wait
 
 
 class Flaky:
@@ -232,7 +232,7 @@ def test_restored_device_fed_other_input_never_sends_a_second_bit(sqlite_client,
         dev2.step(x)
     res = up2.flush()
     assert (res.pending, res.offline) == (0, False)
-    withheld = [r for r in up2.refused() if r["status"] == WITHHELD]
+    withheld = [r for r in up2.refused() if r["status"] == Uploader.WITHHELD]
     assert len(withheld) == differ
     assert all(r["error"].startswith("withheld on the device") for r in withheld)
     assert len(dev2.client.withheld) == (differ if when == "stepped after it" else 0)

@@ -40,7 +40,7 @@ from .lookups import TokenChecks
 from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
-from .service import Bootstrap, Service
+from .service import Service, StartToken
 from .upload import UploadRoute
 
 __all__ = ["ServerConfig", "create_app", "log_bootstrap", "worker_app"]
@@ -224,7 +224,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     return app
 
 
-def log_bootstrap(outcome: Bootstrap) -> None:
+def log_bootstrap(outcome: StartToken) -> None:
     """Log what a start did with its admin token: the admin tokens of earlier starts it
     revoked (a warning, with their ids), and a configured token it refused (an error: the
     service then has no admin token of its own)."""

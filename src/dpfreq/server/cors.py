@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["ALLOW_HEADERS", "ALLOW_METHODS", "EXPOSE_HEADERS", "Cors"]
+__all__ = ["Cors"]
 
-ALLOW_METHODS = "GET, POST, DELETE"
-ALLOW_HEADERS = "Authorization, Content-Type, X-Request-Id"
-EXPOSE_HEADERS = "Retry-After, X-Request-Id, Content-Disposition"
+_ALLOW_METHODS = "GET, POST, DELETE"
+_ALLOW_HEADERS = "Authorization, Content-Type, X-Request-Id"
+_EXPOSE_HEADERS = "Retry-After, X-Request-Id, Content-Disposition"
 _MAX_AGE = b"600"
 
 
@@ -72,14 +72,14 @@ class Cors:
             await self._preflight(send, origin, allowed)
             return
         extra = [(b"access-control-allow-origin", origin),
-                 (b"access-control-expose-headers", EXPOSE_HEADERS.encode())] if allowed else []
+                 (b"access-control-expose-headers", _EXPOSE_HEADERS.encode())] if allowed else []
         await self.app(scope, receive, _vary(send, extra))
 
     async def _preflight(self, send: Any, origin: bytes, allowed: bool) -> None:
         if allowed:
             headers = [(b"access-control-allow-origin", origin),
-                       (b"access-control-allow-methods", ALLOW_METHODS.encode()),
-                       (b"access-control-allow-headers", ALLOW_HEADERS.encode()),
+                       (b"access-control-allow-methods", _ALLOW_METHODS.encode()),
+                       (b"access-control-allow-headers", _ALLOW_HEADERS.encode()),
                        (b"access-control-max-age", _MAX_AGE), (b"vary", b"Origin"),
                        (b"content-length", b"0")]
             await send({"type": "http.response.start", "status": 204, "headers": headers})

@@ -25,7 +25,7 @@ from .auth import Principal, hash_token, new_token, token_id
 from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
 
-__all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Bootstrap", "Service", "StudyRecord",
+__all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StartToken", "StudyRecord",
            "audit_row"]
 
 CACHE_LIMIT = 1 << 20  # cached tokens and device orders (each a few hundred bytes)
@@ -48,7 +48,7 @@ def _log_revocation(conn: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Bootstrap:
+class StartToken:
     """What a start did with its configured admin token (:meth:`Service.bootstrap_admin`).
 
     ``state`` is ``"registered"`` (a new token), ``"active"`` (registered by an earlier start
@@ -143,7 +143,7 @@ class Service:
                             "twice.") from None
         return replace(principal, id=token_id(h), expires=expires, hash=h)
 
-    def bootstrap_admin(self, token: str) -> Bootstrap:
+    def bootstrap_admin(self, token: str) -> StartToken:
         """Register the admin token a start is configured with, and retire the admin tokens
         of earlier starts.
 
@@ -154,7 +154,7 @@ class Service:
         with the same token keeps them. A configured token that was revoked (rotated, or
         revoked by id) is never registered again: the start then has no admin token of its own.
         Revocations and a refused token are written to the audit log; the returned
-        :class:`Bootstrap` says what happened (the application logs it).
+        :class:`StartToken` says what happened (the application logs it).
         """
         h = hash_token(token)
         tid = token_id(h)
@@ -179,11 +179,11 @@ class Service:
             if row is None:
                 conn.execute(t.insert().values(hash=h, role="admin", created=now,
                                                label="bootstrap", lineage=tid))
-                outcome = Bootstrap(tid, "registered", None, replaced)
+                outcome = StartToken(tid, "registered", None, replaced)
             elif row.role != "admin":
-                outcome = Bootstrap(tid, "not-admin", None, replaced)
+                outcome = StartToken(tid, "not-admin", None, replaced)
             else:
-                outcome = Bootstrap(tid, "active" if row.revoked is None else "revoked",
+                outcome = StartToken(tid, "active" if row.revoked is None else "revoked",
                                     row.revoked, replaced)
             if outcome.state in ("revoked", "not-admin"):
                 conn.execute(storage.audit.insert().values(

@@ -17,8 +17,8 @@ another bit for a slot it already sent, and two bits for one slot show that its 
 changed (docs/protocol.md §7). So before its first upload of each run, :meth:`Uploader.flush`
 reads the slots the service holds for the device (:meth:`Uploader.sync`) and never sends
 another bit for any of them: such a report is **withheld** (kept aside as refused with status
-:data:`WITHHELD`, never sent), and :class:`DeviceUploader` tells its client, which withholds
-those of the periods to come.
+:attr:`Uploader.WITHHELD`, never sent), and :class:`DeviceUploader` tells its client, which
+withholds those of the periods to come.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dpfreq.longitudinal import LongitudinalClient
 
 from .protocol import client_order, client_report, params_from_json
 
-__all__ = ["WITHHELD", "DeviceUploader", "FlushResult", "Uploader", "Wait"]
+__all__ = ["DeviceUploader", "FlushResult", "Uploader", "Wait"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,9 +52,6 @@ CREATE TABLE IF NOT EXISTS refused (
 """
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-#: Status of a report the device withheld itself (never sent): the service holds another bit
-#: for its interval.
-WITHHELD = 0
 _WITHHELD_ERROR = ("withheld on the device: the service holds another bit for this interval "
                    "(the device was restored from an older state and fed other input); never "
                    "sent")
@@ -119,6 +116,10 @@ class Uploader:
         device can say it is waiting (an enrolment past the service's enrolment rate limit
         waits as long as the 429 answer's ``Retry-After``; its error states the limit).
     """
+
+    #: Status of a report the device withheld itself (never sent): the service holds another
+    #: bit for its interval (module notes).
+    WITHHELD = 0
 
     def __init__(self, server: str, study: str, *, queue_path: str | Path, max_batch: int = 256,
                  retries: int = 6, backoff: float = 0.25, max_backoff: float = 30.0,
@@ -225,7 +226,7 @@ class Uploader:
         """Queue one wire-form report; whether it was queued. A second copy of a queued
         interval is ignored; a report whose interval is queued, or held by the service (as
         read by :meth:`sync` in this run), with the other bit is withheld: kept aside as
-        refused with status :data:`WITHHELD`, never sent."""
+        refused with status :attr:`Uploader.WITHHELD`, never sent."""
         j, bit = int(report["interval"]), int(report["bit"])
         row = self.db.execute("SELECT report FROM pending WHERE interval = ?", (j,)).fetchone()
         known = json.loads(row[0])["bit"] if row is not None else (self.held or {}).get(j)
@@ -238,11 +239,11 @@ class Uploader:
         return True
 
     def withhold(self, interval: int, report: dict[str, Any] | None) -> None:
-        """Keep a report aside as refused with status :data:`WITHHELD` (it is never sent);
+        """Keep a report aside as refused with status :attr:`Uploader.WITHHELD` (it is never sent);
         ``report`` None when its bit was never computed into a report."""
         self.db.execute("INSERT OR REPLACE INTO refused (interval, report, status, error) "
                         "VALUES (?, ?, ?, ?)",
-                        (int(interval), json.dumps(report), WITHHELD, _WITHHELD_ERROR))
+                        (int(interval), json.dumps(report), self.WITHHELD, _WITHHELD_ERROR))
 
     def sync(self) -> int | None:
         """Read the slots the service holds for this device (``GET /v1/studies/{study}/
@@ -365,7 +366,7 @@ class DeviceUploader:
         """Read the next period's value; queue the reports due (at the last period of the
         horizon, every report still due) in one transaction with the new state. A report the
         client withholds (another bit was sent for its slot) is kept aside as refused with
-        status :data:`WITHHELD`."""
+        status :attr:`Uploader.WITHHELD`."""
         self._note()
         before = len(self.client.withheld)
         reps = self.client.step(x)
