@@ -40,7 +40,8 @@ from .lookups import TokenChecks
 from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
-from .service import Service, StartToken
+from .service import Service
+from .tokens import StartToken
 from .upload import UploadRoute
 
 __all__ = ["ServerConfig", "create_app", "log_bootstrap", "worker_app"]

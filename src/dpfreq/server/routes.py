@@ -36,7 +36,8 @@ from .models import (
     TokenRequest,
 )
 from .protocol import StudyProtocol, build_params
-from .service import Service, StudyRecord, audit_row
+from .service import Service, StudyRecord
+from .tokens import audit_row
 from .upload import Malformed, device_principal, ingest_upload, known_study
 
 __all__ = ["STATIC", "router"]

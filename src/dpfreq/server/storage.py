@@ -37,7 +37,7 @@ Tables
 from __future__ import annotations
 
 import struct
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ __all__ = [
     "studies",
     "sums",
     "takes_reports",
+    "timestamp",
     "tokens",
     "unpack",
     "upgrade",
@@ -153,6 +154,11 @@ sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
 enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
 rejections = _study_table("rejections", (("reason", sa.String(40)),),
                           (("reports", sa.BigInteger),))
+
+
+def timestamp() -> str:
+    """The current instant as the ISO text the tables store (UTC)."""
+    return datetime.now(UTC).isoformat()
 
 
 def takes_reports(closed: str | None, closes_at: str | None, now: datetime) -> bool:
