@@ -1,12 +1,17 @@
 """The private state of a window release and how it answers windows.
 
-Every answer is ``exact count + Σ ± η(node)`` over the cover of the chosen structure, where the
-node noise is fixed by the release's secret key (drawn once per node, never redrawn), so any
-number of queries is post-processing of one private release.
+Every answer is a deterministic function of noisy measurements: the noisy node counts
+``exact node count + η(node)`` of the chosen structure, with the node noise fixed by the
+release's secret key (drawn once per node, never redrawn), so any number of queries is
+post-processing of one private release. Structures whose answers are integer signed sums of
+node counts compute them as ``exact count + Σ ± η(node)`` (the same integer); the others
+(least squares, the factorization) take their measurements once and answer from them alone
+(:attr:`~dpfreq.windows.structure.Structure.measured`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,23 +190,37 @@ class WindowState:
         return res
 
     def parts(self, s: WindowStructure, t1: IntArray, t2: IntArray, beta: float,
-              beta_band: float) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
-        """Estimates, sds, half-widths and band half-widths (bias bound included) of windows
-        of one structure. In a batch of at least :data:`OVERLAP_MIN` windows everything but
-        the node noise runs in a helper thread while the noise is computed
+              beta_band: float) -> tuple[NDArray[Any], FloatArray, FloatArray, FloatArray]:
+        """Estimates, sds, half-widths and band half-widths (bias bound and floating-point
+        allowance included) of windows of one structure.
+
+        A measured structure answers from its noisy measurements alone
+        (:meth:`~dpfreq.windows.structure.Structure.estimates`). Any other answers
+        ``exact + Σ ± node noise`` in integers — the same integer as the signed sum of its
+        noisy node counts. In a batch of at least :data:`OVERLAP_MIN` such windows everything
+        but the node noise runs in a helper thread while the noise is computed
         (:func:`~dpfreq.windows.overlap.side_by_side`): the exact counts and most of the noise
         run without the GIL, so on a machine with a free core the two overlap (the helper only
         reads the oracle and fills the structure's interval caches; the node noise stays in
         this thread)."""
-        def public() -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        def public() -> tuple[FloatArray, FloatArray, FloatArray]:
             bias = s.bias_bound()
-            return (self.exact(s, t1, t2), np.sqrt(s.variance(t1, t2)),
-                    s.halfwidth(t1, t2, beta) + bias, s.band_halfwidth(t1, t2, beta_band) + bias)
+            return (np.sqrt(s.variance(t1, t2)), s.halfwidth(t1, t2, beta) + bias,
+                    s.band_halfwidth(t1, t2, beta_band) + bias)
 
+        if s.measured:
+            sd, half, shalf = public()
+            allow = s.allowance(t1, t2)
+            return s.estimates(t1, t2), sd, half + allow, shalf + allow
         if t1.size < OVERLAP_MIN:
-            exact, sd, half, shalf = public()
-            return exact + s.noise(t1, t2), sd, half, shalf
-        (exact, sd, half, shalf), noise = side_by_side(public, lambda: s.noise(t1, t2))
+            sd, half, shalf = public()
+            return self.exact(s, t1, t2) + s.noise(t1, t2), sd, half, shalf
+
+        def exact_and_public() -> tuple[IntArray, tuple[FloatArray, FloatArray, FloatArray]]:
+            return self.exact(s, t1, t2), public()
+
+        (exact, (sd, half, shalf)), noise = side_by_side(exact_and_public,
+                                                         lambda: s.noise(t1, t2))
         return exact + noise, sd, half, shalf
 
     def structures_for(self, k: int, func: str) -> list[WindowStructure]:
@@ -312,4 +331,7 @@ def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
                 SummarySpec("fixed", k, int(s.width or 1)))
         else:
             state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
+    for s in state.structures.values():
+        if s.measured:  # the noisy measurements, from the exact counts (functools.partial)
+            s.measure(functools.partial(state.exact, s))
     return state
