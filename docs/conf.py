@@ -20,11 +20,14 @@ drift from the code. Build (offline, warnings as errors)::
 from __future__ import annotations
 
 import importlib
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import dpfreq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 project = "dpfreq"
 author = "the dpfreq developers"
@@ -36,8 +39,9 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
     "sphinx.ext.napoleon",
+    "offline_mathjax",
+    "executed_examples",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
@@ -56,6 +60,10 @@ napoleon_custom_sections = [("Privacy", "notes_style")]
 html_theme = "pydata_sphinx_theme"
 html_title = "dpfreq"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_static_path = ["_static"]
+html_css_files = ["dpfreq.css"]
+# one page without a section: no empty "Section Navigation" beside it
+html_sidebars = {"index": [], "getting-started": []}
 
 #: The public namespaces, in the order of the reference: the package, its four systems, then the
 #: shared primitives. (``dpfreq.cli`` is documented by ``dpfreq --help``, ``dpfreq.server`` by
