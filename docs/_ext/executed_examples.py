@@ -188,7 +188,8 @@ def _insert_outcomes(app: Any, doctree: nodes.document) -> None:
             if outcome.stdout.strip():
                 extra.append(output_node(outcome.stdout))
             for path in outcome.figures:
-                kept = figures / f"block{i}-{path.name}"
+                # named after the page and block: unique among the site's images
+                kept = figures / f"{docname.replace('/', '-')}-{i}-{path.name}"
                 shutil.copyfile(path, kept)
                 extra.append(figure_node(os.path.relpath(kept, page_dir), path.name))
             node.parent[node.parent.index(node) + 1:node.parent.index(node) + 1] = extra
