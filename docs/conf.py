@@ -10,9 +10,14 @@ replaced, when Sphinx reads it, by one autosummary table per public module listi
 the module's ``__all__`` (:func:`api_listing`), so a new export is documented without editing the
 page (``tests/test_docs_api.py`` checks the listing covers every ``__all__``).
 
-Every code block of the pages is executed by the test suite (``tests/test_docs.py``) and every
-docstring example of a public name by ``tests/test_public_docstrings.py``, so the pages cannot
-drift from the code. Build (offline, warnings as errors)::
+Two local extensions live in ``_ext/``: ``executed_examples`` runs every page's Python blocks at
+build time and shows under each block what it printed and the figures it saved (the test suite
+runs them through the same functions, ``tests/test_docs.py``; every docstring example of a public
+name runs in ``tests/test_public_docstrings.py``), so the pages cannot drift from the code; and
+``offline_mathjax`` serves MathJax from the site itself, so formulas render without a network
+(``tests/test_docs_build.py`` fails on any remote asset and checks the formulas in Chromium).
+The site has three sections with their own navigation (``guide/index``, ``theory/index``,
+``reference/index``). Build (offline, warnings as errors)::
 
     pip install -e '.[docs]' && sphinx-build -W --keep-going -b html docs docs/_build/html
 """
