@@ -215,4 +215,4 @@ def setup(app: Any) -> dict[str, Any]:
     # before Sphinx's image collector (priority 500) reads the page's images
     app.connect("doctree-read", _insert_outcomes, priority=400)
     app.connect("env-get-outdated", _always_reread)
-    return {"parallel_read_safe": False, "parallel_write_safe": True}
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
