@@ -62,7 +62,7 @@ SCALE = 1 << 16
 
 #: the published ``L u`` (:func:`prefix_answer`) is within ``ALLOWANCE · Σ_m e_m |u_{t−m}|`` of
 #: the exact real ``Σ_m ℓ_m u_{t−m}`` with the exact coefficients ``ℓ`` of ``L = A R^{-1}``:
-#: the float coefficients ``e`` are within a relative ``2^{-44}`` of ``ℓ`` (certified from the
+#: the float coefficients ``e`` are within a relative ``2^{-41}`` of ``ℓ`` (certified from the
 #: exact integer residual of ``e * c`` in the tests, up to :data:`MAX_HORIZON`) and numpy's
 #: pairwise float sum of ``t <= 2^13`` terms errs by less than ``30 · 2^{-53} < 2^{-48}`` of
 #: the sum of their magnitudes; the intervals add this allowance
