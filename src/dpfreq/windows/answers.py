@@ -54,10 +54,11 @@ class WindowAnswer:
     lower, upper :
         Per-answer interval: each one contains the truth with probability >= ``confidence``.
     band_lower, band_upper :
-        Simultaneous band: all windows of the answering structure's family contain the truth at
-        once with probability >= ``confidence`` (trees: calibrated on the exact joint noise
-        law, :mod:`dpfreq.windows.band`; independent per-query noise: Šidák; trees too large
-        for the simulation: the union bound over the family's windows).
+        Simultaneous band: all the windows of the answer contain the truth at once with
+        probability >= ``confidence``, whichever structures answer them (each answering
+        structure's band covers its whole family at its share of ``1 − confidence``; trees:
+        calibrated on the exact joint noise law, :mod:`dpfreq.windows.band`; independent
+        per-query noise: Šidák; trees too large for the simulation: the union bound).
     confidence : float
         The confidence level of both.
     answered_by : str or numpy.ndarray
@@ -244,14 +245,18 @@ class WindowState:
         return best
 
     def answer(self, t1: Any, t2: Any, k: int, confidence: float,
-               families: list[WindowStructure], func: str, *, curve: bool = False
+               families: list[WindowStructure], func: str, *, band_beta: float | None = None
                ) -> WindowAnswer:
         """Answers of the windows ``[t1, t2]`` for one k from the given structures.
 
-        Each answer's band is its answering structure's: it holds for every window of that
-        structure's family at once (so the same window gets the same band in any batch).
-        ``curve=True`` (a released curve) splits ``β`` over the structures answering the
-        windows asked (:func:`band_share`), so the band holds for all of them at once.
+        The per-answer interval of each window holds with probability ``>= confidence``. The
+        band holds for every window asked at once, whichever structures answer them: each
+        answering structure's band covers its whole family at ``β/J`` (:func:`band_share`, the
+        ``J`` structures answering the batch), so a batch answered by one structure gets that
+        structure's family band, and a curve answered by two (a cumulative curve whose last
+        period the ``total`` family answers) splits ``β`` between them. ``band_beta`` (default
+        ``1 − confidence``) is the band's total miss probability, for callers that split it
+        further (several k at once).
         """
         conf = check_confidence(confidence, "confidence", func)
         scalar = np.ndim(t1) == 0 and np.ndim(t2) == 0
@@ -264,7 +269,7 @@ class WindowState:
         bias = np.zeros(n, dtype=np.int64)
         answered_by = np.empty(n, dtype=object)
         beta = 1.0 - conf
-        beta_band = band_share(beta, best) if curve else beta
+        beta_band = band_share(beta if band_beta is None else band_beta, best)
         for idx, s in enumerate(families):
             sel = np.flatnonzero(best == idx)
             if not sel.size:
@@ -288,8 +293,9 @@ class WindowState:
         desc = (f"per-answer {conf:.0%} interval from the exact noise law (certified quantile "
                 "of the sum of the answer's node noises; consistent tree estimates: grid "
                 "convolution with its rounding error bounded; a tail bound only where the law "
-                f"is too long to compute); band: {conf:.0%} for all windows of the answering "
-                "structure's family at once (Šidák over independent per-query noise; "
+                f"is too long to compute); band: {conf:.0%} for all the windows asked at once "
+                "(each answering structure's band covers its whole family at its share of "
+                "the miss probability; Šidák over independent per-query noise; "
                 "trees within the simulation's size limit: calibrated on 1,000 "
                 "draws of their exact joint noise law, an exact finite-sample level; "
                 "otherwise the union bound); "
