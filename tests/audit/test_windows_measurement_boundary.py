@@ -127,7 +127,7 @@ def test_the_factorization_floats_do_not_tell_the_log_from_its_neighbour():
     true_hits = neighbour_hits = old_true = old_neighbour = 0
     for seed in seeds:
         items, times = _log(100 + seed, horizon)
-        neighbour = (np.append(items, 10_000), np.append(times, horizon // 2))
+        # the neighbour: one more item, whose only event is in period T/2
         rel = _release(["cumulative"], {"cumulative": "factorization"}, "item", 1e-6, seed,
                        horizon=horizon, log=(items, times))
         s = rel._state.structures[("cumulative", 1)]

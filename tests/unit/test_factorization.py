@@ -9,8 +9,8 @@ from scipy.stats import binom
 
 from dpfreq.windows.factorization import (
     MAX_HORIZON,
-    prefix_coefficients,
     prefix_answers,
+    prefix_coefficients,
     prefix_variance_factors,
     sensitivity,
     sqrt_coefficients,
