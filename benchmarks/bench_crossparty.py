@@ -473,14 +473,18 @@ def main() -> None:
     ap.add_argument("--merge-sketches", type=int, default=100)
     ap.add_argument("--plots", default=None, help="directory for the figures")
     ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--reaches", default=None,
+                    help="comma-separated reaches per publisher for the tables")
     args = ap.parse_args()
-    args.reaches = REACHES
+    args.reaches = REACHES if args.reaches is None else [int(float(x)) for x in
+                                                         args.reaches.split(",")]
     args.sfm_reaches = [100_000, 1_000_000, 10_000_000]
     args.max_parties = 100
     args.curve_reach = 1_000_000
     if args.quick:
         args.runs, args.registers = min(args.runs, 10), min(args.registers, 2**12)
-        args.reaches, args.sfm_reaches = [10_000, 100_000], [100_000]
+        args.reaches = [10_000, 100_000] if args.reaches == REACHES else args.reaches
+        args.sfm_reaches = [100_000]
         args.max_parties, args.curve_reach = 4, 100_000
         args.events, args.merge_sketches, args.repeat = 10**5, 5, 1
     args.log = lambda text: print(f"  [{text}]", flush=True) if os.environ.get(
