@@ -79,9 +79,7 @@ class RegisterCounts:
     engine: str
 
 
-def _column(value: Any, param: str, func: str, *, required: bool) -> str | None:
-    if value is None and not required:
-        return None
+def _column(value: Any, param: str, func: str) -> str:
     if not isinstance(value, str) or not value:
         raise ParameterError(message(param, func, "a non-empty column name (str)", value))
     return value
@@ -104,8 +102,8 @@ def check_log_spec(func: str, *, user: Any, time: Any, period: Any, campaign: An
     >>> check_log_spec("f", user="u", time="t", period=(0, 10), campaign=None, campaigns=None)
     LogSpec(user='u', time='t', period=(0, 10), campaign=None, campaigns=())
     """
-    u = _column(user, "user", func, required=True) or ""
-    t = _column(time, "time", func, required=False)
+    u = _column(user, "user", func)
+    t = None if time is None else _column(time, "time", func)
     if (t is None) != (period is None):
         raise ParameterError(message("period", func, "given together with time (the "
                                      "measurement period of the time column)", period))
@@ -116,7 +114,7 @@ def check_log_spec(func: str, *, user: Any, time: Any, period: Any, campaign: An
         bounds = (_instant(period[0], func), _instant(period[1], func))
         if bounds[1] <= bounds[0]:
             raise ParameterError(message("period", func, "a pair with start < end", period))
-    c = _column(campaign, "campaign", func, required=False)
+    c = None if campaign is None else _column(campaign, "campaign", func)
     if (c is None) != (campaigns is None):
         raise ParameterError(message("campaigns", func, "given together with campaign (the "
                                      "public list of campaigns counted)", campaigns))
