@@ -162,11 +162,15 @@ def test_inverse_filter_and_its_covariance_are_unbiased(alpha: float, parties: i
                 assert estimated == pytest.approx(exact_cov, abs=1e-8)
 
 
-def test_class_estimates_without_noise_are_the_histogram() -> None:
-    sums = np.array([0, 0, 0, 1, 2, 2, 7, -1])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int64])
+def test_class_estimates_without_noise_are_the_histogram(dtype: type) -> None:
+    """Also for the narrow integer types sketch files hold, whatever the cap."""
+    sums = np.array([0, 0, 0, 1, 2, 2, 7, -1], dtype=dtype)
     C, cov = class_estimates(sums, parties=1, max_frequency=K, alpha=1e-15)
     assert C.tolist() == pytest.approx([3.0, 1.0, 2.0])
     assert np.abs(cov).max() < 1e-9
+    wide, _ = class_estimates(sums, parties=2, max_frequency=300, alpha=1e-15)
+    assert wide[:3].tolist() == pytest.approx([3.0, 1.0, 2.0])
 
 
 def _panjer(g: np.ndarray, lam: float, size: int) -> np.ndarray:

@@ -68,6 +68,9 @@ def class_estimates(sums: NDArray[np.signedinteger[Any]], *, parties: int, max_f
     """
     P, K = parties, max_frequency
     h = inverse_filter(alpha, P)
+    info = np.iinfo(sums.dtype)
+    if info.min > -P - 1 or info.max < K + 2 * P + 1:  # a narrow type read from a file
+        sums = sums.astype(np.int64)
     # values outside -P..K-1+P go to two edge bins, dropped: the filter is zero there
     edges = np.bincount(np.clip(sums, -P - 1, K + P) + (P + 1), minlength=K + 2 * P + 2)
     H = edges[1:-1].astype(np.float64)
