@@ -90,7 +90,8 @@ def test_tiny_data_sets_differ_by_one_register_move() -> None:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_guarantee_holds_and_is_tight_by_enumeration(epsilon, delta, workers) -> None:
     law = _law(epsilon, delta)
-    assert law.epsilon <= epsilon and law.delta <= delta
+    assert law.epsilon <= epsilon
+    assert law.delta <= delta
     noise = _one_bucket(law, workers)
     pairs = _neighbours(registers=2, parties=2, K=1)  # values 0..2: three buckets
     worst = 0.0

@@ -88,7 +88,8 @@ class RoleThread:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive(), "did not start"
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"the {self.role} did not start")
             time.sleep(0.02)
         return self
 

@@ -10,11 +10,6 @@ import time
 import httpx
 import numpy as np
 import pytest
-
-from dpfreq.crossparty.shuffle import share_registers
-from dpfreq.crossparty.shuffle.aggregate import read_output
-from dpfreq.crossparty.shuffle.party import read_party_share
-from dpfreq.server.roles.client import save_state, setup_measurement, upload_shares
 from shuffle_services import (
     ADMINS,
     RoleThread,
@@ -23,6 +18,11 @@ from shuffle_services import (
     stored_draws,
     wait_result,
 )
+
+from dpfreq.crossparty.shuffle import share_registers
+from dpfreq.crossparty.shuffle.aggregate import read_output
+from dpfreq.crossparty.shuffle.party import read_party_share
+from dpfreq.server.roles.client import save_state, setup_measurement, upload_shares
 
 
 @pytest.fixture
@@ -119,15 +119,19 @@ def test_duplicated_different_and_malformed_shares(tmp_path, roles, rng):
     shares = share_registers(x[0], params=params, party="tv", rng=1)
     assert httpx.put(url, content=shares.frame(0), headers=auth).json()["new"] is True
     again = httpx.put(url, content=shares.frame(0), headers=auth)  # an identical retry
-    assert again.status_code == 200 and again.json()["new"] is False
+    assert again.status_code == 200
+    assert again.json()["new"] is False
     other = share_registers(x[0], params=params, party="tv", rng=2)
     r = httpx.put(url, content=other.frame(0), headers=auth)
-    assert r.status_code == 409 and "already uploaded another share" in r.json()["error"]
+    assert r.status_code == 409
+    assert "already uploaded another share" in r.json()["error"]
     r = httpx.put(url, content=b"not a frame", headers=auth)
-    assert r.status_code == 422 and "not a dpfreq shuffle frame" in r.json()["error"]
+    assert r.status_code == 422
+    assert "not a dpfreq shuffle frame" in r.json()["error"]
     web = share_registers(x[1], params=params, party="web", rng=3)
     r = httpx.put(url, content=web.frame(0), headers=auth)  # tv's token, web's share
-    assert r.status_code == 422 and "another party" in r.json()["error"]
+    assert r.status_code == 422
+    assert "another party" in r.json()["error"]
     r = httpx.put(url, content=b"x" * (4 * params.registers + 70_000), headers=auth)
     assert r.status_code == 413
     # the state file re-sends tv's first share to worker 1 (worker 0 acknowledged it already)
@@ -185,6 +189,7 @@ def test_aggregator_restart_keeps_the_outputs_and_the_release(tmp_path, roles, r
     roles["aggregator"].stop()
     roles["aggregator"].start()
     status, second = wait_result(roles["aggregator"].url, tokens["analyst"])
-    assert status == 200 and second == first
+    assert status == 200
+    assert second == first
     _check_equal(first, offline_release(x, params, ["tv", "web"],
                                         [roles["worker0"].db, roles["worker1"].db]))

@@ -67,7 +67,8 @@ def test_parameters_round_trip_and_name_their_digest(tmp_path) -> None:
     assert ShuffleParams.load(params.save(tmp_path / "p.json")) == params
     assert params.histograms == 4
     eps, delta = params.histogram_budget
-    assert float(eps * 4) == math.log(3) and float(delta * 4) == 1e-9
+    assert float(eps * 4) == math.log(3)
+    assert float(delta * 4) == 1e-9
     other = make_params(deadline="2030-01-02")
     assert other.param_id != params.param_id
     edited = params.to_json().replace('"per_party": true', '"per_party": false')
@@ -175,7 +176,8 @@ def test_simulation_equals_the_protocol_on_the_same_draws(rng) -> None:
         V = params.max_frequency * len(params.entities()[i])
         truth = np.bincount(x[list(params.entities()[i])].sum(axis=0), minlength=V + 1)
         noise = hist - truth
-        assert noise.min() >= 0 and noise.max() <= 4 * law.shift
+        assert noise.min() >= 0
+        assert noise.max() <= 4 * law.shift
 
 
 def _tampered(params, run, change):
@@ -197,8 +199,8 @@ def test_a_deviating_worker_is_detected_and_nothing_released(rng, change) -> Non
     run = run_protocol(registers(params, rng), params=params, confidence=0.95, rng=rng)
     a, b = (np.frombuffer(read_output(m, params).payload, dtype="<u4")
             for m in _tampered(params, run, change))
-    with pytest.raises(DataError, match="do not reconstruct register values in 0..9: a worker "
-                                        "or a party deviated"):
+    with pytest.raises(DataError, match=r"do not reconstruct register values in 0\.\.9: a "
+                                        r"worker or a party deviated"):
         reconstruct_histogram(a, b, 9)
 
 
@@ -256,7 +258,8 @@ def test_peer_draws_are_checked(rng) -> None:
     out = worker_output(np.zeros(8, dtype=np.uint32), own=draw_worker(
         dummy_law(make_params()), [3], position=1, rng=rng), peer=peer, entity=0, index=0,
         param_id="p")
-    assert out.dtype == np.uint32 and out.size > 8
+    assert out.dtype == np.uint32
+    assert out.size > 8
 
 
 def test_noise_free_estimates_recover_a_compound_poisson_union() -> None:

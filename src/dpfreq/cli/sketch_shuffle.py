@@ -41,6 +41,15 @@ def _roles() -> Any:
     return client
 
 
+def _urls(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Base URLs: ``http://`` or ``https://`` and a host, checked before anything runs."""
+    values = value if isinstance(value, tuple) else (value,)
+    for url in values:
+        if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url or ""):
+            raise click.BadParameter(f"must be a base URL (http://host:port); got {url!r}")
+    return value
+
+
 def _token(path: str, option: str) -> str:
     try:
         token = Path(path).read_text(encoding="utf-8").strip()
@@ -65,17 +74,19 @@ def _token(path: str, option: str) -> str:
 @click.option("--delta", type=float, required=True, help="Delta of the whole measurement.")
 @click.option("--party", "parties", multiple=True, required=True,
               help="A participating party (repeat, in a fixed order).")
-@click.option("--per-party/--union-only", required=True,
-              help="Measure each party alone too (the budget is split over 1 + P histograms).")
+@click.option("--histograms", type=click.Choice(["union", "union+parties"]), required=True,
+              help="Measure the union only, or each party alone too (the budget is then "
+                   "split over 1 + P noisy histograms).")
 @click.option("--deadline", required=True,
               help="After this instant the workers measure whoever uploaded (ISO, UTC).")
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
               help="The parties' shared hash key (its fingerprint goes in the parameters).")
 @shared.output_path_option("--out", "out", suffixes=(".json",), allow_stdout=True,
-                           required=True, help="Where to write the parameters (public).")
+                           required=True,
+                           help="Where to write the parameters (public JSON; '-' = stdout).")
 def params_command(measurement: str, registers: int, sampling_start: str, sampling_width: str,
                    max_frequency: int, epsilon: float, delta: float, parties: tuple[str, ...],
-                   per_party: bool, deadline: str, key_file: str, out: str) -> None:
+                   histograms: str, deadline: str, key_file: str, out: str) -> None:
     """Write the public parameters of a shuffled cross-party measurement."""
     from dpfreq.crossparty import key_fingerprint
     from dpfreq.crossparty.shuffle import ShuffleParams
@@ -83,7 +94,7 @@ def params_command(measurement: str, registers: int, sampling_start: str, sampli
     params = ShuffleParams(
         measurement=measurement, registers=registers, sampling_start=sampling_start,
         sampling_width=sampling_width, max_frequency=max_frequency, epsilon=epsilon,
-        delta=delta, parties=parties, per_party=per_party, deadline=deadline,
+        delta=delta, parties=parties, per_party=histograms == "union+parties", deadline=deadline,
         hash="sha256-prefix/v1", key_id=key_fingerprint(load_key(key_file)))
     shared.write_output(params.to_json(), out, what="(public parameters)")
 
@@ -97,9 +108,9 @@ def _params(path: str) -> Any:
 @command.command(name="shuffle-setup")
 @click.option("--params", "params_file", required=True, metavar="PARAMS.json",
               help="The measurement's parameters (from 'dpfreq sketch shuffle-params').")
-@click.option("--aggregator", required=True, help="The aggregator's base URL.")
+@click.option("--aggregator", required=True, callback=_urls, help="The aggregator's base URL.")
 @click.option("--aggregator-token-file", required=True, help="The aggregator's admin token.")
-@click.option("--worker", "workers", multiple=True, required=True,
+@click.option("--worker", "workers", multiple=True, required=True, callback=_urls,
               help="Worker 0's then worker 1's base URL.")
 @click.option("--worker-token-file", "worker_tokens", multiple=True, required=True,
               help="Worker 0's then worker 1's admin token file.")
@@ -150,7 +161,7 @@ def setup_command(params_file: str, aggregator: str, aggregator_token_file: str,
 @click.option("--campaign", default=None, help="The campaign column (with --campaigns).")
 @click.option("--campaigns", default=None, metavar="A,B,...",
               help="Comma-separated campaigns counted (public list).")
-@click.option("--worker", "workers", multiple=True, required=True,
+@click.option("--worker", "workers", multiple=True, required=True, callback=_urls,
               help="Worker 0's then worker 1's base URL.")
 @click.option("--token-file", "token_files", multiple=True, required=True,
               help="This party's token at worker 0, then at worker 1.")
@@ -206,7 +217,7 @@ def share_command(log: str, party: str, params_file: str, key_file: str, user: s
 
 
 @command.command(name="shuffle-result")
-@click.option("--aggregator", required=True, help="The aggregator's base URL.")
+@click.option("--aggregator", required=True, callback=_urls, help="The aggregator's base URL.")
 @click.option("--measurement", required=True, help="The measurement's id.")
 @click.option("--token-file", required=True, help="An analyst (or admin) token file.")
 @shared.output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,

@@ -121,7 +121,10 @@ def upload_shares(state: str | Path, workers: list[str], tokens: list[str], *,
 
 
 def _post(client: httpx.Client, url: str, token: str, body: Any = None) -> Any:
-    r = client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+    try:
+        r = client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError as exc:
+        raise DataError(f"cannot reach {url} ({type(exc).__name__}).") from None
     if r.status_code not in (200, 201):
         raise DataError(f"POST {url} answered {r.status_code}: {r.text[:300]}")
     return r.json()
@@ -158,8 +161,11 @@ def setup_measurement(params: ShuffleParams, *, aggregator: tuple[str, str],
 def fetch_result(url: str, measurement: str, token: str, *, timeout: float = 30.0
                  ) -> tuple[int, dict[str, Any]]:
     """``(HTTP status, JSON)`` of the aggregator's result of ``measurement``."""
-    r = httpx.get(f"{url.rstrip('/')}/v1/measurements/{measurement}/result",
-                  headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    where = f"{url.rstrip('/')}/v1/measurements/{measurement}/result"
+    try:
+        r = httpx.get(where, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise DataError(f"cannot reach {where} ({type(exc).__name__}).") from None
     try:
         return r.status_code, dict(r.json())
     except ValueError:
