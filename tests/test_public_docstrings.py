@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
-            "dpfreq.longitudinal", "dpfreq.crossparty", "dpfreq.engines", "dpfreq.budget",
+            "dpfreq.longitudinal", "dpfreq.crossparty", "dpfreq.crossparty.shuffle",
+            "dpfreq.engines", "dpfreq.budget",
             "dpfreq.release", "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger"]
 
 

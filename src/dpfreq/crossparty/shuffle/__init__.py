@@ -16,8 +16,8 @@ roles (the services of ``dpfreq serve --role worker|aggregator``; docs/guide/cro
   frequency distribution with intervals (:func:`release_from_histograms`).
 
 The trust model (honest majority: no two of the three roles collude) and the proofs are in
-docs/theory/crossparty.md; :func:`simulate_shuffle` and :func:`run_protocol` run everything in
-one process.
+docs/theory/crossparty.md; :func:`simulate_shuffle`, :func:`run_protocol` and :func:`run_shares` run
+everything in one process.
 """
 
 from dpfreq.crossparty.shuffle.aggregate import reconstruct_histogram
@@ -27,7 +27,12 @@ from dpfreq.crossparty.shuffle.params import ShuffleParams
 from dpfreq.crossparty.shuffle.party import PartyShares, share_log, share_registers
 from dpfreq.crossparty.shuffle.plan import Plan, make_plan
 from dpfreq.crossparty.shuffle.result import ShuffleRelease
-from dpfreq.crossparty.shuffle.simulate import ProtocolRun, run_protocol, simulate_shuffle
+from dpfreq.crossparty.shuffle.simulate import (
+    ProtocolRun,
+    run_protocol,
+    run_shares,
+    simulate_shuffle,
+)
 
 __all__ = [
     "DummyLaw",
@@ -42,6 +47,7 @@ __all__ = [
     "reconstruct_histogram",
     "release_from_histograms",
     "run_protocol",
+    "run_shares",
     "sample_dummies",
     "share_log",
     "share_registers",
