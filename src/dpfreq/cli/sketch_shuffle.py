@@ -220,13 +220,23 @@ def share_command(log: str, party: str, params_file: str, key_file: str, user: s
 @click.option("--aggregator", required=True, callback=_urls, help="The aggregator's base URL.")
 @click.option("--measurement", required=True, help="The measurement's id.")
 @click.option("--token-file", required=True, help="An analyst (or admin) token file.")
+@click.option("--wait", type=float, default=60.0, show_default=True,
+              help="Seconds to keep asking while the workers' outputs are still missing.")
 @shared.output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                            help="Write the release's JSON here ('-' = stdout).")
-def result_command(aggregator: str, measurement: str, token_file: str,
+def result_command(aggregator: str, measurement: str, token_file: str, wait: float,
                    json_out: str | None) -> None:
-    """Read the release of a shuffled measurement from the aggregator."""
-    status, payload = _roles().fetch_result(aggregator, measurement,
-                                            _token(token_file, "--token-file"))
+    """Read the release of a shuffled measurement from the aggregator (waiting up to --wait
+    seconds while it is not released yet)."""
+    import time
+
+    token = _token(token_file, "--token-file")
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        status, payload = _roles().fetch_result(aggregator, measurement, token)
+        if status != 409 or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
     if status != 200:
         raise DataError(f"the aggregator answered {status}: {payload.get('error', payload)}")
     if json_out is not None:
