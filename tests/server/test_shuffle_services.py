@@ -193,3 +193,37 @@ def test_aggregator_restart_keeps_the_outputs_and_the_release(tmp_path, roles, r
     assert second == first
     _check_equal(first, offline_release(x, params, ["tv", "web"],
                                         [roles["worker0"].db, roles["worker1"].db]))
+
+
+def test_the_roles_on_postgresql(tmp_path, postgres, rng):
+    """The same run with every role on PostgreSQL (row locks instead of SQLite's single
+    writer), including a duplicate upload and a worker restarted after the plan."""
+    import secrets
+
+    roles = {name: RoleThread(role, postgres.create_database("s_" + secrets.token_hex(6)),
+                              name)
+             for name, role in (("aggregator", "aggregator"), ("worker0", "worker"),
+                                ("worker1", "worker"))}
+    for r in roles.values():
+        r.start()
+    try:
+        params = shuffle_params(["tv", "web"], per_party=True)
+        tokens = _setup(roles, params)
+        x = rng.poisson(0.3, (2, params.registers)).clip(0, params.max_frequency)
+        _upload(tmp_path, roles, params, tokens, x)
+        # the same shares again, sent afresh to both workers: an identical retry
+        save_state(tmp_path / "tv-again.state",
+                   share_registers(x[0], params=params, party="tv", rng=0), [])
+        again = upload_shares(tmp_path / "tv-again.state", [roles["worker0"].url,
+                                                            roles["worker1"].url],
+                              tokens["parties"]["tv"], wait=5)
+        assert again["worker0"] == again["worker1"] == "acknowledged"
+        roles["worker1"].stop()
+        roles["worker1"].start()
+        status, payload = wait_result(roles["aggregator"].url, tokens["analyst"])
+        assert status == 200, payload
+        _check_equal(payload, offline_release(x, params, ["tv", "web"],
+                                              [roles["worker0"].db, roles["worker1"].db]))
+    finally:
+        for r in roles.values():
+            r.stop()
