@@ -12,6 +12,7 @@ other body goes through the service's body limit. A worker runs its background d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -74,13 +75,16 @@ class _RoleApp(FastAPI):
         await (self.plain if binary else self.limited)(scope, receive, send)
 
 
-async def _drive(driver: WorkerDriver, pause: float) -> None:
-    while True:
+async def _drive(driver: WorkerDriver, pause: float, stop: asyncio.Event) -> None:
+    """Rounds of the driver until ``stop`` is set (a round in progress is finished: its
+    thread holds database connections that must be returned before the engine closes)."""
+    while not stop.is_set():
         try:
             await asyncio.to_thread(driver.step)
         except Exception as exc:  # the database is away: the next round tries again
             log.warning("shuffle driver round failed", extra={"error": type(exc).__name__})
-        await asyncio.sleep(pause)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), pause)
 
 
 def create_role_app(config: Any) -> FastAPI:
@@ -111,16 +115,18 @@ def create_role_app(config: Any) -> FastAPI:
             log_bootstrap(await asyncio.to_thread(service.bootstrap_admin, config.admin_token))
         app.state.service = service
         driver = WorkerDriver(engine, metrics) if role == "worker" else None
+        stop = asyncio.Event()
         app.state.driver = None if driver is None else asyncio.create_task(
-            _drive(driver, POLL_SECONDS))
+            _drive(driver, POLL_SECONDS, stop))
         where = f", listening on {config.listen_url}" if config.listen_url else ""
         log.info(f"{role} started{where}", extra={"backend": engine.dialect.name,
                                                   "role": role})
         try:
             yield
         finally:
+            stop.set()
             if app.state.driver is not None:
-                app.state.driver.cancel()
+                await app.state.driver
             if driver is not None:
                 driver.close()
             engine.dispose()
