@@ -16,6 +16,7 @@ from dpfreq.crossparty.shuffle import (
     reconstruct_histogram,
     release_from_histograms,
     run_protocol,
+    run_shares,
     share_registers,
     simulate_shuffle,
 )
@@ -216,15 +217,42 @@ def test_a_party_out_of_range_is_detected(rng) -> None:
         reconstruct_histogram(words[0], words[1], params.max_frequency)
 
 
-def test_a_worker_without_dummies_still_gives_a_release(rng) -> None:
-    """The other worker's dummies alone (the guarantee's case) reconstruct and estimate; the
-    histogram is the registers plus one worker's dummies."""
+@pytest.mark.parametrize("lazy", [0, 1])
+def test_a_worker_without_dummies_still_gives_a_release(rng, lazy) -> None:
+    """Corrupt worker that adds no dummies: the other worker's alone (the guarantee's case,
+    enumerated in tests/audit/test_shuffle_privacy.py) reconstruct and estimate; the histogram
+    is the registers plus the honest worker's dummies."""
     params = make_params()
     x = registers(params, rng)
-    run = run_protocol(x, params=params, confidence=0.95, rng=rng, worker_noise=(True, False))
+    noise = (lazy != 0, lazy != 1)
+    run = run_protocol(x, params=params, confidence=0.95, rng=rng, worker_noise=noise)
     truth = np.bincount(x.sum(axis=0), minlength=10)
-    assert np.array_equal(run.release.histograms[0] - truth, run.draws[0].dummies[0])
-    assert not run.draws[1].dummies[0].any()
+    assert np.array_equal(run.release.histograms[0] - truth, run.draws[1 - lazy].dummies[0])
+    assert not run.draws[lazy].dummies[0].any()
+
+
+@pytest.mark.parametrize("corrupt", [0, 1])
+def test_a_corrupt_workers_view_does_not_depend_on_the_registers(corrupt) -> None:
+    """Corrupt worker: what it receives — one share of each party and the other worker's
+    public draws — for two unrelated data sets under the same randomness. Seeds and draws are
+    the same bytes (they never depend on the data); the vector shares differ, and each is
+    uniform alone (tests/statistical/test_shuffle_statistical.py)."""
+    params = make_params()
+    views = []
+    for data_seed in (1, 2):
+        x = registers(params, np.random.default_rng(data_seed))
+        shares = [share_registers(x[i], params=params, party=p, rng=100 + i)
+                  for i, p in enumerate(params.parties)]
+        run = run_shares(shares, confidence=0.95, rng=7)
+        frames = [read_party_share(s.frame(corrupt), params) for s in shares]
+        seeds = [f.payload for f in frames if f.header["form"] == "seed"]
+        vectors = [f.payload for f in frames if f.header["form"] == "vector"]
+        views.append((seeds, vectors, run.draws[1 - corrupt].public()))
+    (seeds1, vec1, peer1), (seeds2, vec2, peer2) = views
+    assert seeds1 == seeds2
+    assert peer1 == peer2
+    assert len(vec1) == len(vec2) >= 1
+    assert vec1 != vec2  # masked registers: different bytes, the same (uniform) law
 
 
 def test_plan_reasons_and_checks() -> None:
