@@ -55,9 +55,9 @@ from .common import (
     Refused,
     TokenIssued,
     authorize,
-    create_row,
+    create_measurement,
     issue,
-    load_measurement,
+    measurement_or_404,
     read_body,
 )
 
@@ -84,23 +84,13 @@ class WorkerTokenRequest(BaseModel):
 
 
 async def _measurement(request: Request, name: str) -> MeasurementRow:
-    row = await run_in_threadpool(load_measurement, request.app.state.service.engine, name,
-                                  "aggregator")
-    if row is None:
-        raise HTTPException(404, "no such measurement.")
-    return row
+    return await measurement_or_404(request, name, "aggregator")
 
 
 @router.post("/v1/measurements", status_code=201, tags=["admin"])
 async def create(request: Request, body: AggregatorCreate) -> Created:
     """Aggregate a measurement (admin); an identical request again is answered the same."""
-    await authorize(request, ("admin",), None)
-    try:
-        row = await run_in_threadpool(create_row, request.app.state.service.engine,
-                                      body.params, "aggregator", None)
-    except DataError as exc:
-        raise HTTPException(409 if "exists" in str(exc) else 400, str(exc)) from None
-    return Created(**{k: v for k, v in row.public().items() if k != "plan"})
+    return await create_measurement(request, body.params, "aggregator", None)
 
 
 def _received(engine: Any, measurement: str) -> list[list[int]]:

@@ -31,8 +31,8 @@ from ..service import Service
 from . import tables
 
 __all__ = ["Created", "MeasurementRow", "Refused", "TokenIssued", "audit", "authorize",
-           "common_router", "create_row", "issue", "load_measurement", "read_body",
-           "update_row"]
+           "common_router", "create_measurement", "create_row", "issue", "load_measurement",
+           "measurement_or_404", "read_body", "update_row"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -145,6 +145,27 @@ def load_measurement(engine: sa.engine.Engine, measurement: str, role: str
         row = conn.execute(sa.select(m).where(m.c.measurement == measurement,
                                               m.c.role == role)).first()
     return None if row is None else MeasurementRow(row)
+
+
+async def measurement_or_404(request: Request, name: str, role: str) -> MeasurementRow:
+    """The measurement of this role, or 404."""
+    row = await run_in_threadpool(load_measurement, _service(request).engine, name, role)
+    if row is None:
+        raise HTTPException(404, "no such measurement.")
+    return row
+
+
+async def create_measurement(request: Request, params: str, role: str,
+                             topology: dict[str, Any] | None) -> Created:
+    """Create (or find the identical) measurement for the admin's request: 409 for a
+    different one under an existing id, 400 for parameters that do not read."""
+    await authorize(request, ("admin",), None)
+    try:
+        row = await run_in_threadpool(create_row, _service(request).engine, params, role,
+                                      topology)
+    except DataError as exc:
+        raise HTTPException(409 if "exists" in str(exc) else 400, str(exc)) from None
+    return Created(**{k: v for k, v in row.public().items() if k != "plan"})
 
 
 def update_row(conn: Any, measurement: str, **values: Any) -> None:

@@ -49,9 +49,9 @@ from .common import (
     Refused,
     TokenIssued,
     authorize,
-    create_row,
+    create_measurement,
     issue,
-    load_measurement,
+    measurement_or_404,
     read_body,
 )
 from .worker_state import accept_plan, manifest, store_share
@@ -88,26 +88,15 @@ class PartyTokenRequest(BaseModel):
 
 
 async def _measurement(request: Request, name: str) -> MeasurementRow:
-    row = await run_in_threadpool(load_measurement, request.app.state.service.engine, name,
-                                  "worker")
-    if row is None:
-        raise HTTPException(404, "no such measurement.")
-    return row
+    return await measurement_or_404(request, name, "worker")
 
 
 @router.post("/v1/measurements", status_code=201, tags=["admin"])
 async def create(request: Request, body: WorkerCreate) -> Created:
     """Take part in a measurement as worker ``position`` (admin); an identical request again
     is answered the same, a different one for the same measurement is a 409."""
-    await authorize(request, ("admin",), None)
-    topology = body.model_dump(exclude={"params"})
-    try:
-        row = await run_in_threadpool(create_row, request.app.state.service.engine,
-                                      body.params, "worker", topology)
-    except DataError as exc:
-        status = 409 if "exists" in str(exc) else 400
-        raise HTTPException(status, str(exc)) from None
-    return Created(**{k: v for k, v in row.public().items() if k != "plan"})
+    return await create_measurement(request, body.params, "worker",
+                                    body.model_dump(exclude={"params"}))
 
 
 @router.get("/v1/measurements/{measurement}", tags=["parties"])
