@@ -70,7 +70,8 @@ def test_plan_reach_bad_input_is_one_line_exit_2(args, capsys):
 #: what each command adds to the shared public parameters (data, outputs, planning extras)
 ONLY_PLAN = {"scale", "target_half_width", "json_out"}
 ONLY_REACH = {"file", "item", "time_col", "time_unit", "timezone", "out_of_range", "rows_text",
-              "save_path", "engine", "spark_master", "json_out", "plot_out", "seed", "ledger"}
+              "raw", "save_path", "engine", "spark_master", "json_out", "plot_out", "seed",
+              "ledger"}
 
 
 def _options(command):

@@ -98,6 +98,12 @@ def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
 _UNIT_NOTE = {"event": "; an item with k rows is protected at k·ε"}
 
 
+def _why(method: str, why: str) -> str:
+    """The reason the method was chosen, without repeating the method's name."""
+    head = f"{method}:"
+    return why[len(head):].strip() if why.startswith(head) else why
+
+
 def format_header(rel: Any, what: str) -> list[str]:
     """Comment lines (``# ...``) stating ε, δ, the unit of privacy, the mechanism and the error."""
     params = rel.mechanism_params
@@ -111,7 +117,7 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"{rel.unit} ({rel.relation}{_UNIT_NOTE.get(rel.unit, '')})",
         f"# mechanism {rel.mechanism}: exact discrete Laplace noise {noise}; counts clamped at "
         f"n={rel.max_count}; d={rel.domain_size:,}",
-        f"# method {rel.method}: {params.get('why', '')}",
+        f"# method {rel.method}: {_why(rel.method, str(params.get('why', '')))}",
         f"# error: {rel.error.description}",
         f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
         "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "

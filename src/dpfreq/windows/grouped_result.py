@@ -213,21 +213,83 @@ class GroupedWindowRelease(GroupedRelease):
                                                  "end", "estimate", "lower", "upper")})
         return pd.concat(frames, ignore_index=True)
 
-    def plot(self, *, max_panels: int = 12) -> Any:
-        """Small multiples: each of the first ``max_panels`` listed groups' curves with their
-        bands (:meth:`WindowCountsRelease.plot`), one panel per group."""
-        import matplotlib.pyplot as plt
+    def _size(self, name: str) -> float:
+        """The released reach :meth:`plot` sorts by (post-processing): the total ``[1, T]``
+        at the smallest k, else the last cumulative value, else the largest rolling value,
+        else the all-windows answer for ``[1, T]``."""
+        rel = self.releases[name]
+        k = min(rel.k_values)  # type: ignore[attr-defined]
+        value = rel.value
+        for label in ("total", "cumulative"):
+            if label in value:
+                return float(np.asarray(value[label][k])[-1])
+        if value:
+            return float(max(np.max(np.asarray(v[k])) for v in value.values()))
+        horizon = rel.horizon  # type: ignore[attr-defined]
+        return float(rel.window(1, horizon, k).estimate)  # type: ignore[attr-defined]
 
-        names = list(self.releases)[:max_panels]
-        cols = min(3, max(1, len(names)))
-        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was selected
-        fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
-        for ax, name in zip(axes.flat, names, strict=False):
-            self.releases[name].plot(ax=ax)
-            ax.set_title(str(name), fontsize=9)
-        for ax in list(axes.flat)[len(names):]:
-            ax.set_visible(False)
-        fig.tight_layout()
+    def plot(self, *, max_panels: int = 12, max_bars: int = 50) -> Any:
+        """Every group's released reach, largest first (sorted by a released value:
+        post-processing); the figure's title states ε, δ, the unit, the confidence and which
+        groups are drawn.
+
+        A release of totals alone is one bar chart: each group's total ``[1, T]`` with its
+        interval as an error bar, one bar per k, at most ``max_bars`` groups. Otherwise small
+        multiples, at most ``max_panels`` groups: each group's curves with their bands (and its
+        total as a point with its interval), titled by the group and marked when the group is
+        smaller than its noise (:attr:`WindowCountsRelease.error.vacuous`).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from dpfreq.plotting import (
+            figure_legend,
+            group_figure,
+            interval_bars,
+            privacy_title,
+            pyplot,
+        )
+
+        names = sorted(self.releases, key=lambda g: -self._size(g))
+        first: Any = next(iter(self.releases.values()), None)
+        conf = self.simultaneous.confidence if first is None else first.error.confidence
+        title = privacy_title(f"Reach per {self.group_column}", epsilon=self.epsilon,
+                              delta=self.delta, unit=self.unit, confidence=conf)
+        per = "" if first is None else f"; ε={first.epsilon:.3g} per group"
+        order = "the largest released reach"
+        if first is not None and list(first.value) == ["total"]:
+            drawn = names[:max_bars]
+            note = (f"the {len(drawn)} of {len(names)} groups with {order}; "
+                    f"plot(max_bars={len(names)}) draws all" if len(drawn) < len(names) else
+                    f"all {len(names)} groups, by {order}")
+            ks = first.k_values
+            fig, ax = pyplot().subplots(figsize=(7.5, 1.2 + 0.28 * len(drawn) * len(ks)))
+            series = [(f"{k}+ reach", *(
+                [np.asarray(_total_at(self.releases[g], part, k))[0] for g in drawn]
+                for part in ("value", "error.lower", "error.upper"))) for k in ks]
+            interval_bars(ax, [f"{g} *" if self.releases[g].error.vacuous else str(g)
+                               for g in drawn], series,
+                          xlabel=f"items reached in the whole range [1, T] (noisy estimate and "
+                                 f"{conf:.0%} interval)")
+            ax.set_ylabel(f"{self.group_column} (* smaller than its noise)"
+                          if any(self.releases[g].error.vacuous for g in drawn)
+                          else str(self.group_column))
+            ax.set_title(f"{title}{per}\n{note}", fontsize=10)
+            fig.tight_layout()
+            return fig
+        fig, axes, drawn, note = group_figure(names, max_panels, what="groups", order=order)
+        for ax, name in zip(axes, drawn, strict=False):
+            rel = self.releases[name]
+            rel.plot(ax=ax)
+            small = " (smaller than its noise)" if rel.error.vacuous else ""
+            ax.set_title(f"{self.group_column} = {name}{small}", fontsize=9)
+        if not drawn:
+            axes[0].text(0.5, 0.5, "no group was released", ha="center", va="center",
+                         transform=axes[0].transAxes)
+            axes[0].set_axis_off()
+        fig.suptitle(f"{title}{per}\n{note}", fontsize=10)
+        figure_legend(fig, axes)
         return fig
 
     def save(self, path: str | Path) -> Path:
@@ -274,6 +336,15 @@ class GroupedWindowRelease(GroupedRelease):
         plan = calibrated_plan(build, rho)
         return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
                         tuple(grouped["groups"]), grouped, noise_key)
+
+
+def _total_at(rel: Any, path: str, k: int) -> Any:
+    """``rel.value["total"][k]`` for ``path="value"``, ``rel.error.lower["total"][k]`` for
+    ``"error.lower"``: a group's total [1, T] at k."""
+    obj = rel
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj["total"][k]
 
 
 def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
