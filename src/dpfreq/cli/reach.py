@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import message
@@ -19,7 +20,8 @@ from dpfreq.cli.grouped import emit_grouped_reach, group_options
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.cli.reach_query import command as query_command
 from dpfreq.cli.reach_table import format_table, header_lines, row_indices
-from dpfreq.errors import ParameterError
+from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 
 if TYPE_CHECKING:
@@ -81,18 +83,19 @@ class _ReachCommand(click.Command):
 @shared.seed_option
 @shared.ledger_option
 @group_options
+@null_group_option
 def command(file: str, item: str, time_col: str, time_unit: str | None, timezone: str,
             out_of_range: str, rows_text: str, raw: bool,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
             seed: int | None, accountant: BudgetAccountant | None = None, group: str | None = None,
             max_groups_per_item: int | None = None, groups_file: str | None = None,
-            **public: Any) -> None:
+            null_group: str = "error", **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.
 
     Prints one row per period with the estimate of every family asked (and only those) and its
-    per-answer interval half-width. Windows of a release saved with --save are answered later,
-    without new budget, by `dpfreq reach query SAVED --window START:END --k K` (see
-    `dpfreq reach query --help`).
+    per-answer interval (--raw: the released values ± their half-widths). Windows of a release
+    saved with --save are answered later, without new budget, by `dpfreq reach query SAVED
+    --window START:END --k K` (see `dpfreq reach query --help`).
     """
     shared.warn_if_seeded(seed)
     rows = _parse_rows(rows_text)
@@ -109,8 +112,16 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
             ",".join(public["window_text"])))
     if group is not None or max_groups_per_item is not None or groups_file is not None:
         kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
-    rel = release_window_counts(file, item=item, time=time_col, out_of_range=out_of_range,
-                                rng=seed, engine=engine, accountant=accountant, **kwargs)
+    source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine,
+                       func="dpfreq reach")
+    if shared.is_empty_csv(file):  # no row to type the columns by: an empty log of the axis
+        shared.warn_if_no_rows(file, "the reach")
+        source, engine = _empty_log(item, time_col, group, kwargs), "memory"
+    try:
+        rel = release_window_counts(source, item=item, time=time_col, out_of_range=out_of_range,
+                                    rng=seed, engine=engine, accountant=accountant, **kwargs)
+    except DataError as exc:
+        raise null_group_hint(exc, group) from None
     if group is not None:  # one table for all groups (dpfreq.cli.grouped)
         return emit_grouped_reach(rel, json_out, plot_out, save_path, rows=rows, raw=raw)
     shared.emit_release(rel, json_out, plot_out)  # files first: `| head` loses nothing
@@ -120,6 +131,18 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
                    "the log)", err=True)
     if json_out != "-":  # with --json - the output is the JSON alone
         _print_release(rel, save_path, rows, raw)
+
+
+def _empty_log(item: str, time: str, group: str | None, kwargs: dict[str, Any]
+               ) -> dict[str, Any]:
+    """The columns of an empty log, typed for the public time axis (integer periods or epochs,
+    else timestamps): what a header-only CSV holds."""
+    stamps = kwargs.get("horizon") is None and kwargs.get("time_unit") is None
+    cols: dict[str, Any] = {item: np.array([], dtype=object),
+                            time: np.array([], dtype="datetime64[us]" if stamps else np.int64)}
+    if group is not None:
+        cols[group] = np.array([], dtype=object)
+    return cols
 
 
 def _print_release(rel: WindowCountsRelease, save_path: str | None, rows: int | None,

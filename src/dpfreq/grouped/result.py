@@ -79,12 +79,15 @@ class GroupedRelease:
         return tuple(self.releases)
 
     def to_pandas(self) -> Any:
-        """Tidy table: one row per (group, index) of each group's value, with a group column."""
+        """Tidy table: each group's own table (a profile: one row per count t with its
+        intervals; an anonymized histogram: one row per released count), group column first;
+        ``attrs`` holds ε, δ, the unit, the mechanism, the confidence and the grouping, as a
+        release's do."""
         import pandas as pd
 
         frames = []
         for name, rel in self.releases.items():
-            if isinstance(rel.value, Mapping):  # e.g. an anonymized histogram: its own table
+            if type(rel).table is not Release.table:  # the release's own tidy table
                 frame = rel.to_pandas()
                 frame.insert(0, self.group_column, name)
                 frames.append(frame)
@@ -93,8 +96,29 @@ class GroupedRelease:
             frames.append(pd.DataFrame({self.group_column: name,
                                         "index": np.arange(value.size), "value": value}))
         if not frames:  # no group released (e.g. none passed a private selection)
-            return pd.DataFrame({self.group_column: [], "index": [], "value": []})
-        return pd.concat(frames, ignore_index=True)
+            frame = pd.DataFrame({self.group_column: [], "index": [], "value": []})
+        else:
+            frame = pd.concat(frames, ignore_index=True)
+        first = next(iter(self.releases.values()), None)
+        frame.attrs.update(self._attrs())
+        if first is not None:
+            frame.attrs["confidence"] = first.error.confidence
+        return frame
+
+    def _attrs(self) -> dict[str, Any]:
+        """What :meth:`to_pandas` puts in ``DataFrame.attrs``: the whole call's ε, δ, unit,
+        relation and mechanism, the grouping and the simultaneous statement."""
+        first = next(iter(self.releases.values()), None)
+        params = self.mechanism_params
+        return {"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
+                "relation": first.relation if first is not None else self.unit,
+                "mechanism": self.mechanism, "group_column": self.group_column,
+                "groups": list(self.releases),
+                "epsilon_per_group": params.get("epsilon_per_group"),
+                "max_groups_per_item": params.get("max_groups_per_item"),
+                "simultaneous": self.simultaneous.description,
+                "simultaneous_confidence": self.simultaneous.confidence,
+                "seeded": self.seeded}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: the shared fields and every group's own ``to_dict()``."""

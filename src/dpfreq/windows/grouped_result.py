@@ -200,7 +200,9 @@ class GroupedWindowRelease(GroupedRelease):
 
     def to_pandas(self) -> Any:
         """Tidy table: every group's released curves (:meth:`WindowCountsRelease.table`), one
-        row per (group, window family, k, end), group column first."""
+        row per (group, window family, k, end), group column first; ``attrs`` holds ε, δ, the
+        unit, the mechanism, the confidence, the grouping, the time zone and
+        :attr:`n_dropped`."""
         import pandas as pd
 
         frames = []
@@ -209,9 +211,19 @@ class GroupedWindowRelease(GroupedRelease):
             tab.insert(0, self.group_column, name)
             frames.append(tab)
         if not frames:  # no group passed the selection
-            return pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
-                                                 "end", "estimate", "lower", "upper")})
-        return pd.concat(frames, ignore_index=True)
+            frame = pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
+                                                  "end", "estimate", "lower", "upper")})
+        else:
+            frame = pd.concat(frames, ignore_index=True)
+        frame.attrs.update(self._attrs())
+        first: Any = next(iter(self.releases.values()), None)
+        if first is not None:
+            frame.attrs.update(confidence=first.error.confidence, n_dropped=self.n_dropped,
+                               start_end="start and end: the first and last period of each "
+                                         "window, both included")
+            if first.time_axis.get("kind") == "timestamp":
+                frame.attrs["timezone"] = first.time_axis["timezone"]
+        return frame
 
     def _size(self, name: str) -> float:
         """The released reach :meth:`plot` sorts by (post-processing): the total ``[1, T]``
@@ -306,7 +318,7 @@ class GroupedWindowRelease(GroupedRelease):
         arrays["group_offsets"] = offsets
         meta = {"grouped": dict(self._grouped), "build": states[0].build.to_dict(),
                 "keys": [st.key.hex() for st in states], "noise_key": self._noise_key.hex(),
-                "summaries": states[0].summaries.meta()}
+                "summaries": states[0].summaries.meta(), "n_dropped": self._n_dropped}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
                               arrays=arrays)
 
@@ -321,7 +333,7 @@ class GroupedWindowRelease(GroupedRelease):
         """
         label = str(path)
         _, meta, arrays = read_artifact(path, kind=GROUPED_KIND, versions=(GROUPED_VERSION,))
-        grouped, keys, offsets, noise_key = _check_grouped(label, meta, arrays)
+        grouped, keys, offsets, noise_key, n_dropped = _check_grouped(label, meta, arrays)
         summaries, key_bytes, build = [], [], None
         for i, key in enumerate(keys):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -335,7 +347,7 @@ class GroupedWindowRelease(GroupedRelease):
         rho = _check_budget(label, grouped, build)
         plan = calibrated_plan(build, rho)
         return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
-                        tuple(grouped["groups"]), grouped, noise_key)
+                        tuple(grouped["groups"]), grouped, noise_key, n_dropped)
 
 
 def _total_at(rel: Any, path: str, k: int) -> Any:
@@ -348,14 +360,18 @@ def _total_at(rel: Any, path: str, k: int) -> Any:
 
 
 def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-                   ) -> tuple[dict[str, Any], list[str], np.ndarray, bytes]:
+                   ) -> tuple[dict[str, Any], list[str], np.ndarray, bytes, int]:
     """The grouped fields of a saved file, checked (each group's own fields are checked by
-    :func:`~dpfreq.windows.persist.checked_load`)."""
+    :func:`~dpfreq.windows.persist.checked_load`); the last is the events dropped as out of
+    range (0 in a file written before it was kept)."""
     def bad(what: str) -> DataError:
         return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
 
-    if set(meta) != {"grouped", "build", "keys", "noise_key", "summaries"}:
+    if set(meta) - {"n_dropped"} != {"grouped", "build", "keys", "noise_key", "summaries"}:
         raise bad("its fields are incomplete")
+    n_dropped = meta.get("n_dropped", 0)
+    if not (isinstance(n_dropped, int) and not isinstance(n_dropped, bool) and n_dropped >= 0):
+        raise bad("its n_dropped is not an integer >= 0")
     try:
         noise_key = bytes.fromhex(meta["noise_key"])
     except (TypeError, ValueError):
@@ -380,7 +396,7 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
             or offsets[0] != 0 or np.any(np.diff(offsets) < 0) \
             or int(offsets[-1]) != arrays.get("summary_slots", np.zeros(0)).size:
         raise bad("its group offsets do not match its summaries")
-    return dict(g), keys, offsets, noise_key
+    return dict(g), keys, offsets, noise_key, n_dropped
 
 
 def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild

@@ -403,6 +403,19 @@ class WindowCountsRelease(Release):
                 cols["upper"].append(np.asarray(self.error.upper[label][k]))
         return {n: (np.concatenate(v) if v else np.zeros(0)) for n, v in cols.items()}
 
+    def to_pandas(self) -> Any:
+        """:meth:`table` as a DataFrame (:meth:`Release.to_pandas`); ``attrs`` also says what
+        ``start`` and ``end`` are (the first and last period of each window, both included:
+        for whole days the dates, wall-clock in ``attrs["timezone"]``) and
+        :attr:`n_dropped`."""
+        frame = super().to_pandas()
+        frame.attrs.update(n_dropped=self.n_dropped,
+                           start_end="start and end: the first and last period of each "
+                                     "window, both included")
+        if self.time_axis.get("kind") == "timestamp":
+            frame.attrs["timezone"] = self.time_axis["timezone"]
+        return frame
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
         """Write the release **with its private state** (secret key, exact summaries) to ``path``.
