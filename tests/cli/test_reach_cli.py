@@ -66,7 +66,7 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
     [
         (["--epsilon", "-1"], "epsilon"),
         (["--epsilon", "1", "--unit", "user"], "unit"),
-        (["--epsilon", "1", "--k", "0"], "k_values"),
+        (["--epsilon", "1", "--k", "0"], "--k of dpfreq reach must be an integer >= 1"),
         (["--epsilon", "1", "--k", "x"], "--k"),
         (["--epsilon", "1", "--windows", "99"], "windows"),
         (["--epsilon", "1", "--windows", "weekly"], "--windows"),

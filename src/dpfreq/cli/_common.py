@@ -71,7 +71,6 @@ __all__ = [
     "output_options",
     "output_path_option",
     "parse_int_list",
-    "release_record",
     "rescue_release",
     "resolve_engine_option",
     "seed_option",
@@ -389,69 +388,6 @@ def _precheck(ledger: Any, epsilon: Any, delta: Any) -> None:
         return
 
 
-def _engine_name(engine: Any) -> str:
-    """The engine a command runs on, by name (``duckdb`` reads files by default)."""
-    if engine is None:
-        return "duckdb"
-    return engine if isinstance(engine, str) else str(getattr(engine, "name", "spark"))
-
-
-def _groups_text(kwargs: dict[str, Any]) -> str | None:
-    """Which groups a grouped command releases: the public list (its names), or the private
-    selection (the names are known after the release only)."""
-    group = kwargs.get("group")
-    if not isinstance(group, str):
-        return None
-    listed = kwargs.get("groups_file")
-    if isinstance(listed, str) and Path(listed).is_file():
-        names = list(dict.fromkeys(line.strip() for line in
-                                   Path(listed).read_text(encoding="utf-8").splitlines()
-                                   if line.strip()))
-        shown = ", ".join(names[:50]) + (f", … ({len(names)} groups)" if len(names) > 50
-                                         else "")
-        which = f"public list {listed}: {shown}"
-    else:
-        which = f"selected privately (delta={kwargs.get('delta')})"
-    m = kwargs.get("max_groups_per_item")
-    bound = f", at most {m} per item" if m is not None else ""
-    drop = ", rows without a group dropped" if kwargs.get("null_group") == "drop" else ""
-    return f"groups by {group} ({which}{bound}{drop})"
-
-
-def release_record(ctx: click.Context, kwargs: dict[str, Any]) -> str:
-    """The ledger's ``source`` of a command: the input (first FILE argument), the engine, and
-    what is released where the command says it — the groups, the window families, the k
-    values, the time range. The same fields, in the same words, for every command."""
-    parts = [_source_name(ctx) or ctx.command_path, f"engine {_engine_name(kwargs.get('engine'))}"]
-    groups = _groups_text(kwargs)
-    if groups is not None:
-        parts.append(groups)
-    windows = kwargs.get("window_text")
-    if windows:
-        parts.append(f"windows {','.join(windows)}")
-    if kwargs.get("k_text"):
-        parts.append(f"k {kwargs['k_text']}")
-    if kwargs.get("start") is not None and kwargs.get("end") is not None:
-        zone = kwargs.get("timezone") or "UTC"
-        parts.append(f"time {kwargs['start']} to {kwargs['end']} ({zone})")
-    elif kwargs.get("horizon") is not None:
-        parts.append(f"periods 1..{kwargs['horizon']}")
-    return "; ".join(parts)
-
-
-def _command_ledger(ledger: Any, command: str, unit: str | None, source: str) -> Any:
-    """``ledger`` recording every spend with ``source`` (the command's record, whatever source
-    the release function names)."""
-    from dpfreq.ledger import Ledger
-
-    class CommandLedger(Ledger):
-        def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
-                  unit: str | None = None, source: str | None = None) -> None:
-            super().spend(epsilon, delta, label=label, unit=unit, source=self.source)
-
-    return CommandLedger(ledger.path, command=command, unit=unit, source=source)
-
-
 def ledger_option(f: Any) -> Any:
     """Add ``--ledger FILE``: the command receives ``accountant=`` (a Ledger or None).
 
@@ -470,9 +406,11 @@ def ledger_option(f: Any) -> Any:
             return f(*args, accountant=None, **kwargs)
         ctx = click.get_current_context()
         unit = kwargs.get("unit")
-        ledger = _command_ledger(ledger, ledger.command or ctx.command_path,
-                                 unit if isinstance(unit, str) else None,
-                                 release_record(ctx, kwargs))
+        from dpfreq.cli.ledger_record import command_ledger, release_record
+
+        ledger = command_ledger(ledger, ledger.command or ctx.command_path,
+                                unit if isinstance(unit, str) else None,
+                                release_record(_source_name(ctx) or ctx.command_path, kwargs))
         _precheck(ledger, kwargs.get("epsilon"), kwargs.get("delta"))
         result = f(*args, accountant=ledger, **kwargs)
         left = ledger.remaining

@@ -268,15 +268,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                 max_groups_per_item=max_groups_per_item, delta=delta)
         except DataError as exc:
             raise null_group_hint(exc, group) from None
-        per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
-                                            extrapolation_ratio=extrapolation_ratio)
-                     for g in rel}
-        doc = {"release": rel.to_dict(), "properties": {
-            g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
-        emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
-                                properties={g: _property_lines(p) for g, p in per_group.items()},
-                                text=json.dumps(doc, indent=2))
-        return
+        return _emit_grouped(rel, domain_size, extrapolation_ratio, json_out, plot_out, top)
     if null_group != "error":
         raise click.UsageError("--null-group applies with --group.")
     common: dict[str, Any] = {
@@ -303,6 +295,21 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                "range):")
     for line in _property_lines(props):
         click.echo(line)
+
+
+def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
+                  json_out: str | None, plot_out: str | None, top: int) -> None:
+    """Every group's property estimates (post-processing), then the grouped output."""
+    from dpfreq.anonymized.properties import estimate_properties
+
+    per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
+                                        extrapolation_ratio=extrapolation_ratio)
+                 for g in rel}
+    doc = {"release": rel.to_dict(), "properties": {
+        g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
+    emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
+                            properties={g: _property_lines(p) for g, p in per_group.items()},
+                            text=json.dumps(doc, indent=2))
 
 
 @click.command(name="anonymize")

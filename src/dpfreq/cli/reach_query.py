@@ -195,9 +195,10 @@ def _load_and_answer(saved: str, window_text: tuple[str, ...], ks: list[int], co
 
 def _table(records: list[dict[str, Any]], group_column: str | None = None) -> str:
     head: tuple[str, ...] = ("window", "periods", "k", "estimate", "±", "answered by")
-    rows = [(r["window"], f"{r['first_period']}..{r['last_period']}", str(r["k"]),
-             f"{r['estimate']:.0f}", f"±{r['upper'] - r['estimate']:.0f}", r["answered_by"])
-            for r in records]
+    rows: list[tuple[str, ...]] = [
+        (r["window"], f"{r['first_period']}..{r['last_period']}", str(r["k"]),
+         f"{r['estimate']:.0f}", f"±{r['upper'] - r['estimate']:.0f}", r["answered_by"])
+        for r in records]
     if group_column is not None:
         head = (group_column, *head)
         rows = [(str(r["group"]), *row) for r, row in zip(records, rows, strict=True)]

@@ -155,7 +155,7 @@ class GroupedRelease:
         own figure, or the release's own plot."""
         rel = self.releases[name]
         if hasattr(rel, "domain_size"):  # a profile: the counts t >= 1 (t = 0 dwarfs them)
-            rel.plot(ax=ax, from_count=1)
+            rel.plot(ax=ax, from_count=1)  # type: ignore[call-arg]
         else:
             rel.plot(ax=ax)
         small = " (smaller than its noise)" if rel.error.vacuous else ""

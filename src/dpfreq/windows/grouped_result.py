@@ -277,9 +277,12 @@ class GroupedWindowRelease(GroupedRelease):
                     f"all {len(names)} groups, by {order}")
             ks = first.k_values
             fig, ax = pyplot().subplots(figsize=(7.5, 1.2 + 0.28 * len(drawn) * len(ks)))
-            series = [(f"{k}+ reach", *(
-                [np.asarray(_total_at(self.releases[g], part, k))[0] for g in drawn]
-                for part in ("value", "error.lower", "error.upper"))) for k in ks]
+            def column(part: str, k: int) -> list[float]:
+                return [float(np.asarray(_total_at(self.releases[g], part, k))[0])
+                        for g in drawn]
+
+            series = [(f"{k}+ reach", column("value", k), column("error.lower", k),
+                       column("error.upper", k)) for k in ks]
             interval_bars(ax, [f"{g} *" if self.releases[g].error.vacuous else str(g)
                                for g in drawn], series,
                           xlabel=f"items reached in the whole range [1, T] (noisy estimate and "

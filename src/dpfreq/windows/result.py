@@ -22,9 +22,11 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
+from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import RELATIONS, Plan, family_label
+from dpfreq.windows.plan import RELATIONS, Plan
+from dpfreq.windows.result_axis import curve_families, period_bounds
 
 __all__ = ["WindowCountsRelease", "isotonic_columns"]
 
@@ -61,27 +63,6 @@ class WindowMechanism:
             if "time_unit" in b.axis:
                 params["time_unit"] = b.axis["time_unit"]
         return params
-
-
-def _curve_families(windows: tuple[Any, ...]) -> list[tuple[Any, str]]:
-    return [(w, family_label("fixed" if not isinstance(w, str) else w,
-                             None if isinstance(w, str) else int(w)))
-            for w in windows if w != "all"]
-
-
-def _period_bounds(axis: Mapping[str, Any], t1: NDArray[np.int64],
-                   t2: NDArray[np.int64]) -> tuple[Any, Any]:
-    """First and last instant of windows ``[t1, t2]`` on a timestamp axis (dates for whole
-    days starting at midnight), or the period numbers themselves."""
-    if axis.get("kind") != "timestamp":
-        return t1, t2
-    start = np.datetime64(axis["start"], "us")
-    step = np.timedelta64(int(axis["period_us"]), "us")
-    first = start + (t1 - 1) * step
-    last = start + t2 * step - np.timedelta64(1, "us")
-    if int(axis["period_us"]) % 86_400_000_000 == 0 and start == start.astype("datetime64[D]"):
-        return first.astype("datetime64[D]"), last.astype("datetime64[D]")
-    return first, last
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -137,7 +118,7 @@ class WindowCountsRelease(Release):
         parts: dict[str, dict[str, dict[int, Any]]] = {
             n: {} for n in ("half", "lower", "upper", "band_lower", "band_upper")}
         ts = np.arange(1, state.horizon + 1)
-        for w, label in _curve_families(fams):
+        for w, label in curve_families(fams):
             value[label] = {}
             for p in parts.values():
                 p[label] = {}
@@ -212,14 +193,7 @@ class WindowCountsRelease(Release):
         >>> bool((c[1] >= c[2]).all() and (c[2] >= 0).all())
         True
         """
-        out: dict[str, dict[int, NDArray[np.int64]]] = {}
-        for label, by_k in self.value.items():
-            ks = sorted(by_k)
-            tab = np.vstack([np.asarray(by_k[k], dtype=np.float64) for k in ks])
-            tab = isotonic_columns(tab, increasing=False)  # few k: vectorised over t
-            tab = np.rint(np.maximum(tab, 0.0)).astype(np.int64)
-            out[label] = {k: tab[i] for i, k in enumerate(ks)}
-        return out
+        return consistent_curves(self.value)
 
     # ------------------------------------------------------------------ queries
     def window(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
@@ -389,10 +363,10 @@ class WindowCountsRelease(Release):
         cols: dict[str, list[Any]] = {n: [] for n in ("window", "k", "start", "end",
                                                        "estimate", "lower", "upper")}
         ts = np.arange(1, self.horizon + 1, dtype=np.int64)
-        for w, label in _curve_families(self.windows):
+        for w, label in curve_families(self.windows):
             t2 = ts[-1:] if w == "total" else ts
             t1 = t2 * 0 + 1 if w in ("cumulative", "total") else np.maximum(1, ts - int(w) + 1)
-            start, end = _period_bounds(self.time_axis, t1, t2)
+            start, end = period_bounds(self.time_axis, t1, t2)
             for k in self.k_values:
                 cols["window"].append(np.full(t2.size, label, dtype=object))
                 cols["k"].append(np.full(t2.size, k, dtype=np.int64))
@@ -449,93 +423,22 @@ class WindowCountsRelease(Release):
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:
         """Cumulative and rolling-window k+ reach with their per-answer bands; the total
-        ``[1, T]`` as a point with its interval at the last period.
+        ``[1, T]`` as a point with its interval at the last period (a release of totals alone:
+        one bar per k with its interval).
 
         A release of the all-windows family alone draws the cumulative curves answered from it
         (:meth:`cumulative`, post-processing). The title states ε, the unit and the
         confidence; the axes are labelled and dated when the input had timestamps.
         """
-        from dpfreq.plotting import interval_bars, legend, new_axes, plot_band, privacy_title
+        from dpfreq.windows.figure import draw_release
 
-        ax = new_axes(ax)
-        ts = np.arange(1, self.horizon + 1)
-        x: Any = _period_bounds(self.time_axis, ts, ts)[0]
-        conf = self.error.confidence or 0.95
-        title = privacy_title("Reach", epsilon=self.epsilon, delta=self.delta, unit=self.unit,
-                              confidence=conf)
-        if list(self.value) == ["total"]:  # one value per k: bars with their intervals
-            first, last = _period_bounds(self.time_axis, ts[:1], ts[-1:])
-            tot = [(k, self.value["total"][k][0], self.error.lower["total"][k][0],
-                    self.error.upper["total"][k][0]) for k in self.k_values]
-            interval_bars(ax, [f"{k}+ reach" for k in self.k_values],
-                          [("total", [e for _, e, _, _ in tot], [lo for *_, lo, _ in tot],
-                            [hi for *_, hi in tot])],
-                          xlabel=f"items reached in [{first[0]}, {last[0]}] (noisy estimate "
-                                 "and interval)")
-            ax.set_title(title)
-            return ax
-        for w, label in _curve_families(self.windows):
-            for k in self.k_values:
-                est = np.asarray(self.value[label][k], dtype=np.float64)
-                lo = np.asarray(self.error.lower[label][k], dtype=np.float64)
-                hi = np.asarray(self.error.upper[label][k], dtype=np.float64)
-                if w == "total":
-                    ax.errorbar(x[-1:], est, yerr=[est - lo, hi - est], fmt="D", capsize=4,
-                                label=f"total [1, T] {k}+ reach")
-                    continue
-                name = (f"cumulative {k}+ reach" if w == "cumulative"
-                        else f"rolling {label} {k}+ reach")
-                plot_band(ax, x, est, lo, hi, label=name,
-                          linestyle="-" if w == "cumulative" else "--")
-        if not self.value:  # the all-windows family alone: its cumulative answers
-            for k in self.k_values:
-                a = self.cumulative(ts, k, confidence=conf)
-                plot_band(ax, x, np.asarray(a.estimate, dtype=np.float64), a.lower, a.upper,
-                          label=f"cumulative {k}+ reach (answered from all windows)")
-        stamped = self.time_axis.get("kind") == "timestamp"
-        zone = f" ({self.time_axis.get('timezone')})" if stamped else ""
-        ax.set_xlabel(f"period{zone}" if stamped else "period t")
-        ax.set_ylabel("items reached (noisy estimate)")
-        ax.set_title(title.replace("Reach", "Reach over time", 1))
-        ax.axhline(0.0, color="black", linewidth=0.5)
-        legend(ax, fontsize="small")
-        return ax
+        return draw_release(self, ax)
 
 
 _VACUOUS_TEXT = (" This statement is vacuous: every released value's interval reaches 0 (each "
                  "estimate is smaller than its noise, so the release cannot tell these counts "
                  "from 0); a larger epsilon, fewer families or fewer k values would narrow "
                  "the intervals (plan_window_counts(...).epsilon_for).")
-
-
-def isotonic_columns(tab: NDArray[np.float64], *, increasing: bool) -> NDArray[np.float64]:
-    """The least-squares monotone fit of every column of ``tab`` (along axis 0, equal
-    weights): non-decreasing with ``increasing``, else non-increasing.
-
-    Vectorised over the columns by the max–min formula of isotonic regression,
-    ``f_k = max_{i<=k} min_{j>=k} mean(y[i..j])`` (Barlow et al. 1972), in ``O(K²)`` work per
-    column for ``K`` rows; deterministic.
-
-    Examples
-    --------
-    >>> isotonic_columns(np.array([[1.0], [3.0], [2.0]]), increasing=True).ravel().tolist()
-    [1.0, 2.5, 2.5]
-    """
-    y = np.asarray(tab, dtype=np.float64)
-    if not increasing:
-        return -isotonic_columns(-y, increasing=True)
-    k = y.shape[0]
-    if k <= 1:
-        return y.copy()
-    c = np.concatenate([np.zeros((1, *y.shape[1:])), np.cumsum(y, axis=0)])
-    i = np.arange(k)[:, None]
-    j = np.arange(k)[None, :]
-    length = np.maximum(j - i + 1, 1).reshape(k, k, *([1] * (y.ndim - 1)))
-    means = (c[1:][None, :] - c[:-1][:, None]) / length  # means[i, j] = mean(y[i..j])
-    means = np.where((j >= i).reshape(k, k, *([1] * (y.ndim - 1))), means, np.inf)
-    suffix_min = np.minimum.accumulate(means[:, ::-1], axis=1)[:, ::-1]  # min over j >= k
-    lower = np.where((i <= j).reshape(k, k, *([1] * (y.ndim - 1))), suffix_min, -np.inf)
-    return np.max(lower, axis=0)
 
 
 def _error_description(conf: float) -> str:
