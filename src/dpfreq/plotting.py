@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["figure_legend", "format_date_axis", "group_figure", "interval_bars", "legend",
-           "new_axes", "plain_log_ticks", "plot_band", "privacy_title", "pyplot", "save_figure"]
+__all__ = ["figure_legend", "format_date_axis", "group_figure", "group_note", "interval_bars",
+           "legend", "new_axes", "plain_log_ticks", "plot_band", "privacy_title", "pyplot",
+           "save_figure"]
 
 
 def pyplot() -> Any:
@@ -104,7 +105,7 @@ def group_figure(names: Sequence[str], shown: int | None, *, what: str,
                  cols: int = 3) -> tuple[Any, list[Any], list[str], str]:
     """A figure of small multiples for the first ``shown`` of ``names`` (all when ``shown`` is
     None or not smaller), one panel each and no empty panel, and the note that says which groups
-    are drawn (``order`` says how ``names`` are sorted, e.g. "largest released reach first").
+    are drawn (``order`` says how ``names`` are sorted, e.g. "largest released reach").
 
     Returns ``(figure, axes, drawn names, note)``; the caller draws each panel and puts the note
     in the figure's title.
@@ -119,12 +120,23 @@ def group_figure(names: Sequence[str], shown: int | None, *, what: str,
     flat = list(axes.flat)
     for ax in flat[len(drawn):] if drawn else []:
         fig.delaxes(ax)
-    if len(drawn) < len(names):
-        note = (f"the {len(drawn)} of {len(names)} {what} shown are the first by {order}; "
-                f"plot(max_panels={len(names)}) draws all")
-    else:
-        note = f"all {len(names)} {what}" + (f", by {order}" if len(names) > 1 else "")
-    return fig, flat[:max(1, len(drawn))], drawn, note
+    return fig, flat[:max(1, len(drawn))], drawn, group_note(
+        len(drawn), len(names), what=what, order=order, option="max_panels")
+
+
+def group_note(shown: int, total: int, *, what: str, order: str, option: str) -> str:
+    """``"all 20 groups, largest … first"`` or ``"the 12 of 20 groups with the largest …
+    (plot(max_panels=20) draws all)"``: which groups a figure draws.
+
+    Examples
+    --------
+    >>> group_note(12, 20, what="groups", order="largest released reach", option="max_panels")
+    'the 12 of 20 groups with the largest released reach (plot(max_panels=20) draws all)'
+    """
+    if shown < total:
+        return (f"the {shown} of {total} {what} with the {order} (plot({option}={total}) "
+                "draws all)")
+    return f"all {total} {what}" + (f", {order} first" if total > 1 else "")
 
 
 def figure_legend(fig: Any, axes: Sequence[Any]) -> None:

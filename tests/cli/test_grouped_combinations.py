@@ -82,7 +82,11 @@ def test_reach_group_family_output(files: tuple[Path, Path], tmp_path: Path,
     else:
         assert {r[0] for r in rows} == set(GROUPS)  # every group, none dropped
         per_group = [r for r in rows if r[0] == "c0"]
-        assert len(per_group) == (2 + 1 if output == "rows" else 5)  # 2 periods and "..."
+        if family == "total":  # one row: the window [1, T]
+            assert [r[1] for r in per_group] == ["5"]
+        else:  # --rows 2: the first period, "..." and the last
+            assert [r[1] for r in per_group] == (["1", "...", "5"] if output == "rows"
+                                                 else ["1", "2", "3", "4", "5"])
     if output == "plot":
         assert (tmp_path / "r.png").stat().st_size > 1000
     if output == "save" or family == "all":

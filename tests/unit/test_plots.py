@@ -127,7 +127,7 @@ def test_grouped_window_plot_says_which_groups_it_leaves_out(rng: np.random.Gene
                                 group="campaign", groups=names, max_groups_per_item=2)
     fig = check_figure(rel.plot(max_panels=4), tmp_path, epsilon="2", unit="item")
     assert len(fig.axes) == 4  # no empty panel, no silently dropped group
-    assert "the 4 of 7 groups shown" in _titles(fig)
+    assert "the 4 of 7 groups with the largest released reach" in _titles(fig)
     assert "plot(max_panels=7)" in _titles(fig)
     tot = release_window_counts(log, item="user", time="day", horizon=10, epsilon=2.0,
                                 unit="item", k_values=[1], windows=["total"], rng=1,
@@ -191,7 +191,7 @@ def test_grouped_profile_plot(rng: np.random.Generator, tmp_path: Path) -> None:
     assert "all 5 groups" in _titles(fig)
     fig = check_figure(rel.plot(max_panels=2), tmp_path, epsilon="1", unit="item")
     assert len(fig.axes) == 2
-    assert "the 2 of 5 groups shown" in _titles(fig)
+    assert "the 2 of 5 groups with the most items released" in _titles(fig)
 
 
 def test_anonymized_plots(rng: np.random.Generator, tmp_path: Path) -> None:

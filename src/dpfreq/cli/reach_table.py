@@ -56,9 +56,11 @@ def _cells(rel: Any, label: str, k: int, fit: Any, shown: list[int]) -> list[str
 
 def format_table(rel: Any, rows: int | None = None, *, raw: bool = False) -> str:
     """The released values, one row per period ``t`` and one column per (family, k); the
-    total (only ``[1, T]``) fills the last row. ``rows`` limits the periods shown; ``raw``
-    prints the released values with their half-widths instead of the consistent view."""
-    shown = row_indices(rel.horizon, rows)
+    total (only ``[1, T]``) fills the last row (the only row of a release of totals alone).
+    ``rows`` limits the periods shown; ``raw`` prints the released values with their
+    half-widths instead of the consistent view."""
+    totals_only = curve_order(rel.windows) == ["total"]  # one row: [1, T]
+    shown = [rel.horizon] if totals_only else row_indices(rel.horizon, rows)
     fit = None if raw else rel.consistent_curves()
     cols: list[tuple[str, list[str]]] = [
         ("t", [str(t) for t in shown]),

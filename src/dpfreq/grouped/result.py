@@ -179,10 +179,10 @@ class GroupedRelease:
 
         names = sorted(self.releases, key=lambda g: -self._size(g))
         first = next(iter(self.releases.values()), None)
-        what = "the largest released size" if first is None or not hasattr(
-            first, "n_estimate") else "the largest released total N"
+        what = "largest released size" if first is None or not hasattr(
+            first, "n_estimate") else "largest released total N"
         if first is not None and hasattr(first, "domain_size"):
-            what = "the most items released at counts t >= 1"
+            what = "most items released at counts t >= 1"
         fig, axes, drawn, note = group_figure(names, max_panels, what="groups", order=what)
         for ax, name in zip(axes, drawn, strict=False):
             self._panel(ax, name)

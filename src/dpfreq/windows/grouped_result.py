@@ -258,6 +258,7 @@ class GroupedWindowRelease(GroupedRelease):
         from dpfreq.plotting import (
             figure_legend,
             group_figure,
+            group_note,
             interval_bars,
             privacy_title,
             pyplot,
@@ -269,12 +270,11 @@ class GroupedWindowRelease(GroupedRelease):
         title = privacy_title(f"Reach per {self.group_column}", epsilon=self.epsilon,
                               delta=self.delta, unit=self.unit, confidence=conf)
         per = "" if first is None else f"; ε={first.epsilon:.3g} per group"
-        order = "the largest released reach"
+        order = "largest released reach"
         if first is not None and list(first.value) == ["total"]:
             drawn = names[:max_bars]
-            note = (f"the {len(drawn)} of {len(names)} groups with {order}; "
-                    f"plot(max_bars={len(names)}) draws all" if len(drawn) < len(names) else
-                    f"all {len(names)} groups, by {order}")
+            note = group_note(len(drawn), len(names), what="groups", order=order,
+                              option="max_bars")
             ks = first.k_values
             fig, ax = pyplot().subplots(figsize=(7.5, 1.2 + 0.28 * len(drawn) * len(ks)))
             def column(part: str, k: int) -> list[float]:
@@ -285,7 +285,7 @@ class GroupedWindowRelease(GroupedRelease):
                        column("error.upper", k)) for k in ks]
             interval_bars(ax, [f"{g} *" if self.releases[g].error.vacuous else str(g)
                                for g in drawn], series,
-                          xlabel=f"items reached in the whole range [1, T] (noisy estimate and "
+                          xlabel=f"items reached in {_span(first)} (noisy estimate and "
                                  f"{conf:.0%} interval)")
             ax.set_ylabel(f"{self.group_column} (* smaller than its noise)"
                           if any(self.releases[g].error.vacuous for g in drawn)
@@ -351,6 +351,15 @@ class GroupedWindowRelease(GroupedRelease):
         plan = calibrated_plan(build, rho)
         return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
                         tuple(grouped["groups"]), grouped, noise_key, n_dropped)
+
+
+def _span(rel: Any) -> str:
+    """The whole range ``[1, T]`` of a group's release, in its dates when it has them."""
+    from dpfreq.windows.result_axis import period_bounds
+
+    ts = np.array([1, rel.horizon])
+    first, last = period_bounds(rel.time_axis, ts[:1], ts[1:])
+    return f"[{first[0]}, {last[0]}]"
 
 
 def _total_at(rel: Any, path: str, k: int) -> Any:
