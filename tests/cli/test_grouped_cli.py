@@ -102,6 +102,8 @@ def test_grouped_reach_cli_selects_groups_with_delta(tmp_path: Path) -> None:
                                      "--seed", "1", *public])
     assert table.exit_code == 0, table.output
     assert f"3 groups selected privately (threshold τ={sel['threshold']} items" in table.stdout
+    assert "the groups at δ = 0" not in table.stdout  # issue 50: the garbled header
+    assert f"selection ε={sel['epsilon']:g}, δ={sel['delta']:g}" in table.stdout
     plan = CliRunner().invoke(cli, ["plan", "reach", *public])
     assert plan.exit_code == 0, plan.output
     assert f"reaches τ={sel['threshold']}" in plan.stdout
