@@ -37,29 +37,21 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.noise import (
-    discrete_laplace_gamma,
-    discrete_laplace_variance,
-    epsilon_to_fraction,
-    sample_discrete_laplace,
-)
+from dpfreq.noise import discrete_laplace_gamma, epsilon_to_fraction, sample_discrete_laplace
 from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
-from dpfreq.windows.laws.bands import (
+from dpfreq.windows.laws.node import DiscreteGaussian, DiscreteLaplace, NodeLaw
+from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
+from dpfreq.windows.noise.keyed import (
+    eager_generator,
+    gaussian_sigma2,
+    structure_name,
+)
+from dpfreq.windows.structures.bands import (
     band_multiplier,
     band_scale,
     cover_multiplier,
     plan_multiplier,
     weights_multiplier,
-)
-from dpfreq.windows.laws.sums import sum_quantile
-from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
-from dpfreq.windows.noise.keyed import (
-    KeyedDiscreteGaussian,
-    KeyedDiscreteLaplace,
-    discrete_gaussian_variance,
-    eager_generator,
-    gaussian_sigma2,
-    structure_name,
 )
 from dpfreq.windows.structures.protocol import Calibration, NodeSampler, Shape
 
@@ -74,7 +66,6 @@ __all__ = [
     "eager_noise",
     "register",
     "registry",
-    "sum_halfwidth",
 ]
 
 IntArray = NDArray[np.int64]
@@ -163,12 +154,6 @@ def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
     return max(basic, adv)
 
 
-def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> FloatArray:
-    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β``, ``Z_i`` i.i.d. ``DLap(γ)``
-    (the certified quantile of :func:`dpfreq.windows.laws.sums.sum_quantile`)."""
-    return sum_quantile(nodes, beta, gamma=gamma)
-
-
 def eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
     """``size`` node noises ``DLap(γ)`` drawn at once from the structure's keyed stream."""
     return sample_discrete_laplace(gamma, size, rng=eager_generator(key, structure))
@@ -210,6 +195,9 @@ class Structure:
         self.noise_kind = noise_kind
         self.shape: Shape = self._shape()
         self.gamma, self.sigma2, self.calibration = self._calibrate()
+        #: the node law the calibration chose (owns variance, keyed source, quantiles)
+        self.law: NodeLaw = (DiscreteGaussian(self.sigma2) if noise_kind == "gaussian"
+                             else DiscreteLaplace(self.gamma))
         self.consistent = self._consistent()
         self.layout: Layout = self._layout()
         self._key: bytes | None = None
@@ -333,7 +321,8 @@ class Structure:
         return None
 
     def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
-        """The band multiplier from simulated noise vectors (:mod:`dpfreq.windows.laws.bands`)."""
+        """The band multiplier from simulated noise vectors
+        (:mod:`dpfreq.windows.structures.bands`)."""
         limits = self._tree_limits()
         if limits is None:
             return cover_multiplier(self, beta, draws, sample)
@@ -370,9 +359,7 @@ class Structure:
     @property
     def usable(self) -> bool:
         """Calibration gave usable noise: γ > 0 (Laplace) or a representable σ² (Gaussian)."""
-        if self.noise_kind == "gaussian":
-            return 0 < self.sigma2 < 1 << 60
-        return self.gamma > 0
+        return self.law.usable
 
     def _piece_epsilon(self, pieces: int) -> Fraction:
         """The pure budget of each piece."""
@@ -407,9 +394,7 @@ class Structure:
 
     @property
     def node_variance(self) -> float:
-        if self.noise_kind == "gaussian":
-            return discrete_gaussian_variance(self.sigma2)
-        return discrete_laplace_variance(self.gamma)
+        return self.law.variance
 
     def weights(self) -> FloatArray:
         """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
@@ -434,8 +419,10 @@ class Structure:
         memo = (beta, exact, q1.shape, q2.shape, q1.tobytes(), q2.tobytes())
         hit = self._half_c.get(memo)
         if hit is None:
-            hit = (consistent_halfwidth(self, self._prefix_index(q1, q2), beta, exact)
-                   if self.consistent else cover_halfwidth(self, self.nodes(q1, q2), beta, exact))
+            hit = (consistent_halfwidth(self.law, self.layout, self._prefix_index(q1, q2), beta,
+                                        exact)
+                   if self.consistent else cover_halfwidth(self.law, self.nodes(q1, q2), beta,
+                                                           exact))
             if len(self._half_c) < 64 and max(q1.size, q2.size) <= 1 << 14:
                 self._half_c[memo] = hit
         return hit.copy()
@@ -453,8 +440,8 @@ class Structure:
         """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Trees:
         ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
-        calibrated on the exact joint noise law (:mod:`dpfreq.windows.laws.bands`; keyed by the
-        release's secret once attached, by a public key in a plan). Independent answers
+        calibrated on the exact joint noise law (:mod:`dpfreq.windows.structures.bands`; keyed
+        by the release's secret once attached, by a public key in a plan). Independent answers
         (``per_query``): the half-width at Šidák's ``1 − (1 − β)^{1/n}``; trees beyond the
         simulation's limits: at ``β/n``.
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
@@ -501,15 +488,13 @@ class Structure:
     def keyed_eager(self) -> bool:
         """Eager trees draw from :meth:`noise_source` (Gaussian noise, or a grouped release's
         shared noise) rather than from the stream of :func:`eager_noise`."""
-        return self.noise_kind == "gaussian" or self.node_noise is not None
+        return not self.law.streamed or self.node_noise is not None
 
     def noise_source(self, key: bytes, name: Any) -> Any:
         """The keyed lazy node noise of the tree named ``name`` (the structure's law)."""
         if self.node_noise is not None:
             return self.node_noise(self, name)
-        if self.noise_kind == "gaussian":
-            return KeyedDiscreteGaussian(key, name, self.sigma2)
-        return KeyedDiscreteLaplace(key, name, self.gamma)
+        return self.law.keyed(key, name)
 
     def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly). ``name``
