@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.grouped.accounting import log_inverse_upper, zcdp_rho
+from dpfreq.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.grouped.selection import ZCDP_DELTA_SHARE
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows import plan_window_counts, release_window_counts
