@@ -21,6 +21,7 @@ rounding); every loss converts to a group of two units (:meth:`~PrivacyLoss.doub
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -31,7 +32,7 @@ from dpfreq.accounting.renyi import randomized_response_renyi, smallest_epsilon_
 from dpfreq.accounting.zcdp import zcdp_epsilon
 
 __all__ = ["ApproximateDP", "Composed", "PrivacyLoss", "PureDP", "ZeroConcentratedDP",
-           "fraction_text"]
+           "fraction_text", "zcdp_loss"]
 
 
 def fraction_text(value: Fraction) -> str:
@@ -251,3 +252,19 @@ def _runs(parts: tuple[PrivacyLoss, ...]) -> list[tuple[PrivacyLoss, int]]:
     for part in parts:
         counts[part] = counts.get(part, 0) + 1
     return list(counts.items())
+
+
+def zcdp_loss(rhos: Sequence[float | Fraction | None]) -> ZeroConcentratedDP | None:
+    """The loss of parts that are each ρ_i-zCDP: ``Σρ_i``-zCDP (None when a part has no ρ,
+    i.e. is accounted otherwise, or there are no parts).
+
+    Examples
+    --------
+    >>> zcdp_loss([0.01, 0.02]).rho == Fraction(0.01) + Fraction(0.02)
+    True
+    >>> zcdp_loss([0.01, None]) is None
+    True
+    """
+    if not rhos or any(r is None for r in rhos):
+        return None
+    return ZeroConcentratedDP(sum((Fraction(r) for r in rhos if r is not None), Fraction(0)))
