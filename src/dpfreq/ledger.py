@@ -482,7 +482,7 @@ class Ledger:
                                       "Ledger.share")
             return share(rule, entries, e, d, charged)
 
-        return self._read(read)  # type: ignore[no-any-return]
+        return self._read(read)
 
     def summary(self) -> dict[str, Any]:
         """Total, spent (under each rule), remaining, the chain's state and every release, as a

@@ -153,7 +153,7 @@ def _aggregate(step: Fraction, index: NDArray[np.int64], mass: NDArray[np.float6
                infinity: float, error: float) -> PrivacyLossDistribution:
     """Sum the masses of equal grid points (sorted)."""
     points, inverse = np.unique(index, return_inverse=True)
-    summed = np.bincount(inverse, weights=mass, minlength=points.size)
+    summed = np.bincount(inverse, weights=mass, minlength=points.size).astype(np.float64)
     return _trimmed(step, points.astype(np.int64), summed, infinity, error)
 
 
@@ -178,7 +178,8 @@ def _sparse_convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution
     index = np.add.outer(a.index, b.index).ravel()
     mass = np.multiply.outer(a.mass, b.mass).ravel()
     points, inverse = np.unique(index, return_inverse=True)
-    return points.astype(np.int64), np.bincount(inverse, weights=mass, minlength=points.size)
+    summed = np.bincount(inverse, weights=mass, minlength=points.size).astype(np.float64)
+    return points.astype(np.int64), summed
 
 
 def _trimmed(step: Fraction, index: NDArray[np.int64], mass: NDArray[np.float64],

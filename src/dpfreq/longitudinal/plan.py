@@ -226,4 +226,4 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
         band_halfwidth=band, sd=np.sqrt(var0), vacuous=bool(np.all(2 * half >= n)),
         requested_method=method)
     return with_budget_share(plan, accountant, epsilon=params.epsilon, delta=0.0,
-                             unit="device", func=_FUNC)  # type: ignore[no-any-return]
+                             unit="device", func=_FUNC)
