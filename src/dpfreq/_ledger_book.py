@@ -6,6 +6,7 @@ not one or out of range, a loss that does not parse — and refused with one lin
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import sys
@@ -86,45 +87,55 @@ def rule_in(header: dict[str, Any], label: str) -> Rule:
     return Rule(str(composition), eps, dlt, order, budget, release, conversion)
 
 
-def _optional(text: Any, label: str, what: str) -> Fraction | None:
-    return None if text is None else fraction_in(text, label, what)
-
-
-def _loss(text: Any, label: str, what: str) -> PrivacyLoss:
-    try:
-        return loss_from_text(str(text))
-    except ValueError:
-        raise _bad(label, f"{what} is not a privacy loss") from None
-
-
 def entries_in(conn: sqlite3.Connection, label: str) -> list[Entry]:
     """Every row as a book entry (loss and costs at the ledger's unit), oldest first."""
     out: list[Entry] = []
     index_of: dict[int, int] = {}
     rows = conn.execute("SELECT id, epsilon, delta, rule, plan, loss, bad, bound, renyi, items "
                         "FROM releases ORDER BY id").fetchall()
-    for n, (rid, e, d, rule, plan, loss, bad, bound, renyi, items) in enumerate(rows, 1):
-        where = f"row {n}'s"
-        cost = Cost(fraction_in(e, label, f"{where} epsilon"),
-                    fraction_in(d, label, f"{where} delta", upper=Fraction(1)),
-                    fraction_in(bad, label, f"{where} bad-event delta"),
-                    _optional(bound, label, f"{where} bound"),
-                    _optional(renyi, label, f"{where} Rényi cost"))
-        if rule not in ("sum", "renyi", "declared", "plan") or \
-                (rule == "plan" and plan not in index_of):
-            raise _bad(label, f"{where} rule or plan is not one")
-        parsed: tuple[PrivacyLoss, ...] = ()
-        if items is not None:
-            try:
-                parsed = tuple(loss_from_dict(x) for x in json.loads(items))
-            except (ValueError, TypeError):
-                raise _bad(label, f"{where} plan items are not privacy losses") from None
-        out.append(Entry(_loss(loss, label, f"{where} loss"), cost, rule,
-                         index_of.get(plan) if rule == "plan" else None, parsed))
+    for n, (rid, *values) in enumerate(rows, 1):
+        try:
+            entry = _entry(tuple(values))
+        except ValueError as exc:
+            raise _bad(label, f"row {n}'s {exc}") from None
+        if entry.rule == "plan":
+            if values[3] not in index_of:
+                raise _bad(label, f"row {n}'s plan is not an earlier declaration")
+            entry = Entry(entry.loss, entry.cost, "plan", index_of[values[3]])
+        out.append(entry)
         index_of[rid] = n - 1
     if sum((x.cost.epsilon for x in out), Fraction(0)) > _LARGEST:
         raise _bad(label, "its recorded spends sum past any budget")
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _entry(values: tuple[Any, ...]) -> Entry:
+    """One stored row parsed (cached: a ledger's rows are read at every spend, and a row is
+    immutable text; an edited row is another key, and fails the chain anyway). A ValueError
+    names the part that does not parse."""
+    e, d, rule, _plan, loss, bad, bound, renyi, items = values
+    cost = Cost(_stored(e, "epsilon"), _stored(d, "delta", upper=Fraction(1)),
+                _stored(bad, "bad-event delta"),
+                None if bound is None else _stored(bound, "bound"),
+                None if renyi is None else _stored(renyi, "Rényi cost"))
+    if rule not in ("sum", "renyi", "declared", "plan"):
+        raise ValueError("rule is not one")
+    try:
+        parsed = tuple(loss_from_dict(x) for x in json.loads(items)) if items else ()
+        return Entry(loss_from_text(str(loss)), cost, str(rule), None, parsed)
+    except (ValueError, TypeError):
+        raise ValueError("loss or plan items are not privacy losses") from None
+
+
+def _stored(text: Any, what: str, *, upper: Fraction | None = None) -> Fraction:
+    try:
+        value = Fraction(str(text))
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{what} is not an exact fraction") from None
+    if value < 0 or (upper is not None and value >= upper) or value > _LARGEST:
+        raise ValueError(f"{what} is out of range")
+    return value
 
 
 def charge_in(conn: sqlite3.Connection, header: dict[str, Any], epsilon: Any, delta: Any,

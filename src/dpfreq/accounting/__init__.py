@@ -30,7 +30,7 @@ from dpfreq.accounting.losses import (
 )
 from dpfreq.accounting.mechanisms import DiscreteGaussian, DiscreteLaplace, PartitionSelection
 from dpfreq.accounting.numbers import exact_fraction, float_at_least, float_at_most
-from dpfreq.accounting.plans import BudgetShare, declared_epsilon
+from dpfreq.accounting.plans import BudgetShare, declared_epsilon, required_epsilon
 from dpfreq.accounting.pld import PrivacyLossDistribution
 from dpfreq.accounting.renyi import randomized_response_renyi, renyi_epsilon
 from dpfreq.accounting.rules import COMPOSITIONS, Rule
@@ -71,6 +71,7 @@ __all__ = [
     "pure_epsilon_for_rho",
     "randomized_response_renyi",
     "renyi_epsilon",
+    "required_epsilon",
     "stated_loss",
     "zcdp_epsilon",
     "zcdp_rho",

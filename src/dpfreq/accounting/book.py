@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfreq.accounting.losses import ApproximateDP, Composed, PrivacyLoss
+from dpfreq.accounting.numbers import exact_sum
 from dpfreq.accounting.plans import BudgetShare, budget_share, declared_epsilon
 from dpfreq.accounting.rules import Cost, Rule, Totals, admit, refusal, spent_epsilon
 
@@ -39,14 +40,15 @@ class Entry:
 def totals_of(rule: Rule, entries: Sequence[Entry], *, recompute: bool = False) -> Totals:
     """The accounts of the entries (a plan's releases are paid by its declaration);
     ``recompute``: costs taken afresh from the losses under ``rule`` (another rule's order)."""
-    totals = Totals()
-    for entry in entries:
-        if entry.rule == "plan":
-            continue
-        cost = Cost.of(rule, entry.cost.epsilon, entry.cost.delta, entry.loss) \
-            if recompute else entry.cost
-        totals = totals.plus(cost)
-    return totals
+    costs = [Cost.of(rule, e.cost.epsilon, e.cost.delta, e.loss) if recompute else e.cost
+             for e in entries if e.rule != "plan"]
+    bounds = [c.bound for c in costs]
+    renyis = [c.renyi for c in costs]
+    return Totals(exact_sum(c.epsilon for c in costs), exact_sum(c.delta for c in costs),
+                  exact_sum(c.bad for c in costs),
+                  None if None in bounds else exact_sum(b for b in bounds if b is not None),
+                  None if None in renyis else exact_sum(r for r in renyis if r is not None),
+                  len(costs))
 
 
 def admission(rule: Rule, entries: Sequence[Entry], epsilon: Fraction, delta: Fraction,

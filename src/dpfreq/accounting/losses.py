@@ -32,7 +32,7 @@ from dpfreq.accounting.renyi import randomized_response_renyi, smallest_epsilon_
 from dpfreq.accounting.zcdp import zcdp_epsilon
 
 __all__ = ["ApproximateDP", "Composed", "PrivacyLoss", "PureDP", "ZeroConcentratedDP",
-           "fraction_text", "zcdp_loss"]
+           "fraction_text", "runs", "zcdp_loss"]
 
 
 def fraction_text(value: Fraction) -> str:
@@ -223,11 +223,11 @@ class Composed(PrivacyLoss):
         return sum((p.bad_delta() for p in self.parts), Fraction(0))
 
     def renyi(self, alpha: Fraction) -> Fraction:
-        return sum((count * p.renyi(alpha) for p, count in _runs(self.parts)), Fraction(0))
+        return sum((count * p.renyi(alpha) for p, count in runs(self.parts)), Fraction(0))
 
     def pld(self, step: Fraction = STEP) -> PrivacyLossDistribution | None:
         out = PrivacyLossDistribution.identity(step)
-        for part, count in _runs(self.parts):
+        for part, count in runs(self.parts):
             one = part.pld(step)
             if one is None:
                 return None
@@ -241,12 +241,12 @@ class Composed(PrivacyLoss):
         return {"kind": self.kind, "parts": [p.to_dict() for p in self.parts]}
 
     def describe(self) -> str:
-        runs = [f"{count} × {part.describe()}" if count > 1 else part.describe()
-                for part, count in _runs(self.parts)]
-        return "composition of " + ", ".join(runs)
+        said = [f"{count} × {part.describe()}" if count > 1 else part.describe()
+                for part, count in runs(self.parts)]
+        return "composition of " + ", ".join(said)
 
 
-def _runs(parts: tuple[PrivacyLoss, ...]) -> list[tuple[PrivacyLoss, int]]:
+def runs(parts: tuple[PrivacyLoss, ...]) -> list[tuple[PrivacyLoss, int]]:
     """Equal losses counted together (the PLD of k equal ones is built by squaring)."""
     counts: dict[PrivacyLoss, int] = {}
     for part in parts:

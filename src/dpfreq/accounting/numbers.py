@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 __all__ = [
     "decimal_of",
     "exact_fraction",
+    "exact_sum",
     "exp_bound",
     "fixed_point",
     "float_at_least",
@@ -59,6 +61,21 @@ def exact_fraction(value: float | Fraction) -> Fraction:
     True
     """
     return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
+
+
+def exact_sum(values: Iterable[Fraction]) -> Fraction:
+    """The exact sum of fractions, fast when many share a denominator (as a ledger's costs do:
+    integer sums per denominator, one fraction addition per distinct denominator).
+
+    Examples
+    --------
+    >>> exact_sum([Fraction(1, 10)] * 10)
+    Fraction(1, 1)
+    """
+    per: dict[int, int] = {}
+    for v in values:
+        per[v.denominator] = per.get(v.denominator, 0) + v.numerator
+    return sum((Fraction(n, d) for d, n in per.items()), Fraction(0))
 
 
 def decimal_of(x: Fraction) -> decimal.Decimal:

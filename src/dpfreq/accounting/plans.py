@@ -14,15 +14,16 @@ and how many more such releases the rule still admits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpfreq.accounting.losses import PrivacyLoss
+from dpfreq.accounting.losses import PrivacyLoss, runs
 from dpfreq.accounting.renyi import smallest_epsilon_over_orders
 from dpfreq.accounting.rules import Cost, Rule, Totals, admit, spent_epsilon
 
-__all__ = ["BudgetShare", "budget_share", "declared_epsilon"]
+__all__ = ["BudgetShare", "budget_share", "declared_epsilon", "required_epsilon"]
 
 
 def declared_epsilon(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction | None, str]:
@@ -129,3 +130,38 @@ def budget_share(rule: Rule, totals: Totals, cost: Cost) -> BudgetShare:
     fits = _fits(rule, totals, cost)
     return BudgetShare(rule.composition, float(grow), share, fits,
                        branch if fits else "none")
+
+
+def required_epsilon(losses: Sequence[PrivacyLoss], delta: Fraction, *,
+                     precision: Fraction = Fraction(1, 10**4)) -> Fraction | None:
+    """The smallest total ε (on a grid of ``precision``) at which an accountant of the
+    ``"tight"`` rule with total ``delta`` admits every one of ``losses``, one after another:
+    what a sequence of releases costs when chosen adaptively. None if none up to 1000 does.
+
+    Examples
+    --------
+    >>> from dpfreq.accounting.losses import PureDP
+    >>> eps = required_epsilon([PureDP(Fraction(1, 20))] * 365, Fraction(1, 10**6))
+    >>> 5.0 < float(eps) < 5.1
+    True
+    """
+    grouped = runs(tuple(losses))
+
+    def fits(eps: Fraction) -> bool:
+        rule = Rule.make("tight", eps, delta)
+        totals = Totals()
+        for loss, count in grouped:
+            one = Cost.of(rule, Fraction(0), Fraction(0), loss)
+            totals = totals.plus(Cost(Fraction(0), Fraction(0), one.bad * count,
+                                      None if one.bound is None else one.bound * count,
+                                      None if one.renyi is None else one.renyi * count))
+        return admit(rule, Totals(), Cost(totals.epsilon, totals.delta, totals.bad,
+                                          totals.bound, totals.renyi)) is not None
+
+    lo, hi = 0, int(1000 / precision)
+    if not fits(hi * precision):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid * precision) else (mid, hi)
+    return hi * precision
