@@ -99,7 +99,7 @@ def renyi_epsilon(alpha: Fraction, tau: Fraction, delta: Fraction) -> Fraction:
 def renyi_budget(alpha: Fraction, epsilon: Fraction, delta: Fraction) -> Fraction:
     """The largest Rényi budget ``τ`` (rounded down) whose conversion at ``α`` is within
     ``(ε, δ)``: ``ε − conversion_term`` (may be negative: then nothing fits)."""
-    return epsilon - conversion_term(alpha, delta, up=False)
+    return epsilon - conversion_term(alpha, delta, up=True)
 
 
 def _term(alpha: float, log_inverse: float) -> float:
