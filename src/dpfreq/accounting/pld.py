@@ -124,11 +124,17 @@ class PrivacyLossDistribution:
                           self.error + 2 * _U * min(self.index.size, factor))
 
     def delta_at(self, epsilon: Fraction) -> float:
-        """A certified upper bound on ``δ(ε) = E_P[(1 − e^{ε−L})_+]`` (plus the mass at +∞)."""
-        loss = self.index.astype(np.float64) * float(self.step)
-        excess = loss - float(epsilon) + 1e-12 * (1.0 + np.abs(loss) + abs(float(epsilon)))
-        keep = excess > 0
-        weight = -np.expm1(-excess[keep]) * (1 + 8 * _U)
+        """A certified upper bound on ``δ(ε) = E_P[(1 − e^{ε−L})_+]`` (plus the mass at +∞).
+
+        Which points have ``L > ε`` is decided exactly (on the grid's integers); their
+        ``L − ε`` is computed in floats and raised by more than its rounding error.
+        """
+        threshold = math.floor(Fraction(epsilon) / self.step)
+        keep = self.index > threshold
+        loss = self.index[keep].astype(np.float64) * float(self.step)
+        eps = float(epsilon)
+        excess = loss - eps + 1e-15 * (np.abs(loss) + abs(eps) + 1e-300)
+        weight = -np.expm1(-excess) * (1 + 8 * _U)
         total = float(np.sum(self.mass[keep] * weight))
         bound = total * (1 + self.error) * (1 + (int(keep.sum()) + 8) * _U)
         return min(1.0, bound + self.infinity * (1 + 4 * _U))
