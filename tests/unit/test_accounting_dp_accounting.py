@@ -52,7 +52,8 @@ def _gaussian_pld(sigma2: int, count: int, pessimistic: bool = True):
 
 def _declared(losses: list[PrivacyLoss]) -> float:
     eps, how = declared_epsilon(Composed(tuple(losses)), Fraction(DELTA))
-    assert eps is not None and how == "privacy loss distribution"
+    assert eps is not None
+    assert how == "privacy loss distribution"
     return float(eps)
 
 

@@ -37,7 +37,8 @@ def test_the_tight_rule_admits_the_issue_sequences_the_sum_refuses(count, eps0, 
     assert _admitted(tight, eps0, count) == count
     assert _admitted(basic, eps0, count) == round(total / eps0)
     s = tight.spending()
-    assert s.binding == "renyi" and s.filter_epsilon <= total
+    assert s.binding == "renyi"
+    assert s.filter_epsilon <= total
     assert s.sum_epsilon == pytest.approx(count * eps0)
     assert s.plan_epsilon < s.filter_epsilon < s.sum_epsilon
 
@@ -52,7 +53,8 @@ def test_tight_admits_whatever_the_sum_admits_within_half_of_delta():
 def test_with_delta_zero_tight_is_the_sum():
     tight, basic = Accountant(epsilon=1.0), Accountant(epsilon=1.0, composition="basic")
     assert _admitted(tight, 0.01, 200) == _admitted(basic, 0.01, 200) == 100
-    assert tight.rule.order is None and tight.spending().binding == "sum"
+    assert tight.rule.order is None
+    assert tight.spending().binding == "sum"
 
 
 def test_a_refused_release_records_nothing_and_says_why_in_one_line():
@@ -61,7 +63,8 @@ def test_a_refused_release_records_nothing_and_says_why_in_one_line():
     before = (acct.spent, acct.ledger, acct.spending())
     with pytest.raises(BudgetExceededError) as info:
         acct.spend(0.2, unit="item")
-    assert "\n" not in str(info.value) and "no noise was drawn" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert "no noise was drawn" in str(info.value)
     assert (acct.spent, acct.ledger, acct.spending()) == before
 
 
@@ -70,10 +73,12 @@ def test_a_gaussian_release_closes_the_sum_branch_and_uses_no_delta():
     loss = DiscreteGaussian(Fraction(50), Fraction(1), False)  # ρ = 1/100
     acct.spend(1.0, 1e-6, unit="item", loss=loss)  # its own (ε, δ) at δ = 1e-6
     row = acct.ledger[0]
-    assert row["rule"] == "renyi" and "zCDP" in row["loss"]
+    assert row["rule"] == "renyi"
+    assert "zCDP" in row["loss"]
     assert acct.spent[1] == 0.0  # no bad event: the release's δ was only its own conversion
     acct.spend(0.5, unit="item")  # the sum branch is closed for good: the filter admits it
-    assert acct.ledger[1]["rule"] == "renyi" and acct.spending().filter_branch == "renyi"
+    assert acct.ledger[1]["rule"] == "renyi"
+    assert acct.spending().filter_branch == "renyi"
 
 
 def test_a_loss_must_imply_the_stated_epsilon_and_delta():
@@ -91,8 +96,10 @@ def test_losses_convert_with_their_unit():
     acct.spend(0.25, unit="item", loss=DiscreteLaplace(Fraction(1, 4), 1))
     acct.spend(0.25, 1e-8, unit="item")
     rows = acct.ledger
-    assert rows[0]["charged_epsilon"] == 0.5 and "sensitivity 2" in rows[0]["loss"]
-    assert rows[1]["charged_delta"] > 1e-8 and rows[1]["rule"] == "sum"
+    assert rows[0]["charged_epsilon"] == 0.5
+    assert "sensitivity 2" in rows[0]["loss"]
+    assert rows[1]["charged_delta"] > 1e-8
+    assert rows[1]["rule"] == "sum"
     with pytest.raises(ParameterError, match="different currencies"):
         acct.spend(0.1, unit="event")
 
