@@ -10,20 +10,24 @@ import functools
 import json
 import sqlite3
 import sys
+from datetime import UTC, datetime
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
-from dpfreq._validate import message
+from dpfreq._ledger_chain import head_hash, header_hash
+from dpfreq._signing import signing_key
+from dpfreq._validate import check_choice, message
 from dpfreq.accounting.book import Entry, spending
-from dpfreq.accounting.losses import PrivacyLoss
+from dpfreq.accounting.losses import PrivacyLoss, fraction_text
 from dpfreq.accounting.rules import COMPOSITIONS, Cost, Rule
-from dpfreq.accounting.serial import loss_from_dict, loss_from_text
+from dpfreq.accounting.serial import loss_from_dict, loss_from_text, loss_text
 from dpfreq.accounting.units import convert_spend, prepare_spend
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import UNITS
 
-__all__ = ["LEDGER_VERSION", "charge_in", "entries_in", "header_in", "rows_in", "rule_in",
-           "summary_of"]
+__all__ = ["LEDGER_VERSION", "charge_in", "entries_in", "header_in", "new_header", "row_values",
+           "rows_in", "rule_in", "summary_of"]
 
 LEDGER_VERSION = 3
 _KIND = "dpfreq-ledger"
@@ -215,3 +219,37 @@ def _left_by_unit(left: Fraction, budget_unit: str | None) -> dict[str, float]:
             continue
         out[u] = float(left / factor)
     return out
+
+
+def new_header(epsilon: Fraction, delta: Fraction, unit: str | None, composition: str,
+               anchor: Any, func: str) -> dict[str, str]:
+    """The header entries of a new ledger, its hashes included (parameters checked)."""
+    header = [("unit", check_choice(unit, "unit", func, UNITS))] if unit else []
+    check_choice(composition, "composition", func, COMPOSITIONS)
+    if anchor is not None:
+        header.append(("anchor", str(Path(anchor).resolve())))
+    key = signing_key()
+    rule = Rule.make(composition, epsilon, delta)
+    entries = dict([("kind", _KIND), ("version", str(LEDGER_VERSION)),
+                    ("created", datetime.now(UTC).isoformat(timespec="microseconds")),
+                    ("total_epsilon", fraction_text(epsilon)),
+                    ("total_delta", fraction_text(delta)), *header,
+                    ("chain", "hmac-sha256" if key else "sha256"), *rule.header().items()])
+    entries["header_hash"] = header_hash(key, entries)
+    entries["head"] = head_hash(key, entries["header_hash"], 0)
+    return entries
+
+
+def row_values(conn: sqlite3.Connection, entry: Entry, e: Fraction, d: Fraction,
+               unit: str | None, source: str | None) -> tuple[Any, ...]:
+    """The stored values of an admitted entry from ``epsilon`` on (its plan's row id, when it
+    is a plan's release)."""
+    plan = None
+    if entry.plan is not None:
+        ids = [i for (i,) in conn.execute("SELECT id FROM releases ORDER BY id")]
+        plan = ids[entry.plan]
+    items = None if not entry.items else \
+        "[" + ",".join(loss_text(x) for x in entry.items) + "]"
+    cost = entry.cost.record()
+    return (fraction_text(e), fraction_text(d), unit, source, entry.rule, plan,
+            loss_text(entry.loss), cost["bad"], cost["bound"], cost["renyi"], items)

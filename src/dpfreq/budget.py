@@ -161,7 +161,7 @@ def with_budget_share(plan: Any, accountant: Any, *, epsilon: float, delta: floa
     >>> plan = plan_profile(domain_size=1000, max_count=5, epsilon=0.05, unit="item",
     ...                     accountant=acct)
     >>> plan.budget.releases_that_fit
-    381
+    358
     """
     acct = check_accountant(accountant, func)
     if acct is None:
@@ -209,11 +209,12 @@ class Accountant:
 
     Many small releases go further under the tight rule:
 
-    >>> acct = Accountant(epsilon=5.0, delta=1e-6)
+    >>> acct = Accountant(epsilon=5.2, delta=1e-6)
     >>> for day in range(365):
     ...     acct.spend(0.05, label=f"day {day}", unit="item")
-    >>> round(acct.spending().filter_epsilon, 2), acct.spending().binding
-    (5.05, 'renyi')
+    >>> report = acct.spending()
+    >>> report.sum_epsilon, round(report.filter_epsilon, 3), report.binding
+    (18.25, 5.055, 'renyi')
     """
 
     total: PrivacyBudget = None  # type: ignore[assignment]  # set from epsilon when None

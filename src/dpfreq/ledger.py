@@ -54,6 +54,8 @@ from dpfreq._ledger_book import (
     charge_in,
     entries_in,
     header_in,
+    new_header,
+    row_values,
     rows_in,
     rule_in,
     summary_of,
@@ -62,12 +64,10 @@ from dpfreq._ledger_chain import (
     ROW_COLUMNS,
     chain_key,
     head_hash,
-    header_hash,
     row_hash,
     verify_chain,
 )
-from dpfreq._signing import signing_key
-from dpfreq._validate import check_choice, message
+from dpfreq._validate import message
 from dpfreq.accounting.book import (
     Entry,
     Spending,
@@ -77,14 +77,12 @@ from dpfreq.accounting.book import (
     spending,
     totals_of,
 )
-from dpfreq.accounting.losses import PrivacyLoss, fraction_text
+from dpfreq.accounting.losses import PrivacyLoss
 from dpfreq.accounting.plans import BudgetShare
-from dpfreq.accounting.rules import COMPOSITIONS, Rule, spent_epsilon
-from dpfreq.accounting.serial import loss_text
+from dpfreq.accounting.rules import Rule, spent_epsilon
 from dpfreq.accounting.units import plan_items
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
-from dpfreq.release import UNITS
 
 __all__ = ["LEDGER_VERSION", "Ledger"]
 
@@ -177,21 +175,10 @@ class Ledger:
         func = "Ledger.create"
         if not isinstance(total, PrivacyBudget):
             raise ParameterError(message("total", func, "a PrivacyBudget", total))
-        header = [("unit", check_choice(unit, "unit", func, UNITS))] if unit else []
-        check_choice(composition, "composition", func, COMPOSITIONS)
         target = Path(path)
-        if anchor is not None:
-            header.append(("anchor", str(Path(anchor).resolve())))
+        entries = new_header(total.exact_epsilon, total.exact_delta, unit, composition, anchor,
+                             func)
         _check_new(target, anchor)
-        key = signing_key()
-        rule = Rule.make(composition, total.exact_epsilon, total.exact_delta)
-        entries = dict([("kind", "dpfreq-ledger"), ("version", str(LEDGER_VERSION)),
-                        ("created", _now()),
-                        ("total_epsilon", fraction_text(total.exact_epsilon)),
-                        ("total_delta", fraction_text(total.exact_delta)), *header,
-                        ("chain", "hmac-sha256" if key else "sha256"), *rule.header().items()])
-        entries["header_hash"] = header_hash(key, entries)
-        entries["head"] = head_hash(key, entries["header_hash"], 0)
         try:
             conn = sqlite3.connect(target, timeout=_TIMEOUT_SECONDS, isolation_level=None)
         except sqlite3.Error as exc:
@@ -395,17 +382,8 @@ class Ledger:
 
     def _values(self, conn: sqlite3.Connection, entry: Entry, label: str, e: Fraction,
                 d: Fraction, unit: str | None, source: str | None) -> tuple[Any, ...]:
-        """The row of an admitted entry (its plan's row id, when it is a plan's release)."""
-        plan = None
-        if entry.plan is not None:
-            ids = [i for (i,) in conn.execute("SELECT id FROM releases ORDER BY id")]
-            plan = ids[entry.plan]
-        items = None if not entry.items else \
-            "[" + ",".join(loss_text(x) for x in entry.items) + "]"
-        cost = entry.cost.record()
-        return (_now(), self.command, str(label), fraction_text(e), fraction_text(d), unit,
-                source, entry.rule, plan, loss_text(entry.loss), cost["bad"], cost["bound"],
-                cost["renyi"], items)
+        """The row of an admitted entry (after ``id``)."""
+        return (_now(), self.command, str(label), *row_values(conn, entry, e, d, unit, source))
 
     @staticmethod
     def _append(conn: sqlite3.Connection, key: bytes | None, count: int, last: str,

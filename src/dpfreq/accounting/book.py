@@ -140,6 +140,15 @@ class Spending:
         The branch of the accountant's own rule that gives ``spent_epsilon``.
     releases : int
         Entries recorded (declarations and their releases included).
+
+    Examples
+    --------
+    >>> from dpfreq.budget import Accountant
+    >>> acct = Accountant(epsilon=1.0, delta=1e-6)
+    >>> acct.spend(0.5, unit="item")
+    >>> s = acct.spending()
+    >>> s.sum_epsilon, s.spent_epsilon, s.remaining_epsilon, s.binding
+    (0.5, 0.5, 0.5, 'sum')
     """
 
     composition: str

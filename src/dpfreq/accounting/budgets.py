@@ -19,6 +19,14 @@ from dpfreq.errors import ParameterError
 __all__ = ["PrivacyBudget", "advanced_composition", "group_privacy", "sequential_composition"]
 
 
+def _stated(x: Fraction) -> float:
+    """The float a budget states for ``x``: its nearest float when that float's shortest
+    decimal (what an accountant records, :func:`exact_fraction`) is at least ``x``, else the
+    smallest float above ``x``."""
+    f = float(x)
+    return f if exact_fraction(f) >= x else float_at_least(x)
+
+
 @dataclass(frozen=True)
 class PrivacyBudget:
     """An (ε, δ) pair; δ = 0 is pure ε-DP.
@@ -153,7 +161,7 @@ def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> P
     if dlt >= 1:
         raise ParameterError(message("delta_prime", "advanced_composition",
                                      "small enough that the total δ stays < 1", delta_prime))
-    return PrivacyBudget(float_at_least(min(eps_adv, k * e)), float_at_least(dlt))
+    return PrivacyBudget(_stated(min(eps_adv, k * e)), _stated(dlt))
 
 
 def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
@@ -190,4 +198,4 @@ def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     if dlt >= 1:
         raise ParameterError(message("group_size", "group_privacy",
                                      "small enough that the group δ stays < 1", group_size))
-    return PrivacyBudget(float_at_least(g * budget.exact_epsilon), float_at_least(dlt))
+    return PrivacyBudget(_stated(g * budget.exact_epsilon), _stated(dlt))

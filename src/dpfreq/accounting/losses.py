@@ -41,7 +41,14 @@ def fraction_text(value: Fraction) -> str:
 
 
 class PrivacyLoss(ABC):
-    """The privacy loss of one mechanism (or of a batch fixed in advance); see the module."""
+    """The privacy loss of one mechanism (or of a batch fixed in advance); see the module.
+
+    Examples
+    --------
+    >>> loss = ApproximateDP(Fraction(1, 2), Fraction(1, 10**7))
+    >>> loss.epsilon_bound(), loss.bad_delta(), loss.implies(Fraction(1), Fraction(1, 10**6))
+    (Fraction(1, 2), Fraction(1, 10000000), True)
+    """
 
     #: the name stored with the loss (``to_dict()["kind"]``)
     kind: ClassVar[str]

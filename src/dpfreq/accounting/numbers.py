@@ -178,7 +178,13 @@ def float_at_most(x: Fraction) -> float:
 
 
 def float_at_least(x: Fraction) -> float:
-    """The smallest float at least ``x`` (an ε a release states must not round down)."""
+    """The smallest float at least ``x`` (an ε a release states must not round down).
+
+    Examples
+    --------
+    >>> float_at_least(Fraction(1, 3)) > 1 / 3
+    True
+    """
     f = float(x)
     while Fraction(f) < x:
         f = math.nextafter(f, math.inf)

@@ -72,6 +72,13 @@ class BudgetShare:
         How many such releases, this one included, the rule still admits one after another.
     binding : str
         The branch of the rule that admits them (``"sum"`` or ``"renyi"``; ``"none"``).
+
+    Examples
+    --------
+    >>> from dpfreq.budget import Accountant
+    >>> share = Accountant(epsilon=1.0).share(0.25, unit="item")
+    >>> share.fraction_of_remaining, share.releases_that_fit, share.binding
+    (0.25, 4, 'sum')
     """
 
     composition: str

@@ -64,6 +64,12 @@ class PrivacyLossDistribution:
         An upper bound on the mass at ``+∞``.
     error : float
         The relative error bound of every mass.
+
+    Examples
+    --------
+    >>> pld = approximate_pld(Fraction(1, 10), Fraction(0)).self_compose(100)
+    >>> round(float(pld.epsilon_at(1e-6)), 4), pld.delta_at(Fraction(10)) < 1e-20
+    (4.7746, True)
     """
 
     step: Fraction

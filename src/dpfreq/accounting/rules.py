@@ -58,7 +58,13 @@ CONVERSION_SHARE = Fraction(1, 2)
 
 @dataclass(frozen=True)
 class Rule:
-    """A total ``(ε, δ)`` and how releases are composed against it (module docstring)."""
+    """A total ``(ε, δ)`` and how releases are composed against it (module docstring).
+
+    Examples
+    --------
+    >>> Rule.make("basic", Fraction(1), Fraction(1, 10**6)).describe()
+    'basic: the stated epsilons and deltas add up'
+    """
 
     composition: str
     epsilon: Fraction

@@ -88,5 +88,11 @@ def loss_from_text(text: str) -> PrivacyLoss:
 def stated_loss(epsilon: Fraction, delta: Fraction) -> PrivacyLoss:
     """The loss of a release known only by its ``(ε, δ)``: any such mechanism is dominated by
     it (:class:`~dpfreq.accounting.losses.PureDP` or
-    :class:`~dpfreq.accounting.losses.ApproximateDP`)."""
+    :class:`~dpfreq.accounting.losses.ApproximateDP`).
+
+    Examples
+    --------
+    >>> stated_loss(Fraction(1, 2), Fraction(0))
+    PureDP(epsilon=Fraction(1, 2))
+    """
     return PureDP(epsilon) if delta == 0 else ApproximateDP(epsilon, delta)
