@@ -62,7 +62,7 @@ html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 #: ``service.md``; modules without an entry here are internal.)
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
                "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.engines", "dpfreq.budget",
-               "dpfreq.ledger",
+               "dpfreq.ledger", "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
 API_MARKER = "<!-- api-reference -->"
