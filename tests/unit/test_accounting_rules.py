@@ -166,3 +166,43 @@ def test_plans_say_what_the_release_would_take():
                            accountant=event).budget.releases_that_fit == 4
     with pytest.raises(ParameterError, match="accountant of plan_profile"):
         plan_profile(domain_size=10, max_count=2, epsilon=1.0, unit="item", accountant=1.0)
+
+
+def test_a_windows_release_that_composes_in_zcdp_charges_its_rho(tmp_path):
+    """The release charges the ρ-zCDP loss its plan calibrated (no δ of its own under the
+    tight rule), and the ledger recomputes the same (ε, δ) claim from it."""
+    import numpy as np
+
+    from dpfreq.windows import plan_window_counts, release_window_counts
+
+    item = np.arange(40) % 13
+    times = (np.arange(40) * 7) % 32 + 1
+    plan = plan_window_counts(horizon=32, epsilon=1.0, delta=1e-6, unit="item", k_values=[1],
+                              windows=[7])
+    assert plan.accounting.startswith("zCDP")
+    ledger = Ledger.create(tmp_path / "l.db", PrivacyBudget(3.0, 1e-6))
+    rel = release_window_counts((item, times), horizon=32, epsilon=1.0, delta=1e-6,
+                                unit="item", k_values=[1], windows=[7], rng=1,
+                                accountant=ledger)
+    assert rel.epsilon == 1.0
+    row = ledger.ledger[0]
+    assert "zCDP" in row["loss"]
+    assert row["rule"] == "renyi"
+    assert ledger.spent[1] == 0.0  # no bad event: δ was only the release's own conversion
+    assert ledger.spending().filter_branch == "renyi"  # a Gaussian-like loss: no pure bound
+
+
+def test_a_ledger_declares_a_plan_and_records_its_releases_against_it(tmp_path):
+    plan = [DiscreteLaplace(Fraction(1, 10), 1)] * 50
+    ledger = Ledger.create(tmp_path / "l.db", PrivacyBudget(4.0, 1e-6), composition="basic")
+    ledger.declare(plan, delta=1e-6, unit="item", label="fifty days")
+    for _ in range(50):
+        Ledger(ledger.path).spend(0.1, unit="item", loss=DiscreteLaplace(Fraction(1, 10), 1))
+    rules = [row["rule"] for row in ledger.ledger]
+    assert rules == ["declared"] + ["plan"] * 50
+    assert ledger.verify() == 51
+    assert ledger.spending().sum_epsilon == pytest.approx(3.173, abs=1e-3)  # not 50 × 0.1
+    with pytest.raises(BudgetExceededError):
+        ledger.declare(plan * 3, delta=1e-7, unit="item")
+    share = ledger.share(0.1, unit="item")
+    assert _admitted(ledger, 0.1, 1000) == share.releases_that_fit
