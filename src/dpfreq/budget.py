@@ -20,7 +20,6 @@ beside the spend, and refuses the others with the reason.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
@@ -60,7 +59,6 @@ __all__ = [
     "convert_spend",
     "group_privacy",
     "sequential_composition",
-    "with_budget_share",
 ]
 
 
@@ -141,32 +139,6 @@ def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
         return accountant
     raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
                                  type(accountant).__name__))
-
-
-def with_budget_share(plan: Any, accountant: Any, *, epsilon: float, delta: float,
-                      unit: str | None, func: str, loss: PrivacyLoss | None = None) -> Any:
-    """``plan`` (a frozen dataclass with a ``budget`` field) with ``budget`` set to what the
-    planned release would take from ``accountant`` (:meth:`Accountant.share`), or unchanged
-    when ``accountant`` is None. A plan function's ``accountant=`` argument.
-
-    Raises
-    ------
-    ParameterError
-        If ``accountant`` is not an accountant, or the release's unit does not convert to its.
-
-    Examples
-    --------
-    >>> from dpfreq.profile import plan_profile
-    >>> acct = Accountant(epsilon=5.0, delta=1e-6)
-    >>> plan = plan_profile(domain_size=1000, max_count=5, epsilon=0.05, unit="item",
-    ...                     accountant=acct)
-    >>> plan.budget.releases_that_fit
-    358
-    """
-    acct = check_accountant(accountant, func)
-    if acct is None:
-        return plan
-    return dataclasses.replace(plan, budget=acct.share(epsilon, delta, unit=unit, loss=loss))
 
 
 @dataclass

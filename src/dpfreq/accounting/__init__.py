@@ -30,7 +30,12 @@ from dpfreq.accounting.losses import (
 )
 from dpfreq.accounting.mechanisms import DiscreteGaussian, DiscreteLaplace, PartitionSelection
 from dpfreq.accounting.numbers import exact_fraction, float_at_least, float_at_most
-from dpfreq.accounting.plans import BudgetShare, declared_epsilon, required_epsilon
+from dpfreq.accounting.plans import (
+    BudgetShare,
+    declared_epsilon,
+    required_epsilon,
+    with_budget_share,
+)
 from dpfreq.accounting.pld import PrivacyLossDistribution
 from dpfreq.accounting.renyi import randomized_response_renyi, renyi_epsilon
 from dpfreq.accounting.rules import COMPOSITIONS, Rule
@@ -73,6 +78,7 @@ __all__ = [
     "renyi_epsilon",
     "required_epsilon",
     "stated_loss",
+    "with_budget_share",
     "zcdp_epsilon",
     "zcdp_rho",
     "zcdp_rho_at_most",

@@ -14,16 +14,20 @@ and how many more such releases the rule still admits.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpfreq._validate import message
 from dpfreq.accounting.losses import PrivacyLoss, runs
 from dpfreq.accounting.renyi import smallest_epsilon_over_orders
 from dpfreq.accounting.rules import Cost, Rule, Totals, admit, spent_epsilon
+from dpfreq.errors import ParameterError
 
-__all__ = ["BudgetShare", "budget_share", "declared_epsilon", "required_epsilon"]
+__all__ = ["BudgetShare", "budget_share", "declared_epsilon", "required_epsilon",
+           "with_budget_share"]
 
 
 def declared_epsilon(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction | None, str]:
@@ -172,3 +176,34 @@ def required_epsilon(losses: Sequence[PrivacyLoss], delta: Fraction, *,
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fits(mid * precision) else (mid, hi)
     return hi * precision
+
+
+def with_budget_share(plan: Any, accountant: Any, *, epsilon: float, delta: float,
+                      unit: str | None, func: str, loss: PrivacyLoss | None = None) -> Any:
+    """``plan`` (a frozen dataclass with a ``budget`` field) with ``budget`` set to what the
+    planned release would take from ``accountant`` (its ``share``), or unchanged when
+    ``accountant`` is None: a plan function's ``accountant=`` argument. Nothing is spent.
+
+    Raises
+    ------
+    ParameterError
+        If ``accountant`` is not an accountant (an object with ``share``), or the release's
+        unit does not convert to its.
+
+    Examples
+    --------
+    >>> from dpfreq.budget import Accountant
+    >>> from dpfreq.profile import plan_profile
+    >>> acct = Accountant(epsilon=5.0, delta=1e-6)
+    >>> plan = plan_profile(domain_size=1000, max_count=5, epsilon=0.05, unit="item",
+    ...                     accountant=acct)
+    >>> plan.budget.releases_that_fit
+    358
+    """
+    if accountant is None:
+        return plan
+    share = getattr(accountant, "share", None)
+    if not callable(share):
+        raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
+                                     type(accountant).__name__))
+    return dataclasses.replace(plan, budget=share(epsilon, delta, unit=unit, loss=loss))

@@ -41,12 +41,13 @@ def log_inverse_upper(delta: float | Fraction) -> Fraction:
 
 
 def _rho_estimate(epsilon: float, delta: float) -> float:
-    log_term = math.log(1.0 / delta)
+    log_term = -math.log(delta)  # not log(1/δ): 1/δ overflows for a subnormal δ
     return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
 
 
 def zcdp_rho_at_most(epsilon: Fraction, delta: float | Fraction) -> Fraction:
-    """A fraction ``ρ > 0`` with ``ρ + 2√(ρ ln(1/δ)) <= ε`` exactly (``ε > 0``, ``0 < δ < 1``).
+    """A fraction ``ρ >= 0`` with ``ρ + 2√(ρ ln(1/δ)) <= ε`` exactly (``ε > 0``, ``0 < δ < 1``;
+    0 only when the float estimate underflows, for a δ near the smallest float).
 
     The closed form ``(√(L + ε) − √L)²`` in floating point, rounded down (by relative steps of
     2^-40) until ``ρ <= ε`` and ``4ρL <= (ε − ρ)²`` hold on fractions for an upper bound ``L``

@@ -29,7 +29,7 @@ from dpfreq._validate import (
     check_positive_float,
     message,
 )
-from dpfreq.accounting.plans import BudgetShare
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import (
     MAX_WORKING_BYTES,
@@ -40,7 +40,6 @@ from dpfreq.anonymized.accuracy import (
 )
 from dpfreq.anonymized.distance import l1_between
 from dpfreq.anonymized.steps import I64, SimulationNoise, epsilon_fractions
-from dpfreq.budget import with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import RELATIONS

@@ -24,8 +24,7 @@ from dpfreq._validate import (
     check_int,
     check_positive_float,
 )
-from dpfreq.accounting.plans import BudgetShare
-from dpfreq.budget import with_budget_share
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.release import RELATIONS
 

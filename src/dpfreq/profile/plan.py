@@ -23,8 +23,7 @@ from dpfreq._validate import (
     message,
     warn_large_delta,
 )
-from dpfreq.accounting.plans import BudgetShare
-from dpfreq.budget import with_budget_share
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout

@@ -28,8 +28,7 @@ from dpfreq._validate import (
     message,
 )
 from dpfreq.accounting.losses import zcdp_loss
-from dpfreq.accounting.plans import BudgetShare
-from dpfreq.budget import with_budget_share
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.windows.answers import band_share, route
 from dpfreq.windows.params import check_window_params
