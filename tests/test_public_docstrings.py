@@ -17,7 +17,7 @@ import pytest
 
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
             "dpfreq.longitudinal", "dpfreq.engines", "dpfreq.budget", "dpfreq.release",
-            "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger"]
+            "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger", "dpfreq.accounting"]
 
 
 def public_objects() -> Iterator[tuple[str, object]]:

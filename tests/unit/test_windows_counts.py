@@ -425,7 +425,7 @@ def build_structure_for(horizon, width, method):
 
 
 def test_zcdp_rho_conversion():
-    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.accounting import zcdp_rho
 
     rho = zcdp_rho(1.0, 1e-6)
     assert rho + 2 * np.sqrt(rho * np.log(1e6)) == pytest.approx(1.0, rel=1e-12)

@@ -415,7 +415,8 @@ def ledger_option(f: Any) -> Any:
         result = f(*args, accountant=ledger, **kwargs)
         left = ledger.remaining
         click.echo(f"ledger {ledger.path}: remaining epsilon={left.epsilon:g}, "
-                   f"delta={left.delta:g}", err=True)
+                   f"delta={left.delta:g}; head {ledger.head} (keep it: 'dpfreq ledger verify "
+                   "FILE --expect-head HEAD' detects a restored older copy)", err=True)
         return result
 
     return click.option(

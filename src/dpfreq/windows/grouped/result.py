@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
-from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.data.summaries import WindowSummaries

@@ -36,8 +36,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
+from dpfreq.accounting.composition import pieces_epsilon
+from dpfreq.accounting.numbers import float_at_most
+from dpfreq.accounting.zcdp import gaussian_sigma2_at_least, pure_epsilon_for_rho
 from dpfreq.errors import ParameterError
-from dpfreq.noise import discrete_laplace_gamma, epsilon_to_fraction, sample_discrete_laplace
+from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
 from dpfreq.windows.laws.node import DiscreteGaussian, DiscreteLaplace, NodeLaw
 from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
@@ -136,22 +139,9 @@ METHODS: Mapping[str, tuple[str, ...]] = _Families()
 
 
 def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
-    """Per-piece budget for ``pieces`` pure-DP runs composed to (ε, δ): basic or advanced."""
-    basic = eps / pieces
-    if delta <= 0 or pieces == 1:
-        return basic
-    e = float(eps)
-    log_term = math.log(1.0 / delta)
-
-    def total(e0: float) -> float:
-        return e0 * math.sqrt(2 * pieces * log_term) + pieces * e0 * math.expm1(e0)
-
-    lo, hi = 0.0, e
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if total(mid) <= e else (lo, mid)
-    adv = epsilon_to_fraction(lo) if lo > 0 else Fraction(0)
-    return max(basic, adv)
+    """Per-piece budget for ``pieces`` pure-DP runs composed to (ε, δ): basic or advanced,
+    certified (:func:`dpfreq.accounting.pieces_epsilon`)."""
+    return pieces_epsilon(eps, pieces, delta)
 
 
 def eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
@@ -382,13 +372,15 @@ class Structure:
             e_piece = self._piece_epsilon(pieces)
             return (discrete_laplace_gamma(e_piece, l1), 0,
                     Calibration(l1, "pure epsilon-DP", epsilon_piece=e_piece))
-        rho_piece = self.rho / pieces
+        rho_exact = Fraction(self.rho) / pieces  # certified conversions (dpfreq.accounting)
+        rho_piece = float_at_most(rho_exact)
         if self.noise_kind == "laplace":
-            e_piece = epsilon_to_fraction(math.sqrt(2 * rho_piece))  # ε-DP ⇒ ε²/2-zCDP
+            e_piece = pure_epsilon_for_rho(rho_exact)  # ε-DP ⇒ ε²/2-zCDP
             return (discrete_laplace_gamma(e_piece, l1), 0,
                     Calibration(l1, "zCDP", epsilon_piece=e_piece, rho_piece=rho_piece))
-        target = l2 * l2 / (2 * rho_piece)
-        sigma2 = gaussian_sigma2(target)[0] if target < 2.0**60 else 0
+        # a float √ is correctly rounded, so the next float is at least the exact ℓ2
+        target = gaussian_sigma2_at_least(math.nextafter(l2, math.inf), rho_exact)
+        sigma2 = gaussian_sigma2(target)[0] if target < 2**60 else 0
         return Fraction(0), sigma2, Calibration(l1, "zCDP", rho_piece=rho_piece,
                                                 l2_sensitivity=l2, sigma2=sigma2)
 
