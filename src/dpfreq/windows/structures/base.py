@@ -26,7 +26,6 @@ are shared here; the layout, the covers and the noise are the subclass's) regist
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
@@ -87,9 +86,6 @@ CONSISTENCY_MAX_WEIGHTS = 1 << 18
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
 
-#: the modules whose classes register the built-in methods, in the order ``auto`` tries them
-_BUILTIN = ("dpfreq.windows.structures.counters", "dpfreq.windows.structures.windows")
-
 _REGISTRY: dict[str, type[Structure]] = {}
 
 S = TypeVar("S", bound="type[Structure]")
@@ -97,9 +93,8 @@ S = TypeVar("S", bound="type[Structure]")
 
 def register(cls: S) -> S:
     """Class decorator: make the method ``cls.name`` available to the plan and the release
-    (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
-    if cls.__module__ not in _BUILTIN:
-        registry()  # the built-in methods first
+    (for the families in ``cls.families``); ``auto`` tries the methods in the order they were
+    registered (the built-in ones first: :mod:`dpfreq.windows.structures` imports them)."""
     if _REGISTRY.get(cls.name, cls) is not cls:
         raise ParameterError(message("name", "register", "a method name not yet registered",
                                      cls.name))
@@ -109,8 +104,6 @@ def register(cls: S) -> S:
 
 def registry() -> dict[str, type[Structure]]:
     """Every registered method by name (the built-in ones first, in the order tried)."""
-    for module in _BUILTIN:
-        importlib.import_module(module)  # registers its classes once (then a dict lookup)
     return _REGISTRY
 
 
