@@ -75,8 +75,7 @@ html_sidebars = {"index": [], "getting-started": []}
 #: ``service.md``; modules without an entry here are internal.)
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
                "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty", "dpfreq.engines",
-               "dpfreq.budget",
-               "dpfreq.ledger",
+               "dpfreq.budget", "dpfreq.ledger", "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
 API_MARKER = "<!-- api-reference -->"
