@@ -76,8 +76,7 @@ html_sidebars = {"index": [], "getting-started": []}
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
                "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty",
                "dpfreq.crossparty.shuffle", "dpfreq.engines",
-               "dpfreq.budget",
-               "dpfreq.ledger",
+               "dpfreq.budget", "dpfreq.ledger", "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
 API_MARKER = "<!-- api-reference -->"

@@ -18,7 +18,8 @@ import pytest
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
             "dpfreq.longitudinal", "dpfreq.crossparty", "dpfreq.crossparty.shuffle",
             "dpfreq.engines", "dpfreq.budget",
-            "dpfreq.release", "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger"]
+            "dpfreq.release", "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger",
+            "dpfreq.accounting"]
 
 
 def public_objects() -> Iterator[tuple[str, object]]:

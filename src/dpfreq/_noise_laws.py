@@ -22,6 +22,7 @@ from dpfreq.errors import ParameterError
 
 __all__ = [
     "discrete_laplace_cdf",
+    "discrete_laplace_mean_abs",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "discrete_laplace_tail_bound",
@@ -105,6 +106,25 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
     upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
     return np.where(zz < 0, lower, upper)
+
+
+@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
+    """``E|Z| = 2α/(1 − α²)``: mean absolute value of the discrete Laplace.
+
+    Parameters
+    ----------
+    [[gamma]]
+
+    [[float_out]]
+
+    Examples
+    --------
+    >>> round(discrete_laplace_mean_abs(math.log(2)), 12)  # α = 1/2: 1/(3/4)
+    1.333333333333
+    """
+    g = _gamma_value(gamma, "discrete_laplace_mean_abs")
+    return 2.0 * math.exp(-g) / -math.expm1(-2.0 * g)
 
 
 @fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)

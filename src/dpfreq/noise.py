@@ -45,6 +45,7 @@ from dpfreq._docstrings import fill_doc
 from dpfreq._exact_sampling import table_sample
 from dpfreq._noise_laws import (
     discrete_laplace_cdf,
+    discrete_laplace_mean_abs,
     discrete_laplace_pmf,
     discrete_laplace_tail,
     discrete_laplace_tail_bound,
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_DENOMINATOR",
     "discrete_laplace_cdf",
     "discrete_laplace_gamma",
+    "discrete_laplace_mean_abs",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "discrete_laplace_tail_bound",

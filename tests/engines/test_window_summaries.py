@@ -1,7 +1,7 @@
 """Window summaries through every engine: ``Engine.reduce_items``.
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
-summaries (``dpfreq.windows.summaries``) — on Spark per partition on the executors, only the
+summaries (``dpfreq.windows.data.summaries``) — on Spark per partition on the executors, only the
 summed summaries reaching the driver. These tests demand, for memory, DuckDB and Spark:
 
 * identical summaries (the sparse ``(slot, key, weight)`` entries), identical range-check
@@ -29,8 +29,8 @@ from dpfreq.engines._common import reduce_events
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.errors import DataError
 from dpfreq.windows import release_window_counts
+from dpfreq.windows.data.summaries import WindowReducer, summary_specs
 from dpfreq.windows.params import time_axis
-from dpfreq.windows.summaries import WindowReducer, summary_specs
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -250,9 +250,12 @@ def test_out_of_range_error_same_everywhere(case: str, tmp_path: Path) -> None:
     msgs = {b: _range_error(_source(b, cols, tmp_path, None), case, b) for b in LOCAL}
     assert msgs["memory"] == msgs["duckdb"]
     assert "outside the public range" in msgs["memory"] or "outside" in msgs["memory"]
-    # the message says what is wrong without counts or times of the data
+    # the message says what is wrong without counts or times of the data: the rule, the
+    # public range and how to find the rows (issue 50), its only numbers public bounds
     assert "events outside the range" in msgs["memory"]
-    assert not any(ch.isdigit() for ch in msgs["memory"].split("got")[1])
+    assert not any(ch.isdigit() for ch in msgs["memory"].split("got")[1].split(".")[0])
+    assert "out_of_range='drop'" in msgs["memory"]
+    assert "SELECT * FROM <source> WHERE" in msgs["memory"]
 
 
 @pytest.mark.spark

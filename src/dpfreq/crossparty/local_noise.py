@@ -23,6 +23,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
 from dpfreq.crossparty.params import CrossPartyParams
 from dpfreq.noise import (
     discrete_laplace_gamma,
@@ -50,7 +51,8 @@ class LocalNoise:
     Examples
     --------
     >>> import math
-    >>> from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
+from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
     ...     epsilon_reach=math.log(3), epsilon_frequency=2.0, hash="sha256-prefix/v1",
@@ -73,6 +75,15 @@ class LocalNoise:
         """``α = e^{−γ_f}`` of the frequency noise (None: reach-only)."""
         return None if self.frequency_gamma is None else math.exp(-float(self.frequency_gamma))
 
+    def privacy_loss(self) -> PrivacyLoss:
+        """The sketch's privacy loss as a value (:mod:`dpfreq.accounting`): randomized response
+        at ``γ_r`` (pure ``γ_r``-DP, exactly) composed with discrete Laplace noise of parameter
+        ``γ_f`` on counts of ℓ1 sensitivity ``K``."""
+        bits = PureDP(self.reach_gamma)
+        if self.frequency_gamma is None:
+            return bits
+        return Composed((bits, DiscreteLaplace(self.frequency_gamma, self.max_frequency)))
+
     def describe(self) -> dict[str, str | int | None]:
         """The laws as JSON-ready text (fractions ``"s/t"``)."""
         g = self.frequency_gamma
@@ -89,7 +100,8 @@ def calibrate(params: CrossPartyParams) -> LocalNoise:
 
     Examples
     --------
-    >>> from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
+from dpfreq.crossparty.params import CrossPartyParams
     >>> calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
     ...     epsilon_reach=0.5, epsilon_frequency=None, hash="sha256-prefix/v1",
@@ -113,7 +125,8 @@ def draw_noise(values: NDArray[np.int64], noise: LocalNoise, generator: np.rando
 
     Examples
     --------
-    >>> from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
+from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=4, sampling_start=0, sampling_width=1, max_frequency=2,
     ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="sha256-prefix/v1",

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import check_epsilon, check_int, message
+from dpfreq.accounting import exact_fraction
 from dpfreq.artifacts import open_json, seal_json
-from dpfreq.budget import exact_fraction
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["HASH_NAME", "MAX_FREQUENCY_LIMIT", "REGISTER_LIMIT", "SAMPLING_BITS",

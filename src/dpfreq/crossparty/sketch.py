@@ -215,7 +215,8 @@ class _SketchSteps:
                      value=self.params.registers, what="a sketch (about 24 bytes per register)")
 
     def charge(self, plan: None) -> Charge:
-        return Charge(self.params.epsilon, 0.0, UNIT, _FUNC)
+        return Charge(self.params.epsilon, 0.0, UNIT, _FUNC,
+                      loss=calibrate(self.params).privacy_loss())
 
     def read(self, plan: None) -> Reading[RegisterCounts]:
         counts = register_frequencies(self.source, spec=self.spec, params=self.params,

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
     check_choice,
@@ -23,6 +24,7 @@ from dpfreq._validate import (
     message,
     warn_large_delta,
 )
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
@@ -137,8 +139,8 @@ def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
     return min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
 
 
-@dataclass(frozen=True)
-class ProfilePlan:
+@dataclass(frozen=True, repr=False)
+class ProfilePlan(PlanSummary):
     """Predicted accuracy of a profile release (all from public parameters).
 
     Attributes
@@ -171,6 +173,9 @@ class ProfilePlan:
         Theorem 1.1 otherwise.
     vacuous : bool
         True when ``l1_bound`` reaches the trivial value 2.
+    budget : BudgetShare or None
+        With ``accountant=``: what the release would take from it under its rule, and how
+        many such releases still fit (:meth:`dpfreq.budget.Accountant.share`).
 
     Examples
     --------
@@ -197,6 +202,7 @@ class ProfilePlan:
     layout_why: str | None = None
     class0_half_width: float | None = None
     class0_band_half_width: float | None = None
+    budget: BudgetShare | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary."""
@@ -295,7 +301,7 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str = "auto", confidence: float = 0.95, group: str | None = None,
                  max_groups_per_item: int | None = None, groups: Any = None,
-                 delta: float | None = None) -> Any:
+                 delta: float | None = None, accountant: Any = None) -> Any:
     """Predict the accuracy of :func:`dpfreq.profile.release_profile` before running it.
 
     Parameters
@@ -319,6 +325,9 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         partition selection with half of ε), and over a public list of groups the
         simultaneous plan. Warns
         (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
+    accountant : Accountant or Ledger, optional
+        Say (``budget``) how much of its remaining budget the release would take under its
+        rule and how many such releases still fit; nothing is spent.
 
     Returns
     -------
@@ -349,5 +358,8 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                         band_half_width=None, l1_error=None, l1_bound=2.0, vacuous=True,
                         relation=RELATIONS[par.unit])
     if any(x is not None for x in (group, max_groups_per_item, groups, delta)):
-        return _plan_grouped(blank, group, max_groups_per_item, groups, delta)
-    return _plan(blank)
+        out = _plan_grouped(blank, group, max_groups_per_item, groups, delta)
+    else:
+        out = _plan(blank)
+    return with_budget_share(out, accountant, epsilon=par.epsilon, delta=delta or 0.0,
+                             unit=par.unit, func="plan_profile")

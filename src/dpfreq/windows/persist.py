@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfreq._validate import check_confidence, check_delta, check_epsilon, check_unit
 from dpfreq.errors import DataError, DPFreqError
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.params import (
     MAX_HORIZON,
     WindowBuild,
@@ -25,8 +26,7 @@ from dpfreq.windows.params import (
     parse_k,
     parse_windows,
 )
-from dpfreq.windows.plan import make_plan
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.structures.chooser import make_plan
 
 __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 
