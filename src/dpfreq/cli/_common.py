@@ -305,16 +305,16 @@ def _path_callback(option: str, suffixes: tuple[str, ...], allow_stdout: bool) -
 
 
 def output_path_option(option: str, dest: str, *, suffixes: tuple[str, ...] = (),
-                       allow_stdout: bool = False, help: str) -> Any:
+                       allow_stdout: bool = False, required: bool = False, help: str) -> Any:
     """A decorator adding an output-path option checked at parse time (see the module doc).
 
     With ``allow_stdout``, ``-`` claims stdout for this option: human text goes to stderr and
     the command writes its document with :func:`write_output`.
     """
-    return click.option(option, dest, default=None, metavar="FILE" + ("|-" if allow_stdout
-                                                                        else ""),
+    default = {} if required else {"default": None}  # an explicit default would satisfy it
+    return click.option(option, dest, metavar="FILE" + ("|-" if allow_stdout else ""),
                         callback=_path_callback(option, suffixes, allow_stdout),
-                        expose_value=True, help=help)
+                        required=required, expose_value=True, help=help, **default)
 
 
 def output_options(f: Any) -> Any:
