@@ -456,7 +456,7 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
 
 
 def test_gaussian_halfwidth_is_valid():
-    from dpfreq.windows.noise.keyed import gaussian_sigma2
+    from dpfreq.noise import gaussian_sigma2
     from dpfreq.windows.structures.base import build_structure
 
     one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,

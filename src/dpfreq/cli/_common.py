@@ -61,7 +61,6 @@ __all__ = [
     "check_memory",
     "check_output_path",
     "claim_stdout",
-    "echo_err",
     "emit_release",
     "engine_option",
     "format_bytes",
@@ -440,7 +439,3 @@ def parse_int_list(text: str, param: str) -> list[int]:
     if not values:
         raise click.BadParameter(f"must list at least one integer; got {text!r}", param_hint=param)
     return values
-
-
-def echo_err(text: str) -> None:
-    click.echo(text, err=True)

@@ -15,14 +15,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
+from dpfreq.noise import (
+    discrete_gaussian_variance,
+    discrete_laplace_variance,
+    sample_discrete_laplace,
+)
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.laws.sums import sum_quantile, tail_radius
-from dpfreq.windows.noise.keyed import (
-    KeyedDiscreteGaussian,
-    KeyedDiscreteLaplace,
-    discrete_gaussian_variance,
-)
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "NodeLaw"]
 

@@ -39,13 +39,12 @@ from dpfreq.accounting.composition import pieces_epsilon
 from dpfreq.accounting.numbers import float_at_most
 from dpfreq.accounting.zcdp import gaussian_sigma2_at_least, pure_epsilon_for_rho
 from dpfreq.errors import ParameterError
-from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
+from dpfreq.noise import discrete_laplace_gamma, gaussian_sigma2, sample_discrete_laplace
 from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
 from dpfreq.windows.laws.node import DiscreteGaussian, DiscreteLaplace, NodeLaw
 from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
 from dpfreq.windows.noise.keyed import (
     eager_generator,
-    gaussian_sigma2,
     structure_name,
 )
 from dpfreq.windows.structures.bands import (

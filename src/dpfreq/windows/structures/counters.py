@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
+from dpfreq.noise import gaussian_sigma2
 from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
@@ -52,7 +53,6 @@ from dpfreq.windows.layouts.factorization import (
 )
 from dpfreq.windows.layouts.layered import layer_layout, layer_signed_cover, layer_signed_ranges
 from dpfreq.windows.layouts.weights import Layout, consistent_estimates
-from dpfreq.windows.noise.keyed import gaussian_sigma2
 from dpfreq.windows.structures.bands import walk_multiplier
 from dpfreq.windows.structures.base import (
     BRANCHINGS,
