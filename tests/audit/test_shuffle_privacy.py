@@ -132,3 +132,21 @@ def test_one_register_moving_two_values_at_larger_histograms() -> None:
         h2[b] += 1
         worst = max(worst, _hockey_stick(h, h2, noise, law.epsilon))
     assert worst == pytest.approx(law.delta, rel=1e-9)
+
+
+@pytest.mark.parametrize("per_party", [False, True])
+@pytest.mark.parametrize(("epsilon", "delta"), [(math.log(3), 1e-10), (0.1, 1e-6)])
+def test_the_measurements_loss_fits_its_parameters(epsilon, delta, per_party) -> None:
+    """The composed loss of every histogram (dpfreq.accounting) is within (ε, δ) exactly."""
+    from dpfreq.accounting import exact_fraction
+    from dpfreq.crossparty.shuffle import ShuffleParams
+    from dpfreq.crossparty.shuffle.estimate import measurement_loss
+
+    params = ShuffleParams(
+        measurement="m", registers=64, sampling_start=0, sampling_width=1, max_frequency=3,
+        epsilon=epsilon, delta=delta, parties=["a", "b", "c"], per_party=per_party,
+        deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+    loss = measurement_loss(params)
+    assert len(loss.parts) == params.histograms
+    assert loss.epsilon_bound() <= exact_fraction(epsilon)
+    assert loss.bad_delta() <= exact_fraction(delta)

@@ -242,7 +242,7 @@ def result_command(aggregator: str, measurement: str, token_file: str, wait: flo
     if json_out is not None:
         shared.write_output(json.dumps(payload, indent=2), json_out, what="(the release)")
     for line in _lines(payload):
-        shared.echo_err(line) if json_out == shared.STDOUT else click.echo(line)
+        click.echo(line, err=json_out == shared.STDOUT)
 
 
 def _number(x: Any) -> str:

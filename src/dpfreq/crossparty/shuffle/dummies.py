@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from dpfreq._exact_inverse import exp_neg_bounds
 from dpfreq._validate import check_int, message
+from dpfreq.accounting import ApproximateDP
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 from dpfreq.rng import RNGLike, resolve_rng
@@ -99,6 +100,8 @@ class DummyLaw:
     (Fraction(1, 2), 41, 41)
     >>> float(law.pmf(np.array([0, 41, 82])).sum()) < 1
     True
+    >>> law.privacy_loss().epsilon_bound()
+    Fraction(1, 1)
     """
 
     gamma: Fraction
@@ -129,6 +132,11 @@ class DummyLaw:
         """``Var[D] = Σ z² α^{|z|} / N`` over ``|z| <= s``."""
         z = np.arange(-self.shift, self.shift + 1)
         return float(np.dot(z.astype(np.float64) ** 2, self.pmf(z + self.shift)))
+
+    def privacy_loss(self) -> ApproximateDP:
+        """The loss of one histogram noised by one worker's dummies, as a value
+        (:mod:`dpfreq.accounting`): ``(2γ, δ)`` with the rigorous bound on the tight δ."""
+        return ApproximateDP(2 * self.gamma, dummy_delta_bound(self.gamma, self.shift))
 
     def describe(self) -> dict[str, Any]:
         """The law as JSON-ready values (γ as ``"s/t"``)."""

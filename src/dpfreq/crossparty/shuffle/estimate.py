@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_confidence, message
+from dpfreq.accounting import Composed
 from dpfreq.crossparty.consistency import consistent_kplus
 from dpfreq.crossparty.estimate import EntityEstimate, entity_from_classes
 from dpfreq.crossparty.reach import reach_from_empty
@@ -36,7 +37,8 @@ from dpfreq.crossparty.shuffle.result import RELATION, ShuffleRelease
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.release import ErrorStatement
 
-__all__ = ["MECHANISM", "WORKERS", "dummy_law", "estimate_histogram", "release_from_histograms"]
+__all__ = ["MECHANISM", "WORKERS", "dummy_law", "estimate_histogram", "measurement_loss",
+           "release_from_histograms"]
 
 MECHANISM = "crossparty-shuffle"
 #: Workers adding dummies (each adds its own; the offsets count both).
@@ -60,6 +62,25 @@ def dummy_law(params: ShuffleParams) -> DummyLaw:
     """
     eps, delta = params.histogram_budget
     return calibrate_dummies(eps, delta, func="ShuffleParams")
+
+
+def measurement_loss(params: ShuffleParams) -> Composed:
+    """The measurement's privacy loss as a value: one worker's dummies on each of the
+    ``params.histograms`` histograms, composed (at most ``(params.epsilon, params.delta)``).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> params = ShuffleParams(
+    ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
+    ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
+    ...     per_party=True, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     key_id="0" * 32)
+    >>> loss = measurement_loss(params)
+    >>> loss.epsilon_bound() <= 1, loss.bad_delta() <= Fraction(1e-9)
+    (True, True)
+    """
+    return Composed((dummy_law(params).privacy_loss(),) * params.histograms)
 
 
 def estimate_histogram(histogram: NDArray[Any], *, law: DummyLaw, max_frequency: int,
@@ -189,6 +210,7 @@ def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams,
     u, p = consistent_kplus(union.kplus, union.kplus_sd, stack([e.kplus for e in parts]),
                             stack([e.kplus_sd for e in parts]))
     mech = {"params": params.to_dict(), "noise": law.describe(), "workers": WORKERS,
+            "privacy_loss": measurement_loss(params).to_dict(),
             "offset_per_value": WORKERS * law.mean, "plan": plan.to_dict(),
             "missing": {p: MISSING_REASONS[r] for p, r in plan.missing},
             "confidence": conf, "sampling_rate": rate,
