@@ -50,6 +50,7 @@ from ..auth import Principal
 from . import tables
 from .aggregator_state import result_payload, store_output, try_release
 from .common import (
+    BINARY_BODY,
     Created,
     MeasurementRow,
     Refused,
@@ -135,7 +136,8 @@ def output_limit(row: MeasurementRow) -> int:
     return 4 * (params.registers + 4 * dummy_law(params).shift * values) + MAX_HEADER + 1024
 
 
-@router.put("/v1/measurements/{measurement}/outputs/{entity}", tags=["workers"])
+@router.put("/v1/measurements/{measurement}/outputs/{entity}", tags=["workers"],
+            openapi_extra=BINARY_BODY)
 async def upload_output(request: Request, measurement: str, entity: int) -> JSONResponse:
     """Store one of the calling worker's outputs (see the module docstring)."""
     who = await authorize(request, ("worker",), measurement)

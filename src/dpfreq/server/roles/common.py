@@ -30,11 +30,16 @@ from ..auth import Principal, parse_bearer
 from ..service import Service
 from . import tables
 
-__all__ = ["Created", "MeasurementRow", "Refused", "TokenIssued", "audit", "authorize",
-           "common_router", "create_measurement", "create_row", "issue", "load_measurement",
-           "measurement_or_404", "read_body", "update_row"]
+__all__ = ["BINARY_BODY", "Created", "MeasurementRow", "Refused", "TokenIssued", "audit",
+           "authorize", "common_router", "create_measurement", "create_row", "issue",
+           "load_measurement", "measurement_or_404", "read_body", "update_row"]
 
 log = logging.getLogger("dpfreq.server")
+
+
+#: The OpenAPI description of a binary frame body (a party's share, a worker's output).
+BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
+    "schema": {"type": "string", "format": "binary"}}}}}
 
 
 class TokenIssued(BaseModel):

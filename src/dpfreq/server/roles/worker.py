@@ -44,6 +44,7 @@ from dpfreq.errors import DataError
 
 from ..auth import Principal
 from .common import (
+    BINARY_BODY,
     Created,
     MeasurementRow,
     Refused,
@@ -139,7 +140,8 @@ def share_limit(row: MeasurementRow) -> int:
     return 4 * row.params.registers + MAX_HEADER + 1024
 
 
-@router.put("/v1/measurements/{measurement}/share", tags=["parties"])
+@router.put("/v1/measurements/{measurement}/share", tags=["parties"],
+            openapi_extra=BINARY_BODY)
 async def upload_share(request: Request, measurement: str) -> JSONResponse:
     """Store the calling party's share (a frame; see the module docstring)."""
     who = await authorize(request, ("party",), measurement)
