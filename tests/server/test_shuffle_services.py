@@ -176,6 +176,16 @@ def test_missing_party_late_share_and_a_worker_down(tmp_path, roles, rng):
     assert late["worker1"].startswith("refused (410)")
 
 
+def test_nobody_uploads_by_the_deadline(tmp_path, roles):
+    params = shuffle_params(["tv", "web"], deadline_seconds=2.0)
+    tokens = _setup(roles, params)
+    time.sleep(2.5)
+    status, payload = wait_result(roles["aggregator"].url, tokens["analyst"])
+    assert status == 422
+    assert "no party uploaded to both workers by the deadline" in payload["error"]
+    assert "tv: no share reached either worker by the deadline" in payload["error"]
+
+
 def test_aggregator_restart_keeps_the_outputs_and_the_release(tmp_path, roles, rng):
     params = shuffle_params(["tv", "web"])
     tokens = _setup(roles, params)

@@ -17,6 +17,8 @@ tokens``
                                                      for entity ``e``: 200 stored (also an
                                                      identical retry), 409 another one is held
                                                      or the plans differ, 422 malformed
+``POST /v1/measurements/{m}/empty-plan``   worker    no party uploaded to both workers: nothing
+                                                     will be released (the result says so)
 ``GET /v1/measurements/{m}/result``        admin,    the release (JSON of
                                            analyst   :class:`~dpfreq.crossparty.shuffle.
                                                      ShuffleRelease`, with its noisy
@@ -41,14 +43,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from dpfreq.crossparty.shuffle import dummy_law
+from dpfreq.crossparty.shuffle import Plan, dummy_law
 from dpfreq.crossparty.shuffle.aggregate import read_output
 from dpfreq.crossparty.shuffle.shares import MAX_HEADER
 from dpfreq.errors import DataError
 
 from ..auth import Principal
 from . import tables
-from .aggregator_state import result_payload, store_output, try_release
+from .aggregator_state import fail_empty, result_payload, store_output, try_release
 from .common import (
     BINARY_BODY,
     Created,
@@ -158,6 +160,22 @@ async def upload_output(request: Request, measurement: str, entity: int) -> JSON
     if state == "released" and new:
         request.app.state.metrics.releases.inc()
     return JSONResponse({"stored": True, "new": new, "state": state or "collecting"})
+
+
+@router.post("/v1/measurements/{measurement}/empty-plan", tags=["workers"])
+async def empty_plan(request: Request, measurement: str) -> JSONResponse:
+    """A worker's notice that no party uploaded to both workers by the deadline (worker):
+    nothing will be released, and the result says why."""
+    await authorize(request, ("worker",), measurement)
+    row = await _measurement(request, measurement)
+    try:
+        plan = Plan.from_dict((await request.json())["plan"], row.params)
+    except (ValueError, KeyError, TypeError, DataError):
+        raise HTTPException(422, "the notice must be JSON with the worker's plan.") from None
+    if plan.entities:
+        raise HTTPException(409, "this plan measures parties: send its outputs instead.")
+    await run_in_threadpool(fail_empty, request.app.state.service.engine, measurement, plan)
+    return JSONResponse({"state": "failed"})
 
 
 @router.get("/v1/measurements/{measurement}/result", tags=["analysts"])

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from dpfreq.crossparty.shuffle import Plan, reconstruct_histogram, release_from_histograms
+from dpfreq.crossparty.shuffle.plan import MISSING_REASONS
 from dpfreq.crossparty.shuffle.shares import Frame
 from dpfreq.errors import DataError
 
@@ -27,7 +28,7 @@ from .. import storage
 from . import tables
 from .common import MeasurementRow, Refused, update_row
 
-__all__ = ["CONFIDENCE", "result_payload", "store_output", "try_release"]
+__all__ = ["CONFIDENCE", "fail_empty", "result_payload", "store_output", "try_release"]
 
 #: Confidence level of the intervals of a stored release.
 CONFIDENCE = 0.95
@@ -98,6 +99,17 @@ def try_release(engine: Engine, measurement: str) -> str | None:
         update_row(conn, measurement, plan=json.dumps(plan.to_dict()), result=result,
                    state=state)
     return state
+
+
+def fail_empty(engine: Engine, measurement: str, plan: Plan) -> None:
+    """Record that nothing will be released: no party uploaded to both workers."""
+    why = "; ".join(f"{p}: {MISSING_REASONS[r]}" for p, r in plan.missing)
+    with engine.begin() as conn:
+        row = MeasurementRow(_locked(conn, measurement))
+        if row.state == "collecting":
+            update_row(conn, measurement, plan=json.dumps(plan.to_dict()), state="failed",
+                       result=json.dumps({"error": "no party uploaded to both workers by the "
+                                                   f"deadline; nothing is released ({why})."}))
 
 
 def result_payload(row: MeasurementRow) -> dict[str, Any]:

@@ -111,7 +111,15 @@ class WorkerDriver:
 
     def _send(self, row: MeasurementRow, topo: dict[str, Any]) -> None:
         entities = len(Plan.from_dict(row.json("plan"), row.params).entities)
-        url = f"{topo['aggregator_url'].rstrip('/')}/v1/measurements/{row.measurement}/outputs"
+        base = f"{topo['aggregator_url'].rstrip('/')}/v1/measurements/{row.measurement}"
+        if entities == 0:  # nobody uploaded to both workers: tell the aggregator, once
+            self._call("POST", f"{base}/empty-plan", topo["aggregator_token"],
+                       json={"plan": row.json("plan")})
+            record_sent(self.engine, row.measurement, -1, 0)
+            log.warning("shuffle: no party uploaded to both workers by the deadline",
+                        extra={"measurement": row.measurement})
+            return
+        url = f"{base}/outputs"
         for entity, frame in outputs(self.engine, row):
             self._put(f"{url}/{entity}", topo["aggregator_token"], frame)
             record_sent(self.engine, row.measurement, entity, entities)

@@ -195,9 +195,10 @@ def outputs(engine: Engine, row: MeasurementRow) -> Iterator[tuple[int, bytes]]:
 
 
 def record_sent(engine: Engine, measurement: str, entity: int, entities: int) -> None:
-    """Note that the aggregator acknowledged ``entity``'s output (state ``sent`` when all)."""
+    """Note that the aggregator acknowledged ``entity``'s output (state ``sent`` when all;
+    ``entity = -1`` with ``entities = 0``: the empty plan was acknowledged)."""
     with engine.begin() as conn:
         row = MeasurementRow(_locked(conn, measurement))
         done = sorted(set(row.json("sent") or []) | {entity})
         update_row(conn, measurement, sent=json.dumps(done),
-                   state="sent" if len(done) == entities else row.state)
+                   state="sent" if len(done) >= entities else row.state)
