@@ -23,10 +23,10 @@ from dpfreq.server.storage import METADATA
 
 __all__ = ["STATES", "measurements", "outputs", "shares"]
 
-#: Worker: collecting → planned (worker 0 fixed the plan) → exchanged (both hold the other's
-#: draws) → sent (the aggregator acknowledged every output). Aggregator: collecting →
-#: released or failed.
-STATES = ("collecting", "planned", "exchanged", "sent", "released", "failed")
+#: Worker: collecting → (worker 1: frozen, once worker 0 is about to plan) → planned (worker 0
+#: fixed the plan) → exchanged (both hold the other's draws) → sent (the aggregator
+#: acknowledged every output). Aggregator: collecting → released or failed.
+STATES = ("collecting", "frozen", "planned", "exchanged", "sent", "released", "failed")
 
 measurements = sa.Table(
     "shuffle_measurements",

@@ -22,6 +22,8 @@ tokens``
                                                    malformed, 413 too large
 ``GET /v1/measurements/{m}/peer/         peer      ``{"shares": {party: share id}}``
 manifest``
+``POST /v1/measurements/{m}/peer/        peer      at worker 1: take no share from now on,
+freeze``                                           answer the shares held
 ``POST /v1/measurements/{m}/peer/plan``  peer      worker 0's plan and public draws; answered
                                                    with this worker's public draws
 =======================================  ========  =============================================
@@ -55,7 +57,7 @@ from .common import (
     measurement_or_404,
     read_body,
 )
-from .worker_state import accept_plan, manifest, store_share
+from .worker_state import accept_plan, freeze, manifest, store_share
 
 __all__ = ["WorkerCreate", "router"]
 
@@ -173,6 +175,18 @@ async def peer_manifest(request: Request, measurement: str) -> dict[str, Any]:
     held = await run_in_threadpool(manifest, request.app.state.service.engine, measurement,
                                    row.params)
     return {"shares": held, "state": row.state}
+
+
+@router.post("/v1/measurements/{measurement}/peer/freeze", tags=["workers"])
+async def peer_freeze(request: Request, measurement: str) -> dict[str, Any]:
+    """Worker 0 is about to fix the plan (peer; at worker 1): take no share from now on and
+    answer ``{"shares": {party: share id}}``, every share acknowledged so far."""
+    await authorize(request, ("peer",), measurement)
+    row = await _measurement(request, measurement)
+    if row.json("topology")["position"] != 1:
+        raise HTTPException(409, "only worker 1 is frozen; worker 0 fixes the plan.")
+    held = await run_in_threadpool(freeze, request.app.state.service.engine, measurement)
+    return {"shares": held}
 
 
 @router.post("/v1/measurements/{measurement}/peer/plan", tags=["workers"])

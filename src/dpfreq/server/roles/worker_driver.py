@@ -3,8 +3,9 @@
 About every ``poll`` seconds, for each measurement this worker has not finished:
 
 * **worker 0, collecting**: reads the other worker's manifest; once the deadline has passed,
-  or every declared party has uploaded the same share id to both workers, it fixes the plan
-  and draws (:func:`~dpfreq.server.roles.worker_state.fix_plan`);
+  or every declared party has uploaded the same share id to both workers, it freezes worker 1
+  (which then takes no share and answers the shares it holds), fixes the plan and draws
+  (:func:`~dpfreq.server.roles.worker_state.fix_plan`);
 * **worker 0, planned**: sends the plan and its public draws to worker 1 and stores the
   answer (worker 1's public draws);
 * **either, exchanged**: computes its outputs and sends each to the aggregator until it is
@@ -64,7 +65,8 @@ class WorkerDriver:
         m = tables.measurements
         with self.engine.connect() as conn:
             names = [r[0] for r in conn.execute(sa.select(m.c.measurement).where(
-                m.c.role == "worker", m.c.state.in_(("collecting", "planned", "exchanged"))))]
+                m.c.role == "worker",
+                m.c.state.in_(("collecting", "frozen", "planned", "exchanged"))))]
         for name in names:
             try:
                 self.advance(name)
@@ -96,6 +98,7 @@ class WorkerDriver:
             everyone = all(p in mine and mine[p] == peer.get(p) for p in row.params.parties)
             if not everyone and datetime.now(UTC) < row.params.deadline_at:
                 return
+            peer = self._call("POST", f"{base}/freeze", topo["peer_token"])["shares"]
             fix_plan(self.engine, row, peer)
             log.info("shuffle: plan fixed", extra={"measurement": name})
             row = self._row(name)

@@ -39,7 +39,7 @@ from .. import storage
 from . import tables
 from .common import MeasurementRow, Refused, update_row
 
-__all__ = ["accept_plan", "fix_plan", "manifest", "outputs", "record_peer_draws",
+__all__ = ["accept_plan", "fix_plan", "freeze", "manifest", "outputs", "record_peer_draws",
            "record_sent", "store_share"]
 
 
@@ -71,7 +71,8 @@ def store_share(engine: Engine, measurement: str, party: int, frame: Frame) -> b
                                "nothing was replaced (a party is counted once).")
         params = MeasurementRow(row).params
         if row.state != "collecting":
-            raise Refused(410, "the measurement's parties are fixed; no share is taken now.")
+            raise Refused(410, "the measurement's parties are being fixed; no share is taken "
+                               "now.")
         if datetime.now(UTC) >= params.deadline_at:
             raise Refused(410, f"the measurement's deadline ({params.deadline}) has passed.")
         try:
@@ -82,6 +83,17 @@ def store_share(engine: Engine, measurement: str, party: int, frame: Frame) -> b
             raise Refused(409, "this party's share is being stored by another request.") \
                 from None
     return True
+
+
+def freeze(engine: Engine, measurement: str) -> dict[str, str]:
+    """Worker 1, asked by worker 0 that is about to fix the plan: take no share from now on
+    (state ``frozen``) and answer the shares held — every share acknowledged before is in the
+    answer, any later one is refused (410), so no acknowledged share is left out unnoticed."""
+    with engine.begin() as conn:
+        row = MeasurementRow(_locked(conn, measurement))
+        if row.state == "collecting":
+            update_row(conn, measurement, state="frozen")
+        return _manifest_in(conn, measurement, row.params)
 
 
 def manifest(engine: Engine, measurement: str, params: Any) -> dict[str, str]:
@@ -139,7 +151,7 @@ def accept_plan(engine: Engine, measurement: str, plan_data: Any, peer_data: Any
             raise Refused(422, str(exc)) from None
         if peer.position != 0:
             raise Refused(422, "the plan's draws must be worker 0's.")
-        if current.state != "collecting":
+        if current.state not in ("collecting", "frozen"):
             if current.json("plan") != plan.to_dict() or current.json("peer_draws") != peer_data:
                 raise Refused(409, "another plan was accepted for this measurement.")
             return WorkerDraws.from_dict(current.json("draws")).public()
