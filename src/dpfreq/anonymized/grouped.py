@@ -51,7 +51,6 @@ from dpfreq.rng import ResolvedRNG
 __all__ = ["GroupedAnonymizedArgs", "GroupedAnonymizedMechanism",
            "release_grouped_anonymized_histogram"]
 
-_UNUSED_KEY = bytes(32)  # no bounding at unit="event": the engine's hash key is never used
 
 
 def _check_grouped(group: Any, item: Any, count: Any, max_groups_per_item: Any) -> str:
@@ -198,13 +197,12 @@ class _GroupedAnonymizedSteps:
         return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
 
     def read(self, plan: _Plan) -> Reading[_Hists]:
-        from dpfreq.engines import get_engine
+        from dpfreq.engines import CountRequest, Grouping, get_engine
 
         a, d = self.args, plan.domain_size
         eng = get_engine(self.engine, self.source)
         hists = _histograms(eng.grouped_count_of_counts(
-            self.source, item=a.item, group=a.group, groups=a.names, max_groups_per_item=None,
-            hash_key=_UNUSED_KEY, max_count=None))
+            self.source, CountRequest(a.item, Grouping(a.group, a.names, None))))
         for counts, prev in hists.values():
             check_feasible(counts, prev, plan.epsilon_per_group, plan.mechanism)
             if d is not None and int(prev.sum()) > d:

@@ -4,8 +4,11 @@ Every engine computes the same small, *exact* (noise-free) aggregates and return
 They are never shown to the user: a system adds noise before anything leaves the library.
 ``memory`` (numpy) is the reference oracle, ``duckdb`` the embedded default for files and SQL,
 ``spark`` the cluster engine. One conformance suite (``tests/engines``) demands identical
-aggregates from all of them. ``reduce_items`` sums a system's per-item numpy reduction (an
-:data:`ItemReducer`, e.g. the window summaries) over items where the data lives.
+aggregates from all of them. Besides the core :class:`Engine` protocol, an engine declares
+capabilities by satisfying small protocols (:class:`Summarizing`: the window summaries of an
+event log, grouped and bounded, in one query; :class:`GroupedCounting`; :class:`ReportSumming`;
+:class:`DomainTables`); the arguments of the larger calls are request objects
+(:class:`SummaryRequest`, :class:`CountRequest`, with a :class:`Grouping`).
 
 Source kinds
 ------------
@@ -31,7 +34,6 @@ data owner); never a traceback from deep inside numpy, DuckDB or Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,13 +41,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "SUMMARY_FAMILIES",
+    "CountRequest",
+    "DomainTables",
     "Engine",
+    "GroupedCounting",
+    "GroupedPrevalences",
+    "Grouping",
     "ItemCounts",
-    "ItemReducer",
-    "ItemReduction",
     "OccurrenceTimes",
     "Prevalences",
+    "ReportSumming",
     "ReportSums",
+    "Summaries",
+    "Summarizing",
+    "SummaryRequest",
+    "SummarySpec",
     "TimeBuckets",
 ]
 
@@ -223,68 +234,245 @@ class TimeBuckets:
         return "integer" if self.start_us is None or self.time_unit else "timestamp_us"
 
 
-#: A per-item reduction, run on chunks of *whole* items: ``reducer(codes, periods)`` gets dense
-#: item codes ``0..m-1`` and periods in ``1..horizon``, sorted by (code, period), and returns
-#: int64 arrays ``(slots, keys, weights)``; the engine sums the weights per (slot, key) over all
-#: chunks. It must be picklable (the Spark engine runs it on the executors).
-ItemReducer = Callable[[NDArray[np.int64], NDArray[np.int64]],
-                       tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
+#: The summary families an engine computes (see :class:`SummarySpec`).
+SUMMARY_FAMILIES = ("cumulative", "fixed", "all")
 
 
-@dataclass(frozen=True)
-class ItemReduction:
-    """Result of :meth:`Engine.reduce_items`: summed ``(slot, key) -> weight`` entries.
+@dataclass(frozen=True, order=True)
+class SummarySpec:
+    """One summary of an event log's per-item occurrence sequences, summed over items.
 
-    When events are outside ``1..horizon`` and dropping was not asked for, nothing is reduced
-    (the arrays are empty).
+    The items' events are bucketed into periods ``1..T`` and sorted per item (and group);
+    ``τ_1 <= τ_2 <= ...`` are an item's periods with repeats, ``τ_0 = 0``. The engines compute
+    the sums over items of (the windows system reads them as the reductions of Ghazi, Kumar,
+    Manurangsi and Nelson 2023; :mod:`dpfreq.engines.memory.summaries` is the readable
+    reference):
 
-    Attributes
-    ----------
-    slots, keys : numpy.ndarray of int64
-        The (slot, key) pairs, sorted and unique.
-    weights : numpy.ndarray of int64
-        The summed weight of each pair, non-zero.
-    n_events : int
-        Number of events inside ``1..horizon`` that were reduced.
-    n_out_of_range : int
-        Number of events outside ``1..horizon``.
-    first_out_of_range : int or None
-        Period of the first event outside, in (item key, time) order; None if there is none.
+    * ``"cumulative"``: the histogram over periods of ``τ_k`` (items with ``>= k`` events);
+      key = the period;
+    * ``"all"``: for every event ``s >= k`` of an item, the point ``(τ_{s−k}, τ_s)`` with
+      weight +1 and ``(τ_{s−k+1}, τ_s)`` with weight −1; key = ``x·(T+2) + y``, equal points
+      summed, zero sums left out;
+    * ``"fixed"`` of width ``W``: blocks ``b = 0..⌊T/W⌋`` of the periods
+      ``[(b−1)W+1, (b+1)W]`` (local times ``1..2W``); per (item, block) with local times
+      ``l_1 <= .. <= l_n`` (``l_0 = 0``, ``l_j = 2W+1`` beyond ``n``) and ``r = 0..n``, the pair
+      ``a = l_r``, ``c = min(l_{r+1}, l_{r+k} − W)`` when ``l_r < l_{r+1}`` and
+      ``l_r + W < l_{r+k}``; key ``b·(W+2) + a`` for ``a``, ``(n_b + b)·(W+2) + c`` for ``c``
+      and ``2·n_b·(W+2) + b`` once per (item, block) with an event (``n_b`` blocks).
+
+    Slot 0 of a :class:`Summaries` is always the number of events per period (key = period);
+    slot ``i >= 1`` is the ``i``-th spec of the request.
 
     Examples
     --------
-    A reducer that counts events per period (slot 0, key = period, weight 1 per event):
-
-    >>> from dpfreq.engines import get_engine
-    >>> def per_period(codes, periods):
-    ...     return np.zeros_like(periods), periods, np.ones_like(periods)
-    >>> events = {"item": ["a", "a", "b", "b"], "time": [1, 2, 2, 9]}
-    >>> r = get_engine("memory").reduce_items(events, item="item", time="time",
-    ...                                       buckets=TimeBuckets(horizon=3), reducer=per_period,
-    ...                                       drop_out_of_range=True)
-    >>> r.keys.tolist(), r.weights.tolist(), r.n_events, r.n_out_of_range
-    ([1, 2], [1, 2], 3, 1)
+    >>> SummarySpec("fixed", 1, 7).to_json()
+    ['fixed', 1, 7]
     """
 
+    family: str
+    k: int
+    width: int = 0
+
+    def to_json(self) -> list[Any]:
+        """``[family, k, width]``."""
+        return [self.family, self.k, self.width]
+
+    @classmethod
+    def from_json(cls, v: Any) -> SummarySpec:
+        """The spec of :meth:`to_json`'s list."""
+        return cls(str(v[0]), int(v[1]), int(v[2]))
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How a request groups the rows, and the bounding of each item's groups.
+
+    Attributes
+    ----------
+    column : str
+        The group column (read as text: integers in decimal).
+    groups : tuple of str or None
+        The public groups (rows of other groups are dropped); None: every group of the data
+        (private names: only private partition selection may publish them).
+    max_groups_per_item : int or None
+        ``m``: each item keeps at most ``m`` of its groups, the ``m`` of smallest keyed rank
+        (:mod:`dpfreq.engines.grouping`); None bounds nothing (one row lies in one group).
+    key : bytes or None
+        The secret (or seeded) key of the rank, at least 16 bytes; needed only with ``m``.
+
+    Examples
+    --------
+    >>> Grouping("campaign", ("c1", "c2"), 2, bytes(16)).bounded
+    True
+    >>> Grouping("campaign", None, None).bounded
+    False
+    """
+
+    column: str
+    groups: tuple[str, ...] | None
+    max_groups_per_item: int | None
+    key: bytes | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether each item is bounded to ``max_groups_per_item`` groups."""
+        return self.max_groups_per_item is not None
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What :meth:`Summarizing.summaries` computes: the summaries ``specs`` of the log's
+    events bucketed by ``buckets``, per group of ``grouping`` (None: one group, the whole log).
+
+    Attributes
+    ----------
+    item, time : str
+        The item and time columns.
+    buckets : TimeBuckets
+        The public bucketing of the time column into periods ``1..horizon``.
+    specs : tuple of SummarySpec
+        The summaries (slots ``1..len(specs)``; slot 0 is the events per period).
+    drop_out_of_range : bool
+        Drop events outside ``1..horizon``; otherwise, if there are any, nothing is summed.
+    grouping : Grouping or None
+        The group column and bounding; None for an ungrouped log.
+
+    Examples
+    --------
+    >>> SummaryRequest("user", "day", TimeBuckets(30), (SummarySpec("cumulative", 1),)).horizon
+    30
+    """
+
+    item: str
+    time: str
+    buckets: TimeBuckets
+    specs: tuple[SummarySpec, ...]
+    drop_out_of_range: bool = False
+    grouping: Grouping | None = None
+
+    @property
+    def horizon(self) -> int:
+        """``T``, the number of periods."""
+        return int(self.buckets.horizon)
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """The result of :meth:`Summarizing.summaries`: summed ``(group, slot, key) -> weight``.
+
+    Exact, never shown: a system noises what it publishes.
+
+    Attributes
+    ----------
+    groups : tuple of str or None
+        The public groups of the request, in order (None for an ungrouped request: one group).
+    group_index, slots, keys : numpy.ndarray of int64
+        Index into ``groups`` (0 ungrouped), slot and key of each entry; sorted by
+        (group, slot, key).
+    weights : numpy.ndarray of int64
+        The summed weight of each entry, non-zero.
+    n_events : int
+        Events (of listed groups) inside ``1..horizon``, before the bounding.
+    n_out_of_range : int
+        Events (of listed groups) outside ``1..horizon``.
+    n_pairs, n_pairs_kept : int
+        Distinct (item, group) pairs before and after the bounding (0 when nothing is
+        bounded).
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> req = SummaryRequest("item", "time", TimeBuckets(3), (SummarySpec("cumulative", 1),))
+    >>> s = get_engine("memory").summaries({"item": ["a", "a", "b"], "time": [2, 1, 2]}, req)
+    >>> s.entries(0)[0].tolist(), s.entries(0)[1].tolist(), s.entries(0)[2].tolist()
+    ([0, 0, 1, 1], [1, 2, 1, 2], [1, 2, 1, 1])
+    """
+
+    groups: tuple[str, ...] | None
+    group_index: NDArray[np.int64]
     slots: NDArray[np.int64]
     keys: NDArray[np.int64]
     weights: NDArray[np.int64]
     n_events: int
     n_out_of_range: int
-    first_out_of_range: int | None
+    n_pairs: int = 0
+    n_pairs_kept: int = 0
 
+    def entries(self, g: int) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """``(slots, keys, weights)`` of group ``g`` (0 for an ungrouped request)."""
+        lo, hi = np.searchsorted(self.group_index, [g, g + 1])
+        return self.slots[lo:hi], self.keys[lo:hi], self.weights[lo:hi]
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """What :meth:`GroupedCounting.grouped_count_of_counts` computes: per group, the
+    count-of-counts of the items' row counts (clamped at ``max_count``; None: no clamp) after
+    the bounding of ``grouping``.
+
+    Examples
+    --------
+    >>> CountRequest("user", Grouping("site", None, 2, bytes(16)), max_count=5).max_count
+    5
+    """
+
+    item: str
+    grouping: Grouping
+    max_count: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupedPrevalences:
+    """Per-group count-of-counts of the bounded data, sparse (exact, never shown).
+
+    Attributes
+    ----------
+    groups : tuple of str
+        The public groups, in the order given; with ``groups=None`` the groups of the data that
+        keep at least one item, sorted (private until selected).
+    group_index : numpy.ndarray of int64
+        Index into ``groups`` of each entry.
+    counts : numpy.ndarray of int64
+        The (clamped) per-item count of each entry, ``>= 1``.
+    prevalences : numpy.ndarray of int64
+        Number of items of that group with that count.
+    n_pairs, n_pairs_kept : int
+        Distinct (item, group) pairs before and after the bounding (0 when nothing is
+        bounded).
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> req = CountRequest("user", Grouping("site", ("a", "b"), None))
+    >>> gp = get_engine("memory").grouped_count_of_counts(
+    ...     {"user": [1, 1, 2], "site": ["a", "a", "b"]}, req)
+    >>> gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()
+    ([0, 1], [2, 1], [1, 1])
+    """
+
+    groups: tuple[str, ...]
+    group_index: NDArray[np.int64]
+    counts: NDArray[np.int64]
+    prevalences: NDArray[np.int64]
+    n_pairs: int = 0
+    n_pairs_kept: int = 0
 
 @runtime_checkable
 class Engine(Protocol):
-    """What every engine implements. All methods are keyword-only after ``source``.
+    """What every engine implements: per-item counts, count-of-counts and occurrence times.
+    All methods are keyword-only after ``source``.
 
     Engines compute exact, noise-free aggregates; only the systems add noise, so engines never
-    hand anything to the user. Obtain one with :func:`dpfreq.engines.get_engine`.
+    hand anything to the user. Obtain one with :func:`dpfreq.engines.get_engine`. What an
+    engine can do beyond this is said by the capability protocols it also satisfies
+    (:class:`Summarizing`, :class:`GroupedCounting`, :class:`ReportSumming`,
+    :class:`DomainTables`): a system checks ``isinstance(engine, Summarizing)`` and says which
+    engine it needs when the check fails.
 
     Attributes
     ----------
     name : str
-        ``"memory"``, ``"duckdb"`` or ``"spark"``.
+        The engine's registry name (``"memory"``, ``"duckdb"``, ``"spark"``, ...).
 
     Examples
     --------
@@ -308,32 +496,59 @@ class Engine(Protocol):
         """Exact prevalences of the per-item counts (optionally clamped at ``max_count``)."""
         ...
 
-    def grouped_count_of_counts(
-        self, source: Any, *, item: str, group: str, groups: Any,
-        max_groups_per_item: int | None, hash_key: bytes, max_count: int | None
-    ) -> Any:
-        """Per-group prevalences after each item keeps at most ``max_groups_per_item`` of the
-        listed ``groups`` (chosen by the keyed rank of
-        :mod:`dpfreq.engines.grouping_memory`); returns a ``GroupedPrevalences``.
-        ``groups=None``: every group of the data (private names, for partition selection);
-        ``max_groups_per_item=None``: no bound; ``max_count=None``: no clamp."""
-        ...
-
-    def grouped_reduce_items(
-        self, source: Any, *, item: str, time: str, group: str, groups: Any,
-        max_groups_per_item: int | None, hash_key: Any, buckets: TimeBuckets,
-        reducer: ItemReducer, drop_out_of_range: bool = False,
-    ) -> Any:
-        """:meth:`reduce_items` per listed group, after each item keeps at most
-        ``max_groups_per_item`` of its groups (None: no bound); returns a ``GroupedReduction``
-        (:mod:`dpfreq.engines.grouping_windows`)."""
-        ...
-
     def occurrence_times(
         self, source: Any, *, item: str, time: str, k_max: int | None = None
     ) -> OccurrenceTimes:
         """Per-item sorted event times (optionally only the first ``k_max`` per item)."""
         ...
+
+
+@runtime_checkable
+class Summarizing(Protocol):
+    """An engine that computes the window summaries of an event log where the data lives.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("duckdb"), Summarizing)
+    True
+    """
+
+    def summaries(self, source: Any, request: SummaryRequest) -> Summaries:
+        """Bucket ``request.time`` into periods, keep the listed groups and bound each item to
+        ``m`` of them (``request.grouping``), and sum the summaries ``request.specs`` per
+        group; the events themselves never leave the engine."""
+        ...
+
+
+@runtime_checkable
+class GroupedCounting(Protocol):
+    """An engine that computes per-group count-of-counts after the grouped bounding.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), GroupedCounting)
+    True
+    """
+
+    def grouped_count_of_counts(self, source: Any, request: CountRequest
+                                ) -> GroupedPrevalences:
+        """Per-group prevalences of the items' row counts after each item keeps at most
+        ``m`` of its groups (``request.grouping``; :mod:`dpfreq.engines.grouping`)."""
+        ...
+
+
+@runtime_checkable
+class ReportSumming(Protocol):
+    """An engine that validates and sums longitudinal reports where they live.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), ReportSumming)
+    True
+    """
 
     def report_sums(
         self, source: Any, *, param_id: str | None, interval_counts: tuple[int, ...]
@@ -345,10 +560,19 @@ class Engine(Protocol):
         are in :mod:`dpfreq.engines.reports`; a broken rule rejects the whole source."""
         ...
 
-    def reduce_items(
-        self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
-        reducer: ItemReducer, drop_out_of_range: bool = False,
-    ) -> ItemReduction:
-        """Bucket ``time`` into periods, group the events by ``item`` and sum ``reducer``'s
-        per-item outputs; the events themselves never leave the engine."""
+
+@runtime_checkable
+class DomainTables(Protocol):
+    """An engine that holds tables keyed by a public integer domain too large for one machine
+    (the Spark engine: :class:`dpfreq.engines.spark.tables.SparkTables`).
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), DomainTables)
+    False
+    """
+
+    def tables(self) -> Any:
+        """The engine's ε-free table operations (domain tables, joins, reductions, files)."""
         ...

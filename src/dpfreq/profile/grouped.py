@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import warn_large_delta
 from dpfreq.budget import BudgetAccountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
@@ -192,12 +192,11 @@ class _GroupedProfileSteps:
         a = self.args
         warn_large_delta(a.delta, a.par.domain_size, _FUNC, "the domain size")  # public d
         eng = get_engine(self.engine, self.source)
-        gp = eng.grouped_count_of_counts(self.source, item=a.item, group=a.group,
-                                         groups=a.names, max_groups_per_item=a.max_groups_per_item,
-                                         hash_key=bounding_key(self.rng),
-                                         max_count=a.par.max_count)
+        gp = eng.grouped_count_of_counts(self.source, CountRequest(
+            a.item, Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(self.rng)),
+            max_count=a.par.max_count))
         sizes = _group_sizes(gp, a.par.domain_size, _FUNC)
-        return Reading(_Counts(str(getattr(eng, "name", type(eng).__name__)), gp, sizes))
+        return Reading(_Counts(eng.name, gp, sizes))
 
     def draw(self, plan: _Plan, data: _Counts, rng: ResolvedRNG) -> _Noisy:
         """The selection (if any), then every released group's direct mechanism."""

@@ -13,12 +13,12 @@ from typing import Any
 
 from dpfreq._validate import check_choice, message
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import Engine, get_engine
+from dpfreq.engines import Engine, SummaryRequest
 from dpfreq.errors import DataError, public_errors
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
 from dpfreq.windows.answers import attach_state
-from dpfreq.windows.events import engine_source, range_error
+from dpfreq.windows.events import engine_source, range_error, summarizing_engine
 from dpfreq.windows.grouped import release_grouped_window_counts
 from dpfreq.windows.params import (
     TimeAxis,
@@ -29,7 +29,7 @@ from dpfreq.windows.params import (
 )
 from dpfreq.windows.plan import Plan, make_plan
 from dpfreq.windows.result import WindowCountsRelease
-from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.summaries import WindowSummaries, summary_specs
 
 __all__ = ["parse_period", "release_window_counts"]
 
@@ -41,19 +41,18 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
                ) -> tuple[WindowSummaries, int, str]:
     """The log's summaries, the number of events dropped, and the source kind.
 
-    Every source goes through an engine (:meth:`Engine.reduce_items`: in-memory columns
-    through the memory engine; on Spark per partition on the executors; only the summed
-    summaries reach this process).
+    Every source goes through an engine (:meth:`~dpfreq.engines.Summarizing.summaries`: one
+    query where the data lives — numpy for in-memory columns, SQL on DuckDB and Spark; only the
+    summed summaries reach this process).
     """
     specs = summary_specs(windows, ks)
     src, item, time = engine_source(source, item, time, axis)
-    eng = get_engine(engine, src)
-    red = eng.reduce_items(src, item=item, time=time, buckets=axis.buckets(),
-                           reducer=WindowReducer(axis.horizon, specs),
-                           drop_out_of_range=out_of_range == "drop")
+    eng = summarizing_engine(engine, src, _FUNC)
+    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
+                                            drop_out_of_range=out_of_range == "drop"))
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis.horizon)
-    summaries = WindowSummaries(axis.horizon, specs, red.slots, red.keys, red.weights)
+    summaries = WindowSummaries(axis.horizon, specs, *red.entries(0))
     return summaries, red.n_out_of_range, eng.name
 
 

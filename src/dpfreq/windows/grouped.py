@@ -23,13 +23,13 @@ import numpy as np
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
-from dpfreq.windows.events import engine_source, range_error
+from dpfreq.windows.events import engine_source, range_error, summarizing_engine
 from dpfreq.windows.grouped_budget import GroupBudget, choose_budget
 from dpfreq.windows.grouped_fields import GroupedWindowFields, GroupedWindowMechanism
 from dpfreq.windows.grouped_result import (
@@ -39,7 +39,7 @@ from dpfreq.windows.grouped_result import (
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
-from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.summaries import WindowSummaries, summary_specs
 
 __all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
            "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
@@ -117,8 +117,7 @@ def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: 
     """The groups of the data that pass the selection: counted by the engine in one query
     (distinct items per group after each item kept at most ``m`` of its groups; rows per group
     at ``unit="event"``, ``m = None``), thresholded by :func:`select_groups`."""
-    gp = eng.grouped_count_of_counts(src, item=item, group=group, groups=None,
-                                     max_groups_per_item=m, hash_key=hash_key, max_count=None)
+    gp = eng.grouped_count_of_counts(src, CountRequest(item, Grouping(group, None, m, hash_key)))
     weights = gp.prevalences if m is not None else gp.prevalences * gp.counts
     sizes = np.bincount(gp.group_index, weights=weights,
                         minlength=len(gp.groups)).astype(np.int64)
@@ -130,16 +129,14 @@ def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: 
 def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
                m: int | None, hash_key: bytes, par: WindowParams, out_of_range: str,
                func: str) -> tuple[list[WindowSummaries], int]:
-    """Every listed group's window summaries in one engine pass, checked."""
+    """Every listed group's window summaries in one engine query, checked."""
     if not names:
         return [], 0
     axis = par.axis
     specs = summary_specs(par.windows, par.k_values)
-    red = eng.grouped_reduce_items(src, item=item, time=time, group=group, groups=names,
-                                   max_groups_per_item=m, hash_key=hash_key,
-                                   buckets=axis.buckets(),
-                                   reducer=WindowReducer(axis.horizon, specs),
-                                   drop_out_of_range=out_of_range == "drop")
+    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
+                                            drop_out_of_range=out_of_range == "drop",
+                                            grouping=Grouping(group, names, m, hash_key)))
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis.horizon)
     summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
@@ -220,7 +217,7 @@ class _GroupedWindowSteps:
         master = self.rng.generator.bytes(32)
         src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
                                           a.func)
-        eng = get_engine(self.engine, src)
+        eng = summarizing_engine(self.engine, src, a.func)
         hash_key = derive_key(master, "group-bounding")
         names = a.names
         if plan.budget.selection is not None:
