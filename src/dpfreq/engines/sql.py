@@ -78,34 +78,42 @@ def _md5(d: Dialect, key_hex: str, tag: str, expr: str) -> str:
 
 
 def _listed(d: Dialect, names: tuple[str, ...], key_hex: str) -> str:
-    """``VALUES (g, gi, h_g)`` of the listed groups (``h_g`` computed here, as the reference)."""
+    """CTE ``listed(g, gi, hg)`` of the listed groups (``h_g`` computed here, as the
+    reference; 0 without a key)."""
     rows = ", ".join(f"({d.literal(x)}, {i}, {group_value(key_hex, x) if key_hex else 0})"
                      for i, x in enumerate(names))
-    return f"(VALUES {rows}) AS l(g, gi, hg)"
+    return f"listed AS (SELECT * FROM (VALUES {rows}) AS l(g, gi, hg))"
 
 
-def _bounded(d: Dialect, m: int, key_hex: str, listed: bool) -> str:
-    """CTEs ``over`` and ``kept``: the kept (k, g) pairs of ``pairs`` (module docstring)."""
-    hg = "hg" if listed else f"({d.word(_md5(d, key_hex, 'g', 'g'), 1)} % {PRIME})"
+def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> str:
+    """CTEs ``over``, ``overc``, ``ranked`` and ``kept``: the kept ``(k, by)`` pairs of
+    ``pairs`` (module docstring). ``by = "gi"``: the listed groups' index (their text and
+    ``h_g`` from ``listed``); ``by = "g"``: the group text (``h_g`` computed here)."""
     h = _md5(d, key_hex, "i", "k")
     a = f"(1 + ({d.word(h, 1)} % {PRIME - 1}))"
     b = f"({d.word(h, 9)} % {PRIME})"
-    rank = f"((ia * {hg} + ib) % {PRIME})"
+    if by == "gi":
+        hg, text = "l.hg", "l.g"
+        join = "JOIN listed l ON pairs.gi = l.gi"
+    else:
+        hg, text, join = f"({d.word(_md5(d, key_hex, 'g', 'pairs.g'), 1)} % {PRIME})", \
+            "pairs.g", ""
+    rank = f"((o.ia * {hg} + o.ib) % {PRIME})"
     return (f"over AS (SELECT k FROM pairs GROUP BY k HAVING count(*) > {m}), "
             f"overc AS (SELECT k, {a} AS ia, {b} AS ib FROM over), "
-            f"ranked AS (SELECT pairs.k, pairs.g, row_number() OVER (PARTITION BY pairs.k "
-            f"ORDER BY {rank}, pairs.g) AS r FROM pairs JOIN overc ON pairs.k = overc.k), "
-            f"kept AS (SELECT k, g FROM pairs {d.anti} over USING (k) UNION ALL "
-            f"SELECT k, g FROM ranked WHERE r <= {m})")
+            f"ranked AS (SELECT pairs.k, pairs.{by}, row_number() OVER (PARTITION BY pairs.k "
+            f"ORDER BY {rank}, {text}) AS r FROM pairs JOIN overc o ON pairs.k = o.k {join}), "
+            f"kept AS (SELECT k, {by} FROM pairs {d.anti} over USING (k) UNION ALL "
+            f"SELECT k, {by} FROM ranked WHERE r <= {m})")
 
 
-def _cumulative(d: Dialect, slot: int, k: int, rows: str) -> tuple[str, str]:
-    """(CTEs, SELECT of entries) of the k-th period of each pair."""
+def _cumulative(slot: int, k: int) -> tuple[str, str]:
+    """(CTE, SELECT of entries) of the k-th period of each pair: ``k = 1`` reads the pairs'
+    first period (``kp``), larger ``k`` a running sum over the pairs' periods."""
     if k == 1:
-        return "", (f"SELECT gi, {slot} AS slot, fp AS key, count(*) AS w FROM (SELECT k, gi, "
-                    f"min(p) AS fp FROM {rows} GROUP BY k, gi) x GROUP BY gi, fp")
+        return "", f"SELECT gi, {slot} AS slot, fp AS key, count(*) AS w FROM kp GROUP BY gi, fp"
     cte = (f"cm{slot} AS (SELECT gi, p, c, sum(c) OVER (PARTITION BY k, gi ORDER BY p ROWS "
-           f"BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM {rows})")
+           f"BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM t3)")
     return cte, (f"SELECT gi, {slot} AS slot, p AS key, count(*) AS w FROM cm{slot} "
                  f"WHERE cum >= {k} AND cum - c < {k} GROUP BY gi, p")
 
@@ -152,38 +160,39 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
 
     ``events``: a SELECT of ``k, t, f`` and, for a grouped request, ``g`` (group text) from
     the source; ``period``: the SQL period of column ``t``; ``names``: the listed groups
-    (None only for an ungrouped request).
+    (None only for an ungrouped request). The large steps group by integers only (item key,
+    group index, period): the group text is joined once, to find each row's group.
     """
     horizon = request.horizon
     grouped = request.grouping is not None
-    assert names is not None or not grouped
+    ctes = [f"raw AS (SELECT e.*, {period} AS p FROM ({events}) e)"]
     if grouped:
         assert names is not None
-        lab = (f"lab AS (SELECT raw.k, raw.g, raw.t, raw.f, raw.p, l.gi, l.hg FROM raw "
-               f"LEFT JOIN {_listed(d, names, key_hex)} ON raw.g = l.g)")
+        ctes += [_listed(d, names, key_hex),
+                 "lab AS (SELECT raw.k, raw.g, raw.t, raw.f, raw.p, listed.gi FROM raw "
+                 "LEFT JOIN listed ON raw.g = listed.g)"]
         g_count = "count(g)"
     else:
-        lab = "lab AS (SELECT k, '' AS g, t, f, p, 0 AS gi, 0 AS hg FROM raw)"
+        ctes.append("lab AS (SELECT k, t, f, p, 0 AS gi FROM raw)")
         g_count = "count(*)"
     bad = f"(p < 1 OR p > {horizon})"
-    ctes = [f"raw AS (SELECT e.*, {period} AS p FROM ({events}) e)", lab,
-            f"ev AS (SELECT k, g, gi, hg, p FROM lab WHERE gi IS NOT NULL AND k IS NOT NULL "
-            f"AND p >= 1 AND p <= {horizon})",
-            "t3 AS (SELECT k, g, gi, hg, p, count(*) AS c FROM ev GROUP BY k, g, gi, hg, p)"]
+    ctes += [f"ev AS (SELECT k, gi, p FROM lab WHERE gi IS NOT NULL AND k IS NOT NULL "
+             f"AND p >= 1 AND p <= {horizon})",
+             "pairs AS (SELECT k, gi, min(p) AS fp FROM ev GROUP BY k, gi)"]
     if m is not None:
-        ctes.append("pairs AS (SELECT k, g, gi, hg FROM t3 GROUP BY k, g, gi, hg)")
-        ctes.append(_bounded(d, m, key_hex, grouped))
-        ctes.append(f"bt AS (SELECT * FROM t3 {d.semi} kept USING (k, g))")
-        rows, n_pairs, n_kept = "bt", "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
+        ctes += [_bounded(d, m, key_hex, "gi"),
+                 f"kp AS (SELECT * FROM pairs {d.semi} kept USING (k, gi))",
+                 f"be AS (SELECT * FROM ev {d.semi} kept USING (k, gi))"]
+        n_pairs, n_kept = "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
     else:  # nothing bounded: the pairs are not counted
-        rows, n_pairs, n_kept = "t3", "0", "0"
-    if any(s.family != "cumulative" for s in request.specs):
-        ctes.append(f"be AS (SELECT * FROM ev {d.semi} kept USING (k, g))" if m is not None
-                    else "be AS (SELECT * FROM ev)")
-    sels = [f"SELECT gi, 0 AS slot, p AS key, sum(c) AS w FROM {rows} GROUP BY gi, p"]
+        ctes += ["kp AS (SELECT * FROM pairs)", "be AS (SELECT * FROM ev)"]
+        n_pairs, n_kept = "0", "0"
+    if any(s.family == "cumulative" and s.k > 1 for s in request.specs):
+        ctes.append("t3 AS (SELECT k, gi, p, count(*) AS c FROM be GROUP BY k, gi, p)")
+    sels = ["SELECT gi, 0 AS slot, p AS key, count(*) AS w FROM be GROUP BY gi, p"]
     for slot, spec in enumerate(request.specs, start=1):
         if spec.family == "cumulative":
-            cte, sel = _cumulative(d, slot, spec.k, rows)
+            cte, sel = _cumulative(slot, spec.k)
         elif spec.family == "all":
             cte, sel = _all(slot, spec.k, horizon)
         else:
@@ -210,26 +219,27 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
               key_hex: str, max_count: int | None) -> str:
     """The statement of the grouped count-of-counts: ``kind = 1`` rows are the checks (0: null
     items, 1: null groups, 2: pairs, 3: kept pairs); ``kind = 0`` rows are ``(g, gi, v, p)``:
-    ``p`` items of group ``gi`` (text ``g``) have count ``v`` (clamped at ``max_count``).
+    ``p`` items of group ``gi`` (or, with ``names=None``, of the group of text ``g``) have
+    count ``v`` (clamped at ``max_count``).
 
     ``events``: a SELECT of ``k`` (item key) and ``g`` (group text) from the source;
-    ``names=None``: every group of the data (``gi`` then 0, the text names the group).
+    ``names=None``: every group of the data (its text is then the group's identity).
     """
     if names is None:
-        lab = "lab AS (SELECT k, g, 0 AS gi, 0 AS hg FROM raw WHERE g IS NOT NULL)"
+        by, ctes = "g", [f"raw AS ({events})",
+                         "lab AS (SELECT k, g, 0 AS gi FROM raw WHERE g IS NOT NULL)"]
     else:
-        lab = (f"lab AS (SELECT raw.k, l.g, l.gi, l.hg FROM raw JOIN "
-               f"{_listed(d, names, key_hex)} ON raw.g = l.g)")
-    ctes = [f"raw AS ({events})", lab,
-            "cnt AS (SELECT k, g, gi, hg, count(*) AS c FROM lab WHERE k IS NOT NULL "
-            "GROUP BY k, g, gi, hg)",
-            "pairs AS (SELECT k, g, gi, hg FROM cnt)"]
+        by, ctes = "gi", [f"raw AS ({events})", _listed(d, names, key_hex),
+                          "lab AS (SELECT raw.k, listed.gi, '' AS g FROM raw JOIN listed "
+                          "ON raw.g = listed.g)"]
+    ctes.append(f"pairs AS (SELECT k, g, gi, count(*) AS c FROM lab WHERE k IS NOT NULL "
+                f"GROUP BY k, g, gi)")
     if m is not None:
-        ctes.append(_bounded(d, m, key_hex, names is not None))
-        ctes.append(f"kc AS (SELECT * FROM cnt {d.semi} kept USING (k, g))")
+        ctes += [_bounded(d, m, key_hex, by),
+                 f"kc AS (SELECT * FROM pairs {d.semi} kept USING (k, {by}))"]
         rows, n_pairs, n_kept = "kc", "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
     else:
-        rows, n_pairs, n_kept = "cnt", "0", "0"
+        rows, n_pairs, n_kept = "pairs", "0", "0"
     value = "c" if max_count is None else f"least(c, {int(max_count)})"
     ctes.append(f"st AS (SELECT count(*) - count(k) AS s0, count(*) - count(g) AS s1, "
                 f"CAST({n_pairs} AS BIGINT) AS s2, CAST({n_kept} AS BIGINT) AS s3 FROM raw)")
