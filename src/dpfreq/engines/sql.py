@@ -20,6 +20,7 @@ the engine; on Spark no Python runs on the executors.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from dpfreq.engines import _common as common
 from dpfreq.engines.base import CountRequest, GroupedPrevalences, Summaries, SummaryRequest
 from dpfreq.engines.grouping import PRIME, SEP, group_value
 
-__all__ = ["DUCKDB", "SPARK", "STATS", "Dialect", "count_sql", "finish_counts",
+__all__ = ["DUCKDB", "SPARK", "STATS", "Dialect", "Statement", "count_sql", "finish_counts",
            "finish_summaries", "summaries_sql"]
 
 #: the statistics of the ``kind = 1`` rows, by ``slot``
@@ -70,6 +71,49 @@ class Dialect:
 
 
 DUCKDB = Dialect("duckdb", "VARCHAR", "SEMI JOIN", "ANTI JOIN")
+
+
+_NAME = re.compile(r"^(\w+) AS \(")
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.|'')*'")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement as named steps (``name AS (SELECT ...)``, each reading earlier ones) and a
+    final SELECT; ``reused`` names the steps read several times (an engine that does not
+    share common subplans materialises those)."""
+
+    steps: tuple[str, ...]
+    final: str
+    reused: tuple[str, ...] = ()
+
+    def with_clause(self) -> str:
+        """The whole statement as one ``WITH`` query (DuckDB)."""
+        return f"WITH {', '.join(self.steps)} {self.final}"
+
+    def named(self, prefix: str) -> tuple[list[tuple[str, str, str]], str]:
+        """``([(name, renamed, SELECT)], final)`` with every step renamed ``prefix + name``
+        (outside string literals), for engines that register the steps as views."""
+        names = [m.group(1) for m in map(_NAME.match, self.steps) if m is not None]
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+        def rename(sql: str) -> str:
+            out, last = [], 0
+            for lit in _LITERAL.finditer(sql):
+                out.append(pattern.sub(lambda x: prefix + x.group(1), sql[last:lit.start()]))
+                out.append(lit.group(0))
+                last = lit.end()
+            out.append(pattern.sub(lambda x: prefix + x.group(1), sql[last:]))
+            return "".join(out)
+
+        steps = []
+        for step in self.steps:
+            m = _NAME.match(step)
+            assert m is not None
+            body = step[m.end():].strip()
+            assert body.endswith(")")
+            steps.append((m.group(1), prefix + m.group(1), rename(body[:-1])))
+        return steps, rename(self.final)
 SPARK = Dialect("spark", "STRING", "LEFT SEMI JOIN", "LEFT ANTI JOIN")
 
 
@@ -85,8 +129,8 @@ def _listed(d: Dialect, names: tuple[str, ...], key_hex: str) -> str:
     return f"listed AS (SELECT * FROM (VALUES {rows}) AS l(g, gi, hg))"
 
 
-def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> str:
-    """CTEs ``over``, ``overc``, ``ranked`` and ``kept``: the kept ``(k, by)`` pairs of
+def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> list[str]:
+    """CTEs ``overk``, ``overc``, ``ranked`` and ``kept``: the kept ``(k, by)`` pairs of
     ``pairs`` (module docstring). ``by = "gi"``: the listed groups' index (their text and
     ``h_g`` from ``listed``); ``by = "g"``: the group text (``h_g`` computed here)."""
     h = _md5(d, key_hex, "i", "k")
@@ -99,26 +143,26 @@ def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> str:
         hg, text, join = f"({d.word(_md5(d, key_hex, 'g', 'pairs.g'), 1)} % {PRIME})", \
             "pairs.g", ""
     rank = f"((o.ia * {hg} + o.ib) % {PRIME})"
-    return (f"over AS (SELECT k FROM pairs GROUP BY k HAVING count(*) > {m}), "
-            f"overc AS (SELECT k, {a} AS ia, {b} AS ib FROM over), "
+    return [f"overk AS (SELECT k FROM pairs GROUP BY k HAVING count(*) > {m})",
+            f"overc AS (SELECT k, {a} AS ia, {b} AS ib FROM overk)",
             f"ranked AS (SELECT pairs.k, pairs.{by}, row_number() OVER (PARTITION BY pairs.k "
-            f"ORDER BY {rank}, {text}) AS r FROM pairs JOIN overc o ON pairs.k = o.k {join}), "
-            f"kept AS (SELECT k, {by} FROM pairs {d.anti} over USING (k) UNION ALL "
-            f"SELECT k, {by} FROM ranked WHERE r <= {m})")
+            f"ORDER BY {rank}, {text}) AS r FROM pairs JOIN overc o ON pairs.k = o.k {join})",
+            f"kept AS (SELECT k, {by} FROM pairs {d.anti} overk USING (k) UNION ALL "
+            f"SELECT k, {by} FROM ranked WHERE r <= {m})"]
 
 
-def _cumulative(slot: int, k: int) -> tuple[str, str]:
+def _cumulative(slot: int, k: int) -> tuple[list[str], str]:
     """(CTE, SELECT of entries) of the k-th period of each pair: ``k = 1`` reads the pairs'
     first period (``kp``), larger ``k`` a running sum over the pairs' periods."""
     if k == 1:
-        return "", f"SELECT gi, {slot} AS slot, fp AS key, count(*) AS w FROM kp GROUP BY gi, fp"
+        return [], f"SELECT gi, {slot} AS slot, fp AS key, count(*) AS w FROM kp GROUP BY gi, fp"
     cte = (f"cm{slot} AS (SELECT gi, p, c, sum(c) OVER (PARTITION BY k, gi ORDER BY p ROWS "
            f"BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM t3)")
-    return cte, (f"SELECT gi, {slot} AS slot, p AS key, count(*) AS w FROM cm{slot} "
+    return [cte], (f"SELECT gi, {slot} AS slot, p AS key, count(*) AS w FROM cm{slot} "
                  f"WHERE cum >= {k} AND cum - c < {k} GROUP BY gi, p")
 
 
-def _all(slot: int, k: int, horizon: int) -> tuple[str, str]:
+def _all(slot: int, k: int, horizon: int) -> tuple[list[str], str]:
     """(CTE, SELECT) of the ±1 points of every event s >= k (over the bounded events ``be``)."""
     w = "OVER (PARTITION BY k, gi ORDER BY p)"
     x2 = "p" if k == 1 else f"lag(p, {k - 1}, 0) {w}"
@@ -128,24 +172,24 @@ def _all(slot: int, k: int, horizon: int) -> tuple[str, str]:
     sel = (f"SELECT gi, {slot} AS slot, x1 * {span} + p AS key, 1 AS w FROM aw{slot} "
            f"WHERE s >= {k} UNION ALL SELECT gi, {slot}, x2 * {span} + p, -1 FROM aw{slot} "
            f"WHERE s >= {k}")
-    return cte, sel
+    return [cte], sel
 
 
-def _fixed(d: Dialect, slot: int, k: int, width: int, horizon: int) -> tuple[str, str]:
+def _fixed(d: Dialect, slot: int, k: int, width: int, horizon: int) -> tuple[list[str], str]:
     """(CTEs, SELECT) of the block points (see :class:`~dpfreq.engines.base.SummarySpec`)."""
     nb, high, span = horizon // width + 1, 2 * width + 1, width + 2
     w = "OVER (PARTITION BY k, gi, b ORDER BY loc)"
     lk1 = "loc" if k == 1 else f"lead(loc, {k - 1}, {high}) {w}"
     b1 = d.div("p - 1", width)
-    ctes = (f"fb{slot} AS (SELECT k, gi, p, {b1} AS b FROM be), "
+    ctes = [f"fb{slot} AS (SELECT k, gi, p, {b1} AS b FROM be)",
             f"fx{slot} AS (SELECT k, gi, b, p - (b - 1) * {width} AS loc FROM fb{slot} "
             f"UNION ALL SELECT k, gi, b + 1 AS b, p - b * {width} AS loc FROM fb{slot} "
-            f"WHERE b + 1 < {nb}), "
+            f"WHERE b + 1 < {nb})",
             f"fw{slot} AS (SELECT gi, b, loc, row_number() {w} AS r, lead(loc, 1, {high}) {w} "
-            f"AS l1, lead(loc, {k}, {high}) {w} AS lk, {lk1} AS lk1 FROM fx{slot}), "
+            f"AS l1, lead(loc, {k}, {high}) {w} AS lk, {lk1} AS lk1 FROM fx{slot})",
             f"fr{slot} AS (SELECT gi, b, loc AS tj, l1 AS tj1, lk AS tjk FROM fw{slot} "
             f"UNION ALL SELECT gi, b, 0 AS tj, loc AS tj1, lk1 AS tjk FROM fw{slot} "
-            f"WHERE r = 1)")
+            f"WHERE r = 1)"]
     keep = f"tj < tj1 AND tj + {width} < tjk"
     sel = (f"SELECT gi, {slot} AS slot, b * {span} + tj AS key, 1 AS w FROM fr{slot} "
            f"WHERE {keep} UNION ALL SELECT gi, {slot}, ({nb} + b) * {span} + "
@@ -155,7 +199,7 @@ def _fixed(d: Dialect, slot: int, k: int, width: int, horizon: int) -> tuple[str
 
 
 def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
-                  names: tuple[str, ...] | None, m: int | None, key_hex: str) -> str:
+                  names: tuple[str, ...] | None, m: int | None, key_hex: str) -> Statement:
     """The one statement of :meth:`Summarizing.summaries` (module docstring).
 
     ``events``: a SELECT of ``k, t, f`` and, for a grouped request, ``g`` (group text) from
@@ -180,7 +224,7 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
              f"AND p >= 1 AND p <= {horizon})",
              "pairs AS (SELECT k, gi, min(p) AS fp FROM ev GROUP BY k, gi)"]
     if m is not None:
-        ctes += [_bounded(d, m, key_hex, "gi"),
+        ctes += [*_bounded(d, m, key_hex, "gi"),
                  f"kp AS (SELECT * FROM pairs {d.semi} kept USING (k, gi))",
                  f"be AS (SELECT * FROM ev {d.semi} kept USING (k, gi))"]
         n_pairs, n_kept = "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
@@ -197,8 +241,7 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
             cte, sel = _all(slot, spec.k, horizon)
         else:
             cte, sel = _fixed(d, slot, spec.k, spec.width, horizon)
-        if cte:
-            ctes.append(cte)
+        ctes += cte
         sels.append(sel)
     stats = ["count(*)", "count(k)", "count(t)", g_count, "count(CASE WHEN f THEN 1 END)",
              "count(gi)", f"count(CASE WHEN gi IS NOT NULL AND {bad} THEN 1 END)",
@@ -210,13 +253,13 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
     stat_rows = (f"SELECT 1 AS kind, 0 AS gi, i AS slot, 0 AS key, CASE i {pick} END AS w "
                  f"FROM st CROSS JOIN (VALUES {idx}) AS ix(i)")
     body = " UNION ALL ".join(f"({s})" for s in sels)
-    return (f"WITH {', '.join(ctes)} SELECT 0 AS kind, gi, slot, key, CAST(sum(w) AS BIGINT) "
-            f"AS w FROM ({body}) u GROUP BY gi, slot, key HAVING sum(w) <> 0 "
-            f"UNION ALL {stat_rows}")
+    return Statement(tuple(ctes), f"SELECT 0 AS kind, gi, slot, key, CAST(sum(w) AS BIGINT) "
+                     f"AS w FROM ({body}) u GROUP BY gi, slot, key HAVING sum(w) <> 0 "
+                     f"UNION ALL {stat_rows}", ("lab", "pairs", "kept", "be"))
 
 
 def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | None,
-              key_hex: str, max_count: int | None) -> str:
+              key_hex: str, max_count: int | None) -> Statement:
     """The statement of the grouped count-of-counts: ``kind = 1`` rows are the checks (0: null
     items, 1: null groups, 2: pairs, 3: kept pairs); ``kind = 0`` rows are ``(g, gi, v, p)``:
     ``p`` items of group ``gi`` (or, with ``names=None``, of the group of text ``g``) have
@@ -235,7 +278,7 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
     ctes.append(f"pairs AS (SELECT k, g, gi, count(*) AS c FROM lab WHERE k IS NOT NULL "
                 f"GROUP BY k, g, gi)")
     if m is not None:
-        ctes += [_bounded(d, m, key_hex, by),
+        ctes += [*_bounded(d, m, key_hex, by),
                  f"kc AS (SELECT * FROM pairs {d.semi} kept USING (k, {by}))"]
         rows, n_pairs, n_kept = "kc", "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
     else:
@@ -243,10 +286,11 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
     value = "c" if max_count is None else f"least(c, {int(max_count)})"
     ctes.append(f"st AS (SELECT count(*) - count(k) AS s0, count(*) - count(g) AS s1, "
                 f"CAST({n_pairs} AS BIGINT) AS s2, CAST({n_kept} AS BIGINT) AS s3 FROM raw)")
-    return (f"WITH {', '.join(ctes)} SELECT 0 AS kind, g, gi, {value} AS v, count(*) AS p "
-            f"FROM {rows} GROUP BY g, gi, {value} UNION ALL "
-            f"SELECT 1, NULL, i, 0, CASE i WHEN 0 THEN s0 WHEN 1 THEN s1 WHEN 2 THEN s2 "
-            f"ELSE s3 END FROM st CROSS JOIN (VALUES (0), (1), (2), (3)) AS ix(i)")
+    return Statement(tuple(ctes), f"SELECT 0 AS kind, g, gi, {value} AS v, count(*) AS p "
+                     f"FROM {rows} GROUP BY g, gi, {value} UNION ALL "
+                     f"SELECT 1, '', i, 0, CASE i WHEN 0 THEN s0 WHEN 1 THEN s1 WHEN 2 THEN s2 "
+                     f"ELSE s3 END FROM st CROSS JOIN (VALUES (0), (1), (2), (3)) AS ix(i)",
+                     ("raw", "pairs", "kept"))
 
 
 def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,

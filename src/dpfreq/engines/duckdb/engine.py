@@ -342,7 +342,7 @@ class DuckDBEngine:
         k = self._key_expr(rel, req.item, func)
         g = self._key_expr(rel, group, func)
         events = f"SELECT {k} AS k, CAST({g} AS VARCHAR) AS g FROM dpfreq_src"
-        res = self._run(rel, count_sql(DUCKDB, events, names, m, key_hex, n), func)
+        res = self._run(rel, count_sql(DUCKDB, events, names, m, key_hex, n).with_clause(), func)
         return finish_counts(res, req, names, func)
 
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
@@ -365,7 +365,7 @@ class DuckDBEngine:
                 raise ParameterError(message("groups", func, "a public list for summaries "
                                              "(select the groups first)", None))
         sql = summaries_sql(DUCKDB, select, duckdb_period_sql(req.buckets), req, names, m,
-                            key_hex)
+                            key_hex).with_clause()
         return finish_summaries(self._run(rel, sql, func), req, names, func)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,

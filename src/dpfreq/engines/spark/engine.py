@@ -315,18 +315,35 @@ class SparkEngine:
                                 prevalences=res["p"][order].astype(np.int64))
 
     def _sql(self, df: DataFrame, build: Any, func: str) -> dict[str, NDArray[Any]]:
-        """Run the statement ``build(view)`` on ``df`` registered as a temporary view and
-        collect it (Spark SQL only: the executors run no Python)."""
-        name = f"dpfreq_src_{uuid.uuid4().hex}"
-        df.createOrReplaceTempView(name)
+        """Run the :class:`~dpfreq.engines.sql.Statement` ``build(view)`` on ``df`` (registered
+        as a temporary view) and collect its final SELECT. Each step becomes a temporary view
+        of a fresh name; the steps the statement reads several times are persisted (memory,
+        spilling to disk) so that Spark computes them once and every later step reads the same
+        rows. Spark SQL only: the executors run no Python."""
+        prefix = f"dpfreq_{uuid.uuid4().hex[:12]}_"
+        source = prefix + "src"
+        df.createOrReplaceTempView(source)
+        views, cached = [source], []
         try:
+            steps, final = build(source).named(prefix)
+            reused = set(build(source).reused)
             try:
-                out = self.spark.sql(build(name))
+                for name, view, select in steps:
+                    step = self.spark.sql(select)
+                    if name in reused:
+                        step = step.persist(StorageLevel.MEMORY_AND_DISK)
+                        cached.append(step)
+                    step.createOrReplaceTempView(view)
+                    views.append(view)
+                out = self.spark.sql(final)
             except SPARK_ERRORS as exc:
                 raise DataError(f"{func} failed in Spark: {reason(exc)}") from exc
             return _to_numpy(out, func)
         finally:
-            self.spark.catalog.dropTempView(name)
+            for step in cached:
+                step.unpersist()
+            for view in views:
+                self.spark.catalog.dropTempView(view)
 
     def grouped_count_of_counts(self, source: Any, request: base.CountRequest
                                 ) -> base.GroupedPrevalences:
