@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import plan_selection, tail_probability
 from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail
@@ -159,9 +159,8 @@ def test_all_groups_engine_aggregate_matches() -> None:
     df = _log(True)
     outs = []
     for e in ("memory", "duckdb"):
-        gp = get_engine(e).grouped_count_of_counts(df, item="u", group="g", groups=None,
-                                                   max_groups_per_item=1,
-                                                   hash_key=bytes(range(32)), max_count=5)
+        gp = get_engine(e).grouped_count_of_counts(df, CountRequest(
+            "u", Grouping("g", None, 1, bytes(range(32))), max_count=5))
         outs.append((gp.groups, gp.group_index.tolist(), gp.counts.tolist(),
                      gp.prevalences.tolist()))
     assert outs[0] == outs[1]
@@ -251,8 +250,8 @@ def _sizes(rows: list[tuple[int, str]], m: int) -> dict[str, int]:
     if not rows:
         return {}
     gp = get_engine("memory").grouped_count_of_counts(
-        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]}, item="u", group="g",
-        groups=None, max_groups_per_item=m, hash_key=bytes(range(32)), max_count=3)
+        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]},
+        CountRequest("u", Grouping("g", None, m, bytes(range(32))), max_count=3))
     sizes = np.bincount(gp.group_index, weights=gp.prevalences, minlength=len(gp.groups))
     return {g: int(k) for g, k in zip(gp.groups, sizes, strict=True)}
 

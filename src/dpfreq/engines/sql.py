@@ -88,8 +88,12 @@ class Statement:
     reused: tuple[str, ...] = ()
 
     def with_clause(self) -> str:
-        """The whole statement as one ``WITH`` query (DuckDB)."""
-        return f"WITH {', '.join(self.steps)} {self.final}"
+        """The whole statement as one ``WITH`` query (DuckDB), the first reused step (the one
+        that reads the source) ``MATERIALIZED``: the source is read once."""
+        steps = [s.replace(" AS (", " AS MATERIALIZED (", 1)
+                 if self.reused and s.startswith(self.reused[0] + " AS (") else s
+                 for s in self.steps]
+        return f"WITH {', '.join(steps)} {self.final}"
 
     def named(self, prefix: str) -> tuple[list[tuple[str, str, str]], str]:
         """``([(name, renamed, SELECT)], final)`` with every step renamed ``prefix + name``
@@ -290,7 +294,7 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
                      f"FROM {rows} GROUP BY g, gi, {value} UNION ALL "
                      f"SELECT 1, '', i, 0, CASE i WHEN 0 THEN s0 WHEN 1 THEN s1 WHEN 2 THEN s2 "
                      f"ELSE s3 END FROM st CROSS JOIN (VALUES (0), (1), (2), (3)) AS ix(i)",
-                     ("raw", "pairs", "kept"))
+                     ("raw", "pairs", "kept"))  # the first reads the source
 
 
 def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,
