@@ -14,7 +14,7 @@ from typing import Any
 from dpfreq._validate import check_choice, message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import Engine, SummaryRequest
-from dpfreq.errors import DataError, public_errors
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
 from dpfreq.windows.answers import attach_state
@@ -143,6 +143,7 @@ def release_window_counts(
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
+    selection_epsilon: float | str = "auto",
 ) -> Any:
     """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
 
@@ -226,8 +227,13 @@ def release_window_counts(
         group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``,
         or, with δ > 0, ρ/m-zCDP per group when that predicts less error. Without ``groups``
         and with ``delta`` in (0, 1e-3]: the data's groups are chosen by private partition
-        selection with half of ε and a share of δ, and released with the rest
-        (:func:`~dpfreq.windows.grouped.window_budget`).
+        selection with ``selection_epsilon`` of ε and a share of δ, and released with the
+        rest (:func:`~dpfreq.windows.grouped.window_budget`).
+    selection_epsilon : float or "auto", default "auto"
+        With ``group=`` and no ``groups``: the ε of the private partition selection, in
+        (0, ``epsilon``); ``"auto"`` chooses the share from public parameters only (the one
+        minimising the items a group needs to be found plus twice its predicted RMSE; the
+        release states the choice and why in ``mechanism_params["split"]``).
 
     Returns
     -------
@@ -295,7 +301,10 @@ def release_window_counts(
         return release_grouped_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
-            rng=rng, accountant=acct, func=_FUNC)
+            rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon)
+    if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
+        raise ParameterError(message("selection_epsilon", _FUNC, "'auto' without group= (only "
+                                     "a grouped release selects groups)", selection_epsilon))
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
     return run_release(steps, accountant=acct, rng=rng, func=_FUNC)

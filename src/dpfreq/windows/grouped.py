@@ -26,11 +26,11 @@ from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
+from dpfreq.grouped.selection import SelectionPlan, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
 from dpfreq.windows.events import engine_source, range_error, summarizing_engine
-from dpfreq.windows.grouped_budget import GroupBudget, choose_budget
+from dpfreq.windows.grouped_budget import GroupBudget, check_selection_epsilon, choose_budget
 from dpfreq.windows.grouped_fields import GroupedWindowFields, GroupedWindowMechanism
 from dpfreq.windows.grouped_result import (
     GroupedWindowRelease,
@@ -76,11 +76,12 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
 
 
 def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                  func: str) -> GroupBudget:
+                  func: str, selection_epsilon: Any = "auto") -> GroupBudget:
     """The budget of each group and the partition selection (None with a public list).
 
-    Without a public list the selection spends :data:`~dpfreq.grouped.selection.
-    SELECTION_SHARE` of ε and a share of δ (δ must be in (0, 1e-3]); the groups' window
+    Without a public list the selection spends ``selection_epsilon`` (``"auto"``: the share of
+    :func:`~dpfreq.windows.grouped_budget.choose_budget`) and a share of δ (δ must be in
+    (0, 1e-3]); the groups' window
     releases share the rest, under pure or zCDP accounting, whichever predicts less error
     (:func:`~dpfreq.windows.grouped_budget.choose_budget`), so the call's total is exactly the
     (ε, δ) asked for.
@@ -89,7 +90,8 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
         raise ParameterError(message("groups", func, "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
-    return choose_budget(par, m, names is not None, func)
+    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None, func)
+    return choose_budget(par, m, names is not None, func, sel_eps)
 
 
 def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
@@ -160,6 +162,7 @@ class GroupedWindowArgs:
     max_groups_per_item: int | None
     out_of_range: str
     func: str
+    selection_epsilon: Any = "auto"
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,8 @@ class _GroupedWindowSteps:
 
     def plan(self) -> _Plan:
         a = self.args
-        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func)
+        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func,
+                               a.selection_epsilon)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.rng.seeded)
         # calibrates (or refuses) before any data is read; every group's structures copy it
@@ -250,7 +254,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
-                                  func: str) -> GroupedWindowRelease:
+                                  func: str, selection_epsilon: Any = "auto"
+                                  ) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
     Privacy
@@ -285,7 +290,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
     check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
-    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
+                             selection_epsilon)
     return run_release(_GroupedWindowSteps(args, source, engine, resolved),
                        accountant=accountant, rng=resolved, func=func)
 
@@ -307,7 +313,7 @@ class GroupedWindowCountsPlan:
         Number of public groups (None when the groups are selected privately).
     selection : SelectionPlan or None
         Without a public list: the selection's threshold ``τ`` and release probabilities
-        (half of ε and a share of δ).
+        (its share of ε, chosen or given, and a share of δ).
     budget : GroupBudget or None
         How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
         whichever predicts less error (:mod:`dpfreq.windows.grouped_budget`), and why.
@@ -344,7 +350,8 @@ class GroupedWindowCountsPlan:
         selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
         ε, re-planned at each step (3 significant digits, rounded up)."""
         if self.budget is None or self.budget.rho is None or self._replan is None:
-            share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
+            share = (1.0 if self.selection is None or self.budget is None
+                     else self.budget.release_epsilon / self.epsilon)
             return float(self.per_group.epsilon_for(target, **which)
                          * (self.max_groups_per_item or 1) / share)
         key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
@@ -398,16 +405,18 @@ class GroupedWindowCountsPlan:
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
                                max_groups_per_item: Any, func: str,
-                               plan_one: Callable[[float, float, float | None], Any]
-                               ) -> GroupedWindowCountsPlan:
+                               plan_one: Callable[[float, float, float | None], Any],
+                               selection_epsilon: Any = "auto") -> GroupedWindowCountsPlan:
     """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
     _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func)
+    budget = window_budget(names, par, m, func, selection_epsilon)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
+        share = selection_epsilon if selection_epsilon == "auto" else (
+            float(selection_epsilon) * eps / par.epsilon)
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one)
+                                          max_groups_per_item, func, plan_one, share)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,

@@ -67,7 +67,7 @@ class GroupedWindowMechanism:
         budget, m, selection = self.budget, self.max_groups_per_item, self.budget.selection
         split = self._split()
         if selection is not None:
-            split = (f"ε_selection = {selection.epsilon:.6g} (a fixed half of ε) selects the "
+            split = (f"ε_selection = {selection.epsilon:.6g} ({budget.selection_why}) selects the "
                      f"groups with δ_selection = {selection.delta:g}; the rest, (ε_r, δ_r) = "
                      f"({budget.release_epsilon:.6g}, {budget.release_delta:g}), releases "
                      "them: " + split)
