@@ -89,8 +89,8 @@ def spark_floor(spark: Any, path: Path, sql: str) -> float:
 def release(path: Path, engine: Any, grouped: bool, names: list[str]) -> float:
     from dpfreq.windows import release_window_counts
 
-    kw: dict[str, Any] = dict(item="user", time="day", horizon=HORIZON, epsilon=1.0,
-                              unit="item", k_values=[1], rng=1, engine=engine)
+    kw: dict[str, Any] = {"item": "user", "time": "day", "horizon": HORIZON, "epsilon": 1.0,
+                          "unit": "item", "k_values": [1], "rng": 1, "engine": engine}
     if grouped:
         kw.update(group="campaign", groups=names, max_groups_per_item=M, windows=["total"])
     else:

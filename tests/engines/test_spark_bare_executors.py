@@ -105,4 +105,5 @@ def test_releases_run_on_executors_without_dpfreq(tmp_path: Path) -> None:
     # the one step that needs dpfreq on the executors says so in one line
     message = out["sketch"]
     assert "\n" not in message
-    assert "PYSPARK_PYTHON" in message and "docs/scaling.md" in message
+    assert "PYSPARK_PYTHON" in message
+    assert "docs/scaling.md" in message

@@ -2,7 +2,8 @@
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
 summaries (``dpfreq.windows.summaries``) in one query where the data lives — numpy in memory,
-SQL on DuckDB and Spark — only the summed summaries reaching this process. These tests demand, for memory, DuckDB and Spark:
+SQL on DuckDB and Spark — only the summed summaries reaching this process. These tests demand,
+for memory, DuckDB and Spark:
 
 * identical summaries (the sparse ``(slot, key, weight)`` entries), identical range-check
   results (events outside, dropped events), identical exact oracles (checked

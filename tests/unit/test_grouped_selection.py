@@ -69,7 +69,7 @@ def test_selection_bit_privacy_exact(epsilon: float, delta: float, m: int) -> No
     def kept_out(c: int) -> float:  # Pr[c + Z < τ] = Pr[Z >= c + 1 - τ], without cancellation
         return truncated_tail(c + 1 - plan.threshold, plan.gamma, k) if c >= 1 else 1.0
 
-    for c in range(0, min(2 * k + 3, 3000)):
+    for c in range(min(2 * k + 3, 3000)):
         p, q = plan.release_probability(c), plan.release_probability(c + 1)
         assert q <= (e * p + p1) * (1 + 1e-9)  # float rounding of the exact law only
         assert p <= e * q + 1e-300

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpfreq.engines import SummaryRequest, SummarySpec, TimeBuckets, get_engine
-from dpfreq.engines.memory.summaries import summarize_events, sum_grouped
+from dpfreq.engines.memory.summaries import sum_grouped, summarize_events
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 from dpfreq.windows.dominance_count import DominanceCounter
 from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points

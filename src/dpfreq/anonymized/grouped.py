@@ -41,6 +41,7 @@ from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import SelectionPlan, select_groups, selection_statement
@@ -116,6 +117,7 @@ class GroupedAnonymizedMechanism:
                                    "δ = 0) at unit='event'",
             "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
+            "coverage": capping_statement(None),
             "groups": "public list (rows of other groups dropped)",
             "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
         if sel is not None:
@@ -197,10 +199,17 @@ class _GroupedAnonymizedSteps:
         return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
 
     def read(self, plan: _Plan) -> Reading[_Hists]:
-        from dpfreq.engines import CountRequest, Grouping, get_engine
+        from dpfreq.engines import (
+            CountRequest,
+            GroupedCounting,
+            Grouping,
+            get_engine,
+            require_capability,
+        )
 
         a, d = self.args, plan.domain_size
-        eng = get_engine(self.engine, self.source)
+        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, FUNC,
+                                 "grouped count-of-counts")
         hists = _histograms(eng.grouped_count_of_counts(
             self.source, CountRequest(a.item, Grouping(a.group, a.names, None))))
         for counts, prev in hists.values():

@@ -12,7 +12,25 @@ options.
 from __future__ import annotations
 
 from dpfreq.engines import base
-from dpfreq.engines.base import *  # noqa: F403 (the protocol types, re-exported)
+from dpfreq.engines.base import (
+    SUMMARY_FAMILIES,
+    CountRequest,
+    DomainTables,
+    Engine,
+    GroupedCounting,
+    GroupedPrevalences,
+    Grouping,
+    ItemCounts,
+    OccurrenceTimes,
+    Prevalences,
+    ReportSumming,
+    ReportSums,
+    Summaries,
+    Summarizing,
+    SummaryRequest,
+    SummarySpec,
+    TimeBuckets,
+)
 from dpfreq.engines.registry import (
     ENGINES,
     EngineEntry,
@@ -20,8 +38,34 @@ from dpfreq.engines.registry import (
     get_engine,
     infer_engine_name,
     register_engine,
+    require_capability,
 )
 
-# the registry, and the protocol types of dpfreq.engines.base (the star import above)
-__all__ = sorted(["ENGINES", "EngineEntry", "EngineOption", *base.__all__, "get_engine",
-                  "infer_engine_name", "register_engine"])
+# the registry, and the protocol and request types of dpfreq.engines.base
+__all__ = [
+    "ENGINES",
+    "SUMMARY_FAMILIES",
+    "CountRequest",
+    "DomainTables",
+    "Engine",
+    "EngineEntry",
+    "EngineOption",
+    "GroupedCounting",
+    "GroupedPrevalences",
+    "Grouping",
+    "ItemCounts",
+    "OccurrenceTimes",
+    "Prevalences",
+    "ReportSumming",
+    "ReportSums",
+    "Summaries",
+    "Summarizing",
+    "SummaryRequest",
+    "SummarySpec",
+    "TimeBuckets",
+    "get_engine",
+    "infer_engine_name",
+    "register_engine",
+    "require_capability",
+]
+assert set(base.__all__) <= set(__all__)

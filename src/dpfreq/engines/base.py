@@ -514,6 +514,8 @@ class Summarizing(Protocol):
     True
     """
 
+    name: str
+
     def summaries(self, source: Any, request: SummaryRequest) -> Summaries:
         """Bucket ``request.time`` into periods, keep the listed groups and bound each item to
         ``m`` of them (``request.grouping``), and sum the summaries ``request.specs`` per
@@ -532,6 +534,8 @@ class GroupedCounting(Protocol):
     True
     """
 
+    name: str
+
     def grouped_count_of_counts(self, source: Any, request: CountRequest
                                 ) -> GroupedPrevalences:
         """Per-group prevalences of the items' row counts after each item keeps at most
@@ -549,6 +553,8 @@ class ReportSumming(Protocol):
     >>> isinstance(get_engine("memory"), ReportSumming)
     True
     """
+
+    name: str
 
     def report_sums(
         self, source: Any, *, param_id: str | None, interval_counts: tuple[int, ...]
@@ -572,6 +578,8 @@ class DomainTables(Protocol):
     >>> isinstance(get_engine("memory"), DomainTables)
     False
     """
+
+    name: str
 
     def tables(self) -> Any:
         """The engine's ε-free table operations (domain tables, joins, reductions, files)."""

@@ -21,7 +21,7 @@ from dpfreq.engines._common import dataframe_kind
 from dpfreq.errors import EngineUnavailableError, ParameterError
 
 __all__ = ["ENGINES", "EngineEntry", "EngineOption", "get_engine", "infer_engine_name",
-           "register_engine"]
+           "register_engine", "require_capability"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class EngineEntry:
 def _missing_dependency(exc: ImportError, module: str) -> bool:
     """Whether the import failed for a dependency, not for the engine's own module."""
     name = exc.name or ""
-    return not (module == name or module.startswith(name + ".") and name.startswith("dpfreq"))
+    return not (module == name or (module.startswith(name + ".") and name.startswith("dpfreq")))
 
 
 #: engine name -> entry (``register_engine`` adds to it)
@@ -260,4 +260,21 @@ def get_engine(name: str | base.Engine | Any = None, source: Any = None,
     if name not in ENGINES:
         raise ParameterError(message("engine", "get_engine", f"one of {_names()}", name))
     engine: base.Engine = ENGINES[name].load()(**options)
+    return engine
+
+
+def require_capability(engine: base.Engine, capability: Any, func: str, what: str) -> Any:
+    """``engine`` as an engine with ``capability`` (a protocol of :mod:`dpfreq.engines.base`,
+    e.g. :class:`~dpfreq.engines.base.Summarizing`), or a one-line error naming the engine and
+    ``what`` the call needs.
+
+    Examples
+    --------
+    >>> from dpfreq.engines.base import Summarizing
+    >>> require_capability(get_engine("memory"), Summarizing, "doc", "window summaries").name
+    'memory'
+    """
+    if not isinstance(engine, capability):
+        raise ParameterError(message("engine", func, f"an engine that computes {what}",
+                                     getattr(engine, "name", type(engine).__name__)))
     return engine

@@ -279,8 +279,8 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
         by, ctes = "gi", [f"raw AS ({events})", _listed(d, names, key_hex),
                           "lab AS (SELECT raw.k, listed.gi, '' AS g FROM raw JOIN listed "
                           "ON raw.g = listed.g)"]
-    ctes.append(f"pairs AS (SELECT k, g, gi, count(*) AS c FROM lab WHERE k IS NOT NULL "
-                f"GROUP BY k, g, gi)")
+    ctes.append("pairs AS (SELECT k, g, gi, count(*) AS c FROM lab WHERE k IS NOT NULL "
+                "GROUP BY k, g, gi)")
     if m is not None:
         ctes += [*_bounded(d, m, key_hex, by),
                  f"kc AS (SELECT * FROM pairs {d.semi} kept USING (k, {by}))"]

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
-from dpfreq.engines import Summarizing, get_engine
+from dpfreq.engines import Summarizing, get_engine, require_capability
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows.params import TimeAxis
 
@@ -140,8 +140,5 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
 def summarizing_engine(engine: Any, source: Any, func: str) -> Summarizing:
     """The engine for ``source`` (:func:`dpfreq.engines.get_engine`), which must compute window
     summaries (:class:`~dpfreq.engines.Summarizing`); otherwise a one-line error naming it."""
-    eng = get_engine(engine, source)
-    if not isinstance(eng, Summarizing):
-        raise ParameterError(message("engine", func, "an engine that computes window "
-                                     "summaries (memory, duckdb, spark)", eng.name))
-    return eng
+    return require_capability(get_engine(engine, source), Summarizing, func,
+                              "window summaries (memory, duckdb, spark)")

@@ -178,13 +178,13 @@ def _auto_share(par: Any, m: int, func: str) -> tuple[float, str]:
             best = (score, float(s), rmse, sel.count_for(0.5))
     if best is None:
         return par.epsilon * 0.5, "half of ε"
-    score, s, rmse, n_half = best
+    _, share, rmse, n_half = best
     sel_half = plan_selection(par.epsilon * 0.5, par.delta, m, func).count_for(0.5)
-    why = (f"share {s:g} of ε chosen from public parameters: it minimises n_½ + 2·RMSE, the "
+    why = (f"share {share:g} of ε chosen from public parameters: it minimises n_½ + 2·RMSE, the "
            f"items a group needs to be selected half the time plus twice its released values' "
            f"predicted RMSE ({n_half} + 2·{rmse:.4g}; at ½: {sel_half} + "
            f"2·{rmse_half:.4g}), the smallest group both found and measured")
-    return par.epsilon * s, why
+    return par.epsilon * share, why
 
 
 def choose_budget(par: Any, m: int | None, named: bool, func: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.selection import selection_statement
 from dpfreq.windows.grouped_budget import GroupBudget
 from dpfreq.windows.plan import RELATIONS
@@ -81,8 +82,9 @@ class GroupedWindowMechanism:
             "relation": RELATIONS[self.unit] + (" (in all its groups)" if m is not None else ""),
             "bounding": (f"each item keeps at most {m} of the "
                          f"{'listed' if selection is None else 'selected'} groups, chosen "
-                         "uniformly by a keyed MD5 rank of (key, item, group)" if m is not None
+                         "uniformly by a keyed rank of (key, item, group)" if m is not None
                          else "none needed (an event is in one group)"),
+            "coverage": capping_statement(m),
             "groups": self._groups(),
             "split": split,
             "noise": "per group: the structures of one plan (public parameters); every group's "

@@ -8,6 +8,7 @@ quote, unless ``DPFREQ_DEBUG=1``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -95,10 +96,8 @@ def executor_import_error(exc: BaseException) -> str | None:
     text = str(exc)
     java = getattr(exc, "java_exception", None)
     if java is not None:
-        try:
+        with contextlib.suppress(Exception):  # the JVM may be gone
             text += "\n" + str(java.toString())
-        except Exception:  # pragma: no cover - the JVM is gone
-            pass
     found = _IMPORT_FAILURE.search(text)
     if found is None:
         return None
