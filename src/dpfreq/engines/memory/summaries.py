@@ -3,8 +3,9 @@
 Input: the events of the request (after the grouped bounding) as ``(pair, period)`` with
 ``pair`` a code of (item, group) that holds the group index; everything is vectorised over
 all pairs and all groups at once — one sort of the combined key, then per-spec array
-arithmetic on the runs of equal pairs (no Python loop over items or groups). The SQL engines compute the same sums with
-window functions (:mod:`dpfreq.engines.sql`); the conformance suite demands equal results.
+arithmetic on the runs of equal pairs (no Python loop over items or groups). The SQL engines
+compute the same sums with window functions (:mod:`dpfreq.engines.sql`); the conformance suite
+demands equal results.
 """
 
 from __future__ import annotations
