@@ -10,9 +10,14 @@ replaced, when Sphinx reads it, by one autosummary table per public module listi
 the module's ``__all__`` (:func:`api_listing`), so a new export is documented without editing the
 page (``tests/test_docs_api.py`` checks the listing covers every ``__all__``).
 
-Every code block of the pages is executed by the test suite (``tests/test_docs.py``) and every
-docstring example of a public name by ``tests/test_public_docstrings.py``, so the pages cannot
-drift from the code. Build (offline, warnings as errors)::
+Two local extensions live in ``_ext/``: ``executed_examples`` runs every page's Python blocks at
+build time and shows under each block what it printed and the figures it saved (the test suite
+runs them through the same functions, ``tests/test_docs.py``; every docstring example of a public
+name runs in ``tests/test_public_docstrings.py``), so the pages cannot drift from the code; and
+``offline_mathjax`` serves MathJax from the site itself, so formulas render without a network
+(``tests/test_docs_build.py`` fails on any remote asset and checks the formulas in Chromium).
+The site has three sections with their own navigation (``guide/index``, ``theory/index``,
+``reference/index``). Build (offline, warnings as errors)::
 
     pip install -e '.[docs]' && sphinx-build -W --keep-going -b html docs docs/_build/html
 """
@@ -20,11 +25,14 @@ drift from the code. Build (offline, warnings as errors)::
 from __future__ import annotations
 
 import importlib
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import dpfreq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 project = "dpfreq"
 author = "the dpfreq developers"
@@ -36,8 +44,9 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
     "sphinx.ext.napoleon",
+    "offline_mathjax",
+    "executed_examples",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
@@ -56,6 +65,10 @@ napoleon_custom_sections = [("Privacy", "notes_style")]
 html_theme = "pydata_sphinx_theme"
 html_title = "dpfreq"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_static_path = ["_static"]
+html_css_files = ["dpfreq.css"]
+# one page without a section: no empty "Section Navigation" beside it
+html_sidebars = {"index": [], "getting-started": []}
 
 #: The public namespaces, in the order of the reference: the package, its four systems, then the
 #: shared primitives. (``dpfreq.cli`` is documented by ``dpfreq --help``, ``dpfreq.server`` by

@@ -9,8 +9,8 @@ from scipy.stats import binom
 
 from dpfreq.windows.factorization import (
     MAX_HORIZON,
+    prefix_answers,
     prefix_coefficients,
-    prefix_noise,
     prefix_variance_factors,
     sensitivity,
     sqrt_coefficients,
@@ -50,11 +50,11 @@ def test_coefficients_are_positive_and_non_increasing_up_to_the_cap() -> None:
         sqrt_coefficients(MAX_HORIZON + 1)
 
 
-def test_prefix_noise_and_its_variance_factors_are_l_z_and_the_row_norms() -> None:
+def test_prefix_answers_and_its_variance_factors_are_l_z_and_the_row_norms() -> None:
     t = 40
     _, l_mat = _matrices(t)
     z = np.arange(t, dtype=np.int64) * 7 % 13 - 6
-    np.testing.assert_allclose(prefix_noise(z), l_mat @ z, atol=1e-9)
+    np.testing.assert_allclose(prefix_answers(z), l_mat @ z, atol=1e-9)
     np.testing.assert_allclose(prefix_variance_factors(t), (l_mat ** 2).sum(axis=1))
 
 
@@ -64,7 +64,7 @@ def test_sub_gaussian_halfwidth_covers_exact_discrete_gaussian_noise() -> None:
     t, sigma2, beta, draws = 30, 50, 0.05, 4000
     src = KeyedDiscreteGaussian(bytes(32), ("factorization-test", 0), sigma2)
     z = src.noise(np.arange(t * draws)).reshape(draws, t)
-    noise = np.stack([prefix_noise(row) for row in z])
+    noise = np.stack([prefix_answers(row) for row in z])
     x = sub_gaussian_halfwidth(prefix_variance_factors(t), src.sigma2, beta)
     misses = int((np.abs(noise[:, -1]) > x[-1]).sum())
     assert misses <= binom.isf(1e-6, draws, beta)
@@ -88,13 +88,14 @@ def test_structure_calibrates_sigma2_from_the_exact_integer_sensitivity(unit: st
     assert s.detail["l2_squared"] == l2sq
 
 
-def test_structure_noise_is_l_times_the_keyed_node_noise() -> None:
+def test_structure_answers_are_l_times_the_keyed_node_noise_without_data() -> None:
     s = _structure()
     key = bytes(range(32))
     s.attach(key, ("cumulative", 1))
     z = KeyedDiscreteGaussian(key, ("cumulative", 1, 0), s.sigma2).noise(np.arange(50))
     t = np.arange(1, 51)
-    np.testing.assert_allclose(s.noise(np.ones_like(t), t), prefix_noise(z))
+    s.measure(lambda t1, t2: np.zeros(np.shape(t2), dtype=np.int64))  # no data: u = z
+    assert s.estimates(np.ones_like(t), t).tobytes() == prefix_answers(z).tobytes()
     np.testing.assert_allclose(s.variance(np.ones_like(t), t),
                                prefix_variance_factors(50) * s.node_variance)
     assert np.all(s.halfwidth(np.ones_like(t), t, 0.05)

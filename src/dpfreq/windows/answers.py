@@ -1,12 +1,17 @@
 """The private state of a window release and how it answers windows.
 
-Every answer is ``exact count + Σ ± η(node)`` over the cover of the chosen structure, where the
-node noise is fixed by the release's secret key (drawn once per node, never redrawn), so any
-number of queries is post-processing of one private release.
+Every answer is a deterministic function of noisy measurements: the noisy node counts
+``exact node count + η(node)`` of the chosen structure, with the node noise fixed by the
+release's secret key (drawn once per node, never redrawn), so any number of queries is
+post-processing of one private release. Structures whose answers are integer signed sums of
+node counts compute them as ``exact count + Σ ± η(node)`` (the same integer); the others
+(least squares, the factorization) take their measurements once and answer from them alone
+(:attr:`~dpfreq.windows.structure.Structure.measured`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,10 +54,11 @@ class WindowAnswer:
     lower, upper :
         Per-answer interval: each one contains the truth with probability >= ``confidence``.
     band_lower, band_upper :
-        Simultaneous band: all windows of the answering structure's family contain the truth at
-        once with probability >= ``confidence`` (trees: calibrated on the exact joint noise
-        law, :mod:`dpfreq.windows.band`; independent per-query noise: Šidák; trees too large
-        for the simulation: the union bound over the family's windows).
+        Simultaneous band: all the windows of the answer contain the truth at once with
+        probability >= ``confidence``, whichever structures answer them (each answering
+        structure's band covers its whole family at its share of ``1 − confidence``; trees:
+        calibrated on the exact joint noise law, :mod:`dpfreq.windows.band`; independent
+        per-query noise: Šidák; trees too large for the simulation: the union bound).
     confidence : float
         The confidence level of both.
     answered_by : str or numpy.ndarray
@@ -185,23 +191,37 @@ class WindowState:
         return res
 
     def parts(self, s: WindowStructure, t1: IntArray, t2: IntArray, beta: float,
-              beta_band: float) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
-        """Estimates, sds, half-widths and band half-widths (bias bound included) of windows
-        of one structure. In a batch of at least :data:`OVERLAP_MIN` windows everything but
-        the node noise runs in a helper thread while the noise is computed
+              beta_band: float) -> tuple[NDArray[Any], FloatArray, FloatArray, FloatArray]:
+        """Estimates, sds, half-widths and band half-widths (bias bound and floating-point
+        allowance included) of windows of one structure.
+
+        A measured structure answers from its noisy measurements alone
+        (:meth:`~dpfreq.windows.structure.Structure.estimates`). Any other answers
+        ``exact + Σ ± node noise`` in integers — the same integer as the signed sum of its
+        noisy node counts. In a batch of at least :data:`OVERLAP_MIN` such windows everything
+        but the node noise runs in a helper thread while the noise is computed
         (:func:`~dpfreq.windows.overlap.side_by_side`): the exact counts and most of the noise
         run without the GIL, so on a machine with a free core the two overlap (the helper only
         reads the oracle and fills the structure's interval caches; the node noise stays in
         this thread)."""
-        def public() -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        def public() -> tuple[FloatArray, FloatArray, FloatArray]:
             bias = s.bias_bound()
-            return (self.exact(s, t1, t2), np.sqrt(s.variance(t1, t2)),
-                    s.halfwidth(t1, t2, beta) + bias, s.band_halfwidth(t1, t2, beta_band) + bias)
+            return (np.sqrt(s.variance(t1, t2)), s.halfwidth(t1, t2, beta) + bias,
+                    s.band_halfwidth(t1, t2, beta_band) + bias)
 
+        if s.measured:
+            sd, half, shalf = public()
+            allow = s.allowance(t1, t2)
+            return s.estimates(t1, t2), sd, half + allow, shalf + allow
         if t1.size < OVERLAP_MIN:
-            exact, sd, half, shalf = public()
-            return exact + s.noise(t1, t2), sd, half, shalf
-        (exact, sd, half, shalf), noise = side_by_side(public, lambda: s.noise(t1, t2))
+            sd, half, shalf = public()
+            return self.exact(s, t1, t2) + s.noise(t1, t2), sd, half, shalf
+
+        def exact_and_public() -> tuple[IntArray, tuple[FloatArray, FloatArray, FloatArray]]:
+            return self.exact(s, t1, t2), public()
+
+        (exact, (sd, half, shalf)), noise = side_by_side(exact_and_public,
+                                                         lambda: s.noise(t1, t2))
         return exact + noise, sd, half, shalf
 
     def structures_for(self, k: int, func: str) -> list[WindowStructure]:
@@ -225,14 +245,18 @@ class WindowState:
         return best
 
     def answer(self, t1: Any, t2: Any, k: int, confidence: float,
-               families: list[WindowStructure], func: str, *, curve: bool = False
+               families: list[WindowStructure], func: str, *, band_beta: float | None = None
                ) -> WindowAnswer:
         """Answers of the windows ``[t1, t2]`` for one k from the given structures.
 
-        Each answer's band is its answering structure's: it holds for every window of that
-        structure's family at once (so the same window gets the same band in any batch).
-        ``curve=True`` (a released curve) splits ``β`` over the structures answering the
-        windows asked (:func:`band_share`), so the band holds for all of them at once.
+        The per-answer interval of each window holds with probability ``>= confidence``. The
+        band holds for every window asked at once, whichever structures answer them: each
+        answering structure's band covers its whole family at ``β/J`` (:func:`band_share`, the
+        ``J`` structures answering the batch), so a batch answered by one structure gets that
+        structure's family band, and a curve answered by two (a cumulative curve whose last
+        period the ``total`` family answers) splits ``β`` between them. ``band_beta`` (default
+        ``1 − confidence``) is the band's total miss probability, for callers that split it
+        further (several k at once).
         """
         conf = check_confidence(confidence, "confidence", func)
         scalar = np.ndim(t1) == 0 and np.ndim(t2) == 0
@@ -245,7 +269,7 @@ class WindowState:
         bias = np.zeros(n, dtype=np.int64)
         answered_by = np.empty(n, dtype=object)
         beta = 1.0 - conf
-        beta_band = band_share(beta, best) if curve else beta
+        beta_band = band_share(beta if band_beta is None else band_beta, best)
         for idx, s in enumerate(families):
             sel = np.flatnonzero(best == idx)
             if not sel.size:
@@ -269,8 +293,9 @@ class WindowState:
         desc = (f"per-answer {conf:.0%} interval from the exact noise law (certified quantile "
                 "of the sum of the answer's node noises; consistent tree estimates: grid "
                 "convolution with its rounding error bounded; a tail bound only where the law "
-                f"is too long to compute); band: {conf:.0%} for all windows of the answering "
-                "structure's family at once (Šidák over independent per-query noise; "
+                f"is too long to compute); band: {conf:.0%} for all the windows asked at once "
+                "(each answering structure's band covers its whole family at its share of "
+                "the miss probability; Šidák over independent per-query noise; "
                 "trees within the simulation's size limit: calibrated on 1,000 "
                 "draws of their exact joint noise law, an exact finite-sample level; "
                 "otherwise the union bound); "
@@ -312,4 +337,7 @@ def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
                 SummarySpec("fixed", k, int(s.width or 1)))
         else:
             state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
+    for s in state.structures.values():
+        if s.measured:  # the noisy measurements, from the exact counts (functools.partial)
+            s.measure(functools.partial(state.exact, s))
     return state

@@ -11,7 +11,7 @@ method             structure                                node noise γ
 =================  =======================================  ==============================
 cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
 cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
-cumulative/        ``R x + z``, answers ``L(R x + z)``      discrete Gaussian only,
+cumulative/        ``u = R x + z``, answers ``L u``         discrete Gaussian only,
 factorization      (:mod:`dpfreq.windows.factorization`)    ``σ² >= ‖R‖²_{Δ}/(2ρ_s)``
 =================  =======================================  ==============================
 
@@ -19,6 +19,13 @@ factorization      (:mod:`dpfreq.windows.factorization`)    ``σ² >= ‖R‖²_
 the layout (:func:`~dpfreq.windows.counters.layer_layout`): every point lies in one block per
 level. A moved point changes the blocks holding either period, except a top block over all
 ``T`` periods, which holds both.
+
+Every counter is *measured*: once its key is attached it takes the exact per-period counts
+``x`` and keeps only its noisy measurement — the noisy block counts ``B x + z`` of a layered
+counter, ``u = R x + z`` of the factorization, integers — and every answer it publishes is a
+deterministic function of that measurement (integer cover sums; the exact dyadic least-squares
+weights of :func:`~dpfreq.windows.weights.consistent_estimates`; ``L u`` by
+:func:`~dpfreq.windows.factorization.prefix_answer`).
 """
 
 from __future__ import annotations
@@ -36,9 +43,11 @@ from dpfreq.errors import ParameterError
 from dpfreq.windows.band import walk_multiplier
 from dpfreq.windows.counters import layer_layout, layer_signed_cover, layer_signed_ranges
 from dpfreq.windows.factorization import (
+    ALLOWANCE,
     MAX_HORIZON,
     SCALE,
-    prefix_noise,
+    measurement,
+    prefix_answers,
     prefix_variance_factors,
     sensitivity,
     sub_gaussian_halfwidth,
@@ -52,7 +61,7 @@ from dpfreq.windows.structure import (
     eager_noise,
     register,
 )
-from dpfreq.windows.weights import Layout
+from dpfreq.windows.weights import Layout, consistent_estimates
 
 __all__ = ["FactorShape", "FactorizationCounter", "SimpleCounter", "TreeCounter"]
 
@@ -60,14 +69,38 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
+def period_counts(exact: Any, horizon: int) -> IntArray:
+    """The per-period counts ``x`` of a cumulative family (periods ``1 … T``) from its exact
+    prefix counts ``exact(1, t)``."""
+    ts = np.arange(1, horizon + 1, dtype=np.int64)
+    prefix: IntArray = np.asarray(exact(np.ones_like(ts), ts), dtype=np.int64)
+    out: IntArray = np.diff(prefix, prepend=np.int64(0))
+    return out
+
+
 class _LayeredCounter(Structure):
-    """Blocks of periods, level by level, with one eagerly drawn noise per block."""
+    """Blocks of periods, level by level, with one eagerly drawn noise per block; the
+    measurement is the noisy block counts."""
 
     families = ("cumulative",)
     #: the layout has tree parameters (``B``, top level, block sizes) to record
     tree_layout: ClassVar[bool] = True
     shape: CounterShape
-    _impl: IntArray
+    _impl: IntArray  # the block noises
+
+    @property
+    def measured(self) -> bool:
+        return True
+
+    def measure(self, exact: Any) -> None:
+        x = period_counts(exact, self.horizon)
+        sizes, _ = self._blocks()
+        starts = [np.arange(0, self.horizon, size) for size in sizes]
+        self._noisy = np.concatenate([np.add.reduceat(x, st) for st in starts]) + self._impl
+        self._measured()
+
+    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
+        self._impl = self._block_noise(key, name)
 
     def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
         """``(sizes, offsets)`` of the levels (:func:`~dpfreq.windows.counters.layer_layout`)."""
@@ -110,14 +143,22 @@ class SimpleCounter(_LayeredCounter):
         q1 = np.asarray(t1, dtype=np.int64)
         return np.asarray(t2, dtype=np.int64) + 0 * q1  # one leaf noise per period
 
-    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
-        self._impl = np.cumsum(self._block_noise(key, name))
+    _walk: IntArray  # running sums of the noisy per-period counts
+
+    def _measured(self) -> None:
+        self._walk = np.cumsum(self._noisy)
 
     def noise(self, t1: Any, t2: Any) -> IntArray:
         _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                     np.asarray(t2, dtype=np.int64))
-        walk: IntArray = self._impl[q2 - 1]
+        walk: IntArray = np.cumsum(self._impl)[q2 - 1]
         return walk
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        out: IntArray = self._walk[q2 - 1]
+        return out
 
     def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
         return walk_multiplier(self, beta, draws, sample)
@@ -130,8 +171,8 @@ class TreeCounter(_LayeredCounter):
     (:data:`~dpfreq.windows.structure.CONSISTENCY_MAX_WEIGHTS`)."""
 
     name = "tree"
-    _cons_noise: NDArray[np.float64] | None = None
-    _run: IntArray | None = None  # running sums of the blocks (signed covers), once drawn
+    _cons_est: NDArray[np.float64]  # consistent estimates of every prefix (least squares)
+    _run: IntArray  # running sums of the noisy blocks (signed covers)
     #: the signed ranges of the last queries asked: ((shape, bytes), (lo, hi, sign))
     _last_ranges: tuple[Any, tuple[IntArray, IntArray, IntArray]] | None = None
 
@@ -207,24 +248,37 @@ class TreeCounter(_LayeredCounter):
                 np.concatenate([ids[q] for (_, ids, _), q in zip(slots, rows, strict=True)]),
                 np.concatenate([sg[q] for (_, _, sg), q in zip(slots, rows, strict=True)]))
 
-    def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
-        self._cons_noise = None
-        self._run = None
-        self._impl = self._block_noise(key, name)
+    def _measured(self) -> None:
+        if self.consistent:  # once per structure: the same value for every query
+            self._cons_est = consistent_estimates(self.layout, self._noisy)
+        else:  # int64: differences of running sums are exact
+            self._run = np.concatenate(([0], np.cumsum(self._noisy))).astype(np.int64)
 
-    def noise(self, t1: Any, t2: Any) -> IntArray:
+    def _signed_sums(self, run: IntArray, q2: IntArray) -> IntArray:
+        """``Σ sign · block`` over the signed covers of the prefixes ``q2``, from the running
+        sums ``run`` of some block values."""
+        lo, hi, sign = self._ranges(q2)
+        out: IntArray = (sign * (run[hi] - run[lo])).sum(axis=0)
+        return out
+
+    def noise(self, t1: Any, t2: Any) -> NDArray[Any]:
+        """The noise of each answer: the signed cover sum of block noises, or for a
+        consistent tree the least-squares combination of every block noise (float)."""
         _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                     np.asarray(t2, dtype=np.int64))
         if self.consistent:
-            if self._cons_noise is None:  # once per structure: the same value for every query
-                self._cons_noise = self.weights() @ self._impl.astype(np.float64)
-            out: IntArray = self._cons_noise[q2 - 1]
+            out: NDArray[Any] = consistent_estimates(self.layout, self._impl)[q2 - 1]
             return out
-        if self._run is None:  # running sums of the blocks (int64: differences are exact)
-            self._run = np.concatenate(([0], np.cumsum(self._impl))).astype(np.int64)
-        lo, hi, sign = self._ranges(q2)
-        plain: IntArray = (sign * (self._run[hi] - self._run[lo])).sum(axis=0)
-        return plain
+        run = np.concatenate(([0], np.cumsum(self._impl))).astype(np.int64)
+        return self._signed_sums(run, q2)
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        if self.consistent:
+            out: NDArray[Any] = self._cons_est[q2 - 1]
+            return out
+        return self._signed_sums(self._run, q2)
 
 
 @dataclass(frozen=True)
@@ -247,15 +301,21 @@ class FactorShape(Shape):
 
 @register
 class FactorizationCounter(Structure):
-    """Releases ``R x + z`` (``z`` i.i.d. discrete Gaussian) and answers every prefix by
-    ``L(R x + z)`` (:mod:`dpfreq.windows.factorization`)."""
+    """Measures ``u = R x + z`` (``z`` i.i.d. discrete Gaussian) and answers every prefix by
+    ``L u`` from ``u`` alone (:mod:`dpfreq.windows.factorization`)."""
 
     name = "factorization"
     families = ("cumulative",)
     requires = (f"delta > 0 (zCDP accounting, discrete Gaussian noise) and at most "
                 f"{MAX_HORIZON} periods")
     shape: FactorShape
-    _impl: FloatArray
+    _impl: IntArray  # the node noises z
+    _est: FloatArray  # L u, every prefix
+    _allow: FloatArray  # the floating-point allowance of each prefix
+
+    @property
+    def measured(self) -> bool:
+        return True
 
     @classmethod
     def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,
@@ -308,10 +368,31 @@ class FactorizationCounter(Structure):
 
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         z = self.noise_source(key, (*name, 0)).noise(np.arange(self.horizon))
-        self._impl = prefix_noise(np.asarray(z, dtype=np.int64))
+        self._impl = np.asarray(z, dtype=np.int64)
 
-    def noise(self, t1: Any, t2: Any) -> IntArray:
+    def measure(self, exact: Any) -> None:
+        self._noisy = measurement(period_counts(exact, self.horizon), self._impl)
+        self._measured()
+
+    def _measured(self) -> None:
+        self._est = prefix_answers(self._noisy)
+        self._allow = ALLOWANCE * prefix_answers(np.abs(self._noisy))
+
+    def noise(self, t1: Any, t2: Any) -> NDArray[Any]:
+        """``L z``: the noise of each answer (float; the answers never add it to counts)."""
         _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                     np.asarray(t2, dtype=np.int64))
-        out: IntArray = self._impl[q2 - 1]
+        out: NDArray[Any] = prefix_answers(self._impl)[q2 - 1]
+        return out
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        out: NDArray[Any] = self._est[q2 - 1]
+        return out
+
+    def allowance(self, t1: Any, t2: Any) -> FloatArray:
+        _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                    np.asarray(t2, dtype=np.int64))
+        out: FloatArray = self._allow[q2 - 1]
         return out

@@ -2,7 +2,9 @@
 
 A structure (:mod:`dpfreq.windows.structure`) is the noise layout of one query family and one
 k, chosen by ``method``: it is calibrated from public parameters, draws its node noise under the
-release's key and answers windows as ``exact count + Σ ± node noise``. The release
+release's key and answers windows as integer sums ``Σ ± (exact node count + node noise)`` of
+noisy node counts, or (``measured`` structures) as a deterministic function of noisy
+measurements it holds. The release
 (:mod:`dpfreq.windows.answers`), the plan (:mod:`dpfreq.windows.plan`,
 :mod:`dpfreq.windows.planning`) and the band simulation (:mod:`dpfreq.windows.band`) read a
 structure through :class:`WindowStructure` only.
@@ -219,6 +221,16 @@ class WindowStructure(Protocol):
     def attach(self, key: bytes, name: Any) -> None: ...
 
     def noise(self, t1: Any, t2: Any) -> IntArray: ...
+
+    @property
+    def measured(self) -> bool:
+        """Answers come from noisy measurements (:meth:`estimates`), not exact + noise."""
+
+    def measure(self, exact: Any) -> None: ...
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]: ...
+
+    def allowance(self, t1: Any, t2: Any) -> FloatArray: ...
 
     def node_cover(self, t1: IntArray, t2: IntArray
                    ) -> tuple[IntArray, IntArray, IntArray] | None:

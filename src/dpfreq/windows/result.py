@@ -144,15 +144,13 @@ class WindowCountsRelease(Release):
             for k in ks:
                 structs = state.structures_for(k, "release_window_counts")
                 if w == "cumulative":
-                    a = state.answer(np.ones_like(ts), ts, k, conf, structs, "cumulative",
-                                     curve=True)
+                    a = state.answer(np.ones_like(ts), ts, k, conf, structs, "cumulative")
                 elif w == "total":
-                    a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs, "total",
-                                     curve=True)
+                    a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs, "total")
                 else:
                     chosen = [s for s in structs if s.family != "fixed" or s.width == w]
                     a = state.answer(np.maximum(1, ts - int(w) + 1), ts, k, conf, chosen,
-                                     "fixed", curve=True)
+                                     "fixed")
                 value[label][k] = np.asarray(a.estimate)
                 parts["half"][label][k] = np.asarray(a.upper) - np.asarray(a.estimate)
                 for n in ("lower", "upper", "band_lower", "band_upper"):
@@ -187,9 +185,11 @@ class WindowCountsRelease(Release):
                        confidence: float = 0.95) -> WindowAnswer:
         """Batch API: ``f≥k`` of many windows ``[t1[i], t2[i]]`` with their own ``k[i]``.
 
-        ``t1``, ``t2`` and ``k`` are broadcast together. Every answer, its sd and its intervals
-        equal those of :meth:`window` asked one window at a time (same structure choice, same
-        fixed node noise); the queries are only grouped by ``k``. Asking any number of windows
+        ``t1``, ``t2`` and ``k`` are broadcast together. Every answer, its sd and its
+        per-answer interval equal those of :meth:`window` asked one window at a time (same
+        structure choice, same fixed node noise); the band holds for all the windows asked at
+        once, over every k (its miss probability is split over the k values and the
+        structures answering). Asking any number of windows
         is post-processing of the one release (no further privacy cost).
         """
         func = "answer_windows"
@@ -212,9 +212,12 @@ class WindowCountsRelease(Release):
         by = np.empty(n, dtype=object)
         integer = True
         desc = ""
-        for kv in np.unique(kk).tolist():
+        st = self._state
+        ks = np.unique(kk).tolist()
+        for kv in ks:
             sel = np.flatnonzero(kk == kv)
-            a = self.window(q1[sel], q2[sel], int(kv), confidence=conf)
+            a = st.answer(q1[sel], q2[sel], int(kv), conf, st.structures_for(int(kv), func),
+                          func, band_beta=(1.0 - conf) / len(ks))
             for name, arr in cols.items():
                 arr[sel] = getattr(a, name)
             integer &= np.asarray(a.estimate).dtype.kind in "iu"

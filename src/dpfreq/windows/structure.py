@@ -261,6 +261,48 @@ class Structure:
         """Σ ± node noise of each answer (deterministic given the key)."""
         raise NotImplementedError
 
+    @property
+    def measured(self) -> bool:
+        """Answers come from the noisy measurements the structure holds (:meth:`measure`,
+        :meth:`estimates`) — required wherever they are not integer sums of node noises
+        (least squares, a factorization): never ``exact + f(noise)`` in floats. Otherwise an
+        answer is ``exact + Σ ± node noise`` in integers, which equals the same signed sum of
+        the noisy node counts ``exact node count + node noise`` exactly."""
+        return False
+
+    def measure(self, exact: Any) -> None:
+        """Take the noisy measurements from ``exact(t1, t2)``, the exact counts of the windows
+        of the family (called once the key is attached; lazy structures keep ``exact`` and
+        measure the trees a query needs when it asks)."""
+        raise NotImplementedError
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
+        """The published answers, computed from the noisy measurements alone."""
+        raise NotImplementedError
+
+    #: the noisy measurement of an eagerly measured structure (integers)
+    _noisy: IntArray
+
+    @property
+    def measurement(self) -> IntArray:
+        """The noisy measurement (a copy) of an eagerly measured structure: every answer it
+        publishes is a function of this vector and public parameters alone."""
+        return self._noisy.copy()
+
+    def load_measurement(self, noisy: Any) -> None:
+        """Answer from a stored measurement (no key, no exact data needed)."""
+        self._noisy = np.array(noisy, dtype=np.int64)
+        self._measured()
+
+    def _measured(self) -> None:
+        """Derive what the answers need from :attr:`_noisy` (post-processing only)."""
+        raise NotImplementedError
+
+    def allowance(self, t1: Any, t2: Any) -> FloatArray:
+        """A bound on the floating-point error of :meth:`estimates` beyond the noise law
+        (computed from the measurements: post-processing), added to the intervals."""
+        return np.zeros(np.broadcast(np.asarray(t1), np.asarray(t2)).shape)
+
     def query_map(self, t1: IntArray, t2: IntArray) -> tuple[IntArray, IntArray]:
         """The window actually asked of the mechanism (time compression widens it)."""
         return t1, t2

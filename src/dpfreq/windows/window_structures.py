@@ -45,7 +45,7 @@ from dpfreq.windows.structure import (
     register,
 )
 from dpfreq.windows.tree import Tree1D, Tree2DNoise
-from dpfreq.windows.weights import row_squares
+from dpfreq.windows.weights import consistent_estimates, row_squares
 
 __all__ = ["Blocks", "Compressed", "PerQuery", "PerStart", "ProductTrees", "SingleTree"]
 
@@ -231,7 +231,8 @@ class PerStart(Structure):
     families = ("all",)
     shape: TreeShape
     _impl: KeyedDiscreteGaussian | KeyedDiscreteLaplace
-    _cons_starts: dict[int, FloatArray]
+    _cons_starts: dict[int, FloatArray]  # consistent estimates of each measured start's tree
+    _exact: Any = None  # exact window counts (measure): a start's tree is measured on demand
 
     def _shape(self) -> TreeShape:
         pieces = -(-self.horizon // self.group_size)
@@ -275,18 +276,33 @@ class PerStart(Structure):
         mean_nodes = float(np.sum(corr * per)) / (self.horizon * (self.horizon + 1) / 2)
         return (math.sqrt(mean_nodes * self.node_variance) + self.bias_bound()) ** 2
 
+    @property
+    def measured(self) -> bool:
+        return self.consistent
+
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         self._cons_starts = {}
+        self._exact = None
         self._impl = self.noise_source(key, (*name, 0))
 
-    def noise(self, t1: Any, t2: Any) -> IntArray:
+    def measure(self, exact: Any) -> None:
+        """Keep ``exact``: the tree of a start is measured (its noisy node counts) when a
+        query first needs it."""
+        self._cons_starts = {}
+        self._exact = exact
+
+    def noise(self, t1: Any, t2: Any) -> NDArray[Any]:
+        """The noise of each answer: the signed cover sum of node noises, or for consistent
+        trees the least-squares combination of the tree's node noises (float)."""
         q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                      np.asarray(t2, dtype=np.int64))
         g1, g2 = self.query_map(q1, q2)
         d = self.domain
         x = g2 - g1  # prefix value (t − 1) of the tree that starts at g1, in its own time
         if self.consistent:
-            return self._consistent_noise(g1, x)
+            starts, where = np.unique(g1, return_inverse=True)
+            est = consistent_estimates(self.layout, self._tree_measurements(starts, False).T).T
+            return est[where.reshape(g1.shape), x]
         cover = prefix_cover(x.ravel(), d)
         used = np.stack([u for u, _ in cover])
         ids = np.stack([(g1.ravel() - 1) * (2 * d) + i for _, i in cover])
@@ -294,22 +310,47 @@ class PerStart(Structure):
         vals[used] = self._impl.noise(ids[used])
         return vals.sum(axis=0).reshape(q1.shape)
 
-    def _consistent_noise(self, g1: IntArray, x: IntArray) -> NDArray[Any]:
-        """Least-squares noise of prefix ``x`` of the tree starting at group ``g1`` (not
-        integral)."""
-        d = self.domain
+    def _tree_measurements(self, starts: IntArray, counts: bool = True) -> IntArray:
+        """Noisy node counts (rows: the trees of ``starts``; columns: heap ids ``0 … 2D−1``,
+        id 0 unused) — the exact node counts (``counts``) plus the keyed node noise."""
+        d, s, t = self.domain, self.group_size, self.horizon
+        nodes = np.zeros((starts.size, 2 * d), dtype=np.int64)
+        ids = ((starts - 1) * (2 * d))[:, None] + np.arange(2 * d)[None, :]
+        nodes += self._impl.noise(ids.ravel()).reshape(starts.size, 2 * d)
+        nodes[:, 0] = 0  # heap id 0 is not a node
+        if not counts:
+            return nodes
+        xs = np.arange(d, dtype=np.int64)
+        first = (starts - 1) * s + 1  # the first period of each start's group
+        last = np.minimum(t, (starts[:, None] + xs[None, :]) * s)  # prefix x ends here
+        prefix = np.asarray(self._exact(np.broadcast_to(first[:, None], last.shape).ravel(),
+                                        last.ravel()), dtype=np.int64).reshape(last.shape)
+        exact = np.zeros((starts.size, 2 * d), dtype=np.int64)
+        exact[:, d:] = np.diff(prefix, axis=1, prepend=0)  # leaves: the per-group counts
+        for lev in range(d.bit_length() - 1):  # each level's nodes sum their two children
+            lo = d >> (lev + 1)
+            exact[:, lo:2 * lo] = exact[:, 2 * lo:4 * lo:2] + exact[:, 2 * lo + 1:4 * lo:2]
+        exact[:, 0] = 0
+        return nodes + exact
+
+    def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
+        """Least-squares estimates of the prefix ``x`` of the tree starting at group ``g1``,
+        from that tree's noisy node counts alone (not integral)."""
+        q1, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
+                                     np.asarray(t2, dtype=np.int64))
+        g1, g2 = self.query_map(q1, q2)
+        x = g2 - g1
         out = np.empty(g1.shape, dtype=np.float64)
         starts = np.unique(g1)
         if len(self._cons_starts) + starts.size > 4096:
             self._cons_starts.clear()
         missing = np.array([g for g in starts.tolist() if g not in self._cons_starts],
                            dtype=np.int64)
-        if missing.size:  # draw the whole tree of every new start in one batch
-            ids = ((missing - 1) * (2 * d))[:, None] + np.arange(2 * d)[None, :]
-            vals = self._impl.noise(ids.ravel()).reshape(missing.size, 2 * d).astype(np.float64)
-            vals[:, 0] = 0.0  # heap id 0 is not a node
-            for g, row in zip(missing.tolist(), vals, strict=True):
-                self._cons_starts[g] = self.weights() @ row
+        if missing.size:  # measure the whole tree of every new start in one batch
+            noisy = self._tree_measurements(missing)
+            est = consistent_estimates(self.layout, noisy.T).T  # (starts, prefixes)
+            for g, row in zip(missing.tolist(), est, strict=True):
+                self._cons_starts[g] = row
         for g in starts.tolist():
             sel = g1 == g
             out[sel] = self._cons_starts[g][x[sel]]
