@@ -2,7 +2,8 @@
 
 :func:`release_window_counts` and :func:`plan_window_counts` dispatch here when ``group=`` is
 given. The engine computes the window summaries of every (group, item, period) in one pass
-after the keyed bounding of the grouped profile (:meth:`Engine.grouped_reduce_items`); one plan
+after the keyed bounding of the grouped profile (:meth:`~dpfreq.engines.Summarizing.summaries`,
+one SQL statement on DuckDB and Spark); one plan
 is calibrated from public parameters at the per-group budget and every group gets its own copy
 with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
 splits the budget and calibrates, the read draws the master key, selects the groups (without a

@@ -27,7 +27,7 @@ values as instants)/``DATE`` as int64 microseconds since the Unix epoch (UTC,
 :class:`~dpfreq.errors.DataError`.
 
 Each method reads its source once: per-item aggregates in one query; the event readers
-(``occurrence_times``, ``reduce_items``) project the events once into a temporary table on the
+(``occurrence_times``) project the events once into a temporary table on the
 source's connection and run their checks and passes on that table.
 """
 

@@ -420,7 +420,7 @@ class SparkEngine:
 
     def tables(self) -> Any:
         """ε-free table operations on this session for values keyed by a public integer domain
-        (:class:`dpfreq.engines.spark_tables.SparkTables`: domain tables built on the
+        (:class:`dpfreq.engines.spark.tables.SparkTables`: domain tables built on the
         executors, counts added by a join, reductions to small histograms, Parquet files)."""
         from dpfreq.engines.spark.tables import SparkTables
 
