@@ -11,24 +11,17 @@ options.
 
 from __future__ import annotations
 
-from dpfreq.engines import base
+from dpfreq.engines import base, requests
 from dpfreq.engines.base import (
-    SUMMARY_FAMILIES,
-    CountRequest,
     DomainTables,
     Engine,
     GroupedCounting,
-    GroupedPrevalences,
-    Grouping,
     ItemCounts,
     OccurrenceTimes,
     Prevalences,
     ReportSumming,
     ReportSums,
-    Summaries,
     Summarizing,
-    SummaryRequest,
-    SummarySpec,
     TimeBuckets,
 )
 from dpfreq.engines.registry import (
@@ -40,8 +33,17 @@ from dpfreq.engines.registry import (
     register_engine,
     require_capability,
 )
+from dpfreq.engines.requests import (
+    SUMMARY_FAMILIES,
+    CountRequest,
+    GroupedPrevalences,
+    Grouping,
+    Summaries,
+    SummaryRequest,
+    SummarySpec,
+)
 
-# the registry, and the protocol and request types of dpfreq.engines.base
+# the registry, the protocols (dpfreq.engines.base) and the request types (.requests)
 __all__ = [
     "ENGINES",
     "SUMMARY_FAMILIES",
@@ -68,4 +70,4 @@ __all__ = [
     "register_engine",
     "require_capability",
 ]
-assert set(base.__all__) <= set(__all__)
+assert set(base.__all__) | set(requests.__all__) <= set(__all__)

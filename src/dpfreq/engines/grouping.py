@@ -42,7 +42,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_int, message
-from dpfreq.engines.base import CountRequest, Grouping, SummaryRequest, TimeBuckets
+from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines.requests import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import ParameterError
 
 __all__ = ["PRIME", "SEP", "check_count_request", "check_grouping", "check_summary_request",

@@ -38,6 +38,11 @@ class EngineOption:
         The placeholder shown in ``--help``.
     help : str
         One sentence for ``--help``.
+
+    Examples
+    --------
+    >>> EngineOption("--spark-master", "master", "URL", "The Spark master URL.").keyword
+    'master'
     """
 
     flag: str

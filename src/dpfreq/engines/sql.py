@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from dpfreq.engines import _common as common
-from dpfreq.engines.base import CountRequest, GroupedPrevalences, Summaries, SummaryRequest
 from dpfreq.engines.grouping import PRIME, SEP, group_value
+from dpfreq.engines.requests import CountRequest, GroupedPrevalences, Summaries, SummaryRequest
 
 __all__ = ["DUCKDB", "SPARK", "STATS", "Dialect", "Statement", "count_sql", "finish_counts",
            "finish_summaries", "summaries_sql"]

@@ -330,8 +330,10 @@ class GroupedWindowCountsPlan:
     >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
     ...                          k_values=[1], windows=["total"], group="campaign",
     ...                          max_groups_per_item=4)
-    >>> sel.per_group.epsilon, sel.per_group.delta, sel.selection.threshold
-    (0.125, 0.0, 118)
+    >>> round(sel.per_group.epsilon, 4), sel.per_group.delta, sel.selection.threshold
+    (0.075, 0.0, 74)
+    >>> sel.selection.epsilon  # the share of ε chosen for the selection ("auto")
+    0.7
     """
 
     per_group: Any

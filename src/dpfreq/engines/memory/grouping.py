@@ -14,14 +14,14 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.engines import _common as common
-from dpfreq.engines.base import (
+from dpfreq.engines.grouping import check_count_request, check_grouping, kept_pairs
+from dpfreq.engines.memory.summaries import summarize_events
+from dpfreq.engines.requests import (
     CountRequest,
     GroupedPrevalences,
     Summaries,
     SummaryRequest,
 )
-from dpfreq.engines.grouping import check_count_request, check_grouping, kept_pairs
-from dpfreq.engines.memory.summaries import summarize_events
 from dpfreq.errors import DataError
 
 __all__ = ["memory_grouped_count_of_counts", "memory_summaries"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.engines.base import SummarySpec
+from dpfreq.engines.requests import SummarySpec
 
 __all__ = ["summarize_events"]
 
