@@ -103,8 +103,8 @@ def _share(par: Any, m: int, named: bool, zcdp: bool, eps_s: float | None,
     """``(ε_r, δ_r, selection)``: the selection (None with a public list) at ``ε_s`` and its δ
     share (all of δ under pure accounting, :data:`ZCDP_DELTA_SHARE` of it under zCDP), the
     release the rest (``ε_r`` exact, ``δ_r`` rounded down)."""
-    if named or eps_s is None:
-        return release_share(par.epsilon, par.delta, m, True, zcdp, func)
+    if named or eps_s is None:  # a public list, or the fixed half of release_share
+        return release_share(par.epsilon, par.delta, m, named, zcdp, func)
     sel_delta = par.delta * float(ZCDP_DELTA_SHARE) if zcdp else par.delta
     sel = plan_selection(eps_s, sel_delta, m, func)
     eps_r = Fraction(par.epsilon) - Fraction(sel.epsilon)
