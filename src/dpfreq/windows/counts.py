@@ -51,7 +51,7 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
     red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
                                             drop_out_of_range=out_of_range == "drop"))
     if red.n_out_of_range and out_of_range == "error":
-        raise range_error(axis.horizon)
+        raise range_error(axis, time)
     summaries = WindowSummaries(axis.horizon, specs, *red.entries(0))
     return summaries, red.n_out_of_range, eng.name
 
