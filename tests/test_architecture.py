@@ -201,7 +201,7 @@ def test_allow_list_only_shrinks() -> None:
 def test_checker_sees_a_violation() -> None:
     """The checker itself: resolves relative imports and flags each rule on a known example."""
     assert _layer("dpfreq.engines.duckdb") == (1, "engines")
-    assert _layer("dpfreq.windows.counts") == (2, "windows")
+    assert _layer("dpfreq.windows.api") == (2, "windows")
     assert _private_owner("dpfreq.engines._common") == "dpfreq.engines"
     assert _private_owner("dpfreq._validate") == "dpfreq"
     assert _private_owner("dpfreq.engines.duckdb") is None

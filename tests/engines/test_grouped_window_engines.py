@@ -11,7 +11,7 @@ import pytest
 
 from dpfreq.engines import Grouping, SummaryRequest, TimeBuckets, get_engine
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.summaries import summary_specs
+from dpfreq.windows.data.summaries import summary_specs
 
 KEY = bytes(range(1, 33))
 GROUPS = ["a", "b", "c", "d'q", "none"]

@@ -1,7 +1,7 @@
 """Window summaries through every engine: ``Summarizing.summaries``.
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
-summaries (``dpfreq.windows.summaries``) in one query where the data lives — numpy in memory,
+summaries (``dpfreq.windows.data.summaries``) in one query where the data lives — numpy in memory,
 SQL on DuckDB and Spark — only the summed summaries reaching this process. These tests demand,
 for memory, DuckDB and Spark:
 
@@ -29,7 +29,7 @@ from dpfreq.engines import SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError
 from dpfreq.windows import release_window_counts
 from dpfreq.windows.params import time_axis
-from dpfreq.windows.summaries import summary_specs
+from dpfreq.windows.data.summaries import summary_specs
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from dpfreq.windows import band, release_window_counts, structure
-from dpfreq.windows.band import (
+from dpfreq.windows.laws.bands import (
     BAND_DRAWS,
     BAND_MAX_NODES,
     BAND_MAX_WORK,
     band_multiplier,
     cover_map,
 )
-from dpfreq.windows.counters import layer_incidence, layer_signed_cover
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.layouts.layered import layer_incidence, layer_signed_cover
+from dpfreq.windows.structures.base import build_structure
 
 KEY = bytes(range(32))
 
@@ -61,7 +61,7 @@ def test_union_bound_is_kept_where_the_simulation_does_not_apply():
 
 
 def layout_noise(s, t1, t2):
-    """Each answer's noise from the layouts of :mod:`dpfreq.windows.structure`, by prefix and
+    """Each answer's noise from the layouts of :mod:`dpfreq.windows.structures.base`, by prefix and
     dominance covers of the attached trees (a statement independent of ``cover_map``)."""
     impl = s._impl
     if s.method == "tree":  # the signed cover's blocks, which sum to the prefix

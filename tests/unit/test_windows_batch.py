@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from test_windows_reductions import brute, random_log
 
-import dpfreq.windows.lazy_noise as lazy
+import dpfreq.windows.noise.keyed as lazy
 from dpfreq.engines import get_engine
 from dpfreq.errors import ParameterError
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.reductions import block_points
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.data.reductions import block_points
 
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper",
           "answered_by", "bias_bound")
@@ -185,7 +185,7 @@ def test_noise_unique_equals_noise_and_checks_its_input():
 @pytest.mark.parametrize("gauss", [False, True])
 @pytest.mark.parametrize("domain", [1 << 6, 1 << 30])
 def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, gauss):
-    from dpfreq.windows.tree import Tree2DNoise, prefix_cover
+    from dpfreq.windows.noise.trees import Tree2DNoise, prefix_cover
 
     key = bytes(range(32))
     src = (KeyedDiscreteGaussian(key, 4, 7.0) if gauss

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dpfreq.windows.weights import layout_weights, weight_groups, weighted_log_mgf
+from dpfreq.windows.layouts.weights import layout_weights, weight_groups, weighted_log_mgf
 
 LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 3, True),
            ("layer", 60, 8, False)]

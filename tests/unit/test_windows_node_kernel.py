@@ -1,4 +1,4 @@
-"""The optional compiled passes of dpfreq.windows.node_kernel (extra ``fast``): the same integers
+"""The optional compiled passes of dpfreq.windows.noise.kernel (extra ``fast``): the same integers
 as the numpy path, bit for bit, on many ids, on crafted words (ties, tails, several thresholds
 in a bucket) and on dominance sums; and the kernels load from a cache directory of one's own."""
 
@@ -16,10 +16,10 @@ import pytest
 
 from dpfreq._exact_inverse import inverse_table
 from dpfreq.windows import lazy_noise, node_kernel
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.dominance_noise import DominanceNoise
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.tree import Tree2DNoise
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.noise.dominance import DominanceNoise
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.noise.trees import Tree2DNoise
 
 pytest.importorskip("numba")
 

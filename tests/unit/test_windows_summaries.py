@@ -1,9 +1,9 @@
-"""Window summaries (``dpfreq.windows.summaries`` read what the engines sum): exactness,
+"""Window summaries (``dpfreq.windows.data.summaries`` read what the engines sum): exactness,
 grouping, persistence.
 
 The oracles built from the summed summaries (the memory engine's numpy reference,
 :mod:`dpfreq.engines.memory.summaries`) must answer exactly as the oracles built from the point
-multisets of the whole log (the reductions of :mod:`dpfreq.windows.reductions`), for one log and
+multisets of the whole log (the reductions of :mod:`dpfreq.windows.data.reductions`), for one log and
 for every group of a grouped log at once.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 from dpfreq.engines import SummaryRequest, SummarySpec, TimeBuckets, get_engine
 from dpfreq.engines.memory.summaries import sum_grouped, summarize_events
 from dpfreq.windows import WindowCountsRelease, release_window_counts
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.data.reductions import block_points, cumulative_points, time_window_points
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 
 def random_log(rng: np.random.Generator, horizon: int) -> tuple[np.ndarray, np.ndarray]:

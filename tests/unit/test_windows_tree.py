@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.tree import (
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.noise.keyed import KeyedDiscreteLaplace
+from dpfreq.windows.noise.trees import (
     OnlineCounter,
     Tree1D,
     Tree2DNoise,

@@ -25,8 +25,8 @@ from dpfreq.windows.params import (
     parse_k,
     parse_windows,
 )
-from dpfreq.windows.plan import make_plan
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.structures.chooser import make_plan
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 

@@ -66,7 +66,7 @@ from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import MAX_DENOMINATOR, sample_discrete_laplace
 from dpfreq.rng import derive_key, keyed_generator
-from dpfreq.windows import node_kernel
+from dpfreq.windows.noise import kernel as node_kernel
 
 __all__ = [
     "EAGER_SCHEME",
@@ -399,7 +399,7 @@ class KeyedDiscreteLaplace(_KeyedNoise):
 
     def word_pass(self) -> tuple[Any, tuple[Any, ...]] | None:
         """``(cipher, bucket tables)`` for a compiled pass deciding values from their first
-        words as :meth:`noise` does (:func:`dpfreq.windows.node_kernel.lower_sums`; the caller
+        words as :meth:`noise` does (:func:`dpfreq.windows.noise.kernel.lower_sums`; the caller
         adds the values it computes to :attr:`n_drawn`); None when the values need per-node
         streams (γ > ~43) or the table has no buckets."""
         tab, geo = inverse_table(self.gamma, True), inverse_table(self.gamma, False)

@@ -3,7 +3,7 @@
 The dominance region ``{(p, q): p < x1, q < y1}`` of a product tree over ``D × D`` (``D = 2^h``,
 levels ``0..h``) is covered by one node of level pair ``(ℓx, ℓy)`` for every bit ``ℓx`` set in
 ``x1`` and ``ℓy`` set in ``y1``: node ``((D >> ℓx) + (x1 >> ℓx) − 1, (D >> ℓy) + (y1 >> ℓy) − 1)``
-(1d heap ids, :mod:`dpfreq.windows.dyadic`). The level pair's node grid has
+(1d heap ids, :mod:`dpfreq.windows.layouts.dyadic`). The level pair's node grid has
 ``2^{2h − ℓx − ℓy}`` cells, so the level pairs split in two:
 
 * **upper pairs** (``ℓx + ℓy >= S``): grids with few cells, each shared by many queries. Every
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows import node_kernel
+from dpfreq.windows.noise import kernel as node_kernel
 
 __all__ = ["MAX_CELLS", "DominanceNoise"]
 
@@ -55,8 +55,8 @@ class DominanceNoise:
     Examples
     --------
     >>> from fractions import Fraction
-    >>> from dpfreq.windows.dyadic import dominance_pairs
-    >>> from dpfreq.windows.tree import Tree2DNoise
+    >>> from dpfreq.windows.layouts.dyadic import dominance_pairs
+    >>> from dpfreq.windows.noise.trees import Tree2DNoise
     >>> tree = Tree2DNoise(8, Fraction(1, 2), bytes(32), ("all", 1, 0))
     >>> _, ids = dominance_pairs(np.array([2]), np.array([5]), 8)
     >>> int(DominanceNoise((tree,), (1,))(2, 5)) == int(tree.noise_of(ids).sum())

@@ -9,8 +9,8 @@ parameters only, which is what ``method="auto"`` compares (the mean variance ove
 queries; for time compression the bias bound is added).
 
 Each method's structure, sensitivity and node noise are stated with its class
-(:mod:`dpfreq.windows.counter_structures`: the cumulative counters;
-:mod:`dpfreq.windows.window_structures`: rolling and arbitrary windows, per-query noise).
+(:mod:`dpfreq.windows.structures.counters`: the cumulative counters;
+:mod:`dpfreq.windows.structures.windows`: rolling and arbitrary windows, per-query noise).
 ``unit="item_replace"`` (replace one item's rows) is calibrated at twice the ``item``
 sensitivity outside the cumulative families (a replacement is a removal and an addition); the
 cumulative structures state their exact sensitivity.
@@ -43,15 +43,15 @@ from dpfreq.noise import (
     epsilon_to_fraction,
     sample_discrete_laplace,
 )
-from dpfreq.windows.answer_law import consistent_halfwidth, cover_halfwidth
-from dpfreq.windows.band import (
+from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
+from dpfreq.windows.laws.bands import (
     band_multiplier,
     band_scale,
     cover_multiplier,
     plan_multiplier,
     weights_multiplier,
 )
-from dpfreq.windows.lazy_noise import (
+from dpfreq.windows.noise.keyed import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
     discrete_gaussian_variance,
@@ -59,9 +59,9 @@ from dpfreq.windows.lazy_noise import (
     gaussian_sigma2,
     structure_name,
 )
-from dpfreq.windows.noise_law import sum_quantile
-from dpfreq.windows.protocol import Calibration, NodeSampler, Shape
-from dpfreq.windows.weights import Layout, layout_weights, row_squares
+from dpfreq.windows.laws.sums import sum_quantile
+from dpfreq.windows.structures.protocol import Calibration, NodeSampler, Shape
+from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
 
 __all__ = [
     "BRANCHINGS",
@@ -94,7 +94,7 @@ CONSISTENCY_MAX_WEIGHTS = 1 << 18
 BRANCHINGS = tuple(range(2, 17))
 
 #: the modules whose classes register the built-in methods, in the order ``auto`` tries them
-_BUILTIN = ("dpfreq.windows.counter_structures", "dpfreq.windows.window_structures")
+_BUILTIN = ("dpfreq.windows.structures.counters", "dpfreq.windows.structures.windows")
 
 _REGISTRY: dict[str, type[Structure]] = {}
 
@@ -165,7 +165,7 @@ def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
 
 def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> FloatArray:
     """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β``, ``Z_i`` i.i.d. ``DLap(γ)``
-    (the certified quantile of :func:`dpfreq.windows.noise_law.sum_quantile`)."""
+    (the certified quantile of :func:`dpfreq.windows.laws.sums.sum_quantile`)."""
     return sum_quantile(nodes, beta, gamma=gamma)
 
 
@@ -180,7 +180,7 @@ class Structure:
     A subclass sets :attr:`name` and :attr:`families`, computes its sensitivity
     (:meth:`_shape`), its covers (:meth:`nodes`), draws its noise (:meth:`_draw`) and sums it
     (:meth:`noise`); the calibration, the exact laws, the intervals and the bands are here.
-    It implements :class:`~dpfreq.windows.protocol.WindowStructure`.
+    It implements :class:`~dpfreq.windows.structures.protocol.WindowStructure`.
     """
 
     #: the registered name (``method=`` of the release)
@@ -333,7 +333,7 @@ class Structure:
         return None
 
     def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
-        """The band multiplier from simulated noise vectors (:mod:`dpfreq.windows.band`)."""
+        """The band multiplier from simulated noise vectors (:mod:`dpfreq.windows.laws.bands`)."""
         limits = self._tree_limits()
         if limits is None:
             return cover_multiplier(self, beta, draws, sample)
@@ -428,7 +428,7 @@ class Structure:
 
     def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
         """``x`` with ``Pr[|noise of the answer| > x] <= β`` for each query, from the exact law
-        of its noise (:mod:`dpfreq.windows.answer_law`); ``exact=False``: the tail bounds alone
+        of its noise (:mod:`dpfreq.windows.laws.answers`); ``exact=False``: the tail bounds alone
         (never smaller; cheap). Remembered (64 query sets of at most 2^14 queries)."""
         q1, q2 = np.asarray(t1, dtype=np.int64), np.asarray(t2, dtype=np.int64)
         memo = (beta, exact, q1.shape, q2.shape, q1.tobytes(), q2.tobytes())
@@ -453,7 +453,7 @@ class Structure:
         """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Trees:
         ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
-        calibrated on the exact joint noise law (:mod:`dpfreq.windows.band`; keyed by the
+        calibrated on the exact joint noise law (:mod:`dpfreq.windows.laws.bands`; keyed by the
         release's secret once attached, by a public key in a plan). Independent answers
         (``per_query``): the half-width at Šidák's ``1 − (1 − β)^{1/n}``; trees beyond the
         simulation's limits: at ``β/n``.
@@ -494,7 +494,7 @@ class Structure:
 
     # ---------------------------------------------------------------- noise (needs the key)
     #: ``node_noise(structure, name)``: a grouped release's shared node noise replacing the
-    #: tree's own keyed source, eager or lazy (:mod:`dpfreq.windows.grouped_noise`)
+    #: tree's own keyed source, eager or lazy (:mod:`dpfreq.windows.grouped.noise`)
     node_noise: Any = None
 
     @property
@@ -514,7 +514,7 @@ class Structure:
     def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly). ``name``
         names the structure in its release (``(family label, k)``); its tree ``i`` draws under
-        ``(*name, i)``: every tree gets its own sub-key (:mod:`dpfreq.windows.lazy_noise`)."""
+        ``(*name, i)``: every tree gets its own sub-key (:mod:`dpfreq.windows.noise.keyed`)."""
         base = structure_name(name, "Structure.attach")
         self._key, self._name = key, base
         self._band_c = {}

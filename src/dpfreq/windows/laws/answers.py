@@ -2,7 +2,7 @@
 
 An answer's noise is a sum of i.i.d. node noises over its cover, or (least-squares estimates) a
 fixed linear combination of them; both laws depend on the structure's layout and node law only
-(:class:`~dpfreq.windows.protocol.WindowStructure`).
+(:class:`~dpfreq.windows.structures.protocol.WindowStructure`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.noise_law import (
+from dpfreq.windows.laws.sums import (
     TAIL,
     sum_quantile,
     tail_radius,
     weighted_quantile,
     weighted_sum_law,
 )
-from dpfreq.windows.protocol import WindowStructure
-from dpfreq.windows.weights import consistent_laws, row_squares, weighted_log_mgf
+from dpfreq.windows.structures.protocol import WindowStructure
+from dpfreq.windows.layouts.weights import consistent_laws, row_squares, weighted_log_mgf
 
 __all__ = ["consistent_halfwidth", "cover_halfwidth"]
 
@@ -33,7 +33,7 @@ def cover_halfwidth(s: WindowStructure, nodes: IntArray, beta: float, exact: boo
     """``x`` with ``Pr[|noise| > x] <= β`` for answers that sum ``nodes`` i.i.d. node noises.
 
     ``x`` is the certified quantile of the exact law of the sum (the convolution of the node
-    pmf, :func:`dpfreq.windows.noise_law.sum_quantile`). ``exact=False`` gives the tail bounds
+    pmf, :func:`dpfreq.windows.laws.sums.sum_quantile`). ``exact=False`` gives the tail bounds
     alone (never smaller than the exact value; cheap, used by
     :meth:`~dpfreq.windows.WindowCountsPlan.epsilon_for` to bracket its search).
     """
@@ -55,7 +55,7 @@ def consistent_halfwidth(s: WindowStructure, prefix: IntArray, beta: float, exac
     """:func:`cover_halfwidth` of least-squares estimates of the prefixes ``prefix``.
 
     A consistent estimate is a linear combination ``Σ a_v Z_v`` with non-integer weights: the
-    certified grid convolution of :func:`dpfreq.windows.noise_law.weighted_sum_law` (computed
+    certified grid convolution of :func:`dpfreq.windows.laws.sums.weighted_sum_law` (computed
     once per prefix and law), whose support radius comes from the tail bound — a Chernoff bound
     for discrete Laplace (the moment generating function is the product of ``M(λ a_v)``), the
     σ-sub-Gaussian tail for discrete Gaussian (Canonne–Kamath–Steinke 2020),

@@ -2,7 +2,7 @@
 
 Every group's release is an ordinary window release built from that group's exact summaries
 on a copy of one plan calibrated from public parameters, its node noise drawn for all groups
-at once from one keyed source per tree (:mod:`dpfreq.windows.grouped_noise`); so it answers
+at once from one keyed source per tree (:mod:`dpfreq.windows.grouped.noise`); so it answers
 any window (``rel["c7"].window(...)``) as post-processing. :meth:`GroupedWindowRelease.save`
 writes every group's private state to one checksummed artefact;
 :meth:`GroupedWindowRelease.load` rebuilds identical releases.
@@ -26,13 +26,13 @@ from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
-from dpfreq.windows.answers import WindowState, attach_state, build_plan
-from dpfreq.windows.grouped_budget import group_epsilon
-from dpfreq.windows.grouped_noise import GroupNoise
+from dpfreq.windows.state import WindowState, attach_state, build_plan
+from dpfreq.windows.grouped.budget import group_epsilon
+from dpfreq.windows.grouped.noise import GroupNoise
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import checked_load
 from dpfreq.windows.result import WindowCountsRelease
-from dpfreq.windows.summaries import WindowSummaries
+from dpfreq.windows.data.summaries import WindowSummaries
 
 __all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
 
@@ -44,13 +44,13 @@ _GROUPED_KEYS = {"epsilon", "delta", "unit", "group_column", "max_groups_per_ite
 
 def calibrated_plan(build: WindowBuild, rho: float | None = None) -> Any:
     """The one plan of every group (public parameters only; ``rho``: each group's zCDP share
-    when the groups compose in zCDP, :mod:`dpfreq.windows.grouped_budget`)."""
+    when the groups compose in zCDP, :mod:`dpfreq.windows.grouped.budget`)."""
     return build_plan(build, rho)
 
 
 def _plan_copy(plan: Any, node_noise: Any) -> Any:
     """A copy of an unattached plan whose structures a group may attach its key to, each
-    drawing its node noise from ``node_noise`` (:mod:`dpfreq.windows.grouped_noise`).
+    drawing its node noise from ``node_noise`` (:mod:`dpfreq.windows.grouped.noise`).
 
     Each structure is copied shallowly: attaching binds the key, the band cache and the node
     noise to new attributes of the copy (``attach`` and every ``_draw`` rebind, none mutates a
@@ -72,12 +72,12 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     before each group's key is attached (the structures hold their group's noise once
     attached).
 
-    The node noise of every group comes from one :class:`~dpfreq.windows.grouped_noise.
+    The node noise of every group comes from one :class:`~dpfreq.windows.grouped.noise.
     GroupNoise` under ``noise_key``: each eager tree is drawn for all groups in one vectorised
     call, group ``g`` at its own counters. A group's own key seeds only its band simulation
     (below) and the streams of a structure that draws outside the node-noise hook.
 
-    The band multipliers (:mod:`dpfreq.windows.band`) are computed once per call and shared:
+    The band multipliers (:mod:`dpfreq.windows.laws.bands`) are computed once per call and shared:
     every group's structures are copies of one plan, so their node noise laws are the same,
     and a multiplier is a function of simulated draws only. The first group's simulation
     stream is derived from its key under the band's own name, independent of the data and of
@@ -103,7 +103,7 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
     at ``1 − β/(G·C)`` (the band of one curve holds for all its T values at once).
 
     Every group's structures are copies of one plan, so their noise laws are the same and so are
-    their exact half-widths; a band calibrated by simulation (:mod:`dpfreq.windows.band`) draws
+    their exact half-widths; a band calibrated by simulation (:mod:`dpfreq.windows.laws.bands`) draws
     from a stream independent of every group's node noise, so the first group's calibration
     holds for each group's noise alike: it is computed once, on the first group's state.
     """
@@ -416,7 +416,7 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
 def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild
                   ) -> float | None:
     """The whole call's unit and budget agree with every group's; returns each group's ρ under
-    zCDP accounting (:func:`~dpfreq.windows.grouped_budget.choose_budget`: pure, each group
+    zCDP accounting (:func:`~dpfreq.windows.grouped.budget.choose_budget`: pure, each group
     at ``(ε_r/m, δ_r/m)``; zCDP, ``m·ρ <= zcdp_rho(ε_r, δ_r)`` and each group at
     ``(ρ + 2√(ρ ln(1/δ_r)), δ_r)``; ``(ε_r, δ_r)`` is the call's budget less the selection's)."""
     def bad() -> DataError:

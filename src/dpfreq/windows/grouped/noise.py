@@ -3,8 +3,8 @@
 Every group's structures are copies of one plan, so the tree named ``name`` (``(family label,
 k, tree index)``) has the same node law in every group. Its noise for all ``G`` groups comes
 from one keyed source of that law under the release's noise key (an exact
-:class:`~dpfreq.windows.lazy_noise.KeyedDiscreteLaplace` or
-:class:`~dpfreq.windows.lazy_noise.KeyedDiscreteGaussian`), with group ``g``'s node ``v`` at the
+:class:`~dpfreq.windows.noise.keyed.KeyedDiscreteLaplace` or
+:class:`~dpfreq.windows.noise.keyed.KeyedDiscreteGaussian`), with group ``g``'s node ``v`` at the
 counter ``v·G + g``: an injective encoding of ``(g, v)`` for ``0 <= g < G``, so every
 (group, node) pair gets its own pseudorandom block and, given ideal PRF outputs, an exact and
 independent draw of the node law. Group ``g``'s value at node ``v`` is a deterministic function
@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 
 __all__ = ["GroupNoise"]
 
@@ -47,7 +47,7 @@ class GroupNoise:
     Examples
     --------
     >>> from fractions import Fraction
-    >>> from dpfreq.windows.structure import build_structure
+    >>> from dpfreq.windows.structures.base import build_structure
     >>> s = build_structure("cumulative", "tree", 1, 8, "item", Fraction(1), 0.0)
     >>> shared = GroupNoise(bytes(32), 3)
     >>> a = shared.for_group(1)(s, ("cumulative", 1, 0)).noise(np.arange(4))
@@ -106,7 +106,7 @@ class GroupNoise:
 
     def for_group(self, group: int) -> _GroupView:
         """The ``node_noise`` hook of group ``group``'s structures
-        (:attr:`dpfreq.windows.structure.Structure.node_noise`)."""
+        (:attr:`dpfreq.windows.structures.base.Structure.node_noise`)."""
         if not 0 <= group < self.n_groups:
             raise ParameterError(message("group", "GroupNoise.for_group",
                                          f"an index in [0, {self.n_groups})", group))

@@ -31,17 +31,17 @@ from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.selection import SelectionPlan, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
-from dpfreq.windows.events import engine_source, range_error, summarizing_engine
-from dpfreq.windows.grouped_budget import GroupBudget, check_selection_epsilon, choose_budget
-from dpfreq.windows.grouped_fields import GroupedWindowFields, GroupedWindowMechanism
-from dpfreq.windows.grouped_result import (
+from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.grouped.budget import GroupBudget, check_selection_epsilon, choose_budget
+from dpfreq.windows.grouped.fields import GroupedWindowFields, GroupedWindowMechanism
+from dpfreq.windows.grouped.result import (
     GroupedWindowRelease,
     assemble,
     calibrated_plan,
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 __all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
            "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
@@ -82,10 +82,10 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
     """The budget of each group and the partition selection (None with a public list).
 
     Without a public list the selection spends ``selection_epsilon`` (``"auto"``: the share of
-    :func:`~dpfreq.windows.grouped_budget.choose_budget`) and a share of δ (δ must be in
+    :func:`~dpfreq.windows.grouped.budget.choose_budget`) and a share of δ (δ must be in
     (0, 1e-3]); the groups' window
     releases share the rest, under pure or zCDP accounting, whichever predicts less error
-    (:func:`~dpfreq.windows.grouped_budget.choose_budget`), so the call's total is exactly the
+    (:func:`~dpfreq.windows.grouped.budget.choose_budget`), so the call's total is exactly the
     (ε, δ) asked for.
     """
     if names is None and par.delta == 0.0:
@@ -269,7 +269,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     in each such group it is an item-level neighbour. Every group's release is the window
     release at ``(ε/m, δ/m)``, so by basic composition over those ``m`` groups (parallel
     composition over the others) the whole call is (ε, δ)-DP. Where it predicts less error
-    (δ > 0, ``m >= 2``; :mod:`dpfreq.windows.grouped_budget`) every group's release is instead
+    (δ > 0, ``m >= 2``; :mod:`dpfreq.windows.grouped.budget`) every group's release is instead
     ``ρ/m``-zCDP with ``ρ + 2√(ρ ln(1/δ)) <= ε``: the at most ``m`` touched groups compose to
     ρ-zCDP, which is (ε, δ)-DP. ``unit="event"``: neighbours add or remove one row, which lies
     in one group; every group's release is at (ε, δ) and the call is (ε, δ)-DP by parallel
@@ -318,7 +318,7 @@ class GroupedWindowCountsPlan(PlanSummary):
         (its share of ε, chosen or given, and a share of δ).
     budget : GroupBudget or None
         How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
-        whichever predicts less error (:mod:`dpfreq.windows.grouped_budget`), and why.
+        whichever predicts less error (:mod:`dpfreq.windows.grouped.budget`), and why.
 
     Examples
     --------

@@ -5,7 +5,7 @@ release noisy sums of the histogram over fixed blocks of periods (:func:`layer_l
 answer a prefix from them: by a cover (:func:`layer_prefix_cover`, or the signed cover of
 balanced digits, :func:`layer_signed_cover`) or by least squares over every block
 (:func:`layer_prefix_weights`). The simple counter (one block per period) and the binary tree
-(``B = 2`` with a root) are special cases; :mod:`dpfreq.windows.structure` calibrates them.
+(``B = 2`` with a root) are special cases; :mod:`dpfreq.windows.structures.base` calibrates them.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ are not negligible (``φ(θ)^m`` falls fast away from ``θ = 0``), so the mass o
 short sum against the Dirichlet kernel (:func:`_dirichlet_quantiles`, the omitted terms bounded
 by ``TRUNC``): ``b`` is found by a search over ``b`` for every cover size of a batch instead of
 one transform of ``n >= 2R + 1`` points per size. ``log φ`` is computed in the form without
-cancellation (:func:`_log_phi`). With the compiled kernels of :mod:`dpfreq.windows.node_kernel`
+cancellation (:func:`_log_phi`). With the compiled kernels of :mod:`dpfreq.windows.noise.kernel`
 loaded, the Chernoff minima and the searches run as compiled loops that give the same numbers
 (a secant search per size ends at the same certified ``b`` as the numpy bisection: the smallest
 ``b`` certified with ``b − 1`` not); the numpy path is the fallback.
@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as sfft
 
-from dpfreq.windows import node_kernel
+from dpfreq.windows.noise import kernel as node_kernel
 
 __all__ = [
     "TAIL",
@@ -60,7 +60,7 @@ TAIL = 1e-13
 
 #: weights of a linear combination of node noises that agree to this many decimals are grouped
 #: (one convolution per group in :func:`weighted_sum_law`; one term per group in the Chernoff
-#: bound of :mod:`dpfreq.windows.structure`)
+#: bound of :mod:`dpfreq.windows.structures.base`)
 WEIGHT_DECIMALS = 12
 
 #: largest support radius ``R`` computed exactly; beyond it the tail bound alone is used
@@ -246,7 +246,7 @@ def _dirichlet_quantiles(ms: list[int], rs: list[int], beta: float, gamma: float
     :func:`sum_abs_cdf` computes with a transform of ``n >= 2r + 1`` points, here from ``K``
     terms (rounding error ``<= 1e-13``: ``|w_k| <= 1/k``), with the same ``slack`` plus
     ``TRUNC``; an ``m`` not certified at ``b = r`` is left out. The compiled search of
-    :mod:`dpfreq.windows.node_kernel` when loaded (a secant search per row from a normal
+    :mod:`dpfreq.windows.noise.kernel` when loaded (a secant search per row from a normal
     guess, a few sums instead of a bisection's ~18), else the same search in numpy.
     """
     rows = []

@@ -1,12 +1,12 @@
 """The one protocol every window structure implements, and the typed record of its calibration.
 
-A structure (:mod:`dpfreq.windows.structure`) is the noise layout of one query family and one
+A structure (:mod:`dpfreq.windows.structures.base`) is the noise layout of one query family and one
 k, chosen by ``method``: it is calibrated from public parameters, draws its node noise under the
 release's key and answers windows as integer sums ``Σ ± (exact node count + node noise)`` of
 noisy node counts, or (``measured`` structures) as a deterministic function of noisy
 measurements it holds. The release
-(:mod:`dpfreq.windows.answers`), the plan (:mod:`dpfreq.windows.plan`,
-:mod:`dpfreq.windows.planning`) and the band simulation (:mod:`dpfreq.windows.band`) read a
+(:mod:`dpfreq.windows.state`), the plan (:mod:`dpfreq.windows.structures.chooser`,
+:mod:`dpfreq.windows.plan`) and the band simulation (:mod:`dpfreq.windows.laws.bands`) read a
 structure through :class:`WindowStructure` only.
 """
 

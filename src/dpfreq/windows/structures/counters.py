@@ -12,11 +12,11 @@ method             structure                                node noise γ
 cumulative/simple  one noise per period, running sums       ``ε_s/Δ``
 cumulative/tree    one ``B``-ary tree over ``T``            ``ε_s/(Δ·L_{T,B})``
 cumulative/        ``u = R x + z``, answers ``L u``         discrete Gaussian only,
-factorization      (:mod:`dpfreq.windows.factorization`)    ``σ² >= ‖R‖²_{Δ}/(2ρ_s)``
+factorization      (:mod:`dpfreq.windows.layouts.factorization`)    ``σ² >= ‖R‖²_{Δ}/(2ρ_s)``
 =================  =======================================  ==============================
 
 ``ε_s`` is the budget of the (family, k) structure and ``L_{T,B} = ⌈log_B T⌉ + 1`` the levels of
-the layout (:func:`~dpfreq.windows.counters.layer_layout`): every point lies in one block per
+the layout (:func:`~dpfreq.windows.layouts.layered.layer_layout`): every point lies in one block per
 level. A moved point changes the blocks holding either period, except a top block over all
 ``T`` periods, which holds both.
 
@@ -24,8 +24,8 @@ Every counter is *measured*: once its key is attached it takes the exact per-per
 ``x`` and keeps only its noisy measurement — the noisy block counts ``B x + z`` of a layered
 counter, ``u = R x + z`` of the factorization, integers — and every answer it publishes is a
 deterministic function of that measurement (integer cover sums; the exact dyadic least-squares
-weights of :func:`~dpfreq.windows.weights.consistent_estimates`; ``L u`` by
-:func:`~dpfreq.windows.factorization.prefix_answer`).
+weights of :func:`~dpfreq.windows.layouts.weights.consistent_estimates`; ``L u`` by
+:func:`~dpfreq.windows.layouts.factorization.prefix_answer`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.band import walk_multiplier
-from dpfreq.windows.counters import layer_layout, layer_signed_cover, layer_signed_ranges
-from dpfreq.windows.factorization import (
+from dpfreq.windows.laws.bands import walk_multiplier
+from dpfreq.windows.layouts.layered import layer_layout, layer_signed_cover, layer_signed_ranges
+from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
     SCALE,
@@ -52,16 +52,16 @@ from dpfreq.windows.factorization import (
     sensitivity,
     sub_gaussian_halfwidth,
 )
-from dpfreq.windows.lazy_noise import gaussian_sigma2
-from dpfreq.windows.protocol import Calibration, CounterShape, NodeSampler, Shape
-from dpfreq.windows.structure import (
+from dpfreq.windows.noise.keyed import gaussian_sigma2
+from dpfreq.windows.structures.protocol import Calibration, CounterShape, NodeSampler, Shape
+from dpfreq.windows.structures.base import (
     BRANCHINGS,
     CONSISTENCY_MAX_WEIGHTS,
     Structure,
     eager_noise,
     register,
 )
-from dpfreq.windows.weights import Layout, consistent_estimates
+from dpfreq.windows.layouts.weights import Layout, consistent_estimates
 
 __all__ = ["FactorShape", "FactorizationCounter", "SimpleCounter", "TreeCounter"]
 
@@ -103,7 +103,7 @@ class _LayeredCounter(Structure):
         self._impl = self._block_noise(key, name)
 
     def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
-        """``(sizes, offsets)`` of the levels (:func:`~dpfreq.windows.counters.layer_layout`)."""
+        """``(sizes, offsets)`` of the levels (:func:`~dpfreq.windows.layouts.layered.layer_layout`)."""
         raise NotImplementedError
 
     def _shape(self) -> CounterShape:
@@ -121,7 +121,7 @@ class _LayeredCounter(Structure):
                             block_sizes=sizes)
 
     def _block_noise(self, key: bytes, name: tuple[str | int, ...]) -> IntArray:
-        """One noise per flat block id (:func:`~dpfreq.windows.counters.layer_layout`)."""
+        """One noise per flat block id (:func:`~dpfreq.windows.layouts.layered.layer_layout`)."""
         tree0 = (*name, 0)
         size = self.shape.tree_nodes
         if self.keyed_eager:
@@ -168,7 +168,7 @@ class SimpleCounter(_LayeredCounter):
 class TreeCounter(_LayeredCounter):
     """A layered ``B``-ary tree (with or without a root block); answers by signed covers, or by
     least squares over every block when its dense weights are small enough
-    (:data:`~dpfreq.windows.structure.CONSISTENCY_MAX_WEIGHTS`)."""
+    (:data:`~dpfreq.windows.structures.base.CONSISTENCY_MAX_WEIGHTS`)."""
 
     name = "tree"
     _cons_est: NDArray[np.float64]  # consistent estimates of every prefix (least squares)
@@ -220,11 +220,11 @@ class TreeCounter(_LayeredCounter):
 
     def cover(self, x: Any) -> list[tuple[NDArray[np.bool_], IntArray, IntArray]]:
         """Signed block covers of the prefixes ``{p <= x}`` without least squares
-        (:func:`~dpfreq.windows.counters.layer_signed_cover`)."""
+        (:func:`~dpfreq.windows.layouts.layered.layer_signed_cover`)."""
         return layer_signed_cover(x, self.horizon, self.branching, self.top)
 
     def _ranges(self, q2: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-        """:func:`~dpfreq.windows.counters.layer_signed_ranges` of the prefixes ``q2 − 1``,
+        """:func:`~dpfreq.windows.layouts.layered.layer_signed_ranges` of the prefixes ``q2 − 1``,
         remembered for the last set of queries: an ask's noise, variance and half-widths
         use the same (public: they depend on the queries and the layout only)."""
         memo = (q2.shape, q2.tobytes())
@@ -302,7 +302,7 @@ class FactorShape(Shape):
 @register
 class FactorizationCounter(Structure):
     """Measures ``u = R x + z`` (``z`` i.i.d. discrete Gaussian) and answers every prefix by
-    ``L u`` from ``u`` alone (:mod:`dpfreq.windows.factorization`)."""
+    ``L u`` from ``u`` alone (:mod:`dpfreq.windows.layouts.factorization`)."""
 
     name = "factorization"
     families = ("cumulative",)

@@ -7,7 +7,7 @@ smaller error, from public parameters only (as ``method="auto"`` does for one re
 * **pure**: every group's release at ``(ε_r/m, δ_r/m)``, each rounded down on fractions;
   basic composition over the ``m`` groups an item touches (parallel composition over the
   others) gives ``(ε_r, δ_r)``. Each group's plan may itself use zCDP inside that share
-  (:func:`~dpfreq.windows.plan.make_plan`).
+  (:func:`~dpfreq.windows.structures.chooser.make_plan`).
 * **zCDP across groups** (δ > 0 only): ``ρ``, the largest ρ with
   ``ρ + 2√(ρ ln(1/δ_r)) <= ε_r`` (certified on fractions and rounded down,
   :func:`~dpfreq.grouped.accounting.zcdp_rho_at_most`); every group's release is
@@ -45,7 +45,7 @@ from dpfreq.grouped.selection import (
     SelectionPlan,
     plan_selection,
 )
-from dpfreq.windows.plan import make_plan, plan_score
+from dpfreq.windows.structures.chooser import make_plan, plan_score
 
 __all__ = ["AUTO_SHARES", "GroupBudget", "check_selection_epsilon", "choose_budget",
            "group_epsilon"]

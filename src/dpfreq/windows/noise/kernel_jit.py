@@ -1,5 +1,5 @@
 """Compiled (numba) passes of the windows' keyed node noise and exact dominance counts; imported by
-:mod:`dpfreq.windows.node_kernel` only, and only when numba is installed (extra ``fast``).
+:mod:`dpfreq.windows.noise.kernel` only, and only when numba is installed (extra ``fast``).
 
 A hand-written loop instead of numpy calls: the per-node work of the keyed discrete Laplace
 (bucket look-up, the comparisons that decide the magnitude, the sign) is a chain of about twenty
@@ -92,7 +92,7 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
                     out, flagged):
     """``G = (A << m) + B`` per id from ``m + 1`` words per id (``ct[2((m+1)i + j)]``): word 0
     gives ``A`` by the table of ``γ·2^m``, word ``1 + j`` the digit ``j`` of ``B`` (``W <
-    digits[j]``), as ``_NodePRF.geometric`` in :mod:`dpfreq.windows.lazy_noise` decides them.
+    digits[j]``), as ``_NodePRF.geometric`` in :mod:`dpfreq.windows.noise.keyed` decides them.
     Ids whose ``A`` word ties or lies beyond the table, or whose digit word ties, go to
     ``flagged``. Returns the number of flagged positions."""
     fbuf = np.empty(1, np.float64)
@@ -120,7 +120,7 @@ def geometric_words(ct, n, m, digits, shift, key0, thr, base, ascending, at, siz
 def dominance_counts(lines, samples, shift, start, before, node_off, xs1, ys, out):
     """``out[q] += Σ_ℓ`` (the weight of node ``(xs1[q] >> ℓ) − 1``'s points with ``y ≤
     ys[q]``) over the set bits ``ℓ`` of ``xs1[q]``: the merge-sort tree of
-    :class:`dpfreq.windows.dominance_count.DominanceCounter`. Per level, ``lines`` holds the
+    :class:`dpfreq.windows.data.dominance_count.DominanceCounter`. Per level, ``lines`` holds the
     pairs ``(y, cumulative weight)`` of the points, ``2^shift`` pairs per 64-byte line, and
     ``samples`` the ``y`` of every line's first pair; a node's points are ``start[node] ..
     start[node + 1]``. Each query searches its node's samples, then counts in the one line they
@@ -183,7 +183,7 @@ def dominance_counts(lines, samples, shift, start, before, node_off, xs1, ys, ou
 def lower_blocks(xs, ys, q0, split, levels, domain, buf, stride, cap, starts):
     """Node ids of the lower level pairs ``ℓx + ℓy < split`` of the dominance covers of the
     queries ``q0, q0 + 1, …``, query-major, ``ℓx`` then ``ℓy`` increasing (the order of
-    :meth:`dpfreq.windows.dominance_noise.DominanceNoise._lower`): id ``i`` at
+    :meth:`dpfreq.windows.noise.dominance.DominanceNoise._lower`): id ``i`` at
     ``buf[stride·i]``, as many whole queries as ``cap`` ids hold; ``starts[j]`` the first id
     of query ``q0 + j`` (and one past the last). With ``stride = 2`` these are the AES input
     blocks ``(id ‖ 0)`` (the tag words of ``buf`` must be zero already). Returns the first
@@ -247,7 +247,7 @@ def laplace_sums(ct, starts, n_q, sign, shift, key0, thr, base, ascending, at, s
 def grid_ids(lxs, lys, domain, out):
     """Node ids of the level pairs ``(lxs[i], lys[i])`` one grid after the other, each grid
     row-major: ``((D >> ℓx) + u)·2D + (D >> ℓy) + v`` (the heap ids of
-    :mod:`dpfreq.windows.dyadic`)."""
+    :mod:`dpfreq.windows.layouts.dyadic`)."""
     at = 0
     width = 2 * domain
     for i in range(lxs.size):
@@ -261,7 +261,7 @@ def grid_ids(lxs, lys, domain, out):
 
 @numba.njit(cache=True, nogil=True)
 def upper_row(vals, offs, levels, domain, lx, b, out):
-    """The row table of ``ℓx`` of :class:`~dpfreq.windows.dominance_noise.DominanceNoise`:
+    """The row table of ``ℓx`` of :class:`~dpfreq.windows.noise.dominance.DominanceNoise`:
     ``out[u·W + c] = Σ_{ℓy >= b, bit ℓy − b of c} grid(ℓx, ℓy)[u, (c >> (ℓy − b)) − 1]``
     with ``W = (D >> b) + 1``; grid ``(ℓx, ℓy)`` is ``vals[offs[ℓy]:]``, row-major with
     ``D >> ℓy`` columns (int64 sums: wrap-around as numpy's)."""

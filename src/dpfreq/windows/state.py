@@ -6,7 +6,7 @@ release's secret key (drawn once per node, never redrawn), so any number of quer
 post-processing of one private release. Structures whose answers are integer signed sums of
 node counts compute them as ``exact count + Σ ± η(node)`` (the same integer); the others
 (least squares, the factorization) take their measurements once and answer from them alone
-(:attr:`~dpfreq.windows.structure.Structure.measured`).
+(:attr:`~dpfreq.windows.structures.base.Structure.measured`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from numpy.typing import NDArray
 from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.overlap import side_by_side
+from dpfreq.windows.noise.overlap import side_by_side
 from dpfreq.windows.params import WindowBuild
-from dpfreq.windows.plan import Plan, family_label, make_plan
-from dpfreq.windows.protocol import WindowStructure
-from dpfreq.windows.summaries import SummarySpec, WindowSummaries
+from dpfreq.windows.structures.chooser import Plan, family_label, make_plan
+from dpfreq.windows.structures.protocol import WindowStructure
+from dpfreq.windows.data.summaries import SummarySpec, WindowSummaries
 
 __all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_state", "route"]
 
@@ -57,7 +57,7 @@ class WindowAnswer:
         Simultaneous band: all the windows of the answer contain the truth at once with
         probability >= ``confidence``, whichever structures answer them (each answering
         structure's band covers its whole family at its share of ``1 − confidence``; trees:
-        calibrated on the exact joint noise law, :mod:`dpfreq.windows.band`; independent
+        calibrated on the exact joint noise law, :mod:`dpfreq.windows.laws.bands`; independent
         per-query noise: Šidák; trees too large for the simulation: the union bound).
     confidence : float
         The confidence level of both.
@@ -196,11 +196,11 @@ class WindowState:
         allowance included) of windows of one structure.
 
         A measured structure answers from its noisy measurements alone
-        (:meth:`~dpfreq.windows.structure.Structure.estimates`). Any other answers
+        (:meth:`~dpfreq.windows.structures.base.Structure.estimates`). Any other answers
         ``exact + Σ ± node noise`` in integers — the same integer as the signed sum of its
         noisy node counts. In a batch of at least :data:`OVERLAP_MIN` such windows everything
         but the node noise runs in a helper thread while the noise is computed
-        (:func:`~dpfreq.windows.overlap.side_by_side`): the exact counts and most of the noise
+        (:func:`~dpfreq.windows.noise.overlap.side_by_side`): the exact counts and most of the noise
         run without the GIL, so on a machine with a free core the two overlap (the helper only
         reads the oracle and fills the structure's interval caches; the node noise stays in
         this thread)."""
@@ -317,7 +317,7 @@ def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -
     Deterministic given the key and the build parameters: the release and
     :meth:`~dpfreq.windows.WindowCountsRelease.load` both build their state here. Structure
     ``(label, k)`` draws its noise under the name ``(label, k, tree index)``
-    (:mod:`dpfreq.windows.lazy_noise`): distinct names, independent sub-keys.
+    (:mod:`dpfreq.windows.noise.keyed`): distinct names, independent sub-keys.
     """
     return attach_state(summaries, key=key, build=build, plan=build_plan(build))
 

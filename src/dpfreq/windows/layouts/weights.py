@@ -24,9 +24,9 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.counters import layer_layout, layer_prefix_weights
-from dpfreq.windows.noise_law import WEIGHT_DECIMALS
-from dpfreq.windows.tree import consistent_tree
+from dpfreq.windows.layouts.layered import layer_layout, layer_prefix_weights
+from dpfreq.windows.laws.sums import WEIGHT_DECIMALS
+from dpfreq.windows.noise.trees import consistent_tree
 
 __all__ = [
     "SCALE_BITS",
@@ -43,7 +43,7 @@ __all__ = [
 
 
 #: ``("heap", D)``: the binary tree over ``D`` leaves in heap order (per-start trees);
-#: ``("layer", T, B, top)``: a layered counter (:mod:`dpfreq.windows.counters`)
+#: ``("layer", T, B, top)``: a layered counter (:mod:`dpfreq.windows.layouts.layered`)
 Layout = tuple[Any, ...]
 IntArray = NDArray[np.int64]
 

@@ -34,18 +34,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.dominance_noise import DominanceNoise
-from dpfreq.windows.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.protocol import PerQueryShape, TreeShape
-from dpfreq.windows.structure import (
+from dpfreq.windows.noise.dominance import DominanceNoise
+from dpfreq.windows.layouts.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.structures.protocol import PerQueryShape, TreeShape
+from dpfreq.windows.structures.base import (
     CONSISTENCY_MAX_DOMAIN,
     Structure,
     eager_noise,
     register,
 )
-from dpfreq.windows.tree import Tree1D, Tree2DNoise
-from dpfreq.windows.weights import consistent_estimates, row_squares
+from dpfreq.windows.noise.trees import Tree1D, Tree2DNoise
+from dpfreq.windows.layouts.weights import consistent_estimates, row_squares
 
 __all__ = ["Blocks", "Compressed", "PerQuery", "PerStart", "ProductTrees", "SingleTree"]
 
@@ -225,7 +225,7 @@ class ProductTrees(Structure):
 class PerStart(Structure):
     """Arbitrary windows from one cumulative binary tree per start (item level), with lazy
     keyed noise; least squares per tree when its domain is at most
-    :data:`~dpfreq.windows.structure.CONSISTENCY_MAX_DOMAIN`."""
+    :data:`~dpfreq.windows.structures.base.CONSISTENCY_MAX_DOMAIN`."""
 
     name = "per_start"
     families = ("all",)

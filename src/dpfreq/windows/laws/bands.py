@@ -5,10 +5,10 @@ noise (``per_query``), Šidák's per-answer level ``1 − (1 − β)^{1/n}`` is 
 share node noises, the union bound ``β/n`` is certified but loose (measured at nominal 0.90:
 0.927 for the cumulative tree, 0.929 for item-level ``per_start``). For the consistent trees
 (``tree``, ``per_start`` and ``compressed`` with domain at most
-:data:`~dpfreq.windows.structure.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
+:data:`~dpfreq.windows.structures.base.CONSISTENCY_MAX_DOMAIN`) the band is calibrated instead:
 
 * every answer's noise is a fixed linear map of i.i.d. node noises (the consistency weights
-  ``A`` of :func:`~dpfreq.windows.weights.layout_weights`), independent of the data;
+  ``A`` of :func:`~dpfreq.windows.layouts.weights.layout_weights`), independent of the data;
 * :data:`BAND_DRAWS` independent copies of the family's whole noise vector are drawn from that
   exact law (the same exact node sampler and the same map), and ``c`` is the order statistic
   (:func:`~dpfreq.order_stats.order_quantile`) at level ``1 − β`` of their maxima
@@ -45,7 +45,7 @@ single tree beyond ``T = 8192``), and for per-start trees without consistency, t
 is kept.
 
 Each structure chooses its simulation (``simulate_band`` of
-:class:`~dpfreq.windows.protocol.WindowStructure`): :func:`walk_multiplier`,
+:class:`~dpfreq.windows.structures.protocol.WindowStructure`): :func:`walk_multiplier`,
 :func:`weights_multiplier` or :func:`cover_multiplier`.
 """
 
@@ -60,8 +60,8 @@ from numpy.typing import NDArray
 from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
 from dpfreq.rng import derive_key, keyed_generator
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, structure_name
-from dpfreq.windows.protocol import NodeSampler, WindowStructure
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, structure_name
+from dpfreq.windows.structures.protocol import NodeSampler, WindowStructure
 
 __all__ = [
     "BAND_DRAWS",
@@ -228,7 +228,7 @@ def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
 def weights_multiplier(s: WindowStructure, limits: NDArray[np.int64], step: int, beta: float,
                        draws: int, sample: NodeSampler) -> float | None:
     """The multiplier of consistent trees: tree ``i`` answers the prefix values
-    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.protocol.WindowStructure.weights`
+    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.structures.protocol.WindowStructure.weights`
     (the window ``[1, x·step + 1]`` has prefix value ``x``); ``None`` beyond the limits."""
     d = s.domain
     weights = s.weights()

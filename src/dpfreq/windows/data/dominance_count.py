@@ -9,7 +9,7 @@ A level stores the pairs ``(y, weight up to and including the point)`` side by s
 when every ``y`` and every partial sum of ``|w|`` fit (8 pairs per 64-byte cache line, the lines
 aligned), else 64-bit, and the ``y`` of each line's first pair (a sample 1/16 of the pairs'
 size). Each node's first position and the weight before it are stored too, so the optional
-compiled pass of :mod:`dpfreq.windows.node_kernel` (extra ``fast``) searches each query's node
+compiled pass of :mod:`dpfreq.windows.noise.kernel` (extra ``fast``) searches each query's node
 alone: the node's samples first, then the one line they point to, so a search reads one line
 of the level's pairs. Without numba, numpy runs the same searches vectorised over the queries,
 one halving step at a time. Both give the same integers: the count is exact either way. The
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows import node_kernel
-from dpfreq.windows.dyadic import domain_size
+from dpfreq.windows.noise import kernel as node_kernel
+from dpfreq.windows.layouts.dyadic import domain_size
 
 __all__ = ["DominanceCounter"]
 

@@ -1,14 +1,14 @@
 """Mergeable per-(family, k) summaries of an event log: all a window release needs of the data.
 
 Every exact answer of a window release is a count over the union, over items, of per-item
-point sets of the reductions (:mod:`dpfreq.windows.reductions`). A release therefore never
+point sets of the reductions (:mod:`dpfreq.windows.data.reductions`). A release therefore never
 needs the raw event log, only these sums over items, which an engine computes per chunk of
 whole items and adds up:
 
 * ``cumulative``: the histogram over periods ``0..T`` of the items' k-th occurrence
   times (items with fewer than ``k`` events make no point);
 * ``fixed`` width ``W``: per block ``b``, the histograms of the P1 and P2 values
-  (:class:`~dpfreq.windows.reductions.BlockCounts`) and the number of items present;
+  (:class:`~dpfreq.windows.data.reductions.BlockCounts`) and the number of items present;
 * ``all``: the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
   (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
 * the number of events per period (for the singleton check of time compression).
@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.engines import SummarySpec
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.reductions import BlockCounts
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.data.reductions import BlockCounts
 
 __all__ = ["SummarySpec", "WindowSummaries", "summary_specs"]
 

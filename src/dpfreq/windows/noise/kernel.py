@@ -1,10 +1,10 @@
 """Optional compiled passes for the windows' keyed node noise (extra ``fast``: numba).
 
 With numba installed (``pip install 'dpfreq[fast]'``) the per-node work of the keyed discrete
-Laplace (:mod:`dpfreq.windows.lazy_noise`), the listing of the lower level pairs of
-:class:`~dpfreq.windows.dominance_noise.DominanceNoise` and the exact counts of
-:class:`~dpfreq.windows.dominance_count.DominanceCounter` run as compiled loops
-(:mod:`dpfreq.windows.node_kernel_jit`) instead of chains of numpy passes. The values are the
+Laplace (:mod:`dpfreq.windows.noise.keyed`), the listing of the lower level pairs of
+:class:`~dpfreq.windows.noise.dominance.DominanceNoise` and the exact counts of
+:class:`~dpfreq.windows.data.dominance_count.DominanceCounter` run as compiled loops
+(:mod:`dpfreq.windows.noise.kernel_jit`) instead of chains of numpy passes. The values are the
 same integers bit for bit: the compiled loop makes the same integer comparisons with the same
 tables, and hands every node whose value needs more than one word (a word on a threshold, a
 magnitude beyond the table) back to the numpy path, which computes it from the same keyed words.
@@ -54,7 +54,7 @@ def load() -> ModuleType | None:
         try:
             if importlib.util.find_spec("numba") is None or sys.byteorder != "little":
                 raise ImportError("numba")  # the kernels read AES words as native uint64
-            mod = importlib.import_module("dpfreq.windows.node_kernel_jit")
+            mod = importlib.import_module("dpfreq.windows.noise.kernel_jit")
             _warm(mod)
         except Exception:  # any failure of the optional extra leaves the numpy path
             _state["failed"] = True
@@ -114,7 +114,7 @@ def loaded() -> ModuleType | None:
 
 def _encrypt(kern: ModuleType, enc: Any, ids: NDArray[np.int64], tags: NDArray[np.int64],
              buf: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """The AES blocks of ``_NodePRF.words`` in :mod:`dpfreq.windows.lazy_noise`: ``(id ‖ tag)``
+    """The AES blocks of ``_NodePRF.words`` in :mod:`dpfreq.windows.noise.keyed`: ``(id ‖ tag)``
     little-endian for every id and every tag (id-major); returns the ciphertext words (the
     block of id ``i`` and tag ``j`` starts at word ``2(i·len(tags) + j)``)."""
     n = ids.size * tags.size
@@ -205,7 +205,7 @@ def dominance_counts(kern: ModuleType, lines: Any, samples: Any, shift: int,
                      node_off: NDArray[np.int64], xs1: NDArray[np.int64],
                      ys: NDArray[np.int64]) -> NDArray[np.int64]:
     """Exact dominance counts of the queries ``(xs1 − 1, ys)`` from the merge-sort tree of
-    :class:`~dpfreq.windows.dominance_count.DominanceCounter` (``lines``, ``samples``: its
+    :class:`~dpfreq.windows.data.dominance_count.DominanceCounter` (``lines``, ``samples``: its
     levels as :func:`level_list`, int32 or int64; ``2^shift`` pairs per line), by the compiled
     pass."""
     out = np.zeros(xs1.size, dtype=np.int64)
@@ -276,7 +276,7 @@ def upper_row(kern: ModuleType, grids: dict[tuple[int, int], NDArray[np.int64]],
 
 
 def _warm_laws(mod: ModuleType) -> None:
-    """The calls of :mod:`dpfreq.windows.noise_law` (Chernoff radii, the Dirichlet search)."""
+    """The calls of :mod:`dpfreq.windows.laws.sums` (Chernoff radii, the Dirichlet search)."""
     f64 = np.zeros(2, dtype=np.float64)
     i64 = np.ones(2, dtype=np.int64)
     lam = np.ones(2, dtype=np.float64)

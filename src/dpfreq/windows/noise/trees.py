@@ -1,7 +1,7 @@
 """Tree mechanisms over a time domain (dyadic and B-ary trees, lazy 2d noise).
 
 The dyadic node layout, its prefix covers and the dominance covers of product trees are in
-:mod:`dpfreq.windows.dyadic`.
+:mod:`dpfreq.windows.layouts.dyadic`.
 
 * :class:`Tree1D`: every node's count plus exact discrete-Laplace noise; noise is drawn once per
   node from a keyed stream (a deterministic function of the secret key and node id).
@@ -11,14 +11,14 @@ The dyadic node layout, its prefix covers and the dominance covers of product tr
   levels and the consistency pass), the building block for range-heavy uses (B = 16).
 * :func:`consistent_tree`: the Hay et al. least-squares consistency pass for a complete B-ary
   tree (two passes; equals ordinary least squares, tested against ``numpy.linalg.lstsq``);
-  its prefix weights are :func:`dpfreq.windows.weights.consistent_prefix_weights`.
+  its prefix weights are :func:`dpfreq.windows.layouts.weights.consistent_prefix_weights`.
 * :class:`OnlineCounter`: the continual binary mechanism (noise fixed per dyadic node when it
   closes).
 * :class:`Tree2DNoise`: the product dyadic tree with lazy keyed noise
-  (:class:`~dpfreq.windows.lazy_noise.KeyedDiscreteLaplace`); dominance covers are products of
+  (:class:`~dpfreq.windows.noise.keyed.KeyedDiscreteLaplace`); dominance covers are products of
   the two 1d prefix covers.
 
-The exact dominance counts of the window oracles are in :mod:`dpfreq.windows.dominance_count`.
+The exact dominance counts of the window oracles are in :mod:`dpfreq.windows.data.dominance_count`.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
-from dpfreq.windows.dominance_noise import DominanceNoise
-from dpfreq.windows.dyadic import (
+from dpfreq.windows.noise.dominance import DominanceNoise
+from dpfreq.windows.layouts.dyadic import (
     domain_size,
     dominance_pairs,
     node_counts,
     popcount,
     prefix_cover,
 )
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace, eager_generator
+from dpfreq.windows.noise.keyed import KeyedDiscreteLaplace, eager_generator
 
 __all__ = [
     "OnlineCounter",
@@ -66,7 +66,7 @@ class Tree1D:
         Node noise ``Pr[Z = z] ∝ exp(−γ|z|)`` (γ = ε_structure / (Δ·levels)).
     key : bytes
         Secret key; the noise is ``sample_discrete_laplace(γ, copies·2D)`` from
-        ``eager_generator(key, structure)`` (:mod:`dpfreq.windows.lazy_noise`), so it is a
+        ``eager_generator(key, structure)`` (:mod:`dpfreq.windows.noise.keyed`), so it is a
         deterministic function of the key and the node id and survives save/load.
     structure : int, str or tuple of them
         The structure's name (independent noise per name under one key).
@@ -408,6 +408,6 @@ def dominance_noise_sum(trees: Sequence[Tree2DNoise], signs: Sequence[int], x: A
     """``Σ_i signs[i] · trees[i].dominance_noise(x, y)``, sharing the covers of the trees.
 
     The trees must have one domain and element-wise noise sources (a value per id); see
-    :class:`~dpfreq.windows.dominance_noise.DominanceNoise` (keep one to reuse its tables).
+    :class:`~dpfreq.windows.noise.dominance.DominanceNoise` (keep one to reuse its tables).
     """
     return DominanceNoise(trees, signs)(x, y)

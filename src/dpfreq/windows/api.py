@@ -17,9 +17,9 @@ from dpfreq.engines import Engine, SummaryRequest
 from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
-from dpfreq.windows.answers import attach_state
-from dpfreq.windows.events import engine_source, range_error, summarizing_engine
-from dpfreq.windows.grouped import release_grouped_window_counts
+from dpfreq.windows.state import attach_state
+from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.grouped.release import release_grouped_window_counts
 from dpfreq.windows.params import (
     TimeAxis,
     WindowBuild,
@@ -27,9 +27,9 @@ from dpfreq.windows.params import (
     check_window_params,
     parse_period,
 )
-from dpfreq.windows.plan import Plan, make_plan
+from dpfreq.windows.structures.chooser import Plan, make_plan
 from dpfreq.windows.result import WindowCountsRelease
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 __all__ = ["parse_period", "release_window_counts"]
 
@@ -199,7 +199,7 @@ def release_window_counts(
     method : "auto" or mapping
         ``"auto"`` picks, per family and k, the structure with the smallest predicted mean
         squared error from public parameters only (recorded in ``mechanism_params``). A mapping
-        ``{family: method}`` forces one (see :mod:`dpfreq.windows.structure`).
+        ``{family: method}`` forces one (see :mod:`dpfreq.windows.structures.base`).
     singleton : bool, default False
         Declares (publicly) that the log has at most one event per period. Enables time
         compression for item-level arbitrary windows; a log violating it is a DataError.
@@ -210,7 +210,7 @@ def release_window_counts(
         Confidence of the intervals in ``release.error``.
     engine : str, Engine or SparkSession, optional
         Where the log is reduced (:func:`dpfreq.engines.get_engine`): the engine reduces it to
-        the per-(family, k) summaries of :mod:`dpfreq.windows.summaries`; on Spark this runs
+        the per-(family, k) summaries of :mod:`dpfreq.windows.data.summaries`; on Spark this runs
         per partition on the executors and only the summaries reach the driver.
     rng : None, int or numpy.random.Generator
         None: secure randomness (production). Seeds are for tests only (``seeded=True``).
@@ -219,16 +219,16 @@ def release_window_counts(
         nothing), charged after every check (parameters, plan, memory, data) has passed and
         before any noise is drawn: a refused call spends nothing.
     group, max_groups_per_item, groups : optional
-        A grouped release (:mod:`dpfreq.windows.grouped`): the group column, the public bound
+        A grouped release (:mod:`dpfreq.windows.grouped.release`): the group column, the public bound
         ``m`` on the groups one item may touch (required at ``unit="item"``, refused at
         ``unit="event"``, where one event is in one group) and the public list of groups (or
         a file of one name per line); returns a
-        :class:`~dpfreq.windows.grouped_result.GroupedWindowRelease` of one window release per
+        :class:`~dpfreq.windows.grouped.result.GroupedWindowRelease` of one window release per
         group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``,
         or, with δ > 0, ρ/m-zCDP per group when that predicts less error. Without ``groups``
         and with ``delta`` in (0, 1e-3]: the data's groups are chosen by private partition
         selection with ``selection_epsilon`` of ε and a share of δ, and released with the
-        rest (:func:`~dpfreq.windows.grouped.window_budget`).
+        rest (:func:`~dpfreq.windows.grouped.release.window_budget`).
     selection_epsilon : float or "auto", default "auto"
         With ``group=`` and no ``groups``: the ε of the private partition selection, in
         (0, ``epsilon``); ``"auto"`` chooses the share from public parameters only (the one
@@ -255,7 +255,7 @@ def release_window_counts(
     Data-dependent facts that are not private (events dropped as out of range, whether the log
     is singleton) are kept in the release's private state only, never in ``to_dict``.
     With ``group=``: the Privacy paragraph of
-    :func:`dpfreq.windows.grouped.release_grouped_window_counts` (each item bounded to ``m``
+    :func:`dpfreq.windows.grouped.release.release_grouped_window_counts` (each item bounded to ``m``
     groups at ``"item"``; parallel composition over groups at ``"event"``).
 
     Raises
