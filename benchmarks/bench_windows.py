@@ -189,8 +189,8 @@ def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
     """Every cumulative structure for (T, ε, unit), and the one ``auto`` keeps."""
     from fractions import Fraction
 
-    from dpfreq.windows.structures.chooser import make_plan
     from dpfreq.windows.structures.base import build_structure
+    from dpfreq.windows.structures.chooser import make_plan
 
     e = Fraction(eps).limit_denominator(10**6)
     out = {"simple": build_structure("cumulative", "simple", 1, horizon, unit, e, 0.0),
@@ -240,8 +240,8 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     from fractions import Fraction
 
     from dpfreq.grouped.accounting import zcdp_rho
-    from dpfreq.windows.structures.chooser import make_plan
     from dpfreq.windows.structures.base import build_structure
+    from dpfreq.windows.structures.chooser import make_plan
 
     e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)
     out = {"best pure": make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto",

@@ -378,8 +378,8 @@ def _tree2d_counts(log, k: int, horizon: int, domain: int) -> dict:
 
 def _cumulative_counts(log, k: int, structure) -> np.ndarray:
     """Released block counts of a cumulative structure (its block × period incidence)."""
-    from dpfreq.windows.layouts.layered import layer_incidence
     from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.layered import layer_incidence
 
     item, times = _sorted_arrays(log)
     t = structure.horizon
@@ -508,8 +508,8 @@ def _factor_counts(log, k: int, horizon: int) -> np.ndarray:
     """``R x`` of the square-root factorization: x the per-period counts of k-th occurrences."""
     from scipy.linalg import toeplitz
 
-    from dpfreq.windows.layouts.factorization import sqrt_coefficients
     from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.factorization import sqrt_coefficients
 
     item, times = _sorted_arrays(log)
     hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=horizon)

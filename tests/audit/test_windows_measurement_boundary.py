@@ -28,8 +28,8 @@ from dpfreq.windows.layouts.factorization import (
     prefix_coefficients,
     sqrt_coefficients,
 )
-from dpfreq.windows.structures.base import build_structure
 from dpfreq.windows.layouts.weights import consistent_estimates
+from dpfreq.windows.structures.base import build_structure
 
 #: (windows, method, unit, delta): every structure whose answers come from a measurement
 MEASURED = [

@@ -13,6 +13,7 @@ import pytest
 
 from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import discrete_laplace_variance
+from dpfreq.windows.data.reductions import cumulative_points
 from dpfreq.windows.layouts.layered import (
     layer_incidence,
     layer_layout,
@@ -20,9 +21,8 @@ from dpfreq.windows.layouts.layered import (
     layer_signed_cover,
     layer_signed_ranges,
 )
-from dpfreq.windows.structures.chooser import make_plan
-from dpfreq.windows.data.reductions import cumulative_points
 from dpfreq.windows.structures.base import BRANCHINGS, METHODS, build_structure
+from dpfreq.windows.structures.chooser import make_plan
 
 HORIZON = 5
 

@@ -428,8 +428,8 @@ def test_gaussian_halfwidth_is_valid():
 def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
     """Cumulative answers = prefix sums of the least-squares leaves of the noisy blocks (the
     layout ``auto`` keeps for T = 13, checked against ``numpy.linalg.lstsq``)."""
-    from dpfreq.windows.layouts.layered import layer_incidence
     from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.layered import layer_incidence
 
     item, times = small_log(rng, 13, 5)
     rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows.noise import dominance as dn
 from dpfreq.windows.layouts import dyadic
+from dpfreq.windows.noise import dominance as dn
 from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
 from dpfreq.windows.noise.trees import Tree2DNoise, dominance_noise_sum
 

@@ -18,8 +18,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpfreq.windows import release_window_counts
 from dpfreq.windows import state as answers_mod
-from dpfreq.windows import dyadic, release_window_counts
+from dpfreq.windows.layouts import dyadic
 from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 from dpfreq.windows.structures.windows import ProductTrees
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import fft as sfft
 
-from dpfreq.windows.noise import kernel as node_kernel
 from dpfreq.windows.laws import sums as nl
+from dpfreq.windows.noise import kernel as node_kernel
 
 pytest.importorskip("numba")
 

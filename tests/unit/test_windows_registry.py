@@ -14,8 +14,6 @@ from numpy.typing import NDArray
 
 from dpfreq.errors import ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.structures.chooser import make_plan
-from dpfreq.windows.structures.protocol import PerQueryShape, WindowStructure
 from dpfreq.windows.structures.base import (
     METHODS,
     Structure,
@@ -24,6 +22,8 @@ from dpfreq.windows.structures.base import (
     register,
     registry,
 )
+from dpfreq.windows.structures.chooser import make_plan
+from dpfreq.windows.structures.protocol import PerQueryShape, WindowStructure
 
 IntArray = NDArray[np.int64]
 

@@ -3,8 +3,8 @@ grouping, persistence.
 
 The oracles built from the summed summaries (the memory engine's numpy reference,
 :mod:`dpfreq.engines.memory.summaries`) must answer exactly as the oracles built from the point
-multisets of the whole log (the reductions of :mod:`dpfreq.windows.data.reductions`), for one log and
-for every group of a grouped log at once.
+multisets of the whole log (the reductions of :mod:`dpfreq.windows.data.reductions`), for one log
+and for every group of a grouped log at once.
 """
 
 from __future__ import annotations

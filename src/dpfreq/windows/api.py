@@ -17,8 +17,8 @@ from dpfreq.engines import Engine, SummaryRequest
 from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
-from dpfreq.windows.state import attach_state
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.grouped.release import release_grouped_window_counts
 from dpfreq.windows.params import (
     TimeAxis,
@@ -27,9 +27,9 @@ from dpfreq.windows.params import (
     check_window_params,
     parse_period,
 )
-from dpfreq.windows.structures.chooser import Plan, make_plan
 from dpfreq.windows.result import WindowCountsRelease
-from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.state import attach_state
+from dpfreq.windows.structures.chooser import Plan, make_plan
 
 __all__ = ["parse_period", "release_window_counts"]
 
@@ -219,7 +219,8 @@ def release_window_counts(
         nothing), charged after every check (parameters, plan, memory, data) has passed and
         before any noise is drawn: a refused call spends nothing.
     group, max_groups_per_item, groups : optional
-        A grouped release (:mod:`dpfreq.windows.grouped.release`): the group column, the public bound
+        A grouped release (:mod:`dpfreq.windows.grouped.release`): the group column, the
+        public bound
         ``m`` on the groups one item may touch (required at ``unit="item"``, refused at
         ``unit="event"``, where one event is in one group) and the public list of groups (or
         a file of one name per line); returns a

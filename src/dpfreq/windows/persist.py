@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfreq._validate import check_confidence, check_delta, check_epsilon, check_unit
 from dpfreq.errors import DataError, DPFreqError
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.params import (
     MAX_HORIZON,
     WindowBuild,
@@ -26,7 +27,6 @@ from dpfreq.windows.params import (
     parse_windows,
 )
 from dpfreq.windows.structures.chooser import make_plan
-from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 

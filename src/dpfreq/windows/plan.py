@@ -1,8 +1,9 @@
 """Accuracy of a window release before it is made, from public parameters alone.
 
 :func:`plan_window_counts` runs the same structure choice as
-:func:`~dpfreq.windows.release_window_counts` (:func:`dpfreq.windows.structures.chooser.make_plan`, which
-reads no data) and evaluates, for every released (window family, k), the per-answer interval
+:func:`~dpfreq.windows.release_window_counts`
+(:func:`dpfreq.windows.structures.chooser.make_plan`, which reads no data) and evaluates, for
+every released (window family, k), the per-answer interval
 half-width the release will print: the noise of an answer is a signed sum of node noises with
 a law fixed by the public parameters, so its variance and its tail bound are known before any
 noise is drawn. :meth:`WindowCountsPlan.epsilon_for` inverts the prediction into the ε needed
@@ -29,8 +30,8 @@ from dpfreq._validate import (
     message,
 )
 from dpfreq.errors import ParameterError
-from dpfreq.windows.state import band_share, route
 from dpfreq.windows.params import check_window_params
+from dpfreq.windows.state import band_share, route
 from dpfreq.windows.structures.chooser import family_label, make_plan
 from dpfreq.windows.structures.protocol import WindowStructure
 

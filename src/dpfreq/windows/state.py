@@ -21,11 +21,11 @@ from numpy.typing import NDArray
 from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.errors import ParameterError
+from dpfreq.windows.data.summaries import SummarySpec, WindowSummaries
 from dpfreq.windows.noise.overlap import side_by_side
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.structures.chooser import Plan, family_label, make_plan
 from dpfreq.windows.structures.protocol import WindowStructure
-from dpfreq.windows.data.summaries import SummarySpec, WindowSummaries
 
 __all__ = ["WindowAnswer", "WindowState", "band_share", "build_plan", "build_state", "route"]
 

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.noise import kernel as node_kernel
 from dpfreq.windows.layouts.dyadic import domain_size
+from dpfreq.windows.noise import kernel as node_kernel
 
 __all__ = ["DominanceCounter"]
 

@@ -32,6 +32,7 @@ from dpfreq.grouped.selection import SelectionPlan, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.grouped.budget import GroupBudget, check_selection_epsilon, choose_budget
 from dpfreq.windows.grouped.fields import GroupedWindowFields, GroupedWindowMechanism
 from dpfreq.windows.grouped.result import (
@@ -41,7 +42,6 @@ from dpfreq.windows.grouped.result import (
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
-from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 
 __all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
            "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]

@@ -26,13 +26,13 @@ from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
-from dpfreq.windows.state import WindowState, attach_state, build_plan
+from dpfreq.windows.data.summaries import WindowSummaries
 from dpfreq.windows.grouped.budget import group_epsilon
 from dpfreq.windows.grouped.noise import GroupNoise
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import checked_load
 from dpfreq.windows.result import WindowCountsRelease
-from dpfreq.windows.data.summaries import WindowSummaries
+from dpfreq.windows.state import WindowState, attach_state, build_plan
 
 __all__ = ["GROUPED_KIND", "GroupedWindowRelease", "assemble", "calibrated_plan", "group_states"]
 
@@ -103,8 +103,9 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
     at ``1 − β/(G·C)`` (the band of one curve holds for all its T values at once).
 
     Every group's structures are copies of one plan, so their noise laws are the same and so are
-    their exact half-widths; a band calibrated by simulation (:mod:`dpfreq.windows.laws.bands`) draws
-    from a stream independent of every group's node noise, so the first group's calibration
+    their exact half-widths; a band calibrated by simulation
+    (:mod:`dpfreq.windows.laws.bands`) draws from a stream independent of every group's node
+    noise, so the first group's calibration
     holds for each group's noise alike: it is computed once, on the first group's state.
     """
     b = states[0].build

@@ -19,8 +19,8 @@ from dpfreq.windows.laws.sums import (
     weighted_quantile,
     weighted_sum_law,
 )
-from dpfreq.windows.structures.protocol import WindowStructure
 from dpfreq.windows.layouts.weights import consistent_laws, row_squares, weighted_log_mgf
+from dpfreq.windows.structures.protocol import WindowStructure
 
 __all__ = ["consistent_halfwidth", "cover_halfwidth"]
 

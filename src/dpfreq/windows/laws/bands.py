@@ -228,7 +228,8 @@ def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
 def weights_multiplier(s: WindowStructure, limits: NDArray[np.int64], step: int, beta: float,
                        draws: int, sample: NodeSampler) -> float | None:
     """The multiplier of consistent trees: tree ``i`` answers the prefix values
-    ``x < limits[i]`` by the weights of :meth:`~dpfreq.windows.structures.protocol.WindowStructure.weights`
+    ``x < limits[i]`` by the weights of
+    :meth:`~dpfreq.windows.structures.protocol.WindowStructure.weights`
     (the window ``[1, x·step + 1]`` has prefix value ``x``); ``None`` beyond the limits."""
     d = s.domain
     weights = s.weights()

@@ -4,7 +4,8 @@ Node ``(ℓ, j)`` of the binary layout over ``{0, …, D−1}``, ``D = 2^h``, co
 ``[j·2^ℓ, (j+1)·2^ℓ − 1]`` and has heap id ``(D >> ℓ) + j`` (root 1, leaves ``D..2D−1``). The
 prefix ``{p ≤ x}`` is covered by the ``popcount(x+1)`` nodes ``(ℓ, ⌊(x+1)/2^ℓ⌋ − 1)`` for every
 bit ``ℓ`` set in ``x+1``; the dominance region ``{(p, q): p ≤ x, q ≤ y}`` of a product tree by
-the pairs of the two prefix covers. The trees built on them are in :mod:`dpfreq.windows.noise.trees`.
+the pairs of the two prefix covers. The trees built on them are in
+:mod:`dpfreq.windows.noise.trees`.
 """
 
 from __future__ import annotations

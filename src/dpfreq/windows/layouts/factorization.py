@@ -15,7 +15,8 @@ lower-triangular Toeplitz with coefficients ``e = cumsum(d)``, ``d`` the power-s
 ``c`` (post-processing, computed in floating point from public values).
 
 Sensitivity (exact, in integers, per unit; one neighbour changes ``x`` as stated in
-:mod:`dpfreq.windows.structures.base`): at ``item`` one item adds or removes one point, ``x`` moves by
+:mod:`dpfreq.windows.structures.base`): at ``item`` one item adds or removes one point,
+``x`` moves by
 ``±e_t`` and the ℓ2 sensitivity of ``R x`` is the norm of a column, largest for the first:
 ``‖c‖``. At ``event`` and ``item_replace`` a point also moves (``e_t − e_{t'}``); the norm of
 ``R(e_t − e_{t+g})`` grows with the rows below ``t``, so the largest is at ``t = 0`` and

@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.layouts.layered import layer_layout, layer_prefix_weights
 from dpfreq.windows.laws.sums import WEIGHT_DECIMALS
+from dpfreq.windows.layouts.layered import layer_layout, layer_prefix_weights
 from dpfreq.windows.noise.trees import consistent_tree
 
 __all__ = [

@@ -33,7 +33,6 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
-from dpfreq.windows.noise.dominance import DominanceNoise
 from dpfreq.windows.layouts.dyadic import (
     domain_size,
     dominance_pairs,
@@ -41,6 +40,7 @@ from dpfreq.windows.layouts.dyadic import (
     popcount,
     prefix_cover,
 )
+from dpfreq.windows.noise.dominance import DominanceNoise
 from dpfreq.windows.noise.keyed import KeyedDiscreteLaplace, eager_generator
 
 __all__ = [

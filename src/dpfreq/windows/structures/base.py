@@ -51,6 +51,8 @@ from dpfreq.windows.laws.bands import (
     plan_multiplier,
     weights_multiplier,
 )
+from dpfreq.windows.laws.sums import sum_quantile
+from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
 from dpfreq.windows.noise.keyed import (
     KeyedDiscreteGaussian,
     KeyedDiscreteLaplace,
@@ -59,9 +61,7 @@ from dpfreq.windows.noise.keyed import (
     gaussian_sigma2,
     structure_name,
 )
-from dpfreq.windows.laws.sums import sum_quantile
 from dpfreq.windows.structures.protocol import Calibration, NodeSampler, Shape
-from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
 
 __all__ = [
     "BRANCHINGS",

@@ -23,8 +23,8 @@ from dpfreq._validate import check_choice, message
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import epsilon_to_fraction
-from dpfreq.windows.structures.protocol import WindowStructure
 from dpfreq.windows.structures.base import registry
+from dpfreq.windows.structures.protocol import WindowStructure
 
 __all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score"]
 

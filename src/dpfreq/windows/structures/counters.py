@@ -41,7 +41,6 @@ from numpy.typing import NDArray
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.windows.laws.bands import walk_multiplier
-from dpfreq.windows.layouts.layered import layer_layout, layer_signed_cover, layer_signed_ranges
 from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
@@ -52,8 +51,9 @@ from dpfreq.windows.layouts.factorization import (
     sensitivity,
     sub_gaussian_halfwidth,
 )
+from dpfreq.windows.layouts.layered import layer_layout, layer_signed_cover, layer_signed_ranges
+from dpfreq.windows.layouts.weights import Layout, consistent_estimates
 from dpfreq.windows.noise.keyed import gaussian_sigma2
-from dpfreq.windows.structures.protocol import Calibration, CounterShape, NodeSampler, Shape
 from dpfreq.windows.structures.base import (
     BRANCHINGS,
     CONSISTENCY_MAX_WEIGHTS,
@@ -61,7 +61,7 @@ from dpfreq.windows.structures.base import (
     eager_noise,
     register,
 )
-from dpfreq.windows.layouts.weights import Layout, consistent_estimates
+from dpfreq.windows.structures.protocol import Calibration, CounterShape, NodeSampler, Shape
 
 __all__ = ["FactorShape", "FactorizationCounter", "SimpleCounter", "TreeCounter"]
 
@@ -103,7 +103,8 @@ class _LayeredCounter(Structure):
         self._impl = self._block_noise(key, name)
 
     def _blocks(self) -> tuple[tuple[int, ...], IntArray]:
-        """``(sizes, offsets)`` of the levels (:func:`~dpfreq.windows.layouts.layered.layer_layout`)."""
+        """``(sizes, offsets)`` of the levels
+        (:func:`~dpfreq.windows.layouts.layered.layer_layout`)."""
         raise NotImplementedError
 
     def _shape(self) -> CounterShape:

@@ -34,18 +34,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.noise.dominance import DominanceNoise
 from dpfreq.windows.layouts.dyadic import domain_size, dominance_pairs, popcount, prefix_cover
+from dpfreq.windows.layouts.weights import consistent_estimates, row_squares
+from dpfreq.windows.noise.dominance import DominanceNoise
 from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.structures.protocol import PerQueryShape, TreeShape
+from dpfreq.windows.noise.trees import Tree1D, Tree2DNoise
 from dpfreq.windows.structures.base import (
     CONSISTENCY_MAX_DOMAIN,
     Structure,
     eager_noise,
     register,
 )
-from dpfreq.windows.noise.trees import Tree1D, Tree2DNoise
-from dpfreq.windows.layouts.weights import consistent_estimates, row_squares
+from dpfreq.windows.structures.protocol import PerQueryShape, TreeShape
 
 __all__ = ["Blocks", "Compressed", "PerQuery", "PerStart", "ProductTrees", "SingleTree"]
 
