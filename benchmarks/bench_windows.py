@@ -239,7 +239,7 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     square-root factorization) and the one ``auto`` keeps, for (T, ε, δ, unit)."""
     from fractions import Fraction
 
-    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.accounting import zcdp_rho
     from dpfreq.windows.structures.base import build_structure
     from dpfreq.windows.structures.chooser import make_plan
 

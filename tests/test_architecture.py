@@ -4,7 +4,8 @@ source (``ast``), not on a run.
 Layers, each importing only from its own layer or below::
 
     dpfreq (package facade), dpfreq.cli, dpfreq.server        user surfaces
-    dpfreq.profile, .anonymized, .windows, .longitudinal      the four systems
+    dpfreq.profile, .anonymized, .windows, .longitudinal,     the systems
+    .crossparty
     dpfreq.engines                                            where aggregates are computed
     every other top-level module (noise, rng, budget, ...)   primitives
 
@@ -38,7 +39,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "dpfreq"
 SURFACES = ("cli", "server")
-SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
+SYSTEMS = ("profile", "anonymized", "windows", "longitudinal", "crossparty")
 
 #: (rule, importing module, imported module or name) -> why it is still there
 ALLOWED: dict[tuple[str, str, str], str] = {}

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpfreq.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.grouped.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.grouped.selection import ZCDP_DELTA_SHARE
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows import plan_window_counts, release_window_counts

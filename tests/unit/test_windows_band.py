@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.laws import bands as band
-from dpfreq.windows.laws.bands import (
+from dpfreq.windows.layouts.layered import layer_incidence, layer_signed_cover
+from dpfreq.windows.structures import bands as band
+from dpfreq.windows.structures import base as structure
+from dpfreq.windows.structures.bands import (
     BAND_DRAWS,
     BAND_MAX_NODES,
     BAND_MAX_WORK,
     band_multiplier,
     cover_map,
 )
-from dpfreq.windows.layouts.layered import layer_incidence, layer_signed_cover
-from dpfreq.windows.structures import base as structure
 from dpfreq.windows.structures.base import build_structure
 
 KEY = bytes(range(32))

@@ -186,7 +186,8 @@ def test_noise_unique_equals_noise_and_checks_its_input():
 @pytest.mark.parametrize("gauss", [False, True])
 @pytest.mark.parametrize("domain", [1 << 6, 1 << 30])
 def test_dominance_noise_batch_equals_explicit_cover_sums(rng, domain, gauss):
-    from dpfreq.windows.noise.trees import Tree2DNoise, prefix_cover
+    from dpfreq.windows.layouts.dyadic import prefix_cover
+    from dpfreq.windows.noise.trees import Tree2DNoise
 
     key = bytes(range(32))
     src = (KeyedDiscreteGaussian(key, 4, 7.0) if gauss

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting import zcdp_rho
 from dpfreq.noise import discrete_laplace_variance
 from dpfreq.windows.data.reductions import cumulative_points
 from dpfreq.windows.layouts.layered import (

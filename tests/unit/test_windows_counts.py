@@ -14,8 +14,9 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
 from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.laws.sums import sum_quantile
 from dpfreq.windows.params import parse_period
-from dpfreq.windows.structures.base import composed_epsilon, sum_halfwidth
+from dpfreq.windows.structures.base import composed_epsilon
 
 
 def small_log(rng, horizon=12, n_items=5, singleton=False):
@@ -287,7 +288,7 @@ def test_accountant_charged_before_noise():
 
 def test_sum_halfwidth_is_valid_and_exact_for_one_node():
     g = Fraction(1, 3)
-    h1 = sum_halfwidth([1], g, 0.05)[0]
+    h1 = sum_quantile([1], 0.05, gamma=g)[0]
     assert float(discrete_laplace_tail(h1, g)) <= 0.05
     assert float(discrete_laplace_tail(h1 - 1, g)) > 0.05
     # two nodes: exact tail of the sum by convolution of the pmf
@@ -297,7 +298,7 @@ def test_sum_halfwidth_is_valid_and_exact_for_one_node():
     p = discrete_laplace_pmf(z, g)
     conv = np.convolve(p, p)
     zz = np.arange(-800, 801)
-    h2 = sum_halfwidth([2], g, 0.05)[0]
+    h2 = sum_quantile([2], 0.05, gamma=g)[0]
     assert conv[np.abs(zz) > h2].sum() <= 0.05
 
 
@@ -321,7 +322,7 @@ def node_range(heap_id, domain):
 def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horizon):
     """Lazy answer = Σ over cover nodes of (exact node count of the kept points + node noise)."""
     from dpfreq.windows.data.reductions import time_window_points
-    from dpfreq.windows.noise.trees import prefix_cover
+    from dpfreq.windows.layouts.dyadic import prefix_cover
 
     item, times = small_log(rng, horizon, 4)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[2],
@@ -375,7 +376,7 @@ def build_structure_for(horizon, width, method):
 
 
 def test_zcdp_rho_conversion():
-    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.accounting import zcdp_rho
 
     rho = zcdp_rho(1.0, 1e-6)
     assert rho + 2 * np.sqrt(rho * np.log(1e6)) == pytest.approx(1.0, rel=1e-12)
@@ -406,7 +407,7 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
 
 
 def test_gaussian_halfwidth_is_valid():
-    from dpfreq.windows.noise.keyed import gaussian_sigma2
+    from dpfreq.noise import gaussian_sigma2
     from dpfreq.windows.structures.base import build_structure
 
     one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
@@ -449,7 +450,7 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
 
 
 def test_per_start_consistency_equals_explicit_least_squares(rng):
-    from dpfreq.windows.noise.trees import consistent_tree
+    from dpfreq.windows.layouts.least_squares import consistent_tree
 
     item, times = small_log(rng, 11, 4)
     rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],

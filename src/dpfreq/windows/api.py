@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpfreq._validate import check_choice, message
+from dpfreq.accounting.losses import zcdp_loss
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import Engine, SummaryRequest
 from dpfreq.errors import DataError, ParameterError, public_errors
@@ -91,7 +92,8 @@ class _WindowSteps:
                          par.delta, par.method, par.singleton)
 
     def charge(self, plan: Plan) -> Charge:
-        return Charge(self.par.epsilon, self.par.delta, self.par.unit, _FUNC)
+        return Charge(self.par.epsilon, self.par.delta, self.par.unit, _FUNC,
+                      loss=zcdp_loss([s.rho for s in plan.structures.values()]))
 
     def read(self, plan: Plan) -> Reading[_Log]:
         par = self.par

@@ -29,6 +29,8 @@ from dpfreq._validate import (
     check_int,
     message,
 )
+from dpfreq.accounting.losses import zcdp_loss
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.windows.params import check_window_params
 from dpfreq.windows.state import band_share, route
@@ -191,6 +193,9 @@ class WindowCountsPlan(PlanSummary):
         :class:`~dpfreq.windows.structures.protocol.WindowStructure`).
         For consistent trees it is calibrated by simulation: the plan's public simulation
         predicts the release's, which draws under its secret key (within about 1 %).
+    budget : BudgetShare or None
+        With ``accountant=``: what the release would take from it under its rule, and how
+        many such releases still fit (:meth:`dpfreq.budget.Accountant.share`).
     vacuous : dict
         ``vacuous[label][k]``: True when ``2 · max_halfwidth >= scale``, i.e. the interval is
         at least as wide as the trivial range ``[0, scale]`` a user who declares ``scale``
@@ -223,6 +228,8 @@ class WindowCountsPlan(PlanSummary):
     band_halfwidth: dict[str, dict[int, float]]
     vacuous: dict[str, dict[int, bool | None]]
     _inputs: _Inputs = field(repr=False, compare=False)
+    privacy_loss: Any = field(default=None, repr=False, compare=False)
+    budget: BudgetShare | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary (arrays as lists, k as strings)."""
@@ -236,7 +243,8 @@ class WindowCountsPlan(PlanSummary):
                 "singleton": self.singleton, "scale": self.scale,
                 "accounting": self.accounting, "methods": dict(self.methods),
                 "halfwidth": nest(self.halfwidth), "max_halfwidth": nest(self.max_halfwidth),
-                "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous)}
+                "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous),
+                "budget": None if self.budget is None else self.budget.to_dict()}
 
     def _key(self, family: Any, k: Any, func: str) -> tuple[str, int]:
         labels = [_label(w) for w in self.windows]
@@ -383,6 +391,7 @@ def plan_window_counts(
     max_groups_per_item: int | None = None,
     groups: Any = None,
     selection_epsilon: float | str = "auto",
+    accountant: Any = None,
 ) -> Any:
     """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
 
@@ -396,6 +405,10 @@ method, singleton, confidence, group, max_groups_per_item, groups, selection_eps
         A public reference reach in items (e.g. the audience size a user declares). A family
         is flagged vacuous when its interval is at least as wide as ``[0, scale]``; without
         ``scale`` nothing is flagged (there is no public bound on reach otherwise).
+    accountant : Accountant or Ledger, optional
+        Say (``budget``) how much of its remaining budget the release would take under its
+        rule (with the release's own zCDP loss when the plan composes in zCDP) and how many
+        such releases still fit; nothing is spent.
 
     Returns
     -------
@@ -436,11 +449,15 @@ method, singleton, confidence, group, max_groups_per_item, groups, selection_eps
     if group is not None or max_groups_per_item is not None or groups is not None:
         from dpfreq.windows.grouped.release import plan_grouped_window_counts
 
-        return plan_grouped_window_counts(
+        grouped = plan_grouped_window_counts(
             par, group, groups, max_groups_per_item, _FUNC,
             lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
                                               singleton, sc, rho), selection_epsilon)
-    return window_plan(par, singleton, sc)
+        return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
+                                 unit=par.unit, func=_FUNC)
+    out = window_plan(par, singleton, sc)
+    return with_budget_share(out, accountant, epsilon=par.epsilon, delta=par.delta,
+                             unit=par.unit, func=_FUNC, loss=out.privacy_loss)
 
 
 def window_plan(par: Any, singleton: bool, sc: int | None,
@@ -462,5 +479,6 @@ def window_plan(par: Any, singleton: bool, sc: int | None,
         methods={name: rec["method"] for name, rec in plan.record.items()},
         halfwidth=halfwidth, max_halfwidth=maxes,
         band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
-        vacuous=vac, _inputs=inp)
+        vacuous=vac, _inputs=inp,
+        privacy_loss=zcdp_loss([s.rho for s in plan.structures.values()]))
 

@@ -57,7 +57,7 @@ class WindowAnswer:
         Simultaneous band: all the windows of the answer contain the truth at once with
         probability >= ``confidence``, whichever structures answer them (each answering
         structure's band covers its whole family at its share of ``1 − confidence``; trees:
-        calibrated on the exact joint noise law, :mod:`dpfreq.windows.laws.bands`; independent
+        calibrated on the exact joint noise law, :mod:`dpfreq.windows.structures.bands`; independent
         per-query noise: Šidák; trees too large for the simulation: the union bound).
     confidence : float
         The confidence level of both.

@@ -10,7 +10,7 @@ smaller error, from public parameters only (as ``method="auto"`` does for one re
   (:func:`~dpfreq.windows.structures.chooser.make_plan`).
 * **zCDP across groups** (δ > 0 only): ``ρ``, the largest ρ with
   ``ρ + 2√(ρ ln(1/δ_r)) <= ε_r`` (certified on fractions and rounded down,
-  :func:`~dpfreq.grouped.accounting.zcdp_rho_at_most`); every group's release is
+  :func:`dpfreq.accounting.zcdp_rho_at_most`); every group's release is
   ``ρ/m``-zCDP, so an item's at most ``m`` groups compose to ρ-zCDP, which is
   ``(ε_r, δ_r)``-DP (Bun and Steinke 2016). A group alone is then
   ``(ρ/m + 2√(ρ/m · ln(1/δ_r)), δ_r)``-DP, which its release states.
@@ -33,13 +33,10 @@ from fractions import Fraction
 from typing import Any
 
 from dpfreq._validate import check_epsilon, message
+from dpfreq.accounting.numbers import float_at_least, float_at_most
+from dpfreq.accounting.zcdp import zcdp_epsilon, zcdp_rho_at_most
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import (
-    epsilon_at_most,
-    float_at_most,
-    release_share,
-    zcdp_rho_at_most,
-)
+from dpfreq.grouped.accounting import epsilon_at_most, release_share
 from dpfreq.grouped.selection import (
     ZCDP_DELTA_SHARE,
     SelectionPlan,
@@ -94,8 +91,9 @@ class GroupBudget:
 
 
 def group_epsilon(rho: float, delta: float) -> float:
-    """``ρ + 2√(ρ ln(1/δ))``: the ε of a ρ-zCDP release at δ."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    """``ρ + 2√(ρ ln(1/δ))``: the ε of a ρ-zCDP release at δ, rounded up (the certified
+    conversion of :func:`dpfreq.accounting.zcdp_epsilon`)."""
+    return float_at_least(zcdp_epsilon(rho, delta))
 
 
 def _share(par: Any, m: int, named: bool, zcdp: bool, eps_s: float | None,

@@ -8,8 +8,8 @@ from typing import Any
 
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.selection import selection_statement
+from dpfreq.release import RELATIONS
 from dpfreq.windows.grouped.budget import GroupBudget
-from dpfreq.windows.structures.chooser import RELATIONS
 
 __all__ = ["GroupedWindowFields", "GroupedWindowMechanism"]
 

@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
 
 __all__ = ["GroupNoise"]
 
@@ -67,13 +66,10 @@ class GroupNoise:
 
     def source(self, structure: Any, name: Any) -> Any:
         """The shared keyed source of the tree ``name`` (the structure's node law)."""
-        law = (("gaussian", structure.sigma2) if structure.noise_kind == "gaussian"
-               else ("laplace", structure.gamma))
-        ident = (tuple(name), *law)
+        ident = (tuple(name), structure.law)
         src = self._sources.get(ident)
         if src is None:
-            src = (KeyedDiscreteGaussian(self.key, name, structure.sigma2)
-                   if law[0] == "gaussian" else KeyedDiscreteLaplace(self.key, name, law[1]))
+            src = structure.law.keyed(self.key, name)
             self._sources[ident] = src
         return src
 
@@ -84,7 +80,7 @@ class GroupNoise:
         g_count = self.n_groups
         if self._batching and arr.ndim == 1 and arr.size and int(arr[0]) == 0 \
                 and int(arr[-1]) == arr.size - 1 and bool(np.all(np.diff(arr) == 1)):
-            ident = (tuple(name), structure.noise_kind, structure.gamma, structure.sigma2)
+            ident = (tuple(name), structure.law)
             block = self._eager.get(ident)
             if block is None or block.shape[1] < arr.size:
                 # every group's nodes 0 .. n − 1 in one call: counter v·G + g at [g, v]

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
-from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
@@ -77,7 +77,8 @@ def group_states(summaries: list[WindowSummaries], keys: list[bytes],
     call, group ``g`` at its own counters. A group's own key seeds only its band simulation
     (below) and the streams of a structure that draws outside the node-noise hook.
 
-    The band multipliers (:mod:`dpfreq.windows.laws.bands`) are computed once per call and shared:
+    The band multipliers (:mod:`dpfreq.windows.structures.bands`) are computed once per call and
+    shared:
     every group's structures are copies of one plan, so their node noise laws are the same,
     and a multiplier is a function of simulated draws only. The first group's simulation
     stream is derived from its key under the band's own name, independent of the data and of
@@ -104,7 +105,7 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
 
     Every group's structures are copies of one plan, so their noise laws are the same and so are
     their exact half-widths; a band calibrated by simulation
-    (:mod:`dpfreq.windows.laws.bands`) draws from a stream independent of every group's node
+    (:mod:`dpfreq.windows.structures.bands`) draws from a stream independent of every group's node
     noise, so the first group's calibration
     holds for each group's noise alike: it is computed once, on the first group's state.
     """

@@ -46,7 +46,6 @@ settled by further stream bits. The accepted ``Y`` has exactly the law
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from fractions import Fraction
 from typing import Any
@@ -64,7 +63,7 @@ from dpfreq._exact_inverse import (
 )
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.noise import MAX_DENOMINATOR, sample_discrete_laplace
+from dpfreq.noise import MAX_DENOMINATOR, gaussian_sigma2, sample_discrete_laplace
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.noise import kernel as node_kernel
 
@@ -74,9 +73,7 @@ __all__ = [
     "LAPLACE_SCHEME",
     "KeyedDiscreteGaussian",
     "KeyedDiscreteLaplace",
-    "discrete_gaussian_variance",
     "eager_generator",
-    "gaussian_sigma2",
     "structure_name",
 ]
 
@@ -405,36 +402,6 @@ class KeyedDiscreteLaplace(_KeyedNoise):
         tab, geo = inverse_table(self.gamma, True), inverse_table(self.gamma, False)
         tables = tab.bucket_arrays() if tab.size and geo.size else None
         return None if tables is None else (self._prf.encryptor(), tables)
-
-
-# ----------------------------------------------------------------------------------------------
-# discrete Gaussian (Canonne–Kamath–Steinke 2020, Algorithm 3), for zCDP releases
-
-
-def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
-    """Round a target variance parameter up to ``σ² = t·u`` (integers, ``t = ⌊√⌈σ²⌉⌋ + 1``).
-
-    Returns ``(σ², t, u)``. With σ² a multiple of ``t`` the acceptance exponent
-    ``(|Y| − σ²/t)²/(2σ²)`` becomes ``(|Y| − u)²/(2tu)``, a fraction with a small denominator.
-    Rounding σ² up only adds noise, so the privacy guarantee is kept.
-    """
-    if not (isinstance(sigma2_min, int | float) and math.isfinite(sigma2_min)
-            and sigma2_min > 0 and sigma2_min < 2.0**62):
-        raise ParameterError(message("sigma2", "gaussian_sigma2", "a finite number in "
-                                     "(0, 2^62)", sigma2_min))
-    t = math.isqrt(math.ceil(sigma2_min)) + 1
-    u = max(1, math.ceil(sigma2_min / t))
-    return t * u, t, u
-
-
-def discrete_gaussian_variance(sigma2: int) -> float:
-    """Variance of the discrete Gaussian ``Pr[z] ∝ exp(−z²/(2σ²))`` (numerically exact)."""
-    if sigma2 >= 10_000:  # the gap to σ² is below e^{−2π²σ²}: far under double precision
-        return float(sigma2)
-    half = int(40 * math.sqrt(sigma2)) + 10
-    z = np.arange(-half, half + 1, dtype=np.float64)
-    w = np.exp(-(z**2) / (2.0 * sigma2))
-    return float(np.sum(w * z**2) / np.sum(w))
 
 
 class KeyedDiscreteGaussian(_KeyedNoise):

@@ -26,7 +26,6 @@ are shared here; the layout, the covers and the noise are the subclass's) regist
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
@@ -36,30 +35,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
+from dpfreq.accounting.composition import pieces_epsilon
+from dpfreq.accounting.numbers import float_at_most
+from dpfreq.accounting.zcdp import gaussian_sigma2_at_least, pure_epsilon_for_rho
 from dpfreq.errors import ParameterError
-from dpfreq.noise import (
-    discrete_laplace_gamma,
-    discrete_laplace_variance,
-    epsilon_to_fraction,
-    sample_discrete_laplace,
-)
+from dpfreq.noise import discrete_laplace_gamma, gaussian_sigma2, sample_discrete_laplace
 from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
-from dpfreq.windows.laws.bands import (
+from dpfreq.windows.laws.node import DiscreteGaussian, DiscreteLaplace, NodeLaw
+from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
+from dpfreq.windows.noise.keyed import (
+    eager_generator,
+    structure_name,
+)
+from dpfreq.windows.structures.bands import (
     band_multiplier,
     band_scale,
     cover_multiplier,
     plan_multiplier,
     weights_multiplier,
-)
-from dpfreq.windows.laws.sums import sum_quantile
-from dpfreq.windows.layouts.weights import Layout, layout_weights, row_squares
-from dpfreq.windows.noise.keyed import (
-    KeyedDiscreteGaussian,
-    KeyedDiscreteLaplace,
-    discrete_gaussian_variance,
-    eager_generator,
-    gaussian_sigma2,
-    structure_name,
 )
 from dpfreq.windows.structures.protocol import Calibration, NodeSampler, Shape
 
@@ -74,7 +67,6 @@ __all__ = [
     "eager_noise",
     "register",
     "registry",
-    "sum_halfwidth",
 ]
 
 IntArray = NDArray[np.int64]
@@ -93,9 +85,6 @@ CONSISTENCY_MAX_WEIGHTS = 1 << 18
 #: branching factors a cumulative tree may use (``auto`` keeps the best for ``T``)
 BRANCHINGS = tuple(range(2, 17))
 
-#: the modules whose classes register the built-in methods, in the order ``auto`` tries them
-_BUILTIN = ("dpfreq.windows.structures.counters", "dpfreq.windows.structures.windows")
-
 _REGISTRY: dict[str, type[Structure]] = {}
 
 S = TypeVar("S", bound="type[Structure]")
@@ -103,9 +92,8 @@ S = TypeVar("S", bound="type[Structure]")
 
 def register(cls: S) -> S:
     """Class decorator: make the method ``cls.name`` available to the plan and the release
-    (for the families in ``cls.families``); ``auto`` tries it after the built-in ones."""
-    if cls.__module__ not in _BUILTIN:
-        registry()  # the built-in methods first
+    (for the families in ``cls.families``); ``auto`` tries the methods in the order they were
+    registered (the built-in ones first: :mod:`dpfreq.windows.structures` imports them)."""
     if _REGISTRY.get(cls.name, cls) is not cls:
         raise ParameterError(message("name", "register", "a method name not yet registered",
                                      cls.name))
@@ -115,8 +103,6 @@ def register(cls: S) -> S:
 
 def registry() -> dict[str, type[Structure]]:
     """Every registered method by name (the built-in ones first, in the order tried)."""
-    for module in _BUILTIN:
-        importlib.import_module(module)  # registers its classes once (then a dict lookup)
     return _REGISTRY
 
 
@@ -145,28 +131,9 @@ METHODS: Mapping[str, tuple[str, ...]] = _Families()
 
 
 def composed_epsilon(eps: Fraction, pieces: int, delta: float) -> Fraction:
-    """Per-piece budget for ``pieces`` pure-DP runs composed to (ε, δ): basic or advanced."""
-    basic = eps / pieces
-    if delta <= 0 or pieces == 1:
-        return basic
-    e = float(eps)
-    log_term = math.log(1.0 / delta)
-
-    def total(e0: float) -> float:
-        return e0 * math.sqrt(2 * pieces * log_term) + pieces * e0 * math.expm1(e0)
-
-    lo, hi = 0.0, e
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if total(mid) <= e else (lo, mid)
-    adv = epsilon_to_fraction(lo) if lo > 0 else Fraction(0)
-    return max(basic, adv)
-
-
-def sum_halfwidth(nodes: Any, gamma: Fraction, beta: float) -> FloatArray:
-    """Smallest integer ``x`` with ``Pr[|Σ_{m} Z_i| > x] <= β``, ``Z_i`` i.i.d. ``DLap(γ)``
-    (the certified quantile of :func:`dpfreq.windows.laws.sums.sum_quantile`)."""
-    return sum_quantile(nodes, beta, gamma=gamma)
+    """Per-piece budget for ``pieces`` pure-DP runs composed to (ε, δ): basic or advanced,
+    certified (:func:`dpfreq.accounting.pieces_epsilon`)."""
+    return pieces_epsilon(eps, pieces, delta)
 
 
 def eager_noise(gamma: Fraction, size: int, key: bytes, structure: Any) -> IntArray:
@@ -210,6 +177,9 @@ class Structure:
         self.noise_kind = noise_kind
         self.shape: Shape = self._shape()
         self.gamma, self.sigma2, self.calibration = self._calibrate()
+        #: the node law the calibration chose (owns variance, keyed source, quantiles)
+        self.law: NodeLaw = (DiscreteGaussian(self.sigma2) if noise_kind == "gaussian"
+                             else DiscreteLaplace(self.gamma))
         self.consistent = self._consistent()
         self.layout: Layout = self._layout()
         self._key: bytes | None = None
@@ -333,7 +303,8 @@ class Structure:
         return None
 
     def simulate_band(self, beta: float, draws: int, sample: NodeSampler) -> float | None:
-        """The band multiplier from simulated noise vectors (:mod:`dpfreq.windows.laws.bands`)."""
+        """The band multiplier from simulated noise vectors
+        (:mod:`dpfreq.windows.structures.bands`)."""
         limits = self._tree_limits()
         if limits is None:
             return cover_multiplier(self, beta, draws, sample)
@@ -370,9 +341,7 @@ class Structure:
     @property
     def usable(self) -> bool:
         """Calibration gave usable noise: γ > 0 (Laplace) or a representable σ² (Gaussian)."""
-        if self.noise_kind == "gaussian":
-            return 0 < self.sigma2 < 1 << 60
-        return self.gamma > 0
+        return self.law.usable
 
     def _piece_epsilon(self, pieces: int) -> Fraction:
         """The pure budget of each piece."""
@@ -395,21 +364,21 @@ class Structure:
             e_piece = self._piece_epsilon(pieces)
             return (discrete_laplace_gamma(e_piece, l1), 0,
                     Calibration(l1, "pure epsilon-DP", epsilon_piece=e_piece))
-        rho_piece = self.rho / pieces
+        rho_exact = Fraction(self.rho) / pieces  # certified conversions (dpfreq.accounting)
+        rho_piece = float_at_most(rho_exact)
         if self.noise_kind == "laplace":
-            e_piece = epsilon_to_fraction(math.sqrt(2 * rho_piece))  # ε-DP ⇒ ε²/2-zCDP
+            e_piece = pure_epsilon_for_rho(rho_exact)  # ε-DP ⇒ ε²/2-zCDP
             return (discrete_laplace_gamma(e_piece, l1), 0,
                     Calibration(l1, "zCDP", epsilon_piece=e_piece, rho_piece=rho_piece))
-        target = l2 * l2 / (2 * rho_piece)
-        sigma2 = gaussian_sigma2(target)[0] if target < 2.0**60 else 0
+        # a float √ is correctly rounded, so the next float is at least the exact ℓ2
+        target = gaussian_sigma2_at_least(math.nextafter(l2, math.inf), rho_exact)
+        sigma2 = gaussian_sigma2(target)[0] if target < 2**60 else 0
         return Fraction(0), sigma2, Calibration(l1, "zCDP", rho_piece=rho_piece,
                                                 l2_sensitivity=l2, sigma2=sigma2)
 
     @property
     def node_variance(self) -> float:
-        if self.noise_kind == "gaussian":
-            return discrete_gaussian_variance(self.sigma2)
-        return discrete_laplace_variance(self.gamma)
+        return self.law.variance
 
     def weights(self) -> FloatArray:
         """Least-squares prefix weights of the consistent tree (``T × nodes``)."""
@@ -434,8 +403,10 @@ class Structure:
         memo = (beta, exact, q1.shape, q2.shape, q1.tobytes(), q2.tobytes())
         hit = self._half_c.get(memo)
         if hit is None:
-            hit = (consistent_halfwidth(self, self._prefix_index(q1, q2), beta, exact)
-                   if self.consistent else cover_halfwidth(self, self.nodes(q1, q2), beta, exact))
+            hit = (consistent_halfwidth(self.law, self.layout, self._prefix_index(q1, q2), beta,
+                                        exact)
+                   if self.consistent else cover_halfwidth(self.law, self.nodes(q1, q2), beta,
+                                                           exact))
             if len(self._half_c) < 64 and max(q1.size, q2.size) <= 1 << 14:
                 self._half_c[memo] = hit
         return hit.copy()
@@ -453,8 +424,8 @@ class Structure:
         """Half-widths of a band holding for all :attr:`n_family` windows of the family at once
         with probability ``>= 1 − β`` (noise only; the caller adds the bias bound). Trees:
         ``max(c, 1)·h`` with ``h`` the half-width at ``β`` floored at one item and ``c``
-        calibrated on the exact joint noise law (:mod:`dpfreq.windows.laws.bands`; keyed by the
-        release's secret once attached, by a public key in a plan). Independent answers
+        calibrated on the exact joint noise law (:mod:`dpfreq.windows.structures.bands`; keyed
+        by the release's secret once attached, by a public key in a plan). Independent answers
         (``per_query``): the half-width at Šidák's ``1 − (1 − β)^{1/n}``; trees beyond the
         simulation's limits: at ``β/n``.
         ``exact=False``: the tail bounds at the union bound (cheap, never smaller).
@@ -501,15 +472,13 @@ class Structure:
     def keyed_eager(self) -> bool:
         """Eager trees draw from :meth:`noise_source` (Gaussian noise, or a grouped release's
         shared noise) rather than from the stream of :func:`eager_noise`."""
-        return self.noise_kind == "gaussian" or self.node_noise is not None
+        return not self.law.streamed or self.node_noise is not None
 
     def noise_source(self, key: bytes, name: Any) -> Any:
         """The keyed lazy node noise of the tree named ``name`` (the structure's law)."""
         if self.node_noise is not None:
             return self.node_noise(self, name)
-        if self.noise_kind == "gaussian":
-            return KeyedDiscreteGaussian(key, name, self.sigma2)
-        return KeyedDiscreteLaplace(key, name, self.gamma)
+        return self.law.keyed(key, name)
 
     def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly). ``name``

@@ -20,24 +20,16 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import check_choice, message
+from dpfreq.accounting.numbers import float_at_most
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows.structures.base import registry
 from dpfreq.windows.structures.protocol import WindowStructure
 
-__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score"]
+__all__ = ["Plan", "family_label", "make_plan", "plan_score"]
 
 _FUNC = "release_window_counts"
-
-#: the neighbouring relation of each unit of privacy, in words (``mechanism_params``)
-RELATIONS = {
-    "event": "add or remove one event (one row)",
-    "item": "add or remove one item together with all its events",
-    "item_replace": "replace one item's events by any other events (cumulative structures "
-                    "at their exact sensitivity, the others at twice the item sensitivity)",
-}
-
 
 def family_label(family: str, width: int | None) -> str:
     """``"cumulative"``, ``"all"`` or ``"fixed(W=…)"``: the name of a query family."""
@@ -168,7 +160,7 @@ def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit:
         # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
         try:
             zcdp = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
-                           rho_s=rho / n_struct)
+                           rho_s=float_at_most(Fraction(rho) / n_struct))
         except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
             if pure is None and refusal is not None:
                 raise refusal from None
@@ -194,7 +186,7 @@ def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit
         (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
     eps_s, delta_s = epsilon_to_fraction(epsilon) / n_struct, delta / n_struct
     chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
-                             rho_s=rho / n_struct)
+                             rho_s=float_at_most(Fraction(rho) / n_struct))
     accounting = (f"zCDP: rho={rho:.6g} (this group's share of the grouped release's rho), "
                   "split equally over structures; pure pieces count as epsilon^2/2-zCDP")
     return Plan(chosen, record, accounting, eps_s, delta_s)

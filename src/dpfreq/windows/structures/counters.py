@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
-from dpfreq.windows.laws.bands import walk_multiplier
+from dpfreq.noise import gaussian_sigma2
 from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
@@ -53,7 +53,7 @@ from dpfreq.windows.layouts.factorization import (
 )
 from dpfreq.windows.layouts.layered import layer_layout, layer_signed_cover, layer_signed_ranges
 from dpfreq.windows.layouts.weights import Layout, consistent_estimates
-from dpfreq.windows.noise.keyed import gaussian_sigma2
+from dpfreq.windows.structures.bands import walk_multiplier
 from dpfreq.windows.structures.base import (
     BRANCHINGS,
     CONSISTENCY_MAX_WEIGHTS,
@@ -295,7 +295,8 @@ class FactorShape(Shape):
         return self.periods
 
     def record(self) -> dict[str, Any]:
-        return {"domain": self.periods, "Delta": self.points, "pieces": self.pieces,
+        return {"domain": self.periods, "points_per_neighbour": self.points,
+                "pieces": self.pieces,
                 "factor": "square root", "factor_scale": SCALE,
                 "l2_squared": self.l2_squared}
 

@@ -6,7 +6,7 @@ release's key and answers windows as integer sums ``Σ ± (exact node count + no
 noisy node counts, or (``measured`` structures) as a deterministic function of noisy
 measurements it holds. The release
 (:mod:`dpfreq.windows.state`), the plan (:mod:`dpfreq.windows.structures.chooser`,
-:mod:`dpfreq.windows.plan`) and the band simulation (:mod:`dpfreq.windows.laws.bands`) read a
+:mod:`dpfreq.windows.plan`) and the band simulation (:mod:`dpfreq.windows.structures.bands`) read a
 structure through :class:`WindowStructure` only.
 """
 
@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dpfreq.windows.laws.node import NodeLaw
 
 __all__ = [
     "Calibration",
@@ -74,7 +76,7 @@ class CounterShape(Shape):
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"domain": self.periods, "levels": self.levels,
-                               "Delta": self.points, "pieces": self.pieces,
+                               "points_per_neighbour": self.points, "pieces": self.pieces,
                                "tree_nodes": self.tree_nodes}
         if self.branching is not None:
             out.update(branching=self.branching, top_level=self.top,
@@ -98,7 +100,7 @@ class TreeShape(Shape):
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"domain": self.leaves, "levels": self.levels,
-                               "Delta": self.points, "pieces": self.pieces}
+                               "points_per_neighbour": self.points, "pieces": self.pieces}
         if self.blocks is not None:
             out["blocks"] = self.blocks
         if self.group_size is not None:
@@ -163,6 +165,7 @@ class WindowStructure(Protocol):
     noise_kind: str
     gamma: Fraction
     sigma2: int
+    law: NodeLaw
     consistent: bool
     layout: tuple[Any, ...]
     calibration: Calibration | None

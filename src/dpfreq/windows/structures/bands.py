@@ -57,10 +57,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.noise import sample_discrete_laplace
 from dpfreq.order_stats import order_quantile
-from dpfreq.rng import derive_key, keyed_generator
-from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, structure_name
+from dpfreq.windows.noise.keyed import structure_name
 from dpfreq.windows.structures.protocol import NodeSampler, WindowStructure
 
 __all__ = [
@@ -105,11 +103,8 @@ def band_scale(half: NDArray[np.float64]) -> NDArray[np.float64]:
 def _node_sampler(s: WindowStructure, key: bytes, name: tuple[str | int, ...]) -> NodeSampler:
     """``sample(start, count)``: i.i.d. node noises number ``start .. start + count − 1`` of
     the simulation, from the structure's exact node law (called with consecutive ranges)."""
-    if s.noise_kind == "gaussian":
-        src = KeyedDiscreteGaussian(derive_key(key, "windows", _SCHEME), name, s.sigma2)
-        return lambda start, count: src.noise(np.arange(start, start + count, dtype=np.int64))
-    gen = keyed_generator(key, "windows", _SCHEME, *name)
-    return lambda start, count: sample_discrete_laplace(s.gamma, count, rng=gen)
+    sample: NodeSampler = s.law.simulation(key, name, _SCHEME)
+    return sample
 
 
 def cover_map(s: WindowStructure, t1: NDArray[np.int64], t2: NDArray[np.int64]
@@ -187,7 +182,7 @@ def plan_multiplier(s: WindowStructure, beta: float, name: tuple[Any, ...]) -> f
     node law: structures a plan compares that differ only in what the simulation does not read
     (``k`` where the node law is the same) share one simulation. ``name`` must determine the
     layout (family, method, horizon, level, width, group size)."""
-    memo = (tuple(name), float(beta), s.noise_kind, s.gamma, int(s.sigma2), bool(s.consistent))
+    memo = (tuple(name), float(beta), s.law, bool(s.consistent))
     if memo not in _PLAN_MEMO:
         if len(_PLAN_MEMO) >= _PLAN_MEMO_SIZE:
             _PLAN_MEMO.clear()
@@ -218,8 +213,7 @@ def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
     float or None
         The multiplier, or ``None`` where the band keeps the union bound (module docstring).
     """
-    node_scale = s.sigma2 if s.noise_kind == "gaussian" else s.gamma
-    if s.domain < 1 or node_scale <= 0:  # per_query, or unusable
+    if s.domain < 1 or not s.law.usable:  # per_query, or unusable
         return None
     return s.simulate_band(beta, draws, _node_sampler(s, key, structure_name(
         name, "band_multiplier")))
