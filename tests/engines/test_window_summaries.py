@@ -28,8 +28,8 @@ import pytest
 from dpfreq.engines import SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.params import time_axis
 from dpfreq.windows.data.summaries import summary_specs
+from dpfreq.windows.params import time_axis
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
