@@ -12,12 +12,10 @@
 * ``occurrence_times`` with no ``k_max`` (every event, sorted, to the driver: what
   ``release_window_counts`` asks an engine for): time and the driver's peak memory.
 * ``--windows``: ``release_window_counts(windows=["cumulative", 7], k_values=[1, 3])`` on a
-  Parquet log with integer periods ``1..365``: Spark with the per-partition reduction on the
-  executors (``SparkEngine.reduce_items``: only the summaries reach the driver) against the
-  collect path it replaced (``occurrence_times``: every event to the driver, reduced there;
-  run through an engine wrapper without ``reduce_items``), and DuckDB (whose generic
-  ``reduce_items`` still reads every event into the Python process). Wall time (session start
-  excluded) and peak memory of the Python driver and of the local-mode JVM.
+  Parquet log with integer periods ``1..365``: Spark and DuckDB, each computing the window
+  summaries in one SQL statement (``Summarizing.summaries``: only the summaries reach the
+  Python process). Wall time (session start excluded) and peak memory of the Python driver and
+  of the local-mode JVM.
 * The distributed profile sketch: creation (noise drawn on executors) + write to Parquet, and
   the reduction to the noisy profile, at the ``--sketch-d`` domain sizes; driver (Python) RSS.
 * A *projection* (labelled as such) of the number of machines at which Spark overtakes DuckDB
@@ -125,19 +123,6 @@ def profile_release(eng: Any, src: Any, max_count: int = 100) -> Any:
 WINDOW_HORIZON = 365
 
 
-def _collect_path_engine(spark: Any) -> Any:
-    """The Spark engine with the generic ``reduce_items``: ``occurrence_times`` (every event
-    collected to the driver, sorted) reduced there by numpy — the naive path, for comparison."""
-    from dpfreq.engines._common import reduce_occurrences
-    from dpfreq.engines.spark import SparkEngine
-
-    class CollectPath(SparkEngine):
-        def reduce_items(self, source: Any, **kw: Any) -> Any:
-            return reduce_occurrences(self, source, func="collect path", **kw)
-
-    return CollectPath(spark=spark)
-
-
 def _spark(args: argparse.Namespace) -> Any:
 
     spark = _bench_session(args.spark_memory)
@@ -178,8 +163,8 @@ def _python_workers_peak(stop: Any, out: dict[str, float]) -> None:
 
 
 def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One window release in this (fresh) process: engine "spark", "spark-collect" or
-    "duckdb"; time and peak memory (driver = this Python process; JVM separately)."""
+    """One window release in this (fresh) process: engine "spark" or "duckdb"; time and peak
+    memory (driver = this Python process; JVM separately)."""
     from dpfreq.engines import get_engine
     from dpfreq.windows import release_window_counts
 
@@ -191,8 +176,7 @@ def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str
         t0 = time.perf_counter()
         spark = _spark(args)
         out["session_s"] = time.perf_counter() - t0
-        eng = (_collect_path_engine(spark) if engine == "spark-collect"
-               else get_engine("spark", spark=spark))
+        eng = get_engine("spark", spark=spark)
     import threading
 
     stop, workers = threading.Event(), {}  # type: ignore[var-annotated]
@@ -221,7 +205,7 @@ def windows_worker(engine: str, path: str, args: argparse.Namespace) -> dict[str
 
 
 def windows_main(n: int, args: argparse.Namespace) -> None:
-    engines = ["duckdb"] + ([] if args.no_spark else ["spark", "spark-collect"])
+    engines = ["duckdb"] + ([] if args.no_spark else ["spark"])
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         path = Path(tmp) / "events.parquet"
         t0 = time.perf_counter()
@@ -249,8 +233,8 @@ def windows_main(n: int, args: argparse.Namespace) -> None:
     print("(release_window_counts(windows=['cumulative', 7], k_values=[1, 3], horizon=365, "
           "unit='event', "
           "rng=2026: same noise, so equal results mean equal exact counts); "
-          "spark: reduce_items on the executors; spark-collect: occurrence_times to the driver "
-          "(the previous path); driver MB = peak RSS of the Python driver; JVM MB = peak of "
+          "spark and duckdb: the summaries in one SQL statement; driver MB = peak RSS of the "
+          "Python driver; JVM MB = peak of "
           f"the local[2] JVM (driver and executor in one process, -Xmx {args.spark_memory}); "
           "py worker = peak RSS of one / all executor Python workers (sampled every 0.2 s); "
           "session start not included)")
@@ -353,7 +337,7 @@ def main() -> None:
     ap.add_argument("--no-occurrences", dest="occurrences", action="store_false",
                     help="skip occurrence_times (all events to the driver)")
     ap.add_argument("--windows", action="store_true",
-                    help="only the window-release benchmark (Spark executors vs collect path)")
+                    help="only the window-release benchmark (DuckDB and Spark)")
     ap.add_argument("--tmp", default=None, help="directory for the Parquet log")
     ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args()

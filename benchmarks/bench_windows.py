@@ -348,9 +348,8 @@ def _ingest(item, times, horizon):
     """What the release runs to read and bucket an in-memory log, in this library version
     (the --baseline-rev run imports an older one)."""
     try:
-        from dpfreq.engines import get_engine
+        from dpfreq.engines import SummaryRequest, get_engine
         from dpfreq.windows.data.events import engine_source
-        from dpfreq.windows.data.summaries import WindowReducer
         from dpfreq.windows.params import TimeAxis
     except ImportError:  # revisions before the memory-engine path
         from dpfreq.windows._log import _array_log
@@ -365,9 +364,7 @@ def _ingest(item, times, horizon):
 
     def run():
         src, it, tm = engine_source((item, times), None, None, axis)
-        return get_engine(None, src).reduce_items(src, item=it, time=tm, buckets=axis.buckets(),
-                                                  reducer=WindowReducer(horizon, ()),
-                                                  drop_out_of_range=False)
+        return get_engine(None, src).summaries(src, SummaryRequest(it, tm, axis.buckets(), ()))
 
     return run
 

@@ -206,9 +206,10 @@ def test_checker_sees_a_violation() -> None:
     assert _private_owner("dpfreq.engines._common") == "dpfreq.engines"
     assert _private_owner("dpfreq._validate") == "dpfreq"
     assert _private_owner("dpfreq.engines.duckdb") is None
-    assert ("dpfreq.engines.base", "*") in {(t, n) for t, n, _ in _imports("dpfreq.engines")}
-    assert ("dpfreq.engines.duckdb", "DuckDBEngine") in {(t, n) for t, n, _ in
-                                                         _imports("dpfreq.engines.memory")}
+    assert ("dpfreq.engines.base", "Summarizing") in {(t, n) for t, n, _ in
+                                                      _imports("dpfreq.engines")}
+    assert ("dpfreq.engines.duckdb.engine", "DuckDBEngine") in {
+        (t, n) for t, n, _ in _imports("dpfreq.engines.memory.engine")}
     assert ("dpfreq.engines", "dataframe_kind") not in {(t, n) for t, n, _ in
                                                         _imports("dpfreq.engines")}
 

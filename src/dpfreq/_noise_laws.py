@@ -298,6 +298,11 @@ def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
     Returns ``(σ², t, u)``. With σ² a multiple of ``t`` the acceptance exponent
     ``(|Y| − σ²/t)²/(2σ²)`` becomes ``(|Y| − u)²/(2tu)``, a fraction with a small denominator.
     Rounding σ² up only adds noise, so the privacy guarantee is kept.
+
+    Examples
+    --------
+    >>> gaussian_sigma2(50.0)
+    (56, 8, 7)
     """
     if not (isinstance(sigma2_min, int | float) and math.isfinite(sigma2_min)
             and sigma2_min > 0 and sigma2_min < 2.0**62):
@@ -309,7 +314,13 @@ def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
 
 
 def discrete_gaussian_variance(sigma2: int) -> float:
-    """Variance of the discrete Gaussian ``Pr[z] ∝ exp(−z²/(2σ²))`` (numerically exact)."""
+    """Variance of the discrete Gaussian ``Pr[z] ∝ exp(−z²/(2σ²))`` (numerically exact).
+
+    Examples
+    --------
+    >>> round(discrete_gaussian_variance(1), 6)
+    1.0
+    """
     if sigma2 >= 10_000:  # the gap to σ² is below e^{−2π²σ²}: far under double precision
         return float(sigma2)
     half = int(40 * math.sqrt(sigma2)) + 10

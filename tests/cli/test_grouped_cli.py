@@ -96,7 +96,8 @@ def test_grouped_reach_cli_selects_groups_with_delta(tmp_path: Path) -> None:
     assert (doc["epsilon"], doc["delta"]) == (4.0, 1e-6)
     sel = doc["mechanism_params"]["selection"]
     assert sel["single_item_release_probability"] <= 1e-6 / 2
-    assert doc["groups"]["c1"]["epsilon"] == 1.0
+    # the selection's share is chosen from public parameters ("auto"), the rest split over m
+    assert doc["groups"]["c1"]["epsilon"] == pytest.approx((4.0 - sel["epsilon"]) / 2)
     assert doc["groups"]["c1"]["delta"] == 0.0
     table = CliRunner().invoke(cli, ["reach", str(log), "--item", "user", "--time", "day",
                                      "--seed", "1", *public])

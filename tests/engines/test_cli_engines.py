@@ -235,7 +235,7 @@ def test_spark_session_sets_executor_python_and_utc(monkeypatch: pytest.MonkeyPa
     pytest.importorskip("pyspark")
     import sys
 
-    import dpfreq.engines.spark_session as spark_mod
+    import dpfreq.engines.spark.session as spark_mod
 
     builder = _FakeBuilder(fail=False)
     monkeypatch.setattr(spark_mod, "SparkSession", _fake_session_class(None, builder))
@@ -252,7 +252,7 @@ def test_spark_session_sets_executor_python_and_utc(monkeypatch: pytest.MonkeyPa
 
 def test_spark_session_reuses_the_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyspark")
-    import dpfreq.engines.spark_session as spark_mod
+    import dpfreq.engines.spark.session as spark_mod
 
     builder = _FakeBuilder(fail=False)
     monkeypatch.setattr(spark_mod, "SparkSession", _fake_session_class("active", builder))
@@ -263,7 +263,7 @@ def test_spark_session_reuses_the_active_session(monkeypatch: pytest.MonkeyPatch
 def test_spark_session_start_failure_is_engine_unavailable(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyspark")
-    import dpfreq.engines.spark_session as spark_mod
+    import dpfreq.engines.spark.session as spark_mod
     from dpfreq.errors import EngineUnavailableError
 
     monkeypatch.setattr(spark_mod, "SparkSession",

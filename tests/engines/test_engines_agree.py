@@ -13,8 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from dpfreq.engines import get_engine
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError
 
 pa = pytest.importorskip("pyarrow")
@@ -37,17 +36,12 @@ BAD_ITEMS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _reducer(codes: np.ndarray, periods: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Events per period (a tiny reducer: slot 0, key = period, weight 1)."""
-    return np.zeros_like(periods), periods, np.ones_like(periods)
-
-
 CALLS: dict[str, Callable[[Any, Any], Any]] = {
     "item_counts": lambda e, s: e.item_counts(s, item="item"),
     "count_of_counts": lambda e, s: e.count_of_counts(s, item="item", max_count=2),
     "occurrence_times": lambda e, s: e.occurrence_times(s, item="item", time="time"),
-    "reduce_items": lambda e, s: e.reduce_items(s, item="item", time="time",
-                                                buckets=TimeBuckets(3), reducer=_reducer),
+    "summaries": lambda e, s: e.summaries(s, SummaryRequest("item", "time", TimeBuckets(3),
+                                                            ())),
 }
 
 
@@ -85,7 +79,7 @@ def test_bad_item_columns_refused_identically_spark(spark: Any, tmp_path: Path) 
         path = tmp_path / f"{bad}.parquet"
         pq.write_table(_table(bad), path)
         df = spark.read.parquet(str(path))
-        for call in ("count_of_counts", "reduce_items"):
+        for call in ("count_of_counts", "summaries"):
             with pytest.raises(DataError) as exc:
                 CALLS[call](eng, df)
             assert str(exc.value) == want, (bad, call)
@@ -105,7 +99,7 @@ def test_bad_float_times_refused_identically(bad: str, tmp_path: Path) -> None:
     messages = set()
     for engine, source in (("memory", tbl), ("duckdb", tbl), ("duckdb", path),
                            ("memory", {"item": [1, 2, 3], "time": np.array(BAD_TIMES[bad])})):
-        for call in ("occurrence_times", "reduce_items"):
+        for call in ("occurrence_times", "summaries"):
             with pytest.raises(DataError) as exc:
                 CALLS[call](get_engine(engine), source)
             messages.add(str(exc.value))
@@ -149,8 +143,8 @@ def test_data_errors_without_private_numbers(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DPFREQ_DEBUG", "1")
     with pytest.raises(DataError, match=r"\[debug, MemoryEngine.item_counts: 37 value\(s\)"):
         get_engine("memory").item_counts(source, item="item")
-    with pytest.raises(DataError, match=r"\[debug, DuckDBEngine.reduce_items: 23 value\(s\)"):
-        CALLS["reduce_items"](get_engine("duckdb"), path)
+    with pytest.raises(DataError, match=r"\[debug, DuckDBEngine.summaries: 23 value\(s\)"):
+        CALLS["summaries"](get_engine("duckdb"), path)
 
 
 def test_duckdb_errors_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,15 +178,14 @@ def _counting_source(rows: int) -> tuple[Any, Any, list[int]]:
     return get_engine("duckdb", connection=con), sql, reads
 
 
-@pytest.mark.parametrize("call", ["occurrence_times", "reduce_items"])
+@pytest.mark.parametrize("call", ["occurrence_times", "summaries"])
 def test_duckdb_event_readers_read_the_source_once(call: str) -> None:
     eng, sql, reads = _counting_source(100)
-    got = CALLS[call](eng, sql)  # reduce_items: horizon 3 < times up to 5, still one read
-    if call == "reduce_items":
+    got = CALLS[call](eng, sql)  # summaries: horizon 3 < times up to 5, still one read
+    if call == "summaries":
         assert got.n_out_of_range == 40
     assert reads[0] == 100
-    got = eng.reduce_items(sql, item="item", time="time", buckets=TimeBuckets(5),
-                           reducer=_reducer)
+    got = eng.summaries(sql, SummaryRequest("item", "time", TimeBuckets(5), ()))
     assert reads[0] == 200
     assert got.n_events == 100
     assert got.weights.sum() == 100
@@ -217,8 +210,8 @@ def test_spark_window_reduction_reads_the_source_once(spark: Any) -> None:
     udf = F.udf(tick, "long").asNondeterministic()
     df = spark.range(200).select(udf(F.col("id") % 7).alias("item"),
                                  (F.col("id") % 5 + 1).alias("time"))
-    got = get_engine("spark", spark=spark).reduce_items(
-        df, item="item", time="time", buckets=TimeBuckets(5), reducer=_reducer)
+    got = get_engine("spark", spark=spark).summaries(
+        df, SummaryRequest("item", "time", TimeBuckets(5), ()))
     assert got.n_events == 200
     assert got.weights.sum() == 200
     assert acc.value == 200

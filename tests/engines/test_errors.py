@@ -236,7 +236,8 @@ def test_spark_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "pyspark", None)
-    monkeypatch.delitem(sys.modules, "dpfreq.engines.spark", raising=False)
+    for name in [m for m in sys.modules if m.startswith("dpfreq.engines.spark")]:
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
         get_engine("spark")
 
@@ -265,7 +266,7 @@ class FakePy4JError(Exception):
 def test_spark_java_errors_are_one_line_with_root_cause() -> None:
     """A py4j Java error shows the Java exception and its root cause, not py4j's call id."""
     pytest.importorskip("pyspark")
-    from dpfreq.engines.spark_session import one_line as _one_line
+    from dpfreq.engines.spark.session import one_line as _one_line
 
     root = FakeJava("java.lang.OutOfMemoryError: Java heap space\n\tat ...")
     exc = FakePy4JError(FakeJava("org.apache.spark.SparkException: Job aborted.\n\tat x",
@@ -282,7 +283,7 @@ def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch)
     """A failed Spark job shows the Java exception classes (a JVM Error such as
     OutOfMemoryError in full), not its message, which may quote the data; debug shows all."""
     pytest.importorskip("pyspark")
-    from dpfreq.engines import spark_session as spark_engine
+    from dpfreq.engines.spark import session as spark_engine
 
     leak = FakePy4JError(FakeJava(
         "org.apache.spark.SparkException: Job aborted: value 'alice@example.org' is bad",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.profile import release_profile
 
 KEY = bytes(range(1, 33))
@@ -21,8 +21,8 @@ def _data() -> pd.DataFrame:
 
 
 def _aggregate(engine: Any, df: pd.DataFrame) -> tuple[list[int], list[int], list[int]]:
-    gp = engine.grouped_count_of_counts(df, item="u", group="g", groups=["a", "b", "c", "e"],
-                                        max_groups_per_item=2, hash_key=KEY, max_count=9)
+    gp = engine.grouped_count_of_counts(df, CountRequest(
+        "u", Grouping("g", ("a", "b", "c", "e"), 2, KEY), max_count=9))
     return gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()
 
 

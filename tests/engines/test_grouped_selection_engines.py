@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpfreq.anonymized import release_anonymized_histogram
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.profile import release_profile
 
 KEY = bytes(range(2, 34))
@@ -24,9 +24,10 @@ def _data() -> pd.DataFrame:
 
 
 def _aggregate(engine: Any, df: pd.DataFrame, groups: Any, m: Any, n: Any) -> tuple[Any, ...]:
-    gp = engine.grouped_count_of_counts(df, item="u", group="g", groups=groups,
-                                        max_groups_per_item=m, hash_key=KEY, max_count=n)
-    return gp.groups, gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()
+    gp = engine.grouped_count_of_counts(df, CountRequest(
+        "u", Grouping("g", None if groups is None else tuple(groups), m, KEY), max_count=n))
+    return (gp.groups, gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist(),
+            gp.n_pairs, gp.n_pairs_kept)
 
 
 @pytest.mark.parametrize("groups", [None, ["a", "b", "c", "e"]])

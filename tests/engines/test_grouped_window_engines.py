@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfreq.engines import get_engine
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import Grouping, SummaryRequest, TimeBuckets, get_engine
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.data.summaries import WindowReducer, summary_specs
+from dpfreq.windows.data.summaries import summary_specs
 
 KEY = bytes(range(1, 33))
 GROUPS = ["a", "b", "c", "d'q", "none"]
@@ -31,14 +30,13 @@ def _log(text_items: bool = False, timestamps: bool = False) -> pd.DataFrame:
 
 
 def _reduce(engine: Any, df: pd.DataFrame, m: int | None, timestamps: bool) -> tuple:
-    specs = summary_specs(("cumulative", 4, "all"), (1, 2))
+    specs = summary_specs(("cumulative", 4, "all", 5), (1, 2, 3))
     buckets = (TimeBuckets(12, start_us=int(pd.Timestamp("2026-01-01").value // 1000) + 1,
                            period_us=6 * 3600 * 10**6) if timestamps else TimeBuckets(12))
-    r = engine.grouped_reduce_items(df, item="u", time="t", group="g", groups=GROUPS,
-                                    max_groups_per_item=m, hash_key=KEY, buckets=buckets,
-                                    reducer=WindowReducer(12, specs), drop_out_of_range=True)
+    r = engine.summaries(df, SummaryRequest("u", "t", buckets, specs, drop_out_of_range=True,
+                                            grouping=Grouping("g", tuple(GROUPS), m, KEY)))
     return (r.group_index.tolist(), r.slots.tolist(), r.keys.tolist(), r.weights.tolist(),
-            r.n_events, r.n_out_of_range)
+            r.n_events, r.n_out_of_range, r.n_pairs, r.n_pairs_kept)
 
 
 def _release(engine: Any, df: pd.DataFrame, unit: str) -> list[Any]:

@@ -240,6 +240,7 @@ def test_without_pyspark_the_pip_extra_is_named(monkeypatch: pytest.MonkeyPatch)
     for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "pyspark", None)
-    monkeypatch.delitem(sys.modules, "dpfreq.engines.spark", raising=False)
+    for name in [m for m in sys.modules if m.startswith("dpfreq.engines.spark")]:
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(EngineUnavailableError, match=r"pip install 'dpfreq\[spark\]'"):
         DistributedProfileSketch.create(domain_size=10, max_count=2, epsilon=1.0)

@@ -2,7 +2,7 @@
 
 Every engine reads a time zone aware timestamp by its instant and a naive one by its wall
 clock as UTC. Cases: Parquet written by pandas (nanosecond timestamps, which Spark refuses
-without ``dpfreq.engines.spark_times``), by pyarrow in microseconds (Spark ``TIMESTAMP`` for
+without ``dpfreq.engines.spark.times``), by pyarrow in microseconds (Spark ``TIMESTAMP`` for
 aware values, ``TIMESTAMP_NTZ`` for naive ones) and in milliseconds; pandas tables; integer
 times of every width. Each under a UTC and a non-UTC Spark session (``America/New_York``, whose
 DST change on 2024-03-10 lies inside the data): the session's zone must change nothing. The
@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from dpfreq.engines import get_engine
-from dpfreq.engines.spark_times import NANOS_AS_LONG
+from dpfreq.engines.spark.times import NANOS_AS_LONG
 from dpfreq.windows import release_window_counts
 
 pa = pytest.importorskip("pyarrow")

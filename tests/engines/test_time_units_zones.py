@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 
 from dpfreq import Accountant
-from dpfreq.engines import get_engine
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows import WindowCountsRelease, release_window_counts
 from dpfreq.windows.params import time_axis
@@ -43,22 +42,18 @@ DAYS = {"start": "2024-03-09", "end": "2024-03-11", "period": "1d"}
 FACTOR = {"s": 10**6, "ms": 10**3, "us": 1, "ns": 10**-3}
 
 
-def _per_event(codes: np.ndarray, periods: np.ndarray) -> tuple[Any, Any, Any]:
-    """Reducer keeping each event: slot = period, key = item code (one event per item)."""
-    return periods, codes, np.ones_like(periods)
-
-
 def _periods(engine: Any, source: Any, buckets: TimeBuckets) -> list[int]:
-    """Periods of the events inside the range in item order (one event per item; the reducer
-    sees dense codes of those items, in sorted order)."""
-    red = get_engine(engine).reduce_items(source, item="u", time="t", buckets=buckets,
-                                          reducer=_per_event, drop_out_of_range=True)
-    return [p for _, p in sorted(zip(red.keys.tolist(), red.slots.tolist(), strict=True))]
+    """The periods of the events inside the range, sorted (from the events per period the
+    engine sums, slot 0 of its summaries)."""
+    red = get_engine(engine).summaries(source, SummaryRequest("u", "t", buckets, (),
+                                                              drop_out_of_range=True))
+    return [int(k) for k, w in zip(red.keys.tolist(), red.weights.tolist(), strict=True)
+            for _ in range(w)]
 
 
 def _expected(column: int, keep: Any = None) -> list[int]:
     rows = range(len(CASES)) if keep is None else keep
-    return [CASES[i][column] for i in sorted(rows) if 1 <= CASES[i][column] <= 3]
+    return sorted(CASES[i][column] for i in sorted(rows) if 1 <= CASES[i][column] <= 3)
 
 
 def _epochs(unit: str) -> np.ndarray:
@@ -112,9 +107,9 @@ def test_far_epochs_stay_outside() -> None:
     for engine in ("memory", "duckdb"):
         for zone in ("UTC", NY):
             buckets = time_axis(None, **DAYS, time_unit="s", timezone=zone).buckets()
-            red = get_engine(engine).reduce_items(
-                pd.DataFrame({"u": range(4), "t": big}), item="u", time="t", buckets=buckets,
-                reducer=_per_event, drop_out_of_range=True)
+            red = get_engine(engine).summaries(
+                pd.DataFrame({"u": range(4), "t": big}),
+                SummaryRequest("u", "t", buckets, (), drop_out_of_range=True))
             assert red.n_out_of_range == 4
 
 
@@ -193,15 +188,13 @@ def _histogram(periods: list[int]) -> dict[int, int]:
 
 @pytest.mark.spark
 def test_spark_matches_memory(spark: Any) -> None:
-    """Spark's events per period are the hand-computed ones (its executors see item codes
-    per partition, so the reducer counts events per period; a lambda, as the executors cannot
-    import this test module)."""
-    per_period = lambda c, p: (p, np.zeros_like(p), np.ones_like(p))  # noqa: E731
+    """Spark's events per period (slot 0 of its summaries, in Spark SQL) are the
+    hand-computed ones."""
 
     def spark_periods(src: Any, buckets: TimeBuckets) -> dict[int, int]:
-        red = get_engine(spark).reduce_items(src, item="u", time="t", buckets=buckets,
-                                             reducer=per_period, drop_out_of_range=True)
-        return dict(zip(red.slots.tolist(), red.weights.tolist(), strict=True))
+        red = get_engine(spark).summaries(src, SummaryRequest("u", "t", buckets, (),
+                                                              drop_out_of_range=True))
+        return dict(zip(red.keys.tolist(), red.weights.tolist(), strict=True))
 
     for zone in ("UTC", NY):
         src = pd.DataFrame({"u": range(len(CASES)), "t": INSTANTS})

@@ -1,11 +1,12 @@
-"""Window summaries through every engine: ``Engine.reduce_items``.
+"""Window summaries through every engine: ``Summarizing.summaries``.
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
-summaries (``dpfreq.windows.data.summaries``) — on Spark per partition on the executors, only the
-summed summaries reaching the driver. These tests demand, for memory, DuckDB and Spark:
+summaries (``dpfreq.windows.summaries``) in one query where the data lives — numpy in memory,
+SQL on DuckDB and Spark — only the summed summaries reaching this process. These tests demand,
+for memory, DuckDB and Spark:
 
 * identical summaries (the sparse ``(slot, key, weight)`` entries), identical range-check
-  results (events outside, the first one, dropped events), identical exact oracles (checked
+  results (events outside, dropped events), identical exact oracles (checked
   against plain-Python counting) and identical releases under one seed;
 * the same ``DataError`` text for events outside the public range.
 
@@ -24,12 +25,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpfreq.engines import get_engine
-from dpfreq.engines._common import reduce_events
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.data.summaries import WindowReducer, summary_specs
+from dpfreq.windows.data.summaries import summary_specs
 from dpfreq.windows.params import time_axis
 
 pa = pytest.importorskip("pyarrow")
@@ -94,34 +93,28 @@ def _axis(case: str) -> Any:
                       axis.get("period"))
 
 
-def _reference(case: str, drop: bool) -> Any:
-    """The arrays path: dense codes from the sorted distinct keys, then numpy."""
-    cols = _arrays(case)
+def _request(case: str, drop: bool) -> SummaryRequest:
     ax = _axis(case)
-    _, codes = np.unique(cols["item"], return_inverse=True)
-    times = cols["time"].astype("datetime64[us]").astype(np.int64) \
-        if cols["time"].dtype.kind == "M" else cols["time"]
-    order = np.lexsort((times, codes))  # engine order: (item key, time)
-    reducer = WindowReducer(ax.horizon, summary_specs(WINDOWS, K_VALUES))
-    return reduce_events(codes.ravel()[order], times[order], buckets=ax.buckets(),
-                         reducer=reducer, drop_out_of_range=drop)
+    return SummaryRequest("item", "time", ax.buckets(), summary_specs(WINDOWS, K_VALUES),
+                          drop_out_of_range=drop)
+
+
+def _reference(case: str, drop: bool) -> Any:
+    """The arrays through the memory engine (the numpy reference)."""
+    return get_engine("memory").summaries(_arrays(case), _request(case, drop))
 
 
 def _reduce(backend: str, case: str, drop: bool, tmp_path: Path, spark: Any) -> Any:
-    ax = _axis(case)
     eng = get_engine("spark", spark=spark) if backend == "spark" else get_engine(backend)
     src = _source(backend, _arrays(case), tmp_path, spark)
-    return eng.reduce_items(src, item="item", time="time", buckets=ax.buckets(),
-                            reducer=WindowReducer(ax.horizon, summary_specs(WINDOWS, K_VALUES)),
-                            drop_out_of_range=drop)
+    return eng.summaries(src, _request(case, drop))
 
 
 def _assert_same_reduction(got: Any, want: Any) -> None:
-    for name in ("slots", "keys", "weights"):
+    for name in ("group_index", "slots", "keys", "weights"):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
         assert getattr(got, name).dtype == np.int64
-    assert (got.n_events, got.n_out_of_range, got.first_out_of_range) == (
-        want.n_events, want.n_out_of_range, want.first_out_of_range)
+    assert (got.n_events, got.n_out_of_range) == (want.n_events, want.n_out_of_range)
 
 
 def _brute(case: str, t1: int, t2: int, k: int) -> int:
@@ -143,26 +136,14 @@ LOCAL = ["memory", "duckdb"]
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("backend", LOCAL)
-def test_reduce_items_local(backend: str, case: str, tmp_path: Path) -> None:
+def test_summaries_local(backend: str, case: str, tmp_path: Path) -> None:
     for drop in (False, True):
         _assert_same_reduction(_reduce(backend, case, drop, tmp_path, None),
                                _reference(case, drop))
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_duckdb_reduce_items_in_several_hash_passes(case: str, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """DuckDB fetches the events in passes over hash(item); tiny passes give the same sums."""
-    import dpfreq.engines.duckdb as duck
-
-    monkeypatch.setattr(duck, "_EVENTS_PER_PASS", 3)
-    for drop in (False, True):
-        _assert_same_reduction(_reduce("duckdb", case, drop, tmp_path, None),
-                               _reference(case, drop))
-
-
 @pytest.mark.spark
-def test_reduce_items_spark(tmp_path: Path, spark: Any) -> None:
+def test_summaries_spark(tmp_path: Path, spark: Any) -> None:
     for case in CASES:
         for drop in (False, True):
             sub = tmp_path / f"{case}-{drop}"
@@ -175,10 +156,13 @@ def test_reference_counts_what_it_should() -> None:
     """The reference itself: range checks by hand, oracles against plain-Python counting."""
     red = _reference("out_of_range", False)
     # events (item, period) sorted: (1,1) (1,7) (1,9) (2,0) (2,6) (2,6) (3,2): 3 outside
-    assert (red.n_out_of_range, red.first_out_of_range, red.n_events) == (3, 7, 0)
+    assert (red.n_out_of_range, red.n_events) == (3, 0)
     assert red.slots.size == 0
     red = _reference("timestamps", True)
-    assert (red.n_out_of_range, red.first_out_of_range, red.n_events) == (2, 0, 5)
+    assert (red.n_out_of_range, red.n_events) == (2, 5)
+    # events per period (slot 0) by hand: days 1.0, 1.25, 2.5, 3.999, 6.99 from 2024-01-02
+    assert red.keys[red.slots == 0].tolist() == [1, 2, 3, 6]
+    assert red.weights[red.slots == 0].tolist() == [2, 1, 1, 1]
 
 
 def _release(source: Any, case: str, engine: Any, level: str, drop: bool) -> Any:
@@ -273,6 +257,5 @@ def test_out_of_range_error_spark(tmp_path: Path, spark: Any) -> None:
 def test_buckets_time_kind_mismatch_is_data_error(tmp_path: Path) -> None:
     cols = _arrays("single_item")
     with pytest.raises(DataError, match="timestamps or dates"):
-        get_engine("duckdb").reduce_items(
-            _source("duckdb", cols, tmp_path, None), item="item", time="time",
-            buckets=TimeBuckets(6, 0, DAY), reducer=WindowReducer(6, ()))
+        get_engine("duckdb").summaries(_source("duckdb", cols, tmp_path, None),
+                                       SummaryRequest("item", "time", TimeBuckets(6, 0, DAY), ()))

@@ -31,8 +31,8 @@ from dpfreq.longitudinal import aggregate_reports_file
 from dpfreq.profile import release_profile
 from dpfreq.windows import release_window_counts
 
-_READERS = ("item_counts", "count_of_counts", "grouped_count_of_counts", "grouped_reduce_items",
-            "occurrence_times", "reduce_items", "report_sums")
+_READERS = ("item_counts", "count_of_counts", "grouped_count_of_counts", "summaries",
+            "occurrence_times", "report_sums")
 _WINDOWS = {"item": "u", "time": "t", "horizon": 4, "k_values": [1], "windows": ["cumulative"]}
 _PROFILE = {"item": "u", "domain_size": 100, "max_count": 3}
 

@@ -12,7 +12,7 @@ import pytest
 from dpfreq.anonymized import release_anonymized_histogram, sorted_l1_distance
 from dpfreq.anonymized.grouped import _histograms
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.errors import ParameterError
 from dpfreq.grouped import GroupedRelease
 
@@ -25,8 +25,8 @@ def _log() -> pd.DataFrame:
 
 def _hist(rows: list[tuple[int, str]]) -> dict[str, dict[int, int]]:
     gp = get_engine("memory").grouped_count_of_counts(
-        {"w": [r[0] for r in rows], "site": [r[1] for r in rows]}, item="w", group="site",
-        groups=["a", "b"], max_groups_per_item=None, hash_key=bytes(32), max_count=None)
+        {"w": [r[0] for r in rows], "site": [r[1] for r in rows]},
+        CountRequest("w", Grouping("site", ("a", "b"), None)))
     return {g: dict(zip(c.tolist(), p.tolist(), strict=True))
             for g, (c, p) in _histograms(gp).items()}
 
@@ -34,8 +34,7 @@ def _hist(rows: list[tuple[int, str]]) -> dict[str, dict[int, int]]:
 def test_group_histograms_are_the_exact_per_group_histograms() -> None:
     df = _log()
     gp = get_engine("duckdb").grouped_count_of_counts(
-        df, item="w", group="site", groups=["a", "c", "zz"], max_groups_per_item=None,
-        hash_key=bytes(32), max_count=None)
+        df, CountRequest("w", Grouping("site", ("a", "c", "zz"), None)))
     hists = _histograms(gp)
     for g in ("a", "c"):
         want = df[df.site == g].groupby("w").size().value_counts().sort_index()

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import get_engine
-from dpfreq.engines.grouping_memory import pair_rank
+from dpfreq.engines import CountRequest, Grouping, get_engine
+from dpfreq.engines.grouping import PRIME, group_value, item_coefficients
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.profile import release_profile
 
@@ -28,8 +28,8 @@ def _classes(rows: list[tuple[object, str]], m: int, n: int) -> dict[str, dict[i
     if not rows:
         return {}
     gp = get_engine("memory").grouped_count_of_counts(
-        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]}, item="u", group="g",
-        groups=GROUPS, max_groups_per_item=m, hash_key=KEY, max_count=n)
+        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]},
+        CountRequest("u", Grouping("g", tuple(GROUPS), m, KEY), max_count=n))
     out: dict[str, dict[int, int]] = {}
     for gi, c, p in zip(gp.group_index, gp.counts, gp.prevalences, strict=True):
         out.setdefault(gp.groups[gi], {})[int(c)] = int(p)
@@ -72,9 +72,8 @@ def test_engines_identical() -> None:
         df = pd.DataFrame({"u": items, "g": gen.choice(["a", "b", "c", "x", "d'q"], 4000)})
         res = []
         for e in ("memory", "duckdb"):
-            gp = get_engine(e).grouped_count_of_counts(
-                df, item="u", group="g", groups=["a", "b", "c", "d'q", "none"],
-                max_groups_per_item=2, hash_key=KEY, max_count=7)
+            gp = get_engine(e).grouped_count_of_counts(df, CountRequest(
+                "u", Grouping("g", ("a", "b", "c", "d'q", "none"), 2, KEY), max_count=7))
             res.append((gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()))
             rel = release_profile(df, item="u", group="g", groups=["a", "b", "none"],
                                   max_groups_per_item=2, domain_size=1000, max_count=7,
@@ -92,7 +91,8 @@ def test_bounding_uniform_over_groups() -> None:
     n_items = 20000
     seen = {}
     for i in range(n_items):
-        ranks = sorted((pair_rank(KEY.hex(), str(i), g), g) for g in groups)
+        a, b = item_coefficients(KEY.hex(), str(i))
+        ranks = sorted(((a * group_value(KEY.hex(), g) + b) % PRIME, g) for g in groups)
         kept = tuple(sorted(g for _, g in ranks[:2]))
         seen[kept] = seen.get(kept, 0) + 1
     assert len(seen) == math.comb(5, 2)
@@ -101,8 +101,7 @@ def test_bounding_uniform_over_groups() -> None:
     # the engine keeps exactly these subsets: per-group kept item counts agree
     df = pd.DataFrame({"u": np.repeat(np.arange(n_items), 5), "g": groups * n_items})
     gp = get_engine("duckdb").grouped_count_of_counts(
-        df, item="u", group="g", groups=groups, max_groups_per_item=2, hash_key=KEY,
-        max_count=1)
+        df, CountRequest("u", Grouping("g", tuple(groups), 2, KEY), max_count=1))
     per_group = {g: sum(v for k, v in seen.items() if g in k) for g in groups}
     kept = dict(zip(gp.group_index.tolist(), gp.prevalences.tolist(), strict=True))
     assert {groups[i]: p for i, p in kept.items()} == per_group

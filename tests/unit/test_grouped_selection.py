@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, get_engine
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.selection import plan_selection, tail_probability
+from dpfreq.grouped.selection import plan_selection, truncated_tail
 from dpfreq.noise import discrete_laplace_pmf, discrete_laplace_tail
 from dpfreq.profile import release_profile
 
@@ -22,28 +22,31 @@ CASES = [(0.5, 1e-6, 1), (0.5, 1e-6, 2), (1.0, 1e-5, 1), (0.1, 1e-3, 5), (4.0, 1
          (2.0, 1e-3, 3)]
 
 
-def _upper_tail(k: int, gamma: Fraction) -> float:
-    """Pr[Z >= k] from the library's two-sided tail Pr[|Z| > B] (an independent formula)."""
-    return float(discrete_laplace_tail(k - 1, gamma)) / 2 if k >= 1 else \
-        1.0 - float(discrete_laplace_tail(-k, gamma)) / 2
+def _p1(k: int, gamma: Fraction) -> float:
+    """Pr[Z = k] of the discrete Laplace law truncated to [−k, k] (an independent formula: the
+    library's two-sided tail Pr[|Z| > k] and pmf, renormalised)."""
+    inside = 1.0 - float(discrete_laplace_tail(k, gamma))
+    return float(discrete_laplace_pmf(np.array([k]), gamma)[0]) / inside
 
 
 @pytest.mark.parametrize(("epsilon", "delta", "m"), CASES)
 def test_threshold_is_the_smallest_valid_one(epsilon: float, delta: float, m: int) -> None:
     plan = plan_selection(epsilon, delta, m)
     assert plan.gamma <= Fraction(epsilon) / m
-    p1 = _upper_tail(plan.threshold - 1, plan.gamma)
-    assert math.isclose(p1, plan.single_item_probability, rel_tol=1e-12)
+    k = plan.truncation
+    p1 = _p1(k, plan.gamma)
+    assert math.isclose(p1, plan.single_item_probability, rel_tol=1e-9)
     assert m * p1 <= delta  # a key held by one item: released with probability <= δ/m
     assert 1 - (1 - p1) ** m <= delta  # one item's m private keys: any released, <= δ
-    assert m * _upper_tail(plan.threshold - 2, plan.gamma) > delta  # τ - 1 would not do
+    assert k == 0 or m * _p1(k - 1, plan.gamma) > delta  # k - 1 would not do
 
 
 @pytest.mark.parametrize(("epsilon", "delta", "m"), CASES)
 def test_release_probability_is_the_exact_law(epsilon: float, delta: float, m: int) -> None:
     plan = plan_selection(epsilon, delta, m)
-    z = np.arange(-4000, 4001)
+    z = np.arange(-plan.truncation, plan.truncation + 1)
     pmf = discrete_laplace_pmf(z, plan.gamma)
+    pmf = pmf / pmf.sum()  # the truncated law
     for count in (1, 2, plan.threshold - 3, plan.threshold, plan.threshold + 7):
         if count < 1:
             continue
@@ -55,20 +58,25 @@ def test_release_probability_is_the_exact_law(epsilon: float, delta: float, m: i
 
 @pytest.mark.parametrize(("epsilon", "delta", "m"), CASES)
 def test_selection_bit_privacy_exact(epsilon: float, delta: float, m: int) -> None:
-    """Per group: counts c and c + 1 (c >= 1) give bit laws within e^γ (pure), and the new
-    group (0 versus 1) is (0, p₁)-DP."""
+    """Per group: counts c and c + 1 (c >= 0, c = 0 the group absent) give bit laws that are
+    (γ, p₁)-close both ways, the optimal mechanism's recurrence holding with equality below
+    the threshold."""
     plan = plan_selection(epsilon, delta, m)
-    bound = math.exp(float(plan.gamma)) * (1 + 1e-12)
+    e = math.exp(float(plan.gamma))
+    p1 = plan.single_item_probability
+    k = plan.truncation
 
     def kept_out(c: int) -> float:  # Pr[c + Z < τ] = Pr[Z >= c + 1 - τ], without cancellation
-        return tail_probability(c + 1 - plan.threshold, plan.gamma)
+        return truncated_tail(c + 1 - plan.threshold, plan.gamma, k) if c >= 1 else 1.0
 
-    for c in range(1, plan.threshold + 60):
+    for c in range(min(2 * k + 3, 3000)):
         p, q = plan.release_probability(c), plan.release_probability(c + 1)
-        assert q <= bound * p
-        assert p <= bound * q
-        assert kept_out(c) <= bound * kept_out(c + 1)
-        assert kept_out(c + 1) <= bound * kept_out(c)
+        assert q <= (e * p + p1) * (1 + 1e-9)  # float rounding of the exact law only
+        assert p <= e * q + 1e-300
+        assert kept_out(c) <= (e * kept_out(c + 1) + p1) * (1 + 1e-9)
+        assert kept_out(c + 1) <= e * kept_out(c) + 1e-300
+        if 1 <= c <= k:  # optimal: the largest release probability (γ, p₁)-DP allows
+            assert math.isclose(q, e * p + p1, rel_tol=1e-9)
 
 
 def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
@@ -159,9 +167,8 @@ def test_all_groups_engine_aggregate_matches() -> None:
     df = _log(True)
     outs = []
     for e in ("memory", "duckdb"):
-        gp = get_engine(e).grouped_count_of_counts(df, item="u", group="g", groups=None,
-                                                   max_groups_per_item=1,
-                                                   hash_key=bytes(range(32)), max_count=5)
+        gp = get_engine(e).grouped_count_of_counts(df, CountRequest(
+            "u", Grouping("g", None, 1, bytes(range(32))), max_count=5))
         outs.append((gp.groups, gp.group_index.tolist(), gp.counts.tolist(),
                      gp.prevalences.tolist()))
     assert outs[0] == outs[1]
@@ -211,10 +218,10 @@ def test_accountant_is_charged_epsilon_and_delta_once() -> None:
     assert acct.spent == (1.0, 1e-6)
 
 
-def test_tail_probability_is_symmetric() -> None:
+def test_truncated_tail_is_symmetric() -> None:
     g = Fraction(1, 3)
-    for k in range(-5, 6):
-        assert math.isclose(tail_probability(k, g) + tail_probability(1 - k, g), 1.0,
+    for j in range(-9, 10):
+        assert math.isclose(truncated_tail(j, g, 6) + truncated_tail(1 - j, g, 6), 1.0,
                             rel_tol=1e-12)
 
 
@@ -240,8 +247,10 @@ def test_count_for_is_the_smallest_count(epsilon: float, delta: float, m: int) -
 
 
 def test_tiny_epsilon_plans_without_looping() -> None:
-    plan = plan_selection(1e-6, 1e-3, 1000)  # τ above 10^10: closed forms, a few steps
-    assert plan.threshold > 10**10
+    # γ = 1e-9: p₁ ≈ 1/(2(k+1)), so τ ≈ 5·10^5 (the Laplace threshold was above 10^10);
+    # found by doubling and bisection (a few dozen steps)
+    plan = plan_selection(1e-6, 1e-3, 1000)
+    assert 10**5 < plan.threshold < 10**6
     assert plan.count_for(0.95) > plan.threshold
     assert 1000 * plan.single_item_probability <= 1e-3
 
@@ -251,8 +260,8 @@ def _sizes(rows: list[tuple[int, str]], m: int) -> dict[str, int]:
     if not rows:
         return {}
     gp = get_engine("memory").grouped_count_of_counts(
-        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]}, item="u", group="g",
-        groups=None, max_groups_per_item=m, hash_key=bytes(range(32)), max_count=3)
+        {"u": [r[0] for r in rows], "g": [r[1] for r in rows]},
+        CountRequest("u", Grouping("g", None, m, bytes(range(32))), max_count=3))
     sizes = np.bincount(gp.group_index, weights=gp.prevalences, minlength=len(gp.groups))
     return {g: int(k) for g, k in zip(gp.groups, sizes, strict=True)}
 

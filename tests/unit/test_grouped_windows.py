@@ -11,11 +11,10 @@ import pandas as pd
 import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import get_engine
-from dpfreq.engines.base import TimeBuckets
+from dpfreq.engines import Grouping, SummaryRequest, TimeBuckets, get_engine
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.data.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.grouped.result import GroupedWindowRelease
 
 KEY = bytes(range(32))
@@ -28,10 +27,10 @@ def _first_seen(rows: list[tuple[int, str, int]], m: int) -> dict[str, dict[int,
     """Per group and k: the histogram over periods of the items' k-th occurrence (bounded)."""
     if not rows:
         return {}
-    red = get_engine("memory").grouped_reduce_items(
+    red = get_engine("memory").summaries(
         {"u": [r[0] for r in rows], "g": [r[1] for r in rows], "t": [r[2] for r in rows]},
-        item="u", time="t", group="g", groups=GROUPS, max_groups_per_item=m, hash_key=KEY,
-        buckets=TimeBuckets(T), reducer=WindowReducer(T, SPECS))
+        SummaryRequest("u", "t", TimeBuckets(T), SPECS,
+                       grouping=Grouping("g", GROUPS, m, KEY)))
     out = {}
     for gi, name in enumerate(GROUPS):
         s = WindowSummaries(T, SPECS, *red.entries(gi))

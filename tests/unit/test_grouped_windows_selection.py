@@ -35,12 +35,17 @@ def _log(lone: bool = True) -> pd.DataFrame:
                                                      (0.3, 1e-9, 5), (4.0, 1e-4, 2)])
 def test_one_item_group_probability_and_total_budget(epsilon: float, delta: float,
                                                      m: int) -> None:
-    """The plan's selection is that of grouped profiles at (ε/2, δ, m): a group held by one
-    item is released with exact probability p₁ <= δ/m (one item's m groups: any, <= δ), and
-    selection plus the m per-group releases add up to the (ε, δ) asked for."""
-    plan = plan_window_counts(horizon=10, epsilon=epsilon, delta=delta, unit="item",
-                              k_values=[1], windows=["cumulative"], group="g",
-                              max_groups_per_item=m)
+    """With selection_epsilon = ε/2 the plan's selection is that of grouped profiles at
+    (ε/2, δ, m): a group held by one item is released with exact probability p₁ <= δ/m (one
+    item's m groups: any, <= δ), and selection plus the m per-group releases add up to the
+    (ε, δ) asked for — also at the share "auto" chooses."""
+    kw = {"horizon": 10, "epsilon": epsilon, "delta": delta, "unit": "item", "k_values": [1],
+          "windows": ["cumulative"], "group": "g", "max_groups_per_item": m}
+    auto = plan_window_counts(**kw)
+    assert auto.selection.epsilon + m * auto.per_group.epsilon == pytest.approx(epsilon,
+                                                                                rel=1e-12)
+    assert "share" in auto.budget.selection_why
+    plan = plan_window_counts(**kw, selection_epsilon=epsilon / 2)
     sel = plan.selection
     assert sel == plan_selection(epsilon / 2, delta, m)
     p1 = sel.single_item_probability
@@ -57,7 +62,8 @@ def test_one_item_group_probability_and_total_budget(epsilon: float, delta: floa
 def test_release_selects_and_spends_once(m: int) -> None:
     acct = Accountant(PrivacyBudget(5.0, 1e-3))
     rel = release_window_counts(_log(), group="g", max_groups_per_item=m, delta=DELTA,
-                                unit="item", rng=3, accountant=acct, **BASE)
+                                unit="item", rng=3, accountant=acct, selection_epsilon=0.5,
+                                **BASE)
     assert acct.spent == pytest.approx((1.0, DELTA))
     assert (rel.epsilon, rel.delta) == (1.0, DELTA)
     params = rel.mechanism_params

@@ -54,7 +54,8 @@ def test_choice_is_the_smaller_predicted_error(epsilon: float, delta: float, m: 
     want = min(scores, key=lambda z: scores[z])
     plan = plan_window_counts(horizon=30, epsilon=epsilon, delta=delta, unit="item",
                               k_values=[1], windows=["cumulative", "total"], group="g",
-                              groups=["a", "b"] if named else None, max_groups_per_item=m)
+                              groups=["a", "b"] if named else None, max_groups_per_item=m,
+                              selection_epsilon="auto" if named else epsilon / 2)
     assert (plan.budget.rho is not None) == want
     assert plan.budget.why.startswith("zCDP across groups" if want else "pure")
     for z, b in cands.items():

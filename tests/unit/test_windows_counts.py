@@ -11,7 +11,6 @@ import pytest
 from test_windows_reductions import brute, random_log
 
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.engines import OccurrenceTimes
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
 from dpfreq.windows import WindowCountsRelease, release_window_counts
@@ -285,54 +284,6 @@ def test_accountant_charged_before_noise():
     assert acct.spent == (1.0, 0.0)
     with pytest.raises(BudgetExceededError):
         bad_call(accountant=acct)
-
-
-class FakeEngine:
-    """A third-party engine: occurrence times, and the generic reduce_items on top of them."""
-
-    name = "fake"
-
-    def __init__(self, occ):
-        self.occ = occ
-
-    def occurrence_times(self, source, *, item, time, k_max=None):
-        return self.occ
-
-    def reduce_items(self, source, *, item, time, buckets, reducer, drop_out_of_range=False):
-        from dpfreq.engines._common import reduce_occurrences
-
-        return reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
-                                  reducer=reducer, drop_out_of_range=drop_out_of_range,
-                                  func="FakeEngine.reduce_items")
-
-
-def test_engine_path_and_unsorted(monkeypatch):
-    import dpfreq.windows.api as counts
-
-    occ = OccurrenceTimes(item_index=np.array([0, 0, 1]), times=np.array([1, 4, 2]), n_items=2,
-                          n_events=3, time_kind="integer")
-    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(occ))
-    kw = {"item": "u", "time": "t", "horizon": 5, "epsilon": 1.0, "k_values": [1, 2], "rng": 1,
-          "unit": "event", "windows": ["cumulative"]}
-    rel = release_window_counts("log.csv", **kw)
-    assert rel.mechanism_params["source"] == "fake"
-    # the reduction sorts by (item, period) itself: an engine's row order does not matter
-    shuffled = OccurrenceTimes(item_index=np.array([1, 0, 0]), times=np.array([2, 4, 1]),
-                               n_items=2, n_events=3, time_kind="integer")
-    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(shuffled))
-    again = release_window_counts("log.csv", **kw)
-    for k in (1, 2):
-        assert np.array_equal(again.cumulative_curve(k).estimate, rel.cumulative_curve(k).estimate)
-    assert rel.cumulative_curve(2).estimate.shape == (5,)
-    ts = OccurrenceTimes(item_index=np.array([0]), times=np.array([10**15]), n_items=1,
-                         n_events=1, time_kind="timestamp_us")
-    monkeypatch.setattr(counts, "get_engine", lambda engine, source: FakeEngine(ts))
-    with pytest.raises(DataError, match=r"timestamps|integer"):
-        release_window_counts("log.csv", item="u", time="t", horizon=5, epsilon=1.0,
-                              k_values=[1], rng=1, unit="event", windows=["cumulative"])
-    with pytest.raises(ParameterError, match="column names"):
-        release_window_counts("log.csv", horizon=5, epsilon=1.0, k_values=[1], rng=1, unit="event",
-                              windows=["cumulative"])
 
 
 def test_sum_halfwidth_is_valid_and_exact_for_one_node():

@@ -41,6 +41,7 @@ from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import SelectionPlan, select_groups, selection_statement
@@ -51,7 +52,6 @@ from dpfreq.rng import ResolvedRNG
 __all__ = ["GroupedAnonymizedArgs", "GroupedAnonymizedMechanism",
            "release_grouped_anonymized_histogram"]
 
-_UNUSED_KEY = bytes(32)  # no bounding at unit="event": the engine's hash key is never used
 
 
 def _check_grouped(group: Any, item: Any, count: Any, max_groups_per_item: Any) -> str:
@@ -117,6 +117,7 @@ class GroupedAnonymizedMechanism:
                                    "δ = 0) at unit='event'",
             "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
+            "coverage": capping_statement(None),
             "groups": "public list (rows of other groups dropped)",
             "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
         if sel is not None:
@@ -198,13 +199,19 @@ class _GroupedAnonymizedSteps:
         return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
 
     def read(self, plan: _Plan) -> Reading[_Hists]:
-        from dpfreq.engines import get_engine
+        from dpfreq.engines import (
+            CountRequest,
+            GroupedCounting,
+            Grouping,
+            get_engine,
+            require_capability,
+        )
 
         a, d = self.args, plan.domain_size
-        eng = get_engine(self.engine, self.source)
+        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, FUNC,
+                                 "grouped count-of-counts")
         hists = _histograms(eng.grouped_count_of_counts(
-            self.source, item=a.item, group=a.group, groups=a.names, max_groups_per_item=None,
-            hash_key=_UNUSED_KEY, max_count=None))
+            self.source, CountRequest(a.item, Grouping(a.group, a.names, None))))
         for counts, prev in hists.values():
             check_feasible(counts, prev, plan.epsilon_per_group, plan.mechanism)
             if d is not None and int(prev.sum()) > d:

@@ -20,6 +20,7 @@ import click
 from dpfreq.budget import PrivacyBudget
 from dpfreq.cli._common import output_path_option, write_output
 from dpfreq.errors import DataError
+from dpfreq.release import UNITS
 
 __all__ = ["command", "format_summary"]
 
@@ -114,7 +115,7 @@ def command() -> None:
               help="Total ε that all releases recorded in the ledger may spend together.")
 @click.option("--delta", type=float, default=0.0, show_default=True,
               help="Total δ that all releases recorded in the ledger may spend together.")
-@click.option("--unit", type=click.Choice(["event", "item", "item_replace", "device"]),
+@click.option("--unit", type=click.Choice(list(UNITS)),
               default=None,
               help="Unit of privacy the budget is stated at: spends at other units are converted "
                    "where sound (ε at item counts as 2ε at item_replace) and refused otherwise. "

@@ -12,14 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_int, message
-from dpfreq.engines.base import (
-    ItemCounts,
-    ItemReducer,
-    ItemReduction,
-    OccurrenceTimes,
-    Prevalences,
-    TimeBuckets,
-)
+from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, TimeBuckets
 from dpfreq.engines.periods import wall_clock_us
 from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled
 
@@ -27,7 +20,6 @@ __all__ = [
     "DEBUG_VARIABLE",
     "NULL_RULE",
     "TIME_RULE",
-    "bucket_events",
     "bucket_periods",
     "check_column_name",
     "check_k_max",
@@ -44,11 +36,7 @@ __all__ = [
     "prevalences_from_counts",
     "quote_ident",
     "quote_literal",
-    "reduce_events",
-    "reduce_occurrences",
-    "reduce_sorted",
     "sorted_codes",
-    "sum_entries",
 ]
 
 IntArray = NDArray[np.int64]
@@ -199,7 +187,7 @@ def dataframe_kind(source: Any) -> str | None:
     return None
 
 
-# -- per-item reductions (Engine.reduce_items) ------------------------------------------------
+# -- event logs ---------------------------------------------------------------------------
 def check_time_kind(kind: str, buckets: TimeBuckets, column: str, func: str) -> None:
     """The time column's kind must be what the buckets expect."""
     if kind != buckets.time_kind:
@@ -221,111 +209,12 @@ def bucket_periods(times: IntArray, buckets: TimeBuckets) -> IntArray:
     return out // buckets.period_us + 1
 
 
-def bucket_events(codes: IntArray, times: IntArray, buckets: TimeBuckets, *,
-                  drop: bool) -> tuple[IntArray, IntArray, int, int | None]:
-    """Bucket, range-check, sort by (item, period) and make item codes dense.
-
-    Returns ``(codes, periods, n_out_of_range, first_out_of_range)``; ``first_out_of_range``
-    is the period of the first event outside ``1..horizon`` in the order given. Events outside
-    are dropped with ``drop``; without it, and if there are any, nothing else is done (empty
-    arrays). Codes must satisfy ``(max code + 1)·(horizon + 1) < 2**63``.
-    """
-    periods = bucket_periods(times, buckets)
-    codes = np.asarray(codes, dtype=np.int64)
-    bad = (periods < 1) | (periods > buckets.horizon)
-    n_bad = int(bad.sum())
-    first = int(periods[int(np.flatnonzero(bad)[0])]) if n_bad else None
-    if n_bad and not drop:
-        return _EMPTY, _EMPTY.copy(), n_bad, first
-    if n_bad:
-        codes, periods = codes[~bad], periods[~bad]
-    if codes.size == 0:
-        return codes, periods, n_bad, first
-    # one int64 sort of the combined key (item, period) is several times faster than lexsort
-    span = buckets.horizon + 1
-    key = np.sort(codes * span + periods)
-    return sorted_codes(key // span), key % span, n_bad, first
-
-
 def sorted_codes(keys: NDArray[Any]) -> IntArray:
     """Dense codes 0, 1, 2, ... of sorted keys (equal keys contiguous), in their order."""
     codes = np.zeros(len(keys), dtype=np.int64)
     if len(keys) > 1:
         np.cumsum(np.asarray(keys[1:] != keys[:-1], dtype=bool), out=codes[1:])
     return codes
-
-
-def sum_entries(slots: IntArray, keys: IntArray,
-                weights: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Sum ``weights`` per (slot, key); sorted by (slot, key), zero sums left out."""
-    s = np.asarray(slots, dtype=np.int64)
-    k = np.asarray(keys, dtype=np.int64)
-    w = np.asarray(weights, dtype=np.int64)
-    if s.size == 0:
-        return _EMPTY, _EMPTY.copy(), _EMPTY.copy()
-    kmax = int(k.max()) + 1
-    if int(k.min()) >= 0 and int(s.min()) >= 0 and (int(s.max()) + 1) * kmax < 1 << 62:
-        order = np.argsort(s * kmax + k, kind="stable")
-    else:
-        order = np.lexsort((k, s))
-    s, k, w = s[order], k[order], w[order]
-    new = np.ones(s.size, dtype=np.bool_)
-    new[1:] = (s[1:] != s[:-1]) | (k[1:] != k[:-1])
-    starts = np.flatnonzero(new)
-    sums = np.add.reduceat(w, starts)
-    nz = sums != 0
-    return s[starts][nz], k[starts][nz], sums[nz].astype(np.int64)
-
-
-def reduce_sorted(codes: IntArray, periods: IntArray, reducer: ItemReducer,
-                  chunk: int = 1 << 20) -> tuple[IntArray, IntArray, IntArray]:
-    """Run ``reducer`` on chunks of about ``chunk`` events cut at item boundaries and sum.
-
-    ``codes`` are sorted (equal codes contiguous), ``periods`` sorted within each code. The
-    chunking changes speed and memory only: a reducer's outputs are sums over items.
-    """
-    n = int(codes.size)
-    parts = []
-    lo = 0
-    while lo < n:
-        hi = min(n, lo + chunk)
-        if hi < n:  # move the cut back to the start of the item straddling it
-            hi = int(np.searchsorted(codes, codes[hi], side="left"))
-            if hi <= lo:
-                hi = int(np.searchsorted(codes, codes[lo], side="right"))
-        c = codes[lo:hi]
-        parts.append(reducer(c - c[0], periods[lo:hi]))
-        lo = hi
-    if not parts:
-        return _EMPTY, _EMPTY.copy(), _EMPTY.copy()
-    if len(parts) == 1:
-        return sum_entries(*parts[0])
-    return sum_entries(*(np.concatenate(v) for v in zip(*parts, strict=True)))
-
-
-def reduce_events(codes: IntArray, times: IntArray, *, buckets: TimeBuckets,
-                  reducer: ItemReducer, drop_out_of_range: bool) -> ItemReduction:
-    """:meth:`Engine.reduce_items` on an event log held in numpy arrays (any item codes)."""
-    dense, periods, n_bad, first = bucket_events(codes, times, buckets, drop=drop_out_of_range)
-    if n_bad and not drop_out_of_range:
-        return ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(), weights=_EMPTY.copy(),
-                             n_events=0, n_out_of_range=n_bad, first_out_of_range=first)
-    s, k, w = reduce_sorted(dense, periods, reducer)
-    return ItemReduction(slots=s, keys=k, weights=w, n_events=int(dense.size),
-                         n_out_of_range=n_bad, first_out_of_range=first)
-
-
-def reduce_occurrences(engine: Any, source: Any, *, item: str, time: str,
-                       buckets: TimeBuckets, reducer: ItemReducer, drop_out_of_range: bool,
-                       func: str) -> ItemReduction:
-    """The generic :meth:`Engine.reduce_items`: ``occurrence_times`` to numpy, then
-    :func:`reduce_events` (every event passes through the calling process)."""
-    check_column_name(item, "item", func)
-    check_column_name(time, "time", func)
-    occ = engine.occurrence_times(source, item=item, time=time, k_max=None)
-    check_time_kind(occ.time_kind, buckets, time, func)
-    return reduce_events(occ.item_index, occ.times, buckets=buckets, reducer=reducer,
-                         drop_out_of_range=drop_out_of_range)
 
 
 def check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int,

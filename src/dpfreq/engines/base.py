@@ -4,8 +4,11 @@ Every engine computes the same small, *exact* (noise-free) aggregates and return
 They are never shown to the user: a system adds noise before anything leaves the library.
 ``memory`` (numpy) is the reference oracle, ``duckdb`` the embedded default for files and SQL,
 ``spark`` the cluster engine. One conformance suite (``tests/engines``) demands identical
-aggregates from all of them. ``reduce_items`` sums a system's per-item numpy reduction (an
-:data:`ItemReducer`, e.g. the window summaries) over items where the data lives.
+aggregates from all of them. Besides the core :class:`Engine` protocol, an engine declares
+capabilities by satisfying small protocols (:class:`Summarizing`: the window summaries of an
+event log, grouped and bounded, in one query; :class:`GroupedCounting`; :class:`ReportSumming`;
+:class:`DomainTables`); the arguments of the larger calls are request objects
+(:class:`SummaryRequest`, :class:`CountRequest`, with a :class:`Grouping`).
 
 Source kinds
 ------------
@@ -31,21 +34,30 @@ data owner); never a traceback from deep inside numpy, DuckDB or Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.engines.requests import (
+    CountRequest,
+    GroupedPrevalences,
+    Summaries,
+    SummaryRequest,
+    TimeBuckets,
+)
+
 __all__ = [
+    "DomainTables",
     "Engine",
+    "GroupedCounting",
     "ItemCounts",
-    "ItemReducer",
-    "ItemReduction",
     "OccurrenceTimes",
     "Prevalences",
+    "ReportSumming",
     "ReportSums",
+    "Summarizing",
     "TimeBuckets",
 ]
 
@@ -176,115 +188,22 @@ class ReportSums:
         default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-@dataclass(frozen=True)
-class TimeBuckets:
-    """Public bucketing of a time column into periods ``1..horizon``.
-
-    ``start_us is None``: the column holds integer periods already. Otherwise it holds
-    timestamps (microseconds since the epoch) and period ``g`` is
-    ``[start_us + (g-1)·period_us, start_us + g·period_us)``, i.e.
-    ``g = ⌊(t − start_us) / period_us⌋ + 1`` (floor division, also before ``start_us``).
-
-    Attributes
-    ----------
-    horizon : int
-        Number of periods.
-    start_us : int or None
-        Start of period 1 in microseconds since the epoch; None for integer periods.
-    period_us : int or None
-        Length of a period in microseconds; None for integer periods.
-    time_unit : {"s", "ms", "us", "ns"} or None
-        With ``start_us``: the column holds integer epochs in this unit (converted to a UTC
-        timestamp before bucketing) instead of timestamps. None: timestamps.
-    timezone : str
-        IANA zone of the period boundaries: each time (an instant) is converted to its
-        wall-clock time in this zone before bucketing, so ``start_us`` and ``period_us`` are
-        wall-clock times (a daily period starts at local midnight; a DST day has 23 or 25
-        hours). ``"UTC"`` for integer periods.
-
-    Examples
-    --------
-    >>> TimeBuckets(horizon=12).time_kind
-    'integer'
-    >>> day_us = 86_400 * 10**6
-    >>> TimeBuckets(horizon=7, start_us=0, period_us=day_us).time_kind  # 7 days from 1970-01-01
-    'timestamp_us'
-    """
-
-    horizon: int
-    start_us: int | None = None
-    period_us: int | None = None
-    time_unit: str | None = None
-    timezone: str = "UTC"
-
-    @property
-    def time_kind(self) -> str:
-        """The ``time_kind`` (see :class:`OccurrenceTimes`) the time column must have."""
-        return "integer" if self.start_us is None or self.time_unit else "timestamp_us"
-
-
-#: A per-item reduction, run on chunks of *whole* items: ``reducer(codes, periods)`` gets dense
-#: item codes ``0..m-1`` and periods in ``1..horizon``, sorted by (code, period), and returns
-#: int64 arrays ``(slots, keys, weights)``; the engine sums the weights per (slot, key) over all
-#: chunks. It must be picklable (the Spark engine runs it on the executors).
-ItemReducer = Callable[[NDArray[np.int64], NDArray[np.int64]],
-                       tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
-
-
-@dataclass(frozen=True)
-class ItemReduction:
-    """Result of :meth:`Engine.reduce_items`: summed ``(slot, key) -> weight`` entries.
-
-    When events are outside ``1..horizon`` and dropping was not asked for, nothing is reduced
-    (the arrays are empty).
-
-    Attributes
-    ----------
-    slots, keys : numpy.ndarray of int64
-        The (slot, key) pairs, sorted and unique.
-    weights : numpy.ndarray of int64
-        The summed weight of each pair, non-zero.
-    n_events : int
-        Number of events inside ``1..horizon`` that were reduced.
-    n_out_of_range : int
-        Number of events outside ``1..horizon``.
-    first_out_of_range : int or None
-        Period of the first event outside, in (item key, time) order; None if there is none.
-
-    Examples
-    --------
-    A reducer that counts events per period (slot 0, key = period, weight 1 per event):
-
-    >>> from dpfreq.engines import get_engine
-    >>> def per_period(codes, periods):
-    ...     return np.zeros_like(periods), periods, np.ones_like(periods)
-    >>> events = {"item": ["a", "a", "b", "b"], "time": [1, 2, 2, 9]}
-    >>> r = get_engine("memory").reduce_items(events, item="item", time="time",
-    ...                                       buckets=TimeBuckets(horizon=3), reducer=per_period,
-    ...                                       drop_out_of_range=True)
-    >>> r.keys.tolist(), r.weights.tolist(), r.n_events, r.n_out_of_range
-    ([1, 2], [1, 2], 3, 1)
-    """
-
-    slots: NDArray[np.int64]
-    keys: NDArray[np.int64]
-    weights: NDArray[np.int64]
-    n_events: int
-    n_out_of_range: int
-    first_out_of_range: int | None
-
-
 @runtime_checkable
 class Engine(Protocol):
-    """What every engine implements. All methods are keyword-only after ``source``.
+    """What every engine implements: per-item counts, count-of-counts and occurrence times.
+    All methods are keyword-only after ``source``.
 
     Engines compute exact, noise-free aggregates; only the systems add noise, so engines never
-    hand anything to the user. Obtain one with :func:`dpfreq.engines.get_engine`.
+    hand anything to the user. Obtain one with :func:`dpfreq.engines.get_engine`. What an
+    engine can do beyond this is said by the capability protocols it also satisfies
+    (:class:`Summarizing`, :class:`GroupedCounting`, :class:`ReportSumming`,
+    :class:`DomainTables`): a system checks ``isinstance(engine, Summarizing)`` and says which
+    engine it needs when the check fails.
 
     Attributes
     ----------
     name : str
-        ``"memory"``, ``"duckdb"`` or ``"spark"``.
+        The engine's registry name (``"memory"``, ``"duckdb"``, ``"spark"``, ...).
 
     Examples
     --------
@@ -308,32 +227,65 @@ class Engine(Protocol):
         """Exact prevalences of the per-item counts (optionally clamped at ``max_count``)."""
         ...
 
-    def grouped_count_of_counts(
-        self, source: Any, *, item: str, group: str, groups: Any,
-        max_groups_per_item: int | None, hash_key: bytes, max_count: int | None
-    ) -> Any:
-        """Per-group prevalences after each item keeps at most ``max_groups_per_item`` of the
-        listed ``groups`` (chosen by the keyed rank of
-        :mod:`dpfreq.engines.grouping_memory`); returns a ``GroupedPrevalences``.
-        ``groups=None``: every group of the data (private names, for partition selection);
-        ``max_groups_per_item=None``: no bound; ``max_count=None``: no clamp."""
-        ...
-
-    def grouped_reduce_items(
-        self, source: Any, *, item: str, time: str, group: str, groups: Any,
-        max_groups_per_item: int | None, hash_key: Any, buckets: TimeBuckets,
-        reducer: ItemReducer, drop_out_of_range: bool = False,
-    ) -> Any:
-        """:meth:`reduce_items` per listed group, after each item keeps at most
-        ``max_groups_per_item`` of its groups (None: no bound); returns a ``GroupedReduction``
-        (:mod:`dpfreq.engines.grouping_windows`)."""
-        ...
-
     def occurrence_times(
         self, source: Any, *, item: str, time: str, k_max: int | None = None
     ) -> OccurrenceTimes:
         """Per-item sorted event times (optionally only the first ``k_max`` per item)."""
         ...
+
+
+@runtime_checkable
+class Summarizing(Protocol):
+    """An engine that computes the window summaries of an event log where the data lives.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("duckdb"), Summarizing)
+    True
+    """
+
+    name: str
+
+    def summaries(self, source: Any, request: SummaryRequest) -> Summaries:
+        """Bucket ``request.time`` into periods, keep the listed groups and bound each item to
+        ``m`` of them (``request.grouping``), and sum the summaries ``request.specs`` per
+        group; the events themselves never leave the engine."""
+        ...
+
+
+@runtime_checkable
+class GroupedCounting(Protocol):
+    """An engine that computes per-group count-of-counts after the grouped bounding.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), GroupedCounting)
+    True
+    """
+
+    name: str
+
+    def grouped_count_of_counts(self, source: Any, request: CountRequest
+                                ) -> GroupedPrevalences:
+        """Per-group prevalences of the items' row counts after each item keeps at most
+        ``m`` of its groups (``request.grouping``; :mod:`dpfreq.engines.grouping`)."""
+        ...
+
+
+@runtime_checkable
+class ReportSumming(Protocol):
+    """An engine that validates and sums longitudinal reports where they live.
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), ReportSumming)
+    True
+    """
+
+    name: str
 
     def report_sums(
         self, source: Any, *, param_id: str | None, interval_counts: tuple[int, ...]
@@ -345,10 +297,21 @@ class Engine(Protocol):
         are in :mod:`dpfreq.engines.reports`; a broken rule rejects the whole source."""
         ...
 
-    def reduce_items(
-        self, source: Any, *, item: str, time: str, buckets: TimeBuckets,
-        reducer: ItemReducer, drop_out_of_range: bool = False,
-    ) -> ItemReduction:
-        """Bucket ``time`` into periods, group the events by ``item`` and sum ``reducer``'s
-        per-item outputs; the events themselves never leave the engine."""
+
+@runtime_checkable
+class DomainTables(Protocol):
+    """An engine that holds tables keyed by a public integer domain too large for one machine
+    (the Spark engine: :class:`dpfreq.engines.spark.tables.SparkTables`).
+
+    Examples
+    --------
+    >>> from dpfreq.engines import get_engine
+    >>> isinstance(get_engine("memory"), DomainTables)
+    False
+    """
+
+    name: str
+
+    def tables(self) -> Any:
+        """The engine's ε-free table operations (domain tables, joins, reductions, files)."""
         ...

@@ -350,7 +350,7 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any
     >>> rel.devices, rel.horizon
     (3, 2)
     """
-    from dpfreq.engines import get_engine
+    from dpfreq.engines import ReportSumming, get_engine, require_capability
 
     func = "aggregate_reports_file"
     if not isinstance(params, ProtocolParams):
@@ -359,7 +359,8 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any
     _validate.check_confidence(confidence, "confidence", func)
     _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
     population = enrolled_per_order(enrolled, params, func)
-    eng = get_engine(engine, source)
+    eng = require_capability(get_engine(engine, source), ReportSumming, func,
+                             "longitudinal report sums")
     sizes = tuple(params.padded_horizon >> h for h in range(params.orders))
     rs = eng.report_sums(source, param_id=params.param_id, interval_counts=sizes)
     if np.any(np.asarray(rs.devices_per_order, dtype=np.int64) > population):

@@ -106,7 +106,7 @@ def _classes(source: Any, item: str | None, engine: Any, d: int, n: int,
     classes = np.zeros(n + 1, dtype=np.int64)
     np.add.at(classes, np.minimum(values, n), sizes)
     classes[0] += d - distinct
-    return classes, str(getattr(eng, "name", type(eng).__name__))
+    return classes, eng.name
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_confidence, check_epsilon, check_int, message
 from dpfreq.artifacts import open_json, seal_json
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import DomainTables, get_engine
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter
@@ -80,11 +80,10 @@ def _tables(engine: Any, source: Any, func: str) -> Any:
         eng = get_engine(name, source)
     else:
         eng = get_engine(engine)
-    tables = getattr(eng, "tables", None)
-    if not callable(tables):
+    if not isinstance(eng, DomainTables):
         raise ParameterError(message("engine", func, "the Spark engine (a DistributedProfileSketch "
-                                     "lives in Spark)", getattr(eng, "name", type(eng).__name__)))
-    return tables()
+                                     "lives in Spark)", eng.name))
+    return eng.tables()
 
 
 def _meta_from(payload: dict[str, Any], label: str) -> tuple[_Meta, tuple[int, int]]:

@@ -23,9 +23,16 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import warn_large_delta
 from dpfreq.budget import BudgetAccountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import (
+    CountRequest,
+    GroupedCounting,
+    Grouping,
+    get_engine,
+    require_capability,
+)
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import select_groups, selection_statement
@@ -118,7 +125,8 @@ class GroupedProfileMechanism:
             "relation": "add or remove one item with all its rows (in all its groups)",
             "bounding": f"each item keeps at most {m} of "
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
-                        "uniformly by a keyed MD5 rank of (key, item, group)",
+                        "uniformly by a keyed rank of (key, item, group)",
+            "coverage": capping_statement(m),
             "groups": "public list (rows of other groups dropped)",
             "split": share}
         if sel is not None:
@@ -191,13 +199,13 @@ class _GroupedProfileSteps:
     def read(self, plan: _Plan) -> Reading[_Counts]:
         a = self.args
         warn_large_delta(a.delta, a.par.domain_size, _FUNC, "the domain size")  # public d
-        eng = get_engine(self.engine, self.source)
-        gp = eng.grouped_count_of_counts(self.source, item=a.item, group=a.group,
-                                         groups=a.names, max_groups_per_item=a.max_groups_per_item,
-                                         hash_key=bounding_key(self.rng),
-                                         max_count=a.par.max_count)
+        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, _FUNC,
+                                 "grouped count-of-counts")
+        gp = eng.grouped_count_of_counts(self.source, CountRequest(
+            a.item, Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(self.rng)),
+            max_count=a.par.max_count))
         sizes = _group_sizes(gp, a.par.domain_size, _FUNC)
-        return Reading(_Counts(str(getattr(eng, "name", type(eng).__name__)), gp, sizes))
+        return Reading(_Counts(eng.name, gp, sizes))
 
     def draw(self, plan: _Plan, data: _Counts, rng: ResolvedRNG) -> _Noisy:
         """The selection (if any), then every released group's direct mechanism."""

@@ -29,7 +29,7 @@ from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
 from dpfreq.profile.intervals import direct_width_values
-from dpfreq.release import RELATIONS
+from dpfreq.release import RELATIONS, TABLE_UNITS
 
 __all__ = [
     "MEASURES",
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 METHODS = ("auto", "direct", "fft", "mle")
-UNITS = ("event", "item", "item_replace")
+UNITS = TABLE_UNITS
 MEASURES = ("half_width", "band_half_width", "l1_error", "l1_bound")
 USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
 

@@ -14,12 +14,12 @@ from typing import Any
 from dpfreq._validate import check_choice, message
 from dpfreq.accounting.losses import zcdp_loss
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import Engine, get_engine
-from dpfreq.errors import DataError, public_errors
+from dpfreq.engines import Engine, SummaryRequest
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
-from dpfreq.windows.data.events import engine_source, range_error
-from dpfreq.windows.data.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.grouped.release import release_grouped_window_counts
 from dpfreq.windows.params import (
     TimeAxis,
@@ -42,19 +42,18 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
                ) -> tuple[WindowSummaries, int, str]:
     """The log's summaries, the number of events dropped, and the source kind.
 
-    Every source goes through an engine (:meth:`Engine.reduce_items`: in-memory columns
-    through the memory engine; on Spark per partition on the executors; only the summed
-    summaries reach this process).
+    Every source goes through an engine (:meth:`~dpfreq.engines.Summarizing.summaries`: one
+    query where the data lives — numpy for in-memory columns, SQL on DuckDB and Spark; only the
+    summed summaries reach this process).
     """
     specs = summary_specs(windows, ks)
     src, item, time = engine_source(source, item, time, axis)
-    eng = get_engine(engine, src)
-    red = eng.reduce_items(src, item=item, time=time, buckets=axis.buckets(),
-                           reducer=WindowReducer(axis.horizon, specs),
-                           drop_out_of_range=out_of_range == "drop")
+    eng = summarizing_engine(engine, src, _FUNC)
+    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
+                                            drop_out_of_range=out_of_range == "drop"))
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis, time)
-    summaries = WindowSummaries(axis.horizon, specs, red.slots, red.keys, red.weights)
+    summaries = WindowSummaries(axis.horizon, specs, *red.entries(0))
     return summaries, red.n_out_of_range, eng.name
 
 
@@ -146,6 +145,7 @@ def release_window_counts(
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
+    selection_epsilon: float | str = "auto",
 ) -> Any:
     """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
 
@@ -230,8 +230,13 @@ def release_window_counts(
         group, spent once: ``(ε/m, δ/m)`` per group at ``"item"``, ``(ε, δ)`` at ``"event"``,
         or, with δ > 0, ρ/m-zCDP per group when that predicts less error. Without ``groups``
         and with ``delta`` in (0, 1e-3]: the data's groups are chosen by private partition
-        selection with half of ε and a share of δ, and released with the rest
-        (:func:`~dpfreq.windows.grouped.release.window_budget`).
+        selection with ``selection_epsilon`` of ε and a share of δ, and released with the
+        rest (:func:`~dpfreq.windows.grouped.release.window_budget`).
+    selection_epsilon : float or "auto", default "auto"
+        With ``group=`` and no ``groups``: the ε of the private partition selection, in
+        (0, ``epsilon``); ``"auto"`` chooses the share from public parameters only (the one
+        minimising the items a group needs to be found plus twice its predicted RMSE; the
+        release states the choice and why in ``mechanism_params["split"]``).
 
     Returns
     -------
@@ -299,7 +304,10 @@ def release_window_counts(
         return release_grouped_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
-            rng=rng, accountant=acct, func=_FUNC)
+            rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon)
+    if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
+        raise ParameterError(message("selection_epsilon", _FUNC, "'auto' without group= (only "
+                                     "a grouped release selects groups)", selection_epsilon))
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
     return run_release(steps, accountant=acct, rng=rng, func=_FUNC)

@@ -38,6 +38,7 @@ from dpfreq._validate import (
 )
 from dpfreq.engines import TimeBuckets
 from dpfreq.errors import ParameterError
+from dpfreq.release import TABLE_UNITS
 from dpfreq.resources import check_memory as memory_check
 
 __all__ = [
@@ -308,7 +309,7 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     the method), and refuse a release too large for memory; ``func`` names the caller."""
     eps = check_epsilon(epsilon, "epsilon", func)
     dlt = check_delta(delta, "delta", func)
-    u = check_unit(unit, func, ("event", "item", "item_replace"))
+    u = check_unit(unit, func, TABLE_UNITS)
     conf = check_confidence(confidence, "confidence", func)
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))

@@ -390,6 +390,7 @@ def plan_window_counts(
     group: str | None = None,
     max_groups_per_item: int | None = None,
     groups: Any = None,
+    selection_epsilon: float | str = "auto",
     accountant: Any = None,
 ) -> Any:
     """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
@@ -397,9 +398,9 @@ def plan_window_counts(
     Parameters
     ----------
     horizon, start, end, period, time_unit, timezone, epsilon, delta, unit, k_values, windows, \
-method, singleton, confidence
+method, singleton, confidence, group, max_groups_per_item, groups, selection_epsilon
         As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
-        structure choice).
+        structure choice, the same split of the budget).
     scale : int, optional
         A public reference reach in items (e.g. the audience size a user declares). A family
         is flagged vacuous when its interval is at least as wide as ``[0, scale]``; without
@@ -451,7 +452,7 @@ method, singleton, confidence
         grouped = plan_grouped_window_counts(
             par, group, groups, max_groups_per_item, _FUNC,
             lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
-                                              singleton, sc, rho))
+                                              singleton, sc, rho), selection_epsilon)
         return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
                                  unit=par.unit, func=_FUNC)
     out = window_plan(par, singleton, sc)

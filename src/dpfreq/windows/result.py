@@ -20,13 +20,13 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
-from dpfreq.release import ErrorStatement, Release
+from dpfreq.release import RELATIONS, ErrorStatement, Release
 from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
 from dpfreq.windows.result_axis import curve_families, period_bounds
 from dpfreq.windows.state import WindowAnswer, WindowState, build_state
-from dpfreq.windows.structures.chooser import RELATIONS, Plan
+from dpfreq.windows.structures.chooser import Plan
 
 __all__ = ["WindowCountsRelease"]
 

@@ -5,11 +5,6 @@
 (:mod:`~dpfreq.windows.data.dominance_count`)."""
 
 from dpfreq.windows.data.dominance_count import DominanceCounter
-from dpfreq.windows.data.summaries import (
-    SummarySpec,
-    WindowReducer,
-    WindowSummaries,
-    summary_specs,
-)
+from dpfreq.windows.data.summaries import SummarySpec, WindowSummaries, summary_specs
 
-__all__ = ["DominanceCounter", "SummarySpec", "WindowReducer", "WindowSummaries", "summary_specs"]
+__all__ = ["DominanceCounter", "SummarySpec", "WindowSummaries", "summary_specs"]

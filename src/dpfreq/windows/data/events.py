@@ -15,10 +15,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
+from dpfreq.engines import Summarizing, get_engine, require_capability
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows.params import TimeAxis
 
-__all__ = ["engine_source", "range_error"]
+__all__ = ["engine_source", "range_error", "summarizing_engine"]
 
 _FUNC = "release_window_counts"
 _FAR = float(1 << 62)  # integer times beyond this are certainly outside any horizon
@@ -163,3 +164,10 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
              if axis.start_us is None or axis.time_unit
              else _timestamp_times(cols[time], str(time)))
     return {str(item): items, str(time): times}, str(item), str(time)
+
+
+def summarizing_engine(engine: Any, source: Any, func: str) -> Summarizing:
+    """The engine for ``source`` (:func:`dpfreq.engines.get_engine`), which must compute window
+    summaries (:class:`~dpfreq.engines.Summarizing`); otherwise a one-line error naming it."""
+    return require_capability(get_engine(engine, source), Summarizing, func,
+                              "window summaries (memory, duckdb, spark)")

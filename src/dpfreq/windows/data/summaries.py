@@ -3,7 +3,7 @@
 Every exact answer of a window release is a count over the union, over items, of per-item
 point sets of the reductions (:mod:`dpfreq.windows.data.reductions`). A release therefore never
 needs the raw event log, only these sums over items, which an engine computes per chunk of
-whole items (on the Spark executors, per partition) and adds up:
+whole items and adds up:
 
 * ``cumulative``: the histogram over periods ``0..T`` of the items' k-th occurrence
   times (items with fewer than ``k`` events make no point);
@@ -13,10 +13,11 @@ whole items (on the Spark executors, per partition) and adds up:
   (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
 * the number of events per period (for the singleton check of time compression).
 
-The summaries are the canonical sparse form ``(slot, key) -> weight`` of
-:class:`dpfreq.engines.base.ItemReduction`: slot 0 the events per period (key = period), slot
-``i >= 1`` the ``i``-th :class:`SummarySpec` (keys as documented in :class:`WindowReducer`).
-The exact oracles built from them answer exactly as the oracles built from the points.
+The summaries are the canonical sparse form ``(slot, key) -> weight`` of one group of
+:class:`dpfreq.engines.Summaries`: slot 0 the events per period (key = period), slot
+``i >= 1`` the ``i``-th :class:`~dpfreq.engines.SummarySpec` (whose docstring states the keys;
+the engines compute them where the data lives, in SQL on DuckDB and Spark). The exact oracles
+built from them answer exactly as the oracles built from the points.
 """
 
 from __future__ import annotations
@@ -27,33 +28,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.engines import SummarySpec
 from dpfreq.windows.data.dominance_count import DominanceCounter
-from dpfreq.windows.data.reductions import (
-    BlockCounts,
-    block_points,
-    cumulative_points,
-    time_window_points,
-)
+from dpfreq.windows.data.reductions import BlockCounts
 
-__all__ = ["SummarySpec", "WindowReducer", "WindowSummaries", "summary_specs"]
+__all__ = ["SummarySpec", "WindowSummaries", "summary_specs"]
 
 IntArray = NDArray[np.int64]
-
-
-@dataclass(frozen=True, order=True)
-class SummarySpec:
-    """One summary: ``family`` in {"cumulative", "fixed", "all"}, its ``k`` and (fixed) ``W``."""
-
-    family: str
-    k: int
-    width: int = 0
-
-    def to_json(self) -> list[Any]:
-        return [self.family, self.k, self.width]
-
-    @classmethod
-    def from_json(cls, v: Any) -> SummarySpec:
-        return cls(str(v[0]), int(v[1]), int(v[2]))
 
 
 def summary_specs(windows: Any, k_values: Any) -> tuple[SummarySpec, ...]:
@@ -70,58 +51,9 @@ def summary_specs(windows: Any, k_values: Any) -> tuple[SummarySpec, ...]:
     return tuple(out)
 
 
-def _nonzero(slot: int, dense: IntArray, offset: int = 0) -> tuple[IntArray, IntArray, IntArray]:
-    idx = np.flatnonzero(dense)
-    return (np.full(idx.size, slot, dtype=np.int64), idx.astype(np.int64) + offset,
-            dense[idx].astype(np.int64))
-
-
 def _fixed_layout(width: int, horizon: int) -> tuple[int, int]:
     """(number of blocks, values per block) of a fixed-window summary."""
     return horizon // width + 1, width + 2
-
-
-@dataclass(frozen=True)
-class WindowReducer:
-    """The per-item reduction of a window release (an :data:`~dpfreq.engines.base.ItemReducer`).
-
-    Called on chunks of whole items (dense codes and periods in ``1..horizon`` sorted by
-    (code, period)); returns ``(slots, keys, weights)``, not necessarily summed (the engine
-    sums per (slot, key) with :func:`~dpfreq.engines._common.sum_entries`). Keys: slot 0 and
-    ``cumulative`` — the period; ``fixed`` — ``b·(W+2) + v`` for P1 values,
-    ``(n_b + b)·(W+2) + v`` for P2 values, ``2·n_b·(W+2) + b`` for the items present in block
-    ``b`` (``n_b = ⌊T/W⌋ + 1`` blocks); ``all`` — ``x·(T+2) + y``.
-    Picklable: the Spark engine runs it on the executors.
-    """
-
-    horizon: int
-    specs: tuple[SummarySpec, ...]
-
-    def __call__(self, codes: IntArray, periods: IntArray) -> tuple[IntArray, IntArray,
-                                                                     IntArray]:
-        t = self.horizon
-        codes = np.asarray(codes, dtype=np.int64)
-        periods = np.asarray(periods, dtype=np.int64)
-        parts = [_nonzero(0, np.bincount(periods, minlength=t + 1))]
-        for slot, spec in enumerate(self.specs, start=1):
-            if spec.family == "cumulative":
-                pts = cumulative_points(codes, periods, spec.k)
-                parts.append(_nonzero(slot, np.bincount(pts, minlength=t + 1)))
-            elif spec.family == "fixed":
-                bp = block_points(codes, periods, spec.k, spec.width, t)
-                ha, hc = bp.histograms()
-                dense = np.concatenate((ha.ravel(), hc.ravel(), bp.n_present))
-                parts.append(_nonzero(slot, dense))
-            else:
-                # one entry per point, +1 (P1) or −1 (P2): the engine's sum per (slot, key)
-                # (sum_entries, after every chunk) merges equal points and drops zero sums
-                x1, y1, x2, y2 = time_window_points(codes, periods, spec.k, t)
-                keys = np.concatenate((x1, x2)) * (t + 2) + np.concatenate((y1, y2))
-                w = np.ones(keys.size, dtype=np.int64)
-                w[x1.size:] = -1
-                parts.append((np.full(keys.size, slot, dtype=np.int64), keys, w))
-        s, k, w = (np.concatenate(v) for v in zip(*parts, strict=True))
-        return s, k, w
 
 
 @dataclass(frozen=True)
@@ -195,7 +127,8 @@ class WindowSummaries:
         return DominanceCounter(x, y, w, self.horizon + 1, self.horizon)
 
     def _key_limit(self, slot: int) -> int:
-        """One more than the largest key slot ``slot`` can hold (see :class:`WindowReducer`)."""
+        """One more than the largest key slot ``slot`` can hold (see
+        :class:`~dpfreq.engines.SummarySpec`)."""
         t = self.horizon
         if slot == 0:
             return t + 1

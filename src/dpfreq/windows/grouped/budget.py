@@ -19,7 +19,8 @@ Composing the ``m`` groups in zCDP costs ``√m`` where basic composition of per
 costs ``m``, so for ``m >= 2`` and moderate δ it is usually the better one.
 
 With a public list the release has the whole budget: ``(ε_r, δ_r) = (ε, δ)``. With private
-partition selection the selection spends ``ε_s`` (half of ε) and a δ share: under pure
+partition selection the selection spends ``ε_s`` (``selection_epsilon``, or with ``"auto"``
+the share of smallest predicted error, :func:`_auto_share`) and a δ share: under pure
 accounting all of δ (the groups are released at δ = 0), under zCDP accounting half of δ (the
 other half is the release's ``δ_r``); the selection's threshold is stated for each.
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpfreq._validate import check_epsilon, message
 from dpfreq.accounting.numbers import float_at_least, float_at_most
 from dpfreq.accounting.zcdp import zcdp_epsilon, zcdp_rho_at_most
 from dpfreq.errors import ParameterError
@@ -38,10 +40,12 @@ from dpfreq.grouped.accounting import epsilon_at_most, release_share
 from dpfreq.grouped.selection import (
     ZCDP_DELTA_SHARE,
     SelectionPlan,
+    plan_selection,
 )
 from dpfreq.windows.structures.chooser import make_plan, plan_score
 
-__all__ = ["GroupBudget", "choose_budget", "group_epsilon"]
+__all__ = ["AUTO_SHARES", "GroupBudget", "check_selection_epsilon", "choose_budget",
+           "group_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class GroupBudget:
         ``(ε_r, δ_r)``: what all the groups' releases together spend.
     why : str
         The comparison that chose the accounting (predicted RMSE of both, public only).
+    selection_why : str
+        How the selection's share of ε was chosen (``""`` with a public list).
     """
 
     epsilon: float
@@ -69,6 +75,7 @@ class GroupBudget:
     release_epsilon: float
     release_delta: float
     why: str
+    selection_why: str = ""
 
     @property
     def accounting(self) -> str:
@@ -80,7 +87,7 @@ class GroupBudget:
         return {"accounting": self.accounting, "epsilon_per_group": self.epsilon,
                 "delta_per_group": self.delta, "rho_per_group": self.rho,
                 "release_epsilon": self.release_epsilon, "release_delta": self.release_delta,
-                "why": self.why}
+                "why": self.why, "selection_why": self.selection_why}
 
 
 def group_epsilon(rho: float, delta: float) -> float:
@@ -89,10 +96,24 @@ def group_epsilon(rho: float, delta: float) -> float:
     return float_at_least(zcdp_epsilon(rho, delta))
 
 
-def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str) -> GroupBudget:
-    """One accounting's budget (its selection planned at its δ share); each share rounded
-    down on fractions, so the groups never add up past (ε_r, δ_r)."""
-    eps_r, delta_r, sel = release_share(par.epsilon, par.delta, m, named, zcdp, func)
+def _share(par: Any, m: int, named: bool, zcdp: bool, eps_s: float | None,
+           func: str) -> tuple[Fraction, float, SelectionPlan | None]:
+    """``(ε_r, δ_r, selection)``: the selection (None with a public list) at ``ε_s`` and its δ
+    share (all of δ under pure accounting, :data:`ZCDP_DELTA_SHARE` of it under zCDP), the
+    release the rest (``ε_r`` exact, ``δ_r`` rounded down)."""
+    if named or eps_s is None:  # a public list, or the fixed half of release_share
+        return release_share(par.epsilon, par.delta, m, named, zcdp, func)
+    sel_delta = par.delta * float(ZCDP_DELTA_SHARE) if zcdp else par.delta
+    sel = plan_selection(eps_s, sel_delta, m, func)
+    eps_r = Fraction(par.epsilon) - Fraction(sel.epsilon)
+    return eps_r, float_at_most(Fraction(par.delta) - Fraction(sel.delta)), sel
+
+
+def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str,
+               eps_s: float | None = None) -> GroupBudget:
+    """One accounting's budget (its selection planned at ``ε_s`` and its δ share); each share
+    rounded down on fractions, so the groups never add up past (ε_r, δ_r)."""
+    eps_r, delta_r, sel = _share(par, m, named, zcdp, eps_s, func)
     if not zcdp:
         return GroupBudget(epsilon_at_most(eps_r / m), float_at_most(Fraction(delta_r) / m),
                            None, sel, float(eps_r), delta_r, "")
@@ -106,21 +127,89 @@ def _plan(par: Any, b: GroupBudget) -> Any:
                      b.epsilon, b.delta, par.method, par.singleton, rho=b.rho)
 
 
-def choose_budget(par: Any, m: int | None, named: bool, func: str) -> GroupBudget:
+#: the shares of ε the ``"auto"`` selection considers
+AUTO_SHARES = tuple(Fraction(i, 20) for i in range(2, 19))
+
+
+def check_selection_epsilon(value: Any, epsilon: float, named: bool, func: str) -> Any:
+    """``selection_epsilon``: ``"auto"`` or a number in (0, ε) (ε of the selection); with a
+    public list only ``"auto"`` (there is no selection)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if named:
+        raise ParameterError(message("selection_epsilon", func, "'auto' when groups= is given "
+                                     "(a public list needs no selection)", value))
+    x = check_epsilon(value, "selection_epsilon", func)
+    if not x < epsilon:
+        raise ParameterError(message("selection_epsilon", func, f"'auto' or a number in (0, "
+                                     f"epsilon = {epsilon:g}) (the release needs the rest)",
+                                     value))
+    return x
+
+
+def _auto_share(par: Any, m: int, func: str) -> tuple[float, str]:
+    """``(ε_s, why)``: the share ``s`` of ε for the selection, from public parameters only.
+
+    The score of a share is ``n_½(sε) + 2·RMSE((1 − s)ε)``, in items: the number of items a
+    group needs to be selected half the time, plus twice the predicted RMSE of its released
+    values — the smallest group that is both found and measured. ``RMSE`` is the per-group
+    plan's (geometric mean over its structures) at ``s = ½``, scaled as ``1/ε_r`` (the noise
+    scale of every structure); ``n_½`` is exact (:meth:`SelectionPlan.count_for`). The share
+    of smallest score among :data:`AUTO_SHARES` is taken (ties: the one nearest ½).
+    """
+    half = _candidate(par, m, False, False, func, par.epsilon * 0.5)
+    try:
+        plan = _plan(par, half)
+        rmse_half = math.exp(plan_score(plan) / (2 * len(plan.structures)))
+    except ParameterError:
+        return par.epsilon * 0.5, "half of ε (the release cannot be planned at half)"
+    best: tuple[float, float, float, int] | None = None
+    for s in AUTO_SHARES:
+        try:
+            sel = plan_selection(par.epsilon * float(s), par.delta, m, func)
+        except ParameterError:
+            continue
+        rmse = rmse_half * 0.5 / (1 - float(s))
+        score = sel.count_for(0.5) + 2 * rmse
+        key = (score, abs(float(s) - 0.5))
+        if best is None or key < (best[0], abs(best[1] - 0.5)):
+            best = (score, float(s), rmse, sel.count_for(0.5))
+    if best is None:
+        return par.epsilon * 0.5, "half of ε"
+    _, share, rmse, n_half = best
+    sel_half = plan_selection(par.epsilon * 0.5, par.delta, m, func).count_for(0.5)
+    why = (f"share {share:g} of ε chosen from public parameters: it minimises n_½ + 2·RMSE, the "
+           f"items a group needs to be selected half the time plus twice its released values' "
+           f"predicted RMSE ({n_half} + 2·{rmse:.4g}; at ½: {sel_half} + "
+           f"2·{rmse_half:.4g}), the smallest group both found and measured")
+    return par.epsilon * share, why
+
+
+def choose_budget(par: Any, m: int | None, named: bool, func: str,
+                  selection_epsilon: Any = "auto") -> GroupBudget:
     """The accounting whose per-group plan predicts the smaller error (module docstring).
 
     ``m``: groups per item (None at ``unit="event"``); ``named``: the groups are a public
-    list (else they are selected privately; δ must then be > 0, checked by the caller).
+    list (else they are selected privately; δ must then be > 0, checked by the caller);
+    ``selection_epsilon``: the selection's ε, or ``"auto"`` (:func:`_auto_share`).
     Raises the pure plan's ParameterError when neither accounting calibrates.
     """
     mm = m or 1
-    pure = _candidate(par, mm, named, False, func)
+    eps_s: float | None = None
+    sel_why = ""
+    if not named:
+        if selection_epsilon == "auto":
+            eps_s, sel_why = _auto_share(par, mm, func)
+        else:
+            eps_s = float(selection_epsilon)
+            sel_why = f"given: selection_epsilon = {eps_s:g}"
+    pure = _candidate(par, mm, named, False, func, eps_s)
     # with one group per item and a public list the pure per-group plan already weighs zCDP
     if par.delta <= 0 or (mm == 1 and named):
         return _with_why(pure, "pure: " + ("delta = 0" if par.delta <= 0 else
                                            "one group per unit, the group's own plan compares "
-                                           "pure and zCDP accounting"))
-    zc = _candidate(par, mm, named, True, func)
+                                           "pure and zCDP accounting"), sel_why)
+    zc = _candidate(par, mm, named, True, func, eps_s)
     scores: dict[str, float] = {}
     for label, b in (("pure", pure), ("zcdp", zc)):
         try:
@@ -138,9 +227,9 @@ def choose_budget(par: Any, m: int | None, named: bool, func: str) -> GroupBudge
         text += (f"; the selection's threshold is {pure.selection.threshold} items with all of "
                  f"delta (pure) and {zc.selection.threshold} with {float(ZCDP_DELTA_SHARE):g} "
                  "of it (zCDP)") if pure.selection and zc.selection else ""
-    return _with_why(zc if pick == "zcdp" else pure, text)
+    return _with_why(zc if pick == "zcdp" else pure, text, sel_why)
 
 
-def _with_why(b: GroupBudget, why: str) -> GroupBudget:
+def _with_why(b: GroupBudget, why: str, selection_why: str = "") -> GroupBudget:
     return GroupBudget(b.epsilon, b.delta, b.rho, b.selection, b.release_epsilon,
-                       b.release_delta, why)
+                       b.release_delta, why, selection_why)

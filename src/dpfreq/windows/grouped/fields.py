@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.selection import selection_statement
+from dpfreq.release import RELATIONS
 from dpfreq.windows.grouped.budget import GroupBudget
-from dpfreq.windows.structures.chooser import RELATIONS
 
 __all__ = ["GroupedWindowFields", "GroupedWindowMechanism"]
 
@@ -67,7 +68,7 @@ class GroupedWindowMechanism:
         budget, m, selection = self.budget, self.max_groups_per_item, self.budget.selection
         split = self._split()
         if selection is not None:
-            split = (f"ε_selection = {selection.epsilon:.6g} (a fixed half of ε) selects the "
+            split = (f"ε_selection = {selection.epsilon:.6g} ({budget.selection_why}) selects the "
                      f"groups with δ_selection = {selection.delta:g}; the rest, (ε_r, δ_r) = "
                      f"({budget.release_epsilon:.6g}, {budget.release_delta:g}), releases "
                      "them: " + split)
@@ -81,8 +82,9 @@ class GroupedWindowMechanism:
             "relation": RELATIONS[self.unit] + (" (in all its groups)" if m is not None else ""),
             "bounding": (f"each item keeps at most {m} of the "
                          f"{'listed' if selection is None else 'selected'} groups, chosen "
-                         "uniformly by a keyed MD5 rank of (key, item, group)" if m is not None
+                         "uniformly by a keyed rank of (key, item, group)" if m is not None
                          else "none needed (an event is in one group)"),
+            "coverage": capping_statement(m),
             "groups": self._groups(),
             "split": split,
             "noise": "per group: the structures of one plan (public parameters); every group's "

@@ -2,7 +2,8 @@
 
 :func:`release_window_counts` and :func:`plan_window_counts` dispatch here when ``group=`` is
 given. The engine computes the window summaries of every (group, item, period) in one pass
-after the keyed bounding of the grouped profile (:meth:`Engine.grouped_reduce_items`); one plan
+after the keyed bounding of the grouped profile (:meth:`~dpfreq.engines.Summarizing.summaries`,
+one SQL statement on DuckDB and Spark); one plan
 is calibrated from public parameters at the per-group budget and every group gets its own copy
 with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
 splits the budget and calibrates, the read draws the master key, selects the groups (without a
@@ -24,15 +25,15 @@ from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import get_engine
+from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
+from dpfreq.grouped.selection import SelectionPlan, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
-from dpfreq.windows.data.events import engine_source, range_error
-from dpfreq.windows.data.summaries import WindowReducer, WindowSummaries, summary_specs
-from dpfreq.windows.grouped.budget import GroupBudget, choose_budget
+from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.grouped.budget import GroupBudget, check_selection_epsilon, choose_budget
 from dpfreq.windows.grouped.fields import GroupedWindowFields, GroupedWindowMechanism
 from dpfreq.windows.grouped.result import (
     GroupedWindowRelease,
@@ -77,11 +78,12 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
 
 
 def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                  func: str) -> GroupBudget:
+                  func: str, selection_epsilon: Any = "auto") -> GroupBudget:
     """The budget of each group and the partition selection (None with a public list).
 
-    Without a public list the selection spends :data:`~dpfreq.grouped.selection.
-    SELECTION_SHARE` of ε and a share of δ (δ must be in (0, 1e-3]); the groups' window
+    Without a public list the selection spends ``selection_epsilon`` (``"auto"``: the share of
+    :func:`~dpfreq.windows.grouped.budget.choose_budget`) and a share of δ (δ must be in
+    (0, 1e-3]); the groups' window
     releases share the rest, under pure or zCDP accounting, whichever predicts less error
     (:func:`~dpfreq.windows.grouped.budget.choose_budget`), so the call's total is exactly the
     (ε, δ) asked for.
@@ -90,7 +92,8 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
         raise ParameterError(message("groups", func, "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
-    return choose_budget(par, m, names is not None, func)
+    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None, func)
+    return choose_budget(par, m, names is not None, func, sel_eps)
 
 
 def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
@@ -118,8 +121,7 @@ def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: 
     """The groups of the data that pass the selection: counted by the engine in one query
     (distinct items per group after each item kept at most ``m`` of its groups; rows per group
     at ``unit="event"``, ``m = None``), thresholded by :func:`select_groups`."""
-    gp = eng.grouped_count_of_counts(src, item=item, group=group, groups=None,
-                                     max_groups_per_item=m, hash_key=hash_key, max_count=None)
+    gp = eng.grouped_count_of_counts(src, CountRequest(item, Grouping(group, None, m, hash_key)))
     weights = gp.prevalences if m is not None else gp.prevalences * gp.counts
     sizes = np.bincount(gp.group_index, weights=weights,
                         minlength=len(gp.groups)).astype(np.int64)
@@ -131,16 +133,14 @@ def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: 
 def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
                m: int | None, hash_key: bytes, par: WindowParams, out_of_range: str,
                func: str) -> tuple[list[WindowSummaries], int]:
-    """Every listed group's window summaries in one engine pass, checked."""
+    """Every listed group's window summaries in one engine query, checked."""
     if not names:
         return [], 0
     axis = par.axis
     specs = summary_specs(par.windows, par.k_values)
-    red = eng.grouped_reduce_items(src, item=item, time=time, group=group, groups=names,
-                                   max_groups_per_item=m, hash_key=hash_key,
-                                   buckets=axis.buckets(),
-                                   reducer=WindowReducer(axis.horizon, specs),
-                                   drop_out_of_range=out_of_range == "drop")
+    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
+                                            drop_out_of_range=out_of_range == "drop",
+                                            grouping=Grouping(group, names, m, hash_key)))
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis, time)
     summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
@@ -164,6 +164,7 @@ class GroupedWindowArgs:
     max_groups_per_item: int | None
     out_of_range: str
     func: str
+    selection_epsilon: Any = "auto"
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,8 @@ class _GroupedWindowSteps:
 
     def plan(self) -> _Plan:
         a = self.args
-        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func)
+        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func,
+                               a.selection_epsilon)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.rng.seeded)
         # calibrates (or refuses) before any data is read; every group's structures copy it
@@ -221,7 +223,7 @@ class _GroupedWindowSteps:
         master = self.rng.generator.bytes(32)
         src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
                                           a.func)
-        eng = get_engine(self.engine, src)
+        eng = summarizing_engine(self.engine, src, a.func)
         hash_key = derive_key(master, "group-bounding")
         names = a.names
         if plan.budget.selection is not None:
@@ -254,7 +256,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
-                                  func: str) -> GroupedWindowRelease:
+                                  func: str, selection_epsilon: Any = "auto"
+                                  ) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
     Privacy
@@ -289,7 +292,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
     check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
-    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
+                             selection_epsilon)
     return run_release(_GroupedWindowSteps(args, source, engine, resolved),
                        accountant=accountant, rng=resolved, func=func)
 
@@ -311,7 +315,7 @@ class GroupedWindowCountsPlan(PlanSummary):
         Number of public groups (None when the groups are selected privately).
     selection : SelectionPlan or None
         Without a public list: the selection's threshold ``τ`` and release probabilities
-        (half of ε and a share of δ).
+        (its share of ε, chosen or given, and a share of δ).
     budget : GroupBudget or None
         How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
         whichever predicts less error (:mod:`dpfreq.windows.grouped.budget`), and why.
@@ -327,8 +331,10 @@ class GroupedWindowCountsPlan(PlanSummary):
     >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
     ...                          k_values=[1], windows=["total"], group="campaign",
     ...                          max_groups_per_item=4)
-    >>> sel.per_group.epsilon, sel.per_group.delta, sel.selection.threshold
-    (0.125, 0.0, 118)
+    >>> round(sel.per_group.epsilon, 4), sel.per_group.delta, sel.selection.threshold
+    (0.075, 0.0, 74)
+    >>> sel.selection.epsilon  # the share of ε chosen for the selection ("auto")
+    0.7
     """
 
     per_group: Any
@@ -348,7 +354,8 @@ class GroupedWindowCountsPlan(PlanSummary):
         selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
         ε, re-planned at each step (3 significant digits, rounded up)."""
         if self.budget is None or self.budget.rho is None or self._replan is None:
-            share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
+            share = (1.0 if self.selection is None or self.budget is None
+                     else self.budget.release_epsilon / self.epsilon)
             return float(self.per_group.epsilon_for(target, **which)
                          * (self.max_groups_per_item or 1) / share)
         key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
@@ -402,16 +409,18 @@ class GroupedWindowCountsPlan(PlanSummary):
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
                                max_groups_per_item: Any, func: str,
-                               plan_one: Callable[[float, float, float | None], Any]
-                               ) -> GroupedWindowCountsPlan:
+                               plan_one: Callable[[float, float, float | None], Any],
+                               selection_epsilon: Any = "auto") -> GroupedWindowCountsPlan:
     """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
     _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func)
+    budget = window_budget(names, par, m, func, selection_epsilon)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
+        share = selection_epsilon if selection_epsilon == "auto" else (
+            float(selection_epsilon) * eps / par.epsilon)
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one)
+                                          max_groups_per_item, func, plan_one, share)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,

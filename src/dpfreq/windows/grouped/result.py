@@ -23,6 +23,7 @@ import numpy as np
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.data.summaries import WindowSummaries
@@ -150,6 +151,7 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
     assert b is not None
     extra = {"group_column": grouped["group_column"],
              "max_groups_per_item": grouped["max_groups_per_item"],
+             "coverage": capping_statement(grouped["max_groups_per_item"]),
              "epsilon_per_group": b.epsilon, "delta_per_group": b.delta}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
     conf = b.confidence

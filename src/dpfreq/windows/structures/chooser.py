@@ -27,18 +27,9 @@ from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows.structures.base import registry
 from dpfreq.windows.structures.protocol import WindowStructure
 
-__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score"]
+__all__ = ["Plan", "family_label", "make_plan", "plan_score"]
 
 _FUNC = "release_window_counts"
-
-#: the neighbouring relation of each unit of privacy, in words (``mechanism_params``)
-RELATIONS = {
-    "event": "add or remove one event (one row)",
-    "item": "add or remove one item together with all its events",
-    "item_replace": "replace one item's events by any other events (cumulative structures "
-                    "at their exact sensitivity, the others at twice the item sensitivity)",
-}
-
 
 def family_label(family: str, width: int | None) -> str:
     """``"cumulative"``, ``"all"`` or ``"fixed(W=…)"``: the name of a query family."""

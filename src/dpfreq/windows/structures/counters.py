@@ -295,7 +295,8 @@ class FactorShape(Shape):
         return self.periods
 
     def record(self) -> dict[str, Any]:
-        return {"domain": self.periods, "Delta": self.points, "pieces": self.pieces,
+        return {"domain": self.periods, "points_per_neighbour": self.points,
+                "pieces": self.pieces,
                 "factor": "square root", "factor_scale": SCALE,
                 "l2_squared": self.l2_squared}
 

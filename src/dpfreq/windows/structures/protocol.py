@@ -76,7 +76,7 @@ class CounterShape(Shape):
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"domain": self.periods, "levels": self.levels,
-                               "Delta": self.points, "pieces": self.pieces,
+                               "points_per_neighbour": self.points, "pieces": self.pieces,
                                "tree_nodes": self.tree_nodes}
         if self.branching is not None:
             out.update(branching=self.branching, top_level=self.top,
@@ -100,7 +100,7 @@ class TreeShape(Shape):
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"domain": self.leaves, "levels": self.levels,
-                               "Delta": self.points, "pieces": self.pieces}
+                               "points_per_neighbour": self.points, "pieces": self.pieces}
         if self.blocks is not None:
             out["blocks"] = self.blocks
         if self.group_size is not None:

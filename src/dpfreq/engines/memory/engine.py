@@ -77,7 +77,7 @@ class MemoryEngine:
             if type(source).__module__.startswith("pyspark"):
                 raise ParameterError(message("source", func, "not a Spark DataFrame (use "
                                              "engine='spark')", type(source).__name__))
-            from dpfreq.engines.duckdb import DuckDBEngine
+            from dpfreq.engines.duckdb.engine import DuckDBEngine
 
             return DuckDBEngine().read_columns(source, columns, func, text_columns=text_columns)
         out = {}
@@ -182,28 +182,23 @@ class MemoryEngine:
         max_count = common.check_max_count(max_count, func)
         return common.prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
 
-    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
-                                max_groups_per_item: int | None, hash_key: bytes,
-                                max_count: int | None) -> Any:
-        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_memory`)."""
-        from dpfreq.engines.grouping_memory import memory_grouped_count_of_counts
+    def grouped_count_of_counts(self, source: Any, request: base.CountRequest
+                                ) -> base.GroupedPrevalences:
+        """Per-group prevalences of the bounded data
+        (:mod:`dpfreq.engines.memory.grouping`)."""
+        from dpfreq.engines.memory.grouping import memory_grouped_count_of_counts
 
-        return memory_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
-                                              max_groups_per_item=max_groups_per_item,
-                                              hash_key=hash_key, max_count=max_count)
+        return memory_grouped_count_of_counts(self, source, request,
+                                              "MemoryEngine.grouped_count_of_counts")
 
-    def grouped_reduce_items(self, source: Any, *, item: str, time: str, group: str,
-                             groups: Any, max_groups_per_item: int | None, hash_key: Any,
-                             buckets: base.TimeBuckets, reducer: base.ItemReducer,
-                             drop_out_of_range: bool = False) -> Any:
-        """Per-(group, item) reduction after the grouped bounding (see
-        :mod:`dpfreq.engines.grouping_windows`)."""
-        from dpfreq.engines.grouping_windows import memory_grouped_reduce_items
+    def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
+        """The summaries of ``request`` (per group, after the bounding) in numpy
+        (:mod:`dpfreq.engines.memory.summaries`)."""
+        from dpfreq.engines.grouping import check_summary_request
+        from dpfreq.engines.memory.grouping import memory_summaries
 
-        return memory_grouped_reduce_items(
-            self, source, item=item, time=time, group=group, groups=groups,
-            max_groups_per_item=max_groups_per_item, hash_key=hash_key, buckets=buckets,
-            reducer=reducer, drop_out_of_range=drop_out_of_range)
+        func = "MemoryEngine.summaries"
+        return memory_summaries(self, source, check_summary_request(request, func), func)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
@@ -218,15 +213,6 @@ class MemoryEngine:
         uniq, inv = np.unique(keys, return_inverse=True)  # codes in sorted-key order
         return common.finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
                                               n_events=len(keys), time_kind=kind, k_max=k_max)
-
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
-                     reducer: base.ItemReducer, drop_out_of_range: bool = False
-                     ) -> base.ItemReduction:
-        """Per-item reduction of the bucketed events (generic: :meth:`occurrence_times`, then
-        numpy chunks of whole items)."""
-        return common.reduce_occurrences(self, source, item=item, time=time, buckets=buckets,
-                                         reducer=reducer, drop_out_of_range=drop_out_of_range,
-                                         func="MemoryEngine.reduce_items")
 
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> base.ReportSums:
@@ -250,7 +236,7 @@ class MemoryEngine:
         for checks that name their own rules."""
         import duckdb
 
-        from dpfreq.engines.duckdb import DuckDBEngine
+        from dpfreq.engines.duckdb.engine import DuckDBEngine
 
         rel = DuckDBEngine().relation(source, func, text_columns=text_columns)
         try:

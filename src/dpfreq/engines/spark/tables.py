@@ -52,7 +52,13 @@ def _errors() -> tuple[type[BaseException], ...]:
 
 
 def _failed(func: str, exc: BaseException) -> DataError:
-    """A one-line DataError naming Spark's error class only (its message may quote data)."""
+    """A one-line DataError naming Spark's error class only (its message may quote data), or,
+    when the executors' Python cannot import dpfreq, saying what they need."""
+    from dpfreq.engines.spark.session import executor_import_error
+
+    missing = executor_import_error(exc)
+    if missing is not None:
+        return DataError(f"{func} failed in Spark: {missing}.")
     condition = getattr(exc, "getCondition", lambda: None)()
     return DataError(f"{func} failed in Spark ({condition or type(exc).__name__}).")
 

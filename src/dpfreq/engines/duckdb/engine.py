@@ -27,7 +27,7 @@ values as instants)/``DATE`` as int64 microseconds since the Unix epoch (UTC,
 :class:`~dpfreq.errors.DataError`.
 
 Each method reads its source once: per-item aggregates in one query; the event readers
-(``occurrence_times``, ``reduce_items``) project the events once into a temporary table on the
+(``occurrence_times``) project the events once into a temporary table on the
 source's connection and run their checks and passes on that table.
 """
 
@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
-from dpfreq.engines.duckdb_sql import (
+from dpfreq.engines.duckdb.sql import (
     CSV_SUFFIXES,
     IDENT,
     INT64_LIMIT,
@@ -59,14 +59,14 @@ from dpfreq.engines.duckdb_sql import (
     plain_column,
     reason,
 )
+from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import duckdb_period_sql
+from dpfreq.engines.sql import DUCKDB, count_sql, finish_counts, finish_summaries, summaries_sql
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.progress import track
 
 __all__ = ["DuckDBEngine"]
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-_EVENTS_PER_PASS = 1 << 23  # events fetched per reduce_items pass (bounds this process's memory)
 
 
 class DuckDBEngine:
@@ -330,28 +330,43 @@ class DuckDBEngine:
         return base.Prevalences(counts=plain_column(res["v"], item, func).astype(np.int64),
                                 prevalences=plain_column(res["p"], item, func).astype(np.int64))
 
-    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
-                                max_groups_per_item: int | None, hash_key: bytes,
-                                max_count: int | None) -> Any:
-        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_duckdb`)."""
-        from dpfreq.engines.grouping_duckdb import duckdb_grouped_count_of_counts
+    def grouped_count_of_counts(self, source: Any, request: base.CountRequest
+                                ) -> base.GroupedPrevalences:
+        """Per-group prevalences after the bounding, in one DuckDB statement
+        (:func:`dpfreq.engines.sql.count_sql`)."""
+        func = "DuckDBEngine.grouped_count_of_counts"
+        req, n = check_count_request(request, func)
+        names, m, key_hex = check_grouping(req.grouping, req.item, func)
+        group = req.grouping.column
+        rel = self.relation(source, func, text_columns=(req.item, group))
+        k = self._key_expr(rel, req.item, func)
+        g = self._key_expr(rel, group, func)
+        events = f"SELECT {k} AS k, CAST({g} AS VARCHAR) AS g FROM dpfreq_src"
+        res = self._run(rel, count_sql(DUCKDB, events, names, m, key_hex, n).with_clause(), func)
+        return finish_counts(res, req, names, func)
 
-        return duckdb_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
-                                              max_groups_per_item=max_groups_per_item,
-                                              hash_key=hash_key, max_count=max_count)
-
-    def grouped_reduce_items(self, source: Any, *, item: str, time: str, group: str,
-                             groups: Any, max_groups_per_item: int | None, hash_key: Any,
-                             buckets: base.TimeBuckets, reducer: base.ItemReducer,
-                             drop_out_of_range: bool = False) -> Any:
-        """Per-(group, item) reduction after the grouped bounding (see
-        :mod:`dpfreq.engines.grouping_windows_duckdb`)."""
-        from dpfreq.engines.grouping_windows_duckdb import duckdb_grouped_reduce_items
-
-        return duckdb_grouped_reduce_items(
-            self, source, item=item, time=time, group=group, groups=groups,
-            max_groups_per_item=max_groups_per_item, hash_key=hash_key, buckets=buckets,
-            reducer=reducer, drop_out_of_range=drop_out_of_range)
+    def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
+        """The summaries of ``request`` in one DuckDB statement
+        (:func:`dpfreq.engines.sql.summaries_sql`): the source is read once, only the summed
+        entries and a few counts reach this process."""
+        func = "DuckDBEngine.summaries"
+        req = check_summary_request(request, func)
+        grouping = req.grouping
+        text = (req.item,) + ((grouping.column,) if grouping is not None else ())
+        rel = self.relation(source, func, text_columns=text)
+        select, kind = self._events(rel, req.item, req.time, func)
+        common.check_time_kind(kind, req.buckets, req.time, func)
+        names, m, key_hex = None, None, ""
+        if grouping is not None:
+            names, m, key_hex = check_grouping(grouping, req.item, func, (req.time,))
+            gexpr = f"CAST({self._key_expr(rel, grouping.column, func)} AS VARCHAR)"
+            select = select.replace(" FROM dpfreq_src", f", {gexpr} AS g FROM dpfreq_src", 1)
+            if names is None:
+                raise ParameterError(message("groups", func, "a public list for summaries "
+                                             "(select the groups first)", None))
+        sql = summaries_sql(DUCKDB, select, duckdb_period_sql(req.buckets), req, names, m,
+                            key_hex).with_clause()
+        return finish_summaries(self._run(rel, sql, func), req, names, func)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
@@ -377,61 +392,6 @@ class DuckDBEngine:
                                               n_events=int(stats["n"][0]), time_kind=kind,
                                               k_max=None, presorted=True)
 
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
-                     reducer: base.ItemReducer, drop_out_of_range: bool = False
-                     ) -> base.ItemReduction:
-        """Per-item reduction of the bucketed events, with bounded memory in this process.
-
-        The events are projected once into a temporary table (item key, period ``p``,
-        non-integral flag): DuckDB computes the periods (exact integer floor division). The
-        checks, the range check and the first event outside in (item, time) order are queries
-        on that table; the events inside are then fetched in ``⌈n / 2^23⌉`` passes over the
-        items split by ``hash(item)`` (every item in exactly one pass), each sorted by (item,
-        period) in SQL and reduced by ``reducer`` in numpy chunks of whole items. The
-        summaries are sums over items, so the passes add up to the one-pass result.
-        """
-        func = "DuckDBEngine.reduce_items"
-        common.check_column_name(item, "item", func)
-        common.check_column_name(time, "time", func)
-        rel = self.relation(source, func, text_columns=(item,))
-        select, kind = self._events(rel, item, time, func)
-        common.check_time_kind(kind, buckets, time, func)
-        period = duckdb_period_sql(buckets)
-        bad = f"(p < 1 OR p > {int(buckets.horizon)})"
-        with self._events_table(rel, f"SELECT k, t, f, {period} AS p FROM ({select})",
-                                func) as table:
-            stats = self._check_events(rel, table, item, time, func,
-                                       f", count(*) FILTER (WHERE {bad}) AS nbad")
-            n, n_bad = int(stats["n"][0]), int(stats["nbad"][0])
-            first = None
-            if n_bad:
-                first = int(self._run(rel, f"SELECT p FROM {table} WHERE {bad} ORDER BY k, t "
-                                      "LIMIT 1", func)["p"][0])
-                if not drop_out_of_range:
-                    return base.ItemReduction(slots=_EMPTY, keys=_EMPTY.copy(),
-                                              weights=_EMPTY.copy(), n_events=0,
-                                              n_out_of_range=n_bad, first_out_of_range=first)
-            n_in = n - n_bad
-            passes = max(1, -(-n_in // _EVENTS_PER_PASS))
-            parts = []
-            for b in track(range(passes if n_in else 0), description=f"{func}: DuckDB passes",
-                           unit="passes"):
-                where = f"NOT {bad}" + (f" AND hash(k) % {passes} = {b}" if passes > 1 else "")
-                res = self._run(rel, f"SELECT k, p FROM {table} WHERE {where} ORDER BY k, p",
-                                func)
-                keys = plain_column(res["k"], item, func)
-                if not len(keys):
-                    continue
-                periods = plain_column(res["p"], time, func).astype(np.int64)
-                parts.append(common.reduce_sorted(common.sorted_codes(keys), periods, reducer))
-        if parts:
-            slots, ks, ws = common.sum_entries(*(np.concatenate(v)
-                                                 for v in zip(*parts, strict=True)))
-        else:
-            slots, ks, ws = _EMPTY, _EMPTY.copy(), _EMPTY.copy()
-        return base.ItemReduction(slots=slots, keys=ks, weights=ws, n_events=n_in,
-                                  n_out_of_range=n_bad, first_out_of_range=first)
-
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports in DuckDB (read once) and sum them per (order, interval).
@@ -439,7 +399,7 @@ class DuckDBEngine:
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in
         :mod:`dpfreq.engines.reports`.
         """
-        from dpfreq.engines.reports_duckdb import duckdb_report_sums
+        from dpfreq.engines.duckdb.reports import duckdb_report_sums
 
         return duckdb_report_sums(self, source, param_id=param_id,
                                   interval_counts=interval_counts)

@@ -4,17 +4,18 @@ and catalog tables.
 Aggregation runs on the executors (``groupBy``; ``row_number()`` over a window partitioned by
 item and ordered by time for ``k_max``); only the small results reach the driver (as Arrow
 batches when available) and are finished by the same numpy code as the memory and DuckDB
-engines, so all three agree exactly. ``reduce_items`` (the window releases' per-item
-reductions) partitions the events by item and runs dpfreq's numpy reduction inside
-``mapInArrow`` on the executors (their Python is the driver's interpreter, ``PYSPARK_PYTHON``);
-only the summed summaries are collected, never the event log.
+engines, so all three agree exactly. ``summaries`` and ``grouped_count_of_counts`` (the window
+releases' summaries and the grouped bounding) are one Spark SQL statement each
+(:mod:`dpfreq.engines.sql`): the executors run Spark SQL only — no Python worker, so a
+cluster whose executors lack dpfreq (or any Python packages) runs every release; only the
+summed summaries are collected, never the event log.
 
 Types follow the DuckDB engine: integral item columns give int64 keys, any other type the keys'
 text (``CAST AS STRING``); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become
 int64 microseconds since the Unix epoch: a ``TIMESTAMP`` (time zone aware) by its instant,
 a ``TIMESTAMP_NTZ`` (naive) by its wall clock read as UTC, whatever
 ``spark.sql.session.timeZone`` is, and Parquet nanosecond timestamps (pandas' default), which
-Spark refuses, through :mod:`dpfreq.engines.spark_times`. Spark itself interprets zone-less
+Spark refuses, through :mod:`dpfreq.engines.spark.times`. Spark itself interprets zone-less
 timestamp *text* (CSV) in ``spark.sql.session.timeZone``; set it to ``UTC`` for results equal to
 the other engines (the sessions this module creates do). Nulls raise
 :class:`~dpfreq.errors.DataError`, as do unknown columns and unreadable files.
@@ -26,6 +27,7 @@ missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,9 +44,12 @@ from pyspark.sql import types as T
 
 import dpfreq.engines._common as common
 from dpfreq._validate import message
-from dpfreq.engines import base, spark_times
+from dpfreq.engines import base
+from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import spark_period_sql
-from dpfreq.engines.spark_session import SPARK_ERRORS, reason, spark_session
+from dpfreq.engines.spark import times as spark_times
+from dpfreq.engines.spark.session import SPARK_ERRORS, reason, spark_session
+from dpfreq.engines.sql import SPARK, count_sql, finish_counts, finish_summaries, summaries_sql
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.progress import task
 
@@ -309,30 +314,77 @@ class SparkEngine:
         return base.Prevalences(counts=res["v"][order].astype(np.int64),
                                 prevalences=res["p"][order].astype(np.int64))
 
-    def grouped_count_of_counts(self, source: Any, *, item: str, group: str, groups: Any,
-                                max_groups_per_item: int | None, hash_key: bytes,
-                                max_count: int | None) -> Any:
-        """Per-group prevalences of the bounded data (see :mod:`dpfreq.engines.grouping_spark`)."""
-        from dpfreq.engines.grouping_spark import spark_grouped_count_of_counts
+    def _sql(self, df: DataFrame, build: Any, func: str) -> dict[str, NDArray[Any]]:
+        """Run the :class:`~dpfreq.engines.sql.Statement` ``build(view)`` on ``df`` (registered
+        as a temporary view) and collect its final SELECT. Each step becomes a temporary view
+        of a fresh name; the steps the statement reads several times are persisted (memory,
+        spilling to disk) so that Spark computes them once and every later step reads the same
+        rows. Spark SQL only: the executors run no Python."""
+        prefix = f"dpfreq_{uuid.uuid4().hex[:12]}_"
+        source = prefix + "src"
+        df.createOrReplaceTempView(source)
+        views, cached = [source], []
+        try:
+            steps, final = build(source).named(prefix)
+            reused = set(build(source).reused)
+            try:
+                for name, view, select in steps:
+                    step = self.spark.sql(select)
+                    if name in reused:
+                        step = step.persist(StorageLevel.MEMORY_AND_DISK)
+                        cached.append(step)
+                    step.createOrReplaceTempView(view)
+                    views.append(view)
+                out = self.spark.sql(final)
+            except SPARK_ERRORS as exc:
+                raise DataError(f"{func} failed in Spark: {reason(exc)}") from exc
+            return _to_numpy(out, func)
+        finally:
+            for step in cached:
+                step.unpersist()
+            for view in views:
+                self.spark.catalog.dropTempView(view)
 
-        return spark_grouped_count_of_counts(self, source, item=item, group=group, groups=groups,
-                                             max_groups_per_item=max_groups_per_item,
-                                             hash_key=hash_key, max_count=max_count,
-                                             collect=_to_numpy)
+    def grouped_count_of_counts(self, source: Any, request: base.CountRequest
+                                ) -> base.GroupedPrevalences:
+        """Per-group prevalences after the bounding, in one Spark SQL statement
+        (:func:`dpfreq.engines.sql.count_sql`)."""
+        func = "SparkEngine.grouped_count_of_counts"
+        req, n = check_count_request(request, func)
+        names, m, key_hex = check_grouping(req.grouping, req.item, func)
+        group = req.grouping.column
+        df = self.dataframe(source, func, text_columns=(req.item, group))
+        raw = df.select(self._key(df, req.item, func).alias("k"),
+                        self._key(df, group, func).cast("string").alias("g"))
+        res = self._sql(raw, lambda v: count_sql(SPARK, f"SELECT k, g FROM {v}", names, m,
+                                                 key_hex, n), func)
+        return finish_counts(res, req, names, func)
 
-    def grouped_reduce_items(self, source: Any, *, item: str, time: str, group: str,
-                             groups: Any, max_groups_per_item: int | None, hash_key: Any,
-                             buckets: base.TimeBuckets, reducer: base.ItemReducer,
-                             drop_out_of_range: bool = False) -> Any:
-        """Per-(group, item) reduction after the grouped bounding (see
-        :mod:`dpfreq.engines.grouping_windows_spark`)."""
-        from dpfreq.engines.grouping_windows_spark import spark_grouped_reduce_items
-
-        return spark_grouped_reduce_items(
-            self, source, item=item, time=time, group=group, groups=groups,
-            max_groups_per_item=max_groups_per_item, hash_key=hash_key, buckets=buckets,
-            reducer=reducer, drop_out_of_range=drop_out_of_range, collect=_to_numpy,
-            agg_row=_agg_row, persisted=_persisted)
+    def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
+        """The summaries of ``request`` in one Spark SQL statement
+        (:func:`dpfreq.engines.sql.summaries_sql`): filter, periods, bounding and every
+        summary run as SQL on the executors (no Python there: executors need no dpfreq);
+        only the summed entries and a few counts are collected."""
+        func = "SparkEngine.summaries"
+        req = check_summary_request(request, func)
+        grouping = req.grouping
+        text = (req.item,) + ((grouping.column,) if grouping is not None else ())
+        df = self.dataframe(source, func, text_columns=text)
+        texpr, kind, frac = self._time(df, req.time, func)
+        common.check_time_kind(kind, req.buckets, req.time, func)
+        cols = [self._key(df, req.item, func).alias("k"), texpr.alias("t"), frac.alias("f")]
+        names, m, key_hex = None, None, ""
+        if grouping is not None:
+            names, m, key_hex = check_grouping(grouping, req.item, func, (req.time,))
+            if names is None:
+                raise ParameterError(message("groups", func, "a public list for summaries "
+                                             "(select the groups first)", None))
+            cols.append(self._key(df, grouping.column, func).cast("string").alias("g"))
+        raw = df.select(*cols)
+        period = spark_period_sql(req.buckets)
+        res = self._sql(raw, lambda v: summaries_sql(SPARK, f"SELECT * FROM {v}", period, req,
+                                                     names, m, key_hex), func)
+        return finish_summaries(res, req, names, func)
 
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
@@ -366,64 +418,11 @@ class SparkEngine:
                                               n_events=n, time_kind=kind, k_max=None,
                                               presorted=True)
 
-    def reduce_items(self, source: Any, *, item: str, time: str, buckets: base.TimeBuckets,
-                     reducer: base.ItemReducer, drop_out_of_range: bool = False
-                     ) -> base.ItemReduction:
-        """Per-item reduction on the executors; only the summed ``(slot, key, weight)`` rows
-        reach the driver.
-
-        The projected events (item key, time, period) are persisted, so the source is read
-        once: one aggregation over them checks the columns (nulls, NaN, fractional times) and
-        counts the events outside ``1..horizon`` (with the first one in (item, time) order),
-        and the reduction reads the same rows. The events (item key, period) are
-        hash-partitioned by item (at least ``ceil(n / 2**22)`` partitions, so that one
-        partition fits an executor's Python), each partition is sorted by (item, period) in
-        numpy and ``reducer`` runs on chunks of whole items inside ``mapInArrow`` (the
-        executors' Python, i.e. dpfreq's own numpy code); its outputs are summed by
-        ``groupBy(slot, key)`` (partial sums before the shuffle). Periods are
-        ``⌊(t − start)/period⌋ + 1`` in exact integer arithmetic (``pmod`` and ``div``), as
-        every engine computes them.
-        """
-        func = "SparkEngine.reduce_items"
-        common.check_column_name(item, "item", func)
-        common.check_column_name(time, "time", func)
-        df = self.dataframe(source, func, text_columns=(item,))
-        projected, kind = self._events(df, item, time, func)
-        common.check_time_kind(kind, buckets, time, func)
-        horizon = int(buckets.horizon)
-        period = F.expr(spark_period_sql(buckets))
-        bad = (F.col("p") < 1) | (F.col("p") > horizon)
-        aggs = [*self._event_checks(), F.count(F.when(bad, 1)).alias("nbad"),
-                F.min(F.when(bad, F.struct(F.col("k").alias("k"), F.col("p").alias("p"))))
-                .alias("first")]
-        z = np.zeros(0, dtype=np.int64)
-        with _persisted(projected.select("k", "t", "f", period.alias("p"))) as events:
-            row = _agg_row(events, aggs, func)
-            n, ni, nt, nf, nbad = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nbad"))
-            common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
-            first = int(row["first"]["p"]) if nbad else None
-            if n == nbad or (nbad and not drop_out_of_range):
-                return base.ItemReduction(slots=z, keys=z.copy(), weights=z.copy(), n_events=0,
-                                          n_out_of_range=nbad, first_out_of_range=first)
-            ev = events.select("k", "p")
-            if nbad:
-                ev = ev.where(~bad)
-            setting = str(self.spark.conf.get("spark.sql.shuffle.partitions") or "1")
-            n_parts = max(int(setting) if setting.isdigit() else 1,
-                          -(-(n - nbad) // _PARTITION_EVENTS))
-            out = (ev.repartition(n_parts, "k")
-                   .mapInArrow(_partition_reducer(reducer, horizon), "slot long, key long, w long")
-                   .groupBy("slot", "key").agg(F.sum("w").alias("w")))
-            res = _to_numpy(out, func)
-        slots, keys, weights = common.sum_entries(res["slot"], res["key"], res["w"])
-        return base.ItemReduction(slots=slots, keys=keys, weights=weights, n_events=n - nbad,
-                                  n_out_of_range=nbad, first_out_of_range=first)
-
     def tables(self) -> Any:
         """ε-free table operations on this session for values keyed by a public integer domain
-        (:class:`dpfreq.engines.spark_tables.SparkTables`: domain tables built on the
+        (:class:`dpfreq.engines.spark.tables.SparkTables`: domain tables built on the
         executors, counts added by a join, reductions to small histograms, Parquet files)."""
-        from dpfreq.engines.spark_tables import SparkTables
+        from dpfreq.engines.spark.tables import SparkTables
 
         return SparkTables(self)
 
@@ -434,46 +433,7 @@ class SparkEngine:
         See :meth:`dpfreq.engines.base.Engine.report_sums`; the rules are in
         :mod:`dpfreq.engines.reports`.
         """
-        from dpfreq.engines.reports_spark import spark_report_sums
+        from dpfreq.engines.spark.reports import spark_report_sums
 
         return spark_report_sums(self, source, param_id=param_id,
                                  interval_counts=interval_counts)
-
-
-# -- per-item reductions on the executors (SparkEngine.reduce_items) --------------------------
-_PARTITION_EVENTS = 1 << 22  # at most about this many events per partition (executor memory)
-
-
-def _partition_reducer(reducer: base.ItemReducer, horizon: int) -> Any:
-    """The ``mapInArrow`` function: all (key, period) rows of one partition (every event of
-    an item is in the partition of its key), item keys dictionary-encoded to codes, then the
-    same numpy steps as every engine (:func:`~dpfreq.engines._common.bucket_events` sorts by
-    (item, period), :func:`~dpfreq.engines._common.reduce_sorted` runs ``reducer`` on chunks
-    of whole items); one Arrow batch of summed ``(slot, key, w)``. Sorting in numpy is about
-    twice as fast as Spark's ``sortWithinPartitions`` before ``mapInArrow``; a partition holds
-    about ``_PARTITION_EVENTS`` events (≈ 40 bytes each while it is reduced)."""
-
-    def run(batches: Any) -> Any:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from dpfreq.engines._common import bucket_events, reduce_sorted
-
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
-            return
-        tbl = pa.Table.from_batches(parts)
-        codes = pc.dictionary_encode(tbl.column(0)).combine_chunks().indices
-        codes_np = np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
-        periods = np.asarray(tbl.column(1).to_numpy(), dtype=np.int64)
-        del tbl, parts, codes
-        dense, per, n_bad, _ = bucket_events(codes_np, periods, base.TimeBuckets(horizon),
-                                             drop=False)
-        if n_bad:  # the driver filtered them out: a broken invariant, never silently wrong
-            raise RuntimeError(f"period(s) outside 1..{horizon} reached an executor")
-        del codes_np, periods
-        s, k, w = reduce_sorted(dense, per, reducer)
-        yield pa.RecordBatch.from_arrays([pa.array(s, pa.int64()), pa.array(k, pa.int64()),
-                                          pa.array(w, pa.int64())], names=["slot", "key", "w"])
-
-    return run

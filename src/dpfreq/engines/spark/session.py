@@ -8,7 +8,9 @@ quote, unless ``DPFREQ_DEBUG=1``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
 
 from py4j.protocol import Py4JJavaError
@@ -18,7 +20,8 @@ from pyspark.sql import SparkSession
 import dpfreq.engines._common as common
 from dpfreq.errors import EngineUnavailableError
 
-__all__ = ["SPARK_ERRORS", "one_line", "reason", "spark_session"]
+__all__ = ["EXECUTOR_DOCS", "SPARK_ERRORS", "executor_import_error", "one_line", "reason",
+           "spark_session"]
 
 
 def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSession:
@@ -80,11 +83,38 @@ def one_line(exc: BaseException) -> str:
     return _first_line(str(exc)) or type(exc).__name__
 
 
+_IMPORT_FAILURE = re.compile(r"(ModuleNotFoundError|ImportError): ([^\n\r]*)")
+
+#: where the docs show how to give the executors an environment with dpfreq
+EXECUTOR_DOCS = "docs/scaling.md, section 'Spark executors'"
+
+
+def executor_import_error(exc: BaseException) -> str | None:
+    """If ``exc`` is a Python worker on an executor failing to import a module (dpfreq, numpy,
+    pyarrow: its environment lacks them), one line saying so, what the executors need and where
+    the docs show how; else None. (Module names are code, not data: shown in full.)"""
+    text = str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone
+            text += "\n" + str(java.toString())
+    found = _IMPORT_FAILURE.search(text)
+    if found is None:
+        return None
+    return (f"the Spark executors' Python cannot import what this step runs there "
+            f"({found.group(1)}: {found.group(2).strip()[:120]}); this step runs dpfreq's own "
+            "code on the executors, so their Python needs dpfreq installed (set "
+            f"PYSPARK_PYTHON or spark.pyspark.python to such an environment; {EXECUTOR_DOCS})")
+
+
 def reason(exc: BaseException) -> str:
     """:func:`one_line` without what may quote the data: by default a failure while reading
     values shows only Spark's error condition or the Java exception classes (a JVM ``Error``
     such as ``OutOfMemoryError`` in full); ``DPFREQ_DEBUG=1`` or an analysis error (names,
     schema) shows the whole line."""
+    missing = executor_import_error(exc)
+    if missing is not None:
+        return missing
     if common.debug_enabled() or isinstance(exc, AnalysisException):
         return one_line(exc)
     hint = " (Spark's message may quote the data; DPFREQ_DEBUG=1 shows it)"
