@@ -106,3 +106,22 @@ def test_grouped_profile_refusal_is_decided_on_the_rows_before_the_bounding():
         domain_size=3, max_count=2, epsilon=1.0, unit="item", rng=seed, accountant=acct))
     assert len(msgs) == 1
     assert "domain_size" in msgs.pop()
+
+
+def test_ungrouped_and_anonymized_refusals_are_decided_before_any_draw():
+    from dpfreq import release_anonymized_histogram, release_profile
+    from dpfreq.windows import release_window_counts
+
+    calls = [
+        lambda seed, acct: release_profile(np.array([1, 2, 3, 4]), domain_size=3, max_count=4,
+                                           epsilon=1.0, unit="item", rng=seed, accountant=acct),
+        lambda seed, acct: release_window_counts(
+            (np.array([1, 2]), np.array([1, 9])), horizon=4, epsilon=1.0, unit="event",
+            k_values=[1], windows=["cumulative"], rng=seed, accountant=acct),
+        lambda seed, acct: release_anonymized_histogram(
+            {"user": np.array([1, 1, 2, 3]), "campaign": np.array(["a", "a", "b", "b"])},
+            item="user", group="campaign", delta=1e-6, domain_size=1, epsilon=1.0,
+            unit="event", rng=seed, accountant=acct),
+    ]
+    for call in calls:
+        assert len(_refusals(call)) == 1
