@@ -42,7 +42,7 @@ from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
 from dpfreq.profile.plan import ProfileParams, check_profile_parameters
 from dpfreq.profile.result import ProfileRelease
-from dpfreq.release import ErrorStatement
+from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.resources import check_memory
 from dpfreq.rng import ResolvedRNG, resolve_rng
 
@@ -121,14 +121,13 @@ class GroupedProfileMechanism:
         out: dict[str, Any] = {
             "engine": self.engine, "method": "direct",
             "why": "direct: the one profile mechanism at unit='item'",
-            "d": self.domain_size, "n": n, "confidence": self.confidence,
+            "domain_size": self.domain_size, "max_count": n, "confidence": self.confidence,
             "group_column": self.group_column, "max_groups_per_item": m,
             "epsilon_per_group": eps_g, "accounting": acc.to_dict(),
             "per_group_guarantee": f"each group's release alone is ε_g = {eps_g:.6g}-DP "
                                    "(pure, δ = 0) at unit='item'",
             "clamping": f"counts above max_count = {n} clamped to {n} before noising",
-            "unit_of_privacy": "one item with all its rows in every group",
-            "relation": "add or remove one item with all its rows (in all its groups)",
+            "relation": RELATIONS["item"] + " (in all its groups)",
             "bounding": f"each item keeps at most {m} of "
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
                         "uniformly by a keyed rank of (key, item, group)",
