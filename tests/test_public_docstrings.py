@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
-            "dpfreq.longitudinal", "dpfreq.engines", "dpfreq.budget", "dpfreq.release",
+            "dpfreq.longitudinal", "dpfreq.stream", "dpfreq.engines", "dpfreq.budget",
+            "dpfreq.release",
             "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger"]
 
 

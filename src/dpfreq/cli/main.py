@@ -63,6 +63,7 @@ SUBCOMMANDS = {
     "demo": "dpfreq.cli.demo",
     "ledger": "dpfreq.cli.ledger",
     "serve": "dpfreq.cli.serve",
+    "stream": "dpfreq.cli.stream",
 }
 
 
@@ -77,6 +78,7 @@ SHORT_HELP = {
     "profile": "Private profile of the item column of a CSV or Parquet file.",
     "reach": "Private reach (k+ counts) of an event log over time windows.",
     "serve": "Collect FutureRand reports over HTTP and serve estimates.",
+    "stream": "Reach that updates every period: a stream released from one budget.",
 }
 
 

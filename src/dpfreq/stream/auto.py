@@ -66,6 +66,15 @@ class StreamPlan:
         How the call's (ε, δ) is composed over k levels and groups, in words.
     record : dict
         JSON-ready: the method, its layout and law, every candidate's predicted RMSE, why.
+
+    Examples
+    --------
+    >>> plan = plan_stream(horizon=365, unit="item", epsilon=1.0, delta=0.0, n_k=1,
+    ...                    method="auto", max_groups_per_item=None)
+    >>> plan.method, plan.budget.accounting
+    ('tree', 'pure epsilon-DP')
+    >>> plan.record["why"].startswith("8-ary tree")
+    True
     """
 
     counter: Any
