@@ -15,9 +15,9 @@ and node law in every group and every k. The budget is spent once, at creation:
 ``method="auto"`` compares every method's best calibration
 (:func:`~dpfreq.stream.mechanisms.candidates.best_counters`) by its mean answer variance over
 ``t = 1..T`` — public parameters only — and keeps the smallest; without a horizon it compares
-the horizon-free epochs (:mod:`~dpfreq.stream.mechanisms.epochs`) with the simple counter at
-``t = 30, 365, 3650``. The record states every candidate's predicted RMSE and one sentence
-**why**.
+the horizon-free epochs (:mod:`~dpfreq.stream.mechanisms.epochs`) with the simple counter by
+their predicted error at ``t = 365`` (stating it at ``t = 30`` too). The record states every
+candidate's predicted RMSE and one sentence **why**.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ __all__ = ["METHODS", "StreamPlan", "plan_stream"]
 METHODS = (*BOUNDED_METHODS, "epochs")
 
 #: periods at which an unbounded stream's candidates are compared
-_UNBOUNDED_AT = (30, 365, 3650)
+_UNBOUNDED_AT = (30, 365)
 
 _FUNC = "ReachStream.create"
 
@@ -88,7 +88,7 @@ class StreamPlan:
 
 
 def _unbounded(unit: str, budget: Budget, method: str) -> tuple[Any, dict[str, float], str]:
-    """``(counter, predicted RMSE at t = 30 per candidate, why)`` without a horizon."""
+    """``(counter, predicted RMSE at t = 365 per candidate, why)`` without a horizon."""
     cands: dict[str, Any] = {}
     if method in ("auto", "epochs"):
         try:
@@ -110,7 +110,7 @@ def _unbounded(unit: str, budget: Budget, method: str) -> tuple[Any, dict[str, f
         raise ParameterError(message("epsilon", _FUNC, "large enough to calibrate the "
                                      "counter's noise", float(budget.epsilon)))
     rmse = {c: [math.sqrt(v.variance(t)) for t in _UNBOUNDED_AT] for c, v in cands.items()}
-    pick = min(rmse, key=lambda c: sum(math.log(x) for x in rmse[c]))
+    pick = min(rmse, key=lambda c: rmse[c][-1])  # the smaller error a year of days in
     at = ", ".join(f"t={t}" for t in _UNBOUNDED_AT)
     others = "; ".join(f"{c}: {', '.join(f'{x:.4g}' for x in v)}" for c, v in rmse.items()
                        if c != pick)
@@ -158,7 +158,7 @@ def _choose(horizon: int | None, unit: str, budget: Budget, method: str
 
 def _score(counter: Any, horizon: int | None) -> float:
     if horizon is None:
-        return sum(math.log(counter.variance(t)) for t in _UNBOUNDED_AT)
+        return math.log(counter.variance(_UNBOUNDED_AT[-1]))
     return math.log(counter.mean_variance(horizon))
 
 
@@ -187,8 +187,13 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
     """Calibrate the stream's counter from public parameters only (see the module docstring);
     refuses (ParameterError) a forced method that cannot be used or a budget too small."""
     best: tuple[float, StreamPlan] | None = None
+    refusal: ParameterError | None = None
     for budget, accounting in _budgets(epsilon, delta, n_k, max_groups_per_item):
-        counter, rmse, why = _choose(horizon, unit, budget, method)
+        try:  # a forced method may need the other accounting (the factorization: zCDP)
+            counter, rmse, why = _choose(horizon, unit, budget, method)
+        except ParameterError as err:
+            refusal = refusal or err
+            continue
         if counter is None:
             continue
         plan = StreamPlan(counter, budget, accounting, {
@@ -200,9 +205,7 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
         if best is None or score < best[0]:
             best = (score, plan)
     if best is None:
-        if method == "factorization":
-            _choose(horizon, unit, Budget(Fraction(1)), method)  # raises why
-        raise ParameterError(message("epsilon", _FUNC, "large enough to give every structure "
-                                     "representable noise (raise epsilon, or release fewer "
-                                     "k_values)", epsilon))
+        raise refusal or ParameterError(message(
+            "epsilon", _FUNC, "large enough to give every structure representable noise "
+            "(raise epsilon, or release fewer k_values)", epsilon))
     return best[1]

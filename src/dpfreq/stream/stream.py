@@ -13,6 +13,7 @@ answers any past period from the saved measurements (free).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def _plan(par: StreamParams) -> StreamPlan:
 
 
 def _fresh_directory(path: Any, func: str) -> Path:
-    """The state directory: new or empty, created and writable (checked before the charge)."""
+    """The state directory: new or empty, in a writable place (checked before the charge;
+    created after it is checked)."""
     try:
         p = Path(path)
     except TypeError:
@@ -54,14 +56,10 @@ def _fresh_directory(path: Any, func: str) -> Path:
         raise ParameterError(message("path", func, "a new or empty directory (a stream is "
                                      "created once; open an existing one with "
                                      "ReachStream.open)", str(p)))
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        probe = p / ".write-check"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ParameterError(message("path", func, "a directory this process can write",
-                                     f"{p} ({type(exc).__name__})")) from None
+    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
+    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(message("path", func, "a directory this process can create and "
+                                     "write", str(p)))
     return p
 
 
@@ -191,6 +189,7 @@ class ReachStream:
         directory = _fresh_directory(path, func)
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()
+        directory.mkdir(parents=True, exist_ok=True)
         gate.spend(par.engine)
         key = resolved.generator.bytes(32)  # after the charge: nothing random before it
         g, k = par.n_groups, len(par.k_values)

@@ -14,6 +14,7 @@ the stream). Periods: integer periods as they are, or timestamps bucketed from t
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,6 +87,13 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+@functools.lru_cache(maxsize=1)
+def _engine() -> Any:
+    """One DuckDB engine per process for reading appends (opening a connection costs more than
+    a day's append of a small stream); every append uses its own uniquely named tables."""
+    return get_engine("duckdb")
+
+
 def _relation(source: Any, spec: AppendSpec) -> Any:
     """The source as a DuckDB relation (mappings and tuples registered as numpy columns)."""
     cols = [spec.item, spec.time] + ([spec.group] if spec.group else [])
@@ -94,7 +102,7 @@ def _relation(source: Any, spec: AppendSpec) -> Any:
             raise ParameterError(message("source", _FUNC, f"a tuple of {len(cols)} columns "
                                          f"({', '.join(cols)})", f"{len(source)} items"))
         source = dict(zip(cols, source, strict=True))
-    eng: Any = get_engine("duckdb")
+    eng: Any = _engine()
     if isinstance(source, Mapping):
         data = {}
         for c in cols:
