@@ -22,17 +22,15 @@ __all__ = ["measure_periods"]
 IntArray = NDArray[np.int64]
 
 
-def _noise(counter: Any, key: bytes, k: int, t: int, n_groups: int,
+def _noise(law: Any, key: bytes, name: tuple[str | int, ...], ids: IntArray, n_groups: int,
            grouped: bool) -> IntArray:
-    cols = []
-    for tree, law, ids in counter.rows(t):
-        src = law.source(key, ("cumulative", int(k), int(tree)))
-        if grouped:
-            z = src.noise(ids[None, :] * n_groups + np.arange(n_groups)[:, None])
-        else:
-            z = np.broadcast_to(src.noise(ids)[None, :], (n_groups, ids.size))
-        cols.append(np.asarray(z, dtype=np.int64))
-    return np.concatenate(cols, axis=1) if cols else np.zeros((n_groups, 0), dtype=np.int64)
+    """The keyed node noise ``(G, len(ids))`` of one tree: one vectorised call."""
+    src = law.source(key, name)
+    if grouped:
+        z = src.noise(ids[None, :] * n_groups + np.arange(n_groups, dtype=np.int64)[:, None])
+    else:
+        z = np.broadcast_to(src.noise(ids)[None, :], (n_groups, ids.size))
+    return np.asarray(z, dtype=np.int64)
 
 
 def measure_periods(counter: Any, key: bytes, k_values: tuple[int, ...], exact: IntArray,
@@ -40,16 +38,32 @@ def measure_periods(counter: Any, key: bytes, k_values: tuple[int, ...], exact: 
     """The noisy rows ``(K, G, rows)`` after measuring periods ``after + 1 … through``.
 
     ``exact`` holds the exact increments ``(G, K, periods)`` through ``through``; ``noisy`` the
-    rows measured through ``after`` (nothing is re-measured)."""
+    rows measured through ``after`` (nothing is re-measured). The rows of each tree are drawn
+    in one call per tree."""
     n_groups = exact.shape[0]
+    periods = range(after + 1, through + 1)
+    rows = [counter.rows(t) for t in periods]  # public: (tree, law, ids) per period
+    trees: dict[int, tuple[Any, list[IntArray]]] = {}
+    for per_t in rows:
+        for tree, law, ids in per_t:
+            trees.setdefault(int(tree), (law, []))[1].append(ids)
     out = []
     for j, k in enumerate(k_values):
         prefix = np.concatenate((np.zeros((n_groups, 1), dtype=np.int64),
                                  np.cumsum(exact[:, j, :], axis=1)), axis=1)
-        rows = [noisy[j]] if noisy.size else []
-        for t in range(after + 1, through + 1):
-            values = counter.row_values(prefix, t)
-            rows.append(values + _noise(counter, key, k, t, n_groups, grouped))
-        out.append(np.concatenate(rows, axis=1) if rows else
+        values = [counter.row_values(prefix, t) for t in periods]
+        noise = {tree: _noise(law, key, ("cumulative", int(k), tree), np.concatenate(ids),
+                              n_groups, grouped) for tree, (law, ids) in trees.items()}
+        used = dict.fromkeys(noise, 0)
+        new = []
+        for per_t, v in zip(rows, values, strict=True):
+            cols = []
+            for tree, _, ids in per_t:
+                cols.append(noise[int(tree)][:, used[int(tree)]:used[int(tree)] + ids.size])
+                used[int(tree)] += ids.size
+            new.append(v + np.concatenate(cols, axis=1))
+        before = [noisy[j]] if noisy.shape[-1] else []
+        parts = before + new
+        out.append(np.concatenate(parts, axis=1) if parts else
                    np.zeros((n_groups, 0), dtype=np.int64))
     return np.stack(out, axis=0)

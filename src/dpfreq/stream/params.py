@@ -104,19 +104,22 @@ class StreamParams:
                             func="ReachStream.open")
 
     def period_label(self, t: Any) -> Any:
-        """The first instant of period ``t`` (or ``t`` itself for integer periods)."""
+        """The first instant of period ``t`` as ISO text (a date for whole days from
+        midnight), or ``t`` itself for integer periods."""
         if self.start_us is None:
             return t
         start = np.datetime64(self.start_us, "us") + (np.asarray(t) - 1) * np.timedelta64(
             int(self.period_us or 0), "us")
         if int(self.period_us or 0) % 86_400_000_000 == 0 and self.start_us % 86_400_000_000 == 0:
-            return start.astype("datetime64[D]")
-        return start
+            start = start.astype("datetime64[D]")
+        return np.datetime_as_string(start)
 
 
 def period_of(params: StreamParams, when: Any, func: str) -> int:
-    """The period number of ``when``: an integer period, or the period holding a timestamp."""
-    if params.start_us is None:
+    """The period number of ``when``: an integer period number, or (a stream of timestamps)
+    the period holding a date or timestamp."""
+    if params.start_us is None or (isinstance(when, int | np.integer)
+                                   and not isinstance(when, bool)):
         return check_int(when, "through", func, minimum=1, maximum=params.horizon or MAX_PERIODS)
     us = to_microseconds(when, "through", func)
     t = (us - params.start_us) // int(params.period_us or 1) + 1

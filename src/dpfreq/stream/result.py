@@ -119,8 +119,11 @@ class StreamRelease(Release):
         def pick(d: Any, k: int) -> Any:
             return d[k] if group is None else d[group][k]
 
+        x = np.asarray(self.periods)
+        if x.dtype.kind == "U":  # ISO dates or timestamps
+            x = x.astype("datetime64[us]")
         for k in self.k_values:
-            plot_band(ax, np.asarray(self.periods), curves[k], pick(err.lower, k),
+            plot_band(ax, x, curves[k], pick(err.lower, k),
                       pick(err.upper, k), label=f"{k}+ reach")
         ax.set_xlabel("period")
         ax.set_ylabel("items (noisy)")
