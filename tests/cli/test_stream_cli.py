@@ -47,7 +47,9 @@ def test_daily_pipeline_with_a_ledger(tmp_path, capsys) -> None:
     assert _run(["ledger", "init", ledger, "--epsilon", "2"], capsys)[0] == 0
     code, _, err = _run(["stream", "init", state, *INIT, "--seed", "1", "--ledger", ledger],
                         capsys)
-    assert code == 0 and "method" in err and "SECRET" in err
+    assert code == 0
+    assert "method" in err
+    assert "SECRET" in err
     for i, day in enumerate(("2026-03-01", "2026-03-02", "2026-03-03")):
         src = _day(tmp_path, f"events-{day}.csv", day, i)
         code, out, _ = _run(["stream", "append", state, src, "--through", day], capsys)
@@ -57,10 +59,15 @@ def test_daily_pipeline_with_a_ledger(tmp_path, capsys) -> None:
     code, out, err = _run(["stream", "show", state, "--through", "2026-03-02", "--json", "-"],
                           capsys)
     doc = json.loads(out)
-    assert code == 0 and doc["type"] == "StreamRelease" and doc["period"] == 2
-    assert doc["unit"] == "item" and doc["relation"] and doc["mechanism_params"]["why"]
+    assert code == 0
+    assert doc["type"] == "StreamRelease"
+    assert doc["period"] == 2
+    assert doc["unit"] == "item"
+    assert doc["relation"]
+    assert doc["mechanism_params"]["why"]
     code, out, _ = _run(["stream", "show", state, "--plot", tmp_path / "p.png"], capsys)
-    assert code == 0 and (tmp_path / "p.png").stat().st_size > 0
+    assert code == 0
+    assert (tmp_path / "p.png").stat().st_size > 0
 
 
 def test_resend_late_and_errors_are_one_line(tmp_path, capsys) -> None:
@@ -79,8 +86,10 @@ def test_resend_late_and_errors_are_one_line(tmp_path, capsys) -> None:
             (["stream", "init", tmp_path / "x", *INIT[:-4], "--engine", "memory", "--late",
               "never"], "--late")):
         code, out, err = _run(argv, capsys)
-        assert code == 2 and out == ""
-        assert len(err.strip().splitlines()) == 1 and words in err, err
+        assert code == 2
+        assert out == ""
+        assert len(err.strip().splitlines()) == 1, err
+        assert words in err, err
 
 
 def test_grouped_stream_prints_each_group(tmp_path, capsys) -> None:
@@ -92,6 +101,10 @@ def test_grouped_stream_prints_each_group(tmp_path, capsys) -> None:
     assert code == 0
     code, out, _ = _run(["stream", "append", state, _day(tmp_path, "d.csv", "2026-03-01", 4)],
                         capsys)
-    assert code == 0 and "# group spring" in out and "# group summer" in out
+    assert code == 0
+    assert "# group spring" in out
+    assert "# group summer" in out
     code, out, _ = _run(["stream", "show", state, "--group", "summer"], capsys)
-    assert code == 0 and "# group spring" not in out and "# group summer" in out
+    assert code == 0
+    assert "# group spring" not in out
+    assert "# group summer" in out

@@ -21,13 +21,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from power import coverage_trials
 from scipy import stats
 
 from dpfreq.grouped.accounting import zcdp_rho
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters
 from dpfreq.stream.publish import curve, halfwidths
+from power import coverage_trials
 
 pytestmark = pytest.mark.statistical
 

@@ -123,9 +123,11 @@ def test_simple_counter_needs_no_horizon() -> None:
 
 def test_calibration_rounds_as_the_offline_counters() -> None:
     law = calibrate(PURE, "laplace", 3, 3)
-    assert law is not None and law.gamma == Fraction(1, 3)
+    assert law is not None
+    assert law.gamma == Fraction(1, 3)
     g = calibrate(ZCDP, "gaussian", 5, 5)
-    assert g is not None and g.sigma2 >= math.ceil(Fraction(5) / (2 * Fraction(ZCDP.rho)))
+    assert g is not None
+    assert g.sigma2 >= math.ceil(Fraction(5) / (2 * Fraction(ZCDP.rho)))
     assert calibrate(PURE, "gaussian", 5, 5) is None  # no Gaussian noise without zCDP
     tiny = Budget(Fraction(1, 2**40))
     assert calibrate(tiny, "laplace", 1, 1) is None

@@ -47,7 +47,8 @@ def test_online_factorization_is_the_offline_release(tmp_path, seed, unit) -> No
         st = offline._state.structures[("cumulative", k)]
         np.testing.assert_array_equal(s.state.noisy[j, 0], st.measurement)  # u = R x + z
         a, b = rel.value[k], offline.value["cumulative"][k]
-        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()  # the same bits
+        assert a.dtype == b.dtype
+        assert a.tobytes() == b.tobytes()
         assert np.array_equal(rel.error.lower[k], offline.error.lower["cumulative"][k])
 
 
@@ -92,7 +93,8 @@ def test_tree_measures_the_offline_trees_nodes(seed) -> None:
     s.measure(_exact_prefix(x))
     lay = TreeLayout(horizon, 2, False)
     law = calibrate(Budget(Fraction(1), rho), "gaussian", *lay.sensitivity("item"))
-    assert law is not None and law.sigma2 == s.sigma2
+    assert law is not None
+    assert law.sigma2 == s.sigma2
     noisy = measure_periods(Counter(lay, law), key, (1,), x[None, None, :],
                             np.zeros((1, 1, 0), dtype=np.int64), 0, horizon, False)
     np.testing.assert_array_equal(noisy[0, 0], s.measurement[lay.ids])

@@ -66,7 +66,7 @@ def test_crash_before_the_state_write_leaves_the_previous_state(tmp_path, monkey
 
     with monkeypatch.context() as m:
         m.setattr(stream_module, "save_state", crash)
-        with pytest.raises(OSError):
+        with pytest.raises(OSError, match="disk full"):
             s.append(_day(2), through=2)
     back = ReachStream.open(tmp_path / "s")
     assert back.last_period == 1
@@ -139,7 +139,8 @@ def test_budget_charged_once_and_nothing_random_before(tmp_path) -> None:
     for t in range(1, 4):
         s.append(_day(t), through=t)
     s.release(2)
-    assert acct.spent == (1.0, 0.0) and len(acct.ledger) == 1
+    assert acct.spent == (1.0, 0.0)
+    assert len(acct.ledger) == 1
     with pytest.raises(ParameterError, match="new or empty"):
         _create(tmp_path / "s")
 
@@ -159,4 +160,5 @@ def test_unbounded_stream_past_powers_of_two_never_changes_a_published_answer(tm
     counter = s.plan.counter
     assert counter.rows_through(130) == s.state.noisy.shape[2]
     last = ReachStream.open(tmp_path / "s").release()
-    assert last.period == 130 and float(last.value[1][16]) == published[17]
+    assert last.period == 130
+    assert float(last.value[1][16]) == published[17]

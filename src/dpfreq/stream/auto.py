@@ -22,6 +22,7 @@ candidate's predicted RMSE and one sentence **why**.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -91,10 +92,8 @@ def _unbounded(unit: str, budget: Budget, method: str) -> tuple[Any, dict[str, f
     """``(counter, predicted RMSE at t = 365 per candidate, why)`` without a horizon."""
     cands: dict[str, Any] = {}
     if method in ("auto", "epochs"):
-        try:
+        with contextlib.suppress(ValueError):
             cands["epochs"] = EpochCounter(unit, budget)
-        except ValueError:
-            pass
     if method in ("auto", "simple"):
         for kind in budget.kinds():
             law = calibrate(budget, kind, *SimpleLayout(None).sensitivity(unit))

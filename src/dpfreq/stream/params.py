@@ -55,10 +55,13 @@ def to_microseconds(value: Any, param: str, func: str) -> int:
         if isinstance(value, str):
             value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if isinstance(value, _dt.datetime) and value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        if not isinstance(value, _dt.date | np.datetime64):
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        if isinstance(value, np.datetime64):
+            out = value.astype("datetime64[us]")
+        elif isinstance(value, _dt.date):
+            out = np.datetime64(value, "us")
+        else:
             raise TypeError(type(value).__name__)
-        out = np.datetime64(value, "us")
     except (TypeError, ValueError, OverflowError) as exc:
         raise ParameterError(message(param, func, "a date or timestamp", value)) from exc
     if np.isnat(out):

@@ -9,6 +9,7 @@ key, 8 of code and 1 of count (17 bytes, plus the text of text keys). The update
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def _decode(arrays: dict[str, NDArray[Any]]) -> NDArray[Any]:
     if "keys" in arrays:
         return arrays["keys"].astype(np.int64)
     raw, off = arrays["text"].tobytes(), arrays["offsets"].tolist()
-    return np.array([raw[a:b].decode() for a, b in zip(off[:-1], off[1:], strict=True)],
+    return np.array([raw[a:b].decode() for a, b in itertools.pairwise(off)],
                     dtype=object)
 
 

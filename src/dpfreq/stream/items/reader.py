@@ -14,6 +14,7 @@ the stream). Periods: integer periods as they are, or timestamps bucketed from t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Mapping
@@ -73,10 +74,8 @@ class EventTable:
 
     def close(self) -> None:
         """Drop the temporary table."""
-        try:
+        with contextlib.suppress(Exception):
             self.execute(f"DROP TABLE IF EXISTS {self.name}")
-        except Exception:  # noqa: BLE001 - the connection may be gone; nothing to keep
-            pass
 
 
 def _quote(name: str) -> str:
@@ -153,42 +152,44 @@ def _key_sql(rel: Any, column: str) -> tuple[str, str]:
     return f"CAST({_quote(column)} AS VARCHAR)", "text"
 
 
-def _group_sql(rel: Any, spec: AppendSpec) -> tuple[str, str]:
+def _group_sql(spec: AppendSpec) -> tuple[str, str]:
     """``(SELECT of the group code, join)``: the code in the public list (0 without groups)."""
     if spec.group is None or spec.groups is None:
         return "0", ""
-    _type(rel, spec.group)
     listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(spec.groups))
     return ("listed.gi", f" JOIN (VALUES {listed}) AS listed(gname, gi) ON "
-                         f"CAST(src.{_quote(spec.group)} AS VARCHAR) = listed.gname")
+                         "a.gname = listed.gname")
 
 
 def read_events(source: Any, spec: AppendSpec) -> EventTable:
     """Aggregate the append's events into a temporary table (module docstring); refuses nulls
-    in the item, time or group column, and a time column of the wrong kind."""
+    in the item, time or group column, and a time column of the wrong kind. The source is
+    scanned once; every check reads the aggregated table."""
     rel = _relation(source, spec)
     key, kind = _key_sql(rel, spec.item)
     period = _period_sql(rel, spec)
-    gcode, join = _group_sql(rel, spec)
-    nulls = " OR ".join(f"{_quote(c)} IS NULL" for c in
-                        [spec.item, spec.time] + ([spec.group] if spec.group else []))
-    check = rel.query("dpfreq_src", f"SELECT count(*) FILTER (WHERE {nulls}) AS nn, "
-                      "count(*) AS n FROM dpfreq_src").fetchnumpy()
-    if int(check["nn"][0]):
-        raise DataError(message("source", _FUNC, "free of nulls in the item, time and group "
-                                "columns", "nulls"))
+    gtext = (f"CAST({_quote(spec.group)} AS VARCHAR)" if spec.group else "''")
+    if spec.group:
+        _type(rel, spec.group)
     name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
-    rows = (f"SELECT {key} AS k, {gcode} AS g, {period} AS p FROM dpfreq_src AS src{join}")
-    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, g, p, count(*) AS n "
-              f"FROM ({rows}) GROUP BY ALL")
-    table = EventTable(rel, name, kind, int(check["n"][0]), 0, 0, "")
+    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, count(*) "
+              f"AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p FROM dpfreq_src) "
+              "GROUP BY ALL")
+    table = EventTable(rel, name, kind, 0, 0, 0, "")
     try:
+        gcode, join = _group_sql(spec)
         stats = table.run(
-            f"SELECT coalesce(sum(n) FILTER (WHERE p <= {spec.after}), 0) AS late, "
-            f"coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) AS future FROM {name}_all")
+            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
+            f"p IS NULL OR gname IS NULL), 0) AS nn, coalesce(sum(n) FILTER (WHERE p <= "
+            f"{spec.after}), 0) AS late, coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) "
+            f"AS future FROM {name}_all")
+        if int(stats["nn"][0]):
+            raise DataError(message("source", _FUNC, "free of nulls in the item, time and "
+                                    "group columns", "nulls"))
+        table.n_events = int(stats["total"][0])
         table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])
-        table.execute(f"CREATE TEMP TABLE {name} AS SELECT k, g, p, n FROM {name}_all "
-                      f"WHERE p > {spec.after} AND p <= {spec.through}")
+        table.execute(f"CREATE TEMP TABLE {name} AS SELECT a.k, {gcode} AS g, a.p, a.n FROM "
+                      f"{name}_all a{join} WHERE a.p > {spec.after} AND a.p <= {spec.through}")
         table.digest = events_digest(table)
     finally:
         table.execute(f"DROP TABLE IF EXISTS {name}_all")
