@@ -48,7 +48,16 @@ BUILDS_ON = {"stream": ("windows",)}
 #: (rule, importing module, imported module or name) -> why it is still there
 ALLOWED: dict[tuple[str, str, str], str] = {}
 
-MODULE_LIMIT = 500  # physical lines of a module
+#: physical lines of a module: a guide that says where to look, not where to cut. A module
+#: past it is listed in LARGE_MODULES with why it is one concept (cohesion first); none may
+#: pass MODULE_CAP
+MODULE_LIMIT = 500
+MODULE_CAP = 800
+#: module (relative to src/dpfreq) -> why its size is one concept
+LARGE_MODULES: dict[str, str] = {
+    "windows/structure.py": "one base class: a structure's calibration, exact laws, bands, "
+                            "keyed noise and measurement, shared by every method",
+}
 FUNCTION_LIMIT = 60  # lines of a function body after its docstring
 
 def _modules() -> dict[str, Path]:
@@ -231,8 +240,13 @@ def _module_lines() -> dict[str, int]:
 
 
 def test_modules_within_size_limit() -> None:
-    over = {name: n for name, n in _module_lines().items() if n > MODULE_LIMIT}
-    assert not over, f"modules over {MODULE_LIMIT} lines (split them along one job): {over}"
+    lines = _module_lines()
+    over = {name: n for name, n in lines.items()
+            if n > MODULE_CAP or (n > MODULE_LIMIT and name not in LARGE_MODULES)}
+    assert not over, (f"modules over {MODULE_LIMIT} lines (split them along one concept, or "
+                      f"say in LARGE_MODULES why they are one; never over {MODULE_CAP}): {over}")
+    stale = sorted(name for name in LARGE_MODULES if lines.get(name, 0) <= MODULE_LIMIT)
+    assert not stale, f"LARGE_MODULES lists modules no longer large: {stale}"
 
 
 def test_functions_within_size_limit() -> None:

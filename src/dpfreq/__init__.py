@@ -82,4 +82,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    """The public API only (``dir(dpfreq)``): the names of ``__all__``."""
+    return list(__all__)

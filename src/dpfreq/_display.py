@@ -8,6 +8,7 @@ helpers, so all of them look alike in a terminal and in a notebook.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["brief", "error_text", "html_table", "privacy_text", "text_block"]
+__all__ = ["PlanSummary", "brief", "error_text", "html_table", "privacy_text", "text_block"]
 
 #: Entries of an array shown before the ellipsis.
 SHOWN = 4
@@ -106,3 +107,44 @@ def html_table(title: str, rows: Sequence[tuple[str, str]]) -> str:
                    for label, text in rows)
     return (f'<table><caption style="text-align:left"><b>{html.escape(title)}</b></caption>'
             f"<tbody>{body}</tbody></table>")
+
+
+class PlanSummary:
+    """The display of a plan (``repr`` and notebooks): its name, then its own ``lines()`` when
+    it has them (what ``dpfreq plan`` prints), else one row per public field that is set,
+    arrays by shape and first entries — never the one-line dump of a dataclass."""
+
+    def _display_title(self) -> str:
+        return f"{type(self).__name__} (from public parameters: no data read, nothing spent)"
+
+    def _display_rows(self) -> list[tuple[str, str]]:
+        if not dataclasses.is_dataclass(self):  # pragma: no cover - every plan is one
+            return []
+        def shown(value: Any) -> str:
+            if isinstance(value, PlanSummary):  # a nested plan: its kind, see its own repr
+                return f"{type(value).__name__} ({value._privacy() or 'see its repr'})"
+            return brief(value)
+
+        return [(f.name, shown(getattr(self, f.name))) for f in dataclasses.fields(self)
+                if f.repr and not f.name.startswith("_") and getattr(self, f.name) is not None]
+
+    def _privacy(self) -> str:
+        """``ε=…, δ=…, unit=…`` of the plan ("" when it has no ε or unit)."""
+        eps, unit = getattr(self, "epsilon", None), getattr(self, "unit", None)
+        if not isinstance(eps, int | float) or not isinstance(unit, str):
+            return ""
+        return privacy_text(float(eps), float(getattr(self, "delta", 0.0) or 0.0), unit)
+
+    def __repr__(self) -> str:
+        lines = getattr(self, "lines", None)
+        if callable(lines):
+            head = [f"  {self._privacy()}"] if self._privacy() else []
+            return "\n".join([self._display_title(), *head,
+                              *(f"  {cut(line, 2 * ROW_CHARS)}" for line in lines())])
+        return text_block(self._display_title(), self._display_rows())
+
+    def _repr_html_(self) -> str:
+        lines = getattr(self, "lines", None)
+        rows = ([("", line) for line in lines()] if callable(lines)
+                else self._display_rows())
+        return html_table(self._display_title(), rows)

@@ -341,14 +341,10 @@ class Release:
         Columns come from :meth:`table`; the release's ε, δ, unit, relation and mechanism are
         in ``DataFrame.attrs``. Columns of counts (numbers of items, events or periods) are
         ``int64`` whenever every entry is a whole number (a post-processed estimate may not
-        be). Needs pandas (``pip install pandas``).
+        be). pandas is a dependency of dpfreq.
         """
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - pandas is in every extra that tests
-            from dpfreq.errors import EngineUnavailableError
+        import pandas as pd
 
-            raise EngineUnavailableError("to_pandas needs pandas: pip install pandas") from exc
         frame = whole_number_columns(pd.DataFrame(self.table()), self._count_columns)
         frame.attrs.update({"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
                             "relation": self.relation, "mechanism": self.mechanism,

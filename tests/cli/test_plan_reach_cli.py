@@ -26,7 +26,9 @@ def test_plan_reach_text_and_target(capsys):
         assert line in out
     assert "VACUOUS" in out  # the all-windows family at this ε
     eps = plan.epsilon_for(50, family="cumulative", k=3)
-    assert f"ε for cumulative, k=3 half-width ≤ 50 items: {eps:g}" in out
+    assert f"total ε for cumulative, k=3 half-width ≤ 50 items: {eps:g}" in out
+    # the ε printed is the call's total, split over its 6 (family, k) structures (issue 50)
+    assert "# ε below: the whole call's ε, split equally over its 6 (family, k) structures" in out
 
 
 def test_plan_reach_json_on_stdout(capsys):
@@ -70,7 +72,9 @@ def test_plan_reach_bad_input_is_one_line_exit_2(args, capsys):
 #: what each command adds to the shared public parameters (data, outputs, planning extras)
 ONLY_PLAN = {"scale", "target_half_width", "json_out"}
 ONLY_REACH = {"file", "item", "time_col", "time_unit", "timezone", "out_of_range", "rows_text",
-              "save_path", "engine", "spark_master", "json_out", "plot_out", "seed", "ledger"}
+              "raw", "null_group", "save_path", "engine", "spark_master", "json_out", "plot_out",
+              "seed",
+              "ledger"}
 
 
 def _options(command):

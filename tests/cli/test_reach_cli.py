@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from scipy.optimize import isotonic_regression
 
 from dpfreq.cli.main import main
 
@@ -64,7 +66,7 @@ def test_reach_integer_periods_item_level_and_save(tmp_path, capsys):
     [
         (["--epsilon", "-1"], "epsilon"),
         (["--epsilon", "1", "--unit", "user"], "unit"),
-        (["--epsilon", "1", "--k", "0"], "k_values"),
+        (["--epsilon", "1", "--k", "0"], "--k of dpfreq reach must be an integer >= 1"),
         (["--epsilon", "1", "--k", "x"], "--k"),
         (["--epsilon", "1", "--windows", "99"], "windows"),
         (["--epsilon", "1", "--windows", "weekly"], "--windows"),
@@ -219,11 +221,23 @@ def test_reach_releases_and_prints_exactly_the_families_asked(tmp_path, capsys):
     assert cols == ["t", "period", "fixed(W=3), k=1", "fixed(W=3), k=2", "total, k=1",
                     "total, k=2"]
     assert [r.split()[0] for r in rows] == ["1", "2", "3", "4", "5"]
+    # the printed default: made non-increasing in k and clamped at 0 (post-processing), beside
+    # the release's interval clamped at 0
+    raw = [data["value"]["total"][k][0] for k in ("1", "2")]
+    fit = np.rint(np.maximum(isotonic_regression(raw, increasing=False).x, 0)).astype(int)
+    upper = data["error"]["upper"]["total"]["2"][0]
+    lower = data["error"]["lower"]["total"]["2"][0]
+    assert rows[-1].endswith(f"{fit[1]} [{max(lower, 0):.0f}, {max(upper, 0):.0f}]")
+    assert "non-increasing in k and clamped at 0" in out
+    assert all(len(r.split()) == 2 + 2 * 3 for r in rows[:-1])  # no total before T
+    assert len(rows[-1].split()) == 2 + 4 * 3
+    main(["reach", str(log), "--item", "user", "--time", "ts", "--start", "2024-01-01",
+          "--end", "2024-01-05", "--period", "1d", "--epsilon", "1", "--k", "1,2",
+          "--windows", "total,3", "--seed", "4", "--unit", "event", "--raw"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
     total = data["value"]["total"]["2"][0]
     half = data["error"]["upper"]["total"]["2"][0] - total
     assert rows[-1].endswith(f"{total:.0f} ±{half:.0f}")
-    assert all(len(r.split()) == 2 + 2 * 2 for r in rows[:-1])  # no total before T
-    assert len(rows[-1].split()) == 2 + 4 * 2
 
 
 def test_reach_rows_limits_the_periods_printed(tmp_path, capsys):

@@ -2,12 +2,19 @@
 and bundled here) enrol with a running collection service, report every period and flush; the
 service's estimate equals the offline aggregation of the very reports the browser sent.
 
+As deployed: the page comes from the web application's origin (a static server on another
+port) and talks to the service on its own origin, allowed by ``--cors-origin``; so every answer
+the devices need (enrolment, stored slots, uploads) must carry the CORS policy, or the browser
+hides it and the device retries for ever.
+
 Skipped with the reason when Node with the package's devDependencies, Chromium, Playwright or the
 [server] extra is missing (``DPFREQ_REQUIRE_NODE=1``, set by CI, makes the first a failure).
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
 import os
 import shutil
@@ -30,12 +37,12 @@ DEVICES = 300
 
 # what each browser device runs: its own secret (crypto.getRandomValues), its own store
 _SCRIPT = """
-async ([bundle, study, secret, inputs]) => {
+async ([bundle, server, study, secret, inputs]) => {
   const { Device, memoryStore } = globalThis.dpfreqDevice;
   const out = [];
   for (const xs of inputs) {
     const dev = await Device.open(bundle, memoryStore(),
-                                  { server: location.origin, study, enrolmentSecret: secret });
+                                  { server, study, enrolmentSecret: secret, retries: 3 });
     const device = await dev.enrol();
     const reports = [];
     for (let t = 1; t <= xs.length; t++) {
@@ -84,18 +91,44 @@ def _device_bundle(params: Any) -> dict[str, Any]:
     return out
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[str]:
-    """``dpfreq serve``'s app under uvicorn in a thread on 127.0.0.1 (SQLite)."""
+def web(tmp_path: Path) -> Iterator[str]:
+    """The web application's origin: a static page on its own port."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "index.html").write_text("<!doctype html><title>app</title>", encoding="utf-8")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", _free_port()), functools.partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    thread.join(timeout=30)
+    httpd.server_close()
+
+
+@pytest.fixture
+def live(tmp_path: Path, web: str) -> Iterator[str]:
+    """``dpfreq serve``'s app under uvicorn in a thread on 127.0.0.1 (SQLite), allowing the
+    web application's origin by CORS."""
     pytest.importorskip("fastapi", reason="the [server] extra is not installed")
     uvicorn = pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
     from dpfreq.server import ServerConfig, create_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = _free_port()
     app = create_app(ServerConfig(db=str(tmp_path / "e2e.db"), admin_token=ADMIN, rate=0,
-                                      enrol_rate=0))
+                                  enrol_rate=0, cors_origins=(web,)))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -110,7 +143,7 @@ def live(tmp_path: Path) -> Iterator[str]:
     thread.join(timeout=30)
 
 
-def test_browser_devices_estimate_equals_offline_aggregation(live: str, tmp_path: Path,
+def test_browser_devices_estimate_equals_offline_aggregation(live: str, web: str, tmp_path: Path,
                                                              rng: np.random.Generator) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not os.path.exists(CHROMIUM):
@@ -136,9 +169,10 @@ def test_browser_devices_estimate_equals_offline_aggregation(live: str, tmp_path
                                      args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
         try:
             page = browser.new_page()
-            page.goto(f"{live}/healthz")
+            page.goto(f"{web}/index.html")  # the application's origin, not the service's
+            assert page.evaluate("location.origin") != live
             page.add_script_tag(content=script)
-            sent = page.evaluate(_SCRIPT, [_device_bundle(params), "web", secret, inputs])
+            sent = page.evaluate(_SCRIPT, [_device_bundle(params), live, "web", secret, inputs])
         finally:
             browser.close()
     assert len(sent) == DEVICES

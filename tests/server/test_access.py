@@ -3,16 +3,21 @@ log, protected and rate-limited enrolment, and the minimum counted over reportin
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
 import time
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
 from conftest import ADMIN, admin, bearer, create_study, enrol, make_client, run_devices
+from dpfreq.errors import DataError
 from dpfreq.server import service as service_module
 from dpfreq.server import storage
+from dpfreq.server.auth import Principal, hash_token, token_id
 
 
 def _analyst(c, study="s1", **body):
@@ -57,16 +62,136 @@ def test_expired_token_is_refused(sqlite_client, monkeypatch):
     assert c.get("/v1/studies/s1/summary", headers=bearer(tok["token"])).status_code == 401
 
 
-def test_restart_with_a_new_admin_token_revokes_the_old(sqlite_url):
+NEW_ADMIN = "a-new-admin-token-0123456789"
+
+
+@contextlib.contextmanager
+def server_log() -> Iterator[list[logging.LogRecord]]:
+    """The records of the service's logger while the block runs."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("dpfreq.server")
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+def _admin_status(c, token):
+    return c.get("/v1/studies", headers=bearer(token)).status_code
+
+
+def test_a_new_start_retires_every_admin_token_of_the_previous_start(sqlite_url):
+    """A start with another admin token revokes the previous start's token, its rotation and
+    the admin tokens issued by either (all logged, and in the audit log); tokens of other
+    roles stay."""
     with make_client(sqlite_url) as c:
-        assert c.get("/v1/studies", headers=admin()).status_code == 200
-        extra = c.post("/v1/admin-tokens", headers=admin(), json={"ttl_seconds": 3600}).json()
-    with make_client(sqlite_url, admin_token="a-new-admin-token-0123456789") as c:
-        assert c.get("/v1/studies", headers=admin()).status_code == 401
-        assert c.get("/v1/studies", headers=bearer("a-new-admin-token-0123456789")
-                     ).status_code == 200
-        # an admin token issued through the API stays valid until revoked or expired
-        assert c.get("/v1/studies", headers=bearer(extra["token"])).status_code == 200
+        create_study(c)
+        analyst = _analyst(c)
+        issued = c.post("/v1/admin-tokens", headers=admin(), json={"ttl_seconds": 3600}).json()
+        rotated = c.post("/v1/tokens/rotate", headers=admin()).json()
+        grandchild = c.post("/v1/admin-tokens", headers=bearer(rotated["token"])).json()
+        assert _admin_status(c, ADMIN) == 401
+        assert _admin_status(c, rotated["token"]) == 200
+    with server_log() as records, make_client(sqlite_url, admin_token=NEW_ADMIN) as c:
+        for old in (ADMIN, issued["token"], rotated["token"], grandchild["token"]):
+            assert _admin_status(c, old) == 401
+        assert _admin_status(c, NEW_ADMIN) == 200
+        r = c.get("/v1/studies/s1/summary", headers=bearer(analyst["token"]))
+        assert r.status_code == 200  # other roles are not admin tokens of the lineage
+        audit = c.get("/v1/audit", headers=bearer(NEW_ADMIN)).json()["audit"]
+    replaced = sorted([issued["id"], rotated["id"], grandchild["id"]])
+    logged = [r for r in records if r.getMessage().startswith("admin tokens of an earlier")]
+    assert len(logged) == 1
+    assert logged[0].revoked == replaced
+    assert logged[0].levelno == logging.WARNING
+    gone = {line["token"] for line in audit if line["action"].startswith("revoked at start")}
+    assert gone == set(replaced)
+
+
+def test_restart_with_the_same_token_keeps_its_lineage_and_says_the_file_is_stale(sqlite_url):
+    """Restarting with the token file whose token was rotated: the rotation keeps working,
+    the file's token stays revoked (never registered again), and the start says so in the
+    log and in the audit log."""
+    with make_client(sqlite_url) as c:
+        rotated = c.post("/v1/tokens/rotate", headers=admin()).json()
+    with server_log() as records, make_client(sqlite_url) as c:
+        assert _admin_status(c, ADMIN) == 401
+        assert _admin_status(c, rotated["token"]) == 200
+        audit = c.get("/v1/audit", headers=bearer(rotated["token"])).json()["audit"]
+    errors = [r for r in records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "was revoked and is never registered again" in errors[0].getMessage()
+    assert errors[0].revoked_at is not None
+    assert any(line["action"] == "start: configured admin token refused (revoked)"
+               for line in audit)
+
+
+def test_a_revoked_token_is_never_registered_again(sqlite_url):
+    with make_client(sqlite_url) as c:
+        other = c.post("/v1/admin-tokens", headers=admin()).json()
+        boot_id = token_id(hash_token(ADMIN))
+        r = c.delete(f"/v1/tokens/{boot_id}", headers=bearer(other["token"]))
+        assert r.status_code == 200, r.text
+        service = c.app.state.service
+        with pytest.raises(DataError, match="never registered twice"):
+            service.register_token(ADMIN, Principal("admin"))
+    with server_log() as records, make_client(sqlite_url) as c:
+        assert _admin_status(c, ADMIN) == 401
+        assert _admin_status(c, other["token"]) == 200  # same lineage: kept
+    assert [r.levelno for r in records if r.levelno >= logging.WARNING] == [logging.ERROR]
+
+
+def test_recovery_from_a_leaked_admin_token(sqlite_url):
+    """docs/service.md, "A leaked admin token": whoever took the start's token rotated it,
+    issued another admin token and, with that, a manager token. The operator restarts with a
+    new token file (which revokes every admin token descended from the leaked one), reads the
+    audit log for what those tokens did, and revokes the manager token by its id."""
+    with make_client(sqlite_url) as c:
+        create_study(c)
+        mine = _analyst(c)  # the operator's own analyst token, issued before the leak
+        stolen = c.post("/v1/tokens/rotate", headers=admin()).json()
+        extra = c.post("/v1/admin-tokens", headers=bearer(stolen["token"])).json()
+        manager = c.post("/v1/studies/s1/manager-tokens", headers=bearer(extra["token"])).json()
+    # 1. a new admin token file, and restart
+    with server_log() as records, make_client(sqlite_url, admin_token=NEW_ADMIN) as c:
+        revoked = next(r.revoked for r in records if hasattr(r, "revoked"))
+        assert revoked == sorted([stolen["id"], extra["id"]])
+        for token in (ADMIN, stolen["token"], extra["token"]):
+            assert _admin_status(c, token) == 401
+        # 2. what did the revoked tokens issue?
+        audit = c.get("/v1/audit?limit=1000", headers=bearer(NEW_ADMIN)).json()["audit"]
+        suspects = set(revoked)
+        issued_by_them = [line["token"] for line in audit
+                          if line["action"].startswith("issued by ")
+                          and line["action"].removeprefix("issued by ") in suspects]
+        assert set(issued_by_them) == {extra["id"], manager["id"]}
+        # 3. revoke what is still active, by its full id
+        for tid in issued_by_them:
+            r = c.delete(f"/v1/tokens/{tid}", headers=bearer(NEW_ADMIN))
+            assert r.status_code in (200, 404), r.text
+        r = c.post("/v1/studies/s1/analyst-tokens", headers=bearer(manager["token"]))
+        assert r.status_code == 401
+        assert c.get("/v1/studies/s1/summary", headers=bearer(mine["token"])).status_code == 200
+
+
+def test_revocation_needs_the_full_id_and_answers_what_was_revoked(sqlite_client):
+    c = sqlite_client
+    create_study(c)
+    tok = _analyst(c)
+    for partial in (tok["id"][:4], tok["id"][:15], tok["id"].upper(), tok["id"] + "0"):
+        r = c.delete(f"/v1/tokens/{partial}", headers=admin())
+        assert r.status_code == 400, r.text
+        assert "16 lower-case hex digits" in r.json()["error"]
+    assert c.get("/v1/studies/s1/summary", headers=bearer(tok["token"])).status_code == 200
+    r = c.delete(f"/v1/tokens/{tok['id']}", headers=admin())
+    assert r.status_code == 200, r.text
+    [gone] = r.json()["revoked"]
+    assert {k: gone[k] for k in ("id", "role", "study", "device")} == {
+        "id": tok["id"], "role": "analyst", "study": "s1", "device": None}
+    assert gone["revoked"]
 
 
 def test_manager_is_confined_to_its_study(sqlite_client):
@@ -102,7 +227,13 @@ def test_enrolment_needs_the_secret_and_is_rate_limited(sqlite_url):
         r = c.post("/v1/studies/s1/devices", json=body,
                    headers=bearer(c.enrol_secrets["s1"]))
         assert r.status_code == 429
-        assert int(r.headers["retry-after"]) >= 1
+        wait = int(r.headers["retry-after"])
+        assert wait >= 1
+        # the answer states the limit, the options that set it and the wait
+        assert r.json()["error"] == (
+            "rate limit: at most 0.001 enrolments per study and client address per second, in "
+            "bursts of at most 2 (--enrol-rate, --enrol-burst); retry in "
+            f"{wait} s.")
 
 
 def test_minimum_counts_devices_that_reported(sqlite_client, rng):

@@ -302,3 +302,76 @@ def test_study_creation_is_validated(sqlite_client):
         assert r.status_code in (400, 422), r.text
         assert list(r.json()) == ["error"]
     assert c.get("/v1/studies/s3").status_code == 404
+
+
+def _study_body(**over):
+    body = {"study": "s9", "horizon": 8, "max_changes": 1, "epsilon": 1.0, "method": "rr",
+            "start": START, "period": "1d", "min_devices": 1}
+    return {**body, **over}
+
+
+@pytest.mark.parametrize(("over", "status", "message"), [
+    ({"max_changes": 9}, 400, "max_changes of the study must be at most its horizon (8): one "
+                              "change per period at most; got 9."),
+    ({"epsilon": "1.0"}, 422, "invalid request: epsilon: Input should be a valid number"),
+    ({"horizon": "8"}, 422, "invalid request: horizon: Input should be a valid integer"),
+    ({"min_devices": 1.5}, 422, "invalid request: min_devices: Input should be a valid integer"),
+    ({"per_order_sparsity": "true"}, 422, "invalid request: per_order_sparsity: Input should "
+                                          "be a valid boolean"),
+    ({"start": "2020-02-31"}, 400, "start of the study must be an ISO date (midnight UTC) or "
+                                   "timestamp (UTC unless it has an offset); got '2020-02-31'."),
+    ({"start": "soon"}, 400, "start of the study must be an ISO date"),
+    ({"closes_at": "never"}, 400, "closes_at of the study must be an ISO date"),
+])
+def test_study_creation_is_strict_like_a_report(sqlite_client, over, status, message):
+    """No coercion, a change budget within the horizon, and every refusal naming the study's
+    field (never the library's function)."""
+    r = sqlite_client.post("/v1/studies", json=_study_body(**over), headers=admin())
+    assert r.status_code == status, r.text
+    assert r.json()["error"].startswith(message)
+    assert "make_params" not in r.text
+    assert sqlite_client.get("/v1/studies/s9").status_code == 404
+
+
+def test_integral_numbers_are_integers_and_k_may_equal_the_horizon(sqlite_client):
+    r = sqlite_client.post("/v1/studies", json=_study_body(horizon=8.0, max_changes=8,
+                                                           epsilon=1), headers=admin())
+    assert r.status_code == 201, r.text
+    assert (r.json()["horizon"], r.json()["max_changes"]) == (8, 8)
+
+
+def test_a_token_on_an_unknown_study_says_no_such_study(sqlite_client):
+    c = sqlite_client
+    params = create_study(c)
+    device, token = enrol(c, params, 0)
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    rep = {"device": device, "order": 0, "interval": 1, "bit": 1, "param_id": params.param_id}
+    for method, path, who in (("POST", "/v1/studies/nope/reports", token),
+                              ("GET", "/v1/studies/nope/reports", token),
+                              ("GET", "/v1/studies/nope/summary", an)):
+        r = c.request(method, path, json={"reports": [rep]} if method == "POST" else None,
+                      headers=bearer(who))
+        assert (r.status_code, r.json()) == (404, {"error": "no such study."}), path
+    create_study(c, "s2")
+    r = c.post("/v1/studies/s2/reports", json={"reports": [rep]}, headers=bearer(token))
+    assert (r.status_code, r.json()["error"]) == (403, "this token belongs to another study.")
+
+
+def test_a_device_reads_its_stored_slots(sqlite_client):
+    c = sqlite_client
+    params = create_study(c)
+    device, token = enrol(c, params, 0)
+    other, _ = enrol(c, params, 0)
+    reps = [{"device": device, "order": 0, "interval": j, "bit": j % 2,
+             "param_id": params.param_id} for j in (3, 1, 2)]
+    assert c.get("/v1/studies/s1/reports", headers=bearer(token)).json() == {
+        "device": device, "slots": []}
+    for batch in (reps[:1], reps[1:]):
+        assert c.post("/v1/studies/s1/reports", json={"reports": batch},
+                      headers=bearer(token)).status_code == 200
+    r = c.get("/v1/studies/s1/reports", headers=bearer(token))
+    assert r.json() == {"device": device, "slots": [[1, 1], [2, 0], [3, 1]]}
+    assert other != device
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    assert c.get("/v1/studies/s1/reports", headers=bearer(an)).status_code == 403
+    assert c.get("/v1/studies/s1/reports").status_code == 401

@@ -132,7 +132,12 @@ def test_dashboard_renders_in_chromium(browser, live_sqlite, rng, tmp_path):
     assert page.locator("#reports-chart rect.bar").count() == 32
     assert page.locator("#estimate-chart polygon.band").count() == 1
     assert page.locator("#estimate-chart polyline.line").count() == 1
-    assert page.locator("#estimate-chart line.today").count() == 0  # the study has ended
+    # the study has ended: today is marked at the right edge of both charts, and said so
+    for chart in ("#estimate-chart", "#reports-chart"):
+        assert page.locator(f"{chart} line.today.past").count() == 1
+        assert page.text_content(f"{chart} text.today-label") == "today (after the last period) →"
+    assert page.inner_text("#minimum") == ("estimates shown: at least 5 devices have reported "
+                                           "(the study's public minimum)")
     summary = http_summary(live_sqlite.url, token)
     assert page.locator("#vacuous").is_visible() == summary["estimate"]["band_vacuous"]
     rows = page.locator("#rejections tbody tr")
@@ -145,4 +150,28 @@ def test_dashboard_renders_in_chromium(browser, live_sqlite, rng, tmp_path):
     page.goto(f"{live_sqlite.url}/studies/dash/dashboard")
     page.wait_for_selector("#status.error")
     assert "#token=" in page.inner_text("#status")
+    page.close()
+
+
+def test_dashboard_before_the_start_and_below_the_minimum(browser, live_sqlite):
+    """A study that starts tomorrow, with 3 devices enrolled and none reported: the minimum is
+    stated as devices that have *reported* (not "estimates from 5 devices" beside the enrolled
+    count), the estimate is withheld, and today is marked at the left edge."""
+    start = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).date().isoformat()
+    with httpx.Client(base_url=live_sqlite.url) as http:
+        params, token = _study(http, min_devices=5, start=start)
+        for _ in range(3):
+            http.post("/v1/studies/dash/devices", json={"param_id": params.param_id,
+                                                        "order": 0}).raise_for_status()
+    page = browser.new_page()
+    page.goto(f"{live_sqlite.url}/studies/dash/dashboard#token={token}")
+    page.wait_for_selector("body[data-ready='1']", timeout=15000)
+    assert page.inner_text("#devices") == "3"
+    assert page.inner_text("#minimum") == ("estimates withheld until at least 5 devices have "
+                                           "reported (the study's public minimum)")
+    assert page.inner_text("#estimate-note").startswith(
+        "withheld until at least 5 devices have reported")
+    assert page.locator("#reports-chart line.today.before").count() == 1
+    assert page.text_content("#reports-chart text.today-label") == (
+        "← today (before the first period)")
     page.close()

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import stat
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -29,7 +30,7 @@ def test_migrations_are_idempotent(sqlite_url):
     storage.upgrade(engine)
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0006",)]
+            ("0007",)]
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(sa.text("PRAGMA synchronous")).scalar_one() == 2  # FULL
     assert set(sa.inspect(engine).get_table_names()) >= {"studies", "uploads", "sums"}
@@ -222,7 +223,52 @@ def test_serve_migrate_is_its_own_step(tmp_path, monkeypatch):
     engine = storage.make_engine(str(db))
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-            ("0006",)]
+            ("0007",)]
         assert conn.execute(sa.select(sa.func.count()).select_from(storage.tokens)
                             ).scalar_one() == 0
     engine.dispose()
+
+
+def test_serve_logs_the_address_it_listens_on(tmp_path):
+    """With --port 0 the kernel picks the port: the start-up log line names the address, and
+    the service answers there."""
+    env = {**os.environ, "DPFREQ_ADMIN_TOKEN": ADMIN}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
+         "sys.exit(main(sys.argv[1:]))", "serve", "--db", str(tmp_path / "listen.db"),
+         "--port", "0", "--log-level", "info"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # until the start-up line (the process stays up)
+            if line.startswith("{") and json.loads(line)["msg"].startswith("service started"):
+                started = json.loads(line)
+                break
+        else:
+            raise AssertionError("no start-up line")
+        url = started["url"]
+        assert started["msg"] == f"service started, listening on {url}"
+        assert url.startswith("http://127.0.0.1:")
+        assert not url.endswith(":0")
+        assert httpx.get(url + "/livez", timeout=10).json() == {"status": "ok"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+
+def test_every_serve_example_of_the_docs_has_an_admin_token():
+    """A `dpfreq serve` started without an admin token cannot create a study: every example
+    that starts the service (docs/service.md, the README) gives one."""
+    root = Path(__file__).resolve().parents[2]
+    found = 0
+    for doc in (root / "docs" / "service.md", root / "README.md"):
+        # a command continued on the next lines (a trailing backslash) is one line
+        text_of = doc.read_text(encoding="utf-8").replace("\\\n", " ")
+        for line in text_of.splitlines():
+            text = line.strip()
+            if not text.startswith("dpfreq serve") or text.startswith(
+                    ("dpfreq serve migrate", "dpfreq serve purge", "dpfreq serve`")):
+                continue
+            found += 1
+            assert "--admin-token-file" in text or "DPFREQ_ADMIN_TOKEN" in text, text
+    assert found >= 2

@@ -13,13 +13,13 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import ADMIN, START, stored
+from conftest import ADMIN, START, make_client, stored
 from dpfreq.artifacts import create_private, write_private
 from dpfreq.cli.serve import read_admin_token
 from dpfreq.errors import DataError
-from dpfreq.longitudinal import LongitudinalClient
+from dpfreq.longitudinal import LongitudinalClient, ProtocolParams
 from dpfreq.server.storage import make_engine
-from dpfreq.server.uploader import DeviceUploader, Uploader
+from dpfreq.server.uploader import DeviceUploader, Uploader, Wait
 
 
 class Flaky:
@@ -167,6 +167,81 @@ def test_replayed_queue_snapshots_send_identical_bytes(sqlite_client, tmp_path, 
     up.close()
 
 
+class Recorder:
+    """An HTTP client that keeps every bit that reached the server, per interval (stored or
+    refused: what a curious server sees)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.seen: dict[int, set[int]] = {}
+        self.statuses: list[int] = []
+
+    def request(self, method, url, **kw):
+        for rep in (kw.get("json") or {}).get("reports", []):
+            self.seen.setdefault(rep["interval"], set()).add(rep["bit"])
+        resp = self.inner.request(method, url, **kw)
+        self.statuses.append(resp.status_code)
+        return resp
+
+
+_A = [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1]
+_B = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0]
+
+
+def _diverging_seed(params) -> tuple[int, int]:
+    """A seed whose device, restored at period 8 and fed ``_B`` instead of ``_A``, computes
+    another bit for at least one slot it sent (shadow clients; a deterministic search)."""
+    for s in range(256):
+        a, b = LongitudinalClient(params, rng=s), LongitudinalClient(params, rng=s)
+        bits = {r["interval"]: r["bit"] for x in _A for r in a.step(x)}
+        differ = sum(bits[r["interval"]] != r["bit"] for x in _A[:8] + _B[8:] for r in b.step(x))
+        if differ and a.order <= 1:
+            return s, differ
+    raise AssertionError("no diverging seed among the 256 tried")
+
+
+@pytest.mark.parametrize("when", ["queued before the first flush", "stepped after it"])
+def test_restored_device_fed_other_input_never_sends_a_second_bit(sqlite_client, tmp_path,
+                                                                 when):
+    """docs/protocol.md §7: a device restored from an older copy of its queue file and fed other
+    input withholds every report whose slot the service holds with another bit, whether the
+    report was queued before the first flush of the run (the queue is settled against the
+    service's slots) or computed after it (the client was told the slots): the service never
+    sees two bits for one slot, and the device lists what it withheld."""
+    c = sqlite_client
+    _study(c)
+    params = ProtocolParams.from_json(c.get("/v1/studies/s1").json()["params"])
+    seed, differ = _diverging_seed(params)
+    rec = Recorder(c)
+    up = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                  queue_path=tmp_path / "q.db", http=rec, sleep=lambda s: None)
+    dev = DeviceUploader(up, rng=seed)
+    for x in _A[:8]:
+        dev.step(x)
+    _snapshot(up, tmp_path / "snap.db")
+    for x in _A[8:]:
+        dev.step(x)
+    assert up.flush().refused == 0
+    up.close()
+    up2 = Uploader("http://testserver", "s1", enrolment_secret=c.enrol_secret,
+                   queue_path=tmp_path / "snap.db", http=rec, sleep=lambda s: None)
+    dev2 = DeviceUploader(up2)
+    if when == "stepped after it":
+        assert up2.flush().refused == 0
+    for x in _B[8:]:
+        dev2.step(x)
+    res = up2.flush()
+    assert (res.pending, res.offline) == (0, False)
+    withheld = [r for r in up2.refused() if r["status"] == Uploader.WITHHELD]
+    assert len(withheld) == differ
+    assert all(r["error"].startswith("withheld on the device") for r in withheld)
+    assert len(dev2.client.withheld) == (differ if when == "stepped after it" else 0)
+    assert all(len(bits) == 1 for bits in rec.seen.values())  # one bit per slot, ever
+    assert 409 not in rec.statuses
+    assert c.app.state.service.rejection_counts("s1")["conflict"] == 0
+    up2.close()
+
+
 def test_files_with_secrets_tokens_or_reports_are_0600(sqlite_client, tmp_path, monkeypatch):
     c = sqlite_client
     _study(c)
@@ -223,3 +298,30 @@ def test_crash_between_saving_the_client_and_enrolling(sqlite_client, tmp_path, 
     assert dev.client.order == order
     assert c.app.state.service.device_order("s1", up.device) == order
     up.close()
+
+
+def test_a_rate_limited_enrolment_tells_the_device_it_waits_and_why(sqlite_url, tmp_path):
+    """The enrolment rate limit (issue: 60 devices took 41 s with no word): every wait of the
+    uploader is reported to ``on_wait`` with the service's reason, which states the limit, and
+    the final error says the service stayed busy, not unreachable."""
+    with make_client(sqlite_url, enrol_rate=0.5, enrol_burst=1) as c:
+        r = c.post("/v1/studies", headers={"Authorization": f"Bearer {ADMIN}"}, json={
+            "study": "s1", "horizon": 16, "max_changes": 2, "epsilon": 1.0, "method": "auto",
+            "start": START, "period": "1d", "min_devices": 1, "enrolment": "open"})
+        pid = r.json()["param_id"]
+        first = Uploader("http://testserver", "s1", queue_path=tmp_path / "a.db", http=c)
+        first.enrol(0, pid)
+        waits: list[Wait] = []
+        slept: list[float] = []
+        second = Uploader("http://testserver", "s1", queue_path=tmp_path / "b.db", http=c,
+                          retries=3, sleep=slept.append, on_wait=waits.append)
+        with pytest.raises(DataError, match=r"stayed busy \(429: rate limit: at most 0.5 "
+                                            r"enrolments per study and client address"):
+            second.enrol(0, pid)
+    assert [w.attempt for w in waits] == [1, 2]
+    assert all(w.status == 429 and w.path == "/v1/studies/s1/devices" for w in waits)
+    assert all(w.seconds >= 2 for w in waits)  # Retry-After: 1/0.5 s, rounded up
+    assert [w.seconds for w in waits] == slept
+    assert all("--enrol-rate, --enrol-burst" in (w.error or "") for w in waits)
+    first.close()
+    second.close()

@@ -146,9 +146,15 @@ def test_grouped_release_outputs() -> None:
     rel = release_profile(df, item="u", group="g", groups=["a", "b", "c"],
                           max_groups_per_item=1, domain_size=10, max_count=2, epsilon=1.0,
                           unit="item", rng=2)
-    table = rel.to_pandas()
-    assert list(table.columns) == ["g", "index", "value"]
-    assert table.shape == (9, 3)
+    table = rel.to_pandas()  # each group's own table, group column first (issue 50)
+    assert list(table.columns) == ["g", "t", "estimate", "lower", "upper", "band_lower",
+                                   "band_upper", "items"]
+    assert table.shape == (9, 8)
+    assert table.attrs["epsilon"] == 1.0
+    assert table.attrs["unit"] == "item"
+    assert table.attrs["confidence"] == 0.95
+    assert table.attrs["group_column"] == "g"
+    assert table.attrs["groups"] == ["a", "b", "c"]
     doc = json.loads(rel.to_json())
     assert list(doc["groups"]) == ["a", "b", "c"]
     assert doc["groups"]["c"]["unit"] == "item"

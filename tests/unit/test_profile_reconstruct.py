@@ -382,7 +382,7 @@ def test_plot(rng: np.random.Generator) -> None:
     h = rng.integers(-2, 8, 3000)
     rel = reconstruct_profile(h, max_count=5, epsilon=1.0)
     ax = rel.plot(truth=np.full(6, 1 / 6))
-    assert ax.get_xlabel() == "count t"
+    assert ax.get_xlabel() == "count t; t = 5: 5 or more"
     import matplotlib.pyplot as plt
 
     plt.close(ax.figure)

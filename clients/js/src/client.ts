@@ -50,6 +50,10 @@ export interface ClientState {
   frozen: number;
   kept: [number, number] | null;
   used: number;
+  /** Slots already sent for intervals still to come, ``[interval, bit]`` (see ``noteSent``). */
+  ahead: [number, number][];
+  /** Intervals whose report was withheld: another bit was already sent for them. */
+  withheld: number[];
 }
 
 function fail(what: string): never {
@@ -130,7 +134,7 @@ export class DeviceClient {
       if (!Array.isArray(weights) || weights.length !== kh + 1) fail(`laws of the bundle must hold ${kh + 1} weights for budget ${kh}.`);
       this.v = this.stream("vector").distanceVector(cumulativeMasses(weights.map(BigInt)), kh);
     }
-    this.state = { secret: hex(secret), t: 0, prev: 0, last_x: 0, raw_x: 0, changes_used: 0, frozen: 0, kept: null, used: 0 };
+    this.state = { secret: hex(secret), t: 0, prev: 0, last_x: 0, raw_x: 0, changes_used: 0, frozen: 0, kept: null, used: 0, ahead: [], withheld: [] };
   }
 
   /** The keyed stream of (purpose[, slot]) (§3). */
@@ -150,7 +154,35 @@ export class DeviceClient {
 
   /** A copy of the persistent state (with the secret). */
   toState(): ClientState {
-    return { ...this.state, kept: this.state.kept && [...this.state.kept] as [number, number] };
+    const st = this.state;
+    return { ...st, kept: st.kept && [...st.kept] as [number, number],
+      ahead: st.ahead.map(([j, b]) => [j, b] as [number, number]), withheld: [...st.withheld] };
+  }
+
+  /** Intervals whose report was withheld (docs/protocol.md §7). */
+  get withheld(): number[] { return [...this.state.withheld]; }
+
+  /**
+   * Tell the device that reports of it were already sent, as ``[interval, bit]`` pairs of its
+   * order (the slots the service holds for it, say). A report computed later for such an
+   * interval is returned when its bit is the one sent and **withheld** otherwise (not returned;
+   * its interval goes to ``withheld``): two different bits for one slot would show that the
+   * device's input changed (a device restored from an older state and fed other input).
+   * Intervals already passed are ignored. Throws a RangeError on an interval out of range, a
+   * bit not 0/1, or two bits for one interval.
+   */
+  noteSent(slots: Iterable<[number, number]>): void {
+    const limit = this.bundle.padded_horizon / 2 ** this.order;
+    const done = Math.floor(this.state.t / 2 ** this.order);
+    const known = new Map(this.state.ahead);
+    for (const [j, bit] of slots) {
+      if (!isInt(j, 1, limit)) fail(`interval of noteSent must be an integer in 1..${limit}; got ${j}.`);
+      if (bit !== 0 && bit !== 1) fail(`bit of noteSent must be 0 or 1; got ${bit}.`);
+      if (j <= done) continue;
+      if ((known.get(j) ?? bit) !== bit) fail(`slots of noteSent must hold one bit per interval; got two for interval ${j}.`);
+      known.set(j, bit);
+    }
+    this.state.ahead = [...known.entries()].sort((a, b) => a[0] - b[0]);
   }
 
   /** Rebuild a device from ``toState()``: same secret, so the same draws. */
@@ -164,7 +196,12 @@ export class DeviceClient {
     if (!isInt(state.used, 0, Math.min(state.changes_used, c.v.length || 1))) fail("used of the state is out of range.");
     const kept = state.kept;
     if (kept !== null && !(c.r > 0 && Array.isArray(kept) && isInt(kept[0], 1, state.t) && (kept[1] === 1 || kept[1] === -1))) fail("kept of the state must be null or [time, sign].");
-    c.state = { ...state, kept: kept && [kept[0], kept[1]] };
+    const limit = d / 2 ** c.order, done = Math.floor(state.t / 2 ** c.order);
+    const ahead = state.ahead, withheld = state.withheld;
+    if (!Array.isArray(ahead) || !ahead.every((a) => Array.isArray(a) && a.length === 2 && isInt(a[0], done + 1, limit) && (a[1] === 0 || a[1] === 1))
+      || new Set(ahead.map((a) => a[0])).size !== ahead.length) fail("ahead of the state must list [interval, bit] of intervals still to come.");
+    if (!Array.isArray(withheld) || !withheld.every((j) => isInt(j, 1, done))) fail("withheld of the state must list intervals already passed.");
+    c.state = { ...state, kept: kept && [kept[0], kept[1]], ahead: ahead.map(([j, b]) => [j, b] as [number, number]), withheld: [...withheld] };
     return c;
   }
 
@@ -228,6 +265,13 @@ export class DeviceClient {
       y = this.r > 0 ? (this.stream("keep", j).keep(this.gamma[0], this.gamma[1]) ? s : -s)
         : this.v[st.used - 1] * s;
     }
-    return { param_id: b.param_id, order: h, interval: j, bit: (y + 1) / 2 };
+    const bit = (y + 1) / 2;
+    const at = st.ahead.findIndex((a) => a[0] === j);
+    if (at >= 0) {
+      const sent = st.ahead[at][1];
+      st.ahead.splice(at, 1);
+      if (sent !== bit) { st.withheld.push(j); return null; } // another bit was sent: withhold
+    }
+    return { param_id: b.param_id, order: h, interval: j, bit };
   }
 }

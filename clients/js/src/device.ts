@@ -15,12 +15,20 @@ export interface WireReport extends Report {
   device: number;
 }
 
-/** A batch the server refused for good (not resent). */
+/** Status of a report the device withheld itself: never sent (docs/protocol.md §7). */
+export const WITHHELD = 0;
+
+/** A report the server refused for good (not resent), or one the device withheld (status
+ * ``WITHHELD``, ``report`` null when its bit was never computed into a report). */
 export interface Refused {
-  report: WireReport;
+  interval: number;
+  report: WireReport | null;
   status: number;
   error: string;
 }
+
+const WITHHELD_ERROR = "withheld on the device: the service holds another bit for this interval "
+  + "(the device was restored from an older state and fed other input); never sent";
 
 export interface FlushResult {
   sent: number;
@@ -65,6 +73,7 @@ export class Device {
   readonly uploader: Uploader;
   private readonly store: Store;
   private rec: Record_;
+  private synced = false;
 
   private constructor(client: DeviceClient, uploader: Uploader, store: Store, rec: Record_) {
     this.client = client; this.uploader = uploader; this.store = store; this.rec = rec;
@@ -112,20 +121,79 @@ export class Device {
     return out.device;
   }
 
-  /** Read ``X[t] = x``; queue the reports due and save state and queue together. */
+  /** Read ``X[t] = x``; queue the reports due and save state and queue together. A report
+   * the client withholds (its slot was sent with another bit, see ``sync``) is kept aside as
+   * refused with status ``WITHHELD``. */
   async observe(t: number, x: number): Promise<Report[]> {
+    const before = this.client.withheld.length;
     const reps = this.client.observe(t, x);
-    const queued = new Set(this.rec.pending.map((r) => r.interval));
-    for (const r of reps) if (!queued.has(r.interval)) this.rec.pending.push(r);
+    for (const j of this.client.withheld.slice(before)) {
+      this.rec.refused.push({ interval: j, report: null, status: WITHHELD, error: WITHHELD_ERROR });
+    }
+    const queued = new Map(this.rec.pending.map((r) => [r.interval, r.bit]));
+    for (const r of reps) {
+      const bit = queued.get(r.interval);
+      if (bit === undefined) this.rec.pending.push(r);
+      else if (bit !== r.bit) this.withhold(r);
+    }
     await this.save();
     return reps;
   }
 
-  /** Send the queue in batches; stop early (queue kept) when the server is unreachable. */
+  private withhold(r: Report): void {
+    const report = this.rec.device === null ? null : { ...r, device: this.rec.device };
+    this.rec.refused.push({ interval: r.interval, report, status: WITHHELD, error: WITHHELD_ERROR });
+  }
+
+  /**
+   * Read the slots the service holds for this device (``GET /v1/studies/{study}/reports``) and
+   * never send another bit for any of them: a queued report that disagrees is withheld (kept
+   * aside as refused, status ``WITHHELD``), one that agrees is dropped (it is stored), and the
+   * client withholds such reports of the periods to come. ``flush`` does this once before its
+   * first upload of each run (after a restart the store may be an older copy). Returns null
+   * when the service stayed unreachable or busy, else the queued reports found ``stored`` and
+   * those ``refused`` (withheld, or all of them when the service refused the request).
+   */
+  async sync(): Promise<{ stored: number; refused: number } | null> {
+    const { device, token } = this.rec;
+    if (device === null || token === null) throw new Error("sync before enrolment: call enrol first.");
+    const resp = await this.uploader.request("GET", `/v1/studies/${this.uploader.study}/reports`, undefined, token);
+    if (resp === null) return null;
+    let stored = 0, refused = 0;
+    if (resp.status !== 200) {
+      const error = (await resp.text()).slice(0, 500);
+      this.rec.refused.push(...this.rec.pending.map((r) => ({ interval: r.interval, report: { ...r, device }, status: resp.status, error })));
+      refused = this.rec.pending.length;
+      this.rec.pending = [];
+    } else {
+      const held = new Map((await resp.json() as { slots: [number, number][] }).slots);
+      this.client.noteSent(held);
+      const keep: Report[] = [];
+      for (const r of this.rec.pending) {
+        const bit = held.get(r.interval);
+        if (bit === undefined) keep.push(r);
+        else if (bit === r.bit) stored += 1;
+        else { this.withhold(r); refused += 1; }
+      }
+      this.rec.pending = keep;
+    }
+    this.synced = true;
+    await this.save();
+    return { stored, refused };
+  }
+
+  /** Send the queue in batches (after ``sync`` once per run); stop early (queue kept) when the
+   * server is unreachable. */
   async flush(): Promise<FlushResult> {
     const { device, token } = this.rec;
     if (device === null || token === null) throw new Error("flush before enrolment: call enrol first.");
     let sent = 0, refused = 0;
+    if (!this.synced) {
+      const got = await this.sync();
+      if (got === null) return { sent, refused, pending: this.rec.pending.length, unreachable: true };
+      sent += got.stored;  // acknowledged before (by an earlier run of this device)
+      refused += got.refused;
+    }
     while (this.rec.pending.length > 0) {
       const batch = this.rec.pending.slice(0, this.uploader.maxBatch);
       const wire = batch.map((r) => ({ ...r, device }));
@@ -136,7 +204,7 @@ export class Device {
         sent += batch.length;
       } else {
         const error = (await resp.text()).slice(0, 500);
-        this.rec.refused.push(...wire.map((report) => ({ report, status: resp.status, error })));
+        this.rec.refused.push(...wire.map((report) => ({ interval: report.interval, report, status: resp.status, error })));
         refused += batch.length;
       }
       this.rec.pending = this.rec.pending.slice(batch.length);

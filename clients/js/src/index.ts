@@ -4,7 +4,7 @@ export { KeyedStream, cumulativeMasses, derive, encodePart, subsetFromChoices } 
 export type { Part } from "./keyed.js";
 export { DeviceClient, PROTOCOL_VERSION, checkBundle } from "./client.js";
 export type { Bundle, ClientState, EnrolmentMessage, Report } from "./client.js";
-export { Device, localStorageStore, memoryStore } from "./device.js";
+export { Device, WITHHELD, localStorageStore, memoryStore } from "./device.js";
 export type { FlushResult, Refused, Store, WireReport } from "./device.js";
 export { RETRY_STATUSES, Uploader, retryAfterSeconds } from "./uploader.js";
-export type { UploaderOptions } from "./uploader.js";
+export type { UploaderOptions, Wait } from "./uploader.js";

@@ -23,6 +23,27 @@ export interface UploaderOptions {
   fetch?: typeof globalThis.fetch;
   /** Injected for tests; default a timer. */
   sleep?: (seconds: number) => Promise<void>;
+  /**
+   * Called before each wait between two attempts of a request (a busy or rate-limited server,
+   * or a transport error), so that the application can say it is waiting and for how long:
+   * an enrolment refused by the service's enrolment rate limit (429) waits as long as its
+   * ``Retry-After`` says, and ``error`` carries the service's one-line reason (the limit).
+   */
+  onWait?: (wait: Wait) => void;
+}
+
+/** One wait of the uploader between two attempts of a request. */
+export interface Wait {
+  /** Path of the request (``/v1/studies/{study}/devices``, ``…/reports``). */
+  path: string;
+  /** Attempt that failed (1 for the first). */
+  attempt: number;
+  /** Seconds the uploader now waits before the next attempt. */
+  seconds: number;
+  /** HTTP status of the failed attempt; null for a transport error. */
+  status: number | null;
+  /** The service's one-line error, when it sent one. */
+  error: string | null;
 }
 
 /** Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or null. */
@@ -32,6 +53,20 @@ export function retryAfterSeconds(value: string | null, now: number = Date.now()
   if (/^[0-9]+$/.test(text)) return Number(text);
   const when = Date.parse(text);
   return Number.isNaN(when) ? null : Math.max(0, (when - now) / 1000);
+}
+
+/** The ``error`` of a JSON error body, else its first 300 characters (null when unreadable). */
+async function errorLine(resp: Response): Promise<string | null> {
+  try {
+    const text = await resp.text();
+    try {
+      const parsed = JSON.parse(text) as { error?: unknown };
+      if (typeof parsed.error === "string") return parsed.error;
+    } catch { /* not JSON */ }
+    return text.slice(0, 300);
+  } catch {
+    return null;
+  }
 }
 
 /** A uniform number in [0, 1) for backoff jitter (not a privacy path). */
@@ -50,6 +85,7 @@ export class Uploader {
   readonly maxBatch: number;
   private readonly fetchFn: typeof globalThis.fetch;
   private readonly sleep: (seconds: number) => Promise<void>;
+  private readonly onWait: ((wait: Wait) => void) | undefined;
 
   constructor(o: UploaderOptions) {
     this.server = o.server.replace(/\/+$/, "");
@@ -61,6 +97,7 @@ export class Uploader {
     this.maxBatch = Math.min(o.maxBatch ?? 256, 4096);
     this.fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleep = o.sleep ?? ((s) => new Promise((done) => setTimeout(done, s * 1000)));
+    this.onWait = o.onWait;
   }
 
   /** Send ``body`` as JSON; retry transport errors and RETRY_STATUSES. */
@@ -69,19 +106,22 @@ export class Uploader {
     if (token) headers.authorization = `Bearer ${token}`;
     let wait = this.backoff;
     for (let attempt = 0; attempt < this.retries; attempt++) {
-      let after: number | null = null;
+      let after: number | null = null, status: number | null = null, error: string | null = null;
       try {
         const resp = await this.fetchFn(this.server + path, {
           method, headers, body: body === undefined ? undefined : JSON.stringify(body),
         });
         if (!RETRY_STATUSES.has(resp.status)) return resp;
+        status = resp.status;
         after = retryAfterSeconds(resp.headers.get("retry-after"));
+        error = await errorLine(resp);
       } catch {
         // a transport error: retried like a busy server
       }
       if (attempt + 1 === this.retries) break;
-      const delay = Math.max(wait * jitter(), after ?? 0);
-      await this.sleep(Math.min(delay, this.maxBackoff));
+      const seconds = Math.min(Math.max(wait * jitter(), after ?? 0), this.maxBackoff);
+      this.onWait?.({ path, attempt: attempt + 1, seconds, status, error });
+      await this.sleep(seconds);
       wait = Math.min(2 * wait, this.maxBackoff);
     }
     return null;

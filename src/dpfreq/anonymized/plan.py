@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._display import PlanSummary
 from dpfreq._validate import (
     check_choice,
     check_confidence,
@@ -52,8 +53,8 @@ _RUNS = 39
 _EPS_LOW, _EPS_HIGH = 0.01, 1000.0
 
 
-@dataclass(frozen=True)
-class AnonymizedPlan:
+@dataclass(frozen=True, repr=False)
+class AnonymizedPlan(PlanSummary):
     """What a release at ``epsilon`` should say, predicted from public values only.
 
     Attributes

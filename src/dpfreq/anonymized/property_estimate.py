@@ -92,7 +92,7 @@ class PropertyEstimate(Release):
 
         [[plot]]
         """
-        from dpfreq.plotting import new_axes
+        from dpfreq.plotting import new_axes, privacy_title
 
         ax = new_axes(ax, figsize=(4.0, 4.0))
         row = self.table()
@@ -107,9 +107,12 @@ class PropertyEstimate(Release):
             ax.plot([0], [self.value], "o", label="estimate (no finite error bound)")
             ax.legend(loc="best")
         ax.set_xticks([0], [self.property_name])
+        ax.set_xlabel("estimate from the release (post-processing)" if self.private
+                      else "estimate from the exact histogram")
         ax.set_ylabel(self.property_name)
-        privacy = f"ε={self.epsilon:g}, unit={self.unit}" if self.private else "not private"
-        ax.set_title(f"{self.property_name}: {privacy}")
+        ax.set_title(privacy_title(self.property_name, epsilon=self.epsilon, unit=self.unit,
+                                   confidence=self.error.confidence, interval="bound")
+                     if self.private else f"{self.property_name}: not private")
         return ax
 
 

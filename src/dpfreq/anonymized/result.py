@@ -157,7 +157,7 @@ class AnonymizedHistogramRelease(Release):
 
         [[plot]]
         """
-        from dpfreq.plotting import new_axes, plot_band
+        from dpfreq.plotting import legend, new_axes, plain_log_ticks, plot_band, privacy_title
 
         ax = new_axes(ax)
         table = self.table()
@@ -177,11 +177,14 @@ class AnonymizedHistogramRelease(Release):
                                   f"{self.items_at_least_confidence:.3g}"))
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.legend(loc="best")
+            plain_log_ticks(ax.xaxis)
+            plain_log_ticks(ax.yaxis)
+            legend(ax, loc="best", fontsize="small")
         else:
             ax.text(0.5, 0.5, "empty release", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("count r")
         ax.set_ylabel("items with count >= r")
-        ax.set_title(f"Anonymized histogram: ε={self.epsilon:g}, N={self.n_estimate}, "
-                     f"unit={self.unit}")
+        ax.set_title(privacy_title(f"Anonymized histogram (N={self.n_estimate})",
+                                   epsilon=self.epsilon, delta=self.delta, unit=self.unit,
+                                   confidence=self.items_at_least_confidence, interval="band"))
         return ax

@@ -65,6 +65,7 @@ __all__ = [
     "emit_release",
     "engine_option",
     "format_bytes",
+    "is_empty_csv",
     "ledger_option",
     "machine_stdout",
     "output_options",
@@ -219,6 +220,14 @@ def _has_rows(path: Path) -> bool | None:
             return any(line.strip() for line in handle)
     except OSError:
         return None
+
+
+def is_empty_csv(file: str) -> bool:
+    """Whether ``file`` is a local CSV file with a header and no data rows (its column types
+    cannot be read from it)."""
+    path = Path(file)
+    return ("://" not in file and path.is_file() and path.stat().st_size > 0
+            and path.suffix.lower() != ".parquet" and _has_rows(path) is False)
 
 
 def warn_if_no_rows(file: str, what: str) -> None:
@@ -385,9 +394,10 @@ def ledger_option(f: Any) -> Any:
     The ledger is opened (and checked) when options are parsed. Before the command runs, a
     command line whose ``--epsilon``/``--delta`` no longer fit is refused at once (before any
     data is read); the release function then records its spend atomically, tagged with the
-    command, the first FILE argument and ``--unit`` if any, and refuses it before any noise is
-    drawn if the total would be exceeded (another process may have spent in between). What is
-    left is reported on stderr afterwards.
+    command, ``--unit`` if any and the command's record (:func:`release_record`: the input,
+    the engine, the groups, window families and k released), and refuses it before any noise
+    is drawn if the total would be exceeded (another process may have spent in between). What
+    is left is reported on stderr afterwards.
     """
 
     @functools.wraps(f)
@@ -396,8 +406,11 @@ def ledger_option(f: Any) -> Any:
             return f(*args, accountant=None, **kwargs)
         ctx = click.get_current_context()
         unit = kwargs.get("unit")
-        ledger = ledger.bind(source=_source_name(ctx),
-                             unit=unit if isinstance(unit, str) else None)
+        from dpfreq.cli.ledger_record import command_ledger, release_record
+
+        ledger = command_ledger(ledger, ledger.command or ctx.command_path,
+                                unit if isinstance(unit, str) else None,
+                                release_record(_source_name(ctx) or ctx.command_path, kwargs))
         _precheck(ledger, kwargs.get("epsilon"), kwargs.get("delta"))
         result = f(*args, accountant=ledger, **kwargs)
         left = ledger.remaining

@@ -23,6 +23,7 @@ from dpfreq.cli.grouped import (
     group_options,
     plan_group_options,
 )
+from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
 @click.option("--top", type=shared.POSITIVE, default=10, show_default=True,
               help="Show this many largest and smallest distinct released counts.")
 @group_options
+@null_group_option
 @delta_option
 @shared.output_options
 @shared.engine_option
@@ -227,7 +229,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
             json_out: str | None, plot_out: str | None, engine: Any, seed: int | None,
             accountant: BudgetAccountant | None, group: str | None = None,
             max_groups_per_item: int | None = None, groups_file: str | None = None,
-            delta: float | None = None) -> None:
+            delta: float | None = None, null_group: str = "error") -> None:
     """Release the anonymized histogram (frequency list) of FILE with epsilon-DP, and its
     properties.
 
@@ -256,20 +258,19 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
         if prevalence_csv:
             raise click.UsageError("--group and its options need a table of rows (--item), "
                                    "not --prevalence-csv.")
-        rel = release_anonymized_histogram(
-            file, item=item, engine=engine, epsilon=epsilon, unit=unit, method=method,
-            split=split, confidence=confidence, domain_size=domain_size, rng=seed,
-            accountant=accountant, count=count_column, group=group, groups=groups_file,
-            max_groups_per_item=max_groups_per_item, delta=delta)
-        per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
-                                            extrapolation_ratio=extrapolation_ratio)
-                     for g in rel}
-        doc = {"release": rel.to_dict(), "properties": {
-            g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
-        emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
-                                properties={g: _property_lines(p) for g, p in per_group.items()},
-                                text=json.dumps(doc, indent=2))
-        return
+        source = rows_kept(file, item=item or "", group=group, null_group=null_group,
+                           engine=engine, func="dpfreq anonymize")
+        try:
+            rel = release_anonymized_histogram(
+                source, item=item, engine=engine, epsilon=epsilon, unit=unit, method=method,
+                split=split, confidence=confidence, domain_size=domain_size, rng=seed,
+                accountant=accountant, count=count_column, group=group, groups=groups_file,
+                max_groups_per_item=max_groups_per_item, delta=delta)
+        except DataError as exc:
+            raise null_group_hint(exc, group) from None
+        return _emit_grouped(rel, domain_size, extrapolation_ratio, json_out, plot_out, top)
+    if null_group != "error":
+        raise click.UsageError("--null-group applies with --group.")
     common: dict[str, Any] = {
         "epsilon": epsilon, "unit": unit, "method": method, "split": split,
         "confidence": confidence, "domain_size": domain_size, "rng": seed,
@@ -294,6 +295,21 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                "range):")
     for line in _property_lines(props):
         click.echo(line)
+
+
+def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
+                  json_out: str | None, plot_out: str | None, top: int) -> None:
+    """Every group's property estimates (post-processing), then the grouped output."""
+    from dpfreq.anonymized.properties import estimate_properties
+
+    per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
+                                        extrapolation_ratio=extrapolation_ratio)
+                 for g in rel}
+    doc = {"release": rel.to_dict(), "properties": {
+        g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
+    emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
+                            properties={g: _property_lines(p) for g, p in per_group.items()},
+                            text=json.dumps(doc, indent=2))
 
 
 @click.command(name="anonymize")

@@ -52,26 +52,46 @@ def plan_group_options(f: Any) -> Any:
 
 
 def groups_line(rel: Any) -> str:
-    """The shared header line of a grouped release: which groups, the bound, the budget."""
+    """The shared header line of a grouped release: which groups (the public list, or how the
+    private selection chose them), the bound on groups per item and the budget."""
     params = rel.mechanism_params
     m = params.get("max_groups_per_item")
     sel = params.get("selection")
-    what = "row" if rel.unit == "event" else "item"
+    what = "row" if m is None else "item"
     which = (f"{len(rel)} public groups" if sel is None else
              f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} {what}s, "
-             f"ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is released "
-             f"with probability {sel['single_item_release_probability']:.3g})")
-    bound = (f"each item keeps at most m={m} of them" if m is not None else
-             "each row lies in one group")
+             f"selection ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is "
+             f"released with probability at most {sel['single_item_release_probability']:.3g})")
+    per = f"ε={params['epsilon_per_group']:g}"
+    if params.get("delta_per_group"):
+        per += f", δ={params['delta_per_group']:g}"
+    if m is not None:
+        bound, split = f"each item keeps at most m={m} of them", f"{per} per group"
+    else:
+        bound, split = "each row lies in one group", f"{per} per group (parallel composition)"
     return (f"# grouped by {params['group_column']!r}: {which}, {bound}; epsilon={rel.epsilon:g}"
-            f", delta={rel.delta:g} spent once, ε={params['epsilon_per_group']:g} per group"
+            f", delta={rel.delta:g} spent once, {split}"
             + _accounting_words(params.get("accounting")))
 
 
-def _accounting_words(acc: dict[str, Any] | None) -> str:
-    """`` (pure: …)`` or `` (zCDP across groups: …)``: the accounting and both candidates."""
+def noise_line(rel: Any) -> str | None:
+    """``# smaller than their noise: …`` naming the groups whose error statement is vacuous
+    (post-processing of each group's release), or None when there is none."""
+    small = [str(name) for name in rel if rel[name].error.vacuous]
+    if not small:
+        return None
+    shown = ", ".join(small[:30]) + (f", … ({len(small)} groups)" if len(small) > 30 else "")
+    return (f"# smaller than their noise ({len(small)} of {len(rel)} groups; the error "
+            f"statement is vacuous: the release cannot tell them from an empty group): {shown}")
+
+
+def _accounting_words(acc: Any) -> str:
+    """`` (pure: …)`` or `` (zCDP across groups: …)``: the accounting and both candidates (a
+    window release names its accounting only)."""
     if acc is None:
         return ""
+    if isinstance(acc, str):
+        return " (zCDP across groups)" if acc == "zcdp" else f" ({acc} accounting)"
     cands = ", ".join(f"{k} {v:.4g}" for k, v in acc["candidates"].items())
     name = "zCDP across groups" if acc["accounting"] == "zcdp" else "pure"
     return f" ({name}; per-group ε of each accounting: {cands})"
@@ -94,16 +114,28 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
     command's own formatters."""
     shared.emit_release(rel, json_out, plot_out)
     to_err = json_out == "-"
+    if not rel.groups:
+        click.echo(groups_line(rel), err=to_err)
+        return
+    first = rel[rel.groups[0]]
+    head = format_header(first, what)
+    click.echo(head[0], err=to_err)
+    click.echo(f"# unit of privacy: {rel.unit} ({first.relation})", err=to_err)
     click.echo(groups_line(rel), err=to_err)
     click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
+    for line in head[2:]:
+        click.echo(line, err=to_err)
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small, err=to_err)
+    column = str(rel.group_column)
+    width = max(len(column), *(len(str(name)) for name in rel))
     for i, name in enumerate(rel):
         lines = format_table(rel[name], rows).splitlines()
         if i == 0:
-            for line in format_header(rel[name], what)[2:]:
-                click.echo(line, err=to_err)
-            click.echo(f"{'group':>12}  {lines[0]}", err=to_err)
+            click.echo(f"{column:>{width}}  {lines[0]}", err=to_err)
         for line in lines[1:]:
-            click.echo(f"{name:>12}  {line}", err=to_err)
+            click.echo(f"{name!s:>{width}}  {line}", err=to_err)
 
 
 def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None, top: int, *,
@@ -114,9 +146,17 @@ def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None
     each row led by its group."""
     shared.emit_release(rel, json_out, plot_out, text=text)
     to_err = json_out == "-"
+    relation = f" ({rel[rel.groups[0]].relation})" if rel.groups else ""
+    click.echo(f"# dpfreq anonymize: unit of privacy: {rel.unit}{relation}, mechanism "
+               f"{rel.mechanism}", err=to_err)
     click.echo(groups_line(rel), err=to_err)
     click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
-    rows = [("group", "N", "total interval", "items", "sorted-l1 <=", "method")]
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small, err=to_err)
+    column = str(rel.group_column)
+    name_width = max(len(column), *(len(str(name)) for name in rel))
+    rows = [(column, "N", "total interval", "items", "sorted-l1 <=", "method")]
     for name in rel:
         r = rel[name]
         lo, hi = r.total_interval
@@ -128,40 +168,28 @@ def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None
     for row in rows:
         click.echo("  ".join(c.rjust(w) for c, w in zip(row, width, strict=True)), err=to_err)
     click.echo("# released frequency lists, largest counts first:", err=to_err)
-    click.echo(f"{'group':>12}  count  items  ranks", err=to_err)
+    click.echo(f"{column:>{name_width}}  count  items  ranks", err=to_err)
     for name in rel:
         lines = frequency_list(rel[name], top)
         for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
-            click.echo(f"{name:>12}  {line}", err=to_err)
+            click.echo(f"{name!s:>{name_width}}  {line}", err=to_err)
     click.echo("# property estimates per group (post-processing of each group's release, no "
                "extra budget; ± = L x its sorted-l1 bound):", err=to_err)
     for name in rel:
         for line in properties[name]:
-            click.echo(f"{name:>12}  {line}", err=to_err)
-
-
-def _budget_line(rel: Any) -> str:
-    params = rel.mechanism_params
-    m = params["max_groups_per_item"]
-    split = (f"each item keeps at most m={m} of them; epsilon={rel.epsilon:g} spent once, "
-             f"ε/m={params['epsilon_per_group']:g} per group" if m is not None else
-             f"one event is in one group; epsilon={rel.epsilon:g} spent once, "
-             f"ε={params['epsilon_per_group']:g} per group (parallel composition)")
-    sel = params.get("selection")
-    what = "item" if m is not None else "row"
-    which = (f"{len(rel)} public groups" if sel is None else
-             f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} {what}s, "
-             f"ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is released "
-             f"with probability {sel['single_item_release_probability']:.3g}; the groups at "
-             "δ = 0)")
-    return f"# grouped by {params['group_column']!r}: {which}, {split}"
+            click.echo(f"{name!s:>{name_width}}  {line}", err=to_err)
 
 
 def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
-                       save_path: str | None) -> None:
+                       save_path: str | None, *, rows: int | None = None,
+                       raw: bool = False) -> None:
     """``dpfreq reach --group``: JSON / PNG / the saved release first (a reader that stops early
-    loses nothing), then the budget line, the simultaneous statement, the structures (the same
-    in every group) and one tidy table of every group's released curves, group column first."""
+    loses nothing), then the header (the grouping, the simultaneous statement, the periods and
+    structures, the same in every group, and the groups smaller than their noise) and every
+    group's table (:func:`dpfreq.cli.reach_table.format_table`, ``rows`` periods of each),
+    group column first."""
+    from dpfreq.cli.reach_table import format_table, header_lines
+
     shared.emit_release(rel, json_out, plot_out)
     if save_path is not None:
         rel.save(save_path)
@@ -169,30 +197,27 @@ def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
                    "summaries of the log)", err=True)
     if json_out == "-":  # with --json - the output is the JSON alone
         return
-    if not rel.groups:
-        click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
-                   f"delta={rel.delta:g}, mechanism={rel.mechanism}")
-        click.echo(_budget_line(rel))
-        click.echo(f"# {rel.simultaneous.description}")
-        return
-    first = rel[rel.groups[0]]
-    conf = first.error.confidence or 0.95
-    click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
-               f"delta={rel.delta:g}, mechanism={rel.mechanism}, T={first.horizon} periods; "
-               f"± = {conf:.0%} per-answer interval half-width")
-    click.echo(_budget_line(rel))
+    first = rel[rel.groups[0]] if rel.groups else None
+    conf = f", confidence {first.error.confidence:g}" if first is not None else ""
+    click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}"
+               f", mechanism={rel.mechanism}"
+               + (f", T={first.horizon} periods" if first is not None else "") + conf)
+    click.echo(groups_line(rel))
     click.echo(f"# simultaneous: {rel.simultaneous.description}")
-    for name, rec in first.mechanism_params["methods"].items():
-        rmse = min(rec["predicted_rmse"].values())
-        click.echo(f"# every group, {name}: method {rec['method']}, {rec['noise']} noise "
-                   f"(predicted RMSE {rmse:.1f})")
-    tab = rel.to_pandas()
-    cols = [(str(rel.group_column), [str(v) for v in tab.iloc[:, 0]]),
-            ("window", [str(v) for v in tab["window"]]), ("k", [str(v) for v in tab["k"]]),
-            ("start", [str(v) for v in tab["start"]]), ("end", [str(v) for v in tab["end"]]),
-            ("estimate", [f"{e:.0f} ±{u - e:.0f}" for e, u in
-                          zip(tab["estimate"], tab["upper"], strict=True)])]
-    size = [max(len(name), *(len(v) for v in vals)) for name, vals in cols]
-    click.echo("  ".join(name.rjust(w) for (name, _), w in zip(cols, size, strict=True)))
-    for i in range(len(tab)):
-        click.echo("  ".join(vals[i].rjust(w) for (_, vals), w in zip(cols, size, strict=True)))
+    if first is None:
+        return
+    for line in header_lines(first, save_path=save_path, raw=raw, methods_prefix="every group, "):
+        click.echo(line)
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small)
+    if all(w == "all" for w in first.windows):
+        return
+    column = str(rel.group_column)
+    width = max(len(column), *(len(str(name)) for name in rel))
+    for i, name in enumerate(rel):
+        lines = format_table(rel[name], rows, raw=raw).splitlines()
+        if i == 0:
+            click.echo(f"{column:>{width}}  {lines[0]}")
+        for line in lines[1:]:
+            click.echo(f"{name!s:>{width}}  {line}")

@@ -25,7 +25,8 @@ __all__ = ["command"]
               help="Public reference reach (e.g. audience size): a family whose interval is no "
                    "narrower than [0, ITEMS] is flagged VACUOUS, with the ε that fixes it.")
 @click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
-              help="Also print, per family and k, the ε whose largest half-width is ≤ ITEMS.")
+              help="Also print, per family and k, the total ε of the call (as --epsilon, split "
+                   "over every family and k) whose largest half-width is ≤ ITEMS.")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the plan as JSON to FILE ('-' = stdout; then the text goes to "
                          "stderr).")
@@ -51,6 +52,12 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
         click.echo(line)
     targets: dict[str, float | None] = {}
     if target_half_width is not None:
+        n = sum(len(per_k) for per_k in one.max_halfwidth.values())
+        spread = (f"the whole call's ε (split over the groups, then over each group's {n} "
+                  "(family, k) structures)" if one is not plan else
+                  f"the whole call's ε, split equally over its {n} (family, k) structures")
+        click.echo(f"# ε below: {spread}, as --epsilon is; the family's largest per-answer "
+                   f"half-width ≤ {target_half_width:g} items with the other options unchanged")
         for label, per_k in one.max_halfwidth.items():
             for k in per_k:
                 try:
@@ -61,8 +68,8 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
                         raise
                     eps, said = None, f"not reachable ({exc})"
                 targets[f"{label}, k={k}"] = eps
-                click.echo(f"ε for {label}, k={k} half-width ≤ {target_half_width:g} items: "
-                           f"{said}")
+                click.echo(f"total ε for {label}, k={k} half-width ≤ {target_half_width:g} "
+                           f"items: {said}")
     if json_out is not None:
         doc = plan.to_dict()
         if targets:

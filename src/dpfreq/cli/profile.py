@@ -16,6 +16,8 @@ import numpy as np
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli.grouped import delta_option, emit_grouped_profile, group_options
+from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept, time_range_options
+from dpfreq.errors import DataError
 
 if TYPE_CHECKING:
     from dpfreq.budget import BudgetAccountant
@@ -98,6 +100,12 @@ def format_table(rel: Any, rows: int | None = 20, truth: Any = None) -> str:
 _UNIT_NOTE = {"event": "; an item with k rows is protected at k·ε"}
 
 
+def _why(method: str, why: str) -> str:
+    """The reason the method was chosen, without repeating the method's name."""
+    head = f"{method}:"
+    return why[len(head):].strip() if why.startswith(head) else why
+
+
 def format_header(rel: Any, what: str) -> list[str]:
     """Comment lines (``# ...``) stating ε, δ, the unit of privacy, the mechanism and the error."""
     params = rel.mechanism_params
@@ -111,7 +119,7 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"{rel.unit} ({rel.relation}{_UNIT_NOTE.get(rel.unit, '')})",
         f"# mechanism {rel.mechanism}: exact discrete Laplace noise {noise}; counts clamped at "
         f"n={rel.max_count}; d={rel.domain_size:,}",
-        f"# method {rel.method}: {params.get('why', '')}",
+        f"# method {rel.method}: {_why(rel.method, str(params.get('why', '')))}",
         f"# error: {rel.error.description}",
         f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
         "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "
@@ -192,7 +200,9 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
                    "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
 @group_options
+@null_group_option
 @delta_option
+@time_range_options
 @rows_option
 @shared.engine_option
 @shared.output_options
@@ -203,25 +213,40 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
             json_out: str | None, plot_out: str | None, seed: int | None,
             group: str | None = None, max_groups_per_item: int | None = None,
             groups_file: str | None = None, delta: float | None = None,
-            accountant: BudgetAccountant | None = None) -> None:
+            null_group: str = "error", time_col: str | None = None, start: str | None = None,
+            end: str | None = None, period: str = "1d", timezone: str = "UTC",
+            time_unit: str | None = None, accountant: BudgetAccountant | None = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
     (items never seen count at t = 0). Prints the table with per-class intervals; --json and
-    --plot write the release.
+    --plot write the release. With --time, --start and --end only the rows in that public
+    range count (the range of dpfreq reach with the same options).
     """
     from dpfreq.profile import release_profile
 
     shared.warn_if_seeded(seed)
     rows = parse_rows(rows_text)
+    source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine,
+                       func="dpfreq profile", time=time_col, start=start, end=end,
+                       period=period, timezone=timezone, time_unit=time_unit)
     shared.warn_if_no_rows(file, "the profile")
-    rel = release_profile(file, item=item, domain_size=domain_size, max_count=max_count,
-                          epsilon=epsilon, unit=unit, method=method, confidence=confidence,
-                          norm=norm, engine=engine, rng=seed, accountant=accountant,
-                          group=group, max_groups_per_item=max_groups_per_item,
-                          groups=groups_file, delta=delta)
+    what = f"column {item!r} in {file}"
+    if start is not None:
+        what += (f", rows with {time_col} from {start} to {end} ({timezone}, whole periods of "
+                 f"{period})")
+    if null_group == "drop":
+        what += f", rows with a {group}"
+    try:
+        rel = release_profile(source, item=item, domain_size=domain_size, max_count=max_count,
+                              epsilon=epsilon, unit=unit, method=method, confidence=confidence,
+                              norm=norm, engine=engine, rng=seed, accountant=accountant,
+                              group=group, max_groups_per_item=max_groups_per_item,
+                              groups=groups_file, delta=delta)
+    except DataError as exc:
+        raise null_group_hint(exc, group) from None
     if group is not None:
-        emit_grouped_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out,
+        emit_grouped_profile(rel, what, rows, json_out, plot_out,
                              format_header=format_header, format_table=format_table)
         return
-    emit_profile(rel, f"column {item!r} in {file}", rows, json_out, plot_out)
+    emit_profile(rel, what, rows, json_out, plot_out)

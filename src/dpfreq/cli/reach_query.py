@@ -4,6 +4,8 @@ Mirrors :meth:`dpfreq.windows.WindowCountsRelease.load` and
 :meth:`~dpfreq.windows.WindowCountsRelease.window`; formatting only. Every answer comes from the
 saved release's fixed node noise, so asking any number of windows is post-processing: nothing
 is spent and no ledger is charged (the command takes no ``--epsilon`` and no ``--ledger``).
+A release saved with ``dpfreq reach --group`` is answered per group (every group, or those
+named by ``--group``), with the same checks and the same JSON, each answer naming its group.
 Reached through ``dpfreq reach query`` (see :mod:`dpfreq.cli.reach`).
 """
 
@@ -19,9 +21,9 @@ import numpy as np
 
 from dpfreq._validate import check_confidence, message
 from dpfreq.cli._common import output_path_option, parse_int_list, write_output
-from dpfreq.errors import DPFreqError, ParameterError
+from dpfreq.errors import DataError, DPFreqError, ParameterError
 
-__all__ = ["command", "parse_window", "period_label"]
+__all__ = ["command", "load_saved", "parse_window", "period_label"]
 
 _FUNC = "dpfreq reach query"
 _DAY_US = 86_400_000_000
@@ -90,8 +92,9 @@ def _resolve(texts: tuple[str, ...], axis: Mapping[str, Any], horizon: int
 
 
 def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confidence: float,
-             saved: str) -> list[dict[str, Any]]:
-    """One record per (window, k), in the order asked."""
+             saved: str, group: str | None = None) -> list[dict[str, Any]]:
+    """One record per (window, k), in the order asked (``group``: the group ``rel`` is, named
+    first in each record)."""
     fams = [w if isinstance(w, str) else f"fixed(W={w})" for w in rel.windows]
     out = []
     for text, t1, t2 in windows:
@@ -103,7 +106,8 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
                     "--window", _FUNC, f"a window the release in {saved} answers (it released "
                     f"{', '.join(fams)}: cumulative answers 1:END, total 1:{rel.horizon}, "
                     "fixed(W=…) END-W+1:END, all any window)", text)) from None
-            out.append({"window": text, "t1": t1, "t2": t2,
+            out.append({**({} if group is None else {"group": group}),
+                        "window": text, "t1": t1, "t2": t2,
                         "first_period": period_label(rel.time_axis, t1),
                         "last_period": period_label(rel.time_axis, t2), "k": k,
                         "estimate": a.estimate, "lower": a.lower, "upper": a.upper,
@@ -112,7 +116,57 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
     return out
 
 
-def _load_and_answer(saved: str, window_text: tuple[str, ...], ks: list[int], conf: float
+def load_saved(saved: str) -> Any:
+    """The release saved in ``saved``: a :class:`~dpfreq.windows.WindowCountsRelease`, or the
+    :class:`~dpfreq.windows.grouped_result.GroupedWindowRelease` of ``dpfreq reach --group``
+    (tried when the file says it holds one, so every other failure names the ungrouped
+    format)."""
+    from dpfreq.windows import WindowCountsRelease
+    from dpfreq.windows.grouped_result import GROUPED_KIND, GroupedWindowRelease
+
+    try:
+        return WindowCountsRelease.load(saved)
+    except DataError as exc:
+        if f"it holds a {GROUPED_KIND!r}" not in str(exc):
+            raise
+    return GroupedWindowRelease.load(saved)
+
+
+def _chosen_groups(saved: str, rel: Any, asked: tuple[str, ...]) -> list[str | None]:
+    """The groups to answer: ``[None]`` for an ungrouped release, else the ones asked (every
+    group when none is), each checked against the released (public) group names."""
+    if not hasattr(rel, "groups"):
+        if asked:
+            raise ParameterError(message(
+                "--group", _FUNC, f"given only for a release saved with `dpfreq reach --group` "
+                f"({saved} holds one release without groups)", asked[0]))
+        return [None]
+    names = list(rel.groups)
+    for name in asked:
+        if name not in names:
+            shown = ", ".join(names[:20]) + (f", … ({len(names)} groups)" if len(names) > 20
+                                             else "")
+            raise ParameterError(message("--group", _FUNC, f"one of the groups released in "
+                                         f"{saved}: {shown}", name))
+    return list(dict.fromkeys(asked)) if asked else names
+
+
+def _info(rel: Any, one: Any) -> dict[str, Any]:
+    """The public description of the saved release (``one``: a group's release, or ``rel``)."""
+    info = {"epsilon": rel.epsilon, "delta": rel.delta, "unit": rel.unit,
+            "mechanism": rel.mechanism, "horizon": one.horizon,
+            "k_values": list(one.k_values), "seeded": rel.seeded,
+            "windows": [w if isinstance(w, str) else f"fixed(W={w})" for w in one.windows]}
+    if hasattr(rel, "groups"):
+        info.update(group_column=rel.group_column, groups=list(rel.groups),
+                    epsilon_per_group=one.epsilon, delta_per_group=one.delta)
+    if one.time_axis.get("kind") == "timestamp":
+        info["timezone"] = one.time_axis["timezone"]
+    return info
+
+
+def _load_and_answer(saved: str, window_text: tuple[str, ...], ks: list[int], conf: float,
+                     groups: tuple[str, ...] = ()
                      ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The saved release's public description and the answers, as plain data.
 
@@ -120,33 +174,34 @@ def _load_and_answer(saved: str, window_text: tuple[str, ...], ks: list[int], co
     it finds in a failing traceback as one whose budget was spent, which a loaded release is
     not (nothing is spent here).
     """
-    from dpfreq.windows import WindowCountsRelease
-
-    rel = WindowCountsRelease.load(saved)
+    rel = load_saved(saved)
     try:
+        chosen = _chosen_groups(saved, rel, groups)
+        first = rel if chosen[0] is None else rel[chosen[0]]
         for k in ks:
-            if k not in rel.k_values:
+            if k not in first.k_values:
                 raise ParameterError(message("--k", _FUNC, "one of the k values released in "
-                                             f"{saved}: {list(rel.k_values)}", k))
-        records = _answers(rel, _resolve(window_text, rel.time_axis, rel.horizon), ks, conf,
-                           saved)
+                                             f"{saved}: {list(first.k_values)}", k))
+        windows = _resolve(window_text, first.time_axis, first.horizon)
+        records = [r for g in chosen
+                   for r in _answers(rel if g is None else rel[g], windows, ks, conf, saved, g)]
     except DPFreqError as exc:
         failure = (type(exc), str(exc))
     else:
-        info = {"epsilon": rel.epsilon, "delta": rel.delta, "unit": rel.unit,
-                "mechanism": rel.mechanism, "horizon": rel.horizon,
-                "k_values": list(rel.k_values), "seeded": rel.seeded,
-                "windows": [w if isinstance(w, str) else f"fixed(W={w})" for w in rel.windows]}
-        return info, records
-    del rel
+        return _info(rel, first), records
+    rel = first = None  # no loaded release may stay in the failing frame
     raise failure[0](failure[1])
 
 
-def _table(records: list[dict[str, Any]]) -> str:
-    head = ("window", "periods", "k", "estimate", "±", "answered by")
-    rows = [(r["window"], f"{r['first_period']}..{r['last_period']}", str(r["k"]),
-             f"{r['estimate']:.0f}", f"±{r['upper'] - r['estimate']:.0f}", r["answered_by"])
-            for r in records]
+def _table(records: list[dict[str, Any]], group_column: str | None = None) -> str:
+    head: tuple[str, ...] = ("window", "periods", "k", "estimate", "±", "answered by")
+    rows: list[tuple[str, ...]] = [
+        (r["window"], f"{r['first_period']}..{r['last_period']}", str(r["k"]),
+         f"{r['estimate']:.0f}", f"±{r['upper'] - r['estimate']:.0f}", r["answered_by"])
+        for r in records]
+    if group_column is not None:
+        head = (group_column, *head)
+        rows = [(str(r["group"]), *row) for r, row in zip(records, rows, strict=True)]
     size = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     return "\n".join("  ".join(c.rjust(s) for c, s in zip(row, size, strict=True))
                      for row in [head, *rows])
@@ -161,23 +216,27 @@ def _table(records: list[dict[str, Any]]) -> str:
               help="k of k+ reach (comma-separated or repeated): released k values only.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals.")
+@click.option("--group", "group_names", multiple=True, metavar="NAME",
+              help="For a release saved with `dpfreq reach --group`: answer this group (repeat "
+                   "for more); every group when not given.")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the answers as JSON to FILE ('-' = stdout; then the text goes "
                          "to stderr).")
 @click.option("--quiet", "-q", is_flag=True, default=False, expose_value=False,
               help="Accepted as on every command (this one draws no progress bars).")
 def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
-            confidence: float, json_out: str | None) -> None:
+            confidence: float, group_names: tuple[str, ...], json_out: str | None) -> None:
     """Answer windows from a release saved by `dpfreq reach --save SAVED`.
 
     Post-processing of that release: the answers reuse its fixed noise, so no budget is spent
-    and no ledger is charged, however many windows are asked.
+    and no ledger is charged, however many windows are asked. A release saved with --group
+    answers every group, or the groups named by --group.
     """
     for text in window_text:
         parse_window(text)  # syntax first, before the file is read
     ks = sorted({k for text in k_text for k in parse_int_list(text, "--k")})
     conf = check_confidence(confidence, "--confidence", _FUNC)
-    info, records = _load_and_answer(saved, window_text, ks, conf)
+    info, records = _load_and_answer(saved, window_text, ks, conf, group_names)
     if info["seeded"]:
         click.echo("warning: the saved release was made with --seed (reproducible noise); "
                    "these answers are NOT for production.", err=True)
@@ -190,8 +249,15 @@ def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
                f"budget, no ledger charge); it was released at unit={info['unit']}, "
                f"epsilon={info['epsilon']:g}, delta={info['delta']:g}, T={info['horizon']} "
                "periods")
+    if "groups" in info:
+        click.echo(f"# grouped by {info['group_column']!r}: {len(info['groups'])} groups, "
+                   f"epsilon={info['epsilon_per_group']:g} per group; answering "
+                   f"{len({r['group'] for r in records})} of them")
+    if "timezone" in info:
+        click.echo(f"# periods: wall-clock days/times in {info['timezone']}; a window "
+                   "START..END includes both periods")
     click.echo(f"# ± = {conf:.0%} per-answer interval half-width")
-    click.echo(_table(records))
+    click.echo(_table(records, info.get("group_column")))
 
 
 def _json_default(value: Any) -> Any:

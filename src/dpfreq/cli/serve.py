@@ -6,6 +6,7 @@ extra. See :mod:`dpfreq.server` and the README's section on the collection servi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -191,15 +192,15 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     # Each process enforces its share of the limits: whichever process a request reaches, the
     # total allowed to one key stays within rate (per second) and burst.
     config = ServerConfig(db=db, admin_token=admin if workers == 1 else None,
-                          max_body_bytes=max_body_bytes, rate=rate / workers,
-                          burst=burst // workers, enrol_rate=enrol_rate / workers,
-                          enrol_burst=enrol_burst // workers,
+                          max_body_bytes=max_body_bytes, rate=rate, burst=burst,
+                          enrol_rate=enrol_rate, enrol_burst=enrol_burst,
                           read_cache_seconds=read_cache_seconds,
-                          cors_origins=tuple(cors_origins), freeze_gc=True)
+                          cors_origins=tuple(cors_origins), freeze_gc=True, workers=workers)
     _prepare_database(db, db_wait)
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.
     sock = _bind(host, port)
+    config = dataclasses.replace(config, listen_url=_url(sock))
     log_config = configure_logging(log_level)
     if workers > 1:
         _run_workers(config, admin, workers, sock, log_level)
@@ -222,14 +223,14 @@ def _run_workers(config: ServerConfig, admin: str | None, workers: int, sock: so
     from uvicorn.supervisors import Multiprocess
 
     from dpfreq.server import storage
-    from dpfreq.server.app import worker_app
+    from dpfreq.server.app import log_bootstrap, worker_app
     from dpfreq.server.observe import MULTIPROC_ENV
     from dpfreq.server.service import Service
 
     if admin:
         engine = storage.make_engine(config.db)
         try:
-            Service(engine).bootstrap_admin(admin)
+            log_bootstrap(Service(engine).bootstrap_admin(admin))
         finally:
             engine.dispose()
     uv = uvicorn.Config(functools.partial(worker_app, config, log_level), factory=True,
@@ -327,6 +328,12 @@ def _prepare_database(db: str, wait: float) -> None:
             engine.dispose()
         time.sleep(pause)
         pause = min(2 * pause, 5.0)
+
+
+def _url(sock: socket.socket) -> str:
+    """``http://host:port`` of a bound socket (the port it got when asked for 0)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -54,9 +54,13 @@ def invoked_command(group: click.Group, argv: Sequence[str]) -> tuple[click.Comm
     return command, " ".join(path)
 
 
+#: Python parameters whose option has another name: ``k_values=`` is ``--k``.
+_PYTHON_NAMES = {"k_values": "k"}
+
+
 def _spellings(command: click.Command) -> dict[str, click.Parameter]:
     """Python spelling -> parameter: the parameter's name and its long options read as Python
-    names (``--time`` stored as ``time_col`` answers to ``time``)."""
+    names (``--time`` stored as ``time_col`` answers to ``time``; ``k_values`` to ``--k``)."""
     out: dict[str, click.Parameter] = {}
     for p in command.params:
         for opt in p.opts if isinstance(p, click.Option) else ():
@@ -64,6 +68,9 @@ def _spellings(command: click.Command) -> dict[str, click.Parameter]:
                 out.setdefault(opt[2:].replace("-", "_"), p)
         if p.name:
             out.setdefault(p.name, p)
+    for python, option in _PYTHON_NAMES.items():
+        if option in out:
+            out.setdefault(python, out[option])
     return out
 
 

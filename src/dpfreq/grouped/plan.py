@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dpfreq._display import PlanSummary
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.selection import SelectionPlan
@@ -22,8 +23,8 @@ from dpfreq.grouped.selection import SelectionPlan
 __all__ = ["GroupedPlan", "plan_grouped"]
 
 
-@dataclass(frozen=True)
-class GroupedPlan:
+@dataclass(frozen=True, repr=False)
+class GroupedPlan(PlanSummary):
     """Predicted accuracy of a grouped release (public parameters only; no data, no budget).
 
     Attributes

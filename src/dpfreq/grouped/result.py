@@ -79,12 +79,15 @@ class GroupedRelease:
         return tuple(self.releases)
 
     def to_pandas(self) -> Any:
-        """Tidy table: one row per (group, index) of each group's value, with a group column."""
+        """Tidy table: each group's own table (a profile: one row per count t with its
+        intervals; an anonymized histogram: one row per released count), group column first;
+        ``attrs`` holds ε, δ, the unit, the mechanism, the confidence and the grouping, as a
+        release's do."""
         import pandas as pd
 
         frames = []
         for name, rel in self.releases.items():
-            if isinstance(rel.value, Mapping):  # e.g. an anonymized histogram: its own table
+            if type(rel).table is not Release.table:  # the release's own tidy table
                 frame = rel.to_pandas()
                 frame.insert(0, self.group_column, name)
                 frames.append(frame)
@@ -93,8 +96,29 @@ class GroupedRelease:
             frames.append(pd.DataFrame({self.group_column: name,
                                         "index": np.arange(value.size), "value": value}))
         if not frames:  # no group released (e.g. none passed a private selection)
-            return pd.DataFrame({self.group_column: [], "index": [], "value": []})
-        return pd.concat(frames, ignore_index=True)
+            frame = pd.DataFrame({self.group_column: [], "index": [], "value": []})
+        else:
+            frame = pd.concat(frames, ignore_index=True)
+        first = next(iter(self.releases.values()), None)
+        frame.attrs.update(self._attrs())
+        if first is not None:
+            frame.attrs["confidence"] = first.error.confidence
+        return frame
+
+    def _attrs(self) -> dict[str, Any]:
+        """What :meth:`to_pandas` puts in ``DataFrame.attrs``: the whole call's ε, δ, unit,
+        relation and mechanism, the grouping and the simultaneous statement."""
+        first = next(iter(self.releases.values()), None)
+        params = self.mechanism_params
+        return {"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
+                "relation": first.relation if first is not None else self.unit,
+                "mechanism": self.mechanism, "group_column": self.group_column,
+                "groups": list(self.releases),
+                "epsilon_per_group": params.get("epsilon_per_group"),
+                "max_groups_per_item": params.get("max_groups_per_item"),
+                "simultaneous": self.simultaneous.description,
+                "simultaneous_confidence": self.simultaneous.confidence,
+                "seeded": self.seeded}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: the shared fields and every group's own ``to_dict()``."""
@@ -114,27 +138,66 @@ class GroupedRelease:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(), default=str, **kwargs)
 
+    def _size(self, name: str) -> float:
+        """What :meth:`plot` sorts the groups by (post-processing of each group's release): the
+        items a profile places at counts t >= 1, an anonymized histogram's released total, or
+        the sum of the released value."""
+        rel = self.releases[name]
+        if hasattr(rel, "n_estimate"):
+            return float(rel.n_estimate)
+        value = np.atleast_1d(np.asarray(rel.value, dtype=np.float64))
+        if hasattr(rel, "domain_size"):
+            return float(np.sum(value[1:]) * rel.domain_size)
+        return float(np.sum(value))
+
+    def _panel(self, ax: Any, name: str) -> None:
+        """One group's panel: a profile for t >= 1 with its intervals, an anonymized histogram's
+        own figure, or the release's own plot."""
+        rel = self.releases[name]
+        if hasattr(rel, "domain_size"):  # a profile: the counts t >= 1 (t = 0 dwarfs them)
+            rel.plot(ax=ax, from_count=1)  # type: ignore[call-arg]
+        else:
+            rel.plot(ax=ax)
+        small = " (smaller than its noise)" if rel.error.vacuous else ""
+        ax.set_title(f"{self.group_column} = {name}{small}", fontsize=9)
+
     def plot(self, *, max_panels: int = 12) -> Any:
-        """Small multiples: at most ``max_panels`` groups (in the listed order), one panel each.
+        """Small multiples: one panel per group, the largest first, at most ``max_panels``
+        (the figure's title says which groups are drawn and how many are not).
 
-        The groups shown are the first ``max_panels`` of the public list: ordering by a noisy
-        size would be post-processing too, but the listed order is what the caller chose.
+        Each panel is its group's release drawn by its own ``plot`` — a profile for the counts
+        t >= 1 with its per-class intervals, an anonymized histogram with its band — titled by
+        the group (and marked when its error statement is vacuous). The groups are ordered by a
+        released size (:meth:`_size`: post-processing). The figure's title states ε, δ, the
+        unit and the confidence.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
         """
-        import matplotlib.pyplot as plt
+        from dpfreq.plotting import figure_legend, group_figure, privacy_title
 
-        names = list(self.releases)[:max_panels]
-        cols = min(4, max(1, len(names)))
-        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was released
-        fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
-        for a, name in zip(axes.flat, names, strict=False):
-            if isinstance(self.releases[name].value, Mapping):  # the release's own figure
-                self.releases[name].plot(ax=a)
-                a.set_title(str(name), fontsize=9)
-                continue
-            value = np.atleast_1d(np.asarray(self.releases[name].value, dtype=np.float64))
-            a.bar(np.arange(value.size), value)
-            a.set_title(str(name), fontsize=9)
-        for a in list(axes.flat)[len(names):]:
-            a.set_visible(False)
-        fig.tight_layout()
+        names = sorted(self.releases, key=lambda g: -self._size(g))
+        first = next(iter(self.releases.values()), None)
+        what = "largest released size" if first is None or not hasattr(
+            first, "n_estimate") else "largest released total N"
+        if first is not None and hasattr(first, "domain_size"):
+            what = "most items released at counts t >= 1"
+        fig, axes, drawn, note = group_figure(names, max_panels, what="groups", order=what)
+        for ax, name in zip(axes, drawn, strict=False):
+            self._panel(ax, name)
+        if not drawn:
+            axes[0].text(0.5, 0.5, "no group was released", ha="center", va="center",
+                         transform=axes[0].transAxes)
+            axes[0].set_axis_off()
+        conf = self.simultaneous.confidence
+        per = "" if first is None else f"; ε={first.epsilon:.3g} per group"
+        kind = ("Release" if first is None else "Profile" if hasattr(first, "domain_size")
+                else "Anonymized histogram" if hasattr(first, "n_estimate")
+                else type(first).__name__)
+        fig.suptitle(privacy_title(f"{kind} per {self.group_column}", epsilon=self.epsilon,
+                                   delta=self.delta, unit=self.unit,
+                                   confidence=first.error.confidence if first else conf)
+                     + f"{per}\n{note}", fontsize=10)
+        figure_legend(fig, axes)
         return fig

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
+
+import numpy as np
 
 from dpfreq import _validate
 from dpfreq.artifacts import seal_json
@@ -54,6 +57,14 @@ class LongitudinalClient:
       up to the padded horizon and returns every report still due (a list); :meth:`finish`
       is then a no-op kept for devices that stop early.
     * **Persistence.** :meth:`to_json` / :meth:`from_json` (sealed, every field checked).
+    * **Restored from an older state.** Fed the same inputs, a restored device returns the
+      same bits for the slots it reports again. Fed *other* inputs, a slot's bit may differ
+      from the one sent before the restore, and two bits for one slot tell whoever sees both
+      that the inputs differed (docs/protocol.md §7): no ε covers the pair. Tell the client
+      what was already sent (:meth:`note_sent`: the slots the server holds, an uploader's
+      log) and it **withholds** every report whose bit differs from the one sent: the report
+      is not returned, its interval is added to :attr:`withheld`, and the device's counters
+      advance as usual. What the client is not told, it cannot know.
 
     Privacy
     -------
@@ -93,6 +104,8 @@ class LongitudinalClient:
         self.frozen = 0  # changes ignored because the budget k was spent
         self.r = 0  # Erlingsson et al.: index of the kept change
         self.kept: list[int] | None = None  # Erlingsson et al.: [time, sign] of the r-th change
+        self.ahead: dict[int, int] = {}  # interval -> bit already sent, for intervals to come
+        self.withheld: list[int] = []  # intervals whose report was withheld (see note_sent)
         if p.method == "erlingsson":
             self.r = 1 + self.key.stream("kept-change").uniform_below(p.max_changes)
         self.randomizer = make_randomizer(
@@ -129,6 +142,38 @@ class LongitudinalClient:
         """Enrolment message ``{"protocol_version", "param_id", "order"}``."""
         return {"protocol_version": self.params.version, "param_id": self.params.param_id,
                 "order": self.order}
+
+    def note_sent(self, slots: Iterable[tuple[int, int]]) -> None:
+        """Tell the client that reports of this device were already sent: ``(interval, bit)``
+        pairs of its order (e.g. the slots the server holds for it).
+
+        A report this client computes later for such an interval is returned when its bit is
+        the one sent (a harmless resend) and **withheld** otherwise (not returned; its interval
+        is appended to :attr:`withheld`). Intervals this client has already passed are ignored:
+        their reports were computed before and cannot be withheld any more.
+
+        Raises
+        ------
+        DataError
+            An interval out of ``1..d >> order``, a bit not 0/1, or two different bits for
+            one interval.
+        """
+        limit, done = self.params.padded_horizon >> self.order, self.t >> self.order
+        known = dict(self.ahead)
+        for pair in slots:
+            j, bit = pair
+            if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 1 <= j <= limit:
+                raise DataError(_validate.message("interval", "LongitudinalClient.note_sent",
+                                                  f"an integer in 1..{limit}", j))
+            if isinstance(bit, bool) or bit not in (0, 1):
+                raise DataError(_validate.message("bit", "LongitudinalClient.note_sent",
+                                                  "0 or 1", bit))
+            if j <= done:
+                continue
+            if known.setdefault(int(j), int(bit)) != bit:
+                raise DataError("slots of LongitudinalClient.note_sent must hold one bit per "
+                                f"interval; got two for interval {int(j)}.")
+        self.ahead = known
 
     def step(self, x: int) -> list[dict[str, Any]]:
         """Read ``X[t]`` for the next period t; return the reports due at t (often none).
@@ -177,9 +222,11 @@ class LongitudinalClient:
         else:
             s = self.last_x - self.prev
         self.prev = self.last_x
-        y = self.randomizer.step(j, s)
-        return {"param_id": p.param_id, "order": self.order, "interval": j,
-                "bit": (y + 1) // 2}
+        bit = (self.randomizer.step(j, s) + 1) // 2
+        if self.ahead.pop(j, bit) != bit:  # another bit was sent for this slot: withhold
+            self.withheld.append(j)
+            return None
+        return {"param_id": p.param_id, "order": self.order, "interval": j, "bit": bit}
 
     def finish(self) -> list[dict[str, Any]]:
         """Pad to the power-of-two horizon with the last value; return the reports.
@@ -203,6 +250,7 @@ class LongitudinalClient:
         state = {**self.key.to_state(), "order": self.order, "t": self.t, "prev": self.prev,
                  "last_x": self.last_x, "raw_x": self.raw_x, "changes_used": self.changes_used,
                  "frozen": self.frozen, "r": self.r, "kept": self.kept,
+                 "ahead": sorted(self.ahead.items()), "withheld": list(self.withheld),
                  "randomizer": self.randomizer.state()}
         params = {**asdict(self.params), "param_id": self.params.param_id}
         return seal_json({"params": params, "state": state}, kind=_CLIENT_KIND,
@@ -260,6 +308,18 @@ class LongitudinalClient:
                                      and 1 <= kept[0] <= self.t and kept[1] in (-1, 1)):
             raise DataError("field 'kept' must be null or [time, sign] of the kept change.")
         self.kept = kept
+        limit, done = d >> self.order, self.t >> self.order
+        ahead, withheld = st["ahead"], st["withheld"]
+        if not (isinstance(ahead, list) and all(
+                isinstance(a, list) and len(a) == 2 and all(type(v) is int for v in a)
+                and done < a[0] <= limit and a[1] in (0, 1) for a in ahead)
+                and len({a[0] for a in ahead}) == len(ahead)):
+            raise DataError("field 'ahead' must list [interval, bit] of intervals still to come.")
+        if not (isinstance(withheld, list) and all(type(j) is int and 1 <= j <= done
+                                                   for j in withheld)):
+            raise DataError("field 'withheld' must list intervals already passed.")
+        self.ahead = {a[0]: a[1] for a in ahead}
+        self.withheld = list(withheld)
         self.randomizer = restore_randomizer(
             p.method, length=d >> self.order, max_changes=p.changes_at_order(self.order),
             epsilon=p.epsilon, state=st["randomizer"], key=self.key)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
     check_choice,
@@ -37,8 +38,8 @@ MEASURES = ("half_width", "band_half_width")
 _FUNC = "plan_longitudinal"
 
 
-@dataclass(frozen=True)
-class LongitudinalPlan:
+@dataclass(frozen=True, repr=False)
+class LongitudinalPlan(PlanSummary):
     """The error statement a longitudinal estimate will carry, from public parameters only.
 
     Attributes

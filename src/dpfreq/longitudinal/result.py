@@ -131,7 +131,7 @@ class LongitudinalEstimate(Release):
 
     def plot(self, ax: Any = None) -> Any:
         """Estimates with their per-period intervals (and the truth when known)."""
-        from dpfreq.plotting import new_axes, plot_band
+        from dpfreq.plotting import legend, new_axes, plot_band, privacy_title
 
         ax = new_axes(ax)
         dates = self.dates
@@ -140,9 +140,12 @@ class LongitudinalEstimate(Release):
                   label="estimate", band_label=f"{self.error.confidence:.0%} interval")
         if self.truth is not None:
             ax.plot(x, self.truth, label="truth")
-        ax.set_xlabel("period" if dates is None else "date")
-        ax.set_ylabel("devices in state 1")
-        ax.legend()
+        ax.set_xlabel("period t" if dates is None else f"period start (every {self.period})")
+        ax.set_ylabel(f"devices in state 1 (of {self.devices:,})")
+        ax.set_title(privacy_title("Longitudinal counts (local DP)", epsilon=self.epsilon,
+                                   delta=self.delta, unit=self.unit,
+                                   confidence=self.error.confidence))
+        legend(ax, fontsize="small")
         return ax
 
 

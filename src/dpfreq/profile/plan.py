@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
     check_choice,
@@ -137,8 +138,8 @@ def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
     return min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
 
 
-@dataclass(frozen=True)
-class ProfilePlan:
+@dataclass(frozen=True, repr=False)
+class ProfilePlan(PlanSummary):
     """Predicted accuracy of a profile release (all from public parameters).
 
     Attributes

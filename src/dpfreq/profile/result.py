@@ -159,7 +159,8 @@ class ProfileRelease(Release):
             "items": items,
         }
 
-    def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None) -> Any:
+    def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None,
+             from_count: int = 0) -> Any:
         """Draw the estimate with its per-class intervals (and band), optionally beside the truth.
 
         Parameters
@@ -171,41 +172,60 @@ class ProfileRelease(Release):
             drawn on a log axis.
         truth : array-like, optional
             The true profile ``f[0..n]`` (for simulations and demos only).
+        from_count : int, default 0
+            The first count drawn: 1 leaves out ``t = 0`` (the items never seen), which dwarfs
+            the others when the domain is much larger than the items present.
 
         Returns
         -------
         matplotlib axes
         """
-        from dpfreq.plotting import new_axes, plot_band
+        from matplotlib.ticker import MaxNLocator
+
+        from dpfreq.plotting import legend, new_axes, plot_band, privacy_title
 
         ax = new_axes(ax)
-        t = self.counts_axis
-        r = self.profile()
+        first = min(max(int(from_count), 0), self.max_count)
+        t = self.counts_axis[first:]
+        r = self.profile()[first:]
         conf = self.error.confidence
         if self.error.kind == "interval":
-            lower, upper = self._ends("lower"), self._ends("upper")
+            lower, upper = self._ends("lower")[first:], self._ends("upper")[first:]
             band_label = f"per-class intervals ({conf:.3g})"
         else:
             bound = float(np.max(np.asarray(self.error.value, dtype=np.float64)))
             lower, upper = np.clip(r - bound, 0.0, 1.0), np.clip(r + bound, 0.0, 1.0)
             band_label = f"error bound (prob. ≥ {conf:.3g})"
-        plot_band(ax, t, r, lower, upper, label=f"private profile ({self.method})",
-                  band_label=band_label, drawstyle="steps-mid")
+        few = t.size <= 60  # a few counts: each with its interval as an error bar
+        if few:
+            ax.errorbar(t, r, yerr=[np.maximum(r - lower, 0), np.maximum(upper - r, 0)],
+                        fmt="o", markersize=4, capsize=3,
+                        label=f"private profile ({self.method}), {band_label}")
+        else:
+            plot_band(ax, t, r, lower, upper, label=f"private profile ({self.method})",
+                      band_label=band_label, drawstyle="steps-mid", step="mid")
         if self.error.band_lower is not None:
-            ax.plot(t, self._ends("band_lower"), ":", color="gray", linewidth=0.8,
-                    label=f"simultaneous band ({conf:.3g})")
-            ax.plot(t, self._ends("band_upper"), ":", color="gray", linewidth=0.8)
+            style = {"color": "gray", "linewidth": 0.8}
+            style.update({"linestyle": "none", "marker": "_", "markersize": 10} if few
+                         else {"linestyle": ":", "drawstyle": "steps-mid"})
+            ax.plot(t, self._ends("band_lower")[first:], label=f"simultaneous band ({conf:.3g})",
+                    **style)
+            ax.plot(t, self._ends("band_upper")[first:], **style)
         if truth is not None:
             f = np.asarray(truth, dtype=np.float64)
-            ax.plot(np.arange(f.size), f, "k.", label="true profile", markersize=4)
+            ax.plot(np.arange(f.size)[first:], f[first:], "k.", label="true profile",
+                    markersize=4)
         if log:
             ax.set_yscale("log")
             positive = r[r > 0]
             if positive.size:
                 ax.set_ylim(bottom=0.5 * float(positive.min()), top=1.5)
-        ax.set_xlabel("count t")
-        ax.set_ylabel("fraction of items with count t")
-        ax.set_title(f"Private profile: d={self.domain_size}, n={self.max_count}, "
-                     f"ε={self.epsilon:g}, unit={self.unit}")
-        ax.legend(loc="best")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("count t" + (f" (t >= {first})" if first else "")
+                      + f"; t = {self.max_count}: {self.max_count} or more")
+        ax.set_ylabel(f"fraction of the d={self.domain_size:,} items")
+        ax.set_title(privacy_title(f"Private profile (n={self.max_count})",
+                                   epsilon=self.epsilon, delta=self.delta, unit=self.unit,
+                                   confidence=conf))
+        legend(ax, loc="best", fontsize="small")
         return ax

@@ -85,7 +85,9 @@ class ProfileSketch:
         counter and updates for the others are dropped. Default: no sampling.
     sample_key : bytes, optional
         Key of the sampling hash (at least 8 bytes; public, data-independent). Default: 16
-        bytes from the OS (or from ``rng`` when it is seeded).
+        bytes from the OS (or from ``rng`` when it is seeded), drawn after the budget is
+        charged (and again while a drawn key would keep no item: the sample is independent of
+        the data, so this costs nothing).
     accountant : Accountant or Ledger, optional
         Charged ``(ε, 0)`` after every check (parameters, memory) has passed and before the
         noise is drawn; a refused call spends nothing.
@@ -162,15 +164,22 @@ class ProfileSketch:
         check_reconstruction_memory(n, default_bound_parameter(expected, n, eps, 0.025),
                                     epsilon=eps, func=func)
         sample, skey = None, None
-        if rho is not None:
-            skey = bytes(sample_key) if sample_key is not None else (
-                resolved.generator.bytes(16) if resolved.seeded else os.urandom(16))
+        if rho is not None and rho * d < 1:  # public: decided before any draw or spend
+            raise ParameterError(message("sample_rate", func, "at least 1/domain_size (an "
+                                         "expected sample of at least one item)", sample_rate))
+        if rho is not None and sample_key is not None:  # a given key: the sample is public
+            skey = bytes(sample_key)
             sample = sample_domain(d, rate=rho, key=skey)
             if sample.size == 0:
-                raise ParameterError(message("sample_rate", func, "large enough to keep at least "
-                                             "one of the domain items", sample_rate))
+                raise ParameterError(message("sample_key", func, "a key whose sample keeps at "
+                                             "least one of the domain items", sample_key))
         if acct is not None:
             acct.spend(eps, 0.0, label=func, unit="event")
+        while rho is not None and (sample is None or sample.size == 0):
+            # drawn after the spend; the sample is data-independent, so drawing another key
+            # when one keeps no item changes nothing for privacy (Pr <= (1 − ρ)^d <= 1/e)
+            skey = resolved.generator.bytes(16) if resolved.seeded else os.urandom(16)
+            sample = sample_domain(d, rate=rho, key=skey)
         gamma = discrete_laplace_gamma(eps)
         size = d if sample is None else int(sample.size)
         noisy = domain_noise(master_key(resolved), size, gamma)

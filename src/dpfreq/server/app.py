@@ -32,6 +32,7 @@ from fastapi.staticfiles import StaticFiles
 from dpfreq import __version__
 
 from . import storage
+from .cors import Cors
 from .errors import install_handlers
 from .ingest import Ingestor
 from .limits import BodyLimit, RateLimiter
@@ -40,9 +41,10 @@ from .observe import Metrics, ObserveMiddleware
 from .openapi import install_openapi
 from .routes import STATIC, router
 from .service import Service
+from .tokens import StartToken
 from .upload import UploadRoute
 
-__all__ = ["ServerConfig", "create_app", "worker_app"]
+__all__ = ["ServerConfig", "create_app", "log_bootstrap", "worker_app"]
 
 log = logging.getLogger("dpfreq.server")
 
@@ -71,7 +73,9 @@ class ServerConfig:
         Summaries and estimates are recomputed at most this often per study and process (0:
         on every request), so analysts polling a large study do not starve ingest.
     cors_origins : tuple of str
-        Origins allowed by CORS; empty (default) sends no CORS headers at all.
+        Origins allowed by CORS (``*``: any); empty (default) sends no CORS headers at all.
+        The policy applies to every response of every route, errors included
+        (:mod:`dpfreq.server.cors`).
     max_group : int
         Most report batches committed in one transaction.
     freeze_gc : bool
@@ -80,6 +84,13 @@ class ServerConfig:
         created since (a full scan of the ~10^5 start-up objects pauses every request for tens
         of milliseconds). For a process that runs only the service (``dpfreq serve`` sets it);
         off by default, as it would also exempt a host application's objects.
+    workers : int
+        Server processes sharing the rate limits above (``dpfreq serve --workers``): each
+        process allows ``rate/workers`` and ``burst//workers`` of each, so that one key gets
+        at most the limit in total; the 429 answers state the limits as configured.
+    listen_url : str or None
+        The address the service listens on (``dpfreq serve`` sets it once its socket is
+        bound), named in its start-up log line.
     """
 
     db: str
@@ -93,17 +104,27 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     max_group: int = 512
     freeze_gc: bool = False
+    workers: int = 1
+    listen_url: str | None = None
 
 
 class _ServiceApp(FastAPI):
     """FastAPI, with report uploads answered by :class:`~dpfreq.server.upload.UploadRoute`
-    before any middleware, and every other request through the service's body limit and
-    observation middleware around FastAPI's own stack."""
+    before any middleware, every other request through the service's body limit and
+    observation middleware around FastAPI's own stack, and the CORS policy
+    (:class:`~dpfreq.server.cors.Cors`, when origins are configured) around all of it."""
 
     upload: UploadRoute
     front: Any = None
+    entry: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.entry is None:
+            origins = self.state.config.cors_origins
+            self.entry = Cors(self._dispatch, origins) if origins else self._dispatch
+        await self.entry(scope, receive, send)
+
+    async def _dispatch(self, scope: Any, receive: Any, send: Any) -> None:
         scope["app"] = self
         study = UploadRoute.study(scope)
         if study is not None:
@@ -156,7 +177,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         await asyncio.to_thread(storage.upgrade, engine)
         service = Service(engine)
         if config.admin_token:
-            await asyncio.to_thread(service.bootstrap_admin, config.admin_token)
+            log_bootstrap(await asyncio.to_thread(service.bootstrap_admin, config.admin_token))
 
         ingestor, tokens = _start_threads(service, config, metrics)
         app.state.service = service
@@ -165,7 +186,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         if config.freeze_gc:
             gc.collect()
             gc.freeze()
-        log.info("service started", extra={"backend": engine.dialect.name})
+        if config.listen_url:
+            log.info(f"service started, listening on {config.listen_url}",
+                     extra={"backend": engine.dialect.name, "url": config.listen_url})
+        else:
+            log.info("service started", extra={"backend": engine.dialect.name})
         watch = asyncio.create_task(_watch_revocations(service))
         try:
             yield
@@ -188,20 +213,34 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.state.config = config
     app.state.metrics = metrics
     app.upload = UploadRoute(metrics, config.max_body_bytes)
-    app.state.limiter = RateLimiter(config.rate, config.burst)
-    app.state.enrol_limiter = RateLimiter(config.enrol_rate, config.enrol_burst)
+    app.state.limiter = RateLimiter(config.rate, config.burst, workers=config.workers,
+                                    what="requests per device", options="--rate, --burst")
+    app.state.enrol_limiter = RateLimiter(
+        config.enrol_rate, config.enrol_burst, workers=config.workers,
+        what="enrolments per study and client address", options="--enrol-rate, --enrol-burst")
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_handlers(app)
     install_openapi(app)
-
-    if config.cors_origins:
-        from fastapi.middleware.cors import CORSMiddleware
-
-        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
-                           allow_methods=["GET", "POST"], allow_headers=["Authorization",
-                                                                         "Content-Type"])
     return app
+
+
+def log_bootstrap(outcome: StartToken) -> None:
+    """Log what a start did with its admin token: the admin tokens of earlier starts it
+    revoked (a warning, with their ids), and a configured token it refused (an error: the
+    service then has no admin token of its own)."""
+    if outcome.replaced:
+        log.warning("admin tokens of an earlier start revoked: a start with another admin "
+                    "token replaces them", extra={"revoked": outcome.replaced,
+                                                  "admin": outcome.id})
+    if outcome.state == "revoked":
+        log.error("the configured admin token was revoked and is never registered again: this "
+                  "start has no admin token; put a new token in the admin token file (or "
+                  "DPFREQ_ADMIN_TOKEN) and restart", extra={"admin": outcome.id,
+                                                            "revoked_at": outcome.revoked_at})
+    elif outcome.state == "not-admin":
+        log.error("the configured admin token belongs to another role and is not registered: "
+                  "this start has no admin token", extra={"admin": outcome.id})
 
 
 def _start_threads(service: Service, config: ServerConfig, metrics: Metrics

@@ -52,10 +52,11 @@ def parse_bearer(header: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a valid token belongs to."""
+    """Who a valid token belongs to (``hash``: the token's full hash, the key of its row)."""
 
     role: str
     study: str | None = None
     device: int | None = None
     id: str = ""
     expires: float | None = None
+    hash: str = ""

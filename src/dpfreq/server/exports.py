@@ -80,8 +80,11 @@ def estimate_payload(service: Service, record: StudyRecord,
 
 
 def summary_payload(service: Service, record: StudyRecord, confidence: float) -> dict[str, Any]:
-    """Devices per order, reports per period, rejections by reason and the estimate."""
-    enrolled, totals = service.running_sums(record)
+    """Devices per order, reports per period, rejections by reason and the estimate, from one
+    snapshot of the database (:meth:`Service.snapshot`: no writer blocks it)."""
+    with service.snapshot() as conn:
+        enrolled, totals = service.running_sums(record, conn)
+        rejections = service.rejection_counts(record.study, conn)
     p = record.protocol
     per_period = np.zeros(p.padded + 1, dtype=np.int64)
     for (h, j), (_, count) in totals.items():
@@ -98,7 +101,7 @@ def summary_payload(service: Service, record: StudyRecord, confidence: float) ->
             "date": [p.period_start(t).isoformat() for t in range(1, p.horizon + 1)],
             "reports": [int(v) for v in per_period[1:p.horizon + 1]],
         },
-        "rejections": service.rejection_counts(record.study),
+        "rejections": rejections,
         "estimate": _estimate(record, enrolled, totals, confidence),
     }
 

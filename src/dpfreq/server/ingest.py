@@ -114,6 +114,14 @@ class _Rejection:
 
 
 @dataclass
+class _Audit:
+    """One line of the audit log (the row's columns), written with the next group."""
+
+    row: dict[str, Any]
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
 class Enrolment:
     """A device to enrol: its future resolves to the new device id."""
 
@@ -159,6 +167,15 @@ class Ingestor(GroupThread):
         self.put(item)
         return item.future
 
+    def audit(self, row: dict[str, Any]) -> Future:
+        """Queue a line of the audit log (``at, token, role, study, action``) for the next
+        group: the service writes nothing but through this thread, so a line never waits for
+        the database's write lock behind the writer (on SQLite a second writing connection
+        waited, in SQLite's busy handler, seconds under load)."""
+        item = _Audit(row)
+        self.put(item)
+        return item.future
+
     def handle(self, items: list[Any]) -> None:
         """Commit one group (see :meth:`_commit_group`)."""
         self._commit_group(items)
@@ -191,27 +208,30 @@ class Ingestor(GroupThread):
         batches = [it for it in items if isinstance(it, Batch)]
         rejections = [it for it in items if isinstance(it, _Rejection)]
         enrolments = [it for it in items if isinstance(it, Enrolment)]
+        audits = [it for it in items if isinstance(it, _Audit)]
         outcomes: dict[int, Any] = {}
+        others = len(rejections) + len(enrolments) + len(audits)
         for attempt in range(3):
             try:
                 conn = self._connection()
                 with conn.begin():
-                    new = self._store_new(conn, batches, len(rejections) + len(enrolments))
+                    new = self._store_new(conn, batches, others)
                     outcomes = new if new is not None else self._write(
-                        conn, batches, rejections, enrolments)
+                        conn, batches, rejections, enrolments, [a.row for a in audits])
                 break
             except IntegrityError:
                 log.warning("ingest: a row was stored concurrently; deciding the group again")
                 if attempt == 2:
                     outcomes = {id(b): RuntimeError("concurrent writers")
-                                for b in [*batches, *enrolments]}
+                                for b in [*batches, *enrolments, *audits]}
             except Exception as exc:  # the database failed: nothing of the group is acknowledged
                 self._release()
                 log.error("ingest: transaction failed: %s", " ".join(str(exc).split())[:300])
-                outcomes = {id(b): exc for b in [*batches, *enrolments]}
+                outcomes = {id(b): exc for b in [*batches, *enrolments, *audits]}
                 break
         stored = 0
         settled: list[tuple[Any, Any, Any]] = [(rj.future, None, None) for rj in rejections]
+        settled += [(a.future, outcomes.get(id(a)), None) for a in audits]
         settled += [(en.future, outcomes[id(en)], outcomes[id(en)]) for en in enrolments]
         for b in batches:
             out = outcomes[id(b)]
@@ -248,7 +268,7 @@ class Ingestor(GroupThread):
 
     @staticmethod
     def _write(conn: Connection, batches: list[Batch], rejections: list[_Rejection],
-               enrolments: list[Enrolment]) -> dict[int, Any]:
+               enrolments: list[Enrolment], audits: list[dict[str, Any]]) -> dict[int, Any]:
         by_study: dict[str, set[int]] = defaultdict(set)
         for b in batches:
             by_study[b.study].add(b.device)
@@ -295,6 +315,8 @@ class Ingestor(GroupThread):
             ones.extend([j for j, bit in new if bit])
         if rejected:
             sql.add_rejections(conn, rejected)
+        if audits:
+            conn.execute(storage.audit.insert(), audits)
         sql.store(conn, inserts, sql.sum_deltas(slots))
         return outcomes
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from typing import Any
+
+from starlette.exceptions import HTTPException
 
 __all__ = ["BodyLimit", "RateLimiter", "too_large"]
 
@@ -73,14 +76,21 @@ def too_large(max_bytes: int) -> bytes:
 
 
 class RateLimiter:
-    """Token bucket per key: ``rate`` requests per second with bursts of ``burst``.
+    """Token bucket per key: ``rate`` requests per second with bursts of ``burst``, shared by
+    ``workers`` server processes (each allows ``rate/workers`` and ``burst//workers``, so a
+    key never gets more than the limit in total, whichever processes its requests reach).
 
-    ``rate <= 0`` disables the limit.
+    ``rate <= 0`` disables the limit. ``what`` names what is limited in the 429 answer (for
+    instance ``"enrolments per study and client address"``) and ``options`` the
+    ``dpfreq serve`` options that set it.
     """
 
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = float(rate)
-        self.burst = max(1, int(burst))
+    def __init__(self, rate: float, burst: int, *, workers: int = 1,
+                 what: str = "requests per key", options: str = "") -> None:
+        self.total_rate, self.total_burst = float(rate), int(burst)
+        self.rate = float(rate) / workers
+        self.burst = max(1, int(burst) // workers)
+        self.what, self.options = what, options
         self._state: dict[Any, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
@@ -97,3 +107,19 @@ class RateLimiter:
                 return 0.0
             self._state[key] = (tokens, now)
             return (1.0 - tokens) / self.rate
+
+    def describe(self) -> str:
+        """The limit in words: ``at most 1 enrolments per study and client address per second,
+        in bursts of at most 20 (--enrol-rate, --enrol-burst)``."""
+        options = f" ({self.options})" if self.options else ""
+        return (f"at most {self.total_rate:g} {self.what} per second, in bursts of at most "
+                f"{self.total_burst}{options}")
+
+    def check(self, key: Any) -> None:
+        """Go ahead, or raise the 429 answer: the limit in words and how long to wait (also
+        in ``Retry-After``, whole seconds rounded up)."""
+        wait = self.allow(key)
+        if wait > 0:
+            seconds = max(1, math.ceil(wait))
+            raise HTTPException(429, f"rate limit: {self.describe()}; retry in {seconds} s.",
+                                headers={"Retry-After": str(seconds)})

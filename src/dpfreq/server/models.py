@@ -36,15 +36,19 @@ _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
 class StudyCreate(BaseModel):
-    """A new study: protocol parameters, calendar and the public minimum of devices."""
+    """A new study: protocol parameters, calendar and the public minimum of devices. Strict
+    like a report: no field is coerced from another JSON type (``"1.0"`` is not a number; an
+    integral number such as ``64.0`` is an integer)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     study: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$",
                        description="Study id used in URLs (lower-case letters, digits, _ and -).")
     title: str = Field(default="", max_length=200)
-    horizon: int = Field(ge=1, le=1 << 16, description="Number of periods.")
-    max_changes: int = Field(ge=1, le=1 << 16, description="Change budget k per device.")
+    horizon: Int = Field(ge=1, le=1 << 16, description="Number of periods.")
+    max_changes: Int = Field(ge=1, le=1 << 16, description=(
+        "Change budget k per device (at most the horizon: a device has at most one change "
+        "per period)."))
     epsilon: float = Field(ge=1e-6, le=1000.0,
                            description="Each device's local ε over its whole sequence.")
     method: Literal["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"] = Field(
@@ -54,7 +58,7 @@ class StudyCreate(BaseModel):
         "offset)."))
     period: str = Field(pattern=r"^[0-9]{1,6}(min|h|d|w)$",
                         description="Length of a period: 1d, 7d, 1w, 6h, 15min.")
-    min_devices: int = Field(ge=1, le=(1 << 31) - 1, description=(
+    min_devices: Int = Field(ge=1, le=(1 << 31) - 1, description=(
         "Public minimum number of devices that have reported before any estimate is served."))
     enrolment: Literal["secret", "open"] = Field(default="secret", description=(
         "secret: a device enrols with the study's enrolment secret (returned once on "

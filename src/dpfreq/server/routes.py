@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException
 
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, ParameterError
 
 from .auth import Principal, new_token, parse_bearer
 from .exports import (
@@ -36,13 +37,15 @@ from .models import (
 )
 from .protocol import StudyProtocol, build_params
 from .service import Service, StudyRecord
-from .upload import Malformed, ingest_upload
+from .tokens import audit_row
+from .upload import Malformed, device_principal, ingest_upload, known_study
 
 __all__ = ["STATIC", "router"]
 
 STATIC = Path(__file__).with_name("static")
 
 router = APIRouter()
+log = logging.getLogger("dpfreq.server")
 
 
 def _service(request: Request) -> Service:
@@ -61,11 +64,24 @@ async def _principal(request: Request, roles: tuple[str, ...], study: str | None
     if who.role not in roles:
         raise HTTPException(403, f"this endpoint needs the role {' or '.join(roles)}.")
     if who.role != "admin" and study is not None and who.study != study:
+        await known_study(service, study)
         raise HTTPException(403, "this token belongs to another study.")
     if who.role != "device":  # device uploads are counted in the metrics, not audited one by one
-        await run_in_threadpool(service.audit, who, f"{request.method} {request.url.path}")
+        # a read of the audit log waits for its own line: every line queued before it, those
+        # of reads included, is then committed
+        await _audit(request, who, f"{request.method} {request.url.path}",
+                     wait=request.method != "GET" or request.url.path == "/v1/audit")
     request.state.principal = who
     return who
+
+
+async def _audit(request: Request, who: Principal, action: str, *, wait: bool = True) -> None:
+    """Write a line of the audit log with the writer's next group commit; wait for the commit
+    unless ``wait`` is false (reads: an analyst's poll is answered without waiting for the
+    writer, and its line is committed with the writer's next group, milliseconds later)."""
+    future = request.app.state.ingestor.audit(audit_row(who, action))
+    if wait:
+        await asyncio.wrap_future(future)
 
 
 def _needs(*roles: str) -> Any:
@@ -111,6 +127,26 @@ async def upload(request: Request, study: str) -> Response:
     return JSONResponse({"stored": stored})
 
 
+@router.get("/v1/studies/{study}/reports", tags=["devices"])
+async def stored_reports(request: Request, study: str) -> dict[str, Any]:
+    """The calling device's stored reports, ``{"device": id, "slots": [[interval, bit], ...]}``
+    in increasing interval (device token; rate limited like uploads).
+
+    A device reads them before its first upload after a (re)start: a device restored from an
+    older copy of its state and fed other inputs would otherwise send a second, different bit
+    for a slot the service holds, and two bits for one slot reveal that its inputs changed
+    (docs/protocol.md §7). The clients withhold such reports. A study whose raw reports
+    were deleted under the retention policy answer no slot (the study takes no reports then).
+    """
+    state = request.app.state
+    who = await device_principal(state, request.headers.get("authorization"), study)
+    assert who.device is not None  # device_principal refuses a device token without a device
+    await known_study(_service(request), study)
+    state.limiter.check((study, who.device))
+    slots = await run_in_threadpool(_service(request).device_slots, study, who.device)
+    return {"device": who.device, "slots": [[j, bit] for j, bit in slots]}
+
+
 @router.get("/livez", tags=["operations"])
 async def livez() -> dict[str, str]:
     """Liveness: the process answers (no database access; restart the process when this
@@ -145,11 +181,19 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     """Create a study (admin): versioned protocol parameters, calendar, public minimum. A study
     with ``enrolment="secret"`` answers with its ``enrolment_secret`` (shown once): devices
     enrol with it as their bearer token."""
-    params = build_params(horizon=body.horizon, max_changes=body.max_changes,
-                          epsilon=body.epsilon, method=body.method, start=body.start,
-                          period=body.period, per_order_sparsity=body.per_order_sparsity)
+    if body.max_changes > body.horizon:
+        raise HTTPException(400, "max_changes of the study must be at most its horizon "
+                                 f"({body.horizon}): one change per period at most; got "
+                                 f"{body.max_changes}.")
+    _utc_timestamp(body.start, "start")
+    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at, "closes_at")
+    try:
+        params = build_params(horizon=body.horizon, max_changes=body.max_changes,
+                              epsilon=body.epsilon, method=body.method, start=body.start,
+                              period=body.period, per_order_sparsity=body.per_order_sparsity)
+    except ParameterError as exc:  # named as the study's field, not the library's function
+        raise HTTPException(400, str(exc).replace(" of make_params ", " of the study ")) from None
     protocol = StudyProtocol(params=params)
-    closes_at = None if body.closes_at is None else _utc_timestamp(body.closes_at)
     secret = new_token() if body.enrolment == "secret" else None
     try:
         record = await run_in_threadpool(_service(request).create_study, body.study, body.title,
@@ -162,17 +206,18 @@ async def create_study(request: Request, body: StudyCreate) -> dict[str, Any]:
     return out
 
 
-def _utc_timestamp(text: str) -> str:
+def _utc_timestamp(text: str, field: str) -> str:
     """An ISO date (midnight UTC) or timestamp (UTC unless it has an offset) as an ISO
-    timestamp in UTC; 400 otherwise."""
+    timestamp in UTC; 400 naming the study's ``field`` otherwise."""
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         return when.astimezone(UTC).isoformat()
     except (ValueError, OverflowError):
-        raise HTTPException(400, "closes_at of the study must be an ISO date or timestamp; "
-                                 f"got {text!r}.") from None
+        raise HTTPException(400, f"{field} of the study must be an ISO date (midnight UTC) or "
+                                 "timestamp (UTC unless it has an offset); got "
+                                 f"{text!r}.") from None
 
 
 @router.post("/v1/studies/{study}/close", tags=["admin"],
@@ -205,9 +250,11 @@ def _token_out(token: str, who: Principal) -> TokenOut:
 
 
 async def _issue(request: Request, who: Principal, body: TokenRequest | None) -> TokenOut:
+    """A new token for ``who``, issued by the caller (the audit log names both)."""
     ttl = None if body is None else body.ttl_seconds
-    token, issued = await run_in_threadpool(_service(request).new_token, who, ttl)
-    await run_in_threadpool(_service(request).audit, issued, "issued")
+    issuer: Principal = request.state.principal
+    token, issued = await run_in_threadpool(_service(request).new_token, who, ttl, issuer)
+    await _audit(request, issued, f"issued by {issuer.id}")
     return _token_out(token, issued)
 
 
@@ -239,26 +286,34 @@ async def new_admin(request: Request, body: TokenRequest | None = None) -> Token
 
 @router.post("/v1/tokens/rotate", status_code=201, tags=["admin"])
 async def rotate(request: Request) -> TokenOut:
-    """Replace the caller's token (any role) by a new one with the same role, study, device
-    and remaining lifetime; the old token stops working at once."""
+    """Replace the caller's token (any role) by a new one with the same role, study, device,
+    remaining lifetime and (admin) lineage; the old token stops working at once."""
     who = await _principal(request, ("admin", "manager", "analyst", "device"), None)
-    token, new = await run_in_threadpool(_service(request).rotate, who)
-    await run_in_threadpool(_service(request).audit, new, f"rotated from {who.id}")
+    try:
+        token, new = await run_in_threadpool(_service(request).rotate, who)
+    except DataError:
+        raise HTTPException(401, "this token was revoked.",
+                            headers={"WWW-Authenticate": "Bearer"}) from None
+    await _audit(request, new, f"rotated from {who.id}")
     return _token_out(token, new)
 
 
 @router.delete("/v1/tokens/{token_id}", tags=["admin"])
-async def revoke(request: Request, token_id: str) -> dict[str, str]:
-    """Revoke a token by its id (admin: any token; manager: its study's analyst and device
-    tokens)."""
+async def revoke(request: Request, token_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Revoke a token by its full id, the 16 hex digits ``id`` returned when it was issued
+    (admin: any token; manager: its study's analyst and device tokens). Answers what was
+    revoked: ``{"revoked": [{"id", "role", "study", "device", "expires", "revoked"}]}``."""
     who = await _principal(request, ("admin", "manager"), None)
-    if not (4 <= len(token_id) <= 16) or any(c not in "0123456789abcdef" for c in token_id):
-        raise HTTPException(400, "token_id must be 4 to 16 lower-case hex digits.")
+    if len(token_id) != 16 or any(c not in "0123456789abcdef" for c in token_id):
+        raise HTTPException(400, "token_id must be a token's full id, 16 lower-case hex "
+                                 f"digits; got {token_id[:40]!r}.")
     study = None if who.role == "admin" else who.study
-    if not await run_in_threadpool(_service(request).revoke, token_id, study):
+    revoked = await run_in_threadpool(_service(request).revoke, token_id, study)
+    if not revoked:
         raise HTTPException(404, "no such active token.")
-    await run_in_threadpool(_service(request).audit, who, f"revoked {token_id}")
-    return {"revoked": token_id}
+    for gone in revoked:
+        await _audit(request, who, f"revoked {gone['id']}")
+    return {"revoked": revoked}
 
 
 @router.get("/v1/audit", tags=["admin"])
@@ -287,10 +342,7 @@ async def enrol(request: Request, study: str, body: EnrolRequest) -> Enrolment:
         raise HTTPException(410, "the study is closed or has expired; it enrols no more "
                                  "devices.")
     client = request.client.host if request.client else "-"
-    wait = request.app.state.enrol_limiter.allow((study, client))
-    if wait > 0:
-        raise HTTPException(429, "enrolment rate limit exceeded for this address.",
-                            headers={"Retry-After": str(max(1, round(wait)))})
+    request.app.state.enrol_limiter.check((study, client))
     if body.param_id != record.param_id:
         raise HTTPException(400, "param_id does not match the study's parameters.")
     version = record.protocol.params.version
@@ -319,20 +371,43 @@ async def _readable_study(request: Request, study: str) -> StudyRecord:
 
 
 _reads: dict[tuple[Any, ...], tuple[float, Any]] = {}
+_refreshing: dict[tuple[Any, ...], asyncio.Task[None]] = {}
 
 
 async def _cached(request: Request, key: tuple[Any, ...], compute: Any, *args: Any) -> Any:
     """``compute(*args)`` in the thread pool, reused for ``read_cache_seconds``: analysts
     polling a large study cost the writer one read of the running sums per period, however many
-    poll."""
-    now = time.monotonic()
+    poll. Past that age the value is still answered at once while one refresh runs in the
+    background (stale while revalidate): a poll never waits for the database or the
+    computation, except the first of a study (nothing to answer yet) and with
+    ``read_cache_seconds = 0`` (every read computes)."""
+    ttl = request.app.state.config.read_cache_seconds
     hit = _reads.get(key)
-    if hit is not None and now - hit[0] < request.app.state.config.read_cache_seconds:
+    if hit is not None and ttl > 0:
+        if time.monotonic() - hit[0] >= ttl and key not in _refreshing:
+            _refreshing[key] = asyncio.create_task(_refresh(key, compute, args, True))
         return hit[1]
-    value = await run_in_threadpool(compute, *args)
+    return await _refresh(key, compute, args)
+
+
+async def _refresh(key: tuple[Any, ...], compute: Any, args: tuple[Any, ...],
+                   background: bool = False) -> Any:
+    """Compute and remember a cached read (a background refresh's failure is logged; the
+    next read tries again)."""
+    started = time.monotonic()
+    try:
+        value = await run_in_threadpool(compute, *args)
+    except Exception as exc:
+        if not background:
+            raise
+        log.warning("read refresh failed", extra={"error": type(exc).__name__})
+        return None
+    finally:
+        if background:
+            _refreshing.pop(key, None)
     if len(_reads) > 4096:
         _reads.clear()
-    _reads[key] = (now, value)
+    _reads[key] = (started, value)
     return value
 
 

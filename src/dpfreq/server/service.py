@@ -3,16 +3,17 @@ enrolment, and the reads behind estimates, exports and the dashboard."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from dpfreq.errors import DataError
@@ -22,6 +23,7 @@ from . import storage
 from .auth import Principal, hash_token, new_token, token_id
 from .ingest import Enrolment
 from .protocol import StudyProtocol, params_from_json
+from .tokens import TokenLifecycle
 
 __all__ = ["CACHE_LIMIT", "REJECTION_REASONS", "Service", "StudyRecord"]
 
@@ -33,15 +35,6 @@ TOKEN_CACHE_SECONDS = 5.0
 
 REJECTION_REASONS = ("closed", "conflict", "future", "interval", "malformed", "order",
                      "param_id", "rate_limited", "wrong_device")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _log_revocation(conn: Any) -> None:
-    """Note a revocation in the open transaction (other processes drop their cached tokens)."""
-    conn.execute(storage.revocations.insert().values(at=_now()))
 
 
 class StudyRecord:
@@ -79,9 +72,9 @@ class StudyRecord:
         return storage.takes_reports(self.closed, self.closes_at, now)
 
 
-class Service:
+class Service(TokenLifecycle):
     """Reads and small writes on the database, with caches of the immutable rows (studies,
-    tokens, device orders)."""
+    tokens, device orders); the token lifecycle comes from :class:`TokenLifecycle`."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -99,33 +92,7 @@ class Service:
             cache.clear()
         cache[key] = value
 
-    # -- tokens -----------------------------------------------------------------------------
-    def register_token(self, token: str, principal: Principal, *, ttl: float | None = None,
-                       label: str | None = None) -> Principal:
-        """Store a token's hash with its role (no-op when already stored); its principal."""
-        h = hash_token(token)
-        expires = None if ttl is None else time.time() + ttl
-        t = storage.tokens
-        with self.engine.begin() as conn:
-            if conn.execute(sa.select(t.c.hash).where(t.c.hash == h)).first() is None:
-                conn.execute(t.insert().values(hash=h, role=principal.role, study=principal.study,
-                                               device=principal.device, created=_now(),
-                                               expires=expires, label=label))
-        return replace(principal, id=token_id(h), expires=expires)
-
-    def bootstrap_admin(self, token: str) -> None:
-        """Register the configured admin token and revoke every admin token an earlier start
-        configured (a restart with a new admin token retires the old one)."""
-        h = hash_token(token)
-        t = storage.tokens
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.label == "bootstrap", t.c.hash != h,
-                                              t.c.revoked.is_(None)).values(revoked=_now()))
-            if n.rowcount:
-                _log_revocation(conn)
-        self._forget()
-        self.register_token(token, Principal("admin"), label="bootstrap")
-
+    # -- tokens ---------------------------------------------------------------------------
     def cached_principal(self, token: str) -> Principal | None:
         """The owner of a token if this process checked it less than TOKEN_CACHE_SECONDS ago
         (so a revocation by any process takes effect within that delay), without touching the
@@ -175,68 +142,15 @@ class Service:
                 if row.revoked is not None or (row.expires is not None and row.expires <= now):
                     continue
                 device = None if row.device is None else int(row.device)
-                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires)
+                found[h] = Principal(row.role, row.study, device, token_id(h), row.expires, h)
                 self._remember(self._tokens, h, (found[h], seen))
                 if device is not None and row.order is not None:
                     self._remember(self._orders, (row.study, device), int(row.order))
         return [found.get(h) for h in hashes]
 
-    def new_token(self, principal: Principal, ttl: float | None) -> tuple[str, Principal]:
-        """A new token for ``principal`` (role and study) with an optional lifetime."""
-        token = new_token()
-        return token, self.register_token(token, principal, ttl=ttl)
-
-    def rotate(self, who: Principal) -> tuple[str, Principal]:
-        """A new token with the caller's role, study, device and lifetime; the caller's token
-        is revoked in the same transaction."""
-        token = new_token()
-        h = hash_token(token)
-        t = storage.tokens
-        ttl = None if who.expires is None else max(1.0, who.expires - time.time())
-        expires = None if ttl is None else time.time() + ttl
-        with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.hash.startswith(who.id, autoescape=True),
-                                          t.c.revoked.is_(None)).values(revoked=_now()))
-            _log_revocation(conn)
-            conn.execute(t.insert().values(hash=h, role=who.role, study=who.study,
-                                           device=who.device, created=_now(), expires=expires))
-        self._forget()
-        return token, replace(who, id=token_id(h), expires=expires)
-
-    def revoke(self, tid: str, study: str | None) -> bool:
-        """Revoke the token with public id ``tid`` (of ``study`` when given); found or not."""
-        t = storage.tokens
-        cond = [t.c.hash.startswith(tid, autoescape=True), t.c.revoked.is_(None)]
-        if study is not None:
-            cond.append(t.c.study == study)
-            cond.append(t.c.role.in_(("analyst", "device")))
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(*cond).values(revoked=_now())).rowcount
-            if n:
-                _log_revocation(conn)
-        self._forget()
-        return bool(n)
-
     def _forget(self) -> None:
         with self._lock:
             self._tokens.clear()
-
-    def audit(self, who: Principal, action: str) -> None:
-        """Append one line to the audit log of token use."""
-        with self.engine.begin() as conn:
-            conn.execute(storage.audit.insert().values(at=_now(), token=who.id or "-",
-                                                       role=who.role, study=who.study,
-                                                       action=action[:80]))
-
-    def audit_log(self, study: str | None, limit: int) -> list[dict[str, Any]]:
-        """The newest ``limit`` audit lines (of one study when given), newest first."""
-        a = storage.audit
-        q = sa.select(a.c.at, a.c.token, a.c.role, a.c.study, a.c.action)
-        if study is not None:
-            q = q.where(a.c.study == study)
-        with self.engine.connect() as conn:
-            rows = conn.execute(q.order_by(a.c.id.desc()).limit(limit)).all()
-        return [dict(r._mapping) for r in rows]
 
     def enrolment_refusal(self, study: str, secret: str | None) -> str | None:
         """Why ``study`` enrols no device with ``secret`` now, read from the database in one
@@ -259,7 +173,7 @@ class Service:
         """Devices of ``study`` with at least one stored report (the count kept when the raw
         reports were deleted under the retention policy)."""
         u, s = storage.uploads, storage.studies
-        with self.engine.connect() as conn:
+        with self.snapshot() as conn:
             kept = conn.execute(sa.select(s.c.reported_devices).where(s.c.study == study))
             frozen = kept.scalar()
             if frozen is not None:
@@ -278,7 +192,7 @@ class Service:
                "protocol_version": int(p.version), "horizon": protocol.horizon,
                "padded": protocol.padded, "start": str(p.start),
                "period_seconds": protocol.period_seconds, "min_devices": min_devices,
-               "created": _now(),
+               "created": storage.timestamp(),
                "enrol_hash": None if enrol_secret is None else hash_token(enrol_secret),
                "closes_at": closes_at}
         try:
@@ -317,7 +231,7 @@ class Service:
         s = storage.studies
         with self.engine.begin() as conn:
             conn.execute(s.update().where(s.c.study == study, s.c.closed.is_(None))
-                         .values(closed=_now()))
+                         .values(closed=storage.timestamp()))
         return self.refresh_study(study)
 
     def purge_raw_reports(self, closed_days: float, now: datetime | None = None) -> list[str]:
@@ -343,7 +257,7 @@ class Service:
                 n = conn.execute(sa.select(sa.func.count(sa.distinct(u.c.device)))
                                  .where(u.c.study == study)).scalar() or 0
                 conn.execute(s.update().where(s.c.study == study)
-                             .values(purged=_now(), reported_devices=int(n)))
+                             .values(purged=storage.timestamp(), reported_devices=int(n)))
                 conn.execute(u.delete().where(u.c.study == study))
                 purged.append(study)
         for study in purged:
@@ -370,15 +284,15 @@ class Service:
     def enrolment(self, record: StudyRecord, order: int) -> tuple[Enrolment, str]:
         """A new device's enrolment (for the writer's next group commit) and its token."""
         token = new_token()
-        return Enrolment(record.study, order, hash_token(token), _now()), token
+        return Enrolment(record.study, order, hash_token(token), storage.timestamp()), token
 
     def enrolled_device(self, study: str, device: int, order: int, token: str) -> None:
         """Remember a device the writer enrolled (its order and token)."""
         with self._lock:
             self._remember(self._orders, (study, device), order)
             h = hash_token(token)
-            self._remember(self._tokens, h, (Principal("device", study, device, token_id(h)),
-                                             time.monotonic()))
+            self._remember(self._tokens, h, (Principal("device", study, device, token_id(h),
+                                                       hash=h), time.monotonic()))
 
     def cached_order(self, study: str, device: int) -> int | None:
         """A device's order if this process has seen it, without touching the database."""
@@ -400,28 +314,65 @@ class Service:
             self._remember(self._orders, key, int(row[0]))
         return int(row[0])
 
+    def device_slots(self, study: str, device: int) -> list[tuple[int, int]]:
+        """The stored ``(interval, bit)`` reports of one device, in increasing interval."""
+        u = storage.uploads
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(u.c.intervals, u.c.bits).where(
+                u.c.study == study, u.c.device == device)).all()
+        return sorted(slot for js, bs in rows for slot in storage.unpack(js, bs))
+
     # -- reads for estimates and the dashboard ----------------------------------------------
-    def running_sums(self, record: StudyRecord) -> tuple[Any, dict[tuple[int, int],
-                                                                    tuple[int, int]]]:
-        """Enrolled devices per order and the running sums, read in one transaction."""
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A connection whose reads all see one committed state of the database, and that no
+        writer blocks: on SQLite a deferred read transaction (WAL mode: readers never wait for
+        the writer, and the writer never waits for them); on PostgreSQL a read-only
+        REPEATABLE READ transaction."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name != "sqlite":
+                snap = conn.execution_options(isolation_level="REPEATABLE READ",
+                                              postgresql_readonly=True)
+                with snap.begin():
+                    yield snap
+                return
+            # the driver's own BEGIN (SQLAlchemy's pysqlite begins nothing before a SELECT, so
+            # each statement would read its own state)
+            snap = conn.execution_options(isolation_level="AUTOCOMMIT")
+            driver = snap.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN DEFERRED")
+            try:
+                yield snap
+            finally:
+                driver.execute("ROLLBACK")
+
+    def running_sums(self, record: StudyRecord, conn: Connection | None = None,
+                     ) -> tuple[Any, dict[tuple[int, int], tuple[int, int]]]:
+        """Enrolled devices per order and the running sums, read in one snapshot (``conn``'s,
+        when given)."""
+        if conn is None:
+            with self.snapshot() as snap:
+                return self.running_sums(record, snap)
         e, s = storage.enrolled, storage.sums
-        with self.engine.connect() as conn, conn.begin():
-            enrolled = np.zeros(record.protocol.orders, dtype=np.int64)
-            for order, n in conn.execute(sa.select(e.c.order, e.c.devices)
-                                         .where(e.c.study == record.study)):
-                enrolled[int(order)] = int(n)
-            totals = {(int(h), int(j)): (int(t), int(c)) for h, j, t, c in conn.execute(
-                sa.select(s.c.order, s.c.interval, s.c.total, s.c.reports)
-                .where(s.c.study == record.study, s.c.reports > 0))}
+        enrolled = np.zeros(record.protocol.orders, dtype=np.int64)
+        for order, n in conn.execute(sa.select(e.c.order, e.c.devices)
+                                     .where(e.c.study == record.study)):
+            enrolled[int(order)] = int(n)
+        totals = {(int(h), int(j)): (int(t), int(c)) for h, j, t, c in conn.execute(
+            sa.select(s.c.order, s.c.interval, s.c.total, s.c.reports)
+            .where(s.c.study == record.study, s.c.reports > 0))}
         return enrolled, totals
 
-    def rejection_counts(self, study: str) -> dict[str, int]:
-        """Rejected reports per reason."""
+    def rejection_counts(self, study: str, conn: Connection | None = None) -> dict[str, int]:
+        """Rejected reports per reason (in ``conn``'s snapshot, when given)."""
+        if conn is None:
+            with self.snapshot() as snap:
+                return self.rejection_counts(study, snap)
         j = storage.rejections
-        with self.engine.connect() as conn:
-            return {r: int(n) for r, n in conn.execute(
-                sa.select(j.c.reason, j.c.reports).where(j.c.study == study)
-                .order_by(j.c.reason))}
+        return {r: int(n) for r, n in conn.execute(
+            sa.select(j.c.reason, j.c.reports).where(j.c.study == study)
+            .order_by(j.c.reason))}
 
     def ping(self) -> None:
         """Raise if the database does not answer."""

@@ -16,7 +16,8 @@ Tables
                     taking reports (expiry, or closed by its manager) and when its raw
                     reports were deleted under the retention policy.
 ``tokens``          SHA-256 hashes of bearer tokens with their role (admin, manager, analyst,
-                    device), study, expiry (Unix time) and revocation time.
+                    device), study, expiry (Unix time) and revocation time; an admin token
+                    also its lineage (the id of the start's admin token it descends from).
 ``audit``           one row per use of an admin, manager or analyst token and per token
                     lifecycle event (issued, rotated, revoked): who (hash prefix), what, when.
 ``revocations``     one row per token revocation (processes poll it to drop cached tokens).
@@ -36,7 +37,7 @@ Tables
 from __future__ import annotations
 
 import struct
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ __all__ = [
     "studies",
     "sums",
     "takes_reports",
+    "timestamp",
     "tokens",
     "unpack",
     "upgrade",
@@ -118,6 +120,7 @@ tokens = sa.Table(
     sa.Column("expires", sa.Float, nullable=True),
     sa.Column("revoked", sa.String(40), nullable=True),
     sa.Column("label", sa.String(40), nullable=True),
+    sa.Column("lineage", sa.String(16), nullable=True),
 )
 
 audit = sa.Table(
@@ -151,6 +154,11 @@ sums = _study_table("sums", (("order", sa.Integer), ("interval", sa.Integer)),
 enrolled = _study_table("enrolled", (("order", sa.Integer),), (("devices", sa.BigInteger),))
 rejections = _study_table("rejections", (("reason", sa.String(40)),),
                           (("reports", sa.BigInteger),))
+
+
+def timestamp() -> str:
+    """The current instant as the ISO text the tables store (UTC)."""
+    return datetime.now(UTC).isoformat()
 
 
 def takes_reports(closed: str | None, closes_at: str | None, now: datetime) -> bool:

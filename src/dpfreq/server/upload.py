@@ -45,7 +45,8 @@ from .observe import Metrics, request_id
 from .protocol import utc_now
 from .service import Service, StudyRecord
 
-__all__ = ["ROUTE", "UploadRoute", "decode_batch", "ingest_upload"]
+__all__ = ["ROUTE", "UploadRoute", "decode_batch", "device_principal", "ingest_upload",
+           "known_study"]
 
 ROUTE = "/v1/studies/{study}/reports"
 _PATH = re.compile(r"^/v1/studies/([^/]+)/reports$")
@@ -156,6 +157,20 @@ async def count_rejection(state: Any, study: str, reason: str, reports: int) -> 
         await asyncio.wrap_future(ingestor.reject(study, reason, reports))
 
 
+async def known_study(service: Service, study: str) -> StudyRecord:
+    """The study's record, or 404 "no such study"."""
+    record = service.cached_study(study) or await run_in_threadpool(service.study, study)
+    if record is None:
+        raise HTTPException(404, "no such study.")
+    return record
+
+
+async def device_principal(state: Any, authorization: str | None, study: str) -> Principal:
+    """The device whose bearer token ``authorization`` carries, enrolled in ``study``; else
+    401 (no or unknown token), 404 (no such study) or 403 (another role, study or none)."""
+    return await _device(state, authorization, study)
+
+
 async def _device(state: Any, authorization: str | None, study: str) -> Principal:
     token = parse_bearer(authorization)
     if token is None:
@@ -166,6 +181,7 @@ async def _device(state: Any, authorization: str | None, study: str) -> Principa
     if who.role != "device":
         raise HTTPException(403, "this endpoint needs the role device.")
     if who.study != study:
+        await known_study(state.service, study)
         raise HTTPException(403, "this token belongs to another study.")
     if who.device is None:
         raise HTTPException(403, "this token names no device.")
@@ -179,9 +195,7 @@ async def ingest_upload(state: Any, study: str, authorization: str | None,
     :class:`Malformed`)."""
     service: Service = state.service
     who = await _device(state, authorization, study)
-    record = service.cached_study(study) or await run_in_threadpool(service.study, study)
-    if record is None:
-        raise HTTPException(404, "no such study.")
+    record = await known_study(service, study)
     device = who.device
     assert device is not None  # _device refuses a device token without a device
     try:
@@ -189,11 +203,11 @@ async def ingest_upload(state: Any, study: str, authorization: str | None,
     except Malformed:
         await count_rejection(state, study, "malformed", 1)
         raise
-    wait = state.limiter.allow((study, device))
-    if wait > 0:
+    try:
+        state.limiter.check((study, device))
+    except HTTPException:
         await count_rejection(state, study, "rate_limited", len(reports))
-        raise HTTPException(429, "rate limit exceeded for this device.",
-                            headers={"Retry-After": str(max(1, round(wait)))})
+        raise
     if not record.accepting(utc_now()):
         await count_rejection(state, study, "closed", len(reports))
         raise HTTPException(410, _CLOSED)

@@ -10,6 +10,15 @@ later; a batch whose acknowledgement was lost is sent again and the server answe
 success without storing anything twice (one report per device and interval).
 
 Only locally randomized reports leave the device; the raw state never does.
+
+**Restored from an older copy.** Fed the same inputs again, a device restored from an older
+copy of its queue file re-sends bit-identical reports. Fed other inputs, it could compute
+another bit for a slot it already sent, and two bits for one slot show that its inputs
+changed (docs/protocol.md §7). So before its first upload of each run, :meth:`Uploader.flush`
+reads the slots the service holds for the device (:meth:`Uploader.sync`) and never sends
+another bit for any of them: such a report is **withheld** (kept aside as refused with status
+:attr:`Uploader.WITHHELD`, never sent), and :class:`DeviceUploader` tells its client, which
+withholds those of the periods to come.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from dpfreq.longitudinal import LongitudinalClient
 
 from .protocol import client_order, client_report, params_from_json
 
-__all__ = ["DeviceUploader", "FlushResult", "Uploader"]
+__all__ = ["DeviceUploader", "FlushResult", "Uploader", "Wait"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,6 +52,20 @@ CREATE TABLE IF NOT EXISTS refused (
 """
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+_WITHHELD_ERROR = ("withheld on the device: the service holds another bit for this interval "
+                   "(the device was restored from an older state and fed other input); never "
+                   "sent")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait of the uploader between two attempts of a request (see ``on_wait``)."""
+
+    path: str
+    attempt: int
+    seconds: float
+    status: int | None  # None: a transport error
+    error: str | None  # the service's one-line error, when it sent one
 
 
 @dataclass(frozen=True)
@@ -87,13 +110,23 @@ class Uploader:
         The study's enrolment secret (given once when the study was created), sent as the
         bearer token of the enrolment request; None for a study created with
         ``enrolment="open"``. It is used only to enrol and never stored in the queue file.
+    on_wait : callable or None
+        Called with a :class:`Wait` before each wait between two attempts of a request (a
+        busy or rate-limited service, or a transport error): how long and why, so that the
+        device can say it is waiting (an enrolment past the service's enrolment rate limit
+        waits as long as the 429 answer's ``Retry-After``; its error states the limit).
     """
+
+    #: Status of a report the device withheld itself (never sent): the service holds another
+    #: bit for its interval (module notes).
+    WITHHELD = 0
 
     def __init__(self, server: str, study: str, *, queue_path: str | Path, max_batch: int = 256,
                  retries: int = 6, backoff: float = 0.25, max_backoff: float = 30.0,
                  timeout: float = 30.0, http: Any = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 enrolment_secret: str | None = None) -> None:
+                 enrolment_secret: str | None = None,
+                 on_wait: Callable[[Wait], None] | None = None) -> None:
         self.server = server.rstrip("/")
         self.study = study
         self.enrolment_secret = enrolment_secret
@@ -102,6 +135,11 @@ class Uploader:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.sleep = sleep
+        self.on_wait = on_wait
+        #: ``(status, error)`` of the last failed attempt of the last request (status None:
+        #: a transport error), or None
+        self.last_failure: tuple[int | None, str | None] | None = None
+        self.held: dict[int, int] | None = None  # the service's slots, once read in this run
         self.http = http if http is not None else httpx.Client(timeout=timeout)
         # the queue holds the device secret, its token and reports: owner-only (0600)
         self.db = sqlite3.connect(str(create_private(queue_path)), isolation_level=None)
@@ -139,21 +177,27 @@ class Uploader:
         """Send with retries; None when the server stayed unreachable or busy."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         wait = self.backoff
+        self.last_failure = None
         for attempt in range(self.retries):
-            retry_after = None
+            retry_after = status = error = None
             try:
                 resp = self.http.request(method, self.server + path, json=body, headers=headers)
                 if resp.status_code not in RETRY_STATUSES:
                     return resp
                 retry_after = resp.headers.get("retry-after")
+                status, error = resp.status_code, _error(resp)
             except httpx.TransportError:
                 pass
+            self.last_failure = (status, error)
             if attempt + 1 == self.retries:
                 break
             delay = wait * _jitter()
             if retry_after is not None and retry_after.isdigit():
                 delay = max(delay, float(retry_after))
-            self.sleep(min(delay, self.max_backoff))
+            delay = min(delay, self.max_backoff)
+            if self.on_wait is not None:
+                self.on_wait(Wait(path, attempt + 1, delay, status, error))
+            self.sleep(delay)
             wait = min(2 * wait, self.max_backoff)
         return None
 
@@ -166,7 +210,9 @@ class Uploader:
             "param_id": param_id, "order": int(order), "protocol_version": protocol_version},
             token=self.enrolment_secret)
         if resp is None:
-            raise DataError("enrolment failed: the server is unreachable; try again later.")
+            status, error = self.last_failure or (None, None)
+            why = "unreachable" if status is None else f"busy ({status}: {error})"
+            raise DataError(f"enrolment failed: the server stayed {why}; try again later.")
         if resp.status_code != 201:
             raise DataError(f"enrolment refused ({resp.status_code}): {_error(resp)}")
         out = resp.json()
@@ -176,18 +222,74 @@ class Uploader:
         self.db.execute("COMMIT")
         return int(out["device"])
 
-    def enqueue(self, report: dict[str, Any]) -> None:
-        """Queue one wire-form report (a second copy of an interval is ignored)."""
-        self.db.execute(
-            "INSERT OR IGNORE INTO pending (interval, report, queued) VALUES (?, ?, ?)",
-            (int(report["interval"]), json.dumps(report), time.time()))
+    def enqueue(self, report: dict[str, Any]) -> bool:
+        """Queue one wire-form report; whether it was queued. A second copy of a queued
+        interval is ignored; a report whose interval is queued, or held by the service (as
+        read by :meth:`sync` in this run), with the other bit is withheld: kept aside as
+        refused with status :attr:`Uploader.WITHHELD`, never sent."""
+        j, bit = int(report["interval"]), int(report["bit"])
+        row = self.db.execute("SELECT report FROM pending WHERE interval = ?", (j,)).fetchone()
+        known = json.loads(row[0])["bit"] if row is not None else (self.held or {}).get(j)
+        if known is not None:
+            if known != bit:
+                self.withhold(j, report)
+            return False
+        self.db.execute("INSERT INTO pending (interval, report, queued) VALUES (?, ?, ?)",
+                        (j, json.dumps(report), time.time()))
+        return True
+
+    def withhold(self, interval: int, report: dict[str, Any] | None) -> None:
+        """Keep a report aside as refused with status :attr:`Uploader.WITHHELD` (it is never sent);
+        ``report`` None when its bit was never computed into a report."""
+        self.db.execute("INSERT OR REPLACE INTO refused (interval, report, status, error) "
+                        "VALUES (?, ?, ?, ?)",
+                        (int(interval), json.dumps(report), self.WITHHELD, _WITHHELD_ERROR))
+
+    def sync(self) -> int | None:
+        """Read the slots the service holds for this device (``GET /v1/studies/{study}/
+        reports``) into :attr:`held`, and settle the queue against them: a queued report with
+        the other bit is withheld, one with the same bit is dropped (it is stored). None when
+        the service stayed unreachable or busy, else the answer's status (another status than
+        200 refuses every queued report for good, as an upload's would)."""
+        token = self.get("token")
+        if token is None:
+            raise DataError("sync before enrolment: call enrol first.")
+        resp = self._request("GET", f"/v1/studies/{self.study}/reports", token=token)
+        if resp is None:
+            return None
+        rows = self.db.execute("SELECT interval, report FROM pending").fetchall()
+        self.db.execute("BEGIN IMMEDIATE")
+        if resp.status_code != 200:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO refused (interval, report, status, error) "
+                "VALUES (?, ?, ?, ?)", [(i, r, resp.status_code, _error(resp)) for i, r in rows])
+            self.db.execute("DELETE FROM pending")
+        else:
+            self.held = {int(j): int(b) for j, b in resp.json()["slots"]}
+            for i, r in rows:
+                known = self.held.get(i)
+                if known is None:
+                    continue
+                if known != json.loads(r)["bit"]:
+                    self.withhold(i, json.loads(r))
+                self.db.execute("DELETE FROM pending WHERE interval = ?", (i,))
+        self.db.execute("COMMIT")
+        return resp.status_code
 
     def flush(self) -> FlushResult:
-        """Send every queued report; stop early (queue kept) when the server is unreachable."""
+        """Send every queued report (after :meth:`sync`, once per run); stop early (queue
+        kept) when the server is unreachable."""
         token = self.get("token")
         if token is None:
             raise DataError("flush before enrolment: call enrol first.")
         sent = refused = 0
+        if self.held is None:
+            before = (self.pending(), len(self.refused()))
+            status = self.sync()
+            if status is None:
+                return FlushResult(0, 0, before[0], True)
+            refused = len(self.refused()) - before[1]
+            sent = before[0] - self.pending() - refused  # stored before this run
         while True:
             rows = self.db.execute(
                 "SELECT interval, report FROM pending ORDER BY interval LIMIT ?",
@@ -251,15 +353,29 @@ class DeviceUploader:
             uploader.db.execute("COMMIT")
         uploader.enrol(client_order(client), client.params.param_id, int(client.params.version))
         self.client = client
+        self._noted = False  # the first flush of the run reads the service's slots
+
+    def _note(self) -> None:
+        """Once the service's slots are read, tell the client (it withholds the reports of
+        periods to come that disagree with them)."""
+        if not self._noted and self.uploader.held is not None:
+            self.client.note_sent(sorted(self.uploader.held.items()))
+            self._noted = True
 
     def step(self, x: int) -> list[dict[str, Any]]:
         """Read the next period's value; queue the reports due (at the last period of the
-        horizon, every report still due) in one transaction with the new state."""
+        horizon, every report still due) in one transaction with the new state. A report the
+        client withholds (another bit was sent for its slot) is kept aside as refused with
+        status :attr:`Uploader.WITHHELD`."""
+        self._note()
+        before = len(self.client.withheld)
         reps = self.client.step(x)
         db = self.uploader.db
         db.execute("BEGIN IMMEDIATE")
         try:
             self.uploader._put("client", self.client.to_json())
+            for j in self.client.withheld[before:]:
+                self.uploader.withhold(j, None)
             wires = [client_report(rep, self.uploader.device or 0) for rep in reps]
             for wire in wires:
                 self.uploader.enqueue(wire)

@@ -52,7 +52,7 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
                            reducer=WindowReducer(axis.horizon, specs),
                            drop_out_of_range=out_of_range == "drop")
     if red.n_out_of_range and out_of_range == "error":
-        raise range_error(axis.horizon)
+        raise range_error(axis, time)
     summaries = WindowSummaries(axis.horizon, specs, red.slots, red.keys, red.weights)
     return summaries, red.n_out_of_range, eng.name
 

@@ -24,11 +24,40 @@ _FUNC = "release_window_counts"
 _FAR = float(1 << 62)  # integer times beyond this are certainly outside any horizon
 
 
-def range_error(horizon: int) -> DataError:
-    """Events fall outside the public range (no count or time of the data is quoted)."""
-    return DataError(message("time", _FUNC, f"inside the public range (periods 1..{horizon}; "
-                             "pass out_of_range='drop' to drop such events)",
-                             "events outside the range"))
+def range_error(axis: TimeAxis, time: Any = None) -> DataError:
+    """Events fall outside the public range: the rule, the public range (periods, and their
+    wall-clock span in the axis' zone) and a SQL query that finds such rows in the source —
+    never a count or a time of the data."""
+    col = f'"{time}"' if isinstance(time, str) else "<time column>"
+    if axis.start_us is None:
+        where = f"{col} < 1 OR {col} > {axis.horizon}"
+        rule = f"inside the public range: integer periods 1..{axis.horizon}"
+    else:
+        assert axis.period_us is not None
+        first = np.datetime64(axis.start_us, "us")
+        stop = np.datetime64(axis.start_us + axis.horizon * axis.period_us, "us")
+        rule = (f"inside the public range: wall-clock time in {axis.timezone} from "
+                f"{_clock(first)} (included) to {_clock(stop)} (excluded), periods "
+                f"1..{axis.horizon}")
+        low, high = axis.utc_bounds()
+        if axis.time_unit is not None:  # integer epochs: the bounds in that unit
+            per = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}[axis.time_unit]
+            lo, hi = (low // per, -(-high // per)) if axis.time_unit != "ns" else (
+                low * 1000, high * 1000)
+            where = f"{col} < {lo} OR {col} >= {hi}"
+        else:
+            where = (f"{col} < '{_clock(np.datetime64(low, 'us'))}' OR {col} >= "
+                     f"'{_clock(np.datetime64(high, 'us'))}'")
+    utc = "SET TimeZone = 'UTC'; " if axis.start_us is not None and axis.time_unit is None else ""
+    hint = (" Pass out_of_range='drop' to drop such events (a public rule on rows: the "
+            "release then covers the range only), or find them in the source, e.g. in "
+            f"DuckDB: {utc}SELECT * FROM <source> WHERE {where}.")
+    return DataError(message("time", _FUNC, rule, "events outside the range") + hint)
+
+
+def _clock(us: np.datetime64) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` of a timestamp (whole seconds)."""
+    return str(us.astype("datetime64[s]")).replace("T", " ")
 
 
 def _integer_times(raw: Any, column: str, epochs: bool = False) -> NDArray[np.int64]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
@@ -141,7 +142,7 @@ def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tupl
                                    reducer=WindowReducer(axis.horizon, specs),
                                    drop_out_of_range=out_of_range == "drop")
     if red.n_out_of_range and out_of_range == "error":
-        raise range_error(axis.horizon)
+        raise range_error(axis, time)
     summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
                  for g in range(len(names))]
     if par.singleton and not all(s.singleton for s in summaries):
@@ -293,8 +294,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                        accountant=accountant, rng=resolved, func=func)
 
 
-@dataclass(frozen=True)
-class GroupedWindowCountsPlan:
+@dataclass(frozen=True, repr=False)
+class GroupedWindowCountsPlan(PlanSummary):
     """Predicted accuracy of a grouped window release (public parameters only).
 
     Attributes

@@ -200,7 +200,9 @@ class GroupedWindowRelease(GroupedRelease):
 
     def to_pandas(self) -> Any:
         """Tidy table: every group's released curves (:meth:`WindowCountsRelease.table`), one
-        row per (group, window family, k, end), group column first."""
+        row per (group, window family, k, end), group column first; ``attrs`` holds ε, δ, the
+        unit, the mechanism, the confidence, the grouping, the time zone and
+        :attr:`n_dropped`."""
         import pandas as pd
 
         frames = []
@@ -209,25 +211,100 @@ class GroupedWindowRelease(GroupedRelease):
             tab.insert(0, self.group_column, name)
             frames.append(tab)
         if not frames:  # no group passed the selection
-            return pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
-                                                 "end", "estimate", "lower", "upper")})
-        return pd.concat(frames, ignore_index=True)
+            frame = pd.DataFrame({c: [] for c in (self.group_column, "window", "k", "start",
+                                                  "end", "estimate", "lower", "upper")})
+        else:
+            frame = pd.concat(frames, ignore_index=True)
+        frame.attrs.update(self._attrs())
+        first: Any = next(iter(self.releases.values()), None)
+        if first is not None:
+            frame.attrs.update(confidence=first.error.confidence, n_dropped=self.n_dropped,
+                               start_end="start and end: the first and last period of each "
+                                         "window, both included")
+            if first.time_axis.get("kind") == "timestamp":
+                frame.attrs["timezone"] = first.time_axis["timezone"]
+        return frame
 
-    def plot(self, *, max_panels: int = 12) -> Any:
-        """Small multiples: each of the first ``max_panels`` listed groups' curves with their
-        bands (:meth:`WindowCountsRelease.plot`), one panel per group."""
-        import matplotlib.pyplot as plt
+    def _size(self, name: str) -> float:
+        """The released reach :meth:`plot` sorts by (post-processing): the total ``[1, T]``
+        at the smallest k, else the last cumulative value, else the largest rolling value,
+        else the all-windows answer for ``[1, T]``."""
+        rel = self.releases[name]
+        k = min(rel.k_values)  # type: ignore[attr-defined]
+        value = rel.value
+        for label in ("total", "cumulative"):
+            if label in value:
+                return float(np.asarray(value[label][k])[-1])
+        if value:
+            return float(max(np.max(np.asarray(v[k])) for v in value.values()))
+        horizon = rel.horizon  # type: ignore[attr-defined]
+        return float(rel.window(1, horizon, k).estimate)  # type: ignore[attr-defined]
 
-        names = list(self.releases)[:max_panels]
-        cols = min(3, max(1, len(names)))
-        rows = max(1, -(-len(names) // cols))  # one empty panel when no group was selected
-        fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
-        for ax, name in zip(axes.flat, names, strict=False):
-            self.releases[name].plot(ax=ax)
-            ax.set_title(str(name), fontsize=9)
-        for ax in list(axes.flat)[len(names):]:
-            ax.set_visible(False)
-        fig.tight_layout()
+    def plot(self, *, max_panels: int = 12, max_bars: int = 50) -> Any:
+        """Every group's released reach, largest first (sorted by a released value:
+        post-processing); the figure's title states ε, δ, the unit, the confidence and which
+        groups are drawn.
+
+        A release of totals alone is one bar chart: each group's total ``[1, T]`` with its
+        interval as an error bar, one bar per k, at most ``max_bars`` groups. Otherwise small
+        multiples, at most ``max_panels`` groups: each group's curves with their bands (and its
+        total as a point with its interval), titled by the group and marked when the group is
+        smaller than its noise (:attr:`WindowCountsRelease.error.vacuous`).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from dpfreq.plotting import (
+            figure_legend,
+            group_figure,
+            group_note,
+            interval_bars,
+            privacy_title,
+            pyplot,
+        )
+
+        names = sorted(self.releases, key=lambda g: -self._size(g))
+        first: Any = next(iter(self.releases.values()), None)
+        conf = self.simultaneous.confidence if first is None else first.error.confidence
+        title = privacy_title(f"Reach per {self.group_column}", epsilon=self.epsilon,
+                              delta=self.delta, unit=self.unit, confidence=conf)
+        per = "" if first is None else f"; ε={first.epsilon:.3g} per group"
+        order = "largest released reach"
+        if first is not None and list(first.value) == ["total"]:
+            drawn = names[:max_bars]
+            note = group_note(len(drawn), len(names), what="groups", order=order,
+                              option="max_bars")
+            ks = first.k_values
+            fig, ax = pyplot().subplots(figsize=(7.5, 1.2 + 0.28 * len(drawn) * len(ks)))
+            def column(part: str, k: int) -> list[float]:
+                return [float(np.asarray(_total_at(self.releases[g], part, k))[0])
+                        for g in drawn]
+
+            series = [(f"{k}+ reach", column("value", k), column("error.lower", k),
+                       column("error.upper", k)) for k in ks]
+            interval_bars(ax, [f"{g} *" if self.releases[g].error.vacuous else str(g)
+                               for g in drawn], series,
+                          xlabel=f"items reached in {_span(first)} (noisy estimate and "
+                                 f"{conf:.0%} interval)")
+            ax.set_ylabel(f"{self.group_column} (* smaller than its noise)"
+                          if any(self.releases[g].error.vacuous for g in drawn)
+                          else str(self.group_column))
+            ax.set_title(f"{title}{per}\n{note}", fontsize=10)
+            fig.tight_layout()
+            return fig
+        fig, axes, drawn, note = group_figure(names, max_panels, what="groups", order=order)
+        for ax, name in zip(axes, drawn, strict=False):
+            rel = self.releases[name]
+            rel.plot(ax=ax)
+            small = " (smaller than its noise)" if rel.error.vacuous else ""
+            ax.set_title(f"{self.group_column} = {name}{small}", fontsize=9)
+        if not drawn:
+            axes[0].text(0.5, 0.5, "no group was released", ha="center", va="center",
+                         transform=axes[0].transAxes)
+            axes[0].set_axis_off()
+        fig.suptitle(f"{title}{per}\n{note}", fontsize=10)
+        figure_legend(fig, axes)
         return fig
 
     def save(self, path: str | Path) -> Path:
@@ -244,7 +321,7 @@ class GroupedWindowRelease(GroupedRelease):
         arrays["group_offsets"] = offsets
         meta = {"grouped": dict(self._grouped), "build": states[0].build.to_dict(),
                 "keys": [st.key.hex() for st in states], "noise_key": self._noise_key.hex(),
-                "summaries": states[0].summaries.meta()}
+                "summaries": states[0].summaries.meta(), "n_dropped": self._n_dropped}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
                               arrays=arrays)
 
@@ -259,7 +336,7 @@ class GroupedWindowRelease(GroupedRelease):
         """
         label = str(path)
         _, meta, arrays = read_artifact(path, kind=GROUPED_KIND, versions=(GROUPED_VERSION,))
-        grouped, keys, offsets, noise_key = _check_grouped(label, meta, arrays)
+        grouped, keys, offsets, noise_key, n_dropped = _check_grouped(label, meta, arrays)
         summaries, key_bytes, build = [], [], None
         for i, key in enumerate(keys):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -273,18 +350,40 @@ class GroupedWindowRelease(GroupedRelease):
         rho = _check_budget(label, grouped, build)
         plan = calibrated_plan(build, rho)
         return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
-                        tuple(grouped["groups"]), grouped, noise_key)
+                        tuple(grouped["groups"]), grouped, noise_key, n_dropped)
+
+
+def _span(rel: Any) -> str:
+    """The whole range ``[1, T]`` of a group's release, in its dates when it has them."""
+    from dpfreq.windows.result_axis import period_bounds
+
+    ts = np.array([1, rel.horizon])
+    first, last = period_bounds(rel.time_axis, ts[:1], ts[1:])
+    return f"[{first[0]}, {last[0]}]"
+
+
+def _total_at(rel: Any, path: str, k: int) -> Any:
+    """``rel.value["total"][k]`` for ``path="value"``, ``rel.error.lower["total"][k]`` for
+    ``"error.lower"``: a group's total [1, T] at k."""
+    obj = rel
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj["total"][k]
 
 
 def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-                   ) -> tuple[dict[str, Any], list[str], np.ndarray, bytes]:
+                   ) -> tuple[dict[str, Any], list[str], np.ndarray, bytes, int]:
     """The grouped fields of a saved file, checked (each group's own fields are checked by
-    :func:`~dpfreq.windows.persist.checked_load`)."""
+    :func:`~dpfreq.windows.persist.checked_load`); the last is the events dropped as out of
+    range (0 in a file written before it was kept)."""
     def bad(what: str) -> DataError:
         return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
 
-    if set(meta) != {"grouped", "build", "keys", "noise_key", "summaries"}:
+    if set(meta) - {"n_dropped"} != {"grouped", "build", "keys", "noise_key", "summaries"}:
         raise bad("its fields are incomplete")
+    n_dropped = meta.get("n_dropped", 0)
+    if not (isinstance(n_dropped, int) and not isinstance(n_dropped, bool) and n_dropped >= 0):
+        raise bad("its n_dropped is not an integer >= 0")
     try:
         noise_key = bytes.fromhex(meta["noise_key"])
     except (TypeError, ValueError):
@@ -309,7 +408,7 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
             or offsets[0] != 0 or np.any(np.diff(offsets) < 0) \
             or int(offsets[-1]) != arrays.get("summary_slots", np.zeros(0)).size:
         raise bad("its group offsets do not match its summaries")
-    return dict(g), keys, offsets, noise_key
+    return dict(g), keys, offsets, noise_key, n_dropped
 
 
 def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild

@@ -155,6 +155,16 @@ class TimeAxis:
         return TimeBuckets(self.horizon, self.start_us, self.period_us, self.time_unit,
                            self.timezone)
 
+    def utc_bounds(self) -> tuple[int, int]:
+        """The public range as UTC instants in microseconds, ``[low, high)``: the wall-clock
+        start and end (``start + horizon·period``) in :attr:`timezone` (a wall-clock time a DST
+        change repeats: its first instant; one it skips: the hour after). Timestamp axes
+        only."""
+        if self.start_us is None or self.period_us is None:
+            raise ValueError("an integer time axis has no instants")
+        return (_wall_to_utc(self.start_us, self.timezone),
+                _wall_to_utc(self.start_us + self.horizon * self.period_us, self.timezone))
+
     def public(self) -> dict[str, Any]:
         if self.start_us is None:
             return {"kind": "integer", "horizon": self.horizon}
@@ -164,6 +174,17 @@ class TimeAxis:
         if self.time_unit:
             out["time_unit"] = self.time_unit
         return out
+
+
+def _wall_to_utc(wall_us: int, zone: str) -> int:
+    """The UTC instant (µs) of a wall-clock time in ``zone`` (see :meth:`TimeAxis.utc_bounds`)."""
+    if zone == "UTC":
+        return wall_us
+    epoch = _dt.datetime(1970, 1, 1)
+    local = (epoch + _dt.timedelta(microseconds=wall_us)).replace(
+        tzinfo=zoneinfo.ZoneInfo(zone))
+    naive = local.astimezone(_dt.UTC).replace(tzinfo=None)
+    return (naive - epoch) // _dt.timedelta(microseconds=1)
 
 
 def time_axis(horizon: Any, start: Any, end: Any, period: Any, time_unit: Any = None,

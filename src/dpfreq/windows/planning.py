@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, step3
 from dpfreq._validate import (
     EPSILON_MAX,
@@ -161,8 +162,8 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
     return out
 
 
-@dataclass(frozen=True)
-class WindowCountsPlan:
+@dataclass(frozen=True, repr=False)
+class WindowCountsPlan(PlanSummary):
     """Predicted accuracy of a window release (all from public parameters).
 
     Attributes

@@ -22,9 +22,11 @@ from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
+from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import RELATIONS, Plan, family_label
+from dpfreq.windows.plan import RELATIONS, Plan
+from dpfreq.windows.result_axis import curve_families, period_bounds
 
 __all__ = ["WindowCountsRelease"]
 
@@ -61,27 +63,6 @@ class WindowMechanism:
             if "time_unit" in b.axis:
                 params["time_unit"] = b.axis["time_unit"]
         return params
-
-
-def _curve_families(windows: tuple[Any, ...]) -> list[tuple[Any, str]]:
-    return [(w, family_label("fixed" if not isinstance(w, str) else w,
-                             None if isinstance(w, str) else int(w)))
-            for w in windows if w != "all"]
-
-
-def _period_bounds(axis: Mapping[str, Any], t1: NDArray[np.int64],
-                   t2: NDArray[np.int64]) -> tuple[Any, Any]:
-    """First and last instant of windows ``[t1, t2]`` on a timestamp axis (dates for whole
-    days starting at midnight), or the period numbers themselves."""
-    if axis.get("kind") != "timestamp":
-        return t1, t2
-    start = np.datetime64(axis["start"], "us")
-    step = np.timedelta64(int(axis["period_us"]), "us")
-    first = start + (t1 - 1) * step
-    last = start + t2 * step - np.timedelta64(1, "us")
-    if int(axis["period_us"]) % 86_400_000_000 == 0 and start == start.astype("datetime64[D]"):
-        return first.astype("datetime64[D]"), last.astype("datetime64[D]")
-    return first, last
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -137,7 +118,7 @@ class WindowCountsRelease(Release):
         parts: dict[str, dict[str, dict[int, Any]]] = {
             n: {} for n in ("half", "lower", "upper", "band_lower", "band_upper")}
         ts = np.arange(1, state.horizon + 1)
-        for w, label in _curve_families(fams):
+        for w, label in curve_families(fams):
             value[label] = {}
             for p in parts.values():
                 p[label] = {}
@@ -155,10 +136,13 @@ class WindowCountsRelease(Release):
                 parts["half"][label][k] = np.asarray(a.upper) - np.asarray(a.estimate)
                 for n in ("lower", "upper", "band_lower", "band_upper"):
                     parts[n][label][k] = np.asarray(getattr(a, n))
+        lows = [np.asarray(v) for by_k in parts["lower"].values() for v in by_k.values()]
+        vacuous = bool(lows) and all(bool(np.all(v <= 0)) for v in lows)
         error = ErrorStatement(
             kind="interval", confidence=conf, value=parts["half"], lower=parts["lower"],
             upper=parts["upper"], band_lower=parts["band_lower"], band_upper=parts["band_upper"],
-            description=_error_description(conf))
+            description=_error_description(conf) + (_VACUOUS_TEXT if vacuous else ""),
+            vacuous=vacuous)
         params = WindowMechanism(state.plan, b).to_dict()
         return cls(value=value, epsilon=b.epsilon, delta=b.delta, unit=b.unit,
                    mechanism=_MECHANISM, mechanism_params=params, seeded=b.seeded, error=error,
@@ -174,6 +158,40 @@ class WindowCountsRelease(Release):
     def observed_singleton(self) -> bool:
         """Whether the log had at most one event per period (curator-side, not private)."""
         return bool(self._state.summaries.singleton)
+
+    @property
+    def below_noise(self) -> dict[str, dict[int, NDArray[np.bool_]]]:
+        """``below_noise[family][k]``: where a released value is smaller than its noise — its
+        interval reaches 0 (``error.lower <= 0``), so the data cannot tell it from an empty
+        log. Post-processing of the release. ``error.vacuous`` is True when every released
+        value is (the release then says only that each count is at most its upper end)."""
+        return {label: {k: np.asarray(lo) <= 0 for k, lo in by_k.items()}
+                for label, by_k in self.error.lower.items()}
+
+    def consistent_curves(self) -> dict[str, dict[int, NDArray[np.int64]]]:
+        """The released curves made consistent across k, in whole items: at every t each
+        family non-increasing in k (``f≥k >= f≥k'`` for ``k < k'``, as true counts are) and
+        every value at least 0.
+
+        Post-processing of :attr:`value` (no privacy cost): isotonic regression across the
+        released k at every t (:func:`isotonic_columns`), clamping at 0 and rounding; the
+        command line prints this view by default. Each value stays an estimate of its own
+        window (use :meth:`cumulative_curve` for a cumulative curve also non-decreasing in t).
+        The intervals of :attr:`error` belong to the raw :attr:`value`; clamped at 0,
+        ``[max(lower, 0), max(upper, 0)]``, they hold as often, since a count is never
+        negative.
+
+        Examples
+        --------
+        >>> from dpfreq.windows import release_window_counts
+        >>> rel = release_window_counts(([1, 2, 2], [1, 1, 2]), horizon=2, epsilon=1.0,
+        ...                             unit="event", k_values=[1, 2], rng=0,
+        ...                             windows=["cumulative"])
+        >>> c = rel.consistent_curves()["cumulative"]
+        >>> bool((c[1] >= c[2]).all() and (c[2] >= 0).all())
+        True
+        """
+        return consistent_curves(self.value)
 
     # ------------------------------------------------------------------ queries
     def window(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
@@ -289,9 +307,10 @@ class WindowCountsRelease(Release):
                         f"{c2:.4f} ({conf:.0%} jointly, union bound)")
 
     # ------------------------------------------------------------------ curves
-    def cumulative_curve(self, k: int, *, clamp: bool = False, monotone: bool = False,
+    def cumulative_curve(self, k: int, *, clamp: bool = True, monotone: bool = True,
                          confidence: float = 0.95) -> WindowAnswer:
-        """Cumulative reach for t = 1..T, optionally clamped at 0 and made non-decreasing.
+        """Cumulative reach for t = 1..T, clamped at 0 and made non-decreasing (the defaults;
+        ``clamp=False, monotone=False`` gives the raw answers).
 
         Clamping and isotonic regression (``scipy.optimize.isotonic_regression``) are
         post-processing: free of privacy cost; the intervals refer to the raw estimates.
@@ -322,20 +341,19 @@ class WindowCountsRelease(Release):
                 clamp: bool = True, monotone_in_k: bool = True) -> NDArray[np.int64]:
         """Curves for every released k as rows (``f≥k`` for k in ``k_values``), post-processed.
 
+        Cumulative rows are made non-decreasing in t (:meth:`cumulative_curve`);
         ``monotone_in_k`` enforces ``f≥k >= f≥k'`` for ``k < k'`` at every t by isotonic
-        regression across k (free post-processing).
+        regression across k (:func:`isotonic_columns`); ``clamp`` clamps at 0. Free
+        post-processing.
         """
         rows = []
         for k in self.k_values:
-            a = (self.cumulative_curve(k) if family == "cumulative"
+            a = (self.cumulative_curve(k, clamp=False) if family == "cumulative"
                  else self.fixed_curve(k, width=width))
             rows.append(np.asarray(a.estimate, dtype=np.float64))
         tab = np.vstack(rows)
-        if monotone_in_k and tab.shape[0] > 1:
-            from scipy.optimize import isotonic_regression
-
-            for j in range(tab.shape[1]):
-                tab[:, j] = isotonic_regression(tab[:, j], increasing=False).x
+        if monotone_in_k:
+            tab = isotonic_columns(tab, increasing=False)
         if clamp:
             tab = np.maximum(tab, 0.0)
         return np.rint(tab).astype(np.int64)
@@ -348,10 +366,10 @@ class WindowCountsRelease(Release):
         cols: dict[str, list[Any]] = {n: [] for n in ("window", "k", "start", "end",
                                                        "estimate", "lower", "upper")}
         ts = np.arange(1, self.horizon + 1, dtype=np.int64)
-        for w, label in _curve_families(self.windows):
+        for w, label in curve_families(self.windows):
             t2 = ts[-1:] if w == "total" else ts
             t1 = t2 * 0 + 1 if w in ("cumulative", "total") else np.maximum(1, ts - int(w) + 1)
-            start, end = _period_bounds(self.time_axis, t1, t2)
+            start, end = period_bounds(self.time_axis, t1, t2)
             for k in self.k_values:
                 cols["window"].append(np.full(t2.size, label, dtype=object))
                 cols["k"].append(np.full(t2.size, k, dtype=np.int64))
@@ -361,6 +379,19 @@ class WindowCountsRelease(Release):
                 cols["lower"].append(np.asarray(self.error.lower[label][k]))
                 cols["upper"].append(np.asarray(self.error.upper[label][k]))
         return {n: (np.concatenate(v) if v else np.zeros(0)) for n, v in cols.items()}
+
+    def to_pandas(self) -> Any:
+        """:meth:`table` as a DataFrame (:meth:`Release.to_pandas`); ``attrs`` also says what
+        ``start`` and ``end`` are (the first and last period of each window, both included:
+        for whole days the dates, wall-clock in ``attrs["timezone"]``) and
+        :attr:`n_dropped`."""
+        frame = super().to_pandas()
+        frame.attrs.update(n_dropped=self.n_dropped,
+                           start_end="start and end: the first and last period of each "
+                                     "window, both included")
+        if self.time_axis.get("kind") == "timestamp":
+            frame.attrs["timezone"] = self.time_axis["timezone"]
+        return frame
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
@@ -394,29 +425,23 @@ class WindowCountsRelease(Release):
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:
-        """Cumulative and rolling-window k+ reach with their per-answer bands."""
-        from dpfreq.plotting import new_axes, plot_band
+        """Cumulative and rolling-window k+ reach with their per-answer bands; the total
+        ``[1, T]`` as a point with its interval at the last period (a release of totals alone:
+        one bar per k with its interval).
 
-        ax = new_axes(ax)
-        ts = np.arange(1, self.horizon + 1)
-        x: Any = _period_bounds(self.time_axis, ts, ts)[0]
-        for _, label in _curve_families(self.windows):
-            if label == "total":  # one value, not a curve
-                continue
-            for k in self.k_values:
-                name = (f"cumulative {k}+ reach" if label == "cumulative"
-                        else f"rolling {label} {k}+ reach")
-                plot_band(ax, x, self.value[label][k], self.error.lower[label][k],
-                          self.error.upper[label][k], label=name,
-                          linestyle="-" if label == "cumulative" else "--")
-        ax.set_xlabel("period start" if self.time_axis.get("kind") == "timestamp" else "period t")
-        ax.set_ylabel("items (noisy)")
-        conf = self.error.confidence or 0.95
-        ax.set_title(f"reach over time ({self.unit}-level, ε={self.epsilon:g}); "
-                     f"{conf:.0%} bands")
-        if self.value:  # an all-windows-only release has no curve to draw
-            ax.legend(fontsize="small")
-        return ax
+        A release of the all-windows family alone draws the cumulative curves answered from it
+        (:meth:`cumulative`, post-processing). The title states ε, the unit and the
+        confidence; the axes are labelled and dated when the input had timestamps.
+        """
+        from dpfreq.windows.figure import draw_release
+
+        return draw_release(self, ax)
+
+
+_VACUOUS_TEXT = (" This statement is vacuous: every released value's interval reaches 0 (each "
+                 "estimate is smaller than its noise, so the release cannot tell these counts "
+                 "from 0); a larger epsilon, fewer families or fewer k values would narrow "
+                 "the intervals (plan_window_counts(...).epsilon_for).")
 
 
 def _error_description(conf: float) -> str:

@@ -1,7 +1,8 @@
 // Dashboard of one study: reads the analyst token from the URL fragment (#token=..., which the
 // browser never sends to the server), fetches the study's summary and draws small SVG charts,
 // and fetches it again every 60 s (#token=...&refresh=SECONDS changes that). Only periods that
-// have ended carry an estimate; a vertical line marks today.
+// have ended carry an estimate; a vertical line marks today (at the edge of the plot when today
+// is before the first period or after the last).
 // No third-party code: everything here is shipped with dpfreq.
 "use strict";
 
@@ -31,7 +32,8 @@ function niceStep(span, most) {
 }
 
 // Axes with evenly spaced round y ticks (the range is widened to whole steps) and x labels
-// every `step` periods; `today` (1-based period, or 0) draws the today marker.
+// every `step` periods; `today` (1-based period: 0 before the first, past the last after the
+// end) draws the today marker, at the plot's edge when today is outside the plotted periods.
 function frame(container, ymin, ymax, labels, bars, today) {
   container.textContent = "";
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" }, container);
@@ -55,12 +57,13 @@ function frame(container, ymin, ymax, labels, bars, today) {
     const t = el("text", { x: x(i), y: H - PAD.b + 16, "text-anchor": "middle", class: "tick xtick" }, svg);
     t.textContent = labels[i];
   }
-  if (today >= 1 && today <= labels.length) {
-    const tx = x(today - 1);
-    el("line", { x1: tx, y1: PAD.t, x2: tx, y2: H - PAD.b, class: "today" }, svg);
-    const t = el("text", { x: tx + 4, y: PAD.t + 10, class: "tick today-label" }, svg);
-    t.textContent = "today";
-  }
+  // today: on its period, or at the edge it lies beyond (a study that has ended, or not begun)
+  const past = today > labels.length, before = today < 1;
+  const tx = past ? W - PAD.r : before ? PAD.l : x(today - 1);
+  el("line", { x1: tx, y1: PAD.t, x2: tx, y2: H - PAD.b, class: past ? "today past" : before ? "today before" : "today" }, svg);
+  const t = el("text", { x: past ? tx - 4 : tx + 4, y: PAD.t + 10, "text-anchor": past ? "end" : "start",
+                         class: "tick today-label" }, svg);
+  t.textContent = past ? "today (after the last period) →" : before ? "← today (before the first period)" : "today";
   return { svg, x, y };
 }
 
@@ -114,7 +117,10 @@ async function load() {
   if (!resp.ok) { status.textContent = data.error || `error ${resp.status}`; status.className = "error"; return true; }
   const rp = data.reports_per_period;
   document.getElementById("devices").textContent = data.devices;
-  document.getElementById("minimum").textContent = `estimates from ${data.study.min_devices} devices`;
+  const min = data.study.min_devices;
+  document.getElementById("minimum").textContent = data.estimate
+    ? `estimates shown: at least ${min} devices have reported (the study's public minimum)`
+    : `estimates withheld until at least ${min} devices have reported (the study's public minimum)`;
   document.getElementById("reports-total").textContent = rp.reports.reduce((a, b) => a + b, 0);
   document.getElementById("privacy").textContent = `ε = ${data.study.epsilon}`;
   drawBars(document.getElementById("reports-chart"), rp.date, rp.reports, data.today);
@@ -131,7 +137,7 @@ async function load() {
       `confidence ${data.estimate.confidence}. ${data.estimate.description}`;
   } else {
     document.getElementById("estimate-chart").textContent = "";
-    note.textContent = `withheld until ${data.study.min_devices} devices are enrolled`;
+    note.textContent = `withheld until at least ${min} devices have reported (enrolled devices that have not reported do not count)`;
   }
   status.textContent = `updated ${new Date().toISOString().slice(0, 19)}Z`;
   document.body.dataset.ready = "1";
