@@ -45,8 +45,8 @@ def _log(seed: int, n: int, horizon: int, text: bool):
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
-@pytest.mark.parametrize(("unit", "m"), [("item", 2), ("event", None), ("item", 1)])
-@pytest.mark.parametrize("text", [False, True])
+@pytest.mark.parametrize(("unit", "m", "text"), [("item", 2, False), ("event", None, True),
+                                                 ("item", 1, True)])
 def test_increments_match_the_oracle(tmp_path, seed, engine, unit, m, text) -> None:
     horizon, ks, names = 12, (1, 2, 4), ["a", "b", "c"]
     items, periods, groups = _log(seed, 700, horizon, text)
