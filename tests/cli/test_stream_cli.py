@@ -39,7 +39,7 @@ def _day(tmp_path, name: str, day: str, seed: int) -> str:
 
 INIT = ["--item", "user", "--time", "ts", "--start", "2026-03-01", "--period", "1d",
         "--horizon", "31", "--k", "1,3", "--unit", "item", "--epsilon", "1", "--delta", "0",
-        "--method", "auto", "--late", "error", "--engine", "memory"]
+        "--method", "auto", "--late", "error", "--state-engine", "memory"]
 
 
 def test_daily_pipeline_with_a_ledger(tmp_path, capsys) -> None:
@@ -83,8 +83,8 @@ def test_resend_late_and_errors_are_one_line(tmp_path, capsys) -> None:
             (["stream", "init", state, *INIT], "new or empty"),
             (["stream", "show", tmp_path / "nothing"], "no reach stream"),
             (["stream", "show", state, "--through", "2026-03-09"], "already appended"),
-            (["stream", "init", tmp_path / "x", *INIT[:-4], "--engine", "memory", "--late",
-              "never"], "--late")):
+            (["stream", "init", tmp_path / "x", *INIT[:-4], "--state-engine", "memory",
+              "--late", "never"], "--late")):
         code, out, err = _run(argv, capsys)
         assert code == 2
         assert out == ""

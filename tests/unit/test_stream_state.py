@@ -162,3 +162,19 @@ def test_unbounded_stream_past_powers_of_two_never_changes_a_published_answer(tm
     last = ReachStream.open(tmp_path / "s").release()
     assert last.period == 130
     assert float(last.value[1][16]) == published[17]
+
+
+def test_a_stream_planned_otherwise_is_refused(tmp_path, monkeypatch) -> None:
+    """Rows measured by one counter are never read as another's: a stream whose saved plan is
+    not the plan this version makes of its parameters is refused on open."""
+    _create(tmp_path / "s").append(_day(1), through=1)
+    real = stream_module._plan
+
+    def other(par):
+        plan = real(par)
+        return type(plan)(plan.counter, plan.budget, plan.accounting,
+                          {**plan.record, "method": "tree"})
+
+    monkeypatch.setattr(stream_module, "_plan", other)
+    with pytest.raises(DataError, match="planned differently"):
+        ReachStream.open(tmp_path / "s")

@@ -119,15 +119,17 @@ def command() -> None:
                    "first it is seen in.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
-@click.option("--engine", type=click.Choice(["duckdb", "memory"]), default="duckdb",
-              show_default=True, help="Where the per-item state lives.")
+@click.option("--state-engine", "state_engine", type=click.Choice(["duckdb", "memory"]),
+              default="duckdb", show_default=True,
+              help="Where the per-item state lives: Parquet files updated by DuckDB, or numpy "
+                   "arrays (appends read their files with DuckDB either way).")
 @shared.seed_option
 @shared.ledger_option
 def init(state: str, item: str, time_col: str, horizon_text: str, start: str | None,
          period: str | None, k_text: str, unit: str, epsilon: float, delta: float,
          method: str, late: str, group: str | None, groups_file: str | None,
-         max_groups_per_item: int | None, confidence: float, engine: str, seed: int | None,
-         accountant: Any = None) -> None:
+         max_groups_per_item: int | None, confidence: float, state_engine: str,
+         seed: int | None, accountant: Any = None) -> None:
     """Create the stream STATE (a new directory) and charge its whole budget once."""
     shared.warn_if_seeded(seed)
     s = ReachStream.create(
@@ -135,7 +137,7 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
         period=period, k_values=shared.parse_int_list(k_text, "--k"), unit=unit,
         epsilon=epsilon, delta=delta, method=method, late=late, group=group,
         groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence,
-        engine=engine, rng=seed, accountant=accountant)
+        engine=state_engine, rng=seed, accountant=accountant)
     click.echo(f"created stream {state}: method {s.plan.method}; {s.plan.record['why']}",
                err=True)
     click.echo(f"SECRET: {state} holds the noise key and exact counts; protect it like the "

@@ -83,25 +83,24 @@ class StreamRelease(Release):
                                          f"k_values {list(self.k_values)}", k))
         return curves[k][-1]
 
-    def _rows(self) -> list[tuple[str | None, int, str]]:
-        keys = [None] if self.groups is None else list(self.groups)
-        return [(g, k, "") for g in keys for k in self.k_values]
-
     def table(self) -> dict[str, Any]:
         """One row per (group, k, period): estimate, interval and band."""
         cols: dict[str, list[Any]] = {n: [] for n in ("group", "k", "period", "estimate",
                                                       "lower", "upper", "band_lower",
                                                       "band_upper")}
         err = self.error
-        for g, k, _ in self._rows():
-            pick = (lambda d: d[k]) if g is None else (lambda d: d[g][k])  # noqa: B023
-            n = len(pick(self.value))
-            cols["group"] += [g] * n
-            cols["k"] += [k] * n
-            cols["period"] += list(np.asarray(self.periods))
-            cols["estimate"] += list(pick(self.value))
-            for name in ("lower", "upper", "band_lower", "band_upper"):
-                cols[name] += list(pick(getattr(err, name)))
+        for g in [None] if self.groups is None else list(self.groups):
+            for k in self.k_values:
+                def pick(d: Any, g: str | None = g, k: int = k) -> list[Any]:
+                    return list(d[k] if g is None else d[g][k])
+
+                n = len(pick(self.value))
+                cols["group"] += [g] * n
+                cols["k"] += [k] * n
+                cols["period"] += list(np.asarray(self.periods))
+                cols["estimate"] += pick(self.value)
+                for name in ("lower", "upper", "band_lower", "band_upper"):
+                    cols[name] += pick(getattr(err, name))
         if self.groups is None:
             del cols["group"]
         return cols

@@ -55,6 +55,7 @@ class StreamState:
     params: StreamParams
     seeded: bool
     key: bytes
+    plan: dict[str, Any] = field(default_factory=dict)
     generation: int = 0
     items_file: str | None = None
     items_digest: str | None = None
@@ -74,7 +75,7 @@ class StreamState:
 
 def save_state(path: Path, state: StreamState) -> None:
     """Write the manifest atomically (temporary name, then rename)."""
-    meta = {"params": state.params.to_dict(), "seeded": state.seeded,
+    meta = {"params": state.params.to_dict(), "plan": state.plan, "seeded": state.seeded,
             "generation": state.generation, "items_file": state.items_file,
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
@@ -100,6 +101,7 @@ def load_state(path: Path) -> StreamState:
         batches = tuple(Batch(int(a), int(b), str(d)) for a, b, d in meta["batches"])
         state = StreamState(
             params=params, seeded=bool(meta["seeded"]), key=arrays["key"].tobytes(),
+            plan=dict(meta["plan"]),
             generation=int(meta["generation"]), items_file=meta["items_file"],
             items_digest=meta["items_digest"], key_kind=meta["key_kind"],
             last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),

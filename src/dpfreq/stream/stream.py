@@ -13,6 +13,7 @@ answers any past period from the saved measurements (free).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from dpfreq._validate import check_confidence, message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import BudgetGate, Charge
+from dpfreq.release import public_floats, to_jsonable
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
 from dpfreq.stream.auto import StreamPlan, plan_stream
 from dpfreq.stream.items import EventTable, UpdatePlan, item_store, read_events
@@ -43,6 +45,13 @@ def _plan(par: StreamParams) -> StreamPlan:
     return plan_stream(horizon=par.horizon, unit=par.unit, epsilon=par.epsilon,
                        delta=par.delta, n_k=len(par.k_values), method=par.method,
                        max_groups_per_item=par.max_groups_per_item)
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """The plan's record as the manifest saves it (JSON types, public floats)."""
+    out: dict[str, Any] = json.loads(json.dumps(public_floats(to_jsonable(record)),
+                                                sort_keys=True))
+    return out
 
 
 def _fresh_directory(path: Any, func: str) -> Path:
@@ -194,6 +203,7 @@ class ReachStream:
         key = resolved.generator.bytes(32)  # after the charge: nothing random before it
         g, k = par.n_groups, len(par.k_values)
         state = StreamState(params=par, seeded=resolved.seeded, key=key,
+                            plan=_public(plan.record),
                             exact=np.zeros((g, k, 0), dtype=np.int64),
                             noisy=np.zeros((k, g, 0), dtype=np.int64))
         save_state(directory, state)
@@ -215,7 +225,12 @@ class ReachStream:
         """
         p = Path(path)
         state = load_state(p)
-        return cls(p, state, _plan(state.params))
+        plan = _plan(state.params)
+        if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
+            raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
+                            "was planned differently (created by another version); open it "
+                            "with the version that created it.")
+        return cls(p, state, plan)
 
     def _spec(self, after: int, through: int) -> AppendSpec:
         par = self.params
