@@ -40,7 +40,7 @@ from dpfreq.stream.auto import plan_stream
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, best_counters
 from dpfreq.stream.publish import curve
-from dpfreq.windows.plan import make_plan
+from dpfreq.windows.structures import make_plan
 
 
 def _offline_best(horizon: int, delta: float) -> tuple[float, str]:
@@ -87,7 +87,7 @@ def accuracy(streams: int) -> None:
 
 
 def zcdp_variances() -> None:
-    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.accounting.zcdp import zcdp_rho
     from dpfreq.stream.mechanisms.counter import Counter
     from dpfreq.stream.mechanisms.intervals import TreeLayout
     from dpfreq.stream.mechanisms.law import calibrate

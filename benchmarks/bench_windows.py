@@ -189,8 +189,8 @@ def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
     """Every cumulative structure for (T, ε, unit), and the one ``auto`` keeps."""
     from fractions import Fraction
 
-    from dpfreq.windows.plan import make_plan
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
+    from dpfreq.windows.structures.chooser import make_plan
 
     e = Fraction(eps).limit_denominator(10**6)
     out = {"simple": build_structure("cumulative", "simple", 1, horizon, unit, e, 0.0),
@@ -239,9 +239,9 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     square-root factorization) and the one ``auto`` keeps, for (T, ε, δ, unit)."""
     from fractions import Fraction
 
-    from dpfreq.grouped.accounting import zcdp_rho
-    from dpfreq.windows.plan import make_plan
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.accounting import zcdp_rho
+    from dpfreq.windows.structures.base import build_structure
+    from dpfreq.windows.structures.chooser import make_plan
 
     e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)
     out = {"best pure": make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto",
@@ -349,14 +349,14 @@ def _ingest(item, times, horizon):
     (the --baseline-rev run imports an older one)."""
     try:
         from dpfreq.engines import get_engine
-        from dpfreq.windows.events import engine_source
+        from dpfreq.windows.data.events import engine_source
+        from dpfreq.windows.data.summaries import WindowReducer
         from dpfreq.windows.params import TimeAxis
-        from dpfreq.windows.summaries import WindowReducer
     except ImportError:  # revisions before the memory-engine path
         from dpfreq.windows._log import _array_log
 
         from dpfreq.engines._common import bucket_events
-        from dpfreq.windows.counts import _Axis
+        from dpfreq.windows.api import _Axis
 
         axis = _Axis(horizon)
         return lambda: bucket_events(*_array_log((item, times), None, None, axis),

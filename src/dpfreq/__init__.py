@@ -3,8 +3,9 @@
 Four systems share one set of primitives (exact noise on a secure RNG, budgets, releases):
 private profiles (Wu & Pagh 2024, and the direct count-of-counts mechanism), anonymized
 histograms (PrivHist, Suresh 2019), reach and frequency over time windows (Ghazi et al. 2023) and
-longitudinal local DP (FutureRand, Ohrimenko–Wirth–Wu 2022); reach streams release the windows'
-cumulative counts every period from one budget (continual release).
+longitudinal local DP (FutureRand, Ohrimenko–Wirth–Wu 2022); reach and frequency across
+publishers merge each party's private sketch (``dpfreq.crossparty``); reach streams release the
+windows' cumulative counts every period from one budget (``dpfreq.stream``, continual release).
 
 The public names below are imported on first use (PEP 562), so ``import dpfreq`` is light and a
 program that uses one system never imports the others.
@@ -24,6 +25,8 @@ _EXPORTS: dict[str, str] = {
     "AnonymizedPlan": "dpfreq.anonymized",
     "BudgetAccountant": "dpfreq.budget",
     "BudgetExceededError": "dpfreq.errors",
+    "CrossPartyParams": "dpfreq.crossparty",
+    "CrossPartyRelease": "dpfreq.crossparty",
     "DPFreqError": "dpfreq.errors",
     "DPFreqWarning": "dpfreq.errors",
     "DataError": "dpfreq.errors",
@@ -36,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "LongitudinalEstimate": "dpfreq.longitudinal",
     "LongitudinalPlan": "dpfreq.longitudinal",
     "ParameterError": "dpfreq.errors",
+    "PartySketch": "dpfreq.crossparty",
     "PrivacyBudget": "dpfreq.budget",
     "PrivacyWarning": "dpfreq.errors",
     "ProfilePlan": "dpfreq.profile",
@@ -51,11 +55,15 @@ _EXPORTS: dict[str, str] = {
     "WindowCountsRelease": "dpfreq.windows",
     "advanced_composition": "dpfreq.budget",
     "aggregate_reports_file": "dpfreq.longitudinal",
+    "build_sketch": "dpfreq.crossparty",
     "estimate_from_report_sums": "dpfreq.longitudinal",
     "estimate_properties": "dpfreq.anonymized",
     "get_engine": "dpfreq.engines",
     "group_privacy": "dpfreq.budget",
+    "key_fingerprint": "dpfreq.crossparty",
     "make_params": "dpfreq.longitudinal",
+    "merge_sketches": "dpfreq.crossparty",
+    "new_hash_key": "dpfreq.crossparty",
     "plan_anonymized": "dpfreq.anonymized",
     "plan_longitudinal": "dpfreq.longitudinal",
     "plan_profile": "dpfreq.profile",

@@ -3,7 +3,7 @@
 Rigorous integer bounds on ``e^{-x}`` (rational x) and the tables ``D_k = ⌊2^w S(k)⌋`` of the
 survival function ``S``, used by the exact samplers of :mod:`dpfreq.noise`
 (``dpfreq._exact_sampling.table_sample``) and of the windows' keyed node noise
-(:mod:`dpfreq.windows.lazy_noise`), and the exact Bernoulli(``e^{-n c}``) decision on a random
+(:mod:`dpfreq.windows.noise.keyed`), and the exact Bernoulli(``e^{-n c}``) decision on a random
 word (:func:`exp_neg_multiple_floor`, :func:`exp_neg_multiple_resolve`) used by the keyed
 discrete Gaussian. Pure integer arithmetic; no floating point decides a threshold (see
 ``dpfreq._exact_sampling.table_sample`` for how a table yields exact draws).

@@ -33,10 +33,15 @@ __all__ = [
 
 #: chain name → whether it is keyed
 CHAINS = {"sha256": False, "hmac-sha256": True}
-#: the header entries the header hash covers (``unit`` is absent when not stated)
-_HEADER_KEYS = ("kind", "version", "created", "total_epsilon", "total_delta", "unit", "chain")
-#: the columns of a row, in the order the row hash covers them
-ROW_COLUMNS = ("id", "time", "command", "label", "epsilon", "delta", "unit", "source")
+#: the header entries the header hash covers (``unit``, ``order``, ``renyi_budget`` and
+#: ``anchor`` are absent when not used)
+_HEADER_KEYS = ("kind", "version", "created", "total_epsilon", "total_delta", "unit", "chain",
+                "composition", "order", "renyi_budget", "release_delta", "conversion_delta",
+                "anchor")
+#: the columns of a row, in the order the row hash covers them: what spent, its (ε, δ) at the
+#: ledger's unit, the rule that admitted it, its declared plan, its loss and its costs
+ROW_COLUMNS = ("id", "time", "command", "label", "epsilon", "delta", "unit", "source", "rule",
+               "plan", "loss", "bad", "bound", "renyi", "items")
 
 
 def _canonical(obj: Any) -> bytes:
@@ -78,16 +83,22 @@ def chain_key(chain: Any, label: str) -> bytes | None:
     return key
 
 
-def verify_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str) -> tuple[int, str]:
+def verify_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str,
+                 heads: list[str] | None = None) -> tuple[int, str]:
     """``(number of rows, last hash)`` after checking the whole chain; a one-line DataError
-    naming the first row that fails (position among the rows, oldest first, and id)."""
+    naming the first row that fails (position among the rows, oldest first, and id).
+
+    ``heads``, when given, receives the head of every prefix of the chain (the empty one
+    first): the heads the ledger has had, which an anchor kept elsewhere must be one of."""
     key = chain_key(header.get("chain"), label)
     previous = header_hash(key, header)
     if header.get("header_hash") != previous:
-        raise DataError(f"ledger {label!r} fails verification at its header: the total, unit "
-                        "or creation record was edited.")
+        raise DataError(f"ledger {label!r} fails verification at its header: the total, unit, "
+                        "composition rule or creation record was edited.")
     count = 0
     columns = ", ".join(ROW_COLUMNS)
+    if heads is not None:
+        heads.append(head_hash(key, previous, 0))
     for *row, stored in conn.execute(f"SELECT {columns}, hash FROM releases ORDER BY id"):
         count += 1
         expected = row_hash(key, previous, tuple(row))
@@ -96,6 +107,8 @@ def verify_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str) -
                             "its hash does not match it and the rows before it (a row was "
                             "deleted, edited, inserted or reordered at or before it).")
         previous = expected
+        if heads is not None:
+            heads.append(head_hash(key, previous, count))
     if header.get("head") != head_hash(key, previous, count):
         raise DataError(f"ledger {label!r} fails verification after row {count}: its head "
                         "records another last row (rows were deleted at the end, or the head "

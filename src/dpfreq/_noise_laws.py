@@ -1,4 +1,5 @@
-"""Laws of dpfreq's integer noise: pmfs, cdfs, variances and tails (floats).
+"""Laws of dpfreq's integer noise — the discrete Laplace, the geometric and the discrete Gaussian:
+pmfs, cdfs, variances, tails and the Gaussian's rounded parameter (floats).
 
 These are for tests and error statements, never for sampling: the samplers of :mod:`dpfreq.noise`
 draw exactly from these laws without floating point. With α = e^{-γ}, the discrete Laplace
@@ -21,11 +22,14 @@ from dpfreq._validate import check_open_unit, check_positive_float, message
 from dpfreq.errors import ParameterError
 
 __all__ = [
+    "discrete_gaussian_variance",
     "discrete_laplace_cdf",
+    "discrete_laplace_mean_abs",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "discrete_laplace_tail_bound",
     "discrete_laplace_variance",
+    "gaussian_sigma2",
     "geometric_cdf",
     "geometric_pmf",
     "geometric_variance",
@@ -105,6 +109,25 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
     upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
     return np.where(zz < 0, lower, upper)
+
+
+@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
+    """``E|Z| = 2α/(1 − α²)``: mean absolute value of the discrete Laplace.
+
+    Parameters
+    ----------
+    [[gamma]]
+
+    [[float_out]]
+
+    Examples
+    --------
+    >>> round(discrete_laplace_mean_abs(math.log(2)), 12)  # α = 1/2: 1/(3/4)
+    1.333333333333
+    """
+    g = _gamma_value(gamma, "discrete_laplace_mean_abs")
+    return 2.0 * math.exp(-g) / -math.expm1(-2.0 * g)
 
 
 @fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
@@ -267,3 +290,29 @@ def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     0.75
     """
     return 1.0 / (1.0 + _alpha(gamma, "randomized_response_keep_probability"))
+
+
+def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
+    """Round a target variance parameter up to ``σ² = t·u`` (integers, ``t = ⌊√⌈σ²⌉⌋ + 1``).
+
+    Returns ``(σ², t, u)``. With σ² a multiple of ``t`` the acceptance exponent
+    ``(|Y| − σ²/t)²/(2σ²)`` becomes ``(|Y| − u)²/(2tu)``, a fraction with a small denominator.
+    Rounding σ² up only adds noise, so the privacy guarantee is kept.
+    """
+    if not (isinstance(sigma2_min, int | float) and math.isfinite(sigma2_min)
+            and sigma2_min > 0 and sigma2_min < 2.0**62):
+        raise ParameterError(message("sigma2", "gaussian_sigma2", "a finite number in "
+                                     "(0, 2^62)", sigma2_min))
+    t = math.isqrt(math.ceil(sigma2_min)) + 1
+    u = max(1, math.ceil(sigma2_min / t))
+    return t * u, t, u
+
+
+def discrete_gaussian_variance(sigma2: int) -> float:
+    """Variance of the discrete Gaussian ``Pr[z] ∝ exp(−z²/(2σ²))`` (numerically exact)."""
+    if sigma2 >= 10_000:  # the gap to σ² is below e^{−2π²σ²}: far under double precision
+        return float(sigma2)
+    half = int(40 * math.sqrt(sigma2)) + 10
+    z = np.arange(-half, half + 1, dtype=np.float64)
+    w = np.exp(-(z**2) / (2.0 * sigma2))
+    return float(np.sum(w * z**2) / np.sum(w))

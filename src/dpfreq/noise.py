@@ -44,11 +44,14 @@ from numpy.typing import NDArray
 from dpfreq._docstrings import fill_doc
 from dpfreq._exact_sampling import table_sample
 from dpfreq._noise_laws import (
+    discrete_gaussian_variance,
     discrete_laplace_cdf,
+    discrete_laplace_mean_abs,
     discrete_laplace_pmf,
     discrete_laplace_tail,
     discrete_laplace_tail_bound,
     discrete_laplace_variance,
+    gaussian_sigma2,
     geometric_cdf,
     geometric_pmf,
     geometric_variance,
@@ -60,13 +63,16 @@ from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
     "MAX_DENOMINATOR",
+    "discrete_gaussian_variance",
     "discrete_laplace_cdf",
     "discrete_laplace_gamma",
+    "discrete_laplace_mean_abs",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "discrete_laplace_tail_bound",
     "discrete_laplace_variance",
     "epsilon_to_fraction",
+    "gaussian_sigma2",
     "geometric_cdf",
     "geometric_pmf",
     "geometric_variance",

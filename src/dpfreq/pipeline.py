@@ -27,8 +27,9 @@ budget always buys a release.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from dpfreq.accounting.losses import PrivacyLoss
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.rng import ResolvedRNG, RNGLike, resolve_rng
 
@@ -43,12 +44,19 @@ ResultT_co = TypeVar("ResultT_co", covariant=True)
 @dataclass(frozen=True)
 class Charge:
     """What a release costs: ``(epsilon, delta)`` at ``unit``, recorded under ``label`` (the
-    release function's name)."""
+    release function's name); ``loss``, when the release knows it, is its privacy loss as an
+    object (:mod:`dpfreq.accounting`), which lets a tight accountant charge less than the
+    (ε, δ) it implies."""
 
     epsilon: float
     delta: float
     unit: str
     label: str
+    loss: PrivacyLoss | None = None
+
+    def loss_kwargs(self) -> dict[str, Any]:
+        """``{"loss": loss}`` when known (an accountant without ``loss=`` still works)."""
+        return {} if self.loss is None else {"loss": self.loss}
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ class BudgetGate:
             raise RuntimeError(f"the budget of {self.charge.label} was already checked")
         c = self.charge
         if self.accountant is not None:
-            self.accountant.check(c.epsilon, c.delta, unit=c.unit)
+            self.accountant.check(c.epsilon, c.delta, unit=c.unit, **c.loss_kwargs())
         self._state = "checked"
 
     def spend(self, source: str | None = None) -> None:
@@ -128,7 +136,7 @@ class BudgetGate:
         c = self.charge
         if self.accountant is not None:
             self.accountant.spend(c.epsilon, c.delta, label=c.label, unit=c.unit,
-                                  source=source)
+                                  source=source, **c.loss_kwargs())
         self._state = "spent"
 
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from dpfreq._display import brief, cut, error_text, html_table, privacy_text, text_block
 
-__all__ = ["ERROR_KINDS", "PUBLIC_DIGITS", "RELATIONS", "UNITS", "ErrorStatement", "Release",
+__all__ = ["DEVICE", "ERROR_KINDS", "EVENT", "ITEM", "ITEM_REPLACE", "PUBLIC_DIGITS", "RELATIONS",
+           "TABLE_UNITS", "UNITS", "UNIT_BY_NAME", "ErrorStatement", "Release", "Unit",
            "public_floats", "to_jsonable", "whole_number_columns"]
 
 
@@ -119,16 +120,37 @@ def whole_number_columns(frame: Any, names: tuple[str, ...]) -> Any:
 
 
 ERROR_KINDS = ("interval", "bound", "sd")
-#: The one vocabulary of units of privacy: each word names one neighbouring relation, the same
-#: in every system (docs/theory/relations.md). A system that supports only some refuses the
-#: others with a one-line reason.
-RELATIONS = {
-    "event": "add or remove one event (one row)",
-    "item": "add or remove one item with all its rows",
-    "item_replace": "replace one item's rows by any other rows (the item stays in the domain)",
-    "device": "one device's whole report sequence (longitudinal local DP)",
-}
-UNITS = tuple(RELATIONS)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of privacy: the word every release states and its neighbouring relation.
+
+    The vocabulary is one and the same in every system (docs/theory/relations.md); a system
+    that supports only some units refuses the others with a one-line reason.
+
+    Examples
+    --------
+    >>> ITEM.name, ITEM.relation
+    ('item', 'add or remove one item with all its rows')
+    """
+
+    name: str
+    relation: str
+
+
+EVENT = Unit("event", "add or remove one event (one row)")
+ITEM = Unit("item", "add or remove one item with all its rows")
+ITEM_REPLACE = Unit("item_replace",
+                    "replace one item's rows by any other rows (the item stays in the domain)")
+DEVICE = Unit("device", "one device's whole report sequence (longitudinal local DP)")
+#: every unit by its word, in the order the docs list them
+UNIT_BY_NAME = {u.name: u for u in (EVENT, ITEM, ITEM_REPLACE, DEVICE)}
+#: the relation of each unit, in words (what ``release.relation`` and the records state)
+RELATIONS = {name: u.relation for name, u in UNIT_BY_NAME.items()}
+UNITS = tuple(UNIT_BY_NAME)
+#: the units of the central systems over a table of items and their rows
+TABLE_UNITS = (EVENT.name, ITEM.name, ITEM_REPLACE.name)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,7 +4,7 @@
   cryptographically secure bit generator: randomgen's ChaCha20 (20 rounds, SIMD) keyed with
   256 bits from :func:`os.urandom`. The keyed streams below are ChaCha20 too, so randomgen
   supplies one cipher; AES is used only through ``cryptography`` (OpenSSL), as the keyed PRF of
-  the windows' lazy node noise (:mod:`dpfreq.windows.lazy_noise`). randomgen is kept because
+  the windows' lazy node noise (:mod:`dpfreq.windows.noise.keyed`). randomgen is kept because
   numpy has no secure bit generator of its own and a numpy ``Generator`` needs a C-level one.
 * An ``int`` seed or an existing ``Generator`` gives reproducible output for tests and
   simulations; such a release is marked ``seeded=True`` and must not be used in production.

@@ -20,7 +20,7 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.rng import derive_key
 from dpfreq.windows import WindowCountsRelease, release_window_counts
-from dpfreq.windows.lazy_noise import (
+from dpfreq.windows.noise.keyed import (
     EAGER_SCHEME,
     GAUSSIAN_SCHEME,
     LAPLACE_SCHEME,
@@ -358,7 +358,7 @@ def _tree2d_counts(log, k: int, horizon: int, domain: int) -> dict:
     """Node counts of the two product trees of the all-windows structure (P1, P2)."""
     from collections import Counter
 
-    from dpfreq.windows.reductions import time_window_points
+    from dpfreq.windows.data.reductions import time_window_points
 
     item, times = _sorted_arrays(log)
     x1, y1, x2, y2 = time_window_points(item, times, k, horizon)
@@ -378,8 +378,8 @@ def _tree2d_counts(log, k: int, horizon: int, domain: int) -> dict:
 
 def _cumulative_counts(log, k: int, structure) -> np.ndarray:
     """Released block counts of a cumulative structure (its block × period incidence)."""
-    from dpfreq.windows.counters import layer_incidence
-    from dpfreq.windows.reductions import cumulative_points
+    from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.layered import layer_incidence
 
     item, times = _sorted_arrays(log)
     t = structure.horizon
@@ -400,7 +400,7 @@ def test_exact_worst_case_loss_of_the_noisy_trees_is_within_epsilon():
     at outputs beyond both (the pmfs are exact), so the exact worst case over this enumeration
     is ``γ·max‖c − c'‖₁``. It must not exceed the structure's budget ε_s, for every cumulative
     layout at both units and the 2d trees (event level), k = 1, 2."""
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     horizon, eps = 4, Fraction(1)
     logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]
@@ -508,8 +508,8 @@ def _factor_counts(log, k: int, horizon: int) -> np.ndarray:
     """``R x`` of the square-root factorization: x the per-period counts of k-th occurrences."""
     from scipy.linalg import toeplitz
 
-    from dpfreq.windows.factorization import sqrt_coefficients
-    from dpfreq.windows.reductions import cumulative_points
+    from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.factorization import sqrt_coefficients
 
     item, times = _sorted_arrays(log)
     hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=horizon)
@@ -521,7 +521,7 @@ def test_exact_l2_sensitivity_of_the_factorization_over_every_small_log():
     event (event level) or one more item with up to 2 events (item level): ``‖R x − R x'‖₂²``
     never exceeds the squared sensitivity the structure is calibrated to, and the discrete
     Gaussian's ``σ² >= ℓ2²/(2ρ)`` makes the release ρ-zCDP (Canonne–Kamath–Steinke 2020)."""
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     horizon, rho = 4, 0.05
     logs = [tuple(sorted(log)) for log in _all_logs(horizon, 2, 3)]

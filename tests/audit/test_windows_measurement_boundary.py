@@ -20,7 +20,7 @@ import pytest
 from scipy.linalg import solve_triangular, toeplitz
 
 from dpfreq.windows import WindowCountsRelease, release_window_counts
-from dpfreq.windows.factorization import (
+from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
     SCALE,
@@ -28,8 +28,8 @@ from dpfreq.windows.factorization import (
     prefix_coefficients,
     sqrt_coefficients,
 )
-from dpfreq.windows.structure import build_structure
-from dpfreq.windows.weights import consistent_estimates
+from dpfreq.windows.layouts.weights import consistent_estimates
+from dpfreq.windows.structures.base import build_structure
 
 #: (windows, method, unit, delta): every structure whose answers come from a measurement
 MEASURED = [

@@ -69,6 +69,21 @@ def _write_files(tmp: Path) -> None:
     pq.write_table(pa.table({"item": [1, 2, 2, 3], "time": [1, 2, 3, 4]}),
                    tmp / "events.parquet")
     _write_reports(tmp)
+    _write_crossparty(tmp)
+
+
+def _write_crossparty(tmp: Path) -> None:
+    """A hash key, cross-party parameters and one party's sketch (``sketch build|merge``)."""
+    from dpfreq.crossparty import CrossPartyParams, build_sketch, key_fingerprint, write_hash_key
+
+    key = bytes(range(32))
+    write_hash_key(tmp / "hash.key", key)
+    params = CrossPartyParams(measurement="m", registers=64, sampling_start=0, sampling_width=1,
+                              max_frequency=3, epsilon_reach=0.5, epsilon_frequency=0.5,
+                              hash="sha256-prefix/v1", key_id=key_fingerprint(key))
+    params.save(tmp / "crossparty.json")
+    build_sketch({"item": [1, 2, 2, 3]}, user="item", party="tv", params=params, key=key,
+                 rng=1).save(tmp / "tv.sketch")
 
 
 def _snapshot(tmp: Path) -> dict[Path, tuple[bytes, int]]:
@@ -103,7 +118,10 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
 VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size": "20",
          "--max-count": "5", "--epsilon": "1", "--delta": "1e-6", "--horizon": "8",
          "--max-changes": "2", "--users": "40", "--devices": "40", "--period": "1",
-         "--k": "1", "--windows": "cumulative,2", "--confidence": "0.9"}
+         "--k": "1", "--windows": "cumulative,2", "--confidence": "0.9",
+         "--measurement": "m", "--registers": "64", "--sampling-start": "0",
+         "--sampling-width": "1", "--max-frequency": "3", "--epsilon-reach": "1",
+         "--epsilon-frequency": "1", "--party": "web", "--user": "item"}
 
 
 def _leaf_commands() -> list[tuple[list[str], click.Command]]:
@@ -167,7 +185,11 @@ BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--h
               "longitudinal aggregate": ["--devices", "99,99,99,99"],
               "stream append": ["--through", "8"]}
 #: FILE arguments and path options of commands that do not read the event log.
-INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json"}
+INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json",
+          "merge": "tv.sketch", "--key": "hash.key"}
+#: Per command: path options whose file differs from INPUTS' (an option name shared by commands).
+COMMAND_INPUTS = {"sketch build": {"--params": "crossparty.json", "--out": "web.sketch"},
+                  "sketch params": {"--out": "o.json"}}
 
 
 def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
@@ -180,7 +202,10 @@ def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
             argv.append(str(tmp / name))
         elif param.required and isinstance(param, click.Option):
             opt = param.opts[-1]
-            if opt in INPUTS:
+            own = COMMAND_INPUTS.get(" ".join(path), {})
+            if opt in own:
+                value = str(tmp / own[opt])
+            elif opt in INPUTS:
                 value = str(tmp / INPUTS[opt])
             elif opt in VALID:
                 value = VALID[opt]
@@ -486,7 +511,10 @@ def test_integer_options_take_scientific_notation():
                            f"dpfreq.cli._common: {offenders}")
 
 
-STDIN_LEAVES = [(p, c) for p, c in LEAVES if p[0] != "ledger"
+#: Commands whose FILE arguments are not text inputs: a ledger (SQLite), a key to create,
+#: sketch files (binary releases). A stream's STATE (a directory) is skipped by name.
+NOT_STDIN = (["ledger"], ["sketch", "key"], ["sketch", "merge"])
+STDIN_LEAVES = [(p, c) for p, c in LEAVES if not any(p[:len(n)] == n for n in NOT_STDIN)
                 and any(isinstance(q, click.Argument) and q.name != "state" for q in c.params)]
 
 

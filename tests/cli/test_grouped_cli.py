@@ -50,7 +50,7 @@ def _events(tmp_path: Path) -> Path:
 
 
 def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dpfreq.windows.grouped_result import GroupedWindowRelease
+    from dpfreq.windows.grouped.result import GroupedWindowRelease
 
     log, groups = _events(tmp_path), _log(tmp_path)[1]
     args = ["reach", str(log), "--item", "user", "--time", "day", "--horizon", "5",

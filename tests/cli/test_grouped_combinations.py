@@ -96,7 +96,7 @@ def test_reach_group_family_output(files: tuple[Path, Path], tmp_path: Path,
 def _query_saved(saved: Path, family: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`dpfreq reach query` answers a grouped save: every group, or those named, with the
     numbers of the loaded release; the same refusals as for an ungrouped save."""
-    from dpfreq.windows.grouped_result import GroupedWindowRelease
+    from dpfreq.windows.grouped.result import GroupedWindowRelease
 
     window = {"cumulative": "1:4", "total": "1:5", "3": "2:4", "all": "2:3"}[family]
     assert main(["reach", "query", str(saved), "--window", window, "--k", "2",

@@ -99,7 +99,7 @@ def test_grouped_release_keeps_n_dropped_and_fills_attrs(campaign_log: tuple[Pat
                                                          tmp_path: Path) -> None:
     """Item 6: a grouped release's n_dropped survives save/load; its to_pandas().attrs are
     filled (they were empty)."""
-    from dpfreq.windows.grouped_result import GroupedWindowRelease
+    from dpfreq.windows.grouped.result import GroupedWindowRelease
 
     log, groups = campaign_log
     rel = dpfreq.release_window_counts(

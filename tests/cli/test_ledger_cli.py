@@ -115,3 +115,28 @@ def test_show_reports_the_chain(tmp_path, capsys):
     code, out, _ = _run(["ledger", "show", str(path), "--json", "-"], capsys)
     assert code == 0
     assert "fails verification at row 2 (id 2)" in json.loads(out)["chain"]
+
+
+def test_the_command_line_prints_the_head_and_checks_it(tmp_path, capsys):
+    path, anchor = tmp_path / "budget.db", tmp_path / "heads.txt"
+    code, _, err = _run(["ledger", "init", str(path), "--epsilon", "2", "--delta", "1e-6",
+                         "--composition", "basic", "--anchor", str(anchor)], capsys)
+    assert code == 0
+    assert "composition=basic; head " in err
+    log = tmp_path / "log.csv"
+    log.write_text("user\na\nb\na\n", encoding="utf-8")
+    code, _, err = _run(["profile", str(log), "--item", "user", "--domain-size", "40",
+                         "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
+                         "--ledger", str(path)], capsys)
+    assert code == 0
+    head = err.split("; head ")[1].split()[0]
+    assert head == Ledger(path).head
+    assert _run(["ledger", "verify", str(path), "--expect-head", head], capsys)[:2] == \
+        (0, "ok: 1 rows\n")
+    code, out, err = _run(["ledger", "verify", str(path), "--expect-head", "ab" * 32], capsys)
+    assert (code, out) == (2, "")
+    assert "never had the head" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, _ = _run(["ledger", "show", str(path)], capsys)
+    assert f"# head {head}" in out
+    assert f"anchored to {anchor.resolve()}" in out

@@ -12,7 +12,7 @@ import pytest
 from dpfreq.engines import get_engine
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.summaries import WindowReducer, summary_specs
+from dpfreq.windows.data.summaries import WindowReducer, summary_specs
 
 KEY = bytes(range(1, 33))
 GROUPS = ["a", "b", "c", "d'q", "none"]

@@ -1,7 +1,7 @@
 """Window summaries through every engine: ``Engine.reduce_items``.
 
 A window release never holds the event log: each engine reduces it to per-(family, k)
-summaries (``dpfreq.windows.summaries``) — on Spark per partition on the executors, only the
+summaries (``dpfreq.windows.data.summaries``) — on Spark per partition on the executors, only the
 summed summaries reaching the driver. These tests demand, for memory, DuckDB and Spark:
 
 * identical summaries (the sparse ``(slot, key, weight)`` entries), identical range-check
@@ -29,8 +29,8 @@ from dpfreq.engines._common import reduce_events
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.errors import DataError
 from dpfreq.windows import release_window_counts
+from dpfreq.windows.data.summaries import WindowReducer, summary_specs
 from dpfreq.windows.params import time_axis
-from dpfreq.windows.summaries import WindowReducer, summary_specs
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

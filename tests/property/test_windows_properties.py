@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
-from dpfreq.windows.tree import consistent_tree, node_counts, prefix_cover
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.data.reductions import block_points, cumulative_points, time_window_points
+from dpfreq.windows.layouts.dyadic import node_counts, prefix_cover
+from dpfreq.windows.layouts.least_squares import consistent_tree
 
 
 @st.composite

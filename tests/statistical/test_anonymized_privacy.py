@@ -27,7 +27,12 @@ from dpfreq.anonymized import steps as S
 from dpfreq.anonymized.accuracy import run_plan
 from dpfreq.anonymized.auto import plan_for
 from dpfreq.anonymized.histogram_input import as_prevalences
-from dpfreq.noise import discrete_laplace_cdf, discrete_laplace_pmf, epsilon_to_fraction
+from dpfreq.noise import (
+    discrete_laplace_cdf,
+    discrete_laplace_mean_abs,
+    discrete_laplace_pmf,
+    epsilon_to_fraction,
+)
 from histogram_cases import histograms_up_to, move_up
 
 EPS2 = math.log(2.0)  # α = 1/2
@@ -173,6 +178,6 @@ def test_released_n_follows_exact_eps1_law() -> None:
     assert _chi_square_p_value(observed, expected) > 1e-6
     # and E|N - n| = 2α/(1-α²) within a 1e-6 Chebyshev bound: Var|Z| <= E Z² = 2α/(1-α)²
     alpha = math.exp(-float(gamma))
-    mean_abs = S.expected_abs_geometric(float(gamma))
+    mean_abs = discrete_laplace_mean_abs(float(gamma))
     sd = math.sqrt(2 * alpha / (1 - alpha) ** 2 / draws)
     assert abs(float(np.mean(np.abs(diffs))) - mean_abs) <= sd * 1000

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters
 from dpfreq.stream.publish import curve, halfwidths

@@ -1,7 +1,7 @@
 """The simulated band of the consistent trees against the real noise path.
 
-:func:`dpfreq.windows.band.band_multiplier` draws the family's noise vector from the exact node
-law through the consistency map; the release draws its noise through the keyed structure
+:func:`dpfreq.windows.structures.bands.band_multiplier` draws the family's noise vector from the
+exact node law through the consistency map; the release draws its noise through the keyed structure
 (:meth:`Structure.attach`, :meth:`Structure.noise`). If the two laws are the same, the real
 maximum ``max_w |N_w| / h_w`` of a fresh key (``h_w``: the window's own half-width at ``β``)
 and the ``N`` simulated maxima are i.i.d., and the number of ``M`` fresh keys whose maximum is
@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfreq.windows.band import band_multiplier
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.structures.bands import band_multiplier
+from dpfreq.windows.structures.base import build_structure
 
 pytestmark = pytest.mark.statistical
 

@@ -24,8 +24,8 @@ import pytest
 from scipy import signal, stats
 
 from dpfreq.noise import discrete_laplace_pmf
-from dpfreq.windows.noise_law import sum_quantile
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.laws.sums import sum_quantile
+from dpfreq.windows.structures.base import build_structure
 
 pytestmark = pytest.mark.statistical
 

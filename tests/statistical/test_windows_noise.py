@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from dpfreq.noise import discrete_laplace_pmf
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.noise.keyed import KeyedDiscreteLaplace
+from dpfreq.windows.structures.base import build_structure
 
 pytestmark = pytest.mark.statistical
 
@@ -123,7 +123,7 @@ def test_lazy_gaussian_matches_discrete_gaussian_pmf(seed):
     Power: n = 10^5 draws at σ² = 6; a σ² off by 10% moves the mass at 0 by ≈ 5% of 0.16,
     non-centrality far above 100: power ≈ 1 at α = 1e-6.
     """
-    from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian
+    from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
 
     key = seed.to_bytes(8, "little") * 4
     src = KeyedDiscreteGaussian(key, 3, 5.5)

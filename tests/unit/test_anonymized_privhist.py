@@ -25,6 +25,7 @@ from dpfreq.anonymized.api import METHODS
 from dpfreq.anonymized.histogram_input import as_prevalences, total_of
 from dpfreq.engines.base import Prevalences
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.noise import discrete_laplace_mean_abs
 from histogram_cases import histograms_up_to, move_up
 
 H_E2 = {1: 2, 2: 1, 5: 1, 9: 1}  # worked example: counts 1,1,2,5,9; n = 18
@@ -374,13 +375,13 @@ def test_smoothing_refuses_counts_beyond_last_boundary() -> None:
 
 def test_expected_abs_n_error_exact() -> None:
     # E|Z| = 2α/(1-α²) = 2.945 for ε1 = 1/3; direct sum of the pmf agrees
-    assert S.expected_abs_geometric(1 / 3) == pytest.approx(2.945, abs=5e-4)
+    assert discrete_laplace_mean_abs(1 / 3) == pytest.approx(2.945, abs=5e-4)
     alpha = math.exp(-1 / 3)
     z = np.arange(-400, 401)
     pmf = (1 - alpha) / (1 + alpha) * alpha ** np.abs(z)
     n = 1000  # far from 0: the clamp max(n + Z, 0) has no effect within the summed range
     direct = float(np.sum(pmf * np.abs(np.maximum(n + z, 0) - n)))
-    assert direct == pytest.approx(S.expected_abs_geometric(1 / 3), rel=1e-12)
+    assert direct == pytest.approx(discrete_laplace_mean_abs(1 / 3), rel=1e-12)
 
 
 def test_n_step_clamps_at_zero_and_returns_empty() -> None:

@@ -68,13 +68,23 @@ def test_fraction_spends_are_exact():
 
 
 def test_delta_budget():
-    acct = Accountant(PrivacyBudget(2.0, 1e-6))
+    acct = Accountant(PrivacyBudget(2.0, 1e-6), composition="basic")
     acct.spend(0.5, 4e-7)
     assert acct.remaining == PrivacyBudget(1.5, 6e-7)
     with pytest.raises(BudgetExceededError):
         acct.spend(0.5, 7e-7)
     acct.spend(0.5, 6e-7)
     assert acct.spent_exact[1] == Fraction(1, 10**6)
+
+
+def test_the_tight_rule_keeps_half_of_delta_for_its_conversion():
+    acct = Accountant(PrivacyBudget(2.0, 1e-6))  # tight: 5e-7 for the releases' own delta
+    acct.spend(0.5, 4e-7)
+    assert acct.remaining == PrivacyBudget(1.5, 1e-7)
+    with pytest.raises(BudgetExceededError, match="half of the total delta"):
+        acct.spend(0.5, 2e-7)
+    acct.spend(0.5, 1e-7)
+    assert acct.spent_exact == (Fraction(1), Fraction(5, 10**7))
 
 
 def test_check_does_not_record():
@@ -112,7 +122,10 @@ def test_advanced_composition_beats_basic_for_many_small_steps():
 def test_group_privacy_formula(eps, delta, g):
     out = group_privacy(PrivacyBudget(eps, delta), g)
     assert out.epsilon == pytest.approx(g * eps)
-    assert out.delta == pytest.approx(g * math.exp((g - 1) * eps) * delta)
+    # a path of g neighbours: δ (1 + e^ε + … + e^{(g−1)ε}), at most g e^{(g−1)ε} δ
+    exact = delta * sum(math.exp(i * eps) for i in range(g))
+    assert exact <= out.delta <= exact * (1 + 1e-12)
+    assert out.delta <= g * math.exp((g - 1) * eps) * delta * (1 + 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -137,6 +150,10 @@ def test_group_privacy_formula(eps, delta, g):
         lambda: group_privacy(PrivacyBudget(0.1), True),
         lambda: group_privacy(PrivacyBudget(1.0, 0.1), 10),
         lambda: sequential_composition(),
+        lambda: Accountant(PrivacyBudget(1.0), composition="advanced"),
+        lambda: Accountant(PrivacyBudget(1.0)).spend(0.1, loss=0.1),
+        lambda: Accountant(PrivacyBudget(1.0)).declare([], delta=1e-6),
+        lambda: Accountant(PrivacyBudget(1.0)).declare([0.1], delta=1e-6),
     ],
 )
 def test_invalid_parameters(call):
@@ -159,9 +176,10 @@ def test_spend_records_unit_and_source():
     assert acct.ledger == [
         {"label": "release_profile", "epsilon": 0.5, "delta": 0.0, "unit": "item",
          "source": "events.csv", "charged_epsilon": 0.5, "charged_delta": 0.0,
-         "conversion": None},
+         "conversion": None, "rule": "sum", "loss": "pure 0.5-DP"},
         {"label": "", "epsilon": 0.25, "delta": 0.0, "unit": None, "source": None,
-         "charged_epsilon": 0.25, "charged_delta": 0.0, "conversion": None},
+         "charged_epsilon": 0.25, "charged_delta": 0.0, "conversion": None, "rule": "sum",
+         "loss": "pure 0.25-DP"},
     ]
 
 
@@ -213,10 +231,10 @@ def test_accountant_needs_exactly_one_budget(kwargs):
 
 
 def test_remaining_is_a_zero_budget_when_exhausted_and_may_be_tiny():
-    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item")
+    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item", composition="basic")
     acct.spend(Fraction(9_999_999, 10**7), 1e-6, unit="item")
     assert acct.remaining.epsilon == pytest.approx(1e-7)  # below the smallest ε to spend
-    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item")
+    acct = Accountant(PrivacyBudget(1.0, 1e-6), unit="item", composition="basic")
     acct.spend(1.0, 1e-6, unit="item")
     left = acct.remaining
     assert isinstance(left, PrivacyBudget)

@@ -7,7 +7,7 @@ import pytest
 from scipy.linalg import toeplitz
 from scipy.stats import binom
 
-from dpfreq.windows.factorization import (
+from dpfreq.windows.layouts.factorization import (
     MAX_HORIZON,
     prefix_answers,
     prefix_coefficients,
@@ -16,7 +16,7 @@ from dpfreq.windows.factorization import (
     sqrt_coefficients,
     sub_gaussian_halfwidth,
 )
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
 
 
 def _matrices(t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +73,7 @@ def test_sub_gaussian_halfwidth_covers_exact_discrete_gaussian_noise() -> None:
 def _structure(unit: str = "event", horizon: int = 50):
     from fractions import Fraction
 
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     return build_structure("cumulative", "factorization", 1, horizon, unit, Fraction(1), 1e-5,
                            rho=0.05, noise_kind="gaussian")

@@ -16,16 +16,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from dpfreq.accounting import log_inverse_upper, zcdp_rho, zcdp_rho_at_most
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.cli.main import cli
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import (
-    choose_group_accounting,
-    log_inverse_upper,
-    zcdp_rho,
-    zcdp_rho_at_most,
-)
+from dpfreq.grouped.accounting import choose_group_accounting
 from dpfreq.grouped.selection import SELECTION_SHARE, ZCDP_DELTA_SHARE
 from dpfreq.noise import discrete_laplace_pmf, epsilon_to_fraction
 from dpfreq.profile import plan_profile, release_profile

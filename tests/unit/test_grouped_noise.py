@@ -1,4 +1,4 @@
-"""The shared node noise of a grouped window release (dpfreq.windows.grouped_noise)."""
+"""The shared node noise of a grouped window release (dpfreq.windows.grouped.noise)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.windows.grouped_noise import GroupNoise
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.grouped.noise import GroupNoise
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.structures.base import build_structure
 
 KEY = bytes(range(32))
 

@@ -15,8 +15,8 @@ from dpfreq.engines import get_engine
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.grouped_result import GroupedWindowRelease
-from dpfreq.windows.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.data.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.grouped.result import GroupedWindowRelease
 
 KEY = bytes(range(32))
 GROUPS = ("a", "b", "c")
@@ -231,10 +231,10 @@ def test_each_group_equals_its_own_release_at_its_counters(unit: str, extra: dic
     release built alone from its summaries, a fresh plan and group g's view of the shared
     source (nodes v at counters v·G + g), also for windows asked later; no two groups share
     noise arrays."""
-    from dpfreq.windows.answers import attach_state
-    from dpfreq.windows.grouped_noise import GroupNoise
-    from dpfreq.windows.grouped_result import calibrated_plan
+    from dpfreq.windows.grouped.noise import GroupNoise
+    from dpfreq.windows.grouped.result import calibrated_plan
     from dpfreq.windows.result import WindowCountsRelease
+    from dpfreq.windows.state import attach_state
 
     rel = release_window_counts(_log(), group="g", groups=["a", "b", "c"], unit=unit, rng=6,
                                 **{**BASE, "windows": windows}, **extra)

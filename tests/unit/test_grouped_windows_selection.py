@@ -13,7 +13,7 @@ from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.selection import plan_selection
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.grouped_result import GroupedWindowRelease
+from dpfreq.windows.grouped.result import GroupedWindowRelease
 
 BASE = {"item": "u", "time": "t", "horizon": 10, "epsilon": 1.0, "k_values": [1],
         "windows": ["cumulative", "total"]}

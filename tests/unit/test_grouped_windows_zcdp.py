@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpfreq.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.grouped.accounting import log_inverse_upper, zcdp_rho
 from dpfreq.grouped.selection import ZCDP_DELTA_SHARE
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.grouped_budget import _candidate, _plan, group_epsilon
-from dpfreq.windows.grouped_result import GroupedWindowRelease
+from dpfreq.windows.grouped.budget import _candidate, _plan, group_epsilon
+from dpfreq.windows.grouped.result import GroupedWindowRelease
 from dpfreq.windows.params import check_window_params
-from dpfreq.windows.plan import plan_score
+from dpfreq.windows.structures.chooser import plan_score
 
 BASE = {"item": "u", "time": "t", "horizon": 30, "k_values": [1],
         "windows": ["cumulative", "total"]}

@@ -55,12 +55,15 @@ def test_ten_spends_of_a_tenth_exhaust_one_exactly(ledger):
     for _ in range(10):
         ledger.spend(0.1, label="q")
     assert ledger.spent_exact == (Fraction(1), Fraction(0))
-    assert (ledger.remaining.epsilon, ledger.remaining.delta) == (0.0, 1e-6)  # δ left
+    # δ left for the releases' own δ (tight: half; the other half converts the Rényi filter)
+    assert (ledger.remaining.epsilon, ledger.remaining.delta) == (0.0, 5e-7)
     with pytest.raises(BudgetExceededError):
         ledger.spend(1e-6)
 
 
-def test_delta_and_metadata_are_recorded(tmp_path, ledger):
+def test_delta_and_metadata_are_recorded(tmp_path):
+    ledger = Ledger.create(tmp_path / "budget.sqlite", PrivacyBudget(1.0, 1e-6),
+                           composition="basic")
     ledger.spend(0.5, 4e-7, label="release_window_counts", unit="event", source="log.csv")
     bound = Ledger(ledger.path, command="dpfreq reach", source="other.csv")
     bound.spend(0.25, 6e-7, label="release_window_counts")
@@ -106,19 +109,21 @@ def _spend_many(path: str, count: int, barrier) -> int:
     return done
 
 
-def test_concurrent_processes_never_overspend(tmp_path):
+@pytest.mark.parametrize(("composition", "admitted"), [("basic", 10), ("tight", 5)])
+def test_concurrent_processes_never_overspend(tmp_path, composition, admitted):
     path = tmp_path / "shared.sqlite"
-    ledger = Ledger.create(path, PrivacyBudget(1.0, 1e-7))
+    ledger = Ledger.create(path, PrivacyBudget(1.0, 1e-7), composition=composition)
     ctx = multiprocessing.get_context("spawn")
     workers = 4
     with ctx.Manager() as manager:
         barrier = manager.Barrier(workers)
         with ctx.Pool(workers) as pool:
             done = pool.starmap(_spend_many, [(str(path), 6, barrier)] * workers)
-    # 24 attempts of (0.1, 1e-8) against (1.0, 1e-7): the δ budget admits exactly 10.
-    assert sum(done) == 10
-    assert ledger.spent_exact == (Fraction(1), Fraction(1, 10**7))
-    assert len(ledger.ledger) == 10
+    # 24 attempts of (0.1, 1e-8) against (1.0, 1e-7): the δ budget admits exactly 10 (basic),
+    # or 5 under the tight rule, which keeps half of δ to convert its Rényi filter.
+    assert sum(done) == admitted
+    assert ledger.spent_exact[1] == Fraction(admitted, 10**8)
+    assert len(ledger.ledger) == admitted
 
 
 def test_create_refuses_to_overwrite(ledger):
@@ -140,10 +145,11 @@ def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
         Ledger.create(path, PrivacyBudget(1.0))
         change = {"bad_version": "UPDATE dpfreq_ledger SET value='9' WHERE key='version'",
                   "bad_total": "UPDATE dpfreq_ledger SET value='x' WHERE key='total_epsilon'",
-                  "bad_row": "INSERT INTO releases (time, label, epsilon, delta, hash) "
-                             "VALUES ('t', 'l', '-1/2', '0/1', 'x')",
-                  "huge_row": "INSERT INTO releases (time, label, epsilon, delta, hash) "
-                              "VALUES ('t', 'l', '0.5e400', '0/1', 'x')"}[make]
+                  "bad_row": "INSERT INTO releases (time, label, epsilon, delta, rule, loss, bad, "
+                             "hash) VALUES ('t', 'l', '-1/2', '0/1', 'sum', '{}', '0/1', 'x')",
+                  "huge_row": "INSERT INTO releases (time, label, epsilon, delta, rule, loss, "
+                              "bad, hash) VALUES ('t', 'l', '0.5e400', '0/1', 'sum', "
+                              "'{\"kind\":\"pure\",\"epsilon\":\"1/2\"}', '0/1', 'x')"}[make]
         with sqlite3.connect(path) as conn:
             conn.execute(change)
     with pytest.raises(DataError) as info:

@@ -14,7 +14,8 @@ from dpfreq.ledger import Ledger
 
 KEY = "ab" * 32
 OTHER_KEY = "cd" * 32
-COLUMNS = "id, time, command, label, epsilon, delta, unit, source"
+COLUMNS = ("id, time, command, label, epsilon, delta, unit, source, rule, plan, loss, bad, bound, "
+           "renyi, items")
 
 
 @pytest.fixture(autouse=True)
@@ -66,8 +67,10 @@ def test_deleted_last_rows_are_detected_by_the_head(tmp_path):
     _refused(ledger, "after row 2")
 
 
-@pytest.mark.parametrize(("column", "value"), [("epsilon", "'1/100'"), ("unit", "'event'"),
-                                          ("label", "'other'"), ("time", "'2020-01-01'")])
+@pytest.mark.parametrize(("column", "value"), [
+    ("epsilon", "'1/100'"), ("unit", "'event'"), ("label", "'other'"), ("time", "'2020-01-01'"),
+    ("rule", "'renyi'"), ("bad", "'1/1000000000'"), ("bound", "'1/100'"), ("renyi", "'0/1'"),
+    ("loss", "'{\"epsilon\":\"1/100\",\"kind\":\"pure\"}'"), ("bound", "NULL")])
 def test_an_edited_row_is_detected_at_that_row(tmp_path, column, value):
     ledger = _ledger(tmp_path)
     _sql(ledger, f"UPDATE releases SET {column} = {value} WHERE id = 3")
@@ -77,8 +80,8 @@ def test_an_edited_row_is_detected_at_that_row(tmp_path, column, value):
 def test_an_inserted_row_is_detected(tmp_path):
     ledger = _ledger(tmp_path)
     _sql(ledger, "UPDATE releases SET id = id + 10 WHERE id >= 3",
-         f"INSERT INTO releases ({COLUMNS}, hash) SELECT 3, time, command, label, epsilon, "
-         "delta, unit, source, hash FROM releases WHERE id = 2")
+         f"INSERT INTO releases ({COLUMNS}, hash) SELECT 3, {COLUMNS[4:]}, hash FROM "
+         "releases WHERE id = 2")
     _refused(ledger, "at row 3 (id 3)")
 
 
@@ -90,9 +93,12 @@ def test_reordered_rows_are_detected(tmp_path):
     _refused(ledger, "at row 2 (id 2)")
 
 
-def test_an_edited_total_is_detected_at_the_header(tmp_path):
+@pytest.mark.parametrize(("key", "value"), [
+    ("total_epsilon", "100/1"), ("composition", "basic"), ("renyi_budget", "100/1"),
+    ("order", "2/1"), ("release_delta", "1/1000000"), ("conversion_delta", "1/1000000")])
+def test_an_edited_total_or_rule_is_detected_at_the_header(tmp_path, key, value):
     ledger = _ledger(tmp_path)
-    _sql(ledger, "UPDATE dpfreq_ledger SET value = '100/1' WHERE key = 'total_epsilon'")
+    _sql(ledger, f"UPDATE dpfreq_ledger SET value = '{value}' WHERE key = '{key}'")
     _refused(ledger, "at its header")
 
 
@@ -155,12 +161,28 @@ def test_a_short_or_malformed_key_is_one_line(tmp_path, monkeypatch, key):
     assert key not in str(info.value)
 
 
-def test_a_version_1_ledger_is_refused_clearly(tmp_path):
-    ledger = _ledger(tmp_path, n=1)
-    _sql(ledger, "UPDATE dpfreq_ledger SET value = '1' WHERE key = 'version'")
-    with pytest.raises(DataError, match=r"version 1 ledger, made before ledgers carried a "
-                                        r"hash chain.*'dpfreq ledger init'"):
-        Ledger(ledger.path)
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_an_older_ledger_is_refused_with_one_line_saying_how_to_upgrade(tmp_path, version):
+    """A version 2 ledger (the schema before losses and rules) as dpfreq 0.1 wrote it."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE dpfreq_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("CREATE TABLE releases (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT "
+                     "NOT NULL, command TEXT, label TEXT NOT NULL, epsilon TEXT NOT NULL, delta "
+                     "TEXT NOT NULL, unit TEXT, source TEXT, hash TEXT NOT NULL)")
+        conn.executemany("INSERT INTO dpfreq_ledger VALUES (?, ?)", [
+            ("kind", "dpfreq-ledger"), ("version", version), ("total_epsilon", "1/1"),
+            ("total_delta", "0/1"), ("chain", "sha256")])
+        conn.execute("INSERT INTO releases (time, label, epsilon, delta, hash) VALUES "
+                     "('t', 'l', '1/2', '0/1', 'x')")
+    with pytest.raises(DataError) as info:
+        Ledger(path)
+    text = str(info.value)
+    assert "\n" not in text
+    assert f"version {version} ledger" in text
+    assert "start a new ledger with 'dpfreq ledger init FILE --epsilon E --delta D'" in text
+    with sqlite3.connect(path) as conn:  # refused: nothing was written
+        assert conn.execute("SELECT COUNT(*) FROM releases").fetchone() == (1,)
 
 
 @pytest.mark.parametrize("epsilon", ["0.5e400", "1e308"])

@@ -10,7 +10,7 @@ import pytest
 
 import dpfreq.anonymized.grouped
 import dpfreq.profile.grouped
-import dpfreq.windows.grouped
+import dpfreq.windows.grouped.release
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
@@ -194,11 +194,11 @@ _GROUPED: list[tuple[str, Any, Callable[..., Any]]] = [
      lambda a: release_anonymized_histogram(
          _LOG, item="u", group="g", delta=1e-6, epsilon=1.0, unit="event", accountant=a,
          rng=0)),
-    ("windows-groups", dpfreq.windows.grouped, lambda a: release_window_counts(
+    ("windows-groups", dpfreq.windows.grouped.release, lambda a: release_window_counts(
         _LOG, item="u", time="t", horizon=4, epsilon=1.0, unit="item", k_values=[1],
         windows=["cumulative"], group="g", groups=["a", "b"], max_groups_per_item=1,
         accountant=a, rng=0)),
-    ("windows-selection", dpfreq.windows.grouped, lambda a: release_window_counts(
+    ("windows-selection", dpfreq.windows.grouped.release, lambda a: release_window_counts(
         _LOG, item="u", time="t", horizon=4, epsilon=1.0, delta=1e-6, unit="item",
         k_values=[1], windows=["cumulative"], group="g", max_groups_per_item=1,
         accountant=a, rng=0)),

@@ -295,7 +295,8 @@ def test_release_fields_and_json(rng: np.random.Generator) -> None:
     p = rel.mechanism_params
     assert p["gamma"] == str(discrete_laplace_gamma(1.0))
     assert p["alpha"] == math.exp(-float(discrete_laplace_gamma(1.0)))
-    assert (p["B"], p["n"], p["d"], p["norm"], p["confidence"], p["method"]) == (
+    assert (p["clamp_bound"], p["max_count"], p["domain_size"], p["norm"], p["confidence"],
+            p["method"]) == (
         rel.B, 30, 5000, "2", 0.8, "fft")
     assert rel.unit == "event"
     assert rel.error.kind == "interval"

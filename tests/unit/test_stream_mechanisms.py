@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters
 from dpfreq.stream.mechanisms.counter import Part, sum_halfwidth
 from dpfreq.stream.mechanisms.epochs import epoch_length, epoch_of, epoch_start
@@ -19,7 +19,7 @@ from dpfreq.stream.mechanisms.factorization import FactorizationLayout
 from dpfreq.stream.mechanisms.intervals import SimpleLayout, TreeLayout
 from dpfreq.stream.mechanisms.law import calibrate
 from dpfreq.stream.mechanisms.smooth import SmoothLayout, output_leaves, smooth_shapes
-from dpfreq.windows.factorization import prefix_answer
+from dpfreq.windows.layouts.factorization import prefix_answer
 
 PURE = Budget(Fraction(1))
 ZCDP = Budget(Fraction(1), zcdp_rho(1.0, 1e-6))

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.stream import ReachStream
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.mechanisms import Budget, Counter
@@ -18,8 +18,8 @@ from dpfreq.stream.mechanisms.intervals import SimpleLayout, TreeLayout
 from dpfreq.stream.mechanisms.law import calibrate
 from dpfreq.stream.publish import curve
 from dpfreq.windows import release_window_counts
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.structure import build_structure
+from dpfreq.windows.noise import KeyedDiscreteLaplace
+from dpfreq.windows.structures import build_structure
 
 
 def _log(seed: int, horizon: int):

@@ -17,7 +17,7 @@ from itertools import combinations_with_replacement
 import numpy as np
 import pytest
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.stream.items.memory import numpy_update
 from dpfreq.stream.items.update import UpdatePlan, count_dtype
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from dpfreq.windows.weights import layout_weights, weight_groups, weighted_log_mgf
+from dpfreq.windows.laws.weighted import weight_groups, weighted_log_mgf
+from dpfreq.windows.layouts.weights import layout_weights
 
 LAYOUTS = [("heap", 1), ("heap", 8), ("heap", 64), ("heap", 256), ("layer", 81, 3, True),
            ("layer", 60, 8, False)]

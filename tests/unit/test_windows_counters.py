@@ -11,18 +11,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.grouped.accounting import zcdp_rho
+from dpfreq.accounting import zcdp_rho
 from dpfreq.noise import discrete_laplace_variance
-from dpfreq.windows.counters import (
+from dpfreq.windows.data.reductions import cumulative_points
+from dpfreq.windows.layouts.layered import (
     layer_incidence,
     layer_layout,
     layer_prefix_cover,
     layer_signed_cover,
     layer_signed_ranges,
 )
-from dpfreq.windows.plan import make_plan
-from dpfreq.windows.reductions import cumulative_points
-from dpfreq.windows.structure import BRANCHINGS, METHODS, build_structure
+from dpfreq.windows.structures.base import BRANCHINGS, METHODS, build_structure
+from dpfreq.windows.structures.chooser import make_plan
 
 HORIZON = 5
 

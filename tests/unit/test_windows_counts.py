@@ -15,8 +15,9 @@ from dpfreq.engines import OccurrenceTimes
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.noise import discrete_laplace_tail
 from dpfreq.windows import WindowCountsRelease, release_window_counts
+from dpfreq.windows.laws.sums import sum_quantile
 from dpfreq.windows.params import parse_period
-from dpfreq.windows.structure import composed_epsilon, sum_halfwidth
+from dpfreq.windows.structures.base import composed_epsilon
 
 
 def small_log(rng, horizon=12, n_items=5, singleton=False):
@@ -306,7 +307,7 @@ class FakeEngine:
 
 
 def test_engine_path_and_unsorted(monkeypatch):
-    import dpfreq.windows.counts as counts
+    import dpfreq.windows.api as counts
 
     occ = OccurrenceTimes(item_index=np.array([0, 0, 1]), times=np.array([1, 4, 2]), n_items=2,
                           n_events=3, time_kind="integer")
@@ -336,7 +337,7 @@ def test_engine_path_and_unsorted(monkeypatch):
 
 def test_sum_halfwidth_is_valid_and_exact_for_one_node():
     g = Fraction(1, 3)
-    h1 = sum_halfwidth([1], g, 0.05)[0]
+    h1 = sum_quantile([1], 0.05, gamma=g)[0]
     assert float(discrete_laplace_tail(h1, g)) <= 0.05
     assert float(discrete_laplace_tail(h1 - 1, g)) > 0.05
     # two nodes: exact tail of the sum by convolution of the pmf
@@ -346,7 +347,7 @@ def test_sum_halfwidth_is_valid_and_exact_for_one_node():
     p = discrete_laplace_pmf(z, g)
     conv = np.convolve(p, p)
     zz = np.arange(-800, 801)
-    h2 = sum_halfwidth([2], g, 0.05)[0]
+    h2 = sum_quantile([2], 0.05, gamma=g)[0]
     assert conv[np.abs(zz) > h2].sum() <= 0.05
 
 
@@ -369,8 +370,8 @@ def node_range(heap_id, domain):
 @pytest.mark.parametrize("horizon", [7, 8, 9])
 def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horizon):
     """Lazy answer = Σ over cover nodes of (exact node count of the kept points + node noise)."""
-    from dpfreq.windows.reductions import time_window_points
-    from dpfreq.windows.tree import prefix_cover
+    from dpfreq.windows.data.reductions import time_window_points
+    from dpfreq.windows.layouts.dyadic import prefix_cover
 
     item, times = small_log(rng, horizon, 4)
     rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[2],
@@ -401,7 +402,7 @@ def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horiz
 
 def test_block_and_single_domains_hold_every_counted_point(rng):
     """Every point a fixed-window query can count lies inside the tree domain."""
-    from dpfreq.windows.reductions import block_points, fixed_window_points
+    from dpfreq.windows.data.reductions import block_points, fixed_window_points
 
     for _ in range(200):
         horizon = int(rng.integers(1, 15))
@@ -418,13 +419,13 @@ def test_block_and_single_domains_hold_every_counted_point(rng):
 
 
 def build_structure_for(horizon, width, method):
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     return build_structure("fixed", method, 2, horizon, "event", Fraction(1), 0.0, width)
 
 
 def test_zcdp_rho_conversion():
-    from dpfreq.grouped.accounting import zcdp_rho
+    from dpfreq.accounting import zcdp_rho
 
     rho = zcdp_rho(1.0, 1e-6)
     assert rho + 2 * np.sqrt(rho * np.log(1e6)) == pytest.approx(1.0, rel=1e-12)
@@ -455,8 +456,8 @@ def test_delta_positive_uses_zcdp_gaussian_and_stays_exact(rng, level):
 
 
 def test_gaussian_halfwidth_is_valid():
-    from dpfreq.windows.lazy_noise import gaussian_sigma2
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.noise import gaussian_sigma2
+    from dpfreq.windows.structures.base import build_structure
 
     one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
                           noise_kind="gaussian")
@@ -477,8 +478,8 @@ def test_gaussian_halfwidth_is_valid():
 def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
     """Cumulative answers = prefix sums of the least-squares leaves of the noisy blocks (the
     layout ``auto`` keeps for T = 13, checked against ``numpy.linalg.lstsq``)."""
-    from dpfreq.windows.counters import layer_incidence
-    from dpfreq.windows.reductions import cumulative_points
+    from dpfreq.windows.data.reductions import cumulative_points
+    from dpfreq.windows.layouts.layered import layer_incidence
 
     item, times = small_log(rng, 13, 5)
     rel = release_window_counts((item, times), horizon=13, epsilon=1.0, k_values=[1],
@@ -498,7 +499,7 @@ def test_cumulative_tree_consistency_equals_explicit_least_squares(rng):
 
 
 def test_per_start_consistency_equals_explicit_least_squares(rng):
-    from dpfreq.windows.tree import consistent_tree
+    from dpfreq.windows.layouts.least_squares import consistent_tree
 
     item, times = small_log(rng, 11, 4)
     rel = release_window_counts((item, times), horizon=11, epsilon=1.0, k_values=[2],
@@ -523,7 +524,7 @@ def test_per_start_consistency_equals_explicit_least_squares(rng):
 def test_consistent_halfwidth_matches_chebyshev_sandwich():
     """The Chernoff half-width of a consistent answer lies between the normal quantile and the
     (always valid) Chebyshev half-width sd/sqrt(β)."""
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     s = build_structure("cumulative", "tree", 1, 100, "event", Fraction(1), 0.0)
     assert s.consistent
@@ -537,7 +538,7 @@ def test_consistent_halfwidth_matches_chebyshev_sandwich():
 @pytest.mark.parametrize(("method", "group"), [("per_start", 1), ("compressed", 3),
                                                ("tree2d", 1), ("per_query", 1)])
 def test_mean_mse_closed_form_equals_enumeration(method, group):
-    from dpfreq.windows.structure import build_structure
+    from dpfreq.windows.structures.base import build_structure
 
     level = "event" if method == "tree2d" else "item"
     s = build_structure("all", method, 2, 11, level, Fraction(1), 0.0, group_size=group)

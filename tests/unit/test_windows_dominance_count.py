@@ -9,8 +9,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from dpfreq.windows import node_kernel
-from dpfreq.windows.dominance_count import DominanceCounter
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.noise import kernel as node_kernel
 
 PATHS = ["numpy", pytest.param("compiled", marks=pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="the compiled pass needs numba"))]

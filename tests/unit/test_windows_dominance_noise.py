@@ -9,10 +9,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import dominance_noise as dn
-from dpfreq.windows import dyadic
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian
-from dpfreq.windows.tree import Tree2DNoise, dominance_noise_sum
+from dpfreq.windows.layouts import dyadic
+from dpfreq.windows.noise import dominance as dn
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
+from dpfreq.windows.noise.trees import Tree2DNoise, dominance_noise_sum
 
 KEY = bytes(range(32))
 

@@ -18,10 +18,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import answers as answers_mod
-from dpfreq.windows import dyadic, release_window_counts
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.window_structures import ProductTrees
+from dpfreq.windows import release_window_counts
+from dpfreq.windows import state as answers_mod
+from dpfreq.windows.layouts import dyadic
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.structures.windows import ProductTrees
 
 KEY = bytes(range(32))
 FIELDS = ("estimate", "sd", "lower", "upper", "band_lower", "band_upper", "bias_bound")

@@ -1,4 +1,4 @@
-"""Keyed node noise of dpfreq.windows.lazy_noise: known answers recomputed from first principles,
+"""Keyed node noise of dpfreq.windows.noise.keyed: known answers recomputed from first principles,
 determinism, the rare paths of the AES + table sampler, and the discrete Gaussian's rounds."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from scipy import stats
 
-import dpfreq.windows.lazy_noise as lazy
+import dpfreq.windows.noise.keyed as lazy
 from dpfreq._exact_inverse import exp_neg_bounds, inverse_table, survival_bounds
 from dpfreq.errors import ParameterError
 from dpfreq.rng import derive_key
-from dpfreq.windows.lazy_noise import (
+from dpfreq.windows.noise.keyed import (
     GAUSSIAN_SCHEME,
     LAPLACE_SCHEME,
     KeyedDiscreteGaussian,

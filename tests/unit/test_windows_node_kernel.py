@@ -1,4 +1,4 @@
-"""The optional compiled passes of dpfreq.windows.node_kernel (extra ``fast``): the same integers
+"""The optional compiled passes of dpfreq.windows.noise.kernel (extra ``fast``): the same integers
 as the numpy path, bit for bit, on many ids, on crafted words (ties, tails, several thresholds
 in a bucket) and on dominance sums; and the kernels load from a cache directory of one's own."""
 
@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from dpfreq._exact_inverse import inverse_table
-from dpfreq.windows import lazy_noise, node_kernel
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.dominance_noise import DominanceNoise
-from dpfreq.windows.lazy_noise import KeyedDiscreteGaussian, KeyedDiscreteLaplace
-from dpfreq.windows.tree import Tree2DNoise
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.noise import kernel as node_kernel
+from dpfreq.windows.noise import keyed as lazy_noise
+from dpfreq.windows.noise.dominance import DominanceNoise
+from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian, KeyedDiscreteLaplace
+from dpfreq.windows.noise.trees import Tree2DNoise
 
 pytest.importorskip("numba")
 
@@ -274,7 +275,7 @@ def test_kernels_load_from_a_cache_directory_of_their_own(tmp_path: Path):
     """With ``NUMBA_CACHE_DIR`` (what a read-only install falls back to) the kernels compile,
     cache there, and load from there in a second process."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    code = ("from dpfreq.windows import node_kernel; "
+    code = ("from dpfreq.windows.noise import kernel as node_kernel; "
             "assert node_kernel.load() is not None; print('ok')")
     for _ in range(2):
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

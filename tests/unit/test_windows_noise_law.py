@@ -1,4 +1,4 @@
-"""Certified quantiles of sums of node noise (dpfreq.windows.noise_law): the few-term Fourier sum
+"""Certified quantiles of sums of node noise (dpfreq.windows.laws.sums): the few-term Fourier sum
 of the folded law agrees with the full transform, the discrete Laplace characteristic function
 has no cancellation, and the batch of cover sizes gives what each size gives alone."""
 
@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpfreq.windows import noise_law as nl
+from dpfreq.windows.laws import sums as nl
 
 GAMMAS = [Fraction(1, 1156), Fraction(1, 50), Fraction(1, 4)]
 MS = [1, 2, 3, 5, 12, 40, 100, 390]

@@ -1,5 +1,5 @@
-"""The certified quantiles of dpfreq.windows.noise_law by every path give the same numbers: the
-compiled Chernoff minimum and Dirichlet secant search (dpfreq.windows.node_kernel), the numpy
+"""The certified quantiles of dpfreq.windows.laws.sums by every path give the same numbers: the
+compiled Chernoff minimum and Dirichlet secant search (dpfreq.windows.noise.kernel), the numpy
 fallback, and a reference (a bisection of ``[−1, r]`` over the full grid, written out here) on
 many cover sizes, levels and laws, edge cases included; every quantile certified by the
 few-term sum is the one the full transform of the folded law (``sum_abs_cdf``) certifies."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import fft as sfft
 
-from dpfreq.windows import node_kernel
-from dpfreq.windows import noise_law as nl
+from dpfreq.windows.laws import sums as nl
+from dpfreq.windows.noise import kernel as node_kernel
 
 pytest.importorskip("numba")
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from dpfreq.windows.overlap import SWITCH_INTERVAL, side_by_side
+from dpfreq.windows.noise.overlap import SWITCH_INTERVAL, side_by_side
 
 
 def test_both_results_and_the_interval_while_running() -> None:

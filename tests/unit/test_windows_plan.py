@@ -95,7 +95,7 @@ def test_epsilon_for_inverts_the_plan(family):
 def test_worst_half_width_search_equals_the_full_curve(unit, delta, epsilon):
     """epsilon_for evaluates only the worst half-width, computing exact laws for the windows
     whose tail bound can exceed it; that is the maximum of the full curve."""
-    from dpfreq.windows.planning import _predict
+    from dpfreq.windows.plan import _predict
 
     plan = plan_window_counts(horizon=40, epsilon=1.0, unit=unit, delta=delta, k_values=[1, 2],
                               windows=["cumulative", 7])

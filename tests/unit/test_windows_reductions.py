@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfreq.windows.reductions import (
+from dpfreq.windows.data.reductions import (
     block_points,
     cumulative_points,
     fixed_window_points,

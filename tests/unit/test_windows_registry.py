@@ -14,9 +14,7 @@ from numpy.typing import NDArray
 
 from dpfreq.errors import ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
-from dpfreq.windows.plan import make_plan
-from dpfreq.windows.protocol import PerQueryShape, WindowStructure
-from dpfreq.windows.structure import (
+from dpfreq.windows.structures.base import (
     METHODS,
     Structure,
     build_structure,
@@ -24,6 +22,8 @@ from dpfreq.windows.structure import (
     register,
     registry,
 )
+from dpfreq.windows.structures.chooser import make_plan
+from dpfreq.windows.structures.protocol import PerQueryShape, WindowStructure
 
 IntArray = NDArray[np.int64]
 

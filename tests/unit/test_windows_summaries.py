@@ -1,4 +1,4 @@
-"""Window summaries (``dpfreq.windows.summaries``): exactness, chunking, persistence.
+"""Window summaries (``dpfreq.windows.data.summaries``): exactness, chunking, persistence.
 
 The oracles built from the summed per-item summaries must answer exactly as the oracles built
 from the point multisets of the whole log (the pre-summary construction), however the log is
@@ -13,9 +13,9 @@ import pytest
 from dpfreq.engines._common import bucket_events, reduce_events, reduce_sorted, sum_entries
 from dpfreq.engines.base import TimeBuckets
 from dpfreq.windows import WindowCountsRelease, release_window_counts
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.reductions import block_points, cumulative_points, time_window_points
-from dpfreq.windows.summaries import SummarySpec, WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.data.reductions import block_points, cumulative_points, time_window_points
+from dpfreq.windows.data.summaries import SummarySpec, WindowReducer, WindowSummaries, summary_specs
 
 
 def random_log(rng: np.random.Generator, horizon: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Tree mechanisms and lazy noise (binary and b-ary trees, consistency, lazily drawn node noise)."""
+"""Noise trees and lazy noise (dyadic trees, consistency, lazily drawn node noise)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,11 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import ParameterError
-from dpfreq.windows.dominance_count import DominanceCounter
-from dpfreq.windows.lazy_noise import KeyedDiscreteLaplace
-from dpfreq.windows.tree import (
-    OnlineCounter,
-    Tree1D,
-    Tree2DNoise,
-    TreeBary,
-    consistent_tree,
-    domain_size,
-    node_counts,
-    popcount,
-    prefix_cover,
-)
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.layouts.dyadic import domain_size, node_counts, popcount, prefix_cover
+from dpfreq.windows.layouts.least_squares import consistent_tree
+from dpfreq.windows.noise.keyed import KeyedDiscreteLaplace
+from dpfreq.windows.noise.trees import Tree1D, Tree2DNoise
 
 KEY = bytes(range(32))
 
@@ -138,22 +130,6 @@ def test_dominance_counter_modes(rng, limit):
     assert list(dc.count(qx, qy)) == want
 
 
-def test_online_counter_matches_offline_cover():
-    horizon = 11
-    ctr = OnlineCounter(horizon, Fraction(1, 4), KEY, structure=2)
-    lazy = KeyedDiscreteLaplace(KEY, 2, Fraction(1, 4))
-    vals = [3, 0, 1, 4, 1, 5, 9, 2, 6, 5, 3]
-    outs = [ctr.step(v) for v in vals]
-    for t in range(1, horizon + 1):
-        want = sum(vals[:t])
-        for lev in range(5):
-            if (t >> lev) & 1:
-                want += int(lazy.noise([(lev << 40) | ((t >> lev) - 1)])[0])
-        assert outs[t - 1] == want
-    with pytest.raises(ParameterError):
-        ctr.step(1)
-
-
 def test_public_names():
     import dpfreq.windows as w
 
@@ -163,67 +139,3 @@ def test_public_names():
     ns: dict = {}
     exec("from dpfreq.windows import *", ns)
     assert set(w.__all__) <= set(ns)
-
-
-def _node_interval(tree, node):
-    for lev in range(tree.levels):
-        lo, hi = int(tree._offsets[lev]), int(tree._offsets[lev + 1])
-        if lo <= node < hi:
-            span = tree.branching**lev
-            return lev, list(range((node - lo) * span, (node - lo + 1) * span))
-    raise AssertionError(node)
-
-
-@pytest.mark.parametrize(("branching", "n_values"), [(2, 8), (3, 9), (3, 7), (4, 16), (16, 20)])
-def test_bary_range_cover_is_canonical_partition(branching, n_values):
-    tree = TreeBary(n_values, branching, Fraction(1, 2), KEY, 1)
-    d = tree.domain
-    assert d == branching**tree.height >= n_values
-    lo, hi = np.meshgrid(np.arange(d), np.arange(-1, d), indexing="ij")
-    lo, hi = lo.ravel(), hi.ravel()
-    cover = tree.range_cover(lo, hi)
-    for q in range(lo.size):
-        nodes = [int(ids[q]) for used, ids in cover if used[q]]
-        covered, per_level = [], {}
-        for node in nodes:
-            lev, cells = _node_interval(tree, node)
-            covered += cells
-            per_level[lev] = per_level.get(lev, 0) + 1
-        assert sorted(covered) == list(range(lo[q], hi[q] + 1))  # disjoint, exact
-        assert all(v <= 2 * (branching - 1) for v in per_level.values())
-    x = np.arange(-1, d)
-    digits = np.zeros(x.size, dtype=np.int64)
-    v = x + 1
-    while np.any(v):
-        digits += v % branching
-        v //= branching
-    nodes = tree.range_nodes(np.zeros_like(x), x)
-    assert np.array_equal(nodes[x < d - 1], digits[x < d - 1])  # prefix: digit sum of x+1
-    assert nodes[-1] == 1  # the whole domain is the root
-
-
-def test_bary_answers_equal_explicit_noisy_tree_and_consistency(rng):
-    tree = TreeBary(9, 3, Fraction(1, 4), KEY, 2)
-    assert np.array_equal(tree.noise, TreeBary(9, 3, Fraction(1, 4), KEY, 2).noise)
-    assert not np.array_equal(tree.noise, TreeBary(9, 3, Fraction(1, 4), KEY, 3).noise)
-    pts = rng.integers(0, 9, size=25)
-    levels = tree.noisy_levels(pts)
-    flat = np.concatenate(levels)
-    for a in range(9):
-        for b in range(a, 9):
-            explicit = sum(int(flat[ids[0]]) for used, ids in tree.range_cover([a], [b])
-                           if used[0])
-            assert explicit == int(((pts >= a) & (pts <= b)).sum() + tree.range_noise(a, b))
-    assert int(tree.prefix_noise(4)) == int(tree.range_noise(0, 4))
-    # consistency pass on the explicit tree equals least squares on the design matrix
-    rows = []
-    for lev in range(tree.levels):
-        span = 3**lev
-        for j in range(9 // span):
-            r = np.zeros(9)
-            r[j * span:(j + 1) * span] = 1
-            rows.append(r)
-    leaves, *_ = np.linalg.lstsq(np.array(rows), flat.astype(np.float64), rcond=None)
-    assert np.allclose(tree.consistent_leaves(pts), leaves, atol=1e-9)
-    with pytest.raises(ParameterError, match="branching"):
-        TreeBary(9, 1, Fraction(1, 4), KEY, 2)

@@ -36,7 +36,7 @@ from dpfreq.release import RELATIONS, ErrorStatement
 
 __all__ = ["FUNC", "METHODS", "REFUSED_UNITS", "AnonymizedMechanism", "build_prevalences",
            "check_feasible", "check_split", "draw_prevalences", "histogram_error",
-           "mechanism_name", "release_prevalences"]
+           "mechanism_name"]
 
 METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 FUNC = "release_anonymized_histogram"
@@ -199,18 +199,6 @@ def build_prevalences(out: Outcome, *, plan: auto.Plan, epsilon: float, method: 
         error=error, total_interval=interval, items_at_least_band=band,
         items_at_least_confidence=band_confidence, split=plan.split,
         regime=out.regime, method=plan.method)
-
-
-def release_prevalences(counts: I64, prev: I64, *, plan: auto.Plan, epsilon: float,
-                        method: str, confidence: float, generator: Any, seeded: bool,
-                        engine_name: str | None,
-                        domain_size: int | None) -> AnonymizedHistogramRelease:
-    """The mechanism and its error statements on one checked histogram (budget already
-    charged by the caller): :func:`draw_prevalences`, then :func:`build_prevalences`."""
-    out = draw_prevalences(counts, prev, plan=plan, epsilon=epsilon, generator=generator)
-    return build_prevalences(out, plan=plan, epsilon=epsilon, method=method,
-                             confidence=confidence, seeded=seeded, engine_name=engine_name,
-                             domain_size=domain_size)
 
 
 def mechanism_name(method: str) -> str:

@@ -30,6 +30,7 @@ from dpfreq._validate import (
     check_positive_float,
     message,
 )
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import (
     MAX_WORKING_BYTES,
@@ -77,6 +78,9 @@ class AnonymizedPlan(PlanSummary):
         supports) and its neighbouring relation in words.
     requested_method : str
         The ``method`` asked for (``"auto"`` included), which :meth:`epsilon_for` re-plans.
+    budget : BudgetShare or None
+        With ``accountant=``: what the release would take from it under its rule, and how
+        many such releases still fit (:meth:`dpfreq.budget.Accountant.share`).
 
     Examples
     --------
@@ -95,6 +99,7 @@ class AnonymizedPlan(PlanSummary):
     unit: str
     relation: str
     requested_method: str = field(default="auto", repr=False)
+    budget: BudgetShare | None = None
 
     def epsilon_for(self, target: float, *, measure: str = "l1_bound") -> float:
         """The smallest ε on the planner's grid (0.01 to 1000, 25 points) whose plan meets
@@ -244,7 +249,7 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                     target_l1: float | None = None, confidence: float = 0.95,
                     method: str = "auto", group: str | None = None, groups: Any = None,
                     max_groups_per_item: int | None = None,
-                    delta: float | None = None) -> Any:
+                    delta: float | None = None, accountant: Any = None) -> Any:
     """Predict the error statement of an anonymized-histogram release, or the ε for a target.
 
     Parameters
@@ -266,6 +271,9 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         private partition selection), and over a public list the simultaneous plan.
     max_groups_per_item : None
         Refused, as at release: at ``unit="event"`` each row lies in one group.
+    accountant : Accountant or Ledger, optional
+        Say (``budget``) how much of its remaining budget the release would take under its
+        rule and how many such releases still fit; nothing is spent.
 
     Returns
     -------
@@ -293,8 +301,10 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     confidence = check_confidence(confidence, "confidence", _FUNC)
     check_choice(method, "method", _FUNC, ("auto", "privhist", "privhist-tuned", "hay"))
     if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
-        return _plan_grouped((lo, hi), epsilon, target_l1, confidence, method, group, groups,
-                             max_groups_per_item, delta)
+        grouped = _plan_grouped((lo, hi), epsilon, target_l1, confidence, method, group,
+                                groups, max_groups_per_item, delta)
+        return with_budget_share(grouped, accountant, epsilon=grouped.epsilon,
+                                 delta=grouped.delta, unit="event", func=_FUNC)
     if (epsilon is None) == (target_l1 is None):
         raise ParameterError(message("epsilon", _FUNC, "given exactly when target_l1 is not",
                                      epsilon))
@@ -321,7 +331,9 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         text += (" This is no better than the trivial bound 2n: the release would carry little "
                  "information" + (f"; epsilon of about {useful:.3g} would bring the bound "
                                   f"under n/2." if useful is not None else "."))
-    return AnonymizedPlan(epsilon=epsilon, confidence=confidence, method=plan.method,
-                          n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
-                          vacuous=vacuous, description=text, unit="event",
-                          relation=RELATIONS["event"], requested_method=method)
+    out = AnonymizedPlan(epsilon=epsilon, confidence=confidence, method=plan.method,
+                         n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
+                         vacuous=vacuous, description=text, unit="event",
+                         relation=RELATIONS["event"], requested_method=method)
+    return with_budget_share(out, accountant, epsilon=epsilon, delta=0.0, unit="event",
+                             func=_FUNC)

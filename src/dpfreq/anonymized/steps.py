@@ -30,7 +30,6 @@ __all__ = [
     "SimulationNoise",
     "cumulative_to_prevalences",
     "epsilon_fractions",
-    "expected_abs_geometric",
     "fit_blocks",
     "fit_non_increasing",
     "merge_prevalences",
@@ -68,12 +67,6 @@ class ExactNoise:
             return np.zeros(0, dtype=np.int64)
         gamma = epsilon_to_fraction(epsilon)
         return sample_discrete_laplace(gamma, size, rng=self.generator)
-
-
-def expected_abs_geometric(epsilon: float) -> float:
-    """``E|Z| = 2α/(1 − α²)`` for ``Z ~ G(α)``, ``α = e^{-ε}``."""
-    alpha = math.exp(-epsilon)
-    return 2.0 * alpha / -math.expm1(-2.0 * epsilon)
 
 
 def merge_prevalences(counts: I64, prevalences: I64) -> tuple[I64, I64]:

@@ -61,7 +61,6 @@ __all__ = [
     "check_memory",
     "check_output_path",
     "claim_stdout",
-    "echo_err",
     "emit_release",
     "engine_option",
     "format_bytes",
@@ -306,16 +305,16 @@ def _path_callback(option: str, suffixes: tuple[str, ...], allow_stdout: bool) -
 
 
 def output_path_option(option: str, dest: str, *, suffixes: tuple[str, ...] = (),
-                       allow_stdout: bool = False, help: str) -> Any:
+                       allow_stdout: bool = False, required: bool = False, help: str) -> Any:
     """A decorator adding an output-path option checked at parse time (see the module doc).
 
     With ``allow_stdout``, ``-`` claims stdout for this option: human text goes to stderr and
     the command writes its document with :func:`write_output`.
     """
-    return click.option(option, dest, default=None, metavar="FILE" + ("|-" if allow_stdout
-                                                                        else ""),
+    default = {} if required else {"default": None}  # an explicit default would satisfy it
+    return click.option(option, dest, metavar="FILE" + ("|-" if allow_stdout else ""),
                         callback=_path_callback(option, suffixes, allow_stdout),
-                        expose_value=True, help=help)
+                        required=required, expose_value=True, help=help, **default)
 
 
 def output_options(f: Any) -> Any:
@@ -415,7 +414,8 @@ def ledger_option(f: Any) -> Any:
         result = f(*args, accountant=ledger, **kwargs)
         left = ledger.remaining
         click.echo(f"ledger {ledger.path}: remaining epsilon={left.epsilon:g}, "
-                   f"delta={left.delta:g}", err=True)
+                   f"delta={left.delta:g}; head {ledger.head} (keep it: 'dpfreq ledger verify "
+                   "FILE --expect-head HEAD' detects a restored older copy)", err=True)
         return result
 
     return click.option(
@@ -439,7 +439,3 @@ def parse_int_list(text: str, param: str) -> list[int]:
     if not values:
         raise click.BadParameter(f"must list at least one integer; got {text!r}", param_hint=param)
     return values
-
-
-def echo_err(text: str) -> None:
-    click.echo(text, err=True)

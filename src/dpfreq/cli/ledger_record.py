@@ -82,7 +82,9 @@ def command_ledger(ledger: Any, command: str, unit: str | None, source: str) -> 
 
     class CommandLedger(Ledger):
         def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
-                  unit: str | None = None, source: str | None = None) -> None:
-            super().spend(epsilon, delta, label=label, unit=unit, source=self.source)
+                  unit: str | None = None, source: str | None = None,
+                  loss: Any = None) -> None:
+            super().spend(epsilon, delta, label=label, unit=unit, source=self.source,
+                          loss=loss)
 
     return CommandLedger(ledger.path, command=command, unit=unit, source=source)

@@ -63,6 +63,7 @@ SUBCOMMANDS = {
     "demo": "dpfreq.cli.demo",
     "ledger": "dpfreq.cli.ledger",
     "serve": "dpfreq.cli.serve",
+    "sketch": "dpfreq.cli.sketch",
     "stream": "dpfreq.cli.stream",
 }
 
@@ -78,6 +79,7 @@ SHORT_HELP = {
     "profile": "Private profile of the item column of a CSV or Parquet file.",
     "reach": "Private reach (k+ counts) of an event log over time windows.",
     "serve": "Collect FutureRand reports over HTTP and serve estimates.",
+    "sketch": "Reach and frequency across publishers from each party's private sketch.",
     "stream": "Reach that updates every period: a stream released from one budget.",
 }
 

@@ -118,11 +118,11 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
 
 def load_saved(saved: str) -> Any:
     """The release saved in ``saved``: a :class:`~dpfreq.windows.WindowCountsRelease`, or the
-    :class:`~dpfreq.windows.grouped_result.GroupedWindowRelease` of ``dpfreq reach --group``
+    :class:`~dpfreq.windows.grouped.result.GroupedWindowRelease` of ``dpfreq reach --group``
     (tried when the file says it holds one, so every other failure names the ungrouped
     format)."""
     from dpfreq.windows import WindowCountsRelease
-    from dpfreq.windows.grouped_result import GROUPED_KIND, GroupedWindowRelease
+    from dpfreq.windows.grouped.result import GROUPED_KIND, GroupedWindowRelease
 
     try:
         return WindowCountsRelease.load(saved)

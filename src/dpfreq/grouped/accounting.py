@@ -13,7 +13,7 @@ Two arguments are valid:
   ``ε_g²/2``-zCDP (Bun and Steinke 2016, Proposition 1.4); an item's at most ``m`` groups
   compose to ``ρ = m·ε_g²/2``-zCDP, which is ``(ε_r, δ_r)``-DP whenever
   ``ρ + 2√(ρ ln(1/δ_r)) <= ε_r`` (their Proposition 1.3). So ``ε_g = √(2ρ/m)`` with ``ρ`` the
-  largest such value (:func:`zcdp_rho`).
+  largest such value (:func:`dpfreq.accounting.zcdp_rho`).
 
 Each group's error falls as its ``ε_g`` grows, so the accounting with the larger ``ε_g`` is the
 one with the smaller predicted error in every group; it is picked from public parameters only
@@ -26,8 +26,9 @@ public list) from ``m = 29`` on (``ε²/(2ρ) ≈ 28.6``).
 rounded down), and ``ε_g`` is chosen so that ``ε_g'`` satisfies the stated bound exactly, on
 fractions: ``m·ε_g' <= ε_r`` (pure) or ``m·ε_g'² <= 2ρ`` (zCDP) — the nearest float when it
 does (``ε_g = 0.2`` for ``ε_r = 1``, ``m = 5``), else the float rounded down. ``ρ`` itself is
-rounded down until ``4ρL <= (ε_r − ρ)²`` holds exactly for an upper bound ``L >= ln(1/δ_r)``
-(60-digit logarithm plus a margin). So the claimed total is never exceeded.
+the certified conversion of :func:`dpfreq.accounting.zcdp_rho_at_most` (``4ρL <= (ε_r − ρ)²``
+exactly for an upper bound ``L >= ln(1/δ_r)``), the one every release path uses. So the claimed
+total is never exceeded.
 
 **The δ split with selection** (as the grouped window releases): the selection takes half of ε
 (:data:`~dpfreq.grouped.selection.SELECTION_SHARE`) and, under pure accounting, all of δ (the
@@ -39,13 +40,14 @@ list there is no selection: ``(ε_r, δ_r) = (ε, δ)``.
 
 from __future__ import annotations
 
-import decimal
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from dpfreq._validate import EPSILON_MIN, message
+from dpfreq.accounting.numbers import float_at_most
+from dpfreq.accounting.zcdp import zcdp_rho_at_most
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import (
     SELECTION_SHARE,
@@ -55,45 +57,7 @@ from dpfreq.grouped.selection import (
 )
 from dpfreq.noise import epsilon_to_fraction
 
-__all__ = ["GroupedAccounting", "choose_group_accounting", "epsilon_at_most", "float_at_most",
-           "log_inverse_upper", "release_share", "zcdp_rho",
-           "zcdp_rho_at_most"]
-
-_PRECISION = 60  # decimal digits of the logarithm
-_MARGIN = Fraction(1, 10**40)  # above the 60-digit logarithm's rounding error
-
-
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ with ``ρ + 2√(ρ ln(1/δ)) <= ε`` (ρ-zCDP ⇒ (ε, δ)-DP, Bun–Steinke 2016),
-    in floating point (a plan's value; :func:`zcdp_rho_at_most` gives a certified one)."""
-    log_term = math.log(1.0 / delta)
-    return (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
-
-
-def log_inverse_upper(delta: float) -> Fraction:
-    """A fraction ``L >= ln(1/δ)`` (δ at its exact binary value), within 10^-39 of it."""
-    with decimal.localcontext() as ctx:
-        ctx.prec = _PRECISION
-        exact = Fraction(delta)
-        value = (decimal.Decimal(exact.denominator) / decimal.Decimal(exact.numerator)).ln()
-    return Fraction(value) + _MARGIN
-
-
-def zcdp_rho_at_most(epsilon: Fraction, delta: float) -> Fraction:
-    """A fraction ``ρ > 0`` with ``ρ + 2√(ρ ln(1/δ)) <= ε`` exactly (``ε > 0``, ``0 < δ < 1``).
-
-    :func:`zcdp_rho` rounded down (at its float value, then by relative steps of 2^-40) until
-    ``ρ <= ε`` and ``4ρL <= (ε − ρ)²`` hold on fractions for ``L`` of
-    :func:`log_inverse_upper`: the left side grows with ``ρ`` and with ``L``, so the bound holds
-    at the true logarithm too.
-    """
-    big_l = log_inverse_upper(delta)
-    rho = Fraction(zcdp_rho(float(epsilon), delta))
-    step = 1 - Fraction(1, 2**40)
-    while not (rho <= epsilon and 4 * rho * big_l <= (epsilon - rho) ** 2):
-        rho *= step
-    return rho
-
+__all__ = ["GroupedAccounting", "choose_group_accounting", "epsilon_at_most", "release_share"]
 
 def epsilon_at_most(x: Fraction) -> float:
     """The nearest float to ``x > 0`` when the mechanism's ε at it (:func:`epsilon_to_fraction`)
@@ -102,14 +66,6 @@ def epsilon_at_most(x: Fraction) -> float:
     if epsilon_to_fraction(f) <= x:
         return f
     return float_at_most(x)
-
-
-def float_at_most(x: Fraction) -> float:
-    """The largest float at most ``x >= 0`` (a share of a budget that must not round up)."""
-    f = float(x)
-    while Fraction(f) > x:
-        f = math.nextafter(f, 0.0)
-    return f
 
 
 def _sqrt_at_most(x: Fraction) -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpfreq._display import PlanSummary
+from dpfreq.accounting.plans import BudgetShare
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.selection import SelectionPlan
@@ -51,6 +52,8 @@ class GroupedPlan(PlanSummary):
         ``1 − (1 − confidence)/G``, whose statements hold for all groups at once.
     description : str
         One paragraph a person can read.
+    budget : BudgetShare or None
+        With ``accountant=``: what the whole grouped release would take from it.
     """
 
     per_group: Any
@@ -64,6 +67,7 @@ class GroupedPlan(PlanSummary):
     selection: SelectionPlan | None
     simultaneous: Any
     description: str
+    budget: BudgetShare | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary."""
@@ -73,6 +77,7 @@ class GroupedPlan(PlanSummary):
         return {"kind": "grouped-plan", "epsilon": self.epsilon, "delta": self.delta,
                 "unit": self.unit, "max_groups_per_item": self.max_groups_per_item,
                 "epsilon_per_group": self.epsilon_per_group,
+                "budget": plain(self.budget),
                 "accounting": self.accounting.to_dict(),
                 "groups": None if self.groups is None else list(self.groups),
                 "per_group": plain(self.per_group), "selection": plain(self.selection),

@@ -40,6 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import DELTA_CEILING, check_epsilon, check_int, message
+from dpfreq.accounting.mechanisms import PartitionSelection
+from dpfreq.accounting.numbers import exp_bound, fixed_point
 from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
@@ -145,6 +147,16 @@ class SelectionPlan:
         while c > 1 and self.release_probability(c - 1) >= probability:
             c -= 1
         return c
+
+    @property
+    def loss(self) -> PartitionSelection:
+        """The selection's privacy loss (:class:`dpfreq.accounting.PartitionSelection`): ``m``
+        bits, each γ-DP or released with probability at most ``p₁ = α^{τ−1}/(1+α) <= δ/m``
+        (rounded up on fractions)."""
+        alpha_low = exp_bound(-self.gamma, up=False)
+        p1 = fixed_point(exp_bound(-(self.threshold - 1) * self.gamma, up=True) / (1 + alpha_low),
+                         up=True)
+        return PartitionSelection(self.gamma, p1, self.max_groups_per_item)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan in words and numbers (for ``mechanism_params``)."""

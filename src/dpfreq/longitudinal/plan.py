@@ -25,6 +25,7 @@ from dpfreq._validate import (
     check_int,
     check_positive_float,
 )
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.release import RELATIONS
 
@@ -65,6 +66,9 @@ class LongitudinalPlan(PlanSummary):
         True when every interval is at least as wide as ``[0, devices]``.
     unit, relation : str
         ``"device"`` (one device's whole sequence of states) and the relation in words.
+    budget : BudgetShare or None
+        With ``accountant=`` (one kept at unit ``"device"``: a device's local budget over
+        collections): what this collection would take from it and how many more fit.
 
     Examples
     --------
@@ -91,6 +95,7 @@ class LongitudinalPlan(PlanSummary):
     unit: str = "device"
     relation: str = RELATIONS["device"]
     requested_method: str = field(default="auto", repr=False)
+    budget: BudgetShare | None = None
 
     @property
     def max_halfwidth(self) -> float:
@@ -149,7 +154,8 @@ class LongitudinalPlan(PlanSummary):
                 "confidence": self.confidence, "per_order_sparsity": self.per_order_sparsity,
                 "c_gap": self.c_gap, "halfwidth": self.halfwidth.tolist(),
                 "band_halfwidth": self.band_halfwidth.tolist(), "sd": self.sd.tolist(),
-                "vacuous": self.vacuous, "unit": self.unit, "relation": self.relation}
+                "vacuous": self.vacuous, "unit": self.unit, "relation": self.relation,
+                "budget": None if self.budget is None else self.budget.to_dict()}
 
 
 def _plan(base: LongitudinalPlan, epsilon: float) -> LongitudinalPlan:
@@ -161,7 +167,8 @@ def _plan(base: LongitudinalPlan, epsilon: float) -> LongitudinalPlan:
 
 def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method: str,
                       devices: int, confidence: float = 0.95,
-                      per_order_sparsity: bool = False) -> LongitudinalPlan:
+                      per_order_sparsity: bool = False,
+                      accountant: Any = None) -> LongitudinalPlan:
     """Predict the error statement of a longitudinal estimate from public parameters.
 
     Parameters
@@ -177,6 +184,10 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
         Confidence of the intervals and of the band (default 0.95).
     per_order_sparsity : bool, keyword-only
         As in :func:`make_params`.
+    accountant : Accountant or Ledger, optional
+        One kept at unit ``"device"`` (each device's local ε over collections; local reports
+        are outside central accounting): say (``budget``) what this collection would take
+        from it under its rule and how many more fit. Nothing is spent.
 
     Returns
     -------
@@ -208,9 +219,11 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
     conf = check_confidence(confidence, "confidence", _FUNC)
     half, band, var0 = error_widths(n, params.padded_horizon, params.horizon,
                                     np.asarray(params.c_gaps), conf)
-    return LongitudinalPlan(
+    plan = LongitudinalPlan(
         horizon=params.horizon, max_changes=params.max_changes, epsilon=params.epsilon,
         method=params.method, devices=n, confidence=conf,
         per_order_sparsity=params.per_order_sparsity, c_gap=params.c_gap, halfwidth=half,
         band_halfwidth=band, sd=np.sqrt(var0), vacuous=bool(np.all(2 * half >= n)),
         requested_method=method)
+    return with_budget_share(plan, accountant, epsilon=params.epsilon, delta=0.0,
+                             unit="device", func=_FUNC)

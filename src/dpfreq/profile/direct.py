@@ -40,7 +40,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_epsilon
-from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
+from dpfreq.noise import (
+    discrete_laplace_gamma,
+    discrete_laplace_mean_abs,
+    sample_discrete_laplace,
+)
 
 __all__ = [
     "DIRECT_SENSITIVITY",
@@ -74,12 +78,6 @@ def direct_gamma(epsilon: float, sensitivity: int = DIRECT_SENSITIVITY) -> Fract
     return discrete_laplace_gamma(eps, sensitivity=sensitivity)
 
 
-def _mean_abs(gamma: float) -> float:
-    """``E|Z|`` for ``Z ~ DLap(e^{−γ})``: ``2α / (1 − α²)``."""
-    alpha = math.exp(-gamma)
-    return 2.0 * alpha / (-math.expm1(-2.0 * gamma))
-
-
 @functools.lru_cache(maxsize=256)  # public calibration: grouped releases ask it per group
 def mean_abs_sum(gamma: Fraction, k: int) -> float:
     """``E|Z_1 + … + Z_k|`` for ``k`` i.i.d. ``DLap(e^{−γ})`` (a prediction, not a guarantee).
@@ -94,7 +92,7 @@ def mean_abs_sum(gamma: Fraction, k: int) -> float:
         return 0.0
     g = float(gamma)
     if k == 1:
-        return _mean_abs(g)
+        return discrete_laplace_mean_abs(g)
     t = discrete_laplace_tail_bound(min(0.5, 1e-15 / k), gamma)
     size = k * 2 * t + 1
     if size > 1 << 22:
@@ -145,8 +143,8 @@ def direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
     n = int(max_count)
     s_all, s_pos = SENSITIVITIES[unit]
     g_all, g_pos = direct_gamma(epsilon, s_all), direct_gamma(epsilon, s_pos)
-    all_l1 = (n + 1) * _mean_abs(float(g_all))
-    pos_l1 = n * _mean_abs(float(g_pos)) + mean_abs_sum(g_pos, n)
+    all_l1 = (n + 1) * discrete_laplace_mean_abs(float(g_all))
+    pos_l1 = n * discrete_laplace_mean_abs(float(g_pos)) + mean_abs_sum(g_pos, n)
     derive = pos_l1 < all_l1
     why = (f"unit={unit!r}: noising the classes t >= 1 at ℓ1 sensitivity {s_pos} and deriving "
            f"class 0 = d − Σ predicts an ℓ1 error of {pos_l1:.4g} items, noising all n+1 "

@@ -50,7 +50,7 @@ class ProfileMechanism:
         """The public ``mechanism_params`` entries (the JSON and the docs read these keys)."""
         n = self.max_count
         return {"engine": self.engine, "why": self.why, "method": self.method,
-                "d": self.domain_size, "n": n, "confidence": self.confidence,
+                "domain_size": self.domain_size, "max_count": n, "confidence": self.confidence,
                 "clamping": f"counts above max_count = {n} clamped to {n} before noising",
                 "relation": RELATIONS[self.unit]}
 

@@ -24,11 +24,12 @@ from dpfreq._validate import (
     message,
     warn_large_delta,
 )
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
 from dpfreq.profile.intervals import direct_width_values
-from dpfreq.release import RELATIONS
+from dpfreq.release import RELATIONS, TABLE_UNITS
 
 __all__ = [
     "MEASURES",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 METHODS = ("auto", "direct", "fft", "mle")
-UNITS = ("event", "item", "item_replace")
+UNITS = TABLE_UNITS
 MEASURES = ("half_width", "band_half_width", "l1_error", "l1_bound")
 USEFUL_L1 = 0.1  # an ℓ1 bound at or below this is called useful (5 % of the items misplaced)
 
@@ -172,6 +173,9 @@ class ProfilePlan(PlanSummary):
         Theorem 1.1 otherwise.
     vacuous : bool
         True when ``l1_bound`` reaches the trivial value 2.
+    budget : BudgetShare or None
+        With ``accountant=``: what the release would take from it under its rule, and how
+        many such releases still fit (:meth:`dpfreq.budget.Accountant.share`).
 
     Examples
     --------
@@ -198,6 +202,7 @@ class ProfilePlan(PlanSummary):
     layout_why: str | None = None
     class0_half_width: float | None = None
     class0_band_half_width: float | None = None
+    budget: BudgetShare | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary."""
@@ -296,7 +301,7 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str = "auto", confidence: float = 0.95, group: str | None = None,
                  max_groups_per_item: int | None = None, groups: Any = None,
-                 delta: float | None = None) -> Any:
+                 delta: float | None = None, accountant: Any = None) -> Any:
     """Predict the accuracy of :func:`dpfreq.profile.release_profile` before running it.
 
     Parameters
@@ -320,6 +325,9 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         partition selection with half of ε), and over a public list of groups the
         simultaneous plan. Warns
         (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
+    accountant : Accountant or Ledger, optional
+        Say (``budget``) how much of its remaining budget the release would take under its
+        rule and how many such releases still fit; nothing is spent.
 
     Returns
     -------
@@ -350,5 +358,8 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                         band_half_width=None, l1_error=None, l1_bound=2.0, vacuous=True,
                         relation=RELATIONS[par.unit])
     if any(x is not None for x in (group, max_groups_per_item, groups, delta)):
-        return _plan_grouped(blank, group, max_groups_per_item, groups, delta)
-    return _plan(blank)
+        out = _plan_grouped(blank, group, max_groups_per_item, groups, delta)
+    else:
+        out = _plan(blank)
+    return with_budget_share(out, accountant, epsilon=par.epsilon, delta=delta or 0.0,
+                             unit=par.unit, func="plan_profile")

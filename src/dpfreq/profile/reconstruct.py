@@ -212,10 +212,11 @@ class SketchMechanism:
         """The public ``mechanism_params`` (the JSON and the docs read these keys)."""
         k = self.kernel
         return {**self.extra,
-                "gamma": str(self.gamma), "alpha": k.alpha, "sensitivity": 1, "B": k.B,
-                "n": k.max_count, "d": self.domain_size, "norm": self.norm,
-                "method": self.method, "confidence": self.confidence, "P": k.size,
-                "P_norm": k.norm_constant, "inverse_norm_1": k.inverse_norm_1(),
+                "gamma": str(self.gamma), "alpha": k.alpha, "sensitivity": 1,
+                "clamp_bound": k.B, "max_count": k.max_count, "domain_size": self.domain_size,
+                "norm": self.norm, "method": self.method, "confidence": self.confidence,
+                "kernel_size": k.size, "kernel_norm": k.norm_constant,
+                "inverse_norm_1": k.inverse_norm_1(),
                 "inverse_norm_2": k.inverse_norm_2(), "bound_parameter": self.bound_parameter,
                 "eta_event": self.eta_event, "bounds": dict(self.bounds),
                 "l1_bound": self.l1_bound, "counted_fraction": self.counted_fraction,

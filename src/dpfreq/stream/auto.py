@@ -29,13 +29,10 @@ from fractions import Fraction
 from typing import Any
 
 from dpfreq._validate import message
+from dpfreq.accounting.numbers import float_at_most
+from dpfreq.accounting.zcdp import zcdp_rho, zcdp_rho_at_most
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import (
-    epsilon_at_most,
-    float_at_most,
-    zcdp_rho,
-    zcdp_rho_at_most,
-)
+from dpfreq.grouped.accounting import epsilon_at_most
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
@@ -173,7 +170,8 @@ def _budgets(epsilon: float, delta: float, n_k: int, m: int | None
     if delta > 0:
         rho = zcdp_rho(epsilon, delta) if share == 1 else float_at_most(
             zcdp_rho_at_most(Fraction(epsilon), delta) / share)
-        out.append((Budget(epsilon_to_fraction(eps_g) / n_k, rho / n_k),
+        out.append((Budget(epsilon_to_fraction(eps_g) / n_k,
+                           float_at_most(Fraction(rho) / n_k)),
                     f"zCDP: rho={rho:.6g}" + (f" per group ({share} groups per item)"
                                               if share > 1 else "")
                     + " from (epsilon, delta) by epsilon = rho + 2 sqrt(rho ln(1/delta)), "

@@ -4,7 +4,7 @@ For every k level (structure name ``("cumulative", k, tree)``, the name an offli
 gives its cumulative counter; ``tree`` is 0, or the epoch of a horizon-free counter) and every
 period the append closes, the counter's new rows are measured: their exact values from the exact
 per-period increments, plus one node noise each, a deterministic function of the stream's secret
-key, the structure name and the node id (:mod:`dpfreq.windows.lazy_noise`; never stored, never
+key, the structure name and the node id (:mod:`dpfreq.windows.noise`; never stored, never
 redrawn). With ``G`` groups, group ``g``'s node ``v`` takes the counter ``v·G + g`` of the same
 keyed source (an injective encoding of (g, v), as grouped window releases do), all groups in one
 vectorised call. Only the noisy rows are kept for publishing.

@@ -20,7 +20,6 @@ neither a zone nor a unit, and a timestamp column with ``time_unit`` is refused 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import re
 import zoneinfo
 from collections.abc import Mapping
@@ -39,6 +38,8 @@ from dpfreq._validate import (
 )
 from dpfreq.engines import TimeBuckets
 from dpfreq.errors import ParameterError
+from dpfreq.release import TABLE_UNITS
+from dpfreq.resources import check_memory as memory_check
 
 __all__ = [
     "MAX_HORIZON",
@@ -268,31 +269,20 @@ def check_method(method: Any) -> Any:
                                  method))
 
 
-def _machine_bytes() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 16 << 30
-
-
 def check_memory(horizon: int, windows: tuple[Any, ...], n_k: int) -> None:
-    """Refuse, before any work, a release whose per-period arrays cannot fit in memory.
+    """Refuse, before any work, a release whose per-period arrays cannot fit in memory
+    (:func:`dpfreq.resources.check_memory`, the one policy: the memory available now).
 
     Each (family, k) structure keeps int64 / float64 arrays over the ``T`` periods: a released
     curve family holds its exact oracle, node noise, variances, the curve and its intervals
     and bands (measured peak about 330 bytes per period, budgeted 400); the all-windows family
-    only its planning arrays (about 100, budgeted 128). Refused when the total exceeds half of
-    this machine's memory.
+    only its planning arrays (about 100, budgeted 128).
     """
     per_period = sum(128 if w == "all" else 400 for w in windows) * n_k
-    need = per_period * (horizon + 2)
-    have = _machine_bytes() // 2
-    if need > have:
-        raise ParameterError(
-            f"horizon of {_FUNC} needs about {need / 2**30:.1f} GiB for {len(windows) * n_k} "
-            f"(window family, k) structure(s) over {horizon} periods (limit "
-            f"{have / 2**30:.1f} GiB, half of this machine's memory); use a longer period or "
-            "fewer k_values/windows.")
+    memory_check(per_period * (horizon + 2), param="horizon", func=_FUNC, value=horizon,
+                 what=f"the arrays of {len(windows) * n_k} (window family, k) structure(s) "
+                      f"over {horizon} periods (use a longer period or fewer "
+                      "k_values/windows)")
 
 
 @dataclass(frozen=True)
@@ -319,7 +309,7 @@ def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period
     the method), and refuse a release too large for memory; ``func`` names the caller."""
     eps = check_epsilon(epsilon, "epsilon", func)
     dlt = check_delta(delta, "delta", func)
-    u = check_unit(unit, func, ("event", "item", "item_replace"))
+    u = check_unit(unit, func, TABLE_UNITS)
     conf = check_confidence(confidence, "confidence", func)
     if not isinstance(singleton, bool):
         raise ParameterError(message("singleton", func, "True or False", singleton))

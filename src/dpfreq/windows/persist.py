@@ -18,6 +18,8 @@ import numpy as np
 
 from dpfreq._validate import check_confidence, check_delta, check_epsilon, check_unit
 from dpfreq.errors import DataError, DPFreqError
+from dpfreq.release import TABLE_UNITS
+from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.params import (
     MAX_HORIZON,
     WindowBuild,
@@ -25,8 +27,7 @@ from dpfreq.windows.params import (
     parse_k,
     parse_windows,
 )
-from dpfreq.windows.plan import make_plan
-from dpfreq.windows.summaries import WindowSummaries, summary_specs
+from dpfreq.windows.structures.chooser import make_plan
 
 __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 
@@ -85,7 +86,7 @@ def _check_build(build: Any) -> dict[str, Any]:
     func = "WindowCountsRelease.load"
     b["epsilon"] = check_epsilon(b["epsilon"], "epsilon", func)
     b["delta"] = check_delta(b["delta"], "delta", func)
-    b["unit"] = check_unit(b["unit"], func, ("event", "item", "item_replace"))
+    b["unit"] = check_unit(b["unit"], func, TABLE_UNITS)
     b["confidence"] = check_confidence(b["confidence"], "confidence", func)
     _require(_is_int(b["horizon"]) and 1 <= b["horizon"] <= MAX_HORIZON,
              "its horizon is not an integer in range")

@@ -1,211 +1,483 @@
-"""Choosing the noise structure of every (window family, k) from public parameters only.
+"""Accuracy of a window release before it is made, from public parameters alone.
 
-For each family (cumulative, rolling width W, all windows) and each k, every admissible
-method registered in :mod:`dpfreq.windows.structure` is calibrated to the per-structure budget
-and the one with the smallest predicted mean squared error is kept (or the caller's forced
-choice). With δ > 0 a second plan under zCDP accounting is built and the better of the two is
-used. Nothing
-here looks at the data, so the whole plan (and every refusal it makes) happens before any
-budget is spent.
+:func:`plan_window_counts` runs the same structure choice as
+:func:`~dpfreq.windows.release_window_counts`
+(:func:`dpfreq.windows.structures.chooser.make_plan`, which reads no data) and evaluates, for
+every released (window family, k), the per-answer interval
+half-width the release will print: the noise of an answer is a signed sum of node noises with
+a law fixed by the public parameters, so its variance and its tail bound are known before any
+noise is drawn. :meth:`WindowCountsPlan.epsilon_for` inverts the prediction into the ε needed
+for a target half-width. Planning spends no privacy budget.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from dpfreq._validate import check_choice, message
+from dpfreq._display import PlanSummary
+from dpfreq._epsilon_search import round_up3, step3
+from dpfreq._validate import (
+    EPSILON_MAX,
+    EPSILON_MIN,
+    check_int,
+    message,
+)
+from dpfreq.accounting.losses import zcdp_loss
+from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import zcdp_rho
-from dpfreq.noise import epsilon_to_fraction
-from dpfreq.windows.protocol import WindowStructure
-from dpfreq.windows.structure import registry
+from dpfreq.windows.params import check_window_params
+from dpfreq.windows.state import band_share, route
+from dpfreq.windows.structures.chooser import family_label, make_plan
+from dpfreq.windows.structures.protocol import WindowStructure
 
-__all__ = ["RELATIONS", "Plan", "family_label", "make_plan", "plan_score"]
+__all__ = ["USEFUL_FRACTION", "WindowCountsPlan", "plan_window_counts"]
 
-_FUNC = "release_window_counts"
+_FUNC = "plan_window_counts"
 
-#: the neighbouring relation of each unit of privacy, in words (``mechanism_params``)
-RELATIONS = {
-    "event": "add or remove one event (one row)",
-    "item": "add or remove one item together with all its events",
-    "item_replace": "replace one item's events by any other events (cumulative structures "
-                    "at their exact sensitivity, the others at twice the item sensitivity)",
-}
+#: a half-width at or below this fraction of ``scale`` is called useful (±10 % of the reach)
+USEFUL_FRACTION = 0.1
+_WORST_CHUNK = 8  # windows whose exact half-width is computed per step of _route_worst
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
 
 
-def family_label(family: str, width: int | None) -> str:
-    """``"cumulative"``, ``"all"`` or ``"fixed(W=…)"``: the name of a query family."""
-    return f"fixed(W={width})" if family == "fixed" else family
+def _label(w: Any) -> str:
+    return family_label("fixed" if not isinstance(w, str) else w,
+                        None if isinstance(w, str) else int(w))
+
+
+def _route_halfwidth(structs: list[WindowStructure], t1: IntArray, t2: IntArray, beta: float,
+                     *, exact: bool = True, band: bool = True
+                     ) -> tuple[FloatArray, FloatArray]:
+    """Per-answer and band half-widths of windows ``[t1, t2]`` as the release answers them.
+
+    Each window goes to the structure with the smallest ``variance + bias²`` among those that
+    can answer it (the release's routing); the half-width is that structure's tail bound at
+    ``β`` plus its bias bound, the band's from its ``band_halfwidth`` at the structure's share
+    of ``β`` (:func:`~dpfreq.windows.state.band_share`; ``band=False``: the band is not
+    computed, NaN).
+    """
+    best = route(structs, t1, t2)
+    beta_band = band_share(beta, best)
+    half = np.full(t1.size, np.inf)
+    band_half = np.full(t1.size, np.inf if band else np.nan)
+    for idx, s in enumerate(structs):
+        sel = np.flatnonzero(best == idx)
+        if not sel.size:
+            continue
+        a, b = t1[sel], t2[sel]
+        half[sel] = s.halfwidth(a, b, beta, exact=exact) + s.bias_bound()
+        if band:
+            band_half[sel] = s.band_halfwidth(a, b, beta_band, exact=exact) + s.bias_bound()
+    return half, band_half
+
+
+def _route_worst(structs: list[WindowStructure], t1: IntArray, t2: IntArray, beta: float
+                 ) -> float:
+    """The largest exact per-answer half-width of windows ``[t1, t2]`` (as
+    :func:`_route_halfwidth` routes them), computing exact laws only where needed.
+
+    The tail bounds are cheap and never below the exact half-widths, so the windows are taken in
+    decreasing order of their bound, a few at a time, until the next bound is at most the
+    largest exact half-width found: no later window can exceed it. Same value as
+    ``_route_halfwidth(...)[0].max()``.
+    """
+    bound = _route_halfwidth(structs, t1, t2, beta, exact=False, band=False)[0]
+    order = np.argsort(-bound, kind="stable")
+    worst = -math.inf
+    for start in range(0, order.size, _WORST_CHUNK):
+        if bound[order[start]] <= worst:
+            break
+        idx = order[start:start + _WORST_CHUNK]
+        half = _route_halfwidth(structs, t1[idx], t2[idx], beta, band=False)[0]
+        worst = max(worst, float(half.max()))
+    return worst
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Calibrated structures per ``(family label, k)`` and how the choice was made."""
+class _Inputs:
+    """The checked public parameters of a plan (what ``epsilon_for`` re-plans with)."""
 
-    structures: dict[tuple[str, int], WindowStructure]
-    record: dict[str, Any]
+    horizon: int
+    windows: tuple[Any, ...]
+    k_values: tuple[int, ...]
+    unit: str
+    delta: float
+    method: Any
+    singleton: bool
+    confidence: float
+    rho: float | None = None  # a grouped release's per-group zCDP share (zCDP plan only)
+
+
+def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, *,
+             exact: bool = True) -> tuple[Any, dict[str, dict[int, Any]]]:
+    """The calibrated plan and, per (family label, k), ``(curve half-widths or None, worst
+    half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair and,
+    for the curve families, to its worst per-answer half-width (curve None, band NaN);
+    ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
+    plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
+                     inp.method, inp.singleton, rho=inp.rho)
+    with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
+        return plan, _evaluate(plan, inp, only, exact)
+
+
+def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool = True
+              ) -> dict[str, dict[int, Any]]:
+    beta = 1.0 - inp.confidence
+    ts = np.arange(1, inp.horizon + 1, dtype=np.int64)
+    out: dict[str, dict[int, Any]] = {}
+    for w in inp.windows:
+        label = _label(w)
+        out[label] = {}
+        for k in inp.k_values:
+            if only is not None and only != (label, k):
+                continue
+            structs = [s for (_, kk), s in plan.structures.items() if kk == k]
+            if w == "all":
+                own = plan.structures[(label, k)]
+                t1, t2 = own.worst_windows()
+                half, band = _route_halfwidth([own], t1, t2, beta, exact=exact,
+                                              band=only is None)
+                out[label][k] = (None, float(half.max()), float(band.max()))
+                continue
+            t2 = ts[-1:] if w == "total" else ts  # the whole period: one window
+            if w in ("cumulative", "total"):
+                t1 = np.ones_like(t2)
+            else:
+                t1 = np.maximum(1, ts - int(w) + 1)
+                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+            if only is not None and exact:
+                out[label][k] = (None, _route_worst(structs, t1, t2, beta),
+                                 math.nan)
+                continue
+            half, band = _route_halfwidth(structs, t1, t2, beta, exact=exact,
+                                          band=only is None)
+            half.flags.writeable = False  # held by a frozen plan
+            out[label][k] = (half, float(half.max()), float(band.max()))
+    return out
+
+
+@dataclass(frozen=True, repr=False)
+class WindowCountsPlan(PlanSummary):
+    """Predicted accuracy of a window release (all from public parameters).
+
+    Attributes
+    ----------
+    horizon, epsilon, delta, unit, k_values, windows, confidence, singleton
+        The parameters planned for (``windows`` checked and sorted as the release sorts them).
+    scale : int or None
+        The public reference reach the vacuity rule compares with (see :attr:`vacuous`).
+    accounting : str
+        How the budget is accounted (pure ε or zCDP), as the release will record it.
+    methods : dict
+        ``"label, k=K"`` → the structure the release would choose (``"tree"``, ...).
+    halfwidth : dict
+        ``halfwidth[label][k]``: for ``"cumulative"`` and ``"fixed(W=…)"``, an array over
+        ``t = 1..T`` of the per-answer interval half-width (in items) the release will state
+        at ``confidence``; equal to ``release.error.value[label][k]``.
+    max_halfwidth : dict
+        ``max_halfwidth[label][k]``: the largest per-answer half-width of the family; for
+        ``"all"``, of the worst window answered by the all-windows structure (a window another
+        released family answers with less variance gets that family's interval instead).
+    band_halfwidth : dict
+        ``band_halfwidth[label][k]``: the largest half-width of the simultaneous band (all
+        answers of the family at once; ``band_halfwidth`` of
+        :class:`~dpfreq.windows.structures.protocol.WindowStructure`).
+        For consistent trees it is calibrated by simulation: the plan's public simulation
+        predicts the release's, which draws under its secret key (within about 1 %).
+    budget : BudgetShare or None
+        With ``accountant=``: what the release would take from it under its rule, and how
+        many such releases still fit (:meth:`dpfreq.budget.Accountant.share`).
+    vacuous : dict
+        ``vacuous[label][k]``: True when ``2 · max_halfwidth >= scale``, i.e. the interval is
+        at least as wide as the trivial range ``[0, scale]`` a user who declares ``scale``
+        already knows; None when no ``scale`` was given (not judged).
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=90, epsilon=0.01, unit="item", k_values=[1],
+    ...                           scale=2_000, windows=["cumulative"])
+    >>> plan.vacuous["cumulative"][1], plan.halfwidth["cumulative"][1].shape
+    (True, (90,))
+    >>> plan.lines()[0].endswith("epsilon >= 0.0806 would give ±10% of it")
+    True
+    """
+
+    horizon: int
+    epsilon: float
+    delta: float
+    unit: str
+    k_values: tuple[int, ...]
+    windows: tuple[Any, ...]
+    confidence: float
+    singleton: bool
+    scale: int | None
     accounting: str
-    epsilon_per_structure: Fraction
-    delta_per_structure: float
+    methods: dict[str, str]
+    halfwidth: dict[str, dict[int, FloatArray]]
+    max_halfwidth: dict[str, dict[int, float]]
+    band_halfwidth: dict[str, dict[int, float]]
+    vacuous: dict[str, dict[int, bool | None]]
+    _inputs: _Inputs = field(repr=False, compare=False)
+    privacy_loss: Any = field(default=None, repr=False, compare=False)
+    budget: BudgetShare | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dictionary (arrays as lists, k as strings)."""
+        def nest(d: Mapping[str, Mapping[int, Any]]) -> dict[str, dict[str, Any]]:
+            return {lab: {str(k): (v.tolist() if isinstance(v, np.ndarray) else v)
+                          for k, v in per_k.items()} for lab, per_k in d.items()}
 
-def _candidates(family: str, unit: str, singleton: bool) -> list[str]:
-    """The registered methods ``auto`` compares for this family, unit and log kind."""
-    return [name for name, cls in registry().items()
-            if family in cls.families and cls.admissible(unit, singleton)]
+        return {"horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta,
+                "unit": self.unit, "k_values": list(self.k_values),
+                "windows": list(self.windows), "confidence": self.confidence,
+                "singleton": self.singleton, "scale": self.scale,
+                "accounting": self.accounting, "methods": dict(self.methods),
+                "halfwidth": nest(self.halfwidth), "max_halfwidth": nest(self.max_halfwidth),
+                "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous),
+                "budget": None if self.budget is None else self.budget.to_dict()}
 
+    def _key(self, family: Any, k: Any, func: str) -> tuple[str, int]:
+        labels = [_label(w) for w in self.windows]
+        label = family if family in labels else (
+            _label(family) if isinstance(family, str | int) and not isinstance(family, bool)
+            else None)
+        if label not in labels:
+            raise ParameterError(message("family", func, f"one of the planned families "
+                                         f"{labels}", family))
+        kk = check_int(k, "k", func, minimum=1)
+        if kk not in self.k_values:
+            raise ParameterError(message("k", func, f"one of the planned k_values "
+                                         f"{list(self.k_values)}", k))
+        return str(label), kk
 
-def _forced(method: Any, w: Any, label: str, cands: list[str]) -> str | None:
-    """The caller's method for this family (checked against the admissible ones), or None."""
-    if method == "auto":
-        return None
-    forced = method.get(w, method.get(label))
-    if forced is None or forced == "auto":
-        return None
-    return check_choice(forced, f"method for {label}", _FUNC, cands)
+    def epsilon_for(self, target: float, *, family: Any = "cumulative", k: int = 1) -> float:
+        """The smallest total ε (3 significant digits, rounded up) at which the largest
+        per-answer half-width of ``family`` and ``k`` is at most ``target`` items.
 
+        Parameters
+        ----------
+        target : float
+            The largest acceptable per-answer half-width, in items.
+        family : keyword-only
+            A planned window family (``"cumulative"``, ``"total"``, ``"all"``, a width ``W`` or
+            its label ``"fixed(W=7)"``); default ``"cumulative"``.
+        k : int, keyword-only
+            A planned ``k`` (default 1).
 
-def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-            eps_s: Fraction, delta_s: float, method: Any, singleton: bool,
-            rho_s: float | None = None
-            ) -> tuple[dict[tuple[str, int], WindowStructure], dict[str, Any]]:
-    chosen: dict[tuple[str, int], WindowStructure] = {}
-    record: dict[str, Any] = {}
-    kinds = ("laplace",) if rho_s is None else ("laplace", "gaussian")
-    for w in families:
-        family = "fixed" if not isinstance(w, str) else w
-        width = None if isinstance(w, str) else int(w)
-        label = family_label(family, width)
-        cands = _candidates(family, unit, singleton)
-        forced = _forced(method, w, label, cands)
-        for k in ks:
-            preds: dict[str, float] = {}
-            structs: dict[str, WindowStructure] = {}
-            layouts: dict[str, float] = {}
-            for c in cands if forced is None else [forced]:
-                for kind in kinds:
-                    best = registry()[c].best_for(
-                        family, k, horizon, unit, eps_s, delta_s, width, rho=rho_s,
-                        noise_kind=kind, layouts=layouts if kind == "laplace" else None)
-                    if best is None:
-                        continue
-                    name = c if rho_s is None else f"{c}/{kind}"
-                    structs[name] = best
-                    preds[name] = float(np.sqrt(best.mean_mse()))
-            needs = registry()[forced].requires if forced is not None else None
-            if not preds and needs:
-                raise ParameterError(message(f"method for {label}", _FUNC,
-                                             f"usable for this call ({forced} needs {needs})",
-                                             forced))
-            if not preds:
-                raise ParameterError(message(
-                    "epsilon", _FUNC, "large enough to give every structure representable "
-                    "noise (raise epsilon, or release fewer k_values/windows or a shorter "
-                    "horizon)", float(eps_s) * len(families) * len(ks)))
-            pick = min(preds, key=lambda c: preds[c])
-            chosen[(label, k)] = structs[pick]
-            record[f"{label}, k={k}"] = {
-                "method": structs[pick].method, "noise": structs[pick].noise_kind,
-                "predicted_rmse": preds, "gamma": str(structs[pick].gamma),
-                "detail": structs[pick].detail,
-                "chosen_by": "auto (smallest predicted mean squared error, public parameters "
-                             "only)" if forced is None else "caller",
-                "why": _why(pick, preds, structs[pick])}
-            if layouts:
-                record[f"{label}, k={k}"]["tree_layouts_rmse"] = layouts
-    return chosen, record
+        Every other parameter stays as planned (the budget is still split over every planned
+        family and k). Bisection over ε on the (cheap, never smaller) tail bounds, then a walk
+        on the grid of 3-significant-digit values with the exact half-widths of
+        :func:`plan_window_counts`, starting from the 1/ε extrapolation; a budget too small to
+        calibrate counts as unbounded.
 
+        Raises
+        ------
+        ParameterError
+            If the target is not a number > 0, the family or k was not planned, or the target
+            is not met even at ε = 1000.
+        """
+        func = "WindowCountsPlan.epsilon_for"
+        t = target
+        if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
+                or not math.isfinite(t):
+            raise ParameterError(message("target", func, "a finite number > 0", t))
+        key = self._key(family, k, func)
 
-def _why(pick: str, preds: dict[str, float], s: WindowStructure) -> str:
-    """One sentence: the chosen structure's predicted RMSE against the next best."""
-    name = s.describe(pick)
-    others = sorted((v, c) for c, v in preds.items() if c != pick)
-    if not others:
-        return f"{name}: the only admissible structure (predicted RMSE {preds[pick]:.4g})"
-    v, c = others[0]
-    return (f"{name}: predicted RMSE {preds[pick]:.4g} over the family's windows, against "
-            f"{v:.4g} for the next best ({c}), from public parameters only")
+        def value(eps: float, exact: bool = True) -> float:
+            try:
+                pred = _predict(self._inputs, eps, key, exact=exact)[1]
+                return float(pred[key[0]][key[1]][1])
+            except ParameterError:  # too small to calibrate any structure
+                return math.inf
 
+        # the tail bound is never below the exact half-width: when it meets the target at
+        # ε = EPSILON_MAX, so does the exact one (the usual case; saves one exact evaluation)
+        if value(EPSILON_MAX, exact=False) > t and value(EPSILON_MAX) > t:
+            raise ParameterError(message("target", func, "reachable at ε <= "
+                                         f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
+        lo, hi = self._bracket(value, t)
+        if lo == hi:
+            return EPSILON_MIN
+        # the tail bounds are never below the exact half-widths, so the ε they need is an upper
+        # end of the answer; they are cheap, so bisect on them first
+        for _ in range(24):  # 24 halvings of a log-range <= 21: < 2e-6 relative
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if value(math.exp(mid), exact=False) > t else (lo, mid)
+        eps_hi = math.exp(hi)
+        # half-widths scale close to 1/ε: start the exact search at that guess, on the grid of
+        # 3 significant digits, and step to the smallest grid value that meets the target
+        guess = min(eps_hi, max(EPSILON_MIN, eps_hi * value(eps_hi) / t))
+        cand = round_up3(guess)
+        for _ in range(12):
+            if value(cand) > t:
+                cand = round_up3(cand * (1 + 1e-9) + step3(cand))
+                continue
+            below = float(f"{cand - step3(cand * (1 - 1e-9)):.3g}")
+            if below < EPSILON_MIN or value(below) > t:
+                return min(cand, EPSILON_MAX)
+            cand = below
+        return round_up3(eps_hi)
 
-def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-              epsilon: float, delta: float, method: Any, singleton: bool,
-              rho: float | None = None) -> Plan:
-    """Calibrate every structure (public parameters only; raises ParameterError on a bad
-    forced method or a budget too small to calibrate).
+    def _bracket(self, value: Any, t: float) -> tuple[float, float]:
+        """Log-ε interval with the target missed at its lower end and met at its upper end
+        (exact half-widths); equal ends when even ε = EPSILON_MIN meets the target."""
+        if value(self.epsilon) > t:  # bracket around the planned ε first
+            return math.log(self.epsilon), math.log(EPSILON_MAX)
+        if value(EPSILON_MIN) <= t:
+            return 0.0, 0.0
+        return math.log(EPSILON_MIN), math.log(self.epsilon)
 
-    ``rho`` given: the zCDP plan at that ρ only (a grouped release whose groups compose in
-    zCDP gives each group its share of ρ; ``(epsilon, delta)`` is then what that share
-    implies for the group alone)."""
-    if rho is not None:
-        return _zcdp_only(windows, ks, horizon, unit, epsilon, delta, method, singleton, rho)
-    n_struct = len(windows) * len(ks)
-    eps_s = epsilon_to_fraction(epsilon) / n_struct
-    delta_s = delta / n_struct
-    if eps_s <= 0:
-        raise ParameterError(message("epsilon", _FUNC, f"large enough to split over {n_struct} "
-                                     "structures", epsilon))
-    choice = method if not isinstance(method, Mapping) else {
-        (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
-    rho = zcdp_rho(epsilon, delta) if delta > 0 else 0.0
-    try:
-        pure: tuple[Any, dict[str, Any]] | None = _choose(windows, ks, horizon, unit, eps_s,
-                                                           delta_s, choice, singleton)
-        refusal: ParameterError | None = None
-    except ParameterError as err:  # a forced method may need zCDP (the factorization)
-        if rho <= 0:
-            raise
-        pure, refusal = None, err
-    accounting = ("pure epsilon-DP: basic composition over structures (advanced composition "
-                  "over item-level blocks/starts when delta > 0)")
-    zcdp = None
-    if rho > 0:
-        # alternative plan: zCDP accounting, ρ split equally, discrete Laplace or Gaussian each
+    def useful_epsilon(self, *, family: Any = "cumulative", k: int = 1) -> float | None:
+        """The ε at which the family's half-width falls to :data:`USEFUL_FRACTION` · ``scale``
+        (None if beyond ε = 1000). Needs ``scale``."""
+        func = "WindowCountsPlan.useful_epsilon"
+        if self.scale is None:
+            raise ParameterError(message("scale", func, "given to plan_window_counts (the "
+                                         "public reach the half-width is compared with)", None))
         try:
-            zcdp = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
-                           rho_s=rho / n_struct)
-        except ParameterError:  # ρ too small to calibrate (δ near 0): the pure plan stands
-            if pure is None and refusal is not None:
-                raise refusal from None
-    if pure is not None and (zcdp is None or _score(pure[0]) <= _score(zcdp[0])):
-        return Plan(pure[0], pure[1], accounting, eps_s, delta_s)
-    if zcdp is None:  # neither accounting calibrates: the pure plan's refusal says why
-        raise refusal or ParameterError(message("epsilon", _FUNC, "large enough to calibrate",
-                                                epsilon))
-    accounting = (f"zCDP: rho={rho:.6g} from (epsilon, delta) by "
-                  "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
-                  "structures; pure pieces count as epsilon^2/2-zCDP")
-    return Plan(zcdp[0], zcdp[1], accounting, eps_s, delta_s)
+            return self.epsilon_for(USEFUL_FRACTION * self.scale, family=family, k=k)
+        except ParameterError:
+            return None
+
+    def lines(self) -> list[str]:
+        """One line per (family, k): the largest half-width, the band, the structure, and —
+        when vacuous — the one-line warning naming the ε that would make it useful."""
+        out = []
+        conf = f"{self.confidence:g}"
+        for label, per_k in self.max_halfwidth.items():
+            for k, h in per_k.items():
+                line = (f"{label}, k={k}: per-answer ±{h:,.0f} items (largest), band "
+                        f"±{self.band_halfwidth[label][k]:,.0f}, confidence {conf}, "
+                        f"method {self.methods[f'{label}, k={k}']}")
+                if self.vacuous[label][k]:
+                    useful = self.useful_epsilon(family=label, k=k)
+                    fix = (f"epsilon >= {useful:g} would give ±{USEFUL_FRACTION:.0%} of it" if
+                           useful is not None else f"no epsilon <= {EPSILON_MAX:g} gives "
+                           f"±{USEFUL_FRACTION:.0%} of it")
+                    line += (f" — VACUOUS: no narrower than the trivial range [0, "
+                             f"{self.scale:,}]; {fix}")
+                out.append(line)
+        return out
 
 
-def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-               epsilon: float, delta: float, method: Any, singleton: bool,
-               rho: float) -> Plan:
-    """The plan of :func:`make_plan` under a given ρ (zCDP accounting only)."""
-    n_struct = len(windows) * len(ks)
-    if not (math.isfinite(rho) and rho > 0):
-        raise ParameterError(message("rho", _FUNC, "a finite number > 0", rho))
-    choice = method if not isinstance(method, Mapping) else {
-        (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
-    eps_s, delta_s = epsilon_to_fraction(epsilon) / n_struct, delta / n_struct
-    chosen, record = _choose(windows, ks, horizon, unit, eps_s, delta_s, choice, singleton,
-                             rho_s=rho / n_struct)
-    accounting = (f"zCDP: rho={rho:.6g} (this group's share of the grouped release's rho), "
-                  "split equally over structures; pure pieces count as epsilon^2/2-zCDP")
-    return Plan(chosen, record, accounting, eps_s, delta_s)
+def plan_window_counts(
+    *,
+    horizon: int | None = None,
+    start: Any = None,
+    end: Any = None,
+    period: Any = None,
+    time_unit: str | None = None,
+    timezone: str = "UTC",
+    epsilon: float,
+    delta: float = 0.0,
+    unit: str,
+    k_values: Sequence[int] | int,
+    windows: Sequence[Any] | str | int,
+    method: str | Mapping[Any, str] = "auto",
+    singleton: bool = False,
+    confidence: float = 0.95,
+    scale: int | None = None,
+    group: str | None = None,
+    max_groups_per_item: int | None = None,
+    groups: Any = None,
+    accountant: Any = None,
+) -> Any:
+    """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
+
+    Parameters
+    ----------
+    horizon, start, end, period, time_unit, timezone, epsilon, delta, unit, k_values, windows, \
+method, singleton, confidence
+        As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
+        structure choice).
+    scale : int, optional
+        A public reference reach in items (e.g. the audience size a user declares). A family
+        is flagged vacuous when its interval is at least as wide as ``[0, scale]``; without
+        ``scale`` nothing is flagged (there is no public bound on reach otherwise).
+    accountant : Accountant or Ledger, optional
+        Say (``budget``) how much of its remaining budget the release would take under its
+        rule (with the release's own zCDP loss when the plan composes in zCDP) and how many
+        such releases still fit; nothing is spent.
+
+    Returns
+    -------
+    WindowCountsPlan
+
+    Privacy
+    -------
+    Spends nothing: no data is read, only the public parameters, so planning has no privacy
+    cost and needs no accountant.
+
+    Notes
+    -----
+    The per-answer half-width is exactly the one the release states: the same structures are
+    calibrated, each answer is routed to the structure with the smallest exact noise variance,
+    and the half-width is that structure's certified quantile of the exact noise law at
+    ``1 − confidence`` (the law of a sum of node noises by FFT convolution; for consistent
+    tree estimates a grid-rounded convolution with its rounding error bounded), plus the bias
+    bound of time compression. It does not depend on the data.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="event", k_values=[1, 3],
+    ...                           windows=["cumulative", 7], scale=1000)
+    >>> sorted(plan.max_halfwidth)
+    ['cumulative', 'fixed(W=7)']
+    >>> plan.vacuous["cumulative"][1]
+    False
+    >>> plan.epsilon_for(plan.max_halfwidth["cumulative"][1] / 2, k=1) > 1.0
+    True
+    """
+    sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
+    par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
+                              time_unit=time_unit, timezone=timezone, epsilon=epsilon,
+                              delta=delta, unit=unit, k_values=k_values,
+                              windows=windows, method=method, singleton=singleton,
+                              confidence=confidence)
+    if group is not None or max_groups_per_item is not None or groups is not None:
+        from dpfreq.windows.grouped.release import plan_grouped_window_counts
+
+        grouped = plan_grouped_window_counts(
+            par, group, groups, max_groups_per_item, _FUNC,
+            lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
+                                              singleton, sc, rho))
+        return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
+                                 unit=par.unit, func=_FUNC)
+    out = window_plan(par, singleton, sc)
+    return with_budget_share(out, accountant, epsilon=par.epsilon, delta=par.delta,
+                             unit=par.unit, func=_FUNC, loss=out.privacy_loss)
 
 
-def plan_score(plan: Plan) -> float:
-    """How two plans compare: the sum of the logs of their structures' predicted mean
-    squared errors (smaller is better)."""
-    return _score(plan.structures)
+def window_plan(par: Any, singleton: bool, sc: int | None,
+                rho: float | None = None) -> WindowCountsPlan:
+    """:func:`plan_window_counts` of checked parameters (``rho``: :func:`make_plan`'s)."""
+    eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
+    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.method, singleton,
+                  par.confidence, rho)
+    plan, pred = _predict(inp, eps)
+    halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
+                 if lab != "all"}
+    maxes = {lab: {k: v[1] for k, v in per.items()} for lab, per in pred.items()}
+    vac = {lab: {k: (None if sc is None else bool(2 * h >= sc)) for k, h in per.items()}
+           for lab, per in maxes.items()}
+    return WindowCountsPlan(
+        horizon=axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit, k_values=ks,
+        windows=fams, confidence=par.confidence, singleton=singleton, scale=sc,
+        accounting=plan.accounting,
+        methods={name: rec["method"] for name, rec in plan.record.items()},
+        halfwidth=halfwidth, max_halfwidth=maxes,
+        band_halfwidth={lab: {k: v[2] for k, v in per.items()} for lab, per in pred.items()},
+        vacuous=vac, _inputs=inp,
+        privacy_loss=zcdp_loss([s.rho for s in plan.structures.values()]))
 
-
-def _score(chosen: dict[tuple[str, int], WindowStructure]) -> float:
-    """Geometric mean of the predicted MSEs (in logs): how the two accountings compare."""
-    return float(sum(math.log(s.mean_mse()) for s in chosen.values()))

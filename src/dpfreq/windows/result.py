@@ -1,6 +1,6 @@
 """The release of :func:`dpfreq.windows.release_window_counts` and its query methods.
 
-The release is built complete from its private state (:class:`~dpfreq.windows.answers.
+The release is built complete from its private state (:class:`~dpfreq.windows.state.
 WindowState`): the released curves and their intervals are computed before the frozen release
 is constructed. Further windows are answered from the same fixed node noise, so asking any
 number of them is post-processing.
@@ -20,13 +20,13 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import ParameterError
-from dpfreq.release import ErrorStatement, Release
-from dpfreq.windows.answers import WindowAnswer, WindowState, build_state
+from dpfreq.release import RELATIONS, ErrorStatement, Release
 from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
 from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
-from dpfreq.windows.plan import RELATIONS, Plan
 from dpfreq.windows.result_axis import curve_families, period_bounds
+from dpfreq.windows.state import WindowAnswer, WindowState, build_state
+from dpfreq.windows.structures.chooser import Plan
 
 __all__ = ["WindowCountsRelease"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.plan import family_label
+from dpfreq.windows.structures.chooser import family_label
 
 __all__ = ["curve_families", "period_bounds"]
 

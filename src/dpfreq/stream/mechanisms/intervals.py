@@ -15,9 +15,9 @@ The layouts:
 
 * :class:`SimpleLayout` — one node per period, cover of ``[1, t]`` = the ``t`` nodes.
 * :class:`TreeLayout` — the layered ``B``-ary blocks of
-  :func:`dpfreq.windows.counters.layer_layout` (the same flat node ids, so the same keyed noise
-  as the offline tree); cover = the plain digit cover
-  (:func:`~dpfreq.windows.counters.layer_prefix_cover`), which uses complete blocks only.
+  :func:`dpfreq.windows.layouts.layered.layer_layout` (the same flat node ids, so the same keyed
+  noise as the offline tree); cover = the plain digit cover
+  (:func:`~dpfreq.windows.layouts.layered.layer_prefix_cover`), which uses complete blocks only.
 * :class:`~dpfreq.stream.mechanisms.smooth.SmoothLayout` — the smooth binary mechanism.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.windows.counters import layer_layout, layer_prefix_cover
+from dpfreq.windows.layouts.layered import layer_layout, layer_prefix_cover
 
 __all__ = ["IntervalLayout", "SimpleLayout", "TreeLayout", "interval_sensitivity"]
 

@@ -7,14 +7,16 @@ from the counter's exact sensitivity (``ℓ1`` or ``ℓ2²`` of the rows one nei
 integers) and the structure's budget:
 
 * pure ``ε_s``-DP: ``γ = ε_s/ℓ1`` (rounded down on fractions);
-* ``ρ_s``-zCDP with discrete Laplace: a pure ``ε_0 = √(2ρ_s)`` piece is ``ε_0²/2``-zCDP;
-* ``ρ_s``-zCDP with the discrete Gaussian: ``σ² >= ℓ2²/(2ρ_s)`` on fractions, rounded up to the
-  form ``t·u`` the exact sampler needs.
+* ``ρ_s``-zCDP with discrete Laplace: a pure ``ε_0`` piece with ``ε_0²/2 <= ρ_s`` exactly
+  (:func:`dpfreq.accounting.zcdp.pure_epsilon_for_rho`);
+* ``ρ_s``-zCDP with the discrete Gaussian: ``σ² >= ℓ2²/(2ρ_s)`` on fractions (the sensitivity is
+  an integer ``ℓ2²``), rounded up to the form ``t·u`` the exact sampler needs.
 
-The same rounding as the offline counters (:mod:`dpfreq.windows.counter_structures`), so a
-stream and an offline release of the same structure draw the same node law. The noise itself
-is a deterministic function of (secret key, structure name, node id): the keyed sources of
-:mod:`dpfreq.windows.lazy_noise`, so a stream never stores or redraws noise.
+The same rounding as the offline counters (:mod:`dpfreq.windows.structures.counters`), so a
+stream and an offline release of the same structure draw the same node law — the law itself is
+the windows' law value (:mod:`dpfreq.windows.laws`: its variance, its keyed source, the exact
+quantiles of sums of its draws). The noise is a deterministic function of (secret key, structure
+name, node id), so a stream never stores or redraws noise.
 """
 
 from __future__ import annotations
@@ -27,18 +29,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.noise import (
-    discrete_laplace_gamma,
-    discrete_laplace_variance,
-    epsilon_to_fraction,
-)
-from dpfreq.windows.lazy_noise import (
-    KeyedDiscreteGaussian,
-    KeyedDiscreteLaplace,
-    discrete_gaussian_variance,
-    gaussian_sigma2,
-)
-from dpfreq.windows.noise_law import sum_quantile
+from dpfreq.accounting.zcdp import pure_epsilon_for_rho
+from dpfreq.noise import discrete_laplace_gamma, gaussian_sigma2
+from dpfreq.windows.laws import DiscreteGaussian, DiscreteLaplace
 
 __all__ = ["Budget", "NodeLaw", "calibrate"]
 
@@ -92,25 +85,26 @@ class NodeLaw:
     epsilon_piece: Fraction | None
 
     @property
+    def node(self) -> Any:
+        """The windows' law value (:mod:`dpfreq.windows.laws`) of one node noise."""
+        if self.kind == "gaussian":
+            return DiscreteGaussian(int(self.sigma2 or 0))
+        return DiscreteLaplace(self.gamma or Fraction(0))
+
+    @property
     def variance(self) -> float:
         """Variance of one node noise (exact for Laplace, numerically exact for Gaussian)."""
-        if self.kind == "gaussian":
-            return discrete_gaussian_variance(int(self.sigma2 or 0))
-        return float(discrete_laplace_variance(self.gamma or Fraction(0)))
+        return float(self.node.variance)
 
     def source(self, key: bytes, name: tuple[str | int, ...]) -> Any:
         """The keyed node noise of the structure named ``name`` under ``key``."""
-        if self.kind == "gaussian":
-            return KeyedDiscreteGaussian(key, name, int(self.sigma2 or 0))
-        return KeyedDiscreteLaplace(key, name, self.gamma or Fraction(0))
+        return self.node.keyed(key, name)
 
     def cover_halfwidth(self, nodes: Any, beta: float) -> NDArray[np.float64]:
         """``x`` with ``Pr[|Σ of m node noises| > x] <= β`` per entry ``m`` of ``nodes``: the
-        certified quantile of the exact law of the sum
-        (:func:`dpfreq.windows.noise_law.sum_quantile`)."""
-        if self.kind == "gaussian":
-            return sum_quantile(nodes, beta, sigma2=int(self.sigma2 or 0))
-        return sum_quantile(nodes, beta, gamma=self.gamma)
+        certified quantile of the exact law of the sum (the law value's ``sum_quantile``)."""
+        out: NDArray[np.float64] = self.node.sum_quantile(nodes, beta)
+        return out
 
     def record(self) -> dict[str, Any]:
         """JSON-ready: the law and its calibration (public)."""
@@ -134,14 +128,15 @@ def calibrate(budget: Budget, kind: str, l1: int, l2_squared: int) -> NodeLaw | 
     if kind == "gaussian":
         if budget.rho is None:
             return None
+        # σ² >= ℓ2²/(2ρ) exactly (ℓ2² an integer; as the offline factorization calibrates)
         target = math.ceil(Fraction(l2_squared) / (2 * Fraction(budget.rho)))
         if not 0 < target < _MAX_SIGMA2:
             return None
         sigma2 = gaussian_sigma2(float(target))[0]
         return NodeLaw("gaussian", None, sigma2, l1, l2_squared, budget, None)
     try:
-        piece = budget.epsilon if budget.rho is None else epsilon_to_fraction(
-            math.sqrt(2 * budget.rho))
+        piece = budget.epsilon if budget.rho is None else pure_epsilon_for_rho(
+            Fraction(budget.rho))
         gamma = discrete_laplace_gamma(piece, l1)
     except ValueError:  # ParameterError: rounds to 0
         return None

@@ -1,0 +1,124 @@
+"""Register frequencies of a log held in memory (numpy and :mod:`hashlib`): the reference.
+
+Impressions per user with :func:`numpy.unique`, one HMAC per distinct user
+(:meth:`VidHash.locate`), then the capped sum per register with :func:`numpy.bincount`. The
+DuckDB and Spark versions must return exactly the same values (tested on the same logs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.crossparty.vid import VidHash
+from dpfreq.errors import DataError
+
+__all__ = ["instant_us", "memory_registers"]
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def instant_us(value: dt.datetime | dt.date) -> int:
+    """Microseconds since the Unix epoch of a datetime (naive ones read as UTC) or a date."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    delta = aware - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _columns(source: Mapping[str, Any], names: list[str], func: str) -> dict[str, NDArray[Any]]:
+    out = {}
+    for name in names:
+        if name not in source:
+            raise DataError(f"source of {func} has no column {name!r} (it has "
+                            f"{', '.join(map(repr, sorted(map(str, source))))}).")
+        arr = np.asarray(source[name])
+        if arr.ndim != 1:
+            raise DataError(f"column {name!r} of the source of {func} must be one-dimensional.")
+        out[name] = arr
+    lengths = {arr.size for arr in out.values()}
+    if len(lengths) > 1:
+        raise DataError(f"the columns of the source of {func} must have equal lengths.")
+    return out
+
+
+def _is_missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _users(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
+    """The user column as int64 or as an object array of str; nulls and floats refused."""
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "U":
+        return arr.astype(object)
+    if arr.dtype.kind == "O":
+        if any(_is_missing(x) for x in arr):
+            raise DataError(f"user column {name!r} of {func} holds missing values (null or "
+                            "NaN).")
+        kinds = {type(x) for x in arr}
+        if kinds <= {str}:
+            return arr
+        if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+               for x in arr):
+            return arr.astype(np.int64)
+    raise DataError(f"user column {name!r} of {func} must hold integers or text (one type); "
+                    f"got dtype {arr.dtype}.")
+
+
+def _times(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
+    """Integer times as they are; datetime64 as µs since the epoch; anything else refused."""
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "M":
+        if np.isnat(arr).any():
+            raise DataError(f"time column {name!r} of {func} holds missing values.")
+        return arr.astype("datetime64[us]").astype(np.int64)
+    if arr.dtype.kind == "O":
+        if any(_is_missing(x) or x is getattr(x, "NaT", object()) for x in arr):
+            raise DataError(f"time column {name!r} of {func} holds missing values.")
+        if all(isinstance(x, dt.date) for x in arr):  # datetimes (pandas Timestamps), dates
+            return np.array([instant_us(x) for x in arr], dtype=np.int64)
+    raise DataError(f"time column {name!r} of {func} must hold integers or timestamps; got "
+                    f"dtype {arr.dtype}.")
+
+
+def _campaigns(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
+    if arr.dtype.kind in "iu":
+        return np.array([str(int(x)) for x in arr], dtype=object)
+    if arr.dtype.kind in "UO" and all(isinstance(x, str) for x in arr):
+        return arr.astype(object)
+    if arr.dtype.kind == "O" and all(isinstance(x, int | np.integer | str) and not
+                                     isinstance(x, bool | np.bool_) for x in arr):
+        return np.array([str(x) if isinstance(x, str) else str(int(x)) for x in arr],
+                        dtype=object)
+    raise DataError(f"campaign column {name!r} of {func} must hold integers or text; got "
+                    f"dtype {arr.dtype}.")
+
+
+def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash, max_frequency: int,
+                     func: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(registers, values)`` of the non-empty registers of a mapping of columns (``spec``: a
+    :class:`~dpfreq.crossparty.registers.LogSpec`)."""
+    names = [spec.user] + [c for c in (spec.time, spec.campaign) if c is not None]
+    cols = _columns(source, list(dict.fromkeys(names)), func)
+    users = _users(cols[spec.user], spec.user, func)
+    keep = np.ones(users.size, dtype=bool)
+    if spec.time is not None:
+        t = _times(cols[spec.time], spec.time, func)
+        keep &= (t >= spec.period[0]) & (t < spec.period[1])
+    if spec.campaign is not None:
+        names_kept = np.array(spec.campaigns, dtype=object)
+        keep &= np.isin(_campaigns(cols[spec.campaign], spec.campaign, func), names_kept)
+    distinct, counts = np.unique(users[keep], return_counts=True)
+    sampled, regs = vh.locate(distinct.tolist())
+    capped = np.minimum(counts[sampled], max_frequency).astype(np.float64)
+    sums = np.bincount(regs[sampled], weights=capped, minlength=vh.registers)
+    nonzero = np.flatnonzero(sums)
+    return nonzero.astype(np.int64), np.minimum(sums[nonzero], max_frequency).astype(np.int64)

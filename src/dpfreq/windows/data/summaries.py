@@ -1,0 +1,243 @@
+"""Mergeable per-(family, k) summaries of an event log: all a window release needs of the data.
+
+Every exact answer of a window release is a count over the union, over items, of per-item
+point sets of the reductions (:mod:`dpfreq.windows.data.reductions`). A release therefore never
+needs the raw event log, only these sums over items, which an engine computes per chunk of
+whole items (on the Spark executors, per partition) and adds up:
+
+* ``cumulative``: the histogram over periods ``0..T`` of the items' k-th occurrence
+  times (items with fewer than ``k`` events make no point);
+* ``fixed`` width ``W``: per block ``b``, the histograms of the P1 and P2 values
+  (:class:`~dpfreq.windows.data.reductions.BlockCounts`) and the number of items present;
+* ``all``: the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
+  (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
+* the number of events per period (for the singleton check of time compression).
+
+The summaries are the canonical sparse form ``(slot, key) -> weight`` of
+:class:`dpfreq.engines.base.ItemReduction`: slot 0 the events per period (key = period), slot
+``i >= 1`` the ``i``-th :class:`SummarySpec` (keys as documented in :class:`WindowReducer`).
+The exact oracles built from them answer exactly as the oracles built from the points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.windows.data.dominance_count import DominanceCounter
+from dpfreq.windows.data.reductions import (
+    BlockCounts,
+    block_points,
+    cumulative_points,
+    time_window_points,
+)
+
+__all__ = ["SummarySpec", "WindowReducer", "WindowSummaries", "summary_specs"]
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True, order=True)
+class SummarySpec:
+    """One summary: ``family`` in {"cumulative", "fixed", "all"}, its ``k`` and (fixed) ``W``."""
+
+    family: str
+    k: int
+    width: int = 0
+
+    def to_json(self) -> list[Any]:
+        return [self.family, self.k, self.width]
+
+    @classmethod
+    def from_json(cls, v: Any) -> SummarySpec:
+        return cls(str(v[0]), int(v[1]), int(v[2]))
+
+
+def summary_specs(windows: Any, k_values: Any) -> tuple[SummarySpec, ...]:
+    """The summaries a release of ``windows`` × ``k_values`` needs (one per family and k)."""
+    out: list[SummarySpec] = []
+    for w in windows:
+        for k in k_values:
+            if isinstance(w, str):  # the whole period [1, T] reads the cumulative summary
+                spec = SummarySpec("cumulative" if w == "total" else w, int(k))
+            else:
+                spec = SummarySpec("fixed", int(k), int(w))
+            if spec not in out:
+                out.append(spec)
+    return tuple(out)
+
+
+def _nonzero(slot: int, dense: IntArray, offset: int = 0) -> tuple[IntArray, IntArray, IntArray]:
+    idx = np.flatnonzero(dense)
+    return (np.full(idx.size, slot, dtype=np.int64), idx.astype(np.int64) + offset,
+            dense[idx].astype(np.int64))
+
+
+def _fixed_layout(width: int, horizon: int) -> tuple[int, int]:
+    """(number of blocks, values per block) of a fixed-window summary."""
+    return horizon // width + 1, width + 2
+
+
+@dataclass(frozen=True)
+class WindowReducer:
+    """The per-item reduction of a window release (an :data:`~dpfreq.engines.base.ItemReducer`).
+
+    Called on chunks of whole items (dense codes and periods in ``1..horizon`` sorted by
+    (code, period)); returns ``(slots, keys, weights)``, not necessarily summed (the engine
+    sums per (slot, key) with :func:`~dpfreq.engines._common.sum_entries`). Keys: slot 0 and
+    ``cumulative`` — the period; ``fixed`` — ``b·(W+2) + v`` for P1 values,
+    ``(n_b + b)·(W+2) + v`` for P2 values, ``2·n_b·(W+2) + b`` for the items present in block
+    ``b`` (``n_b = ⌊T/W⌋ + 1`` blocks); ``all`` — ``x·(T+2) + y``.
+    Picklable: the Spark engine runs it on the executors.
+    """
+
+    horizon: int
+    specs: tuple[SummarySpec, ...]
+
+    def __call__(self, codes: IntArray, periods: IntArray) -> tuple[IntArray, IntArray,
+                                                                     IntArray]:
+        t = self.horizon
+        codes = np.asarray(codes, dtype=np.int64)
+        periods = np.asarray(periods, dtype=np.int64)
+        parts = [_nonzero(0, np.bincount(periods, minlength=t + 1))]
+        for slot, spec in enumerate(self.specs, start=1):
+            if spec.family == "cumulative":
+                pts = cumulative_points(codes, periods, spec.k)
+                parts.append(_nonzero(slot, np.bincount(pts, minlength=t + 1)))
+            elif spec.family == "fixed":
+                bp = block_points(codes, periods, spec.k, spec.width, t)
+                ha, hc = bp.histograms()
+                dense = np.concatenate((ha.ravel(), hc.ravel(), bp.n_present))
+                parts.append(_nonzero(slot, dense))
+            else:
+                # one entry per point, +1 (P1) or −1 (P2): the engine's sum per (slot, key)
+                # (sum_entries, after every chunk) merges equal points and drops zero sums
+                x1, y1, x2, y2 = time_window_points(codes, periods, spec.k, t)
+                keys = np.concatenate((x1, x2)) * (t + 2) + np.concatenate((y1, y2))
+                w = np.ones(keys.size, dtype=np.int64)
+                w[x1.size:] = -1
+                parts.append((np.full(keys.size, slot, dtype=np.int64), keys, w))
+        s, k, w = (np.concatenate(v) for v in zip(*parts, strict=True))
+        return s, k, w
+
+
+@dataclass(frozen=True)
+class WindowSummaries:
+    """Summed per-item summaries of an event log (see the module docstring).
+
+    ``slots``, ``keys``, ``weights``: the sparse entries, sorted by (slot, key), non-zero.
+    Exact, not private: kept in a release's private state only.
+    """
+
+    horizon: int
+    specs: tuple[SummarySpec, ...]
+    slots: IntArray
+    keys: IntArray
+    weights: IntArray
+
+    def _entries(self, slot: int) -> tuple[IntArray, IntArray]:
+        lo, hi = np.searchsorted(self.slots, [slot, slot + 1])
+        return self.keys[lo:hi], self.weights[lo:hi]
+
+    def _dense(self, slot: int, size: int) -> IntArray:
+        keys, w = self._entries(slot)
+        out = np.zeros(size, dtype=np.int64)
+        out[keys] = w
+        return out
+
+    def period_counts(self) -> IntArray:
+        """Events per period ``0..T`` (entry 0 is always 0)."""
+        return self._dense(0, self.horizon + 1)
+
+    @property
+    def n_events(self) -> int:
+        return int(self._entries(0)[1].sum())
+
+    @property
+    def singleton(self) -> bool:
+        """Whether every period holds at most one event."""
+        w = self._entries(0)[1]
+        return w.size == 0 or int(w.max()) <= 1
+
+    def _slot(self, spec: SummarySpec) -> int:
+        try:
+            return self.specs.index(spec) + 1
+        except ValueError:
+            raise KeyError(f"no summary {spec} in this release") from None
+
+    def cumulative_histogram(self, k: int) -> IntArray:
+        """Number of items whose k-th occurrence is in period ``t``, ``t = 0..T``."""
+        return self._dense(self._slot(SummarySpec("cumulative", k)), self.horizon + 1)
+
+    def block_counts(self, k: int, width: int) -> BlockCounts:
+        nb, span = _fixed_layout(width, self.horizon)
+        dense = self._dense(self._slot(SummarySpec("fixed", k, width)), 2 * nb * span + nb)
+        return BlockCounts(hist_a=dense[:nb * span].reshape(nb, span),
+                           hist_c=dense[nb * span:2 * nb * span].reshape(nb, span),
+                           n_present=dense[2 * nb * span:], width=int(width))
+
+    def window_points(self, k: int) -> tuple[IntArray, IntArray, IntArray]:
+        """``(x, y, weight)``: the distinct points of P1 ∪ P2 with summed ±1 weights."""
+        keys, w = self._entries(self._slot(SummarySpec("all", k)))
+        return keys // (self.horizon + 2), keys % (self.horizon + 2), w
+
+    def oracle(self, spec: SummarySpec) -> Any:
+        """The exact oracle of one summary: the cumulative counts ``#{p <= t}`` for
+        ``t = 0..T``, a :class:`BlockCounts`, or a weighted ``DominanceCounter``."""
+        if spec.family == "cumulative":
+            return np.cumsum(self.cumulative_histogram(spec.k))
+        if spec.family == "fixed":
+            return self.block_counts(spec.k, spec.width)
+        x, y, w = self.window_points(spec.k)
+        return DominanceCounter(x, y, w, self.horizon + 1, self.horizon)
+
+    def _key_limit(self, slot: int) -> int:
+        """One more than the largest key slot ``slot`` can hold (see :class:`WindowReducer`)."""
+        t = self.horizon
+        if slot == 0:
+            return t + 1
+        spec = self.specs[slot - 1]
+        if spec.family == "cumulative":
+            return t + 1
+        if spec.family == "fixed":
+            nb, span = _fixed_layout(spec.width, t)
+            return 2 * nb * span + nb
+        return (t + 2) * (t + 2)
+
+    def entries_valid(self) -> bool:
+        """Whether the entries are well formed: slots known, keys in range, sorted by
+        (slot, key) without repeats, weights non-zero (a loaded file is checked with this)."""
+        s, k, w = self.slots, self.keys, self.weights
+        if s.size == 0:
+            return True
+        if int(s.min()) < 0 or int(s.max()) > len(self.specs) or np.any(w == 0):
+            return False
+        if np.any(np.diff(s) < 0):
+            return False
+        same = s[1:] == s[:-1]
+        if np.any(same & (k[1:] <= k[:-1])):
+            return False
+        limits = np.array([self._key_limit(i) for i in range(len(self.specs) + 1)],
+                          dtype=np.int64)
+        # counts (events per period, histograms, block counts) are positive; only the merged
+        # ±1 weights of the 2d points can be negative
+        signed = np.array([False] + [sp.family == "all" for sp in self.specs], dtype=np.bool_)
+        return bool(np.all((k >= 0) & (k < limits[s]) & (signed[s] | (w > 0))))
+
+    # -- persistence (private state of a saved release) ------------------------------------
+    def to_arrays(self) -> dict[str, IntArray]:
+        return {"summary_slots": self.slots, "summary_keys": self.keys,
+                "summary_weights": self.weights}
+
+    def meta(self) -> dict[str, Any]:
+        return {"horizon": self.horizon, "specs": [s.to_json() for s in self.specs]}
+
+    @classmethod
+    def from_saved(cls, meta: dict[str, Any], arrays: Any) -> WindowSummaries:
+        return cls(int(meta["horizon"]), tuple(SummarySpec.from_json(v) for v in meta["specs"]),
+                   np.asarray(arrays["summary_slots"], dtype=np.int64),
+                   np.asarray(arrays["summary_keys"], dtype=np.int64),
+                   np.asarray(arrays["summary_weights"], dtype=np.int64))

@@ -1,0 +1,419 @@
+"""Grouped window counts: reach and k+ reach over time windows for every public group, spent once.
+
+:func:`release_window_counts` and :func:`plan_window_counts` dispatch here when ``group=`` is
+given. The engine computes the window summaries of every (group, item, period) in one pass
+after the keyed bounding of the grouped profile (:meth:`Engine.grouped_reduce_items`); one plan
+is calibrated from public parameters at the per-group budget and every group gets its own copy
+with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
+splits the budget and calibrates, the read draws the master key, selects the groups (without a
+public list: the selected groups are the ones read and checked) and runs the one grouped query,
+the draw attaches every group's structures to the shared keyed noise source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from dpfreq._display import PlanSummary
+from dpfreq._epsilon_search import round_up3, smallest_epsilon
+from dpfreq._validate import message
+from dpfreq.budget import BudgetAccountant, check_accountant
+from dpfreq.engines import get_engine
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.checks import check_bound, check_grouping
+from dpfreq.grouped.selection import SELECTION_SHARE, SelectionPlan, select_groups
+from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
+from dpfreq.windows.data.events import engine_source, range_error
+from dpfreq.windows.data.summaries import WindowReducer, WindowSummaries, summary_specs
+from dpfreq.windows.grouped.budget import GroupBudget, choose_budget
+from dpfreq.windows.grouped.fields import GroupedWindowFields, GroupedWindowMechanism
+from dpfreq.windows.grouped.result import (
+    GroupedWindowRelease,
+    assemble,
+    calibrated_plan,
+    group_states,
+)
+from dpfreq.windows.params import WindowBuild, WindowParams
+
+__all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
+           "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
+
+
+def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
+                          func: str) -> tuple[str, tuple[str, ...] | None, int | None]:
+    """``(group column, public groups or None, m or None)``.
+
+    ``unit="item"``: ``m`` is required (an item may touch several groups). ``unit="event"``:
+    one event is in one group, so the groups are disjoint in the unit and ``m`` is refused
+    (it would bound nothing the guarantee needs; refusing says so instead of ignoring it).
+    ``"item_replace"`` is refused: a replacement may move an item between groups.
+    ``groups=None``: the groups are selected privately (:func:`window_budget`).
+    """
+    if group is None:
+        raise ParameterError(message("group", func, "the group column when "
+                                     "max_groups_per_item or groups is given", group))
+    if unit == "event":
+        if max_groups_per_item is not None:
+            raise ParameterError(message(
+                "max_groups_per_item", func, "None at unit='event' (one event is in one "
+                "group: every group gets the whole epsilon, parallel composition)",
+                max_groups_per_item))
+        g, _ = check_bound(group, 1, "item", func)
+        m = None
+    elif unit != "item":
+        raise ParameterError(message("unit", func, "'item' or 'event' for a grouped release "
+                                     "(a replacement may move an item between groups)", unit))
+    else:
+        g, m = check_bound(group, max_groups_per_item, unit, func)
+    names = None if groups is None else check_grouping(g, groups, 1, "item", func)[1]
+    return g, names, m
+
+
+def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
+                  func: str) -> GroupBudget:
+    """The budget of each group and the partition selection (None with a public list).
+
+    Without a public list the selection spends :data:`~dpfreq.grouped.selection.
+    SELECTION_SHARE` of ε and a share of δ (δ must be in (0, 1e-3]); the groups' window
+    releases share the rest, under pure or zCDP accounting, whichever predicts less error
+    (:func:`~dpfreq.windows.grouped.budget.choose_budget`), so the call's total is exactly the
+    (ε, δ) asked for.
+    """
+    if names is None and par.delta == 0.0:
+        raise ParameterError(message("groups", func, "a public list of group names, or give "
+                                     "delta= > 0 for private partition selection of the groups "
+                                     "in the data", None))
+    return choose_budget(par, m, names is not None, func)
+
+
+def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
+                    func: str) -> tuple[Any, str, str]:
+    """The event log with its group column (an ``(items, times)`` pair has none)."""
+    if isinstance(source, tuple | list):
+        raise ParameterError(message("source", func, "a mapping, file, SQL or DataFrame with "
+                                     f"the group column {group!r} (an (items, times) pair has "
+                                     "none)", type(source).__name__))
+    if not isinstance(source, Mapping):
+        return engine_source(source, item, time, axis)
+    if item is None or time is None:
+        raise ParameterError(message("item/time", func, "column names of the source",
+                                     (item, time)))
+    if group not in source:
+        raise DataError(message("source", func, f"a mapping with column {group!r}",
+                                sorted(map(str, source))))
+    cols, item, time = engine_source({k: source[k] for k in (item, time) if k in source},
+                                     item, time, axis)
+    return {**cols, group: np.asarray(source[group])}, item, time
+
+
+def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: bytes,
+            selection: SelectionPlan, generator: Any) -> tuple[str, ...]:
+    """The groups of the data that pass the selection: counted by the engine in one query
+    (distinct items per group after each item kept at most ``m`` of its groups; rows per group
+    at ``unit="event"``, ``m = None``), thresholded by :func:`select_groups`."""
+    gp = eng.grouped_count_of_counts(src, item=item, group=group, groups=None,
+                                     max_groups_per_item=m, hash_key=hash_key, max_count=None)
+    weights = gp.prevalences if m is not None else gp.prevalences * gp.counts
+    sizes = np.bincount(gp.group_index, weights=weights,
+                        minlength=len(gp.groups)).astype(np.int64)
+    present = sizes >= 1
+    return select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
+                         sizes[present], selection, generator)
+
+
+def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
+               m: int | None, hash_key: bytes, par: WindowParams, out_of_range: str,
+               func: str) -> tuple[list[WindowSummaries], int]:
+    """Every listed group's window summaries in one engine pass, checked."""
+    if not names:
+        return [], 0
+    axis = par.axis
+    specs = summary_specs(par.windows, par.k_values)
+    red = eng.grouped_reduce_items(src, item=item, time=time, group=group, groups=names,
+                                   max_groups_per_item=m, hash_key=hash_key,
+                                   buckets=axis.buckets(),
+                                   reducer=WindowReducer(axis.horizon, specs),
+                                   drop_out_of_range=out_of_range == "drop")
+    if red.n_out_of_range and out_of_range == "error":
+        raise range_error(axis, time)
+    summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
+                 for g in range(len(names))]
+    if par.singleton and not all(s.singleton for s in summaries):
+        raise DataError(message("singleton", func, "True only for logs with at most one event "
+                                "per period in each group", "a group with several events in "
+                                "one period"))
+    return summaries, int(red.n_out_of_range)
+
+
+@dataclass(frozen=True)
+class GroupedWindowArgs:
+    """The checked arguments of a grouped window release (``par`` checked by the caller)."""
+
+    par: WindowParams
+    item: Any
+    time: Any
+    group: str
+    names: tuple[str, ...] | None
+    max_groups_per_item: int | None
+    out_of_range: str
+    func: str
+
+
+@dataclass(frozen=True)
+class _Plan:
+    budget: GroupBudget
+    build: WindowBuild
+    calibrated: Any  # the plan every group's structures copy (public parameters only)
+
+
+@dataclass(frozen=True)
+class _Logs:
+    names: tuple[str, ...]
+    summaries: list[WindowSummaries]
+    n_dropped: int
+    master: bytes
+    engine: str
+
+
+@dataclass(frozen=True)
+class _States:
+    logs: _Logs
+    states: list[Any]
+    noise_key: bytes
+    build: WindowBuild
+
+
+@dataclass(frozen=True)
+class _GroupedWindowSteps:
+    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped window release.
+
+    The read draws the release's secret master key (the bounding key and every group's keys
+    derive from it) and, without a public list, the partition selection: the selected groups
+    are the ones read and checked (range, singleton), so the selection precedes the last
+    refusal and the spend."""
+
+    args: GroupedWindowArgs
+    source: Any
+    engine: Any
+    rng: ResolvedRNG
+
+    def plan(self) -> _Plan:
+        a = self.args
+        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func)
+        build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
+                               seeded=self.rng.seeded)
+        # calibrates (or refuses) before any data is read; every group's structures copy it
+        return _Plan(budget, build, calibrated_plan(build, budget.rho))
+
+    def charge(self, plan: _Plan) -> Charge:
+        par = self.args.par
+        return Charge(par.epsilon, par.delta, par.unit, self.args.func)
+
+    def read(self, plan: _Plan) -> Reading[_Logs]:
+        a, m = self.args, self.args.max_groups_per_item
+        master = self.rng.generator.bytes(32)
+        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
+                                          a.func)
+        eng = get_engine(self.engine, src)
+        hash_key = derive_key(master, "group-bounding")
+        names = a.names
+        if plan.budget.selection is not None:
+            names = _select(eng, src, item, a.group, m, hash_key, plan.budget.selection,
+                            self.rng.generator)
+        assert names is not None
+        summaries, n_dropped = _summaries(eng, src, item, time, a.group, names, m, hash_key,
+                                          a.par, a.out_of_range, a.func)
+        return Reading(_Logs(names, summaries, n_dropped, master, eng.name), source=eng.name)
+
+    def draw(self, plan: _Plan, data: _Logs, rng: ResolvedRNG) -> _States:
+        """Every group's structures attached to its keys (node noise from one keyed source)."""
+        build = replace(plan.build, source_kind=data.engine)
+        keys = [derive_key(data.master, "windows-group", name) for name in data.names]
+        noise_key = derive_key(data.master, "windows-groups-noise", *data.names)
+        states = group_states(data.summaries, keys, build, noise_key, plan.calibrated)
+        return _States(data, states, noise_key, build)
+
+    def build(self, plan: _Plan, noisy: _States) -> GroupedWindowRelease:
+        a, logs = self.args, noisy.logs
+        mech = GroupedWindowMechanism(logs.engine, a.par.unit, a.group, a.max_groups_per_item,
+                                      plan.budget)
+        fields = GroupedWindowFields(a.par.epsilon, a.par.delta, a.par.unit, a.group,
+                                     a.max_groups_per_item, logs.names, mech)
+        return assemble(noisy.states, logs.names, fields.to_dict(), noisy.noise_key,
+                        n_dropped=logs.n_dropped, build=noisy.build)
+
+
+def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,
+                                  group: Any, groups: Any, max_groups_per_item: Any,
+                                  out_of_range: str, engine: Any, rng: Any,
+                                  accountant: BudgetAccountant | None,
+                                  func: str) -> GroupedWindowRelease:
+    """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
+
+    Privacy
+    -------
+    ``unit="item"``: neighbours add or remove one item with all its rows in every group. The
+    engine keeps the rows of listed groups, then each item keeps at most ``m`` of its groups,
+    chosen by a keyed hash of (key, item, group) that depends on that item's rows only, so a
+    neighbour changes the bounded log of at most ``m`` groups, each by that item's rows alone:
+    in each such group it is an item-level neighbour. Every group's release is the window
+    release at ``(ε/m, δ/m)``, so by basic composition over those ``m`` groups (parallel
+    composition over the others) the whole call is (ε, δ)-DP. Where it predicts less error
+    (δ > 0, ``m >= 2``; :mod:`dpfreq.windows.grouped.budget`) every group's release is instead
+    ``ρ/m``-zCDP with ``ρ + 2√(ρ ln(1/δ)) <= ε``: the at most ``m`` touched groups compose to
+    ρ-zCDP, which is (ε, δ)-DP. ``unit="event"``: neighbours add or remove one row, which lies
+    in one group; every group's release is at (ε, δ) and the call is (ε, δ)-DP by parallel
+    composition. Group names come from the public list only.
+
+    Without a public list (``groups=None``, ``δ > 0``): the data's groups are chosen by
+    :func:`~dpfreq.grouped.selection.select_groups` with ``ε_s = ε/2`` and all of δ on each
+    group's number of items after the bounding (rows at ``"event"``, ``m = 1``), which is
+    ``(ε_s, δ)``-DP. For every fixed set ``S`` of selected names, releasing the groups of ``S``
+    (rows of other groups dropped, each item bounded to ``m`` of its groups in ``S``, a group
+    of ``S`` without rows released empty) is ``(ε − ε_s)``-DP by the argument above at
+    ``((ε − ε_s)/m, 0)`` per group; by adaptive sequential composition the call is (ε, δ)-DP.
+    Under zCDP accounting (when it predicts less error) the selection uses ``δ/2`` and the
+    release is ``(ε − ε_s, δ/2)``-DP through ``ρ/m``-zCDP per group, as above.
+    Both steps bound the items with the same secret key: the argument holds for every fixed
+    key (each step's bounding is then a function of each item's own rows, and the two noises
+    are independent), hence for the key drawn at random. Group names come from the selection,
+    never from the data directly.
+    """
+    group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    check_accountant(accountant, func)
+    resolved = resolve_rng(rng, func)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func)
+    return run_release(_GroupedWindowSteps(args, source, engine, resolved),
+                       accountant=accountant, rng=resolved, func=func)
+
+
+@dataclass(frozen=True, repr=False)
+class GroupedWindowCountsPlan(PlanSummary):
+    """Predicted accuracy of a grouped window release (public parameters only).
+
+    Attributes
+    ----------
+    per_group : WindowCountsPlan
+        The plan of one group's release, at the per-group budget (every group's structures are
+        the same, so their intervals are too).
+    epsilon, delta : float
+        The budget of the whole grouped call.
+    max_groups_per_item : int or None
+        ``m`` (None at ``unit="event"``: the whole budget per group).
+    n_groups : int or None
+        Number of public groups (None when the groups are selected privately).
+    selection : SelectionPlan or None
+        Without a public list: the selection's threshold ``τ`` and release probabilities
+        (half of ε and a share of δ).
+    budget : GroupBudget or None
+        How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
+        whichever predicts less error (:mod:`dpfreq.windows.grouped.budget`), and why.
+
+    Examples
+    --------
+    >>> from dpfreq.windows import plan_window_counts
+    >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="item", k_values=[1],
+    ...                           windows=["total"], group="campaign", groups=["c0", "c1"],
+    ...                           max_groups_per_item=4)
+    >>> plan.per_group.epsilon, plan.n_groups, plan.budget.accounting
+    (0.25, 2, 'pure')
+    >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
+    ...                          k_values=[1], windows=["total"], group="campaign",
+    ...                          max_groups_per_item=4)
+    >>> sel.per_group.epsilon, sel.per_group.delta, sel.selection.threshold
+    (0.125, 0.0, 118)
+    """
+
+    per_group: Any
+    epsilon: float
+    delta: float
+    max_groups_per_item: int | None
+    n_groups: int | None
+    selection: SelectionPlan | None = None
+    budget: GroupBudget | None = None
+    _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
+        default=None, repr=False, compare=False)
+
+    def epsilon_for(self, target: float, **which: Any) -> float:
+        """The smallest total ε giving each group a half-width ``target`` at the family and k
+        ``which`` selects: under pure accounting :meth:`WindowCountsPlan.epsilon_for` of one
+        group, times ``m``, divided by the share left to the release when the groups are
+        selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
+        ε, re-planned at each step (3 significant digits, rounded up)."""
+        if self.budget is None or self.budget.rho is None or self._replan is None:
+            share = 1.0 if self.selection is None else 1.0 - float(SELECTION_SHARE)
+            return float(self.per_group.epsilon_for(target, **which)
+                         * (self.max_groups_per_item or 1) / share)
+        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
+                                  "GroupedWindowCountsPlan.epsilon_for")
+        replan = self._replan
+
+        def half(eps: float) -> float:
+            try:
+                return float(replan(eps).per_group.max_halfwidth[key[0]][key[1]])
+            except ParameterError:
+                return math.inf
+
+        eps = smallest_epsilon(half, target, planned=self.epsilon,
+                               func="GroupedWindowCountsPlan.epsilon_for")
+        for _ in range(12):  # the accounting may switch with ε: step up until it is met
+            if half(eps) <= target:
+                break
+            eps = round_up3(eps, 1)
+        return eps
+
+    def lines(self) -> list[str]:
+        """The per-group plan's lines, led by how the budget is split."""
+        m = self.max_groups_per_item
+        which = (f"{self.n_groups} groups" if self.selection is None else
+                 "groups selected privately")
+        head = (f"{which}, epsilon={self.epsilon:g} spent once: "
+                + (f"ε/m = {self.per_group.epsilon:g} per group (m={m})" if m is not None
+                   else f"ε = {self.per_group.epsilon:g} per group (unit event)"))
+        if self.budget is not None and self.budget.rho is not None:
+            head = (f"{which}, epsilon={self.epsilon:g}, delta={self.delta:g} spent once: zCDP "
+                    f"across groups, rho = {self.budget.rho:.4g} per group (m={m}; "
+                    f"{self.budget.why})")
+        if self.selection is None:
+            return [head, *self.per_group.lines()]
+        sel = self.selection
+        what = "items" if m is not None else "rows"
+        return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g}; a group is "
+                f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
+                f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
+                f"time; a group of one is released with probability "
+                f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the whole call's budget, the selection and the per-group plan."""
+        return {"epsilon": self.epsilon, "delta": self.delta,
+                "max_groups_per_item": self.max_groups_per_item, "n_groups": self.n_groups,
+                "selection": None if self.selection is None else self.selection.to_dict(),
+                "budget": None if self.budget is None else self.budget.to_dict(),
+                "per_group": self.per_group.to_dict()}
+
+
+def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
+                               max_groups_per_item: Any, func: str,
+                               plan_one: Callable[[float, float, float | None], Any]
+                               ) -> GroupedWindowCountsPlan:
+    """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
+    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    budget = window_budget(names, par, m, func)
+    per = plan_one(budget.epsilon, budget.delta, budget.rho)
+
+    def replan(eps: float) -> GroupedWindowCountsPlan:
+        return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
+                                          max_groups_per_item, func, plan_one)
+
+    return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
+                                   max_groups_per_item=m,
+                                   n_groups=None if names is None else len(names),
+                                   selection=budget.selection, budget=budget, _replan=replan)
