@@ -143,9 +143,7 @@ def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.nd
             raise _Invalid("its key is not hexadecimal") from None
         build = _check_build(meta["build"])
         summaries = _check_summaries(meta["summaries"], arrays, build)
-        make_plan(tuple(build["windows"]), tuple(build["k_values"]), build["horizon"],
-                  build["unit"], build["epsilon"], build["delta"], build["method"],
-                  build["singleton"])
+        make_plan(WindowBuild.from_dict(build).plan_request())
         _require(math.isfinite(build["epsilon"]), "its epsilon is not finite")
     except _Invalid as exc:
         raise DataError(f"{label} is not a valid dpfreq window release file: {exc}.") from None

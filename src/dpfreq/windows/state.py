@@ -306,9 +306,7 @@ class WindowState:
 def build_plan(build: WindowBuild, rho: float | None = None) -> Plan:
     """The plan of a build (public parameters only; refuses what cannot be calibrated;
     ``rho``: the zCDP share of a group whose call composes its groups in zCDP)."""
-    b = build
-    return make_plan(b.windows, b.k_values, b.horizon, b.unit, b.epsilon, b.delta, b.method,
-                     b.singleton, rho=rho)
+    return make_plan(build.plan_request(rho))
 
 
 def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -> WindowState:
