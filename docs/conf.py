@@ -74,8 +74,8 @@ html_sidebars = {"index": [], "getting-started": []}
 #: shared primitives. (``dpfreq.cli`` is documented by ``dpfreq --help``, ``dpfreq.server`` by
 #: ``service.md``; modules without an entry here are internal.)
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
-               "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty", "dpfreq.engines",
-               "dpfreq.budget", "dpfreq.ledger", "dpfreq.accounting",
+               "dpfreq.stream", "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty",
+               "dpfreq.engines", "dpfreq.budget", "dpfreq.ledger", "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
 API_MARKER = "<!-- api-reference -->"

@@ -25,8 +25,8 @@ import pytest
 
 from dpfreq.release import RELATIONS, ErrorStatement, Release
 
-SYSTEMS = ("profile", "anonymized", "windows", "longitudinal")
-MULTI_UNIT = {"profile", "windows", "anonymized"}  # systems whose callers name the unit
+SYSTEMS = ("profile", "anonymized", "windows", "longitudinal", "stream")
+MULTI_UNIT = {"profile", "windows", "anonymized", "stream"}  # systems whose callers name the unit
 OLD_NAMES = {"eta", "beta", "level", "label", "periods", "changes", "user", "alpha"}
 UNITS = set(RELATIONS)  # the documented relations (docs/theory/relations.md)
 SURFACE_FIELDS = ("value", "error", "epsilon", "delta", "unit", "mechanism")
@@ -46,7 +46,7 @@ def _entry_points() -> list[Any]:
             if name.startswith(("release_", "simulate_")):
                 out.append(pytest.param(system, name, obj, name.startswith("release_"),
                                         id=f"{system}.{name}"))
-            elif isinstance(obj, type) and name.endswith("Sketch"):
+            elif isinstance(obj, type) and name.endswith(("Sketch", "Stream")):
                 func = getattr(obj, "create", obj)
                 out.append(pytest.param(system, name, func, True, id=f"{system}.{name}"))
     return out
@@ -149,8 +149,20 @@ def _longitudinal() -> Any:
                                  method="futurerand", rng=1)
 
 
+def _stream() -> Any:
+    import tempfile
+
+    from dpfreq.stream import ReachStream
+
+    s = ReachStream.create(tempfile.mkdtemp() + "/s", item="item", time="time", horizon=4,
+                           k_values=[1, 2], unit="event", epsilon=1.0, delta=0.0,
+                           method="auto", late="error", engine="memory", rng=1)
+    return s.append({"item": np.array([1, 1, 2, 3]), "time": np.array([1, 2, 2, 2])},
+                    through=2)[-1]
+
+
 RELEASES = {"profile": _profile, "anonymized": _anonymized, "windows": _windows,
-            "longitudinal": _longitudinal}
+            "longitudinal": _longitudinal, "stream": _stream}
 
 
 @pytest.mark.parametrize("system", list(RELEASES))

@@ -4,7 +4,8 @@ Four systems share one set of primitives (exact noise on a secure RNG, budgets, 
 private profiles (Wu & Pagh 2024, and the direct count-of-counts mechanism), anonymized
 histograms (PrivHist, Suresh 2019), reach and frequency over time windows (Ghazi et al. 2023) and
 longitudinal local DP (FutureRand, Ohrimenko–Wirth–Wu 2022); reach and frequency across
-publishers merge each party's private sketch (``dpfreq.crossparty``).
+publishers merge each party's private sketch (``dpfreq.crossparty``); reach streams release the
+windows' cumulative counts every period from one budget (``dpfreq.stream``, continual release).
 
 The public names below are imported on first use (PEP 562), so ``import dpfreq`` is light and a
 program that uses one system never imports the others.
@@ -46,7 +47,9 @@ _EXPORTS: dict[str, str] = {
     "ProfileSketch": "dpfreq.profile",
     "PropertyEstimate": "dpfreq.anonymized",
     "ProtocolParams": "dpfreq.longitudinal",
+    "ReachStream": "dpfreq.stream",
     "Release": "dpfreq.release",
+    "StreamRelease": "dpfreq.stream",
     "WindowAnswer": "dpfreq.windows",
     "WindowCountsPlan": "dpfreq.windows",
     "WindowCountsRelease": "dpfreq.windows",

@@ -9,13 +9,14 @@ variants) runs the same steps, each given by the system as a :class:`ReleaseStep
    calibration); it reads nothing and draws nothing;
 3. **check the budget** — :meth:`ReleaseSteps.charge` names the (ε, δ) and unit;
    the accountant refuses an unaffordable call before the source is read;
-4. **read** — :meth:`ReleaseSteps.read` reads the source and makes every check on the data
-   (a grouped release also draws its secret bounding key here, and grouped window counts
-   their private partition selection, which decides which groups are read and checked:
-   those steps hold the release's :class:`~dpfreq.rng.ResolvedRNG`, the one given to
-   :func:`run_release`);
+4. **read** — :meth:`ReleaseSteps.read` reads the source and makes every check on the data,
+   deterministically: it draws nothing (a grouped release checks the rows before any
+   bounding, with no key), so whether a call is refused is a function of the data and the
+   parameters alone;
 5. **spend** — the accountant is charged once, after every check has passed;
-6. **draw** — :meth:`ReleaseSteps.draw`, the only step that uses the random source;
+6. **draw** — :meth:`ReleaseSteps.draw`, the only step that uses the random source (a grouped
+   release draws its secret bounding key here, selects its groups privately and runs its
+   bounded query); nothing random runs before the spend;
 7. **build** — :meth:`ReleaseSteps.build` turns the noisy values into the result object.
 
 :func:`run_release` runs them in that order; :class:`BudgetGate` is the budget part on its

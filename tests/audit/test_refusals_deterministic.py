@@ -22,7 +22,7 @@ def _refusals(call) -> set[str]:
     """The messages of ``call(rng, accountant)`` under every seed; asserts nothing was spent."""
     out = set()
     for seed in SEEDS:
-        acct = Accountant(PrivacyBudget(10.0))
+        acct = Accountant(PrivacyBudget(10.0, 1e-4))
         with pytest.raises(DPFreqError) as info:
             call(seed, acct)
         assert acct.spent == (0.0, 0.0)
@@ -63,3 +63,65 @@ def _sample_size(d: int, rate: float, key: bytes) -> int:
     from dpfreq.profile.domain_sampling import sample_domain
 
     return int(np.size(sample_domain(d, rate=rate, key=key)))
+
+
+def _grouped_log(extra_rows: int = 0):
+    """Items in three campaigns over 6 days; campaign "b" has two events on day 2."""
+    u = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] + [11] * extra_rows
+    g = ["a", "a", "b", "b", "c", "c", "a", "b", "c", "a"] + ["c"] * extra_rows
+    t = [1, 2, 2, 2, 3, 4, 5, 6, 1, 3] + [7] * extra_rows
+    return {"user": np.array(u), "campaign": np.array(g), "day": np.array(t)}
+
+
+@pytest.mark.parametrize("groups", [None, ["a", "b", "c"]])
+def test_grouped_window_refusals_are_decided_before_any_draw(groups):
+    from dpfreq.windows import release_window_counts
+
+    kw = {"item": "user", "time": "day", "group": "campaign", "groups": groups,
+          "max_groups_per_item": 1, "horizon": 6, "epsilon": 1.0, "unit": "item",
+          "k_values": [1], "windows": ["all"]}
+    if groups is None:
+        kw["delta"] = 1e-6
+    # two events in one period of one group: singleton=True is refused whatever the selection
+    # or the bounding key would have been
+    msgs = _refusals(lambda seed, acct: release_window_counts(
+        _grouped_log(), singleton=True, rng=seed, accountant=acct, **kw))
+    assert len(msgs) == 1
+    assert "singleton" in msgs.pop()
+    # a row after the horizon with out_of_range="error": refused the same way every time
+    msgs = _refusals(lambda seed, acct: release_window_counts(
+        _grouped_log(extra_rows=1), rng=seed, accountant=acct, **kw))
+    assert len(msgs) == 1
+    assert "outside" in msgs.pop()
+
+
+def test_grouped_profile_refusal_is_decided_on_the_rows_before_the_bounding():
+    """Campaign "a" holds 4 distinct users and domain_size is 3: refused under every seed,
+    even though after a bounding that drops one of its users the group would fit."""
+    from dpfreq import release_profile
+
+    log = {"user": np.array([1, 2, 3, 4, 4]), "campaign": np.array(["a", "a", "a", "a", "b"])}
+    msgs = _refusals(lambda seed, acct: release_profile(
+        log, item="user", group="campaign", groups=["a", "b"], max_groups_per_item=1,
+        domain_size=3, max_count=2, epsilon=1.0, unit="item", rng=seed, accountant=acct))
+    assert len(msgs) == 1
+    assert "domain_size" in msgs.pop()
+
+
+def test_ungrouped_and_anonymized_refusals_are_decided_before_any_draw():
+    from dpfreq import release_anonymized_histogram, release_profile
+    from dpfreq.windows import release_window_counts
+
+    calls = [
+        lambda seed, acct: release_profile(np.array([1, 2, 3, 4]), domain_size=3, max_count=4,
+                                           epsilon=1.0, unit="item", rng=seed, accountant=acct),
+        lambda seed, acct: release_window_counts(
+            (np.array([1, 2]), np.array([1, 9])), horizon=4, epsilon=1.0, unit="event",
+            k_values=[1], windows=["cumulative"], rng=seed, accountant=acct),
+        lambda seed, acct: release_anonymized_histogram(
+            {"user": np.array([1, 1, 2, 3]), "campaign": np.array(["a", "a", "b", "b"])},
+            item="user", group="campaign", delta=1e-6, domain_size=1, epsilon=1.0,
+            unit="event", rng=seed, accountant=acct),
+    ]
+    for call in calls:
+        assert len(_refusals(call)) == 1

@@ -182,7 +182,8 @@ def _values(param: click.Parameter,
 BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--horizon", "8"],
               "plan reach": ["--horizon", "8"],
               "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"],
-              "longitudinal aggregate": ["--devices", "99,99,99,99"]}
+              "longitudinal aggregate": ["--devices", "99,99,99,99"],
+              "stream append": ["--through", "8"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json",
           "merge": "tv.sketch", "--key": "hash.key"}
@@ -194,7 +195,9 @@ COMMAND_INPUTS = {"sketch build": {"--params": "crossparty.json", "--out": "web.
 def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:
     argv = list(path)
     for param in command.params:
-        if isinstance(param, click.Argument):
+        if isinstance(param, click.Argument) and param.name == "state":  # dpfreq stream
+            argv.append(str(tmp / ("new-stream" if path[-1] == "init" else "stream")))
+        elif isinstance(param, click.Argument):
             name = next((INPUTS[p] for p in path if p in INPUTS), "events.csv")
             argv.append(str(tmp / name))
         elif param.required and isinstance(param, click.Option):
@@ -296,7 +299,19 @@ def _template(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
     _write_files(tmp)
     Ledger.create(tmp / "ledger.sqlite", PrivacyBudget(1000.0, 1e-3))
+    _write_stream(tmp)
     return tmp
+
+
+def _write_stream(tmp: Path) -> None:
+    """A reach stream (``STATE`` of ``dpfreq stream append|show``) over events.csv's periods,
+    appended through period 6 (later appends of events.csv: late events, dropped)."""
+    from dpfreq.stream import ReachStream
+
+    s = ReachStream.create(tmp / "stream", item="item", time="time", horizon=8, k_values=[1],
+                           unit="item", epsilon=1.0, delta=0.0, method="auto", late="drop",
+                           rng=0)
+    s.append(str(tmp / "events.csv"), through=6)
 
 
 @pytest.fixture
@@ -497,16 +512,18 @@ def test_integer_options_take_scientific_notation():
 
 
 #: Commands whose FILE arguments are not text inputs: a ledger (SQLite), a key to create,
-#: sketch files (binary releases).
+#: sketch files (binary releases). A stream's STATE (a directory) is skipped by name.
 NOT_STDIN = (["ledger"], ["sketch", "key"], ["sketch", "merge"])
 STDIN_LEAVES = [(p, c) for p, c in LEAVES if not any(p[:len(n)] == n for n in NOT_STDIN)
-                and any(isinstance(q, click.Argument) for q in c.params)]
+                and any(isinstance(q, click.Argument) and q.name != "state" for q in c.params)]
 
 
 @pytest.mark.parametrize(("path", "command"), _cases("stdin", STDIN_LEAVES))
 def test_file_argument_reads_stdin(path, command, workdir):
     base = _base_argv(path, command, workdir)
-    first = len(path)  # the FILE argument follows the command path
+    args = [q for q in command.params if isinstance(q, click.Argument)]
+    # the FILE argument follows the command path (and a stream's STATE directory)
+    first = len(path) + next(i for i, q in enumerate(args) if q.name != "state")
     data = Path(base[first]).read_text()
     argv = [*base[:first], "-", *base[first + 1:]]
     runner = CliRunner()

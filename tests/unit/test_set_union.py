@@ -56,7 +56,8 @@ def test_scale_and_weights() -> None:
         1, 2, 6, 12, 840, 27720, 27720]
     plan = plan_set_union(1.0, 1e-6, 8)
     assert all(s * plan.weight(s) <= plan.scale for s in range(1, 9))
-    assert plan.weight(1) == 840 and plan.weight(8) == 105
+    assert plan.weight(1) == 840
+    assert plan.weight(8) == 105
 
 
 def test_common_groups_are_epsilon_dp_exactly() -> None:
@@ -135,9 +136,11 @@ def test_per_item_groups_needs_a_bound() -> None:
 
 def test_auto_chooses_from_public_parameters_and_says_why() -> None:
     one = plan_partition_selection(0.5, 1e-6, 1)
-    assert one.mechanism == "truncated_geometric" and "one group per unit" in one.why
+    assert one.mechanism == "truncated_geometric"
+    assert "one group per unit" in one.why
     many = plan_partition_selection(0.5, 1e-6, 8)
-    assert many.mechanism == "weighted_set_union" and "break-even" in many.why
+    assert many.mechanism == "weighted_set_union"
+    assert "break-even" in many.why
     forced = plan_partition_selection(0.5, 1e-6, 8, "truncated_geometric")
     assert forced.threshold == plan_selection(0.5, 1e-6, 8).threshold
     # the break-even: items holding one group need far fewer under the set union, items
@@ -151,13 +154,15 @@ def test_window_release_states_the_mechanism_and_is_reproducible() -> None:
     n = 20_000
     df = pd.DataFrame({"u": gen.integers(0, 4000, n), "day": gen.integers(1, 8, n),
                        "g": np.char.add("g", (gen.zipf(1.5, n) % 60).astype(str))})
-    kw: dict[str, Any] = dict(item="u", time="day", horizon=7, epsilon=2.0, delta=1e-6,
-                              unit="item", k_values=[1], windows=["total"], group="g",
-                              max_groups_per_item=4, rng=3, selection="set_union")
+    kw: dict[str, Any] = {"item": "u", "time": "day", "horizon": 7, "epsilon": 2.0, "delta": 1e-6,
+                              "unit": "item", "k_values": [1], "windows": ["total"], "group": "g",
+                              "max_groups_per_item": 4, "rng": 3, "selection": "set_union"}
     a, b = release_window_counts(df, **kw), release_window_counts(df, **kw)
-    assert a.groups == b.groups and len(a.groups) >= 1
+    assert a.groups == b.groups
+    assert len(a.groups) >= 1
     sel = a.mechanism_params["selection"]
-    assert sel["mechanism"].startswith("weighted set union") and sel["scale"] == 12
+    assert sel["mechanism"].startswith("weighted set union")
+    assert sel["scale"] == 12
     assert "weighted set union" in a.mechanism_params["groups"]
     assert set(a.groups) <= set(df["g"])
     plan = plan_window_counts(horizon=7, epsilon=2.0, delta=1e-6, unit="item", k_values=[1],

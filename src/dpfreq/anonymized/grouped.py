@@ -119,7 +119,7 @@ class GroupedAnonymizedMechanism:
             "epsilon_per_group": eps_r, "accounting": self.accounting.to_dict(),
             "per_group_guarantee": f"each group's release alone is ε = {eps_r:.6g}-DP (pure, "
                                    "δ = 0) at unit='event'",
-            "unit_of_privacy": "one row (event)", "relation": RELATIONS["event"],
+            "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
             "coverage": capping_statement(None),
             "groups": "public list (rows of other groups dropped)",

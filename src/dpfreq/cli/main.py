@@ -64,6 +64,7 @@ SUBCOMMANDS = {
     "ledger": "dpfreq.cli.ledger",
     "serve": "dpfreq.cli.serve",
     "sketch": "dpfreq.cli.sketch",
+    "stream": "dpfreq.cli.stream",
 }
 
 
@@ -79,6 +80,7 @@ SHORT_HELP = {
     "reach": "Private reach (k+ counts) of an event log over time windows.",
     "serve": "Collect FutureRand reports over HTTP and serve estimates.",
     "sketch": "Reach and frequency across publishers from each party's private sketch.",
+    "stream": "Reach that updates every period: a stream released from one budget.",
 }
 
 

@@ -8,8 +8,9 @@ accounting across groups when it is larger. The groups are a public list, or (wi
 and no list) the groups of the data chosen by private partition selection
 (:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them. The release
 runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and checks memory,
-the read draws the secret bounding key and runs the one grouped query, the draw selects the
-groups (after the spend) and noises each one.
+the read checks the data with no key and no draw, and after the spend the draw takes the
+secret bounding key, runs the one bounded grouped query, selects the groups and noises each
+one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from dpfreq._validate import warn_large_delta
 from dpfreq.budget import BudgetAccountant
@@ -51,7 +51,7 @@ from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
 from dpfreq.profile.plan import ProfileParams, check_profile_parameters
 from dpfreq.profile.result import ProfileRelease
-from dpfreq.release import ErrorStatement
+from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.resources import check_memory
 from dpfreq.rng import ResolvedRNG, resolve_rng
 
@@ -60,15 +60,21 @@ __all__ = ["GroupedProfileArgs", "GroupedProfileMechanism", "release_grouped_pro
 _FUNC = "release_profile"
 
 
-def _group_sizes(gp: Any, d: int, func: str) -> np.ndarray:
-    """Distinct items of every group after bounding (refused if one exceeds ``d``)."""
-    seen = np.bincount(gp.group_index, weights=gp.prevalences,
-                       minlength=len(gp.groups)).astype(np.int64)
+def _group_sizes(gp: Any) -> np.ndarray:
+    """Distinct items of every group of a grouped count-of-counts."""
+    out: np.ndarray = np.bincount(gp.group_index, weights=gp.prevalences,
+                                  minlength=len(gp.groups)).astype(np.int64)
+    return out
+
+
+def _check_domain(gp: Any, d: int, func: str) -> None:
+    """Refuse a group with more distinct items than the public domain (on the rows before any
+    bounding: bounding only removes items, so a group that passes here passes after it)."""
+    seen = _group_sizes(gp)
     if seen.size and int(seen.max()) > d:
         raise DataError(f"source of {func} holds more distinct items in one group than "
                         f"domain_size = {d}; domain_size must be the public size of a domain "
                         "containing every item.")
-    return seen
 
 
 def _group_classes(gp: Any, rows: np.ndarray, d: int, n: int) -> np.ndarray:
@@ -124,14 +130,13 @@ class GroupedProfileMechanism:
         out: dict[str, Any] = {
             "engine": self.engine, "method": "direct",
             "why": "direct: the one profile mechanism at unit='item'",
-            "d": self.domain_size, "n": n, "confidence": self.confidence,
+            "domain_size": self.domain_size, "max_count": n, "confidence": self.confidence,
             "group_column": self.group_column, "max_groups_per_item": m,
             "epsilon_per_group": eps_g, "accounting": acc.to_dict(),
             "per_group_guarantee": f"each group's release alone is ε_g = {eps_g:.6g}-DP "
                                    "(pure, δ = 0) at unit='item'",
             "clamping": f"counts above max_count = {n} clamped to {n} before noising",
-            "unit_of_privacy": "one item with all its rows in every group",
-            "relation": "add or remove one item with all its rows (in all its groups)",
+            "relation": RELATIONS["item"] + " (in all its groups)",
             "bounding": f"each item keeps at most {m} of "
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
                         "uniformly by a keyed rank of (key, item, group)",
@@ -171,10 +176,8 @@ class _Plan:
 
 
 @dataclass(frozen=True)
-class _Counts:
-    engine: str
-    counts: Any  # the engine's grouped count-of-counts
-    sizes: NDArray[np.int64]
+class _Checked:
+    engine: Any  # the engine holding the source, checked (no key drawn yet)
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ class _GroupedProfileSteps:
     args: GroupedProfileArgs
     source: Any
     engine: Any
-    rng: ResolvedRNG  # the read draws the bounding key from it
+    rng: ResolvedRNG  # the release's source: the draw takes the bounding key from it
     release_one: Callable[..., DirectRelease]
 
     def plan(self) -> _Plan:
@@ -209,28 +212,34 @@ class _GroupedProfileSteps:
     def charge(self, plan: _Plan) -> Charge:
         return Charge(self.args.par.epsilon, self.args.delta, self.args.par.unit, _FUNC)
 
-    def read(self, plan: _Plan) -> Reading[_Counts]:
+    def read(self, plan: _Plan) -> Reading[_Checked]:
+        """Every check of the data, with no key and no draw: each listed group (every group of
+        the data under selection) holds at most ``domain_size`` distinct items before the
+        bounding (so also after it)."""
         a = self.args
         warn_large_delta(a.delta, a.par.domain_size, _FUNC, "the domain size")  # public d
         eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, _FUNC,
                                  "grouped count-of-counts")
-        grouping = Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(self.rng))
-        gp = eng.grouped_count_of_counts(self.source, CountRequest(
-            a.item, grouping, max_count=a.par.max_count))
-        sizes = _group_sizes(gp, a.par.domain_size, _FUNC)
-        sel = plan.accounting.selection
-        if sel is not None and sel.per_item != "rows":  # the set union weighs groups per item
-            weights = group_weights(eng.grouped_count_of_counts(self.source, CountRequest(
-                a.item, grouping, per_item=sel.per_item)), sel, True)
-            sizes = np.where(sizes >= 1, weights, 0)
-        return Reading(_Counts(eng.name, gp, sizes))
+        raw = eng.grouped_count_of_counts(self.source, CountRequest(
+            a.item, Grouping(a.group, a.names, None), max_count=1))
+        _check_domain(raw, a.par.domain_size, _FUNC)
+        return Reading(_Checked(eng))
 
-    def draw(self, plan: _Plan, data: _Counts, rng: ResolvedRNG) -> _Noisy:
-        """The selection (if any), then every released group's direct mechanism."""
-        par, gp, sizes = self.args.par, data.counts, data.sizes
+    def draw(self, plan: _Plan, data: _Checked, rng: ResolvedRNG) -> _Noisy:
+        """After the spend: the bounding key, the bounded grouped count-of-counts, the
+        selection (if any), then every released group's direct mechanism."""
+        a, par, eng = self.args, self.args.par, data.engine
+        grouping = Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(rng))
+        gp = eng.grouped_count_of_counts(self.source, CountRequest(
+            a.item, grouping, max_count=par.max_count))
+        sizes = _group_sizes(gp)
         released: tuple[str, ...] = gp.groups
         selection = plan.accounting.selection
         if selection is not None:
+            if selection.per_item != "rows":  # the set union weighs groups per item
+                weights = group_weights(eng.grouped_count_of_counts(self.source, CountRequest(
+                    a.item, grouping, per_item=selection.per_item)), selection, True)
+                sizes = np.where(sizes >= 1, weights, 0)
             present = sizes >= 1
             released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
                                      sizes[present], selection, rng.generator)
@@ -241,7 +250,7 @@ class _GroupedProfileSteps:
                                        eps=plan.epsilon_per_group, unit=par.unit,
                                        conf=par.confidence, gen=rng.generator)
                 for j, name in enumerate(released)}
-        return _Noisy(data.engine, outs)
+        return _Noisy(eng.name, outs)
 
     def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
         a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
@@ -277,8 +286,8 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     (without ``groups``: δ of the private partition selection of the data's groups; with
     ``groups``: optional, the release's δ for zCDP accounting across groups),
     ``selection_epsilon`` and ``selection`` (the selection's ε and mechanism, as in
-    :func:`dpfreq.profile.release_profile`) and ``release_one``, the direct mechanism of one class vector (given by
-    :func:`~dpfreq.profile.release_profile`, which dispatches here).
+    :func:`dpfreq.profile.release_profile`) and ``release_one``, the direct mechanism of one
+    class vector (given by :func:`~dpfreq.profile.release_profile`, which dispatches here).
 
     Returns
     -------
@@ -305,8 +314,8 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     δ)``. Without a list, the group names are chosen by
     :func:`dpfreq.grouped.selection.select_groups` on the bounded item counts with
     ``ε_s = selection_epsilon`` (``"auto"``: ε/2; the set union on the items' weights when
-    ``selection`` picks it) and ``δ_s`` (all of δ under pure accounting, half under zCDP, the rest being
-    ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
+    ``selection`` picks it) and ``δ_s`` (all of δ under pure accounting, half under zCDP, the
+    rest being ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
     release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
     names come from the public list or from the selection, never from the data directly.
     """

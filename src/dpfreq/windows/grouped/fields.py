@@ -78,8 +78,6 @@ class GroupedWindowMechanism:
             "max_groups_per_item": m, "epsilon_per_group": budget.epsilon,
             "delta_per_group": budget.delta, "rho_per_group": budget.rho,
             "accounting": budget.accounting, "accounting_why": budget.why,
-            "unit_of_privacy": ("one item with all its rows in every group" if m is not None
-                                else "one event (one row, in one group)"),
             "relation": RELATIONS[self.unit] + (" (in all its groups)" if m is not None else ""),
             "bounding": (f"each item keeps at most {m} of the "
                          f"{'listed' if selection is None else 'selected'} groups, chosen "

@@ -137,26 +137,43 @@ def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: 
                          sizes[present], selection, generator)
 
 
+def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
+                names: tuple[str, ...] | None, par: WindowParams, out_of_range: str,
+                func: str) -> int:
+    """Every check of the data, on the rows before any bounding and before any draw, in one
+    engine query without a key: the events per period of every listed group, or, under private
+    selection (no public list), of the whole log — a stricter check (a log with at most one
+    event per period has at most one in each group), since the groups are not known before
+    the spend. Bounding only removes rows, so what passes here passes after it; whether a call
+    is refused is a function of the data and the parameters alone. Returns the number of rows
+    outside the horizon (dropped with ``out_of_range="drop"``)."""
+    axis = par.axis
+    grouping = None if names is None else Grouping(group, names, None)
+    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), (),
+                                            drop_out_of_range=out_of_range == "drop",
+                                            grouping=grouping))
+    if red.n_out_of_range and out_of_range == "error":
+        raise range_error(axis, time)
+    if par.singleton and red.weights.size and int(red.weights.max()) > 1:
+        raise DataError(message("singleton", func, "True only for logs with at most one event "
+                                "per period in each group", "a group with several events in "
+                                "one period"))
+    return int(red.n_out_of_range)
+
+
 def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
-               m: int | None, hash_key: bytes, par: WindowParams, out_of_range: str,
-               func: str) -> tuple[list[WindowSummaries], int]:
-    """Every listed group's window summaries in one engine query, checked."""
+               m: int | None, hash_key: bytes, par: WindowParams,
+               out_of_range: str) -> list[WindowSummaries]:
+    """Every listed group's window summaries after the bounding, in one engine query (the data
+    was checked before the spend)."""
     if not names:
-        return [], 0
+        return []
     axis = par.axis
     specs = summary_specs(par.windows, par.k_values)
     red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
                                             drop_out_of_range=out_of_range == "drop",
                                             grouping=Grouping(group, names, m, hash_key)))
-    if red.n_out_of_range and out_of_range == "error":
-        raise range_error(axis, time)
-    summaries = [WindowSummaries(axis.horizon, specs, *red.entries(g))
-                 for g in range(len(names))]
-    if par.singleton and not all(s.singleton for s in summaries):
-        raise DataError(message("singleton", func, "True only for logs with at most one event "
-                                "per period in each group", "a group with several events in "
-                                "one period"))
-    return summaries, int(red.n_out_of_range)
+    return [WindowSummaries(axis.horizon, specs, *red.entries(g)) for g in range(len(names))]
 
 
 @dataclass(frozen=True)
@@ -184,16 +201,20 @@ class _Plan:
 
 @dataclass(frozen=True)
 class _Logs:
-    names: tuple[str, ...]
-    summaries: list[WindowSummaries]
+    """The checked source: where it lives and what the checks found (no key, no draw)."""
+
+    source: Any
+    item: str
+    time: str
+    engine: Any
     n_dropped: int
-    master: bytes
-    engine: str
 
 
 @dataclass(frozen=True)
 class _States:
-    logs: _Logs
+    names: tuple[str, ...]
+    engine: str
+    n_dropped: int
     states: list[Any]
     noise_key: bytes
     build: WindowBuild
@@ -203,10 +224,11 @@ class _States:
 class _GroupedWindowSteps:
     """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped window release.
 
-    The read draws the release's secret master key (the bounding key and every group's keys
-    derive from it) and, without a public list, the partition selection: the selected groups
-    are the ones read and checked (range, singleton), so the selection precedes the last
-    refusal and the spend."""
+    The read checks the data (range, singleton) on the rows before any bounding, with no key;
+    after the spend the draw takes the release's secret master key (the bounding key and every
+    group's keys derive from it), selects the groups privately when there is no public list,
+    runs the one bounded query and attaches every group's structures. Nothing random runs
+    before the budget is charged, and whether a call is refused never depends on a draw."""
 
     args: GroupedWindowArgs
     source: Any
@@ -227,37 +249,41 @@ class _GroupedWindowSteps:
         return Charge(par.epsilon, par.delta, par.unit, self.args.func)
 
     def read(self, plan: _Plan) -> Reading[_Logs]:
-        a, m = self.args, self.args.max_groups_per_item
-        master = self.rng.generator.bytes(32)
+        a = self.args
         src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
                                           a.func)
         eng = summarizing_engine(self.engine, src, a.func)
+        n_dropped = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range,
+                                a.func)
+        return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
+
+    def draw(self, plan: _Plan, data: _Logs, rng: ResolvedRNG) -> _States:
+        """The master key, the selection (without a public list), the bounded summaries and
+        every group's structures attached to its keys (node noise from one keyed source)."""
+        a, m, eng = self.args, self.args.max_groups_per_item, data.engine
+        master = rng.generator.bytes(32)
         hash_key = derive_key(master, "group-bounding")
         names = a.names
         if plan.budget.selection is not None:
-            names = _select(eng, src, item, a.group, m, hash_key, plan.budget.selection,
-                            self.rng.generator)
+            names = _select(eng, data.source, data.item, a.group, m, hash_key,
+                            plan.budget.selection, rng.generator)
         assert names is not None
-        summaries, n_dropped = _summaries(eng, src, item, time, a.group, names, m, hash_key,
-                                          a.par, a.out_of_range, a.func)
-        return Reading(_Logs(names, summaries, n_dropped, master, eng.name), source=eng.name)
-
-    def draw(self, plan: _Plan, data: _Logs, rng: ResolvedRNG) -> _States:
-        """Every group's structures attached to its keys (node noise from one keyed source)."""
-        build = replace(plan.build, source_kind=data.engine)
-        keys = [derive_key(data.master, "windows-group", name) for name in data.names]
-        noise_key = derive_key(data.master, "windows-groups-noise", *data.names)
-        states = group_states(data.summaries, keys, build, noise_key, plan.calibrated)
-        return _States(data, states, noise_key, build)
+        summaries = _summaries(eng, data.source, data.item, data.time, a.group, names, m,
+                               hash_key, a.par, a.out_of_range)
+        build = replace(plan.build, source_kind=eng.name)
+        keys = [derive_key(master, "windows-group", name) for name in names]
+        noise_key = derive_key(master, "windows-groups-noise", *names)
+        states = group_states(summaries, keys, build, noise_key, plan.calibrated)
+        return _States(names, eng.name, data.n_dropped, states, noise_key, build)
 
     def build(self, plan: _Plan, noisy: _States) -> GroupedWindowRelease:
-        a, logs = self.args, noisy.logs
-        mech = GroupedWindowMechanism(logs.engine, a.par.unit, a.group, a.max_groups_per_item,
+        a = self.args
+        mech = GroupedWindowMechanism(noisy.engine, a.par.unit, a.group, a.max_groups_per_item,
                                       plan.budget)
         fields = GroupedWindowFields(a.par.epsilon, a.par.delta, a.par.unit, a.group,
-                                     a.max_groups_per_item, logs.names, mech)
-        return assemble(noisy.states, logs.names, fields.to_dict(), noisy.noise_key,
-                        n_dropped=logs.n_dropped, build=noisy.build)
+                                     a.max_groups_per_item, noisy.names, mech)
+        return assemble(noisy.states, noisy.names, fields.to_dict(), noisy.noise_key,
+                        n_dropped=noisy.n_dropped, build=noisy.build)
 
 
 def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,

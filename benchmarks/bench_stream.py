@@ -1,0 +1,221 @@
+"""Benchmark of dpfreq.stream: accuracy against the offline release and daily re-releases, the
+online counters under zCDP, the horizon-free stream, and the speed of an append.
+
+Run ``python benchmarks/bench_stream.py [--quick]`` (state ``uptime`` beside the numbers).
+Prints tables:
+
+1. Per-period RMSE of cumulative reach (k = 1, unit="item", ε = 1; δ = 0 and δ = 1e-6),
+   T ∈ {30, 365}: the stream (``method="auto"``; predicted from the exact variances of its
+   answers, and measured over independent seeded streams), the best offline structure for the
+   same T (``release_window_counts``' plan: it knows all data at the end), and re-releasing
+   each day at ε/T (the best one-query release of ``[1, t]`` at ε/T, every day t). Targets:
+   stream/offline <= 1.1, re-release/stream >= 10.
+2. Under zCDP (ε = 1, δ = 1e-6): mean answer variance of the online factorization, the smooth
+   binary mechanism, the binary tree (B = 2) as the stream runs it (noise on the released nodes
+   only) and the classic binary mechanism (noise on every node of the complete tree, log2 T + 1
+   levels), T ∈ {30, 365}. Target: binary / best >= 3.5.
+3. Horizon-free: the stream without a horizon against a stream declared with T = 365, at
+   t = 365 and over t = 1..365. Target <= 1.5.
+4. Speed: an append of 10^6 events (10^5 with --quick) to a stream of 10^7 known users (10^6)
+   in DuckDB, against DuckDB's exact update of the same per-item state (read the Parquet
+   state, aggregate the events, full outer join, write Parquet) in the same run; and an append
+   of the same events spread over 1,000 groups. Target: stream / DuckDB <= 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from dpfreq.stream import ReachStream
+from dpfreq.stream.auto import plan_stream
+from dpfreq.stream.measure import measure_periods
+from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, best_counters
+from dpfreq.stream.publish import curve
+from dpfreq.windows.params import PlanRequest
+from dpfreq.windows.structures import make_plan
+
+
+def _offline_best(horizon: int, delta: float) -> tuple[float, str]:
+    plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, "item", 1.0, delta, "auto", False))
+    s = plan.structures[("cumulative", 1)]
+    return math.sqrt(s.mean_mse()), s.describe(s.method)
+
+
+def _rerelease(horizon: int, delta: float) -> float:
+    """Each day t: the best one-query release of [1, t] at (ε/T, δ/T); mean variance."""
+    var = []
+    for t in range(1, horizon + 1):
+        plan = make_plan(PlanRequest(("total",), (1,), t, "item", 1.0 / horizon,
+                                     delta / horizon, "auto", False))
+        var.append(plan.structures[("total", 1)].mean_mse())
+    return math.sqrt(float(np.mean(var)))
+
+
+def _measured(counter, horizon: int, streams: int, seed: int) -> float:
+    """RMSE over ``streams`` independent seeded streams (groups of one measurement)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 100, size=(streams, 1, horizon))
+    noisy = measure_periods(counter, rng.bytes(32), (1,), x,
+                            np.zeros((1, streams, 0), dtype=np.int64), 0, horizon, True)
+    err = curve(counter, noisy[0], horizon)[0] - np.cumsum(x[:, 0, :], axis=1)
+    return float(np.sqrt(np.mean(err.astype(np.float64) ** 2)))
+
+
+def accuracy(streams: int) -> None:
+    print("\n## 1. per-period RMSE of cumulative reach, k=1, unit=item, epsilon=1")
+    print("| T | delta | stream method | stream predicted | stream measured | offline best "
+          "| stream/offline | re-release daily | re-release/stream |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for horizon in (30, 365):
+        for delta in (0.0, 1e-6):
+            plan = plan_stream(horizon=horizon, unit="item", epsilon=1.0, delta=delta, n_k=1,
+                               method="auto", max_groups_per_item=None)
+            pred = math.sqrt(plan.counter.mean_variance(horizon))
+            meas = _measured(plan.counter, horizon, streams, horizon)
+            off, off_name = _offline_best(horizon, delta)
+            rer = _rerelease(horizon, delta)
+            print(f"| {horizon} | {delta:g} | {plan.counter.name} | {pred:.2f} | {meas:.2f} | "
+                  f"{off:.2f} ({off_name}) | {pred / off:.2f} | {rer:.1f} | {rer / pred:.1f} |")
+
+
+def zcdp_variances() -> None:
+    from dpfreq.accounting.zcdp import zcdp_rho
+    from dpfreq.stream.mechanisms.counter import Counter
+    from dpfreq.stream.mechanisms.intervals import TreeLayout
+    from dpfreq.stream.mechanisms.law import calibrate
+
+    print("\n## 2. zCDP (epsilon=1, delta=1e-6): mean answer variance")
+    print("| T | factorization | smooth binary | binary tree (B=2, released nodes) | classic "
+          "binary mechanism | binary/factorization | classic/factorization | binary/smooth |")
+    print("|---|---|---|---|---|---|---|---|")
+    budget = Budget(epsilon=Fraction(1), rho=zcdp_rho(1.0, 1e-6))
+    for horizon in (30, 365):
+        found = {lab: c for lab, c, _ in best_counters(horizon, "item", budget, BOUNDED_METHODS)}
+        fact = found["factorization/gaussian"].mean_variance(horizon)
+        smooth = found["smooth/gaussian"].mean_variance(horizon)
+        lay = TreeLayout(horizon, 2, False)
+        law = calibrate(budget, "gaussian", *lay.sensitivity("item"))
+        binary = Counter(lay, law).mean_variance(horizon)
+        # Dwork et al. / Chan, Shi and Song: noise on every node of the complete binary tree
+        # over 2^L >= T leaves, L + 1 levels, popcount(t) nodes per answer
+        levels = math.ceil(math.log2(horizon)) + 1
+        full = TreeLayout(horizon, 2, True)
+        classic = Counter(full, calibrate(budget, "gaussian", levels, levels)).mean_variance(
+            horizon)
+        print(f"| {horizon} | {fact:.1f} | {smooth:.1f} | {binary:.1f} | {classic:.1f} | "
+              f"{binary / fact:.2f} | {classic / fact:.2f} | {binary / smooth:.2f} |")
+
+
+def unbounded(streams: int) -> None:
+    print("\n## 3. no horizon against T=365 (unit=item, epsilon=1)")
+    print("| delta | unbounded method | RMSE at t=365 | T=365 RMSE at t=365 | ratio | "
+          "per-period RMSE 1..365 | T=365 per-period | ratio | measured unbounded |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for delta in (0.0, 1e-6):
+        free = plan_stream(horizon=None, unit="item", epsilon=1.0, delta=delta, n_k=1,
+                           method="auto", max_groups_per_item=None).counter
+        bound = plan_stream(horizon=365, unit="item", epsilon=1.0, delta=delta, n_k=1,
+                            method="auto", max_groups_per_item=None).counter
+        a, b = math.sqrt(free.variance(365)), math.sqrt(bound.variance(365))
+        c, d = math.sqrt(free.mean_variance(365)), math.sqrt(bound.mean_variance(365))
+        meas = _measured(free, 365, streams, 7)
+        print(f"| {delta:g} | {free.name} | {a:.2f} | {b:.2f} | {a / b:.2f} | {c:.2f} | "
+              f"{d:.2f} | {c / d:.2f} | {meas:.2f} |")
+
+
+def _events(path: Path, n: int, users: int, period: int, seed: int, groups: int = 0,
+            every: bool = False) -> None:
+    """``n`` events of ``users`` users in one period (``every``: each user once, in order)."""
+    rng = np.random.default_rng(seed)
+    who = np.arange(n) if every else rng.integers(0, users, n)
+    cols = {"user": who, "day": np.full(n, period)}
+    if groups:
+        cols["campaign"] = np.array([f"c{g}" for g in range(groups)],
+                                    dtype=object)[rng.integers(0, groups, n)]
+    con = duckdb.connect()
+    con.register("ev", cols)
+    con.sql(f"COPY ev TO '{path}' (FORMAT parquet)")
+    con.close()
+
+
+def _duckdb_exact(state: Path, events: Path, out: Path, cap: int, grouped: bool) -> float:
+    """DuckDB's exact update of the same per-item state: the baseline."""
+    g = "campaign" if grouped else "0"
+    t0 = time.perf_counter()
+    con = duckdb.connect()
+    con.sql(f"COPY (SELECT k, g, CAST(least(coalesce(s.c, 0) + coalesce(e.n, 0), {cap}) AS "
+            f"UTINYINT) AS c FROM read_parquet('{state}') s FULL OUTER JOIN (SELECT "
+            f"CAST(user AS BIGINT) AS k, {'gi' if grouped else '0'} AS g, count(*) AS n FROM "
+            f"read_parquet('{events}') " + (
+                f"JOIN (SELECT {g} AS name, row_number() OVER () - 1 AS gi FROM (SELECT "
+                f"DISTINCT {g} FROM read_parquet('{events}'))) ON {g} = name "
+                if grouped else "") + "GROUP BY ALL) e USING (k, g)) TO "
+            f"'{out}' (FORMAT parquet)")
+    con.close()
+    return time.perf_counter() - t0
+
+
+def speed(users: int, events: int, groups: int, repeats: int = 3) -> None:
+    print(f"\n## 4. append of {events:,} events to a stream of {users:,} known users (duckdb; "
+          f"best of {repeats}, each on a fresh copy of the stream)")
+    print("| stream | known pairs after | append (s) | DuckDB exact update (s) | ratio | "
+          "state bytes per pair |")
+    print("|---|---|---|---|---|---|")
+    root = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    try:
+        for g in (0, groups):
+            names = [f"c{i}" for i in range(g)] if g else None
+            s = ReachStream.create(root / f"s{g}", item="user", time="day", horizon=30,
+                                   k_values=[1, 3], unit="event" if g else "item", epsilon=1.0,
+                                   delta=0.0, method="auto", late="error",
+                                   group="campaign" if g else None, groups=names,
+                                   engine="duckdb", rng=1)
+            _events(root / "d1.parquet", users, users, 1, 1, g, every=True)
+            s.append(str(root / "d1.parquet"), through=1)
+            kept = root / f"state{g}.parquet"
+            shutil.copy(s.path / s.state.items_file, kept)
+            _events(root / "d2.parquet", events, 2 * users, 2, 2, g)
+            t_stream, t_duck = [], []
+            for r in range(repeats):
+                copy = root / f"copy{g}-{r}"
+                shutil.copytree(s.path, copy)
+                c = ReachStream.open(copy)
+                t0 = time.perf_counter()
+                c.append(str(root / "d2.parquet"), through=2)
+                t_stream.append(time.perf_counter() - t0)
+                t_duck.append(_duckdb_exact(kept, root / "d2.parquet", root / "exact.parquet",
+                                            3, bool(g)))
+                shutil.rmtree(copy)
+            size = kept.stat().st_size / max(1, s.state.n_pairs)
+            label = f"{g} groups (event level)" if g else "ungrouped (item level)"
+            print(f"| {label} | {c.state.n_pairs:,} | {min(t_stream):.2f} | {min(t_duck):.2f} | "
+                  f"{min(t_stream) / min(t_duck):.2f} | {size:.1f} |")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    args = ap.parse_args()
+    streams = 300 if args.quick else 2000
+    accuracy(streams)
+    zcdp_variances()
+    unbounded(streams)
+    if args.quick:
+        speed(10**6, 10**5, 1000)
+    else:
+        speed(10**7, 10**6, 1000)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""`dpfreq stream init|append|show`: a reach stream on the command line.
+
+Mirrors :class:`dpfreq.stream.ReachStream`; formatting only. ``init`` creates the stream (and
+charges its whole budget, once, to ``--ledger``), ``append`` adds the events of the next
+period(s) and prints what they added, ``show`` prints the stream to date from its saved
+measurements (free). A daily cron line::
+
+    15 2 * * * dpfreq stream append /srv/reach /data/events-$(date -d yesterday +\\%F).parquet \\
+        --through $(date -d yesterday +\\%F) --json /srv/reach/latest.json
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import numpy as np
+
+import dpfreq.cli._common as shared
+from dpfreq.cli.output import write_output
+from dpfreq.errors import ParameterError
+from dpfreq.stream import ReachStream, StreamRelease
+
+__all__ = ["command", "format_release"]
+
+
+def _horizon(text: str) -> int | None:
+    if text.strip().lower() in ("none", "unbounded"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise click.BadParameter(f"must be an integer >= 1 or 'none' (no horizon); got {text!r}",
+                                 param_hint="--horizon")
+    return value
+
+
+def _through(text: str | None) -> Any:
+    if text is None:
+        return None
+    return int(text) if text.strip().lstrip("-").isdigit() else text.strip()
+
+
+def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10) -> str:
+    """The last ``rows`` periods of every k (of one group, or of every group), with the
+    per-answer interval half-width."""
+    groups = [None] if rel.groups is None else ([group] if group is not None else
+                                                list(rel.groups))
+    conf = rel.error.confidence or 0.95
+    lines = [f"# dpfreq stream: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}, "
+             f"method={rel.mechanism_params['method']}; ± = {conf:.0%} per-answer interval",
+             f"# why: {rel.mechanism_params['why']}"]
+    periods = np.asarray(rel.periods)
+    shown = range(max(0, periods.size - rows), periods.size)
+    for g in groups:
+        curves = rel.value if g is None else rel.value[g]
+        upper = rel.error.upper if g is None else rel.error.upper[g]
+        head = ["period"] + [f"{k}+ reach" for k in rel.k_values]
+        body = [[str(periods[i])] + [f"{np.rint(curves[k][i]) + 0:.0f} "
+                                     f"±{upper[k][i] - curves[k][i]:.0f}"
+                                     for k in rel.k_values] for i in shown]
+        if g is not None:
+            lines.append(f"# group {g}")
+        width = [max(len(r[c]) for r in [head, *body]) for c in range(len(head))]
+        lines += ["  ".join(cell.rjust(w) for cell, w in zip(r, width, strict=True))
+                  for r in [head, *body]]
+    return "\n".join(lines)
+
+
+def _emit(rel: StreamRelease, json_out: str | None, plot_out: str | None,
+          group: str | None, rows: int) -> None:
+    if rel.groups is not None and group is not None and group not in rel.groups:
+        raise ParameterError(f"--group of dpfreq stream must be one of the stream's groups; "
+                             f"got {group!r}.")
+    if json_out is not None:
+        write_output(rel.to_json(), json_out)
+    if plot_out is not None:
+        from dpfreq.plotting import save_figure
+
+        save_figure(rel.plot(group=group), plot_out)
+        click.echo(f"wrote {plot_out}", err=True)
+    if json_out != "-":
+        click.echo(format_release(rel, group, rows))
+
+
+@click.group(name="stream")
+def command() -> None:
+    """Reach that updates every period: a stream released from one budget."""
+
+
+@command.command(name="init")
+@click.argument("state", type=click.Path(file_okay=False))
+@click.option("--item", required=True, help="Column naming the item (user) of each event.")
+@click.option("--time", "time_col", required=True, help="Column with the event time.")
+@click.option("--horizon", "horizon_text", required=True, metavar="T|none",
+              help="Number of periods T, or 'none' for a stream without a horizon.")
+@click.option("--start", default=None, help="Start of period 1 (date or timestamp, UTC); "
+              "with --period. Without both the time column holds integer periods 1, 2, ...")
+@click.option("--period", default=None, help="Period length ('1d', '6h', '1w').")
+@click.option("--k", "k_text", required=True, metavar="K[,K...]",
+              help="The k of the k+ reach curves (1 = reach).")
+@click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
+              help="Unit of privacy (no default).")
+@click.option("--epsilon", type=float, required=True, help="ε of the whole stream.")
+@click.option("--delta", type=float, required=True,
+              help="δ of the whole stream (0: pure ε-DP; > 0 adds zCDP accounting).")
+@click.option("--method", required=True,
+              type=click.Choice(["auto", "simple", "tree", "smooth", "factorization", "epochs"]),
+              help="The online counter ('auto': the smallest predicted error, with why).")
+@click.option("--late", type=click.Choice(["drop", "error"]), required=True,
+              help="Events of an already closed period in a later append: dropped or refused.")
+@click.option("--group", default=None, help="Group column (with --groups).")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False), default=None,
+              help="File of the public group names, one per line.")
+@click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
+              help="Groups one item counts in (required with --group at --unit item): the "
+                   "first it is seen in.")
+@click.option("--confidence", type=float, default=0.95, show_default=True,
+              help="Confidence of the intervals and the band.")
+@click.option("--state-engine", "state_engine", type=click.Choice(["duckdb", "memory"]),
+              default="duckdb", show_default=True,
+              help="Where the per-item state lives: Parquet files updated by DuckDB, or numpy "
+                   "arrays (appends read their files with DuckDB either way).")
+@shared.seed_option
+@shared.ledger_option
+def init(state: str, item: str, time_col: str, horizon_text: str, start: str | None,
+         period: str | None, k_text: str, unit: str, epsilon: float, delta: float,
+         method: str, late: str, group: str | None, groups_file: str | None,
+         max_groups_per_item: int | None, confidence: float, state_engine: str,
+         seed: int | None, accountant: Any = None) -> None:
+    """Create the stream STATE (a new directory) and charge its whole budget once."""
+    shared.warn_if_seeded(seed)
+    s = ReachStream.create(
+        state, item=item, time=time_col, horizon=_horizon(horizon_text), start=start,
+        period=period, k_values=shared.parse_int_list(k_text, "--k"), unit=unit,
+        epsilon=epsilon, delta=delta, method=method, late=late, group=group,
+        groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence,
+        engine=state_engine, rng=seed, accountant=accountant)
+    click.echo(f"created stream {state}: method {s.plan.method}; {s.plan.record['why']}",
+               err=True)
+    click.echo(f"SECRET: {state} holds the noise key and exact counts; protect it like the "
+               "raw data.", err=True)
+
+
+@command.command(name="append")
+@click.argument("state", type=click.Path(file_okay=False))
+@click.argument("file", type=shared.INPUT_FILE)
+@click.option("--through", "through_text", default=None, metavar="PERIOD",
+              help="Last period this append closes (integer, or a date/timestamp); default: "
+                   "the next period.")
+@click.option("--group", "show_group", default=None, help="Print only this group.")
+@click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
+              help="Periods printed (the last ones).")
+@shared.output_options
+def append(state: str, file: str, through_text: str | None, show_group: str | None,
+           rows: int, json_out: str | None, plot_out: str | None) -> None:
+    """Append the events of FILE (the next period(s)) to the stream STATE."""
+    s = ReachStream.open(state)
+    through = _through(through_text)
+    rels = s.append(file, through=s.last_period + 1 if through is None else through)
+    _emit(rels[-1], json_out, plot_out, show_group, rows)
+
+
+@command.command(name="show")
+@click.argument("state", type=click.Path(file_okay=False))
+@click.option("--through", "through_text", default=None, metavar="PERIOD",
+              help="A past period (default: the last appended).")
+@click.option("--group", "show_group", default=None, help="Print only this group.")
+@click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
+              help="Periods printed (the last ones).")
+@click.option("--confidence", type=float, default=None,
+              help="Confidence of the intervals (default: the stream's).")
+@shared.output_options
+def show(state: str, through_text: str | None, show_group: str | None, rows: int,
+         confidence: float | None, json_out: str | None, plot_out: str | None) -> None:
+    """Print the stream STATE to date (or through a past period): free, no budget."""
+    s = ReachStream.open(state)
+    rel = s.release(_through(through_text), confidence=confidence)
+    _emit(rel, json_out, plot_out, show_group, rows)

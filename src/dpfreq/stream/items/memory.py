@@ -1,0 +1,167 @@
+"""The per-item state in memory: numpy arrays, saved as an integrity-checked artefact.
+
+Arrays (sorted by pair code): the distinct item keys (int64, or UTF-8 text as bytes and
+offsets), and per kept (item, group) pair its code ``item index · G + group`` (int64) and its
+capped count (the smallest unsigned type holding ``K``). Per item without groups: 8 bytes of
+key, 8 of code and 1 of count (17 bytes, plus the text of text keys). The update
+(:func:`numpy_update`) is the reference the DuckDB store is tested against.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.artifacts import read_artifact, write_artifact
+from dpfreq.errors import DataError
+from dpfreq.stream.items.files import file_digest
+from dpfreq.stream.items.reader import EventTable
+from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_rank
+
+__all__ = ["MemoryItems", "numpy_update"]
+
+IntArray = NDArray[np.int64]
+_KIND = "reach-stream-items"
+_VERSION = 1
+
+
+def _encode(keys: NDArray[Any]) -> dict[str, NDArray[Any]]:
+    if keys.dtype.kind in "iu":
+        return {"keys": keys.astype(np.int64)}
+    data = [str(k).encode() for k in keys.tolist()]
+    offsets = np.concatenate(([0], np.cumsum([len(b) for b in data]))).astype(np.int64)
+    return {"text": np.frombuffer(b"".join(data), dtype=np.uint8).copy(), "offsets": offsets}
+
+
+def _decode(arrays: dict[str, NDArray[Any]]) -> NDArray[Any]:
+    if "keys" in arrays:
+        return arrays["keys"].astype(np.int64)
+    raw, off = arrays["text"].tobytes(), arrays["offsets"].tolist()
+    return np.array([raw[a:b].decode() for a, b in itertools.pairwise(off)],
+                    dtype=object)
+
+
+def _bounded(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntArray,
+             have: IntArray, plan: UpdatePlan) -> NDArray[np.bool_]:
+    """Which new pairs (``item`` index into ``keys``, ``group``) an item keeps: its first
+    ``m − have`` by (first period, keyed rank, group name) (:mod:`.update`)."""
+    m = int(plan.bound or 0)
+    names = plan.group_names or ()
+    room = m - have
+    n_new = np.bincount(item, minlength=keys.size)[item] if item.size else item
+    keep = np.ones(item.size, dtype=bool)
+    tight = np.flatnonzero(n_new > room)
+    if not tight.size:
+        return keep
+    ranks = np.array([pair_rank(plan.bound_key_hex, str(keys[i]), names[g]) for i, g in
+                      zip(item[tight].tolist(), group[tight].tolist(), strict=True)], dtype="U16")
+    gname = np.asarray(names, dtype=str)[group[tight]]
+    order = np.lexsort((gname, ranks, first[tight], item[tight]))
+    ps = item[tight][order]
+    pos = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
+    sub = np.empty(tight.size, dtype=bool)
+    sub[order] = pos < room[tight][order]
+    keep[tight] = sub
+    return keep
+
+
+def _increments(ev_pair: IntArray, ev_p: IntArray, ev_n: IntArray, c0: IntArray,
+                group: IntArray, plan: UpdatePlan) -> IntArray:
+    """Points per (group, level, period): pairs whose running count crosses a level."""
+    out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
+    if not ev_pair.size:
+        return out
+    start = np.r_[True, ev_pair[1:] != ev_pair[:-1]]
+    cum = np.cumsum(ev_n)
+    base = np.maximum.accumulate(np.where(start, cum - ev_n, 0))
+    run = c0 + cum - base  # the pair's count after each of its periods
+    for j, k in enumerate(plan.k_values):
+        hit = (run - ev_n < k) & (k <= run)
+        np.add.at(out[:, j, :], (group[hit], ev_p[hit] - plan.after - 1), 1)
+    return out
+
+
+def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
+                 ev: dict[str, NDArray[Any]], plan: UpdatePlan
+                 ) -> tuple[NDArray[Any], IntArray, NDArray[Any], IntArray, int]:
+    """The update of :mod:`.update` on numpy arrays: ``(keys, codes, counts, increments,
+    events dropped by the group bound)`` of the new state from the old one and the events
+    ``ev`` (columns ``k, g, p, n``)."""
+    g_count = plan.n_groups
+    ek, eg = ev["k"], ev["g"].astype(np.int64)
+    ep, en = ev["p"].astype(np.int64), ev["n"].astype(np.int64)
+    new_keys = np.union1d(keys, ek) if keys.size else np.unique(ek)
+    remap = np.searchsorted(new_keys, keys) if keys.size else np.zeros(0, dtype=np.int64)
+    codes = remap[codes // g_count] * g_count + codes % g_count
+    e_code = np.searchsorted(new_keys, ek).astype(np.int64) * g_count + eg
+    order = np.lexsort((ep, e_code))
+    e_code, eg, ep, en = e_code[order], eg[order], ep[order], en[order]
+    at = np.searchsorted(codes, e_code)
+    found = (at < codes.size) & (codes[np.minimum(at, max(codes.size - 1, 0))] == e_code) \
+        if codes.size else np.zeros(e_code.size, dtype=bool)
+    c0 = np.where(found, counts[np.minimum(at, max(codes.size - 1, 0))].astype(np.int64)
+                  if codes.size else 0, 0)
+    dropped = 0
+    if plan.bound is not None and e_code.size:
+        pairs, first_row = np.unique(e_code, return_index=True)
+        is_new = ~found[first_row]
+        have = np.bincount(codes // g_count, minlength=new_keys.size)
+        item = pairs[is_new] // g_count
+        ok = _bounded(new_keys, item, pairs[is_new] % g_count, ep[first_row][is_new],
+                      have[item], plan)
+        lost = pairs[is_new][~ok]
+        cut = np.isin(e_code, lost)
+        dropped = int(en[cut].sum())
+        e_code, eg, ep, en, c0, found = (a[~cut] for a in (e_code, eg, ep, en, c0, found))
+    live = c0 < plan.cap
+    inc = _increments(e_code[live], ep[live], en[live], c0[live], eg[live], plan)
+    pairs, first_row = np.unique(e_code, return_index=True)
+    totals = np.add.reduceat(en, first_row) if en.size else en
+    new_c = np.minimum(c0[first_row] + totals, plan.cap)
+    dt = count_dtype(plan.cap)
+    old = found[first_row]
+    counts = counts.astype(dt).copy()
+    counts[np.searchsorted(codes, pairs[old])] = new_c[old]
+    ins = np.searchsorted(codes, pairs[~old])
+    codes = np.insert(codes, ins, pairs[~old])
+    counts = np.insert(counts, ins, new_c[~old].astype(dt))
+    used = np.unique(codes // g_count)  # drop items whose only events were bounded out
+    if used.size < new_keys.size:
+        codes = np.searchsorted(used, codes // g_count) * g_count + codes % g_count
+        new_keys = new_keys[used]
+    return new_keys, codes, counts, inc, dropped
+
+
+class MemoryItems:
+    """Per-item state as numpy arrays in one artefact per generation (``items-<gen>.npz``)."""
+
+    engine = "memory"
+    suffix = "npz"
+
+    def load(self, path: Path | None, key_kind: str | None, cap: int
+             ) -> tuple[NDArray[Any], IntArray, NDArray[Any]]:
+        if path is None:
+            empty = np.zeros(0, dtype=np.int64 if key_kind != "text" else object)
+            return empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=count_dtype(cap))
+        _, _, arrays = read_artifact(path, kind=_KIND, versions=(_VERSION,))
+        return _decode(arrays), arrays["codes"], arrays["counts"]
+
+    def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
+               key_kind: str | None, out: Path) -> UpdateResult:
+        """Read the state, apply the append's events, write the next generation to ``out``."""
+        if key_kind is not None and events.key_kind != key_kind:
+            raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
+                            f"earlier appends; got {events.key_kind} keys.")
+        keys, codes, counts = self.load(current, events.key_kind, plan.cap)
+        ev = events.run(f"SELECT k, g, p, n FROM {events.name}")
+        ev["k"] = np.asarray(ev["k"], dtype=np.int64 if events.key_kind == "integer"
+                             else object)
+        keys, codes, counts, inc, dropped = numpy_update(keys, codes, counts, ev, plan)
+        write_artifact(out, kind=_KIND, version=_VERSION, meta={"pairs": int(codes.size)},
+                       arrays={**_encode(keys), "codes": codes, "counts": counts})
+        return UpdateResult(inc, out.name, file_digest(out), events.key_kind, int(codes.size),
+                            dropped)

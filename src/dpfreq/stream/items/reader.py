@@ -1,0 +1,204 @@
+"""Reading one append's events where they are: DuckDB aggregates them per (item, group, period).
+
+An append hands the stream an event log (a mapping of columns or an ``(items, times[, groups])``
+tuple, a CSV/Parquet path, a SQL query, a pandas/Polars/Arrow table or a DuckDB relation; files
+and tables are opened by the DuckDB engine of :func:`dpfreq.engines.get_engine`). The events are
+projected once into a temporary table of ``(k, g, p, n)``: the item key (BIGINT for integer
+columns, text otherwise), the group's code in the public list (0 without groups), the period and
+the number of events, for the periods ``after < p <= through`` the append closes. What falls
+outside is only counted: events of closed periods (``p <= after``, late), events after
+``through`` (refused by the caller), and events of groups not in the public list (not part of
+the stream). Periods: integer periods as they are, or timestamps bucketed from the public
+``start`` by the public ``period`` (UTC, exact integer floor division).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import message
+from dpfreq.engines import get_engine
+from dpfreq.errors import DataError, ParameterError
+
+__all__ = ["AppendSpec", "EventTable", "read_events"]
+
+_FUNC = "ReachStream.append"
+_INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
+            "ubigint", "hugeint", "uhugeint")
+_TIME = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date",
+         "timestamp with time zone", "timestamp_tz")
+
+
+@dataclass(frozen=True)
+class AppendSpec:
+    """What an append reads: columns, the public time axis, the periods it closes."""
+
+    item: str
+    time: str
+    group: str | None
+    groups: tuple[str, ...] | None
+    start_us: int | None
+    period_us: int | None
+    after: int
+    through: int
+
+
+@dataclass
+class EventTable:
+    """The append's events aggregated in a DuckDB temporary table ``name`` (columns ``k, g, p,
+    n``), and what was left out. ``run(sql)`` runs SQL on the table's connection."""
+
+    rel: Any
+    name: str
+    key_kind: str
+    n_events: int
+    n_late: int
+    n_future: int
+    digest: str
+
+    def run(self, sql: str) -> dict[str, Any]:
+        """Fetch the result of ``sql`` as numpy columns."""
+        res = self.rel.query("dpfreq_src", sql)
+        return dict(res.fetchnumpy()) if res is not None else {}
+
+    def execute(self, sql: str) -> None:
+        """Run a statement (no result)."""
+        self.rel.query("dpfreq_src", sql)
+
+    def close(self) -> None:
+        """Drop the temporary table."""
+        with contextlib.suppress(Exception):
+            self.execute(f"DROP TABLE IF EXISTS {self.name}")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@functools.lru_cache(maxsize=1)
+def _engine() -> Any:
+    """One DuckDB engine per process for reading appends (opening a connection costs more than
+    a day's append of a small stream); every append uses its own uniquely named tables."""
+    return get_engine("duckdb")
+
+
+def _relation(source: Any, spec: AppendSpec) -> Any:
+    """The source as a DuckDB relation (mappings and tuples registered as numpy columns)."""
+    cols = [spec.item, spec.time] + ([spec.group] if spec.group else [])
+    if isinstance(source, tuple | list):
+        if len(source) != len(cols):
+            raise ParameterError(message("source", _FUNC, f"a tuple of {len(cols)} columns "
+                                         f"({', '.join(cols)})", f"{len(source)} items"))
+        source = dict(zip(cols, source, strict=True))
+    eng: Any = _engine()
+    if isinstance(source, Mapping):
+        data = {}
+        for c in cols:
+            if c not in source:
+                raise DataError(message("source", _FUNC, f"a mapping with column {c!r}",
+                                        sorted(map(str, source))))
+            arr = np.asarray(source[c])
+            data[c] = arr.astype(object) if arr.dtype.kind in "US" else arr
+        if len({v.shape for v in data.values()}) != 1 or next(iter(data.values())).ndim != 1:
+            raise DataError(message("source", _FUNC, "columns of one common length", "others"))
+        view = f"dpfreq_append_{uuid.uuid4().hex}"
+        eng.connection.register(view, data)
+        return eng.connection.table(view)
+    return eng.relation(source, _FUNC, text_columns=tuple(c for c in cols if c != spec.time))
+
+
+def _type(rel: Any, column: str) -> str:
+    names = list(rel.columns)
+    if column not in names:
+        raise DataError(message("source", _FUNC, f"a table with column {column!r}", names))
+    return str(rel.types[names.index(column)]).lower()
+
+
+def _period_sql(rel: Any, spec: AppendSpec) -> str:
+    """The period of the time column: integer periods, or a timestamp bucketed (UTC)."""
+    ty = _type(rel, spec.time)
+    col = _quote(spec.time)
+    if spec.start_us is None:
+        if ty not in _INTEGER:
+            raise DataError(message("time", _FUNC, "an integer column of periods (the stream "
+                                    "was created without start/period)", ty.upper()))
+        return f"CAST({col} AS BIGINT)"
+    if not (ty in _TIME or ty.startswith("timestamp")):
+        raise DataError(message("time", _FUNC, "a timestamp or date column (the stream was "
+                                "created with start and period)", ty.upper()))
+    us = f"epoch_us(CAST({col} AS TIMESTAMP))" if ty == "date" else f"epoch_us({col})"
+    d = f"({us} - ({int(spec.start_us)}))"
+    per = int(spec.period_us or 1)
+    return f"(CASE WHEN {d} >= 0 THEN {d} // {per} ELSE -((-{d} - 1) // {per}) - 1 END + 1)"
+
+
+def _key_sql(rel: Any, column: str) -> tuple[str, str]:
+    ty = _type(rel, column)
+    if ty in _INTEGER:
+        return f"CAST({_quote(column)} AS BIGINT)", "integer"
+    if ty.startswith(("list", "struct", "map")) or ty.endswith("[]"):
+        raise DataError(message("item", _FUNC, "a column of plain values", ty.upper()))
+    return f"CAST({_quote(column)} AS VARCHAR)", "text"
+
+
+def _group_sql(spec: AppendSpec) -> tuple[str, str]:
+    """``(SELECT of the group code, join)``: the code in the public list (0 without groups)."""
+    if spec.group is None or spec.groups is None:
+        return "0", ""
+    listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(spec.groups))
+    return ("listed.gi", f" JOIN (VALUES {listed}) AS listed(gname, gi) ON "
+                         "a.gname = listed.gname")
+
+
+def read_events(source: Any, spec: AppendSpec) -> EventTable:
+    """Aggregate the append's events into a temporary table (module docstring); refuses nulls
+    in the item, time or group column, and a time column of the wrong kind. The source is
+    scanned once; every check reads the aggregated table."""
+    rel = _relation(source, spec)
+    key, kind = _key_sql(rel, spec.item)
+    period = _period_sql(rel, spec)
+    gtext = (f"CAST({_quote(spec.group)} AS VARCHAR)" if spec.group else "''")
+    if spec.group:
+        _type(rel, spec.group)
+    name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
+    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, count(*) "
+              f"AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p FROM dpfreq_src) "
+              "GROUP BY ALL")
+    table = EventTable(rel, name, kind, 0, 0, 0, "")
+    try:
+        gcode, join = _group_sql(spec)
+        stats = table.run(
+            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
+            f"p IS NULL OR gname IS NULL), 0) AS nn, coalesce(sum(n) FILTER (WHERE p <= "
+            f"{spec.after}), 0) AS late, coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) "
+            f"AS future FROM {name}_all")
+        if int(stats["nn"][0]):
+            raise DataError(message("source", _FUNC, "free of nulls in the item, time and "
+                                    "group columns", "nulls"))
+        table.n_events = int(stats["total"][0])
+        table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])
+        table.execute(f"CREATE TEMP TABLE {name} AS SELECT a.k, {gcode} AS g, a.p, a.n FROM "
+                      f"{name}_all a{join} WHERE a.p > {spec.after} AND a.p <= {spec.through}")
+        table.digest = events_digest(table)
+    finally:
+        table.execute(f"DROP TABLE IF EXISTS {name}_all")
+    return table
+
+
+def events_digest(table: EventTable) -> str:
+    """A digest of the aggregated events (order-free): what a re-sent append is compared
+    with. Kept in the private state only."""
+    res = table.run(f"SELECT count(*) AS c, coalesce(sum(n), 0) AS s, "
+                    f"coalesce(bit_xor(hash(k, g, p, n)), 0) AS h FROM {table.name}")
+    return f"{int(res['c'][0])}:{int(res['s'][0])}:{int(res['h'][0])}"

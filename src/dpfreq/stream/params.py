@@ -1,0 +1,199 @@
+"""The public parameters of a reach stream, checked once at creation.
+
+Everything here is public and chosen before any data: the item and time columns, the time axis
+(integer periods, or timestamps cut from a public ``start`` into periods of a public ``period``,
+UTC), the horizon ``T`` or ``None`` (no horizon), the k values, the unit of privacy, ``(ε, δ)``,
+the method, the groups (a public list) with the bound ``m``, what to do with late events, the
+confidence of the intervals and the engine that holds the per-item state. Nothing is defaulted
+that sets the privacy or the accuracy: ``epsilon``, ``delta``, ``unit``, ``horizon``,
+``k_values``, ``method`` and ``late`` are always the caller's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
+from dpfreq.errors import ParameterError
+from dpfreq.grouped.checks import check_bound, check_grouping
+from dpfreq.stream.auto import METHODS
+from dpfreq.windows.params import parse_period
+
+__all__ = ["ENGINES", "LATE", "MAX_K", "MAX_PERIODS", "StreamParams", "check_params",
+           "period_of", "to_microseconds"]
+
+_FUNC = "ReachStream.create"
+
+#: what an append does with events of periods already closed
+LATE = ("drop", "error")
+
+#: where the per-item state lives
+ENGINES = ("memory", "duckdb")
+
+#: largest k (counts are kept up to it per item)
+MAX_K = 1 << 15
+
+#: longest stream: period numbers stay far inside int64 node ids
+MAX_PERIODS = 1 << 30
+
+
+def to_microseconds(value: Any, param: str, func: str) -> int:
+    """Microseconds since the epoch (UTC) of a date or timestamp (naive: read as UTC)."""
+    try:
+        if isinstance(value, str):
+            value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
+        if isinstance(value, np.datetime64):
+            out = value.astype("datetime64[us]")
+        elif isinstance(value, _dt.date):
+            out = np.datetime64(value, "us")
+        else:
+            raise TypeError(type(value).__name__)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ParameterError(message(param, func, "a date or timestamp", value)) from exc
+    if np.isnat(out):
+        raise ParameterError(message(param, func, "a date or timestamp", value))
+    return int(out.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class StreamParams:
+    """The checked public parameters of a stream (saved in its manifest)."""
+
+    item: str
+    time: str
+    horizon: int | None
+    start_us: int | None
+    period_us: int | None
+    k_values: tuple[int, ...]
+    unit: str
+    epsilon: float
+    delta: float
+    method: str
+    group: str | None
+    groups: tuple[str, ...] | None
+    max_groups_per_item: int | None
+    late: str
+    confidence: float
+    engine: str
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups) if self.groups else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["k_values"] = list(self.k_values)
+        out["groups"] = None if self.groups is None else list(self.groups)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StreamParams:
+        """The parameters of a saved manifest, checked again."""
+        return check_params(**{**d, "start": d.get("start_us"), "period": d.get("period_us")},
+                            func="ReachStream.open")
+
+    def period_label(self, t: Any) -> Any:
+        """The first instant of period ``t`` as ISO text (a date for whole days from
+        midnight), or ``t`` itself for integer periods."""
+        if self.start_us is None:
+            return t
+        start = np.datetime64(self.start_us, "us") + (np.asarray(t) - 1) * np.timedelta64(
+            int(self.period_us or 0), "us")
+        if int(self.period_us or 0) % 86_400_000_000 == 0 and self.start_us % 86_400_000_000 == 0:
+            start = start.astype("datetime64[D]")
+        return np.datetime_as_string(start)
+
+
+def period_of(params: StreamParams, when: Any, func: str) -> int:
+    """The period number of ``when``: an integer period number, or (a stream of timestamps)
+    the period holding a date or timestamp."""
+    if params.start_us is None or (isinstance(when, int | np.integer)
+                                   and not isinstance(when, bool)):
+        return check_int(when, "through", func, minimum=1, maximum=params.horizon or MAX_PERIODS)
+    us = to_microseconds(when, "through", func)
+    t = (us - params.start_us) // int(params.period_us or 1) + 1
+    if not 1 <= t <= (params.horizon or MAX_PERIODS):
+        raise ParameterError(message("through", func, "a time inside the stream's periods",
+                                     when))
+    return int(t)
+
+
+def _time_axis(start: Any, period: Any, func: str) -> tuple[int | None, int | None]:
+    if start is None and period is None:
+        return None, None
+    if start is None or period is None:
+        raise ParameterError(message("start/period", func, "both given (timestamps cut into "
+                                     "periods) or both None (integer periods 1, 2, ...)",
+                                     (start, period)))
+    us = int(period) if isinstance(period, int | np.integer) and not isinstance(period, bool) \
+        else parse_period(period, func)
+    return (int(start) if isinstance(start, int | np.integer) and not isinstance(start, bool)
+            else to_microseconds(start, "start", func)), us
+
+
+def _k_values(k_values: Any, func: str) -> tuple[int, ...]:
+    ks = [k_values] if isinstance(k_values, int | np.integer) else (
+        list(k_values) if hasattr(k_values, "__iter__") and not isinstance(k_values, str)
+        else [])
+    if not ks:
+        raise ParameterError(message("k_values", func, "a non-empty list of integers >= 1",
+                                     k_values))
+    return tuple(sorted({check_int(k, "k_values", func, minimum=1, maximum=MAX_K)
+                         for k in ks}))
+
+
+def _grouping(group: Any, groups: Any, m: Any, unit: str, func: str
+              ) -> tuple[str | None, tuple[str, ...] | None, int | None]:
+    if group is None and groups is None and m is None:
+        return None, None, None
+    if group is None or groups is None:
+        raise ParameterError(message("groups", func, "a public list of group names together "
+                                     "with group= (streams take no private partition "
+                                     "selection)", groups))
+    if unit == "event":
+        if m is not None:
+            raise ParameterError(message("max_groups_per_item", func, "None at unit='event' "
+                                         "(one event is in one group: every group gets the "
+                                         "whole budget)", m))
+        g, names, _ = check_grouping(group, groups, 1, "item", func)
+        return g, names, None
+    check_bound(group, m, unit, func)
+    return check_grouping(group, groups, m, unit, func)
+
+
+def check_params(*, item: Any, time: Any, horizon: Any, start: Any, period: Any,
+                 k_values: Any, unit: Any, epsilon: Any, delta: Any, method: Any,
+                 group: Any = None, groups: Any = None, max_groups_per_item: Any = None,
+                 late: Any, confidence: Any, engine: Any, func: str = _FUNC,
+                 **_: Any) -> StreamParams:
+    """Check every public parameter of a stream (one-line ParameterError on the first bad)."""
+    for name, col in (("item", item), ("time", time)):
+        if not isinstance(col, str) or not col:
+            raise ParameterError(message(name, func, "a column name (str)", col))
+    hz = None if horizon is None else check_int(horizon, "horizon", func, minimum=1,
+                                                maximum=MAX_PERIODS)
+    start_us, period_us = _time_axis(start, period, func)
+    u = check_unit(unit, func, ("event", "item", "item_replace"))
+    g, names, m = _grouping(group, groups, max_groups_per_item, u, func)
+    return StreamParams(
+        item=item, time=time, horizon=hz, start_us=start_us, period_us=period_us,
+        k_values=_k_values(k_values, func), unit=u, epsilon=check_epsilon(epsilon, "epsilon", func),
+        delta=check_delta(delta, "delta", func),
+        method=check_choice(method, "method", func, ("auto", *METHODS)), group=g,
+        groups=names, max_groups_per_item=m, late=check_choice(late, "late", func, LATE),
+        confidence=check_confidence(confidence, "confidence", func),
+        engine=check_choice(engine, "engine", func, ENGINES))

@@ -1,0 +1,133 @@
+"""The release of a reach stream at one period: reach and k+ reach to date, with intervals and
+the stream's band.
+
+A :class:`StreamRelease` for period ``t`` holds the curves of every k (per group when grouped)
+over periods ``1 … t`` — its last entry is what period ``t`` added; the earlier ones are the
+answers published before, unchanged — with per-answer intervals and the band that holds for
+every answer of the stream at once (:mod:`dpfreq.stream.publish`). It is built complete from
+public parameters and the noisy measurements, never from exact counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpfreq._validate import check_int, message
+from dpfreq.errors import ParameterError
+from dpfreq.release import Release
+
+__all__ = ["StreamRelease"]
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class StreamRelease(Release):
+    """Cumulative reach and k+ reach of a stream through one period.
+
+    ``value[k]`` (or ``value[group][k]`` for a grouped stream) is the curve of periods
+    ``1 … period``: answer ``i`` estimates the number of items (per group: kept in the group)
+    with at least ``k`` events in periods ``1 … i + 1``. ``error.lower`` / ``error.upper`` have
+    the same nesting (per-answer intervals at ``error.confidence``), ``error.band_lower`` /
+    ``error.band_upper`` the stream's band: every answer of every period, group and k at once.
+    ``mechanism_params`` states the counter, its node law, the accounting and why it was chosen.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpfreq.stream import ReachStream
+    >>> s = ReachStream.create(tempfile.mkdtemp() + "/s", item="user", time="day",
+    ...                        horizon=4, k_values=[1, 2], unit="item", epsilon=1.0,
+    ...                        delta=0.0, method="auto", late="error", rng=0)
+    >>> [rel] = s.append({"user": [1, 1, 2], "day": [1, 1, 1]}, through=1)
+    >>> rel.period, sorted(rel.value), rel.unit
+    (1, [1, 2], 'item')
+    """
+
+    period: int
+    periods: Any
+    k_values: tuple[int, ...]
+    groups: tuple[str, ...] | None = None
+
+    _count_columns = ("estimate", "lower", "upper", "band_lower", "band_upper")
+
+    def _value_text(self) -> str:
+        ks = ", ".join(str(k) for k in self.k_values)
+        where = f" in {len(self.groups)} groups" if self.groups else ""
+        return f"reach to date at k={ks}{where}, periods 1..{self.period}"
+
+    def _summary(self) -> list[tuple[str, str]]:
+        return [("method", str(self.mechanism_params.get("method", ""))),
+                ("why", str(self.mechanism_params.get("why", ""))[:120])]
+
+    def _curves(self, group: str | None) -> Mapping[int, Any]:
+        if self.groups is None:
+            if group is not None:
+                raise ParameterError(message("group", "StreamRelease", "None (the stream has "
+                                             "no groups)", group))
+            return self.value
+        if group not in self.value:
+            raise ParameterError(message("group", "StreamRelease", "one of the stream's "
+                                         "groups", group))
+        out: Mapping[int, Any] = self.value[group]
+        return out
+
+    def latest(self, k: int, group: str | None = None) -> Any:
+        """The answer period :attr:`period` published for ``k`` (and ``group``)."""
+        k = check_int(k, "k", "StreamRelease.latest", minimum=1)
+        curves = self._curves(group)
+        if k not in curves:
+            raise ParameterError(message("k", "StreamRelease.latest", "one of the stream's "
+                                         f"k_values {list(self.k_values)}", k))
+        return curves[k][-1]
+
+    def table(self) -> dict[str, Any]:
+        """One row per (group, k, period): estimate, interval and band."""
+        cols: dict[str, list[Any]] = {n: [] for n in ("group", "k", "period", "estimate",
+                                                      "lower", "upper", "band_lower",
+                                                      "band_upper")}
+        err = self.error
+        for g in [None] if self.groups is None else list(self.groups):
+            for k in self.k_values:
+                def pick(d: Any, g: str | None = g, k: int = k) -> list[Any]:
+                    return list(d[k] if g is None else d[g][k])
+
+                n = len(pick(self.value))
+                cols["group"] += [g] * n
+                cols["k"] += [k] * n
+                cols["period"] += list(np.asarray(self.periods))
+                cols["estimate"] += pick(self.value)
+                for name in ("lower", "upper", "band_lower", "band_upper"):
+                    cols[name] += pick(getattr(err, name))
+        if self.groups is None:
+            del cols["group"]
+        return cols
+
+    def plot(self, ax: Any = None, *, group: str | None = None) -> Any:
+        """The curves of every k (of ``group``) with their intervals, to date."""
+        from dpfreq.plotting import new_axes, plot_band
+
+        ax = new_axes(ax)
+        if self.groups is not None and group is None:
+            group = self.groups[0]
+        curves = self._curves(group)
+        err = self.error
+
+        def pick(d: Any, k: int) -> Any:
+            return d[k] if group is None else d[group][k]
+
+        x = np.asarray(self.periods)
+        if x.dtype.kind == "U":  # ISO dates or timestamps
+            x = x.astype("datetime64[us]")
+        for k in self.k_values:
+            plot_band(ax, x, curves[k], pick(err.lower, k),
+                      pick(err.upper, k), label=f"{k}+ reach")
+        ax.set_xlabel("period")
+        ax.set_ylabel("items (noisy)")
+        where = f", group {group}" if group is not None else ""
+        ax.set_title(f"reach to date ({self.unit}-level, ε={self.epsilon:g}{where}); "
+                     f"{(err.confidence or 0.95):.0%} intervals")
+        ax.legend(fontsize="small")
+        return ax

@@ -1,0 +1,117 @@
+"""The saved state of a reach stream: a directory with a manifest and one per-item file.
+
+``STATE/stream.dpfreq`` is an integrity-checked artefact (:mod:`dpfreq.artifacts`: SHA-256, or
+HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set) holding the public parameters and plan, the
+secret noise key, the exact per-period increments of every (group, k) structure (private: the
+counters need them to measure rows that close later), the **noisy measurements** of every
+structure (integers: every published number is computed from them alone), the periods closed
+so far and the appends that closed them, and the name and digest of the per-item file of the
+current generation (``items-<gen>.npz`` or ``items-<gen>.parquet``).
+
+An append writes the next generation's per-item file under a new name, then the manifest
+(written to a temporary name and renamed: atomic), then removes the previous per-item file. A
+crash before the rename leaves the previous manifest pointing at the previous, untouched
+per-item file; a crash after it leaves the new state, whose answers a re-sent append returns.
+The directory holds the secret key and exact counts: protect it like the raw data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.artifacts import read_artifact, write_artifact
+from dpfreq.errors import DataError
+from dpfreq.stream.items.files import check_digest
+from dpfreq.stream.params import StreamParams
+
+__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "save_state"]
+
+MANIFEST = "stream.dpfreq"
+_KIND = "reach-stream"
+_VERSION = 1
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One append: the periods ``after < p <= through`` it closed and a digest of its events
+    (private, compared with a re-sent append)."""
+
+    after: int
+    through: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """Everything a stream keeps between appends (see the module docstring)."""
+
+    params: StreamParams
+    seeded: bool
+    key: bytes
+    plan: dict[str, Any] = field(default_factory=dict)
+    generation: int = 0
+    items_file: str | None = None
+    items_digest: str | None = None
+    key_kind: str | None = None
+    last: int = 0
+    batches: tuple[Batch, ...] = ()
+    exact: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
+    noisy: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
+    n_late_dropped: int = 0
+    n_bounded_out: int = 0
+    n_pairs: int = 0
+
+    def advanced(self, **changes: Any) -> StreamState:
+        """A copy with the fields of the next generation."""
+        return replace(self, **changes)
+
+
+def save_state(path: Path, state: StreamState) -> None:
+    """Write the manifest atomically (temporary name, then rename)."""
+    meta = {"params": state.params.to_dict(), "plan": state.plan, "seeded": state.seeded,
+            "generation": state.generation, "items_file": state.items_file,
+            "items_digest": state.items_digest, "key_kind": state.key_kind,
+            "last": state.last, "n_late_dropped": state.n_late_dropped,
+            "n_bounded_out": state.n_bounded_out, "n_pairs": state.n_pairs,
+            "batches": [[b.after, b.through, b.digest] for b in state.batches]}
+    write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
+                   arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
+                           "exact": state.exact, "noisy": state.noisy})
+
+
+def _bad(path: Path, why: str) -> DataError:
+    return DataError(f"{path} is not a valid reach stream: {why}.")
+
+
+def load_state(path: Path) -> StreamState:
+    """Read and check a stream's manifest and its per-item file's digest."""
+    manifest = path / MANIFEST
+    if not manifest.is_file():
+        raise DataError(f"{path} holds no reach stream (no {MANIFEST}); create one first.")
+    _, meta, arrays = read_artifact(manifest, kind=_KIND, versions=(_VERSION,))
+    try:
+        params = StreamParams.from_dict(dict(meta["params"]))
+        batches = tuple(Batch(int(a), int(b), str(d)) for a, b, d in meta["batches"])
+        state = StreamState(
+            params=params, seeded=bool(meta["seeded"]), key=arrays["key"].tobytes(),
+            plan=dict(meta["plan"]),
+            generation=int(meta["generation"]), items_file=meta["items_file"],
+            items_digest=meta["items_digest"], key_kind=meta["key_kind"],
+            last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),
+            noisy=arrays["noisy"].astype(np.int64),
+            n_late_dropped=int(meta["n_late_dropped"]),
+            n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None
+    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3:
+        raise _bad(path, "its key or arrays do not have the expected shape")
+    if state.items_file is not None:
+        check_digest(path / state.items_file, str(state.items_digest), str(path))
+    return state

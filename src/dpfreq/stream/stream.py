@@ -1,0 +1,360 @@
+"""The reach stream: created once with public parameters and a budget, appended to each period.
+
+:meth:`ReachStream.create` checks every public parameter, plans the counter
+(:mod:`dpfreq.stream.auto`), charges the budget **once** (accountant or ledger), and only then
+draws the stream's secret key (nothing random runs before the charge). :meth:`ReachStream.append`
+takes the events of the next period(s), updates the per-item state where it lives
+(:mod:`dpfreq.stream.items`), measures the rows those periods close (:mod:`dpfreq.stream.measure`),
+saves the state atomically (:mod:`dpfreq.stream.state`) and returns one release per new period
+(:mod:`dpfreq.stream.result`). An append costs no budget: the noise is a deterministic function of
+the key, and every answer is post-processing of noisy measurements. :meth:`ReachStream.release`
+answers any past period from the saved measurements (free).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq._validate import check_confidence, message
+from dpfreq.budget import BudgetAccountant, check_accountant
+from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.pipeline import BudgetGate, Charge
+from dpfreq.release import public_floats, to_jsonable
+from dpfreq.rng import RNGLike, derive_key, resolve_rng
+from dpfreq.stream.auto import StreamPlan, plan_stream
+from dpfreq.stream.items import EventTable, UpdatePlan, item_store, read_events
+from dpfreq.stream.items.reader import AppendSpec
+from dpfreq.stream.measure import measure_periods
+from dpfreq.stream.params import StreamParams, check_params, period_of
+from dpfreq.stream.releases import build_releases
+from dpfreq.stream.result import StreamRelease
+from dpfreq.stream.state import MANIFEST, Batch, StreamState, load_state, save_state
+
+__all__ = ["ReachStream"]
+
+IntArray = NDArray[np.int64]
+
+
+def _plan(par: StreamParams) -> StreamPlan:
+    return plan_stream(horizon=par.horizon, unit=par.unit, epsilon=par.epsilon,
+                       delta=par.delta, n_k=len(par.k_values), method=par.method,
+                       max_groups_per_item=par.max_groups_per_item)
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """The plan's record as the manifest saves it (JSON types, public floats)."""
+    out: dict[str, Any] = json.loads(json.dumps(public_floats(to_jsonable(record)),
+                                                sort_keys=True))
+    return out
+
+
+def _fresh_directory(path: Any, func: str) -> Path:
+    """The state directory: new or empty, in a writable place (checked before the charge;
+    created after it is checked)."""
+    try:
+        p = Path(path)
+    except TypeError:
+        raise ParameterError(message("path", func, "a directory path", path)) from None
+    if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(p.iterdir()))):
+        raise ParameterError(message("path", func, "a new or empty directory (a stream is "
+                                     "created once; open an existing one with "
+                                     "ReachStream.open)", str(p)))
+    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
+    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+        raise ParameterError(message("path", func, "a directory this process can create and "
+                                     "write", str(p)))
+    return p
+
+
+class ReachStream:
+    """Cumulative reach and k+ reach released every period, from one budget.
+
+    Create one with :meth:`create`, reopen it with :meth:`open`; :meth:`append` the events of
+    each new period and get its release; :meth:`release` answers any past period again.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The state directory (holds the secret key and exact counts: protect it).
+    params : StreamParams
+        The public parameters.
+    plan : StreamPlan
+        The counter, the per-structure budget and why they were chosen.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> s = ReachStream.create(tempfile.mkdtemp() + "/reach", item="user", time="day",
+    ...                        horizon=30, k_values=[1, 3], unit="item", epsilon=1.0,
+    ...                        delta=0.0, method="auto", late="error", rng=0)
+    >>> s.plan.method
+    'simple'
+    >>> rels = s.append({"user": [1, 2, 2], "day": [1, 1, 2]}, through=2)
+    >>> [r.period for r in rels], s.last_period
+    ([1, 2], 2)
+    """
+
+    def __init__(self, path: Path, state: StreamState, plan: StreamPlan) -> None:
+        self.path, self._state, self.plan = path, state, plan
+        self.params = state.params
+
+    @property
+    def last_period(self) -> int:
+        """The last period appended (0 before the first append)."""
+        return self._state.last
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the key came from a seed (reproducible: not for production)."""
+        return self._state.seeded
+
+    @classmethod
+    @public_errors("ReachStream.create")
+    def create(cls, path: Any, *, item: str, time: str, horizon: int | None,
+               k_values: Any, unit: str, epsilon: float, delta: float, method: str,
+               late: str, start: Any = None, period: Any = None, group: str | None = None,
+               groups: Any = None, max_groups_per_item: int | None = None,
+               confidence: float = 0.95, engine: str = "duckdb", rng: RNGLike = None,
+               accountant: BudgetAccountant | None = None) -> ReachStream:
+        """Create a stream: check, plan, charge the budget once, then draw its secret key.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A new (or empty) directory for the stream's state.
+        item, time : str
+            The item and time columns of every append's events.
+        horizon : int or None
+            ``T``, the number of periods (appends past it are refused), or ``None``: no
+            horizon (an unbounded stream; error stated as a function of ``t``). Required.
+        k_values : int or sequence of int
+            The k of the k+ reach curves (``1`` = reach).
+        unit : {"item", "event", "item_replace"}
+            Unit of privacy. Required: there is no default.
+        epsilon, delta : float
+            The budget of the whole stream, every period included. Required (``delta=0``
+            for pure ε-DP; ``delta > 0`` adds zCDP accounting and the factorization).
+        method : {"auto", "simple", "tree", "smooth", "factorization", "epochs"}
+            The online counter; ``"auto"`` picks the smallest predicted error from public
+            parameters and says why (``plan.record["why"]``).
+        late : {"drop", "error"}
+            Events of an already closed period in a later append: dropped (counted privately,
+            never merged) or refused.
+        start, period : optional
+            Timestamps cut into periods of length ``period`` (``"1d"``, ``"6h"``) from
+            ``start`` (UTC); both None: the time column holds integer periods ``1, 2, …``.
+        group, groups, max_groups_per_item : optional
+            A grouped stream: the group column, the public list of groups, and ``m``, the
+            groups one item may count in (required at ``unit="item"``, refused at ``"event"``).
+        confidence : float, default 0.95
+            Confidence of the intervals and of the band.
+        engine : {"duckdb", "memory"}, default "duckdb"
+            Where the per-item state lives: Parquet files updated by DuckDB, or numpy arrays.
+        rng : None, int or numpy.random.Generator
+            None: secure randomness (production). Seeds are for tests only.
+        accountant : Accountant or Ledger, optional
+            Charged ``(epsilon, delta)`` once, before the key is drawn.
+
+        Returns
+        -------
+        ReachStream
+
+        Raises
+        ------
+        ParameterError
+            A bad or missing parameter, a forced method that cannot be used, a directory
+            that already holds a stream. Nothing is charged then.
+        BudgetExceededError
+            The accountant cannot afford the stream.
+
+        Privacy
+        -------
+        Unit of privacy: one item (``unit="item"``: neighbours add or remove one item with all
+        its events, in every period), one event (``"event"``: add or remove one event) or one
+        item's events replaced (``"item_replace"``). The whole stream — every answer of every
+        period, past, present and future, and every query of :meth:`release` — is
+        ``(epsilon, delta)``-DP for that relation: the k levels share the budget (basic
+        composition, or zCDP with ``delta > 0``), groups compose in parallel (``"event"``) or
+        over the at most ``m`` groups an item keeps (``"item"``), each counter's node noise is
+        calibrated to its exact sensitivity and fixed per node (a function of the secret key),
+        and appends only measure new rows of the same counters. The budget is charged here,
+        once.
+        """
+        func = "ReachStream.create"
+        acct = check_accountant(accountant, func)
+        resolved = resolve_rng(rng, func)
+        par = check_params(item=item, time=time, horizon=horizon, start=start, period=period,
+                           k_values=k_values, unit=unit, epsilon=epsilon, delta=delta,
+                           method=method, group=group, groups=groups,
+                           max_groups_per_item=max_groups_per_item, late=late,
+                           confidence=confidence, engine=engine, func=func)
+        plan = _plan(par)
+        directory = _fresh_directory(path, func)
+        gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
+        gate.check()
+        directory.mkdir(parents=True, exist_ok=True)
+        gate.spend(par.engine)
+        key = resolved.generator.bytes(32)  # after the charge: nothing random before it
+        g, k = par.n_groups, len(par.k_values)
+        state = StreamState(params=par, seeded=resolved.seeded, key=key,
+                            plan=_public(plan.record),
+                            exact=np.zeros((g, k, 0), dtype=np.int64),
+                            noisy=np.zeros((k, g, 0), dtype=np.int64))
+        save_state(directory, state)
+        return cls(directory, state, plan)
+
+    @classmethod
+    @public_errors("ReachStream.open")
+    def open(cls, path: Any) -> ReachStream:
+        """Open a stream saved in ``path`` (checked: kind, version, digest or signature).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp() + "/s"
+        >>> _ = ReachStream.create(d, item="u", time="t", horizon=3, k_values=1, unit="item",
+        ...                        epsilon=1.0, delta=0.0, method="simple", late="drop", rng=1)
+        >>> ReachStream.open(d).params.horizon
+        3
+        """
+        p = Path(path)
+        state = load_state(p)
+        plan = _plan(state.params)
+        if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
+            raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
+                            "was planned differently (created by another version); open it "
+                            "with the version that created it.")
+        return cls(p, state, plan)
+
+    def _spec(self, after: int, through: int) -> AppendSpec:
+        par = self.params
+        return AppendSpec(item=par.item, time=par.time, group=par.group, groups=par.groups,
+                          start_us=par.start_us, period_us=par.period_us, after=after,
+                          through=through)
+
+    def _update_plan(self, after: int, through: int) -> UpdatePlan:
+        par = self.params
+        bound_key = derive_key(self._state.key, "stream", "group-bounding").hex()
+        return UpdatePlan(k_values=par.k_values, n_groups=par.n_groups,
+                          group_names=par.groups, bound=par.max_groups_per_item,
+                          bound_key_hex=bound_key, after=after, through=through)
+
+    @public_errors("ReachStream.append")
+    def append(self, source: Any, *, through: Any) -> list[StreamRelease]:
+        """Append the events of the periods after :attr:`last_period` through ``through``.
+
+        Parameters
+        ----------
+        source : mapping, tuple, path, SQL, DataFrame or DuckDB relation
+            The events (item, time[, group] columns) of the new periods.
+        through : int, date or timestamp
+            The last period this append closes (public: how many releases it returns never
+            depends on the data). A period already appended makes the call a re-send.
+
+        Returns
+        -------
+        list of StreamRelease
+            One per period closed (a re-send: the stored ones, without new noise).
+
+        Raises
+        ------
+        DataError
+            Events after ``through``; events of closed periods with ``late="error"``; a
+            re-sent append whose events differ with ``late="error"``; nulls; wrong types.
+
+        Privacy
+        -------
+        Spends nothing: the stream's budget was charged at creation and covers every append
+        (see :meth:`create`). Whether an append is refused depends on the data and public
+        parameters only, never on the noise.
+        """
+        func = "ReachStream.append"
+        t = period_of(self.params, through, func)
+        st = self._state
+        if t <= st.last:
+            return self._resend(source, t)
+        events = read_events(source, self._spec(st.last, t))
+        try:
+            self._check_events(events, st.last)
+            store = item_store(self.params.engine)
+            out = self.path / f"items-{st.generation + 1}.{store.suffix}"
+            current = None if st.items_file is None else self.path / st.items_file
+            res = store.update(events, self._update_plan(st.last, t), current, st.key_kind, out)
+        finally:
+            events.close()
+        exact = np.concatenate((st.exact, res.increments), axis=2)
+        noisy = measure_periods(self.plan.counter, st.key, self.params.k_values, exact,
+                                st.noisy, st.last, t, self.params.groups is not None)
+        new = st.advanced(generation=st.generation + 1, items_file=res.items_file,
+                          items_digest=res.items_digest, key_kind=res.key_kind, last=t,
+                          batches=(*st.batches, Batch(st.last, t, events.digest)),
+                          exact=exact, noisy=noisy,
+                          n_late_dropped=st.n_late_dropped + events.n_late,
+                          n_bounded_out=st.n_bounded_out + res.n_bounded_out,
+                          n_pairs=res.n_pairs)
+        save_state(self.path, new)  # the commit: atomic rename of the manifest
+        self._state = new
+        if st.items_file is not None:
+            (self.path / st.items_file).unlink(missing_ok=True)
+        return build_releases(self, st.last + 1, t)
+
+    def _check_events(self, events: EventTable, after: int) -> None:
+        if events.n_future:
+            raise DataError(message("source", "ReachStream.append", "events of the periods "
+                                    "up to through only (append later periods with a later "
+                                    "through)", "events after through"))
+        if events.n_late and self.params.late == "error":
+            raise DataError(message("source", "ReachStream.append", f"events after the "
+                                    f"closed period {after} (late='error'; create the stream "
+                                    "with late='drop' to drop late events)",
+                                    "events of closed periods"))
+
+    def _resend(self, source: Any, t: int) -> list[StreamRelease]:
+        """A re-sent append: the stored answers, without new noise (module docstring)."""
+        batch = next(b for b in self._state.batches if b.after < t <= b.through)
+        events = read_events(source, self._spec(batch.after, batch.through))
+        try:
+            same = events.digest == batch.digest and not events.n_future
+        finally:
+            events.close()
+        if events.n_future:
+            raise DataError(message("source", "ReachStream.append", "events of the periods up "
+                                    "to through only", "events after through"))
+        if not same and self.params.late == "error":
+            raise DataError(message("source", "ReachStream.append", f"the events appended for "
+                                    f"periods {batch.after + 1}..{batch.through} when re-sent "
+                                    "(late='error': a closed period is never changed)",
+                                    "other events"))
+        return build_releases(self, batch.after + 1, t)
+
+    @public_errors("ReachStream.release")
+    def release(self, through: Any = None, *, confidence: float | None = None
+                ) -> StreamRelease:
+        """The release of a past period (default: the last), from the saved measurements.
+
+        Privacy
+        -------
+        Post-processing of the noisy measurements: free, any number of times (see
+        :meth:`create`).
+        """
+        func = "ReachStream.release"
+        if self._state.last == 0:
+            raise ParameterError(message("through", func, "a period already appended (the "
+                                         "stream has none yet)", through))
+        t = self._state.last if through is None else period_of(self.params, through, func)
+        if t > self._state.last:
+            raise ParameterError(message("through", func, f"a period already appended (<= "
+                                         f"{self._state.last})", through))
+        conf = None if confidence is None else check_confidence(confidence, "confidence", func)
+        return build_releases(self, t, t, confidence=conf)[0]
+
+    @property
+    def state(self) -> StreamState:
+        """The private state (secret key, exact increments, noisy measurements)."""
+        return self._state

@@ -1,0 +1,104 @@
+"""The per-item state of a stream: the exact increments of every append against a brute-force
+oracle (the k-th event of every kept (item, group) pair, groups kept online: the first m an
+item is seen in, ties by keyed rank), identical in memory (numpy) and in DuckDB (Parquet), for
+integer and text keys, timestamps, and appends of one or many periods."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from dpfreq.rng import derive_key
+from dpfreq.stream import ReachStream
+from dpfreq.stream.items.update import pair_rank
+
+
+def _oracle(items, periods, groups, names, ks, horizon, m, key_hex):
+    """x[g, j, t-1]: pairs whose ks[j]-th event (in kept groups) falls in period t."""
+    out = np.zeros((len(names), len(ks), horizon), dtype=np.int64)
+    by_item = defaultdict(list)
+    for i, p, g in zip(items, periods, groups, strict=True):
+        by_item[i].append((int(p), g))
+    for i, ev in by_item.items():
+        kept: list[str] = []
+        for p in sorted({p for p, _ in ev}):
+            fresh = sorted({g for q, g in ev if q == p and g not in kept},
+                           key=lambda g: (pair_rank(key_hex, str(i), g), g))
+            for g in fresh:
+                if m is None or len(kept) < m:
+                    kept.append(g)
+        for g in kept:
+            times = sorted(p for p, gg in ev if gg == g)
+            for j, k in enumerate(ks):
+                if len(times) >= k:
+                    out[names.index(g), j, times[k - 1] - 1] += 1
+    return out
+
+
+def _log(seed: int, n: int, horizon: int, text: bool):
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, 60, n)
+    items = np.array([f"u{v:03d}" for v in items], dtype=object) if text else items
+    return items, rng.integers(1, horizon + 1, n), rng.choice(["a", "b", "c"], n)
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize(("unit", "m", "text"), [("item", 2, False), ("event", None, True),
+                                                 ("item", 1, True)])
+def test_increments_match_the_oracle(tmp_path, seed, engine, unit, m, text) -> None:
+    horizon, ks, names = 12, (1, 2, 4), ["a", "b", "c"]
+    items, periods, groups = _log(seed, 700, horizon, text)
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=horizon, k_values=ks,
+                           unit=unit, epsilon=1.0, delta=0.0, method="simple", late="error",
+                           group="g", groups=names, max_groups_per_item=m, engine=engine,
+                           rng=seed)
+    for lo, hi in ((0, 1), (1, 5), (5, 6), (6, 12)):  # appends of one and of several periods
+        sel = (periods > lo) & (periods <= hi)
+        s.append({"u": items[sel], "t": periods[sel], "g": groups[sel]}, through=hi)
+    key_hex = derive_key(s.state.key, "stream", "group-bounding").hex()
+    want = _oracle(items, periods, groups, names, ks, horizon, m, key_hex)
+    np.testing.assert_array_equal(s.state.exact, want)
+
+
+def test_memory_and_duckdb_keep_the_same_state(tmp_path, seed) -> None:
+    items, periods, groups = _log(seed, 2000, 20, False)
+    states = []
+    for engine in ("memory", "duckdb"):
+        s = ReachStream.create(tmp_path / engine, item="u", time="t", horizon=20,
+                               k_values=[1, 3], unit="item", epsilon=1.0, delta=1e-6,
+                               method="auto", late="drop", group="g", groups=["a", "b", "c"],
+                               max_groups_per_item=2, engine=engine, rng=seed)
+        for hi in (3, 4, 11, 20):
+            sel = (periods > s.last_period) & (periods <= hi)
+            s.append({"u": items[sel], "t": periods[sel], "g": groups[sel]}, through=hi)
+        states.append(s.state)
+    a, b = states
+    np.testing.assert_array_equal(a.exact, b.exact)
+    np.testing.assert_array_equal(a.noisy, b.noisy)
+    assert (a.n_pairs, a.n_bounded_out) == (b.n_pairs, b.n_bounded_out)
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_timestamps_are_bucketed_from_start_by_period(tmp_path, engine) -> None:
+    s = ReachStream.create(tmp_path / "s", item="u", time="ts", horizon=None,
+                           start="2026-03-01", period="1d", k_values=[1, 2], unit="event",
+                           epsilon=1.0, delta=0.0, method="auto", late="drop", engine=engine,
+                           rng=1)
+    ts = np.array(["2026-03-01T00:00", "2026-03-01T23:59:59", "2026-03-02T00:00",
+                   "2026-02-28T12:00"], dtype="datetime64[us]")
+    rels = s.append({"u": np.array([7, 7, 8, 9]), "ts": ts}, through="2026-03-02")
+    np.testing.assert_array_equal(s.state.exact[0], [[1, 1], [1, 0]])
+    assert s.state.n_late_dropped == 1  # the event before the start is late: dropped
+    assert [str(p) for p in rels[-1].periods] == ["2026-03-01", "2026-03-02"]
+
+
+def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=5, k_values=[2],
+                           unit="item", epsilon=1.0, delta=0.0, method="simple", late="error",
+                           engine="memory", rng=2)
+    for t in range(1, 6):
+        s.append({"u": [1, 1, 1], "t": [t, t, t]}, through=t)
+    np.testing.assert_array_equal(s.state.exact[0, 0], [1, 0, 0, 0, 0])
+    assert s.state.n_pairs == 1
