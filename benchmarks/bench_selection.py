@@ -19,7 +19,8 @@ selection at unit = user, m = 8 sites per user, δ = 1e-6, at ε = 0.5, 1, 4:
 
 Prints, per ε, the mean number of sites released over the seeds, the number of spurious sites
 (released but absent from the data: impossible by construction for all, counted anyway), the
-ratios to PipelineDP, and wall times. ``uptime`` is printed at the start and the end; nothing is asserted.
+ratios to PipelineDP, and wall times. ``uptime`` is printed at the start and the end; nothing is
+asserted.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from dpfreq.grouped.accounting import (
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import SelectionPlan, select_groups, selection_statement
+from dpfreq.grouped.selection import AnySelection, select_groups, selection_statement
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
@@ -157,7 +157,7 @@ class _Plan:
     domain_size: int | None
 
     @property
-    def selection(self) -> SelectionPlan | None:
+    def selection(self) -> AnySelection | None:
         return self.accounting.selection
 
     @property

@@ -193,8 +193,9 @@ class SetUnionPlan:
                              "discrete Laplace noise on each group's weight",
                 "epsilon": self.epsilon, "delta": self.delta, "max_groups_per_item": m,
                 "scale": self.scale, "gamma": str(self.gamma), "threshold": self.threshold,
-                "items_for_half_chance": {s: self.count_for(0.5, s) for s in (1, m)},
-                "items_for_95_percent": {s: self.count_for(0.95, s) for s in (1, m)},
+                # keyed by groups per item, as strings (a JSON object's keys)
+                "items_for_half_chance": {str(s): self.count_for(0.5, s) for s in (1, m)},
+                "items_for_95_percent": {str(s): self.count_for(0.95, s) for s in (1, m)},
                 "single_item_release_probability": self.single_item_probability,
                 "why": self.why,
                 "guarantee": f"(ε={self.epsilon:g}, δ={self.delta:g}): one item moves the "

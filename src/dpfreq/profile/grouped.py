@@ -237,9 +237,13 @@ class _GroupedProfileSteps:
         selection = plan.accounting.selection
         if selection is not None:
             if selection.per_item != "rows":  # the set union weighs groups per item
-                weights = group_weights(eng.grouped_count_of_counts(self.source, CountRequest(
-                    a.item, grouping, per_item=selection.per_item)), selection, True)
-                sizes = np.where(sizes >= 1, weights, 0)
+                # the same grouping (one bounding key): the same kept pairs, so the same groups
+                per = eng.grouped_count_of_counts(self.source, CountRequest(
+                    a.item, grouping, per_item=selection.per_item))
+                weight = dict(zip(per.groups, group_weights(per, selection, True).tolist(),
+                                  strict=True))
+                sizes = np.array([weight.get(g, 0) if k >= 1 else 0
+                                  for g, k in zip(gp.groups, sizes, strict=True)], np.int64)
             present = sizes >= 1
             released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
                                      sizes[present], selection, rng.generator)

@@ -34,6 +34,7 @@ from dpfreq.grouped.selection import (
     group_weights,
     select_groups,
 )
+from dpfreq.grouped.set_union import SetUnionPlan
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
@@ -366,9 +367,9 @@ class GroupedWindowCountsPlan(PlanSummary):
     ...                          k_values=[1], windows=["total"], group="campaign",
     ...                          max_groups_per_item=4)
     >>> round(sel.per_group.epsilon, 4), sel.per_group.delta, sel.selection.threshold
-    (0.075, 0.0, 74)
-    >>> sel.selection.epsilon  # the share of ε chosen for the selection ("auto")
-    0.7
+    (0.1, 0.0, 294)
+    >>> sel.selection.epsilon, sel.selection.mechanism  # both chosen from public parameters
+    (0.6, 'weighted_set_union')
     """
 
     per_group: Any
@@ -426,6 +427,15 @@ class GroupedWindowCountsPlan(PlanSummary):
             return [head, *self.per_group.lines()]
         sel = self.selection
         what = "items" if m is not None else "rows"
+        if isinstance(sel, SetUnionPlan):
+            k = sel.max_groups_per_item
+            return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g} (weighted set "
+                    f"union); an item with s kept groups gives each the weight "
+                    f"⌊{sel.scale}/s⌋ and a group is released when its noisy weight reaches "
+                    f"τ={sel.threshold} (half the time with {sel.count_for(0.5, 1)} items "
+                    f"holding one group each, {sel.count_for(0.5, k)} holding m={k}; the "
+                    f"groups of one item alone are released with probability at most "
+                    f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
         return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g}; a group is "
                 f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
                 f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
