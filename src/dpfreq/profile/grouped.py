@@ -31,11 +31,20 @@ from dpfreq.engines import (
     require_capability,
 )
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.accounting import (
+    GroupedAccounting,
+    check_selection_share,
+    choose_group_accounting,
+)
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import select_groups, selection_statement
+from dpfreq.grouped.selection import (
+    check_selection_mechanism,
+    group_weights,
+    select_groups,
+    selection_statement,
+)
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
@@ -135,7 +144,7 @@ class GroupedProfileMechanism:
             "groups": "public list (rows of other groups dropped)",
             "split": share}
         if sel is not None:
-            out["groups"] = selection_statement("item count")
+            out["groups"] = selection_statement("item count", sel)
             out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
                             f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
                             f"releases them at {share}")
@@ -153,6 +162,8 @@ class GroupedProfileArgs:
     max_groups_per_item: int
     names: tuple[str, ...] | None
     delta: float
+    selection_epsilon: float | None = None
+    selection: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -189,7 +200,9 @@ class _GroupedProfileSteps:
         a, par = self.args, self.args.par
         acc = choose_group_accounting(epsilon=par.epsilon, delta=a.delta,
                                       max_groups_per_item=a.max_groups_per_item,
-                                      named=a.names is not None, func=_FUNC)
+                                      named=a.names is not None, func=_FUNC,
+                                      selection_epsilon=a.selection_epsilon,
+                                      selection=a.selection)
         if a.names is not None:
             check_memory(64 * (par.max_count + 1) * len(a.names), param="max_count",
                          func=_FUNC, value=par.max_count,
@@ -216,13 +229,21 @@ class _GroupedProfileSteps:
         """After the spend: the bounding key, the bounded grouped count-of-counts, the
         selection (if any), then every released group's direct mechanism."""
         a, par, eng = self.args, self.args.par, data.engine
+        grouping = Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(rng))
         gp = eng.grouped_count_of_counts(self.source, CountRequest(
-            a.item, Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(rng)),
-            max_count=par.max_count))
+            a.item, grouping, max_count=par.max_count))
         sizes = _group_sizes(gp)
         released: tuple[str, ...] = gp.groups
         selection = plan.accounting.selection
         if selection is not None:
+            if selection.per_item != "rows":  # the set union weighs groups per item
+                # the same grouping (one bounding key): the same kept pairs, so the same groups
+                per = eng.grouped_count_of_counts(self.source, CountRequest(
+                    a.item, grouping, per_item=selection.per_item))
+                weight = dict(zip(per.groups, group_weights(per, selection, True).tolist(),
+                                  strict=True))
+                sizes = np.array([weight.get(g, 0) if k >= 1 else 0
+                                  for g, k in zip(gp.groups, sizes, strict=True)], np.int64)
             present = sizes >= 1
             released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
                                      sizes[present], selection, rng.generator)
@@ -258,7 +279,8 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
                             epsilon: float, unit: str, confidence: float = 0.95,
                             engine: Any = None, rng: Any = None,
                             accountant: BudgetAccountant | None = None,
-                            delta: Any = None,
+                            delta: Any = None, selection_epsilon: Any = "auto",
+                            selection: Any = "auto",
                             release_one: Callable[..., DirectRelease]) -> GroupedRelease:
     """The ε-DP (or, with ``delta``, (ε, δ)-DP) direct profile of every group.
 
@@ -266,9 +288,10 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     column), ``groups`` (the public list of groups, or a file of one name per line),
     ``max_groups_per_item`` (``m``, the public number of groups one item may touch), ``delta``
     (without ``groups``: δ of the private partition selection of the data's groups; with
-    ``groups``: optional, the release's δ for zCDP accounting across groups) and
-    ``release_one``, the direct mechanism of one class vector (given by
-    :func:`~dpfreq.profile.release_profile`, which dispatches here).
+    ``groups``: optional, the release's δ for zCDP accounting across groups),
+    ``selection_epsilon`` and ``selection`` (the selection's ε and mechanism, as in
+    :func:`dpfreq.profile.release_profile`) and ``release_one``, the direct mechanism of one
+    class vector (given by :func:`~dpfreq.profile.release_profile`, which dispatches here).
 
     Returns
     -------
@@ -294,8 +317,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     δ_r)`` and the releases are ``(ε_r, δ_r)``-DP. With a public list ``(ε_r, δ_r) = (ε,
     δ)``. Without a list, the group names are chosen by
     :func:`dpfreq.grouped.selection.select_groups` on the bounded item counts with
-    ``ε_s = ε/2`` and ``δ_s`` (all of δ under pure accounting, half under zCDP, the rest being
-    ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
+    ``ε_s = selection_epsilon`` (``"auto"``: ε/2; the set union on the items' weights when
+    ``selection`` picks it) and ``δ_s`` (all of δ under pure accounting, half under zCDP, the
+    rest being ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
     release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
     names come from the public list or from the selection, never from the data directly.
     """
@@ -306,7 +330,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")
-    args = GroupedProfileArgs(par, item, group, m, names, dlt)
+    sel_eps = check_selection_share(selection_epsilon, par.epsilon, names is not None, _FUNC)
+    args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
+                              check_selection_mechanism(selection, _FUNC))
     resolved = resolve_rng(rng, _FUNC)
     steps = _GroupedProfileSteps(args, source, engine, resolved, release_one)
     return run_release(steps, accountant=accountant, rng=resolved, func=_FUNC)
