@@ -24,8 +24,10 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.frequency import class_estimates, compound_inverse
 from dpfreq.crossparty.reach import ReachEstimate, empty_estimate, reach_from_empty
+from dpfreq.release import ErrorStatement
 
-__all__ = ["EntityEstimate", "entity_from_classes", "estimate_entity"]
+__all__ = ["EntityEstimate", "entity_from_classes", "estimate_entity", "kplus_distribution",
+           "union_error"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +145,32 @@ def entity_from_classes(reach: ReachEstimate, C: NDArray[np.float64],
     f_lower, f_upper = _ends(freq, freq_sd, z, 1.0)
     return EntityEstimate(kplus=kplus, kplus_sd=kplus_sd, kplus_lower=lower, kplus_upper=upper,
                           frequency=freq, frequency_lower=f_lower, frequency_upper=f_upper)
+
+
+def kplus_distribution(kplus: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The frequency distribution ``1 … K−1, K+`` (fractions of the reach) from the k+ reach
+    ``kplus`` (``kplus[0]`` the reach); NaN where the reach is not a positive number."""
+    if not (np.isfinite(kplus[0]) and kplus[0] > 0):
+        return np.full(kplus.size, np.nan)
+    out: NDArray[np.float64] = np.append(kplus[:-1] - kplus[1:], kplus[-1]) / kplus[0]
+    return out
+
+
+def union_error(union: EntityEstimate, confidence: float, noise: str) -> ErrorStatement:
+    """The error statement of a union's k+ reach: its normal intervals at ``confidence`` from
+    the noise law named by ``noise`` (text), the hash's collisions and the VID sampling, through
+    the delta method; vacuous (infinite upper ends) when every register looks occupied."""
+    lower, upper = union.kplus_lower, union.kplus_upper
+    vacuous = bool(not np.all(np.isfinite(upper)))
+    finite = np.isfinite(lower) & np.isfinite(upper)
+    half = np.where(finite, (np.where(finite, upper, 0.0) - np.where(finite, lower, 0.0)) / 2.0,
+                    np.inf)
+    return ErrorStatement(
+        kind="interval", confidence=confidence, value=half,
+        description=(f"normal {confidence:.3g} interval of each k+ reach of the union, from "
+                     f"{noise}, the hash's collisions and the VID sampling, through the delta "
+                     "method; intervals of the raw estimates, before the consistency step"
+                     + ("; an infinite upper end means every register looks occupied: more "
+                        "registers or a narrower sampling interval are needed"
+                        if vacuous else "")),
+        lower=lower, upper=upper, vacuous=vacuous)

@@ -9,7 +9,6 @@ draws of one log would count its users twice); reading a file refuses a tampered
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
@@ -20,12 +19,16 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import check_confidence, message
 from dpfreq.crossparty.consistency import consistent_kplus
-from dpfreq.crossparty.estimate import EntityEstimate, estimate_entity
+from dpfreq.crossparty.estimate import (
+    EntityEstimate,
+    estimate_entity,
+    kplus_distribution,
+    union_error,
+)
 from dpfreq.crossparty.local_noise import calibrate
 from dpfreq.crossparty.result import CrossPartyRelease
 from dpfreq.crossparty.sketch import MECHANISM, UNIT, PartySketch
 from dpfreq.errors import ParameterError, public_errors
-from dpfreq.release import ErrorStatement
 
 __all__ = ["check_mergeable", "merge_sketches"]
 
@@ -114,29 +117,9 @@ def _entity(hist: NDArray[np.int64], sums: NDArray[Any] | None, parties: int,
                            registers=params.registers, rate=float(params.sampling_rate), z=z)
 
 
-def _distribution(kplus: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Fractions of reached users seen ``1..K−1`` and ``K+`` times, from consistent k+ reach."""
-    if not (math.isfinite(kplus[0]) and kplus[0] > 0):
-        return np.full(kplus.size, np.nan)
-    return np.append(kplus[:-1] - kplus[1:], kplus[-1]) / kplus[0]
-
-
-def _error(union: EntityEstimate, confidence: float) -> ErrorStatement:
-    lower, upper = union.kplus_lower, union.kplus_upper
-    vacuous = bool(not np.all(np.isfinite(upper)))
-    finite = np.isfinite(lower) & np.isfinite(upper)
-    half = np.where(finite, (np.where(finite, upper, 0.0) - np.where(finite, lower, 0.0)) / 2.0,
-                    np.inf)
-    return ErrorStatement(
-        kind="interval", confidence=confidence, value=half,
-        description=(f"normal {confidence:.3g} interval of each k+ reach of the union, from the "
-                     "exact noise laws (randomized response on the reach bits, discrete Laplace "
-                     "on the frequency registers), the hash's collisions and the VID sampling, "
-                     "through the delta method; intervals of the raw estimates, before the "
-                     "consistency step" + ("; an infinite upper end means every register looks "
-                                           "occupied: more registers or a narrower sampling "
-                                           "interval are needed" if vacuous else "")),
-        lower=lower, upper=upper, vacuous=vacuous)
+#: the noise laws a merged sketch's intervals come from (its error statement)
+_NOISE = ("the exact noise laws (randomized response on the reach bits, discrete Laplace on the "
+          "frequency registers)")
 
 
 @public_errors(_FUNC)
@@ -212,9 +195,10 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
                         f"the {len(loaded)} parties is protected at j*epsilon"}
     return CrossPartyRelease(
         value=u, epsilon=params.epsilon, delta=0.0, unit=UNIT, mechanism=MECHANISM,
-        mechanism_params=mech, seeded=any(s.seeded for s in loaded), error=_error(union, conf),
+        mechanism_params=mech, seeded=any(s.seeded for s in loaded),
+        error=union_error(union, conf, _NOISE),
         parties=tuple(s.party for s in loaded), max_frequency=params.max_frequency,
-        frequency=None if union.frequency is None else _distribution(u),
+        frequency=None if union.frequency is None else kplus_distribution(u),
         frequency_lower=union.frequency_lower, frequency_upper=union.frequency_upper,
         party_kplus_reach=p, party_lower=np.vstack([e.kplus_lower for e in parts]),
         party_upper=np.vstack([e.kplus_upper for e in parts]), raw_kplus_reach=union.kplus,

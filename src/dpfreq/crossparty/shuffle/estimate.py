@@ -28,14 +28,18 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_confidence, message
 from dpfreq.accounting import Composed
 from dpfreq.crossparty.consistency import consistent_kplus
-from dpfreq.crossparty.estimate import EntityEstimate, entity_from_classes
+from dpfreq.crossparty.estimate import (
+    EntityEstimate,
+    entity_from_classes,
+    kplus_distribution,
+    union_error,
+)
 from dpfreq.crossparty.reach import reach_from_empty
 from dpfreq.crossparty.shuffle.dummies import DummyLaw, calibrate_dummies
 from dpfreq.crossparty.shuffle.params import ShuffleParams
 from dpfreq.crossparty.shuffle.plan import MISSING_REASONS, Plan
 from dpfreq.crossparty.shuffle.result import RELATION, ShuffleRelease
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.release import ErrorStatement
 
 __all__ = ["MECHANISM", "WORKERS", "dummy_law", "estimate_histogram", "measurement_loss",
            "release_from_histograms"]
@@ -105,31 +109,6 @@ def estimate_histogram(histogram: NDArray[Any], *, law: DummyLaw, max_frequency:
     reach = reach_from_empty(float(C[0]), var, registers=registers, rate=rate, z=z)
     return entity_from_classes(reach, C, np.diag(np.full(K, var)), registers=registers,
                                rate=rate, z=z)
-
-
-def _error(union: EntityEstimate, confidence: float, law: DummyLaw) -> ErrorStatement:
-    lower, upper = union.kplus_lower, union.kplus_upper
-    vacuous = bool(not np.all(np.isfinite(upper)))
-    finite = np.isfinite(lower) & np.isfinite(upper)
-    half = np.where(finite, (np.where(finite, upper, 0.0) - np.where(finite, lower, 0.0)) / 2.0,
-                    np.inf)
-    return ErrorStatement(
-        kind="interval", confidence=confidence, value=half,
-        description=(f"normal {confidence:.3g} interval of each k+ reach of the union, from the "
-                     f"exact law of the dummy registers ({WORKERS} workers, shift "
-                     f"{law.shift}, variance {law.variance:.4g} each per value), the hash's "
-                     "collisions and the VID sampling, through the delta method; intervals of "
-                     "the raw estimates, before the consistency step"
-                     + ("; an infinite upper end means every register looks occupied: more "
-                        "registers or a narrower sampling interval are needed"
-                        if vacuous else "")),
-        lower=lower, upper=upper, vacuous=vacuous)
-
-
-def _distribution(kplus: NDArray[np.float64]) -> NDArray[np.float64]:
-    if not (np.isfinite(kplus[0]) and kplus[0] > 0):
-        return np.full(kplus.size, np.nan)
-    return np.append(kplus[:-1] - kplus[1:], kplus[-1]) / kplus[0]
 
 
 def _checked(histograms: Sequence[Any], params: ShuffleParams, plan: Plan
@@ -218,9 +197,11 @@ def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams,
             "relation": RELATION}
     return ShuffleRelease(
         value=u, epsilon=params.epsilon, delta=params.delta, unit="item", mechanism=MECHANISM,
-        mechanism_params=mech, seeded=seeded, error=_error(union, conf, law),
+        mechanism_params=mech, seeded=seeded, error=union_error(union, conf, (
+            f"the exact law of the dummy registers ({WORKERS} workers, shift {law.shift}, "
+            f"variance {law.variance:.4g} each per value)")),
         parties=tuple(name for name, _ in plan.included), max_frequency=K,
-        frequency=_distribution(u), frequency_lower=union.frequency_lower,
+        frequency=kplus_distribution(u), frequency_lower=union.frequency_lower,
         frequency_upper=union.frequency_upper, party_kplus_reach=p,
         party_lower=stack([e.kplus_lower for e in parts]),
         party_upper=stack([e.kplus_upper for e in parts]), raw_kplus_reach=union.kplus,

@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpfreq._validate import check_epsilon, message
 from dpfreq.accounting.numbers import float_at_least, float_at_most
 from dpfreq.accounting.zcdp import zcdp_epsilon, zcdp_rho_at_most
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.accounting import epsilon_at_most, release_share
+from dpfreq.grouped.accounting import check_selection_share, epsilon_at_most, release_share
 from dpfreq.grouped.selection import (
     ZCDP_DELTA_SHARE,
     AnySelection,
@@ -132,18 +131,11 @@ AUTO_SHARES = tuple(Fraction(i, 20) for i in range(2, 19))
 
 def check_selection_epsilon(value: Any, epsilon: float, named: bool, func: str) -> Any:
     """``selection_epsilon``: ``"auto"`` or a number in (0, ε) (ε of the selection); with a
-    public list only ``"auto"`` (there is no selection)."""
-    if isinstance(value, str) and value == "auto":
-        return value
-    if named:
-        raise ParameterError(message("selection_epsilon", func, "'auto' when groups= is given "
-                                     "(a public list needs no selection)", value))
-    x = check_epsilon(value, "selection_epsilon", func)
-    if not x < epsilon:
-        raise ParameterError(message("selection_epsilon", func, f"'auto' or a number in (0, "
-                                     f"epsilon = {epsilon:g}) (the release needs the rest)",
-                                     value))
-    return x
+    public list only ``"auto"`` (there is no selection). The checks of
+    :func:`~dpfreq.grouped.accounting.check_selection_share`; ``"auto"`` is kept as such, for
+    the window counts choose the share from their error model (:func:`choose_budget`)."""
+    share = check_selection_share(value, epsilon, named, func)
+    return "auto" if share is None else share
 
 
 def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[float, str]:
