@@ -40,11 +40,12 @@ from dpfreq.stream.auto import plan_stream
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, best_counters
 from dpfreq.stream.publish import curve
+from dpfreq.windows.params import PlanRequest
 from dpfreq.windows.structures import make_plan
 
 
 def _offline_best(horizon: int, delta: float) -> tuple[float, str]:
-    plan = make_plan(("cumulative",), (1,), horizon, "item", 1.0, delta, "auto", False)
+    plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, "item", 1.0, delta, "auto", False))
     s = plan.structures[("cumulative", 1)]
     return math.sqrt(s.mean_mse()), s.describe(s.method)
 
@@ -53,8 +54,8 @@ def _rerelease(horizon: int, delta: float) -> float:
     """Each day t: the best one-query release of [1, t] at (ε/T, δ/T); mean variance."""
     var = []
     for t in range(1, horizon + 1):
-        plan = make_plan(("total",), (1,), t, "item", 1.0 / horizon, delta / horizon, "auto",
-                         False)
+        plan = make_plan(PlanRequest(("total",), (1,), t, "item", 1.0 / horizon,
+                                     delta / horizon, "auto", False))
         var.append(plan.structures[("total", 1)].mean_mse())
     return math.sqrt(float(np.mean(var)))
 

@@ -189,6 +189,7 @@ def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
     """Every cumulative structure for (T, ε, unit), and the one ``auto`` keeps."""
     from fractions import Fraction
 
+    from dpfreq.windows.params import PlanRequest
     from dpfreq.windows.structures.base import build_structure
     from dpfreq.windows.structures.chooser import make_plan
 
@@ -197,9 +198,9 @@ def _counter_structures(horizon: int, eps: float, unit: str) -> dict:
            "binary tree": build_structure("cumulative", "tree", 1, horizon, unit, e, 0.0,
                                           branching=2, top=True),
            "per_query": build_structure("cumulative", "per_query", 1, horizon, unit, e, 0.0)}
-    plan = make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto", False)
-    best_tree = make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0,
-                          {"cumulative": "tree"}, False).structures[("cumulative", 1)]
+    plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto", False))
+    best_tree = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, eps, 0.0,
+                          {"cumulative": "tree"}, False)).structures[("cumulative", 1)]
     out[f"tree B={best_tree.branching}{'+root' if best_tree.top else ''}"] = best_tree
     out["auto"] = plan.structures[("cumulative", 1)]
     return out
@@ -240,22 +241,23 @@ def _delta_structures(horizon: int, eps: float, unit: str, delta: float) -> dict
     from fractions import Fraction
 
     from dpfreq.accounting import zcdp_rho
+    from dpfreq.windows.params import PlanRequest
     from dpfreq.windows.structures.base import build_structure
     from dpfreq.windows.structures.chooser import make_plan
 
     e, rho = Fraction(eps).limit_denominator(10**6), zcdp_rho(eps, delta)
-    out = {"best pure": make_plan(("cumulative",), (1,), horizon, unit, eps, 0.0, "auto",
-                                  False).structures[("cumulative", 1)]}
+    out = {"best pure": make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, eps, 0.0,
+                                              "auto", False)).structures[("cumulative", 1)]}
     for name in ("simple", "tree", "factorization"):
-        plan = make_plan(("cumulative",), (1,), horizon, unit, eps, delta,
-                         {"cumulative": name}, False)
+        plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, eps, delta,
+                         {"cumulative": name}, False))
         s = plan.structures[("cumulative", 1)]
         if s.noise_kind != "gaussian":  # the forced plan kept pure ε: build the Gaussian one
             s = build_structure("cumulative", name, 1, horizon, unit, e, delta, rho=rho,
                                 noise_kind="gaussian")
         out[f"{name}/gaussian"] = s
-    out["auto"] = make_plan(("cumulative",), (1,), horizon, unit, eps, delta, "auto",
-                            False).structures[("cumulative", 1)]
+    out["auto"] = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, eps, delta, "auto",
+                            False)).structures[("cumulative", 1)]
     return out
 
 

@@ -205,3 +205,27 @@ def test_every_group_of_a_grouped_release_answers_from_its_measurement(method):
         published = np.asarray(one.value["cumulative"][1])
         assert published.tobytes() == np.asarray(
             copy.estimates(np.ones_like(ts), ts)).astype(published.dtype).tobytes()
+
+
+def test_a_loaded_release_answers_from_its_stored_measurement(tmp_path):
+    """The file stores each cumulative structure's measurement; a loaded release answers from
+    those integers (here: changed before loading, through the writer, so the checksum holds)
+    and not from a new measurement of its key and summaries."""
+    from dpfreq.artifacts import read_artifact, write_artifact
+    from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION
+
+    rel = _release(["cumulative"], {"cumulative": "simple"}, "item", 0.0, seed=5)
+    _, meta, arrays = read_artifact(rel.save(tmp_path / "r.dpfreq"), kind=ARTIFACT_KIND,
+                                    versions=(ARTIFACT_VERSION,))
+    name = "measurement/cumulative/1"
+    stored = np.asarray(arrays[name]).copy()
+    assert stored.tobytes() == rel._state.structures[("cumulative", 1)].measurement.tobytes()
+    shifted = {**arrays, name: stored + 1000}
+    path = write_artifact(tmp_path / "s.dpfreq", kind=ARTIFACT_KIND, version=ARTIFACT_VERSION,
+                          meta=meta, arrays=shifted)
+    back = WindowCountsRelease.load(path)
+    ts = np.arange(1, back.horizon + 1)
+    np.testing.assert_array_equal(np.asarray(back.value["cumulative"][1]),
+                                  np.cumsum(stored + 1000))
+    assert not np.array_equal(back.value["cumulative"][1], rel.value["cumulative"][1])
+    assert back.cumulative(ts, 1).estimate[-1] == int(np.sum(stored + 1000))

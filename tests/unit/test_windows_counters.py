@@ -21,6 +21,7 @@ from dpfreq.windows.layouts.layered import (
     layer_signed_cover,
     layer_signed_ranges,
 )
+from dpfreq.windows.params import PlanRequest
 from dpfreq.windows.structures.base import BRANCHINGS, METHODS, build_structure
 from dpfreq.windows.structures.chooser import make_plan
 
@@ -117,7 +118,7 @@ def test_prefix_cover_partitions_the_prefix_and_least_squares_is_unbiased(n_valu
 @pytest.mark.parametrize("horizon", [1, 7, 30, 90, 365, 2000])
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])
 def test_auto_is_never_worse_than_any_structure_by_its_own_prediction(unit, horizon, epsilon):
-    plan = make_plan(("cumulative",), (1,), horizon, unit, epsilon, 0.0, "auto", False)
+    plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, epsilon, 0.0, "auto", False))
     chosen = plan.structures[("cumulative", 1)].mean_mse()
     eps = Fraction(epsilon)
     for method in METHODS["cumulative"]:
@@ -141,7 +142,8 @@ def test_with_delta_auto_is_never_worse_than_any_structure_in_either_accounting(
     """δ = 1e-3: pure ε-DP structures and zCDP ones (discrete Laplace or Gaussian noise, the
     factorization among them) all compete."""
     delta = 1e-3
-    plan = make_plan(("cumulative",), (1,), horizon, unit, epsilon, delta, "auto", False)
+    plan = make_plan(PlanRequest(("cumulative",), (1,), horizon, unit, epsilon, delta, "auto",
+                                 False))
     chosen = plan.structures[("cumulative", 1)].mean_mse()
     eps, rho = Fraction(epsilon), zcdp_rho(epsilon, delta)
     for method in METHODS["cumulative"]:
@@ -156,7 +158,7 @@ def test_the_issue_setting_predicts_at_most_035_of_the_former_error():
     """T = 30, item level, ε = 1/3: the counter ``auto`` keeps predicts at most 0.35 of the
     RMSE of the former calibration (binary tree over D = 32 with its root, 6 levels, two
     points per item: node noise DLap(ε/12), least squares)."""
-    plan = make_plan(("cumulative",), (1,), 30, "item", 1 / 3, 0.0, "auto", False)
+    plan = make_plan(PlanRequest(("cumulative",), (1,), 30, "item", 1 / 3, 0.0, "auto", False))
     chosen = plan.structures[("cumulative", 1)]
     former = build_structure("cumulative", "tree", 1, 32, "item", Fraction(1, 3), 0.0,
                              branching=2, top=True)

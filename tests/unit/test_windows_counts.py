@@ -545,16 +545,16 @@ def test_engine_path_equals_array_path(tmp_path, rng, engine):
 
 
 def test_a_release_saved_in_an_earlier_format_is_refused(tmp_path, rng):
-    """Format 1 saved releases drew other keyed noise for small γ: loading one would answer a
-    window with noise other than the one it answered before, so it is refused in one line."""
+    """An earlier format (format 1 drew other keyed noise for small γ; format 2 kept no
+    measurements) is refused in one line."""
     from dpfreq.artifacts import read_artifact, write_artifact
-    from dpfreq.windows.persist import ARTIFACT_KIND
+    from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION
 
     item, times = small_log(rng, 20)
     rel = release_window_counts((item, times), horizon=20, epsilon=1.0, k_values=[1],
                                 windows=["all"], unit="event", rng=3)
     _, meta, arrays = read_artifact(rel.save(tmp_path / "now.npz"), kind=ARTIFACT_KIND,
-                                    versions=(2,))
+                                    versions=(ARTIFACT_VERSION,))
     old = write_artifact(tmp_path / "old.npz", kind=ARTIFACT_KIND, version=1, meta=meta,
                          arrays=arrays)
     with pytest.raises(DataError, match="format version 1 is not supported"):

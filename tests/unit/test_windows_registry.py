@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from dpfreq.errors import ParameterError
 from dpfreq.windows import plan_window_counts, release_window_counts
+from dpfreq.windows.params import PlanRequest
 from dpfreq.windows.structures.base import (
     METHODS,
     Structure,
@@ -93,7 +94,7 @@ def test_a_name_is_registered_once(toy):
 
 def test_auto_compares_the_registered_method(toy):
     for delta in (0.0, 1e-6):
-        plan = make_plan(("cumulative",), (1,), 12, "item", 1.0, delta, "auto", False)
+        plan = make_plan(PlanRequest(("cumulative",), (1,), 12, "item", 1.0, delta, "auto", False))
         rec = plan.record["cumulative, k=1"]
         names = list(rec["predicted_rmse"])
         assert any(name.split("/")[0] == "toy" for name in names)
@@ -101,7 +102,7 @@ def test_auto_compares_the_registered_method(toy):
         assert rec["predicted_rmse"][pick] == min(rec["predicted_rmse"].values())
         assert plan.structures[("cumulative", 1)].method == pick.split("/")[0]
     s = build_structure("cumulative", "toy", 1, 12, "item", plan.epsilon_per_structure, 0.0)
-    pure = make_plan(("cumulative",), (1,), 12, "item", 1.0, 0.0, "auto", False)
+    pure = make_plan(PlanRequest(("cumulative",), (1,), 12, "item", 1.0, 0.0, "auto", False))
     assert pure.record["cumulative, k=1"]["predicted_rmse"]["toy"] == float(
         np.sqrt(s.mean_mse()))
 
@@ -131,7 +132,7 @@ def test_an_unregistered_method_is_refused(toy):
     try:
         assert "toy" not in METHODS["cumulative"]
         with pytest.raises(ParameterError, match="method for cumulative"):
-            make_plan(("cumulative",), (1,), 12, "item", 1.0, 0.0, {"cumulative": "toy"},
-                      False)
+            make_plan(PlanRequest(("cumulative",), (1,), 12, "item", 1.0, 0.0,
+                                  {"cumulative": "toy"}, False))
     finally:
         register(ToyPerQuery)

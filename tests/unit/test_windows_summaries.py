@@ -109,7 +109,11 @@ def test_saved_file_holds_summaries_not_the_log(tmp_path, rng):
     version, meta, arrays = read_artifact(path, kind="window-release",
                                           versions=(ARTIFACT_VERSION,))
     assert version == ARTIFACT_VERSION
-    assert set(arrays) == {"summary_slots", "summary_keys", "summary_weights"}
+    # the summaries, and the noisy measurement of each eagerly measured (cumulative) structure
+    assert {"summary_slots", "summary_keys", "summary_weights"} <= set(arrays)
+    stored = sorted(set(arrays) - {"summary_slots", "summary_keys", "summary_weights"})
+    assert stored == sorted(f"measurement/{label}/{k}" for (label, k), s
+                            in rel._state.structures.items() if s.measurement is not None)
     assert set(meta) == {"build", "key", "summaries"}
     loaded = WindowCountsRelease.load(path)
     t1, t2 = np.triu_indices(12)

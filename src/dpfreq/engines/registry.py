@@ -104,8 +104,15 @@ def _missing_dependency(exc: ImportError, module: str) -> bool:
     return not (module == name or (module.startswith(name + ".") and name.startswith("dpfreq")))
 
 
-#: engine name -> entry (``register_engine`` adds to it)
-ENGINES: dict[str, EngineEntry] = {}
+class EngineRegistry(dict[str, EngineEntry]):
+    """The engine registry: engine name -> :class:`EngineEntry`.
+
+    :func:`register_engine` adds to it; :func:`get_engine` builds an engine from it. A class of its
+    own (not a bare ``dict``) so that the registry documents itself wherever it is re-exported.
+    """
+
+
+ENGINES: EngineRegistry = EngineRegistry()
 
 
 def register_engine(entry: EngineEntry) -> EngineEntry:

@@ -87,9 +87,7 @@ class _WindowSteps:
     out_of_range: str
 
     def plan(self) -> Plan:
-        par = self.par
-        return make_plan(par.windows, par.k_values, par.axis.horizon, par.unit, par.epsilon,
-                         par.delta, par.method, par.singleton)
+        return make_plan(self.par.plan_request())
 
     def charge(self, plan: Plan) -> Charge:
         return Charge(self.par.epsilon, self.par.delta, self.par.unit, _FUNC,

@@ -43,6 +43,7 @@ from dpfreq.resources import check_memory as memory_check
 
 __all__ = [
     "MAX_HORIZON",
+    "PlanRequest",
     "TimeAxis",
     "WindowBuild",
     "WindowParams",
@@ -286,6 +287,25 @@ def check_memory(horizon: int, windows: tuple[Any, ...], n_k: int) -> None:
 
 
 @dataclass(frozen=True)
+class PlanRequest:
+    """The public parameters a structure plan is calibrated from
+    (:func:`dpfreq.windows.structures.chooser.make_plan`): the families and k values over
+    ``horizon`` periods, the unit, the budget of the release (or of one group), the requested
+    method, whether the log is singleton, and for a group of a call that composes its groups
+    in zCDP that group's ρ."""
+
+    windows: tuple[Any, ...]
+    k_values: tuple[int, ...]
+    horizon: int
+    unit: str
+    epsilon: float
+    delta: float
+    method: Any
+    singleton: bool
+    rho: float | None = None
+
+
+@dataclass(frozen=True)
 class WindowParams:
     """The checked public parameters of a window release (or of its plan)."""
 
@@ -298,6 +318,16 @@ class WindowParams:
     method: Any
     axis: TimeAxis
     windows: tuple[Any, ...]
+
+    def plan_request(self, *, epsilon: float | None = None, delta: float | None = None,
+                     singleton: bool | None = None, rho: float | None = None) -> PlanRequest:
+        """The plan's parameters (the whole budget, or ``epsilon``/``delta``/``rho`` of one
+        group; ``singleton`` when the caller knows better than the parameter)."""
+        return PlanRequest(
+            tuple(self.windows), tuple(self.k_values), self.axis.horizon, self.unit,
+            self.epsilon if epsilon is None else epsilon,
+            self.delta if delta is None else delta, self.method,
+            self.singleton if singleton is None else singleton, rho)
 
 
 def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period: Any,
@@ -356,6 +386,11 @@ class WindowBuild:
                    horizon=par.axis.horizon, axis=par.axis.public(), seeded=seeded,
                    n_dropped=int(n_dropped), source_kind=source_kind,
                    confidence=par.confidence)
+
+    def plan_request(self, rho: float | None = None) -> PlanRequest:
+        """The parameters of this build's plan (``rho``: a group's zCDP share)."""
+        return PlanRequest(tuple(self.windows), tuple(self.k_values), self.horizon, self.unit,
+                           self.epsilon, self.delta, self.method, self.singleton, rho)
 
     def to_dict(self) -> dict[str, Any]:
         """The saved form (JSON-ready; the keys every release file has held)."""

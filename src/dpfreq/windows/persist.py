@@ -32,9 +32,13 @@ from dpfreq.windows.structures.chooser import make_plan
 __all__ = ["ARTIFACT_KIND", "ARTIFACT_VERSION", "checked_load"]
 
 ARTIFACT_KIND = "window-release"
-#: 2: the keyed node noise of small γ changed (threshold tables of 2^14 entries): a release
-#: saved in format 1 would answer a window with other noise than it did, so it is refused
-ARTIFACT_VERSION = 2
+#: 3: the file keeps the noisy measurements of the eagerly measured structures (the cumulative
+#: counters), which a loaded release answers from; 2: the keyed node noise of small γ changed
+#: (threshold tables of 2^14 entries). A release saved in another format is refused
+ARTIFACT_VERSION = 3
+
+#: the name of a stored measurement in the file's arrays (``measurement/<label>/<k>``)
+MEASUREMENT = "measurement"
 
 _BUILD_KEYS = {f.name for f in dataclasses.fields(WindowBuild)}
 
@@ -111,7 +115,7 @@ def _check_summaries(meta: Any, arrays: Mapping[str, np.ndarray],
              and meta.get("specs") == [s.to_json() for s in specs],
              "its summaries do not match its parameters")
     names = ("summary_slots", "summary_keys", "summary_weights")
-    _require(set(arrays) == set(names), "its summary arrays are missing or unknown")
+    _require(set(names) <= set(arrays), "its summary arrays are missing")
     slots, keys, weights = (arrays[n] for n in names)
     for arr in (slots, keys, weights):
         _require(arr.dtype == np.int64 and arr.ndim == 1 and arr.size == slots.size,
@@ -123,9 +127,37 @@ def _check_summaries(meta: Any, arrays: Mapping[str, np.ndarray],
     return summaries
 
 
+def measurement_name(label: str, k: int) -> str:
+    """The array name of the stored measurement of structure ``(label, k)``."""
+    return f"{MEASUREMENT}/{label}/{k}"
+
+
+def _check_measurements(arrays: Mapping[str, np.ndarray], build: WindowBuild
+                        ) -> dict[tuple[str, int], np.ndarray]:
+    """The stored measurements, one per eagerly measured structure of the saved plan, each
+    the integer vector of the size that structure measures (none at all: the state measures
+    again from the key and the summaries, as a grouped file's groups do)."""
+    plan = make_plan(build.plan_request())
+    want = {measurement_name(label, k): ((label, k), s.measurement_size)
+            for (label, k), s in plan.structures.items() if s.measurement_size is not None}
+    extra = set(arrays) - {"summary_slots", "summary_keys", "summary_weights"}
+    if not extra:
+        return {}
+    _require(extra == set(want), "its stored measurements do not match its plan")
+    out = {}
+    for name, (key, size) in want.items():
+        arr = arrays[name]
+        _require(arr.dtype == np.int64 and arr.ndim == 1 and arr.size == size,
+                 "its stored measurements have the wrong type or shape")
+        out[key] = np.asarray(arr)
+    return out
+
+
 def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-                 ) -> tuple[WindowSummaries, bytes, WindowBuild]:
-    """``(summaries, key, build parameters)`` of a saved release, every field checked.
+                 ) -> tuple[WindowSummaries, bytes, WindowBuild,
+                            dict[tuple[str, int], np.ndarray]]:
+    """``(summaries, key, build parameters, stored measurements)`` of a saved release, every
+    field checked.
 
     Raises
     ------
@@ -143,14 +175,12 @@ def checked_load(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.nd
             raise _Invalid("its key is not hexadecimal") from None
         build = _check_build(meta["build"])
         summaries = _check_summaries(meta["summaries"], arrays, build)
-        make_plan(tuple(build["windows"]), tuple(build["k_values"]), build["horizon"],
-                  build["unit"], build["epsilon"], build["delta"], build["method"],
-                  build["singleton"])
         _require(math.isfinite(build["epsilon"]), "its epsilon is not finite")
+        measurements = _check_measurements(arrays, WindowBuild.from_dict(build))
     except _Invalid as exc:
         raise DataError(f"{label} is not a valid dpfreq window release file: {exc}.") from None
     except (DPFreqError, ValueError, TypeError, KeyError) as exc:
         reason = str(exc).rstrip(".") or type(exc).__name__
         raise DataError(f"{label} is not a valid dpfreq window release file: {reason}.") \
             from None
-    return summaries, key, WindowBuild.from_dict(build)
+    return summaries, key, WindowBuild.from_dict(build), measurements

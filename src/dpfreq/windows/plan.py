@@ -32,7 +32,7 @@ from dpfreq._validate import (
 from dpfreq.accounting.losses import zcdp_loss
 from dpfreq.accounting.plans import BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError
-from dpfreq.windows.params import check_window_params
+from dpfreq.windows.params import PlanRequest, check_window_params
 from dpfreq.windows.state import band_share, route
 from dpfreq.windows.structures.chooser import family_label, make_plan
 from dpfreq.windows.structures.protocol import WindowStructure
@@ -104,17 +104,10 @@ def _route_worst(structs: list[WindowStructure], t1: IntArray, t2: IntArray, bet
 
 @dataclass(frozen=True)
 class _Inputs:
-    """The checked public parameters of a plan (what ``epsilon_for`` re-plans with)."""
+    """What ``epsilon_for`` re-plans with: the plan's parameters and the confidence."""
 
-    horizon: int
-    windows: tuple[Any, ...]
-    k_values: tuple[int, ...]
-    unit: str
-    delta: float
-    method: Any
-    singleton: bool
+    request: PlanRequest
     confidence: float
-    rho: float | None = None  # a grouped release's per-group zCDP share (zCDP plan only)
 
 
 def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, *,
@@ -123,8 +116,7 @@ def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, 
     half-width, worst band half-width)``; ``only`` restricts the evaluation to one pair and,
     for the curve families, to its worst per-answer half-width (curve None, band NaN);
     ``exact=False`` uses the (larger, cheap) tail bounds instead of exact quantiles."""
-    plan = make_plan(inp.windows, inp.k_values, inp.horizon, inp.unit, epsilon, inp.delta,
-                     inp.method, inp.singleton, rho=inp.rho)
+    plan = make_plan(dataclasses.replace(inp.request, epsilon=epsilon))
     with np.errstate(divide="ignore"):  # a Chernoff grid point at λ → γ gives log(0) = −inf
         return plan, _evaluate(plan, inp, only, exact)
 
@@ -132,12 +124,13 @@ def _predict(inp: _Inputs, epsilon: float, only: tuple[str, int] | None = None, 
 def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool = True
               ) -> dict[str, dict[int, Any]]:
     beta = 1.0 - inp.confidence
-    ts = np.arange(1, inp.horizon + 1, dtype=np.int64)
+    req = inp.request
+    ts = np.arange(1, req.horizon + 1, dtype=np.int64)
     out: dict[str, dict[int, Any]] = {}
-    for w in inp.windows:
+    for w in req.windows:
         label = _label(w)
         out[label] = {}
-        for k in inp.k_values:
+        for k in req.k_values:
             if only is not None and only != (label, k):
                 continue
             structs = [s for (_, kk), s in plan.structures.items() if kk == k]
@@ -463,9 +456,8 @@ method, singleton, confidence, group, max_groups_per_item, groups, selection_eps
 def window_plan(par: Any, singleton: bool, sc: int | None,
                 rho: float | None = None) -> WindowCountsPlan:
     """:func:`plan_window_counts` of checked parameters (``rho``: :func:`make_plan`'s)."""
-    eps, axis, fams, ks = par.epsilon, par.axis, par.windows, par.k_values
-    inp = _Inputs(axis.horizon, fams, ks, par.unit, par.delta, par.method, singleton,
-                  par.confidence, rho)
+    eps = par.epsilon
+    inp = _Inputs(par.plan_request(singleton=singleton, rho=rho), par.confidence)
     plan, pred = _predict(inp, eps)
     halfwidth = {lab: {k: v[0] for k, v in per.items()} for lab, per in pred.items()
                  if lab != "all"}
@@ -473,8 +465,9 @@ def window_plan(par: Any, singleton: bool, sc: int | None,
     vac = {lab: {k: (None if sc is None else bool(2 * h >= sc)) for k, h in per.items()}
            for lab, per in maxes.items()}
     return WindowCountsPlan(
-        horizon=axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit, k_values=ks,
-        windows=fams, confidence=par.confidence, singleton=singleton, scale=sc,
+        horizon=par.axis.horizon, epsilon=eps, delta=par.delta, unit=par.unit,
+        k_values=par.k_values, windows=par.windows, confidence=par.confidence,
+        singleton=singleton, scale=sc,
         accounting=plan.accounting,
         methods={name: rec["method"] for name, rec in plan.record.items()},
         halfwidth=halfwidth, max_halfwidth=maxes,

@@ -23,7 +23,12 @@ from dpfreq.errors import ParameterError
 from dpfreq.release import RELATIONS, ErrorStatement, Release
 from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
-from dpfreq.windows.persist import ARTIFACT_KIND, ARTIFACT_VERSION, checked_load
+from dpfreq.windows.persist import (
+    ARTIFACT_KIND,
+    ARTIFACT_VERSION,
+    checked_load,
+    measurement_name,
+)
 from dpfreq.windows.result_axis import curve_families, period_bounds
 from dpfreq.windows.state import WindowAnswer, WindowState, build_state
 from dpfreq.windows.structures.chooser import Plan
@@ -405,8 +410,13 @@ class WindowCountsRelease(Release):
         st = self._state
         meta = {"build": st.build.to_dict(), "key": st.key.hex(),
                 "summaries": st.summaries.meta()}
+        arrays = dict(st.summaries.to_arrays())
+        for (label, k), s in st.structures.items():
+            stored = s.measurement
+            if stored is not None:  # what a loaded release answers from
+                arrays[measurement_name(label, k)] = stored
         return write_artifact(path, kind=ARTIFACT_KIND, version=ARTIFACT_VERSION, meta=meta,
-                              arrays=st.summaries.to_arrays())
+                              arrays=arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> WindowCountsRelease:
@@ -420,8 +430,9 @@ class WindowCountsRelease(Release):
             horizon, summaries inconsistent with them, ...).
         """
         _, meta, arrays = read_artifact(path, kind=ARTIFACT_KIND, versions=(ARTIFACT_VERSION,))
-        summaries, key, build = checked_load(str(path), meta, arrays)
-        return cls.from_state(build_state(summaries, key=key, build=build))
+        summaries, key, build, measured = checked_load(str(path), meta, arrays)
+        return cls.from_state(build_state(summaries, key=key, build=build,
+                                          measurements=measured))
 
     # ------------------------------------------------------------------ plot
     def plot(self, ax: Any = None) -> Any:

@@ -12,6 +12,7 @@ node counts compute them as ``exact count + Σ ± η(node)`` (the same integer);
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,12 +307,11 @@ class WindowState:
 def build_plan(build: WindowBuild, rho: float | None = None) -> Plan:
     """The plan of a build (public parameters only; refuses what cannot be calibrated;
     ``rho``: the zCDP share of a group whose call composes its groups in zCDP)."""
-    b = build
-    return make_plan(b.windows, b.k_values, b.horizon, b.unit, b.epsilon, b.delta, b.method,
-                     b.singleton, rho=rho)
+    return make_plan(build.plan_request(rho))
 
 
-def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -> WindowState:
+def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
+                measurements: Mapping[tuple[str, int], IntArray] | None = None) -> WindowState:
     """Plan (public parameters only), attach the key and build the exact oracles.
 
     Deterministic given the key and the build parameters: the release and
@@ -319,12 +319,16 @@ def build_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild) -
     ``(label, k)`` draws its noise under the name ``(label, k, tree index)``
     (:mod:`dpfreq.windows.noise.keyed`): distinct names, independent sub-keys.
     """
-    return attach_state(summaries, key=key, build=build, plan=build_plan(build))
+    return attach_state(summaries, key=key, build=build, plan=build_plan(build),
+                        measurements=measurements)
 
 
 def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
-                 plan: Plan) -> WindowState:
-    """The state for an already computed plan (see :func:`build_state`)."""
+                 plan: Plan, measurements: Mapping[tuple[str, int], IntArray] | None = None
+                 ) -> WindowState:
+    """The state for an already computed plan (see :func:`build_state`). ``measurements``:
+    the stored noisy measurements of a saved release, which its eagerly measured structures
+    answer from (instead of measuring again)."""
     state = WindowState(key=key, summaries=summaries, horizon=build.horizon, build=build,
                         plan=plan)
     for (label, k), s in plan.structures.items():
@@ -337,7 +341,10 @@ def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
                 SummarySpec("fixed", k, int(s.width or 1)))
         else:
             state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
-    for s in state.structures.values():
-        if s.measured:  # the noisy measurements, from the exact counts (functools.partial)
+    stored = measurements or {}
+    for name, s in state.structures.items():
+        if name in stored:  # a saved release: post-processing of its stored measurement
+            s.load_measurement(stored[name])
+        elif s.measured:  # the noisy measurements, from the exact counts (functools.partial)
             s.measure(functools.partial(state.exact, s))
     return state

@@ -123,8 +123,7 @@ def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str,
 
 
 def _plan(par: Any, b: GroupBudget) -> Any:
-    return make_plan(tuple(par.windows), tuple(par.k_values), par.axis.horizon, par.unit,
-                     b.epsilon, b.delta, par.method, par.singleton, rho=b.rho)
+    return make_plan(par.plan_request(epsilon=b.epsilon, delta=b.delta, rho=b.rho))
 
 
 #: the shares of ε the ``"auto"`` selection considers

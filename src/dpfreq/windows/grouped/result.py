@@ -346,8 +346,8 @@ class GroupedWindowRelease(GroupedRelease):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
             part = {n: arrays[n][lo:hi] for n in ("summary_slots", "summary_keys",
                                                   "summary_weights")}
-            s, kb, build = checked_load(label, {"build": meta["build"], "key": key,
-                                                "summaries": meta["summaries"]}, part)
+            s, kb, build, _ = checked_load(label, {"build": meta["build"], "key": key,
+                                                   "summaries": meta["summaries"]}, part)
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None

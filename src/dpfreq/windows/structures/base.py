@@ -254,10 +254,17 @@ class Structure:
     _noisy: IntArray
 
     @property
-    def measurement(self) -> IntArray:
-        """The noisy measurement (a copy) of an eagerly measured structure: every answer it
-        publishes is a function of this vector and public parameters alone."""
-        return self._noisy.copy()
+    def measurement(self) -> IntArray | None:
+        """The noisy measurement (a copy) of an eagerly measured structure — every answer it
+        publishes is a function of this vector and public parameters alone — or None (not
+        measured, or measured lazily: per-start trees measure the trees a query needs)."""
+        noisy = getattr(self, "_noisy", None)
+        return None if noisy is None else noisy.copy()
+
+    @property
+    def measurement_size(self) -> int | None:
+        """The length of the eager measurement (None: measured lazily, or not measured)."""
+        return None
 
     def load_measurement(self, noisy: Any) -> None:
         """Answer from a stored measurement (no key, no exact data needed)."""

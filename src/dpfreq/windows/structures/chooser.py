@@ -24,6 +24,7 @@ from dpfreq.accounting.numbers import float_at_most
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.errors import ParameterError
 from dpfreq.noise import epsilon_to_fraction
+from dpfreq.windows.params import PlanRequest
 from dpfreq.windows.structures.base import registry
 from dpfreq.windows.structures.protocol import WindowStructure
 
@@ -125,15 +126,17 @@ def _why(pick: str, preds: dict[str, float], s: WindowStructure) -> str:
             f"{v:.4g} for the next best ({c}), from public parameters only")
 
 
-def make_plan(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
-              epsilon: float, delta: float, method: Any, singleton: bool,
-              rho: float | None = None) -> Plan:
+def make_plan(request: PlanRequest) -> Plan:
     """Calibrate every structure (public parameters only; raises ParameterError on a bad
     forced method or a budget too small to calibrate).
 
-    ``rho`` given: the zCDP plan at that ρ only (a grouped release whose groups compose in
-    zCDP gives each group its share of ρ; ``(epsilon, delta)`` is then what that share
+    ``request.rho`` given: the zCDP plan at that ρ only (a grouped release whose groups compose
+    in zCDP gives each group its share of ρ; ``(epsilon, delta)`` is then what that share
     implies for the group alone)."""
+    windows, ks, horizon, unit = (request.windows, request.k_values, request.horizon,
+                                  request.unit)
+    epsilon, delta, method, singleton, rho = (request.epsilon, request.delta, request.method,
+                                              request.singleton, request.rho)
     if rho is not None:
         return _zcdp_only(windows, ks, horizon, unit, epsilon, delta, method, singleton, rho)
     n_struct = len(windows) * len(ks)

@@ -92,6 +92,10 @@ class _LayeredCounter(Structure):
     def measured(self) -> bool:
         return True
 
+    @property
+    def measurement_size(self) -> int:
+        return self.shape.tree_nodes
+
     def measure(self, exact: Any) -> None:
         x = period_counts(exact, self.horizon)
         sizes, _ = self._blocks()
@@ -318,6 +322,10 @@ class FactorizationCounter(Structure):
     @property
     def measured(self) -> bool:
         return True
+
+    @property
+    def measurement_size(self) -> int:
+        return self.horizon
 
     @classmethod
     def best_for(cls, family: str, k: int, horizon: int, unit: str, eps: Fraction,

@@ -231,6 +231,16 @@ class WindowStructure(Protocol):
 
     def measure(self, exact: Any) -> None: ...
 
+    @property
+    def measurement(self) -> IntArray | None:
+        """The eager noisy measurement, or None (measured lazily, or not measured)."""
+
+    @property
+    def measurement_size(self) -> int | None:
+        """The length of :attr:`measurement` (public), or None."""
+
+    def load_measurement(self, noisy: Any) -> None: ...
+
     def estimates(self, t1: Any, t2: Any) -> NDArray[Any]: ...
 
     def allowance(self, t1: Any, t2: Any) -> FloatArray: ...
