@@ -223,7 +223,8 @@ class GroupedAnonymizedAdapter:
                                         "items in every group", d))
         return Reading(_Hists(eng.name, hists))
 
-    def sizes(self, plan: _Plan, data: _Hists, bounding: Bounding) -> Candidates:
+    def sizes(self, plan: _Plan, data: _Hists, bounding: Bounding,
+              selection: SelectionPlan) -> Candidates:
         """Each group's rows (read before the spend: nothing is bounded)."""
         rows = np.array([int(np.dot(c, p)) for c, p in data.hists.values()], dtype=np.int64)
         return Candidates(tuple(data.hists), rows)

@@ -143,8 +143,8 @@ class Bounding:
 
 @dataclass(frozen=True)
 class Candidates:
-    """The data's groups and their bounded sizes, which the selection thresholds (private:
-    only the selected names are published).
+    """The data's groups and what the selection thresholds for each, after the bounding
+    (private: only the selected names are published).
 
     Attributes
     ----------
@@ -209,8 +209,10 @@ class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
         """Read the source and check the data, with no key and no draw (the last refusal)."""
         ...
 
-    def sizes(self, plan: PlanT, data: DataT, bounding: Bounding) -> Candidates:
-        """The bounded sizes of every group of the data (for the selection)."""
+    def sizes(self, plan: PlanT, data: DataT, bounding: Bounding,
+              selection: SelectionPlan) -> Candidates:
+        """What ``selection`` thresholds for every group of the bounded data (its item or row
+        count), counted after the spend under ``bounding.key``."""
         ...
 
     def aggregate(self, plan: PlanT, data: DataT, bounding: Bounding,
@@ -253,7 +255,7 @@ class GroupedSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         names, counted = call.groups, None
         selection = a.selection(plan)
         if selection is not None:
-            counted = a.sizes(plan, data, Bounding(None, m, key))
+            counted = a.sizes(plan, data, Bounding(None, m, key), selection)
             sizes = np.asarray(counted.sizes, dtype=np.int64)
             present = sizes >= 1
             names = select_groups([g for g, k in zip(counted.names, present, strict=True) if k],

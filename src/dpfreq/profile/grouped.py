@@ -236,7 +236,8 @@ class GroupedProfileAdapter:
             a.item, Grouping(a.group, bounding.groups, bounding.max_groups_per_item,
                              bounding.key), max_count=a.par.max_count))
 
-    def sizes(self, plan: _Plan, data: _Checked, bounding: Bounding) -> Candidates:
+    def sizes(self, plan: _Plan, data: _Checked, bounding: Bounding,
+              selection: SelectionPlan) -> Candidates:
         gp = self._counts(data, bounding)
         return Candidates(gp.groups, _group_sizes(gp), gp)
 

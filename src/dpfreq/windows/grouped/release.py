@@ -260,7 +260,8 @@ class GroupedWindowAdapter:
                                 a.func)
         return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
 
-    def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding) -> Candidates:
+    def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
+              selection: SelectionPlan) -> Candidates:
         return _sizes(data.engine, data.source, data.item, self.args.group, bounding)
 
     def aggregate(self, plan: _Plan, data: _Logs, bounding: Bounding,
