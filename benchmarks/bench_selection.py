@@ -9,16 +9,18 @@ row per visit on one of 30 days. Both libraries release per-site reach with priv
 selection at unit = user, m = 8 sites per user, δ = 1e-6, at ε = 0.5, 1, 4:
 
 * dpfreq: ``release_window_counts(..., group="site", delta=1e-6, max_groups_per_item=8,
-  windows=["total"])`` — the selection is the truncated geometric mechanism at the share of ε
-  the release states (``selection_epsilon``: ``"auto"`` and a fixed half are both run);
+  windows=["total"])``, three ways: the truncated geometric mechanism at half of ε
+  (``selection="truncated_geometric"``, ``selection_epsilon=ε/2``: PipelineDP's share), the
+  weighted set union at half of ε (``selection="set_union"``), and everything ``"auto"`` (the
+  mechanism and the share chosen from public parameters);
 * PipelineDP: ``DPEngine.aggregate`` with ``PRIVACY_ID_COUNT``, no public partitions, Laplace
   noise, ``max_partitions_contributed=8`` (its budget accountant gives the selection half of ε;
   its default selection is the truncated geometric mechanism too).
 
 Prints, per ε, the mean number of sites released over the seeds, the number of spurious sites
-(released but absent from the bounded data: impossible by construction for both, counted
-anyway), the ratio to PipelineDP, the sites with at least the half-release threshold's users,
-and wall times. ``uptime`` is printed at the start and the end; nothing is asserted.
+(released but absent from the data: impossible by construction for all, counted anyway), the
+ratios to PipelineDP, and wall times. ``uptime`` is printed at the start and the end; nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -50,13 +52,14 @@ def make_log(users: int, seed: int = 11) -> pd.DataFrame:
                          "day": gen.integers(1, 31, u.size)})
 
 
-def run_dpfreq(log: pd.DataFrame, eps: float, seed: int, share: Any) -> tuple[set[str], Any]:
+def run_dpfreq(log: pd.DataFrame, eps: float, seed: int, share: Any,
+               selection: str) -> tuple[set[str], Any]:
     from dpfreq.windows import release_window_counts
 
     rel = release_window_counts(log, item="user", time="day", horizon=30, epsilon=eps,
                                 delta=DELTA, unit="item", k_values=[1], windows=["total"],
                                 group="site", max_groups_per_item=M, rng=seed,
-                                selection_epsilon=share)
+                                selection_epsilon=share, selection=selection)
     return set(rel.groups), rel
 
 
@@ -91,20 +94,26 @@ def main() -> None:
     sites = set(log["site"])
     print(f"users={args.users:,} rows={len(log):,} sites in data={len(sites):,} of {SITES:,} "
           f"m={M} delta={DELTA:g} seeds={seeds}; uptime: {os.popen('uptime').read().strip()}")
-    print(f"{'eps':>4} {'dpfreq_auto':>11} {'share':>6} {'dpfreq_half':>11} {'pipelinedp':>10} "
-          f"{'auto/pdp':>8} {'half/pdp':>8} {'spurious':>8} {'t_dpfreq_s':>10} {'t_pdp_s':>8}")
+    print(f"{'eps':>4} {'tg_half':>8} {'su_half':>8} {'auto':>7} {'auto_is':>16} "
+          f"{'pipelinedp':>10} {'tg/pdp':>7} {'su/pdp':>7} {'auto/pdp':>8} {'spurious':>8} "
+          f"{'t_dpfreq_s':>10} {'t_pdp_s':>8}")
+    runs = (("tg", "truncated_geometric", True), ("su", "set_union", True),
+            ("auto", "auto", False))
     for eps in (0.5, 1.0, 4.0):
-        got: dict[str, list[int]] = {"auto": [], "half": [], "pdp": []}
-        spurious, t_d, t_p, share_used = 0, 0.0, 0.0, ""
+        got: dict[str, list[int]] = {"tg": [], "su": [], "auto": [], "pdp": []}
+        spurious, t_d, t_p, auto_is = 0, 0.0, 0.0, ""
         for seed in range(seeds):
-            for label, share in (("auto", "auto"), ("half", eps / 2)):
+            for label, selection, half in runs:
                 t0 = time.perf_counter()
-                chosen, rel = run_dpfreq(log, eps, 1000 + seed, share)
+                chosen, rel = run_dpfreq(log, eps, 1000 + seed, eps / 2 if half else "auto",
+                                         selection)
                 t_d += time.perf_counter() - t0
                 spurious += len(chosen - sites)
                 got[label].append(len(chosen))
                 if label == "auto":
-                    share_used = f"{rel.mechanism_params['selection']['epsilon'] / eps:.2f}"
+                    sel = rel.mechanism_params["selection"]
+                    kind = "SU" if "set union" in sel["mechanism"] else "TG"
+                    auto_is = f"{kind} share {sel['epsilon'] / eps:.2f}"
             t0 = time.perf_counter()
             peer = run_pipelinedp(log, eps) if seed < max(3, seeds // 4) else None
             if peer is not None:
@@ -112,9 +121,10 @@ def main() -> None:
                 spurious += len(peer - sites)
                 got["pdp"].append(len(peer))
         mean = {k: float(np.mean(v)) if v else float("nan") for k, v in got.items()}
-        print(f"{eps:4g} {mean['auto']:11.1f} {share_used:>6} {mean['half']:11.1f} "
-              f"{mean['pdp']:10.1f} {mean['auto'] / mean['pdp']:8.3f} "
-              f"{mean['half'] / mean['pdp']:8.3f} {spurious:8d} {t_d / (2 * seeds):10.2f} "
+        pdp = mean["pdp"]
+        print(f"{eps:4g} {mean['tg']:8.1f} {mean['su']:8.1f} {mean['auto']:7.1f} {auto_is:>16} "
+              f"{pdp:10.1f} {mean['tg'] / pdp:7.3f} {mean['su'] / pdp:7.3f} "
+              f"{mean['auto'] / pdp:8.3f} {spurious:8d} {t_d / (len(runs) * seeds):10.2f} "
               f"{t_p / max(1, len(got['pdp'])):8.2f}", flush=True)
     print(f"uptime at the end: {os.popen('uptime').read().strip()}")
 

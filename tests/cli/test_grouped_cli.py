@@ -77,10 +77,11 @@ def test_grouped_reach_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_grouped_reach_cli_selects_groups_with_delta(tmp_path: Path) -> None:
-    """No --groups: --delta selects the groups (half of ε and all of δ); `plan reach` states
-    the same threshold. A group of one item ('solo') is released with probability
-    p₁ <= δ/m = 5e-7 (the assertion's false-alarm rate); the campaigns' ~400 items each
-    exceed τ = 15 by far (released except with probability < 1e-100)."""
+    """No --groups: --delta selects the groups (auto: the weighted set union at m = 2, which
+    has break-even s* >= m/2); `plan reach` states the same threshold. The groups of one item
+    ('solo') are released with probability at most δ = 1e-6 (the assertion's false-alarm
+    rate); the campaigns' ~400 items each exceed τ by far (released except with probability
+    < 1e-100)."""
     log = tmp_path / "events.csv"
     rows = ["user,campaign,day"] + [f"{u},c{(u * 7 + k) % 3},{1 + (u + k) % 5}"
                                     for u in range(600) for k in range(3)] + ["9999,solo,2"]
@@ -95,14 +96,16 @@ def test_grouped_reach_cli_selects_groups_with_delta(tmp_path: Path) -> None:
     assert list(doc["groups"]) == ["c0", "c1", "c2"]
     assert (doc["epsilon"], doc["delta"]) == (4.0, 1e-6)
     sel = doc["mechanism_params"]["selection"]
-    assert sel["single_item_release_probability"] <= 1e-6 / 2
+    assert sel["mechanism"].startswith("weighted set union")
+    assert sel["single_item_release_probability"] <= 1e-6
     # the selection's share is chosen from public parameters ("auto"), the rest split over m
     assert doc["groups"]["c1"]["epsilon"] == pytest.approx((4.0 - sel["epsilon"]) / 2)
     assert doc["groups"]["c1"]["delta"] == 0.0
     table = CliRunner().invoke(cli, ["reach", str(log), "--item", "user", "--time", "day",
                                      "--seed", "1", *public])
     assert table.exit_code == 0, table.output
-    assert f"3 groups selected privately (threshold τ={sel['threshold']} items" in table.stdout
+    assert (f"3 groups selected privately (weighted set union: threshold τ={sel['threshold']} "
+            f"on the weight, each item spreading L={sel['scale']}") in table.stdout
     assert "the groups at δ = 0" not in table.stdout  # issue 50: the garbled header
     assert f"selection ε={sel['epsilon']:g}, δ={sel['delta']:g}" in table.stdout
     plan = CliRunner().invoke(cli, ["plan", "reach", *public])

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dpfreq.cli.main import cli, main
+from dpfreq.grouped.selection import plan_partition_selection
 
 
 def _log(tmp_path: Path) -> tuple[Path, Path]:
@@ -105,7 +106,9 @@ def test_plan_profile_grouped(tmp_path: Path) -> None:
     sel = CliRunner().invoke(cli, [*base, "--delta", "1e-6"])
     assert sel.exit_code == 0, sel.output
     assert "ε=0.1 per group" in sel.stdout
-    assert "τ = 126" in sel.stdout  # the truncated geometric threshold at (0.5, 1e-6, m=5)
+    chosen = plan_partition_selection(0.5, 1e-6, 5)  # auto at (ε/2, δ, m = 5): the set union
+    assert chosen.mechanism == "weighted_set_union"
+    assert f"τ = {chosen.threshold}" in sel.stdout
     listed = CliRunner().invoke(cli, [*base, "--groups", str(groups)])
     assert listed.exit_code == 0, listed.output
     assert "For all 3 listed groups at once" in listed.stdout

@@ -9,7 +9,7 @@ import pytest
 
 from dpfreq.anonymized import plan_anonymized
 from dpfreq.errors import ParameterError, PrivacyWarning
-from dpfreq.grouped.selection import plan_selection
+from dpfreq.grouped.selection import plan_partition_selection
 from dpfreq.profile import plan_profile, release_profile
 
 BASE = {"domain_size": 10**5, "max_count": 10, "epsilon": 1.0, "unit": "item"}
@@ -31,7 +31,7 @@ def test_profile_plan_with_a_public_list() -> None:
 def test_profile_plan_with_selection() -> None:
     plan = plan_profile(**BASE, group="g", max_groups_per_item=4, delta=1e-7)
     assert plan.epsilon_per_group == pytest.approx(0.125)
-    assert plan.selection == plan_selection(0.5, 1e-7, 4)
+    assert plan.selection == plan_partition_selection(0.5, 1e-7, 4)
     assert plan.simultaneous is None
     assert f"τ = {plan.selection.threshold}" in plan.description
 
@@ -52,7 +52,7 @@ def test_anonymized_plan_grouped() -> None:
     one = plan_anonymized(n_range=(1000, 10_000), epsilon=1.0)
     assert plan.epsilon_per_group == 1.0
     assert plan.per_group.total_halfwidth == one.total_halfwidth
-    assert plan.selection == plan_selection(1.0, 1e-6, 1)
+    assert plan.selection == plan_partition_selection(1.0, 1e-6, 1)
     assert plan.max_groups_per_item is None
     listed = plan_anonymized(n_range=(1000, 10_000), epsilon=2.0, group="s", groups=["x", "y"])
     assert listed.epsilon_per_group == 2.0

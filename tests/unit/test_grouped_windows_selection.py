@@ -11,7 +11,7 @@ import pytest
 
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.selection import plan_selection
+from dpfreq.grouped.selection import plan_partition_selection
 from dpfreq.windows import plan_window_counts, release_window_counts
 from dpfreq.windows.grouped.result import GroupedWindowRelease
 
@@ -36,9 +36,10 @@ def _log(lone: bool = True) -> pd.DataFrame:
 def test_one_item_group_probability_and_total_budget(epsilon: float, delta: float,
                                                      m: int) -> None:
     """With selection_epsilon = ε/2 the plan's selection is that of grouped profiles at
-    (ε/2, δ, m): a group held by one item is released with exact probability p₁ <= δ/m (one
-    item's m groups: any, <= δ), and selection plus the m per-group releases add up to the
-    (ε, δ) asked for — also at the share "auto" chooses."""
+    (ε/2, δ, m) with the mechanism auto picks: the groups one item alone holds are released
+    with probability at most δ (the truncated geometric: each with p₁ <= δ/m), and selection
+    plus the m per-group releases add up to the (ε, δ) asked for — also at the share "auto"
+    chooses."""
     kw = {"horizon": 10, "epsilon": epsilon, "delta": delta, "unit": "item", "k_values": [1],
           "windows": ["cumulative"], "group": "g", "max_groups_per_item": m}
     auto = plan_window_counts(**kw)
@@ -47,10 +48,13 @@ def test_one_item_group_probability_and_total_budget(epsilon: float, delta: floa
     assert "share" in auto.budget.selection_why
     plan = plan_window_counts(**kw, selection_epsilon=epsilon / 2)
     sel = plan.selection
-    assert sel == plan_selection(epsilon / 2, delta, m)
+    assert sel == plan_partition_selection(epsilon / 2, delta, m)
     p1 = sel.single_item_probability
-    assert m * p1 <= delta
-    assert 1 - (1 - p1) ** m <= delta
+    if sel.mechanism == "truncated_geometric":
+        assert m * p1 <= delta
+        assert 1 - (1 - p1) ** m <= delta
+    else:  # the set union's bound is on all of one item's groups at once
+        assert p1 <= delta
     assert plan.per_group.delta == 0.0
     assert sel.epsilon + m * plan.per_group.epsilon == pytest.approx(epsilon, rel=1e-12)
     assert sel.delta == delta
@@ -70,11 +74,12 @@ def test_release_selects_and_spends_once(m: int) -> None:
     sel = params["selection"]
     assert sel["epsilon"] == 0.5
     assert sel["delta"] == DELTA
-    assert sel["threshold"] == plan_selection(0.5, DELTA, m).threshold
-    assert sel["single_item_release_probability"] <= DELTA / m
+    chosen = plan_partition_selection(0.5, DELTA, m)  # auto: the set union at m = 2
+    assert sel["threshold"] == chosen.threshold
+    assert sel["single_item_release_probability"] <= (DELTA / m if m == 1 else DELTA)
     assert params["epsilon_per_group"] == pytest.approx(0.5 / m)
     assert "private partition selection" in params["groups"]
-    # the lone item's group is released with probability p₁ <= δ/m = 1e-6: this assertion
+    # the lone item's group is released with probability at most 1e-6: this assertion
     # fails with at most that probability (a stated false-alarm rate, not a fixed output);
     # ~6,600 items per listed group against τ near 60·m: each is released except with
     # probability < 1e-300

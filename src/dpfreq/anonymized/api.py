@@ -176,6 +176,7 @@ def release_anonymized_histogram(
     groups: Any = None,
     max_groups_per_item: int | None = None,
     delta: float | None = None,
+    selection_epsilon: float | str = "auto",
 ) -> Any:
     """Release an anonymized histogram (the multiset of counts) and its total under ε-DP.
 
@@ -233,6 +234,9 @@ def release_anonymized_histogram(
         composition: at ``unit="event"`` each row lies in one group.
     max_groups_per_item : None
         Refused at ``unit="event"`` (the only unit here), where no bound is needed.
+    selection_epsilon : float or "auto", default "auto"
+        A grouped release without ``groups``: the ε of the private partition selection, in
+        (0, ``epsilon``); ``"auto"`` is half of ε.
 
     Returns
     -------
@@ -309,7 +313,11 @@ def release_anonymized_histogram(
             source, epsilon=epsilon, unit=unit, item=item, count=count, method=method,
             split=split, confidence=confidence, domain_size=domain_size, engine=engine,
             rng=rng, accountant=accountant, group=group, groups=groups,
-            max_groups_per_item=max_groups_per_item, delta=delta)
+            max_groups_per_item=max_groups_per_item, delta=delta,
+            selection_epsilon=selection_epsilon)
+    if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
+        raise ParameterError(message("selection_epsilon", FUNC, "'auto' without group= (only "
+                                     "a grouped release selects groups)", selection_epsilon))
     par = check_anonymized_parameters(epsilon, unit, method, split, confidence, domain_size)
     steps = _AnonymizedSteps(par=par, source=source, item=item, count=count, engine=engine)
     return run_release(steps, accountant=accountant, rng=rng, func=FUNC)

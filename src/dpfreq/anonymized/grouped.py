@@ -41,12 +41,16 @@ from dpfreq.anonymized.core import (
 from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.accounting import (
+    GroupedAccounting,
+    check_selection_share,
+    choose_group_accounting,
+)
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import SelectionPlan, selection_statement
+from dpfreq.grouped.selection import AnySelection, selection_statement
 from dpfreq.pipeline import Reading
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
@@ -145,6 +149,7 @@ class GroupedAnonymizedArgs:
     delta: float
     split: Any
     domain_size: Any
+    selection_epsilon: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ class _Plan:
     domain_size: int | None
 
     @property
-    def selection(self) -> SelectionPlan | None:
+    def selection(self) -> AnySelection | None:
         return self.accounting.selection
 
     @property
@@ -188,7 +193,8 @@ class GroupedAnonymizedAdapter:
     def plan(self) -> _Plan:
         a = self.args
         acc = choose_group_accounting(epsilon=a.epsilon, delta=a.delta, max_groups_per_item=1,
-                                      named=a.names is not None, func=FUNC)
+                                      named=a.names is not None, func=FUNC,
+                                      selection_epsilon=a.selection_epsilon)
         eps_r = acc.epsilon_per_group
         if a.method == "auto" and a.split is not None:
             raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
@@ -199,7 +205,7 @@ class GroupedAnonymizedAdapter:
                                                          minimum=1)
         return _Plan(acc, plan, d)
 
-    def selection(self, plan: _Plan) -> SelectionPlan | None:
+    def selection(self, plan: _Plan) -> AnySelection | None:
         return plan.selection
 
     def read(self, plan: _Plan) -> Reading[_Hists]:
@@ -224,7 +230,7 @@ class GroupedAnonymizedAdapter:
         return Reading(_Hists(eng.name, hists))
 
     def sizes(self, plan: _Plan, data: _Hists, bounding: Bounding,
-              selection: SelectionPlan) -> Candidates:
+              selection: AnySelection) -> Candidates:
         """Each group's rows (read before the spend: nothing is bounded)."""
         rows = np.array([int(np.dot(c, p)) for c, p in data.hists.values()], dtype=np.int64)
         return Candidates(tuple(data.hists), rows)
@@ -261,12 +267,13 @@ def release_grouped_anonymized_histogram(
         source: Any, *, epsilon: float, unit: str, item: Any, count: Any, method: str,
         split: Any, confidence: float, domain_size: Any, engine: Any, rng: Any,
         accountant: BudgetAccountant | None, group: Any, groups: Any, max_groups_per_item: Any,
-        delta: Any) -> GroupedRelease:
+        delta: Any, selection_epsilon: Any = "auto") -> GroupedRelease:
     """The anonymized histogram of every group (``release_anonymized_histogram(group=...)``).
 
     Parameters are those of :func:`dpfreq.anonymized.release_anonymized_histogram` plus
     ``group`` (the group column of a table source), ``groups`` (a public list or a file of one
-    name per line) or ``delta`` (δ of the private partition selection of the data's groups).
+    name per line) or ``delta`` (δ of the private partition selection of the data's groups)
+    and ``selection_epsilon`` (its ε: ``"auto"`` is half of ε).
 
     Returns
     -------
@@ -280,7 +287,7 @@ def release_grouped_anonymized_histogram(
     of the ungrouped release); every group is released by the ungrouped mechanism at ``ε_r`` and
     the releases are ``ε_r``-DP together by parallel composition (``ε_r = ε`` with a public
     list). Without a list, the names are selected on each group's row count (sensitivity 1, one
-    group per row, so ``m = 1``) with ``ε_s = ε/2`` and δ
+    group per row, so ``m = 1``) with ``ε_s = selection_epsilon`` (``"auto"``: ε/2) and δ
     (:func:`dpfreq.grouped.selection.select_groups`), and ``ε_r = ε − ε_s``: a group is released
     only when selected, so the call is ``(ε, δ)``-DP and a group with a single row is published
     with probability at most δ.
@@ -292,6 +299,8 @@ def release_grouped_anonymized_histogram(
     check_accountant(accountant, FUNC)
     group = _check_grouped(group, item, count, max_groups_per_item)
     names, dlt = check_group_selection(groups, delta, FUNC)
-    args = GroupedAnonymizedArgs(eps, method, conf, item, group, names, dlt, split, domain_size)
+    sel_eps = check_selection_share(selection_epsilon, eps, names is not None, FUNC)
+    args = GroupedAnonymizedArgs(eps, method, conf, item, group, names, dlt, split, domain_size,
+                                 sel_eps)
     return run_grouped(GroupedAnonymizedAdapter(args, source, engine), accountant=accountant,
                        rng=rng)

@@ -58,10 +58,19 @@ def groups_line(rel: Any) -> str:
     m = params.get("max_groups_per_item")
     sel = params.get("selection")
     what = "row" if m is None else "item"
-    which = (f"{len(rel)} public groups" if sel is None else
-             f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} {what}s, "
-             f"selection ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one {what} is "
-             f"released with probability at most {sel['single_item_release_probability']:.3g})")
+    if sel is None:
+        which = f"{len(rel)} public groups"
+    elif "scale" in sel:  # the weighted set union: τ is a weight, each item spreads L
+        which = (f"{len(rel)} groups selected privately (weighted set union: threshold "
+                 f"τ={sel['threshold']} on the weight, each item spreading L={sel['scale']}, "
+                 f"selection ε={sel['epsilon']:g}, δ={sel['delta']:g}; the groups of one item "
+                 f"alone are released with probability at most "
+                 f"{sel['single_item_release_probability']:.3g})")
+    else:
+        which = (f"{len(rel)} groups selected privately (threshold τ={sel['threshold']} "
+                 f"{what}s, selection ε={sel['epsilon']:g}, δ={sel['delta']:g}; a group of one "
+                 f"{what} is released with probability at most "
+                 f"{sel['single_item_release_probability']:.3g})")
     per = f"ε={params['epsilon_per_group']:g}"
     if params.get("delta_per_group"):
         per += f", δ={params['delta_per_group']:g}"

@@ -251,6 +251,10 @@ class CountRequest:
     count-of-counts of the items' row counts (clamped at ``max_count``; None: no clamp) after
     the bounding of ``grouping``.
 
+    ``per_item="groups"`` counts instead, for each item of a group, the number of groups the
+    item kept after the bounding (what a set-union partition selection weighs,
+    :mod:`dpfreq.grouped.set_union`); it needs a bounded grouping.
+
     Examples
     --------
     >>> CountRequest("user", Grouping("site", None, 2, bytes(16)), max_count=5).max_count
@@ -260,6 +264,7 @@ class CountRequest:
     item: str
     grouping: Grouping
     max_count: int | None = None
+    per_item: str = "rows"
 
 
 @dataclass(frozen=True)

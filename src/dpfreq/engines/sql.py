@@ -263,14 +263,15 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
 
 
 def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | None,
-              key_hex: str, max_count: int | None) -> Statement:
+              key_hex: str, max_count: int | None, per_item: str = "rows") -> Statement:
     """The statement of the grouped count-of-counts: ``kind = 1`` rows are the checks (0: null
     items, 1: null groups, 2: pairs, 3: kept pairs); ``kind = 0`` rows are ``(g, gi, v, p)``:
     ``p`` items of group ``gi`` (or, with ``names=None``, of the group of text ``g``) have
     count ``v`` (clamped at ``max_count``).
 
     ``events``: a SELECT of ``k`` (item key) and ``g`` (group text) from the source;
-    ``names=None``: every group of the data (its text is then the group's identity).
+    ``names=None``: every group of the data (its text is then the group's identity);
+    ``per_item="groups"``: ``v`` is the item's number of kept groups instead of its rows.
     """
     if names is None:
         by, ctes = "g", [f"raw AS ({events})",
@@ -285,6 +286,9 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
         ctes += [*_bounded(d, m, key_hex, by),
                  f"kc AS (SELECT * FROM pairs {d.semi} kept USING (k, {by}))"]
         rows, n_pairs, n_kept = "kc", "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
+        if per_item == "groups":
+            ctes.append("kg AS (SELECT k, g, gi, count(*) OVER (PARTITION BY k) AS c FROM kc)")
+            rows = "kg"
     else:
         rows, n_pairs, n_kept = "pairs", "0", "0"
     value = "c" if max_count is None else f"least(c, {int(max_count)})"

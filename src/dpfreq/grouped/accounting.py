@@ -30,8 +30,9 @@ the certified conversion of :func:`dpfreq.accounting.zcdp_rho_at_most` (``4ρL <
 exactly for an upper bound ``L >= ln(1/δ_r)``), the one every release path uses. So the claimed
 total is never exceeded.
 
-**The δ split with selection** (as the grouped window releases): the selection takes half of ε
-(:data:`~dpfreq.grouped.selection.SELECTION_SHARE`) and, under pure accounting, all of δ (the
+**The δ split with selection** (as the grouped window releases): the selection takes
+``selection_epsilon`` of ε (by default half, :data:`~dpfreq.grouped.selection.SELECTION_SHARE`)
+and, under pure accounting, all of δ (the
 groups are released at δ = 0); under zCDP accounting it takes the share
 :data:`~dpfreq.grouped.selection.ZCDP_DELTA_SHARE` of δ and the release the rest, ``δ_r``. The
 selection's ``(ε_s, δ_s)`` and the release's ``(ε_r, δ_r)`` compose to ``(ε, δ)``. With a public
@@ -45,19 +46,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpfreq._validate import EPSILON_MIN, message
+from dpfreq._validate import EPSILON_MIN, check_epsilon, message
 from dpfreq.accounting.numbers import float_at_most
 from dpfreq.accounting.zcdp import zcdp_rho_at_most
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import (
     SELECTION_SHARE,
     ZCDP_DELTA_SHARE,
-    SelectionPlan,
-    plan_selection,
+    AnySelection,
+    plan_partition_selection,
 )
 from dpfreq.noise import epsilon_to_fraction
 
-__all__ = ["GroupedAccounting", "choose_group_accounting", "epsilon_at_most", "release_share"]
+__all__ = ["GroupedAccounting", "check_selection_share", "choose_group_accounting",
+           "epsilon_at_most", "release_share"]
 
 def epsilon_at_most(x: Fraction) -> float:
     """The nearest float to ``x > 0`` when the mechanism's ε at it (:func:`epsilon_to_fraction`)
@@ -112,7 +114,7 @@ class GroupedAccounting:
     release_epsilon: float
     release_delta: float
     rho: Fraction | None
-    selection: SelectionPlan | None
+    selection: AnySelection | None
     why: str
 
     @property
@@ -138,25 +140,49 @@ class GroupedAccounting:
 
 
 def release_share(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
-                  func: str) -> tuple[Fraction, float, SelectionPlan | None]:
+                  func: str, selection_epsilon: float | None = None,
+                  selection: str = "auto") -> tuple[Fraction, float, AnySelection | None]:
     """``(ε_r, δ_r, selection)`` of one accounting: what the groups' releases together may
-    spend once the private partition selection (None with a public list) has taken its share
-    (:data:`~dpfreq.grouped.selection.SELECTION_SHARE` of ε; all of δ under pure accounting,
-    :data:`~dpfreq.grouped.selection.ZCDP_DELTA_SHARE` of it under zCDP). ``ε_r`` is exact;
-    ``δ_r`` is rounded down."""
+    spend once the private partition selection (None with a public list) has taken its share:
+    ``selection_epsilon`` of ε (None: :data:`~dpfreq.grouped.selection.SELECTION_SHARE` of it)
+    and all of δ under pure accounting, :data:`~dpfreq.grouped.selection.ZCDP_DELTA_SHARE` of
+    it under zCDP; ``selection`` names its mechanism (``"auto"``:
+    :func:`~dpfreq.grouped.selection.plan_partition_selection`). ``ε_r`` is exact; ``δ_r`` is
+    rounded down."""
     sel = None
     if not named:
         sel_delta = delta * float(ZCDP_DELTA_SHARE) if zcdp else delta
-        sel = plan_selection(epsilon * float(SELECTION_SHARE), sel_delta, m, func)
+        eps_s = (epsilon * float(SELECTION_SHARE) if selection_epsilon is None
+                 else selection_epsilon)
+        sel = plan_partition_selection(eps_s, sel_delta, m, selection, func)
     eps_r = Fraction(epsilon) - (Fraction(sel.epsilon) if sel is not None else 0)
     delta_r = float_at_most(Fraction(delta) - (Fraction(sel.delta) if sel is not None else 0))
     return eps_r, delta_r, sel
 
 
-def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
-           func: str) -> tuple[float, float, Fraction | None, SelectionPlan | None]:
+def check_selection_share(value: Any, epsilon: float, named: bool, func: str) -> float | None:
+    """``selection_epsilon`` of a grouped profile or histogram: ``"auto"`` (None: half of ε,
+    :data:`~dpfreq.grouped.selection.SELECTION_SHARE` — these releases have no error model to
+    weigh the share against) or a number in (0, ε); with a public list only ``"auto"``."""
+    if isinstance(value, str) and value == "auto":
+        return None
+    if named:
+        raise ParameterError(message("selection_epsilon", func, "'auto' when groups= is given "
+                                     "(a public list needs no selection)", value))
+    x = check_epsilon(value, "selection_epsilon", func)
+    if not x < epsilon:
+        raise ParameterError(message("selection_epsilon", func, f"'auto' or a number in (0, "
+                                     f"epsilon = {epsilon:g}) (the release needs the rest)",
+                                     value))
+    return x
+
+
+def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool, func: str,
+           selection_epsilon: float | None = None, selection: str = "auto"
+           ) -> tuple[float, float, Fraction | None, AnySelection | None]:
     """``(ε_g, δ_r, ρ, selection)`` of one accounting (module docstring)."""
-    eps_r, delta_r, sel = release_share(epsilon, delta, m, named, zcdp, func)
+    eps_r, delta_r, sel = release_share(epsilon, delta, m, named, zcdp, func,
+                                        selection_epsilon, selection)
     if not zcdp:  # pure per-group mechanisms: the groups use no δ
         if float(eps_r / m) < EPSILON_MIN:  # unusable: the caller refuses it
             return float(eps_r / m), 0.0, None, sel
@@ -169,7 +195,8 @@ def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
 
 
 def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item: int,
-                            named: bool, func: str) -> GroupedAccounting:
+                            named: bool, func: str, selection_epsilon: float | None = None,
+                            selection: str = "auto") -> GroupedAccounting:
     """The accounting with the larger per-group ε (public parameters only; module docstring).
 
     Parameters
@@ -183,6 +210,10 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
         of the private partition selection.
     func : str
         Public function name for error messages.
+    selection_epsilon : float or None
+        ε of the selection (:func:`check_selection_share`; None: half of ε).
+    selection : str
+        The selection's mechanism (``"auto"``, ``"truncated_geometric"``, ``"set_union"``).
 
     Returns
     -------
@@ -203,14 +234,14 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     ('zcdp', 0.02, 0.0264)
     """
     m = max_groups_per_item
-    pure = _route(epsilon, delta, m, named, False, func)
+    pure = _route(epsilon, delta, m, named, False, func, selection_epsilon, selection)
     candidates = {"pure": pure[0]}
     if delta <= 0 or m < 2:
         _check_usable(pure[0], epsilon, m, func)
         why = ("pure: " + ("delta = 0, so only pure composition applies" if delta <= 0 else
                            "one group per unit, parallel composition (zCDP cannot do better)"))
         return _accounting("pure", pure, candidates, m, epsilon, why)
-    zc = _route(epsilon, delta, m, named, True, func)
+    zc = _route(epsilon, delta, m, named, True, func, selection_epsilon, selection)
     candidates["zcdp"] = zc[0]
     _check_usable(max(pure[0], zc[0]), epsilon, m, func)
     pick = "zcdp" if zc[0] > pure[0] else "pure"
@@ -232,7 +263,7 @@ def _check_usable(eps_g: float, epsilon: float, m: int, func: str) -> None:
             f"selected; here {eps_g:.3g} per group)", epsilon))
 
 
-def _accounting(pick: str, route: tuple[float, float, Fraction | None, SelectionPlan | None],
+def _accounting(pick: str, route: tuple[float, float, Fraction | None, AnySelection | None],
                 candidates: dict[str, float], m: int, epsilon: float,
                 why: str) -> GroupedAccounting:
     eps_g, delta_r, rho, sel = route

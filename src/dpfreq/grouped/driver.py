@@ -17,19 +17,23 @@ here, run on :func:`dpfreq.pipeline.run_release`:
 5. **draw**, the only step that uses the random source, nothing of which may refuse: the
    release's secret (:class:`GroupSecret`, whose sub-key ranks each item's groups in the
    engine's bounding) when the system keys anything; without a public list, the private
-   partition selection (:func:`dpfreq.grouped.selection.select_groups`) on the bounded sizes of
-   the data's groups (:meth:`GroupedAdapter.sizes`); the bounded aggregate of the released
-   groups (:meth:`GroupedAdapter.aggregate`); and every group's release
-   (:meth:`GroupedAdapter.release`);
+   partition selection (:func:`dpfreq.grouped.selection.select_groups`) on what
+   :meth:`GroupedAdapter.sizes` counts for the data's groups — the truncated geometric on
+   each group's bounded item (or row) count, or the weighted set union
+   (:mod:`dpfreq.grouped.set_union`) on its weight, the items' kept groups counted under the
+   same bounding key; the plan chose which from ``selection=`` and ``selection_epsilon=``;
+   the bounded aggregate of the released groups (:meth:`GroupedAdapter.aggregate`); and every
+   group's release (:meth:`GroupedAdapter.release`);
 6. **build** — :meth:`GroupedAdapter.result`: the container of the groups' releases with its
    simultaneous statement (post-processing only).
 
 **Privacy** (the argument each system's docstring instantiates). Fix the secret. The bounding
 keeps for every item at most ``m`` of the groups it ranks over, chosen from the secret and that
 item's own rows, so a neighbour (one item with all its rows at ``unit="item"``, one row at
-``unit="event"`` with ``m = 1``) changes the bounded data of at most ``m`` groups. The selection
-is ``(ε_s, δ_s)``-DP on those bounded sizes; for every fixed selected set the releases of its
-groups are ``(ε_r, δ_r)``-DP by the system's accounting across groups
+``unit="event"`` with ``m = 1``) changes the bounded data of at most ``m`` groups, and the
+set-union weights by one item's share (every other item's kept groups depend on its own rows
+only). The selection is ``(ε_s, δ_s)``-DP on those bounded counts; for every fixed selected
+set the releases of its groups are ``(ε_r, δ_r)``-DP by the system's accounting across groups
 (:mod:`dpfreq.grouped.accounting`, or the window release's own); by adaptive sequential
 composition the call is ``(ε_s + ε_r, δ_s + δ_r) = (ε, δ)``-DP for every secret, hence for the
 secret drawn at random. With a public list there is no selection and ``(ε_r, δ_r) = (ε, δ)``.
@@ -49,7 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.budget import BudgetAccountant
-from dpfreq.grouped.selection import SelectionPlan, select_groups
+from dpfreq.grouped.selection import AnySelection, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
@@ -201,7 +205,7 @@ class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
         """The accounting across groups and every calibration, from public parameters only."""
         ...
 
-    def selection(self, plan: PlanT) -> SelectionPlan | None:
+    def selection(self, plan: PlanT) -> AnySelection | None:
         """The selection's plan (None with a public list)."""
         ...
 
@@ -210,7 +214,7 @@ class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
         ...
 
     def sizes(self, plan: PlanT, data: DataT, bounding: Bounding,
-              selection: SelectionPlan) -> Candidates:
+              selection: AnySelection) -> Candidates:
         """What ``selection`` thresholds for every group of the bounded data (its item or row
         count), counted after the spend under ``bounding.key``."""
         ...

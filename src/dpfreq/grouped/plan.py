@@ -19,7 +19,8 @@ from dpfreq._display import PlanSummary
 from dpfreq.accounting.plans import BudgetShare
 from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
 from dpfreq.grouped.checks import check_group_selection
-from dpfreq.grouped.selection import SelectionPlan
+from dpfreq.grouped.selection import AnySelection
+from dpfreq.grouped.set_union import SetUnionPlan
 
 __all__ = ["GroupedPlan", "plan_grouped"]
 
@@ -45,7 +46,7 @@ class GroupedPlan(PlanSummary):
         Which composition argument the release uses, both candidates' per-group ε and why.
     groups : tuple of str or None
         The public list, or None when the groups are selected privately.
-    selection : SelectionPlan or None
+    selection : SelectionPlan or SetUnionPlan or None
         The selection's threshold and release probabilities (with ``delta``).
     simultaneous : plan or None
         With a public list of ``G`` groups: the per-group plan at confidence
@@ -64,7 +65,7 @@ class GroupedPlan(PlanSummary):
     epsilon_per_group: float
     accounting: GroupedAccounting
     groups: tuple[str, ...] | None
-    selection: SelectionPlan | None
+    selection: AnySelection | None
     simultaneous: Any
     description: str
     budget: BudgetShare | None = None
@@ -84,8 +85,17 @@ class GroupedPlan(PlanSummary):
                 "simultaneous": plain(self.simultaneous), "description": self.description}
 
 
-def _selection_text(sel: SelectionPlan, unit: str) -> str:
+def _selection_text(sel: AnySelection, unit: str) -> str:
     what, one = ("rows", "one row") if unit == "event" else ("items", "one item")
+    if isinstance(sel, SetUnionPlan):
+        m = sel.max_groups_per_item
+        return (f" The groups are chosen by private partition selection with ε = {sel.epsilon:g} "
+                f"and δ = {sel.delta:g} (weighted set union): an item with s kept groups gives "
+                f"each the weight ⌊{sel.scale}/s⌋ and a group is released when its noisy weight "
+                f"reaches τ = {sel.threshold} (half the time with {sel.count_for(0.5, 1)} "
+                f"{what} holding one group each, {sel.count_for(0.5, m)} holding m = {m}); "
+                f"the groups of {one} alone are released with probability at most "
+                f"{sel.single_item_probability:.3g}.")
     return (f" The groups are chosen by private partition selection with ε = {sel.epsilon:g} "
             f"and δ = {sel.delta:g}: a group is released when its noisy number of {what} "
             f"reaches τ = {sel.threshold} (with {sel.count_for(0.5)} {what} half the time, with "

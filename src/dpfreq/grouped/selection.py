@@ -42,24 +42,30 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._validate import DELTA_CEILING, check_epsilon, check_int, message
+from dpfreq._validate import DELTA_CEILING, check_choice, check_epsilon, check_int, message
 from dpfreq.accounting.mechanisms import PartitionSelection
 from dpfreq.accounting.numbers import exp_bound, fixed_point
 from dpfreq.errors import ParameterError
+from dpfreq.grouped.set_union import SetUnionPlan, plan_set_union, set_union_weights
 from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
 __all__ = [
+    "SELECTION_MECHANISMS",
     "SELECTION_SHARE",
     "ZCDP_DELTA_SHARE",
+    "AnySelection",
     "SelectionPlan",
     "check_selection_delta",
+    "check_selection_mechanism",
+    "group_weights",
+    "plan_partition_selection",
     "plan_selection",
     "sample_truncated_geometric",
     "select_groups",
@@ -67,9 +73,17 @@ __all__ = [
     "truncated_tail",
 ]
 
-def selection_statement(counted: str) -> str:
+#: the values of ``selection=``: chosen from public parameters, or one mechanism
+SELECTION_MECHANISMS = ("auto", "truncated_geometric", "set_union")
+
+
+def selection_statement(counted: str, plan: Any = None) -> str:
     """How a release's groups were chosen, in its mechanism parameters (``counted``: what each
-    group's noised count counts, e.g. ``"item count"``)."""
+    group's noised count counts, e.g. ``"item count"``; ``plan``: the selection, whose
+    mechanism is named)."""
+    if getattr(plan, "mechanism", "") == "weighted_set_union":
+        return ("private partition selection of the data's groups (weighted set union, exact: "
+                "each item spreads one unit of weight over its kept groups; see 'selection')")
     return ("private partition selection of the data's groups (the truncated geometric "
             f"mechanism, exact, on each group's {counted}; see 'selection')")
 
@@ -140,6 +154,11 @@ class SelectionPlan:
     max_groups_per_item: int
     gamma: Fraction
     threshold: int
+    why: str = ""
+
+    mechanism = "truncated_geometric"
+    #: what the engine counts per item for this selection (its rows in the group)
+    per_item = "rows"
 
     @property
     def truncation(self) -> int:
@@ -158,9 +177,10 @@ class SelectionPlan:
         """``p₁``: the chance that a group held by one item is released (``≤ δ/m``)."""
         return self.release_probability(1)
 
-    def count_for(self, probability: float) -> int:
+    def count_for(self, probability: float, groups_per_item: int = 1) -> int:
         """The smallest item count released with at least ``probability`` (in (0, 1)):
-        ``π_n`` grows with ``n`` and reaches 1 at ``n = 2k + 1``, so a bisection finds it."""
+        ``π_n`` grows with ``n`` and reaches 1 at ``n = 2k + 1``, so a bisection finds it
+        (the same whatever number of groups the items hold)."""
         lo, hi = 1, 2 * self.truncation + 1
         while lo < hi:
             mid = (lo + hi) // 2
@@ -190,6 +210,7 @@ class SelectionPlan:
                 "single_item_release_probability": self.single_item_probability,
                 "items_for_half_chance": self.count_for(0.5),
                 "items_for_95_percent": self.count_for(0.95),
+                "why": self.why,
                 "guarantee": f"(ε={self.epsilon:g}, δ={self.delta:g}): a group held by one "
                              f"item is released with probability "
                              f"{self.single_item_probability:.3g} <= δ/m"}
@@ -210,7 +231,7 @@ def check_selection_delta(delta: Any, func: str, what: str = "for private partit
 
 
 def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
-                   func: str = "plan_selection") -> SelectionPlan:
+                   func: str = "plan_selection", why: str = "") -> SelectionPlan:
     """Calibrate the selection: ``γ = ε/m`` and the exact truncation ``k`` (threshold
     ``τ = k + 1``).
 
@@ -224,6 +245,8 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
         ``m >= 1``.
     func : str
         Public function name for error messages.
+    why : str
+        How the mechanism was chosen, kept in the plan.
 
     Returns
     -------
@@ -259,7 +282,7 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
                 lo = mid + 1
         k = lo
     return SelectionPlan(epsilon=eps, delta=dlt, max_groups_per_item=m, gamma=gamma,
-                         threshold=k + 1)
+                         threshold=k + 1, why=why)
 
 
 def sample_truncated_geometric(gamma: Fraction, truncation: int, size: int,
@@ -274,7 +297,7 @@ def sample_truncated_geometric(gamma: Fraction, truncation: int, size: int,
     return out
 
 
-def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: SelectionPlan,
+def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: Any,
                   generator: np.random.Generator) -> tuple[str, ...]:
     """The names whose noisy item count reaches the threshold, sorted by name.
 
@@ -316,6 +339,75 @@ def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: Selecti
         raise ValueError("select_groups needs one count >= 1 per candidate name")
     if c.size == 0:
         return ()
+    if isinstance(plan, SetUnionPlan):  # ``counts`` are the groups' set-union weights
+        return plan.select(list(names), c, generator)
     noisy = c + sample_truncated_geometric(plan.gamma, plan.truncation, c.size, generator)
     chosen = [str(names[int(i)]) for i in np.flatnonzero(noisy >= plan.threshold)]
     return tuple(sorted(chosen))
+
+
+#: a calibrated partition selection: the truncated geometric or the weighted set union
+AnySelection = SelectionPlan | SetUnionPlan
+
+
+def check_selection_mechanism(value: Any, func: str) -> str:
+    """``selection=``: one of :data:`SELECTION_MECHANISMS`."""
+    return check_choice(value, "selection", func, SELECTION_MECHANISMS)
+
+
+def plan_partition_selection(epsilon: float, delta: float, max_groups_per_item: int,
+                             mechanism: str = "auto",
+                             func: str = "plan_partition_selection") -> AnySelection:
+    """The partition selection of one grouped call: the truncated geometric mechanism, the
+    weighted set union (:mod:`dpfreq.grouped.set_union`), or with ``"auto"`` the one public
+    parameters favour, with why.
+
+    ``"auto"``: with ``m = 1`` the truncated geometric (optimal for one group per unit). With
+    ``m >= 2`` both are calibrated at ``(ε, δ)`` and compared at the items a group needs to be
+    released half the time: the truncated geometric needs ``n_TG`` whatever its items hold; the
+    set union needs ``n_SU(s)`` when each item holds ``s`` groups, growing with ``s``. The
+    break-even ``s*`` is the largest ``s`` with ``n_SU(s) <= n_TG``; the set union is chosen
+    when ``2·s* >= m`` — it then needs no more items for every group whose items hold at most
+    half the groups they may (``m`` is a bound, set above what most items hold), and the
+    truncated geometric otherwise. Public parameters only: nothing here reads data.
+
+    Examples
+    --------
+    >>> plan = plan_partition_selection(0.5, 1e-6, 8)
+    >>> plan.mechanism, plan.why.split(":")[0]
+    ('weighted_set_union', 'set union')
+    >>> plan_partition_selection(0.5, 1e-6, 1).mechanism
+    'truncated_geometric'
+    """
+    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    if mechanism == "truncated_geometric":
+        return plan_selection(epsilon, delta, m, func, why="given: selection='truncated_geometric'")
+    dlt = check_selection_delta(delta, func)
+    if mechanism == "set_union":
+        return plan_set_union(epsilon, dlt, m, func, why="given: selection='set_union'")
+    if m == 1:
+        return plan_selection(epsilon, delta, m, func, why=(
+            "truncated geometric: one group per unit (the set union would give each group the "
+            "same ε, and the truncated geometric is the optimal selection for it)"))
+    tg = plan_selection(epsilon, delta, m, func)
+    su = plan_set_union(epsilon, dlt, m, func)
+    n_tg = tg.count_for(0.5)
+    s_star = max((s for s in range(1, m + 1) if su.count_for(0.5, s) <= n_tg), default=0)
+    numbers = (f"a group is released half the time with {n_tg} items under the truncated "
+               f"geometric, and under the set union with {su.count_for(0.5, 1)} items holding "
+               f"1 group each, {su.count_for(0.5, m)} holding m = {m}; break-even at s* = "
+               f"{s_star} groups per item")
+    if 2 * s_star >= m:
+        return replace(su, why=f"set union: {numbers} >= m/2 (public parameters only)")
+    return replace(tg, why=f"truncated geometric: {numbers} < m/2 (public parameters only)")
+
+
+def group_weights(gp: Any, plan: AnySelection, bounded: bool) -> NDArray[np.int64]:
+    """Each group's selection count from the engine's grouped count-of-counts ``gp`` (asked
+    with ``per_item=plan.per_item``): the weights of the set union; for the truncated
+    geometric the items of each group (``bounded``), or its rows (one row per unit)."""
+    n = len(gp.groups)
+    if isinstance(plan, SetUnionPlan):
+        return set_union_weights(gp.group_index, gp.counts, gp.prevalences, n, plan.scale)
+    weights = gp.prevalences if bounded else gp.prevalences * gp.counts
+    return np.bincount(gp.group_index, weights=weights, minlength=n).astype(np.int64)

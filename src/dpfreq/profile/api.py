@@ -215,6 +215,8 @@ def release_profile(
     max_groups_per_item: int | None = None,
     groups: Any = None,
     delta: float | None = None,
+    selection_epsilon: float | str = "auto",
+    selection: str = "auto",
 ) -> Any:
     """Release the ε-DP profile (frequency of frequencies) of a data set.
 
@@ -279,6 +281,14 @@ def release_profile(
         why). No default; the ungrouped profile is pure ε-DP and refuses it. A
         :class:`~dpfreq.errors.PrivacyWarning` when ``delta >= 1/domain_size`` (a δ that large
         may publish one of the domain's items outright).
+    selection_epsilon : float or "auto", default "auto"
+        A grouped release without ``groups``: the ε of the private partition selection, in
+        (0, ``epsilon``); ``"auto"`` is half of ε.
+    selection : {"auto", "truncated_geometric", "set_union"}, default "auto"
+        A grouped release without ``groups``: the selection's mechanism (the truncated
+        geometric on each group's item count, or the weighted set union, in which an item with
+        ``s`` kept groups gives each a ``1/s`` share); ``"auto"`` chooses from public
+        parameters and says why (:func:`dpfreq.grouped.selection.plan_partition_selection`).
 
     Returns
     -------
@@ -349,11 +359,16 @@ def release_profile(
             max_groups_per_item=max_groups_per_item, domain_size=domain_size,
             max_count=max_count, epsilon=epsilon, unit=unit, confidence=confidence,
             engine=engine, rng=rng, accountant=accountant, delta=delta,
+            selection_epsilon=selection_epsilon, selection=selection,
             release_one=release_direct)
     if delta is not None:
         raise ParameterError(message("delta", func, "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
                                      "groups)", delta))
+    for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
+        if not (isinstance(value, str) and value == "auto"):
+            raise ParameterError(message(name, func, "'auto' without group= (only a grouped "
+                                         "release selects groups)", value))
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
                                    func)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \

@@ -31,7 +31,11 @@ from dpfreq.engines import (
     require_capability,
 )
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.accounting import (
+    GroupedAccounting,
+    check_selection_share,
+    choose_group_accounting,
+)
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_bound, check_group_selection
 from dpfreq.grouped.driver import (
@@ -43,7 +47,12 @@ from dpfreq.grouped.driver import (
     run_grouped,
 )
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import SelectionPlan, selection_statement
+from dpfreq.grouped.selection import (
+    AnySelection,
+    check_selection_mechanism,
+    group_weights,
+    selection_statement,
+)
 from dpfreq.pipeline import Reading
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
@@ -144,7 +153,7 @@ class GroupedProfileMechanism:
             "groups": "public list (rows of other groups dropped)",
             "split": share}
         if sel is not None:
-            out["groups"] = selection_statement("item count")
+            out["groups"] = selection_statement("item count", sel)
             out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
                             f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
                             f"releases them at {share}")
@@ -162,6 +171,8 @@ class GroupedProfileArgs:
     max_groups_per_item: int
     names: tuple[str, ...] | None
     delta: float
+    selection_epsilon: float | None = None
+    selection: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -206,14 +217,16 @@ class GroupedProfileAdapter:
         a, par = self.args, self.args.par
         acc = choose_group_accounting(epsilon=par.epsilon, delta=a.delta,
                                       max_groups_per_item=a.max_groups_per_item,
-                                      named=a.names is not None, func=_FUNC)
+                                      named=a.names is not None, func=_FUNC,
+                                      selection_epsilon=a.selection_epsilon,
+                                      selection=a.selection)
         if a.names is not None:
             check_memory(64 * (par.max_count + 1) * len(a.names), param="max_count",
                          func=_FUNC, value=par.max_count,
                          what="the count-of-counts of n + 1 classes per group")
         return _Plan(acc)
 
-    def selection(self, plan: _Plan) -> SelectionPlan | None:
+    def selection(self, plan: _Plan) -> AnySelection | None:
         return plan.accounting.selection
 
     def read(self, plan: _Plan) -> Reading[_Checked]:
@@ -229,17 +242,30 @@ class GroupedProfileAdapter:
         _check_domain(raw, a.par.domain_size, _FUNC)
         return Reading(_Checked(eng))
 
+    def _grouping(self, bounding: Bounding) -> Grouping:
+        a = self.args
+        return Grouping(a.group, bounding.groups, bounding.max_groups_per_item, bounding.key)
+
     def _counts(self, data: _Checked, bounding: Bounding) -> Any:
         """The one bounded grouped count-of-counts (clamped at ``max_count``)."""
-        a = self.args
         return data.engine.grouped_count_of_counts(self.source, CountRequest(
-            a.item, Grouping(a.group, bounding.groups, bounding.max_groups_per_item,
-                             bounding.key), max_count=a.par.max_count))
+            self.args.item, self._grouping(bounding), max_count=self.args.par.max_count))
 
     def sizes(self, plan: _Plan, data: _Checked, bounding: Bounding,
-              selection: SelectionPlan) -> Candidates:
+              selection: AnySelection) -> Candidates:
+        """Each group's bounded item count or, when the set union selects, its weight: the
+        items' kept groups asked under the same grouping (one bounding key, so the same kept
+        pairs), matched to the groups by name."""
         gp = self._counts(data, bounding)
-        return Candidates(gp.groups, _group_sizes(gp), gp)
+        sizes = _group_sizes(gp)
+        if selection.per_item != "rows":  # the set union weighs groups per item
+            per = data.engine.grouped_count_of_counts(self.source, CountRequest(
+                self.args.item, self._grouping(bounding), per_item=selection.per_item))
+            weight = dict(zip(per.groups, group_weights(per, selection, True).tolist(),
+                              strict=True))
+            sizes = np.array([weight.get(g, 0) if k >= 1 else 0
+                              for g, k in zip(gp.groups, sizes, strict=True)], np.int64)
+        return Candidates(gp.groups, sizes, gp)
 
     def aggregate(self, plan: _Plan, data: _Checked, bounding: Bounding,
                   counted: Candidates | None) -> _Classes:
@@ -287,7 +313,8 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
                             epsilon: float, unit: str, confidence: float = 0.95,
                             engine: Any = None, rng: Any = None,
                             accountant: BudgetAccountant | None = None,
-                            delta: Any = None,
+                            delta: Any = None, selection_epsilon: Any = "auto",
+                            selection: Any = "auto",
                             release_one: Callable[..., DirectRelease]) -> GroupedRelease:
     """The ε-DP (or, with ``delta``, (ε, δ)-DP) direct profile of every group.
 
@@ -295,9 +322,10 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     column), ``groups`` (the public list of groups, or a file of one name per line),
     ``max_groups_per_item`` (``m``, the public number of groups one item may touch), ``delta``
     (without ``groups``: δ of the private partition selection of the data's groups; with
-    ``groups``: optional, the release's δ for zCDP accounting across groups) and
-    ``release_one``, the direct mechanism of one class vector (given by
-    :func:`~dpfreq.profile.release_profile`, which dispatches here).
+    ``groups``: optional, the release's δ for zCDP accounting across groups),
+    ``selection_epsilon`` and ``selection`` (the selection's ε and mechanism, as in
+    :func:`dpfreq.profile.release_profile`) and ``release_one``, the direct mechanism of one
+    class vector (given by :func:`~dpfreq.profile.release_profile`, which dispatches here).
 
     Returns
     -------
@@ -323,8 +351,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     δ_r)`` and the releases are ``(ε_r, δ_r)``-DP. With a public list ``(ε_r, δ_r) = (ε,
     δ)``. Without a list, the group names are chosen by
     :func:`dpfreq.grouped.selection.select_groups` on the bounded item counts with
-    ``ε_s = ε/2`` and ``δ_s`` (all of δ under pure accounting, half under zCDP, the rest being
-    ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
+    ``ε_s = selection_epsilon`` (``"auto"``: ε/2; the set union on the items' weights when
+    ``selection`` picks it) and ``δ_s`` (all of δ under pure accounting, half under zCDP, the
+    rest being ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
     release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
     names come from the public list or from the selection, never from the data directly.
     """
@@ -335,6 +364,8 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")
-    args = GroupedProfileArgs(par, item, group, m, names, dlt)
+    sel_eps = check_selection_share(selection_epsilon, par.epsilon, names is not None, _FUNC)
+    args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
+                              check_selection_mechanism(selection, _FUNC))
     return run_grouped(GroupedProfileAdapter(args, source, engine, release_one),
                        accountant=accountant, rng=resolve_rng(rng, _FUNC))

@@ -144,6 +144,7 @@ def release_window_counts(
     max_groups_per_item: int | None = None,
     groups: Any = None,
     selection_epsilon: float | str = "auto",
+    selection: str = "auto",
 ) -> Any:
     """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
 
@@ -235,6 +236,13 @@ def release_window_counts(
         (0, ``epsilon``); ``"auto"`` chooses the share from public parameters only (the one
         minimising the items a group needs to be found plus twice its predicted RMSE; the
         release states the choice and why in ``mechanism_params["split"]``).
+    selection : {"auto", "truncated_geometric", "set_union"}, default "auto"
+        With ``group=`` and no ``groups``: the partition selection's mechanism — the truncated
+        geometric on each group's item count, or the weighted set union, in which an item
+        with ``s`` kept groups gives each a ``1/s`` share of its weight (better when items
+        hold fewer than ``m`` groups); ``"auto"`` chooses from public parameters and says why
+        (:func:`~dpfreq.grouped.selection.plan_partition_selection`,
+        ``mechanism_params["selection"]["why"]``).
 
     Returns
     -------
@@ -302,10 +310,12 @@ def release_window_counts(
         return release_grouped_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
-            rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon)
-    if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
-        raise ParameterError(message("selection_epsilon", _FUNC, "'auto' without group= (only "
-                                     "a grouped release selects groups)", selection_epsilon))
+            rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon,
+            selection=selection)
+    for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
+        if not (isinstance(value, str) and value == "auto"):
+            raise ParameterError(message(name, _FUNC, "'auto' without group= (only a grouped "
+                                         "release selects groups)", value))
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
     return run_release(steps, accountant=acct, rng=rng, func=_FUNC)

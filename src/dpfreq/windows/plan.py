@@ -384,6 +384,7 @@ def plan_window_counts(
     max_groups_per_item: int | None = None,
     groups: Any = None,
     selection_epsilon: float | str = "auto",
+    selection: str = "auto",
     accountant: Any = None,
 ) -> Any:
     """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
@@ -391,7 +392,8 @@ def plan_window_counts(
     Parameters
     ----------
     horizon, start, end, period, time_unit, timezone, epsilon, delta, unit, k_values, windows, \
-method, singleton, confidence, group, max_groups_per_item, groups, selection_epsilon
+method, singleton, confidence, group, max_groups_per_item, groups, selection_epsilon, \
+selection
         As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
         structure choice, the same split of the budget).
     scale : int, optional
@@ -445,7 +447,8 @@ method, singleton, confidence, group, max_groups_per_item, groups, selection_eps
         grouped = plan_grouped_window_counts(
             par, group, groups, max_groups_per_item, _FUNC,
             lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
-                                              singleton, sc, rho), selection_epsilon)
+                                              singleton, sc, rho), selection_epsilon,
+            selection)
         return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
                                  unit=par.unit, func=_FUNC)
     out = window_plan(par, singleton, sc)

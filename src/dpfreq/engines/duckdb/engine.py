@@ -342,7 +342,8 @@ class DuckDBEngine:
         k = self._key_expr(rel, req.item, func)
         g = self._key_expr(rel, group, func)
         events = f"SELECT {k} AS k, CAST({g} AS VARCHAR) AS g FROM dpfreq_src"
-        res = self._run(rel, count_sql(DUCKDB, events, names, m, key_hex, n).with_clause(), func)
+        statement = count_sql(DUCKDB, events, names, m, key_hex, n, req.per_item)
+        res = self._run(rel, statement.with_clause(), func)
         return finish_counts(res, req, names, func)
 
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:

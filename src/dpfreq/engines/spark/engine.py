@@ -357,7 +357,7 @@ class SparkEngine:
         raw = df.select(self._key(df, req.item, func).alias("k"),
                         self._key(df, group, func).cast("string").alias("g"))
         res = self._sql(raw, lambda v: count_sql(SPARK, f"SELECT k, g FROM {v}", names, m,
-                                                 key_hex, n), func)
+                                                 key_hex, n, req.per_item), func)
         return finish_counts(res, req, names, func)
 
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:

@@ -39,8 +39,8 @@ from dpfreq.errors import ParameterError
 from dpfreq.grouped.accounting import epsilon_at_most, release_share
 from dpfreq.grouped.selection import (
     ZCDP_DELTA_SHARE,
-    SelectionPlan,
-    plan_selection,
+    AnySelection,
+    plan_partition_selection,
 )
 from dpfreq.windows.structures.chooser import make_plan, plan_score
 
@@ -58,7 +58,7 @@ class GroupBudget:
         What each group's release alone satisfies.
     rho : float or None
         Each group's zCDP ρ when the groups compose in zCDP (None: pure accounting).
-    selection : SelectionPlan or None
+    selection : SelectionPlan or SetUnionPlan or None
         The partition selection (None with a public list).
     release_epsilon, release_delta : float
         ``(ε_r, δ_r)``: what all the groups' releases together spend.
@@ -71,7 +71,7 @@ class GroupBudget:
     epsilon: float
     delta: float
     rho: float | None
-    selection: SelectionPlan | None
+    selection: AnySelection | None
     release_epsilon: float
     release_delta: float
     why: str
@@ -97,23 +97,23 @@ def group_epsilon(rho: float, delta: float) -> float:
 
 
 def _share(par: Any, m: int, named: bool, zcdp: bool, eps_s: float | None,
-           func: str) -> tuple[Fraction, float, SelectionPlan | None]:
+           func: str, mechanism: str = "auto") -> tuple[Fraction, float, AnySelection | None]:
     """``(ε_r, δ_r, selection)``: the selection (None with a public list) at ``ε_s`` and its δ
     share (all of δ under pure accounting, :data:`ZCDP_DELTA_SHARE` of it under zCDP), the
     release the rest (``ε_r`` exact, ``δ_r`` rounded down)."""
     if named or eps_s is None:  # a public list, or the fixed half of release_share
-        return release_share(par.epsilon, par.delta, m, named, zcdp, func)
+        return release_share(par.epsilon, par.delta, m, named, zcdp, func, None, mechanism)
     sel_delta = par.delta * float(ZCDP_DELTA_SHARE) if zcdp else par.delta
-    sel = plan_selection(eps_s, sel_delta, m, func)
+    sel = plan_partition_selection(eps_s, sel_delta, m, mechanism, func)
     eps_r = Fraction(par.epsilon) - Fraction(sel.epsilon)
     return eps_r, float_at_most(Fraction(par.delta) - Fraction(sel.delta)), sel
 
 
 def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str,
-               eps_s: float | None = None) -> GroupBudget:
+               eps_s: float | None = None, mechanism: str = "auto") -> GroupBudget:
     """One accounting's budget (its selection planned at ``ε_s`` and its δ share); each share
     rounded down on fractions, so the groups never add up past (ε_r, δ_r)."""
-    eps_r, delta_r, sel = _share(par, m, named, zcdp, eps_s, func)
+    eps_r, delta_r, sel = _share(par, m, named, zcdp, eps_s, func, mechanism)
     if not zcdp:
         return GroupBudget(epsilon_at_most(eps_r / m), float_at_most(Fraction(delta_r) / m),
                            None, sel, float(eps_r), delta_r, "")
@@ -146,17 +146,19 @@ def check_selection_epsilon(value: Any, epsilon: float, named: bool, func: str) 
     return x
 
 
-def _auto_share(par: Any, m: int, func: str) -> tuple[float, str]:
+def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[float, str]:
     """``(ε_s, why)``: the share ``s`` of ε for the selection, from public parameters only.
 
     The score of a share is ``n_½(sε) + 2·RMSE((1 − s)ε)``, in items: the number of items a
     group needs to be selected half the time, plus twice the predicted RMSE of its released
     values — the smallest group that is both found and measured. ``RMSE`` is the per-group
     plan's (geometric mean over its structures) at ``s = ½``, scaled as ``1/ε_r`` (the noise
-    scale of every structure); ``n_½`` is exact (:meth:`SelectionPlan.count_for`). The share
-    of smallest score among :data:`AUTO_SHARES` is taken (ties: the one nearest ½).
+    scale of every structure); ``n_½`` is exact (:meth:`SelectionPlan.count_for`; under the
+    set union for items holding ``⌈m/2⌉`` groups). The share of smallest score among
+    :data:`AUTO_SHARES` is taken (ties: the one nearest ½).
     """
-    half = _candidate(par, m, False, False, func, par.epsilon * 0.5)
+    typical = max(1, (m + 1) // 2)
+    half = _candidate(par, m, False, False, func, par.epsilon * 0.5, mechanism)
     try:
         plan = _plan(par, half)
         rmse_half = math.exp(plan_score(plan) / (2 * len(plan.structures)))
@@ -165,18 +167,20 @@ def _auto_share(par: Any, m: int, func: str) -> tuple[float, str]:
     best: tuple[float, float, float, int] | None = None
     for s in AUTO_SHARES:
         try:
-            sel = plan_selection(par.epsilon * float(s), par.delta, m, func)
+            sel = plan_partition_selection(par.epsilon * float(s), par.delta, m, mechanism,
+                                           func)
         except ParameterError:
             continue
         rmse = rmse_half * 0.5 / (1 - float(s))
-        score = sel.count_for(0.5) + 2 * rmse
+        n_half = sel.count_for(0.5, typical)
+        score = n_half + 2 * rmse
         key = (score, abs(float(s) - 0.5))
         if best is None or key < (best[0], abs(best[1] - 0.5)):
-            best = (score, float(s), rmse, sel.count_for(0.5))
+            best = (score, float(s), rmse, n_half)
     if best is None:
         return par.epsilon * 0.5, "half of ε"
     _, share, rmse, n_half = best
-    sel_half = plan_selection(par.epsilon * 0.5, par.delta, m, func).count_for(0.5)
+    sel_half = half.selection.count_for(0.5, typical) if half.selection is not None else 0
     why = (f"share {share:g} of ε chosen from public parameters: it minimises n_½ + 2·RMSE, the "
            f"items a group needs to be selected half the time plus twice its released values' "
            f"predicted RMSE ({n_half} + 2·{rmse:.4g}; at ½: {sel_half} + "
@@ -185,12 +189,13 @@ def _auto_share(par: Any, m: int, func: str) -> tuple[float, str]:
 
 
 def choose_budget(par: Any, m: int | None, named: bool, func: str,
-                  selection_epsilon: Any = "auto") -> GroupBudget:
+                  selection_epsilon: Any = "auto", selection: str = "auto") -> GroupBudget:
     """The accounting whose per-group plan predicts the smaller error (module docstring).
 
     ``m``: groups per item (None at ``unit="event"``); ``named``: the groups are a public
     list (else they are selected privately; δ must then be > 0, checked by the caller);
-    ``selection_epsilon``: the selection's ε, or ``"auto"`` (:func:`_auto_share`).
+    ``selection_epsilon``: the selection's ε, or ``"auto"`` (:func:`_auto_share`);
+    ``selection``: its mechanism (:func:`~dpfreq.grouped.selection.plan_partition_selection`).
     Raises the pure plan's ParameterError when neither accounting calibrates.
     """
     mm = m or 1
@@ -198,17 +203,17 @@ def choose_budget(par: Any, m: int | None, named: bool, func: str,
     sel_why = ""
     if not named:
         if selection_epsilon == "auto":
-            eps_s, sel_why = _auto_share(par, mm, func)
+            eps_s, sel_why = _auto_share(par, mm, func, selection)
         else:
             eps_s = float(selection_epsilon)
             sel_why = f"given: selection_epsilon = {eps_s:g}"
-    pure = _candidate(par, mm, named, False, func, eps_s)
+    pure = _candidate(par, mm, named, False, func, eps_s, selection)
     # with one group per item and a public list the pure per-group plan already weighs zCDP
     if par.delta <= 0 or (mm == 1 and named):
         return _with_why(pure, "pure: " + ("delta = 0" if par.delta <= 0 else
                                            "one group per unit, the group's own plan compares "
                                            "pure and zCDP accounting"), sel_why)
-    zc = _candidate(par, mm, named, True, func, eps_s)
+    zc = _candidate(par, mm, named, True, func, eps_s, selection)
     scores: dict[str, float] = {}
     for label, b in (("pure", pure), ("zcdp", zc)):
         try:

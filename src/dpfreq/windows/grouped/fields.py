@@ -59,7 +59,8 @@ class GroupedWindowMechanism:
                     "rows of listed groups)")
         what = ("items (after each item kept at most m groups)"
                 if self.max_groups_per_item is not None else "rows")
-        return (selection_statement(f"number of {what}") + "; rows of other groups dropped, "
+        return (selection_statement(f"number of {what}", self.budget.selection)
+                + "; rows of other groups dropped, "
                 "the range check applies to the rows of selected groups")
 
     def to_dict(self) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
-from dpfreq.grouped.selection import SelectionPlan
+from dpfreq.grouped.selection import AnySelection, check_selection_mechanism, group_weights
+from dpfreq.grouped.set_union import SetUnionPlan
 from dpfreq.pipeline import Reading
 from dpfreq.rng import ResolvedRNG, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
@@ -81,7 +82,8 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
 
 
 def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                  func: str, selection_epsilon: Any = "auto") -> GroupBudget:
+                  func: str, selection_epsilon: Any = "auto",
+                  selection: Any = "auto") -> GroupBudget:
     """The budget of each group and the partition selection (None with a public list).
 
     Without a public list the selection spends ``selection_epsilon`` (``"auto"``: the share of
@@ -96,7 +98,8 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
     sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None, func)
-    return choose_budget(par, m, names is not None, func, sel_eps)
+    mechanism = check_selection_mechanism(selection, func)
+    return choose_budget(par, m, names is not None, func, sel_eps, mechanism)
 
 
 def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
@@ -119,17 +122,15 @@ def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
     return {**cols, group: np.asarray(source[group])}, item, time
 
 
-def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding) -> Candidates:
-    """Every group of the data and its size, counted by the engine in one query (distinct items
-    per group after each item kept at most ``m`` of its groups; rows per group at
-    ``unit="event"``, ``m = None``), for the selection."""
+def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding,
+           selection: AnySelection) -> Candidates:
+    """Every group of the data and what ``selection`` thresholds, counted by the engine in one
+    query: distinct items per group after each item kept at most ``m`` of its groups, or their
+    set-union weights; rows per group at ``unit="event"``, ``m = None``."""
     m = bounding.max_groups_per_item
-    gp = eng.grouped_count_of_counts(src, CountRequest(item, Grouping(group, None, m,
-                                                                      bounding.key)))
-    weights = gp.prevalences if m is not None else gp.prevalences * gp.counts
-    sizes = np.bincount(gp.group_index, weights=weights,
-                        minlength=len(gp.groups)).astype(np.int64)
-    return Candidates(gp.groups, sizes)
+    gp = eng.grouped_count_of_counts(src, CountRequest(
+        item, Grouping(group, None, m, bounding.key), per_item=selection.per_item))
+    return Candidates(gp.groups, group_weights(gp, selection, m is not None))
 
 
 def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
@@ -184,6 +185,7 @@ class GroupedWindowArgs:
     out_of_range: str
     func: str
     selection_epsilon: Any = "auto"
+    selection: Any = "auto"
 
 
 @dataclass(frozen=True)
@@ -242,13 +244,13 @@ class GroupedWindowAdapter:
     def plan(self) -> _Plan:
         a = self.args
         budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func,
-                               a.selection_epsilon)
+                               a.selection_epsilon, a.selection)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.seeded)
         # calibrates (or refuses) before any data is read; every group's structures copy it
         return _Plan(budget, build, calibrated_plan(build, budget.rho))
 
-    def selection(self, plan: _Plan) -> SelectionPlan | None:
+    def selection(self, plan: _Plan) -> AnySelection | None:
         return plan.budget.selection
 
     def read(self, plan: _Plan) -> Reading[_Logs]:
@@ -261,8 +263,8 @@ class GroupedWindowAdapter:
         return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
 
     def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
-              selection: SelectionPlan) -> Candidates:
-        return _sizes(data.engine, data.source, data.item, self.args.group, bounding)
+              selection: AnySelection) -> Candidates:
+        return _sizes(data.engine, data.source, data.item, self.args.group, bounding, selection)
 
     def aggregate(self, plan: _Plan, data: _Logs, bounding: Bounding,
                   counted: Candidates | None) -> _Measured:
@@ -295,8 +297,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
-                                  func: str, selection_epsilon: Any = "auto"
-                                  ) -> GroupedWindowRelease:
+                                  func: str, selection_epsilon: Any = "auto",
+                                  selection: Any = "auto") -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
     Privacy
@@ -332,7 +334,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
     args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
-                             selection_epsilon)
+                             selection_epsilon, selection)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)
 
@@ -352,8 +354,8 @@ class GroupedWindowCountsPlan(PlanSummary):
         ``m`` (None at ``unit="event"``: the whole budget per group).
     n_groups : int or None
         Number of public groups (None when the groups are selected privately).
-    selection : SelectionPlan or None
-        Without a public list: the selection's threshold ``τ`` and release probabilities
+    selection : SelectionPlan or SetUnionPlan or None
+        Without a public list: the selection's mechanism, threshold ``τ`` and release probabilities
         (its share of ε, chosen or given, and a share of δ).
     budget : GroupBudget or None
         How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
@@ -371,9 +373,9 @@ class GroupedWindowCountsPlan(PlanSummary):
     ...                          k_values=[1], windows=["total"], group="campaign",
     ...                          max_groups_per_item=4)
     >>> round(sel.per_group.epsilon, 4), sel.per_group.delta, sel.selection.threshold
-    (0.075, 0.0, 74)
-    >>> sel.selection.epsilon  # the share of ε chosen for the selection ("auto")
-    0.7
+    (0.1, 0.0, 294)
+    >>> sel.selection.epsilon, sel.selection.mechanism  # both chosen from public parameters
+    (0.6, 'weighted_set_union')
     """
 
     per_group: Any
@@ -381,7 +383,7 @@ class GroupedWindowCountsPlan(PlanSummary):
     delta: float
     max_groups_per_item: int | None
     n_groups: int | None
-    selection: SelectionPlan | None = None
+    selection: AnySelection | None = None
     budget: GroupBudget | None = None
     _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
         default=None, repr=False, compare=False)
@@ -431,6 +433,15 @@ class GroupedWindowCountsPlan(PlanSummary):
             return [head, *self.per_group.lines()]
         sel = self.selection
         what = "items" if m is not None else "rows"
+        if isinstance(sel, SetUnionPlan):
+            k = sel.max_groups_per_item
+            return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g} (weighted set "
+                    f"union); an item with s kept groups gives each the weight "
+                    f"⌊{sel.scale}/s⌋ and a group is released when its noisy weight reaches "
+                    f"τ={sel.threshold} (half the time with {sel.count_for(0.5, 1)} items "
+                    f"holding one group each, {sel.count_for(0.5, k)} holding m={k}; the "
+                    f"groups of one item alone are released with probability at most "
+                    f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
         return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g}; a group is "
                 f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
                 f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
@@ -449,17 +460,18 @@ class GroupedWindowCountsPlan(PlanSummary):
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
                                max_groups_per_item: Any, func: str,
                                plan_one: Callable[[float, float, float | None], Any],
-                               selection_epsilon: Any = "auto") -> GroupedWindowCountsPlan:
+                               selection_epsilon: Any = "auto",
+                               selection: Any = "auto") -> GroupedWindowCountsPlan:
     """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
     _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func, selection_epsilon)
+    budget = window_budget(names, par, m, func, selection_epsilon, selection)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
         share = selection_epsilon if selection_epsilon == "auto" else (
             float(selection_epsilon) * eps / par.epsilon)
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one, share)
+                                          max_groups_per_item, func, plan_one, share, selection)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,
