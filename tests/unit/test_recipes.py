@@ -11,7 +11,7 @@ from dpfreq.errors import DataError
 from dpfreq.grouped.driver import Candidates, GroupedCall, run_grouped
 from dpfreq.grouped.selection import plan_selection
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
-from dpfreq.pipeline import Reading
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.rng import resolve_rng
 from dpfreq.windows import WindowCountsRelease, plan_window_counts, release_window_counts
 from dpfreq.windows.structures import METHODS, Structure, register, registry
@@ -87,10 +87,10 @@ class _ItemCounts:
         self.call, self.source = call, source
 
     def plan(self):
-        c = self.call
+        c, eps = self.call, self.call.charge.epsilon
         if c.groups is None:
-            return plan_selection(c.epsilon / 2, c.delta, c.max_groups_per_item), c.epsilon / 2
-        return None, c.epsilon
+            return plan_selection(eps / 2, c.charge.delta, c.max_groups_per_item), eps / 2
+        return None, eps
 
     def selection(self, plan):
         return plan[0]
@@ -134,7 +134,7 @@ def _visits(missing: bool = False):
 
 
 def _call(groups, delta=0.0):
-    return GroupedCall("item_counts", 1.0, delta, "item", "site", groups, 2)
+    return GroupedCall(Charge(1.0, delta, "item", "item_counts"), "site", groups, 2)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

@@ -51,7 +51,7 @@ from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import AnySelection, selection_statement
-from dpfreq.pipeline import Reading
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
 
@@ -188,7 +188,7 @@ class GroupedAnonymizedAdapter:
     @property
     def call(self) -> GroupedCall:
         a = self.args
-        return GroupedCall(FUNC, a.epsilon, a.delta, "event", a.group, a.names, None)
+        return GroupedCall(Charge(a.epsilon, a.delta, "event", FUNC), a.group, a.names, None)
 
     def plan(self) -> _Plan:
         a = self.args

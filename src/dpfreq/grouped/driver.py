@@ -73,12 +73,10 @@ class GroupedCall:
 
     Attributes
     ----------
-    func : str
-        The public function (error messages and the accountant's label).
-    epsilon, delta : float
-        What the whole call spends (``delta`` 0 when none was given).
-    unit : str
-        The unit of privacy of the whole call.
+    charge : dpfreq.pipeline.Charge
+        What the whole call spends, ``(ε, δ)`` at its unit of privacy (``δ`` 0 when none was
+        given), recorded under the public function's name (``charge.label``, also the name in
+        error messages).
     group : str
         The group column.
     groups : tuple of str or None
@@ -88,18 +86,10 @@ class GroupedCall:
         lies in one group).
     """
 
-    func: str
-    epsilon: float
-    delta: float
-    unit: str
+    charge: Charge
     group: str
     groups: tuple[str, ...] | None
     max_groups_per_item: int | None
-
-    @property
-    def charge(self) -> Charge:
-        """What the call costs, recorded under ``func``."""
-        return Charge(self.epsilon, self.delta, self.unit, self.func)
 
 
 @dataclass(frozen=True)
@@ -288,7 +278,8 @@ def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *
     ...     keyed = False
     ...     def __init__(self, rows, groups):
     ...         self.rows = rows
-    ...         self.call = GroupedCall("row_counts", 1.0, 0.0, "event", "g", groups, None)
+    ...         charge = Charge(1.0, 0.0, "event", "row_counts")
+    ...         self.call = GroupedCall(charge, "g", groups, None)
     ...     def plan(self): return None
     ...     def selection(self, plan): return None
     ...     def read(self, plan): return Reading(self.rows)
@@ -303,4 +294,4 @@ def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *
     ['a', 'b', 'c']
     """
     return run_release(GroupedSteps(adapter), accountant=accountant, rng=rng,
-                       func=adapter.call.func)
+                       func=adapter.call.charge.label)

@@ -53,7 +53,7 @@ from dpfreq.grouped.selection import (
     group_weights,
     selection_statement,
 )
-from dpfreq.pipeline import Reading
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
@@ -210,7 +210,7 @@ class GroupedProfileAdapter:
     @property
     def call(self) -> GroupedCall:
         a = self.args
-        return GroupedCall(_FUNC, a.par.epsilon, a.delta, a.par.unit, a.group, a.names,
+        return GroupedCall(Charge(a.par.epsilon, a.delta, a.par.unit, _FUNC), a.group, a.names,
                            a.max_groups_per_item)
 
     def plan(self) -> _Plan:

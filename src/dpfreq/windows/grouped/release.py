@@ -32,7 +32,7 @@ from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.selection import AnySelection, check_selection_mechanism, group_weights
 from dpfreq.grouped.set_union import SetUnionPlan
-from dpfreq.pipeline import Reading
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.rng import ResolvedRNG, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
 from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
@@ -238,8 +238,8 @@ class GroupedWindowAdapter:
     @property
     def call(self) -> GroupedCall:
         a = self.args
-        return GroupedCall(a.func, a.par.epsilon, a.par.delta, a.par.unit, a.group, a.names,
-                           a.max_groups_per_item)
+        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
+                           a.names, a.max_groups_per_item)
 
     def plan(self) -> _Plan:
         a = self.args
