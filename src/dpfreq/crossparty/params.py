@@ -14,18 +14,16 @@ hold the parties' artefact key), in the format of :func:`dpfreq.artifacts.seal_j
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import check_epsilon, check_int, message
 from dpfreq.accounting import exact_fraction
-from dpfreq.artifacts import open_json, seal_json
-from dpfreq.errors import DataError, DPFreqError, ParameterError
+from dpfreq.crossparty.public_file import PublicParamsFile
+from dpfreq.errors import ParameterError
 
 __all__ = ["HASH_NAME", "MAX_FREQUENCY_LIMIT", "REGISTER_LIMIT", "SAMPLING_BITS",
            "UNIFORMITY_BITS", "CrossPartyParams"]
@@ -70,7 +68,7 @@ def _fraction(value: Any, param: str, func: str, *, low: Fraction, high: Fractio
 
 
 @dataclass(frozen=True, kw_only=True)
-class CrossPartyParams:
+class CrossPartyParams(PublicParamsFile):
     """The public parameters of one cross-party reach and frequency measurement.
 
     Parameters
@@ -123,6 +121,12 @@ class CrossPartyParams:
     >>> CrossPartyParams.from_json(params.to_json()) == params
     True
     """
+
+    KIND = _KIND
+    VERSION = _VERSION
+    FIELDS = _FIELDS
+    WHAT = "cross-party parameters"
+    FRACTIONS = ("sampling_start", "sampling_width")
 
     measurement: str
     registers: int
@@ -198,51 +202,3 @@ class CrossPartyParams:
         return self.epsilon_frequency is not None
 
     # -- files -----------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON-ready values (fractions as ``"s/t"`` text)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("sampling_start", "sampling_width"):
-            value = Fraction(out[name])
-            out[name] = f"{value.numerator}/{value.denominator}"
-        return out
-
-    def to_json(self) -> str:
-        """The parameters as sealed JSON text (plain SHA-256 digest: public, never signed)."""
-        return seal_json(self.to_dict(), kind=_KIND, version=_VERSION, sign=False)
-
-    @classmethod
-    def from_dict(cls, fields: dict[str, Any], *, label: str = "the parameters"
-                  ) -> CrossPartyParams:
-        """Parameters from :meth:`to_dict`'s fields; anything else is one DataError."""
-        if not isinstance(fields, dict) or set(fields) != set(_FIELDS):
-            raise DataError(f"{label} are not valid cross-party parameters: their fields are "
-                            f"not {', '.join(_FIELDS)}.")
-        try:
-            return cls(**fields)
-        except DPFreqError as exc:
-            raise DataError(f"{label} are not valid cross-party parameters: "
-                            f"{str(exc).rstrip('.')}.") from None
-
-    @classmethod
-    def from_json(cls, text: str | bytes, *, label: str = "the text") -> CrossPartyParams:
-        """Parameters from :meth:`to_json` text (digest and every field checked)."""
-        _, payload = open_json(text, kind=_KIND, versions=(_VERSION,), label=label, sign=False)
-        return cls.from_dict(payload, label=label)
-
-    def save(self, path: str | Path) -> Path:
-        """Write :meth:`to_json` to ``path`` (a public file)."""
-        out = Path(path)
-        out.write_text(self.to_json() + "\n", encoding="utf-8")
-        return out
-
-    @classmethod
-    def load(cls, path: str | Path) -> CrossPartyParams:
-        """Read a parameters file written by :meth:`save`."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DataError(f"{path} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path} cannot be read as a parameters file "
-                            f"({type(exc).__name__}).") from None
-        return cls.from_json(text, label=str(path))

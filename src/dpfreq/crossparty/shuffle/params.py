@@ -18,20 +18,18 @@ is refused.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
-from dpfreq.artifacts import open_json, seal_json
 from dpfreq.budget import exact_fraction
 from dpfreq.crossparty.params import HASH_NAME, CrossPartyParams
-from dpfreq.errors import DataError, DPFreqError, ParameterError
+from dpfreq.crossparty.public_file import PublicParamsFile
+from dpfreq.errors import ParameterError
 
 __all__ = ["MAX_PARTIES", "RING_BITS", "ShuffleParams", "parse_deadline"]
 
@@ -85,7 +83,7 @@ def _parties(value: Any, func: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffleParams:
+class ShuffleParams(PublicParamsFile):
     """The public parameters of a cross-party measurement through the two-worker shuffle.
 
     Parameters
@@ -152,6 +150,12 @@ class ShuffleParams:
     >>> ShuffleParams.from_json(params.to_json()) == params
     True
     """
+
+    KIND = _KIND
+    VERSION = _VERSION
+    FIELDS = _FIELDS
+    WHAT = "shuffle parameters"
+    FRACTIONS = ("sampling_start", "sampling_width")
 
     measurement: str
     registers: int
@@ -247,56 +251,12 @@ class ShuffleParams:
     # -- files -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready values (fractions as ``"s/t"``, parties as a list)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("sampling_start", "sampling_width"):
-            value = Fraction(out[name])
-            out[name] = f"{value.numerator}/{value.denominator}"
+        out = super().to_dict()
         out["parties"] = list(self.parties)
         return out
-
-    def to_json(self) -> str:
-        """The parameters as sealed JSON text (plain SHA-256: public, never signed)."""
-        return seal_json(self.to_dict(), kind=_KIND, version=_VERSION, sign=False)
 
     @property
     def param_id(self) -> str:
         """The SHA-256 digest of the sealed parameters (hex)."""
         return str(json.loads(self.to_json())["sha256"])
-
-    @classmethod
-    def from_dict(cls, fields: dict[str, Any], *, label: str = "the parameters"
-                  ) -> ShuffleParams:
-        """Parameters from :meth:`to_dict`'s fields; anything else is one DataError."""
-        if not isinstance(fields, dict) or set(fields) != set(_FIELDS):
-            raise DataError(f"{label} are not valid shuffle parameters: their fields are not "
-                            f"{', '.join(_FIELDS)}.")
-        try:
-            return cls(**fields)
-        except DPFreqError as exc:
-            raise DataError(f"{label} are not valid shuffle parameters: "
-                            f"{str(exc).rstrip('.')}.") from None
-
-    @classmethod
-    def from_json(cls, text: str | bytes, *, label: str = "the text") -> ShuffleParams:
-        """Parameters from :meth:`to_json` text (digest and every field checked)."""
-        _, payload = open_json(text, kind=_KIND, versions=(_VERSION,), label=label, sign=False)
-        return cls.from_dict(payload, label=label)
-
-    def save(self, path: str | Path) -> Path:
-        """Write :meth:`to_json` to ``path`` (a public file)."""
-        out = Path(path)
-        out.write_text(self.to_json() + "\n", encoding="utf-8")
-        return out
-
-    @classmethod
-    def load(cls, path: str | Path) -> ShuffleParams:
-        """Read a parameters file written by :meth:`save`."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DataError(f"{path} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path} cannot be read as a parameters file "
-                            f"({type(exc).__name__}).") from None
-        return cls.from_json(text, label=str(path))
 

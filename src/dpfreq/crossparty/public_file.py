@@ -1,0 +1,88 @@
+"""Public parameter files of a cross-party measurement: sealed JSON, read back with every field
+checked.
+
+Both the local-noise sketches' parameters (:class:`~dpfreq.crossparty.params.CrossPartyParams`)
+and the shuffle's (:class:`~dpfreq.crossparty.shuffle.params.ShuffleParams`) are public files
+that the parties exchange before a measurement. They are written and read the same way, which
+:class:`PublicParamsFile` holds once: the fields as JSON (fractions as ``"s/t"`` text), sealed
+with a plain SHA-256 digest (public: never signed), and read back through the dataclass's own
+checks, so that a file refused is one :class:`~dpfreq.errors.DataError` naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from dpfreq.artifacts import open_json, seal_json
+from dpfreq.errors import DataError, DPFreqError
+
+__all__ = ["PublicParamsFile"]
+
+
+class PublicParamsFile:
+    """Mixin of a frozen dataclass of public parameters: ``to_dict``/``to_json``/``save`` and
+    ``from_dict``/``from_json``/``load``.
+
+    A subclass sets :attr:`KIND` and :attr:`VERSION` (the sealed file's kind and version),
+    :attr:`FIELDS` (the exact field names a file holds), :attr:`WHAT` (its name in errors) and
+    :attr:`FRACTIONS` (the fields written as exact ``"s/t"`` text).
+    """
+
+    KIND: ClassVar[str]
+    VERSION: ClassVar[int]
+    FIELDS: ClassVar[tuple[str, ...]]
+    WHAT: ClassVar[str]
+    FRACTIONS: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready values (fractions as ``"s/t"`` text)."""
+        out = {f.name: getattr(self, f.name)
+               for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        for name in self.FRACTIONS:
+            value = Fraction(out[name])
+            out[name] = f"{value.numerator}/{value.denominator}"
+        return out
+
+    def to_json(self) -> str:
+        """The parameters as sealed JSON text (plain SHA-256 digest: public, never signed)."""
+        return seal_json(self.to_dict(), kind=self.KIND, version=self.VERSION, sign=False)
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any], *, label: str = "the parameters") -> Self:
+        """Parameters from :meth:`to_dict`'s fields; anything else is one DataError."""
+        if not isinstance(fields, dict) or set(fields) != set(cls.FIELDS):
+            raise DataError(f"{label} are not valid {cls.WHAT}: their fields are not "
+                            f"{', '.join(cls.FIELDS)}.")
+        try:
+            return cls(**fields)
+        except DPFreqError as exc:
+            raise DataError(f"{label} are not valid {cls.WHAT}: "
+                            f"{str(exc).rstrip('.')}.") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, label: str = "the text") -> Self:
+        """Parameters from :meth:`to_json` text (digest and every field checked)."""
+        _, payload = open_json(text, kind=cls.KIND, versions=(cls.VERSION,), label=label,
+                               sign=False)
+        return cls.from_dict(payload, label=label)
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_json` to ``path`` (a public file)."""
+        out = Path(path)
+        out.write_text(self.to_json() + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Read a parameters file written by :meth:`save`."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise DataError(f"{path} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"{path} cannot be read as a parameters file "
+                            f"({type(exc).__name__}).") from None
+        return cls.from_json(text, label=str(path))
