@@ -108,6 +108,28 @@ def test_grouped_profile_refusal_is_decided_on_the_rows_before_the_bounding():
     assert "domain_size" in msgs.pop()
 
 
+@pytest.mark.parametrize("selection", ["truncated_geometric", "set_union"])
+def test_grouped_refusals_under_either_selection_are_decided_before_any_draw(selection):
+    """Without a public list and with m = 2, either selection (the set union's weights are
+    counted after the spend under the one bounding key) leaves every refusal to the rows read
+    before it: the same message under every seed, nothing spent."""
+    from dpfreq import release_profile
+    from dpfreq.windows import release_window_counts
+
+    kw = {"item": "user", "group": "campaign", "delta": 1e-6, "max_groups_per_item": 2,
+          "epsilon": 1.0, "unit": "item", "selection": selection}
+    msgs = _refusals(lambda seed, acct: release_window_counts(
+        _grouped_log(), time="day", horizon=6, k_values=[1], windows=["all"], singleton=True,
+        rng=seed, accountant=acct, **kw))
+    assert len(msgs) == 1
+    assert "singleton" in msgs.pop()
+    log = {"user": np.array([1, 2, 3, 4, 4]), "campaign": np.array(["a", "a", "a", "a", "b"])}
+    msgs = _refusals(lambda seed, acct: release_profile(
+        log, domain_size=3, max_count=2, rng=seed, accountant=acct, **kw))
+    assert len(msgs) == 1
+    assert "domain_size" in msgs.pop()
+
+
 def test_ungrouped_and_anonymized_refusals_are_decided_before_any_draw():
     from dpfreq import release_anonymized_histogram, release_profile
     from dpfreq.windows import release_window_counts

@@ -8,9 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dpfreq.anonymized.grouped
-import dpfreq.profile.grouped
-import dpfreq.windows.grouped.release
+import dpfreq.grouped.driver
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
@@ -181,24 +179,24 @@ class _Logged:
 
 
 _GROUPED: list[tuple[str, Any, Callable[..., Any]]] = [
-    ("profile-groups", dpfreq.profile.grouped, lambda a: release_profile(
+    ("profile-groups", dpfreq.grouped.driver, lambda a: release_profile(
         _LOG, item="u", group="g", groups=["a", "b"], max_groups_per_item=1, domain_size=10,
         max_count=4, epsilon=1.0, unit="item", accountant=a, rng=0)),
-    ("profile-selection", dpfreq.profile.grouped, lambda a: release_profile(
+    ("profile-selection", dpfreq.grouped.driver, lambda a: release_profile(
         _LOG, item="u", group="g", delta=1e-6, max_groups_per_item=1, domain_size=10,
         max_count=4, epsilon=1.0, unit="item", accountant=a, rng=0)),
-    ("anonymized-groups", dpfreq.anonymized.grouped, lambda a: release_anonymized_histogram(
+    ("anonymized-groups", dpfreq.grouped.driver, lambda a: release_anonymized_histogram(
         _LOG, item="u", group="g", groups=["a", "b"], epsilon=1.0, unit="event", accountant=a,
         rng=0)),
-    ("anonymized-selection", dpfreq.anonymized.grouped,
+    ("anonymized-selection", dpfreq.grouped.driver,
      lambda a: release_anonymized_histogram(
          _LOG, item="u", group="g", delta=1e-6, epsilon=1.0, unit="event", accountant=a,
          rng=0)),
-    ("windows-groups", dpfreq.windows.grouped.release, lambda a: release_window_counts(
+    ("windows-groups", dpfreq.grouped.driver, lambda a: release_window_counts(
         _LOG, item="u", time="t", horizon=4, epsilon=1.0, unit="item", k_values=[1],
         windows=["cumulative"], group="g", groups=["a", "b"], max_groups_per_item=1,
         accountant=a, rng=0)),
-    ("windows-selection", dpfreq.windows.grouped.release, lambda a: release_window_counts(
+    ("windows-selection", dpfreq.grouped.driver, lambda a: release_window_counts(
         _LOG, item="u", time="t", horizon=4, epsilon=1.0, delta=1e-6, unit="item",
         k_values=[1], windows=["cumulative"], group="g", max_groups_per_item=1,
         accountant=a, rng=0)),
@@ -208,11 +206,13 @@ _GROUPED: list[tuple[str, Any, Callable[..., Any]]] = [
 @pytest.mark.parametrize(("name", "module", "call"), _GROUPED, ids=[n for n, _, _ in _GROUPED])
 def test_grouped_releases_run_on_the_pipeline(name: str, module: Any, call: Callable[..., Any],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every grouped release is run by :func:`run_release`, so its order is the runner's:
-    every check, the budget check before the read, one spend, then draw and build."""
+    """Every grouped release is run by the one grouped driver on :func:`run_release`, so its
+    order is the runner's: every check, the budget check before the read, one spend, then draw
+    and build."""
     log: list[str] = []
 
     def spy(steps: ReleaseSteps[Any, Any, Any, Any], **kwargs: Any) -> Any:
+        assert isinstance(steps, dpfreq.grouped.driver.GroupedSteps)
         return run_release(_Logged(steps, log), **kwargs)
 
     monkeypatch.setattr(module, "run_release", spy)

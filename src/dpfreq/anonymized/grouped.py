@@ -5,9 +5,10 @@ or removing a row changes one group's histogram: parallel composition gives ever
 whole ε, and no bound on groups per item is needed (``max_groups_per_item`` is refused with that
 reason). The groups are a public list, or the data's groups chosen by private partition selection
 (:mod:`dpfreq.grouped.selection`, with ``m = 1`` and half of ε) when ``delta`` is given. The
-release runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and the
-split, the read runs the one grouped query and checks every group, the draw selects the groups
-(after the spend) and runs each one's mechanism.
+release runs on the grouped driver (:mod:`dpfreq.grouped.driver`) with
+:class:`GroupedAnonymizedAdapter`: the plan calibrates the selection and the split, the read runs
+the one grouped query and checks every group, and after the spend the driver selects the groups
+and runs each one's mechanism.
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ from dpfreq.grouped.accounting import (
 )
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.grouped.checks import check_group_selection
+from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import AnySelection, select_groups, selection_statement
-from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.grouped.selection import AnySelection, selection_statement
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
 
-__all__ = ["GroupedAnonymizedArgs", "GroupedAnonymizedMechanism",
+__all__ = ["GroupedAnonymizedAdapter", "GroupedAnonymizedArgs", "GroupedAnonymizedMechanism",
            "release_grouped_anonymized_histogram"]
 
 
@@ -172,19 +174,21 @@ class _Hists:
 
 
 @dataclass(frozen=True)
-class _Noisy:
-    engine: str
-    outcomes: dict[str, Outcome]
-    seeded: bool
-
-
-@dataclass(frozen=True)
-class _GroupedAnonymizedSteps:
-    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped anonymized release."""
+class GroupedAnonymizedAdapter:
+    """The grouped anonymized histogram's part of a grouped release
+    (:mod:`dpfreq.grouped.driver`): nothing is bounded or keyed (one row lies in one group); the
+    read runs the one grouped query and checks every group; each group gets the ungrouped
+    mechanism at the whole release ε (parallel composition)."""
 
     args: GroupedAnonymizedArgs
     source: Any
     engine: Any
+    keyed = False
+
+    @property
+    def call(self) -> GroupedCall:
+        a = self.args
+        return GroupedCall(Charge(a.epsilon, a.delta, "event", FUNC), a.group, a.names, None)
 
     def plan(self) -> _Plan:
         a = self.args
@@ -201,8 +205,8 @@ class _GroupedAnonymizedSteps:
                                                          minimum=1)
         return _Plan(acc, plan, d)
 
-    def charge(self, plan: _Plan) -> Charge:
-        return Charge(self.args.epsilon, self.args.delta, "event", FUNC)
+    def selection(self, plan: _Plan) -> AnySelection | None:
+        return plan.selection
 
     def read(self, plan: _Plan) -> Reading[_Hists]:
         from dpfreq.engines import (
@@ -225,24 +229,31 @@ class _GroupedAnonymizedSteps:
                                         "items in every group", d))
         return Reading(_Hists(eng.name, hists))
 
-    def draw(self, plan: _Plan, data: _Hists, rng: ResolvedRNG) -> _Noisy:
-        """The selection (if any), then every released group's mechanism."""
-        released: tuple[str, ...] = tuple(data.hists)
-        if plan.selection is not None:
-            rows = np.array([int(np.dot(c, p)) for c, p in data.hists.values()],
-                            dtype=np.int64)
-            released = select_groups(released, rows, plan.selection, rng.generator)
-        outs = {name: draw_prevalences(*data.hists[name], plan=plan.mechanism,
-                                       epsilon=plan.epsilon_per_group, generator=rng.generator)
-                for name in released}
-        return _Noisy(data.engine, outs, rng.seeded)
+    def sizes(self, plan: _Plan, data: _Hists, bounding: Bounding,
+              selection: AnySelection) -> Candidates:
+        """Each group's rows (read before the spend: nothing is bounded)."""
+        rows = np.array([int(np.dot(c, p)) for c, p in data.hists.values()], dtype=np.int64)
+        return Candidates(tuple(data.hists), rows)
 
-    def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
-        a, engine, seeded = self.args, noisy.engine, noisy.seeded
+    def aggregate(self, plan: _Plan, data: _Hists, bounding: Bounding,
+                  counted: Candidates | None) -> dict[str, tuple[I64, I64]]:
+        assert bounding.groups is not None
+        return {name: data.hists[name] for name in bounding.groups}
+
+    def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
+                names: tuple[str, ...], secret: GroupSecret | None,
+                rng: ResolvedRNG) -> dict[str, Outcome]:
+        """Every released group's mechanism, in order."""
+        return {name: draw_prevalences(*aggregate[name], plan=plan.mechanism,
+                                       epsilon=plan.epsilon_per_group, generator=rng.generator)
+                for name in names}
+
+    def result(self, plan: _Plan, drawn: Drawn[_Hists, dict[str, Outcome]]) -> GroupedRelease:
+        a, engine, seeded = self.args, drawn.data.engine, drawn.seeded
         releases = {name: build_prevalences(
             out, plan=plan.mechanism, epsilon=plan.epsilon_per_group, method=a.method,
             confidence=a.confidence, seeded=seeded, engine_name=engine,
-            domain_size=plan.domain_size) for name, out in noisy.outcomes.items()}
+            domain_size=plan.domain_size) for name, out in drawn.outs.items()}
         params = GroupedAnonymizedMechanism(engine, a.group, plan.accounting).to_dict()
         sim = _simultaneous(releases, epsilon_fractions(plan.mechanism.split)[0], a.confidence)
         return GroupedRelease(releases=releases, epsilon=a.epsilon, delta=a.delta,
@@ -291,5 +302,5 @@ def release_grouped_anonymized_histogram(
     sel_eps = check_selection_share(selection_epsilon, eps, names is not None, FUNC)
     args = GroupedAnonymizedArgs(eps, method, conf, item, group, names, dlt, split, domain_size,
                                  sel_eps)
-    return run_release(_GroupedAnonymizedSteps(args, source, engine), accountant=accountant,
-                       rng=rng, func=FUNC)
+    return run_grouped(GroupedAnonymizedAdapter(args, source, engine), accountant=accountant,
+                       rng=rng)

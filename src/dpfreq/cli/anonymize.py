@@ -18,9 +18,10 @@ import numpy as np
 import dpfreq.cli._common as shared
 from dpfreq.cli.grouped import (
     delta_option,
-    emit_grouped_anonymized,
+    echo_grouped_head,
     format_grouped_plan,
     group_options,
+    noise_line,
     plan_group_options,
 )
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
@@ -299,7 +300,9 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
 
 def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
                   json_out: str | None, plot_out: str | None, top: int) -> None:
-    """Every group's property estimates (post-processing), then the grouped output."""
+    """A grouped release: every group's property estimates (post-processing); JSON / PNG first,
+    then one summary row per group, the frequency lists and the property estimates, each row
+    led by its group."""
     from dpfreq.anonymized.properties import estimate_properties
 
     per_group = {g: estimate_properties(rel[g], domain_size=domain_size,
@@ -307,9 +310,44 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
                  for g in rel}
     doc = {"release": rel.to_dict(), "properties": {
         g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
-    emit_grouped_anonymized(rel, json_out, plot_out, top, frequency_list=_frequency_list,
-                            properties={g: _property_lines(p) for g, p in per_group.items()},
-                            text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    err = json_out == "-"
+    relation = f" ({rel[rel.groups[0]].relation})" if rel.groups else ""
+    echo_grouped_head(rel, f"# dpfreq anonymize: unit of privacy: {rel.unit}{relation}, "
+                      f"mechanism {rel.mechanism}", err)
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small, err=err)
+    column = str(rel.group_column)
+    name_width = max(len(column), *(len(str(name)) for name in rel))
+    _echo_group_summaries(rel, err)
+    click.echo("# released frequency lists, largest counts first:", err=err)
+    click.echo(f"{column:>{name_width}}  count  items  ranks", err=err)
+    for name in rel:
+        lines = _frequency_list(rel[name], top)
+        for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
+            click.echo(f"{name!s:>{name_width}}  {line}", err=err)
+    click.echo("# property estimates per group (post-processing of each group's release, no "
+               "extra budget; ± = L x its sorted-l1 bound):", err=err)
+    for name, props in per_group.items():
+        for line in _property_lines(props):
+            click.echo(f"{name!s:>{name_width}}  {line}", err=err)
+
+
+def _echo_group_summaries(rel: Any, err: bool) -> None:
+    """One row per group: its released total with its exact interval, the items released, the
+    sorted-ℓ1 bound and the method."""
+    rows = [(str(rel.group_column), "N", "total interval", "items", "sorted-l1 <=", "method")]
+    for name in rel:
+        r = rel[name]
+        lo, hi = r.total_interval
+        rows.append((str(name), str(r.n_estimate), f"[{lo}, {hi}]", str(r.n_items),
+                     f"{float(r.error.value):.6g}", f"{r.method} ({r.regime})"))
+    width = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    click.echo(f"# per group: N (DP total) with its exact interval, items released, sorted-l1 "
+               f"bound at confidence about {rel.simultaneous.confidence:g}", err=err)
+    for row in rows:
+        click.echo("  ".join(c.rjust(w) for c, w in zip(row, width, strict=True)), err=err)
 
 
 @click.command(name="anonymize")

@@ -1,10 +1,11 @@
 """Grouped releases on the command line: ``--group``, ``--max-groups-per-item``, ``--groups``,
 ``--delta``.
 
-The options are shared by the commands that take them; a grouped release prints one table per
-group, each row led by the group's name (the table's group column). ``--delta`` (instead of
-``--groups``) selects the data's groups by private partition selection; a profile also takes it
-beside ``--groups``, for zCDP accounting across groups.
+The options and the lines every grouped output shares (the grouping, the simultaneous statement,
+the groups smaller than their noise, the per-group tables led by the group's name) are here;
+each command prints its own grouped release (``dpfreq profile``, ``anonymize``, ``reach``).
+``--delta`` (instead of ``--groups``) selects the data's groups by private partition selection;
+a profile also takes it beside ``--groups``, for zCDP accounting across groups.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["delta_option", "emit_grouped_anonymized", "emit_grouped_profile",
-           "emit_grouped_reach", "format_grouped_plan", "group_options", "groups_line",
-           "plan_group_options"]
+__all__ = ["delta_option", "echo_group_tables", "echo_grouped_head", "format_grouped_plan",
+           "group_options", "groups_line", "noise_line", "plan_group_options"]
 
 
 def group_options(f: Any) -> Any:
@@ -115,118 +115,22 @@ def format_grouped_plan(plan: Any, format_one: Callable[[Any], list[str]]) -> li
     return lines + format_one(plan.per_group)
 
 
-def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
-                         plot_out: str | None, *, format_header: Callable[..., list[str]],
-                         format_table: Callable[..., str]) -> None:
-    """JSON / PNG first (a reader that stops early loses nothing), then the shared header and
-    one table per group (group column first); the per-release header and table come from the
-    command's own formatters."""
-    shared.emit_release(rel, json_out, plot_out)
-    to_err = json_out == "-"
-    if not rel.groups:
-        click.echo(groups_line(rel), err=to_err)
-        return
-    first = rel[rel.groups[0]]
-    head = format_header(first, what)
-    click.echo(head[0], err=to_err)
-    click.echo(f"# unit of privacy: {rel.unit} ({first.relation})", err=to_err)
-    click.echo(groups_line(rel), err=to_err)
-    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
-    for line in head[2:]:
-        click.echo(line, err=to_err)
-    small = noise_line(rel)
-    if small is not None:
-        click.echo(small, err=to_err)
+def echo_group_tables(rel: Any, table: Callable[[Any], str], err: bool) -> None:
+    """Every group's table (``table(release)``), its header once, each row led by the group's
+    name (the group column first)."""
     column = str(rel.group_column)
     width = max(len(column), *(len(str(name)) for name in rel))
     for i, name in enumerate(rel):
-        lines = format_table(rel[name], rows).splitlines()
+        lines = table(rel[name]).splitlines()
         if i == 0:
-            click.echo(f"{column:>{width}}  {lines[0]}", err=to_err)
+            click.echo(f"{column:>{width}}  {lines[0]}", err=err)
         for line in lines[1:]:
-            click.echo(f"{name!s:>{width}}  {line}", err=to_err)
+            click.echo(f"{name!s:>{width}}  {line}", err=err)
 
 
-def emit_grouped_anonymized(rel: Any, json_out: str | None, plot_out: str | None, top: int, *,
-                            frequency_list: Callable[[Any, int], list[str]],
-                            properties: dict[str, list[str]], text: str) -> None:
-    """JSON / PNG first (``text`` is the JSON document), then one summary row per group, the
-    frequency lists and the property estimates (``properties``: each group's printed lines),
-    each row led by its group."""
-    shared.emit_release(rel, json_out, plot_out, text=text)
-    to_err = json_out == "-"
-    relation = f" ({rel[rel.groups[0]].relation})" if rel.groups else ""
-    click.echo(f"# dpfreq anonymize: unit of privacy: {rel.unit}{relation}, mechanism "
-               f"{rel.mechanism}", err=to_err)
-    click.echo(groups_line(rel), err=to_err)
-    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=to_err)
-    small = noise_line(rel)
-    if small is not None:
-        click.echo(small, err=to_err)
-    column = str(rel.group_column)
-    name_width = max(len(column), *(len(str(name)) for name in rel))
-    rows = [(column, "N", "total interval", "items", "sorted-l1 <=", "method")]
-    for name in rel:
-        r = rel[name]
-        lo, hi = r.total_interval
-        rows.append((str(name), str(r.n_estimate), f"[{lo}, {hi}]", str(r.n_items),
-                     f"{float(r.error.value):.6g}", f"{r.method} ({r.regime})"))
-    width = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    click.echo(f"# per group: N (DP total) with its exact interval, items released, sorted-l1 "
-               f"bound at confidence about {rel.simultaneous.confidence:g}", err=to_err)
-    for row in rows:
-        click.echo("  ".join(c.rjust(w) for c, w in zip(row, width, strict=True)), err=to_err)
-    click.echo("# released frequency lists, largest counts first:", err=to_err)
-    click.echo(f"{column:>{name_width}}  count  items  ranks", err=to_err)
-    for name in rel:
-        lines = frequency_list(rel[name], top)
-        for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
-            click.echo(f"{name!s:>{name_width}}  {line}", err=to_err)
-    click.echo("# property estimates per group (post-processing of each group's release, no "
-               "extra budget; ± = L x its sorted-l1 bound):", err=to_err)
-    for name in rel:
-        for line in properties[name]:
-            click.echo(f"{name!s:>{name_width}}  {line}", err=to_err)
-
-
-def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
-                       save_path: str | None, *, rows: int | None = None,
-                       raw: bool = False) -> None:
-    """``dpfreq reach --group``: JSON / PNG / the saved release first (a reader that stops early
-    loses nothing), then the header (the grouping, the simultaneous statement, the periods and
-    structures, the same in every group, and the groups smaller than their noise) and every
-    group's table (:func:`dpfreq.cli.reach_table.format_table`, ``rows`` periods of each),
-    group column first."""
-    from dpfreq.cli.reach_table import format_table, header_lines
-
-    shared.emit_release(rel, json_out, plot_out)
-    if save_path is not None:
-        rel.save(save_path)
-        click.echo(f"wrote {save_path} (SECRET: contains every group's noise key and exact "
-                   "summaries of the log)", err=True)
-    if json_out == "-":  # with --json - the output is the JSON alone
-        return
-    first = rel[rel.groups[0]] if rel.groups else None
-    conf = f", confidence {first.error.confidence:g}" if first is not None else ""
-    click.echo(f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}"
-               f", mechanism={rel.mechanism}"
-               + (f", T={first.horizon} periods" if first is not None else "") + conf)
-    click.echo(groups_line(rel))
-    click.echo(f"# simultaneous: {rel.simultaneous.description}")
-    if first is None:
-        return
-    for line in header_lines(first, save_path=save_path, raw=raw, methods_prefix="every group, "):
-        click.echo(line)
-    small = noise_line(rel)
-    if small is not None:
-        click.echo(small)
-    if all(w == "all" for w in first.windows):
-        return
-    column = str(rel.group_column)
-    width = max(len(column), *(len(str(name)) for name in rel))
-    for i, name in enumerate(rel):
-        lines = format_table(rel[name], rows, raw=raw).splitlines()
-        if i == 0:
-            click.echo(f"{column:>{width}}  {lines[0]}")
-        for line in lines[1:]:
-            click.echo(f"{name!s:>{width}}  {line}")
+def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
+    """The lines every grouped output leads with: the command's own first line, the grouping
+    (:func:`groups_line`) and the simultaneous statement."""
+    click.echo(first_line, err=err)
+    click.echo(groups_line(rel), err=err)
+    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=err)

@@ -15,7 +15,14 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
-from dpfreq.cli.grouped import delta_option, emit_grouped_profile, group_options
+from dpfreq.cli.grouped import (
+    delta_option,
+    echo_group_tables,
+    echo_grouped_head,
+    group_options,
+    groups_line,
+    noise_line,
+)
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept, time_range_options
 from dpfreq.errors import DataError
 
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "command",
+    "emit_grouped_profile",
     "emit_profile",
     "format_header",
     "format_table",
@@ -187,6 +195,28 @@ def emit_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
         click.echo(warning, err=True)
 
 
+def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | None,
+                         plot_out: str | None) -> None:
+    """A grouped profile: JSON / PNG first (a reader that stops early loses nothing), then the
+    profile header of the first group, the grouping, the simultaneous statement and one table
+    per group (group column first)."""
+    shared.emit_release(rel, json_out, plot_out)
+    to_err = json_out == "-"
+    if not rel.groups:
+        click.echo(groups_line(rel), err=to_err)
+        return
+    first = rel[rel.groups[0]]
+    head = format_header(first, what)
+    echo_grouped_head(rel, f"{head[0]}\n# unit of privacy: {rel.unit} ({first.relation})",
+                      to_err)
+    for line in head[2:]:
+        click.echo(line, err=to_err)
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small, err=to_err)
+    echo_group_tables(rel, lambda r: format_table(r, rows), to_err)
+
+
 @click.command(name="profile")
 @click.argument("file", type=shared.INPUT_FILE)
 @click.option("--item", required=True, help="Column naming the item (e.g. user) of each row.")
@@ -246,7 +276,6 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     except DataError as exc:
         raise null_group_hint(exc, group) from None
     if group is not None:
-        emit_grouped_profile(rel, what, rows, json_out, plot_out,
-                             format_header=format_header, format_table=format_table)
+        emit_grouped_profile(rel, what, rows, json_out, plot_out)
         return
     emit_profile(rel, what, rows, json_out, plot_out)

@@ -16,7 +16,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import message
-from dpfreq.cli.grouped import emit_grouped_reach, group_options
+from dpfreq.cli.grouped import echo_group_tables, echo_grouped_head, group_options, noise_line
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.cli.reach_query import command as query_command
 from dpfreq.cli.reach_table import format_table, header_lines, row_indices
@@ -27,7 +27,7 @@ from dpfreq.windows import WindowCountsRelease, release_window_counts
 if TYPE_CHECKING:
     from dpfreq.budget import BudgetAccountant
 
-__all__ = ["command", "format_table", "row_indices"]
+__all__ = ["command", "emit_grouped_reach", "format_table", "row_indices"]
 
 
 def _parse_rows(text: str) -> int | None:
@@ -122,7 +122,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
                                     rng=seed, engine=engine, accountant=accountant, **kwargs)
     except DataError as exc:
         raise null_group_hint(exc, group) from None
-    if group is not None:  # one table for all groups (dpfreq.cli.grouped)
+    if group is not None:  # one table for all groups
         return emit_grouped_reach(rel, json_out, plot_out, save_path, rows=rows, raw=raw)
     shared.emit_release(rel, json_out, plot_out)  # files first: `| head` loses nothing
     if save_path is not None:
@@ -131,6 +131,38 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
                    "the log)", err=True)
     if json_out != "-":  # with --json - the output is the JSON alone
         _print_release(rel, save_path, rows, raw)
+
+
+def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
+                       save_path: str | None, *, rows: int | None = None,
+                       raw: bool = False) -> None:
+    """``dpfreq reach --group``: JSON / PNG / the saved release first (a reader that stops early
+    loses nothing), then the header (the grouping, the simultaneous statement, the periods and
+    structures, the same in every group, and the groups smaller than their noise) and every
+    group's table (:func:`dpfreq.cli.reach_table.format_table`, ``rows`` periods of each),
+    group column first."""
+    shared.emit_release(rel, json_out, plot_out)
+    if save_path is not None:
+        rel.save(save_path)
+        click.echo(f"wrote {save_path} (SECRET: contains every group's noise key and exact "
+                   "summaries of the log)", err=True)
+    if json_out == "-":  # with --json - the output is the JSON alone
+        return
+    first = rel[rel.groups[0]] if rel.groups else None
+    conf = f", confidence {first.error.confidence:g}" if first is not None else ""
+    echo_grouped_head(rel, f"# dpfreq reach: unit={rel.unit}, epsilon={rel.epsilon:g}, "
+                      f"delta={rel.delta:g}, mechanism={rel.mechanism}"
+                      + (f", T={first.horizon} periods" if first is not None else "") + conf,
+                      False)
+    if first is None:
+        return
+    for line in header_lines(first, save_path=save_path, raw=raw, methods_prefix="every group, "):
+        click.echo(line)
+    small = noise_line(rel)
+    if small is not None:
+        click.echo(small)
+    if any(w != "all" for w in first.windows):
+        echo_group_tables(rel, lambda r: format_table(r, rows, raw=raw), False)
 
 
 def _empty_log(item: str, time: str, group: str | None, kwargs: dict[str, Any]

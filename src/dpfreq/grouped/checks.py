@@ -10,9 +10,8 @@ import numpy as np
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import check_selection_delta
-from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
-__all__ = ["bounding_key", "check_bound", "check_group_selection", "check_grouping"]
+__all__ = ["check_bound", "check_group_selection", "check_grouping"]
 
 
 def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
@@ -80,9 +79,3 @@ def check_group_selection(groups: Any, delta: Any, func: str, *,
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", groups))
     return None, check_selection_delta(delta, func)
-
-
-def bounding_key(resolved: ResolvedRNG) -> bytes:
-    """The secret (or, seeded, reproducible) key of the bounding hash of one release."""
-    master = resolved.generator.bytes(32) if resolved.seeded else new_secret_key()
-    return derive_key(master, "group-bounding")

@@ -7,10 +7,10 @@ count-of-counts of one query; each group gets the direct mechanism of
 accounting across groups when it is larger. The groups are a public list, or (with ``delta``
 and no list) the groups of the data chosen by private partition selection
 (:mod:`dpfreq.grouped.selection`) with half of ε, the other half releasing them. The release
-runs on :func:`dpfreq.pipeline.run_release`: the plan calibrates the selection and checks memory,
-the read checks the data with no key and no draw, and after the spend the draw takes the
-secret bounding key, runs the one bounded grouped query, selects the groups and noises each
-one.
+runs on the grouped driver (:mod:`dpfreq.grouped.driver`) with :class:`GroupedProfileAdapter`:
+the plan calibrates the selection and checks memory, the read checks the data with no key and
+no draw, and after the spend the driver takes the secret bounding key, runs the one bounded
+grouped query, selects the groups and noises each one.
 """
 
 from __future__ import annotations
@@ -37,15 +37,23 @@ from dpfreq.grouped.accounting import (
     choose_group_accounting,
 )
 from dpfreq.grouped.capping import capping_statement
-from dpfreq.grouped.checks import bounding_key, check_bound, check_group_selection
+from dpfreq.grouped.checks import check_bound, check_group_selection
+from dpfreq.grouped.driver import (
+    Bounding,
+    Candidates,
+    Drawn,
+    GroupedCall,
+    GroupSecret,
+    run_grouped,
+)
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import (
+    AnySelection,
     check_selection_mechanism,
     group_weights,
-    select_groups,
     selection_statement,
 )
-from dpfreq.pipeline import Charge, Reading, run_release
+from dpfreq.pipeline import Charge, Reading
 from dpfreq.profile.direct import direct_layout
 from dpfreq.profile.direct_release import DirectRelease
 from dpfreq.profile.intervals import direct_widths
@@ -55,7 +63,8 @@ from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.resources import check_memory
 from dpfreq.rng import ResolvedRNG, resolve_rng
 
-__all__ = ["GroupedProfileArgs", "GroupedProfileMechanism", "release_grouped_profile"]
+__all__ = ["GroupedProfileAdapter", "GroupedProfileArgs", "GroupedProfileMechanism",
+           "release_grouped_profile"]
 
 _FUNC = "release_profile"
 
@@ -181,20 +190,28 @@ class _Checked:
 
 
 @dataclass(frozen=True)
-class _Noisy:
+class _Classes:
     engine: str
-    outs: dict[str, DirectRelease]
+    classes: np.ndarray  # row j: the class sizes of the j-th released group
 
 
 @dataclass(frozen=True)
-class _GroupedProfileSteps:
-    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped profile."""
+class GroupedProfileAdapter:
+    """The grouped profile's part of a grouped release (:mod:`dpfreq.grouped.driver`): the
+    read checks every group's distinct items against the public domain, the engine computes
+    the bounded count-of-counts per group, and each group gets the direct mechanism."""
 
     args: GroupedProfileArgs
     source: Any
     engine: Any
-    rng: ResolvedRNG  # the release's source: the draw takes the bounding key from it
     release_one: Callable[..., DirectRelease]
+    keyed = True
+
+    @property
+    def call(self) -> GroupedCall:
+        a = self.args
+        return GroupedCall(Charge(a.par.epsilon, a.delta, a.par.unit, _FUNC), a.group, a.names,
+                           a.max_groups_per_item)
 
     def plan(self) -> _Plan:
         a, par = self.args, self.args.par
@@ -209,8 +226,8 @@ class _GroupedProfileSteps:
                          what="the count-of-counts of n + 1 classes per group")
         return _Plan(acc)
 
-    def charge(self, plan: _Plan) -> Charge:
-        return Charge(self.args.par.epsilon, self.args.delta, self.args.par.unit, _FUNC)
+    def selection(self, plan: _Plan) -> AnySelection | None:
+        return plan.accounting.selection
 
     def read(self, plan: _Plan) -> Reading[_Checked]:
         """Every check of the data, with no key and no draw: each listed group (every group of
@@ -225,52 +242,69 @@ class _GroupedProfileSteps:
         _check_domain(raw, a.par.domain_size, _FUNC)
         return Reading(_Checked(eng))
 
-    def draw(self, plan: _Plan, data: _Checked, rng: ResolvedRNG) -> _Noisy:
-        """After the spend: the bounding key, the bounded grouped count-of-counts, the
-        selection (if any), then every released group's direct mechanism."""
-        a, par, eng = self.args, self.args.par, data.engine
-        grouping = Grouping(a.group, a.names, a.max_groups_per_item, bounding_key(rng))
-        gp = eng.grouped_count_of_counts(self.source, CountRequest(
-            a.item, grouping, max_count=par.max_count))
-        sizes = _group_sizes(gp)
-        released: tuple[str, ...] = gp.groups
-        selection = plan.accounting.selection
-        if selection is not None:
-            if selection.per_item != "rows":  # the set union weighs groups per item
-                # the same grouping (one bounding key): the same kept pairs, so the same groups
-                per = eng.grouped_count_of_counts(self.source, CountRequest(
-                    a.item, grouping, per_item=selection.per_item))
-                weight = dict(zip(per.groups, group_weights(per, selection, True).tolist(),
-                                  strict=True))
-                sizes = np.array([weight.get(g, 0) if k >= 1 else 0
-                                  for g, k in zip(gp.groups, sizes, strict=True)], np.int64)
-            present = sizes >= 1
-            released = select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
-                                     sizes[present], selection, rng.generator)
-        row = {name: g for g, name in enumerate(gp.groups)}
-        classes = _group_classes(gp, np.array([row[x] for x in released], dtype=np.int64),
-                                 par.domain_size, par.max_count)
-        outs = {name: self.release_one(classes[j], d=par.domain_size, n=par.max_count,
-                                       eps=plan.epsilon_per_group, unit=par.unit,
-                                       conf=par.confidence, gen=rng.generator)
-                for j, name in enumerate(released)}
-        return _Noisy(eng.name, outs)
+    def _grouping(self, bounding: Bounding) -> Grouping:
+        a = self.args
+        return Grouping(a.group, bounding.groups, bounding.max_groups_per_item, bounding.key)
 
-    def build(self, plan: _Plan, noisy: _Noisy) -> GroupedRelease:
+    def _counts(self, data: _Checked, bounding: Bounding) -> Any:
+        """The one bounded grouped count-of-counts (clamped at ``max_count``)."""
+        return data.engine.grouped_count_of_counts(self.source, CountRequest(
+            self.args.item, self._grouping(bounding), max_count=self.args.par.max_count))
+
+    def sizes(self, plan: _Plan, data: _Checked, bounding: Bounding,
+              selection: AnySelection) -> Candidates:
+        """Each group's bounded item count or, when the set union selects, its weight: the
+        items' kept groups asked under the same grouping (one bounding key, so the same kept
+        pairs), matched to the groups by name."""
+        gp = self._counts(data, bounding)
+        sizes = _group_sizes(gp)
+        if selection.per_item != "rows":  # the set union weighs groups per item
+            per = data.engine.grouped_count_of_counts(self.source, CountRequest(
+                self.args.item, self._grouping(bounding), per_item=selection.per_item))
+            weight = dict(zip(per.groups, group_weights(per, selection, True).tolist(),
+                              strict=True))
+            sizes = np.array([weight.get(g, 0) if k >= 1 else 0
+                              for g, k in zip(gp.groups, sizes, strict=True)], np.int64)
+        return Candidates(gp.groups, sizes, gp)
+
+    def aggregate(self, plan: _Plan, data: _Checked, bounding: Bounding,
+                  counted: Candidates | None) -> _Classes:
+        """The class sizes of the released groups, from the selection's query or (with a public
+        list) from the one bounded query of the listed groups."""
+        gp = counted.aggregate if counted is not None else self._counts(data, bounding)
+        row = {name: g for g, name in enumerate(gp.groups)}
+        assert bounding.groups is not None
+        rows = np.array([row[x] for x in bounding.groups], dtype=np.int64)
+        par = self.args.par
+        return _Classes(data.engine.name,
+                        _group_classes(gp, rows, par.domain_size, par.max_count))
+
+    def release(self, plan: _Plan, aggregate: _Classes, names: tuple[str, ...],
+                secret: GroupSecret | None, rng: ResolvedRNG) -> dict[str, DirectRelease]:
+        """Every released group's direct mechanism, in order."""
+        par = self.args.par
+        return {name: self.release_one(aggregate.classes[j], d=par.domain_size,
+                                       n=par.max_count, eps=plan.epsilon_per_group,
+                                       unit=par.unit, conf=par.confidence, gen=rng.generator)
+                for j, name in enumerate(names)}
+
+    def result(self, plan: _Plan, drawn: Drawn[_Checked, dict[str, DirectRelease]]
+               ) -> GroupedRelease:
         a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
         d, n, conf = par.domain_size, par.max_count, par.confidence
-        base = GroupedProfileMechanism(noisy.engine, d, n, conf, a.group,
+        seeded = drawn.seeded
+        base = GroupedProfileMechanism(drawn.data.engine.name, d, n, conf, a.group,
                                        plan.accounting).to_dict()
         releases = {name: ProfileRelease(
             value=out.value, epsilon=eps_g, delta=0.0, unit=par.unit, mechanism=out.mechanism,
             mechanism_params=dict(base, group=name, **out.params.to_dict()),
-            seeded=self.rng.seeded, error=out.error, domain_size=d, max_count=n,
+            seeded=seeded, error=out.error, domain_size=d, max_count=n,
             method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0, norm="1",
-            noisy_profile=out.noisy_profile) for name, out in noisy.outs.items()}
+            noisy_profile=out.noisy_profile) for name, out in drawn.outs.items()}
         sim = _simultaneous(len(releases), eps_g, par.unit, d, n, conf)
         return GroupedRelease(releases=releases, epsilon=par.epsilon, delta=a.delta,
                               unit=par.unit, mechanism="grouped-direct-count-of-counts",
-                              mechanism_params=base, simultaneous=sim, seeded=self.rng.seeded,
+                              mechanism_params=base, simultaneous=sim, seeded=seeded,
                               group_column=a.group)
 
 
@@ -333,6 +367,5 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     sel_eps = check_selection_share(selection_epsilon, par.epsilon, names is not None, _FUNC)
     args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
                               check_selection_mechanism(selection, _FUNC))
-    resolved = resolve_rng(rng, _FUNC)
-    steps = _GroupedProfileSteps(args, source, engine, resolved, release_one)
-    return run_release(steps, accountant=accountant, rng=resolved, func=_FUNC)
+    return run_grouped(GroupedProfileAdapter(args, source, engine, release_one),
+                       accountant=accountant, rng=resolve_rng(rng, _FUNC))

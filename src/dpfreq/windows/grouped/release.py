@@ -5,10 +5,11 @@ given. The engine computes the window summaries of every (group, item, period) i
 after the keyed bounding of the grouped profile (:meth:`~dpfreq.engines.Summarizing.summaries`,
 one SQL statement on DuckDB and Spark); one plan
 is calibrated from public parameters at the per-group budget and every group gets its own copy
-with its own secret sub-key. The release runs on :func:`dpfreq.pipeline.run_release`: the plan
-splits the budget and calibrates, the read draws the master key, selects the groups (without a
-public list: the selected groups are the ones read and checked) and runs the one grouped query,
-the draw attaches every group's structures to the shared keyed noise source.
+with its own secret sub-key. The release runs on the grouped driver
+(:mod:`dpfreq.grouped.driver`) with :class:`GroupedWindowAdapter`: the plan splits the budget and
+calibrates, the read checks the log with no key, and after the spend the driver draws the
+release's secret, selects the groups (without a public list), runs the one bounded grouped query
+and attaches every group's structures to the shared keyed noise source.
 """
 
 from __future__ import annotations
@@ -28,15 +29,11 @@ from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.grouped.selection import (
-    AnySelection,
-    check_selection_mechanism,
-    group_weights,
-    select_groups,
-)
+from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
+from dpfreq.grouped.selection import AnySelection, check_selection_mechanism, group_weights
 from dpfreq.grouped.set_union import SetUnionPlan
-from dpfreq.pipeline import Charge, Reading, run_release
-from dpfreq.rng import ResolvedRNG, derive_key, resolve_rng
+from dpfreq.pipeline import Charge, Reading
+from dpfreq.rng import ResolvedRNG, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
 from dpfreq.windows.data.summaries import WindowSummaries, summary_specs
 from dpfreq.windows.grouped.budget import GroupBudget, check_selection_epsilon, choose_budget
@@ -49,7 +46,8 @@ from dpfreq.windows.grouped.result import (
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
 
-__all__ = ["GroupedWindowArgs", "GroupedWindowCountsPlan", "check_window_grouping",
+__all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "GroupedWindowCountsPlan",
+           "check_window_grouping",
            "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
 
 
@@ -124,18 +122,15 @@ def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
     return {**cols, group: np.asarray(source[group])}, item, time
 
 
-def _select(eng: Any, src: Any, item: str, group: str, m: int | None, hash_key: bytes,
-            selection: AnySelection, generator: Any) -> tuple[str, ...]:
-    """The groups of the data that pass the selection: counted by the engine in one query
-    (distinct items per group after each item kept at most ``m`` of its groups, or their
-    set-union weights; rows per group at ``unit="event"``, ``m = None``), thresholded by
-    :func:`select_groups`."""
-    gp = eng.grouped_count_of_counts(src, CountRequest(item, Grouping(group, None, m, hash_key),
-                                                       per_item=selection.per_item))
-    sizes = group_weights(gp, selection, m is not None)
-    present = sizes >= 1
-    return select_groups([g for g, k in zip(gp.groups, present, strict=True) if k],
-                         sizes[present], selection, generator)
+def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding,
+           selection: AnySelection) -> Candidates:
+    """Every group of the data and what ``selection`` thresholds, counted by the engine in one
+    query: distinct items per group after each item kept at most ``m`` of its groups, or their
+    set-union weights; rows per group at ``unit="event"``, ``m = None``."""
+    m = bounding.max_groups_per_item
+    gp = eng.grouped_count_of_counts(src, CountRequest(
+        item, Grouping(group, None, m, bounding.key), per_item=selection.per_item))
+    return Candidates(gp.groups, group_weights(gp, selection, m is not None))
 
 
 def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
@@ -162,18 +157,18 @@ def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
     return int(red.n_out_of_range)
 
 
-def _summaries(eng: Any, src: Any, item: str, time: str, group: str, names: tuple[str, ...],
-               m: int | None, hash_key: bytes, par: WindowParams,
-               out_of_range: str) -> list[WindowSummaries]:
-    """Every listed group's window summaries after the bounding, in one engine query (the data
-    was checked before the spend)."""
+def _summaries(eng: Any, src: Any, item: str, time: str, group: str, bounding: Bounding,
+               par: WindowParams, out_of_range: str) -> list[WindowSummaries]:
+    """Every released group's window summaries after the bounding, in one engine query (the
+    data was checked before the spend)."""
+    names = bounding.groups
     if not names:
         return []
     axis = par.axis
     specs = summary_specs(par.windows, par.k_values)
-    red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
-                                            drop_out_of_range=out_of_range == "drop",
-                                            grouping=Grouping(group, names, m, hash_key)))
+    red = eng.summaries(src, SummaryRequest(
+        item, time, axis.buckets(), specs, drop_out_of_range=out_of_range == "drop",
+        grouping=Grouping(group, names, bounding.max_groups_per_item, bounding.key)))
     return [WindowSummaries(axis.horizon, specs, *red.entries(g)) for g in range(len(names))]
 
 
@@ -212,42 +207,51 @@ class _Logs:
 
 
 @dataclass(frozen=True)
-class _States:
-    names: tuple[str, ...]
+class _Measured:
     engine: str
-    n_dropped: int
+    summaries: list[WindowSummaries]
+
+
+@dataclass(frozen=True)
+class _States:
     states: list[Any]
     noise_key: bytes
     build: WindowBuild
 
 
 @dataclass(frozen=True)
-class _GroupedWindowSteps:
-    """The pipeline steps (:mod:`dpfreq.pipeline`) of one grouped window release.
+class GroupedWindowAdapter:
+    """The grouped window release's part of a grouped release (:mod:`dpfreq.grouped.driver`).
 
     The read checks the data (range, singleton) on the rows before any bounding, with no key;
-    after the spend the draw takes the release's secret master key (the bounding key and every
-    group's keys derive from it), selects the groups privately when there is no public list,
-    runs the one bounded query and attaches every group's structures. Nothing random runs
-    before the budget is charged, and whether a call is refused never depends on a draw."""
+    the engine computes every released group's window summaries in one bounded query; every
+    group's structures are copies of one calibrated plan, attached to keys derived from the
+    release's secret, their node noise drawn for all groups at once (so the groups are released
+    together, not one by one)."""
 
     args: GroupedWindowArgs
     source: Any
     engine: Any
-    rng: ResolvedRNG
+    seeded: bool
+    keyed = True
+
+    @property
+    def call(self) -> GroupedCall:
+        a = self.args
+        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
+                           a.names, a.max_groups_per_item)
 
     def plan(self) -> _Plan:
         a = self.args
         budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func,
                                a.selection_epsilon, a.selection)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
-                               seeded=self.rng.seeded)
+                               seeded=self.seeded)
         # calibrates (or refuses) before any data is read; every group's structures copy it
         return _Plan(budget, build, calibrated_plan(build, budget.rho))
 
-    def charge(self, plan: _Plan) -> Charge:
-        par = self.args.par
-        return Charge(par.epsilon, par.delta, par.unit, self.args.func)
+    def selection(self, plan: _Plan) -> AnySelection | None:
+        return plan.budget.selection
 
     def read(self, plan: _Plan) -> Reading[_Logs]:
         a = self.args
@@ -258,33 +262,35 @@ class _GroupedWindowSteps:
                                 a.func)
         return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
 
-    def draw(self, plan: _Plan, data: _Logs, rng: ResolvedRNG) -> _States:
-        """The master key, the selection (without a public list), the bounded summaries and
-        every group's structures attached to its keys (node noise from one keyed source)."""
-        a, m, eng = self.args, self.args.max_groups_per_item, data.engine
-        master = rng.generator.bytes(32)
-        hash_key = derive_key(master, "group-bounding")
-        names = a.names
-        if plan.budget.selection is not None:
-            names = _select(eng, data.source, data.item, a.group, m, hash_key,
-                            plan.budget.selection, rng.generator)
-        assert names is not None
-        summaries = _summaries(eng, data.source, data.item, data.time, a.group, names, m,
-                               hash_key, a.par, a.out_of_range)
-        build = replace(plan.build, source_kind=eng.name)
-        keys = [derive_key(master, "windows-group", name) for name in names]
-        noise_key = derive_key(master, "windows-groups-noise", *names)
-        states = group_states(summaries, keys, build, noise_key, plan.calibrated)
-        return _States(names, eng.name, data.n_dropped, states, noise_key, build)
+    def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
+              selection: AnySelection) -> Candidates:
+        return _sizes(data.engine, data.source, data.item, self.args.group, bounding, selection)
 
-    def build(self, plan: _Plan, noisy: _States) -> GroupedWindowRelease:
+    def aggregate(self, plan: _Plan, data: _Logs, bounding: Bounding,
+                  counted: Candidates | None) -> _Measured:
         a = self.args
-        mech = GroupedWindowMechanism(noisy.engine, a.par.unit, a.group, a.max_groups_per_item,
+        return _Measured(data.engine.name, _summaries(
+            data.engine, data.source, data.item, data.time, a.group, bounding, a.par,
+            a.out_of_range))
+
+    def release(self, plan: _Plan, aggregate: _Measured, names: tuple[str, ...],
+                secret: GroupSecret | None, rng: ResolvedRNG) -> _States:
+        """Every group's structures attached to its key (node noise from one keyed source)."""
+        assert secret is not None
+        build = replace(plan.build, source_kind=aggregate.engine)
+        keys = [secret.derive("windows-group", name) for name in names]
+        noise_key = secret.derive("windows-groups-noise", *names)
+        return _States(group_states(aggregate.summaries, keys, build, noise_key,
+                                    plan.calibrated), noise_key, build)
+
+    def result(self, plan: _Plan, drawn: Drawn[_Logs, _States]) -> GroupedWindowRelease:
+        a, eng = self.args, drawn.data.engine.name
+        mech = GroupedWindowMechanism(eng, a.par.unit, a.group, a.max_groups_per_item,
                                       plan.budget)
         fields = GroupedWindowFields(a.par.epsilon, a.par.delta, a.par.unit, a.group,
-                                     a.max_groups_per_item, noisy.names, mech)
-        return assemble(noisy.states, noisy.names, fields.to_dict(), noisy.noise_key,
-                        n_dropped=noisy.n_dropped, build=noisy.build)
+                                     a.max_groups_per_item, drawn.names, mech)
+        return assemble(drawn.outs.states, drawn.names, fields.to_dict(), drawn.outs.noise_key,
+                        n_dropped=drawn.data.n_dropped, build=drawn.outs.build)
 
 
 def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, time: Any,
@@ -329,8 +335,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     resolved = resolve_rng(rng, func)
     args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
                              selection_epsilon, selection)
-    return run_release(_GroupedWindowSteps(args, source, engine, resolved),
-                       accountant=accountant, rng=resolved, func=func)
+    return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
+                       accountant=accountant, rng=resolved)
 
 
 @dataclass(frozen=True, repr=False)
