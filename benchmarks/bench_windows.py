@@ -55,7 +55,7 @@ def measured_rmse(item, times, horizon, family, k, level, method, reps, n_querie
     errs = []
     pred = []
     for r in range(reps):
-        fam = family if family != "fixed" else 7
+        fam = family if family != "rolling" else 7
         choice = "auto" if method == "auto" else {fam: method}
         rel = release_window_counts((item, times), horizon=horizon, epsilon=1.0, k_values=[k],
                                     unit=level, windows=[fam], method=choice, delta=delta,
@@ -63,7 +63,7 @@ def measured_rmse(item, times, horizon, family, k, level, method, reps, n_querie
         if family == "cumulative":
             t2 = rng.integers(1, horizon + 1, size=n_queries)
             t1 = np.ones_like(t2)
-        elif family == "fixed":
+        elif family == "rolling":
             t2 = rng.integers(1, horizon + 1, size=n_queries)
             t1 = np.maximum(1, t2 - 6)
         else:
@@ -97,8 +97,8 @@ def bench_vs_t(quick: bool) -> None:
     for e in exps:
         horizon = 2**e
         item, times = make_log(rng, 20 * horizon, horizon, 2 * horizon)
-        for fam in ("cumulative", "fixed", "all"):
-            for method in (("auto",) if fam != "fixed" else ("auto", "blocks")):
+        for fam in ("cumulative", "rolling", "all"):
+            for method in (("auto",) if fam != "rolling" else ("auto", "blocks")):
                 reps = 3 if fam == "all" else 5
                 nq = 300 if fam == "all" else 1000
                 rm, pr, chosen = measured_rmse(item, times, horizon, fam, 1, "event", method,
@@ -112,8 +112,8 @@ def bench_vs_t(quick: bool) -> None:
         lt = np.log([math.log2(t) for t, _ in pts])
         lr = np.log([r for _, r in pts])
         slope = float(np.polyfit(lt, lr, 1)[0])
-        expect = {"cumulative/auto": "1.5 (log^1.5 T)", "fixed/auto": "0 (per-window, W only)",
-                  "fixed/blocks": "0 (log^1.5 W)", "all/auto": "3 (log^3 T)"}[name]
+        expect = {"cumulative/auto": "1.5 (log^1.5 T)", "rolling/auto": "0 (per-window, W only)",
+                  "rolling/blocks": "0 (log^1.5 W)", "all/auto": "3 (log^3 T)"}[name]
         rows.append((name, f"{slope:.2f}", expect))
     table(rows, ("series", "slope d log RMSE / d log log2 T", "polylog prediction"))
 
@@ -126,7 +126,7 @@ def bench_vs_k(quick: bool) -> None:
     rows = []
     for k in (1, 2, 4, 8):
         row = [k]
-        for fam in ("cumulative", "fixed", "all"):
+        for fam in ("cumulative", "rolling", "all"):
             rm, _pr, chosen = measured_rmse(item, times, horizon, fam, k, "event", "auto",
                                            2 if quick else 4, 300, 10 + k)
             row += [f"{rm:.0f} ({chosen})"]
@@ -136,7 +136,7 @@ def bench_vs_k(quick: bool) -> None:
 
 BASELINES = {
     "cumulative": ("simple", "tree", "per_query"),
-    "fixed": ("blocks", "single", "per_query"),
+    "rolling": ("blocks", "single", "per_query"),
     "all": ("tree2d", "per_start", "per_query"),
 }
 
@@ -175,7 +175,7 @@ def bench_approx(quick: bool) -> None:
     item, times = make_log(rng, 20 * horizon, horizon, 1500)
     rows = []
     for level in ("event", "item"):
-        for fam in ("cumulative", "fixed", "all"):
+        for fam in ("cumulative", "rolling", "all"):
             pure = measured_rmse(item, times, horizon, fam, 1, level, "auto", 2, 300, 9)
             appr = measured_rmse(item, times, horizon, fam, 1, level, "auto", 2, 300, 9,
                                  delta=1e-6)
@@ -399,7 +399,7 @@ def speed_rows(quick: bool) -> list[tuple[str, float, float, str]]:
     q = rng.integers(1, horizon + 1, size=10**5)
     step("1e5 random cumulative queries", lambda: rel.cumulative(q, 1), 1e5, "queries/s",
          repeat=3)
-    step("1e5 random rolling-window queries", lambda: rel.fixed(q, 1), 1e5, "queries/s",
+    step("1e5 random rolling-window queries", lambda: rel.rolling(q, 1), 1e5, "queries/s",
          repeat=3)
     n2 = n // 10
     rel2 = step(f"release all windows ({n2:.0e} events, 2d points + merge-sort counter)",

@@ -80,7 +80,7 @@ def test_sub_key_encoding_is_injective_over_a_grid():
     arithmetic on small integers would merge (k = 1, tree 12 vs k = 11, tree 2; 2·(1000+s)+i
     vs 1000+s')."""
     key = bytes(range(32))
-    labels = ["cumulative", "all", "fixed(W=1)", "fixed(W=11)", "fixed(W=111)"]
+    labels = ["cumulative", "all", "rolling(W=1)", "rolling(W=11)", "rolling(W=111)"]
     seen = {}
     for scheme, label, k, tree in product((LAPLACE_SCHEME, GAUSSIAN_SCHEME, EAGER_SCHEME),
                                           labels, [*range(1, 40), 999, 1000, 2001],
@@ -333,7 +333,7 @@ def test_result_is_complete_and_tidy():
     assert np.all(tab["estimate"] <= tab["upper"])
     assert rel.error.kind == "interval"
     assert rel.unit == "item"
-    assert np.array_equal(rel.value["fixed(W=2)"][2], rel.fixed_curve(2).estimate)
+    assert np.array_equal(rel.value["rolling(W=2)"][2], rel.rolling_curve(2).estimate)
 
 
 # ------------------------------------------------------------------------ exact privacy audits

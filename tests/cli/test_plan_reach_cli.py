@@ -42,8 +42,8 @@ def test_plan_reach_json_on_stdout(capsys):
     plan = plan_window_counts(start="2024-01-01", end="2024-03-31", period="1d", epsilon=0.5,
                               delta=1e-6, unit="event", k_values=[1, 2],
                               windows=["cumulative", 7])
-    np.testing.assert_allclose(doc["halfwidth"]["fixed(W=7)"]["2"],
-                               plan.halfwidth["fixed(W=7)"][2])
+    np.testing.assert_allclose(doc["halfwidth"]["rolling(W=7)"]["2"],
+                               plan.halfwidth["rolling(W=7)"][2])
     assert "# plan: reach over T=91 periods" in err  # the human lines go to stderr
 
 

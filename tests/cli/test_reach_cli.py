@@ -35,7 +35,7 @@ def test_reach_table_json_plot(tmp_path, capsys):
     lines = out.splitlines()
     header = next(line for line in lines if line.strip().startswith("t "))
     assert "cumulative, k=1" in header
-    assert "fixed(W=3), k=2" in header
+    assert "rolling(W=3), k=2" in header
     assert any("2024-01-05" in line for line in lines)
     assert png.exists()
     assert png.stat().st_size > 0
@@ -211,14 +211,14 @@ def test_reach_releases_and_prints_exactly_the_families_asked(tmp_path, capsys):
           str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert set(data["value"]) == {"fixed(W=3)", "total"}
+    assert set(data["value"]) == {"rolling(W=3)", "total"}
     assert set(data["mechanism_params"]["methods"]) == {
-        f"{f}, k={k}" for f in ("fixed(W=3)", "total") for k in (1, 2)}
+        f"{f}, k={k}" for f in ("rolling(W=3)", "total") for k in (1, 2)}
     assert "cumulative" not in out
     table = [line for line in out.splitlines() if not line.startswith("#")]
     header, rows = table[0], table[1:]
     cols = [c.strip() for c in header.split("  ") if c.strip()]
-    assert cols == ["t", "period", "fixed(W=3), k=1", "fixed(W=3), k=2", "total, k=1",
+    assert cols == ["t", "period", "rolling(W=3), k=1", "rolling(W=3), k=2", "total, k=1",
                     "total, k=2"]
     assert [r.split()[0] for r in rows] == ["1", "2", "3", "4", "5"]
     # the printed default: made non-increasing in k and clamped at 0 (post-processing), beside
@@ -304,7 +304,7 @@ def test_reach_method_forces_a_structure_per_family_and_plan_reach_takes_it(tmp_
           "--method", "cumulative=factorization,3=per_query", *base])
     methods = json.loads(capsys.readouterr().out)["mechanism_params"]["methods"]
     assert methods["cumulative, k=1"]["method"] == "factorization"
-    assert methods["fixed(W=3), k=1"]["method"] == "per_query"
+    assert methods["rolling(W=3), k=1"]["method"] == "per_query"
     main(["plan", "reach", "--horizon", "5", "--method", "cumulative=simple", *base])
     assert "method simple" in capsys.readouterr().out
 

@@ -47,7 +47,7 @@ def test_query_answers_equal_the_loaded_release_and_spend_nothing(saved, tmp_pat
     doc = json.loads(out)
     assert doc["post_processing"] is True
     assert doc["budget_spent"] == {"epsilon": 0.0, "delta": 0.0}
-    assert doc["release"]["windows"] == ["fixed(W=3)", "all", "cumulative"]
+    assert doc["release"]["windows"] == ["rolling(W=3)", "all", "cumulative"]
     assert "post-processing" in err
     rel = WindowCountsRelease.load(path)
     got = [(a["window"], a["t1"], a["t2"], a["k"]) for a in doc["answers"]]
@@ -57,7 +57,7 @@ def test_query_answers_equal_the_loaded_release_and_spend_nothing(saved, tmp_pat
         want = rel.window(a["t1"], a["t2"], a["k"], confidence=0.9)
         assert (a["estimate"], a["lower"], a["upper"], a["answered_by"]) == \
             (want.estimate, want.lower, want.upper, want.answered_by)
-    assert doc["answers"][0]["answered_by"] == "fixed(W=3)/per_query"
+    assert doc["answers"][0]["answered_by"] == "rolling(W=3)/per_query"
     assert _ledger(ledger, capsys) == before  # no charge, however many windows
 
 

@@ -3,7 +3,7 @@
 A curve of a release can be answered by several structures (a cumulative curve whose last
 period the ``total`` family answers; a rolling curve whose first windows, which start at period
 1, a cumulative structure answers; any window an ``all`` structure answers). Each release's
-band of each curve, and the band of :meth:`cumulative_curve` / :meth:`fixed_curve` /
+band of each curve, and the band of :meth:`cumulative_curve` / :meth:`rolling_curve` /
 :meth:`answer_windows` over several k, must contain the whole truth at once with probability
 at least the confidence. Each assertion is the one-sided exact binomial test of ``coverage >=
 0.95`` at α = 1e-6 over independent seeded releases; the number of releases is the smallest
@@ -67,7 +67,7 @@ def test_every_curve_band_holds_at_its_confidence(unit, windows):
     items, times = _log(7)
     ts = np.arange(1, HORIZON + 1)
     curves = {"cumulative": (np.ones_like(ts), ts), "total": (ts[-1:] * 0 + 1, ts[-1:]),
-              f"fixed(W={WIDTH})": (np.maximum(1, ts - WIDTH + 1), ts)}
+              f"rolling(W={WIDTH})": (np.maximum(1, ts - WIDTH + 1), ts)}
     truth = {(name, k): _truth(items, times, a, b, k)
              for name, (a, b) in curves.items() for k in (1, 2)}
     hits: dict[str, int] = {}
@@ -86,9 +86,9 @@ def test_every_curve_band_holds_at_its_confidence(unit, windows):
             hits["cumulative_curve"] = hits.get("cumulative_curve", 0) + _held(
                 a.band_lower, a.band_upper, truth[("cumulative", 1)])
         if WIDTH in windows:
-            a = rel.fixed_curve(2, width=WIDTH)
-            hits["fixed_curve"] = hits.get("fixed_curve", 0) + _held(
-                a.band_lower, a.band_upper, truth[(f"fixed(W={WIDTH})", 2)])
+            a = rel.rolling_curve(2, width=WIDTH)
+            hits["rolling_curve"] = hits.get("rolling_curve", 0) + _held(
+                a.band_lower, a.band_upper, truth[(f"rolling(W={WIDTH})", 2)])
         if "all" in windows:  # one batch over both k
             t1, t2 = np.triu_indices(HORIZON)
             t1, t2 = np.tile(t1 + 1, 2), np.tile(t2 + 1, 2)

@@ -65,9 +65,9 @@ def test_simulated_maxima_have_the_law_of_the_real_noise(seed, family, method, h
 
 
 COVER_CASES = [
-    ("fixed", "blocks", 30, "event", {"width": 7}),
+    ("rolling", "blocks", 30, "event", {"width": 7}),
     ("all", "tree2d", 10, "event", {}),
-    ("fixed", "single", 20, "event", {"width": 5, "rho": 0.5, "noise_kind": "gaussian"}),
+    ("rolling", "single", 20, "event", {"width": 5, "rho": 0.5, "noise_kind": "gaussian"}),
 ]
 
 

@@ -108,7 +108,7 @@ def test_per_query_and_block_intervals_cover_their_exact_law(seed):
     ts = np.array([7, 50, 199])
     for method in ("blocks", "per_query"):
         t1 = np.maximum(1, ts - 6)
-        s, noise = _keyed_noise(method, "fixed", horizon, eps, trials, t1, ts, seed, width=7)
+        s, noise = _keyed_noise(method, "rolling", horizon, eps, trials, t1, ts, seed, width=7)
         half = s.halfwidth(t1, ts, 0.1)
         hits = (np.abs(noise) <= half).sum(axis=0)
         for j, (m, b) in enumerate(zip(s.nodes(t1, ts).tolist(), half.tolist(), strict=True)):
@@ -180,7 +180,7 @@ def coverage_table(trials: int = 200) -> list[tuple[str, float, float, float]]:
                                         unit="event", rng=r)
             for c in (0.9, 0.95):
                 for f, ans in (("cumulative", rel.cumulative(ts, 1, confidence=c)),
-                               ("rolling W=7", rel.fixed(ts, 1, confidence=c)),
+                               ("rolling W=7", rel.rolling(ts, 1, confidence=c)),
                                ("arbitrary", rel.window(w1, w2, 1, confidence=c))):
                     ok = (np.asarray(ans.lower) <= truth[f]) & (truth[f] <= np.asarray(ans.upper))
                     hits[(f, c)] += int(ok.sum())

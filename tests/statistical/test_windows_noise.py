@@ -68,7 +68,7 @@ def exact_moments(weights, gamma):
     ("family", "method", "level", "width", "query", "extra"),
     [
         pytest.param("all", "tree2d", "event", None, (5, 13), {}, marks=pytest.mark.slow),
-        ("fixed", "blocks", "event", 4, (7, 10), {}),
+        ("rolling", "blocks", "event", 4, (7, 10), {}),
         ("cumulative", "tree", "event", None, (1, 15), {}),
         ("cumulative", "tree", "item", None, (1, 11), {"branching": 3}),  # least squares
         ("cumulative", "tree", "event", None, (1, 14), {"branching": 4, "top": True}),

@@ -43,7 +43,7 @@ def test_multiplier_is_a_function_of_key_and_name_only():
 def test_union_bound_is_kept_where_the_simulation_does_not_apply():
     per_query = build_structure("cumulative", "per_query", 1, 30, "event", Fraction(1), 0.0)
     assert band_multiplier(per_query, 0.1, KEY, ("x", 1)) is None  # Šidák is exact there
-    unusable = build_structure("fixed", "blocks", 1, 30, "event", Fraction(1, 10**12), 0.0,
+    unusable = build_structure("rolling", "blocks", 1, 30, "event", Fraction(1, 10**12), 0.0,
                                width=7)
     assert "unusable" in unusable.detail  # never chosen; the simulation declines it too
     assert band_multiplier(unusable, 0.1, KEY, ("x", 1)) is None
@@ -86,9 +86,9 @@ def layout_noise(s, t1, t2):
 
 
 COVER_CASES = [
-    ("fixed", "blocks", 30, "event", {"width": 7}),
-    ("fixed", "blocks", 30, "item", {"width": 7}),
-    ("fixed", "single", 30, "event", {"width": 7}),
+    ("rolling", "blocks", 30, "event", {"width": 7}),
+    ("rolling", "blocks", 30, "item", {"width": 7}),
+    ("rolling", "single", 30, "event", {"width": 7}),
     ("all", "tree2d", 12, "event", {}),
     ("all", "tree2d", 12, "event", {"rho": 0.5, "noise_kind": "gaussian"}),
     ("cumulative", "tree", 2048, "item", {}),  # beyond the least-squares limit
@@ -169,16 +169,16 @@ def test_a_curve_band_splits_beta_over_the_structures_answering_it():
     by = np.asarray(ans.answered_by)
     tree = np.char.startswith(by.astype(str), "cumulative/")
     assert tree.sum() == 7  # [1, t] for t <= 7: the cumulative counter answers them
-    assert (by[~tree] == "fixed(W=7)/per_query").all()
+    assert (by[~tree] == "rolling(W=7)/per_query").all()
     state = rel._state
-    cum, per_query = state.structures[("cumulative", 1)], state.structures[("fixed(W=7)", 1)]
+    cum, per_query = state.structures[("cumulative", 1)], state.structures[("rolling(W=7)", 1)]
     own = cum.halfwidth(t1[tree], ts[tree], 0.05)
     # the released rolling curve: two structures answer it, each gets β/2
     rel9 = release_window_counts((items, times), horizon=30, epsilon=1.0, unit="item",
                                  k_values=[1], windows=["cumulative", 7], rng=4,
                                  confidence=0.9)
-    curve = (np.asarray(rel9.error.band_upper["fixed(W=7)"][1])
-             - np.asarray(rel9.value["fixed(W=7)"][1]))
+    curve = (np.asarray(rel9.error.band_upper["rolling(W=7)"][1])
+             - np.asarray(rel9.value["rolling(W=7)"][1]))
     c_half = band_multiplier(cum, 0.05, state.key, ("cumulative", 1))
     assert c_half is not None
     np.testing.assert_allclose(curve[tree], c_half * own, rtol=1e-12)
@@ -228,7 +228,7 @@ def test_a_plan_simulates_once_per_layout_and_node_law(monkeypatch):
     np.testing.assert_array_equal(first.band_halfwidth(t1, t2, 0.1),
                                   second.band_halfwidth(t1, t2, 0.1))
     assert len(calls) == 1
-    blocks = [build_structure("fixed", "blocks", k, 30, "event", Fraction(1), 0.0, width=7)
+    blocks = [build_structure("rolling", "blocks", k, 30, "event", Fraction(1), 0.0, width=7)
               for k in (1, 2)]
     assert blocks[0].gamma != blocks[1].gamma  # sensitivity 4k: another law, another run
     t1, t2 = blocks[0].family_queries()

@@ -167,7 +167,8 @@ def test_engine_instance_is_accepted(tmp_path, rng):
     for k in (1, 2):
         assert np.array_equal(by_name.cumulative_curve(k).estimate,
                               by_instance.cumulative_curve(k).estimate)
-        assert np.array_equal(by_name.fixed_curve(k).estimate, by_instance.fixed_curve(k).estimate)
+        assert np.array_equal(by_name.rolling_curve(k).estimate,
+                              by_instance.rolling_curve(k).estimate)
     assert by_instance.mechanism_params["source"] == "duckdb"
 
 

@@ -98,7 +98,7 @@ def test_auto_choice_matches_issue_note():
     rel = release_window_counts((item, times), horizon=365, epsilon=1.0, k_values=[1],
                                 windows=["cumulative", 7, "all"], rng=1, unit="event")
     st = rel.mechanism_params["methods"]
-    assert st["fixed(W=7), k=1"]["method"] == "per_query"
+    assert st["rolling(W=7), k=1"]["method"] == "per_query"
     assert st["cumulative, k=1"]["method"] == "tree"
     assert st["all, k=1"]["method"] == "tree2d"
     for rec in st.values():
@@ -114,7 +114,7 @@ def test_item_level_candidates_exclude_event_only_structures():
     rel = release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
                                 k_values=[2], windows=[8, "all"], unit="item", rng=1)
     st = rel.mechanism_params["methods"]
-    assert "single" not in st["fixed(W=8), k=2"]["predicted_rmse"]
+    assert "single" not in st["rolling(W=8), k=2"]["predicted_rmse"]
     assert "tree2d" not in st["all, k=2"]["predicted_rmse"]
     with pytest.raises(ParameterError, match="method for all"):
         release_window_counts((np.array([0]), np.array([1])), horizon=64, epsilon=1.0,
@@ -140,7 +140,7 @@ def test_determinism_repeated_queries_and_save_load(tmp_path, rng):
     path = rel.save(tmp_path / "rel.npz")
     loaded = WindowCountsRelease.load(path)
     assert np.array_equal(loaded.window(t1, t2, 2).estimate, a)
-    assert np.array_equal(loaded.fixed_curve(1).estimate, rel.fixed_curve(1).estimate)
+    assert np.array_equal(loaded.rolling_curve(1).estimate, rel.rolling_curve(1).estimate)
     assert loaded.to_dict() == rel.to_dict()
     assert rel.seeded
 
@@ -157,7 +157,7 @@ def test_json_has_no_secret_and_is_valid(rng):
     assert len(data["value"]["cumulative"]["1"]) == 10
     assert data["error"]["kind"] == "interval"
     assert data["unit"] == "event"
-    assert len(data["error"]["lower"]["fixed(W=3)"]["1"]) == 10
+    assert len(data["error"]["lower"]["rolling(W=3)"]["1"]) == 10
 
 
 def test_answer_fields_and_sd(rng):
@@ -174,7 +174,7 @@ def test_answer_fields_and_sd(rng):
     c = rel.cumulative(np.arange(1, 17), 1)
     assert len(set(c.answered_by[4:])) == 1  # t <= W: the rolling window may win
     assert c.answered_by[-1].startswith("cumulative/")
-    f = rel.fixed(2, 1)
+    f = rel.rolling(2, 1)
     assert f.t1 == 1
     assert f.t2 == 2
     e = rel.exactly(3, 7, 1)
@@ -200,9 +200,9 @@ def test_unreleased_window_is_clear_error(rng):
     with pytest.raises(ParameterError, match="not released"):
         rel.window(3, 5, 1)
     assert rel.window(1, 15, 1).answered_by.startswith("cumulative/")
-    assert rel.window(4, 10, 1).answered_by.startswith("fixed(W=7)")
+    assert rel.window(4, 10, 1).answered_by.startswith("rolling(W=7)")
     with pytest.raises(ParameterError, match="width"):
-        rel.fixed(5, 1, width=3)
+        rel.rolling(5, 1, width=3)
     with pytest.raises(ParameterError):
         rel.window(5, 3, 1)
     with pytest.raises(ParameterError):
@@ -352,8 +352,8 @@ def test_tree2d_answer_equals_explicit_noisy_tree_over_reduced_domain(rng, horiz
 
 
 def test_block_and_single_domains_hold_every_counted_point(rng):
-    """Every point a fixed-window query can count lies inside the tree domain."""
-    from dpfreq.windows.data.reductions import block_points, fixed_window_points
+    """Every point a rolling-window query can count lies inside the tree domain."""
+    from dpfreq.windows.data.reductions import block_points, rolling_window_points
 
     for _ in range(200):
         horizon = int(rng.integers(1, 15))
@@ -364,7 +364,7 @@ def test_block_and_single_domains_hold_every_counted_point(rng):
         counted = bp.a[bp.a <= width - 1]
         assert counted.max(initial=0) < blocks.detail["domain"]
         single = build_structure_for(horizon, width, "single")
-        a, c, _ = fixed_window_points(item, times + width, 2, width, horizon + width)
+        a, c, _ = rolling_window_points(item, times + width, 2, width, horizon + width)
         vals = np.concatenate((a, c)) - width
         assert vals[vals <= horizon].max(initial=0) < single.detail["domain"]
 
@@ -372,7 +372,7 @@ def test_block_and_single_domains_hold_every_counted_point(rng):
 def build_structure_for(horizon, width, method):
     from dpfreq.windows.structures.base import build_structure
 
-    return build_structure("fixed", method, 2, horizon, "event", Fraction(1), 0.0, width)
+    return build_structure("rolling", method, 2, horizon, "event", Fraction(1), 0.0, width)
 
 
 def test_zcdp_rho_conversion():
@@ -412,7 +412,7 @@ def test_gaussian_halfwidth_is_valid():
 
     one = build_structure("cumulative", "per_query", 1, 16, "event", Fraction(1), 0.0, rho=0.5,
                           noise_kind="gaussian")
-    two = build_structure("fixed", "single", 1, 16, "event", Fraction(1), 0.0, width=1,
+    two = build_structure("rolling", "single", 1, 16, "event", Fraction(1), 0.0, width=1,
                           rho=5.0, noise_kind="gaussian")
     assert two.sigma2 == gaussian_sigma2(two.detail["l2_sensitivity"] ** 2 / (2 * 5.0))[0]
     assert int(one.nodes(1, 3)) == 1

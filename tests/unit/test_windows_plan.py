@@ -76,12 +76,12 @@ def test_timestamp_axis_gives_the_same_plan_as_its_horizon():
     np.testing.assert_array_equal(a.halfwidth["cumulative"][1], b.halfwidth["cumulative"][1])
 
 
-@pytest.mark.parametrize("family", ["cumulative", 7, "fixed(W=7)"])
+@pytest.mark.parametrize("family", ["cumulative", 7, "rolling(W=7)"])
 def test_epsilon_for_inverts_the_plan(family):
     base = {"horizon": 30, "delta": 0.0, "unit": "item", "k_values": [1, 3],
             "windows": ["cumulative", 7]}
     plan = plan_window_counts(epsilon=1.0, **base)
-    label = "fixed(W=7)" if family != "cumulative" else "cumulative"
+    label = "rolling(W=7)" if family != "cumulative" else "cumulative"
     target = plan.max_halfwidth[label][3] / 4
     eps = plan.epsilon_for(target, family=family, k=3)
     assert eps > 1.0
@@ -99,7 +99,7 @@ def test_worst_half_width_search_equals_the_full_curve(unit, delta, epsilon):
 
     plan = plan_window_counts(horizon=40, epsilon=1.0, unit=unit, delta=delta, k_values=[1, 2],
                               windows=["cumulative", 7])
-    for label in ("cumulative", "fixed(W=7)"):
+    for label in ("cumulative", "rolling(W=7)"):
         for k in (1, 2):
             worst = _predict(plan._inputs, epsilon, (label, k))[1][label][k][1]
             assert worst == _predict(plan._inputs, epsilon)[1][label][k][1]
@@ -173,14 +173,14 @@ def test_predicted_intervals_cover_at_least_their_confidence(unit, delta, confid
           "windows": ["cumulative", 4], "confidence": confidence}
     plan = plan_window_counts(**kw)
     cum_h = plan.halfwidth["cumulative"][2][horizon - 1]
-    fix_h = plan.halfwidth["fixed(W=4)"][2][9]
+    fix_h = plan.halfwidth["rolling(W=4)"][2][9]
     cum_truth = exact_reach(items, times, 1, horizon, 2)
     fix_truth = exact_reach(items, times, 7, 10, 2)
     hits = np.zeros(2, dtype=np.int64)
     for seed in range(trials):
         rel = release_window_counts((items, times), rng=seed, **kw)
         hits[0] += abs(rel.value["cumulative"][2][horizon - 1] - cum_truth) <= cum_h
-        hits[1] += abs(rel.value["fixed(W=4)"][2][9] - fix_truth) <= fix_h
+        hits[1] += abs(rel.value["rolling(W=4)"][2][9] - fix_truth) <= fix_h
     for h in hits.tolist():
         assert binomtest(h, trials, confidence, alternative="less").pvalue >= ALPHA
     assert math.isfinite(cum_h)

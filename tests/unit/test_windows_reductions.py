@@ -9,7 +9,7 @@ import pytest
 from dpfreq.windows.data.reductions import (
     block_points,
     cumulative_points,
-    fixed_window_points,
+    rolling_window_points,
     time_window_points,
 )
 
@@ -74,13 +74,13 @@ def test_time_window_points_41_k1():
 
 def test_fixed_single_block_42():
     # W = 4, horizon 2W = 8, universe {a..e}: e contributes the pair (W, 2W+1) = (4, 9)
-    a, c, g = fixed_window_points(ITEM_41, TIME_41, 1, 4, 8)
+    a, c, g = rolling_window_points(ITEM_41, TIME_41, 1, 4, 8)
     a = np.concatenate((a, [4]))
     c = np.concatenate((c, [9]))
     assert [int((a <= t).sum()) for t in range(4, 9)] == [2, 2, 2, 2, 3]
     assert [int((c <= t).sum()) for t in range(4, 9)] == [0, 0, 0, 1, 1]
     assert [5 - int((a <= t).sum() - (c <= t).sum()) for t in range(4, 9)] == [3, 3, 3, 4, 3]
-    a, c, g = fixed_window_points(ITEM_41, TIME_41, 2, 4, 8)
+    a, c, g = rolling_window_points(ITEM_41, TIME_41, 2, 4, 8)
     assert sorted(a[g == 0]) == [7]
     assert sorted(c[g == 0]) == [8]
     assert sorted(a[g == 1]) == [4, 6]
@@ -95,7 +95,7 @@ def test_fixed_single_block_42():
     assert [int((c <= t).sum()) for t in range(4, 9)] == [0, 0, 1, 1, 3]
 
 
-def test_fixed_window_41_w3_and_block_layout_43():
+def test_rolling_window_41_w3_and_block_layout_43():
     bp = block_points(ITEM_41, TIME_41, 1, 3, 8)
     assert list(bp.exact(np.arange(1, 9))) == [1, 2, 2, 3, 2, 3, 3, 3]
     bp = block_points(ITEM_41, TIME_41, 2, 3, 8)
@@ -149,7 +149,7 @@ def test_exactness_bruteforce_1000_logs(rng):
         want = [f[max(1, t - width + 1), t] for t in ts]
         assert list(bp.exact(ts)) == want
         # single instance over the whole horizon, times shifted by W (the alternative construction)
-        a, c, _g = fixed_window_points(item, times + width, k, width, horizon + width)
+        a, c, _g = rolling_window_points(item, times + width, k, width, horizon + width)
         present = np.unique(item).size
         got = [present - int((a <= t + width).sum() - (c <= t + width).sum()) for t in ts]
         assert got == want
@@ -232,8 +232,8 @@ def test_sensitivity_search_within_calibrated_bounds(rng, level):
             assert d2 <= 2 * k - 1
             assert d1 + d2 <= 4 * k
             seen["tw"] = max(seen["tw"], d1 + d2)
-            a, c, _ = fixed_window_points(item, times + width, k, width, horizon + width)
-            a2, c2, _ = fixed_window_points(it2, tt2 + width, k, width, horizon + width)
+            a, c, _ = rolling_window_points(item, times + width, k, width, horizon + width)
+            a2, c2, _ = rolling_window_points(it2, tt2 + width, k, width, horizon + width)
             ds = (symdiff(a.tolist() + [width] * absent, a2.tolist() + [width] * absent2)
                   + symdiff(c.tolist() + [horizon + width + 1] * absent,
                             c2.tolist() + [horizon + width + 1] * absent2))

@@ -72,7 +72,7 @@ def _data() -> tuple[IntArray, IntArray]:
 
 def test_a_registered_method_is_one_of_the_family(toy):
     assert METHODS["cumulative"][-1] == "toy"
-    assert "toy" not in METHODS["fixed"]
+    assert "toy" not in METHODS["rolling"]
     s = build_structure("cumulative", "toy", 1, 12, "item", Fraction(1), 0.0)
     assert isinstance(s, ToyPerQuery)
     assert isinstance(s, Structure)

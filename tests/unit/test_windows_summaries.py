@@ -44,7 +44,7 @@ def _check_group(summ: WindowSummaries, item: np.ndarray, times: np.ndarray, wid
         cum = summ.oracle(SummarySpec("cumulative", kk))
         assert cum[ts].tolist() == np.searchsorted(pts, ts, side="right").tolist()
         bp = block_points(item, times, kk, width, horizon)
-        assert summ.oracle(SummarySpec("fixed", kk, width)).exact(ts).tolist() \
+        assert summ.oracle(SummarySpec("rolling", kk, width)).exact(ts).tolist() \
             == bp.exact(ts).tolist()
         x1, y1, x2, y2 = time_window_points(item, times, kk, horizon)
         ref = DominanceCounter(np.concatenate((x1, x2)), np.concatenate((y1, y2)),

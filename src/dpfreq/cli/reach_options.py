@@ -21,7 +21,7 @@ __all__ = ["FAMILY_HELP", "parse_method", "parse_window_list", "reach_parameters
 #: The families, as ``--windows`` takes them and as the output names them.
 FAMILY_HELP = ("cumulative ([1, t] for every period t), total (only [1, T]), all (every "
                "window [t1, t2], answered later by `dpfreq reach query`) or an integer width "
-               "W (rolling windows [t-W+1, t], named fixed(W=…) in the output)")
+               "W (rolling windows [t-W+1, t], named rolling(W=…) in the output)")
 
 _NAMED = ("cumulative", "total", "all")
 

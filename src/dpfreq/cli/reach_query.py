@@ -95,7 +95,7 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
              saved: str, group: str | None = None) -> list[dict[str, Any]]:
     """One record per (window, k), in the order asked (``group``: the group ``rel`` is, named
     first in each record)."""
-    fams = [w if isinstance(w, str) else f"fixed(W={w})" for w in rel.windows]
+    fams = [w if isinstance(w, str) else f"rolling(W={w})" for w in rel.windows]
     out = []
     for text, t1, t2 in windows:
         for k in ks:
@@ -105,7 +105,7 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
                 raise ParameterError(message(
                     "--window", _FUNC, f"a window the release in {saved} answers (it released "
                     f"{', '.join(fams)}: cumulative answers 1:END, total 1:{rel.horizon}, "
-                    "fixed(W=…) END-W+1:END, all any window)", text)) from None
+                    "rolling(W=…) END-W+1:END, all any window)", text)) from None
             out.append({**({} if group is None else {"group": group}),
                         "window": text, "t1": t1, "t2": t2,
                         "first_period": period_label(rel.time_axis, t1),
@@ -156,7 +156,7 @@ def _info(rel: Any, one: Any) -> dict[str, Any]:
     info = {"epsilon": rel.epsilon, "delta": rel.delta, "unit": rel.unit,
             "mechanism": rel.mechanism, "horizon": one.horizon,
             "k_values": list(one.k_values), "seeded": rel.seeded,
-            "windows": [w if isinstance(w, str) else f"fixed(W={w})" for w in one.windows]}
+            "windows": [w if isinstance(w, str) else f"rolling(W={w})" for w in one.windows]}
     if hasattr(rel, "groups"):
         info.update(group_column=rel.group_column, groups=list(rel.groups),
                     epsilon_per_group=one.epsilon, delta_per_group=one.delta)

@@ -24,8 +24,8 @@ _DAY_US = 86_400_000_000
 
 
 def family_label(w: Any) -> str:
-    """The family's name in the release's value, JSON and plan: ``fixed(W=…)`` for a width."""
-    return w if isinstance(w, str) else f"fixed(W={w})"
+    """The family's name in the release's value, JSON and plan: ``rolling(W=…)`` for a width."""
+    return w if isinstance(w, str) else f"rolling(W={w})"
 
 
 def curve_order(windows: tuple[Any, ...]) -> list[Any]:

@@ -151,10 +151,10 @@ def check_summary_request(request: Any, func: str) -> SummaryRequest:
         raise ParameterError(message("buckets", func, "a TimeBuckets",
                                      type(request.buckets).__name__))
     for spec in request.specs:
-        if spec.family not in ("cumulative", "fixed", "all") or spec.k < 1 or (
-                spec.family == "fixed" and spec.width < 1):
+        if spec.family not in ("cumulative", "rolling", "all") or spec.k < 1 or (
+                spec.family == "rolling" and spec.width < 1):
             raise ParameterError(message("specs", func, "summary specs of a known family, "
-                                         "k >= 1 (and width >= 1 for fixed)", spec))
+                                         "k >= 1 (and width >= 1 for rolling)", spec))
     if request.grouping is not None:
         check_grouping(request.grouping, item, func, (time,))
     return request

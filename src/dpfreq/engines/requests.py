@@ -74,7 +74,7 @@ class TimeBuckets:
 
 
 #: The summary families an engine computes (see :class:`SummarySpec`).
-SUMMARY_FAMILIES = ("cumulative", "fixed", "all")
+SUMMARY_FAMILIES = ("cumulative", "rolling", "all")
 
 
 @dataclass(frozen=True, order=True)
@@ -92,7 +92,7 @@ class SummarySpec:
     * ``"all"``: for every event ``s >= k`` of an item, the point ``(τ_{s−k}, τ_s)`` with
       weight +1 and ``(τ_{s−k+1}, τ_s)`` with weight −1; key = ``x·(T+2) + y``, equal points
       summed, zero sums left out;
-    * ``"fixed"`` of width ``W``: blocks ``b = 0..⌊T/W⌋`` of the periods
+    * ``"rolling"`` of width ``W``: blocks ``b = 0..⌊T/W⌋`` of the periods
       ``[(b−1)W+1, (b+1)W]`` (local times ``1..2W``); per (item, block) with local times
       ``l_1 <= .. <= l_n`` (``l_0 = 0``, ``l_j = 2W+1`` beyond ``n``) and ``r = 0..n``, the pair
       ``a = l_r``, ``c = min(l_{r+1}, l_{r+k} − W)`` when ``l_r < l_{r+1}`` and
@@ -104,8 +104,8 @@ class SummarySpec:
 
     Examples
     --------
-    >>> SummarySpec("fixed", 1, 7).to_json()
-    ['fixed', 1, 7]
+    >>> SummarySpec("rolling", 1, 7).to_json()
+    ['rolling', 1, 7]
     """
 
     family: str

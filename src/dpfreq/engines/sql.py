@@ -179,7 +179,7 @@ def _all(slot: int, k: int, horizon: int) -> tuple[list[str], str]:
     return [cte], sel
 
 
-def _fixed(d: Dialect, slot: int, k: int, width: int, horizon: int) -> tuple[list[str], str]:
+def _rolling(d: Dialect, slot: int, k: int, width: int, horizon: int) -> tuple[list[str], str]:
     """(CTEs, SELECT) of the block points (see :class:`~dpfreq.engines.base.SummarySpec`)."""
     nb, high, span = horizon // width + 1, 2 * width + 1, width + 2
     w = "OVER (PARTITION BY k, gi, b ORDER BY loc)"
@@ -244,7 +244,7 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
         elif spec.family == "all":
             cte, sel = _all(slot, spec.k, horizon)
         else:
-            cte, sel = _fixed(d, slot, spec.k, spec.width, horizon)
+            cte, sel = _rolling(d, slot, spec.k, spec.width, horizon)
         ctes += cte
         sels.append(sel)
     stats = ["count(*)", "count(k)", "count(t)", g_count, "count(CASE WHEN f THEN 1 END)",

@@ -50,7 +50,7 @@ IntArray = NDArray[np.int64]
 
 
 def _label(w: Any) -> str:
-    return family_label("fixed" if not isinstance(w, str) else w,
+    return family_label("rolling" if not isinstance(w, str) else w,
                         None if isinstance(w, str) else int(w))
 
 
@@ -146,7 +146,7 @@ def _evaluate(plan: Any, inp: _Inputs, only: tuple[str, int] | None, exact: bool
                 t1 = np.ones_like(t2)
             else:
                 t1 = np.maximum(1, ts - int(w) + 1)
-                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+                structs = [s for s in structs if s.family != "rolling" or s.width == w]
             if only is not None and exact:
                 out[label][k] = (None, _route_worst(structs, t1, t2, beta),
                                  math.nan)
@@ -173,7 +173,7 @@ class WindowCountsPlan(PlanSummary):
     methods : dict
         ``"label, k=K"`` → the structure the release would choose (``"tree"``, ...).
     halfwidth : dict
-        ``halfwidth[label][k]``: for ``"cumulative"`` and ``"fixed(W=…)"``, an array over
+        ``halfwidth[label][k]``: for ``"cumulative"`` and ``"rolling(W=…)"``, an array over
         ``t = 1..T`` of the per-answer interval half-width (in items) the release will state
         at ``confidence``; equal to ``release.error.value[label][k]``.
     max_halfwidth : dict
@@ -263,7 +263,7 @@ class WindowCountsPlan(PlanSummary):
             The largest acceptable per-answer half-width, in items.
         family : keyword-only
             A planned window family (``"cumulative"``, ``"total"``, ``"all"``, a width ``W`` or
-            its label ``"fixed(W=7)"``); default ``"cumulative"``.
+            its label ``"rolling(W=7)"``); default ``"cumulative"``.
         k : int, keyword-only
             A planned ``k`` (default 1).
 
@@ -429,7 +429,7 @@ selection
     >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="event", k_values=[1, 3],
     ...                           windows=["cumulative", 7], scale=1000)
     >>> sorted(plan.max_halfwidth)
-    ['cumulative', 'fixed(W=7)']
+    ['cumulative', 'rolling(W=7)']
     >>> plan.vacuous["cumulative"][1]
     False
     >>> plan.epsilon_for(plan.max_halfwidth["cumulative"][1] / 2, k=1) > 1.0

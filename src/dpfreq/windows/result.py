@@ -75,7 +75,7 @@ class WindowCountsRelease(Release):
     """Private reach / k+ reach counts over time windows.
 
     ``value`` holds the released curves, ``value[family][k]`` for t = 1..T, with ``family``
-    ``"cumulative"`` or ``"fixed(W=…)"``; ``error`` their per-answer intervals (``lower``,
+    ``"cumulative"`` or ``"rolling(W=…)"``; ``error`` their per-answer intervals (``lower``,
     ``upper``, same nesting) and simultaneous bands. Arbitrary windows are answered by
     :meth:`window` and :meth:`exactly` (arrays of windows at once), or :meth:`answer_windows`
     for arrays of ``(t1, t2, k)``. ``mechanism_params["methods"]`` records the structure
@@ -134,9 +134,9 @@ class WindowCountsRelease(Release):
                 elif w == "total":
                     a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs, "total")
                 else:
-                    chosen = [s for s in structs if s.family != "fixed" or s.width == w]
+                    chosen = [s for s in structs if s.family != "rolling" or s.width == w]
                     a = state.answer(np.maximum(1, ts - int(w) + 1), ts, k, conf, chosen,
-                                     "fixed")
+                                     "rolling")
                 value[label][k] = np.asarray(a.estimate)
                 parts["half"][label][k] = np.asarray(a.upper) - np.asarray(a.estimate)
                 for n in ("lower", "upper", "band_lower", "band_upper"):
@@ -259,24 +259,24 @@ class WindowCountsRelease(Release):
         return st.answer(np.ones_like(np.asarray(t)), t, k, confidence,
                          st.structures_for(k, "cumulative"), "cumulative")
 
-    def fixed(self, t: Any, k: int, *, width: int | None = None,
+    def rolling(self, t: Any, k: int, *, width: int | None = None,
               confidence: float = 0.95) -> WindowAnswer:
         """``f≥k`` of the rolling window ``[max(1, t−W+1), t]`` for the released width W."""
         widths = [w for w in self.windows if not isinstance(w, str)]
         if width is None:
             if len(widths) != 1:
-                raise ParameterError(message("width", "fixed", f"one of {widths} (this release "
-                                             "has no single fixed window)", width))
+                raise ParameterError(message("width", "rolling", f"one of {widths} (this release "
+                                             "has no single rolling window)", width))
             width = widths[0]
         if width not in widths:
-            raise ParameterError(message("width", "fixed", f"a released width {widths}", width))
+            raise ParameterError(message("width", "rolling", f"a released width {widths}", width))
         tt = np.asarray(t)
         if tt.dtype.kind not in "iu":
-            raise ParameterError(message("t", "fixed", "integers", t))
-        fams = [s for s in self._state.structures_for(k, "fixed")
-                if s.family != "fixed" or s.width == width]
+            raise ParameterError(message("t", "rolling", "integers", t))
+        fams = [s for s in self._state.structures_for(k, "rolling")
+                if s.family != "rolling" or s.width == width]
         return self._state.answer(np.maximum(1, tt - width + 1), t, k, confidence, fams,
-                                  "fixed")
+                                  "rolling")
 
     def exactly(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f=k = f≥k − f≥k+1`` of ``[t1, t2]``; needs ``k`` and ``k+1`` released.
@@ -333,11 +333,11 @@ class WindowCountsRelease(Release):
             ans = dataclasses.replace(ans, estimate=np.rint(est).astype(np.int64))
         return ans
 
-    def fixed_curve(self, k: int, *, width: int | None = None, clamp: bool = False,
+    def rolling_curve(self, k: int, *, width: int | None = None, clamp: bool = False,
                     confidence: float = 0.95) -> WindowAnswer:
         """Rolling-window k+ reach for every window end t = 1..T."""
         ts = np.arange(1, self.horizon + 1)
-        ans = self.fixed(ts, k, width=width, confidence=confidence)
+        ans = self.rolling(ts, k, width=width, confidence=confidence)
         if clamp:
             ans = dataclasses.replace(ans, estimate=np.maximum(np.asarray(ans.estimate), 0))
         return ans
@@ -354,7 +354,7 @@ class WindowCountsRelease(Release):
         rows = []
         for k in self.k_values:
             a = (self.cumulative_curve(k, clamp=False) if family == "cumulative"
-                 else self.fixed_curve(k, width=width))
+                 else self.rolling_curve(k, width=width))
             rows.append(np.asarray(a.estimate, dtype=np.float64))
         tab = np.vstack(rows)
         if monotone_in_k:

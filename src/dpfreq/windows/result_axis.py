@@ -16,7 +16,7 @@ __all__ = ["curve_families", "period_bounds"]
 
 def curve_families(windows: tuple[Any, ...]) -> list[tuple[Any, str]]:
     """``(family, label)`` of every released family with a curve (all but ``"all"``)."""
-    return [(w, family_label("fixed" if not isinstance(w, str) else w,
+    return [(w, family_label("rolling" if not isinstance(w, str) else w,
                              None if isinstance(w, str) else int(w)))
             for w in windows if w != "all"]
 

@@ -175,7 +175,7 @@ class WindowState:
             return t1 == 1
         if s.family == "total":
             return (t1 == 1) & (t2 == s.horizon)
-        if s.family == "fixed":
+        if s.family == "rolling":
             return t1 == np.maximum(1, t2 - int(s.width or 1) + 1)
         return np.ones(t1.shape, dtype=np.bool_)
 
@@ -183,8 +183,8 @@ class WindowState:
         if s.family in ("cumulative", "total"):
             counts = self.oracles[("cumulative", s.k)]  # items with k-th occurrence <= t
             return np.asarray(counts[t2], dtype=np.int64)
-        if s.family == "fixed":
-            out: IntArray = self.oracles[(f"fixed{s.width}", s.k)].exact(t2)
+        if s.family == "rolling":
+            out: IntArray = self.oracles[(f"rolling{s.width}", s.k)].exact(t2)
             return out
         dom = self.oracles[("all", s.k)]
         t1, t2 = s.exact_window(t1, t2)  # time compression counts whole groups
@@ -336,9 +336,9 @@ def attach_state(summaries: WindowSummaries, *, key: bytes, build: WindowBuild,
         state.structures[(label, k)] = s
         if s.family in ("cumulative", "total"):
             state.oracles[("cumulative", k)] = summaries.oracle(SummarySpec("cumulative", k))
-        elif s.family == "fixed":
-            state.oracles[(f"fixed{s.width}", k)] = summaries.oracle(
-                SummarySpec("fixed", k, int(s.width or 1)))
+        elif s.family == "rolling":
+            state.oracles[(f"rolling{s.width}", k)] = summaries.oracle(
+                SummarySpec("rolling", k, int(s.width or 1)))
         else:
             state.oracles[("all", k)] = summaries.oracle(SummarySpec("all", k))
     stored = measurements or {}

@@ -63,7 +63,7 @@ def _all(gi: IntArray, p: IntArray, rank: IntArray, size: IntArray, k: int,
     return np.concatenate((gi[on], gi[on])), keys, w
 
 
-def _fixed(pair: IntArray, gi: IntArray, p: IntArray, k: int, width: int,
+def _rolling(pair: IntArray, gi: IntArray, p: IntArray, k: int, width: int,
            horizon: int) -> tuple[IntArray, IntArray, IntArray]:
     """Block points of every (pair, block) run (see :class:`SummarySpec`)."""
     nb = horizon // width + 1
@@ -125,7 +125,7 @@ def summarize_events(pair: IntArray, periods: IntArray, n_groups: int,
         elif spec.family == "all":
             g, k, w = _all(gi, p, rank, size, spec.k, horizon)
         else:
-            g, k, w = _fixed(pair, gi, p, spec.k, spec.width, horizon)
+            g, k, w = _rolling(pair, gi, p, spec.k, spec.width, horizon)
         parts.append((g, np.full(g.size, slot, dtype=np.int64), k, w))
     g, s, k, w = (np.concatenate(v) for v in zip(*parts, strict=True))
     return sum_grouped(g, s, k, w)

@@ -8,7 +8,7 @@ instance). With 1-based padded index ``j``:
 
 * cumulative: one point per item, the time of its k-th real occurrence (items with fewer
   than ``k`` events make no point); ``f≥k(X[1,t]) = #{p ≤ t}``;
-* fixed window: for ``j = k..k+m_i``, ``a = τ_j + W``, ``c = min(τ_{j+1}+W, τ_{j+k})``,
+* rolling window: for ``j = k..k+m_i``, ``a = τ_j + W``, ``c = min(τ_{j+1}+W, τ_{j+k})``,
   kept when ``a < c``; ``f≥k(X[t−W+1,t]) = |U| − (#{a ≤ t} − #{c ≤ t})`` for ``t ∈ [W, H]``;
 * time window: for ``j = k..k+m_i``, ``P1 ∋ (τ_j, τ_{j+k})``, ``P2 ∋ (τ_{j+1}, τ_{j+k})``;
   included form ``f≥k(X[t1,t2]) = #{P1: x ≤ t1−1, y ≤ t2} − #{P2: x ≤ t1−1, y ≤ t2}``.
@@ -30,9 +30,9 @@ __all__ = [
     "BlockPoints",
     "block_points",
     "cumulative_points",
-    "fixed_window_points",
     "group_bounds",
     "padded",
+    "rolling_window_points",
     "time_window_points",
 ]
 
@@ -116,7 +116,7 @@ def time_window_points(item: Any, times: Any, k: int, horizon: int, *,
     return tj, tjk, tj1, tjk
 
 
-def fixed_window_points(item: Any, times: Any, k: int, width: int,
+def rolling_window_points(item: Any, times: Any, k: int, width: int,
                         horizon: int) -> tuple[IntArray, IntArray, IntArray]:
     """Fixed window: points ``a`` (P1) and ``c`` (P2) of one instance (local ``horizon``).
 
@@ -134,7 +134,7 @@ def fixed_window_points(item: Any, times: Any, k: int, width: int,
 
 @dataclass(frozen=True)
 class BlockCounts:
-    """The fixed-window oracle (blocks of width W), aggregated: what :meth:`exact` needs.
+    """The rolling-window oracle (blocks of width W), aggregated: what :meth:`exact` needs.
 
     ``hist_a[b, v]`` (``hist_c[b, v]``) is the number of P1 (P2) points of block ``b`` with
     value ``v`` (local time minus ``W``, in ``[0, W+1]``); ``n_present[b]`` the number of items
@@ -215,7 +215,7 @@ class BlockPoints:
 
 def block_points(item: Any, times: Any, k: int, width: int, horizon: int,
                  chunk: int = 1 << 16) -> BlockPoints:
-    """The fixed-window reduction on blocks ``b = 0..⌊T/W⌋``.
+    """The rolling-window reduction on blocks ``b = 0..⌊T/W⌋``.
 
     Block ``b`` sees times ``[(b−1)W+1, (b+1)W]``.
 

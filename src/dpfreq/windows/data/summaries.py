@@ -7,7 +7,7 @@ whole items and adds up:
 
 * ``cumulative``: the histogram over periods ``0..T`` of the items' k-th occurrence
   times (items with fewer than ``k`` events make no point);
-* ``fixed`` width ``W``: per block ``b``, the histograms of the P1 and P2 values
+* ``rolling`` width ``W``: per block ``b``, the histograms of the P1 and P2 values
   (:class:`~dpfreq.windows.data.reductions.BlockCounts`) and the number of items present;
 * ``all``: the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
   (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
@@ -45,14 +45,14 @@ def summary_specs(windows: Any, k_values: Any) -> tuple[SummarySpec, ...]:
             if isinstance(w, str):  # the whole period [1, T] reads the cumulative summary
                 spec = SummarySpec("cumulative" if w == "total" else w, int(k))
             else:
-                spec = SummarySpec("fixed", int(k), int(w))
+                spec = SummarySpec("rolling", int(k), int(w))
             if spec not in out:
                 out.append(spec)
     return tuple(out)
 
 
-def _fixed_layout(width: int, horizon: int) -> tuple[int, int]:
-    """(number of blocks, values per block) of a fixed-window summary."""
+def _rolling_layout(width: int, horizon: int) -> tuple[int, int]:
+    """(number of blocks, values per block) of a rolling-window summary."""
     return horizon // width + 1, width + 2
 
 
@@ -105,8 +105,8 @@ class WindowSummaries:
         return self._dense(self._slot(SummarySpec("cumulative", k)), self.horizon + 1)
 
     def block_counts(self, k: int, width: int) -> BlockCounts:
-        nb, span = _fixed_layout(width, self.horizon)
-        dense = self._dense(self._slot(SummarySpec("fixed", k, width)), 2 * nb * span + nb)
+        nb, span = _rolling_layout(width, self.horizon)
+        dense = self._dense(self._slot(SummarySpec("rolling", k, width)), 2 * nb * span + nb)
         return BlockCounts(hist_a=dense[:nb * span].reshape(nb, span),
                            hist_c=dense[nb * span:2 * nb * span].reshape(nb, span),
                            n_present=dense[2 * nb * span:], width=int(width))
@@ -121,7 +121,7 @@ class WindowSummaries:
         ``t = 0..T``, a :class:`BlockCounts`, or a weighted ``DominanceCounter``."""
         if spec.family == "cumulative":
             return np.cumsum(self.cumulative_histogram(spec.k))
-        if spec.family == "fixed":
+        if spec.family == "rolling":
             return self.block_counts(spec.k, spec.width)
         x, y, w = self.window_points(spec.k)
         return DominanceCounter(x, y, w, self.horizon + 1, self.horizon)
@@ -135,8 +135,8 @@ class WindowSummaries:
         spec = self.specs[slot - 1]
         if spec.family == "cumulative":
             return t + 1
-        if spec.family == "fixed":
-            nb, span = _fixed_layout(spec.width, t)
+        if spec.family == "rolling":
+            nb, span = _rolling_layout(spec.width, t)
             return 2 * nb * span + nb
         return (t + 2) * (t + 2)
 

@@ -123,7 +123,7 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
         for k in ks:
             structs = st.structures_for(k, "release_window_counts")
             if isinstance(w, int):
-                structs = [s for s in structs if s.family != "fixed" or s.width == w]
+                structs = [s for s in structs if s.family != "rolling" or s.width == w]
             a = st.answer(t1, t2, k, level, structs, "simultaneous")
             worst = max(worst, float(np.max(np.asarray(a.band_upper) - np.asarray(a.estimate))))
     what = "released curve values" if curves else "windows [1, T]"

@@ -56,7 +56,7 @@ class Tree1D:
     structure : int, str or tuple of them
         The structure's name (independent noise per name under one key).
     copies : int
-        Number of trees sharing this layout (e.g. the blocks of a fixed-window release); tree
+        Number of trees sharing this layout (e.g. the blocks of a rolling-window release); tree
         ``c``'s node ``v`` has id ``c·2D + v``.
 
     Examples

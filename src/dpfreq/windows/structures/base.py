@@ -458,7 +458,7 @@ class Structure:
         if self.family == "all":
             a, b = np.triu_indices(t)
             return a.astype(np.int64) + 1, b.astype(np.int64) + 1
-        if self.family == "fixed":
+        if self.family == "rolling":
             return np.maximum(1, ts - int(self.width or 1) + 1), ts
         if self.family == "total":
             return ts[-1:] * 0 + 1, ts[-1:]

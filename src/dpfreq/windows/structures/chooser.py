@@ -33,8 +33,8 @@ __all__ = ["Plan", "family_label", "make_plan", "plan_score"]
 _FUNC = "release_window_counts"
 
 def family_label(family: str, width: int | None) -> str:
-    """``"cumulative"``, ``"all"`` or ``"fixed(W=…)"``: the name of a query family."""
-    return f"fixed(W={width})" if family == "fixed" else family
+    """``"cumulative"``, ``"all"`` or ``"rolling(W=…)"``: the name of a query family."""
+    return f"rolling(W={width})" if family == "rolling" else family
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
     record: dict[str, Any] = {}
     kinds = ("laplace",) if rho_s is None else ("laplace", "gaussian")
     for w in families:
-        family = "fixed" if not isinstance(w, str) else w
+        family = "rolling" if not isinstance(w, str) else w
         width = None if isinstance(w, str) else int(w)
         label = family_label(family, width)
         cands = _candidates(family, unit, singleton)

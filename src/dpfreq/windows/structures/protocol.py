@@ -145,9 +145,9 @@ class Calibration:
 class WindowStructure(Protocol):
     """A calibrated noise structure for one (query family, k), as its callers read it.
 
-    ``family`` is ``"cumulative"``, ``"total"``, ``"fixed"`` (with ``width``) or ``"all"``;
+    ``family`` is ``"cumulative"``, ``"total"``, ``"rolling"`` (with ``width``) or ``"all"``;
     ``method`` the registered name of the structure. Queries are arrays ``t1, t2``
-    (cumulative: ``t1 = 1``; fixed: ``t1 = max(1, t2−W+1)``).
+    (cumulative: ``t1 = 1``; rolling: ``t1 = max(1, t2−W+1)``).
     """
 
     family: str

@@ -3,9 +3,9 @@
 =================  =======================================  ==============================
 method             structure                                node noise γ
 =================  =======================================  ==============================
-fixed/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
+rolling/blocks       2 trees per block over ``W``             event ``(ε_s/2)/(4k·L_W)``;
                                                             item ``ε_B/(4k·L_W)``, ε_B=ε_s/B
-fixed/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
+rolling/single       2 trees over ``T+1`` (event only)        ``ε_s/((4k+2)·L_T)``
 all/tree2d         2 product trees (event only)             ``ε_s/(4k·L²)``
 all/per_start      one cumulative tree per start            ``ε_T/(2·L_T)``, ε_T = ε_s/T
 all/compressed     per_start on groups of s steps           as per_start on ``⌈T/s⌉``
@@ -116,7 +116,7 @@ class Blocks(_PrefixTrees):
     """Rolling windows of width ``W`` from two trees per block of ``W`` periods."""
 
     name = "blocks"
-    families = ("fixed",)
+    families = ("rolling",)
 
     def _shape(self) -> TreeShape:
         w = int(self.width or 1)
@@ -148,7 +148,7 @@ class SingleTree(_PrefixTrees):
     """Rolling windows from two trees over ``T + 1`` values (event level only)."""
 
     name = "single"
-    families = ("fixed",)
+    families = ("rolling",)
 
     @classmethod
     def admissible(cls, unit: str, singleton: bool) -> bool:
@@ -362,7 +362,7 @@ class PerQuery(Structure):
     """One independent noise per window, for every family."""
 
     name = "per_query"
-    families = ("cumulative", "total", "fixed", "all")
+    families = ("cumulative", "total", "rolling", "all")
     independent_answers = True
     _impl: IntArray | KeyedDiscreteGaussian | KeyedDiscreteLaplace
 
@@ -372,7 +372,7 @@ class PerQuery(Structure):
             windows = 1
         elif self.family == "cumulative":
             windows = t
-        elif self.family == "fixed":
+        elif self.family == "rolling":
             windows = int(self.width or 1) if self.level == "event" else t
         elif self.level == "event":
             half = (t + 1) // 2
