@@ -2,7 +2,7 @@
 
 Daily reach (rolling windows of width 1) and the other per-period families change in many
 windows at once when an item is active in many periods: one item moves each of up to ``n``
-window counts by one (``n = T`` for a curve at item level, ``W`` at event level). Independent
+window counts by one (``n = T`` at item level, ``W`` at event level). Independent
 noise per window then has ℓ1 sensitivity ``n`` but ℓ2 sensitivity only ``√n``, which the
 discrete Gaussian exploits; the zCDP route of the plan (``ρ + 2√(ρ ln(1/δ)) <= ε``) pays for
 that conversion's slack (its σ² is about 1.6× what the exact (ε, δ) needs at ε = 1,
@@ -30,9 +30,12 @@ smallest integer σ² it certifies. The answers are ``exact + noise`` in integer
 noisy measurement of each window itself (the measurement boundary of every per-query
 structure: nothing is published but these integers and public half-widths).
 
-The chooser considers it under the plan's basic-composition route when δ > 0 (under zCDP
-accounting the per-query Gaussian of :mod:`dpfreq.windows.structures.windows` already applies)
-and keeps it where its predicted RMSE is the smallest.
+The chooser considers it for rolling windows under the plan's basic-composition route when
+δ > 0 (under zCDP accounting the per-query Gaussian of
+:mod:`dpfreq.windows.structures.windows` already applies), lists it only where it predicts less
+error than the per-window Laplace (:attr:`~dpfreq.windows.structures.base.Structure.refines`),
+and keeps it where its predicted RMSE is the smallest; its reason then also names the best
+structure of the zCDP plan. ``docs/theory/windows.md`` has the argument in full.
 """
 
 from __future__ import annotations
