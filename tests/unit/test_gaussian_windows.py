@@ -20,7 +20,6 @@ import pytest
 
 from dpfreq.accounting.pld import unit_shifts_delta, unit_shifts_sigma2
 from dpfreq.errors import ParameterError
-from dpfreq.noise import gaussian_sigma2
 from dpfreq.windows import WindowCountsRelease, plan_window_counts, release_window_counts
 from dpfreq.windows.structures import base
 from dpfreq.windows.structures.base import build_structure
@@ -54,12 +53,10 @@ def test_auto_picks_the_gaussian_for_daily_reach_over_a_month_and_says_why():
     zcdp = float(rec["why"].rsplit(" at ", 1)[1])
     assert preds["per_query_gaussian"] < 0.85 * zcdp
     detail = rec["detail"]
-    # the least certified σ² (536) rounded up to the form t·u the exact keyed sampler draws
-    assert unit_shifts_sigma2(Fraction(1), 1e-6, 30) == 536
-    assert detail["sigma2"] == gaussian_sigma2(536)[0] == 552
-    assert unit_shifts_delta(552, 30, Fraction(1)) <= 1e-6
+    # the least certified σ², drawn as it is (the keyed source draws any integer σ²)
+    assert detail["sigma2"] == unit_shifts_sigma2(Fraction(1), 1e-6, 30) == 536
     s = rel._state.structures[("fixed(W=1)", 1)]
-    assert s.law.sigma2 == s.noise_source(bytes(32), ("fixed(W=1)", 1, 0)).sigma2 == 552
+    assert s.law.sigma2 == s.noise_source(bytes(32), ("fixed(W=1)", 1, 0)).sigma2 == 536
     assert detail["l1_sensitivity"] == 30
     assert "exact privacy loss distribution" in rel.mechanism_params["accounting"]
     plan = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
@@ -181,10 +178,9 @@ def test_exact_privacy_of_three_days_over_every_output_and_every_shift():
         c_max = (1 + tail / kept) ** 3 * (1 + 4 * U)
         return (out - err) / c_max, out + err + 3 * tail / kept
 
-    least = unit_shifts_sigma2(s.eps, s.delta, 3)
-    assert s.sigma2 == gaussian_sigma2(least)[0]  # here the least is of the sampler's form
+    assert s.sigma2 == unit_shifts_sigma2(s.eps, s.delta, 3)
     assert bounds(s.sigma2)[1] <= delta
-    assert bounds(least - 1)[0] > delta
+    assert bounds(s.sigma2 - 1)[0] > delta
 
 
 def test_releases_where_it_is_not_chosen_are_the_same_bytes_without_it(monkeypatch):
@@ -206,13 +202,13 @@ def test_a_saved_release_loads_and_answers_the_same(tmp_path):
     back = WindowCountsRelease.load(rel.save(tmp_path / "daily.dpfreq"))
     assert json.loads(back.to_json()) == json.loads(rel.to_json())
     s = back._state.structures[("fixed(W=1)", 1)]
-    assert (s.method, s.sigma2) == ("per_query_gaussian", 552)
+    assert (s.method, s.sigma2) == ("per_query_gaussian", 536)
 
 
 def test_built_from_public_parameters_alone():
     s = build_structure("fixed", "per_query_gaussian", 1, 30, "item", Fraction(1), 1e-6, 1,
                         noise_kind="gaussian")
-    assert s.sigma2 == 552
+    assert s.sigma2 == 536
     assert s.usable
     replace = build_structure("fixed", "per_query_gaussian", 1, 30, "item_replace",
                               Fraction(1), 1e-6, 1)

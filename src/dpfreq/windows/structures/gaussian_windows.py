@@ -12,9 +12,8 @@ that conversion's slack (its σ² is about 1.6× what the exact (ε, δ) needs a
 ``Pr[z] ∝ e^{−z²/(2σ²)}`` (the node law :class:`~dpfreq.windows.laws.node.DiscreteGaussian`,
 the same keyed source as the zCDP route), with σ² the smallest integer whose certified
 ``δ(ε_s)`` is at most ``δ_s`` (the structure's share of the call's (ε, δ) under basic
-composition), rounded up to the form ``t·u`` (``t = ⌊√σ²⌋ + 1``) the exact keyed sampler draws
-(:func:`dpfreq.noise.gaussian_sigma2`; 536 → 552 at ε = 1, δ = 10^-6, ``n = 30``) and
-certified again at that value.
+composition), drawn as given by the exact keyed sampler
+(:class:`~dpfreq.windows.noise.keyed.KeyedDiscreteGaussian` takes any integer σ²).
 
 **Why it is (ε_s, δ_s)-DP.** Neighbours move at most ``n`` window counts, each by one (adding or
 removing one item changes an item count of a window by at most one; at ``item_replace`` a
@@ -46,9 +45,8 @@ import math
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpfreq.accounting.pld import unit_shifts_delta, unit_shifts_sigma2
+from dpfreq.accounting.pld import unit_shifts_sigma2
 from dpfreq.errors import ParameterError
-from dpfreq.noise import gaussian_sigma2
 from dpfreq.windows.laws.node import DiscreteGaussian
 from dpfreq.windows.structures.base import Structure, register
 from dpfreq.windows.structures.protocol import Calibration
@@ -106,11 +104,7 @@ class PerQueryGaussian(PerQuery):
         least = unit_shifts_sigma2(Fraction(self.eps), float(self.delta), moved)
         if least <= 0:
             raise ParameterError(f"{self.name}: no representable σ² for this budget")
-        # the exact keyed sampler draws σ² = t·u (t = ⌊√σ²⌋ + 1): the smallest such value at
-        # or above the least certified one, certified again (nothing assumes δ(ε) monotone)
-        sigma2 = gaussian_sigma2(least)[0]
-        while unit_shifts_delta(sigma2, moved, Fraction(self.eps)) > self.delta:
-            sigma2 = gaussian_sigma2(sigma2 + 1)[0]
+        sigma2 = least  # the exact keyed sampler draws an integer σ² as given
         return Fraction(0), sigma2, Calibration(
             moved, "(epsilon, delta) by the exact privacy loss distribution",
             epsilon_piece=Fraction(self.eps), l2_sensitivity=math.sqrt(moved), sigma2=sigma2)
