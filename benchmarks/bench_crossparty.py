@@ -1,7 +1,8 @@
 """Cross-party reach and frequency: WFA-style scenarios and criteria, SFM comparison, speed.
 
     python benchmarks/bench_crossparty.py [--quick] [--runs N] [--registers R]
-        [--sections table,overlap,parties,sfm,speed] [--events N] [--plots DIR]
+        [--sections table,overlap,parties,sfm,speed,shuffle-speed] [--events N] [--plots DIR]
+        [--modes reach,reach+freq,shuffle] [--delta D]
 
 A simulator in the manner of the WFA cardinality-estimation evaluation framework, run on the
 library's own mechanism and estimators (:func:`dpfreq.crossparty.sketch.draw_sketch` draws each
@@ -19,12 +20,16 @@ party's sketch with the exact samplers; :func:`dpfreq.crossparty.merge_sketches`
   width chosen from public plans only: ``min(1, 1.5 R / (P n))`` (the sum of the publishers'
   planned reaches; the true union is smaller when they overlap). Modes: ``reach`` (reach-only
   sketch, all of ε on the bits) and ``reach+freq`` (ε/4 on the bits, 3ε/4 on the frequency
-  registers).
+  registers), both with local noise; and ``shuffle``: noise added once, by the two workers of
+  :mod:`dpfreq.crossparty.shuffle` (``(ε, δ)`` for the union's one noisy histogram, ``--delta``,
+  default 1e-10), simulated with :func:`~dpfreq.crossparty.shuffle.simulate_shuffle` (the
+  workers' exact dummy draws on the exact histogram; shares and permutation do not change it).
 * **Criteria** (WFA): reach within 5 % relative error in 95 % of runs; frequency distribution
   (``1..K−1``, ``K+``) within 20 % shuffle distance (total variation) in 80 % of runs. The
   table gives, per ε and reach size, the largest number of parties ``P`` (from 1, 2, 3, 4, 5,
   6, 8, 10, 12, 16, 20, 25, 32, 50, 64, 100, stopping at the first that fails) whose merge
-  meets each criterion.
+  meets each criterion (the shuffle mode scans 1, 2, 3, 5, 10, 20, 50, 100). A last table
+  puts local noise (reach+freq) and the shuffle side by side.
 * **SFM.** Sketch-Flip-Merge (Hehir, Ting & Cormode 2023) as we implement it from its
   construction: an FM sketch of ``B × L`` bits (each user sets one bit: bucket uniform, level
   geometric), randomized response at ε, a merge whose output law depends only on the OR of the
@@ -34,7 +39,8 @@ party's sketch with the exact samplers; :func:`dpfreq.crossparty.merge_sketches`
 * **Speed.** Building a sketch from a Parquet log of ``--events`` impressions on DuckDB,
   against DuckDB's own exact per-user ``GROUP BY`` of the same file (ratio = build / GROUP BY);
   merging 100 sketches of 10^6 registers from their files, against summing their arrays in
-  memory (ratio = merge / sum).
+  memory (ratio = merge / sum). ``shuffle-speed``: 10 parties × 10^6 registers end to end on
+  localhost, three services and ten party processes (``benchmarks/shuffle_e2e.py``).
 
 Every number is measured in this run; ``uptime`` is printed first.
 """
@@ -45,6 +51,7 @@ import argparse
 import math
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -54,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq.crossparty import CrossPartyParams, key_fingerprint, merge_sketches
+from dpfreq.crossparty.shuffle import ShuffleParams, simulate_shuffle
 from dpfreq.crossparty.sketch import draw_sketch
 from dpfreq.rng import resolve_rng
 
@@ -63,6 +71,7 @@ LN3 = math.log(3)
 EPSILONS = [("2 ln 3", 2 * LN3), ("ln 3", LN3), ("0.5", 0.5), ("0.25", 0.25), ("0.1", 0.1)]
 REACHES = [3_000, 10_000, 100_000, 1_000_000, 10_000_000]
 PARTIES = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32, 50, 64, 100]
+SHUFFLE_PARTIES = [1, 2, 3, 5, 10, 20, 50, 100]
 OVERLAP = {"independent": 0.0, "half": 0.5, "nested": 1.0}
 MEAN_IMPRESSIONS = 1.5
 
@@ -132,20 +141,39 @@ def design(n: int, parties: int, epsilon: float, mode: str, registers: int) -> C
         key_id=key_fingerprint(KEY))
 
 
+def design_shuffle(n: int, parties: int, epsilon: float, registers: int,
+                   delta: float) -> ShuffleParams:
+    """The shuffle mode's parameters: the same registers and sampling as local noise."""
+    local = design(n, parties, epsilon, "reach", registers)
+    return ShuffleParams(
+        measurement="bench", registers=registers, sampling_start=0,
+        sampling_width=local.sampling_width, max_frequency=K, epsilon=epsilon, delta=delta,
+        parties=[f"p{p}" for p in range(parties)], per_party=False, deadline="2030-01-01",
+        hash="sha256-prefix/v1", key_id=key_fingerprint(KEY))
+
+
+def _release(mode: str, regs: np.ndarray, params: Any, gen: np.random.Generator) -> Any:
+    """The union's release: merged local-noise sketches, or the shuffle."""
+    if mode == "shuffle":
+        return simulate_shuffle(regs, params=params, confidence=0.95, rng=gen)
+    sketches = [draw_sketch(regs[p], params=params, party=f"p{p}", rng=resolve_rng(gen),
+                            engine="simulation") for p in range(regs.shape[0])]
+    return merge_sketches(sketches, confidence=0.95)
+
+
 def run_errors(n: int, parties: int, overlap: float, kind: str, epsilon: float, mode: str,
-               registers: int, runs: int, gen: np.random.Generator
+               registers: int, runs: int, gen: np.random.Generator, delta: float = 1e-10
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per run: the relative error of the union's reach and the shuffle distance of its
     frequency distribution (NaN for reach-only sketches)."""
-    params = design(n, parties, epsilon, mode, registers)
+    params: Any = (design_shuffle(n, parties, epsilon, registers, delta) if mode == "shuffle"
+                   else design(n, parties, epsilon, mode, registers))
     truth = union_reach(n, parties, overlap)
     law = true_frequency(kind, parties, overlap)
     rel, shuffle = np.empty(runs), np.full(runs, np.nan)
     for i in range(runs):
         regs = simulate_registers(n, parties, overlap, kind, params, gen)
-        sketches = [draw_sketch(regs[p], params=params, party=f"p{p}", rng=resolve_rng(gen),
-                                engine="simulation") for p in range(parties)]
-        out = merge_sketches(sketches, confidence=0.95)
+        out = _release(mode, regs, params, gen)
         rel[i] = out.reach / truth - 1.0 if math.isfinite(out.reach) else math.inf
         if out.frequency is not None:
             f = np.asarray(out.frequency)
@@ -161,13 +189,16 @@ def meets(rel: np.ndarray, shuffle: np.ndarray) -> tuple[bool, bool]:
 
 
 def max_parties(n: int, overlap: float, kind: str, epsilon: float, mode: str, registers: int,
-                runs: int, gen: np.random.Generator, limit: int) -> tuple[int, int]:
+                runs: int, gen: np.random.Generator, limit: int, delta: float = 1e-10
+                ) -> tuple[int, int]:
     """Largest P meeting the reach criterion and the frequency criterion (0: not even one),
     stopping at the first P that fails both that still count."""
     best_reach = best_freq = 0
     reach_alive, freq_alive = True, mode != "reach"
-    for P in [p for p in PARTIES if p <= limit]:
-        rel, shuffle = run_errors(n, P, overlap, kind, epsilon, mode, registers, runs, gen)
+    scan = SHUFFLE_PARTIES if mode == "shuffle" else PARTIES
+    for P in [p for p in scan if p <= limit]:
+        rel, shuffle = run_errors(n, P, overlap, kind, epsilon, mode, registers, runs, gen,
+                                  delta)
         reach_ok, freq_ok = meets(rel, shuffle)
         reach_alive = reach_alive and reach_ok
         freq_alive = freq_alive and freq_ok
@@ -180,9 +211,13 @@ def max_parties(n: int, overlap: float, kind: str, epsilon: float, mode: str, re
 
 # -- sections ----------------------------------------------------------------------------------
 def table_section(args: argparse.Namespace, gen: np.random.Generator) -> None:
-    for mode in ("reach", "reach+freq"):
+    cells_of: dict[str, dict[tuple[str, int], str]] = {}
+    for mode in args.modes:
+        noise = (f"noise added once (δ = {args.delta:g})" if mode == "shuffle"
+                 else "local noise")
         print(f"\n### Largest number of merged sketches within the criteria — mode {mode}, "
-              f"overlap half, poisson impressions, R = {args.registers}, {args.runs} runs\n")
+              f"{noise}, overlap half, poisson impressions, R = {args.registers}, "
+              f"{args.runs} runs\n")
         what = "reach" if mode == "reach" else "reach / frequency"
         print("| ε \\ reach per publisher | " + " | ".join(f"{n:,}" for n in args.reaches)
               + " |")
@@ -192,11 +227,28 @@ def table_section(args: argparse.Namespace, gen: np.random.Generator) -> None:
             for n in args.reaches:
                 t0 = time.perf_counter()
                 r, f = max_parties(n, 0.5, "poisson", eps, mode, args.registers, args.runs,
-                                   gen, args.max_parties)
+                                   gen, args.max_parties, args.delta)
                 cells.append(str(r) if mode == "reach" else f"{r} / {f}")
+                cells_of.setdefault(mode, {})[(label, n)] = cells[-1]
                 args.log(f"{mode} ε={label} n={n}: {cells[-1]} ({time.perf_counter() - t0:.0f} s)")
             print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
         print(f"\n(cells: largest P meeting the {what} criterion; 0 = not even one party)")
+    if {"reach+freq", "shuffle"} <= set(cells_of):
+        side_by_side(args, cells_of)
+
+
+def side_by_side(args: argparse.Namespace, cells: dict[str, dict[tuple[str, int], str]]
+                 ) -> None:
+    """Local noise (reach+freq) and the shuffle, per ε and reach: ``reach / frequency``."""
+    top = max(p for p in SHUFFLE_PARTIES if p <= args.max_parties)
+    print(f"\n### Side by side: local noise (reach+freq) ‖ shuffle (δ = {args.delta:g}) — "
+          f"largest P meeting the reach / frequency criteria (shuffle scanned up to {top})\n")
+    print("| ε \\ reach per publisher | " + " | ".join(f"{n:,}" for n in args.reaches) + " |")
+    print("|---" * (len(args.reaches) + 1) + "|")
+    for label, _ in EPSILONS:
+        row = [f"{cells['reach+freq'][(label, n)]} ‖ {cells['shuffle'][(label, n)]}"
+               for n in args.reaches]
+        print(f"| {label} | " + " | ".join(row) + " |", flush=True)
 
 
 def overlap_section(args: argparse.Namespace, gen: np.random.Generator) -> None:
@@ -221,10 +273,10 @@ def parties_section(args: argparse.Namespace, gen: np.random.Generator) -> None:
           "frequency: 80th pct of shuffle distance | within 20 % |")
     print("|---|---|---|---|---|---|")
     curves: dict[str, list[tuple[int, float, float]]] = {}
-    for mode in ("reach", "reach+freq"):
+    for mode in args.modes:
         for P in counts:
             rel, shuffle = run_errors(n, P, 0.5, "poisson", LN3, mode, args.registers,
-                                      args.runs, gen)
+                                      args.runs, gen, args.delta)
             q95 = float(np.quantile(np.abs(rel), 0.95, method="inverted_cdf"))
             within = float(np.mean(np.abs(rel) <= 0.05))
             s80 = (float(np.quantile(shuffle, 0.80, method="inverted_cdf")) if mode != "reach"
@@ -462,12 +514,23 @@ def merge_speed(tmp: Path, args: argparse.Namespace, gen: np.random.Generator) -
               f"{cpu / base[1]:.1f} |", flush=True)
 
 
+def shuffle_speed_section(args: argparse.Namespace, gen: np.random.Generator) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import shuffle_e2e
+
+    parties, registers, users = (3, 10**5, 20_000) if args.quick else (10, 10**6, 200_000)
+    shuffle_e2e.report(shuffle_e2e.run(parties, registers, users), parties, registers, users)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few runs (a smoke run)")
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--registers", type=int, default=2**17)
-    ap.add_argument("--sections", default="table,overlap,parties,sfm,speed")
+    ap.add_argument("--sections", default="table,overlap,parties,sfm,speed,shuffle-speed")
+    ap.add_argument("--modes", default="reach,reach+freq,shuffle",
+                    help="modes of the table and parties sections")
+    ap.add_argument("--delta", type=float, default=1e-10, help="δ of the shuffle mode")
     ap.add_argument("--events", type=int, default=10**7)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--merge-sketches", type=int, default=100)
@@ -478,6 +541,7 @@ def main() -> None:
     args = ap.parse_args()
     args.reaches = REACHES if args.reaches is None else [int(float(x)) for x in
                                                          args.reaches.split(",")]
+    args.modes = args.modes.split(",")
     args.sfm_reaches = [100_000, 1_000_000, 10_000_000]
     args.max_parties = 100
     args.curve_reach = 1_000_000
@@ -492,7 +556,8 @@ def main() -> None:
     gen = np.random.default_rng(args.seed)
     print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     sections = {"table": table_section, "overlap": overlap_section,
-                "parties": parties_section, "sfm": sfm_section, "speed": speed_section}
+                "parties": parties_section, "sfm": sfm_section, "speed": speed_section,
+                "shuffle-speed": shuffle_speed_section}
     for name in args.sections.split(","):
         t0 = time.perf_counter()
         sections[name](args, gen)

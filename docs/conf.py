@@ -75,7 +75,8 @@ html_sidebars = {"index": [], "getting-started": []}
 #: ``service.md``; modules without an entry here are internal.)
 API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
                "dpfreq.stream", "dpfreq.longitudinal", "dpfreq.grouped", "dpfreq.crossparty",
-               "dpfreq.engines", "dpfreq.budget", "dpfreq.ledger", "dpfreq.accounting",
+               "dpfreq.crossparty.shuffle", "dpfreq.engines", "dpfreq.budget", "dpfreq.ledger",
+               "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
                "dpfreq.artifacts"]
 API_MARKER = "<!-- api-reference -->"

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
-            "dpfreq.longitudinal", "dpfreq.stream", "dpfreq.crossparty", "dpfreq.engines",
-            "dpfreq.budget", "dpfreq.release", "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts",
-            "dpfreq.ledger", "dpfreq.accounting"]
+            "dpfreq.longitudinal", "dpfreq.stream", "dpfreq.crossparty",
+            "dpfreq.crossparty.shuffle", "dpfreq.engines", "dpfreq.budget", "dpfreq.release",
+            "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger", "dpfreq.accounting"]
 
 
 def public_objects() -> Iterator[tuple[str, object]]:

@@ -8,7 +8,8 @@ hostile text (empty, huge, non-finite, fractional, negative, non-ASCII, missing 
 suffixes, '-'). Sizes stay either small (fast to compute) or absurd (refused at once): nothing
 in between, so a missing memory check shows up as a failure instead of exhausting the machine.
 Not fuzzed: ``--engine spark``/``--spark-master`` (a JVM per example; covered by the engine
-tests), ``serve`` (starts a server) and ``devices`` (a network client), at any level.
+tests), ``serve`` (starts a server) and the network clients ``devices``, ``sketch share``,
+``sketch shuffle-setup`` and ``sketch shuffle-result``, at any level.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from dpfreq.cli.main import SUBCOMMANDS, cli, main
 from dpfreq.ledger import Ledger
 
 EXAMPLES = int(os.environ.get("DPFREQ_FUZZ_EXAMPLES", "500"))  # >= 500 in CI
-SKIP_COMMANDS = {"serve"}
+#: serve starts a server; the shuffle's share, setup and result talk to servers (covered by
+#: tests/server/test_shuffle_*.py)
+SKIP_COMMANDS = {"serve", "share", "shuffle-setup", "shuffle-result"}
 SKIP_OPTIONS = {"--spark-master"}
 
 #: Per kind of option: values that are fine for most commands, and hostile ones.
@@ -121,7 +124,8 @@ VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size"
          "--k": "1", "--windows": "cumulative,2", "--confidence": "0.9",
          "--measurement": "m", "--registers": "64", "--sampling-start": "0",
          "--sampling-width": "1", "--max-frequency": "3", "--epsilon-reach": "1",
-         "--epsilon-frequency": "1", "--party": "web", "--user": "item"}
+         "--epsilon-frequency": "1", "--party": "web", "--user": "item",
+         "--deadline": "2030-01-01"}
 
 
 def _leaf_commands() -> list[tuple[list[str], click.Command]]:
@@ -189,7 +193,8 @@ INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "pa
           "merge": "tv.sketch", "--key": "hash.key"}
 #: Per command: path options whose file differs from INPUTS' (an option name shared by commands).
 COMMAND_INPUTS = {"sketch build": {"--params": "crossparty.json", "--out": "web.sketch"},
-                  "sketch params": {"--out": "o.json"}}
+                  "sketch params": {"--out": "o.json"},
+                  "sketch shuffle-params": {"--out": "o.json"}}
 
 
 def _base_argv(path: list[str], command: click.Command, tmp: Path) -> list[str]:

@@ -63,7 +63,7 @@ SUBCOMMANDS = {
     "demo": "dpfreq.cli.demo",
     "ledger": "dpfreq.cli.ledger",
     "serve": "dpfreq.cli.serve",
-    "sketch": "dpfreq.cli.sketch",
+    "sketch": "dpfreq.cli.sketch_shuffle",  # the sketch group with the shuffle mode
     "stream": "dpfreq.cli.stream",
 }
 

@@ -29,7 +29,7 @@ __all__ = ["SETTINGS", "command", "read_admin_token"]
 SETTINGS = ("admin_token_file", "burst", "closed_days", "cors_origins", "db", "db_wait",
             "enrol_burst",
             "enrol_rate", "host", "log_level", "max_body_bytes", "port", "rate",
-            "read_cache_seconds", "workers")
+            "read_cache_seconds", "role", "workers")
 
 
 def read_admin_token(path: str | None) -> str | None:
@@ -145,6 +145,11 @@ _CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port,
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True,
               help="Least severe log lines written (JSON lines on stderr).")
+@click.option("--role", type=click.Choice(["collector", "worker", "aggregator"]),
+              default="collector", show_default=True,
+              help="What to serve: the FutureRand collection service, or a worker or the "
+                   "aggregator of the cross-party shuffle (docs/guide/crossparty.md; one "
+                   "process, its own database).")
 @click.option("--workers", type=POSITIVE, default=1, show_default=True,
               help="Server processes sharing the port. The rate limits are divided among them "
                    "(each allows rate/N and burst/N), so a device or address never gets more "
@@ -155,7 +160,7 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
             max_body_bytes: int,
             rate: float, burst: int, enrol_rate: float, enrol_burst: int,
             read_cache_seconds: float, db_wait: float, cors_origins: tuple[str, ...],
-            log_level: str, workers: int) -> None:
+            log_level: str, role: str, workers: int) -> None:
     """Collect FutureRand reports over HTTP and serve estimates, exports and dashboards.
 
     Every option can also be set by an environment variable, DPFREQ_ and the option's name in
@@ -172,7 +177,7 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     try:
         import uvicorn
 
-        from dpfreq.server import ServerConfig, create_app
+        from dpfreq.server import ServerConfig, create_app, create_role_app
         from dpfreq.server.observe import configure_logging
     except ImportError as exc:
         raise EngineUnavailableError(
@@ -185,17 +190,22 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
         if limit > 0 and size < workers:
             raise click.UsageError(f"{name} must be at least --workers ({workers}): each "
                                    f"process allows {name[2:]}/workers; got {size}.")
+    if role != "collector" and workers > 1:
+        raise click.UsageError(f"--role {role} runs in one process (its driver keeps the "
+                               f"measurements moving); got --workers {workers}.")
     admin = read_admin_token(admin_token_file)
     if admin is None:
+        what = "study" if role == "collector" else "measurement"
         click.echo("dpfreq serve: warning: no admin token (--admin-token-file or "
-                   "DPFREQ_ADMIN_TOKEN): no new study can be created", err=True)
+                   f"DPFREQ_ADMIN_TOKEN): no new {what} can be created", err=True)
     # Each process enforces its share of the limits: whichever process a request reaches, the
     # total allowed to one key stays within rate (per second) and burst.
     config = ServerConfig(db=db, admin_token=admin if workers == 1 else None,
                           max_body_bytes=max_body_bytes, rate=rate, burst=burst,
                           enrol_rate=enrol_rate, enrol_burst=enrol_burst,
                           read_cache_seconds=read_cache_seconds,
-                          cors_origins=tuple(cors_origins), freeze_gc=True, workers=workers)
+                          cors_origins=tuple(cors_origins), freeze_gc=True, workers=workers,
+                          role=role)
     _prepare_database(db, db_wait)
     # Bind before the application starts: the lifespan registers the admin token (and revokes
     # the previous one), which must not happen for a server that cannot listen.
@@ -205,7 +215,8 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     if workers > 1:
         _run_workers(config, admin, workers, sock, log_level)
         return
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_config=log_config,
+    app = create_app(config) if role == "collector" else create_role_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=log_config,
                                            access_log=False, timeout_graceful_shutdown=30))
     server.run(sockets=[sock])
     if not server.started:

@@ -4,7 +4,9 @@
 parameters; ``build`` turns one party's impression log into its ε-DP sketch file (the budget is
 spent here, once per party); ``merge`` combines sketch files of any subset of parties into the
 deduplicated reach, k+ reach and frequency with intervals (post-processing: no key, no budget).
-Mirrors :mod:`dpfreq.crossparty`; formatting only.
+Mirrors :mod:`dpfreq.crossparty`; formatting only. The shuffle mode's subcommands (``share``,
+``shuffle-params``, ``shuffle-setup``, ``shuffle-result``) join this group from
+:mod:`dpfreq.cli.sketch_shuffle`, which is what ``dpfreq sketch`` loads.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import click
 import dpfreq.cli._common as shared
 from dpfreq.errors import DataError
 
-__all__ = ["command", "format_release"]
+__all__ = ["command", "format_release", "load_key", "log_period"]
 
 
 @click.group(name="sketch", no_args_is_help=True)
@@ -45,7 +47,8 @@ def key_command(keyfile: str) -> None:
     click.echo(f"wrote {keyfile} (SECRET: the parties' shared hash key)", err=True)
 
 
-def _load_key(path: str) -> bytes:
+def load_key(path: str) -> bytes:
+    """The shared hash key in ``path`` (a key file of 'dpfreq sketch key')."""
     from dpfreq.crossparty import read_hash_key
 
     return read_hash_key(path)
@@ -91,7 +94,7 @@ def params_command(measurement: str, registers: int, sampling_start: str, sampli
         measurement=measurement, registers=registers, sampling_start=sampling_start,
         sampling_width=sampling_width, max_frequency=max_frequency, epsilon_reach=epsilon_reach,
         epsilon_frequency=_epsilon_frequency(epsilon_frequency), hash="sha256-prefix/v1",
-        key_id=key_fingerprint(_load_key(key_file)))
+        key_id=key_fingerprint(load_key(key_file)))
     shared.write_output(params.to_json(), out, what="(public parameters)")
 
 
@@ -101,7 +104,8 @@ def _load_params(path: str) -> Any:
     return CrossPartyParams.load(path)
 
 
-def _period(start: str | None, end: str | None) -> tuple[Any, Any] | None:
+def log_period(start: str | None, end: str | None) -> tuple[Any, Any] | None:
+    """The measurement period of ``--start``/``--end`` (None when neither is given)."""
     if start is None and end is None:
         return None
     if start is None or end is None:
@@ -156,14 +160,14 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
 
     if time is None and (start is not None or end is not None):
         raise click.UsageError("--start and --end need --time.")
-    period = _period(start, end) if time is not None else None
+    period = log_period(start, end) if time is not None else None
     if time is not None and period is None:
         raise click.UsageError("--time needs --start and --end (the measurement period).")
     names = None
     if campaigns is not None:
         names = [c.strip() for c in campaigns.split(",") if c.strip()]
     params = _load_params(params_file)
-    key = _load_key(key_file)
+    key = load_key(key_file)
     shared.warn_if_seeded(seed)
     sketch = build_sketch(log, user=user, party=party, params=params, key=key, time=time,
                           period=period, campaign=campaign, campaigns=names, engine=engine,

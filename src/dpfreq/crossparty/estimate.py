@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from dpfreq.crossparty.frequency import class_estimates, compound_inverse
 from dpfreq.crossparty.reach import ReachEstimate, empty_estimate, reach_from_empty
 
-__all__ = ["EntityEstimate", "estimate_entity"]
+__all__ = ["EntityEstimate", "entity_from_classes", "estimate_entity"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,13 @@ class EntityEstimate:
     frequency_upper: NDArray[np.float64] | None
 
 
-def _frequency(reach: ReachEstimate, sums: NDArray[Any], *, parties: int, K: int,
-               alpha: float, registers: int, rate: float
+def _frequency(reach: ReachEstimate, C: NDArray[np.float64], cov: NDArray[np.float64], *,
+               registers: int, rate: float
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                           NDArray[np.float64]]:
-    """``(g, g_sd, kplus, kplus_sd)``: ``g`` for ``1..K−1, K+`` and k+ reach for ``k = 1..K``."""
-    C, cov = class_estimates(sums, parties=parties, max_frequency=K, alpha=alpha)
+    """``(g, g_sd, kplus, kplus_sd)``: ``g`` for ``1..K−1, K+`` and k+ reach for ``k = 1..K``,
+    from unbiased class estimates ``C`` (``t = 0..K−1``) and their covariance."""
+    K = C.size
     p = C / registers
     p[0] = reach.empty_fraction
     sigma = cov / registers**2
@@ -114,8 +115,29 @@ def estimate_entity(ones_histogram: NDArray[np.int64], sums: NDArray[Any] | None
                               kplus_lower=np.array([reach.lower]),
                               kplus_upper=np.array([reach.upper]), frequency=None,
                               frequency_lower=None, frequency_upper=None)
-    freq, freq_sd, kplus, kplus_sd = _frequency(reach, sums, parties=parties, K=max_frequency,
-                                                alpha=alpha, registers=registers, rate=rate)
+    C, cov = class_estimates(sums, parties=parties, max_frequency=max_frequency, alpha=alpha)
+    return entity_from_classes(reach, C, cov, registers=registers, rate=rate, z=z)
+
+
+def entity_from_classes(reach: ReachEstimate, C: NDArray[np.float64],
+                        cov: NDArray[np.float64], *, registers: int, rate: float,
+                        z: float) -> EntityEstimate:
+    """Estimates of one entity from its reach and unbiased estimates ``C`` of the number of
+    registers in each class ``t = 0..K−1`` with their covariance (however they were noised:
+    summed frequency registers here, a noisy histogram of the shuffle in
+    :mod:`dpfreq.crossparty.shuffle`).
+
+    Examples
+    --------
+    Exact classes of 1000 registers (no noise), users seen once or twice:
+
+    >>> reach = reach_from_empty(600.0, 0.0, registers=1000, rate=1.0, z=1.96)
+    >>> est = entity_from_classes(reach, np.array([600.0, 300.0, 75.0]), np.zeros((3, 3)),
+    ...                           registers=1000, rate=1.0, z=1.96)
+    >>> est.kplus.shape, est.frequency.shape
+    ((3,), (3,))
+    """
+    freq, freq_sd, kplus, kplus_sd = _frequency(reach, C, cov, registers=registers, rate=rate)
     lower, upper = _ends(kplus, kplus_sd, z, np.inf)
     lower[0], upper[0], kplus_sd[0] = reach.lower, reach.upper, reach.sd
     f_lower, f_upper = _ends(freq, freq_sd, z, 1.0)

@@ -3,7 +3,8 @@
 Devices enrol in a study and upload their locally randomized reports over HTTP; the service
 validates and stores them (SQLite by default, PostgreSQL by URL), keeps the aggregator's
 running sums, and serves per-period estimates with confidence bands, exports and a dashboard.
-:mod:`dpfreq.server.uploader` is the device side.
+:mod:`dpfreq.server.uploader` is the device side. The same stack serves the roles of the
+cross-party shuffle (:mod:`dpfreq.server.roles`: two workers and the aggregator).
 
 Importing this package needs the ``[server]`` extra: ``pip install 'dpfreq[server]'``.
 """
@@ -20,5 +21,6 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
         "the collection service needs the server extra: pip install 'dpfreq[server]'") from exc
 
 from .app import ServerConfig, create_app
+from .roles import create_role_app
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["ServerConfig", "create_app", "create_role_app"]

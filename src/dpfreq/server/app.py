@@ -91,6 +91,10 @@ class ServerConfig:
     listen_url : str or None
         The address the service listens on (``dpfreq serve`` sets it once its socket is
         bound), named in its start-up log line.
+    role : {"collector", "worker", "aggregator"}
+        What the process serves: the collection service (:func:`create_app`), or a worker
+        or the aggregator of the cross-party shuffle
+        (:func:`dpfreq.server.roles.create_role_app`).
     """
 
     db: str
@@ -106,6 +110,7 @@ class ServerConfig:
     freeze_gc: bool = False
     workers: int = 1
     listen_url: str | None = None
+    role: str = "collector"
 
 
 class _ServiceApp(FastAPI):
