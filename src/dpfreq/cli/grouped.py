@@ -18,7 +18,7 @@ import click
 import dpfreq.cli._common as shared
 
 __all__ = ["delta_option", "echo_group_tables", "echo_grouped_head", "format_grouped_plan",
-           "group_options", "groups_line", "noise_line", "plan_group_options"]
+           "group_options", "groups_line", "noise_line", "plan_group_options", "without_coverage"]
 
 
 def group_options(f: Any) -> Any:
@@ -130,7 +130,16 @@ def echo_group_tables(rel: Any, table: Callable[[Any], str], err: bool) -> None:
 
 def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
     """The lines every grouped output leads with: the command's own first line, the grouping
-    (:func:`groups_line`) and the simultaneous statement."""
+    (:func:`groups_line`), what the intervals cover (the capped data or the data) and the
+    simultaneous statement (without its coverage sentence, printed on the line before)."""
     click.echo(first_line, err=err)
     click.echo(groups_line(rel), err=err)
-    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=err)
+    click.echo(f"# coverage: {rel.mechanism_params['coverage']}", err=err)
+    click.echo(f"# simultaneous: {without_coverage(rel, rel.simultaneous.description)}",
+               err=err)
+
+
+def without_coverage(rel: Any, text: str) -> str:
+    """``text`` (an error statement's description, or a line quoting one) without the coverage
+    sentence every grouped statement ends with (the output prints it once, on its own line)."""
+    return text.removesuffix(f" Coverage: {rel.mechanism_params['coverage']}.")

@@ -22,6 +22,7 @@ from dpfreq.cli.grouped import (
     group_options,
     groups_line,
     noise_line,
+    without_coverage,
 )
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept, time_range_options
 from dpfreq.errors import DataError
@@ -210,7 +211,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
     echo_grouped_head(rel, f"{head[0]}\n# unit of privacy: {rel.unit} ({first.relation})",
                       to_err)
     for line in head[2:]:
-        click.echo(line, err=to_err)
+        click.echo(without_coverage(rel, line), err=to_err)
     small = noise_line(rel)
     if small is not None:
         click.echo(small, err=to_err)

@@ -36,7 +36,7 @@ from dpfreq.grouped.accounting import (
     check_selection_share,
     choose_group_accounting,
 )
-from dpfreq.grouped.capping import capping_statement
+from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_bound, check_group_selection
 from dpfreq.grouped.driver import (
     Bounding,
@@ -292,16 +292,16 @@ class GroupedProfileAdapter:
                ) -> GroupedRelease:
         a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
         d, n, conf = par.domain_size, par.max_count, par.confidence
-        seeded = drawn.seeded
+        seeded, m = drawn.seeded, a.max_groups_per_item
         base = GroupedProfileMechanism(drawn.data.engine.name, d, n, conf, a.group,
                                        plan.accounting).to_dict()
         releases = {name: ProfileRelease(
             value=out.value, epsilon=eps_g, delta=0.0, unit=par.unit, mechanism=out.mechanism,
             mechanism_params=dict(base, group=name, **out.params.to_dict()),
-            seeded=seeded, error=out.error, domain_size=d, max_count=n,
+            seeded=seeded, error=with_coverage(out.error, m), domain_size=d, max_count=n,
             method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0, norm="1",
             noisy_profile=out.noisy_profile) for name, out in drawn.outs.items()}
-        sim = _simultaneous(len(releases), eps_g, par.unit, d, n, conf)
+        sim = with_coverage(_simultaneous(len(releases), eps_g, par.unit, d, n, conf), m)
         return GroupedRelease(releases=releases, epsilon=par.epsilon, delta=a.delta,
                               unit=par.unit, mechanism="grouped-direct-count-of-counts",
                               mechanism_params=base, simultaneous=sim, seeded=seeded,

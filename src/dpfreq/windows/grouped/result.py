@@ -23,7 +23,7 @@ import numpy as np
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
-from dpfreq.grouped.capping import capping_statement
+from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.data.summaries import WindowSummaries
@@ -138,7 +138,8 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
                    ) -> WindowCountsRelease:
     rel = WindowCountsRelease.from_state(state)
     return dataclasses.replace(rel, mechanism_params={**rel.mechanism_params, **extra,
-                                                      "group": name})
+                                                      "group": name},
+                               error=with_coverage(rel.error, extra["max_groups_per_item"]))
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
@@ -155,10 +156,10 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
              "epsilon_per_group": b.epsilon, "delta_per_group": b.delta}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
     conf = b.confidence
-    sim = _simultaneous(states, conf) if states else ErrorStatement(
+    sim = with_coverage(_simultaneous(states, conf) if states else ErrorStatement(
         kind="bound", confidence=conf, value=0.0, description=(
             "No group was released (none passed the private partition selection), so there "
-            "is nothing to bound."))
+            "is nothing to bound.")), grouped["max_groups_per_item"])
     return GroupedWindowRelease(
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
