@@ -248,6 +248,11 @@ class GroupedAnonymizedAdapter:
         assert bounding.groups is not None
         return {name: data.hists[name] for name in bounding.groups}
 
+    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...]) -> Any:
+        """Never asked: nothing is capped at unit='event' (``capping_epsilon`` is refused)."""
+        raise ParameterError(message("capping_epsilon", FUNC, "None (nothing is capped at "
+                                     "unit='event')", "a number"))
+
     def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
                 names: tuple[str, ...], secret: GroupSecret | None,
                 rng: ResolvedRNG) -> dict[str, Outcome]:
