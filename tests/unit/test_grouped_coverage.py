@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from dpfreq.anonymized import release_anonymized_histogram
-from dpfreq.cli.main import cli
+from dpfreq.cli.main import cli, main
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.profile import release_profile
 from dpfreq.windows import release_window_counts
@@ -67,3 +67,28 @@ def test_cli_grouped_output_prints_coverage_once(tmp_path: object) -> None:
     assert out.exit_code == 0, out.output
     lines = [line for line in out.output.splitlines() if "cover the capped data" in line]
     assert lines == [f"# coverage: {capping_statement(2)}"]
+
+
+def test_cli_capping_epsilon(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import pathlib
+
+    path = pathlib.Path(str(tmp_path)) / "log.csv"
+    rows = [(u, f"c{(u * 7 + k) % 5}", 1 + k) for u in range(60) for k in range(4)]
+    path.write_text("user,site,day\n" + "".join(f"{u},{s},{d}\n" for u, s, d in rows))
+    groups = pathlib.Path(str(tmp_path)) / "groups.txt"
+    groups.write_text("".join(f"c{k}\n" for k in range(5)))
+    common = ["--item", "user", "--group", "site", "--groups", str(groups),  # nothing dropped
+              "--max-groups-per-item", "4", "--epsilon", "2", "--unit", "item", "--seed", "0"]
+    out = CliRunner().invoke(cli, ["profile", str(path), *common, "--domain-size", "100",
+                                   "--max-count", "3", "--capping-epsilon", "0.5"])
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if line.startswith("# dropped by the cap")]
+    assert len(lines) == 1
+    assert "ε_c = 0.5" in lines[0]
+    with pytest.raises(SystemExit) as info:
+        main(["reach", str(path), "--time", "day", "--horizon", "4", "--k", "1",
+              "--windows", "total", *common, "--capping-epsilon", "2"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dpfreq: error: --capping-epsilon of dpfreq reach must be None "
+                              "or a number in (0, --epsilon 2)")

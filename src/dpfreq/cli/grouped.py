@@ -17,8 +17,9 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["delta_option", "echo_group_tables", "echo_grouped_head", "format_grouped_plan",
-           "group_options", "groups_line", "noise_line", "plan_group_options", "without_coverage"]
+__all__ = ["capping_option", "delta_option", "echo_group_tables", "echo_grouped_head",
+           "format_grouped_plan", "group_options", "groups_line", "noise_line",
+           "plan_group_options", "without_coverage"]
 
 
 def group_options(f: Any) -> Any:
@@ -33,6 +34,15 @@ def group_options(f: Any) -> Any:
     return click.option("--group", default=None,
                         help="Column assigning each row to a group: one release per group, "
                              "the budget spent once.")(f)
+
+
+def capping_option(f: Any) -> Any:
+    """``--capping-epsilon E``: the share of ε that measures the pairs the cap dropped."""
+    return click.option("--capping-epsilon", type=float, default=None,
+                        help="With --group at --unit item: the share of --epsilon, in (0, "
+                             "epsilon), that measures the fraction of (item, group) pairs the "
+                             "cap --max-groups-per-item dropped (printed with its interval; "
+                             "the release spends the rest). Default: not measured.")(f)
 
 
 def delta_option(f: Any) -> Any:
@@ -135,6 +145,8 @@ def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
     click.echo(first_line, err=err)
     click.echo(groups_line(rel), err=err)
     click.echo(f"# coverage: {rel.mechanism_params['coverage']}", err=err)
+    if rel.dropped_fraction is not None:
+        click.echo(f"# dropped by the cap: {rel.dropped_fraction.description}", err=err)
     click.echo(f"# simultaneous: {without_coverage(rel, rel.simultaneous.description)}",
                err=err)
 

@@ -16,6 +16,7 @@ import numpy as np
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli.grouped import (
+    capping_option,
     delta_option,
     echo_group_tables,
     echo_grouped_head,
@@ -231,6 +232,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
                    "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
 @group_options
+@capping_option
 @null_group_option
 @delta_option
 @time_range_options
@@ -246,7 +248,8 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
             groups_file: str | None = None, delta: float | None = None,
             null_group: str = "error", time_col: str | None = None, start: str | None = None,
             end: str | None = None, period: str = "1d", timezone: str = "UTC",
-            time_unit: str | None = None, accountant: BudgetAccountant | None = None) -> None:
+            time_unit: str | None = None, accountant: BudgetAccountant | None = None,
+            capping_epsilon: float | None = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
@@ -273,7 +276,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
                               epsilon=epsilon, unit=unit, method=method, confidence=confidence,
                               norm=norm, engine=engine, rng=seed, accountant=accountant,
                               group=group, max_groups_per_item=max_groups_per_item,
-                              groups=groups_file, delta=delta)
+                              groups=groups_file, delta=delta, capping_epsilon=capping_epsilon)
     except DataError as exc:
         raise null_group_hint(exc, group) from None
     if group is not None:
