@@ -174,3 +174,24 @@ def test_refusals() -> None:
     with pytest.raises(ParameterError, match="None without group="):
         release_profile(np.array([1, 2]), domain_size=5, max_count=3, epsilon=1.0, unit="item",
                         capping_epsilon=0.1)
+
+
+def test_saved_window_release_keeps_its_estimate(tmp_path: object) -> None:
+    import pathlib
+
+    from dpfreq.windows.grouped.result import GroupedWindowRelease
+
+    log = _log()
+    path = pathlib.Path(str(tmp_path)) / "rel.dpf"
+    for extra in ({"groups": [f"s{k}" for k in range(6)], "epsilon": 2.0},
+                  {"delta": 1e-5, "epsilon": 6.0}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DPFreqWarning)
+            rel = release_window_counts(log, item="user", time="day", horizon=5, unit="item",
+                                        k_values=[1], windows=["total"], group="site",
+                                        max_groups_per_item=2, rng=0, capping_epsilon=0.5,
+                                        **extra)  # type: ignore[arg-type]
+        rel.save(path)
+        back = GroupedWindowRelease.load(path)
+        assert back.dropped_fraction == rel.dropped_fraction
+        assert back.to_dict() == rel.to_dict()

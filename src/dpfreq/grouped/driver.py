@@ -71,7 +71,7 @@ from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
 __all__ = ["Bounding", "Candidates", "Drawn", "GroupSecret", "GroupedAdapter", "GroupedCall",
-           "GroupedSteps", "run_grouped"]
+           "GroupedSteps", "run_grouped", "with_dropped"]
 
 PlanT = TypeVar("PlanT")
 DataT = TypeVar("DataT")
@@ -297,16 +297,15 @@ class GroupedSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         result = self.adapter.result(plan, noisy)
         if noisy.dropped is None:
             return result
-        d = noisy.dropped
-        split = (f"ε_c = {d.epsilon:g} of ε measures the fraction of (item, group) pairs the cap "
-                 f"dropped (pure ε_c-DP: exact discrete Laplace on two sums of ℓ1 sensitivity "
-                 f"2M − m = {d.sensitivity}, M = {d.bound}); the rest of ε is accounted as "
-                 "stated (basic composition)")
-        grouped: Any = result  # a GroupedRelease (a frozen dataclass)
-        out: ResultT_co = dataclasses.replace(
-            grouped, dropped_fraction=d,
-            mechanism_params={**grouped.mechanism_params, "capping": split})
+        out: ResultT_co = with_dropped(result, noisy.dropped)
         return out
+
+
+def with_dropped(result: Any, dropped: DroppedFraction) -> Any:
+    """A grouped release (a frozen dataclass) carrying its dropped-fraction estimate, its
+    ``mechanism_params["capping"]`` saying how ε was shared."""
+    return dataclasses.replace(result, dropped_fraction=dropped, mechanism_params={
+        **result.mechanism_params, "capping": dropped.split})
 
 
 def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *,

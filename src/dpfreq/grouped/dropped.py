@@ -41,7 +41,7 @@ fraction ``D/T`` lies in ``[max(D̃ − q, 0)/(T̃ + q), min((D̃ + q)/(T̃ − 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from typing import Any
 
@@ -195,6 +195,31 @@ class DroppedFraction:
                 f"measured with ε_c = {self.epsilon:g} (pure, exact discrete Laplace noise on "
                 f"two sums of ℓ1 sensitivity 2M − m = {self.sensitivity}; basic composition "
                 "with the rest of the call).")
+
+    @property
+    def split(self) -> str:
+        """How the call's ε is shared with this measurement (``mechanism_params["capping"]``)."""
+        return (f"ε_c = {self.epsilon:g} of ε measures the fraction of (item, group) pairs the "
+                f"cap dropped (pure ε_c-DP: exact discrete Laplace on two sums of ℓ1 "
+                f"sensitivity 2M − m = {self.sensitivity}, M = {self.bound}); the rest of ε is "
+                "accounted as stated (basic composition)")
+
+    @classmethod
+    def from_dict(cls, d: Any) -> DroppedFraction:
+        """The estimate from :meth:`to_dict` (a saved release); ValueError when malformed."""
+        if not isinstance(d, dict):
+            raise ValueError("dropped_fraction must be a mapping")
+        names = [f.name for f in fields(cls)]
+        kinds = {f.name: f.type for f in fields(cls)}
+        out: dict[str, Any] = {}
+        for name in names:
+            x = d.get(name)
+            want = int if kinds[name] in ("int", int) else float
+            if isinstance(x, bool) or not isinstance(x, int | float) or (
+                    want is int and not isinstance(x, int)):
+                raise ValueError(f"dropped_fraction[{name!r}] is malformed")
+            out[name] = want(x)
+        return cls(**out)
 
     def to_dict(self) -> dict[str, Any]:
         """The public fields, JSON-ready."""
