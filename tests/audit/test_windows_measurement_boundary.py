@@ -229,3 +229,32 @@ def test_a_loaded_release_answers_from_its_stored_measurement(tmp_path):
                                   np.cumsum(stored + 1000))
     assert not np.array_equal(back.value["cumulative"][1], rel.value["cumulative"][1])
     assert back.cumulative(ts, 1).estimate[-1] == int(np.sum(stored + 1000))
+
+
+@pytest.mark.parametrize("unit", ["item", "item_replace"])
+def test_daily_reach_with_the_gaussian_publishes_its_noisy_measurements(unit, tmp_path):
+    """Per-window structures (``per_query``, ``per_query_gaussian``) are not ``measured``:
+    each window's noisy measurement is the integer ``exact count + noise`` itself, and that is
+    what is published. Daily reach at ε = 1, δ = 1e-6 (the Gaussian calibrated to (ε, δ)):
+    every published value is that integer (recomputed here from the exact counts and the
+    keyed noise, to the same bits), every interval is the value plus a half-width that a copy
+    of the structure built from public parameters alone gives, and a saved release answers the
+    same from its file."""
+    items, times = _log(21, 30, n_items=200)
+    rel = release_window_counts((items, times), horizon=30, epsilon=1.0, delta=1e-6,
+                                unit=unit, k_values=[1], windows=[1], rng=8)
+    s = rel._state.structures[("rolling(W=1)", 1)]
+    assert s.method == "per_query_gaussian"
+    assert not s.measured
+    ts = np.arange(1, 31)
+    t1 = np.maximum(1, ts)
+    noisy = rel._state.exact(s, t1, ts) + s.noise(t1, ts)
+    assert noisy.dtype == np.int64
+    published = np.asarray(rel.value["rolling(W=1)"][1])
+    assert published.tobytes() == noisy.astype(published.dtype).tobytes()
+    copy = _fresh_copy(s)  # no key, no data
+    half = copy.halfwidth(t1, ts, 1 - rel.error.confidence)
+    assert np.asarray(rel.error.upper["rolling(W=1)"][1]).tobytes() == (
+        published.astype(np.float64) + half).tobytes()
+    back = WindowCountsRelease.load(rel.save(tmp_path / "daily.dpfreq"))
+    assert json.loads(back.to_json()) == json.loads(rel.to_json())

@@ -117,19 +117,26 @@ def test_answer_variance_equals_nodes_times_node_variance(seed, family, method, 
     assert abs(z) < stats.norm.isf(ALPHA / 2)
 
 
-def test_lazy_gaussian_matches_discrete_gaussian_pmf(seed):
-    """Chi-square goodness of fit of the keyed discrete Gaussian against its exact pmf.
+@pytest.mark.parametrize(("target", "drawn"), [(5.5, 6), (7, 7), (536, 536)])
+def test_lazy_gaussian_matches_discrete_gaussian_pmf(seed, target, drawn):
+    """Chi-square goodness of fit of the keyed discrete Gaussian against its exact pmf: a float
+    target rounded to σ² = t·u (5.5 → 6), and integers drawn as given (7 and 536 are not of
+    the form t·u with t = ⌊√σ²⌋ + 1: the acceptance exponent is (t|Y| − σ²)²/(2σ²t²)).
 
-    Power: n = 10^5 draws at σ² = 6; a σ² off by 10% moves the mass at 0 by ≈ 5% of 0.16,
-    non-centrality far above 100: power ≈ 1 at α = 1e-6.
+    Power: n = 10^5 draws; at σ² = 6 a σ² off by 10% moves the mass at 0 by ≈ 5% of 0.16,
+    non-centrality far above 100: power ≈ 1 at α = 1e-6. (At σ² = 536 a 3% change of σ² is
+    beyond this test's power; :func:`test_keyed_gaussian_variance_at_an_integer_sigma2` checks
+    the variance there.)
     """
     from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
 
     key = seed.to_bytes(8, "little") * 4
-    src = KeyedDiscreteGaussian(key, 3, 5.5)
+    src = KeyedDiscreteGaussian(key, 3, target)
     s2 = src.sigma2
+    assert s2 == drawn
     z = src.noise(np.arange(100_000))
-    support = np.arange(-60, 61)
+    reach = int(12 * np.sqrt(s2)) + 1
+    support = np.arange(-reach, reach + 1)
     pmf = np.exp(-(support**2) / (2 * s2))
     pmf /= pmf.sum()
     keep = pmf * z.size >= 5
@@ -140,6 +147,30 @@ def test_lazy_gaussian_matches_discrete_gaussian_pmf(seed):
     exp = np.concatenate(([tail], pmf[(support > lo) & (support < hi)], [tail])) * z.size
     chi2 = float(np.sum((obs - exp) ** 2 / exp))
     assert stats.chi2.sf(chi2, obs.size - 1) > ALPHA
+
+
+def test_keyed_gaussian_variance_at_an_integer_sigma2(seed):
+    """σ² = 536 drawn as given (not of the form t·u): the mean of Z² over n = 3·10^5 keyed
+    draws against the exact second moment, with the exact fourth moment for its standard
+    error (both from the pmf on |z| <= 12σ; the mass beyond is below 1e-30).
+
+    Power: σ² = 552 (what rounding to t·u drew before) has E[Z²] 3% higher; the standard error
+    of the mean of Z² is √(2/n)·σ² ≈ 0.26 % of σ², so the shift is ≈ 11.6 standard errors
+    against a two-sided threshold of 4.9 at α = 1e-6: power > 0.999.
+    """
+    from dpfreq.windows.noise.keyed import KeyedDiscreteGaussian
+
+    n, s2 = 300_000, 536
+    src = KeyedDiscreteGaussian(seed.to_bytes(8, "little") * 4, ("variance", 1), s2)
+    assert src.sigma2 == s2
+    z = src.noise(np.arange(n)).astype(np.float64)
+    reach = int(12 * np.sqrt(s2)) + 1
+    support = np.arange(-reach, reach + 1, dtype=np.float64)
+    pmf = np.exp(-(support**2) / (2 * s2))
+    pmf /= pmf.sum()
+    e2, e4 = float(np.sum(pmf * support**2)), float(np.sum(pmf * support**4))
+    stat = (np.mean(z**2) - e2) / np.sqrt((e4 - e2**2) / n)
+    assert abs(stat) < stats.norm.isf(ALPHA / 2)
 
 
 @pytest.mark.slow

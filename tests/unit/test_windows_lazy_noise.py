@@ -170,11 +170,16 @@ def test_word_on_a_threshold_is_settled_by_the_nodes_own_stream():
     assert np.all(prf.invert(tab, plain, nodes, 0) == k)  # above D_k: decided, no settle
 
 
-def test_gaussian_tie_on_the_acceptance_threshold_is_settled_exactly():
-    """A word equal to ⌊2^63 e^{-x}⌋ is accepted with probability frac(2^63 e^{-x})."""
-    src = KeyedDiscreteGaussian(KEY, 1, 9.0)
-    mag = np.full(4000, src._u + 2, dtype=np.int64)
-    x = Fraction(4, 2 * src._t * src._u)
+@pytest.mark.parametrize(("sigma2", "y"), [(9.0, 5), (7, 3)])
+def test_gaussian_tie_on_the_acceptance_threshold_is_settled_exactly(sigma2, y):
+    """A word equal to ⌊2^63 e^{-x}⌋, ``x = (t|Y| − σ²)²/(2σ²t²)``, is accepted with probability
+    frac(2^63 e^{-x}) — for a float target (rounded to σ² = t·u = 12, t = 4: ``x = 4/24``) and
+    an integer σ² drawn as given (7, t = 3: ``x = 4/126``)."""
+    src = KeyedDiscreteGaussian(KEY, 1, sigma2)
+    t = src._t
+    mag = np.full(4000, y, dtype=np.int64)
+    x = Fraction((t * y - src.sigma2) ** 2, 2 * src.sigma2 * t * t)
+    assert x == (Fraction(4, 24) if src.sigma2 == 12 else Fraction(4, 126))
     lo, _ = exp_neg_bounds(x, 63 + 64)
     frac = (lo % (1 << 64)) / float(1 << 64)
     words = np.full(mag.size, lo >> 64, dtype=np.uint64)

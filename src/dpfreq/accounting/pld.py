@@ -23,6 +23,7 @@ raise δ. :meth:`delta_at` then bounds the hockey stick with outward rounding, a
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.accounting.numbers import float_at_least
+from dpfreq.accounting.zcdp import gaussian_sigma2_at_least, zcdp_rho_at_most
 
 __all__ = [
     "STEP",
@@ -38,6 +40,8 @@ __all__ = [
     "approximate_pld",
     "discrete_gaussian_pld",
     "discrete_laplace_pld",
+    "unit_shifts_delta",
+    "unit_shifts_sigma2",
 ]
 
 #: the default grid of loss values (dp_accounting's default discretisation interval)
@@ -278,3 +282,59 @@ def discrete_gaussian_pld(sigma2: Fraction, sensitivity: int,
     masses[-1] += tail / norm  # the negative tail, moved up onto the lowest loss kept
     return PrivacyLossDistribution.from_points(
         losses, list(masses), infinity=tail / norm, error=(reach + 64) * _U, step=step)
+
+
+#: the largest number of unit shifts :func:`unit_shifts_sigma2` calibrates
+MAX_SHIFTS = 1 << 16
+
+
+def unit_shifts_delta(sigma2: int, shifts: int, epsilon: Fraction) -> float:
+    """A certified upper bound on ``δ(ε)`` of ``shifts`` independent discrete Gaussians of
+    parameter ``σ²``, each against its shift by one.
+
+    The one-coordinate loss ``(1 − 2z)/(2σ²)`` lies on the grid ``ℤ/(2σ²)`` exactly, so the
+    PLD is built on that grid (no loss is rounded) and composed ``shifts`` times; only the
+    float masses and the tails (moved to ``+∞``) add to the bound.
+
+    Examples
+    --------
+    >>> unit_shifts_delta(536, 30, Fraction(1)) <= 1e-6 < unit_shifts_delta(535, 30, Fraction(1))
+    True
+    """
+    one = discrete_gaussian_pld(Fraction(sigma2), 1, step=Fraction(1, 2 * sigma2))
+    return one.self_compose(shifts).delta_at(Fraction(epsilon))
+
+
+@functools.lru_cache(maxsize=256)
+def unit_shifts_sigma2(epsilon: Fraction, delta: float, shifts: int) -> int:
+    """The smallest integer ``σ²`` whose ``shifts`` unit shifts of independent discrete
+    Gaussians are certified ``(ε, δ)``-DP by :func:`unit_shifts_delta`; 0 when none below
+    ``2^60`` is (or the arguments are out of range: ``ε > 0``, ``0 < δ < 1``,
+    ``1 <= shifts <=`` :data:`MAX_SHIFTS`).
+
+    A mechanism whose neighbours move at most ``n`` independent integer coordinates by at most
+    one each is ``(ε, δ)``-DP with this ``σ²`` at ``shifts = n``: fewer or smaller moves are a
+    sub-vector of the worst case (post-processing), and a shift by −1 has the loss law of +1.
+
+    Examples
+    --------
+    >>> unit_shifts_sigma2(Fraction(1), 1e-6, 30)
+    536
+    """
+    if not (epsilon > 0 and 0 < delta < 1 and 1 <= shifts <= MAX_SHIFTS):
+        return 0
+    # the zCDP conversion's σ² is valid (certified δ checked all the same); bisect below it
+    hi = max(1, gaussian_sigma2_at_least(math.sqrt(shifts) * (1 + 1e-12),
+                                         zcdp_rho_at_most(Fraction(epsilon), delta)))
+    while unit_shifts_delta(hi, shifts, epsilon) > delta:
+        hi *= 2
+        if hi >= 1 << 60:
+            return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if unit_shifts_delta(mid, shifts, epsilon) <= delta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -21,7 +21,7 @@ import click
 import dpfreq.cli._common as shared
 from dpfreq.errors import DataError
 
-__all__ = ["command", "format_release", "load_key", "log_period"]
+__all__ = ["command", "format_release", "load_key", "log_columns", "log_period"]
 
 
 @click.group(name="sketch", no_args_is_help=True)
@@ -128,6 +128,25 @@ def _instant(text: str, option: str) -> Any:
                                  param_hint=option) from None
 
 
+def log_columns(func: Any) -> Any:
+    """The options that say which rows and columns of a party's LOG count (``build`` and the
+    shuffle's ``share``): --user, --time with --start/--end, --campaign with --campaigns."""
+    options = [
+        click.option("--user", required=True, help="The user column of LOG."),
+        click.option("--time", default=None, help="The time column (with --start and --end)."),
+        click.option("--start", default=None,
+                     help="First time counted (integer or ISO date/time)."),
+        click.option("--end", default=None,
+                     help="First time not counted (integer or ISO date/time)."),
+        click.option("--campaign", default=None, help="The campaign column (with --campaigns)."),
+        click.option("--campaigns", default=None, metavar="A,B,...",
+                     help="Comma-separated campaigns counted (public list)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @command.command(name="build")
 @click.argument("log", type=shared.INPUT_FILE)
 @click.option("--party", required=True, help="This party's public name.")
@@ -135,13 +154,7 @@ def _instant(text: str, option: str) -> Any:
               help="The measurement's parameters (from 'dpfreq sketch params').")
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
               help="The shared hash key (from 'dpfreq sketch key').")
-@click.option("--user", required=True, help="The user column of LOG.")
-@click.option("--time", default=None, help="The time column (with --start and --end).")
-@click.option("--start", default=None, help="First time counted (integer or ISO date/time).")
-@click.option("--end", default=None, help="First time not counted (integer or ISO date/time).")
-@click.option("--campaign", default=None, help="The campaign column (with --campaigns).")
-@click.option("--campaigns", default=None, metavar="A,B,...",
-              help="Comma-separated campaigns counted (public list).")
+@log_columns
 @shared.output_path_option("--out", "out", required=True,
                            help="Where to write the sketch file (an epsilon-DP release).")
 @shared.engine_option

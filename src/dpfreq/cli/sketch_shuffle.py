@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 import dpfreq.cli._common as shared
-from dpfreq.cli.sketch import command, load_key, log_period
+from dpfreq.cli.sketch import command, load_key, log_columns, log_period
 from dpfreq.errors import DataError, EngineUnavailableError
 
 __all__ = ["command"]
@@ -154,13 +154,7 @@ def setup_command(params_file: str, aggregator: str, aggregator_token_file: str,
               help="The measurement's parameters (from 'dpfreq sketch shuffle-params').")
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
               help="The parties' shared hash key.")
-@click.option("--user", required=True, help="The user column of LOG.")
-@click.option("--time", default=None, help="The time column (with --start and --end).")
-@click.option("--start", default=None, help="First time counted (integer or ISO date/time).")
-@click.option("--end", default=None, help="First time not counted (integer or ISO date/time).")
-@click.option("--campaign", default=None, help="The campaign column (with --campaigns).")
-@click.option("--campaigns", default=None, metavar="A,B,...",
-              help="Comma-separated campaigns counted (public list).")
+@log_columns
 @click.option("--worker", "workers", multiple=True, required=True, callback=_urls,
               help="Worker 0's then worker 1's base URL.")
 @click.option("--token-file", "token_files", multiple=True, required=True,

@@ -91,8 +91,9 @@ class DiscreteLaplace:
 
 @dataclass(frozen=True)
 class DiscreteGaussian:
-    """The discrete Gaussian with parameter ``σ²`` (an integer; Canonne, Kamath and Steinke
-    2020), for zCDP accounting.
+    """The discrete Gaussian with parameter ``σ²`` (an integer, drawn as given by the keyed
+    sampler; Canonne, Kamath and Steinke 2020), calibrated under zCDP accounting or to (ε, δ)
+    by its privacy loss distribution.
 
     Examples
     --------

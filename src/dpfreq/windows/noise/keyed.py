@@ -35,17 +35,20 @@ Discrete Laplace (:class:`KeyedDiscreteLaplace`, scheme :data:`LAPLACE_SCHEME`)
 Discrete Gaussian (:class:`KeyedDiscreteGaussian`, scheme :data:`GAUSSIAN_SCHEME`)
 ---------------------------------------------------------------------------------
 Canonne, Kamath and Steinke (2020), "The discrete Gaussian for differential privacy",
-Algorithm 3: with ``σ² = t·u`` (:func:`gaussian_sigma2`), round ``r = 0, 1, …`` draws
-``Y ~ DLap(1/t)`` as above on the words of tags ``r·2^32 + j`` and accepts ``Y`` with
-probability ``exp(−(|Y| − u)²/(2tu))``: the 63-bit word of tag ``r·2^32 + 2^31`` is compared
-with the exact integer ``⌊2^63 e^{−(|Y|−u)²/(2tu)}⌋`` (:mod:`dpfreq._exact_inverse`), a tie
-settled by further stream bits. The accepted ``Y`` has exactly the law
-``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is cached.
+Algorithm 3: with an integer ``σ²`` (a float target is rounded up to ``t·u`` by
+:func:`gaussian_sigma2`) and ``t = ⌊√σ²⌋ + 1``, round ``r = 0, 1, …`` draws ``Y ~ DLap(1/t)``
+as above on the words of tags ``r·2^32 + j`` and accepts ``Y`` with probability
+``exp(−(t|Y| − σ²)²/(2σ²t²))`` (``exp(−(|Y| − u)²/(2tu))`` when ``σ² = t·u``): the 63-bit word
+of tag ``r·2^32 + 2^31`` is compared with the exact integer ``⌊2^63 e^{−x}⌋``
+(:mod:`dpfreq._exact_inverse`), a tie settled by further stream bits. The accepted ``Y`` has
+exactly the law ``Pr[Z = z] ∝ exp(−z²/(2σ²))``. Element-wise, like the Laplace: nothing is
+cached.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from fractions import Fraction
 from typing import Any
@@ -407,9 +410,13 @@ class KeyedDiscreteLaplace(_KeyedNoise):
 class KeyedDiscreteGaussian(_KeyedNoise):
     """Exact discrete Gaussian noise per node id, a deterministic function of (key, structure).
 
-    The target ``sigma2_min`` is rounded up by :func:`gaussian_sigma2`; the value used is
-    ``self.sigma2``. Each node runs the rejection rounds of Canonne–Kamath–Steinke (2020,
-    Algorithm 3) on AES words of its own (module docstring); element-wise, never cached.
+    An integer ``sigma2_min`` is the σ² drawn; a float target is rounded up by
+    :func:`gaussian_sigma2` (to ``t·u``); the value used is ``self.sigma2``. Each node runs the
+    rejection rounds of Canonne–Kamath–Steinke (2020, Algorithm 3) on AES words of its own
+    (module docstring): ``Y ~ DLap(1/t)`` with ``t = ⌊√σ²⌋ + 1``, accepted with probability
+    ``exp(−(t|Y| − σ²)²/(2σ²t²))`` — at ``σ² = t·u`` the same number as
+    ``exp(−(|Y| − u)²/(2tu))``, so those draws are the same bits as before integers were taken
+    as given; element-wise, never cached.
 
     Examples
     --------
@@ -421,15 +428,21 @@ class KeyedDiscreteGaussian(_KeyedNoise):
     _func = "KeyedDiscreteGaussian"
 
     def __init__(self, key: bytes, structure: Any, sigma2_min: float) -> None:
-        self.sigma2, self._t, self._u = gaussian_sigma2(sigma2_min)
+        if (isinstance(sigma2_min, int | np.integer) and not isinstance(sigma2_min, bool)
+                and 0 < int(sigma2_min) < 1 << 62):
+            self.sigma2 = int(sigma2_min)  # an integer σ² is drawn as given
+            self._t = math.isqrt(self.sigma2) + 1
+        else:
+            self.sigma2, self._t, _ = gaussian_sigma2(sigma2_min)
         super().__init__(key, structure, GAUSSIAN_SCHEME)
         self._gamma = Fraction(1, self._t)
-        self._step = Fraction(1, 2 * self._t * self._u)  # exponent (|Y| − u)² · step
+        # the acceptance exponent (t|Y| − σ²)²/(2σ²t²) = d² · step
+        self._step = Fraction(1, 2 * self.sigma2 * self._t * self._t)
 
     def _accept(self, mag: NDArray[np.int64], words: NDArray[np.uint64],
                 nodes: NDArray[np.int64], tag: int) -> NDArray[np.bool_]:
-        """Bernoulli(exp(−(|Y| − u)²/(2tu))) per node: ``W + R < 2^63 e^{−x}`` exactly."""
-        d = np.abs(mag - self._u)
+        """Bernoulli(exp(−(t|Y| − σ²)²/(2σ²t²))) per node: ``W + R < 2^63 e^{−x}`` exactly."""
+        d = np.abs(mag * self._t - self.sigma2)
         uniq, inv = np.unique(d, return_inverse=True)
         # thresholds are at most 2^63: they fit uint64, as do the 63-bit words
         thr = np.array([exp_neg_multiple_floor(self._step, int(v) * int(v))

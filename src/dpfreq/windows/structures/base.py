@@ -159,6 +159,9 @@ class Structure:
     #: what a call must give for the method to be usable, when not every call can use it
     #: (the refusal of a caller who asks for it names this)
     requires: ClassVar[str | None] = None
+    #: a method this one refines: ``auto`` compares it only where it predicts less error than
+    #: that one (a caller may still force it)
+    refines: ClassVar[str | None] = None
 
     def __init__(self, family: str, k: int, horizon: int, level: str, eps: Fraction,
                  delta: float, width: int | None = None, group_size: int = 1, *,

@@ -91,6 +91,8 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                     name = c if rho_s is None else f"{c}/{kind}"
                     structs[name] = best
                     preds[name] = float(np.sqrt(best.mean_mse()))
+            if forced is None:
+                _drop_refinements(preds, structs)
             needs = registry()[forced].requires if forced is not None else None
             if not preds and needs:
                 raise ParameterError(message(f"method for {label}", _FUNC,
@@ -113,6 +115,18 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
             if layouts:
                 record[f"{label}, k={k}"]["tree_layouts_rmse"] = layouts
     return chosen, record
+
+
+def _drop_refinements(preds: dict[str, float], structs: dict[str, WindowStructure]) -> None:
+    """Drop each candidate whose method refines another candidate's (same noise kind) without
+    predicting less error than it (:attr:`~dpfreq.windows.structures.base.Structure.refines`)."""
+    for name in list(preds):
+        parent = registry()[structs[name].method].refines
+        if parent is None:
+            continue
+        base = parent if "/" not in name else f"{parent}/{name.split('/', 1)[1]}"
+        if base in preds and preds[base] <= preds[name]:
+            del preds[name], structs[name]
 
 
 def _why(pick: str, preds: dict[str, float], s: WindowStructure) -> str:
@@ -168,6 +182,11 @@ def make_plan(request: PlanRequest) -> Plan:
             if pure is None and refusal is not None:
                 raise refusal from None
     if pure is not None and (zcdp is None or _score(pure[0]) <= _score(zcdp[0])):
+        if any(s.noise_kind == "gaussian" for s in pure[0].values()):
+            accounting = ("basic composition of every structure's (epsilon, delta) share: pure "
+                          "epsilon-DP structures, and discrete Gaussian ones calibrated to "
+                          "their share by their exact privacy loss distribution")
+            _against_zcdp(pure[1], zcdp[1] if zcdp is not None else None)
         return Plan(pure[0], pure[1], accounting, eps_s, delta_s)
     if zcdp is None:  # neither accounting calibrates: the pure plan's refusal says why
         raise refusal or ParameterError(message("epsilon", _FUNC, "large enough to calibrate",
@@ -176,6 +195,22 @@ def make_plan(request: PlanRequest) -> Plan:
                   "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
                   "structures; pure pieces count as epsilon^2/2-zCDP")
     return Plan(zcdp[0], zcdp[1], accounting, eps_s, delta_s)
+
+
+def _against_zcdp(record: dict[str, Any], zcdp: dict[str, Any] | None) -> None:
+    """Where the (ε, δ)-calibrated Gaussian was chosen, its reason also names the best
+    structure of the zCDP plan it was preferred to (the records of other choices are left as
+    they were)."""
+    for label, rec in record.items():
+        if rec["noise"] != "gaussian":
+            continue
+        if zcdp is None or label not in zcdp:
+            rec["why"] += "; the zCDP plan could not calibrate this call"
+            continue
+        preds = zcdp[label]["predicted_rmse"]
+        best = min(preds, key=lambda c: preds[c])
+        rec["why"] += (f"; under zCDP accounting (ρ from (ε, δ)) the best "
+                       f"would be {best} at {preds[best]:.4g}")
 
 
 def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,

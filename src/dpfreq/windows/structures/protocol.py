@@ -123,7 +123,7 @@ class Calibration:
     """How the budget became node noise (every field public)."""
 
     l1_sensitivity: int
-    accounting: str  # "pure epsilon-DP" or "zCDP"
+    accounting: str  # "pure epsilon-DP", "zCDP" or an (ε, δ) calibration
     epsilon_piece: Fraction | None = None  # discrete Laplace: the budget of each pure piece
     rho_piece: float | None = None  # zCDP: ρ of each piece
     l2_sensitivity: float | None = None  # discrete Gaussian only
@@ -133,6 +133,8 @@ class Calibration:
         out: dict[str, Any] = {"l1_sensitivity": self.l1_sensitivity}
         if self.rho_piece is None:
             out.update(epsilon_piece=str(self.epsilon_piece), accounting=self.accounting)
+            if self.sigma2 is not None:  # a Gaussian calibrated to (ε, δ) directly
+                out.update(l2_sensitivity=self.l2_sensitivity, sigma2=self.sigma2)
             return out
         out.update(rho_piece=self.rho_piece, accounting=self.accounting)
         if self.epsilon_piece is not None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -362,7 +362,7 @@ class PerQuery(Structure):
     """One independent noise per window, for every family."""
 
     name = "per_query"
-    families = ("cumulative", "total", "rolling", "all")
+    families: ClassVar[tuple[str, ...]] = ("cumulative", "total", "rolling", "all")
     independent_answers = True
     _impl: IntArray | KeyedDiscreteGaussian | KeyedDiscreteLaplace
 
