@@ -37,3 +37,26 @@ def test_spark_grouped_matches_memory(spark: Any) -> None:
             for e in ("memory", get_engine(spark))]
     assert [r.value.tolist() for r in rels[0].releases.values()] == \
         [r.value.tolist() for r in rels[1].releases.values()]
+
+
+def _distinct(engine: Any, df: Any, names: tuple[str, ...] | None
+              ) -> tuple[tuple[str, ...], list[int], list[int], list[int]]:
+    gp = engine.grouped_count_of_counts(df, CountRequest(
+        "u", Grouping("g", names, None), per_item="distinct_groups"))
+    return gp.groups, gp.group_index.tolist(), gp.counts.tolist(), gp.prevalences.tolist()
+
+
+def test_distinct_groups_same_on_memory_and_duckdb() -> None:
+    """What the dropped-fraction estimate sums (``per_item="distinct_groups"``)."""
+    df = _data()
+    for names in (None, ("a", "b", "c", "e")):
+        assert _distinct(get_engine("duckdb"), df, names) == _distinct(
+            get_engine("memory"), df, names)
+
+
+@pytest.mark.spark
+def test_spark_distinct_groups_matches_memory(spark: Any) -> None:
+    df = _data()
+    for names in (None, ("a", "b", "c", "e")):
+        assert _distinct(get_engine(spark), df, names) == _distinct(
+            get_engine("memory"), df, names)

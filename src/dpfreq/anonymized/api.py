@@ -36,6 +36,7 @@ from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, Outcome
 from dpfreq.budget import BudgetAccountant
 from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.grouped.dropped import check_capping_epsilon
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
 
@@ -177,6 +178,7 @@ def release_anonymized_histogram(
     max_groups_per_item: int | None = None,
     delta: float | None = None,
     selection_epsilon: float | str = "auto",
+    capping_epsilon: float | None = None,
 ) -> Any:
     """Release an anonymized histogram (the multiset of counts) and its total under ε-DP.
 
@@ -237,6 +239,10 @@ def release_anonymized_histogram(
     selection_epsilon : float or "auto", default "auto"
         A grouped release without ``groups``: the ε of the private partition selection, in
         (0, ``epsilon``); ``"auto"`` is half of ε.
+    capping_epsilon : None
+        The share of ε measuring the pairs a cap on groups per item dropped
+        (:mod:`dpfreq.grouped.dropped`): refused at ``unit="event"`` (the only unit here),
+        where nothing is capped (each row lies in one group).
 
     Returns
     -------
@@ -305,6 +311,7 @@ def release_anonymized_histogram(
     >>> rel.regime, rel.unit
     ('low-privacy', 'event')
     """
+    check_capping_epsilon(capping_epsilon, epsilon, None, FUNC)  # nothing is capped
     if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
         if group is None:
             raise ParameterError(message("group", FUNC, "the group column when groups, "

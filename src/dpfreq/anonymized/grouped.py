@@ -13,6 +13,7 @@ and runs each one's mechanism.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ from dpfreq.grouped.accounting import (
     check_selection_share,
     choose_group_accounting,
 )
-from dpfreq.grouped.capping import capping_statement
+from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
@@ -103,6 +104,13 @@ def _simultaneous(releases: dict[str, Any], gamma1: Any, conf: float) -> ErrorSt
         f"{len(releases)} groups lies within ±{half} rows of its released total N (exact "
         f"intervals of the noise on N at level {level:.6g}, union bound over the groups); "
         "each group's sorted-ℓ1 statement holds on its own at the release's confidence."))
+
+
+def _covered(rel: Any) -> Any:
+    """A group's release whose error statement and parameters say what its intervals cover
+    (nothing is capped)."""
+    return dataclasses.replace(rel, error=with_coverage(rel.error, None), mechanism_params={
+        **rel.mechanism_params, "coverage": capping_statement(None)})
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,11 @@ class GroupedAnonymizedAdapter:
         assert bounding.groups is not None
         return {name: data.hists[name] for name in bounding.groups}
 
+    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...]) -> Any:
+        """Never asked: nothing is capped at unit='event' (``capping_epsilon`` is refused)."""
+        raise ParameterError(message("capping_epsilon", FUNC, "None (nothing is capped at "
+                                     "unit='event')", "a number"))
+
     def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
                 names: tuple[str, ...], secret: GroupSecret | None,
                 rng: ResolvedRNG) -> dict[str, Outcome]:
@@ -250,12 +263,13 @@ class GroupedAnonymizedAdapter:
 
     def result(self, plan: _Plan, drawn: Drawn[_Hists, dict[str, Outcome]]) -> GroupedRelease:
         a, engine, seeded = self.args, drawn.data.engine, drawn.seeded
-        releases = {name: build_prevalences(
+        releases = {name: _covered(build_prevalences(
             out, plan=plan.mechanism, epsilon=plan.epsilon_per_group, method=a.method,
             confidence=a.confidence, seeded=seeded, engine_name=engine,
-            domain_size=plan.domain_size) for name, out in drawn.outs.items()}
+            domain_size=plan.domain_size)) for name, out in drawn.outs.items()}
         params = GroupedAnonymizedMechanism(engine, a.group, plan.accounting).to_dict()
-        sim = _simultaneous(releases, epsilon_fractions(plan.mechanism.split)[0], a.confidence)
+        sim = with_coverage(_simultaneous(releases, epsilon_fractions(plan.mechanism.split)[0],
+                                          a.confidence), None)
         return GroupedRelease(releases=releases, epsilon=a.epsilon, delta=a.delta,
                               unit="event", mechanism="grouped-" + mechanism_name(
                                   plan.mechanism.method),

@@ -17,8 +17,9 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["delta_option", "echo_group_tables", "echo_grouped_head", "format_grouped_plan",
-           "group_options", "groups_line", "noise_line", "plan_group_options"]
+__all__ = ["capping_option", "delta_option", "echo_group_tables", "echo_grouped_head",
+           "format_grouped_plan", "group_options", "groups_line", "noise_line",
+           "plan_group_options", "without_coverage"]
 
 
 def group_options(f: Any) -> Any:
@@ -33,6 +34,15 @@ def group_options(f: Any) -> Any:
     return click.option("--group", default=None,
                         help="Column assigning each row to a group: one release per group, "
                              "the budget spent once.")(f)
+
+
+def capping_option(f: Any) -> Any:
+    """``--capping-epsilon E``: the share of ε that measures the pairs the cap dropped."""
+    return click.option("--capping-epsilon", type=float, default=None,
+                        help="With --group at --unit item: the share of --epsilon, in (0, "
+                             "epsilon), that measures the fraction of (item, group) pairs the "
+                             "cap --max-groups-per-item dropped (printed with its interval; "
+                             "the release spends the rest). Default: not measured.")(f)
 
 
 def delta_option(f: Any) -> Any:
@@ -130,7 +140,18 @@ def echo_group_tables(rel: Any, table: Callable[[Any], str], err: bool) -> None:
 
 def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
     """The lines every grouped output leads with: the command's own first line, the grouping
-    (:func:`groups_line`) and the simultaneous statement."""
+    (:func:`groups_line`), what the intervals cover (the capped data or the data) and the
+    simultaneous statement (without its coverage sentence, printed on the line before)."""
     click.echo(first_line, err=err)
     click.echo(groups_line(rel), err=err)
-    click.echo(f"# simultaneous: {rel.simultaneous.description}", err=err)
+    click.echo(f"# coverage: {rel.mechanism_params['coverage']}", err=err)
+    if rel.dropped_fraction is not None:
+        click.echo(f"# dropped by the cap: {rel.dropped_fraction.description}", err=err)
+    click.echo(f"# simultaneous: {without_coverage(rel, rel.simultaneous.description)}",
+               err=err)
+
+
+def without_coverage(rel: Any, text: str) -> str:
+    """``text`` (an error statement's description, or a line quoting one) without the coverage
+    sentence every grouped statement ends with (the output prints it once, on its own line)."""
+    return text.removesuffix(f" Coverage: {rel.mechanism_params['coverage']}.")

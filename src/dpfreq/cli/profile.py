@@ -16,12 +16,14 @@ import numpy as np
 import dpfreq.cli._common as shared
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli.grouped import (
+    capping_option,
     delta_option,
     echo_group_tables,
     echo_grouped_head,
     group_options,
     groups_line,
     noise_line,
+    without_coverage,
 )
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept, time_range_options
 from dpfreq.errors import DataError
@@ -210,7 +212,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
     echo_grouped_head(rel, f"{head[0]}\n# unit of privacy: {rel.unit} ({first.relation})",
                       to_err)
     for line in head[2:]:
-        click.echo(line, err=to_err)
+        click.echo(without_coverage(rel, line), err=to_err)
     small = noise_line(rel)
     if small is not None:
         click.echo(small, err=to_err)
@@ -230,6 +232,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
                    "one item with all its rows) or item_replace (replace one item's rows).")
 @profile_options
 @group_options
+@capping_option
 @null_group_option
 @delta_option
 @time_range_options
@@ -245,7 +248,8 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
             groups_file: str | None = None, delta: float | None = None,
             null_group: str = "error", time_col: str | None = None, start: str | None = None,
             end: str | None = None, period: str = "1d", timezone: str = "UTC",
-            time_unit: str | None = None, accountant: BudgetAccountant | None = None) -> None:
+            time_unit: str | None = None, accountant: BudgetAccountant | None = None,
+            capping_epsilon: float | None = None) -> None:
     """Private profile of the item column of FILE (CSV or Parquet file, or Parquet directory).
 
     The profile is the fraction of the d domain items occurring exactly t times, t = 0..n
@@ -272,7 +276,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
                               epsilon=epsilon, unit=unit, method=method, confidence=confidence,
                               norm=norm, engine=engine, rng=seed, accountant=accountant,
                               group=group, max_groups_per_item=max_groups_per_item,
-                              groups=groups_file, delta=delta)
+                              groups=groups_file, delta=delta, capping_epsilon=capping_epsilon)
     except DataError as exc:
         raise null_group_hint(exc, group) from None
     if group is not None:

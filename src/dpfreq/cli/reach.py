@@ -16,7 +16,13 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq._validate import message
-from dpfreq.cli.grouped import echo_group_tables, echo_grouped_head, group_options, noise_line
+from dpfreq.cli.grouped import (
+    capping_option,
+    echo_group_tables,
+    echo_grouped_head,
+    group_options,
+    noise_line,
+)
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.cli.reach_query import command as query_command
 from dpfreq.cli.reach_table import format_table, header_lines, row_indices
@@ -83,13 +89,15 @@ class _ReachCommand(click.Command):
 @shared.seed_option
 @shared.ledger_option
 @group_options
+@capping_option
 @null_group_option
 def command(file: str, item: str, time_col: str, time_unit: str | None, timezone: str,
             out_of_range: str, rows_text: str, raw: bool,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
             seed: int | None, accountant: BudgetAccountant | None = None, group: str | None = None,
             max_groups_per_item: int | None = None, groups_file: str | None = None,
-            null_group: str = "error", **public: Any) -> None:
+            null_group: str = "error", capping_epsilon: float | None = None,
+            **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.
 
     Prints one row per period with the estimate of every family asked (and only those) and its
@@ -111,7 +119,10 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
             "query SAVED`; without a saved release its budget would be spent for nothing)",
             ",".join(public["window_text"])))
     if group is not None or max_groups_per_item is not None or groups_file is not None:
-        kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
+        kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file,
+                      capping_epsilon=capping_epsilon)
+    elif capping_epsilon is not None:
+        kwargs.update(capping_epsilon=capping_epsilon)  # refused without --group
     source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine,
                        func="dpfreq reach")
     if shared.is_empty_csv(file):  # no row to type the columns by: an empty log of the axis

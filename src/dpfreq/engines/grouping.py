@@ -167,10 +167,12 @@ def check_count_request(request: Any, func: str) -> tuple[CountRequest, int | No
                                      type(request).__name__))
     _column(request.item, "item", func)
     check_grouping(request.grouping, request.item, func)
-    if request.per_item not in ("rows", "groups") or (
-            request.per_item == "groups" and not request.grouping.bounded):
-        raise ParameterError(message("per_item", func, "'rows', or 'groups' with a bounded "
-                                     "grouping", request.per_item))
+    if request.per_item not in ("rows", "groups", "distinct_groups") or (
+            request.per_item == "groups" and not request.grouping.bounded) or (
+            request.per_item == "distinct_groups" and request.grouping.bounded):
+        raise ParameterError(message("per_item", func, "'rows', 'groups' with a bounded "
+                                     "grouping or 'distinct_groups' with an unbounded one",
+                                     request.per_item))
     n = None if request.max_count is None else check_int(request.max_count, "max_count", func,
                                                          minimum=1)
     return request, n

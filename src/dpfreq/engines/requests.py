@@ -253,7 +253,11 @@ class CountRequest:
 
     ``per_item="groups"`` counts instead, for each item of a group, the number of groups the
     item kept after the bounding (what a set-union partition selection weighs,
-    :mod:`dpfreq.grouped.set_union`); it needs a bounded grouping.
+    :mod:`dpfreq.grouped.set_union`); it needs a bounded grouping. ``per_item="distinct_groups"``
+    counts, for each item of a group, the number ``g_i`` of distinct groups (of the listed
+    groups, or every group) the item holds in the data (what a grouped release's dropped-fraction
+    estimate sums, :mod:`dpfreq.grouped.dropped`); it needs an unbounded grouping (``g_i`` is
+    about the data before the cap).
 
     Examples
     --------

@@ -271,7 +271,8 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
 
     ``events``: a SELECT of ``k`` (item key) and ``g`` (group text) from the source;
     ``names=None``: every group of the data (its text is then the group's identity);
-    ``per_item="groups"``: ``v`` is the item's number of kept groups instead of its rows.
+    ``per_item="groups"``: ``v`` is the item's number of kept groups instead of its rows;
+    ``per_item="distinct_groups"`` (``m`` None): its number of distinct groups.
     """
     if names is None:
         by, ctes = "g", [f"raw AS ({events})",
@@ -289,6 +290,9 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
         if per_item == "groups":
             ctes.append("kg AS (SELECT k, g, gi, count(*) OVER (PARTITION BY k) AS c FROM kc)")
             rows = "kg"
+    elif per_item == "distinct_groups":  # each pair counts its item's distinct groups
+        ctes.append("kg AS (SELECT k, g, gi, count(*) OVER (PARTITION BY k) AS c FROM pairs)")
+        rows, n_pairs, n_kept = "kg", "0", "0"
     else:
         rows, n_pairs, n_kept = "pairs", "0", "0"
     value = "c" if max_count is None else f"least(c, {int(max_count)})"

@@ -3,17 +3,23 @@ data, not the data.
 
 Each item keeps at most ``m`` of its groups (:mod:`dpfreq.engines.grouping`). The released
 values, and the intervals around them, are about the items each group keeps: a group loses
-the items that kept other groups instead, so where items touch more than ``m`` groups its true
-value (before the cap) may lie above the interval. Every grouped release states this in its
-``mechanism_params["coverage"]`` (the whole call's and each group's).
+the items that kept other groups instead, so where items hold more than ``m`` groups its
+values are biased low and its true value (before the cap) may lie above the interval. Every
+grouped release states this in its ``mechanism_params["coverage"]`` (the whole call's and each
+group's) and at the end of every error statement (each group's and the simultaneous one):
+:func:`with_coverage`.
 """
 
 from __future__ import annotations
 
-__all__ = ["capping_statement"]
+import dataclasses
+
+from dpfreq.release import ErrorStatement
+
+__all__ = ["capping_statement", "with_coverage"]
 
 
-def capping_statement(m: int | None, what: str = "items") -> str:
+def capping_statement(m: int | None) -> str:
     """The coverage sentence of a grouped release with ``m`` groups per item (None: nothing
     capped, one row lies in one group).
 
@@ -26,8 +32,22 @@ def capping_statement(m: int | None, what: str = "items") -> str:
     """
     if m is None:
         return "the intervals cover the data itself: nothing is capped (each row lies in one group)"
-    return (f"the intervals cover the capped data: each item kept at most {m} of its groups "
-            f"(chosen uniformly at random by a secret key), so each group's values count the "
-            f"{what} it kept; where {what} touch more than {m} groups, a group's value before "
-            "the cap can lie above its interval (by the pairs the cap dropped, which this "
-            "release does not estimate)")
+    return (f"the intervals cover the capped data, not the data: each item keeps at most {m} "
+            "of its groups (chosen uniformly at random by a secret key), so where items hold "
+            f"more than {m} groups the per-group counts are biased low (by the (item, group) "
+            "pairs the cap dropped) and a group's true value can lie above its interval; raise "
+            "max_groups_per_item or see the dropped-fraction estimate (capping_epsilon=)")
+
+
+def with_coverage(statement: ErrorStatement, m: int | None) -> ErrorStatement:
+    """``statement`` with the coverage sentence of :func:`capping_statement` appended to its
+    description (post-processing: the numbers are unchanged).
+
+    Examples
+    --------
+    >>> s = ErrorStatement(kind="bound", confidence=0.95, value=1.0, description="Bound.")
+    >>> with_coverage(s, 2).description[:50]
+'Bound. Coverage: the intervals cover the capped da'
+    """
+    return dataclasses.replace(statement, description=(
+        f"{statement.description} Coverage: {capping_statement(m)}."))

@@ -22,8 +22,10 @@ here, run on :func:`dpfreq.pipeline.run_release`:
    each group's bounded item (or row) count, or the weighted set union
    (:mod:`dpfreq.grouped.set_union`) on its weight, the items' kept groups counted under the
    same bounding key; the plan chose which from ``selection=`` and ``selection_epsilon=``;
-   the bounded aggregate of the released groups (:meth:`GroupedAdapter.aggregate`); and every
-   group's release (:meth:`GroupedAdapter.release`);
+   the bounded aggregate of the released groups (:meth:`GroupedAdapter.aggregate`); every
+   group's release (:meth:`GroupedAdapter.release`); and last, with ``capping_epsilon``, the
+   dropped-fraction estimate (:mod:`dpfreq.grouped.dropped`) on the items' distinct groups
+   among the released ones (:meth:`GroupedAdapter.distinct_groups`);
 6. **build** — :meth:`GroupedAdapter.result`: the container of the groups' releases with its
    simultaneous statement (post-processing only).
 
@@ -37,6 +39,9 @@ set the releases of its groups are ``(ε_r, δ_r)``-DP by the system's accountin
 (:mod:`dpfreq.grouped.accounting`, or the window release's own); by adaptive sequential
 composition the call is ``(ε_s + ε_r, δ_s + δ_r) = (ε, δ)``-DP for every secret, hence for the
 secret drawn at random. With a public list there is no selection and ``(ε_r, δ_r) = (ε, δ)``.
+With ``capping_epsilon = ε_c`` the plan accounts ``ε − ε_c`` (rounded down) as above and the
+dropped fraction is ``ε_c``-DP for every fixed released set (:mod:`dpfreq.grouped.dropped`):
+by basic composition the call stays ``(ε, δ)``-DP.
 Group names reach the output only from the public list or the selection.
 
 A new grouped statistic is its system's release of one group plus one adapter
@@ -45,6 +50,7 @@ A new grouped statistic is its system's release of one group plus one adapter
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -53,12 +59,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.budget import BudgetAccountant
+from dpfreq.grouped.dropped import (
+    CappingSums,
+    DroppedFraction,
+    capping_bound,
+    capping_sums,
+    measure_dropped,
+)
 from dpfreq.grouped.selection import AnySelection, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
 __all__ = ["Bounding", "Candidates", "Drawn", "GroupSecret", "GroupedAdapter", "GroupedCall",
-           "GroupedSteps", "run_grouped"]
+           "GroupedSteps", "run_grouped", "with_dropped"]
 
 PlanT = TypeVar("PlanT")
 DataT = TypeVar("DataT")
@@ -84,12 +97,20 @@ class GroupedCall:
     max_groups_per_item : int or None
         ``m``, the bound on the groups one item keeps; None when nothing is bounded (one row
         lies in one group).
+    capping_epsilon : float or None
+        ``ε_c``, the share of ``charge.epsilon`` that measures the fraction of (item, group)
+        pairs the cap dropped (:mod:`dpfreq.grouped.dropped`; the adapter's plan accounts the
+        rest); None: not measured.
+    confidence : float
+        The confidence of that measurement's interval (the release's).
     """
 
     charge: Charge
     group: str
     groups: tuple[str, ...] | None
     max_groups_per_item: int | None
+    capping_epsilon: float | None = None
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -160,13 +181,15 @@ class Drawn(Generic[DataT, OutT]):
     """What the draw step hands to :meth:`GroupedAdapter.result`: the checked data, the
     released names (the public list, or the selected groups in name order), the groups'
     releases (the adapter's :meth:`~GroupedAdapter.release`), the secret (None when the
-    system keys nothing) and whether the random source was seeded."""
+    system keys nothing), whether the random source was seeded, and the dropped-fraction
+    estimate (None unless ``capping_epsilon`` was given)."""
 
     data: DataT
     names: tuple[str, ...]
     outs: OutT
     secret: GroupSecret | None
     seeded: bool
+    dropped: DroppedFraction | None = None
 
 
 class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
@@ -215,6 +238,11 @@ class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
         what :meth:`sizes` returned, under a selection)."""
         ...
 
+    def distinct_groups(self, plan: PlanT, data: DataT, names: tuple[str, ...]) -> Any:
+        """The engine's count-of-counts of each item's number of distinct groups among
+        ``names`` (``per_item="distinct_groups"``, unbounded), for the dropped fraction."""
+        ...
+
     def release(self, plan: PlanT, aggregate: AggT, names: tuple[str, ...],
                 secret: GroupSecret | None, rng: ResolvedRNG) -> OutT:
         """Every released group's noisy measurement (the only hook given the random source)."""
@@ -257,10 +285,27 @@ class GroupedSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         assert names is not None
         aggregate = a.aggregate(plan, data, Bounding(names, m, key), counted)
         outs = a.release(plan, aggregate, names, secret, rng)
-        return Drawn(data, names, outs, secret, rng.seeded)
+        dropped = None
+        if call.capping_epsilon is not None and m is not None:  # the last draw
+            sums = (capping_sums(a.distinct_groups(plan, data, names), m, capping_bound(m))
+                    if names else CappingSums(0, 0))
+            dropped = measure_dropped(sums, epsilon=call.capping_epsilon, m=m,
+                                      confidence=call.confidence, generator=rng.generator)
+        return Drawn(data, names, outs, secret, rng.seeded, dropped)
 
     def build(self, plan: PlanT, noisy: Drawn[DataT, OutT]) -> ResultT_co:
-        return self.adapter.result(plan, noisy)
+        result = self.adapter.result(plan, noisy)
+        if noisy.dropped is None:
+            return result
+        out: ResultT_co = with_dropped(result, noisy.dropped)
+        return out
+
+
+def with_dropped(result: Any, dropped: DroppedFraction) -> Any:
+    """A grouped release (a frozen dataclass) carrying its dropped-fraction estimate, its
+    ``mechanism_params["capping"]`` saying how ε was shared."""
+    return dataclasses.replace(result, dropped_fraction=dropped, mechanism_params={
+        **result.mechanism_params, "capping": dropped.split})
 
 
 def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._display import brief, error_text, html_table, privacy_text, text_block
+from dpfreq.grouped.dropped import DroppedFraction
 from dpfreq.release import ErrorStatement, Release, public_floats
 
 __all__ = ["GroupedRelease"]
@@ -35,6 +36,9 @@ class GroupedRelease:
         A statement holding for every group at once with probability ``confidence``.
     seeded : bool
         True when a seed was used (reproducible, not for production).
+    dropped_fraction : DroppedFraction or None
+        With ``capping_epsilon=``: the private estimate (and interval) of the fraction of
+        (item, group) pairs the cap dropped (:mod:`dpfreq.grouped.dropped`); else None.
     """
 
     releases: Mapping[str, Release]
@@ -46,6 +50,7 @@ class GroupedRelease:
     simultaneous: ErrorStatement
     seeded: bool
     group_column: str = field(default="group")
+    dropped_fraction: DroppedFraction | None = field(default=None)
 
     def __getitem__(self, name: str) -> Release:
         return self.releases[name]
@@ -63,7 +68,9 @@ class GroupedRelease:
         return [("groups", f"{len(self.releases):,} groups{kind}: {brief(list(self.releases))}"),
                 ("privacy", privacy_text(self.epsilon, self.delta, self.unit)),
                 ("mechanism", f"{self.mechanism}{seeded}"),
-                ("all groups", error_text(self.simultaneous))]
+                ("all groups", error_text(self.simultaneous))] + (
+                    [] if self.dropped_fraction is None else
+                    [("dropped by the cap", self.dropped_fraction.description)])
 
     def __repr__(self) -> str:
         """A few lines: the groups, ε/δ, unit, mechanism and the simultaneous statement."""
@@ -132,7 +139,9 @@ class GroupedRelease:
                                  "confidence": public_floats(self.simultaneous.confidence),
                                  "value": self.simultaneous.value,
                                  "description": self.simultaneous.description},
-                "groups": {name: rel.to_dict() for name, rel in self.releases.items()}}
+                "groups": {name: rel.to_dict() for name, rel in self.releases.items()},
+                **({} if self.dropped_fraction is None else
+                   {"dropped_fraction": public_floats(self.dropped_fraction.to_dict())})}
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as JSON text."""

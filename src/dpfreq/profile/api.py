@@ -217,6 +217,7 @@ def release_profile(
     delta: float | None = None,
     selection_epsilon: float | str = "auto",
     selection: str = "auto",
+    capping_epsilon: float | None = None,
 ) -> Any:
     """Release the ε-DP profile (frequency of frequencies) of a data set.
 
@@ -289,6 +290,11 @@ def release_profile(
         geometric on each group's item count, or the weighted set union, in which an item with
         ``s`` kept groups gives each a ``1/s`` share); ``"auto"`` chooses from public
         parameters and says why (:func:`dpfreq.grouped.selection.plan_partition_selection`).
+    capping_epsilon : float or None, default None
+        A grouped release: None (the dropped fraction is not measured), or the share of
+        ``epsilon``, in (0, ``epsilon``), that measures the fraction of (item, group) pairs the
+        cap ``max_groups_per_item`` dropped (``rel.dropped_fraction``, with its interval;
+        :mod:`dpfreq.grouped.dropped`); the release spends the rest (basic composition).
 
     Returns
     -------
@@ -360,7 +366,7 @@ def release_profile(
             max_count=max_count, epsilon=epsilon, unit=unit, confidence=confidence,
             engine=engine, rng=rng, accountant=accountant, delta=delta,
             selection_epsilon=selection_epsilon, selection=selection,
-            release_one=release_direct)
+            capping_epsilon=capping_epsilon, release_one=release_direct)
     if delta is not None:
         raise ParameterError(message("delta", func, "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
@@ -369,6 +375,9 @@ def release_profile(
         if not (isinstance(value, str) and value == "auto"):
             raise ParameterError(message(name, func, "'auto' without group= (only a grouped "
                                          "release selects groups)", value))
+    if capping_epsilon is not None:
+        raise ParameterError(message("capping_epsilon", func, "None without group= (only a "
+                                     "grouped release caps groups per item)", capping_epsilon))
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
                                    func)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \

@@ -36,7 +36,7 @@ from dpfreq.grouped.accounting import (
     check_selection_share,
     choose_group_accounting,
 )
-from dpfreq.grouped.capping import capping_statement
+from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_bound, check_group_selection
 from dpfreq.grouped.driver import (
     Bounding,
@@ -46,6 +46,7 @@ from dpfreq.grouped.driver import (
     GroupSecret,
     run_grouped,
 )
+from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import (
     AnySelection,
@@ -173,6 +174,7 @@ class GroupedProfileArgs:
     delta: float
     selection_epsilon: float | None = None
     selection: str = "auto"
+    capping_epsilon: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,11 +213,12 @@ class GroupedProfileAdapter:
     def call(self) -> GroupedCall:
         a = self.args
         return GroupedCall(Charge(a.par.epsilon, a.delta, a.par.unit, _FUNC), a.group, a.names,
-                           a.max_groups_per_item)
+                           a.max_groups_per_item, a.capping_epsilon, a.par.confidence)
 
     def plan(self) -> _Plan:
         a, par = self.args, self.args.par
-        acc = choose_group_accounting(epsilon=par.epsilon, delta=a.delta,
+        acc = choose_group_accounting(epsilon=release_epsilon(par.epsilon, a.capping_epsilon),
+                                      delta=a.delta,
                                       max_groups_per_item=a.max_groups_per_item,
                                       named=a.names is not None, func=_FUNC,
                                       selection_epsilon=a.selection_epsilon,
@@ -279,6 +282,12 @@ class GroupedProfileAdapter:
         return _Classes(data.engine.name,
                         _group_classes(gp, rows, par.domain_size, par.max_count))
 
+    def distinct_groups(self, plan: _Plan, data: _Checked, names: tuple[str, ...]) -> Any:
+        """Each item's number of distinct released groups (for the dropped fraction)."""
+        a = self.args
+        return data.engine.grouped_count_of_counts(self.source, CountRequest(
+            a.item, Grouping(a.group, names, None), per_item="distinct_groups"))
+
     def release(self, plan: _Plan, aggregate: _Classes, names: tuple[str, ...],
                 secret: GroupSecret | None, rng: ResolvedRNG) -> dict[str, DirectRelease]:
         """Every released group's direct mechanism, in order."""
@@ -292,16 +301,16 @@ class GroupedProfileAdapter:
                ) -> GroupedRelease:
         a, par, eps_g = self.args, self.args.par, plan.epsilon_per_group
         d, n, conf = par.domain_size, par.max_count, par.confidence
-        seeded = drawn.seeded
+        seeded, m = drawn.seeded, a.max_groups_per_item
         base = GroupedProfileMechanism(drawn.data.engine.name, d, n, conf, a.group,
                                        plan.accounting).to_dict()
         releases = {name: ProfileRelease(
             value=out.value, epsilon=eps_g, delta=0.0, unit=par.unit, mechanism=out.mechanism,
             mechanism_params=dict(base, group=name, **out.params.to_dict()),
-            seeded=seeded, error=out.error, domain_size=d, max_count=n,
+            seeded=seeded, error=with_coverage(out.error, m), domain_size=d, max_count=n,
             method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0, norm="1",
             noisy_profile=out.noisy_profile) for name, out in drawn.outs.items()}
-        sim = _simultaneous(len(releases), eps_g, par.unit, d, n, conf)
+        sim = with_coverage(_simultaneous(len(releases), eps_g, par.unit, d, n, conf), m)
         return GroupedRelease(releases=releases, epsilon=par.epsilon, delta=a.delta,
                               unit=par.unit, mechanism="grouped-direct-count-of-counts",
                               mechanism_params=base, simultaneous=sim, seeded=seeded,
@@ -314,7 +323,7 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
                             engine: Any = None, rng: Any = None,
                             accountant: BudgetAccountant | None = None,
                             delta: Any = None, selection_epsilon: Any = "auto",
-                            selection: Any = "auto",
+                            selection: Any = "auto", capping_epsilon: Any = None,
                             release_one: Callable[..., DirectRelease]) -> GroupedRelease:
     """The ε-DP (or, with ``delta``, (ε, δ)-DP) direct profile of every group.
 
@@ -324,7 +333,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     (without ``groups``: δ of the private partition selection of the data's groups; with
     ``groups``: optional, the release's δ for zCDP accounting across groups),
     ``selection_epsilon`` and ``selection`` (the selection's ε and mechanism, as in
-    :func:`dpfreq.profile.release_profile`) and ``release_one``, the direct mechanism of one
+    :func:`dpfreq.profile.release_profile`), ``capping_epsilon`` (None, or the share of ε
+    measuring the dropped fraction, :mod:`dpfreq.grouped.dropped`) and ``release_one``, the
+    direct mechanism of one
     class vector (given by :func:`~dpfreq.profile.release_profile`, which dispatches here).
 
     Returns
@@ -355,7 +366,9 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     ``selection`` picks it) and ``δ_s`` (all of δ under pure accounting, half under zCDP, the
     rest being ``δ_r``), which is ``(ε_s, δ_s)``-DP; a group is released only when selected, and the
     release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
-    names come from the public list or from the selection, never from the data directly.
+    names come from the public list or from the selection, never from the data directly. With
+    ``capping_epsilon = ε_c`` everything above runs at ``ε − ε_c`` and the dropped fraction
+    is ``ε_c``-DP (:mod:`dpfreq.grouped.dropped`): basic composition, ``(ε, δ)`` in all.
     """
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct",
                                    _FUNC)
@@ -364,8 +377,10 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")
-    sel_eps = check_selection_share(selection_epsilon, par.epsilon, names is not None, _FUNC)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, _FUNC)
+    sel_eps = check_selection_share(selection_epsilon, release_epsilon(par.epsilon, cap_eps),
+                                    names is not None, _FUNC)
     args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
-                              check_selection_mechanism(selection, _FUNC))
+                              check_selection_mechanism(selection, _FUNC), cap_eps)
     return run_grouped(GroupedProfileAdapter(args, source, engine, release_one),
                        accountant=accountant, rng=resolve_rng(rng, _FUNC))

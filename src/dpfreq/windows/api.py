@@ -145,6 +145,7 @@ def release_window_counts(
     groups: Any = None,
     selection_epsilon: float | str = "auto",
     selection: str = "auto",
+    capping_epsilon: float | None = None,
 ) -> Any:
     """Release reach and k+ reach over cumulative, rolling and arbitrary time windows.
 
@@ -243,6 +244,12 @@ def release_window_counts(
         hold fewer than ``m`` groups); ``"auto"`` chooses from public parameters and says why
         (:func:`~dpfreq.grouped.selection.plan_partition_selection`,
         ``mechanism_params["selection"]["why"]``).
+    capping_epsilon : float or None, default None
+        With ``group=`` at ``unit="item"``: None (not measured), or the share of ``epsilon``,
+        in (0, ``epsilon``), that measures the fraction of (item, group) pairs the cap
+        ``max_groups_per_item`` dropped (``rel.dropped_fraction``, with its interval;
+        :mod:`dpfreq.grouped.dropped`); the release spends the rest (basic composition).
+        Refused at ``unit="event"`` (nothing is capped).
 
     Returns
     -------
@@ -311,11 +318,14 @@ def release_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
             rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon,
-            selection=selection)
+            selection=selection, capping_epsilon=capping_epsilon)
     for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
         if not (isinstance(value, str) and value == "auto"):
             raise ParameterError(message(name, _FUNC, "'auto' without group= (only a grouped "
                                          "release selects groups)", value))
+    if capping_epsilon is not None:
+        raise ParameterError(message("capping_epsilon", _FUNC, "None without group= (only a "
+                                     "grouped release caps groups per item)", capping_epsilon))
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
     return run_release(steps, accountant=acct, rng=rng, func=_FUNC)

@@ -120,7 +120,7 @@ def memory_grouped_count_of_counts(engine: Any, source: Any, request: CountReque
     up, pc = np.unique(pair[keep], return_counts=True)
     n_g = max(1, len(names))
     pg = up % n_g
-    if req.per_item == "groups":  # each kept pair counts its item's kept groups
+    if req.per_item != "rows":  # each kept pair counts its item's kept (or distinct) groups
         _, owner, per = np.unique(up // n_g, return_inverse=True, return_counts=True)
         pc = per[owner.reshape(-1)]
     c = pc.astype(np.int64) if n is None else np.minimum(pc, n).astype(np.int64)

@@ -30,6 +30,7 @@ from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
+from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.grouped.selection import AnySelection, check_selection_mechanism, group_weights
 from dpfreq.grouped.set_union import SetUnionPlan
 from dpfreq.pipeline import Charge, Reading
@@ -186,6 +187,7 @@ class GroupedWindowArgs:
     func: str
     selection_epsilon: Any = "auto"
     selection: Any = "auto"
+    capping_epsilon: float | None = None
 
 
 @dataclass(frozen=True)
@@ -239,11 +241,14 @@ class GroupedWindowAdapter:
     def call(self) -> GroupedCall:
         a = self.args
         return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
-                           a.names, a.max_groups_per_item)
+                           a.names, a.max_groups_per_item, a.capping_epsilon,
+                           a.par.confidence)
 
     def plan(self) -> _Plan:
         a = self.args
-        budget = window_budget(a.names, a.par, a.max_groups_per_item, a.func,
+        par = a.par if a.capping_epsilon is None else dataclasses.replace(
+            a.par, epsilon=release_epsilon(a.par.epsilon, a.capping_epsilon))
+        budget = window_budget(a.names, par, a.max_groups_per_item, a.func,
                                a.selection_epsilon, a.selection)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.seeded)
@@ -273,6 +278,11 @@ class GroupedWindowAdapter:
             data.engine, data.source, data.item, data.time, a.group, bounding, a.par,
             a.out_of_range))
 
+    def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...]) -> Any:
+        """Each item's number of distinct released groups (for the dropped fraction)."""
+        return data.engine.grouped_count_of_counts(data.source, CountRequest(
+            data.item, Grouping(self.args.group, names, None), per_item="distinct_groups"))
+
     def release(self, plan: _Plan, aggregate: _Measured, names: tuple[str, ...],
                 secret: GroupSecret | None, rng: ResolvedRNG) -> _States:
         """Every group's structures attached to its key (node noise from one keyed source)."""
@@ -298,7 +308,8 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
                                   func: str, selection_epsilon: Any = "auto",
-                                  selection: Any = "auto") -> GroupedWindowRelease:
+                                  selection: Any = "auto",
+                                  capping_epsilon: Any = None) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
     Privacy
@@ -328,13 +339,16 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     Both steps bound the items with the same secret key: the argument holds for every fixed
     key (each step's bounding is then a function of each item's own rows, and the two noises
     are independent), hence for the key drawn at random. Group names come from the selection,
-    never from the data directly.
+    never from the data directly. With ``capping_epsilon = ε_c`` (``unit="item"`` only)
+    everything above runs at ``ε − ε_c`` and the dropped fraction is ``ε_c``-DP
+    (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all.
     """
     group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
     check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
     args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
-                             selection_epsilon, selection)
+                             selection_epsilon, selection, cap_eps)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)
 

@@ -23,7 +23,9 @@ import numpy as np
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
-from dpfreq.grouped.capping import capping_statement
+from dpfreq.grouped.capping import capping_statement, with_coverage
+from dpfreq.grouped.driver import with_dropped
+from dpfreq.grouped.dropped import DroppedFraction, release_epsilon
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
 from dpfreq.windows.data.summaries import WindowSummaries
@@ -138,7 +140,8 @@ def _group_release(state: WindowState, name: str, extra: Mapping[str, Any]
                    ) -> WindowCountsRelease:
     rel = WindowCountsRelease.from_state(state)
     return dataclasses.replace(rel, mechanism_params={**rel.mechanism_params, **extra,
-                                                      "group": name})
+                                                      "group": name},
+                               error=with_coverage(rel.error, extra["max_groups_per_item"]))
 
 
 def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[str, Any],
@@ -155,10 +158,10 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
              "epsilon_per_group": b.epsilon, "delta_per_group": b.delta}
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
     conf = b.confidence
-    sim = _simultaneous(states, conf) if states else ErrorStatement(
+    sim = with_coverage(_simultaneous(states, conf) if states else ErrorStatement(
         kind="bound", confidence=conf, value=0.0, description=(
             "No group was released (none passed the private partition selection), so there "
-            "is nothing to bound."))
+            "is nothing to bound.")), grouped["max_groups_per_item"])
     return GroupedWindowRelease(
         releases=releases, epsilon=float(grouped["epsilon"]), delta=float(grouped["delta"]),
         unit=grouped["unit"], mechanism="grouped-ghazi-kumar-manurangsi-nelson-windows",
@@ -326,6 +329,9 @@ class GroupedWindowRelease(GroupedRelease):
         meta = {"grouped": dict(self._grouped), "build": states[0].build.to_dict(),
                 "keys": [st.key.hex() for st in states], "noise_key": self._noise_key.hex(),
                 "summaries": states[0].summaries.meta(), "n_dropped": self._n_dropped}
+        if self.dropped_fraction is not None:  # the measurement (its noisy sums), public
+            meta["dropped_fraction"] = {k: v for k, v in self.dropped_fraction.to_dict().items()
+                                        if k != "description"}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
                               arrays=arrays)
 
@@ -351,10 +357,19 @@ class GroupedWindowRelease(GroupedRelease):
             summaries.append(s)
             key_bytes.append(kb)
         assert build is not None
-        rho = _check_budget(label, grouped, build)
+        dropped = None
+        if "dropped_fraction" in meta:
+            try:
+                dropped = DroppedFraction.from_dict(meta["dropped_fraction"])
+            except ValueError:
+                raise DataError(f"{label} is not a valid dpfreq grouped window release file: "
+                                "its dropped_fraction is malformed.") from None
+        rho = _check_budget(label, grouped, build,
+                            0.0 if dropped is None else dropped.epsilon)
         plan = calibrated_plan(build, rho)
-        return assemble(group_states(summaries, key_bytes, build, noise_key, plan),
-                        tuple(grouped["groups"]), grouped, noise_key, n_dropped)
+        rel = assemble(group_states(summaries, key_bytes, build, noise_key, plan),
+                       tuple(grouped["groups"]), grouped, noise_key, n_dropped)
+        return rel if dropped is None else with_dropped(rel, dropped)
 
 
 def _span(rel: Any) -> str:
@@ -383,7 +398,8 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
     def bad(what: str) -> DataError:
         return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
 
-    if set(meta) - {"n_dropped"} != {"grouped", "build", "keys", "noise_key", "summaries"}:
+    if set(meta) - {"n_dropped", "dropped_fraction"} != {"grouped", "build", "keys",
+                                                         "noise_key", "summaries"}:
         raise bad("its fields are incomplete")
     n_dropped = meta.get("n_dropped", 0)
     if not (isinstance(n_dropped, int) and not isinstance(n_dropped, bool) and n_dropped >= 0):
@@ -415,8 +431,8 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
     return dict(g), keys, offsets, noise_key, n_dropped
 
 
-def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild
-                  ) -> float | None:
+def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild,
+                  capping_epsilon: float = 0.0) -> float | None:
     """The whole call's unit and budget agree with every group's; returns each group's ρ under
     zCDP accounting (:func:`~dpfreq.windows.grouped.budget.choose_budget`: pure, each group
     at ``(ε_r/m, δ_r/m)``; zCDP, ``m·ρ <= zcdp_rho(ε_r, δ_r)`` and each group at
@@ -437,7 +453,9 @@ def _check_budget(label: str, grouped: Mapping[str, Any], build: WindowBuild
                                  and isinstance(sel.get("delta"), float)))
             and (rho is None or (isinstance(rho, float) and math.isfinite(rho) and rho > 0))):
         raise bad()
-    eps_r = grouped["epsilon"] - (sel["epsilon"] if sel is not None else 0.0)
+    eps_r = (grouped["epsilon"] if not capping_epsilon else
+             release_epsilon(grouped["epsilon"], capping_epsilon)) - (
+        sel["epsilon"] if sel is not None else 0.0)
     delta_r = grouped["delta"] - (sel["delta"] if sel is not None else 0.0)
     if rho is None:
         want = {"epsilon": eps_r / m, "delta": delta_r / m}
