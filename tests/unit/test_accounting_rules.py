@@ -177,12 +177,13 @@ def test_a_windows_release_that_composes_in_zcdp_charges_its_rho(tmp_path):
 
     item = np.arange(40) % 13
     times = (np.arange(40) * 7) % 32 + 1
+    # every window (rolling windows alone now take the (ε, δ)-calibrated Gaussian per window)
     plan = plan_window_counts(horizon=32, epsilon=1.0, delta=1e-6, unit="item", k_values=[1],
-                              windows=[7])
+                              windows="all")
     assert plan.accounting.startswith("zCDP")
     ledger = Ledger.create(tmp_path / "l.db", PrivacyBudget(3.0, 1e-6))
     rel = release_window_counts((item, times), horizon=32, epsilon=1.0, delta=1e-6,
-                                unit="item", k_values=[1], windows=[7], rng=1,
+                                unit="item", k_values=[1], windows="all", rng=1,
                                 accountant=ledger)
     assert rel.epsilon == 1.0
     row = ledger.ledger[0]
