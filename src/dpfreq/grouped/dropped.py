@@ -3,9 +3,9 @@
 A grouped release keeps for each item at most ``m`` of its groups
 (:mod:`dpfreq.grouped.capping`), so its per-group values are biased low where items hold more
 than ``m`` groups. With ``capping_epsilon=ε_c`` it also measures how much the cap dropped:
-with ``g_i`` the number of distinct groups of item ``i`` (of the listed groups, or of every
-group of the data under private selection) and the public bound ``M = 4m``
-(:func:`capping_bound`), the engine computes the two sums
+with ``g_i`` the number of distinct groups of item ``i`` (of the listed groups, or under
+private selection of the selected groups: the set the cap was applied over) and the public
+bound ``M = 4m`` (:func:`capping_bound`), the engine computes the two sums
 
 * ``T = Σ_i min(g_i, M)`` (the pairs, each item's counted up to ``M``) and
 * ``D = Σ_i min(max(g_i − m, 0), M − m)`` (the pairs the cap dropped, counted alike),
