@@ -195,3 +195,4 @@ def test_saved_window_release_keeps_its_estimate(tmp_path: object) -> None:
         back = GroupedWindowRelease.load(path)
         assert back.dropped_fraction == rel.dropped_fraction
         assert back.to_dict() == rel.to_dict()
+        assert back.to_json() == rel.to_json()  # the same bytes, key order included
