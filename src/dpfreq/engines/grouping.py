@@ -157,6 +157,8 @@ def check_summary_request(request: Any, func: str) -> SummaryRequest:
                                          "k >= 1 (and width >= 1 for rolling)", spec))
     if request.grouping is not None:
         check_grouping(request.grouping, item, func, (time,))
+    if not isinstance(request.checked, bool):
+        raise ParameterError(message("checked", func, "True or False", request.checked))
     return request
 
 

@@ -170,11 +170,17 @@ class SummaryRequest:
     buckets : TimeBuckets
         The public bucketing of the time column into periods ``1..horizon``.
     specs : tuple of SummarySpec
-        The summaries (slots ``1..len(specs)``; slot 0 is the events per period).
+        The summaries (slots ``1..len(specs)``; slot 0 is the events per period, before the
+        bounding of a grouped request).
     drop_out_of_range : bool
         Drop events outside ``1..horizon``; otherwise, if there are any, nothing is summed.
     grouping : Grouping or None
         The group column and bounding; None for an ungrouped log.
+    checked : bool
+        The caller has checked these rows in an earlier request to the same engine (a grouped
+        release checks the rows before any bounding and before its spend, then asks for the
+        bounded summaries): the engine then makes neither the column checks nor slot 0 (the
+        result has no slot-0 entries, and its counts of events are 0).
 
     Examples
     --------
@@ -189,6 +195,7 @@ class SummaryRequest:
     specs: tuple[SummarySpec, ...]
     drop_out_of_range: bool = False
     grouping: Grouping | None = None
+    checked: bool = False
 
     @property
     def horizon(self) -> int:

@@ -2,20 +2,22 @@
 
 One builder writes the statement for both SQL engines (a :class:`Dialect` holds their few
 differences), so they compute the same thing by construction; the numpy reference is
-:mod:`dpfreq.engines.memory`. The statement reads the projected events once (item key ``k``,
-group text ``g``, time ``t``, non-integral flag ``f``, period ``p``), and returns in one result
+:mod:`dpfreq.engines.memory`. The statement reads the projected events (item key ``k``, group
+text ``g``, time ``t``, non-integral flag ``f``, period ``p``), and returns in one result
 
-* ``kind = 1`` rows: the column checks and counts (``slot`` names the statistic: rows, non-null
-  items, times, groups, non-integral times, rows of listed groups, listed rows outside
-  ``1..T``, (item, group) pairs and kept pairs);
-* ``kind = 0`` rows: the summed ``(group index, slot, key, weight)`` entries.
+* ``kind = 2`` rows: per (group, period) of the rows *before* the bounding, the counts of rows,
+  non-null items, times and groups and of non-integral times — the column checks, the events
+  outside ``1..T`` and slot 0 (the events per period) are read from them;
+* ``kind = 0`` rows: the summed ``(group index, slot, key, weight)`` entries; group ``-1``
+  holds the (item, group) pairs and the kept pairs of a bounded request.
 
-Steps: events of listed groups inside ``1..T`` → distinct ``(k, g, p)`` with counts → distinct
-pairs → the keyed rank of :mod:`dpfreq.engines.grouping` for items with more than ``m`` pairs
-only (``row_number`` per item) → the kept pairs' rows → per spec a ``GROUP BY`` (events per
-period, the k-th period for ``cumulative``) or a window pass (``lag``/``lead`` for ``all`` and
-``fixed``) → one final ``GROUP BY (gi, slot, key)``. Only the entries and the counts leave
-the engine; on Spark no Python runs on the executors.
+Steps: events of listed groups inside ``1..T`` → distinct pairs with their first period →
+the keyed rank of :mod:`dpfreq.engines.grouping` (``row_number`` per item; DuckDB ranks only
+the items with more than ``m`` pairs, Spark every pair in one window, so that it reads the
+pairs once) → the kept pairs' rows → per spec a ``GROUP BY`` (the k-th period for
+``cumulative``) or a window pass (``lag``/``lead`` for ``all`` and ``rolling``) → one final
+``GROUP BY (gi, slot, key)``. Only the entries and the counts leave the engine; on Spark no
+Python runs on the executors.
 """
 
 from __future__ import annotations
@@ -31,12 +33,8 @@ from dpfreq.engines import _common as common
 from dpfreq.engines.grouping import PRIME, SEP, group_value
 from dpfreq.engines.requests import CountRequest, GroupedPrevalences, Summaries, SummaryRequest
 
-__all__ = ["DUCKDB", "SPARK", "STATS", "Dialect", "Statement", "count_sql", "finish_counts",
+__all__ = ["DUCKDB", "SPARK", "Dialect", "Statement", "count_sql", "finish_counts",
            "finish_summaries", "summaries_sql"]
-
-#: the statistics of the ``kind = 1`` rows, by ``slot``
-STATS = ("n", "ni", "nt", "ng", "nf", "nl", "nbad", "npairs", "nkept")
-
 
 @dataclass(frozen=True)
 class Dialect:
@@ -126,11 +124,12 @@ def _md5(d: Dialect, key_hex: str, tag: str, expr: str) -> str:
 
 
 def _listed(d: Dialect, names: tuple[str, ...], key_hex: str) -> str:
-    """CTE ``listed(g, gi, hg)`` of the listed groups (``h_g`` computed here, as the
-    reference; 0 without a key)."""
-    rows = ", ".join(f"({d.literal(x)}, {i}, {group_value(key_hex, x) if key_hex else 0})"
-                     for i, x in enumerate(names))
-    return f"listed AS (SELECT * FROM (VALUES {rows}) AS l(g, gi, hg))"
+    """CTE ``listed(g, gi, hg, gr)`` of the listed groups: text, index, ``h_g`` (computed
+    here, as the reference; 0 without a key) and the rank of the text in sorted order."""
+    order = {x: r for r, x in enumerate(sorted(names))}  # code points: the order of UTF-8
+    rows = ", ".join(f"({d.literal(x)}, {i}, {group_value(key_hex, x) if key_hex else 0}, "
+                     f"{order[x]})" for i, x in enumerate(names))
+    return f"listed AS (SELECT * FROM (VALUES {rows}) AS l(g, gi, hg, gr))"
 
 
 def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> list[str]:
@@ -153,6 +152,29 @@ def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> list[str]:
             f"ORDER BY {rank}, {text}) AS r FROM pairs JOIN overc o ON pairs.k = o.k {join})",
             f"kept AS (SELECT k, {by} FROM pairs {d.anti} overk USING (k) UNION ALL "
             f"SELECT k, {by} FROM ranked WHERE r <= {m})"]
+
+
+def _ranked_all(d: Dialect, m: int, key_hex: str, k1: list[int]) -> list[str]:
+    """CTEs ``ranked``, ``kp`` and ``rk``: the keyed rank of every pair in one window per item
+    (with the item's number of pairs ``np``), the kept pairs, and, read from ``ranked`` in
+    one pass, the entries of group -1 (slot 0: pairs, slot 1: kept pairs) and those of the
+    cumulative ``k = 1`` summary in slot ``k1[0]`` if asked. The same rank and kept pairs as
+    :func:`_bounded`, which ranks only the items over ``m``; this form reads the pairs once,
+    for engines that compute a step once per reader (Spark)."""
+    h = _md5(d, key_hex, "i", "pairs.k")
+    a = f"(1 + ({d.word(h, 1)} % {PRIME - 1}))"
+    b = f"({d.word(h, 9)} % {PRIME})"
+    w = "OVER (PARTITION BY pairs.k"
+    rows = "(0), (1)" + "".join(f", ({2 + j})" for j in range(len(k1)))
+    slot = "i" if not k1 else f"CASE WHEN i < 2 THEN i ELSE {k1[0]} END"
+    return [f"ranked AS (SELECT pairs.k, pairs.gi, pairs.fp, row_number() {w} ORDER BY "
+            f"(({a} * l.hg + {b}) % {PRIME}), l.gr) AS r, count(*) {w}) AS np FROM pairs "
+            f"JOIN listed l ON pairs.gi = l.gi)",
+            f"kp AS (SELECT k, gi, fp FROM ranked WHERE r <= {m})",
+            f"rk AS (SELECT CASE WHEN i < 2 THEN -1 ELSE gi END AS gi, {slot} AS slot, "
+            f"CASE WHEN i < 2 THEN 0 ELSE fp END AS key, CASE i WHEN 0 THEN np WHEN 1 THEN "
+            f"least(np, {m}) ELSE 1 END AS w FROM ranked CROSS JOIN (VALUES {rows}) AS ix(i) "
+            f"WHERE (i < 2 AND r = 1) OR (i >= 2 AND r <= {m}))"]
 
 
 def _cumulative(slot: int, k: int) -> tuple[list[str], str]:
@@ -223,23 +245,37 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
     else:
         ctes.append("lab AS (SELECT k, t, f, p, 0 AS gi FROM raw)")
         g_count = "count(*)"
-    bad = f"(p < 1 OR p > {horizon})"
-    ctes += [f"ev AS (SELECT k, gi, p FROM lab WHERE gi IS NOT NULL AND k IS NOT NULL "
+    # the checks and the events per period: one GROUP BY over the rows before the bounding
+    q = f"CASE WHEN p < 1 OR p > {horizon} THEN -1 ELSE p END"
+    ctes += [f"agg AS (SELECT coalesce(gi, -1) AS gi, coalesce({q}, -2) AS q, count(*) AS c0, "
+             f"count(k) AS c1, count(t) AS c2, {g_count} AS c3, "
+             f"count(CASE WHEN f THEN 1 END) AS c4 FROM lab GROUP BY 1, 2)",
+             f"ev AS (SELECT k, gi, p FROM lab WHERE gi IS NOT NULL AND k IS NOT NULL "
              f"AND p >= 1 AND p <= {horizon})",
              "pairs AS (SELECT k, gi, min(p) AS fp FROM ev GROUP BY k, gi)"]
-    if m is not None:
+    counted: list[str] = []  # entries of group -1: slot 0 the pairs, slot 1 the kept pairs
+    k1 = [slot for slot, spec in enumerate(request.specs, start=1)
+          if spec.family == "cumulative" and spec.k == 1]
+    if m is None:  # nothing bounded: the pairs are not counted
+        ctes += ["kp AS (SELECT * FROM pairs)", "be AS (SELECT * FROM ev)"]
+    elif d.name == "spark":
+        ctes += [*_ranked_all(d, m, key_hex, k1[:1]),
+                 f"be AS (SELECT * FROM ev {d.semi} kp USING (k, gi))"]
+        counted = ["SELECT gi, slot, key, w FROM rk"]
+        k1 = []  # its entries are in rk
+    else:
         ctes += [*_bounded(d, m, key_hex, "gi"),
                  f"kp AS (SELECT * FROM pairs {d.semi} kept USING (k, gi))",
                  f"be AS (SELECT * FROM ev {d.semi} kept USING (k, gi))"]
-        n_pairs, n_kept = "(SELECT count(*) FROM pairs)", "(SELECT count(*) FROM kept)"
-    else:  # nothing bounded: the pairs are not counted
-        ctes += ["kp AS (SELECT * FROM pairs)", "be AS (SELECT * FROM ev)"]
-        n_pairs, n_kept = "0", "0"
+        counted = [f"SELECT -1 AS gi, {i} AS slot, 0 AS key, count(*) AS w FROM {table}"
+                   for i, table in ((0, "pairs"), (1, "kept"))]
     if any(s.family == "cumulative" and s.k > 1 for s in request.specs):
         ctes.append("t3 AS (SELECT k, gi, p, count(*) AS c FROM be GROUP BY k, gi, p)")
-    sels = ["SELECT gi, 0 AS slot, p AS key, count(*) AS w FROM be GROUP BY gi, p"]
+    sels = list(counted)
     for slot, spec in enumerate(request.specs, start=1):
         if spec.family == "cumulative":
+            if spec.k == 1 and slot not in k1:
+                continue
             cte, sel = _cumulative(slot, spec.k)
         elif spec.family == "all":
             cte, sel = _all(slot, spec.k, horizon)
@@ -247,19 +283,18 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
             cte, sel = _rolling(d, slot, spec.k, spec.width, horizon)
         ctes += cte
         sels.append(sel)
-    stats = ["count(*)", "count(k)", "count(t)", g_count, "count(CASE WHEN f THEN 1 END)",
-             "count(gi)", f"count(CASE WHEN gi IS NOT NULL AND {bad} THEN 1 END)",
-             n_pairs, n_kept]
-    ctes.append("st AS (SELECT " + ", ".join(f"CAST({e} AS BIGINT) AS s{i}"
-                                               for i, e in enumerate(stats)) + " FROM lab)")
-    pick = " ".join(f"WHEN {i} THEN s{i}" for i in range(len(stats)))
-    idx = ", ".join(f"({i})" for i in range(len(stats)))
-    stat_rows = (f"SELECT 1 AS kind, 0 AS gi, i AS slot, 0 AS key, CASE i {pick} END AS w "
-                 f"FROM st CROSS JOIN (VALUES {idx}) AS ix(i)")
-    body = " UNION ALL ".join(f"({s})" for s in sels)
-    return Statement(tuple(ctes), f"SELECT 0 AS kind, gi, slot, key, CAST(sum(w) AS BIGINT) "
-                     f"AS w FROM ({body}) u GROUP BY gi, slot, key HAVING sum(w) <> 0 "
-                     f"UNION ALL {stat_rows}", ("lab", "pairs", "kept", "be"))
+    parts = [] if request.checked else [
+        "SELECT 2 AS kind, gi, i AS slot, q AS key, CASE i WHEN 0 THEN c0 WHEN 1 THEN c1 WHEN 2 "
+        "THEN c2 WHEN 3 THEN c3 ELSE c4 END AS w FROM agg CROSS JOIN "
+        "(VALUES (0), (1), (2), (3), (4)) AS ix(i)"]
+    if sels:
+        body = " UNION ALL ".join(f"({s})" for s in sels)
+        parts.insert(0, f"SELECT 0 AS kind, gi, slot, key, CAST(sum(w) AS BIGINT) AS w "
+                        f"FROM ({body}) u GROUP BY gi, slot, key HAVING sum(w) <> 0")
+    # Spark inlines every step into one plan (a step read twice is computed twice, a scan
+    # at most); DuckDB materialises the first reused step, so it reads the source once
+    reused = () if d.name == "spark" else ("lab", "pairs", "kept", "be")
+    return Statement(tuple(ctes), " UNION ALL ".join(parts), reused)
 
 
 def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | None,
@@ -309,22 +344,38 @@ def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,
                      names: tuple[str, ...] | None, func: str) -> Summaries:
     """The :class:`Summaries` of a fetched :func:`summaries_sql` result (columns ``kind, gi,
     slot, key, w`` as numpy arrays), after the column checks every engine makes in this order:
-    null items, null or non-integral times, null groups, then events outside the horizon."""
-    kind = np.asarray(res["kind"], dtype=np.int64)
-    stat = dict(zip(np.asarray(res["slot"], dtype=np.int64)[kind == 1].tolist(),
-                    np.asarray(res["w"], dtype=np.int64)[kind == 1].tolist(), strict=True))
-    n, ni, nt, ng, nf, nl, n_bad, n_pairs, n_kept = (int(stat.get(i, 0))
-                                                     for i in range(len(STATS)))
+    null items, null or non-integral times, null groups, then events outside the horizon.
+
+    ``kind = 2`` rows are the per-(group, period) counts of the rows before the bounding
+    (``gi = -1``: rows of no listed group; ``key = -1``: outside ``1..T``, ``-2``: no
+    period), ``slot`` the column (rows, items, times, groups, non-integral times); they give
+    the checks and slot 0, the events per period. ``kind = 0`` rows of group -1: the pairs
+    and the kept pairs (slots 0 and 1) of a bounded request."""
+    kind, gi, slot, key, w = (np.asarray(res[c], dtype=np.int64)
+                              for c in ("kind", "gi", "slot", "key", "w"))
+    agg = kind == 2
+    col = [agg & (slot == i) for i in range(5)]
+    n, ni, nt, ng, nf = (int(w[c].sum()) for c in col)
+    listed = gi >= 0
+    nl = int(w[col[0] & listed].sum())
+    n_bad = int(w[col[0] & listed & (key == -1)].sum())
+    pairs = (kind == 0) & (gi == -1)
+    counted = dict(zip(slot[pairs].tolist(), w[pairs].tolist(), strict=True))
+    n_pairs, n_kept = int(counted.get(0, 0)), int(counted.get(1, 0))
     common.check_event_counts(func, request.item, request.time, n, ni, nt + nf, nf)
     if request.grouping is not None and ng < n:
         raise common.null_error(func, request.grouping.column)
     empty = np.zeros(0, dtype=np.int64)
     if n_bad and not request.drop_out_of_range:
         return Summaries(names, empty, empty.copy(), empty.copy(), empty.copy(), 0, n_bad)
-    body = kind == 0
-    g, s, k, w = (np.asarray(res[c], dtype=np.int64)[body] for c in ("gi", "slot", "key", "w"))
+    per_period = col[1] & listed & (key >= 1) & (w > 0)  # slot 0: the events per period
+    body = (kind == 0) & (gi >= 0)
+    g = np.concatenate((gi[per_period], gi[body]))
+    s = np.concatenate((np.zeros(int(per_period.sum()), dtype=np.int64), slot[body]))
+    k = np.concatenate((key[per_period], key[body]))
+    ws = np.concatenate((w[per_period], w[body]))
     order = np.lexsort((k, s, g))
-    return Summaries(names, g[order], s[order], k[order], w[order], nl - n_bad, n_bad,
+    return Summaries(names, g[order], s[order], k[order], ws[order], nl - n_bad, n_bad,
                      n_pairs, n_kept)
 
 

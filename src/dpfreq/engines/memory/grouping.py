@@ -93,8 +93,11 @@ def memory_summaries(engine: Any, source: Any, request: SummaryRequest,
     if n_in == 0:
         return Summaries(names, _EMPTY, _EMPTY.copy(), _EMPTY.copy(), _EMPTY.copy(), 0, n_bad)
     pair, _, keep, n_pairs, n_kept = _bound(items, gcode, names or ("",), m, key_hex)
+    counted = (_EMPTY, _EMPTY) if req.checked else (gcode, periods)
     g, s, k, w = summarize_events(pair[keep], periods[keep], max(1, len(names or ("",))),
-                                  req.specs, b.horizon)
+                                  req.specs, b.horizon, counted)
+    if req.checked:  # the caller checked these rows and counted their events before
+        n_in, n_bad = 0, 0
     return Summaries(names, g, s, k, w, n_in, n_bad, n_pairs, n_kept)
 
 

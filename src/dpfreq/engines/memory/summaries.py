@@ -98,17 +98,24 @@ def _rolling(pair: IntArray, gi: IntArray, p: IntArray, k: int, width: int,
 
 
 def summarize_events(pair: IntArray, periods: IntArray, n_groups: int,
-                     specs: tuple[SummarySpec, ...],
-                     horizon: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+                     specs: tuple[SummarySpec, ...], horizon: int,
+                     counted: tuple[IntArray, IntArray] | None = None
+                     ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
     """``(group, slot, key, weight)`` summed, sorted by (group, slot, key), zero sums left out.
 
     ``pair = item code · n_groups + group index`` (non-negative; the same for all events of
-    an (item, group) pair); ``periods`` in ``1..horizon``.
+    an (item, group) pair); ``periods`` in ``1..horizon``. Slot 0 counts the events
+    ``counted`` (their group indexes and periods: a grouped request's rows before the
+    bounding), or, if None, these events.
     """
     pair = np.asarray(pair, dtype=np.int64)
     p = np.asarray(periods, dtype=np.int64)
+    if counted is None:
+        counted = (pair % max(1, int(n_groups)), p)
+    slot0 = (np.asarray(counted[0], dtype=np.int64), np.zeros(counted[0].size, dtype=np.int64),
+             np.asarray(counted[1], dtype=np.int64), np.ones(counted[0].size, dtype=np.int64))
     if pair.size == 0:
-        return _EMPTY, _EMPTY.copy(), _EMPTY.copy(), _EMPTY.copy()
+        return sum_grouped(*slot0)
     span = horizon + 1
     if (int(pair.max()) + 1) * span < 1 << 62:  # one int64 sort of the combined key
         key = np.sort(pair * span + p)
@@ -118,7 +125,7 @@ def summarize_events(pair: IntArray, periods: IntArray, n_groups: int,
         pair, p = pair[order], p[order]
     gi = pair % max(1, int(n_groups))
     rank, size = _runs(pair)
-    parts = [(gi, np.zeros(gi.size, dtype=np.int64), p, np.ones(gi.size, dtype=np.int64))]
+    parts = [slot0]
     for slot, spec in enumerate(specs, start=1):
         if spec.family == "cumulative":
             g, k, w = _cumulative(gi, p, rank, size, spec.k)

@@ -26,7 +26,7 @@ from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
-from dpfreq.engines import CountRequest, Grouping, SummaryRequest
+from dpfreq.engines import CountRequest, Grouping, Summaries, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
@@ -136,14 +136,15 @@ def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding,
 
 def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
                 names: tuple[str, ...] | None, par: WindowParams, out_of_range: str,
-                func: str) -> int:
+                func: str) -> Summaries:
     """Every check of the data, on the rows before any bounding and before any draw, in one
     engine query without a key: the events per period of every listed group, or, under private
     selection (no public list), of the whole log — a stricter check (a log with at most one
     event per period has at most one in each group), since the groups are not known before
     the spend. Bounding only removes rows, so what passes here passes after it; whether a call
-    is refused is a function of the data and the parameters alone. Returns the number of rows
-    outside the horizon (dropped with ``out_of_range="drop"``)."""
+    is refused is a function of the data and the parameters alone. Returns the engine's
+    summaries: the events per period of every listed group (or of the whole log) and the
+    number of rows outside the horizon (dropped with ``out_of_range="drop"``)."""
     axis = par.axis
     grouping = None if names is None else Grouping(group, names, None)
     red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), (),
@@ -155,22 +156,34 @@ def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
         raise DataError(message("singleton", func, "True only for logs with at most one event "
                                 "per period in each group", "a group with several events in "
                                 "one period"))
-    return int(red.n_out_of_range)
+    return red
 
 
 def _summaries(eng: Any, src: Any, item: str, time: str, group: str, bounding: Bounding,
-               par: WindowParams, out_of_range: str) -> list[WindowSummaries]:
-    """Every released group's window summaries after the bounding, in one engine query (the
-    data was checked before the spend)."""
+               par: WindowParams, out_of_range: str,
+               checked: Summaries) -> list[WindowSummaries]:
+    """Every released group's window summaries after the bounding, in one engine query. The
+    data was checked before the spend (``checked``); when that check counted the events per
+    period of these same groups (a public list), the engine does not count them again."""
     names = bounding.groups
     if not names:
         return []
     axis = par.axis
     specs = summary_specs(par.windows, par.k_values)
+    again = checked.groups != names
     red = eng.summaries(src, SummaryRequest(
         item, time, axis.buckets(), specs, drop_out_of_range=out_of_range == "drop",
-        grouping=Grouping(group, names, bounding.max_groups_per_item, bounding.key)))
-    return [WindowSummaries(axis.horizon, specs, *red.entries(g)) for g in range(len(names))]
+        grouping=Grouping(group, names, bounding.max_groups_per_item, bounding.key),
+        checked=not again))
+    out = []
+    for g in range(len(names)):
+        slots, keys, weights = red.entries(g)
+        if not again:  # slot 0 (the events per period) from the check, then the bounded slots
+            s0, k0, w0 = checked.entries(g)
+            slots, keys, weights = (np.concatenate(v) for v in ((s0, slots), (k0, keys),
+                                                                (w0, weights)))
+        out.append(WindowSummaries(axis.horizon, specs, slots, keys, weights))
+    return out
 
 
 @dataclass(frozen=True)
@@ -205,7 +218,11 @@ class _Logs:
     item: str
     time: str
     engine: Any
-    n_dropped: int
+    checked: Summaries  # the check's summaries: events per period before the bounding
+
+    @property
+    def n_dropped(self) -> int:
+        return int(self.checked.n_out_of_range)
 
 
 @dataclass(frozen=True)
@@ -263,9 +280,9 @@ class GroupedWindowAdapter:
         src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
                                           a.func)
         eng = summarizing_engine(self.engine, src, a.func)
-        n_dropped = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range,
-                                a.func)
-        return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
+        checked = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range,
+                              a.func)
+        return Reading(_Logs(src, item, time, eng, checked), source=eng.name)
 
     def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
               selection: AnySelection) -> Candidates:
@@ -276,7 +293,7 @@ class GroupedWindowAdapter:
         a = self.args
         return _Measured(data.engine.name, _summaries(
             data.engine, data.source, data.item, data.time, a.group, bounding, a.par,
-            a.out_of_range))
+            a.out_of_range, data.checked))
 
     def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...]) -> Any:
         """Each item's number of distinct released groups (for the dropped fraction)."""
