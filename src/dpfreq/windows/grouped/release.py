@@ -28,6 +28,7 @@ from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.bound_choice import resolve_auto
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
@@ -46,6 +47,7 @@ from dpfreq.windows.grouped.result import (
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
+from dpfreq.windows.state import route
 
 __all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "GroupedWindowCountsPlan",
            "check_window_grouping",
@@ -188,6 +190,7 @@ class GroupedWindowArgs:
     selection_epsilon: Any = "auto"
     selection: Any = "auto"
     capping_epsilon: float | None = None
+    auto_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,26 @@ class GroupedWindowAdapter:
         a = self.args
         return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
                            a.names, a.max_groups_per_item, a.capping_epsilon,
-                           a.par.confidence)
+                           a.par.confidence, a.auto_bound)
+
+    def with_bound(self, m: int) -> GroupedWindowAdapter:
+        """This adapter at the fixed bound ``m``."""
+        return replace(self, args=replace(self.args, max_groups_per_item=m, auto_bound=False))
+
+    def noise_variance(self, plan: _Plan) -> float:
+        """One group's predicted variance (with the squared bias bound) of its widest released
+        window ending at ``T`` (``[1, T]`` unless only rolling windows are released) at its
+        smallest k, as the release routes it."""
+        structs = plan.calibrated.structures
+        k = min(key[1] for key in structs)
+        cands = [s for key, s in structs.items() if key[1] == k]
+        horizon = self.args.par.axis.horizon
+        starts = np.arange(1, horizon + 1, dtype=np.int64)
+        ends = np.full(horizon, horizon, dtype=np.int64)
+        best = route(cands, starts, ends)
+        i = int(np.flatnonzero(best >= 0)[0])
+        s = cands[int(best[i])]
+        return float(s.variance(starts[i:i + 1], ends[i:i + 1])[0] + s.bias_bound() ** 2)
 
     def plan(self) -> _Plan:
         a = self.args
@@ -278,8 +300,8 @@ class GroupedWindowAdapter:
             data.engine, data.source, data.item, data.time, a.group, bounding, a.par,
             a.out_of_range))
 
-    def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...]) -> Any:
-        """Each item's number of distinct released groups (for the dropped fraction)."""
+    def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...] | None) -> Any:
+        """Each item's number of distinct groups among ``names`` (None: all)."""
         return data.engine.grouped_count_of_counts(data.source, CountRequest(
             data.item, Grouping(self.args.group, names, None), per_item="distinct_groups"))
 
@@ -341,14 +363,18 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     are independent), hence for the key drawn at random. Group names come from the selection,
     never from the data directly. With ``capping_epsilon = ε_c`` (``unit="item"`` only)
     everything above runs at ``ε − ε_c`` and the dropped fraction is ``ε_c``-DP
-    (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all.
+    (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all. With
+    ``max_groups_per_item="auto"`` the ``ε_c``-DP measurement is the histogram of groups per
+    item and ``m`` is post-processing of it (:mod:`dpfreq.grouped.bound_choice`); the argument
+    above holds for every fixed ``m``, so the call is (ε, δ)-DP by adaptive composition.
     """
-    group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit, func)
+    group, names, m = check_window_grouping(group, groups, bound, par.unit, func)
     cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
     check_accountant(accountant, func)
     resolved = resolve_rng(rng, func)
     args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
-                             selection_epsilon, selection, cap_eps)
+                             selection_epsilon, selection, cap_eps, auto)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)
 
