@@ -17,12 +17,13 @@ and chooses ``m`` among the public candidates ``1..M`` by post-processing of tho
 integers alone (:func:`choose_bound`): for every candidate the predicted total squared error
 over the groups is
 
-    ``E(m) = max(D̂(m)² − Var D̂(m), 0) / G + G · V(m)``
+    ``E(m) = (max(D̂(m), 0) + sd D̂(m))² / G + G · V(m)``
 
-with ``D̂(m) = Σ_v h̃_v (v − m)⁺`` the (unbiased) estimate of the pairs the cap drops,
-``D̂² − Var D̂`` the unbiased estimate of ``D(m)²`` (the noise variance ``Var D̂ = Σ_v
-((v − m)⁺)² Var Z`` is public), spread evenly over ``G`` groups (the bias per group
-``D/G``), and ``V(m)`` one group's predicted noise variance of its reach at ``m`` from the
+with ``D̂(m) = Σ_v h̃_v (v − m)⁺`` the (unbiased) estimate of the pairs the cap drops, taken
+one standard deviation high (``sd D̂(m) = √(Σ_v ((v − m)⁺)² Var Z)`` is public: choosing
+``m`` too small costs a bias that grows quickly as ``m`` falls, too large only noise growing
+about linearly in ``m``, so a noisy histogram leans the choice to the larger ``m``), spread
+evenly over ``G`` groups (the bias per group ``D/G``), and ``V(m)`` one group's predicted noise variance of its reach at ``m`` from the
 release's own plan (public). ``G`` is the number of listed groups; under private selection
 (unknown before it) the most groups the selection would release half the time,
 ``max(1, ⌊(T̂ − D̂(m)) / n_½(m)⌋)`` with ``T̂ = Σ_v h̃_v v`` and ``n_½(m)`` the items a group
@@ -143,7 +144,7 @@ def predicted_errors(noisy: NDArray[np.int64], gamma: Fraction | float,
     Examples
     --------
     >>> e = predicted_errors(np.array([100, 0, 0, 100]), 1.0, {1: 2.0, 4: 32.0}, 10)
-    >>> sorted(e), e[1] > e[4]  # 300 pairs dropped at m = 1: 9,000 − noise; 10 × 32 at m = 4
+    >>> sorted(e), e[1] > e[4]  # 300 pairs dropped at m = 1 (~9,000 / G); 10 × 32 at m = 4
     ([1, 4], True)
     """
     h = np.asarray(noisy, dtype=np.float64)
@@ -154,7 +155,8 @@ def predicted_errors(noisy: NDArray[np.int64], gamma: Fraction | float,
     for m, var_m in sorted(variances.items()):
         w = np.maximum(v - m, 0.0)
         d_hat = float(h @ w)
-        bias2 = max(d_hat * d_hat - var_z * float(w @ w), 0.0)
+        d_up = max(d_hat, 0.0) + float(np.sqrt(var_z * float(w @ w)))
+        bias2 = d_up * d_up
         if n_groups is not None:
             g = float(n_groups)
         else:
