@@ -23,11 +23,12 @@ with ``D̂(m) = Σ_v h̃_v (v − m)⁺`` the (unbiased) estimate of the pairs t
 one standard deviation high (``sd D̂(m) = √(Σ_v ((v − m)⁺)² Var Z)`` is public: choosing
 ``m`` too small costs a bias that grows quickly as ``m`` falls, too large only noise growing
 about linearly in ``m``, so a noisy histogram leans the choice to the larger ``m``), spread
-evenly over ``G`` groups (the bias per group ``D/G``), and ``V(m)`` one group's predicted noise variance of its reach at ``m`` from the
-release's own plan (public). ``G`` is the number of listed groups; under private selection
-(unknown before it) the most groups the selection would release half the time,
-``max(1, ⌊(T̂ − D̂(m)) / n_½(m)⌋)`` with ``T̂ = Σ_v h̃_v v`` and ``n_½(m)`` the items a group
-needs to be selected half the time at ``m`` (public). The smallest ``m`` minimising ``E`` is
+evenly over ``G`` groups (the bias per group ``D/G``), and ``V(m)`` one group's predicted
+noise variance of its reach at ``m`` from the release's own plan (public). ``G`` is the
+number of listed groups; under private selection (unknown before it) the most groups the
+selection would release half the time, ``max(1, ⌊(T̂ − D̂(m)) / n_½(m)⌋)`` with
+``T̂ = Σ_v h̃_v v`` and ``n_½(m)`` the items a group needs to be selected half the time at
+``m`` (public). The smallest ``m`` minimising ``E`` is
 chosen. The dropped fraction at the chosen ``m`` is post-processing of the same histogram
 (:func:`dpfreq.grouped.dropped.dropped_from_histogram`): no second charge.
 

@@ -28,7 +28,7 @@ from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.grouped.bound_choice import resolve_auto
+from dpfreq.grouped.bound_choice import AUTO_MAX_GROUPS, resolve_auto
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
@@ -400,6 +400,11 @@ class GroupedWindowCountsPlan(PlanSummary):
     budget : GroupBudget or None
         How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
         whichever predicts less error (:mod:`dpfreq.windows.grouped.budget`), and why.
+    capping_epsilon : float or None
+        The share of ε measuring the cap (:mod:`dpfreq.grouped.dropped`); the rest is planned.
+    candidates : dict of int to GroupedWindowCountsPlan, or None
+        With ``max_groups_per_item="auto"``: the plan at every candidate ``m`` (this plan is
+        the largest candidate's; the release chooses ``m`` privately).
 
     Examples
     --------
@@ -427,6 +432,8 @@ class GroupedWindowCountsPlan(PlanSummary):
     budget: GroupBudget | None = None
     _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
         default=None, repr=False, compare=False)
+    capping_epsilon: float | None = None
+    candidates: dict[int, GroupedWindowCountsPlan] | None = field(default=None, repr=False)
 
     def epsilon_for(self, target: float, **which: Any) -> float:
         """The smallest total ε giving each group a half-width ``target`` at the family and k
@@ -435,7 +442,7 @@ class GroupedWindowCountsPlan(PlanSummary):
         selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
         ε, re-planned at each step (3 significant digits, rounded up)."""
         if self.budget is None or self.budget.rho is None or self._replan is None:
-            share = (1.0 if self.selection is None or self.budget is None
+            share = (1.0 if self.budget is None
                      else self.budget.release_epsilon / self.epsilon)
             return float(self.per_group.epsilon_for(target, **which)
                          * (self.max_groups_per_item or 1) / share)
@@ -469,6 +476,10 @@ class GroupedWindowCountsPlan(PlanSummary):
             head = (f"{which}, epsilon={self.epsilon:g}, delta={self.delta:g} spent once: zCDP "
                     f"across groups, rho = {self.budget.rho:.4g} per group (m={m}; "
                     f"{self.budget.why})")
+        if self.capping_epsilon is not None:
+            head += (f"; capping_epsilon={self.capping_epsilon:g} of epsilon measures the cap"
+                     + (f" (m chosen privately in 1..{max(self.candidates)}; shown at the "
+                        "largest)" if self.candidates else ""))
         if self.selection is None:
             return [head, *self.per_group.lines()]
         sel = self.selection
@@ -494,6 +505,9 @@ class GroupedWindowCountsPlan(PlanSummary):
                 "max_groups_per_item": self.max_groups_per_item, "n_groups": self.n_groups,
                 "selection": None if self.selection is None else self.selection.to_dict(),
                 "budget": None if self.budget is None else self.budget.to_dict(),
+                "capping_epsilon": self.capping_epsilon,
+                "candidates": None if self.candidates is None else {
+                    str(m): p.per_group.to_dict() for m, p in self.candidates.items()},
                 "per_group": self.per_group.to_dict()}
 
 
@@ -501,19 +515,43 @@ def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
                                max_groups_per_item: Any, func: str,
                                plan_one: Callable[[float, float, float | None], Any],
                                selection_epsilon: Any = "auto",
-                               selection: Any = "auto") -> GroupedWindowCountsPlan:
-    """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
-    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func, selection_epsilon, selection)
+                               selection: Any = "auto",
+                               capping_epsilon: Any = None) -> GroupedWindowCountsPlan:
+    """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget
+    (``ε − capping_epsilon`` when the cap is measured). With ``max_groups_per_item="auto"``
+    the plan at the largest candidate ``m`` (the most noise), every candidate's plan in
+    :attr:`GroupedWindowCountsPlan.candidates` (``m`` is chosen by the release, privately)."""
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit, func)
+    _, names, m = check_window_grouping(group, groups, bound, par.unit, func)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
+    if auto:
+        plans: dict[int, GroupedWindowCountsPlan] = {}
+        for cand in range(1, AUTO_MAX_GROUPS + 1):
+            try:
+                plans[cand] = plan_grouped_window_counts(par, group, groups, cand, func,
+                                                         plan_one, selection_epsilon,
+                                                         selection, cap_eps)
+            except ParameterError:
+                continue
+        if not plans:  # refused at every candidate: the largest candidate's refusal
+            plan_grouped_window_counts(par, group, groups, AUTO_MAX_GROUPS, func, plan_one,
+                                       selection_epsilon, selection, cap_eps)
+        return dataclasses.replace(plans[max(plans)], candidates=plans)
+    rel_par = par if cap_eps is None else dataclasses.replace(
+        par, epsilon=release_epsilon(par.epsilon, cap_eps))
+    budget = window_budget(names, rel_par, m, func, selection_epsilon, selection)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
         share = selection_epsilon if selection_epsilon == "auto" else (
             float(selection_epsilon) * eps / par.epsilon)
+        cap = None if cap_eps is None else cap_eps * eps / par.epsilon
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one, share, selection)
+                                          max_groups_per_item, func, plan_one, share, selection,
+                                          cap)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,
                                    n_groups=None if names is None else len(names),
-                                   selection=budget.selection, budget=budget, _replan=replan)
+                                   selection=budget.selection, budget=budget, _replan=replan,
+                                   capping_epsilon=cap_eps)
