@@ -446,7 +446,7 @@ selection, capping_epsilon
         raise ParameterError(message("capping_epsilon", _FUNC, "None without group= (only a "
                                      "grouped release caps groups per item)", capping_epsilon))
     if group is not None or max_groups_per_item is not None or groups is not None:
-        from dpfreq.windows.grouped.release import plan_grouped_window_counts
+        from dpfreq.windows.grouped.plan import plan_grouped_window_counts
 
         grouped = plan_grouped_window_counts(
             par, group, groups, max_groups_per_item, _FUNC,
