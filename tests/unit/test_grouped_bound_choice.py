@@ -172,7 +172,7 @@ def test_release_publishes_what_its_noisy_histogram_gives(kind: str, engine: str
     m = choice.chosen
     assert params["max_groups_per_item"] == m
     assert choice.chosen == choose_bound(choice.predicted)
-    assert sorted(choice.predicted) == list(range(1, AUTO_MAX_GROUPS + 1))
+    assert sorted(choice.predicted) == list(range(1, len(NAMES) + 1))  # 10 < 16 listed
     assert choice.epsilon == 0.25
     assert choice.gamma == float(discrete_laplace_gamma(0.25))
     d = rel.dropped_fraction  # type: ignore[attr-defined]
@@ -184,7 +184,7 @@ def test_release_publishes_what_its_noisy_histogram_gives(kind: str, engine: str
     per = rel["s0"].epsilon  # type: ignore[index]
     assert per * m <= release_epsilon(2.0, 0.25)
     assert per == pytest.approx(1.75 / m, rel=1e-12)
-    assert f"m = {m} chosen from 1..16" in params["bound_choice"]["why"]
+    assert f"m = {m} chosen from 1..10" in params["bound_choice"]["why"]
     assert json.loads(rel.to_json())["mechanism_params"]["bound_choice"]["chosen"] == m  # type: ignore[attr-defined]
     assert _release(kind, engine).to_json() == rel.to_json()  # type: ignore[attr-defined]
 
@@ -266,7 +266,7 @@ def test_a_tampered_choice_is_refused(tmp_path: pathlib.Path) -> None:
     _, meta, arrays = read_artifact(path, kind=GROUPED_KIND, versions=(GROUPED_VERSION,))
     meta = dict(meta)
     meta["bound_choice"] = {**meta["bound_choice"],
-                            "chosen": meta["bound_choice"]["chosen"] % 16 + 1}
+                            "chosen": meta["bound_choice"]["chosen"] % 10 + 1}
     write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta, arrays=arrays)
     with pytest.raises(DataError, match="bound_choice is malformed"):
         GroupedWindowRelease.load(path)
@@ -318,8 +318,11 @@ def test_plan_window_counts_takes_capping_epsilon_and_auto() -> None:
     assert fixed.capping_epsilon == 0.2
     assert "capping_epsilon=0.2" in fixed.lines()[0]
     auto = plan_window_counts(max_groups_per_item="auto", capping_epsilon=0.2, **kw)  # type: ignore[arg-type]
-    assert sorted(auto.candidates) == list(range(1, AUTO_MAX_GROUPS + 1))
-    assert auto.max_groups_per_item == AUTO_MAX_GROUPS
+    assert sorted(auto.candidates) == list(range(1, len(NAMES) + 1))
+    assert auto.max_groups_per_item == len(NAMES)
+    wide = plan_window_counts(max_groups_per_item="auto", capping_epsilon=0.2,  # type: ignore[arg-type]
+                              **{**kw, "groups": [f"x{k}" for k in range(40)]})
+    assert sorted(wide.candidates) == list(range(1, AUTO_MAX_GROUPS + 1))
     assert auto.candidates[4].per_group.epsilon == fixed.per_group.epsilon
     assert json.loads(json.dumps(auto.to_dict()))["capping_epsilon"] == 0.2
     # the release at a fixed m plans what the plan said
@@ -369,4 +372,4 @@ def test_cli_reach_auto_with_save(tmp_path: pathlib.Path) -> None:
                                     "--max-groups-per-item", "auto",
                                     "--capping-epsilon", "0.25"])
     assert plan.exit_code == 0, plan.output
-    assert "m chosen privately in 1..16" in plan.output
+    assert "m chosen privately in 1..10" in plan.output

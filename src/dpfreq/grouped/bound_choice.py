@@ -10,8 +10,9 @@ drawn,
 
 * the histogram ``h_v`` (``v = 1..M``) of the number of items holding ``min(g_i, M) = v``
   distinct groups (of the listed groups; under private selection of every group of the data,
-  the set the cap applies over), ``M =`` :data:`AUTO_MAX_GROUPS` a public cap, each bin with
-  independent exact discrete Laplace noise ``DLap(e^{−γ})``, ``γ <= ε_c``;
+  the set the cap applies over), ``M =`` :data:`AUTO_MAX_GROUPS` a public cap (the number of
+  listed groups when fewer: :func:`candidate_bound`), each bin with independent exact discrete
+  Laplace noise ``DLap(e^{−γ})``, ``γ <= ε_c``;
 
 and chooses ``m`` among the public candidates ``1..M`` by post-processing of those ``M`` noisy
 integers alone (:func:`choose_bound`): for every candidate the predicted total squared error
@@ -65,11 +66,23 @@ from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 
-__all__ = ["AUTO_MAX_GROUPS", "BoundChoice", "choose_bound", "groups_histogram",
+__all__ = ["AUTO_MAX_GROUPS", "BoundChoice", "candidate_bound", "choose_bound", "groups_histogram",
            "is_auto", "measure_histogram", "predicted_errors", "resolve_auto"]
 
 #: ``M``: the largest candidate bound of ``max_groups_per_item="auto"`` (public)
 AUTO_MAX_GROUPS = 16
+
+
+def candidate_bound(groups: tuple[str, ...] | None) -> int:
+    """``M``: :data:`AUTO_MAX_GROUPS`, or fewer with a public list of fewer groups (an item
+    holds at most every listed group, so a larger ``m`` would only add noise).
+
+    Examples
+    --------
+    >>> candidate_bound(None), candidate_bound(("a", "b", "c"))
+    (16, 3)
+    """
+    return AUTO_MAX_GROUPS if groups is None else max(1, min(AUTO_MAX_GROUPS, len(groups)))
 
 
 def is_auto(value: Any) -> bool:

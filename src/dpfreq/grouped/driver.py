@@ -44,8 +44,9 @@ dropped fraction is ``ε_c``-DP for every fixed released set (:mod:`dpfreq.group
 by basic composition the call stays ``(ε, δ)``-DP.
 
 **max_groups_per_item="auto"** (:class:`AutoBoundSteps`): the plan step plans the adapter at
-every candidate ``m = 1..M`` (:mod:`dpfreq.grouped.bound_choice`; a candidate that cannot be
-planned is left out, public parameters only, and the call is refused when none can); after the
+every candidate ``m = 1..M`` (``M`` at most the number of listed groups;
+:mod:`dpfreq.grouped.bound_choice`; a candidate that cannot be planned is left out, public
+parameters only, and the call is refused when none can); after the
 spend the first draw is the noisy histogram of groups per item (``ε_c``-DP), ``m`` is chosen
 from it (post-processing), and the steps above run at that ``m`` and ``ε − ε_c`` with the
 dropped fraction computed from the same histogram: ``(ε, δ)`` by adaptive sequential
@@ -69,8 +70,8 @@ from numpy.typing import NDArray
 from dpfreq.budget import BudgetAccountant
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.bound_choice import (
-    AUTO_MAX_GROUPS,
     BoundChoice,
+    candidate_bound,
     choose_bound,
     groups_histogram,
     measure_histogram,
@@ -373,7 +374,7 @@ class AutoBoundSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         candidate can be planned. Public parameters only, so the candidates are too."""
         plans: dict[int, PlanT] = {}
         refusal: ParameterError | None = None
-        for m in range(1, AUTO_MAX_GROUPS + 1):
+        for m in range(1, candidate_bound(self.adapter.call.groups) + 1):
             try:
                 plans[m] = self.adapter.with_bound(m).plan()
             except ParameterError as exc:
@@ -398,7 +399,7 @@ class AutoBoundSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         assert call.capping_epsilon is not None
         first = min(plan.plans)
         hist = groups_histogram(a.distinct_groups(plan.plans[first], data, call.groups),
-                                AUTO_MAX_GROUPS)
+                                candidate_bound(call.groups))
         noisy, gamma = measure_histogram(hist, call.capping_epsilon, rng.generator)
         bound = {m: a.with_bound(m) for m in plan.plans}
         variances = {m: bound[m].noise_variance(p) for m, p in plan.plans.items()}

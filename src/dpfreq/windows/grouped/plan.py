@@ -13,7 +13,7 @@ from typing import Any
 from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq.errors import ParameterError
-from dpfreq.grouped.bound_choice import AUTO_MAX_GROUPS, resolve_auto
+from dpfreq.grouped.bound_choice import candidate_bound, resolve_auto
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.grouped.selection import AnySelection
 from dpfreq.grouped.set_union import SetUnionPlan
@@ -171,7 +171,7 @@ def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
     cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
     if auto:
         plans: dict[int, GroupedWindowCountsPlan] = {}
-        for cand in range(1, AUTO_MAX_GROUPS + 1):
+        for cand in range(1, candidate_bound(names) + 1):
             try:
                 plans[cand] = plan_grouped_window_counts(par, group, groups, cand, func,
                                                          plan_one, selection_epsilon,
@@ -179,8 +179,8 @@ def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
             except ParameterError:
                 continue
         if not plans:  # refused at every candidate: the largest candidate's refusal
-            plan_grouped_window_counts(par, group, groups, AUTO_MAX_GROUPS, func, plan_one,
-                                       selection_epsilon, selection, cap_eps)
+            plan_grouped_window_counts(par, group, groups, candidate_bound(names), func,
+                                       plan_one, selection_epsilon, selection, cap_eps)
         return dataclasses.replace(plans[max(plans)], candidates=plans)
     rel_par = par if cap_eps is None else dataclasses.replace(
         par, epsilon=release_epsilon(par.epsilon, cap_eps))
