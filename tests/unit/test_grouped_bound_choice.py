@@ -1,8 +1,9 @@
 """``max_groups_per_item="auto"`` (issue 47): the histogram of groups per item (engines against
 its definition, its sensitivity by enumeration of every neighbour, the exact privacy ratio of
-the chosen m on an enumerable case), what a release publishes (recomputed from its stored
-noisy histogram), the total ε charged, save/load, the planner, the refusals and the
-dropped-fraction warning's location."""
+the chosen m on an enumerable case; its noise law is tested in
+``tests/statistical/test_grouped_bound_choice_law.py``), what a release publishes
+(recomputed from its stored noisy histogram), the total ε charged, save/load, the planner,
+the refusals and the dropped-fraction warning's location."""
 
 from __future__ import annotations
 
@@ -212,36 +213,6 @@ def test_total_epsilon_charged_and_its_composition(extra: dict[str, object]) -> 
     total = Fraction(0.25) + eps_s + m * eps_g
     assert total <= Fraction(eps)
     assert Fraction(0.25) + Fraction(release_epsilon(eps, 0.25)) <= Fraction(eps)
-
-
-def test_histogram_noise_follows_its_exact_law() -> None:
-    """The noisy histogram minus the exact one is i.i.d. DLap(e^{−γ}), γ <= ε_c (what the
-    privacy argument and the interval assume): chi-square against the exact pmf, tails merged
-    until every expected count is >= 5, α = 1e-6. Power: 2,000 releases × 16 bins = 32,000
-    draws detect a 10 % change of γ (a shift of ~0.02 in Pr[Z = 0], ~6 σ) with power > 0.99."""
-    from scipy.stats import chi2
-
-    from dpfreq.grouped.bound_choice import measure_histogram
-
-    eps_c = 0.5
-    gen = np.random.default_rng(11)
-    h = np.arange(1, AUTO_MAX_GROUPS + 1, dtype=np.int64) * 10
-    z = np.concatenate([measure_histogram(h, eps_c, gen)[0] - h for _ in range(2000)])
-    gamma = discrete_laplace_gamma(eps_c)
-    lo, hi = -60, 60
-    support = np.arange(lo, hi + 1)
-    expected = discrete_laplace_pmf(support, gamma) * z.size
-    observed = np.bincount(np.clip(z, lo, hi) - lo, minlength=support.size).astype(float)
-    expected[0] += float(discrete_laplace_tail(-lo, gamma)) / 2 * z.size  # below lo
-    expected[-1] += float(discrete_laplace_tail(hi, gamma)) / 2 * z.size  # above hi
-    keep = expected >= 5
-    first, last = int(np.argmax(keep)), int(keep.size - np.argmax(keep[::-1]) - 1)
-    obs = np.concatenate([[observed[:first + 1].sum()], observed[first + 1:last],
-                          [observed[last:].sum()]])
-    exp = np.concatenate([[expected[:first + 1].sum()], expected[first + 1:last],
-                          [expected[last:].sum()]])
-    stat = float(((obs - exp) ** 2 / exp).sum())
-    assert stat < chi2.ppf(1 - 1e-6, obs.size - 1)
 
 
 def test_saved_auto_release_round_trips(tmp_path: pathlib.Path) -> None:
