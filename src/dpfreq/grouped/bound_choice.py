@@ -26,10 +26,8 @@ one standard deviation high (``sd D̂(m) = √(Σ_v ((v − m)⁺)² Var Z)`` is
 about linearly in ``m``, so a noisy histogram leans the choice to the larger ``m``), spread
 evenly over ``G`` groups (the bias per group ``D/G``), and ``V(m)`` one group's predicted
 noise variance of its reach at ``m`` from the release's own plan (public). ``G`` is the
-number of listed groups; under private selection (unknown before it) the most groups the
-selection would release half the time, ``max(1, ⌊(T̂ − D̂(m)) / n_½(m)⌋)`` with
-``T̂ = Σ_v h̃_v v`` and ``n_½(m)`` the items a group needs to be selected half the time at
-``m`` (public). The smallest ``m`` minimising ``E`` is
+number of listed groups; under private selection (unknown before it) a lower estimate, the
+most groups one item holds (:func:`groups_at_least`). The smallest ``m`` minimising ``E`` is
 chosen. The dropped fraction at the chosen ``m`` is post-processing of the same histogram
 (:func:`dpfreq.grouped.dropped.dropped_from_histogram`): no second charge.
 
@@ -61,13 +59,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._noise_laws import discrete_laplace_variance
+from dpfreq._noise_laws import discrete_laplace_tail_bound, discrete_laplace_variance
 from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 
-__all__ = ["AUTO_MAX_GROUPS", "BoundChoice", "candidate_bound", "choose_bound", "groups_histogram",
-           "is_auto", "measure_histogram", "predicted_errors", "resolve_auto"]
+__all__ = ["AUTO_MAX_GROUPS", "BoundChoice", "candidate_bound", "choose_bound", "groups_at_least",
+           "groups_histogram", "is_auto", "measure_histogram", "predicted_errors", "resolve_auto"]
 
 #: ``M``: the largest candidate bound of ``max_groups_per_item="auto"`` (public)
 AUTO_MAX_GROUPS = 16
@@ -138,8 +136,7 @@ def measure_histogram(hist: NDArray[np.int64], epsilon: float,
 
 
 def predicted_errors(noisy: NDArray[np.int64], gamma: Fraction | float,
-                     variances: Mapping[int, float], n_groups: int | None,
-                     half_counts: Mapping[int, int] | None = None) -> dict[int, float]:
+                     variances: Mapping[int, float], n_groups: int | None) -> dict[int, float]:
     """``E(m)`` of the module docstring for every candidate in ``variances`` (post-processing
     of the noisy histogram and public numbers only).
 
@@ -153,7 +150,7 @@ def predicted_errors(noisy: NDArray[np.int64], gamma: Fraction | float,
         ``V(m)``: one group's predicted noise variance of its reach at each candidate ``m``.
     n_groups : int or None
         ``G``, the number of listed groups; None under private selection (then
-        ``half_counts[m]``, the items a group needs to be selected half the time, gives it).
+        :func:`groups_at_least` of the noisy histogram).
 
     Examples
     --------
@@ -164,21 +161,33 @@ def predicted_errors(noisy: NDArray[np.int64], gamma: Fraction | float,
     h = np.asarray(noisy, dtype=np.float64)
     v = np.arange(1, h.size + 1, dtype=np.float64)
     var_z = discrete_laplace_variance(gamma)
-    total = float(h @ v)
+    g = float(n_groups if n_groups is not None else groups_at_least(noisy, gamma))
     out: dict[int, float] = {}
     for m, var_m in sorted(variances.items()):
         w = np.maximum(v - m, 0.0)
         d_hat = float(h @ w)
         d_up = max(d_hat, 0.0) + float(np.sqrt(var_z * float(w @ w)))
-        bias2 = d_up * d_up
-        if n_groups is not None:
-            g = float(n_groups)
-        else:
-            assert half_counts is not None
-            g = float(max(1, int(max(total - max(d_hat, 0.0), 0.0)
-                                 // max(1, half_counts[m]))))
-        out[m] = bias2 / g + g * float(var_m)
+        out[m] = d_up * d_up / g + g * float(var_m)
     return out
+
+
+def groups_at_least(noisy: NDArray[np.int64], gamma: Fraction | float) -> int:
+    """Under private selection, ``G`` is unknown before it: the most groups one item holds
+    (every group of such an item is a group of the data), read from the noisy histogram as the
+    largest ``v`` whose bin exceeds the noise's exact ``1 − 10⁻³/M`` quantile (1 when none
+    does). A lower estimate: it overstates each group's share of the dropped pairs and
+    understates the groups' total noise, so it leans to the larger ``m``, as the sd-high
+    estimate does.
+
+    Examples
+    --------
+    >>> groups_at_least(np.array([500, 300, 2, 40, 0]), 1.0)
+    4
+    """
+    h = np.asarray(noisy, dtype=np.int64)
+    q = discrete_laplace_tail_bound(1e-3 / max(1, h.size), gamma)
+    above = np.flatnonzero(h > q)
+    return int(above[-1]) + 1 if above.size else 1
 
 
 def choose_bound(errors: Mapping[int, float]) -> int:
@@ -231,7 +240,7 @@ class BoundChoice:
         top = sorted(self.predicted, key=lambda m: (self.predicted[m], m))[:3]
         shown = ", ".join(f"m = {m}: {self.predicted[m]:.4g}" for m in top)
         g = (f"{self.n_groups} listed groups" if self.n_groups is not None else
-             "the groups the selection would release, estimated per m")
+             "the groups of the data, at least the most one item holds (estimated)")
         return (f"m = {self.chosen} chosen from 1..{self.bound} with ε_c = {self.epsilon:g} "
                 "(a histogram of the items' number of groups, capped at "
                 f"M = {self.bound}, exact discrete Laplace on each bin, ℓ1 sensitivity 1; the "

@@ -403,14 +403,8 @@ class AutoBoundSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         noisy, gamma = measure_histogram(hist, call.capping_epsilon, rng.generator)
         bound = {m: a.with_bound(m) for m in plan.plans}
         variances = {m: bound[m].noise_variance(p) for m, p in plan.plans.items()}
-        halves = None
-        if call.groups is None:
-            halves = {}
-            for m, p in plan.plans.items():
-                sel = bound[m].selection(p)
-                halves[m] = 1 if sel is None else sel.count_for(0.5)
         n_groups = None if call.groups is None else len(call.groups)
-        errors = predicted_errors(noisy, gamma, variances, n_groups, halves)
+        errors = predicted_errors(noisy, gamma, variances, n_groups)
         m = choose_bound(errors)
         drawn = draw_releases(bound[m], plan.plans[m], data, rng)
         dropped = dropped_from_histogram(noisy, gamma, epsilon=call.capping_epsilon, m=m,
