@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from dpfreq import Accountant, PrivacyBudget
 from dpfreq._noise_laws import discrete_laplace_pmf, discrete_laplace_tail
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.cli.main import cli
 from dpfreq.engines import CountRequest, Grouping, get_engine
@@ -200,7 +201,8 @@ def test_same_seed_same_choice_and_the_measurement_moves_with_the_seed() -> None
 @pytest.mark.parametrize("extra", [{}, {"groups": None, "delta": 1e-5, "epsilon": 8.0}])
 def test_total_epsilon_charged_and_its_composition(extra: dict[str, object]) -> None:
     """The accountant is charged the call's (ε, δ) once; the parts compose to at most ε,
-    exactly: ε_c + selection + the groups' releases (m·ε_g under pure accounting)."""
+    exactly: ε_c + selection + the groups' releases (m·ε_g under pure accounting; under zCDP
+    across groups m·ρ_g <= ρ(ε − ε_c − ε_s, δ − δ_s))."""
     acct = Accountant(PrivacyBudget(10.0, 1e-3))
     rel: object = _release("windows", accountant=acct, **extra)
     eps = 2.0 if "epsilon" not in extra else 8.0
@@ -210,8 +212,12 @@ def test_total_epsilon_charged_and_its_composition(extra: dict[str, object]) -> 
     sel = params.get("selection")
     eps_s = Fraction(sel["epsilon"]) if sel else Fraction(0)
     eps_g = Fraction(rel[next(iter(rel))].epsilon)  # type: ignore[call-overload,index]
-    total = Fraction(0.25) + eps_s + m * eps_g
-    assert total <= Fraction(eps)
+    rho = params.get("rho_per_group")
+    if rho is None:
+        assert Fraction(0.25) + eps_s + m * eps_g <= Fraction(eps)
+    else:
+        eps_r = float(Fraction(release_epsilon(eps, 0.25)) - eps_s)
+        assert m * rho <= zcdp_rho(eps_r, float(Fraction(1e-5) - Fraction(sel["delta"])))
     assert Fraction(0.25) + Fraction(release_epsilon(eps, 0.25)) <= Fraction(eps)
 
 
