@@ -248,10 +248,21 @@ class GroupedAnonymizedAdapter:
         assert bounding.groups is not None
         return {name: data.hists[name] for name in bounding.groups}
 
-    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...]) -> Any:
+    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...] | None) -> Any:
         """Never asked: nothing is capped at unit='event' (``capping_epsilon`` is refused)."""
         raise ParameterError(message("capping_epsilon", FUNC, "None (nothing is capped at "
                                      "unit='event')", "a number"))
+
+    def with_bound(self, m: int) -> GroupedAnonymizedAdapter:
+        """Never asked: nothing is capped at unit='event' (``max_groups_per_item`` is
+        refused)."""
+        raise ParameterError(message("max_groups_per_item", FUNC, "None at unit='event' (each "
+                                     "row lies in exactly one group)", m))
+
+    def noise_variance(self, plan: _Plan) -> float:
+        """Never asked (as :meth:`with_bound`)."""
+        raise ParameterError(message("max_groups_per_item", FUNC, "None at unit='event' (each "
+                                     "row lies in exactly one group)", "auto"))
 
     def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
                 names: tuple[str, ...], secret: GroupSecret | None,

@@ -95,7 +95,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
             out_of_range: str, rows_text: str, raw: bool,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
             seed: int | None, accountant: BudgetAccountant | None = None, group: str | None = None,
-            max_groups_per_item: int | None = None, groups_file: str | None = None,
+            max_groups_per_item: int | str | None = None, groups_file: str | None = None,
             null_group: str = "error", capping_epsilon: float | None = None,
             **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.
