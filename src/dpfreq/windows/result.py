@@ -161,7 +161,8 @@ class WindowCountsRelease(Release):
 
     @property
     def observed_singleton(self) -> bool:
-        """Whether the log had at most one event per period (curator-side, not private)."""
+        """Whether the log had at most one event per period (curator-side, not private; for
+        a group of a grouped release, the group's rows before the bounding)."""
         return bool(self._state.summaries.singleton)
 
     @property

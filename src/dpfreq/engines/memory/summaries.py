@@ -1,7 +1,8 @@
 """The summaries of :class:`~dpfreq.engines.base.SummarySpec` in numpy: the reference.
 
 Input: the events of the request (after the grouped bounding) as ``(pair, period)`` with
-``pair`` a code of (item, group) that holds the group index; everything is vectorised over
+``pair`` a code of (item, group) that holds the group index, and the events slot 0 counts
+(a grouped request's rows before the bounding); everything is vectorised over
 all pairs and all groups at once — one sort of the combined key, then per-spec array
 arithmetic on the runs of equal pairs (no Python loop over items or groups). The SQL engines
 compute the same sums with window functions (:mod:`dpfreq.engines.sql`); the conformance suite

@@ -11,7 +11,8 @@ whole items and adds up:
   (:class:`~dpfreq.windows.data.reductions.BlockCounts`) and the number of items present;
 * ``all``: the distinct 2d points ``(x, y)`` of P1 ∪ P2 with summed weights
   (``+1`` per P1 point, ``−1`` per P2 point; points with weight 0 are left out);
-* the number of events per period (for the singleton check of time compression).
+* the number of events per period (for the singleton check of time compression; of a
+  group's rows before the bounding).
 
 The summaries are the canonical sparse form ``(slot, key) -> weight`` of one group of
 :class:`dpfreq.engines.Summaries`: slot 0 the events per period (key = period), slot
