@@ -19,25 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._validate import (
-    check_choice,
-    check_confidence,
-    check_epsilon,
-    check_int,
-    check_unit,
-    message,
-)
+from dpfreq._validate import message
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import total_interval
 from dpfreq.anonymized.core import (
     FUNC,
-    METHODS,
-    REFUSED_UNITS,
     build_prevalences,
+    check_common,
     check_feasible,
-    check_split,
     draw_prevalences,
     mechanism_name,
+    plan_method,
 )
 from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
@@ -203,14 +195,7 @@ class GroupedAnonymizedAdapter:
         acc = choose_group_accounting(epsilon=a.epsilon, delta=a.delta, max_groups_per_item=1,
                                       named=a.names is not None, func=FUNC,
                                       selection_epsilon=a.selection_epsilon)
-        eps_r = acc.epsilon_per_group
-        if a.method == "auto" and a.split is not None:
-            raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
-                                         "its own split)", a.split))
-        plan = auto.plan_for(a.method, eps_r, None if a.split is None else
-                             check_split(a.split, eps_r, a.method))
-        d = None if a.domain_size is None else check_int(a.domain_size, "domain_size", FUNC,
-                                                         minimum=1)
+        plan, d = plan_method(a.method, a.split, acc.epsilon_per_group, a.domain_size)
         return _Plan(acc, plan, d)
 
     def selection(self, plan: _Plan) -> AnySelection | None:
@@ -306,10 +291,7 @@ def release_grouped_anonymized_histogram(
     only when selected, so the call is ``(ε, δ)``-DP and a group with a single row is published
     with probability at most δ.
     """
-    eps = check_epsilon(epsilon, "epsilon", FUNC)
-    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", FUNC, METHODS)
-    conf = check_confidence(confidence, "confidence", FUNC)
+    eps, conf = check_common(epsilon, unit, method, confidence)
     check_accountant(accountant, FUNC)
     group = _check_grouped(group, item, count, max_groups_per_item)
     names, dlt = check_group_selection(groups, delta, FUNC)
