@@ -43,7 +43,7 @@ from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import AnySelection, selection_statement
+from dpfreq.grouped.selection import AnySelection, group_entries
 from dpfreq.pipeline import Charge, Reading
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
@@ -116,7 +116,11 @@ class GroupedAnonymizedMechanism:
     def to_dict(self) -> dict[str, Any]:
         """The public entries (the JSON and the docs read these keys, in this order)."""
         eps_r, sel = self.accounting.epsilon_per_group, self.accounting.selection
-        params: dict[str, Any] = {
+        split = (f"parallel composition: every group gets ε = {eps_r:.6g}" if sel is None else
+                 f"ε_selection = {sel.epsilon:.6g} selects the groups (with all of δ = "
+                 f"{sel.delta:g}); every selected group is released at ε = {eps_r:.6g} "
+                 "(parallel composition)")
+        return {
             "engine": self.engine, "group_column": self.group_column,
             "epsilon_per_group": eps_r, "accounting": self.accounting.to_dict(),
             "per_group_guarantee": f"each group's release alone is ε = {eps_r:.6g}-DP (pure, "
@@ -124,15 +128,7 @@ class GroupedAnonymizedMechanism:
             "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
             "coverage": capping_statement(None),
-            "groups": "public list (rows of other groups dropped)",
-            "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
-        if sel is not None:
-            params["groups"] = selection_statement("row count")
-            params["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all "
-                               f"of δ = {sel.delta:g}); every selected group is released at "
-                               f"ε = {eps_r:.6g} (parallel composition)")
-            params["selection"] = sel.to_dict()
-        return params
+            **group_entries("row count", sel, split)}
 
 
 @dataclass(frozen=True)
