@@ -30,12 +30,24 @@ from dpfreq.budget import exact_fraction
 from dpfreq.crossparty.params import CrossPartyParams, RegisterSpaceFields
 from dpfreq.errors import ParameterError
 
-__all__ = ["MAX_PARTIES", "RING_BITS", "ShuffleParams", "parse_deadline"]
+__all__ = ["EXAMPLE_ONE_PARTY", "EXAMPLE_TWO_PARTIES", "MAX_PARTIES", "RING_BITS", "ShuffleParams",
+           "parse_deadline"]
 
 #: Additive shares live in the integers modulo ``2^RING_BITS``.
 RING_BITS = 32
 #: Most parties of one measurement (``P·K`` stays far below ``2^32``).
 MAX_PARTIES = 1000
+#: Docstring examples' parameters (fill_doc fragments): one party ``tv``, 4 registers in 0..2.
+EXAMPLE_ONE_PARTY = """>>> params = ShuffleParams(
+...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
+...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
+...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)"""
+#: Two parties ``tv`` and ``web``, 8 registers in 0..3, the union only.
+EXAMPLE_TWO_PARTIES = """>>> params = ShuffleParams(
+...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
+...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
+...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
+...     key_id="0" * 32)"""
 _KIND = "crossparty-shuffle-params"
 _VERSION = 1
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")

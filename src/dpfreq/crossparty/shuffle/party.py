@@ -21,7 +21,11 @@ from numpy.typing import NDArray
 from dpfreq._docstrings import fill_doc
 from dpfreq._validate import message
 from dpfreq.crossparty.registers import check_log_spec, register_frequencies
-from dpfreq.crossparty.shuffle.params import ShuffleParams
+from dpfreq.crossparty.shuffle.params import (
+    EXAMPLE_ONE_PARTY,
+    EXAMPLE_TWO_PARTIES,
+    ShuffleParams,
+)
 from dpfreq.crossparty.shuffle.shares import (
     SEED_BYTES,
     Frame,
@@ -40,12 +44,6 @@ __all__ = ["PARTY_KIND", "PartyShares", "party_mask_label", "read_party_share", 
 PARTY_KIND = "party-share"
 _FUNC = "share_log"
 
-#: The docstring examples' parameters: one party ``tv`` with 4 registers in ``0..2``.
-_ONE_PARTY = """>>> params = ShuffleParams(
-...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
-...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)"""
-
 
 def party_mask_label(param_id: str, party: str, share_id: str) -> str:
     """The label of a party's mask (:func:`~dpfreq.crossparty.shuffle.shares.expand_mask`).
@@ -58,6 +56,7 @@ def party_mask_label(param_id: str, party: str, share_id: str) -> str:
     return f"party|{param_id}|{party}|{share_id}"
 
 
+@fill_doc(two_parties=EXAMPLE_TWO_PARTIES)
 @dataclass(frozen=True, repr=False)
 class PartyShares:
     """One party's two shares of its register frequencies (secret: together they are the
@@ -78,11 +77,7 @@ class PartyShares:
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
-    ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-    ...     key_id="0" * 32)
+    [[two_parties]]
     >>> s = share_registers(np.array([0, 1, 3, 0, 0, 2, 0, 1]), params=params, party="web",
     ...                     rng=1)
     >>> s.seed_worker, len(s.frame(0)) > len(s.frame(1))
@@ -115,7 +110,7 @@ class PartyShares:
                              "registers": self.params.registers}, payload)
 
 
-@fill_doc(one_party=_ONE_PARTY)
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
                  rng: RNGLike = None, func: str = "share_values") -> PartyShares:
     """Split checked register frequencies (``R`` values in ``0..K``) into two shares.
@@ -143,7 +138,7 @@ def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
                        vector=split_vector(x, seed, label), seeded=resolved.seeded)
 
 
-@fill_doc(one_party=_ONE_PARTY)
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
                     rng: RNGLike = None) -> PartyShares:
     """The shares of register frequencies a party already holds (see :func:`share_log`).
@@ -224,7 +219,7 @@ def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key:
     return share_values(counts.values, params=params, party=party, rng=rng, func=_FUNC)
 
 
-@fill_doc(one_party=_ONE_PARTY)
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def read_party_share(data: bytes, params: ShuffleParams, *, party: str | None = None,
                      label: str = "the share") -> Frame:
     """Check a party's share message against the parameters (and the sending party).
@@ -267,7 +262,7 @@ def read_party_share(data: bytes, params: ShuffleParams, *, party: str | None = 
     return frame
 
 
-@fill_doc(one_party=_ONE_PARTY)
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def share_words(frame: Frame, params: ShuffleParams) -> NDArray[np.uint32]:
     """The ``R`` words a checked party share stands for (a seed expanded to its mask).
 
