@@ -36,19 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["command", "emit_grouped_reach", "format_table", "row_indices"]
 
 
-def _parse_rows(text: str) -> int | None:
-    if text.strip().lower() == "all":
-        return None
-    try:
-        rows = int(text)
-    except ValueError:
-        rows = 0
-    if rows < 1:
-        raise click.BadParameter(f"must be an integer >= 1 or 'all'; got {text!r}",
-                                 param_hint="--rows")
-    return rows
-
-
 class _ReachCommand(click.Command):
     """`dpfreq reach FILE ...`; ``dpfreq reach query ...`` runs the query command instead."""
 
@@ -106,7 +93,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
     --window START:END --k K` (see `dpfreq reach query --help`).
     """
     shared.warn_if_seeded(seed)
-    rows = _parse_rows(rows_text)
+    rows = shared.positive_or_none(rows_text, "--rows", ("all",), "an integer >= 1 or 'all'")
     kwargs = reach_public_kwargs(**public)
     kwargs.update(time_unit=time_unit, timezone=timezone)
     if save_path is not None and not Path(save_path).resolve().parent.is_dir():

@@ -54,8 +54,8 @@ from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import (
     AnySelection,
     check_selection_mechanism,
+    group_entries,
     group_weights,
-    selection_statement,
 )
 from dpfreq.pipeline import Charge, Reading
 from dpfreq.profile.direct import direct_layout
@@ -154,14 +154,10 @@ class GroupedProfileMechanism:
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
                         "uniformly by a keyed rank of (key, item, group)",
             "coverage": capping_statement(m),
-            "groups": "public list (rows of other groups dropped)",
-            "split": share}
-        if sel is not None:
-            out["groups"] = selection_statement("item count", sel)
-            out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
-                            f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
-                            f"releases them at {share}")
-            out["selection"] = sel.to_dict()
+            **group_entries("item count", sel, share if sel is None else (
+                f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
+                f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
+                f"releases them at {share}"))}
         return out
 
 
