@@ -29,12 +29,14 @@ def _log(text_items: bool = False, timestamps: bool = False) -> pd.DataFrame:
     return df
 
 
-def _reduce(engine: Any, df: pd.DataFrame, m: int | None, timestamps: bool) -> tuple:
+def _reduce(engine: Any, df: pd.DataFrame, m: int | None, timestamps: bool,
+            checked: bool = False) -> tuple:
     specs = summary_specs(("cumulative", 4, "all", 5), (1, 2, 3))
     buckets = (TimeBuckets(12, start_us=int(pd.Timestamp("2026-01-01").value // 1000) + 1,
                            period_us=6 * 3600 * 10**6) if timestamps else TimeBuckets(12))
     r = engine.summaries(df, SummaryRequest("u", "t", buckets, specs, drop_out_of_range=True,
-                                            grouping=Grouping("g", tuple(GROUPS), m, KEY)))
+                                            grouping=Grouping("g", tuple(GROUPS), m, KEY),
+                                            checked=checked))
     return (r.group_index.tolist(), r.slots.tolist(), r.keys.tolist(), r.weights.tolist(),
             r.n_events, r.n_out_of_range, r.n_pairs, r.n_pairs_kept)
 
@@ -50,14 +52,35 @@ def _release(engine: Any, df: pd.DataFrame, unit: str) -> list[Any]:
              rel[g].window(t1, t2, 2).estimate.tolist()) for g in rel]
 
 
+@pytest.mark.parametrize("checked", [False, True])
 @pytest.mark.parametrize("m", [None, 1, 2])
 @pytest.mark.parametrize(("text_items", "timestamps"), [(False, False), (True, True)])
-def test_duckdb_matches_memory(m: int | None, text_items: bool, timestamps: bool) -> None:
+def test_duckdb_matches_memory(m: int | None, text_items: bool, timestamps: bool,
+                               checked: bool) -> None:
     df = _log(text_items, timestamps)
-    want = _reduce(get_engine("memory"), df, m, timestamps)
+    want = _reduce(get_engine("memory"), df, m, timestamps, checked)
     assert want[0]
     assert 4 not in want[0]
-    assert _reduce(get_engine("duckdb"), df, m, timestamps) == want
+    assert _reduce(get_engine("duckdb"), df, m, timestamps, checked) == want
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_slot_zero_counts_the_rows_before_the_bounding(engine: str) -> None:
+    """Slot 0 of a bounded request is every listed group's events per period before the
+    bounding (what the grouped release's check counted before its spend); ``checked=True``
+    leaves it, and the counts of events, out."""
+    df = _log()
+    inside = df[df["g"].isin(GROUPS) & (df["t"] >= 1) & (df["t"] <= 12)]
+    want = inside.groupby(["g", "t"]).size()
+    g, s, k, w, n_events, n_out, n_pairs, n_kept = _reduce(get_engine(engine), df, 1, False)
+    got = {(GROUPS[gi], key): wt for gi, sl, key, wt in zip(g, s, k, w, strict=True) if sl == 0}
+    assert got == {key: int(v) for key, v in want.items()}
+    assert n_events == len(inside)
+    assert n_out == int((df["g"].isin(GROUPS)).sum()) - len(inside)
+    assert n_kept < n_pairs  # the bound dropped pairs, and slot 0 still counts their events
+    g, s, k, w, n_events, n_out, *_ = _reduce(get_engine(engine), df, 1, False, checked=True)
+    assert 0 not in s
+    assert (n_events, n_out) == (0, 0)
 
 
 @pytest.mark.parametrize("unit", ["item", "event"])
@@ -70,8 +93,9 @@ def test_seeded_releases_identical(unit: str) -> None:
 def test_spark_matches_memory(spark: Any) -> None:
     df = _log(text_items=True)
     eng = get_engine(spark)
-    for m in (None, 2):
-        assert _reduce(eng, df, m, False) == _reduce(get_engine("memory"), df, m, False)
+    for m, checked in ((None, False), (2, False), (2, True)):
+        assert _reduce(eng, df, m, False, checked) == _reduce(get_engine("memory"), df, m,
+                                                              False, checked)
     assert _release(eng, df, "item") == _release("memory", df, "item")
 
 
@@ -105,3 +129,12 @@ def test_spark_selected_release_matches_memory_and_duckdb(spark: Any) -> None:
     want = _selected("memory", df, "item")
     assert _selected("duckdb", df, "item") == want
     assert _selected(get_engine(spark), df, "item") == want
+
+
+def test_checked_must_be_true_or_false() -> None:
+    from dpfreq.errors import ParameterError
+
+    req = SummaryRequest("u", "t", TimeBuckets(12), (), checked="yes")  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"^checked of MemoryEngine.summaries must be "
+                                             r"True or False; got 'yes'\.$"):
+        get_engine("memory").summaries(_log(), req)
