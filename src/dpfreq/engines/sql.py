@@ -154,6 +154,26 @@ def _bounded(d: Dialect, m: int, key_hex: str, by: str) -> list[str]:
             f"SELECT k, {by} FROM ranked WHERE r <= {m})"]
 
 
+def _bounding(d: Dialect, m: int | None, key_hex: str,
+              k1: list[int]) -> tuple[list[str], list[str], list[int]]:
+    """(CTEs ``kp`` and ``be`` with what they read, SELECTs of the entries of group -1 — slot
+    0 the pairs, slot 1 the kept pairs —, the slots of cumulative ``k = 1`` summaries still
+    to write): nothing bounded (``m`` None: the pairs are not counted), Spark's one window
+    (:func:`_ranked_all`, which writes the first ``k = 1`` slot itself) or DuckDB's rank of
+    the items over ``m`` (:func:`_bounded`)."""
+    if m is None:
+        return ["kp AS (SELECT * FROM pairs)", "be AS (SELECT * FROM ev)"], [], k1
+    if d.name == "spark":
+        return ([*_ranked_all(d, m, key_hex, k1[:1]),
+                 f"be AS (SELECT * FROM ev {d.semi} kp USING (k, gi))"],
+                ["SELECT gi, slot, key, w FROM rk"], [])
+    return ([*_bounded(d, m, key_hex, "gi"),
+             f"kp AS (SELECT * FROM pairs {d.semi} kept USING (k, gi))",
+             f"be AS (SELECT * FROM ev {d.semi} kept USING (k, gi))"],
+            [f"SELECT -1 AS gi, {i} AS slot, 0 AS key, count(*) AS w FROM {table}"
+             for i, table in ((0, "pairs"), (1, "kept"))], k1)
+
+
 def _ranked_all(d: Dialect, m: int, key_hex: str, k1: list[int]) -> list[str]:
     """CTEs ``ranked``, ``kp`` and ``rk``: the keyed rank of every pair in one window per item
     (with the item's number of pairs ``np``), the kept pairs, and, read from ``ranked`` in
@@ -253,22 +273,10 @@ def summaries_sql(d: Dialect, events: str, period: str, request: SummaryRequest,
              f"ev AS (SELECT k, gi, p FROM lab WHERE gi IS NOT NULL AND k IS NOT NULL "
              f"AND p >= 1 AND p <= {horizon})",
              "pairs AS (SELECT k, gi, min(p) AS fp FROM ev GROUP BY k, gi)"]
-    counted: list[str] = []  # entries of group -1: slot 0 the pairs, slot 1 the kept pairs
     k1 = [slot for slot, spec in enumerate(request.specs, start=1)
           if spec.family == "cumulative" and spec.k == 1]
-    if m is None:  # nothing bounded: the pairs are not counted
-        ctes += ["kp AS (SELECT * FROM pairs)", "be AS (SELECT * FROM ev)"]
-    elif d.name == "spark":
-        ctes += [*_ranked_all(d, m, key_hex, k1[:1]),
-                 f"be AS (SELECT * FROM ev {d.semi} kp USING (k, gi))"]
-        counted = ["SELECT gi, slot, key, w FROM rk"]
-        k1 = []  # its entries are in rk
-    else:
-        ctes += [*_bounded(d, m, key_hex, "gi"),
-                 f"kp AS (SELECT * FROM pairs {d.semi} kept USING (k, gi))",
-                 f"be AS (SELECT * FROM ev {d.semi} kept USING (k, gi))"]
-        counted = [f"SELECT -1 AS gi, {i} AS slot, 0 AS key, count(*) AS w FROM {table}"
-                   for i, table in ((0, "pairs"), (1, "kept"))]
+    bounding, counted, k1 = _bounding(d, m, key_hex, k1)
+    ctes += bounding
     if any(s.family == "cumulative" and s.k > 1 for s in request.specs):
         ctes.append("t3 AS (SELECT k, gi, p, count(*) AS c FROM be GROUP BY k, gi, p)")
     sels = list(counted)
