@@ -49,28 +49,28 @@ def read_source(source: Any, item: str | None, count: str | None,
     if item is None:
         if engine is not None or count is not None:
             what = "engine" if engine is not None else "count"
-            raise ParameterError(message("item", FUNC, f"a column name when {what} is given",
+            raise ParameterError(message("item", f"a column name when {what} is given",
                                          None))
         if isinstance(source, str | bytes) or type(source).__module__.startswith(
                 ("pyspark", "duckdb", "pathlib", "pandas", "polars", "pyarrow")):
             raise ParameterError(message(
-                "item", FUNC, "the item column's name when source is a file, SQL, a table or "
+                "item", "the item column's name when source is a file, SQL, a table or "
                 "a Spark DataFrame", None))
-        counts, prev = as_prevalences(source, FUNC)
+        counts, prev = as_prevalences(source)
         return counts, prev, None
     if not isinstance(item, str) or not item:
-        raise ParameterError(message("item", FUNC, "a non-empty column name", item))
+        raise ParameterError(message("item", "a non-empty column name", item))
     if count is not None and (not isinstance(count, str) or not count or count == item):
-        raise ParameterError(message("count", FUNC, "a non-empty column name other than item",
+        raise ParameterError(message("count", "a non-empty column name other than item",
                                      count))
     from dpfreq.engines import get_engine
 
     eng = get_engine(engine, source)
     if count is None:
         agg = eng.count_of_counts(source, item=item)
-        counts, prev = as_prevalences(agg, FUNC)
+        counts, prev = as_prevalences(agg)
     else:
-        counts, prev = read_weighted(eng, source, item=item, count=count, func=FUNC)
+        counts, prev = read_weighted(eng, source, item=item, count=count)
     return counts, prev, eng.name
 
 
@@ -89,17 +89,17 @@ def check_anonymized_parameters(epsilon: Any, unit: Any, method: Any, split: Any
                                 confidence: Any, domain_size: Any) -> AnonymizedParams:
     """Check the public parameters of :func:`release_anonymized_histogram` and plan the
     mechanism (the method and its budget split)."""
-    epsilon = check_epsilon(epsilon, "epsilon", FUNC)
-    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", FUNC, METHODS)
-    confidence = check_confidence(confidence, "confidence", FUNC)
+    epsilon = check_epsilon(epsilon, "epsilon")
+    check_unit(unit, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", METHODS)
+    confidence = check_confidence(confidence, "confidence")
     if method == "auto" and split is not None:
-        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
+        raise ParameterError(message("split", "None when method='auto' (auto picks "
                                      "its own split)", split))
     checked = None if split is None else check_split(split, epsilon, method)
     plan = auto.plan_for(method, epsilon, checked)
     if domain_size is not None:
-        domain_size = check_int(domain_size, "domain_size", FUNC, minimum=1)
+        domain_size = check_int(domain_size, "domain_size", minimum=1)
     return AnonymizedParams(epsilon=epsilon, method=method, confidence=confidence, plan=plan,
                             domain_size=domain_size)
 
@@ -141,7 +141,7 @@ class _AnonymizedSteps:
         check_feasible(counts, prev, self.par.epsilon, plan)
         d = self.par.domain_size
         if d is not None and int(prev.sum()) > d:
-            raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+            raise DataError(message("domain_size", "at least the number of distinct "
                                     "items in the source", d))
         return Reading(_Histogram(counts, prev, engine_name))
 
@@ -311,10 +311,10 @@ def release_anonymized_histogram(
     >>> rel.regime, rel.unit
     ('low-privacy', 'event')
     """
-    check_capping_epsilon(capping_epsilon, epsilon, None, FUNC)  # nothing is capped
+    check_capping_epsilon(capping_epsilon, epsilon, None)  # nothing is capped
     if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
         if group is None:
-            raise ParameterError(message("group", FUNC, "the group column when groups, "
+            raise ParameterError(message("group", "the group column when groups, "
                                          "max_groups_per_item or delta is given", group))
         return release_grouped_anonymized_histogram(
             source, epsilon=epsilon, unit=unit, item=item, count=count, method=method,
@@ -323,8 +323,8 @@ def release_anonymized_histogram(
             max_groups_per_item=max_groups_per_item, delta=delta,
             selection_epsilon=selection_epsilon)
     if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
-        raise ParameterError(message("selection_epsilon", FUNC, "'auto' without group= (only "
+        raise ParameterError(message("selection_epsilon", "'auto' without group= (only "
                                      "a grouped release selects groups)", selection_epsilon))
     par = check_anonymized_parameters(epsilon, unit, method, split, confidence, domain_size)
     steps = _AnonymizedSteps(par=par, source=source, item=item, count=count, engine=engine)
-    return run_release(steps, accountant=accountant, rng=rng, func=FUNC)
+    return run_release(steps, accountant=accountant, rng=rng)

@@ -338,5 +338,4 @@ def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *
     >>> sorted(out)
     ['a', 'b', 'c']
     """
-    return run_release(GroupedSteps(adapter), accountant=accountant, rng=rng,
-                       func=adapter.call.charge.label)
+    return run_release(GroupedSteps(adapter), accountant=accountant, rng=rng)

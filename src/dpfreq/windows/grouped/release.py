@@ -27,7 +27,7 @@ from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
@@ -47,13 +47,16 @@ from dpfreq.windows.grouped.result import (
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
 
+#: The ledger label of a grouped window release: the function that charges it.
+_LABEL = "release_window_counts"
+
 __all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "GroupedWindowCountsPlan",
            "check_window_grouping",
            "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
 
 
-def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
-                          func: str) -> tuple[str, tuple[str, ...] | None, int | None]:
+def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any,
+                          unit: str) -> tuple[str, tuple[str, ...] | None, int | None]:
     """``(group column, public groups or None, m or None)``.
 
     ``unit="item"``: ``m`` is required (an item may touch several groups). ``unit="event"``:
@@ -63,27 +66,27 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
     ``groups=None``: the groups are selected privately (:func:`window_budget`).
     """
     if group is None:
-        raise ParameterError(message("group", func, "the group column when "
+        raise ParameterError(message("group", "the group column when "
                                      "max_groups_per_item or groups is given", group))
     if unit == "event":
         if max_groups_per_item is not None:
             raise ParameterError(message(
-                "max_groups_per_item", func, "None at unit='event' (one event is in one "
+                "max_groups_per_item", "None at unit='event' (one event is in one "
                 "group: every group gets the whole epsilon, parallel composition)",
                 max_groups_per_item))
-        g, _ = check_bound(group, 1, "item", func)
+        g, _ = check_bound(group, 1, "item")
         m = None
     elif unit != "item":
-        raise ParameterError(message("unit", func, "'item' or 'event' for a grouped release "
+        raise ParameterError(message("unit", "'item' or 'event' for a grouped release "
                                      "(a replacement may move an item between groups)", unit))
     else:
-        g, m = check_bound(group, max_groups_per_item, unit, func)
-    names = None if groups is None else check_grouping(g, groups, 1, "item", func)[1]
+        g, m = check_bound(group, max_groups_per_item, unit)
+    names = None if groups is None else check_grouping(g, groups, 1, "item")[1]
     return g, names, m
 
 
 def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                  func: str, selection_epsilon: Any = "auto",
+                  selection_epsilon: Any = "auto",
                   selection: Any = "auto") -> GroupBudget:
     """The budget of each group and the partition selection (None with a public list).
 
@@ -95,28 +98,28 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
     (ε, δ) asked for.
     """
     if names is None and par.delta == 0.0:
-        raise ParameterError(message("groups", func, "a public list of group names, or give "
+        raise ParameterError(message("groups", "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
-    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None, func)
-    mechanism = check_selection_mechanism(selection, func)
-    return choose_budget(par, m, names is not None, func, sel_eps, mechanism)
+    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None)
+    mechanism = check_selection_mechanism(selection)
+    return choose_budget(par, m, names is not None, sel_eps, mechanism)
 
 
-def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
-                    func: str) -> tuple[Any, str, str]:
+def _grouped_source(source: Any, item: Any, time: Any, group: str,
+                    axis: Any) -> tuple[Any, str, str]:
     """The event log with its group column (an ``(items, times)`` pair has none)."""
     if isinstance(source, tuple | list):
-        raise ParameterError(message("source", func, "a mapping, file, SQL or DataFrame with "
+        raise ParameterError(message("source", "a mapping, file, SQL or DataFrame with "
                                      f"the group column {group!r} (an (items, times) pair has "
                                      "none)", type(source).__name__))
     if not isinstance(source, Mapping):
         return engine_source(source, item, time, axis)
     if item is None or time is None:
-        raise ParameterError(message("item/time", func, "column names of the source",
+        raise ParameterError(message("item/time", "column names of the source",
                                      (item, time)))
     if group not in source:
-        raise DataError(message("source", func, f"a mapping with column {group!r}",
+        raise DataError(message("source", f"a mapping with column {group!r}",
                                 sorted(map(str, source))))
     cols, item, time = engine_source({k: source[k] for k in (item, time) if k in source},
                                      item, time, axis)
@@ -135,8 +138,7 @@ def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding,
 
 
 def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
-                names: tuple[str, ...] | None, par: WindowParams, out_of_range: str,
-                func: str) -> int:
+                names: tuple[str, ...] | None, par: WindowParams, out_of_range: str) -> int:
     """Every check of the data, on the rows before any bounding and before any draw, in one
     engine query without a key: the events per period of every listed group, or, under private
     selection (no public list), of the whole log — a stricter check (a log with at most one
@@ -152,7 +154,7 @@ def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis, time)
     if par.singleton and red.weights.size and int(red.weights.max()) > 1:
-        raise DataError(message("singleton", func, "True only for logs with at most one event "
+        raise DataError(message("singleton", "True only for logs with at most one event "
                                 "per period in each group", "a group with several events in "
                                 "one period"))
     return int(red.n_out_of_range)
@@ -184,7 +186,6 @@ class GroupedWindowArgs:
     names: tuple[str, ...] | None
     max_groups_per_item: int | None
     out_of_range: str
-    func: str
     selection_epsilon: Any = "auto"
     selection: Any = "auto"
     capping_epsilon: float | None = None
@@ -240,7 +241,7 @@ class GroupedWindowAdapter:
     @property
     def call(self) -> GroupedCall:
         a = self.args
-        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
+        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, _LABEL), a.group,
                            a.names, a.max_groups_per_item, a.capping_epsilon,
                            a.par.confidence)
 
@@ -248,7 +249,7 @@ class GroupedWindowAdapter:
         a = self.args
         par = a.par if a.capping_epsilon is None else dataclasses.replace(
             a.par, epsilon=release_epsilon(a.par.epsilon, a.capping_epsilon))
-        budget = window_budget(a.names, par, a.max_groups_per_item, a.func,
+        budget = window_budget(a.names, par, a.max_groups_per_item,
                                a.selection_epsilon, a.selection)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.seeded)
@@ -260,11 +261,9 @@ class GroupedWindowAdapter:
 
     def read(self, plan: _Plan) -> Reading[_Logs]:
         a = self.args
-        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
-                                          a.func)
-        eng = summarizing_engine(self.engine, src, a.func)
-        n_dropped = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range,
-                                a.func)
+        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis)
+        eng = summarizing_engine(self.engine, src)
+        n_dropped = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range)
         return Reading(_Logs(src, item, time, eng, n_dropped), source=eng.name)
 
     def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
@@ -307,8 +306,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
-                                  func: str, selection_epsilon: Any = "auto",
-                                  selection: Any = "auto",
+                                  selection_epsilon: Any = "auto", selection: Any = "auto",
                                   capping_epsilon: Any = None) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
@@ -343,11 +341,11 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     everything above runs at ``ε − ε_c`` and the dropped fraction is ``ε_c``-DP
     (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all.
     """
-    group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
-    check_accountant(accountant, func)
-    resolved = resolve_rng(rng, func)
-    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
+    group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m)
+    check_accountant(accountant)
+    resolved = resolve_rng(rng)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range,
                              selection_epsilon, selection, cap_eps)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)
@@ -402,6 +400,7 @@ class GroupedWindowCountsPlan(PlanSummary):
     _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
         default=None, repr=False, compare=False)
 
+    @public_errors("GroupedWindowCountsPlan.epsilon_for")
     def epsilon_for(self, target: float, **which: Any) -> float:
         """The smallest total ε giving each group a half-width ``target`` at the family and k
         ``which`` selects: under pure accounting :meth:`WindowCountsPlan.epsilon_for` of one
@@ -413,8 +412,7 @@ class GroupedWindowCountsPlan(PlanSummary):
                      else self.budget.release_epsilon / self.epsilon)
             return float(self.per_group.epsilon_for(target, **which)
                          * (self.max_groups_per_item or 1) / share)
-        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
-                                  "GroupedWindowCountsPlan.epsilon_for")
+        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1))
         replan = self._replan
 
         def half(eps: float) -> float:
@@ -423,8 +421,7 @@ class GroupedWindowCountsPlan(PlanSummary):
             except ParameterError:
                 return math.inf
 
-        eps = smallest_epsilon(half, target, planned=self.epsilon,
-                               func="GroupedWindowCountsPlan.epsilon_for")
+        eps = smallest_epsilon(half, target, planned=self.epsilon)
         for _ in range(12):  # the accounting may switch with ε: step up until it is met
             if half(eps) <= target:
                 break
@@ -472,20 +469,20 @@ class GroupedWindowCountsPlan(PlanSummary):
 
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
-                               max_groups_per_item: Any, func: str,
+                               max_groups_per_item: Any,
                                plan_one: Callable[[float, float, float | None], Any],
                                selection_epsilon: Any = "auto",
                                selection: Any = "auto") -> GroupedWindowCountsPlan:
     """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
-    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit, func)
-    budget = window_budget(names, par, m, func, selection_epsilon, selection)
+    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit)
+    budget = window_budget(names, par, m, selection_epsilon, selection)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
         share = selection_epsilon if selection_epsilon == "auto" else (
             float(selection_epsilon) * eps / par.epsilon)
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one, share, selection)
+                                          max_groups_per_item, plan_one, share, selection)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
                                    max_groups_per_item=m,
