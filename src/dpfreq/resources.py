@@ -66,9 +66,9 @@ def check_memory(needed_bytes: float, *, param: str, value: object,
     ----------
     needed_bytes : float
         The estimate (a float so that a caller can compute it without int64 overflow).
-    param, func, value : str, str, object
-        The parameter that drives the size, the public function and the value given, for the
-        usual message shape.
+    param, value : str, object
+        The parameter that drives the size and the value given, for the usual message shape
+        (the function named is the public call, :func:`dpfreq.errors.public_caller`).
     what : str
         What needs the memory, e.g. ``"the noisy histogram of d counts"``.
     available : int, optional
@@ -77,7 +77,7 @@ def check_memory(needed_bytes: float, *, param: str, value: object,
     Raises
     ------
     ParameterError
-        ``"<param> of <func> must be small enough for <what> to fit in memory (needs X GiB,
+        ``"<param> of <function> must be small enough for <what> to fit in memory (needs X GiB,
         Y GiB available); got <value>."``
 
     Examples

@@ -44,8 +44,6 @@ def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
         The unit the release protects.
     budget_unit : str or None
         The unit the budget is stated at (None: no conversion, the spend is charged as is).
-    func : str
-        The spending method, for the error message.
 
     Returns
     -------

@@ -51,8 +51,6 @@ def as_prevalences(obj: Any, param: str = "source") -> tuple[_I64, _I64]:
     ----------
     obj : mapping, array-like or object with ``counts``/``prevalences``
         The histogram (see the module docstring).
-    func : str
-        Public function name for error messages.
     param : str
         Parameter name for error messages.
 

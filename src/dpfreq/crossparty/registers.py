@@ -161,8 +161,6 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
         The shared hash key (its fingerprint must be ``params.key_id``).
     engine : None, "memory", "duckdb", "spark", an engine or a SparkSession
         Where the log is aggregated (None: from the kind of ``source``).
-    func : str
-        The public function, for error messages.
 
     Returns
     -------

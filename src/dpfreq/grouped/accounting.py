@@ -208,8 +208,6 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     named : bool
         True with a public list of groups (no selection); otherwise ``delta`` is the checked δ
         of the private partition selection.
-    func : str
-        Public function name for error messages.
     selection_epsilon : float or None
         ε of the selection (:func:`check_selection_share`; None: half of ε).
     selection : str

@@ -244,8 +244,6 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
         δ in (0, 1e-3].
     max_groups_per_item : int
         ``m >= 1``.
-    func : str
-        Public function name for error messages.
     why : str
         How the mechanism was chosen, kept in the plan.
 

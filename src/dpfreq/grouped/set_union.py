@@ -236,8 +236,6 @@ def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
         δ in (0, 1e-3] (checked by the caller).
     max_groups_per_item : int
         ``m >= 1``.
-    func : str
-        Public function name for error messages.
     why : str
         How the mechanism was chosen, kept in the plan.
 

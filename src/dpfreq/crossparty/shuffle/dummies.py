@@ -156,8 +156,6 @@ def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float) -> Dum
     ----------
     epsilon, delta : Fraction or float
         The histogram's budget (``delta`` > 0).
-    func : str
-        The public function, for error messages.
 
     Returns
     -------
