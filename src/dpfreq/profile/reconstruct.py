@@ -302,6 +302,7 @@ def _window(counts: NDArray[np.int64], n: int, B: int | None) -> int:
     return b
 
 
+@public_errors("reconstruct_profile_from_counts")
 def reconstruct_profile_from_counts(
     profile_counts: Any,
     *,
