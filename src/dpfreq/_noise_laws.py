@@ -11,8 +11,9 @@ draw exactly from these laws without floating point. With α = e^{-γ}, the disc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +49,18 @@ _ARRAY_OUT = "Returns\n-------\nnumpy.ndarray of float64\n\n" + _RAISES
 _FLOAT_OUT = "Returns\n-------\nfloat\n\n" + _RAISES
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: The numpydoc sections of a number that depends on γ alone (the ``[[sections]]`` marker).
+_OF_GAMMA = fill_doc(sections=f"Parameters\n----------\n{_GAMMA}\n\n{_FLOAT_OUT}")
+
+
+def _at_points(points: str) -> Callable[[_F], _F]:
+    """The numpydoc sections of a law evaluated at points: ``points`` (the first parameter's
+    entry), γ, the float array returned and the error raised (the ``[[sections]]`` marker)."""
+    return fill_doc(sections=f"Parameters\n----------\n{points}\n{_GAMMA}\n\n{_ARRAY_OUT}")
+
+
 def _gamma_value(gamma: Any) -> float:
     """γ as a float for the analytic helpers, validated (a finite number > 0)."""
     if isinstance(gamma, Fraction):
@@ -61,18 +74,18 @@ def _alpha(gamma: Fraction | float) -> float:
     return math.exp(-_gamma_value(gamma))
 
 
-@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
+def _log_survival(k: NDArray[np.float64], g: float) -> NDArray[np.float64]:
+    """``ln Pr[G > k] = −γ(k+1)``, the geometric's tail at integers ``k >= 0`` (below 0 read as
+    0); both laws' tails and cdfs are written with it (``Pr[|Z| > B] = 2 Pr[G > B]/(1+α)``)."""
+    return -g * (np.maximum(k, 0.0) + 1)
+
+
+@_at_points("z : array_like of int\n    Points.")
 @public_errors("discrete_laplace_pmf")
 def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``: the discrete Laplace pmf.
 
-    Parameters
-    ----------
-    z : array_like of int
-        Points.
-    [[gamma]]
-
-    [[array_out]]
+    [[sections]]
 
     Examples
     --------
@@ -87,18 +100,12 @@ def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     return (1 - a) / (1 + a) * np.exp(-g * zz)
 
 
-@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
+@_at_points("z : array_like\n    Points (non-integers are floored).")
 @public_errors("discrete_laplace_cdf")
 def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else.
 
-    Parameters
-    ----------
-    z : array_like
-        Points (non-integers are floored).
-    [[gamma]]
-
-    [[array_out]]
+    [[sections]]
 
     Examples
     --------
@@ -108,21 +115,17 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     g = _gamma_value(gamma)
     a = math.exp(-g)
     zz = np.floor(np.asarray(z, dtype=np.float64))
-    lower = np.exp(g * np.minimum(zz, 0.0)) / (1 + a)
-    upper = 1 - np.exp(-g * (np.maximum(zz, 0.0) + 1)) / (1 + a)
+    lower = np.exp(_log_survival(-zz - 1, g)) / (1 + a)  # Pr[Z <= z] = Pr[Z > -z-1], z < 0
+    upper = 1 - np.exp(_log_survival(zz, g)) / (1 + a)
     return np.where(zz < 0, lower, upper)
 
 
-@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+@_OF_GAMMA
 @public_errors("discrete_laplace_mean_abs")
 def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
     """``E|Z| = 2α/(1 − α²)``: mean absolute value of the discrete Laplace.
 
-    Parameters
-    ----------
-    [[gamma]]
-
-    [[float_out]]
+    [[sections]]
 
     Examples
     --------
@@ -133,16 +136,12 @@ def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
     return 2.0 * math.exp(-g) / -math.expm1(-2.0 * g)
 
 
-@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+@_OF_GAMMA
 @public_errors("discrete_laplace_variance")
 def discrete_laplace_variance(gamma: Fraction | float) -> float:
     """``Var[Z] = 2α/(1-α)^2``: variance of the discrete Laplace.
 
-    Parameters
-    ----------
-    [[gamma]]
-
-    [[float_out]]
+    [[sections]]
 
     Examples
     --------
@@ -154,18 +153,12 @@ def discrete_laplace_variance(gamma: Fraction | float) -> float:
     return 2 * a / math.expm1(-g) ** 2
 
 
-@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
+@_at_points("bound : array_like\n    B (non-integers are floored).")
 @public_errors("discrete_laplace_tail")
 def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0).
 
-    Parameters
-    ----------
-    bound : array_like
-        B (non-integers are floored).
-    [[gamma]]
-
-    [[array_out]]
+    [[sections]]
 
     Examples
     --------
@@ -175,7 +168,7 @@ def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.flo
     g = _gamma_value(gamma)
     a = math.exp(-g)
     b = np.floor(np.asarray(bound, dtype=np.float64))
-    return np.where(b < 0, 1.0, 2 * np.exp(-g * (np.maximum(b, 0.0) + 1)) / (1 + a))
+    return np.where(b < 0, 1.0, 2 * np.exp(_log_survival(b, g)) / (1 + a))
 
 
 @fill_doc(gamma=_GAMMA)
@@ -217,18 +210,12 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     return b
 
 
-@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
+@_at_points("k : array_like of int\n    Points.")
 @public_errors("geometric_pmf")
 def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0): the geometric pmf.
 
-    Parameters
-    ----------
-    k : array_like of int
-        Points.
-    [[gamma]]
-
-    [[array_out]]
+    [[sections]]
 
     Examples
     --------
@@ -240,18 +227,12 @@ def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
 
 
-@fill_doc(array_out=_ARRAY_OUT, gamma=_GAMMA)
+@_at_points("k : array_like\n    Points (non-integers are floored).")
 @public_errors("geometric_cdf")
 def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0).
 
-    Parameters
-    ----------
-    k : array_like
-        Points (non-integers are floored).
-    [[gamma]]
-
-    [[array_out]]
+    [[sections]]
 
     Examples
     --------
@@ -260,19 +241,15 @@ def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """
     g = _gamma_value(gamma)
     kk = np.floor(np.asarray(k, dtype=np.float64))
-    return np.where(kk >= 0, -np.expm1(-g * (np.maximum(kk, 0.0) + 1)), 0.0)
+    return np.where(kk >= 0, -np.expm1(_log_survival(kk, g)), 0.0)
 
 
-@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+@_OF_GAMMA
 @public_errors("geometric_variance")
 def geometric_variance(gamma: Fraction | float) -> float:
     """``Var[G] = α/(1-α)^2``: variance of the geometric on {0, 1, ...}.
 
-    Parameters
-    ----------
-    [[gamma]]
-
-    [[float_out]]
+    [[sections]]
 
     Examples
     --------
@@ -283,16 +260,12 @@ def geometric_variance(gamma: Fraction | float) -> float:
     return math.exp(-g) / math.expm1(-g) ** 2
 
 
-@fill_doc(float_out=_FLOAT_OUT, gamma=_GAMMA)
+@_OF_GAMMA
 @public_errors("randomized_response_keep_probability")
 def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     """``e^γ/(1+e^γ) = 1/(1+α)``: the probability that randomized response keeps a bit.
 
-    Parameters
-    ----------
-    [[gamma]]
-
-    [[float_out]]
+    [[sections]]
 
     Examples
     --------

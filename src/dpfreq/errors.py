@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ __all__ = [
     "public_call",
     "public_caller",
     "public_errors",
+    "user_stacklevel",
 ]
 
 
@@ -139,6 +141,24 @@ class PrivacyWarning(DPFreqWarning):
     >>> issubclass(PrivacyWarning, DPFreqWarning)
     True
     """
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the caller of this function point at
+    the first frame outside the dpfreq package (the user's call), however deep inside dpfreq
+    it is raised.
+
+    Examples
+    --------
+    >>> user_stacklevel()  # called from outside dpfreq: the caller's own frame
+    1
+    """
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 DEBUG_VARIABLE = "DPFREQ_DEBUG"

@@ -74,8 +74,7 @@ ONLY_PLAN = {"scale", "target_half_width", "json_out"}
 ONLY_REACH = {"file", "item", "time_col", "time_unit", "timezone", "out_of_range", "rows_text",
               "raw", "null_group", "save_path", "engine", "spark_master", "json_out", "plot_out",
               "seed",
-              "ledger",
-              "capping_epsilon"}  # a measurement of the data's cap, not planned
+              "ledger"}
 
 
 def _options(command):

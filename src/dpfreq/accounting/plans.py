@@ -26,8 +26,13 @@ from dpfreq.accounting.renyi import smallest_epsilon_over_orders
 from dpfreq.accounting.rules import Cost, Rule, Totals, admit, spent_epsilon
 from dpfreq.errors import ParameterError
 
-__all__ = ["BudgetShare", "budget_share", "declared_epsilon", "required_epsilon",
-           "with_budget_share"]
+__all__ = ["ACCOUNTANT_PARAMETER", "BudgetShare", "budget_share", "declared_epsilon",
+           "required_epsilon", "with_budget_share"]
+
+#: The numpydoc entry of a planner's ``accountant`` (fill_doc): :func:`with_budget_share`.
+ACCOUNTANT_PARAMETER = """accountant : Accountant or Ledger, optional
+    Say (``budget``) how much of its remaining budget the release would take under its
+    rule and how many such releases still fit; nothing is spent."""
 
 
 def declared_epsilon(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction | None, str]:

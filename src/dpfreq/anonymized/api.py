@@ -12,23 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpfreq._validate import (
-    check_choice,
-    check_confidence,
-    check_epsilon,
-    check_int,
-    check_unit,
-    message,
-)
+from dpfreq._validate import message
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.core import (
     FUNC,
     METHODS,
-    REFUSED_UNITS,
     build_prevalences,
+    check_common,
     check_feasible,
-    check_split,
     draw_prevalences,
+    plan_method,
 )
 from dpfreq.anonymized.grouped import release_grouped_anonymized_histogram
 from dpfreq.anonymized.histogram_input import as_prevalences, read_weighted
@@ -89,17 +82,8 @@ def check_anonymized_parameters(epsilon: Any, unit: Any, method: Any, split: Any
                                 confidence: Any, domain_size: Any) -> AnonymizedParams:
     """Check the public parameters of :func:`release_anonymized_histogram` and plan the
     mechanism (the method and its budget split)."""
-    epsilon = check_epsilon(epsilon, "epsilon")
-    check_unit(unit, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", METHODS)
-    confidence = check_confidence(confidence, "confidence")
-    if method == "auto" and split is not None:
-        raise ParameterError(message("split", "None when method='auto' (auto picks "
-                                     "its own split)", split))
-    checked = None if split is None else check_split(split, epsilon, method)
-    plan = auto.plan_for(method, epsilon, checked)
-    if domain_size is not None:
-        domain_size = check_int(domain_size, "domain_size", minimum=1)
+    epsilon, confidence = check_common(epsilon, unit, method, confidence)
+    plan, domain_size = plan_method(method, split, epsilon, domain_size)
     return AnonymizedParams(epsilon=epsilon, method=method, confidence=confidence, plan=plan,
                             domain_size=domain_size)
 

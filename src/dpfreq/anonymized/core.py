@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpfreq._validate import check_epsilon, message
+from dpfreq._validate import (
+    check_choice,
+    check_confidence,
+    check_epsilon,
+    check_int,
+    check_unit,
+    message,
+)
 from dpfreq.anonymized import auto
 from dpfreq.anonymized import hay as hay_module
 from dpfreq.anonymized.accuracy import (
@@ -35,8 +42,8 @@ from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import RELATIONS, ErrorStatement
 
 __all__ = ["FUNC", "METHODS", "REFUSED_UNITS", "AnonymizedMechanism", "build_prevalences",
-           "check_feasible", "check_split", "draw_prevalences", "histogram_error",
-           "mechanism_name"]
+           "check_common", "check_feasible", "check_split", "draw_prevalences",
+           "histogram_error", "mechanism_name", "plan_method"]
 
 METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 FUNC = "release_anonymized_histogram"
@@ -71,6 +78,28 @@ def check_split(split: Any, epsilon: float, method: str) -> tuple[float, float, 
         if part > 0:
             check_epsilon(part, "split")
     return e1, e2, e3
+
+
+def check_common(epsilon: Any, unit: Any, method: Any, confidence: Any) -> tuple[float, float]:
+    """``(ε, confidence)`` checked, with the unit and the method: the parameters that every
+    anonymized release checks first, grouped or not."""
+    epsilon = check_epsilon(epsilon, "epsilon")
+    check_unit(unit, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", METHODS)
+    return epsilon, check_confidence(confidence, "confidence")
+
+
+def plan_method(method: str, split: Any, epsilon: float,
+                domain_size: Any) -> tuple[auto.Plan, int | None]:
+    """The mechanism's plan at ``epsilon`` (the method and its budget split, a user's ``split``
+    checked against it) and the checked ``domain_size`` (None when not given)."""
+    if method == "auto" and split is not None:
+        raise ParameterError(message("split", "None when method='auto' (auto picks "
+                                     "its own split)", split))
+    plan = auto.plan_for(method, epsilon, None if split is None else
+                         check_split(split, epsilon, method))
+    d = None if domain_size is None else check_int(domain_size, "domain_size", minimum=1)
+    return plan, d
 
 
 def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Plan) -> None:

@@ -19,25 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._validate import (
-    check_choice,
-    check_confidence,
-    check_epsilon,
-    check_int,
-    check_unit,
-    message,
-)
+from dpfreq._validate import message
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import total_interval
 from dpfreq.anonymized.core import (
     FUNC,
-    METHODS,
-    REFUSED_UNITS,
     build_prevalences,
+    check_common,
     check_feasible,
-    check_split,
     draw_prevalences,
     mechanism_name,
+    plan_method,
 )
 from dpfreq.anonymized.steps import I64, Outcome, epsilon_fractions
 from dpfreq.budget import BudgetAccountant, check_accountant
@@ -51,7 +43,7 @@ from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_group_selection
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.result import GroupedRelease
-from dpfreq.grouped.selection import AnySelection, selection_statement
+from dpfreq.grouped.selection import AnySelection, group_entries
 from dpfreq.pipeline import Charge, Reading
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.rng import ResolvedRNG
@@ -124,7 +116,11 @@ class GroupedAnonymizedMechanism:
     def to_dict(self) -> dict[str, Any]:
         """The public entries (the JSON and the docs read these keys, in this order)."""
         eps_r, sel = self.accounting.epsilon_per_group, self.accounting.selection
-        params: dict[str, Any] = {
+        split = (f"parallel composition: every group gets ε = {eps_r:.6g}" if sel is None else
+                 f"ε_selection = {sel.epsilon:.6g} selects the groups (with all of δ = "
+                 f"{sel.delta:g}); every selected group is released at ε = {eps_r:.6g} "
+                 "(parallel composition)")
+        return {
             "engine": self.engine, "group_column": self.group_column,
             "epsilon_per_group": eps_r, "accounting": self.accounting.to_dict(),
             "per_group_guarantee": f"each group's release alone is ε = {eps_r:.6g}-DP (pure, "
@@ -132,15 +128,7 @@ class GroupedAnonymizedMechanism:
             "relation": RELATIONS["event"],
             "bounding": "none needed: each row lies in exactly one group",
             "coverage": capping_statement(None),
-            "groups": "public list (rows of other groups dropped)",
-            "split": f"parallel composition: every group gets ε = {eps_r:.6g}"}
-        if sel is not None:
-            params["groups"] = selection_statement("row count")
-            params["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with all "
-                               f"of δ = {sel.delta:g}); every selected group is released at "
-                               f"ε = {eps_r:.6g} (parallel composition)")
-            params["selection"] = sel.to_dict()
-        return params
+            **group_entries("row count", sel, split)}
 
 
 @dataclass(frozen=True)
@@ -203,14 +191,7 @@ class GroupedAnonymizedAdapter:
         acc = choose_group_accounting(epsilon=a.epsilon, delta=a.delta, max_groups_per_item=1,
                                       named=a.names is not None,
                                       selection_epsilon=a.selection_epsilon)
-        eps_r = acc.epsilon_per_group
-        if a.method == "auto" and a.split is not None:
-            raise ParameterError(message("split", "None when method='auto' (auto picks "
-                                         "its own split)", a.split))
-        plan = auto.plan_for(a.method, eps_r, None if a.split is None else
-                             check_split(a.split, eps_r, a.method))
-        d = None if a.domain_size is None else check_int(a.domain_size, "domain_size",
-                                                         minimum=1)
+        plan, d = plan_method(a.method, a.split, acc.epsilon_per_group, a.domain_size)
         return _Plan(acc, plan, d)
 
     def selection(self, plan: _Plan) -> AnySelection | None:
@@ -248,10 +229,21 @@ class GroupedAnonymizedAdapter:
         assert bounding.groups is not None
         return {name: data.hists[name] for name in bounding.groups}
 
-    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...]) -> Any:
+    def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...] | None) -> Any:
         """Never asked: nothing is capped at unit='event' (``capping_epsilon`` is refused)."""
         raise ParameterError(message("capping_epsilon", "None (nothing is capped at "
                                      "unit='event')", "a number"))
+
+    def with_bound(self, m: int) -> GroupedAnonymizedAdapter:
+        """Never asked: nothing is capped at unit='event' (``max_groups_per_item`` is
+        refused)."""
+        raise ParameterError(message("max_groups_per_item", "None at unit='event' (each "
+                                     "row lies in exactly one group)", m))
+
+    def noise_variance(self, plan: _Plan) -> float:
+        """Never asked (as :meth:`with_bound`)."""
+        raise ParameterError(message("max_groups_per_item", "None at unit='event' (each "
+                                     "row lies in exactly one group)", "auto"))
 
     def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
                 names: tuple[str, ...], secret: GroupSecret | None,
@@ -306,10 +298,7 @@ def release_grouped_anonymized_histogram(
     only when selected, so the call is ``(ε, δ)``-DP and a group with a single row is published
     with probability at most δ.
     """
-    eps = check_epsilon(epsilon, "epsilon")
-    check_unit(unit, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", METHODS)
-    conf = check_confidence(confidence, "confidence")
+    eps, conf = check_common(epsilon, unit, method, confidence)
     check_accountant(accountant)
     group = _check_grouped(group, item, count, max_groups_per_item)
     names, dlt = check_group_selection(groups, delta)

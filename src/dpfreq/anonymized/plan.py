@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._display import PlanSummary
+from dpfreq._docstrings import fill_doc
 from dpfreq._validate import (
     check_choice,
     check_confidence,
@@ -30,7 +31,7 @@ from dpfreq._validate import (
     check_positive_float,
     message,
 )
-from dpfreq.accounting.plans import BudgetShare, with_budget_share
+from dpfreq.accounting.plans import ACCOUNTANT_PARAMETER, BudgetShare, with_budget_share
 from dpfreq.anonymized import auto
 from dpfreq.anonymized.accuracy import (
     MAX_WORKING_BYTES,
@@ -244,6 +245,7 @@ def _plan_grouped(n_range: tuple[int, int], epsilon: Any, target_l1: Any, confid
                         delta=delta, plan_one=plan_one, summary=summary)
 
 
+@fill_doc(accountant=ACCOUNTANT_PARAMETER)
 @public_errors("plan_anonymized")
 def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                     target_l1: float | None = None, confidence: float = 0.95,
@@ -271,9 +273,7 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         private partition selection), and over a public list the simultaneous plan.
     max_groups_per_item : None
         Refused, as at release: at ``unit="event"`` each row lies in one group.
-    accountant : Accountant or Ledger, optional
-        Say (``budget``) how much of its remaining budget the release would take under its
-        rule and how many such releases still fit; nothing is spent.
+    [[accountant]]
 
     Returns
     -------

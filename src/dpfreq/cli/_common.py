@@ -70,6 +70,7 @@ __all__ = [
     "output_options",
     "output_path_option",
     "parse_int_list",
+    "positive_or_none",
     "rescue_release",
     "resolve_engine_option",
     "seed_option",
@@ -439,3 +440,17 @@ def parse_int_list(text: str, param: str) -> list[int]:
     if not values:
         raise click.BadParameter(f"must list at least one integer; got {text!r}", param_hint=param)
     return values
+
+
+def positive_or_none(text: str, option: str, words: tuple[str, ...], rule: str) -> int | None:
+    """None for one of ``words`` (any case, blanks around ignored), else an integer ``>= 1``,
+    with a one-line error naming ``option`` (``rule``: what it must be)."""
+    if text.strip().lower() in words:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise click.BadParameter(f"must be {rule}; got {text!r}", param_hint=option)
+    return value

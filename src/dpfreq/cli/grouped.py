@@ -17,9 +17,28 @@ import click
 
 import dpfreq.cli._common as shared
 
-__all__ = ["capping_option", "delta_option", "echo_group_tables", "echo_grouped_head",
-           "format_grouped_plan", "group_options", "groups_line", "noise_line",
+__all__ = ["BOUND", "BoundType", "capping_option", "delta_option", "echo_group_tables",
+           "echo_grouped_head", "format_grouped_plan", "group_options", "groups_line", "noise_line",
            "plan_group_options", "without_coverage"]
+
+
+class BoundType(click.ParamType):
+    """``--max-groups-per-item``: an integer (as :data:`dpfreq.cli._common.INTEGER`) or
+    ``auto`` (m chosen privately; the library checks the rest)."""
+
+    name = "integer|auto"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | str:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            out: int = shared.INTEGER.convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"must be an integer >= 1 or 'auto'; got {value!r}", param, ctx)
+        return out
+
+
+BOUND = BoundType()
 
 
 def group_options(f: Any) -> Any:
@@ -27,10 +46,11 @@ def group_options(f: Any) -> Any:
     f = click.option("--groups", "groups_file", type=click.Path(dir_okay=False), default=None,
                      help="File of the public group names, one per line (rows of other groups "
                           "are dropped; listed groups without rows are still released).")(f)
-    f = click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
+    f = click.option("--max-groups-per-item", type=BOUND, default=None,
                      help="Public bound m on the groups one item may touch (required with "
                           "--group at --unit item, refused at --unit event); each item keeps a "
-                          "random m of its groups.")(f)
+                          "random m of its groups. 'auto': m in 1..16 chosen privately from a "
+                          "noisy histogram of groups per item, paid by --capping-epsilon.")(f)
     return click.option("--group", default=None,
                         help="Column assigning each row to a group: one release per group, "
                              "the budget spent once.")(f)
@@ -42,7 +62,9 @@ def capping_option(f: Any) -> Any:
                         help="With --group at --unit item: the share of --epsilon, in (0, "
                              "epsilon), that measures the fraction of (item, group) pairs the "
                              "cap --max-groups-per-item dropped (printed with its interval; "
-                             "the release spends the rest). Default: not measured.")(f)
+                             "the release spends the rest); with --max-groups-per-item auto, "
+                             "required: it measures the histogram m is chosen from. Default: "
+                             "not measured.")(f)
 
 
 def delta_option(f: Any) -> Any:
@@ -145,6 +167,9 @@ def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
     click.echo(first_line, err=err)
     click.echo(groups_line(rel), err=err)
     click.echo(f"# coverage: {rel.mechanism_params['coverage']}", err=err)
+    if "bound_choice" in rel.mechanism_params:
+        click.echo(f"# max-groups-per-item auto: {rel.mechanism_params['bound_choice']['why']}",
+                   err=err)
     if rel.dropped_fraction is not None:
         click.echo(f"# dropped by the cap: {rel.dropped_fraction.description}", err=err)
     click.echo(f"# simultaneous: {without_coverage(rel, rel.simultaneous.description)}",

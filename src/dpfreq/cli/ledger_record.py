@@ -39,7 +39,8 @@ def _groups_text(kwargs: dict[str, Any]) -> str | None:
     else:
         which = f"selected privately (delta={kwargs.get('delta')})"
     m = kwargs.get("max_groups_per_item")
-    bound = f", at most {m} per item" if m is not None else ""
+    bound = ("" if m is None else ", at most m per item, m chosen privately" if m == "auto"
+             else f", at most {m} per item")
     drop = ", rows without a group dropped" if kwargs.get("null_group") == "drop" else ""
     return f"groups by {group} ({which}{bound}{drop})"
 

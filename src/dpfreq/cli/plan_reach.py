@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from dpfreq.cli._common import COUNT, output_path_option, write_output
-from dpfreq.cli.grouped import group_options
+from dpfreq.cli.grouped import capping_option, group_options
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
 
@@ -31,9 +31,11 @@ __all__ = ["command"]
                     help="Write the plan as JSON to FILE ('-' = stdout; then the text goes to "
                          "stderr).")
 @group_options
+@capping_option
 def command(scale: int | None, target_half_width: float | None, json_out: str | None,
-            group: str | None = None, max_groups_per_item: int | None = None,
-            groups_file: str | None = None, **public: Any) -> None:
+            group: str | None = None, max_groups_per_item: int | str | None = None,
+            groups_file: str | None = None, capping_epsilon: float | None = None,
+            **public: Any) -> None:
     """Predicted per-answer intervals of `dpfreq reach` with the same options (no data, no
     budget spent)."""
     from dpfreq.windows import plan_window_counts
@@ -41,6 +43,8 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
     kwargs = reach_public_kwargs(**public)
     if group is not None or max_groups_per_item is not None or groups_file is not None:
         kwargs.update(group=group, max_groups_per_item=max_groups_per_item, groups=groups_file)
+    if capping_epsilon is not None:
+        kwargs.update(capping_epsilon=capping_epsilon)
     plan = plan_window_counts(scale=scale, **kwargs)
     one = getattr(plan, "per_group", plan)  # a grouped plan: every group's plan is the same
     click.echo(f"# plan: reach over T={one.horizon} periods, epsilon={plan.epsilon:g}, "

@@ -244,7 +244,7 @@ def emit_grouped_profile(rel: Any, what: str, rows: int | None, json_out: str | 
 def command(file: str, item: str, domain_size: int, max_count: int, epsilon: float, unit: str,
             norm: str, confidence: float, method: str, rows_text: str, engine: Any,
             json_out: str | None, plot_out: str | None, seed: int | None,
-            group: str | None = None, max_groups_per_item: int | None = None,
+            group: str | None = None, max_groups_per_item: int | str | None = None,
             groups_file: str | None = None, delta: float | None = None,
             null_group: str = "error", time_col: str | None = None, start: str | None = None,
             end: str | None = None, period: str = "1d", timezone: str = "UTC",

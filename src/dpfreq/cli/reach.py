@@ -36,19 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["command", "emit_grouped_reach", "format_table", "row_indices"]
 
 
-def _parse_rows(text: str) -> int | None:
-    if text.strip().lower() == "all":
-        return None
-    try:
-        rows = int(text)
-    except ValueError:
-        rows = 0
-    if rows < 1:
-        raise click.BadParameter(f"must be an integer >= 1 or 'all'; got {text!r}",
-                                 param_hint="--rows")
-    return rows
-
-
 class _ReachCommand(click.Command):
     """`dpfreq reach FILE ...`; ``dpfreq reach query ...`` runs the query command instead."""
 
@@ -98,7 +85,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
             out_of_range: str, rows_text: str, raw: bool,
             save_path: str | None, engine: Any, json_out: str | None, plot_out: str | None,
             seed: int | None, accountant: BudgetAccountant | None = None, group: str | None = None,
-            max_groups_per_item: int | None = None, groups_file: str | None = None,
+            max_groups_per_item: int | str | None = None, groups_file: str | None = None,
             null_group: str = "error", capping_epsilon: float | None = None,
             **public: Any) -> None:
     """Private reach and k+ reach of an event log FILE over the window families asked for.
@@ -109,7 +96,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
     --window START:END --k K` (see `dpfreq reach query --help`).
     """
     shared.warn_if_seeded(seed)
-    rows = _parse_rows(rows_text)
+    rows = shared.positive_or_none(rows_text, "--rows", ("all",), "an integer >= 1 or 'all'")
     kwargs = reach_public_kwargs(**public)
     kwargs.update(time_unit=time_unit, timezone=timezone)
     if save_path is not None and not Path(save_path).resolve().parent.is_dir():

@@ -21,7 +21,7 @@ import click
 import dpfreq.cli._common as shared
 from dpfreq.errors import DataError
 
-__all__ = ["command", "format_release", "load_key", "log_columns", "log_period"]
+__all__ = ["command", "format_release", "load_key", "log_columns", "log_selection"]
 
 
 @click.group(name="sketch", no_args_is_help=True)
@@ -104,7 +104,22 @@ def _load_params(path: str) -> Any:
     return CrossPartyParams.load(path)
 
 
-def log_period(start: str | None, end: str | None) -> tuple[Any, Any] | None:
+def log_selection(time: str | None, start: str | None, end: str | None,
+                  campaigns: str | None) -> tuple[tuple[Any, Any] | None, list[str] | None]:
+    """The rows of a party's LOG that count, from the options of :func:`log_columns`: the
+    measurement period of ``--time`` with ``--start``/``--end`` (None without ``--time``) and
+    the list of ``--campaigns`` (None when not given)."""
+    if time is None and (start is not None or end is not None):
+        raise click.UsageError("--start and --end need --time.")
+    period = _log_period(start, end) if time is not None else None
+    if time is not None and period is None:
+        raise click.UsageError("--time needs --start and --end (the measurement period).")
+    names = None if campaigns is None else [c.strip() for c in campaigns.split(",")
+                                            if c.strip()]
+    return period, names
+
+
+def _log_period(start: str | None, end: str | None) -> tuple[Any, Any] | None:
     """The measurement period of ``--start``/``--end`` (None when neither is given)."""
     if start is None and end is None:
         return None
@@ -171,14 +186,7 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     """
     from dpfreq.crossparty import build_sketch
 
-    if time is None and (start is not None or end is not None):
-        raise click.UsageError("--start and --end need --time.")
-    period = log_period(start, end) if time is not None else None
-    if time is not None and period is None:
-        raise click.UsageError("--time needs --start and --end (the measurement period).")
-    names = None
-    if campaigns is not None:
-        names = [c.strip() for c in campaigns.split(",") if c.strip()]
+    period, names = log_selection(time, start, end, campaigns)
     params = _load_params(params_file)
     key = load_key(key_file)
     shared.warn_if_seeded(seed)

@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 import dpfreq.cli._common as shared
-from dpfreq.cli.sketch import command, load_key, log_columns, log_period
+from dpfreq.cli.sketch import command, load_key, log_columns, log_selection
 from dpfreq.errors import DataError, EngineUnavailableError
 
 __all__ = ["command"]
@@ -191,13 +191,7 @@ def share_command(log: str, party: str, params_file: str, key_file: str, user: s
     else:
         from dpfreq.crossparty.shuffle import share_log
 
-        if time is None and (start is not None or end is not None):
-            raise click.UsageError("--start and --end need --time.")
-        period = log_period(start, end) if time is not None else None
-        if time is not None and period is None:
-            raise click.UsageError("--time needs --start and --end (the measurement period).")
-        names = None if campaigns is None else [c.strip() for c in campaigns.split(",")
-                                                if c.strip()]
+        period, names = log_selection(time, start, end, campaigns)
         shared.warn_if_seeded(seed)
         shares = share_log(log, user=user, party=party, params=params,
                            key=load_key(key_file), time=time, period=period,

@@ -24,19 +24,6 @@ from dpfreq.stream import ReachStream, StreamRelease
 __all__ = ["command", "format_release"]
 
 
-def _horizon(text: str) -> int | None:
-    if text.strip().lower() in ("none", "unbounded"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise click.BadParameter(f"must be an integer >= 1 or 'none' (no horizon); got {text!r}",
-                                 param_hint="--horizon")
-    return value
-
-
 def _through(text: str | None) -> Any:
     if text is None:
         return None
@@ -132,8 +119,10 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
          seed: int | None, accountant: Any = None) -> None:
     """Create the stream STATE (a new directory) and charge its whole budget once."""
     shared.warn_if_seeded(seed)
+    horizon = shared.positive_or_none(horizon_text, "--horizon", ("none", "unbounded"),
+                                      "an integer >= 1 or 'none' (no horizon)")
     s = ReachStream.create(
-        state, item=item, time=time_col, horizon=_horizon(horizon_text), start=start,
+        state, item=item, time=time_col, horizon=horizon, start=start,
         period=period, k_values=shared.parse_int_list(k_text, "--k"), unit=unit,
         epsilon=epsilon, delta=delta, method=method, late=late, group=group,
         groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence,

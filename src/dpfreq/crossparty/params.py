@@ -26,7 +26,7 @@ from dpfreq.crossparty.public_file import PublicParamsFile
 from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["HASH_NAME", "MAX_FREQUENCY_LIMIT", "REGISTER_LIMIT", "SAMPLING_BITS",
-           "UNIFORMITY_BITS", "CrossPartyParams"]
+           "UNIFORMITY_BITS", "CrossPartyParams", "RegisterSpaceFields"]
 
 #: The keyed hash of the virtual-ID space (:mod:`dpfreq.crossparty.vid`), by name and version.
 HASH_NAME = "sha256-prefix/v1"
@@ -68,7 +68,25 @@ def _fraction(value: Any, param: str, *, low: Fraction, high: Fraction,
 
 
 @dataclass(frozen=True, kw_only=True)
-class CrossPartyParams(PublicParamsFile):
+class RegisterSpaceFields(PublicParamsFile):
+    """The first fields of every cross-party parameters file: the measurement's name and its
+    register space (``R``, the VID sampling interval as exact fractions, the cap ``K``).
+
+    The rules are :class:`CrossPartyParams`'s; a subclass adds its privacy fields, the hash and
+    the key's fingerprint after these.
+    """
+
+    FRACTIONS = ("sampling_start", "sampling_width")
+
+    measurement: str
+    registers: int
+    sampling_start: Fraction | float | str
+    sampling_width: Fraction | float | str
+    max_frequency: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossPartyParams(RegisterSpaceFields):
     """The public parameters of one cross-party reach and frequency measurement.
 
     Parameters
@@ -126,13 +144,7 @@ class CrossPartyParams(PublicParamsFile):
     VERSION = _VERSION
     FIELDS = _FIELDS
     WHAT = "cross-party parameters"
-    FRACTIONS = ("sampling_start", "sampling_width")
 
-    measurement: str
-    registers: int
-    sampling_start: Fraction | float | str
-    sampling_width: Fraction | float | str
-    max_frequency: int
     epsilon_reach: float
     epsilon_frequency: float | None
     hash: str

@@ -18,6 +18,8 @@ outside the periods ``1..horizon`` and every time inside keeps its value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -94,42 +96,51 @@ def _duckdb_floor_div(d: str, per: int) -> str:
     return f"(CASE WHEN {d} >= 0 THEN {d} // {per} ELSE -((-{d} - 1) // {per}) - 1 END)"
 
 
-def duckdb_period_sql(buckets: TimeBuckets, col: str = "t") -> str:
-    """The period of column ``col`` (module steps 1–3) as a DuckDB expression."""
+def _spark_floor_div(d: str, per: int) -> str:
+    return f"(({d} - pmod({d}, {per})) div {per})"
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """What the period's SQL expression writes differently in each engine: the clamp of an
+    expression to ``[lo, hi]``, the exact floor division, and the wall-clock microseconds in a
+    zone of an expression in UTC microseconds."""
+
+    clamp: Callable[[str, int, int], str]
+    floor_div: Callable[[str, int], str]
+    local: Callable[[str, str], str]
+
+
+_DUCKDB = _Dialect(clamp=lambda t, lo, hi: f"least(greatest({t}, {lo}), {hi})",
+                   floor_div=_duckdb_floor_div, local=_duckdb_local)
+_SPARK = _Dialect(
+    clamp=lambda t, lo, hi: f"least(greatest({t}, CAST({lo} AS BIGINT)), CAST({hi} AS BIGINT))",
+    floor_div=_spark_floor_div,
+    local=lambda t, zone: f"unix_micros(from_utc_timestamp(timestamp_micros({t}), {_quote(zone)}))")
+
+
+def _period_sql(buckets: TimeBuckets, col: str, sql: _Dialect) -> str:
+    """The period of column ``col`` (module steps 1–3) as an expression of dialect ``sql``."""
     if buckets.start_us is None:
         return col
     t = col
     if buckets.time_unit:
-        lo, hi = _epoch_bounds(buckets)
-        t = f"least(greatest({t}, {lo}), {hi})"
-        t = (_duckdb_floor_div(t, 1000) if buckets.time_unit == "ns"
+        t = sql.clamp(t, *_epoch_bounds(buckets))
+        t = (sql.floor_div(t, 1000) if buckets.time_unit == "ns"
              else f"({t} * {EPOCH_UNITS[buckets.time_unit]})")
     if buckets.timezone != "UTC":
-        lo, hi = _utc_bounds(buckets)
-        t = _duckdb_local(f"least(greatest({t}, {lo}), {hi})", buckets.timezone)
+        t = sql.local(sql.clamp(t, *_utc_bounds(buckets)), buckets.timezone)
     d = f"({t} - ({int(buckets.start_us)}))"
-    return f"({_duckdb_floor_div(d, int(buckets.period_us or 1))} + 1)"
+    return f"({sql.floor_div(d, int(buckets.period_us or 1))} + 1)"
 
 
-def _spark_floor_div(d: str, per: int) -> str:
-    return f"(({d} - pmod({d}, {per})) div {per})"
+def duckdb_period_sql(buckets: TimeBuckets, col: str = "t") -> str:
+    """The period of column ``col`` (module steps 1–3) as a DuckDB expression."""
+    return _period_sql(buckets, col, _DUCKDB)
 
 
 def spark_period_sql(buckets: TimeBuckets, col: str = "t") -> str:
     """The period of column ``col`` (module steps 1–3) as a Spark SQL expression
     (``from_utc_timestamp`` shifts microseconds by the zone's offset, whatever the session's
     zone)."""
-    if buckets.start_us is None:
-        return col
-    t = col
-    if buckets.time_unit:
-        lo, hi = _epoch_bounds(buckets)
-        t = f"least(greatest({t}, CAST({lo} AS BIGINT)), CAST({hi} AS BIGINT))"
-        t = (_spark_floor_div(t, 1000) if buckets.time_unit == "ns"
-             else f"({t} * {EPOCH_UNITS[buckets.time_unit]})")
-    if buckets.timezone != "UTC":
-        lo, hi = _utc_bounds(buckets)
-        t = (f"unix_micros(from_utc_timestamp(timestamp_micros(least(greatest({t}, "
-             f"CAST({lo} AS BIGINT)), CAST({hi} AS BIGINT))), {_quote(buckets.timezone)}))")
-    d = f"({t} - ({int(buckets.start_us)}))"
-    return f"({_spark_floor_div(d, int(buckets.period_us or 1))} + 1)"
+    return _period_sql(buckets, col, _SPARK)

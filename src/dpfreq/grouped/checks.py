@@ -46,7 +46,8 @@ def check_bound(group: Any, max_groups_per_item: Any, unit: str) -> tuple[str, i
                                      "many groups one item may touch) when group= is set at "
                                      "unit='item'", m))
     if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-        raise ParameterError(message("max_groups_per_item", "an integer >= 1", m))
+        raise ParameterError(message("max_groups_per_item", "an integer >= 1, or 'auto' "
+                                     "(chosen privately, with capping_epsilon=)", m))
     return group, int(m)
 
 

@@ -42,6 +42,15 @@ secret drawn at random. With a public list there is no selection and ``(ε_r, δ
 With ``capping_epsilon = ε_c`` the plan accounts ``ε − ε_c`` (rounded down) as above and the
 dropped fraction is ``ε_c``-DP for every fixed released set (:mod:`dpfreq.grouped.dropped`):
 by basic composition the call stays ``(ε, δ)``-DP.
+
+**max_groups_per_item="auto"** (:class:`AutoBoundSteps`): the plan step plans the adapter at
+every candidate ``m = 1..M`` (``M`` at most the number of listed groups;
+:mod:`dpfreq.grouped.bound_choice`; a candidate that cannot be planned is left out, public
+parameters only, and the call is refused when none can); after the
+spend the first draw is the noisy histogram of groups per item (``ε_c``-DP), ``m`` is chosen
+from it (post-processing), and the steps above run at that ``m`` and ``ε − ε_c`` with the
+dropped fraction computed from the same histogram: ``(ε, δ)`` by adaptive sequential
+composition.
 Group names reach the output only from the public list or the selection.
 
 A new grouped statistic is its system's release of one group plus one adapter
@@ -59,19 +68,29 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.budget import BudgetAccountant
+from dpfreq.errors import ParameterError
+from dpfreq.grouped.bound_choice import (
+    BoundChoice,
+    candidate_bound,
+    choose_bound,
+    groups_histogram,
+    measure_histogram,
+    predicted_errors,
+)
 from dpfreq.grouped.dropped import (
     CappingSums,
     DroppedFraction,
     capping_bound,
     capping_sums,
+    dropped_from_histogram,
     measure_dropped,
 )
 from dpfreq.grouped.selection import AnySelection, select_groups
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, derive_key, new_secret_key
 
-__all__ = ["Bounding", "Candidates", "Drawn", "GroupSecret", "GroupedAdapter", "GroupedCall",
-           "GroupedSteps", "run_grouped", "with_dropped"]
+__all__ = ["AutoBoundSteps", "Bounding", "Candidates", "Drawn", "GroupSecret", "GroupedAdapter",
+           "GroupedCall", "GroupedSteps", "run_grouped", "with_bound_choice", "with_dropped"]
 
 PlanT = TypeVar("PlanT")
 DataT = TypeVar("DataT")
@@ -100,9 +119,14 @@ class GroupedCall:
     capping_epsilon : float or None
         ``ε_c``, the share of ``charge.epsilon`` that measures the fraction of (item, group)
         pairs the cap dropped (:mod:`dpfreq.grouped.dropped`; the adapter's plan accounts the
-        rest); None: not measured.
+        rest); None: not measured. With ``auto_bound`` it measures the histogram ``m`` is
+        chosen from (:mod:`dpfreq.grouped.bound_choice`).
     confidence : float
         The confidence of that measurement's interval (the release's).
+    auto_bound : bool
+        ``max_groups_per_item="auto"``: ``m`` is chosen privately after the spend
+        (:class:`AutoBoundSteps`; the adapter's :meth:`~GroupedAdapter.with_bound` gives the
+        adapter at each candidate).
     """
 
     charge: Charge
@@ -111,6 +135,7 @@ class GroupedCall:
     max_groups_per_item: int | None
     capping_epsilon: float | None = None
     confidence: float = 0.95
+    auto_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,9 +263,19 @@ class GroupedAdapter(Protocol[PlanT, DataT, AggT, OutT, ResultT_co]):
         what :meth:`sizes` returned, under a selection)."""
         ...
 
-    def distinct_groups(self, plan: PlanT, data: DataT, names: tuple[str, ...]) -> Any:
+    def distinct_groups(self, plan: PlanT, data: DataT, names: tuple[str, ...] | None) -> Any:
         """The engine's count-of-counts of each item's number of distinct groups among
-        ``names`` (``per_item="distinct_groups"``, unbounded), for the dropped fraction."""
+        ``names`` (None: every group of the data; ``per_item="distinct_groups"``, unbounded),
+        for the dropped fraction and the histogram of ``max_groups_per_item="auto"``."""
+        ...
+
+    def with_bound(self, m: int) -> GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co]:
+        """The same adapter at the fixed bound ``m`` (for ``max_groups_per_item="auto"``)."""
+        ...
+
+    def noise_variance(self, plan: PlanT) -> float:
+        """One group's predicted noise variance of its reach (its items) under ``plan``
+        (public parameters only; for ``max_groups_per_item="auto"``)."""
         ...
 
     def release(self, plan: PlanT, aggregate: AggT, names: tuple[str, ...],
@@ -269,29 +304,19 @@ class GroupedSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         return self.adapter.read(plan)
 
     def draw(self, plan: PlanT, data: DataT, rng: ResolvedRNG) -> Drawn[DataT, OutT]:
-        """After the spend: the secret, the selection, the bounded aggregate, the releases."""
+        """After the spend: the secret, the selection, the bounded aggregate, the releases and
+        last, with ``capping_epsilon``, the dropped fraction."""
         a, call = self.adapter, self.adapter.call
         m = call.max_groups_per_item
-        secret = GroupSecret.draw(rng) if a.keyed else None
-        key = None if secret is None or m is None else secret.bounding_key
-        names, counted = call.groups, None
-        selection = a.selection(plan)
-        if selection is not None:
-            counted = a.sizes(plan, data, Bounding(None, m, key), selection)
-            sizes = np.asarray(counted.sizes, dtype=np.int64)
-            present = sizes >= 1
-            names = select_groups([g for g, k in zip(counted.names, present, strict=True) if k],
-                                  sizes[present], selection, rng.generator)
-        assert names is not None
-        aggregate = a.aggregate(plan, data, Bounding(names, m, key), counted)
-        outs = a.release(plan, aggregate, names, secret, rng)
-        dropped = None
-        if call.capping_epsilon is not None and m is not None:  # the last draw
-            sums = (capping_sums(a.distinct_groups(plan, data, names), m, capping_bound(m))
-                    if names else CappingSums(0, 0))
-            dropped = measure_dropped(sums, epsilon=call.capping_epsilon, m=m,
-                                      confidence=call.confidence, generator=rng.generator)
-        return Drawn(data, names, outs, secret, rng.seeded, dropped)
+        drawn = draw_releases(a, plan, data, rng)
+        if call.capping_epsilon is None or m is None:
+            return drawn
+        names = drawn.names  # the last draw
+        sums = (capping_sums(a.distinct_groups(plan, data, names), m, capping_bound(m))
+                if names else CappingSums(0, 0))
+        return dataclasses.replace(drawn, dropped=measure_dropped(
+            sums, epsilon=call.capping_epsilon, m=m, confidence=call.confidence,
+            generator=rng.generator))
 
     def build(self, plan: PlanT, noisy: Drawn[DataT, OutT]) -> ResultT_co:
         result = self.adapter.result(plan, noisy)
@@ -301,11 +326,115 @@ class GroupedSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
         return out
 
 
+def draw_releases(a: GroupedAdapter[PlanT, DataT, AggT, OutT, Any], plan: PlanT, data: DataT,
+                  rng: ResolvedRNG) -> Drawn[DataT, OutT]:
+    """The secret, the selection, the bounded aggregate and the releases at ``a``'s bound."""
+    call = a.call
+    m = call.max_groups_per_item
+    secret = GroupSecret.draw(rng) if a.keyed else None
+    key = None if secret is None or m is None else secret.bounding_key
+    names, counted = call.groups, None
+    selection = a.selection(plan)
+    if selection is not None:
+        counted = a.sizes(plan, data, Bounding(None, m, key), selection)
+        sizes = np.asarray(counted.sizes, dtype=np.int64)
+        present = sizes >= 1
+        names = select_groups([g for g, k in zip(counted.names, present, strict=True) if k],
+                              sizes[present], selection, rng.generator)
+    assert names is not None
+    aggregate = a.aggregate(plan, data, Bounding(names, m, key), counted)
+    outs = a.release(plan, aggregate, names, secret, rng)
+    return Drawn(data, names, outs, secret, rng.seeded)
+
+
+@dataclass(frozen=True)
+class _Candidates(Generic[PlanT]):
+    """The plan of every candidate bound of ``max_groups_per_item="auto"`` (public)."""
+
+    plans: dict[int, PlanT]
+
+
+@dataclass(frozen=True)
+class _Chosen(Generic[DataT, OutT]):
+    """The draw of an ``"auto"`` call: the chosen bound, how, and the draw at it."""
+
+    choice: BoundChoice
+    drawn: Drawn[DataT, OutT]
+
+
+@dataclass(frozen=True)
+class AutoBoundSteps(Generic[PlanT, DataT, AggT, OutT, ResultT_co]):
+    """The pipeline steps of a grouped release with ``max_groups_per_item="auto"`` (module
+    docstring; :mod:`dpfreq.grouped.bound_choice`)."""
+
+    adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co]
+
+    def plan(self) -> _Candidates[PlanT]:
+        """Every candidate's plan; the call is refused (the last candidate's refusal) when no
+        candidate can be planned. Public parameters only, so the candidates are too."""
+        plans: dict[int, PlanT] = {}
+        refusal: ParameterError | None = None
+        for m in range(1, candidate_bound(self.adapter.call.groups) + 1):
+            try:
+                plans[m] = self.adapter.with_bound(m).plan()
+            except ParameterError as exc:
+                refusal = exc
+        if not plans:
+            assert refusal is not None
+            raise refusal
+        return _Candidates(plans)
+
+    def charge(self, plan: _Candidates[PlanT]) -> Charge:
+        return self.adapter.call.charge
+
+    def read(self, plan: _Candidates[PlanT]) -> Reading[DataT]:
+        m = min(plan.plans)
+        return self.adapter.with_bound(m).read(plan.plans[m])
+
+    def draw(self, plan: _Candidates[PlanT], data: DataT,
+             rng: ResolvedRNG) -> _Chosen[DataT, OutT]:
+        """After the spend: the noisy histogram (the first draw), the choice of ``m`` from it,
+        then the fixed-``m`` draw and the dropped fraction from the same histogram."""
+        a, call = self.adapter, self.adapter.call
+        assert call.capping_epsilon is not None
+        first = min(plan.plans)
+        hist = groups_histogram(a.distinct_groups(plan.plans[first], data, call.groups),
+                                candidate_bound(call.groups))
+        noisy, gamma = measure_histogram(hist, call.capping_epsilon, rng.generator)
+        bound = {m: a.with_bound(m) for m in plan.plans}
+        variances = {m: bound[m].noise_variance(p) for m, p in plan.plans.items()}
+        n_groups = None if call.groups is None else len(call.groups)
+        errors = predicted_errors(noisy, gamma, variances, n_groups)
+        m = choose_bound(errors)
+        drawn = draw_releases(bound[m], plan.plans[m], data, rng)
+        dropped = dropped_from_histogram(noisy, gamma, epsilon=call.capping_epsilon, m=m,
+                                         confidence=call.confidence)
+        choice = BoundChoice(m, call.capping_epsilon, float(gamma),
+                             tuple(int(x) for x in noisy), errors, n_groups)
+        return _Chosen(choice, dataclasses.replace(drawn, dropped=dropped))
+
+    def build(self, plan: _Candidates[PlanT], noisy: _Chosen[DataT, OutT]) -> ResultT_co:
+        m = noisy.choice.chosen
+        assert noisy.drawn.dropped is not None
+        result = self.adapter.with_bound(m).result(plan.plans[m], noisy.drawn)
+        out: ResultT_co = with_bound_choice(with_dropped(result, noisy.drawn.dropped),
+                                            noisy.choice)
+        return out
+
+
 def with_dropped(result: Any, dropped: DroppedFraction) -> Any:
     """A grouped release (a frozen dataclass) carrying its dropped-fraction estimate, its
     ``mechanism_params["capping"]`` saying how ε was shared."""
     return dataclasses.replace(result, dropped_fraction=dropped, mechanism_params={
         **result.mechanism_params, "capping": dropped.split})
+
+
+def with_bound_choice(result: Any, choice: BoundChoice) -> Any:
+    """A grouped release carrying how ``max_groups_per_item="auto"`` chose its bound
+    (``mechanism_params["bound_choice"]``: ``m``, ``ε_c``, the noisy histogram, the predicted
+    errors and why)."""
+    return dataclasses.replace(result, mechanism_params={
+        **result.mechanism_params, "bound_choice": choice.to_dict()})
 
 
 def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *,
@@ -338,4 +467,6 @@ def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *
     >>> sorted(out)
     ['a', 'b', 'c']
     """
-    return run_release(GroupedSteps(adapter), accountant=accountant, rng=rng)
+    steps: Any = (AutoBoundSteps(adapter) if adapter.call.auto_bound
+                  else GroupedSteps(adapter))
+    return run_release(steps, accountant=accountant, rng=rng)

@@ -49,12 +49,13 @@ import numpy as np
 
 from dpfreq._noise_laws import discrete_laplace_tail_bound
 from dpfreq._validate import check_epsilon, message
-from dpfreq.errors import DPFreqWarning, ParameterError
+from dpfreq.errors import DPFreqWarning, ParameterError, user_stacklevel
 from dpfreq.grouped.accounting import epsilon_at_most
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 
 __all__ = ["WARN_ABOVE", "CappingSums", "DroppedFraction", "capping_bound", "capping_sums",
-           "check_capping_epsilon", "dropped_interval", "measure_dropped", "release_epsilon"]
+           "check_capping_epsilon", "dropped_from_histogram", "dropped_interval",
+           "measure_dropped", "release_epsilon"]
 
 #: the lower end of the interval above which the release warns (:class:`DPFreqWarning`)
 WARN_ABOVE = 0.10
@@ -169,7 +170,12 @@ class DroppedFraction:
         The two noisy sums (the measurement; everything else is computed from them).
     noise_quantile : int
         ``q``: each sum's noise exceeds ``q`` in magnitude with probability at most
-        ``(1 − confidence)/2``.
+        ``(1 − confidence)/2`` (measured from the histogram: both sums' noises are within
+        ``q`` together with probability at least ``confidence``).
+    measurement : {"sums", "histogram"}
+        What was noised: the two sums (a fixed ``m``), or the histogram of groups per item
+        of ``max_groups_per_item="auto"`` (:mod:`dpfreq.grouped.bound_choice`; ``M`` its
+        largest candidate, the sums post-processing of it).
     """
 
     value: float
@@ -184,6 +190,14 @@ class DroppedFraction:
     noisy_total: int
     noisy_dropped: int
     noise_quantile: int
+    measurement: str = "sums"
+
+    @property
+    def _noised(self) -> str:
+        if self.measurement == "histogram":
+            return (f"the histogram of the items' number of groups (M = {self.bound} bins, ℓ1 "
+                    "sensitivity 1; the two sums and the choice of m are post-processing)")
+        return f"two sums of ℓ1 sensitivity 2M − m = {self.sensitivity}"
 
     @property
     def description(self) -> str:
@@ -193,16 +207,14 @@ class DroppedFraction:
                 f"pairs (interval [{self.lower:.3%}, {self.upper:.3%}] with probability at "
                 f"least {self.confidence:g}; each item counted up to M = {big} groups), "
                 f"measured with ε_c = {self.epsilon:g} (pure, exact discrete Laplace noise on "
-                f"two sums of ℓ1 sensitivity 2M − m = {self.sensitivity}; basic composition "
-                "with the rest of the call).")
+                f"{self._noised}; basic composition with the rest of the call).")
 
     @property
     def split(self) -> str:
         """How the call's ε is shared with this measurement (``mechanism_params["capping"]``)."""
         return (f"ε_c = {self.epsilon:g} of ε measures the fraction of (item, group) pairs the "
-                f"cap dropped (pure ε_c-DP: exact discrete Laplace on two sums of ℓ1 "
-                f"sensitivity 2M − m = {self.sensitivity}, M = {self.bound}); the rest of ε is "
-                "accounted as stated (basic composition)")
+                f"cap dropped (pure ε_c-DP: exact discrete Laplace on {self._noised}, "
+                f"M = {self.bound}); the rest of ε is accounted as stated (basic composition)")
 
     @classmethod
     def from_dict(cls, d: Any) -> DroppedFraction:
@@ -214,6 +226,11 @@ class DroppedFraction:
         out: dict[str, Any] = {}
         for name in names:
             x = d.get(name)
+            if name == "measurement":
+                if x not in (None, "sums", "histogram"):
+                    raise ValueError("dropped_fraction['measurement'] is malformed")
+                out[name] = x or "sums"
+                continue
             want = int if kinds[name] in ("int", int) else float
             if isinstance(x, bool) or not isinstance(x, int | float) or (
                     want is int and not isinstance(x, int)):
@@ -228,7 +245,8 @@ class DroppedFraction:
                 "max_groups_per_item": self.max_groups_per_item, "bound": self.bound,
                 "sensitivity": self.sensitivity, "gamma": self.gamma,
                 "noisy_total": self.noisy_total, "noisy_dropped": self.noisy_dropped,
-                "noise_quantile": self.noise_quantile, "description": self.description}
+                "noise_quantile": self.noise_quantile, "measurement": self.measurement,
+                "description": self.description}
 
 
 def measure_dropped(sums: CappingSums, *, epsilon: float, m: int, confidence: float,
@@ -245,9 +263,44 @@ def measure_dropped(sums: CappingSums, *, epsilon: float, m: int, confidence: fl
     est, lower, upper = dropped_interval(noisy_total, noisy_dropped, q, m, bound)
     out = DroppedFraction(est, lower, upper, confidence, epsilon, m, bound, sens,
                           float(gamma), noisy_total, noisy_dropped, q)
-    if lower > WARN_ABOVE:
-        warnings.warn(f"the cap max_groups_per_item = {m} dropped at least {lower:.1%} of the "
-                      f"(item, group) pairs (estimate {est:.1%}, confidence {confidence:g}): "
-                      "per-group values are biased low; raise max_groups_per_item.",
-                      DPFreqWarning, stacklevel=2)
+    warn_if_large(out)
     return out
+
+
+def dropped_from_histogram(noisy: Any, gamma: Fraction, *, epsilon: float, m: int,
+                           confidence: float) -> DroppedFraction:
+    """The dropped fraction at ``m`` from the noisy histogram ``h̃_v`` (``v = 1..M``) of
+    :mod:`dpfreq.grouped.bound_choice` (post-processing only): ``T̃ = Σ_v h̃_v v`` and
+    ``D̃ = Σ_v h̃_v (v − m)⁺``. With ``q`` the exact ``1 − β/M`` quantile of one bin's
+    ``|Z|``, every bin's noise is within ``q`` with probability at least ``1 − β`` (union
+    bound), and then both sums within ``q Σ_v v``, the quantile the interval uses.
+
+    Examples
+    --------
+    >>> d = dropped_from_histogram([100, 0, 0, 100], Fraction(1), epsilon=1.0, m=2,
+    ...                            confidence=0.95)
+    >>> d.noisy_total, d.noisy_dropped, d.value
+    (500, 200, 0.4)
+    """
+    h = np.asarray(noisy, dtype=np.int64)
+    bound = int(h.size)
+    v = np.arange(1, bound + 1, dtype=np.int64)
+    noisy_total = int(h @ v)
+    noisy_dropped = int(h @ np.maximum(v - m, 0))
+    q = discrete_laplace_tail_bound((1.0 - confidence) / bound, gamma) * int(v.sum())
+    est, lower, upper = dropped_interval(noisy_total, noisy_dropped, q, m, bound)
+    out = DroppedFraction(est, lower, upper, confidence, epsilon, m, bound, 1, float(gamma),
+                          noisy_total, noisy_dropped, q, "histogram")
+    warn_if_large(out)
+    return out
+
+
+def warn_if_large(out: DroppedFraction) -> None:
+    """Warn (:class:`DPFreqWarning`, at the user's call) when the interval's lower end exceeds
+    :data:`WARN_ABOVE`."""
+    if out.lower > WARN_ABOVE:
+        warnings.warn(f"the cap max_groups_per_item = {out.max_groups_per_item} dropped at "
+                      f"least {out.lower:.1%} of the (item, group) pairs (estimate "
+                      f"{out.value:.1%}, confidence {out.confidence:g}): per-group values are "
+                      "biased low; raise max_groups_per_item.",
+                      DPFreqWarning, stacklevel=user_stacklevel())

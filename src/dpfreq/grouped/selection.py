@@ -49,11 +49,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq._validate import DELTA_CEILING, check_choice, check_epsilon, check_int, message
 from dpfreq.accounting.mechanisms import PartitionSelection
 from dpfreq.accounting.numbers import exp_bound, fixed_point
 from dpfreq.errors import ParameterError, public_errors
-from dpfreq.grouped.set_union import SetUnionPlan, plan_set_union, set_union_weights
+from dpfreq.grouped.set_union import (
+    SELECTION_PARAMETERS,
+    SetUnionPlan,
+    plan_set_union,
+    set_union_weights,
+)
 from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
 __all__ = [
@@ -64,6 +70,7 @@ __all__ = [
     "SelectionPlan",
     "check_selection_delta",
     "check_selection_mechanism",
+    "group_entries",
     "group_weights",
     "plan_partition_selection",
     "plan_selection",
@@ -86,6 +93,17 @@ def selection_statement(counted: str, plan: Any = None) -> str:
                 "each item spreads one unit of weight over its kept groups; see 'selection')")
     return ("private partition selection of the data's groups (the truncated geometric "
             f"mechanism, exact, on each group's {counted}; see 'selection')")
+
+
+def group_entries(counted: str, plan: Any, split: str) -> dict[str, Any]:
+    """The last entries of a grouped release's ``mechanism_params``, in this order: how its
+    groups were chosen (``"groups"``: a public list, or :func:`selection_statement` of
+    ``counted`` and the selection ``plan``), how ε was shared (``"split"``) and, when the
+    groups were selected, the selection itself (``"selection"``)."""
+    if plan is None:
+        return {"groups": "public list (rows of other groups dropped)", "split": split}
+    return {"groups": selection_statement(counted, plan), "split": split,
+            "selection": plan.to_dict()}
 
 
 #: Share of a grouped call's ε spent on selecting the groups (the rest releases them).
@@ -230,6 +248,7 @@ def check_selection_delta(delta: Any, what: str = "for private partition "
     return x
 
 
+@fill_doc(selection_parameters=SELECTION_PARAMETERS)
 @public_errors("plan_selection")
 def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
                    why: str = "") -> SelectionPlan:
@@ -238,12 +257,9 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
 
     Parameters
     ----------
-    epsilon : float
-        ε spent on the selection.
-    delta : float
-        δ in (0, 1e-3].
-    max_groups_per_item : int
-        ``m >= 1``.
+    [[selection_parameters]]
+    func : str
+        Public function name for error messages.
     why : str
         How the mechanism was chosen, kept in the plan.
 

@@ -72,13 +72,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq._validate import check_epsilon, check_int
 from dpfreq.accounting.losses import ApproximateDP
 from dpfreq.accounting.numbers import exp_bound, fixed_point
 from dpfreq.errors import public_errors
 from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
-__all__ = ["SetUnionPlan", "plan_set_union", "set_union_scale", "set_union_weights"]
+__all__ = ["SELECTION_PARAMETERS", "SetUnionPlan", "plan_set_union", "set_union_scale",
+           "set_union_weights"]
+
+#: The numpydoc entries of the privacy parameters every selection plan takes (fill_doc).
+SELECTION_PARAMETERS = """epsilon : float
+    ε spent on the selection.
+delta : float
+    δ in (0, 1e-3].
+max_groups_per_item : int
+    ``m >= 1``."""
 
 #: ``m`` above which the scale stops growing (``lcm(1..12) = 27,720``): beyond it an item's
 #: weight ``⌊L/s⌋`` loses less than ``m/L`` of its share to the floor.
@@ -223,19 +233,18 @@ def set_union_weights(group_index: NDArray[np.int64], groups_per_item: NDArray[n
                        minlength=n_groups).astype(np.int64)
 
 
+@fill_doc(selection_parameters=SELECTION_PARAMETERS)
 @public_errors("plan_set_union")
 def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
                    why: str = "") -> SetUnionPlan:
-    """Calibrate the weighted set union: ``L``, ``γ = ε/L`` and the certified threshold ``τ``.
+    """Calibrate the weighted set union: ``L``, ``γ = ε/L`` and the certified threshold ``τ``
+    (``delta`` is checked by the caller).
 
     Parameters
     ----------
-    epsilon : float
-        ε spent on the selection.
-    delta : float
-        δ in (0, 1e-3] (checked by the caller).
-    max_groups_per_item : int
-        ``m >= 1``.
+    [[selection_parameters]]
+    func : str
+        Public function name for error messages.
     why : str
         How the mechanism was chosen, kept in the plan.
 

@@ -213,7 +213,7 @@ def release_profile(
     rng: RNGLike = None,
     accountant: BudgetAccountant | None = None,
     group: str | None = None,
-    max_groups_per_item: int | None = None,
+    max_groups_per_item: int | str | None = None,
     groups: Any = None,
     delta: float | None = None,
     selection_epsilon: float | str = "auto",
@@ -272,7 +272,9 @@ def release_profile(
         any noise is drawn; a refused call spends nothing.
     group, max_groups_per_item, groups : optional
         A grouped release (:func:`dpfreq.profile.grouped.release_grouped_profile`): the group
-        column, the public bound ``m`` on groups per item (required with ``group``) and the
+        column, the public bound ``m`` on groups per item (required with ``group``; or
+        ``"auto"``: chosen privately in 1..16 to minimise the predicted bias + noise, with
+        ``capping_epsilon`` paying for it, :mod:`dpfreq.grouped.bound_choice`) and the
         public list of groups; returns a :class:`~dpfreq.grouped.GroupedRelease`.
     delta : float, optional
         Only for a grouped release: δ in (0, 1e-3]. Without ``groups`` it pays for the private
@@ -296,6 +298,9 @@ def release_profile(
         ``epsilon``, in (0, ``epsilon``), that measures the fraction of (item, group) pairs the
         cap ``max_groups_per_item`` dropped (``rel.dropped_fraction``, with its interval;
         :mod:`dpfreq.grouped.dropped`); the release spends the rest (basic composition).
+        Required with ``max_groups_per_item="auto"``: it then measures the histogram of
+        groups per item that ``m`` and the dropped fraction are computed from
+        (``mechanism_params["bound_choice"]`` states ``m``, this ε and why).
 
     Returns
     -------

@@ -15,12 +15,14 @@ grouped query, selects the groups and noises each one.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpfreq._noise_laws import discrete_laplace_variance
 from dpfreq._validate import warn_large_delta
 from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import (
@@ -36,6 +38,7 @@ from dpfreq.grouped.accounting import (
     check_selection_share,
     choose_group_accounting,
 )
+from dpfreq.grouped.bound_choice import resolve_auto
 from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.checks import check_bound, check_group_selection
 from dpfreq.grouped.driver import (
@@ -51,8 +54,8 @@ from dpfreq.grouped.result import GroupedRelease
 from dpfreq.grouped.selection import (
     AnySelection,
     check_selection_mechanism,
+    group_entries,
     group_weights,
-    selection_statement,
 )
 from dpfreq.pipeline import Charge, Reading
 from dpfreq.profile.direct import direct_layout
@@ -152,14 +155,10 @@ class GroupedProfileMechanism:
                         f"{'the listed groups' if sel is None else 'its groups'}, chosen "
                         "uniformly by a keyed rank of (key, item, group)",
             "coverage": capping_statement(m),
-            "groups": "public list (rows of other groups dropped)",
-            "split": share}
-        if sel is not None:
-            out["groups"] = selection_statement("item count", sel)
-            out["split"] = (f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
-                            f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
-                            f"releases them at {share}")
-            out["selection"] = sel.to_dict()
+            **group_entries("item count", sel, share if sel is None else (
+                f"ε_selection = {sel.epsilon:.6g} selects the groups (with δ = "
+                f"{sel.delta:g}); the rest, ε_r = {acc.release_epsilon:.6g}, "
+                f"releases them at {share}"))}
         return out
 
 
@@ -176,6 +175,7 @@ class GroupedProfileArgs:
     selection_epsilon: float | None = None
     selection: str = "auto"
     capping_epsilon: float | None = None
+    auto_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,20 @@ class GroupedProfileAdapter:
     def call(self) -> GroupedCall:
         a = self.args
         return GroupedCall(Charge(a.par.epsilon, a.delta, a.par.unit, _FUNC), a.group, a.names,
-                           a.max_groups_per_item, a.capping_epsilon, a.par.confidence)
+                           a.max_groups_per_item, a.capping_epsilon, a.par.confidence,
+                           a.auto_bound)
+
+    def with_bound(self, m: int) -> GroupedProfileAdapter:
+        """This adapter at the fixed bound ``m``."""
+        return dataclasses.replace(self, args=dataclasses.replace(
+            self.args, max_groups_per_item=m, auto_bound=False))
+
+    def noise_variance(self, plan: _Plan) -> float:
+        """One group's predicted variance of its items at counts ``t >= 1`` (the sum of the
+        ``n`` noisy classes ``t >= 1``, each ``DLap`` at the direct layout's γ)."""
+        par = self.args.par
+        layout = direct_layout(par.unit, plan.epsilon_per_group, par.max_count)
+        return par.max_count * discrete_laplace_variance(layout.gamma)
 
     def plan(self) -> _Plan:
         a, par = self.args, self.args.par
@@ -283,8 +296,9 @@ class GroupedProfileAdapter:
         return _Classes(data.engine.name,
                         _group_classes(gp, rows, par.domain_size, par.max_count))
 
-    def distinct_groups(self, plan: _Plan, data: _Checked, names: tuple[str, ...]) -> Any:
-        """Each item's number of distinct released groups (for the dropped fraction)."""
+    def distinct_groups(self, plan: _Plan, data: _Checked, names: tuple[str, ...] | None
+                        ) -> Any:
+        """Each item's number of distinct groups among ``names`` (None: all)."""
         a = self.args
         return data.engine.grouped_count_of_counts(self.source, CountRequest(
             a.item, Grouping(a.group, names, None), per_item="distinct_groups"))
@@ -369,10 +383,14 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     release given the selected set is ``(ε_r, δ_r)``-DP, so the call is ``(ε, δ)``-DP. Group
     names come from the public list or from the selection, never from the data directly. With
     ``capping_epsilon = ε_c`` everything above runs at ``ε − ε_c`` and the dropped fraction
-    is ``ε_c``-DP (:mod:`dpfreq.grouped.dropped`): basic composition, ``(ε, δ)`` in all.
+    is ``ε_c``-DP (:mod:`dpfreq.grouped.dropped`): basic composition, ``(ε, δ)`` in all. With
+    ``max_groups_per_item="auto"`` the ``ε_c``-DP measurement is the histogram of groups per
+    item and ``m`` is post-processing of it (:mod:`dpfreq.grouped.bound_choice`); the argument
+    above holds for every fixed ``m``: ``(ε, δ)`` by adaptive composition.
     """
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct")
-    group, m = check_bound(group, max_groups_per_item, par.unit)
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit)
+    group, m = check_bound(group, bound, par.unit)
     names, dlt = check_group_selection(groups, delta, delta_with_list=True)
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
@@ -381,6 +399,6 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     sel_eps = check_selection_share(selection_epsilon, release_epsilon(par.epsilon, cap_eps),
                                     names is not None)
     args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
-                              check_selection_mechanism(selection), cap_eps)
+                              check_selection_mechanism(selection), cap_eps, auto)
     return run_grouped(GroupedProfileAdapter(args, source, engine, release_one),
                        accountant=accountant, rng=resolve_rng(rng))

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dpfreq._display import PlanSummary
+from dpfreq._docstrings import fill_doc
 from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import (
     check_choice,
@@ -24,7 +25,7 @@ from dpfreq._validate import (
     message,
     warn_large_delta,
 )
-from dpfreq.accounting.plans import BudgetShare, with_budget_share
+from dpfreq.accounting.plans import ACCOUNTANT_PARAMETER, BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
@@ -299,6 +300,7 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
     return plan
 
 
+@fill_doc(accountant=ACCOUNTANT_PARAMETER)
 @public_errors("plan_profile")
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str = "auto", confidence: float = 0.95, group: str | None = None,
@@ -327,9 +329,7 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         partition selection with half of ε), and over a public list of groups the
         simultaneous plan. Warns
         (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
-    accountant : Accountant or Ledger, optional
-        Say (``budget``) how much of its remaining budget the release would take under its
-        rule and how many such releases still fit; nothing is spent.
+    [[accountant]]
 
     Returns
     -------

@@ -178,12 +178,8 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = storage.make_engine(config.db)
-        await asyncio.to_thread(storage.upgrade, engine)
-        service = Service(engine)
-        if config.admin_token:
-            log_bootstrap(await asyncio.to_thread(service.bootstrap_admin, config.admin_token))
-
+        service = await open_service(config)
+        engine = service.engine
         ingestor, tokens = _start_threads(service, config, metrics)
         app.state.service = service
         app.state.ingestor = ingestor
@@ -228,6 +224,18 @@ def create_app(config: ServerConfig) -> FastAPI:
     install_handlers(app)
     install_openapi(app)
     return app
+
+
+async def open_service(config: Any) -> Service:
+    """The first steps of every start (the collection service's and a shuffle role's): connect
+    to ``config.db``, apply the migrations and register ``config.admin_token`` (logged by
+    :func:`log_bootstrap`)."""
+    engine = storage.make_engine(config.db)
+    await asyncio.to_thread(storage.upgrade, engine)
+    service = Service(engine)
+    if config.admin_token:
+        log_bootstrap(await asyncio.to_thread(service.bootstrap_admin, config.admin_token))
+    return service
 
 
 def log_bootstrap(outcome: StartToken) -> None:

@@ -9,7 +9,7 @@ laws of answers and bands (:mod:`dpfreq.windows.laws`), the structures and their
 (:mod:`dpfreq.windows.structures`) and grouped releases (:mod:`dpfreq.windows.grouped`)."""
 
 from dpfreq.windows.api import release_window_counts
-from dpfreq.windows.grouped.release import GroupedWindowCountsPlan
+from dpfreq.windows.grouped.plan import GroupedWindowCountsPlan
 from dpfreq.windows.grouped.result import GroupedWindowRelease
 from dpfreq.windows.plan import WindowCountsPlan, plan_window_counts
 from dpfreq.windows.result import WindowCountsRelease

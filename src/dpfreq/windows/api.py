@@ -141,7 +141,7 @@ def release_window_counts(
     rng: RNGLike = None,
     accountant: BudgetAccountant | None = None,
     group: str | None = None,
-    max_groups_per_item: int | None = None,
+    max_groups_per_item: int | str | None = None,
     groups: Any = None,
     selection_epsilon: float | str = "auto",
     selection: str = "auto",
@@ -249,7 +249,11 @@ def release_window_counts(
         in (0, ``epsilon``), that measures the fraction of (item, group) pairs the cap
         ``max_groups_per_item`` dropped (``rel.dropped_fraction``, with its interval;
         :mod:`dpfreq.grouped.dropped`); the release spends the rest (basic composition).
-        Refused at ``unit="event"`` (nothing is capped).
+        Refused at ``unit="event"`` (nothing is capped). Required with
+        ``max_groups_per_item="auto"``: ``m`` is then chosen in 1..16 from a noisy histogram
+        of groups per item measured with this share, to minimise the predicted bias + noise
+        (:mod:`dpfreq.grouped.bound_choice`; ``mechanism_params["bound_choice"]`` states
+        ``m``, this ε and why), and the dropped fraction is post-processing of it.
 
     Returns
     -------

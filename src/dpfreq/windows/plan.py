@@ -380,10 +380,11 @@ def plan_window_counts(
     confidence: float = 0.95,
     scale: int | None = None,
     group: str | None = None,
-    max_groups_per_item: int | None = None,
+    max_groups_per_item: int | str | None = None,
     groups: Any = None,
     selection_epsilon: float | str = "auto",
     selection: str = "auto",
+    capping_epsilon: float | None = None,
     accountant: Any = None,
 ) -> Any:
     """Predict the intervals of :func:`~dpfreq.windows.release_window_counts` before running it.
@@ -392,7 +393,7 @@ def plan_window_counts(
     ----------
     horizon, start, end, period, time_unit, timezone, epsilon, delta, unit, k_values, windows, \
 method, singleton, confidence, group, max_groups_per_item, groups, selection_epsilon, \
-selection
+selection, capping_epsilon
         As in :func:`~dpfreq.windows.release_window_counts` (the same checks, the same
         structure choice, the same split of the budget).
     scale : int, optional
@@ -440,14 +441,17 @@ selection
                               delta=delta, unit=unit, k_values=k_values,
                               windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
+    if capping_epsilon is not None and group is None:
+        raise ParameterError(message("capping_epsilon", "None without group= (only a "
+                                     "grouped release caps groups per item)", capping_epsilon))
     if group is not None or max_groups_per_item is not None or groups is not None:
-        from dpfreq.windows.grouped.release import plan_grouped_window_counts
+        from dpfreq.windows.grouped.plan import plan_grouped_window_counts
 
         grouped = plan_grouped_window_counts(
             par, group, groups, max_groups_per_item,
             lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
                                               singleton, sc, rho), selection_epsilon,
-            selection)
+            selection, capping_epsilon)
         return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
                                  unit=par.unit)
     out = window_plan(par, singleton, sc)

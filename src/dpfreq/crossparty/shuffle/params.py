@@ -27,16 +27,27 @@ from typing import Any
 
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
 from dpfreq.budget import exact_fraction
-from dpfreq.crossparty.params import HASH_NAME, CrossPartyParams
-from dpfreq.crossparty.public_file import PublicParamsFile
+from dpfreq.crossparty.params import CrossPartyParams, RegisterSpaceFields
 from dpfreq.errors import ParameterError, public_errors
 
-__all__ = ["MAX_PARTIES", "RING_BITS", "ShuffleParams", "parse_deadline"]
+__all__ = ["EXAMPLE_ONE_PARTY", "EXAMPLE_TWO_PARTIES", "MAX_PARTIES", "RING_BITS", "ShuffleParams",
+           "parse_deadline"]
 
 #: Additive shares live in the integers modulo ``2^RING_BITS``.
 RING_BITS = 32
 #: Most parties of one measurement (``P·K`` stays far below ``2^32``).
 MAX_PARTIES = 1000
+#: Docstring examples' parameters (fill_doc fragments): one party ``tv``, 4 registers in 0..2.
+EXAMPLE_ONE_PARTY = """>>> params = ShuffleParams(
+...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
+...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
+...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)"""
+#: Two parties ``tv`` and ``web``, 8 registers in 0..3, the union only.
+EXAMPLE_TWO_PARTIES = """>>> params = ShuffleParams(
+...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
+...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
+...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
+...     key_id="0" * 32)"""
 _KIND = "crossparty-shuffle-params"
 _VERSION = 1
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -83,7 +94,7 @@ def _parties(value: Any) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffleParams(PublicParamsFile):
+class ShuffleParams(RegisterSpaceFields):
     """The public parameters of a cross-party measurement through the two-worker shuffle.
 
     Parameters
@@ -155,13 +166,7 @@ class ShuffleParams(PublicParamsFile):
     VERSION = _VERSION
     FIELDS = _FIELDS
     WHAT = "shuffle parameters"
-    FRACTIONS = ("sampling_start", "sampling_width")
 
-    measurement: str
-    registers: int
-    sampling_start: Fraction | float | str
-    sampling_width: Fraction | float | str
-    max_frequency: int
     epsilon: float
     delta: float
     parties: tuple[str, ...]
@@ -177,11 +182,7 @@ class ShuffleParams(PublicParamsFile):
                                          "lower-case letters, digits, _ and -",
                                          self.measurement))
         # the same rules, named as this class's fields (the outermost public call names them)
-        space = CrossPartyParams(
-            measurement=self.measurement, registers=self.registers,
-            sampling_start=self.sampling_start, sampling_width=self.sampling_width,
-            max_frequency=self.max_frequency, epsilon_reach=1.0, epsilon_frequency=None,
-            hash=self.hash, key_id=self.key_id)
+        space = self.register_space()
         for name in ("registers", "sampling_start", "sampling_width", "max_frequency"):
             object.__setattr__(self, name, getattr(space, name))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
@@ -224,12 +225,14 @@ class ShuffleParams(PublicParamsFile):
     def register_space(self) -> CrossPartyParams:
         """The register space as :class:`~dpfreq.crossparty.CrossPartyParams`, for computing
         a party's register frequencies (which reads only ``R``, the sampling interval,
-        ``K``, the hash and the key's fingerprint; its ε fields are not used)."""
+        ``K``, the hash and the key's fingerprint; its ε fields are not used, so
+        ``epsilon_reach`` is a placeholder 1.0). The parameters' own check builds it too: the
+        register space has :class:`~dpfreq.crossparty.CrossPartyParams`'s rules."""
         return CrossPartyParams(
             measurement=self.measurement, registers=self.registers,
             sampling_start=self.sampling_start, sampling_width=self.sampling_width,
-            max_frequency=self.max_frequency, epsilon_reach=self.epsilon,
-            epsilon_frequency=None, hash=HASH_NAME, key_id=self.key_id)
+            max_frequency=self.max_frequency, epsilon_reach=1.0, epsilon_frequency=None,
+            hash=self.hash, key_id=self.key_id)
 
     @public_errors("ShuffleParams")
     def party_index(self, party: str) -> int:

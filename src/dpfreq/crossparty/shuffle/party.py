@@ -18,9 +18,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._docstrings import fill_doc
 from dpfreq._validate import message
 from dpfreq.crossparty.registers import check_log_spec, register_frequencies
-from dpfreq.crossparty.shuffle.params import ShuffleParams
+from dpfreq.crossparty.shuffle.params import (
+    EXAMPLE_ONE_PARTY,
+    EXAMPLE_TWO_PARTIES,
+    ShuffleParams,
+)
 from dpfreq.crossparty.shuffle.shares import (
     SEED_BYTES,
     Frame,
@@ -51,6 +56,7 @@ def party_mask_label(param_id: str, party: str, share_id: str) -> str:
     return f"party|{param_id}|{party}|{share_id}"
 
 
+@fill_doc(two_parties=EXAMPLE_TWO_PARTIES)
 @dataclass(frozen=True, repr=False)
 class PartyShares:
     """One party's two shares of its register frequencies (secret: together they are the
@@ -71,11 +77,7 @@ class PartyShares:
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
-    ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-    ...     key_id="0" * 32)
+    [[two_parties]]
     >>> s = share_registers(np.array([0, 1, 3, 0, 0, 2, 0, 1]), params=params, party="web",
     ...                     rng=1)
     >>> s.seed_worker, len(s.frame(0)) > len(s.frame(1))
@@ -108,6 +110,7 @@ class PartyShares:
                              "registers": self.params.registers}, payload)
 
 
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 @public_errors("share_values")
 def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
                  rng: RNGLike = None) -> PartyShares:
@@ -117,10 +120,7 @@ def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
-    ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+    [[one_party]]
     >>> share_values(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3).vector.dtype
     dtype('uint32')
     """
@@ -139,6 +139,7 @@ def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
                        vector=split_vector(x, seed, label), seeded=resolved.seeded)
 
 
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 @public_errors("share_registers")
 def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
                     rng: RNGLike = None) -> PartyShares:
@@ -146,10 +147,7 @@ def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
-    ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+    [[one_party]]
     >>> share_registers(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3).party
     'tv'
     """
@@ -223,6 +221,7 @@ def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key:
     return share_values(counts.values, params=params, party=party, rng=rng)
 
 
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def read_party_share(data: bytes, params: ShuffleParams, *, party: str | None = None,
                      label: str = "the share") -> Frame:
     """Check a party's share message against the parameters (and the sending party).
@@ -235,10 +234,7 @@ def read_party_share(data: bytes, params: ShuffleParams, *, party: str | None = 
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
-    ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+    [[one_party]]
     >>> s = share_values(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3)
     >>> read_party_share(s.frame(0), params, party="tv").header["form"]
     'seed'
@@ -268,15 +264,13 @@ def read_party_share(data: bytes, params: ShuffleParams, *, party: str | None = 
     return frame
 
 
+@fill_doc(one_party=EXAMPLE_ONE_PARTY)
 def share_words(frame: Frame, params: ShuffleParams) -> NDArray[np.uint32]:
     """The ``R`` words a checked party share stands for (a seed expanded to its mask).
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
-    ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+    [[one_party]]
     >>> s = share_values(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3)
     >>> a, b = (share_words(read_party_share(s.frame(i), params), params) for i in (0, 1))
     >>> (a + b).tolist()

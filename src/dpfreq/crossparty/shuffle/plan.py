@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpfreq.crossparty.shuffle.params import ShuffleParams
+from dpfreq._docstrings import fill_doc
+from dpfreq.crossparty.shuffle.params import EXAMPLE_TWO_PARTIES, ShuffleParams
 from dpfreq.errors import DataError
 
 __all__ = ["MISSING_REASONS", "Plan", "make_plan"]
@@ -89,17 +90,14 @@ class Plan:
         return cls(included=expected.included, missing=missing, entities=entities)
 
 
+@fill_doc(two_parties=EXAMPLE_TWO_PARTIES)
 def make_plan(params: ShuffleParams, first: Mapping[str, str], second: Mapping[str, str]
               ) -> Plan:
     """The plan from the shares each worker holds (``party -> share id``; worker 0's first).
 
     Examples
     --------
-    >>> params = ShuffleParams(
-    ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
-    ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-    ...     key_id="0" * 32)
+    [[two_parties]]
     >>> make_plan(params, {"tv": "1" * 32, "web": "2" * 32},
     ...           {"tv": "1" * 32, "web": "3" * 32}).missing
     (('web', 'mismatch'),)

@@ -40,7 +40,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
 from dpfreq.crossparty.shuffle import Plan, dummy_law
@@ -55,6 +55,7 @@ from .common import (
     BINARY_BODY,
     Created,
     MeasurementRow,
+    ParamsBody,
     Refused,
     TokenIssued,
     authorize,
@@ -69,13 +70,8 @@ __all__ = ["AggregatorCreate", "router"]
 router = APIRouter()
 
 
-class AggregatorCreate(BaseModel):
+class AggregatorCreate(ParamsBody):
     """A measurement to aggregate."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    params: str = Field(max_length=1 << 20, description="The sealed public parameters "
-                        "(ShuffleParams.to_json()).")
 
 
 class WorkerTokenRequest(BaseModel):

@@ -23,11 +23,9 @@ from fastapi import FastAPI
 
 from dpfreq import __version__
 
-from .. import storage
 from ..errors import install_handlers
 from ..limits import BodyLimit
 from ..observe import Metrics, ObserveMiddleware
-from ..service import Service
 from . import aggregator, worker
 from .common import common_router
 from .worker_driver import WorkerDriver
@@ -101,18 +99,15 @@ def create_role_app(config: Any) -> FastAPI:
         On start it applies the migrations, registers the admin token and (worker) starts
         the driver; on shutdown it stops the driver and closes the connections.
     """
-    from ..app import log_bootstrap
+    from ..app import open_service
 
     role = config.role
     metrics = role_metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = storage.make_engine(config.db)
-        await asyncio.to_thread(storage.upgrade, engine)
-        service = Service(engine)
-        if config.admin_token:
-            log_bootstrap(await asyncio.to_thread(service.bootstrap_admin, config.admin_token))
+        service = await open_service(config)
+        engine = service.engine
         app.state.service = service
         driver = WorkerDriver(engine, metrics) if role == "worker" else None
         stop = asyncio.Event()

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from dpfreq.crossparty.shuffle import ShuffleParams
@@ -30,7 +30,8 @@ from ..auth import Principal, parse_bearer
 from ..service import Service
 from . import tables
 
-__all__ = ["BINARY_BODY", "Created", "MeasurementRow", "Refused", "TokenIssued", "audit",
+__all__ = ["BINARY_BODY", "Created", "MeasurementRow", "ParamsBody", "Refused", "TokenIssued",
+           "audit",
            "authorize", "common_router", "create_measurement", "create_row", "issue",
            "load_measurement", "measurement_or_404", "read_body", "update_row"]
 
@@ -40,6 +41,16 @@ log = logging.getLogger("dpfreq.server")
 #: The OpenAPI description of a binary frame body (a party's share, a worker's output).
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
+
+
+class ParamsBody(BaseModel):
+    """A request that creates a measurement: its sealed public parameters (a role's request
+    adds its own fields)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    params: str = Field(max_length=1 << 20, description="The sealed public parameters "
+                        "(ShuffleParams.to_json()).")
 
 
 class TokenIssued(BaseModel):

@@ -49,6 +49,7 @@ from .common import (
     BINARY_BODY,
     Created,
     MeasurementRow,
+    ParamsBody,
     Refused,
     TokenIssued,
     authorize,
@@ -65,13 +66,9 @@ router = APIRouter()
 _PEER_URL = r"^https?://[^\s]{1,500}$"
 
 
-class WorkerCreate(BaseModel):
+class WorkerCreate(ParamsBody):
     """A worker's part in a measurement."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    params: str = Field(max_length=1 << 20, description="The sealed public parameters "
-                        "(ShuffleParams.to_json()).")
     position: Literal[0, 1] = Field(description="0: the worker that fixes the plan; 1: the "
                                                 "other.")
     peer_url: str = Field(pattern=_PEER_URL, description="The other worker's base URL.")

@@ -15,24 +15,21 @@ and attaches every group's structures to the shared keyed noise source.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from dpfreq._display import PlanSummary
-from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import CountRequest, Grouping, SummaryRequest
-from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.errors import DataError, ParameterError
+from dpfreq.grouped.bound_choice import resolve_auto
 from dpfreq.grouped.checks import check_bound, check_grouping
 from dpfreq.grouped.driver import Bounding, Candidates, Drawn, GroupedCall, GroupSecret, run_grouped
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.grouped.selection import AnySelection, check_selection_mechanism, group_weights
-from dpfreq.grouped.set_union import SetUnionPlan
 from dpfreq.pipeline import Charge, Reading
 from dpfreq.rng import ResolvedRNG, resolve_rng
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
@@ -46,13 +43,13 @@ from dpfreq.windows.grouped.result import (
     group_states,
 )
 from dpfreq.windows.params import WindowBuild, WindowParams
+from dpfreq.windows.state import route
 
 #: The ledger label of a grouped window release: the function that charges it.
 _LABEL = "release_window_counts"
 
-__all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "GroupedWindowCountsPlan",
-           "check_window_grouping",
-           "plan_grouped_window_counts", "release_grouped_window_counts", "window_budget"]
+__all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "check_window_grouping",
+           "release_grouped_window_counts", "window_budget"]
 
 
 def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any,
@@ -189,6 +186,7 @@ class GroupedWindowArgs:
     selection_epsilon: Any = "auto"
     selection: Any = "auto"
     capping_epsilon: float | None = None
+    auto_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,7 +241,26 @@ class GroupedWindowAdapter:
         a = self.args
         return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, _LABEL), a.group,
                            a.names, a.max_groups_per_item, a.capping_epsilon,
-                           a.par.confidence)
+                           a.par.confidence, a.auto_bound)
+
+    def with_bound(self, m: int) -> GroupedWindowAdapter:
+        """This adapter at the fixed bound ``m``."""
+        return replace(self, args=replace(self.args, max_groups_per_item=m, auto_bound=False))
+
+    def noise_variance(self, plan: _Plan) -> float:
+        """One group's predicted variance (with the squared bias bound) of its widest released
+        window ending at ``T`` (``[1, T]`` unless only rolling windows are released) at its
+        smallest k, as the release routes it."""
+        structs = plan.calibrated.structures
+        k = min(key[1] for key in structs)
+        cands = [s for key, s in structs.items() if key[1] == k]
+        horizon = self.args.par.axis.horizon
+        starts = np.arange(1, horizon + 1, dtype=np.int64)
+        ends = np.full(horizon, horizon, dtype=np.int64)
+        best = route(cands, starts, ends)
+        i = int(np.flatnonzero(best >= 0)[0])
+        s = cands[int(best[i])]
+        return float(s.variance(starts[i:i + 1], ends[i:i + 1])[0] + s.bias_bound() ** 2)
 
     def plan(self) -> _Plan:
         a = self.args
@@ -277,8 +294,8 @@ class GroupedWindowAdapter:
             data.engine, data.source, data.item, data.time, a.group, bounding, a.par,
             a.out_of_range))
 
-    def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...]) -> Any:
-        """Each item's number of distinct released groups (for the dropped fraction)."""
+    def distinct_groups(self, plan: _Plan, data: _Logs, names: tuple[str, ...] | None) -> Any:
+        """Each item's number of distinct groups among ``names`` (None: all)."""
         return data.engine.grouped_count_of_counts(data.source, CountRequest(
             data.item, Grouping(self.args.group, names, None), per_item="distinct_groups"))
 
@@ -339,152 +356,17 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     are independent), hence for the key drawn at random. Group names come from the selection,
     never from the data directly. With ``capping_epsilon = ε_c`` (``unit="item"`` only)
     everything above runs at ``ε − ε_c`` and the dropped fraction is ``ε_c``-DP
-    (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all.
+    (:mod:`dpfreq.grouped.dropped`): basic composition, (ε, δ) in all. With
+    ``max_groups_per_item="auto"`` the ``ε_c``-DP measurement is the histogram of groups per
+    item and ``m`` is post-processing of it (:mod:`dpfreq.grouped.bound_choice`); the argument
+    above holds for every fixed ``m``, so the call is (ε, δ)-DP by adaptive composition.
     """
-    group, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit)
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit)
+    group, names, m = check_window_grouping(group, groups, bound, par.unit)
     cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m)
     check_accountant(accountant)
     resolved = resolve_rng(rng)
     args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range,
-                             selection_epsilon, selection, cap_eps)
+                             selection_epsilon, selection, cap_eps, auto)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)
-
-
-@dataclass(frozen=True, repr=False)
-class GroupedWindowCountsPlan(PlanSummary):
-    """Predicted accuracy of a grouped window release (public parameters only).
-
-    Attributes
-    ----------
-    per_group : WindowCountsPlan
-        The plan of one group's release, at the per-group budget (every group's structures are
-        the same, so their intervals are too).
-    epsilon, delta : float
-        The budget of the whole grouped call.
-    max_groups_per_item : int or None
-        ``m`` (None at ``unit="event"``: the whole budget per group).
-    n_groups : int or None
-        Number of public groups (None when the groups are selected privately).
-    selection : SelectionPlan or SetUnionPlan or None
-        Without a public list: the selection's mechanism, threshold ``τ`` and release probabilities
-        (its share of ε, chosen or given, and a share of δ).
-    budget : GroupBudget or None
-        How the call's (ε, δ) is accounted: pure per-group budgets or zCDP across groups,
-        whichever predicts less error (:mod:`dpfreq.windows.grouped.budget`), and why.
-
-    Examples
-    --------
-    >>> from dpfreq.windows import plan_window_counts
-    >>> plan = plan_window_counts(horizon=30, epsilon=1.0, unit="item", k_values=[1],
-    ...                           windows=["total"], group="campaign", groups=["c0", "c1"],
-    ...                           max_groups_per_item=4)
-    >>> plan.per_group.epsilon, plan.n_groups, plan.budget.accounting
-    (0.25, 2, 'pure')
-    >>> sel = plan_window_counts(horizon=30, epsilon=1.0, delta=1e-6, unit="item",
-    ...                          k_values=[1], windows=["total"], group="campaign",
-    ...                          max_groups_per_item=4)
-    >>> round(sel.per_group.epsilon, 4), sel.per_group.delta, sel.selection.threshold
-    (0.1, 0.0, 294)
-    >>> sel.selection.epsilon, sel.selection.mechanism  # both chosen from public parameters
-    (0.6, 'weighted_set_union')
-    """
-
-    per_group: Any
-    epsilon: float
-    delta: float
-    max_groups_per_item: int | None
-    n_groups: int | None
-    selection: AnySelection | None = None
-    budget: GroupBudget | None = None
-    _replan: Callable[[float], GroupedWindowCountsPlan] | None = field(
-        default=None, repr=False, compare=False)
-
-    @public_errors("GroupedWindowCountsPlan.epsilon_for")
-    def epsilon_for(self, target: float, **which: Any) -> float:
-        """The smallest total ε giving each group a half-width ``target`` at the family and k
-        ``which`` selects: under pure accounting :meth:`WindowCountsPlan.epsilon_for` of one
-        group, times ``m``, divided by the share left to the release when the groups are
-        selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
-        ε, re-planned at each step (3 significant digits, rounded up)."""
-        if self.budget is None or self.budget.rho is None or self._replan is None:
-            share = (1.0 if self.selection is None or self.budget is None
-                     else self.budget.release_epsilon / self.epsilon)
-            return float(self.per_group.epsilon_for(target, **which)
-                         * (self.max_groups_per_item or 1) / share)
-        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1))
-        replan = self._replan
-
-        def half(eps: float) -> float:
-            try:
-                return float(replan(eps).per_group.max_halfwidth[key[0]][key[1]])
-            except ParameterError:
-                return math.inf
-
-        eps = smallest_epsilon(half, target, planned=self.epsilon)
-        for _ in range(12):  # the accounting may switch with ε: step up until it is met
-            if half(eps) <= target:
-                break
-            eps = round_up3(eps, 1)
-        return eps
-
-    def lines(self) -> list[str]:
-        """The per-group plan's lines, led by how the budget is split."""
-        m = self.max_groups_per_item
-        which = (f"{self.n_groups} groups" if self.selection is None else
-                 "groups selected privately")
-        head = (f"{which}, epsilon={self.epsilon:g} spent once: "
-                + (f"ε/m = {self.per_group.epsilon:g} per group (m={m})" if m is not None
-                   else f"ε = {self.per_group.epsilon:g} per group (unit event)"))
-        if self.budget is not None and self.budget.rho is not None:
-            head = (f"{which}, epsilon={self.epsilon:g}, delta={self.delta:g} spent once: zCDP "
-                    f"across groups, rho = {self.budget.rho:.4g} per group (m={m}; "
-                    f"{self.budget.why})")
-        if self.selection is None:
-            return [head, *self.per_group.lines()]
-        sel = self.selection
-        what = "items" if m is not None else "rows"
-        if isinstance(sel, SetUnionPlan):
-            k = sel.max_groups_per_item
-            return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g} (weighted set "
-                    f"union); an item with s kept groups gives each the weight "
-                    f"⌊{sel.scale}/s⌋ and a group is released when its noisy weight reaches "
-                    f"τ={sel.threshold} (half the time with {sel.count_for(0.5, 1)} items "
-                    f"holding one group each, {sel.count_for(0.5, k)} holding m={k}; the "
-                    f"groups of one item alone are released with probability at most "
-                    f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
-        return [head, f"selection: ε={sel.epsilon:g} and δ={sel.delta:g}; a group is "
-                f"released when its noisy number of {what} reaches τ={sel.threshold} (with "
-                f"{sel.count_for(0.5)} {what} half the time, {sel.count_for(0.95)} 95% of the "
-                f"time; a group of one is released with probability "
-                f"{sel.single_item_probability:.3g})", *self.per_group.lines()]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the whole call's budget, the selection and the per-group plan."""
-        return {"epsilon": self.epsilon, "delta": self.delta,
-                "max_groups_per_item": self.max_groups_per_item, "n_groups": self.n_groups,
-                "selection": None if self.selection is None else self.selection.to_dict(),
-                "budget": None if self.budget is None else self.budget.to_dict(),
-                "per_group": self.per_group.to_dict()}
-
-
-def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
-                               max_groups_per_item: Any,
-                               plan_one: Callable[[float, float, float | None], Any],
-                               selection_epsilon: Any = "auto",
-                               selection: Any = "auto") -> GroupedWindowCountsPlan:
-    """The grouped plan: ``plan_one(ε, δ, ρ)`` plans one group at its share of the budget."""
-    _, names, m = check_window_grouping(group, groups, max_groups_per_item, par.unit)
-    budget = window_budget(names, par, m, selection_epsilon, selection)
-    per = plan_one(budget.epsilon, budget.delta, budget.rho)
-
-    def replan(eps: float) -> GroupedWindowCountsPlan:
-        share = selection_epsilon if selection_epsilon == "auto" else (
-            float(selection_epsilon) * eps / par.epsilon)
-        return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, plan_one, share, selection)
-
-    return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,
-                                   max_groups_per_item=m,
-                                   n_groups=None if names is None else len(names),
-                                   selection=budget.selection, budget=budget, _replan=replan)

@@ -23,8 +23,9 @@ import numpy as np
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError, public_errors
+from dpfreq.grouped.bound_choice import BoundChoice
 from dpfreq.grouped.capping import capping_statement, with_coverage
-from dpfreq.grouped.driver import with_dropped
+from dpfreq.grouped.driver import with_bound_choice, with_dropped
 from dpfreq.grouped.dropped import DroppedFraction, release_epsilon
 from dpfreq.grouped.result import GroupedRelease
 from dpfreq.release import ErrorStatement
@@ -332,6 +333,9 @@ class GroupedWindowRelease(GroupedRelease):
         if self.dropped_fraction is not None:  # the measurement (its noisy sums), public
             meta["dropped_fraction"] = {k: v for k, v in self.dropped_fraction.to_dict().items()
                                         if k != "description"}
+        if "bound_choice" in self.mechanism_params:  # max_groups_per_item="auto", public
+            meta["bound_choice"] = {k: v for k, v in self.mechanism_params["bound_choice"].items()
+                                    if k != "why"}
         return write_artifact(path, kind=GROUPED_KIND, version=GROUPED_VERSION, meta=meta,
                               arrays=arrays)
 
@@ -365,12 +369,23 @@ class GroupedWindowRelease(GroupedRelease):
             except ValueError:
                 raise DataError(f"{label} is not a valid dpfreq grouped window release file: "
                                 "its dropped_fraction is malformed.") from None
+        choice = None
+        if "bound_choice" in meta:
+            try:
+                choice = BoundChoice.from_dict(meta["bound_choice"])
+            except ValueError:
+                choice = None
+            if (choice is None or dropped is None or dropped.epsilon != choice.epsilon
+                    or choice.chosen != grouped["max_groups_per_item"]):
+                raise DataError(f"{label} is not a valid dpfreq grouped window release file: "
+                                "its bound_choice is malformed.")
         rho = _check_budget(label, grouped, build,
                             0.0 if dropped is None else dropped.epsilon)
         plan = calibrated_plan(build, rho)
         rel = assemble(group_states(summaries, key_bytes, build, noise_key, plan),
                        tuple(grouped["groups"]), grouped, noise_key, n_dropped)
-        return rel if dropped is None else with_dropped(rel, dropped)
+        rel = rel if dropped is None else with_dropped(rel, dropped)
+        return rel if choice is None else with_bound_choice(rel, choice)
 
 
 def _span(rel: Any) -> str:
@@ -399,8 +414,8 @@ def _check_grouped(label: str, meta: Mapping[str, Any], arrays: Mapping[str, np.
     def bad(what: str) -> DataError:
         return DataError(f"{label} is not a valid dpfreq grouped window release file: {what}.")
 
-    if set(meta) - {"n_dropped", "dropped_fraction"} != {"grouped", "build", "keys",
-                                                         "noise_key", "summaries"}:
+    if set(meta) - {"n_dropped", "dropped_fraction", "bound_choice"} != {
+            "grouped", "build", "keys", "noise_key", "summaries"}:
         raise bad("its fields are incomplete")
     n_dropped = meta.get("n_dropped", 0)
     if not (isinstance(n_dropped, int) and not isinstance(n_dropped, bool) and n_dropped >= 0):
