@@ -191,7 +191,7 @@ def coverage_table(sizes: list[int], trials: int) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for n in sizes:
         hist = zipf_histogram(n, 1)
-        hc, hp = as_prevalences(hist, "bench")
+        hc, hp = as_prevalences(hist)
         for eps in (0.1, 1.0, 4.0):
             hits = hits_n = hits_band = 0
             errs, bounds, stated = [], [], []

@@ -437,7 +437,7 @@ def _exact_counts(rel, t1, t2):
     intervals): the baseline of the first-ask rows; None for library versions without it."""
     try:
         st = rel._state
-        return st.exact(st.structures_for(1, "window")[0], np.asarray(t1), np.asarray(t2))
+        return st.exact(st.structures_for(1)[0], np.asarray(t1), np.asarray(t2))
     except (AttributeError, TypeError):
         return None
 

@@ -42,7 +42,7 @@ def round_up3(x: float, steps: int = 0) -> float:
 
 
 def smallest_epsilon(value: Callable[[float], float], target: float, *, planned: float,
-                     func: str, what: str = "") -> float:
+                     what: str = "") -> float:
     """The smallest ε in [EPSILON_MIN, EPSILON_MAX] (3 significant digits, rounded up) with
     ``value(ε) <= target``; ``value`` is non-increasing in ε (``math.inf`` where no plan
     exists) and ``planned`` is where the bracket starts.
@@ -50,17 +50,17 @@ def smallest_epsilon(value: Callable[[float], float], target: float, *, planned:
     Raises
     ------
     ParameterError
-        Naming ``func``, when even ε = EPSILON_MAX misses the target (``what``: the measure,
+        Naming the public call, when even ε = EPSILON_MAX misses the target (``what``: the measure,
         said in the message).
 
     Examples
     --------
-    >>> smallest_epsilon(lambda eps: 10 / eps, 3.0, planned=1.0, func="f")  # 10/3, up
+    >>> smallest_epsilon(lambda eps: 10 / eps, 3.0, planned=1.0)  # 10/3, up
     3.34
     """
     if value(EPSILON_MAX) > target:
         rule = f"reachable at ε <= {EPSILON_MAX:g}" + (f" for {what}" if what else "")
-        raise ParameterError(message("target", func, rule, target))
+        raise ParameterError(message("target", rule, target))
     if value(planned) > target:
         lo, hi = math.log(planned), math.log(EPSILON_MAX)
     else:

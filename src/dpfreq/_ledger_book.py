@@ -143,7 +143,7 @@ def _stored(text: Any, what: str, *, upper: Fraction | None = None) -> Fraction:
 
 
 def charge_in(conn: sqlite3.Connection, header: dict[str, Any], epsilon: Any, delta: Any,
-              unit: str | None, loss: Any, func: str) -> tuple[Fraction, Fraction, PrivacyLoss]:
+              unit: str | None, loss: Any) -> tuple[Fraction, Fraction, PrivacyLoss]:
     """A spend as charged at the ledger's unit (relations kept apart or converted)."""
     budget_unit = header.get("unit")
     if budget_unit is None and unit is not None:
@@ -151,9 +151,9 @@ def charge_in(conn: sqlite3.Connection, header: dict[str, Any], epsilon: Any, de
         seen -= {None, unit}
         if seen:
             raise ParameterError(message(
-                "unit", func, f"{seen.pop()!r}, the unit already spent at (this ledger keeps "
+                "unit", f"{seen.pop()!r}, the unit already spent at (this ledger keeps "
                 "relations apart; create one with a unit to convert where sound)", unit))
-    e, d, charged, _ = prepare_spend(epsilon, delta, unit, budget_unit, loss, func)
+    e, d, charged, _ = prepare_spend(epsilon, delta, unit, budget_unit, loss)
     return e, d, charged
 
 
@@ -161,7 +161,7 @@ def _conversion(header: dict[str, Any], unit: str | None) -> str | None:
     budget_unit = header.get("unit")
     if budget_unit is None or unit is None or unit == budget_unit:
         return None
-    return convert_spend(Fraction(1), Fraction(0), unit, budget_unit, "Ledger")[2]
+    return convert_spend(Fraction(1), Fraction(0), unit, budget_unit)[2]
 
 
 def rows_in(conn: sqlite3.Connection, header: dict[str, Any], label: str) -> list[dict[str, Any]]:
@@ -214,7 +214,7 @@ def _left_by_unit(left: Fraction, budget_unit: str | None) -> dict[str, float]:
     out = {}
     for u in UNITS:
         try:
-            factor = convert_spend(Fraction(1), Fraction(0), u, budget_unit, "Ledger")[0]
+            factor = convert_spend(Fraction(1), Fraction(0), u, budget_unit)[0]
         except ParameterError:
             continue
         out[u] = float(left / factor)
@@ -222,10 +222,10 @@ def _left_by_unit(left: Fraction, budget_unit: str | None) -> dict[str, float]:
 
 
 def new_header(epsilon: Fraction, delta: Fraction, unit: str | None, composition: str,
-               anchor: Any, func: str) -> dict[str, str]:
+               anchor: Any) -> dict[str, str]:
     """The header entries of a new ledger, its hashes included (parameters checked)."""
-    header = [("unit", check_choice(unit, "unit", func, UNITS))] if unit else []
-    check_choice(composition, "composition", func, COMPOSITIONS)
+    header = [("unit", check_choice(unit, "unit", UNITS))] if unit else []
+    check_choice(composition, "composition", COMPOSITIONS)
     if anchor is not None:
         header.append(("anchor", str(Path(anchor).resolve())))
     key = signing_key()

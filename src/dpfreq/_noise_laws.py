@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dpfreq._docstrings import fill_doc
 from dpfreq._validate import check_open_unit, check_positive_float, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = [
     "discrete_gaussian_variance",
@@ -61,17 +61,17 @@ def _at_points(points: str) -> Callable[[_F], _F]:
     return fill_doc(sections=f"Parameters\n----------\n{points}\n{_GAMMA}\n\n{_ARRAY_OUT}")
 
 
-def _gamma_value(gamma: Any, func: str) -> float:
+def _gamma_value(gamma: Any) -> float:
     """γ as a float for the analytic helpers, validated (a finite number > 0)."""
     if isinstance(gamma, Fraction):
         if gamma <= 0:
-            raise ParameterError(message("gamma", func, "a finite number > 0", gamma))
+            raise ParameterError(message("gamma", "a finite number > 0", gamma))
         return float(gamma)
-    return check_positive_float(gamma, "gamma", func)
+    return check_positive_float(gamma, "gamma")
 
 
-def _alpha(gamma: Fraction | float, func: str = "dpfreq.noise") -> float:
-    return math.exp(-_gamma_value(gamma, func))
+def _alpha(gamma: Fraction | float) -> float:
+    return math.exp(-_gamma_value(gamma))
 
 
 def _log_survival(k: NDArray[np.float64], g: float) -> NDArray[np.float64]:
@@ -81,6 +81,7 @@ def _log_survival(k: NDArray[np.float64], g: float) -> NDArray[np.float64]:
 
 
 @_at_points("z : array_like of int\n    Points.")
+@public_errors("discrete_laplace_pmf")
 def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z = z] = (1-α)/(1+α) α^{|z|}``: the discrete Laplace pmf.
 
@@ -93,13 +94,14 @@ def discrete_laplace_pmf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     >>> round(float(discrete_laplace_pmf(np.arange(-60, 61), 1.0).sum()), 12)
     1.0
     """
-    g = _gamma_value(gamma, "discrete_laplace_pmf")
+    g = _gamma_value(gamma)
     a = math.exp(-g)
     zz = np.abs(np.asarray(z, dtype=np.float64))
     return (1 - a) / (1 + a) * np.exp(-g * zz)
 
 
 @_at_points("z : array_like\n    Points (non-integers are floored).")
+@public_errors("discrete_laplace_cdf")
 def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[Z <= z]`` for integer z: ``α^{|z|}/(1+α)`` for z < 0, ``1 - α^{z+1}/(1+α)`` else.
 
@@ -110,7 +112,7 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
     >>> np.round(discrete_laplace_cdf([-1, 0], math.log(3)), 12).tolist()  # α = 1/3
     [0.25, 0.75]
     """
-    g = _gamma_value(gamma, "discrete_laplace_cdf")
+    g = _gamma_value(gamma)
     a = math.exp(-g)
     zz = np.floor(np.asarray(z, dtype=np.float64))
     lower = np.exp(_log_survival(-zz - 1, g)) / (1 + a)  # Pr[Z <= z] = Pr[Z > -z-1], z < 0
@@ -119,6 +121,7 @@ def discrete_laplace_cdf(z: Any, gamma: Fraction | float) -> NDArray[np.float64]
 
 
 @_OF_GAMMA
+@public_errors("discrete_laplace_mean_abs")
 def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
     """``E|Z| = 2α/(1 − α²)``: mean absolute value of the discrete Laplace.
 
@@ -129,11 +132,12 @@ def discrete_laplace_mean_abs(gamma: Fraction | float) -> float:
     >>> round(discrete_laplace_mean_abs(math.log(2)), 12)  # α = 1/2: 1/(3/4)
     1.333333333333
     """
-    g = _gamma_value(gamma, "discrete_laplace_mean_abs")
+    g = _gamma_value(gamma)
     return 2.0 * math.exp(-g) / -math.expm1(-2.0 * g)
 
 
 @_OF_GAMMA
+@public_errors("discrete_laplace_variance")
 def discrete_laplace_variance(gamma: Fraction | float) -> float:
     """``Var[Z] = 2α/(1-α)^2``: variance of the discrete Laplace.
 
@@ -144,12 +148,13 @@ def discrete_laplace_variance(gamma: Fraction | float) -> float:
     >>> round(discrete_laplace_variance(math.log(2)), 12)  # α = 1/2: 1/(1/4)
     4.0
     """
-    g = _gamma_value(gamma, "discrete_laplace_variance")
+    g = _gamma_value(gamma)
     a = math.exp(-g)
     return 2 * a / math.expm1(-g) ** 2
 
 
 @_at_points("bound : array_like\n    B (non-integers are floored).")
+@public_errors("discrete_laplace_tail")
 def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[|Z| > B] = 2 α^{B+1} / (1+α)`` for integer B >= 0 (1 for B < 0).
 
@@ -160,13 +165,14 @@ def discrete_laplace_tail(bound: Any, gamma: Fraction | float) -> NDArray[np.flo
     >>> np.round(discrete_laplace_tail([-1, 0, 1], math.log(3)), 12).tolist()  # α = 1/3
     [1.0, 0.5, 0.166666666667]
     """
-    g = _gamma_value(gamma, "discrete_laplace_tail")
+    g = _gamma_value(gamma)
     a = math.exp(-g)
     b = np.floor(np.asarray(bound, dtype=np.float64))
     return np.where(b < 0, 1.0, 2 * np.exp(_log_survival(b, g)) / (1 + a))
 
 
 @fill_doc(gamma=_GAMMA)
+@public_errors("discrete_laplace_tail_bound")
 def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     """The smallest integer B >= 0 with ``Pr[|Z| > B] <= η``.
 
@@ -192,8 +198,8 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
     >>> b, bool(discrete_laplace_tail(b, 1.0) <= 0.05 < discrete_laplace_tail(b - 1, 1.0))
     (3, True)
     """
-    eta = check_open_unit(eta, "eta", "discrete_laplace_tail_bound")
-    g = _gamma_value(gamma, "discrete_laplace_tail_bound")
+    eta = check_open_unit(eta, "eta")
+    g = _gamma_value(gamma)
     a = math.exp(-g)
     # 2 α^{B+1}/(1+α) <= η  <=>  B + 1 >= ln(2/(η(1+α))) / γ
     b = max(0, math.ceil(math.log(2 / (eta * (1 + a))) / g - 1))
@@ -205,6 +211,7 @@ def discrete_laplace_tail_bound(eta: float, gamma: Fraction | float) -> int:
 
 
 @_at_points("k : array_like of int\n    Points.")
+@public_errors("geometric_pmf")
 def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G = k] = (1-α) α^k`` for k >= 0 (0 for k < 0): the geometric pmf.
 
@@ -215,12 +222,13 @@ def geometric_pmf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     >>> np.round(geometric_pmf([-1, 0, 1, 2], math.log(2)), 12).tolist()  # α = 1/2
     [0.0, 0.5, 0.25, 0.125]
     """
-    g = _gamma_value(gamma, "geometric_pmf")
+    g = _gamma_value(gamma)
     kk = np.asarray(k, dtype=np.float64)
     return np.where(kk >= 0, -math.expm1(-g) * np.exp(-g * np.maximum(kk, 0.0)), 0.0)
 
 
 @_at_points("k : array_like\n    Points (non-integers are floored).")
+@public_errors("geometric_cdf")
 def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     """``Pr[G <= k] = 1 - α^{k+1}`` for k >= 0 (0 for k < 0).
 
@@ -231,12 +239,13 @@ def geometric_cdf(k: Any, gamma: Fraction | float) -> NDArray[np.float64]:
     >>> np.round(geometric_cdf([-1, 0, 1], math.log(2)), 12).tolist()  # α = 1/2
     [0.0, 0.5, 0.75]
     """
-    g = _gamma_value(gamma, "geometric_cdf")
+    g = _gamma_value(gamma)
     kk = np.floor(np.asarray(k, dtype=np.float64))
     return np.where(kk >= 0, -np.expm1(_log_survival(kk, g)), 0.0)
 
 
 @_OF_GAMMA
+@public_errors("geometric_variance")
 def geometric_variance(gamma: Fraction | float) -> float:
     """``Var[G] = α/(1-α)^2``: variance of the geometric on {0, 1, ...}.
 
@@ -247,11 +256,12 @@ def geometric_variance(gamma: Fraction | float) -> float:
     >>> round(geometric_variance(math.log(2)), 12)  # α = 1/2: (1/2)/(1/4)
     2.0
     """
-    g = _gamma_value(gamma, "geometric_variance")
+    g = _gamma_value(gamma)
     return math.exp(-g) / math.expm1(-g) ** 2
 
 
 @_OF_GAMMA
+@public_errors("randomized_response_keep_probability")
 def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     """``e^γ/(1+e^γ) = 1/(1+α)``: the probability that randomized response keeps a bit.
 
@@ -262,9 +272,10 @@ def randomized_response_keep_probability(gamma: Fraction | float) -> float:
     >>> round(randomized_response_keep_probability(math.log(3)), 12)  # e^γ = 3: 3/4
     0.75
     """
-    return 1.0 / (1.0 + _alpha(gamma, "randomized_response_keep_probability"))
+    return 1.0 / (1.0 + _alpha(gamma))
 
 
+@public_errors("gaussian_sigma2")
 def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
     """Round a target variance parameter up to ``σ² = t·u`` (integers, ``t = ⌊√⌈σ²⌉⌋ + 1``).
 
@@ -279,7 +290,7 @@ def gaussian_sigma2(sigma2_min: float) -> tuple[int, int, int]:
     """
     if not (isinstance(sigma2_min, int | float) and math.isfinite(sigma2_min)
             and sigma2_min > 0 and sigma2_min < 2.0**62):
-        raise ParameterError(message("sigma2", "gaussian_sigma2", "a finite number in "
+        raise ParameterError(message("sigma2", "a finite number in "
                                      "(0, 2^62)", sigma2_min))
     t = math.isqrt(math.ceil(sigma2_min)) + 1
     u = max(1, math.ceil(sigma2_min / t))

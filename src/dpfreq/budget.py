@@ -45,7 +45,7 @@ from dpfreq.accounting.numbers import exact_fraction
 from dpfreq.accounting.plans import BudgetShare
 from dpfreq.accounting.rules import COMPOSITIONS, Rule, Totals, spent_epsilon
 from dpfreq.accounting.units import convert_loss, convert_spend, plan_items, prepare_spend
-from dpfreq.errors import BudgetExceededError, ParameterError
+from dpfreq.errors import BudgetExceededError, ParameterError, public_errors
 from dpfreq.release import UNITS
 
 __all__ = [
@@ -106,7 +106,7 @@ class BudgetAccountant(Protocol):
               loss: PrivacyLoss | None = None) -> BudgetShare: ...
 
 
-def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
+def check_accountant(accountant: Any) -> BudgetAccountant | None:
     """``accountant`` if it is ``None`` or a :class:`BudgetAccountant`, else a ParameterError.
 
     Parameters
@@ -128,16 +128,18 @@ def check_accountant(accountant: Any, func: str) -> BudgetAccountant | None:
 
     Examples
     --------
-    >>> check_accountant(None, "release_profile") is None
+    >>> from dpfreq.errors import public_call
+    >>> check_accountant(None) is None
     True
-    >>> check_accountant("all of it", "release_profile")  # doctest: +ELLIPSIS
+    >>> with public_call("release_profile"):  # doctest: +ELLIPSIS
+    ...     check_accountant("all of it")
     Traceback (most recent call last):
     ...
     dpfreq.errors.ParameterError: accountant of release_profile must be an Accountant, ...
     """
     if accountant is None or isinstance(accountant, BudgetAccountant):
         return accountant
-    raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
+    raise ParameterError(message("accountant", "an Accountant, a Ledger or None",
                                  type(accountant).__name__))
 
 
@@ -197,17 +199,18 @@ class Accountant:
     epsilon: InitVar[float | None] = None
     delta: InitVar[float] = 0.0
 
+    @public_errors("Accountant")
     def __post_init__(self, epsilon: float | None, delta: float) -> None:
         if (self.total is None) == (epsilon is None):
-            raise ParameterError(message("total", "Accountant", "given once: a PrivacyBudget, "
+            raise ParameterError(message("total", "given once: a PrivacyBudget, "
                                          "or epsilon= (and delta=)", self.total))
         if epsilon is not None:
             self.total = PrivacyBudget(epsilon, delta)
         if not isinstance(self.total, PrivacyBudget):
-            raise ParameterError(message("total", "Accountant", "a PrivacyBudget", self.total))
+            raise ParameterError(message("total", "a PrivacyBudget", self.total))
         if self.unit is not None:
-            check_choice(self.unit, "unit", "Accountant", UNITS)
-        check_choice(self.composition, "composition", "Accountant", COMPOSITIONS)
+            check_choice(self.unit, "unit", UNITS)
+        check_choice(self.composition, "composition", COMPOSITIONS)
         self._rule = Rule.make(self.composition, self.total.exact_epsilon,
                                self.total.exact_delta)
         self._totals = Totals()
@@ -217,17 +220,17 @@ class Accountant:
         """The composition rule and its fixed parameters (order, δ split)."""
         return self._rule
 
-    def _charge(self, epsilon: Any, delta: Any, unit: str | None, loss: Any,
-                func: str) -> tuple[Fraction, Fraction, PrivacyLoss, str | None]:
+    def _charge(self, epsilon: Any, delta: Any, unit: str | None,
+                loss: Any) -> tuple[Fraction, Fraction, PrivacyLoss, str | None]:
         """The spend converted to the budget's unit; refused when relations would mix."""
         if self.unit is None and unit is not None:
             seen = {row["unit"] for row in self._rows} - {None, unit}
             if seen:
                 raise ParameterError(message(
-                    "unit", func, f"{seen.pop()!r}, the unit already spent at (this accountant "
+                    "unit", f"{seen.pop()!r}, the unit already spent at (this accountant "
                     "keeps relations apart; state the budget's unit, e.g. Accountant(total, "
                     "unit='item_replace'), to convert where that is sound)", unit))
-        return prepare_spend(epsilon, delta, unit, self.unit, loss, func)
+        return prepare_spend(epsilon, delta, unit, self.unit, loss)
 
     @property
     def spent_exact(self) -> tuple[Fraction, Fraction]:
@@ -261,15 +264,16 @@ class Accountant:
         admitted it: ``"sum"``, ``"renyi"``, ``"declared"`` or ``"plan"``) and ``loss``."""
         return [dict(row) for row in self._rows]
 
+    @public_errors("Accountant.spend")
     def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None,
               loss: PrivacyLoss | None = None) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` would not be
         admitted (a ParameterError if the unit does not convert to the budget's)."""
-        self._admit(epsilon, delta, unit, loss, "Accountant.spend")
+        self._admit(epsilon, delta, unit, loss)
 
-    def _admit(self, epsilon: Any, delta: Any, unit: str | None, loss: Any,
-               func: str) -> tuple[Entry, Fraction, Fraction, str | None]:
-        e, d, charged, note = self._charge(epsilon, delta, unit, loss, func)
+    def _admit(self, epsilon: Any, delta: Any, unit: str | None,
+               loss: Any) -> tuple[Entry, Fraction, Fraction, str | None]:
+        e, d, charged, note = self._charge(epsilon, delta, unit, loss)
         entry, why = admission(self._rule, self._entries, e, d, charged, self._totals)
         if entry is None:
             left = self.remaining
@@ -280,6 +284,7 @@ class Accountant:
                 "drawn.")
         return entry, e, d, note
 
+    @public_errors("Accountant.spend")
     def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
               unit: str | None = None, source: str | None = None,
               loss: PrivacyLoss | None = None) -> None:
@@ -290,7 +295,7 @@ class Accountant:
         (ε, δ) states). The unit is converted to the budget's unit where sound, and the row
         records the conversion (see the class docstring).
         """
-        entry, e, d, note = self._admit(epsilon, delta, unit, loss, "Accountant.spend")
+        entry, e, d, note = self._admit(epsilon, delta, unit, loss)
         self._record(entry, label, exact_fraction(epsilon), exact_fraction(delta), unit,
                      source, e, d, note)
 
@@ -306,6 +311,7 @@ class Accountant:
                            "conversion": note, "rule": entry.rule,
                            "loss": entry.loss.describe()})
 
+    @public_errors("Accountant.declare")
     def declare(self, losses: Sequence[PrivacyLoss], *, delta: float, unit: str | None = None,
                 label: str = "") -> None:
         """Declare a plan: a batch of releases fixed before any of them runs.
@@ -331,10 +337,9 @@ class Accountant:
         BudgetExceededError
             If the plan does not fit (nothing is recorded).
         """
-        func = "Accountant.declare"
         if self.unit is None and unit is not None:
-            self._charge(1.0, 0.0, unit, None, func)  # the units check alone
-        items, dlt = plan_items(losses, delta, unit, self.unit, func)
+            self._charge(1.0, 0.0, unit, None)  # the units check alone
+        items, dlt = plan_items(losses, delta, unit, self.unit)
         entry, how = declaration(self._rule, self._entries, items, dlt)
         if entry is None:
             raise BudgetExceededError(f"declaring the plan would exceed the budget: {how}; "
@@ -347,9 +352,10 @@ class Accountant:
         this accountant's own (:class:`dpfreq.accounting.Spending`)."""
         return spending(self._rule, self._entries)
 
+    @public_errors("Accountant.share")
     def share(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None,
               loss: PrivacyLoss | None = None) -> BudgetShare:
         """What one more release of (ε, δ) at ``unit`` would take under this accountant's rule,
         and how many such releases still fit (:class:`dpfreq.accounting.BudgetShare`)."""
-        e, d, charged, _ = self._charge(epsilon, delta, unit, loss, "Accountant.share")
+        e, d, charged, _ = self._charge(epsilon, delta, unit, loss)
         return share(self._rule, self._entries, e, d, charged)

@@ -7,11 +7,12 @@ builtin one (``ParameterError`` is a ``ValueError``; ``EngineUnavailableError`` 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
-import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "ParameterError",
     "PrivacyWarning",
     "debug_enabled",
+    "innermost_caller",
+    "public_call",
+    "public_caller",
     "public_errors",
     "user_stacklevel",
 ]
@@ -178,38 +182,99 @@ def debug_enabled() -> bool:
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-#: Internal callers a message may name as ``<param> of <caller>`` (engine methods such as
-#: ``DuckDBEngine.count_of_counts``, and ``get_engine`` choosing the engine for a release).
-_INTERNAL = re.compile(r"(?<=\bof )(?:[A-Z]\w*Engine\.\w+|get_engine)\b")
+
+#: The public calls under way, outermost first (``("release_profile",
+#: "DuckDBEngine.count_of_counts")``). A ContextVar, not a global: every thread starts with its
+#: own empty value and every asyncio task runs in a copy of its creator's context, so the
+#: collection service's concurrent requests and Spark driver threads never see another call's
+#: name; :func:`public_errors` resets it on the way out, also when the call raises.
+_CALLS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("dpfreq_public_calls",
+                                                                           default=())
+#: The name a message gives when no public call is under way (an internal helper called
+#: directly): ``epsilon of dpfreq must be ...`` still reads as one line.
+_NO_CALLER = "dpfreq"
 
 
-def public_errors(name: str) -> Callable[[_F], _F]:
-    """Decorate a public function so that its errors name it, not the engine method that found
-    them: ``source of DuckDBEngine.count_of_counts: ...`` reads ``source of release_profile:
-    ...`` to its caller (``engine of get_engine`` likewise). The debug detail (``[debug, ...]``)
-    keeps the engine method.
+def public_caller() -> str:
+    """The public function the user called, for ``"<param> of <function> ..."`` messages.
+
+    The outermost call decorated with :func:`public_errors` wins: ``release_profile`` calling
+    ``DuckDBEngine.count_of_counts`` names ``release_profile``. Outside any public call it is
+    ``"dpfreq"``.
 
     Examples
     --------
     >>> @public_errors("release_demo")
     ... def release_demo():
-    ...     raise DataError("source of MemoryEngine.item_counts: file 'x' does not exist.")
+    ...     return public_caller()
+    >>> release_demo(), public_caller()
+    ('release_demo', 'dpfreq')
+    """
+    calls = _CALLS.get()
+    return calls[0] if calls else _NO_CALLER
+
+
+def innermost_caller() -> str:
+    """The innermost public call under way (the engine method that read the data, say), for
+    debug details only; ``"dpfreq"`` outside any public call.
+
+    Examples
+    --------
+    >>> innermost_caller()
+    'dpfreq'
+    """
+    calls = _CALLS.get()
+    return calls[-1] if calls else _NO_CALLER
+
+
+@contextlib.contextmanager
+def public_call(name: str) -> Iterator[None]:
+    """Run a block as the public call ``name`` (what :func:`public_errors` does for a function;
+    the command line runs each command as ``dpfreq <command>``).
+
+    Examples
+    --------
+    >>> with public_call("dpfreq profile"):
+    ...     public_caller()
+    'dpfreq profile'
+    >>> public_caller()
+    'dpfreq'
+    """
+    token = _CALLS.set((*_CALLS.get(), name))
+    try:
+        yield
+    finally:
+        _CALLS.reset(token)
+
+
+def public_errors(name: str) -> Callable[[_F], _F]:
+    """Decorate a public function so that the messages of the checks it runs name it.
+
+    The validators (:mod:`dpfreq._validate`) and the helpers below them take no caller name:
+    they read :func:`public_caller`, which this decorator sets for the duration of the call.
+    The outermost public call wins (``release_profile`` calling an engine method names
+    ``release_profile``); :func:`innermost_caller` keeps the innermost for debug details.
+
+    Examples
+    --------
+    >>> from dpfreq._validate import check_epsilon
+    >>> @public_errors("release_demo")
+    ... def release_demo(epsilon):
+    ...     return check_epsilon(epsilon)
     >>> try:
-    ...     release_demo()
-    ... except DataError as exc:
+    ...     release_demo(-1.0)
+    ... except ParameterError as exc:
     ...     print(exc)
-    source of release_demo: file 'x' does not exist.
+    epsilon of release_demo must be a number in [1e-06, 1000]; got -1.0.
     """
     def decorate(func: _F) -> _F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            token = _CALLS.set((*_CALLS.get(), name))  # as public_call, without its overhead
             try:
                 return func(*args, **kwargs)
-            except DPFreqError as exc:
-                if len(exc.args) == 1 and isinstance(exc.args[0], str):
-                    head, sep, debug = exc.args[0].partition(" [debug, ")
-                    exc.args = (_INTERNAL.sub(name, head) + sep + debug,)
-                raise
+            finally:
+                _CALLS.reset(token)
 
         return wrapper  # type: ignore[return-value]
 

@@ -82,7 +82,7 @@ from dpfreq.accounting.plans import BudgetShare
 from dpfreq.accounting.rules import Rule, spent_epsilon
 from dpfreq.accounting.units import plan_items
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError, public_errors
 
 __all__ = ["LEDGER_VERSION", "Ledger"]
 
@@ -159,6 +159,7 @@ class Ledger:
         self._read(lambda conn, header: rule_in(header, self._label))  # fail now, one line
 
     @classmethod
+    @public_errors("Ledger.create")
     def create(cls, path: str | Path, total: PrivacyBudget, *, unit: str | None = None,
                composition: str = "tight", anchor: str | Path | None = None) -> Ledger:
         """Create a new, empty ledger with budget ``total``; refuse to overwrite a file.
@@ -172,12 +173,10 @@ class Ledger:
         (best on other storage) the ledger appends its head to after every spend, so that a
         restored older copy of the ledger is refused (:mod:`dpfreq._ledger_anchor`).
         """
-        func = "Ledger.create"
         if not isinstance(total, PrivacyBudget):
-            raise ParameterError(message("total", func, "a PrivacyBudget", total))
+            raise ParameterError(message("total", "a PrivacyBudget", total))
         target = Path(path)
-        entries = new_header(total.exact_epsilon, total.exact_delta, unit, composition, anchor,
-                             func)
+        entries = new_header(total.exact_epsilon, total.exact_delta, unit, composition, anchor)
         _check_new(target, anchor)
         try:
             conn = sqlite3.connect(target, timeout=_TIMEOUT_SECONDS, isolation_level=None)
@@ -294,6 +293,7 @@ class Ledger:
         conversion, the rule that admitted it and its loss."""
         return list(self._read(lambda conn, header: rows_in(conn, header, self._label)))
 
+    @public_errors("Ledger.check")
     def check(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None,
               loss: PrivacyLoss | None = None) -> None:
         """Raise :class:`BudgetExceededError` if spending (ε, δ) at ``unit`` now would not be
@@ -303,14 +303,14 @@ class Ledger:
         Advisory only: another process may spend in between; :meth:`spend` is the atomic step.
         """
         def read(conn: sqlite3.Connection, header: dict[str, Any]) -> None:
-            self._admit(conn, header, epsilon, delta, unit, loss, "Ledger.check")
+            self._admit(conn, header, epsilon, delta, unit, loss)
 
         self._read(read, verified=True)
 
     def _admit(self, conn: sqlite3.Connection, header: dict[str, Any], epsilon: Any, delta: Any,
-               unit: str | None, loss: Any, func: str) -> tuple[Entry, Fraction, Fraction]:
+               unit: str | None, loss: Any) -> tuple[Entry, Fraction, Fraction]:
         rule, entries = self._book(conn, header)
-        e, d, charged = charge_in(conn, header, epsilon, delta, unit or self.unit, loss, func)
+        e, d, charged = charge_in(conn, header, epsilon, delta, unit or self.unit, loss)
         entry, why = admission(rule, entries, e, d, charged)
         if entry is None:
             s = spending(rule, entries, with_plan=False)
@@ -321,6 +321,7 @@ class Ledger:
                 f"{float(rule.epsilon)!r}, delta={float(rule.delta)!r}); no noise was drawn.")
         return entry, e, d
 
+    @public_errors("Ledger.spend")
     def spend(self, epsilon: float, delta: float = 0.0, *, label: str = "",
               unit: str | None = None, source: str | None = None,
               loss: PrivacyLoss | None = None) -> None:
@@ -334,24 +335,23 @@ class Ledger:
         """
         def write(conn: sqlite3.Connection, header: dict[str, Any], count: int,
                   last: str) -> tuple[Any, ...]:
-            entry, e, d = self._admit(conn, header, epsilon, delta, unit, loss, "Ledger.spend")
+            entry, e, d = self._admit(conn, header, epsilon, delta, unit, loss)
             return self._values(conn, entry, label, e, d, unit or self.unit,
                                 source or self.source)
 
         self._write(write)
 
+    @public_errors("Ledger.declare")
     def declare(self, losses: Sequence[PrivacyLoss], *, delta: float, unit: str | None = None,
                 label: str = "") -> None:
         """Declare a plan fixed before any of its releases runs (as
         :meth:`dpfreq.budget.Accountant.declare`), recorded as one row (rule ``"declared"``)."""
-        func = "Ledger.declare"
-        plan_items(losses, delta, None, None, func)  # checked before the file is opened
+        plan_items(losses, delta, None, None)  # checked before the file is opened
 
         def write(conn: sqlite3.Connection, header: dict[str, Any], count: int,
                   last: str) -> tuple[Any, ...]:
-            charge_in(conn, header, 1.0, 0.0, unit or self.unit, None, func)  # units convert
-            converted, dlt = plan_items(losses, delta, unit or self.unit, header.get("unit"),
-                                        func)
+            charge_in(conn, header, 1.0, 0.0, unit or self.unit, None)  # units convert
+            converted, dlt = plan_items(losses, delta, unit or self.unit, header.get("unit"))
             rule, entries = self._book(conn, header)
             entry, how = declaration(rule, entries, converted, dlt)
             if entry is None:
@@ -450,14 +450,14 @@ class Ledger:
         the ledger's own (:class:`dpfreq.accounting.Spending`)."""
         return spending(*self._read(self._book))
 
+    @public_errors("Ledger.share")
     def share(self, epsilon: float, delta: float = 0.0, *, unit: str | None = None,
               loss: PrivacyLoss | None = None) -> BudgetShare:
         """What one more release of (ε, δ) at ``unit`` would take under the ledger's rule, and
         how many such releases still fit (:class:`dpfreq.accounting.BudgetShare`)."""
         def read(conn: sqlite3.Connection, header: dict[str, Any]) -> BudgetShare:
             rule, entries = self._book(conn, header)
-            e, d, charged = charge_in(conn, header, epsilon, delta, unit or self.unit, loss,
-                                      "Ledger.share")
+            e, d, charged = charge_in(conn, header, epsilon, delta, unit or self.unit, loss)
             return share(rule, entries, e, d, charged)
 
         return self._read(read)

@@ -58,7 +58,7 @@ from dpfreq._noise_laws import (
     randomized_response_keep_probability,
 )
 from dpfreq._validate import check_int, check_positive_float, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = [
@@ -117,6 +117,7 @@ def _floor_fraction(x: Fraction, max_denominator: int) -> Fraction:
     return semi if semi <= x else conv
 
 
+@public_errors("epsilon_to_fraction")
 def epsilon_to_fraction(
     epsilon: float | Fraction, *, max_denominator: int = MAX_DENOMINATOR
 ) -> Fraction:
@@ -163,17 +164,18 @@ def _epsilon_fraction(_kind: Hashable, epsilon: Any, max_denominator: int) -> Fr
     if isinstance(epsilon, Fraction):
         x = epsilon
         if x <= 0:
-            raise ParameterError(message("epsilon", "epsilon_to_fraction", "> 0", epsilon))
+            raise ParameterError(message("epsilon", "> 0", epsilon))
     else:
-        x = Fraction(check_positive_float(epsilon, "epsilon", "epsilon_to_fraction"))
+        x = Fraction(check_positive_float(epsilon, "epsilon"))
     out = _floor_fraction(x, max_denominator)
     if out <= 0:
         raise ParameterError(
-            message("epsilon", "epsilon_to_fraction", f">= 1/{max_denominator}", epsilon)
+            message("epsilon", f">= 1/{max_denominator}", epsilon)
         )
     return out
 
 
+@public_errors("discrete_laplace_gamma")
 def discrete_laplace_gamma(epsilon: float | Fraction, sensitivity: int = 1) -> Fraction:
     """γ = ε/Δ as an exact fraction (rounded down), for α = e^{-γ} discrete Laplace noise.
 
@@ -205,20 +207,20 @@ def discrete_laplace_gamma(epsilon: float | Fraction, sensitivity: int = 1) -> F
     >>> z.shape
     (4,)
     """
-    delta = check_int(sensitivity, "sensitivity", "discrete_laplace_gamma", minimum=1)
+    delta = check_int(sensitivity, "sensitivity", minimum=1)
     return epsilon_to_fraction(epsilon_to_fraction(epsilon) / delta)
 
 
-def _as_gamma(gamma: Any, func: str, *, allow_zero: bool = False) -> Fraction:
+def _as_gamma(gamma: Any, *, allow_zero: bool = False) -> Fraction:
     if isinstance(gamma, Fraction | int) and not isinstance(gamma, bool):
         g = Fraction(gamma)
         if g < 0 or (g == 0 and not allow_zero):
             rule = "a fraction >= 0" if allow_zero else "a fraction > 0"
-            raise ParameterError(message("gamma", func, rule, gamma))
+            raise ParameterError(message("gamma", rule, gamma))
         return _floor_fraction(g, MAX_DENOMINATOR) if g > 0 else g
     if allow_zero and isinstance(gamma, float) and gamma == 0.0:
         return Fraction(0)
-    return epsilon_to_fraction(check_positive_float(gamma, "gamma", func))
+    return epsilon_to_fraction(check_positive_float(gamma, "gamma"))
 
 
 def _sample_chunked(gamma: Fraction, size: Shape, gen: np.random.Generator, *, signed: bool):
@@ -232,19 +234,19 @@ def _sample_chunked(gamma: Fraction, size: Shape, gen: np.random.Generator, *, s
 
 
 def _sampler_inputs(
-    gamma: Any, size: Any, rng: RNGLike, func: str, *, allow_zero: bool = False
+    gamma: Any, size: Any, rng: RNGLike, *, allow_zero: bool = False
 ) -> tuple[Fraction, Shape, np.random.Generator]:
-    """γ, the output shape and the generator of the public sampler ``func``, validated in
-    that order."""
-    g = _as_gamma(gamma, func, allow_zero=allow_zero)
+    """γ, the output shape and the generator of the public sampler called, validated in that
+    order."""
+    g = _as_gamma(gamma, allow_zero=allow_zero)
     shape: Shape
     if isinstance(size, tuple):
         for dim in size:
-            check_int(dim, "size", func, minimum=0)
+            check_int(dim, "size", minimum=0)
         shape = size
     else:
-        shape = check_int(size, "size", func, minimum=0)
-    return g, shape, resolve_rng(rng, func).generator
+        shape = check_int(size, "size", minimum=0)
+    return g, shape, resolve_rng(rng).generator
 
 
 # ----------------------------------------------------------------------------------------------
@@ -266,6 +268,7 @@ _SAMPLER_DOC = "\n".join([
 
 
 @fill_doc(size_rng=_SIZE_RNG)
+@public_errors("sample_bernoulli_exp")
 def sample_bernoulli_exp(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.bool_]:
@@ -302,13 +305,14 @@ def sample_bernoulli_exp(
     >>> bool(abs(b.mean() - 0.5) < 0.05)
     True
     """
-    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_bernoulli_exp", allow_zero=True)
+    g, shape, gen = _sampler_inputs(gamma, size, rng, allow_zero=True)
     if g == 0:
         return np.ones(shape, dtype=np.bool_)
     return _sample_chunked(g, shape, gen, signed=False) > 0
 
 
 @fill_doc(sampler=_SAMPLER_DOC)
+@public_errors("sample_geometric")
 def sample_geometric(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.int64]:
@@ -325,11 +329,12 @@ def sample_geometric(
     >>> bool(g.min() >= 0), bool(abs(g.mean() - 1) < 0.1)
     (True, True)
     """
-    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_geometric")
+    g, shape, gen = _sampler_inputs(gamma, size, rng)
     return _sample_chunked(g, shape, gen, signed=False)
 
 
 @fill_doc(sampler=_SAMPLER_DOC)
+@public_errors("sample_discrete_laplace")
 def sample_discrete_laplace(
     gamma: Fraction | int | float, size: Shape, *, rng: RNGLike = None
 ) -> NDArray[np.int64]:
@@ -357,10 +362,11 @@ def sample_discrete_laplace(
     >>> bool(abs(z.mean()) < 0.1), bool(abs(z.var() - discrete_laplace_variance(1.0)) < 0.1)
     (True, True)
     """
-    g, shape, gen = _sampler_inputs(gamma, size, rng, "sample_discrete_laplace")
+    g, shape, gen = _sampler_inputs(gamma, size, rng)
     return _sample_chunked(g, shape, gen, signed=True)
 
 
+@public_errors("randomized_response")
 def randomized_response(
     bits: Any, gamma: Fraction | int | float, *, rng: RNGLike = None
 ) -> NDArray[np.int8]:
@@ -401,13 +407,13 @@ def randomized_response(
     >>> out.dtype, bool(abs(out.mean() - 0.75) < 0.05)  # kept with probability 3/4
     (dtype('int8'), True)
     """
-    g = _as_gamma(gamma, "randomized_response")
+    g = _as_gamma(gamma)
     arr = np.asarray(bits)
     if arr.dtype == np.bool_:
         arr = arr.astype(np.int8)
     if arr.dtype.kind not in "iu" or (arr.size and not np.isin(arr, (0, 1)).all()):
-        raise ParameterError(message("bits", "randomized_response", "an array of 0/1", bits))
-    gen = resolve_rng(rng, "randomized_response").generator
+        raise ParameterError(message("bits", "an array of 0/1", bits))
+    gen = resolve_rng(rng).generator
     flat = arr.astype(np.int8).ravel()
     flip = (_sample_chunked(g, flat.size, gen, signed=False) & 1).astype(np.int8)
     return (flat ^ flip).reshape(arr.shape)

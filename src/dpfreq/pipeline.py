@@ -143,10 +143,10 @@ class BudgetGate:
 
 def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
                 accountant: BudgetAccountant | None,
-                rng: RNGLike | ResolvedRNG, func: str) -> ResultT_co:
+                rng: RNGLike | ResolvedRNG) -> ResultT_co:
     """Run a release's steps in the pipeline's order (see the module docstring).
 
-    ``accountant`` and ``rng`` are checked first (a ParameterError names ``func``; an ``rng``
+    ``accountant`` and ``rng`` are checked first (a ParameterError names the public call; an ``rng``
     already resolved by the caller, for steps that hold it, is used as is); nothing is spent
     before :meth:`ReleaseSteps.read` has returned, and the noise is drawn after the spend.
 
@@ -160,11 +160,11 @@ def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
     ...     def draw(self, plan, data, rng): return data + int(rng.generator.integers(0, 1))
     ...     def build(self, plan, noisy): return {"count": noisy}
     >>> acct = Accountant(PrivacyBudget(1.0))
-    >>> run_release(Count(), accountant=acct, rng=0, func="count"), acct.spent
+    >>> run_release(Count(), accountant=acct, rng=0), acct.spent
     ({'count': 3}, (1.0, 0.0))
     """
-    acct = check_accountant(accountant, func)
-    resolved = rng if isinstance(rng, ResolvedRNG) else resolve_rng(rng, func)
+    acct = check_accountant(accountant)
+    resolved = rng if isinstance(rng, ResolvedRNG) else resolve_rng(rng)
     plan = steps.plan()
     gate = BudgetGate(acct, steps.charge(plan))
     gate.check()

@@ -58,7 +58,7 @@ def format_bytes(count: float) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
+def check_memory(needed_bytes: float, *, param: str, value: object,
                  what: str = "the computation", available: int | None = None) -> None:
     """Refuse (ParameterError) if ``needed_bytes`` exceeds the memory available now.
 
@@ -66,9 +66,9 @@ def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
     ----------
     needed_bytes : float
         The estimate (a float so that a caller can compute it without int64 overflow).
-    param, func, value : str, str, object
-        The parameter that drives the size, the public function and the value given, for the
-        usual message shape.
+    param, value : str, object
+        The parameter that drives the size and the value given, for the usual message shape
+        (the function named is the public call, :func:`dpfreq.errors.public_caller`).
     what : str
         What needs the memory, e.g. ``"the noisy histogram of d counts"``.
     available : int, optional
@@ -77,21 +77,21 @@ def check_memory(needed_bytes: float, *, param: str, func: str, value: object,
     Raises
     ------
     ParameterError
-        ``"<param> of <func> must be small enough for <what> to fit in memory (needs X GiB,
+        ``"<param> of <function> must be small enough for <what> to fit in memory (needs X GiB,
         Y GiB available); got <value>."``
 
     Examples
     --------
     >>> try:
-    ...     check_memory(8 * 10**10, param="domain_size", func="f", value=10**10,
+    ...     check_memory(8 * 10**10, param="domain_size", value=10**10,
     ...                  what="the counts", available=2**34)
     ... except ValueError as exc:
     ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
-    domain_size of f must be small enough for the counts to fit in memory
+    domain_size of dpfreq must be small enough for the counts to fit in memory
     (needs 74.5 GiB, 16.0 GiB available); got 10000000000.
     """
     free = available_memory_bytes() if available is None else int(available)
     if free > 0 and needed_bytes > free:
         rule = (f"small enough for {what} to fit in memory (needs {format_bytes(needed_bytes)}, "
                 f"{format_bytes(free)} available)")
-        raise ParameterError(message(param, func, rule, value))
+        raise ParameterError(message(param, rule, value))

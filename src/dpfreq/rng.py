@@ -26,7 +26,7 @@ import numpy as np
 import randomgen
 
 from dpfreq._validate import message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = [
     "RNGLike",
@@ -103,28 +103,29 @@ def new_secret_key() -> bytes:
 def _encode_part(part: str | int | bytes) -> bytes:
     """One labelled, length-prefixed field of the canonical encoding used by :func:`derive_key`."""
     if isinstance(part, bool):
-        raise ParameterError(message("part", "derive_key", "a str, an int or bytes", part))
+        raise ParameterError(message("part", "a str, an int or bytes", part))
     if isinstance(part, str):
         try:
             tag, body = b"s", part.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate has no UTF-8 encoding
-            raise ParameterError(message("part", "derive_key", "a str encodable as UTF-8 (no "
+            raise ParameterError(message("part", "a str encodable as UTF-8 (no "
                                          "lone surrogates)", "a str with a lone surrogate")
                                  ) from None
     elif isinstance(part, numbers.Integral):
         try:
             tag, body = b"i", str(int(part)).encode("ascii")
         except ValueError:  # beyond Python's limit on int -> str conversion
-            raise ParameterError(message("part", "derive_key", "an int of at most 4300 decimal "
+            raise ParameterError(message("part", "an int of at most 4300 decimal "
                                          "digits", f"an int of {int(part).bit_length()} bits")
                                  ) from None
     elif isinstance(part, bytes | bytearray):
         tag, body = b"b", bytes(part)
     else:
-        raise ParameterError(message("part", "derive_key", "a str, an int or bytes", part))
+        raise ParameterError(message("part", "a str, an int or bytes", part))
     return tag + len(body).to_bytes(8, "big") + body
 
 
+@public_errors("derive_key")
 def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
     """A 32-byte sub-key for what ``parts`` names, derived from a secret ``key``.
 
@@ -163,11 +164,12 @@ def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
     32
     """
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
-        raise ParameterError(message("key", "derive_key", "at least 16 bytes", type(key).__name__))
+        raise ParameterError(message("key", "at least 16 bytes", type(key).__name__))
     body = b"dpfreq-kdf-1" + b"".join(_encode_part(p) for p in parts)
     return hmac.new(bytes(key), body, hashlib.sha256).digest()
 
 
+@public_errors("keyed_generator")
 def keyed_generator(key: bytes, *parts: str | int | bytes) -> np.random.Generator:
     """A deterministic CSPRNG stream identified by ``(key, *parts)``.
 
@@ -203,13 +205,13 @@ def keyed_generator(key: bytes, *parts: str | int | bytes) -> np.random.Generato
     (True, False)
     """
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
-        raise ParameterError(message("key", "keyed_generator", "at least 16 bytes",
+        raise ParameterError(message("key", "at least 16 bytes",
                                      type(key).__name__))
     derived = int.from_bytes(derive_key(key, "generator", *parts), "little")
     return np.random.Generator(randomgen.ChaCha(key=derived, counter=0, rounds=20))
 
 
-def resolve_rng(rng: RNGLike, func: str = "dpfreq") -> ResolvedRNG:
+def resolve_rng(rng: RNGLike) -> ResolvedRNG:
     """Normalize an ``rng`` argument.
 
     Parameters
@@ -244,6 +246,6 @@ def resolve_rng(rng: RNGLike, func: str = "dpfreq") -> ResolvedRNG:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_) and rng >= 0:
         return ResolvedRNG(np.random.Generator(np.random.PCG64(int(rng))), seeded=True)
     raise ParameterError(
-        message("rng", func, "None (secure default), an integer seed >= 0 or a "
+        message("rng", "None (secure default), an integer seed >= 0 or a "
                 "numpy.random.Generator", rng)
     )

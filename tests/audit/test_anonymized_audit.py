@@ -35,7 +35,7 @@ RATIO_TOL = 1e-9
 def arrays(h: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     if not h:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return as_prevalences(h, "audit")
+    return as_prevalences(h)
 
 
 def neighbour_pairs(n_max: int):

@@ -27,7 +27,7 @@ from dpfreq.cli._common import (
     parse_int_list,
 )
 from dpfreq.cli.main import cli, main
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_call
 from dpfreq.ledger import Ledger
 from dpfreq.release import ErrorStatement, Release
 from dpfreq.resources import available_memory_bytes, check_memory, format_bytes
@@ -261,14 +261,14 @@ def test_stdin_is_spooled_to_a_file_and_removed(monkeypatch):
 def test_memory_check_names_the_parameter_and_the_sizes():
     assert available_memory_bytes() > 0
     assert format_bytes(80 * 1024**3) == "80.0 GiB"
-    check_memory(1024, param="domain_size", func="f", value=10, available=2048)
-    with pytest.raises(ParameterError) as info:
-        check_memory(330 * 1024**3, param="domain_size", func="ProfileSketch",
+    check_memory(1024, param="domain_size", value=10, available=2048)
+    with pytest.raises(ParameterError) as info, public_call("ProfileSketch"):
+        check_memory(330 * 1024**3, param="domain_size",
                      value=10**10, what="the counters", available=20 * 1024**3)
     assert str(info.value) == (
         "domain_size of ProfileSketch must be small enough for the counters to fit in memory "
         "(needs 330.0 GiB, 20.0 GiB available); got 10000000000.")
-    check_memory(10**30, param="x", func="f", value=1, available=0)  # unknown: not checked
+    check_memory(10**30, param="x", value=1, available=0)  # unknown: not checked
 
 
 def test_progress_is_silent_by_default_and_reports_when_enabled():

@@ -89,6 +89,8 @@ def test_invoked_command_walks_groups():
     assert path == "dpfreq plan profile"
     assert command.name == "profile"
     assert invoked_command(cli, ["--version"])[1] == "dpfreq"
+    command, path = invoked_command(cli, ["reach", "query", "saved.dpfreq", "--k", "1"])
+    assert (path, command.name) == ("dpfreq reach query", "query")
 
 
 def test_python_errors_name_the_public_function(tmp_path, monkeypatch):
@@ -111,16 +113,19 @@ def test_python_errors_name_the_public_function(tmp_path, monkeypatch):
         assert "Engine" not in str(info.value)
 
 
-def test_public_errors_keeps_the_engine_in_debug_detail():
+def test_public_errors_keeps_the_engine_in_debug_detail(monkeypatch):
+    from dpfreq.engines import get_engine
+
+    monkeypatch.setenv("DPFREQ_DEBUG", "1")
+
     @public_errors("release_demo")
     def release_demo():
-        raise DataError("column 'u' of MemoryEngine.item_counts must hold no nulls; got "
-                        "'nulls'. [debug, MemoryEngine.item_counts: 3 value(s)]")
+        return get_engine("memory").item_counts({"u": [1.0, float("nan"), None]}, item="u")
 
     with pytest.raises(DataError) as info:
         release_demo()
-    assert str(info.value) == ("column 'u' of release_demo must hold no nulls; got 'nulls'. "
-                               "[debug, MemoryEngine.item_counts: 3 value(s)]")
+    assert str(info.value).startswith("column 'u' of the source must be free of nulls and NaN")
+    assert "[debug, MemoryEngine.item_counts: " in str(info.value)
 
 
 def test_engine_choice_errors_name_the_release():

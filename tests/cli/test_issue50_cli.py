@@ -171,8 +171,8 @@ def test_profile_start_end_keeps_the_rows_reach_keeps(campaign_log: tuple[Path, 
     from dpfreq.cli.row_rules import rows_kept
 
     log, _groups = campaign_log
-    kept = rows_kept(str(log), item="user", group=None, null_group="error", engine=None,
-                     func="dpfreq profile", time="ts", start="2026-03-01", end="2026-03-14",
+    kept = rows_kept(str(log), item="user", group=None, null_group="error", engine=None, time="ts",
+                     start="2026-03-01", end="2026-03-14",
                      timezone=ZONE)
     total = len(log.read_text(encoding="utf-8").splitlines()) - 1
     assert kept.aggregate("count(*)").fetchall()[0][0] == total - 2

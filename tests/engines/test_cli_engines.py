@@ -54,7 +54,7 @@ def test_spark_engine_checks_the_master_url_without_starting_spark() -> None:
         assert eng.master == url
         assert eng._spark is None  # the session starts on first use only
     for bad in ("", "bogus://x", "local[]", "spark://"):
-        with pytest.raises(ParameterError, match="master of SparkEngine must be a Spark master"):
+        with pytest.raises(ParameterError, match="master of get_engine must be a Spark master"):
             get_engine("spark", master=bad)
 
 
@@ -140,7 +140,7 @@ def test_cli_bad_spark_master_is_one_line(tmp_path: Path,
                          "--spark-master", "bogus://x"], capsys)
     assert code == 2
     last = err.strip().splitlines()[-1]
-    assert last.startswith("dpfreq: error: master of SparkEngine must be a Spark master URL")
+    assert last.startswith("dpfreq: error: master of dpfreq reach must be a Spark master URL")
 
 
 def _release_json(out: str) -> dict[str, Any]:

@@ -56,7 +56,7 @@ SPECS = {
 
 def _spec(case: str) -> Any:
     fields = {"time": None, "period": None, "campaign": None, "campaigns": None, **SPECS[case]}
-    return check_log_spec("test", **fields)
+    return check_log_spec(**fields)
 
 
 def _memory(frame: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -116,7 +116,7 @@ def test_bad_columns_are_refused_in_one_line(engine: str, column: str, values: l
     frame = pd.DataFrame({"user": [1, 2], "t": [1, 2]})
     frame[column] = values
     source: Any = _memory(frame.assign(suser="a", campaign="x")) if engine == "memory" else frame
-    spec = check_log_spec("test", user="user", time="t", period=(0, 9), campaign=None,
+    spec = check_log_spec(user="user", time="t", period=(0, 9), campaign=None,
                           campaigns=None)
     with pytest.raises(DataError, match=match) as info:
         register_frequencies(source, spec=spec, params=PARAMS, key=KEY, engine=engine)
@@ -128,7 +128,7 @@ def test_missing_column_names_the_column(engine: str) -> None:
     source: Any = _memory(_log()) if engine == "memory" else _log()
     with pytest.raises(DataError, match="no column 'who'"):
         register_frequencies(source, spec=check_log_spec(
-            "test", user="who", time=None, period=None, campaign=None, campaigns=None),
+            user="who", time=None, period=None, campaign=None, campaigns=None),
             params=PARAMS, key=KEY, engine=engine)
 
 
@@ -153,7 +153,7 @@ def test_spark_same_sketch_and_null_users(spark: Any) -> None:
     assert np.array_equal(got.frequency, ref.frequency)  # type: ignore[arg-type]
     nulls = spark.createDataFrame(pd.DataFrame({"user": ["a", None, "b"]}))
     with pytest.raises(DataError, match="missing values"):
-        register_frequencies(nulls, spec=check_log_spec("test", user="user", time=None,
+        register_frequencies(nulls, spec=check_log_spec(user="user", time=None,
                                                         period=None, campaign=None,
                                                         campaigns=None),
                              params=PARAMS, key=KEY, engine=spark)

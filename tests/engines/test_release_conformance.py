@@ -168,7 +168,7 @@ def test_window_counts(backend: str, case: str, level: str, tmp_path: Path, seed
         np.testing.assert_array_equal(a.upper, b.upper)
         # the exact counts behind the release (private state) against the plain-Python oracle
         state = got._state
-        for s in state.structures_for(k, "test"):
+        for s in state.structures_for(k):
             ok = state.can_answer(s, t1, t2)
             exact = state.exact(s, t1[ok], t2[ok])
             want = [oracle_at_least_k(case, int(x), int(y), k)

@@ -159,10 +159,9 @@ def test_overflowing_update_is_refused_and_the_old_sketch_kept(spark: Any, seed:
     near = tables.domain_table(domain_size=10, block_size=4,
                                block_values=lambda b, n: np.full(n, 2**63 - 10, np.int64))
     step = tables.checked_counts(spark.createDataFrame([(3, 9), (4, 10)], "item long, count long"),
-                                 item="item", count="count", domain_size=10, clamp=None,
-                                 func="test")
+                                 item="item", count="count", domain_size=10, clamp=None)
     over = tables.add_counts(near, step)
-    _, nulls, _ = tables.value_counts(over, low=0, high=2, func="test")
+    _, nulls, _ = tables.value_counts(over, low=0, high=2)
     assert nulls == 1  # item 4 overflowed; item 3 reached 2^63 − 1 exactly
     sk.table = over
     with pytest.raises(DataError, match="beyond the int64 range"):

@@ -228,7 +228,7 @@ def test_plan_takes_the_same_time_options() -> None:
     kw = {**DAYS, "epsilon": 1.0, "unit": "event", "k_values": [1], "windows": ["cumulative"]}
     plan = plan_window_counts(**kw, timezone=NY, time_unit="ms")
     assert plan.horizon == plan_window_counts(**kw).horizon == 3
-    with pytest.raises(ParameterError, match="timezone of release_window_counts"):
+    with pytest.raises(ParameterError, match="timezone of plan_window_counts"):  # the call made
         plan_window_counts(**kw, timezone="Nowhere/Else")
 
 

@@ -186,7 +186,7 @@ def _assert_same_release(got: Any, ref: Any, case: str) -> None:
         x, y = got.window(t1, t2, k), ref.window(t1, t2, k)
         np.testing.assert_array_equal(x.estimate, y.estimate)
         np.testing.assert_array_equal(x.upper, y.upper)
-        for s in got._state.structures_for(k, "test"):
+        for s in got._state.structures_for(k):
             ok = got._state.can_answer(s, t1, t2)
             exact = got._state.exact(s, t1[ok], t2[ok])
             want = [_brute(case, int(p), int(q), k) for p, q in zip(t1[ok], t2[ok], strict=True)]

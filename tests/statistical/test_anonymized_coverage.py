@@ -38,7 +38,7 @@ def test_threshold_has_the_stated_alpha() -> None:
 
 def test_simulated_statements_cover() -> None:
     hist = zipf_sample(1_000, 7)
-    counts, prev = as_prevalences(hist, "test")
+    counts, prev = as_prevalences(hist)
     hits_l1 = hits_band = 0
     for seed in range(TRIALS):
         rel = release_anonymized_histogram(hist, epsilon=1.0, rng=500 + seed, unit="event")

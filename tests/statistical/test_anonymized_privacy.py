@@ -53,7 +53,7 @@ def output_law(h: dict[int, int], t: int, m: int, small_grid: np.ndarray,
     entries in ``large_values``. Returns {K: array (G, len(large_values)^K)}.
     """
     if h:
-        c, p = as_prevalences(h, "test")
+        c, p = as_prevalences(h)
     else:
         c = p = np.zeros(0, np.int64)
     law = {k: np.zeros((small_grid.shape[0], large_values.size ** k)) for k in range(k_max + 1)}
@@ -122,7 +122,7 @@ def test_high_privacy_h4_is_eps3_dp_exactly() -> None:
             h2 = move_up(h, r)
             ys = []
             for x in (h, h2):
-                c, p = as_prevalences(x, "test") if x else (np.zeros(0, np.int64),) * 2
+                c, p = as_prevalences(x) if x else (np.zeros(0, np.int64),) * 2
                 c, p = P.cap_counts(c, p, int(s[-1]))
                 ys.append(P.smoothed_scaled_cumulative(c, p, s)[0])
             law = [np.prod((1 - alpha) / (1 + alpha) * alpha ** np.abs(grid - y[None, :]), axis=1)
@@ -162,7 +162,7 @@ def test_released_n_follows_exact_eps1_law() -> None:
     gamma = epsilon_to_fraction(1.0)
     # the mechanism as the entry point runs it (the release's error statement, which reruns it
     # on the output, is post-processing and left out to keep the test fast)
-    c, p = as_prevalences(h, "test")
+    c, p = as_prevalences(h)
     plan = plan_for("privhist", 3.0)
     diffs = np.array([run_plan(plan, c, p, epsilon=3.0,
                                noise=S.ExactNoise(np.random.default_rng(seed))).n_estimate - 200

@@ -51,7 +51,7 @@ class ZeroNoise:
 
 
 def arrays(h: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    return as_prevalences(h, "test")
+    return as_prevalences(h)
 
 
 def mapping(counts: np.ndarray, prev: np.ndarray) -> dict[int, int]:

@@ -26,7 +26,7 @@ SHAPE = re.compile(r"^\w+ of [\w.]+ must be .+; got .+\.$")
 
 def _fake_release(counts, *, epsilon, accountant=None, rng=None):
     """A release following the conventions: validate, spend, then draw noise."""
-    gen = resolve_rng(rng, "fake_release").generator
+    gen = resolve_rng(rng).generator
     gamma = discrete_laplace_gamma(epsilon, 1)
     if accountant is not None:
         accountant.spend(epsilon, label="fake_release")

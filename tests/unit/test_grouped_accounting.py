@@ -60,7 +60,7 @@ def test_the_chosen_per_group_epsilon_satisfies_its_composition_bound(
     (ε, δ); the choice is the larger per-group ε, pure when δ = 0 or m = 1."""
     for m in MS:
         acc = choose_group_accounting(epsilon=epsilon, delta=delta, max_groups_per_item=m,
-                                      named=named, func="t")
+                                      named=named)
         eps_g = epsilon_to_fraction(acc.epsilon_per_group)  # what each group's noise uses
         sel = acc.selection
         assert (sel is None) == named
@@ -103,8 +103,7 @@ def test_the_chosen_per_group_epsilon_satisfies_its_composition_bound(
                                               (100, "zcdp")])
 def test_zcdp_wins_from_29_groups_at_epsilon_one(m: int, expected: str) -> None:
     """At ε = 1, δ = 1e-6 with a public list zCDP wins once m > ε²/(2ρ) ≈ 28.6."""
-    acc = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=m, named=True,
-                                  func="t")
+    acc = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=m, named=True)
     assert acc.accounting == expected
     assert 1.0 / (2 * zcdp_rho(1.0, 1e-6)) == pytest.approx(28.62, abs=0.005)
     assert acc.candidates["pure"] == 1.0 / m  # ε/m, the nearest float, already exact enough
@@ -133,7 +132,7 @@ def test_one_group_alone_is_epsilon_g_dp_by_its_exact_law() -> None:
     from the exact pmf, the worst ratio between a count and its neighbour is e^γ <= e^{ε_g}
     for the zCDP-chosen ε_g (the composition is the test above)."""
     acc = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=50,
-                                  named=True, func="t")
+                                  named=True)
     assert acc.accounting == "zcdp"
     gamma = direct_layout("item", acc.epsilon_per_group, 5).gamma
     assert gamma <= epsilon_to_fraction(acc.epsilon_per_group)
@@ -174,7 +173,7 @@ def test_a_zcdp_release_equals_the_release_at_its_per_group_epsilon() -> None:
     assert (rel.epsilon, rel.delta) == (1.0, 1e-6)
     same = float(50 * Fraction(eps_g))  # ε whose ε/50 is the same mechanism
     pure = choose_group_accounting(epsilon=same, delta=0.0, max_groups_per_item=50,
-                                   named=True, func="t")
+                                   named=True)
     assert epsilon_to_fraction(pure.epsilon_per_group) == epsilon_to_fraction(eps_g)
     ref = release_profile(_log(), max_groups_per_item=50, epsilon=same, rng=7, **PROFILE)
     assert ref.mechanism_params["accounting"]["accounting"] == "pure"
@@ -222,8 +221,7 @@ def test_the_plan_follows_the_choice(m: int) -> None:
     """plan_profile(group=...) predicts each group's error at the per-group ε of the choice."""
     plan = plan_profile(domain_size=10**5, max_count=10, epsilon=1.0, unit="item", group="g",
                         max_groups_per_item=m, groups=GROUPS, delta=1e-6)
-    acc = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=m, named=True,
-                                  func="t")
+    acc = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=m, named=True)
     assert plan.accounting == acc
     assert plan.epsilon_per_group == plan.per_group.epsilon == acc.epsilon_per_group
     alone = plan_profile(domain_size=10**5, max_count=10, epsilon=acc.epsilon_per_group,

@@ -34,7 +34,7 @@ def _log() -> pd.DataFrame:
 
 
 def _par(epsilon: float, delta: float) -> object:
-    return check_window_params("release_window_counts", horizon=30, start=None, end=None,
+    return check_window_params(horizon=30, start=None, end=None,
                                period=None, time_unit=None, timezone="UTC", epsilon=epsilon,
                                delta=delta, unit="item", k_values=[1],
                                windows=["cumulative", "total"], method="auto",
@@ -49,7 +49,7 @@ def test_choice_is_the_smaller_predicted_error(epsilon: float, delta: float, m: 
     """The plan takes the accounting whose per-group plan scores lower (public parameters
     only), the release the same, and each accounting adds up to (ε, δ) exactly."""
     par = _par(epsilon, delta)
-    cands = {z: _candidate(par, m, named, z, "f") for z in (False, True)}
+    cands = {z: _candidate(par, m, named, z) for z in (False, True)}
     scores = {z: plan_score(_plan(par, b)) for z, b in cands.items()}
     want = min(scores, key=lambda z: scores[z])
     plan = plan_window_counts(horizon=30, epsilon=epsilon, delta=delta, unit="item",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpfreq.budget import Accountant, BudgetAccountant, PrivacyBudget, check_accountant
-from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError, public_call
 from dpfreq.ledger import Ledger
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 from dpfreq.rng import resolve_rng
@@ -19,7 +19,7 @@ from dpfreq.rng import resolve_rng
 
 def _fake_release(counts, *, epsilon, accountant=None, rng=None):
     """A release following the conventions: validate, spend, then draw noise."""
-    gen = resolve_rng(rng, "fake_release").generator
+    gen = resolve_rng(rng).generator
     gamma = discrete_laplace_gamma(epsilon, 1)
     if accountant is not None:
         accountant.spend(epsilon, label="fake_release", unit="item")
@@ -34,10 +34,10 @@ def ledger(tmp_path):
 def test_both_accountants_satisfy_the_protocol(ledger):
     assert isinstance(ledger, BudgetAccountant)
     assert isinstance(Accountant(PrivacyBudget(1.0)), BudgetAccountant)
-    assert check_accountant(ledger, "f") is ledger
-    assert check_accountant(None, "f") is None
-    with pytest.raises(ParameterError, match="accountant of f must be"):
-        check_accountant(object(), "f")
+    assert check_accountant(ledger) is ledger
+    assert check_accountant(None) is None
+    with pytest.raises(ParameterError, match="accountant of f must be"), public_call("f"):
+        check_accountant(object())
 
 
 def test_overspend_refused_before_any_noise_is_drawn(ledger, rng):

@@ -183,7 +183,7 @@ def test_resampling_inside_annulus_fails_property_one() -> None:
     # wrong version: the mass is kept only inside the annulus
     log_w = np.where(inside, good_log_q, -np.inf)
     with pytest.raises(ParameterError, match="exceeds epsilon"):
-        laws._build("bad", k, eps, log_w, {}, "test")
+        laws._build("bad", k, eps, log_w, {})
     assert good.certificate <= eps
 
 

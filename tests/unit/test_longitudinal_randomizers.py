@@ -122,12 +122,12 @@ def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.Monk
     log_q, _ = _futurerand_ideal(k, eps, 0.5)  # ε' four times too large
     assert float(log_q.max() - log_q.min()) > eps
     with pytest.raises(ParameterError, match="exceeds epsilon"):
-        laws._build("futurerand", k, eps, log_q, {}, "test")
+        laws._build("futurerand", k, eps, log_q, {})
     # a law whose sampled weights exceed e^ε is refused even if its ideal law is fine
     good = laws.distance_law("threshold", k, eps)
     too_loose = dataclasses.replace(good, weights=(good.weights[0] + 2**40, *good.weights[1:]))
     with pytest.raises(ParameterError, match="exceeds epsilon"):
-        laws._certify(too_loose, "test")
+        laws._certify(too_loose)
     monkeypatch.setattr(
         "dpfreq.longitudinal.randomizers.distance_law", lambda mode, kk, e: too_loose
     )
@@ -135,7 +135,7 @@ def test_construction_refuses_certificate_above_epsilon(monkeypatch: pytest.Monk
         FutureRand(length=8, max_changes=k, epsilon=eps, variant="paper", rng=1)
     # a law without a positive gap is refused too
     with pytest.raises(ParameterError, match="c_gap"):
-        laws._build("flat", 3, 1.0, np.zeros(4), {}, "test")
+        laws._build("flat", 3, 1.0, np.zeros(4), {})
 
 
 @pytest.mark.parametrize("k", [2, 3, 8, 16, 64])

@@ -184,8 +184,8 @@ def test_plan_longitudinal_refuses_bad_parameters() -> None:
                             "devices": 100}
     for over, word in (({"devices": 0}, "devices of plan_longitudinal"),
                        ({"confidence": 1.5}, "confidence of plan_longitudinal"),
-                       ({"method": "fast"}, "method of make_params"),
-                       ({"epsilon": -1.0}, "epsilon of make_params")):
+                       ({"method": "fast"}, "method of plan_longitudinal"),
+                       ({"epsilon": -1.0}, "epsilon of plan_longitudinal")):
         with pytest.raises(ParameterError, match=word):
             dpfreq.plan_longitudinal(**{**base, **over})
 

@@ -11,7 +11,7 @@ import pytest
 import dpfreq.grouped.driver
 from dpfreq.anonymized import release_anonymized_histogram
 from dpfreq.budget import Accountant, PrivacyBudget
-from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError, public_call
 from dpfreq.pipeline import BudgetGate, Charge, Reading, ReleaseSteps, run_release
 from dpfreq.profile import release_profile
 from dpfreq.rng import ResolvedRNG
@@ -78,7 +78,7 @@ class _Steps:
 def test_run_release_runs_the_steps_in_order() -> None:
     log: list[str] = []
     acct = _Recording(log, 2.0)
-    out = run_release(_Steps(log), accountant=acct, rng=0, func="test")
+    out = run_release(_Steps(log), accountant=acct, rng=0)
     assert out == {"value": 5}
     assert log == ["plan", "charge", "check", "read", "spend", "draw", "build"]
     assert acct.spent == (1.0, 0.0)
@@ -90,7 +90,7 @@ def test_a_refusal_before_the_spend_spends_and_draws_nothing(fail: str) -> None:
     log: list[str] = []
     acct = _Recording(log, 2.0)
     with pytest.raises(DataError):
-        run_release(_Steps(log, fail), accountant=acct, rng=0, func="test")
+        run_release(_Steps(log, fail), accountant=acct, rng=0)
     assert "spend" not in log
     assert "draw" not in log
     assert acct.spent == (0.0, 0.0)
@@ -100,7 +100,7 @@ def test_an_unaffordable_call_reads_nothing() -> None:
     log: list[str] = []
     acct = _Recording(log, 0.5)
     with pytest.raises(BudgetExceededError):
-        run_release(_Steps(log), accountant=acct, rng=0, func="test")
+        run_release(_Steps(log), accountant=acct, rng=0)
     assert log == ["plan", "charge", "check"]
     assert acct.spent == (0.0, 0.0)
 
@@ -108,8 +108,8 @@ def test_an_unaffordable_call_reads_nothing() -> None:
 @pytest.mark.parametrize(("accountant", "rng"), [("all of it", 0), (None, "seed")])
 def test_bad_accountant_or_rng_is_refused_before_any_step(accountant: Any, rng: Any) -> None:
     log: list[str] = []
-    with pytest.raises(ParameterError, match="of test must be"):
-        run_release(_Steps(log), accountant=accountant, rng=rng, func="test")
+    with pytest.raises(ParameterError, match="of test must be"), public_call("test"):
+        run_release(_Steps(log), accountant=accountant, rng=rng)
     assert log == []
 
 

@@ -16,7 +16,7 @@ import scipy.stats
 import dpfreq.profile
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.engines import get_engine
-from dpfreq.errors import BudgetExceededError, DataError, ParameterError
+from dpfreq.errors import BudgetExceededError, DataError, ParameterError, public_call
 from dpfreq.noise import discrete_laplace_gamma, discrete_laplace_pmf
 from dpfreq.profile import ProfileRelease, plan_profile, release_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
@@ -550,7 +550,7 @@ def test_plan_grammar_and_refusals() -> None:
                           method="fft")
     assert sketch.half_width is None
     assert 0 < sketch.l1_bound <= 2
-    with pytest.raises(ParameterError, match=r"measure of ProfilePlan\.measure"):
+    with pytest.raises(ParameterError, match=r"measure of ProfilePlan\.epsilon_for"):
         sketch.epsilon_for(target=5, measure="half_width")
     direct = plan_profile(domain_size=10**6, max_count=50, epsilon=1.0, unit="event")
     assert direct.method == "direct"
@@ -602,7 +602,7 @@ def test_checked_parameters_are_named_and_frozen() -> None:
 
     from dpfreq.profile.plan import ProfileParams, check_profile_parameters
 
-    par = check_profile_parameters(100, 5, 0.5, "item", 0.9, "auto", "plan_profile")
+    par = check_profile_parameters(100, 5, 0.5, "item", 0.9, "auto")
     assert isinstance(par, ProfileParams)
     assert (par.domain_size, par.max_count, par.epsilon, par.unit, par.confidence,
             par.method) == (100, 5, 0.5, "item", 0.9, "direct")
@@ -612,5 +612,6 @@ def test_checked_parameters_are_named_and_frozen() -> None:
     plan = plan_profile(domain_size=100, max_count=5, epsilon=0.5, unit="item", confidence=0.9)
     assert (plan.domain_size, plan.max_count, plan.epsilon, plan.unit, plan.confidence,
             plan.method, plan.why) == dataclasses.astuple(par)
-    with pytest.raises(ParameterError, match=r"^unit of plan_profile must"):
-        check_profile_parameters(100, 5, 0.5, "row", 0.9, "auto", "plan_profile")
+    with pytest.raises(ParameterError, match=r"^unit of plan_profile must"), \
+            public_call("plan_profile"):
+        check_profile_parameters(100, 5, 0.5, "row", 0.9, "auto")

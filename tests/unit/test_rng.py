@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import randomgen
 
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_call
 from dpfreq.noise import sample_discrete_laplace
 from dpfreq.rng import keyed_generator, new_secret_key, resolve_rng, secure_generator
 
@@ -16,7 +16,7 @@ SHAPE = re.compile(r"^\w+ of [\w.]+ must be .+; got .+\.$")
 
 
 def test_default_is_the_csprng_and_unseeded():
-    res = resolve_rng(None, "f")
+    res = resolve_rng(None)
     assert res.seeded is False
     assert isinstance(res.generator, np.random.Generator)
     bg = res.generator.bit_generator
@@ -54,8 +54,8 @@ def test_generator_passes_through(rng):
 @pytest.mark.parametrize("bad", [-1, 1.5, True, np.bool_(True), "1", [1],
                                  np.random.RandomState(0), np.random.PCG64(0)])
 def test_bad_rng_rejected(bad):
-    with pytest.raises(ParameterError) as info:
-        resolve_rng(bad, "release_profile")
+    with pytest.raises(ParameterError) as info, public_call("release_profile"):
+        resolve_rng(bad)
     assert SHAPE.match(str(info.value))
     assert str(info.value).startswith("rng of release_profile must be")
 

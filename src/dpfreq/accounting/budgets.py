@@ -14,7 +14,7 @@ from fractions import Fraction
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
 from dpfreq.accounting.composition import advanced_epsilon, group_delta
 from dpfreq.accounting.numbers import exact_fraction, float_at_least
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["PrivacyBudget", "advanced_composition", "group_privacy", "sequential_composition"]
 
@@ -55,9 +55,10 @@ class PrivacyBudget:
     epsilon: float
     delta: float = 0.0
 
+    @public_errors("PrivacyBudget")
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon", "PrivacyBudget"))
-        object.__setattr__(self, "delta", check_delta(self.delta, "delta", "PrivacyBudget"))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
 
     @classmethod
     def _left(cls, epsilon: Fraction, delta: Fraction) -> PrivacyBudget:
@@ -82,6 +83,7 @@ class PrivacyBudget:
         return exact_fraction(self.delta)
 
 
+@public_errors("sequential_composition")
 def sequential_composition(*budgets: PrivacyBudget) -> PrivacyBudget:
     """Basic composition: (Σε_i, Σδ_i), computed exactly and returned as floats.
 
@@ -110,12 +112,13 @@ def sequential_composition(*budgets: PrivacyBudget) -> PrivacyBudget:
     PrivacyBudget(epsilon=0.3, delta=1e-06)
     """
     if not budgets:
-        raise ParameterError(message("budgets", "sequential_composition", "non-empty", budgets))
+        raise ParameterError(message("budgets", "non-empty", budgets))
     eps = sum((b.exact_epsilon for b in budgets), Fraction(0))
     dlt = sum((b.exact_delta for b in budgets), Fraction(0))
     return PrivacyBudget(float(eps), float(dlt))
 
 
+@public_errors("advanced_composition")
 def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> PrivacyBudget:
     """k-fold adaptive composition (Dwork, Rothblum & Vadhan 2010).
 
@@ -150,20 +153,21 @@ def advanced_composition(budget: PrivacyBudget, k: int, delta_prime: float) -> P
     >>> round(total.epsilon, 2), total.delta
     (1.76, 1e-06)
     """
-    k = check_int(k, "k", "advanced_composition", minimum=1)
-    dp = check_delta(delta_prime, "delta_prime", "advanced_composition")
+    k = check_int(k, "k", minimum=1)
+    dp = check_delta(delta_prime, "delta_prime")
     if dp == 0:
-        raise ParameterError(message("delta_prime", "advanced_composition", "> 0", delta_prime))
+        raise ParameterError(message("delta_prime", "> 0", delta_prime))
     e = budget.exact_epsilon
     eps_adv = advanced_epsilon(e, k, exact_fraction(dp))
     use_advanced = eps_adv < k * e
     dlt = k * budget.exact_delta + (exact_fraction(dp) if use_advanced else 0)
     if dlt >= 1:
-        raise ParameterError(message("delta_prime", "advanced_composition",
+        raise ParameterError(message("delta_prime",
                                      "small enough that the total δ stays < 1", delta_prime))
     return PrivacyBudget(_stated(min(eps_adv, k * e)), _stated(dlt))
 
 
+@public_errors("group_privacy")
 def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     """Guarantee for groups of ``group_size`` individuals: (gε, (1 + e^ε + … + e^{(g−1)ε}) δ).
 
@@ -193,9 +197,9 @@ def group_privacy(budget: PrivacyBudget, group_size: int) -> PrivacyBudget:
     >>> group_privacy(PrivacyBudget(0.5), 3)
     PrivacyBudget(epsilon=1.5, delta=0.0)
     """
-    g = check_int(group_size, "group_size", "group_privacy", minimum=1)
+    g = check_int(group_size, "group_size", minimum=1)
     dlt = group_delta(budget.exact_epsilon, budget.exact_delta, g)
     if dlt >= 1:
-        raise ParameterError(message("group_size", "group_privacy",
+        raise ParameterError(message("group_size",
                                      "small enough that the group δ stays < 1", group_size))
     return PrivacyBudget(_stated(g * budget.exact_epsilon), _stated(dlt))

@@ -184,7 +184,7 @@ def required_epsilon(losses: Sequence[PrivacyLoss], delta: Fraction, *,
 
 
 def with_budget_share(plan: Any, accountant: Any, *, epsilon: float, delta: float,
-                      unit: str | None, func: str, loss: PrivacyLoss | None = None) -> Any:
+                      unit: str | None, loss: PrivacyLoss | None = None) -> Any:
     """``plan`` (a frozen dataclass with a ``budget`` field) with ``budget`` set to what the
     planned release would take from ``accountant`` (its ``share``), or unchanged when
     ``accountant`` is None: a plan function's ``accountant=`` argument. Nothing is spent.
@@ -209,6 +209,6 @@ def with_budget_share(plan: Any, accountant: Any, *, epsilon: float, delta: floa
         return plan
     share = getattr(accountant, "share", None)
     if not callable(share):
-        raise ParameterError(message("accountant", func, "an Accountant, a Ledger or None",
+        raise ParameterError(message("accountant", "an Accountant, a Ledger or None",
                                      type(accountant).__name__))
     return dataclasses.replace(plan, budget=share(epsilon, delta, unit=unit, loss=loss))

@@ -33,7 +33,7 @@ _APART = {
 
 
 def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
-                  budget_unit: str | None, func: str) -> tuple[Fraction, Fraction, str | None]:
+                  budget_unit: str | None) -> tuple[Fraction, Fraction, str | None]:
     """``(ε', δ', note)``: a spend at ``unit`` as charged to a budget stated at ``budget_unit``.
 
     Parameters
@@ -44,8 +44,6 @@ def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
         The unit the release protects.
     budget_unit : str or None
         The unit the budget is stated at (None: no conversion, the spend is charged as is).
-    func : str
-        The spending method, for the error message.
 
     Returns
     -------
@@ -68,18 +66,18 @@ def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
 
     Examples
     --------
-    >>> convert_spend(Fraction(1, 2), Fraction(0), "item", "item_replace", "spend")[:2]
+    >>> convert_spend(Fraction(1, 2), Fraction(0), "item", "item_replace")[:2]
     (Fraction(1, 1), Fraction(0, 1))
     """
     if budget_unit is None or unit == budget_unit:
         return epsilon, delta, None
     if unit is None:
-        raise ParameterError(message("unit", func, f"given (the budget is stated at unit="
+        raise ParameterError(message("unit", f"given (the budget is stated at unit="
                                      f"{budget_unit!r})", unit))
     factor = _CONVERSIONS.get((unit, budget_unit))
     if factor is None:
         reason = _APART.get(unit) or _APART.get(budget_unit) or "not a unit of privacy"
-        raise ParameterError(message("unit", func, f"{budget_unit!r} or convertible to it "
+        raise ParameterError(message("unit", f"{budget_unit!r} or convertible to it "
                                      f"({reason})", unit))
     if factor == 1:
         return epsilon, delta, (f"ε at {unit!r} counts as ε at {budget_unit!r} (removing an "
@@ -89,8 +87,7 @@ def convert_spend(epsilon: Fraction, delta: Fraction, unit: str | None,
         "addition)")
 
 
-def convert_loss(loss: PrivacyLoss, unit: str | None, budget_unit: str | None,
-                 func: str) -> PrivacyLoss:
+def convert_loss(loss: PrivacyLoss, unit: str | None, budget_unit: str | None) -> PrivacyLoss:
     """The loss of a spend at ``unit`` as charged to a budget at ``budget_unit``: the same loss,
     or its group of two (:meth:`~dpfreq.accounting.losses.PrivacyLoss.doubled`) where
     :func:`convert_spend` doubles ε; refused where it refuses.
@@ -98,15 +95,15 @@ def convert_loss(loss: PrivacyLoss, unit: str | None, budget_unit: str | None,
     Examples
     --------
     >>> from dpfreq.accounting import PureDP
-    >>> convert_loss(PureDP(Fraction(1, 4)), "item", "item_replace", "spend")
+    >>> convert_loss(PureDP(Fraction(1, 4)), "item", "item_replace")
     PureDP(epsilon=Fraction(1, 2))
     """
-    epsilon, _, _ = convert_spend(Fraction(1), Fraction(0), unit, budget_unit, func)
+    epsilon, _, _ = convert_spend(Fraction(1), Fraction(0), unit, budget_unit)
     return loss.doubled() if epsilon == 2 else loss
 
 
 def prepare_spend(epsilon: Any, delta: Any, unit: str | None, budget_unit: str | None,
-                  loss: Any, func: str) -> tuple[Fraction, Fraction, PrivacyLoss, str | None]:
+                  loss: Any) -> tuple[Fraction, Fraction, PrivacyLoss, str | None]:
     """``(ε, δ, loss, note)`` of a spend as charged at ``budget_unit``: checked, converted, and
     its loss (the one given, or the one its (ε, δ) states) shown to imply the charge.
 
@@ -117,26 +114,26 @@ def prepare_spend(epsilon: Any, delta: Any, unit: str | None, budget_unit: str |
 
     Examples
     --------
-    >>> prepare_spend(0.25, 0.0, "item", "item_replace", None, "spend")[:3]
+    >>> prepare_spend(0.25, 0.0, "item", "item_replace", None)[:3]
     (Fraction(1, 2), Fraction(0, 1), PureDP(epsilon=Fraction(1, 2)))
     """
-    check_epsilon(epsilon, "epsilon", func)
-    check_delta(delta, "delta", func)
+    check_epsilon(epsilon, "epsilon")
+    check_delta(delta, "delta")
     e0, d0 = exact_fraction(epsilon), exact_fraction(delta)
     if loss is not None and not isinstance(loss, PrivacyLoss):
-        raise ParameterError(message("loss", func, "a dpfreq.accounting PrivacyLoss or None",
+        raise ParameterError(message("loss", "a dpfreq.accounting PrivacyLoss or None",
                                      type(loss).__name__))
-    e, d, note = convert_spend(e0, d0, unit, budget_unit, func)
+    e, d, note = convert_spend(e0, d0, unit, budget_unit)
     charged = convert_loss(loss if loss is not None else stated_loss(e0, d0), unit,
-                           budget_unit, func)
+                           budget_unit)
     if loss is not None and not charged.implies(e, d):
-        raise ParameterError(message("loss", func, f"a loss that implies the stated (epsilon="
+        raise ParameterError(message("loss", f"a loss that implies the stated (epsilon="
                                      f"{float(e):g}, delta={float(d):g})", charged.describe()))
     return e, d, charged, note
 
 
-def plan_items(losses: Any, delta: Any, unit: str | None, budget_unit: str | None,
-               func: str) -> tuple[list[PrivacyLoss], Fraction]:
+def plan_items(losses: Any, delta: Any, unit: str | None,
+               budget_unit: str | None) -> tuple[list[PrivacyLoss], Fraction]:
     """The releases of a declared plan as charged at ``budget_unit``, and the plan's δ.
 
     Raises
@@ -148,12 +145,12 @@ def plan_items(losses: Any, delta: Any, unit: str | None, budget_unit: str | Non
     Examples
     --------
     >>> from dpfreq.accounting import PureDP
-    >>> plan_items([PureDP(Fraction(1, 4))], 1e-6, "item", "item_replace", "declare")
+    >>> plan_items([PureDP(Fraction(1, 4))], 1e-6, "item", "item_replace")
     ([PureDP(epsilon=Fraction(1, 2))], Fraction(1, 1000000))
     """
-    dlt = exact_fraction(check_delta(delta, "delta", func))
+    dlt = exact_fraction(check_delta(delta, "delta"))
     if not isinstance(losses, Sequence) or not losses or \
             not all(isinstance(x, PrivacyLoss) for x in losses):
-        raise ParameterError(message("losses", func, "a non-empty sequence of PrivacyLoss",
+        raise ParameterError(message("losses", "a non-empty sequence of PrivacyLoss",
                                      type(losses).__name__))
-    return [convert_loss(x, unit, budget_unit, func) for x in losses], dlt
+    return [convert_loss(x, unit, budget_unit) for x in losses], dlt

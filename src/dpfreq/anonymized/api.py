@@ -42,28 +42,28 @@ def read_source(source: Any, item: str | None, count: str | None,
     if item is None:
         if engine is not None or count is not None:
             what = "engine" if engine is not None else "count"
-            raise ParameterError(message("item", FUNC, f"a column name when {what} is given",
+            raise ParameterError(message("item", f"a column name when {what} is given",
                                          None))
         if isinstance(source, str | bytes) or type(source).__module__.startswith(
                 ("pyspark", "duckdb", "pathlib", "pandas", "polars", "pyarrow")):
             raise ParameterError(message(
-                "item", FUNC, "the item column's name when source is a file, SQL, a table or "
+                "item", "the item column's name when source is a file, SQL, a table or "
                 "a Spark DataFrame", None))
-        counts, prev = as_prevalences(source, FUNC)
+        counts, prev = as_prevalences(source)
         return counts, prev, None
     if not isinstance(item, str) or not item:
-        raise ParameterError(message("item", FUNC, "a non-empty column name", item))
+        raise ParameterError(message("item", "a non-empty column name", item))
     if count is not None and (not isinstance(count, str) or not count or count == item):
-        raise ParameterError(message("count", FUNC, "a non-empty column name other than item",
+        raise ParameterError(message("count", "a non-empty column name other than item",
                                      count))
     from dpfreq.engines import get_engine
 
     eng = get_engine(engine, source)
     if count is None:
         agg = eng.count_of_counts(source, item=item)
-        counts, prev = as_prevalences(agg, FUNC)
+        counts, prev = as_prevalences(agg)
     else:
-        counts, prev = read_weighted(eng, source, item=item, count=count, func=FUNC)
+        counts, prev = read_weighted(eng, source, item=item, count=count)
     return counts, prev, eng.name
 
 
@@ -125,7 +125,7 @@ class _AnonymizedSteps:
         check_feasible(counts, prev, self.par.epsilon, plan)
         d = self.par.domain_size
         if d is not None and int(prev.sum()) > d:
-            raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+            raise DataError(message("domain_size", "at least the number of distinct "
                                     "items in the source", d))
         return Reading(_Histogram(counts, prev, engine_name))
 
@@ -295,10 +295,10 @@ def release_anonymized_histogram(
     >>> rel.regime, rel.unit
     ('low-privacy', 'event')
     """
-    check_capping_epsilon(capping_epsilon, epsilon, None, FUNC)  # nothing is capped
+    check_capping_epsilon(capping_epsilon, epsilon, None)  # nothing is capped
     if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
         if group is None:
-            raise ParameterError(message("group", FUNC, "the group column when groups, "
+            raise ParameterError(message("group", "the group column when groups, "
                                          "max_groups_per_item or delta is given", group))
         return release_grouped_anonymized_histogram(
             source, epsilon=epsilon, unit=unit, item=item, count=count, method=method,
@@ -307,8 +307,8 @@ def release_anonymized_histogram(
             max_groups_per_item=max_groups_per_item, delta=delta,
             selection_epsilon=selection_epsilon)
     if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
-        raise ParameterError(message("selection_epsilon", FUNC, "'auto' without group= (only "
+        raise ParameterError(message("selection_epsilon", "'auto' without group= (only "
                                      "a grouped release selects groups)", selection_epsilon))
     par = check_anonymized_parameters(epsilon, unit, method, split, confidence, domain_size)
     steps = _AnonymizedSteps(par=par, source=source, item=item, count=count, engine=engine)
-    return run_release(steps, accountant=accountant, rng=rng, func=FUNC)
+    return run_release(steps, accountant=accountant, rng=rng)

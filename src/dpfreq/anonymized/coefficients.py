@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from scipy.special import pdtrc
 
 from dpfreq._validate import check_choice, check_int, check_positive_float, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["PROPERTY_NAMES", "lipschitz_constant", "sgt_poisson_parameter"]
 
@@ -121,6 +121,7 @@ def uniformity_coef(r: _F64, n: float, k: int) -> _F64:
     return np.abs(r / n - 1.0 / k) - 1.0 / k
 
 
+@public_errors("lipschitz_constant")
 def lipschitz_constant(
     property_name: str,
     sample_size: int,
@@ -170,15 +171,14 @@ def lipschitz_constant(
     >>> round(lipschitz_constant("entropy", 1000), 6)  # ln(1000)/1000
     0.006908
     """
-    func = "lipschitz_constant"
-    check_choice(property_name, "property_name", func, PROPERTY_NAMES)
-    n = check_int(sample_size, "sample_size", func, minimum=1)
-    big_r = n if max_count is None else check_int(max_count, "max_count", func, minimum=1)
-    return lipschitz_for(property_name, n, big_r, func, domain_size=domain_size,
+    check_choice(property_name, "property_name", PROPERTY_NAMES)
+    n = check_int(sample_size, "sample_size", minimum=1)
+    big_r = n if max_count is None else check_int(max_count, "max_count", minimum=1)
+    return lipschitz_for(property_name, n, big_r, domain_size=domain_size,
                       extrapolation_ratio=extrapolation_ratio, order=order, normalized=normalized)
 
 
-def lipschitz_for(name: str, n: int, big_r: int, func: str, *, domain_size: Any = None,
+def lipschitz_for(name: str, n: int, big_r: int, *, domain_size: Any = None,
                extrapolation_ratio: Any = None, order: Any = None,
                normalized: bool = False) -> float:
     if name in ("entropy", "miller-madow-entropy"):
@@ -186,10 +186,10 @@ def lipschitz_for(name: str, n: int, big_r: int, func: str, *, domain_size: Any 
     if name == "support-size":
         if domain_size is None:
             return 1.0
-        return 1.0 / check_int(domain_size, "domain_size", func, minimum=1)
+        return 1.0 / check_int(domain_size, "domain_size", minimum=1)
     if name in ("unseen-species", "support-coverage"):
-        t = need(extrapolation_ratio, "extrapolation_ratio", func, name)
-        t = check_positive_float(t, "extrapolation_ratio", func)
+        t = need(extrapolation_ratio, "extrapolation_ratio", name)
+        t = check_positive_float(t, "extrapolation_ratio")
         upto, tail = _sgt_scan_limit(float(n), t, big_r)
         extra = 1.0 if name == "support-coverage" else 0.0
         scale = n * (1.0 + t) if normalized and name == "support-coverage" else 1.0
@@ -199,11 +199,11 @@ def lipschitz_for(name: str, n: int, big_r: int, func: str, *, domain_size: Any 
 
         return _steps_lipschitz(coef, upto, tail / scale)
     if name == "distance-to-uniformity":
-        k = check_int(need(domain_size, "domain_size", func, name), "domain_size", func,
+        k = check_int(need(domain_size, "domain_size", name), "domain_size",
                       minimum=1)
         # steps beyond r = 3 are at most 1/n, and one of r = 2, 3 reaches 1/n when R >= 3
         return _steps_lipschitz(lambda r: uniformity_coef(r, float(n), k), min(big_r, 3), 0.0)
-    a = check_int(need(order, "order", func, name), "order", func, minimum=2)
+    a = check_int(need(order, "order", name), "order", minimum=2)
     if n < a:
         return math.inf
     # steps a (r−1)^{(a−1)} / n^{(a)} = (a/n) Π_{j<a−1} (r−1−j)/(n−1−j) are >= 0 and increase
@@ -214,7 +214,7 @@ def lipschitz_for(name: str, n: int, big_r: int, func: str, *, domain_size: Any 
     return float(step)
 
 
-def need(value: Any, param: str, func: str, name: str) -> Any:
+def need(value: Any, param: str, name: str) -> Any:
     if value is None:
-        raise ParameterError(message(param, func, f"given for property {name!r}", None))
+        raise ParameterError(message(param, f"given for property {name!r}", None))
     return value

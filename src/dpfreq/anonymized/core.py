@@ -60,33 +60,33 @@ def check_split(split: Any, epsilon: float, method: str) -> tuple[float, float, 
                 + ("ε3 > 0 (high-privacy branch), " if high else "")
                 + f"and sum <= epsilon = {epsilon!r}")
     if isinstance(split, str | bytes) or not isinstance(split, Sequence):
-        raise ParameterError(message("split", FUNC, rule, split))
+        raise ParameterError(message("split", rule, split))
     try:
         values = [float(v) for v in split]
     except (TypeError, ValueError):
-        raise ParameterError(message("split", FUNC, rule, split)) from None
+        raise ParameterError(message("split", rule, split)) from None
     if method == "hay" and len(values) == 2:
         values.append(0.0)
     if len(values) != 3 or any(not math.isfinite(v) or v < 0 for v in values):
-        raise ParameterError(message("split", FUNC, rule, split))
+        raise ParameterError(message("split", rule, split))
     e1, e2, e3 = values
     if e1 <= 0 or e2 <= 0 or sum(values) > epsilon * (1 + 1e-9):
-        raise ParameterError(message("split", FUNC, rule, split))
+        raise ParameterError(message("split", rule, split))
     if (method == "hay" and e3 != 0) or (high and e3 <= 0):
-        raise ParameterError(message("split", FUNC, rule, split))
+        raise ParameterError(message("split", rule, split))
     for part in values:
         if part > 0:
-            check_epsilon(part, "split", FUNC)
+            check_epsilon(part, "split")
     return e1, e2, e3
 
 
 def check_common(epsilon: Any, unit: Any, method: Any, confidence: Any) -> tuple[float, float]:
     """``(ε, confidence)`` checked, with the unit and the method: the parameters that every
     anonymized release checks first, grouped or not."""
-    epsilon = check_epsilon(epsilon, "epsilon", FUNC)
-    check_unit(unit, FUNC, ("event",), refused=REFUSED_UNITS)
-    check_choice(method, "method", FUNC, METHODS)
-    return epsilon, check_confidence(confidence, "confidence", FUNC)
+    epsilon = check_epsilon(epsilon, "epsilon")
+    check_unit(unit, ("event",), refused=REFUSED_UNITS)
+    check_choice(method, "method", METHODS)
+    return epsilon, check_confidence(confidence, "confidence")
 
 
 def plan_method(method: str, split: Any, epsilon: float,
@@ -94,11 +94,11 @@ def plan_method(method: str, split: Any, epsilon: float,
     """The mechanism's plan at ``epsilon`` (the method and its budget split, a user's ``split``
     checked against it) and the checked ``domain_size`` (None when not given)."""
     if method == "auto" and split is not None:
-        raise ParameterError(message("split", FUNC, "None when method='auto' (auto picks "
+        raise ParameterError(message("split", "None when method='auto' (auto picks "
                                      "its own split)", split))
     plan = auto.plan_for(method, epsilon, None if split is None else
                          check_split(split, epsilon, method))
-    d = None if domain_size is None else check_int(domain_size, "domain_size", FUNC, minimum=1)
+    d = None if domain_size is None else check_int(domain_size, "domain_size", minimum=1)
     return plan, d
 
 
@@ -111,13 +111,13 @@ def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Pla
     """
     n = total_of(counts, prevalences)
     if n > MAX_TOTAL:
-        raise DataError(message("source", FUNC, "a histogram whose total count is at most 2**52 "
+        raise DataError(message("source", "a histogram whose total count is at most 2**52 "
                                 "(larger totals cannot be computed exactly)",
                                 "a larger total"))
     n_high = n + discrete_laplace_tail_bound(1e-9, epsilon_fractions(plan.split)[0])
     if plan.method == "hay" and n_high > hay_module.HAY_MAX_LENGTH:
         raise ParameterError(message(
-            "method", FUNC, f"not 'hay' when the private total may exceed "
+            "method", f"not 'hay' when the private total may exceed "
             f"{hay_module.HAY_MAX_LENGTH} (O(N) memory; a large total or a tiny epsilon; use "
             "'privhist' or 'auto', which run in O(sqrt N))", plan.method))
     need = working_bytes(n_high, epsilon, plan)
@@ -125,7 +125,7 @@ def check_feasible(counts: I64, prevalences: I64, epsilon: float, plan: auto.Pla
         # no size is named: any number derived from N (even a rounded one) can move with one
         # event at a bucket edge
         raise ParameterError(message(
-            "epsilon", FUNC, f"such that {plan.method} fits in its working-memory limit of "
+            "epsilon", f"such that {plan.method} fits in its working-memory limit of "
             f"{MAX_WORKING_BYTES / 2**30:g} GiB, which this source exceeds (about "
             "sqrt(N·min(ε, 1)) + N/T + 4·ln(N)/ε2 elements of 64 bytes: a tiny epsilon or a "
             "huge total)", epsilon))

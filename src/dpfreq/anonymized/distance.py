@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from dpfreq._docstrings import fill_doc
 from dpfreq.anonymized.histogram_input import as_prevalences
+from dpfreq.errors import public_errors
 
 __all__ = [
     "cumulative_sup_between",
@@ -49,6 +50,7 @@ first, second : release, mapping {count: prevalence} or array of per-label count
 
 
 @fill_doc(pair=_PAIR)
+@public_errors("sorted_l1_distance")
 def sorted_l1_distance(first: Any, second: Any) -> int:
     """Sorted ℓ1 (earth mover) distance between two anonymized histograms.
 
@@ -82,9 +84,8 @@ def sorted_l1_distance(first: Any, second: Any) -> int:
     >>> sorted_l1_distance([3, 8, 8], {1: 1, 2: 1, 8: 1, 9: 1})
     3
     """
-    func = "sorted_l1_distance"
-    c1, p1 = as_prevalences(first, func, "first")
-    c2, p2 = as_prevalences(second, func, "second")
+    c1, p1 = as_prevalences(first, "first")
+    c2, p2 = as_prevalences(second, "second")
     return l1_between(c1, p1, c2, p2)
 
 
@@ -118,6 +119,7 @@ def _rank_runs(counts: _I64, prev: _I64) -> tuple[_I64, _I64]:
 
 
 @fill_doc(pair=_PAIR)
+@public_errors("sorted_l2_squared_distance")
 def sorted_l2_squared_distance(first: Any, second: Any) -> float:
     """Sorted ℓ2² distance ``Σ_i (n_(i)(h1) − n_(i)(h2))²`` (Hay et al.'s metric).
 
@@ -147,9 +149,8 @@ def sorted_l2_squared_distance(first: Any, second: Any) -> float:
     >>> sorted_l2_squared_distance([3, 8, 8], [1, 2, 8, 9])
     3.0
     """
-    func = "sorted_l2_squared_distance"
-    c1, p1 = as_prevalences(first, func, "first")
-    c2, p2 = as_prevalences(second, func, "second")
+    c1, p1 = as_prevalences(first, "first")
+    c2, p2 = as_prevalences(second, "second")
     v1, e1 = _rank_runs(c1, p1)
     v2, e2 = _rank_runs(c2, p2)
     bounds = np.union1d(e1, e2)

@@ -55,17 +55,17 @@ __all__ = ["GroupedAnonymizedAdapter", "GroupedAnonymizedArgs", "GroupedAnonymiz
 
 def _check_grouped(group: Any, item: Any, count: Any, max_groups_per_item: Any) -> str:
     if not isinstance(group, str) or not group:
-        raise ParameterError(message("group", FUNC, "a non-empty column name (str)", group))
+        raise ParameterError(message("group", "a non-empty column name (str)", group))
     if max_groups_per_item is not None:
         raise ParameterError(message(
-            "max_groups_per_item", FUNC, "None at unit='event' (each row lies in exactly one "
+            "max_groups_per_item", "None at unit='event' (each row lies in exactly one "
             "group, so every group gets the full epsilon by parallel composition)",
             max_groups_per_item))
     if not isinstance(item, str) or not item or item == group:
-        raise ParameterError(message("item", FUNC, "the item column of a table source, other "
+        raise ParameterError(message("item", "the item column of a table source, other "
                                      "than group, when group= is given", item))
     if count is not None:
-        raise ParameterError(message("count", FUNC, "None with group= (grouped "
+        raise ParameterError(message("count", "None with group= (grouped "
                                      "pre-aggregated item,count tables are not supported)",
                                      count))
     return group
@@ -189,7 +189,7 @@ class GroupedAnonymizedAdapter:
     def plan(self) -> _Plan:
         a = self.args
         acc = choose_group_accounting(epsilon=a.epsilon, delta=a.delta, max_groups_per_item=1,
-                                      named=a.names is not None, func=FUNC,
+                                      named=a.names is not None,
                                       selection_epsilon=a.selection_epsilon)
         plan, d = plan_method(a.method, a.split, acc.epsilon_per_group, a.domain_size)
         return _Plan(acc, plan, d)
@@ -207,14 +207,14 @@ class GroupedAnonymizedAdapter:
         )
 
         a, d = self.args, plan.domain_size
-        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, FUNC,
+        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting,
                                  "grouped count-of-counts")
         hists = _histograms(eng.grouped_count_of_counts(
             self.source, CountRequest(a.item, Grouping(a.group, a.names, None))))
         for counts, prev in hists.values():
             check_feasible(counts, prev, plan.epsilon_per_group, plan.mechanism)
             if d is not None and int(prev.sum()) > d:
-                raise DataError(message("domain_size", FUNC, "at least the number of distinct "
+                raise DataError(message("domain_size", "at least the number of distinct "
                                         "items in every group", d))
         return Reading(_Hists(eng.name, hists))
 
@@ -231,18 +231,18 @@ class GroupedAnonymizedAdapter:
 
     def distinct_groups(self, plan: _Plan, data: _Hists, names: tuple[str, ...] | None) -> Any:
         """Never asked: nothing is capped at unit='event' (``capping_epsilon`` is refused)."""
-        raise ParameterError(message("capping_epsilon", FUNC, "None (nothing is capped at "
+        raise ParameterError(message("capping_epsilon", "None (nothing is capped at "
                                      "unit='event')", "a number"))
 
     def with_bound(self, m: int) -> GroupedAnonymizedAdapter:
         """Never asked: nothing is capped at unit='event' (``max_groups_per_item`` is
         refused)."""
-        raise ParameterError(message("max_groups_per_item", FUNC, "None at unit='event' (each "
+        raise ParameterError(message("max_groups_per_item", "None at unit='event' (each "
                                      "row lies in exactly one group)", m))
 
     def noise_variance(self, plan: _Plan) -> float:
         """Never asked (as :meth:`with_bound`)."""
-        raise ParameterError(message("max_groups_per_item", FUNC, "None at unit='event' (each "
+        raise ParameterError(message("max_groups_per_item", "None at unit='event' (each "
                                      "row lies in exactly one group)", "auto"))
 
     def release(self, plan: _Plan, aggregate: dict[str, tuple[I64, I64]],
@@ -299,10 +299,10 @@ def release_grouped_anonymized_histogram(
     with probability at most δ.
     """
     eps, conf = check_common(epsilon, unit, method, confidence)
-    check_accountant(accountant, FUNC)
+    check_accountant(accountant)
     group = _check_grouped(group, item, count, max_groups_per_item)
-    names, dlt = check_group_selection(groups, delta, FUNC)
-    sel_eps = check_selection_share(selection_epsilon, eps, names is not None, FUNC)
+    names, dlt = check_group_selection(groups, delta)
+    sel_eps = check_selection_share(selection_epsilon, eps, names is not None)
     args = GroupedAnonymizedArgs(eps, method, conf, item, group, names, dlt, split, domain_size,
                                  sel_eps)
     return run_grouped(GroupedAnonymizedAdapter(args, source, engine), accountant=accountant,

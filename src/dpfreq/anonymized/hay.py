@@ -45,7 +45,7 @@ def sorted_padded(counts: I64, prevalences: I64, length: int) -> I64:
 
 
 def hay(counts: I64, prevalences: I64, *, split: tuple[float, float, float],
-        noise: NoiseSource, func: str = "release_anonymized_histogram") -> Outcome:
+        noise: NoiseSource) -> Outcome:
     """The Hay et al. baseline on a validated prevalence form."""
     eps1, eps2, _ = split
     n = total_of(counts, prevalences)
@@ -54,7 +54,7 @@ def hay(counts: I64, prevalences: I64, *, split: tuple[float, float, float],
         return Outcome(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, "empty", {})
     if n_est > HAY_MAX_LENGTH:
         raise ParameterError(message(
-            "source", func, f"a histogram whose private total N is at most {HAY_MAX_LENGTH} for "
+            "source", f"a histogram whose private total N is at most {HAY_MAX_LENGTH} for "
             "method='hay' (O(N) memory; use method='privhist' or 'auto', which run in "
             "O(sqrt N))", f"N = {n_est}"))
     vec = sorted_padded(counts, prevalences, n_est)

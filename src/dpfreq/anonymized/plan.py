@@ -42,14 +42,13 @@ from dpfreq.anonymized.accuracy import (
 )
 from dpfreq.anonymized.distance import l1_between
 from dpfreq.anonymized.steps import I64, SimulationNoise, epsilon_fractions
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_tail_bound
 from dpfreq.release import RELATIONS
 from dpfreq.rng import keyed_generator
 
 __all__ = ["AnonymizedPlan", "epsilon_for_l1", "plan_anonymized", "reference_histogram"]
 
-_FUNC = "plan_anonymized"
 _SIM_TOTAL = 10**5  # largest reference total simulated directly
 _RUNS = 39
 _EPS_LOW, _EPS_HIGH = 0.01, 1000.0
@@ -102,6 +101,7 @@ class AnonymizedPlan(PlanSummary):
     requested_method: str = field(default="auto", repr=False)
     budget: BudgetShare | None = None
 
+    @public_errors("AnonymizedPlan.epsilon_for")
     def epsilon_for(self, target: float, *, measure: str = "l1_bound") -> float:
         """The smallest ε on the planner's grid (0.01 to 1000, 25 points) whose plan meets
         ``target``, every other parameter as planned (the method as requested, ``"auto"``
@@ -121,13 +121,12 @@ class AnonymizedPlan(PlanSummary):
             If the target is not a finite number > 0, the measure is unknown, or no ε up to
             1000 meets the target.
         """
-        func = "AnonymizedPlan.epsilon_for"
-        target = check_positive_float(target, "target", func)
-        check_choice(measure, "measure", func, ("l1_bound",))
+        target = check_positive_float(target, "target")
+        check_choice(measure, "measure", ("l1_bound",))
         found = epsilon_for_l1(float(target), self.n_range[1], self.requested_method,
                                self.confidence)
         if found is None:
-            raise ParameterError(message("target", func, "reachable with epsilon <= 1000 "
+            raise ParameterError(message("target", "reachable with epsilon <= 1000 "
                                          "for the top of n_range", target))
         return found
 
@@ -208,9 +207,9 @@ def _check_range(n_range: Any) -> tuple[int, int]:
     rule = "a pair (lo, hi) of integers with 1 <= lo <= hi <= 2**52"
     if isinstance(n_range, str | bytes) or not isinstance(n_range, tuple | list) or len(
             n_range) != 2:
-        raise ParameterError(message("n_range", _FUNC, rule, n_range))
-    lo = check_int(n_range[0], "n_range", _FUNC, minimum=1, maximum=2**52)
-    hi = check_int(n_range[1], "n_range", _FUNC, minimum=lo, maximum=2**52)
+        raise ParameterError(message("n_range", rule, n_range))
+    lo = check_int(n_range[0], "n_range", minimum=1, maximum=2**52)
+    hi = check_int(n_range[1], "n_range", minimum=lo, maximum=2**52)
     return lo, hi
 
 
@@ -219,19 +218,19 @@ def _plan_grouped(n_range: tuple[int, int], epsilon: Any, target_l1: Any, confid
                   delta: Any) -> Any:
     """The grouped plan: each group (total in ``n_range``) at ε (ε/2 with selection)."""
     if group is None:
-        raise ParameterError(message("group", _FUNC, "the group column when groups, "
+        raise ParameterError(message("group", "the group column when groups, "
                                      "max_groups_per_item or delta is given", group))
     if max_groups_per_item is not None:
         raise ParameterError(message(
-            "max_groups_per_item", _FUNC, "None at unit='event' (each row lies in exactly one "
+            "max_groups_per_item", "None at unit='event' (each row lies in exactly one "
             "group, so every group gets the full epsilon by parallel composition)",
             max_groups_per_item))
     if target_l1 is not None:
-        raise ParameterError(message("target_l1", _FUNC, "None with group= (plan a grouped "
+        raise ParameterError(message("target_l1", "None with group= (plan a grouped "
                                      "release at a given epsilon)", target_l1))
     from dpfreq.grouped.plan import plan_grouped
 
-    eps = check_epsilon(epsilon, "epsilon", _FUNC)
+    eps = check_epsilon(epsilon, "epsilon")
 
     def plan_one(e: float, level: float | None) -> AnonymizedPlan:
         return plan_anonymized(n_range=n_range, epsilon=e, confidence=level or confidence,
@@ -243,10 +242,11 @@ def _plan_grouped(n_range: tuple[int, int], epsilon: Any, target_l1: Any, confid
                 f"{p.n_range[0]} .. {p.n_range[1]} (confidence {p.confidence:.6g}).")
 
     return plan_grouped(epsilon=eps, unit="event", max_groups_per_item=None, groups=groups,
-                        delta=delta, func=_FUNC, plan_one=plan_one, summary=summary)
+                        delta=delta, plan_one=plan_one, summary=summary)
 
 
 @fill_doc(accountant=ACCOUNTANT_PARAMETER)
+@public_errors("plan_anonymized")
 def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                     target_l1: float | None = None, confidence: float = 0.95,
                     method: str = "auto", group: str | None = None, groups: Any = None,
@@ -298,25 +298,25 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     60
     """
     lo, hi = _check_range(n_range)
-    confidence = check_confidence(confidence, "confidence", _FUNC)
-    check_choice(method, "method", _FUNC, ("auto", "privhist", "privhist-tuned", "hay"))
+    confidence = check_confidence(confidence, "confidence")
+    check_choice(method, "method", ("auto", "privhist", "privhist-tuned", "hay"))
     if any(x is not None for x in (group, groups, max_groups_per_item, delta)):
         grouped = _plan_grouped((lo, hi), epsilon, target_l1, confidence, method, group,
                                 groups, max_groups_per_item, delta)
         return with_budget_share(grouped, accountant, epsilon=grouped.epsilon,
-                                 delta=grouped.delta, unit="event", func=_FUNC)
+                                 delta=grouped.delta, unit="event")
     if (epsilon is None) == (target_l1 is None):
-        raise ParameterError(message("epsilon", _FUNC, "given exactly when target_l1 is not",
+        raise ParameterError(message("epsilon", "given exactly when target_l1 is not",
                                      epsilon))
     if target_l1 is not None:
         if not isinstance(target_l1, int | float) or not target_l1 > 0 or math.isinf(target_l1):
-            raise ParameterError(message("target_l1", _FUNC, "a finite number > 0", target_l1))
+            raise ParameterError(message("target_l1", "a finite number > 0", target_l1))
         found = epsilon_for_l1(float(target_l1), hi, method, confidence)
         if found is None:
-            raise ParameterError(message("target_l1", _FUNC, "reachable with epsilon <= 1000 "
+            raise ParameterError(message("target_l1", "reachable with epsilon <= 1000 "
                                          "for the top of n_range", target_l1))
         epsilon = found
-    epsilon = check_epsilon(epsilon, "epsilon", _FUNC)
+    epsilon = check_epsilon(epsilon, "epsilon")
     plan = auto.plan_for(method, epsilon)
     half = discrete_laplace_tail_bound(1.0 - confidence, epsilon_fractions(plan.split)[0])
     predicted = (_predicted_l1(lo, epsilon, plan, confidence),
@@ -335,5 +335,4 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
                          n_range=(lo, hi), total_halfwidth=half, predicted_l1=predicted,
                          vacuous=vacuous, description=text, unit="event",
                          relation=RELATIONS["event"], requested_method=method)
-    return with_budget_share(out, accountant, epsilon=epsilon, delta=0.0, unit="event",
-                             func=_FUNC)
+    return with_budget_share(out, accountant, epsilon=epsilon, delta=0.0, unit="event")

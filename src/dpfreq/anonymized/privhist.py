@@ -36,7 +36,7 @@ from dpfreq.anonymized.steps import (
     rounded_isotonic,
     sorted_unique,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = [
     "boundaries",
@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 CHUNK = 1 << 20  # large counts noised per chunk (bounded memory even for a huge M)
-_FUNC = "release_anonymized_histogram"
 
 # ----------------------------------------------------------------------------------------------
 # parameters and the sensitivity-preserving split
@@ -196,7 +195,7 @@ def t_prime(n_estimate: int, epsilon3: float, reading: str = "A") -> int:
         return math.ceil(10.0 * math.sqrt(n_estimate / epsilon3**3))
     if reading == "C":
         return math.ceil(10.0 * math.sqrt(n_estimate) / epsilon3)
-    raise ParameterError(message("t_prime_reading", _FUNC, "one of 'A', 'B', 'C'", reading))
+    raise ParameterError(message("t_prime_reading", "one of 'A', 'B', 'C'", reading))
 
 
 def grid_q(n_estimate: int, epsilon3: float) -> float | None:
@@ -235,6 +234,7 @@ def cap_counts(counts: I64, prevalences: I64, cap: int) -> tuple[I64, I64]:
     return merge_prevalences(np.minimum(counts, cap), prevalences)
 
 
+@public_errors("smoothed_scaled_cumulative")
 def smoothed_scaled_cumulative(counts: I64, prevalences: I64, s: I64) -> tuple[I64, I64]:
     """H3 as integers: ``(Y, g)`` with ``Y_i = g_i·φ^v_{s_i+}``, ``g_i = s_i − s_{i−1}``.
 
@@ -250,7 +250,7 @@ def smoothed_scaled_cumulative(counts: I64, prevalences: I64, s: I64) -> tuple[I
     if counts.size:
         k = np.searchsorted(s, counts, side="left")
         if int(k.max()) >= m:
-            raise DataError(message("counts", "smoothed_scaled_cumulative",
+            raise DataError(message("counts",
                                     f"<= the last boundary {int(s[-1])}", "a larger count"))
         lower = np.where(k > 0, s[np.maximum(k - 1, 0)], 0)
         np.add.at(within, k, prevalences * (counts - lower))

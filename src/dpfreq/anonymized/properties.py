@@ -71,7 +71,7 @@ from dpfreq.anonymized.property_eval import (
     private_error,
     read_histogram,
 )
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_errors
 from dpfreq.release import ErrorStatement
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
 ]
 
 
+@public_errors("estimate_entropy")
 def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyEstimate:
     """Plug-in (empirical) Shannon entropy in nats, optionally Miller–Madow corrected.
 
@@ -120,8 +121,7 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     >>> round(estimate_entropy({1: 4, 8: 1, 9: 1}).value, 6)  # exact, n = 21
     1.310687
     """
-    func = "estimate_entropy"
-    inp = read_histogram(histogram, func)
+    inp = read_histogram(histogram)
     name = "miller-madow-entropy" if miller_madow else "entropy"
     big_r = max_count_of(inp)
     n = inp.sample_size
@@ -139,6 +139,7 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error)
 
 
+@public_errors("estimate_support_size")
 def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
                           method: str = "observed") -> PropertyEstimate:
     """Number of distinct labels ``Σ_r φ_r``, or the Chao1 lower-bound estimate.
@@ -169,13 +170,12 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     >>> estimate_support_size({1: 4, 8: 1, 9: 1}).value
     6.0
     """
-    func = "estimate_support_size"
-    method = check_choice(method, "method", func, ("observed", "chao1"))
-    inp = read_histogram(histogram, func)
+    method = check_choice(method, "method", ("observed", "chao1"))
+    inp = read_histogram(histogram)
     params: dict[str, Any] = {"method": method}
     scale = 1.0
     if domain_size is not None:
-        scale = float(check_int(domain_size, "domain_size", func, minimum=1))
+        scale = float(check_int(domain_size, "domain_size", minimum=1))
         params["domain_size"] = int(scale)
     big_r = max_count_of(inp)
     observed = float(inp.prevalences.sum())
@@ -192,10 +192,10 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
                    error=error)
 
 
-def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
+def _sgt(histogram: Any, name: str, extrapolation_ratio: float,
          normalized: bool) -> PropertyEstimate:
-    t = check_positive_float(extrapolation_ratio, "extrapolation_ratio", func)
-    inp = read_histogram(histogram, func)
+    t = check_positive_float(extrapolation_ratio, "extrapolation_ratio")
+    inp = read_histogram(histogram)
     big_r = max_count_of(inp)
     n = inp.sample_size
     lam = sgt_poisson_parameter(float(max(n, 1)), t)
@@ -211,11 +211,12 @@ def _sgt(histogram: Any, func: str, name: str, extrapolation_ratio: float,
         return build_estimate(inp, name, 0.0, 0.0, big_r, params, value_range=(0.0, 0.0))
     extra = 1.0 if name == "support-coverage" else 0.0
     value = linear_plugin(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
-    lip = lipschitz_for(name, n, big_r, func, extrapolation_ratio=t, normalized=normalized)
+    lip = lipschitz_for(name, n, big_r, extrapolation_ratio=t, normalized=normalized)
     return build_estimate(inp, name, value, lip, big_r, params, value_range=value_range,
                    width=t * n / scale)
 
 
+@public_errors("estimate_unseen_species")
 def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> PropertyEstimate:
     """Smoothed Good–Toulmin estimate of the number of new labels in ``t·n`` further samples.
 
@@ -246,10 +247,11 @@ def estimate_unseen_species(histogram: Any, *, extrapolation_ratio: float) -> Pr
     >>> estimate_unseen_species({1: 4, 8: 1, 9: 1}, extrapolation_ratio=1).value
     4.0
     """
-    return _sgt(histogram, "estimate_unseen_species", "unseen-species", extrapolation_ratio,
+    return _sgt(histogram, "unseen-species", extrapolation_ratio,
                 False)
 
 
+@public_errors("estimate_support_coverage")
 def estimate_support_coverage(histogram: Any, *, extrapolation_ratio: float,
                               normalized: bool = False) -> PropertyEstimate:
     """Expected number of distinct labels in ``m = n(1+t)`` samples: ``Σ_r φ_r + U``.
@@ -278,10 +280,11 @@ def estimate_support_coverage(histogram: Any, *, extrapolation_ratio: float,
     >>> round(estimate_support_coverage({1: 4, 8: 1, 9: 1}, extrapolation_ratio=2).value, 4)
     11.83
     """
-    return _sgt(histogram, "estimate_support_coverage", "support-coverage", extrapolation_ratio,
+    return _sgt(histogram, "support-coverage", extrapolation_ratio,
                 normalized)
 
 
+@public_errors("estimate_distance_to_uniformity")
 def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> PropertyEstimate:
     """Plug-in ℓ1 distance to the uniform distribution on a public domain of ``k`` labels.
 
@@ -315,12 +318,11 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     >>> round(estimate_distance_to_uniformity({1: 4, 8: 1, 9: 1}, domain_size=10).value, 6)
     1.219048
     """
-    func = "estimate_distance_to_uniformity"
-    k = check_int(domain_size, "domain_size", func, minimum=1)
-    inp = read_histogram(histogram, func)
+    k = check_int(domain_size, "domain_size", minimum=1)
+    inp = read_histogram(histogram)
     support = int(inp.prevalences.sum())
     if inp.release is None and support > k:
-        raise DataError(message("domain_size", func, "at least the number of items in the "
+        raise DataError(message("domain_size", "at least the number of items in the "
                                 "histogram", k))
     big_r = max_count_of(inp)
     n = inp.sample_size
@@ -329,11 +331,12 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
         return build_estimate(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params,
                        value_range=(0.0, 2.0))
     raw = 1.0 + linear_plugin(inp, lambda r: uniformity_coef(r, float(n), k))
-    lip = lipschitz_for("distance-to-uniformity", n, big_r, func, domain_size=k)
+    lip = lipschitz_for("distance-to-uniformity", n, big_r, domain_size=k)
     return build_estimate(inp, "distance-to-uniformity", raw, lip, big_r, params,
                    value_range=(0.0, 2.0), width=2.0)
 
 
+@public_errors("estimate_power_sum")
 def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
     """Unbiased power sum ``P̂_a = Σ_r φ_r r^{(a)} / n^{(a)}`` estimating ``Σ_x p_x^a``.
 
@@ -360,9 +363,8 @@ def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
     >>> round(estimate_power_sum({1: 4, 8: 1, 9: 1}, order=2).value, 6)  # (56 + 72) / (21·20)
     0.304762
     """
-    func = "estimate_power_sum"
-    a = check_int(order, "order", func, minimum=2)
-    inp = read_histogram(histogram, func)
+    a = check_int(order, "order", minimum=2)
+    inp = read_histogram(histogram)
     big_r = max_count_of(inp)
     n = inp.sample_size
     if n < a:
@@ -370,11 +372,12 @@ def estimate_power_sum(histogram: Any, *, order: int) -> PropertyEstimate:
                        value_range=(0.0, 1.0), error=no_statement(
                            "N is below the order: no unbiased estimate and no error statement"))
     value = linear_plugin(inp, lambda r: falling_ratio(r, float(n), a))
-    lip = lipschitz_for("power-sum", n, big_r, func, order=a)
+    lip = lipschitz_for("power-sum", n, big_r, order=a)
     return build_estimate(inp, "power-sum", value, lip, big_r, {"order": a}, value_range=(0.0, 1.0),
                    width=1.0)
 
 
+@public_errors("estimate_renyi_entropy")
 def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     """Rényi entropy of integer order ``a >= 2`` in nats: ``ln(P̂_a) / (1 − a)``.
 
@@ -402,12 +405,11 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     >>> round(estimate_renyi_entropy({1: 4, 8: 1, 9: 1}, order=2).value, 6)
     1.188224
     """
-    func = "estimate_renyi_entropy"
     power = estimate_power_sum(histogram, order=order)
     a = int(power.parameters["order"])
     p = float(power.value)
     value = math.log(p) / (1 - a) if p > 0 else math.nan
-    inp = read_histogram(histogram, func)
+    inp = read_histogram(histogram)
     error = None
     if inp.release is not None and power.error.kind != "bound":
         error = no_statement(f"no error statement: the power sum has none. "

@@ -44,17 +44,17 @@ class PropertyInput:
     release: Any  # the release, or None for an exact histogram
 
 
-def read_histogram(histogram: Any, func: str) -> PropertyInput:
-    """The input of estimator ``func``: an anonymized-histogram release or an exact histogram."""
+def read_histogram(histogram: Any) -> PropertyInput:
+    """The input of the estimator called: an anonymized-histogram release or an exact histogram."""
     if isinstance(histogram, Release):
         if not hasattr(histogram, "n_estimate"):
-            raise ParameterError(message("histogram", func, "an anonymized-histogram release, a "
+            raise ParameterError(message("histogram", "an anonymized-histogram release, a "
                                          "mapping {count: prevalence} or an array of counts",
                                          type(histogram).__name__))
-        counts, prev = as_prevalences(histogram, func, "histogram")
-        n = check_int(int(histogram.n_estimate), "histogram.n_estimate", func, minimum=0)
+        counts, prev = as_prevalences(histogram, "histogram")
+        n = check_int(int(histogram.n_estimate), "histogram.n_estimate", minimum=0)
         return PropertyInput(counts, prev, n, histogram)
-    counts, prev = as_prevalences(histogram, func, "histogram")
+    counts, prev = as_prevalences(histogram, "histogram")
     n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
     return PropertyInput(counts, prev, n, None)
 

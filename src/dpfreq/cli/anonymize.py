@@ -260,7 +260,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
             raise click.UsageError("--group and its options need a table of rows (--item), "
                                    "not --prevalence-csv.")
         source = rows_kept(file, item=item or "", group=group, null_group=null_group,
-                           engine=engine, func="dpfreq anonymize")
+                           engine=engine)
         try:
             rel = release_anonymized_histogram(
                 source, item=item, engine=engine, epsilon=epsilon, unit=unit, method=method,

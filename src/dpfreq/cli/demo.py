@@ -108,12 +108,12 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
     warn_if_seeded(seed)
     rows = parse_rows(rows_text)
     # fail before spending seconds on the data (release_profile checks them again)
-    check_epsilon(epsilon, "epsilon", "release_profile")
+    check_epsilon(epsilon, "epsilon")
     small_eps = epsilon / 100 if compare_epsilon is None else compare_epsilon
-    check_epsilon(small_eps, "--compare-epsilon", "dpfreq demo")
-    check_int(max_count, "max_count", "release_profile", minimum=0)
-    check_confidence(confidence, "confidence", "release_profile")
-    choose_method(method, unit, "release_profile")
+    check_epsilon(small_eps, "--compare-epsilon")
+    check_int(max_count, "max_count", minimum=0)
+    check_confidence(confidence, "confidence")
+    choose_method(method, unit)
     out = Path(out_dir)
     d = 2 * users if domain_size is None else domain_size
 

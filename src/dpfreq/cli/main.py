@@ -33,7 +33,7 @@ import click
 from dpfreq import __version__
 from dpfreq.cli.output import forget_rescued_releases, rescue_drawn_releases
 from dpfreq.cli.progress import progress_wanted, tqdm_reporter
-from dpfreq.errors import DPFreqError, debug_enabled
+from dpfreq.errors import DPFreqError, debug_enabled, public_call
 from dpfreq.progress import reporting
 
 __all__ = [
@@ -220,11 +220,19 @@ def _spelled(text: str, argv: list[str] | None) -> str:
     return cli_spelling(text, command, path)
 
 
+def _path(argv: list[str] | None) -> str:
+    """The command that runs (``"dpfreq profile"``): the public call its messages name."""
+    from dpfreq.cli.spelling import invoked_command
+
+    return invoked_command(cli, sys.argv[1:] if argv is None else argv)[1]
+
+
 def _run(argv: list[str] | None) -> None:
     stdout = sys.stdout  # an output option may redirect it; a failed parse must not leak that
     forget_rescued_releases()
     try:
-        cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
+        with public_call(_path(argv)):
+            cli.main(args=argv, prog_name="dpfreq", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, not an error
         click.echo(exc.ctx.get_help() if exc.ctx is not None else cli.get_help(
             click.Context(cli, info_name="dpfreq")))

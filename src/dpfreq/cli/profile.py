@@ -262,7 +262,7 @@ def command(file: str, item: str, domain_size: int, max_count: int, epsilon: flo
     shared.warn_if_seeded(seed)
     rows = parse_rows(rows_text)
     source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine,
-                       func="dpfreq profile", time=time_col, start=start, end=end,
+                       time=time_col, start=start, end=end,
                        period=period, timezone=timezone, time_unit=time_unit)
     shared.warn_if_no_rows(file, "the profile")
     what = f"column {item!r} in {file}"

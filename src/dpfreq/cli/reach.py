@@ -9,7 +9,7 @@ and nothing else, and dispatches ``dpfreq reach query SAVED ...`` to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 import numpy as np
@@ -39,11 +39,14 @@ __all__ = ["command", "emit_grouped_reach", "format_table", "row_indices"]
 class _ReachCommand(click.Command):
     """`dpfreq reach FILE ...`; ``dpfreq reach query ...`` runs the query command instead."""
 
+    #: first words that run another command (read by :func:`dpfreq.cli.spelling.invoked_command`)
+    routes: ClassVar[dict[str, click.Command]] = {"query": query_command}
+
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
-        if args and args[0] == "query":
-            name = f"{info_name} query" if info_name else "query"
-            return query_command.make_context(name, args[1:], parent=parent, **extra)
+        if args and args[0] in self.routes:
+            name = f"{info_name} {args[0]}" if info_name else args[0]
+            return self.routes[args[0]].make_context(name, args[1:], parent=parent, **extra)
         return super().make_context(info_name, args, parent=parent, **extra)
 
 
@@ -97,11 +100,11 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
     kwargs = reach_public_kwargs(**public)
     kwargs.update(time_unit=time_unit, timezone=timezone)
     if save_path is not None and not Path(save_path).resolve().parent.is_dir():
-        raise ParameterError(message("--save", "dpfreq reach", "a file in an existing "
+        raise ParameterError(message("--save", "a file in an existing "
                                      "directory (checked before anything is spent)", save_path))
     if "all" in kwargs["windows"] and save_path is None:
         raise ParameterError(message(
-            "--windows", "dpfreq reach", "without 'all' unless --save is given (the all-windows "
+            "--windows", "without 'all' unless --save is given (the all-windows "
             "family has no curve to print: its windows are asked later with `dpfreq reach "
             "query SAVED`; without a saved release its budget would be spent for nothing)",
             ",".join(public["window_text"])))
@@ -110,8 +113,7 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
                       capping_epsilon=capping_epsilon)
     elif capping_epsilon is not None:
         kwargs.update(capping_epsilon=capping_epsilon)  # refused without --group
-    source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine,
-                       func="dpfreq reach")
+    source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine)
     if shared.is_empty_csv(file):  # no row to type the columns by: an empty log of the axis
         shared.warn_if_no_rows(file, "the reach")
         source, engine = _empty_log(item, time_col, group, kwargs), "memory"

@@ -25,7 +25,6 @@ from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["command", "load_saved", "parse_window", "period_label"]
 
-_FUNC = "dpfreq reach query"
 _DAY_US = 86_400_000_000
 _INT = re.compile(r"\s*(\d{1,18})\s*")
 _DATE = re.compile(r"\s*(\d{4}-\d{2}-\d{2})\s*")
@@ -61,12 +60,12 @@ def _period_of(end: str, axis: Mapping[str, Any], last: bool, text: str, horizon
     if _INT.fullmatch(end):
         return int(end)
     if axis.get("kind") != "timestamp":
-        raise ParameterError(message("--window", _FUNC, rule + ", which has integer periods, "
+        raise ParameterError(message("--window", rule + ", which has integer periods, "
                                      "not dates)", text))
     try:
         day = int(np.datetime64(end, "us").astype(np.int64))
     except ValueError:
-        raise ParameterError(message("--window", _FUNC, rule + "), with valid dates",
+        raise ParameterError(message("--window", rule + "), with valid dates",
                                      text)) from None
     us = day + _DAY_US - 1 if last else day
     offset = us - int(np.datetime64(axis["start"], "us").astype(np.int64))
@@ -85,7 +84,7 @@ def _resolve(texts: tuple[str, ...], axis: Mapping[str, Any], horizon: int
             first, final = period_label(axis, 1), period_label(axis, horizon)
             span = "" if axis.get("kind") != "timestamp" else f", {first} to {final}"
             raise ParameterError(message(
-                "--window", _FUNC, f"START:END with 1 <= START <= END <= {horizon} (the periods "
+                "--window", f"START:END with 1 <= START <= END <= {horizon} (the periods "
                 f"of the saved release{span})", text))
         out.append((text, t1, t2))
     return out
@@ -103,7 +102,7 @@ def _answers(rel: Any, windows: list[tuple[str, int, int]], ks: list[int], confi
                 a = rel.window(t1, t2, k, confidence=confidence)
             except ParameterError:
                 raise ParameterError(message(
-                    "--window", _FUNC, f"a window the release in {saved} answers (it released "
+                    "--window", f"a window the release in {saved} answers (it released "
                     f"{', '.join(fams)}: cumulative answers 1:END, total 1:{rel.horizon}, "
                     "rolling(W=…) END-W+1:END, all any window)", text)) from None
             out.append({**({} if group is None else {"group": group}),
@@ -138,7 +137,7 @@ def _chosen_groups(saved: str, rel: Any, asked: tuple[str, ...]) -> list[str | N
     if not hasattr(rel, "groups"):
         if asked:
             raise ParameterError(message(
-                "--group", _FUNC, f"given only for a release saved with `dpfreq reach --group` "
+                "--group", f"given only for a release saved with `dpfreq reach --group` "
                 f"({saved} holds one release without groups)", asked[0]))
         return [None]
     names = list(rel.groups)
@@ -146,7 +145,7 @@ def _chosen_groups(saved: str, rel: Any, asked: tuple[str, ...]) -> list[str | N
         if name not in names:
             shown = ", ".join(names[:20]) + (f", … ({len(names)} groups)" if len(names) > 20
                                              else "")
-            raise ParameterError(message("--group", _FUNC, f"one of the groups released in "
+            raise ParameterError(message("--group", f"one of the groups released in "
                                          f"{saved}: {shown}", name))
     return list(dict.fromkeys(asked)) if asked else names
 
@@ -180,7 +179,7 @@ def _load_and_answer(saved: str, window_text: tuple[str, ...], ks: list[int], co
         first = rel if chosen[0] is None else rel[chosen[0]]
         for k in ks:
             if k not in first.k_values:
-                raise ParameterError(message("--k", _FUNC, "one of the k values released in "
+                raise ParameterError(message("--k", "one of the k values released in "
                                              f"{saved}: {list(first.k_values)}", k))
         windows = _resolve(window_text, first.time_axis, first.horizon)
         records = [r for g in chosen
@@ -235,7 +234,7 @@ def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
     for text in window_text:
         parse_window(text)  # syntax first, before the file is read
     ks = sorted({k for text in k_text for k in parse_int_list(text, "--k")})
-    conf = check_confidence(confidence, "--confidence", _FUNC)
+    conf = check_confidence(confidence, "--confidence")
     info, records = _load_and_answer(saved, window_text, ks, conf, group_names)
     if info["seeded"]:
         click.echo("warning: the saved release was made with --seed (reproducible noise); "

@@ -70,17 +70,17 @@ def _is_spark(engine: Any) -> bool:
     return engine == "spark" or type(engine).__name__.lower().startswith("spark")
 
 
-def _time_filter(rel: Any, column: str, axis: Any, func: str) -> str:
+def _time_filter(rel: Any, column: str, axis: Any) -> str:
     """The SQL condition keeping the rows whose time is in the axis' range."""
     if column not in rel.columns:
-        raise DataError(message("--time", func, f"a column of the file {list(rel.columns)}",
+        raise DataError(message("--time", f"a column of the file {list(rel.columns)}",
                                 column))
     kind = str(rel.types[rel.columns.index(column)]).upper()
     col = _quoted(column)
     low, high = axis.utc_bounds()
     if axis.time_unit is not None:
         if not any(word in kind for word in ("INT", "DECIMAL")):
-            raise DataError(message("--time", func, "an integer column of epochs (with "
+            raise DataError(message("--time", "an integer column of epochs (with "
                                     "--time-unit)", f"a column of type {kind}"))
         if axis.time_unit == "ns":
             return f"{col} >= {low * 1000} AND {col} < {high * 1000}"
@@ -91,13 +91,13 @@ def _time_filter(rel: Any, column: str, axis: Any, func: str) -> str:
     elif kind.startswith(("TIMESTAMP", "DATE")):  # no zone: read as UTC, as the engines do
         us = f"epoch_us(CAST({col} AS TIMESTAMP))"
     else:
-        raise DataError(message("--time", func, "timestamps or dates (integer epochs need "
+        raise DataError(message("--time", "timestamps or dates (integer epochs need "
                                 "--time-unit)", f"a column of type {kind}"))
     return f"{us} >= {low} AND {us} < {high}"
 
 
 def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engine: Any,
-              func: str, time: str | None = None, start: str | None = None,
+              time: str | None = None, start: str | None = None,
               end: str | None = None, period: str = "1d", timezone: str = "UTC",
               time_unit: str | None = None) -> Any:
     """``file`` itself when no rule applies, else a DuckDB relation of the rows the rules keep
@@ -105,13 +105,13 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
     ``"drop"``). Every parameter is checked before the file is read."""
     ranged = start is not None or end is not None
     if time is not None and not ranged:
-        raise ParameterError(message("--time", func, "given with --start and --end (the public "
+        raise ParameterError(message("--time", "given with --start and --end (the public "
                                      "range of the rows released)", time))
     if ranged and (start is None or end is None or time is None):
-        raise ParameterError(message("--start/--end", func, "both given, with --time",
+        raise ParameterError(message("--start/--end", "both given, with --time",
                                      (start, end, time)))
     if null_group == "drop" and group is None:
-        raise ParameterError(message("--null-group", func, "'error' without --group",
+        raise ParameterError(message("--null-group", "'error' without --group",
                                      null_group))
     drop = null_group == "drop"
     if not ranged and not drop:
@@ -122,23 +122,23 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
 
         axis = time_axis(None, start, end, period, time_unit, timezone)
     if _is_spark(engine):
-        raise ParameterError(message("--engine", func, "memory or duckdb with --start/--end "
+        raise ParameterError(message("--engine", "memory or duckdb with --start/--end "
                                      "or --null-group drop (these rules run where DuckDB reads "
                                      "the file; with Spark, filter the table first)", "spark"))
     from dpfreq.engines.duckdb import DuckDBEngine
 
     text = tuple(c for c in (item, group) if c is not None)
-    rel = DuckDBEngine().relation(file, func, text_columns=text)
+    rel = DuckDBEngine().relation(file, text_columns=text)
     conditions = []
     if drop:
         assert group is not None
         if group not in rel.columns:
-            raise DataError(message("--group", func, f"a column of the file "
+            raise DataError(message("--group", f"a column of the file "
                                     f"{list(rel.columns)}", group))
         conditions.append(f"{_quoted(group)} IS NOT NULL")
     if axis is not None:
         assert time is not None
-        conditions.append(_time_filter(rel, time, axis, func))
+        conditions.append(_time_filter(rel, time, axis))
     return rel.filter(" AND ".join(f"({c})" for c in conditions))
 
 

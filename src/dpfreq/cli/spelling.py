@@ -8,7 +8,8 @@ release_window_counts must be ...; pass out_of_range='drop'``); a command-line u
   command's option (``--out-of-range drop``; a flag alone: ``--all-windows``);
 * other Python identifiers with an underscore that are options of the command become the option;
 * the function the message starts with (``<param> of release_profile ...``, a Python name with
-  an underscore or a dot) becomes the command (``dpfreq profile``).
+  an underscore or a dot, or the command itself, which the library names as the public call it
+  runs under) becomes the command (``dpfreq profile``).
 
 Words that are not options of the command (parameters the command does not expose) stay as they
 are. Only click and the standard library are imported: the start-up stays light.
@@ -51,6 +52,10 @@ def invoked_command(group: click.Group, argv: Sequence[str]) -> tuple[click.Comm
             break
         else:
             break
+    routes = getattr(command, "routes", {})  # `dpfreq reach query`: a first word routes on
+    if words and words[0] in routes:
+        command = routes[words[0]]
+        path.append(words[0])
     return command, " ".join(path)
 
 
@@ -101,7 +106,8 @@ def cli_spelling(text: str, command: click.Command, path: str) -> str:
         return _option(param, m.group("value").strip("'\""))
 
     out = _ASSIGN.sub(assign, text)
-    lead = _LEADING.match(out)
+    lead = _LEADING.match(out) or re.match(
+        rf"^(?P<param>[a-z][a-z0-9_]*) of {re.escape(path)}(?=[ :;,.]|$)", out)
     if lead is not None:
         param = params.get(lead.group("param"))
         name = _option(param) if param is not None else lead.group("param")

@@ -37,7 +37,7 @@ _FUNC = "merge_sketches"
 
 def _load(sketches: Any) -> list[PartySketch]:
     if isinstance(sketches, PartySketch | str | Path) or not isinstance(sketches, Sequence):
-        raise ParameterError(message("sketches", _FUNC, "a list of PartySketch objects or "
+        raise ParameterError(message("sketches", "a list of PartySketch objects or "
                                      "sketch files", type(sketches).__name__))
     out = []
     for item in sketches:
@@ -46,14 +46,14 @@ def _load(sketches: Any) -> list[PartySketch]:
         elif isinstance(item, str | Path):
             out.append(PartySketch.load(item))
         else:
-            raise ParameterError(message("sketches", _FUNC, "a list of PartySketch objects or "
+            raise ParameterError(message("sketches", "a list of PartySketch objects or "
                                          "sketch files", type(item).__name__))
     if not out:
-        raise ParameterError(message("sketches", _FUNC, "a non-empty list", []))
+        raise ParameterError(message("sketches", "a non-empty list", []))
     return out
 
 
-def check_mergeable(sketches: list[PartySketch], func: str = _FUNC) -> None:
+def check_mergeable(sketches: list[PartySketch]) -> None:
     """Refuse (one line each) differing parameters, a sketch twice, a party twice.
 
     Examples
@@ -70,17 +70,17 @@ def check_mergeable(sketches: list[PartySketch], func: str = _FUNC) -> None:
         for name, value in fields.items():
             if value != first[name]:
                 raise ParameterError(message(
-                    "sketches", func, f"a list of sketches with the same parameters "
+                    "sketches", f"a list of sketches with the same parameters "
                     f"(sketch {i + 1}, party {sketch.party!r}, has {name}={value!r}, the first "
                     f"has {first[name]!r})", f"{len(sketches)} sketches"))
         if sketch.sketch_id in seen_ids:
             raise ParameterError(message(
-                "sketches", func, "a list in which each sketch appears once (sketch id "
+                "sketches", "a list in which each sketch appears once (sketch id "
                 f"{sketch.sketch_id} of party {sketch.party!r} appears twice)",
                 f"{len(sketches)} sketches"))
         if sketch.party in seen_parties:
             raise ParameterError(message(
-                "sketches", func, f"a list with one sketch per party (party {sketch.party!r} "
+                "sketches", f"a list with one sketch per party (party {sketch.party!r} "
                 "has two: its users would be counted twice)", f"{len(sketches)} sketches"))
         seen_ids[sketch.sketch_id] = sketch.party
         seen_parties.add(sketch.party)
@@ -177,7 +177,7 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
     ...
     dpfreq.errors.ParameterError: sketches of merge_sketches must be a list in which each sketch ...
     """
-    conf = check_confidence(confidence, "confidence", _FUNC)
+    conf = check_confidence(confidence, "confidence")
     loaded = _load(sketches)
     check_mergeable(loaded)
     z = NormalDist().inv_cdf((1.0 + conf) / 2.0)

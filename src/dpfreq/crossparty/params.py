@@ -23,7 +23,7 @@ from typing import Any
 from dpfreq._validate import check_epsilon, check_int, message
 from dpfreq.accounting import exact_fraction
 from dpfreq.crossparty.public_file import PublicParamsFile
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["HASH_NAME", "MAX_FREQUENCY_LIMIT", "REGISTER_LIMIT", "SAMPLING_BITS",
            "UNIFORMITY_BITS", "CrossPartyParams", "RegisterSpaceFields"]
@@ -45,7 +45,7 @@ _FIELDS = ("measurement", "registers", "sampling_start", "sampling_width", "max_
            "epsilon_reach", "epsilon_frequency", "hash", "key_id")
 
 
-def _fraction(value: Any, param: str, func: str, *, low: Fraction, high: Fraction,
+def _fraction(value: Any, param: str, *, low: Fraction, high: Fraction,
               closed_low: bool) -> Fraction:
     """A number or ``"s/t"`` text as an exact fraction (a float is read as its shortest
     decimal, ``0.1`` = 1/10) in ``[low, high]`` (``(low, high]`` unless ``closed_low``)."""
@@ -61,9 +61,9 @@ def _fraction(value: Any, param: str, func: str, *, low: Fraction, high: Fractio
         else:
             x = exact_fraction(float(value)) if isinstance(value, float) else Fraction(value)
     except (ValueError, ZeroDivisionError):
-        raise ParameterError(message(param, func, rule, value)) from None
+        raise ParameterError(message(param, rule, value)) from None
     if x > high or x < low or (x == low and not closed_low):
-        raise ParameterError(message(param, func, rule, value))
+        raise ParameterError(message(param, rule, value))
     return x
 
 
@@ -150,18 +150,18 @@ class CrossPartyParams(RegisterSpaceFields):
     hash: str
     key_id: str
 
+    @public_errors("CrossPartyParams")
     def __post_init__(self) -> None:
-        func = "CrossPartyParams"
         name = self.measurement
         if not isinstance(name, str) or not 1 <= len(name) <= 200 or not name.isprintable():
-            raise ParameterError(message("measurement", func, "a name of 1 to 200 printable "
+            raise ParameterError(message("measurement", "a name of 1 to 200 printable "
                                          "characters", name))
-        check_int(self.registers, "registers", func, minimum=1, maximum=REGISTER_LIMIT)
-        start = _fraction(self.sampling_start, "sampling_start", func, low=Fraction(0),
+        check_int(self.registers, "registers", minimum=1, maximum=REGISTER_LIMIT)
+        start = _fraction(self.sampling_start, "sampling_start", low=Fraction(0),
                           high=Fraction(1), closed_low=True)
         if start == 1:
-            raise ParameterError(message("sampling_start", func, "below 1", self.sampling_start))
-        width = _fraction(self.sampling_width, "sampling_width", func, low=Fraction(0),
+            raise ParameterError(message("sampling_start", "below 1", self.sampling_start))
+        width = _fraction(self.sampling_width, "sampling_width", low=Fraction(0),
                           high=1 - start, closed_low=False)
         object.__setattr__(self, "registers", int(self.registers))
         object.__setattr__(self, "sampling_start", start)
@@ -169,20 +169,20 @@ class CrossPartyParams(RegisterSpaceFields):
         lo, hi = self.sampling_bounds
         if hi - lo < self.registers * 2**UNIFORMITY_BITS:
             raise ParameterError(message(
-                "sampling_width", func, f"at least registers / 2^{SAMPLING_BITS - UNIFORMITY_BITS}"
+                "sampling_width", f"at least registers / 2^{SAMPLING_BITS - UNIFORMITY_BITS}"
                 f" (registers uniform within the interval to 2^-{UNIFORMITY_BITS})",
                 self.sampling_width))
         object.__setattr__(self, "max_frequency", check_int(
-            self.max_frequency, "max_frequency", func, minimum=1, maximum=MAX_FREQUENCY_LIMIT))
+            self.max_frequency, "max_frequency", minimum=1, maximum=MAX_FREQUENCY_LIMIT))
         object.__setattr__(self, "epsilon_reach",
-                           check_epsilon(self.epsilon_reach, "epsilon_reach", func))
+                           check_epsilon(self.epsilon_reach, "epsilon_reach"))
         if self.epsilon_frequency is not None:
             object.__setattr__(self, "epsilon_frequency", check_epsilon(
-                self.epsilon_frequency, "epsilon_frequency", func))
+                self.epsilon_frequency, "epsilon_frequency"))
         if self.hash != HASH_NAME:
-            raise ParameterError(message("hash", func, repr(HASH_NAME), self.hash))
+            raise ParameterError(message("hash", repr(HASH_NAME), self.hash))
         if not isinstance(self.key_id, str) or not _KEY_ID.fullmatch(self.key_id):
-            raise ParameterError(message("key_id", func, "32 lower-case hex digits (the key's "
+            raise ParameterError(message("key_id", "32 lower-case hex digits (the key's "
                                          "fingerprint)", self.key_id))
 
     # -- derived ---------------------------------------------------------------------------

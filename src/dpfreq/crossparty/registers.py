@@ -31,7 +31,7 @@ from dpfreq.crossparty.registers_memory import instant_us, memory_registers
 from dpfreq.crossparty.registers_spark import spark_registers
 from dpfreq.crossparty.vid import vid_hash
 from dpfreq.engines import get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.resources import check_memory
 
 __all__ = ["LogSpec", "RegisterCounts", "check_log_spec", "register_frequencies"]
@@ -79,54 +79,54 @@ class RegisterCounts:
     engine: str
 
 
-def _column(value: Any, param: str, func: str) -> str:
+def _column(value: Any, param: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ParameterError(message(param, func, "a non-empty column name (str)", value))
+        raise ParameterError(message(param, "a non-empty column name (str)", value))
     return value
 
 
-def _instant(value: Any, func: str) -> int:
+def _instant(value: Any) -> int:
     """A period bound as an integer: itself, or a datetime/date as µs since the epoch (UTC;
     naive datetimes are read as UTC, as timestamp columns are)."""
     if isinstance(value, dt.date):
         return instant_us(value)
-    return check_int(value, "period", func, minimum=-(2**62), maximum=2**62)
+    return check_int(value, "period", minimum=-(2**62), maximum=2**62)
 
 
-def check_log_spec(func: str, *, user: Any, time: Any, period: Any, campaign: Any,
+def check_log_spec(*, user: Any, time: Any, period: Any, campaign: Any,
                    campaigns: Any) -> LogSpec:
-    """Validate the log arguments of ``func`` into a :class:`LogSpec` (one-line errors).
+    """Validate the log arguments of the public call into a :class:`LogSpec` (one-line errors).
 
     Examples
     --------
-    >>> check_log_spec("f", user="u", time="t", period=(0, 10), campaign=None, campaigns=None)
+    >>> check_log_spec(user="u", time="t", period=(0, 10), campaign=None, campaigns=None)
     LogSpec(user='u', time='t', period=(0, 10), campaign=None, campaigns=())
     """
-    u = _column(user, "user", func)
-    t = None if time is None else _column(time, "time", func)
+    u = _column(user, "user")
+    t = None if time is None else _column(time, "time")
     if (t is None) != (period is None):
-        raise ParameterError(message("period", func, "given together with time (the "
+        raise ParameterError(message("period", "given together with time (the "
                                      "measurement period of the time column)", period))
     bounds = None
     if period is not None:
         if not isinstance(period, tuple | list) or len(period) != 2:
-            raise ParameterError(message("period", func, "a pair (start, end)", period))
-        bounds = (_instant(period[0], func), _instant(period[1], func))
+            raise ParameterError(message("period", "a pair (start, end)", period))
+        bounds = (_instant(period[0]), _instant(period[1]))
         if bounds[1] <= bounds[0]:
-            raise ParameterError(message("period", func, "a pair with start < end", period))
-    c = None if campaign is None else _column(campaign, "campaign", func)
+            raise ParameterError(message("period", "a pair with start < end", period))
+    c = None if campaign is None else _column(campaign, "campaign")
     if (c is None) != (campaigns is None):
-        raise ParameterError(message("campaigns", func, "given together with campaign (the "
+        raise ParameterError(message("campaigns", "given together with campaign (the "
                                      "public list of campaigns counted)", campaigns))
     names: tuple[str, ...] = ()
     if campaigns is not None:
         if isinstance(campaigns, str | bytes) or not hasattr(campaigns, "__iter__"):
-            raise ParameterError(message("campaigns", func, "a list of campaign names",
+            raise ParameterError(message("campaigns", "a list of campaign names",
                                          campaigns))
         values = list(campaigns)
         if not values or not all(isinstance(v, str) or (isinstance(v, int) and not
                                                          isinstance(v, bool)) for v in values):
-            raise ParameterError(message("campaigns", func, "a non-empty list of campaign names "
+            raise ParameterError(message("campaigns", "a non-empty list of campaign names "
                                          "(str or int)", campaigns))
         names = tuple(sorted({str(v) for v in values}))
     return LogSpec(user=u, time=t, period=bounds, campaign=c, campaigns=names)
@@ -143,8 +143,9 @@ def _dense(regs: NDArray[np.int64], values: NDArray[np.int64], registers: int,
     return out
 
 
+@public_errors("register_frequencies")
 def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams, key: bytes,
-                         engine: Any = None, func: str = "register_frequencies"
+                         engine: Any = None
                          ) -> RegisterCounts:
     """The exact capped register frequencies of one party's log (see the module docstring).
 
@@ -160,8 +161,6 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
         The shared hash key (its fingerprint must be ``params.key_id``).
     engine : None, "memory", "duckdb", "spark", an engine or a SparkSession
         Where the log is aggregated (None: from the kind of ``source``).
-    func : str
-        The public function, for error messages.
 
     Returns
     -------
@@ -189,8 +188,8 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
     >>> int(counts.values.sum()) <= 7, int(counts.values.max()) <= 3, counts.engine
     (True, True, 'memory')
     """
-    vh = vid_hash(key, params, func)
-    check_memory(16 * params.registers, param="registers", func=func, value=params.registers,
+    vh = vid_hash(key, params)
+    check_memory(16 * params.registers, param="registers", value=params.registers,
                  what="the register frequencies (8 bytes per register)")
     eng = get_engine(engine, source)
     name = str(getattr(eng, "name", ""))
@@ -199,14 +198,14 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
         if not isinstance(source, Mapping):  # a file, SQL or table: its columns, through DuckDB
             names = [c for c in (spec.user, spec.time, spec.campaign) if c is not None]
             source = get_engine("duckdb").read_columns(  # type: ignore[attr-defined]
-                source, list(dict.fromkeys(names)), func, text_columns=(spec.user,))
-        regs, values = memory_registers(source, spec, vh, K, func)
+                source, list(dict.fromkeys(names)), text_columns=(spec.user,))
+        regs, values = memory_registers(source, spec, vh, K)
     elif name == "duckdb":
-        regs, values = duckdb_registers(eng.relation(source, func, text_columns=(  # type: ignore[attr-defined]
-            spec.user,)), spec, vh, K, func)
+        regs, values = duckdb_registers(eng.relation(source, text_columns=(  # type: ignore[attr-defined]
+            spec.user,)), spec, vh, K)
     elif name == "spark":
-        regs, values = spark_registers(eng.dataframe(source, func, text_columns=(  # type: ignore[attr-defined]
-            spec.user,)), spec, vh, K, func)
+        regs, values = spark_registers(eng.dataframe(source, text_columns=(  # type: ignore[attr-defined]
+            spec.user,)), spec, vh, K)
     else:
-        raise ParameterError(message("engine", func, "the memory, duckdb or spark engine", name))
+        raise ParameterError(message("engine", "the memory, duckdb or spark engine", name))
     return RegisterCounts(_dense(regs, values, params.registers, K), name)

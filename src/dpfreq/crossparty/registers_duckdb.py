@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_caller
 
 __all__ = ["duckdb_registers"]
 
@@ -38,7 +38,8 @@ def _quote_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _types(rel: duckdb.DuckDBPyRelation, func: str) -> dict[str, str]:
+def _types(rel: duckdb.DuckDBPyRelation) -> dict[str, str]:
+    func = public_caller()
     try:
         return {c: str(t.id).lower() for c, t in zip(rel.columns, rel.types, strict=True)}
     except duckdb.Error as exc:
@@ -46,8 +47,9 @@ def _types(rel: duckdb.DuckDBPyRelation, func: str) -> dict[str, str]:
                         f"({type(exc).__name__}).") from None
 
 
-def _typed(types: dict[str, str], column: str, role: str, allowed: set[str], func: str,
+def _typed(types: dict[str, str], column: str, role: str, allowed: set[str],
            rule: str) -> str:
+    func = public_caller()
     if column not in types:
         raise DataError(f"source of {func} has no column {column!r} (it has "
                         f"{', '.join(map(repr, types))}).")
@@ -57,13 +59,13 @@ def _typed(types: dict[str, str], column: str, role: str, allowed: set[str], fun
     return types[column]
 
 
-def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int, func: str) -> str:
-    user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT, func, "integers or text")
+def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int) -> str:
+    user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT, "integers or text")
     user = _quote_ident(spec.user)  # grouped in its own type, written as text after
     text = "u" if user_type in _TEXT else "CAST(u AS VARCHAR)"
     cond, null_time = "TRUE", "0"
     if spec.time is not None:
-        time_type = _typed(types, spec.time, "time", _INTEGER | _TIME, func,
+        time_type = _typed(types, spec.time, "time", _INTEGER | _TIME,
                            "integers or timestamps")
         t = _quote_ident(spec.time)
         zoned = "tz" in time_type or "zone" in time_type
@@ -73,7 +75,7 @@ def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int, func: str) -> 
         cond = f"({texpr} >= {start} AND {texpr} < {end})"
         null_time = f"count(*) FILTER (WHERE {t} IS NULL)"
     if spec.campaign is not None:
-        _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT, func, "integers or text")
+        _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT, "integers or text")
         listed = ", ".join(_quote_text(c) for c in spec.campaigns)
         cond += f" AND CAST({_quote_ident(spec.campaign)} AS VARCHAR) IN ({listed})"
     vid = f"CAST(('0x' || substr(sha256('{vh.prefix}' || {text}), 1, 15)) AS BIGINT)"
@@ -93,11 +95,12 @@ SELECT CASE WHEN u IS NULL THEN {_NULL_USERS} WHEN {sampled} THEN v % {vh.regist
 """
 
 
-def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash, max_frequency: int,
-                     func: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash,
+                     max_frequency: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``(registers, values)`` of the non-empty registers of a DuckDB relation (``spec``: a
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
-    sql = _query(_types(rel, func), spec, vh, max_frequency, func)
+    func = public_caller()
+    sql = _query(_types(rel), spec, vh, max_frequency)
     try:
         result = rel.query("dpfreq_src", sql)
         res = result.fetchnumpy() if result is not None else {}

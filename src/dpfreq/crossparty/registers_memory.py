@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_caller
 
 __all__ = ["instant_us", "memory_registers"]
 
@@ -32,7 +32,8 @@ def instant_us(value: dt.datetime | dt.date) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def _columns(source: Mapping[str, Any], names: list[str], func: str) -> dict[str, NDArray[Any]]:
+def _columns(source: Mapping[str, Any], names: list[str]) -> dict[str, NDArray[Any]]:
+    func = public_caller()
     out = {}
     for name in names:
         if name not in source:
@@ -52,8 +53,9 @@ def _is_missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _users(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
+def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
     """The user column as int64 or as an object array of str; nulls and floats refused."""
+    func = public_caller()
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     if arr.dtype.kind == "U":
@@ -72,8 +74,9 @@ def _users(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
                     f"got dtype {arr.dtype}.")
 
 
-def _times(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
+def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
     """Integer times as they are; datetime64 as µs since the epoch; anything else refused."""
+    func = public_caller()
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     if arr.dtype.kind == "M":
@@ -89,7 +92,8 @@ def _times(arr: NDArray[Any], name: str, func: str) -> NDArray[np.int64]:
                     f"dtype {arr.dtype}.")
 
 
-def _campaigns(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
+def _campaigns(arr: NDArray[Any], name: str) -> NDArray[Any]:
+    func = public_caller()
     if arr.dtype.kind in "iu":
         return np.array([str(int(x)) for x in arr], dtype=object)
     if arr.dtype.kind in "UO" and all(isinstance(x, str) for x in arr):
@@ -102,20 +106,20 @@ def _campaigns(arr: NDArray[Any], name: str, func: str) -> NDArray[Any]:
                     f"dtype {arr.dtype}.")
 
 
-def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash, max_frequency: int,
-                     func: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,
+                     max_frequency: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``(registers, values)`` of the non-empty registers of a mapping of columns (``spec``: a
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
     names = [spec.user] + [c for c in (spec.time, spec.campaign) if c is not None]
-    cols = _columns(source, list(dict.fromkeys(names)), func)
-    users = _users(cols[spec.user], spec.user, func)
+    cols = _columns(source, list(dict.fromkeys(names)))
+    users = _users(cols[spec.user], spec.user)
     keep = np.ones(users.size, dtype=bool)
     if spec.time is not None:
-        t = _times(cols[spec.time], spec.time, func)
+        t = _times(cols[spec.time], spec.time)
         keep &= (t >= spec.period[0]) & (t < spec.period[1])
     if spec.campaign is not None:
         names_kept = np.array(spec.campaigns, dtype=object)
-        keep &= np.isin(_campaigns(cols[spec.campaign], spec.campaign, func), names_kept)
+        keep &= np.isin(_campaigns(cols[spec.campaign], spec.campaign), names_kept)
     distinct, counts = np.unique(users[keep], return_counts=True)
     sampled, regs = vh.locate(distinct.tolist())
     capped = np.minimum(counts[sampled], max_frequency).astype(np.float64)

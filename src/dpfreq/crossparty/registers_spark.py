@@ -14,15 +14,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
 
 _NULL_USERS, _OUTSIDE = -1, -2
 
 
-def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...], func: str,
+def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
                 rule: str) -> Any:
+    func = public_caller()
     if column not in df.columns:
         raise DataError(f"source of {func} has no column {column!r} (it has "
                         f"{', '.join(map(repr, df.columns))}).")
@@ -33,8 +34,9 @@ def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...], func
     return ty
 
 
-def _conditions(df: Any, spec: Any, func: str) -> tuple[Any, Any]:
+def _conditions(df: Any, spec: Any) -> tuple[Any, Any]:
     """(the condition a row counts under, the indicator of a null time)."""
+    func = public_caller()
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -42,7 +44,7 @@ def _conditions(df: Any, spec: Any, func: str) -> tuple[Any, Any]:
     cond, null_time = F.lit(True), F.lit(0)
     if spec.time is not None:
         ty = _check_type(df, spec.time, "time", (*integer, T.DecimalType, T.TimestampType,
-                                                 T.TimestampNTZType, T.DateType), func,
+                                                 T.TimestampNTZType, T.DateType),
                          "integers or timestamps")
         if isinstance(ty, T.DecimalType) and ty.scale != 0:
             raise DataError(f"time column {spec.time!r} of {func} must hold integers or "
@@ -62,17 +64,18 @@ def _conditions(df: Any, spec: Any, func: str) -> tuple[Any, Any]:
         null_time = F.when(F.col(f"`{spec.time}`").isNull(), 1).otherwise(0)
     if spec.campaign is not None:
         _check_type(df, spec.campaign, "campaign", (*integer, T.DecimalType, T.StringType),
-                    func, "integers or text")
+                    "integers or text")
         cond = cond & F.col(f"`{spec.campaign}`").cast("string").isin(list(spec.campaigns))
     return cond, null_time
 
 
-def _user(df: Any, spec: Any, func: str) -> Any:
+def _user(df: Any, spec: Any) -> Any:
+    func = public_caller()
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     ty = _check_type(df, spec.user, "user", (T.ByteType, T.ShortType, T.IntegerType,
-                                             T.LongType, T.DecimalType, T.StringType), func,
+                                             T.LongType, T.DecimalType, T.StringType),
                      "integers or text")
     if isinstance(ty, T.DecimalType) and ty.scale != 0:
         raise DataError(f"user column {spec.user!r} of {func} must hold integers or text; got "
@@ -80,14 +83,15 @@ def _user(df: Any, spec: Any, func: str) -> Any:
     return F.col(f"`{spec.user}`").cast("string")
 
 
-def spark_registers(df: Any, spec: Any, vh: VidHash, max_frequency: int, func: str
+def spark_registers(df: Any, spec: Any, vh: VidHash, max_frequency: int
                     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``(registers, values)`` of the non-empty registers of a Spark DataFrame (``spec``: a
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
+    func = public_caller()
     from pyspark.sql import functions as F
 
-    user = _user(df, spec, func)
-    cond, null_time = _conditions(df, spec, func)
+    user = _user(df, spec)
+    cond, null_time = _conditions(df, spec)
     users = df.select(user.alias("u"), F.when(cond, 1).otherwise(0).alias("k"),
                       null_time.alias("t")).groupBy("u").agg(
         F.sum("k").alias("c"), F.count(F.lit(1)).alias("n"), F.sum("t").alias("nt"))

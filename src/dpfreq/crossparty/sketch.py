@@ -44,10 +44,10 @@ UNIT = "item"
 _FUNC = "build_sketch"
 
 
-def check_party(value: Any, func: str) -> str:
+def check_party(value: Any) -> str:
     """A party name: 1 to 200 printable characters."""
     if not isinstance(value, str) or not 1 <= len(value) <= 200 or not value.isprintable():
-        raise ParameterError(message("party", func, "a name of 1 to 200 printable characters",
+        raise ParameterError(message("party", "a name of 1 to 200 printable characters",
                                      value))
     return value
 
@@ -211,7 +211,7 @@ class _SketchSteps:
     engine: Any
 
     def plan(self) -> None:
-        check_memory(24 * self.params.registers, param="registers", func=_FUNC,
+        check_memory(24 * self.params.registers, param="registers",
                      value=self.params.registers, what="a sketch (about 24 bytes per register)")
 
     def charge(self, plan: None) -> Charge:
@@ -220,7 +220,7 @@ class _SketchSteps:
 
     def read(self, plan: None) -> Reading[RegisterCounts]:
         counts = register_frequencies(self.source, spec=self.spec, params=self.params,
-                                      key=self.key, engine=self.engine, func=_FUNC)
+                                      key=self.key, engine=self.engine)
         return Reading(counts, counts.engine)
 
     def draw(self, plan: None, data: RegisterCounts, rng: ResolvedRNG) -> PartySketch:
@@ -324,12 +324,12 @@ def build_sketch(
     (('tv', 'web'), True)
     """
     if not isinstance(params, CrossPartyParams):
-        raise ParameterError(message("params", _FUNC, "a CrossPartyParams",
+        raise ParameterError(message("params", "a CrossPartyParams",
                                      type(params).__name__))
-    name = check_party(party, _FUNC)
-    spec = check_log_spec(_FUNC, user=user, time=time, period=period, campaign=campaign,
+    name = check_party(party)
+    spec = check_log_spec(user=user, time=time, period=period, campaign=campaign,
                           campaigns=campaigns)
-    vid_hash(key, params, _FUNC)  # the key's fingerprint, before anything is read or spent
+    vid_hash(key, params)  # the key's fingerprint, before anything is read or spent
     steps = _SketchSteps(source=source, spec=spec, party=name, params=params, key=bytes(key),
                          engine=engine)
-    return run_release(steps, accountant=accountant, rng=rng, func=_FUNC)
+    return run_release(steps, accountant=accountant, rng=rng)

@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import message
 from dpfreq.artifacts import write_private
 from dpfreq.crossparty.params import SAMPLING_BITS, CrossPartyParams
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.rng import derive_key, new_secret_key
 
 __all__ = ["HASH_KEY_BYTES", "VidHash", "key_fingerprint", "new_hash_key", "read_hash_key",
@@ -72,13 +72,14 @@ def new_hash_key() -> bytes:
     return new_secret_key()
 
 
-def _check_key(key: Any, func: str) -> bytes:
+def _check_key(key: Any) -> bytes:
     if not isinstance(key, bytes | bytearray) or len(key) < HASH_KEY_BYTES:
-        raise ParameterError(message("key", func, f"a hash key of at least {HASH_KEY_BYTES} "
+        raise ParameterError(message("key", f"a hash key of at least {HASH_KEY_BYTES} "
                                      "bytes", type(key).__name__))
     return bytes(key)
 
 
+@public_errors("key_fingerprint")
 def key_fingerprint(key: bytes) -> str:
     """The public fingerprint of a hash key: 32 hex digits (a keyed derivation, not the key).
 
@@ -102,9 +103,10 @@ def key_fingerprint(key: bytes) -> str:
     >>> key_fingerprint(bytes(32))
     'a2e50872eb2d3f075183bea387a82b41'
     """
-    return derive_key(_check_key(key, "key_fingerprint"), "crossparty", "key-id")[:16].hex()
+    return derive_key(_check_key(key), "crossparty", "key-id")[:16].hex()
 
 
+@public_errors("write_hash_key")
 def write_hash_key(path: str | Path, key: bytes) -> Path:
     """Write ``key`` as hex text to a new file of mode 0600 (owner only).
 
@@ -116,7 +118,7 @@ def write_hash_key(path: str | Path, key: bytes) -> Path:
     True
     """
     out = Path(path)
-    write_private(out, (_check_key(key, "write_hash_key").hex() + "\n").encode("ascii"))
+    write_private(out, (_check_key(key).hex() + "\n").encode("ascii"))
     return out
 
 
@@ -225,7 +227,8 @@ class VidHash:
         return (u >= self.lo) & (u < self.hi), np.array(regs, dtype=np.int64)
 
 
-def vid_hash(key: bytes, params: CrossPartyParams, func: str = "vid_hash") -> VidHash:
+@public_errors("vid_hash")
+def vid_hash(key: bytes, params: CrossPartyParams) -> VidHash:
     """The keyed hash of ``params`` under ``key``, after checking the key's fingerprint.
 
     Raises
@@ -243,9 +246,9 @@ def vid_hash(key: bytes, params: CrossPartyParams, func: str = "vid_hash") -> Vi
     ...
     dpfreq.errors.ParameterError: key of vid_hash must be the hash key whose fingerprint ...
     """
-    raw = _check_key(key, func)
+    raw = _check_key(key)
     if key_fingerprint(raw) != params.key_id:
-        raise ParameterError(message("key", func, "the hash key whose fingerprint the "
+        raise ParameterError(message("key", "the hash key whose fingerprint the "
                                      "parameters name (key_id)", "another key"))
     prefix = derive_key(raw, "crossparty", "register-hash")[:_PREFIX_BYTES].hex()
     lo, hi = params.sampling_bounds

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, TimeBuckets
 from dpfreq.engines.periods import wall_clock_us
-from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled
+from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled, innermost_caller
 
 __all__ = [
     "DEBUG_VARIABLE",
@@ -43,25 +43,25 @@ IntArray = NDArray[np.int64]
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-def check_column_name(value: Any, param: str, func: str) -> str:
+def check_column_name(value: Any, param: str) -> str:
     """A column name: a non-empty string."""
     if not isinstance(value, str) or not value:
-        raise ParameterError(message(param, func, "a non-empty column name (str)", value))
+        raise ParameterError(message(param, "a non-empty column name (str)", value))
     return value
 
 
-def check_max_count(value: Any, func: str) -> int | None:
+def check_max_count(value: Any) -> int | None:
     """``max_count``: None or an integer >= 1."""
     if value is None:
         return None
-    return check_int(value, "max_count", func, minimum=1)
+    return check_int(value, "max_count", minimum=1)
 
 
-def check_k_max(value: Any, func: str) -> int | None:
+def check_k_max(value: Any) -> int | None:
     """``k_max``: None or an integer >= 1."""
     if value is None:
         return None
-    return check_int(value, "k_max", func, minimum=1)
+    return check_int(value, "k_max", minimum=1)
 
 
 def quote_ident(name: str) -> str:
@@ -140,33 +140,32 @@ NULL_RULE = "free of nulls and NaN"
 TIME_RULE = "integer or timestamp/date valued"
 
 
-def data_error(func: str, column: str, rule: str, got: Any, detail: Any = None) -> DataError:
+def data_error(column: str, rule: str, got: Any, detail: Any = None) -> DataError:
     """A DataError naming the column and the rule it breaks, the same from every engine.
 
     ``got`` must not depend on the data's values (say "null value(s)", a type, a kind);
-    ``detail`` may (a count, a value, a row) and is appended, with ``func`` (the engine method
-    that found it), only in debug mode (:func:`debug_enabled`).
+    ``detail`` may (a count, a value, a row) and is appended, with the engine method that found
+    it (:func:`~dpfreq.errors.innermost_caller`), only in debug mode (:func:`debug_enabled`).
     """
     text = f"column {column!r} of the source must be {rule}; got {got}"
     if detail is not None and debug_enabled():
-        text += f" [debug, {func}: {detail}]"
+        text += f" [debug, {innermost_caller()}: {detail}]"
     return DataError(text + ".")
 
 
-def null_error(func: str, column: str, detail: Any = None) -> DataError:
+def null_error(column: str, detail: Any = None) -> DataError:
     """Nulls or NaN in an item or time column (one message from every engine)."""
-    return data_error(func, column, NULL_RULE, "null or NaN value(s)", detail)
+    return data_error(column, NULL_RULE, "null or NaN value(s)", detail)
 
 
-def nested_error(func: str, column: str) -> DataError:
+def nested_error(column: str) -> DataError:
     """A list, array, struct or map column where scalar values are needed."""
-    return data_error(func, column, "a column of scalar values (integers, text, numbers or "
+    return data_error(column, "a column of scalar values (integers, text, numbers or "
                       "dates)", "a nested (list, struct or map) column")
 
 
-def missing_column(func: str, column: str, available: Any) -> DataError:
+def missing_column(column: str, available: Any) -> DataError:
     """An unknown column (the column names are the schema, not private data)."""
-    del func  # the same message from every engine
     return DataError(f"column {column!r} is not in the source; available: "
                      f"{', '.join(map(str, available))}.")
 
@@ -188,7 +187,7 @@ def dataframe_kind(source: Any) -> str | None:
 
 
 # -- event logs ---------------------------------------------------------------------------
-def check_time_kind(kind: str, buckets: TimeBuckets, column: str, func: str) -> None:
+def check_time_kind(kind: str, buckets: TimeBuckets, column: str) -> None:
     """The time column's kind must be what the buckets expect."""
     if kind != buckets.time_kind:
         rule = ("integer periods (the buckets give a horizon only)" if buckets.start_us is None
@@ -196,7 +195,7 @@ def check_time_kind(kind: str, buckets: TimeBuckets, column: str, func: str) -> 
                 "a timestamp column)" if buckets.time_unit
                 else "timestamps or dates (the buckets give start and period; integer epochs "
                 "need time_unit)")
-        raise data_error(func, column, rule, f"time kind {kind!r}")
+        raise data_error(column, rule, f"time kind {kind!r}")
 
 
 def bucket_periods(times: IntArray, buckets: TimeBuckets) -> IntArray:
@@ -217,14 +216,14 @@ def sorted_codes(keys: NDArray[Any]) -> IntArray:
     return codes
 
 
-def check_event_counts(func: str, item: str, time: str, n: int, ni: int, nt: int,
+def check_event_counts(item: str, time: str, n: int, ni: int, nt: int,
                         nf: int) -> None:
     """Rows ``n``, non-null items ``ni`` and times ``nt``, fractional times ``nf``: refuse
     nulls and fractional times (the checks every event reader makes first)."""
     if ni < n:
-        raise null_error(func, item, f"{n - ni} value(s)")
+        raise null_error(item, f"{n - ni} value(s)")
     if nt < n:
-        raise null_error(func, time, f"{n - nt} value(s)")
+        raise null_error(time, f"{n - nt} value(s)")
     if nf:
-        raise data_error(func, time, TIME_RULE, "fractional or out-of-range value(s)",
+        raise data_error(time, TIME_RULE, "fractional or out-of-range value(s)",
                          f"{nf} value(s)")

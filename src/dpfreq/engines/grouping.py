@@ -100,81 +100,81 @@ def kept_pairs(key_hex: str, items: NDArray[Any], names: tuple[str, ...],
     return keep
 
 
-def check_grouping(grouping: Any, item: str, func: str,
+def check_grouping(grouping: Any, item: str,
                    others: tuple[str, ...] = ()) -> tuple[tuple[str, ...] | None, int | None, str]:
     """Validate a :class:`Grouping` (every engine): ``(groups, m, key hex)``; the key is
     ``""`` without a bound."""
     if not isinstance(grouping, Grouping):
-        raise ParameterError(message("grouping", func, "a Grouping", type(grouping).__name__))
+        raise ParameterError(message("grouping", "a Grouping", type(grouping).__name__))
     column = grouping.column
     if not isinstance(column, str) or not column:
-        raise ParameterError(message("group", func, "a non-empty column name (str)", column))
+        raise ParameterError(message("group", "a non-empty column name (str)", column))
     if column == item or column in others:
-        raise ParameterError(message("group", func, "a column other than the item and time "
+        raise ParameterError(message("group", "a column other than the item and time "
                                      "columns", column))
     names = grouping.groups
     if names is not None:
         if isinstance(names, str | bytes) or not hasattr(names, "__iter__"):
-            raise ParameterError(message("groups", func, "a list of group names or None",
+            raise ParameterError(message("groups", "a list of group names or None",
                                          names))
         names = tuple(dict.fromkeys(str(g) for g in names))
         if not names:
-            raise ParameterError(message("groups", func, "a non-empty list of group names",
+            raise ParameterError(message("groups", "a non-empty list of group names",
                                          names))
     if grouping.max_groups_per_item is None:
         return names, None, ""
-    m = check_int(grouping.max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    m = check_int(grouping.max_groups_per_item, "max_groups_per_item", minimum=1)
     key = grouping.key
     if not isinstance(key, bytes) or len(key) < 16:
-        raise ParameterError(message("key", func, "at least 16 bytes (the bounding needs a "
+        raise ParameterError(message("key", "at least 16 bytes (the bounding needs a "
                                      "key)", "a shorter or no key"))
     return names, m, key.hex()
 
 
-def _column(value: Any, param: str, func: str) -> str:
+def _column(value: Any, param: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ParameterError(message(param, func, "a non-empty column name (str)", value))
+        raise ParameterError(message(param, "a non-empty column name (str)", value))
     return value
 
 
-def check_summary_request(request: Any, func: str) -> SummaryRequest:
+def check_summary_request(request: Any) -> SummaryRequest:
     """Validate a :class:`SummaryRequest` (every engine makes the same checks)."""
     if not isinstance(request, SummaryRequest):
-        raise ParameterError(message("request", func, "a SummaryRequest",
+        raise ParameterError(message("request", "a SummaryRequest",
                                      type(request).__name__))
-    item = _column(request.item, "item", func)
-    time = _column(request.time, "time", func)
+    item = _column(request.item, "item")
+    time = _column(request.time, "time")
     if item == time:
-        raise ParameterError(message("item/time", func, "two different column names",
+        raise ParameterError(message("item/time", "two different column names",
                                      (item, time)))
     if not isinstance(request.buckets, TimeBuckets):
-        raise ParameterError(message("buckets", func, "a TimeBuckets",
+        raise ParameterError(message("buckets", "a TimeBuckets",
                                      type(request.buckets).__name__))
     for spec in request.specs:
         if spec.family not in ("cumulative", "rolling", "all") or spec.k < 1 or (
                 spec.family == "rolling" and spec.width < 1):
-            raise ParameterError(message("specs", func, "summary specs of a known family, "
+            raise ParameterError(message("specs", "summary specs of a known family, "
                                          "k >= 1 (and width >= 1 for rolling)", spec))
     if request.grouping is not None:
-        check_grouping(request.grouping, item, func, (time,))
+        check_grouping(request.grouping, item, (time,))
     if not isinstance(request.checked, bool):
-        raise ParameterError(message("checked", func, "True or False", request.checked))
+        raise ParameterError(message("checked", "True or False", request.checked))
     return request
 
 
-def check_count_request(request: Any, func: str) -> tuple[CountRequest, int | None]:
+def check_count_request(request: Any) -> tuple[CountRequest, int | None]:
     """Validate a :class:`CountRequest`; returns it and the clamp ``max_count`` (or None)."""
     if not isinstance(request, CountRequest):
-        raise ParameterError(message("request", func, "a CountRequest",
+        raise ParameterError(message("request", "a CountRequest",
                                      type(request).__name__))
-    _column(request.item, "item", func)
-    check_grouping(request.grouping, request.item, func)
+    _column(request.item, "item")
+    check_grouping(request.grouping, request.item)
     if request.per_item not in ("rows", "groups", "distinct_groups") or (
             request.per_item == "groups" and not request.grouping.bounded) or (
             request.per_item == "distinct_groups" and request.grouping.bounded):
-        raise ParameterError(message("per_item", func, "'rows', 'groups' with a bounded "
+        raise ParameterError(message("per_item", "'rows', 'groups' with a bounded "
                                      "grouping or 'distinct_groups' with an unbounded one",
                                      request.per_item))
-    n = None if request.max_count is None else check_int(request.max_count, "max_count", func,
+    n = None if request.max_count is None else check_int(request.max_count, "max_count",
                                                          minimum=1)
     return request, n

@@ -18,7 +18,7 @@ from typing import Any
 from dpfreq._validate import message
 from dpfreq.engines import base
 from dpfreq.engines._common import dataframe_kind
-from dpfreq.errors import EngineUnavailableError, ParameterError
+from dpfreq.errors import EngineUnavailableError, ParameterError, public_errors
 
 __all__ = ["ENGINES", "EngineEntry", "EngineOption", "get_engine", "infer_engine_name",
            "register_engine", "require_capability"]
@@ -115,6 +115,7 @@ class EngineRegistry(dict[str, EngineEntry]):
 ENGINES: EngineRegistry = EngineRegistry()
 
 
+@public_errors("register_engine")
 def register_engine(entry: EngineEntry) -> EngineEntry:
     """Add (or replace) an engine in the registry; returns the entry.
 
@@ -141,11 +142,11 @@ def register_engine(entry: EngineEntry) -> EngineEntry:
     >>> del ENGINES["numpy-copy"]
     """
     if not isinstance(entry, EngineEntry):
-        raise ParameterError(message("entry", "register_engine", "an EngineEntry",
+        raise ParameterError(message("entry", "an EngineEntry",
                                      type(entry).__name__))
     if not entry.name or not entry.name.replace("-", "").replace("_", "").isalnum() \
             or entry.name != entry.name.lower():
-        raise ParameterError(message("entry", "register_engine", "an entry whose name is a "
+        raise ParameterError(message("entry", "an entry whose name is a "
                                      "lowercase word", entry.name))
     ENGINES[entry.name] = entry
     return entry
@@ -163,6 +164,7 @@ register_engine(EngineEntry(
                   "k8s://URL (default local[*]; ignored when a session is already active)."),)))
 
 
+@public_errors("get_engine")
 def infer_engine_name(source: Any) -> str:
     """The default engine for a source: mappings → memory; files, SQL, DuckDB relations and
     pandas/Polars/Arrow tables → duckdb (which scans DataFrames in place, without a copy);
@@ -202,7 +204,7 @@ def infer_engine_name(source: Any) -> str:
     if isinstance(source, str | Path):
         return "duckdb"
     raise ParameterError(
-        message("source", "get_engine", "a mapping of columns, a CSV/Parquet path, a SQL query, "
+        message("source", "a mapping of columns, a CSV/Parquet path, a SQL query, "
                 "a DuckDB relation, a pandas, Polars or Arrow table or a Spark DataFrame",
                 type(source).__name__)
     )
@@ -218,6 +220,7 @@ def _names() -> str:
     return ", ".join(repr(n) for n in ENGINES)
 
 
+@public_errors("get_engine")
 def get_engine(name: str | base.Engine | Any = None, source: Any = None,
                **options: Any) -> base.Engine:
     """Instantiate an engine by name (``"memory"``, ``"duckdb"``, ``"spark"``, or any
@@ -262,20 +265,20 @@ def get_engine(name: str | base.Engine | Any = None, source: Any = None,
         if isinstance(name, base.Engine):
             if options:
                 raise ParameterError(message(
-                    "options", "get_engine", "empty when an engine instance is given "
+                    "options", "empty when an engine instance is given "
                     "(configure the instance instead)", sorted(options)))
             return name
-        raise ParameterError(message("engine", "get_engine", f"one of {_names()}, an engine "
+        raise ParameterError(message("engine", f"one of {_names()}, an engine "
                                      "instance or a SparkSession", type(name).__name__))
     if name is None:
         name = infer_engine_name(source)
     if name not in ENGINES:
-        raise ParameterError(message("engine", "get_engine", f"one of {_names()}", name))
+        raise ParameterError(message("engine", f"one of {_names()}", name))
     engine: base.Engine = ENGINES[name].load()(**options)
     return engine
 
 
-def require_capability(engine: base.Engine, capability: Any, func: str, what: str) -> Any:
+def require_capability(engine: base.Engine, capability: Any, what: str) -> Any:
     """``engine`` as an engine with ``capability`` (a protocol of :mod:`dpfreq.engines.base`,
     e.g. :class:`~dpfreq.engines.base.Summarizing`), or a one-line error naming the engine and
     ``what`` the call needs.
@@ -283,10 +286,10 @@ def require_capability(engine: base.Engine, capability: Any, func: str, what: st
     Examples
     --------
     >>> from dpfreq.engines.base import Summarizing
-    >>> require_capability(get_engine("memory"), Summarizing, "doc", "window summaries").name
+    >>> require_capability(get_engine("memory"), Summarizing, "window summaries").name
     'memory'
     """
     if not isinstance(engine, capability):
-        raise ParameterError(message("engine", func, f"an engine that computes {what}",
+        raise ParameterError(message("engine", f"an engine that computes {what}",
                                      getattr(engine, "name", type(engine).__name__)))
     return engine

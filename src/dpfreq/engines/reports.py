@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.engines.base import ReportSums
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller
 
 __all__ = [
     "ID_COLUMNS",
@@ -70,9 +70,10 @@ def unreadable_source(exc: BaseException) -> DataError:
     return report_error(f"the source cannot be read ({kind}).")
 
 
-def check_report_args(param_id: Any, interval_counts: Any, func: str) -> tuple[str | None,
-                                                                              tuple[int, ...]]:
+def check_report_args(param_id: Any, interval_counts: Any) -> tuple[str | None,
+                                                                   tuple[int, ...]]:
     """Validate the public arguments of ``report_sums``."""
+    func = public_caller()
     if param_id is not None and not isinstance(param_id, str):
         raise ParameterError(f"param_id of {func} must be a string or None; got "
                              f"{type(param_id).__name__}.")

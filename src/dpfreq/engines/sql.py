@@ -349,7 +349,7 @@ def count_sql(d: Dialect, events: str, names: tuple[str, ...] | None, m: int | N
 
 
 def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,
-                     names: tuple[str, ...] | None, func: str) -> Summaries:
+                     names: tuple[str, ...] | None) -> Summaries:
     """The :class:`Summaries` of a fetched :func:`summaries_sql` result (columns ``kind, gi,
     slot, key, w`` as numpy arrays), after the column checks every engine makes in this order:
     null items, null or non-integral times, null groups, then events outside the horizon.
@@ -370,9 +370,9 @@ def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,
     pairs = (kind == 0) & (gi == -1)
     counted = dict(zip(slot[pairs].tolist(), w[pairs].tolist(), strict=True))
     n_pairs, n_kept = int(counted.get(0, 0)), int(counted.get(1, 0))
-    common.check_event_counts(func, request.item, request.time, n, ni, nt + nf, nf)
+    common.check_event_counts(request.item, request.time, n, ni, nt + nf, nf)
     if request.grouping is not None and ng < n:
-        raise common.null_error(func, request.grouping.column)
+        raise common.null_error(request.grouping.column)
     empty = np.zeros(0, dtype=np.int64)
     if n_bad and not request.drop_out_of_range:
         return Summaries(names, empty, empty.copy(), empty.copy(), empty.copy(), 0, n_bad)
@@ -388,7 +388,7 @@ def finish_summaries(res: Mapping[str, Any], request: SummaryRequest,
 
 
 def finish_counts(res: Mapping[str, Any], request: CountRequest,
-                  names: tuple[str, ...] | None, func: str) -> GroupedPrevalences:
+                  names: tuple[str, ...] | None) -> GroupedPrevalences:
     """The :class:`GroupedPrevalences` of a fetched :func:`count_sql` result (columns ``kind,
     g, gi, v, p``), after the null checks (items first, then groups)."""
     kind = np.asarray(res["kind"], dtype=np.int64)
@@ -396,9 +396,9 @@ def finish_counts(res: Mapping[str, Any], request: CountRequest,
     p = np.asarray(res["p"], dtype=np.int64)
     stat = dict(zip(gi[kind == 1].tolist(), p[kind == 1].tolist(), strict=True))
     if stat.get(0, 0) > 0:
-        raise common.null_error(func, request.item)
+        raise common.null_error(request.item)
     if stat.get(1, 0) > 0:
-        raise common.null_error(func, request.grouping.column)
+        raise common.null_error(request.grouping.column)
     body = kind == 0
     v, p, gi = np.asarray(res["v"], dtype=np.int64)[body], p[body], gi[body]
     extra = (int(stat.get(2, 0)), int(stat.get(3, 0)))

@@ -140,7 +140,7 @@ class GroupedAccounting:
 
 
 def release_share(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
-                  func: str, selection_epsilon: float | None = None,
+                  selection_epsilon: float | None = None,
                   selection: str = "auto") -> tuple[Fraction, float, AnySelection | None]:
     """``(ε_r, δ_r, selection)`` of one accounting: what the groups' releases together may
     spend once the private partition selection (None with a public list) has taken its share:
@@ -154,34 +154,34 @@ def release_share(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
         sel_delta = delta * float(ZCDP_DELTA_SHARE) if zcdp else delta
         eps_s = (epsilon * float(SELECTION_SHARE) if selection_epsilon is None
                  else selection_epsilon)
-        sel = plan_partition_selection(eps_s, sel_delta, m, selection, func)
+        sel = plan_partition_selection(eps_s, sel_delta, m, selection)
     eps_r = Fraction(epsilon) - (Fraction(sel.epsilon) if sel is not None else 0)
     delta_r = float_at_most(Fraction(delta) - (Fraction(sel.delta) if sel is not None else 0))
     return eps_r, delta_r, sel
 
 
-def check_selection_share(value: Any, epsilon: float, named: bool, func: str) -> float | None:
+def check_selection_share(value: Any, epsilon: float, named: bool) -> float | None:
     """``selection_epsilon`` of a grouped profile or histogram: ``"auto"`` (None: half of ε,
     :data:`~dpfreq.grouped.selection.SELECTION_SHARE` — these releases have no error model to
     weigh the share against) or a number in (0, ε); with a public list only ``"auto"``."""
     if isinstance(value, str) and value == "auto":
         return None
     if named:
-        raise ParameterError(message("selection_epsilon", func, "'auto' when groups= is given "
+        raise ParameterError(message("selection_epsilon", "'auto' when groups= is given "
                                      "(a public list needs no selection)", value))
-    x = check_epsilon(value, "selection_epsilon", func)
+    x = check_epsilon(value, "selection_epsilon")
     if not x < epsilon:
-        raise ParameterError(message("selection_epsilon", func, f"'auto' or a number in (0, "
+        raise ParameterError(message("selection_epsilon", f"'auto' or a number in (0, "
                                      f"epsilon = {epsilon:g}) (the release needs the rest)",
                                      value))
     return x
 
 
-def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool, func: str,
+def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool,
            selection_epsilon: float | None = None, selection: str = "auto"
            ) -> tuple[float, float, Fraction | None, AnySelection | None]:
     """``(ε_g, δ_r, ρ, selection)`` of one accounting (module docstring)."""
-    eps_r, delta_r, sel = release_share(epsilon, delta, m, named, zcdp, func,
+    eps_r, delta_r, sel = release_share(epsilon, delta, m, named, zcdp,
                                         selection_epsilon, selection)
     if not zcdp:  # pure per-group mechanisms: the groups use no δ
         if float(eps_r / m) < EPSILON_MIN:  # unusable: the caller refuses it
@@ -195,7 +195,7 @@ def _route(epsilon: float, delta: float, m: int, named: bool, zcdp: bool, func: 
 
 
 def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item: int,
-                            named: bool, func: str, selection_epsilon: float | None = None,
+                            named: bool, selection_epsilon: float | None = None,
                             selection: str = "auto") -> GroupedAccounting:
     """The accounting with the larger per-group ε (public parameters only; module docstring).
 
@@ -208,8 +208,6 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     named : bool
         True with a public list of groups (no selection); otherwise ``delta`` is the checked δ
         of the private partition selection.
-    func : str
-        Public function name for error messages.
     selection_epsilon : float or None
         ε of the selection (:func:`check_selection_share`; None: half of ε).
     selection : str
@@ -229,21 +227,21 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     Examples
     --------
     >>> a = choose_group_accounting(epsilon=1.0, delta=1e-6, max_groups_per_item=50,
-    ...                             named=True, func="doc")
+    ...                             named=True)
     >>> a.accounting, round(a.candidates["pure"], 4), round(a.epsilon_per_group, 4)
     ('zcdp', 0.02, 0.0264)
     """
     m = max_groups_per_item
-    pure = _route(epsilon, delta, m, named, False, func, selection_epsilon, selection)
+    pure = _route(epsilon, delta, m, named, False, selection_epsilon, selection)
     candidates = {"pure": pure[0]}
     if delta <= 0 or m < 2:
-        _check_usable(pure[0], epsilon, m, func)
+        _check_usable(pure[0], epsilon, m)
         why = ("pure: " + ("delta = 0, so only pure composition applies" if delta <= 0 else
                            "one group per unit, parallel composition (zCDP cannot do better)"))
         return _accounting("pure", pure, candidates, m, epsilon, why)
-    zc = _route(epsilon, delta, m, named, True, func, selection_epsilon, selection)
+    zc = _route(epsilon, delta, m, named, True, selection_epsilon, selection)
     candidates["zcdp"] = zc[0]
-    _check_usable(max(pure[0], zc[0]), epsilon, m, func)
+    _check_usable(max(pure[0], zc[0]), epsilon, m)
     pick = "zcdp" if zc[0] > pure[0] else "pure"
     why = (f"{'zCDP across groups' if pick == 'zcdp' else 'pure per-group budgets'}: the "
            f"larger ε per group (pure ε_r/m = {pure[0]:.6g}, zCDP √(2ρ/m) = {zc[0]:.6g}; each "
@@ -254,11 +252,11 @@ def choose_group_accounting(*, epsilon: float, delta: float, max_groups_per_item
     return _accounting(pick, zc if pick == "zcdp" else pure, candidates, m, epsilon, why)
 
 
-def _check_usable(eps_g: float, epsilon: float, m: int, func: str) -> None:
+def _check_usable(eps_g: float, epsilon: float, m: int) -> None:
     """Refuse a per-group ε below the library's smallest ε (nothing is spent yet)."""
     if eps_g < EPSILON_MIN:
         raise ParameterError(message(
-            "epsilon", func, f"large enough to give each group at least ε = {EPSILON_MIN:g} "
+            "epsilon", f"large enough to give each group at least ε = {EPSILON_MIN:g} "
             f"(m = {m} groups per item share it, after the selection's half when groups are "
             f"selected; here {eps_g:.3g} per group)", epsilon))
 

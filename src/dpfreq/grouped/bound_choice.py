@@ -88,7 +88,7 @@ def is_auto(value: Any) -> bool:
     return isinstance(value, str) and value == "auto"
 
 
-def resolve_auto(max_groups_per_item: Any, capping_epsilon: Any, unit: str, func: str
+def resolve_auto(max_groups_per_item: Any, capping_epsilon: Any, unit: str
                  ) -> tuple[Any, bool]:
     """``(m to check, auto)``: ``"auto"`` at ``unit="item"`` is checked as the largest
     candidate :data:`AUTO_MAX_GROUPS` and needs its share ``capping_epsilon`` given (no privacy
@@ -97,7 +97,7 @@ def resolve_auto(max_groups_per_item: Any, capping_epsilon: Any, unit: str, func
         return max_groups_per_item, False
     if capping_epsilon is None:
         raise ParameterError(message(
-            "capping_epsilon", func, "a number in (0, epsilon) with max_groups_per_item='auto' "
+            "capping_epsilon", "a number in (0, epsilon) with max_groups_per_item='auto' "
             "(the share of epsilon that measures the groups per item m is chosen from)",
             capping_epsilon))
     return AUTO_MAX_GROUPS, True

@@ -14,51 +14,51 @@ from dpfreq.grouped.selection import check_selection_delta
 __all__ = ["check_bound", "check_group_selection", "check_grouping"]
 
 
-def _read_groups(groups: Any, func: str) -> tuple[str, ...]:
+def _read_groups(groups: Any) -> tuple[str, ...]:
     """The public group list: an iterable of names, or a text file with one name per line."""
     if isinstance(groups, str | Path):
         path = Path(groups)
         if not path.is_file():
-            raise ParameterError(message("groups", func, "a list of group names or a readable "
+            raise ParameterError(message("groups", "a list of group names or a readable "
                                          "file of one name per line", str(groups)))
         groups = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     if groups is None or isinstance(groups, bytes) or not hasattr(groups, "__iter__"):
-        raise ParameterError(message("groups", func, "a public list of group names (or, where "
+        raise ParameterError(message("groups", "a public list of group names (or, where "
                                      "supported, give delta= > 0 for private partition "
                                      "selection)", groups))
     names = tuple(dict.fromkeys(str(g) for g in groups))
     if not names:
-        raise ParameterError(message("groups", func, "a non-empty list of group names",
+        raise ParameterError(message("groups", "a non-empty list of group names",
                                      list(names)))
     return names
 
 
-def check_bound(group: Any, max_groups_per_item: Any, unit: str, func: str) -> tuple[str, int]:
+def check_bound(group: Any, max_groups_per_item: Any, unit: str) -> tuple[str, int]:
     """``(group column, m)`` checked; refuses units the bounding does not cover."""
     if not isinstance(group, str) or not group:
-        raise ParameterError(message("group", func, "a non-empty column name (str)", group))
+        raise ParameterError(message("group", "a non-empty column name (str)", group))
     if unit != "item":
-        raise ParameterError(message("unit", func, "'item' for a grouped release (the bound "
+        raise ParameterError(message("unit", "'item' for a grouped release (the bound "
                                      "max_groups_per_item is per item)", unit))
     m = max_groups_per_item
     if m is None:
-        raise ParameterError(message("max_groups_per_item", func, "given (an integer >= 1: how "
+        raise ParameterError(message("max_groups_per_item", "given (an integer >= 1: how "
                                      "many groups one item may touch) when group= is set at "
                                      "unit='item'", m))
     if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-        raise ParameterError(message("max_groups_per_item", func, "an integer >= 1, or 'auto' "
+        raise ParameterError(message("max_groups_per_item", "an integer >= 1, or 'auto' "
                                      "(chosen privately, with capping_epsilon=)", m))
     return group, int(m)
 
 
-def check_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
-                   func: str) -> tuple[str, tuple[str, ...], int]:
+def check_grouping(group: Any, groups: Any, max_groups_per_item: Any,
+                   unit: str) -> tuple[str, tuple[str, ...], int]:
     """``(group column, public groups, m)`` checked; refuses units the bounding does not cover."""
-    group, m = check_bound(group, max_groups_per_item, unit, func)
-    return group, _read_groups(groups, func), m
+    group, m = check_bound(group, max_groups_per_item, unit)
+    return group, _read_groups(groups), m
 
 
-def check_group_selection(groups: Any, delta: Any, func: str, *,
+def check_group_selection(groups: Any, delta: Any, *,
                           delta_with_list: bool = False) -> tuple[tuple[str, ...] | None, float]:
     """``(public groups or None, δ)``: a public list, or private partition selection of the
     data's groups with ``0 < δ <= 1e-3``.
@@ -69,14 +69,14 @@ def check_group_selection(groups: Any, delta: Any, func: str, *,
     """
     if groups is not None:
         if delta is not None and not delta_with_list:
-            raise ParameterError(message("delta", func, "None when groups= is given (a public "
+            raise ParameterError(message("delta", "None when groups= is given (a public "
                                          "list of groups needs no selection)", delta))
         dlt = 0.0 if delta is None else check_selection_delta(
-            delta, func, "(with a public list: the release's δ, for zCDP accounting across "
+            delta, "(with a public list: the release's δ, for zCDP accounting across "
             "groups)")
-        return _read_groups(groups, func), dlt
+        return _read_groups(groups), dlt
     if delta is None:
-        raise ParameterError(message("groups", func, "a public list of group names, or give "
+        raise ParameterError(message("groups", "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", groups))
-    return None, check_selection_delta(delta, func)
+    return None, check_selection_delta(delta)

@@ -469,4 +469,4 @@ def run_grouped(adapter: GroupedAdapter[PlanT, DataT, AggT, OutT, ResultT_co], *
     """
     steps: Any = (AutoBoundSteps(adapter) if adapter.call.auto_bound
                   else GroupedSteps(adapter))
-    return run_release(steps, accountant=accountant, rng=rng, func=adapter.call.charge.label)
+    return run_release(steps, accountant=accountant, rng=rng)

@@ -73,21 +73,21 @@ def capping_bound(m: int) -> int:
     return 4 * int(m)
 
 
-def check_capping_epsilon(value: Any, epsilon: float, m: int | None, func: str
+def check_capping_epsilon(value: Any, epsilon: float, m: int | None
                           ) -> float | None:
     """``capping_epsilon`` checked: None (not measured) or a number in (0, ε); refused when
     nothing is capped (``m`` None: ``unit="event"``)."""
     if value is None:
         return None
     if m is None:
-        raise ParameterError(message("capping_epsilon", func, "None when nothing is capped "
+        raise ParameterError(message("capping_epsilon", "None when nothing is capped "
                                      "(unit='event': each row lies in one group)", value))
     rule = f"None or a number in (0, epsilon = {epsilon:g}) (the release spends the rest)"
     real = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
         value, bool)
     if not real or not 0.0 < float(value) < epsilon:
-        raise ParameterError(message("capping_epsilon", func, rule, value))
-    return check_epsilon(value, "capping_epsilon", func)
+        raise ParameterError(message("capping_epsilon", rule, value))
+    return check_epsilon(value, "capping_epsilon")
 
 
 def release_epsilon(epsilon: float, capping_epsilon: float | None) -> float:

@@ -116,7 +116,7 @@ def _accounting_text(acc: GroupedAccounting) -> str:
 
 
 def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, groups: Any,
-                 delta: Any, func: str, plan_one: Callable[[float, float | None], Any],
+                 delta: Any, plan_one: Callable[[float, float | None], Any],
                  summary: Callable[[Any], str]) -> GroupedPlan:
     """Assemble a :class:`GroupedPlan` (``epsilon``, ``unit`` and ``m`` already checked).
 
@@ -125,11 +125,11 @@ def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, 
     confidence when the second argument is None); ``summary(plan)`` is one sentence on a
     group's error.
     """
-    names, dlt = check_group_selection(groups, delta, func,
+    names, dlt = check_group_selection(groups, delta,
                                        delta_with_list=max_groups_per_item is not None)
     m = 1 if max_groups_per_item is None else max_groups_per_item
     acc = choose_group_accounting(epsilon=epsilon, delta=dlt, max_groups_per_item=m,
-                                  named=names is not None, func=func)
+                                  named=names is not None)
     sel, eps_g = acc.selection, acc.epsilon_per_group
     per_group = plan_one(eps_g, None)
     simultaneous = None

@@ -53,7 +53,7 @@ from dpfreq._docstrings import fill_doc
 from dpfreq._validate import DELTA_CEILING, check_choice, check_epsilon, check_int, message
 from dpfreq.accounting.mechanisms import PartitionSelection
 from dpfreq.accounting.numbers import exp_bound, fixed_point
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.grouped.set_union import (
     SELECTION_PARAMETERS,
     SetUnionPlan,
@@ -234,23 +234,24 @@ class SelectionPlan:
                              f"{self.single_item_probability:.3g} <= δ/m"}
 
 
-def check_selection_delta(delta: Any, func: str, what: str = "for private partition "
+def check_selection_delta(delta: Any, what: str = "for private partition "
                           "selection") -> float:
     """δ of a selection (or, ``what`` saying so, of a grouped release): a number in (0, 1e-3]
     (selection without δ is impossible)."""
     rule = (f"a number in (0, 1e-3] {what} (a larger delta lets a release publish one record "
             "in a thousand outright)")
     if isinstance(delta, bool) or not isinstance(delta, int | float | np.integer | np.floating):
-        raise ParameterError(message("delta", func, rule, delta))
+        raise ParameterError(message("delta", rule, delta))
     x = float(delta)
     if not 0.0 < x <= DELTA_CEILING:  # also refuses NaN
-        raise ParameterError(message("delta", func, rule, delta))
+        raise ParameterError(message("delta", rule, delta))
     return x
 
 
 @fill_doc(selection_parameters=SELECTION_PARAMETERS)
+@public_errors("plan_selection")
 def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
-                   func: str = "plan_selection", why: str = "") -> SelectionPlan:
+                   why: str = "") -> SelectionPlan:
     """Calibrate the selection: ``γ = ε/m`` and the exact truncation ``k`` (threshold
     ``τ = k + 1``).
 
@@ -275,9 +276,9 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
     >>> plan.threshold, plan.single_item_probability <= 1e-6 / 2
     (49, True)
     """
-    eps = check_epsilon(epsilon, "epsilon", func)
-    dlt = check_selection_delta(delta, func)
-    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    eps = check_epsilon(epsilon, "epsilon")
+    dlt = check_selection_delta(delta)
+    m = check_int(max_groups_per_item, "max_groups_per_item", minimum=1)
     gamma = epsilon_to_fraction(epsilon_to_fraction(eps) / m)
     with decimal.localcontext() as ctx:
         ctx.prec = _PRECISION
@@ -364,14 +365,14 @@ def select_groups(names: Sequence[str], counts: NDArray[np.int64], plan: Any,
 AnySelection = SelectionPlan | SetUnionPlan
 
 
-def check_selection_mechanism(value: Any, func: str) -> str:
+def check_selection_mechanism(value: Any) -> str:
     """``selection=``: one of :data:`SELECTION_MECHANISMS`."""
-    return check_choice(value, "selection", func, SELECTION_MECHANISMS)
+    return check_choice(value, "selection", SELECTION_MECHANISMS)
 
 
+@public_errors("plan_partition_selection")
 def plan_partition_selection(epsilon: float, delta: float, max_groups_per_item: int,
-                             mechanism: str = "auto",
-                             func: str = "plan_partition_selection") -> AnySelection:
+                             mechanism: str = "auto") -> AnySelection:
     """The partition selection of one grouped call: the truncated geometric mechanism, the
     weighted set union (:mod:`dpfreq.grouped.set_union`), or with ``"auto"`` the one public
     parameters favour, with why.
@@ -393,18 +394,18 @@ def plan_partition_selection(epsilon: float, delta: float, max_groups_per_item: 
     >>> plan_partition_selection(0.5, 1e-6, 1).mechanism
     'truncated_geometric'
     """
-    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    m = check_int(max_groups_per_item, "max_groups_per_item", minimum=1)
     if mechanism == "truncated_geometric":
-        return plan_selection(epsilon, delta, m, func, why="given: selection='truncated_geometric'")
-    dlt = check_selection_delta(delta, func)
+        return plan_selection(epsilon, delta, m, why="given: selection='truncated_geometric'")
+    dlt = check_selection_delta(delta)
     if mechanism == "set_union":
-        return plan_set_union(epsilon, dlt, m, func, why="given: selection='set_union'")
+        return plan_set_union(epsilon, dlt, m, why="given: selection='set_union'")
     if m == 1:
-        return plan_selection(epsilon, delta, m, func, why=(
+        return plan_selection(epsilon, delta, m, why=(
             "truncated geometric: one group per unit (the set union would give each group the "
             "same ε, and the truncated geometric is the optimal selection for it)"))
-    tg = plan_selection(epsilon, delta, m, func)
-    su = plan_set_union(epsilon, dlt, m, func)
+    tg = plan_selection(epsilon, delta, m)
+    su = plan_set_union(epsilon, dlt, m)
     n_tg = tg.count_for(0.5)
     s_star = max((s for s in range(1, m + 1) if su.count_for(0.5, s) <= n_tg), default=0)
     numbers = (f"a group is released half the time with {n_tg} items under the truncated "

@@ -76,6 +76,7 @@ from dpfreq._docstrings import fill_doc
 from dpfreq._validate import check_epsilon, check_int
 from dpfreq.accounting.losses import ApproximateDP
 from dpfreq.accounting.numbers import exp_bound, fixed_point
+from dpfreq.errors import public_errors
 from dpfreq.noise import epsilon_to_fraction, sample_discrete_laplace
 
 __all__ = ["SELECTION_PARAMETERS", "SetUnionPlan", "plan_set_union", "set_union_scale",
@@ -233,8 +234,9 @@ def set_union_weights(group_index: NDArray[np.int64], groups_per_item: NDArray[n
 
 
 @fill_doc(selection_parameters=SELECTION_PARAMETERS)
+@public_errors("plan_set_union")
 def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
-                   func: str = "plan_set_union", why: str = "") -> SetUnionPlan:
+                   why: str = "") -> SetUnionPlan:
     """Calibrate the weighted set union: ``L``, ``γ = ε/L`` and the certified threshold ``τ``
     (``delta`` is checked by the caller).
 
@@ -258,8 +260,8 @@ def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
     >>> plan.scale, plan.threshold, plan.bad_probability <= 1e-6
     (840, 25911, True)
     """
-    eps = check_epsilon(epsilon, "epsilon", func)
-    m = check_int(max_groups_per_item, "max_groups_per_item", func, minimum=1)
+    eps = check_epsilon(epsilon, "epsilon")
+    m = check_int(max_groups_per_item, "max_groups_per_item", minimum=1)
     scale = set_union_scale(m)
     gamma = epsilon_to_fraction(epsilon_to_fraction(eps) / scale)
     weights = _weights(scale, m)

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpfreq import _validate
 from dpfreq.artifacts import seal_json
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.rng import RNGLike
 
 from .keyed import DeviceKey
@@ -88,13 +88,14 @@ class LongitudinalClient:
     True
     """
 
+    @public_errors("LongitudinalClient")
     def __init__(self, params: ProtocolParams, *, rng: RNGLike = None) -> None:
         if not isinstance(params, ProtocolParams):
-            raise ParameterError(_validate.message("params", "LongitudinalClient",
+            raise ParameterError(_validate.message("params",
                                                    "a ProtocolParams", type(params).__name__))
         self.params = params
         p = params
-        self.key = DeviceKey.create(p.param_id, rng, "LongitudinalClient")
+        self.key = DeviceKey.create(p.param_id, rng)
         self.order = self.key.stream("order").uniform_below(p.orders)
         self.t = 0  # last period seen
         self.prev = 0  # reported (frozen) X at the previous checkpoint of this order
@@ -143,6 +144,7 @@ class LongitudinalClient:
         return {"protocol_version": self.params.version, "param_id": self.params.param_id,
                 "order": self.order}
 
+    @public_errors("LongitudinalClient.note_sent")
     def note_sent(self, slots: Iterable[tuple[int, int]]) -> None:
         """Tell the client that reports of this device were already sent: ``(interval, bit)``
         pairs of its order (e.g. the slots the server holds for it).
@@ -163,10 +165,10 @@ class LongitudinalClient:
         for pair in slots:
             j, bit = pair
             if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 1 <= j <= limit:
-                raise DataError(_validate.message("interval", "LongitudinalClient.note_sent",
+                raise DataError(_validate.message("interval",
                                                   f"an integer in 1..{limit}", j))
             if isinstance(bit, bool) or bit not in (0, 1):
-                raise DataError(_validate.message("bit", "LongitudinalClient.note_sent",
+                raise DataError(_validate.message("bit",
                                                   "0 or 1", bit))
             if j <= done:
                 continue
@@ -175,6 +177,7 @@ class LongitudinalClient:
                                 f"interval; got two for interval {int(j)}.")
         self.ahead = known
 
+    @public_errors("LongitudinalClient.step")
     def step(self, x: int) -> list[dict[str, Any]]:
         """Read ``X[t]`` for the next period t; return the reports due at t (often none).
 
@@ -188,7 +191,7 @@ class LongitudinalClient:
             ``x`` not 0/1, or a step after the last period.
         """
         if isinstance(x, bool) or x not in (0, 1):
-            raise DataError(_validate.message("x", "LongitudinalClient.step", "0 or 1", x))
+            raise DataError(_validate.message("x", "0 or 1", x))
         if self.t >= self.params.horizon:
             raise DataError("LongitudinalClient.step called after the last period of the "
                             "horizon.")

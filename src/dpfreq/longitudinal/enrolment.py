@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 
 from .params import ProtocolParams
 
@@ -27,8 +27,9 @@ __all__ = ["ENROLMENT_COLUMNS", "enrolled_per_order"]
 ENROLMENT_COLUMNS = ("device", "order")
 
 
-def _read_table(path: Path, func: str) -> dict[str, NDArray[Any]]:
+def _read_table(path: Path) -> dict[str, NDArray[Any]]:
     """``device`` (as text) and ``order`` of a Parquet/CSV file or Parquet directory (DuckDB)."""
+    func = public_caller()
     import duckdb
 
     if path.is_dir():
@@ -48,8 +49,8 @@ def _read_table(path: Path, func: str) -> dict[str, NDArray[Any]]:
     return {"device": np.asarray(rows[names[0]]), "order": np.asarray(rows[names[1]])}
 
 
-def _counts_from_table(cols: Mapping[str, Any], params: ProtocolParams,
-                       func: str) -> NDArray[np.int64]:
+def _counts_from_table(cols: Mapping[str, Any], params: ProtocolParams) -> NDArray[np.int64]:
+    func = public_caller()
     try:
         device = np.asarray(cols["device"], dtype=object)
         order = np.asarray(cols["order"])
@@ -71,8 +72,8 @@ def _counts_from_table(cols: Mapping[str, Any], params: ProtocolParams,
     return np.bincount(order, minlength=params.orders).astype(np.int64)
 
 
-def enrolled_per_order(enrolled: Any, params: ProtocolParams,
-                       func: str = "enrolled_per_order") -> NDArray[np.int64]:
+@public_errors("enrolled_per_order")
+def enrolled_per_order(enrolled: Any, params: ProtocolParams) -> NDArray[np.int64]:
     """Enrolled devices per order from counts or from an enrolment table.
 
     Parameters
@@ -105,13 +106,14 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams,
     >>> enrolled_per_order({"device": [7, 9], "order": [2, 2]}, p).tolist()
     [0, 0, 2]
     """
+    func = public_caller()
     if isinstance(enrolled, str | Path):
         path = Path(enrolled)
         if not path.exists():
             raise DataError(f"enrolment of {func}: no file {str(path)!r}.")
-        return _counts_from_table(_read_table(path, func), params, func)
+        return _counts_from_table(_read_table(path), params)
     if isinstance(enrolled, Mapping):
-        return _counts_from_table(enrolled, params, func)
+        return _counts_from_table(enrolled, params)
     try:
         counts = [int(c) for c in enrolled if not isinstance(c, bool) and int(c) == c]
         n = len(list(enrolled))

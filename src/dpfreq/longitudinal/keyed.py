@@ -67,7 +67,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfreq import _validate
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
 
 __all__ = ["DOMAIN", "DeviceKey", "KeyedStream", "subset_from_choices"]
@@ -102,10 +102,11 @@ class KeyedStream:
         self.words_read += 1
         return out
 
+    @public_errors("KeyedStream.uniform_below")
     def uniform_below(self, n: int) -> int:
         """Exactly uniform on ``0..n−1`` by rejection on the top bits of whole words."""
         if n < 1:
-            raise ParameterError(_validate.message("n", "KeyedStream.uniform_below", ">= 1", n))
+            raise ParameterError(_validate.message("n", ">= 1", n))
         b = (n - 1).bit_length()
         if b == 0:
             return 0
@@ -196,23 +197,25 @@ class DeviceKey:
     False
     """
 
+    @public_errors("DeviceKey")
     def __init__(self, secret: bytes, context: str, *, seeded: bool) -> None:
         if not isinstance(secret, bytes) or len(secret) != SECRET_BYTES:
             raise DataError(f"the device secret must be {SECRET_BYTES} bytes.")
         if not isinstance(context, str) or not context:
-            raise ParameterError(_validate.message("context", "DeviceKey", "a non-empty str",
+            raise ParameterError(_validate.message("context", "a non-empty str",
                                                    context))
         self._secret = secret
         self.context = context
         self.seeded = bool(seeded)
 
     @classmethod
-    def create(cls, context: str, rng: RNGLike = None, func: str = "DeviceKey") -> DeviceKey:
+    @public_errors("DeviceKey")
+    def create(cls, context: str, rng: RNGLike = None) -> DeviceKey:
         """A new secret: :func:`os.urandom` for ``rng=None`` (production); for a seed or a
         generator (tests, simulations) 32 bytes drawn from it, marked ``seeded``."""
         if rng is None:
             return cls(os.urandom(SECRET_BYTES), context, seeded=False)
-        gen = resolve_rng(rng, func).generator
+        gen = resolve_rng(rng).generator
         return cls(bytes(gen.bytes(SECRET_BYTES)), context, seeded=True)
 
     def stream(self, purpose: str, *slot: int) -> KeyedStream:

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq import _validate
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_caller
 from dpfreq.noise import epsilon_to_fraction
 
 __all__ = [
@@ -264,9 +264,10 @@ class DistanceLaw:
         return np.where(perm < ell[:, None], np.int8(-1), np.int8(1))
 
 
-def _build(name: str, k: int, epsilon: float, log_w: NDArray[np.float64], params: dict,
-           func: str) -> DistanceLaw:
+def _build(name: str, k: int, epsilon: float, log_w: NDArray[np.float64],
+           params: dict) -> DistanceLaw:
     """Normalise the ideal law, round it to the sampled law and certify it."""
+    func = public_caller()
     log_q = log_w - _logsumexp(_log_binom(k) + log_w)
     log_q.setflags(write=False)
     if not (np.all(np.isfinite(log_q))
@@ -276,25 +277,25 @@ def _build(name: str, k: int, epsilon: float, log_w: NDArray[np.float64], params
             f"{epsilon!r} for k = {k}; refusing these parameters."
         )
     law = DistanceLaw(name, k, epsilon, log_q, params, _integer_weights(log_q, epsilon))
-    _certify(law, func)
+    _certify(law)
     return law
 
 
-def _check(k: int, epsilon: float, func: str) -> tuple[int, float]:
-    k = _validate.check_int(k, "k", func, minimum=1)
+def _check(k: int, epsilon: float) -> tuple[int, float]:
+    k = _validate.check_int(k, "k", minimum=1)
     if k > MAX_CHANGES:
-        raise ParameterError(_validate.message("k", func, f"an integer in 1..{MAX_CHANGES}", k))
-    epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
+        raise ParameterError(_validate.message("k", f"an integer in 1..{MAX_CHANGES}", k))
+    epsilon = _validate.check_epsilon(epsilon, "epsilon")
     return k, epsilon
 
 
 def rr_law(k: int, epsilon: float) -> DistanceLaw:
     """Independent randomized response with ε/k per coordinate: ``c_gap ≈ tanh(ε/2k)``."""
-    k, epsilon = _check(k, epsilon, "rr_law")
+    k, epsilon = _check(k, epsilon)
     e = epsilon / k
     ell = np.arange(k + 1, dtype=np.float64)
     # keep probability e^e/(1+e^e), flip 1/(1+e^e): log q = (k-ℓ)·e − k·log(1+e^e)
-    return _build("rr", k, epsilon, (k - ell) * e, {"epsilon_per_coordinate": e}, "rr_law")
+    return _build("rr", k, epsilon, (k - ell) * e, {"epsilon_per_coordinate": e})
 
 
 def _futurerand_ideal(k: int, epsilon: float, c: float) -> tuple[NDArray[np.float64], dict]:
@@ -320,9 +321,9 @@ def _futurerand_ideal(k: int, epsilon: float, c: float) -> tuple[NDArray[np.floa
 def futurerand_law(k: int, epsilon: float) -> DistanceLaw:
     """FutureRand ``CR(1^k)`` with the paper's constants: ``ε' = ε/(5√k)``, annulus
     ``[μ−2√k, UB]``, a vector outside resampled uniformly from the complement."""
-    k, epsilon = _check(k, epsilon, "futurerand_law")
+    k, epsilon = _check(k, epsilon)
     log_q, params = _futurerand_ideal(k, epsilon, 5.0)
-    return _build("futurerand", k, epsilon, log_q, params, "futurerand_law")
+    return _build("futurerand", k, epsilon, log_q, params)
 
 
 def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
@@ -334,7 +335,7 @@ def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
     feasible end. ``c = 5`` is the paper's constant. The chosen law is then rounded to integer
     weights and certified like every other.
     """
-    k, epsilon = _check(k, epsilon, "calibrated_law")
+    k, epsilon = _check(k, epsilon)
 
     def feasible(c: float) -> bool:
         log_q = _futurerand_ideal(k, epsilon, c)[0]
@@ -352,7 +353,7 @@ def calibrated_law(k: int, epsilon: float) -> DistanceLaw:
             else:
                 lo = mid
     log_q, params = _futurerand_ideal(k, epsilon, hi)
-    return _build("calibrated", k, epsilon, log_q, params, "calibrated_law")
+    return _build("calibrated", k, epsilon, log_q, params)
 
 
 def threshold_law(k: int, epsilon: float) -> DistanceLaw:
@@ -365,15 +366,14 @@ def threshold_law(k: int, epsilon: float) -> DistanceLaw:
     ``S₀(m) = Σ_{ℓ<m} b(ℓ)`` and ``S₁(m) = Σ_{ℓ<m} b(ℓ)(1−2ℓ/k)``: one cumulative sum, O(k)
     for all m at once. ``1/(e^ε−1)`` is computed as ``e^{−ε}/(1−e^{−ε})`` (no overflow).
     """
-    k, epsilon = _check(k, epsilon, "threshold_law")
+    k, epsilon = _check(k, epsilon)
     ell = np.arange(k + 1, dtype=np.float64)
     b = np.exp(_log_binom(k) - k * _LN2)
     s0 = np.cumsum(b)[:-1]  # m = 1..k
     s1 = np.cumsum(b * (1.0 - 2.0 * ell / k))[:-1]
     gaps = s1 / (math.exp(-epsilon) / -math.expm1(-epsilon) + s0)
     m = int(np.argmax(gaps)) + 1
-    return _build("threshold", k, epsilon, np.where(ell < m, epsilon, 0.0), {"m": m},
-                  "threshold_law")
+    return _build("threshold", k, epsilon, np.where(ell < m, epsilon, 0.0), {"m": m})
 
 
 def erlingsson_c_gap(k: int, epsilon: float) -> float:
@@ -382,7 +382,7 @@ def erlingsson_c_gap(k: int, epsilon: float) -> float:
     ``γ ≤ ε`` is ε rounded down to the exact fraction the randomized-response sampler uses
     (:func:`dpfreq.noise.epsilon_to_fraction`; ``|γ − ε| ≤ 2^{-32}``), so client and server agree.
     """
-    k, epsilon = _check(k, epsilon, "erlingsson_c_gap")
+    k, epsilon = _check(k, epsilon)
     return math.tanh(float(epsilon_to_fraction(epsilon)) / 2.0) / k
 
 
@@ -457,8 +457,8 @@ def distance_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
     >>> law.certificate <= 1.0, min(law.sampled_pmf) > 0
     (True, True)
     """
-    mode = _validate.check_choice(mode, "mode", "distance_law", DISTANCE_MODES)
-    k, epsilon = _check(k, epsilon, "distance_law")
+    mode = _validate.check_choice(mode, "mode", DISTANCE_MODES)
+    k, epsilon = _check(k, epsilon)
     return _cached_law(mode, k, epsilon)
 
 
@@ -478,9 +478,10 @@ def _cached_law(mode: str, k: int, epsilon: float) -> DistanceLaw:
 CERTIFICATE_TOLERANCE = 1e-12
 
 
-def _certify(law: DistanceLaw, func: str) -> None:
+def _certify(law: DistanceLaw) -> None:
     """Refuse a law whose ideal loss exceeds ε, whose **sampled** law's exact ratio exceeds
     ``e^ε``, or whose gap is not > 0."""
+    func = public_caller()
     bound = exp_lower_bound(law.epsilon)
     ratio = law.certificate_ratio
     if not (law.ideal_log_ratio <= law.epsilon * (1 + CERTIFICATE_TOLERANCE)

@@ -11,7 +11,7 @@ from typing import Any
 
 from dpfreq import _validate
 from dpfreq.artifacts import open_json, seal_json
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 from dpfreq.noise import epsilon_to_fraction
 
 from .laws import MAX_CHANGES, MODES, distance_law, erlingsson_c_gap
@@ -36,7 +36,7 @@ def _padded(horizon: int) -> int:
     return 1 << max(0, (horizon - 1).bit_length())
 
 
-def _check_start(start: Any, func: str) -> str | None:
+def _check_start(start: Any) -> str | None:
     """``start`` as ISO text: a date, or a datetime in UTC without offset (aware datetimes are
     converted to UTC)."""
     if start is None:
@@ -54,7 +54,7 @@ def _check_start(start: Any, func: str) -> str | None:
         return value.isoformat()
     if isinstance(value, _dt.date):
         return value.isoformat()
-    raise ParameterError(_validate.message("start", func, "an ISO date or datetime", start))
+    raise ParameterError(_validate.message("start", "an ISO date or datetime", start))
 
 
 @dataclass(frozen=True)
@@ -107,36 +107,36 @@ class ProtocolParams:
     period: str | None = None
     version: int = PROTOCOL_VERSION
 
+    @public_errors("ProtocolParams")
     def __post_init__(self) -> None:
         object.__setattr__(self, "order_c_gaps", tuple(float(c) for c in self.order_c_gaps))
         self._validate()
 
     def _validate(self) -> None:
-        func = "ProtocolParams"
         if self.version != PROTOCOL_VERSION:
-            raise DataError(_outdated("version", func, self.version))
-        d0 = _validate.check_int(self.horizon, "horizon", func, minimum=1)
+            raise DataError(_outdated("version", self.version))
+        d0 = _validate.check_int(self.horizon, "horizon", minimum=1)
         if d0 > MAX_HORIZON:
-            raise ParameterError(_validate.message("horizon", func,
+            raise ParameterError(_validate.message("horizon",
                                                    f"an integer in 1..{MAX_HORIZON}", d0))
-        k = _validate.check_int(self.max_changes, "max_changes", func, minimum=1)
+        k = _validate.check_int(self.max_changes, "max_changes", minimum=1)
         if k > MAX_CHANGES:
-            raise ParameterError(_validate.message("max_changes", func,
+            raise ParameterError(_validate.message("max_changes",
                                                    f"an integer in 1..{MAX_CHANGES}", k))
-        _validate.check_epsilon(self.epsilon, "epsilon", func)
+        _validate.check_epsilon(self.epsilon, "epsilon")
         if self.padded_horizon != _padded(d0):
             raise ParameterError(_validate.message(
-                "padded_horizon", func, "the power of two >= horizon", self.padded_horizon))
-        _validate.check_choice(self.method, "method", func, _RESOLVED)
-        c = _validate.check_positive_float(self.c_gap, "c_gap", func)
+                "padded_horizon", "the power of two >= horizon", self.padded_horizon))
+        _validate.check_choice(self.method, "method", _RESOLVED)
+        c = _validate.check_positive_float(self.c_gap, "c_gap")
         if c > 1:
-            raise ParameterError(_validate.message("c_gap", func, "in (0, 1]", self.c_gap))
+            raise ParameterError(_validate.message("c_gap", "in (0, 1]", self.c_gap))
         if not (isinstance(self.certificate, float | int)
                 and 0 <= self.certificate <= self.epsilon):
             raise ParameterError(_validate.message(
-                "certificate", func, f"in [0, epsilon = {self.epsilon!r}]", self.certificate))
+                "certificate", f"in [0, epsilon = {self.epsilon!r}]", self.certificate))
         if not isinstance(self.per_order_sparsity, bool):
-            raise ParameterError(_validate.message("per_order_sparsity", func, "a bool",
+            raise ParameterError(_validate.message("per_order_sparsity", "a bool",
                                                    self.per_order_sparsity))
         if self.per_order_sparsity:
             if self.method == "erlingsson":
@@ -146,19 +146,19 @@ class ProtocolParams:
             if len(self.order_c_gaps) != self.orders or not all(
                     0 < g <= 1 for g in self.order_c_gaps):
                 raise ParameterError(_validate.message(
-                    "order_c_gaps", func, f"{self.orders} gaps in (0, 1], one per order",
+                    "order_c_gaps", f"{self.orders} gaps in (0, 1], one per order",
                     self.order_c_gaps))
         elif self.order_c_gaps:
             raise ParameterError(_validate.message(
-                "order_c_gaps", func, "empty without per_order_sparsity", self.order_c_gaps))
+                "order_c_gaps", "empty without per_order_sparsity", self.order_c_gaps))
         if (self.start is None) != (self.period is None):
-            raise ParameterError(f"start and period of {func} go together: give both or "
+            raise ParameterError(f"start and period of {public_caller()} go together: give both or "
                                  "neither.")
         if self.start is not None:
-            if _check_start(self.start, func) != self.start:
-                raise ParameterError(_validate.message("start", func, "an ISO date or datetime",
+            if _check_start(self.start) != self.start:
+                raise ParameterError(_validate.message("start", "an ISO date or datetime",
                                                        self.start))
-            parse_period(self.period, func)
+            parse_period(self.period)
 
     @property
     def c_gaps(self) -> tuple[float, ...]:
@@ -220,13 +220,14 @@ class ProtocolParams:
         return p
 
 
-def _outdated(param: str, where: str, version: Any) -> str:
-    """One-line message for parameters or state of another protocol version than this one's."""
+def _outdated(param: str, version: Any, where: str | None = None) -> str:
+    """One-line message for parameters or state of another protocol version than this one's
+    (``where``: the label of the text read, else the public call)."""
     fix = ("this dpfreq is older than the text: upgrade it" if isinstance(version, int)
            and version > PROTOCOL_VERSION else "the protocol is outdated: fetch the study's "
            "parameters again")
-    return _validate.message(param, where, f"{PROTOCOL_VERSION}, the supported protocol "
-                             f"version ({fix})", version)
+    return _validate.message(param, f"{PROTOCOL_VERSION}, the supported protocol "
+                             f"version ({fix})", version, of=where)
 
 
 def open_protocol_json(text: str | bytes, *, kind: str, label: str,
@@ -239,7 +240,7 @@ def open_protocol_json(text: str | bytes, *, kind: str, label: str,
     except DataError:
         version = _version_of(text, kind)
         if version != PROTOCOL_VERSION:
-            raise DataError(_outdated("protocol version", label, version)) from None
+            raise DataError(_outdated("protocol version", version, label)) from None
         raise
 
 
@@ -254,6 +255,7 @@ def _version_of(text: str | bytes, kind: str) -> Any:
     return PROTOCOL_VERSION
 
 
+@public_errors("make_params")
 def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
                 per_order_sparsity: bool = False, start: Any = None,
                 period: str | None = None) -> ProtocolParams:
@@ -302,25 +304,25 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
     >>> p.certificate <= p.epsilon
     True
     """
-    func = "make_params"
-    d0 = _validate.check_int(horizon, "horizon", func, minimum=1)
+    func = public_caller()
+    d0 = _validate.check_int(horizon, "horizon", minimum=1)
     if d0 > MAX_HORIZON:
-        raise ParameterError(_validate.message("horizon", func, f"an integer in 1..{MAX_HORIZON}",
+        raise ParameterError(_validate.message("horizon", f"an integer in 1..{MAX_HORIZON}",
                                                horizon))
-    k = _validate.check_int(max_changes, "max_changes", func, minimum=1)
+    k = _validate.check_int(max_changes, "max_changes", minimum=1)
     if k > MAX_CHANGES:
-        raise ParameterError(_validate.message("max_changes", func,
+        raise ParameterError(_validate.message("max_changes",
                                                f"an integer in 1..{MAX_CHANGES}", max_changes))
-    epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
-    method = _validate.check_choice(method, "method", func, MODES)
+    epsilon = _validate.check_epsilon(epsilon, "epsilon")
+    method = _validate.check_choice(method, "method", MODES)
     if not isinstance(per_order_sparsity, bool):
-        raise ParameterError(_validate.message("per_order_sparsity", func, "a bool",
+        raise ParameterError(_validate.message("per_order_sparsity", "a bool",
                                                per_order_sparsity))
-    start_text = _check_start(start, func)
+    start_text = _check_start(start)
     if (start_text is None) != (period is None):
         raise ParameterError(f"start and period of {func} go together: give both or neither.")
     if period is not None:
-        parse_period(period, func)
+        parse_period(period)
     d = _padded(d0)
     if method == "erlingsson":
         if per_order_sparsity:

@@ -26,7 +26,7 @@ from dpfreq._validate import (
     check_positive_float,
 )
 from dpfreq.accounting.plans import BudgetShare, with_budget_share
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
 
 from .params import make_params
@@ -36,7 +36,6 @@ __all__ = ["MEASURES", "LongitudinalPlan", "plan_longitudinal"]
 
 #: what :meth:`LongitudinalPlan.epsilon_for` can bound
 MEASURES = ("half_width", "band_half_width")
-_FUNC = "plan_longitudinal"
 
 
 @dataclass(frozen=True, repr=False)
@@ -102,12 +101,14 @@ class LongitudinalPlan(PlanSummary):
         """The largest per-period half-width."""
         return float(np.max(self.halfwidth))
 
+    @public_errors("LongitudinalPlan.measure")
     def measure(self, name: str) -> float:
         """The largest per-period value of a measure of :data:`MEASURES`."""
-        check_choice(name, "measure", "LongitudinalPlan.measure", MEASURES)
+        check_choice(name, "measure", MEASURES)
         values = self.halfwidth if name == "half_width" else self.band_halfwidth
         return float(np.max(values))
 
+    @public_errors("LongitudinalPlan.epsilon_for")
     def epsilon_for(self, target: float, *, measure: str = "half_width") -> float:
         """The smallest ε (3 significant digits, rounded up) whose plan meets ``target``,
         every other parameter as planned.
@@ -125,9 +126,8 @@ class LongitudinalPlan(PlanSummary):
             If the target is not a finite number > 0, the measure is unknown, or no ε up to
             1000 meets the target.
         """
-        func = "LongitudinalPlan.epsilon_for"
-        target = check_positive_float(target, "target", func)
-        check_choice(measure, "measure", func, MEASURES)
+        target = check_positive_float(target, "target")
+        check_choice(measure, "measure", MEASURES)
 
         def value(eps: float) -> float:
             try:
@@ -135,7 +135,7 @@ class LongitudinalPlan(PlanSummary):
             except ParameterError:  # no randomizer of this method is certified at this ε
                 return math.inf
 
-        return smallest_epsilon(value, target, planned=self.epsilon, func=func, what=measure)
+        return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 
     def lines(self) -> list[str]:
         """What the estimate will state, one line per fact."""
@@ -165,6 +165,7 @@ def _plan(base: LongitudinalPlan, epsilon: float) -> LongitudinalPlan:
                              per_order_sparsity=base.per_order_sparsity)
 
 
+@public_errors("plan_longitudinal")
 def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method: str,
                       devices: int, confidence: float = 0.95,
                       per_order_sparsity: bool = False,
@@ -215,8 +216,8 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
     """
     params = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                          method=method, per_order_sparsity=per_order_sparsity)
-    n = check_int(devices, "devices", _FUNC, minimum=1)
-    conf = check_confidence(confidence, "confidence", _FUNC)
+    n = check_int(devices, "devices", minimum=1)
+    conf = check_confidence(confidence, "confidence")
     half, band, var0 = error_widths(n, params.padded_horizon, params.horizon,
                                     np.asarray(params.c_gaps), conf)
     plan = LongitudinalPlan(
@@ -226,4 +227,4 @@ def plan_longitudinal(*, horizon: int, max_changes: int, epsilon: float, method:
         band_halfwidth=band, sd=np.sqrt(var0), vacuous=bool(np.all(2 * half >= n)),
         requested_method=method)
     return with_budget_share(plan, accountant, epsilon=params.epsilon, delta=0.0,
-                             unit="device", func=_FUNC)
+                             unit="device")

@@ -37,7 +37,7 @@ import numpy as np
 
 from dpfreq import _validate
 from dpfreq._docstrings import fill_doc
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_call, public_errors
 from dpfreq.noise import epsilon_to_fraction
 from dpfreq.rng import RNGLike
 
@@ -65,11 +65,12 @@ R = TypeVar("R", bound="type[Randomizer]")
 
 def register_randomizer(*modes: str) -> Callable[[R], R]:
     """Class decorator: the randomizer class answers the mode names ``modes``."""
+    @public_errors("register_randomizer")
     def add(cls: R) -> R:
         for mode in modes:
             if RANDOMIZERS.get(mode, cls) is not cls or mode == "auto":
                 raise ParameterError(_validate.message(
-                    "mode", "register_randomizer", "a mode name not yet registered", mode))
+                    "mode", "a mode name not yet registered", mode))
             RANDOMIZERS[mode] = cls
         return cls
     return add
@@ -139,14 +140,14 @@ class Randomizer:
 
     def __init__(self, *, length: int, max_changes: int, epsilon: float,
                  key: DeviceKey | None = None, rng: RNGLike = None) -> None:
-        func = type(self).__name__
-        self.length = _validate.check_int(length, "length", func, minimum=1)
-        self.max_changes = _validate.check_int(max_changes, "max_changes", func, minimum=1)
-        self.epsilon = _validate.check_epsilon(epsilon, "epsilon", func)
-        if key is not None and not isinstance(key, DeviceKey):
-            raise ParameterError(_validate.message("key", func, "a DeviceKey or None",
-                                                   type(key).__name__))
-        self.key = key if key is not None else DeviceKey.create("randomizer", rng, func)
+        with public_call(type(self).__name__):
+            self.length = _validate.check_int(length, "length", minimum=1)
+            self.max_changes = _validate.check_int(max_changes, "max_changes", minimum=1)
+            self.epsilon = _validate.check_epsilon(epsilon, "epsilon")
+            if key is not None and not isinstance(key, DeviceKey):
+                raise ParameterError(_validate.message("key", "a DeviceKey or None",
+                                                       type(key).__name__))
+            self.key = key if key is not None else DeviceKey.create("randomizer", rng)
         self.j = 0  # last coordinate produced
         self.used = 0  # non-zero inputs seen
 
@@ -165,9 +166,9 @@ class Randomizer:
         func = f"{type(self).__name__}.step"
         if not isinstance(j, int | np.integer) or int(j) != self.j + 1 or int(j) > self.length:
             raise DataError(_validate.message(
-                "j", func, f"the next coordinate {self.j + 1} (of {self.length})", j))
+                "j", f"the next coordinate {self.j + 1} (of {self.length})", j))
         if isinstance(x, bool) or x not in (-1, 0, 1):
-            raise DataError(_validate.message("x", func, "one of -1, 0, 1", x))
+            raise DataError(_validate.message("x", "one of -1, 0, 1", x))
         self.j += 1
         if x == 0:
             return self._coin()
@@ -275,11 +276,12 @@ class FutureRand(_DistanceRandomizer):
     ``2^{k−L}·[min w, max w]/N``. The ratio ``max w / min w`` is checked ``≤ e^ε`` in integers.
     """
 
+    @public_errors("FutureRand")
     def __init__(self, *, length: int, max_changes: int, epsilon: float, variant: str,
                  key: DeviceKey | None = None, rng: RNGLike = None) -> None:
         super().__init__(length=length, max_changes=max_changes, epsilon=epsilon, key=key,
                          rng=rng)
-        variant = _validate.check_choice(variant, "variant", "FutureRand", tuple(_VARIANTS))
+        variant = _validate.check_choice(variant, "variant", tuple(_VARIANTS))
         self._setup_mode(_VARIANTS[variant])
 
 
@@ -338,6 +340,7 @@ class ErlingssonRR(Randomizer):
 
 
 @fill_doc(common=_PARAMETERS)
+@public_errors("make_randomizer")
 def make_randomizer(method: str, *, length: int, max_changes: int, epsilon: float,
                     key: DeviceKey | None = None, rng: RNGLike = None) -> Randomizer:
     """``init(L, k, ε)`` of the randomizer ``method``.
@@ -367,10 +370,10 @@ def make_randomizer(method: str, *, length: int, max_changes: int, epsilon: floa
     >>> make_randomizer("erlingsson", length=8, max_changes=3, epsilon=1.0, rng=0).certificate
     1.0
     """
-    name = _validate.check_choice(method, "method", "make_randomizer", _modes(auto=True))
+    name = _validate.check_choice(method, "method", _modes(auto=True))
     if name == "auto":
-        k = _validate.check_int(max_changes, "max_changes", "make_randomizer", minimum=1)
-        eps = _validate.check_epsilon(epsilon, "epsilon", "make_randomizer")
+        k = _validate.check_int(max_changes, "max_changes", minimum=1)
+        eps = _validate.check_epsilon(epsilon, "epsilon")
         name = distance_law("auto", k, eps).name
     return RANDOMIZERS[name].for_mode(name, length=length, max_changes=max_changes,
                                       epsilon=epsilon, key=key, rng=rng)
@@ -381,6 +384,7 @@ def _modes(*, auto: bool) -> tuple[str, ...]:
     return (("auto",) if auto else ()) + tuple(sorted(RANDOMIZERS))
 
 
+@public_errors("restore_randomizer")
 def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: float,
                        state: dict[str, Any], key: DeviceKey) -> Randomizer:
     """Rebuild a randomizer from :meth:`Randomizer.state` and the device's key (``v`` and
@@ -391,7 +395,7 @@ def restore_randomizer(name: str, *, length: int, max_changes: int, epsilon: flo
     DataError
         A state field of the wrong type or out of range.
     """
-    name = _validate.check_choice(name, "name", "restore_randomizer", _modes(auto=False))
+    name = _validate.check_choice(name, "name", _modes(auto=False))
     if not isinstance(state, dict):
         raise DataError("randomizer state must be a JSON object.")
     obj = RANDOMIZERS[name].for_mode(name, length=length, max_changes=max_changes,

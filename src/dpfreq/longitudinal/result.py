@@ -20,12 +20,12 @@ _PERIOD = re.compile(r"^\s*(\d{1,6})\s*(min|h|d|w)\s*$")
 _UNIT_SECONDS = {"min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_period(period: Any, func: str = "dpfreq") -> _dt.timedelta:
+def parse_period(period: Any) -> _dt.timedelta:
     """A period length such as ``"1d"``, ``"7d"``, ``"1w"``, ``"6h"``, ``"15min"``."""
     m = _PERIOD.match(period) if isinstance(period, str) else None
     if m is None or int(m.group(1)) == 0:
         raise ParameterError(_validate.message(
-            "period", func, "a length such as '1d', '7d', '1w', '6h' or '15min'", period))
+            "period", "a length such as '1d', '7d', '1w', '6h' or '15min'", period))
     return _dt.timedelta(seconds=int(m.group(1)) * _UNIT_SECONDS[m.group(2)])
 
 

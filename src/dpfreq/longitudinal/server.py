@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq import _validate
-from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 
 from .dyadic import offsets
 from .enrolment import enrolled_per_order
@@ -24,29 +24,28 @@ DROPOUT_POLICIES = ("paper", "per-interval")
 REPORT_COLUMNS = ("device", "order", "interval", "bit", "param_id")
 
 
-def _ids(values: Any, method: str) -> NDArray[np.str_]:
+def _ids(values: Any) -> NDArray[np.str_]:
     """Device ids as text (integers are written in decimal): ids are compared as text."""
     arr = np.atleast_1d(np.asarray(values, dtype=object)).ravel()
     if any(v is None or isinstance(v, bool | float) for v in arr.tolist()):
-        raise DataError(f"devices of LongitudinalAggregator.{method} must be integers or "
+        raise DataError(f"devices of {public_caller()} must be integers or "
                         "strings (no nulls, floats or booleans).")
     return arr.astype(str) if arr.size else np.zeros(0, dtype="<U1")
 
 
-def _ints(values: Any, name: str, method: str) -> NDArray[np.int64]:
+def _ints(values: Any, name: str) -> NDArray[np.int64]:
     arr = np.atleast_1d(np.asarray(values)).ravel()
     if arr.size and (arr.dtype.kind not in "iu"):
-        where = method if "_" in method else f"LongitudinalAggregator.{method}"
-        raise DataError(f"{name} of {where} must be integers.")
+        raise DataError(f"{name} of {public_caller()} must be integers.")
     return arr.astype(np.int64)
 
 
 def _estimate(params: ProtocolParams, sums: NDArray[np.int64], counts: NDArray[np.int64],
-              enrolled: NDArray[np.int64], *, confidence: float, dropouts: str,
-              func: str) -> LongitudinalEstimate:
+              enrolled: NDArray[np.int64], *, confidence: float,
+              dropouts: str) -> LongitudinalEstimate:
     """The estimate from ±1 sums and report counts per (h, j) and devices per order."""
-    confidence = _validate.check_confidence(confidence, "confidence", func)
-    dropouts = _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
+    confidence = _validate.check_confidence(confidence, "confidence")
+    dropouts = _validate.check_choice(dropouts, "dropouts", DROPOUT_POLICIES)
     p = params
     hslot = np.repeat(np.arange(p.orders), [p.padded_horizon >> h for h in range(p.orders)])
     expected = enrolled[hslot]
@@ -113,9 +112,10 @@ class LongitudinalAggregator:
     ((4,), 'device', 50)
     """
 
+    @public_errors("LongitudinalAggregator")
     def __init__(self, params: ProtocolParams) -> None:
         if not isinstance(params, ProtocolParams):
-            raise ParameterError(_validate.message("params", "LongitudinalAggregator",
+            raise ParameterError(_validate.message("params",
                                                    "a ProtocolParams", type(params).__name__))
         self.params = params
         d = params.padded_horizon
@@ -156,6 +156,7 @@ class LongitudinalAggregator:
         if orders.size and (orders.min() < 0 or orders.max() >= self.params.orders):
             raise DataError(f"rejected: order must be an integer in 0..{self.params.orders - 1}.")
 
+    @public_errors("LongitudinalAggregator.enrol")
     def enrol(self, devices: Any, orders: Any, *, param_id: str | None = None,
               protocol_version: int | None = None) -> None:
         """Record enrolments ``(device, order)`` (arrays or scalars), as sent by devices.
@@ -170,8 +171,8 @@ class LongitudinalAggregator:
         if protocol_version is not None and protocol_version != self.params.version:
             raise DataError(f"rejected: protocol_version must be {self.params.version}, the "
                             f"one this aggregator serves; got {protocol_version!r}.")
-        u = _ids(devices, "enrol")
-        hh = _ints(orders, "orders", "enrol")
+        u = _ids(devices)
+        hh = _ints(orders, "orders")
         if u.shape != hh.shape:
             raise DataError("devices and orders of LongitudinalAggregator.enrol must have the "
                             "same length.")
@@ -192,6 +193,7 @@ class LongitudinalAggregator:
         if need > self._seen.size:
             self._seen = np.concatenate([self._seen, np.zeros(need - self._seen.size, np.uint8)])
 
+    @public_errors("LongitudinalAggregator.ingest")
     def ingest(self, devices: Any, orders: Any, intervals: Any, bits: Any, *,
                param_id: str | None = None) -> int:
         """Validate and count a batch of reports; returns the number of reports counted.
@@ -205,8 +207,8 @@ class LongitudinalAggregator:
             ingested. The batch is then not counted at all.
         """
         self._check_param(param_id)
-        u = _ids(devices, "ingest")
-        hh, jj = _ints(orders, "orders", "ingest"), _ints(intervals, "intervals", "ingest")
+        u = _ids(devices)
+        hh, jj = _ints(orders, "orders"), _ints(intervals, "intervals")
         bb = np.atleast_1d(np.asarray(bits)).ravel()
         if not (u.size == hh.size == jj.size == bb.size):
             raise DataError("devices, orders, intervals and bits of LongitudinalAggregator."
@@ -260,6 +262,7 @@ class LongitudinalAggregator:
         return self.ingest(cols["device"], cols["order"], cols["interval"], cols["bit"],
                            param_id=pids.pop() if pids else None)
 
+    @public_errors("LongitudinalAggregator.estimate")
     def estimate(self, *, confidence: float = 0.95,
                  dropouts: str = "paper") -> LongitudinalEstimate:
         """Estimates ``f̂_t`` for every period with per-period intervals and a band.
@@ -285,8 +288,7 @@ class LongitudinalAggregator:
         ``params.epsilon``, certificate ``params.certificate``); spends no central budget.
         """
         return _estimate(self.params, self._sums, self._counts, self.enrolled,
-                         confidence=confidence, dropouts=dropouts,
-                         func="LongitudinalAggregator.estimate")
+                         confidence=confidence, dropouts=dropouts)
 
 
 @public_errors("aggregate_reports_file")
@@ -352,14 +354,14 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any
     """
     from dpfreq.engines import ReportSumming, get_engine, require_capability
 
-    func = "aggregate_reports_file"
+    func = public_caller()
     if not isinstance(params, ProtocolParams):
-        raise ParameterError(_validate.message("params", func, "a ProtocolParams",
+        raise ParameterError(_validate.message("params", "a ProtocolParams",
                                                type(params).__name__))
-    _validate.check_confidence(confidence, "confidence", func)
-    _validate.check_choice(dropouts, "dropouts", func, DROPOUT_POLICIES)
-    population = enrolled_per_order(enrolled, params, func)
-    eng = require_capability(get_engine(engine, source), ReportSumming, func,
+    _validate.check_confidence(confidence, "confidence")
+    _validate.check_choice(dropouts, "dropouts", DROPOUT_POLICIES)
+    population = enrolled_per_order(enrolled, params)
+    eng = require_capability(get_engine(engine, source), ReportSumming,
                              "longitudinal report sums")
     sizes = tuple(params.padded_horizon >> h for h in range(params.orders))
     rs = eng.report_sums(source, param_id=params.param_id, interval_counts=sizes)
@@ -373,6 +375,7 @@ def aggregate_reports_file(source: Any, params: ProtocolParams, *, enrolled: Any
         devices_per_order=population, confidence=confidence, dropouts=dropouts)
 
 
+@public_errors("estimate_from_report_sums")
 def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: Any, sums: Any,
                               counts: Any, devices_per_order: Any, confidence: float = 0.95,
                               dropouts: str = "paper") -> LongitudinalEstimate:
@@ -420,13 +423,13 @@ def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: A
     >>> rel.devices, rel.mechanism_params["missing_reports"]
     (2, 0)
     """
-    func = "estimate_from_report_sums"
+    func = public_caller()
     if not isinstance(params, ProtocolParams):
-        raise ParameterError(_validate.message("params", func, "a ProtocolParams",
+        raise ParameterError(_validate.message("params", "a ProtocolParams",
                                                type(params).__name__))
-    h, j = _ints(order, "order", func), _ints(interval, "interval", func)
-    s, c = _ints(sums, "sums", func), _ints(counts, "counts", func)
-    nh = _ints(devices_per_order, "devices_per_order", func)
+    h, j = _ints(order, "order"), _ints(interval, "interval")
+    s, c = _ints(sums, "sums"), _ints(counts, "counts")
+    nh = _ints(devices_per_order, "devices_per_order")
     if not (h.size == j.size == s.size == c.size) or nh.size != params.orders:
         raise DataError(f"order, interval, sums and counts of {func} must have equal lengths "
                         f"and devices_per_order {params.orders} entries.")
@@ -443,4 +446,4 @@ def estimate_from_report_sums(params: ProtocolParams, *, order: Any, interval: A
     all_counts = np.zeros_like(all_sums)
     all_sums[slot], all_counts[slot] = s, c
     return _estimate(params, all_sums, all_counts, nh, confidence=confidence,
-                     dropouts=dropouts, func=func)
+                     dropouts=dropouts)

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq import _validate
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 from dpfreq.noise import randomized_response
 from dpfreq.resources import check_memory
 from dpfreq.rng import resolve_rng
@@ -27,11 +27,12 @@ __all__ = [
 ]
 
 
+@public_errors("synthetic_changes")
 def synthetic_changes(n: int, d: int, k: int, *, rng: Any = None) -> NDArray[np.int8]:
     """A 0/1 matrix (n, d) whose rows have at most k changes (``X[0] = 0`` counts):
     k change times drawn uniformly with replacement; coinciding times are merged (so a row may
     have fewer than k changes)."""
-    gen = resolve_rng(rng, "synthetic_changes").generator
+    gen = resolve_rng(rng).generator
     times = gen.integers(0, d, size=(n, k))
     delta = np.zeros((n, d + 1), dtype=np.int8)
     np.add.at(delta, (np.repeat(np.arange(n), k), times.ravel()), 1)
@@ -95,10 +96,11 @@ def _order_sums_distance(
     return total
 
 
+@public_errors("synthetic_change_times")
 def synthetic_change_times(n: int, d: int, k: int, *, rng: Any = None) -> NDArray[np.int64]:
     """Sorted change times (n, k) in 1..d, drawn uniformly with replacement: ``X[t]`` is the
     parity of the number of times ≤ t, so coinciding times cancel (at most k changes)."""
-    gen = resolve_rng(rng, "synthetic_change_times").generator
+    gen = resolve_rng(rng).generator
     return np.sort(gen.integers(1, d + 1, size=(n, k)), axis=1)
 
 
@@ -164,6 +166,7 @@ def _order_sums_sparse(times, h: int, d: int, law, k: int, gen: np.random.Genera
     return total
 
 
+@public_errors("simulate_longitudinal")
 def simulate_longitudinal(
     *,
     devices: int | None = None,
@@ -241,22 +244,22 @@ def simulate_longitudinal(
     >>> bool(((rel.error.band_lower <= rel.truth) & (rel.truth <= rel.error.band_upper)).all())
     True
     """
-    func = "simulate_longitudinal"
+    func = public_caller()
     params = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                          method=method, per_order_sparsity=per_order_sparsity,
                          start=start, period=period)
-    confidence = _validate.check_confidence(confidence, "confidence", func)
+    confidence = _validate.check_confidence(confidence, "confidence")
     d0, k, d = params.horizon, params.max_changes, params.padded_horizon
-    gen_res = resolve_rng(rng, func)
+    gen_res = resolve_rng(rng)
     gen = gen_res.generator
     times, x, truth_x = None, None, None
     if data is None:
         if devices is None:
-            raise ParameterError(_validate.message("devices", func,
+            raise ParameterError(_validate.message("devices",
                                                    "an integer >= 1 without data", devices))
-        n = _validate.check_int(devices, "devices", func, minimum=1)
+        n = _validate.check_int(devices, "devices", minimum=1)
         # the (n, k) change times, their sort and the per-order work (int64, a few copies)
-        check_memory(float(n) * (k + 4) * 8 * 4, param="devices", func=func, value=n,
+        check_memory(float(n) * (k + 4) * 8 * 4, param="devices", value=n,
                      what="the simulated devices' change times")
         times = synthetic_change_times(n, d0, k, rng=gen)
     else:
@@ -265,7 +268,7 @@ def simulate_longitudinal(
             raise DataError(f"data of {func} must be a 0/1 matrix with horizon = {d0} columns.")
         n = x.shape[0]
         if devices is not None and devices != n:
-            raise ParameterError(_validate.message("devices", func,
+            raise ParameterError(_validate.message("devices",
                                                    "None or the number of rows of data", devices))
         x = x.astype(np.int8)
         if d != d0:

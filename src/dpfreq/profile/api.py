@@ -22,7 +22,7 @@ from dpfreq._validate import (
 )
 from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import Engine, get_engine
-from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
@@ -72,28 +72,29 @@ def _classes_from_vector(counts: NDArray[np.int64], max_count: int) -> NDArray[n
     return m
 
 
-def _classes(source: Any, item: str | None, engine: Any, d: int, n: int,
-             func: str) -> tuple[NDArray[np.int64], str]:
+def _classes(source: Any, item: str | None, engine: Any, d: int,
+             n: int) -> tuple[NDArray[np.int64], str]:
     """The exact class sizes ``c[0..n]`` (``c[0]`` includes never-seen domain items)."""
+    func = public_caller()
     if _is_count_vector(source):
         if item is not None:
-            raise ParameterError(message("item", func, "None when source is a count vector "
+            raise ParameterError(message("item", "None when source is a count vector "
                                          "(columns are only named in tabular sources)", item))
         if engine is not None:
-            raise ParameterError(message("engine", func, "None when source is a count vector "
+            raise ParameterError(message("engine", "None when source is a count vector "
                                          "(engines aggregate tabular sources)", engine))
-        counts = check_count_array(source, "source", func)
+        counts = check_count_array(source, "source")
         if counts.size > d:
-            raise DataError(message("source", func, "a count vector with at most domain_size "
+            raise DataError(message("source", "a count vector with at most domain_size "
                                     f"= {d} entries (one per domain item)", "a longer vector"))
         classes = _classes_from_vector(counts, n)
         classes[0] += d - counts.size
         return classes, "none (count vector)"
     if item is None:
-        raise ParameterError(message("item", func, "the name of the item column of the "
+        raise ParameterError(message("item", "the name of the item column of the "
                                      "tabular source", item))
     if not isinstance(item, str) or not item:
-        raise ParameterError(message("item", func, "a non-empty column name (str)", item))
+        raise ParameterError(message("item", "a non-empty column name (str)", item))
     eng = get_engine(engine, source)
     prev = eng.count_of_counts(source, item=item, max_count=n if n >= 1 else None)
     values = np.asarray(prev.counts, dtype=np.int64)
@@ -148,13 +149,13 @@ class _ProfileSteps:
 
     def plan(self) -> _Plan:
         d, n, eps = self.par.domain_size, self.par.max_count, self.par.epsilon
-        check_memory(64 * (n + 1), param="max_count", func=_FUNC, value=n,
+        check_memory(64 * (n + 1), param="max_count", value=n,
                      what="the count-of-counts of n + 1 classes")
         if self.par.method == "direct":
             return _Plan(direct_layout(self.par.unit, eps, n))
         B = default_bound_parameter(d, n, eps, (1.0 - self.par.confidence) / 2.0)
         B = max(B, minimum_bound_parameter(float(discrete_laplace_gamma(eps))))
-        check_reconstruction_memory(n, B, epsilon=eps, func=_FUNC)
+        check_reconstruction_memory(n, B, epsilon=eps)
         return _Plan(None, B)
 
     def charge(self, plan: _Plan) -> Charge:
@@ -162,7 +163,7 @@ class _ProfileSteps:
 
     def read(self, plan: _Plan) -> Reading[_Classes]:
         classes, engine_name = _classes(self.source, self.item, self.engine,
-                                        self.par.domain_size, self.par.max_count, _FUNC)
+                                        self.par.domain_size, self.par.max_count)
         return Reading(_Classes(classes, engine_name))
 
     def draw(self, plan: _Plan, data: _Classes, rng: ResolvedRNG) -> _Noisy:
@@ -360,10 +361,9 @@ def release_profile(
     >>> rel.value.shape, rel.unit, rel.method
     ((5,), 'item', 'direct')
     """
-    func = _FUNC
     if group is not None or max_groups_per_item is not None or groups is not None:
         if group is None:
-            raise ParameterError(message("group", func, "the group column when "
+            raise ParameterError(message("group", "the group column when "
                                          "max_groups_per_item or groups is given", group))
         return release_grouped_profile(
             source, item=item, group=group, groups=groups,
@@ -373,21 +373,20 @@ def release_profile(
             selection_epsilon=selection_epsilon, selection=selection,
             capping_epsilon=capping_epsilon, release_one=release_direct)
     if delta is not None:
-        raise ParameterError(message("delta", func, "None without group= (the profile is pure "
+        raise ParameterError(message("delta", "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
                                      "groups)", delta))
     for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
         if not (isinstance(value, str) and value == "auto"):
-            raise ParameterError(message(name, func, "'auto' without group= (only a grouped "
+            raise ParameterError(message(name, "'auto' without group= (only a grouped "
                                          "release selects groups)", value))
     if capping_epsilon is not None:
-        raise ParameterError(message("capping_epsilon", func, "None without group= (only a "
+        raise ParameterError(message("capping_epsilon", "None without group= (only a "
                                      "grouped release caps groups per item)", capping_epsilon))
-    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
-                                   func)
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \
         else None
     if norm_s is None:
-        raise ParameterError(message("norm", func, "one of 1, 2, 'inf'", norm))
+        raise ParameterError(message("norm", "one of 1, 2, 'inf'", norm))
     steps = _ProfileSteps(par=par, norm=norm_s, source=source, item=item, engine=engine)
-    return run_release(steps, accountant=accountant, rng=rng, func=func)
+    return run_release(steps, accountant=accountant, rng=rng)

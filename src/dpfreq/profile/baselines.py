@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_count_array, check_epsilon, check_int, message
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.checks import integer_array, norm_name
 from dpfreq.profile.kernel import p_norm
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["banded_kernel", "lp_profile", "naive_profile"]
 
 
+@public_errors("naive_profile")
 def naive_profile(noisy_histogram: Any, *, max_count: int,
                   renormalize: bool = False) -> NDArray[np.float64]:
     """The naive estimator ``clip(f~[0..n], 0, 1)``.
@@ -56,11 +57,10 @@ def naive_profile(noisy_histogram: Any, *, max_count: int,
     >>> naive_profile(np.array([0, 1, 1, 5, -2]), max_count=3)  # -2 and 5 fall outside 0..3
     array([0.2, 0.4, 0. , 0. ])
     """
-    func = "naive_profile"
-    n = check_int(max_count, "max_count", func, minimum=0)
-    h = integer_array(noisy_histogram, "noisy_histogram", func)
+    n = check_int(max_count, "max_count", minimum=0)
+    h = integer_array(noisy_histogram, "noisy_histogram")
     if h.size == 0:
-        raise DataError(message("noisy_histogram", func, "a non-empty array of integers",
+        raise DataError(message("noisy_histogram", "a non-empty array of integers",
                                 "an empty array"))
     counts = np.zeros(n + 3, dtype=np.int64)
     chunk = 1 << 22
@@ -145,6 +145,7 @@ def _qp(A: scipy.sparse.csr_matrix, f: NDArray[np.float64]) -> NDArray[np.float6
     return r / r.sum()
 
 
+@public_errors("lp_profile")
 def lp_profile(profile_counts: Any, *, domain_size: int, max_count: int, epsilon: float,
                norm: int | float | str = 1, B: int) -> NDArray[np.float64]:
     """Exact optimum of problem P2: the reference baseline for Algorithms 2+3.
@@ -175,15 +176,14 @@ def lp_profile(profile_counts: Any, *, domain_size: int, max_count: int, epsilon
     >>> r.shape, bool(np.isclose(r.sum(), 1.0)), bool(r.min() >= 0)
     ((4,), True, True)
     """
-    func = "lp_profile"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    b = check_int(B, "B", func, minimum=0)
-    norm_s = norm_name(norm, func)
-    counts = check_count_array(profile_counts, "profile_counts", func)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    n = check_int(max_count, "max_count", minimum=0)
+    eps = check_epsilon(epsilon, "epsilon")
+    b = check_int(B, "B", minimum=0)
+    norm_s = norm_name(norm)
+    counts = check_count_array(profile_counts, "profile_counts")
     if counts.size != n + 2 * b + 1:
-        raise DataError(message("profile_counts", func, f"of length n + 2B + 1 = {n + 2 * b + 1}",
+        raise DataError(message("profile_counts", f"of length n + 2B + 1 = {n + 2 * b + 1}",
                                 f"length {counts.size}"))
     alpha = math.exp(-float(discrete_laplace_gamma(eps)))
     A = banded_kernel(n, b, alpha)

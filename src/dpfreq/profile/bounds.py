@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from dpfreq._validate import check_epsilon, check_int, check_open_unit, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.intervals import SIMULATION_DRAWS
 from dpfreq.profile.kernel import CirculantKernel, get_kernel
@@ -50,6 +50,7 @@ def _min_term(gamma: float) -> float:
     return math.log(8.0) - gamma - math.log1p(-math.exp(-2.0 * gamma))
 
 
+@public_errors("bound_parameter")
 def bound_parameter(domain_size: int, epsilon: float, eta: float) -> int:
     """``B = max(0, ⌈(1/ε) ln max{2d/(η(e^ε+1)), 8e^ε/(e^{2ε}−1)}⌉)`` (Wu & Pagh 2024).
 
@@ -69,13 +70,13 @@ def bound_parameter(domain_size: int, epsilon: float, eta: float) -> int:
     -------
     int
     """
-    func = "bound_parameter"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    et = check_open_unit(eta, "eta", func)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    eps = check_epsilon(epsilon, "epsilon")
+    et = check_open_unit(eta, "eta")
     return window_bound(d, eps, et)
 
 
+@public_errors("minimum_bound_parameter")
 def minimum_bound_parameter(epsilon: float) -> int:
     """``B_min = max(0, ⌈(1/ε) ln(8e^ε/(e^{2ε}−1))⌉)``: the smallest B accepted.
 
@@ -84,11 +85,12 @@ def minimum_bound_parameter(epsilon: float) -> int:
     """
     g = float(epsilon)
     if not (math.isfinite(g) and g > 0):
-        raise ParameterError(message("epsilon", "minimum_bound_parameter", "a number > 0",
+        raise ParameterError(message("epsilon", "a number > 0",
                                      epsilon))
     return max(0, math.ceil(_min_term(g) / g))
 
 
+@public_errors("default_bound_parameter")
 def default_bound_parameter(domain_size: int, max_count: int, epsilon: float, eta: float) -> int:
     """The smallest ``B >= bound_parameter(d, γ, η)`` with ``n + 2B + 1`` a fast FFT length.
 
@@ -98,11 +100,10 @@ def default_bound_parameter(domain_size: int, max_count: int, epsilon: float, et
     as fast for scipy's real FFT as 5-smooth ones and much denser, and the search stops after
     ``max(64, P/16)`` steps.
     """
-    func = "default_bound_parameter"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    et = check_open_unit(eta, "eta", func)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    n = check_int(max_count, "max_count", minimum=0)
+    eps = check_epsilon(epsilon, "epsilon")
+    et = check_open_unit(eta, "eta")
     import scipy.fft  # here, not at the top: 0.2 s to import, and planning rarely needs it
 
     b0 = window_bound(d, float(discrete_laplace_gamma(eps)), et)

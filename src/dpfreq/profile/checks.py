@@ -17,32 +17,32 @@ from dpfreq.resources import check_memory
 __all__ = ["check_reconstruction_memory", "integer_array", "norm_name"]
 
 
-def norm_name(norm: Any, func: str) -> str:
+def norm_name(norm: Any) -> str:
     """Normalize ``norm`` to ``"1"``, ``"2"`` or ``"inf"`` (ParameterError otherwise)."""
     rule = "one of 1, 2, 'inf' (or float('inf'))"
     if isinstance(norm, bool | np.bool_):
-        raise ParameterError(message("norm", func, rule, norm))
+        raise ParameterError(message("norm", rule, norm))
     if isinstance(norm, str):
         key = norm.strip().lower()
         if key in ("1", "2"):
             return key
         if key in ("inf", "infinity", "max"):
             return "inf"
-        raise ParameterError(message("norm", func, rule, norm))
+        raise ParameterError(message("norm", rule, norm))
     try:
         x = float(norm)
     except (TypeError, ValueError):
-        raise ParameterError(message("norm", func, rule, norm)) from None
+        raise ParameterError(message("norm", rule, norm)) from None
     if x == 1.0:
         return "1"
     if x == 2.0:
         return "2"
     if math.isinf(x) and x > 0:
         return "inf"
-    raise ParameterError(message("norm", func, rule, norm))
+    raise ParameterError(message("norm", rule, norm))
 
 
-def integer_array(value: Any, param: str, func: str) -> NDArray[np.signedinteger[Any]]:
+def integer_array(value: Any, param: str) -> NDArray[np.signedinteger[Any]]:
     """A 1-d array of integers of any sign (noisy counters); signed integer arrays pass as is.
 
     Error messages describe the problem (dtype, shape, a non-integral or out-of-range entry)
@@ -53,9 +53,9 @@ def integer_array(value: Any, param: str, func: str) -> NDArray[np.signedinteger
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError) as exc:
-        raise DataError(message(param, func, rule, type(value).__name__)) from exc
+        raise DataError(message(param, rule, type(value).__name__)) from exc
     if arr.ndim != 1:
-        raise DataError(message(param, func, rule, f"array with {arr.ndim} dimension(s)"))
+        raise DataError(message(param, rule, f"array with {arr.ndim} dimension(s)"))
     if arr.dtype.kind == "i":
         return arr  # any signed width: used chunk by chunk, never copied
     if arr.dtype.kind == "u" and arr.dtype != np.uint64:
@@ -63,18 +63,18 @@ def integer_array(value: Any, param: str, func: str) -> NDArray[np.signedinteger
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "fu":
-        raise DataError(message(param, func, rule, f"array of dtype {arr.dtype}"))
+        raise DataError(message(param, rule, f"array of dtype {arr.dtype}"))
     if arr.dtype.kind == "u":
         if arr.max() > np.iinfo(np.int64).max:
-            raise DataError(message(param, func, rule, "entries beyond the int64 range"))
+            raise DataError(message(param, rule, "entries beyond the int64 range"))
         return arr.astype(np.int64)
     bad = ~np.isfinite(arr) | (arr != np.floor(arr)) | (np.abs(arr) >= 2.0**62)
     if bad.any():
-        raise DataError(message(param, func, rule, "non-integral, infinite or huge entries"))
+        raise DataError(message(param, rule, "non-integral, infinite or huge entries"))
     return arr.astype(np.int64)
 
 
-def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float, func: str) -> None:
+def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float) -> None:
     """Refuse, before allocating, a reconstruction whose window does not fit in memory.
 
     The message names what the caller typed: ``epsilon`` when the noise window ``2B`` (which
@@ -82,8 +82,8 @@ def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float, func:
     """
     need = reconstruction_memory(max_count, B)
     if max_count < 2 * B:
-        check_memory(need, param="epsilon", func=func, value=epsilon,
+        check_memory(need, param="epsilon", value=epsilon,
                      what=f"the reconstruction's noise window of 2B = {2 * B} values")
     else:
-        check_memory(need, param="max_count", func=func, value=max_count,
+        check_memory(need, param="max_count", value=max_count,
                      what="the reconstruction's arrays of n + 2B + 1 values")

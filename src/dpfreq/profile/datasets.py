@@ -28,7 +28,7 @@ from dpfreq._validate import (
     check_positive_float,
     message,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 from dpfreq.resources import check_memory
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -123,6 +123,7 @@ def _zero_truncated_negative_binomial(size: int, mean: float, dispersion: float,
     return out
 
 
+@public_errors("make_impressions")
 def make_impressions(
     n_users: int = 1_000_000,
     *,
@@ -200,31 +201,30 @@ def make_impressions(
     >>> log.domain_size, int((log.counts() > 0).sum())
     (2000, 1000)
     """
-    func = "make_impressions"
-    n = check_int(n_users, "n_users", func, minimum=1)
-    d = 2 * n if domain_size is None else check_int(domain_size, "domain_size", func, minimum=n)
-    heavy = check_open_unit(heavy_fraction, "heavy_fraction", func)
-    mean = check_positive_float(light_mean, "light_mean", func)
-    disp = check_positive_float(light_dispersion, "light_dispersion", func)
-    median = check_positive_float(heavy_median, "heavy_median", func)
-    sigma = check_positive_float(heavy_sigma, "heavy_sigma", func)
-    cap = check_int(max_impressions, "max_impressions", func, minimum=1)
-    n_days = check_int(days, "days", func, minimum=1)
+    n = check_int(n_users, "n_users", minimum=1)
+    d = 2 * n if domain_size is None else check_int(domain_size, "domain_size", minimum=n)
+    heavy = check_open_unit(heavy_fraction, "heavy_fraction")
+    mean = check_positive_float(light_mean, "light_mean")
+    disp = check_positive_float(light_dispersion, "light_dispersion")
+    median = check_positive_float(heavy_median, "heavy_median")
+    sigma = check_positive_float(heavy_sigma, "heavy_sigma")
+    cap = check_int(max_impressions, "max_impressions", minimum=1)
+    n_days = check_int(days, "days", minimum=1)
     # about 5.3 rows per user of user, timestamp and campaign (8 bytes each), a few copies
     # while sampling and sorting: refuse before allocating rather than run out of memory
-    check_memory(n * (mean + 1) * 24 * 3, param="n_users", func=func, value=n,
+    check_memory(n * (mean + 1) * 24 * 3, param="n_users", value=n,
                  what="the synthetic impression log")
     try:
         origin = np.datetime64(start, "us")
     except (TypeError, ValueError):
-        raise ParameterError(message("start", func, "an ISO date or timestamp", start)) from None
+        raise ParameterError(message("start", "an ISO date or timestamp", start)) from None
     if np.isnat(origin):
-        raise ParameterError(message("start", func, "an ISO date or timestamp", start))
+        raise ParameterError(message("start", "an ISO date or timestamp", start))
     names = tuple(campaigns) if not isinstance(campaigns, str) else (campaigns,)
     if not names or not all(isinstance(c, str) and c for c in names):
-        raise ParameterError(message("campaigns", func, "a non-empty sequence of non-empty "
+        raise ParameterError(message("campaigns", "a non-empty sequence of non-empty "
                                      "strings", campaigns))
-    gen = resolve_rng(rng, func).generator
+    gen = resolve_rng(rng).generator
 
     users = gen.choice(d, size=n, replace=False).astype(np.int64)
     is_heavy = gen.random(n) < heavy
@@ -253,6 +253,7 @@ def make_impressions(
                          domain_size=d)
 
 
+@public_errors("write_impressions")
 def write_impressions(
     folder: str | Path,
     log: ImpressionLog | None = None,
@@ -297,17 +298,17 @@ def write_impressions(
     """
     import duckdb
 
-    func = "write_impressions"
+    func = public_caller()
     if log is None:
         log = make_impressions(**make_kwargs)
     elif make_kwargs:
-        raise ParameterError(message("make_kwargs", func, "empty when a log is given",
+        raise ParameterError(message("make_kwargs", "empty when a log is given",
                                      sorted(make_kwargs)))
     elif not isinstance(log, ImpressionLog):
-        raise ParameterError(message("log", func, "an ImpressionLog or None",
+        raise ParameterError(message("log", "an ImpressionLog or None",
                                      type(log).__name__))
     if not isinstance(filename, str) or not filename or "/" in filename or "\\" in filename:
-        raise ParameterError(message("filename", func, "a plain file name", filename))
+        raise ParameterError(message("filename", "a plain file name", filename))
     out_dir = Path(folder)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / filename
@@ -334,6 +335,7 @@ def write_impressions(
     return path
 
 
+@public_errors("true_profile")
 def true_profile(counts: Any, domain_size: int, max_count: int) -> NDArray[np.float64]:
     """The exact (non-private) profile ``f[0..n]`` of a count vector, clamped like a release.
 
@@ -371,12 +373,11 @@ def true_profile(counts: Any, domain_size: int, max_count: int) -> NDArray[np.fl
     >>> true_profile([0, 1, 1, 5], domain_size=5, max_count=3).tolist()
     [0.4, 0.4, 0.0, 0.2]
     """
-    func = "true_profile"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    c = check_count_array(counts, "counts", func)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    n = check_int(max_count, "max_count", minimum=0)
+    c = check_count_array(counts, "counts")
     if c.size > d:
-        raise DataError(message("counts", func, f"a vector of at most domain_size = {d} counts",
+        raise DataError(message("counts", f"a vector of at most domain_size = {d} counts",
                                 f"{c.size} counts"))
     m = np.bincount(np.minimum(c, n), minlength=n + 1).astype(np.int64)
     m[0] += d - c.size

@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_epsilon
+from dpfreq.errors import public_errors
 from dpfreq.noise import (
     discrete_laplace_gamma,
     discrete_laplace_mean_abs,
@@ -65,6 +66,7 @@ DOMAIN_LIMIT = 2**62
 SENSITIVITIES = {"event": (2, 2), "item": (2, 1), "item_replace": (2, 2)}
 
 
+@public_errors("direct_gamma")
 def direct_gamma(epsilon: float, sensitivity: int = DIRECT_SENSITIVITY) -> Fraction:
     """γ of the discrete Laplace noise: ``ε / sensitivity`` as an exact fraction, rounded down.
 
@@ -74,7 +76,7 @@ def direct_gamma(epsilon: float, sensitivity: int = DIRECT_SENSITIVITY) -> Fract
     sensitivity ``Δ`` is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The sensitivities of
     the count-of-counts per unit are in :data:`SENSITIVITIES`.
     """
-    eps = check_epsilon(epsilon, "epsilon", "direct_gamma")
+    eps = check_epsilon(epsilon, "epsilon")
     return discrete_laplace_gamma(eps, sensitivity=sensitivity)
 
 

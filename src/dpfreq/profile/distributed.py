@@ -29,7 +29,7 @@ from dpfreq._validate import check_confidence, check_epsilon, check_int, message
 from dpfreq.artifacts import open_json, seal_json
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import DomainTables, get_engine
-from dpfreq.errors import DataError, DPFreqError, ParameterError
+from dpfreq.errors import DataError, DPFreqError, ParameterError, public_caller, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.bounds import default_bound_parameter
 from dpfreq.profile.checks import check_reconstruction_memory
@@ -70,7 +70,7 @@ class _Meta:
     block_size: int
 
 
-def _tables(engine: Any, source: Any, func: str) -> Any:
+def _tables(engine: Any, source: Any) -> Any:
     """The Spark engine's table operations (``engine``: None, "spark", a SparkSession or a
     Spark engine; None infers Spark from a Spark DataFrame source or takes it anyway)."""
     if engine is None:
@@ -81,18 +81,17 @@ def _tables(engine: Any, source: Any, func: str) -> Any:
     else:
         eng = get_engine(engine)
     if not isinstance(eng, DomainTables):
-        raise ParameterError(message("engine", func, "the Spark engine (a DistributedProfileSketch "
+        raise ParameterError(message("engine", "the Spark engine (a DistributedProfileSketch "
                                      "lives in Spark)", eng.name))
     return eng.tables()
 
 
 def _meta_from(payload: dict[str, Any], label: str) -> tuple[_Meta, tuple[int, int]]:
     """Validate every field of the sealed metadata; one DataError naming the file."""
-    func = "DistributedProfileSketch.open"
     try:
         if set(payload) != _FIELDS:
             raise ValueError("its fields are not those of a DistributedProfileSketch")
-        eps = check_epsilon(payload["epsilon"], "epsilon", func)
+        eps = check_epsilon(payload["epsilon"], "epsilon")
         gamma = Fraction(str(payload["gamma"]))
         if gamma != discrete_laplace_gamma(eps):
             raise ValueError("its gamma is not the noise fraction of its epsilon")
@@ -185,6 +184,7 @@ class DistributedProfileSketch:
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
+    @public_errors("DistributedProfileSketch.create")
     def create(
         cls,
         source: Any = None,
@@ -253,30 +253,28 @@ class DistributedProfileSketch:
         the table is ε-DP (Ghosh, Roughgarden & Sundararajan 2009). The accountant is charged
         ``(ε, 0)`` once, after every check and before the noise is drawn.
         """
-        func = "DistributedProfileSketch.create"
-        d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
-        n = check_int(max_count, "max_count", func, minimum=0, maximum=DOMAIN_LIMIT)
-        eps = check_epsilon(epsilon, "epsilon", func)
-        bs = check_int(block_size, "block_size", func, minimum=1, maximum=1 << 26)
+        d = check_int(domain_size, "domain_size", minimum=1, maximum=DOMAIN_LIMIT - 1)
+        n = check_int(max_count, "max_count", minimum=0, maximum=DOMAIN_LIMIT)
+        eps = check_epsilon(epsilon, "epsilon")
+        bs = check_int(block_size, "block_size", minimum=1, maximum=1 << 26)
         parts = None if num_partitions is None else check_int(num_partitions, "num_partitions",
-                                                              func, minimum=1)
+                                                              minimum=1)
         if not isinstance(item, str) or not item:
-            raise ParameterError(message("item", func, "a non-empty column name (str)", item))
-        acct = check_accountant(accountant, func)
-        resolved = resolve_rng(rng, func)
-        check_reconstruction_memory(n, 0, epsilon=eps, func=func)
-        check_reconstruction_memory(n, default_bound_parameter(d, n, eps, 0.025), epsilon=eps,
-                                    func=func)
-        tables = _tables(engine, source, func)
+            raise ParameterError(message("item", "a non-empty column name (str)", item))
+        acct = check_accountant(accountant)
+        resolved = resolve_rng(rng)
+        check_reconstruction_memory(n, 0, epsilon=eps)
+        check_reconstruction_memory(n, default_bound_parameter(d, n, eps, 0.025), epsilon=eps)
+        tables = _tables(engine, source)
         gamma = discrete_laplace_gamma(eps)
         meta = _Meta(epsilon=eps, gamma=gamma, domain_size=d, max_count=n,
                      seeded=resolved.seeded, block_size=bs)
         pending = None
         if source is not None:  # checked (one pass, cached) before anything is spent
             pending = tables.checked_counts(source, item=item, count=None, domain_size=d,
-                                            clamp=n, func=func)
+                                            clamp=n)
         if acct is not None:
-            acct.spend(eps, 0.0, label=func, unit="event")
+            acct.spend(eps, 0.0, label="DistributedProfileSketch.create", unit="event")
         noise = _BlockNoise(key=master_key(resolved), gamma=gamma)
         table = tables.domain_table(domain_size=d, block_size=bs, block_values=noise,
                                     num_partitions=parts)
@@ -285,6 +283,7 @@ class DistributedProfileSketch:
         return cls(table, meta, tables=tables)
 
     @classmethod
+    @public_errors("DistributedProfileSketch.open")
     def open(cls, path: str | Path, *, engine: Any = None) -> DistributedProfileSketch:
         """Re-open a sketch written by :meth:`save` (same noise; no key needed).
 
@@ -298,8 +297,8 @@ class DistributedProfileSketch:
             No metadata file, a corrupted or edited one, a field out of its rules, or a table
             that is not an ``(item, value)`` table of longs: one line naming the path.
         """
-        func = "DistributedProfileSketch.open"
-        tables = _tables(engine, None, func)
+        func = public_caller()
+        tables = _tables(engine, None)
         root = tables.qualified(str(path))
         label = f"{path}/{_META}"
         text = tables.read_text(f"{root}/{_META}")
@@ -307,9 +306,10 @@ class DistributedProfileSketch:
             raise DataError(f"{path} holds no {_META} ({func}).")
         _, payload = open_json(text, kind=_KIND, versions=(_VERSION,), label=label)
         meta, digest = _meta_from(payload, label)
-        table = tables.read_table(f"{root}/{_TABLE}", func=func)
+        table = tables.read_table(f"{root}/{_TABLE}")
         return cls(table, meta, tables=tables, location=root, digest=digest)
 
+    @public_errors("DistributedProfileSketch.save")
     def save(self, path: str | Path) -> None:
         """Write the noisy table (Parquet) and the sealed metadata under directory ``path``.
 
@@ -317,14 +317,13 @@ class DistributedProfileSketch:
         written and read back (this object then reads it); :meth:`open` gives the same noisy
         counts. Saving is post-processing of the ε-DP table.
         """
-        func = "DistributedProfileSketch.save"
         root = self._tables.qualified(str(path))
         if self._location is not None and root == self._location:
             raise ParameterError(message(
-                "path", func, "a directory other than the one this sketch's table is read from "
+                "path", "a directory other than the one this sketch's table is read from "
                 "(Spark cannot overwrite its own input)", str(path)))
-        table = self._tables.write_table(self.table, f"{root}/{_TABLE}", func=func)
-        rows, digest = self._tables.digest(table, func=func)
+        table = self._tables.write_table(self.table, f"{root}/{_TABLE}")
+        rows, digest = self._tables.digest(table)
         m = self._meta
         payload = {"epsilon": m.epsilon, "gamma": str(m.gamma), "domain_size": m.domain_size,
                    "max_count": m.max_count, "seeded": m.seeded, "block_size": m.block_size,
@@ -334,6 +333,7 @@ class DistributedProfileSketch:
         self.table, self._location, self._digest = table, root, (rows, digest)
 
     # -- updates ---------------------------------------------------------------------------
+    @public_errors("DistributedProfileSketch.update")
     def update(self, increments: Any, *, item: str = "item",
                count: str | None = "count") -> DistributedProfileSketch:
         """A new sketch with occurrence counts added (``h~[ℓ] += c``); this one is unchanged.
@@ -353,13 +353,13 @@ class DistributedProfileSketch:
         that would pass the int64 range makes the reductions of the new sketch refuse (never a
         wrapped value).
         """
-        func = "DistributedProfileSketch.update"
         counts = self._tables.checked_counts(increments, item=item, count=count,
-                                             domain_size=self.domain_size, clamp=None, func=func)
+                                             domain_size=self.domain_size, clamp=None)
         return DistributedProfileSketch(self._tables.add_counts(self.table, counts), self._meta,
                                         tables=self._tables, location=self._location)
 
     # -- reductions ------------------------------------------------------------------------
+    @public_errors("DistributedProfileSketch.noisy_profile_counts")
     def noisy_profile_counts(self, B: int) -> NDArray[np.int64]:
         """Counts of items whose noisy value is ``t``, for each integer ``t`` in ``−B…n+B``.
 
@@ -367,10 +367,10 @@ class DistributedProfileSketch:
         the window are not counted. One ``groupBy`` on the executors, which also checks the
         digest of a saved table and that no counter overflowed.
         """
-        func = "DistributedProfileSketch.noisy_profile_counts"
-        b = check_int(B, "B", func, minimum=0, maximum=DOMAIN_LIMIT)
+        func = public_caller()
+        b = check_int(B, "B", minimum=0, maximum=DOMAIN_LIMIT)
         counts, nulls, digest = self._tables.value_counts(self.table, low=-b,
-                                                          high=self.max_count + b, func=func)
+                                                          high=self.max_count + b)
         if self._digest is not None and digest != self._digest:
             raise DataError(f"{self._location}/{_TABLE} does not match its digest in {_META}: "
                             "the table was edited or corrupted after saving.")
@@ -379,15 +379,16 @@ class DistributedProfileSketch:
                             "sketch is refused (the sketch before that update is unchanged).")
         return counts
 
+    @public_errors("DistributedProfileSketch.to_numpy")
     def to_numpy(self) -> NDArray[np.int64]:
         """The noisy histogram collected to the driver (only for domains that fit in memory)."""
         from dpfreq.resources import check_memory
 
-        func = "DistributedProfileSketch.to_numpy"
-        check_memory(24 * self.domain_size, param="domain_size", func=func,
+        check_memory(24 * self.domain_size, param="domain_size",
                      value=self.domain_size, what="the collected histogram")
-        return self._tables.to_numpy(self.table, func=func)
+        return self._tables.to_numpy(self.table)
 
+    @public_errors("DistributedProfileSketch.reconstruct")
     def reconstruct(self, *, confidence: float = 0.95, norm: int | float | str = 1,
                     method: str = "fft") -> ProfileRelease:
         """Reconstruct the profile on the driver from :meth:`noisy_profile_counts`.
@@ -398,11 +399,10 @@ class DistributedProfileSketch:
         :func:`~dpfreq.profile.reconstruct.reconstruct_profile_from_counts` (unit ``"event"``,
         per-class intervals and band, ``l1_bound``).
         """
-        func = "DistributedProfileSketch.reconstruct"
-        conf = check_confidence(confidence, "confidence", func)
+        conf = check_confidence(confidence, "confidence")
         B = default_bound_parameter(self.domain_size, self.max_count, self.epsilon,
                                     (1.0 - conf) / 2.0)
-        check_reconstruction_memory(self.max_count, B, epsilon=self.epsilon, func=func)
+        check_reconstruction_memory(self.max_count, B, epsilon=self.epsilon)
         counts = self.noisy_profile_counts(B)
         return reconstruct_profile_from_counts(
             counts, domain_size=self.domain_size, max_count=self.max_count,

@@ -16,18 +16,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_int, check_positive_float, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["check_sample_rate", "sample_domain"]
 
 _HASH_CHUNK = 1 << 22
 
 
-def check_sample_rate(rate: object, param: str, func: str) -> float:
+def check_sample_rate(rate: object, param: str) -> float:
     """A sampling rate ρ in (0, 1]."""
-    rho = check_positive_float(rate, param, func)
+    rho = check_positive_float(rate, param)
     if rho > 1.0:
-        raise ParameterError(message(param, func, "a number in (0, 1]", rate))
+        raise ParameterError(message(param, "a number in (0, 1]", rate))
     return rho
 
 
@@ -52,6 +52,7 @@ def _rate_threshold(rate: float) -> int:
     return math.floor(Fraction(rate) * (1 << 64))
 
 
+@public_errors("sample_domain")
 def sample_domain(domain_size: int, *, rate: float, key: bytes) -> NDArray[np.int64]:
     """The sorted domain indexes ``ℓ ∈ 0..d−1`` kept by hash sampling at rate ρ.
 
@@ -61,11 +62,10 @@ def sample_domain(domain_size: int, *, rate: float, key: bytes) -> NDArray[np.in
     uniform for any fixed key. ``S`` depends only on ``(d, ρ, key)``, never on data, so sampling
     leaves the sketch ε-DP whatever the key; the key needs no secrecy for privacy.
     """
-    func = "sample_domain"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    rho = check_sample_rate(rate, "rate", func)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    rho = check_sample_rate(rate, "rate")
     if not isinstance(key, bytes | bytearray) or len(key) < 8:
-        raise ParameterError(message("key", func, "at least 8 bytes", key))
+        raise ParameterError(message("key", "at least 8 bytes", key))
     if rho == 1.0:
         return np.arange(d, dtype=np.int64)
     k0, k1 = _key_words(bytes(key))

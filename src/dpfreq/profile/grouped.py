@@ -32,7 +32,7 @@ from dpfreq.engines import (
     get_engine,
     require_capability,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller
 from dpfreq.grouped.accounting import (
     GroupedAccounting,
     check_selection_share,
@@ -80,9 +80,10 @@ def _group_sizes(gp: Any) -> np.ndarray:
     return out
 
 
-def _check_domain(gp: Any, d: int, func: str) -> None:
+def _check_domain(gp: Any, d: int) -> None:
     """Refuse a group with more distinct items than the public domain (on the rows before any
     bounding: bounding only removes items, so a group that passes here passes after it)."""
+    func = public_caller()
     seen = _group_sizes(gp)
     if seen.size and int(seen.max()) > d:
         raise DataError(f"source of {func} holds more distinct items in one group than "
@@ -233,12 +234,12 @@ class GroupedProfileAdapter:
         acc = choose_group_accounting(epsilon=release_epsilon(par.epsilon, a.capping_epsilon),
                                       delta=a.delta,
                                       max_groups_per_item=a.max_groups_per_item,
-                                      named=a.names is not None, func=_FUNC,
+                                      named=a.names is not None,
                                       selection_epsilon=a.selection_epsilon,
                                       selection=a.selection)
         if a.names is not None:
             check_memory(64 * (par.max_count + 1) * len(a.names), param="max_count",
-                         func=_FUNC, value=par.max_count,
+                         value=par.max_count,
                          what="the count-of-counts of n + 1 classes per group")
         return _Plan(acc)
 
@@ -250,12 +251,12 @@ class GroupedProfileAdapter:
         the data under selection) holds at most ``domain_size`` distinct items before the
         bounding (so also after it)."""
         a = self.args
-        warn_large_delta(a.delta, a.par.domain_size, _FUNC, "the domain size")  # public d
-        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting, _FUNC,
+        warn_large_delta(a.delta, a.par.domain_size, "the domain size")  # public d
+        eng = require_capability(get_engine(self.engine, self.source), GroupedCounting,
                                  "grouped count-of-counts")
         raw = eng.grouped_count_of_counts(self.source, CountRequest(
             a.item, Grouping(a.group, a.names, None), max_count=1))
-        _check_domain(raw, a.par.domain_size, _FUNC)
+        _check_domain(raw, a.par.domain_size)
         return Reading(_Checked(eng))
 
     def _grouping(self, bounding: Bounding) -> Grouping:
@@ -387,18 +388,17 @@ def release_grouped_profile(source: Any, *, item: str | None, group: str, groups
     item and ``m`` is post-processing of it (:mod:`dpfreq.grouped.bound_choice`); the argument
     above holds for every fixed ``m``: ``(ε, δ)`` by adaptive composition.
     """
-    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct",
-                                   _FUNC)
-    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit, _FUNC)
-    group, m = check_bound(group, bound, par.unit, _FUNC)
-    names, dlt = check_group_selection(groups, delta, _FUNC, delta_with_list=True)
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, "direct")
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit)
+    group, m = check_bound(group, bound, par.unit)
+    names, dlt = check_group_selection(groups, delta, delta_with_list=True)
     if not isinstance(item, str) or not item:
         raise ParameterError(f"item of {_FUNC} must be the name of the item column of the "
                              f"tabular source; got {item!r}.")
-    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, _FUNC)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m)
     sel_eps = check_selection_share(selection_epsilon, release_epsilon(par.epsilon, cap_eps),
-                                    names is not None, _FUNC)
+                                    names is not None)
     args = GroupedProfileArgs(par, item, group, m, names, dlt, sel_eps,
-                              check_selection_mechanism(selection, _FUNC), cap_eps, auto)
+                              check_selection_mechanism(selection), cap_eps, auto)
     return run_grouped(GroupedProfileAdapter(args, source, engine, release_one),
-                       accountant=accountant, rng=resolve_rng(rng, _FUNC))
+                       accountant=accountant, rng=resolve_rng(rng))

@@ -26,7 +26,7 @@ from dpfreq._validate import (
     warn_large_delta,
 )
 from dpfreq.accounting.plans import ACCOUNTANT_PARAMETER, BudgetShare, with_budget_share
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
 from dpfreq.profile.intervals import direct_width_values
@@ -57,18 +57,18 @@ _SKETCH_UNIT = ("'event' with method={method!r}: the sketch noises each item's c
                 "count by up to max_count; use method='direct' or 'auto' for unit={unit!r}")
 
 
-def choose_method(method: str, unit: str, func: str) -> tuple[str, str]:
+def choose_method(method: str, unit: str) -> tuple[str, str]:
     """The method to run and why, from public parameters only.
 
     ``"auto"`` always chooses ``"direct"``: this is the one-shot setting (the sketch methods
     exist for updatable and distributed sketches, :class:`dpfreq.profile.ProfileSketch`).
     ``unit="item"`` or ``"item_replace"`` with a sketch method is refused with the reason.
     """
-    m = check_choice(method, "method", func, METHODS)
+    m = check_choice(method, "method", METHODS)
     if m == "auto":
         return "direct", _WHY_AUTO
     if unit != "event" and m != "direct":
-        raise ParameterError(message("unit", func, _SKETCH_UNIT.format(method=m, unit=unit),
+        raise ParameterError(message("unit", _SKETCH_UNIT.format(method=m, unit=unit),
                                      unit))
     return m, f"method={m!r} was asked for"
 
@@ -107,23 +107,24 @@ class ProfileParams:
 
 
 def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, unit: Any,
-                             confidence: Any, method: Any, func: str) -> ProfileParams:
-    """The parameters of a profile release or plan, checked (one-line errors naming ``func``).
+                             confidence: Any, method: Any) -> ProfileParams:
+    """The parameters of a profile release or plan, checked (one-line errors naming the public
+    call).
 
     The method is chosen by :func:`choose_method` (public parameters only).
 
     Examples
     --------
-    >>> p = check_profile_parameters(100, 5, 1.0, "item", 0.95, "auto", "plan_profile")
+    >>> p = check_profile_parameters(100, 5, 1.0, "item", 0.95, "auto")
     >>> p.domain_size, p.max_count, p.unit, p.method
     (100, 5, 'item', 'direct')
     """
-    d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
-    n = check_max_count(max_count, func)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    u = check_unit(unit, func, UNITS)
-    conf = check_confidence(confidence, "confidence", func)
-    chosen, why = choose_method(method, u, func)
+    d = check_int(domain_size, "domain_size", minimum=1, maximum=DOMAIN_LIMIT - 1)
+    n = check_max_count(max_count)
+    eps = check_epsilon(epsilon, "epsilon")
+    u = check_unit(unit, UNITS)
+    conf = check_confidence(confidence, "confidence")
+    chosen, why = choose_method(method, u)
     return ProfileParams(domain_size=d, max_count=n, epsilon=eps, unit=u, confidence=conf,
                          method=chosen, why=why)
 
@@ -209,16 +210,18 @@ class ProfilePlan(PlanSummary):
         """The plan as a JSON-ready dictionary."""
         return asdict(self)
 
+    @public_errors("ProfilePlan.measure")
     def measure(self, name: str) -> float:
         """The predicted value of one of :data:`MEASURES` (a ParameterError if not predicted)."""
-        check_choice(name, "measure", "ProfilePlan.measure", MEASURES)
+        check_choice(name, "measure", MEASURES)
         value = getattr(self, name)
         if value is None:
-            raise ParameterError(message("measure", "ProfilePlan.measure", "a measure predicted "
+            raise ParameterError(message("measure", "a measure predicted "
                                          f"for method={self.method!r} (the sketch methods only "
                                          "predict 'l1_bound')", name))
         return float(value)
 
+    @public_errors("ProfilePlan.epsilon_for")
     def epsilon_for(self, target: float, *, measure: str = "l1_bound") -> float:
         """The smallest ε (3 significant digits, rounded up) whose plan meets ``target``.
 
@@ -235,15 +238,14 @@ class ProfilePlan(PlanSummary):
         ParameterError
             If the target is not met even at ε = 1000 (or is not a number > 0).
         """
-        func = "ProfilePlan.epsilon_for"
         if not isinstance(target, int | float) or not target > 0 or not math.isfinite(target):
-            raise ParameterError(message("target", func, "a finite number > 0", target))
+            raise ParameterError(message("target", "a finite number > 0", target))
         self.measure(measure)
 
         def value(eps: float) -> float:
             return _plan(replace(self, epsilon=eps)).measure(measure)
 
-        return smallest_epsilon(value, target, planned=self.epsilon, func=func, what=measure)
+        return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 
     def useful_epsilon(self) -> float | None:
         """The ε at which ``l1_bound`` falls to :data:`USEFUL_L1` (None if beyond ε = 1000)."""
@@ -275,14 +277,13 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
 def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, groups: Any,
                   delta: Any) -> Any:
     """The grouped plan: each group at the release's per-group ε, simultaneous over a list."""
-    func = "plan_profile"
     if group is None:
-        raise ParameterError(message("group", func, "the group column when "
+        raise ParameterError(message("group", "the group column when "
                                      "max_groups_per_item, groups or delta is given", group))
     from dpfreq.grouped.checks import check_bound
     from dpfreq.grouped.plan import plan_grouped
 
-    _, m = check_bound(group, max_groups_per_item, blank.unit, func)
+    _, m = check_bound(group, max_groups_per_item, blank.unit)
 
     def plan_one(eps: float, level: float | None) -> ProfilePlan:
         return _plan(replace(blank, epsilon=eps, confidence=level or blank.confidence))
@@ -293,13 +294,14 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
                 f"(confidence {p.confidence:.6g}).")
 
     plan = plan_grouped(epsilon=blank.epsilon, unit=blank.unit, max_groups_per_item=m,
-                        groups=groups, delta=delta, func=func, plan_one=plan_one,
+                        groups=groups, delta=delta, plan_one=plan_one,
                         summary=summary)
-    warn_large_delta(plan.delta, blank.domain_size, func, "the domain size")
+    warn_large_delta(plan.delta, blank.domain_size, "the domain size")
     return plan
 
 
 @fill_doc(accountant=ACCOUNTANT_PARAMETER)
+@public_errors("plan_profile")
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str = "auto", confidence: float = 0.95, group: str | None = None,
                  max_groups_per_item: int | None = None, groups: Any = None,
@@ -350,8 +352,7 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     >>> plan.method, plan.layout, plan.half_width
     ('direct', 'class 0 derived', 3.0)
     """
-    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method,
-                                   "plan_profile")
+    par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method)
     blank = ProfilePlan(domain_size=par.domain_size, max_count=par.max_count,
                         epsilon=par.epsilon, unit=par.unit, method=par.method,
                         confidence=par.confidence, why=par.why, half_width=None,
@@ -362,4 +363,4 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
     else:
         out = _plan(blank)
     return with_budget_share(out, accountant, epsilon=par.epsilon, delta=delta or 0.0,
-                             unit=par.unit, func="plan_profile")
+                             unit=par.unit)

@@ -28,7 +28,7 @@ from dpfreq._validate import (
     check_int,
     message,
 )
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace, sample_geometric
 from dpfreq.profile.bounds import (
     USEFUL_L1,
@@ -78,6 +78,7 @@ def _gamma_alpha(epsilon: float) -> tuple[Fraction, float, float]:
 # unfolding and the noisy profile
 
 
+@public_errors("unfold_clipped")
 def unfold_clipped(clipped: Any, *, max_count: int, epsilon: float,
                    rng: RNGLike = None) -> NDArray[np.int64]:
     """Undo the clipping of a released histogram in distribution (Wu & Pagh 2024, Lemma 4.1).
@@ -107,15 +108,14 @@ def unfold_clipped(clipped: Any, *, max_count: int, epsilon: float,
     **Privacy.** Post-processing of the ε-DP clipped release with fresh, data-independent
     randomness; no further privacy cost.
     """
-    func = "unfold_clipped"
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    h = check_count_array(clipped, "clipped", func)
+    n = check_int(max_count, "max_count", minimum=0)
+    eps = check_epsilon(epsilon, "epsilon")
+    h = check_count_array(clipped, "clipped")
     if h.size and int(h.max()) > n:
-        raise DataError(message("clipped", func, f"an array of integers in [0, {n}]",
+        raise DataError(message("clipped", f"an array of integers in [0, {n}]",
                                 "an entry above max_count"))
     gamma = discrete_laplace_gamma(eps)
-    gen = resolve_rng(rng, func).generator
+    gen = resolve_rng(rng).generator
     if n == 0:
         return sample_discrete_laplace(gamma, h.size, rng=gen)
     out = h.astype(np.int64, copy=True)
@@ -126,6 +126,7 @@ def unfold_clipped(clipped: Any, *, max_count: int, epsilon: float,
     return out
 
 
+@public_errors("noisy_profile_counts")
 def noisy_profile_counts(noisy_histogram: Any, *, max_count: int, B: int) -> NDArray[np.int64]:
     """Counts of noisy values on ``t ∈ [−B .. n+B]``, position ``i = t + B``.
 
@@ -136,10 +137,9 @@ def noisy_profile_counts(noisy_histogram: Any, *, max_count: int, B: int) -> NDA
     -------
     numpy.ndarray of int64, length ``n + 2B + 1``
     """
-    func = "noisy_profile_counts"
-    n = check_int(max_count, "max_count", func, minimum=0)
-    b = check_int(B, "B", func, minimum=0)
-    h = integer_array(noisy_histogram, "noisy_histogram", func)
+    n = check_int(max_count, "max_count", minimum=0)
+    b = check_int(B, "B", minimum=0)
+    h = integer_array(noisy_histogram, "noisy_histogram")
     P = n + 2 * b + 1
     counts = np.zeros(P + 2, dtype=np.int64)
     for start in range(0, h.size, _CHUNK):
@@ -246,7 +246,7 @@ def sketch_release(
     gamma, g, alpha = _gamma_alpha(epsilon)
     kernel = get_kernel(n, b, alpha)
     if kernel.min_eigenvalue <= 0:  # pragma: no cover - excluded by B >= B_min
-        raise ParameterError(message("B", "sketch_release", "large enough for an invertible "
+        raise ParameterError(message("B", "large enough for an invertible "
                                      "kernel", b))
     f_tilde = counts.astype(np.float64) / d
     r, diagnostics = solve_profile(f_tilde, kernel, norm=norm, method=method)
@@ -286,22 +286,23 @@ def sketch_release(
     )
 
 
-def _window(counts: NDArray[np.int64], n: int, B: int | None, func: str) -> int:
+def _window(counts: NDArray[np.int64], n: int, B: int | None) -> int:
     """The window parameter B of counts of length ``n + 2B + 1`` (checked against ``B``)."""
     if B is None:
         extra = counts.size - n - 1
         if extra < 0 or extra % 2:
-            raise DataError(message("profile_counts", func,
+            raise DataError(message("profile_counts",
                                     f"of length n + 2B + 1 for some B >= 0 (n = {n})",
                                     f"length {counts.size}"))
         return extra // 2
-    b = check_int(B, "B", func, minimum=0)
+    b = check_int(B, "B", minimum=0)
     if counts.size != n + 2 * b + 1:
-        raise DataError(message("profile_counts", func, f"of length n + 2B + 1 = "
+        raise DataError(message("profile_counts", f"of length n + 2B + 1 = "
                                 f"{n + 2 * b + 1}", f"length {counts.size}"))
     return b
 
 
+@public_errors("reconstruct_profile_from_counts")
 def reconstruct_profile_from_counts(
     profile_counts: Any,
     *,
@@ -363,33 +364,33 @@ def reconstruct_profile_from_counts(
     simulated intervals included, is post-processing of it and costs no budget, however often
     it is called.
     """
-    func = "reconstruct_profile_from_counts"
-    d = check_int(domain_size, "domain_size", func, minimum=1)
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    conf = check_confidence(confidence, "confidence", func)
-    norm_s = norm_name(norm, func)
-    method_s = check_choice(method, "method", func, SKETCH_METHODS)
+    d = check_int(domain_size, "domain_size", minimum=1)
+    n = check_int(max_count, "max_count", minimum=0)
+    eps = check_epsilon(epsilon, "epsilon")
+    conf = check_confidence(confidence, "confidence")
+    norm_s = norm_name(norm)
+    method_s = check_choice(method, "method", SKETCH_METHODS)
     if not isinstance(seeded, bool | np.bool_):
-        raise ParameterError(message("seeded", func, "a bool", seeded))
+        raise ParameterError(message("seeded", "a bool", seeded))
     if mechanism_params is not None and not isinstance(mechanism_params, Mapping):
-        raise ParameterError(message("mechanism_params", func, "a mapping or None",
+        raise ParameterError(message("mechanism_params", "a mapping or None",
                                      mechanism_params))
-    counts = check_count_array(profile_counts, "profile_counts", func)
-    b = _window(counts, n, B, func)
+    counts = check_count_array(profile_counts, "profile_counts")
+    b = _window(counts, n, B)
     b_min = minimum_bound_parameter(float(discrete_laplace_gamma(eps)))
     if b < b_min:
-        raise ParameterError(message("B", func, f"at least B_min(ε) = {b_min} (smaller B can "
+        raise ParameterError(message("B", f"at least B_min(ε) = {b_min} (smaller B can "
                                      "make the kernel singular)", b))
     if int(counts.sum()) > d:
-        raise DataError(message("profile_counts", func, f"counts summing to at most "
+        raise DataError(message("profile_counts", f"counts summing to at most "
                                 f"domain_size = {d}", "a larger sum"))
-    check_reconstruction_memory(n, b, epsilon=eps, func=func)
+    check_reconstruction_memory(n, b, epsilon=eps)
     return sketch_release(counts, domain_size=d, max_count=n, epsilon=eps, B=b,
                           method=method_s, norm=norm_s, confidence=conf, seeded=bool(seeded),
                           mechanism_params=mechanism_params)
 
 
+@public_errors("reconstruct_profile")
 def reconstruct_profile(
     noisy_histogram: Any,
     *,
@@ -457,38 +458,37 @@ def reconstruct_profile(
     >>> rel.value.shape, rel.unit, rel.error.confidence
     ((4,), 'event', 0.9)
     """
-    func = "reconstruct_profile"
-    n = check_int(max_count, "max_count", func, minimum=0)
-    eps = check_epsilon(epsilon, "epsilon", func)
-    conf = check_confidence(confidence, "confidence", func)
-    norm_s = norm_name(norm, func)
-    check_choice(method, "method", func, SKETCH_METHODS)
+    n = check_int(max_count, "max_count", minimum=0)
+    eps = check_epsilon(epsilon, "epsilon")
+    conf = check_confidence(confidence, "confidence")
+    norm_s = norm_name(norm)
+    check_choice(method, "method", SKETCH_METHODS)
     if not isinstance(clipped, bool | np.bool_):
-        raise ParameterError(message("clipped", func, "a bool", clipped))
+        raise ParameterError(message("clipped", "a bool", clipped))
     if mechanism_params is not None and not isinstance(mechanism_params, Mapping):
-        raise ParameterError(message("mechanism_params", func, "a mapping or None",
+        raise ParameterError(message("mechanism_params", "a mapping or None",
                                      mechanism_params))
     if clipped:
-        h = check_count_array(noisy_histogram, "noisy_histogram", func)
+        h = check_count_array(noisy_histogram, "noisy_histogram")
         if h.size and int(h.max()) > n:
-            raise DataError(message("noisy_histogram", func, "the clipped release: integers in "
+            raise DataError(message("noisy_histogram", "the clipped release: integers in "
                                     f"[0, {n}] (clipped=True)", "an entry above max_count"))
     else:
-        h = integer_array(noisy_histogram, "noisy_histogram", func)
+        h = integer_array(noisy_histogram, "noisy_histogram")
     if h.size == 0:
-        raise DataError(message("noisy_histogram", func, "a non-empty array of integers",
+        raise DataError(message("noisy_histogram", "a non-empty array of integers",
                                 "an empty array"))
     if domain_size is not None:
-        d = check_int(domain_size, "domain_size", func, minimum=1)
+        d = check_int(domain_size, "domain_size", minimum=1)
         if d != h.size:
-            raise DataError(message("domain_size", func, "the length of noisy_histogram "
+            raise DataError(message("domain_size", "the length of noisy_histogram "
                                     f"({h.size}): one noisy counter per domain item", d))
     d = h.size
     b = default_bound_parameter(d, n, eps, (1.0 - conf) / 2.0)
-    check_reconstruction_memory(n, b, epsilon=eps, func=func)
+    check_reconstruction_memory(n, b, epsilon=eps)
     was_seeded = bool(seeded)
     if clipped:
-        res = resolve_rng(rng, func)
+        res = resolve_rng(rng)
         h = unfold_clipped(h, max_count=n, epsilon=eps, rng=res.generator)
         was_seeded = was_seeded or res.seeded
     counts = noisy_profile_counts(h, max_count=n, B=b)

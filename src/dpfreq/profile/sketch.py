@@ -133,6 +133,7 @@ class ProfileSketch:
 
     __array_ufunc__ = None  # numpy must not try ``array + sketch`` element-wise
 
+    @public_errors("ProfileSketch")
     def __init__(
         self,
         domain_size: int | None = None,
@@ -145,36 +146,34 @@ class ProfileSketch:
         sample_key: bytes | None = None,
         accountant: BudgetAccountant | None = None,
     ) -> None:
-        func = "ProfileSketch"
-        n = check_int(max_count, "max_count", func, minimum=0, maximum=DOMAIN_LIMIT)
-        eps = check_epsilon(epsilon, "epsilon", func)
-        key_arr = None if keys is None else check_keys(keys, func)
-        d = self._domain(domain_size, key_arr, func)
-        rho = None if sample_rate is None else check_sample_rate(sample_rate, "sample_rate",
-                                                                 func)
+        n = check_int(max_count, "max_count", minimum=0, maximum=DOMAIN_LIMIT)
+        eps = check_epsilon(epsilon, "epsilon")
+        key_arr = None if keys is None else check_keys(keys)
+        d = self._domain(domain_size, key_arr)
+        rho = None if sample_rate is None else check_sample_rate(sample_rate, "sample_rate")
         if sample_key is not None and (not isinstance(sample_key, bytes | bytearray)
                                        or len(sample_key) < 8):
-            raise ParameterError(message("sample_key", func, "bytes of length >= 8", sample_key))
-        acct = check_accountant(accountant, func)
-        resolved = resolve_rng(rng, func)
+            raise ParameterError(message("sample_key", "bytes of length >= 8", sample_key))
+        acct = check_accountant(accountant)
+        resolved = resolve_rng(rng)
         expected = d if rho is None else int(rho * d) + 1
-        check_memory(16 * expected + 64 * NOISE_BLOCK, param="domain_size", func=func, value=d,
+        check_memory(16 * expected + 64 * NOISE_BLOCK, param="domain_size", value=d,
                      what="the sketch's counters (8 bytes per item)")
-        check_reconstruction_memory(n, 0, epsilon=eps, func=func)  # n alone, before B's search
+        check_reconstruction_memory(n, 0, epsilon=eps)  # n alone, before B's search
         check_reconstruction_memory(n, default_bound_parameter(expected, n, eps, 0.025),
-                                    epsilon=eps, func=func)
+                                    epsilon=eps)
         sample, skey = None, None
         if rho is not None and rho * d < 1:  # public: decided before any draw or spend
-            raise ParameterError(message("sample_rate", func, "at least 1/domain_size (an "
+            raise ParameterError(message("sample_rate", "at least 1/domain_size (an "
                                          "expected sample of at least one item)", sample_rate))
         if rho is not None and sample_key is not None:  # a given key: the sample is public
             skey = bytes(sample_key)
             sample = sample_domain(d, rate=rho, key=skey)
             if sample.size == 0:
-                raise ParameterError(message("sample_key", func, "a key whose sample keeps at "
+                raise ParameterError(message("sample_key", "a key whose sample keeps at "
                                              "least one of the domain items", sample_key))
         if acct is not None:
-            acct.spend(eps, 0.0, label=func, unit="event")
+            acct.spend(eps, 0.0, label="ProfileSketch", unit="event")
         while rho is not None and (sample is None or sample.size == 0):
             # drawn after the spend; the sample is data-independent, so drawing another key
             # when one keeps no item changes nothing for privacy (Pr <= (1 − ρ)^d <= 1/e)
@@ -188,14 +187,14 @@ class ProfileSketch:
                                     sample_rate=rho, sample_key=skey, sample=sample))
 
     @staticmethod
-    def _domain(domain_size: Any, key_arr: NDArray[Any] | None, func: str) -> int:
+    def _domain(domain_size: Any, key_arr: NDArray[Any] | None) -> int:
         if domain_size is None:
             if key_arr is None:
-                raise ParameterError(message("domain_size", func, "given (or keys given)", None))
+                raise ParameterError(message("domain_size", "given (or keys given)", None))
             return int(key_arr.size)
-        d = check_int(domain_size, "domain_size", func, minimum=1, maximum=DOMAIN_LIMIT - 1)
+        d = check_int(domain_size, "domain_size", minimum=1, maximum=DOMAIN_LIMIT - 1)
         if key_arr is not None and key_arr.size != d:
-            raise ParameterError(message("domain_size", func, f"len(keys) = {key_arr.size} "
+            raise ParameterError(message("domain_size", f"len(keys) = {key_arr.size} "
                                          "when both are given", d))
         return d
 
@@ -216,6 +215,7 @@ class ProfileSketch:
 
     # -- construction from counts ----------------------------------------------------------
     @classmethod
+    @public_errors("ProfileSketch.from_counts")
     def from_counts(
         cls,
         counts: Any,
@@ -239,15 +239,14 @@ class ProfileSketch:
         are checked before the accountant is charged. Other parameters as for
         :class:`ProfileSketch`.
         """
-        func = "ProfileSketch.from_counts"
         try:
-            c = check_count_array(counts, "counts", func)
+            c = check_count_array(counts, "counts")
         except DataError:
-            raise DataError(message("counts", func, "a 1-d array of non-negative integers",
+            raise DataError(message("counts", "a 1-d array of non-negative integers",
                                     "a negative, non-integral or non-numeric entry")) from None
         d = domain_size if domain_size is not None else (None if keys is None else len(keys))
         if isinstance(d, numbers.Integral) and c.size > int(d):
-            raise DataError(message("counts", func, "at most domain_size entries",
+            raise DataError(message("counts", "at most domain_size entries",
                                     "a longer vector"))
         sketch = cls(domain_size, keys=keys, max_count=max_count, epsilon=epsilon, rng=rng,
                      sample_rate=sample_rate, sample_key=sample_key, accountant=accountant)
@@ -309,15 +308,15 @@ class ProfileSketch:
         return (f"ProfileSketch(domain_size={self._d}, max_count={self._n}, "
                 f"epsilon={self._epsilon}, seeded={self._seeded}{samp})")
 
-    def _indexes(self, items: Any, func: str) -> NDArray[np.int64]:
+    def _indexes(self, items: Any) -> NDArray[np.int64]:
         """Domain indexes of ``items``; a DataError (naming no item) for items outside it."""
         try:
             arr = np.atleast_1d(np.asarray(items))
         except (TypeError, ValueError) as exc:
-            raise DataError(message("items", func, "a 1-d array of domain items",
+            raise DataError(message("items", "a 1-d array of domain items",
                                     type(items).__name__)) from exc
         if arr.ndim != 1:
-            raise DataError(message("items", func, "a 1-d array of domain items",
+            raise DataError(message("items", "a 1-d array of domain items",
                                     f"array with {arr.ndim} dimensions"))
         if arr.size == 0:
             return np.zeros(0, dtype=np.int64)
@@ -326,11 +325,11 @@ class ProfileSketch:
                 if arr.dtype.kind == "f" and bool(np.all(arr == np.floor(arr))):
                     arr = arr.astype(np.int64)
                 else:
-                    raise DataError(message("items", func, f"integer item ids in "
+                    raise DataError(message("items", f"integer item ids in "
                                             f"0..{self._d - 1}", f"items of dtype {arr.dtype}"))
             bad = (arr < 0) | (arr >= self._d)
             if bad.any():
-                raise DataError(message("items", func, f"item ids in the public domain "
+                raise DataError(message("items", f"item ids in the public domain "
                                         f"0..{self._d - 1}", "items outside it"))
             return arr.astype(np.int64, copy=False)
         keys = self._keys
@@ -342,7 +341,7 @@ class ProfileSketch:
             if ok_kind:
                 arr = arr.astype(str)
         if not ok_kind:
-            raise DataError(message("items", func, "keys of the public domain",
+            raise DataError(message("items", "keys of the public domain",
                                     f"items of dtype {arr.dtype}"))
         if self._sorter is not None:  # integer keys
             pos = np.searchsorted(keys, arr, sorter=self._sorter)
@@ -357,11 +356,12 @@ class ProfileSketch:
                               count=arr.size)
             bad = idx < 0
         if bad.any():
-            raise DataError(message("items", func, "keys of the public domain",
+            raise DataError(message("items", "keys of the public domain",
                                     "items that are not keys of the domain"))
         return idx.astype(np.int64)
 
     # -- updates ---------------------------------------------------------------------------
+    @public_errors("ProfileSketch.update")
     def update(self, items: Any, counts: Any = 1) -> None:
         """Add raw occurrence counts: ``h~[item] += count`` (in place; no noise, no budget).
 
@@ -385,9 +385,8 @@ class ProfileSketch:
         clamped; keep totals within ``max_count``. With hash sampling, increments of items
         outside the sample are dropped.
         """
-        func = "ProfileSketch.update"
-        idx = self._indexes(items, func)
-        inc = increments(counts, idx.size, func)
+        idx = self._indexes(items)
+        inc = increments(counts, idx.size)
         if self._sample is not None:
             pos = np.searchsorted(self._sample, idx)
             pos_c = np.minimum(pos, self._sample.size - 1)
@@ -397,7 +396,7 @@ class ProfileSketch:
             return
         uniq, sums = group_sums(idx, np.ascontiguousarray(inc))
         if not fits_int64(self._noisy[uniq], sums):
-            raise DataError(message("counts", func, "increments that keep every counter within "
+            raise DataError(message("counts", "increments that keep every counter within "
                                     "the int64 range (the sketch stores int64 counters); nothing "
                                     "was added", "an update that would overflow a counter"))
         self._noisy[uniq] += sums.astype(np.int64)
@@ -425,6 +424,7 @@ class ProfileSketch:
         """The clipped release ``clip(h + Z, 0, n)`` (a new array; ε-DP)."""
         return np.clip(self._noisy, 0, self._n)
 
+    @public_errors("ProfileSketch.reconstruct")
     def reconstruct(self, *, norm: int | float | str = 1, confidence: float = 0.95,
                     method: str = "fft") -> ProfileRelease:
         """The profile reconstructed from the unclipped counters (Algorithms 2+3 or EM).
@@ -436,7 +436,7 @@ class ProfileSketch:
         cover the privacy error only; sampling adds an error of order ``1/√d'``, stated in the
         release.
         """
-        check_confidence(confidence, "confidence", "ProfileSketch.reconstruct")
+        check_confidence(confidence, "confidence")
         params: dict[str, Any] = {"sketch": "ProfileSketch", "engine": "memory",
                                   "updates": "unclamped raw increments"}
         if self._rate is not None:
@@ -483,6 +483,7 @@ class ProfileSketch:
             sample_key=self._sample_key, sample=self._sample))
 
     @classmethod
+    @public_errors("ProfileSketch.load")
     def load(cls, path: str | Path) -> ProfileSketch:
         """Read a sketch written by :meth:`save`.
 

@@ -36,7 +36,7 @@ def merge_refused(op: str, other: object, cls: type) -> NoReturn:
     )
 
 
-def check_keys(keys: Any, func: str) -> NDArray[Any]:
+def check_keys(keys: Any) -> NDArray[Any]:
     """The explicit domain keys as an int64 or str array (distinct, non-empty, 1-d)."""
     rule = "a non-empty 1-d sequence of distinct integers or strings"
     if not isinstance(keys, np.ndarray) and isinstance(keys, Sequence):
@@ -44,45 +44,45 @@ def check_keys(keys: Any, func: str) -> NDArray[Any]:
                    for k in keys)
         if not ints and not all(isinstance(k, str) for k in keys):
             kinds = sorted({type(k).__name__ for k in keys})
-            raise ParameterError(message("keys", func, rule, f"keys of types {kinds}"))
+            raise ParameterError(message("keys", rule, f"keys of types {kinds}"))
     try:
         arr = np.asarray(keys)
     except (TypeError, ValueError) as exc:
-        raise ParameterError(message("keys", func, rule, type(keys).__name__)) from exc
+        raise ParameterError(message("keys", rule, type(keys).__name__)) from exc
     if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError(message("keys", func, rule, f"array of shape {arr.shape}"))
+        raise ParameterError(message("keys", rule, f"array of shape {arr.shape}"))
     if arr.dtype.kind in "iu":
         if arr.dtype == np.uint64 and arr.max() > np.iinfo(np.int64).max:
-            raise ParameterError(message("keys", func, rule, "integers beyond the int64 range"))
+            raise ParameterError(message("keys", rule, "integers beyond the int64 range"))
         arr = arr.astype(np.int64)
     elif arr.dtype.kind == "U":
         pass
     elif arr.dtype.kind == "O" and all(isinstance(k, str) for k in arr):
         arr = arr.astype(str)
     else:
-        raise ParameterError(message("keys", func, rule, f"keys of dtype {arr.dtype}"))
+        raise ParameterError(message("keys", rule, f"keys of dtype {arr.dtype}"))
     if np.unique(arr).size != arr.size:
-        raise ParameterError(message("keys", func, rule, "duplicate keys"))
+        raise ParameterError(message("keys", rule, "duplicate keys"))
     return arr
 
 
-def increments(counts: Any, size: int, func: str) -> NDArray[np.int64]:
+def increments(counts: Any, size: int) -> NDArray[np.int64]:
     """Non-negative integer increments below 2^52, broadcast to ``size`` (no value printed)."""
     rule = "non-negative integers below 2^52"
     try:
         if np.ndim(counts) == 0:
-            c = check_count_array(np.atleast_1d(np.asarray(counts)), "counts", func)
+            c = check_count_array(np.atleast_1d(np.asarray(counts)), "counts")
             inc = np.broadcast_to(c, (size,))
         else:
-            inc = check_count_array(counts, "counts", func)
+            inc = check_count_array(counts, "counts")
     except DataError:
-        raise DataError(message("counts", func, rule, "a negative, non-integral or "
+        raise DataError(message("counts", rule, "a negative, non-integral or "
                                 "non-numeric entry")) from None
     if inc.size != size:
-        raise DataError(message("counts", func, f"a scalar or {size} counts (one per item)",
+        raise DataError(message("counts", f"a scalar or {size} counts (one per item)",
                                 f"{inc.size} counts"))
     if inc.size and int(inc.max()) >= INCREMENT_LIMIT:
-        raise DataError(message("counts", func, rule, "an entry of 2^52 or more"))
+        raise DataError(message("counts", rule, "an entry of 2^52 or more"))
     return inc
 
 

@@ -133,7 +133,7 @@ def _sample(meta: dict[str, Any], d: int, d_s: int) -> tuple[float | None, bytes
 def _state(meta: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> SketchState:
     if set(meta) != _META_KEYS:
         raise ValueError("its parameters are not those of a ProfileSketch")
-    eps = check_epsilon(meta["epsilon"], "epsilon", "ProfileSketch.load")
+    eps = check_epsilon(meta["epsilon"], "epsilon")
     gamma = Fraction(str(meta["gamma"]))
     if gamma != discrete_laplace_gamma(eps):
         raise ValueError("its gamma is not the noise fraction of its epsilon")

@@ -46,8 +46,6 @@ METHODS = (*BOUNDED_METHODS, "epochs")
 #: periods at which an unbounded stream's candidates are compared
 _UNBOUNDED_AT = (30, 365)
 
-_FUNC = "ReachStream.create"
-
 
 @dataclass(frozen=True)
 class StreamPlan:
@@ -100,10 +98,10 @@ def _unbounded(unit: str, budget: Budget, method: str) -> tuple[Any, dict[str, f
                 label = "simple" if budget.rho is None else f"simple/{kind}"
                 cands[label] = Counter(SimpleLayout(None), law)
     if method not in ("auto", "epochs", "simple"):
-        raise ParameterError(message("method", _FUNC, "'auto', 'epochs' or 'simple' without a "
+        raise ParameterError(message("method", "'auto', 'epochs' or 'simple' without a "
                                      "horizon (the other counters need horizon=T)", method))
     if not cands:
-        raise ParameterError(message("epsilon", _FUNC, "large enough to calibrate the "
+        raise ParameterError(message("epsilon", "large enough to calibrate the "
                                      "counter's noise", float(budget.epsilon)))
     rmse = {c: [math.sqrt(v.variance(t)) for t in _UNBOUNDED_AT] for c, v in cands.items()}
     pick = min(rmse, key=lambda c: rmse[c][-1])  # the smaller error a year of days in
@@ -121,13 +119,13 @@ def _bounded(horizon: int, unit: str, budget: Budget, method: str
              ) -> tuple[Any, dict[str, float], str]:
     """``(counter, predicted RMSE per candidate, why)`` for ``T`` periods."""
     if method == "epochs":
-        raise ParameterError(message("method", _FUNC, "one of 'auto', " + ", ".join(
+        raise ParameterError(message("method", "one of 'auto', " + ", ".join(
             repr(m) for m in BOUNDED_METHODS) + " with a horizon ('epochs' is for streams "
             "without one)", method))
     methods = BOUNDED_METHODS if method == "auto" else (method,)
     found = best_counters(horizon, unit, budget, methods)
     if not found and method == "factorization":
-        raise ParameterError(message("method", _FUNC, "usable for this call (the "
+        raise ParameterError(message("method", "usable for this call (the "
                                      "factorization needs delta > 0: zCDP accounting, discrete "
                                      "Gaussian noise; and horizon <= 8192)", method))
     if not found:
@@ -203,6 +201,6 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
             best = (score, plan)
     if best is None:
         raise refusal or ParameterError(message(
-            "epsilon", _FUNC, "large enough to give every structure representable noise "
+            "epsilon", "large enough to give every structure representable noise "
             "(raise epsilon, or release fewer k_values)", epsilon))
     return best[1]

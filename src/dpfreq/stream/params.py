@@ -34,8 +34,6 @@ from dpfreq.windows.params import parse_period
 __all__ = ["ENGINES", "LATE", "MAX_K", "MAX_PERIODS", "StreamParams", "check_params",
            "period_of", "to_microseconds"]
 
-_FUNC = "ReachStream.create"
-
 #: what an append does with events of periods already closed
 LATE = ("drop", "error")
 
@@ -49,7 +47,7 @@ MAX_K = 1 << 15
 MAX_PERIODS = 1 << 30
 
 
-def to_microseconds(value: Any, param: str, func: str) -> int:
+def to_microseconds(value: Any, param: str) -> int:
     """Microseconds since the epoch (UTC) of a date or timestamp (naive: read as UTC)."""
     try:
         if isinstance(value, str):
@@ -63,9 +61,9 @@ def to_microseconds(value: Any, param: str, func: str) -> int:
         else:
             raise TypeError(type(value).__name__)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ParameterError(message(param, func, "a date or timestamp", value)) from exc
+        raise ParameterError(message(param, "a date or timestamp", value)) from exc
     if np.isnat(out):
-        raise ParameterError(message(param, func, "a date or timestamp", value))
+        raise ParameterError(message(param, "a date or timestamp", value))
     return int(out.astype(np.int64))
 
 
@@ -103,8 +101,7 @@ class StreamParams:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamParams:
         """The parameters of a saved manifest, checked again."""
-        return check_params(**{**d, "start": d.get("start_us"), "period": d.get("period_us")},
-                            func="ReachStream.open")
+        return check_params(**{**d, "start": d.get("start_us"), "period": d.get("period_us")})
 
     def period_label(self, t: Any) -> Any:
         """The first instant of period ``t`` as ISO text (a date for whole days from
@@ -118,82 +115,82 @@ class StreamParams:
         return np.datetime_as_string(start)
 
 
-def period_of(params: StreamParams, when: Any, func: str) -> int:
+def period_of(params: StreamParams, when: Any) -> int:
     """The period number of ``when``: an integer period number, or (a stream of timestamps)
     the period holding a date or timestamp."""
     if params.start_us is None or (isinstance(when, int | np.integer)
                                    and not isinstance(when, bool)):
-        return check_int(when, "through", func, minimum=1, maximum=params.horizon or MAX_PERIODS)
-    us = to_microseconds(when, "through", func)
+        return check_int(when, "through", minimum=1, maximum=params.horizon or MAX_PERIODS)
+    us = to_microseconds(when, "through")
     t = (us - params.start_us) // int(params.period_us or 1) + 1
     if not 1 <= t <= (params.horizon or MAX_PERIODS):
-        raise ParameterError(message("through", func, "a time inside the stream's periods",
+        raise ParameterError(message("through", "a time inside the stream's periods",
                                      when))
     return int(t)
 
 
-def _time_axis(start: Any, period: Any, func: str) -> tuple[int | None, int | None]:
+def _time_axis(start: Any, period: Any) -> tuple[int | None, int | None]:
     if start is None and period is None:
         return None, None
     if start is None or period is None:
-        raise ParameterError(message("start/period", func, "both given (timestamps cut into "
+        raise ParameterError(message("start/period", "both given (timestamps cut into "
                                      "periods) or both None (integer periods 1, 2, ...)",
                                      (start, period)))
     us = int(period) if isinstance(period, int | np.integer) and not isinstance(period, bool) \
-        else parse_period(period, func)
+        else parse_period(period)
     return (int(start) if isinstance(start, int | np.integer) and not isinstance(start, bool)
-            else to_microseconds(start, "start", func)), us
+            else to_microseconds(start, "start")), us
 
 
-def _k_values(k_values: Any, func: str) -> tuple[int, ...]:
+def _k_values(k_values: Any) -> tuple[int, ...]:
     ks = [k_values] if isinstance(k_values, int | np.integer) else (
         list(k_values) if hasattr(k_values, "__iter__") and not isinstance(k_values, str)
         else [])
     if not ks:
-        raise ParameterError(message("k_values", func, "a non-empty list of integers >= 1",
+        raise ParameterError(message("k_values", "a non-empty list of integers >= 1",
                                      k_values))
-    return tuple(sorted({check_int(k, "k_values", func, minimum=1, maximum=MAX_K)
+    return tuple(sorted({check_int(k, "k_values", minimum=1, maximum=MAX_K)
                          for k in ks}))
 
 
-def _grouping(group: Any, groups: Any, m: Any, unit: str, func: str
+def _grouping(group: Any, groups: Any, m: Any, unit: str
               ) -> tuple[str | None, tuple[str, ...] | None, int | None]:
     if group is None and groups is None and m is None:
         return None, None, None
     if group is None or groups is None:
-        raise ParameterError(message("groups", func, "a public list of group names together "
+        raise ParameterError(message("groups", "a public list of group names together "
                                      "with group= (streams take no private partition "
                                      "selection)", groups))
     if unit == "event":
         if m is not None:
-            raise ParameterError(message("max_groups_per_item", func, "None at unit='event' "
+            raise ParameterError(message("max_groups_per_item", "None at unit='event' "
                                          "(one event is in one group: every group gets the "
                                          "whole budget)", m))
-        g, names, _ = check_grouping(group, groups, 1, "item", func)
+        g, names, _ = check_grouping(group, groups, 1, "item")
         return g, names, None
-    check_bound(group, m, unit, func)
-    return check_grouping(group, groups, m, unit, func)
+    check_bound(group, m, unit)
+    return check_grouping(group, groups, m, unit)
 
 
 def check_params(*, item: Any, time: Any, horizon: Any, start: Any, period: Any,
                  k_values: Any, unit: Any, epsilon: Any, delta: Any, method: Any,
                  group: Any = None, groups: Any = None, max_groups_per_item: Any = None,
-                 late: Any, confidence: Any, engine: Any, func: str = _FUNC,
+                 late: Any, confidence: Any, engine: Any,
                  **_: Any) -> StreamParams:
     """Check every public parameter of a stream (one-line ParameterError on the first bad)."""
     for name, col in (("item", item), ("time", time)):
         if not isinstance(col, str) or not col:
-            raise ParameterError(message(name, func, "a column name (str)", col))
-    hz = None if horizon is None else check_int(horizon, "horizon", func, minimum=1,
+            raise ParameterError(message(name, "a column name (str)", col))
+    hz = None if horizon is None else check_int(horizon, "horizon", minimum=1,
                                                 maximum=MAX_PERIODS)
-    start_us, period_us = _time_axis(start, period, func)
-    u = check_unit(unit, func, ("event", "item", "item_replace"))
-    g, names, m = _grouping(group, groups, max_groups_per_item, u, func)
+    start_us, period_us = _time_axis(start, period)
+    u = check_unit(unit, ("event", "item", "item_replace"))
+    g, names, m = _grouping(group, groups, max_groups_per_item, u)
     return StreamParams(
         item=item, time=time, horizon=hz, start_us=start_us, period_us=period_us,
-        k_values=_k_values(k_values, func), unit=u, epsilon=check_epsilon(epsilon, "epsilon", func),
-        delta=check_delta(delta, "delta", func),
-        method=check_choice(method, "method", func, ("auto", *METHODS)), group=g,
-        groups=names, max_groups_per_item=m, late=check_choice(late, "late", func, LATE),
-        confidence=check_confidence(confidence, "confidence", func),
-        engine=check_choice(engine, "engine", func, ENGINES))
+        k_values=_k_values(k_values), unit=u, epsilon=check_epsilon(epsilon, "epsilon"),
+        delta=check_delta(delta, "delta"),
+        method=check_choice(method, "method", ("auto", *METHODS)), group=g,
+        groups=names, max_groups_per_item=m, late=check_choice(late, "late", LATE),
+        confidence=check_confidence(confidence, "confidence"),
+        engine=check_choice(engine, "engine", ENGINES))

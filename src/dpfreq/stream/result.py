@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import check_int, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import Release
 
 __all__ = ["StreamRelease"]
@@ -65,21 +65,22 @@ class StreamRelease(Release):
     def _curves(self, group: str | None) -> Mapping[int, Any]:
         if self.groups is None:
             if group is not None:
-                raise ParameterError(message("group", "StreamRelease", "None (the stream has "
+                raise ParameterError(message("group", "None (the stream has "
                                              "no groups)", group))
             return self.value
         if group not in self.value:
-            raise ParameterError(message("group", "StreamRelease", "one of the stream's "
+            raise ParameterError(message("group", "one of the stream's "
                                          "groups", group))
         out: Mapping[int, Any] = self.value[group]
         return out
 
+    @public_errors("StreamRelease.latest")
     def latest(self, k: int, group: str | None = None) -> Any:
         """The answer period :attr:`period` published for ``k`` (and ``group``)."""
-        k = check_int(k, "k", "StreamRelease.latest", minimum=1)
+        k = check_int(k, "k", minimum=1)
         curves = self._curves(group)
         if k not in curves:
-            raise ParameterError(message("k", "StreamRelease.latest", "one of the stream's "
+            raise ParameterError(message("k", "one of the stream's "
                                          f"k_values {list(self.k_values)}", k))
         return curves[k][-1]
 
@@ -105,6 +106,7 @@ class StreamRelease(Release):
             del cols["group"]
         return cols
 
+    @public_errors("StreamRelease.plot")
     def plot(self, ax: Any = None, *, group: str | None = None) -> Any:
         """The curves of every k (of ``group``) with their intervals, to date."""
         from dpfreq.plotting import new_axes, plot_band

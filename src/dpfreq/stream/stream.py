@@ -54,20 +54,20 @@ def _public(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fresh_directory(path: Any, func: str) -> Path:
+def _fresh_directory(path: Any) -> Path:
     """The state directory: new or empty, in a writable place (checked before the charge;
     created after it is checked)."""
     try:
         p = Path(path)
     except TypeError:
-        raise ParameterError(message("path", func, "a directory path", path)) from None
+        raise ParameterError(message("path", "a directory path", path)) from None
     if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(p.iterdir()))):
-        raise ParameterError(message("path", func, "a new or empty directory (a stream is "
+        raise ParameterError(message("path", "a new or empty directory (a stream is "
                                      "created once; open an existing one with "
                                      "ReachStream.open)", str(p)))
     parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
     if parent is None or not os.access(parent, os.W_OK | os.X_OK):
-        raise ParameterError(message("path", func, "a directory this process can create and "
+        raise ParameterError(message("path", "a directory this process can create and "
                                      "write", str(p)))
     return p
 
@@ -187,15 +187,15 @@ class ReachStream:
         once.
         """
         func = "ReachStream.create"
-        acct = check_accountant(accountant, func)
-        resolved = resolve_rng(rng, func)
+        acct = check_accountant(accountant)
+        resolved = resolve_rng(rng)
         par = check_params(item=item, time=time, horizon=horizon, start=start, period=period,
                            k_values=k_values, unit=unit, epsilon=epsilon, delta=delta,
                            method=method, group=group, groups=groups,
                            max_groups_per_item=max_groups_per_item, late=late,
-                           confidence=confidence, engine=engine, func=func)
+                           confidence=confidence, engine=engine)
         plan = _plan(par)
-        directory = _fresh_directory(path, func)
+        directory = _fresh_directory(path)
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()
         directory.mkdir(parents=True, exist_ok=True)
@@ -274,8 +274,7 @@ class ReachStream:
         (see :meth:`create`). Whether an append is refused depends on the data and public
         parameters only, never on the noise.
         """
-        func = "ReachStream.append"
-        t = period_of(self.params, through, func)
+        t = period_of(self.params, through)
         st = self._state
         if t <= st.last:
             return self._resend(source, t)
@@ -306,11 +305,11 @@ class ReachStream:
 
     def _check_events(self, events: EventTable, after: int) -> None:
         if events.n_future:
-            raise DataError(message("source", "ReachStream.append", "events of the periods "
+            raise DataError(message("source", "events of the periods "
                                     "up to through only (append later periods with a later "
                                     "through)", "events after through"))
         if events.n_late and self.params.late == "error":
-            raise DataError(message("source", "ReachStream.append", f"events after the "
+            raise DataError(message("source", f"events after the "
                                     f"closed period {after} (late='error'; create the stream "
                                     "with late='drop' to drop late events)",
                                     "events of closed periods"))
@@ -324,10 +323,10 @@ class ReachStream:
         finally:
             events.close()
         if events.n_future:
-            raise DataError(message("source", "ReachStream.append", "events of the periods up "
+            raise DataError(message("source", "events of the periods up "
                                     "to through only", "events after through"))
         if not same and self.params.late == "error":
-            raise DataError(message("source", "ReachStream.append", f"the events appended for "
+            raise DataError(message("source", f"the events appended for "
                                     f"periods {batch.after + 1}..{batch.through} when re-sent "
                                     "(late='error': a closed period is never changed)",
                                     "other events"))
@@ -343,15 +342,14 @@ class ReachStream:
         Post-processing of the noisy measurements: free, any number of times (see
         :meth:`create`).
         """
-        func = "ReachStream.release"
         if self._state.last == 0:
-            raise ParameterError(message("through", func, "a period already appended (the "
+            raise ParameterError(message("through", "a period already appended (the "
                                          "stream has none yet)", through))
-        t = self._state.last if through is None else period_of(self.params, through, func)
+        t = self._state.last if through is None else period_of(self.params, through)
         if t > self._state.last:
-            raise ParameterError(message("through", func, f"a period already appended (<= "
+            raise ParameterError(message("through", f"a period already appended (<= "
                                          f"{self._state.last})", through))
-        conf = None if confidence is None else check_confidence(confidence, "confidence", func)
+        conf = None if confidence is None else check_confidence(confidence, "confidence")
         return build_releases(self, t, t, confidence=conf)[0]
 
     @property

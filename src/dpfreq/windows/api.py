@@ -48,7 +48,7 @@ def _summarize(source: Any, item: Any, time: Any, engine: str | Engine | Any, ax
     """
     specs = summary_specs(windows, ks)
     src, item, time = engine_source(source, item, time, axis)
-    eng = summarizing_engine(engine, src, _FUNC)
+    eng = summarizing_engine(engine, src)
     red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), specs,
                                             drop_out_of_range=out_of_range == "drop"))
     if red.n_out_of_range and out_of_range == "error":
@@ -99,7 +99,7 @@ class _WindowSteps:
                                                 par.axis, self.out_of_range, par.windows,
                                                 par.k_values)
         if par.singleton and not summaries.singleton:
-            raise DataError(message("singleton", _FUNC, "True only for logs with at most one "
+            raise DataError(message("singleton", "True only for logs with at most one "
                                     "event per period", "a log with several events in one "
                                     "period"))
         return Reading(_Log(summaries, int(n_dropped), kind), source=kind)
@@ -310,9 +310,9 @@ def release_window_counts(
     >>> rel.value["cumulative"][1].shape
     (2,)
     """
-    acct = check_accountant(accountant, _FUNC)
-    check_choice(out_of_range, "out_of_range", _FUNC, ("error", "drop"))
-    par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
+    acct = check_accountant(accountant)
+    check_choice(out_of_range, "out_of_range", ("error", "drop"))
+    par = check_window_params(horizon=horizon, start=start, end=end, period=period,
                               time_unit=time_unit, timezone=timezone, epsilon=epsilon,
                               delta=delta, unit=unit, k_values=k_values,
                               windows=windows, method=method, singleton=singleton,
@@ -321,15 +321,15 @@ def release_window_counts(
         return release_grouped_window_counts(
             source, par=par, item=item, time=time, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
-            rng=rng, accountant=acct, func=_FUNC, selection_epsilon=selection_epsilon,
+            rng=rng, accountant=acct, selection_epsilon=selection_epsilon,
             selection=selection, capping_epsilon=capping_epsilon)
     for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
         if not (isinstance(value, str) and value == "auto"):
-            raise ParameterError(message(name, _FUNC, "'auto' without group= (only a grouped "
+            raise ParameterError(message(name, "'auto' without group= (only a grouped "
                                          "release selects groups)", value))
     if capping_epsilon is not None:
-        raise ParameterError(message("capping_epsilon", _FUNC, "None without group= (only a "
+        raise ParameterError(message("capping_epsilon", "None without group= (only a "
                                      "grouped release caps groups per item)", capping_epsilon))
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
-    return run_release(steps, accountant=acct, rng=rng, func=_FUNC)
+    return run_release(steps, accountant=acct, rng=rng)

@@ -58,8 +58,6 @@ __all__ = [
     "time_axis",
 ]
 
-_FUNC = "release_window_counts"
-
 #: largest horizon: 2d node ids ``u·2D + v`` (D >= T) stay below 2^63
 MAX_HORIZON = 1 << 30
 
@@ -70,7 +68,7 @@ _DATE_ONLY = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
 _MAX_PERIOD_US = 1 << 62
 
 
-def parse_period(period: Any, func: str = _FUNC) -> int:
+def parse_period(period: Any) -> int:
     """A period length in microseconds from ``"1d"``, ``"6h"``, ``"30min"``, ``"1w"``,
     a :class:`datetime.timedelta` or a ``numpy.timedelta64``.
 
@@ -89,12 +87,12 @@ def parse_period(period: Any, func: str = _FUNC) -> int:
     elif isinstance(period, np.timedelta64) and not np.isnat(period):
         us = int(period.astype("timedelta64[us]").astype(np.int64))
     if us is None or us <= 0 or us > _MAX_PERIOD_US:
-        raise ParameterError(message("period", func, "a positive duration such as '1d', '6h', "
+        raise ParameterError(message("period", "a positive duration such as '1d', '6h', "
                                      "'30min' or a timedelta", period))
     return us
 
 
-def check_timezone(zone: Any, func: str = _FUNC) -> str:
+def check_timezone(zone: Any) -> str:
     """An IANA time zone name (``"UTC"``, ``"America/New_York"``) known to this system."""
     try:
         if isinstance(zone, str) and zone:
@@ -102,15 +100,15 @@ def check_timezone(zone: Any, func: str = _FUNC) -> str:
             return zone
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         pass
-    raise ParameterError(message("timezone", func, "an IANA time zone name such as 'UTC' or "
+    raise ParameterError(message("timezone", "an IANA time zone name such as 'UTC' or "
                                  "'America/New_York'", zone))
 
 
-def check_time_unit(unit: Any, func: str = _FUNC) -> str | None:
+def check_time_unit(unit: Any) -> str | None:
     """None, or the unit of integer epochs: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``."""
     if unit is None or unit in ("s", "ms", "us", "ns"):
         return unit
-    raise ParameterError(message("time_unit", func, "None or one of 's', 'ms', 'us', 'ns' "
+    raise ParameterError(message("time_unit", "None or one of 's', 'ms', 'us', 'ns' "
                                  "(the unit of integer epochs)", unit))
 
 
@@ -134,9 +132,9 @@ def _to_us(value: Any, param: str, *, end: bool, zone: str = "UTC") -> int:
             raise TypeError(type(value).__name__)
         out = np.datetime64(value, "us")
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ParameterError(message(param, _FUNC, "a date or timestamp", value)) from exc
+        raise ParameterError(message(param, "a date or timestamp", value)) from exc
     if np.isnat(out):
-        raise ParameterError(message(param, _FUNC, "a date or timestamp", value))
+        raise ParameterError(message(param, "a date or timestamp", value))
     us = int(out.astype(np.int64))
     return us + _DAY_US - 1 if end and date_only else us
 
@@ -195,26 +193,26 @@ def time_axis(horizon: Any, start: Any, end: Any, period: Any, time_unit: Any = 
     unit, zone = check_time_unit(time_unit), check_timezone(timezone)
     if horizon is not None:
         if start is not None or end is not None or period is not None:
-            raise ParameterError(message("horizon", _FUNC, "given alone, or replaced by "
+            raise ParameterError(message("horizon", "given alone, or replaced by "
                                          "start/end/period", horizon))
         if unit is not None:
-            raise ParameterError(message("time_unit", _FUNC, "None with integer periods "
+            raise ParameterError(message("time_unit", "None with integer periods "
                                          "(horizon); epochs need start, end and period", unit))
         if zone != "UTC":
-            raise ParameterError(message("timezone", _FUNC, "'UTC' with integer periods "
+            raise ParameterError(message("timezone", "'UTC' with integer periods "
                                          "(horizon); a zone needs start, end and period", zone))
-        return TimeAxis(check_int(horizon, "horizon", _FUNC, minimum=1, maximum=MAX_HORIZON))
+        return TimeAxis(check_int(horizon, "horizon", minimum=1, maximum=MAX_HORIZON))
     if start is None or end is None or period is None:
-        raise ParameterError(message("horizon", _FUNC, "an integer >= 1, or start, end and "
+        raise ParameterError(message("horizon", "an integer >= 1, or start, end and "
                                      "period all given (public time range)", horizon))
     s = _to_us(start, "start", end=False, zone=zone)
     e = _to_us(end, "end", end=True, zone=zone)
     p = parse_period(period)
     if e < s:
-        raise ParameterError(message("end", _FUNC, f"at or after start {start!r}", end))
+        raise ParameterError(message("end", f"at or after start {start!r}", end))
     t = (e - s) // p + 1
     if t > MAX_HORIZON:
-        raise ParameterError(message("period", _FUNC, f"long enough for at most {MAX_HORIZON} "
+        raise ParameterError(message("period", f"long enough for at most {MAX_HORIZON} "
                                      "periods between start and end", period))
     return TimeAxis(t, s, p, unit, zone)
 
@@ -229,16 +227,16 @@ def parse_windows(windows: Any, horizon: int) -> tuple[Any, ...]:
         except TypeError:
             items = []
     if not items:
-        raise ParameterError(message("windows", _FUNC, "a non-empty list of 'cumulative', "
+        raise ParameterError(message("windows", "a non-empty list of 'cumulative', "
                                      "'total', 'all' and window widths", windows))
     out: list[Any] = []
     for w in items:
         if isinstance(w, str) and w not in ("cumulative", "total", "all"):
-            raise ParameterError(message("windows", _FUNC, "'cumulative', 'total', 'all' or an "
+            raise ParameterError(message("windows", "'cumulative', 'total', 'all' or an "
                                          "integer window width (7 for rolling 7-period windows)",
                                          w))
         if not isinstance(w, str):
-            w = check_int(w, "windows", _FUNC, minimum=1, maximum=horizon)
+            w = check_int(w, "windows", minimum=1, maximum=horizon)
         if w not in out:
             out.append(w)
     return tuple(sorted(out, key=lambda v: (isinstance(v, str), str(v))))
@@ -254,9 +252,9 @@ def parse_k(k_values: Any) -> tuple[int, ...]:
         except TypeError:
             ks = []
     if not ks:
-        raise ParameterError(message("k_values", _FUNC, "a non-empty list of integers >= 1",
+        raise ParameterError(message("k_values", "a non-empty list of integers >= 1",
                                      k_values))
-    return tuple(sorted({check_int(k, "k_values", _FUNC, minimum=1, maximum=MAX_HORIZON)
+    return tuple(sorted({check_int(k, "k_values", minimum=1, maximum=MAX_HORIZON)
                          for k in ks}))
 
 
@@ -266,7 +264,7 @@ def check_method(method: Any) -> Any:
         return method
     if isinstance(method, Mapping) and all(isinstance(v, str) for v in method.values()):
         return dict(method)
-    raise ParameterError(message("method", _FUNC, "'auto' or a mapping {family: method}",
+    raise ParameterError(message("method", "'auto' or a mapping {family: method}",
                                  method))
 
 
@@ -280,7 +278,7 @@ def check_memory(horizon: int, windows: tuple[Any, ...], n_k: int) -> None:
     only its planning arrays (about 100, budgeted 128).
     """
     per_period = sum(128 if w == "all" else 400 for w in windows) * n_k
-    memory_check(per_period * (horizon + 2), param="horizon", func=_FUNC, value=horizon,
+    memory_check(per_period * (horizon + 2), param="horizon", value=horizon,
                  what=f"the arrays of {len(windows) * n_k} (window family, k) structure(s) "
                       f"over {horizon} periods (use a longer period or fewer "
                       "k_values/windows)")
@@ -330,19 +328,19 @@ class WindowParams:
             self.singleton if singleton is None else singleton, rho)
 
 
-def check_window_params(func: str, *, horizon: Any, start: Any, end: Any, period: Any,
+def check_window_params(*, horizon: Any, start: Any, end: Any, period: Any,
                         time_unit: Any = None, timezone: Any = "UTC", epsilon: Any,
                         delta: Any, unit: Any, k_values: Any, windows: Any,
                         method: Any, singleton: Any, confidence: Any) -> WindowParams:
     """Check and normalise the parameters :func:`release_window_counts` and
     :func:`plan_window_counts` share (ε, δ, unit, confidence, the time axis, the families, k,
-    the method), and refuse a release too large for memory; ``func`` names the caller."""
-    eps = check_epsilon(epsilon, "epsilon", func)
-    dlt = check_delta(delta, "delta", func)
-    u = check_unit(unit, func, TABLE_UNITS)
-    conf = check_confidence(confidence, "confidence", func)
+    the method), and refuse a release too large for memory."""
+    eps = check_epsilon(epsilon, "epsilon")
+    dlt = check_delta(delta, "delta")
+    u = check_unit(unit, TABLE_UNITS)
+    conf = check_confidence(confidence, "confidence")
     if not isinstance(singleton, bool):
-        raise ParameterError(message("singleton", func, "True or False", singleton))
+        raise ParameterError(message("singleton", "True or False", singleton))
     ks = parse_k(k_values)
     choice = check_method(method)
     axis = time_axis(horizon, start, end, period, time_unit, timezone)

@@ -87,11 +87,10 @@ def _check_build(build: Any) -> dict[str, Any]:
     _require(isinstance(build, Mapping) and set(build) == _BUILD_KEYS,
              "its build parameters are incomplete or unknown")
     b = dict(build)
-    func = "WindowCountsRelease.load"
-    b["epsilon"] = check_epsilon(b["epsilon"], "epsilon", func)
-    b["delta"] = check_delta(b["delta"], "delta", func)
-    b["unit"] = check_unit(b["unit"], func, TABLE_UNITS)
-    b["confidence"] = check_confidence(b["confidence"], "confidence", func)
+    b["epsilon"] = check_epsilon(b["epsilon"], "epsilon")
+    b["delta"] = check_delta(b["delta"], "delta")
+    b["unit"] = check_unit(b["unit"], TABLE_UNITS)
+    b["confidence"] = check_confidence(b["confidence"], "confidence")
     _require(_is_int(b["horizon"]) and 1 <= b["horizon"] <= MAX_HORIZON,
              "its horizon is not an integer in range")
     b["windows"] = list(parse_windows(b["windows"], b["horizon"]))

@@ -31,15 +31,13 @@ from dpfreq._validate import (
 )
 from dpfreq.accounting.losses import zcdp_loss
 from dpfreq.accounting.plans import BudgetShare, with_budget_share
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.windows.params import PlanRequest, check_window_params
 from dpfreq.windows.state import band_share, route
 from dpfreq.windows.structures.chooser import family_label, make_plan
 from dpfreq.windows.structures.protocol import WindowStructure
 
 __all__ = ["USEFUL_FRACTION", "WindowCountsPlan", "plan_window_counts"]
-
-_FUNC = "plan_window_counts"
 
 #: a half-width at or below this fraction of ``scale`` is called useful (±10 % of the reach)
 USEFUL_FRACTION = 0.1
@@ -239,20 +237,21 @@ class WindowCountsPlan(PlanSummary):
                 "band_halfwidth": nest(self.band_halfwidth), "vacuous": nest(self.vacuous),
                 "budget": None if self.budget is None else self.budget.to_dict()}
 
-    def _key(self, family: Any, k: Any, func: str) -> tuple[str, int]:
+    def _key(self, family: Any, k: Any) -> tuple[str, int]:
         labels = [_label(w) for w in self.windows]
         label = family if family in labels else (
             _label(family) if isinstance(family, str | int) and not isinstance(family, bool)
             else None)
         if label not in labels:
-            raise ParameterError(message("family", func, f"one of the planned families "
+            raise ParameterError(message("family", f"one of the planned families "
                                          f"{labels}", family))
-        kk = check_int(k, "k", func, minimum=1)
+        kk = check_int(k, "k", minimum=1)
         if kk not in self.k_values:
-            raise ParameterError(message("k", func, f"one of the planned k_values "
+            raise ParameterError(message("k", f"one of the planned k_values "
                                          f"{list(self.k_values)}", k))
         return str(label), kk
 
+    @public_errors("WindowCountsPlan.epsilon_for")
     def epsilon_for(self, target: float, *, family: Any = "cumulative", k: int = 1) -> float:
         """The smallest total ε (3 significant digits, rounded up) at which the largest
         per-answer half-width of ``family`` and ``k`` is at most ``target`` items.
@@ -279,12 +278,11 @@ class WindowCountsPlan(PlanSummary):
             If the target is not a number > 0, the family or k was not planned, or the target
             is not met even at ε = 1000.
         """
-        func = "WindowCountsPlan.epsilon_for"
         t = target
         if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
                 or not math.isfinite(t):
-            raise ParameterError(message("target", func, "a finite number > 0", t))
-        key = self._key(family, k, func)
+            raise ParameterError(message("target", "a finite number > 0", t))
+        key = self._key(family, k)
 
         def value(eps: float, exact: bool = True) -> float:
             try:
@@ -296,7 +294,7 @@ class WindowCountsPlan(PlanSummary):
         # the tail bound is never below the exact half-width: when it meets the target at
         # ε = EPSILON_MAX, so does the exact one (the usual case; saves one exact evaluation)
         if value(EPSILON_MAX, exact=False) > t and value(EPSILON_MAX) > t:
-            raise ParameterError(message("target", func, "reachable at ε <= "
+            raise ParameterError(message("target", "reachable at ε <= "
                                          f"{EPSILON_MAX:g} for {key[0]}, k={key[1]}", t))
         lo, hi = self._bracket(value, t)
         if lo == hi:
@@ -330,12 +328,12 @@ class WindowCountsPlan(PlanSummary):
             return 0.0, 0.0
         return math.log(EPSILON_MIN), math.log(self.epsilon)
 
+    @public_errors("WindowCountsPlan.useful_epsilon")
     def useful_epsilon(self, *, family: Any = "cumulative", k: int = 1) -> float | None:
         """The ε at which the family's half-width falls to :data:`USEFUL_FRACTION` · ``scale``
         (None if beyond ε = 1000). Needs ``scale``."""
-        func = "WindowCountsPlan.useful_epsilon"
         if self.scale is None:
-            raise ParameterError(message("scale", func, "given to plan_window_counts (the "
+            raise ParameterError(message("scale", "given to plan_window_counts (the "
                                          "public reach the half-width is compared with)", None))
         try:
             return self.epsilon_for(USEFUL_FRACTION * self.scale, family=family, k=k)
@@ -363,6 +361,7 @@ class WindowCountsPlan(PlanSummary):
         return out
 
 
+@public_errors("plan_window_counts")
 def plan_window_counts(
     *,
     horizon: int | None = None,
@@ -436,28 +435,28 @@ selection, capping_epsilon
     >>> plan.epsilon_for(plan.max_halfwidth["cumulative"][1] / 2, k=1) > 1.0
     True
     """
-    sc = None if scale is None else check_int(scale, "scale", _FUNC, minimum=1)
-    par = check_window_params(_FUNC, horizon=horizon, start=start, end=end, period=period,
+    sc = None if scale is None else check_int(scale, "scale", minimum=1)
+    par = check_window_params(horizon=horizon, start=start, end=end, period=period,
                               time_unit=time_unit, timezone=timezone, epsilon=epsilon,
                               delta=delta, unit=unit, k_values=k_values,
                               windows=windows, method=method, singleton=singleton,
                               confidence=confidence)
     if capping_epsilon is not None and group is None:
-        raise ParameterError(message("capping_epsilon", _FUNC, "None without group= (only a "
+        raise ParameterError(message("capping_epsilon", "None without group= (only a "
                                      "grouped release caps groups per item)", capping_epsilon))
     if group is not None or max_groups_per_item is not None or groups is not None:
         from dpfreq.windows.grouped.plan import plan_grouped_window_counts
 
         grouped = plan_grouped_window_counts(
-            par, group, groups, max_groups_per_item, _FUNC,
+            par, group, groups, max_groups_per_item,
             lambda eps, dlt, rho: window_plan(dataclasses.replace(par, epsilon=eps, delta=dlt),
                                               singleton, sc, rho), selection_epsilon,
             selection, capping_epsilon)
         return with_budget_share(grouped, accountant, epsilon=par.epsilon, delta=par.delta,
-                                 unit=par.unit, func=_FUNC)
+                                 unit=par.unit)
     out = window_plan(par, singleton, sc)
     return with_budget_share(out, accountant, epsilon=par.epsilon, delta=par.delta,
-                             unit=par.unit, func=_FUNC, loss=out.privacy_loss)
+                             unit=par.unit, loss=out.privacy_loss)
 
 
 def window_plan(par: Any, singleton: bool, sc: int | None,

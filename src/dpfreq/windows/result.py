@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import check_confidence, check_int, message
 from dpfreq.artifacts import read_artifact, write_artifact
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS, ErrorStatement, Release
 from dpfreq.windows.consistency import consistent_curves, isotonic_columns
 from dpfreq.windows.params import WindowBuild
@@ -128,15 +128,14 @@ class WindowCountsRelease(Release):
             for p in parts.values():
                 p[label] = {}
             for k in ks:
-                structs = state.structures_for(k, "release_window_counts")
+                structs = state.structures_for(k)
                 if w == "cumulative":
-                    a = state.answer(np.ones_like(ts), ts, k, conf, structs, "cumulative")
+                    a = state.answer(np.ones_like(ts), ts, k, conf, structs)
                 elif w == "total":
-                    a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs, "total")
+                    a = state.answer(ts[-1:] * 0 + 1, ts[-1:], k, conf, structs)
                 else:
                     chosen = [s for s in structs if s.family != "rolling" or s.width == w]
-                    a = state.answer(np.maximum(1, ts - int(w) + 1), ts, k, conf, chosen,
-                                     "rolling")
+                    a = state.answer(np.maximum(1, ts - int(w) + 1), ts, k, conf, chosen)
                 value[label][k] = np.asarray(a.estimate)
                 parts["half"][label][k] = np.asarray(a.upper) - np.asarray(a.estimate)
                 for n in ("lower", "upper", "band_lower", "band_upper"):
@@ -200,11 +199,13 @@ class WindowCountsRelease(Release):
         return consistent_curves(self.value)
 
     # ------------------------------------------------------------------ queries
+    @public_errors("window")
     def window(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f≥k`` of the windows ``[t1, t2]`` (any released family that covers them)."""
         st = self._state
-        return st.answer(t1, t2, k, confidence, st.structures_for(k, "window"), "window")
+        return st.answer(t1, t2, k, confidence, st.structures_for(k))
 
+    @public_errors("answer_windows")
     def answer_windows(self, t1: Any, t2: Any, k: Any, *,
                        confidence: float = 0.95) -> WindowAnswer:
         """Batch API: ``f≥k`` of many windows ``[t1[i], t2[i]]`` with their own ``k[i]``.
@@ -216,17 +217,16 @@ class WindowCountsRelease(Release):
         structures answering). Asking any number of windows
         is post-processing of the one release (no further privacy cost).
         """
-        func = "answer_windows"
-        conf = check_confidence(confidence, "confidence", func)
+        conf = check_confidence(confidence, "confidence")
         try:
             q1, q2, kk = np.broadcast_arrays(np.atleast_1d(np.asarray(t1)),
                                              np.atleast_1d(np.asarray(t2)),
                                              np.atleast_1d(np.asarray(k)))
         except ValueError as exc:
-            raise ParameterError(message("(t1, t2, k)", func, "arrays of one common shape",
+            raise ParameterError(message("(t1, t2, k)", "arrays of one common shape",
                                          (np.shape(t1), np.shape(t2), np.shape(k)))) from exc
         if kk.dtype.kind not in "iu":
-            raise ParameterError(message("k", func, "integers", kk if kk.size < 9 else kk.dtype))
+            raise ParameterError(message("k", "integers", kk if kk.size < 9 else kk.dtype))
         shape = q1.shape
         q1, q2, kk = q1.ravel(), q2.ravel(), kk.ravel().astype(np.int64)
         n = q1.size
@@ -240,8 +240,8 @@ class WindowCountsRelease(Release):
         ks = np.unique(kk).tolist()
         for kv in ks:
             sel = np.flatnonzero(kk == kv)
-            a = st.answer(q1[sel], q2[sel], int(kv), conf, st.structures_for(int(kv), func),
-                          func, band_beta=(1.0 - conf) / len(ks))
+            a = st.answer(q1[sel], q2[sel], int(kv), conf, st.structures_for(int(kv)),
+                          band_beta=(1.0 - conf) / len(ks))
             for name, arr in cols.items():
                 arr[sel] = getattr(a, name)
             integer &= np.asarray(a.estimate).dtype.kind in "iu"
@@ -254,41 +254,43 @@ class WindowCountsRelease(Release):
                             answered_by=by.reshape(shape), bias_bound=bias.reshape(shape),
                             description=desc, **out)
 
+    @public_errors("cumulative")
     def cumulative(self, t: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f≥k(X[1, t])``: cumulative (k+) reach up to period ``t``."""
         st = self._state
         return st.answer(np.ones_like(np.asarray(t)), t, k, confidence,
-                         st.structures_for(k, "cumulative"), "cumulative")
+                         st.structures_for(k))
 
+    @public_errors("rolling")
     def rolling(self, t: Any, k: int, *, width: int | None = None,
               confidence: float = 0.95) -> WindowAnswer:
         """``f≥k`` of the rolling window ``[max(1, t−W+1), t]`` for the released width W."""
         widths = [w for w in self.windows if not isinstance(w, str)]
         if width is None:
             if len(widths) != 1:
-                raise ParameterError(message("width", "rolling", f"one of {widths} (this release "
+                raise ParameterError(message("width", f"one of {widths} (this release "
                                              "has no single rolling window)", width))
             width = widths[0]
         if width not in widths:
-            raise ParameterError(message("width", "rolling", f"a released width {widths}", width))
+            raise ParameterError(message("width", f"a released width {widths}", width))
         tt = np.asarray(t)
         if tt.dtype.kind not in "iu":
-            raise ParameterError(message("t", "rolling", "integers", t))
-        fams = [s for s in self._state.structures_for(k, "rolling")
+            raise ParameterError(message("t", "integers", t))
+        fams = [s for s in self._state.structures_for(k)
                 if s.family != "rolling" or s.width == width]
-        return self._state.answer(np.maximum(1, tt - width + 1), t, k, confidence, fams,
-                                  "rolling")
+        return self._state.answer(np.maximum(1, tt - width + 1), t, k, confidence, fams)
 
+    @public_errors("exactly")
     def exactly(self, t1: Any, t2: Any, k: int, *, confidence: float = 0.95) -> WindowAnswer:
         """``f=k = f≥k − f≥k+1`` of ``[t1, t2]``; needs ``k`` and ``k+1`` released.
 
         The interval is the sum of the two half-widths at confidence ``1 − β/2`` each.
         """
-        k = check_int(k, "k", "exactly", minimum=1)
+        k = check_int(k, "k", minimum=1)
         if k + 1 not in self.k_values:
-            raise ParameterError(message("k", "exactly", "a k with k and k+1 both in the released "
+            raise ParameterError(message("k", "a k with k and k+1 both in the released "
                                          f"k_values {list(self.k_values)}", k))
-        conf = check_confidence(confidence, "confidence", "exactly")
+        conf = check_confidence(confidence, "confidence")
         c2 = 1 - (1 - conf) / 2
         a = self.window(t1, t2, k, confidence=c2)
         b = self.window(t1, t2, k + 1, confidence=c2)
@@ -420,6 +422,7 @@ class WindowCountsRelease(Release):
                               arrays=arrays)
 
     @classmethod
+    @public_errors("WindowCountsRelease.load")
     def load(cls, path: str | Path) -> WindowCountsRelease:
         """Read a release written by :meth:`save`; every answer is identical (same node noise).
 

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from dpfreq._display import brief, cut, html_table, text_block
 from dpfreq._validate import check_confidence, check_int, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_caller
 from dpfreq.windows.data.summaries import SummarySpec, WindowSummaries
 from dpfreq.windows.noise.overlap import side_by_side
 from dpfreq.windows.params import WindowBuild
@@ -117,20 +117,20 @@ class WindowAnswer:
         return html_table("WindowAnswer", self._display_rows())
 
 
-def _windows(t1: Any, t2: Any, horizon: int, func: str) -> tuple[IntArray, IntArray]:
+def _windows(t1: Any, t2: Any, horizon: int) -> tuple[IntArray, IntArray]:
     try:
         q1, q2 = np.broadcast_arrays(np.atleast_1d(np.asarray(t1)),
                                      np.atleast_1d(np.asarray(t2)))
     except ValueError as exc:
-        raise ParameterError(message("(t1, t2)", func, "arrays of one common shape",
+        raise ParameterError(message("(t1, t2)", "arrays of one common shape",
                                      (np.shape(t1), np.shape(t2)))) from exc
     for name, q in (("t1", q1), ("t2", q2)):
         if q.dtype.kind not in "iu":
-            raise ParameterError(message(name, func, "integers", q if q.size < 9 else q.dtype))
+            raise ParameterError(message(name, "integers", q if q.size < 9 else q.dtype))
     bad = (q1 < 1) | (q2 > horizon) | (q1 > q2)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ParameterError(message("(t1, t2)", func, f"a window with 1 <= t1 <= t2 <= "
+        raise ParameterError(message("(t1, t2)", f"a window with 1 <= t1 <= t2 <= "
                                      f"{horizon}", (int(q1.flat[i]), int(q2.flat[i]))))
     return q1.astype(np.int64).ravel(), q2.astype(np.int64).ravel()
 
@@ -225,16 +225,17 @@ class WindowState:
                                                          lambda: s.noise(t1, t2))
         return exact + noise, sd, half, shalf
 
-    def structures_for(self, k: int, func: str) -> list[WindowStructure]:
-        k = check_int(k, "k", func, minimum=1)
+    def structures_for(self, k: int) -> list[WindowStructure]:
+        k = check_int(k, "k", minimum=1)
         if k not in self.build.k_values:
-            raise ParameterError(message("k", func, "one of the released k_values "
+            raise ParameterError(message("k", "one of the released k_values "
                                          f"{list(self.build.k_values)}", k))
         return [s for (_, kk), s in self.structures.items() if kk == k]
 
-    def _route(self, q1: IntArray, q2: IntArray, k: int, families: list[WindowStructure],
-               func: str) -> IntArray:
+    def _route(self, q1: IntArray, q2: IntArray, k: int,
+               families: list[WindowStructure]) -> IntArray:
         """Index of the answering structure per query (smallest error among those that can)."""
+        func = public_caller()
         best = route(families, q1, q2)
         if (best < 0).any():
             i = int(np.flatnonzero(best < 0)[0])
@@ -246,7 +247,7 @@ class WindowState:
         return best
 
     def answer(self, t1: Any, t2: Any, k: int, confidence: float,
-               families: list[WindowStructure], func: str, *, band_beta: float | None = None
+               families: list[WindowStructure], *, band_beta: float | None = None
                ) -> WindowAnswer:
         """Answers of the windows ``[t1, t2]`` for one k from the given structures.
 
@@ -259,11 +260,11 @@ class WindowState:
         ``1 − confidence``) is the band's total miss probability, for callers that split it
         further (several k at once).
         """
-        conf = check_confidence(confidence, "confidence", func)
+        conf = check_confidence(confidence, "confidence")
         scalar = np.ndim(t1) == 0 and np.ndim(t2) == 0
         shape = np.broadcast_shapes(np.shape(t1), np.shape(t2)) if not scalar else ()
-        q1, q2 = _windows(t1, t2, self.horizon, func)
-        best = self._route(q1, q2, k, families, func)
+        q1, q2 = _windows(t1, t2, self.horizon)
+        best = self._route(q1, q2, k, families)
         n = q1.size
         est = np.zeros(n, dtype=np.float64)
         sd, half, shalf = np.zeros(n), np.zeros(n), np.zeros(n)

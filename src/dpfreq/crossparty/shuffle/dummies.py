@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from dpfreq._exact_inverse import exp_neg_bounds
 from dpfreq._validate import check_int, message
 from dpfreq.accounting import ApproximateDP
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma, sample_discrete_laplace
 from dpfreq.rng import RNGLike, resolve_rng
 
@@ -147,8 +147,8 @@ class DummyLaw:
                 "delta_per_worker": self.delta, "variance": self.variance}
 
 
-def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float,
-                      func: str = "calibrate_dummies") -> DummyLaw:
+@public_errors("calibrate_dummies")
+def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float) -> DummyLaw:
     """The dummy law that makes one histogram ``(epsilon, delta)``-DP with one worker's
     dummies alone (pure: no randomness).
 
@@ -156,8 +156,6 @@ def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float,
     ----------
     epsilon, delta : Fraction or float
         The histogram's budget (``delta`` > 0).
-    func : str
-        The public function, for error messages.
 
     Returns
     -------
@@ -178,12 +176,12 @@ def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float,
     gamma = discrete_laplace_gamma(epsilon, sensitivity=2)
     target = Fraction(delta)
     if not target > 0:
-        raise ParameterError(message("delta", func, "> 0 (the dummies are truncated)", delta))
+        raise ParameterError(message("delta", "> 0 (the dummies are truncated)", delta))
     lo, hi = 1, 1
     while dummy_delta_bound(gamma, hi) > target:  # doubling, then bisection
         lo, hi = hi + 1, 2 * hi
         if hi > MAX_SHIFT:
-            raise ParameterError(message("delta", func, "large enough for a shift of at most "
+            raise ParameterError(message("delta", "large enough for a shift of at most "
                                          f"{MAX_SHIFT} dummies per value", float(delta)))
     while lo < hi:
         mid = (lo + hi) // 2
@@ -195,6 +193,7 @@ def calibrate_dummies(epsilon: Fraction | float, delta: Fraction | float,
                     delta=float(dummy_delta_bound(gamma, hi)))
 
 
+@public_errors("sample_dummies")
 def sample_dummies(law: DummyLaw, size: int, *, rng: RNGLike = None) -> NDArray[np.int64]:
     """``size`` independent dummy counts of ``law``, drawn exactly.
 
@@ -209,8 +208,8 @@ def sample_dummies(law: DummyLaw, size: int, *, rng: RNGLike = None) -> NDArray[
     >>> bool(d.min() >= 0), bool(d.max() <= 2 * law.shift)
     (True, True)
     """
-    n = check_int(size, "size", "sample_dummies", minimum=0)
-    gen = resolve_rng(rng, "sample_dummies").generator
+    n = check_int(size, "size", minimum=0)
+    gen = resolve_rng(rng).generator
     out = np.empty(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:

@@ -39,7 +39,7 @@ from dpfreq.crossparty.shuffle.dummies import DummyLaw, calibrate_dummies
 from dpfreq.crossparty.shuffle.params import ShuffleParams
 from dpfreq.crossparty.shuffle.plan import MISSING_REASONS, Plan
 from dpfreq.crossparty.shuffle.result import RELATION, ShuffleRelease
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["MECHANISM", "WORKERS", "dummy_law", "estimate_histogram", "measurement_loss",
            "release_from_histograms"]
@@ -50,6 +50,7 @@ WORKERS = 2
 _FUNC = "release_from_histograms"
 
 
+@public_errors("ShuffleParams")
 def dummy_law(params: ShuffleParams) -> DummyLaw:
     """The dummy law of every histogram of ``params`` (its share of the budget).
 
@@ -65,7 +66,7 @@ def dummy_law(params: ShuffleParams) -> DummyLaw:
     (True, True)
     """
     eps, delta = params.histogram_budget
-    return calibrate_dummies(eps, delta, func="ShuffleParams")
+    return calibrate_dummies(eps, delta)
 
 
 def measurement_loss(params: ShuffleParams) -> Composed:
@@ -114,7 +115,7 @@ def estimate_histogram(histogram: NDArray[Any], *, law: DummyLaw, max_frequency:
 def _checked(histograms: Sequence[Any], params: ShuffleParams, plan: Plan
              ) -> list[NDArray[np.int64]]:
     if len(histograms) != len(plan.entities):
-        raise ParameterError(message("histograms", _FUNC, f"one per measured entity "
+        raise ParameterError(message("histograms", f"one per measured entity "
                                      f"({len(plan.entities)})", f"{len(histograms)} arrays"))
     out = []
     for h, V in zip(histograms, plan.values(params), strict=True):
@@ -125,6 +126,7 @@ def _checked(histograms: Sequence[Any], params: ShuffleParams, plan: Plan
     return out
 
 
+@public_errors("release_from_histograms")
 def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams, plan: Plan,
                             confidence: float, seeded: bool = False) -> ShuffleRelease:
     """The release of a shuffled measurement from its noisy histograms (post-processing).
@@ -168,9 +170,9 @@ def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams,
     >>> rel.parties, rel.missing, round(rel.reach)
     (('tv',), (('web', 'none'),), 223)
     """
-    conf = check_confidence(confidence, "confidence", _FUNC)
+    conf = check_confidence(confidence, "confidence")
     if not isinstance(params, ShuffleParams):
-        raise ParameterError(message("params", _FUNC, "a ShuffleParams", type(params).__name__))
+        raise ParameterError(message("params", "a ShuffleParams", type(params).__name__))
     hists = _checked(histograms, params, plan)
     if not plan.entities or plan.entities[0][0] != 0:
         raise DataError("no party is measured (none uploaded to both workers): nothing to "

@@ -28,7 +28,7 @@ from typing import Any
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
 from dpfreq.budget import exact_fraction
 from dpfreq.crossparty.params import CrossPartyParams, RegisterSpaceFields
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["EXAMPLE_ONE_PARTY", "EXAMPLE_TWO_PARTIES", "MAX_PARTIES", "RING_BITS", "ShuffleParams",
            "parse_deadline"]
@@ -55,13 +55,13 @@ _FIELDS = ("measurement", "registers", "sampling_start", "sampling_width", "max_
            "epsilon", "delta", "parties", "per_party", "deadline", "hash", "key_id")
 
 
-def parse_deadline(value: Any, param: str, func: str) -> str:
+def parse_deadline(value: Any, param: str) -> str:
     """An ISO date (midnight UTC) or timestamp (UTC unless it has an offset) as the ISO text
     of that instant in UTC; a datetime is taken the same way.
 
     Examples
     --------
-    >>> parse_deadline("2030-01-02T03:04:05+01:00", "deadline", "f")
+    >>> parse_deadline("2030-01-02T03:04:05+01:00", "deadline")
     '2030-01-02T02:04:05+00:00'
     """
     rule = "an ISO date or timestamp (UTC unless it has an offset)"
@@ -71,24 +71,24 @@ def parse_deadline(value: Any, param: str, func: str) -> str:
         try:
             when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ParameterError(message(param, func, rule, value)) from None
+            raise ParameterError(message(param, rule, value)) from None
     else:
-        raise ParameterError(message(param, func, rule, value))
+        raise ParameterError(message(param, rule, value))
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).isoformat()
 
 
-def _parties(value: Any, func: str) -> tuple[str, ...]:
+def _parties(value: Any) -> tuple[str, ...]:
     rule = (f"a list of 1 to {MAX_PARTIES} distinct party names (1 to 200 printable "
             "characters each)")
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-        raise ParameterError(message("parties", func, rule, value))
+        raise ParameterError(message("parties", rule, value))
     names = tuple(value)
     if (not 1 <= len(names) <= MAX_PARTIES or len(set(names)) != len(names)
             or not all(isinstance(p, str) and 1 <= len(p) <= 200 and p.isprintable()
                        for p in names)):
-        raise ParameterError(message("parties", func, rule,
+        raise ParameterError(message("parties", rule,
                                      value if len(names) <= 8 else f"{len(names)} names"))
     return names
 
@@ -175,31 +175,28 @@ class ShuffleParams(RegisterSpaceFields):
     hash: str
     key_id: str
 
+    @public_errors("ShuffleParams")
     def __post_init__(self) -> None:
-        func = "ShuffleParams"
         if not isinstance(self.measurement, str) or not _NAME.fullmatch(self.measurement):
-            raise ParameterError(message("measurement", func, "an id of 1 to 64 characters: "
+            raise ParameterError(message("measurement", "an id of 1 to 64 characters: "
                                          "lower-case letters, digits, _ and -",
                                          self.measurement))
-        try:
-            space = self.register_space()
-        except ParameterError as exc:  # the same rules, named as this class's fields
-            raise ParameterError(str(exc).replace(" of CrossPartyParams ", f" of {func} ")
-                                 ) from None
+        # the same rules, named as this class's fields (the outermost public call names them)
+        space = self.register_space()
         for name in ("registers", "sampling_start", "sampling_width", "max_frequency"):
             object.__setattr__(self, name, getattr(space, name))
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon", func))
-        delta = check_delta(self.delta, "delta", func)
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
+        delta = check_delta(self.delta, "delta")
         if delta <= 0:
-            raise ParameterError(message("delta", func, "a number in (0, 1e-3] (the dummy "
+            raise ParameterError(message("delta", "a number in (0, 1e-3] (the dummy "
                                          "registers' noise is truncated, so delta > 0)",
                                          self.delta))
         object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "parties", _parties(self.parties, func))
+        object.__setattr__(self, "parties", _parties(self.parties))
         if not isinstance(self.per_party, bool):
-            raise ParameterError(message("per_party", func, "True or False", self.per_party))
-        object.__setattr__(self, "deadline", parse_deadline(self.deadline, "deadline", func))
-        check_int(len(self.parties) * self.max_frequency, "parties", func,
+            raise ParameterError(message("per_party", "True or False", self.per_party))
+        object.__setattr__(self, "deadline", parse_deadline(self.deadline, "deadline"))
+        check_int(len(self.parties) * self.max_frequency, "parties",
                   maximum=MAX_PARTIES * 1000)
 
     # -- derived ---------------------------------------------------------------------------
@@ -237,12 +234,13 @@ class ShuffleParams(RegisterSpaceFields):
             max_frequency=self.max_frequency, epsilon_reach=1.0, epsilon_frequency=None,
             hash=self.hash, key_id=self.key_id)
 
-    def party_index(self, party: str, func: str = "ShuffleParams") -> int:
+    @public_errors("ShuffleParams")
+    def party_index(self, party: str) -> int:
         """The index of ``party`` in :attr:`parties` (ParameterError if it is not one)."""
         try:
             return self.parties.index(party)
         except ValueError:
-            raise ParameterError(message("party", func, "one of the measurement's parties",
+            raise ParameterError(message("party", "one of the measurement's parties",
                                          party)) from None
 
     def entities(self) -> tuple[tuple[int, ...], ...]:

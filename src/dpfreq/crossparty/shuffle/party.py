@@ -111,8 +111,9 @@ class PartyShares:
 
 
 @fill_doc(one_party=EXAMPLE_ONE_PARTY)
+@public_errors("share_values")
 def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
-                 rng: RNGLike = None, func: str = "share_values") -> PartyShares:
+                 rng: RNGLike = None) -> PartyShares:
     """Split checked register frequencies (``R`` values in ``0..K``) into two shares.
 
     Draws the share id, then the seed; the vector share is the values minus the seed's mask.
@@ -123,13 +124,13 @@ def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
     >>> share_values(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3).vector.dtype
     dtype('uint32')
     """
-    params.party_index(party, func)
+    params.party_index(party)
     x = np.asarray(values)
     if x.shape != (params.registers,) or x.dtype.kind not in "iu" or (
             x.size and (int(x.min()) < 0 or int(x.max()) > params.max_frequency)):
-        raise ParameterError(message("values", func, f"{params.registers} integers in "
+        raise ParameterError(message("values", f"{params.registers} integers in "
                                      f"0..{params.max_frequency}", x))
-    resolved = resolve_rng(rng, func)
+    resolved = resolve_rng(rng)
     gen = resolved.generator
     share_id = gen.bytes(16).hex()
     seed = gen.bytes(SEED_BYTES)
@@ -139,6 +140,7 @@ def share_values(values: NDArray[Any], *, params: ShuffleParams, party: str,
 
 
 @fill_doc(one_party=EXAMPLE_ONE_PARTY)
+@public_errors("share_registers")
 def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
                     rng: RNGLike = None) -> PartyShares:
     """The shares of register frequencies a party already holds (see :func:`share_log`).
@@ -149,7 +151,7 @@ def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
     >>> share_registers(np.array([0, 1, 2, 0]), params=params, party="tv", rng=3).party
     'tv'
     """
-    return share_values(values, params=params, party=party, rng=rng, func="share_registers")
+    return share_values(values, params=params, party=party, rng=rng)
 
 
 @public_errors(_FUNC)
@@ -208,15 +210,15 @@ def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key:
     (64,)
     """
     if not isinstance(params, ShuffleParams):
-        raise ParameterError(message("params", _FUNC, "a ShuffleParams", type(params).__name__))
-    params.party_index(party, _FUNC)
-    spec = check_log_spec(_FUNC, user=user, time=time, period=period, campaign=campaign,
+        raise ParameterError(message("params", "a ShuffleParams", type(params).__name__))
+    params.party_index(party)
+    spec = check_log_spec(user=user, time=time, period=period, campaign=campaign,
                           campaigns=campaigns)
     space = params.register_space()
-    vid_hash(key, space, _FUNC)
+    vid_hash(key, space)
     counts = register_frequencies(source, spec=spec, params=space, key=bytes(key),
-                                  engine=engine, func=_FUNC)
-    return share_values(counts.values, params=params, party=party, rng=rng, func=_FUNC)
+                                  engine=engine)
+    return share_values(counts.values, params=params, party=party, rng=rng)
 
 
 @fill_doc(one_party=EXAMPLE_ONE_PARTY)

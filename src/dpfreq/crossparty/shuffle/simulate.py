@@ -39,18 +39,18 @@ from dpfreq.crossparty.shuffle.worker import (
     sum_shares,
     worker_output,
 )
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.rng import RNGLike, resolve_rng
 
 __all__ = ["ProtocolRun", "run_protocol", "run_shares", "simulate_shuffle"]
 
 
-def _registers(registers: Any, params: ShuffleParams, func: str) -> NDArray[np.int64]:
+def _registers(registers: Any, params: ShuffleParams) -> NDArray[np.int64]:
     x = np.asarray(registers)
     shape = (len(params.parties), params.registers)
     if x.shape != shape or x.dtype.kind not in "iu" or (
             x.size and (x.min() < 0 or x.max() > params.max_frequency)):
-        raise ParameterError(message("registers", func, f"an integer array of shape {shape} "
+        raise ParameterError(message("registers", f"an integer array of shape {shape} "
                                      f"with values in 0..{params.max_frequency}", x))
     return x.astype(np.int64)
 
@@ -69,6 +69,7 @@ def _draws(params: ShuffleParams, plan: Plan, gen: np.random.Generator,
     return out
 
 
+@public_errors("simulate_shuffle")
 def simulate_shuffle(registers: Any, *, params: ShuffleParams, confidence: float,
                      rng: RNGLike = None, worker_noise: tuple[bool, bool] = (True, True)
                      ) -> ShuffleRelease:
@@ -106,8 +107,8 @@ def simulate_shuffle(registers: Any, *, params: ShuffleParams, confidence: float
     >>> rel.party_kplus_reach.shape, bool(rel.reach >= rel.party_kplus_reach[:, 0].max())
     ((2, 3), True)
     """
-    x = _registers(registers, params, "simulate_shuffle")
-    resolved = resolve_rng(rng, "simulate_shuffle")
+    x = _registers(registers, params)
+    resolved = resolve_rng(rng)
     everyone = dict.fromkeys(params.parties, "0" * 32)
     plan = make_plan(params, everyone, everyone)
     draws = _draws(params, plan, resolved.generator, worker_noise)
@@ -151,6 +152,7 @@ class ProtocolRun:
     draws: tuple[WorkerDraws, ...]
 
 
+@public_errors("run_protocol")
 def run_protocol(registers: Any, *, params: ShuffleParams, confidence: float,
                  rng: RNGLike = None, worker_noise: tuple[bool, bool] = (True, True)
                  ) -> ProtocolRun:
@@ -170,14 +172,15 @@ def run_protocol(registers: Any, *, params: ShuffleParams, confidence: float,
     >>> len(run.aggregator_inbox), run.release.parties
     (2, ('a', 'b'))
     """
-    x = _registers(registers, params, "run_protocol")
-    resolved = resolve_rng(rng, "run_protocol")
+    x = _registers(registers, params)
+    resolved = resolve_rng(rng)
     shares = [share_values(x[i], params=params, party=p, rng=resolved.generator)
               for i, p in enumerate(params.parties)]
     return run_shares(shares, confidence=confidence, rng=resolved.generator,
                       worker_noise=worker_noise)
 
 
+@public_errors("run_shares")
 def run_shares(shares: Sequence[PartyShares], *, confidence: float, rng: RNGLike = None,
                worker_noise: tuple[bool, bool] = (True, True)) -> ProtocolRun:
     """The workers and the aggregator in this process, from the parties' shares.
@@ -222,13 +225,13 @@ def run_shares(shares: Sequence[PartyShares], *, confidence: float, rng: RNGLike
     (('c', 'none'),)
     """
     if not shares or not all(isinstance(s, PartyShares) for s in shares):
-        raise ParameterError(message("shares", "run_shares", "a non-empty list of "
+        raise ParameterError(message("shares", "a non-empty list of "
                                      "PartyShares", type(shares).__name__))
     params = shares[0].params
     if any(s.params != params for s in shares):
-        raise ParameterError(message("shares", "run_shares", "shares of one measurement",
+        raise ParameterError(message("shares", "shares of one measurement",
                                      "shares of several"))
-    resolved = resolve_rng(rng, "run_shares")
+    resolved = resolve_rng(rng)
     held = [[read_party_share(s.frame(w), params, party=s.party) for s in shares]
             for w in (0, 1)]
     ids = [{f.header["party"]: f.header["share_id"] for f in frames} for frames in held]

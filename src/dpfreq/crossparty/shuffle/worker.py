@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.shuffle.dummies import DummyLaw, sample_dummies
 from dpfreq.crossparty.shuffle.shares import SEED_BYTES, expand_mask
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_errors
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
 
 __all__ = ["PeerDraws", "WorkerDraws", "draw_worker", "dummy_label", "shared_order",
@@ -142,6 +142,7 @@ class PeerDraws:
         return cls(position=position, secret=secret, counts=counts, masks=masks)
 
 
+@public_errors("draw_worker")
 def draw_worker(law: DummyLaw, values: Sequence[int], *, position: int,
                 rng: RNGLike = None) -> WorkerDraws:
     """Draw a worker's secret, and per entity (``values``: its largest value ``V``) its mask
@@ -153,7 +154,7 @@ def draw_worker(law: DummyLaw, values: Sequence[int], *, position: int,
     >>> draw_worker(calibrate_dummies(1.0, 1e-6), [2], position=0, rng=1).dummies[0].size
     3
     """
-    gen = resolve_rng(rng, "draw_worker").generator
+    gen = resolve_rng(rng).generator
     secret = gen.bytes(SEED_BYTES)
     masks = tuple(gen.bytes(SEED_BYTES) for _ in values)
     dummies = tuple(sample_dummies(law, int(v) + 1, rng=gen) for v in values)

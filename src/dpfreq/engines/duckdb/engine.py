@@ -62,7 +62,7 @@ from dpfreq.engines.duckdb.sql import (
 from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import duckdb_period_sql
 from dpfreq.engines.sql import DUCKDB, count_sql, finish_counts, finish_summaries, summaries_sql
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 
 __all__ = ["DuckDBEngine"]
 
@@ -81,17 +81,19 @@ class DuckDBEngine:
 
     name = "duckdb"
 
+    @public_errors("DuckDBEngine")
     def __init__(self, *, connection: Any = None) -> None:
         if connection is None:
             connection = duckdb.connect(":memory:")
         elif not isinstance(connection, duckdb.DuckDBPyConnection):
-            raise ParameterError(message("connection", "DuckDBEngine",
+            raise ParameterError(message("connection",
                                          "a duckdb.DuckDBPyConnection or None",
                                          type(connection).__name__))
         self.connection = connection
 
     # -- sources ---------------------------------------------------------------------------
-    def relation(self, source: Any, func: str = "DuckDBEngine", *,
+    @public_errors("DuckDBEngine")
+    def relation(self, source: Any, *,
                  text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
         """The source as a DuckDB relation (files are read lazily, DataFrames in place).
 
@@ -99,13 +101,14 @@ class DuckDBEngine:
         digits keep their leading zeros; typed sources (Parquet, DataFrames, SQL) keep their
         types.
         """
+        func = public_caller()
         if isinstance(source, duckdb.DuckDBPyRelation):
             return source
         kind = common.dataframe_kind(source)
         if kind is not None:
-            return self._dataframe(source, kind, func)
+            return self._dataframe(source, kind)
         if isinstance(source, Path):
-            return self._file(str(source), func, text_columns)
+            return self._file(str(source), text_columns)
         if isinstance(source, str):
             text = source.strip()
             if SQL_START.match(text):
@@ -117,18 +120,19 @@ class DuckDBEngine:
             lower = text.lower()
             if (lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES) or "/" in text or "\\" in text
                     or Path(text).exists() or not IDENT.match(text)):
-                return self._file(text, func, text_columns)
+                return self._file(text, text_columns)
             try:
                 return self.connection.table(text)
             except duckdb.Error as exc:
                 raise DataError(f"source of {func}: no table {text!r} on the connection "
                                 f"({reason(exc)}).") from exc
-        raise ParameterError(message("source", func, "a CSV/Parquet path, a SQL query or table "
+        raise ParameterError(message("source", "a CSV/Parquet path, a SQL query or table "
                                      "name, a pandas, Polars or Arrow table, or a "
                                      "duckdb.DuckDBPyRelation", type(source).__name__))
 
-    def _dataframe(self, source: Any, kind: str, func: str) -> duckdb.DuckDBPyRelation:
+    def _dataframe(self, source: Any, kind: str) -> duckdb.DuckDBPyRelation:
         """A pandas, Polars or Arrow table as a relation scanning it in place."""
+        func = public_caller()
         try:
             if kind == "pandas":
                 return self.connection.from_df(source)
@@ -136,14 +140,15 @@ class DuckDBEngine:
                 source = source.to_arrow()
             return self.connection.from_arrow(source)
         except ImportError as exc:  # Polars' to_arrow needs pyarrow
-            raise ParameterError(message("source", func, f"a {kind} table with pyarrow "
+            raise ParameterError(message("source", f"a {kind} table with pyarrow "
                                          "installed (pip install pyarrow)", kind)) from exc
         except (duckdb.Error, TypeError, ValueError) as exc:
             raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
                             f"{reason(exc)}") from exc
 
-    def _file(self, text: str, func: str,
+    def _file(self, text: str,
               text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
+        func = public_caller()
         path = Path(text)
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
@@ -188,35 +193,37 @@ class DuckDBEngine:
         return self.connection.sql(f"SELECT * FROM read_csv({common.quote_literal(target)}, "
                                    f"types = {{{types}}})")
 
-    def read_columns(self, source: Any, columns: list[str], func: str = "DuckDBEngine", *,
+    @public_errors("DuckDBEngine")
+    def read_columns(self, source: Any, columns: list[str], *,
                      text_columns: tuple[str, ...] = ()) -> dict[str, NDArray[Any]]:
         """The named columns of a source as 1-d numpy arrays (one scan of those columns).
 
         Nested columns and nulls are refused as by the aggregates; ``text_columns`` of a
         DECIMAL or 128-bit integer type are fetched as text (numpy would round them).
         """
-        rel = self.relation(source, func, text_columns=text_columns)
+        rel = self.relation(source, text_columns=text_columns)
         exprs = []
         for col in columns:
-            ty = self._type(rel, col, func)
+            ty = self._type(rel, col)
             if column_category(ty) == "nested":
-                raise common.nested_error(func, col)
+                raise common.nested_error(col)
             exact = ty in ("decimal", "hugeint", "uhugeint") and col in text_columns
             q = common.quote_ident(col)
             exprs.append(f"CAST({q} AS VARCHAR) AS {q}" if exact else q)
-        res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src", func)
-        return {col: plain_column(res[col], col, func) for col in columns}
+        res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src")
+        return {col: plain_column(res[col], col) for col in columns}
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
-    def _type(rel: duckdb.DuckDBPyRelation, column: str, func: str) -> str:
+    def _type(rel: duckdb.DuckDBPyRelation, column: str) -> str:
         cols = list(rel.columns)
         if column not in cols:
-            raise common.missing_column(func, column, cols)
+            raise common.missing_column(column, cols)
         return str(rel.types[cols.index(column)].id).lower()
 
     @staticmethod
-    def _run(rel: duckdb.DuckDBPyRelation, sql: str, func: str) -> dict[str, Any]:
+    def _run(rel: duckdb.DuckDBPyRelation, sql: str) -> dict[str, Any]:
+        func = public_caller()
         try:
             result = rel.query("dpfreq_src", sql)
             if result is None:  # pragma: no cover - only for statements without results
@@ -226,11 +233,11 @@ class DuckDBEngine:
             raise DataError(f"{func} failed in DuckDB: {reason(exc)}") from exc
 
     @contextmanager
-    def _events_table(self, rel: duckdb.DuckDBPyRelation, select: str,
-                      func: str) -> Iterator[str]:
+    def _events_table(self, rel: duckdb.DuckDBPyRelation, select: str) -> Iterator[str]:
         """Project the source once into a temporary table (on the relation's connection, where
         DuckDB may spill it to disk); every check and pass then reads that table, so all of
         them see the same events however the source changes meanwhile. Dropped on exit."""
+        func = public_caller()
         name = f"dpfreq_events_{uuid.uuid4().hex}"
         try:
             rel.query("dpfreq_src", f"CREATE TEMP TABLE {name} AS {select}")
@@ -242,27 +249,26 @@ class DuckDBEngine:
             with suppress(duckdb.Error):  # the connection may be gone
                 rel.query("dpfreq_src", f"DROP TABLE IF EXISTS {name}")
 
-    def _is_empty(self, rel: duckdb.DuckDBPyRelation, func: str) -> bool:
-        res = self._run(rel, "SELECT count(*) AS n FROM (SELECT 1 FROM dpfreq_src LIMIT 1)", func)
+    def _is_empty(self, rel: duckdb.DuckDBPyRelation) -> bool:
+        res = self._run(rel, "SELECT count(*) AS n FROM (SELECT 1 FROM dpfreq_src LIMIT 1)")
         return int(res["n"][0]) == 0
 
-    def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str, func: str) -> str:
+    def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str) -> str:
         """Item keys: BIGINT for integer columns, text otherwise; NULL for nulls and NaN."""
-        category = column_category(self._type(rel, item, func))
+        category = column_category(self._type(rel, item))
         col = common.quote_ident(item)
         if category == "nested":
-            raise common.nested_error(func, item)
+            raise common.nested_error(item)
         if category == "integer":
             return f"CAST({col} AS BIGINT)"
         if category == "float":
             return f"CASE WHEN {is_nan_sql(col)} THEN NULL ELSE CAST({col} AS VARCHAR) END"
         return f"CAST({col} AS VARCHAR)"
 
-    def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str,
-                   func: str) -> tuple[str, str, str]:
+    def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str) -> tuple[str, str, str]:
         """(SQL expression of the time as BIGINT, NULL for nulls, NaN and non-integral values;
         time_kind; SQL condition true for non-integral, infinite or out-of-range values)."""
-        ty = self._type(rel, time, func)
+        ty = self._type(rel, time)
         category = column_category(ty)
         col = common.quote_ident(time)
         if category == "integer":
@@ -276,123 +282,122 @@ class DuckDBEngine:
             return (f"CASE WHEN {ok} THEN CAST({col} AS BIGINT) END", "integer",
                     f"(NOT {is_nan_sql(col)} AND NOT {ok})")
         if category == "nested":
-            raise common.nested_error(func, time)
-        if self._is_empty(rel, func):
+            raise common.nested_error(time)
+        if self._is_empty(rel):
             return "CAST(NULL AS BIGINT)", "integer", "false"
-        raise common.data_error(func, time, "integer or timestamp/date valued",
+        raise common.data_error(time, "integer or timestamp/date valued",
                                 f"type {ty.upper()}")
 
-    def _events(self, rel: duckdb.DuckDBPyRelation, item: str, time: str,
-                func: str) -> tuple[str, str]:
+    def _events(self, rel: duckdb.DuckDBPyRelation, item: str, time: str) -> tuple[str, str]:
         """SELECT of the events ``(k, t, f)`` (key, time, non-integral flag) and time_kind."""
-        key = self._key_expr(rel, item, func)
-        texpr, kind, frac = self._time_expr(rel, time, func)
+        key = self._key_expr(rel, item)
+        texpr, kind, frac = self._time_expr(rel, time)
         return f"SELECT {key} AS k, {texpr} AS t, {frac} AS f FROM dpfreq_src", kind
 
     def _check_events(self, rel: duckdb.DuckDBPyRelation, table: str, item: str, time: str,
-                      func: str, extra: str = "") -> dict[str, Any]:
+                      extra: str = "") -> dict[str, Any]:
         """Counts of the projected events and the column checks every event reader makes."""
         stats = self._run(rel, f"SELECT count(*) AS n, count(k) AS ni, count(*) FILTER "
-                          f"(WHERE f) AS nf, count(t) AS nt{extra} FROM {table}", func)
+                          f"(WHERE f) AS nf, count(t) AS nt{extra} FROM {table}")
         n, ni, nf, nt = (int(stats[c][0]) for c in ("n", "ni", "nf", "nt"))
-        common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
+        common.check_event_counts(item, time, n, ni, nt + nf, nf)
         return stats
 
     # -- protocol --------------------------------------------------------------------------
+    @public_errors("DuckDBEngine.item_counts")
     def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``GROUP BY``)."""
-        func = "DuckDBEngine.item_counts"
-        common.check_column_name(item, "item", func)
-        rel = self.relation(source, func, text_columns=(item,))
-        key = self._key_expr(rel, item, func)
-        res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1",
-                        func)
-        keys = plain_column(res["k"], item, func)
-        return common.finish_item_counts(keys, plain_column(res["c"], item, func))
+        common.check_column_name(item, "item")
+        rel = self.relation(source, text_columns=(item,))
+        key = self._key_expr(rel, item)
+        res = self._run(rel, f"SELECT {key} AS k, count(*) AS c FROM dpfreq_src GROUP BY 1")
+        keys = plain_column(res["k"], item)
+        return common.finish_item_counts(keys, plain_column(res["c"], item))
 
+    @public_errors("DuckDBEngine.count_of_counts")
     def count_of_counts(self, source: Any, *, item: str,
                         max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts, clamped at ``max_count`` (two GROUP BYs
         over one scan)."""
-        func = "DuckDBEngine.count_of_counts"
-        common.check_column_name(item, "item", func)
-        max_count = common.check_max_count(max_count, func)
-        rel = self.relation(source, func, text_columns=(item,))
-        key = self._key_expr(rel, item, func)
+        common.check_column_name(item, "item")
+        max_count = common.check_max_count(max_count)
+        rel = self.relation(source, text_columns=(item,))
+        key = self._key_expr(rel, item)
         clamp = "c" if max_count is None else f"least(c, {max_count})"
         sql = (f"SELECT {clamp} AS v, count(*) AS p, max(null_key) AS anynull FROM "
                f"(SELECT count(*) AS c, CAST(k IS NULL AS INTEGER) AS null_key "
                f"FROM (SELECT {key} AS k FROM dpfreq_src) GROUP BY k) GROUP BY 1 ORDER BY 1")
-        res = self._run(rel, sql, func)
-        anynull = plain_column(res["anynull"], item, func)
+        res = self._run(rel, sql)
+        anynull = plain_column(res["anynull"], item)
         if anynull.size and anynull.max() > 0:
-            raise common.null_error(func, item)
-        return base.Prevalences(counts=plain_column(res["v"], item, func).astype(np.int64),
-                                prevalences=plain_column(res["p"], item, func).astype(np.int64))
+            raise common.null_error(item)
+        return base.Prevalences(counts=plain_column(res["v"], item).astype(np.int64),
+                                prevalences=plain_column(res["p"], item).astype(np.int64))
 
+    @public_errors("DuckDBEngine.grouped_count_of_counts")
     def grouped_count_of_counts(self, source: Any, request: base.CountRequest
                                 ) -> base.GroupedPrevalences:
         """Per-group prevalences after the bounding, in one DuckDB statement
         (:func:`dpfreq.engines.sql.count_sql`)."""
-        func = "DuckDBEngine.grouped_count_of_counts"
-        req, n = check_count_request(request, func)
-        names, m, key_hex = check_grouping(req.grouping, req.item, func)
+        req, n = check_count_request(request)
+        names, m, key_hex = check_grouping(req.grouping, req.item)
         group = req.grouping.column
-        rel = self.relation(source, func, text_columns=(req.item, group))
-        k = self._key_expr(rel, req.item, func)
-        g = self._key_expr(rel, group, func)
+        rel = self.relation(source, text_columns=(req.item, group))
+        k = self._key_expr(rel, req.item)
+        g = self._key_expr(rel, group)
         events = f"SELECT {k} AS k, CAST({g} AS VARCHAR) AS g FROM dpfreq_src"
         statement = count_sql(DUCKDB, events, names, m, key_hex, n, req.per_item)
-        res = self._run(rel, statement.with_clause(), func)
-        return finish_counts(res, req, names, func)
+        res = self._run(rel, statement.with_clause())
+        return finish_counts(res, req, names)
 
+    @public_errors("DuckDBEngine.summaries")
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
         """The summaries of ``request`` in one DuckDB statement
         (:func:`dpfreq.engines.sql.summaries_sql`): the source is read once, only the summed
         entries and a few counts reach this process."""
-        func = "DuckDBEngine.summaries"
-        req = check_summary_request(request, func)
+        req = check_summary_request(request)
         grouping = req.grouping
         text = (req.item,) + ((grouping.column,) if grouping is not None else ())
-        rel = self.relation(source, func, text_columns=text)
-        select, kind = self._events(rel, req.item, req.time, func)
-        common.check_time_kind(kind, req.buckets, req.time, func)
+        rel = self.relation(source, text_columns=text)
+        select, kind = self._events(rel, req.item, req.time)
+        common.check_time_kind(kind, req.buckets, req.time)
         names, m, key_hex = None, None, ""
         if grouping is not None:
-            names, m, key_hex = check_grouping(grouping, req.item, func, (req.time,))
-            gexpr = f"CAST({self._key_expr(rel, grouping.column, func)} AS VARCHAR)"
+            names, m, key_hex = check_grouping(grouping, req.item, (req.time,))
+            gexpr = f"CAST({self._key_expr(rel, grouping.column)} AS VARCHAR)"
             select = select.replace(" FROM dpfreq_src", f", {gexpr} AS g FROM dpfreq_src", 1)
             if names is None:
-                raise ParameterError(message("groups", func, "a public list for summaries "
+                raise ParameterError(message("groups", "a public list for summaries "
                                              "(select the groups first)", None))
         sql = summaries_sql(DUCKDB, select, duckdb_period_sql(req.buckets), req, names, m,
                             key_hex).with_clause()
-        return finish_summaries(self._run(rel, sql, func), req, names, func)
+        return finish_summaries(self._run(rel, sql), req, names)
 
+    @public_errors("DuckDBEngine.occurrence_times")
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
         (``row_number() OVER (PARTITION BY item ORDER BY time)``)."""
-        func = "DuckDBEngine.occurrence_times"
-        common.check_column_name(item, "item", func)
-        common.check_column_name(time, "time", func)
-        k_max = common.check_k_max(k_max, func)
-        rel = self.relation(source, func, text_columns=(item,))
-        select, kind = self._events(rel, item, time, func)
-        with self._events_table(rel, select, func) as table:
-            stats = self._check_events(rel, table, item, time, func,
+        common.check_column_name(item, "item")
+        common.check_column_name(time, "time")
+        k_max = common.check_k_max(k_max)
+        rel = self.relation(source, text_columns=(item,))
+        select, kind = self._events(rel, item, time)
+        with self._events_table(rel, select) as table:
+            stats = self._check_events(rel, table, item, time,
                                        ", count(DISTINCT k) AS nd")
             inner = f"SELECT k, t FROM {table}"
             if k_max is not None:
                 inner += f" QUALIFY row_number() OVER (PARTITION BY k ORDER BY t) <= {k_max}"
-            res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t", func)
-        keys = plain_column(res["k"], item, func)
-        times = plain_column(res["t"], time, func).astype(np.int64)
+            res = self._run(rel, f"SELECT k, t FROM ({inner}) ORDER BY k, t")
+        keys = plain_column(res["k"], item)
+        times = plain_column(res["t"], time).astype(np.int64)
         return common.finish_occurrence_times(common.sorted_codes(keys), times,
                                               n_items=int(stats["nd"][0]),
                                               n_events=int(stats["n"][0]), time_kind=kind,
                                               k_max=None, presorted=True)
 
+    @public_errors("DuckDBEngine.report_sums")
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports in DuckDB (read once) and sum them per (order, interval).

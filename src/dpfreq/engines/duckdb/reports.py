@@ -48,9 +48,8 @@ def _value_expr(column: str, type_id: str) -> tuple[str, str]:
 def duckdb_report_sums(engine: Any, source: Any, *, param_id: str | None,
                        interval_counts: tuple[int, ...]) -> ReportSums:
     """The reports rules and sums on a DuckDB engine (``engine.relation`` reads the source)."""
-    param_id, interval_counts = rules.check_report_args(param_id, interval_counts,
-                                                        f"{type(engine).__name__}.report_sums")
-    rel = engine.relation(source, "report_sums", text_columns=rules.ID_COLUMNS)
+    param_id, interval_counts = rules.check_report_args(param_id, interval_counts)
+    rel = engine.relation(source, text_columns=rules.ID_COLUMNS)
     columns = list(rel.columns)
     rules.check_columns(columns)
     types = {c: str(t.id).lower() for c, t in zip(columns, rel.types, strict=True)}

@@ -79,11 +79,11 @@ def reason(exc: BaseException) -> str:
     return f"{kind} (DuckDB's message may quote the data; DPFREQ_DEBUG=1 shows it)"
 
 
-def plain_column(arr: Any, column: str, func: str) -> NDArray[Any]:
+def plain_column(arr: Any, column: str) -> NDArray[Any]:
     """A fetched result column as a plain ndarray; nulls are a DataError."""
     if isinstance(arr, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(arr)
         if mask.any():
-            raise common.null_error(func, column, f"{int(mask.sum())} value(s)")
+            raise common.null_error(column, f"{int(mask.sum())} value(s)")
         return np.ma.getdata(arr)
     return np.asarray(arr)

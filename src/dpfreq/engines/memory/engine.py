@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, innermost_caller, public_caller, public_errors
 
 __all__ = ["MemoryEngine"]
 
@@ -63,46 +63,47 @@ class MemoryEngine:
 
     name = "memory"
 
+    @public_errors("MemoryEngine")
     def __init__(self, **options: Any) -> None:
         if options:
-            raise ParameterError(message("options", "MemoryEngine", "empty (no options)",
+            raise ParameterError(message("options", "empty (no options)",
                                          sorted(options)))
 
     # -- column access -------------------------------------------------------------------
     @staticmethod
-    def _table(source: Any, columns: list[str], func: str,
+    def _table(source: Any, columns: list[str],
                text_columns: tuple[str, ...] = ()) -> dict[str, NDArray[Any]]:
         """The named columns as 1-d numpy arrays of equal length."""
         if not isinstance(source, Mapping):
             if type(source).__module__.startswith("pyspark"):
-                raise ParameterError(message("source", func, "not a Spark DataFrame (use "
+                raise ParameterError(message("source", "not a Spark DataFrame (use "
                                              "engine='spark')", type(source).__name__))
             from dpfreq.engines.duckdb.engine import DuckDBEngine
 
-            return DuckDBEngine().read_columns(source, columns, func, text_columns=text_columns)
+            return DuckDBEngine().read_columns(source, columns, text_columns=text_columns)
         out = {}
         for column in columns:
             if column not in source:
-                raise common.missing_column(func, column, source)
+                raise common.missing_column(column, source)
             try:
                 arr = np.asarray(source[column])
             except (TypeError, ValueError) as exc:  # ragged nested lists
-                raise common.nested_error(func, column) from exc
+                raise common.nested_error(column) from exc
             if arr.ndim > 1 or arr.dtype.kind == "V":
-                raise common.nested_error(func, column)
+                raise common.nested_error(column)
             if arr.ndim != 1:
-                raise common.data_error(func, column, "a 1-d array", f"shape {arr.shape}")
+                raise common.data_error(column, "a 1-d array", f"shape {arr.shape}")
             out[column] = arr
         lengths = {len(np.asarray(v)) for v in source.values()} if len(source) > 1 else set()
         if len(lengths) > 1:
-            detail = (f" [debug, {func}: lengths {sorted(lengths)}]" if common.debug_enabled()
-                      else "")
+            detail = (f" [debug, {innermost_caller()}: lengths {sorted(lengths)}]"
+                      if common.debug_enabled() else "")
             raise DataError(f"the source's columns must have equal lengths; got columns of "
                             f"different lengths{detail}.")
         return out
 
     @staticmethod
-    def _check_no_nulls(arr: NDArray[Any], column: str, func: str) -> None:
+    def _check_no_nulls(arr: NDArray[Any], column: str) -> None:
         """Refuse nulls, NaN and NaT (and nested values in object columns)."""
         if arr.dtype.kind == "f":
             bad = np.isnan(arr)
@@ -111,19 +112,19 @@ class MemoryEngine:
         elif arr.dtype.kind == "O":
             types = _types(arr)
             if any(issubclass(t, _NESTED) for t in types):
-                raise common.nested_error(func, column)
+                raise common.nested_error(column)
             if types <= _NEVER_NULL:  # the usual text/integer columns: no per-row test
                 return
             bad = np.fromiter((_is_null(x) for x in arr), dtype=bool, count=len(arr))
         else:
             return
         if bad.any():
-            raise common.null_error(func, column, f"{int(bad.sum())} value(s), first at row "
+            raise common.null_error(column, f"{int(bad.sum())} value(s), first at row "
                                     f"{int(np.argmax(bad))}")
 
-    def _items(self, arr: NDArray[Any], item: str, func: str) -> NDArray[Any]:
+    def _items(self, arr: NDArray[Any], item: str) -> NDArray[Any]:
         """Item keys: int64 for integer columns, else a numpy str array."""
-        self._check_no_nulls(arr, item, func)
+        self._check_no_nulls(arr, item)
         if arr.dtype.kind in "iu":
             return arr.astype(np.int64, copy=False)
         if arr.dtype.kind == "b":  # the text SQL engines give booleans
@@ -140,8 +141,8 @@ class MemoryEngine:
             return np.array([_text(x) for x in arr], dtype=str)
         return arr.astype(str)
 
-    def _times(self, arr: NDArray[Any], time: str, func: str) -> tuple[NDArray[np.int64], str]:
-        self._check_no_nulls(arr, time, func)
+    def _times(self, arr: NDArray[Any], time: str) -> tuple[NDArray[np.int64], str]:
+        self._check_no_nulls(arr, time)
         kind = arr.dtype.kind
         if kind in "iu":
             return arr.astype(np.int64, copy=False), "integer"
@@ -151,7 +152,7 @@ class MemoryEngine:
             ok = np.isfinite(arr) & (np.abs(arr) < _INT64_LIMIT)
             ok[ok] = arr[ok] == np.floor(arr[ok])
             if not ok.all():
-                raise common.data_error(func, time, common.TIME_RULE,
+                raise common.data_error(time, common.TIME_RULE,
                                         "fractional or out-of-range value(s)",
                                         f"{int((~ok).sum())} value(s)")
             return arr.astype(np.int64), "integer"
@@ -163,57 +164,58 @@ class MemoryEngine:
             except (TypeError, ValueError):
                 conv = arr
             if conv.dtype.kind in "iuM":
-                return self._times(conv, time, func)
-        raise common.data_error(func, time, common.TIME_RULE, f"values of dtype {arr.dtype}")
+                return self._times(conv, time)
+        raise common.data_error(time, common.TIME_RULE, f"values of dtype {arr.dtype}")
 
     # -- protocol --------------------------------------------------------------------------
+    @public_errors("MemoryEngine.item_counts")
     def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item``."""
-        func = "MemoryEngine.item_counts"
-        common.check_column_name(item, "item", func)
-        keys = self._items(self._table(source, [item], func, (item,))[item], item, func)
+        common.check_column_name(item, "item")
+        keys = self._items(self._table(source, [item], (item,))[item], item)
         uniq, counts = np.unique(keys, return_counts=True)
         return common.finish_item_counts(uniq, counts)
 
+    @public_errors("MemoryEngine.count_of_counts")
     def count_of_counts(self, source: Any, *, item: str,
                         max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts (clamped at ``max_count``)."""
-        func = "MemoryEngine.count_of_counts"
-        max_count = common.check_max_count(max_count, func)
+        max_count = common.check_max_count(max_count)
         return common.prevalences_from_counts(self.item_counts(source, item=item).counts, max_count)
 
+    @public_errors("MemoryEngine.grouped_count_of_counts")
     def grouped_count_of_counts(self, source: Any, request: base.CountRequest
                                 ) -> base.GroupedPrevalences:
         """Per-group prevalences of the bounded data
         (:mod:`dpfreq.engines.memory.grouping`)."""
         from dpfreq.engines.memory.grouping import memory_grouped_count_of_counts
 
-        return memory_grouped_count_of_counts(self, source, request,
-                                              "MemoryEngine.grouped_count_of_counts")
+        return memory_grouped_count_of_counts(self, source, request)
 
+    @public_errors("MemoryEngine.summaries")
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
         """The summaries of ``request`` (per group, after the bounding) in numpy
         (:mod:`dpfreq.engines.memory.summaries`)."""
         from dpfreq.engines.grouping import check_summary_request
         from dpfreq.engines.memory.grouping import memory_summaries
 
-        func = "MemoryEngine.summaries"
-        return memory_summaries(self, source, check_summary_request(request, func), func)
+        return memory_summaries(self, source, check_summary_request(request))
 
+    @public_errors("MemoryEngine.occurrence_times")
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times (only each item's first ``k_max`` if set)."""
-        func = "MemoryEngine.occurrence_times"
-        common.check_column_name(item, "item", func)
-        common.check_column_name(time, "time", func)
-        k_max = common.check_k_max(k_max, func)
-        cols = self._table(source, list(dict.fromkeys([item, time])), func, (item,))
-        keys = self._items(cols[item], item, func)
-        times, kind = self._times(cols[time], time, func)
+        common.check_column_name(item, "item")
+        common.check_column_name(time, "time")
+        k_max = common.check_k_max(k_max)
+        cols = self._table(source, list(dict.fromkeys([item, time])), (item,))
+        keys = self._items(cols[item], item)
+        times, kind = self._times(cols[time], time)
         uniq, inv = np.unique(keys, return_inverse=True)  # codes in sorted-key order
         return common.finish_occurrence_times(inv.reshape(-1), times, n_items=len(uniq),
                                               n_events=len(keys), time_kind=kind, k_max=k_max)
 
+    @public_errors("MemoryEngine.report_sums")
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports with numpy and sum them per (order, interval).
@@ -223,22 +225,22 @@ class MemoryEngine:
         """
         from dpfreq.engines.reports import check_report_args, memory_report_sums
 
-        func = f"{type(self).__name__}.report_sums"
-        param_id, counts = check_report_args(param_id, interval_counts, func)
+        param_id, counts = check_report_args(param_id, interval_counts)
         if not isinstance(source, Mapping):  # a file, SQL or DataFrame: read by DuckDB
-            source = self._raw_columns(source, func, ("device", "param_id"))
+            source = self._raw_columns(source, ("device", "param_id"))
         return memory_report_sums(source, param_id=param_id, interval_counts=counts)
 
     @staticmethod
-    def _raw_columns(source: Any, func: str,
+    def _raw_columns(source: Any,
                      text_columns: tuple[str, ...]) -> dict[str, NDArray[Any]]:
         """Every column of a non-mapping source as it is, nulls as ``None`` (object arrays),
         for checks that name their own rules."""
+        func = public_caller()
         import duckdb
 
         from dpfreq.engines.duckdb.engine import DuckDBEngine
 
-        rel = DuckDBEngine().relation(source, func, text_columns=text_columns)
+        rel = DuckDBEngine().relation(source, text_columns=text_columns)
         try:
             fetched = rel.fetchnumpy()
         except duckdb.Error as exc:

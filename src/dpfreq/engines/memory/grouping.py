@@ -61,23 +61,22 @@ def _bound(items: NDArray[Any], gcode: IntArray, names: tuple[str, ...], m: int 
             int(keep.sum()))
 
 
-def memory_summaries(engine: Any, source: Any, request: SummaryRequest,
-                     func: str) -> Summaries:
+def memory_summaries(engine: Any, source: Any, request: SummaryRequest) -> Summaries:
     """:meth:`Summarizing.summaries` in numpy (see the module)."""
     req = request
     b = req.buckets
     grouping = req.grouping
     columns = [req.item, req.time] + ([grouping.column] if grouping is not None else [])
     text = (req.item,) + ((grouping.column,) if grouping is not None else ())
-    cols = engine._table(source, columns, func, text)
-    items = engine._items(cols[req.item], req.item, func)
-    times, kind = engine._times(cols[req.time], req.time, func)
-    common.check_time_kind(kind, b, req.time, func)
+    cols = engine._table(source, columns, text)
+    items = engine._items(cols[req.item], req.item)
+    times, kind = engine._times(cols[req.time], req.time)
+    common.check_time_kind(kind, b, req.time)
     names: tuple[str, ...] | None = None
     m, key_hex = None, ""
     if grouping is not None:
-        names, m, key_hex = check_grouping(grouping, req.item, func, (req.time,))
-        gvals = engine._items(cols[grouping.column], grouping.column, func)
+        names, m, key_hex = check_grouping(grouping, req.item, (req.time,))
+        gvals = engine._items(cols[grouping.column], grouping.column)
         gcode, names = _group_codes(gvals, names)
         listed = gcode >= 0
         items, gcode, times = items[listed], gcode[listed], times[listed]
@@ -101,18 +100,18 @@ def memory_summaries(engine: Any, source: Any, request: SummaryRequest,
     return Summaries(names, g, s, k, w, n_in, n_bad, n_pairs, n_kept)
 
 
-def memory_grouped_count_of_counts(engine: Any, source: Any, request: CountRequest,
-                                   func: str) -> GroupedPrevalences:
+def memory_grouped_count_of_counts(engine: Any, source: Any,
+                                   request: CountRequest) -> GroupedPrevalences:
     """Per-group count-of-counts after the bounding (numpy)."""
-    req, n = check_count_request(request, func)
+    req, n = check_count_request(request)
     grouping = req.grouping
-    listed, m, key_hex = check_grouping(grouping, req.item, func)
+    listed, m, key_hex = check_grouping(grouping, req.item)
     group = grouping.column
-    cols = engine._table(source, [req.item, group], func, (req.item, group))
-    items = engine._items(cols[req.item], req.item, func)
-    gvals = engine._items(cols[group], group, func)
+    cols = engine._table(source, [req.item, group], (req.item, group))
+    items = engine._items(cols[req.item], req.item)
+    gvals = engine._items(cols[group], group)
     if gvals.size == 0 and items.size:
-        raise DataError(message("group", func, "a column with values", "an empty column"))
+        raise DataError(message("group", "a column with values", "an empty column"))
     gcode, names = _group_codes(gvals, listed)
     keep_rows = gcode >= 0
     items, gcode = items[keep_rows], gcode[keep_rows]

@@ -50,7 +50,7 @@ from dpfreq.engines.periods import spark_period_sql
 from dpfreq.engines.spark import times as spark_times
 from dpfreq.engines.spark.session import SPARK_ERRORS, reason, spark_session
 from dpfreq.engines.sql import SPARK, count_sql, finish_counts, finish_summaries, summaries_sql
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
 from dpfreq.progress import task
 
 __all__ = ["SparkEngine", "spark_session"]
@@ -64,10 +64,11 @@ _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
 
-def _to_numpy(df: DataFrame, func: str,
+def _to_numpy(df: DataFrame,
               names: dict[str, str] | None = None) -> dict[str, NDArray[Any]]:
     """Collect a small DataFrame to numpy columns (through Arrow); a null raises a DataError
     naming the source column (``names`` maps result aliases to source column names)."""
+    func = public_caller()
     try:
         with task(f"{func}: Spark job"):  # unknown total: the elapsed time is shown
             tbl = df.toArrow()
@@ -77,14 +78,15 @@ def _to_numpy(df: DataFrame, func: str,
     for name in tbl.column_names:
         col = tbl.column(name)
         if col.null_count:
-            raise common.null_error(func, (names or {}).get(name, name),
+            raise common.null_error((names or {}).get(name, name),
                                     f"{col.null_count} value(s)")
         out[name] = col.to_numpy(zero_copy_only=False)
     return out
 
 
-def _agg_row(df: DataFrame, aggs: list[Any], func: str) -> Any:
+def _agg_row(df: DataFrame, aggs: list[Any]) -> Any:
     """The one row of ``df.agg(*aggs)``; a Spark failure becomes a DataError."""
+    func = public_caller()
     try:
         with task(f"{func}: Spark job"):
             return df.agg(*aggs).collect()[0]
@@ -120,13 +122,14 @@ class SparkEngine:
 
     name = "spark"
 
+    @public_errors("SparkEngine")
     def __init__(self, *, spark: Any = None, master: str = "local[*]") -> None:
         if spark is not None and not isinstance(spark, SparkSession):
-            raise ParameterError(message("spark", "SparkEngine", "a SparkSession or None",
+            raise ParameterError(message("spark", "a SparkSession or None",
                                          type(spark).__name__))
         if not isinstance(master, str) or _MASTER_URL.fullmatch(master) is None:
             raise ParameterError(message(
-                "master", "SparkEngine", "a Spark master URL (local, local[N], local[*], "
+                "master", "a Spark master URL (local, local[N], local[*], "
                 "local[N,F], local-cluster[...], spark://HOST:PORT, yarn or k8s://URL)", master))
         self._spark = spark
         self.master = master
@@ -139,7 +142,8 @@ class SparkEngine:
         return self._spark
 
     # -- sources ---------------------------------------------------------------------------
-    def dataframe(self, source: Any, func: str = "SparkEngine", *,
+    @public_errors("SparkEngine")
+    def dataframe(self, source: Any, *,
                   text_columns: tuple[str, ...] = ()) -> DataFrame:
         """The source as a Spark DataFrame.
 
@@ -151,6 +155,7 @@ class SparkEngine:
         Parquet/CSV path or URI. ``text_columns`` are read as text from CSV files (identifiers
         keep their leading zeros).
         """
+        func = public_caller()
         if isinstance(source, DataFrame):
             return source
         kind = common.dataframe_kind(source)
@@ -170,7 +175,7 @@ class SparkEngine:
                 raise DataError(f"source of {func}: Spark cannot take the {kind} table: "
                                 f"{reason(exc)}") from exc
         if isinstance(source, Path):
-            return self._read(source, str(source), func, text_columns)
+            return self._read(source, str(source), text_columns)
         if isinstance(source, str):
             text = source.strip()
             if _SQL_START.match(text):
@@ -187,13 +192,14 @@ class SparkEngine:
                 except SPARK_ERRORS as exc:
                     raise DataError(f"source of {func}: no table {text!r} in the Spark catalog "
                                     f"({reason(exc)}).") from exc
-            return self._read(Path(text), text, func, text_columns)
-        raise ParameterError(message("source", func, "a Spark DataFrame, a Parquet/CSV path, a "
+            return self._read(Path(text), text, text_columns)
+        raise ParameterError(message("source", "a Spark DataFrame, a Parquet/CSV path, a "
                                      "SQL query, a table name or a pandas, Polars or Arrow "
                                      "table", type(source).__name__))
 
-    def _read(self, path: Path, text: str, func: str,
+    def _read(self, path: Path, text: str,
               text_columns: tuple[str, ...] = ()) -> DataFrame:
+        func = public_caller()
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
         # hdfs://, s3a://, file:/ ...: checked by Spark itself (a URI without a CSV suffix is
@@ -225,22 +231,22 @@ class SparkEngine:
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
-    def _type(df: DataFrame, column: str, func: str) -> Any:
+    def _type(df: DataFrame, column: str) -> Any:
         names = df.columns
         if column not in names:
-            raise common.missing_column(func, column, names)
+            raise common.missing_column(column, names)
         ty = df.schema[column].dataType
         if isinstance(ty, T.ArrayType | T.StructType | T.MapType):
-            raise common.nested_error(func, column)
+            raise common.nested_error(column)
         return ty
 
     @staticmethod
     def _is_empty(df: DataFrame) -> bool:
         return len(df.limit(1).collect()) == 0
 
-    def _key(self, df: DataFrame, item: str, func: str) -> Any:
+    def _key(self, df: DataFrame, item: str) -> Any:
         """Item keys: long for integral columns, text otherwise; null for nulls and NaN."""
-        ty = self._type(df, item, func)
+        ty = self._type(df, item)
         col = F.col(f"`{item}`")
         if isinstance(ty, _INT_TYPES):
             return col.cast("long")
@@ -248,10 +254,10 @@ class SparkEngine:
             return F.when(~F.isnan(col), col.cast("string"))
         return col.cast("string")
 
-    def _time(self, df: DataFrame, time: str, func: str) -> tuple[Any, str, Any]:
+    def _time(self, df: DataFrame, time: str) -> tuple[Any, str, Any]:
         """(time as long, null for nulls, NaN and non-integral values; time_kind; flag of
         non-integral, infinite or out-of-range values)."""
-        ty = self._type(df, time, func)
+        ty = self._type(df, time)
         col = F.col(f"`{time}`")
         if isinstance(ty, _INT_TYPES):
             return col.cast("long"), "integer", F.lit(False)
@@ -268,13 +274,12 @@ class SparkEngine:
             return F.when(ok, col.cast("long")), "integer", ~is_nan & ~ok
         if self._is_empty(df):
             return F.lit(None).cast("long"), "integer", F.lit(False)
-        raise common.data_error(func, time, common.TIME_RULE, f"type {ty.simpleString().upper()}")
+        raise common.data_error(time, common.TIME_RULE, f"type {ty.simpleString().upper()}")
 
-    def _events(self, df: DataFrame, item: str, time: str,
-                func: str) -> tuple[DataFrame, str]:
+    def _events(self, df: DataFrame, item: str, time: str) -> tuple[DataFrame, str]:
         """The events ``(k, t, f)`` (key, time, non-integral flag) and the time_kind."""
-        key = self._key(df, item, func)
-        texpr, kind, frac = self._time(df, time, func)
+        key = self._key(df, item)
+        texpr, kind, frac = self._time(df, time)
         return df.select(key.alias("k"), texpr.alias("t"), frac.alias("f")), kind
 
     @staticmethod
@@ -284,42 +289,43 @@ class SparkEngine:
                 F.count("t").alias("nt"), F.count(F.when(F.col("f"), 1)).alias("nf")]
 
     # -- protocol --------------------------------------------------------------------------
+    @public_errors("SparkEngine.item_counts")
     def item_counts(self, source: Any, *, item: str) -> base.ItemCounts:
         """Exact number of rows per distinct value of column ``item`` (``groupBy``)."""
-        func = "SparkEngine.item_counts"
-        common.check_column_name(item, "item", func)
-        df = self.dataframe(source, func, text_columns=(item,))
-        key = self._key(df, item, func)
-        res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")), func,
+        common.check_column_name(item, "item")
+        df = self.dataframe(source, text_columns=(item,))
+        key = self._key(df, item)
+        res = _to_numpy(df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c")),
                         {"k": item})
         return common.finish_item_counts(res["k"], res["c"])
 
+    @public_errors("SparkEngine.count_of_counts")
     def count_of_counts(self, source: Any, *, item: str,
                         max_count: int | None = None) -> base.Prevalences:
         """Exact prevalences of the per-item counts, clamped at ``max_count``."""
-        func = "SparkEngine.count_of_counts"
-        common.check_column_name(item, "item", func)
-        max_count = common.check_max_count(max_count, func)
-        df = self.dataframe(source, func, text_columns=(item,))
-        key = self._key(df, item, func)
+        common.check_column_name(item, "item")
+        max_count = common.check_max_count(max_count)
+        df = self.dataframe(source, text_columns=(item,))
+        key = self._key(df, item)
         per_item = df.groupBy(key.alias("k")).agg(F.count(F.lit(1)).alias("c"))
         per_item = per_item.select(
             (F.col("c") if max_count is None else F.least(F.col("c"), F.lit(max_count)))
             .alias("v"), F.col("k").isNull().cast("int").alias("null_key"))
         res = _to_numpy(per_item.groupBy("v").agg(F.count(F.lit(1)).alias("p"),
-                                                  F.max("null_key").alias("anynull")), func)
+                                                  F.max("null_key").alias("anynull")))
         if res["anynull"].size and res["anynull"].max() > 0:
-            raise common.null_error(func, item)
+            raise common.null_error(item)
         order = np.argsort(res["v"])
         return base.Prevalences(counts=res["v"][order].astype(np.int64),
                                 prevalences=res["p"][order].astype(np.int64))
 
-    def _sql(self, df: DataFrame, build: Any, func: str) -> dict[str, NDArray[Any]]:
+    def _sql(self, df: DataFrame, build: Any) -> dict[str, NDArray[Any]]:
         """Run the :class:`~dpfreq.engines.sql.Statement` ``build(view)`` on ``df`` (registered
         as a temporary view) and collect its final SELECT. Each step becomes a temporary view
         of a fresh name; the steps the statement reads several times are persisted (memory,
         spilling to disk) so that Spark computes them once and every later step reads the same
         rows. Spark SQL only: the executors run no Python."""
+        func = public_caller()
         prefix = f"dpfreq_{uuid.uuid4().hex[:12]}_"
         source = prefix + "src"
         df.createOrReplaceTempView(source)
@@ -338,71 +344,70 @@ class SparkEngine:
                 out = self.spark.sql(final)
             except SPARK_ERRORS as exc:
                 raise DataError(f"{func} failed in Spark: {reason(exc)}") from exc
-            return _to_numpy(out, func)
+            return _to_numpy(out)
         finally:
             for step in cached:
                 step.unpersist()
             for view in views:
                 self.spark.catalog.dropTempView(view)
 
+    @public_errors("SparkEngine.grouped_count_of_counts")
     def grouped_count_of_counts(self, source: Any, request: base.CountRequest
                                 ) -> base.GroupedPrevalences:
         """Per-group prevalences after the bounding, in one Spark SQL statement
         (:func:`dpfreq.engines.sql.count_sql`)."""
-        func = "SparkEngine.grouped_count_of_counts"
-        req, n = check_count_request(request, func)
-        names, m, key_hex = check_grouping(req.grouping, req.item, func)
+        req, n = check_count_request(request)
+        names, m, key_hex = check_grouping(req.grouping, req.item)
         group = req.grouping.column
-        df = self.dataframe(source, func, text_columns=(req.item, group))
-        raw = df.select(self._key(df, req.item, func).alias("k"),
-                        self._key(df, group, func).cast("string").alias("g"))
+        df = self.dataframe(source, text_columns=(req.item, group))
+        raw = df.select(self._key(df, req.item).alias("k"),
+                        self._key(df, group).cast("string").alias("g"))
         res = self._sql(raw, lambda v: count_sql(SPARK, f"SELECT k, g FROM {v}", names, m,
-                                                 key_hex, n, req.per_item), func)
-        return finish_counts(res, req, names, func)
+                                                 key_hex, n, req.per_item))
+        return finish_counts(res, req, names)
 
+    @public_errors("SparkEngine.summaries")
     def summaries(self, source: Any, request: base.SummaryRequest) -> base.Summaries:
         """The summaries of ``request`` in one Spark SQL statement
         (:func:`dpfreq.engines.sql.summaries_sql`): filter, periods, bounding and every
         summary run as SQL on the executors (no Python there: executors need no dpfreq);
         only the summed entries and a few counts are collected."""
-        func = "SparkEngine.summaries"
-        req = check_summary_request(request, func)
+        req = check_summary_request(request)
         grouping = req.grouping
         text = (req.item,) + ((grouping.column,) if grouping is not None else ())
-        df = self.dataframe(source, func, text_columns=text)
-        texpr, kind, frac = self._time(df, req.time, func)
-        common.check_time_kind(kind, req.buckets, req.time, func)
-        cols = [self._key(df, req.item, func).alias("k"), texpr.alias("t"), frac.alias("f")]
+        df = self.dataframe(source, text_columns=text)
+        texpr, kind, frac = self._time(df, req.time)
+        common.check_time_kind(kind, req.buckets, req.time)
+        cols = [self._key(df, req.item).alias("k"), texpr.alias("t"), frac.alias("f")]
         names, m, key_hex = None, None, ""
         if grouping is not None:
-            names, m, key_hex = check_grouping(grouping, req.item, func, (req.time,))
+            names, m, key_hex = check_grouping(grouping, req.item, (req.time,))
             if names is None:
-                raise ParameterError(message("groups", func, "a public list for summaries "
+                raise ParameterError(message("groups", "a public list for summaries "
                                              "(select the groups first)", None))
-            cols.append(self._key(df, grouping.column, func).cast("string").alias("g"))
+            cols.append(self._key(df, grouping.column).cast("string").alias("g"))
         raw = df.select(*cols)
         period = spark_period_sql(req.buckets)
         res = self._sql(raw, lambda v: summaries_sql(SPARK, f"SELECT * FROM {v}", period, req,
-                                                     names, m, key_hex), func)
-        return finish_summaries(res, req, names, func)
+                                                     names, m, key_hex))
+        return finish_summaries(res, req, names)
 
+    @public_errors("SparkEngine.occurrence_times")
     def occurrence_times(self, source: Any, *, item: str, time: str,
                          k_max: int | None = None) -> base.OccurrenceTimes:
         """Per-item sorted event times; with ``k_max`` only each item's first ``k_max``
         (``row_number()`` over ``Window.partitionBy(item).orderBy(time)`` on the executors).
         The projected events are persisted, so the checks and the collect read the source
         once."""
-        func = "SparkEngine.occurrence_times"
-        common.check_column_name(item, "item", func)
-        common.check_column_name(time, "time", func)
-        k_max = common.check_k_max(k_max, func)
-        df = self.dataframe(source, func, text_columns=(item,))
-        projected, kind = self._events(df, item, time, func)
+        common.check_column_name(item, "item")
+        common.check_column_name(time, "time")
+        k_max = common.check_k_max(k_max)
+        df = self.dataframe(source, text_columns=(item,))
+        projected, kind = self._events(df, item, time)
         with _persisted(projected) as events:
-            row = _agg_row(events, [*self._event_checks(), F.countDistinct("k").alias("nd")],
-                           func)
+            row = _agg_row(events, [*self._event_checks(), F.countDistinct("k").alias("nd")])
             n, ni, nt, nf, nd = (int(row[c] or 0) for c in ("n", "ni", "nt", "nf", "nd"))
-            common.check_event_counts(func, item, time, n, ni, nt + nf, nf)
+            common.check_event_counts(item, time, n, ni, nt + nf, nf)
             if n == 0:
                 z = np.zeros(0, dtype=np.int64)
                 return base.OccurrenceTimes(item_index=z, times=z.copy(), n_items=0, n_events=0,
@@ -412,7 +417,7 @@ class SparkEngine:
                 w = Window.partitionBy("k").orderBy("t")
                 ev = (ev.withColumn("rn", F.row_number().over(w))
                       .where(F.col("rn") <= k_max).drop("rn"))
-            res = _to_numpy(ev.orderBy("k", "t"), func, {"k": item, "t": time})
+            res = _to_numpy(ev.orderBy("k", "t"), {"k": item, "t": time})
         keys, times = res["k"], res["t"].astype(np.int64)
         return common.finish_occurrence_times(common.sorted_codes(keys), times, n_items=nd,
                                               n_events=n, time_kind=kind, k_max=None,
@@ -426,6 +431,7 @@ class SparkEngine:
 
         return SparkTables(self)
 
+    @public_errors("SparkEngine.report_sums")
     def report_sums(self, source: Any, *, param_id: str | None,
                     interval_counts: tuple[int, ...]) -> base.ReportSums:
         """Validate longitudinal reports on the executors and sum them per (order, interval).

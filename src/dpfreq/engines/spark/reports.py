@@ -52,10 +52,9 @@ def spark_report_sums(engine: Any, source: Any, *, param_id: str | None,
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    param_id, interval_counts = rules.check_report_args(param_id, interval_counts,
-                                                        f"{type(engine).__name__}.report_sums")
+    param_id, interval_counts = rules.check_report_args(param_id, interval_counts)
     errors = _errors()
-    df = engine.dataframe(source, "report_sums", text_columns=rules.ID_COLUMNS)
+    df = engine.dataframe(source, text_columns=rules.ID_COLUMNS)
     rules.check_columns(list(df.columns))
     cols = [F.col("`device`").cast("string").alias("u")]
     flags = []

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dpfreq._validate import message
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_caller
 
 __all__ = ["BlockValues", "SparkTables", "TableDigest"]
 
@@ -51,9 +51,10 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (PySparkException, Py4JError)
 
 
-def _failed(func: str, exc: BaseException) -> DataError:
+def _failed(exc: BaseException) -> DataError:
     """A one-line DataError naming Spark's error class only (its message may quote data), or,
     when the executors' Python cannot import dpfreq, saying what they need."""
+    func = public_caller()
     from dpfreq.engines.spark.session import executor_import_error
 
     missing = executor_import_error(exc)
@@ -109,15 +110,15 @@ class SparkTables:
         blocks = self.spark.range(0, n_blocks, 1, numPartitions=min(parts, n_blocks))
         return blocks.mapInArrow(_block_batches(block_values, domain_size, block_size), _SCHEMA)
 
-    def _increments(self, source: Any, *, item: str, count: str | None,
-                    func: str) -> DataFrame:
-        df = self.engine.dataframe(source, func)
+    def _increments(self, source: Any, *, item: str, count: str | None) -> DataFrame:
+        func = public_caller()
+        df = self.engine.dataframe(source)
         for column in (item, count):
             if column is not None and column not in df.columns:
                 raise DataError(f"column {column!r} of {func} is not in the source; available: "
                                 f"{', '.join(df.columns)}.")
         if not isinstance(df.schema[item].dataType, _INT_TYPES):
-            raise DataError(message(item, func, "a column of integer item ids",
+            raise DataError(message(item, "a column of integer item ids",
                                     f"type {df.schema[item].dataType.simpleString()}"))
         key = F.col(f"`{item}`")
         weight = F.lit(1).cast("long") if count is None else F.col(f"`{count}`").cast("long")
@@ -126,7 +127,7 @@ class SparkTables:
             F.count(weight).alias("nw"))
 
     def checked_counts(self, source: Any, *, item: str, count: str | None,
-                       domain_size: int, clamp: int | None, func: str) -> DataFrame:
+                       domain_size: int, clamp: int | None) -> DataFrame:
         """The per-item counts ``(item, inc)`` of ``source``, checked and cached.
 
         The source is aggregated once per item and the aggregate is persisted, so the checks
@@ -134,7 +135,8 @@ class SparkTables:
         name no value): no null item, item in ``0..d−1``, no null or negative count, every
         per-item sum below 2^52. With ``clamp`` the per-item sums are capped at it.
         """
-        inc = self._increments(source, item=item, count=count, func=func).persist()
+        func = public_caller()
+        inc = self._increments(source, item=item, count=count).persist()
         aggs = [
             F.count(F.when(F.col("item").isNull() | (F.col("nk") < F.col("n")), 1)).alias("nul"),
             F.count(F.when((F.col("item") < 0) | (F.col("item") >= domain_size), 1)).alias("out"),
@@ -146,7 +148,7 @@ class SparkTables:
             check = inc.agg(*aggs).collect()[0]
         except _errors() as exc:
             inc.unpersist()
-            raise _failed(func, exc) from None
+            raise _failed(exc) from None
         problems = [(check["nul"], item, "free of nulls"),
                     (check["out"], item, f"item ids in the public domain 0..{domain_size - 1}"),
                     (check["neg"], count, "counts >= 0 without nulls"),
@@ -169,8 +171,8 @@ class SparkTables:
         return joined.select("item", added.cast("long").alias("value"))
 
     # -- reductions ------------------------------------------------------------------------
-    def value_counts(self, table: DataFrame, *, low: int, high: int,
-                     func: str) -> tuple[NDArray[np.int64], int, TableDigest]:
+    def value_counts(self, table: DataFrame, *, low: int, high: int) -> tuple[NDArray[np.int64],
+                                                                              int, TableDigest]:
         """``(counts, nulls, digest)``: rows with value ``t`` for ``t ∈ [low .. high]``
         (position ``t − low``; values outside are not counted), rows whose value is null, and
         the :meth:`digest` of the table — in one ``groupBy`` pass."""
@@ -182,7 +184,7 @@ class SparkTables:
             rows = table.groupBy(v.alias("v")).agg(F.count(F.lit(1)).alias("c"),
                                                    F.sum(h).alias("h")).collect()
         except _errors() as exc:
-            raise _failed(func, exc) from None
+            raise _failed(exc) from None
         full = np.zeros(high - low + 3, dtype=np.int64)
         nulls, total, hashes = 0, 0, 0
         for r in rows:  # at most high − low + 4 rows
@@ -194,22 +196,23 @@ class SparkTables:
                 full[int(r["v"])] = int(r["c"])
         return full[1:-1].copy(), nulls, (total, hashes)
 
-    def digest(self, table: DataFrame, *, func: str) -> TableDigest:
+    def digest(self, table: DataFrame) -> TableDigest:
         """``(rows, Σ (xxhash64(item, value) mod 2^24))``: a checksum of the table's contents
         (independent of row order and partitioning)."""
         h = F.xxhash64(F.col("item"), F.col("value")).bitwiseAND(F.lit(_HASH_MASK))
         try:
             row = table.agg(F.count(F.lit(1)).alias("c"), F.sum(h).alias("h")).collect()[0]
         except _errors() as exc:
-            raise _failed(func, exc) from None
+            raise _failed(exc) from None
         return (int(row["c"]), int(row["h"] or 0))
 
-    def to_numpy(self, table: DataFrame, *, func: str) -> NDArray[np.int64]:
+    def to_numpy(self, table: DataFrame) -> NDArray[np.int64]:
         """The values in item order, collected to the driver (small domains only)."""
+        func = public_caller()
         try:
             arrow = table.orderBy("item").toArrow()
         except _errors() as exc:
-            raise _failed(func, exc) from None
+            raise _failed(exc) from None
         col = arrow.column("value")
         if col.null_count:
             raise DataError(f"{func}: some values overflowed int64.")
@@ -247,16 +250,17 @@ class SparkTables:
             raise DataError(f"{path} is unreadable or corrupted ({type(exc).__name__}).") from None
         return str(rows[0][0]) if rows else ""
 
-    def write_table(self, table: DataFrame, path: str, *, func: str) -> DataFrame:
+    def write_table(self, table: DataFrame, path: str) -> DataFrame:
         """Write ``table`` as Parquet at ``path`` (overwriting) and return it read back."""
         try:
             table.write.mode("overwrite").parquet(path)
         except _errors() as exc:
-            raise _failed(func, exc) from None
-        return self.read_table(path, func=func)
+            raise _failed(exc) from None
+        return self.read_table(path)
 
-    def read_table(self, path: str, *, func: str) -> DataFrame:
+    def read_table(self, path: str) -> DataFrame:
         """The ``(item, value)`` Parquet table at ``path``; a DataError if it is not one."""
+        func = public_caller()
         try:
             df = self.spark.read.parquet(path)
         except _errors() as exc:

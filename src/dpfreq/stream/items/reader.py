@@ -25,11 +25,10 @@ import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.engines import get_engine
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["AppendSpec", "EventTable", "read_events"]
 
-_FUNC = "ReachStream.append"
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
 _TIME = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date",
@@ -98,7 +97,7 @@ def _relation(source: Any, spec: AppendSpec) -> Any:
     cols = [spec.item, spec.time] + ([spec.group] if spec.group else [])
     if isinstance(source, tuple | list):
         if len(source) != len(cols):
-            raise ParameterError(message("source", _FUNC, f"a tuple of {len(cols)} columns "
+            raise ParameterError(message("source", f"a tuple of {len(cols)} columns "
                                          f"({', '.join(cols)})", f"{len(source)} items"))
         source = dict(zip(cols, source, strict=True))
     eng: Any = _engine()
@@ -106,22 +105,22 @@ def _relation(source: Any, spec: AppendSpec) -> Any:
         data = {}
         for c in cols:
             if c not in source:
-                raise DataError(message("source", _FUNC, f"a mapping with column {c!r}",
+                raise DataError(message("source", f"a mapping with column {c!r}",
                                         sorted(map(str, source))))
             arr = np.asarray(source[c])
             data[c] = arr.astype(object) if arr.dtype.kind in "US" else arr
         if len({v.shape for v in data.values()}) != 1 or next(iter(data.values())).ndim != 1:
-            raise DataError(message("source", _FUNC, "columns of one common length", "others"))
+            raise DataError(message("source", "columns of one common length", "others"))
         view = f"dpfreq_append_{uuid.uuid4().hex}"
         eng.connection.register(view, data)
         return eng.connection.table(view)
-    return eng.relation(source, _FUNC, text_columns=tuple(c for c in cols if c != spec.time))
+    return eng.relation(source, text_columns=tuple(c for c in cols if c != spec.time))
 
 
 def _type(rel: Any, column: str) -> str:
     names = list(rel.columns)
     if column not in names:
-        raise DataError(message("source", _FUNC, f"a table with column {column!r}", names))
+        raise DataError(message("source", f"a table with column {column!r}", names))
     return str(rel.types[names.index(column)]).lower()
 
 
@@ -131,11 +130,11 @@ def _period_sql(rel: Any, spec: AppendSpec) -> str:
     col = _quote(spec.time)
     if spec.start_us is None:
         if ty not in _INTEGER:
-            raise DataError(message("time", _FUNC, "an integer column of periods (the stream "
+            raise DataError(message("time", "an integer column of periods (the stream "
                                     "was created without start/period)", ty.upper()))
         return f"CAST({col} AS BIGINT)"
     if not (ty in _TIME or ty.startswith("timestamp")):
-        raise DataError(message("time", _FUNC, "a timestamp or date column (the stream was "
+        raise DataError(message("time", "a timestamp or date column (the stream was "
                                 "created with start and period)", ty.upper()))
     us = f"epoch_us(CAST({col} AS TIMESTAMP))" if ty == "date" else f"epoch_us({col})"
     d = f"({us} - ({int(spec.start_us)}))"
@@ -148,7 +147,7 @@ def _key_sql(rel: Any, column: str) -> tuple[str, str]:
     if ty in _INTEGER:
         return f"CAST({_quote(column)} AS BIGINT)", "integer"
     if ty.startswith(("list", "struct", "map")) or ty.endswith("[]"):
-        raise DataError(message("item", _FUNC, "a column of plain values", ty.upper()))
+        raise DataError(message("item", "a column of plain values", ty.upper()))
     return f"CAST({_quote(column)} AS VARCHAR)", "text"
 
 
@@ -161,6 +160,7 @@ def _group_sql(spec: AppendSpec) -> tuple[str, str]:
                          "a.gname = listed.gname")
 
 
+@public_errors("ReachStream.append")
 def read_events(source: Any, spec: AppendSpec) -> EventTable:
     """Aggregate the append's events into a temporary table (module docstring); refuses nulls
     in the item, time or group column, and a time column of the wrong kind. The source is
@@ -184,7 +184,7 @@ def read_events(source: Any, spec: AppendSpec) -> EventTable:
             f"{spec.after}), 0) AS late, coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) "
             f"AS future FROM {name}_all")
         if int(stats["nn"][0]):
-            raise DataError(message("source", _FUNC, "free of nulls in the item, time and "
+            raise DataError(message("source", "free of nulls in the item, time and "
                                     "group columns", "nulls"))
         table.n_events = int(stats["total"][0])
         table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])

@@ -21,7 +21,6 @@ from dpfreq.windows.params import TimeAxis
 
 __all__ = ["engine_source", "range_error", "summarizing_engine"]
 
-_FUNC = "release_window_counts"
 _FAR = float(1 << 62)  # integer times beyond this are certainly outside any horizon
 
 
@@ -53,7 +52,7 @@ def range_error(axis: TimeAxis, time: Any = None) -> DataError:
     hint = (" Pass out_of_range='drop' to drop such events (a public rule on rows: the "
             "release then covers the range only), or find them in the source, e.g. in "
             f"DuckDB: {utc}SELECT * FROM <source> WHERE {where}.")
-    return DataError(message("time", _FUNC, rule, "events outside the range") + hint)
+    return DataError(message("time", rule, "events outside the range") + hint)
 
 
 def _clock(us: np.datetime64) -> str:
@@ -66,9 +65,9 @@ def _integer_times(raw: Any, column: str, epochs: bool = False) -> NDArray[np.in
     rule = ("integer epochs (time_unit given; leave it out for timestamps)" if epochs
             else "integer periods 1..T (or timestamps with start/end/period)")
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise DataError(message(f"time column {column!r}", _FUNC, rule, f"dtype {arr.dtype}"))
+        raise DataError(message(f"time column {column!r}", rule, f"dtype {arr.dtype}"))
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
-        raise DataError(message(f"time column {column!r}", _FUNC, rule,
+        raise DataError(message(f"time column {column!r}", rule,
                                 "missing, infinite or fractional values"))
     if arr.dtype.kind == "i":
         return arr.astype(np.int64)
@@ -88,10 +87,10 @@ def _timestamp_times(raw: Any, column: str) -> NDArray[Any]:
     elif arr.dtype.kind in "OUS":
         out = _parse_timestamps(arr, column)
     else:
-        raise DataError(message(f"time column {column!r}", _FUNC, "timestamps or dates",
+        raise DataError(message(f"time column {column!r}", "timestamps or dates",
                                 f"dtype {arr.dtype}"))
     if np.isnat(out).any():
-        raise DataError(message(f"time column {column!r}", _FUNC, "timestamps without "
+        raise DataError(message(f"time column {column!r}", "timestamps without "
                                 "missing values", "missing values"))
     return out
 
@@ -111,7 +110,7 @@ def _parse_timestamps(arr: NDArray[Any], column: str) -> NDArray[Any]:
             warnings.simplefilter("ignore")
             return np.asarray(arr, dtype="datetime64[us]")
     except (TypeError, ValueError, OverflowError) as exc:
-        raise DataError(message(f"time column {column!r}", _FUNC, "timestamps or dates",
+        raise DataError(message(f"time column {column!r}", "timestamps or dates",
                                 "values that are not")) from exc
 
 
@@ -124,7 +123,7 @@ def _check_items(raw: Any, column: str) -> NDArray[Any]:
     else:
         missing = False
     if missing:
-        raise DataError(message(f"item column {column!r}", _FUNC, "free of missing values "
+        raise DataError(message(f"item column {column!r}", "free of missing values "
                                 "(None, NaN)", "missing values"))
     return items
 
@@ -134,30 +133,30 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
     mapping of typed columns (the memory engine's input); other sources pass through."""
     if isinstance(source, tuple | list):
         if len(source) != 2:
-            raise ParameterError(message("source", _FUNC, "a pair (items, times) of arrays",
+            raise ParameterError(message("source", "a pair (items, times) of arrays",
                                          type(source).__name__))
         item, time = item or "item", time or "time"
         if item == time:
-            raise ParameterError(message("item/time", _FUNC, "two different names",
+            raise ParameterError(message("item/time", "two different names",
                                          (item, time)))
         cols: dict[str, Any] = {item: source[0], time: source[1]}
     elif isinstance(source, Mapping):
         if item is None or time is None:
-            raise ParameterError(message("item/time", _FUNC, "column names of the source",
+            raise ParameterError(message("item/time", "column names of the source",
                                          (item, time)))
         cols = dict(source)
     else:
         if item is None or time is None:
-            raise ParameterError(message("item/time", _FUNC, "column names for a file, SQL or "
+            raise ParameterError(message("item/time", "column names for a file, SQL or "
                                          "table source", (item, time)))
         return source, item, time
     for col in (item, time):
         if col not in cols:
-            raise DataError(message("source", _FUNC, f"a mapping with column {col!r}",
+            raise DataError(message("source", f"a mapping with column {col!r}",
                                     sorted(map(str, cols))))
     if np.ndim(cols[item]) != 1 or np.ndim(cols[time]) != 1 \
             or len(cols[item]) != len(cols[time]):
-        raise DataError(message("source", _FUNC, "1-d item and time columns of equal length",
+        raise DataError(message("source", "1-d item and time columns of equal length",
                                 "columns of other shapes or lengths"))
     items = _check_items(cols[item], str(item))
     times = (_integer_times(cols[time], str(time), bool(axis.time_unit))
@@ -166,8 +165,8 @@ def engine_source(source: Any, item: Any, time: Any, axis: TimeAxis) -> tuple[An
     return {str(item): items, str(time): times}, str(item), str(time)
 
 
-def summarizing_engine(engine: Any, source: Any, func: str) -> Summarizing:
+def summarizing_engine(engine: Any, source: Any) -> Summarizing:
     """The engine for ``source`` (:func:`dpfreq.engines.get_engine`), which must compute window
     summaries (:class:`~dpfreq.engines.Summarizing`); otherwise a one-line error naming it."""
-    return require_capability(get_engine(engine, source), Summarizing, func,
+    return require_capability(get_engine(engine, source), Summarizing,
                               "window summaries (memory, duckdb, spark)")

@@ -96,23 +96,23 @@ def group_epsilon(rho: float, delta: float) -> float:
 
 
 def _share(par: Any, m: int, named: bool, zcdp: bool, eps_s: float | None,
-           func: str, mechanism: str = "auto") -> tuple[Fraction, float, AnySelection | None]:
+           mechanism: str = "auto") -> tuple[Fraction, float, AnySelection | None]:
     """``(ε_r, δ_r, selection)``: the selection (None with a public list) at ``ε_s`` and its δ
     share (all of δ under pure accounting, :data:`ZCDP_DELTA_SHARE` of it under zCDP), the
     release the rest (``ε_r`` exact, ``δ_r`` rounded down)."""
     if named or eps_s is None:  # a public list, or the fixed half of release_share
-        return release_share(par.epsilon, par.delta, m, named, zcdp, func, None, mechanism)
+        return release_share(par.epsilon, par.delta, m, named, zcdp, None, mechanism)
     sel_delta = par.delta * float(ZCDP_DELTA_SHARE) if zcdp else par.delta
-    sel = plan_partition_selection(eps_s, sel_delta, m, mechanism, func)
+    sel = plan_partition_selection(eps_s, sel_delta, m, mechanism)
     eps_r = Fraction(par.epsilon) - Fraction(sel.epsilon)
     return eps_r, float_at_most(Fraction(par.delta) - Fraction(sel.delta)), sel
 
 
-def _candidate(par: Any, m: int, named: bool, zcdp: bool, func: str,
+def _candidate(par: Any, m: int, named: bool, zcdp: bool,
                eps_s: float | None = None, mechanism: str = "auto") -> GroupBudget:
     """One accounting's budget (its selection planned at ``ε_s`` and its δ share); each share
     rounded down on fractions, so the groups never add up past (ε_r, δ_r)."""
-    eps_r, delta_r, sel = _share(par, m, named, zcdp, eps_s, func, mechanism)
+    eps_r, delta_r, sel = _share(par, m, named, zcdp, eps_s, mechanism)
     if not zcdp:
         return GroupBudget(epsilon_at_most(eps_r / m), float_at_most(Fraction(delta_r) / m),
                            None, sel, float(eps_r), delta_r, "")
@@ -129,16 +129,16 @@ def _plan(par: Any, b: GroupBudget) -> Any:
 AUTO_SHARES = tuple(Fraction(i, 20) for i in range(2, 19))
 
 
-def check_selection_epsilon(value: Any, epsilon: float, named: bool, func: str) -> Any:
+def check_selection_epsilon(value: Any, epsilon: float, named: bool) -> Any:
     """``selection_epsilon``: ``"auto"`` or a number in (0, ε) (ε of the selection); with a
     public list only ``"auto"`` (there is no selection). The checks of
     :func:`~dpfreq.grouped.accounting.check_selection_share`; ``"auto"`` is kept as such, for
     the window counts choose the share from their error model (:func:`choose_budget`)."""
-    share = check_selection_share(value, epsilon, named, func)
+    share = check_selection_share(value, epsilon, named)
     return "auto" if share is None else share
 
 
-def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[float, str]:
+def _auto_share(par: Any, m: int, mechanism: str = "auto") -> tuple[float, str]:
     """``(ε_s, why)``: the share ``s`` of ε for the selection, from public parameters only.
 
     The score of a share is ``n_½(sε) + 2·RMSE((1 − s)ε)``, in items: the number of items a
@@ -150,7 +150,7 @@ def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[f
     :data:`AUTO_SHARES` is taken (ties: the one nearest ½).
     """
     typical = max(1, (m + 1) // 2)
-    half = _candidate(par, m, False, False, func, par.epsilon * 0.5, mechanism)
+    half = _candidate(par, m, False, False, par.epsilon * 0.5, mechanism)
     try:
         plan = _plan(par, half)
         rmse_half = math.exp(plan_score(plan) / (2 * len(plan.structures)))
@@ -159,8 +159,7 @@ def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[f
     best: tuple[float, float, float, int] | None = None
     for s in AUTO_SHARES:
         try:
-            sel = plan_partition_selection(par.epsilon * float(s), par.delta, m, mechanism,
-                                           func)
+            sel = plan_partition_selection(par.epsilon * float(s), par.delta, m, mechanism)
         except ParameterError:
             continue
         rmse = rmse_half * 0.5 / (1 - float(s))
@@ -180,7 +179,7 @@ def _auto_share(par: Any, m: int, func: str, mechanism: str = "auto") -> tuple[f
     return par.epsilon * share, why
 
 
-def choose_budget(par: Any, m: int | None, named: bool, func: str,
+def choose_budget(par: Any, m: int | None, named: bool,
                   selection_epsilon: Any = "auto", selection: str = "auto") -> GroupBudget:
     """The accounting whose per-group plan predicts the smaller error (module docstring).
 
@@ -195,17 +194,17 @@ def choose_budget(par: Any, m: int | None, named: bool, func: str,
     sel_why = ""
     if not named:
         if selection_epsilon == "auto":
-            eps_s, sel_why = _auto_share(par, mm, func, selection)
+            eps_s, sel_why = _auto_share(par, mm, selection)
         else:
             eps_s = float(selection_epsilon)
             sel_why = f"given: selection_epsilon = {eps_s:g}"
-    pure = _candidate(par, mm, named, False, func, eps_s, selection)
+    pure = _candidate(par, mm, named, False, eps_s, selection)
     # with one group per item and a public list the pure per-group plan already weighs zCDP
     if par.delta <= 0 or (mm == 1 and named):
         return _with_why(pure, "pure: " + ("delta = 0" if par.delta <= 0 else
                                            "one group per unit, the group's own plan compares "
                                            "pure and zCDP accounting"), sel_why)
-    zc = _candidate(par, mm, named, True, func, eps_s, selection)
+    zc = _candidate(par, mm, named, True, eps_s, selection)
     scores: dict[str, float] = {}
     for label, b in (("pure", pure), ("zcdp", zc)):
         try:

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["GroupNoise"]
 
@@ -55,9 +55,10 @@ class GroupNoise:
     True
     """
 
+    @public_errors("GroupNoise")
     def __init__(self, key: bytes, n_groups: int) -> None:
         if n_groups < 1:
-            raise ParameterError(message("n_groups", "GroupNoise", "an integer >= 1",
+            raise ParameterError(message("n_groups", "an integer >= 1",
                                          n_groups))
         self.key, self.n_groups = key, int(n_groups)
         self._sources: dict[tuple[Any, ...], Any] = {}
@@ -73,6 +74,7 @@ class GroupNoise:
             self._sources[ident] = src
         return src
 
+    @public_errors("GroupNoise")
     def values(self, structure: Any, name: Any, group: int, ids: Any) -> IntArray:
         """Group ``group``'s noise at node ids ``ids`` of the tree ``name``."""
         arr = np.asarray(ids, dtype=np.int64)
@@ -89,7 +91,7 @@ class GroupNoise:
                 self._eager[ident] = block
             return block[group, :arr.size].copy()
         if arr.size and int(arr.max()) > (_MAX_ID - group) // g_count:
-            raise ParameterError(message("node_ids", "GroupNoise", "ids small enough to "
+            raise ParameterError(message("node_ids", "ids small enough to "
                                          f"number {g_count} groups below 2^63", "larger"))
         out: IntArray = src.noise(arr * g_count + group)
         return out
@@ -100,11 +102,12 @@ class GroupNoise:
         self._eager.clear()
         self._batching = False
 
+    @public_errors("GroupNoise.for_group")
     def for_group(self, group: int) -> _GroupView:
         """The ``node_noise`` hook of group ``group``'s structures
         (:attr:`dpfreq.windows.structures.base.Structure.node_noise`)."""
         if not 0 <= group < self.n_groups:
-            raise ParameterError(message("group", "GroupNoise.for_group",
+            raise ParameterError(message("group",
                                          f"an index in [0, {self.n_groups})", group))
         return _GroupView(self, group)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.grouped.bound_choice import candidate_bound, resolve_auto
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.grouped.selection import AnySelection
@@ -80,6 +80,7 @@ class GroupedWindowCountsPlan(PlanSummary):
     capping_epsilon: float | None = None
     candidates: dict[int, GroupedWindowCountsPlan] | None = field(default=None, repr=False)
 
+    @public_errors("GroupedWindowCountsPlan.epsilon_for")
     def epsilon_for(self, target: float, **which: Any) -> float:
         """The smallest total ε giving each group a half-width ``target`` at the family and k
         ``which`` selects: under pure accounting :meth:`WindowCountsPlan.epsilon_for` of one
@@ -91,8 +92,7 @@ class GroupedWindowCountsPlan(PlanSummary):
                      else self.budget.release_epsilon / self.epsilon)
             return float(self.per_group.epsilon_for(target, **which)
                          * (self.max_groups_per_item or 1) / share)
-        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1),
-                                  "GroupedWindowCountsPlan.epsilon_for")
+        key = self.per_group._key(which.get("family", "cumulative"), which.get("k", 1))
         replan = self._replan
 
         def half(eps: float) -> float:
@@ -101,8 +101,7 @@ class GroupedWindowCountsPlan(PlanSummary):
             except ParameterError:
                 return math.inf
 
-        eps = smallest_epsilon(half, target, planned=self.epsilon,
-                               func="GroupedWindowCountsPlan.epsilon_for")
+        eps = smallest_epsilon(half, target, planned=self.epsilon)
         for _ in range(12):  # the accounting may switch with ε: step up until it is met
             if half(eps) <= target:
                 break
@@ -157,7 +156,7 @@ class GroupedWindowCountsPlan(PlanSummary):
 
 
 def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
-                               max_groups_per_item: Any, func: str,
+                               max_groups_per_item: Any,
                                plan_one: Callable[[float, float, float | None], Any],
                                selection_epsilon: Any = "auto",
                                selection: Any = "auto",
@@ -166,25 +165,25 @@ def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
     (``ε − capping_epsilon`` when the cap is measured). With ``max_groups_per_item="auto"``
     the plan at the largest candidate ``m`` (the most noise), every candidate's plan in
     :attr:`GroupedWindowCountsPlan.candidates` (``m`` is chosen by the release, privately)."""
-    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit, func)
-    _, names, m = check_window_grouping(group, groups, bound, par.unit, func)
-    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit)
+    _, names, m = check_window_grouping(group, groups, bound, par.unit)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m)
     if auto:
         plans: dict[int, GroupedWindowCountsPlan] = {}
         for cand in range(1, candidate_bound(names) + 1):
             try:
-                plans[cand] = plan_grouped_window_counts(par, group, groups, cand, func,
+                plans[cand] = plan_grouped_window_counts(par, group, groups, cand,
                                                          plan_one, selection_epsilon,
                                                          selection, cap_eps)
             except ParameterError:
                 continue
         if not plans:  # refused at every candidate: the largest candidate's refusal
-            plan_grouped_window_counts(par, group, groups, candidate_bound(names), func,
+            plan_grouped_window_counts(par, group, groups, candidate_bound(names),
                                        plan_one, selection_epsilon, selection, cap_eps)
         return dataclasses.replace(plans[max(plans)], candidates=plans)
     rel_par = par if cap_eps is None else dataclasses.replace(
         par, epsilon=release_epsilon(par.epsilon, cap_eps))
-    budget = window_budget(names, rel_par, m, func, selection_epsilon, selection)
+    budget = window_budget(names, rel_par, m, selection_epsilon, selection)
     per = plan_one(budget.epsilon, budget.delta, budget.rho)
 
     def replan(eps: float) -> GroupedWindowCountsPlan:
@@ -192,7 +191,7 @@ def plan_grouped_window_counts(par: WindowParams, group: Any, groups: Any,
             float(selection_epsilon) * eps / par.epsilon)
         cap = None if cap_eps is None else cap_eps * eps / par.epsilon
         return plan_grouped_window_counts(dataclasses.replace(par, epsilon=eps), group, groups,
-                                          max_groups_per_item, func, plan_one, share, selection,
+                                          max_groups_per_item, plan_one, share, selection,
                                           cap)
 
     return GroupedWindowCountsPlan(per_group=per, epsilon=par.epsilon, delta=par.delta,

@@ -45,12 +45,15 @@ from dpfreq.windows.grouped.result import (
 from dpfreq.windows.params import WindowBuild, WindowParams
 from dpfreq.windows.state import route
 
+#: The ledger label of a grouped window release: the function that charges it.
+_LABEL = "release_window_counts"
+
 __all__ = ["GroupedWindowAdapter", "GroupedWindowArgs", "check_window_grouping",
            "release_grouped_window_counts", "window_budget"]
 
 
-def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, unit: str,
-                          func: str) -> tuple[str, tuple[str, ...] | None, int | None]:
+def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any,
+                          unit: str) -> tuple[str, tuple[str, ...] | None, int | None]:
     """``(group column, public groups or None, m or None)``.
 
     ``unit="item"``: ``m`` is required (an item may touch several groups). ``unit="event"``:
@@ -60,27 +63,27 @@ def check_window_grouping(group: Any, groups: Any, max_groups_per_item: Any, uni
     ``groups=None``: the groups are selected privately (:func:`window_budget`).
     """
     if group is None:
-        raise ParameterError(message("group", func, "the group column when "
+        raise ParameterError(message("group", "the group column when "
                                      "max_groups_per_item or groups is given", group))
     if unit == "event":
         if max_groups_per_item is not None:
             raise ParameterError(message(
-                "max_groups_per_item", func, "None at unit='event' (one event is in one "
+                "max_groups_per_item", "None at unit='event' (one event is in one "
                 "group: every group gets the whole epsilon, parallel composition)",
                 max_groups_per_item))
-        g, _ = check_bound(group, 1, "item", func)
+        g, _ = check_bound(group, 1, "item")
         m = None
     elif unit != "item":
-        raise ParameterError(message("unit", func, "'item' or 'event' for a grouped release "
+        raise ParameterError(message("unit", "'item' or 'event' for a grouped release "
                                      "(a replacement may move an item between groups)", unit))
     else:
-        g, m = check_bound(group, max_groups_per_item, unit, func)
-    names = None if groups is None else check_grouping(g, groups, 1, "item", func)[1]
+        g, m = check_bound(group, max_groups_per_item, unit)
+    names = None if groups is None else check_grouping(g, groups, 1, "item")[1]
     return g, names, m
 
 
 def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | None,
-                  func: str, selection_epsilon: Any = "auto",
+                  selection_epsilon: Any = "auto",
                   selection: Any = "auto") -> GroupBudget:
     """The budget of each group and the partition selection (None with a public list).
 
@@ -92,28 +95,28 @@ def window_budget(names: tuple[str, ...] | None, par: WindowParams, m: int | Non
     (ε, δ) asked for.
     """
     if names is None and par.delta == 0.0:
-        raise ParameterError(message("groups", func, "a public list of group names, or give "
+        raise ParameterError(message("groups", "a public list of group names, or give "
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", None))
-    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None, func)
-    mechanism = check_selection_mechanism(selection, func)
-    return choose_budget(par, m, names is not None, func, sel_eps, mechanism)
+    sel_eps = check_selection_epsilon(selection_epsilon, par.epsilon, names is not None)
+    mechanism = check_selection_mechanism(selection)
+    return choose_budget(par, m, names is not None, sel_eps, mechanism)
 
 
-def _grouped_source(source: Any, item: Any, time: Any, group: str, axis: Any,
-                    func: str) -> tuple[Any, str, str]:
+def _grouped_source(source: Any, item: Any, time: Any, group: str,
+                    axis: Any) -> tuple[Any, str, str]:
     """The event log with its group column (an ``(items, times)`` pair has none)."""
     if isinstance(source, tuple | list):
-        raise ParameterError(message("source", func, "a mapping, file, SQL or DataFrame with "
+        raise ParameterError(message("source", "a mapping, file, SQL or DataFrame with "
                                      f"the group column {group!r} (an (items, times) pair has "
                                      "none)", type(source).__name__))
     if not isinstance(source, Mapping):
         return engine_source(source, item, time, axis)
     if item is None or time is None:
-        raise ParameterError(message("item/time", func, "column names of the source",
+        raise ParameterError(message("item/time", "column names of the source",
                                      (item, time)))
     if group not in source:
-        raise DataError(message("source", func, f"a mapping with column {group!r}",
+        raise DataError(message("source", f"a mapping with column {group!r}",
                                 sorted(map(str, source))))
     cols, item, time = engine_source({k: source[k] for k in (item, time) if k in source},
                                      item, time, axis)
@@ -132,8 +135,7 @@ def _sizes(eng: Any, src: Any, item: str, group: str, bounding: Bounding,
 
 
 def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
-                names: tuple[str, ...] | None, par: WindowParams, out_of_range: str,
-                func: str) -> Summaries:
+                names: tuple[str, ...] | None, par: WindowParams, out_of_range: str) -> Summaries:
     """Every check of the data, on the rows before any bounding and before any draw, in one
     engine query without a key: the events per period of every listed group, or, under private
     selection (no public list), of the whole log — a stricter check (a log with at most one
@@ -150,7 +152,7 @@ def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
     if red.n_out_of_range and out_of_range == "error":
         raise range_error(axis, time)
     if par.singleton and red.weights.size and int(red.weights.max()) > 1:
-        raise DataError(message("singleton", func, "True only for logs with at most one event "
+        raise DataError(message("singleton", "True only for logs with at most one event "
                                 "per period in each group", "a group with several events in "
                                 "one period"))
     return red
@@ -194,7 +196,6 @@ class GroupedWindowArgs:
     names: tuple[str, ...] | None
     max_groups_per_item: int | None
     out_of_range: str
-    func: str
     selection_epsilon: Any = "auto"
     selection: Any = "auto"
     capping_epsilon: float | None = None
@@ -255,7 +256,7 @@ class GroupedWindowAdapter:
     @property
     def call(self) -> GroupedCall:
         a = self.args
-        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, a.func), a.group,
+        return GroupedCall(Charge(a.par.epsilon, a.par.delta, a.par.unit, _LABEL), a.group,
                            a.names, a.max_groups_per_item, a.capping_epsilon,
                            a.par.confidence, a.auto_bound)
 
@@ -282,7 +283,7 @@ class GroupedWindowAdapter:
         a = self.args
         par = a.par if a.capping_epsilon is None else dataclasses.replace(
             a.par, epsilon=release_epsilon(a.par.epsilon, a.capping_epsilon))
-        budget = window_budget(a.names, par, a.max_groups_per_item, a.func,
+        budget = window_budget(a.names, par, a.max_groups_per_item,
                                a.selection_epsilon, a.selection)
         build = WindowBuild.of(a.par, epsilon=budget.epsilon, delta=budget.delta,
                                seeded=self.seeded)
@@ -294,11 +295,9 @@ class GroupedWindowAdapter:
 
     def read(self, plan: _Plan) -> Reading[_Logs]:
         a = self.args
-        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis,
-                                          a.func)
-        eng = summarizing_engine(self.engine, src, a.func)
-        checked = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range,
-                              a.func)
+        src, item, time = _grouped_source(self.source, a.item, a.time, a.group, a.par.axis)
+        eng = summarizing_engine(self.engine, src)
+        checked = _check_logs(eng, src, item, time, a.group, a.names, a.par, a.out_of_range)
         return Reading(_Logs(src, item, time, eng, checked), source=eng.name)
 
     def sizes(self, plan: _Plan, data: _Logs, bounding: Bounding,
@@ -341,8 +340,7 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
                                   group: Any, groups: Any, max_groups_per_item: Any,
                                   out_of_range: str, engine: Any, rng: Any,
                                   accountant: BudgetAccountant | None,
-                                  func: str, selection_epsilon: Any = "auto",
-                                  selection: Any = "auto",
+                                  selection_epsilon: Any = "auto", selection: Any = "auto",
                                   capping_epsilon: Any = None) -> GroupedWindowRelease:
     """:func:`~dpfreq.windows.release_window_counts` with ``group=`` (parameters checked there).
 
@@ -380,12 +378,12 @@ def release_grouped_window_counts(source: Any, *, par: WindowParams, item: Any, 
     item and ``m`` is post-processing of it (:mod:`dpfreq.grouped.bound_choice`); the argument
     above holds for every fixed ``m``, so the call is (ε, δ)-DP by adaptive composition.
     """
-    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit, func)
-    group, names, m = check_window_grouping(group, groups, bound, par.unit, func)
-    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m, func)
-    check_accountant(accountant, func)
-    resolved = resolve_rng(rng, func)
-    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range, func,
+    bound, auto = resolve_auto(max_groups_per_item, capping_epsilon, par.unit)
+    group, names, m = check_window_grouping(group, groups, bound, par.unit)
+    cap_eps = check_capping_epsilon(capping_epsilon, par.epsilon, m)
+    check_accountant(accountant)
+    resolved = resolve_rng(rng)
+    args = GroupedWindowArgs(par, item, time, group, names, m, out_of_range,
                              selection_epsilon, selection, cap_eps, auto)
     return run_grouped(GroupedWindowAdapter(args, source, engine, resolved.seeded),
                        accountant=accountant, rng=resolved)

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.artifacts import read_artifact, write_artifact
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, public_errors
 from dpfreq.grouped.bound_choice import BoundChoice
 from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.grouped.driver import with_bound_choice, with_dropped
@@ -124,10 +124,10 @@ def _simultaneous(states: list[WindowState], conf: float) -> ErrorStatement:
         t2 = ts[-1:] if w in ("total", "all") else ts
         t1 = np.ones_like(t2) if not isinstance(w, int) else np.maximum(1, ts - w + 1)
         for k in ks:
-            structs = st.structures_for(k, "release_window_counts")
+            structs = st.structures_for(k)
             if isinstance(w, int):
                 structs = [s for s in structs if s.family != "rolling" or s.width == w]
-            a = st.answer(t1, t2, k, level, structs, "simultaneous")
+            a = st.answer(t1, t2, k, level, structs)
             worst = max(worst, float(np.max(np.asarray(a.band_upper) - np.asarray(a.estimate))))
     what = "released curve values" if curves else "windows [1, T]"
     return ErrorStatement(kind="bound", confidence=conf, value=worst, description=(
@@ -340,6 +340,7 @@ class GroupedWindowRelease(GroupedRelease):
                               arrays=arrays)
 
     @classmethod
+    @public_errors("GroupedWindowRelease.load")
     def load(cls, path: str | Path) -> GroupedWindowRelease:
         """Read a file written by :meth:`save`: every group answers as before (same noise).
 

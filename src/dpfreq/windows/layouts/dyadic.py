@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_int
+from dpfreq.errors import public_errors
 
 __all__ = [
     "domain_size",
@@ -28,9 +29,10 @@ __all__ = [
 IntArray = NDArray[np.int64]
 
 
+@public_errors("domain_size")
 def domain_size(n_values: int) -> int:
     """The smallest power of two ``D >= n_values`` (at least 1)."""
-    n = check_int(n_values, "n_values", "domain_size", minimum=1)
+    n = check_int(n_values, "n_values", minimum=1)
     return 1 << (n - 1).bit_length()
 
 

@@ -12,11 +12,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import check_int, message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 
 __all__ = ["consistent_tree"]
 
 
+@public_errors("consistent_tree")
 def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[NDArray[Any]]:
     """Least-squares consistent node values of a complete B-ary tree (Hay et al. 2010).
 
@@ -42,11 +43,11 @@ def consistent_tree(noisy_levels: list[NDArray[Any]], branching: int) -> list[ND
     >>> [lev.tolist() for lev in consistent_tree(levels, 2)]  # already consistent: unchanged
     [[1.0, 2.0], [3.0]]
     """
-    b = check_int(branching, "branching", "consistent_tree", minimum=2)
+    b = check_int(branching, "branching", minimum=2)
     levels = [np.asarray(v, dtype=np.float64) for v in noisy_levels]
     for i in range(1, len(levels)):
         if levels[i - 1].shape[0] != b * levels[i].shape[0]:
-            raise ParameterError(message("noisy_levels", "consistent_tree",
+            raise ParameterError(message("noisy_levels",
                                          "levels of a complete B-ary tree", "mismatched sizes"))
     z = [levels[0].copy()]
     for i in range(1, len(levels)):

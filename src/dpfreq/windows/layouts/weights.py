@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.windows.layouts.layered import layer_layout, layer_prefix_weights
 from dpfreq.windows.layouts.least_squares import consistent_tree
 
@@ -44,6 +44,7 @@ IntArray = NDArray[np.int64]
 
 
 @functools.lru_cache(maxsize=8)
+@public_errors("consistent_prefix_weights")
 def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
     """Weights ``A`` with ``consistent prefix(x) = Σ_v A[x, v] · noisy(v)`` (binary tree).
 
@@ -52,7 +53,7 @@ def consistent_prefix_weights(domain: int) -> NDArray[np.float64]:
     The exact noise variance of a consistent prefix is ``Var[node] · Σ_v A[x, v]²``.
     """
     if domain < 1 or domain & (domain - 1):
-        raise ParameterError(message("domain", "consistent_prefix_weights", "a power of two",
+        raise ParameterError(message("domain", "a power of two",
                                      domain))
     h = domain.bit_length() - 1
     n_nodes = 2 * domain

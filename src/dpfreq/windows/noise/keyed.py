@@ -65,7 +65,7 @@ from dpfreq._exact_inverse import (
     inverse_table,
 )
 from dpfreq._validate import message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import MAX_DENOMINATOR, gaussian_sigma2, sample_discrete_laplace
 from dpfreq.rng import derive_key, keyed_generator
 from dpfreq.windows.noise import kernel as node_kernel
@@ -92,46 +92,48 @@ _ROUND_SHIFT = 32  # tag of round r starts at r·2^32
 StructureName = tuple[str | int, ...]
 
 
-def _check_key(key: Any, func: str) -> bytes:
+def _check_key(key: Any) -> bytes:
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
-        raise ParameterError(message("key", func, "at least 16 bytes", type(key).__name__))
+        raise ParameterError(message("key", "at least 16 bytes", type(key).__name__))
     return bytes(key)
 
 
-def structure_name(structure: Any, func: str = "structure_name") -> StructureName:
+@public_errors("structure_name")
+def structure_name(structure: Any) -> StructureName:
     """The canonical name of a structure: a tuple of str and int parts (an int or str alone is
     a one-part name). It is encoded injectively into every sub-key (module docstring)."""
     parts = structure if isinstance(structure, tuple) else (structure,)
     if not parts:
-        raise ParameterError(message("structure", func, "a non-empty name", structure))
+        raise ParameterError(message("structure", "a non-empty name", structure))
     out: list[str | int] = []
     for p in parts:
         if isinstance(p, bool) or not isinstance(p, str | int | np.integer):
-            raise ParameterError(message("structure", func, "an int, a str or a tuple of them",
+            raise ParameterError(message("structure", "an int, a str or a tuple of them",
                                          structure))
         out.append(p if isinstance(p, str) else int(p))
     return tuple(out)
 
 
+@public_errors("eager_generator")
 def eager_generator(key: bytes, structure: Any) -> np.random.Generator:
     """The ChaCha20 stream of an eagerly drawn structure (1d trees, per-query noise)."""
-    name = structure_name(structure, "eager_generator")
-    return keyed_generator(_check_key(key, "eager_generator"), "windows", EAGER_SCHEME, *name)
+    name = structure_name(structure)
+    return keyed_generator(_check_key(key), "windows", EAGER_SCHEME, *name)
 
 
-def _check_ids(node_ids: Any, func: str) -> NDArray[np.int64]:
+def _check_ids(node_ids: Any) -> NDArray[np.int64]:
     try:
         ids = np.asarray(node_ids)
     except (TypeError, ValueError) as exc:
-        raise ParameterError(message("node_ids", func, "integers", type(node_ids).__name__)) \
+        raise ParameterError(message("node_ids", "integers", type(node_ids).__name__)) \
             from exc
     if ids.size and ids.dtype.kind not in "iu":
-        raise ParameterError(message("node_ids", func, "integers", str(ids.dtype)))
+        raise ParameterError(message("node_ids", "integers", str(ids.dtype)))
     if ids.size and ids.dtype.kind == "u" and int(ids.max()) >= 1 << 63:
-        raise ParameterError(message("node_ids", func, "integers < 2^63", "larger"))
+        raise ParameterError(message("node_ids", "integers < 2^63", "larger"))
     ids = ids.astype(np.int64, copy=False)
     if ids.size and ids.min() < 0:
-        raise ParameterError(message("node_ids", func, "non-negative integers", "negative ids"))
+        raise ParameterError(message("node_ids", "non-negative integers", "negative ids"))
     return ids
 
 
@@ -300,11 +302,10 @@ class _KeyedNoise:
     """Shared surface: element-wise ``noise(ids)``, ``noise_unique``, ``n_drawn``."""
 
     elementwise = True
-    _func = "KeyedNoise"
 
     def __init__(self, key: bytes, structure: Any, scheme: str) -> None:
-        key = _check_key(key, self._func)
-        self.structure = structure_name(structure, self._func)
+        key = _check_key(key)
+        self.structure = structure_name(structure)
         self.scheme = scheme
         self._prf = _NodePRF(key, scheme, self.structure)
         self.n_drawn = 0  # node values computed so far (recomputed, never cached)
@@ -314,9 +315,10 @@ class _KeyedNoise:
         """Always 0: values are recomputed (cheaper than a look-up)."""
         return 0
 
+    @public_errors("KeyedNoise.noise")
     def noise(self, node_ids: Any) -> NDArray[np.int64]:
         """Noise of each node id (non-negative integers < 2^63); same id ⇒ same value."""
-        ids = _check_ids(node_ids, f"{self._func}.noise")
+        ids = _check_ids(node_ids)
         flat = ids.ravel()
         out = np.empty(flat.size, dtype=np.int64)
         self.n_drawn += int(flat.size)
@@ -324,12 +326,13 @@ class _KeyedNoise:
             out[:] = self._values(self._prf.encryptor(), flat)
         return out.reshape(ids.shape)
 
+    @public_errors("KeyedNoise.noise_unique")
     def noise_unique(self, ids: Any) -> NDArray[np.int64]:
         """:meth:`noise` for ids that are already sorted and distinct (checked)."""
         arr = np.asarray(ids).ravel()
         if arr.size and (arr.dtype.kind not in "iu" or arr[0] < 0
                          or np.any(arr[1:] <= arr[:-1])):
-            raise ParameterError(message("ids", f"{self._func}.noise_unique",
+            raise ParameterError(message("ids",
                                          "sorted distinct non-negative integers", "other"))
         return self.noise(arr)
 
@@ -378,15 +381,15 @@ class KeyedDiscreteLaplace(_KeyedNoise):
     True
     """
 
-    _func = "KeyedDiscreteLaplace"
 
+    @public_errors("KeyedDiscreteLaplace")
     def __init__(self, key: bytes, structure: Any, gamma: Fraction) -> None:
         try:
             g = Fraction(gamma)
         except (TypeError, ValueError) as exc:
-            raise ParameterError(message("gamma", self._func, "a fraction > 0", gamma)) from exc
+            raise ParameterError(message("gamma", "a fraction > 0", gamma)) from exc
         if g <= 0 or g.denominator > MAX_DENOMINATOR:
-            raise ParameterError(message("gamma", self._func,
+            raise ParameterError(message("gamma",
                                          "a fraction > 0 with denominator <= 2^32", gamma))
         super().__init__(key, structure, LAPLACE_SCHEME)
         self.gamma = g
@@ -425,8 +428,8 @@ class KeyedDiscreteGaussian(_KeyedNoise):
     6
     """
 
-    _func = "KeyedDiscreteGaussian"
 
+    @public_errors("KeyedDiscreteGaussian")
     def __init__(self, key: bytes, structure: Any, sigma2_min: float) -> None:
         if (isinstance(sigma2_min, int | np.integer) and not isinstance(sigma2_min, bool)
                 and 0 < int(sigma2_min) < 1 << 62):

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq._validate import message
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_variance, sample_discrete_laplace
 from dpfreq.windows.layouts.dyadic import (
     dominance_pairs,
@@ -66,10 +66,11 @@ class Tree1D:
     (2, (16,))
     """
 
+    @public_errors("Tree1D")
     def __init__(self, domain: int, gamma: Fraction, key: bytes, structure: Any,
                  copies: int = 1, noise_source: Any = None) -> None:
         if domain < 1 or domain & (domain - 1):
-            raise ParameterError(message("domain", "Tree1D", "a power of two", domain))
+            raise ParameterError(message("domain", "a power of two", domain))
         self.domain = domain
         self.levels = domain.bit_length()
         self.gamma = Fraction(gamma)

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.errors import public_errors
 from dpfreq.order_stats import order_quantile
 from dpfreq.windows.noise.keyed import structure_name
 from dpfreq.windows.structures.protocol import NodeSampler, WindowStructure
@@ -190,6 +191,7 @@ def plan_multiplier(s: WindowStructure, beta: float, name: tuple[Any, ...]) -> f
     return _PLAN_MEMO[memo]
 
 
+@public_errors("band_multiplier")
 def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
                     draws: int = BAND_DRAWS) -> float | None:
     """``c`` with ``Pr[|N_w| <= c·h_w for every window w of the family] >= 1 − β``, where
@@ -216,7 +218,7 @@ def band_multiplier(s: WindowStructure, beta: float, key: bytes, name: Any,
     if s.domain < 1 or not s.law.usable:  # per_query, or unusable
         return None
     return s.simulate_band(beta, draws, _node_sampler(s, key, structure_name(
-        name, "band_multiplier")))
+        name)))
 
 
 def weights_multiplier(s: WindowStructure, limits: NDArray[np.int64], step: int, beta: float,

@@ -38,7 +38,7 @@ from dpfreq._validate import message
 from dpfreq.accounting.composition import pieces_epsilon
 from dpfreq.accounting.numbers import float_at_most
 from dpfreq.accounting.zcdp import gaussian_sigma2_at_least, pure_epsilon_for_rho
-from dpfreq.errors import ParameterError
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.noise import discrete_laplace_gamma, gaussian_sigma2, sample_discrete_laplace
 from dpfreq.windows.laws.answers import consistent_halfwidth, cover_halfwidth
 from dpfreq.windows.laws.node import DiscreteGaussian, DiscreteLaplace, NodeLaw
@@ -90,12 +90,13 @@ _REGISTRY: dict[str, type[Structure]] = {}
 S = TypeVar("S", bound="type[Structure]")
 
 
+@public_errors("register")
 def register(cls: S) -> S:
     """Class decorator: make the method ``cls.name`` available to the plan and the release
     (for the families in ``cls.families``); ``auto`` tries the methods in the order they were
     registered (the built-in ones first: :mod:`dpfreq.windows.structures` imports them)."""
     if _REGISTRY.get(cls.name, cls) is not cls:
-        raise ParameterError(message("name", "register", "a method name not yet registered",
+        raise ParameterError(message("name", "a method name not yet registered",
                                      cls.name))
     _REGISTRY[cls.name] = cls
     return cls
@@ -490,16 +491,18 @@ class Structure:
             return self.node_noise(self, name)
         return self.law.keyed(key, name)
 
+    @public_errors("Structure.attach")
     def attach(self, key: bytes, name: Any) -> None:
         """Bind the secret key; node noise becomes available (lazily or eagerly). ``name``
         names the structure in its release (``(family label, k)``); its tree ``i`` draws under
         ``(*name, i)``: every tree gets its own sub-key (:mod:`dpfreq.windows.noise.keyed`)."""
-        base = structure_name(name, "Structure.attach")
+        base = structure_name(name)
         self._key, self._name = key, base
         self._band_c = {}
         self._draw(key, base)
 
 
+@public_errors("build_structure")
 def build_structure(family: str, method: str, k: int, horizon: int, level: str,
                     eps: Fraction, delta: float, width: int | None = None,
                     group_size: int = 1, *, rho: float | None = None,
@@ -515,7 +518,7 @@ def build_structure(family: str, method: str, k: int, horizon: int, level: str,
     """
     cls = registry().get(method)
     if cls is None or family not in cls.families:
-        raise ParameterError(message("method", "build_structure",
+        raise ParameterError(message("method",
                                      f"one of {list(METHODS.get(family, ()))}", method))
     return cls(family, k, horizon, level, eps, delta, width, group_size, rho=rho,
                noise_kind=noise_kind, branching=branching, top=top)

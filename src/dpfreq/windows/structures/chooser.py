@@ -30,8 +30,6 @@ from dpfreq.windows.structures.protocol import WindowStructure
 
 __all__ = ["Plan", "family_label", "make_plan", "plan_score"]
 
-_FUNC = "release_window_counts"
-
 def family_label(family: str, width: int | None) -> str:
     """``"cumulative"``, ``"all"`` or ``"rolling(W=…)"``: the name of a query family."""
     return f"rolling(W={width})" if family == "rolling" else family
@@ -61,7 +59,7 @@ def _forced(method: Any, w: Any, label: str, cands: list[str]) -> str | None:
     forced = method.get(w, method.get(label))
     if forced is None or forced == "auto":
         return None
-    return check_choice(forced, f"method for {label}", _FUNC, cands)
+    return check_choice(forced, f"method for {label}", cands)
 
 
 def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: str,
@@ -95,12 +93,12 @@ def _choose(families: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit: 
                 _drop_refinements(preds, structs)
             needs = registry()[forced].requires if forced is not None else None
             if not preds and needs:
-                raise ParameterError(message(f"method for {label}", _FUNC,
+                raise ParameterError(message(f"method for {label}",
                                              f"usable for this call ({forced} needs {needs})",
                                              forced))
             if not preds:
                 raise ParameterError(message(
-                    "epsilon", _FUNC, "large enough to give every structure representable "
+                    "epsilon", "large enough to give every structure representable "
                     "noise (raise epsilon, or release fewer k_values/windows or a shorter "
                     "horizon)", float(eps_s) * len(families) * len(ks)))
             pick = min(preds, key=lambda c: preds[c])
@@ -157,7 +155,7 @@ def make_plan(request: PlanRequest) -> Plan:
     eps_s = epsilon_to_fraction(epsilon) / n_struct
     delta_s = delta / n_struct
     if eps_s <= 0:
-        raise ParameterError(message("epsilon", _FUNC, f"large enough to split over {n_struct} "
+        raise ParameterError(message("epsilon", f"large enough to split over {n_struct} "
                                      "structures", epsilon))
     choice = method if not isinstance(method, Mapping) else {
         (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
@@ -189,7 +187,7 @@ def make_plan(request: PlanRequest) -> Plan:
             _against_zcdp(pure[1], zcdp[1] if zcdp is not None else None)
         return Plan(pure[0], pure[1], accounting, eps_s, delta_s)
     if zcdp is None:  # neither accounting calibrates: the pure plan's refusal says why
-        raise refusal or ParameterError(message("epsilon", _FUNC, "large enough to calibrate",
+        raise refusal or ParameterError(message("epsilon", "large enough to calibrate",
                                                 epsilon))
     accounting = (f"zCDP: rho={rho:.6g} from (epsilon, delta) by "
                   "epsilon = rho + 2 sqrt(rho ln(1/delta)), split equally over "
@@ -219,7 +217,7 @@ def _zcdp_only(windows: tuple[Any, ...], ks: tuple[int, ...], horizon: int, unit
     """The plan of :func:`make_plan` under a given ρ (zCDP accounting only)."""
     n_struct = len(windows) * len(ks)
     if not (math.isfinite(rho) and rho > 0):
-        raise ParameterError(message("rho", _FUNC, "a finite number > 0", rho))
+        raise ParameterError(message("rho", "a finite number > 0", rho))
     choice = method if not isinstance(method, Mapping) else {
         (int(k) if str(k).isdigit() else k): v for k, v in method.items()}
     eps_s, delta_s = epsilon_to_fraction(epsilon) / n_struct, delta / n_struct

@@ -344,7 +344,7 @@ class FactorizationCounter(Structure):
 
     def _calibrate_exact(self) -> tuple[Fraction, int, Calibration]:
         if self.rho is None or self.noise_kind != "gaussian" or self.horizon > MAX_HORIZON:
-            raise ParameterError(message("method", "release_window_counts",
+            raise ParameterError(message("method",
                                          f"used with {self.requires}", self.name))
         # σ² >= ℓ2²/(2ρ) exactly: the sensitivity is an integer, ρ a public float
         target = math.ceil(Fraction(self.shape.l2_squared) / (2 * Fraction(self.rho)))
