@@ -274,7 +274,7 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
     --------
     >>> plan = plan_selection(0.5, 1e-6, 2)
     >>> plan.threshold, plan.single_item_probability <= 1e-6 / 2
-    (49, True)
+    (51, True)
     """
     eps = check_epsilon(epsilon, "epsilon")
     dlt = check_selection_delta(delta)

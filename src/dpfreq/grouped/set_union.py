@@ -258,7 +258,7 @@ def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
     --------
     >>> plan = plan_set_union(0.5, 1e-6, 8)
     >>> plan.scale, plan.threshold, plan.bad_probability <= 1e-6
-    (840, 25911, True)
+    (840, 25645, True)
     """
     eps = check_epsilon(epsilon, "epsilon")
     m = check_int(max_groups_per_item, "max_groups_per_item", minimum=1)
