@@ -113,8 +113,6 @@ def check_accountant(accountant: Any) -> BudgetAccountant | None:
     ----------
     accountant : Any
         The ``accountant=`` argument of a release function.
-    func : str
-        Name of that function, for the error message.
 
     Returns
     -------

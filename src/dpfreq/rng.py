@@ -219,8 +219,6 @@ def resolve_rng(rng: RNGLike) -> ResolvedRNG:
     rng : None, int or numpy.random.Generator
         ``None`` selects the secure default (:func:`secure_generator`). An ``int`` >= 0 seeds a
         reproducible generator (PCG64); a ``Generator`` is used as is. Both are marked seeded.
-    func : str
-        Name of the public function, for the error message.
 
     Returns
     -------

@@ -258,10 +258,6 @@ def plan_selection(epsilon: float, delta: float, max_groups_per_item: int,
     Parameters
     ----------
     [[selection_parameters]]
-    func : str
-        Public function name for error messages.
-    why : str
-        How the mechanism was chosen, kept in the plan.
 
     Returns
     -------

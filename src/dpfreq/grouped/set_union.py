@@ -88,7 +88,9 @@ SELECTION_PARAMETERS = """epsilon : float
 delta : float
     δ in (0, 1e-3].
 max_groups_per_item : int
-    ``m >= 1``."""
+    ``m >= 1``.
+why : str
+    How the mechanism was chosen, kept in the plan."""
 
 #: ``m`` above which the scale stops growing (``lcm(1..12) = 27,720``): beyond it an item's
 #: weight ``⌊L/s⌋`` loses less than ``m/L`` of its share to the floor.
@@ -243,10 +245,6 @@ def plan_set_union(epsilon: float, delta: float, max_groups_per_item: int,
     Parameters
     ----------
     [[selection_parameters]]
-    func : str
-        Public function name for error messages.
-    why : str
-        How the mechanism was chosen, kept in the plan.
 
     Returns
     -------
