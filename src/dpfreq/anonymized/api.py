@@ -29,6 +29,7 @@ from dpfreq.anonymized.result import AnonymizedHistogramRelease
 from dpfreq.anonymized.steps import I64, Outcome
 from dpfreq.budget import BudgetAccountant
 from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.grouped.checks import check_ungrouped
 from dpfreq.grouped.dropped import check_capping_epsilon
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
@@ -306,9 +307,7 @@ def release_anonymized_histogram(
             rng=rng, accountant=accountant, group=group, groups=groups,
             max_groups_per_item=max_groups_per_item, delta=delta,
             selection_epsilon=selection_epsilon)
-    if not (isinstance(selection_epsilon, str) and selection_epsilon == "auto"):
-        raise ParameterError(message("selection_epsilon", "'auto' without group= (only "
-                                     "a grouped release selects groups)", selection_epsilon))
+    check_ungrouped(selection_epsilon=selection_epsilon)
     par = check_anonymized_parameters(epsilon, unit, method, split, confidence, domain_size)
     steps = _AnonymizedSteps(par=par, source=source, item=item, count=count, engine=engine)
     return run_release(steps, accountant=accountant, rng=rng)

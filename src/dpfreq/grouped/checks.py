@@ -11,7 +11,7 @@ from dpfreq._validate import message
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.selection import check_selection_delta
 
-__all__ = ["check_bound", "check_group_selection", "check_grouping"]
+__all__ = ["check_bound", "check_group_selection", "check_grouping", "check_ungrouped"]
 
 
 def _read_groups(groups: Any) -> tuple[str, ...]:
@@ -80,3 +80,17 @@ def check_group_selection(groups: Any, delta: Any, *,
                                      "delta= > 0 for private partition selection of the groups "
                                      "in the data", groups))
     return None, check_selection_delta(delta)
+
+
+def check_ungrouped(**options: Any) -> None:
+    """Refuse the grouped-only options of an ungrouped release: ``selection_epsilon`` and
+    ``selection`` must be ``"auto"`` (only a grouped release selects groups) and
+    ``capping_epsilon`` None (only a grouped release caps groups per item)."""
+    for name, value in options.items():
+        if name == "capping_epsilon":
+            if value is not None:
+                raise ParameterError(message(name, "None without group= (only a grouped "
+                                             "release caps groups per item)", value))
+        elif not (isinstance(value, str) and value == "auto"):
+            raise ParameterError(message(name, "'auto' without group= (only a grouped "
+                                         "release selects groups)", value))

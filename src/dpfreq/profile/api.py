@@ -23,6 +23,7 @@ from dpfreq._validate import (
 from dpfreq.budget import BudgetAccountant
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import DataError, ParameterError, public_caller, public_errors
+from dpfreq.grouped.checks import check_ungrouped
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.profile.bounds import default_bound_parameter, minimum_bound_parameter
@@ -376,13 +377,8 @@ def release_profile(
         raise ParameterError(message("delta", "None without group= (the profile is pure "
                                      "ε-DP; delta is the δ of private partition selection of "
                                      "groups)", delta))
-    for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
-        if not (isinstance(value, str) and value == "auto"):
-            raise ParameterError(message(name, "'auto' without group= (only a grouped "
-                                         "release selects groups)", value))
-    if capping_epsilon is not None:
-        raise ParameterError(message("capping_epsilon", "None without group= (only a "
-                                     "grouped release caps groups per item)", capping_epsilon))
+    check_ungrouped(selection_epsilon=selection_epsilon, selection=selection,
+                    capping_epsilon=capping_epsilon)
     par = check_profile_parameters(domain_size, max_count, epsilon, unit, confidence, method)
     norm_s = _NORMS.get(norm) if isinstance(norm, int | str) and not isinstance(norm, bool) \
         else None

@@ -15,7 +15,8 @@ from dpfreq._validate import check_choice, message
 from dpfreq.accounting.losses import zcdp_loss
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.engines import Engine, SummaryRequest
-from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.errors import DataError, public_errors
+from dpfreq.grouped.checks import check_ungrouped
 from dpfreq.pipeline import Charge, Reading, run_release
 from dpfreq.rng import ResolvedRNG, RNGLike
 from dpfreq.windows.data.events import engine_source, range_error, summarizing_engine
@@ -323,13 +324,8 @@ def release_window_counts(
             max_groups_per_item=max_groups_per_item, out_of_range=out_of_range, engine=engine,
             rng=rng, accountant=acct, selection_epsilon=selection_epsilon,
             selection=selection, capping_epsilon=capping_epsilon)
-    for name, value in (("selection_epsilon", selection_epsilon), ("selection", selection)):
-        if not (isinstance(value, str) and value == "auto"):
-            raise ParameterError(message(name, "'auto' without group= (only a grouped "
-                                         "release selects groups)", value))
-    if capping_epsilon is not None:
-        raise ParameterError(message("capping_epsilon", "None without group= (only a "
-                                     "grouped release caps groups per item)", capping_epsilon))
+    check_ungrouped(selection_epsilon=selection_epsilon, selection=selection,
+                    capping_epsilon=capping_epsilon)
     steps = _WindowSteps(par=par, source=source, item=item, time=time, engine=engine,
                          out_of_range=out_of_range)
     return run_release(steps, accountant=acct, rng=rng)
