@@ -138,3 +138,24 @@ def test_checked_must_be_true_or_false() -> None:
     with pytest.raises(ParameterError, match=r"^checked of MemoryEngine.summaries must be "
                                              r"True or False; got 'yes'\.$"):
         get_engine("memory").summaries(_log(), req)
+
+
+@pytest.mark.spark
+def test_spark_auto_bound_matches_memory(spark: Any) -> None:
+    """``max_groups_per_item="auto"`` on Spark, with a public list and under private
+    selection: the same noisy histogram of groups per item, the same chosen m and the same
+    released values as the memory engine under one seed."""
+    df = _log(text_items=True)
+
+    def run(engine: Any, groups: list[str] | None) -> tuple[Any, list[Any]]:
+        rel = release_window_counts(df, item="u", time="t", horizon=12, epsilon=2.0,
+                                    unit="item", k_values=[1], windows=["total"], group="g",
+                                    groups=groups, delta=0.0 if groups else 1e-6,
+                                    max_groups_per_item="auto", capping_epsilon=0.25,
+                                    out_of_range="drop", rng=4, engine=engine)
+        values = [(g, {f: {k: v.tolist() for k, v in per.items()}
+                       for f, per in rel[g].value.items()}) for g in rel]
+        return rel.mechanism_params["bound_choice"], values
+
+    for groups in (GROUPS, None):
+        assert run(get_engine(spark), groups) == run("memory", groups)
