@@ -112,6 +112,11 @@ def test_plan_profile_grouped(tmp_path: Path) -> None:
     listed = CliRunner().invoke(cli, [*base, "--groups", str(groups)])
     assert listed.exit_code == 0, listed.output
     assert "For all 3 listed groups at once" in listed.stdout
+    auto = CliRunner().invoke(cli, [*base[:-1], "auto", "--groups", str(groups),
+                                    "--capping-epsilon", "0.2"])
+    assert auto.exit_code == 0, auto.output
+    assert "capping_epsilon = 0.2 of ε = 1 measures the cap" in auto.stdout
+    assert "m is chosen privately in 1..3" in auto.stdout
 
 
 def test_plan_anonymize_grouped() -> None:

@@ -105,3 +105,53 @@ def test_selection_delta_below_one_over_the_domain_is_silent() -> None:
     df = pd.DataFrame({"u": [1, 2, 3], "g": ["a", "a", "b"]})
     rel = release_profile(df, item="u", rng=0, **args)
     assert rel.delta == 1e-6
+
+
+def _grouped_log() -> pd.DataFrame:
+    gen = np.random.default_rng(3)
+    return pd.DataFrame({"u": gen.integers(0, 2000, 20_000),
+                         "g": gen.choice(["a", "b", "c", "x"], 20_000)})
+
+
+@pytest.mark.parametrize("extra", [
+    {"groups": ["a", "b", "c"], "capping_epsilon": 0.2},
+    {"delta": 1e-7, "selection_epsilon": 0.3},
+    {"delta": 1e-7, "selection_epsilon": 0.3, "selection": "truncated_geometric",
+     "capping_epsilon": 0.1},
+])
+def test_profile_plan_takes_the_release_options_and_agrees_with_it(extra: dict) -> None:
+    """plan_profile takes selection_epsilon=, selection= and capping_epsilon= as
+    release_profile does, and plans each group at the ε the release gives it."""
+    kw = {**BASE, "domain_size": 2000, "group": "g", "max_groups_per_item": 4, **extra}
+    plan = plan_profile(**kw)
+    rel = release_profile(_grouped_log(), item="u", rng=1, **kw)
+    assert plan.epsilon_per_group == pytest.approx(rel[next(iter(rel))].epsilon, rel=1e-12)
+    assert plan.capping_epsilon == extra.get("capping_epsilon")
+    if "selection_epsilon" in extra:
+        assert plan.selection.epsilon == extra["selection_epsilon"]
+        stated = rel.mechanism_params["selection"]["mechanism"]
+        assert stated.startswith(plan.selection.mechanism.replace("_", " "))
+
+
+def test_profile_plan_with_auto_bound_plans_every_candidate() -> None:
+    kw = {**BASE, "group": "g", "groups": ["a", "b", "c"], "capping_epsilon": 0.2}
+    auto = plan_profile(**kw, max_groups_per_item="auto")
+    assert sorted(auto.candidates) == [1, 2, 3]
+    assert auto.max_groups_per_item == 3
+    for m, at in auto.candidates.items():
+        assert at.epsilon_per_group == plan_profile(**kw, max_groups_per_item=m).epsilon_per_group
+    assert "chosen privately in 1..3" in auto.description
+    assert auto.to_dict()["candidates"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("kw", "text"), [
+    ({"capping_epsilon": 0.1}, r"^capping_epsilon of plan_profile must be None without group="),
+    ({"selection_epsilon": 0.3}, r"^selection_epsilon of plan_profile must be 'auto' without "),
+    ({"group": "g", "max_groups_per_item": "auto"},
+     r"^capping_epsilon of plan_profile must be a number in \(0, epsilon\) with "
+     r"max_groups_per_item='auto'"),
+])
+def test_profile_plan_release_options_refused_in_one_line(kw: dict, text: str) -> None:
+    with pytest.raises(ParameterError, match=text) as info:
+        plan_profile(**BASE, **kw)
+    assert "\n" not in str(info.value)

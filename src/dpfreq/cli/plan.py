@@ -15,7 +15,7 @@ import click
 
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli._common import COUNT, IntegerType
-from dpfreq.cli.grouped import format_grouped_plan, plan_group_options
+from dpfreq.cli.grouped import capping_option, format_grouped_plan, plan_group_options
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -75,11 +75,12 @@ def format_plan(plan: Any) -> list[str]:
 @click.option("--target-l1", type=float, default=None, metavar="L1",
               help="Also print the ε whose ℓ1 bound is at most L1 (fractions, ≤ 2).")
 @plan_group_options
+@capping_option
 def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str, confidence: float, target_half_width: float | None,
                  target_l1: float | None, group: str | None = None,
-                 max_groups_per_item: int | None = None, groups_file: str | None = None,
-                 delta: float | None = None) -> None:
+                 max_groups_per_item: int | str | None = None, groups_file: str | None = None,
+                 delta: float | None = None, capping_epsilon: float | None = None) -> None:
     """Predicted accuracy of `dpfreq profile` for these public parameters (with --group, of
     every group and of the private selection of the groups)."""
     from dpfreq.profile import plan_profile
@@ -87,7 +88,7 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
     plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,
                         unit=unit, method=method, confidence=confidence, group=group,
                         max_groups_per_item=max_groups_per_item, groups=groups_file,
-                        delta=delta)
+                        delta=delta, capping_epsilon=capping_epsilon)
     if group is not None:
         if target_half_width is not None or target_l1 is not None:
             raise click.UsageError("--target-* plan one ungrouped release; drop --group.")

@@ -12,14 +12,20 @@ released.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dpfreq._display import PlanSummary
 from dpfreq.accounting.plans import BudgetShare
-from dpfreq.grouped.accounting import GroupedAccounting, choose_group_accounting
+from dpfreq.grouped.accounting import (
+    GroupedAccounting,
+    check_selection_share,
+    choose_group_accounting,
+)
+from dpfreq.grouped.bound_choice import candidate_bound
 from dpfreq.grouped.checks import check_group_selection
-from dpfreq.grouped.selection import AnySelection
+from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
+from dpfreq.grouped.selection import AnySelection, check_selection_mechanism
 from dpfreq.grouped.set_union import SetUnionPlan
 
 __all__ = ["GroupedPlan", "plan_grouped"]
@@ -55,6 +61,11 @@ class GroupedPlan(PlanSummary):
         One paragraph a person can read.
     budget : BudgetShare or None
         With ``accountant=``: what the whole grouped release would take from it.
+    capping_epsilon : float or None
+        The share of ε measuring the cap (:mod:`dpfreq.grouped.dropped`); the rest is planned.
+    candidates : dict of int to GroupedPlan, or None
+        With ``max_groups_per_item="auto"``: the plan at every candidate ``m`` (this plan is
+        the largest candidate's; the release chooses ``m`` privately).
     """
 
     per_group: Any
@@ -69,6 +80,8 @@ class GroupedPlan(PlanSummary):
     simultaneous: Any
     description: str
     budget: BudgetShare | None = None
+    capping_epsilon: float | None = None
+    candidates: dict[int, GroupedPlan] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary."""
@@ -82,7 +95,9 @@ class GroupedPlan(PlanSummary):
                 "accounting": self.accounting.to_dict(),
                 "groups": None if self.groups is None else list(self.groups),
                 "per_group": plain(self.per_group), "selection": plain(self.selection),
-                "simultaneous": plain(self.simultaneous), "description": self.description}
+                "simultaneous": plain(self.simultaneous), "description": self.description,
+                "capping_epsilon": self.capping_epsilon,
+                "candidates": None if self.candidates is None else sorted(self.candidates)}
 
 
 def _selection_text(sel: AnySelection, unit: str) -> str:
@@ -117,24 +132,56 @@ def _accounting_text(acc: GroupedAccounting) -> str:
 
 def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, groups: Any,
                  delta: Any, plan_one: Callable[[float, float | None], Any],
-                 summary: Callable[[Any], str]) -> GroupedPlan:
+                 summary: Callable[[Any], str], selection_epsilon: Any = "auto",
+                 selection: Any = "auto", capping_epsilon: Any = None,
+                 auto: bool = False) -> GroupedPlan:
     """Assemble a :class:`GroupedPlan` (``epsilon``, ``unit`` and ``m`` already checked).
 
     ``max_groups_per_item`` None means one group per row (``m = 1``; a public list then takes
     no δ). ``plan_one(eps, confidence_or_None)`` plans one group at ``eps`` (at the call's
     confidence when the second argument is None); ``summary(plan)`` is one sentence on a
-    group's error.
+    group's error. ``selection_epsilon``, ``selection`` and ``capping_epsilon`` as in the
+    grouped releases: the selection's share and mechanism, the share measuring the cap (the
+    rest is planned); ``auto``: ``m`` is chosen privately by the release, so every candidate
+    ``1..M`` is planned (``max_groups_per_item`` is then ``M``).
     """
     names, dlt = check_group_selection(groups, delta,
                                        delta_with_list=max_groups_per_item is not None)
+    cap_eps = check_capping_epsilon(capping_epsilon, epsilon, max_groups_per_item)
+    rel_eps = release_epsilon(epsilon, cap_eps)
+    sel_eps = check_selection_share(selection_epsilon, rel_eps, names is not None)
+    mechanism = check_selection_mechanism(selection)
+
+    def at(m: int) -> GroupedPlan:
+        return _plan_at(epsilon, dlt, unit, names, max_groups_per_item if m == 0 else m,
+                        plan_one, summary, rel_eps, sel_eps, mechanism, cap_eps)
+
+    if not auto:
+        return at(0)
+    candidates = {m: at(m) for m in range(1, candidate_bound(names) + 1)}
+    top = candidates[max(candidates)]
+    text = (f" m is chosen privately in 1..{max(candidates)} with capping_epsilon = "
+            f"{cap_eps:g}; shown at the largest.")
+    return replace(top, candidates=candidates, description=top.description + text)
+
+
+def _plan_at(epsilon: float, dlt: float, unit: str, names: tuple[str, ...] | None,
+             max_groups_per_item: int | None, plan_one: Callable[[float, float | None], Any],
+             summary: Callable[[Any], str], rel_eps: float, sel_eps: float | None,
+             mechanism: str, cap_eps: float | None) -> GroupedPlan:
+    """The grouped plan at one bound ``m`` (checked parameters)."""
     m = 1 if max_groups_per_item is None else max_groups_per_item
-    acc = choose_group_accounting(epsilon=epsilon, delta=dlt, max_groups_per_item=m,
-                                  named=names is not None)
+    acc = choose_group_accounting(epsilon=rel_eps, delta=dlt, max_groups_per_item=m,
+                                  named=names is not None, selection_epsilon=sel_eps,
+                                  selection=mechanism)
     sel, eps_g = acc.selection, acc.epsilon_per_group
     per_group = plan_one(eps_g, None)
     simultaneous = None
     text = (f"Each group is released at ε = {eps_g:g}{_accounting_text(acc)}: "
             f"{summary(per_group)}")
+    if cap_eps is not None:
+        text = (f"capping_epsilon = {cap_eps:g} of ε = {epsilon:g} measures the cap; the rest "
+                f"is planned. " + text)
     if sel is not None:
         text += _selection_text(sel, unit)
     elif names is not None:
@@ -145,4 +192,4 @@ def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, 
     return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
                        max_groups_per_item=max_groups_per_item, epsilon_per_group=eps_g,
                        accounting=acc, groups=names, selection=sel,
-                       simultaneous=simultaneous, description=text)
+                       simultaneous=simultaneous, description=text, capping_epsilon=cap_eps)

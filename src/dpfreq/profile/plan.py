@@ -27,6 +27,7 @@ from dpfreq._validate import (
 )
 from dpfreq.accounting.plans import ACCOUNTANT_PARAMETER, BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError, public_errors
+from dpfreq.grouped.checks import check_ungrouped
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
 from dpfreq.profile.intervals import direct_width_values
@@ -275,15 +276,19 @@ def _plan(p: ProfilePlan) -> ProfilePlan:
 
 
 def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, groups: Any,
-                  delta: Any) -> Any:
-    """The grouped plan: each group at the release's per-group ε, simultaneous over a list."""
+                  delta: Any, grouped_options: dict[str, Any]) -> Any:
+    """The grouped plan: each group at the release's per-group ε, simultaneous over a list
+    (``grouped_options``: ``selection_epsilon``, ``selection``, ``capping_epsilon``)."""
     if group is None:
         raise ParameterError(message("group", "the group column when "
                                      "max_groups_per_item, groups or delta is given", group))
+    from dpfreq.grouped.bound_choice import resolve_auto
     from dpfreq.grouped.checks import check_bound
     from dpfreq.grouped.plan import plan_grouped
 
-    _, m = check_bound(group, max_groups_per_item, blank.unit)
+    bound, auto = resolve_auto(max_groups_per_item, grouped_options["capping_epsilon"],
+                               blank.unit)
+    _, m = check_bound(group, bound, blank.unit)
 
     def plan_one(eps: float, level: float | None) -> ProfilePlan:
         return _plan(replace(blank, epsilon=eps, confidence=level or blank.confidence))
@@ -295,7 +300,7 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
 
     plan = plan_grouped(epsilon=blank.epsilon, unit=blank.unit, max_groups_per_item=m,
                         groups=groups, delta=delta, plan_one=plan_one,
-                        summary=summary)
+                        summary=summary, auto=auto, **grouped_options)
     warn_large_delta(plan.delta, blank.domain_size, "the domain size")
     return plan
 
@@ -304,8 +309,10 @@ def _plan_grouped(blank: ProfilePlan, group: Any, max_groups_per_item: Any, grou
 @public_errors("plan_profile")
 def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                  method: str = "auto", confidence: float = 0.95, group: str | None = None,
-                 max_groups_per_item: int | None = None, groups: Any = None,
-                 delta: float | None = None, accountant: Any = None) -> Any:
+                 max_groups_per_item: int | str | None = None, groups: Any = None,
+                 delta: float | None = None, selection_epsilon: Any = "auto",
+                 selection: Any = "auto", capping_epsilon: float | None = None,
+                 accountant: Any = None) -> Any:
     """Predict the accuracy of :func:`dpfreq.profile.release_profile` before running it.
 
     Parameters
@@ -329,6 +336,11 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
         partition selection with half of ε), and over a public list of groups the
         simultaneous plan. Warns
         (:class:`~dpfreq.errors.PrivacyWarning`) when ``delta >= 1/domain_size``, as the release.
+    selection_epsilon, selection, capping_epsilon : optional
+        As in ``release_profile``: the selection's share of ε and its mechanism, and the share
+        measuring the cap (the rest is planned). With ``max_groups_per_item="auto"``
+        (``capping_epsilon`` required) every candidate ``m`` is planned (``plan.candidates``);
+        the release chooses one privately.
     [[accountant]]
 
     Returns
@@ -358,9 +370,12 @@ def plan_profile(*, domain_size: int, max_count: int, epsilon: float, unit: str,
                         confidence=par.confidence, why=par.why, half_width=None,
                         band_half_width=None, l1_error=None, l1_bound=2.0, vacuous=True,
                         relation=RELATIONS[par.unit])
+    options = {"selection_epsilon": selection_epsilon, "selection": selection,
+               "capping_epsilon": capping_epsilon}
     if any(x is not None for x in (group, max_groups_per_item, groups, delta)):
-        out = _plan_grouped(blank, group, max_groups_per_item, groups, delta)
+        out = _plan_grouped(blank, group, max_groups_per_item, groups, delta, options)
     else:
+        check_ungrouped(**options)
         out = _plan(blank)
     return with_budget_share(out, accountant, epsilon=par.epsilon, delta=delta or 0.0,
                              unit=par.unit)
