@@ -192,3 +192,46 @@ def test_profile_and_anonymize_group_output(files: tuple[Path, Path], tmp_path: 
         assert {r[0] for r in rows} == set(GROUPS)
         if output == "rows":  # t = 0, 1, then ranges doubling in width, and 8+, per group
             assert [r[1] for r in rows if r[0] == "c0"] == ["0", "1", "2", "3-4", "5-7", "8+"]
+
+
+def _auto(args: list[str]) -> list[str]:
+    """The same command with ``--max-groups-per-item auto`` paid by ``--capping-epsilon``."""
+    at = args.index("--max-groups-per-item")
+    return [*args[:at + 1], "auto", *args[at + 2:], "--capping-epsilon", "0.2"]
+
+
+@pytest.mark.parametrize(("command", "output"), [
+    *(("reach", o) for o in OUTPUTS),
+    *(("profile", o) for o in OUTPUTS if o != "save"),  # dpfreq profile has no --save
+])
+def test_auto_bound_with_every_output(files: tuple[Path, Path], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str], command: str,
+                                      output: str) -> None:
+    """``--max-groups-per-item auto`` with ``--save``, ``--rows``, ``--plot`` and ``--json -``:
+    the chosen m is printed (or in the JSON), every group is released and the saved release
+    keeps the choice."""
+    log, groups = files
+    saved = tmp_path / "a.dpfreq"
+    extra = {"save": ["--save", str(saved)], "rows": ["--rows", "1"],
+             "plot": ["--plot", str(tmp_path / "a.png")], "json": ["--json", "-"]}[output]
+    args = (_reach(log, groups, "total", *extra) if command == "reach"
+            else _profile(log, groups, *extra))
+    assert main(_auto(args)) == 0
+    out, err = capsys.readouterr()
+    assert "internal error" not in err
+    if output == "json":
+        doc = json.loads(out)
+        choice = doc["mechanism_params"]["bound_choice"]
+        assert 1 <= choice["chosen"] <= len(GROUPS)
+        assert choice["epsilon"] == 0.2
+        assert list(doc["groups"]) == GROUPS
+        return
+    assert "max-groups-per-item auto: m = " in out
+    assert {r[0] for r in _table_rows(out) if r[0] in GROUPS} == set(GROUPS)
+    if output == "plot":
+        assert (tmp_path / "a.png").stat().st_size > 1000
+    if output == "save":
+        from dpfreq.windows.grouped.result import GroupedWindowRelease
+
+        back = GroupedWindowRelease.load(saved)
+        assert back.mechanism_params["bound_choice"]["epsilon"] == 0.2
