@@ -152,44 +152,36 @@ def plan_grouped(*, epsilon: float, unit: str, max_groups_per_item: int | None, 
     sel_eps = check_selection_share(selection_epsilon, rel_eps, names is not None)
     mechanism = check_selection_mechanism(selection)
 
-    def at(m: int) -> GroupedPlan:
-        return _plan_at(epsilon, dlt, unit, names, max_groups_per_item if m == 0 else m,
-                        plan_one, summary, rel_eps, sel_eps, mechanism, cap_eps)
+    def at(bound: int | None) -> GroupedPlan:
+        """The plan at the fixed bound ``bound`` (None: one group per row)."""
+        acc = choose_group_accounting(epsilon=rel_eps, delta=dlt,
+                                      max_groups_per_item=1 if bound is None else bound,
+                                      named=names is not None, selection_epsilon=sel_eps,
+                                      selection=mechanism)
+        sel, eps_g = acc.selection, acc.epsilon_per_group
+        per_group = plan_one(eps_g, None)
+        simultaneous = None
+        text = (f"Each group is released at ε = {eps_g:g}{_accounting_text(acc)}: "
+                f"{summary(per_group)}")
+        if cap_eps is not None:
+            text = (f"capping_epsilon = {cap_eps:g} of ε = {epsilon:g} measures the cap; the "
+                    "rest is planned. " + text)
+        if sel is not None:
+            text += _selection_text(sel, unit)
+        elif names is not None:
+            level = 1.0 - (1.0 - per_group.confidence) / len(names)
+            simultaneous = plan_one(eps_g, level)
+            text += (f" For all {len(names)} listed groups at once (confidence "
+                     f"{per_group.confidence:g}): {summary(simultaneous)}")
+        return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
+                           max_groups_per_item=bound, epsilon_per_group=eps_g, accounting=acc,
+                           groups=names, selection=sel, simultaneous=simultaneous,
+                           description=text, capping_epsilon=cap_eps)
 
     if not auto:
-        return at(0)
+        return at(max_groups_per_item)
     candidates = {m: at(m) for m in range(1, candidate_bound(names) + 1)}
     top = candidates[max(candidates)]
     text = (f" m is chosen privately in 1..{max(candidates)} with capping_epsilon = "
             f"{cap_eps:g}; shown at the largest.")
     return replace(top, candidates=candidates, description=top.description + text)
-
-
-def _plan_at(epsilon: float, dlt: float, unit: str, names: tuple[str, ...] | None,
-             max_groups_per_item: int | None, plan_one: Callable[[float, float | None], Any],
-             summary: Callable[[Any], str], rel_eps: float, sel_eps: float | None,
-             mechanism: str, cap_eps: float | None) -> GroupedPlan:
-    """The grouped plan at one bound ``m`` (checked parameters)."""
-    m = 1 if max_groups_per_item is None else max_groups_per_item
-    acc = choose_group_accounting(epsilon=rel_eps, delta=dlt, max_groups_per_item=m,
-                                  named=names is not None, selection_epsilon=sel_eps,
-                                  selection=mechanism)
-    sel, eps_g = acc.selection, acc.epsilon_per_group
-    per_group = plan_one(eps_g, None)
-    simultaneous = None
-    text = (f"Each group is released at ε = {eps_g:g}{_accounting_text(acc)}: "
-            f"{summary(per_group)}")
-    if cap_eps is not None:
-        text = (f"capping_epsilon = {cap_eps:g} of ε = {epsilon:g} measures the cap; the rest "
-                f"is planned. " + text)
-    if sel is not None:
-        text += _selection_text(sel, unit)
-    elif names is not None:
-        level = 1.0 - (1.0 - per_group.confidence) / len(names)
-        simultaneous = plan_one(eps_g, level)
-        text += (f" For all {len(names)} listed groups at once (confidence "
-                 f"{per_group.confidence:g}): {summary(simultaneous)}")
-    return GroupedPlan(per_group=per_group, epsilon=epsilon, delta=dlt, unit=unit,
-                       max_groups_per_item=max_groups_per_item, epsilon_per_group=eps_g,
-                       accounting=acc, groups=names, selection=sel,
-                       simultaneous=simultaneous, description=text, capping_epsilon=cap_eps)
