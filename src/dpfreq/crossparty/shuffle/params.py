@@ -181,11 +181,11 @@ class ShuffleParams(RegisterSpaceFields):
             raise ParameterError(message("measurement", "an id of 1 to 64 characters: "
                                          "lower-case letters, digits, _ and -",
                                          self.measurement))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         # the same rules, named as this class's fields (the outermost public call names them)
         space = self.register_space()
         for name in ("registers", "sampling_start", "sampling_width", "max_frequency"):
             object.__setattr__(self, name, getattr(space, name))
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         delta = check_delta(self.delta, "delta")
         if delta <= 0:
             raise ParameterError(message("delta", "a number in (0, 1e-3] (the dummy "
@@ -225,13 +225,14 @@ class ShuffleParams(RegisterSpaceFields):
     def register_space(self) -> CrossPartyParams:
         """The register space as :class:`~dpfreq.crossparty.CrossPartyParams`, for computing
         a party's register frequencies (which reads only ``R``, the sampling interval,
-        ``K``, the hash and the key's fingerprint; its ε fields are not used, so
-        ``epsilon_reach`` is a placeholder 1.0). The parameters' own check builds it too: the
-        register space has :class:`~dpfreq.crossparty.CrossPartyParams`'s rules."""
+        ``K``, the hash and the key's fingerprint; it carries this measurement's ε as its
+        reach ε and no frequency ε). The parameters' own check builds it too, after checking
+        ε: the register space has :class:`~dpfreq.crossparty.CrossPartyParams`'s rules."""
         return CrossPartyParams(
             measurement=self.measurement, registers=self.registers,
             sampling_start=self.sampling_start, sampling_width=self.sampling_width,
-            max_frequency=self.max_frequency, epsilon_reach=1.0, epsilon_frequency=None,
+            max_frequency=self.max_frequency, epsilon_reach=self.epsilon,
+            epsilon_frequency=None,
             hash=self.hash, key_id=self.key_id)
 
     @public_errors("ShuffleParams")
