@@ -38,7 +38,7 @@ __all__ = ["ENGINES", "LATE", "MAX_K", "MAX_PERIODS", "StreamParams", "check_par
 LATE = ("drop", "error")
 
 #: where the per-item state lives
-ENGINES = ("memory", "duckdb")
+ENGINES = ("memory", "duckdb", "spark")
 
 #: largest k (counts are kept up to it per item)
 MAX_K = 1 << 15

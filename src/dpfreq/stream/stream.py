@@ -28,7 +28,8 @@ from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.release import public_floats, to_jsonable
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
 from dpfreq.stream.auto import StreamPlan, plan_stream
-from dpfreq.stream.items import EventTable, UpdatePlan, item_store, read_events
+from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
+from dpfreq.stream.items.files import remove_items
 from dpfreq.stream.items.reader import AppendSpec
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import StreamParams, check_params, period_of
@@ -154,8 +155,11 @@ class ReachStream:
             groups one item may count in (required at ``unit="item"``, refused at ``"event"``).
         confidence : float, default 0.95
             Confidence of the intervals and of the band.
-        engine : {"duckdb", "memory"}, default "duckdb"
-            Where the per-item state lives: Parquet files updated by DuckDB, or numpy arrays.
+        engine : {"duckdb", "memory", "spark"}, default "duckdb"
+            Where the per-item state lives: Parquet files updated by DuckDB, numpy arrays, or
+            Parquet directories updated by Spark SQL (appends then read their events with
+            Spark: a Spark DataFrame, a Parquet path, ...; the session is the active one, or
+            a new ``local[*]`` one).
         rng : None, int or numpy.random.Generator
             None: secure randomness (production). Seeds are for tests only.
         accountant : Accountant or Ledger, optional
@@ -252,7 +256,8 @@ class ReachStream:
         Parameters
         ----------
         source : mapping, tuple, path, SQL, DataFrame or DuckDB relation
-            The events (item, time[, group] columns) of the new periods.
+            The events (item, time[, group] columns) of the new periods (on the Spark
+            engine: a Spark DataFrame, a Parquet/CSV path, SQL, a table or a mapping).
         through : int, date or timestamp
             The last period this append closes (public: how many releases it returns never
             depends on the data). A period already appended makes the call a re-send.
@@ -278,10 +283,10 @@ class ReachStream:
         st = self._state
         if t <= st.last:
             return self._resend(source, t)
-        events = read_events(source, self._spec(st.last, t))
+        store = item_store(self.params.engine)
+        events = store.read(source, self._spec(st.last, t))
         try:
             self._check_events(events, st.last)
-            store = item_store(self.params.engine)
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
             current = None if st.items_file is None else self.path / st.items_file
             res = store.update(events, self._update_plan(st.last, t), current, st.key_kind, out)
@@ -300,10 +305,10 @@ class ReachStream:
         save_state(self.path, new)  # the commit: atomic rename of the manifest
         self._state = new
         if st.items_file is not None:
-            (self.path / st.items_file).unlink(missing_ok=True)
+            remove_items(self.path / st.items_file)
         return build_releases(self, st.last + 1, t)
 
-    def _check_events(self, events: EventTable, after: int) -> None:
+    def _check_events(self, events: EventTable | SparkEvents, after: int) -> None:
         if events.n_future:
             raise DataError(message("source", "events of the periods "
                                     "up to through only (append later periods with a later "
@@ -317,7 +322,8 @@ class ReachStream:
     def _resend(self, source: Any, t: int) -> list[StreamRelease]:
         """A re-sent append: the stored answers, without new noise (module docstring)."""
         batch = next(b for b in self._state.batches if b.after < t <= b.through)
-        events = read_events(source, self._spec(batch.after, batch.through))
+        events = item_store(self.params.engine).read(source,
+                                                     self._spec(batch.after, batch.through))
         try:
             same = events.digest == batch.digest and not events.n_future
         finally:

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
-from dpfreq.stream.items.reader import EventTable
+from dpfreq.stream.items.reader import EventTable, read_events
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["DuckDBItems"]
@@ -39,6 +39,7 @@ class DuckDBItems:
 
     engine = "duckdb"
     suffix = "parquet"
+    read = staticmethod(read_events)
 
     @staticmethod
     def _state(current: Path | None, key_kind: str, cap: int) -> str:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
-from dpfreq.stream.items.reader import EventTable
+from dpfreq.stream.items.reader import EventTable, read_events
 from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_rank
 
 __all__ = ["MemoryItems", "numpy_update"]
@@ -141,6 +141,7 @@ class MemoryItems:
 
     engine = "memory"
     suffix = "npz"
+    read = staticmethod(read_events)
 
     def load(self, path: Path | None, key_kind: str | None, cap: int
              ) -> tuple[NDArray[Any], IntArray, NDArray[Any]]:

@@ -27,7 +27,7 @@ from dpfreq._validate import message
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError, public_errors
 
-__all__ = ["AppendSpec", "EventTable", "read_events"]
+__all__ = ["AppendSpec", "EventTable", "read_events", "source_columns"]
 
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
@@ -47,6 +47,11 @@ class AppendSpec:
     period_us: int | None
     after: int
     through: int
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns an append reads: item, time and (grouped) group."""
+        return [self.item, self.time] + ([self.group] if self.group else [])
 
 
 @dataclass
@@ -92,29 +97,38 @@ def _engine() -> Any:
     return get_engine("duckdb")
 
 
-def _relation(source: Any, spec: AppendSpec) -> Any:
-    """The source as a DuckDB relation (mappings and tuples registered as numpy columns)."""
-    cols = [spec.item, spec.time] + ([spec.group] if spec.group else [])
+def source_columns(source: Any, spec: AppendSpec) -> dict[str, Any] | None:
+    """A mapping or ``(items, times[, groups])`` tuple as checked numpy columns (text as
+    object arrays); None for any other source (a file, SQL, a table)."""
+    cols = spec.columns
     if isinstance(source, tuple | list):
         if len(source) != len(cols):
             raise ParameterError(message("source", f"a tuple of {len(cols)} columns "
                                          f"({', '.join(cols)})", f"{len(source)} items"))
         source = dict(zip(cols, source, strict=True))
+    if not isinstance(source, Mapping):
+        return None
+    data = {}
+    for c in cols:
+        if c not in source:
+            raise DataError(message("source", f"a mapping with column {c!r}",
+                                    sorted(map(str, source))))
+        arr = np.asarray(source[c])
+        data[c] = arr.astype(object) if arr.dtype.kind in "US" else arr
+    if len({v.shape for v in data.values()}) != 1 or next(iter(data.values())).ndim != 1:
+        raise DataError(message("source", "columns of one common length", "others"))
+    return data
+
+
+def _relation(source: Any, spec: AppendSpec) -> Any:
+    """The source as a DuckDB relation (mappings and tuples registered as numpy columns)."""
     eng: Any = _engine()
-    if isinstance(source, Mapping):
-        data = {}
-        for c in cols:
-            if c not in source:
-                raise DataError(message("source", f"a mapping with column {c!r}",
-                                        sorted(map(str, source))))
-            arr = np.asarray(source[c])
-            data[c] = arr.astype(object) if arr.dtype.kind in "US" else arr
-        if len({v.shape for v in data.values()}) != 1 or next(iter(data.values())).ndim != 1:
-            raise DataError(message("source", "columns of one common length", "others"))
+    data = source_columns(source, spec)
+    if data is not None:
         view = f"dpfreq_append_{uuid.uuid4().hex}"
         eng.connection.register(view, data)
         return eng.connection.table(view)
-    return eng.relation(source, text_columns=tuple(c for c in cols if c != spec.time))
+    return eng.relation(source, text_columns=tuple(c for c in spec.columns if c != spec.time))
 
 
 def _type(rel: Any, column: str) -> str:

@@ -1,0 +1,129 @@
+"""The per-item state on Spark: a Parquet directory per generation, updated in Spark SQL.
+
+The same table ``(k, g, c)`` as the DuckDB store (:mod:`~dpfreq.stream.items.duckdb`) — item
+key (BIGINT or STRING), group code (BIGINT), capped count (TINYINT up to K = 127, SMALLINT up to
+32767, INT above: Spark has no unsigned types) — stored as the directory
+``items-<gen>.parquet/`` of Spark's part files. An append joins the previous generation with
+the aggregated events (:mod:`~dpfreq.stream.items.spark_events`) into the **kept pairs** of the
+append (item, group, first period, events, previous count; at ``unit="item"`` with a bound
+``m`` the new pairs of an item ranked by first period, keyed MD5 rank and name, as in
+:mod:`~dpfreq.stream.items.update`), counts the increments from them (a window sum per pair
+when the append closes several periods) and writes the next generation with one full outer
+join. Everything runs on the executors in Spark SQL; only the increments
+(groups × k levels × periods numbers) and two counts reach the driver, so the state grows with
+the cluster, not with the driver. The bounding key never appears in the SQL text (it is a
+column of a small joined table). The state directory must be on a file system that the driver
+and the executors share (any local directory with a local master).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpfreq.errors import DataError
+from dpfreq.stream.items.files import file_digest
+from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
+from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
+
+__all__ = ["SparkItems", "count_type"]
+
+
+def count_type(cap: int) -> str:
+    """The smallest Spark integer type holding counts up to ``cap``."""
+    return "TINYINT" if cap <= 127 else "SMALLINT" if cap <= 32767 else "INT"
+
+
+def _on(a: str, b: str) -> str:
+    return f"{a}.k = {b}.k AND {a}.g = {b}.g"
+
+
+class SparkItems:
+    """Per-item state as Parquet directories read and written by Spark SQL."""
+
+    engine = "spark"
+    suffix = "parquet"
+    read = staticmethod(read_spark_events)
+
+    @staticmethod
+    def _state(events: SparkEvents, current: Path | None, cap: int) -> str:
+        name = f"{events.name}_state"
+        if current is None:
+            key = "BIGINT" if events.key_kind == "integer" else "STRING"
+            return events.view(f"SELECT CAST(NULL AS {key}) AS k, CAST(0 AS BIGINT) AS g, "
+                               f"CAST(0 AS {count_type(cap)}) AS c WHERE false", name)
+        return events.view(events.spark.read.parquet(str(current)), name)
+
+    @staticmethod
+    def _pairs(events: SparkEvents, plan: UpdatePlan, st: str) -> str:
+        """Every (item, group) pair of the append: first period, events, previous count."""
+        ev = events.name
+        if plan.n_periods == 1:  # one row per pair already
+            return (f"SELECT e.k, e.g, e.p AS fp, e.n AS tot, s.c AS c0 FROM {ev} e "
+                    f"LEFT JOIN {st} s ON {_on('e', 's')}")
+        return (f"SELECT e.k, e.g, min(e.p) AS fp, sum(e.n) AS tot, max(s.c) AS c0 FROM {ev} e "
+                f"LEFT JOIN {st} s ON {_on('e', 's')} GROUP BY e.k, e.g")
+
+    def _kept(self, events: SparkEvents, plan: UpdatePlan, st: str) -> str:
+        """The SELECT of the pairs kept this append (:mod:`.update`)."""
+        pairs = self._pairs(events, plan, st)
+        if plan.bound is None:
+            return pairs
+        names = events.view(events.spark.createDataFrame(
+            [(i, n, plan.bound_key_hex) for i, n in enumerate(plan.group_names or ())],
+            "g bigint, gname string, bk string"), f"{events.name}_names")
+        sep = f"chr({ord(SEP)})"
+        rank = f"substr(md5(concat(nm.bk, {sep}, CAST(p.k AS STRING), {sep}, nm.gname)), 1, 16)"
+        have = (f"SELECT s.k, count(*) AS have FROM {st} s LEFT SEMI JOIN (SELECT DISTINCT k "
+                f"FROM {events.name}) d ON s.k = d.k GROUP BY s.k")
+        return (f"WITH pairs AS ({pairs}) SELECT k, g, fp, tot, c0 FROM pairs WHERE c0 IS NOT "
+                f"NULL UNION ALL SELECT k, g, fp, tot, c0 FROM (SELECT p.k, p.g, p.fp, p.tot, "
+                f"p.c0, coalesce(h.have, 0) AS have, row_number() OVER (PARTITION BY p.k "
+                f"ORDER BY p.fp, {rank}, nm.gname) AS r FROM pairs p JOIN {names} nm ON "
+                f"p.g = nm.g LEFT JOIN ({have}) h ON p.k = h.k WHERE p.c0 IS NULL) "
+                f"WHERE r <= {int(plan.bound)} - have")
+
+    def update(self, events: SparkEvents, plan: UpdatePlan, current: Path | None,
+               key_kind: str | None, out: Path) -> UpdateResult:
+        """Apply the append's events to the previous generation; write the next to ``out``."""
+        if key_kind is not None and events.key_kind != key_kind:
+            raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
+                            f"earlier appends; got {events.key_kind} keys.")
+        with spark_guard():
+            st = self._state(events, current, plan.cap)
+            kept = events.view(self._kept(events, plan, st), f"{events.name}_kept",
+                               persist=True)
+            inc = self._increments(events, plan, kept)
+            events.spark.sql(
+                f"SELECT coalesce(s.k, t.k) AS k, coalesce(s.g, t.g) AS g, CAST(least("
+                f"coalesce(CAST(s.c AS BIGINT), 0) + coalesce(t.tot, 0), {plan.cap}) AS "
+                f"{count_type(plan.cap)}) AS c FROM {st} s FULL OUTER JOIN {kept} t ON "
+                f"{_on('s', 't')}").write.mode("overwrite").parquet(str(out))
+            res = events.rows(f"SELECT (SELECT count(*) FROM {st}) + count_if(c0 IS NULL) AS "
+                              f"pairs, coalesce(sum(tot), 0) AS kept FROM {kept}")[0]
+        total = int(events.digest.split(":")[1])  # events of the append's periods
+        return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
+                            int(res["pairs"]), total - int(res["kept"]))
+
+    @staticmethod
+    def _increments(events: SparkEvents, plan: UpdatePlan, kept: str) -> NDArray[np.int64]:
+        levels = ", ".join(f"({j}, {k})" for j, k in enumerate(plan.k_values))
+        if plan.n_periods == 1:  # a pair's count goes from c0 to c0 + tot in the one period
+            run = (f"SELECT g, fp AS p, tot AS n, coalesce(c0, 0) + tot AS run FROM {kept} "
+                   f"WHERE coalesce(c0, 0) < {plan.cap}")
+        else:
+            run = (f"SELECT e.g, e.p, e.n, coalesce(kp.c0, 0) + sum(e.n) OVER (PARTITION BY "
+                   f"e.k, e.g ORDER BY e.p ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
+                   f"AS run FROM {events.name} e JOIN {kept} kp ON {_on('e', 'kp')} WHERE "
+                   f"coalesce(kp.c0, 0) < {plan.cap}")
+        rows = events.rows(f"SELECT r.g, r.p, lv.j, count(*) AS x FROM ({run}) r JOIN (VALUES "
+                           f"{levels}) AS lv(j, kk) ON r.run - r.n < lv.kk AND lv.kk <= r.run "
+                           "GROUP BY r.g, r.p, lv.j")
+        out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
+        if rows:
+            g, p, j, x = (np.array([r[c] for r in rows], dtype=np.int64)
+                          for c in ("g", "p", "j", "x"))
+            out[g, j, p - plan.after - 1] = x
+        return out

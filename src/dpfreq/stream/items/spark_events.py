@@ -1,0 +1,215 @@
+"""Reading one append's events on Spark: Spark SQL aggregates them per (item, group, period).
+
+The Spark twin of :mod:`~dpfreq.stream.items.reader`, with the same rules and the same one-line
+errors. A source is what the Spark engine of :func:`dpfreq.engines.get_engine` reads (a Spark
+DataFrame, a Parquet/CSV path or directory, a SQL query, a catalog table, a pandas/Polars/Arrow
+table) or a mapping of columns (copied into Spark). The events become a persisted DataFrame of
+``(k, g, p, n)`` — item key (BIGINT for integral columns, STRING otherwise), the group's code in
+the public list (0 without groups), the period, the number of events — for the periods
+``after < p <= through`` the append closes; late events (``p <= after``), events after
+``through`` and events of unlisted groups are only counted. Periods are the integer periods as
+they are, or timestamps bucketed from the public ``start`` by the public ``period`` in exact
+integer arithmetic on microseconds (a ``TIMESTAMP`` by its instant, a ``TIMESTAMP_NTZ`` or
+``DATE`` by its wall clock read as UTC, whatever the session's time zone). Nothing is collected
+but a few counts. pyspark is imported only when a stream on the Spark engine runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpfreq._validate import message
+from dpfreq.engines import get_engine
+from dpfreq.errors import DataError, public_caller, public_errors
+from dpfreq.stream.items.reader import AppendSpec, source_columns
+
+__all__ = ["SparkEvents", "read_spark_events", "spark_guard"]
+
+_INTEGER = ("tinyint", "smallint", "int", "bigint")
+_DAY_US = 86_400_000_000
+
+
+@contextlib.contextmanager
+def spark_guard() -> Iterator[None]:
+    """Spark's failures as one DataError naming Spark's error condition or exception class
+    only (its message may quote the data or the query, which holds the stream's key)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (PySparkException, Py4JError) as exc:
+        condition = getattr(exc, "getCondition", lambda: None)()
+        raise DataError(f"{public_caller()} failed in Spark "
+                        f"({condition or type(exc).__name__}).") from None
+
+
+@dataclass
+class SparkEvents:
+    """The append's events as the temporary view ``name`` (columns ``k, g, p, n``) on the
+    session ``spark``, and what was left out; every view and cache made for the append is
+    registered here and dropped by :meth:`close`."""
+
+    spark: Any
+    name: str
+    key_kind: str
+    n_events: int = 0
+    n_late: int = 0
+    n_future: int = 0
+    digest: str = ""
+    _views: list[str] = field(default_factory=list)
+    _cached: list[Any] = field(default_factory=list)
+
+    def view(self, frame: Any, name: str, *, persist: bool = False) -> str:
+        """Register ``frame`` (a DataFrame or a SELECT) as the view ``name`` (optionally
+        persisted: computed once, memory then disk); returns the name."""
+        if isinstance(frame, str):
+            frame = self.spark.sql(frame)
+        if persist:
+            frame = frame.persist()
+            self._cached.append(frame)
+        frame.createOrReplaceTempView(name)
+        self._views.append(name)
+        return name
+
+    def rows(self, sql: str) -> list[Any]:
+        """The rows of a small query, collected."""
+        with spark_guard():
+            return list(self.spark.sql(sql).collect())
+
+    def close(self) -> None:
+        """Drop the views and caches of the append."""
+        for frame in self._cached:
+            with contextlib.suppress(Exception):
+                frame.unpersist()
+        for view in self._views:
+            with contextlib.suppress(Exception):
+                self.spark.catalog.dropTempView(view)
+        self._views.clear()
+        self._cached.clear()
+
+
+def _frame(source: Any, spec: AppendSpec) -> tuple[Any, Any]:
+    """``(engine, DataFrame)`` of the source (mappings and tuples copied in through Arrow)."""
+    eng: Any = get_engine("spark")
+    data = source_columns(source, spec)
+    if data is not None:
+        import pyarrow as pa
+
+        source = pa.table({c: pa.array(v.tolist() if v.dtype == object else v)
+                           for c, v in data.items()})
+    text = tuple(c for c in spec.columns if c != spec.time)
+    return eng, eng.dataframe(source, text_columns=text)
+
+
+def _type(types: dict[str, str], column: str) -> str:
+    if column not in types:
+        raise DataError(message("source", f"a table with column {column!r}", list(types)))
+    return types[column].lower()
+
+
+def _q(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _key_sql(types: dict[str, str], column: str) -> tuple[str, str]:
+    ty = _type(types, column)
+    if ty in _INTEGER:
+        return f"CAST({_q(column)} AS BIGINT)", "integer"
+    if ty.startswith(("array", "struct", "map")):
+        raise DataError(message("item", "a column of plain values", ty.upper()))
+    return f"CAST({_q(column)} AS STRING)", "text"
+
+
+def _micros_sql(ty: str, col: str) -> str:
+    """Microseconds since the epoch: an instant by its epoch, a zone-less value by its own
+    calendar fields (its wall clock as UTC)."""
+    if ty == "timestamp":
+        return f"unix_micros({col})"
+    if ty == "date":
+        return f"CAST(unix_date({col}) AS BIGINT) * {_DAY_US}"
+    return (f"(CAST(unix_date(CAST({col} AS DATE)) AS BIGINT) * {_DAY_US} + CAST(hour({col}) "
+            f"AS BIGINT) * 3600000000 + CAST(minute({col}) AS BIGINT) * 60000000 + "
+            f"CAST(date_part('SECOND', {col}) * 1000000 AS BIGINT))")
+
+
+def _period_sql(types: dict[str, str], spec: AppendSpec) -> str:
+    ty = _type(types, spec.time)
+    col = _q(spec.time)
+    if spec.start_us is None:
+        if ty not in _INTEGER:
+            raise DataError(message("time", "an integer column of periods (the stream "
+                                    "was created without start/period)", ty.upper()))
+        return f"CAST({col} AS BIGINT)"
+    if ty not in ("timestamp", "timestamp_ntz", "date"):
+        raise DataError(message("time", "a timestamp or date column (the stream was "
+                                "created with start and period)", ty.upper()))
+    d = f"({_micros_sql(ty, col)} - ({int(spec.start_us)}))"
+    per = int(spec.period_us or 1)
+    return (f"(CASE WHEN {d} >= 0 THEN {d} div {per} ELSE -((-{d} - 1) div {per}) - 1 END "
+            "+ 1)")
+
+
+@public_errors("ReachStream.append")
+def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
+    """Aggregate the append's events on Spark (module docstring); refuses nulls in the item,
+    time or group column and a time column of the wrong kind, as the DuckDB reader does. The
+    source is scanned once (its aggregate is persisted; every check reads it)."""
+    eng, df = _frame(source, spec)
+    types = dict(df.dtypes)
+    key, kind = _key_sql(types, spec.item)
+    period = _period_sql(types, spec)
+    gtext = "''"
+    if spec.group:
+        _type(types, spec.group)
+        gtext = f"CAST({_q(spec.group)} AS STRING)"
+    name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
+    table = SparkEvents(eng.spark, name, kind)
+    try:
+        with spark_guard():
+            src = table.view(df, f"{name}_src")
+            table.view(f"SELECT k, gname, p, count(*) AS n FROM (SELECT {key} AS k, {gtext} "
+                       f"AS gname, {period} AS p FROM {src}) GROUP BY k, gname, p",
+                       f"{name}_all", persist=True)
+            stats = table.rows(
+                f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p "
+                f"IS NULL OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= "
+                f"{spec.after} THEN n END), 0) AS late, coalesce(sum(CASE WHEN p > "
+                f"{spec.through} THEN n END), 0) AS future FROM {name}_all")[0]
+            if int(stats["nn"]):
+                raise DataError(message("source", "free of nulls in the item, time and "
+                                        "group columns", "nulls"))
+            table.n_events = int(stats["total"])
+            table.n_late, table.n_future = int(stats["late"]), int(stats["future"])
+            _select(table, spec, name)
+            table.digest = _digest(table)
+    except BaseException:
+        table.close()
+        raise
+    return table
+
+
+def _select(table: SparkEvents, spec: AppendSpec, name: str) -> None:
+    """The view ``name``: the events of the periods the append closes, groups coded."""
+    where = f"a.p > {spec.after} AND a.p <= {spec.through}"
+    if spec.group is None or spec.groups is None:
+        sql = f"SELECT a.k, CAST(0 AS BIGINT) AS g, a.p, a.n FROM {name}_all a WHERE {where}"
+    else:
+        listed = table.view(table.spark.createDataFrame(
+            [(x, i) for i, x in enumerate(spec.groups)], "gname string, gi bigint"),
+            f"{name}_listed")
+        sql = (f"SELECT a.k, l.gi AS g, a.p, a.n FROM {name}_all a JOIN {listed} l ON "
+               f"a.gname = l.gname WHERE {where}")
+    table.view(sql, name, persist=True)
+
+
+def _digest(table: SparkEvents) -> str:
+    """A digest of the aggregated events (order-free), as the DuckDB reader's: what a re-sent
+    append is compared with (private)."""
+    r = table.rows(f"SELECT count(*) AS c, coalesce(sum(n), 0) AS s, coalesce(bit_xor("
+                   f"xxhash64(k, g, p, n)), 0) AS h FROM {table.name}")[0]
+    return f"{int(r['c'])}:{int(r['s'])}:{int(r['h'])}"
