@@ -175,41 +175,39 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
             table.view(f"SELECT k, gname, p, count(*) AS n FROM (SELECT {key} AS k, {gtext} "
                        f"AS gname, {period} AS p FROM {src}) GROUP BY k, gname, p",
                        f"{name}_all", persist=True)
+            coded = _coded(table, spec, name)
+            table.view(f"SELECT k, g, p, n FROM {coded} WHERE inside", name, persist=True)
             stats = table.rows(
                 f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p "
                 f"IS NULL OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= "
                 f"{spec.after} THEN n END), 0) AS late, coalesce(sum(CASE WHEN p > "
-                f"{spec.through} THEN n END), 0) AS future FROM {name}_all")[0]
-            if int(stats["nn"]):
-                raise DataError(message("source", "free of nulls in the item, time and "
-                                        "group columns", "nulls"))
-            table.n_events = int(stats["total"])
-            table.n_late, table.n_future = int(stats["late"]), int(stats["future"])
-            _select(table, spec, name)
-            table.digest = _digest(table)
+                f"{spec.through} THEN n END), 0) AS future, count_if(inside) AS c, "
+                f"coalesce(sum(CASE WHEN inside THEN n END), 0) AS s, coalesce(bit_xor(CASE "
+                f"WHEN inside THEN xxhash64(k, g, p, n) END), 0) AS h FROM {coded}")[0]
+        if int(stats["nn"]):
+            raise DataError(message("source", "free of nulls in the item, time and group "
+                                    "columns", "nulls"))
+        table.n_events = int(stats["total"])
+        table.n_late, table.n_future = int(stats["late"]), int(stats["future"])
+        # a digest of the aggregated events (order-free), as the DuckDB reader's: what a
+        # re-sent append is compared with (private)
+        table.digest = f"{int(stats['c'])}:{int(stats['s'])}:{int(stats['h'])}"
     except BaseException:
         table.close()
         raise
     return table
 
 
-def _select(table: SparkEvents, spec: AppendSpec, name: str) -> None:
-    """The view ``name``: the events of the periods the append closes, groups coded."""
-    where = f"a.p > {spec.after} AND a.p <= {spec.through}"
+def _coded(table: SparkEvents, spec: AppendSpec, name: str) -> str:
+    """The view of the aggregated events with the group's code ``g`` (null for a group not in
+    the public list) and ``inside``: whether the row is an event the append closes."""
+    inside = f"(a.p > {spec.after} AND a.p <= {spec.through})"
     if spec.group is None or spec.groups is None:
-        sql = f"SELECT a.k, CAST(0 AS BIGINT) AS g, a.p, a.n FROM {name}_all a WHERE {where}"
+        sql = f"SELECT a.*, CAST(0 AS BIGINT) AS g, {inside} AS inside FROM {name}_all a"
     else:
         listed = table.view(table.spark.createDataFrame(
             [(x, i) for i, x in enumerate(spec.groups)], "gname string, gi bigint"),
             f"{name}_listed")
-        sql = (f"SELECT a.k, l.gi AS g, a.p, a.n FROM {name}_all a JOIN {listed} l ON "
-               f"a.gname = l.gname WHERE {where}")
-    table.view(sql, name, persist=True)
-
-
-def _digest(table: SparkEvents) -> str:
-    """A digest of the aggregated events (order-free), as the DuckDB reader's: what a re-sent
-    append is compared with (private)."""
-    r = table.rows(f"SELECT count(*) AS c, coalesce(sum(n), 0) AS s, coalesce(bit_xor("
-                   f"xxhash64(k, g, p, n)), 0) AS h FROM {table.name}")[0]
-    return f"{int(r['c'])}:{int(r['s'])}:{int(r['h'])}"
+        sql = (f"SELECT a.*, l.gi AS g, {inside} AND l.gi IS NOT NULL AS inside FROM "
+               f"{name}_all a LEFT JOIN {listed} l ON a.gname = l.gname")
+    return table.view(sql, f"{name}_coded")

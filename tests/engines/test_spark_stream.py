@@ -1,0 +1,136 @@
+"""The reach stream with its per-item state on Spark (``engine="spark"``): every published answer
+equals, bit for bit, the memory store's for the same events and seed (ungrouped; grouped at
+``unit="item"`` with a bound hit by items of 3+ groups and ties of groups first seen in the same
+period; appends closing several periods); an edited, removed or swapped part file is refused; a
+double append is idempotent; late events are refused or dropped. Spark DataFrames, Parquet
+paths and mappings as sources. One shared local session (``spark`` fixture)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfreq.errors import DataError
+from dpfreq.stream import ReachStream
+
+pytestmark = pytest.mark.spark
+
+
+def _create(path, engine, **over):
+    kw = {"item": "u", "time": "t", "horizon": 12, "k_values": [1, 3], "unit": "item",
+          "epsilon": 1.0, "delta": 0.0, "method": "auto", "late": "error", "engine": engine,
+          "rng": 11}
+    kw.update(over)
+    return ReachStream.create(path, **kw)
+
+
+def _published(s, rels) -> list[str]:
+    """Every answer the stream published: the appends' releases and a release of every past
+    period."""
+    return [r.to_json() for r in rels] + [s.release(t).to_json()
+                                          for t in range(1, s.last_period + 1)]
+
+
+def _run(tmp_path, engine, cols, windows, source, **over):
+    s = _create(tmp_path / engine, engine, **over)
+    rels = []
+    for lo, hi in windows:
+        sel = (cols["t"] > lo) & (cols["t"] <= hi)
+        rels += s.append(source({c: v[sel] for c, v in cols.items()}), through=hi)
+    return s, _published(s, rels)
+
+
+def _same(a, b) -> None:
+    np.testing.assert_array_equal(a.state.exact, b.state.exact)
+    np.testing.assert_array_equal(a.state.noisy, b.state.noisy)
+    assert (a.state.n_pairs, a.state.n_bounded_out, a.state.n_late_dropped) == (
+        b.state.n_pairs, b.state.n_bounded_out, b.state.n_late_dropped)
+
+
+def test_ungrouped_spark_stream_publishes_the_memory_answers(spark, tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    cols = {"u": rng.integers(0, 150, 1500), "t": rng.integers(1, 7, 1500)}
+    windows = ((0, 1), (1, 3), (3, 6))  # the second append closes two periods
+
+    def frame(c):
+        return spark.createDataFrame(pd.DataFrame(c))
+
+    mem, want = _run(tmp_path, "memory", cols, windows, dict)
+    spk, got = _run(tmp_path, "spark", cols, windows, frame)
+    assert got == want
+    _same(mem, spk)
+    assert mem.state.exact[0, 1].sum() > 0  # the 3+ level was reached
+
+
+def test_grouped_bounded_spark_stream_publishes_the_memory_answers(spark, tmp_path) -> None:
+    rng = np.random.default_rng(2)
+    names = ["a", "b", "c", "d", "e"]
+    n = 1200
+    cols = {"u": np.array([f"u{v:02d}" for v in rng.integers(0, 60, n)], dtype=object),
+            "t": rng.integers(1, 7, n), "g": rng.choice(names, n)}
+    # the cases the bound must decide: items of 3+ groups, several groups first seen together
+    first = defaultdict(dict)
+    for u, t, g in zip(cols["u"], cols["t"], cols["g"], strict=True):
+        first[u][g] = min(first[u].get(g, 99), t)
+    assert any(len(gs) >= 3 for gs in first.values())
+    assert any(max(np.unique(list(gs.values()), return_counts=True)[1]) >= 2
+               for gs in first.values())
+    windows = ((0, 2), (2, 3), (3, 6))
+    over = {"group": "g", "groups": names, "max_groups_per_item": 2, "late": "drop"}
+    mem, want = _run(tmp_path, "memory", cols, windows, dict, **over)
+    spk, got = _run(tmp_path, "spark", cols, windows, dict, **over)
+    assert got == want
+    _same(mem, spk)
+    assert spk.state.n_bounded_out > 0
+
+
+def _day(t: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(t)
+    return {"u": rng.integers(0, 40, 30), "t": np.full(30, t)}
+
+
+def test_double_append_is_idempotent_and_edited_part_files_are_refused(spark, tmp_path) -> None:
+    s = _create(tmp_path / "s", "spark")
+    s.append(_day(1), through=1)
+    first = s.append(_day(2), through=2)
+    state = s.state
+    again = s.append(_day(2), through=2)  # re-sent: the stored answers, nothing written
+    assert [r.to_json() for r in again] == [r.to_json() for r in first]
+    assert s.state.generation == state.generation
+    items = tmp_path / "s" / state.items_file
+    assert items.is_dir() and sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "items-2.parquet", "stream.dpfreq"]  # the previous generation was removed
+    back = ReachStream.open(tmp_path / "s")
+    np.testing.assert_array_equal(back.state.noisy, state.noisy)
+    part = sorted(items.glob("part-*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 1
+    part.write_bytes(bytes(data))
+    with pytest.raises(DataError, match="does not match the manifest"):
+        ReachStream.open(tmp_path / "s")
+    part.unlink()  # a removed part file: refused too
+    with pytest.raises(DataError, match="does not match the manifest"):
+        ReachStream.open(tmp_path / "s")
+
+
+def test_late_events_refused_or_dropped_from_a_parquet_path(spark, tmp_path) -> None:
+    late = tmp_path / "late.parquet"
+    pd.DataFrame({"u": [1, 2, 3], "t": [1, 2, 2]}).to_parquet(late)
+    s = _create(tmp_path / "s", "spark")
+    s.append(_day(1), through=1)
+    with pytest.raises(DataError, match="closed period"):
+        s.append(str(late), through=2)
+    assert s.last_period == 1
+    with pytest.raises(DataError, match="after through"):
+        s.append({"u": np.array([1]), "t": np.array([5])}, through=2)
+    mem = _create(tmp_path / "m", "memory", late="drop")
+    spk = _create(tmp_path / "d", "spark", late="drop")
+    for t in (mem, spk):
+        t.append(_day(1), through=1)
+    assert mem.append(str(late), through=2)[0].to_json() == \
+        spk.append(str(late), through=2)[0].to_json()
+    _same(mem, spk)
+    assert spk.state.n_late_dropped == 1
