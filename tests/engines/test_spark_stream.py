@@ -101,7 +101,8 @@ def test_double_append_is_idempotent_and_edited_part_files_are_refused(spark, tm
     assert [r.to_json() for r in again] == [r.to_json() for r in first]
     assert s.state.generation == state.generation
     items = tmp_path / "s" / state.items_file
-    assert items.is_dir() and sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+    assert items.is_dir()
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
         "items-2.parquet", "stream.dpfreq"]  # the previous generation was removed
     back = ReachStream.open(tmp_path / "s")
     np.testing.assert_array_equal(back.state.noisy, state.noisy)
