@@ -108,3 +108,12 @@ def test_grouped_stream_prints_each_group(tmp_path, capsys) -> None:
     assert code == 0
     assert "# group spring" not in out
     assert "# group summer" in out
+
+
+def test_spark_master_needs_a_stream_on_spark(tmp_path, capsys) -> None:
+    state = tmp_path / "reach"
+    assert _run(["stream", "init", state, *INIT], capsys)[0] == 0
+    src = _day(tmp_path, "events.csv", "2026-03-01", 0)
+    code, _, err = _run(["stream", "append", state, src, "--spark-master", "local[1]"], capsys)
+    assert code == 2
+    assert "--spark-master needs a stream created with --state-engine spark" in err

@@ -135,3 +135,42 @@ def test_late_events_refused_or_dropped_from_a_parquet_path(spark, tmp_path) -> 
         spk.append(str(late), through=2)[0].to_json()
     _same(mem, spk)
     assert spk.state.n_late_dropped == 1
+
+
+def _cli(argv, capsys):
+    from dpfreq.cli.main import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
+    init = ["--item", "user", "--time", "ts", "--start", "2026-03-01", "--period", "1d",
+            "--horizon", "31", "--k", "1,3", "--unit", "item", "--epsilon", "1", "--delta",
+            "0", "--method", "auto", "--late", "error", "--seed", "3"]
+    rng = np.random.default_rng(4)
+    days = []
+    for day in ("2026-03-01", "2026-03-02"):
+        path = tmp_path / f"events-{day}.parquet"
+        pd.DataFrame({"user": rng.integers(0, 50, 80), "ts": pd.to_datetime(
+            [f"{day}T{h:02d}:00:00" for h in rng.integers(0, 24, 80)])}).to_parquet(path)
+        days.append((day, path))
+    shown = {}
+    for engine in ("memory", "spark"):
+        state = tmp_path / engine
+        assert _cli(["stream", "init", state, *init, "--state-engine", engine], capsys)[0] == 0
+        for day, path in days:
+            code, _, err = _cli(["stream", "append", state, path, "--through", day], capsys)
+            assert code == 0, err
+        code, shown[engine], _ = _cli(["stream", "show", state, "--json", "-"], capsys)
+        assert code == 0
+    assert shown["spark"] == shown["memory"]
+    code, _, err = _cli(["stream", "append", tmp_path / "spark", days[0][1], "--through",
+                         "2026-03-03"], capsys)  # period 1 again: late, refused
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1
+    assert "closed period" in err

@@ -106,10 +106,12 @@ def command() -> None:
                    "first it is seen in.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the intervals and the band.")
-@click.option("--state-engine", "state_engine", type=click.Choice(["duckdb", "memory"]),
-              default="duckdb", show_default=True,
-              help="Where the per-item state lives: Parquet files updated by DuckDB, or numpy "
-                   "arrays (appends read their files with DuckDB either way).")
+@click.option("--state-engine", "state_engine",
+              type=click.Choice(["duckdb", "memory", "spark"]), default="duckdb",
+              show_default=True,
+              help="Where the per-item state lives: Parquet files updated by DuckDB, numpy "
+                   "arrays (appends read their files with DuckDB), or Parquet directories "
+                   "updated by Spark SQL (appends read their files with Spark).")
 @shared.seed_option
 @shared.ledger_option
 def init(state: str, item: str, time_col: str, horizon_text: str, start: str | None,
@@ -142,11 +144,21 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
 @click.option("--group", "show_group", default=None, help="Print only this group.")
 @click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
               help="Periods printed (the last ones).")
+@click.option("--spark-master", "spark_master", default=None, metavar="URL",
+              help="Spark master URL for a stream whose state is on Spark (default "
+                   f"{shared.DEFAULT_SPARK_MASTER}; ignored when a session is already active, "
+                   "e.g. under spark-submit).")
 @shared.output_options
 def append(state: str, file: str, through_text: str | None, show_group: str | None,
-           rows: int, json_out: str | None, plot_out: str | None) -> None:
+           rows: int, spark_master: str | None, json_out: str | None,
+           plot_out: str | None) -> None:
     """Append the events of FILE (the next period(s)) to the stream STATE."""
     s = ReachStream.open(state)
+    if spark_master is not None:
+        if s.params.engine != "spark":
+            raise click.UsageError("--spark-master needs a stream created with "
+                                   "--state-engine spark.")
+        _ = shared.resolve_engine_option("spark", spark_master).spark  # start the session
     through = _through(through_text)
     rels = s.append(file, through=s.last_period + 1 if through is None else through)
     _emit(rels[-1], json_out, plot_out, show_group, rows)

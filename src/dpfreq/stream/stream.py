@@ -174,6 +174,9 @@ class ReachStream:
         ParameterError
             A bad or missing parameter, a forced method that cannot be used, a directory
             that already holds a stream. Nothing is charged then.
+        EngineUnavailableError
+            ``engine="spark"`` without pyspark (the message is the ``pip install`` to run).
+            Nothing is charged then.
         BudgetExceededError
             The accountant cannot afford the stream.
 
@@ -199,6 +202,7 @@ class ReachStream:
                            max_groups_per_item=max_groups_per_item, late=late,
                            confidence=confidence, engine=engine)
         plan = _plan(par)
+        item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()

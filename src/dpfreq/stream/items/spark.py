@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.engines import get_engine
 from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
@@ -46,6 +47,9 @@ class SparkItems:
     engine = "spark"
     suffix = "parquet"
     read = staticmethod(read_spark_events)
+
+    def __init__(self) -> None:
+        get_engine("spark")  # pyspark missing: EngineUnavailableError naming the pip extra
 
     @staticmethod
     def _state(events: SparkEvents, current: Path | None, cap: int) -> str:
