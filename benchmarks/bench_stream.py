@@ -19,18 +19,24 @@ Prints tables:
 4. Speed: an append of 10^6 events (10^5 with --quick) to a stream of 10^7 known users (10^6)
    in DuckDB, against DuckDB's exact update of the same per-item state (read the Parquet
    state, aggregate the events, full outer join, write Parquet) in the same run; and an append
-   of the same events spread over 1,000 groups. Target: stream / DuckDB <= 2.
+   of the same events spread over 1,000 groups. Target: stream / DuckDB <= 2. The same rows on
+   Spark (``engine="spark"``, a local[2] session): the append against Spark's own exact update
+   of the same state (the same query in Spark SQL, Parquet directories), same run.
+   ``--engines duckdb`` skips Spark; ``--only-speed`` prints table 4 only.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
+import sys
 import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -164,57 +170,122 @@ def _duckdb_exact(state: Path, events: Path, out: Path, cap: int, grouped: bool)
     return time.perf_counter() - t0
 
 
-def speed(users: int, events: int, groups: int, repeats: int = 3) -> None:
-    print(f"\n## 4. append of {events:,} events to a stream of {users:,} known users (duckdb; "
-          f"best of {repeats}, each on a fresh copy of the stream)")
-    print("| stream | known pairs after | append (s) | DuckDB exact update (s) | ratio | "
+def _spark_exact(spark: Any, state: Path, events: Path, out: Path, cap: int,
+                 grouped: bool) -> float:
+    """Spark's exact update of the same per-item state (the same query as DuckDB's): the
+    baseline of the Spark rows."""
+    t0 = time.perf_counter()
+    spark.read.parquet(str(state)).createOrReplaceTempView("bench_state")
+    ev = spark.read.parquet(str(events))
+    ev.createOrReplaceTempView("bench_events")
+    if grouped:
+        n = spark.sql("SELECT count(DISTINCT campaign) AS n FROM bench_events").first()["n"]
+        spark.createDataFrame([(f"c{i}", i) for i in range(int(n))],  # the stream's codes
+                              "name string, gi bigint").createOrReplaceTempView("bench_names")
+        agg = ("SELECT CAST(user AS BIGINT) AS k, gi AS g, count(*) AS n FROM bench_events "
+               "JOIN bench_names ON campaign = name GROUP BY 1, 2")
+    else:
+        agg = ("SELECT CAST(user AS BIGINT) AS k, CAST(0 AS BIGINT) AS g, count(*) AS n FROM "
+               "bench_events GROUP BY 1")
+    spark.sql(f"SELECT coalesce(s.k, e.k) AS k, coalesce(s.g, e.g) AS g, CAST(least("
+              f"coalesce(CAST(s.c AS BIGINT), 0) + coalesce(e.n, 0), {cap}) AS TINYINT) AS c "
+              f"FROM bench_state s FULL OUTER JOIN ({agg}) e ON s.k = e.k AND s.g = e.g"
+              ).write.mode("overwrite").parquet(str(out))
+    return time.perf_counter() - t0
+
+
+def _bytes(path: Path) -> int:
+    """Bytes of a per-item file, or of the data files of a Spark directory."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.glob("part-*"))
+
+
+def _copy(src: Path, dst: Path) -> None:
+    (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
+
+
+def speed(users: int, events: int, groups: int, engines: tuple[str, ...],
+          repeats: int = 3) -> None:
+    print(f"\n## 4. append of {events:,} events to a stream of {users:,} known users (best of "
+          f"{repeats}, each on a fresh copy of the stream; the baseline is the same engine's "
+          "exact update of the same per-item state)")
+    print("| engine | stream | known pairs after | append (s) | exact update (s) | ratio | "
           "state bytes per pair |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
+    spark = _spark_session() if "spark" in engines else None
     root = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     try:
-        for g in (0, groups):
-            names = [f"c{i}" for i in range(g)] if g else None
-            s = ReachStream.create(root / f"s{g}", item="user", time="day", horizon=30,
-                                   k_values=[1, 3], unit="event" if g else "item", epsilon=1.0,
-                                   delta=0.0, method="auto", late="error",
-                                   group="campaign" if g else None, groups=names,
-                                   engine="duckdb", rng=1)
-            _events(root / "d1.parquet", users, users, 1, 1, g, every=True)
-            s.append(str(root / "d1.parquet"), through=1)
-            kept = root / f"state{g}.parquet"
-            shutil.copy(s.path / s.state.items_file, kept)
-            _events(root / "d2.parquet", events, 2 * users, 2, 2, g)
-            t_stream, t_duck = [], []
-            for r in range(repeats):
-                copy = root / f"copy{g}-{r}"
-                shutil.copytree(s.path, copy)
-                c = ReachStream.open(copy)
-                t0 = time.perf_counter()
-                c.append(str(root / "d2.parquet"), through=2)
-                t_stream.append(time.perf_counter() - t0)
-                t_duck.append(_duckdb_exact(kept, root / "d2.parquet", root / "exact.parquet",
-                                            3, bool(g)))
-                shutil.rmtree(copy)
-            size = kept.stat().st_size / max(1, s.state.n_pairs)
-            label = f"{g} groups (event level)" if g else "ungrouped (item level)"
-            print(f"| {label} | {c.state.n_pairs:,} | {min(t_stream):.2f} | {min(t_duck):.2f} | "
-                  f"{min(t_stream) / min(t_duck):.2f} | {size:.1f} |")
+        _events(root / "d1-0.parquet", users, users, 1, 1, 0, every=True)
+        _events(root / "d2-0.parquet", events, 2 * users, 2, 2, 0)
+        if groups:
+            _events(root / f"d1-{groups}.parquet", users, users, 1, 1, groups, every=True)
+            _events(root / f"d2-{groups}.parquet", events, 2 * users, 2, 2, groups)
+        for engine in engines:
+            for g in (0, groups):
+                _speed_row(root, engine, spark, g, repeats)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _speed_row(root: Path, engine: str, spark: Any, g: int, repeats: int) -> None:
+    names = [f"c{i}" for i in range(g)] if g else None
+    s = ReachStream.create(root / f"{engine}{g}", item="user", time="day", horizon=30,
+                           k_values=[1, 3], unit="event" if g else "item", epsilon=1.0,
+                           delta=0.0, method="auto", late="error",
+                           group="campaign" if g else None, groups=names, engine=engine,
+                           rng=1)
+    s.append(str(root / f"d1-{g}.parquet"), through=1)
+    kept = root / f"state-{engine}{g}.parquet"
+    _copy(s.path / s.state.items_file, kept)
+    d2, exact = root / f"d2-{g}.parquet", root / "exact.parquet"
+    t_stream, t_exact = [], []
+    for r in range(repeats):
+        copy = root / f"copy{engine}{g}-{r}"
+        shutil.copytree(s.path, copy)
+        c = ReachStream.open(copy)
+        t0 = time.perf_counter()
+        c.append(str(d2), through=2)
+        t_stream.append(time.perf_counter() - t0)
+        t_exact.append(_duckdb_exact(kept, d2, exact, 3, bool(g)) if engine == "duckdb"
+                       else _spark_exact(spark, kept, d2, exact, 3, bool(g)))
+        shutil.rmtree(copy)
+    size = _bytes(kept) / max(1, s.state.n_pairs)
+    label = f"{g} groups (event level)" if g else "ungrouped (item level)"
+    print(f"| {engine} | {label} | {c.state.n_pairs:,} | {min(t_stream):.2f} | "
+          f"{min(t_exact):.2f} | {min(t_stream) / min(t_exact):.2f} | {size:.1f} |", flush=True)
+
+
+def _spark_session() -> Any:
+    """A local[2] session for the Spark rows (the machine's 2 cores; 4 GB of driver heap)."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench-stream")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    ap.add_argument("--engines", nargs="+", default=["duckdb", "spark"],
+                    choices=["duckdb", "spark"], help="engines of the speed table")
+    ap.add_argument("--only-speed", action="store_true", help="the speed table only")
     args = ap.parse_args()
     streams = 300 if args.quick else 2000
-    accuracy(streams)
-    zcdp_variances()
-    unbounded(streams)
+    if not args.only_speed:
+        accuracy(streams)
+        zcdp_variances()
+        unbounded(streams)
+    engines = tuple(args.engines)
     if args.quick:
-        speed(10**6, 10**5, 1000)
+        speed(10**6, 10**5, 1000, engines)
     else:
-        speed(10**7, 10**6, 1000)
+        speed(10**7, 10**6, 1000, engines)
 
 
 if __name__ == "__main__":

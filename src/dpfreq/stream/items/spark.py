@@ -97,22 +97,22 @@ class SparkItems:
                             f"earlier appends; got {events.key_kind} keys.")
         with spark_guard():
             st = self._state(events, current, plan.cap)
-            kept = events.view(self._kept(events, plan, st), f"{events.name}_kept",
-                               persist=True)
-            inc = self._increments(events, plan, kept)
+            kept = events.view(self._kept(events, plan, st), f"{events.name}_kept")
+            inc, pairs, n_kept = self._increments(events, plan, kept, st)
             events.spark.sql(
                 f"SELECT coalesce(s.k, t.k) AS k, coalesce(s.g, t.g) AS g, CAST(least("
                 f"coalesce(CAST(s.c AS BIGINT), 0) + coalesce(t.tot, 0), {plan.cap}) AS "
                 f"{count_type(plan.cap)}) AS c FROM {st} s FULL OUTER JOIN {kept} t ON "
                 f"{_on('s', 't')}").write.mode("overwrite").parquet(str(out))
-            res = events.rows(f"SELECT (SELECT count(*) FROM {st}) + count_if(c0 IS NULL) AS "
-                              f"pairs, coalesce(sum(tot), 0) AS kept FROM {kept}")[0]
         total = int(events.digest.split(":")[1])  # events of the append's periods
-        return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
-                            int(res["pairs"]), total - int(res["kept"]))
+        return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
+                            total - n_kept)
 
     @staticmethod
-    def _increments(events: SparkEvents, plan: UpdatePlan, kept: str) -> NDArray[np.int64]:
+    def _increments(events: SparkEvents, plan: UpdatePlan, kept: str, st: str
+                    ) -> tuple[NDArray[np.int64], int, int]:
+        """``(increments, pairs after the append, events kept)`` in one Spark job (the kept
+        pairs are shuffled once: Spark reuses the exchanges of both branches)."""
         levels = ", ".join(f"({j}, {k})" for j, k in enumerate(plan.k_values))
         if plan.n_periods == 1:  # a pair's count goes from c0 to c0 + tot in the one period
             run = (f"SELECT g, fp AS p, tot AS n, coalesce(c0, 0) + tot AS run FROM {kept} "
@@ -122,12 +122,16 @@ class SparkItems:
                    f"e.k, e.g ORDER BY e.p ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
                    f"AS run FROM {events.name} e JOIN {kept} kp ON {_on('e', 'kp')} WHERE "
                    f"coalesce(kp.c0, 0) < {plan.cap}")
-        rows = events.rows(f"SELECT r.g, r.p, lv.j, count(*) AS x FROM ({run}) r JOIN (VALUES "
-                           f"{levels}) AS lv(j, kk) ON r.run - r.n < lv.kk AND lv.kk <= r.run "
-                           "GROUP BY r.g, r.p, lv.j")
+        rows = events.rows(
+            f"SELECT 0 AS what, r.g, r.p, lv.j, count(*) AS x FROM ({run}) r JOIN (VALUES "
+            f"{levels}) AS lv(j, kk) ON r.run - r.n < lv.kk AND lv.kk <= r.run GROUP BY r.g, "
+            f"r.p, lv.j UNION ALL SELECT 1, (SELECT count(*) FROM {st}) + count_if(c0 IS NULL), "
+            f"coalesce(sum(tot), 0), 0, 0 FROM {kept}")
         out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
-        if rows:
-            g, p, j, x = (np.array([r[c] for r in rows], dtype=np.int64)
+        stats = next(r for r in rows if r["what"] == 1)
+        found = [r for r in rows if r["what"] == 0]
+        if found:
+            g, p, j, x = (np.array([r[c] for r in found], dtype=np.int64)
                           for c in ("g", "p", "j", "x"))
             out[g, j, p - plan.after - 1] = x
-        return out
+        return out, int(stats["g"]), int(stats["p"])

@@ -3,7 +3,7 @@
 The Spark twin of :mod:`~dpfreq.stream.items.reader`, with the same rules and the same one-line
 errors. A source is what the Spark engine of :func:`dpfreq.engines.get_engine` reads (a Spark
 DataFrame, a Parquet/CSV path or directory, a SQL query, a catalog table, a pandas/Polars/Arrow
-table) or a mapping of columns (copied into Spark). The events become a persisted DataFrame of
+table) or a mapping of columns (copied into Spark). The events become a view of
 ``(k, g, p, n)`` — item key (BIGINT for integral columns, STRING otherwise), the group's code in
 the public list (0 without groups), the period, the number of events — for the periods
 ``after < p <= through`` the append closes; late events (``p <= after``), events after
@@ -51,8 +51,8 @@ def spark_guard() -> Iterator[None]:
 @dataclass
 class SparkEvents:
     """The append's events as the temporary view ``name`` (columns ``k, g, p, n``) on the
-    session ``spark``, and what was left out; every view and cache made for the append is
-    registered here and dropped by :meth:`close`."""
+    session ``spark``, and what was left out; every view made for the append is registered
+    here and dropped by :meth:`close`."""
 
     spark: Any
     name: str
@@ -62,16 +62,11 @@ class SparkEvents:
     n_future: int = 0
     digest: str = ""
     _views: list[str] = field(default_factory=list)
-    _cached: list[Any] = field(default_factory=list)
 
-    def view(self, frame: Any, name: str, *, persist: bool = False) -> str:
-        """Register ``frame`` (a DataFrame or a SELECT) as the view ``name`` (optionally
-        persisted: computed once, memory then disk); returns the name."""
+    def view(self, frame: Any, name: str) -> str:
+        """Register ``frame`` (a DataFrame or a SELECT) as the view ``name``; returns it."""
         if isinstance(frame, str):
             frame = self.spark.sql(frame)
-        if persist:
-            frame = frame.persist()
-            self._cached.append(frame)
         frame.createOrReplaceTempView(name)
         self._views.append(name)
         return name
@@ -82,15 +77,11 @@ class SparkEvents:
             return list(self.spark.sql(sql).collect())
 
     def close(self) -> None:
-        """Drop the views and caches of the append."""
-        for frame in self._cached:
-            with contextlib.suppress(Exception):
-                frame.unpersist()
+        """Drop the views of the append."""
         for view in self._views:
             with contextlib.suppress(Exception):
                 self.spark.catalog.dropTempView(view)
         self._views.clear()
-        self._cached.clear()
 
 
 def _frame(source: Any, spec: AppendSpec) -> tuple[Any, Any]:
@@ -158,7 +149,10 @@ def _period_sql(types: dict[str, str], spec: AppendSpec) -> str:
 def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
     """Aggregate the append's events on Spark (module docstring); refuses nulls in the item,
     time or group column and a time column of the wrong kind, as the DuckDB reader does. The
-    source is scanned once (its aggregate is persisted; every check reads it)."""
+    views are lazy: each of the append's three Spark jobs (these checks, the increments, the
+    new generation) reads the source again, which is faster than caching it (a cached table
+    keeps its 200 shuffle partitions, which adaptive execution then cannot coalesce); a
+    DataFrame that is costly to compute is best persisted by the caller."""
     eng, df = _frame(source, spec)
     types = dict(df.dtypes)
     key, kind = _key_sql(types, spec.item)
@@ -174,9 +168,9 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
             src = table.view(df, f"{name}_src")
             table.view(f"SELECT k, gname, p, count(*) AS n FROM (SELECT {key} AS k, {gtext} "
                        f"AS gname, {period} AS p FROM {src}) GROUP BY k, gname, p",
-                       f"{name}_all", persist=True)
+                       f"{name}_all")
             coded = _coded(table, spec, name)
-            table.view(f"SELECT k, g, p, n FROM {coded} WHERE inside", name, persist=True)
+            table.view(f"SELECT k, g, p, n FROM {coded} WHERE inside", name)
             stats = table.rows(
                 f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p "
                 f"IS NULL OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= "
