@@ -6,10 +6,12 @@ secret noise key, the exact per-period increments of every (group, k) structure 
 counters need them to measure rows that close later), the **noisy measurements** of every
 structure (integers: every published number is computed from them alone), the periods closed
 so far and the appends that closed them, and the name and digest of the per-item file of the
-current generation (``items-<gen>.npz`` or ``items-<gen>.parquet``).
+current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on Spark the directory
+``items-<gen>.parquet/`` of part files, digested as a whole: :mod:`dpfreq.stream.items.files`).
 
 An append writes the next generation's per-item file under a new name, then the manifest
-(written to a temporary name and renamed: atomic), then removes the previous per-item file. A
+(written to a temporary name and renamed: atomic), then removes the previous per-item file (or
+directory). A
 crash before the rename leaves the previous manifest pointing at the previous, untouched
 per-item file; a crash after it leaves the new state, whose answers a re-sent append returns.
 The directory holds the secret key and exact counts: protect it like the raw data.

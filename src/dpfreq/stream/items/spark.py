@@ -9,11 +9,13 @@ append (item, group, first period, events, previous count; at ``unit="item"`` wi
 ``m`` the new pairs of an item ranked by first period, keyed MD5 rank and name, as in
 :mod:`~dpfreq.stream.items.update`), counts the increments from them (a window sum per pair
 when the append closes several periods) and writes the next generation with one full outer
-join. Everything runs on the executors in Spark SQL; only the increments
-(groups × k levels × periods numbers) and two counts reach the driver, so the state grows with
-the cluster, not with the driver. The bounding key never appears in the SQL text (it is a
-column of a small joined table). The state directory must be on a file system that the driver
-and the executors share (any local directory with a local master).
+join (of the state with the kept pairs or, without a bound, directly with the aggregated events,
+as Spark's own exact update would). Two Spark jobs read the state: the increments (with two
+counts) and the next generation. Everything runs on the executors in Spark SQL; only the
+increments (groups × k levels × periods numbers) and the counts reach the driver, so the state
+grows with the cluster, not with the driver. The bounding key never appears in the SQL text (it
+is a column of a small joined table). The state directory must be on a file system that the
+driver and the executors share (any local directory with a local master).
 """
 
 from __future__ import annotations
@@ -99,10 +101,14 @@ class SparkItems:
             st = self._state(events, current, plan.cap)
             kept = events.view(self._kept(events, plan, st), f"{events.name}_kept")
             inc, pairs, n_kept = self._increments(events, plan, kept, st)
+            # without a bound every pair of the append is kept: the next generation joins the
+            # state with the aggregated events directly (the state is read and joined once)
+            added = kept if plan.bound is not None else (
+                f"(SELECT k, g, sum(n) AS tot FROM {events.name} GROUP BY k, g)")
             events.spark.sql(
                 f"SELECT coalesce(s.k, t.k) AS k, coalesce(s.g, t.g) AS g, CAST(least("
                 f"coalesce(CAST(s.c AS BIGINT), 0) + coalesce(t.tot, 0), {plan.cap}) AS "
-                f"{count_type(plan.cap)}) AS c FROM {st} s FULL OUTER JOIN {kept} t ON "
+                f"{count_type(plan.cap)}) AS c FROM {st} s FULL OUTER JOIN {added} t ON "
                 f"{_on('s', 't')}").write.mode("overwrite").parquet(str(out))
         total = int(events.digest.split(":")[1])  # events of the append's periods
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
