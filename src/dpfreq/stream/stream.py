@@ -290,10 +290,10 @@ class ReachStream:
         store = item_store(self.params.engine)
         events = store.read(source, self._spec(st.last, t))
         try:
-            self._check_events(events, st.last)
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
             current = None if st.items_file is None else self.path / st.items_file
-            res = store.update(events, self._update_plan(st.last, t), current, st.key_kind, out)
+            res = store.update(events, self._update_plan(st.last, t), current, st.key_kind, out,
+                               lambda: self._check_events(events, st.last))
         finally:
             events.close()
         exact = np.concatenate((st.exact, res.increments), axis=2)

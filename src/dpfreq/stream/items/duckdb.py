@@ -13,6 +13,7 @@ items, Parquet's default compression); in flight, the previous generation is dec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -77,8 +78,9 @@ class DuckDBItems:
                 f"WHERE r <= {int(plan.bound)} - have")
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path) -> UpdateResult:
+               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
         """Apply the append's events to the previous generation; write the next to ``out``."""
+        check()  # the stream's refusals of late and future events, before any work
         if key_kind is not None and events.key_kind != key_kind:
             raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
                             f"earlier appends; got {events.key_kind} keys.")

@@ -10,6 +10,7 @@ key, 8 of code and 1 of count (17 bytes, plus the text of text keys). The update
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,8 +153,9 @@ class MemoryItems:
         return _decode(arrays), arrays["codes"], arrays["counts"]
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path) -> UpdateResult:
+               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
         """Read the state, apply the append's events, write the next generation to ``out``."""
+        check()  # the stream's refusals of late and future events, before any work
         if key_kind is not None and events.key_kind != key_kind:
             raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
                             f"earlier appends; got {events.key_kind} keys.")

@@ -20,6 +20,7 @@ driver and the executors share (any local directory with a local master).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,9 @@ from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spa
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["SparkItems", "count_type"]
+
+
+_STATS = ("total", "nn", "late", "future", "c", "s", "h")
 
 
 def count_type(cap: int) -> str:
@@ -92,8 +96,11 @@ class SparkItems:
                 f"WHERE r <= {int(plan.bound)} - have")
 
     def update(self, events: SparkEvents, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path) -> UpdateResult:
-        """Apply the append's events to the previous generation; write the next to ``out``."""
+               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
+        """Apply the append's events to the previous generation; write the next to ``out``.
+        ``check()`` (the stream's refusals of late and future events) runs after the first
+        job, which computes the events' counts with the increments, before anything is
+        written."""
         if key_kind is not None and events.key_kind != key_kind:
             raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
                             f"earlier appends; got {events.key_kind} keys.")
@@ -101,6 +108,8 @@ class SparkItems:
             st = self._state(events, current, plan.cap)
             kept = events.view(self._kept(events, plan, st), f"{events.name}_kept")
             inc, pairs, n_kept = self._increments(events, plan, kept, st)
+        check()
+        with spark_guard():
             # without a bound every pair of the append is kept: the next generation joins the
             # state with the aggregated events directly (the state is read and joined once)
             added = kept if plan.bound is not None else (
@@ -117,8 +126,9 @@ class SparkItems:
     @staticmethod
     def _increments(events: SparkEvents, plan: UpdatePlan, kept: str, st: str
                     ) -> tuple[NDArray[np.int64], int, int]:
-        """``(increments, pairs after the append, events kept)`` in one Spark job (the kept
-        pairs are shuffled once: Spark reuses the exchanges of both branches)."""
+        """``(increments, pairs after the append, events kept)`` and the events' counts
+        (:meth:`SparkEvents.fill`) in one Spark job: the branches share the aggregated events
+        and the kept pairs (Spark reuses their exchanges)."""
         levels = ", ".join(f"({j}, {k})" for j, k in enumerate(plan.k_values))
         if plan.n_periods == 1:  # a pair's count goes from c0 to c0 + tot in the one period
             run = (f"SELECT g, fp AS p, tot AS n, coalesce(c0, 0) + tot AS run FROM {kept} "
@@ -128,16 +138,20 @@ class SparkItems:
                    f"e.k, e.g ORDER BY e.p ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
                    f"AS run FROM {events.name} e JOIN {kept} kp ON {_on('e', 'kp')} WHERE "
                    f"coalesce(kp.c0, 0) < {plan.cap}")
+        stats = ", ".join(_STATS)
         rows = events.rows(
-            f"SELECT 0 AS what, r.g, r.p, lv.j, count(*) AS x FROM ({run}) r JOIN (VALUES "
-            f"{levels}) AS lv(j, kk) ON r.run - r.n < lv.kk AND lv.kk <= r.run GROUP BY r.g, "
-            f"r.p, lv.j UNION ALL SELECT 1, (SELECT count(*) FROM {st}) + count_if(c0 IS NULL), "
-            f"coalesce(sum(tot), 0), 0, 0 FROM {kept}")
-        out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
-        stats = next(r for r in rows if r["what"] == 1)
+            f"SELECT 0 AS what, r.g AS total, r.p AS nn, lv.j AS late, count(*) AS future, "
+            f"0 AS c, 0 AS s, 0 AS h FROM ({run}) r JOIN (VALUES {levels}) AS lv(j, kk) ON "
+            f"r.run - r.n < lv.kk AND lv.kk <= r.run GROUP BY r.g, r.p, lv.j UNION ALL "
+            f"SELECT 1, (SELECT count(*) FROM {st}) + count_if(c0 IS NULL), coalesce(sum(tot), "
+            f"0), 0, 0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats} FROM "
+            f"({events.stats_sql})")
+        events.fill(next(r for r in rows if r["what"] == 2))
+        counts = next(r for r in rows if r["what"] == 1)
         found = [r for r in rows if r["what"] == 0]
-        if found:
+        out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
+        if found:  # (g, p, j, x) in the columns of the counts
             g, p, j, x = (np.array([r[c] for r in found], dtype=np.int64)
-                          for c in ("g", "p", "j", "x"))
+                          for c in ("total", "nn", "late", "future"))
             out[g, j, p - plan.after - 1] = x
-        return out, int(stats["g"]), int(stats["p"])
+        return out, int(counts["total"]), int(counts["nn"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from dpfreq._validate import message
@@ -48,20 +47,53 @@ def spark_guard() -> Iterator[None]:
                         f"({condition or type(exc).__name__}).") from None
 
 
-@dataclass
 class SparkEvents:
     """The append's events as the temporary view ``name`` (columns ``k, g, p, n``) on the
-    session ``spark``, and what was left out; every view made for the append is registered
-    here and dropped by :meth:`close`."""
+    session ``spark``, and what was left out: its counts and digest come from the one-row
+    query ``stats_sql`` (columns ``total, nn, late, future, c, s, h``), run on first use or
+    filled by the store's first job (:meth:`fill`). Every view made for the append is
+    registered here and dropped by :meth:`close`."""
 
-    spark: Any
-    name: str
-    key_kind: str
-    n_events: int = 0
-    n_late: int = 0
-    n_future: int = 0
-    digest: str = ""
-    _views: list[str] = field(default_factory=list)
+    def __init__(self, spark: Any, name: str, key_kind: str) -> None:
+        self.spark, self.name, self.key_kind = spark, name, key_kind
+        self.stats_sql = ""
+        self._stats: dict[str, int] | None = None
+        self._views: list[str] = []
+
+    def fill(self, row: Any) -> None:
+        """Take the counts from a row of ``stats_sql``'s columns; refuses nulls in the item,
+        time or group column (as the DuckDB reader does)."""
+        stats = {c: int(row[c]) for c in ("total", "nn", "late", "future", "c", "s", "h")}
+        if stats["nn"]:
+            raise DataError(message("source", "free of nulls in the item, time and group "
+                                    "columns", "nulls"))
+        self._stats = stats
+
+    def _stat(self, column: str) -> int:
+        if self._stats is None:
+            self.fill(self.rows(self.stats_sql)[0])
+        return (self._stats or {})[column]
+
+    @property
+    def n_events(self) -> int:
+        """Events of the source."""
+        return self._stat("total")
+
+    @property
+    def n_late(self) -> int:
+        """Events of periods already closed."""
+        return self._stat("late")
+
+    @property
+    def n_future(self) -> int:
+        """Events after ``through``."""
+        return self._stat("future")
+
+    @property
+    def digest(self) -> str:
+        """A digest of the aggregated events of the append's periods (order-free), as the
+        DuckDB reader's: what a re-sent append is compared with (private)."""
+        return f"{self._stat('c')}:{self._stat('s')}:{self._stat('h')}"
 
     def view(self, frame: Any, name: str) -> str:
         """Register ``frame`` (a DataFrame or a SELECT) as the view ``name``; returns it."""
@@ -147,12 +179,12 @@ def _period_sql(types: dict[str, str], spec: AppendSpec) -> str:
 
 @public_errors("ReachStream.append")
 def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
-    """Aggregate the append's events on Spark (module docstring); refuses nulls in the item,
-    time or group column and a time column of the wrong kind, as the DuckDB reader does. The
-    views are lazy: each of the append's three Spark jobs (these checks, the increments, the
-    new generation) reads the source again, which is faster than caching it (a cached table
-    keeps its 200 shuffle partitions, which adaptive execution then cannot coalesce); a
-    DataFrame that is costly to compute is best persisted by the caller."""
+    """The append's events on Spark as lazy views (module docstring); refuses a time column of
+    the wrong kind here, nulls when the counts are computed (:class:`SparkEvents`), as the
+    DuckDB reader does. Nothing runs yet: the store's first job computes the counts with the
+    increments. Each of the append's two Spark jobs reads the source again, which is faster
+    than caching it (a cached table keeps its 200 shuffle partitions, which adaptive execution
+    then cannot coalesce); a DataFrame that is costly to compute is best persisted first."""
     eng, df = _frame(source, spec)
     types = dict(df.dtypes)
     key, kind = _key_sql(types, spec.item)
@@ -171,24 +203,16 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
                        f"{name}_all")
             coded = _coded(table, spec, name)
             table.view(f"SELECT k, g, p, n FROM {coded} WHERE inside", name)
-            stats = table.rows(
-                f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p "
-                f"IS NULL OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= "
-                f"{spec.after} THEN n END), 0) AS late, coalesce(sum(CASE WHEN p > "
-                f"{spec.through} THEN n END), 0) AS future, count_if(inside) AS c, "
-                f"coalesce(sum(CASE WHEN inside THEN n END), 0) AS s, coalesce(bit_xor(CASE "
-                f"WHEN inside THEN xxhash64(k, g, p, n) END), 0) AS h FROM {coded}")[0]
-        if int(stats["nn"]):
-            raise DataError(message("source", "free of nulls in the item, time and group "
-                                    "columns", "nulls"))
-        table.n_events = int(stats["total"])
-        table.n_late, table.n_future = int(stats["late"]), int(stats["future"])
-        # a digest of the aggregated events (order-free), as the DuckDB reader's: what a
-        # re-sent append is compared with (private)
-        table.digest = f"{int(stats['c'])}:{int(stats['s'])}:{int(stats['h'])}"
     except BaseException:
         table.close()
         raise
+    table.stats_sql = (
+        f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p IS NULL "
+        f"OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= {spec.after} "
+        f"THEN n END), 0) AS late, coalesce(sum(CASE WHEN p > {spec.through} THEN n END), 0) "
+        f"AS future, count_if(inside) AS c, coalesce(sum(CASE WHEN inside THEN n END), 0) AS "
+        f"s, coalesce(bit_xor(CASE WHEN inside THEN xxhash64(k, g, p, n) END), 0) AS h FROM "
+        f"{coded}")
     return table
 
 
