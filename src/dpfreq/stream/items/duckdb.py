@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
+from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["DuckDBItems"]
@@ -51,31 +52,12 @@ class DuckDBItems:
         return f"read_parquet({_lit(str(current))})"
 
     @staticmethod
-    def _pairs(events: EventTable, plan: UpdatePlan, st: str) -> str:
-        """Every (item, group) pair of the append: first period, events, previous count."""
-        ev = events.name
-        if plan.n_periods == 1:  # one row per pair already
-            return (f"SELECT e.k, e.g, e.p AS fp, e.n AS tot, s.c AS c0 FROM {ev} e "
-                    f"LEFT JOIN {st} s USING (k, g)")
-        return (f"SELECT e.k, e.g, min(e.p) AS fp, sum(e.n) AS tot, any_value(s.c) AS c0 "
-                f"FROM {ev} e LEFT JOIN {st} s USING (k, g) GROUP BY e.k, e.g")
-
-    def _kept(self, events: EventTable, plan: UpdatePlan, st: str) -> str:
-        """The SELECT of the pairs kept this append (:mod:`.update`)."""
-        pairs = self._pairs(events, plan, st)
-        if plan.bound is None:
-            return pairs
+    def _kept(events: EventTable, plan: UpdatePlan, st: str) -> str:
+        """The SELECT of the pairs kept this append (:mod:`.update`, :mod:`.sql`)."""
         names = ", ".join(f"({i}, {_lit(n)})" for i, n in enumerate(plan.group_names or ()))
         rank = (f"substr(md5({_lit(plan.bound_key_hex)} || {_lit(SEP)} || CAST(p.k AS VARCHAR)"
                 f" || {_lit(SEP)} || nm.gname), 1, 16)")
-        have = (f"SELECT k, count(*) AS have FROM {st} SEMI JOIN (SELECT DISTINCT k FROM "
-                f"{events.name}) USING (k) GROUP BY k")
-        return (f"WITH pairs AS ({pairs}) SELECT * FROM pairs WHERE c0 IS NOT NULL UNION ALL "
-                f"SELECT k, g, fp, tot, c0 FROM (SELECT p.*, coalesce(h.have, 0) AS have, "
-                f"row_number() OVER (PARTITION BY p.k ORDER BY p.fp, {rank}, nm.gname) AS r "
-                f"FROM pairs p JOIN (VALUES {names}) nm(g, gname) USING (g) "
-                f"LEFT JOIN ({have}) h USING (k) WHERE p.c0 IS NULL) "
-                f"WHERE r <= {int(plan.bound)} - have")
+        return kept_sql(events.name, st, plan, f"(VALUES {names}) AS nm(g, gname)", rank)
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
                key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
@@ -91,11 +73,8 @@ class DuckDBItems:
         try:
             events.execute(f"CREATE TEMP TABLE {kept} AS {self._kept(events, plan, st)}")
             inc = self._increments(events, plan, kept)
-            ctype = _count_type(plan.cap)
-            events.execute(
-                f"COPY (SELECT k, g, CAST(least(coalesce(s.c, 0) + coalesce(t.tot, 0), "
-                f"{plan.cap}) AS {ctype}) AS c FROM {st} s FULL OUTER JOIN (SELECT k, g, tot "
-                f"FROM {kept}) t USING (k, g)) TO {_lit(str(out))} (FORMAT parquet)")
+            events.execute(f"COPY ({next_sql(st, kept, plan.cap, _count_type(plan.cap))}) TO "
+                           f"{_lit(str(out))} (FORMAT parquet)")
             res = events.run(f"SELECT (SELECT count(*) FROM {st}) + count(*) FILTER (WHERE c0 "
                              f"IS NULL) AS pairs, coalesce(sum(tot), 0) AS kept FROM {kept}")
         finally:
@@ -107,18 +86,7 @@ class DuckDBItems:
 
     @staticmethod
     def _increments(events: EventTable, plan: UpdatePlan, kept: str) -> NDArray[np.int64]:
-        levels = ", ".join(f"({j}, {k})" for j, k in enumerate(plan.k_values))
-        if plan.n_periods == 1:  # a pair's count goes from c0 to c0 + tot in the one period
-            run = (f"SELECT g, fp AS p, tot AS n, coalesce(c0, 0) + tot AS run FROM {kept} "
-                   f"WHERE coalesce(c0, 0) < {plan.cap}")
-        else:
-            run = (f"SELECT e.g, e.p, e.n, coalesce(kp.c0, 0) + sum(e.n) OVER (PARTITION BY "
-                   f"e.k, e.g ORDER BY e.p ROWS UNBOUNDED PRECEDING) AS run FROM "
-                   f"{events.name} e JOIN {kept} kp USING (k, g) WHERE coalesce(kp.c0, 0) < "
-                   f"{plan.cap}")
-        res = events.run(f"SELECT g, p, lv.j AS j, count(*) AS x FROM ({run}) r JOIN "
-                         f"(VALUES {levels}) lv(j, kk) ON r.run - r.n < lv.kk AND "
-                         "lv.kk <= r.run GROUP BY ALL")
+        res = events.run(levels_sql(events.name, kept, plan))
         out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)
         g, p, j, x = (np.asarray(res[c], dtype=np.int64) for c in ("g", "p", "j", "x"))
         out[g, j, p - plan.after - 1] = x

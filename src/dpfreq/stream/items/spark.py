@@ -30,6 +30,7 @@ from dpfreq.engines import get_engine
 from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
+from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["SparkItems", "count_type"]
@@ -41,10 +42,6 @@ _STATS = ("total", "nn", "late", "future", "c", "s", "h")
 def count_type(cap: int) -> str:
     """The smallest Spark integer type holding counts up to ``cap``."""
     return "TINYINT" if cap <= 127 else "SMALLINT" if cap <= 32767 else "INT"
-
-
-def _on(a: str, b: str) -> str:
-    return f"{a}.k = {b}.k AND {a}.g = {b}.g"
 
 
 class SparkItems:
@@ -67,33 +64,17 @@ class SparkItems:
         return events.view(events.spark.read.parquet(str(current)), name)
 
     @staticmethod
-    def _pairs(events: SparkEvents, plan: UpdatePlan, st: str) -> str:
-        """Every (item, group) pair of the append: first period, events, previous count."""
-        ev = events.name
-        if plan.n_periods == 1:  # one row per pair already
-            return (f"SELECT e.k, e.g, e.p AS fp, e.n AS tot, s.c AS c0 FROM {ev} e "
-                    f"LEFT JOIN {st} s ON {_on('e', 's')}")
-        return (f"SELECT e.k, e.g, min(e.p) AS fp, sum(e.n) AS tot, max(s.c) AS c0 FROM {ev} e "
-                f"LEFT JOIN {st} s ON {_on('e', 's')} GROUP BY e.k, e.g")
-
-    def _kept(self, events: SparkEvents, plan: UpdatePlan, st: str) -> str:
-        """The SELECT of the pairs kept this append (:mod:`.update`)."""
-        pairs = self._pairs(events, plan, st)
+    def _kept(events: SparkEvents, plan: UpdatePlan, st: str) -> str:
+        """The SELECT of the pairs kept this append (:mod:`.update`, :mod:`.sql`); the key is a
+        column of the names' table, not text of the query."""
         if plan.bound is None:
-            return pairs
+            return kept_sql(events.name, st, plan, "", "")
         names = events.view(events.spark.createDataFrame(
             [(i, n, plan.bound_key_hex) for i, n in enumerate(plan.group_names or ())],
             "g bigint, gname string, bk string"), f"{events.name}_names")
         sep = f"chr({ord(SEP)})"
         rank = f"substr(md5(concat(nm.bk, {sep}, CAST(p.k AS STRING), {sep}, nm.gname)), 1, 16)"
-        have = (f"SELECT s.k, count(*) AS have FROM {st} s LEFT SEMI JOIN (SELECT DISTINCT k "
-                f"FROM {events.name}) d ON s.k = d.k GROUP BY s.k")
-        return (f"WITH pairs AS ({pairs}) SELECT k, g, fp, tot, c0 FROM pairs WHERE c0 IS NOT "
-                f"NULL UNION ALL SELECT k, g, fp, tot, c0 FROM (SELECT p.k, p.g, p.fp, p.tot, "
-                f"p.c0, coalesce(h.have, 0) AS have, row_number() OVER (PARTITION BY p.k "
-                f"ORDER BY p.fp, {rank}, nm.gname) AS r FROM pairs p JOIN {names} nm ON "
-                f"p.g = nm.g LEFT JOIN ({have}) h ON p.k = h.k WHERE p.c0 IS NULL) "
-                f"WHERE r <= {int(plan.bound)} - have")
+        return kept_sql(events.name, st, plan, f"{names} AS nm", rank)
 
     def update(self, events: SparkEvents, plan: UpdatePlan, current: Path | None,
                key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
@@ -114,11 +95,8 @@ class SparkItems:
             # state with the aggregated events directly (the state is read and joined once)
             added = kept if plan.bound is not None else (
                 f"(SELECT k, g, sum(n) AS tot FROM {events.name} GROUP BY k, g)")
-            events.spark.sql(
-                f"SELECT coalesce(s.k, t.k) AS k, coalesce(s.g, t.g) AS g, CAST(least("
-                f"coalesce(CAST(s.c AS BIGINT), 0) + coalesce(t.tot, 0), {plan.cap}) AS "
-                f"{count_type(plan.cap)}) AS c FROM {st} s FULL OUTER JOIN {added} t ON "
-                f"{_on('s', 't')}").write.mode("overwrite").parquet(str(out))
+            events.spark.sql(next_sql(st, added, plan.cap, count_type(plan.cap))
+                             ).write.mode("overwrite").parquet(str(out))
         total = int(events.digest.split(":")[1])  # events of the append's periods
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
                             total - n_kept)
@@ -129,23 +107,12 @@ class SparkItems:
         """``(increments, pairs after the append, events kept)`` and the events' counts
         (:meth:`SparkEvents.fill`) in one Spark job: the branches share the aggregated events
         and the kept pairs (Spark reuses their exchanges)."""
-        levels = ", ".join(f"({j}, {k})" for j, k in enumerate(plan.k_values))
-        if plan.n_periods == 1:  # a pair's count goes from c0 to c0 + tot in the one period
-            run = (f"SELECT g, fp AS p, tot AS n, coalesce(c0, 0) + tot AS run FROM {kept} "
-                   f"WHERE coalesce(c0, 0) < {plan.cap}")
-        else:
-            run = (f"SELECT e.g, e.p, e.n, coalesce(kp.c0, 0) + sum(e.n) OVER (PARTITION BY "
-                   f"e.k, e.g ORDER BY e.p ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
-                   f"AS run FROM {events.name} e JOIN {kept} kp ON {_on('e', 'kp')} WHERE "
-                   f"coalesce(kp.c0, 0) < {plan.cap}")
         stats = ", ".join(_STATS)
         rows = events.rows(
-            f"SELECT 0 AS what, r.g AS total, r.p AS nn, lv.j AS late, count(*) AS future, "
-            f"0 AS c, 0 AS s, 0 AS h FROM ({run}) r JOIN (VALUES {levels}) AS lv(j, kk) ON "
-            f"r.run - r.n < lv.kk AND lv.kk <= r.run GROUP BY r.g, r.p, lv.j UNION ALL "
-            f"SELECT 1, (SELECT count(*) FROM {st}) + count_if(c0 IS NULL), coalesce(sum(tot), "
-            f"0), 0, 0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats} FROM "
-            f"({events.stats_sql})")
+            f"SELECT 0 AS what, g AS total, p AS nn, j AS late, x AS future, 0 AS c, 0 AS s, "
+            f"0 AS h FROM ({levels_sql(events.name, kept, plan)}) UNION ALL SELECT 1, (SELECT "
+            f"count(*) FROM {st}) + count_if(c0 IS NULL), coalesce(sum(tot), 0), 0, 0, 0, 0, 0 "
+            f"FROM {kept} UNION ALL SELECT 2, {stats} FROM ({events.stats_sql})")
         events.fill(next(r for r in rows if r["what"] == 2))
         counts = next(r for r in rows if r["what"] == 1)
         found = [r for r in rows if r["what"] == 0]
