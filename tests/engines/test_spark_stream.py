@@ -154,10 +154,11 @@ def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
             "0", "--method", "auto", "--late", "error", "--seed", "3"]
     rng = np.random.default_rng(4)
     days = []
-    for day in ("2026-03-01", "2026-03-02"):
+    for day, unit in (("2026-03-01", "ns"), ("2026-03-02", "us")):  # Spark: nanos, NTZ
         path = tmp_path / f"events-{day}.parquet"
-        pd.DataFrame({"user": rng.integers(0, 50, 80), "ts": pd.to_datetime(
-            [f"{day}T{h:02d}:00:00" for h in rng.integers(0, 24, 80)])}).to_parquet(path)
+        ts = pd.to_datetime([f"{day}T{h:02d}:59:59" for h in rng.integers(0, 24, 80)])
+        pd.DataFrame({"user": rng.integers(0, 50, 80),
+                      "ts": ts.astype(f"datetime64[{unit}]")}).to_parquet(path)
         days.append((day, path))
     shown = {}
     for engine in ("memory", "spark"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from dpfreq._validate import message
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, ParameterError, public_errors
 
-__all__ = ["AppendSpec", "EventTable", "read_events", "source_columns"]
+__all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
 
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
@@ -138,22 +138,35 @@ def _type(rel: Any, column: str) -> str:
     return str(rel.types[names.index(column)]).lower()
 
 
-def _period_sql(rel: Any, spec: AppendSpec) -> str:
-    """The period of the time column: integer periods, or a timestamp bucketed (UTC)."""
-    ty = _type(rel, spec.time)
-    col = _quote(spec.time)
+def period_sql(ty: str, col: str, spec: AppendSpec, *, integer: bool, time: bool,
+               micros: Callable[[str, str], str], div: str) -> str:
+    """The period of the time column ``col`` of type ``ty`` (an ``integer`` or a ``time`` type
+    of the engine): integer periods as they are, or the microseconds ``micros(ty, col)``
+    bucketed from ``start`` by ``period`` in exact integer arithmetic (``div``: the engine's
+    integer division). A column of the wrong kind is refused in one line."""
     if spec.start_us is None:
-        if ty not in _INTEGER:
+        if not integer:
             raise DataError(message("time", "an integer column of periods (the stream "
                                     "was created without start/period)", ty.upper()))
         return f"CAST({col} AS BIGINT)"
-    if not (ty in _TIME or ty.startswith("timestamp")):
+    if not time:
         raise DataError(message("time", "a timestamp or date column (the stream was "
                                 "created with start and period)", ty.upper()))
-    us = f"epoch_us(CAST({col} AS TIMESTAMP))" if ty == "date" else f"epoch_us({col})"
-    d = f"({us} - ({int(spec.start_us)}))"
+    d = f"({micros(ty, col)} - ({int(spec.start_us)}))"
     per = int(spec.period_us or 1)
-    return f"(CASE WHEN {d} >= 0 THEN {d} // {per} ELSE -((-{d} - 1) // {per}) - 1 END + 1)"
+    return (f"(CASE WHEN {d} >= 0 THEN {d} {div} {per} ELSE -((-{d} - 1) {div} {per}) - 1 "
+            "END + 1)")
+
+
+def _micros(ty: str, col: str) -> str:
+    return f"epoch_us(CAST({col} AS TIMESTAMP))" if ty == "date" else f"epoch_us({col})"
+
+
+def _period_sql(rel: Any, spec: AppendSpec) -> str:
+    """The period of the time column: integer periods, or a timestamp bucketed (UTC)."""
+    ty = _type(rel, spec.time)
+    return period_sql(ty, _quote(spec.time), spec, integer=ty in _INTEGER,
+                      time=ty in _TIME or ty.startswith("timestamp"), micros=_micros, div="//")
 
 
 def _key_sql(rel: Any, column: str) -> tuple[str, str]:

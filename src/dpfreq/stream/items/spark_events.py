@@ -24,7 +24,7 @@ from typing import Any
 from dpfreq._validate import message
 from dpfreq.engines import get_engine
 from dpfreq.errors import DataError, public_caller, public_errors
-from dpfreq.stream.items.reader import AppendSpec, source_columns
+from dpfreq.stream.items.reader import AppendSpec, period_sql, source_columns
 
 __all__ = ["SparkEvents", "read_spark_events", "spark_guard"]
 
@@ -162,19 +162,9 @@ def _micros_sql(ty: str, col: str) -> str:
 
 def _period_sql(types: dict[str, str], spec: AppendSpec) -> str:
     ty = _type(types, spec.time)
-    col = _q(spec.time)
-    if spec.start_us is None:
-        if ty not in _INTEGER:
-            raise DataError(message("time", "an integer column of periods (the stream "
-                                    "was created without start/period)", ty.upper()))
-        return f"CAST({col} AS BIGINT)"
-    if ty not in ("timestamp", "timestamp_ntz", "date"):
-        raise DataError(message("time", "a timestamp or date column (the stream was "
-                                "created with start and period)", ty.upper()))
-    d = f"({_micros_sql(ty, col)} - ({int(spec.start_us)}))"
-    per = int(spec.period_us or 1)
-    return (f"(CASE WHEN {d} >= 0 THEN {d} div {per} ELSE -((-{d} - 1) div {per}) - 1 END "
-            "+ 1)")
+    return period_sql(ty, _q(spec.time), spec, integer=ty in _INTEGER,
+                      time=ty in ("timestamp", "timestamp_ntz", "date"), micros=_micros_sql,
+                      div="div")
 
 
 @public_errors("ReachStream.append")
