@@ -71,7 +71,7 @@ def plot_band(ax: Any, x: Any, y: Any, lower: Any, upper: Any, *, label: str,
     ax.fill_between(x, lower, upper, alpha=0.25, color=line.get_color(), label=band_label,
                     step=step)
     if _is_datetime(x):
-        format_date_axis(ax)
+        format_date_axis(ax, x)
     return ax
 
 
@@ -180,11 +180,16 @@ def _is_datetime(x: Any) -> bool:
         return False
 
 
-def format_date_axis(ax: Any) -> Any:
-    """Concise date ticks on the x axis (no overlapping labels, whatever the time span)."""
+def format_date_axis(ax: Any, x: Any = None) -> Any:
+    """Concise date ticks on the x axis (no overlapping labels, whatever the time span); with
+    at most 8 points ``x``, a tick on each (periods, not hours between them)."""
     import matplotlib.dates as mdates
+    import matplotlib.ticker as mticker
+    import numpy as np
 
-    locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    points = None if x is None else np.unique(np.asarray(x))
+    locator: Any = (mticker.FixedLocator(mdates.date2num(points)) if points is not None
+                    and points.size <= 8 else mdates.AutoDateLocator(minticks=3, maxticks=8))
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     return ax

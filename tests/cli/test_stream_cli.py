@@ -117,3 +117,32 @@ def test_spark_master_needs_a_stream_on_spark(tmp_path, capsys) -> None:
     code, _, err = _run(["stream", "append", state, src, "--spark-master", "local[1]"], capsys)
     assert code == 2
     assert "--spark-master needs a stream created with --state-engine spark" in err
+
+
+def test_unknown_group_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch) -> None:
+    """--group names a group the stream has: refused before the append (the stream keeps its
+    last period) and without a "rescued" release file (a stream's releases live in it)."""
+    monkeypatch.chdir(tmp_path)
+    state, groups = tmp_path / "reach", tmp_path / "groups.txt"
+    groups.write_text("spring\nsummer\n")
+    assert _run(["stream", "init", state, *INIT, "--group", "campaign", "--groups", groups,
+                 "--max-groups-per-item", "1", "--seed", "4"], capsys)[0] == 0
+    plain = tmp_path / "plain"
+    assert _run(["stream", "init", plain, *INIT, "--seed", "5"], capsys)[0] == 0
+    day1 = _day(tmp_path, "d1.csv", "2026-03-01", 1)
+    for argv, words in ((["stream", "append", state, day1, "--group", "autumn"],
+                         "one of the stream's groups"),
+                        (["stream", "append", plain, day1, "--group", "spring"],
+                         "has no groups")):
+        code, out, err = _run(argv, capsys)
+        assert (code, out) == (2, "")
+        assert len(err.strip().splitlines()) == 1, err
+        assert words in err, err
+    code, out, _ = _run(["stream", "append", state, day1, "--through", "2026-03-01"], capsys)
+    assert code == 0  # the refused append left period 1 open
+    assert out.splitlines()[-1].startswith("2026-03-01")
+    code, out, err = _run(["stream", "show", state, "--group", "autumn"], capsys)
+    assert (code, out) == (2, "")
+    assert "one of the stream's groups" in err
+    assert "saved to" not in err
+    assert not list(tmp_path.glob("dpfreq-release-*"))

@@ -45,6 +45,25 @@ def test_tree_sensitivity_is_exact(horizon: int, unit: str) -> None:
             assert lay.sensitivity(unit) == (_brute(lay.first, lay.last, horizon, unit),) * 2
 
 
+def test_wide_trees_of_long_horizons_are_exact(seed: int) -> None:
+    """The branching factors past 16 that long horizons try (two-level trees, B ≈ √T): exact
+    sensitivity at both units, answers the exact prefix, and auto takes one at T = 365."""
+    from dpfreq.stream.mechanisms.candidates import _branchings
+    from dpfreq.stream.mechanisms.counter import Counter
+
+    assert [b for b in _branchings(120) if b > 16] == [17]
+    assert max(_branchings(365)) == 29
+    x = np.random.default_rng(seed).integers(0, 5, size=(2, 130))
+    for b in (17, 21, 29):
+        for top in (False, True):
+            lay = TreeLayout(130, b, top)
+            for unit in ("item", "event"):
+                assert lay.sensitivity(unit) == (_brute(lay.first, lay.last, 130, unit),) * 2
+            _replay(Counter(lay, calibrate(PURE, "laplace", *lay.sensitivity("event"))), x)
+    [(_, chosen, _)] = best_counters(365, "item", PURE, ("tree",))
+    assert chosen.layout.branching > 16
+
+
 @pytest.mark.parametrize("horizon", [1, 3, 10, 30])
 @pytest.mark.parametrize("unit", ["item", "event"])
 def test_smooth_sensitivity_is_exact(horizon: int, unit: str) -> None:

@@ -217,7 +217,8 @@ def rescue_drawn_releases(exc: BaseException) -> list[Path]:
     Called by :func:`dpfreq.cli.main.main` for any error: the releases are found among the
     local variables of the frames of the traceback (a release exists only once its noise was
     drawn), so a command that fails while formatting or writing its result does
-    not lose a release whose budget is spent. Releases already rescued are not saved again.
+    not lose a release whose budget is spent. Releases already rescued are not saved again, nor
+    releases kept where they were drawn (``saved_elsewhere``: a stream's, in its state).
     """
     from dpfreq.release import Release
 
@@ -233,7 +234,8 @@ def rescue_drawn_releases(exc: BaseException) -> list[Path]:
         chained = chained.__cause__ or chained.__context__
     for frame in frames:
         for value in list(frame.f_locals.values()):
-            if not isinstance(value, Release) or id(value) in seen:
+            if (not isinstance(value, Release) or id(value) in seen
+                    or getattr(value, "saved_elsewhere", False)):
                 continue
             seen.add(id(value))
             try:

@@ -56,11 +56,17 @@ def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10)
     return "\n".join(lines)
 
 
+def _check_group(s: ReachStream, group: str | None) -> None:
+    """Refuse a ``--group`` the stream does not have before anything is appended or built."""
+    groups = s.params.groups
+    if group is not None and (groups is None or group not in groups):
+        rule = "one of the stream's groups" if groups is not None else (
+            "left out (the stream has no groups)")
+        raise ParameterError(f"--group of dpfreq stream must be {rule}; got {group!r}.")
+
+
 def _emit(rel: StreamRelease, json_out: str | None, plot_out: str | None,
           group: str | None, rows: int) -> None:
-    if rel.groups is not None and group is not None and group not in rel.groups:
-        raise ParameterError(f"--group of dpfreq stream must be one of the stream's groups; "
-                             f"got {group!r}.")
     if json_out is not None:
         write_output(rel.to_json(), json_out)
     if plot_out is not None:
@@ -154,6 +160,7 @@ def append(state: str, file: str, through_text: str | None, show_group: str | No
            plot_out: str | None) -> None:
     """Append the events of FILE (the next period(s)) to the stream STATE."""
     s = ReachStream.open(state)
+    _check_group(s, show_group)
     if spark_master is not None:
         if s.params.engine != "spark":
             raise click.UsageError("--spark-master needs a stream created with "
@@ -178,5 +185,6 @@ def show(state: str, through_text: str | None, show_group: str | None, rows: int
          confidence: float | None, json_out: str | None, plot_out: str | None) -> None:
     """Print the stream STATE to date (or through a past period): free, no budget."""
     s = ReachStream.open(state)
+    _check_group(s, show_group)
     rel = s.release(_through(through_text), confidence=confidence)
     _emit(rel, json_out, plot_out, show_group, rows)

@@ -69,7 +69,7 @@ class StreamPlan:
     ...                    method="auto", max_groups_per_item=None)
     >>> plan.method, plan.budget.accounting
     ('tree', 'pure epsilon-DP')
-    >>> plan.record["why"].startswith("8-ary tree")
+    >>> plan.record["why"].startswith("21-ary tree")
     True
     """
 

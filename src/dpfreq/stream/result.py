@@ -53,6 +53,10 @@ class StreamRelease(Release):
 
     _count_columns = ("estimate", "lower", "upper", "band_lower", "band_upper")
 
+    #: every stream release is rebuilt from the stream's saved measurements (free), so a
+    #: failing command has nothing to rescue (:func:`dpfreq.cli.output.rescue_drawn_releases`)
+    saved_elsewhere = True
+
     def _value_text(self) -> str:
         ks = ", ".join(str(k) for k in self.k_values)
         where = f" in {len(self.groups)} groups" if self.groups else ""

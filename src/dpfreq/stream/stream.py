@@ -319,8 +319,9 @@ class ReachStream:
                                     "through)", "events after through"))
         if events.n_late and self.params.late == "error":
             raise DataError(message("source", f"events after the "
-                                    f"closed period {after} (late='error'; create the stream "
-                                    "with late='drop' to drop late events)",
+                                    f"closed period {after} (late='error'; a re-sent period "
+                                    "is named by through; to drop late events create the "
+                                    "stream with late='drop')",
                                     "events of closed periods"))
 
     def _resend(self, source: Any, t: int) -> list[StreamRelease]:

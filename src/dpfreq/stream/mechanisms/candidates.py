@@ -5,8 +5,11 @@ sensitivity and scored by the mean variance of its answers over ``t = 1..T`` (pu
 depends on the layout and the node law only):
 
 * ``simple`` — one node per period;
-* ``tree`` — the layered ``B``-ary tree, ``B = 2 … 16``, with or without a level of whole top
-  blocks (each distinct released layout once);
+* ``tree`` — the layered ``B``-ary tree, ``B = 2 … 16`` and a grid up to ``⌊√(2T)⌋ + 2``,
+  with or without a level of whole top blocks (each distinct released layout once). An online
+  tree cannot subtract blocks that end in the future, so a prefix costs about ``(B − 1)/2``
+  nodes per level and its best shape is flatter than the offline tree's: two levels with
+  ``B ≈ √T`` (``B = 21`` at ``T = 365``) where the offline tree takes three;
 * ``smooth`` — the smooth binary mechanism, the heights and bit counts of
   :func:`~dpfreq.stream.mechanisms.smooth.smooth_shapes` (the few best by the bound
   ``k·(h − k + 1)^p`` computed exactly);
@@ -23,6 +26,7 @@ added (that total is carried into every later answer).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 from dpfreq.stream.mechanisms.counter import Counter
@@ -36,11 +40,24 @@ __all__ = ["BOUNDED_METHODS", "best_counters", "counter_score"]
 #: the bounded methods, in the order ``auto`` lists them
 BOUNDED_METHODS = ("simple", "tree", "smooth", "factorization")
 
-#: largest branching factor of a tree candidate
+#: largest branching factor of a tree candidate for a short horizon (longer: ``⌊√(2T)⌋ + 2``)
 _MAX_BRANCHING = 16
 
 #: smooth shapes computed exactly per (T, unit): the best by the bound
 _SMOOTH_EXACT = 3
+
+
+def _branchings(horizon: int) -> list[int]:
+    """The branching factors a tree candidate tries for ``T`` periods: every ``B <= 16``, and
+    above it up to ``⌊√(2T)⌋ + 2`` a geometric grid (steps of about 8 %; the error is flat
+    near its best ``B``, and each layout costs ``O(T)`` to build)."""
+    top = min(horizon, math.isqrt(2 * horizon) + 2)
+    out = list(range(2, _MAX_BRANCHING + 1))
+    b = _MAX_BRANCHING + 1
+    while b <= top:
+        out.append(b)
+        b = max(b + 1, round(b * 1.08))
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -87,7 +104,7 @@ def _layouts(method: str, horizon: int, unit: str, epoch: bool) -> list[Any]:
         return [_factorization(horizon)] if horizon <= MAX_HORIZON else []
     if method == "tree":
         seen: dict[bytes, Any] = {}
-        for b in range(2, _MAX_BRANCHING + 1):
+        for b in _branchings(horizon):
             for top in (False, True):
                 lay = _tree(horizon, b, top)
                 seen.setdefault(lay.first.tobytes() + lay.last.tobytes(), lay)
