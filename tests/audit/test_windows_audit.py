@@ -504,16 +504,17 @@ def test_extreme_public_parameters_are_handled():
         release_window_counts(src, **{**kw, "horizon": 2**40})
 
 
-def _factor_counts(log, k: int, horizon: int) -> np.ndarray:
-    """``R x`` of the square-root factorization: x the per-period counts of k-th occurrences."""
+def _factor_counts(log, k: int, horizon: int, moves: bool) -> np.ndarray:
+    """``R x`` of the factorization (coefficients of a unit with or without moved points): x
+    the per-period counts of k-th occurrences."""
     from scipy.linalg import toeplitz
 
     from dpfreq.windows.data.reductions import cumulative_points
-    from dpfreq.windows.layouts.factorization import sqrt_coefficients
+    from dpfreq.windows.layouts.factorization import coefficients
 
     item, times = _sorted_arrays(log)
     hist = np.bincount(cumulative_points(item, times, k) - 1, minlength=horizon)
-    return np.tril(toeplitz(sqrt_coefficients(horizon))).astype(np.int64) @ hist
+    return np.tril(toeplitz(coefficients(horizon, moves))).astype(np.int64) @ hist
 
 
 def test_exact_l2_sensitivity_of_the_factorization_over_every_small_log():
@@ -533,9 +534,10 @@ def test_exact_l2_sensitivity_of_the_factorization_over_every_small_log():
                                 1e-3, rho=rho, noise_kind="gaussian")
             worst = 0
             for log in logs:
-                base = _factor_counts(log, k, horizon)
+                base = _factor_counts(log, k, horizon, unit != "item")
                 for extra in moves:
-                    diff = _factor_counts(tuple(sorted((*log, *extra))), k, horizon) - base
+                    diff = _factor_counts(tuple(sorted((*log, *extra))), k, horizon,
+                                          unit != "item") - base
                     worst = max(worst, int(diff @ diff))
             assert 0 < worst <= s.shape.l2_squared
             assert s.sigma2 >= s.shape.l2_squared / (2 * rho)

@@ -76,8 +76,8 @@ def _simple(horizon: int) -> SimpleLayout:
 
 
 @functools.lru_cache(maxsize=32)
-def _factorization(horizon: int) -> FactorizationLayout:
-    return FactorizationLayout(horizon)
+def _factorization(horizon: int, moves: bool) -> FactorizationLayout:
+    return FactorizationLayout(horizon, moves)
 
 
 def _sensitivity(layout: Any, unit: str, epoch: bool) -> tuple[int, int]:
@@ -101,7 +101,7 @@ def _layouts(method: str, horizon: int, unit: str, epoch: bool) -> list[Any]:
     if method == "simple":
         return [_simple(horizon)]
     if method == "factorization":
-        return [_factorization(horizon)] if horizon <= MAX_HORIZON else []
+        return [_factorization(horizon, unit != "item")] if horizon <= MAX_HORIZON else []
     if method == "tree":
         seen: dict[bytes, Any] = {}
         for b in _branchings(horizon):

@@ -1,10 +1,11 @@
-"""The square-root factorization, online: each period adds one row of ``u = R x + z``.
+"""The (damped) square-root factorization, online: each period adds one row of ``u = R x + z``.
 
 The offline factorization (:mod:`dpfreq.windows.layouts.factorization`) measures
 ``u = R x + z`` with ``R`` the lower-triangular Toeplitz matrix of the integers ``c_j`` (the
-scaled coefficients of ``(1 − x)^{−1/2}``) and publishes ``L u`` with ``L = A R^{−1}``, also
-lower-triangular. Lower triangular means row ``t`` of ``R x`` reads ``x_1 … x_t`` only, and row
-``t`` of ``L u`` reads ``u_1 … u_t`` only: at the end of period ``t`` the stream measures
+scaled coefficients of ``(1 − λx)^{−a}``, the shape chosen for ``T`` from public parameters)
+and publishes ``L u`` with ``L = A R^{−1}``, also lower-triangular. Lower triangular means
+row ``t`` of ``R x`` reads ``x_1 … x_t`` only, and row ``t`` of ``L u`` reads ``u_1 … u_t``
+only: at the end of period ``t`` the stream measures
 
     ``u_t = Σ_{j<t} c_j x_{t−j} + z_t``      (exact integers; ``z_t`` keyed node ``t − 1``)
 
@@ -25,9 +26,10 @@ from numpy.typing import NDArray
 from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
+    coefficients,
+    factor_shape,
     prefix_coefficients,
     sensitivity,
-    sqrt_coefficients,
 )
 
 __all__ = ["MAX_HORIZON", "FactorizationLayout"]
@@ -37,24 +39,25 @@ FloatArray = NDArray[np.float64]
 
 
 class FactorizationLayout:
-    """The online square-root factorization over ``T <= 8192`` periods (one row per period,
-    keyed node id ``t − 1``)."""
+    """The online (damped) square-root factorization over ``T <= 8192`` periods (one row per
+    period, keyed node id ``t − 1``), its coefficients shaped for a unit whose points may move
+    (``moves``: ``event``, ``item_replace``) or not (``item``), as the offline release's."""
 
     name = "factorization"
 
-    def __init__(self, horizon: int) -> None:
+    def __init__(self, horizon: int, moves: bool) -> None:
         if not 1 <= horizon <= MAX_HORIZON:
             raise ValueError(f"the factorization needs 1 <= horizon <= {MAX_HORIZON}")
-        self.horizon = horizon
-        self.coefficients = sqrt_coefficients(horizon)
-        e = prefix_coefficients(horizon)
+        self.horizon, self.moves = horizon, moves
+        self.coefficients = coefficients(horizon, moves)
+        e = prefix_coefficients(horizon, moves)
         self._e = e
         self.factors: FloatArray = np.cumsum(e * e)
 
     def sensitivity(self, unit: str) -> tuple[int, int]:
         """Exact ``(ℓ1, ℓ2²)`` of ``R x``
         (:func:`~dpfreq.windows.layouts.factorization.sensitivity`)."""
-        return sensitivity(self.horizon, "item" if unit == "item" else "event")
+        return sensitivity(self.horizon, "item" if unit == "item" else "event", self.moves)
 
     def rows_through(self, t: int) -> int:
         return t
@@ -90,8 +93,12 @@ class FactorizationLayout:
         return float(self.factors[t - 1])
 
     def describe(self) -> str:
-        return f"online square-root factorization over {self.horizon} periods"
+        a, damping = factor_shape(self.horizon, self.moves)
+        return (f"online damped square-root factorization over {self.horizon} periods "
+                f"(coefficients of (1 - lambda x)^-a, a={a:g}, lambda=1-{damping:.4g})")
 
     def record(self) -> dict[str, Any]:
-        return {"layout": "square-root factorization", "horizon": self.horizon,
-                "factor_scale": int(self.coefficients[0])}
+        a, damping = factor_shape(self.horizon, self.moves)
+        return {"layout": "damped square-root factorization", "horizon": self.horizon,
+                "factor_scale": int(self.coefficients[0]), "exponent": a,
+                "damping": damping}

@@ -45,6 +45,7 @@ from dpfreq.windows.layouts.factorization import (
     ALLOWANCE,
     MAX_HORIZON,
     SCALE,
+    factor_shape,
     measurement,
     prefix_answers,
     prefix_variance_factors,
@@ -288,7 +289,7 @@ class TreeCounter(_LayeredCounter):
 
 @dataclass(frozen=True)
 class FactorShape(Shape):
-    """The square-root factor over ``T`` periods: ℓ2² exact, ``Δ`` points per neighbour."""
+    """The (damped) square-root factor over ``T`` periods: ℓ2² exact, ``Δ`` points per neighbour."""
 
     periods: int
     points: int
@@ -301,7 +302,9 @@ class FactorShape(Shape):
     def record(self) -> dict[str, Any]:
         return {"domain": self.periods, "points_per_neighbour": self.points,
                 "pieces": self.pieces,
-                "factor": "square root", "factor_scale": SCALE,
+                "factor": "damped square root", "factor_scale": SCALE,
+                "factor_shape": list(factor_shape(min(self.periods, MAX_HORIZON),
+                                                  self.points > 1)),
                 "l2_squared": self.l2_squared}
 
 
@@ -324,6 +327,11 @@ class FactorizationCounter(Structure):
         return True
 
     @property
+    def _moves(self) -> bool:
+        """Whether a point may move (``event``, ``item_replace``): the coefficients' shape."""
+        return bool(self.unit != "item")
+
+    @property
     def measurement_size(self) -> int:
         return self.horizon
 
@@ -338,7 +346,7 @@ class FactorizationCounter(Structure):
 
     def _shape(self) -> FactorShape:
         t = min(self.horizon, MAX_HORIZON)
-        l1, l2sq = sensitivity(t, self.unit)
+        l1, l2sq = sensitivity(t, self.unit, self._moves)
         return FactorShape(1, l1, math.sqrt(l2sq), periods=self.horizon,
                            points=1 if self.unit == "item" else 2, l2_squared=l2sq)
 
@@ -357,7 +365,7 @@ class FactorizationCounter(Structure):
         return np.asarray(t2, dtype=np.int64) + 0 * q1  # prefix t mixes t node noises
 
     def variance(self, t1: Any, t2: Any) -> FloatArray:
-        factors = prefix_variance_factors(self.horizon)
+        factors = prefix_variance_factors(self.horizon, self._moves)
         q2 = np.asarray(t2, dtype=np.int64) + 0 * np.asarray(t1, dtype=np.int64)
         out: FloatArray = factors[q2 - 1] * self.node_variance
         return out
@@ -365,7 +373,7 @@ class FactorizationCounter(Structure):
     def halfwidth(self, t1: Any, t2: Any, beta: float, *, exact: bool = True) -> FloatArray:
         """The σ²-sub-Gaussian tail of ``Σ e_m z_m`` (the exact law is a weighted sum of ``t``
         distinct weights; its tail bound is what the interval states)."""
-        factors = prefix_variance_factors(self.horizon)
+        factors = prefix_variance_factors(self.horizon, self._moves)
         q2 = np.asarray(t2, dtype=np.int64) + 0 * np.asarray(t1, dtype=np.int64)
         out: FloatArray = np.ceil(sub_gaussian_halfwidth(factors, self.sigma2, beta))[q2 - 1]
         return out
@@ -374,25 +382,27 @@ class FactorizationCounter(Structure):
         return None  # the band is the union bound over the T prefixes
 
     def describe(self, name: str) -> str:
-        return f"{name} (square-root factorization over {self.horizon} periods)"
+        a, damping = factor_shape(self.horizon, self._moves)
+        return (f"{name} (damped square-root factorization over {self.horizon} periods, "
+                f"a={a:g}, lambda=1-{damping:.4g})")
 
     def _draw(self, key: bytes, name: tuple[str | int, ...]) -> None:
         z = self.noise_source(key, (*name, 0)).noise(np.arange(self.horizon))
         self._impl = np.asarray(z, dtype=np.int64)
 
     def measure(self, exact: Any) -> None:
-        self._noisy = measurement(period_counts(exact, self.horizon), self._impl)
+        self._noisy = measurement(period_counts(exact, self.horizon), self._impl, self._moves)
         self._measured()
 
     def _measured(self) -> None:
-        self._est = prefix_answers(self._noisy)
-        self._allow = ALLOWANCE * prefix_answers(np.abs(self._noisy))
+        self._est = prefix_answers(self._noisy, self._moves)
+        self._allow = ALLOWANCE * prefix_answers(np.abs(self._noisy), self._moves)
 
     def noise(self, t1: Any, t2: Any) -> NDArray[Any]:
         """``L z``: the noise of each answer (float; the answers never add it to counts)."""
         _, q2 = np.broadcast_arrays(np.asarray(t1, dtype=np.int64),
                                     np.asarray(t2, dtype=np.int64))
-        out: NDArray[Any] = prefix_answers(self._impl)[q2 - 1]
+        out: NDArray[Any] = prefix_answers(self._impl, self._moves)[q2 - 1]
         return out
 
     def estimates(self, t1: Any, t2: Any) -> NDArray[Any]:
