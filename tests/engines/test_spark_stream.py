@@ -175,3 +175,27 @@ def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
     assert code != 0
     assert len(err.strip().splitlines()) == 1
     assert "closed period" in err
+
+
+def test_a_date_time_column_is_bucketed_as_on_duckdb(spark, tmp_path) -> None:
+    """A DATE time column (Parquet ``date32``) with ``start``/``period``: the Spark stream
+    publishes the DuckDB stream's answers, for days and for 2-day periods."""
+    rng = np.random.default_rng(3)
+    days = pd.to_datetime("2026-03-01") + pd.to_timedelta(rng.integers(0, 8, 400), unit="D")
+    frame = pd.DataFrame({"u": rng.integers(0, 50, 400), "t": days.date})
+    path = tmp_path / "dates.parquet"
+    frame.to_parquet(path)
+    assert spark.read.parquet(str(path)).schema["t"].dataType.typeName() == "date"
+    for period, through in (("1d", ("2026-03-04", "2026-03-08")), ("2d", ("2026-03-04",
+                                                                          "2026-03-08"))):
+        answers = {}
+        for engine in ("duckdb", "spark"):
+            s = _create(tmp_path / f"{engine}-{period}", engine, start="2026-03-01",
+                        period=period, late="drop")
+            rels = []
+            for t in through:
+                part = frame[frame["t"] <= pd.Timestamp(t).date()]
+                part.to_parquet(tmp_path / f"{engine}-{period}-{t}.parquet")
+                rels += s.append(str(tmp_path / f"{engine}-{period}-{t}.parquet"), through=t)
+            answers[engine] = [r.to_json() for r in rels]
+        assert answers["spark"] == answers["duckdb"]
