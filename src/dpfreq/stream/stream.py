@@ -290,9 +290,12 @@ class ReachStream:
         store = item_store(self.params.engine)
         events = store.read(source, self._spec(st.last, t))
         try:
+            if st.key_kind is not None and events.key_kind != st.key_kind:
+                raise DataError(f"item of ReachStream.append must be {st.key_kind} like the "
+                                f"stream's earlier appends; got {events.key_kind} keys.")
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
             current = None if st.items_file is None else self.path / st.items_file
-            res = store.update(events, self._update_plan(st.last, t), current, st.key_kind, out,
+            res = store.update(events, self._update_plan(st.last, t), current, out,
                                lambda: self._check_events(events, st.last))
         finally:
             events.close()

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
 from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
@@ -60,12 +59,9 @@ class DuckDBItems:
         return kept_sql(events.name, st, plan, f"(VALUES {names}) AS nm(g, gname)", rank)
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
+               out: Path, check: Callable[[], None]) -> UpdateResult:
         """Apply the append's events to the previous generation; write the next to ``out``."""
         check()  # the stream's refusals of late and future events, before any work
-        if key_kind is not None and events.key_kind != key_kind:
-            raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
-                            f"earlier appends; got {events.key_kind} keys.")
         st, kept = f"{events.name}_state", f"{events.name}_kept"
         # the previous generation, decoded once (joined twice)
         events.execute(f"CREATE TEMP TABLE {st} AS SELECT * FROM "

@@ -18,7 +18,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.artifacts import read_artifact, write_artifact
-from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
 from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_rank
@@ -153,12 +152,9 @@ class MemoryItems:
         return _decode(arrays), arrays["codes"], arrays["counts"]
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
+               out: Path, check: Callable[[], None]) -> UpdateResult:
         """Read the state, apply the append's events, write the next generation to ``out``."""
         check()  # the stream's refusals of late and future events, before any work
-        if key_kind is not None and events.key_kind != key_kind:
-            raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
-                            f"earlier appends; got {events.key_kind} keys.")
         keys, codes, counts = self.load(current, events.key_kind, plan.cap)
         ev = events.run(f"SELECT k, g, p, n FROM {events.name}")
         ev["k"] = np.asarray(ev["k"], dtype=np.int64 if events.key_kind == "integer"

@@ -27,7 +27,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.engines import get_engine
-from dpfreq.errors import DataError
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
 from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
@@ -77,14 +76,11 @@ class SparkItems:
         return kept_sql(events.name, st, plan, f"{names} AS nm", rank)
 
     def update(self, events: SparkEvents, plan: UpdatePlan, current: Path | None,
-               key_kind: str | None, out: Path, check: Callable[[], None]) -> UpdateResult:
+               out: Path, check: Callable[[], None]) -> UpdateResult:
         """Apply the append's events to the previous generation; write the next to ``out``.
         ``check()`` (the stream's refusals of late and future events) runs after the first
         job, which computes the events' counts with the increments, before anything is
         written."""
-        if key_kind is not None and events.key_kind != key_kind:
-            raise DataError(f"item of ReachStream.append must be {key_kind} like the stream's "
-                            f"earlier appends; got {events.key_kind} keys.")
         with spark_guard():
             st = self._state(events, current, plan.cap)
             kept = events.view(self._kept(events, plan, st), f"{events.name}_kept")
