@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dpfreq
-from dpfreq.cli.main import main
+from cli_runner import run_cli
 
 ZONE = "America/New_York"
 RANGE = ["--start", "2026-03-01", "--end", "2026-03-14", "--timezone", ZONE]
@@ -50,15 +50,6 @@ def campaign_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return log, groups
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def _reach(log: Path, *extra: str) -> list[str]:
     return ["reach", str(log), "--item", "user", "--time", "ts", *RANGE, "--period", "1d",
             "--epsilon", "1", "--unit", "item", "--k", "1,3", "--engine", "memory",
@@ -74,7 +65,7 @@ def test_out_of_range_error_gives_the_rule_the_range_and_sql_never_a_count(
     """Item 6: the refusal states the public range in the zone and a SQL query that finds
     exactly the events a `--out-of-range drop` release drops; no count of them."""
     log, _ = campaign_log
-    code, _, err = _run(_reach(log, "--windows", "total"), capsys)
+    code, _, err = run_cli(_reach(log, "--windows", "total"), capsys)
     assert code == 2
     line = err.strip().splitlines()[-1]
     assert (f"must be inside the public range: wall-clock time in {ZONE} from 2026-03-01 "
@@ -128,9 +119,9 @@ def test_grouped_reach_prints_zone_days_rows_and_the_groups_below_their_noise(
     confidence 1 − 10^-6 the one-user group's interval reaches 0 except with probability below
     10^-6); the estimates are the consistent view (non-increasing in k, at least 0)."""
     log, groups = campaign_log
-    code, out, err = _run(_reach(log, "--windows", "cumulative,total", "--out-of-range", "drop",
-                                 "--rows", "3", "--confidence", "0.999999", *_grouped(groups)),
-                          capsys)
+    code, out, err = run_cli(_reach(log, "--windows", "cumulative,total", "--out-of-range", "drop",
+                                    "--rows", "3", "--confidence", "0.999999", *_grouped(groups)),
+                             capsys)
     assert code == 0, err
     assert f"# periods: wall-clock time in {ZONE}, days 2026-03-01 to 2026-03-14; row t: the " \
            "windows ending with period t, the day in the period column, included" in out
@@ -151,14 +142,14 @@ def test_reach_header_says_what_the_cells_are(campaign_log: tuple[Path, Path],
     """Item 5: the printed default is the consistent view, said so; --raw prints the JSON's
     values."""
     log, _ = campaign_log
-    code, out, _ = _run(_reach(log, "--windows", "total", "--out-of-range", "drop"), capsys)
+    code, out, _ = run_cli(_reach(log, "--windows", "total", "--out-of-range", "drop"), capsys)
     assert code == 0
     assert "post-processed (no privacy cost): made non-increasing in k and clamped at 0" in out
-    code, raw, _ = _run(_reach(log, "--windows", "total", "--out-of-range", "drop", "--raw",
-                               "--json", "-"), capsys)
+    code, raw, _ = run_cli(_reach(log, "--windows", "total", "--out-of-range", "drop", "--raw",
+                                  "--json", "-"), capsys)
     doc = json.loads(raw)
-    code, out, _ = _run(_reach(log, "--windows", "total", "--out-of-range", "drop", "--raw"),
-                        capsys)
+    code, out, _ = run_cli(_reach(log, "--windows", "total", "--out-of-range", "drop", "--raw"),
+                           capsys)
     value = doc["value"]["total"]["3"][0]
     half = doc["error"]["upper"]["total"]["3"][0] - value
     assert out.strip().splitlines()[-1].endswith(f"{value:.0f} ±{half:.0f}")
@@ -178,14 +169,14 @@ def test_profile_start_end_keeps_the_rows_reach_keeps(campaign_log: tuple[Path, 
     assert kept.aggregate("count(*)").fetchall()[0][0] == total - 2
     args = ["profile", str(log), "--item", "user", "--domain-size", "1000", "--max-count", "8",
             "--epsilon", "1", "--unit", "item", "--time", "ts", *RANGE, "--seed", "1"]
-    code, out, err = _run(args, capsys)
+    code, out, err = run_cli(args, capsys)
     assert code == 0, err
     assert f"rows with ts from 2026-03-01 to 2026-03-14 ({ZONE}" in out
-    code, _, err = _run([*args, "--engine", "spark"], capsys)
+    code, _, err = run_cli([*args, "--engine", "spark"], capsys)
     assert code == 2
     assert "filter the table first" in err
-    code, _, err = _run([*args[:-len(RANGE) - 2], "--start", "2026-03-01", "--seed", "1"],
-                        capsys)
+    code, _, err = run_cli([*args[:-len(RANGE) - 2], "--start", "2026-03-01", "--seed", "1"],
+                           capsys)
     assert code == 2
     assert "--start/--end of dpfreq profile must be both given, with --time" in err
 
@@ -208,11 +199,11 @@ def test_null_group_error_or_drop(campaign_log: tuple[Path, Path], tmp_path: Pat
         "anonymize": ["anonymize", str(with_null), "--item", "user", "--epsilon", "1",
                       "--unit", "event", "--seed", "1", "--group", "campaign", "--groups",
                       str(groups)]}
-    code, _, err = _run(args[command], capsys)
+    code, _, err = run_cli(args[command], capsys)
     assert code == 2
     assert "free of nulls" in err
     assert "Pass --null-group drop" in err
-    code, out, err = _run([*args[command], "--null-group", "drop", "--json", "-"], capsys)
+    code, out, err = run_cli([*args[command], "--null-group", "drop", "--json", "-"], capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert list((doc if command != "anonymize" else doc["release"])["groups"]) == \
@@ -222,7 +213,7 @@ def test_null_group_error_or_drop(campaign_log: tuple[Path, Path], tmp_path: Pat
 def test_null_group_drop_needs_group(campaign_log: tuple[Path, Path],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     log, _ = campaign_log
-    code, _, err = _run(_reach(log, "--windows", "total", "--null-group", "drop"), capsys)
+    code, _, err = run_cli(_reach(log, "--windows", "total", "--null-group", "drop"), capsys)
     assert code == 2
     assert "--null-group of dpfreq reach must be 'error' without --group" in err
 
@@ -235,16 +226,16 @@ def test_ledger_records_input_engine_groups_windows_and_k(campaign_log: tuple[Pa
     "duckdb", profile the file), and what was released: groups, windows, k."""
     log, groups = campaign_log
     ledger = tmp_path / "budget.db"
-    assert _run(["ledger", "init", str(ledger), "--epsilon", "5"], capsys)[0] == 0
+    assert run_cli(["ledger", "init", str(ledger), "--epsilon", "5"], capsys)[0] == 0
     reach = ["reach", str(log), "--item", "user", "--time", "ts", *RANGE, "--period", "1d",
              "--epsilon", "1", "--unit", "item", "--k", "1,3", "--windows", "cumulative,7",
              "--out-of-range", "drop", "--seed", "1", *_grouped(groups), "--ledger",
              str(ledger)]
-    assert _run(reach, capsys)[0] == 0
+    assert run_cli(reach, capsys)[0] == 0
     profile = ["profile", str(log), "--item", "user", "--domain-size", "1000", "--max-count",
                "8", "--epsilon", "1", "--unit", "item", "--seed", "1", "--ledger", str(ledger)]
-    assert _run(profile, capsys)[0] == 0
-    _code, out, _ = _run(["ledger", "show", str(ledger), "--json", "-"], capsys)
+    assert run_cli(profile, capsys)[0] == 0
+    _code, out, _ = run_cli(["ledger", "show", str(ledger), "--json", "-"], capsys)
     rows = json.loads(out)["releases"]
     assert [r["source"].split("; ")[:2] for r in rows] == [[str(log), "engine duckdb"]] * 2
     assert rows[0]["source"] == (
@@ -258,7 +249,7 @@ def test_header_only_csv_releases_an_empty_log(tmp_path: Path,
     """Item 12: a header-only CSV said its time column was "integer"; it is an empty log."""
     empty = tmp_path / "empty.csv"
     empty.write_text("user,ts\n", encoding="utf-8")
-    code, _out, err = _run(_reach(empty, "--windows", "total"), capsys)
+    code, _out, err = run_cli(_reach(empty, "--windows", "total"), capsys)
     assert code == 0, err
     assert "has no data rows; the release is the reach of an empty data set" in err
     assert "integer" not in err
@@ -270,7 +261,7 @@ def test_k_zero_names_the_option(campaign_log: tuple[Path, Path],
     log, _ = campaign_log
     args = _reach(log, "--windows", "total")
     args[args.index("1,3")] = "0"
-    code, _, err = _run(args, capsys)
+    code, _, err = run_cli(args, capsys)
     assert code == 2
     assert "--k of dpfreq reach must be an integer >= 1" in err
     assert "k_values" not in err

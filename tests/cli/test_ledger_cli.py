@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from dpfreq.cli.main import main
+from cli_runner import run_cli
 from dpfreq.ledger import Ledger
 
 
@@ -16,18 +16,9 @@ def no_key(monkeypatch):
     monkeypatch.delenv("DPFREQ_ARTIFACT_KEY", raising=False)
 
 
-def _run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def _ledger(tmp_path, capsys, *unit):
     path = tmp_path / "budget.db"
-    assert _run(["ledger", "init", str(path), "--epsilon", "2", *unit], capsys)[0] == 0
+    assert run_cli(["ledger", "init", str(path), "--epsilon", "2", *unit], capsys)[0] == 0
     ledger = Ledger(path)
     ledger.spend(0.25, label="release_profile", unit="item", source="log.csv")
     ledger.spend(0.5, label="release_window_counts", unit="item", source="log.csv")
@@ -36,7 +27,7 @@ def _ledger(tmp_path, capsys, *unit):
 
 def test_verify_an_intact_ledger(tmp_path, capsys):
     path = _ledger(tmp_path, capsys)
-    assert _run(["ledger", "verify", str(path)], capsys) == (0, "ok: 2 rows\n", "")
+    assert run_cli(["ledger", "verify", str(path)], capsys) == (0, "ok: 2 rows\n", "")
 
 
 @pytest.mark.parametrize(("edit", "where"), [
@@ -49,7 +40,7 @@ def test_verify_names_the_first_bad_row_in_one_line(tmp_path, capsys, edit, wher
     path = _ledger(tmp_path, capsys)
     with sqlite3.connect(path) as conn:
         conn.execute(edit)
-    code, out, err = _run(["ledger", "verify", str(path)], capsys)
+    code, out, err = run_cli(["ledger", "verify", str(path)], capsys)
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1
     assert where in err
@@ -60,7 +51,7 @@ def test_show_with_a_huge_recorded_epsilon_is_one_line(tmp_path, capsys, epsilon
     path = _ledger(tmp_path, capsys)
     with sqlite3.connect(path) as conn:
         conn.execute(f"UPDATE releases SET epsilon = '{epsilon}'")
-    code, _, err = _run(["ledger", "show", str(path)], capsys)
+    code, _, err = run_cli(["ledger", "show", str(path)], capsys)
     assert code == 2
     assert err.startswith("dpfreq: error: ")
     assert len(err.strip().splitlines()) == 1
@@ -69,7 +60,7 @@ def test_show_with_a_huge_recorded_epsilon_is_one_line(tmp_path, capsys, epsilon
 def test_show_states_the_budget_unit_and_the_spends_per_unit(tmp_path, capsys):
     path = _ledger(tmp_path, capsys, "--unit", "item_replace")
     Ledger(path).spend(0.25, label="release_profile", unit="item_replace")
-    code, out, _ = _run(["ledger", "show", str(path)], capsys)
+    code, out, _ = run_cli(["ledger", "show", str(path)], capsys)
     assert code == 0
     assert "budget in unit=item_replace" in out
     assert ("# spent at unit=item: epsilon=1.5, delta=0 in 2 release(s) "
@@ -77,7 +68,7 @@ def test_show_states_the_budget_unit_and_the_spends_per_unit(tmp_path, capsys):
     assert "# spent at unit=item_replace: epsilon=0.25, delta=0 in 1 release(s)\n" in out
     assert "remaining epsilon=0.25" in out
     assert "# remaining at other units: epsilon=0.125 at unit=item\n" in out
-    code, out, _ = _run(["ledger", "show", str(path), "--json", "-"], capsys)
+    code, out, _ = run_cli(["ledger", "show", str(path), "--json", "-"], capsys)
     summary = json.loads(out)
     assert (summary["unit"], summary["unit_stated"]) == ("item_replace", True)
     assert [p["unit"] for p in summary["spent_by_unit"]] == ["item", "item_replace"]
@@ -86,7 +77,7 @@ def test_show_states_the_budget_unit_and_the_spends_per_unit(tmp_path, capsys):
 
 def test_show_names_the_unit_a_ledger_without_one_spends_at(tmp_path, capsys):
     path = _ledger(tmp_path, capsys)
-    _code, out, _ = _run(["ledger", "show", str(path)], capsys)
+    _code, out, _ = run_cli(["ledger", "show", str(path)], capsys)
     assert "budget in unit=item (the unit first spent at; units kept apart)" in out
     assert "# spent at unit=item: epsilon=0.75, delta=0 in 2 release(s)\n" in out
 
@@ -97,9 +88,9 @@ def test_a_release_on_a_tampered_ledger_is_refused_before_spending(tmp_path, cap
         conn.execute("DELETE FROM releases WHERE id = 1")
     log = tmp_path / "log.csv"
     log.write_text("user\na\nb\na\n", encoding="utf-8")
-    code, out, err = _run(["profile", str(log), "--item", "user", "--domain-size", "40",
-                           "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
-                           "--ledger", str(path)], capsys)
+    code, out, err = run_cli(["profile", str(log), "--item", "user", "--domain-size", "40",
+                              "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
+                              "--ledger", str(path)], capsys)
     assert (code, out) == (2, "")
     assert "fails verification at row 1 (id 2)" in err
     with sqlite3.connect(path) as conn:
@@ -108,35 +99,35 @@ def test_a_release_on_a_tampered_ledger_is_refused_before_spending(tmp_path, cap
 
 def test_show_reports_the_chain(tmp_path, capsys):
     path = _ledger(tmp_path, capsys)
-    assert "# 2 release(s); hash chain: ok: 2 rows\n" in _run(["ledger", "show", str(path)],
-                                                             capsys)[1]
+    assert "# 2 release(s); hash chain: ok: 2 rows\n" in run_cli(["ledger", "show", str(path)],
+                                                                 capsys)[1]
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE releases SET label = 'x' WHERE id = 2")
-    code, out, _ = _run(["ledger", "show", str(path), "--json", "-"], capsys)
+    code, out, _ = run_cli(["ledger", "show", str(path), "--json", "-"], capsys)
     assert code == 0
     assert "fails verification at row 2 (id 2)" in json.loads(out)["chain"]
 
 
 def test_the_command_line_prints_the_head_and_checks_it(tmp_path, capsys):
     path, anchor = tmp_path / "budget.db", tmp_path / "heads.txt"
-    code, _, err = _run(["ledger", "init", str(path), "--epsilon", "2", "--delta", "1e-6",
-                         "--composition", "basic", "--anchor", str(anchor)], capsys)
+    code, _, err = run_cli(["ledger", "init", str(path), "--epsilon", "2", "--delta", "1e-6",
+                            "--composition", "basic", "--anchor", str(anchor)], capsys)
     assert code == 0
     assert "composition=basic; head " in err
     log = tmp_path / "log.csv"
     log.write_text("user\na\nb\na\n", encoding="utf-8")
-    code, _, err = _run(["profile", str(log), "--item", "user", "--domain-size", "40",
-                         "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
-                         "--ledger", str(path)], capsys)
+    code, _, err = run_cli(["profile", str(log), "--item", "user", "--domain-size", "40",
+                            "--max-count", "3", "--epsilon", "0.5", "--unit", "item",
+                            "--ledger", str(path)], capsys)
     assert code == 0
     head = err.split("; head ")[1].split()[0]
     assert head == Ledger(path).head
-    assert _run(["ledger", "verify", str(path), "--expect-head", head], capsys)[:2] == \
+    assert run_cli(["ledger", "verify", str(path), "--expect-head", head], capsys)[:2] == \
         (0, "ok: 1 rows\n")
-    code, out, err = _run(["ledger", "verify", str(path), "--expect-head", "ab" * 32], capsys)
+    code, out, err = run_cli(["ledger", "verify", str(path), "--expect-head", "ab" * 32], capsys)
     assert (code, out) == (2, "")
     assert "never had the head" in err
     assert len(err.strip().splitlines()) == 1
-    code, out, _ = _run(["ledger", "show", str(path)], capsys)
+    code, out, _ = run_cli(["ledger", "show", str(path)], capsys)
     assert f"# head {head}" in out
     assert f"anchored to {anchor.resolve()}" in out

@@ -11,19 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cli_runner import run_cli
 from dpfreq.budget import PrivacyBudget
-from dpfreq.cli.main import main
 from dpfreq.crossparty import CrossPartyParams, PartySketch
 from dpfreq.ledger import Ledger
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
@@ -37,21 +28,21 @@ def setup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     pd.DataFrame({"user": users, "t": g.integers(0, 50, users.size)}).to_csv(
         tmp_path / "web.csv", index=False)
     key = tmp_path / "hash.key"
-    assert _run(["sketch", "key", str(key)], capsys)[0] == 0
-    code, _, err = _run(["sketch", "params", "--measurement", "spring", "--registers", "8192",
-                         "--sampling-start", "0", "--sampling-width", "1",
-                         "--max-frequency", "3", "--epsilon-reach", "1.0986",
-                         "--epsilon-frequency", "2", "--key", str(key), "--out",
-                         str(tmp_path / "params.json")], capsys)
+    assert run_cli(["sketch", "key", str(key)], capsys)[0] == 0
+    code, _, err = run_cli(["sketch", "params", "--measurement", "spring", "--registers", "8192",
+                            "--sampling-start", "0", "--sampling-width", "1",
+                            "--max-frequency", "3", "--epsilon-reach", "1.0986",
+                            "--epsilon-frequency", "2", "--key", str(key), "--out",
+                            str(tmp_path / "params.json")], capsys)
     assert code == 0, err
     return tmp_path
 
 
 def _build(tmp: Path, log: str, party: str, capsys: pytest.CaptureFixture[str],
            *extra: str) -> tuple[int, str, str]:
-    return _run(["sketch", "build", str(tmp / log), "--party", party, "--params",
-                 str(tmp / "params.json"), "--key", str(tmp / "hash.key"), "--user", "user",
-                 "--out", str(tmp / f"{party}.sketch"), *extra], capsys)
+    return run_cli(["sketch", "build", str(tmp / log), "--party", party, "--params",
+                    str(tmp / "params.json"), "--key", str(tmp / "hash.key"), "--user", "user",
+                    "--out", str(tmp / f"{party}.sketch"), *extra], capsys)
 
 
 def test_key_file_is_private_and_never_overwritten(setup: Path,
@@ -59,7 +50,7 @@ def test_key_file_is_private_and_never_overwritten(setup: Path,
     key = setup / "hash.key"
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
     before = key.read_bytes()
-    code, _, err = _run(["sketch", "key", str(key)], capsys)
+    code, _, err = run_cli(["sketch", "key", str(key)], capsys)
     assert code == 2
     assert err.strip().startswith("dpfreq: error:")
     assert key.read_bytes() == before
@@ -78,9 +69,9 @@ def test_build_and_merge_end_to_end(setup: Path, capsys: pytest.CaptureFixture[s
     assert _build(setup, "web.csv", "web", capsys, "--seed", "2")[0] == 0
     by_duckdb = PartySketch.load(setup / "web.sketch")
     assert np.array_equal(by_memory.frequency, by_duckdb.frequency)  # type: ignore[arg-type]
-    code, out, err = _run(["sketch", "merge", str(setup / "tv.sketch"),
-                           str(setup / "web.sketch"), "--json", "-", "--confidence", "0.9"],
-                          capsys)
+    code, out, err = run_cli(["sketch", "merge", str(setup / "tv.sketch"),
+                              str(setup / "web.sketch"), "--json", "-", "--confidence", "0.9"],
+                             capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["type"] == "CrossPartyRelease"
@@ -104,7 +95,7 @@ def test_merge_refusals_are_one_line(setup: Path, capsys: pytest.CaptureFixture[
     for argv, words in [([tv, tv], "appears twice"), ([tv, str(bad)], "not a valid"),
                         ([tv, str(setup / "nope.sketch")], "does not exist"),
                         ([tv, str(setup / "params.json")], "not a valid")]:
-        code, _, err = _run(["sketch", "merge", *argv], capsys)
+        code, _, err = run_cli(["sketch", "merge", *argv], capsys)
         assert code == 2
         lines = err.strip().splitlines()
         assert len(lines) == 1
@@ -114,10 +105,10 @@ def test_merge_refusals_are_one_line(setup: Path, capsys: pytest.CaptureFixture[
 def test_build_refuses_another_key_and_half_a_period(setup: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     other = setup / "other.key"
-    assert _run(["sketch", "key", str(other)], capsys)[0] == 0
-    code, _, err = _run(["sketch", "build", str(setup / "web.csv"), "--party", "web",
-                         "--params", str(setup / "params.json"), "--key", str(other),
-                         "--user", "user", "--out", str(setup / "w.sketch")], capsys)
+    assert run_cli(["sketch", "key", str(other)], capsys)[0] == 0
+    code, _, err = run_cli(["sketch", "build", str(setup / "web.csv"), "--party", "web",
+                            "--params", str(setup / "params.json"), "--key", str(other),
+                            "--user", "user", "--out", str(setup / "w.sketch")], capsys)
     assert code == 2
     assert "fingerprint" in err
     code, _, err = _build(setup, "web.csv", "web", capsys, "--time", "t", "--start", "3")
@@ -127,19 +118,19 @@ def test_build_refuses_another_key_and_half_a_period(setup: Path,
 
 
 def test_reach_only_parameters(setup: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(["sketch", "params", "--measurement", "m", "--registers", "1024",
-                           "--sampling-start", "1/4", "--sampling-width", "1/2",
-                           "--max-frequency", "2", "--epsilon-reach", "1",
-                           "--epsilon-frequency", "none", "--key", str(setup / "hash.key"),
-                           "--out", "-"], capsys)
+    code, out, err = run_cli(["sketch", "params", "--measurement", "m", "--registers", "1024",
+                              "--sampling-start", "1/4", "--sampling-width", "1/2",
+                              "--max-frequency", "2", "--epsilon-reach", "1",
+                              "--epsilon-frequency", "none", "--key", str(setup / "hash.key"),
+                              "--out", "-"], capsys)
     assert code == 0, err
     params = CrossPartyParams.from_json(out)
     assert params.epsilon_frequency is None
     assert str(params.sampling_width) == "1/2"
-    code, _, err = _run(["sketch", "params", "--measurement", "m", "--registers", "1024",
-                         "--sampling-start", "1/2", "--sampling-width", "3/4",
-                         "--max-frequency", "2", "--epsilon-reach", "1",
-                         "--epsilon-frequency", "none", "--key", str(setup / "hash.key"),
-                         "--out", "-"], capsys)
+    code, _, err = run_cli(["sketch", "params", "--measurement", "m", "--registers", "1024",
+                            "--sampling-start", "1/2", "--sampling-width", "3/4",
+                            "--max-frequency", "2", "--epsilon-reach", "1",
+                            "--epsilon-frequency", "none", "--key", str(setup / "hash.key"),
+                            "--out", "-"], capsys)
     assert code == 2
     assert "--sampling-width" in err

@@ -8,28 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from dpfreq.cli.main import main
+from cli_runner import run_cli
 from dpfreq.crossparty.shuffle import ShuffleParams
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
 def params_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    assert _run(["sketch", "key", str(tmp_path / "hash.key")], capsys)[0] == 0
-    code, _, err = _run(["sketch", "shuffle-params", "--measurement", "spring", "--registers",
-                         "4096", "--sampling-start", "0", "--sampling-width", "1/2",
-                         "--max-frequency", "4", "--epsilon", "1.1", "--delta", "1e-10",
-                         "--party", "tv", "--party", "web", "--histograms", "union+parties",
-                         "--deadline", "2030-01-01T12:00:00+02:00", "--key",
-                         str(tmp_path / "hash.key"), "--out", str(tmp_path / "p.json")],
+    assert run_cli(["sketch", "key", str(tmp_path / "hash.key")], capsys)[0] == 0
+    code, _, err = run_cli(["sketch", "shuffle-params", "--measurement", "spring", "--registers",
+                            "4096", "--sampling-start", "0", "--sampling-width", "1/2",
+                            "--max-frequency", "4", "--epsilon", "1.1", "--delta", "1e-10",
+                            "--party", "tv", "--party", "web", "--histograms", "union+parties",
+                            "--deadline", "2030-01-01T12:00:00+02:00", "--key",
+                            str(tmp_path / "hash.key"), "--out", str(tmp_path / "p.json")],
                         capsys)
     assert code == 0, err
     return tmp_path / "p.json"
@@ -61,7 +52,7 @@ def test_share_refuses_in_one_line(params_file: Path, tmp_path: Path, capsys, ex
             str(params_file), "--key", str(tmp_path / "hash.key"), "--user", "user_id",
             "--state", str(tmp_path / "tv.state"), "--wait", "0"]
     argv += [str(tmp_path / a) if a in ("t0", "t1", "missing.token") else a for a in extra]
-    code, _, err = _run(argv, capsys)
+    code, _, err = run_cli(argv, capsys)
     assert code == 2
     assert words in err
     assert len(err.strip().splitlines()) == 1
@@ -77,32 +68,32 @@ def test_share_names_an_unknown_party_and_unreachable_workers(params_file: Path,
             "--key", str(tmp_path / "hash.key"), "--user", "user_id", "--worker",
             "http://127.0.0.1:9", "--worker", "http://127.0.0.1:9", "--token-file",
             str(tmp_path / "t0"), "--token-file", str(tmp_path / "t1"), "--wait", "0.5"]
-    code, _, err = _run([*base, "--party", "radio", "--state", str(tmp_path / "r.state")],
-                        capsys)
+    code, _, err = run_cli([*base, "--party", "radio", "--state", str(tmp_path / "r.state")],
+                           capsys)
     assert code == 2
     assert "--party of dpfreq sketch share must be one of the measurement's parties" in err
-    code, _, err = _run([*base, "--party", "tv", "--state", str(tmp_path / "tv.state")],
-                          capsys)
+    code, _, err = run_cli([*base, "--party", "tv", "--state", str(tmp_path / "tv.state")],
+                           capsys)
     assert code == 2
     assert "were not acknowledged by both workers" in err
     assert (tmp_path / "tv.state").stat().st_mode & 0o777 == 0o600  # kept for a rerun
-    code, _, err = _run([*base, "--party", "web", "--state", str(tmp_path / "tv.state")],
-                        capsys)
+    code, _, err = run_cli([*base, "--party", "web", "--state", str(tmp_path / "tv.state")],
+                           capsys)
     assert "holds the shares of another measurement or party" in err
 
 
 def test_setup_and_result_refuse_unreachable_services(params_file: Path, tmp_path: Path,
                                                       capsys) -> None:
     (tmp_path / "admin").write_text("x" * 30)
-    code, _, err = _run(["sketch", "shuffle-result", "--aggregator", "http://127.0.0.1:9",
-                         "--measurement", "spring", "--token-file", str(tmp_path / "admin"),
-                         "--wait", "0"], capsys)
+    code, _, err = run_cli(["sketch", "shuffle-result", "--aggregator", "http://127.0.0.1:9",
+                            "--measurement", "spring", "--token-file", str(tmp_path / "admin"),
+                            "--wait", "0"], capsys)
     assert code == 2
     assert "cannot reach http://127.0.0.1:9/v1/measurements/spring/result" in err
-    code, _, err = _run(["sketch", "shuffle-setup", "--params", str(params_file),
-                         "--aggregator", "http://127.0.0.1:9", "--aggregator-token-file",
-                         str(tmp_path / "admin"), "--worker", "http://127.0.0.1:9",
-                         "--worker-token-file", str(tmp_path / "admin"), "--out-dir",
-                         str(tmp_path / "tokens")], capsys)
+    code, _, err = run_cli(["sketch", "shuffle-setup", "--params", str(params_file),
+                            "--aggregator", "http://127.0.0.1:9", "--aggregator-token-file",
+                            str(tmp_path / "admin"), "--worker", "http://127.0.0.1:9",
+                            "--worker-token-file", str(tmp_path / "admin"), "--out-dir",
+                            str(tmp_path / "tokens")], capsys)
     assert code == 2
     assert "go twice each" in err

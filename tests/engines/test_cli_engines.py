@@ -11,19 +11,11 @@ import click
 import numpy as np
 import pytest
 
+from cli_runner import run_cli
 from dpfreq.cli._common import DEFAULT_SPARK_MASTER, resolve_engine_option
-from dpfreq.cli.main import cli, main
+from dpfreq.cli.main import cli
 from dpfreq.engines import Engine, get_engine
 from dpfreq.errors import ParameterError
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- get_engine -------------------------------------------------------------------------------
@@ -127,8 +119,8 @@ _REACH = ["--item", "u", "--time", "t", "--horizon", "4", "--epsilon", "1", "--u
 
 def test_cli_spark_master_without_spark_engine(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(["reach", str(_log(tmp_path)), *_REACH, "--spark-master", "local[1]"],
-                          capsys)
+    code, _, err = run_cli(["reach", str(_log(tmp_path)), *_REACH, "--spark-master", "local[1]"],
+                           capsys)
     assert code == 2
     assert err.strip().splitlines()[-1] == "dpfreq: error: --spark-master needs --engine spark."
 
@@ -136,8 +128,8 @@ def test_cli_spark_master_without_spark_engine(tmp_path: Path,
 def test_cli_bad_spark_master_is_one_line(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pyspark")
-    code, _, err = _run(["reach", str(_log(tmp_path)), *_REACH, "--engine", "spark",
-                         "--spark-master", "bogus://x"], capsys)
+    code, _, err = run_cli(["reach", str(_log(tmp_path)), *_REACH, "--engine", "spark",
+                            "--spark-master", "bogus://x"], capsys)
     assert code == 2
     last = err.strip().splitlines()[-1]
     assert last.startswith("dpfreq: error: master of dpfreq reach must be a Spark master URL")
@@ -155,10 +147,10 @@ def test_cli_reach_spark_equals_duckdb(tmp_path: Path, capsys: pytest.CaptureFix
     """Same seed, same release through ``--engine spark --spark-master`` and DuckDB. (Under
     the test session the active local session is reused; the URL is still validated.)"""
     log = str(_log(tmp_path))
-    code, out_duck, _ = _run(["reach", log, *_REACH, "--engine", "duckdb"], capsys)
+    code, out_duck, _ = run_cli(["reach", log, *_REACH, "--engine", "duckdb"], capsys)
     assert code == 0
-    code, out_spark, _ = _run(["reach", log, *_REACH, "--engine", "spark", "--spark-master",
-                               "local[2]"], capsys)
+    code, out_spark, _ = run_cli(["reach", log, *_REACH, "--engine", "spark", "--spark-master",
+                                  "local[2]"], capsys)
     assert code == 0
     assert json.loads(out_spark[out_spark.index("{"):])["mechanism_params"]["source"] == "spark"
     assert _release_json(out_spark) == _release_json(out_duck)
@@ -189,9 +181,9 @@ def test_cli_longitudinal_aggregate_spark_parquet(tmp_path: Path,
     pq.write_table(pa.table({n: arr[:, i] for i, n in enumerate(names)}), reports)
     base = ["longitudinal", "aggregate", str(reports), "--params", str(params), "--devices",
             ",".join(["12"] * p.orders), "--json", "-"]
-    code, out_duck, _ = _run([*base, "--engine", "duckdb"], capsys)
+    code, out_duck, _ = run_cli([*base, "--engine", "duckdb"], capsys)
     assert code == 0
-    code, out_spark, _ = _run([*base, "--engine", "spark"], capsys)
+    code, out_spark, _ = run_cli([*base, "--engine", "spark"], capsys)
     assert code == 0
     assert json.loads(out_spark[out_spark.index("{"):]) == json.loads(
         out_duck[out_duck.index("{"):])
@@ -306,8 +298,8 @@ def test_cli_releases_spark_equal_duckdb(command: list[str], tmp_path: Path,
     log = str(_log(tmp_path))
     outs = []
     for engine in ("duckdb", "spark"):
-        code, out, err = _run([command[0], log, *command[1:], "--seed", "2", "--json", "-",
-                               "--engine", engine], capsys)
+        code, out, err = run_cli([command[0], log, *command[1:], "--seed", "2", "--json", "-",
+                                  "--engine", engine], capsys)
         assert code == 0, err
         data = json.loads(out[out.index("{"):])
         release = data["release"] if command[0] == "anonymize" else data  # + properties
@@ -328,7 +320,7 @@ def test_cli_engine_memory_reads_files(command: str, tmp_path: Path,
              "--json", "-"])
     outs = {}
     for engine in ("memory", "duckdb"):
-        code, out, err = _run([*args, "--engine", engine], capsys)
+        code, out, err = run_cli([*args, "--engine", engine], capsys)
         assert code == 0, err
         data = json.loads(out[out.index("{"):])
         outs[engine] = json.dumps(data, sort_keys=True).replace('"memory"', '"duckdb"')
@@ -347,9 +339,9 @@ def test_cli_bad_item_columns_refused_alike(column: str, tmp_path: Path,
     pq.write_table(pa.table({"item": values, "t": [1, 2, 3]}), path)
     lines = set()
     for engine in ("memory", "duckdb"):
-        code, _, err = _run(["profile", str(path), "--item", "item", "--domain-size", "10",
-                             "--max-count", "3", "--epsilon", "1", "--unit", "event",
-                             "--engine", engine], capsys)
+        code, _, err = run_cli(["profile", str(path), "--item", "item", "--domain-size", "10",
+                                "--max-count", "3", "--epsilon", "1", "--unit", "event",
+                                "--engine", engine], capsys)
         assert code == 2, err
         lines.add(err.strip().splitlines()[-1])
     assert len(lines) == 1

@@ -2,8 +2,9 @@
 equals, bit for bit, the memory store's for the same events and seed (ungrouped; grouped at
 ``unit="item"`` with a bound hit by items of 3+ groups and ties of groups first seen in the same
 period; appends closing several periods); an edited, removed or swapped part file is refused; a
-double append is idempotent; late events are refused or dropped. Spark DataFrames, Parquet
-paths and mappings as sources. One shared local session (``spark`` fixture)."""
+double append is idempotent; a crash before the manifest leaves the previous generation; late
+events are refused or dropped. Spark DataFrames, Parquet paths and mappings as sources. One
+shared local session (``spark`` fixture)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cli_runner import run_cli
 from dpfreq.errors import DataError
 from dpfreq.stream import ReachStream
 
@@ -117,6 +119,36 @@ def test_double_append_is_idempotent_and_edited_part_files_are_refused(spark, tm
         ReachStream.open(tmp_path / "s")
 
 
+def test_a_crash_before_the_manifest_leaves_the_previous_generation(spark, tmp_path,
+                                                                     monkeypatch) -> None:
+    """The next generation's directory is written, then the process dies before the manifest
+    names it: the stream reopens at the previous period, and the re-sent append (which
+    overwrites the orphan directory) publishes what an uninterrupted stream publishes."""
+    import dpfreq.stream.stream as stream_module
+
+    ref = _create(tmp_path / "ref", "spark")
+    want = [r.to_json() for t in (1, 2) for r in ref.append(_day(t), through=t)]
+    s = _create(tmp_path / "s", "spark")
+    s.append(_day(1), through=1)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(stream_module, "save_state", crash)
+        with pytest.raises(OSError, match="disk full"):
+            s.append(_day(2), through=2)
+    assert (tmp_path / "s" / "items-2.parquet").is_dir()  # the orphan generation
+    back = ReachStream.open(tmp_path / "s")
+    assert back.last_period == 1
+    assert back.state.items_file == "items-1.parquet"
+    got = [back.release(1).to_json()] + [r.to_json() for r in back.append(_day(2), through=2)]
+    assert got == want
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "items-2.parquet", "stream.dpfreq"]
+    np.testing.assert_array_equal(ReachStream.open(tmp_path / "s").state.noisy, ref.state.noisy)
+
+
 def test_late_events_refused_or_dropped_from_a_parquet_path(spark, tmp_path) -> None:
     late = tmp_path / "late.parquet"
     pd.DataFrame({"u": [1, 2, 3], "t": [1, 2, 2]}).to_parquet(late)
@@ -137,17 +169,6 @@ def test_late_events_refused_or_dropped_from_a_parquet_path(spark, tmp_path) -> 
     assert spk.state.n_late_dropped == 1
 
 
-def _cli(argv, capsys):
-    from dpfreq.cli.main import main
-
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
     init = ["--item", "user", "--time", "ts", "--start", "2026-03-01", "--period", "1d",
             "--horizon", "31", "--k", "1,3", "--unit", "item", "--epsilon", "1", "--delta",
@@ -163,15 +184,15 @@ def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
     shown = {}
     for engine in ("memory", "spark"):
         state = tmp_path / engine
-        assert _cli(["stream", "init", state, *init, "--state-engine", engine], capsys)[0] == 0
+        assert run_cli(["stream", "init", state, *init, "--state-engine", engine], capsys)[0] == 0
         for day, path in days:
-            code, _, err = _cli(["stream", "append", state, path, "--through", day], capsys)
+            code, _, err = run_cli(["stream", "append", state, path, "--through", day], capsys)
             assert code == 0, err
-        code, shown[engine], _ = _cli(["stream", "show", state, "--json", "-"], capsys)
+        code, shown[engine], _ = run_cli(["stream", "show", state, "--json", "-"], capsys)
         assert code == 0
     assert shown["spark"] == shown["memory"]
-    code, _, err = _cli(["stream", "append", tmp_path / "spark", days[0][1], "--through",
-                         "2026-03-03"], capsys)  # period 1 again: late, refused
+    code, _, err = run_cli(["stream", "append", tmp_path / "spark", days[0][1], "--through",
+                            "2026-03-03"], capsys)  # period 1 again: late, refused
     assert code != 0
     assert len(err.strip().splitlines()) == 1
     assert "closed period" in err
