@@ -2,7 +2,8 @@
 
 Each combination of `dpfreq reach --group` with a window family (cumulative, total, an integer
 width, all) and an output (`--save` then `dpfreq reach query`, `--rows`, `--plot`, `--json -`)
-runs once on a small log through the memory engine; so do `dpfreq profile --group` and
+runs once on a small log through the memory engine (a query of a saved release says what its
+intervals cover, as the release did); so do `dpfreq profile --group` and
 `dpfreq anonymize --group` with `--rows`/`--top`, `--plot` and `--json -`. Every run must
 exit 0 (or refuse before spending, for `all` without `--save`), write what was asked and print
 what the release holds.
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from dpfreq.cli.main import main
+from dpfreq.grouped.capping import capping_statement
 
 GROUPS = ["c0", "c1", "c2", "tiny"]
 FAMILIES = ["cumulative", "total", "3", "all"]
@@ -104,6 +106,7 @@ def _query_saved(saved: Path, family: str, capsys: pytest.CaptureFixture[str]) -
     doc = json.loads(capsys.readouterr().out)
     assert doc["post_processing"] is True
     assert doc["release"]["groups"] == GROUPS
+    assert doc["release"]["coverage"] == capping_statement(2)  # the capped data, as released
     assert [a["group"] for a in doc["answers"]] == GROUPS
     rel = GroupedWindowRelease.load(saved)
     t1, t2 = (int(x) for x in window.split(":"))
@@ -111,9 +114,12 @@ def _query_saved(saved: Path, family: str, capsys: pytest.CaptureFixture[str]) -
         want = rel[a["group"]].window(t1, t2, 2)
         assert (a["estimate"], a["lower"], a["upper"]) == (want.estimate, want.lower,
                                                              want.upper)
+        assert want.description.endswith(f"Coverage: {capping_statement(2)}")
     assert main(["reach", "query", str(saved), "--window", window, "--k", "1",
                  "--group", "tiny", "--group", "c1"]) == 0
-    table = _table_rows(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    assert f"# coverage: {capping_statement(2)}\n" in text
+    table = _table_rows(text)
     assert [r[0] for r in table] == ["tiny", "c1"]
     for bad, match in ((["--group", "nope"], "--group of dpfreq reach query must be one of "
                                               "the groups released in"),
@@ -235,3 +241,9 @@ def test_auto_bound_with_every_output(files: tuple[Path, Path], tmp_path: Path,
 
         back = GroupedWindowRelease.load(saved)
         assert back.mechanism_params["bound_choice"]["epsilon"] == 0.2
+        assert back.dropped_fraction is not None
+        assert main(["reach", "query", str(saved), "--window", "1:5", "--k", "1"]) == 0
+        text = capsys.readouterr().out  # the query says what the release said of its cap
+        m = back.dropped_fraction.max_groups_per_item
+        assert f"# coverage: {capping_statement(m)}\n" in text
+        assert f"# dropped by the cap: {back.dropped_fraction.description}\n" in text

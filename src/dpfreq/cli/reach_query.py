@@ -5,7 +5,9 @@ Mirrors :meth:`dpfreq.windows.WindowCountsRelease.load` and
 saved release's fixed node noise, so asking any number of windows is post-processing: nothing
 is spent and no ledger is charged (the command takes no ``--epsilon`` and no ``--ledger``).
 A release saved with ``dpfreq reach --group`` is answered per group (every group, or those
-named by ``--group``), with the same checks and the same JSON, each answer naming its group.
+named by ``--group``), with the same checks and the same JSON, each answer naming its group,
+and says what its intervals cover (the capped data, with the dropped-fraction estimate when
+the release measured one), as the release itself did.
 Reached through ``dpfreq reach query`` (see :mod:`dpfreq.cli.reach`).
 """
 
@@ -158,7 +160,10 @@ def _info(rel: Any, one: Any) -> dict[str, Any]:
             "windows": [w if isinstance(w, str) else f"rolling(W={w})" for w in one.windows]}
     if hasattr(rel, "groups"):
         info.update(group_column=rel.group_column, groups=list(rel.groups),
-                    epsilon_per_group=one.epsilon, delta_per_group=one.delta)
+                    epsilon_per_group=one.epsilon, delta_per_group=one.delta,
+                    coverage=rel.mechanism_params["coverage"])
+        if rel.dropped_fraction is not None:
+            info["dropped_fraction"] = rel.dropped_fraction.to_dict()
     if one.time_axis.get("kind") == "timestamp":
         info["timezone"] = one.time_axis["timezone"]
     return info
@@ -252,6 +257,9 @@ def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
         click.echo(f"# grouped by {info['group_column']!r}: {len(info['groups'])} groups, "
                    f"epsilon={info['epsilon_per_group']:g} per group; answering "
                    f"{len({r['group'] for r in records})} of them")
+        click.echo(f"# coverage: {info['coverage']}")
+        if "dropped_fraction" in info:
+            click.echo(f"# dropped by the cap: {info['dropped_fraction']['description']}")
     if "timezone" in info:
         click.echo(f"# periods: wall-clock days/times in {info['timezone']}; a window "
                    "START..END includes both periods")

@@ -159,7 +159,9 @@ def band_share(beta: float, best: IntArray) -> float:
 @dataclass
 class WindowState:
     """Private state of a release: secret key, exact summaries of the log (never the log
-    itself), exact oracles built from them, the calibrated structures, the build parameters."""
+    itself), exact oracles built from them, the calibrated structures, the build parameters,
+    and (a group of a grouped release) the coverage sentence every answer's description ends
+    with (:func:`dpfreq.grouped.capping.capping_statement`: what the intervals cover)."""
 
     key: bytes
     summaries: WindowSummaries
@@ -168,6 +170,7 @@ class WindowState:
     plan: Plan
     structures: dict[tuple[str, int], WindowStructure] = field(default_factory=dict)
     oracles: dict[tuple[str, int], Any] = field(default_factory=dict)
+    coverage: str | None = None
 
     @staticmethod
     def can_answer(s: WindowStructure, t1: IntArray, t2: IntArray) -> NDArray[np.bool_]:
@@ -302,6 +305,8 @@ class WindowState:
                 "draws of their exact joint noise law, an exact finite-sample level; "
                 "otherwise the union bound); "
                 "intervals include the bias bound of time compression, if any")
+        if self.coverage is not None:
+            desc += f". Coverage: {self.coverage}"
         return WindowAnswer(t1=q1o, t2=q2o, k=k, confidence=conf, description=desc, **out)
 
 

@@ -157,6 +157,7 @@ def assemble(states: list[WindowState], names: tuple[str, ...], grouped: dict[st
              "max_groups_per_item": grouped["max_groups_per_item"],
              "coverage": capping_statement(grouped["max_groups_per_item"]),
              "epsilon_per_group": b.epsilon, "delta_per_group": b.delta}
+    states = [dataclasses.replace(st, coverage=extra["coverage"]) for st in states]
     releases = {n: _group_release(st, n, extra) for n, st in zip(names, states, strict=True)}
     conf = b.confidence
     sim = with_coverage(_simultaneous(states, conf) if states else ErrorStatement(
