@@ -95,6 +95,8 @@ def test_grouped_stream_prints_each_group(tmp_path, capsys) -> None:
     assert code == 0
     assert "# group spring" in out
     assert "# group summer" in out
+    assert "# coverage: the intervals cover the capped data, not the data: each item keeps at " \
+           "most 1 of its groups" in out
     code, out, _ = run_cli(["stream", "show", state, "--group", "summer"], capsys)
     assert code == 0
     assert "# group spring" not in out

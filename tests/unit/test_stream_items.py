@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from dpfreq.errors import DataError
+from dpfreq.grouped.capping import capping_statement
 from dpfreq.rng import derive_key
 from dpfreq.stream import ReachStream
 from dpfreq.stream.items.update import pair_rank
+from dpfreq.stream.releases import STREAM_REMEDY
 
 
 def _oracle(items, periods, groups, names, ks, horizon, m, key_hex):
@@ -79,6 +81,31 @@ def test_memory_and_duckdb_keep_the_same_state(tmp_path, seed) -> None:
     np.testing.assert_array_equal(a.exact, b.exact)
     np.testing.assert_array_equal(a.noisy, b.noisy)
     assert (a.n_pairs, a.n_bounded_out) == (b.n_pairs, b.n_bounded_out)
+
+
+@pytest.mark.parametrize(("unit", "m"), [("item", 2), ("event", None), ("item", None)])
+def test_releases_say_what_their_intervals_cover(tmp_path, unit, m) -> None:
+    """A grouped stream's error statements (fresh and re-built from the saved state) end with
+    what the intervals cover: the capped data at ``unit="item"``, the data itself at
+    ``unit="event"``; an ungrouped stream (``m = None`` at item level here) states neither."""
+    items, periods, groups = _log(3, 300, 4, False)
+    grouped = {} if unit == "item" and m is None else {
+        "group": "g", "groups": ["a", "b", "c"], "max_groups_per_item": m}
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=4, k_values=[1],
+                           unit=unit, epsilon=1.0, delta=0.0, method="auto", late="drop",
+                           engine="memory", rng=1, **grouped)
+    cols = {"u": items, "t": periods, "g": groups}
+    rels = s.append(cols if grouped else {"u": items, "t": periods}, through=4)
+    for rel in [*rels, ReachStream.open(tmp_path / "s").release(2)]:
+        if not grouped:
+            assert "coverage" not in rel.mechanism_params
+            assert "Coverage" not in rel.error.description
+            continue
+        want = capping_statement(m, STREAM_REMEDY)
+        assert rel.mechanism_params["coverage"] == want
+        assert rel.error.description.endswith(f" Coverage: {want}.")
+        assert ("capped data, not the data" in want) == (m is not None)
+        assert "capping_epsilon" not in want  # a stream measures no dropped fraction
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])

@@ -39,6 +39,8 @@ def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10)
     lines = [f"# dpfreq stream: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}, "
              f"method={rel.mechanism_params['method']}; ± = {conf:.0%} per-answer interval",
              f"# why: {rel.mechanism_params['why']}"]
+    if "coverage" in rel.mechanism_params:
+        lines.append(f"# coverage: {rel.mechanism_params['coverage']}")
     periods = np.asarray(rel.periods)
     shown = range(max(0, periods.size - rows), periods.size)
     for g in groups:

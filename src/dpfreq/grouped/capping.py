@@ -16,12 +16,17 @@ import dataclasses
 
 from dpfreq.release import ErrorStatement
 
-__all__ = ["capping_statement", "with_coverage"]
+__all__ = ["MEASURE_REMEDY", "capping_statement", "with_coverage"]
+
+#: what a one-off grouped release can do about its cap (its closing words)
+MEASURE_REMEDY = ("raise max_groups_per_item or see the dropped-fraction estimate "
+                  "(capping_epsilon=)")
 
 
-def capping_statement(m: int | None) -> str:
+def capping_statement(m: int | None, remedy: str = MEASURE_REMEDY) -> str:
     """The coverage sentence of a grouped release with ``m`` groups per item (None: nothing
-    capped, one row lies in one group).
+    capped, one row lies in one group), closing with ``remedy``: what the user can do about
+    the cap (a stream fixes ``m`` when it is created and measures no dropped fraction).
 
     Examples
     --------
@@ -35,11 +40,12 @@ def capping_statement(m: int | None) -> str:
     return (f"the intervals cover the capped data, not the data: each item keeps at most {m} "
             "of its groups (chosen uniformly at random by a secret key), so where items hold "
             f"more than {m} groups the per-group counts are biased low (by the (item, group) "
-            "pairs the cap dropped) and a group's true value can lie above its interval; raise "
-            "max_groups_per_item or see the dropped-fraction estimate (capping_epsilon=)")
+            f"pairs the cap dropped) and a group's true value can lie above its interval; "
+            f"{remedy}")
 
 
-def with_coverage(statement: ErrorStatement, m: int | None) -> ErrorStatement:
+def with_coverage(statement: ErrorStatement, m: int | None,
+                  remedy: str = MEASURE_REMEDY) -> ErrorStatement:
     """``statement`` with the coverage sentence of :func:`capping_statement` appended to its
     description (post-processing: the numbers are unchanged).
 
@@ -47,7 +53,7 @@ def with_coverage(statement: ErrorStatement, m: int | None) -> ErrorStatement:
     --------
     >>> s = ErrorStatement(kind="bound", confidence=0.95, value=1.0, description="Bound.")
     >>> with_coverage(s, 2).description[:50]
-'Bound. Coverage: the intervals cover the capped da'
+    'Bound. Coverage: the intervals cover the capped da'
     """
     return dataclasses.replace(statement, description=(
-        f"{statement.description} Coverage: {capping_statement(m)}."))
+        f"{statement.description} Coverage: {capping_statement(m, remedy)}."))

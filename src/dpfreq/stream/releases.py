@@ -3,7 +3,9 @@
 Every field of a :class:`~dpfreq.stream.result.StreamRelease` is computed here from the noisy
 measurements and public parameters (:mod:`dpfreq.stream.publish`): the curves, the intervals
 (half-width plus the factorization's floating-point allowance), the band and the statement of
-the mechanism. The curves of all requested periods are computed once and sliced.
+the mechanism; a grouped stream's error statement ends with what its intervals cover (the
+capped data at ``unit="item"``: :mod:`dpfreq.grouped.capping`). The curves of all requested
+periods are computed once and sliced.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.stream.publish import curve, halfwidths
 from dpfreq.stream.result import StreamRelease
@@ -20,6 +23,9 @@ from dpfreq.stream.result import StreamRelease
 __all__ = ["MECHANISM", "build_releases"]
 
 MECHANISM = "reach-stream"
+
+#: what a stream's user can do about its cap: ``m`` is fixed when the stream is created
+STREAM_REMEDY = "a new stream with a larger max_groups_per_item drops fewer pairs"
 
 FloatArray = NDArray[np.float64]
 
@@ -54,7 +60,9 @@ def _mechanism_params(stream: Any) -> dict[str, Any]:
                 "start": str(np.datetime64(par.start_us, "us")),
                 "period_us": par.period_us, "timezone": "UTC"},
             "noise": "exact discrete Laplace or discrete Gaussian per row, a deterministic "
-                     "function of the stream's secret key and the node id (never redrawn)"}
+                     "function of the stream's secret key and the node id (never redrawn)",
+            **({} if par.groups is None else
+               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY)})}
 
 
 def build_releases(stream: Any, first: int, last: int, *, confidence: float | None = None
@@ -84,6 +92,8 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
                              description=_description(conf, par.horizon),
                              lower=_nest(par, lo, t), upper=_nest(par, hi, t),
                              band_lower=_nest(par, blo, t), band_upper=_nest(par, bhi, t))
+        if par.groups is not None:  # what the intervals cover: the capped data
+            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY)
         ts = np.arange(1, t + 1)
         out.append(StreamRelease(
             value=_nest(par, est, t), epsilon=par.epsilon, delta=par.delta, unit=par.unit,
