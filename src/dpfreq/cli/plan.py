@@ -130,3 +130,12 @@ def _add_longitudinal() -> None:
 
 
 _add_longitudinal()
+
+
+def _add_stream() -> None:
+    from dpfreq.cli.plan_stream import command as stream_plan
+
+    command.add_command(stream_plan, name="stream")
+
+
+_add_stream()

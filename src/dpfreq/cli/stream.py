@@ -18,6 +18,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq.cli.output import write_output
+from dpfreq.cli.stream_options import accuracy_options, parse_horizon
 from dpfreq.errors import ParameterError
 from dpfreq.stream import ReachStream, StreamRelease
 
@@ -89,31 +90,12 @@ def command() -> None:
 @click.argument("state", type=click.Path(file_okay=False))
 @click.option("--item", required=True, help="Column naming the item (user) of each event.")
 @click.option("--time", "time_col", required=True, help="Column with the event time.")
-@click.option("--horizon", "horizon_text", required=True, metavar="T|none",
-              help="Number of periods T, or 'none' for a stream without a horizon.")
 @click.option("--start", default=None, help="Start of period 1 (date or timestamp, UTC); "
               "with --period. Without both the time column holds integer periods 1, 2, ...")
 @click.option("--period", default=None, help="Period length ('1d', '6h', '1w').")
-@click.option("--k", "k_text", required=True, metavar="K[,K...]",
-              help="The k of the k+ reach curves (1 = reach).")
-@click.option("--unit", type=click.Choice(["event", "item", "item_replace"]), required=True,
-              help="Unit of privacy (no default).")
-@click.option("--epsilon", type=float, required=True, help="ε of the whole stream.")
-@click.option("--delta", type=float, required=True,
-              help="δ of the whole stream (0: pure ε-DP; > 0 adds zCDP accounting).")
-@click.option("--method", required=True,
-              type=click.Choice(["auto", "simple", "tree", "smooth", "factorization", "epochs"]),
-              help="The online counter ('auto': the smallest predicted error, with why).")
+@accuracy_options
 @click.option("--late", type=click.Choice(["drop", "error"]), required=True,
               help="Events of an already closed period in a later append: dropped or refused.")
-@click.option("--group", default=None, help="Group column (with --groups).")
-@click.option("--groups", "groups_file", type=click.Path(dir_okay=False), default=None,
-              help="File of the public group names, one per line.")
-@click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
-              help="Groups one item counts in (required with --group at --unit item): the "
-                   "first it is seen in.")
-@click.option("--confidence", type=float, default=0.95, show_default=True,
-              help="Confidence of the intervals and the band.")
 @click.option("--state-engine", "state_engine",
               type=click.Choice(["duckdb", "memory", "spark"]), default="duckdb",
               show_default=True,
@@ -129,8 +111,7 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
          seed: int | None, accountant: Any = None) -> None:
     """Create the stream STATE (a new directory) and charge its whole budget once."""
     shared.warn_if_seeded(seed)
-    horizon = shared.positive_or_none(horizon_text, "--horizon", ("none", "unbounded"),
-                                      "an integer >= 1 or 'none' (no horizon)")
+    horizon = parse_horizon(horizon_text)
     s = ReachStream.create(
         state, item=item, time=time_col, horizon=horizon, start=start,
         period=period, k_values=shared.parse_int_list(k_text, "--k"), unit=unit,

@@ -151,9 +151,11 @@ def _choose(horizon: int | None, unit: str, budget: Budget, method: str
 
 
 def _score(counter: Any, horizon: int | None) -> float:
-    if horizon is None:
-        return math.log(counter.variance(_UNBOUNDED_AT[-1]))
-    return math.log(counter.mean_variance(horizon))
+    """The log of the variance ``auto`` compares (``−inf`` where the noise's variance
+    underflows to 0: a budget near the largest ε)."""
+    v = counter.variance(_UNBOUNDED_AT[-1]) if horizon is None else counter.mean_variance(
+        horizon)
+    return math.log(v) if v > 0 else -math.inf
 
 
 def _budgets(epsilon: float, delta: float, n_k: int, m: int | None
