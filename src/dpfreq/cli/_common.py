@@ -77,6 +77,7 @@ __all__ = [
     "spool_stdin",
     "warn_if_no_rows",
     "warn_if_seeded",
+    "with_options",
     "write_output",
 ]
 
@@ -240,6 +241,14 @@ def warn_if_no_rows(file: str, what: str) -> None:
         return
     click.echo(f"warning: {file} has no data rows; the release is {what} of an empty data set "
                "(the budget is spent as usual).", err=True)
+
+
+def with_options(f: Any, options: list[Any]) -> Any:
+    """``f`` decorated with ``options`` (click option decorators), listed in the order
+    ``--help`` shows them."""
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def seed_option(f: Any) -> Any:

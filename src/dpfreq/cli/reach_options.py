@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import POSITIVE, parse_int_list
+from dpfreq.cli._common import POSITIVE, parse_int_list, with_options
 
 __all__ = ["FAMILY_HELP", "parse_method", "parse_window_list", "reach_parameters",
            "reach_public_kwargs"]
@@ -106,9 +106,7 @@ def reach_parameters(f: Any) -> Any:
         click.option("--confidence", type=float, default=0.95, show_default=True,
                      help="Confidence of the intervals."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return with_options(f, options)
 
 
 def reach_public_kwargs(*, horizon: int | None, start: str | None, end: str | None,

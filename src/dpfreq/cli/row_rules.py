@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from dpfreq._validate import message
+from dpfreq.cli._common import with_options
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["null_group_hint", "null_group_option", "rows_kept", "time_range_options"]
@@ -57,9 +58,7 @@ def time_range_options(f: Any) -> Any:
         click.option("--time-unit", type=click.Choice(["s", "ms", "us", "ns"]), default=None,
                      help="An integer --time column holds epochs in this unit."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return with_options(f, options)
 
 
 def _quoted(name: str) -> str:

@@ -157,9 +157,7 @@ def log_columns(func: Any) -> Any:
         click.option("--campaigns", default=None, metavar="A,B,...",
                      help="Comma-separated campaigns counted (public list)."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return shared.with_options(func, options)
 
 
 @command.command(name="build")

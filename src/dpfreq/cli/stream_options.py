@@ -39,9 +39,7 @@ def accuracy_options(f: Any) -> Any:
         click.option("--confidence", type=float, default=0.95, show_default=True,
                      help="Confidence of the intervals and the band."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return shared.with_options(f, options)
 
 
 def parse_horizon(text: str) -> int | None:
