@@ -1,13 +1,15 @@
 """`plan_reach_stream` and `dpfreq plan stream`: the errors a stream would publish, before it is
 created. The forecast's half-widths and bands equal those the created stream publishes (plus
 the factorization's floating-point allowance, which depends on the measurement), its RMSE is
-the plan's prediction, the re-release baseline is the exact discrete Laplace quantile at ε/T,
+the plan's prediction, the re-release baseline is the exact discrete Laplace quantile at ε/T
+(with δ > 0 the discrete Gaussian at ρ/T when that is narrower),
 ``epsilon_for`` is the smallest ε on the 3-significant-digit grid that meets a target, and the
 command line prints it (text, and clean JSON on stdout with ``--json -``)."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from cli_runner import run_cli
 from dpfreq import plan_reach_stream
 from dpfreq._epsilon_search import step3
 from dpfreq._noise_laws import discrete_laplace_tail_bound
+from dpfreq.accounting.zcdp import zcdp_rho
 from dpfreq.errors import ParameterError
 from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.stream import ReachStream
@@ -75,6 +78,20 @@ def test_the_rerelease_baseline_is_the_exact_quantile_at_epsilon_over_t() -> Non
     gamma = discrete_laplace_gamma(1.0 / 30, sensitivity=1)
     assert f.rerelease_half_width == discrete_laplace_tail_bound(0.05, gamma)
     assert f.rerelease_sd > 7 * f.rmse  # 30 re-releases at ε/30 against one stream
+
+
+def test_with_delta_the_rerelease_baseline_composes_in_zcdp() -> None:
+    """At δ > 0 a user re-releasing every period composes the T releases in zCDP (ρ/T each):
+    a discrete Gaussian of variance about T/(2ρ), whatever accounting the stream uses (here a
+    pure-ε tree)."""
+    f = plan_reach_stream(horizon=365, method="auto", delta=1e-6, k_values=[1], unit="item",
+                          epsilon=1.0)
+    pure = plan_reach_stream(horizon=365, method="auto", delta=0.0, k_values=[1], unit="item",
+                             epsilon=1.0)
+    assert f.method == "tree"
+    exact = math.sqrt(365 / (2 * zcdp_rho(1.0, 1e-6)))  # σ² is rounded up, ρ down: >=
+    assert exact <= f.rerelease_sd <= 1.01 * exact
+    assert f.rerelease_sd < pure.rerelease_sd / 5
 
 
 def test_groups_set_the_budget_and_the_band() -> None:

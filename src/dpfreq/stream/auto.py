@@ -38,7 +38,7 @@ from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
 from dpfreq.stream.mechanisms.law import calibrate
 
-__all__ = ["METHODS", "StreamPlan", "plan_stream"]
+__all__ = ["METHODS", "StreamPlan", "plan_stream", "structure_budgets"]
 
 #: every method name ``method=`` accepts besides ``"auto"``
 METHODS = (*BOUNDED_METHODS, "epochs")
@@ -158,7 +158,7 @@ def _score(counter: Any, horizon: int | None) -> float:
     return math.log(v) if v > 0 else -math.inf
 
 
-def _budgets(epsilon: float, delta: float, n_k: int, m: int | None
+def structure_budgets(epsilon: float, delta: float, n_k: int, m: int | None
              ) -> list[tuple[Budget, str]]:
     """Each accounting's per-structure budget, with its statement (module docstring)."""
     share = m or 1
@@ -185,7 +185,7 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
     refuses (ParameterError) a forced method that cannot be used or a budget too small."""
     best: tuple[float, StreamPlan] | None = None
     refusal: ParameterError | None = None
-    for budget, accounting in _budgets(epsilon, delta, n_k, max_groups_per_item):
+    for budget, accounting in structure_budgets(epsilon, delta, n_k, max_groups_per_item):
         try:  # a forced method may need the other accounting (the factorization: zCDP)
             counter, rmse, why = _choose(horizon, unit, budget, method)
         except ParameterError as err:

@@ -6,8 +6,9 @@ plan (:func:`~dpfreq.stream.auto.plan_stream`: the counter, its node law and why
 the per-period error of the answers the stream would publish: the exact standard deviation of
 each period's noise, its certified per-answer half-width and the band's (the same functions the
 stream's releases use, :mod:`dpfreq.stream.publish`), and, for a horizon ``T``, the half-width
-of **re-releasing** the cumulative count every period at ``1/T`` of each structure's budget
-(basic composition of ε, or of ρ under zCDP), which is what a user without a stream does.
+of **re-releasing** the cumulative count every period at ``1/T`` of each structure's budget,
+which is what a user without a stream does: ε/T each, or with δ > 0 ρ/T each (the T releases
+compose in zCDP), whichever is narrower, whatever the stream itself uses.
 The factorization's intervals also carry a floating-point allowance computed from the noisy
 measurement (about ``10⁻¹²`` of the answers' magnitude), which a plan cannot know and leaves
 out.
@@ -26,7 +27,7 @@ from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import check_choice, check_positive_float, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
-from dpfreq.stream.auto import StreamPlan, plan_stream
+from dpfreq.stream.auto import plan_stream, structure_budgets
 from dpfreq.stream.mechanisms import Budget
 from dpfreq.stream.mechanisms.counter import Part, sum_halfwidth
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
@@ -216,21 +217,25 @@ def _shown(n: int, rows: int) -> list[int]:
     return sorted({round(i * (n - 1) / (rows - 1)) for i in range(rows)})
 
 
-def _rerelease(plan: StreamPlan, horizon: int, unit: str, beta: float
-               ) -> tuple[float, float] | None:
-    """``(half-width, sd)`` of one period's cumulative count released alone at ``1/T`` of
-    the structure's budget: the better of the node laws that budget allows."""
-    b = plan.budget
-    share = Budget(b.epsilon / horizon, None if b.rho is None else b.rho / horizon)
-    l1, l2 = SimpleLayout(1).sensitivity(unit)
+def _rerelease(par: Any, beta: float) -> tuple[float, float] | None:
+    """``(half-width, sd)`` of one period's cumulative count released alone at ``1/T`` of a
+    structure's budget, in the better of the accountings the budget allows (pure ε/T each, or
+    with δ > 0 ρ/T each: T releases compose in zCDP), whichever the stream itself uses, and
+    the better of the node laws."""
     best: tuple[float, float] | None = None
-    for kind in share.kinds():
-        law = calibrate(share, kind, l1, l2)
-        if law is None:
-            continue
-        half = sum_halfwidth([Part(law, 1)], beta)
-        if best is None or half < best[0]:
-            best = (half, math.sqrt(law.variance))
+    assert par.horizon is not None
+    l1, l2 = SimpleLayout(1).sensitivity(par.unit)
+    for b, _ in structure_budgets(par.epsilon, par.delta, len(par.k_values),
+                                  par.max_groups_per_item):
+        share = Budget(b.epsilon / par.horizon,
+                       None if b.rho is None else b.rho / par.horizon)
+        for kind in share.kinds():
+            law = calibrate(share, kind, l1, l2)
+            if law is None:
+                continue
+            half = sum_halfwidth([Part(law, 1)], beta)
+            if best is None or half < best[0]:
+                best = (half, math.sqrt(law.variance))
     return best
 
 
@@ -303,7 +308,7 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
         band = np.array([halfwidths(counter, int(t), beta, band=n_struct, first=int(t))[0]
                          for t in periods])
     sd = np.sqrt([counter.variance(int(t)) for t in periods])
-    rr = None if par.horizon is None else _rerelease(plan, par.horizon, par.unit, beta)
+    rr = None if par.horizon is None else _rerelease(par, beta)
     return StreamForecast(
         method=plan.method, why=str(plan.record["why"]), accounting=plan.accounting,
         horizon=par.horizon, unit=par.unit, relation=RELATIONS[par.unit],
