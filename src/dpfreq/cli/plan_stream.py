@@ -43,7 +43,7 @@ def command(horizon_text: str, k_text: str, unit: str, epsilon: float, delta: fl
         horizon=parse_horizon(horizon_text), k_values=shared.parse_int_list(k_text, "--k"),
         unit=unit, epsilon=epsilon, delta=delta, method=method, group=group,
         groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence)
-    lines = forecast.lines(max(2, rows))
+    lines = forecast.lines(rows)
     doc = forecast.to_dict()
     if target_half_width is not None:
         eps = forecast.epsilon_for(target_half_width)

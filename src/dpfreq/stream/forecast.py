@@ -159,7 +159,8 @@ class StreamForecast:
         return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 
     def lines(self, rows: int = 8) -> list[str]:
-        """The forecast as printed by ``dpfreq plan stream`` (at most ``rows`` periods)."""
+        """The forecast as printed by ``dpfreq plan stream`` (at most ``rows`` periods, the
+        first and the last among them)."""
         conf = self.confidence
         where = (f"over T={self.horizon} periods" if self.horizon is not None
                  else "without a horizon")
@@ -173,7 +174,7 @@ class StreamForecast:
                f"# method {self.method}: {self.why}",
                f"# every group and k: the same error; ± = {conf:.0%} per-answer interval "
                f"(certified), band = every answer of every period, group and k at once"]
-        shown = _shown(self.periods.size, rows)
+        shown = _shown(self.periods.size, max(2, int(rows)))
         table = [("period", "sd", "±", "band ±")] + [
             (str(self.periods[i]), f"{self.sd[i]:.3g}", f"{self.half_width[i]:.0f}",
              f"{self.band_half_width[i]:.0f}") for i in shown]
