@@ -2,9 +2,10 @@
 equals, bit for bit, the memory store's for the same events and seed (ungrouped; grouped at
 ``unit="item"`` with a bound hit by items of 3+ groups and ties of groups first seen in the same
 period; appends closing several periods); an edited, removed or swapped part file is refused; a
-double append is idempotent; a crash before the manifest leaves the previous generation; late
-events are refused or dropped. Spark DataFrames, Parquet paths and mappings as sources. One
-shared local session (``spark`` fixture)."""
+double append is idempotent; a crash before the manifest leaves the previous generation, and so
+does a generation whose part files the driver cannot read; late events are refused or dropped.
+Spark DataFrames, Parquet paths and mappings as sources. One shared local session (``spark``
+fixture)."""
 
 from __future__ import annotations
 
@@ -147,6 +148,35 @@ def test_a_crash_before_the_manifest_leaves_the_previous_generation(spark, tmp_p
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
         "items-2.parquet", "stream.dpfreq"]
     np.testing.assert_array_equal(ReachStream.open(tmp_path / "s").state.noisy, ref.state.noisy)
+
+
+def test_part_files_the_driver_cannot_see_are_refused_before_the_manifest(spark, tmp_path,
+                                                                         monkeypatch) -> None:
+    """On a cluster, a state directory the executors do not share with the driver leaves part
+    files on the executors' disks: simulated by removing one part file after Spark writes the
+    generation. The driver's row count (Parquet footers) misses the pairs the job counted, so
+    the append is refused in one line before the manifest and the stream keeps its state."""
+    import dpfreq.stream.items.spark as spark_items
+
+    s = _create(tmp_path / "s", "spark")
+    s.append(_day(1), through=1)
+    real = spark_items.check_rows_visible
+
+    def on_another_disk(out, rows, label):
+        sorted(out.glob("part-*.parquet"))[0].unlink()
+        real(out, rows, label)
+
+    with monkeypatch.context() as m:
+        m.setattr(spark_items, "check_rows_visible", on_another_disk)
+        with pytest.raises(DataError, match="a directory the Spark driver and every executor "
+                                            "share") as exc:
+            s.append(_day(2), through=2)
+    assert "\n" not in str(exc.value)
+    back = ReachStream.open(tmp_path / "s")
+    assert back.last_period == 1
+    ref = _create(tmp_path / "ref", "spark")
+    want = [r.to_json() for t in (1, 2) for r in ref.append(_day(t), through=t)][-1]
+    assert back.append(_day(2), through=2)[-1].to_json() == want
 
 
 def test_late_events_refused_or_dropped_from_a_parquet_path(spark, tmp_path) -> None:

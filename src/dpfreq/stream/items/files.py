@@ -17,7 +17,7 @@ from pathlib import Path
 from dpfreq._signing import hasher, signing_key
 from dpfreq.errors import DataError
 
-__all__ = ["check_digest", "file_digest", "remove_items"]
+__all__ = ["check_digest", "check_rows_visible", "file_digest", "remove_items"]
 
 _CHUNK = 1 << 22
 
@@ -55,6 +55,22 @@ def check_digest(path: Path, expected: str, label: str) -> None:
         raise DataError(f"{label} is not a valid reach stream: its per-item file {path.name} "
                         "does not match the manifest (edited, from another generation, or "
                         "signed with another key).")
+
+
+def check_rows_visible(path: Path, rows: int, label: str) -> None:
+    """Refuse a Spark generation whose data files, read here (Parquet footers only), do not
+    hold the ``rows`` pairs the job counted: the directory is not one the driver and the
+    executors share (a local path with a cluster master leaves each part file on the disk of
+    the executor that wrote it), so a manifest naming it would lose the per-item state. Runs
+    before the manifest is written: the stream keeps its previous generation."""
+    import pyarrow.parquet as pq
+
+    seen = sum(pq.ParquetFile(f).metadata.num_rows for f in _data_files(path))
+    if seen != rows:
+        raise DataError(f"{label} cannot keep its state in {path.parent}: the Spark job wrote "
+                        "part files this process cannot read there. Use a directory the Spark "
+                        "driver and every executor share (a local path works with a local "
+                        "master only); the stream is unchanged.")
 
 
 def remove_items(path: Path) -> None:

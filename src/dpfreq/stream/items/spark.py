@@ -15,7 +15,9 @@ counts) and the next generation. Everything runs on the executors in Spark SQL; 
 increments (groups × k levels × periods numbers) and the counts reach the driver, so the state
 grows with the cluster, not with the driver. The bounding key never appears in the SQL text (it
 is a column of a small joined table). The state directory must be on a file system that the
-driver and the executors share (any local directory with a local master).
+driver and the executors share (any local directory with a local master); after each write the
+driver checks that it sees every pair the job counted (Parquet footers), and refuses the
+append, before the manifest, when it does not.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.engines import get_engine
-from dpfreq.stream.items.files import file_digest
+from dpfreq.errors import public_caller
+from dpfreq.stream.items.files import check_rows_visible, file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
 from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
@@ -93,6 +96,7 @@ class SparkItems:
                 f"(SELECT k, g, sum(n) AS tot FROM {events.name} GROUP BY k, g)")
             events.spark.sql(next_sql(st, added, plan.cap, count_type(plan.cap))
                              ).write.mode("overwrite").parquet(str(out))
+        check_rows_visible(out, pairs, public_caller())
         total = int(events.digest.split(":")[1])  # events of the append's periods
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
                             total - n_kept)
