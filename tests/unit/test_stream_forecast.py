@@ -94,6 +94,18 @@ def test_with_delta_the_rerelease_baseline_composes_in_zcdp() -> None:
     assert f.rerelease_sd < pure.rerelease_sd / 5
 
 
+def test_with_delta_the_why_names_the_other_accountings_best() -> None:
+    one = plan_reach_stream(horizon=365, method="auto", delta=1e-6, k_values=[1], unit="item",
+                            epsilon=1.0)  # pure ε wins: a tree
+    two = plan_reach_stream(horizon=365, method="auto", delta=1e-6, **PUBLIC)  # zCDP wins
+    pure = plan_reach_stream(horizon=365, method="auto", delta=0.0, **PUBLIC)
+    assert (one.method, two.method, pure.method) == ("tree", "factorization", "tree")
+    assert "; under zCDP the best is factorization/gaussian, predicted RMSE" in one.why
+    assert two.why.endswith(f"; under pure epsilon-DP the best is tree, predicted RMSE "
+                            f"{pure.rmse:.4g}")
+    assert "under" not in pure.why  # δ = 0: one accounting, nothing else to name
+
+
 def test_groups_set_the_budget_and_the_band() -> None:
     one = plan_reach_stream(horizon=20, method="simple", delta=0.0, **PUBLIC)
     two = plan_reach_stream(horizon=20, method="simple", delta=0.0, group="c",

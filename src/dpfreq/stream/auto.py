@@ -17,7 +17,8 @@ and node law in every group and every k. The budget is spent once, at creation:
 ``t = 1..T`` — public parameters only — and keeps the smallest; without a horizon it compares
 the horizon-free epochs (:mod:`~dpfreq.stream.mechanisms.epochs`) with the simple counter by
 their predicted error at ``t = 365`` (stating it at ``t = 30`` too). The record states every
-candidate's predicted RMSE and one sentence **why**.
+candidate's predicted RMSE and one sentence **why**; with ``δ > 0`` the why also names the best
+counter of the accounting not chosen (pure ε-DP or zCDP) and its predicted RMSE.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
                 n_k: int, method: str, max_groups_per_item: int | None) -> StreamPlan:
     """Calibrate the stream's counter from public parameters only (see the module docstring);
     refuses (ParameterError) a forced method that cannot be used or a budget too small."""
-    best: tuple[float, StreamPlan] | None = None
+    plans: list[tuple[float, StreamPlan]] = []
     refusal: ParameterError | None = None
     for budget, accounting in structure_budgets(epsilon, delta, n_k, max_groups_per_item):
         try:  # a forced method may need the other accounting (the factorization: zCDP)
@@ -198,11 +199,17 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
             "parameters only)" if method == "auto" else "caller",
             "predicted_rmse": rmse, "why": why, "counter": counter.record(),
             "accounting": accounting})
-        score = _score(counter, horizon)
-        if best is None or score < best[0]:
-            best = (score, plan)
-    if best is None:
+        plans.append((_score(counter, horizon), plan))
+    if not plans:
         raise refusal or ParameterError(message(
             "epsilon", "large enough to give every structure representable noise "
             "(raise epsilon, or release fewer k_values)", epsilon))
-    return best[1]
+    best = min(plans, key=lambda sp: sp[0])[1]
+    for _, other in plans:  # the why names the other accounting's best too
+        if other is not best:
+            rmse = other.record["predicted_rmse"]
+            name = min(rmse, key=rmse.get)
+            at = "" if horizon is not None else f" at t={_UNBOUNDED_AT[-1]}"
+            best.record["why"] += (f"; under {other.budget.accounting} the best is {name}, "
+                                   f"predicted RMSE {rmse[name]:.4g}{at}")
+    return best
