@@ -374,7 +374,9 @@ def test_selection_of_no_group_is_a_release_not_a_crash(files: Files, tmp_path: 
         assert code == 0, (name, err)
         doc = json.loads((out / "out.json").read_text(encoding="utf-8"))
         assert doc.get("release", doc)["groups"] in ({}, []), name
+        assert "0 groups selected privately" in text, (name, text)
         assert not (out / "r.dpfreq").exists()  # reach: nothing to save, and it says so
+        assert ("nothing to save" in err) == (name.startswith("reach")), err
         assert len(_rows(ledger)) == 1
     assert not list(tmp_path.glob("dpfreq-release-*"))
 
