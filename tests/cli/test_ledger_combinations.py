@@ -411,3 +411,28 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_charge(
     doc = json.loads(rescued.read_text(encoding="utf-8"))
     assert [(r["epsilon"], r["delta"]) for r in _rows(ledger)] == [(doc["epsilon"],
                                                                     doc["delta"])]
+
+
+def test_a_bad_ledger_with_json_to_stdout_is_one_line_in_a_console_run(files: Files,
+                                                                      tmp_path: Path) -> None:
+    """``--json -`` claims stdout while the options are parsed; a ``--ledger`` refused at parse
+    time then left the claim open until the interpreter's exit, which printed a traceback
+    ("Exception ignored in ...") after the error line. Run as a process: the claim redirects
+    the real file descriptors only there."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("DPFREQ_ARTIFACT_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; sys.exit(main())",
+         "reach", str(files.log), "--item", "user",
+         "--time", "day", "--horizon", "5", "--epsilon", "1", "--unit", "item", "--k", "1",
+         "--windows", "total", "--engine", "memory", "--json", "-", "--ledger",
+         str(tmp_path / "missing.db")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "ledger file" in done.stderr
+    assert "does not exist" in done.stderr

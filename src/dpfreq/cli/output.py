@@ -122,8 +122,8 @@ def _redirect_stdout_to_stderr() -> Iterator[Any]:
         with suppress(OSError, ValueError):  # a closed pipe was reported when it was written
             machine.flush()
         real.flush()
-        os.dup2(machine.fileno(), out_fd)
-        with suppress(OSError, ValueError):
+        with suppress(OSError, ValueError):  # already closed at the interpreter's exit
+            os.dup2(machine.fileno(), out_fd)
             machine.close()
 
 
