@@ -348,6 +348,7 @@ def emit_release(release: Release, json_out: str | None, plot_out: str | None, *
     the fallback file the release was saved to (:func:`rescue_release`); any other exception
     propagates, and :func:`dpfreq.cli.main.main` saves the release from the traceback.
     """
+    larger = text is not None  # a document holding the release: it counts as saved with it
     text = release.to_json() if text is None else text
     current = "--json"
     try:
@@ -361,7 +362,8 @@ def emit_release(release: Release, json_out: str | None, plot_out: str | None, *
             click.echo(f"wrote {plot_out}", err=True)
     except (OSError, DataError) as exc:  # a bug raises on: dpfreq.cli.main rescues the release
         target = {"--json": json_out, "--plot": plot_out}[current]
-        raise rescue_release(text, exc, failed=f"{current} {target}") from None
+        raise rescue_release(text, exc, failed=f"{current} {target}",
+                             same=release.to_json() if larger else None) from None
 
 
 def _open_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

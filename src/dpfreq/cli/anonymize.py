@@ -319,7 +319,7 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
     if small is not None:
         click.echo(small, err=err)
     column = str(rel.group_column)
-    name_width = max(len(column), *(len(str(name)) for name in rel))
+    name_width = max([len(column), *(len(str(name)) for name in rel)])  # no group selected
     _echo_group_summaries(rel, err)
     click.echo("# released frequency lists, largest counts first:", err=err)
     click.echo(f"{column:>{name_width}}  count  items  ranks", err=err)

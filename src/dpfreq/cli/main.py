@@ -241,6 +241,9 @@ def _run(argv: list[str] | None) -> None:
     except click.exceptions.Abort as exc:
         _fail("dpfreq: aborted", EXIT_INTERRUPTED, exc)
     except click.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:  # a parse error: give back the stdout an output option claimed
+            ctx.close()
         _fail(f"dpfreq: error: {_one_line(exc.format_message())}", EXIT_BAD_INPUT, exc)
     except DPFreqError as exc:
         _fail(f"dpfreq: error: {_one_line(_spelled(str(exc), argv))}", EXIT_BAD_INPUT, exc)

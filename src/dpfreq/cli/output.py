@@ -122,8 +122,8 @@ def _redirect_stdout_to_stderr() -> Iterator[Any]:
         with suppress(OSError, ValueError):  # a closed pipe was reported when it was written
             machine.flush()
         real.flush()
-        os.dup2(machine.fileno(), out_fd)
-        with suppress(OSError, ValueError):
+        with suppress(OSError, ValueError):  # already closed at the interpreter's exit
+            os.dup2(machine.fileno(), out_fd)
             machine.close()
 
 
@@ -195,15 +195,20 @@ def _save_fallback(text: str) -> Path | None:
     return None
 
 
-def rescue_release(text: str, failure: BaseException, *, failed: str) -> DataError:
+def rescue_release(text: str, failure: BaseException, *, failed: str,
+                   same: str | None = None) -> DataError:
     """Save a drawn release that could not be written, and the error to raise about it.
 
     The release JSON ``text`` goes to ``./dpfreq-release-<UTC time>.json`` (or the temporary
-    directory if the working directory is not writable). The returned :class:`DataError` says
-    what failed and where the release is, in one line; raise it.
+    directory if the working directory is not writable). ``same``: the release's own JSON when
+    ``text`` is a larger document holding it (it then counts as saved, not saved again by
+    :func:`rescue_drawn_releases`). The returned :class:`DataError` says what failed and where
+    the release is, in one line; raise it.
     """
     reason = " ".join(str(failure).split()) or type(failure).__name__
     target = _save_fallback(text)
+    if target is not None and same is not None:
+        _RESCUED.add(same)
     if target is None:
         return DataError(f"could not write {failed} ({reason}) and could not save the release "
                          "anywhere; the budget was spent and the release is lost.")
@@ -219,7 +224,9 @@ def rescue_drawn_releases(exc: BaseException) -> list[Path]:
     drawn), so a command that fails while formatting or writing its result does
     not lose a release whose budget is spent. Releases already rescued are not saved again, nor
     releases kept where they were drawn (``saved_elsewhere``: a stream's, in its state).
+    A grouped release (one release per group) is saved whole.
     """
+    from dpfreq.grouped.result import GroupedRelease
     from dpfreq.release import Release
 
     saved: list[Path] = []
@@ -234,7 +241,7 @@ def rescue_drawn_releases(exc: BaseException) -> list[Path]:
         chained = chained.__cause__ or chained.__context__
     for frame in frames:
         for value in list(frame.f_locals.values()):
-            if (not isinstance(value, Release) or id(value) in seen
+            if (not isinstance(value, Release | GroupedRelease) or id(value) in seen
                     or getattr(value, "saved_elsewhere", False)):
                 continue
             seen.add(id(value))

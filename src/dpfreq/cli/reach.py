@@ -142,7 +142,10 @@ def emit_grouped_reach(rel: Any, json_out: str | None, plot_out: str | None,
     group's table (:func:`dpfreq.cli.reach_table.format_table`, ``rows`` periods of each),
     group column first."""
     shared.emit_release(rel, json_out, plot_out)
-    if save_path is not None:
+    if save_path is not None and not rel.groups:  # decided by the noise: not a failure
+        click.echo(f"no group passed the private partition selection: nothing to save to "
+                   f"{save_path} (no window of any group to query)", err=True)
+    elif save_path is not None:
         rel.save(save_path)
         click.echo(f"wrote {save_path} (SECRET: contains every group's noise key and exact "
                    "summaries of the log)", err=True)

@@ -141,11 +141,16 @@ def _check_logs(eng: Any, src: Any, item: str, time: str, group: str,
     selection (no public list), of the whole log — a stricter check (a log with at most one
     event per period has at most one in each group), since the groups are not known before
     the spend. Bounding only removes rows, so what passes here passes after it; whether a call
-    is refused is a function of the data and the parameters alone. Returns the engine's
+    is refused is a function of the data and the parameters alone; under selection the group
+    column is checked too (one grouped count, without a key). Returns the engine's
     summaries: the events per period of every listed group (or of the whole log) and the
     number of rows outside the horizon (dropped with ``out_of_range="drop"``)."""
     axis = par.axis
     grouping = None if names is None else Grouping(group, names, None)
+    if names is None:  # the summaries do not read the group column: check it (present, no
+        # nulls, scalar) here, or a bad one would be found after the spend, by the selection
+        eng.grouped_count_of_counts(src, CountRequest(item, Grouping(group, None, None),
+                                                      max_count=1))
     red = eng.summaries(src, SummaryRequest(item, time, axis.buckets(), (),
                                             drop_out_of_range=out_of_range == "drop",
                                             grouping=grouping))
