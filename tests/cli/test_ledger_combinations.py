@@ -413,6 +413,38 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_charge(
                                                                     doc["delta"])]
 
 
+def test_a_sketch_failing_to_write_after_the_draw_is_saved_elsewhere(
+        files: Files, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sketch build --out`` fails after the draw (a full disk): the sketch, drawn and charged,
+    is written to a fallback file, which loads as the same ε-DP sketch, and the one error line
+    says where."""
+    from dpfreq.crossparty import PartySketch
+
+    real = PartySketch.save
+
+    def full_disk_at_out(self: Any, path: Any) -> Any:
+        if Path(path).name == "p.sketch":
+            raise OSError(28, "No space left on device")
+        return real(self, path)
+
+    monkeypatch.setattr(PartySketch, "save", full_disk_at_out)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    ledger = _ledger(tmp_path / "budget.db", capsys, "10")
+    code, stdout, err = run_cli([*CASES["sketch build"].argv(files, out), "--ledger", ledger],
+                                capsys)
+    assert (code, stdout) == (2, ""), err
+    line = _error_line(err, alone=False)
+    (rescued,) = tmp_path.glob("dpfreq-sketch-*.sketch")
+    assert "No space left on device" in line
+    assert str(rescued) in line
+    sketch = PartySketch.load(rescued)
+    assert [(r["epsilon"], r["delta"]) for r in _rows(ledger)] == [(sketch.epsilon, 0.0)]
+    assert not (out / "p.sketch").exists()
+
+
 def test_a_bad_ledger_with_json_to_stdout_is_one_line_in_a_console_run(files: Files,
                                                                       tmp_path: Path) -> None:
     """``--json -`` claims stdout while the options are parsed; a ``--ledger`` refused at parse

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +34,7 @@ __all__ = [
     "forget_rescued_releases",
     "machine_stdout",
     "rescue_drawn_releases",
+    "rescue_file",
     "rescue_release",
     "write_output",
 ]
@@ -214,6 +215,29 @@ def rescue_release(text: str, failure: BaseException, *, failed: str,
                          "anywhere; the budget was spent and the release is lost.")
     return DataError(f"could not write {failed} ({reason}); the release (budget already "
                      f"spent) was saved to {target}.")
+
+
+def rescue_file(write: Callable[[Path], object], failure: BaseException, *, failed: str,
+                what: str, suffix: str) -> DataError:
+    """Save a drawn artefact that is not a release (a party's sketch) with its own writer
+    ``write(path)`` to ``./dpfreq-<what>-<UTC time><suffix>`` (or the temporary directory),
+    and return the one-line error to raise: where it went, or that it is lost."""
+    import tempfile
+
+    reason = " ".join(str(failure).split()) or type(failure).__name__
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    for directory in (Path.cwd(), Path(tempfile.gettempdir())):
+        target = directory / f"dpfreq-{what}-{stamp}{suffix}"
+        if target.exists():
+            continue
+        try:
+            write(target)
+        except (OSError, DataError):
+            continue
+        return DataError(f"could not write {failed} ({reason}); the {what} (budget already "
+                         f"spent) was saved to {target}.")
+    return DataError(f"could not write {failed} ({reason}) and could not save the {what} "
+                     f"anywhere; the budget was spent and the {what} is lost.")
 
 
 def rescue_drawn_releases(exc: BaseException) -> list[Path]:

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 import dpfreq.cli._common as shared
+from dpfreq.cli.output import rescue_file
 from dpfreq.errors import DataError
 
 __all__ = ["command", "format_release", "load_key", "log_columns", "log_selection"]
@@ -191,7 +192,11 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     sketch = build_sketch(log, user=user, party=party, params=params, key=key, time=time,
                           period=period, campaign=campaign, campaigns=names, engine=engine,
                           rng=seed, accountant=accountant)
-    sketch.save(out)
+    try:
+        sketch.save(out)
+    except (OSError, DataError) as exc:  # drawn and charged: never lose it
+        raise rescue_file(sketch.save, exc, failed=f"--out {out}", what="sketch",
+                          suffix=".sketch") from None
     click.echo(f"wrote {out}: sketch of party {party!r}, epsilon={sketch.epsilon:g}, "
                f"unit=item ({sketch.relation})", err=True)
 
