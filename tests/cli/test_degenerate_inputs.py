@@ -46,6 +46,30 @@ def test_header_only_file_warns_before_the_release(tmp_path, capsys):
     assert "no data rows" in err
 
 
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+@pytest.mark.parametrize("command", ["reach", "anonymize", "profile"])
+def test_every_release_of_a_file_warns_of_no_rows(tmp_path, capsys, command, suffix):
+    """A header-only CSV or a Parquet file without rows: every release of a file says so on
+    stderr (the release of an empty data set is still made and charged)."""
+    import pandas as pd
+
+    log = tmp_path / f"empty.{suffix}"
+    empty = pd.DataFrame({"user": pd.Series([], dtype="int64"),
+                          "day": pd.Series([], dtype="int64")})
+    if suffix == "csv":
+        log.write_text("user,day\n", encoding="utf-8")
+    else:
+        empty.to_parquet(log)
+    argv = {"reach": ["reach", str(log), "--item", "user", "--time", "day", "--horizon", "3",
+                      "--epsilon", "1", "--unit", "item", "--k", "1", "--windows",
+                      "cumulative"],
+            "anonymize": ["anonymize", str(log), "--item", "user", "--epsilon", "1",
+                          "--unit", "event"],
+            "profile": profile_args(log, "--max-count", "3")}[command]
+    assert main([*argv, "--seed", "1"]) == 0
+    assert f"warning: {log} has no data rows" in capsys.readouterr().err
+
+
 def test_file_with_rows_gives_no_empty_warning(tmp_path, capsys):
     log = tmp_path / "log.csv"
     log.write_text("user\na\n", encoding="utf-8")

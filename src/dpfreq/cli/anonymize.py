@@ -255,6 +255,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
                                "file).")
     split = parse_split(split_text)
     shared.warn_if_seeded(seed)
+    if not prevalence_csv:
+        shared.warn_if_no_rows(file, "the frequency list")
     if any(v is not None for v in (group, groups_file, max_groups_per_item, delta)):
         if prevalence_csv:
             raise click.UsageError("--group and its options need a table of rows (--item), "

@@ -114,8 +114,8 @@ def command(file: str, item: str, time_col: str, time_unit: str | None, timezone
     elif capping_epsilon is not None:
         kwargs.update(capping_epsilon=capping_epsilon)  # refused without --group
     source = rows_kept(file, item=item, group=group, null_group=null_group, engine=engine)
+    shared.warn_if_no_rows(file, "the reach")  # a header-only CSV or a Parquet without rows
     if shared.is_empty_csv(file):  # no row to type the columns by: an empty log of the axis
-        shared.warn_if_no_rows(file, "the reach")
         source, engine = _empty_log(item, time_col, group, kwargs), "memory"
     try:
         rel = release_window_counts(source, item=item, time=time_col, out_of_range=out_of_range,
