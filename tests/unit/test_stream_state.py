@@ -12,6 +12,7 @@ import dpfreq.stream.stream as stream_module
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.stream import ReachStream
+from dpfreq.stream.params import StreamParams
 
 KEY = "ab" * 32
 
@@ -168,13 +169,13 @@ def test_a_stream_planned_otherwise_is_refused(tmp_path, monkeypatch) -> None:
     """Rows measured by one counter are never read as another's: a stream whose saved plan is
     not the plan this version makes of its parameters is refused on open."""
     _create(tmp_path / "s").append(_day(1), through=1)
-    real = stream_module._plan
+    real = StreamParams.plan
 
     def other(par):
         plan = real(par)
         return type(plan)(plan.counter, plan.budget, plan.accounting,
                           {**plan.record, "method": "tree"})
 
-    monkeypatch.setattr(stream_module, "_plan", other)
+    monkeypatch.setattr(StreamParams, "plan", other)
     with pytest.raises(DataError, match="planned differently"):
         ReachStream.open(tmp_path / "s")

@@ -24,6 +24,7 @@ counter of the accounting not chosen (pure ε-DP or zCDP) and its predicted RMSE
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -160,7 +161,7 @@ def _score(counter: Any, horizon: int | None) -> float:
 
 
 def structure_budgets(epsilon: float, delta: float, n_k: int, m: int | None
-             ) -> list[tuple[Budget, str]]:
+                      ) -> list[tuple[Budget, str]]:
     """Each accounting's per-structure budget, with its statement (module docstring)."""
     share = m or 1
     eps_g = epsilon if share == 1 else epsilon_at_most(Fraction(epsilon) / share)
@@ -205,11 +206,15 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
             "epsilon", "large enough to give every structure representable noise "
             "(raise epsilon, or release fewer k_values)", epsilon))
     best = min(plans, key=lambda sp: sp[0])[1]
-    for _, other in plans:  # the why names the other accounting's best too
-        if other is not best:
-            rmse = other.record["predicted_rmse"]
-            name = min(rmse, key=rmse.get)
-            at = "" if horizon is not None else f" at t={_UNBOUNDED_AT[-1]}"
-            best.record["why"] += (f"; under {other.budget.accounting} the best is {name}, "
-                                   f"predicted RMSE {rmse[name]:.4g}{at}")
-    return best
+    at = "" if horizon is not None else f" at t={_UNBOUNDED_AT[-1]}"
+    why = str(best.record["why"]) + "".join(_also(other, at) for _, other in plans
+                                            if other is not best)
+    return dataclasses.replace(best, record={**best.record, "why": why})
+
+
+def _also(plan: StreamPlan, at: str) -> str:
+    """The why's closing clause naming the best counter of an accounting not chosen."""
+    rmse = plan.record["predicted_rmse"]
+    name = min(rmse, key=rmse.get)
+    return (f"; under {plan.budget.accounting} the best is {name}, predicted RMSE "
+            f"{rmse[name]:.4g}{at}")

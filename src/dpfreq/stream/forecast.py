@@ -16,6 +16,7 @@ out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,12 +28,12 @@ from dpfreq._epsilon_search import smallest_epsilon
 from dpfreq._validate import check_choice, check_positive_float, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
-from dpfreq.stream.auto import plan_stream, structure_budgets
+from dpfreq.stream.auto import structure_budgets
 from dpfreq.stream.mechanisms import Budget
 from dpfreq.stream.mechanisms.counter import Part, sum_halfwidth
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
 from dpfreq.stream.mechanisms.law import calibrate
-from dpfreq.stream.params import check_params
+from dpfreq.stream.params import StreamParams, check_params
 from dpfreq.stream.publish import halfwidths
 
 __all__ = ["StreamForecast", "plan_reach_stream"]
@@ -108,7 +109,7 @@ class StreamForecast:
     band_half_width: FloatArray
     rerelease_half_width: float | None
     rerelease_sd: float | None
-    _inputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _params: StreamParams | None = field(default=None, repr=False, compare=False)
 
     @property
     def rmse(self) -> float:
@@ -150,9 +151,12 @@ class StreamForecast:
         target = check_positive_float(target, "target")
         self.measure(measure)  # checks the measure before any search
 
+        params = self._params
+        assert params is not None  # made by plan_reach_stream
+
         def value(eps: float) -> float:
             try:
-                return plan_reach_stream(**{**self._inputs, "epsilon": eps}).measure(measure)
+                return _forecast(dataclasses.replace(params, epsilon=eps)).measure(measure)
             except ParameterError:  # the budget is too small to calibrate any counter
                 return math.inf
 
@@ -218,7 +222,7 @@ def _shown(n: int, rows: int) -> list[int]:
     return sorted({round(i * (n - 1) / (rows - 1)) for i in range(rows)})
 
 
-def _rerelease(par: Any, beta: float) -> tuple[float, float] | None:
+def _rerelease(par: StreamParams, beta: float) -> tuple[float, float] | None:
     """``(half-width, sd)`` of one period's cumulative count released alone at ``1/T`` of a
     structure's budget, in the better of the accountings the budget allows (pure ε/T each, or
     with δ > 0 ρ/T each: T releases compose in zCDP), whichever the stream itself uses, and
@@ -286,16 +290,18 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
     >>> f.method, f.periods.size, bool(f.rerelease_sd > 7 * f.rmse)
     ('simple', 30, True)
     """
-    # the checks of create; the item and time columns play no part in the accuracy (names no
-    # group column can take)
-    par = check_params(item="\0item", time="\0time", horizon=horizon, start=None,
+    # the checks of create; the item and time columns play no part in the accuracy
+    par = check_params(item="item", time="time", horizon=horizon, start=None,
                        period=None, k_values=k_values, unit=unit, epsilon=epsilon,
                        delta=delta, method=method, group=group, groups=groups,
                        max_groups_per_item=max_groups_per_item, late="error",
                        confidence=confidence, engine="memory")
-    plan = plan_stream(horizon=par.horizon, unit=par.unit, epsilon=par.epsilon,
-                       delta=par.delta, n_k=len(par.k_values), method=par.method,
-                       max_groups_per_item=par.max_groups_per_item)
+    return _forecast(par)
+
+
+def _forecast(par: StreamParams) -> StreamForecast:
+    """The forecast of checked public parameters (the plan ``create`` would make)."""
+    plan = par.plan()
     beta = 1.0 - par.confidence
     counter = plan.counter
     n_struct = par.n_groups * len(par.k_values)
@@ -318,7 +324,4 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
         max_groups_per_item=par.max_groups_per_item, confidence=par.confidence,
         periods=periods, sd=np.asarray(sd, dtype=np.float64), half_width=half,
         band_half_width=band, rerelease_half_width=None if rr is None else rr[0],
-        rerelease_sd=None if rr is None else rr[1],
-        _inputs={"horizon": horizon, "k_values": k_values, "unit": unit, "epsilon": epsilon,
-                 "delta": delta, "method": method, "group": group, "groups": par.groups,
-                 "max_groups_per_item": max_groups_per_item, "confidence": confidence})
+        rerelease_sd=None if rr is None else rr[1], _params=par)

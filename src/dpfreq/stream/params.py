@@ -28,7 +28,7 @@ from dpfreq._validate import (
 )
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.stream.auto import METHODS
+from dpfreq.stream.auto import METHODS, StreamPlan, plan_stream
 from dpfreq.windows.params import parse_period
 
 __all__ = ["ENGINES", "LATE", "MAX_K", "MAX_PERIODS", "StreamParams", "check_params",
@@ -91,6 +91,13 @@ class StreamParams:
     @property
     def n_groups(self) -> int:
         return len(self.groups) if self.groups else 1
+
+    def plan(self) -> StreamPlan:
+        """The counter, node law and budget of every structure, chosen from these public
+        parameters alone (:func:`~dpfreq.stream.auto.plan_stream`)."""
+        return plan_stream(horizon=self.horizon, unit=self.unit, epsilon=self.epsilon,
+                           delta=self.delta, n_k=len(self.k_values), method=self.method,
+                           max_groups_per_item=self.max_groups_per_item)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

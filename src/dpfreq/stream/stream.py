@@ -27,12 +27,12 @@ from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.release import public_floats, to_jsonable
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
-from dpfreq.stream.auto import StreamPlan, plan_stream
+from dpfreq.stream.auto import StreamPlan
 from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
 from dpfreq.stream.items.files import remove_items
 from dpfreq.stream.items.reader import AppendSpec
 from dpfreq.stream.measure import measure_periods
-from dpfreq.stream.params import StreamParams, check_params, period_of
+from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
 from dpfreq.stream.state import MANIFEST, Batch, StreamState, load_state, save_state
@@ -40,12 +40,6 @@ from dpfreq.stream.state import MANIFEST, Batch, StreamState, load_state, save_s
 __all__ = ["ReachStream"]
 
 IntArray = NDArray[np.int64]
-
-
-def _plan(par: StreamParams) -> StreamPlan:
-    return plan_stream(horizon=par.horizon, unit=par.unit, epsilon=par.epsilon,
-                       delta=par.delta, n_k=len(par.k_values), method=par.method,
-                       max_groups_per_item=par.max_groups_per_item)
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:
@@ -201,7 +195,7 @@ class ReachStream:
                            method=method, group=group, groups=groups,
                            max_groups_per_item=max_groups_per_item, late=late,
                            confidence=confidence, engine=engine)
-        plan = _plan(par)
+        plan = par.plan()
         item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
@@ -233,7 +227,7 @@ class ReachStream:
         """
         p = Path(path)
         state = load_state(p)
-        plan = _plan(state.params)
+        plan = state.params.plan()
         if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
             raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
                             "was planned differently (created by another version); open it "
