@@ -41,11 +41,23 @@ def round_up3(x: float, steps: int = 0) -> float:
     return float(f"{(math.ceil(x / step - 1e-9) + steps) * step:.3g}")
 
 
+def _unbounded_where_refused(value: Callable[[float], float]) -> Callable[[float], float]:
+    """``value`` with a ParameterError (no plan at that ε) read as an unbounded error."""
+    def guarded(eps: float) -> float:
+        try:
+            return value(eps)
+        except ParameterError:
+            return math.inf
+
+    return guarded
+
+
 def smallest_epsilon(value: Callable[[float], float], target: float, *, planned: float,
                      what: str = "") -> float:
     """The smallest ε in [EPSILON_MIN, EPSILON_MAX] (3 significant digits, rounded up) with
-    ``value(ε) <= target``; ``value`` is non-increasing in ε (``math.inf`` where no plan
-    exists) and ``planned`` is where the bracket starts.
+    ``value(ε) <= target``; ``value`` is non-increasing in ε (``math.inf``, or a
+    ParameterError it raises, where no plan exists at that ε: a budget too small to calibrate)
+    and ``planned`` is where the bracket starts.
 
     Raises
     ------
@@ -58,6 +70,7 @@ def smallest_epsilon(value: Callable[[float], float], target: float, *, planned:
     >>> smallest_epsilon(lambda eps: 10 / eps, 3.0, planned=1.0)  # 10/3, up
     3.34
     """
+    value = _unbounded_where_refused(value)
     if value(EPSILON_MAX) > target:
         rule = f"reachable at ε <= {EPSILON_MAX:g}" + (f" for {what}" if what else "")
         raise ParameterError(message("target", rule, target))

@@ -10,7 +10,6 @@ horizon, the gaps and the confidence only, never on the states the devices repor
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,7 @@ from dpfreq._validate import (
     check_positive_float,
 )
 from dpfreq.accounting.plans import BudgetShare, with_budget_share
-from dpfreq.errors import ParameterError, public_errors
+from dpfreq.errors import public_errors
 from dpfreq.release import RELATIONS
 
 from .params import make_params
@@ -129,11 +128,8 @@ class LongitudinalPlan(PlanSummary):
         target = check_positive_float(target, "target")
         check_choice(measure, "measure", MEASURES)
 
-        def value(eps: float) -> float:
-            try:
-                return _plan(self, eps).measure(measure)
-            except ParameterError:  # no randomizer of this method is certified at this ε
-                return math.inf
+        def value(eps: float) -> float:  # a ParameterError: no certified randomizer at ε
+            return _plan(self, eps).measure(measure)
 
         return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 

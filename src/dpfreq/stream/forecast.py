@@ -154,11 +154,8 @@ class StreamForecast:
         params = self._params
         assert params is not None  # made by plan_reach_stream
 
-        def value(eps: float) -> float:
-            try:
-                return _forecast(dataclasses.replace(params, epsilon=eps)).measure(measure)
-            except ParameterError:  # the budget is too small to calibrate any counter
-                return math.inf
+        def value(eps: float) -> float:  # a ParameterError: no counter calibrates at ε
+            return _forecast(dataclasses.replace(params, epsilon=eps)).measure(measure)
 
         return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 
