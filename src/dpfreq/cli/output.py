@@ -178,22 +178,47 @@ def forget_rescued_releases() -> None:
     _RESCUED.clear()
 
 
-def _save_fallback(text: str) -> Path | None:
-    """Write ``text`` to ``./dpfreq-release-<UTC time>.json`` (else the temporary directory)."""
+def _fallback(write: Callable[[Path], object], what: str, suffix: str) -> Path | None:
+    """Write with ``write(path)`` to ``./dpfreq-<what>-<UTC time><suffix>``, else to the
+    temporary directory; None when neither takes it. ``write`` must refuse an existing path
+    (OSError), so nothing is ever overwritten."""
     import tempfile
 
-    body = text if text.endswith("\n") else text + "\n"
     for directory in (Path.cwd(), Path(tempfile.gettempdir())):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        target = directory / f"dpfreq-release-{stamp}.json"
+        target = directory / f"dpfreq-{what}-{stamp}{suffix}"
         try:
-            with open(target, "x", encoding="utf-8") as handle:
-                handle.write(body)
-        except OSError:
+            write(target)
+        except (OSError, DataError):
             continue
-        _RESCUED.add(text)
         return target
     return None
+
+
+def _save_fallback(text: str) -> Path | None:
+    """Write a release's JSON ``text`` to a fallback file (:func:`_fallback`)."""
+    body = text if text.endswith("\n") else text + "\n"
+
+    def write(target: Path) -> None:
+        with open(target, "x", encoding="utf-8") as handle:
+            handle.write(body)
+
+    target = _fallback(write, "release", ".json")
+    if target is not None:
+        _RESCUED.add(text)
+    return target
+
+
+def _rescued(failed: str, failure: BaseException, what: str, target: Path | None
+             ) -> DataError:
+    """The one-line error of a drawn ``what`` that could not be written: where it went, or
+    that it is lost."""
+    reason = " ".join(str(failure).split()) or type(failure).__name__
+    if target is None:
+        return DataError(f"could not write {failed} ({reason}) and could not save the {what} "
+                         f"anywhere; the budget was spent and the {what} is lost.")
+    return DataError(f"could not write {failed} ({reason}); the {what} (budget already "
+                     f"spent) was saved to {target}.")
 
 
 def rescue_release(text: str, failure: BaseException, *, failed: str,
@@ -206,38 +231,23 @@ def rescue_release(text: str, failure: BaseException, *, failed: str,
     :func:`rescue_drawn_releases`). The returned :class:`DataError` says what failed and where
     the release is, in one line; raise it.
     """
-    reason = " ".join(str(failure).split()) or type(failure).__name__
     target = _save_fallback(text)
     if target is not None and same is not None:
         _RESCUED.add(same)
-    if target is None:
-        return DataError(f"could not write {failed} ({reason}) and could not save the release "
-                         "anywhere; the budget was spent and the release is lost.")
-    return DataError(f"could not write {failed} ({reason}); the release (budget already "
-                     f"spent) was saved to {target}.")
+    return _rescued(failed, failure, "release", target)
 
 
 def rescue_file(write: Callable[[Path], object], failure: BaseException, *, failed: str,
                 what: str, suffix: str) -> DataError:
     """Save a drawn artefact that is not a release (a party's sketch) with its own writer
     ``write(path)`` to ``./dpfreq-<what>-<UTC time><suffix>`` (or the temporary directory),
-    and return the one-line error to raise: where it went, or that it is lost."""
-    import tempfile
+    and return the one-line error to raise (:func:`rescue_release`'s)."""
+    def fresh(target: Path) -> None:
+        if target.exists():  # the writer may overwrite: never over another file
+            raise FileExistsError(target)
+        write(target)
 
-    reason = " ".join(str(failure).split()) or type(failure).__name__
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    for directory in (Path.cwd(), Path(tempfile.gettempdir())):
-        target = directory / f"dpfreq-{what}-{stamp}{suffix}"
-        if target.exists():
-            continue
-        try:
-            write(target)
-        except (OSError, DataError):
-            continue
-        return DataError(f"could not write {failed} ({reason}); the {what} (budget already "
-                         f"spent) was saved to {target}.")
-    return DataError(f"could not write {failed} ({reason}) and could not save the {what} "
-                     f"anywhere; the budget was spent and the {what} is lost.")
+    return _rescued(failed, failure, what, _fallback(fresh, what, suffix))
 
 
 def rescue_drawn_releases(exc: BaseException) -> list[Path]:
