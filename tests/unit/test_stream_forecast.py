@@ -170,6 +170,15 @@ def test_cli_plan_stream_text_and_json(tmp_path, capsys) -> None:
     code, _, err = run_cli([*line[:3], "0", *line[4:]], capsys)
     assert code == 2
     assert len(err.strip().splitlines()) == 1
+    groups = tmp_path / "groups.txt"
+    groups.write_text("a\nb\nc\n", encoding="utf-8")
+    code, out, _ = run_cli([*line, "--group", "campaign", "--groups", groups,
+                            "--max-groups-per-item", "2", "--json", "-"], capsys)
+    assert code == 0
+    grouped = plan_reach_stream(horizon=30, method="auto", delta=0.0, group="campaign",
+                                groups=["a", "b", "c"], max_groups_per_item=2, **PUBLIC)
+    assert json.loads(out)["band_half_width"] == grouped.band_half_width.tolist()
+    assert json.loads(out)["n_groups"] == 3
     code, out, _ = run_cli([*line, "--target-half-width", "10", "--json", "-"], capsys)
     assert code == 0
     assert json.loads(out)["epsilon_for_target_half_width"] == {
