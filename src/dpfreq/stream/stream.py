@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._signing import signing_key
 from dpfreq._validate import check_confidence, message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError, public_errors
@@ -35,7 +36,15 @@ from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
-from dpfreq.stream.state import MANIFEST, Batch, StreamState, load_state, save_state
+from dpfreq.stream.lock import state_lock
+from dpfreq.stream.state import (
+    MANIFEST,
+    Batch,
+    StreamState,
+    load_state,
+    save_state,
+    saved_generation,
+)
 
 __all__ = ["ReachStream"]
 
@@ -198,6 +207,7 @@ class ReachStream:
         plan = par.plan()
         item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
+        signing_key()  # a malformed DPFREQ_ARTIFACT_KEY is refused before the charge
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()
         directory.mkdir(parents=True, exist_ok=True)
@@ -278,9 +288,21 @@ class ReachStream:
         parameters only, never on the noise.
         """
         t = period_of(self.params, through)
+        with state_lock(self.path):  # one writer; the state as saved, not as first opened
+            self._reload()
+            if t <= self._state.last:
+                return self._resend(source, t)
+            return self._append(source, t)
+
+    def _reload(self) -> None:
+        """Adopt the saved state when another writer advanced it since this object read it
+        (:mod:`dpfreq.stream.lock`)."""
+        if saved_generation(self.path) != self._state.generation:
+            self._state = load_state(self.path)
+
+    def _append(self, source: Any, t: int) -> list[StreamRelease]:
+        """Append the periods after the saved last period through ``t`` (under the lock)."""
         st = self._state
-        if t <= st.last:
-            return self._resend(source, t)
         store = item_store(self.params.engine)
         events = store.read(source, self._spec(st.last, t))
         try:
@@ -315,11 +337,11 @@ class ReachStream:
                                     "up to through only (append later periods with a later "
                                     "through)", "events after through"))
         if events.n_late and self.params.late == "error":
-            raise DataError(message("source", f"events after the "
-                                    f"closed period {after} (late='error'; a re-sent period "
-                                    "is named by through; to drop late events create the "
-                                    "stream with late='drop')",
-                                    "events of closed periods"))
+            raise DataError(message("source", f"events of the periods after {after} only "
+                                    "(late='error' refuses events of closed periods and "
+                                    "events before the stream's first period; a re-sent "
+                                    "period is named by through; to drop late events create "
+                                    "the stream with late='drop')", "late events"))
 
     def _resend(self, source: Any, t: int) -> list[StreamRelease]:
         """A re-sent append: the stored answers, without new noise (module docstring)."""
