@@ -36,7 +36,7 @@ from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
-from dpfreq.stream.lock import state_lock
+from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.state import (
     MANIFEST,
     Batch,
@@ -65,7 +65,8 @@ def _fresh_directory(path: Any) -> Path:
         p = Path(path)
     except TypeError:
         raise ParameterError(message("path", "a directory path", path)) from None
-    if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(p.iterdir()))):
+    if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(
+            q.name != LOCK_FILE for q in p.iterdir()))):
         raise ParameterError(message("path", "a new or empty directory (a stream is "
                                      "created once; open an existing one with "
                                      "ReachStream.open)", str(p)))
@@ -210,15 +211,21 @@ class ReachStream:
         signing_key()  # a malformed DPFREQ_ARTIFACT_KEY is refused before the charge
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()
-        directory.mkdir(parents=True, exist_ok=True)
-        gate.spend(par.engine)
-        key = resolved.generator.bytes(32)  # after the charge: nothing random before it
-        g, k = par.n_groups, len(par.k_values)
-        state = StreamState(params=par, seeded=resolved.seeded, key=key,
-                            plan=_public(plan.record),
-                            exact=np.zeros((g, k, 0), dtype=np.int64),
-                            noisy=np.zeros((k, g, 0), dtype=np.int64))
-        save_state(directory, state)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:  # the writability check cannot see every file system's rules
+            raise ParameterError(message("path", "a directory this process can create and "
+                                         "write", str(directory))) from None
+        with state_lock(directory):  # two creations of one directory: one charge, one key
+            _fresh_directory(directory)
+            gate.spend(par.engine)
+            key = resolved.generator.bytes(32)  # after the charge: nothing random before it
+            g, k = par.n_groups, len(par.k_values)
+            state = StreamState(params=par, seeded=resolved.seeded, key=key,
+                                plan=_public(plan.record),
+                                exact=np.zeros((g, k, 0), dtype=np.int64),
+                                noisy=np.zeros((k, g, 0), dtype=np.int64))
+            save_state(directory, state)
         return cls(directory, state, plan)
 
     @classmethod
