@@ -32,11 +32,11 @@ from dpfreq.stream.auto import StreamPlan
 from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
 from dpfreq.stream.items.files import remove_items
 from dpfreq.stream.items.reader import AppendSpec
+from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
-from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.state import (
     MANIFEST,
     Batch,
