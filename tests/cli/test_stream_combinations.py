@@ -15,6 +15,7 @@ import threading
 import numpy as np
 import pytest
 
+import dpfreq.stream.lock as lock_module
 import dpfreq.stream.stream as stream_module
 from cli_runner import run_cli
 from dpfreq.budget import Accountant
@@ -344,3 +345,57 @@ def test_key_set_unset_or_changed_is_refused_in_one_line(tmp_path, capsys, monke
         assert len(err.strip().splitlines()) == 1, err
         assert words in err
         assert "Traceback" not in err
+
+
+def test_a_read_only_copy_shows_but_refuses_appends(tmp_path, capsys, monkeypatch) -> None:
+    """A directory where the lock file cannot be created (a read-only copy): ``show`` reads it,
+    ``append`` is refused in one line and the stream is unchanged."""
+    state = _init(tmp_path, capsys, "duckdb", False)
+    day1 = _csv(tmp_path, "d1.csv", [(1, "2026-03-01T10:00:00", "spring")])
+    assert run_cli(["stream", "append", state, day1], capsys)[0] == 0
+    (tmp_path / "reach" / ".lock").unlink()
+    real_open = lock_module.os.open
+
+    def read_only(path, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(lock_module.os, "open", read_only)
+    code, out, err = run_cli(["stream", "show", state, "--json", "-"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["period"] == 1
+    day2 = _csv(tmp_path, "d2.csv", [(1, "2026-03-02T10:00:00", "spring")])
+    code, out, err = run_cli(["stream", "append", state, day2], capsys)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "cannot create its lock file" in err
+    monkeypatch.undo()
+    assert ReachStream.open(state).last_period == 1
+
+
+def test_show_waits_for_an_append_to_finish(tmp_path, monkeypatch) -> None:
+    """An append holds the lock from reading the state to removing the superseded per-item file;
+    a reader opening the stream meanwhile waits and then sees the new state (never a manifest
+    whose per-item file is gone)."""
+    s = _create(tmp_path / "s", engine="duckdb")
+    s.append({"u": [1, 2], "t": [1, 1]}, through=1)
+    entered, opened = threading.Event(), {}
+    real_remove = stream_module.remove_items
+
+    def slow_remove(path):
+        entered.set()
+        reader.join(timeout=0.5)  # the reader is blocked on the lock, not done
+        opened["during"] = reader.is_alive()
+        real_remove(path)
+
+    def read() -> None:
+        entered.wait(timeout=30)
+        opened["last"] = ReachStream.open(tmp_path / "s").last_period
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    monkeypatch.setattr(stream_module, "remove_items", slow_remove)
+    s.append({"u": [3], "t": [2]}, through=2)
+    reader.join(timeout=30)
+    assert opened == {"during": True, "last": 2}

@@ -8,7 +8,8 @@ replace the first's state. :func:`state_lock` makes an append the only writer of
 (an OS advisory lock on ``STATE/.lock``: ``flock`` on POSIX, ``msvcrt.locking`` on Windows,
 released by the OS if the process dies), and the stream re-reads the saved manifest under the
 lock, so the later append sees the earlier one's periods (a re-send then returns the stored
-answers).
+answers). :meth:`~dpfreq.stream.ReachStream.open` reads under the shared lock, so it never sees
+a manifest whose per-item file an append is replacing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from dpfreq.errors import DataError
+
 __all__ = ["LOCK_FILE", "state_lock"]
 
 #: the lock file in a stream's state directory (empty; never read)
@@ -26,18 +29,28 @@ LOCK_FILE = ".lock"
 
 
 @contextlib.contextmanager
-def state_lock(directory: Path) -> Iterator[None]:
-    """Hold the exclusive lock of ``directory`` (waits for another holder to finish)."""
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+def state_lock(directory: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold the lock of ``directory``: exclusive (a writer), or ``shared`` (a reader: many at
+    once, none while a writer holds it). Waits for the holders to finish. A reader of a
+    directory it cannot write (a read-only copy) reads without the lock; a writer that cannot
+    create the lock file is refused in one line."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        if shared:
+            yield
+            return
+        raise DataError(f"{directory} cannot be appended to: this process cannot create "
+                        f"its lock file {LOCK_FILE} there (a read-only directory?).") from None
     try:
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             import msvcrt
 
-            while True:
+            while True:  # one lock kind on Windows; LK_LOCK gives up after 10 s: wait on
                 try:
                     msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
                     break
-                except OSError:  # LK_LOCK gives up after 10 s: keep waiting
+                except OSError:
                     continue
             try:
                 yield
@@ -47,7 +60,7 @@ def state_lock(directory: Path) -> Iterator[None]:
         else:
             import fcntl
 
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             try:
                 yield
             finally:

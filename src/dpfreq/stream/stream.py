@@ -243,7 +243,10 @@ class ReachStream:
         3
         """
         p = Path(path)
-        state = load_state(p)
+        if not (p / MANIFEST).is_file():  # no lock file left in a directory that is no stream
+            raise DataError(f"{p} holds no reach stream (no {MANIFEST}); create one first.")
+        with state_lock(p, shared=True):  # not while an append replaces the per-item file
+            state = load_state(p)
         plan = state.params.plan()
         if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
             raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
