@@ -399,3 +399,16 @@ def test_show_waits_for_an_append_to_finish(tmp_path, monkeypatch) -> None:
     s.append({"u": [3], "t": [2]}, through=2)
     reader.join(timeout=30)
     assert opened == {"during": True, "last": 2}
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_an_empty_first_day_fixes_no_kind_of_item_id(tmp_path, engine) -> None:
+    """Integer ids of an empty first day (a typed Parquet file without rows) do not fix the
+    kind: the next day's text ids append, and then fix it."""
+    s = _create(tmp_path / "s", engine=engine, epsilon=1000.0)
+    s.append({"u": np.zeros(0, dtype=np.int64), "t": np.zeros(0, dtype=np.int64)}, through=1)
+    [rel] = s.append({"u": np.array(["x", "y", "x"]), "t": [2, 2, 2]}, through=2)
+    np.testing.assert_array_equal(s.state.exact[0, :, 1], [2, 0])
+    with pytest.raises(DataError, match="must be text like"):
+        s.append({"u": [1], "t": [3]}, through=3)
+    assert rel.period == 2

@@ -316,11 +316,13 @@ class ReachStream:
         store = item_store(self.params.engine)
         events = store.read(source, self._spec(st.last, t))
         try:
-            if st.key_kind is not None and events.key_kind != st.key_kind:
+            kept = st.items_file is not None and st.n_pairs > 0  # no item kept yet: the next
+            # append's keys may be of either kind (an empty first day fixes nothing)
+            if kept and events.key_kind != st.key_kind:
                 raise DataError(f"item of ReachStream.append must be {st.key_kind} like the "
                                 f"stream's earlier appends; got {events.key_kind} keys.")
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
-            current = None if st.items_file is None else self.path / st.items_file
+            current = self.path / str(st.items_file) if kept else None
             res = store.update(events, self._update_plan(st.last, t), current, out,
                                lambda: self._check_events(events, st.last))
         finally:
