@@ -412,3 +412,13 @@ def test_an_empty_first_day_fixes_no_kind_of_item_id(tmp_path, engine) -> None:
     with pytest.raises(DataError, match="must be text like"):
         s.append({"u": [1], "t": [3]}, through=3)
     assert rel.period == 2
+
+
+def test_release_of_a_long_lived_object_sees_later_appends(tmp_path) -> None:
+    """A dashboard keeps one object open while a cron job appends with another: its
+    ``release`` answers the new periods, the bits the appender published."""
+    viewer = _create(tmp_path / "s", engine="duckdb")
+    cron = ReachStream.open(tmp_path / "s")
+    published = [r.to_json() for r in _feed(cron, _log(2), CHUNKS["batches"])]
+    assert viewer.release().to_json() == published[-1]
+    assert viewer.release(3).to_json() == published[2]

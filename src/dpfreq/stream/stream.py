@@ -377,13 +377,16 @@ class ReachStream:
     @public_errors("ReachStream.release")
     def release(self, through: Any = None, *, confidence: float | None = None
                 ) -> StreamRelease:
-        """The release of a past period (default: the last), from the saved measurements.
+        """The release of a past period (default: the last), from the saved measurements
+        (as saved now: appends by other processes since this object was opened included).
 
         Privacy
         -------
         Post-processing of the noisy measurements: free, any number of times (see
         :meth:`create`).
         """
+        with state_lock(self.path, shared=True):  # what other writers appended since
+            self._reload()
         if self._state.last == 0:
             raise ParameterError(message("through", "a period already appended (the "
                                          "stream has none yet)", through))
