@@ -422,3 +422,18 @@ def test_release_of_a_long_lived_object_sees_later_appends(tmp_path) -> None:
     published = [r.to_json() for r in _feed(cron, _log(2), CHUNKS["batches"])]
     assert viewer.release().to_json() == published[-1]
     assert viewer.release(3).to_json() == published[2]
+
+
+def test_an_object_of_a_replaced_stream_adopts_the_new_one(tmp_path) -> None:
+    """The directory was emptied and a new stream created there (a new key, other
+    parameters): an object of the old stream appends to the new one with the new key and
+    parameters, never writes the old key back."""
+    old = _create(tmp_path / "s", engine="memory")
+    old.append({"u": [1], "t": [1]}, through=1)
+    for f in (tmp_path / "s").iterdir():
+        f.unlink()
+    new = _create(tmp_path / "s", engine="memory", rng=8, horizon=5, k_values=[2])
+    [rel] = old.append({"u": [1, 1], "t": [1, 1]}, through=1)
+    assert rel.k_values == (2,)
+    assert old.state.key == new.state.key
+    assert ReachStream.open(tmp_path / "s").state.key == new.state.key

@@ -43,7 +43,7 @@ from dpfreq.stream.state import (
     StreamState,
     load_state,
     save_state,
-    saved_generation,
+    saved_identity,
 )
 
 __all__ = ["ReachStream"]
@@ -75,6 +75,16 @@ def _fresh_directory(path: Any) -> Path:
         raise ParameterError(message("path", "a directory this process can create and "
                                      "write", str(p)))
     return p
+
+
+def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
+    """The plan of a saved stream, refused if its counter is not the one that measured it."""
+    plan = state.params.plan()
+    if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
+        raise DataError(f"{path} is not a valid reach stream for this dpfreq: its counter "
+                        "was planned differently (created by another version); open it "
+                        "with the version that created it.")
+    return plan
 
 
 class ReachStream:
@@ -247,12 +257,7 @@ class ReachStream:
             raise DataError(f"{p} holds no reach stream (no {MANIFEST}); create one first.")
         with state_lock(p, shared=True):  # not while an append replaces the per-item file
             state = load_state(p)
-        plan = state.params.plan()
-        if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
-            raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
-                            "was planned differently (created by another version); open it "
-                            "with the version that created it.")
-        return cls(p, state, plan)
+        return cls(p, state, _checked_plan(p, state))
 
     def _spec(self, after: int, through: int) -> AppendSpec:
         par = self.params
@@ -297,9 +302,9 @@ class ReachStream:
         (see :meth:`create`). Whether an append is refused depends on the data and public
         parameters only, never on the noise.
         """
-        t = period_of(self.params, through)
         with state_lock(self.path):  # one writer; the state as saved, not as first opened
             self._reload()
+            t = period_of(self.params, through)
             if t <= self._state.last:
                 return self._resend(source, t)
             return self._append(source, t)
@@ -307,8 +312,10 @@ class ReachStream:
     def _reload(self) -> None:
         """Adopt the saved state when another writer advanced it since this object read it
         (:mod:`dpfreq.stream.lock`)."""
-        if saved_generation(self.path) != self._state.generation:
-            self._state = load_state(self.path)
+        if saved_identity(self.path) != (self._state.generation, self._state.key):
+            state = load_state(self.path)  # (another key: the directory holds a new stream)
+            self.plan, self._state, self.params = (_checked_plan(self.path, state), state,
+                                                   state.params)
 
     def _append(self, source: Any, t: int) -> list[StreamRelease]:
         """Append the periods after the saved last period through ``t`` (under the lock)."""
