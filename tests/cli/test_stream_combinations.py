@@ -437,3 +437,37 @@ def test_an_object_of_a_replaced_stream_adopts_the_new_one(tmp_path) -> None:
     assert rel.k_values == (2,)
     assert old.state.key == new.state.key
     assert ReachStream.open(tmp_path / "s").state.key == new.state.key
+
+
+@pytest.mark.parametrize("horizon", ["30", "none"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_plan_stream_json_and_target_in_combination(tmp_path, capsys, horizon, grouped) -> None:
+    """``dpfreq plan stream`` with and without a horizon and groups: ``--json -`` is pure JSON
+    whose first periods' half-widths are the ones a created stream publishes; a bad target is
+    named by its option."""
+    groups = tmp_path / "groups.txt"
+    groups.write_text("spring\nsummer\n")
+    more = ["--group", "campaign", "--groups", groups, "--max-groups-per-item", "1"] \
+        if grouped else []
+    line = ["--horizon", horizon, "--k", "1,2", "--unit", "item", "--epsilon", "1", "--delta",
+            "0", "--method", "auto", *more]
+    code, out, err = run_cli(["plan", "stream", *line, "--target-half-width", "20", "--json",
+                              "-"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["epsilon_for_target_half_width"]["epsilon"] > 0
+    s = ReachStream.create(tmp_path / "s", item="u", time="t",
+                           horizon=None if horizon == "none" else 30, k_values=[1, 2],
+                           unit="item", epsilon=1.0, delta=0.0, method="auto", late="drop",
+                           engine="memory", rng=1,
+                           **({"group": "g", "groups": ["spring", "summer"],
+                               "max_groups_per_item": 1} if grouped else {}))
+    assert s.plan.method == doc["method"]
+    rel = s.append({"u": [1], "t": [1], **({"g": ["spring"]} if grouped else {})}, through=1)[0]
+    up = rel.error.upper["spring"][1] if grouped else rel.error.upper[1]
+    value = rel.value["spring"][1] if grouped else rel.value[1]
+    assert doc["periods"][0] == 1
+    assert up[0] - value[0] == doc["half_width"][0]
+    code, out, err = run_cli(["plan", "stream", *line, "--target-half-width", "0"], capsys)
+    assert (code, out) == (2, "")
+    assert "--target-half-width of dpfreq plan stream" in err
