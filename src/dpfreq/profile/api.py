@@ -31,7 +31,7 @@ from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.direct import DirectLayout, direct_layout
 from dpfreq.profile.direct_release import (
     ProfileMechanism,
-    build_direct,
+    direct_profile,
     draw_direct,
     release_direct,
 )
@@ -189,13 +189,8 @@ class _ProfileSteps:
             return sketch_release(noisy.values, domain_size=d, max_count=n, epsilon=eps,
                                   B=plan.B, method=par.method, norm=self.norm, confidence=conf,
                                   seeded=noisy.seeded, mechanism_params=params)
-        out = build_direct(noisy.values, plan.layout, d=d, n=n, unit=u, conf=conf)
-        params.update(out.params.to_dict())
-        return ProfileRelease(
-            value=out.value, epsilon=eps, delta=0.0, unit=u, mechanism=out.mechanism,
-            mechanism_params=params, seeded=noisy.seeded, error=out.error, domain_size=d,
-            max_count=n, method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0,
-            norm=self.norm, noisy_profile=out.noisy_profile)
+        return direct_profile(noisy.values, plan.layout, d=d, n=n, eps=eps, unit=u, conf=conf,
+                              norm=self.norm, seeded=noisy.seeded, params=params)
 
 
 @public_errors("release_profile")
