@@ -7,9 +7,11 @@ A :class:`~dpfreq.profile.ProfileRelease` is saved as sealed JSON text
 measurement — the noisy count-of-counts ``y[0..n]`` of the direct method, or the counts of
 noisy values on ``t = −B..n+B`` of the Wu & Pagh sketch — and its public parameters (ε exactly
 as spent, unit, method, ``d``, ``n``, confidence, norm, ``B``, ``seeded`` and the public
-context of ``mechanism_params`` as ``[name, value]`` pairs, in order: engine, why, ...). Loading checks the seal and every field,
-then **recomputes** the estimate, its intervals, band and bounds from the measurement by the
-same post-processing the release ran (:func:`~dpfreq.profile.direct_release.direct_profile`,
+context of ``mechanism_params`` as ``[name, value]`` pairs, in order: engine, why, ...).
+
+Loading checks the seal and every field, then **recomputes** the estimate, its intervals, band
+and bounds from the measurement by the same post-processing the release ran
+(:func:`~dpfreq.profile.direct_release.direct_profile`,
 :func:`~dpfreq.profile.reconstruct.reconstruct_profile_from_counts`). The loaded release is
 therefore equal to the saved one bit for bit, and no edit of a published number survives a
 load: the file holds none, only the measurement they are a function of.
