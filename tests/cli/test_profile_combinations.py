@@ -132,7 +132,8 @@ def test_show_spends_nothing_and_takes_no_ledger(log: Path, tmp_path: Path,
     code, _, err = run_cli(["profile", "show", saved], capsys)
     assert code == 0, err
     code, _, err = run_cli(["profile", "show", saved, "--ledger", ledger], capsys)
-    assert code == 2 and "--ledger" in err
+    assert code == 2
+    assert "--ledger" in err
     assert len(Ledger(ledger).ledger) == 1
 
 
@@ -153,7 +154,8 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_one_charge(
                                            out / "r.dpfreq"), "--ledger", ledger], capsys)
     assert (code, stdout) == (2, ""), err
     lines = [line for line in err.splitlines() if line.startswith("dpfreq:")]
-    assert len(lines) == 1 and "No space left on device" in lines[0], err
+    assert len(lines) == 1, err
+    assert "No space left on device" in lines[0], err
     (rescued,) = tmp_path.glob("dpfreq-release-*.json")  # one file: the sealed release
     assert str(rescued) in lines[0]
     monkeypatch.undo()
@@ -174,8 +176,10 @@ def test_a_save_that_cannot_be_honoured_is_refused_before_anything_is_spent(
     code, out, err = run_cli([*_profile(log, *extra), "--ledger", ledger], capsys)
     assert (code, out) == (2, ""), err
     lines = [line for line in err.splitlines() if not line.startswith("warning: --seed")]
-    assert len(lines) == 1 and lines[0].startswith("dpfreq: error: --save of dpfreq profile")
-    assert Ledger(ledger).ledger == [] and not target.exists()
+    assert len(lines) == 1
+    assert lines[0].startswith("dpfreq: error: --save of dpfreq profile")
+    assert Ledger(ledger).ledger == []
+    assert not target.exists()
 
 
 def _groups(tmp_path: Path) -> Path:
@@ -194,8 +198,11 @@ def _saved(log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Pat
 def _show_refuses(saved: Path, capsys: pytest.CaptureFixture[str], match: str) -> None:
     code, out, err = run_cli(["profile", "show", saved], capsys)
     assert (code, out) == (2, ""), err
-    assert err.count("\n") == 1 and err.startswith("dpfreq: error: ") and match in err, err
-    assert "Traceback" not in err and "saved to" not in err  # nothing drawn, nothing rescued
+    assert err.count("\n") == 1, err
+    assert err.startswith("dpfreq: error: "), err
+    assert match in err, err
+    assert "Traceback" not in err
+    assert "saved to" not in err
 
 
 def test_show_refuses_an_edited_file(log: Path, tmp_path: Path,
@@ -244,7 +251,8 @@ def test_show_failing_to_write_rescues_nothing(log: Path, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(["profile", "show", saved, "--plot", tmp_path / "x.png"], capsys)
     assert (code, out) == (2, ""), err
-    assert "No space left on device" in err and "saved to" not in err
+    assert "No space left on device" in err
+    assert "saved to" not in err
     assert list(tmp_path.glob("dpfreq-release-*")) == []
 
 
@@ -260,7 +268,9 @@ def test_a_bad_target_is_one_line_naming_its_option_before_any_plan(
         capsys: pytest.CaptureFixture[str], argv: list[str], option: str) -> None:
     code, out, err = run_cli(argv, capsys)
     assert (code, out) == (2, ""), err
-    assert err.count("\n") == 1 and option in err and "finite number > 0" in err, err
+    assert err.count("\n") == 1, err
+    assert option in err, err
+    assert "finite number > 0" in err, err
 
 
 def test_longitudinal_aggregate_names_devices_for_a_bad_enrolment(

@@ -82,8 +82,10 @@ def test_the_file_holds_the_measurement_and_public_parameters_only(tmp_path: Pat
     assert (doc["format"], doc["kind"], doc["version"]) == ("dpfreq", KIND, VERSION)
     payload = doc["payload"]
     assert payload["measurement"] == rel.mechanism_params["noisy_count_of_counts"].tolist()
-    assert "value" not in payload and "error" not in payload  # recomputed, never stored
-    assert payload["epsilon"] == rel.epsilon and payload["unit"] == "item"
+    assert "value" not in payload
+    assert "error" not in payload
+    assert payload["epsilon"] == rel.epsilon
+    assert payload["unit"] == "item"
 
 
 def _reseal(path: Path, edit: Any) -> None:
@@ -100,7 +102,8 @@ def _one_line_refusal(path: Path, match: str) -> str:
     with pytest.raises(DataError, match=match) as info:
         ProfileRelease.load(path)
     text = str(info.value)
-    assert "\n" not in text and text.startswith(str(path)), text
+    assert "\n" not in text, text
+    assert text.startswith(str(path)), text
     return text
 
 
@@ -198,7 +201,7 @@ def test_the_plain_json_of_a_release_is_refused_with_the_way_to_save(tmp_path: P
     path = tmp_path / "plain.json"
     path.write_text(rel.to_json(), encoding="utf-8")
     _one_line_refusal(path, "holds no seal and cannot be loaded: save the release")
-    with pytest.raises(DataError, match="^the text is not a valid dpfreq ProfileRelease"):
+    with pytest.raises(DataError, match=r"^the text is not a valid dpfreq ProfileRelease"):
         ProfileRelease.from_json("[1, 2]")
 
 

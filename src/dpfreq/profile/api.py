@@ -31,14 +31,12 @@ from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.direct import DirectLayout, direct_layout
 from dpfreq.profile.direct_release import (
     ProfileMechanism,
-    direct_profile,
     draw_direct,
     release_direct,
 )
 from dpfreq.profile.grouped import release_grouped_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.plan import ProfileParams, check_profile_parameters
-from dpfreq.profile.reconstruct import sketch_release
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.resources import check_memory
 from dpfreq.rng import ResolvedRNG, RNGLike
@@ -185,12 +183,10 @@ class _ProfileSteps:
         params = ProfileMechanism(engine=noisy.engine, why=par.why, method=par.method,
                                   domain_size=d, max_count=n, confidence=conf,
                                   unit=u).to_dict()
-        if plan.layout is None:
-            return sketch_release(noisy.values, domain_size=d, max_count=n, epsilon=eps,
-                                  B=plan.B, method=par.method, norm=self.norm, confidence=conf,
-                                  seeded=noisy.seeded, mechanism_params=params)
-        return direct_profile(noisy.values, plan.layout, d=d, n=n, eps=eps, unit=u, conf=conf,
-                              norm=self.norm, seeded=noisy.seeded, params=params)
+        return ProfileRelease.from_measurement(
+            noisy.values, method=par.method, domain_size=d, max_count=n, epsilon=eps, unit=u,
+            confidence=conf, norm=self.norm, B=plan.B, seeded=noisy.seeded,
+            mechanism_params=params)
 
 
 @public_errors("release_profile")

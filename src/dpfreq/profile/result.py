@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpfreq.errors import public_errors
+from dpfreq.errors import DPFreqError, public_errors
 from dpfreq.release import Release
 
 __all__ = ["ProfileRelease"]
@@ -161,6 +162,36 @@ class ProfileRelease(Release):
             "items": items,
         }
 
+    # ------------------------------------------------------------------ measurement
+    @classmethod
+    def from_measurement(cls, measurement: Any, *, method: str, domain_size: int,
+                         max_count: int, epsilon: float, unit: str, confidence: float,
+                         norm: str, B: int, seeded: bool,
+                         mechanism_params: Mapping[str, Any]) -> ProfileRelease:
+        """The complete release of a noisy measurement: every published number computed first.
+
+        ``measurement`` is the noisy count-of-counts ``y[0..n]`` (``method="direct"``) or the
+        counts of the sketch's noisy values on ``t = −B..n+B`` (``"fft"``, ``"mle"``), int64,
+        already checked; ``mechanism_params`` the release's public context (engine, why, ...),
+        to which the mechanism's own entries are added. Post-processing only: the same fields
+        :func:`~dpfreq.profile.release_profile` publishes (:mod:`dpfreq.profile.saved` loads a
+        saved release through here).
+        """
+        if method == "direct":
+            from dpfreq.profile.direct import direct_layout
+            from dpfreq.profile.direct_release import direct_fields
+
+            return cls(**direct_fields(
+                measurement, direct_layout(unit, epsilon, max_count), d=domain_size,
+                n=max_count, eps=epsilon, unit=unit, conf=confidence, norm=norm, seeded=seeded,
+                params=mechanism_params))
+        from dpfreq.profile.estimate import sketch_fields
+
+        return cls(**sketch_fields(measurement, domain_size=domain_size, max_count=max_count,
+                                   epsilon=epsilon, B=B, method=method, norm=norm,
+                                   confidence=confidence, seeded=seeded,
+                                   mechanism_params=mechanism_params))
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
         """Write the release's noisy measurement and public parameters to ``path``.
@@ -193,9 +224,9 @@ class ProfileRelease(Release):
         >>> same.to_json() == rel.to_json()
         True
         """
-        from dpfreq.profile.saved import save_release
+        from dpfreq.profile.saved import write_saved
 
-        return save_release(self, path)
+        return write_saved(self, path)
 
     @classmethod
     @public_errors("ProfileRelease.load")
@@ -203,8 +234,9 @@ class ProfileRelease(Release):
         """The release saved in ``path`` by :meth:`save`, recomputed from its measurement.
 
         Every published number (estimate, intervals, band, ℓ1 bound) is recomputed from the
-        stored noisy measurement by the release's own post-processing, so it equals the saved
-        release's bit for bit; nothing is spent.
+        stored noisy measurement by the release's own post-processing
+        (:meth:`from_measurement`), so it equals the saved release's bit for bit; nothing is
+        spent.
 
         Raises
         ------
@@ -215,9 +247,9 @@ class ProfileRelease(Release):
             its key or an unsigned one while ``DPFREQ_ARTIFACT_KEY`` is set, or a field out of
             its range.
         """
-        from dpfreq.profile.saved import load_release
+        from dpfreq.profile.saved import read_saved
 
-        return load_release(path)
+        return cls._rebuilt(read_saved(path), str(path))
 
     @classmethod
     @public_errors("ProfileRelease.from_json")
@@ -227,9 +259,18 @@ class ProfileRelease(Release):
 
         The plain JSON of :meth:`to_json` carries no seal and is refused in one line.
         """
-        from dpfreq.profile.saved import from_saved_json
+        from dpfreq.profile.saved import read_saved_text
 
-        return from_saved_json(text, label=label)
+        return cls._rebuilt(read_saved_text(text, label=label), label)
+
+    @classmethod
+    def _rebuilt(cls, arguments: dict[str, Any], label: str) -> ProfileRelease:
+        from dpfreq.profile.saved import invalid
+
+        try:
+            return cls.from_measurement(**arguments)
+        except (DPFreqError, ValueError, TypeError, OverflowError) as exc:
+            raise invalid(label, exc) from None
 
     def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None,
              from_count: int = 0) -> Any:

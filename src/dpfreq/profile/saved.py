@@ -11,8 +11,9 @@ context of ``mechanism_params`` as ``[name, value]`` pairs, in order: engine, wh
 
 Loading checks the seal and every field, then **recomputes** the estimate, its intervals, band
 and bounds from the measurement by the same post-processing the release ran
-(:func:`~dpfreq.profile.direct_release.direct_profile`,
-:func:`~dpfreq.profile.reconstruct.reconstruct_profile_from_counts`). The loaded release is
+(:meth:`~dpfreq.profile.ProfileRelease.from_measurement`: the fields of
+:func:`~dpfreq.profile.direct_release.direct_fields` or
+:func:`~dpfreq.profile.estimate.sketch_fields`). The loaded release is
 therefore equal to the saved one bit for bit, and no edit of a published number survives a
 load: the file holds none, only the measurement they are a function of.
 
@@ -23,7 +24,6 @@ shared like the release itself; sign it when its readers must know it is unedite
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,10 @@ import numpy as np
 from dpfreq._validate import check_int, message
 from dpfreq.artifacts import open_json, seal_json
 from dpfreq.errors import DataError, DPFreqError, ParameterError
-from dpfreq.profile.result import ProfileRelease
 from dpfreq.release import to_jsonable
 
-__all__ = ["KIND", "VERSION", "from_saved_json", "load_release", "save_release",
-           "saved_json"]
+__all__ = ["KIND", "VERSION", "invalid", "read_saved", "read_saved_text", "saved_json",
+           "write_saved"]
 
 KIND = "ProfileRelease"
 VERSION = 1
@@ -46,7 +45,7 @@ _FIELDS = ("epsilon", "unit", "method", "domain_size", "max_count", "confidence"
 _MEASURED = ("noisy_count_of_counts",)
 
 
-def _measurement(rel: ProfileRelease) -> list[int]:
+def _measurement(rel: Any) -> list[int]:
     """The integer noisy measurement the release's published numbers are computed from."""
     if rel.method == "direct":
         return [int(v) for v in np.asarray(rel.mechanism_params["noisy_count_of_counts"])]
@@ -58,8 +57,9 @@ def _measurement(rel: ProfileRelease) -> list[int]:
     return [int(v) for v in counts]
 
 
-def saved_json(rel: ProfileRelease) -> str:
-    """Sealed JSON text of the release's noisy measurement and public parameters."""
+def saved_json(rel: Any) -> str:
+    """Sealed JSON text of a :class:`~dpfreq.profile.ProfileRelease`'s noisy measurement and
+    public parameters (signed when ``DPFREQ_ARTIFACT_KEY`` is set)."""
     if "group" in rel.mechanism_params:
         raise ParameterError(message(
             "release", "an ungrouped profile release (one group's release of a grouped "
@@ -75,7 +75,7 @@ def saved_json(rel: ProfileRelease) -> str:
     return seal_json(payload, kind=KIND, version=VERSION)
 
 
-def save_release(rel: ProfileRelease, path: str | Path) -> Path:
+def write_saved(rel: Any, path: str | Path) -> Path:
     """Write :func:`saved_json` to ``path`` (replaced if it exists, through a temporary file
     beside it, so a crash never leaves half a file under the final name)."""
     out = Path(path)
@@ -86,12 +86,25 @@ def save_release(rel: ProfileRelease, path: str | Path) -> Path:
     return out
 
 
-def _rebuild(p: Mapping[str, Any]) -> ProfileRelease:
-    """The release recomputed from a payload's measurement (every field checked on the way)."""
+def _direct_measurement(values: list[Any], d: int, n: int, B: int,
+                        derive_zero: bool) -> np.ndarray:
+    """The noisy count-of-counts ``y[0..n]``, checked (with class 0 derived: summing to d)."""
+    if len(values) != n + 1 or B != 0 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**63 for v in values):
+        raise ParameterError(message("measurement", f"n + 1 = {n + 1} integers (the noisy "
+                                     "count-of-counts) with B = 0", "another value"))
+    if derive_zero and sum(values) != d:
+        raise ParameterError(message("measurement", "a count-of-counts summing to d (class "
+                                     "0 is d minus the noised classes)", "another sum"))
+    return np.asarray(values, dtype=np.int64)
+
+
+def _arguments(p: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of :meth:`~dpfreq.profile.ProfileRelease.from_measurement` of a payload,
+    every field checked."""
     from dpfreq.profile.direct import direct_layout
-    from dpfreq.profile.direct_release import direct_profile
+    from dpfreq.profile.estimate import checked_sketch_counts
     from dpfreq.profile.plan import check_profile_parameters
-    from dpfreq.profile.reconstruct import reconstruct_profile_from_counts
 
     pairs = p["mechanism_params"]  # [name, value] pairs: JSON keeps their order
     if not isinstance(pairs, list) or not all(
@@ -109,30 +122,21 @@ def _rebuild(p: Mapping[str, Any]) -> ProfileRelease:
     B = check_int(p["B"], "B", minimum=0)
     if not isinstance(p["measurement"], list):
         raise ParameterError(message("measurement", "a list of integers", "another value"))
-    params = dict(pairs)
-    if par.method != "direct":
-        return reconstruct_profile_from_counts(
-            p["measurement"], domain_size=par.domain_size, max_count=par.max_count,
-            epsilon=par.epsilon, confidence=par.confidence, norm=p["norm"], method=par.method,
-            B=B, seeded=p["seeded"], mechanism_params=params)
-    d, n = par.domain_size, par.max_count
-    y = np.asarray(p["measurement"], dtype=object)
-    if y.size != n + 1 or B != 0 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                            and abs(v) < 2**63 for v in y.tolist()):
-        raise ParameterError(message("measurement", f"n + 1 = {n + 1} integers (the noisy "
-                                     "count-of-counts) with B = 0", "another value"))
-    y = y.astype(np.int64)
-    layout = direct_layout(par.unit, par.epsilon, n)
-    if layout.derive_zero and int(sum(int(v) for v in y.tolist())) != d:
-        raise ParameterError(message("measurement", "a count-of-counts summing to d (class "
-                                     "0 is d minus the noised classes)", "another sum"))
-    return direct_profile(y, layout, d=d, n=n, eps=par.epsilon, unit=par.unit,
-                          conf=par.confidence, norm=p["norm"], seeded=p["seeded"],
-                          params=params)
+    d, n, eps = par.domain_size, par.max_count, par.epsilon
+    if par.method == "direct":
+        y = _direct_measurement(p["measurement"], d, n, B,
+                                direct_layout(par.unit, eps, n).derive_zero)
+    else:
+        y, B = checked_sketch_counts(p["measurement"], domain_size=d, max_count=n,
+                                     epsilon=eps, B=B)
+    return {"measurement": y, "method": par.method, "domain_size": d, "max_count": n,
+            "epsilon": eps, "unit": par.unit, "confidence": par.confidence, "norm": p["norm"],
+            "B": B, "seeded": p["seeded"], "mechanism_params": dict(pairs)}
 
 
-def from_saved_json(text: str | bytes, *, label: str = "the text") -> ProfileRelease:
-    """The release of text written by :func:`saved_json`, recomputed from its measurement.
+def read_saved_text(text: str | bytes, *, label: str = "the text") -> dict[str, Any]:
+    """The checked arguments of :meth:`~dpfreq.profile.ProfileRelease.from_measurement` held by
+    text written by :func:`saved_json`.
 
     Any failure — not JSON, another kind or version, a seal that does not match (or a signed
     text without its key, an unsigned one while ``DPFREQ_ARTIFACT_KEY`` is set), a field out
@@ -148,13 +152,19 @@ def from_saved_json(text: str | bytes, *, label: str = "the text") -> ProfileRel
                 "`dpfreq profile --save FILE`.") from None
         raise
     if set(payload) != set(_FIELDS):
-        raise DataError(f"{label} is not a valid dpfreq {KIND} file: its fields are not "
-                        f"{', '.join(_FIELDS)}.")
+        raise invalid(label, f"its fields are not {', '.join(_FIELDS)}")
     try:
-        return _rebuild(payload)
+        return _arguments(payload)
     except (DPFreqError, ValueError, TypeError, OverflowError) as exc:
-        reason = str(exc).rstrip(".") if isinstance(exc, DPFreqError) else type(exc).__name__
-        raise DataError(f"{label} is not a valid dpfreq {KIND} file: {reason}.") from None
+        raise invalid(label, exc) from None
+
+
+def invalid(label: str, reason: str | BaseException) -> DataError:
+    """The one-line error of a saved release ``label`` that cannot be loaded."""
+    if isinstance(reason, BaseException):
+        reason = (str(reason).rstrip(".") if isinstance(reason, DPFreqError)
+                  else type(reason).__name__)
+    return DataError(f"{label} is not a valid dpfreq {KIND} file: {reason}.")
 
 
 def _is_release_json(text: str | bytes) -> bool:
@@ -165,8 +175,8 @@ def _is_release_json(text: str | bytes) -> bool:
     return isinstance(obj, dict) and obj.get("type") == "ProfileRelease"
 
 
-def load_release(path: str | Path) -> ProfileRelease:
-    """The release saved in ``path`` by :func:`save_release` (see :func:`from_saved_json`)."""
+def read_saved(path: str | Path) -> dict[str, Any]:
+    """:func:`read_saved_text` of the file ``path`` (missing or unreadable: one DataError)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -174,4 +184,4 @@ def load_release(path: str | Path) -> ProfileRelease:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path} cannot be read as a saved profile release "
                         f"({type(exc).__name__}).") from None
-    return from_saved_json(text, label=str(path))
+    return read_saved_text(text, label=str(path))
