@@ -220,6 +220,28 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_one_charge(
     assert not (out / "r.dpfreq").exists()
 
 
+@pytest.mark.parametrize("method", ["fft", "mle"])
+def test_a_sketch_at_tiny_epsilon_is_refused_before_the_charge(
+        log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """At ε = 1e-6 the intervals' simulated sketches need hundreds of GiB: the release was
+    charged, drew the noise of every item and then died of a MemoryError (an internal error,
+    after 50 s) because the memory check counted only n + 1 entries per simulated sketch. Now
+    it is refused in one line naming --epsilon, before anything is spent (64 GiB available)."""
+    import dpfreq.resources as resources
+
+    monkeypatch.setattr(resources, "available_memory_bytes", lambda: 64 << 30)
+    ledger = _ledger(tmp_path / "budget.db", capsys)
+    argv = _profile(log, method=method, unit="event")
+    argv[argv.index("--epsilon") + 1] = "1e-6"
+    code, out, err = run_cli([*argv, "--ledger", ledger], capsys)
+    assert (code, out) == (2, ""), err
+    assert "dpfreq: error: --epsilon of dpfreq profile must be large enough for the " \
+           "reconstruction's noise window" in err, err
+    assert "GiB available); got 1e-06." in err, err
+    assert Ledger(ledger).ledger == []
+
+
 @pytest.mark.parametrize("case", ["group", "same as json"])
 def test_a_save_that_cannot_be_honoured_is_refused_before_anything_is_spent(
         log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
