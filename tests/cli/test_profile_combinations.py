@@ -176,6 +176,23 @@ def _ledger(path: Path, capsys: pytest.CaptureFixture[str], epsilon: str = "10")
     return path
 
 
+def test_show_of_a_sketch_reconstruction_states_its_method_without_a_blank_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ProfileSketch's release has no "why" (nothing was chosen): the header said
+    "# method mle: " with nothing after the colon."""
+    import numpy as np
+
+    from dpfreq.profile import ProfileSketch
+
+    sketch = ProfileSketch(domain_size=60, max_count=6, epsilon=1.0, rng=2)
+    sketch.update(np.array([1, 2, 2, 3, 3, 3, 7]))
+    saved = sketch.reconstruct(method="mle").save(tmp_path / "sketch-release.json")
+    code, out, err = run_cli(["profile", "show", saved], capsys)
+    assert code == 0, err
+    assert "# method mle\n" in out
+    assert "wu-pagh-mle" in out
+
+
 def test_show_spends_nothing_and_takes_no_ledger(log: Path, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     ledger = _ledger(tmp_path / "budget.db", capsys)
@@ -226,7 +243,7 @@ def test_a_sketch_at_tiny_epsilon_is_refused_before_the_charge(
         monkeypatch: pytest.MonkeyPatch, method: str) -> None:
     """At ε = 1e-6 the intervals' simulated sketches need hundreds of GiB: the release was
     charged, drew the noise of every item and then died of a MemoryError (an internal error,
-    after 50 s) because the memory check counted only n + 1 entries per simulated sketch. Now
+    after 50 s): the memory check counted n + 1 entries per simulated sketch, not P. Now
     it is refused in one line naming --epsilon, before anything is spent (64 GiB available)."""
     import dpfreq.resources as resources
 

@@ -104,7 +104,8 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"{rel.unit} ({rel.relation}{_UNIT_NOTE.get(rel.unit, '')})",
         f"# mechanism {rel.mechanism}: exact discrete Laplace noise {noise}; counts clamped at "
         f"n={rel.max_count}; d={rel.domain_size:,}",
-        f"# method {rel.method}: {_why(rel.method, str(params.get('why', '')))}",
+        f"# method {rel.method}" + (f": {_why(rel.method, str(params['why']))}"
+                                    if params.get("why") else ""),
         f"# error: {rel.error.description}",
         f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
         "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "
