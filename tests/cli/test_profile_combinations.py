@@ -330,6 +330,16 @@ def test_show_refuses_the_plain_json_with_the_way_to_save(
     _show_refuses(plain, capsys, "dpfreq profile --save FILE")
 
 
+def test_show_refuses_to_write_over_the_saved_release(
+        log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = _saved(log, tmp_path, capsys)
+    before = saved.read_bytes()
+    code, out, err = run_cli(["profile", "show", saved, "--json", saved], capsys)
+    assert (code, out) == (2, ""), err
+    assert "--json of dpfreq profile show must be another file than SAVED" in err, err
+    assert saved.read_bytes() == before
+
+
 def test_show_failing_to_write_rescues_nothing(log: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:

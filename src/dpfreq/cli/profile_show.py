@@ -13,9 +13,10 @@ from typing import Any
 
 import click
 
+from dpfreq._validate import message
 from dpfreq.cli._common import output_options, write_output
 from dpfreq.cli.profile_table import echo_profile, parse_rows, rows_option
-from dpfreq.errors import DataError, DPFreqError
+from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["command"]
 
@@ -24,8 +25,14 @@ def _show(saved: str, rows: int | None, json_out: str | None, plot_out: str | No
     """Load, write the files asked for, print. A failure is raised afresh once the loaded
     release is dropped: the CLI saves every release it finds in a failing traceback as one whose
     budget was spent, which a loaded release is not."""
+    from pathlib import Path
+
     from dpfreq.profile import ProfileRelease
 
+    for option, out in (("--json", json_out), ("--plot", plot_out)):
+        if out not in (None, "-") and Path(str(out)).resolve() == Path(saved).resolve():
+            raise ParameterError(message(option, "another file than SAVED (it would replace "
+                                         "the saved release)", out))
     rel: Any = ProfileRelease.load(saved)
     try:
         if rel.seeded:
