@@ -7,7 +7,8 @@ fenced block (``bash``, ``text``, ``console`` or none; continuation lines joined
 inline code span that starts with ``dpfreq`` names an existing subcommand, each ``--option`` it
 uses exists on that subcommand, a value given to an option with fixed choices is one of them,
 and a whole command of a fenced block gives every required option (an inline span may be an
-excerpt: ``dpfreq reach ... --timezone America/New_York``).
+excerpt: ``dpfreq reach ... --timezone America/New_York``). A ``python benchmarks/...``,
+``scripts/...`` or ``tests/...`` line names a script that exists and defines each option given.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 PAGES = [p for p in PAGES if "_build" not in p.parts]
 _FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_INLINE = re.compile(r"`(dpfreq [^`]+)`")
+_INLINE = re.compile(r"`((?:dpfreq |python (?:benchmarks|scripts|tests)/)[^`]+)`")
 #: Fenced blocks whose lines are shell commands (an info string names the language).
 _SHELL = {"", "bash", "sh", "shell", "console", "text"}
 #: Where a shell line stops being one command's arguments.
@@ -36,7 +37,8 @@ _ELLIPSIS = ("...", "…")
 
 
 def _commands(text: str) -> list[tuple[int, str, bool]]:
-    """``(line, command, whole)`` for every ``dpfreq`` command of a page: the lines of shell
+    """``(line, command, whole)`` for every ``dpfreq`` command (and every ``python`` run of a
+    script of the repository) of a page: the lines of shell
     fences (``whole``: the command as a reader would type it) and inline code spans of the
     prose, which may run over a line break (``whole=False``: possibly an excerpt)."""
     out: list[tuple[int, str, bool]] = []
@@ -73,7 +75,8 @@ def _commands(text: str) -> list[tuple[int, str, bool]]:
         if pending is not None:
             start, sofar = pending
             code = f"{sofar} {code}"
-        elif not code.startswith("dpfreq "):
+        elif not code.startswith(("dpfreq ", "python benchmarks/", "python scripts/",
+                                  "python tests/")):
             continue
         else:
             start = number
@@ -143,6 +146,20 @@ def _problems(command_text: str, whole: bool) -> list[str]:
     return problems
 
 
+def _script_problems(command_text: str) -> list[str]:
+    """A ``python benchmarks/x.py --option ...`` line: the script exists and defines every
+    option it is given (the scripts parse with argparse: the option is a literal in them)."""
+    if re.search(r"<\w+>", command_text):  # a pattern (`bench_<system>.py`), not a file
+        return []
+    words = [w.strip("[]") for w in _words(command_text)]
+    script = ROOT / words[1]
+    if not script.is_file():
+        return [f"no script {words[1]}"]
+    source = script.read_text(encoding="utf-8")
+    return [f"{words[1]} has no option {word}" for word in words[2:]
+            if word.startswith("--") and f'"{word.partition("=")[0]}"' not in source]
+
+
 def _cases() -> list[tuple[str, int, str, bool]]:
     return [(str(page.relative_to(ROOT)), line, text, whole) for page in PAGES
             for line, text, whole in _commands(page.read_text(encoding="utf-8"))]
@@ -157,6 +174,7 @@ def test_the_pages_show_commands() -> None:
     assert {"README.md", "docs/guide/windows.md", "docs/accuracy.md"} <= pages
     assert sum(whole for *_, whole in CASES) >= 30
     assert sum(not whole for *_, whole in CASES) >= 20
+    assert sum(text.startswith("python benchmarks/") for _, _, text, _ in CASES) >= 10
 
 
 def test_the_scan_catches_what_it_is_for() -> None:
@@ -169,6 +187,10 @@ def test_the_scan_catches_what_it_is_for() -> None:
     assert _problems("dpfreq ledger init b.db --epsilon 1 --composition tigth", True) == [
         "dpfreq ledger init --composition takes one of ['tight', 'basic']; got 'tigth'"]
     assert _problems("dpfreq ledger", False)[0].startswith("dpfreq ledger needs a subcommand")
+    assert _script_problems("python benchmarks/bench_profile.py --quick --only grid") == []
+    assert _script_problems("python benchmarks/bench_profile.py [--fast]") == [
+        "benchmarks/bench_profile.py has no option --fast"]
+    assert _script_problems("python benchmarks/nope.py") == ["no script benchmarks/nope.py"]
     text = ("Run `dpfreq plan reach --start 2024-01-01\n--horizon 3` and\n\n```bash\n"
             "dpfreq ledger init b.db \\\n    --epsilon 1  # a comment --no\n```\n")
     assert _commands(text) == [(1, "dpfreq plan reach --start 2024-01-01 --horizon 3", False),
@@ -179,5 +201,5 @@ def test_the_scan_catches_what_it_is_for() -> None:
 @pytest.mark.parametrize(("page", "line", "text", "whole"), CASES,
                          ids=[f"{page}:{line}" for page, line, *_ in CASES])
 def test_documented_command_parses(page: str, line: int, text: str, whole: bool) -> None:
-    problems = _problems(text, whole)
+    problems = _script_problems(text) if text.startswith("python") else _problems(text, whole)
     assert not problems, f"{page}:{line}: {text!r}: {problems}"
