@@ -245,6 +245,8 @@ def _lines(payload: dict[str, Any]) -> list[str]:
     lines = [f"# dpfreq sketch shuffle-result: {len(parties)} parties ({', '.join(parties)}); "
              f"epsilon={payload['epsilon']:g}, delta={payload['delta']:g} for one user with "
              f"all their impressions at every party; mechanism={payload['mechanism']}"]
+    if payload.get("seeded"):
+        lines.append("# seeded noise (reproducible): NOT for production")
     for p, reason in payload["mechanism_params"]["missing"].items():
         lines.append(f"# measured without {p}: {reason}")
     lines += [f"# {err['confidence']:g} intervals of the raw estimates; estimates after the "

@@ -11,6 +11,7 @@ post-processing.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ MECHANISM = "crossparty-local-noise"
 #: The unit of privacy of a sketch: one user with all their impressions at that party.
 UNIT = "item"
 _FUNC = "build_sketch"
+_SKETCH_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def check_party(value: Any) -> str:
@@ -110,7 +112,33 @@ class PartySketch:
     seeded: bool
     engine: str
 
+    @public_errors("PartySketch")
     def __post_init__(self) -> None:
+        if not isinstance(self.params, CrossPartyParams):
+            raise ParameterError(message("params", "a CrossPartyParams",
+                                         type(self.params).__name__))
+        check_party(self.party)
+        if not isinstance(self.sketch_id, str) or not _SKETCH_ID.fullmatch(self.sketch_id):
+            raise ParameterError(message("sketch_id", "32 lower-case hex digits",
+                                         self.sketch_id))
+        if not isinstance(self.seeded, bool) or not isinstance(self.engine, str):
+            raise ParameterError(message("seeded", "a bool (and engine a str)", self.seeded))
+        R = self.params.registers
+        bits = np.asarray(self.reach_bits)
+        if (bits.shape != (R,) or bits.dtype.kind not in "biu"
+                or (bits.size and not 0 <= int(bits.min()) <= int(bits.max()) <= 1)):
+            raise ParameterError(message("reach_bits", f"{R} bits (0 or 1), one per register",
+                                         bits))
+        object.__setattr__(self, "reach_bits", bits.astype(np.uint8, copy=False))
+        if self.params.has_frequency:
+            freq = None if self.frequency is None else np.asarray(self.frequency)
+            if freq is None or freq.shape != (R,) or freq.dtype.kind != "i":
+                raise ParameterError(message(
+                    "frequency", f"{R} signed integers, one per register (the parameters have "
+                    "frequency registers)", freq))
+        elif self.frequency is not None:
+            raise ParameterError(message("frequency", "None (the parameters are reach-only)",
+                                         np.asarray(self.frequency)))
         for name in ("reach_bits", "frequency"):
             arr = getattr(self, name)
             if arr is not None:
