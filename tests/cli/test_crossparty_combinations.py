@@ -171,6 +171,7 @@ def test_merge_outputs_are_complete_and_recomputed_from_the_files(
     assert "j*epsilon" in doc["relation"]
     assert doc["error"]["confidence"] == 0.95
     assert "interval of each k+ reach of the union" in doc["error"]["description"]
+    assert "party_lower/upper are the same intervals" in doc["error"]["description"]
     assert len(doc["value"]) == K
     assert len(doc["error"]["lower"]) == K
     assert doc["parties"] == list(parties)
