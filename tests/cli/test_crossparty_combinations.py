@@ -324,6 +324,36 @@ def test_memory_and_duckdb_build_the_same_sketch(world: World, tmp_path: Path, f
     assert np.array_equal(m.frequency, d.frequency)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("ids", ["uint64", "python-int"])
+def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
+        world: World, tmp_path: Path, ids: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """An unsigned id at or above 2^63 is the same user (its decimal text) in every engine:
+    the memory engine once wrapped it to a negative int64 (another register than DuckDB's)."""
+    values = [2**64 - 1, 2**63 + 5, 5, 5, 2**63 + 5, 12]
+    column = (np.array(values, dtype=np.uint64) if ids == "uint64"
+              else np.array([*values, -3], dtype=object))
+    key = read_hash_key(world.key)
+    params = _params(key)
+    as_text = build_sketch({"user": np.array([str(v) for v in column.tolist()])}, user="user",
+                           party="t", params=params, key=key, rng=8)
+    got = [build_sketch({"user": column}, user="user", party="t", params=params, key=key,
+                        rng=8, engine="memory"),
+           build_sketch(pd.DataFrame({"user": column}), user="user", party="t", params=params,
+                        key=key, rng=8, engine="duckdb")]
+    if ids == "uint64":
+        pd.DataFrame({"user": column}).to_parquet(tmp_path / "big.parquet")
+        for engine in ("memory", "duckdb"):
+            code, _, err = run_cli(["sketch", "build", tmp_path / "big.parquet", "--party", "t",
+                                    "--params", world.params, "--key", world.key, "--user",
+                                    "user", "--out", tmp_path / f"{engine}.sketch", "--seed",
+                                    "8", "--engine", engine], capsys)
+            assert code == 0, err
+            got.append(PartySketch.load(tmp_path / f"{engine}.sketch"))
+    for sketch in got:
+        assert np.array_equal(sketch.reach_bits, as_text.reach_bits)
+        assert np.array_equal(sketch.frequency, as_text.frequency)  # type: ignore[arg-type]
+
+
 # -- the budget -----------------------------------------------------------------------------
 
 def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
