@@ -354,6 +354,24 @@ def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         assert np.array_equal(sketch.frequency, as_text.frequency)  # type: ignore[arg-type]
 
 
+def test_categorical_ids_and_campaigns_are_their_labels_in_every_engine(world: World) -> None:
+    """A pandas categorical (a DuckDB ENUM) counts as its labels' text, as in the memory
+    engine (DuckDB refused it)."""
+    g = np.random.default_rng(31)
+    users = [f"u{i}" for i in g.integers(0, 300, 900)]
+    campaigns = g.choice(["x", "y", "z"], 900)
+    key = read_hash_key(world.key)
+    params = _params(key)
+    kwargs = {"user": "user", "party": "t", "params": params, "key": key, "campaign": "c",
+              "campaigns": ["x", "y"], "rng": 9}
+    as_text = build_sketch({"user": np.array(users), "c": campaigns}, **kwargs)
+    frame = pd.DataFrame({"user": pd.Categorical(users), "c": pd.Categorical(campaigns)})
+    for engine in ("memory", "duckdb"):
+        got = build_sketch(frame, engine=engine, **kwargs)
+        assert np.array_equal(got.reach_bits, as_text.reach_bits)
+        assert np.array_equal(got.frequency, as_text.frequency)  # type: ignore[arg-type]
+
+
 # -- the budget -----------------------------------------------------------------------------
 
 def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
