@@ -324,14 +324,17 @@ def test_memory_and_duckdb_build_the_same_sketch(world: World, tmp_path: Path, f
     assert np.array_equal(m.frequency, d.frequency)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("ids", ["uint64", "python-int"])
+@pytest.mark.parametrize("ids", ["uint64", "python-int", "ints-and-text"])
 def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         world: World, tmp_path: Path, ids: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """An unsigned id at or above 2^63 is the same user (its decimal text) in every engine:
-    the memory engine once wrapped it to a negative int64 (another register than DuckDB's)."""
+    """An id is its decimal text in every engine: the memory engine once wrapped an unsigned
+    id at or above 2^63 to a negative int64 (another register than DuckDB's), raised
+    OverflowError on Python integers beyond int64, and refused integers mixed with text
+    (which DuckDB reads as text)."""
     values = [2**64 - 1, 2**63 + 5, 5, 5, 2**63 + 5, 12]
-    column = (np.array(values, dtype=np.uint64) if ids == "uint64"
-              else np.array([*values, -3], dtype=object))
+    column = {"uint64": np.array(values, dtype=np.uint64),
+              "python-int": np.array([*values, -3], dtype=object),
+              "ints-and-text": np.array([*values, "5", "abc", -3], dtype=object)}[ids]
     key = read_hash_key(world.key)
     params = _params(key)
     as_text = build_sketch({"user": np.array([str(v) for v in column.tolist()])}, user="user",
