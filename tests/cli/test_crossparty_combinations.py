@@ -509,6 +509,21 @@ def test_reach_only_sketches_refuse_frequency_registers(world: World) -> None:
     assert reach_only.replace(reach_bits=np.zeros(R, dtype=bool)).reach_bits.dtype == np.uint8
 
 
+@pytest.mark.parametrize("noise", [(False, False), (True,), (1, 0), "yes"])
+@pytest.mark.parametrize("run", ["simulate_shuffle", "run_protocol"])
+def test_a_simulated_shuffle_never_releases_without_dummies(run: str, noise: object) -> None:
+    """A release states (epsilon, delta): with neither worker's dummies it would be exact."""
+    from dpfreq.crossparty import shuffle
+
+    params = shuffle.ShuffleParams(
+        measurement="m", registers=64, sampling_start=0, sampling_width=1, max_frequency=3,
+        epsilon=1.0, delta=1e-9, parties=["tv", "web"], per_party=False, deadline="2030-01-01",
+        hash="sha256-prefix/v1", key_id="0" * 32)
+    with pytest.raises(ParameterError, match=f"worker_noise of {run} must be a pair of bools"):
+        getattr(shuffle, run)(np.ones((2, 64), dtype=np.int64), params=params,
+                              confidence=0.9, rng=0, worker_noise=noise)
+
+
 # -- the shuffle's party --------------------------------------------------------------------
 
 def test_share_checks_its_state_path_before_reading_the_log(
