@@ -502,6 +502,21 @@ def test_a_malformed_sketch_is_refused_in_one_line(world: World, changes: dict[s
     assert "\n" not in text
 
 
+@pytest.mark.parametrize("values", [np.full(R, K + 1), np.full(R, -1), np.zeros(R - 1, int),
+                                    np.zeros(R)])
+def test_the_mechanism_takes_only_capped_frequencies(world: World, values: np.ndarray) -> None:
+    """draw_sketch calibrates to values in 0..K; others would void the guarantee (and the
+    message shows no value: they are exact)."""
+    from dpfreq.crossparty.sketch import draw_sketch
+    from dpfreq.rng import resolve_rng
+
+    params = _params(read_hash_key(world.key))
+    with pytest.raises(ParameterError, match="values of draw_sketch must be 256 integers in "
+                                             r"0\.\.3") as info:
+        draw_sketch(values, params=params, party="p", rng=resolve_rng(0), engine="sim")
+    assert "got 'an array of shape" in str(info.value)
+
+
 def test_reach_only_sketches_refuse_frequency_registers(world: World) -> None:
     reach_only = PartySketch.load(world.variants["reach-only"])
     with pytest.raises(ParameterError, match="frequency of PartySketch must be None"):

@@ -202,6 +202,7 @@ class PartySketch:
         return dataclasses.replace(self, **changes)
 
 
+@public_errors("draw_sketch")
 def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: str,
                 rng: ResolvedRNG, engine: str) -> PartySketch:
     """The sketch of exact register frequencies ``values`` (length ``R``, each in ``0..K``).
@@ -220,9 +221,17 @@ def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: s
     >>> s.party, s.frequency.shape, len(s.sketch_id)
     ('web', (4,), 32)
     """
+    x = np.asarray(values)
+    K = params.max_frequency
+    if (x.shape != (params.registers,) or x.dtype.kind not in "iu"
+            or (x.size and not 0 <= int(x.min()) <= int(x.max()) <= K)):
+        # the noise is calibrated to values in 0..K: anything else would void the guarantee
+        raise ParameterError(message("values", f"{params.registers} integers in 0..{K} (the "
+                                     "capped register frequencies)",
+                                     f"an array of shape {x.shape} and dtype {x.dtype}"))
     gen = rng.generator
     sketch_id = gen.bytes(16).hex()
-    bits, freq = draw_noise(values, calibrate(params), gen)
+    bits, freq = draw_noise(x.astype(np.int64), calibrate(params), gen)
     return PartySketch(params=params, party=party, sketch_id=sketch_id, reach_bits=bits,
                        frequency=freq, seeded=rng.seeded, engine=engine)
 
