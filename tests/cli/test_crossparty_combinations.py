@@ -491,6 +491,7 @@ R = 256
     ({"sketch_id": "x"}, "sketch_id"),
     ({"party": ""}, "party"),
     ({"seeded": 1}, "seeded"),
+    ({"engine": None}, "engine"),
 ])
 def test_a_malformed_sketch_is_refused_in_one_line(world: World, changes: dict[str, object],
                                                    field: str) -> None:

@@ -121,8 +121,10 @@ class PartySketch:
         if not isinstance(self.sketch_id, str) or not _SKETCH_ID.fullmatch(self.sketch_id):
             raise ParameterError(message("sketch_id", "32 lower-case hex digits",
                                          self.sketch_id))
-        if not isinstance(self.seeded, bool) or not isinstance(self.engine, str):
-            raise ParameterError(message("seeded", "a bool (and engine a str)", self.seeded))
+        if not isinstance(self.seeded, bool):
+            raise ParameterError(message("seeded", "True or False", self.seeded))
+        if not isinstance(self.engine, str):
+            raise ParameterError(message("engine", "an engine's name (str)", self.engine))
         R = self.params.registers
         bits = np.asarray(self.reach_bits)
         if (bits.shape != (R,) or bits.dtype.kind not in "biu"
