@@ -126,12 +126,12 @@ def test_demo_unseeded_noise_has_no_warning(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        (["--users", "0"], "n_users"),
-        (["--epsilon", "0"], "epsilon"),
+        (["--users", "0"], "Invalid value for '--users': must be an integer >= 1"),
+        (["--epsilon", "0"], "--epsilon of dpfreq demo"),
         (["--domain-size", "100"], "--domain-size of dpfreq demo"),
         (["--max-count", "-2"], "--max-count"),
         (["--norm", "5"], "--norm"),
-        (["--confidence", "0"], "confidence"),
+        (["--confidence", "0"], "--confidence of dpfreq demo"),
         (["--unit", "item", "--method", "fft"], "unit"),
         (["--compare-epsilon", "-1"], "--compare-epsilon"),
     ],

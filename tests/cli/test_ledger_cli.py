@@ -131,3 +131,22 @@ def test_the_command_line_prints_the_head_and_checks_it(tmp_path, capsys):
     code, out, _ = run_cli(["ledger", "show", str(path)], capsys)
     assert f"# head {head}" in out
     assert f"anchored to {anchor.resolve()}" in out
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    (["--epsilon", "1", "--delta", "0.01"],
+     "dpfreq: error: --delta of dpfreq ledger init must be a number in [0, 1e-3]"),
+    (["--epsilon", "-1"],
+     "dpfreq: error: --epsilon of dpfreq ledger init must be a number in [1e-06, 1000]"),
+])
+def test_init_refuses_a_bad_budget_in_the_spelling_of_every_command(tmp_path, capsys, options,
+                                                                     expected):
+    """The same one-line shape as every other command's (`--delta of dpfreq plan reach must
+    be ...; got 0.01.`), not click's "Invalid value:" prefix; nothing is created."""
+    path = tmp_path / "budget.db"
+    code, out, err = run_cli(["ledger", "init", str(path), *options], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(expected)
+    assert err.rstrip().endswith(".")
+    assert len(err.strip().splitlines()) == 1
+    assert not path.exists()

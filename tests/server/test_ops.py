@@ -191,6 +191,34 @@ def test_startup_error_is_one_line_without_the_password(tmp_path, monkeypatch):
     assert str(tmp_path / "no" / "such" / "dir.db") in res.output
 
 
+@pytest.mark.parametrize("where", ["command line", "environment", "config file"])
+@pytest.mark.parametrize("port", ["65536", "99999"])
+def test_a_port_out_of_range_is_refused_not_wrapped(tmp_path, monkeypatch, where, port):
+    """`--port 99999` used to listen on 99999 mod 65536 (34463) without a word; it is refused
+    in one line before anything starts, wherever the setting comes from (parsing only: no
+    server is started, whatever the outcome)."""
+    import click
+
+    from dpfreq.cli.serve import command
+
+    args = ["--db", str(tmp_path / "p.db")]
+    if where == "command line":
+        args += ["--port", port]
+    elif where == "environment":
+        monkeypatch.setenv("DPFREQ_PORT", port)
+    else:
+        (tmp_path / "serve.toml").write_text(f"port = {port}\n", encoding="utf-8")
+        args += ["--config", str(tmp_path / "serve.toml")]
+    with pytest.raises(click.BadParameter) as info:
+        command.make_context("serve", args, auto_envvar_prefix="DPFREQ")
+    message = info.value.format_message()
+    assert message == (f"Invalid value for '--port': must be an integer in [0, 65535] "
+                       f"(0 picks a free port); got {int(port)}")
+    assert len(message.splitlines()) == 1
+    ctx = command.make_context("serve", [*args[:2], "--port", "65535"])
+    assert ctx.params["port"] == 65535
+
+
 def test_request_ids_and_plain_log_lines(sqlite_client):
     r = sqlite_client.get("/livez", headers={"X-Request-Id": "abc-123"})
     assert r.headers["x-request-id"] == "abc-123"

@@ -222,7 +222,7 @@ def test_release_surface_and_consistency() -> None:
     assert isinstance(rel, CrossPartyRelease)
     doc = json.loads(rel.to_json())
     assert doc["unit"] == "item"
-    assert doc["relation"] == RELATIONS["item"]
+    assert doc["relation"].startswith(RELATIONS["item"] + " (item = one user")
     assert doc["mechanism_params"]["parties"] == ["tv", "web"]
     frame = rel.to_pandas()
     assert isinstance(frame, pd.DataFrame)

@@ -138,7 +138,7 @@ def test_mle_release_simulates_around_the_smooth_profile(seed: int,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The mle release's simulation starts from smooth_profile of its own noisy counts (with
     the estimate as reference); fft's from the estimate. The centre changes the intervals."""
-    import dpfreq.profile.reconstruct as rec
+    import dpfreq.profile.estimate as rec
     from dpfreq.profile import ProfileSketch
     from dpfreq.profile.intervals import simulated_intervals
 

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -57,6 +57,7 @@ __all__ = [
     "STDOUT",
     "InputFileType",
     "IntegerType",
+    "RoutedCommand",
     "available_memory_bytes",
     "check_memory",
     "check_output_path",
@@ -87,6 +88,22 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 _INT64_MAX = 2**63 - 1
 #: ASCII digits, single underscores between digits, an optional fraction and exponent.
 _DECIMAL = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+class RoutedCommand(click.Command):
+    """A command whose first word may name another command instead (``dpfreq reach query
+    SAVED``, ``dpfreq profile show SAVED``): a subclass sets :attr:`routes`, which
+    :func:`dpfreq.cli.spelling.invoked_command` also reads."""
+
+    #: first words that run another command
+    routes: ClassVar[dict[str, click.Command]] = {}
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        if args and args[0] in self.routes:
+            name = f"{info_name} {args[0]}" if info_name else args[0]
+            return self.routes[args[0]].make_context(name, args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
 
 
 class IntegerType(click.ParamType):

@@ -20,7 +20,14 @@ import click
 import numpy as np
 
 from dpfreq._validate import check_confidence, check_epsilon, check_int
-from dpfreq.cli._common import COUNT, emit_release, engine_option, seed_option, warn_if_seeded
+from dpfreq.cli._common import (
+    COUNT,
+    POSITIVE,
+    emit_release,
+    engine_option,
+    seed_option,
+    warn_if_seeded,
+)
 from dpfreq.cli.profile import (
     format_header,
     format_table,
@@ -69,7 +76,7 @@ def _errors(rel: Any, truth: Any) -> tuple[float, float]:
 @click.command(name="demo")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out",
               show_default=True, help="Output directory (created if needed).")
-@click.option("--users", type=COUNT, default=1_000_000, show_default=True,
+@click.option("--users", type=POSITIVE, default=1_000_000, show_default=True,
               help="Users reached in the synthetic log.")
 @click.option("--domain-size", type=COUNT, default=None,
               help="Public number of potential users d  [default: 2 × --users].")

@@ -19,21 +19,9 @@ import click
 
 from dpfreq.budget import PrivacyBudget
 from dpfreq.cli._common import output_path_option, write_output
-from dpfreq.errors import DataError
 from dpfreq.release import UNITS
 
 __all__ = ["command", "format_summary"]
-
-
-def _budget(epsilon: float, delta: float) -> PrivacyBudget:
-    try:
-        return PrivacyBudget(epsilon, delta)
-    except DataError:
-        raise
-    except ValueError as exc:  # ParameterError: name the options, not the dataclass
-        text = str(exc).replace("epsilon of PrivacyBudget", "--epsilon").replace(
-            "delta of PrivacyBudget", "--delta")
-        raise click.BadParameter(text.rstrip(".")) from None
 
 
 def _rules(summary: dict[str, Any]) -> list[str]:
@@ -136,7 +124,8 @@ def init(file: str, epsilon: float, delta: float, unit: str | None, composition:
     """Create the ledger FILE with a total budget (refuses to overwrite a file)."""
     from dpfreq.ledger import Ledger
 
-    budget = _budget(epsilon, delta)
+    # a bad total is a ParameterError naming this command; main() spells its options
+    budget = PrivacyBudget(epsilon, delta)
     ledger = Ledger.create(file, budget, unit=unit, composition=composition, anchor=anchor)
     stated = f", unit={unit}" if unit else " (units kept apart)"
     click.echo(f"created ledger {file}: total epsilon={budget.epsilon:g}, "

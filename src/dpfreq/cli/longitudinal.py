@@ -187,8 +187,12 @@ def aggregate_cmd(reports: str, params_path: str, enrolment: str | None, devices
         try:
             enrolled = [int(v) for v in devices.split(",")]
         except ValueError:
-            raise ParameterError(f"--devices of longitudinal aggregate must be {params.orders} "
-                                 f"comma-separated integers; got {devices!r}.") from None
+            enrolled = []
+        if len(enrolled) != params.orders or min(enrolled) < 0:
+            raise ParameterError(f"--devices of dpfreq longitudinal aggregate must be "
+                                 f"{params.orders} comma-separated non-negative integers "
+                                 f"(devices per order 0..{params.orders - 1}); got "
+                                 f"{devices!r}.")
     rel = aggregate_reports_file(reports, params, enrolled=enrolled, engine=engine,
                                  confidence=confidence, dropouts=dropouts)
     emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing

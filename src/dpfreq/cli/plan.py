@@ -9,6 +9,7 @@ predicted per-class interval half-width, the band, the expected ℓ1 error and a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -85,13 +86,18 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
     every group and of the private selection of the groups)."""
     from dpfreq.profile import plan_profile
 
+    for option, target in (("--target-half-width", target_half_width),
+                           ("--target-l1", target_l1)):
+        if target is not None and not (math.isfinite(target) and target > 0):
+            raise click.BadParameter(f"must be a finite number > 0; got {target!r}.",
+                                     param_hint=option)
+    if group is not None and (target_half_width is not None or target_l1 is not None):
+        raise click.UsageError("--target-* plan one ungrouped release; drop --group.")
     plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,
                         unit=unit, method=method, confidence=confidence, group=group,
                         max_groups_per_item=max_groups_per_item, groups=groups_file,
                         delta=delta, capping_epsilon=capping_epsilon)
     if group is not None:
-        if target_half_width is not None or target_l1 is not None:
-            raise click.UsageError("--target-* plan one ungrouped release; drop --group.")
         for line in format_grouped_plan(plan, format_plan):
             click.echo(line)
         return

@@ -8,6 +8,7 @@ Mirrors :func:`dpfreq.longitudinal.plan_longitudinal`; formatting only. Register
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -42,6 +43,10 @@ def command(horizon: int, max_changes: int, epsilon: float, method: str, devices
     """Predicted per-period intervals of a longitudinal estimate (no data, no budget)."""
     from dpfreq.longitudinal import plan_longitudinal
 
+    if target_half_width is not None and not (math.isfinite(target_half_width)
+                                              and target_half_width > 0):
+        raise click.BadParameter(f"must be a finite number > 0; got {target_half_width!r}.",
+                                 param_hint="--target-half-width")
     plan = plan_longitudinal(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                              method=method, devices=devices, confidence=confidence,
                              per_order_sparsity=per_order_sparsity)
@@ -50,9 +55,6 @@ def command(horizon: int, max_changes: int, epsilon: float, method: str, devices
         click.echo(f"# {line}", err=to_err)
     doc = plan.to_dict()
     if target_half_width is not None:
-        if not target_half_width > 0:
-            raise click.BadParameter(f"must be > 0; got {target_half_width!r}.",
-                                     param_hint="--target-half-width")
         try:
             eps: float | None = plan.epsilon_for(target_half_width)
             said = f"{eps:g}"

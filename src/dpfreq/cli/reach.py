@@ -36,18 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["command", "emit_grouped_reach", "format_table", "row_indices"]
 
 
-class _ReachCommand(click.Command):
+class _ReachCommand(shared.RoutedCommand):
     """`dpfreq reach FILE ...`; ``dpfreq reach query ...`` runs the query command instead."""
 
-    #: first words that run another command (read by :func:`dpfreq.cli.spelling.invoked_command`)
     routes: ClassVar[dict[str, click.Command]] = {"query": query_command}
-
-    def make_context(self, info_name: str | None, args: list[str],
-                     parent: click.Context | None = None, **extra: Any) -> click.Context:
-        if args and args[0] in self.routes:
-            name = f"{info_name} {args[0]}" if info_name else args[0]
-            return self.routes[args[0]].make_context(name, args[1:], parent=parent, **extra)
-        return super().make_context(info_name, args, parent=parent, **extra)
 
 
 @click.command(name="reach", cls=_ReachCommand)

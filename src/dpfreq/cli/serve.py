@@ -106,6 +106,14 @@ def _refuse_password_argument(ctx: click.Context, db: str) -> None:
             "give it in DPFREQ_DB, the --config file, PGPASSWORD or ~/.pgpass.")
 
 
+def _port(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    """A TCP port, 0..65535: a larger number would wrap (99999 listens on 34463)."""
+    if not 0 <= value <= 65535:
+        raise click.BadParameter(f"must be an integer in [0, 65535] (0 picks a free port); "
+                                 f"got {value}")
+    return value
+
+
 _CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port, rate, "
                 "workers, ...), the keys of the DPFREQ_* variables. The command line wins over "
                 "DPFREQ_* variables, which win over the file.")
@@ -121,7 +129,7 @@ _CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port,
                    "command line (it shows in ps).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (keep loopback behind a TLS proxy).")
-@click.option("--port", type=COUNT, default=8000, show_default=True,
+@click.option("--port", type=COUNT, default=8000, show_default=True, callback=_port,
               help="TCP port to listen on (0 picks a free one).")
 @click.option("--admin-token-file", default=None, metavar="PATH",
               help="File holding the admin token (created with a fresh token if absent). "

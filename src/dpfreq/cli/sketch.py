@@ -210,8 +210,10 @@ def format_release(rel: Any) -> list[str]:
     union's frequency distribution."""
     conf = rel.error.confidence
     lines = [f"# dpfreq sketch merge: {len(rel.parties)} parties ({', '.join(rel.parties)}); "
-             f"epsilon={rel.epsilon:g} per party, unit={rel.unit} (a user with all their "
-             f"impressions at one party); mechanism={rel.mechanism}",
+             f"epsilon={rel.epsilon:g}, delta={rel.delta:g} per party, unit={rel.unit} (a user "
+             f"with all their impressions at one party); mechanism={rel.mechanism}",
+             *(["# seeded sketches (reproducible noise): NOT for production"]
+               if rel.seeded else []),
              f"# {conf:g} intervals of the raw estimates; estimates after the consistency step"
              + ("; VACUOUS: registers saturated" if rel.error.vacuous else ""),
              "entity\tk\treach\tlower\tupper"]
@@ -243,8 +245,10 @@ def merge_command(sketches: tuple[str, ...], confidence: float, json_out: str | 
     from dpfreq.crossparty import merge_sketches
 
     for path in sketches:
-        if not path or not Path(path).is_file():
+        if not path or not Path(path).exists():
             raise DataError(f"sketch file {path!r} does not exist.")
+        if not Path(path).is_file():
+            raise DataError(f"sketch file {path!r} is not a file.")
     rel = merge_sketches(list(sketches), confidence=confidence)
     for line in format_release(rel):
         click.echo(line)

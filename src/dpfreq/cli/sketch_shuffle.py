@@ -159,9 +159,10 @@ def setup_command(params_file: str, aggregator: str, aggregator_token_file: str,
               help="Worker 0's then worker 1's base URL.")
 @click.option("--token-file", "token_files", multiple=True, required=True,
               help="This party's token at worker 0, then at worker 1.")
-@click.option("--state", "state_file", required=True, metavar="FILE",
-              help="Where the two shares are kept until both workers acknowledged them (mode "
-                   "0600; as secret as the log). A rerun sends the same shares again.")
+@shared.output_path_option("--state", "state_file", required=True,
+                           help="Where the two shares are kept until both workers acknowledged "
+                                "them (mode 0600; as secret as the log). A rerun sends the same "
+                                "shares again.")
 @click.option("--wait", type=float, default=300.0, show_default=True,
               help="Seconds to keep retrying a worker that does not answer.")
 @shared.engine_option
@@ -245,6 +246,8 @@ def _lines(payload: dict[str, Any]) -> list[str]:
     lines = [f"# dpfreq sketch shuffle-result: {len(parties)} parties ({', '.join(parties)}); "
              f"epsilon={payload['epsilon']:g}, delta={payload['delta']:g} for one user with "
              f"all their impressions at every party; mechanism={payload['mechanism']}"]
+    if payload.get("seeded"):
+        lines.append("# seeded noise (reproducible): NOT for production")
     for p, reason in payload["mechanism_params"]["missing"].items():
         lines.append(f"# measured without {p}: {reason}")
     lines += [f"# {err['confidence']:g} intervals of the raw estimates; estimates after the "

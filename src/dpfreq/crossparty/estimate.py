@@ -169,7 +169,9 @@ def union_error(union: EntityEstimate, confidence: float, noise: str) -> ErrorSt
         kind="interval", confidence=confidence, value=half,
         description=(f"normal {confidence:.3g} interval of each k+ reach of the union, from "
                      f"{noise}, the hash's collisions and the VID sampling, through the delta "
-                     "method; intervals of the raw estimates, before the consistency step"
+                     "method; intervals of the raw estimates, before the consistency step; "
+                     "frequency_lower/upper and party_lower/upper are the same intervals of "
+                     "the union's frequency distribution and of each party's k+ reach"
                      + ("; an infinite upper end means every register looks occupied: more "
                         "registers or a narrower sampling interval are needed"
                         if vacuous else "")),

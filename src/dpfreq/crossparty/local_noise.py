@@ -51,8 +51,7 @@ class LocalNoise:
     Examples
     --------
     >>> import math
-    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
-from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
     ...     epsilon_reach=math.log(3), epsilon_frequency=2.0, hash="sha256-prefix/v1",
@@ -100,8 +99,7 @@ def calibrate(params: CrossPartyParams) -> LocalNoise:
 
     Examples
     --------
-    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
-from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> calibrate(CrossPartyParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1, max_frequency=4,
     ...     epsilon_reach=0.5, epsilon_frequency=None, hash="sha256-prefix/v1",
@@ -125,8 +123,7 @@ def draw_noise(values: NDArray[np.int64], noise: LocalNoise, generator: np.rando
 
     Examples
     --------
-    >>> from dpfreq.accounting import Composed, DiscreteLaplace, PrivacyLoss, PureDP
-from dpfreq.crossparty.params import CrossPartyParams
+    >>> from dpfreq.crossparty.params import CrossPartyParams
     >>> noise = calibrate(CrossPartyParams(
     ...     measurement="m", registers=4, sampling_start=0, sampling_width=1, max_frequency=2,
     ...     epsilon_reach=1.0, epsilon_frequency=1.0, hash="sha256-prefix/v1",

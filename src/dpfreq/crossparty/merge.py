@@ -74,9 +74,12 @@ def check_mergeable(sketches: list[PartySketch]) -> None:
                     f"(sketch {i + 1}, party {sketch.party!r}, has {name}={value!r}, the first "
                     f"has {first[name]!r})", f"{len(sketches)} sketches"))
         if sketch.sketch_id in seen_ids:
+            other = seen_ids[sketch.sketch_id]
+            why = ("appears twice" if other == sketch.party else
+                   f"is also that of party {other!r}: one seed drew both, or a file was edited")
             raise ParameterError(message(
                 "sketches", "a list in which each sketch appears once (sketch id "
-                f"{sketch.sketch_id} of party {sketch.party!r} appears twice)",
+                f"{sketch.sketch_id} of party {sketch.party!r} {why})",
                 f"{len(sketches)} sketches"))
         if sketch.party in seen_parties:
             raise ParameterError(message(

@@ -161,7 +161,8 @@ class CrossPartyParams(RegisterSpaceFields):
                           high=Fraction(1), closed_low=True)
         if start == 1:
             raise ParameterError(message("sampling_start", "below 1", self.sampling_start))
-        width = _fraction(self.sampling_width, "sampling_width", low=Fraction(0),
+        given_width = self.sampling_width  # as given, for a message that echoes it
+        width = _fraction(given_width, "sampling_width", low=Fraction(0),
                           high=1 - start, closed_low=False)
         object.__setattr__(self, "registers", int(self.registers))
         object.__setattr__(self, "sampling_start", start)
@@ -171,7 +172,7 @@ class CrossPartyParams(RegisterSpaceFields):
             raise ParameterError(message(
                 "sampling_width", f"at least registers / 2^{SAMPLING_BITS - UNIFORMITY_BITS}"
                 f" (registers uniform within the interval to 2^-{UNIFORMITY_BITS})",
-                self.sampling_width))
+                given_width))
         object.__setattr__(self, "max_frequency", check_int(
             self.max_frequency, "max_frequency", minimum=1, maximum=MAX_FREQUENCY_LIMIT))
         object.__setattr__(self, "epsilon_reach",

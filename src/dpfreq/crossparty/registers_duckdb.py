@@ -25,6 +25,7 @@ __all__ = ["duckdb_registers"]
 _INTEGER = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
             "uinteger", "ubigint", "uhugeint"}
 _TEXT = {"varchar"}
+_LABELS = {"enum"}  # a pandas categorical or a DuckDB ENUM: its labels, as text
 _TIME = {"date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
          "timestamp with time zone", "timestamptz", "timestamptz_ns"}
 _NULL_USERS, _OUTSIDE = -1, -2
@@ -60,7 +61,8 @@ def _typed(types: dict[str, str], column: str, role: str, allowed: set[str],
 
 
 def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int) -> str:
-    user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT, "integers or text")
+    user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT | _LABELS,
+                       "integers or text")
     user = _quote_ident(spec.user)  # grouped in its own type, written as text after
     text = "u" if user_type in _TEXT else "CAST(u AS VARCHAR)"
     cond, null_time = "TRUE", "0"
@@ -75,7 +77,8 @@ def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int) -> str:
         cond = f"({texpr} >= {start} AND {texpr} < {end})"
         null_time = f"count(*) FILTER (WHERE {t} IS NULL)"
     if spec.campaign is not None:
-        _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT, "integers or text")
+        _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT | _LABELS,
+               "integers or text")
         listed = ", ".join(_quote_text(c) for c in spec.campaigns)
         cond += f" AND CAST({_quote_ident(spec.campaign)} AS VARCHAR) IN ({listed})"
     vid = f"CAST(('0x' || substr(sha256('{vh.prefix}' || {text}), 1, 15)) AS BIGINT)"

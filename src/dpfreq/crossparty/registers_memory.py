@@ -54,10 +54,14 @@ def _is_missing(x: Any) -> bool:
 
 
 def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
-    """The user column as int64 or as an object array of str; nulls and floats refused."""
+    """The user column as int64 (uint64 when unsigned), or as an object array of str (integers
+    mixed with text become their decimal text) or of Python integers beyond int64; nulls and
+    floats refused."""
     func = public_caller()
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
+    if arr.dtype.kind == "u":  # kept unsigned: an id above 2^63 is never wrapped negative
+        return arr.astype(np.uint64)
     if arr.dtype.kind == "U":
         return arr.astype(object)
     if arr.dtype.kind == "O":
@@ -69,7 +73,16 @@ def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
             return arr
         if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
                for x in arr):
-            return arr.astype(np.int64)
+            try:
+                return arr.astype(np.int64)
+            except OverflowError:  # ids beyond int64: kept as exact Python integers
+                return np.array([int(x) for x in arr], dtype=object)
+        if all(isinstance(x, str) or (isinstance(x, int | np.integer)
+                                      and not isinstance(x, bool | np.bool_)) for x in arr):
+            # integers and text mixed: all as text (an integer is hashed as its decimal
+            # text anyway), as DuckDB reads such a column
+            return np.array([x if isinstance(x, str) else str(int(x)) for x in arr],
+                            dtype=object)
     raise DataError(f"user column {name!r} of {func} must hold integers or text (one type); "
                     f"got dtype {arr.dtype}.")
 

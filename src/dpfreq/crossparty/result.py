@@ -7,9 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.release import Release
+from dpfreq.release import RELATIONS, Release
 
-__all__ = ["CrossPartyRelease"]
+__all__ = ["RELATION", "CrossPartyRelease"]
+
+#: The neighbouring relation of merged local-noise sketches, in words.
+RELATION = (f"{RELATIONS['item']} (item = one user; rows = their impressions at one party; a "
+            "person at j of the merged parties is protected at j*epsilon)")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -82,6 +86,11 @@ class CrossPartyRelease(Release):
                 object.__setattr__(self, name, view)
 
     @property
+    def relation(self) -> str:
+        """The neighbouring relation protected, in words (per party: see :data:`RELATION`)."""
+        return RELATION
+
+    @property
     def reach(self) -> float:
         """The union's deduplicated reach (``value[0]``)."""
         return float(self.value[0])
@@ -124,9 +133,11 @@ class CrossPartyRelease(Release):
         width = 0.8 / len(rows)
         for i, (name, val, lo, hi) in enumerate(rows):
             val = np.asarray(val, dtype=np.float64)
-            err = np.vstack([np.clip(val - lo, 0, None), np.clip(hi - val, 0, None)])
-            err = np.where(np.isfinite(err), err, 0.0)
-            ax.bar(ks + (i - (len(rows) - 1) / 2) * width, val, width, yerr=err, label=name,
+            with np.errstate(invalid="ignore"):  # inf − inf where registers look saturated
+                err = np.vstack([val - lo, hi - val])
+            err = np.where(np.isfinite(err), np.clip(err, 0, None), 0.0)
+            height = np.where(np.isfinite(val), val, 0.0)  # no bar where there is no estimate
+            ax.bar(ks + (i - (len(rows) - 1) / 2) * width, height, width, yerr=err, label=name,
                    capsize=2)
         ax.set_xlabel("k (reached at least k times)")
         ax.set_ylabel("users")

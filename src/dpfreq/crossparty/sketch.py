@@ -11,6 +11,7 @@ post-processing.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ MECHANISM = "crossparty-local-noise"
 #: The unit of privacy of a sketch: one user with all their impressions at that party.
 UNIT = "item"
 _FUNC = "build_sketch"
+_SKETCH_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def check_party(value: Any) -> str:
@@ -110,7 +112,35 @@ class PartySketch:
     seeded: bool
     engine: str
 
+    @public_errors("PartySketch")
     def __post_init__(self) -> None:
+        if not isinstance(self.params, CrossPartyParams):
+            raise ParameterError(message("params", "a CrossPartyParams",
+                                         type(self.params).__name__))
+        check_party(self.party)
+        if not isinstance(self.sketch_id, str) or not _SKETCH_ID.fullmatch(self.sketch_id):
+            raise ParameterError(message("sketch_id", "32 lower-case hex digits",
+                                         self.sketch_id))
+        if not isinstance(self.seeded, bool):
+            raise ParameterError(message("seeded", "True or False", self.seeded))
+        if not isinstance(self.engine, str):
+            raise ParameterError(message("engine", "an engine's name (str)", self.engine))
+        R = self.params.registers
+        bits = np.asarray(self.reach_bits)
+        if (bits.shape != (R,) or bits.dtype.kind not in "biu"
+                or (bits.size and not 0 <= int(bits.min()) <= int(bits.max()) <= 1)):
+            raise ParameterError(message("reach_bits", f"{R} bits (0 or 1), one per register",
+                                         bits))
+        object.__setattr__(self, "reach_bits", bits.astype(np.uint8, copy=False))
+        if self.params.has_frequency:
+            freq = None if self.frequency is None else np.asarray(self.frequency)
+            if freq is None or freq.shape != (R,) or freq.dtype.kind != "i":
+                raise ParameterError(message(
+                    "frequency", f"{R} signed integers, one per register (the parameters have "
+                    "frequency registers)", freq))
+        elif self.frequency is not None:
+            raise ParameterError(message("frequency", "None (the parameters are reach-only)",
+                                         np.asarray(self.frequency)))
         for name in ("reach_bits", "frequency"):
             arr = getattr(self, name)
             if arr is not None:
@@ -174,6 +204,7 @@ class PartySketch:
         return dataclasses.replace(self, **changes)
 
 
+@public_errors("draw_sketch")
 def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: str,
                 rng: ResolvedRNG, engine: str) -> PartySketch:
     """The sketch of exact register frequencies ``values`` (length ``R``, each in ``0..K``).
@@ -192,9 +223,17 @@ def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: s
     >>> s.party, s.frequency.shape, len(s.sketch_id)
     ('web', (4,), 32)
     """
+    x = np.asarray(values)
+    K = params.max_frequency
+    if (x.shape != (params.registers,) or x.dtype.kind not in "iu"
+            or (x.size and not 0 <= int(x.min()) <= int(x.max()) <= K)):
+        # the noise is calibrated to values in 0..K: anything else would void the guarantee
+        raise ParameterError(message("values", f"{params.registers} integers in 0..{K} (the "
+                                     "capped register frequencies)",
+                                     f"an array of shape {x.shape} and dtype {x.dtype}"))
     gen = rng.generator
     sketch_id = gen.bytes(16).hex()
-    bits, freq = draw_noise(values, calibrate(params), gen)
+    bits, freq = draw_noise(x.astype(np.int64), calibrate(params), gen)
     return PartySketch(params=params, party=party, sketch_id=sketch_id, reach_bits=bits,
                        frequency=freq, seeded=rng.seeded, engine=engine)
 

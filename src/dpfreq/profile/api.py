@@ -31,14 +31,12 @@ from dpfreq.profile.checks import check_reconstruction_memory
 from dpfreq.profile.direct import DirectLayout, direct_layout
 from dpfreq.profile.direct_release import (
     ProfileMechanism,
-    build_direct,
     draw_direct,
     release_direct,
 )
 from dpfreq.profile.grouped import release_grouped_profile
 from dpfreq.profile.histogram_noise import noisy_profile_counts_from_classes
 from dpfreq.profile.plan import ProfileParams, check_profile_parameters
-from dpfreq.profile.reconstruct import sketch_release
 from dpfreq.profile.result import ProfileRelease
 from dpfreq.resources import check_memory
 from dpfreq.rng import ResolvedRNG, RNGLike
@@ -185,17 +183,10 @@ class _ProfileSteps:
         params = ProfileMechanism(engine=noisy.engine, why=par.why, method=par.method,
                                   domain_size=d, max_count=n, confidence=conf,
                                   unit=u).to_dict()
-        if plan.layout is None:
-            return sketch_release(noisy.values, domain_size=d, max_count=n, epsilon=eps,
-                                  B=plan.B, method=par.method, norm=self.norm, confidence=conf,
-                                  seeded=noisy.seeded, mechanism_params=params)
-        out = build_direct(noisy.values, plan.layout, d=d, n=n, unit=u, conf=conf)
-        params.update(out.params.to_dict())
-        return ProfileRelease(
-            value=out.value, epsilon=eps, delta=0.0, unit=u, mechanism=out.mechanism,
-            mechanism_params=params, seeded=noisy.seeded, error=out.error, domain_size=d,
-            max_count=n, method=par.method, l1_bound=out.l1_bound, l1_confidence=conf, B=0,
-            norm=self.norm, noisy_profile=out.noisy_profile)
+        return ProfileRelease.from_measurement(
+            noisy.values, method=par.method, domain_size=d, max_count=n, epsilon=eps, unit=u,
+            confidence=conf, norm=self.norm, B=plan.B, seeded=noisy.seeded,
+            mechanism_params=params)
 
 
 @public_errors("release_profile")

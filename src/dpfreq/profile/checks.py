@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq import resources
 from dpfreq._validate import message
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.profile.bounds import reconstruction_memory
-from dpfreq.resources import check_memory
+from dpfreq.resources import check_memory, format_bytes
 
 __all__ = ["check_reconstruction_memory", "integer_array", "norm_name"]
 
@@ -81,9 +82,13 @@ def check_reconstruction_memory(max_count: int, B: int, *, epsilon: float) -> No
     grows like ``1/ε``) dominates, ``max_count`` otherwise.
     """
     need = reconstruction_memory(max_count, B)
-    if max_count < 2 * B:
-        check_memory(need, param="epsilon", value=epsilon,
-                     what=f"the reconstruction's noise window of 2B = {2 * B} values")
+    if max_count < 2 * B:  # the window grows as ε shrinks: ε must be large enough
+        free = resources.available_memory_bytes()
+        if free > 0 and need > free:
+            raise ParameterError(message(
+                "epsilon", f"large enough for the reconstruction's noise window of 2B = "
+                f"{2 * B} values to fit in memory (needs {format_bytes(need)}, "
+                f"{format_bytes(free)} available)", epsilon))
     else:
         check_memory(need, param="max_count", value=max_count,
                      what="the reconstruction's arrays of n + 2B + 1 values")

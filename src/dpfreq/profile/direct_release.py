@@ -10,6 +10,7 @@ a release is written from them by their ``to_dict``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -28,8 +29,8 @@ from dpfreq.profile.intervals import IntervalSet, direct_intervals, direct_width
 from dpfreq.profile.plan import USEFUL_L1, plan_profile
 from dpfreq.release import RELATIONS, ErrorStatement
 
-__all__ = ["DirectParams", "DirectRelease", "ProfileMechanism", "build_direct", "draw_direct",
-           "release_direct"]
+__all__ = ["DirectParams", "DirectRelease", "ProfileMechanism", "build_direct", "direct_fields",
+           "draw_direct", "release_direct"]
 
 MECHANISM = "direct-count-of-counts"
 
@@ -161,6 +162,26 @@ def build_direct(y: NDArray[np.int64], layout: DirectLayout, *, d: int, n: int, 
     note = vacuous_note(d, n, unit, "direct", conf) if iv.vacuous else None
     return DirectRelease(value=r, params=params, error=_interval_error(iv, r, conf, desc, note),
                          l1_bound=l1, noisy_profile=y.astype(np.float64) / d)
+
+
+def direct_fields(y: NDArray[np.int64], layout: DirectLayout, *, d: int, n: int, eps: float,
+                  unit: str, conf: float, norm: str, seeded: bool,
+                  params: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of the :class:`~dpfreq.profile.ProfileRelease` of a noisy count-of-counts
+    ``y`` (post-processing only).
+
+    ``params`` holds the release's public context (:class:`ProfileMechanism`'s entries); the
+    direct mechanism's own entries (:class:`DirectParams`) are computed from ``y`` and replace
+    any of the same name. A release (:func:`~dpfreq.profile.release_profile`) and a saved
+    release loaded again (:meth:`~dpfreq.profile.ProfileRelease.from_measurement`) are both
+    made from these fields: one function of one noisy measurement.
+    """
+    out = build_direct(y, layout, d=d, n=n, unit=unit, conf=conf)
+    return {"value": out.value, "epsilon": eps, "delta": 0.0, "unit": unit,
+            "mechanism": out.mechanism, "mechanism_params": {**params, **out.params.to_dict()},
+            "seeded": seeded, "error": out.error, "domain_size": d, "max_count": n,
+            "method": "direct", "l1_bound": out.l1_bound, "l1_confidence": conf, "B": 0,
+            "norm": norm, "noisy_profile": out.noisy_profile}
 
 
 def release_direct(classes: NDArray[np.int64], *, d: int, n: int, eps: float, unit: str,

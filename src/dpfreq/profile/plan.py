@@ -28,7 +28,6 @@ from dpfreq._validate import (
 from dpfreq.accounting.plans import ACCOUNTANT_PARAMETER, BudgetShare, with_budget_share
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.grouped.checks import check_ungrouped
-from dpfreq.noise import discrete_laplace_gamma
 from dpfreq.profile.direct import DOMAIN_LIMIT, direct_layout
 from dpfreq.profile.intervals import direct_width_values
 from dpfreq.release import RELATIONS, TABLE_UNITS
@@ -132,14 +131,9 @@ def check_profile_parameters(domain_size: Any, max_count: Any, epsilon: Any, uni
 
 def _sketch_bound(d: int, n: int, epsilon: float, confidence: float) -> float:
     """Wu & Pagh's Theorem 1.1 ℓ1 bound (explicit constants) at this confidence, capped at 2."""
-    from dpfreq.profile.kernel import get_kernel
-    from dpfreq.profile.reconstruct import default_bound_parameter, profile_error_bounds
+    from dpfreq.profile.bounds import sketch_l1_bound  # the kernel only when a sketch is planned
 
-    eta = (1.0 - confidence) / 2.0  # the theorem's bound holds with probability 1 − 2η
-    b = default_bound_parameter(d, n, epsilon, eta)
-    alpha = math.exp(-float(discrete_laplace_gamma(epsilon)))
-    kernel = get_kernel(n, b, alpha)
-    return min(2.0, profile_error_bounds(kernel, domain_size=d, eta=eta)["1"])
+    return sketch_l1_bound(d, n, epsilon, confidence)
 
 
 @dataclass(frozen=True, repr=False)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpfreq.errors import DPFreqError, public_errors
 from dpfreq.release import Release
 
 __all__ = ["ProfileRelease"]
@@ -158,6 +161,116 @@ class ProfileRelease(Release):
             "band_upper": self._ends("band_upper"),
             "items": items,
         }
+
+    # ------------------------------------------------------------------ measurement
+    @classmethod
+    def from_measurement(cls, measurement: Any, *, method: str, domain_size: int,
+                         max_count: int, epsilon: float, unit: str, confidence: float,
+                         norm: str, B: int, seeded: bool,
+                         mechanism_params: Mapping[str, Any]) -> ProfileRelease:
+        """The complete release of a noisy measurement: every published number computed first.
+
+        ``measurement`` is the noisy count-of-counts ``y[0..n]`` (``method="direct"``) or the
+        counts of the sketch's noisy values on ``t = −B..n+B`` (``"fft"``, ``"mle"``), int64,
+        already checked; ``mechanism_params`` the release's public context (engine, why, ...),
+        to which the mechanism's own entries are added. Post-processing only: the same fields
+        :func:`~dpfreq.profile.release_profile` publishes (:mod:`dpfreq.profile.saved` loads a
+        saved release through here).
+        """
+        if method == "direct":
+            from dpfreq.profile.direct import direct_layout
+            from dpfreq.profile.direct_release import direct_fields
+
+            return cls(**direct_fields(
+                measurement, direct_layout(unit, epsilon, max_count), d=domain_size,
+                n=max_count, eps=epsilon, unit=unit, conf=confidence, norm=norm, seeded=seeded,
+                params=mechanism_params))
+        from dpfreq.profile.estimate import sketch_fields
+
+        return cls(**sketch_fields(measurement, domain_size=domain_size, max_count=max_count,
+                                   epsilon=epsilon, B=B, method=method, norm=norm,
+                                   confidence=confidence, seeded=seeded,
+                                   mechanism_params=mechanism_params))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write the release's noisy measurement and public parameters to ``path``.
+
+        Sealed JSON text (:mod:`dpfreq.profile.saved`): a SHA-256 digest, or an HMAC-SHA256
+        signature when ``DPFREQ_ARTIFACT_KEY`` is set (:mod:`dpfreq.artifacts`). The file holds
+        only what is published (the noisy count-of-counts, or the counts of the sketch's noisy
+        values, and the public parameters), nothing secret; :meth:`load` recomputes every
+        published number from it.
+
+        Returns
+        -------
+        pathlib.Path
+            The path written.
+
+        Raises
+        ------
+        ParameterError
+            For one group's release of a grouped profile (its coverage statement is not
+            part of the saved form), or a malformed ``DPFREQ_ARTIFACT_KEY``.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> from dpfreq.profile import release_profile
+        >>> rel = release_profile([3, 1, 0, 2], domain_size=10, max_count=4, epsilon=1.0,
+        ...                       unit="item", rng=7)
+        >>> path = rel.save(pathlib.Path(tempfile.mkdtemp()) / "profile.json")
+        >>> same = ProfileRelease.load(path)
+        >>> same.to_json() == rel.to_json()
+        True
+        """
+        from dpfreq.profile.saved import write_saved
+
+        return write_saved(self, path)
+
+    @classmethod
+    @public_errors("ProfileRelease.load")
+    def load(cls, path: str | Path) -> ProfileRelease:
+        """The release saved in ``path`` by :meth:`save`, recomputed from its measurement.
+
+        Every published number (estimate, intervals, band, ℓ1 bound) is recomputed from the
+        stored noisy measurement by the release's own post-processing
+        (:meth:`from_measurement`), so it equals the saved release's bit for bit; nothing is
+        spent.
+
+        Raises
+        ------
+        DataError
+            One line naming the file: missing or unreadable, not a saved profile release (the
+            JSON of :meth:`to_json` included: it has no seal), another format version, a
+            digest or signature that does not match (an edited file), a signed file without
+            its key or an unsigned one while ``DPFREQ_ARTIFACT_KEY`` is set, or a field out of
+            its range.
+        """
+        from dpfreq.profile.saved import read_saved
+
+        return cls._rebuilt(read_saved(path), str(path))
+
+    @classmethod
+    @public_errors("ProfileRelease.from_json")
+    def from_json(cls, text: str | bytes, *, label: str = "the text") -> ProfileRelease:
+        """The release of the text :meth:`save` writes (sealed JSON), recomputed as by
+        :meth:`load`; ``label`` names the text in errors.
+
+        The plain JSON of :meth:`to_json` carries no seal and is refused in one line.
+        """
+        from dpfreq.profile.saved import read_saved_text
+
+        return cls._rebuilt(read_saved_text(text, label=label), label)
+
+    @classmethod
+    def _rebuilt(cls, arguments: dict[str, Any], label: str) -> ProfileRelease:
+        from dpfreq.profile.saved import invalid
+
+        try:
+            return cls.from_measurement(**arguments)
+        except (DPFreqError, ValueError, TypeError, OverflowError) as exc:
+            raise invalid(label, exc) from None
 
     def plot(self, ax: Any = None, *, log: bool = False, truth: Any = None,
              from_count: int = 0) -> Any:

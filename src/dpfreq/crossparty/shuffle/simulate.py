@@ -55,6 +55,16 @@ def _registers(registers: Any, params: ShuffleParams) -> NDArray[np.int64]:
     return x.astype(np.int64)
 
 
+def _check_noise(noise: Any) -> tuple[bool, bool]:
+    """``worker_noise``: two bools, at least one True (the release states the guarantee that
+    one worker's dummies give; with none it would state a guarantee it does not have)."""
+    if (not isinstance(noise, tuple | list) or len(noise) != 2
+            or not all(isinstance(b, bool) for b in noise) or not any(noise)):
+        raise ParameterError(message("worker_noise", "a pair of bools with at least one True "
+                                     "(the guarantee needs one worker's dummies)", noise))
+    return bool(noise[0]), bool(noise[1])
+
+
 def _draws(params: ShuffleParams, plan: Plan, gen: np.random.Generator,
            noise: tuple[bool, bool]) -> list[WorkerDraws]:
     law, values = dummy_law(params), plan.values(params)
@@ -108,6 +118,7 @@ def simulate_shuffle(registers: Any, *, params: ShuffleParams, confidence: float
     ((2, 3), True)
     """
     x = _registers(registers, params)
+    _check_noise(worker_noise)
     resolved = resolve_rng(rng)
     everyone = dict.fromkeys(params.parties, "0" * 32)
     plan = make_plan(params, everyone, everyone)
@@ -173,6 +184,7 @@ def run_protocol(registers: Any, *, params: ShuffleParams, confidence: float,
     (2, ('a', 'b'))
     """
     x = _registers(registers, params)
+    _check_noise(worker_noise)
     resolved = resolve_rng(rng)
     shares = [share_values(x[i], params=params, party=p, rng=resolved.generator)
               for i, p in enumerate(params.parties)]
@@ -231,6 +243,7 @@ def run_shares(shares: Sequence[PartyShares], *, confidence: float, rng: RNGLike
     if any(s.params != params for s in shares):
         raise ParameterError(message("shares", "shares of one measurement",
                                      "shares of several"))
+    _check_noise(worker_noise)
     resolved = resolve_rng(rng)
     held = [[read_party_share(s.frame(w), params, party=s.party) for s in shares]
             for w in (0, 1)]
