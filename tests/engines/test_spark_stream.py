@@ -18,6 +18,7 @@ import pytest
 from cli_runner import run_cli
 from dpfreq.errors import DataError
 from dpfreq.stream import ReachStream
+from dpfreq.stream.lock import LOCK_FILE
 
 pytestmark = pytest.mark.spark
 
@@ -106,7 +107,7 @@ def test_double_append_is_idempotent_and_edited_part_files_are_refused(spark, tm
     items = tmp_path / "s" / state.items_file
     assert items.is_dir()
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
-        "items-2.parquet", "stream.dpfreq"]  # the previous generation was removed
+        LOCK_FILE, "items-2.parquet", "stream.dpfreq"]  # the previous generation was removed
     back = ReachStream.open(tmp_path / "s")
     np.testing.assert_array_equal(back.state.noisy, state.noisy)
     part = sorted(items.glob("part-*.parquet"))[0]
@@ -146,7 +147,7 @@ def test_a_crash_before_the_manifest_leaves_the_previous_generation(spark, tmp_p
     got = [back.release(1).to_json()] + [r.to_json() for r in back.append(_day(2), through=2)]
     assert got == want
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
-        "items-2.parquet", "stream.dpfreq"]
+        LOCK_FILE, "items-2.parquet", "stream.dpfreq"]
     np.testing.assert_array_equal(ReachStream.open(tmp_path / "s").state.noisy, ref.state.noisy)
 
 

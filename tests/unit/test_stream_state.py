@@ -12,6 +12,7 @@ import dpfreq.stream.stream as stream_module
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.stream import ReachStream
+from dpfreq.stream.lock import LOCK_FILE
 from dpfreq.stream.params import StreamParams
 
 KEY = "ab" * 32
@@ -60,7 +61,7 @@ def test_crash_before_the_state_write_leaves_the_previous_state(tmp_path, monkey
     want = [_values(ref.append(_day(t), through=t)[-1]) for t in (1, 2)]
     s = _create(tmp_path / "s", engine="duckdb")
     s.append(_day(1), through=1)
-    files = sorted(p.name for p in (tmp_path / "s").iterdir())
+    files = sorted(p.name for p in (tmp_path / "s").iterdir() if p.name != LOCK_FILE)
 
     def crash(*args, **kwargs):
         raise OSError("disk full")
@@ -73,7 +74,7 @@ def test_crash_before_the_state_write_leaves_the_previous_state(tmp_path, monkey
     assert back.last_period == 1
     assert _values(back.append(_day(2), through=2)[-1]) == want[1]
     assert len(files) == 2  # manifest and one per-item file (the orphan was replaced)
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["items-2.parquet",
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [LOCK_FILE, "items-2.parquet",
                                                                  "stream.dpfreq"]
 
 

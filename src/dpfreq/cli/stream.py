@@ -6,7 +6,9 @@ period(s) and prints what they added, ``show`` prints the stream to date from it
 measurements (free). A daily cron line::
 
     15 2 * * * dpfreq stream append /srv/reach /data/events-$(date -d yesterday +\\%F).parquet \\
-        --through $(date -d yesterday +\\%F) --json /srv/reach/latest.json
+        --through $(date -d yesterday +\\%F) --json /srv/reach-latest.json
+
+(the JSON is public: it goes beside the secret state directory, not into it).
 """
 
 from __future__ import annotations

@@ -175,6 +175,10 @@ def _grouping(group: Any, groups: Any, m: Any, unit: str
                                          "whole budget)", m))
         g, names, _ = check_grouping(group, groups, 1, "item")
         return g, names, None
+    if isinstance(m, str):  # grouped releases choose m privately ('auto'); a stream cannot
+        raise ParameterError(message("max_groups_per_item", "an integer >= 1 (a stream "
+                                     "fixes m when it is created, before any data: no "
+                                     "'auto')", m))
     check_bound(group, m, unit)
     return check_grouping(group, groups, m, unit)
 

@@ -128,8 +128,8 @@ class StreamRelease(Release):
         if x.dtype.kind == "U":  # ISO dates or timestamps
             x = x.astype("datetime64[us]")
         for k in self.k_values:
-            plot_band(ax, x, curves[k], pick(err.lower, k),
-                      pick(err.upper, k), label=f"{k}+ reach")
+            plot_band(ax, x, curves[k], pick(err.lower, k), pick(err.upper, k),
+                      label=f"{k}+ reach", marker="o" if x.size == 1 else None)  # 1 period: a dot
         ax.set_xlabel("period")
         ax.set_ylabel("items (noisy)")
         where = f", group {group}" if group is not None else ""

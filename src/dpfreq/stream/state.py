@@ -31,7 +31,7 @@ from dpfreq.errors import DataError
 from dpfreq.stream.items.files import check_digest
 from dpfreq.stream.params import StreamParams
 
-__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "save_state"]
+__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "save_state", "saved_identity"]
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
@@ -117,3 +117,15 @@ def load_state(path: Path) -> StreamState:
     if state.items_file is not None:
         check_digest(path / state.items_file, str(state.items_digest), str(path))
     return state
+
+
+def saved_identity(path: Path) -> tuple[int, bytes]:
+    """``(generation, key)`` of the manifest saved in ``path`` now (checked like
+    :func:`load_state` checks it; the per-item file is not read)."""
+    if not (path / MANIFEST).is_file():
+        raise DataError(f"{path} holds no reach stream (no {MANIFEST}); create one first.")
+    _, meta, arrays = read_artifact(path / MANIFEST, kind=_KIND, versions=(_VERSION,))
+    try:
+        return int(meta["generation"]), arrays["key"].tobytes()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq._signing import signing_key
 from dpfreq._validate import check_confidence, message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError, public_errors
@@ -31,11 +32,19 @@ from dpfreq.stream.auto import StreamPlan
 from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
 from dpfreq.stream.items.files import remove_items
 from dpfreq.stream.items.reader import AppendSpec
+from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
-from dpfreq.stream.state import MANIFEST, Batch, StreamState, load_state, save_state
+from dpfreq.stream.state import (
+    MANIFEST,
+    Batch,
+    StreamState,
+    load_state,
+    save_state,
+    saved_identity,
+)
 
 __all__ = ["ReachStream"]
 
@@ -56,7 +65,8 @@ def _fresh_directory(path: Any) -> Path:
         p = Path(path)
     except TypeError:
         raise ParameterError(message("path", "a directory path", path)) from None
-    if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(p.iterdir()))):
+    if (p / MANIFEST).exists() or (p.exists() and (not p.is_dir() or any(
+            q.name != LOCK_FILE for q in p.iterdir()))):
         raise ParameterError(message("path", "a new or empty directory (a stream is "
                                      "created once; open an existing one with "
                                      "ReachStream.open)", str(p)))
@@ -65,6 +75,16 @@ def _fresh_directory(path: Any) -> Path:
         raise ParameterError(message("path", "a directory this process can create and "
                                      "write", str(p)))
     return p
+
+
+def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
+    """The plan of a saved stream, refused if its counter is not the one that measured it."""
+    plan = state.params.plan()
+    if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
+        raise DataError(f"{path} is not a valid reach stream for this dpfreq: its counter "
+                        "was planned differently (created by another version); open it "
+                        "with the version that created it.")
+    return plan
 
 
 class ReachStream:
@@ -198,17 +218,24 @@ class ReachStream:
         plan = par.plan()
         item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
+        signing_key()  # a malformed DPFREQ_ARTIFACT_KEY is refused before the charge
         gate = BudgetGate(acct, Charge(par.epsilon, par.delta, par.unit, func))
         gate.check()
-        directory.mkdir(parents=True, exist_ok=True)
-        gate.spend(par.engine)
-        key = resolved.generator.bytes(32)  # after the charge: nothing random before it
-        g, k = par.n_groups, len(par.k_values)
-        state = StreamState(params=par, seeded=resolved.seeded, key=key,
-                            plan=_public(plan.record),
-                            exact=np.zeros((g, k, 0), dtype=np.int64),
-                            noisy=np.zeros((k, g, 0), dtype=np.int64))
-        save_state(directory, state)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:  # the writability check cannot see every file system's rules
+            raise ParameterError(message("path", "a directory this process can create and "
+                                         "write", str(directory))) from None
+        with state_lock(directory):  # two creations of one directory: one charge, one key
+            _fresh_directory(directory)
+            gate.spend(par.engine)
+            key = resolved.generator.bytes(32)  # after the charge: nothing random before it
+            g, k = par.n_groups, len(par.k_values)
+            state = StreamState(params=par, seeded=resolved.seeded, key=key,
+                                plan=_public(plan.record),
+                                exact=np.zeros((g, k, 0), dtype=np.int64),
+                                noisy=np.zeros((k, g, 0), dtype=np.int64))
+            save_state(directory, state)
         return cls(directory, state, plan)
 
     @classmethod
@@ -226,13 +253,11 @@ class ReachStream:
         3
         """
         p = Path(path)
-        state = load_state(p)
-        plan = state.params.plan()
-        if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
-            raise DataError(f"{p} is not a valid reach stream for this dpfreq: its counter "
-                            "was planned differently (created by another version); open it "
-                            "with the version that created it.")
-        return cls(p, state, plan)
+        if not (p / MANIFEST).is_file():  # no lock file left in a directory that is no stream
+            raise DataError(f"{p} holds no reach stream (no {MANIFEST}); create one first.")
+        with state_lock(p, shared=True):  # not while an append replaces the per-item file
+            state = load_state(p)
+        return cls(p, state, _checked_plan(p, state))
 
     def _spec(self, after: int, through: int) -> AppendSpec:
         par = self.params
@@ -277,18 +302,34 @@ class ReachStream:
         (see :meth:`create`). Whether an append is refused depends on the data and public
         parameters only, never on the noise.
         """
-        t = period_of(self.params, through)
+        with state_lock(self.path):  # one writer; the state as saved, not as first opened
+            self._reload()
+            t = period_of(self.params, through)
+            if t <= self._state.last:
+                return self._resend(source, t)
+            return self._append(source, t)
+
+    def _reload(self) -> None:
+        """Adopt the saved state when another writer advanced it since this object read it
+        (:mod:`dpfreq.stream.lock`)."""
+        if saved_identity(self.path) != (self._state.generation, self._state.key):
+            state = load_state(self.path)  # (another key: the directory holds a new stream)
+            self.plan, self._state, self.params = (_checked_plan(self.path, state), state,
+                                                   state.params)
+
+    def _append(self, source: Any, t: int) -> list[StreamRelease]:
+        """Append the periods after the saved last period through ``t`` (under the lock)."""
         st = self._state
-        if t <= st.last:
-            return self._resend(source, t)
         store = item_store(self.params.engine)
         events = store.read(source, self._spec(st.last, t))
         try:
-            if st.key_kind is not None and events.key_kind != st.key_kind:
+            kept = st.items_file is not None and st.n_pairs > 0  # no item kept yet: the next
+            # append's keys may be of either kind (an empty first day fixes nothing)
+            if kept and events.key_kind != st.key_kind:
                 raise DataError(f"item of ReachStream.append must be {st.key_kind} like the "
                                 f"stream's earlier appends; got {events.key_kind} keys.")
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
-            current = None if st.items_file is None else self.path / st.items_file
+            current = self.path / str(st.items_file) if kept else None
             res = store.update(events, self._update_plan(st.last, t), current, out,
                                lambda: self._check_events(events, st.last))
         finally:
@@ -315,11 +356,11 @@ class ReachStream:
                                     "up to through only (append later periods with a later "
                                     "through)", "events after through"))
         if events.n_late and self.params.late == "error":
-            raise DataError(message("source", f"events after the "
-                                    f"closed period {after} (late='error'; a re-sent period "
-                                    "is named by through; to drop late events create the "
-                                    "stream with late='drop')",
-                                    "events of closed periods"))
+            raise DataError(message("source", f"events of the periods after {after} only "
+                                    "(late='error' refuses events of closed periods and "
+                                    "events before the stream's first period; a re-sent "
+                                    "period is named by through; to drop late events create "
+                                    "the stream with late='drop')", "late events"))
 
     def _resend(self, source: Any, t: int) -> list[StreamRelease]:
         """A re-sent append: the stored answers, without new noise (module docstring)."""
@@ -343,13 +384,16 @@ class ReachStream:
     @public_errors("ReachStream.release")
     def release(self, through: Any = None, *, confidence: float | None = None
                 ) -> StreamRelease:
-        """The release of a past period (default: the last), from the saved measurements.
+        """The release of a past period (default: the last), from the saved measurements
+        (as saved now: appends by other processes since this object was opened included).
 
         Privacy
         -------
         Post-processing of the noisy measurements: free, any number of times (see
         :meth:`create`).
         """
+        with state_lock(self.path, shared=True):  # what other writers appended since
+            self._reload()
         if self._state.last == 0:
             raise ParameterError(message("through", "a period already appended (the "
                                          "stream has none yet)", through))

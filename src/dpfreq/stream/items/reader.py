@@ -163,8 +163,11 @@ def _micros(ty: str, col: str) -> str:
 
 
 def _period_sql(rel: Any, spec: AppendSpec) -> str:
-    """The period of the time column: integer periods, or a timestamp bucketed (UTC)."""
+    """The period of the time column: integer periods, or a timestamp bucketed (UTC). A
+    text column without rows (what a header-only CSV file holds: an empty period) has none."""
     ty = _type(rel, spec.time)
+    if ty == "varchar" and not rel.limit(1).fetchall():  # a header-only CSV: text, no rows
+        return "CAST(NULL AS BIGINT)"
     return period_sql(ty, _quote(spec.time), spec, integer=ty in _INTEGER,
                       time=ty in _TIME or ty.startswith("timestamp"), micros=_micros, div="//")
 

@@ -145,8 +145,12 @@ class IntervalLayout:
         return out
 
     def sensitivity(self, unit: str) -> tuple[int, int]:
-        """Exact ``(ℓ1, ℓ2²)`` of the released nodes (:func:`interval_sensitivity`)."""
-        return interval_sensitivity(self.first, self.last, self.horizon, unit)
+        """Exact ``(ℓ1, ℓ2²)`` of the released nodes (:func:`interval_sensitivity`), computed
+        once per unit (a plan calibrates the same layouts at every ε it tries)."""
+        known: dict[str, tuple[int, int]] = self.__dict__.setdefault("_sensitivity", {})
+        if unit not in known:
+            known[unit] = interval_sensitivity(self.first, self.last, self.horizon, unit)
+        return known[unit]
 
     def rows_through(self, t: int) -> int:
         """Nodes measured by the end of period ``t`` (public)."""

@@ -1,0 +1,69 @@
+"""One writer at a time: an exclusive lock on a stream's state directory.
+
+Two appends of the same stream — two processes racing (a cron line and a manual re-run), or two
+:class:`~dpfreq.stream.ReachStream` objects opened before either appended — would both measure
+the same next period: the same keyed node noise added to two different event sets, whose
+published difference is then the exact difference of their counts, and the second write would
+replace the first's state. :func:`state_lock` makes an append the only writer of its directory
+(an OS advisory lock on ``STATE/.lock``: ``flock`` on POSIX, ``msvcrt.locking`` on Windows,
+released by the OS if the process dies), and the stream re-reads the saved manifest under the
+lock, so the later append sees the earlier one's periods (a re-send then returns the stored
+answers). :meth:`~dpfreq.stream.ReachStream.open` reads under the shared lock, so it never sees
+a manifest whose per-item file an append is replacing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from dpfreq.errors import DataError
+
+__all__ = ["LOCK_FILE", "state_lock"]
+
+#: the lock file in a stream's state directory (empty; never read)
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def state_lock(directory: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold the lock of ``directory``: exclusive (a writer), or ``shared`` (a reader: many at
+    once, none while a writer holds it). Waits for the holders to finish. A reader of a
+    directory it cannot write (a read-only copy) reads without the lock; a writer that cannot
+    create the lock file is refused in one line."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        if shared:
+            yield
+            return
+        raise DataError(f"{directory} cannot be appended to: this process cannot create "
+                        f"its lock file {LOCK_FILE} there (a read-only directory?).") from None
+    try:
+        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+            import msvcrt
+
+            while True:  # one lock kind on Windows; LK_LOCK gives up after 10 s: wait on
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    continue
+            try:
+                yield
+            finally:
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
