@@ -5,20 +5,21 @@ Two appends of the same stream — two processes racing (a cron line and a manua
 the same next period: the same keyed node noise added to two different event sets, whose
 published difference is then the exact difference of their counts, and the second write would
 replace the first's state. :func:`state_lock` makes an append the only writer of its directory
-(an OS advisory lock on ``STATE/.lock``: ``flock`` on POSIX, ``msvcrt.locking`` on Windows,
-released by the OS if the process dies), and the stream re-reads the saved manifest under the
-lock, so the later append sees the earlier one's periods (a re-send then returns the stored
-answers). :meth:`~dpfreq.stream.ReachStream.open` reads under the shared lock, so it never sees
-a manifest whose per-item file an append is replacing.
+(an OS advisory lock on ``STATE/.lock``, through portalocker: shared and exclusive locks on
+POSIX and Windows alike, released by the OS if the process dies), and the stream re-reads the
+saved manifest under the lock, so the later append sees the earlier one's periods (a re-send
+then returns the stored answers). :meth:`~dpfreq.stream.ReachStream.open` reads under the
+shared lock, so it never sees a manifest whose per-item file an append is replacing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import portalocker
 
 from dpfreq.errors import DataError
 
@@ -42,28 +43,13 @@ def state_lock(directory: Path, *, shared: bool = False) -> Iterator[None]:
             return
         raise DataError(f"{directory} cannot be appended to: this process cannot create "
                         f"its lock file {LOCK_FILE} there (a read-only directory?).") from None
+    handle = os.fdopen(fd, "r+b")
     try:
-        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            import msvcrt
-
-            while True:  # one lock kind on Windows; LK_LOCK gives up after 10 s: wait on
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:
-                    continue
-            try:
-                yield
-            finally:
-                os.lseek(fd, 0, os.SEEK_SET)
-                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        portalocker.lock(handle, portalocker.LockFlags.SHARED if shared
+                         else portalocker.LockFlags.EXCLUSIVE)
+        try:
+            yield
+        finally:
+            portalocker.unlock(handle)
     finally:
-        os.close(fd)
+        handle.close()
