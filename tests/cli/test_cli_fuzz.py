@@ -118,7 +118,8 @@ def _write_reports(tmp: Path, devices: int = 30) -> None:
     (tmp / "reports.csv").write_text("\n".join(rows) + "\n")
 
 
-VALID = {"--item": "item", "--time": "time", "--count": "count", "--domain-size": "20",
+VALID = {"--through": "8", "--item": "item", "--time": "time", "--count": "count",
+         "--domain-size": "20",
          "--max-count": "5", "--epsilon": "1", "--delta": "1e-6", "--horizon": "8",
          "--max-changes": "2", "--users": "40", "--devices": "40", "--period": "1",
          "--k": "1", "--windows": "cumulative,2", "--confidence": "0.9",
@@ -186,8 +187,7 @@ def _values(param: click.Parameter,
 BASE_EXTRA = {"anonymize": ["--item", "item", "--label", "item"], "reach": ["--horizon", "8"],
               "plan reach": ["--horizon", "8"],
               "demo": ["--users", "40", "--domain-size", "20", "--max-count", "5"],
-              "longitudinal aggregate": ["--devices", "99,99,99,99"],
-              "stream append": ["--through", "8"]}
+              "longitudinal aggregate": ["--devices", "99,99,99,99"]}
 #: FILE arguments and path options of commands that do not read the event log.
 INPUTS = {"ledger": "ledger.sqlite", "aggregate": "reports.csv", "--params": "params.json",
           "merge": "tv.sketch", "--key": "hash.key"}

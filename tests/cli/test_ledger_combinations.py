@@ -325,7 +325,8 @@ def test_stream_append_of_bad_data_charges_nothing(files: Files, tmp_path: Path,
     ledger = _ledger(tmp_path / "budget.db", capsys, "10")
     assert run_cli([*CASES["stream init"].argv(files, out), "--ledger", ledger], capsys)[0] == 0
     for bad in (files.empty, files.root / "no-such-file.csv"):
-        code, stdout, err = run_cli(["stream", "append", out / "state", bad], capsys)
+        code, stdout, err = run_cli(["stream", "append", out / "state", bad, "--through", "1"],
+                                 capsys)
         assert (code, stdout) == (2, ""), err
         _error_line(err)
     assert len(_rows(ledger)) == 1

@@ -65,7 +65,7 @@ def test_resend_late_and_errors_are_one_line(tmp_path, capsys) -> None:
     state = tmp_path / "reach"
     assert run_cli(["stream", "init", state, *INIT, "--seed", "2"], capsys)[0] == 0
     day1 = _day(tmp_path, "d1.csv", "2026-03-01", 1)
-    code, first, _ = run_cli(["stream", "append", state, day1], capsys)  # --through: next period
+    code, first, _ = run_cli(["stream", "append", state, day1, "--through", "1"], capsys)
     assert code == 0
     code, again, _ = run_cli(["stream", "append", state, day1, "--through", "2026-03-01"], capsys)
     assert (code, again) == (0, first)  # a re-send prints the stored answers
@@ -90,8 +90,8 @@ def test_grouped_stream_prints_each_group(tmp_path, capsys) -> None:
     code, _, _ = run_cli(["stream", "init", state, *INIT, "--group", "campaign", "--groups", groups,
                           "--max-groups-per-item", "1", "--seed", "3"], capsys)
     assert code == 0
-    code, out, _ = run_cli(["stream", "append", state, _day(tmp_path, "d.csv", "2026-03-01", 4)],
-                           capsys)
+    code, out, _ = run_cli(["stream", "append", state, _day(tmp_path, "d.csv", "2026-03-01", 4),
+                            "--through", "2026-03-01"], capsys)
     assert code == 0
     assert "# group spring" in out
     assert "# group summer" in out
@@ -107,7 +107,8 @@ def test_spark_master_needs_a_stream_on_spark(tmp_path, capsys) -> None:
     state = tmp_path / "reach"
     assert run_cli(["stream", "init", state, *INIT], capsys)[0] == 0
     src = _day(tmp_path, "events.csv", "2026-03-01", 0)
-    code, _, err = run_cli(["stream", "append", state, src, "--spark-master", "local[1]"], capsys)
+    code, _, err = run_cli(["stream", "append", state, src, "--through", "2026-03-01",
+                            "--spark-master", "local[1]"], capsys)
     assert code == 2
     assert "--spark-master needs a stream created with --state-engine spark" in err
 
@@ -123,9 +124,11 @@ def test_unknown_group_is_refused_before_anything_runs(tmp_path, capsys, monkeyp
     plain = tmp_path / "plain"
     assert run_cli(["stream", "init", plain, *INIT, "--seed", "5"], capsys)[0] == 0
     day1 = _day(tmp_path, "d1.csv", "2026-03-01", 1)
-    for argv, words in ((["stream", "append", state, day1, "--group", "autumn"],
+    for argv, words in ((["stream", "append", state, day1, "--through", "2026-03-01",
+                          "--group", "autumn"],
                          "one of the stream's groups"),
-                        (["stream", "append", plain, day1, "--group", "spring"],
+                        (["stream", "append", plain, day1, "--through", "2026-03-01",
+                          "--group", "spring"],
                          "has no groups")):
         code, out, err = run_cli(argv, capsys)
         assert (code, out) == (2, "")

@@ -13,6 +13,8 @@ import json
 import threading
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import dpfreq.stream.lock as lock_module
@@ -272,13 +274,15 @@ def test_a_header_only_csv_is_an_empty_period(tmp_path, capsys, engine, grouped)
     increment, on either engine and grouping; the next day appends as usual."""
     state = _init(tmp_path, capsys, engine, grouped)
     empty = _csv(tmp_path, "empty.csv", [])
-    code, out, err = run_cli(["stream", "append", state, empty, "--json", "-"], capsys)
+    code, out, err = run_cli(["stream", "append", state, empty, "--through", "2026-03-01",
+                              "--json", "-"], capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["period"] == 1
     day2 = _csv(tmp_path, "d2.csv", [(1, "2026-03-02T10:00:00", "spring"),
                                      (2, "2026-03-02T11:00:00", "summer")])
-    assert run_cli(["stream", "append", state, day2], capsys)[0] == 0
+    assert run_cli(["stream", "append", state, day2, "--through", "2026-03-02"],
+                   capsys)[0] == 0
     s = ReachStream.open(state)
     assert s.last_period == 2
     assert s.state.exact[..., 0].sum() == 0
@@ -289,7 +293,7 @@ def test_events_before_the_start_are_named_so(tmp_path, capsys) -> None:
     state = _init(tmp_path, capsys, "memory", False)
     early = _csv(tmp_path, "early.csv", [(1, "2026-02-28T23:00:00", "spring"),
                                          (2, "2026-03-01T01:00:00", "spring")])
-    code, out, err = run_cli(["stream", "append", state, early], capsys)
+    code, out, err = run_cli(["stream", "append", state, early, "--through", "2026-03-01"], capsys)
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1
     assert "before the stream's first period" in err
@@ -312,7 +316,8 @@ def test_json_to_stdout_is_pure_json_in_every_combination(tmp_path, capsys, engi
                                      (2, "2026-03-01T11:00:00", "summer")])
     extra = (["--plot", tmp_path / "p.png"] if plot else []) + \
         (["--group", "summer"] if grouped else [])
-    for argv in (["stream", "append", state, day1], ["stream", "show", state],
+    for argv in (["stream", "append", state, day1, "--through", "2026-03-01"],
+                 ["stream", "show", state],
                  ["stream", "append", state, day1, "--through", "2026-03-01"]):
         code, out, err = run_cli([*argv, "--json", "-", *extra], capsys)
         assert code == 0, err
@@ -332,8 +337,9 @@ def test_key_set_unset_or_changed_is_refused_in_one_line(tmp_path, capsys, monke
     monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", KEY)
     state = _init(tmp_path, capsys, "duckdb", False)
     day1 = _csv(tmp_path, "d1.csv", [(1, "2026-03-01T10:00:00", "spring")])
-    assert run_cli(["stream", "append", state, day1], capsys)[0] == 0
-    argv = ["stream", command, state] + ([day1] if command == "append" else [])
+    assert run_cli(["stream", "append", state, day1, "--through", "2026-03-01"], capsys)[0] == 0
+    argv = ["stream", command, state] + ([day1, "--through", "2026-03-01"] if command == "append"
+                                         else [])
     for key, words in ((None, "set DPFREQ_ARTIFACT_KEY"), ("cd" * 32, "signature does not "
                                                                        "match")):
         if key is None:
@@ -352,7 +358,7 @@ def test_a_read_only_copy_shows_but_refuses_appends(tmp_path, capsys, monkeypatc
     ``append`` is refused in one line and the stream is unchanged."""
     state = _init(tmp_path, capsys, "duckdb", False)
     day1 = _csv(tmp_path, "d1.csv", [(1, "2026-03-01T10:00:00", "spring")])
-    assert run_cli(["stream", "append", state, day1], capsys)[0] == 0
+    assert run_cli(["stream", "append", state, day1, "--through", "2026-03-01"], capsys)[0] == 0
     (tmp_path / "reach" / ".lock").unlink()
     real_open = lock_module.os.open
 
@@ -366,7 +372,8 @@ def test_a_read_only_copy_shows_but_refuses_appends(tmp_path, capsys, monkeypatc
     assert code == 0, err
     assert json.loads(out)["period"] == 1
     day2 = _csv(tmp_path, "d2.csv", [(1, "2026-03-02T10:00:00", "spring")])
-    code, out, err = run_cli(["stream", "append", state, day2], capsys)
+    code, out, err = run_cli(["stream", "append", state, day2, "--through", "2026-03-02"],
+                             capsys)
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1
     assert "cannot create its lock file" in err
@@ -471,3 +478,19 @@ def test_plan_stream_json_and_target_in_combination(tmp_path, capsys, horizon, g
     code, out, err = run_cli(["plan", "stream", *line, "--target-half-width", "0"], capsys)
     assert (code, out) == (2, "")
     assert "--target-half-width of dpfreq plan stream" in err
+
+
+def test_a_directory_of_other_tables_is_one_line(tmp_path, capsys) -> None:
+    """A source directory whose Parquet files disagree (here: it holds the stream's own state)
+    fails at DuckDB's scan: one line naming the source, not an internal error."""
+    state = _init(tmp_path, capsys, "duckdb", False)
+    day1 = _csv(tmp_path, "d1.csv", [(1, "2026-03-01T10:00:00", "spring")])
+    assert run_cli(["stream", "append", state, day1, "--through", "2026-03-01"], capsys)[0] == 0
+    pq.write_table(pa.table({"user": [1], "ts": ["2026-03-02T10:00:00"]}),
+                   tmp_path / "d2.parquet")
+    code, out, err = run_cli(["stream", "append", state, tmp_path, "--through", "2026-03-02"],
+                             capsys)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "cannot be read (a directory or glob must hold files of one table)" in err
+    assert ReachStream.open(state).last_period == 1

@@ -129,9 +129,10 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
 @command.command(name="append")
 @click.argument("state", type=click.Path(file_okay=False))
 @click.argument("file", type=shared.INPUT_FILE)
-@click.option("--through", "through_text", default=None, metavar="PERIOD",
-              help="Last period this append closes (integer, or a date/timestamp); default: "
-                   "the next period.")
+@click.option("--through", "through_text", required=True, metavar="PERIOD",
+              help="Last period this append closes (integer, or a date/timestamp). Required: "
+                   "a re-run of yesterday's file names yesterday (a re-send, answered from "
+                   "the state) instead of closing today's period without its events.")
 @click.option("--group", "show_group", default=None, help="Print only this group.")
 @click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
               help="Periods printed (the last ones).")
@@ -140,7 +141,7 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
                    f"{shared.DEFAULT_SPARK_MASTER}; ignored when a session is already active, "
                    "e.g. under spark-submit).")
 @shared.output_options
-def append(state: str, file: str, through_text: str | None, show_group: str | None,
+def append(state: str, file: str, through_text: str, show_group: str | None,
            rows: int, spark_master: str | None, json_out: str | None,
            plot_out: str | None) -> None:
     """Append the events of FILE (the next period(s)) to the stream STATE."""
@@ -151,8 +152,7 @@ def append(state: str, file: str, through_text: str | None, show_group: str | No
             raise click.UsageError("--spark-master needs a stream created with "
                                    "--state-engine spark.")
         _ = shared.resolve_engine_option("spark", spark_master).spark  # start the session
-    through = _through(through_text)
-    rels = s.append(file, through=s.last_period + 1 if through is None else through)
+    rels = s.append(file, through=_through(through_text))
     _emit(rels[-1], json_out, plot_out, show_group, rows)
 
 

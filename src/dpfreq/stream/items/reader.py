@@ -21,10 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.engines import get_engine
+from dpfreq.engines.duckdb.sql import reason
 from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
@@ -194,7 +196,16 @@ def _group_sql(spec: AppendSpec) -> tuple[str, str]:
 def read_events(source: Any, spec: AppendSpec) -> EventTable:
     """Aggregate the append's events into a temporary table (module docstring); refuses nulls
     in the item, time or group column, and a time column of the wrong kind. The source is
-    scanned once; every check reads the aggregated table."""
+    scanned once; every check reads the aggregated table. Files DuckDB cannot scan together
+    (a glob or directory of other tables) are refused in one line."""
+    try:
+        return _aggregate(source, spec)
+    except duckdb.Error as exc:
+        raise DataError("source of ReachStream.append cannot be read (a directory or glob "
+                        f"must hold files of one table): {reason(exc)}.") from None
+
+
+def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
     rel = _relation(source, spec)
     key, kind = _key_sql(rel, spec.item)
     period = _period_sql(rel, spec)
