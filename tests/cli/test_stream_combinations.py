@@ -492,5 +492,5 @@ def test_a_directory_of_other_tables_is_one_line(tmp_path, capsys) -> None:
                              capsys)
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1, err
-    assert "cannot be read (a directory or glob must hold files of one table)" in err
+    assert "cannot be read (a directory or glob must hold files of one table" in err
     assert ReachStream.open(state).last_period == 1

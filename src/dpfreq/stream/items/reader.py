@@ -26,7 +26,6 @@ import numpy as np
 
 from dpfreq._validate import message
 from dpfreq.engines import get_engine
-from dpfreq.engines.duckdb.sql import reason
 from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
@@ -202,7 +201,7 @@ def read_events(source: Any, spec: AppendSpec) -> EventTable:
         return _aggregate(source, spec)
     except duckdb.Error as exc:
         raise DataError("source of ReachStream.append cannot be read (a directory or glob "
-                        f"must hold files of one table): {reason(exc)}.") from None
+                        f"must hold files of one table; DuckDB: {type(exc).__name__}).") from None
 
 
 def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
