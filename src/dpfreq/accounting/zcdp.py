@@ -50,9 +50,10 @@ def zcdp_rho_at_most(epsilon: Fraction, delta: float | Fraction) -> Fraction:
     0 only when the float estimate underflows, for a δ near the smallest float).
 
     The closed form ``(√(L + ε) − √L)²`` in floating point, rounded down (by relative steps of
-    2^-40) until ``ρ <= ε`` and ``4ρL <= (ε − ρ)²`` hold on fractions for an upper bound ``L``
-    of ``ln(1/δ)`` (:func:`log_inverse_upper`): the left side grows with ρ and with ``L``, so the
-    bound holds at the true logarithm too.
+    2^-40; after 16 of them the steps double, on floats, for the ε ≪ L where the difference
+    has lost digits to cancellation) until ``ρ <= ε`` and ``4ρL <= (ε − ρ)²`` hold on
+    fractions for an upper bound ``L`` of ``ln(1/δ)`` (:func:`log_inverse_upper`): the left
+    side grows with ρ and with ``L``, so the bound holds at the true logarithm too.
 
     Examples
     --------
@@ -62,9 +63,10 @@ def zcdp_rho_at_most(epsilon: Fraction, delta: float | Fraction) -> Fraction:
     """
     big_l = log_inverse_upper(delta)
     rho = Fraction(_rho_estimate(float(epsilon), float(delta)))
-    step = 1 - Fraction(1, 2**40)
+    step, n = 1 - Fraction(1, 2**40), 0
     while not (rho <= epsilon and 4 * rho * big_l <= (epsilon - rho) ** 2):
-        rho *= step
+        n += 1  # doubling steps on floats keep the fractions' denominators small
+        rho = rho * step if n <= 16 else Fraction(float(rho) * (1 - min(2.0 ** (n - 56), 0.5)))
     return rho
 
 
