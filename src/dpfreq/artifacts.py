@@ -55,8 +55,8 @@ import numpy as np
 from dpfreq._signing import KEY_VARIABLE, hasher, signing_key
 from dpfreq.errors import DataError
 
-__all__ = ["create_private", "open_json", "read_artifact", "seal_json", "write_artifact",
-           "write_private"]
+__all__ = ["create_private", "open_json", "read_artifact", "read_text_file", "seal_json",
+           "write_artifact", "write_private"]
 
 _FORMAT = "dpfreq"
 _PRIVATE = stat.S_IRUSR | stat.S_IWUSR  # 0600: files holding secrets, tokens or reports
@@ -319,6 +319,25 @@ def _json_digest(payload: Mapping[str, Any], kind: str, version: int, key: bytes
     h = hasher(key)
     h.update(f"{kind}|{version}|{body}".encode())
     return str(h.hexdigest())
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    """The UTF-8 text of the file ``path``; missing or unreadable, one DataError saying it
+    cannot be read as ``what`` (e.g. ``"a parameters file"``).
+
+    Examples
+    --------
+    >>> read_text_file("/no/such/file.json", "a parameters file")
+    Traceback (most recent call last):
+    ...
+    dpfreq.errors.DataError: /no/such/file.json does not exist.
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} cannot be read as {what} ({type(exc).__name__}).") from None
 
 
 def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],

@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from dpfreq.artifacts import open_json, seal_json
+from dpfreq.artifacts import open_json, read_text_file, seal_json
 from dpfreq.errors import DataError, DPFreqError
 
 __all__ = ["PublicParamsFile"]
@@ -78,11 +78,4 @@ class PublicParamsFile:
     @classmethod
     def load(cls, path: str | Path) -> Self:
         """Read a parameters file written by :meth:`save`."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DataError(f"{path} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path} cannot be read as a parameters file "
-                            f"({type(exc).__name__}).") from None
-        return cls.from_json(text, label=str(path))
+        return cls.from_json(read_text_file(path, "a parameters file"), label=str(path))

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpfreq._validate import check_int, message
-from dpfreq.artifacts import open_json, seal_json
+from dpfreq.artifacts import open_json, read_text_file, seal_json
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 from dpfreq.release import to_jsonable
 
@@ -177,11 +177,4 @@ def _is_release_json(text: str | bytes) -> bool:
 
 def read_saved(path: str | Path) -> dict[str, Any]:
     """:func:`read_saved_text` of the file ``path`` (missing or unreadable: one DataError)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} cannot be read as a saved profile release "
-                        f"({type(exc).__name__}).") from None
-    return read_saved_text(text, label=str(path))
+    return read_saved_text(read_text_file(path, "a saved profile release"), label=str(path))
