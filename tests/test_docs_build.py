@@ -30,6 +30,10 @@ _FETCHED = {"script": ("src",), "link": ("href",), "img": ("src", "srcset"),
             "input": ("src",)}
 
 
+#: one worker builds the site (a module fixture is built once per xdist worker: about a minute)
+pytestmark = pytest.mark.xdist_group("docs-site")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built as README.md says (``-W --keep-going``), into a fresh folder."""

@@ -54,12 +54,14 @@ def many_structures() -> WindowCountsRelease:
                                  method={"all": "tree2d"}, rng=3)
 
 
+@pytest.mark.xdist_group("many-structures")  # one worker builds the fixture
 def test_every_tree_of_many_structures_has_its_own_key(many_structures):
     keys = _aes_keys(many_structures)
     assert len(keys) == 2 * 1001  # two 2d trees per structure
     assert len(set(keys)) == len(keys)
 
 
+@pytest.mark.xdist_group("many-structures")  # one worker builds the fixture
 def test_node_signs_of_two_structures_are_not_correlated(many_structures):
     """The former collision: the k = 1 tree and the k = 999 structure agreed in sign on every
     node. Independent symmetric noises agree with probability 1/2 on nodes where both are
