@@ -12,7 +12,6 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli_runner import run_cli
 from dpfreq import progress
 from dpfreq.budget import PrivacyBudget
 from dpfreq.cli._common import (
@@ -414,29 +413,3 @@ def test_a_reporting_block_closed_in_another_context_raises_nothing():
     assert progress._reporter.get() is None
     block.__exit__(None, None, None)  # here, not in the context that entered it
     assert progress._reporter.get() is None
-
-
-TARGET_COMMANDS = {
-    "plan profile --target-half-width": ["plan", "profile", "--domain-size", "100",
-                                         "--max-count", "5", "--epsilon", "1", "--unit", "event"],
-    "plan profile --target-l1": ["plan", "profile", "--domain-size", "100", "--max-count", "5",
-                                 "--epsilon", "1", "--unit", "event"],
-    "plan longitudinal --target-half-width": ["plan", "longitudinal", "--horizon", "8",
-                                              "--max-changes", "2", "--epsilon", "1",
-                                              "--devices", "100"],
-    "plan stream --target-half-width": ["plan", "stream", "--horizon", "8", "--k", "1",
-                                        "--unit", "item", "--epsilon", "1", "--delta", "0",
-                                        "--method", "auto"],
-}
-
-
-@pytest.mark.parametrize("case", sorted(TARGET_COMMANDS))
-@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1", "many"])
-def test_every_accuracy_target_is_a_finite_positive_number(case, value, capsys) -> None:
-    """One parameter type (``TARGET``) checks every ``--target-*`` option when the command line
-    is parsed: refused in one line naming the option, before any plan is printed."""
-    option = case.split()[-1]
-    code, out, err = run_cli([*TARGET_COMMANDS[case], option, value], capsys)
-    assert (code, out) == (2, "")
-    assert len(err.strip().splitlines()) == 1, err
-    assert f"'{option}': must be a finite number > 0; got '{value}'." in err

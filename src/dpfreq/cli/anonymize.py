@@ -357,7 +357,7 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
               help="Smallest and largest total (number of rows or summed counts) the data may "
                    "have, e.g. 1e4,1e6 (public: never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
-@click.option("--target-l1", type=shared.TARGET, default=None, metavar="L1",
+@click.option("--target-l1", type=float, default=None, metavar="L1",
               help="Instead of --epsilon: the sorted-l1 bound wanted at the top of --n-range; "
                    "prints the epsilon that reaches it.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT, TARGET, output_path_option, write_output
+from dpfreq.cli._common import COUNT, output_path_option, write_output
 from dpfreq.cli.grouped import capping_option, group_options
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
@@ -24,7 +24,7 @@ __all__ = ["command"]
 @click.option("--scale", type=COUNT, default=None, metavar="ITEMS",
               help="Public reference reach (e.g. audience size): a family whose interval is no "
                    "narrower than [0, ITEMS] is flagged VACUOUS, with the ε that fixes it.")
-@click.option("--target-half-width", type=TARGET, default=None, metavar="ITEMS",
+@click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
               help="Also print, per family and k, the total ε of the call (as --epsilon, split "
                    "over every family and k) whose largest half-width is ≤ ITEMS.")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
