@@ -31,7 +31,8 @@ from dpfreq.errors import DataError
 from dpfreq.stream.items.files import check_digest
 from dpfreq.stream.params import StreamParams
 
-__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "save_state", "saved_identity"]
+__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "manifest_of", "save_state",
+           "saved_identity"]
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
@@ -92,11 +93,17 @@ def _bad(path: Path, why: str) -> DataError:
     return DataError(f"{path} is not a valid reach stream: {why}.")
 
 
-def load_state(path: Path) -> StreamState:
-    """Read and check a stream's manifest and its per-item file's digest."""
+def manifest_of(path: Path) -> Path:
+    """The manifest file of the stream in ``path``; a directory without one is refused."""
     manifest = path / MANIFEST
     if not manifest.is_file():
         raise DataError(f"{path} holds no reach stream (no {MANIFEST}); create one first.")
+    return manifest
+
+
+def load_state(path: Path) -> StreamState:
+    """Read and check a stream's manifest and its per-item file's digest."""
+    manifest = manifest_of(path)
     _, meta, arrays = read_artifact(manifest, kind=_KIND, versions=(_VERSION,))
     try:
         params = StreamParams.from_dict(dict(meta["params"]))
@@ -122,9 +129,7 @@ def load_state(path: Path) -> StreamState:
 def saved_identity(path: Path) -> tuple[int, bytes]:
     """``(generation, key)`` of the manifest saved in ``path`` now (checked like
     :func:`load_state` checks it; the per-item file is not read)."""
-    if not (path / MANIFEST).is_file():
-        raise DataError(f"{path} holds no reach stream (no {MANIFEST}); create one first.")
-    _, meta, arrays = read_artifact(path / MANIFEST, kind=_KIND, versions=(_VERSION,))
+    _, meta, arrays = read_artifact(manifest_of(path), kind=_KIND, versions=(_VERSION,))
     try:
         return int(meta["generation"]), arrays["key"].tobytes()
     except (KeyError, TypeError, ValueError) as exc:

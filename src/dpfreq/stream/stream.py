@@ -42,6 +42,7 @@ from dpfreq.stream.state import (
     Batch,
     StreamState,
     load_state,
+    manifest_of,
     save_state,
     saved_identity,
 )
@@ -253,8 +254,7 @@ class ReachStream:
         3
         """
         p = Path(path)
-        if not (p / MANIFEST).is_file():  # no lock file left in a directory that is no stream
-            raise DataError(f"{p} holds no reach stream (no {MANIFEST}); create one first.")
+        manifest_of(p)  # before the lock: no lock file left in a directory that is no stream
         with state_lock(p, shared=True):  # not while an append replaces the per-item file
             state = load_state(p)
         return cls(p, state, _checked_plan(p, state))
