@@ -357,6 +357,70 @@ def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         assert np.array_equal(sketch.frequency, as_text.frequency)  # type: ignore[arg-type]
 
 
+#: a column of each kind of large or decimal integer, as Parquet holds them: (type, values)
+DECIMAL_IDS = {
+    "uint64": ("uint64", [2**64 - 1, 2**63 + 5, 5, 5, 12]),
+    "negative": ("int64", [-(2**63), -3, 5, 5, 12]),
+    "decimal(20,0)": ("decimal(20,0)", [2**64 - 1, 2**63 + 5, 5, 5, -12]),
+    "decimal(38,0)": ("decimal(38,0)", [10**37, -(10**37), 5, 5, 12]),
+    "decimal(10,2)": ("decimal(10,2)", ["1.50", "2", "5", "5", "12"]),
+}
+
+
+def _decimal_log(path: Path, role: str, kind: str) -> None:
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ty, values = DECIMAL_IDS[kind]
+    arrow = (pa.array(values, getattr(pa, ty)()) if not ty.startswith("decimal") else
+             pa.array([decimal.Decimal(v) for v in values],
+                      pa.decimal128(*map(int, ty[8:-1].split(",")))))
+    columns = {"user": pa.array([1, 2, 3, 4, 5], pa.int64()),
+               "day": pa.array([-1, 2, 3, 4, 5], pa.int64()),
+               "campaign": pa.array(["5"] * 5)}
+    columns[role] = arrow
+    pq.write_table(pa.table(columns), path)
+
+
+@pytest.mark.parametrize("kind", list(DECIMAL_IDS))
+@pytest.mark.parametrize("role", ["user", "day", "campaign"])
+def test_large_and_decimal_integer_columns_are_read_alike_by_every_engine(
+        world: World, tmp_path: Path, role: str, kind: str) -> None:
+    """DuckDB reads an unsigned 64-bit or decimal Parquet column (Spark's uint64, a sum) as
+    DECIMAL(p,0): once refused there (and for times and campaigns by the memory engine too)
+    where Spark took it, while the memory engine hashed a DECIMAL(10,2) id as the text '1.50';
+    an unsigned time at or above 2^63 was wrapped negative, into a period below 0. Now every
+    engine counts DECIMAL(p,0) as the integer it is and refuses a DECIMAL with a fraction in the
+    same line (Spark: tests/engines/test_crossparty_engines.py)."""
+    from dpfreq.crossparty.registers import check_log_spec, register_frequencies
+    from dpfreq.errors import DataError
+
+    _decimal_log(tmp_path / "log.parquet", role, kind)
+    key = read_hash_key(world.key)
+    spec = check_log_spec(user="user", time="day", period=(-5, 2**62), campaign="campaign",
+                          campaigns=["5", "12", "-12"])
+    got = {}
+    for engine in ("memory", "duckdb"):
+        try:
+            got[engine] = register_frequencies(str(tmp_path / "log.parquet"), spec=spec,
+                                               params=_params(key), key=key,
+                                               engine=engine).values.tolist()
+        except DataError as exc:
+            got[engine] = str(exc)
+    assert got["memory"] == got["duckdb"]
+    if kind == "decimal(10,2)":
+        what = {"user": "user", "day": "time", "campaign": "campaign"}[role]
+        assert got["duckdb"] == (f"{what} column {role!r} of register_frequencies must hold "
+                                 f"integers or {'timestamps' if role == 'day' else 'text'}; "
+                                 "got type DECIMAL(10,2).")
+    else:  # the rows counted (5 users in 256 registers, each under the cap K = 3)
+        rows = {"user": 5, "campaign": 3}.get(role) or {
+            "uint64": 3, "negative": 4, "decimal(20,0)": 2, "decimal(38,0)": 3}[kind]
+        assert sum(got["memory"]) == rows  # type: ignore[arg-type]
+
+
 def test_categorical_ids_and_campaigns_are_their_labels_in_every_engine(world: World) -> None:
     """A pandas categorical (a DuckDB ENUM) counts as its labels' text, as in the memory
     engine (DuckDB refused it)."""
@@ -373,6 +437,43 @@ def test_categorical_ids_and_campaigns_are_their_labels_in_every_engine(world: W
         got = build_sketch(frame, engine=engine, **kwargs)
         assert np.array_equal(got.reach_bits, as_text.reach_bits)
         assert np.array_equal(got.frequency, as_text.frequency)  # type: ignore[arg-type]
+
+
+# -- a party with no events -----------------------------------------------------------------
+
+EMPTY_SELECTIONS = {"all rows": [], "period": ["--time", "day", "--start", "0", "--end", "9"],
+                    "campaigns": ["--campaign", "campaign", "--campaigns", "x"]}
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("selection", list(EMPTY_SELECTIONS))
+def test_a_publisher_with_no_events_is_drawn_not_refused(
+        world: World, tmp_path: Path, engine: str, selection: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A header-only CSV (no types to read: DuckDB says VARCHAR) was refused as a time column
+    of the wrong type; a party with no events has all-zero registers, and its sketch is drawn
+    from them like any other (Spark: tests/engines/test_crossparty_engines.py)."""
+    from dpfreq.crossparty.sketch import draw_sketch
+    from dpfreq.rng import resolve_rng
+
+    (tmp_path / "none.csv").write_text("user,day,campaign\n", encoding="utf-8")
+    code, _, err = run_cli(["sketch", "build", tmp_path / "none.csv", "--party", "none",
+                            "--params", world.params, "--key", world.key, "--user", "user",
+                            *EMPTY_SELECTIONS[selection], "--out", tmp_path / "none.sketch",
+                            "--seed", "6", "--engine", engine], capsys)
+    assert code == 0, err
+    got = PartySketch.load(tmp_path / "none.sketch")
+    params = CrossPartyParams.load(world.params)
+    zeros = draw_sketch(np.zeros(params.registers, dtype=np.int64), params=params,
+                        party="none", rng=resolve_rng(6), engine=engine)
+    assert np.array_equal(got.reach_bits, zeros.reach_bits)
+    assert np.array_equal(got.frequency, zeros.frequency)  # type: ignore[arg-type]
+    key = read_hash_key(world.key)
+    for source in ({"user": [], "day": []}, pd.DataFrame({"user": [], "day": []})):
+        api = build_sketch(source, user="user", party="none", params=params, key=key,
+                           time="day", period=(0, 9), rng=6,
+                           engine="memory" if isinstance(source, dict) else engine)
+        assert np.array_equal(api.frequency, zeros.frequency)  # type: ignore[arg-type]
 
 
 # -- the budget -----------------------------------------------------------------------------

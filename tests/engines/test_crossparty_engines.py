@@ -157,3 +157,40 @@ def test_spark_same_sketch_and_null_users(spark: Any) -> None:
                                                         period=None, campaign=None,
                                                         campaigns=None),
                              params=PARAMS, key=KEY, engine=spark)
+
+
+def test_spark_reads_decimal_ids_and_empty_logs_as_duckdb_does(spark: Any,
+                                                               tmp_path: Path) -> None:
+    """Spark reads an unsigned 64-bit Parquet column as DECIMAL(20,0), DuckDB as UBIGINT or
+    DECIMAL(20,0): the same registers; a DECIMAL with a fraction is refused in the same line
+    (Spark once took it for a campaign); a log with no rows, whose columns Spark reads as
+    text, has all-zero registers (it was refused as a time column of text)."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def dec(values: list[Any], scale: int) -> Any:
+        return pa.array([decimal.Decimal(v) for v in values], pa.decimal128(20, scale))
+
+    spec = check_log_spec(user="user", time="t", period=(0, 9), campaign="c",
+                          campaigns=["5", "-12"])
+    logs = {"whole": {"user": dec([2**64 - 1, 5, 5, -12], 0), "c": dec([5, 5, 5, -12], 0),
+                      "t": pa.array([2**64 - 1, 2**63, 3, 4], pa.uint64())},
+            "fraction": {"user": pa.array([1, 2, 3, 4]), "c": dec(["1.5", "5", "5", "12"], 2),
+                         "t": pa.array([1, 2, 3, 4])}}
+    for name, columns in logs.items():
+        pq.write_table(pa.table(columns), tmp_path / f"{name}.parquet")
+        got = []
+        for source, engine in ((str(tmp_path / f"{name}.parquet"), "duckdb"),
+                               (spark.read.parquet(str(tmp_path / f"{name}.parquet")), spark)):
+            try:
+                got.append(register_frequencies(source, spec=spec, params=PARAMS, key=KEY,
+                                                engine=engine).values.tolist())
+            except DataError as exc:
+                got.append(str(exc))
+        assert got[0] == got[1]
+        assert isinstance(got[0], str) == (name == "fraction")
+    none = spark.createDataFrame([], "user string, t string, c string")  # a header-only CSV
+    empty = register_frequencies(none, spec=spec, params=PARAMS, key=KEY, engine=spark)
+    assert not empty.values.any()

@@ -21,6 +21,8 @@ from dpfreq.errors import DataError, public_caller
 __all__ = ["instant_us", "memory_registers"]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: period bounds lie in -2^62..2^62: a later unsigned time is outside every period
+_TIME_LIMIT = 2**62
 
 
 def instant_us(value: dt.datetime | dt.date) -> int:
@@ -90,7 +92,9 @@ def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
 def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
     """Integer times as they are; datetime64 as µs since the epoch; anything else refused."""
     func = public_caller()
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "u":  # clipped to the period's range: never wrapped negative
+        return np.minimum(arr, _TIME_LIMIT).astype(np.int64)
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
     if arr.dtype.kind == "M":
         if np.isnat(arr).any():
@@ -125,6 +129,8 @@ def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
     names = [spec.user] + [c for c in (spec.time, spec.campaign) if c is not None]
     cols = _columns(source, list(dict.fromkeys(names)))
+    if not cols[spec.user].size:  # no rows: nothing to count, whatever the columns' types
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     users = _users(cols[spec.user], spec.user)
     keep = np.ones(users.size, dtype=bool)
     if spec.time is not None:
