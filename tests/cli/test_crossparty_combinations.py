@@ -87,6 +87,12 @@ VARIANTS = {
     "sampling_width": ({"sampling_width": "1/2"}, "key"),
     "key_id": ({}, "other"),
 }
+#: the coverage field a variant changes -> the rows of the log it counts (build_sketch's
+#: arguments); the base sketches count every row
+COVERAGE_VARIANTS = {
+    "period": {"time": "day", "period": (0, 20)},
+    "campaigns": {"campaign": "campaign", "campaigns": ["x"]},
+}
 
 
 @pytest.fixture(scope="module")
@@ -110,15 +116,21 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         for i, party in enumerate(spans):
             build_sketch(str(root / f"{party}.csv"), user="user", party=party, params=base,
                          key=key, rng=10 + i).save(root / f"{party}.sketch")
-        # a party with no impression in the period: an empty publisher
-        build_sketch(str(root / "a.csv"), user="user", party="empty", params=base, key=key,
-                     time="day", period=(1000, 2000), rng=13).save(root / "empty.sketch")
+        # a party with no impression: an empty publisher (a header-only CSV)
+        (root / "empty.csv").write_text("user,day,campaign\n", encoding="utf-8")
+        build_sketch(str(root / "empty.csv"), user="user", party="empty", params=base,
+                     key=key, rng=13).save(root / "empty.sketch")
         variants = {}
         for name, (changes, which) in VARIANTS.items():
             k = key if which == "key" else other
             path = root / f"variant-{name}.sketch"
             build_sketch(str(root / "b.csv"), user="user", party="v", params=_params(k, **changes),
                          key=k, rng=30).save(path)
+            variants[name] = path
+        for name, rows in COVERAGE_VARIANTS.items():
+            path = root / f"variant-{name}.sketch"
+            build_sketch(str(root / "b.csv"), user="user", party="v", params=base, key=key,
+                         rng=31, **rows).save(path)  # type: ignore[arg-type]
             variants[name] = path
     return World(root, root / "hash.key", root / "other.key", root / "params.json", variants)
 
@@ -176,6 +188,8 @@ def test_merge_outputs_are_complete_and_recomputed_from_the_files(
     assert len(doc["error"]["lower"]) == K
     assert doc["parties"] == list(parties)
     assert doc["seeded"] is True
+    assert doc["mechanism_params"]["coverage"] == {"period": None, "period_unit": None,
+                                                   "campaigns": None}
 
 
 def test_the_json_of_a_merge_never_depends_on_the_order_of_the_checks(
@@ -188,19 +202,76 @@ def test_the_json_of_a_merge_never_depends_on_the_order_of_the_checks(
 
 # -- never merge sketches of other parameters --------------------------------------------
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [*VARIANTS, *COVERAGE_VARIANTS])
 def test_merge_refuses_other_parameters_naming_the_field(
         world: World, variant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sketches of other periods or campaigns were merged as if they measured the same thing:
+    a sketch now records its coverage, and a merge refuses a mismatch like any parameter's."""
     field = "epsilon_frequency" if variant == "reach-only" else variant
     for order in ([world.sketch("a"), world.variants[variant]],
                   [world.variants[variant], world.sketch("a")]):
         code, out, err = run_cli(["sketch", "merge", *order, "--json", "-"], capsys)
         line = _one_line_error(code, err)
         assert out == ""
-        assert f"has {field}=" in line
-        assert "same parameters" in line
-    with pytest.raises(ParameterError, match=f"has {field}="):
+        assert f"has {field} " in line
+        assert "same parameters and coverage" in line
+    with pytest.raises(ParameterError, match=f"has {field} "):
         merge_sketches([str(world.sketch("a")), str(world.variants[variant])])
+
+
+def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
+        world: World) -> None:
+    """The same bounds as integers of the time column are another coverage (period_unit)."""
+    import datetime as dt
+
+    from dpfreq.crossparty import Coverage
+
+    key = read_hash_key(world.key)
+    log = {"user": np.array([1, 2]), "ts": np.array(["2026-03-01", "2026-03-02"],
+                                                    dtype="datetime64[us]")}
+    start, end = dt.date(2026, 3, 1), dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
+    made = build_sketch(log, user="user", party="t", params=_params(key), key=key, time="ts",
+                        period=(start, end), rng=1)
+    assert made.coverage.period_unit == "microseconds"
+    assert made.coverage.describe() == "period [2026-03-01T00:00:00Z, 2026-04-01T00:00:00Z)"
+    assert "2026-03-01T00:00:00Z" in repr(made)
+    same_numbers = Coverage(period=made.coverage.period, period_unit="integer")
+    with pytest.raises(ParameterError, match="has period_unit 'microseconds', expected "
+                                             "'integer'"):
+        merge_sketches([made], coverage=same_numbers)
+    assert merge_sketches([made], coverage=made.coverage).parties == ("t",)
+
+
+#: merge's pins of the coverage (a's, b's and c's: every row), and each variant's own
+PINS = {"period": ["--start", "0", "--end", "20"], "campaigns": ["--campaigns", "x"]}
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, *COVERAGE_VARIANTS])
+def test_merge_pins_the_parameters_and_coverage_the_analyst_expects(
+        world: World, variant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """'merge' had no --params: one sketch, or sketches agreeing among themselves, of other
+    parameters than the analyst's were merged. --params, --start/--end and --campaigns pin
+    them, as 'build' takes them."""
+    # a coverage variant pinned to the other's coverage: the period differs first
+    field = {"reach-only": "epsilon_frequency", "campaigns": "period"}.get(variant, variant)
+    alone = [world.variants[variant]]
+    line = _one_line_error(*run_cli(["sketch", "merge", *alone, "--params", world.params],
+                                    capsys)[::2] if variant in VARIANTS else run_cli(
+        ["sketch", "merge", *alone, "--params", world.params, *PINS[
+            "campaigns" if variant == "period" else "period"]], capsys)[::2])
+    assert f"sketch 1, party 'v', has {field} " in line
+    assert "expected parameters and coverage" in line
+    if variant in COVERAGE_VARIANTS:  # pinned to its own coverage and the parameters: merged
+        code, out, err = run_cli(["sketch", "merge", *alone, "--params", world.params,
+                                  *PINS[variant]], capsys)
+        assert code == 0, err
+        assert "# measurement 'spring' covering " + (
+            "period [0, 20) of the time column" if variant == "period" else
+            "campaigns x") in out
+    code, out, err = run_cli(["sketch", "merge", world.sketch("a"), "--params", world.params],
+                             capsys)
+    assert code == 0, err
+    assert "covering every row of the log" in out
 
 
 # -- the same publisher twice ---------------------------------------------------------------
@@ -593,6 +664,7 @@ R = 256
     ({"party": ""}, "party"),
     ({"seeded": 1}, "seeded"),
     ({"engine": None}, "engine"),
+    ({"coverage": None}, "coverage"),
 ])
 def test_a_malformed_sketch_is_refused_in_one_line(world: World, changes: dict[str, object],
                                                    field: str) -> None:

@@ -172,7 +172,7 @@ def test_merge_refuses_mismatched_parameters(change: dict[str, object], field: s
         merge_sketches([build("tv"), other], confidence=0.9)
     text = str(info.value)
     assert "same parameters" in text
-    assert f"{field}=" in text
+    assert f"has {field} " in text
     assert "\n" not in text
 
 
@@ -180,7 +180,7 @@ def test_merge_refuses_another_hash_key() -> None:
     key2 = bytes(range(1, 33))
     params2 = make_params(key_id=key_fingerprint(key2))
     other = build_sketch(log(0, 50), user="user", party="web", params=params2, key=key2, rng=2)
-    with pytest.raises(ParameterError, match="key_id="):
+    with pytest.raises(ParameterError, match="has key_id "):
         merge_sketches([build("tv"), other], confidence=0.9)
 
 

@@ -80,7 +80,8 @@ def _integer(type_name: str) -> bool:
 def _is_empty(rel: duckdb.DuckDBPyRelation) -> bool:
     func = public_caller()
     try:
-        return not rel.query("dpfreq_src", "SELECT 1 FROM dpfreq_src LIMIT 1").fetchall()
+        first = rel.query("dpfreq_src", "SELECT 1 FROM dpfreq_src LIMIT 1")
+        return first is None or not first.fetchall()
     except duckdb.Error as exc:
         raise DataError(f"{func} failed in DuckDB ({type(exc).__name__}).") from None
 
