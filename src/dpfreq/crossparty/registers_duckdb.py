@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.crossparty.registers_memory import missing_column
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.errors import DataError, public_caller
 
@@ -121,8 +122,7 @@ def _kind(types: dict[str, str], column: str, role: str, kinds: tuple[str, ...],
           rel: duckdb.DuckDBPyRelation) -> str:
     func = public_caller()
     if column not in types:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, types))}).")
+        raise missing_column(column, list(types))
     ty = types[column]
     kind = ("integer" if _integer(ty) else "text" if ty in _TEXT else
             "labels" if ty in _LABELS else

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.crossparty.registers_memory import missing_column
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.errors import DataError, public_caller
 
@@ -37,8 +38,7 @@ def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
     from pyspark.sql import types as T
 
     if column not in df.columns:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, df.columns))}).")
+        raise missing_column(column, df.columns)
     ty = df.schema[column].dataType
     if isinstance(ty, allowed) and not (isinstance(ty, T.DecimalType) and ty.scale != 0):
         return ty
