@@ -395,17 +395,22 @@ def test_memory_and_duckdb_build_the_same_sketch(world: World, tmp_path: Path, f
     assert np.array_equal(m.frequency, d.frequency)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("ids", ["uint64", "python-int", "ints-and-text"])
+@pytest.mark.parametrize("ids", ["uint64", "python-int", "ints-and-text", "decimals"])
 def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         world: World, tmp_path: Path, ids: str, capsys: pytest.CaptureFixture[str]) -> None:
     """An id is its decimal text in every engine: the memory engine once wrapped an unsigned
     id at or above 2^63 to a negative int64 (another register than DuckDB's), raised
     OverflowError on Python integers beyond int64, and refused integers mixed with text
-    (which DuckDB reads as text)."""
+    (which DuckDB reads as text), and Python Decimals without a fraction digit (DuckDB's
+    DECIMAL(p,0))."""
+    import decimal
+
     values = [2**64 - 1, 2**63 + 5, 5, 5, 2**63 + 5, 12]
     column = {"uint64": np.array(values, dtype=np.uint64),
               "python-int": np.array([*values, -3], dtype=object),
-              "ints-and-text": np.array([*values, "5", "abc", -3], dtype=object)}[ids]
+              "ints-and-text": np.array([*values, "5", "abc", -3], dtype=object),
+              "decimals": np.array([decimal.Decimal(v) for v in [*values, -3]],
+                                   dtype=object)}[ids]
     key = read_hash_key(world.key)
     params = _params(key)
     as_text = build_sketch({"user": np.array([str(v) for v in column.tolist()])}, user="user",
@@ -461,8 +466,9 @@ def test_large_and_decimal_integer_columns_are_read_alike_by_every_engine(
         world: World, tmp_path: Path, role: str, kind: str) -> None:
     """DuckDB reads an unsigned 64-bit or decimal Parquet column (Spark's uint64, a sum) as
     DECIMAL(p,0): once refused there (and for times and campaigns by the memory engine too)
-    where Spark took it, while the memory engine hashed a DECIMAL(10,2) id as the text '1.50';
-    an unsigned time at or above 2^63 was wrapped negative, into a period below 0. Now every
+    where Spark took it, while the memory engine hashed a DECIMAL(10,2) id as the text '1.50',
+    refused a mapping of Python Decimals, and wrapped an unsigned time at or above 2^63
+    negative, into a period below 0. Now every
     engine counts DECIMAL(p,0) as the integer it is and refuses a DECIMAL with a fraction in the
     same line (Spark: tests/engines/test_crossparty_engines.py)."""
     from dpfreq.crossparty.registers import check_log_spec, register_frequencies
@@ -481,6 +487,15 @@ def test_large_and_decimal_integer_columns_are_read_alike_by_every_engine(
         except DataError as exc:
             got[engine] = str(exc)
     assert got["memory"] == got["duckdb"]
+    frame = pd.read_parquet(tmp_path / "log.parquet")  # decimals as Python Decimal objects
+    try:
+        got["mapping"] = register_frequencies({c: frame[c].to_numpy() for c in frame},
+                                              spec=spec, params=_params(key), key=key,
+                                              engine="memory").values.tolist()
+    except DataError as exc:  # refused too (the dtype named: object)
+        got["mapping"] = str(exc)
+    assert isinstance(got["mapping"], str) == isinstance(got["duckdb"], str)
+    assert got["mapping"] == got["duckdb"] or isinstance(got["duckdb"], str)
     if kind == "decimal(10,2)":
         what = {"user": "user", "day": "time", "campaign": "campaign"}[role]
         assert got["duckdb"] == (f"{what} column {role!r} of register_frequencies must hold "

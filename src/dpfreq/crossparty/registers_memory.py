@@ -8,6 +8,7 @@ DuckDB and Spark versions must return exactly the same values (tested on the sam
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -50,11 +51,23 @@ def _columns(source: Mapping[str, Any], names: list[str]) -> dict[str, NDArray[A
         arr = np.asarray(source[name])
         if arr.ndim != 1:
             raise DataError(f"column {name!r} of the source of {func} must be one-dimensional.")
-        out[name] = arr
+        out[name] = _whole_decimals(arr)
     lengths = {arr.size for arr in out.values()}
     if len(lengths) > 1:
         raise DataError(f"the columns of the source of {func} must have equal lengths.")
     return out
+
+
+def _whole_decimals(arr: NDArray[Any]) -> NDArray[Any]:
+    """An object column with each :class:`decimal.Decimal` without a fraction digit (``5``,
+    not ``5.0``) as the Python integer it is — DuckDB and Spark read such a column as
+    ``DECIMAL(p,0)``, an integer column; a Decimal with a fraction digit stays (refused, as a
+    ``DECIMAL(p,s)`` column is)."""
+    if arr.dtype.kind != "O" or not any(isinstance(x, decimal.Decimal) for x in arr):
+        return arr
+    return np.array([int(x) if isinstance(x, decimal.Decimal) and x.is_finite()
+                     and x.as_tuple().exponent >= 0 else x  # type: ignore[operator]
+                     for x in arr], dtype=object)
 
 
 def _is_missing(x: Any) -> bool:
@@ -111,6 +124,10 @@ def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
             raise DataError(f"time column {name!r} of {func} holds missing values.")
         if all(isinstance(x, dt.date) for x in arr):  # datetimes (pandas Timestamps), dates
             return np.array([instant_us(x) for x in arr], dtype=np.int64)
+        if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+               for x in arr):  # integers beyond int64: clipped to the period's range
+            return np.array([min(max(int(x), -_TIME_LIMIT - 1), _TIME_LIMIT) for x in arr],
+                            dtype=np.int64)
     raise DataError(f"time column {name!r} of {func} must hold integers or timestamps; got "
                     f"dtype {arr.dtype}.")
 
