@@ -548,6 +548,7 @@ def test_a_publisher_with_no_events_is_drawn_not_refused(
                             *EMPTY_SELECTIONS[selection], "--out", tmp_path / "none.sketch",
                             "--seed", "6", "--engine", engine], capsys)
     assert code == 0, err
+    assert "none.csv has no data rows; the release is the sketch of an empty data set" in err
     got = PartySketch.load(tmp_path / "none.sketch")
     params = CrossPartyParams.load(world.params)
     zeros = draw_sketch(np.zeros(params.registers, dtype=np.int64), params=params,

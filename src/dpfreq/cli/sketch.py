@@ -189,6 +189,7 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     params = _load_params(params_file)
     key = load_key(key_file)
     shared.warn_if_seeded(seed)
+    shared.warn_if_no_rows(log, "the sketch")  # a party with no events: all-zero registers
     sketch = build_sketch(log, user=user, party=party, params=params, key=key, time=time,
                           period=period, campaign=campaign, campaigns=names, engine=engine,
                           rng=seed, accountant=accountant)
