@@ -20,12 +20,19 @@ from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.stream.publish import curve, halfwidths
 from dpfreq.stream.result import StreamRelease
 
-__all__ = ["MECHANISM", "build_releases"]
+__all__ = ["MECHANISM", "VACUOUS_TEXT", "build_releases"]
 
 MECHANISM = "reach-stream"
 
 #: what a stream's user can do about its cap: ``m`` is fixed when the stream is created
 STREAM_REMEDY = "a new stream with a larger max_groups_per_item drops fewer pairs"
+
+#: the end of a vacuous statement: no public count bounds reach from above, so an interval
+#: reaching 0 allows every count that could be true
+VACUOUS_TEXT = (" This statement is vacuous: every answer's interval reaches 0 (each estimate "
+                "is smaller than its noise, so the release cannot tell these counts from 0; "
+                "reach has no public upper bound); a stream with a larger epsilon or fewer "
+                "k values would narrow the intervals (plan_reach_stream(...).epsilon_for).")
 
 FloatArray = NDArray[np.float64]
 
@@ -88,8 +95,10 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
     params = _mechanism_params(stream)
     out = []
     for t in range(first, last + 1):
+        vacuous = all(bool(np.all(low[:, :t] <= 0)) for low in lo)
         err = ErrorStatement(kind="interval", confidence=conf, value=_nest(par, half, t),
-                             description=_description(conf, par.horizon),
+                             description=_description(conf, par.horizon)
+                             + (VACUOUS_TEXT if vacuous else ""), vacuous=vacuous,
                              lower=_nest(par, lo, t), upper=_nest(par, hi, t),
                              band_lower=_nest(par, blo, t), band_upper=_nest(par, bhi, t))
         if par.groups is not None:  # what the intervals cover: the capped data
