@@ -20,12 +20,19 @@ from dpfreq.release import RELATIONS, ErrorStatement
 from dpfreq.stream.publish import curve, halfwidths
 from dpfreq.stream.result import StreamRelease
 
-__all__ = ["MECHANISM", "VACUOUS_TEXT", "build_releases"]
+__all__ = ["MECHANISM", "STREAM_CHOICE", "STREAM_REMEDY", "VACUOUS_TEXT", "build_releases"]
 
 MECHANISM = "reach-stream"
 
-#: what a stream's user can do about its cap: ``m`` is fixed when the stream is created
-STREAM_REMEDY = "a new stream with a larger max_groups_per_item drops fewer pairs"
+#: what a stream's user can do about its cap: ``m`` is fixed when the stream is created, and
+#: the stream measures no dropped fraction
+STREAM_REMEDY = ("the stream does not estimate how many pairs the cap dropped (a one-off "
+                 "grouped release of a past log can); a new stream with a larger "
+                 "max_groups_per_item drops fewer")
+
+#: which groups an item keeps in a stream (:mod:`dpfreq.stream.items.update`)
+STREAM_CHOICE = ("the first ones it is seen in, for the whole stream; groups first seen in "
+                 "the same period ranked by a secret key")
 
 #: the end of a vacuous statement: no public count bounds reach from above, so an interval
 #: reaching 0 allows every count that could be true
@@ -69,7 +76,8 @@ def _mechanism_params(stream: Any) -> dict[str, Any]:
             "noise": "exact discrete Laplace or discrete Gaussian per row, a deterministic "
                      "function of the stream's secret key and the node id (never redrawn)",
             **({} if par.groups is None else
-               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY)})}
+               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY,
+                                              chosen=STREAM_CHOICE)})}
 
 
 def build_releases(stream: Any, first: int, last: int, *, confidence: float | None = None
@@ -102,7 +110,8 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
                              lower=_nest(par, lo, t), upper=_nest(par, hi, t),
                              band_lower=_nest(par, blo, t), band_upper=_nest(par, bhi, t))
         if par.groups is not None:  # what the intervals cover: the capped data
-            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY)
+            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY,
+                                chosen=STREAM_CHOICE)
         ts = np.arange(1, t + 1)
         out.append(StreamRelease(
             value=_nest(par, est, t), epsilon=par.epsilon, delta=par.delta, unit=par.unit,
