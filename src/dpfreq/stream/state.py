@@ -1,7 +1,9 @@
 """The saved state of a reach stream: a directory with a manifest and one per-item file.
 
 ``STATE/stream.dpfreq`` is an integrity-checked artefact (:mod:`dpfreq.artifacts`: SHA-256, or
-HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set) holding the public parameters and plan, the
+HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set) holding the public parameters and plan (with
+the spec of its counter, so that opening a stream never plans again:
+:mod:`dpfreq.stream.mechanisms.saved`; a horizon-free stream's grows by each epoch it reaches), the
 secret noise key, the exact per-period increments of every (group, k) structure (private: the
 counters need them to measure rows that close later), the **noisy measurements** of every
 structure (integers: every published number is computed from them alone), the periods closed
@@ -59,6 +61,7 @@ class StreamState:
     seeded: bool
     key: bytes
     plan: dict[str, Any] = field(default_factory=dict)
+    counter: dict[str, Any] = field(default_factory=dict)
     generation: int = 0
     items_file: str | None = None
     items_digest: str | None = None
@@ -78,7 +81,8 @@ class StreamState:
 
 def save_state(path: Path, state: StreamState) -> None:
     """Write the manifest atomically (temporary name, then rename)."""
-    meta = {"params": state.params.to_dict(), "plan": state.plan, "seeded": state.seeded,
+    meta = {"params": state.params.to_dict(), "plan": state.plan, "counter": state.counter,
+            "seeded": state.seeded,
             "generation": state.generation, "items_file": state.items_file,
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
@@ -110,7 +114,7 @@ def load_state(path: Path) -> StreamState:
         batches = tuple(Batch(int(a), int(b), str(d)) for a, b, d in meta["batches"])
         state = StreamState(
             params=params, seeded=bool(meta["seeded"]), key=arrays["key"].tobytes(),
-            plan=dict(meta["plan"]),
+            plan=dict(meta["plan"]), counter=dict(meta["counter"]),
             generation=int(meta["generation"]), items_file=meta["items_file"],
             items_digest=meta["items_digest"], key_kind=meta["key_kind"],
             last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),

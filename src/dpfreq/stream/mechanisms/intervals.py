@@ -216,6 +216,10 @@ class SimpleLayout:
     def record(self) -> dict[str, Any]:
         return {"layout": "simple", "horizon": self.horizon}
 
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "simple", "horizon": self.horizon}
+
 
 class TreeLayout(IntervalLayout):
     """The layered ``B``-ary tree over ``T`` periods, answered online by plain digit covers
@@ -250,3 +254,8 @@ class TreeLayout(IntervalLayout):
         return {"layout": "tree", "horizon": self.horizon, "branching": self.branching,
                 "top_level": self.top, "block_sizes": list(self.sizes),
                 "released_nodes": int(self.ids.size)}
+
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "tree", "horizon": self.horizon, "branching": self.branching,
+                "top": self.top}
