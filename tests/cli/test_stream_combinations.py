@@ -25,7 +25,7 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.ledger import Ledger
 from dpfreq.stream import ReachStream
 from dpfreq.stream.measure import measure_periods
-from dpfreq.stream.publish import curve
+from dpfreq.stream.publish import curve, halfwidths
 
 KEY = "ab" * 32
 GROUPS = ("a", "b", "c")
@@ -124,6 +124,10 @@ def test_every_published_number_is_post_processing_of_the_saved_rows(
                             np.zeros((len(ks), s.params.n_groups, 0), dtype=np.int64), 0,
                             st.last, s.params.groups is not None)
     np.testing.assert_array_equal(again, st.noisy)
+    n_struct = s.params.n_groups * len(ks)  # the saved half-widths are the public ones
+    np.testing.assert_array_equal(st.widths, [halfwidths(s.plan.counter, st.last, 0.05),
+                                              halfwidths(s.plan.counter, st.last, 0.05,
+                                                         band=n_struct)])
     for rel in rels:
         for j, k in enumerate(ks):
             values, _ = curve(s.plan.counter, st.noisy[j], rel.period)
@@ -142,6 +146,12 @@ def test_every_published_number_is_post_processing_of_the_saved_rows(
         if grouping != "ungrouped":
             assert "capped data, not the data" in rel.error.description
     assert ReachStream.open(tmp_path / "s").release().to_json() == rels[-1].to_json()
+    other = ReachStream.open(tmp_path / "s").release(confidence=0.5).error  # computed anew
+    g, k = (s.params.groups or (None,))[0], ks[0]
+    pick = (lambda d: d[k]) if g is None else (lambda d: d[g][k])
+    np.testing.assert_array_equal(pick(other.upper), pick(rels[-1].value) + (
+        halfwidths(s.plan.counter, st.last, 0.5)
+        + curve(s.plan.counter, st.noisy[0], st.last)[1][0]))
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])

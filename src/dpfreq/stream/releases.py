@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.release import RELATIONS, ErrorStatement
-from dpfreq.stream.publish import curve, halfwidths
+from dpfreq.stream.publish import curve, halfwidths, widths_through
 from dpfreq.stream.result import StreamRelease
 
 __all__ = ["MECHANISM", "STREAM_CHOICE", "STREAM_REMEDY", "VACUOUS_TEXT", "build_releases"]
@@ -90,8 +90,11 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
     n_struct = par.n_groups * len(par.k_values)
     rows = counter.rows_through(last)
     est, lo, hi, blo, bhi, half = [], [], [], [], [], []
-    h = halfwidths(counter, last, beta)
-    b = halfwidths(counter, last, beta, band=n_struct)
+    if conf == par.confidence:  # the stream's own: saved with its state
+        h, b = widths_through(counter, state.widths, last, beta, n_struct)
+    else:
+        h = halfwidths(counter, last, beta)
+        b = halfwidths(counter, last, beta, band=n_struct)
     for j in range(len(par.k_values)):
         values, allow = curve(counter, state.noisy[j][:, :rows], last)
         est.append(values)

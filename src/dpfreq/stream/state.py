@@ -6,7 +6,10 @@ the spec of its counter, so that opening a stream never plans again:
 :mod:`dpfreq.stream.mechanisms.saved`; a horizon-free stream's grows by each epoch it reaches), the
 secret noise key, the exact per-period increments of every (group, k) structure (private: the
 counters need them to measure rows that close later), the **noisy measurements** of every
-structure (integers: every published number is computed from them alone), the periods closed
+structure (integers: every published number is computed from them alone), the interval and
+band half-widths of every closed period at the stream's confidence (public functions of the
+plan, saved so that they are computed once: :func:`dpfreq.stream.publish.widths_through`),
+the periods closed
 so far and the appends that closed them, and the name and digest of the per-item file of the
 current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on Spark the directory
 ``items-<gen>.parquet/`` of part files, digested as a whole: :mod:`dpfreq.stream.items.files`).
@@ -41,6 +44,7 @@ _KIND = "reach-stream"
 _VERSION = 1
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class StreamState:
     batches: tuple[Batch, ...] = ()
     exact: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
     noisy: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
+    widths: FloatArray = field(default_factory=lambda: np.zeros((2, 0), dtype=np.float64))
     n_late_dropped: int = 0
     n_bounded_out: int = 0
     n_pairs: int = 0
@@ -90,7 +95,8 @@ def save_state(path: Path, state: StreamState) -> None:
             "batches": [[b.after, b.through, b.digest] for b in state.batches]}
     write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
                    arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
-                           "exact": state.exact, "noisy": state.noisy})
+                           "exact": state.exact, "noisy": state.noisy,
+                           "widths": state.widths})
 
 
 def _bad(path: Path, why: str) -> DataError:
@@ -119,11 +125,13 @@ def load_state(path: Path) -> StreamState:
             items_digest=meta["items_digest"], key_kind=meta["key_kind"],
             last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),
             noisy=arrays["noisy"].astype(np.int64),
+            widths=arrays["widths"].astype(np.float64),
             n_late_dropped=int(meta["n_late_dropped"]),
             n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None
-    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3:
+    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3 or (
+            state.widths.shape != (2, state.last)):
         raise _bad(path, "its key or arrays do not have the expected shape")
     if state.items_file is not None:
         check_digest(path / state.items_file, str(state.items_digest), str(path))

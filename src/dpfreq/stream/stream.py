@@ -36,6 +36,7 @@ from dpfreq.stream.items.reader import AppendSpec
 from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
+from dpfreq.stream.publish import widths_through
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
 from dpfreq.stream.state import (
@@ -345,7 +346,10 @@ class ReachStream:
         exact = np.concatenate((st.exact, res.increments), axis=2)
         noisy = measure_periods(self.plan.counter, st.key, self.params.k_values, exact,
                                 st.noisy, st.last, t, self.params.groups is not None)
-        new = st.advanced(generation=st.generation + 1, items_file=res.items_file,
+        par = self.params
+        widths = widths_through(self.plan.counter, st.widths, t, 1.0 - par.confidence,
+                                par.n_groups * len(par.k_values))
+        new = st.advanced(generation=st.generation + 1, widths=widths, items_file=res.items_file,
                           items_digest=res.items_digest, key_kind=res.key_kind, last=t,
                           batches=(*st.batches, Batch(st.last, t, events.digest)),
                           exact=exact, noisy=noisy,
