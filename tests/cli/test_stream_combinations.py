@@ -521,8 +521,8 @@ def test_a_grouped_plot_draws_every_group_or_says_which_it_left_out(tmp_path, ca
     assert len(two.axes) == 2
     assert "the 2 of 3 groups" in two._suptitle.get_text()
     _fig, ax = pyplot().subplots()
-    with pytest.raises(ParameterError, match="^group of StreamRelease.plot must be .*leave "
-                                             "ax out.*; got None.$"):
+    with pytest.raises(ParameterError, match=r"^group of StreamRelease\.plot must be .*leave "
+                                             r"ax out.*; got None\.$"):
         rel.plot(ax=ax)
     assert "group a" in rel.plot(group="a").get_title()
     pyplot().close("all")

@@ -40,8 +40,8 @@ def _through(text: str | None) -> Any:
 def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10) -> str:
     """The last ``rows`` periods of every k (of one group, or of every group), with the
     per-answer interval half-width."""
-    groups = [None] if rel.groups is None else ([group] if group is not None else
-                                                list(rel.groups))
+    groups: list[str | None] = [None] if rel.groups is None else (
+        [group] if group is not None else list(rel.groups))
     conf = rel.error.confidence or 0.95
     lines = [f"# dpfreq stream: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}, "
              f"method={rel.mechanism_params['method']}; ± = {conf:.0%} per-answer interval",
