@@ -41,7 +41,7 @@ __all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "manifest_of", "sav
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
-_VERSION = 1
+_VERSION = 2  # 2: the counter spec and the saved half-widths
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
