@@ -6,7 +6,13 @@
   sketches alone, and it states value, ε, δ, unit and relation, mechanism and an error statement
   with its confidence and what it covers; the table has ``K`` rows per entity (``K+`` last);
 * sketches of every other public parameter (registers, cap, each ε, reach-only, measurement,
-  sampling interval, hash key) are refused in one line naming the field, never merged;
+  sampling interval, hash key) or coverage (period, campaigns) are refused in one line naming
+  the field, never merged; ``merge --params/--start/--end/--campaigns`` pins what the analyst
+  expects; a period of timestamps is recorded in µs and shown in UTC;
+* a party with no events (a header-only CSV, an empty mapping or DataFrame) is drawn like any
+  other, in every selection and engine;
+* large, negative and DECIMAL(p,0) ids, times and campaigns read alike by every engine, a
+  DECIMAL with a fraction refused alike;
 * one sketch twice, one party twice, two parties drawn from one seed;
 * files truncated, flipped or edited × ``DPFREQ_ARTIFACT_KEY`` unset, set or another key;
 * the memory and DuckDB engines on CSV and Parquet give the same sketch;
