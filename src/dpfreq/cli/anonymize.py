@@ -357,9 +357,9 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
               help="Smallest and largest total (number of rows or summed counts) the data may "
                    "have, e.g. 1e4,1e6 (public: never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
-@click.option("--target-l1", type=float, default=None, metavar="L1",
-              help="Instead of --epsilon: the sorted-l1 bound wanted at the top of --n-range; "
-                   "prints the epsilon that reaches it.")
+@shared.target_option("--target-l1", metavar="L1",
+                      help="Instead of --epsilon: the sorted-l1 bound wanted at the top of "
+                           "--n-range; prints the epsilon that reaches it.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="As for dpfreq anonymize.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,

@@ -36,6 +36,7 @@ __all__ = [
     "rescue_drawn_releases",
     "rescue_file",
     "rescue_release",
+    "write_json",
     "write_output",
 ]
 
@@ -167,6 +168,18 @@ def write_output(text: str, path: str, *, what: str = "") -> None:
         return
     Path(path).write_text(body, encoding="utf-8")
     click.echo(f"wrote {path}{' ' + what if what else ''}", err=True)
+
+
+def write_json(doc: Any, path: str) -> None:
+    """Write the document ``doc`` as JSON with :func:`write_output`: numpy values as Python
+    ones and non-finite floats as the strings ``"inf"``/``"nan"``
+    (:func:`dpfreq.release.to_jsonable`), never the bare ``NaN``/``Infinity`` that strict JSON
+    readers refuse."""
+    import json
+
+    from dpfreq.release import to_jsonable
+
+    write_output(json.dumps(to_jsonable(doc), allow_nan=False), path)
 
 
 #: Texts of releases already saved by a rescue during the current command (not saved twice).
