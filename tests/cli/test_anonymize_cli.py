@@ -158,7 +158,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match)
         main(["anonymize", "--unit", "event", str(data), *args])
     assert info.value.code == 2
     _, err = capsys.readouterr()
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    lines = [line for line in err.splitlines() if not line.startswith("dpfreq: warning:")]
     assert len(lines) == 1
     assert lines[0].startswith("dpfreq: error:")
     assert match in lines[0]

@@ -314,6 +314,23 @@ def test_tqdm_reporter_draws_on_the_given_stream():
     assert not progress_wanted(True, stream)
 
 
+def test_a_warning_during_a_progress_bar_is_a_line_of_its_own(monkeypatch):
+    """cli.output.warn clears the bars drawn on stderr for its line: never inside a bar."""
+    import io
+
+    from dpfreq.cli.output import warn
+    from dpfreq.cli.progress import tqdm_reporter
+
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    with progress.reporting(tqdm_reporter()), progress.task("noise", 5) as t:
+        t.advance(2)
+        warn("a\nwarning")
+        t.advance(3)
+    lines = stream.getvalue().replace("\r", "\n").splitlines()
+    assert "dpfreq: warning: a warning" in lines
+
+
 @pytest.mark.parametrize(("exc", "code"), [(KeyError("per_query"), 1),
                                            (DataError("bad window"), 2),
                                            (KeyboardInterrupt(), 130)])

@@ -268,7 +268,7 @@ def test_a_save_that_cannot_be_honoured_is_refused_before_anything_is_spent(
               "1", "--save", target] if case == "group" else ["--json", target, "--save", target])
     code, out, err = run_cli([*_profile(log, *extra), "--ledger", ledger], capsys)
     assert (code, out) == (2, ""), err
-    lines = [line for line in err.splitlines() if not line.startswith("warning: --seed")]
+    lines = [line for line in err.splitlines() if not line.startswith("dpfreq: warning: --seed")]
     assert len(lines) == 1
     assert lines[0].startswith("dpfreq: error: --save of dpfreq profile")
     assert Ledger(ledger).ledger == []

@@ -422,6 +422,5 @@ def _warn_if_count_column(file: str, item: str | None) -> None:
         return
     found = [c for c in header if c.strip().lower() in _COUNT_NAMES and c != item]
     if found:
-        click.echo(f"warning: {file} has a column {found[0]!r}; without --count every row "
-                   f"counts as one occurrence (for an item,count table pass --count "
-                   f"{found[0]}).", err=True)
+        shared.warn(f"{file} has a column {found[0]!r}; without --count every row counts as one "
+                    f"occurrence (for an item,count table pass --count {found[0]}).")
