@@ -211,7 +211,8 @@ def _error_line(err: str, *, alone: bool = True) -> str:
     """The one error line; ``alone``: the only line but the --seed warning (which a refusal
     by the release function follows), else beside what was written before the error."""
     lines = [line for line in err.strip().splitlines()
-             if not line.startswith("dpfreq: warning: --seed") and (alone or line.startswith("dpfreq:"))]
+             if not line.startswith("dpfreq: warning: --seed")
+             and (alone or line.startswith("dpfreq:"))]
     assert len(lines) == 1, err
     assert lines[0].startswith("dpfreq: error: "), err
     return lines[0]
@@ -257,7 +258,8 @@ def test_refused_before_anything_is_drawn_or_written(
                            f"{str(ledger)!r}: "), line
     assert line.endswith(f"; remaining {left}. Nothing was recorded and no noise was drawn; "
                          "ask for no more than what remains."), line
-    assert "--epsilon" not in line and "epsilon=" not in line  # the ledger's, not an option
+    assert "--epsilon" not in line
+    assert "epsilon=" not in line
     assert _written(out) == []  # no --json, --plot, --save, sketch or stream state
     assert not list(tmp_path.glob("dpfreq-release-*"))  # nothing was drawn to rescue
     assert run_cli(["ledger", "show", ledger, "--json", "-"], capsys)[1] == before

@@ -224,7 +224,7 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_one_charge(
     code, stdout, err = run_cli([*_profile(log, "--json", out / "r.json", "--save",
                                            out / "r.dpfreq"), "--ledger", ledger], capsys)
     assert (code, stdout) == (2, ""), err
-    lines = [line for line in err.splitlines() if line.startswith("dpfreq:")]
+    lines = [line for line in err.splitlines() if line.startswith("dpfreq: error:")]
     assert len(lines) == 1, err
     assert "No space left on device" in lines[0], err
     (rescued,) = tmp_path.glob("dpfreq-release-*.json")  # one file: the sealed release

@@ -45,7 +45,8 @@ def test_overspend_refused_before_any_noise_is_drawn(rng):
     assert "; remaining ε=0.25, δ=0.0 of total ε=1.0, δ=0.0. " in text  # what is left
     assert text.endswith("ask for no more than what remains.")  # what to do
     # the refused spend is not recorded; spent is a PrivacyBudget, as remaining is
-    assert acct.spent == PrivacyBudget(0.75) and acct.remaining == PrivacyBudget(0.25)
+    assert acct.spent == PrivacyBudget(0.75)
+    assert acct.remaining == PrivacyBudget(0.25)
     assert [e["label"] for e in acct.ledger] == ["fake_release"]
 
 

@@ -121,7 +121,8 @@ def test_no_group_selected_and_save_load(tmp_path: Path) -> None:
     lone = release_window_counts(df[df.g == "lone"], group="g", max_groups_per_item=1,
                                  delta=DELTA, unit="item", rng=3, accountant=acct, **BASE)
     assert lone.groups == ()  # p₁ <= 1e-6, as above
-    assert (acct.spent.epsilon, acct.spent.delta) == pytest.approx((1.0, DELTA))  # the selection itself was spent
+    # the selection itself was spent
+    assert (acct.spent.epsilon, acct.spent.delta) == pytest.approx((1.0, DELTA))
     assert "No group was released" in lone.simultaneous.description
     assert len(lone.to_pandas()) == 0
     assert list(lone.to_pandas().columns[:2]) == ["g", "window"]

@@ -219,6 +219,7 @@ def test_grouped_releases_run_on_the_pipeline(name: str, module: Any, call: Call
     acct = _Recording(log, 2.0, 1e-5)
     rel = call(acct)
     assert log == ["plan", "charge", "check", "read", "spend", "draw", "build"]
-    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 1e-6 if name.endswith("selection") else 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (
+        1.0, 1e-6 if name.endswith("selection") else 0.0)
     assert len(acct.ledger) == 1
     assert set(rel.groups) <= {"a", "b"}

@@ -77,7 +77,6 @@ __all__ = [
     "resolve_engine_option",
     "seed_option",
     "spool_stdin",
-    "target_option",
     "warn",
     "warn_if_no_rows",
     "warn_if_seeded",
@@ -345,22 +344,6 @@ def output_path_option(option: str, dest: str, *, suffixes: tuple[str, ...] = ()
     return click.option(option, dest, metavar="FILE" + ("|-" if allow_stdout else ""),
                         callback=_path_callback(option, suffixes, allow_stdout),
                         required=required, expose_value=True, help=help, **default)
-
-
-def _check_target(ctx: click.Context, param: click.Parameter,
-                  value: float | None) -> float | None:
-    from dpfreq._validate import check_positive_float
-
-    return None if value is None else check_positive_float(value, param.name or "target")
-
-
-def target_option(option: str, *, metavar: str, help: str) -> Any:
-    """A ``--target-*`` accuracy target of ``dpfreq plan``: checked while options are parsed by
-    the library's check of every planner's target (:func:`~dpfreq._validate.
-    check_positive_float`, a finite number > 0), whose error :func:`dpfreq.cli.main.main`
-    prints in the command's spelling; so a bad target is refused before anything is printed."""
-    return click.option(option, type=float, default=None, metavar=metavar,
-                        callback=_check_target, help=help)
 
 
 def output_options(f: Any) -> Any:

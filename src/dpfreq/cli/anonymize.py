@@ -24,6 +24,7 @@ from dpfreq.cli.grouped import (
     noise_line,
     plan_group_options,
 )
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
@@ -357,7 +358,7 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
               help="Smallest and largest total (number of rows or summed counts) the data may "
                    "have, e.g. 1e4,1e6 (public: never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
-@shared.target_option("--target-l1", metavar="L1",
+@target_option("--target-l1", metavar="L1",
                       help="Instead of --epsilon: the sorted-l1 bound wanted at the top of "
                            "--n-range; prints the epsilon that reaches it.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,

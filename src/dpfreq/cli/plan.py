@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from dpfreq._validate import MAX_COUNT_MINIMUM
-from dpfreq.cli._common import COUNT, IntegerType, target_option
+from dpfreq.cli._common import COUNT, IntegerType
 from dpfreq.cli.grouped import capping_option, format_grouped_plan, plan_group_options
+from dpfreq.cli.plan_options import target_option
 
 __all__ = ["command", "format_plan", "profile_plan"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from dpfreq.cli._common import POSITIVE, output_path_option, target_option
+from dpfreq.cli._common import POSITIVE, output_path_option
 from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.errors import ParameterError
 
 __all__ = ["command"]

@@ -10,9 +10,10 @@ from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT, output_path_option, target_option
+from dpfreq.cli._common import COUNT, output_path_option
 from dpfreq.cli.grouped import capping_option, group_options
 from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
 

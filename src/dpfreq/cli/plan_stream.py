@@ -15,6 +15,7 @@ import click
 import dpfreq.cli._common as shared
 from dpfreq.cli._common import output_path_option
 from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.stream_options import accuracy_options, parse_horizon
 
 __all__ = ["command"]
@@ -24,7 +25,7 @@ __all__ = ["command"]
 @accuracy_options
 @click.option("--rows", type=shared.POSITIVE, default=8, show_default=True,
               help="Periods printed (spread from the first to the last; the JSON has all).")
-@shared.target_option("--target-half-width", metavar="ITEMS",
+@target_option("--target-half-width", metavar="ITEMS",
                       help="Also print the smallest ε of the stream whose per-answer "
                            "half-width is ≤ ITEMS at every period (every other option as "
                            "given).")
