@@ -226,3 +226,22 @@ def test_per_order_sparsity_flags(tmp_path) -> None:
     mp = json.loads(sim.read_text())["mechanism_params"]
     assert mp["per_order_sparsity"] is True
     assert mp["c_gap_per_order"] == pytest.approx(list(p.c_gaps), rel=1e-11)  # 12 digits
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_params_table_states_the_plans_interval(sparse: bool) -> None:
+    """`longitudinal params` and `plan longitudinal` print one error statement: each method's
+    interval is the plan's largest per-period half-width (and the release's), not a looser law."""
+    from dpfreq.longitudinal import plan_longitudinal
+
+    args = ["params", "--horizon", "30", "--max-changes", "4", "--epsilon", "1", "--devices",
+            "100000", "--confidence", "0.9"] + (["--per-order-sparsity"] if sparse else [])
+    res = CliRunner().invoke(command, args)
+    assert res.exit_code == 0, res.output
+    rows = {line.split()[0]: line.split() for line in res.output.splitlines()[1:7]}
+    for name in ("rr", "futurerand", "calibrated", "threshold", "erlingsson"):
+        plan = plan_longitudinal(horizon=30, max_changes=4, epsilon=1.0, method=name,
+                                 devices=100_000, confidence=0.9,
+                                 per_order_sparsity=sparse and name != "erlingsson")
+        assert float(rows[name][-1]) == pytest.approx(plan.max_halfwidth, abs=0.05), name
+        assert float(rows[name][-2]) == pytest.approx(float(np.max(plan.sd)), abs=0.05), name

@@ -7,7 +7,6 @@ Formatting only; the work is in :mod:`dpfreq.longitudinal`.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -69,33 +68,42 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
 def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | None,
                confidence: float, write_for: str | None, out: str | None,
                per_order_sparsity: bool, start: str | None, period: str | None) -> None:
-    """Table of c_gap, certificate, per-period sd and interval half-width per method."""
+    """Table of c_gap, certificate, largest per-period sd and interval half-width per method.
+
+    The sd and the half-width are those of :func:`dpfreq.longitudinal.plan_longitudinal` (and of
+    the estimate itself) for the same parameters: one error statement everywhere.
+    """
+    from dpfreq.longitudinal import plan_longitudinal
+
     if not 0 < confidence < 1:
         raise ParameterError(f"--confidence of longitudinal params must be in (0, 1); got "
                              f"{confidence!r}.")
-    n = 1 if devices is None else devices
-    beta = 1 - confidence
     rows = []
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
         per = per_order_sparsity and name != "erlingsson"
         p = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                         method=name, per_order_sparsity=per)
-        lg1, gaps = p.orders, p.c_gaps
-        # largest variance over t ≤ d: t = d − 1 uses every order below log d
-        sd = math.sqrt(n * lg1 * sum(1 / c**2 for c in gaps[: max(lg1 - 1, 1)]))
-        half = lg1 / min(gaps) * math.sqrt(2 * n * math.log(2 / beta))
+        # sd is exactly proportional to √n: without --devices, n = 1 gives sd/√n
+        plan = plan_longitudinal(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
+                                 method=name, devices=devices or 1, confidence=confidence,
+                                 per_order_sparsity=per)
         label = name if name != "auto" else f"auto ({p.method})"
-        rows.append((label, p.c_gap, p.certificate, sd, half))
-    sd_head, b_head = ("max sd", "interval ±") if devices is not None else ("max sd/√n",
-                                                                            "interval ±/√n")
+        half = f"{plan.max_halfwidth:.1f}" if devices is not None else "-"
+        rows.append((label, p.c_gap, p.certificate, float(np.max(plan.sd)), half))
+    sd_head = "max sd" if devices is not None else "max sd/√n"
     to_err = out == "-"  # stdout then carries only the JSON bundle
-    click.echo(f"{'method':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}",
+    click.echo(f"{'method':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{'interval ±':>16}",
                err=to_err)
-    for label, c, cert, sd, b in rows:
-        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>16.1f}", err=to_err)
+    for label, c, cert, sd, half in rows:
+        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{half:>16}", err=to_err)
     click.echo(f"(horizon {horizon}, padded to {p.padded_horizon}; k = {max_changes}, ε = "
-               f"{epsilon}; max sd at t = d − 1; each interval holds w.p. {confidence}; "
-               "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
+               f"{epsilon}; largest over the periods; each interval holds w.p. {confidence}, "
+               "as dpfreq plan longitudinal and the estimate state it; ln ratio = exact "
+               "ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
+    if devices is None:
+        click.echo("(give --devices N for the interval half-widths: Hoeffding's or "
+                   "Bernstein's bound, whichever is smaller, is not proportional to √n)",
+                   err=to_err)
     if write_for is not None:
         if out is None:
             raise click.UsageError("--method needs --out PARAMS.json")
