@@ -245,3 +245,31 @@ def test_params_table_states_the_plans_interval(sparse: bool) -> None:
                                  per_order_sparsity=sparse and name != "erlingsson")
         assert float(rows[name][-1]) == pytest.approx(plan.max_halfwidth, abs=0.05), name
         assert float(rows[name][-2]) == pytest.approx(float(np.max(plan.sd)), abs=0.05), name
+
+
+def test_aggregate_shows_unended_periods_as_not_ended(tmp_path) -> None:
+    """Reports of the first 5 of 8 periods: periods 6..8 print 'not ended' and are null in the
+    JSON, never an estimate of 0."""
+    p = make_params(horizon=8, max_changes=2, epsilon=2.0, method="rr")
+    ppath = tmp_path / "params.json"
+    ppath.write_text(p.to_json())
+    rows, orders = ["device,order,interval,bit"], np.zeros(p.orders, dtype=np.int64)
+    for u in range(60):
+        c = LongitudinalClient(p, rng=u)
+        orders[c.order] += 1
+        rows += [f"{u},{r['order']},{r['interval']},{r['bit']}" for t in range(5)
+                 for r in c.step(int(u % 2 == 0))]
+    rep = tmp_path / "reports.csv"
+    rep.write_text("\n".join(rows) + "\n")
+    assert np.all(orders > 0)
+    out = tmp_path / "agg.json"
+    res = CliRunner().invoke(command, ["aggregate", str(rep), "--params", str(ppath),
+                                       "--devices", ",".join(map(str, orders)), "--json",
+                                       str(out)])
+    assert res.exit_code == 0, res.output
+    table = [line.split() for line in res.output.splitlines() if line[:12].strip().isdigit()]
+    assert [row[1:] for row in table[5:]] == [["not", "ended", "-", "-"]] * 3
+    assert all(float(row[1]) >= 0 for row in table[:5])
+    doc = json.loads(out.read_text())
+    assert doc["value"][5:] == [None] * 3 and doc["error"]["lower"][5:] == [None] * 3
+    assert "3 of 8 periods have no estimate yet" in doc["error"]["description"]

@@ -223,8 +223,10 @@ def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = Non
     first = "date" if "date" in table else "period"
     head = f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}"
     click.echo(head + (f"{'true':>12}" if truth is not None else ""))
+    ready = rel.available
     for i in range(rel.horizon if rows is None else min(rows, rel.horizon)):
         row = (f"{table[first][i]!s:>12}{table['estimate'][i]:>14.1f}"
-               f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
+               f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}" if ready[i] else
+               f"{table[first][i]!s:>12}{'not ended':>14}{'-':>12}{'-':>12}")
         click.echo(row + (f"{truth[i]:>12.0f}" if truth is not None else ""))
 
