@@ -94,6 +94,18 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
           "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "# N = " in out
+    # N = 0 (seed 0): the release and every property with a value carry a bound and its
+    # confidence, also in JSON
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+          "--seed", "0", "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["release"]["value"]["n_estimate"] == 0
+    assert doc["release"]["error"]["kind"] == "bound"
+    for name in ("entropy", "miller-madow-entropy", "support-size", "unseen-species",
+                 "support-coverage"):
+        err = doc["properties"][name]["error"]
+        assert err["kind"] == "bound" and err["confidence"] == 0.95, name
+        assert err["value"] > 0 and err["description"].startswith("N = 0"), name
 
 
 def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path, capsys):

@@ -155,6 +155,11 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: what the ± of a property line is
+_PLUS_MINUS = ("L x the release's sorted-l1 bound, or at N = 0 the property's range over the "
+               "totals in the total's interval")
+
+
 def _header(rel: Any, epsilon: float) -> list[str]:
     err = rel.error
     split = ", ".join(f"{float(x):.4g}" for x in rel.split)
@@ -294,8 +299,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     for line in _frequency_list(rel, top):
         click.echo(line)
     click.echo("# property estimates (post-processing of the release, no extra budget; "
-               "± = L x the release's sorted-l1 bound; [clamped] = moved into the quantity's "
-               "range):")
+               f"± = {_PLUS_MINUS}; [clamped] = moved into the quantity's range):")
     for line in _property_lines(props):
         click.echo(line)
 
@@ -330,7 +334,7 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
         for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
             click.echo(f"{name!s:>{name_width}}  {line}", err=err)
     click.echo("# property estimates per group (post-processing of each group's release, no "
-               "extra budget; ± = L x its sorted-l1 bound):", err=err)
+               f"extra budget; ± = {_PLUS_MINUS}):", err=err)
     for name, props in per_group.items():
         for line in _property_lines(props):
             click.echo(f"{name!s:>{name_width}}  {line}", err=err)
