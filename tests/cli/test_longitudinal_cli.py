@@ -273,3 +273,21 @@ def test_aggregate_shows_unended_periods_as_not_ended(tmp_path) -> None:
     doc = json.loads(out.read_text())
     assert doc["value"][5:] == [None] * 3 and doc["error"]["lower"][5:] == [None] * 3
     assert "3 of 8 periods have no estimate yet" in doc["error"]["description"]
+
+
+@pytest.mark.parametrize(("extra", "want"), [
+    (["--confidence", "nan"], "--confidence of dpfreq longitudinal params must be a number in "
+                              "(0, 1); got nan."),
+    (["--start", "2020-13-01", "--period", "1d"], "--start of dpfreq longitudinal params must "
+                                                  "be an ISO date or datetime"),
+    (["--start", "2020-01-01"], "start and period of dpfreq longitudinal params go together"),
+    (["--method", "rr"], "--method needs --out PARAMS.json"),
+])
+def test_params_refuses_in_one_line_before_printing(capsys, extra, want) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["longitudinal", "params", "--horizon", "8", "--max-changes", "2", "--epsilon", "1",
+              *extra])
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and want in err and "Traceback" not in err
+    assert err.count("\n") == 1

@@ -75,9 +75,13 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
     """
     from dpfreq.longitudinal import plan_longitudinal
 
-    if not 0 < confidence < 1:
-        raise ParameterError(f"--confidence of longitudinal params must be in (0, 1); got "
-                             f"{confidence!r}.")
+    if write_for is not None and out is None:
+        raise click.UsageError("--method needs --out PARAMS.json")
+    # every parameter (the time axis too) is checked before anything is printed
+    bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
+                         method=write_for or "auto",
+                         per_order_sparsity=per_order_sparsity and write_for != "erlingsson",
+                         **_time_axis(start, period))
     rows = []
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
         per = per_order_sparsity and name != "erlingsson"
@@ -104,13 +108,7 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
         click.echo("(give --devices N for the interval half-widths: Hoeffding's or "
                    "Bernstein's bound, whichever is smaller, is not proportional to √n)",
                    err=to_err)
-    if write_for is not None:
-        if out is None:
-            raise click.UsageError("--method needs --out PARAMS.json")
-        per = per_order_sparsity and write_for != "erlingsson"
-        bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                             method=write_for, per_order_sparsity=per,
-                             **_time_axis(start, period))
+    if write_for is not None and out is not None:
         write_output(bundle.to_json(), out)
 
 
