@@ -291,3 +291,22 @@ def test_params_refuses_in_one_line_before_printing(capsys, extra, want) -> None
     out, err = capsys.readouterr()
     assert out == "" and want in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+def test_aggregate_refuses_a_population_beyond_2_53_in_one_line(tmp_path, capsys) -> None:
+    from dpfreq.longitudinal.enrolment import enrolled_per_order
+
+    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
+    ppath = tmp_path / "params.json"
+    ppath.write_text(p.to_json())
+    rep = tmp_path / "r.csv"
+    rep.write_text("device,order,interval,bit\n1,0,1,1\n")
+    for devices in ("99999999999999999999,1,1,1", f"{2**62},{2**62},1,1"):
+        with pytest.raises(SystemExit) as e:
+            main(["longitudinal", "aggregate", str(rep), "--params", str(ppath), "--devices",
+                  devices])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "at most 2^53 in all" in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match=r"^enrolled of enrolled_per_order must be 4 "):
+        enrolled_per_order([10**20, 1, 1, 1], p)

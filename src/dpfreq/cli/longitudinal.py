@@ -194,11 +194,11 @@ def aggregate_cmd(reports: str, params_path: str, enrolment: str | None, devices
             enrolled = [int(v) for v in devices.split(",")]
         except ValueError:
             enrolled = []
-        if len(enrolled) != params.orders or min(enrolled) < 0:
+        if len(enrolled) != params.orders or min(enrolled) < 0 or sum(enrolled) > 2**53:
             raise ParameterError(f"--devices of dpfreq longitudinal aggregate must be "
                                  f"{params.orders} comma-separated non-negative integers "
-                                 f"(devices per order 0..{params.orders - 1}); got "
-                                 f"{devices!r}.")
+                                 f"(devices per order 0..{params.orders - 1}, at most 2^53 in "
+                                 f"all); got {devices!r}.")
     rel = aggregate_reports_file(reports, params, enrolled=enrolled, engine=engine,
                                  confidence=confidence, dropouts=dropouts)
     emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing
