@@ -24,6 +24,7 @@ from dpfreq.cli.grouped import (
     noise_line,
     plan_group_options,
 )
+from dpfreq._validate import check_positive_float
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
@@ -38,8 +39,8 @@ METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 def read_prevalence_csv(path: str) -> dict[int, int]:
     """Read a two-column CSV with header ``count,prevalence`` into ``{count: prevalence}``.
 
-    Every row is a distinct count ``>= 1`` and the number of items (``>= 1``) that occur
-    exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any other header,
+    Every row is a distinct count in ``1..2**52`` and the number of items (in ``1..2**52``)
+    that occur exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any other header,
     a non-integer cell, a repeated count, a row of the wrong width, or a Parquet file raises
     :class:`~dpfreq.errors.DataError` naming the file and line (never the offending values).
     """
@@ -79,8 +80,9 @@ def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
             except ValueError:
                 raise DataError(f"{_at(path, line)}: count and prevalence must be "
                                 "integers.") from None
-            if count < 1 or prevalence < 1:
-                raise DataError(f"{_at(path, line)}: count and prevalence must be >= 1.")
+            if not (1 <= count <= 2**52 and 1 <= prevalence <= 2**52):  # 2**52: exact totals
+                raise DataError(f"{_at(path, line)}: count and prevalence must be integers in "
+                                "1..2**52.")
             if count in out:
                 raise DataError(f"{_at(path, line)}: a count is listed twice.")
             out[count] = prevalence
@@ -259,6 +261,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
         raise click.UsageError("give --item COLUMN (or --prevalence-csv for a count,prevalence "
                                "file).")
     split = parse_split(split_text)
+    # the properties' own parameter, checked before the release spends anything
+    check_positive_float(extrapolation_ratio, "extrapolation_ratio")
     shared.warn_if_seeded(seed)
     if not prevalence_csv:
         shared.warn_if_no_rows(file, "the frequency list")
