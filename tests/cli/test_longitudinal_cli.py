@@ -271,7 +271,8 @@ def test_aggregate_shows_unended_periods_as_not_ended(tmp_path) -> None:
     assert [row[1:] for row in table[5:]] == [["not", "ended", "-", "-"]] * 3
     assert all(float(row[1]) >= 0 for row in table[:5])
     doc = json.loads(out.read_text())
-    assert doc["value"][5:] == [None] * 3 and doc["error"]["lower"][5:] == [None] * 3
+    assert doc["value"][5:] == [None] * 3
+    assert doc["error"]["lower"][5:] == [None] * 3
     assert "3 of 8 periods have no estimate yet" in doc["error"]["description"]
 
 
@@ -289,7 +290,9 @@ def test_params_refuses_in_one_line_before_printing(capsys, extra, want) -> None
               *extra])
     assert e.value.code == 2
     out, err = capsys.readouterr()
-    assert out == "" and want in err and "Traceback" not in err
+    assert out == ""
+    assert want in err
+    assert "Traceback" not in err
     assert err.count("\n") == 1
 
 
@@ -307,6 +310,7 @@ def test_aggregate_refuses_a_population_beyond_2_53_in_one_line(tmp_path, capsys
                   devices])
         assert e.value.code == 2
         err = capsys.readouterr().err
-        assert "at most 2^53 in all" in err and err.count("\n") == 1
+        assert "at most 2^53 in all" in err
+        assert err.count("\n") == 1
     with pytest.raises(ValueError, match=r"^enrolled of enrolled_per_order must be 4 "):
         enrolled_per_order([10**20, 1, 1, 1], p)

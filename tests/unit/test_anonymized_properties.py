@@ -399,7 +399,8 @@ def test_a_release_with_total_zero_carries_an_error_statement():
     from dpfreq.anonymized import release_anonymized_histogram
 
     rel = release_anonymized_histogram({}, epsilon=1.0, unit="event", rng=0)
-    assert rel.n_estimate == 0 and rel.regime == "empty"
+    assert rel.n_estimate == 0
+    assert rel.regime == "empty"
     big_b = rel.total_interval[1]
     out = estimate_properties(rel, domain_size=4, extrapolation_ratio=2.0)
     out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
@@ -423,4 +424,5 @@ def test_a_release_with_total_zero_carries_an_error_statement():
                      estimate_properties(hist, domain_size=big_b)[name])
             assert abs(est.value - exact.value) <= bound * (1 + 1e-12), (name, hist)
     for name in ("power-sum-2", "renyi-entropy-2"):  # no value (N below the order): no bound
-        assert math.isnan(out[name].value) and out[name].error.kind == "sd"
+        assert math.isnan(out[name].value)
+        assert out[name].error.kind == "sd"

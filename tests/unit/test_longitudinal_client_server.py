@@ -415,10 +415,12 @@ def test_periods_without_all_their_reports_have_no_estimate() -> None:
     assert est.available.tolist() == [True] * 5 + [False] * 3
     for arr in (est.value, est.unclamped, est.error.lower, est.error.upper,
                 est.error.band_lower, est.error.band_upper):
-        assert np.all(np.isfinite(arr[:5])) and np.all(np.isnan(arr[5:]))
+        assert np.all(np.isfinite(arr[:5]))
+        assert np.all(np.isnan(arr[5:]))
     assert "3 of 8 periods" in est.error.description
     doc = json.loads(est.to_json())
-    assert doc["value"][5:] == [None] * 3 and None not in doc["value"][:5]
+    assert doc["value"][5:] == [None] * 3
+    assert None not in doc["value"][:5]
     assert doc["error"]["upper"][5:] == [None] * 3
     assert doc["unclamped"][5:] == [None] * 3
     for u, c in clients.items():  # the last three periods end: every period is estimated

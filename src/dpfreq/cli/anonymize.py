@@ -16,6 +16,7 @@ import click
 import numpy as np
 
 import dpfreq.cli._common as shared
+from dpfreq._validate import check_positive_float
 from dpfreq.cli.grouped import (
     delta_option,
     echo_grouped_head,
@@ -24,7 +25,6 @@ from dpfreq.cli.grouped import (
     noise_line,
     plan_group_options,
 )
-from dpfreq._validate import check_positive_float
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
@@ -40,9 +40,10 @@ def read_prevalence_csv(path: str) -> dict[int, int]:
     """Read a two-column CSV with header ``count,prevalence`` into ``{count: prevalence}``.
 
     Every row is a distinct count in ``1..2**52`` and the number of items (in ``1..2**52``)
-    that occur exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any other header,
-    a non-integer cell, a repeated count, a row of the wrong width, or a Parquet file raises
-    :class:`~dpfreq.errors.DataError` naming the file and line (never the offending values).
+    that occur exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any
+    other header, a non-integer cell, a repeated count, a row of the wrong width, or a Parquet
+    file raises :class:`~dpfreq.errors.DataError` naming the file and line (never the offending
+    values).
     """
     out: dict[int, int] = {}
     with Path(path).open("rb") as raw:
