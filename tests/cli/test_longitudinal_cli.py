@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from dpfreq.cli.longitudinal import command
 from dpfreq.cli.main import main
 from dpfreq.longitudinal import LongitudinalClient, ProtocolParams, make_params
+from dpfreq.longitudinal.enrolment import enrolled_per_order
 
 
 def test_params_table(tmp_path) -> None:
@@ -119,6 +120,17 @@ def test_aggregate_bad_rows(tmp_path, capsys) -> None:
               "9,9,9,9"])
     assert e.value.code == 2
     assert "interval must be" in capsys.readouterr().err
+    # a population beyond 2^53 (or an int64) is refused in one line, not an OverflowError
+    for devices in ("99999999999999999999,1,1,1", f"{2**62},{2**62},1,1"):
+        with pytest.raises(SystemExit) as e:
+            main(["longitudinal", "aggregate", str(bad), "--params", str(ppath), "--devices",
+                  devices])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "at most 2^53 in all" in err
+        assert err.count("\n") == 1
+    with pytest.raises(ValueError, match=r"^enrolled of enrolled_per_order must be 4 "):
+        enrolled_per_order([10**20, 1, 1, 1], p)
 
 
 def test_simulate_bad_epsilon(capsys) -> None:
@@ -294,23 +306,3 @@ def test_params_refuses_in_one_line_before_printing(capsys, extra, want) -> None
     assert want in err
     assert "Traceback" not in err
     assert err.count("\n") == 1
-
-
-def test_aggregate_refuses_a_population_beyond_2_53_in_one_line(tmp_path, capsys) -> None:
-    from dpfreq.longitudinal.enrolment import enrolled_per_order
-
-    p = make_params(horizon=8, max_changes=2, epsilon=1.0, method="rr")
-    ppath = tmp_path / "params.json"
-    ppath.write_text(p.to_json())
-    rep = tmp_path / "r.csv"
-    rep.write_text("device,order,interval,bit\n1,0,1,1\n")
-    for devices in ("99999999999999999999,1,1,1", f"{2**62},{2**62},1,1"):
-        with pytest.raises(SystemExit) as e:
-            main(["longitudinal", "aggregate", str(rep), "--params", str(ppath), "--devices",
-                  devices])
-        assert e.value.code == 2
-        err = capsys.readouterr().err
-        assert "at most 2^53 in all" in err
-        assert err.count("\n") == 1
-    with pytest.raises(ValueError, match=r"^enrolled of enrolled_per_order must be 4 "):
-        enrolled_per_order([10**20, 1, 1, 1], p)
