@@ -583,7 +583,7 @@ def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
 
     assert build("a", "--user", "user")[0] == 0
     assert build("b", "--user", "user")[0] == 0
-    assert Ledger(ledger).spent[0] == pytest.approx(6.0)
+    assert Ledger(ledger).spent.epsilon == pytest.approx(6.0)
     assert len(Ledger(ledger).ledger) == 2
     _one_line_error(*build("c", "--user", "nope")[::2])  # refused on its data: no charge
     assert not (tmp_path / "c.sketch").exists()
@@ -595,7 +595,7 @@ def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
     assert code == 2
     assert "--ledger" in err
     assert len(Ledger(ledger).ledger) == 2
-    assert Ledger(ledger).spent[0] == pytest.approx(6.0)
+    assert Ledger(ledger).spent.epsilon == pytest.approx(6.0)
 
 
 # -- privacy parameters: never defaulted ---------------------------------------------------
