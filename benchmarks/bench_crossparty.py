@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq.crossparty import CrossPartyParams, key_fingerprint, merge_sketches
+from dpfreq.crossparty import Coverage, CrossPartyParams, key_fingerprint, merge_sketches
 from dpfreq.crossparty.shuffle import ShuffleParams, simulate_shuffle
 from dpfreq.crossparty.sketch import draw_sketch
 from dpfreq.rng import resolve_rng
@@ -148,7 +148,8 @@ def design_shuffle(n: int, parties: int, epsilon: float, registers: int,
     return ShuffleParams(
         measurement="bench", registers=registers, sampling_start=0,
         sampling_width=local.sampling_width, max_frequency=K, epsilon=epsilon, delta=delta,
-        parties=[f"p{p}" for p in range(parties)], per_party=False, deadline="2030-01-01",
+        parties=[f"p{p}" for p in range(parties)], per_party=False, coverage=Coverage(),
+        deadline="2030-01-01",
         hash="sha256-prefix/v1", key_id=key_fingerprint(KEY))
 
 

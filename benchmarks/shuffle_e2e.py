@@ -88,7 +88,7 @@ def _self_cpu() -> float:
 
 def run(parties: int, registers: int, users: int) -> dict[str, Any]:
     """Every timing of one end-to-end run (seconds)."""
-    from dpfreq.crossparty import CrossPartyParams, key_fingerprint, write_hash_key
+    from dpfreq.crossparty import Coverage, CrossPartyParams, key_fingerprint, write_hash_key
     from dpfreq.crossparty.shuffle import ShuffleParams
     from dpfreq.server.roles.client import fetch_result, setup_measurement
 
@@ -102,7 +102,7 @@ def run(parties: int, registers: int, users: int) -> dict[str, Any]:
         params = ShuffleParams(
             measurement="speed", registers=registers, sampling_start=0, sampling_width=1,
             max_frequency=5, epsilon=math.log(3), delta=1e-10,
-            parties=[f"party{p}" for p in range(parties)], per_party=False,
+            parties=[f"party{p}" for p in range(parties)], per_party=False, coverage=Coverage(),
             deadline=(dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat(),
             hash="sha256-prefix/v1", key_id=key_fingerprint(KEY))
         params.save(tmp / "params.json")

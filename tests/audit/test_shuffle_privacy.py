@@ -139,13 +139,14 @@ def test_one_register_moving_two_values_at_larger_histograms() -> None:
 def test_the_measurements_loss_fits_its_parameters(epsilon, delta, per_party) -> None:
     """The composed loss of every histogram (dpfreq.accounting) is within (ε, δ) exactly."""
     from dpfreq.accounting import exact_fraction
+    from dpfreq.crossparty import Coverage
     from dpfreq.crossparty.shuffle import ShuffleParams
     from dpfreq.crossparty.shuffle.estimate import measurement_loss
 
     params = ShuffleParams(
         measurement="m", registers=64, sampling_start=0, sampling_width=1, max_frequency=3,
         epsilon=epsilon, delta=delta, parties=["a", "b", "c"], per_party=per_party,
-        deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+        coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     loss = measurement_loss(params)
     assert len(loss.parts) == params.histograms
     assert loss.epsilon_bound() <= exact_fraction(epsilon)

@@ -37,6 +37,7 @@ import pytest
 from cli_runner import run_cli
 from dpfreq.budget import PrivacyBudget
 from dpfreq.crossparty import (
+    Coverage,
     CrossPartyParams,
     PartySketch,
     build_sketch,
@@ -230,7 +231,6 @@ def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
     """The same bounds as integers of the time column are another coverage (period_unit)."""
     import datetime as dt
 
-    from dpfreq.crossparty import Coverage
 
     key = read_hash_key(world.key)
     log = {"user": np.array([1, 2]), "ts": np.array(["2026-03-01", "2026-03-02"],
@@ -728,8 +728,8 @@ def test_a_simulated_shuffle_never_releases_without_dummies(run: str, noise: obj
 
     params = shuffle.ShuffleParams(
         measurement="m", registers=64, sampling_start=0, sampling_width=1, max_frequency=3,
-        epsilon=1.0, delta=1e-9, parties=["tv", "web"], per_party=False, deadline="2030-01-01",
-        hash="sha256-prefix/v1", key_id="0" * 32)
+        epsilon=1.0, delta=1e-9, parties=["tv", "web"], per_party=False,
+        coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     with pytest.raises(ParameterError, match=f"worker_noise of {run} must be a pair of bools"):
         getattr(shuffle, run)(np.ones((2, 64), dtype=np.int64), params=params,
                               confidence=0.9, rng=0, worker_noise=noise)

@@ -15,6 +15,7 @@ import numpy as np
 import sqlalchemy as sa
 import uvicorn
 
+from dpfreq.crossparty import Coverage
 from dpfreq.crossparty.shuffle import ShuffleParams, make_plan, release_from_histograms
 from dpfreq.crossparty.shuffle.worker import WorkerDraws
 from dpfreq.server import ServerConfig, create_role_app, storage
@@ -106,7 +107,8 @@ def shuffle_params(parties: list[str], *, registers: int = 4096, per_party: bool
     deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=deadline_seconds)
     return ShuffleParams(measurement="campaign", registers=registers, sampling_start=0,
                          sampling_width=1, max_frequency=K, epsilon=1.0, delta=1e-9,
-                         parties=parties, per_party=per_party, deadline=deadline.isoformat(),
+                         parties=parties, per_party=per_party, coverage=Coverage(),
+                         deadline=deadline.isoformat(),
                          hash="sha256-prefix/v1", key_id="0" * 32)
 
 

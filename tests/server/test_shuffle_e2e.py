@@ -138,11 +138,12 @@ def test_kill_9_of_workers_and_aggregator_loses_nothing(tmp_path, victims):
     services = _services(tmp_path)
     key = bytes(range(32))
     write_hash_key(tmp_path / "hash.key", key)
-    from dpfreq.crossparty import key_fingerprint
+    from dpfreq.crossparty import Coverage, key_fingerprint
 
     params = ShuffleParams(measurement="spring", registers=8192, sampling_start=0,
                            sampling_width=1, max_frequency=3, epsilon=1.0, delta=1e-9,
-                           parties=PARTIES[:6], per_party=True, deadline="2099-01-01",
+                           parties=PARTIES[:6], per_party=True, coverage=Coverage(),
+                           deadline="2099-01-01",
                            hash="sha256-prefix/v1", key_id=key_fingerprint(key))
     try:
         tokens = setup_measurement(params, aggregator=(services["aggregator"].url, ADMIN),

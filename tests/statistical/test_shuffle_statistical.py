@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpfreq.crossparty import Coverage
 from dpfreq.crossparty.shuffle import (
     ShuffleParams,
     calibrate_dummies,
@@ -105,8 +106,8 @@ def test_a_vector_share_alone_is_uniform_whatever_it_hides(rng) -> None:
     K = 3
     params = ShuffleParams(
         measurement="m", registers=n, sampling_start=0, sampling_width=1, max_frequency=K,
-        epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False, deadline="2030-01-01",
-        hash="sha256-prefix/v1", key_id="0" * 32)
+        epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False, coverage=Coverage(),
+        deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     x = np.where(np.arange(n) % 2 == 0, 0, K)
     words = share_registers(x, params=params, party="tv", rng=rng).vector
     _assert_chi_square(np.bincount(words >> 24, minlength=256).astype(float), p)
@@ -130,7 +131,7 @@ def test_one_workers_output_alone_is_uniform(rng) -> None:
     params = ShuffleParams(
         measurement="m", registers=n, sampling_start=0, sampling_width=1, max_frequency=2,
         epsilon=1.0, delta=1e-9, parties=["tv", "web"], per_party=False,
-        deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
+        coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     x = rng.poisson(0.5, (2, n)).clip(0, 2)
     run = run_protocol(x, params=params, confidence=0.95, rng=rng)
     for message in run.aggregator_inbox:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from dpfreq.crossparty import Coverage
 from dpfreq.crossparty.shuffle import (
     ShuffleParams,
     dummy_law,
@@ -31,7 +32,7 @@ from dpfreq.errors import DataError, ParameterError
 def make_params(**changes: object) -> ShuffleParams:
     fields = {"measurement": "m", "registers": 1024, "sampling_start": 0, "sampling_width": 1,
               "max_frequency": 3, "epsilon": math.log(3), "delta": 1e-9,
-              "parties": ["tv", "web", "app"], "per_party": False,
+              "parties": ["tv", "web", "app"], "per_party": False, "coverage": Coverage(),
               "deadline": "2030-01-01T00:00:00Z", "hash": "sha256-prefix/v1",
               "key_id": "0" * 32}
     return ShuffleParams(**{**fields, **changes})  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ import dpfreq.cli._common as shared
 from dpfreq.cli.output import rescue_file
 from dpfreq.errors import DataError
 
-__all__ = ["command", "format_release", "load_key", "log_columns", "log_selection"]
+__all__ = ["command", "format_release", "load_key", "log_columns", "log_selection",
+           "party_columns", "selected_coverage"]
 
 
 @click.group(name="sketch", no_args_is_help=True)
@@ -145,8 +146,8 @@ def _instant(text: str, option: str) -> Any:
 
 
 def log_columns(func: Any) -> Any:
-    """The options that say which rows and columns of a party's LOG count (``build`` and the
-    shuffle's ``share``): --user, --time with --start/--end, --campaign with --campaigns."""
+    """The options that say which rows and columns of a party's LOG count (``build``):
+    --user, --time with --start/--end, --campaign with --campaigns."""
     options = [
         click.option("--user", required=True, help="The user column of LOG."),
         click.option("--time", default=None, help="The time column (with --start and --end)."),
@@ -157,6 +158,19 @@ def log_columns(func: Any) -> Any:
         click.option("--campaign", default=None, help="The campaign column (with --campaigns)."),
         click.option("--campaigns", default=None, metavar="A,B,...",
                      help="Comma-separated campaigns counted (public list)."),
+    ]
+    return shared.with_options(func, options)
+
+
+def party_columns(func: Any) -> Any:
+    """The columns of a party's LOG when the parameters fix the rows that count (the
+    shuffle's ``share``: the period and campaigns are the parameters' coverage)."""
+    options = [
+        click.option("--user", required=True, help="The user column of LOG."),
+        click.option("--time", default=None,
+                     help="The time column (exactly when the parameters have a period)."),
+        click.option("--campaign", default=None,
+                     help="The campaign column (exactly when the parameters list campaigns)."),
     ]
     return shared.with_options(func, options)
 
@@ -236,9 +250,10 @@ def format_release(rel: Any) -> list[str]:
     return lines
 
 
-def _expected_coverage(start: str | None, end: str | None, campaigns: str | None) -> Any:
-    """The coverage ``merge`` pins from ``--start``/``--end``/``--campaigns`` (None when none
-    is given; when one is, what is not given is pinned to every time or every campaign)."""
+def selected_coverage(start: str | None, end: str | None, campaigns: str | None) -> Any:
+    """The coverage of ``--start``/``--end``/``--campaigns``, read as ``build`` reads them
+    (None when none is given; when one is, what is not given is every time or every
+    campaign): what ``merge`` pins and what ``shuffle-params`` fixes."""
     from dpfreq.crossparty import Coverage
     from dpfreq.crossparty.registers import check_log_spec
 
@@ -278,7 +293,7 @@ def merge_command(sketches: tuple[str, ...], confidence: float, params_file: str
     from dpfreq.crossparty import merge_sketches
 
     params = None if params_file is None else _load_params(params_file)
-    coverage = _expected_coverage(start, end, campaigns)
+    coverage = selected_coverage(start, end, campaigns)
     for path in sketches:
         if not path or not Path(path).exists():
             raise DataError(f"sketch file {path!r} does not exist.")

@@ -2,7 +2,8 @@
 
 Adds to the ``dpfreq sketch`` group (:mod:`dpfreq.cli.sketch`):
 
-* ``shuffle-params`` writes the public parameters of a shuffled measurement;
+* ``shuffle-params`` writes the public parameters of a shuffled measurement, with what every
+  party counts (the period and campaigns);
 * ``shuffle-setup`` creates it at the aggregator and both workers (``dpfreq serve --role
   ...``) with their admin tokens, and writes each party's two tokens and an analyst token;
 * ``share`` turns one party's log into its two additive shares and uploads one to each worker
@@ -24,7 +25,7 @@ from typing import Any
 import click
 
 import dpfreq.cli._common as shared
-from dpfreq.cli.sketch import command, load_key, log_columns, log_selection
+from dpfreq.cli.sketch import command, load_key, party_columns, selected_coverage
 from dpfreq.errors import DataError, EngineUnavailableError
 
 __all__ = ["command"]
@@ -77,6 +78,14 @@ def _token(path: str, option: str) -> str:
 @click.option("--histograms", type=click.Choice(["union", "union+parties"]), required=True,
               help="Measure the union only, or each party alone too (the budget is then "
                    "split over 1 + P noisy histograms).")
+@click.option("--start", default=None,
+              help="First time every party counts (integer or ISO date/time, as 'build' "
+                   "reads it; with --end).")
+@click.option("--end", default=None,
+              help="First time no party counts (integer or ISO date/time).")
+@click.option("--campaigns", default=None, metavar="A,B,...",
+              help="Comma-separated campaigns every party counts (public list). Without "
+                   "--start/--end or --campaigns: every time or every campaign.")
 @click.option("--deadline", required=True,
               help="After this instant the workers measure whoever uploaded (ISO, UTC).")
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
@@ -86,15 +95,22 @@ def _token(path: str, option: str) -> str:
                            help="Where to write the parameters (public JSON; '-' = stdout).")
 def params_command(measurement: str, registers: int, sampling_start: str, sampling_width: str,
                    max_frequency: int, epsilon: float, delta: float, parties: tuple[str, ...],
-                   histograms: str, deadline: str, key_file: str, out: str) -> None:
-    """Write the public parameters of a shuffled cross-party measurement."""
-    from dpfreq.crossparty import key_fingerprint
+                   histograms: str, start: str | None, end: str | None,
+                   campaigns: str | None, deadline: str, key_file: str, out: str) -> None:
+    """Write the public parameters of a shuffled cross-party measurement.
+
+    They fix what every party counts: the period (--start/--end) and the campaigns
+    (--campaigns); each party's 'share' counts only those rows of its log.
+    """
+    from dpfreq.crossparty import Coverage, key_fingerprint
     from dpfreq.crossparty.shuffle import ShuffleParams
 
+    coverage = selected_coverage(start, end, campaigns)
     params = ShuffleParams(
         measurement=measurement, registers=registers, sampling_start=sampling_start,
         sampling_width=sampling_width, max_frequency=max_frequency, epsilon=epsilon,
-        delta=delta, parties=parties, per_party=histograms == "union+parties", deadline=deadline,
+        delta=delta, parties=parties, per_party=histograms == "union+parties",
+        coverage=Coverage() if coverage is None else coverage, deadline=deadline,
         hash="sha256-prefix/v1", key_id=key_fingerprint(load_key(key_file)))
     shared.write_output(params.to_json(), out, what="(public parameters)")
 
@@ -154,7 +170,7 @@ def setup_command(params_file: str, aggregator: str, aggregator_token_file: str,
               help="The measurement's parameters (from 'dpfreq sketch shuffle-params').")
 @click.option("--key", "key_file", required=True, metavar="KEYFILE",
               help="The parties' shared hash key.")
-@log_columns
+@party_columns
 @click.option("--worker", "workers", multiple=True, required=True, callback=_urls,
               help="Worker 0's then worker 1's base URL.")
 @click.option("--token-file", "token_files", multiple=True, required=True,
@@ -168,10 +184,13 @@ def setup_command(params_file: str, aggregator: str, aggregator_token_file: str,
 @shared.engine_option
 @shared.seed_option
 def share_command(log: str, party: str, params_file: str, key_file: str, user: str,
-                  time: str | None, start: str | None, end: str | None, campaign: str | None,
-                  campaigns: str | None, workers: tuple[str, ...], token_files: tuple[str, ...],
-                  state_file: str, wait: float, engine: Any, seed: int | None) -> None:
+                  time: str | None, campaign: str | None, workers: tuple[str, ...],
+                  token_files: tuple[str, ...], state_file: str, wait: float, engine: Any,
+                  seed: int | None) -> None:
     """Split one party's LOG into two additive shares and send one to each worker.
+
+    Only the rows of the parameters' period and campaigns count (--time and --campaign name
+    this party's columns for them).
 
     No noise is added and no budget is spent here: each share alone is uniformly random, and
     the workers add the noise once, for every party together. Exit code 2 when a worker
@@ -192,11 +211,10 @@ def share_command(log: str, party: str, params_file: str, key_file: str, user: s
     else:
         from dpfreq.crossparty.shuffle import share_log
 
-        period, names = log_selection(time, start, end, campaigns)
         shared.warn_if_seeded(seed)
         shares = share_log(log, user=user, party=party, params=params,
-                           key=load_key(key_file), time=time, period=period,
-                           campaign=campaign, campaigns=names, engine=engine, rng=seed)
+                           key=load_key(key_file), time=time, campaign=campaign,
+                           engine=engine, rng=seed)
         client.save_state(state, shares, [])
     outcome = client.upload_shares(state, list(workers), tokens, wait=wait)
     click.echo(json.dumps({"party": party, "measurement": params.measurement, **outcome}))
@@ -242,13 +260,18 @@ def _number(x: Any) -> str:
 def _lines(payload: dict[str, Any]) -> list[str]:
     """The release as text: the union's (and each party's) k+ reach with the raw intervals,
     and the union's frequency distribution."""
+    from dpfreq.crossparty import Coverage
+
     parties, err = payload["parties"], payload["error"]
+    mech = payload["mechanism_params"]
     lines = [f"# dpfreq sketch shuffle-result: {len(parties)} parties ({', '.join(parties)}); "
              f"epsilon={payload['epsilon']:g}, delta={payload['delta']:g} for one user with "
              f"all their impressions at every party; mechanism={payload['mechanism']}"]
+    lines.append(f"# measurement {mech['params']['measurement']!r} covering "
+                 f"{Coverage.from_dict(mech['coverage']).describe()}")
     if payload.get("seeded"):
         lines.append("# seeded noise (reproducible): NOT for production")
-    for p, reason in payload["mechanism_params"]["missing"].items():
+    for p, reason in mech["missing"].items():
         lines.append(f"# measured without {p}: {reason}")
     lines += [f"# {err['confidence']:g} intervals of the raw estimates; estimates after the "
               "consistency step", "entity\tk\treach\tlower\tupper"]

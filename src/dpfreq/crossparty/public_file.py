@@ -54,19 +54,35 @@ class PublicParamsFile:
     def from_dict(cls, fields: dict[str, Any], *, label: str = "the parameters") -> Self:
         """Parameters from :meth:`to_dict`'s fields; anything else is one DataError."""
         if not isinstance(fields, dict) or set(fields) != set(cls.FIELDS):
+            given = set(fields) if isinstance(fields, dict) else set()
+            missing = [name for name in cls.FIELDS if name not in given]
+            unknown = sorted(str(name) for name in given - set(cls.FIELDS))
+            which = "; ".join(part for part in (
+                f"missing: {', '.join(missing)}" if missing else "",
+                f"unknown: {', '.join(unknown)}" if unknown else "") if part)
             raise DataError(f"{label} are not valid {cls.WHAT}: their fields are not "
-                            f"{', '.join(cls.FIELDS)}.")
+                            f"{', '.join(cls.FIELDS)} ({which}: write the file again with this "
+                            "dpfreq).")
         try:
-            return cls(**fields)
+            return cls.from_fields(fields)
         except DPFreqError as exc:
             raise DataError(f"{label} are not valid {cls.WHAT}: "
                             f"{str(exc).rstrip('.')}.") from None
 
     @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> Self:
+        """The parameters of :attr:`FIELDS`' values as read from JSON (a subclass turns the
+        JSON form of a field back into its type here)."""
+        return cls(**fields)
+
+    @classmethod
     def from_json(cls, text: str | bytes, *, label: str = "the text") -> Self:
-        """Parameters from :meth:`to_json` text (digest and every field checked)."""
-        _, payload = open_json(text, kind=cls.KIND, versions=(cls.VERSION,), label=label,
-                               sign=False)
+        """Parameters from :meth:`to_json` text (digest and every field checked).
+
+        A file of an earlier format version is read far enough to name the fields it lacks.
+        """
+        _, payload = open_json(text, kind=cls.KIND, versions=tuple(range(1, cls.VERSION + 1)),
+                               label=label, sign=False)
         return cls.from_dict(payload, label=label)
 
     def save(self, path: str | Path) -> Path:

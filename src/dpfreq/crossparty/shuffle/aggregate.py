@@ -36,9 +36,11 @@ def output_frame(words: NDArray[np.uint32], *, params: ShuffleParams, plan: Plan
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=2, sampling_start=0, sampling_width=1,
     ...     max_frequency=1, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
+    ...     coverage=Coverage(),
     ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     >>> plan = Plan(included=(("tv", "a" * 32),), missing=(), entities=((0, (0,)),))
     >>> data = output_frame(np.array([1, 2, 3], dtype=np.uint32), params=params, plan=plan,

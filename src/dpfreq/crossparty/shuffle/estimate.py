@@ -56,10 +56,12 @@ def dummy_law(params: ShuffleParams) -> DummyLaw:
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=True, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=True,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> law = dummy_law(params)  # three histograms at (1/3, 1e-9/3) each
     >>> law.epsilon <= 1 / 3, law.delta <= 1e-9 / 3
@@ -76,10 +78,12 @@ def measurement_loss(params: ShuffleParams) -> Composed:
     Examples
     --------
     >>> from fractions import Fraction
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=True, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=True,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> loss = measurement_loss(params)
     >>> loss.epsilon_bound() <= 1, loss.bad_delta() <= Fraction(1e-9)
@@ -158,10 +162,12 @@ def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams,
     Examples
     --------
     >>> from dpfreq.crossparty.shuffle.plan import make_plan
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=1000, sampling_start=0, sampling_width=1,
     ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=False,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> plan = make_plan(params, {"tv": "a" * 32}, {"tv": "a" * 32})
     >>> s = dummy_law(params).shift
@@ -190,7 +196,8 @@ def release_from_histograms(histograms: Sequence[Any], *, params: ShuffleParams,
 
     u, p = consistent_kplus(union.kplus, union.kplus_sd, stack([e.kplus for e in parts]),
                             stack([e.kplus_sd for e in parts]))
-    mech = {"params": params.to_dict(), "noise": law.describe(), "workers": WORKERS,
+    mech = {"params": params.to_dict(), "coverage": params.coverage.to_dict(),
+            "noise": law.describe(), "workers": WORKERS,
             "privacy_loss": measurement_loss(params).to_dict(),
             "offset_per_value": WORKERS * law.mean, "plan": plan.to_dict(),
             "missing": {p: MISSING_REASONS[r] for p, r in plan.missing},

@@ -4,7 +4,10 @@ A shuffled measurement fixes what a local-noise measurement fixes about the regi
 the measurement's name, ``R``, the VID sampling interval, the cap ``K``, the keyed hash and the
 fingerprint of the parties' hash key (:class:`~dpfreq.crossparty.CrossPartyParams`) — and,
 instead of per-party ε's, the guarantee of the whole measurement: ``epsilon`` and ``delta``
-for one user with all their impressions at every party. It also names the participating
+for one user with all their impressions at every party. It fixes what every party counts —
+the measurement period and the campaigns (:class:`~dpfreq.crossparty.Coverage`): a party's
+shares count only those rows of its log, so the workers never add up shares of different
+periods or campaigns. It also names the participating
 parties (in a fixed order: party ``i`` sends its seed share to worker ``i mod 2``), whether
 each party's own figures are measured beside the union's (``per_party``: one more noisy
 histogram per party, the budget split evenly over all of them), and the deadline after which
@@ -23,10 +26,11 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Any
+from typing import Any, Self
 
 from dpfreq._validate import check_delta, check_epsilon, check_int, message
 from dpfreq.budget import exact_fraction
+from dpfreq.crossparty.coverage import Coverage
 from dpfreq.crossparty.params import CrossPartyParams, RegisterSpaceFields
 from dpfreq.errors import ParameterError, public_errors
 
@@ -38,21 +42,24 @@ RING_BITS = 32
 #: Most parties of one measurement (``P·K`` stays far below ``2^32``).
 MAX_PARTIES = 1000
 #: Docstring examples' parameters (fill_doc fragments): one party ``tv``, 4 registers in 0..2.
-EXAMPLE_ONE_PARTY = """>>> params = ShuffleParams(
+EXAMPLE_ONE_PARTY = """>>> from dpfreq.crossparty import Coverage
+>>> params = ShuffleParams(
 ...     measurement="m", registers=4, sampling_start=0, sampling_width=1,
 ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["tv"], per_party=False,
-...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)"""
+...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
+...     key_id="0" * 32)"""
 #: Two parties ``tv`` and ``web``, 8 registers in 0..3, the union only.
-EXAMPLE_TWO_PARTIES = """>>> params = ShuffleParams(
+EXAMPLE_TWO_PARTIES = """>>> from dpfreq.crossparty import Coverage
+>>> params = ShuffleParams(
 ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
 ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-...     key_id="0" * 32)"""
+...     per_party=False, coverage=Coverage(), deadline="2030-01-01",
+...     hash="sha256-prefix/v1", key_id="0" * 32)"""
 _KIND = "crossparty-shuffle-params"
-_VERSION = 1
+_VERSION = 2  # 2: the coverage (period, campaigns)
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _FIELDS = ("measurement", "registers", "sampling_start", "sampling_width", "max_frequency",
-           "epsilon", "delta", "parties", "per_party", "deadline", "hash", "key_id")
+           "epsilon", "delta", "parties", "per_party", "coverage", "deadline", "hash", "key_id")
 
 
 def parse_deadline(value: Any, param: str) -> str:
@@ -121,6 +128,11 @@ class ShuffleParams(RegisterSpaceFields):
         Whether each party's own reach and frequency are measured beside the union's (one
         noisy histogram per party more; the budget is split evenly over ``1 + P``
         histograms).
+    coverage : Coverage
+        What every party counts: the measurement period (with its unit) and the campaigns
+        (:class:`~dpfreq.crossparty.Coverage`; ``Coverage()``: every row of each log). A
+        party's shares count only those rows (:func:`~dpfreq.crossparty.shuffle.share_log`
+        applies it), and the release states it.
     deadline : str or datetime
         After this instant the workers measure the parties that have uploaded (the others
         are named in the release as missing); an ISO timestamp, UTC unless it has an offset.
@@ -151,13 +163,16 @@ class ShuffleParams(RegisterSpaceFields):
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="spring", registers=4096, sampling_start=0, sampling_width=1,
     ...     max_frequency=4, epsilon=1.0, delta=1e-9, parties=["tv", "web", "app"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-    ...     key_id="0" * 32)
+    ...     per_party=False, coverage=Coverage(period=(0, 30), period_unit="integer"),
+    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     >>> params.histograms, params.deadline, len(params.param_id)
     (1, '2030-01-01T00:00:00+00:00', 64)
+    >>> params.coverage.describe()
+    'period [0, 30) of the time column'
     >>> ShuffleParams.from_json(params.to_json()) == params
     True
     """
@@ -171,6 +186,7 @@ class ShuffleParams(RegisterSpaceFields):
     delta: float
     parties: tuple[str, ...]
     per_party: bool
+    coverage: Coverage
     deadline: str
     hash: str
     key_id: str
@@ -195,6 +211,10 @@ class ShuffleParams(RegisterSpaceFields):
         object.__setattr__(self, "parties", _parties(self.parties))
         if not isinstance(self.per_party, bool):
             raise ParameterError(message("per_party", "True or False", self.per_party))
+        if not isinstance(self.coverage, Coverage):
+            raise ParameterError(message("coverage", "a Coverage (the period and campaigns "
+                                         "every party counts; Coverage(): every row)",
+                                         type(self.coverage).__name__))
         object.__setattr__(self, "deadline", parse_deadline(self.deadline, "deadline"))
         check_int(len(self.parties) * self.max_frequency, "parties",
                   maximum=MAX_PARTIES * 1000)
@@ -255,7 +275,14 @@ class ShuffleParams(RegisterSpaceFields):
         """The fields as JSON-ready values (fractions as ``"s/t"``, parties as a list)."""
         out = super().to_dict()
         out["parties"] = list(self.parties)
+        out["coverage"] = self.coverage.to_dict()
         return out
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> Self:
+        """The parameters of :meth:`to_dict`'s fields (the coverage read back as a
+        :class:`~dpfreq.crossparty.Coverage`)."""
+        return cls(**{**fields, "coverage": Coverage.from_dict(fields["coverage"])})
 
     @property
     def param_id(self) -> str:

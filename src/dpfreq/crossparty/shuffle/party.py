@@ -2,7 +2,8 @@
 
 A party computes its exact capped register frequencies where its log lives (the same
 computation as a local-noise sketch, :func:`dpfreq.crossparty.registers.register_frequencies`,
-with the measurement's register space), splits them into a seed share and a vector share
+with the measurement's register space and the rows of its coverage: the period and campaigns
+the parameters fix, never the party's own choice), splits them into a seed share and a vector share
 (:mod:`dpfreq.crossparty.shuffle.shares`) and sends one to each worker: party ``i`` (its index
 in the parameters) sends the seed to worker ``i mod 2`` and the vector to the other, so the
 two workers receive about equal volumes. No noise is added here and no budget is spent: the
@@ -20,7 +21,8 @@ from numpy.typing import NDArray
 
 from dpfreq._docstrings import fill_doc
 from dpfreq._validate import message
-from dpfreq.crossparty.registers import check_log_spec, register_frequencies
+from dpfreq.crossparty.coverage import Coverage
+from dpfreq.crossparty.registers import LogSpec, check_log_spec, register_frequencies
 from dpfreq.crossparty.shuffle.params import (
     EXAMPLE_ONE_PARTY,
     EXAMPLE_TWO_PARTIES,
@@ -38,8 +40,8 @@ from dpfreq.crossparty.vid import vid_hash
 from dpfreq.errors import DataError, ParameterError, public_errors
 from dpfreq.rng import RNGLike, resolve_rng
 
-__all__ = ["PARTY_KIND", "PartyShares", "party_mask_label", "read_party_share", "share_log",
-           "share_registers", "share_values", "share_words"]
+__all__ = ["PARTY_KIND", "PartyShares", "coverage_spec", "party_mask_label", "read_party_share",
+           "share_log", "share_registers", "share_values", "share_words"]
 
 PARTY_KIND = "party-share"
 _FUNC = "share_log"
@@ -156,17 +158,27 @@ def share_registers(values: NDArray[Any], *, params: ShuffleParams, party: str,
 
 @public_errors(_FUNC)
 def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key: bytes,
-              time: str | None = None, period: tuple[Any, Any] | None = None,
-              campaign: str | None = None, campaigns: Any = None, engine: Any = None,
+              time: str | None = None, campaign: str | None = None, engine: Any = None,
               rng: RNGLike = None) -> PartyShares:
     """One party's shares of its impression log for a shuffled measurement.
+
+    Only the rows of the parameters' coverage count (``params.coverage``: the measurement
+    period and the campaigns), filtered exactly as :func:`dpfreq.crossparty.build_sketch`
+    filters them: the parameters fix them for every party, so the workers never sum shares
+    of different periods or campaigns.
 
     Parameters
     ----------
     source : mapping, path, SQL, DataFrame, DuckDB relation or Spark DataFrame
         The party's impression log, one row per impression.
-    user, time, period, campaign, campaigns, engine
+    user, engine
         As in :func:`dpfreq.crossparty.build_sketch`.
+    time : str or None
+        This party's time column: required when the coverage has a period, None when it
+        has none.
+    campaign : str or None
+        This party's campaign column: required when the coverage lists campaigns, None when
+        it lists none.
     party : str
         This party's name: one of ``params.parties``.
     params : ShuffleParams
@@ -185,7 +197,8 @@ def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key:
     ------
     ParameterError
         A parameter breaks its rule, the party is not one of the measurement's, the key is
-        not the one the parameters name.
+        not the one the parameters name, ``time`` or ``campaign`` is given without a period
+        or campaign list in the coverage (or missing with one).
     DataError
         The log cannot be read or holds values of the wrong type.
 
@@ -197,28 +210,48 @@ def share_log(source: Any, *, user: str, party: str, params: ShuffleParams, key:
 
     Examples
     --------
-    >>> from dpfreq.crossparty import key_fingerprint
+    >>> from dpfreq.crossparty import Coverage, key_fingerprint
     >>> key = bytes(32)
     >>> params = ShuffleParams(
     ...     measurement="m", registers=64, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
-    ...     key_id=key_fingerprint(key))
-    >>> shares = share_log({"u": [1, 1, 2, 7]}, user="u", party="tv", params=params,
-    ...                    key=key, rng=0)
-    >>> shares.vector.shape
-    (64,)
+    ...     per_party=False, coverage=Coverage(period=(0, 7), period_unit="integer"),
+    ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id=key_fingerprint(key))
+    >>> shares = share_log({"u": [1, 1, 2, 7], "day": [0, 3, 6, 7]}, user="u", time="day",
+    ...                    party="tv", params=params, key=key, rng=0)
+    >>> a, b = (share_words(read_party_share(shares.frame(i), params), params) for i in (0, 1))
+    >>> int((a + b).sum())  # user 7's impression on day 7 is outside the period
+    3
     """
     if not isinstance(params, ShuffleParams):
         raise ParameterError(message("params", "a ShuffleParams", type(params).__name__))
     params.party_index(party)
-    spec = check_log_spec(user=user, time=time, period=period, campaign=campaign,
-                          campaigns=campaigns)
+    spec = coverage_spec(params.coverage, user=user, time=time, campaign=campaign)
     space = params.register_space()
     vid_hash(key, space)
     counts = register_frequencies(source, spec=spec, params=space, key=bytes(key),
                                   engine=engine)
     return share_values(counts.values, params=params, party=party, rng=rng)
+
+
+def coverage_spec(coverage: Coverage, *, user: Any, time: Any, campaign: Any) -> LogSpec:
+    """The rows of a log that ``coverage`` counts, in a party's columns (``time`` and
+    ``campaign`` are its own column names: given exactly when the coverage has a period or
+    a campaign list), checked as :func:`dpfreq.crossparty.build_sketch` checks them.
+
+    Examples
+    --------
+    >>> coverage_spec(Coverage(campaigns=("x",)), user="u", time=None, campaign="c")
+    LogSpec(user='u', time=None, period=None, campaign='c', campaigns=('x',))
+    """
+    covers = f"the parameters' coverage is {coverage.describe()}"
+    for name, column, needed in (("time", time, coverage.period is not None),
+                                 ("campaign", campaign, coverage.campaigns is not None)):
+        if (column is not None) != needed:
+            rule = f"this party's {name} column" if needed else "None"
+            raise ParameterError(message(name, f"{rule} ({covers})", column))
+    return check_log_spec(user=user, time=time, period=coverage.period, campaign=campaign,
+                          campaigns=coverage.campaigns)
 
 
 @fill_doc(one_party=EXAMPLE_ONE_PARTY)

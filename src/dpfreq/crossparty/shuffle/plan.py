@@ -46,10 +46,12 @@ class Plan:
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=8, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web", "app"],
-    ...     per_party=True, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=True,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> plan = make_plan(params, {"tv": "a" * 32, "app": "b" * 32}, {"tv": "a" * 32})
     >>> plan.entities, plan.missing

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfreq.crossparty.coverage import Coverage
 from dpfreq.crossparty.result import CrossPartyRelease
 from dpfreq.crossparty.shuffle.plan import MISSING_REASONS
 
@@ -35,10 +36,12 @@ class ShuffleRelease(CrossPartyRelease):
     Examples
     --------
     >>> from dpfreq.crossparty.shuffle import ShuffleParams, simulate_shuffle
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=4096, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["tv", "web"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=False,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> regs = np.random.default_rng(0).poisson(0.2, (2, 4096)).clip(0, 3)
     >>> rel = simulate_shuffle(regs, params=params, confidence=0.9, rng=1)
@@ -66,6 +69,8 @@ class ShuffleRelease(CrossPartyRelease):
     def _summary(self) -> list[tuple[str, str]]:
         rows = super()._summary()
         rows[1] = ("histograms", f"{len(self.histograms)} (noise added once, by the workers)")
+        rows.insert(1, ("covers", Coverage.from_dict(self.mechanism_params["coverage"])
+                        .describe()))
         if self.missing:
             rows.append(("missing", "; ".join(f"{p}: {MISSING_REASONS.get(r, r)}"
                                               for p, r in self.missing)))

@@ -108,9 +108,11 @@ def simulate_shuffle(registers: Any, *, params: ShuffleParams, confidence: float
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=2048, sampling_start=0, sampling_width=1,
     ...     max_frequency=3, epsilon=1.0, delta=1e-9, parties=["a", "b"], per_party=True,
+    ...     coverage=Coverage(),
     ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     >>> regs = np.random.default_rng(0).poisson(0.3, (2, 2048)).clip(0, 3)
     >>> rel = simulate_shuffle(regs, params=params, confidence=0.95, rng=4)
@@ -146,9 +148,11 @@ class ProtocolRun:
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=128, sampling_start=0, sampling_width=1,
     ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["a"], per_party=False,
+    ...     coverage=Coverage(),
     ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     >>> run = run_protocol(np.ones((1, 128), dtype=np.int64), params=params,
     ...                    confidence=0.9, rng=0)
@@ -174,9 +178,11 @@ def run_protocol(registers: Any, *, params: ShuffleParams, confidence: float,
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=512, sampling_start=0, sampling_width=1,
     ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["a", "b"], per_party=False,
+    ...     coverage=Coverage(),
     ...     deadline="2030-01-01", hash="sha256-prefix/v1", key_id="0" * 32)
     >>> regs = np.random.default_rng(0).poisson(0.3, (2, 512)).clip(0, 2)
     >>> run = run_protocol(regs, params=params, confidence=0.95, rng=2)
@@ -225,10 +231,12 @@ def run_shares(shares: Sequence[PartyShares], *, confidence: float, rng: RNGLike
 
     Examples
     --------
+    >>> from dpfreq.crossparty import Coverage
     >>> params = ShuffleParams(
     ...     measurement="m", registers=256, sampling_start=0, sampling_width=1,
     ...     max_frequency=2, epsilon=1.0, delta=1e-9, parties=["a", "b", "c"],
-    ...     per_party=False, deadline="2030-01-01", hash="sha256-prefix/v1",
+    ...     per_party=False,
+    ...     coverage=Coverage(), deadline="2030-01-01", hash="sha256-prefix/v1",
     ...     key_id="0" * 32)
     >>> regs = np.random.default_rng(0).poisson(0.3, (2, 256)).clip(0, 2)
     >>> shares = [share_values(regs[i], params=params, party=p, rng=i)
