@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run_cli
+from dpfreq.crossparty import Coverage, PartySketch
 from dpfreq.crossparty.shuffle import ShuffleParams
 
 
@@ -33,6 +34,7 @@ def test_shuffle_params_file(params_file: Path) -> None:
     assert params.histograms == 3
     assert params.deadline == "2030-01-01T10:00:00+00:00"
     assert str(params.sampling_width) == "1/2"
+    assert params.coverage == Coverage()  # no --start/--end or --campaigns: every row
 
 
 @pytest.mark.parametrize(("extra", "words"), [
@@ -97,3 +99,72 @@ def test_setup_and_result_refuse_unreachable_services(params_file: Path, tmp_pat
                             str(tmp_path / "tokens")], capsys)
     assert code == 2
     assert "go twice each" in err
+
+
+def test_shuffle_params_fix_the_coverage_build_reads(tmp_path: Path, capsys) -> None:
+    """--start/--end/--campaigns are read as 'build' reads them: the parameters' coverage is
+    the one a sketch of the same options records; without them, every row."""
+    assert run_cli(["sketch", "key", str(tmp_path / "hash.key")], capsys)[0] == 0
+    key = ["--key", str(tmp_path / "hash.key")]
+    space = ["--registers", "64", "--sampling-start", "0", "--sampling-width", "1",
+             "--max-frequency", "3"]
+    rows = ["--start", "2026-03-01", "--end", "2026-04-01T12:00:00", "--campaigns", "y, x"]
+    code, _, err = run_cli(["sketch", "shuffle-params", "--measurement", "spring", *space,
+                            "--epsilon", "1", "--delta", "1e-9", "--party", "tv",
+                            "--histograms", "union", *rows, "--deadline", "2030-01-01",
+                            *key, "--out", str(tmp_path / "s.json")], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["sketch", "params", "--measurement", "spring", *space,
+                            "--epsilon-reach", "1", "--epsilon-frequency", "none", *key,
+                            "--out", str(tmp_path / "p.json")], capsys)
+    assert code == 0, err
+    (tmp_path / "log.csv").write_text("user,day,campaign\n1,2026-03-02,x\n",
+                                      encoding="utf-8")
+    code, _, err = run_cli(["sketch", "build", str(tmp_path / "log.csv"), "--party", "tv",
+                            "--params", str(tmp_path / "p.json"), *key, "--user", "user",
+                            "--time", "day", "--campaign", "campaign", *rows, "--seed", "1",
+                            "--out", str(tmp_path / "tv.sketch")], capsys)
+    assert code == 0, err
+    coverage = ShuffleParams.load(tmp_path / "s.json").coverage
+    assert coverage == PartySketch.load(tmp_path / "tv.sketch").coverage
+    assert coverage.describe() == ("period [2026-03-01T00:00:00Z, 2026-04-01T12:00:00Z); "
+                                   "campaigns x, y")
+    code, _, err = run_cli(["sketch", "shuffle-params", "--measurement", "spring", *space,
+                            "--epsilon", "1", "--delta", "1e-9", "--party", "tv",
+                            "--histograms", "union", "--start", "0", "--deadline",
+                            "2030-01-01", *key, "--out", str(tmp_path / "t.json")], capsys)
+    assert code == 2
+    assert "--start and --end go together" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_share_applies_the_parameters_period_and_needs_its_column(tmp_path: Path,
+                                                                  capsys) -> None:
+    """'share' has no --start/--end/--campaigns: with a period in the parameters, --time names
+    the party's column for it, and its absence is one line before anything is read or sent."""
+    assert run_cli(["sketch", "key", str(tmp_path / "hash.key")], capsys)[0] == 0
+    code, _, err = run_cli(["sketch", "shuffle-params", "--measurement", "spring",
+                            "--registers", "64", "--sampling-start", "0", "--sampling-width",
+                            "1", "--max-frequency", "3", "--epsilon", "1", "--delta", "1e-9",
+                            "--party", "tv", "--histograms", "union", "--start", "0",
+                            "--end", "28", "--deadline", "2030-01-01", "--key",
+                            str(tmp_path / "hash.key"), "--out", str(tmp_path / "p.json")],
+                           capsys)
+    assert code == 0, err
+    (tmp_path / "log.csv").write_text("user_id,day\n1,3\n2,40\n", encoding="utf-8")
+    for t in ("t0", "t1"):
+        (tmp_path / t).write_text("token")
+    base = ["sketch", "share", str(tmp_path / "log.csv"), "--party", "tv", "--params",
+            str(tmp_path / "p.json"), "--key", str(tmp_path / "hash.key"), "--user",
+            "user_id", "--worker", "http://127.0.0.1:9", "--worker", "http://127.0.0.1:9",
+            "--token-file", str(tmp_path / "t0"), "--token-file", str(tmp_path / "t1"),
+            "--state", str(tmp_path / "tv.state"), "--wait", "0"]
+    code, _, err = run_cli(base, capsys)
+    assert code == 2
+    assert ("dpfreq: error: --time of dpfreq sketch share must be this party's time column "
+            "(the parameters' coverage is period [0, 28) of the time column); got None.") in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "tv.state").exists()
+    code, _, err = run_cli([*base, "--start", "0"], capsys)
+    assert code == 2
+    assert "No such option '--start'" in err

@@ -103,11 +103,13 @@ class RoleThread:
 
 
 def shuffle_params(parties: list[str], *, registers: int = 4096, per_party: bool = False,
-                   deadline_seconds: float = 600.0, K: int = 3) -> ShuffleParams:
+                   deadline_seconds: float = 600.0, K: int = 3,
+                   coverage: Coverage | None = None) -> ShuffleParams:
     deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=deadline_seconds)
     return ShuffleParams(measurement="campaign", registers=registers, sampling_start=0,
                          sampling_width=1, max_frequency=K, epsilon=1.0, delta=1e-9,
-                         parties=parties, per_party=per_party, coverage=Coverage(),
+                         parties=parties, per_party=per_party,
+                         coverage=Coverage() if coverage is None else coverage,
                          deadline=deadline.isoformat(),
                          hash="sha256-prefix/v1", key_id="0" * 32)
 

@@ -4,6 +4,7 @@ that never uploads, a worker down and resumed, an aggregator restarted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -19,6 +20,8 @@ from shuffle_services import (
     wait_result,
 )
 
+from dpfreq.cli.sketch_shuffle import _lines
+from dpfreq.crossparty import Coverage
 from dpfreq.crossparty.shuffle import share_registers
 from dpfreq.crossparty.shuffle.aggregate import read_output
 from dpfreq.crossparty.shuffle.party import read_party_share
@@ -69,8 +72,10 @@ def test_each_role_receives_only_its_view(tmp_path, roles, rng):
     """The aggregator: public set-up (parameters, token requests) and per entity one output
     frame per worker, whose sums are the published noisy histograms — nothing else. Worker 0:
     one share of each party (a seed or the vector share), and from worker 1 its public draws
-    (secret, total dummies, mask seed: never the counts per value)."""
-    params = shuffle_params(["tv", "web", "app"], per_party=True)
+    (secret, total dummies, mask seed: never the counts per value). The release states the
+    parameters' coverage, as 'shuffle-result' shows it."""
+    params = shuffle_params(["tv", "web", "app"], per_party=True,
+                            coverage=Coverage(period=(0, 28), period_unit="integer"))
     tokens = _setup(roles, params)
     x = rng.poisson(0.3, (3, params.registers)).clip(0, params.max_frequency)
     _upload(tmp_path, roles, params, tokens, x)
@@ -78,6 +83,9 @@ def test_each_role_receives_only_its_view(tmp_path, roles, rng):
     assert status == 200, payload
     _check_equal(payload, offline_release(x, params, list(params.parties),
                                           [roles["worker0"].db, roles["worker1"].db]))
+    assert payload["mechanism_params"]["coverage"] == params.coverage.to_dict()
+    assert "# measurement 'campaign' covering period [0, 28) of the time column" in _lines(
+        payload)
 
     inbox = roles["aggregator"].recorder.messages
     outputs = [m for m in inbox if m["method"] == "PUT"]
@@ -116,6 +124,12 @@ def test_duplicated_different_and_malformed_shares(tmp_path, roles, rng):
     x = rng.poisson(0.3, (2, params.registers)).clip(0, params.max_frequency)
     url = f"{roles['worker0'].url}/v1/measurements/campaign/share"
     auth = {"Authorization": f"Bearer {tokens['parties']['tv'][0]}"}
+    other_period = dataclasses.replace(params, coverage=Coverage(period=(0, 7),
+                                                                 period_unit="integer"))
+    r = httpx.put(url, content=share_registers(x[0], params=other_period, party="tv",
+                                               rng=1).frame(0), headers=auth)
+    assert r.status_code == 422  # another coverage: other parameters, never summed
+    assert "made for other parameters" in r.json()["error"]
     shares = share_registers(x[0], params=params, party="tv", rng=1)
     assert httpx.put(url, content=shares.frame(0), headers=auth).json()["new"] is True
     again = httpx.put(url, content=shares.frame(0), headers=auth)  # an identical retry

@@ -55,6 +55,10 @@ def registers(params: ShuffleParams, rng: np.random.Generator) -> np.ndarray:
     ("deadline", "next week", "deadline of ShuffleParams must be an ISO date"),
     ("registers", 0, "registers of ShuffleParams must be an integer >= 1"),
     ("hash", "md5", "hash of ShuffleParams"),
+    ("coverage", None, "coverage of ShuffleParams must be a Coverage (the period and "
+     "campaigns every party counts; Coverage(): every row); got 'NoneType'."),
+    ("coverage", {"period": None, "period_unit": None, "campaigns": None},
+     "coverage of ShuffleParams must be a Coverage"),
 ])
 def test_parameters_refuse_in_one_line(field: str, value: object, words: str) -> None:
     with pytest.raises(ParameterError) as info:
