@@ -1,12 +1,14 @@
 """End to end on localhost: ``dpfreq serve --role aggregator|worker`` ×3 and 10 party
 processes ``dpfreq sketch share``; the release equals the offline computation on the same noise
-(the parties' exact registers recomputed from their logs, plus the dummies the two workers
-stored). Then the crash pattern of the collection service: workers and the aggregator killed
-with SIGKILL while parties upload and while the workers send, restarted on their databases;
-nothing acknowledged is lost, nothing is counted twice, the release is the offline one."""
+(the parties' exact registers recomputed from the rows of their logs in the parameters' period,
+plus the dummies the two workers stored). Then the crash pattern of the collection service:
+workers and the aggregator killed with SIGKILL while parties upload and while the workers send,
+restarted on their databases; nothing acknowledged is lost, nothing is counted twice, the
+release is the offline one."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from shuffle_services import offline_release, wait_result
 
 from conftest import ADMIN, Served
 from dpfreq.cli.main import main
-from dpfreq.crossparty import write_hash_key
+from dpfreq.crossparty import Coverage, write_hash_key
 from dpfreq.crossparty.registers import LogSpec, register_frequencies
 from dpfreq.crossparty.shuffle import ShuffleParams, share_log
 from dpfreq.server.roles.client import save_state, setup_measurement, upload_shares
@@ -36,13 +38,15 @@ def _cli(argv: list[str]) -> int:
 
 
 def _logs(tmp_path, gen: np.random.Generator) -> list[str]:
-    """Ten overlapping logs: each publisher reaches 1500 of 10,000 users, 1..4 impressions."""
+    """Ten overlapping logs: each publisher reaches 1500 of 10,000 users, 1..4 impressions on
+    days 0..39."""
     paths = []
     for p in PARTIES:
         users = gen.choice(10_000, 1500, replace=False)
         rows = np.repeat(users, gen.integers(1, 5, users.size))
         path = tmp_path / f"{p}.csv"
-        pd.DataFrame({"user_id": rows}).to_csv(path, index=False)
+        pd.DataFrame({"user_id": rows, "day": gen.integers(0, 40, rows.size)}).to_csv(
+            path, index=False)
         paths.append(str(path))
     return paths
 
@@ -62,9 +66,13 @@ def _services(tmp_path) -> dict[str, Served]:
 
 
 def _registers(paths: list[str], params: ShuffleParams, key: bytes) -> np.ndarray:
+    """The parties' exact registers: the rows of the parameters' period, as a build counts
+    them (the day column when there is a period)."""
+    period = params.coverage.period
+    spec = LogSpec(user="user_id", time=None if period is None else "day", period=period)
     space = params.register_space()
-    return np.vstack([register_frequencies(p, spec=LogSpec(user="user_id"), params=space,
-                                           key=key, engine="duckdb").values for p in paths])
+    return np.vstack([register_frequencies(p, spec=spec, params=space, key=key,
+                                           engine="duckdb").values for p in paths])
 
 
 def test_three_services_and_ten_party_processes(tmp_path, capsys):
@@ -78,8 +86,8 @@ def test_three_services_and_ten_party_processes(tmp_path, capsys):
                      "16384", "--sampling-start", "0", "--sampling-width", "1",
                      "--max-frequency", "4", "--epsilon", "1.0986", "--delta", "1e-9",
                      *[a for p in PARTIES for a in ("--party", p)], "--histograms", "union",
-                     "--deadline", deadline, "--key", str(key_file), "--out",
-                     str(tmp_path / "params.json")]) == 0
+                     "--start", "0", "--end", "28", "--deadline", deadline, "--key",
+                     str(key_file), "--out", str(tmp_path / "params.json")]) == 0
         for name in services:
             (tmp_path / f"{name}.admin").write_text(ADMIN)
         assert _cli(["sketch", "shuffle-setup", "--params", str(tmp_path / "params.json"),
@@ -94,7 +102,7 @@ def test_three_services_and_ten_party_processes(tmp_path, capsys):
             [sys.executable, "-c", "import sys; from dpfreq.cli.main import main; "
              "sys.exit(main(sys.argv[1:]))", "sketch", "share", path, "--party", p,
              "--params", str(tmp_path / "params.json"), "--key", str(key_file),
-             "--user", "user_id", "--worker", services["worker0"].url,
+             "--user", "user_id", "--time", "day", "--worker", services["worker0"].url,
              "--worker", services["worker1"].url,
              "--token-file", str(tmp_path / "tokens" / f"{p}.worker0.token"),
              "--token-file", str(tmp_path / "tokens" / f"{p}.worker1.token"),
@@ -116,17 +124,22 @@ def test_three_services_and_ten_party_processes(tmp_path, capsys):
         text = capsys.readouterr().out
         assert "union\t1+" in text
         assert "epsilon=1.0986, delta=1e-09" in text
+        assert "# measurement 'spring' covering period [0, 28) of the time column" in text
     finally:
         for s in services.values():
             s.stop()
     params = ShuffleParams.load(tmp_path / "params.json")
     key = bytes.fromhex(key_file.read_text().strip())
-    offline = offline_release(_registers(paths, params, key), params, PARTIES,
+    registers = _registers(paths, params, key)
+    offline = offline_release(registers, params, PARTIES,
                               [services["worker0"].db, services["worker1"].db])
     assert payload["histograms"] == [h.tolist() for h in offline.histograms]
     assert payload["value"] == offline.to_dict()["value"]
     assert payload["frequency"] == offline.to_dict()["frequency"]
-    truth = len(set().union(*[set(pd.read_csv(p)["user_id"]) for p in paths]))
+    every = _registers(paths[:1], dataclasses.replace(params, coverage=Coverage()), key)
+    assert registers[0].sum() < every[0].sum()  # the days 28..39 did not count
+    logs = [pd.read_csv(p) for p in paths]
+    truth = len(set().union(*[set(f["user_id"][f["day"] < 28]) for f in logs]))
     assert abs(payload["value"][0] / truth - 1) < 0.1  # a sanity check, not a statistical one
     print(f"end to end in {time.monotonic() - started:.1f} s")
 
@@ -138,7 +151,7 @@ def test_kill_9_of_workers_and_aggregator_loses_nothing(tmp_path, victims):
     services = _services(tmp_path)
     key = bytes(range(32))
     write_hash_key(tmp_path / "hash.key", key)
-    from dpfreq.crossparty import Coverage, key_fingerprint
+    from dpfreq.crossparty import key_fingerprint
 
     params = ShuffleParams(measurement="spring", registers=8192, sampling_start=0,
                            sampling_width=1, max_frequency=3, epsilon=1.0, delta=1e-9,
