@@ -45,6 +45,7 @@ from pyspark.sql import types as T
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
+from dpfreq.engines.columns import column_error
 from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import spark_period_sql
 from dpfreq.engines.spark import times as spark_times
@@ -213,6 +214,8 @@ class SparkEngine:
         try:
             if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
                 sep = "\t" if ".tsv" in lower else ","
+                first = reader.csv(text, header=False, sep=sep).limit(1).collect()
+                common.csv_header(list(first[0]) if first else [])  # the first line: a header
                 df = reader.csv(text, header=True, inferSchema=True, sep=sep)
                 as_text = set(text_columns) & set(df.columns)
                 if as_text:  # the inferred schema, with the identifier columns as text
@@ -232,9 +235,8 @@ class SparkEngine:
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
     def _type(df: DataFrame, column: str) -> Any:
-        names = df.columns
-        if column not in names:
-            raise common.missing_column(column, names)
+        if column not in df.columns:
+            raise column_error(df, column)
         ty = df.schema[column].dataType
         if isinstance(ty, T.ArrayType | T.StructType | T.MapType):
             raise common.nested_error(column)

@@ -1,0 +1,34 @@
+"""The error for a column missing from a source an engine read: one message from every engine.
+
+A CSV file's column names are its first line, which every engine reads as the header without
+sniffing whether it is one; when the file has no header that line is data (user ids, times), so
+the error names none of its fields. Every other source's names (Parquet, DataFrames, Arrow,
+tables, mappings) are its schema and are listed. Whether a relation or DataFrame reads a CSV
+file is asked of its plan (a DuckDB ``READ_CSV`` scan, a Spark ``csv``/``text`` relation), so a
+filtered relation, a SQL query over a CSV file or a caller's own ``read_csv`` counts too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dpfreq.engines._common as common
+from dpfreq.errors import DataError
+
+__all__ = ["column_error"]
+
+
+def column_error(table: Any, column: str) -> DataError:
+    """The DataError for ``column`` missing from ``table``: a mapping of columns, a DuckDB
+    relation or a Spark DataFrame (the source as an engine read it)."""
+    if isinstance(table, Mapping):
+        return common.missing_column(column, list(table), header=False)
+    module = type(table).__module__
+    if module.startswith("duckdb"):
+        from dpfreq.engines.duckdb.sql import reads_text_file
+    elif module.startswith("pyspark"):
+        from dpfreq.engines.spark.session import reads_text_file
+    else:  # pragma: no cover - every engine's table is one of the above
+        return common.missing_column(column, [], header=True)
+    return common.missing_column(column, list(table.columns), header=reads_text_file(table))
