@@ -20,6 +20,7 @@ import click
 
 from dpfreq._validate import message
 from dpfreq.cli._common import with_options
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["null_group_hint", "null_group_option", "rows_kept", "time_range_options"]
@@ -72,8 +73,7 @@ def _is_spark(engine: Any) -> bool:
 def _time_filter(rel: Any, column: str, axis: Any) -> str:
     """The SQL condition keeping the rows whose time is in the axis' range."""
     if column not in rel.columns:
-        raise DataError(message("--time", f"a column of the file {list(rel.columns)}",
-                                column))
+        raise column_error(rel, column)
     kind = str(rel.types[rel.columns.index(column)]).upper()
     col = _quoted(column)
     low, high = axis.utc_bounds()
@@ -132,8 +132,7 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
     if drop:
         assert group is not None
         if group not in rel.columns:
-            raise DataError(message("--group", f"a column of the file "
-                                    f"{list(rel.columns)}", group))
+            raise column_error(rel, group)
         conditions.append(f"{_quoted(group)} IS NOT NULL")
     if axis is not None:
         assert time is not None

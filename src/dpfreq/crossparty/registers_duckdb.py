@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["duckdb_registers"]
@@ -51,10 +52,7 @@ def _types(rel: duckdb.DuckDBPyRelation) -> dict[str, str]:
 def _typed(types: dict[str, str], column: str, role: str, allowed: set[str],
            rule: str) -> str:
     func = public_caller()
-    if column not in types:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, types))}).")
-    if types[column] not in allowed:
+    if types[column] not in allowed:  # every column of the spec is there (duckdb_registers)
         raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
                         f"{types[column].upper()}.")
     return types[column]
@@ -103,7 +101,11 @@ def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash,
     """``(registers, values)`` of the non-empty registers of a DuckDB relation (``spec``: a
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
     func = public_caller()
-    sql = _query(_types(rel), spec, vh, max_frequency)
+    types = _types(rel)
+    for column in (spec.user, spec.time, spec.campaign):
+        if column is not None and column not in types:
+            raise column_error(rel, column)
+    sql = _query(types, spec, vh, max_frequency)
     try:
         result = rel.query("dpfreq_src", sql)
         res = result.fetchnumpy() if result is not None else {}

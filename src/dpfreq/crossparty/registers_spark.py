@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
@@ -25,8 +26,7 @@ def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
                 rule: str) -> Any:
     func = public_caller()
     if column not in df.columns:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, df.columns))}).")
+        raise column_error(df, column)
     ty = df.schema[column].dataType
     if not isinstance(ty, allowed):
         raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "

@@ -26,9 +26,13 @@ def column_error(table: Any, column: str) -> DataError:
         return common.missing_column(column, list(table), header=False)
     module = type(table).__module__
     if module.startswith("duckdb"):
-        from dpfreq.engines.duckdb.sql import reads_text_file
+        from dpfreq.engines.duckdb.sql import reads_text_file as duckdb_reads
+
+        header = duckdb_reads(table)
     elif module.startswith("pyspark"):
-        from dpfreq.engines.spark.session import reads_text_file
+        from dpfreq.engines.spark.session import reads_text_file as spark_reads
+
+        header = spark_reads(table)
     else:  # pragma: no cover - every engine's table is one of the above
-        return common.missing_column(column, [], header=True)
-    return common.missing_column(column, list(table.columns), header=reads_text_file(table))
+        header = True
+    return common.missing_column(column, list(table.columns), header=header)

@@ -144,6 +144,6 @@ def reads_text_file(df: Any) -> bool:
     had (a Spark Connect DataFrame: names are then not shown)."""
     try:
         plan = str(df._jdf.queryExecution().analyzed().toString())
-    except (AttributeError, *SPARK_ERRORS):
+    except (AttributeError, PySparkException, Py4JJavaError):
         return True
     return _TEXT_RELATION.search(plan) is not None
