@@ -349,6 +349,12 @@ def test_csv_header_errors_never_echo_data(name: str, request: pytest.FixtureReq
     assert texts[-1] == f"source of {type(eng).__name__}.item_counts: file {str(empty)!r} is " \
                         "empty (not even a header)."
     assert not [t for t in texts for value in _PRIVATE if value in t]
+    # a typed source's names are its schema: listed
+    import pandas as pd
+
+    typed = pd.DataFrame({"item": [1], "time": [2]})
+    assert _refused(lambda: eng.item_counts(typed, item="user")) == \
+        "column 'user' is not in the source; available: item, time."
     # a header-only file: no rows; a BOM before the header is not part of the first name
     only = _csv(tmp_path, "user,time\n", "only.csv")
     assert eng.item_counts(only, item="user").counts.tolist() == []

@@ -26,6 +26,7 @@ missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
 
 from __future__ import annotations
 
+import csv
 import re
 import uuid
 from collections.abc import Iterator
@@ -214,8 +215,9 @@ class SparkEngine:
         try:
             if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
                 sep = "\t" if ".tsv" in lower else ","
-                first = reader.csv(text, header=False, sep=sep).limit(1).collect()
-                common.csv_header(list(first[0]) if first else [])  # the first line: a header
+                line = self._first_line(text)
+                if line is not None:  # else no such file: Spark's own error below
+                    common.csv_header(next(csv.reader([line], delimiter=sep), []))
                 df = reader.csv(text, header=True, inferSchema=True, sep=sep)
                 as_text = set(text_columns) & set(df.columns)
                 if as_text:  # the inferred schema, with the identifier columns as text
@@ -231,6 +233,32 @@ class SparkEngine:
         except SPARK_ERRORS as exc:
             raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
         return df
+
+    def _first_line(self, text: str) -> str | None:
+        """The first line of the (first) file at ``text`` (a file, directory or glob), read on
+        the driver through Hadoop's FileSystem and its codec (``.gz``): a few calls, no Spark
+        job. ``""`` for a file without lines; None when no file is there."""
+        sc: Any = self.spark.sparkContext
+        jvm, conf = sc._jvm, sc._jsc.hadoopConfiguration()
+        hpath = jvm.org.apache.hadoop.fs.Path(text)
+        fs = hpath.getFileSystem(conf)
+        files = []
+        for status in fs.globStatus(hpath) or []:
+            listed = fs.listStatus(status.getPath()) if status.isDirectory() else [status]
+            files += [str(f.getPath().toString()) for f in listed if f.isFile()
+                      and not f.getPath().getName().startswith(("_", "."))]
+        if not files:
+            return None
+        first = jvm.org.apache.hadoop.fs.Path(min(files))
+        stream = fs.open(first)
+        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(first)
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        try:
+            return str(reader.readLine() or "")
+        finally:
+            reader.close()
 
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
