@@ -126,7 +126,7 @@ def test_bad_columns_are_refused_in_one_line(engine: str, column: str, values: l
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
 def test_missing_column_names_the_column(engine: str) -> None:
     source: Any = _memory(_log()) if engine == "memory" else _log()
-    with pytest.raises(DataError, match="no column 'who'"):
+    with pytest.raises(DataError, match="column 'who' is not in the source; available: user"):
         register_frequencies(source, spec=check_log_spec(
             user="who", time=None, period=None, campaign=None, campaigns=None),
             params=PARAMS, key=KEY, engine=engine)

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["instant_us", "memory_registers"]
@@ -37,8 +38,7 @@ def _columns(source: Mapping[str, Any], names: list[str]) -> dict[str, NDArray[A
     out = {}
     for name in names:
         if name not in source:
-            raise DataError(f"source of {func} has no column {name!r} (it has "
-                            f"{', '.join(map(repr, sorted(map(str, source))))}).")
+            raise column_error(source, name)
         arr = np.asarray(source[name])
         if arr.ndim != 1:
             raise DataError(f"column {name!r} of the source of {func} must be one-dimensional.")
