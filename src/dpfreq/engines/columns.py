@@ -20,8 +20,34 @@ __all__ = ["column_error"]
 
 
 def column_error(table: Any, column: str) -> DataError:
-    """The DataError for ``column`` missing from ``table``: a mapping of columns, a DuckDB
-    relation or a Spark DataFrame (the source as an engine read it)."""
+    """The error for ``column`` missing from a source as an engine read it.
+
+    Parameters
+    ----------
+    table : mapping, duckdb.DuckDBPyRelation or pyspark.sql.DataFrame
+        The source's columns: a mapping of columns, or the relation or DataFrame an engine
+        made of the source.
+    column : str
+        The column asked for.
+
+    Returns
+    -------
+    DataError
+        One line, the same from every engine: a CSV source's names are not shown (they are its
+        first line, which is data when the file has no header), only how many there are and
+        what the first line must be; any other source's names (a schema) are listed.
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> con = duckdb.connect()
+    >>> print(column_error(con.sql("SELECT 1 AS item, 2 AS time"), "user"))
+    column 'user' is not in the source; available: item, time.
+    >>> from pathlib import Path
+    >>> _ = Path("log.csv").write_text("81723,2026-03-02\\n90211,2026-03-03\\n")
+    >>> print(column_error(con.sql("SELECT * FROM read_csv('log.csv', header = true)"), "user"))
+    column 'user' is not in the header of the CSV source (its first line, 2 names); ...
+    """
     if isinstance(table, Mapping):
         return common.missing_column(column, list(table), header=False)
     module = type(table).__module__
