@@ -20,7 +20,6 @@ import click
 
 from dpfreq._validate import message
 from dpfreq.cli._common import with_options
-from dpfreq.engines import column_error
 from dpfreq.errors import DataError, ParameterError
 
 __all__ = ["null_group_hint", "null_group_option", "rows_kept", "time_range_options"]
@@ -73,6 +72,8 @@ def _is_spark(engine: Any) -> bool:
 def _time_filter(rel: Any, column: str, axis: Any) -> str:
     """The SQL condition keeping the rows whose time is in the axis' range."""
     if column not in rel.columns:
+        from dpfreq.engines import column_error  # the planner commands import no engine
+
         raise column_error(rel, column)
     kind = str(rel.types[rel.columns.index(column)]).upper()
     col = _quoted(column)
@@ -124,6 +125,7 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
         raise ParameterError(message("--engine", "memory or duckdb with --start/--end "
                                      "or --null-group drop (these rules run where DuckDB reads "
                                      "the file; with Spark, filter the table first)", "spark"))
+    from dpfreq.engines import column_error
     from dpfreq.engines.duckdb import DuckDBEngine
 
     text = tuple(c for c in (item, group) if c is not None)
