@@ -67,7 +67,7 @@ def test_every_release_of_a_file_warns_of_no_rows(tmp_path, capsys, command, suf
                           "--unit", "event"],
             "profile": profile_args(log, "--max-count", "3")}[command]
     assert main([*argv, "--seed", "1"]) == 0
-    assert f"warning: {log} has no data rows" in capsys.readouterr().err
+    assert f"dpfreq: warning: {log} has no data rows" in capsys.readouterr().err
 
 
 def test_file_with_rows_gives_no_empty_warning(tmp_path, capsys):

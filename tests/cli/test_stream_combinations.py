@@ -25,7 +25,7 @@ from dpfreq.errors import DataError, ParameterError
 from dpfreq.ledger import Ledger
 from dpfreq.stream import ReachStream
 from dpfreq.stream.measure import measure_periods
-from dpfreq.stream.publish import curve
+from dpfreq.stream.publish import curve, halfwidths
 
 KEY = "ab" * 32
 GROUPS = ("a", "b", "c")
@@ -124,6 +124,10 @@ def test_every_published_number_is_post_processing_of_the_saved_rows(
                             np.zeros((len(ks), s.params.n_groups, 0), dtype=np.int64), 0,
                             st.last, s.params.groups is not None)
     np.testing.assert_array_equal(again, st.noisy)
+    n_struct = s.params.n_groups * len(ks)  # the saved half-widths are the public ones
+    np.testing.assert_array_equal(st.widths, [halfwidths(s.plan.counter, st.last, 0.05),
+                                              halfwidths(s.plan.counter, st.last, 0.05,
+                                                         band=n_struct)])
     for rel in rels:
         for j, k in enumerate(ks):
             values, _ = curve(s.plan.counter, st.noisy[j], rel.period)
@@ -142,6 +146,12 @@ def test_every_published_number_is_post_processing_of_the_saved_rows(
         if grouping != "ungrouped":
             assert "capped data, not the data" in rel.error.description
     assert ReachStream.open(tmp_path / "s").release().to_json() == rels[-1].to_json()
+    other = ReachStream.open(tmp_path / "s").release(confidence=0.5).error  # computed anew
+    g, k = (s.params.groups or (None,))[0], ks[0]
+    pick = (lambda d: d[k]) if g is None else (lambda d: d[g][k])
+    np.testing.assert_array_equal(pick(other.upper), pick(rels[-1].value) + (
+        halfwidths(s.plan.counter, st.last, 0.5)
+        + curve(s.plan.counter, st.noisy[0], st.last)[1][0]))
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
@@ -494,3 +504,69 @@ def test_a_directory_of_other_tables_is_one_line(tmp_path, capsys) -> None:
     assert len(err.strip().splitlines()) == 1, err
     assert "cannot be read (a directory or glob must hold files of one table" in err
     assert ReachStream.open(state).last_period == 1
+
+
+def test_a_grouped_plot_draws_every_group_or_says_which_it_left_out(tmp_path, capsys,
+                                                                    monkeypatch) -> None:
+    """Without ``group`` a grouped stream's plot is small multiples of every group (at most
+    ``max_panels``, the title naming what it left out), in the API and on the command line;
+    one ``ax`` holds one group, so ``ax`` without ``group`` is refused in one line."""
+    from dpfreq.plotting import pyplot
+
+    s = _create(tmp_path / "s", "m=3")
+    [rel] = s.append(_slice(_log(), 0, 1, True), through=1)
+    fig = rel.plot()
+    assert sorted(ax.get_title().split(" ")[0] for ax in fig.axes) == sorted(GROUPS)
+    two = rel.plot(max_panels=2)
+    assert len(two.axes) == 2
+    assert "the 2 of 3 groups" in two._suptitle.get_text()
+    _fig, ax = pyplot().subplots()
+    with pytest.raises(ParameterError, match=r"^group of StreamRelease\.plot must be .*leave "
+                                             r"ax out.*; got None\.$"):
+        rel.plot(ax=ax)
+    assert "group a" in rel.plot(group="a").get_title()
+    pyplot().close("all")
+    drawn: list[list[str]] = []
+
+    def keep(figure, path):
+        drawn.append([a.get_title() for a in figure.axes])
+        pyplot().close(figure)
+
+    monkeypatch.setattr("dpfreq.plotting.save_figure", keep)
+    state = _init(tmp_path, capsys, "memory", True)
+    day1 = _csv(tmp_path, "d1.csv", [(1, "2026-03-01T10:00:00", "spring"),
+                                     (2, "2026-03-01T11:00:00", "summer")])
+    for argv in (["append", state, day1, "--through", "2026-03-01"], ["show", state]):
+        code, _, err = run_cli(["stream", *argv, "--plot", tmp_path / "p.png"], capsys)
+        assert code == 0, err
+    assert [sorted(t.split(" ")[0] for t in titles) for titles in drawn] == \
+        [["spring", "summer"]] * 2
+
+
+def test_an_answer_smaller_than_its_noise_is_marked_and_a_vacuous_stream_says_so(
+        tmp_path, capsys) -> None:
+    """Every interval reaching 0 (reach has no public upper bound, so the interval allows every
+    count that could be true) makes ``error.vacuous`` True with the sentence saying so, in the
+    JSON and the printed table; a stream whose reach stands out of its noise is not."""
+    tiny = _create(tmp_path / "tiny", epsilon=0.02, method="simple")
+    [rel] = tiny.append({"u": [1, 2], "t": [1, 1]}, through=1)
+    assert rel.error.vacuous
+    assert "This statement is vacuous" in rel.error.description
+    assert all(bool(np.all(m)) for m in rel.below_noise().values())
+    large = _create(tmp_path / "large", epsilon=1000.0, method="simple")
+    [clear] = large.append({"u": np.arange(40), "t": np.ones(40, int)}, through=1)
+    assert not clear.error.vacuous
+    assert not clear.below_noise()[1][0]
+    assert "vacuous" not in clear.error.description
+    grouped = _create(tmp_path / "grouped", "m=3", epsilon=1000.0, method="simple")
+    [per] = grouped.append({"u": np.arange(40), "t": np.ones(40, int),
+                            "g": np.array(["a"] * 40)}, through=1)
+    assert not per.error.vacuous
+    code, out, err = run_cli(["stream", "show", tmp_path / "tiny"], capsys)
+    assert code == 0, err
+    assert "# VACUOUS: smaller than its noise" in out
+    code, out, err = run_cli(["stream", "show", tmp_path / "tiny", "--json", "-"], capsys)
+    assert json.loads(out)["error"]["vacuous"] is True
+    code, out, err = run_cli(["stream", "show", tmp_path / "grouped"], capsys)
+    assert "# smaller than their noise (2 of 3 groups" in out
+    assert out.count("smaller than") == 1

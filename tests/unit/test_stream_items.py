@@ -15,7 +15,7 @@ from dpfreq.grouped.capping import capping_statement
 from dpfreq.rng import derive_key
 from dpfreq.stream import ReachStream
 from dpfreq.stream.items.update import pair_rank
-from dpfreq.stream.releases import STREAM_REMEDY
+from dpfreq.stream.releases import STREAM_CHOICE, STREAM_REMEDY
 
 
 def _oracle(items, periods, groups, names, ks, horizon, m, key_hex):
@@ -101,10 +101,14 @@ def test_releases_say_what_their_intervals_cover(tmp_path, unit, m) -> None:
             assert "coverage" not in rel.mechanism_params
             assert "Coverage" not in rel.error.description
             continue
-        want = capping_statement(m, STREAM_REMEDY)
+        want = capping_statement(m, STREAM_REMEDY, chosen=STREAM_CHOICE)
         assert rel.mechanism_params["coverage"] == want
         assert rel.error.description.endswith(f" Coverage: {want}.")
         assert ("capped data, not the data" in want) == (m is not None)
+        # how a stream keeps groups (its first ones), and that it measures no dropped fraction
+        assert ("the first ones it is seen in" in want) == (m is not None)
+        assert ("does not estimate how many pairs the cap dropped" in want) == (m is not None)
+        assert "uniformly at random" not in want
         assert "capping_epsilon" not in want  # a stream measures no dropped fraction
 
 

@@ -5,15 +5,21 @@ per-item file, the budget charged once (and nothing random before it), an unboun
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
+import dpfreq.stream.mechanisms.epochs as epochs_module
 import dpfreq.stream.stream as stream_module
 from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.errors import BudgetExceededError, DataError, ParameterError
 from dpfreq.stream import ReachStream
 from dpfreq.stream.lock import LOCK_FILE
+from dpfreq.stream.mechanisms import Budget, EpochCounter
+from dpfreq.stream.mechanisms.saved import rebuild_counter
 from dpfreq.stream.params import StreamParams
+from dpfreq.stream.state import load_state, save_state
 
 KEY = "ab" * 32
 
@@ -141,7 +147,7 @@ def test_budget_charged_once_and_nothing_random_before(tmp_path) -> None:
     for t in range(1, 4):
         s.append(_day(t), through=t)
     s.release(2)
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
     assert len(acct.ledger) == 1
     with pytest.raises(ParameterError, match="new or empty"):
         _create(tmp_path / "s")
@@ -166,17 +172,48 @@ def test_unbounded_stream_past_powers_of_two_never_changes_a_published_answer(tm
     assert float(last.value[1][16]) == published[17]
 
 
-def test_a_stream_planned_otherwise_is_refused(tmp_path, monkeypatch) -> None:
-    """Rows measured by one counter are never read as another's: a stream whose saved plan is
-    not the plan this version makes of its parameters is refused on open."""
-    _create(tmp_path / "s").append(_day(1), through=1)
-    real = StreamParams.plan
+def test_a_saved_stream_is_rebuilt_from_its_spec_never_planned_again(tmp_path,
+                                                                    monkeypatch) -> None:
+    """Opening, appending to and showing a saved stream rebuild its counter from the spec saved
+    with it (planning compares every layout: seconds for a horizon-free stream's later
+    epochs), never plan; the published bits are those of the stream that planned."""
+    fresh = _create(tmp_path / "s", horizon=None, k_values=[1])
+    first = fresh.append(_day(1), through=1)[0].to_json()
+    assert fresh.state.counter["layout"] == "epochs"
+    assert len(fresh.state.counter["epochs"]) >= 3  # those the plan's record and RMSE needed
 
-    def other(par):
-        plan = real(par)
-        return type(plan)(plan.counter, plan.budget, plan.accounting,
-                          {**plan.record, "method": "tree"})
+    def no_plan(*args, **kwargs):
+        raise AssertionError("planned again")
 
-    monkeypatch.setattr(StreamParams, "plan", other)
+    monkeypatch.setattr(StreamParams, "plan", no_plan)
+    monkeypatch.setattr(epochs_module, "best_counters", no_plan)
+    again = ReachStream.open(tmp_path / "s")
+    assert again.release(1).to_json() == first
+    [second] = again.append(_day(2), through=2)
+    assert ReachStream.open(tmp_path / "s").release().to_json() == second.to_json()
+
+
+def test_an_epoch_is_chosen_once_and_saved_with_the_spec() -> None:
+    """An epoch counter rebuilt with its first epoch known chooses the later ones when first
+    needed — the ones a fresh plan chooses — and its spec then lists them in order."""
+    budget = Budget(Fraction(1, 2))
+    full = EpochCounter("event", budget)
+    full.epoch(2)
+    part = rebuild_counter({**full.spec(), "epochs": full.spec()["epochs"][:1]}, "event", budget)
+    assert part.rows_through(100) == full.rows_through(100)  # 100 lies in epoch 2
+    assert part.spec() == full.spec()
+    assert [e["layout"] for e in part.spec()["epochs"]] == ["simple", "tree", "tree"]
+
+
+@pytest.mark.parametrize("epoch0", [{"layout": "tree", "horizon": 16, "branching": 2,
+                                     "top": False, "noise": "laplace"},
+                                    {"layout": "spiral", "horizon": 16, "noise": "laplace"}])
+def test_a_stream_whose_saved_counter_is_another_is_refused(tmp_path, epoch0) -> None:
+    """Rows measured by one counter are never read as another's: a saved spec whose counter is
+    not the one its record states (or names no layout of this version) is refused on open."""
+    _create(tmp_path / "s", horizon=None).append(_day(1), through=1)
+    state = load_state(tmp_path / "s")
+    spec = {**state.counter, "epochs": [epoch0, *state.counter["epochs"][1:]]}
+    save_state(tmp_path / "s", state.advanced(counter=spec))
     with pytest.raises(DataError, match="planned differently"):
         ReachStream.open(tmp_path / "s")

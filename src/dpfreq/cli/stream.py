@@ -27,6 +27,10 @@ from dpfreq.stream import ReachStream, StreamRelease
 __all__ = ["command", "format_release"]
 
 
+#: groups drawn by ``--plot`` without ``--group`` (small multiples, largest reach first)
+PANELS = 12
+
+
 def _through(text: str | None) -> Any:
     if text is None:
         return None
@@ -36,14 +40,15 @@ def _through(text: str | None) -> Any:
 def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10) -> str:
     """The last ``rows`` periods of every k (of one group, or of every group), with the
     per-answer interval half-width."""
-    groups = [None] if rel.groups is None else ([group] if group is not None else
-                                                list(rel.groups))
+    groups: list[str | None] = [None] if rel.groups is None else (
+        [group] if group is not None else list(rel.groups))
     conf = rel.error.confidence or 0.95
     lines = [f"# dpfreq stream: unit={rel.unit}, epsilon={rel.epsilon:g}, delta={rel.delta:g}, "
              f"method={rel.mechanism_params['method']}; ± = {conf:.0%} per-answer interval",
              f"# why: {rel.mechanism_params['why']}"]
     if "coverage" in rel.mechanism_params:
         lines.append(f"# coverage: {rel.mechanism_params['coverage']}")
+    lines += _noise_lines(rel, groups)
     periods = np.asarray(rel.periods)
     shown = range(max(0, periods.size - rows), periods.size)
     for g in groups:
@@ -59,6 +64,24 @@ def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10)
         lines += ["  ".join(cell.rjust(w) for cell, w in zip(r, width, strict=True))
                   for r in [head, *body]]
     return "\n".join(lines)
+
+
+def _noise_lines(rel: StreamRelease, groups: list[str | None]) -> list[str]:
+    """``# smaller than its noise`` when the statement is vacuous, or naming the shown groups
+    whose every answer is (post-processing of the release)."""
+    if rel.error.vacuous:
+        return ["# VACUOUS: smaller than its noise: every answer's interval reaches 0 (the "
+                "release cannot tell these counts from 0; a stream with a larger epsilon or "
+                "fewer k would)"]
+    if rel.groups is None:
+        return []
+    small = [str(g) for g in groups
+             if all(bool(np.all(m)) for m in rel.below_noise(g).values())]
+    if not small:
+        return []
+    shown = ", ".join(small[:30]) + (f", … ({len(small)} groups)" if len(small) > 30 else "")
+    return [f"# smaller than their noise ({len(small)} of {len(groups)} groups: every answer's "
+            f"interval reaches 0): {shown}"]
 
 
 def _check_group(s: ReachStream, group: str | None) -> None:
@@ -77,8 +100,11 @@ def _emit(rel: StreamRelease, json_out: str | None, plot_out: str | None,
     if plot_out is not None:
         from dpfreq.plotting import save_figure
 
-        save_figure(rel.plot(group=group), plot_out)
-        click.echo(f"wrote {plot_out}", err=True)
+        save_figure(rel.plot(group=group, max_panels=PANELS), plot_out)
+        left = len(rel.groups) - PANELS if rel.groups is not None and group is None else 0
+        click.echo(f"wrote {plot_out}" + (
+            f" (the {PANELS} groups with the largest released reach; {left} left out: "
+            "--group G plots any one)" if left > 0 else ""), err=True)
     if json_out != "-":
         click.echo(format_release(rel, group, rows))
 
@@ -133,7 +159,9 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
               help="Last period this append closes (integer, or a date/timestamp). Required: "
                    "a re-run of yesterday's file names yesterday (a re-send, answered from "
                    "the state) instead of closing today's period without its events.")
-@click.option("--group", "show_group", default=None, help="Print only this group.")
+@click.option("--group", "show_group", default=None,
+              help="Print (and plot) only this group; without it --plot draws every group, "
+                   "at most 12 (the largest released reach first).")
 @click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
               help="Periods printed (the last ones).")
 @click.option("--spark-master", "spark_master", default=None, metavar="URL",
@@ -160,7 +188,9 @@ def append(state: str, file: str, through_text: str, show_group: str | None,
 @click.argument("state", type=click.Path(file_okay=False))
 @click.option("--through", "through_text", default=None, metavar="PERIOD",
               help="A past period (default: the last appended).")
-@click.option("--group", "show_group", default=None, help="Print only this group.")
+@click.option("--group", "show_group", default=None,
+              help="Print (and plot) only this group; without it --plot draws every group, "
+                   "at most 12 (the largest released reach first).")
 @click.option("--rows", type=shared.POSITIVE, default=10, show_default=True,
               help="Periods printed (the last ones).")
 @click.option("--confidence", type=float, default=None,

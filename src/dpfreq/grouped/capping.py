@@ -16,17 +16,22 @@ import dataclasses
 
 from dpfreq.release import ErrorStatement
 
-__all__ = ["MEASURE_REMEDY", "capping_statement", "with_coverage"]
+__all__ = ["AT_RANDOM", "MEASURE_REMEDY", "capping_statement", "with_coverage"]
+
+#: how a one-off grouped release picks the groups an item keeps (:mod:`dpfreq.engines.grouping`)
+AT_RANDOM = "chosen uniformly at random by a secret key"
 
 #: what a one-off grouped release can do about its cap (its closing words)
 MEASURE_REMEDY = ("raise max_groups_per_item or see the dropped-fraction estimate "
                   "(capping_epsilon=)")
 
 
-def capping_statement(m: int | None, remedy: str = MEASURE_REMEDY) -> str:
+def capping_statement(m: int | None, remedy: str = MEASURE_REMEDY, *,
+                      chosen: str = AT_RANDOM) -> str:
     """The coverage sentence of a grouped release with ``m`` groups per item (None: nothing
-    capped, one row lies in one group), closing with ``remedy``: what the user can do about
-    the cap (a stream fixes ``m`` when it is created and measures no dropped fraction).
+    capped, one row lies in one group), saying how the kept groups are ``chosen`` and closing
+    with ``remedy``: what the user can do about the cap (a stream keeps an item's first
+    groups, fixes ``m`` when it is created and measures no dropped fraction).
 
     Examples
     --------
@@ -38,14 +43,14 @@ def capping_statement(m: int | None, remedy: str = MEASURE_REMEDY) -> str:
     if m is None:
         return "the intervals cover the data itself: nothing is capped (each row lies in one group)"
     return (f"the intervals cover the capped data, not the data: each item keeps at most {m} "
-            "of its groups (chosen uniformly at random by a secret key), so where items hold "
+            f"of its groups ({chosen}), so where items hold "
             f"more than {m} groups the per-group counts are biased low (by the (item, group) "
             f"pairs the cap dropped) and a group's true value can lie above its interval; "
             f"{remedy}")
 
 
 def with_coverage(statement: ErrorStatement, m: int | None,
-                  remedy: str = MEASURE_REMEDY) -> ErrorStatement:
+                  remedy: str = MEASURE_REMEDY, *, chosen: str = AT_RANDOM) -> ErrorStatement:
     """``statement`` with the coverage sentence of :func:`capping_statement` appended to its
     description (post-processing: the numbers are unchanged).
 
@@ -56,4 +61,4 @@ def with_coverage(statement: ErrorStatement, m: int | None,
     'Bound. Coverage: the intervals cover the capped da'
     """
     return dataclasses.replace(statement, description=(
-        f"{statement.description} Coverage: {capping_statement(m, remedy)}."))
+        f"{statement.description} Coverage: {capping_statement(m, remedy, chosen=chosen)}."))

@@ -93,7 +93,7 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams) -> NDArray[np.int6
     Raises
     ------
     ParameterError
-        Counts of the wrong length, negative or not integers.
+        Counts of the wrong length, negative, not integers or above ``2^53`` in all.
     DataError
         An unreadable table, a missing column, an order out of range or a device listed twice.
 
@@ -119,8 +119,11 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams) -> NDArray[np.int6
         n = len(list(enrolled))
     except (TypeError, ValueError):
         counts, n = [], -1
-    if n != params.orders or len(counts) != n or any(c < 0 for c in counts):
+    # the estimator counts devices in float64: a population above 2^53 would not be exact
+    if n != params.orders or len(counts) != n or any(c < 0 for c in counts) \
+            or sum(counts) > 2**53:
         raise ParameterError(
             f"enrolled of {func} must be {params.orders} non-negative integers (devices per "
-            f"order 0..{params.orders - 1}) or an enrolment table; got {enrolled!r}.")
+            f"order 0..{params.orders - 1}, at most 2^53 in all) or an enrolment table; got "
+            f"{enrolled!r}.")
     return np.asarray(counts, dtype=np.int64)

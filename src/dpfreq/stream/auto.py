@@ -39,8 +39,9 @@ from dpfreq.noise import epsilon_to_fraction
 from dpfreq.stream.mechanisms import BOUNDED_METHODS, Budget, EpochCounter, best_counters
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
 from dpfreq.stream.mechanisms.law import calibrate
+from dpfreq.stream.mechanisms.saved import rebuild_counter
 
-__all__ = ["METHODS", "StreamPlan", "plan_stream", "structure_budgets"]
+__all__ = ["METHODS", "StreamPlan", "plan_stream", "saved_plan", "structure_budgets"]
 
 #: every method name ``method=`` accepts besides ``"auto"``
 METHODS = (*BOUNDED_METHODS, "epochs")
@@ -218,3 +219,19 @@ def _also(plan: StreamPlan, at: str) -> str:
     name = min(rmse, key=rmse.get)
     return (f"; under {plan.budget.accounting} the best is {name}, predicted RMSE "
             f"{rmse[name]:.4g}{at}")
+
+
+def saved_plan(*, unit: str, epsilon: float, delta: float, n_k: int,
+               max_groups_per_item: int | None, record: dict[str, Any],
+               spec: dict[str, Any]) -> StreamPlan:
+    """The plan a stream made when it was created, rebuilt without planning again: the budget
+    of the accounting its ``record`` names and the counter of its ``spec``
+    (:mod:`~dpfreq.stream.mechanisms.saved`). ValueError when they do not fit these public
+    parameters; the caller compares the rebuilt counter's record with the saved one."""
+    budgets = {text: budget for budget, text in structure_budgets(epsilon, delta, n_k,
+                                                                   max_groups_per_item)}
+    accounting = record.get("accounting")
+    if accounting not in budgets:
+        raise ValueError("the saved accounting is not one of these parameters'")
+    return StreamPlan(rebuild_counter(spec, unit, budgets[accounting]), budgets[accounting],
+                      str(accounting), dict(record))

@@ -28,7 +28,7 @@ from dpfreq._validate import (
 )
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
-from dpfreq.stream.auto import METHODS, StreamPlan, plan_stream
+from dpfreq.stream.auto import METHODS, StreamPlan, plan_stream, saved_plan
 from dpfreq.windows.params import parse_period
 
 __all__ = ["ENGINES", "LATE", "MAX_K", "MAX_PERIODS", "StreamParams", "check_params",
@@ -98,6 +98,14 @@ class StreamParams:
         return plan_stream(horizon=self.horizon, unit=self.unit, epsilon=self.epsilon,
                            delta=self.delta, n_k=len(self.k_values), method=self.method,
                            max_groups_per_item=self.max_groups_per_item)
+
+    def saved_plan(self, record: dict[str, Any], spec: dict[str, Any]) -> StreamPlan:
+        """The plan saved with a stream (its ``record`` and counter ``spec``), rebuilt without
+        planning again (:func:`~dpfreq.stream.auto.saved_plan`; ValueError if it does not fit
+        these parameters)."""
+        return saved_plan(unit=self.unit, epsilon=self.epsilon, delta=self.delta,
+                          n_k=len(self.k_values), max_groups_per_item=self.max_groups_per_item,
+                          record=record, spec=spec)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -4,7 +4,8 @@ The answer of structure ``(g, k)`` at period ``t`` is its counter's answer
 (:meth:`Counter.answer`) of the noisy rows measured by ``t``; rows never change once measured,
 so **an answer published at t never changes**. The intervals and bands are public: they depend
 on the counter's layout and node law only (plus, for the factorization, the floating-point
-allowance computed from the measurement).
+allowance computed from the measurement); a stream saves their half-widths at its own
+confidence (:func:`widths_through`).
 
 * **Interval** at ``t``: ``answer ± x_t`` with ``Pr[|noise| > x_t] <= β = 1 − confidence``,
   the certified quantile of the answer's exact noise law
@@ -25,7 +26,7 @@ from numpy.typing import NDArray
 
 from dpfreq.stream.mechanisms import sum_halfwidth
 
-__all__ = ["band_level", "curve", "halfwidths"]
+__all__ = ["band_level", "curve", "halfwidths", "widths_through"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -65,3 +66,18 @@ def halfwidths(counter: Any, through: int, beta: float, *, band: int | None = No
         return np.array([_halfwidth(counter, t, beta) for t in ts], dtype=np.float64)
     return np.array([_halfwidth(counter, t, band_level(beta, t, counter.horizon, band))
                      for t in ts], dtype=np.float64)
+
+
+def widths_through(counter: Any, saved: FloatArray, through: int, beta: float,
+                   n_structures: int) -> FloatArray:
+    """``[interval half-widths, band half-widths]`` of periods ``1 … through`` (shape ``(2,
+    through)``): the ``saved`` ones (a stream saves those of its own confidence: public, and
+    each costs a certified quantile, so a long stream does not compute every period's again
+    on every append and show) extended by the periods after them."""
+    have = saved.shape[1]
+    if have >= through:
+        out: FloatArray = saved[:, :through]
+        return out
+    new = np.stack([halfwidths(counter, through, beta, first=have + 1),
+                    halfwidths(counter, through, beta, band=n_structures, first=have + 1)])
+    return np.concatenate([saved, new], axis=1)

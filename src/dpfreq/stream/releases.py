@@ -17,15 +17,29 @@ from numpy.typing import NDArray
 
 from dpfreq.grouped.capping import capping_statement, with_coverage
 from dpfreq.release import RELATIONS, ErrorStatement
-from dpfreq.stream.publish import curve, halfwidths
+from dpfreq.stream.publish import curve, halfwidths, widths_through
 from dpfreq.stream.result import StreamRelease
 
-__all__ = ["MECHANISM", "build_releases"]
+__all__ = ["MECHANISM", "STREAM_CHOICE", "STREAM_REMEDY", "VACUOUS_TEXT", "build_releases"]
 
 MECHANISM = "reach-stream"
 
-#: what a stream's user can do about its cap: ``m`` is fixed when the stream is created
-STREAM_REMEDY = "a new stream with a larger max_groups_per_item drops fewer pairs"
+#: what a stream's user can do about its cap: ``m`` is fixed when the stream is created, and
+#: the stream measures no dropped fraction
+STREAM_REMEDY = ("the stream does not estimate how many pairs the cap dropped (a one-off "
+                 "grouped release of a past log can); a new stream with a larger "
+                 "max_groups_per_item drops fewer")
+
+#: which groups an item keeps in a stream (:mod:`dpfreq.stream.items.update`)
+STREAM_CHOICE = ("the first ones it is seen in, for the whole stream; groups first seen in "
+                 "the same period ranked by a secret key")
+
+#: the end of a vacuous statement: no public count bounds reach from above, so an interval
+#: reaching 0 allows every count that could be true
+VACUOUS_TEXT = (" This statement is vacuous: every answer's interval reaches 0 (each estimate "
+                "is smaller than its noise, so the release cannot tell these counts from 0; "
+                "reach has no public upper bound); a stream with a larger epsilon or fewer "
+                "k values would narrow the intervals (plan_reach_stream(...).epsilon_for).")
 
 FloatArray = NDArray[np.float64]
 
@@ -62,7 +76,8 @@ def _mechanism_params(stream: Any) -> dict[str, Any]:
             "noise": "exact discrete Laplace or discrete Gaussian per row, a deterministic "
                      "function of the stream's secret key and the node id (never redrawn)",
             **({} if par.groups is None else
-               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY)})}
+               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY,
+                                              chosen=STREAM_CHOICE)})}
 
 
 def build_releases(stream: Any, first: int, last: int, *, confidence: float | None = None
@@ -75,8 +90,11 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
     n_struct = par.n_groups * len(par.k_values)
     rows = counter.rows_through(last)
     est, lo, hi, blo, bhi, half = [], [], [], [], [], []
-    h = halfwidths(counter, last, beta)
-    b = halfwidths(counter, last, beta, band=n_struct)
+    if conf == par.confidence:  # the stream's own: saved with its state
+        h, b = widths_through(counter, state.widths, last, beta, n_struct)
+    else:
+        h = halfwidths(counter, last, beta)
+        b = halfwidths(counter, last, beta, band=n_struct)
     for j in range(len(par.k_values)):
         values, allow = curve(counter, state.noisy[j][:, :rows], last)
         est.append(values)
@@ -88,12 +106,15 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
     params = _mechanism_params(stream)
     out = []
     for t in range(first, last + 1):
+        vacuous = all(bool(np.all(low[:, :t] <= 0)) for low in lo)
         err = ErrorStatement(kind="interval", confidence=conf, value=_nest(par, half, t),
-                             description=_description(conf, par.horizon),
+                             description=_description(conf, par.horizon)
+                             + (VACUOUS_TEXT if vacuous else ""), vacuous=vacuous,
                              lower=_nest(par, lo, t), upper=_nest(par, hi, t),
                              band_lower=_nest(par, blo, t), band_upper=_nest(par, bhi, t))
         if par.groups is not None:  # what the intervals cover: the capped data
-            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY)
+            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY,
+                                chosen=STREAM_CHOICE)
         ts = np.arange(1, t + 1)
         out.append(StreamRelease(
             value=_nest(par, est, t), epsilon=par.epsilon, delta=par.delta, unit=par.unit,

@@ -110,16 +110,45 @@ class StreamRelease(Release):
             del cols["group"]
         return cols
 
+    @public_errors("StreamRelease.below_noise")
+    def below_noise(self, group: str | None = None) -> dict[int, Any]:
+        """``{k: mask}`` over periods ``1 … period`` (of ``group``): where an answer is smaller
+        than its noise — its interval reaches 0 (``error.lower <= 0``), so it cannot be told
+        from 0 (no public count bounds reach from above). Post-processing of the release;
+        ``error.vacuous`` is True when every answer of every group and k is."""
+        self._curves(group)  # the group is one of the stream's (None: ungrouped only)
+        lower = self.error.lower if group is None else self.error.lower[group]
+        return {k: np.asarray(lower[k]) <= 0 for k in self.k_values}
+
+    def _group_order(self) -> list[str]:
+        """The groups by their largest released reach at the last period (post-processing)."""
+        k = min(self.k_values)
+        return sorted(self.groups or (), key=lambda g: -float(self.value[g][k][-1]))
+
     @public_errors("StreamRelease.plot")
-    def plot(self, ax: Any = None, *, group: str | None = None) -> Any:
-        """The curves of every k (of ``group``) with their intervals, to date."""
+    def plot(self, ax: Any = None, *, group: str | None = None, max_panels: int = 12) -> Any:
+        """The curves of every k with their intervals, to date.
+
+        Ungrouped, or with ``group``: one axes (``ax`` or a new one), returned. Grouped without
+        ``group``: small multiples, one panel per group, the largest released reach first, at
+        most ``max_panels`` (the figure's title says which groups are drawn and how many are
+        left out; a panel is marked when every answer of its group is smaller than its noise);
+        returns the figure. ``ax`` then needs ``group`` (one axes holds one group).
+        """
+        if self.groups is not None and group is None:
+            if ax is not None:
+                raise ParameterError(message("group", "one of the stream's groups when ax is "
+                                             "given (every group is drawn in a figure of its "
+                                             "own: leave ax out)", group))
+            return self._plot_groups(check_int(max_panels, "max_panels", minimum=1))
+        return self._plot_one(ax, group)
+
+    def _plot_one(self, ax: Any, group: str | None, title: bool = True) -> Any:
         from dpfreq.plotting import new_axes, plot_band
 
-        ax = new_axes(ax)
-        if self.groups is not None and group is None:
-            group = self.groups[0]
         curves = self._curves(group)
         err = self.error
+        ax = new_axes(ax)
 
         def pick(d: Any, k: int) -> Any:
             return d[k] if group is None else d[group][k]
@@ -132,8 +161,29 @@ class StreamRelease(Release):
                       label=f"{k}+ reach", marker="o" if x.size == 1 else None)  # 1 period: a dot
         ax.set_xlabel("period")
         ax.set_ylabel("items (noisy)")
-        where = f", group {group}" if group is not None else ""
-        ax.set_title(f"reach to date ({self.unit}-level, ε={self.epsilon:g}{where}); "
-                     f"{(err.confidence or 0.95):.0%} intervals")
-        ax.legend(fontsize="small")
+        if title:
+            where = f", group {group}" if group is not None else ""
+            small = " (smaller than its noise)" if all(
+                bool(np.all(m)) for m in self.below_noise(group).values()) else ""
+            ax.set_title(f"reach to date ({self.unit}-level, ε={self.epsilon:g}{where})"
+                         f"{small}; {(err.confidence or 0.95):.0%} intervals")
+            ax.legend(fontsize="small")
         return ax
+
+    def _plot_groups(self, max_panels: int) -> Any:
+        from dpfreq.plotting import figure_legend, group_figure, privacy_title
+
+        fig, axes, drawn, note = group_figure(self._group_order(), max_panels, what="groups",
+                                              order="largest released reach")
+        for ax, name in zip(axes, drawn, strict=False):
+            self._plot_one(ax, name, title=False)
+            ax.legend(fontsize="small")
+            small = " (smaller than its noise)" if all(
+                bool(np.all(m)) for m in self.below_noise(name).values()) else ""
+            ax.set_title(f"{name}{small}", fontsize=9)
+        fig.suptitle(privacy_title(f"Reach to date per group, periods 1..{self.period}",
+                                   epsilon=self.epsilon, delta=self.delta, unit=self.unit,
+                                   confidence=self.error.confidence) + f"\n{note}",
+                     fontsize=10)
+        figure_legend(fig, axes)
+        return fig

@@ -1,10 +1,15 @@
 """The saved state of a reach stream: a directory with a manifest and one per-item file.
 
 ``STATE/stream.dpfreq`` is an integrity-checked artefact (:mod:`dpfreq.artifacts`: SHA-256, or
-HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set) holding the public parameters and plan, the
+HMAC-SHA256 when ``DPFREQ_ARTIFACT_KEY`` is set) holding the public parameters and plan (with
+the spec of its counter, so that opening a stream never plans again:
+:mod:`dpfreq.stream.mechanisms.saved`; a horizon-free stream's grows by each epoch it reaches), the
 secret noise key, the exact per-period increments of every (group, k) structure (private: the
 counters need them to measure rows that close later), the **noisy measurements** of every
-structure (integers: every published number is computed from them alone), the periods closed
+structure (integers: every published number is computed from them alone), the interval and
+band half-widths of every closed period at the stream's confidence (public functions of the
+plan, saved so that they are computed once: :func:`dpfreq.stream.publish.widths_through`),
+the periods closed
 so far and the appends that closed them, and the name and digest of the per-item file of the
 current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on Spark the directory
 ``items-<gen>.parquet/`` of part files, digested as a whole: :mod:`dpfreq.stream.items.files`).
@@ -36,9 +41,10 @@ __all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "manifest_of", "sav
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
-_VERSION = 1
+_VERSION = 2  # 2: the counter spec and the saved half-widths
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class StreamState:
     seeded: bool
     key: bytes
     plan: dict[str, Any] = field(default_factory=dict)
+    counter: dict[str, Any] = field(default_factory=dict)
     generation: int = 0
     items_file: str | None = None
     items_digest: str | None = None
@@ -67,6 +74,7 @@ class StreamState:
     batches: tuple[Batch, ...] = ()
     exact: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
     noisy: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
+    widths: FloatArray = field(default_factory=lambda: np.zeros((2, 0), dtype=np.float64))
     n_late_dropped: int = 0
     n_bounded_out: int = 0
     n_pairs: int = 0
@@ -78,7 +86,8 @@ class StreamState:
 
 def save_state(path: Path, state: StreamState) -> None:
     """Write the manifest atomically (temporary name, then rename)."""
-    meta = {"params": state.params.to_dict(), "plan": state.plan, "seeded": state.seeded,
+    meta = {"params": state.params.to_dict(), "plan": state.plan, "counter": state.counter,
+            "seeded": state.seeded,
             "generation": state.generation, "items_file": state.items_file,
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
@@ -86,7 +95,8 @@ def save_state(path: Path, state: StreamState) -> None:
             "batches": [[b.after, b.through, b.digest] for b in state.batches]}
     write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
                    arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
-                           "exact": state.exact, "noisy": state.noisy})
+                           "exact": state.exact, "noisy": state.noisy,
+                           "widths": state.widths})
 
 
 def _bad(path: Path, why: str) -> DataError:
@@ -110,16 +120,18 @@ def load_state(path: Path) -> StreamState:
         batches = tuple(Batch(int(a), int(b), str(d)) for a, b, d in meta["batches"])
         state = StreamState(
             params=params, seeded=bool(meta["seeded"]), key=arrays["key"].tobytes(),
-            plan=dict(meta["plan"]),
+            plan=dict(meta["plan"]), counter=dict(meta["counter"]),
             generation=int(meta["generation"]), items_file=meta["items_file"],
             items_digest=meta["items_digest"], key_kind=meta["key_kind"],
             last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),
             noisy=arrays["noisy"].astype(np.int64),
+            widths=arrays["widths"].astype(np.float64),
             n_late_dropped=int(meta["n_late_dropped"]),
             n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None
-    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3:
+    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3 or (
+            state.widths.shape != (2, state.last)):
         raise _bad(path, "its key or arrays do not have the expected shape")
     if state.items_file is not None:
         check_digest(path / state.items_file, str(state.items_digest), str(path))

@@ -13,6 +13,7 @@ answers any past period from the saved measurements (free).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -35,6 +36,7 @@ from dpfreq.stream.items.reader import AppendSpec
 from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
+from dpfreq.stream.publish import widths_through
 from dpfreq.stream.releases import build_releases
 from dpfreq.stream.result import StreamRelease
 from dpfreq.stream.state import (
@@ -79,9 +81,15 @@ def _fresh_directory(path: Any) -> Path:
 
 
 def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
-    """The plan of a saved stream, refused if its counter is not the one that measured it."""
-    plan = state.params.plan()
-    if _public(plan.record) != state.plan:  # rows measured by another counter: refuse
+    """The plan of a saved stream, rebuilt from its saved spec (never planned again: a plan
+    compares every layout, seconds for a long epoch), refused if its counter is not the one
+    that measured it."""
+    try:
+        plan = state.params.saved_plan(state.plan, state.counter)
+        same = _public(plan.counter.record()) == state.plan.get("counter")
+    except ValueError:
+        same = False
+    if not same:  # rows measured by another counter: refuse
         raise DataError(f"{path} is not a valid reach stream for this dpfreq: its counter "
                         "was planned differently (created by another version); open it "
                         "with the version that created it.")
@@ -217,6 +225,7 @@ class ReachStream:
                            max_groups_per_item=max_groups_per_item, late=late,
                            confidence=confidence, engine=engine)
         plan = par.plan()
+        plan = dataclasses.replace(plan, record=_public(plan.record))  # as saved and reopened
         item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
         signing_key()  # a malformed DPFREQ_ARTIFACT_KEY is refused before the charge
@@ -233,7 +242,7 @@ class ReachStream:
             key = resolved.generator.bytes(32)  # after the charge: nothing random before it
             g, k = par.n_groups, len(par.k_values)
             state = StreamState(params=par, seeded=resolved.seeded, key=key,
-                                plan=_public(plan.record),
+                                plan=plan.record, counter=plan.counter.spec(),
                                 exact=np.zeros((g, k, 0), dtype=np.int64),
                                 noisy=np.zeros((k, g, 0), dtype=np.int64))
             save_state(directory, state)
@@ -337,10 +346,14 @@ class ReachStream:
         exact = np.concatenate((st.exact, res.increments), axis=2)
         noisy = measure_periods(self.plan.counter, st.key, self.params.k_values, exact,
                                 st.noisy, st.last, t, self.params.groups is not None)
-        new = st.advanced(generation=st.generation + 1, items_file=res.items_file,
+        par = self.params
+        widths = widths_through(self.plan.counter, st.widths, t, 1.0 - par.confidence,
+                                par.n_groups * len(par.k_values))
+        new = st.advanced(generation=st.generation + 1, widths=widths, items_file=res.items_file,
                           items_digest=res.items_digest, key_kind=res.key_kind, last=t,
                           batches=(*st.batches, Batch(st.last, t, events.digest)),
                           exact=exact, noisy=noisy,
+                          counter=self.plan.counter.spec(),  # with the epochs it reached
                           n_late_dropped=st.n_late_dropped + events.n_late,
                           n_bounded_out=st.n_bounded_out + res.n_bounded_out,
                           n_pairs=res.n_pairs)

@@ -35,7 +35,7 @@ from dpfreq.stream.mechanisms.intervals import SimpleLayout, TreeLayout
 from dpfreq.stream.mechanisms.law import Budget, calibrate
 from dpfreq.stream.mechanisms.smooth import SmoothLayout, smooth_shapes
 
-__all__ = ["BOUNDED_METHODS", "best_counters", "counter_score"]
+__all__ = ["BOUNDED_METHODS", "best_counters", "counter_from_spec", "counter_score"]
 
 #: the bounded methods, in the order ``auto`` lists them
 BOUNDED_METHODS = ("simple", "tree", "smooth", "factorization")
@@ -141,3 +141,32 @@ def best_counters(horizon: int, unit: str, budget: Budget, methods: tuple[str, .
                 label = method if budget.rho is None else f"{method}/{kind}"
                 out.append((label, best[0], best[1]))
     return tuple(out)
+
+
+def _layout_of(spec: Any) -> Any:
+    """The layout a spec names (:meth:`Counter.spec`), built by the plan's caches."""
+    kind, horizon = spec["layout"], spec["horizon"]
+    if kind == "simple":
+        return _simple(None if horizon is None else int(horizon))
+    if kind == "tree":
+        return _tree(int(horizon), int(spec["branching"]), bool(spec["top"]))
+    if kind == "smooth":
+        return _smooth(int(horizon), int(spec["height"]), int(spec["ones"]))
+    if kind == "factorization":
+        return _factorization(int(horizon), bool(spec["moves"]))
+    raise ValueError(f"no layout {kind!r}")
+
+
+def counter_from_spec(spec: Any, unit: str, budget: Budget, epoch: bool = False) -> Counter:
+    """The counter a spec names, its node law calibrated to the layout's exact sensitivity at
+    ``unit`` (in an epoch as :func:`best_counters` calibrates it) and ``budget``; ValueError
+    when the spec is malformed or does not calibrate."""
+    try:
+        layout = _layout_of(spec)
+        kind = str(spec["noise"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"a malformed counter spec ({exc})") from None
+    law = calibrate(budget, kind, *_sensitivity(layout, unit, epoch))
+    if law is None:
+        raise ValueError("the counter does not calibrate at this budget")
+    return Counter(layout, law)

@@ -159,3 +159,8 @@ class Counter:
     def record(self) -> dict[str, Any]:
         """JSON-ready layout and calibration."""
         return {**self.layout.record(), **self.law.record()}
+
+    def spec(self) -> dict[str, Any]:
+        """The layout and the kind of node noise: what rebuilds this counter without a plan
+        (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`; public)."""
+        return {**self.layout.spec(), "noise": self.law.kind}

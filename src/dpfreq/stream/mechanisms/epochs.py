@@ -77,19 +77,33 @@ class EpochCounter:
         The structure's budget; every epoch gets all of it (parallel composition).
     methods : tuple of str
         The bounded methods an epoch may use (``auto``: all of them).
+    known : sequence of Counter, optional
+        The counters of epochs ``0, 1, …`` chosen before (a saved stream's:
+        :meth:`spec`); later epochs are chosen when first needed. Choosing an epoch's counter
+        compares every layout for its length, which grows fourfold per epoch (seconds from
+        epoch 4 on): a stream saves the ones it chose and never chooses one twice.
     """
 
     name = "epochs"
     horizon = None
 
-    def __init__(self, unit: str, budget: Budget, methods: tuple[str, ...] = BOUNDED_METHODS
-                 ) -> None:
+    def __init__(self, unit: str, budget: Budget, methods: tuple[str, ...] = BOUNDED_METHODS,
+                 known: tuple[Counter, ...] = ()) -> None:
         self.unit, self.budget, self.methods = unit, budget, methods
-        self._epochs: dict[int, Counter] = {}
+        self._epochs: dict[int, Counter] = dict(enumerate(known))
         self.epoch(0)  # the first epoch must calibrate (else the budget is too small)
 
+    def spec(self) -> dict[str, Any]:
+        """The methods and the counter of every epoch chosen so far: what rebuilds this
+        counter without choosing them again (public)."""
+        return {"layout": "epochs", "methods": list(self.methods),
+                "epochs": [self._epochs[j].spec() for j in range(len(self._epochs))]}
+
     def epoch(self, j: int) -> Counter:
-        """The bounded counter of epoch ``j`` (public; the best for its length)."""
+        """The bounded counter of epoch ``j`` (public; the best for its length, chosen once:
+        epochs are chosen in order, so the known ones are ``0 … j``)."""
+        for i in range(len(self._epochs), j):  # the epochs before j first: specs stay in order
+            self.epoch(i)
         if j not in self._epochs:
             found = best_counters(epoch_length(j), self.unit, self.budget, self.methods, True)
             if not found:

@@ -102,3 +102,7 @@ class FactorizationLayout:
         return {"layout": "damped square-root factorization", "horizon": self.horizon,
                 "factor_scale": int(self.coefficients[0]), "exponent": a,
                 "damping": damping}
+
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "factorization", "horizon": self.horizon, "moves": self.moves}

@@ -52,6 +52,14 @@ def _parents(first: IntArray, last: IntArray) -> tuple[IntArray, IntArray]:
     return order, parent
 
 
+def _single_maximum(first: IntArray, last: IntArray, horizon: int) -> int:
+    """``max_p d(p)``: the most ranges holding one period (vectorized)."""
+    diff = np.zeros(horizon + 2, dtype=np.int64)
+    np.add.at(diff, first, 1)
+    np.add.at(diff, last + 1, -1)
+    return int(np.cumsum(diff)[1:horizon + 1].max(initial=0))
+
+
 def _pair_maximum(first: IntArray, last: IntArray, horizon: int) -> tuple[int, int]:
     """``(max_p d(p), max_{p≠q} |N(p) Δ N(q)|)`` of laminar non-empty ranges over the periods
     ``1..T``, with ``N(p)`` the ranges holding ``p`` and ``d(p) = |N(p)|``.
@@ -61,11 +69,7 @@ def _pair_maximum(first: IntArray, last: IntArray, horizon: int) -> tuple[int, i
     maximum is, over every ``v`` and the virtual root (depth 0), the two deepest branches less
     twice ``depth(v)``."""
     n = first.size
-    diff = np.zeros(horizon + 2, dtype=np.int64)
-    np.add.at(diff, first, 1)
-    np.add.at(diff, last + 1, -1)
-    depth_of = np.cumsum(diff)[1:horizon + 1]
-    single = int(depth_of.max(initial=0))
+    single = _single_maximum(first, last, horizon)
     order, parent = _parents(first, last)
     length = (last - first + 1)[order]
     depth = np.zeros(n, dtype=np.int64)
@@ -102,8 +106,11 @@ def interval_sensitivity(first: IntArray, last: IntArray, horizon: int,
     so ``ℓ1 = ℓ2² = max(max_p |N(p)|, max_{p≠q} |N(p) Δ N(q)|)``. Empty ranges (``first >
     last``) hold no period."""
     keep = first <= last
+    if unit == "item":  # no point moves: the pairs' walk over the ranges is not needed
+        single = _single_maximum(first[keep], last[keep], horizon)
+        return single, single
     single, pair = _pair_maximum(first[keep], last[keep], horizon)
-    value = single if unit == "item" else max(single, pair)
+    value = max(single, pair)
     return value, value
 
 
@@ -216,6 +223,10 @@ class SimpleLayout:
     def record(self) -> dict[str, Any]:
         return {"layout": "simple", "horizon": self.horizon}
 
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "simple", "horizon": self.horizon}
+
 
 class TreeLayout(IntervalLayout):
     """The layered ``B``-ary tree over ``T`` periods, answered online by plain digit covers
@@ -250,3 +261,8 @@ class TreeLayout(IntervalLayout):
         return {"layout": "tree", "horizon": self.horizon, "branching": self.branching,
                 "top_level": self.top, "block_sizes": list(self.sizes),
                 "released_nodes": int(self.ids.size)}
+
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "tree", "horizon": self.horizon, "branching": self.branching,
+                "top": self.top}

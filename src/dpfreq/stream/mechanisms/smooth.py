@@ -109,3 +109,8 @@ class SmoothLayout(IntervalLayout):
     def record(self) -> dict[str, Any]:
         return {"layout": "smooth binary", "horizon": self.horizon, "height": self.height,
                 "nodes_per_step": self.ones, "released_nodes": int(self.ids.size)}
+
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds this layout (:func:`~dpfreq.stream.mechanisms.saved.rebuild_counter`)."""
+        return {"layout": "smooth", "horizon": self.horizon, "height": self.height,
+                "ones": self.ones}
