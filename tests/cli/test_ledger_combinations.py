@@ -299,9 +299,10 @@ def _faults(case: Case, files: Files) -> list[tuple[str, Callable[[list[Any]], l
 
     if case.grouped:  # the item column and the file are read by the same code as ungrouped
         return [("missing group column", swap("campaign", "nosuch"),
-                 "'nosuch' is not in the source"),
+                 "'nosuch' is not in the header of the CSV source"),
                 ("null group", swap(files.log, files.null_group), "--null-group drop")]
-    return [("missing item column", swap("user", "nosuch"), "'nosuch' is not in the source"),
+    return [("missing item column", swap("user", "nosuch"),
+             "'nosuch' is not in the header of the CSV source"),
             ("empty file", swap(files.log, files.empty), "is empty")]
 
 

@@ -133,6 +133,20 @@ def test_aggregate_bad_rows(tmp_path, capsys) -> None:
         enrolled_per_order([10**20, 1, 1, 1], p)
 
 
+def test_an_enrolment_csv_is_read_with_its_first_line_as_the_header(tmp_path) -> None:
+    p = make_params(horizon=4, max_changes=1, epsilon=1.0, method="rr")
+    (tmp_path / "e.csv").write_text("device,order\n81723,0\n90211,2\n")
+    (tmp_path / "e.tsv").write_text("device\torder\nx\t1\n")
+    assert enrolled_per_order(tmp_path / "e.csv", p).tolist() == [1, 0, 1]
+    assert enrolled_per_order(tmp_path / "e.tsv", p).tolist() == [0, 1, 0]
+    # headerless: never read as data, and the refusal quotes none of it
+    (tmp_path / "h.csv").write_text("81723,0\n90211,2\n")
+    with pytest.raises(ValueError, match="first line must name its columns") as err:
+        enrolled_per_order(tmp_path / "h.csv", p)
+    assert "81723" not in str(err.value)
+    assert "90211" not in str(err.value)
+
+
 def test_simulate_bad_epsilon(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(

@@ -124,12 +124,16 @@ def test_bad_columns_are_refused_in_one_line(engine: str, column: str, values: l
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_missing_column_names_the_column(engine: str) -> None:
+def test_missing_column_names_the_column(engine: str, tmp_path: Path) -> None:
     source: Any = _memory(_log()) if engine == "memory" else _log()
-    with pytest.raises(DataError, match="column 'who' is not in the source"):
-        register_frequencies(source, spec=check_log_spec(
-            user="who", time=None, period=None, campaign=None, campaigns=None),
-            params=PARAMS, key=KEY, engine=engine)
+    spec = check_log_spec(user="who", time=None, period=None, campaign=None, campaigns=None)
+    with pytest.raises(DataError, match="column 'who' is not in the source; available: user"):
+        register_frequencies(source, spec=spec, params=PARAMS, key=KEY, engine=engine)
+    headerless = tmp_path / "log.csv"  # its first line, read as the header, is data: not shown
+    headerless.write_text("81723,2026-03-02\n90211,2026-03-03\n", encoding="utf-8")
+    with pytest.raises(DataError, match="'who' is not in the header of the CSV source") as info:
+        register_frequencies(str(headerless), spec=spec, params=PARAMS, key=KEY, engine=engine)
+    assert "81723" not in str(info.value)
 
 
 def test_spark_agrees(spark: Any) -> None:

@@ -69,8 +69,10 @@ def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
         rows = csv.reader(handle)
         header = next(rows, None)
         if header is None or [h.strip().lower() for h in header] != ["count", "prevalence"]:
+            got = ("no first line" if header is None else  # the line may be data: not shown
+                   f"a first line of {len(header)} field(s) that is not that header")
             raise DataError(f"{path}: a --prevalence-csv file must start with the header "
-                            f"'count,prevalence'; got {','.join(header or [])!r}.")
+                            f"'count,prevalence'; got {got}.")
         for line, row in enumerate(rows, start=2):
             if not row or all(not cell.strip() for cell in row):
                 continue

@@ -26,8 +26,8 @@ import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.crossparty.registers_memory import missing_column
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["checked_columns", "duckdb_registers", "log_columns"]
@@ -122,7 +122,7 @@ def _kind(types: dict[str, str], column: str, role: str, kinds: tuple[str, ...],
           rel: duckdb.DuckDBPyRelation) -> str:
     func = public_caller()
     if column not in types:
-        raise missing_column(column, list(types))
+        raise column_error(rel, column)
     ty = types[column]
     kind = ("integer" if _integer(ty) else "text" if ty in _TEXT else
             "labels" if ty in _LABELS else

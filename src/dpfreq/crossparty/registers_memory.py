@@ -17,9 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
-__all__ = ["instant_us", "memory_registers", "missing_column"]
+__all__ = ["instant_us", "memory_registers"]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: period bounds lie in -2^62..2^62: a later unsigned time is outside every period
@@ -35,19 +36,12 @@ def instant_us(value: dt.datetime | dt.date) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def missing_column(column: str, available: Any) -> DataError:
-    """The error of a column the log lacks, in every engine (as the engines word it: the column
-    names are the schema, not private data)."""
-    return DataError(f"column {column!r} is not in the source; available: "
-                     f"{', '.join(map(str, available))}.")
-
-
 def _columns(source: Mapping[str, Any], names: list[str]) -> dict[str, NDArray[Any]]:
     func = public_caller()
     out = {}
     for name in names:
         if name not in source:
-            raise missing_column(name, sorted(map(str, source)))
+            raise column_error(source, name)
         arr = np.asarray(source[name])
         if arr.ndim != 1:
             raise DataError(f"column {name!r} of the source of {func} must be one-dimensional.")

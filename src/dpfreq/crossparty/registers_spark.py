@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq.crossparty.registers_memory import missing_column
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
@@ -38,7 +38,7 @@ def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
     from pyspark.sql import types as T
 
     if column not in df.columns:
-        raise missing_column(column, df.columns)
+        raise column_error(df, column)
     ty = df.schema[column].dataType
     if isinstance(ty, allowed) and not (isinstance(ty, T.DecimalType) and ty.scale != 0):
         return ty

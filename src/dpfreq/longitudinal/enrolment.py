@@ -32,19 +32,23 @@ def _read_table(path: Path) -> dict[str, NDArray[Any]]:
     func = public_caller()
     import duckdb
 
+    # a CSV's first line is its header, never sniffed (as every engine reads CSV sources)
+    suffix = path.suffix.lower()
     if path.is_dir():
-        reader, target = "read_parquet", str(path / "**" / "*.parquet")
-    elif path.suffix.lower() in (".csv", ".tsv", ".txt"):
-        reader, target = "read_csv_auto", str(path)
+        reader, target = "read_parquet(?)", str(path / "**" / "*.parquet")
+    elif suffix in (".csv", ".tsv", ".txt"):
+        delim = "\\t" if suffix == ".tsv" else ","
+        reader, target = f"read_csv(?, header = true, delim = '{delim}')", str(path)
     else:
-        reader, target = "read_parquet", str(path)
+        reader, target = "read_parquet(?)", str(path)
     try:
         con = duckdb.connect()
-        rows = con.execute(f'SELECT CAST("device" AS VARCHAR), "order" FROM {reader}(?)',
+        rows = con.execute(f'SELECT CAST("device" AS VARCHAR), "order" FROM {reader}',
                            [target]).fetchnumpy()
     except duckdb.Error:
         raise DataError(f"enrolment of {func}: cannot read {str(path)!r} as a table with "
-                        "columns device and order.") from None
+                        "columns device and order (a CSV file's first line must name its "
+                        "columns).") from None
     names = list(rows)
     return {"device": np.asarray(rows[names[0]]), "order": np.asarray(rows[names[1]])}
 
