@@ -150,7 +150,7 @@ def test_the_parameters_file_holds_the_coverage_and_an_old_one_is_refused(tmp_pa
         ShuffleParams.load(tmp_path / "old.json")
     text = str(info.value)
     assert text.startswith(f"{tmp_path / 'old.json'} are not valid shuffle parameters")
-    assert "(missing: coverage: write the file again with this dpfreq)" in text
+    assert "(missing coverage: write the file again with this dpfreq)" in text
     assert "\n" not in text
     bad = {**params.to_dict(), "coverage": {"period": [20, 10], "period_unit": "integer",
                                             "campaigns": None}}

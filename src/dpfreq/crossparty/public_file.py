@@ -58,8 +58,8 @@ class PublicParamsFile:
             missing = [name for name in cls.FIELDS if name not in given]
             unknown = sorted(str(name) for name in given - set(cls.FIELDS))
             which = "; ".join(part for part in (
-                f"missing: {', '.join(missing)}" if missing else "",
-                f"unknown: {', '.join(unknown)}" if unknown else "") if part)
+                f"missing {', '.join(missing)}" if missing else "",
+                f"unknown {', '.join(unknown)}" if unknown else "") if part)
             raise DataError(f"{label} are not valid {cls.WHAT}: their fields are not "
                             f"{', '.join(cls.FIELDS)} ({which}: write the file again with this "
                             "dpfreq).")
