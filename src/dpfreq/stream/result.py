@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError, public_errors
+from dpfreq.grouped.dropped import DroppedFraction
 from dpfreq.release import Release
 
 __all__ = ["StreamRelease"]
@@ -33,6 +34,9 @@ class StreamRelease(Release):
     the same nesting (per-answer intervals at ``error.confidence``), ``error.band_lower`` /
     ``error.band_upper`` the stream's band: every answer of every period, group and k at once.
     ``mechanism_params`` states the counter, its node law, the accounting and why it was chosen.
+    ``dropped_fraction`` (a stream with ``capping_epsilon``) is the private estimate, with its
+    interval, of the fraction of (item, group) pairs the cap dropped through ``period``
+    (:mod:`dpfreq.stream.capping`); else None.
 
     Examples
     --------
@@ -50,6 +54,7 @@ class StreamRelease(Release):
     periods: Any
     k_values: tuple[int, ...]
     groups: tuple[str, ...] | None = None
+    dropped_fraction: DroppedFraction | None = None
 
     _count_columns = ("estimate", "lower", "upper", "band_lower", "band_upper")
 
@@ -64,7 +69,9 @@ class StreamRelease(Release):
 
     def _summary(self) -> list[tuple[str, str]]:
         return [("method", str(self.mechanism_params.get("method", ""))),
-                ("why", str(self.mechanism_params.get("why", ""))[:120])]
+                ("why", str(self.mechanism_params.get("why", ""))[:120])] + (
+                    [] if self.dropped_fraction is None else
+                    [("dropped by the cap", self.dropped_fraction.description)])
 
     def _curves(self, group: str | None) -> Mapping[int, Any]:
         if self.groups is None:
