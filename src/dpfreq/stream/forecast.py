@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._epsilon_search import smallest_epsilon
+from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import check_choice, check_positive_float, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
@@ -155,9 +155,18 @@ class StreamForecast:
         assert params is not None  # made by plan_reach_stream
 
         def value(eps: float) -> float:  # a ParameterError: no counter calibrates at ε
-            return _forecast(dataclasses.replace(params, epsilon=eps)).measure(measure)
+            return _forecast(dataclasses.replace(params, epsilon=eps, capping_epsilon=None)
+                             ).measure(measure)
 
-        return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
+        cap = params.capping_epsilon
+        if cap is None:
+            return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
+        # the reach counters' smallest ε, plus the fixed share that measures the cap
+        found = smallest_epsilon(value, target, planned=params.counters_epsilon, what=measure)
+        out = round_up3(found + cap)
+        while dataclasses.replace(params, epsilon=out).counters_epsilon < found:
+            out = round_up3(out, 1)
+        return out
 
     def lines(self, rows: int = 8) -> list[str]:
         """The forecast as printed by ``dpfreq plan stream`` (at most ``rows`` periods, the
@@ -244,8 +253,8 @@ def _rerelease(par: StreamParams, beta: float) -> tuple[float, float] | None:
 @public_errors("plan_reach_stream")
 def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon: float,
                       delta: float, method: str, group: Any = None, groups: Any = None,
-                      max_groups_per_item: Any = None, confidence: float = 0.95
-                      ) -> StreamForecast:
+                      max_groups_per_item: Any = None, confidence: float = 0.95,
+                      capping_epsilon: Any = None) -> StreamForecast:
     """Predict the error of a reach stream before creating it (no data, no budget spent).
 
     Takes the public parameters of :meth:`dpfreq.stream.ReachStream.create` that fix its
@@ -273,6 +282,9 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
         ``m`` with groups at ``unit="item"`` (required there, as in ``create``).
     confidence : float
         The level of the intervals and the band.
+    capping_epsilon : float or None
+        The share of ``epsilon`` that would measure what the cap dropped (as ``create``):
+        the reach counters are planned at ``epsilon − capping_epsilon``.
 
     Returns
     -------
@@ -292,7 +304,8 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
                        period=None, k_values=k_values, unit=unit, epsilon=epsilon,
                        delta=delta, method=method, group=group, groups=groups,
                        max_groups_per_item=max_groups_per_item, late="error",
-                       confidence=confidence, engine="memory")
+                       confidence=confidence, engine="memory",
+                       capping_epsilon=capping_epsilon)
     return _forecast(par)
 
 
