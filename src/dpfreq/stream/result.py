@@ -19,7 +19,7 @@ import numpy as np
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.grouped.dropped import DroppedFraction
-from dpfreq.release import Release
+from dpfreq.release import Release, public_floats
 
 __all__ = ["StreamRelease"]
 
@@ -61,6 +61,15 @@ class StreamRelease(Release):
     #: every stream release is rebuilt from the stream's saved measurements (free), so a
     #: failing command has nothing to rescue (:func:`dpfreq.cli.output.rescue_drawn_releases`)
     saved_elsewhere = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`Release.to_dict`, with ``dropped_fraction`` as
+        :meth:`~dpfreq.grouped.dropped.DroppedFraction.to_dict` writes it (its sentence
+        included; None when not measured)."""
+        out = super().to_dict()
+        if self.dropped_fraction is not None:
+            out["dropped_fraction"] = public_floats(self.dropped_fraction.to_dict())
+        return out
 
     def _value_text(self) -> str:
         ks = ", ".join(str(k) for k in self.k_values)
