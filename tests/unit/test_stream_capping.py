@@ -10,7 +10,7 @@
   the memory and DuckDB stores alike.
 * Every published number is post-processing of the saved noisy rows, measured under the
   capping sub-key (not the reach counters' key); at zero noise the interval holds the truth.
-* Refusals before any charge: a bad share, ``unit="event"``, no cap, Spark; an older
+* Refusals before any charge: a bad share, ``unit="event"``, no cap; an older
   manifest in one line.
 """
 
@@ -217,7 +217,6 @@ class _ZeroLaw:
     ({"unit": "event", "max_groups_per_item": None}, "None at unit='event'"),
     ({"group": None, "groups": None, "max_groups_per_item": None},
      "None without max_groups_per_item"),
-    ({"engine": "spark"}, "None on engine='spark'"),
 ])
 def test_refusals_are_one_line_and_charge_nothing(tmp_path, over, says) -> None:
     acct = Accountant(epsilon=10.0, delta=0.0)

@@ -224,10 +224,6 @@ def check_params(*, item: Any, time: Any, horizon: Any, start: Any, period: Any,
                                      "per item)", capping_epsilon))
     cap_eps = check_capping_epsilon(capping_epsilon, eps, m)
     eng = check_choice(engine, "engine", ENGINES)
-    if cap_eps is not None and eng == "spark":
-        raise ParameterError(message("capping_epsilon", "None on engine='spark' (the "
-                                     "dropped fraction of a stream is measured on the "
-                                     "'duckdb' and 'memory' engines)", capping_epsilon))
     return StreamParams(
         item=item, time=time, horizon=hz, start_us=start_us, period_us=period_us,
         k_values=_k_values(k_values), unit=u, epsilon=eps,

@@ -213,8 +213,8 @@ class ReachStream:
             ``(0, epsilon)``, that measures the fraction of (item, group) pairs the cap
             dropped, released every period with its interval (``rel.dropped_fraction``;
             :mod:`dpfreq.stream.capping`); the reach counters spend ``epsilon − ε_c``.
-            Refused at ``unit="event"``, without ``max_groups_per_item`` and on
-            ``engine="spark"``. Default None: not measured (never a share chosen for you).
+            Refused at ``unit="event"`` and without ``max_groups_per_item``. Default None:
+            not measured (never a share chosen for you).
         rng : None, int or numpy.random.Generator
             None: secure randomness (production). Seeds are for tests only.
         accountant : Accountant or Ledger, optional

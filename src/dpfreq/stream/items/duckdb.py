@@ -7,7 +7,9 @@ the **kept pairs** of the append (item, group, first period, events, previous co
 the increments of :mod:`~dpfreq.stream.items.update` from them (a window sum per pair when the
 append closes several periods), and writes the next generation with one ``COPY … TO`` of the
 full outer join. DuckDB streams, spills to disk when memory runs short, and never brings the
-items into Python, so 10^8 items fit. On disk an item costs a few bytes (4–6 measured at 10^6
+items into Python, so 10^8 items fit. A stream measuring what its cap dropped also remembers
+the capped-out pairs with count 0, up to ``M = 4m`` pairs per item (:mod:`.update`): up to
+``M − m`` more rows per item. On disk an item costs a few bytes (4–6 measured at 10^6
 items, Parquet's default compression); in flight, the previous generation is decoded once.
 """
 
