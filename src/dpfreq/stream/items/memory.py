@@ -93,6 +93,34 @@ def _increments(ev_pair: IntArray, ev_p: IntArray, ev_n: IntArray, c0: IntArray,
     return out
 
 
+def _bound(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any], e_code: IntArray,
+           ep: IntArray, found: NDArray[np.bool_], plan: UpdatePlan
+           ) -> tuple[IntArray, IntArray, IntArray | None]:
+    """``(pairs whose events are dropped, new pairs remembered but not kept, increments of T
+    and D or None)`` of the append's pairs (``e_code`` sorted, ``found`` in the state) under
+    the bound ``m`` (and ``M`` when the capping is measured; :mod:`.update`)."""
+    g_count = plan.n_groups
+    pairs, first_row = np.unique(e_code, return_index=True)
+    is_new = ~found[first_row]
+    stored = counts.astype(np.int64) > 0  # kept pairs (count 0: remembered, not kept)
+    have = np.bincount(codes[stored] // g_count, minlength=keys.size)
+    item = pairs[is_new] // g_count
+    fp = ep[first_row][is_new]
+    room = int(plan.bound or 0) - have[item]
+    pos = _positions(keys, item, pairs[is_new] % g_count, fp, room, plan)
+    ok = pos < room  # -1: every new pair of the item fits (room <= limit)
+    cap_inc, remember = None, np.zeros(0, dtype=np.int64)
+    if plan.measures_capping:
+        n_seen = np.bincount(codes // g_count, minlength=keys.size)
+        seen = pos < np.maximum(int(plan.seen_bound or 0) - n_seen[item], room)
+        cap_inc = _capping(fp, ok, seen, plan)
+        remember = pairs[is_new][seen & ~ok]
+    known = pairs[~is_new]  # in the state: kept (count > 0) or remembered, not kept (0)
+    not_kept = known[counts[np.searchsorted(codes, known)].astype(np.int64) == 0] \
+        if codes.size else np.zeros(0, dtype=np.int64)
+    return np.concatenate((pairs[is_new][~ok], not_kept)), remember, cap_inc
+
+
 def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
                  ev: dict[str, NDArray[Any]], plan: UpdatePlan
                  ) -> tuple[NDArray[Any], IntArray, NDArray[Any], IntArray, int, IntArray | None]:
@@ -117,26 +145,7 @@ def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
     cap_inc = np.zeros((2, plan.n_periods), dtype=np.int64) if plan.measures_capping else None
     remember = np.zeros(0, dtype=np.int64)  # new pairs remembered but not kept (count 0)
     if plan.bound is not None and e_code.size:
-        pairs, first_row = np.unique(e_code, return_index=True)
-        is_new = ~found[first_row]
-        stored = counts.astype(np.int64) > 0  # kept pairs (count 0: remembered, not kept)
-        have = np.bincount(codes[stored] // g_count, minlength=new_keys.size)
-        item = pairs[is_new] // g_count
-        fp = ep[first_row][is_new]
-        room = int(plan.bound) - have[item]
-        limit = room
-        if plan.measures_capping:
-            n_seen = np.bincount(codes // g_count, minlength=new_keys.size)
-            limit = np.maximum(int(plan.seen_bound or 0) - n_seen[item], room)
-        pos = _positions(new_keys, item, pairs[is_new] % g_count, fp, room, plan)
-        ok = pos < room  # -1: every new pair of the item fits (room <= limit)
-        if plan.measures_capping:
-            seen = pos < limit
-            cap_inc = _capping(fp, ok, seen, plan)
-            remember = pairs[is_new][seen & ~ok]
-        lost = np.concatenate((pairs[is_new][~ok], pairs[~is_new][
-            counts[np.searchsorted(codes, pairs[~is_new])].astype(np.int64) == 0]
-            if codes.size else np.zeros(0, dtype=np.int64)))
+        lost, remember, cap_inc = _bound(new_keys, codes, counts, e_code, ep, found, plan)
         cut = np.isin(e_code, lost)
         dropped = int(en[cut].sum())
         e_code, eg, ep, en, c0, found = (a[~cut] for a in (e_code, eg, ep, en, c0, found))
