@@ -30,18 +30,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+import dpfreq.stream.items.sql as rules
 from dpfreq.engines import get_engine
 from dpfreq.errors import public_caller
 from dpfreq.stream.items.files import check_rows_visible, file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
-from dpfreq.stream.items.sql import (
-    added_sql,
-    capping_sql,
-    kept_sql,
-    levels_sql,
-    next_sql,
-    remembered_sql,
-)
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["SparkItems", "count_type"]
@@ -95,19 +88,19 @@ class SparkItems:
         with spark_guard():
             st = self._state(events, current, plan.cap)
             names, rank = self._ranking(events, plan) if plan.bound is not None else ("", "")
-            kept = events.view(kept_sql(events.name, st, plan, names, rank),
+            kept = events.view(rules.kept_sql(events.name, st, plan, names, rank),
                                f"{events.name}_kept")
             if plan.measures_capping:  # the pairs remembered (count 0 when not kept)
-                seen = events.view(remembered_sql(events.name, st, plan, names, rank),
+                seen = events.view(rules.remembered_sql(events.name, st, plan, names, rank),
                                    f"{events.name}_seen")
             inc, pairs, n_kept, cap = self._increments(events, plan, kept, st, seen)
         check()
         with spark_guard():
             # without a bound every pair of the append is kept: the next generation joins the
             # state with the aggregated events directly (the state is read and joined once)
-            added = added_sql(kept, seen) if plan.bound is not None else (
+            added = rules.added_sql(kept, seen) if plan.bound is not None else (
                 f"(SELECT k, g, sum(n) AS tot FROM {events.name} GROUP BY k, g)")
-            events.spark.sql(next_sql(st, added, plan.cap, count_type(plan.cap))
+            events.spark.sql(rules.next_sql(st, added, plan.cap, count_type(plan.cap))
                              ).write.mode("overwrite").parquet(str(out))
         check_rows_visible(out, pairs, public_caller())
         total = int(events.digest.split(":")[1])  # events of the append's periods
@@ -125,10 +118,11 @@ class SparkItems:
         stats = ", ".join(_STATS)
         more = "0" if seen is None else f"(SELECT count_if(NOT kp) FROM {seen})"
         capped = "" if seen is None else (
-            f" UNION ALL SELECT 3, p, t, d, 0, 0, 0, 0 FROM ({capping_sql(seen)})")
+            f" UNION ALL SELECT 3, p, t, d, 0, 0, 0, 0 FROM ({rules.capping_sql(seen)})")
+        levels = rules.levels_sql(events.name, kept, plan)
         rows = events.rows(
             f"SELECT 0 AS what, g AS total, p AS nn, j AS late, x AS future, 0 AS c, 0 AS s, "
-            f"0 AS h FROM ({levels_sql(events.name, kept, plan)}) UNION ALL SELECT 1, (SELECT "
+            f"0 AS h FROM ({levels}) UNION ALL SELECT 1, (SELECT "
             f"count(*) FROM {st}) + {more} + count_if(c0 IS NULL), coalesce(sum(tot), 0), 0, "
             f"0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats} FROM ({events.stats_sql})"
             f"{capped}")
