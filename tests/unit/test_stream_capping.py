@@ -79,7 +79,7 @@ def _rows(counter, x: np.ndarray) -> np.ndarray:
 
 def test_every_neighbour_every_prefix_within_the_capping_budget() -> None:
     eps_c = 0.5
-    budget = capping_budget(eps_c, M_CAP, "item")
+    budget = capping_budget(eps_c, M_CAP)
     assert budget.epsilon == Fraction(eps_c) / (2 * BIG - M_CAP)
     counters = [c for _, c, _ in best_counters(HORIZON, "item", budget, BOUNDED_METHODS)]
     assert {c.name for c in counters} >= {"simple", "tree"}
@@ -107,8 +107,7 @@ def test_every_neighbour_every_prefix_within_the_capping_budget() -> None:
                     worst[id(c)] = max(worst[id(c)], d)
     assert tuple(mass) == (BIG, BIG - M_CAP)  # one item: M to T, M − m to D, reached
     for c in counters:
-        assert worst[id(c)] == sensitivity(M_CAP, "item") * c.law.l1, c.describe()
-    assert sensitivity(M_CAP, "item_replace") == 2 * sensitivity(M_CAP, "item")
+        assert worst[id(c)] == sensitivity(M_CAP) * c.law.l1, c.describe()
 
 
 def _log(seed: int = 0, n: int = 400) -> dict[str, np.ndarray]:

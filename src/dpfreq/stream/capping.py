@@ -25,10 +25,10 @@ they are spread over the periods. A counter's rows are sums of increments with c
 sensitivity ``s`` of one point (the counter's exact sensitivity at ``unit="item"``): the two
 counters' rows change by at most ``(2M − m)·s`` in ℓ1 (checked by enumeration in the tests).
 Each counter's node law is therefore calibrated to the pure budget ``ε_c/(2M − m)`` per point
-(discrete Laplace ``γ <= ε_c/((2M − m)·s)``), and the pair is pure ``ε_c``-DP. At
-``unit="item_replace"`` a replacement is a removal and an addition: the budget per point is
-``ε_c/(2(2M − m))``. The reach counters run at ``ε − ε_c`` (rounded down), so the stream is
-``(ε, δ)``-DP by basic composition, charged once at creation. Nothing is capped at
+(discrete Laplace ``γ <= ε_c/((2M − m)·s)``), and the pair is pure ``ε_c``-DP (a grouped
+stream's unit is ``"item"``: ``"item_replace"`` is refused with groups). The reach counters
+run at ``ε − ε_c`` (rounded down), so the stream is ``(ε, δ)``-DP by basic composition,
+charged once at creation. Nothing is capped at
 ``unit="event"``: ``capping_epsilon`` is refused there, as without ``max_groups_per_item``.
 """
 
@@ -58,29 +58,27 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
-def sensitivity(m: int, unit: str) -> int:
-    """The ℓ1 mass of one neighbour's change of the two increment streams: ``2M − m`` at
-    ``unit="item"``, twice that at ``"item_replace"``.
+def sensitivity(m: int) -> int:
+    """The ℓ1 mass of one item's change of the two increment streams: ``2M − m``.
 
     Examples
     --------
-    >>> sensitivity(2, "item"), sensitivity(2, "item_replace")
-    (14, 28)
+    >>> sensitivity(2)
+    14
     """
-    bound = capping_bound(m)
-    return (2 * bound - m) * (2 if unit == "item_replace" else 1)
+    return 2 * capping_bound(m) - m
 
 
-def capping_budget(capping_epsilon: float, m: int, unit: str) -> Budget:
+def capping_budget(capping_epsilon: float, m: int) -> Budget:
     """The pure budget of each counter per point: ``ε_c`` over :func:`sensitivity`."""
-    return Budget(epsilon_to_fraction(capping_epsilon) / sensitivity(m, unit))
+    return Budget(epsilon_to_fraction(capping_epsilon) / sensitivity(m))
 
 
 def capping_counter(params: Any) -> tuple[Any, str]:
     """``(counter, why)``: the online counter of both sums, chosen like the stream's
     (smallest predicted error, public parameters only) at :func:`capping_budget` with a
     point's sensitivity at ``unit="item"``."""
-    budget = capping_budget(params.capping_epsilon, params.max_groups_per_item, params.unit)
+    budget = capping_budget(params.capping_epsilon, params.max_groups_per_item)
     counter, _, why = choose_counter(params.horizon, "item", budget, "auto")
     if counter is None:
         raise ParameterError(message("capping_epsilon", "large enough to calibrate the "
@@ -91,7 +89,7 @@ def capping_counter(params: Any) -> tuple[Any, str]:
 def rebuilt_counter(params: Any, spec: dict[str, Any]) -> Any:
     """The capping counter of a saved stream, from its saved spec (ValueError if it does not
     fit these parameters)."""
-    budget = capping_budget(params.capping_epsilon, params.max_groups_per_item, params.unit)
+    budget = capping_budget(params.capping_epsilon, params.max_groups_per_item)
     return rebuild_counter(spec, "item", budget)
 
 
@@ -135,7 +133,7 @@ def dropped_fractions(params: Any, counter: Any, noisy: IntArray, widths: FloatA
         noisy_total, noisy_dropped = int(tot[0, i]), int(drop[0, i])
         est, lower, upper = dropped_interval(noisy_total, noisy_dropped, q, m, bound)
         out.append(DroppedFraction(est, lower, upper, confidence, float(params.capping_epsilon),
-                                   m, bound, sensitivity(m, params.unit),
+                                   m, bound, sensitivity(m),
                                    float(law.gamma or Fraction(0)), noisy_total, noisy_dropped,
                                    q, "stream"))
     return out
