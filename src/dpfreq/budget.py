@@ -31,6 +31,7 @@ from dpfreq.accounting.book import (
     Spending,
     admission,
     declaration,
+    refused_spend,
     share,
     spending,
 )
@@ -85,7 +86,7 @@ class BudgetAccountant(Protocol):
     def total(self) -> PrivacyBudget: ...
 
     @property
-    def spent(self) -> tuple[float, float]: ...
+    def spent(self) -> PrivacyBudget: ...
 
     @property
     def remaining(self) -> PrivacyBudget: ...
@@ -240,10 +241,12 @@ class Accountant:
         return (eps if eps is not None else self._rule.epsilon), dlt
 
     @property
-    def spent(self) -> tuple[float, float]:
-        """(ε, δ) spent so far under the rule (:attr:`spent_exact`)."""
+    def spent(self) -> PrivacyBudget:
+        """What was spent so far under the rule, in the budget's unit, as a
+        :class:`PrivacyBudget` like :attr:`remaining` (:attr:`spent_exact` rounded to floats):
+        ``PrivacyBudget(epsilon=0.0, delta=0.0)`` before any spend."""
         eps, dlt = self.spent_exact
-        return float(eps), float(dlt)
+        return PrivacyBudget._left(eps, dlt)
 
     @property
     def remaining(self) -> PrivacyBudget:
@@ -275,11 +278,9 @@ class Accountant:
         entry, why = admission(self._rule, self._entries, e, d, charged, self._totals)
         if entry is None:
             left = self.remaining
-            raise BudgetExceededError(
-                f"spending (epsilon={float(e)!r}, delta={float(d)!r}) would exceed the budget: "
-                f"{why}; remaining (epsilon={left.epsilon!r}, delta={left.delta!r}) of total "
-                f"(epsilon={self.total.epsilon!r}, delta={self.total.delta!r}); no noise was "
-                "drawn.")
+            raise BudgetExceededError(refused_spend(
+                "the budget", (epsilon, delta), (e, d), why, (left.epsilon, left.delta),
+                (self.total.epsilon, self.total.delta)))
         return entry, e, d, note
 
     @public_errors("Accountant.spend")

@@ -97,7 +97,7 @@ class BudgetExceededError(DPFreqError, RuntimeError):
     >>> try:
     ...     acct.spend(0.5)
     ... except BudgetExceededError:
-    ...     print("refused; spent", acct.spent[0])
+    ...     print("refused; spent", acct.spent.epsilon)
     refused; spent 0.75
     """
 

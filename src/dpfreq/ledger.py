@@ -73,6 +73,7 @@ from dpfreq.accounting.book import (
     Spending,
     admission,
     declaration,
+    refused_spend,
     share,
     spending,
     totals_of,
@@ -276,7 +277,8 @@ class Ledger:
         dlt = totals.delta if rule.composition == "basic" else totals.bad
         return (eps if eps is not None else rule.epsilon), dlt
 
-    #: (ε, δ) spent so far, as floats: the same view of ``spent_exact`` as the accountant's
+    #: what was spent so far, a PrivacyBudget: the same view of ``spent_exact`` as the
+    #: accountant's
     spent = Accountant.spent
 
     @property
@@ -314,11 +316,9 @@ class Ledger:
         entry, why = admission(rule, entries, e, d, charged)
         if entry is None:
             s = spending(rule, entries, with_plan=False)
-            raise BudgetExceededError(
-                f"spending (epsilon={float(e)!r}, delta={float(d)!r}) would exceed the budget "
-                f"of ledger {str(self.path)!r}: {why}; remaining (epsilon="
-                f"{s.remaining_epsilon!r}, delta={s.remaining_delta!r}) of total (epsilon="
-                f"{float(rule.epsilon)!r}, delta={float(rule.delta)!r}); no noise was drawn.")
+            raise BudgetExceededError(refused_spend(
+                f"ledger {str(self.path)!r}", (epsilon, delta), (e, d), why,
+                (s.remaining_epsilon, s.remaining_delta), (rule.epsilon, rule.delta)))
         return entry, e, d
 
     @public_errors("Ledger.spend")

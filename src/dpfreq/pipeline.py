@@ -112,7 +112,7 @@ class BudgetGate:
     >>> gate.check()
     >>> gate.spend()
     >>> acct.spent
-    (0.5, 0.0)
+    PrivacyBudget(epsilon=0.5, delta=0.0)
     """
 
     def __init__(self, accountant: BudgetAccountant | None, charge: Charge) -> None:
@@ -161,7 +161,7 @@ def run_release(steps: ReleaseSteps[PlanT, DataT, NoisyT, ResultT_co], *,
     ...     def build(self, plan, noisy): return {"count": noisy}
     >>> acct = Accountant(PrivacyBudget(1.0))
     >>> run_release(Count(), accountant=acct, rng=0), acct.spent
-    ({'count': 3}, (1.0, 0.0))
+    ({'count': 3}, PrivacyBudget(epsilon=1.0, delta=0.0))
     """
     acct = check_accountant(accountant)
     resolved = rng if isinstance(rng, ResolvedRNG) else resolve_rng(rng)

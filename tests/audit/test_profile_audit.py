@@ -97,7 +97,7 @@ def test_refused_calls_spend_nothing_and_huge_domains_are_refused() -> None:
         args = {"domain_size": 10, "max_count": 5, "epsilon": 1.0, "unit": "item", **kw}
         with pytest.raises(ParameterError):
             release_profile(np.full(10, 5), accountant=acct, **args)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     with pytest.raises(ParameterError, match="domain_size"):
         release_profile(np.full(1000, 5), domain_size=2**63, max_count=5, epsilon=1,
                         unit="event")

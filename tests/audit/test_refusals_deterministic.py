@@ -25,7 +25,7 @@ def _refusals(call) -> set[str]:
         acct = Accountant(PrivacyBudget(10.0, 1e-4))
         with pytest.raises(DPFreqError) as info:
             call(seed, acct)
-        assert acct.spent == (0.0, 0.0)
+        assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
         out.add(str(info.value))
     return out
 
@@ -46,7 +46,7 @@ def test_sketch_with_a_drawn_sampling_key_never_refuses():
         sk = ProfileSketch(2, max_count=4, epsilon=1.0, sample_rate=0.5, rng=seed,
                            accountant=acct)
         assert sk.sampled_domain_size >= 1
-        assert acct.spent == (1.0, 0.0)
+        assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
 
 
 def test_sketch_with_a_given_key_that_keeps_nothing_is_refused_before_the_spend():

@@ -102,7 +102,7 @@ def test_extremes_refused_before_spending(kwargs: dict, param: str) -> None:
         ProfileSketch(**{"max_count": 3, "epsilon": 1.0, **kwargs}, accountant=acc)
     assert "epsilon_to_fraction" not in str(info.value)
     assert "\n" not in str(info.value)
-    assert acc.spent == (0.0, 0.0)
+    assert (acc.spent.epsilon, acc.spent.delta) == (0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------- tampering

@@ -250,7 +250,7 @@ def test_refused_calls_spend_nothing(over):
     with pytest.raises(ParameterError) as info:
         release_window_counts(source, **kw)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_errors_do_not_quote_private_numbers():

@@ -94,6 +94,20 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
           "--seed", "0"])
     out, _ = capsys.readouterr()
     assert "# N = " in out
+    # N = 0 (seed 0): the release and every property with a value carry a bound and its
+    # confidence, also in JSON
+    main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+          "--seed", "0", "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["release"]["value"]["n_estimate"] == 0
+    assert doc["release"]["error"]["kind"] == "bound"
+    for name in ("entropy", "miller-madow-entropy", "support-size", "unseen-species",
+                 "support-coverage"):
+        err = doc["properties"][name]["error"]
+        assert err["kind"] == "bound", name
+        assert err["confidence"] == 0.95, name
+        assert err["value"] > 0, name
+        assert err["description"].startswith("N = 0"), name
 
 
 def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path, capsys):
@@ -126,7 +140,13 @@ def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path
          "count,prevalence\n1,2\n", "--engine does not apply"),
         (["--prevalence-csv", "--epsilon", "1"], "r,phi\n1,2\n", "header 'count,prevalence'"),
         (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n1,2.5\n", "integers"),
-        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n0,2\n", ">= 1"),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n0,2\n", "in 1..2**52."),
+        (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n99999999999999999999,1\n",
+         "count and prevalence must be integers in 1..2**52."),
+        # refused before the release is drawn: nothing spent, nothing saved
+        (["--prevalence-csv", "--epsilon", "1", "--extrapolation-ratio", "nan"],
+         "count,prevalence\n3,1\n", "--extrapolation-ratio of dpfreq anonymize must be a finite "
+         "number > 0; got nan."),
         (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n3,1\n3,4\n",
          "listed twice"),
         (["--prevalence-csv", "--epsilon", "1"], "count,prevalence\n3,1,2\n", "2 columns"),
@@ -158,10 +178,11 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, content, match)
         main(["anonymize", "--unit", "event", str(data), *args])
     assert info.value.code == 2
     _, err = capsys.readouterr()
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    lines = [line for line in err.splitlines() if not line.startswith("dpfreq: warning:")]
     assert len(lines) == 1
     assert lines[0].startswith("dpfreq: error:")
     assert match in lines[0]
+    assert "release drawn" not in lines[0]
 
 
 def test_prevalence_csv_row_numbers_only_in_debug_mode(tmp_path, capsys, monkeypatch):
@@ -171,7 +192,7 @@ def test_prevalence_csv_row_numbers_only_in_debug_mode(tmp_path, capsys, monkeyp
     with pytest.raises(SystemExit):
         main(["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1"])
     err = capsys.readouterr().err
-    assert ">= 1" in err
+    assert "in 1..2**52" in err
     assert "line 4" not in err
     monkeypatch.setenv("DPFREQ_DEBUG", "1")
     with pytest.raises(SystemExit):

@@ -12,6 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from cli_runner import run_cli
 from dpfreq import progress
 from dpfreq.budget import PrivacyBudget
 from dpfreq.cli._common import (
@@ -313,6 +314,23 @@ def test_tqdm_reporter_draws_on_the_given_stream():
     assert not progress_wanted(True, stream)
 
 
+def test_a_warning_during_a_progress_bar_is_a_line_of_its_own(monkeypatch):
+    """cli.output.warn clears the bars drawn on stderr for its line: never inside a bar."""
+    import io
+
+    from dpfreq.cli.output import warn
+    from dpfreq.cli.progress import tqdm_reporter
+
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    with progress.reporting(tqdm_reporter()), progress.task("noise", 5) as t:
+        t.advance(2)
+        warn("a\nwarning")
+        t.advance(3)
+    lines = stream.getvalue().replace("\r", "\n").splitlines()
+    assert "dpfreq: warning: a warning" in lines
+
+
 @pytest.mark.parametrize(("exc", "code"), [(KeyError("per_query"), 1),
                                            (DataError("bad window"), 2),
                                            (KeyboardInterrupt(), 130)])
@@ -413,3 +431,53 @@ def test_a_reporting_block_closed_in_another_context_raises_nothing():
     assert progress._reporter.get() is None
     block.__exit__(None, None, None)  # here, not in the context that entered it
     assert progress._reporter.get() is None
+
+
+PLAN_BASE = {
+    "profile": ["plan", "profile", "--domain-size", "100", "--max-count", "5", "--epsilon", "1",
+                "--unit", "event"],
+    "longitudinal": ["plan", "longitudinal", "--horizon", "8", "--max-changes", "2",
+                     "--epsilon", "1", "--devices", "100"],
+    "stream": ["plan", "stream", "--horizon", "8", "--k", "1", "--unit", "item", "--epsilon",
+               "1", "--delta", "0", "--method", "auto"],
+    "reach": ["plan", "reach", "--horizon", "8", "--epsilon", "1", "--unit", "item", "--k", "1",
+              "--windows", "cumulative"],
+    "anonymize": ["plan", "anonymize", "--n-range", "100,1000"],
+}
+TARGETS = [("profile", "--target-half-width"), ("profile", "--target-l1"),
+           ("longitudinal", "--target-half-width"), ("stream", "--target-half-width"),
+           ("reach", "--target-half-width"), ("anonymize", "--target-l1")]
+
+
+@pytest.mark.parametrize(("name", "option"), TARGETS)
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1"])
+def test_every_accuracy_target_is_refused_in_the_house_shape(name, option, value, capsys):
+    """Every ``--target-*`` goes through the library's one check (``check_positive_float``):
+    one line ``--opt of dpfreq plan X must be a finite number > 0; got …``, exit 2, nothing
+    printed before it and no JSON (never a bare NaN/Infinity)."""
+    code, out, err = run_cli([*PLAN_BASE[name], option, value, "--json", "-"]
+                             if name in ("longitudinal", "stream", "reach")
+                             else [*PLAN_BASE[name], option, value], capsys)
+    assert (code, out) == (2, ""), err
+    shown = repr(float(value))
+    assert err == (f"dpfreq: error: {option} of dpfreq plan {name} must be a finite number > 0;"
+                   f" got {shown}.\n")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0, True, "1"])
+def test_every_plan_checks_its_target_in_one_place(value):
+    """The Python planners refuse the same targets with the same message (bool included)."""
+    from dpfreq.anonymized import plan_anonymized
+    from dpfreq.profile import plan_profile
+    from dpfreq.windows import plan_window_counts
+
+    plans = [plan_profile(domain_size=100, max_count=5, epsilon=1.0, unit="event"),
+             plan_window_counts(horizon=8, epsilon=1.0, unit="item", k_values=[1],
+                                windows=["cumulative"])]
+    for plan in plans:
+        with pytest.raises(ParameterError, match=r"^target of \w+\.epsilon_for must be a "
+                                                 r"finite number > 0; got "):
+            plan.epsilon_for(value)
+    with pytest.raises(ParameterError, match=r"^target_l1 of plan_anonymized must be a finite "
+                                             r"number > 0; got "):
+        plan_anonymized(n_range=(100, 1000), target_l1=value)

@@ -455,7 +455,7 @@ def test_unwritable_output_is_refused_before_anything_is_drawn(path, command, op
     assert out == "", out
     assert len(err.splitlines()) == 1, err
     if ledger is not None:
-        assert Ledger(ledger).spent == (0.0, 0.0)
+        assert Ledger(ledger).spent.epsilon == Ledger(ledger).spent.delta == 0.0
 
 
 LEDGER_LEAVES = [(p, c) for p, c in LEAVES
@@ -502,7 +502,7 @@ def test_concurrent_commands_on_one_ledger_never_overspend(workdir):
     codes = sorted(code for code, _ in results)
     assert codes == [0, 0, 2], results
     assert all("would exceed the budget" in err for code, err in results if code == 2)
-    assert Ledger(ledger).spent[0] == 2.0
+    assert Ledger(ledger).spent.epsilon == 2.0
     assert len(Ledger(ledger).ledger) == 2
 
 

@@ -6,7 +6,13 @@
   sketches alone, and it states value, ε, δ, unit and relation, mechanism and an error statement
   with its confidence and what it covers; the table has ``K`` rows per entity (``K+`` last);
 * sketches of every other public parameter (registers, cap, each ε, reach-only, measurement,
-  sampling interval, hash key) are refused in one line naming the field, never merged;
+  sampling interval, hash key) or coverage (period, campaigns) are refused in one line naming
+  the field, never merged; ``merge --params/--start/--end/--campaigns`` pins what the analyst
+  expects; a period of timestamps is recorded in µs and shown in UTC;
+* a party with no events (a header-only CSV, an empty mapping or DataFrame) is drawn like any
+  other, in every selection and engine;
+* large, negative and DECIMAL(p,0) ids, times and campaigns read alike by every engine, a
+  DECIMAL with a fraction refused alike;
 * one sketch twice, one party twice, two parties drawn from one seed;
 * files truncated, flipped or edited × ``DPFREQ_ARTIFACT_KEY`` unset, set or another key;
 * the memory and DuckDB engines on CSV and Parquet give the same sketch;
@@ -87,6 +93,12 @@ VARIANTS = {
     "sampling_width": ({"sampling_width": "1/2"}, "key"),
     "key_id": ({}, "other"),
 }
+#: the coverage field a variant changes -> the rows of the log it counts (build_sketch's
+#: arguments); the base sketches count every row
+COVERAGE_VARIANTS = {
+    "period": {"time": "day", "period": (0, 20)},
+    "campaigns": {"campaign": "campaign", "campaigns": ["x"]},
+}
 
 
 @pytest.fixture(scope="module")
@@ -110,15 +122,21 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         for i, party in enumerate(spans):
             build_sketch(str(root / f"{party}.csv"), user="user", party=party, params=base,
                          key=key, rng=10 + i).save(root / f"{party}.sketch")
-        # a party with no impression in the period: an empty publisher
-        build_sketch(str(root / "a.csv"), user="user", party="empty", params=base, key=key,
-                     time="day", period=(1000, 2000), rng=13).save(root / "empty.sketch")
+        # a party with no impression: an empty publisher (a header-only CSV)
+        (root / "empty.csv").write_text("user,day,campaign\n", encoding="utf-8")
+        build_sketch(str(root / "empty.csv"), user="user", party="empty", params=base,
+                     key=key, rng=13).save(root / "empty.sketch")
         variants = {}
         for name, (changes, which) in VARIANTS.items():
             k = key if which == "key" else other
             path = root / f"variant-{name}.sketch"
             build_sketch(str(root / "b.csv"), user="user", party="v", params=_params(k, **changes),
                          key=k, rng=30).save(path)
+            variants[name] = path
+        for name, rows in COVERAGE_VARIANTS.items():
+            path = root / f"variant-{name}.sketch"
+            build_sketch(str(root / "b.csv"), user="user", party="v", params=base, key=key,
+                         rng=31, **rows).save(path)  # type: ignore[arg-type]
             variants[name] = path
     return World(root, root / "hash.key", root / "other.key", root / "params.json", variants)
 
@@ -176,6 +194,8 @@ def test_merge_outputs_are_complete_and_recomputed_from_the_files(
     assert len(doc["error"]["lower"]) == K
     assert doc["parties"] == list(parties)
     assert doc["seeded"] is True
+    assert doc["mechanism_params"]["coverage"] == {"period": None, "period_unit": None,
+                                                   "campaigns": None}
 
 
 def test_the_json_of_a_merge_never_depends_on_the_order_of_the_checks(
@@ -188,19 +208,76 @@ def test_the_json_of_a_merge_never_depends_on_the_order_of_the_checks(
 
 # -- never merge sketches of other parameters --------------------------------------------
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [*VARIANTS, *COVERAGE_VARIANTS])
 def test_merge_refuses_other_parameters_naming_the_field(
         world: World, variant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sketches of other periods or campaigns were merged as if they measured the same thing:
+    a sketch now records its coverage, and a merge refuses a mismatch like any parameter's."""
     field = "epsilon_frequency" if variant == "reach-only" else variant
     for order in ([world.sketch("a"), world.variants[variant]],
                   [world.variants[variant], world.sketch("a")]):
         code, out, err = run_cli(["sketch", "merge", *order, "--json", "-"], capsys)
         line = _one_line_error(code, err)
         assert out == ""
-        assert f"has {field}=" in line
-        assert "same parameters" in line
-    with pytest.raises(ParameterError, match=f"has {field}="):
+        assert f"has {field} " in line
+        assert "same parameters and coverage" in line
+    with pytest.raises(ParameterError, match=f"has {field} "):
         merge_sketches([str(world.sketch("a")), str(world.variants[variant])])
+
+
+def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
+        world: World) -> None:
+    """The same bounds as integers of the time column are another coverage (period_unit)."""
+    import datetime as dt
+
+    from dpfreq.crossparty import Coverage
+
+    key = read_hash_key(world.key)
+    log = {"user": np.array([1, 2]), "ts": np.array(["2026-03-01", "2026-03-02"],
+                                                    dtype="datetime64[us]")}
+    start, end = dt.date(2026, 3, 1), dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
+    made = build_sketch(log, user="user", party="t", params=_params(key), key=key, time="ts",
+                        period=(start, end), rng=1)
+    assert made.coverage.period_unit == "microseconds"
+    assert made.coverage.describe() == "period [2026-03-01T00:00:00Z, 2026-04-01T00:00:00Z)"
+    assert "2026-03-01T00:00:00Z" in repr(made)
+    same_numbers = Coverage(period=made.coverage.period, period_unit="integer")
+    with pytest.raises(ParameterError, match="has period_unit 'microseconds', expected "
+                                             "'integer'"):
+        merge_sketches([made], coverage=same_numbers)
+    assert merge_sketches([made], coverage=made.coverage).parties == ("t",)
+
+
+#: merge's pins of the coverage (a's, b's and c's: every row), and each variant's own
+PINS = {"period": ["--start", "0", "--end", "20"], "campaigns": ["--campaigns", "x"]}
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, *COVERAGE_VARIANTS])
+def test_merge_pins_the_parameters_and_coverage_the_analyst_expects(
+        world: World, variant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """'merge' had no --params: one sketch, or sketches agreeing among themselves, of other
+    parameters than the analyst's were merged. --params, --start/--end and --campaigns pin
+    them, as 'build' takes them."""
+    # a coverage variant pinned to the other's coverage: the period differs first
+    field = {"reach-only": "epsilon_frequency", "campaigns": "period"}.get(variant, variant)
+    alone = [world.variants[variant]]
+    line = _one_line_error(*run_cli(["sketch", "merge", *alone, "--params", world.params],
+                                    capsys)[::2] if variant in VARIANTS else run_cli(
+        ["sketch", "merge", *alone, "--params", world.params, *PINS[
+            "campaigns" if variant == "period" else "period"]], capsys)[::2])
+    assert f"sketch 1, party 'v', has {field} " in line
+    assert "expected parameters and coverage" in line
+    if variant in COVERAGE_VARIANTS:  # pinned to its own coverage and the parameters: merged
+        code, out, err = run_cli(["sketch", "merge", *alone, "--params", world.params,
+                                  *PINS[variant]], capsys)
+        assert code == 0, err
+        assert "# measurement 'spring' covering " + (
+            "period [0, 20) of the time column" if variant == "period" else
+            "campaigns x") in out
+    code, out, err = run_cli(["sketch", "merge", world.sketch("a"), "--params", world.params],
+                             capsys)
+    assert code == 0, err
+    assert "covering every row of the log" in out
 
 
 # -- the same publisher twice ---------------------------------------------------------------
@@ -324,17 +401,22 @@ def test_memory_and_duckdb_build_the_same_sketch(world: World, tmp_path: Path, f
     assert np.array_equal(m.frequency, d.frequency)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("ids", ["uint64", "python-int", "ints-and-text"])
+@pytest.mark.parametrize("ids", ["uint64", "python-int", "ints-and-text", "decimals"])
 def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         world: World, tmp_path: Path, ids: str, capsys: pytest.CaptureFixture[str]) -> None:
     """An id is its decimal text in every engine: the memory engine once wrapped an unsigned
     id at or above 2^63 to a negative int64 (another register than DuckDB's), raised
     OverflowError on Python integers beyond int64, and refused integers mixed with text
-    (which DuckDB reads as text)."""
+    (which DuckDB reads as text), and Python Decimals without a fraction digit (DuckDB's
+    DECIMAL(p,0))."""
+    import decimal
+
     values = [2**64 - 1, 2**63 + 5, 5, 5, 2**63 + 5, 12]
     column = {"uint64": np.array(values, dtype=np.uint64),
               "python-int": np.array([*values, -3], dtype=object),
-              "ints-and-text": np.array([*values, "5", "abc", -3], dtype=object)}[ids]
+              "ints-and-text": np.array([*values, "5", "abc", -3], dtype=object),
+              "decimals": np.array([decimal.Decimal(v) for v in [*values, -3]],
+                                   dtype=object)}[ids]
     key = read_hash_key(world.key)
     params = _params(key)
     as_text = build_sketch({"user": np.array([str(v) for v in column.tolist()])}, user="user",
@@ -357,6 +439,80 @@ def test_ids_beyond_int64_land_in_the_same_registers_in_every_engine(
         assert np.array_equal(sketch.frequency, as_text.frequency)  # type: ignore[arg-type]
 
 
+#: a column of each kind of large or decimal integer, as Parquet holds them: (type, values)
+DECIMAL_IDS = {
+    "uint64": ("uint64", [2**64 - 1, 2**63 + 5, 5, 5, 12]),
+    "negative": ("int64", [-(2**63), -3, 5, 5, 12]),
+    "decimal(20,0)": ("decimal(20,0)", [2**64 - 1, 2**63 + 5, 5, 5, -12]),
+    "decimal(38,0)": ("decimal(38,0)", [10**37, -(10**37), 5, 5, 12]),
+    "decimal(10,2)": ("decimal(10,2)", ["1.50", "2", "5", "5", "12"]),
+}
+
+
+def _decimal_log(path: Path, role: str, kind: str) -> None:
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ty, values = DECIMAL_IDS[kind]
+    arrow = (pa.array(values, getattr(pa, ty)()) if not ty.startswith("decimal") else
+             pa.array([decimal.Decimal(v) for v in values],
+                      pa.decimal128(*map(int, ty[8:-1].split(",")))))
+    columns = {"user": pa.array([1, 2, 3, 4, 5], pa.int64()),
+               "day": pa.array([-1, 2, 3, 4, 5], pa.int64()),
+               "campaign": pa.array(["5"] * 5)}
+    columns[role] = arrow
+    pq.write_table(pa.table(columns), path)
+
+
+@pytest.mark.parametrize("kind", list(DECIMAL_IDS))
+@pytest.mark.parametrize("role", ["user", "day", "campaign"])
+def test_large_and_decimal_integer_columns_are_read_alike_by_every_engine(
+        world: World, tmp_path: Path, role: str, kind: str) -> None:
+    """DuckDB reads an unsigned 64-bit or decimal Parquet column (Spark's uint64, a sum) as
+    DECIMAL(p,0): once refused there (and for times and campaigns by the memory engine too)
+    where Spark took it, while the memory engine hashed a DECIMAL(10,2) id as the text '1.50',
+    refused a mapping of Python Decimals, and wrapped an unsigned time at or above 2^63
+    negative, into a period below 0. Now every
+    engine counts DECIMAL(p,0) as the integer it is and refuses a DECIMAL with a fraction in the
+    same line (Spark: tests/engines/test_crossparty_engines.py)."""
+    from dpfreq.crossparty.registers import check_log_spec, register_frequencies
+    from dpfreq.errors import DataError
+
+    _decimal_log(tmp_path / "log.parquet", role, kind)
+    key = read_hash_key(world.key)
+    spec = check_log_spec(user="user", time="day", period=(-5, 2**62), campaign="campaign",
+                          campaigns=["5", "12", "-12"])
+    got = {}
+    for engine in ("memory", "duckdb"):
+        try:
+            got[engine] = register_frequencies(str(tmp_path / "log.parquet"), spec=spec,
+                                               params=_params(key), key=key,
+                                               engine=engine).values.tolist()
+        except DataError as exc:
+            got[engine] = str(exc)
+    assert got["memory"] == got["duckdb"]
+    frame = pd.read_parquet(tmp_path / "log.parquet")  # decimals as Python Decimal objects
+    try:
+        got["mapping"] = register_frequencies({c: frame[c].to_numpy() for c in frame},
+                                              spec=spec, params=_params(key), key=key,
+                                              engine="memory").values.tolist()
+    except DataError as exc:  # refused too (the dtype named: object)
+        got["mapping"] = str(exc)
+    assert isinstance(got["mapping"], str) == isinstance(got["duckdb"], str)
+    assert got["mapping"] == got["duckdb"] or isinstance(got["duckdb"], str)
+    if kind == "decimal(10,2)":
+        what = {"user": "user", "day": "time", "campaign": "campaign"}[role]
+        assert got["duckdb"] == (f"{what} column {role!r} of register_frequencies must hold "
+                                 f"integers or {'timestamps' if role == 'day' else 'text'}; "
+                                 "got type DECIMAL(10,2).")
+    else:  # the rows counted (5 users in 256 registers, each under the cap K = 3)
+        rows = {"user": 5, "campaign": 3}.get(role) or {
+            "uint64": 3, "negative": 4, "decimal(20,0)": 2, "decimal(38,0)": 3}[kind]
+        assert sum(got["memory"]) == rows  # type: ignore[arg-type]
+
+
 def test_categorical_ids_and_campaigns_are_their_labels_in_every_engine(world: World) -> None:
     """A pandas categorical (a DuckDB ENUM) counts as its labels' text, as in the memory
     engine (DuckDB refused it)."""
@@ -375,6 +531,44 @@ def test_categorical_ids_and_campaigns_are_their_labels_in_every_engine(world: W
         assert np.array_equal(got.frequency, as_text.frequency)  # type: ignore[arg-type]
 
 
+# -- a party with no events -----------------------------------------------------------------
+
+EMPTY_SELECTIONS = {"all rows": [], "period": ["--time", "day", "--start", "0", "--end", "9"],
+                    "campaigns": ["--campaign", "campaign", "--campaigns", "x"]}
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("selection", list(EMPTY_SELECTIONS))
+def test_a_publisher_with_no_events_is_drawn_not_refused(
+        world: World, tmp_path: Path, engine: str, selection: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A header-only CSV (no types to read: DuckDB says VARCHAR) was refused as a time column
+    of the wrong type; a party with no events has all-zero registers, and its sketch is drawn
+    from them like any other (Spark: tests/engines/test_crossparty_engines.py)."""
+    from dpfreq.crossparty.sketch import draw_sketch
+    from dpfreq.rng import resolve_rng
+
+    (tmp_path / "none.csv").write_text("user,day,campaign\n", encoding="utf-8")
+    code, _, err = run_cli(["sketch", "build", tmp_path / "none.csv", "--party", "none",
+                            "--params", world.params, "--key", world.key, "--user", "user",
+                            *EMPTY_SELECTIONS[selection], "--out", tmp_path / "none.sketch",
+                            "--seed", "6", "--engine", engine], capsys)
+    assert code == 0, err
+    assert "none.csv has no data rows; the release is the sketch of an empty data set" in err
+    got = PartySketch.load(tmp_path / "none.sketch")
+    params = CrossPartyParams.load(world.params)
+    zeros = draw_sketch(np.zeros(params.registers, dtype=np.int64), params=params,
+                        party="none", rng=resolve_rng(6), engine=engine)
+    assert np.array_equal(got.reach_bits, zeros.reach_bits)
+    assert np.array_equal(got.frequency, zeros.frequency)  # type: ignore[arg-type]
+    key = read_hash_key(world.key)
+    for source in ({"user": [], "day": []}, pd.DataFrame({"user": [], "day": []})):
+        api = build_sketch(source, user="user", party="none", params=params, key=key,
+                           time="day", period=(0, 9), rng=6,
+                           engine="memory" if isinstance(source, dict) else engine)
+        assert np.array_equal(api.frequency, zeros.frequency)  # type: ignore[arg-type]
+
+
 # -- the budget -----------------------------------------------------------------------------
 
 def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
@@ -389,7 +583,7 @@ def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
 
     assert build("a", "--user", "user")[0] == 0
     assert build("b", "--user", "user")[0] == 0
-    assert Ledger(ledger).spent[0] == pytest.approx(6.0)
+    assert Ledger(ledger).spent.epsilon == pytest.approx(6.0)
     assert len(Ledger(ledger).ledger) == 2
     _one_line_error(*build("c", "--user", "nope")[::2])  # refused on its data: no charge
     assert not (tmp_path / "c.sketch").exists()
@@ -401,7 +595,7 @@ def test_ledger_is_charged_once_per_build_and_never_by_a_merge(
     assert code == 2
     assert "--ledger" in err
     assert len(Ledger(ledger).ledger) == 2
-    assert Ledger(ledger).spent[0] == pytest.approx(6.0)
+    assert Ledger(ledger).spent.epsilon == pytest.approx(6.0)
 
 
 # -- privacy parameters: never defaulted ---------------------------------------------------
@@ -492,6 +686,7 @@ R = 256
     ({"party": ""}, "party"),
     ({"seeded": 1}, "seeded"),
     ({"engine": None}, "engine"),
+    ({"coverage": None}, "coverage"),
 ])
 def test_a_malformed_sketch_is_refused_in_one_line(world: World, changes: dict[str, object],
                                                    field: str) -> None:

@@ -67,7 +67,7 @@ def test_every_release_of_a_file_warns_of_no_rows(tmp_path, capsys, command, suf
                           "--unit", "event"],
             "profile": profile_args(log, "--max-count", "3")}[command]
     assert main([*argv, "--seed", "1"]) == 0
-    assert f"warning: {log} has no data rows" in capsys.readouterr().err
+    assert f"dpfreq: warning: {log} has no data rows" in capsys.readouterr().err
 
 
 def test_file_with_rows_gives_no_empty_warning(tmp_path, capsys):
@@ -94,3 +94,41 @@ def test_reach_refuses_a_delta_above_the_ceiling_before_spending(tmp_path, capsy
     assert info.value.code == 2
     assert "1e-3" in err
     assert ledger_total(ledger, capsys) == before
+
+
+#: A headerless event log: its first line, read as the header, holds private-looking values.
+_HEADERLESS = "81723,2026-03-02,alice@example.com\n90211,2026-03-03,bob@example.com\n"
+_PRIVATE = ("81723", "90211", "2026-03", "alice", "bob", "example.com")
+_RANGE = ["--start", "2026-03-01", "--end", "2026-03-04", "--period", "1d"]
+_PROFILE = ["--domain-size", "40", "--max-count", "3", "--epsilon", "1", "--unit", "event"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["profile", "{log}", "--item", "user", *_PROFILE],
+    ["profile", "{log}", "--item", "user", *_PROFILE, "--engine", "memory"],
+    ["profile", "{log}", "--item", "user", *_PROFILE, "--group", "g", "--null-group", "drop"],
+    ["profile", "{log}", "--item", "user", *_PROFILE, "--time", "t", *_RANGE[:4]],
+    ["reach", "{log}", "--item", "user", "--time", "t", *_RANGE, "--epsilon", "1", "--unit",
+     "event", "--k", "1", "--windows", "total"],
+    ["anonymize", "{log}", "--item", "user", "--epsilon", "1", "--unit", "event"],
+    ["anonymize", "{log}", "--prevalence-csv", "--epsilon", "1", "--unit", "event"],
+    ["stream", "append", "{state}", "{log}", "--through", "1"],
+], ids=["profile", "profile-memory", "null-group-drop", "time-range", "reach", "anonymize",
+        "prevalence-csv", "stream-append"])
+def test_headerless_csv_errors_never_echo_the_first_line(tmp_path, capsys, argv):
+    """A CSV file without a header: its first line is read as the header (never sniffed), and
+    the one-line error says what the first line must be without quoting it (it is data)."""
+    from cli_runner import run_cli
+
+    log = tmp_path / "log.csv"
+    log.write_text(_HEADERLESS, encoding="utf-8")
+    state = tmp_path / "state"
+    if "stream" in argv:
+        assert run_cli(["stream", "init", state, "--item", "user", "--time", "t", "--horizon",
+                        "5", "--k", "1", "--unit", "event", "--epsilon", "1", "--delta", "0",
+                        "--method", "simple", "--late", "drop", "--seed", "1"], capsys)[0] == 0
+    code, out, err = run_cli([a.format(log=log, state=state) for a in argv], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "first line" in err
+    assert not [value for value in _PRIVATE if value in out + err]

@@ -211,7 +211,8 @@ def _error_line(err: str, *, alone: bool = True) -> str:
     """The one error line; ``alone``: the only line but the --seed warning (which a refusal
     by the release function follows), else beside what was written before the error."""
     lines = [line for line in err.strip().splitlines()
-             if not line.startswith("warning: --seed") and (alone or line.startswith("dpfreq:"))]
+             if not line.startswith("dpfreq: warning: --seed")
+             and (alone or line.startswith("dpfreq:"))]
     assert len(lines) == 1, err
     assert lines[0].startswith("dpfreq: error: "), err
     return lines[0]
@@ -248,7 +249,17 @@ def test_refused_before_anything_is_drawn_or_written(
     before = run_cli(["ledger", "show", ledger, "--json", "-"], capsys)[1]
     code, stdout, err = run_cli([*case.argv(files, out), "--ledger", ledger], capsys)
     assert (code, stdout) == (2, ""), err
-    assert "would exceed the budget" in _error_line(err)
+    line = _error_line(err)
+    asked = f"ε={SPENT.get(name, 1.0)!r}, δ={1e-06 if case.delta else 0.0!r}"
+    left = "ε=0.5, δ=0.0005 of total ε=0.5, δ=0.001" if short == "epsilon" else (
+        "ε=10.0, δ=0.0 of total ε=10.0, δ=0.0")
+    # one wording for every command: what was asked, what remains (public), what to do
+    assert line.startswith(f"dpfreq: error: spending {asked} would exceed the budget of ledger "
+                           f"{str(ledger)!r}: "), line
+    assert line.endswith(f"; remaining {left}. Nothing was recorded and no noise was drawn; "
+                         "ask for no more than what remains."), line
+    assert "--epsilon" not in line
+    assert "epsilon=" not in line
     assert _written(out) == []  # no --json, --plot, --save, sketch or stream state
     assert not list(tmp_path.glob("dpfreq-release-*"))  # nothing was drawn to rescue
     assert run_cli(["ledger", "show", ledger, "--json", "-"], capsys)[1] == before
@@ -288,9 +299,10 @@ def _faults(case: Case, files: Files) -> list[tuple[str, Callable[[list[Any]], l
 
     if case.grouped:  # the item column and the file are read by the same code as ungrouped
         return [("missing group column", swap("campaign", "nosuch"),
-                 "'nosuch' is not in the source"),
+                 "'nosuch' is not in the header of the CSV source"),
                 ("null group", swap(files.log, files.null_group), "--null-group drop")]
-    return [("missing item column", swap("user", "nosuch"), "'nosuch' is not in the source"),
+    return [("missing item column", swap("user", "nosuch"),
+             "'nosuch' is not in the header of the CSV source"),
             ("empty file", swap(files.log, files.empty), "is empty")]
 
 

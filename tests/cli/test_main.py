@@ -255,3 +255,31 @@ def test_quiet_before_or_after_the_subcommand(argv, reported, monkeypatch):
     monkeypatch.setattr(main_module, "command", later, raising=False)
     assert _exit_code(argv) == 0
     assert (seen == [1, 1]) == reported
+
+
+@pytest.mark.filterwarnings("always::dpfreq.errors.PrivacyWarning")
+def test_every_warning_of_the_command_line_has_one_shape(tmp_path, capsys):
+    """The command line's own warnings (a seeded result, an input without rows) and the
+    library's Python warnings all print as ``dpfreq: warning: ...`` (cli.output.warn), and no
+    module of the command line writes a warning line of another shape."""
+    import re
+    from pathlib import Path
+
+    import dpfreq.cli
+
+    log = tmp_path / "log.csv"
+    log.write_text("user\n", encoding="utf-8")
+    runs = [["profile", log, "--item", "user", "--domain-size", "10", "--max-count", "2",
+             "--epsilon", "1", "--unit", "item", "--engine", "memory", "--seed", "1"],
+            ["plan", "profile", "--domain-size", "1000", "--max-count", "5", "--epsilon", "1",
+             "--unit", "item", "--group", "g", "--max-groups-per-item", "1", "--delta", "1e-3"]]
+    warned = []
+    for argv in runs:
+        assert _exit_code([str(a) for a in argv]) == 0
+        warned += [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warned) == 3, warned  # --seed, no data rows, the large δ (a PrivacyWarning)
+    assert all(line.startswith("dpfreq: warning: ") for line in warned), warned
+    other = re.compile(r"""["'][\w :]{0,20}warning: """)
+    for path in Path(dpfreq.cli.__file__).parent.glob("*.py"):
+        if path.name != "output.py":  # where warn() and its one prefix live
+            assert not other.search(path.read_text(encoding="utf-8")), path.name

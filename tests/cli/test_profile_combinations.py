@@ -224,7 +224,7 @@ def test_a_save_failing_after_the_draw_keeps_the_release_and_its_one_charge(
     code, stdout, err = run_cli([*_profile(log, "--json", out / "r.json", "--save",
                                            out / "r.dpfreq"), "--ledger", ledger], capsys)
     assert (code, stdout) == (2, ""), err
-    lines = [line for line in err.splitlines() if line.startswith("dpfreq:")]
+    lines = [line for line in err.splitlines() if line.startswith("dpfreq: error:")]
     assert len(lines) == 1, err
     assert "No space left on device" in lines[0], err
     (rescued,) = tmp_path.glob("dpfreq-release-*.json")  # one file: the sealed release
@@ -268,7 +268,7 @@ def test_a_save_that_cannot_be_honoured_is_refused_before_anything_is_spent(
               "1", "--save", target] if case == "group" else ["--json", target, "--save", target])
     code, out, err = run_cli([*_profile(log, *extra), "--ledger", ledger], capsys)
     assert (code, out) == (2, ""), err
-    lines = [line for line in err.splitlines() if not line.startswith("warning: --seed")]
+    lines = [line for line in err.splitlines() if not line.startswith("dpfreq: warning: --seed")]
     assert len(lines) == 1
     assert lines[0].startswith("dpfreq: error: --save of dpfreq profile")
     assert Ledger(ledger).ledger == []

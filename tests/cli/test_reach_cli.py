@@ -331,4 +331,4 @@ def test_reach_bad_method_is_one_line_and_spends_nothing(tmp_path, capsys, metho
     assert match in err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
-    assert Ledger(ledger).spent[0] == 0
+    assert Ledger(ledger).spent.epsilon == 0

@@ -79,7 +79,7 @@ def test_bad_time_options_are_one_line_and_spend_nothing(tmp_path, capsys, extra
         main(["reach", text, *ARGS, "--ledger", str(ledger), *extra])
     assert info.value.code != 0
     err = capsys.readouterr().err.strip().splitlines()
-    lines = [line for line in err if not line.startswith("warning: --seed")]
+    lines = [line for line in err if not line.startswith("dpfreq: warning: --seed")]
     assert len(lines) == 1
     assert lines[0].startswith("dpfreq: error:")
     assert _ledger_json(ledger, capsys) == before

@@ -25,7 +25,8 @@ def setup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     pd.DataFrame({"user": users, "t": g.integers(0, 50, users.size),
                   "campaign": g.choice(["a", "b"], users.size)}).to_parquet(tmp_path / "tv.parquet")
     users = g.integers(1500, 4500, 6000)
-    pd.DataFrame({"user": users, "t": g.integers(0, 50, users.size)}).to_csv(
+    pd.DataFrame({"user": users, "t": g.integers(0, 50, users.size),
+                  "campaign": g.choice(["a", "b", "c"], users.size)}).to_csv(
         tmp_path / "web.csv", index=False)
     key = tmp_path / "hash.key"
     assert run_cli(["sketch", "key", str(key)], capsys)[0] == 0
@@ -63,10 +64,14 @@ def test_build_and_merge_end_to_end(setup: Path, capsys: pytest.CaptureFixture[s
                           "40", "--campaign", "campaign", "--campaigns", "a,b")
     assert code == 0, err
     assert "NOT for production" in err
-    assert Ledger(setup / "budget.db").spent[0] == pytest.approx(3.0986)
-    assert _build(setup, "web.csv", "web", capsys, "--seed", "2", "--engine", "memory")[0] == 0
+    assert Ledger(setup / "budget.db").spent.epsilon == pytest.approx(3.0986)
+    # what tv covers: a merge refuses sketches of other periods or campaigns
+    period = ("--time", "t", "--start", "0", "--end", "40", "--campaign", "campaign",
+              "--campaigns", "b,a")
+    assert _build(setup, "web.csv", "web", capsys, "--seed", "2", "--engine", "memory",
+                  *period)[0] == 0
     by_memory = PartySketch.load(setup / "web.sketch")
-    assert _build(setup, "web.csv", "web", capsys, "--seed", "2")[0] == 0
+    assert _build(setup, "web.csv", "web", capsys, "--seed", "2", *period)[0] == 0
     by_duckdb = PartySketch.load(setup / "web.sketch")
     assert np.array_equal(by_memory.frequency, by_duckdb.frequency)  # type: ignore[arg-type]
     code, out, err = run_cli(["sketch", "merge", str(setup / "tv.sketch"),

@@ -124,12 +124,16 @@ def test_bad_columns_are_refused_in_one_line(engine: str, column: str, values: l
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_missing_column_names_the_column(engine: str) -> None:
+def test_missing_column_names_the_column(engine: str, tmp_path: Path) -> None:
     source: Any = _memory(_log()) if engine == "memory" else _log()
-    with pytest.raises(DataError, match="no column 'who'"):
-        register_frequencies(source, spec=check_log_spec(
-            user="who", time=None, period=None, campaign=None, campaigns=None),
-            params=PARAMS, key=KEY, engine=engine)
+    spec = check_log_spec(user="who", time=None, period=None, campaign=None, campaigns=None)
+    with pytest.raises(DataError, match="column 'who' is not in the source; available: user"):
+        register_frequencies(source, spec=spec, params=PARAMS, key=KEY, engine=engine)
+    headerless = tmp_path / "log.csv"  # its first line, read as the header, is data: not shown
+    headerless.write_text("81723,2026-03-02\n90211,2026-03-03\n", encoding="utf-8")
+    with pytest.raises(DataError, match="'who' is not in the header of the CSV source") as info:
+        register_frequencies(str(headerless), spec=spec, params=PARAMS, key=KEY, engine=engine)
+    assert "81723" not in str(info.value)
 
 
 def test_spark_agrees(spark: Any) -> None:
@@ -157,3 +161,46 @@ def test_spark_same_sketch_and_null_users(spark: Any) -> None:
                                                         period=None, campaign=None,
                                                         campaigns=None),
                              params=PARAMS, key=KEY, engine=spark)
+
+
+def test_spark_reads_decimal_ids_and_empty_logs_as_duckdb_does(spark: Any,
+                                                               tmp_path: Path) -> None:
+    """Spark reads an unsigned 64-bit Parquet column as DECIMAL(20,0), DuckDB as UBIGINT or
+    DECIMAL(20,0): the same registers; a DECIMAL with a fraction is refused in the same line
+    (Spark once took it for a campaign); a log with no rows, whose columns Spark reads as
+    text, has all-zero registers (it was refused as a time column of text)."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    whole = [decimal.Decimal(v) for v in (2**64 - 1, 5, 5, -12)]
+    spec = check_log_spec(user="user", time="t", period=(0, 9), campaign="c",
+                          campaigns=["5", "-12"])
+    pq.write_table(pa.table({"user": pa.array(whole, pa.decimal128(20, 0)),
+                             "c": pa.array(whole, pa.decimal128(20, 0)),
+                             "t": pa.array([2**64 - 1, 2**63, 3, 4], pa.uint64())}),
+                   tmp_path / "log.parquet")
+    # as Spark reads that file (an unsigned 64-bit column is DECIMAL(20,0) to Spark)
+    frame = spark.createDataFrame([(w, w, decimal.Decimal(t)) for w, t in zip(
+        whole, [2**64 - 1, 2**63, 3, 4], strict=True)],
+        "user decimal(20,0), c decimal(20,0), t decimal(20,0)")
+    got = register_frequencies(frame, spec=spec, params=PARAMS, key=KEY, engine=spark).values
+    assert np.array_equal(got, register_frequencies(str(tmp_path / "log.parquet"), spec=spec,
+                                                    params=PARAMS, key=KEY,
+                                                    engine="duckdb").values)
+    assert got.sum() == 2  # user 5 at t = 3, user -12 at t = 4; t >= 2^63 is after the period
+    fraction = pd.DataFrame({"user": [1], "t": [1], "c": [decimal.Decimal("1.50")]})
+    errors = []
+    for source, engine in ((pa.Table.from_pandas(fraction).cast(pa.schema([
+            ("user", pa.int64()), ("t", pa.int64()), ("c", pa.decimal128(10, 2))])), "duckdb"),
+            (spark.createDataFrame([(1, 1, decimal.Decimal("1.50"))],
+                                   "user long, t long, c decimal(10,2)"), spark)):
+        with pytest.raises(DataError) as info:
+            register_frequencies(source, spec=spec, params=PARAMS, key=KEY, engine=engine)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == ("campaign column 'c' of register_frequencies must hold "
+                                      "integers or text; got type DECIMAL(10,2).")
+    none = spark.createDataFrame([], "user string, t string, c string")  # a header-only CSV
+    empty = register_frequencies(none, spec=spec, params=PARAMS, key=KEY, engine=spark)
+    assert not empty.values.any()

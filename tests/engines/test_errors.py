@@ -298,3 +298,67 @@ def test_spark_reasons_hide_values_unless_debug(monkeypatch: pytest.MonkeyPatch)
     assert "java.lang.OutOfMemoryError: Java heap space" in spark_engine.reason(oom)
     monkeypatch.setenv("DPFREQ_DEBUG", "1")
     assert "alice@example.org" in spark_engine.reason(leak)
+
+
+# -- CSV headers: the first line of a CSV file is its header, and may be data ------------------
+#: A headerless event log: its first line (taken as the header) holds private-looking values.
+_HEADERLESS = ("81723,2026-03-02,alice@example.com\n90211,2026-03-03,bob@example.com\n"
+               "81723,2026-03-04,carol@example.com\n")
+_PRIVATE = ("81723", "90211", "2026-03", "alice", "bob", "carol", "example.com")
+_CSV_ENGINES = ["memory", "duckdb", pytest.param("spark", marks=pytest.mark.spark)]
+
+
+def _engine(name: str, request: pytest.FixtureRequest) -> Any:
+    if name == "spark":
+        return get_engine("spark", spark=request.getfixturevalue("spark"))
+    return get_engine(name)
+
+
+def _refused(call: Any) -> str:
+    with pytest.raises(DataError) as e:
+        call()
+    return _one_line(e)
+
+
+@pytest.mark.parametrize("name", _CSV_ENGINES)
+def test_csv_header_errors_never_echo_data(name: str, request: pytest.FixtureRequest,
+                                           tmp_path: Path) -> None:
+    """A CSV file's first line is always its header (never sniffed); a missing column of a CSV
+    source does not list that line's fields (they may be data), and a header that repeats or
+    leaves out a name is refused without quoting it: the same one-line message on every engine.
+    A header-only file is an empty source; a byte order mark is not part of the first name."""
+    eng = _engine(name, request)
+    src = _csv(tmp_path, _HEADERLESS, "headerless.csv")
+    missing = ("column 'user' is not in the header of the CSV source (its first line, 3 "
+               "names); the first line of a CSV file must name its columns.")
+    texts = [_refused(lambda: eng.item_counts(src, item="user")),
+             _refused(lambda: eng.count_of_counts(src, item="user")),
+             _refused(lambda: eng.occurrence_times(src, item="user", time="time"))]
+    assert texts == [missing] * 3
+    numeric = _csv(tmp_path, "81723,90211\n81723,90212\n", "numbers.csv")  # sniffed as data
+    assert _refused(lambda: eng.item_counts(numeric, item="user")) == missing.replace("3", "2")
+    for header, rule in (("a,b,A\n1,2,3\n", "repeats a name"),
+                         ("81723,,90211\n1,2,3\n", "has an empty name")):
+        text = _refused(lambda h=header: eng.item_counts(_csv(tmp_path, h, "bad.csv"),
+                                                          item="a"))
+        assert text == ("the header of the CSV source (its first line) must name each column "
+                        f"once; it {rule}.")
+        texts.append(text)
+    empty = _csv(tmp_path, "", "empty.csv")
+    texts.append(_refused(lambda: eng.item_counts(empty, item="user")))
+    assert texts[-1] == f"source of {type(eng).__name__}.item_counts: file {str(empty)!r} is " \
+                        "empty (not even a header)."
+    assert not [t for t in texts for value in _PRIVATE if value in t]
+    # a typed source's names are its schema: listed
+    import pandas as pd
+
+    typed = pd.DataFrame({"item": [1], "time": [2]})
+    assert _refused(lambda: eng.item_counts(typed, item="user")) == \
+        "column 'user' is not in the source; available: item, time."
+    # a header-only file: no rows; a BOM before the header is not part of the first name
+    only = _csv(tmp_path, "user,time\n", "only.csv")
+    assert eng.item_counts(only, item="user").counts.tolist() == []
+    assert eng.occurrence_times(only, item="user", time="time").n_events == 0
+    bom = tmp_path / "bom.csv"
+    bom.write_text("user,time\n7,1\n7,2\n8,1\n", encoding="utf-8-sig")
+    assert eng.item_counts(bom, item="user").counts.tolist() == [2, 1]

@@ -232,7 +232,7 @@ def test_bad_parameters_spend_nothing(spark: Any, seed: int, tmp_path: Path) -> 
     with pytest.raises(ParameterError, match=r"engine of DistributedProfileSketch\.create"):
         DistributedProfileSketch.create(engine="duckdb", domain_size=100, max_count=2,
                                         epsilon=1.0, accountant=acc)
-    assert acc.spent == (0.0, 0.0)
+    assert (acc.spent.epsilon, acc.spent.delta) == (0.0, 0.0)
 
 
 def test_without_pyspark_the_pip_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

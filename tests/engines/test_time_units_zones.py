@@ -172,7 +172,7 @@ def test_bad_inputs_spend_nothing(kwargs: dict[str, Any], error: type, text: str
         release_window_counts(_log(), **{**KW, **kwargs}, engine=engine, accountant=acct)
     assert text in str(info.value)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_timestamp_epochs_refused_as_periods() -> None:

@@ -140,3 +140,28 @@ def test_estimates_never_cover_periods_that_have_not_ended(sqlite_client, rng) -
     late = c.get("/v1/studies/later/estimates", headers=admin())
     assert late.status_code == 403
     assert "have reported" in late.json()["error"]
+
+
+def test_an_ended_period_without_its_reports_is_null_not_zero(sqlite_client) -> None:
+    """Day 4: one device of order 0 has sent periods 1 and 2, not 3 (late, or dropped out):
+    period 3 has ended but has no estimate yet, null in JSON and empty in CSV, never 0."""
+    c = sqlite_client
+    params = create_study(c, horizon=16, min_devices=1, start=_days_ago(3))
+    an = c.post("/v1/studies/s1/analyst-tokens", headers=admin()).json()["token"]
+    device, token = enrol(c, params, 0)
+    reps = [{"device": device, "order": 0, "interval": j, "bit": 1,
+             "param_id": params.param_id} for j in (1, 2)]
+    assert c.post("/v1/studies/s1/reports", json={"reports": reps},
+                  headers=bearer(token)).status_code == 200
+    est = c.get("/v1/studies/s1/estimates", headers=bearer(an)).json()
+    if est["today"] != 4:
+        pytest.skip("the UTC date changed during the test")
+    cols = est["columns"]
+    for name in ("estimate", "unclamped", "lower", "upper", "band_lower", "band_upper"):
+        assert cols[name][2] is None, name
+        assert None not in cols[name][:2], name
+    assert "have no estimate yet" in est["description"]
+    csv_rows = c.get("/v1/studies/s1/estimates", params={"format": "csv"},
+                     headers=bearer(an)).text.strip().splitlines()
+    head = csv_rows[0].split(",")
+    assert csv_rows[3].split(",")[head.index("estimate")] == ""

@@ -75,7 +75,7 @@ def test_a_gaussian_release_closes_the_sum_branch_and_uses_no_delta():
     row = acct.ledger[0]
     assert row["rule"] == "renyi"
     assert "zCDP" in row["loss"]
-    assert acct.spent[1] == 0.0  # no bad event: the release's δ was only its own conversion
+    assert acct.spent.delta == 0.0  # no bad event: the release's δ was only its own conversion
     acct.spend(0.5, unit="item")  # the sum branch is closed for good: the filter admits it
     assert acct.ledger[1]["rule"] == "renyi"
     assert acct.spending().filter_branch == "renyi"
@@ -189,7 +189,7 @@ def test_a_windows_release_that_composes_in_zcdp_charges_its_rho(tmp_path):
     row = ledger.ledger[0]
     assert "zCDP" in row["loss"]
     assert row["rule"] == "renyi"
-    assert ledger.spent[1] == 0.0  # no bad event: δ was only the release's own conversion
+    assert ledger.spent.delta == 0.0  # no bad event: δ was only the release's own conversion
     assert ledger.spending().filter_branch == "renyi"  # a Gaussian-like loss: no pure bound
 
 

@@ -141,9 +141,9 @@ def test_accountant_charged_only_after_every_check() -> None:
     with pytest.raises(ParameterError):
         release_anonymized_histogram({1: 5}, epsilon=1.0, method="hay", split=(1, 1, 1),
                                      rng=0, accountant=acct, unit="event")
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     rel = release_anonymized_histogram({1: 5}, epsilon=1.5, rng=0, accountant=acct, unit="event")
-    assert acct.spent == (1.5, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.5, 0.0)
     assert acct.ledger[-1]["unit"] == rel.unit == "event"
     with pytest.raises(ParameterError, match="accountant"):
         release_anonymized_histogram({1: 5}, epsilon=1.0, rng=0, accountant=object(), unit="event")

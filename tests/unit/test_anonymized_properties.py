@@ -390,3 +390,39 @@ def test_sgt_coefficients_use_the_poisson_tail(t: float) -> None:
     with np.errstate(under="ignore", over="ignore"):
         expected = -((-1.0) ** r) * np.exp(r * math.log(t) + poisson.logsf(r - 1, lam))
     np.testing.assert_array_equal(sgt_unseen_coef(r, n, t), expected)
+
+
+def test_a_release_with_total_zero_carries_an_error_statement():
+    """N = 0 (the empty histogram released): each property with a value states a bound at the
+    release's confidence, from the true total's exact interval [0, B]: on every histogram of
+    total <= B the property lies within it of the value returned."""
+    from dpfreq.anonymized import release_anonymized_histogram
+
+    rel = release_anonymized_histogram({}, epsilon=1.0, unit="event", rng=0)
+    assert rel.n_estimate == 0
+    assert rel.regime == "empty"
+    big_b = rel.total_interval[1]
+    out = estimate_properties(rel, domain_size=4, extrapolation_ratio=2.0)
+    out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
+                                                           normalized=True)
+    want = {"entropy": math.log(big_b), "support-size": big_b, "unseen-species": 2 * big_b,
+            "support-coverage": 3 * big_b, "distance-to-uniformity": 1.0,
+            "miller-madow-entropy": math.log(big_b) + (big_b - 1) / (2 * big_b),
+            "normalized-coverage": 1.0}
+    for name, bound in want.items():
+        est = out[name]
+        assert est.error.kind == "bound", name
+        assert est.error.confidence == rel.error.confidence, name
+        assert est.error.value == pytest.approx(bound), name
+        assert "N = 0" in est.error.description, name
+        row = est.table()
+        assert row["upper"][0] == pytest.approx(est.value + bound), name
+        # the bound covers the extreme histograms of total B
+        for hist in ({1: big_b}, {big_b: 1}, {1: big_b - 2, 2: 1}):
+            exact = (estimate_support_coverage(hist, extrapolation_ratio=2.0, normalized=True)
+                     if name == "normalized-coverage" else
+                     estimate_properties(hist, domain_size=big_b)[name])
+            assert abs(est.value - exact.value) <= bound * (1 + 1e-12), (name, hist)
+    for name in ("power-sum-2", "renyi-entropy-2"):  # no value (N below the order): no bound
+        assert math.isnan(out[name].value)
+        assert out[name].error.kind == "sd"

@@ -57,7 +57,7 @@ def test_other_units_are_refused_in_one_line_and_spend_nothing(unit: str | None)
     text = str(info.value)
     assert text.startswith("unit of release_anonymized_histogram must be")
     assert "\n" not in text
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_event_release_states_its_relation() -> None:

@@ -41,9 +41,12 @@ def test_overspend_refused_before_any_noise_is_drawn(rng):
         _fake_release([1, 2, 3], epsilon=0.5, accountant=acct, rng=rng)
     assert rng.bit_generator.state == state  # the generator did not advance: no draw
     text = str(info.value)
-    assert "epsilon=0.5" in text  # what was asked
-    assert "remaining (epsilon=0.25" in text  # what is left
-    assert acct.spent == (0.75, 0.0)  # the refused spend is not recorded
+    assert text.startswith("spending ε=0.5, δ=0.0 would exceed the budget: ")  # what was asked
+    assert "; remaining ε=0.25, δ=0.0 of total ε=1.0, δ=0.0. " in text  # what is left
+    assert text.endswith("ask for no more than what remains.")  # what to do
+    # the refused spend is not recorded; spent is a PrivacyBudget, as remaining is
+    assert acct.spent == PrivacyBudget(0.75)
+    assert acct.remaining == PrivacyBudget(0.25)
     assert [e["label"] for e in acct.ledger] == ["fake_release"]
 
 
@@ -81,7 +84,7 @@ def test_the_tight_rule_keeps_half_of_delta_for_its_conversion():
     acct = Accountant(PrivacyBudget(2.0, 1e-6))  # tight: 5e-7 for the releases' own delta
     acct.spend(0.5, 4e-7)
     assert acct.remaining == PrivacyBudget(1.5, 1e-7)
-    with pytest.raises(BudgetExceededError, match="half of the total delta"):
+    with pytest.raises(BudgetExceededError, match="half of the total δ"):
         acct.spend(0.5, 2e-7)
     acct.spend(0.5, 1e-7)
     assert acct.spent_exact == (Fraction(1), Fraction(5, 10**7))
@@ -90,7 +93,7 @@ def test_the_tight_rule_keeps_half_of_delta_for_its_conversion():
 def test_check_does_not_record():
     acct = Accountant(PrivacyBudget(1.0))
     acct.check(1.0)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     with pytest.raises(BudgetExceededError):
         acct.check(1.5)
 
@@ -189,7 +192,7 @@ def test_accountant_keeps_relations_apart_without_a_unit():
     for other in ("item_replace", "event", "device"):
         with pytest.raises(ParameterError, match=r"^unit of Accountant\.spend must be 'item'"):
             acct.spend(0.25, unit=other)
-    assert acct.spent == (0.25, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.25, 0.0)
 
 
 def test_accountant_converts_soundly_and_says_so():
@@ -201,7 +204,7 @@ def test_accountant_converts_soundly_and_says_so():
     assert row["charged_delta"] >= 1e-8 * (1 + math.exp(0.25))
     assert "2ε" in row["conversion"]
     assert acct.ledger[1]["conversion"] is None
-    assert acct.spent[0] == 0.75
+    assert acct.spent.epsilon == 0.75
     with pytest.raises(BudgetExceededError):
         acct.spend(0.2, unit="item")  # charged 0.4 > 0.25 left
     for apart in ("event", "device"):
@@ -209,10 +212,10 @@ def test_accountant_converts_soundly_and_says_so():
             acct.spend(0.01, unit=apart)
     with pytest.raises(ParameterError, match="given"):
         acct.spend(0.01)
-    assert acct.spent[0] == 0.75
+    assert acct.spent.epsilon == 0.75
     item = Accountant(PrivacyBudget(1.0), unit="item")
     item.spend(0.5, unit="item_replace")  # replacement ε implies ε at add/remove
-    assert item.spent == (0.5, 0.0)
+    assert (item.spent.epsilon, item.spent.delta) == (0.5, 0.0)
     assert "counts as ε" in item.ledger[0]["conversion"]
     with pytest.raises(ParameterError, match="unit of Accountant"):
         Accountant(PrivacyBudget(1.0), unit="user")

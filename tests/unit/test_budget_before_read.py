@@ -109,7 +109,7 @@ def test_accountant_refuses_before_read(name: str, call: Callable[..., Any], eps
             with pytest.raises(BudgetExceededError):
                 call(source, engine, acct)
             assert reads == [], f"{name} read the source before refusing: {reads}"
-            assert acct.spent == (0.0, 0.0)
+            assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
             assert acct.ledger == []
 
 
@@ -123,7 +123,7 @@ def test_ledger_refuses_before_read(name: str, call: Callable[..., Any], eps: fl
         with pytest.raises(BudgetExceededError):
             call(source, engine, ledger)
         assert reads == [], f"{name} read the source before refusing: {reads}"
-        assert ledger.spent == (0.0, 0.0)
+        assert (ledger.spent.epsilon, ledger.spent.delta) == (0.0, 0.0)
 
 
 def test_recorder_catches_a_read(reads: list[str]) -> None:
@@ -184,7 +184,7 @@ def test_grouped_plan_refusal_reads_and_spends_nothing(
     with pytest.raises(error, match=f"^{text}"):
         call(acct)
     assert reads == [], f"{name} read the source before refusing: {reads}"
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     assert acct.ledger == []
 
 
@@ -196,10 +196,10 @@ def test_grouped_read_refusal_spends_nothing(name: str, call: Callable[..., Any]
     acct = Accountant(PrivacyBudget(10.0, 1e-3))
     with pytest.raises(error, match=f"^{text}"):
         call(acct)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     assert acct.ledger == []
     unit = "event" if name.startswith("anonymized") else "item"
     ledger = Ledger.create(tmp_path / "budget.sqlite", PrivacyBudget(10.0, 1e-3), unit=unit)
     with pytest.raises(error, match=f"^{text}"):
         call(ledger)
-    assert ledger.spent == (0.0, 0.0)
+    assert (ledger.spent.epsilon, ledger.spent.delta) == (0.0, 0.0)

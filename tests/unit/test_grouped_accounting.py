@@ -169,7 +169,7 @@ def test_a_zcdp_release_equals_the_release_at_its_per_group_epsilon() -> None:
     assert "zCDP across groups" in acc["why"]
     assert "public parameters only" in acc["why"]
     eps_g = rel.mechanism_params["epsilon_per_group"]
-    assert acct.spent == (1.0, 1e-6)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 1e-6)
     assert (rel.epsilon, rel.delta) == (1.0, 1e-6)
     same = float(50 * Fraction(eps_g))  # ε whose ε/50 is the same mechanism
     pure = choose_group_accounting(epsilon=same, delta=0.0, max_groups_per_item=50,
@@ -246,7 +246,7 @@ def test_a_refused_call_spends_nothing(kwargs: dict[str, object]) -> None:
     with pytest.raises(ParameterError) as info:
         release_profile(_log(), rng=0, accountant=acct, **args)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_the_anonymized_groups_use_parallel_composition() -> None:

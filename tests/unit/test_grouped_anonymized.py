@@ -63,7 +63,7 @@ def test_public_list_gives_every_group_the_whole_epsilon() -> None:
                                        epsilon=1.0, unit="event", rng=2, accountant=acct)
     assert isinstance(rel, GroupedRelease)
     assert rel.groups == ("a", "b", "zz")
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
     assert rel.delta == 0.0
     assert all(rel[g].epsilon == 1.0 for g in rel)
     assert rel.mechanism_params["epsilon_per_group"] == 1.0
@@ -89,7 +89,7 @@ def test_selection_spends_epsilon_and_delta_once_and_halves_epsilon() -> None:
     df = pd.concat([_log(), pd.DataFrame({"w": [1], "site": ["lone"]})])
     rel = release_anonymized_histogram(df, item="w", group="site", delta=1e-6, epsilon=1.0,
                                        unit="event", rng=2, accountant=acct)
-    assert acct.spent == (1.0, 1e-6)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 1e-6)
     assert rel.delta == 1e-6
     assert rel.mechanism_params["selection"]["max_groups_per_item"] == 1
     assert all(rel[g].epsilon == 0.5 for g in rel)
@@ -128,7 +128,7 @@ def test_bad_grouped_input_is_one_line_and_spends_nothing(kwargs: dict[str, obje
         release_anonymized_histogram(_log(), **args)
     assert text in str(info.value)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_group_without_item_is_refused() -> None:

@@ -200,7 +200,7 @@ def test_bad_selection_input_is_one_line_and_spends_nothing(kwargs: dict[str, ob
                         epsilon=1.0, unit="item", rng=0, accountant=acct, **kwargs)
     assert text in str(info.value)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_delta_without_group_is_refused() -> None:
@@ -215,7 +215,7 @@ def test_accountant_is_charged_epsilon_and_delta_once() -> None:
     release_profile(_log(False), item="u", group="g", max_groups_per_item=3, delta=1e-6,
                     domain_size=10**4, max_count=5, epsilon=1.0, unit="item", rng=0,
                     accountant=acct)
-    assert acct.spent == (1.0, 1e-6)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 1e-6)
 
 
 def test_truncated_tail_is_symmetric() -> None:

@@ -68,7 +68,7 @@ def test_release_selects_and_spends_once(m: int) -> None:
     rel = release_window_counts(_log(), group="g", max_groups_per_item=m, delta=DELTA,
                                 unit="item", rng=3, accountant=acct, selection_epsilon=0.5,
                                 **BASE)
-    assert acct.spent == pytest.approx((1.0, DELTA))
+    assert (acct.spent.epsilon, acct.spent.delta) == pytest.approx((1.0, DELTA))
     assert (rel.epsilon, rel.delta) == (1.0, DELTA)
     params = rel.mechanism_params
     sel = params["selection"]
@@ -121,7 +121,8 @@ def test_no_group_selected_and_save_load(tmp_path: Path) -> None:
     lone = release_window_counts(df[df.g == "lone"], group="g", max_groups_per_item=1,
                                  delta=DELTA, unit="item", rng=3, accountant=acct, **BASE)
     assert lone.groups == ()  # p₁ <= 1e-6, as above
-    assert acct.spent == pytest.approx((1.0, DELTA))  # the selection itself was spent
+    # the selection itself was spent
+    assert (acct.spent.epsilon, acct.spent.delta) == pytest.approx((1.0, DELTA))
     assert "No group was released" in lone.simultaneous.description
     assert len(lone.to_pandas()) == 0
     assert list(lone.to_pandas().columns[:2]) == ["g", "window"]
@@ -151,7 +152,7 @@ def test_bad_selection_input_spends_nothing(kwargs: dict, text: str) -> None:
                               **BASE, **kwargs)
     assert text in str(info.value)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_out_of_range_refusal_spends_nothing() -> None:
@@ -160,4 +161,4 @@ def test_out_of_range_refusal_spends_nothing() -> None:
     with pytest.raises(DataError, match=r"^time of release_window_counts must"):
         release_window_counts(df, group="g", max_groups_per_item=2, delta=DELTA, unit="item",
                               rng=0, accountant=acct, **BASE)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)

@@ -104,7 +104,7 @@ def test_zcdp_release_states_it_and_spends_once(tmp_path: Path) -> None:
     assert "zCDP across groups" in mp["accounting_why"]
     assert "pure" in mp["accounting_why"]  # the other accounting's predicted RMSE
     assert "zCDP across groups" in mp["split"]
-    assert acct.spent == pytest.approx((1.0, 1e-4))
+    assert (acct.spent.epsilon, acct.spent.delta) == pytest.approx((1.0, 1e-4))
     rho = mp["rho_per_group"]
     sel = mp["selection"]
     eps_r, delta_r = 1.0 - sel["epsilon"], 1e-4 - sel["delta"]

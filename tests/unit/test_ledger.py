@@ -46,8 +46,9 @@ def test_overspend_refused_before_any_noise_is_drawn(ledger, rng):
     with pytest.raises(BudgetExceededError) as info:
         _fake_release([1, 2, 3], epsilon=0.5, accountant=ledger, rng=rng)
     assert rng.bit_generator.state == state
-    assert "remaining (epsilon=0.25" in str(info.value)
-    assert ledger.spent == (0.75, 0.0)
+    assert f"budget of ledger {str(ledger.path)!r}: " in str(info.value)
+    assert "; remaining ε=0.25, δ=5e-07 of total ε=1.0, δ=1e-06. " in str(info.value)
+    assert ledger.spent == PrivacyBudget(0.75)
     assert [(r["label"], r["unit"]) for r in ledger.ledger] == [("fake_release", "item")]
 
 
@@ -84,7 +85,7 @@ def test_check_does_not_record(ledger):
     ledger.check(1.0)
     with pytest.raises(BudgetExceededError):
         ledger.check(1.5)
-    assert ledger.spent == (0.0, 0.0)
+    assert (ledger.spent.epsilon, ledger.spent.delta) == (0.0, 0.0)
     assert ledger.total == PrivacyBudget(1.0, 1e-6)
 
 
@@ -172,7 +173,7 @@ def test_files_that_are_not_ledgers_give_one_line(tmp_path, make):
 def test_invalid_parameters(ledger, call):
     with pytest.raises(ParameterError):
         call(ledger)
-    assert ledger.spent == (0.0, 0.0)
+    assert (ledger.spent.epsilon, ledger.spent.delta) == (0.0, 0.0)
 
 
 def test_create_in_missing_directory(tmp_path):
@@ -185,11 +186,11 @@ def test_ledger_keeps_relations_apart_or_converts(tmp_path):
     apart.spend(0.25, unit="item")
     with pytest.raises(ParameterError, match=r"^unit of Ledger\.spend must be 'item'"):
         apart.spend(0.25, unit="event")
-    assert apart.spent == (0.25, 0.0)
+    assert (apart.spent.epsilon, apart.spent.delta) == (0.25, 0.0)
     conv = Ledger.create(tmp_path / "conv.sqlite", PrivacyBudget(1.0), unit="item_replace")
     conv.spend(0.25, unit="item")
     conv.spend(0.25, unit="item_replace")
-    assert conv.spent == (0.75, 0.0)
+    assert (conv.spent.epsilon, conv.spent.delta) == (0.75, 0.0)
     rows = conv.ledger
     assert rows[0]["epsilon"] == 0.5
     assert "2ε" in rows[0]["conversion"]

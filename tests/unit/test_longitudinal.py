@@ -195,6 +195,12 @@ def test_refuses_bad_parameters() -> None:
     with pytest.raises(ParameterError):
         simulate_longitudinal(devices=10, horizon=8, max_changes=2, epsilon=-1.0,
                               method="auto")
+    # 3e6 devices' change times fit (about 0.6 GB) but order 0's fair coins over 2^24 periods
+    # need terabytes: one line before anything is drawn, not a MemoryError
+    with pytest.raises(ParameterError, match=r"^devices of simulate_longitudinal must be small "
+                       r"enough for the simulated devices' change times and reports to fit"):
+        simulate_longitudinal(devices=3_000_000, horizon=1 << 24, max_changes=2, epsilon=1.0,
+                              method="rr", rng=0)
 
 
 def test_simulation_shapes_and_padding() -> None:

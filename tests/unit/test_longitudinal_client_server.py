@@ -398,3 +398,31 @@ def test_time_axis_in_params_and_results() -> None:
     with pytest.raises(ParameterError, match="period"):
         make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr",
                     start="2026-01-01", period="0d")
+
+
+def test_periods_without_all_their_reports_have_no_estimate() -> None:
+    """A period one of whose intervals (at an order with enrolled devices) has no report yet is
+    not estimated: NaN in the release, null in JSON, never a count of 0 that looks like data."""
+    p = make_params(horizon=8, max_changes=2, epsilon=2.0, method="rr")
+    clients = {u: LongitudinalClient(p, rng=u) for u in range(40)}
+    agg = LongitudinalAggregator(p)
+    agg.enrol(list(clients), [c.order for c in clients.values()], param_id=p.param_id)
+    assert np.all(agg.enrolled > 0)
+    agg.ingest_reports({**r, "device": u} for u, c in clients.items()
+                       for t in range(5) for r in c.step(int(u % 3 == 0)))
+    est = agg.estimate(confidence=0.9)
+    # periods 1..5 have ended; 6 = (1,3)+(2,1) and 7 = (0,7)+(1,3)+(2,1) lack (1,3), 8 = (3,1)
+    assert est.available.tolist() == [True] * 5 + [False] * 3
+    for arr in (est.value, est.unclamped, est.error.lower, est.error.upper,
+                est.error.band_lower, est.error.band_upper):
+        assert np.all(np.isfinite(arr[:5]))
+        assert np.all(np.isnan(arr[5:]))
+    assert "3 of 8 periods" in est.error.description
+    doc = json.loads(est.to_json())
+    assert doc["value"][5:] == [None] * 3
+    assert None not in doc["value"][:5]
+    assert doc["error"]["upper"][5:] == [None] * 3
+    assert doc["unclamped"][5:] == [None] * 3
+    for u, c in clients.items():  # the last three periods end: every period is estimated
+        agg.ingest_reports({**r, "device": u} for t in range(3) for r in c.step(0))
+    assert agg.estimate(confidence=0.9).available.all()

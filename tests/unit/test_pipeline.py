@@ -81,7 +81,7 @@ def test_run_release_runs_the_steps_in_order() -> None:
     out = run_release(_Steps(log), accountant=acct, rng=0)
     assert out == {"value": 5}
     assert log == ["plan", "charge", "check", "read", "spend", "draw", "build"]
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
     assert acct.ledger[0]["source"] == "memory"
 
 
@@ -93,7 +93,7 @@ def test_a_refusal_before_the_spend_spends_and_draws_nothing(fail: str) -> None:
         run_release(_Steps(log, fail), accountant=acct, rng=0)
     assert "spend" not in log
     assert "draw" not in log
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 def test_an_unaffordable_call_reads_nothing() -> None:
@@ -102,7 +102,7 @@ def test_an_unaffordable_call_reads_nothing() -> None:
     with pytest.raises(BudgetExceededError):
         run_release(_Steps(log), accountant=acct, rng=0)
     assert log == ["plan", "charge", "check"]
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize(("accountant", "rng"), [("all of it", 0), (None, "seed")])
@@ -124,7 +124,7 @@ def test_budget_gate_enforces_check_then_one_spend() -> None:
     gate.spend("memory")
     with pytest.raises(RuntimeError, match="checked once before"):
         gate.spend()
-    assert acct.spent == (0.25, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.25, 0.0)
     assert [row["source"] for row in acct.ledger] == ["memory"]
 
 
@@ -156,10 +156,10 @@ def test_a_bad_rng_spends_nothing(name: str, call: Callable[..., Any]) -> None:
     acct = Accountant(PrivacyBudget(2.0))
     with pytest.raises(ParameterError, match="rng of"):
         call(acct, "not a seed")
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     assert acct.ledger == []
     call(acct, 0)  # the same call with a valid rng is affordable
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
 
 
 class _Logged:
@@ -219,6 +219,7 @@ def test_grouped_releases_run_on_the_pipeline(name: str, module: Any, call: Call
     acct = _Recording(log, 2.0, 1e-5)
     rel = call(acct)
     assert log == ["plan", "charge", "check", "read", "spend", "draw", "build"]
-    assert acct.spent == (1.0, 1e-6 if name.endswith("selection") else 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (
+        1.0, 1e-6 if name.endswith("selection") else 0.0)
     assert len(acct.ledger) == 1
     assert set(rel.groups) <= {"a", "b"}

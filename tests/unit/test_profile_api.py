@@ -280,7 +280,7 @@ def test_max_count_zero_is_refused_before_reading_or_spending(method: str) -> No
                         epsilon=1.0, unit="event", method=method, accountant=acct, rng=1)
     assert str(info.value) == ("max_count of release_profile must be an integer >= 1; "
                                "got 0.")
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------- bad input
@@ -339,7 +339,7 @@ def test_max_count_too_large_for_memory(method: str) -> None:
         release_profile(COUNTS, domain_size=D, max_count=10**12, epsilon=1.0, unit="event",
                         method=method, accountant=acct)
     assert "\n" not in str(info.value)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize(("counts", "shown"), [([1, -2, 3], "an entry below 0"),
@@ -427,12 +427,12 @@ def test_accountant_charged_only_for_releases_that_happen(tmp_path: Path, seed: 
     with pytest.raises(DataError):
         release_profile(str(tmp_path / "missing.csv"), item="item", **{**KW, "epsilon": 0.5},
                         accountant=acct)
-    assert acct.spent == (0.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     release_profile(COUNTS, **{**KW, "epsilon": 0.75}, accountant=acct, rng=seed)
-    assert acct.spent == (0.75, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.75, 0.0)
     with pytest.raises(BudgetExceededError):
         release_profile(COUNTS, **{**KW, "epsilon": 0.5}, accountant=acct, rng=seed)
-    assert acct.spent == (0.75, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (0.75, 0.0)
     with pytest.raises(ParameterError, match="accountant of release_profile"):
         release_profile(COUNTS, **KW, accountant="ledger")
 

@@ -586,7 +586,7 @@ def test_huge_parameters_are_refused_before_spending(kwargs: dict, param: str,
         ProfileSketch(**{"max_count": 5, "epsilon": 1.0, **kwargs}, accountant=acc)
     assert needle in str(info.value)
     assert "\n" not in str(info.value)
-    assert acc.spent == (0.0, 0.0)
+    assert (acc.spent.epsilon, acc.spent.delta) == (0.0, 0.0)
 
 
 def test_tiny_epsilon_window_is_estimated(monkeypatch: pytest.MonkeyPatch) -> None:

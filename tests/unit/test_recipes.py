@@ -168,8 +168,8 @@ def test_a_grouped_adapter_refuses_alike_under_every_seed_and_spends_nothing():
                 run_grouped(_ItemCounts(_call(groups, delta), _visits(missing=True)),
                             accountant=acct, rng=seed)
             messages.add(str(exc.value))
-        assert acct.spent == (0.0, 0.0)
+        assert (acct.spent.epsilon, acct.spent.delta) == (0.0, 0.0)
     assert messages == {"group of item_counts must have no missing value."}
     acct = Accountant(PrivacyBudget(5.0, 1e-5))
     run_grouped(_ItemCounts(_call(None, 1e-6), _visits()), accountant=acct, rng=0)
-    assert acct.spent == (1.0, 1e-6)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 1e-6)

@@ -147,7 +147,7 @@ def test_budget_charged_once_and_nothing_random_before(tmp_path) -> None:
     for t in range(1, 4):
         s.append(_day(t), through=t)
     s.release(2)
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
     assert len(acct.ledger) == 1
     with pytest.raises(ParameterError, match="new or empty"):
         _create(tmp_path / "s")

@@ -281,7 +281,7 @@ def test_bad_input(over, exc, match):
 def test_accountant_charged_before_noise():
     acct = Accountant(PrivacyBudget(1.5))
     bad_call(accountant=acct)
-    assert acct.spent == (1.0, 0.0)
+    assert (acct.spent.epsilon, acct.spent.delta) == (1.0, 0.0)
     with pytest.raises(BudgetExceededError):
         bad_call(accountant=acct)
 

@@ -22,8 +22,8 @@ from dpfreq.accounting.numbers import exact_sum
 from dpfreq.accounting.plans import BudgetShare, budget_share, declared_epsilon
 from dpfreq.accounting.rules import Cost, Rule, Totals, admit, refusal, spent_epsilon
 
-__all__ = ["Entry", "Spending", "admission", "declaration", "share", "spending",
-           "totals_of"]
+__all__ = ["Entry", "Spending", "admission", "declaration", "refused_spend", "share",
+           "spending", "totals_of"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,38 @@ def admission(rule: Rule, entries: Sequence[Entry], epsilon: Fraction, delta: Fr
     return Entry(loss, cost, branch), ""
 
 
+def _number(x: Any) -> str:
+    return repr(float(x))
+
+
+def refused_spend(budget: str, asked: tuple[Any, Any], charged: tuple[Fraction, Fraction],
+                  why: str, remaining: tuple[Any, Any], total: tuple[Any, Any]) -> str:
+    """The one message of a refused spend, for every accountant and every command.
+
+    It says what was asked (and what that is charged at the budget's unit, when a unit
+    converts), why the rule refuses it, what remains of the total (public: the budget and its
+    spends are public, never the data), and what to do.
+
+    Examples
+    --------
+    >>> refused_spend("the budget", (1.0, 0), (Fraction(1), Fraction(0)), "why",
+    ...               (0.5, 0.0), (0.5, 0.0))  # doctest: +NORMALIZE_WHITESPACE
+    'spending ε=1.0, δ=0.0 would exceed the budget: why; remaining ε=0.5, δ=0.0 of total
+    ε=0.5, δ=0.0. Nothing was recorded and no noise was drawn; ask for no more than what
+    remains.'
+    """
+    eps, dlt = (_number(x) for x in asked)
+    shown = f"ε={eps}, δ={dlt}"
+    if (float(charged[0]), float(charged[1])) != (float(asked[0]), float(asked[1])):
+        shown += (f" (charged as ε={_number(charged[0])}, δ={_number(charged[1])} at the "
+                  "budget's unit)")
+    where = "" if budget == "the budget" else f" of {budget}"
+    return (f"spending {shown} would exceed the budget{where}: {why}; remaining "
+            f"ε={_number(remaining[0])}, δ={_number(remaining[1])} of total "
+            f"ε={_number(total[0])}, δ={_number(total[1])}. Nothing was recorded and no "
+            "noise was drawn; ask for no more than what remains.")
+
+
 def _pending(entries: Sequence[Entry]) -> list[tuple[int, PrivacyLoss]]:
     """``(declaration index, item)`` of every declared item not yet spent, in order."""
     left: list[tuple[int, PrivacyLoss]] = []
@@ -93,8 +125,8 @@ def declaration(rule: Rule, entries: Sequence[Entry], items: Sequence[PrivacyLos
     """
     eps, how = declared_epsilon(Composed(tuple(items)), delta)
     if eps is None:
-        return None, (f"the plan has no finite epsilon at its delta={float(delta):.3g} (its own "
-                      "bad events are more likely than that)")
+        return None, (f"the plan has no finite ε at its δ={float(delta):.3g} (its own bad "
+                      "events are more likely than that)")
     if eps == 0:
         eps = Fraction(1, 10**12)
     loss = ApproximateDP(eps, delta)
@@ -102,8 +134,8 @@ def declaration(rule: Rule, entries: Sequence[Entry], items: Sequence[PrivacyLos
     totals = totals_of(rule, entries)
     branch = admit(rule, totals, cost)
     if branch is None:
-        return None, (f"the plan's composed loss (epsilon={float(eps):.6g} at "
-                      f"delta={float(delta):.3g}, by {how}) does not fit: "
+        return None, (f"the plan's composed loss (ε={float(eps):.6g} at δ={float(delta):.3g}, "
+                      f"by {how}) does not fit: "
                       + refusal(rule, totals, cost))
     return Entry(loss, cost, "declared", items=tuple(items)), how
 

@@ -195,20 +195,21 @@ def spent_epsilon(rule: Rule, totals: Totals) -> tuple[Fraction | None, str]:
 
 
 def refusal(rule: Rule, totals: Totals, cost: Cost) -> str:
-    """Why :func:`admit` refuses ``cost``, in words (public figures only)."""
+    """Why :func:`admit` refuses ``cost``, in words (public figures only; ε and δ written as
+    symbols, so that the command line never reads them as its own options)."""
     after = totals.plus(cost)
     if rule.composition == "basic":
-        return (f"the sum would reach epsilon={float(after.epsilon):.6g}, "
-                f"delta={float(after.delta):.3g} of total epsilon={float(rule.epsilon):.6g}, "
-                f"delta={float(rule.delta):.3g}")
+        return (f"the sum would reach ε={float(after.epsilon):.6g}, "
+                f"δ={float(after.delta):.3g} of total ε={float(rule.epsilon):.6g}, "
+                f"δ={float(rule.delta):.3g}")
     if after.bad > rule.release_delta:
-        return (f"the releases' own delta would reach {float(after.bad):.3g}, above the "
+        return (f"the releases' own δ would reach {float(after.bad):.3g}, above the "
                 f"{float(rule.release_delta):.3g} the tight rule keeps for it (half of the "
-                "total delta; the other half converts the Rényi account)")
+                "total δ; the other half converts the Rényi account)")
     spent, _ = spent_epsilon(rule, after)
-    shown = "no finite epsilon" if spent is None else f"epsilon={float(spent):.6g}"
+    shown = "no finite ε" if spent is None else f"ε={float(spent):.6g}"
     return (f"it would take the composed loss to {shown} (sum and Rényi filter both over) of "
-            f"total epsilon={float(rule.epsilon):.6g}")
+            f"total ε={float(rule.epsilon):.6g}")
 
 
 def totals_record(totals: Totals) -> dict[str, Any]:

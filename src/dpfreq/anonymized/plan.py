@@ -309,9 +309,8 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
         raise ParameterError(message("epsilon", "given exactly when target_l1 is not",
                                      epsilon))
     if target_l1 is not None:
-        if not isinstance(target_l1, int | float) or not target_l1 > 0 or math.isinf(target_l1):
-            raise ParameterError(message("target_l1", "a finite number > 0", target_l1))
-        found = epsilon_for_l1(float(target_l1), hi, method, confidence)
+        target_l1 = check_positive_float(target_l1, "target_l1")
+        found = epsilon_for_l1(target_l1, hi, method, confidence)
         if found is None:
             raise ParameterError(message("target_l1", "reachable with epsilon <= 1000 "
                                          "for the top of n_range", target_l1))

@@ -35,6 +35,12 @@ Each result carries it, and its error statement is ``L ×`` the release's ℓ1 e
 Rényi entropy ``ln(P̂_a)/(1−a)`` and Chao1 are non-linear wrappers: still ε-DP by
 post-processing; Rényi's error statement follows from the power sum's, Chao1 has none.
 
+From a release with ``N = 0`` (the empty histogram is released) there is no sample size to
+scale by; the statement is then the property's range over every histogram of total at most
+``B``, the upper end of the release's exact interval for the true total, at the release's
+confidence (``ln B`` for the entropy, ``B`` for the support size, ``t·B`` unseen species...).
+The power sum and Rényi entropy have no value below their order, hence no statement.
+
 References
 ----------
 A. T. Suresh, "Differentially private anonymized histograms", NeurIPS 2019, §5 (Corollary 1).
@@ -125,8 +131,9 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     name = "miller-madow-entropy" if miller_madow else "entropy"
     big_r = max_count_of(inp)
     n = inp.sample_size
-    if n == 0:
-        return build_estimate(inp, name, 0.0, 0.0, big_r, {})
+    if n == 0:  # entropy <= ln(total) and Miller–Madow's term (S − 1)/(2n) < 1/2
+        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, total_bound=lambda b: math.log(
+            max(b, 1)) + (max(b - 1, 0) / (2 * max(b, 1)) if miller_madow else 0.0))
     value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
@@ -181,7 +188,8 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     observed = float(inp.prevalences.sum())
     if method == "observed":
         return build_estimate(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
-                       width=max(inp.sample_size, 1) / scale)
+                       width=max(inp.sample_size, 1) / scale,
+                       total_bound=lambda b: b / scale)  # at most the total many items
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
     extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
@@ -203,12 +211,16 @@ def _sgt(histogram: Any, name: str, extrapolation_ratio: float,
     if name == "support-coverage":
         params["normalized"] = normalized
     observed = float(inp.prevalences.sum())
+    if n == 0:  # on a total <= b: unseen in [0, t·b], coverage in [0, (1+t)·b] (share: [0, 1])
+        top = (lambda b: t * b) if name == "unseen-species" else (
+            (lambda b: 1.0) if normalized else (lambda b: (1.0 + t) * b))
+        return build_estimate(inp, name, 0.0, 0.0, big_r, params,
+                              value_range=(0.0, 1.0 if normalized else math.inf),
+                              total_bound=top)
     scale = n * (1.0 + t) if normalized else 1.0
     # unseen: between 0 and the t·n new samples; coverage: the observed support plus that
     value_range = (0.0, t * n) if name == "unseen-species" else (
         observed / scale, (observed + t * n) / scale)
-    if n == 0:
-        return build_estimate(inp, name, 0.0, 0.0, big_r, params, value_range=(0.0, 0.0))
     extra = 1.0 if name == "support-coverage" else 0.0
     value = linear_plugin(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
     lip = lipschitz_for(name, n, big_r, extrapolation_ratio=t, normalized=normalized)
@@ -327,9 +339,9 @@ def estimate_distance_to_uniformity(histogram: Any, *, domain_size: int) -> Prop
     big_r = max_count_of(inp)
     n = inp.sample_size
     params = {"domain_size": k}
-    if n == 0:
+    if n == 0:  # the distance lies in [0, 2]
         return build_estimate(inp, "distance-to-uniformity", 1.0, 0.0, big_r, params,
-                       value_range=(0.0, 2.0))
+                       value_range=(0.0, 2.0), total_bound=lambda b: 1.0)
     raw = 1.0 + linear_plugin(inp, lambda r: uniformity_coef(r, float(n), k))
     lip = lipschitz_for("distance-to-uniformity", n, big_r, domain_size=k)
     return build_estimate(inp, "distance-to-uniformity", raw, lip, big_r, params,

@@ -23,6 +23,7 @@ from dpfreq.release import ErrorStatement, Release
 __all__ = [
     "PropertyInput",
     "build_estimate",
+    "empty_error",
     "linear_plugin",
     "max_count_of",
     "private_error",
@@ -85,11 +86,37 @@ def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorSt
         f"not included.{tail}"))
 
 
+def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, float],
+                total_bound: Callable[[int], float] | None) -> ErrorStatement:
+    """The statement of an estimate from a release with ``N = 0`` (the empty histogram).
+
+    The release's exact interval ``[0, B]`` holds the true total at its confidence, and
+    ``total_bound(B)`` is the largest distance from ``value`` to the property of any histogram
+    of total at most ``B`` (the property's range there): together, a bound at that confidence,
+    vacuous when it covers the whole of ``value_range``.
+    """
+    interval = getattr(inp.release, "total_interval", None)
+    conf = getattr(getattr(inp.release, "error", None), "confidence", None)
+    if total_bound is None or interval is None or conf is None:
+        return no_statement("N = 0: the value on the empty sample is returned; no error "
+                            "statement is available")
+    big_b = int(interval[1])
+    bound = float(total_bound(big_b))
+    vacuous = value - bound <= value_range[0] and value + bound >= value_range[1]
+    return ErrorStatement(kind="bound", confidence=conf, value=bound, vacuous=vacuous,
+                          description=(
+        f"N = 0 (the empty histogram is released): the true total is at most {big_b} with "
+        f"probability >= {conf:g} (the release's exact interval), and on every histogram of "
+        f"total <= {big_b} the property lies within {bound:.6g} of {value:.6g}."))
+
+
 def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, big_r: int,
             parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
-            width: float = math.inf, error: ErrorStatement | None = None) -> PropertyEstimate:
+            width: float = math.inf, error: ErrorStatement | None = None,
+            total_bound: Callable[[int], float] | None = None) -> PropertyEstimate:
     """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
-    whether that moved it; ``width`` is the trivial error (for the vacuous flag)."""
+    whether that moved it; ``width`` is the trivial error (for the vacuous flag).
+    ``total_bound`` gives the statement at ``N = 0`` (:func:`empty_error`)."""
     rel = inp.release
     value = clamp(float(raw), value_range)
     common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
@@ -106,8 +133,7 @@ def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, 
                                                                **parameters},
                                 seeded=False, error=err, private=False, **common)
     if error is None and inp.sample_size == 0:
-        error = no_statement("N = 0: the value on the empty sample is returned; no error "
-                             "statement is available")
+        error = empty_error(inp, value, value_range, total_bound)
     if error is None:
         error = private_error(inp, lipschitz, width)
     common["unit"] = str(getattr(rel, "unit", "event"))

@@ -40,6 +40,7 @@ from dpfreq.cli.output import (
     claim_stdout,
     machine_stdout,
     rescue_release,
+    warn,
     write_output,
 )
 from dpfreq.errors import DataError
@@ -76,13 +77,14 @@ __all__ = [
     "resolve_engine_option",
     "seed_option",
     "spool_stdin",
+    "warn",
     "warn_if_no_rows",
     "warn_if_seeded",
     "with_options",
     "write_output",
 ]
 
-SEED_WARNING = "warning: --seed makes the noise reproducible; this result is NOT for production."
+SEED_WARNING = "--seed makes the noise reproducible; this result is NOT for production."
 DEFAULT_SPARK_MASTER = "local[*]"
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 _INT64_MAX = 2**63 - 1
@@ -256,8 +258,8 @@ def warn_if_no_rows(file: str, what: str) -> None:
     if ("://" in file or not path.is_file() or path.stat().st_size == 0  # refused later
             or _has_rows(path) is not False):
         return
-    click.echo(f"warning: {file} has no data rows; the release is {what} of an empty data set "
-               "(the budget is spent as usual).", err=True)
+    warn(f"{file} has no data rows; the release is {what} of an empty data set (the budget "
+         "is spent as usual).")
 
 
 def with_options(f: Any, options: list[Any]) -> Any:
@@ -277,7 +279,7 @@ def seed_option(f: Any) -> Any:
 
 def warn_if_seeded(seed: int | None) -> None:
     if seed is not None:
-        click.echo(SEED_WARNING, err=True)
+        warn(SEED_WARNING)
 
 
 def resolve_engine_option(engine: str | None, spark_master: str | None) -> Any:

@@ -16,6 +16,7 @@ import click
 import numpy as np
 
 import dpfreq.cli._common as shared
+from dpfreq._validate import check_positive_float
 from dpfreq.cli.grouped import (
     delta_option,
     echo_grouped_head,
@@ -24,6 +25,7 @@ from dpfreq.cli.grouped import (
     noise_line,
     plan_group_options,
 )
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
@@ -38,10 +40,11 @@ METHODS = ("auto", "privhist", "privhist-tuned", "hay")
 def read_prevalence_csv(path: str) -> dict[int, int]:
     """Read a two-column CSV with header ``count,prevalence`` into ``{count: prevalence}``.
 
-    Every row is a distinct count ``>= 1`` and the number of items (``>= 1``) that occur
-    exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any other header,
-    a non-integer cell, a repeated count, a row of the wrong width, or a Parquet file raises
-    :class:`~dpfreq.errors.DataError` naming the file and line (never the offending values).
+    Every row is a distinct count in ``1..2**52`` and the number of items (in ``1..2**52``)
+    that occur exactly that often. A UTF-8 byte-order mark (as Excel writes) is skipped. Any
+    other header, a non-integer cell, a repeated count, a row of the wrong width, or a Parquet
+    file raises :class:`~dpfreq.errors.DataError` naming the file and line (never the offending
+    values).
     """
     out: dict[int, int] = {}
     with Path(path).open("rb") as raw:
@@ -66,8 +69,10 @@ def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
         rows = csv.reader(handle)
         header = next(rows, None)
         if header is None or [h.strip().lower() for h in header] != ["count", "prevalence"]:
+            got = ("no first line" if header is None else  # the line may be data: not shown
+                   f"a first line of {len(header)} field(s) that is not that header")
             raise DataError(f"{path}: a --prevalence-csv file must start with the header "
-                            f"'count,prevalence'; got {','.join(header or [])!r}.")
+                            f"'count,prevalence'; got {got}.")
         for line, row in enumerate(rows, start=2):
             if not row or all(not cell.strip() for cell in row):
                 continue
@@ -79,8 +84,9 @@ def _read_prevalence_rows(path: str, out: dict[int, int]) -> dict[int, int]:
             except ValueError:
                 raise DataError(f"{_at(path, line)}: count and prevalence must be "
                                 "integers.") from None
-            if count < 1 or prevalence < 1:
-                raise DataError(f"{_at(path, line)}: count and prevalence must be >= 1.")
+            if not (1 <= count <= 2**52 and 1 <= prevalence <= 2**52):  # 2**52: exact totals
+                raise DataError(f"{_at(path, line)}: count and prevalence must be integers in "
+                                "1..2**52.")
             if count in out:
                 raise DataError(f"{_at(path, line)}: a count is listed twice.")
             out[count] = prevalence
@@ -153,6 +159,11 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
         lines.append(f"{label.get(key, key).ljust(width)}  {float(est.value):12.6g}  {band}  "
                      f"({lip})")
     return lines
+
+
+#: what the ± of a property line is
+_PLUS_MINUS = ("L x the release's sorted-l1 bound, or at N = 0 the property's range over the "
+               "totals in the total's interval")
 
 
 def _header(rel: Any, epsilon: float) -> list[str]:
@@ -254,6 +265,8 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
         raise click.UsageError("give --item COLUMN (or --prevalence-csv for a count,prevalence "
                                "file).")
     split = parse_split(split_text)
+    # the properties' own parameter, checked before the release spends anything
+    check_positive_float(extrapolation_ratio, "extrapolation_ratio")
     shared.warn_if_seeded(seed)
     if not prevalence_csv:
         shared.warn_if_no_rows(file, "the frequency list")
@@ -294,8 +307,7 @@ def command(file: str, item: str | None, count_column: str | None, prevalence_cs
     for line in _frequency_list(rel, top):
         click.echo(line)
     click.echo("# property estimates (post-processing of the release, no extra budget; "
-               "± = L x the release's sorted-l1 bound; [clamped] = moved into the quantity's "
-               "range):")
+               f"± = {_PLUS_MINUS}; [clamped] = moved into the quantity's range):")
     for line in _property_lines(props):
         click.echo(line)
 
@@ -330,7 +342,7 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
         for line in lines[1:] if lines[0].lstrip().startswith("count") else lines:
             click.echo(f"{name!s:>{name_width}}  {line}", err=err)
     click.echo("# property estimates per group (post-processing of each group's release, no "
-               "extra budget; ± = L x its sorted-l1 bound):", err=err)
+               f"extra budget; ± = {_PLUS_MINUS}):", err=err)
     for name, props in per_group.items():
         for line in _property_lines(props):
             click.echo(f"{name!s:>{name_width}}  {line}", err=err)
@@ -357,9 +369,9 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
               help="Smallest and largest total (number of rows or summed counts) the data may "
                    "have, e.g. 1e4,1e6 (public: never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
-@click.option("--target-l1", type=float, default=None, metavar="L1",
-              help="Instead of --epsilon: the sorted-l1 bound wanted at the top of --n-range; "
-                   "prints the epsilon that reaches it.")
+@target_option("--target-l1", metavar="L1",
+                      help="Instead of --epsilon: the sorted-l1 bound wanted at the top of "
+                           "--n-range; prints the epsilon that reaches it.")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="As for dpfreq anonymize.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
@@ -422,6 +434,5 @@ def _warn_if_count_column(file: str, item: str | None) -> None:
         return
     found = [c for c in header if c.strip().lower() in _COUNT_NAMES and c != item]
     if found:
-        click.echo(f"warning: {file} has a column {found[0]!r}; without --count every row "
-                   f"counts as one occurrence (for an item,count table pass --count "
-                   f"{found[0]}).", err=True)
+        shared.warn(f"{file} has a column {found[0]!r}; without --count every row counts as one "
+                    f"occurrence (for an item,count table pass --count {found[0]}).")

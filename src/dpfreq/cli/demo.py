@@ -28,6 +28,7 @@ from dpfreq.cli._common import (
     seed_option,
     warn_if_seeded,
 )
+from dpfreq.cli.output import warn
 from dpfreq.cli.profile import (
     format_header,
     format_table,
@@ -157,7 +158,7 @@ def command(out_dir: str, users: int, domain_size: int | None, max_count: int, e
 
     warning = vacuous_warning(rel)
     if warning is not None:
-        click.echo(warning, err=True)
+        warn(warning)
     _print_truth_check(rel, truth, d)
     _print_cost(rel, costly, truth, d, compare_epsilon is None)
     click.echo("# the 'true' column and the comparison are for this synthetic demo only: "

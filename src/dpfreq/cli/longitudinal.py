@@ -7,7 +7,6 @@ Formatting only; the work is in :mod:`dpfreq.longitudinal`.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -69,40 +68,47 @@ def _time_axis(start: str | None, period: str | None) -> dict[str, Any]:
 def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | None,
                confidence: float, write_for: str | None, out: str | None,
                per_order_sparsity: bool, start: str | None, period: str | None) -> None:
-    """Table of c_gap, certificate, per-period sd and interval half-width per method."""
-    if not 0 < confidence < 1:
-        raise ParameterError(f"--confidence of longitudinal params must be in (0, 1); got "
-                             f"{confidence!r}.")
-    n = 1 if devices is None else devices
-    beta = 1 - confidence
+    """Table of c_gap, certificate, largest per-period sd and interval half-width per method.
+
+    The sd and the half-width are those of :func:`dpfreq.longitudinal.plan_longitudinal` (and of
+    the estimate itself) for the same parameters: one error statement everywhere.
+    """
+    from dpfreq.longitudinal import plan_longitudinal
+
+    if write_for is not None and out is None:
+        raise click.UsageError("--method needs --out PARAMS.json")
+    # every parameter (the time axis too) is checked before anything is printed
+    bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
+                         method=write_for or "auto",
+                         per_order_sparsity=per_order_sparsity and write_for != "erlingsson",
+                         **_time_axis(start, period))
     rows = []
     for name in ["rr", "erlingsson", "futurerand", "calibrated", "threshold", "auto"]:
         per = per_order_sparsity and name != "erlingsson"
         p = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                         method=name, per_order_sparsity=per)
-        lg1, gaps = p.orders, p.c_gaps
-        # largest variance over t ≤ d: t = d − 1 uses every order below log d
-        sd = math.sqrt(n * lg1 * sum(1 / c**2 for c in gaps[: max(lg1 - 1, 1)]))
-        half = lg1 / min(gaps) * math.sqrt(2 * n * math.log(2 / beta))
+        # sd is exactly proportional to √n: without --devices, n = 1 gives sd/√n
+        plan = plan_longitudinal(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
+                                 method=name, devices=devices or 1, confidence=confidence,
+                                 per_order_sparsity=per)
         label = name if name != "auto" else f"auto ({p.method})"
-        rows.append((label, p.c_gap, p.certificate, sd, half))
-    sd_head, b_head = ("max sd", "interval ±") if devices is not None else ("max sd/√n",
-                                                                            "interval ±/√n")
+        half = f"{plan.max_halfwidth:.1f}" if devices is not None else "-"
+        rows.append((label, p.c_gap, p.certificate, float(np.max(plan.sd)), half))
+    sd_head = "max sd" if devices is not None else "max sd/√n"
     to_err = out == "-"  # stdout then carries only the JSON bundle
-    click.echo(f"{'method':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{b_head:>16}",
+    click.echo(f"{'method':<22}{'c_gap':>12}{'ln ratio':>10}{sd_head:>14}{'interval ±':>16}",
                err=to_err)
-    for label, c, cert, sd, b in rows:
-        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{b:>16.1f}", err=to_err)
+    for label, c, cert, sd, half in rows:
+        click.echo(f"{label:<22}{c:>12.6g}{cert:>10.4f}{sd:>14.1f}{half:>16}", err=to_err)
     click.echo(f"(horizon {horizon}, padded to {p.padded_horizon}; k = {max_changes}, ε = "
-               f"{epsilon}; max sd at t = d − 1; each interval holds w.p. {confidence}; "
-               "ln ratio = exact ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
-    if write_for is not None:
-        if out is None:
-            raise click.UsageError("--method needs --out PARAMS.json")
-        per = per_order_sparsity and write_for != "erlingsson"
-        bundle = make_params(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
-                             method=write_for, per_order_sparsity=per,
-                             **_time_axis(start, period))
+               f"{epsilon}; largest over the periods; each interval holds w.p. {confidence}, "
+               "as dpfreq plan longitudinal and the estimate state it; ln ratio = exact "
+               "ln(p_max/p_min) of the sampled law, ≤ ε)", err=to_err)
+    if devices is None:
+        click.echo("(give --devices N for the interval half-widths: Hoeffding's or "
+                   "Bernstein's bound, whichever is smaller, is not proportional to √n)",
+                   err=to_err)
+    if write_for is not None and out is not None:
         write_output(bundle.to_json(), out)
 
 
@@ -188,11 +194,11 @@ def aggregate_cmd(reports: str, params_path: str, enrolment: str | None, devices
             enrolled = [int(v) for v in devices.split(",")]
         except ValueError:
             enrolled = []
-        if len(enrolled) != params.orders or min(enrolled) < 0:
+        if len(enrolled) != params.orders or min(enrolled) < 0 or sum(enrolled) > 2**53:
             raise ParameterError(f"--devices of dpfreq longitudinal aggregate must be "
                                  f"{params.orders} comma-separated non-negative integers "
-                                 f"(devices per order 0..{params.orders - 1}); got "
-                                 f"{devices!r}.")
+                                 f"(devices per order 0..{params.orders - 1}, at most 2^53 in "
+                                 f"all); got {devices!r}.")
     rel = aggregate_reports_file(reports, params, enrolled=enrolled, engine=engine,
                                  confidence=confidence, dropouts=dropouts)
     emit_release(rel, json_out, plot_out)  # files first: a reader stopping early loses nothing
@@ -215,8 +221,10 @@ def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = Non
     first = "date" if "date" in table else "period"
     head = f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}"
     click.echo(head + (f"{'true':>12}" if truth is not None else ""))
+    ready = rel.available
     for i in range(rel.horizon if rows is None else min(rows, rel.horizon)):
         row = (f"{table[first][i]!s:>12}{table['estimate'][i]:>14.1f}"
-               f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}")
+               f"{table['lower'][i]:>12.1f}{table['upper'][i]:>12.1f}" if ready[i] else
+               f"{table[first][i]!s:>12}{'not ended':>14}{'-':>12}{'-':>12}")
         click.echo(row + (f"{truth[i]:>12.0f}" if truth is not None else ""))
 

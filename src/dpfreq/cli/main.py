@@ -31,7 +31,7 @@ from typing import Any
 import click
 
 from dpfreq import __version__
-from dpfreq.cli.output import forget_rescued_releases, rescue_drawn_releases
+from dpfreq.cli.output import forget_rescued_releases, rescue_drawn_releases, warn
 from dpfreq.cli.progress import progress_wanted, tqdm_reporter
 from dpfreq.errors import DPFreqError, debug_enabled, public_call
 from dpfreq.progress import reporting
@@ -194,7 +194,7 @@ def _where(exc: BaseException) -> str:
 def _one_line_warnings(argv: list[str] | None) -> Iterator[None]:
     def show(message: Any, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        click.echo(f"dpfreq: warning: {_one_line(_spelled(str(message), argv))}", err=True)
+        warn(_spelled(str(message), argv))
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -29,6 +29,7 @@ from dpfreq.errors import DataError
 
 __all__ = [
     "STDOUT",
+    "WARNING_PREFIX",
     "check_output_path",
     "claim_stdout",
     "forget_rescued_releases",
@@ -36,6 +37,8 @@ __all__ = [
     "rescue_drawn_releases",
     "rescue_file",
     "rescue_release",
+    "warn",
+    "write_json",
     "write_output",
 ]
 
@@ -167,6 +170,39 @@ def write_output(text: str, path: str, *, what: str = "") -> None:
         return
     Path(path).write_text(body, encoding="utf-8")
     click.echo(f"wrote {path}{' ' + what if what else ''}", err=True)
+
+
+#: How every warning of the command line starts: its own (a seeded result, an empty input file)
+#: and the library's Python warnings alike.
+WARNING_PREFIX = "dpfreq: warning: "
+
+
+def warn(text: str) -> None:
+    """Print ``text`` as one warning line ``dpfreq: warning: <text>`` on stderr.
+
+    The one door for warnings of the command line (:func:`dpfreq.cli.main.main` shows the
+    library's Python warnings through it too). Progress bars being drawn on stderr are cleared
+    for the line and drawn again below it, so a warning never lands inside a bar.
+    """
+    line = WARNING_PREFIX + " ".join(str(text).split())
+    tqdm = sys.modules.get("tqdm")  # bars exist only if the reporter imported tqdm
+    if tqdm is None:
+        click.echo(line, err=True)
+        return
+    with tqdm.tqdm.external_write_mode(file=sys.stderr):
+        click.echo(line, err=True)
+
+
+def write_json(doc: Any, path: str) -> None:
+    """Write the document ``doc`` as JSON with :func:`write_output`: numpy values as Python
+    ones and non-finite floats as the strings ``"inf"``/``"nan"``
+    (:func:`dpfreq.release.to_jsonable`), never the bare ``NaN``/``Infinity`` that strict JSON
+    readers refuse."""
+    import json
+
+    from dpfreq.release import to_jsonable
+
+    write_output(json.dumps(to_jsonable(doc), allow_nan=False), path)
 
 
 #: Texts of releases already saved by a rescue during the current command (not saved twice).

@@ -9,7 +9,6 @@ predicted per-class interval half-width, the band, the expected ℓ1 error and a
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
@@ -17,6 +16,7 @@ import click
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli._common import COUNT, IntegerType
 from dpfreq.cli.grouped import capping_option, format_grouped_plan, plan_group_options
+from dpfreq.cli.plan_options import target_option
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -71,10 +71,10 @@ def format_plan(plan: Any) -> list[str]:
               show_default=True, help="As for dpfreq profile.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence level of the intervals and the ℓ1 bound.")
-@click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
-              help="Also print the ε whose per-class half-width is at most ITEMS.")
-@click.option("--target-l1", type=float, default=None, metavar="L1",
-              help="Also print the ε whose ℓ1 bound is at most L1 (fractions, ≤ 2).")
+@target_option("--target-half-width", metavar="ITEMS",
+               help="Also print the ε whose per-class half-width is at most ITEMS.")
+@target_option("--target-l1", metavar="L1",
+               help="Also print the ε whose ℓ1 bound is at most L1 (fractions, ≤ 2).")
 @plan_group_options
 @capping_option
 def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
@@ -86,11 +86,6 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
     every group and of the private selection of the groups)."""
     from dpfreq.profile import plan_profile
 
-    for option, target in (("--target-half-width", target_half_width),
-                           ("--target-l1", target_l1)):
-        if target is not None and not (math.isfinite(target) and target > 0):
-            raise click.BadParameter(f"must be a finite number > 0; got {target!r}.",
-                                     param_hint=option)
     if group is not None and (target_half_width is not None or target_l1 is not None):
         raise click.UsageError("--target-* plan one ungrouped release; drop --group.")
     plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,

@@ -7,12 +7,11 @@ Mirrors :func:`dpfreq.longitudinal.plan_longitudinal`; formatting only. Register
 
 from __future__ import annotations
 
-import json
-import math
-
 import click
 
-from dpfreq.cli._common import POSITIVE, output_path_option, write_output
+from dpfreq.cli._common import POSITIVE, output_path_option
+from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.errors import ParameterError
 
 __all__ = ["command"]
@@ -32,8 +31,8 @@ METHODS = ["auto", "calibrated", "erlingsson", "futurerand", "rr", "threshold"]
               help="Confidence of the intervals and the band.")
 @click.option("--per-order-sparsity", is_flag=True, default=False,
               help="Randomizer of order h built for min(k, d/2^h) changes (not in the paper).")
-@click.option("--target-half-width", type=float, default=None, metavar="DEVICES",
-              help="Also print the ε whose largest per-period half-width is at most DEVICES.")
+@target_option("--target-half-width", metavar="DEVICES",
+               help="Also print the ε whose largest per-period half-width is at most DEVICES.")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the plan as JSON to FILE ('-' = stdout; then the text goes to "
                          "stderr).")
@@ -43,10 +42,6 @@ def command(horizon: int, max_changes: int, epsilon: float, method: str, devices
     """Predicted per-period intervals of a longitudinal estimate (no data, no budget)."""
     from dpfreq.longitudinal import plan_longitudinal
 
-    if target_half_width is not None and not (math.isfinite(target_half_width)
-                                              and target_half_width > 0):
-        raise click.BadParameter(f"must be a finite number > 0; got {target_half_width!r}.",
-                                 param_hint="--target-half-width")
     plan = plan_longitudinal(horizon=horizon, max_changes=max_changes, epsilon=epsilon,
                              method=method, devices=devices, confidence=confidence,
                              per_order_sparsity=per_order_sparsity)
@@ -64,4 +59,4 @@ def command(horizon: int, max_changes: int, epsilon: float, method: str, devices
         click.echo(f"ε for a per-period half-width ≤ {target_half_width:g} devices: {said}",
                    err=to_err)
     if json_out is not None:
-        write_output(json.dumps(doc), json_out)
+        write_json(doc, json_out)

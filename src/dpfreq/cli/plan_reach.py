@@ -6,13 +6,14 @@ Mirrors :func:`dpfreq.windows.plan_window_counts`; formatting only. Registered i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from dpfreq.cli._common import COUNT, output_path_option, write_output
+from dpfreq.cli._common import COUNT, output_path_option
 from dpfreq.cli.grouped import capping_option, group_options
+from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
 
@@ -24,9 +25,9 @@ __all__ = ["command"]
 @click.option("--scale", type=COUNT, default=None, metavar="ITEMS",
               help="Public reference reach (e.g. audience size): a family whose interval is no "
                    "narrower than [0, ITEMS] is flagged VACUOUS, with the ε that fixes it.")
-@click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
-              help="Also print, per family and k, the total ε of the call (as --epsilon, split "
-                   "over every family and k) whose largest half-width is ≤ ITEMS.")
+@target_option("--target-half-width", metavar="ITEMS",
+               help="Also print, per family and k, the total ε of the call (as --epsilon, split "
+                    "over every family and k) whose largest half-width is ≤ ITEMS.")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the plan as JSON to FILE ('-' = stdout; then the text goes to "
                          "stderr).")
@@ -67,9 +68,7 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
                 try:
                     eps: float | None = plan.epsilon_for(target_half_width, family=label, k=k)
                     said = f"{eps:g}"
-                except ParameterError as exc:
-                    if target_half_width <= 0:
-                        raise
+                except ParameterError as exc:  # the target was checked: out of reach
                     eps, said = None, f"not reachable ({exc})"
                 targets[f"{label}, k={k}"] = eps
                 click.echo(f"total ε for {label}, k={k} half-width ≤ {target_half_width:g} "
@@ -78,4 +77,4 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
         doc = plan.to_dict()
         if targets:
             doc["epsilon_for_target"] = {"target_half_width": target_half_width, **targets}
-        write_output(json.dumps(doc), json_out)
+        write_json(doc, json_out)

@@ -10,13 +10,12 @@ instead. Reads no data, spends nothing. Registered in the ``dpfreq plan`` group 
 
 from __future__ import annotations
 
-import json
-
 import click
 
 import dpfreq.cli._common as shared
-from dpfreq._validate import check_positive_float
-from dpfreq.cli._common import output_path_option, write_output
+from dpfreq.cli._common import output_path_option
+from dpfreq.cli.output import write_json
+from dpfreq.cli.plan_options import target_option
 from dpfreq.cli.stream_options import accuracy_options, parse_horizon
 
 __all__ = ["command"]
@@ -26,9 +25,10 @@ __all__ = ["command"]
 @accuracy_options
 @click.option("--rows", type=shared.POSITIVE, default=8, show_default=True,
               help="Periods printed (spread from the first to the last; the JSON has all).")
-@click.option("--target-half-width", type=float, default=None, metavar="ITEMS",
-              help="Also print the smallest ε of the stream whose per-answer half-width is "
-                   "≤ ITEMS at every period (every other option as given).")
+@target_option("--target-half-width", metavar="ITEMS",
+                      help="Also print the smallest ε of the stream whose per-answer "
+                           "half-width is ≤ ITEMS at every period (every other option as "
+                           "given).")
 @output_path_option("--json", "json_out", suffixes=(".json",), allow_stdout=True,
                     help="Write the forecast as JSON to FILE ('-' = stdout; then the text "
                          "goes to stderr).")
@@ -49,10 +49,10 @@ def command(horizon_text: str, k_text: str, unit: str, epsilon: float, delta: fl
     lines = forecast.lines(rows)
     doc = forecast.to_dict()
     if target_half_width is not None:
-        eps = forecast.epsilon_for(check_positive_float(target_half_width, "target_half_width"))
+        eps = forecast.epsilon_for(target_half_width)
         doc["epsilon_for_target_half_width"] = {"target": target_half_width, "epsilon": eps}
         lines.append(f"ε for a per-answer half-width ≤ {target_half_width:g} items at every "
                      f"period: {eps:g}")
     if json_out is not None:
-        write_output(json.dumps(doc), json_out)
+        write_json(doc, json_out)
     click.echo("\n".join(lines), err=json_out == "-")

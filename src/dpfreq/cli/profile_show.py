@@ -15,6 +15,7 @@ import click
 
 from dpfreq._validate import message
 from dpfreq.cli._common import output_options, write_output
+from dpfreq.cli.output import warn
 from dpfreq.cli.profile_table import echo_profile, parse_rows, rows_option
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 
@@ -36,8 +37,8 @@ def _show(saved: str, rows: int | None, json_out: str | None, plot_out: str | No
     rel: Any = ProfileRelease.load(saved)
     try:
         if rel.seeded:
-            click.echo(f"warning: {saved} holds a seeded release (reproducible noise); it is "
-                       "NOT for production.", err=True)
+            warn(f"{saved} holds a seeded release (reproducible noise); it is NOT for "
+                 "production.")
         if json_out is not None:
             write_output(rel.to_json(), json_out)
         if plot_out is not None:

@@ -10,6 +10,8 @@ from typing import Any
 import click
 import numpy as np
 
+from dpfreq.cli.output import warn
+
 __all__ = [
     "echo_profile",
     "format_header",
@@ -115,11 +117,12 @@ def format_header(rel: Any, what: str) -> list[str]:
 
 
 def vacuous_warning(rel: Any) -> str | None:
-    """One line for stderr when the release's error statement is vacuous, else None."""
+    """The warning (:func:`dpfreq.cli.output.warn`) when the release's error statement is
+    vacuous, else None."""
     if not rel.error.vacuous:
         return None
     tail = rel.error.description.split("This statement is vacuous:")[-1].strip()
-    return f"warning: the error statement is vacuous: {tail}"
+    return f"the error statement is vacuous: {tail}"
 
 
 def parse_rows(text: str) -> int | None:
@@ -152,4 +155,4 @@ def echo_profile(rel: Any, what: str, rows: int | None, to_err: bool,
     click.echo(format_table(rel, rows, truth=truth), err=to_err)
     warning = vacuous_warning(rel)
     if warning is not None:
-        click.echo(warning, err=True)
+        warn(warning)

@@ -23,6 +23,7 @@ import numpy as np
 
 from dpfreq._validate import check_confidence, message
 from dpfreq.cli._common import output_path_option, parse_int_list, write_output
+from dpfreq.cli.output import warn
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["command", "load_saved", "parse_window", "period_label"]
@@ -242,8 +243,8 @@ def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
     conf = check_confidence(confidence, "--confidence")
     info, records = _load_and_answer(saved, window_text, ks, conf, group_names)
     if info["seeded"]:
-        click.echo("warning: the saved release was made with --seed (reproducible noise); "
-                   "these answers are NOT for production.", err=True)
+        warn("the saved release was made with --seed (reproducible noise); these answers are "
+             "NOT for production.")
     if json_out is not None:
         doc = {"type": "WindowQueryAnswers", "post_processing": True,
                "budget_spent": {"epsilon": 0.0, "delta": 0.0}, "release": info,

@@ -72,8 +72,9 @@ def _is_spark(engine: Any) -> bool:
 def _time_filter(rel: Any, column: str, axis: Any) -> str:
     """The SQL condition keeping the rows whose time is in the axis' range."""
     if column not in rel.columns:
-        raise DataError(message("--time", f"a column of the file {list(rel.columns)}",
-                                column))
+        from dpfreq.engines import column_error  # the planner commands import no engine
+
+        raise column_error(rel, column)
     kind = str(rel.types[rel.columns.index(column)]).upper()
     col = _quoted(column)
     low, high = axis.utc_bounds()
@@ -124,6 +125,7 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
         raise ParameterError(message("--engine", "memory or duckdb with --start/--end "
                                      "or --null-group drop (these rules run where DuckDB reads "
                                      "the file; with Spark, filter the table first)", "spark"))
+    from dpfreq.engines import column_error
     from dpfreq.engines.duckdb import DuckDBEngine
 
     text = tuple(c for c in (item, group) if c is not None)
@@ -132,8 +134,7 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
     if drop:
         assert group is not None
         if group not in rel.columns:
-            raise DataError(message("--group", f"a column of the file "
-                                    f"{list(rel.columns)}", group))
+            raise column_error(rel, group)
         conditions.append(f"{_quoted(group)} IS NOT NULL")
     if axis is not None:
         assert time is not None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dpfreq.cli._common import COUNT, POSITIVE
+from dpfreq.cli.output import warn
 from dpfreq.errors import EngineUnavailableError
 
 if TYPE_CHECKING:
@@ -204,8 +205,8 @@ def command(ctx: click.Context, db: str, host: str, port: int, admin_token_file:
     admin = read_admin_token(admin_token_file)
     if admin is None:
         what = "study" if role == "collector" else "measurement"
-        click.echo("dpfreq serve: warning: no admin token (--admin-token-file or "
-                   f"DPFREQ_ADMIN_TOKEN): no new {what} can be created", err=True)
+        warn("no admin token (--admin-token-file or DPFREQ_ADMIN_TOKEN): no new "
+             f"{what} can be created.")
     # Each process enforces its share of the limits: whichever process a request reaches, the
     # total allowed to one key stays within rate (per second) and burst.
     config = ServerConfig(db=db, admin_token=admin if workers == 1 else None,

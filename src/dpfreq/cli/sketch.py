@@ -189,6 +189,7 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     params = _load_params(params_file)
     key = load_key(key_file)
     shared.warn_if_seeded(seed)
+    shared.warn_if_no_rows(log, "the sketch")  # a party with no events: all-zero registers
     sketch = build_sketch(log, user=user, party=party, params=params, key=key, time=time,
                           period=period, campaign=campaign, campaigns=names, engine=engine,
                           rng=seed, accountant=accountant)
@@ -197,8 +198,8 @@ def build_command(log: str, party: str, params_file: str, key_file: str, user: s
     except (OSError, DataError) as exc:  # drawn and charged: never lose it
         raise rescue_file(sketch.save, exc, failed=f"--out {out}", what="sketch",
                           suffix=".sketch") from None
-    click.echo(f"wrote {out}: sketch of party {party!r}, epsilon={sketch.epsilon:g}, "
-               f"unit=item ({sketch.relation})", err=True)
+    click.echo(f"wrote {out}: sketch of party {party!r} ({sketch.coverage.describe()}), "
+               f"epsilon={sketch.epsilon:g}, unit=item ({sketch.relation})", err=True)
 
 
 def _number(x: float) -> str:
@@ -209,9 +210,14 @@ def format_release(rel: Any) -> list[str]:
     """The merge as text: the union's and each party's k+ reach with intervals, and the
     union's frequency distribution."""
     conf = rel.error.confidence
+    from dpfreq.crossparty import Coverage
+
+    covers = Coverage.from_dict(rel.mechanism_params["coverage"]).describe()
     lines = [f"# dpfreq sketch merge: {len(rel.parties)} parties ({', '.join(rel.parties)}); "
              f"epsilon={rel.epsilon:g}, delta={rel.delta:g} per party, unit={rel.unit} (a user "
              f"with all their impressions at one party); mechanism={rel.mechanism}",
+             f"# measurement {rel.mechanism_params['params']['measurement']!r} covering "
+             f"{covers}",
              *(["# seeded sketches (reproducible noise): NOT for production"]
                if rel.seeded else []),
              f"# {conf:g} intervals of the raw estimates; estimates after the consistency step"
@@ -230,26 +236,56 @@ def format_release(rel: Any) -> list[str]:
     return lines
 
 
+def _expected_coverage(start: str | None, end: str | None, campaigns: str | None) -> Any:
+    """The coverage ``merge`` pins from ``--start``/``--end``/``--campaigns`` (None when none
+    is given; when one is, what is not given is pinned to every time or every campaign)."""
+    from dpfreq.crossparty import Coverage
+    from dpfreq.crossparty.registers import check_log_spec
+
+    period = _log_period(start, end)
+    if period is None and campaigns is None:
+        return None
+    _, names = log_selection(None, None, None, campaigns)
+    spec = check_log_spec(user="user", time=None if period is None else "time", period=period,
+                          campaign=None if names is None else "campaign", campaigns=names)
+    return Coverage.of(spec.period, period, spec.campaigns)
+
+
 @command.command(name="merge")
 @click.argument("sketches", nargs=-1, required=True)
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence level of the intervals.")
+@click.option("--params", "params_file", default=None, metavar="PARAMS.json",
+              help="The measurement's parameters (from 'dpfreq sketch params'): a sketch of "
+                   "other parameters is refused.")
+@click.option("--start", default=None,
+              help="The first time the sketches must count (as given to 'build'; with --end).")
+@click.option("--end", default=None,
+              help="The first time they must not count (integer or ISO date/time).")
+@click.option("--campaigns", default=None, metavar="A,B,...",
+              help="The campaigns they must count. With --start/--end or --campaigns, what is "
+                   "not given is pinned to every time or every campaign.")
 @shared.output_options
-def merge_command(sketches: tuple[str, ...], confidence: float, json_out: str | None,
-                  plot_out: str | None) -> None:
+def merge_command(sketches: tuple[str, ...], confidence: float, params_file: str | None,
+                  start: str | None, end: str | None, campaigns: str | None,
+                  json_out: str | None, plot_out: str | None) -> None:
     """Merge sketch files of any parties into reach, k+ reach and frequency.
 
     Post-processing of the sketches: no key, no budget. Refuses sketches of different
-    parameters, a sketch given twice, two sketches of one party and any edited file.
+    parameters or coverage (period, campaigns), of others than --params, --start/--end and
+    --campaigns pin, a sketch given twice, two sketches of one party and any edited file.
     """
     from dpfreq.crossparty import merge_sketches
 
+    params = None if params_file is None else _load_params(params_file)
+    coverage = _expected_coverage(start, end, campaigns)
     for path in sketches:
         if not path or not Path(path).exists():
             raise DataError(f"sketch file {path!r} does not exist.")
         if not Path(path).is_file():
             raise DataError(f"sketch file {path!r} is not a file.")
-    rel = merge_sketches(list(sketches), confidence=confidence)
+    rel = merge_sketches(list(sketches), confidence=confidence, params=params,
+                         coverage=coverage)
     for line in format_release(rel):
         click.echo(line)
     shared.emit_release(rel, json_out, plot_out, text=json.dumps(rel.to_dict(), indent=2))

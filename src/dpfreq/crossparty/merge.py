@@ -2,9 +2,10 @@
 
 A merge is post-processing of the sketches: it spends nothing, draws nothing, and needs no key.
 It refuses, before computing anything, sketches of different parameters (measurement, registers,
-sampling, cap, ε, hash key), the same sketch twice, and two sketches of one party (two noise
-draws of one log would count its users twice); reading a file refuses a tampered one
-(:mod:`dpfreq.crossparty.files`).
+sampling, cap, ε, hash key) or coverage (period, campaigns), sketches of other parameters or
+coverage than the analyst expects (when given), the same sketch twice, and two sketches of one
+party (two noise draws of one log would count its users twice); reading a file refuses a
+tampered one (:mod:`dpfreq.crossparty.files`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import check_confidence, message
 from dpfreq.crossparty.consistency import consistent_kplus
+from dpfreq.crossparty.coverage import Coverage
 from dpfreq.crossparty.estimate import (
     EntityEstimate,
     estimate_entity,
@@ -26,6 +28,7 @@ from dpfreq.crossparty.estimate import (
     union_error,
 )
 from dpfreq.crossparty.local_noise import calibrate
+from dpfreq.crossparty.params import CrossPartyParams
 from dpfreq.crossparty.result import CrossPartyRelease
 from dpfreq.crossparty.sketch import MECHANISM, UNIT, PartySketch
 from dpfreq.errors import ParameterError, public_errors
@@ -53,8 +56,15 @@ def _load(sketches: Any) -> list[PartySketch]:
     return out
 
 
-def check_mergeable(sketches: list[PartySketch]) -> None:
-    """Refuse (one line each) differing parameters, a sketch twice, a party twice.
+def _public(sketch: PartySketch) -> dict[str, Any]:
+    """What must agree across merged sketches: the parameters and the coverage, by field."""
+    return {**sketch.params.to_dict(), **sketch.coverage.to_dict()}
+
+
+def check_mergeable(sketches: list[PartySketch], *, params: CrossPartyParams | None = None,
+                    coverage: Coverage | None = None) -> None:
+    """Refuse (one line each) differing parameters or coverage, parameters or coverage other
+    than ``params``/``coverage`` (when given), a sketch twice, a party twice.
 
     Examples
     --------
@@ -62,16 +72,23 @@ def check_mergeable(sketches: list[PartySketch]) -> None:
     """
     if not sketches:
         return
-    first = sketches[0].params.to_dict()
+    first = _public(sketches[0])
+    expected = {**({} if params is None else params.to_dict()),
+                **({} if coverage is None else coverage.to_dict())}
     seen_ids: dict[str, str] = {}
     seen_parties: set[str] = set()
     for i, sketch in enumerate(sketches):
-        fields = sketch.params.to_dict()
+        fields = _public(sketch)
         for name, value in fields.items():
+            if name in expected and value != expected[name]:
+                raise ParameterError(message(
+                    "sketches", f"a list of sketches of the expected parameters and coverage "
+                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {value!r}, "
+                    f"expected {expected[name]!r})", f"{len(sketches)} sketches"))
             if value != first[name]:
                 raise ParameterError(message(
-                    "sketches", f"a list of sketches with the same parameters "
-                    f"(sketch {i + 1}, party {sketch.party!r}, has {name}={value!r}, the first "
+                    "sketches", f"a list of sketches with the same parameters and coverage "
+                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {value!r}, the first "
                     f"has {first[name]!r})", f"{len(sketches)} sketches"))
         if sketch.sketch_id in seen_ids:
             other = seen_ids[sketch.sketch_id]
@@ -127,7 +144,8 @@ _NOISE = ("the exact noise laws (randomized response on the reach bits, discrete
 
 @public_errors(_FUNC)
 def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
-                   confidence: float = 0.95) -> CrossPartyRelease:
+                   confidence: float = 0.95, params: CrossPartyParams | None = None,
+                   coverage: Coverage | None = None) -> CrossPartyRelease:
     """Merge party sketches into deduplicated reach, k+ reach and frequency, with intervals.
 
     Parameters
@@ -136,6 +154,11 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
         One sketch per party of the same measurement (any subset of the parties).
     confidence : float, default 0.95
         Confidence level of the intervals, in (0, 1).
+    params : CrossPartyParams, optional
+        The parameters the analyst expects (the measurement's parameters file): a sketch of
+        others is refused, naming the field. None: the sketches need only agree.
+    coverage : Coverage, optional
+        The period and campaigns the analyst expects, checked in the same way.
 
     Returns
     -------
@@ -146,7 +169,8 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
     Raises
     ------
     ParameterError
-        Sketches of different parameters, the same sketch twice, two sketches of one party.
+        Sketches of different parameters or coverage, or of others than ``params`` and
+        ``coverage``, the same sketch twice, two sketches of one party.
     DataError
         A sketch file that is missing, tampered with or unreadable.
 
@@ -181,16 +205,23 @@ def merge_sketches(sketches: Sequence[PartySketch | str | Path], *,
     dpfreq.errors.ParameterError: sketches of merge_sketches must be a list in which each sketch ...
     """
     conf = check_confidence(confidence, "confidence")
+    if params is not None and not isinstance(params, CrossPartyParams):
+        raise ParameterError(message("params", "None or a CrossPartyParams",
+                                     type(params).__name__))
+    if coverage is not None and not isinstance(coverage, Coverage):
+        raise ParameterError(message("coverage", "None or a Coverage",
+                                     type(coverage).__name__))
     loaded = _load(sketches)
-    check_mergeable(loaded)
+    check_mergeable(loaded, params=params, coverage=coverage)
     z = NormalDist().inv_cdf((1.0 + conf) / 2.0)
     hist, sums = _union_inputs(loaded)
     union = _entity(hist, sums, len(loaded), loaded[0], z)
     parts = [_entity(_bit_histogram(s), s.frequency, 1, s, z) for s in loaded]
     u, p = consistent_kplus(union.kplus, union.kplus_sd, np.vstack([e.kplus for e in parts]),
                             np.vstack([e.kplus_sd for e in parts]))
-    params = loaded[0].params
-    mech = {"params": params.to_dict(), "noise": calibrate(params).describe(),
+    params = loaded[0].params  # every sketch's (checked above)
+    mech = {"params": params.to_dict(), "coverage": loaded[0].coverage.to_dict(),
+            "noise": calibrate(params).describe(),
             "parties": [s.party for s in loaded], "sketch_ids": [s.sketch_id for s in loaded],
             "engines": [s.engine for s in loaded], "confidence": conf,
             "sampling_rate": float(params.sampling_rate),

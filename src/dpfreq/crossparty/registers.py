@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import check_int, message
 from dpfreq.crossparty.params import CrossPartyParams
-from dpfreq.crossparty.registers_duckdb import duckdb_registers
+from dpfreq.crossparty.registers_duckdb import duckdb_registers, log_columns
 from dpfreq.crossparty.registers_memory import instant_us, memory_registers
 from dpfreq.crossparty.registers_spark import spark_registers
 from dpfreq.crossparty.vid import vid_hash
@@ -196,9 +196,9 @@ def register_frequencies(source: Any, *, spec: LogSpec, params: CrossPartyParams
     K = params.max_frequency
     if name == "memory":
         if not isinstance(source, Mapping):  # a file, SQL or table: its columns, through DuckDB
-            names = [c for c in (spec.user, spec.time, spec.campaign) if c is not None]
-            source = get_engine("duckdb").read_columns(  # type: ignore[attr-defined]
-                source, list(dict.fromkeys(names)), text_columns=(spec.user,))
+            reader = get_engine("duckdb")
+            source = log_columns(reader, reader.relation(  # type: ignore[attr-defined]
+                source, text_columns=(spec.user,)), spec)
         regs, values = memory_registers(source, spec, vh, K)
     elif name == "duckdb":
         regs, values = duckdb_registers(eng.relation(source, text_columns=(  # type: ignore[attr-defined]

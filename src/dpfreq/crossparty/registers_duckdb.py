@@ -7,10 +7,19 @@ row per sampled user — its register and capped count — is fetched, and the c
 register is a :func:`numpy.bincount` (faster than a second ``GROUP BY``, measured). The secret
 prefix travels in the query text to the connection (in process) and never appears in an error
 message.
+
+Integer columns include ``DECIMAL(p,0)`` (what DuckDB reads for an unsigned 64-bit or a decimal
+Parquet column, and what a ``sum`` gives) — ids are their decimal text, as in Spark; a
+``DECIMAL`` with a fraction is refused, as in Spark. The column checks are
+:func:`checked_columns`, which the memory engine applies too when it reads a file or table
+through DuckDB. A log with no rows has all-zero registers whatever its column types (a
+header-only CSV has no types to read).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -18,9 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
-__all__ = ["duckdb_registers"]
+__all__ = ["checked_columns", "duckdb_registers", "log_columns"]
 
 _INTEGER = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
             "uinteger", "ubigint", "uhugeint"}
@@ -28,7 +38,11 @@ _TEXT = {"varchar"}
 _LABELS = {"enum"}  # a pandas categorical or a DuckDB ENUM: its labels, as text
 _TIME = {"date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
          "timestamp with time zone", "timestamptz", "timestamptz_ns"}
+_WHOLE_DECIMAL = re.compile(r"decimal\(\d+,0\)")
+_IDS = ("integer", "text", "labels")
+_TIMES = ("integer", "timestamp", "timestamptz")
 _NULL_USERS, _OUTSIDE = -1, -2
+_NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 def _quote_ident(name: str) -> str:
@@ -39,46 +53,102 @@ def _quote_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _type_name(ty: Any) -> str:
+    """A column type's name: its id, with precision and scale for a DECIMAL (never an ENUM's
+    labels: they are data)."""
+    name = str(ty.id).lower()
+    if name == "decimal":
+        params = dict(ty.children)
+        return f"decimal({params['precision']},{params['scale']})"
+    return name
+
+
 def _types(rel: duckdb.DuckDBPyRelation) -> dict[str, str]:
     func = public_caller()
     try:
-        return {c: str(t.id).lower() for c, t in zip(rel.columns, rel.types, strict=True)}
+        return {c: _type_name(t) for c, t in zip(rel.columns, rel.types, strict=True)}
     except duckdb.Error as exc:
         raise DataError(f"source of {func}: DuckDB cannot read its columns "
                         f"({type(exc).__name__}).") from None
 
 
-def _typed(types: dict[str, str], column: str, role: str, allowed: set[str],
-           rule: str) -> str:
+def _integer(type_name: str) -> bool:
+    """An integer type, or a DECIMAL without a fraction (``DECIMAL(20,0)``: an unsigned 64-bit
+    Parquet column, a sum)."""
+    return type_name in _INTEGER or bool(_WHOLE_DECIMAL.fullmatch(type_name))
+
+
+def _is_empty(rel: duckdb.DuckDBPyRelation) -> bool:
+    func = public_caller()
+    try:
+        first = rel.query("dpfreq_src", "SELECT 1 FROM dpfreq_src LIMIT 1")
+        return first is None or not first.fetchall()
+    except duckdb.Error as exc:
+        raise DataError(f"{func} failed in DuckDB ({type(exc).__name__}).") from None
+
+
+class _NoRows(Exception):
+    """The log has no rows (raised instead of a column type error: nothing to count)."""
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The checked kind of each column of a log: ``"integer"``, ``"text"`` or ``"labels"`` for
+    the user and campaign, ``"integer"``, ``"timestamp"`` or ``"timestamptz"`` for the time."""
+
+    user: str
+    time: str | None
+    campaign: str | None
+
+
+def checked_columns(rel: duckdb.DuckDBPyRelation, spec: Any) -> _Columns | None:
+    """The kinds of the log's columns under the one rule of every engine (see the module
+    docstring), or None for a log with no rows whose columns are of other types (nothing to
+    count). A missing column, or a column of another type in a log with rows, is one
+    DataError."""
+    types = _types(rel)
+    try:
+        user = _kind(types, spec.user, "user", _IDS, "integers or text", rel)
+        time = None if spec.time is None else _kind(types, spec.time, "time", _TIMES,
+                                                    "integers or timestamps", rel)
+        campaign = None if spec.campaign is None else _kind(
+            types, spec.campaign, "campaign", _IDS, "integers or text", rel)
+    except _NoRows:
+        return None
+    return _Columns(user, time, campaign)
+
+
+def _kind(types: dict[str, str], column: str, role: str, kinds: tuple[str, ...], rule: str,
+          rel: duckdb.DuckDBPyRelation) -> str:
     func = public_caller()
     if column not in types:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, types))}).")
-    if types[column] not in allowed:
-        raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
-                        f"{types[column].upper()}.")
-    return types[column]
+        raise column_error(rel, column)
+    ty = types[column]
+    kind = ("integer" if _integer(ty) else "text" if ty in _TEXT else
+            "labels" if ty in _LABELS else
+            "timestamptz" if ty in _TIME and ("tz" in ty or "zone" in ty) else
+            "timestamp" if ty in _TIME else "")
+    if kind in kinds:
+        return kind
+    if _is_empty(rel):  # no rows: no value of the wrong type to count
+        raise _NoRows
+    raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
+                    f"{ty.upper()}.")
 
 
-def _query(types: dict[str, str], spec: Any, vh: VidHash, K: int) -> str:
-    user_type = _typed(types, spec.user, "user", _INTEGER | _TEXT | _LABELS,
-                       "integers or text")
+def _query(cols: _Columns, spec: Any, vh: VidHash) -> str:
     user = _quote_ident(spec.user)  # grouped in its own type, written as text after
-    text = "u" if user_type in _TEXT else "CAST(u AS VARCHAR)"
+    text = "u" if cols.user == "text" else "CAST(u AS VARCHAR)"
     cond, null_time = "TRUE", "0"
     if spec.time is not None:
-        time_type = _typed(types, spec.time, "time", _INTEGER | _TIME,
-                           "integers or timestamps")
         t = _quote_ident(spec.time)
-        zoned = "tz" in time_type or "zone" in time_type
-        texpr = (f"CAST({t} AS HUGEINT)" if time_type in _INTEGER else
-                 f"epoch_us(CAST({t} AS {'TIMESTAMPTZ' if zoned else 'TIMESTAMP'}))")
+        texpr = (f"CAST({t} AS HUGEINT)" if cols.time == "integer" else
+                 f"epoch_us(CAST({t} AS "
+                 f"{'TIMESTAMPTZ' if cols.time == 'timestamptz' else 'TIMESTAMP'}))")
         start, end = spec.period
         cond = f"({texpr} >= {start} AND {texpr} < {end})"
         null_time = f"count(*) FILTER (WHERE {t} IS NULL)"
     if spec.campaign is not None:
-        _typed(types, spec.campaign, "campaign", _INTEGER | _TEXT | _LABELS,
-               "integers or text")
         listed = ", ".join(_quote_text(c) for c in spec.campaigns)
         cond += f" AND CAST({_quote_ident(spec.campaign)} AS VARCHAR) IN ({listed})"
     vid = f"CAST(('0x' || substr(sha256('{vh.prefix}' || {text}), 1, 15)) AS BIGINT)"
@@ -103,7 +173,10 @@ def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash,
     """``(registers, values)`` of the non-empty registers of a DuckDB relation (``spec``: a
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
     func = public_caller()
-    sql = _query(_types(rel), spec, vh, max_frequency)
+    cols = checked_columns(rel, spec)
+    if cols is None:
+        return _NONE
+    sql = _query(cols, spec, vh)
     try:
         result = rel.query("dpfreq_src", sql)
         res = result.fetchnumpy() if result is not None else {}
@@ -120,3 +193,27 @@ def duckdb_registers(rel: duckdb.DuckDBPyRelation, spec: Any, vh: VidHash,
     sums = np.bincount(regs[kept], weights=capped, minlength=vh.registers)
     nonzero = np.flatnonzero(sums)
     return nonzero.astype(np.int64), np.minimum(sums[nonzero], max_frequency).astype(np.int64)
+
+
+#: period bounds lie in -2^62..2^62: integer times are clipped just outside, never wrapped
+_CLIP = (-(2**62) - 1, 2**62)
+
+
+def log_columns(engine: Any, rel: duckdb.DuckDBPyRelation, spec: Any) -> dict[str, Any]:
+    """The log's columns as numpy arrays for the memory engine, checked as
+    :func:`duckdb_registers` checks them: ids held as DECIMAL or 128-bit integers as their
+    decimal text, integer times clipped to the range of periods (``engine``: the DuckDB engine
+    that read ``rel``)."""
+    names = list(dict.fromkeys(c for c in (spec.user, spec.time, spec.campaign)
+                               if c is not None))
+    cols = checked_columns(rel, spec)
+    if cols is None:
+        return {name: np.zeros(0, dtype=np.int64) for name in names}
+    if cols.time == "integer" and spec.time != spec.user:
+        t = _quote_ident(spec.time)
+        clipped = (f"CAST(greatest(least(CAST({t} AS HUGEINT), {_CLIP[1]}), {_CLIP[0]}) "
+                   f"AS BIGINT) AS {t}")
+        rel = rel.project(", ".join(clipped if c == spec.time else _quote_ident(c)
+                                    for c in names))
+    text = (spec.user,) if spec.campaign is None else (spec.user, spec.campaign)
+    return dict(engine.read_columns(rel, names, text_columns=text))

@@ -8,6 +8,7 @@ DuckDB and Spark versions must return exactly the same values (tested on the sam
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,11 +17,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["instant_us", "memory_registers"]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: period bounds lie in -2^62..2^62: a later unsigned time is outside every period
+_TIME_LIMIT = 2**62
 
 
 def instant_us(value: dt.datetime | dt.date) -> int:
@@ -37,16 +41,27 @@ def _columns(source: Mapping[str, Any], names: list[str]) -> dict[str, NDArray[A
     out = {}
     for name in names:
         if name not in source:
-            raise DataError(f"source of {func} has no column {name!r} (it has "
-                            f"{', '.join(map(repr, sorted(map(str, source))))}).")
+            raise column_error(source, name)
         arr = np.asarray(source[name])
         if arr.ndim != 1:
             raise DataError(f"column {name!r} of the source of {func} must be one-dimensional.")
-        out[name] = arr
+        out[name] = _whole_decimals(arr)
     lengths = {arr.size for arr in out.values()}
     if len(lengths) > 1:
         raise DataError(f"the columns of the source of {func} must have equal lengths.")
     return out
+
+
+def _whole_decimals(arr: NDArray[Any]) -> NDArray[Any]:
+    """An object column with each :class:`decimal.Decimal` without a fraction digit (``5``,
+    not ``5.0``) as the Python integer it is — DuckDB and Spark read such a column as
+    ``DECIMAL(p,0)``, an integer column; a Decimal with a fraction digit stays (refused, as a
+    ``DECIMAL(p,s)`` column is)."""
+    if arr.dtype.kind != "O" or not any(isinstance(x, decimal.Decimal) for x in arr):
+        return arr
+    return np.array([int(x) if isinstance(x, decimal.Decimal) and x.is_finite()
+                     and x.as_tuple().exponent >= 0 else x  # type: ignore[operator]
+                     for x in arr], dtype=object)
 
 
 def _is_missing(x: Any) -> bool:
@@ -90,7 +105,9 @@ def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
 def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
     """Integer times as they are; datetime64 as µs since the epoch; anything else refused."""
     func = public_caller()
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "u":  # clipped to the period's range: never wrapped negative
+        return np.minimum(arr, _TIME_LIMIT).astype(np.int64)
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
     if arr.dtype.kind == "M":
         if np.isnat(arr).any():
@@ -101,6 +118,10 @@ def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
             raise DataError(f"time column {name!r} of {func} holds missing values.")
         if all(isinstance(x, dt.date) for x in arr):  # datetimes (pandas Timestamps), dates
             return np.array([instant_us(x) for x in arr], dtype=np.int64)
+        if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+               for x in arr):  # integers beyond int64: clipped to the period's range
+            return np.array([min(max(int(x), -_TIME_LIMIT - 1), _TIME_LIMIT) for x in arr],
+                            dtype=np.int64)
     raise DataError(f"time column {name!r} of {func} must hold integers or timestamps; got "
                     f"dtype {arr.dtype}.")
 
@@ -125,6 +146,8 @@ def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,
     :class:`~dpfreq.crossparty.registers.LogSpec`)."""
     names = [spec.user] + [c for c in (spec.time, spec.campaign) if c is not None]
     cols = _columns(source, list(dict.fromkeys(names)))
+    if not cols[spec.user].size:  # no rows: nothing to count, whatever the columns' types
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     users = _users(cols[spec.user], spec.user)
     keep = np.ones(users.size, dtype=bool)
     if spec.time is not None:

@@ -3,7 +3,11 @@
 The same two aggregations as the DuckDB query (impressions per user, then the capped sum per
 register), with the keyed hash as ``sha2`` of the secret prefix and the id's text (Spark's
 ``sha2`` of a string is SHA-256 of its UTF-8 bytes). Only the non-empty registers are
-collected to the driver. pyspark is imported when this runs, never by ``import dpfreq``.
+collected to the driver. The columns follow the rule of the DuckDB version
+(:mod:`dpfreq.crossparty.registers_duckdb`): integers include ``DECIMAL(p,0)`` (Spark's type of
+an unsigned 64-bit Parquet column), a ``DECIMAL`` with a fraction is refused, and a log with no
+rows has all-zero registers whatever its column types. pyspark is imported when this runs,
+never by ``import dpfreq``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.crossparty.vid import VidHash
+from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
@@ -21,34 +26,39 @@ __all__ = ["spark_registers"]
 _NULL_USERS, _OUTSIDE = -1, -2
 
 
+class _NoRows(Exception):
+    """The log has no rows (raised instead of a column type error: nothing to count)."""
+
+
 def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
                 rule: str) -> Any:
+    """The column's type, when ``allowed`` (a DECIMAL only without a fraction, as in DuckDB);
+    a log with no rows passes whatever its types (:class:`_NoRows`)."""
     func = public_caller()
+    from pyspark.sql import types as T
+
     if column not in df.columns:
-        raise DataError(f"source of {func} has no column {column!r} (it has "
-                        f"{', '.join(map(repr, df.columns))}).")
+        raise column_error(df, column)
     ty = df.schema[column].dataType
-    if not isinstance(ty, allowed):
-        raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
-                        f"{ty.simpleString().upper()}.")
-    return ty
+    if isinstance(ty, allowed) and not (isinstance(ty, T.DecimalType) and ty.scale != 0):
+        return ty
+    if not df.limit(1).collect():  # no rows: no value of the wrong type to count
+        raise _NoRows
+    raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
+                    f"{ty.simpleString().upper()}.")
 
 
 def _conditions(df: Any, spec: Any) -> tuple[Any, Any]:
     """(the condition a row counts under, the indicator of a null time)."""
-    func = public_caller()
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    integer = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    integer = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
     cond, null_time = F.lit(True), F.lit(0)
     if spec.time is not None:
-        ty = _check_type(df, spec.time, "time", (*integer, T.DecimalType, T.TimestampType,
+        ty = _check_type(df, spec.time, "time", (*integer, T.TimestampType,
                                                  T.TimestampNTZType, T.DateType),
                          "integers or timestamps")
-        if isinstance(ty, T.DecimalType) and ty.scale != 0:
-            raise DataError(f"time column {spec.time!r} of {func} must hold integers or "
-                            f"timestamps; got type {ty.simpleString().upper()}.")
         t = F.col(f"`{spec.time}`")
         if isinstance(ty, T.TimestampNTZType):  # naive: read as UTC
             t = F.unix_micros(F.to_utc_timestamp(t.cast("timestamp"), "UTC"))
@@ -63,23 +73,18 @@ def _conditions(df: Any, spec: Any) -> tuple[Any, Any]:
         cond = (t >= F.lit(start)) & (t < F.lit(end))
         null_time = F.when(F.col(f"`{spec.time}`").isNull(), 1).otherwise(0)
     if spec.campaign is not None:
-        _check_type(df, spec.campaign, "campaign", (*integer, T.DecimalType, T.StringType),
+        _check_type(df, spec.campaign, "campaign", (*integer, T.StringType),
                     "integers or text")
         cond = cond & F.col(f"`{spec.campaign}`").cast("string").isin(list(spec.campaigns))
     return cond, null_time
 
 
 def _user(df: Any, spec: Any) -> Any:
-    func = public_caller()
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    ty = _check_type(df, spec.user, "user", (T.ByteType, T.ShortType, T.IntegerType,
-                                             T.LongType, T.DecimalType, T.StringType),
-                     "integers or text")
-    if isinstance(ty, T.DecimalType) and ty.scale != 0:
-        raise DataError(f"user column {spec.user!r} of {func} must hold integers or text; got "
-                        f"type {ty.simpleString().upper()}.")
+    _check_type(df, spec.user, "user", (T.ByteType, T.ShortType, T.IntegerType, T.LongType,
+                                        T.DecimalType, T.StringType), "integers or text")
     return F.col(f"`{spec.user}`").cast("string")
 
 
@@ -90,8 +95,11 @@ def spark_registers(df: Any, spec: Any, vh: VidHash, max_frequency: int
     func = public_caller()
     from pyspark.sql import functions as F
 
-    user = _user(df, spec)
-    cond, null_time = _conditions(df, spec)
+    try:
+        user = _user(df, spec)
+        cond, null_time = _conditions(df, spec)
+    except _NoRows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     users = df.select(user.alias("u"), F.when(cond, 1).otherwise(0).alias("k"),
                       null_time.alias("t")).groupBy("u").agg(
         F.sum("k").alias("c"), F.count(F.lit(1)).alias("n"), F.sum("t").alias("nt"))

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from dpfreq._validate import message
 from dpfreq.budget import BudgetAccountant
+from dpfreq.crossparty.coverage import Coverage
 from dpfreq.crossparty.files import read_sketch, write_sketch
 from dpfreq.crossparty.local_noise import LocalNoise, calibrate, draw_noise
 from dpfreq.crossparty.params import CrossPartyParams
@@ -66,6 +67,9 @@ class PartySketch:
         The measurement's public parameters.
     party : str
         The party's public name.
+    coverage : Coverage
+        The rows counted: the measurement period and the campaigns (public; a merge refuses
+        sketches that cover other ones).
     sketch_id : str
         32 random hex digits drawn with the noise: a sketch is merged at most once.
     reach_bits : numpy.ndarray of uint8
@@ -106,6 +110,7 @@ class PartySketch:
 
     params: CrossPartyParams
     party: str
+    coverage: Coverage
     sketch_id: str
     reach_bits: NDArray[np.uint8]
     frequency: NDArray[np.signedinteger[Any]] | None
@@ -118,6 +123,8 @@ class PartySketch:
             raise ParameterError(message("params", "a CrossPartyParams",
                                          type(self.params).__name__))
         check_party(self.party)
+        if not isinstance(self.coverage, Coverage):
+            raise ParameterError(message("coverage", "a Coverage", type(self.coverage).__name__))
         if not isinstance(self.sketch_id, str) or not _SKETCH_ID.fullmatch(self.sketch_id):
             raise ParameterError(message("sketch_id", "32 lower-case hex digits",
                                          self.sketch_id))
@@ -183,7 +190,8 @@ class PartySketch:
         seeded = ", seeded (not for production)" if self.seeded else ""
         kind = "reach and frequency" if self.frequency is not None else "reach only"
         return (f"PartySketch(party={self.party!r}, measurement={self.params.measurement!r}, "
-                f"registers={self.params.registers}, {kind}, epsilon={self.epsilon:g}, "
+                f"registers={self.params.registers}, {kind}, "
+                f"covers={self.coverage.describe()!r}, epsilon={self.epsilon:g}, "
                 f"unit={UNIT!r}{seeded})")
 
     def save(self, path: str | Path) -> Path:
@@ -206,11 +214,12 @@ class PartySketch:
 
 @public_errors("draw_sketch")
 def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: str,
-                rng: ResolvedRNG, engine: str) -> PartySketch:
+                rng: ResolvedRNG, engine: str, coverage: Coverage | None = None) -> PartySketch:
     """The sketch of exact register frequencies ``values`` (length ``R``, each in ``0..K``).
 
     The mechanism alone, for callers that already hold checked frequencies and have charged
     the budget (:func:`build_sketch`; simulations): draws the sketch id, then the noise.
+    ``coverage`` describes the rows the values count (None: every row of the log).
 
     Examples
     --------
@@ -234,8 +243,9 @@ def draw_sketch(values: NDArray[np.int64], *, params: CrossPartyParams, party: s
     gen = rng.generator
     sketch_id = gen.bytes(16).hex()
     bits, freq = draw_noise(x.astype(np.int64), calibrate(params), gen)
-    return PartySketch(params=params, party=party, sketch_id=sketch_id, reach_bits=bits,
-                       frequency=freq, seeded=rng.seeded, engine=engine)
+    return PartySketch(params=params, party=party, coverage=coverage or Coverage(),
+                       sketch_id=sketch_id, reach_bits=bits, frequency=freq,
+                       seeded=rng.seeded, engine=engine)
 
 
 @dataclass(frozen=True)
@@ -246,6 +256,7 @@ class _SketchSteps:
     spec: LogSpec
     party: str
     params: CrossPartyParams
+    coverage: Coverage
     key: bytes
     engine: Any
 
@@ -264,7 +275,7 @@ class _SketchSteps:
 
     def draw(self, plan: None, data: RegisterCounts, rng: ResolvedRNG) -> PartySketch:
         return draw_sketch(data.values, params=self.params, party=self.party, rng=rng,
-                           engine=data.engine)
+                           engine=data.engine, coverage=self.coverage)
 
     def build(self, plan: None, noisy: PartySketch) -> PartySketch:
         return noisy
@@ -325,8 +336,8 @@ def build_sketch(
     Returns
     -------
     PartySketch
-        The sketch (save it with :meth:`PartySketch.save`; merge with
-        :func:`merge_sketches`).
+        The sketch, recording its ``coverage`` (the period and campaigns: public); save it
+        with :meth:`PartySketch.save`; merge with :func:`merge_sketches`.
 
     Raises
     ------
@@ -369,6 +380,7 @@ def build_sketch(
     spec = check_log_spec(user=user, time=time, period=period, campaign=campaign,
                           campaigns=campaigns)
     vid_hash(key, params)  # the key's fingerprint, before anything is read or spent
-    steps = _SketchSteps(source=source, spec=spec, party=name, params=params, key=bytes(key),
-                         engine=engine)
+    coverage = Coverage.of(spec.period, period, spec.campaigns)
+    steps = _SketchSteps(source=source, spec=spec, party=name, params=params,
+                         coverage=coverage, key=bytes(key), engine=engine)
     return run_release(steps, accountant=accountant, rng=rng)

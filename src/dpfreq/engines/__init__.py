@@ -1,7 +1,8 @@
 """Engines: where exact aggregates are computed, and the registry that picks one.
 
-Systems reach engines only through :func:`get_engine` and the protocol and request types
-re-exported here, never through an engine package. Each engine is a package
+Systems reach engines only through :func:`get_engine`, the protocol and request types
+re-exported here and :func:`column_error` (the one message for a column missing from a source an
+engine read), never through an engine package. Each engine is a package
 (``dpfreq.engines.memory``, ``.duckdb``, ``.spark``) with one :class:`EngineEntry` in the
 registry (:data:`ENGINES`): its class, imported lazily so that a missing optional dependency
 (pyspark) only matters when that engine is asked for and then raises
@@ -24,6 +25,7 @@ from dpfreq.engines.base import (
     Summarizing,
     TimeBuckets,
 )
+from dpfreq.engines.columns import column_error
 from dpfreq.engines.registry import (
     ENGINES,
     EngineEntry,
@@ -43,7 +45,8 @@ from dpfreq.engines.requests import (
     SummarySpec,
 )
 
-# the registry, the protocols (dpfreq.engines.base) and the request types (.requests)
+# the registry, the protocols (dpfreq.engines.base), the request types (.requests) and the
+# missing-column error (.columns)
 __all__ = [
     "ENGINES",
     "SUMMARY_FAMILIES",
@@ -65,6 +68,7 @@ __all__ = [
     "SummaryRequest",
     "SummarySpec",
     "TimeBuckets",
+    "column_error",
     "get_engine",
     "infer_engine_name",
     "register_engine",

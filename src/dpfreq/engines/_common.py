@@ -25,6 +25,7 @@ __all__ = [
     "check_k_max",
     "check_max_count",
     "check_time_kind",
+    "csv_header",
     "data_error",
     "dataframe_kind",
     "debug_enabled",
@@ -164,10 +165,39 @@ def nested_error(column: str) -> DataError:
                       "dates)", "a nested (list, struct or map) column")
 
 
-def missing_column(column: str, available: Any) -> DataError:
-    """An unknown column (the column names are the schema, not private data)."""
+def missing_column(column: str, names: Any, *, header: bool) -> DataError:
+    """An unknown column, the same message from every engine.
+
+    ``header``: the names are the first line of a text (CSV) file, which may be a line of data
+    when the file has no header: the message then names none of them, only how many there are
+    and what the first line must be. Otherwise (Parquet, DataFrames, tables: a schema, not
+    data) the names are listed.
+    """
+    names = [str(n) for n in names]
+    if header:
+        return DataError(f"column {column!r} is not in the header of the CSV source (its "
+                         f"first line, {len(names)} names); the first line of a CSV file must "
+                         "name its columns.")
     return DataError(f"column {column!r} is not in the source; available: "
-                     f"{', '.join(map(str, available))}.")
+                     f"{', '.join(names)}.")
+
+
+def csv_header(fields: Any) -> list[str]:
+    """The column names of a CSV source from the fields of its first line (which every engine
+    reads as the header, never sniffing whether there is one): a byte order mark before the
+    first name is dropped; a line without fields, an empty name or a name given twice (in any
+    case: the engines resolve names regardless of case) is refused without quoting the line,
+    which may be data."""
+    names = ["" if f is None else str(f) for f in fields]
+    if names:
+        names[0] = names[0].removeprefix("\ufeff")
+    problem = ("is empty" if not names else
+               "has an empty name" if any(not n.strip() for n in names) else
+               "repeats a name" if len({n.lower() for n in names}) < len(names) else None)
+    if problem is not None:
+        raise DataError("the header of the CSV source (its first line) must name each column "
+                        f"once; it {problem}.")
+    return names
 
 
 def dataframe_kind(source: Any) -> str | None:

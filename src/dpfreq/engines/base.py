@@ -24,7 +24,10 @@ Source kinds
 
 Every engine types columns alike: an item column of integers gives integer keys, any other
 scalar column text keys; an item column read from CSV is always text (identifiers keep leading
-zeros); list, struct and map columns, nulls and NaN are refused with the same message.
+zeros); list, struct and map columns, nulls and NaN are refused with the same message. Every
+engine reads a CSV file's first line as its header (never sniffed; ``.tsv``: tab-separated),
+which must name each column once; a column missing from a CSV source is reported without that
+line's fields, which are data when the file has no header (:func:`dpfreq.engines.column_error`).
 
 Errors: an unknown column, an unreadable or empty file, or values of the wrong type raise
 :class:`dpfreq.errors.DataError` whose message names the column and the rule it breaks, never a

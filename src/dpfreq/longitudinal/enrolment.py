@@ -32,19 +32,23 @@ def _read_table(path: Path) -> dict[str, NDArray[Any]]:
     func = public_caller()
     import duckdb
 
+    # a CSV's first line is its header, never sniffed (as every engine reads CSV sources)
+    suffix = path.suffix.lower()
     if path.is_dir():
-        reader, target = "read_parquet", str(path / "**" / "*.parquet")
-    elif path.suffix.lower() in (".csv", ".tsv", ".txt"):
-        reader, target = "read_csv_auto", str(path)
+        reader, target = "read_parquet(?)", str(path / "**" / "*.parquet")
+    elif suffix in (".csv", ".tsv", ".txt"):
+        delim = "\\t" if suffix == ".tsv" else ","
+        reader, target = f"read_csv(?, header = true, delim = '{delim}')", str(path)
     else:
-        reader, target = "read_parquet", str(path)
+        reader, target = "read_parquet(?)", str(path)
     try:
         con = duckdb.connect()
-        rows = con.execute(f'SELECT CAST("device" AS VARCHAR), "order" FROM {reader}(?)',
+        rows = con.execute(f'SELECT CAST("device" AS VARCHAR), "order" FROM {reader}',
                            [target]).fetchnumpy()
     except duckdb.Error:
         raise DataError(f"enrolment of {func}: cannot read {str(path)!r} as a table with "
-                        "columns device and order.") from None
+                        "columns device and order (a CSV file's first line must name its "
+                        "columns).") from None
     names = list(rows)
     return {"device": np.asarray(rows[names[0]]), "order": np.asarray(rows[names[1]])}
 
@@ -93,7 +97,7 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams) -> NDArray[np.int6
     Raises
     ------
     ParameterError
-        Counts of the wrong length, negative or not integers.
+        Counts of the wrong length, negative, not integers or above ``2^53`` in all.
     DataError
         An unreadable table, a missing column, an order out of range or a device listed twice.
 
@@ -119,8 +123,11 @@ def enrolled_per_order(enrolled: Any, params: ProtocolParams) -> NDArray[np.int6
         n = len(list(enrolled))
     except (TypeError, ValueError):
         counts, n = [], -1
-    if n != params.orders or len(counts) != n or any(c < 0 for c in counts):
+    # the estimator counts devices in float64: a population above 2^53 would not be exact
+    if n != params.orders or len(counts) != n or any(c < 0 for c in counts) \
+            or sum(counts) > 2**53:
         raise ParameterError(
             f"enrolled of {func} must be {params.orders} non-negative integers (devices per "
-            f"order 0..{params.orders - 1}) or an enrolment table; got {enrolled!r}.")
+            f"order 0..{params.orders - 1}, at most 2^53 in all) or an enrolment table; got "
+            f"{enrolled!r}.")
     return np.asarray(counts, dtype=np.int64)

@@ -14,7 +14,8 @@ from dpfreq import _validate
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 
-__all__ = ["LongitudinalEstimate", "error_widths", "make_estimate", "parse_period", "period_dates"]
+__all__ = ["LongitudinalEstimate", "available_periods", "error_widths", "make_estimate",
+           "parse_period", "period_dates"]
 
 _PERIOD = re.compile(r"^\s*(\d{1,6})\s*(min|h|d|w)\s*$")
 _UNIT_SECONDS = {"min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -49,9 +50,10 @@ class LongitudinalEstimate(Release):
     value : numpy.ndarray
         ``f̂_t`` for t = 1..horizon, **clamped to** ``[0, devices]`` (a count cannot be outside;
         clamping is post-processing, it only moves an estimate towards the truth's range but
-        makes it biased near the ends). The unbiased estimate is ``unclamped``.
+        makes it biased near the ends). The unbiased estimate is ``unclamped``. NaN (``null``
+        in JSON) for a period that is not :attr:`available` yet: it has no estimate.
     unclamped : numpy.ndarray
-        ``f̂_t`` before clamping (unbiased under full participation).
+        ``f̂_t`` before clamping (unbiased under full participation; NaN where ``value`` is).
     sd : numpy.ndarray
         Per-period standard deviation ``√(n(log d+1)·Σ_{h∈C(t)} c_h^{−2})`` of ``unclamped``:
         the exact sd at ``f_t = 0``, its maximum over ``f_t ∈ [0, n]`` (data-independent).
@@ -60,7 +62,8 @@ class LongitudinalEstimate(Release):
         probability ``≥ confidence`` (Hoeffding's or Bernstein's inequality over devices),
         and a band ``band_lower``/``band_upper`` holding for all periods at once with
         probability ``≥ confidence`` (plus a union bound over the periods); both clamped to
-        ``[0, n]``.
+        ``[0, n]`` (NaN for a period without an estimate; ``value``, the half-widths, are
+        public and stated for every period).
     devices : int
         Number of devices ``n`` (enrolled, or in the reports file).
     horizon : int
@@ -101,7 +104,29 @@ class LongitudinalEstimate(Release):
 
     def _summary(self) -> list[tuple[str, str]]:
         axis = f", from {self.start} every {self.period}" if self.start and self.period else ""
-        return [("periods", f"{self.horizon} periods of {self.devices:,} devices{axis}")]
+        waiting = int(np.sum(~self.available))
+        later = f", {waiting} not ended (no estimate yet)" if waiting else ""
+        return [("periods", f"{self.horizon} periods of {self.devices:,} devices{axis}{later}")]
+
+    @property
+    def available(self) -> NDArray[np.bool_]:
+        """Per period, whether it has an estimate: every interval of its dyadic decomposition
+        has reports (at an order with enrolled devices). A period that has not ended, or whose
+        reports are not collected yet, has none: NaN in the arrays, ``null`` in JSON."""
+        return ~np.isnan(np.asarray(self.unclamped, dtype=np.float64))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As :meth:`Release.to_dict`, with ``null`` (not a number, not 0) for the estimate
+        and the interval ends of every period that is not :attr:`available`."""
+        out = super().to_dict()
+        waiting = ~self.available
+        if waiting.any():
+            err = out["error"]
+            for where, key in ((out, "value"), (out, "unclamped"), (err, "lower"),
+                               (err, "upper"), (err, "band_lower"), (err, "band_upper")):
+                where[key] = [None if w else v for v, w in zip(where[key], waiting.tolist(),
+                                                                strict=True)]
+        return out
 
     @property
     def errors(self) -> NDArray[np.float64] | None:
@@ -197,12 +222,32 @@ def error_widths(devices: int, padded_horizon: int, horizon: int, c_gaps: NDArra
     return half, band, var0
 
 
+def available_periods(reported: NDArray[np.bool_], padded_horizon: int,
+                      horizon: int) -> NDArray[np.bool_]:
+    """Per period ``t = 1..horizon``: whether every interval ``(h, j)`` of ``C(t)`` is
+    ``reported`` (flat per-(order, interval) flags, as the sums are kept)."""
+    from .dyadic import offsets
+
+    d = padded_horizon
+    off = offsets(d)
+    t = np.arange(1, horizon + 1)
+    out = np.ones(horizon, dtype=bool)
+    for h in range(d.bit_length()):
+        on = ((t >> h) & 1).astype(bool)
+        out[on] &= reported[off[h] + (t[on] >> h) - 1]
+    return out
+
+
 def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devices: int,
                   c_gaps: NDArray[Any], epsilon: float, confidence: float, mechanism: str,
                   mechanism_params: dict[str, Any], seeded: bool, max_changes: int,
                   method: str, start: str | None = None, period: str | None = None,
-                  truth: NDArray[Any] | None = None) -> LongitudinalEstimate:
+                  truth: NDArray[Any] | None = None,
+                  reported: NDArray[np.bool_] | None = None) -> LongitudinalEstimate:
     """Wrap per-(h, j) sums into a :class:`LongitudinalEstimate`.
+
+    ``reported`` (flat per-(h, j), as ``sums``; None: all) says which intervals have their
+    reports in: a period with an interval of ``C(t)`` that has not is not estimated (NaN).
 
     Per period t, ``f̂_t = Σ_u Z_u`` over devices with independent ``Z_u`` of mean
     ``X_u[t]``, ``|Z_u| ≤ (log d+1)/min_{h∈C(t)} c_h`` and ``Σ_u Var Z_u ≤ n(log d+1)
@@ -217,14 +262,21 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
     lg1 = d.bit_length()
     gaps = np.broadcast_to(np.asarray(c_gaps, dtype=np.float64), (lg1,)).copy()
     raw = estimate_from_sums(sums, d, lg1 / gaps)[:horizon]
+    ready = (np.ones(horizon, dtype=bool) if reported is None
+             else available_periods(np.asarray(reported, dtype=bool), d, horizon))
+    raw = np.where(ready, raw, np.nan)
     half, band, var0 = error_widths(n, d, horizon, gaps, confidence)
     beta = 1.0 - confidence
     value = np.clip(raw, 0, n)
     lower, upper = np.clip(raw - half, 0, n), np.clip(raw + half, 0, n)
-    vacuous = bool(np.all((lower == 0) & (upper == n)))
+    vacuous = bool(ready.any() and np.all(((lower == 0) & (upper == n))[ready]))
     text = (f"Per-period intervals (each with probability >= {confidence:g}, Hoeffding or "
             "Bernstein over devices) and a band for all periods at once (union bound over "
             "periods), clamped to [0, devices].")
+    if not ready.all():
+        text += (f" {int(np.sum(~ready))} of {horizon} periods have no estimate yet (NaN; null "
+                 "in JSON): an interval of their decomposition has no report (the period has "
+                 "not ended, or its reports are not collected).")
     if vacuous and n > 0:
         target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
         text += (" They are no narrower than [0, devices] (vacuous): "

@@ -62,7 +62,7 @@ def _estimate(params: ProtocolParams, sums: NDArray[np.int64], counts: NDArray[n
         devices=int(enrolled.sum()), c_gaps=np.asarray(p.c_gaps), epsilon=p.epsilon,
         confidence=confidence, mechanism="futurerand-longitudinal", mechanism_params=mech,
         seeded=False, max_changes=p.max_changes, method=p.method, start=p.start,
-        period=p.period)
+        period=p.period, reported=closed | (expected == 0))
 
 
 class LongitudinalAggregator:
@@ -278,8 +278,9 @@ class LongitudinalAggregator:
         -------
         LongitudinalEstimate
             ``f̂_t = Σ_{(h,j) ∈ C(t)} ((log d+1)/c_h)·Σ_u y_u[h, j]`` for t = 1..horizon,
-            clamped to ``[0, devices]`` (the unclamped values are kept). Intervals without any
-            report yet contribute 0.
+            clamped to ``[0, devices]`` (the unclamped values are kept). A period with an
+            interval of ``C(t)`` that has no report yet (at an order with enrolled devices)
+            has no estimate: NaN, ``null`` in JSON (see ``LongitudinalEstimate.available``).
 
         Privacy
         -------

@@ -258,9 +258,12 @@ def simulate_longitudinal(
             raise ParameterError(_validate.message("devices",
                                                    "an integer >= 1 without data", devices))
         n = _validate.check_int(devices, "devices", minimum=1)
-        # the (n, k) change times, their sort and the per-order work (int64, a few copies)
-        check_memory(float(n) * (k + 4) * 8 * 4, param="devices", value=n,
-                     what="the simulated devices' change times")
+        # the (n, k) change times, their sort and the per-order work (int64, a few copies);
+        # then order 0's fair coins: ⌈n_0/64⌉ words for each of its d intervals in six int64
+        # arrays (fair_coin_sums), n_0 ≈ n/(log d + 1), taken twice for the draw's spread
+        coins = d * (2.0 * n / params.orders / 64 + 1) * 8 * 6
+        check_memory(max(float(n) * (k + 4) * 8 * 4, coins), param="devices", value=n,
+                     what="the simulated devices' change times and reports")
         times = synthetic_change_times(n, d0, k, rng=gen)
     else:
         x = np.asarray(data)

@@ -8,7 +8,6 @@ needed for a target. Nothing here looks at data, so planning spends no privacy b
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -21,6 +20,7 @@ from dpfreq._validate import (
     check_epsilon,
     check_int,
     check_max_count,
+    check_positive_float,
     check_unit,
     message,
     warn_large_delta,
@@ -233,8 +233,7 @@ class ProfilePlan(PlanSummary):
         ParameterError
             If the target is not met even at ε = 1000 (or is not a number > 0).
         """
-        if not isinstance(target, int | float) or not target > 0 or not math.isfinite(target):
-            raise ParameterError(message("target", "a finite number > 0", target))
+        target = check_positive_float(target, "target")
         self.measure(measure)
 
         def value(eps: float) -> float:

@@ -48,10 +48,11 @@ def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
     release = estimate_from_running_sums(record.protocol, enrolled, totals,
                                          confidence=confidence)
     columns = estimate_columns(release)
-    columns["unclamped"] = [float(v) for v in np.asarray(release.unclamped)]
+    columns["unclamped"] = [None if np.isnan(v) else float(v) for v in release.unclamped]
     columns = {name: col[:ended] for name, col in columns.items()}
-    lower, upper = np.asarray(columns["lower"]), np.asarray(columns["upper"])
-    band_lo, band_hi = np.asarray(columns["band_lower"]), np.asarray(columns["band_upper"])
+    # None (NaN): a period whose reports are not all in yet, which says nothing either
+    lower, upper, band_lo, band_hi = (np.asarray(columns[c], dtype=float) for c in (
+        "lower", "upper", "band_lower", "band_upper"))
     return {
         "study": record.study,
         "param_id": record.param_id,
@@ -63,8 +64,9 @@ def _estimate(record: StudyRecord, enrolled: Any, totals: Any,
         "periods_ended": ended,
         "today": today,
         # every shown interval (band) is [0, devices]: the estimate says nothing yet
-        "vacuous": bool(ended and np.all((lower <= 0) & (upper >= devices))),
-        "band_vacuous": bool(ended and np.all((band_lo <= 0) & (band_hi >= devices))),
+        "vacuous": bool(ended and np.all(np.isnan(lower) | (lower <= 0) & (upper >= devices))),
+        "band_vacuous": bool(ended and np.all(np.isnan(band_lo)
+                                              | (band_lo <= 0) & (band_hi >= devices))),
         "description": release.error.description + " Only periods that have ended are "
                        f"estimated (1..{ended}).",
         "columns": columns,

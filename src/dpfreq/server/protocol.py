@@ -170,7 +170,8 @@ def estimate_from_running_sums(protocol: StudyProtocol, enrolled: NDArray[np.int
 
 
 def estimate_columns(release: LongitudinalEstimate) -> dict[str, list[Any]]:
-    """The release's tidy table as JSON-ready columns (dates as ISO text)."""
+    """The release's tidy table as JSON-ready columns (dates as ISO text; ``None`` for a period
+    without an estimate yet, never a number)."""
     out: dict[str, list[Any]] = {}
     for name, col in release.table().items():
         arr = np.asarray(col)
@@ -179,7 +180,7 @@ def estimate_columns(release: LongitudinalEstimate) -> dict[str, list[Any]]:
         elif arr.dtype.kind in "iu":
             out[name] = [int(v) for v in arr]
         else:
-            out[name] = [float(v) for v in arr]
+            out[name] = [None if np.isnan(v) else float(v) for v in arr]
     return out
 
 

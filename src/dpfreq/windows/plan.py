@@ -27,6 +27,7 @@ from dpfreq._validate import (
     EPSILON_MAX,
     EPSILON_MIN,
     check_int,
+    check_positive_float,
     message,
 )
 from dpfreq.accounting.losses import zcdp_loss
@@ -278,10 +279,7 @@ class WindowCountsPlan(PlanSummary):
             If the target is not a number > 0, the family or k was not planned, or the target
             is not met even at ε = 1000.
         """
-        t = target
-        if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0 \
-                or not math.isfinite(t):
-            raise ParameterError(message("target", "a finite number > 0", t))
+        t = check_positive_float(target, "target")
         key = self._key(family, k)
 
         def value(eps: float, exact: bool = True) -> float:

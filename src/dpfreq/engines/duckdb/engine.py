@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
+from dpfreq.engines.columns import column_error
 from dpfreq.engines.duckdb.sql import (
     CSV_SUFFIXES,
     IDENT,
@@ -184,14 +185,20 @@ class DuckDBEngine:
         return rel
 
     def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
-        """A CSV file with DuckDB's type detection, except ``text_columns`` read as text."""
-        rel = self.connection.sql(f"SELECT * FROM read_csv({common.quote_literal(target)})")
-        as_text = [c for c in dict.fromkeys(text_columns) if c in rel.columns]
-        if not as_text:
-            return rel
-        types = ", ".join(f"{common.quote_literal(c)}: 'VARCHAR'" for c in as_text)
-        return self.connection.sql(f"SELECT * FROM read_csv({common.quote_literal(target)}, "
-                                   f"types = {{{types}}})")
+        """A CSV file (``.tsv``: tab-separated) whose first line is its header (never sniffed,
+        checked by :func:`~dpfreq.engines._common.csv_header`), with DuckDB's type detection,
+        except ``text_columns`` read as text."""
+        sep = "\t" if ".tsv" in target.lower() else ","
+        read = f"read_csv({common.quote_literal(target)}, delim = {common.quote_literal(sep)}"
+        first = self.connection.sql(f"SELECT * FROM {read}, header = false, "
+                                    "all_varchar = true) LIMIT 1").fetchall()
+        names = common.csv_header(first[0] if first else ())
+        read += ", header = true"
+        as_text = [c for c in dict.fromkeys(text_columns) if c in names]
+        if as_text:
+            types = ", ".join(f"{common.quote_literal(c)}: 'VARCHAR'" for c in as_text)
+            read += f", types = {{{types}}}"
+        return self.connection.sql(f"SELECT * FROM {read})")
 
     @public_errors("DuckDBEngine")
     def read_columns(self, source: Any, columns: list[str], *,
@@ -218,7 +225,7 @@ class DuckDBEngine:
     def _type(rel: duckdb.DuckDBPyRelation, column: str) -> str:
         cols = list(rel.columns)
         if column not in cols:
-            raise common.missing_column(column, cols)
+            raise column_error(rel, column)
         return str(rel.types[cols.index(column)].id).lower()
 
     @staticmethod

@@ -22,6 +22,7 @@ __all__ = [
     "column_category",
     "is_nan_sql",
     "plain_column",
+    "reads_text_file",
     "reason",
 ]
 
@@ -87,3 +88,12 @@ def plain_column(arr: Any, column: str) -> NDArray[Any]:
             raise common.null_error(column, f"{int(mask.sum())} value(s)")
         return np.ma.getdata(arr)
     return np.asarray(arr)
+
+
+def reads_text_file(rel: duckdb.DuckDBPyRelation) -> bool:
+    """Whether the relation scans a CSV file (a ``READ_CSV`` operator in its plan), whose column
+    names are a line of the file; True when the plan cannot be had (names are then not shown)."""
+    try:
+        return "READ_CSV" in rel.explain().upper()
+    except duckdb.Error:
+        return True

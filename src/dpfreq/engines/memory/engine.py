@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
+from dpfreq.engines.columns import column_error
 from dpfreq.errors import DataError, ParameterError, innermost_caller, public_caller, public_errors
 
 __all__ = ["MemoryEngine"]
@@ -84,7 +85,7 @@ class MemoryEngine:
         out = {}
         for column in columns:
             if column not in source:
-                raise common.missing_column(column, source)
+                raise column_error(source, column)
             try:
                 arr = np.asarray(source[column])
             except (TypeError, ValueError) as exc:  # ragged nested lists

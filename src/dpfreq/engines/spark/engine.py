@@ -26,6 +26,7 @@ missing pyspark into :class:`~dpfreq.errors.EngineUnavailableError`.
 
 from __future__ import annotations
 
+import csv
 import re
 import uuid
 from collections.abc import Iterator
@@ -45,6 +46,7 @@ from pyspark.sql import types as T
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
+from dpfreq.engines.columns import column_error
 from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import spark_period_sql
 from dpfreq.engines.spark import times as spark_times
@@ -213,6 +215,9 @@ class SparkEngine:
         try:
             if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
                 sep = "\t" if ".tsv" in lower else ","
+                line = self._first_line(text)
+                if line is not None:  # else no such file: Spark's own error below
+                    common.csv_header(next(csv.reader([line], delimiter=sep), []))
                 df = reader.csv(text, header=True, inferSchema=True, sep=sep)
                 as_text = set(text_columns) & set(df.columns)
                 if as_text:  # the inferred schema, with the identifier columns as text
@@ -229,12 +234,37 @@ class SparkEngine:
             raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
         return df
 
+    def _first_line(self, text: str) -> str | None:
+        """The first line of the (first) file at ``text`` (a file, directory or glob), read on
+        the driver through Hadoop's FileSystem and its codec (``.gz``): a few calls, no Spark
+        job. ``""`` for a file without lines; None when no file is there."""
+        sc: Any = self.spark.sparkContext
+        jvm, conf = sc._jvm, sc._jsc.hadoopConfiguration()
+        hpath = jvm.org.apache.hadoop.fs.Path(text)
+        fs = hpath.getFileSystem(conf)
+        files = []
+        for status in fs.globStatus(hpath) or []:
+            listed = fs.listStatus(status.getPath()) if status.isDirectory() else [status]
+            files += [str(f.getPath().toString()) for f in listed if f.isFile()
+                      and not f.getPath().getName().startswith(("_", "."))]
+        if not files:
+            return None
+        first = jvm.org.apache.hadoop.fs.Path(min(files))
+        stream = fs.open(first)
+        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(first)
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        try:
+            return str(reader.readLine() or "")
+        finally:
+            reader.close()
+
     # -- helpers ---------------------------------------------------------------------------
     @staticmethod
     def _type(df: DataFrame, column: str) -> Any:
-        names = df.columns
-        if column not in names:
-            raise common.missing_column(column, names)
+        if column not in df.columns:
+            raise column_error(df, column)
         ty = df.schema[column].dataType
         if isinstance(ty, T.ArrayType | T.StructType | T.MapType):
             raise common.nested_error(column)

@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import sys
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
@@ -20,8 +21,8 @@ from pyspark.sql import SparkSession
 import dpfreq.engines._common as common
 from dpfreq.errors import EngineUnavailableError
 
-__all__ = ["EXECUTOR_DOCS", "SPARK_ERRORS", "executor_import_error", "one_line", "reason",
-           "spark_session"]
+__all__ = ["EXECUTOR_DOCS", "SPARK_ERRORS", "executor_import_error", "one_line", "reads_text_file",
+           "reason", "spark_session"]
 
 
 def spark_session(master: str = "local[*]", app_name: str = "dpfreq") -> SparkSession:
@@ -131,3 +132,18 @@ def reason(exc: BaseException) -> str:
 
 #: what Spark raises: Python-side errors and Java errors through py4j
 SPARK_ERRORS: tuple[type[BaseException], ...] = (PySparkException, Py4JJavaError)
+
+
+#: a line of an analyzed plan reading a text file: ``Relation [a#1,b#2] csv``
+_TEXT_RELATION = re.compile(r"\] (csv|text)$", re.MULTILINE)
+
+
+def reads_text_file(df: Any) -> bool:
+    """Whether the DataFrame reads a CSV or text file (a ``csv``/``text`` relation in its
+    analyzed plan), whose column names are a line of the file; True when the plan cannot be
+    had (a Spark Connect DataFrame: names are then not shown)."""
+    try:
+        plan = str(df._jdf.queryExecution().analyzed().toString())
+    except (AttributeError, PySparkException, Py4JJavaError):
+        return True
+    return _TEXT_RELATION.search(plan) is not None

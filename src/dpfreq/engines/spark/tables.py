@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dpfreq._validate import message
+from dpfreq.engines.columns import column_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["BlockValues", "SparkTables", "TableDigest"]
@@ -111,12 +112,10 @@ class SparkTables:
         return blocks.mapInArrow(_block_batches(block_values, domain_size, block_size), _SCHEMA)
 
     def _increments(self, source: Any, *, item: str, count: str | None) -> DataFrame:
-        func = public_caller()
         df = self.engine.dataframe(source)
         for column in (item, count):
             if column is not None and column not in df.columns:
-                raise DataError(f"column {column!r} of {func} is not in the source; available: "
-                                f"{', '.join(df.columns)}.")
+                raise column_error(df, column)
         if not isinstance(df.schema[item].dataType, _INT_TYPES):
             raise DataError(message(item, "a column of integer item ids",
                                     f"type {df.schema[item].dataType.simpleString()}"))

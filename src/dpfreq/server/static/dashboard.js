@@ -72,13 +72,16 @@ function day(iso) { return String(iso).slice(0, 10); }
 // The estimate of the ended periods over the whole horizon's axis (`labels`).
 function drawEstimate(container, est, labels, today) {
   const c = est.columns;
-  const lo = Math.min(0, ...c.band_lower), hi = Math.max(1, ...c.band_upper);
+  // a period whose reports are not all in yet has no estimate (null): it is not drawn
+  const known = c.estimate.map((v, i) => i).filter((i) => c.estimate[i] !== null);
+  const lo = Math.min(0, ...known.map((i) => c.band_lower[i]));
+  const hi = Math.max(1, ...known.map((i) => c.band_upper[i]));
   const { svg, x, y } = frame(container, lo, hi, labels.map(day), false, today);
-  if (!c.estimate.length) return;
-  const upper = c.band_upper.map((v, i) => `${x(i)},${y(v)}`);
-  const lower = c.band_lower.map((v, i) => `${x(i)},${y(v)}`).reverse();
+  if (!known.length) return;
+  const upper = known.map((i) => `${x(i)},${y(c.band_upper[i])}`);
+  const lower = known.map((i) => `${x(i)},${y(c.band_lower[i])}`).reverse();
   el("polygon", { points: upper.concat(lower).join(" "), class: "band" }, svg);
-  el("polyline", { points: c.estimate.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line" }, svg);
+  el("polyline", { points: known.map((i) => `${x(i)},${y(c.estimate[i])}`).join(" "), class: "line" }, svg);
 }
 
 function drawBars(container, labels, values, today) {

@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 
 from dpfreq._validate import message
-from dpfreq.engines import get_engine
+from dpfreq.engines import column_error, get_engine
 from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
@@ -135,7 +135,7 @@ def _relation(source: Any, spec: AppendSpec) -> Any:
 def _type(rel: Any, column: str) -> str:
     names = list(rel.columns)
     if column not in names:
-        raise DataError(message("source", f"a table with column {column!r}", names))
+        raise column_error(rel, column)
     return str(rel.types[names.index(column)]).lower()
 
 

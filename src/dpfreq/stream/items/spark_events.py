@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dpfreq._validate import message
-from dpfreq.engines import get_engine
+from dpfreq.engines import column_error, get_engine
 from dpfreq.errors import DataError, public_caller, public_errors
 from dpfreq.stream.items.reader import AppendSpec, period_sql, source_columns
 
@@ -130,9 +130,7 @@ def _frame(source: Any, spec: AppendSpec) -> tuple[Any, Any]:
 
 
 def _type(types: dict[str, str], column: str) -> str:
-    if column not in types:
-        raise DataError(message("source", f"a table with column {column!r}", list(types)))
-    return types[column].lower()
+    return types[column].lower()  # every column of the spec is there (read_spark_events)
 
 
 def _q(column: str) -> str:
@@ -177,6 +175,9 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
     then cannot coalesce); a DataFrame that is costly to compute is best persisted first."""
     eng, df = _frame(source, spec)
     types = dict(df.dtypes)
+    for column in spec.columns:
+        if column not in types:
+            raise column_error(df, column)
     key, kind = _key_sql(types, spec.item)
     period = _period_sql(types, spec)
     gtext = "''"

@@ -12,6 +12,7 @@ from typing import Any
 
 from dpfreq._display import PlanSummary
 from dpfreq._epsilon_search import round_up3, smallest_epsilon
+from dpfreq._validate import check_positive_float
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.grouped.bound_choice import candidate_bound, resolve_auto
 from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
@@ -87,6 +88,7 @@ class GroupedWindowCountsPlan(PlanSummary):
         group, times ``m``, divided by the share left to the release when the groups are
         selected; under zCDP across groups (ρ not linear in ε) a bisection of the whole call's
         ε, re-planned at each step (3 significant digits, rounded up)."""
+        target = check_positive_float(target, "target")
         if self.budget is None or self.budget.rho is None or self._replan is None:
             share = (1.0 if self.budget is None
                      else self.budget.release_epsilon / self.epsilon)
