@@ -45,7 +45,7 @@ def test_dropped_line_json_and_show(tmp_path, capsys) -> None:
                             "--capping-epsilon", "0.25", "--seed", "1", "--ledger", ledger],
                            capsys)
     assert code == 0, err
-    assert Ledger(ledger).spent[0] == pytest.approx(1.0)  # one charge: ε, the share in it
+    assert Ledger(ledger).spent.epsilon == pytest.approx(1.0)  # one charge: ε, the share in it
     d1, d2 = _files(tmp_path)
     code, out, err = run_cli(["stream", "append", state, d1, "--through", "1"], capsys)
     assert code == 0, err
@@ -88,4 +88,4 @@ def test_refusals_are_one_line(tmp_path, capsys, extra, says) -> None:
     [line] = err.strip().splitlines()
     assert line.startswith("dpfreq: error: --capping-epsilon of dpfreq stream init must be")
     assert says in line
-    assert Ledger(ledger).spent[0] == 0
+    assert Ledger(ledger).spent.epsilon == 0

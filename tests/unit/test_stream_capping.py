@@ -225,7 +225,7 @@ def test_refusals_are_one_line_and_charge_nothing(tmp_path, over, says) -> None:
     assert "\n" not in text
     assert text.startswith("capping_epsilon of ReachStream.create must be")
     assert says in text
-    assert acct.spent == (0.0, 0.0)
+    assert acct.spent.epsilon == 0
     assert not (tmp_path / "s").exists()
 
 
