@@ -25,11 +25,13 @@ from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
 from dpfreq.stream.items.sql import (
     added_sql,
+    bounded_sql,
     capping_sql,
+    kept_of,
     kept_sql,
     levels_sql,
     next_sql,
-    remembered_sql,
+    remembered_of,
 )
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
@@ -62,8 +64,8 @@ class DuckDBItems:
     @staticmethod
     def _bounded(events: EventTable, plan: UpdatePlan, st: str, sql: Callable[..., str]
                  ) -> str:
-        """The SELECT of ``sql`` (:func:`.sql.kept_sql` or :func:`.sql.remembered_sql`) with
-        the group names and the keyed rank of this store."""
+        """The SELECT of ``sql`` (:func:`.sql.kept_sql` or :func:`.sql.bounded_sql`) with the
+        group names and the keyed rank of this store."""
         names = ", ".join(f"({i}, {_lit(n)})" for i, n in enumerate(plan.group_names or ()))
         rank = (f"substr(md5({_lit(plan.bound_key_hex)} || {_lit(SEP)} || CAST(p.k AS VARCHAR)"
                 f" || {_lit(SEP)} || nm.gname), 1, 16)")
@@ -78,13 +80,18 @@ class DuckDBItems:
         # the previous generation, decoded once (joined twice)
         events.execute(f"CREATE TEMP TABLE {st} AS SELECT * FROM "
                        f"{self._state(current, events.key_kind, plan.cap)}")
+        both = f"{events.name}_bounded"
         try:
-            events.execute(f"CREATE TEMP TABLE {kept} AS "
-                           f"{self._bounded(events, plan, st, kept_sql)}")
             cap = None
-            if seen is not None:
-                events.execute(f"CREATE TEMP TABLE {seen} AS "
-                               f"{self._bounded(events, plan, st, remembered_sql)}")
+            if seen is None:
+                events.execute(f"CREATE TEMP TABLE {kept} AS "
+                               f"{self._bounded(events, plan, st, kept_sql)}")
+            else:  # the pairs ranked once, read for the kept and the remembered ones
+                events.execute(f"CREATE TEMP TABLE {both} AS "
+                               f"{self._bounded(events, plan, st, bounded_sql)}")
+                events.execute(f"CREATE TEMP TABLE {kept} AS {kept_of(both)}")
+                events.execute(f"CREATE TEMP TABLE {seen} AS {remembered_of(both)}")
+                events.execute(f"DROP TABLE {both}")
                 cap = self._capping(events, plan, seen)
             inc = self._increments(events, plan, kept)
             nxt = next_sql(st, added_sql(kept, seen), plan.cap, _count_type(plan.cap))
@@ -94,7 +101,7 @@ class DuckDBItems:
                              f"(WHERE c0 IS NULL) AS pairs, coalesce(sum(tot), 0) AS kept "
                              f"FROM {kept}")
         finally:
-            for name in (kept, st, seen):
+            for name in (kept, st, seen, both):
                 if name is not None:
                     events.execute(f"DROP TABLE IF EXISTS {name}")
         total = int(events.digest.split(":")[1])  # events of the append's periods

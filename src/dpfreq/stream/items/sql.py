@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dpfreq.stream.items.update import UpdatePlan
 
-__all__ = ["added_sql", "capping_sql", "kept_sql", "levels_sql", "next_sql", "pairs_sql",
-           "remembered_sql"]
+__all__ = ["added_sql", "bounded_sql", "capping_sql", "kept_of", "kept_sql", "levels_sql",
+           "next_sql", "pairs_sql", "remembered_of", "remembered_sql"]
 
 
 def _on(a: str, b: str) -> str:
@@ -62,6 +62,27 @@ def remembered_sql(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) ->
     dropped, :mod:`.update`), ``kp`` whether the pair is kept."""
     return (f"WITH pairs AS ({pairs_sql(ev, st, plan)}) SELECT k, g, fp, r <= room AS kp FROM "
             f"({_ranked(ev, st, plan, names, rank)}) AS bounded WHERE r <= lim")
+
+
+def bounded_sql(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) -> str:
+    """Every pair of the append under a bound, in one relation to materialise once: the pairs
+    of the state (``r``, ``room``, ``lim`` NULL) and the new pairs ranked as in
+    :func:`kept_sql`; :func:`kept_of` and :func:`remembered_of` read it."""
+    return (f"WITH pairs AS ({pairs_sql(ev, st, plan)}) SELECT k, g, fp, tot, c0, "
+            "CAST(NULL AS BIGINT) AS room, CAST(NULL AS BIGINT) AS lim, CAST(NULL AS BIGINT) "
+            "AS r FROM pairs WHERE c0 IS NOT NULL UNION ALL SELECT * FROM "
+            f"({_ranked(ev, st, plan, names, rank)}) AS ranked")
+
+
+def kept_of(bounded: str) -> str:
+    """:func:`kept_sql` from the relation of :func:`bounded_sql`."""
+    return (f"SELECT k, g, fp, tot, c0 FROM {bounded} WHERE c0 > 0 UNION ALL SELECT k, g, fp, "
+            f"tot, c0 FROM {bounded} WHERE c0 IS NULL AND r <= room")
+
+
+def remembered_of(bounded: str) -> str:
+    """:func:`remembered_sql` from the relation of :func:`bounded_sql`."""
+    return (f"SELECT k, g, fp, r <= room AS kp FROM {bounded} WHERE c0 IS NULL AND r <= lim")
 
 
 def capping_sql(remembered: str) -> str:
