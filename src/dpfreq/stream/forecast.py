@@ -29,6 +29,7 @@ from dpfreq._validate import check_choice, check_positive_float, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
 from dpfreq.stream.auto import structure_budgets
+from dpfreq.stream.capping import capping_counter
 from dpfreq.stream.mechanisms import Budget
 from dpfreq.stream.mechanisms.counter import Part, sum_halfwidth
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
@@ -184,6 +185,11 @@ class StreamForecast:
                f"# method {self.method}: {self.why}",
                f"# every group and k: the same error; ± = {conf:.0%} per-answer interval "
                f"(certified), band = every answer of every period, group and k at once"]
+        par = self._params
+        if par is not None and par.capping_epsilon is not None:
+            out.insert(1, f"# capping_epsilon={par.capping_epsilon:g} of epsilon measures the "
+                          "pairs the cap dropped; the reach counters (and the re-release "
+                          f"baseline) spend {par.counters_epsilon:g}")
         shown = _shown(self.periods.size, max(2, int(rows)))
         table = [("period", "sd", "±", "band ±")] + [
             (str(self.periods[i]), f"{self.sd[i]:.3g}", f"{self.half_width[i]:.0f}",
@@ -218,7 +224,9 @@ class StreamForecast:
                 "band_half_width": self.band_half_width.tolist(),
                 "rmse": self.rmse if self.horizon is not None else None,
                 "rerelease_half_width": self.rerelease_half_width,
-                "rerelease_sd": self.rerelease_sd}
+                "rerelease_sd": self.rerelease_sd,
+                "capping_epsilon": None if self._params is None else
+                self._params.capping_epsilon}
 
 
 def _shown(n: int, rows: int) -> list[int]:
@@ -236,7 +244,7 @@ def _rerelease(par: StreamParams, beta: float) -> tuple[float, float] | None:
     best: tuple[float, float] | None = None
     assert par.horizon is not None
     l1, l2 = SimpleLayout(1).sensitivity(par.unit)
-    for b, _ in structure_budgets(par.epsilon, par.delta, len(par.k_values),
+    for b, _ in structure_budgets(par.counters_epsilon, par.delta, len(par.k_values),
                                   par.max_groups_per_item):
         share = Budget(b.epsilon / par.horizon,
                        None if b.rho is None else b.rho / par.horizon)
@@ -306,6 +314,8 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
                        max_groups_per_item=max_groups_per_item, late="error",
                        confidence=confidence, engine="memory",
                        capping_epsilon=capping_epsilon)
+    if par.capping_epsilon is not None:  # refused as create refuses it (too small to calibrate)
+        capping_counter(par)
     return _forecast(par)
 
 
