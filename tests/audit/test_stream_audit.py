@@ -45,7 +45,7 @@ def _increments(log: dict[int, list[int]]) -> np.ndarray:
               "g": np.zeros(len(rows), dtype=np.int64),
               "p": np.full(len(rows), t, dtype=np.int64),
               "n": np.array([n for _, n in rows], dtype=np.int64)}
-        keys, codes, counts, inc, _ = numpy_update(keys, codes, counts, ev,
+        keys, codes, counts, inc, _, _ = numpy_update(keys, codes, counts, ev,
                                                    UpdatePlan(KS, 1, None, None, "0" * 32,
                                                               t - 1, t))
         out.append(inc[0])

@@ -50,6 +50,8 @@ def _run(tmp_path, engine, cols, windows, source, **over):
 def _same(a, b) -> None:
     np.testing.assert_array_equal(a.state.exact, b.state.exact)
     np.testing.assert_array_equal(a.state.noisy, b.state.noisy)
+    np.testing.assert_array_equal(a.state.cap_exact, b.state.cap_exact)
+    np.testing.assert_array_equal(a.state.cap_noisy, b.state.cap_noisy)
     assert (a.state.n_pairs, a.state.n_bounded_out, a.state.n_late_dropped) == (
         b.state.n_pairs, b.state.n_bounded_out, b.state.n_late_dropped)
 
@@ -69,7 +71,12 @@ def test_ungrouped_spark_stream_publishes_the_memory_answers(spark, tmp_path) ->
     assert mem.state.exact[0, 1].sum() > 0  # the 3+ level was reached
 
 
-def test_grouped_bounded_spark_stream_publishes_the_memory_answers(spark, tmp_path) -> None:
+@pytest.mark.filterwarnings("ignore::dpfreq.errors.DPFreqWarning")
+@pytest.mark.parametrize("capping_epsilon", [None, 0.3])
+def test_grouped_bounded_spark_stream_publishes_the_memory_answers(spark, tmp_path,
+                                                                   capping_epsilon) -> None:
+    """With capping_epsilon the remembered pairs, the increments of T and D and the dropped
+    fraction are the memory store's too."""
     rng = np.random.default_rng(2)
     names = ["a", "b", "c", "d", "e"]
     n = 1200
@@ -83,12 +90,15 @@ def test_grouped_bounded_spark_stream_publishes_the_memory_answers(spark, tmp_pa
     assert any(max(np.unique(list(gs.values()), return_counts=True)[1]) >= 2
                for gs in first.values())
     windows = ((0, 2), (2, 3), (3, 6))
-    over = {"group": "g", "groups": names, "max_groups_per_item": 2, "late": "drop"}
+    over = {"group": "g", "groups": names, "max_groups_per_item": 2, "late": "drop",
+            "capping_epsilon": capping_epsilon}
     mem, want = _run(tmp_path, "memory", cols, windows, dict, **over)
     spk, got = _run(tmp_path, "spark", cols, windows, dict, **over)
     assert got == want
     _same(mem, spk)
     assert spk.state.n_bounded_out > 0
+    if capping_epsilon is not None:  # pairs were dropped, and remembered once
+        assert spk.state.cap_exact[0, 1].sum() > 0
 
 
 def _day(t: int) -> dict[str, np.ndarray]:

@@ -42,7 +42,7 @@ def _increments(log: dict[int, tuple[int, ...]], horizon: int = HORIZON) -> np.n
               "p": np.full(len(rows), t, dtype=np.int64),
               "n": np.array([n for _, n in rows], dtype=np.int64)}
         plan = UpdatePlan(KS, 1, None, None, "00" * 16, t - 1, t)
-        keys, codes, counts, inc, _ = numpy_update(keys, codes, counts, ev, plan)
+        keys, codes, counts, inc, _, _ = numpy_update(keys, codes, counts, ev, plan)
         out.append(inc[0])
     return np.concatenate(out, axis=1)
 

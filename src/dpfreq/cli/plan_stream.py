@@ -34,8 +34,9 @@ __all__ = ["command"]
                          "goes to stderr).")
 def command(horizon_text: str, k_text: str, unit: str, epsilon: float, delta: float,
             method: str, group: str | None, groups_file: str | None,
-            max_groups_per_item: int | None, confidence: float, rows: int,
-            target_half_width: float | None, json_out: str | None) -> None:
+            max_groups_per_item: int | None, capping_epsilon: float | None,
+            confidence: float, rows: int, target_half_width: float | None,
+            json_out: str | None) -> None:
     """Predicted errors of `dpfreq stream init` with the same options (no data, no budget
     spent): per period, and against re-releasing every period."""
     from dpfreq.stream import plan_reach_stream
@@ -43,7 +44,8 @@ def command(horizon_text: str, k_text: str, unit: str, epsilon: float, delta: fl
     forecast = plan_reach_stream(
         horizon=parse_horizon(horizon_text), k_values=shared.parse_int_list(k_text, "--k"),
         unit=unit, epsilon=epsilon, delta=delta, method=method, group=group,
-        groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence)
+        groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence,
+        capping_epsilon=capping_epsilon)
     lines = forecast.lines(rows)
     doc = forecast.to_dict()
     if target_half_width is not None:

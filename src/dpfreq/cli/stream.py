@@ -48,6 +48,8 @@ def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10)
              f"# why: {rel.mechanism_params['why']}"]
     if "coverage" in rel.mechanism_params:
         lines.append(f"# coverage: {rel.mechanism_params['coverage']}")
+    if rel.dropped_fraction is not None:
+        lines.append(f"# dropped by the cap: {rel.dropped_fraction.description}")
     lines += _noise_lines(rel, groups)
     periods = np.asarray(rel.periods)
     shown = range(max(0, periods.size - rows), periods.size)
@@ -135,8 +137,8 @@ def command() -> None:
 def init(state: str, item: str, time_col: str, horizon_text: str, start: str | None,
          period: str | None, k_text: str, unit: str, epsilon: float, delta: float,
          method: str, late: str, group: str | None, groups_file: str | None,
-         max_groups_per_item: int | None, confidence: float, state_engine: str,
-         seed: int | None, accountant: Any = None) -> None:
+         max_groups_per_item: int | None, capping_epsilon: float | None, confidence: float,
+         state_engine: str, seed: int | None, accountant: Any = None) -> None:
     """Create the stream STATE (a new directory) and charge its whole budget once."""
     shared.warn_if_seeded(seed)
     horizon = parse_horizon(horizon_text)
@@ -145,7 +147,7 @@ def init(state: str, item: str, time_col: str, horizon_text: str, start: str | N
         period=period, k_values=shared.parse_int_list(k_text, "--k"), unit=unit,
         epsilon=epsilon, delta=delta, method=method, late=late, group=group,
         groups=groups_file, max_groups_per_item=max_groups_per_item, confidence=confidence,
-        engine=state_engine, rng=seed, accountant=accountant)
+        engine=state_engine, capping_epsilon=capping_epsilon, rng=seed, accountant=accountant)
     click.echo(f"created stream {state}: method {s.plan.method}; {s.plan.record['why']}",
                err=True)
     click.echo(f"SECRET: {state} holds the noise key and exact counts; protect it like the "

@@ -36,6 +36,12 @@ def accuracy_options(f: Any) -> Any:
         click.option("--max-groups-per-item", type=shared.INTEGER, default=None,
                      help="Groups one item counts in (required with --group at --unit item): "
                           "the first it is seen in."),
+        click.option("--capping-epsilon", type=float, default=None,
+                     help="With --group at --unit item: the share of --epsilon, in (0, "
+                          "epsilon), that measures the fraction of (item, group) pairs the "
+                          "cap --max-groups-per-item dropped to date (printed with its "
+                          "interval every period; the reach counters spend the rest). "
+                          "Default: not measured."),
         click.option("--confidence", type=float, default=0.95, show_default=True,
                      help="Confidence of the intervals and the band."),
     ]

@@ -172,10 +172,13 @@ class DroppedFraction:
         ``q``: each sum's noise exceeds ``q`` in magnitude with probability at most
         ``(1 − confidence)/2`` (measured from the histogram: both sums' noises are within
         ``q`` together with probability at least ``confidence``).
-    measurement : {"sums", "histogram"}
-        What was noised: the two sums (a fixed ``m``), or the histogram of groups per item
+    measurement : {"sums", "histogram", "stream"}
+        What was noised: the two sums (a fixed ``m``), the histogram of groups per item
         of ``max_groups_per_item="auto"`` (:mod:`dpfreq.grouped.bound_choice`; ``M`` its
-        largest candidate, the sums post-processing of it).
+        largest candidate, the sums post-processing of it), or the increments of the two sums
+        counted online by a reach stream (:mod:`dpfreq.stream.capping`; ``gamma`` of its
+        counters' first epoch, ``noise_quantile`` each counter's half-width at
+        ``(1 − confidence)/2``).
     """
 
     value: float
@@ -197,6 +200,10 @@ class DroppedFraction:
         if self.measurement == "histogram":
             return (f"the histogram of the items' number of groups (M = {self.bound} bins, ℓ1 "
                     "sensitivity 1; the two sums and the choice of m are post-processing)")
+        if self.measurement == "stream":
+            return ("two online counters of the per-period increments of the two sums (one "
+                    f"item adds at most 2M − m = {2 * self.bound - self.max_groups_per_item} "
+                    "over the whole stream; each counter's noise is calibrated to that mass)")
         return f"two sums of ℓ1 sensitivity 2M − m = {self.sensitivity}"
 
     @property
@@ -227,7 +234,7 @@ class DroppedFraction:
         for name in names:
             x = d.get(name)
             if name == "measurement":
-                if x not in (None, "sums", "histogram"):
+                if x not in (None, "sums", "histogram", "stream"):
                     raise ValueError("dropped_fraction['measurement'] is malformed")
                 out[name] = x or "sums"
                 continue

@@ -41,7 +41,8 @@ from dpfreq.stream.mechanisms.intervals import SimpleLayout
 from dpfreq.stream.mechanisms.law import calibrate
 from dpfreq.stream.mechanisms.saved import rebuild_counter
 
-__all__ = ["METHODS", "StreamPlan", "plan_stream", "saved_plan", "structure_budgets"]
+__all__ = ["METHODS", "StreamPlan", "choose_counter", "plan_stream", "saved_plan",
+           "structure_budgets"]
 
 #: every method name ``method=`` accepts besides ``"auto"``
 METHODS = (*BOUNDED_METHODS, "epochs")
@@ -146,8 +147,10 @@ def _bounded(horizon: int, unit: str, budget: Budget, method: str
     return counter, rmse, why
 
 
-def _choose(horizon: int | None, unit: str, budget: Budget, method: str
-            ) -> tuple[Any, dict[str, float], str]:
+def choose_counter(horizon: int | None, unit: str, budget: Budget, method: str
+                   ) -> tuple[Any, dict[str, float], str]:
+    """``(counter, predicted RMSE per candidate, why)`` of one structure at ``budget``
+    (``counter`` None when no candidate calibrates)."""
     if horizon is None:
         return _unbounded(unit, budget, method)
     return _bounded(horizon, unit, budget, method)
@@ -190,7 +193,7 @@ def plan_stream(*, horizon: int | None, unit: str, epsilon: float, delta: float,
     refusal: ParameterError | None = None
     for budget, accounting in structure_budgets(epsilon, delta, n_k, max_groups_per_item):
         try:  # a forced method may need the other accounting (the factorization: zCDP)
-            counter, rmse, why = _choose(horizon, unit, budget, method)
+            counter, rmse, why = choose_counter(horizon, unit, budget, method)
         except ParameterError as err:
             refusal = refusal or err
             continue

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpfreq._epsilon_search import smallest_epsilon
+from dpfreq._epsilon_search import round_up3, smallest_epsilon
 from dpfreq._validate import check_choice, check_positive_float, message
 from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
 from dpfreq.stream.auto import structure_budgets
+from dpfreq.stream.capping import capping_counter
 from dpfreq.stream.mechanisms import Budget
 from dpfreq.stream.mechanisms.counter import Part, sum_halfwidth
 from dpfreq.stream.mechanisms.intervals import SimpleLayout
@@ -155,9 +156,18 @@ class StreamForecast:
         assert params is not None  # made by plan_reach_stream
 
         def value(eps: float) -> float:  # a ParameterError: no counter calibrates at ε
-            return _forecast(dataclasses.replace(params, epsilon=eps)).measure(measure)
+            return _forecast(dataclasses.replace(params, epsilon=eps, capping_epsilon=None)
+                             ).measure(measure)
 
-        return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
+        cap = params.capping_epsilon
+        if cap is None:
+            return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
+        # the reach counters' smallest ε, plus the fixed share that measures the cap
+        found = smallest_epsilon(value, target, planned=params.counters_epsilon, what=measure)
+        out = round_up3(found + cap)
+        while dataclasses.replace(params, epsilon=out).counters_epsilon < found:
+            out = round_up3(out, 1)
+        return out
 
     def lines(self, rows: int = 8) -> list[str]:
         """The forecast as printed by ``dpfreq plan stream`` (at most ``rows`` periods, the
@@ -175,6 +185,11 @@ class StreamForecast:
                f"# method {self.method}: {self.why}",
                f"# every group and k: the same error; ± = {conf:.0%} per-answer interval "
                f"(certified), band = every answer of every period, group and k at once"]
+        par = self._params
+        if par is not None and par.capping_epsilon is not None:
+            out.insert(1, f"# capping_epsilon={par.capping_epsilon:g} of epsilon measures the "
+                          "pairs the cap dropped; the reach counters (and the re-release "
+                          f"baseline) spend {par.counters_epsilon:g}")
         shown = _shown(self.periods.size, max(2, int(rows)))
         table = [("period", "sd", "±", "band ±")] + [
             (str(self.periods[i]), f"{self.sd[i]:.3g}", f"{self.half_width[i]:.0f}",
@@ -209,7 +224,9 @@ class StreamForecast:
                 "band_half_width": self.band_half_width.tolist(),
                 "rmse": self.rmse if self.horizon is not None else None,
                 "rerelease_half_width": self.rerelease_half_width,
-                "rerelease_sd": self.rerelease_sd}
+                "rerelease_sd": self.rerelease_sd,
+                "capping_epsilon": None if self._params is None else
+                self._params.capping_epsilon}
 
 
 def _shown(n: int, rows: int) -> list[int]:
@@ -227,7 +244,7 @@ def _rerelease(par: StreamParams, beta: float) -> tuple[float, float] | None:
     best: tuple[float, float] | None = None
     assert par.horizon is not None
     l1, l2 = SimpleLayout(1).sensitivity(par.unit)
-    for b, _ in structure_budgets(par.epsilon, par.delta, len(par.k_values),
+    for b, _ in structure_budgets(par.counters_epsilon, par.delta, len(par.k_values),
                                   par.max_groups_per_item):
         share = Budget(b.epsilon / par.horizon,
                        None if b.rho is None else b.rho / par.horizon)
@@ -244,8 +261,8 @@ def _rerelease(par: StreamParams, beta: float) -> tuple[float, float] | None:
 @public_errors("plan_reach_stream")
 def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon: float,
                       delta: float, method: str, group: Any = None, groups: Any = None,
-                      max_groups_per_item: Any = None, confidence: float = 0.95
-                      ) -> StreamForecast:
+                      max_groups_per_item: Any = None, confidence: float = 0.95,
+                      capping_epsilon: Any = None) -> StreamForecast:
     """Predict the error of a reach stream before creating it (no data, no budget spent).
 
     Takes the public parameters of :meth:`dpfreq.stream.ReachStream.create` that fix its
@@ -273,6 +290,9 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
         ``m`` with groups at ``unit="item"`` (required there, as in ``create``).
     confidence : float
         The level of the intervals and the band.
+    capping_epsilon : float or None
+        The share of ``epsilon`` that would measure what the cap dropped (as ``create``):
+        the reach counters are planned at ``epsilon − capping_epsilon``.
 
     Returns
     -------
@@ -292,7 +312,10 @@ def plan_reach_stream(*, horizon: int | None, k_values: Any, unit: str, epsilon:
                        period=None, k_values=k_values, unit=unit, epsilon=epsilon,
                        delta=delta, method=method, group=group, groups=groups,
                        max_groups_per_item=max_groups_per_item, late="error",
-                       confidence=confidence, engine="memory")
+                       confidence=confidence, engine="memory",
+                       capping_epsilon=capping_epsilon)
+    if par.capping_epsilon is not None:  # refused as create refuses it (too small to calibrate)
+        capping_counter(par)
     return _forecast(par)
 
 

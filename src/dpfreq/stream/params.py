@@ -4,9 +4,11 @@ Everything here is public and chosen before any data: the item and time columns,
 (integer periods, or timestamps cut from a public ``start`` into periods of a public ``period``,
 UTC), the horizon ``T`` or ``None`` (no horizon), the k values, the unit of privacy, ``(ε, δ)``,
 the method, the groups (a public list) with the bound ``m``, what to do with late events, the
-confidence of the intervals and the engine that holds the per-item state. Nothing is defaulted
-that sets the privacy or the accuracy: ``epsilon``, ``delta``, ``unit``, ``horizon``,
-``k_values``, ``method`` and ``late`` are always the caller's.
+confidence of the intervals, the engine that holds the per-item state and, for a grouped stream
+at ``unit="item"``, the share ``capping_epsilon`` of ε that measures what the cap dropped
+(:mod:`dpfreq.stream.capping`; None: not measured). Nothing is defaulted that sets the privacy or
+the accuracy: ``epsilon``, ``delta``, ``unit``, ``horizon``, ``k_values``, ``method`` and
+``late`` are always the caller's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dpfreq._validate import (
 )
 from dpfreq.errors import ParameterError
 from dpfreq.grouped.checks import check_bound, check_grouping
+from dpfreq.grouped.dropped import check_capping_epsilon, release_epsilon
 from dpfreq.stream.auto import METHODS, StreamPlan, plan_stream, saved_plan
 from dpfreq.windows.params import parse_period
 
@@ -87,15 +90,22 @@ class StreamParams:
     late: str
     confidence: float
     engine: str
+    capping_epsilon: float | None = None
 
     @property
     def n_groups(self) -> int:
         return len(self.groups) if self.groups else 1
 
+    @property
+    def counters_epsilon(self) -> float:
+        """What the reach counters spend: ``ε − ε_c`` rounded down (``ε`` without
+        ``capping_epsilon``)."""
+        return release_epsilon(self.epsilon, self.capping_epsilon)
+
     def plan(self) -> StreamPlan:
         """The counter, node law and budget of every structure, chosen from these public
         parameters alone (:func:`~dpfreq.stream.auto.plan_stream`)."""
-        return plan_stream(horizon=self.horizon, unit=self.unit, epsilon=self.epsilon,
+        return plan_stream(horizon=self.horizon, unit=self.unit, epsilon=self.counters_epsilon,
                            delta=self.delta, n_k=len(self.k_values), method=self.method,
                            max_groups_per_item=self.max_groups_per_item)
 
@@ -103,7 +113,7 @@ class StreamParams:
         """The plan saved with a stream (its ``record`` and counter ``spec``), rebuilt without
         planning again (:func:`~dpfreq.stream.auto.saved_plan`; ValueError if it does not fit
         these parameters)."""
-        return saved_plan(unit=self.unit, epsilon=self.epsilon, delta=self.delta,
+        return saved_plan(unit=self.unit, epsilon=self.counters_epsilon, delta=self.delta,
                           n_k=len(self.k_values), max_groups_per_item=self.max_groups_per_item,
                           record=record, spec=spec)
 
@@ -194,7 +204,7 @@ def _grouping(group: Any, groups: Any, m: Any, unit: str
 def check_params(*, item: Any, time: Any, horizon: Any, start: Any, period: Any,
                  k_values: Any, unit: Any, epsilon: Any, delta: Any, method: Any,
                  group: Any = None, groups: Any = None, max_groups_per_item: Any = None,
-                 late: Any, confidence: Any, engine: Any,
+                 late: Any, confidence: Any, engine: Any, capping_epsilon: Any = None,
                  **_: Any) -> StreamParams:
     """Check every public parameter of a stream (one-line ParameterError on the first bad)."""
     for name, col in (("item", item), ("time", time)):
@@ -205,11 +215,20 @@ def check_params(*, item: Any, time: Any, horizon: Any, start: Any, period: Any,
     start_us, period_us = _time_axis(start, period)
     u = check_unit(unit, ("event", "item", "item_replace"))
     g, names, m = _grouping(group, groups, max_groups_per_item, u)
+    eps = check_epsilon(epsilon, "epsilon")
+    if capping_epsilon is not None and m is None:
+        raise ParameterError(message("capping_epsilon", "None at unit='event' (one event "
+                                     "lies in one group: nothing is capped)" if u == "event"
+                                     else "None without max_groups_per_item (nothing is "
+                                     "capped: a grouped stream at unit='item' caps the groups "
+                                     "per item)", capping_epsilon))
+    cap_eps = check_capping_epsilon(capping_epsilon, eps, m)
+    eng = check_choice(engine, "engine", ENGINES)
     return StreamParams(
         item=item, time=time, horizon=hz, start_us=start_us, period_us=period_us,
-        k_values=_k_values(k_values), unit=u, epsilon=check_epsilon(epsilon, "epsilon"),
+        k_values=_k_values(k_values), unit=u, epsilon=eps,
         delta=check_delta(delta, "delta"),
         method=check_choice(method, "method", ("auto", *METHODS)), group=g,
         groups=names, max_groups_per_item=m, late=check_choice(late, "late", LATE),
-        confidence=check_confidence(confidence, "confidence"),
-        engine=check_choice(engine, "engine", ENGINES))
+        confidence=check_confidence(confidence, "confidence"), engine=eng,
+        capping_epsilon=cap_eps)

@@ -4,8 +4,10 @@ Every field of a :class:`~dpfreq.stream.result.StreamRelease` is computed here f
 measurements and public parameters (:mod:`dpfreq.stream.publish`): the curves, the intervals
 (half-width plus the factorization's floating-point allowance), the band and the statement of
 the mechanism; a grouped stream's error statement ends with what its intervals cover (the
-capped data at ``unit="item"``: :mod:`dpfreq.grouped.capping`). The curves of all requested
-periods are computed once and sliced.
+capped data at ``unit="item"``: :mod:`dpfreq.grouped.capping`), and with ``capping_epsilon``
+each release carries the dropped fraction to date (:mod:`dpfreq.stream.capping`; the latest
+release warns when it is large). The curves of all requested periods are computed once and
+sliced.
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.grouped.capping import capping_statement, with_coverage
+from dpfreq.grouped.dropped import warn_if_large
 from dpfreq.release import RELATIONS, ErrorStatement
+from dpfreq.stream.capping import capping_widths, dropped_fractions
 from dpfreq.stream.publish import curve, halfwidths, widths_through
 from dpfreq.stream.result import StreamRelease
 
-__all__ = ["MECHANISM", "STREAM_CHOICE", "STREAM_REMEDY", "VACUOUS_TEXT", "build_releases"]
+__all__ = [
+    "MEASURED_REMEDY",
+    "MECHANISM",
+    "STREAM_CHOICE",
+    "STREAM_REMEDY",
+    "VACUOUS_TEXT",
+    "build_releases",
+]
 
 MECHANISM = "reach-stream"
 
@@ -29,6 +40,10 @@ MECHANISM = "reach-stream"
 STREAM_REMEDY = ("the stream does not estimate how many pairs the cap dropped (a one-off "
                  "grouped release of a past log can); a new stream with a larger "
                  "max_groups_per_item drops fewer")
+
+#: the same, for a stream that measures what its cap dropped (``capping_epsilon``)
+MEASURED_REMEDY = ("see the dropped-fraction estimate to date (dropped_fraction); a new stream "
+                   "with a larger max_groups_per_item drops fewer")
 
 #: which groups an item keeps in a stream (:mod:`dpfreq.stream.items.update`)
 STREAM_CHOICE = ("the first ones it is seen in, for the whole stream; groups first seen in "
@@ -63,6 +78,24 @@ def _description(conf: float, horizon: int | None) -> str:
             f"structures and {spread}); a published answer never changes")
 
 
+def _remedy(par: Any) -> str:
+    return STREAM_REMEDY if par.capping_epsilon is None else MEASURED_REMEDY
+
+
+def _capping_params(stream: Any) -> dict[str, Any]:
+    """What ``mechanism_params`` says of the dropped-fraction measurement (empty without)."""
+    par, cap = stream.params, stream.capping
+    if cap is None:
+        return {}
+    return {"capping_epsilon": par.capping_epsilon,
+            "counters_epsilon": par.counters_epsilon,
+            "capping": f"ε_c = {par.capping_epsilon:g} of ε measures the fraction of (item, "
+                       "group) pairs the cap dropped to date (pure ε_c-DP: two online "
+                       f"counters, {cap.describe()}, calibrated to one item's increments of "
+                       "ℓ1 mass 2M − m over the whole stream); the reach counters spend "
+                       f"ε − ε_c = {par.counters_epsilon:g} (basic composition)"}
+
+
 def _mechanism_params(stream: Any) -> dict[str, Any]:
     par, plan = stream.params, stream.plan
     return {**plan.record, "relation": RELATIONS[par.unit], "k_values": list(par.k_values),
@@ -76,8 +109,9 @@ def _mechanism_params(stream: Any) -> dict[str, Any]:
             "noise": "exact discrete Laplace or discrete Gaussian per row, a deterministic "
                      "function of the stream's secret key and the node id (never redrawn)",
             **({} if par.groups is None else
-               {"coverage": capping_statement(par.max_groups_per_item, STREAM_REMEDY,
-                                              chosen=STREAM_CHOICE)})}
+               {"coverage": capping_statement(par.max_groups_per_item, _remedy(par),
+                                              chosen=STREAM_CHOICE)}),
+            **_capping_params(stream)}
 
 
 def build_releases(stream: Any, first: int, last: int, *, confidence: float | None = None
@@ -104,6 +138,7 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
         bhi.append(values + (b + allow))
         half.append(h + allow)
     params = _mechanism_params(stream)
+    dropped = _dropped(stream, first, last, conf)
     out = []
     for t in range(first, last + 1):
         vacuous = all(bool(np.all(low[:, :t] <= 0)) for low in lo)
@@ -113,11 +148,24 @@ def build_releases(stream: Any, first: int, last: int, *, confidence: float | No
                              lower=_nest(par, lo, t), upper=_nest(par, hi, t),
                              band_lower=_nest(par, blo, t), band_upper=_nest(par, bhi, t))
         if par.groups is not None:  # what the intervals cover: the capped data
-            err = with_coverage(err, par.max_groups_per_item, STREAM_REMEDY,
+            err = with_coverage(err, par.max_groups_per_item, _remedy(par),
                                 chosen=STREAM_CHOICE)
         ts = np.arange(1, t + 1)
         out.append(StreamRelease(
             value=_nest(par, est, t), epsilon=par.epsilon, delta=par.delta, unit=par.unit,
             mechanism=MECHANISM, mechanism_params=params, seeded=state.seeded, error=err,
-            period=t, periods=par.period_label(ts), k_values=par.k_values, groups=par.groups))
+            period=t, periods=par.period_label(ts), k_values=par.k_values, groups=par.groups,
+            dropped_fraction=None if dropped is None else dropped[t - first]))
+    if dropped is not None:
+        warn_if_large(dropped[-1])  # the latest period's, once per call
     return out
+
+
+def _dropped(stream: Any, first: int, last: int, conf: float) -> list[Any] | None:
+    """The dropped fraction of periods ``first … last`` (None when not measured)."""
+    par, cap, state = stream.params, stream.capping, stream.state
+    if cap is None:
+        return None
+    widths = capping_widths(cap, state.cap_widths if conf == par.confidence else
+                            np.zeros(0), last, 1.0 - conf)
+    return dropped_fractions(par, cap, state.cap_noisy, widths, first, last, conf)

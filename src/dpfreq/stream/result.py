@@ -18,7 +18,8 @@ import numpy as np
 
 from dpfreq._validate import check_int, message
 from dpfreq.errors import ParameterError, public_errors
-from dpfreq.release import Release
+from dpfreq.grouped.dropped import DroppedFraction
+from dpfreq.release import Release, public_floats
 
 __all__ = ["StreamRelease"]
 
@@ -33,6 +34,9 @@ class StreamRelease(Release):
     the same nesting (per-answer intervals at ``error.confidence``), ``error.band_lower`` /
     ``error.band_upper`` the stream's band: every answer of every period, group and k at once.
     ``mechanism_params`` states the counter, its node law, the accounting and why it was chosen.
+    ``dropped_fraction`` (a stream with ``capping_epsilon``) is the private estimate, with its
+    interval, of the fraction of (item, group) pairs the cap dropped through ``period``
+    (:mod:`dpfreq.stream.capping`); else None.
 
     Examples
     --------
@@ -50,12 +54,22 @@ class StreamRelease(Release):
     periods: Any
     k_values: tuple[int, ...]
     groups: tuple[str, ...] | None = None
+    dropped_fraction: DroppedFraction | None = None
 
     _count_columns = ("estimate", "lower", "upper", "band_lower", "band_upper")
 
     #: every stream release is rebuilt from the stream's saved measurements (free), so a
     #: failing command has nothing to rescue (:func:`dpfreq.cli.output.rescue_drawn_releases`)
     saved_elsewhere = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`Release.to_dict`, with ``dropped_fraction`` as
+        :meth:`~dpfreq.grouped.dropped.DroppedFraction.to_dict` writes it (its sentence
+        included; None when not measured)."""
+        out = super().to_dict()
+        if self.dropped_fraction is not None:
+            out["dropped_fraction"] = public_floats(self.dropped_fraction.to_dict())
+        return out
 
     def _value_text(self) -> str:
         ks = ", ".join(str(k) for k in self.k_values)
@@ -64,7 +78,9 @@ class StreamRelease(Release):
 
     def _summary(self) -> list[tuple[str, str]]:
         return [("method", str(self.mechanism_params.get("method", ""))),
-                ("why", str(self.mechanism_params.get("why", ""))[:120])]
+                ("why", str(self.mechanism_params.get("why", ""))[:120])] + (
+                    [] if self.dropped_fraction is None else
+                    [("dropped by the cap", self.dropped_fraction.description)])
 
     def _curves(self, group: str | None) -> Mapping[int, Any]:
         if self.groups is None:

@@ -9,10 +9,12 @@ counters need them to measure rows that close later), the **noisy measurements**
 structure (integers: every published number is computed from them alone), the interval and
 band half-widths of every closed period at the stream's confidence (public functions of the
 plan, saved so that they are computed once: :func:`dpfreq.stream.publish.widths_through`),
-the periods closed
-so far and the appends that closed them, and the name and digest of the per-item file of the
-current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on Spark the directory
-``items-<gen>.parquet/`` of part files, digested as a whole: :mod:`dpfreq.stream.items.files`).
+the periods closed so far and the appends that closed them, with ``capping_epsilon`` the two
+dropped-fraction counters' spec, exact increments, noisy rows and half-widths
+(:mod:`dpfreq.stream.capping`; alike, under their own sub-key), and the name and digest of the
+per-item file of the current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on
+Spark the directory ``items-<gen>.parquet/`` of part files, digested as a whole:
+:mod:`dpfreq.stream.items.files`).
 
 An append writes the next generation's per-item file under a new name, then the manifest
 (written to a temporary name and renamed: atomic), then removes the previous per-item file (or
@@ -41,7 +43,7 @@ __all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "manifest_of", "sav
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
-_VERSION = 2  # 2: the counter spec and the saved half-widths
+_VERSION = 3  # 2: the counter spec and the saved half-widths; 3: the capping counters
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -78,6 +80,10 @@ class StreamState:
     n_late_dropped: int = 0
     n_bounded_out: int = 0
     n_pairs: int = 0
+    cap_counter: dict[str, Any] = field(default_factory=dict)
+    cap_exact: IntArray = field(default_factory=lambda: np.zeros((1, 2, 0), dtype=np.int64))
+    cap_noisy: IntArray = field(default_factory=lambda: np.zeros((2, 1, 0), dtype=np.int64))
+    cap_widths: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
     def advanced(self, **changes: Any) -> StreamState:
         """A copy with the fields of the next generation."""
@@ -92,11 +98,13 @@ def save_state(path: Path, state: StreamState) -> None:
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
             "n_bounded_out": state.n_bounded_out, "n_pairs": state.n_pairs,
+            "cap_counter": state.cap_counter,
             "batches": [[b.after, b.through, b.digest] for b in state.batches]}
     write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
                    arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
                            "exact": state.exact, "noisy": state.noisy,
-                           "widths": state.widths})
+                           "widths": state.widths, "cap_exact": state.cap_exact,
+                           "cap_noisy": state.cap_noisy, "cap_widths": state.cap_widths})
 
 
 def _bad(path: Path, why: str) -> DataError:
@@ -127,11 +135,18 @@ def load_state(path: Path) -> StreamState:
             noisy=arrays["noisy"].astype(np.int64),
             widths=arrays["widths"].astype(np.float64),
             n_late_dropped=int(meta["n_late_dropped"]),
-            n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]))
+            n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]),
+            cap_counter=dict(meta["cap_counter"]),
+            cap_exact=arrays["cap_exact"].astype(np.int64),
+            cap_noisy=arrays["cap_noisy"].astype(np.int64),
+            cap_widths=arrays["cap_widths"].astype(np.float64))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None
+    measured = state.params.capping_epsilon is not None
     if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3 or (
-            state.widths.shape != (2, state.last)):
+            state.widths.shape != (2, state.last)) or state.cap_exact.ndim != 3 or (
+            state.cap_noisy.ndim != 3) or state.cap_widths.shape != (
+            (state.last,) if measured else (0,)) or measured != bool(state.cap_counter):
         raise _bad(path, "its key or arrays do not have the expected shape")
     if state.items_file is not None:
         check_digest(path / state.items_file, str(state.items_digest), str(path))

@@ -26,10 +26,17 @@ from dpfreq._signing import signing_key
 from dpfreq._validate import check_confidence, message
 from dpfreq.budget import BudgetAccountant, check_accountant
 from dpfreq.errors import DataError, ParameterError, public_errors
+from dpfreq.grouped.dropped import capping_bound
 from dpfreq.pipeline import BudgetGate, Charge
 from dpfreq.release import public_floats, to_jsonable
 from dpfreq.rng import RNGLike, derive_key, resolve_rng
 from dpfreq.stream.auto import StreamPlan
+from dpfreq.stream.capping import (
+    capping_counter,
+    capping_key,
+    capping_widths,
+    rebuilt_counter,
+)
 from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
 from dpfreq.stream.items.files import remove_items
 from dpfreq.stream.items.reader import AppendSpec
@@ -96,6 +103,19 @@ def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
     return plan
 
 
+def _checked_capping(path: Path, state: StreamState) -> Any:
+    """The dropped-fraction counter of a saved stream (None when not measured), rebuilt from
+    its saved spec and refused if it does not fit the stream's parameters."""
+    if state.params.capping_epsilon is None:
+        return None
+    try:
+        return rebuilt_counter(state.params, state.cap_counter)
+    except ValueError:
+        raise DataError(f"{path} is not a valid reach stream for this dpfreq: its "
+                        "dropped-fraction counter was planned differently (created by another "
+                        "version); open it with the version that created it.") from None
+
+
 class ReachStream:
     """Cumulative reach and k+ reach released every period, from one budget.
 
@@ -110,6 +130,9 @@ class ReachStream:
         The public parameters.
     plan : StreamPlan
         The counter, the per-structure budget and why they were chosen.
+    capping : counter or None
+        With ``capping_epsilon``: the online counter of the two dropped-fraction sums
+        (:mod:`dpfreq.stream.capping`); else None.
 
     Examples
     --------
@@ -124,9 +147,10 @@ class ReachStream:
     ([1, 2], 2)
     """
 
-    def __init__(self, path: Path, state: StreamState, plan: StreamPlan) -> None:
+    def __init__(self, path: Path, state: StreamState, plan: StreamPlan,
+                 capping: Any = None) -> None:
         self.path, self._state, self.plan = path, state, plan
-        self.params = state.params
+        self.params, self.capping = state.params, capping
 
     @property
     def last_period(self) -> int:
@@ -144,7 +168,8 @@ class ReachStream:
                k_values: Any, unit: str, epsilon: float, delta: float, method: str,
                late: str, start: Any = None, period: Any = None, group: str | None = None,
                groups: Any = None, max_groups_per_item: int | None = None,
-               confidence: float = 0.95, engine: str = "duckdb", rng: RNGLike = None,
+               confidence: float = 0.95, engine: str = "duckdb",
+               capping_epsilon: float | None = None, rng: RNGLike = None,
                accountant: BudgetAccountant | None = None) -> ReachStream:
         """Create a stream: check, plan, charge the budget once, then draw its secret key.
 
@@ -183,6 +208,13 @@ class ReachStream:
             Parquet directories updated by Spark SQL (appends then read their events with
             Spark: a Spark DataFrame, a Parquet path, ...; the session is the active one, or
             a new ``local[*]`` one).
+        capping_epsilon : float, optional
+            A grouped stream with ``max_groups_per_item``: the share ``ε_c`` of ``epsilon``, in
+            ``(0, epsilon)``, that measures the fraction of (item, group) pairs the cap
+            dropped, released every period with its interval (``rel.dropped_fraction``;
+            :mod:`dpfreq.stream.capping`); the reach counters spend ``epsilon − ε_c``.
+            Refused at ``unit="event"`` and without ``max_groups_per_item``. Default None:
+            not measured (never a share chosen for you).
         rng : None, int or numpy.random.Generator
             None: secure randomness (production). Seeds are for tests only.
         accountant : Accountant or Ledger, optional
@@ -213,8 +245,10 @@ class ReachStream:
         composition, or zCDP with ``delta > 0``), groups compose in parallel (``"event"``) or
         over the at most ``m`` groups an item keeps (``"item"``), each counter's node noise is
         calibrated to its exact sensitivity and fixed per node (a function of the secret key),
-        and appends only measure new rows of the same counters. The budget is charged here,
-        once.
+        and appends only measure new rows of the same counters. With ``capping_epsilon`` the
+        two dropped-fraction counters are pure ``ε_c``-DP (one item adds at most ``2M − m`` to
+        their increments; :mod:`dpfreq.stream.capping`) and the reach counters run at
+        ``ε − ε_c``: basic composition. The budget is charged here, once.
         """
         func = "ReachStream.create"
         acct = check_accountant(accountant)
@@ -223,8 +257,10 @@ class ReachStream:
                            k_values=k_values, unit=unit, epsilon=epsilon, delta=delta,
                            method=method, group=group, groups=groups,
                            max_groups_per_item=max_groups_per_item, late=late,
-                           confidence=confidence, engine=engine)
+                           confidence=confidence, engine=engine,
+                           capping_epsilon=capping_epsilon)
         plan = par.plan()
+        capping = None if par.capping_epsilon is None else capping_counter(par)[0]
         plan = dataclasses.replace(plan, record=_public(plan.record))  # as saved and reopened
         item_store(par.engine)  # the engine is there (Spark: pyspark installed)
         directory = _fresh_directory(path)
@@ -244,9 +280,10 @@ class ReachStream:
             state = StreamState(params=par, seeded=resolved.seeded, key=key,
                                 plan=plan.record, counter=plan.counter.spec(),
                                 exact=np.zeros((g, k, 0), dtype=np.int64),
-                                noisy=np.zeros((k, g, 0), dtype=np.int64))
+                                noisy=np.zeros((k, g, 0), dtype=np.int64),
+                                cap_counter={} if capping is None else capping.spec())
             save_state(directory, state)
-        return cls(directory, state, plan)
+        return cls(directory, state, plan, capping)
 
     @classmethod
     @public_errors("ReachStream.open")
@@ -266,7 +303,7 @@ class ReachStream:
         manifest_of(p)  # before the lock: no lock file left in a directory that is no stream
         with state_lock(p, shared=True):  # not while an append replaces the per-item file
             state = load_state(p)
-        return cls(p, state, _checked_plan(p, state))
+        return cls(p, state, _checked_plan(p, state), _checked_capping(p, state))
 
     def _spec(self, after: int, through: int) -> AppendSpec:
         par = self.params
@@ -279,7 +316,9 @@ class ReachStream:
         bound_key = derive_key(self._state.key, "stream", "group-bounding").hex()
         return UpdatePlan(k_values=par.k_values, n_groups=par.n_groups,
                           group_names=par.groups, bound=par.max_groups_per_item,
-                          bound_key_hex=bound_key, after=after, through=through)
+                          bound_key_hex=bound_key, after=after, through=through,
+                          seen_bound=None if self.capping is None else
+                          capping_bound(int(par.max_groups_per_item or 0)))
 
     @public_errors("ReachStream.append")
     def append(self, source: Any, *, through: Any) -> list[StreamRelease]:
@@ -325,6 +364,7 @@ class ReachStream:
             state = load_state(self.path)  # (another key: the directory holds a new stream)
             self.plan, self._state, self.params = (_checked_plan(self.path, state), state,
                                                    state.params)
+            self.capping = _checked_capping(self.path, state)
 
     def _append(self, source: Any, t: int) -> list[StreamRelease]:
         """Append the periods after the saved last period through ``t`` (under the lock)."""
@@ -350,6 +390,7 @@ class ReachStream:
         widths = widths_through(self.plan.counter, st.widths, t, 1.0 - par.confidence,
                                 par.n_groups * len(par.k_values))
         new = st.advanced(generation=st.generation + 1, widths=widths, items_file=res.items_file,
+                          **self._capping_measured(res.capping, t),
                           items_digest=res.items_digest, key_kind=res.key_kind, last=t,
                           batches=(*st.batches, Batch(st.last, t, events.digest)),
                           exact=exact, noisy=noisy,
@@ -362,6 +403,22 @@ class ReachStream:
         if st.items_file is not None:
             remove_items(self.path / st.items_file)
         return build_releases(self, st.last + 1, t)
+
+    def _capping_measured(self, increments: IntArray | None, t: int) -> dict[str, Any]:
+        """The dropped-fraction counters' state after measuring periods through ``t`` (their
+        exact increments, noisy rows under their own sub-key, half-widths, spec)."""
+        st, cap = self._state, self.capping
+        if cap is None:
+            return {}
+        if increments is None:  # the store did not remember the capped-out pairs
+            raise DataError("the item store of this stream did not measure the pairs its cap "
+                            "dropped; the append is refused and the stream unchanged.")
+        exact = np.concatenate((st.cap_exact, increments[None, :, :]), axis=2)
+        noisy = measure_periods(cap, capping_key(st.key), (1, 2), exact, st.cap_noisy,
+                                st.last, t, False)
+        widths = capping_widths(cap, st.cap_widths, t, 1.0 - self.params.confidence)
+        return {"cap_exact": exact, "cap_noisy": noisy, "cap_widths": widths,
+                "cap_counter": cap.spec()}
 
     def _check_events(self, events: EventTable | SparkEvents, after: int) -> None:
         if events.n_future:

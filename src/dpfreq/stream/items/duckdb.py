@@ -7,7 +7,9 @@ the **kept pairs** of the append (item, group, first period, events, previous co
 the increments of :mod:`~dpfreq.stream.items.update` from them (a window sum per pair when the
 append closes several periods), and writes the next generation with one ``COPY … TO`` of the
 full outer join. DuckDB streams, spills to disk when memory runs short, and never brings the
-items into Python, so 10^8 items fit. On disk an item costs a few bytes (4–6 measured at 10^6
+items into Python, so 10^8 items fit. A stream measuring what its cap dropped also remembers
+the capped-out pairs with count 0, up to ``M = 4m`` pairs per item (:mod:`.update`): up to
+``M − m`` more rows per item. On disk an item costs a few bytes (4–6 measured at 10^6
 items, Parquet's default compression); in flight, the previous generation is decoded once.
 """
 
@@ -21,7 +23,16 @@ from numpy.typing import NDArray
 
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
-from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
+from dpfreq.stream.items.sql import (
+    added_sql,
+    bounded_sql,
+    capping_sql,
+    kept_of,
+    kept_sql,
+    levels_sql,
+    next_sql,
+    remembered_of,
+)
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["DuckDBItems"]
@@ -51,34 +62,60 @@ class DuckDBItems:
         return f"read_parquet({_lit(str(current))})"
 
     @staticmethod
-    def _kept(events: EventTable, plan: UpdatePlan, st: str) -> str:
-        """The SELECT of the pairs kept this append (:mod:`.update`, :mod:`.sql`)."""
+    def _bounded(events: EventTable, plan: UpdatePlan, st: str, sql: Callable[..., str]
+                 ) -> str:
+        """The SELECT of ``sql`` (:func:`.sql.kept_sql` or :func:`.sql.bounded_sql`) with the
+        group names and the keyed rank of this store."""
         names = ", ".join(f"({i}, {_lit(n)})" for i, n in enumerate(plan.group_names or ()))
         rank = (f"substr(md5({_lit(plan.bound_key_hex)} || {_lit(SEP)} || CAST(p.k AS VARCHAR)"
                 f" || {_lit(SEP)} || nm.gname), 1, 16)")
-        return kept_sql(events.name, st, plan, f"(VALUES {names}) AS nm(g, gname)", rank)
+        return sql(events.name, st, plan, f"(VALUES {names}) AS nm(g, gname)", rank)
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
                out: Path, check: Callable[[], None]) -> UpdateResult:
         """Apply the append's events to the previous generation; write the next to ``out``."""
         check()  # the stream's refusals of late and future events, before any work
         st, kept = f"{events.name}_state", f"{events.name}_kept"
+        seen = f"{events.name}_seen" if plan.measures_capping else None
         # the previous generation, decoded once (joined twice)
         events.execute(f"CREATE TEMP TABLE {st} AS SELECT * FROM "
                        f"{self._state(current, events.key_kind, plan.cap)}")
+        both = f"{events.name}_bounded"
         try:
-            events.execute(f"CREATE TEMP TABLE {kept} AS {self._kept(events, plan, st)}")
+            cap = None
+            if seen is None:
+                events.execute(f"CREATE TEMP TABLE {kept} AS "
+                               f"{self._bounded(events, plan, st, kept_sql)}")
+            else:  # the pairs ranked once, read for the kept and the remembered ones
+                events.execute(f"CREATE TEMP TABLE {both} AS "
+                               f"{self._bounded(events, plan, st, bounded_sql)}")
+                events.execute(f"CREATE TEMP TABLE {kept} AS {kept_of(both)}")
+                events.execute(f"CREATE TEMP TABLE {seen} AS {remembered_of(both)}")
+                events.execute(f"DROP TABLE {both}")
+                cap = self._capping(events, plan, seen)
             inc = self._increments(events, plan, kept)
-            events.execute(f"COPY ({next_sql(st, kept, plan.cap, _count_type(plan.cap))}) TO "
-                           f"{_lit(str(out))} (FORMAT parquet)")
-            res = events.run(f"SELECT (SELECT count(*) FROM {st}) + count(*) FILTER (WHERE c0 "
-                             f"IS NULL) AS pairs, coalesce(sum(tot), 0) AS kept FROM {kept}")
+            nxt = next_sql(st, added_sql(kept, seen), plan.cap, _count_type(plan.cap))
+            events.execute(f"COPY ({nxt}) TO {_lit(str(out))} (FORMAT parquet)")
+            more = "0" if seen is None else f"(SELECT count(*) FROM {seen} WHERE NOT kp)"
+            res = events.run(f"SELECT (SELECT count(*) FROM {st}) + {more} + count(*) FILTER "
+                             f"(WHERE c0 IS NULL) AS pairs, coalesce(sum(tot), 0) AS kept "
+                             f"FROM {kept}")
         finally:
-            events.execute(f"DROP TABLE IF EXISTS {kept}")
-            events.execute(f"DROP TABLE IF EXISTS {st}")
+            for name in (kept, st, seen, both):
+                if name is not None:
+                    events.execute(f"DROP TABLE IF EXISTS {name}")
         total = int(events.digest.split(":")[1])  # events of the append's periods
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
-                            int(res["pairs"][0]), total - int(res["kept"][0]))
+                            int(res["pairs"][0]), total - int(res["kept"][0]), cap)
+
+    @staticmethod
+    def _capping(events: EventTable, plan: UpdatePlan, seen: str) -> NDArray[np.int64]:
+        res = events.run(capping_sql(seen))
+        out = np.zeros((2, plan.n_periods), dtype=np.int64)
+        p = np.asarray(res["p"], dtype=np.int64) - plan.after - 1
+        out[0, p] = np.asarray(res["t"], dtype=np.int64)
+        out[1, p] = np.asarray(res["d"], dtype=np.int64)
+        return out
 
     @staticmethod
     def _increments(events: EventTable, plan: UpdatePlan, kept: str) -> NDArray[np.int64]:

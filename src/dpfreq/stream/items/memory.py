@@ -45,28 +45,36 @@ def _decode(arrays: dict[str, NDArray[Any]]) -> NDArray[Any]:
                     dtype=object)
 
 
-def _bounded(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntArray,
-             have: IntArray, plan: UpdatePlan) -> NDArray[np.bool_]:
-    """Which new pairs (``item`` index into ``keys``, ``group``) an item keeps: its first
-    ``m − have`` by (first period, keyed rank, group name) (:mod:`.update`)."""
-    m = int(plan.bound or 0)
+def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntArray,
+               room: IntArray, plan: UpdatePlan) -> IntArray:
+    """Each new pair's position among its item's new pairs by (first period, keyed rank, group
+    name) (:mod:`.update`); ``-1`` where the item has no more new pairs than ``room`` (the
+    room to keep: every one is kept, no rank is computed)."""
     names = plan.group_names or ()
-    room = m - have
     n_new = np.bincount(item, minlength=keys.size)[item] if item.size else item
-    keep = np.ones(item.size, dtype=bool)
+    out = np.full(item.size, -1, dtype=np.int64)
     tight = np.flatnonzero(n_new > room)
     if not tight.size:
-        return keep
+        return out
     ranks = np.array([pair_rank(plan.bound_key_hex, str(keys[i]), names[g]) for i, g in
                       zip(item[tight].tolist(), group[tight].tolist(), strict=True)], dtype="U16")
     gname = np.asarray(names, dtype=str)[group[tight]]
     order = np.lexsort((gname, ranks, first[tight], item[tight]))
     ps = item[tight][order]
-    pos = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
-    sub = np.empty(tight.size, dtype=bool)
-    sub[order] = pos < room[tight][order]
-    keep[tight] = sub
-    return keep
+    sub = np.empty(tight.size, dtype=np.int64)
+    sub[order] = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
+    out[tight] = sub
+    return out
+
+
+def _capping(first: IntArray, kept: NDArray[np.bool_], seen: NDArray[np.bool_],
+             plan: UpdatePlan) -> IntArray:
+    """``(2, periods)``: per period the new pairs remembered and those not kept (the
+    increments of ``T`` and ``D``, :mod:`.update`)."""
+    out = np.zeros((2, plan.n_periods), dtype=np.int64)
+    np.add.at(out[0], first[seen] - plan.after - 1, 1)
+    np.add.at(out[1], first[seen & ~kept] - plan.after - 1, 1)
+    return out
 
 
 def _increments(ev_pair: IntArray, ev_p: IntArray, ev_n: IntArray, c0: IntArray,
@@ -85,12 +93,40 @@ def _increments(ev_pair: IntArray, ev_p: IntArray, ev_n: IntArray, c0: IntArray,
     return out
 
 
+def _bound(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any], e_code: IntArray,
+           ep: IntArray, found: NDArray[np.bool_], plan: UpdatePlan
+           ) -> tuple[IntArray, IntArray, IntArray | None]:
+    """``(pairs whose events are dropped, new pairs remembered but not kept, increments of T
+    and D or None)`` of the append's pairs (``e_code`` sorted, ``found`` in the state) under
+    the bound ``m`` (and ``M`` when the capping is measured; :mod:`.update`)."""
+    g_count = plan.n_groups
+    pairs, first_row = np.unique(e_code, return_index=True)
+    is_new = ~found[first_row]
+    stored = counts.astype(np.int64) > 0  # kept pairs (count 0: remembered, not kept)
+    have = np.bincount(codes[stored] // g_count, minlength=keys.size)
+    item = pairs[is_new] // g_count
+    fp = ep[first_row][is_new]
+    room = int(plan.bound or 0) - have[item]
+    pos = _positions(keys, item, pairs[is_new] % g_count, fp, room, plan)
+    ok = pos < room  # -1: every new pair of the item fits (room <= limit)
+    cap_inc, remember = None, np.zeros(0, dtype=np.int64)
+    if plan.measures_capping:
+        n_seen = np.bincount(codes // g_count, minlength=keys.size)
+        seen = pos < np.maximum(int(plan.seen_bound or 0) - n_seen[item], room)
+        cap_inc = _capping(fp, ok, seen, plan)
+        remember = pairs[is_new][seen & ~ok]
+    known = pairs[~is_new]  # in the state: kept (count > 0) or remembered, not kept (0)
+    not_kept = known[counts[np.searchsorted(codes, known)].astype(np.int64) == 0] \
+        if codes.size else np.zeros(0, dtype=np.int64)
+    return np.concatenate((pairs[is_new][~ok], not_kept)), remember, cap_inc
+
+
 def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
                  ev: dict[str, NDArray[Any]], plan: UpdatePlan
-                 ) -> tuple[NDArray[Any], IntArray, NDArray[Any], IntArray, int]:
+                 ) -> tuple[NDArray[Any], IntArray, NDArray[Any], IntArray, int, IntArray | None]:
     """The update of :mod:`.update` on numpy arrays: ``(keys, codes, counts, increments,
-    events dropped by the group bound)`` of the new state from the old one and the events
-    ``ev`` (columns ``k, g, p, n``)."""
+    events dropped by the group bound, increments of T and D or None)`` of the new state from
+    the old one and the events ``ev`` (columns ``k, g, p, n``)."""
     g_count = plan.n_groups
     ek, eg = ev["k"], ev["g"].astype(np.int64)
     ep, en = ev["p"].astype(np.int64), ev["n"].astype(np.int64)
@@ -106,14 +142,10 @@ def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
     c0 = np.where(found, counts[np.minimum(at, max(codes.size - 1, 0))].astype(np.int64)
                   if codes.size else 0, 0)
     dropped = 0
+    cap_inc = np.zeros((2, plan.n_periods), dtype=np.int64) if plan.measures_capping else None
+    remember = np.zeros(0, dtype=np.int64)  # new pairs remembered but not kept (count 0)
     if plan.bound is not None and e_code.size:
-        pairs, first_row = np.unique(e_code, return_index=True)
-        is_new = ~found[first_row]
-        have = np.bincount(codes // g_count, minlength=new_keys.size)
-        item = pairs[is_new] // g_count
-        ok = _bounded(new_keys, item, pairs[is_new] % g_count, ep[first_row][is_new],
-                      have[item], plan)
-        lost = pairs[is_new][~ok]
+        lost, remember, cap_inc = _bound(new_keys, codes, counts, e_code, ep, found, plan)
         cut = np.isin(e_code, lost)
         dropped = int(en[cut].sum())
         e_code, eg, ep, en, c0, found = (a[~cut] for a in (e_code, eg, ep, en, c0, found))
@@ -126,14 +158,18 @@ def numpy_update(keys: NDArray[Any], codes: IntArray, counts: NDArray[Any],
     old = found[first_row]
     counts = counts.astype(dt).copy()
     counts[np.searchsorted(codes, pairs[old])] = new_c[old]
-    ins = np.searchsorted(codes, pairs[~old])
-    codes = np.insert(codes, ins, pairs[~old])
-    counts = np.insert(counts, ins, new_c[~old].astype(dt))
+    add = np.concatenate((pairs[~old], remember))
+    add_c = np.concatenate((new_c[~old], np.zeros(remember.size, dtype=np.int64))).astype(dt)
+    order = np.argsort(add, kind="stable")
+    add, add_c = add[order], add_c[order]
+    ins = np.searchsorted(codes, add)
+    codes = np.insert(codes, ins, add)
+    counts = np.insert(counts, ins, add_c)
     used = np.unique(codes // g_count)  # drop items whose only events were bounded out
     if used.size < new_keys.size:
         codes = np.searchsorted(used, codes // g_count) * g_count + codes % g_count
         new_keys = new_keys[used]
-    return new_keys, codes, counts, inc, dropped
+    return new_keys, codes, counts, inc, dropped, cap_inc
 
 
 class MemoryItems:
@@ -159,8 +195,8 @@ class MemoryItems:
         ev = events.run(f"SELECT k, g, p, n FROM {events.name}")
         ev["k"] = np.asarray(ev["k"], dtype=np.int64 if events.key_kind == "integer"
                              else object)
-        keys, codes, counts, inc, dropped = numpy_update(keys, codes, counts, ev, plan)
+        keys, codes, counts, inc, dropped, cap = numpy_update(keys, codes, counts, ev, plan)
         write_artifact(out, kind=_KIND, version=_VERSION, meta={"pairs": int(codes.size)},
                        arrays={**_encode(keys), "codes": codes, "counts": counts})
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, int(codes.size),
-                            dropped)
+                            dropped, cap)

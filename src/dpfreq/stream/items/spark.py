@@ -17,7 +17,9 @@ grows with the cluster, not with the driver. The bounding key never appears in t
 is a column of a small joined table). The state directory must be on a file system that the
 driver and the executors share (any local directory with a local master); after each write the
 driver checks that it sees every pair the job counted (Parquet footers), and refuses the
-append, before the manifest, when it does not.
+append, before the manifest, when it does not. A stream measuring what its cap dropped also
+remembers the capped-out pairs (count 0) and counts the increments of ``T`` and ``D`` in the
+first job (:mod:`.update`).
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+import dpfreq.stream.items.sql as rules
 from dpfreq.engines import get_engine
 from dpfreq.errors import public_caller
 from dpfreq.stream.items.files import check_rows_visible, file_digest
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
-from dpfreq.stream.items.sql import kept_sql, levels_sql, next_sql
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["SparkItems", "count_type"]
@@ -66,17 +68,15 @@ class SparkItems:
         return events.view(events.spark.read.parquet(str(current)), name)
 
     @staticmethod
-    def _kept(events: SparkEvents, plan: UpdatePlan, st: str) -> str:
-        """The SELECT of the pairs kept this append (:mod:`.update`, :mod:`.sql`); the key is a
+    def _ranking(events: SparkEvents, plan: UpdatePlan) -> tuple[str, str]:
+        """``(names relation, rank SQL)`` of the bounded pairs (:mod:`.sql`); the key is a
         column of the names' table, not text of the query."""
-        if plan.bound is None:
-            return kept_sql(events.name, st, plan, "", "")
         names = events.view(events.spark.createDataFrame(
             [(i, n, plan.bound_key_hex) for i, n in enumerate(plan.group_names or ())],
             "g bigint, gname string, bk string"), f"{events.name}_names")
         sep = f"chr({ord(SEP)})"
         rank = f"substr(md5(concat(nm.bk, {sep}, CAST(p.k AS STRING), {sep}, nm.gname)), 1, 16)"
-        return kept_sql(events.name, st, plan, f"{names} AS nm", rank)
+        return f"{names} AS nm", rank
 
     def update(self, events: SparkEvents, plan: UpdatePlan, current: Path | None,
                out: Path, check: Callable[[], None]) -> UpdateResult:
@@ -84,35 +84,48 @@ class SparkItems:
         ``check()`` (the stream's refusals of late and future events) runs after the first
         job, which computes the events' counts with the increments, before anything is
         written."""
+        seen = None
         with spark_guard():
             st = self._state(events, current, plan.cap)
-            kept = events.view(self._kept(events, plan, st), f"{events.name}_kept")
-            inc, pairs, n_kept = self._increments(events, plan, kept, st)
+            names, rank = self._ranking(events, plan) if plan.bound is not None else ("", "")
+            kept = events.view(rules.kept_sql(events.name, st, plan, names, rank),
+                               f"{events.name}_kept")
+            if plan.measures_capping:  # the pairs remembered (count 0 when not kept)
+                seen = events.view(rules.remembered_sql(events.name, st, plan, names, rank),
+                                   f"{events.name}_seen")
+            inc, pairs, n_kept, cap = self._increments(events, plan, kept, st, seen)
         check()
         with spark_guard():
             # without a bound every pair of the append is kept: the next generation joins the
             # state with the aggregated events directly (the state is read and joined once)
-            added = kept if plan.bound is not None else (
+            added = rules.added_sql(kept, seen) if plan.bound is not None else (
                 f"(SELECT k, g, sum(n) AS tot FROM {events.name} GROUP BY k, g)")
-            events.spark.sql(next_sql(st, added, plan.cap, count_type(plan.cap))
+            events.spark.sql(rules.next_sql(st, added, plan.cap, count_type(plan.cap))
                              ).write.mode("overwrite").parquet(str(out))
         check_rows_visible(out, pairs, public_caller())
         total = int(events.digest.split(":")[1])  # events of the append's periods
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
-                            total - n_kept)
+                            total - n_kept, cap)
 
     @staticmethod
-    def _increments(events: SparkEvents, plan: UpdatePlan, kept: str, st: str
-                    ) -> tuple[NDArray[np.int64], int, int]:
-        """``(increments, pairs after the append, events kept)`` and the events' counts
-        (:meth:`SparkEvents.fill`) in one Spark job: the branches share the aggregated events
-        and the kept pairs (Spark reuses their exchanges)."""
+    def _increments(events: SparkEvents, plan: UpdatePlan, kept: str, st: str,
+                    seen: str | None) -> tuple[NDArray[np.int64], int, int,
+                                               NDArray[np.int64] | None]:
+        """``(increments, pairs after the append, events kept, increments of T and D or
+        None)`` and the events' counts (:meth:`SparkEvents.fill`) in one Spark job: the
+        branches share the aggregated events and the kept pairs (Spark reuses their
+        exchanges)."""
         stats = ", ".join(_STATS)
+        more = "0" if seen is None else f"(SELECT count_if(NOT kp) FROM {seen})"
+        capped = "" if seen is None else (
+            f" UNION ALL SELECT 3, p, t, d, 0, 0, 0, 0 FROM ({rules.capping_sql(seen)})")
+        levels = rules.levels_sql(events.name, kept, plan)
         rows = events.rows(
             f"SELECT 0 AS what, g AS total, p AS nn, j AS late, x AS future, 0 AS c, 0 AS s, "
-            f"0 AS h FROM ({levels_sql(events.name, kept, plan)}) UNION ALL SELECT 1, (SELECT "
-            f"count(*) FROM {st}) + count_if(c0 IS NULL), coalesce(sum(tot), 0), 0, 0, 0, 0, 0 "
-            f"FROM {kept} UNION ALL SELECT 2, {stats} FROM ({events.stats_sql})")
+            f"0 AS h FROM ({levels}) UNION ALL SELECT 1, (SELECT "
+            f"count(*) FROM {st}) + {more} + count_if(c0 IS NULL), coalesce(sum(tot), 0), 0, "
+            f"0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats} FROM ({events.stats_sql})"
+            f"{capped}")
         events.fill(next(r for r in rows if r["what"] == 2))
         counts = next(r for r in rows if r["what"] == 1)
         found = [r for r in rows if r["what"] == 0]
@@ -121,4 +134,9 @@ class SparkItems:
             g, p, j, x = (np.array([r[c] for r in found], dtype=np.int64)
                           for c in ("total", "nn", "late", "future"))
             out[g, j, p - plan.after - 1] = x
-        return out, int(counts["total"]), int(counts["nn"])
+        cap = None
+        if seen is not None:  # (p, t, d) in the columns of the counts
+            cap = np.zeros((2, plan.n_periods), dtype=np.int64)
+            for r in (r for r in rows if r["what"] == 3):
+                cap[:, int(r["total"]) - plan.after - 1] = (int(r["nn"]), int(r["late"]))
+        return out, int(counts["total"]), int(counts["nn"]), cap

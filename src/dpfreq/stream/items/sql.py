@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dpfreq.stream.items.update import UpdatePlan
 
-__all__ = ["kept_sql", "levels_sql", "next_sql", "pairs_sql"]
+__all__ = ["added_sql", "bounded_sql", "capping_sql", "kept_of", "kept_sql", "levels_sql",
+           "next_sql", "pairs_sql", "remembered_of", "remembered_sql"]
 
 
 def _on(a: str, b: str) -> str:
@@ -28,21 +29,76 @@ def pairs_sql(ev: str, st: str, plan: UpdatePlan) -> str:
             f"LEFT JOIN {st} s ON {_on('e', 's')} GROUP BY e.k, e.g")
 
 
+def _ranked(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) -> str:
+    """The new pairs of relation ``pairs`` ranked per item by first period, keyed rank and
+    name (``r``), with the item's ``room`` to keep (``m − have``; a pair of the state with count
+    0 was remembered, not kept) and the room to remember (``lim``: up to ``M`` pairs in all)."""
+    m = int(plan.bound or 0)
+    big = int(plan.seen_bound or m)
+    have = (f"SELECT k, count_if(c > 0) AS have, count(*) AS seen FROM {st} WHERE k IN "
+            f"(SELECT k FROM {ev}) GROUP BY k")
+    return (f"SELECT p.k, p.g, p.fp, p.tot, p.c0, {m} - coalesce(h.have, 0) AS room, "
+            f"greatest({big} - coalesce(h.seen, 0), {m} - coalesce(h.have, 0)) AS lim, "
+            f"row_number() OVER (PARTITION BY p.k ORDER BY p.fp, {rank}, nm.gname) AS r "
+            f"FROM pairs p JOIN {names} ON p.g = nm.g LEFT JOIN ({have}) h ON p.k = h.k "
+            f"WHERE p.c0 IS NULL")
+
+
 def kept_sql(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) -> str:
     """The pairs kept this append: every pair without a bound; with a bound ``m`` the pairs
-    already in the state and, per item, its first ``m − have`` new pairs by first period, keyed
-    rank and name. ``names`` is a relation ``nm`` with the group codes and names ``(g, gname)``
-    and ``rank`` the SQL of the keyed rank of ``p.k`` and ``nm.gname``."""
+    already kept in the state and, per item, its first ``m − have`` new pairs by first period,
+    keyed rank and name. ``names`` is a relation ``nm`` with the group codes and names ``(g,
+    gname)`` and ``rank`` the SQL of the keyed rank of ``p.k`` and ``nm.gname``."""
     pairs = pairs_sql(ev, st, plan)
     if plan.bound is None:
         return pairs
-    have = (f"SELECT k, count(*) AS have FROM {st} WHERE k IN (SELECT k FROM {ev}) "
-            "GROUP BY k")
-    return (f"WITH pairs AS ({pairs}) SELECT k, g, fp, tot, c0 FROM pairs WHERE c0 IS NOT NULL "
-            f"UNION ALL SELECT k, g, fp, tot, c0 FROM (SELECT p.k, p.g, p.fp, p.tot, p.c0, "
-            f"coalesce(h.have, 0) AS have, row_number() OVER (PARTITION BY p.k ORDER BY p.fp, "
-            f"{rank}, nm.gname) AS r FROM pairs p JOIN {names} ON p.g = nm.g LEFT JOIN ({have}) "
-            f"h ON p.k = h.k WHERE p.c0 IS NULL) AS bounded WHERE r <= {int(plan.bound)} - have")
+    return (f"WITH pairs AS ({pairs}) SELECT k, g, fp, tot, c0 FROM pairs WHERE c0 > 0 "
+            f"UNION ALL SELECT k, g, fp, tot, c0 FROM ({_ranked(ev, st, plan, names, rank)}) "
+            f"AS bounded WHERE r <= room")
+
+
+def remembered_sql(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) -> str:
+    """``(k, g, fp, kp)``: the new pairs the state remembers (a stream measuring what its cap
+    dropped, :mod:`.update`), ``kp`` whether the pair is kept."""
+    return (f"WITH pairs AS ({pairs_sql(ev, st, plan)}) SELECT k, g, fp, r <= room AS kp FROM "
+            f"({_ranked(ev, st, plan, names, rank)}) AS bounded WHERE r <= lim")
+
+
+def bounded_sql(ev: str, st: str, plan: UpdatePlan, names: str, rank: str) -> str:
+    """Every pair of the append under a bound, in one relation to materialise once: the pairs
+    of the state (``r``, ``room``, ``lim`` NULL) and the new pairs ranked as in
+    :func:`kept_sql`; :func:`kept_of` and :func:`remembered_of` read it."""
+    return (f"WITH pairs AS ({pairs_sql(ev, st, plan)}) SELECT k, g, fp, tot, c0, "
+            "CAST(NULL AS BIGINT) AS room, CAST(NULL AS BIGINT) AS lim, CAST(NULL AS BIGINT) "
+            "AS r FROM pairs WHERE c0 IS NOT NULL UNION ALL SELECT * FROM "
+            f"({_ranked(ev, st, plan, names, rank)}) AS ranked")
+
+
+def kept_of(bounded: str) -> str:
+    """:func:`kept_sql` from the relation of :func:`bounded_sql`."""
+    return (f"SELECT k, g, fp, tot, c0 FROM {bounded} WHERE c0 > 0 UNION ALL SELECT k, g, fp, "
+            f"tot, c0 FROM {bounded} WHERE c0 IS NULL AND r <= room")
+
+
+def remembered_of(bounded: str) -> str:
+    """:func:`remembered_sql` from the relation of :func:`bounded_sql`."""
+    return (f"SELECT k, g, fp, r <= room AS kp FROM {bounded} WHERE c0 IS NULL AND r <= lim")
+
+
+def capping_sql(remembered: str) -> str:
+    """``(p, t, d)``: per period the new pairs remembered and those not kept (the increments
+    of ``T`` and ``D``)."""
+    return (f"SELECT fp AS p, count(*) AS t, count_if(NOT kp) AS d FROM {remembered} "
+            "GROUP BY fp")
+
+
+def added_sql(kept: str, remembered: str | None) -> str:
+    """The pairs the next generation adds to the state: the kept ones with their events, and
+    the remembered ones not kept with count 0."""
+    if remembered is None:
+        return kept
+    return (f"(SELECT k, g, tot FROM {kept} UNION ALL SELECT k, g, 0 AS tot FROM {remembered} "
+            "WHERE NOT kp)")
 
 
 def levels_sql(ev: str, kept: str, plan: UpdatePlan) -> str:

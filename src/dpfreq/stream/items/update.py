@@ -18,6 +18,16 @@ removing one item changes at most ``m`` groups. (Offline, an item keeps the ``m`
 smallest rank among all its groups; a stream cannot wait for the future, so the two agree
 whenever no item touches more than ``m`` groups.) At ``unit="event"`` every (item, group) pair
 is kept: one event lies in one group.
+
+**What the cap dropped** (a stream with ``capping_epsilon``: :mod:`dpfreq.stream.capping`):
+the state also remembers, with count 0, the pairs an item was seen in but did not keep, up to
+``M = 4m`` pairs per item in all (kept ones included; the first ``M`` by the same order as the
+kept ones, so the kept pairs are among them). The append then yields per period the number of
+pairs first remembered in it (the increment of ``T(t) = Σ_i min(g_i(t), M)``, ``g_i(t)`` the
+item's distinct groups to date) and of those not kept (the increment of ``D(t) = Σ_i
+min((g_i(t) − m)⁺, M − m)``): over the whole stream one item adds at most ``M`` to the first
+and ``M − m`` to the second, whatever the periods its groups arrive in. Events of a remembered
+pair that was not kept are dropped like any capped-out event.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ class UpdatePlan:
     bound_key_hex: str
     after: int
     through: int
+    seen_bound: int | None = None
 
     @property
     def cap(self) -> int:
@@ -56,11 +67,18 @@ class UpdatePlan:
     def n_periods(self) -> int:
         return self.through - self.after
 
+    @property
+    def measures_capping(self) -> bool:
+        """Whether the capped-out pairs are remembered (up to ``seen_bound`` per item)."""
+        return self.bound is not None and self.seen_bound is not None
+
 
 @dataclass(frozen=True)
 class UpdateResult:
     """The exact increments ``(G, len(k_values), periods)`` of one append, the new per-item
-    file (name in the state directory and its digest) and private facts (never published)."""
+    file (name in the state directory and its digest) and private facts (never published);
+    ``capping`` the exact increments ``(2, periods)`` of ``T`` and ``D`` when the plan
+    measures them (module docstring), else None."""
 
     increments: IntArray
     items_file: str
@@ -68,6 +86,7 @@ class UpdateResult:
     key_kind: str
     n_pairs: int
     n_bounded_out: int
+    capping: IntArray | None = None
 
 
 def count_dtype(cap: int) -> np.dtype[np.unsignedinteger]:
