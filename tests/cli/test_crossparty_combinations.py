@@ -246,6 +246,15 @@ def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
                                              "'integer'"):
         merge_sketches([made], coverage=same_numbers)
     assert merge_sketches([made], coverage=made.coverage).parties == ("t",)
+    # a period is named as the sketch states it (UTC, or of the time column), never as raw µs
+    with pytest.raises(ParameterError, match=r"has period \[2026-03-01T00:00:00Z, "
+                                             r"2026-04-01T00:00:00Z\), expected \[0, 28\) "
+                                             r"of the time column\)"):
+        merge_sketches([made], coverage=Coverage(period=(0, 28), period_unit="integer"))
+    with pytest.raises(ParameterError, match=r"has period None \(every time\), the first "
+                                             r"has \[2026-03-01T00:00:00Z, "):
+        merge_sketches([made, build_sketch(log, user="user", party="u", params=_params(key),
+                                           key=key, rng=2)])
 
 
 #: merge's pins of the coverage (a's, b's and c's: every row), and each variant's own

@@ -104,15 +104,31 @@ class Coverage:
         return cls(period=fields["period"], period_unit=fields["period_unit"],
                    campaigns=fields["campaigns"])
 
+    def shown(self, name: str) -> str:
+        """Field ``name`` as messages name it: the period as :meth:`describe` writes it (UTC,
+        or of the time column), any other field as its value's repr.
+
+        Examples
+        --------
+        >>> Coverage(period=(0, 30), period_unit="integer").shown("period")
+        '[0, 30) of the time column'
+        >>> Coverage().shown("period")
+        'None (every time)'
+        """
+        if name != "period":
+            return repr(getattr(self, name))
+        if self.period is None:
+            return "None (every time)"
+        start, end = self.period
+        if self.period_unit == "microseconds":
+            return f"[{_iso(start)}, {_iso(end)})"
+        return f"[{start}, {end}) of the time column"
+
     def describe(self) -> str:
         """The coverage in words (for headers and messages)."""
         parts = []
         if self.period is not None:
-            start, end = self.period
-            if self.period_unit == "microseconds":
-                parts.append(f"period [{_iso(start)}, {_iso(end)})")
-            else:
-                parts.append(f"period [{start}, {end}) of the time column")
+            parts.append(f"period {self.shown('period')}")
         if self.campaigns is not None:
             parts.append("campaigns " + ", ".join(self.campaigns))
         return "; ".join(parts) or "every row of the log (no period, no campaign list)"

@@ -61,6 +61,12 @@ def _public(sketch: PartySketch) -> dict[str, Any]:
     return {**sketch.params.to_dict(), **sketch.coverage.to_dict()}
 
 
+def _shown(name: str, value: Any, coverage: Coverage | None) -> str:
+    """A field's value in a refusal: a coverage's period as the sketch states it (never raw
+    µs), any other field as its repr."""
+    return repr(value) if coverage is None or name != "period" else coverage.shown(name)
+
+
 def check_mergeable(sketches: list[PartySketch], *, params: CrossPartyParams | None = None,
                     coverage: Coverage | None = None) -> None:
     """Refuse (one line each) differing parameters or coverage, parameters or coverage other
@@ -80,16 +86,19 @@ def check_mergeable(sketches: list[PartySketch], *, params: CrossPartyParams | N
     for i, sketch in enumerate(sketches):
         fields = _public(sketch)
         for name, value in fields.items():
+            has = _shown(name, value, sketch.coverage)
             if name in expected and value != expected[name]:
                 raise ParameterError(message(
                     "sketches", f"a list of sketches of the expected parameters and coverage "
-                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {value!r}, "
-                    f"expected {expected[name]!r})", f"{len(sketches)} sketches"))
+                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {has}, "
+                    f"expected {_shown(name, expected[name], coverage)})",
+                    f"{len(sketches)} sketches"))
             if value != first[name]:
                 raise ParameterError(message(
                     "sketches", f"a list of sketches with the same parameters and coverage "
-                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {value!r}, the first "
-                    f"has {first[name]!r})", f"{len(sketches)} sketches"))
+                    f"(sketch {i + 1}, party {sketch.party!r}, has {name} {has}, the first "
+                    f"has {_shown(name, first[name], sketches[0].coverage)})",
+                    f"{len(sketches)} sketches"))
         if sketch.sketch_id in seen_ids:
             other = seen_ids[sketch.sketch_id]
             why = ("appears twice" if other == sketch.party else
