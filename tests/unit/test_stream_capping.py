@@ -25,7 +25,7 @@ import pytest
 
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.budget import Accountant
-from dpfreq.errors import DataError, ParameterError
+from dpfreq.errors import DataError, DPFreqWarning, ParameterError
 from dpfreq.grouped.dropped import dropped_interval
 from dpfreq.stream import ReachStream
 from dpfreq.stream.capping import (
@@ -249,3 +249,13 @@ def test_without_capping_epsilon_nothing_is_remembered(tmp_path) -> None:
     assert s.state.cap_counter == {}
     assert "does not estimate" in rel.error.description
     assert json.loads(rel.to_json())["dropped_fraction"] is None
+
+
+def test_a_large_dropped_fraction_warns_with_the_streams_remedy(tmp_path) -> None:
+    """A stream's m is fixed at creation: its warning asks for a new stream, not to raise m."""
+    s = _create(tmp_path / "s", epsilon=40.0, capping_epsilon=20.0, max_groups_per_item=1)
+    every = {"u": np.repeat(np.arange(50), 6), "t": np.ones(300, dtype=np.int64),
+             "g": np.tile(list("abcdef"), 50)}  # each item in 6 groups, keeps 1: 75 % dropped
+    with pytest.warns(DPFreqWarning, match="a new stream with a larger max_groups_per_item"):
+        [rel] = s.append(every, through=1)
+    assert rel.dropped_fraction.lower > 0.1

@@ -306,8 +306,11 @@ def warn_if_large(out: DroppedFraction) -> None:
     """Warn (:class:`DPFreqWarning`, at the user's call) when the interval's lower end exceeds
     :data:`WARN_ABOVE`."""
     if out.lower > WARN_ABOVE:
+        remedy = ("a new stream with a larger max_groups_per_item would drop fewer (a "
+                  "stream's bound is fixed at its creation)" if out.measurement == "stream"
+                  else "raise max_groups_per_item")
         warnings.warn(f"the cap max_groups_per_item = {out.max_groups_per_item} dropped at "
                       f"least {out.lower:.1%} of the (item, group) pairs (estimate "
                       f"{out.value:.1%}, confidence {out.confidence:g}): per-group values are "
-                      "biased low; raise max_groups_per_item.",
+                      f"biased low; {remedy}.",
                       DPFreqWarning, stacklevel=user_stacklevel())
