@@ -506,6 +506,27 @@ def test_a_directory_of_other_tables_is_one_line(tmp_path, capsys) -> None:
     assert ReachStream.open(state).last_period == 1
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_integer_ids_beyond_int64_are_one_line_about_the_range(tmp_path, engine) -> None:
+    """A uint64 id column (a hash) holding 2^64 - 1 was 'cannot be read (a directory or glob
+    must hold files of one table ...)': now one line saying what the stream's integer keys
+    hold, without the value."""
+    pq.write_table(pa.table({"u": pa.array([2**64 - 1, 5], type=pa.uint64()), "t": [1, 1]}),
+                   tmp_path / "d1.parquet")
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=3, k_values=[1],
+                           unit="item", epsilon=1.0, delta=0.0, method="auto", late="drop",
+                           engine=engine, rng=1)
+    for source in (tmp_path / "d1.parquet",
+                   {"u": np.array([2**64 - 1, 5], dtype=np.uint64), "t": np.ones(2, int)}):
+        with pytest.raises(DataError) as err:
+            s.append(source, through=1)
+        text = str(err.value)
+        assert "\n" not in text
+        assert "integers within the signed 64-bit range" in text
+        assert str(2**64 - 1) not in text
+    assert s.last_period == 0
+
+
 def test_a_grouped_plot_draws_every_group_or_says_which_it_left_out(tmp_path, capsys,
                                                                     monkeypatch) -> None:
     """Without ``group`` a grouped stream's plot is small multiples of every group (at most

@@ -32,6 +32,8 @@ __all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_colu
 
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
+#: integer types wider than the state's BIGINT keys: values beyond it are refused in one line
+_WIDE = ("ubigint", "hugeint", "uhugeint")
 _TIME = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date",
          "timestamp with time zone", "timestamp_tz")
 
@@ -175,6 +177,8 @@ def _period_sql(rel: Any, spec: AppendSpec) -> str:
 
 def _key_sql(rel: Any, column: str) -> tuple[str, str]:
     ty = _type(rel, column)
+    if ty in _WIDE:  # NULL beyond BIGINT: counted apart from the nulls (_aggregate)
+        return f"TRY_CAST({_quote(column)} AS BIGINT)", "integer"
     if ty in _INTEGER:
         return f"CAST({_quote(column)} AS BIGINT)", "integer"
     if ty.startswith(("list", "struct", "map")) or ty.endswith("[]"):
@@ -212,17 +216,24 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
     if spec.group:
         _type(rel, spec.group)
     name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
-    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, count(*) "
-              f"AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p FROM dpfreq_src) "
-              "GROUP BY ALL")
+    wide = (f"({key} IS NULL AND {_quote(spec.item)} IS NOT NULL)"
+            if _type(rel, spec.item) in _WIDE else "FALSE")
+    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, wide, "
+              f"count(*) AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p, {wide} "
+              "AS wide FROM dpfreq_src) GROUP BY ALL")
     table = EventTable(rel, name, kind, 0, 0, 0, "")
     try:
         gcode, join = _group_sql(spec)
         stats = table.run(
-            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
+            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE wide), 0) AS "
+            f"wide, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
             f"p IS NULL OR gname IS NULL), 0) AS nn, coalesce(sum(n) FILTER (WHERE p <= "
             f"{spec.after}), 0) AS late, coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) "
             f"AS future FROM {name}_all")
+        if int(stats["wide"][0]):
+            raise DataError(message("item", "integers within the signed 64-bit range (the "
+                                    "stream's integer keys; write wider ids as text)",
+                                    "values beyond it"))
         if int(stats["nn"][0]):
             raise DataError(message("source", "free of nulls in the item, time and "
                                     "group columns", "nulls"))
