@@ -126,7 +126,7 @@ def test_unknown_group_is_refused_before_anything_runs(tmp_path, capsys, monkeyp
     day1 = _day(tmp_path, "d1.csv", "2026-03-01", 1)
     for argv, words in ((["stream", "append", state, day1, "--through", "2026-03-01",
                           "--group", "autumn"],
-                         "one of the stream's groups"),
+                         "--group of dpfreq stream append must be one of the stream's groups"),
                         (["stream", "append", plain, day1, "--through", "2026-03-01",
                           "--group", "spring"],
                          "has no groups")):
@@ -139,6 +139,6 @@ def test_unknown_group_is_refused_before_anything_runs(tmp_path, capsys, monkeyp
     assert out.splitlines()[-1].startswith("2026-03-01")
     code, out, err = run_cli(["stream", "show", state, "--group", "autumn"], capsys)
     assert (code, out) == (2, "")
-    assert "one of the stream's groups" in err
+    assert "--group of dpfreq stream show must be one of the stream's groups" in err
     assert "saved to" not in err
     assert not list(tmp_path.glob("dpfreq-release-*"))

@@ -86,13 +86,15 @@ def _noise_lines(rel: StreamRelease, groups: list[str | None]) -> list[str]:
             f"interval reaches 0): {shown}"]
 
 
-def _check_group(s: ReachStream, group: str | None) -> None:
-    """Refuse a ``--group`` the stream does not have before anything is appended or built."""
+def _check_group(s: ReachStream, group: str | None, command: str) -> None:
+    """Refuse a ``--group`` the stream does not have before anything is appended or built
+    (``command``: ``"append"`` or ``"show"``, named in the refusal)."""
     groups = s.params.groups
     if group is not None and (groups is None or group not in groups):
         rule = "one of the stream's groups" if groups is not None else (
             "left out (the stream has no groups)")
-        raise ParameterError(f"--group of dpfreq stream must be {rule}; got {group!r}.")
+        raise ParameterError(f"--group of dpfreq stream {command} must be {rule}; "
+                             f"got {group!r}.")
 
 
 def _emit(rel: StreamRelease, json_out: str | None, plot_out: str | None,
@@ -176,7 +178,7 @@ def append(state: str, file: str, through_text: str, show_group: str | None,
            plot_out: str | None) -> None:
     """Append the events of FILE (the next period(s)) to the stream STATE."""
     s = ReachStream.open(state)
-    _check_group(s, show_group)
+    _check_group(s, show_group, "append")
     if spark_master is not None:
         if s.params.engine != "spark":
             raise click.UsageError("--spark-master needs a stream created with "
@@ -202,6 +204,6 @@ def show(state: str, through_text: str | None, show_group: str | None, rows: int
          confidence: float | None, json_out: str | None, plot_out: str | None) -> None:
     """Print the stream STATE to date (or through a past period): free, no budget."""
     s = ReachStream.open(state)
-    _check_group(s, show_group)
+    _check_group(s, show_group, "show")
     rel = s.release(_through(through_text), confidence=confidence)
     _emit(rel, json_out, plot_out, show_group, rows)
