@@ -35,7 +35,7 @@ import pandas as pd
 import pytest
 
 from cli_runner import run_cli
-from dpfreq.budget import PrivacyBudget
+from dpfreq.budget import Accountant, PrivacyBudget
 from dpfreq.crossparty import (
     Coverage,
     CrossPartyParams,
@@ -46,7 +46,7 @@ from dpfreq.crossparty import (
     read_hash_key,
     write_hash_key,
 )
-from dpfreq.errors import ParameterError
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.ledger import Ledger
 from dpfreq.release import RELATIONS
 
@@ -251,6 +251,18 @@ def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
                                              r"2026-04-01T00:00:00Z\), expected \[0, 28\) "
                                              r"of the time column\)"):
         merge_sketches([made], coverage=Coverage(period=(0, 28), period_unit="integer"))
+    # a period of dates over a column of integers (or integer bounds over timestamps) counted
+    # no row and stated the period: refused in one line, on every engine, before the charge
+    acct = Accountant(PrivacyBudget(100.0))
+    days = {"user": np.array([1, 2]), "ts": np.array([0, 3])}
+    for source, period in ((days, (start, end)), (log, (0, 28))):
+        for engine, read in (("memory", dict), ("duckdb", pd.DataFrame)):
+            with pytest.raises(DataError, match=r"^time of build_sketch must be a column of "
+                                                r"(integers|timestamps or dates) .*; got "):
+                build_sketch(read(source), user="user", party="t", params=_params(key),
+                             key=key, time="ts", period=period, engine=engine,
+                             accountant=acct, rng=1)
+    assert acct.spent.epsilon == 0
     with pytest.raises(ParameterError, match=r"has period None \(every time\), the first "
                                              r"has \[2026-03-01T00:00:00Z, "):
         merge_sketches([made, build_sketch(log, user="user", party="u", params=_params(key),

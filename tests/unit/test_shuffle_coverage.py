@@ -129,7 +129,9 @@ def test_shares_of_another_coverage_are_refused_by_the_workers(other: Coverage) 
     params = make_params()
     mine = dataclasses.replace(params, coverage=other)
     assert mine.param_id != params.param_id
-    shares = share_log({"user": [1, 2], "day": [10, 11], "campaign": ["x", "x"]},
+    days = (np.array([10, 11], dtype="datetime64[us]")  # a time column of its period's kind
+            if other.period_unit == "microseconds" else [10, 11])
+    shares = share_log({"user": [1, 2], "day": days, "campaign": ["x", "x"]},
                        user="user", time="day" if other.period else None,
                        campaign="campaign" if other.campaigns else None, party="tv",
                        params=mine, key=KEY, rng=0)

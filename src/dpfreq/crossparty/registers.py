@@ -54,6 +54,10 @@ class LogSpec:
         The campaign column, or None.
     campaigns : tuple of str
         The campaigns counted (compared as text; integers in decimal), with ``campaign``.
+    period_unit : {"integer", "microseconds"} or None
+        What the bounds are: integers of the time column, or instants (the bounds were dates):
+        a time column of the other kind is refused
+        (:func:`~dpfreq.crossparty.period_unit.check_time_kind`). None: not checked.
     """
 
     user: str
@@ -61,6 +65,7 @@ class LogSpec:
     period: tuple[int, int] | None = None
     campaign: str | None = None
     campaigns: tuple[str, ...] = ()
+    period_unit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,13 +99,16 @@ def _instant(value: Any) -> int:
 
 
 def check_log_spec(*, user: Any, time: Any, period: Any, campaign: Any,
-                   campaigns: Any) -> LogSpec:
+                   campaigns: Any, period_unit: str | None = None) -> LogSpec:
     """Validate the log arguments of the public call into a :class:`LogSpec` (one-line errors).
+    The period's unit is ``period_unit`` when given (a coverage's), else what its bounds are
+    (dates or datetimes: ``"microseconds"``; integers: ``"integer"``).
 
     Examples
     --------
     >>> check_log_spec(user="u", time="t", period=(0, 10), campaign=None, campaigns=None)
-    LogSpec(user='u', time='t', period=(0, 10), campaign=None, campaigns=())
+    LogSpec(user='u', time='t', period=(0, 10), campaign=None, campaigns=(), \
+period_unit='integer')
     """
     u = _column(user, "user")
     t = None if time is None else _column(time, "time")
@@ -129,7 +137,10 @@ def check_log_spec(*, user: Any, time: Any, period: Any, campaign: Any,
             raise ParameterError(message("campaigns", "a non-empty list of campaign names "
                                          "(str or int)", campaigns))
         names = tuple(sorted({str(v) for v in values}))
-    return LogSpec(user=u, time=t, period=bounds, campaign=c, campaigns=names)
+    unit = None if bounds is None else period_unit or (
+        "microseconds" if any(isinstance(b, dt.date) for b in period) else "integer")
+    return LogSpec(user=u, time=t, period=bounds, campaign=c, campaigns=names,
+                   period_unit=unit)
 
 
 def _dense(regs: NDArray[np.int64], values: NDArray[np.int64], registers: int,

@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
@@ -115,6 +116,8 @@ def checked_columns(rel: duckdb.DuckDBPyRelation, spec: Any) -> _Columns | None:
             types, spec.campaign, "campaign", _IDS, "integers or text", rel)
     except _NoRows:
         return None
+    if time is not None:
+        check_time_kind(spec, time == "integer")
     return _Columns(user, time, campaign)
 
 

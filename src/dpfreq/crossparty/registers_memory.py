@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
@@ -102,26 +103,27 @@ def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
                     f"got dtype {arr.dtype}.")
 
 
-def _times(arr: NDArray[Any], name: str) -> NDArray[np.int64]:
-    """Integer times as they are; datetime64 as µs since the epoch; anything else refused."""
+def _times(arr: NDArray[Any], name: str) -> tuple[NDArray[np.int64], bool]:
+    """``(times, integer)``: integer times as they are; datetime64 as µs since the epoch;
+    anything else refused. ``integer``: whether the column holds integers."""
     func = public_caller()
     if arr.dtype.kind == "u":  # clipped to the period's range: never wrapped negative
-        return np.minimum(arr, _TIME_LIMIT).astype(np.int64)
+        return np.minimum(arr, _TIME_LIMIT).astype(np.int64), True
     if arr.dtype.kind == "i":
-        return arr.astype(np.int64)
+        return arr.astype(np.int64), True
     if arr.dtype.kind == "M":
         if np.isnat(arr).any():
             raise DataError(f"time column {name!r} of {func} holds missing values.")
-        return arr.astype("datetime64[us]").astype(np.int64)
+        return arr.astype("datetime64[us]").astype(np.int64), False
     if arr.dtype.kind == "O":
         if any(_is_missing(x) or x is getattr(x, "NaT", object()) for x in arr):
             raise DataError(f"time column {name!r} of {func} holds missing values.")
         if all(isinstance(x, dt.date) for x in arr):  # datetimes (pandas Timestamps), dates
-            return np.array([instant_us(x) for x in arr], dtype=np.int64)
+            return np.array([instant_us(x) for x in arr], dtype=np.int64), False
         if all(isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
                for x in arr):  # integers beyond int64: clipped to the period's range
             return np.array([min(max(int(x), -_TIME_LIMIT - 1), _TIME_LIMIT) for x in arr],
-                            dtype=np.int64)
+                            dtype=np.int64), True
     raise DataError(f"time column {name!r} of {func} must hold integers or timestamps; got "
                     f"dtype {arr.dtype}.")
 
@@ -151,7 +153,8 @@ def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,
     users = _users(cols[spec.user], spec.user)
     keep = np.ones(users.size, dtype=bool)
     if spec.time is not None:
-        t = _times(cols[spec.time], spec.time)
+        t, integer = _times(cols[spec.time], spec.time)
+        check_time_kind(spec, integer)
         keep &= (t >= spec.period[0]) & (t < spec.period[1])
     if spec.campaign is not None:
         names_kept = np.array(spec.campaigns, dtype=object)

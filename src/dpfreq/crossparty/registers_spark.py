@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
 from dpfreq.engines import column_error
 from dpfreq.errors import DataError, public_caller
@@ -59,6 +60,7 @@ def _conditions(df: Any, spec: Any) -> tuple[Any, Any]:
         ty = _check_type(df, spec.time, "time", (*integer, T.TimestampType,
                                                  T.TimestampNTZType, T.DateType),
                          "integers or timestamps")
+        check_time_kind(spec, isinstance(ty, integer))
         t = F.col(f"`{spec.time}`")
         if isinstance(ty, T.TimestampNTZType):  # naive: read as UTC
             t = F.unix_micros(F.to_utc_timestamp(t.cast("timestamp"), "UTC"))

@@ -242,7 +242,8 @@ def coverage_spec(coverage: Coverage, *, user: Any, time: Any, campaign: Any) ->
     Examples
     --------
     >>> coverage_spec(Coverage(campaigns=("x",)), user="u", time=None, campaign="c")
-    LogSpec(user='u', time=None, period=None, campaign='c', campaigns=('x',))
+    LogSpec(user='u', time=None, period=None, campaign='c', campaigns=('x',), \
+period_unit=None)
     """
     covers = f"the parameters' coverage is {coverage.describe()}"
     for name, column, needed in (("time", time, coverage.period is not None),
@@ -251,7 +252,7 @@ def coverage_spec(coverage: Coverage, *, user: Any, time: Any, campaign: Any) ->
             rule = f"this party's {name} column" if needed else "None"
             raise ParameterError(message(name, f"{rule} ({covers})", column))
     return check_log_spec(user=user, time=time, period=coverage.period, campaign=campaign,
-                          campaigns=coverage.campaigns)
+                          campaigns=coverage.campaigns, period_unit=coverage.period_unit)
 
 
 @fill_doc(one_party=EXAMPLE_ONE_PARTY)
