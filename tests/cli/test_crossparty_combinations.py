@@ -262,6 +262,9 @@ def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
                 build_sketch(read(source), user="user", party="t", params=_params(key),
                              key=key, time="ts", period=period, engine=engine,
                              accountant=acct, rng=1)
+    with pytest.raises(ParameterError, match="two integers or two dates"):  # not 'start < end'
+        build_sketch(days, user="user", party="t", params=_params(key), key=key, time="ts",
+                     period=(start, 28), accountant=acct, rng=1)
     assert acct.spent.epsilon == 0
     with pytest.raises(ParameterError, match=r"has period None \(every time\), the first "
                                              r"has \[2026-03-01T00:00:00Z, "):

@@ -119,6 +119,9 @@ period_unit='integer')
     if period is not None:
         if not isinstance(period, tuple | list) or len(period) != 2:
             raise ParameterError(message("period", "a pair (start, end)", period))
+        if len({isinstance(b, dt.date) for b in period}) > 1:
+            raise ParameterError(message("period", "two integers or two dates/datetimes (not "
+                                         "one of each)", period))
         bounds = (_instant(period[0]), _instant(period[1]))
         if bounds[1] <= bounds[0]:
             raise ParameterError(message("period", "a pair with start < end", period))
