@@ -82,6 +82,20 @@ def test_cli_spelling_rules(text, spelled):
     assert cli_spelling(text, demo, "dpfreq demo") == spelled
 
 
+@click.command()
+@click.option("--start")
+@click.option("--end")
+def spanned(**kwargs):
+    """A command whose period is two options."""
+
+
+def test_a_parameter_of_two_options_is_named_by_both():
+    text = "period of build_sketch must be a pair with start < end; got '5 to 1'."
+    assert cli_spelling(text, spanned, "dpfreq spanned") == (
+        "--start/--end of dpfreq spanned must be a pair with start < end; got '5 to 1'.")
+    assert cli_spelling(text, demo, "dpfreq demo").startswith("period of dpfreq demo ")
+
+
 def test_invoked_command_walks_groups():
     from dpfreq.cli.main import cli
 

@@ -70,8 +70,8 @@ def params_cmd(horizon: int, max_changes: int, epsilon: float, devices: int | No
                per_order_sparsity: bool, start: str | None, period: str | None) -> None:
     """Table of c_gap, certificate, largest per-period sd and interval half-width per method.
 
-    The sd and the half-width are those of :func:`dpfreq.longitudinal.plan_longitudinal` (and of
-    the estimate itself) for the same parameters: one error statement everywhere.
+    The sd and the half-width are those of `dpfreq plan longitudinal` (and of the estimate
+    itself) for the same parameters: one error statement everywhere.
     """
     from dpfreq.longitudinal import plan_longitudinal
 

@@ -79,6 +79,18 @@ def _spellings(command: click.Command) -> dict[str, click.Parameter]:
     return out
 
 
+#: Python parameters that several options give together (``period=`` is ``--start/--end``).
+_COMPOUND_NAMES = {"period": ("start", "end")}
+
+
+def _compound(name: str, params: dict[str, click.Parameter]) -> str | None:
+    """``--start/--end`` for ``period`` when the command has both options, else None."""
+    parts = _COMPOUND_NAMES.get(name)
+    if parts is None or any(p not in params for p in parts):
+        return None
+    return "/".join(_option(params[p]) for p in parts)
+
+
 def _option(param: click.Parameter, value: str | None = None) -> str:
     """``--long-form`` of an option (with ``value``), or an argument's metavar."""
     if not isinstance(param, click.Option):
@@ -110,7 +122,8 @@ def cli_spelling(text: str, command: click.Command, path: str) -> str:
         rf"^(?P<param>[a-z][a-z0-9_]*) of {re.escape(path)}(?=[ :;,.]|$)", out)
     if lead is not None:
         param = params.get(lead.group("param"))
-        name = _option(param) if param is not None else lead.group("param")
+        name = (_option(param) if param is not None
+                else _compound(lead.group("param"), params) or lead.group("param"))
         out = f"{name} of {path}{out[lead.end():]}"
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)

@@ -119,12 +119,14 @@ period_unit='integer')
     if period is not None:
         if not isinstance(period, tuple | list) or len(period) != 2:
             raise ParameterError(message("period", "a pair (start, end)", period))
+        shown = " to ".join(b.isoformat() if isinstance(b, dt.date) else str(b)
+                            for b in period)
         if len({isinstance(b, dt.date) for b in period}) > 1:
             raise ParameterError(message("period", "two integers or two dates/datetimes (not "
-                                         "one of each)", period))
+                                         "one of each)", shown))
         bounds = (_instant(period[0]), _instant(period[1]))
         if bounds[1] <= bounds[0]:
-            raise ParameterError(message("period", "a pair with start < end", period))
+            raise ParameterError(message("period", "a pair with start < end", shown))
     c = None if campaign is None else _column(campaign, "campaign")
     if (c is None) != (campaigns is None):
         raise ParameterError(message("campaigns", "given together with campaign (the "
