@@ -75,6 +75,9 @@ def demo(**kwargs):
     ("counts above max_count = 3 are clamped; max_count must be public",
      "counts above --max-count 3 are clamped; --max-count must be public"),
     ("file of DuckDBEngine.count_of_counts: missing.", "FILE of dpfreq demo: missing."),
+    ("max_count of release_window_counts must be None or a number; got 3.",
+     "--max-count of dpfreq demo must be "
+     "left out or a number; got 3."),
     ("epsilon of a release must be > 0; domain_size = 3", "epsilon of a release must be > 0; "
      "domain_size = 3"),  # neither a Python function nor an option of this command
 ])

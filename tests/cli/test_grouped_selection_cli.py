@@ -71,7 +71,7 @@ def test_anonymize_grouped_public_list_and_selection(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("extra", "start"), [
     (["--max-groups-per-item", "2", "--groups", "G"],
-     "dpfreq: error: --max-groups-per-item of dpfreq anonymize must be None"),
+     "dpfreq: error: --max-groups-per-item of dpfreq anonymize must be left out"),
     ([], "dpfreq: error: --groups of dpfreq anonymize must be a public list"),
     (["--delta", "0.01"], "dpfreq: error: --delta of dpfreq anonymize must be"),
 ])

@@ -28,6 +28,8 @@ _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+:/-]+"
 _ASSIGN = re.compile(rf"\b(?P<name>[a-z][a-z0-9_]*)(?P<eq>=| = )(?P<value>{_VALUE})")
 _LEADING = re.compile(r"^(?P<param>[a-z][a-z0-9_]*) of "
                       r"(?P<func>[A-Za-z]\w*(?:_\w+|\.\w+)+)(?=[ :;,.]|$)")
+#: a library rule "must be None" reads "must be left out" on the command line
+_NONE = re.compile(r"(?<=must )be None\b")
 _IDENTIFIER = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 
 
@@ -117,7 +119,7 @@ def cli_spelling(text: str, command: click.Command, path: str) -> str:
             return m.group(0)
         return _option(param, m.group("value").strip("'\""))
 
-    out = _ASSIGN.sub(assign, text)
+    out = _NONE.sub("be left out", _ASSIGN.sub(assign, text))
     lead = _LEADING.match(out) or re.match(
         rf"^(?P<param>[a-z][a-z0-9_]*) of {re.escape(path)}(?=[ :;,.]|$)", out)
     if lead is not None:
