@@ -175,6 +175,11 @@ class StreamRelease(Release):
         for k in self.k_values:
             plot_band(ax, x, curves[k], pick(err.lower, k), pick(err.upper, k),
                       label=f"{k}+ reach", marker="o" if x.size == 1 else None)  # 1 period: a dot
+        if x.dtype.kind in "iu":  # integer periods: ticks at whole periods only
+            from matplotlib.ticker import FixedLocator, MaxNLocator
+
+            ax.xaxis.set_major_locator(FixedLocator(x) if x.size <= 8
+                                       else MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlabel("period")
         ax.set_ylabel("items (noisy)")
         if title:
