@@ -178,7 +178,7 @@ class StreamRelease(Release):
         if x.dtype.kind in "iu":  # integer periods: ticks at whole periods only
             from matplotlib.ticker import FixedLocator, MaxNLocator
 
-            ax.xaxis.set_major_locator(FixedLocator(x) if x.size <= 8
+            ax.xaxis.set_major_locator(FixedLocator(x.tolist()) if x.size <= 8
                                        else MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlabel("period")
         ax.set_ylabel("items (noisy)")
