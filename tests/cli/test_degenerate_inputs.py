@@ -46,6 +46,18 @@ def test_header_only_file_warns_before_the_release(tmp_path, capsys):
     assert "no data rows" in err
 
 
+def test_a_file_of_another_format_is_refused_without_a_no_rows_warning(tmp_path, capsys):
+    log = tmp_path / "log.json"
+    log.write_text('{"user": 1}\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(profile_args(log, "--max-count", "3"))
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith("dpfreq: error: ")
+    assert "cannot tell the format" in err
+    assert "no data rows" not in err
+
+
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 @pytest.mark.parametrize("command", ["reach", "anonymize", "profile"])
 def test_every_release_of_a_file_warns_of_no_rows(tmp_path, capsys, command, suffix):

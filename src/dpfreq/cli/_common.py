@@ -226,8 +226,12 @@ INPUT_FILE = InputFileType()
 
 
 def _has_rows(path: Path) -> bool | None:
-    """Whether a local CSV or Parquet file holds a data row (None: cannot tell cheaply)."""
-    if path.suffix.lower() == ".parquet":
+    """Whether a local CSV or Parquet file holds a data row (None: cannot tell cheaply, or
+    not a format the engines read: they refuse it)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".tsv", ".parquet", ".pq"):
+        return None
+    if suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
         try:
@@ -247,7 +251,7 @@ def is_empty_csv(file: str) -> bool:
     cannot be read from it)."""
     path = Path(file)
     return ("://" not in file and path.is_file() and path.stat().st_size > 0
-            and path.suffix.lower() != ".parquet" and _has_rows(path) is False)
+            and path.suffix.lower() in (".csv", ".tsv") and _has_rows(path) is False)
 
 
 def warn_if_no_rows(file: str, what: str) -> None:
