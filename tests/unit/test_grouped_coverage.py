@@ -90,5 +90,5 @@ def test_cli_capping_epsilon(tmp_path: object, capsys: pytest.CaptureFixture[str
               "--windows", "total", *common, "--capping-epsilon", "2"])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("dpfreq: error: --capping-epsilon of dpfreq reach must be None "
+    assert err[-1].startswith("dpfreq: error: --capping-epsilon of dpfreq reach must be left out "
                               "or a number in (0, --epsilon 2)")
