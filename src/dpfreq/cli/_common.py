@@ -225,19 +225,29 @@ class InputFileType(click.ParamType):
 INPUT_FILE = InputFileType()
 
 
+def _file_kind(path: Path) -> str | None:
+    """``"csv"`` (uncompressed) or ``"parquet"`` by the engines' file names, else None (a
+    compressed CSV is not peeked; another format is the engine's to refuse)."""
+    from dpfreq.engines import CSV_SUFFIXES, PARQUET_SUFFIXES
+
+    name = path.name.lower()
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return "csv" if name.endswith(CSV_SUFFIXES) and not name.endswith(".gz") else None
+
+
 def _has_rows(path: Path) -> bool | None:
-    """Whether a local CSV or Parquet file holds a data row (None: cannot tell cheaply, or
-    not a format the engines read: they refuse it)."""
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".tsv", ".parquet", ".pq"):
-        return None
-    if suffix in (".parquet", ".pq"):
+    """Whether a local CSV or Parquet file holds a data row (None: cannot tell cheaply)."""
+    kind = _file_kind(path)
+    if kind == "parquet":
         import pyarrow.parquet as pq
 
         try:
             return bool(pq.read_metadata(path).num_rows > 0)
         except Exception:  # not Parquet after all: the engine reports it
             return None
+    if kind is None:
+        return None
     try:
         with path.open("rb") as handle:
             handle.readline()  # the header
@@ -251,7 +261,7 @@ def is_empty_csv(file: str) -> bool:
     cannot be read from it)."""
     path = Path(file)
     return ("://" not in file and path.is_file() and path.stat().st_size > 0
-            and path.suffix.lower() in (".csv", ".tsv") and _has_rows(path) is False)
+            and _file_kind(path) == "csv" and _has_rows(path) is False)
 
 
 def warn_if_no_rows(file: str, what: str) -> None:

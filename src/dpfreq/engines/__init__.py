@@ -13,6 +13,7 @@ options.
 from __future__ import annotations
 
 from dpfreq.engines import base, requests
+from dpfreq.engines._common import CSV_SUFFIXES, PARQUET_SUFFIXES
 from dpfreq.engines.base import (
     DomainTables,
     Engine,
@@ -48,7 +49,9 @@ from dpfreq.engines.requests import (
 # the registry, the protocols (dpfreq.engines.base), the request types (.requests) and the
 # missing-column error (.columns)
 __all__ = [
+    "CSV_SUFFIXES",
     "ENGINES",
+    "PARQUET_SUFFIXES",
     "SUMMARY_FAMILIES",
     "CountRequest",
     "DomainTables",

@@ -16,9 +16,16 @@ from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, TimeBu
 from dpfreq.engines.periods import wall_clock_us
 from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled, innermost_caller
 
+#: file names every engine reads as CSV (``.tsv``: tab-separated; ``.gz``: compressed) and as
+#: Parquet (a directory or glob of Parquet files also reads as Parquet)
+CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
 __all__ = [
+    "CSV_SUFFIXES",
     "DEBUG_VARIABLE",
     "NULL_RULE",
+    "PARQUET_SUFFIXES",
     "TIME_RULE",
     "bucket_periods",
     "check_column_name",

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import dpfreq.engines._common as common
+from dpfreq.engines._common import CSV_SUFFIXES, PARQUET_SUFFIXES
 
 __all__ = [
     "CSV_SUFFIXES",
@@ -26,8 +27,6 @@ __all__ = [
     "reason",
 ]
 
-CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
-PARQUET_SUFFIXES = (".parquet", ".pq")
 _INT_TYPES = {"tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
               "ubigint"}
 #: time zone aware types are instants: their epoch is the same in every zone (UTC)

@@ -61,7 +61,7 @@ _MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[[\d,\s]
                          r"|spark://\S+|yarn|k8s://\S+")
 _SQL_START = re.compile(r"^\s*(select|with|from|values|table\b|\()", re.IGNORECASE)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
-_FILE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq")
+_FILE_SUFFIXES = common.CSV_SUFFIXES + common.PARQUET_SUFFIXES
 _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOAT_TYPES = (T.FloatType, T.DoubleType, T.DecimalType)
 
