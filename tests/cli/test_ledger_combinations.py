@@ -303,7 +303,9 @@ def _faults(case: Case, files: Files) -> list[tuple[str, Callable[[list[Any]], l
                 ("null group", swap(files.log, files.null_group), "--null-group drop")]
     return [("missing item column", swap("user", "nosuch"),
              "'nosuch' is not in the header of the CSV source"),
-            ("empty file", swap(files.log, files.empty), "is empty")]
+            ("empty file", swap(files.log, files.empty),
+             f"error: file {str(files.empty)!r} of the source must be a CSV file whose first "
+             "line names its columns; got an empty file (0 bytes).")]
 
 
 FAULTS = [(name, i) for name in CASES if name != "stream init"  # init reads no data
@@ -340,7 +342,10 @@ def test_stream_append_of_bad_data_charges_nothing(files: Files, tmp_path: Path,
         code, stdout, err = run_cli(["stream", "append", out / "state", bad, "--through", "1"],
                                  capsys)
         assert (code, stdout) == (2, ""), err
-        _error_line(err)
+        assert _error_line(err).endswith(
+            f"file {str(bad)!r} of the source must be a CSV file whose first line names its "
+            "columns; got an empty file (0 bytes)." if bad == files.empty
+            else f"file {str(bad)!r} does not exist")
     assert len(_rows(ledger)) == 1
 
 

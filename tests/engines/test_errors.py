@@ -9,6 +9,7 @@ import duckdb
 import numpy as np
 import pytest
 
+from dpfreq import release_window_counts
 from dpfreq.engines import get_engine
 from dpfreq.engines.duckdb import DuckDBEngine
 from dpfreq.engines.memory import MemoryEngine
@@ -344,10 +345,18 @@ def test_csv_header_errors_never_echo_data(name: str, request: pytest.FixtureReq
         assert text == ("the header of the CSV source (its first line) must name each column "
                         f"once; it {rule}.")
         texts.append(text)
+    # a 0-byte file: one message, naming neither the engine nor its method
     empty = _csv(tmp_path, "", "empty.csv")
     texts.append(_refused(lambda: eng.item_counts(empty, item="user")))
-    assert texts[-1] == f"source of {type(eng).__name__}.item_counts: file {str(empty)!r} is " \
-                        "empty (not even a header)."
+    assert texts[-1] == (f"file {str(empty)!r} of the source must be a CSV file whose first "
+                         "line names its columns; got an empty file (0 bytes).")
+    assert _refused(lambda: release_window_counts(
+        empty, item="user", time="time", horizon=3, epsilon=1.0, unit="item", k_values=1,
+        windows="all", engine=eng, rng=1)) == texts[-1]
+    empty_pq = _csv(tmp_path, "", "empty.parquet")
+    assert _refused(lambda: eng.occurrence_times(empty_pq, item="user", time="time")) == \
+        f"file {str(empty_pq)!r} of the source must be a Parquet file; got an empty file " \
+        "(0 bytes)."
     assert not [t for t in texts for value in _PRIVATE if value in t]
     # a typed source's names are its schema: listed
     import pandas as pd

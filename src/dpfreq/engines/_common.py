@@ -6,6 +6,7 @@ functions here, so that ordering, clamping and dtypes are identical across engin
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "check_column_name",
     "check_k_max",
     "check_max_count",
+    "check_not_empty",
     "check_time_kind",
     "csv_header",
     "data_error",
@@ -205,6 +207,19 @@ def csv_header(fields: Any) -> list[str]:
         raise DataError("the header of the CSV source (its first line) must name each column "
                         f"once; it {problem}.")
     return names
+
+
+def check_not_empty(path: Path, text: str) -> None:
+    """Refuse a 0-byte local file, the same way on every engine and under every call: what file
+    (``text``, as given), that it is empty, and what its first line must be. A path that is not
+    a local file (a directory, glob or URI) is left to the engine's reader."""
+    if not path.is_file() or path.stat().st_size > 0:
+        return
+    lower = text.lower()
+    rule = ("a Parquet file" if lower.endswith(PARQUET_SUFFIXES)
+            else "a CSV file whose first line names its columns" if lower.endswith(CSV_SUFFIXES)
+            else "a CSV file whose first line names its columns, or a Parquet file")
+    raise DataError(f"file {text!r} of the source must be {rule}; got an empty file (0 bytes).")
 
 
 def dataframe_kind(source: Any) -> str | None:

@@ -166,9 +166,8 @@ class DuckDBEngine:
             lower = target.lower()
         elif not path.exists():
             raise DataError(f"source of {func}: file {text!r} does not exist.")
-        elif path.stat().st_size == 0:
-            raise DataError(f"source of {func}: file {text!r} is empty (not even a header).")
         else:
+            common.check_not_empty(path, text)
             target = text
         try:
             if lower.endswith(PARQUET_SUFFIXES):

@@ -209,11 +209,11 @@ class SparkEngine:
         is_uri = re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text) is not None
         if not is_glob and not is_uri and not path.exists():
             raise DataError(f"source of {func}: file {text!r} does not exist.")
-        if not is_uri and path.is_file() and path.stat().st_size == 0:
-            raise DataError(f"source of {func}: file {text!r} is empty (not even a header).")
+        if not is_uri:
+            common.check_not_empty(path, text)
         reader = self.spark.read
         try:
-            if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+            if lower.endswith(common.CSV_SUFFIXES):
                 sep = "\t" if ".tsv" in lower else ","
                 line = self._first_line(text)
                 if line is not None:  # else no such file: Spark's own error below
@@ -225,7 +225,7 @@ class SparkEngine:
                         T.StructField(f.name, T.StringType() if f.name in as_text
                                       else f.dataType, True) for f in df.schema.fields])
                     df = self.spark.read.schema(schema).csv(text, header=True, sep=sep)
-            elif lower.endswith((".parquet", ".pq")) or is_uri or is_glob or path.is_dir():
+            elif lower.endswith(common.PARQUET_SUFFIXES) or is_uri or is_glob or path.is_dir():
                 df = spark_times.read_parquet(self.spark, text)  # also nanosecond timestamps
             else:
                 raise DataError(f"source of {func}: cannot tell the format of {text!r} "
