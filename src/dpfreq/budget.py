@@ -341,8 +341,7 @@ class Accountant:
         items, dlt = plan_items(losses, delta, unit, self.unit)
         entry, how = declaration(self._rule, self._entries, items, dlt)
         if entry is None:
-            raise BudgetExceededError(f"declaring the plan would exceed the budget: {how}; "
-                                      "nothing was recorded.")
+            raise BudgetExceededError(how)
         self._record(entry, label or "declared plan", entry.cost.epsilon, dlt, unit, None,
                      entry.cost.epsilon, dlt, f"{len(items)} releases; epsilon by {how}")
 

@@ -353,11 +353,10 @@ class Ledger:
             charge_in(conn, header, 1.0, 0.0, unit or self.unit, None)  # units convert
             converted, dlt = plan_items(losses, delta, unit or self.unit, header.get("unit"))
             rule, entries = self._book(conn, header)
-            entry, how = declaration(rule, entries, converted, dlt)
+            entry, how = declaration(rule, entries, converted, dlt,
+                                     f"ledger {str(self.path)!r}")
             if entry is None:
-                raise BudgetExceededError(f"declaring the plan would exceed the budget of "
-                                          f"ledger {str(self.path)!r}: {how}; nothing was "
-                                          "recorded.")
+                raise BudgetExceededError(how)
             return self._values(conn, entry, label or "declared plan", entry.cost.epsilon, dlt,
                                 unit or self.unit, None)
 

@@ -115,9 +115,24 @@ def test_a_declared_plan_is_admitted_once_and_its_releases_cost_nothing_more():
     with pytest.raises(BudgetExceededError):  # the 366th is no item of the plan
         acct.spend(0.05, unit="item", loss=DiscreteLaplace(Fraction(1, 20), 1))
     adaptive = Accountant(epsilon=4.62, delta=1e-6, composition="basic")
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError) as refused:
         adaptive.declare(plan * 2, delta=1e-6, unit="item")
     assert adaptive.ledger == []
+    # the refusal of every spend (dpfreq.accounting.book.refused_spend), for a declaration
+    assert str(refused.value) == (
+        "declaring a plan of 730 releases at δ=1e-06 (charged as ε=6.8833, δ=1e-06: their "
+        "composed loss by privacy loss distribution) would exceed the budget: the sum would "
+        "reach ε=6.8833, δ=1e-06 of total ε=4.62, δ=1e-06; remaining ε=4.62, δ=1e-06 of total "
+        "ε=4.62, δ=1e-06. Nothing was recorded and no noise was drawn; declare no more than "
+        "what remains.")
+    with pytest.raises(BudgetExceededError) as refused:  # no finite ε below its own δ
+        adaptive.declare([ApproximateDP(Fraction(1, 10), Fraction(1, 10**5))], delta=1e-6)
+    assert str(refused.value).startswith("declaring a plan of 1 release at δ=1e-06 would "
+                                         "exceed the budget: the plan has no finite ε at its "
+                                         "δ=1e-06")
+    assert str(refused.value).endswith("; remaining ε=4.62, δ=1e-06 of total ε=4.62, "
+                                       "δ=1e-06. Nothing was recorded and no noise was drawn; "
+                                       "declare no more than what remains.")
 
 
 def test_share_counts_exactly_the_releases_that_fit():
@@ -203,7 +218,15 @@ def test_a_ledger_declares_a_plan_and_records_its_releases_against_it(tmp_path):
     assert rules == ["declared"] + ["plan"] * 50
     assert ledger.verify() == 51
     assert ledger.spending().sum_epsilon == pytest.approx(3.173, abs=1e-3)  # not 50 × 0.1
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError) as refused:
         ledger.declare(plan * 3, delta=1e-7, unit="item")
+    assert str(refused.value).startswith("declaring a plan of 150 releases at δ=1e-07 (charged "
+                                         "as ε=")
+    assert f"would exceed the budget of ledger {str(ledger.path)!r}: the sum would reach " \
+        in str(refused.value)
+    left = ledger.spending()
+    assert str(refused.value).endswith(
+        f"; remaining ε={left.remaining_epsilon!r}, δ=0.0 of total ε=4.0, δ=1e-06. Nothing was "
+        "recorded and no noise was drawn; declare no more than what remains.")
     share = ledger.share(0.1, unit="item")
     assert _admitted(ledger, 0.1, 1000) == share.releases_that_fit

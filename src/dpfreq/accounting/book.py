@@ -75,13 +75,16 @@ def _number(x: Any) -> str:
     return repr(float(x))
 
 
-def refused_spend(budget: str, asked: tuple[Any, Any], charged: tuple[Fraction, Fraction],
-                  why: str, remaining: tuple[Any, Any], total: tuple[Any, Any]) -> str:
+def refused_spend(budget: str, asked: tuple[Any, Any], charged: tuple[Fraction, Fraction] | None,
+                  why: str, remaining: tuple[Any, Any], total: tuple[Any, Any], *,
+                  plan: tuple[int, str] | None = None) -> str:
     """The one message of a refused spend, for every accountant and every command.
 
     It says what was asked (and what that is charged at the budget's unit, when a unit
     converts), why the rule refuses it, what remains of the total (public: the budget and its
-    spends are public, never the data), and what to do.
+    spends are public, never the data), and what to do. A declaration (``plan``: how many
+    releases, and how their composed ε was certified) is asked at its δ (``asked[1]``) and
+    charged at its composed loss ``charged`` (None: it has no finite ε at that δ).
 
     Examples
     --------
@@ -90,17 +93,35 @@ def refused_spend(budget: str, asked: tuple[Any, Any], charged: tuple[Fraction, 
     'spending ε=1.0, δ=0.0 would exceed the budget: why; remaining ε=0.5, δ=0.0 of total
     ε=0.5, δ=0.0. Nothing was recorded and no noise was drawn; ask for no more than what
     remains.'
+    >>> refused_spend("the budget", (None, 1e-6), (Fraction(3, 2), Fraction(1, 10**6)), "why",
+    ...               (1.0, 1e-6), (1.0, 1e-6), plan=(2, "privacy loss distribution"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'declaring a plan of 2 releases at δ=1e-06 (charged as ε=1.5, δ=1e-06: their composed
+    loss by privacy loss distribution) would exceed the budget: why; remaining ε=1.0,
+    δ=1e-06 of total ε=1.0, δ=1e-06. Nothing was recorded and no noise was drawn; declare no
+    more than what remains.'
     """
-    eps, dlt = (_number(x) for x in asked)
-    shown = f"ε={eps}, δ={dlt}"
-    if (float(charged[0]), float(charged[1])) != (float(asked[0]), float(asked[1])):
-        shown += (f" (charged as ε={_number(charged[0])}, δ={_number(charged[1])} at the "
-                  "budget's unit)")
+    if plan is None:
+        assert charged is not None
+        eps, dlt = (_number(x) for x in asked)
+        shown = f"spending ε={eps}, δ={dlt}"
+        if (float(charged[0]), float(charged[1])) != (float(asked[0]), float(asked[1])):
+            shown += (f" (charged as ε={_number(charged[0])}, δ={_number(charged[1])} at the "
+                      "budget's unit)")
+        verb = "ask for"
+    else:
+        releases, how = plan
+        shown = (f"declaring a plan of {releases} release{'s' if releases != 1 else ''} at "
+                 f"δ={float(asked[1]):.3g}")
+        if charged is not None:
+            shown += (f" (charged as ε={float(charged[0]):.6g}, δ={float(charged[1]):.3g}: "
+                      f"their composed loss by {how})")
+        verb = "declare"
     where = "" if budget == "the budget" else f" of {budget}"
-    return (f"spending {shown} would exceed the budget{where}: {why}; remaining "
+    return (f"{shown} would exceed the budget{where}: {why}; remaining "
             f"ε={_number(remaining[0])}, δ={_number(remaining[1])} of total "
             f"ε={_number(total[0])}, δ={_number(total[1])}. Nothing was recorded and no "
-            "noise was drawn; ask for no more than what remains.")
+            f"noise was drawn; {verb} no more than what remains.")
 
 
 def _pending(entries: Sequence[Entry]) -> list[tuple[int, PrivacyLoss]]:
@@ -117,27 +138,31 @@ def _pending(entries: Sequence[Entry]) -> list[tuple[int, PrivacyLoss]]:
 
 
 def declaration(rule: Rule, entries: Sequence[Entry], items: Sequence[PrivacyLoss],
-                delta: Fraction) -> tuple[Entry | None, str]:
-    """The entry declaring a plan of ``items`` at the plan's own ``delta`` (or None, why).
+                delta: Fraction, budget: str = "the budget") -> tuple[Entry | None, str]:
+    """The entry declaring a plan of ``items`` at the plan's own ``delta`` and how its ε was
+    certified, or None and the refusal (:func:`refused_spend`, naming ``budget``).
 
     The plan counts as one ``(ε_P, δ)``-DP release, ``ε_P`` the certified ε of its fixed
     composition (:func:`~dpfreq.accounting.plans.declared_epsilon`).
     """
     eps, how = declared_epsilon(Composed(tuple(items)), delta)
-    if eps is None:
-        return None, (f"the plan has no finite ε at its δ={float(delta):.3g} (its own bad "
-                      "events are more likely than that)")
-    if eps == 0:
-        eps = Fraction(1, 10**12)
-    loss = ApproximateDP(eps, delta)
-    cost = Cost.of(rule, eps, delta, loss)
     totals = totals_of(rule, entries)
-    branch = admit(rule, totals, cost)
-    if branch is None:
-        return None, (f"the plan's composed loss (ε={float(eps):.6g} at δ={float(delta):.3g}, "
-                      f"by {how}) does not fit: "
-                      + refusal(rule, totals, cost))
-    return Entry(loss, cost, "declared", items=tuple(items)), how
+    if eps is None:
+        why = (f"the plan has no finite ε at its δ={float(delta):.3g} (its own bad events are "
+               "more likely than that)")
+        charged = None
+    else:
+        eps = eps if eps > 0 else Fraction(1, 10**12)
+        loss = ApproximateDP(eps, delta)
+        cost = Cost.of(rule, eps, delta, loss)
+        branch = admit(rule, totals, cost)
+        if branch is not None:
+            return Entry(loss, cost, "declared", items=tuple(items)), how
+        why, charged = refusal(rule, totals, cost), (eps, delta)
+    left = spending(rule, entries, with_plan=False)
+    return None, refused_spend(budget, (None, delta), charged, why,
+                               (left.remaining_epsilon, left.remaining_delta),
+                               (rule.epsilon, rule.delta), plan=(len(items), how))
 
 
 @dataclass(frozen=True)
