@@ -4,6 +4,8 @@ called, not the engine method that found the problem."""
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 
@@ -169,3 +171,38 @@ def test_warnings_are_spelled_for_the_command(capsys, monkeypatch):
     assert main(["later", "--max-count", "3"]) == 0
     assert capsys.readouterr().err == ("dpfreq: warning: counts above --max-count 3 were "
                                        "clamped\n")
+
+
+#: Python spellings a command line must not print: a repr assignment, a library rule "must be
+#: None", a Python flag value, a library parameter that names no option of the command
+_PYTHON = re.compile(r"\b[a-z_]+='|must be None|\b(?:True|False)\b|\btarget of ")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["plan", "reach", "--horizon", "30", "--epsilon", "1", "--unit", "item", "--k", "1",
+      "--windows", "all", "--target-half-width", "0.01"],
+     "total ε for all, k=1 half-width ≤ 0.01 items: not reachable at ε ≤ 1000"),
+    (["plan", "profile", "--domain-size", "1000", "--max-count", "10", "--epsilon", "0.01",
+      "--unit", "item"], "# --unit item: noising the classes t >= 1"),
+    (["plan", "anonymize", "--n-range", "100,1000", "--epsilon", "0.1"],
+     "At epsilon=0.1 (privhist-tuned), the release's interval"),  # notation: stays
+    (["plan", "longitudinal", "--horizon", "30", "--max-changes", "2", "--epsilon", "1",
+      "--devices", "1000", "--target-half-width", "0.01"],
+     "ε for a per-period half-width ≤ 0.01 devices: not reachable at ε ≤ 1000"),
+])
+def test_plan_lines_speak_the_command_line(argv, said, capsys):
+    """Every plan command's lines name options, not the library's parameters (a line of a plan
+    is the library's text, spelled for the command that printed it)."""
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    lines = (out.out + out.err).splitlines()
+    assert any(line.startswith(said) for line in lines), lines
+    assert not [line for line in lines if _PYTHON.search(line)]
+
+
+def test_a_printed_line_keeps_numbers_as_notation():
+    """A printed line's Python literals and names become options; a number assigned to a plain
+    word is notation (``epsilon=0.5`` stays)."""
+    text = "out_of_range='drop': epsilon=0.5, counts above max_count = 3 with all_windows=True"
+    assert cli_spelling(text, demo, "dpfreq demo", notation=True) == (
+        "--out-of-range drop: epsilon=0.5, counts above --max-count 3 with --all-windows")

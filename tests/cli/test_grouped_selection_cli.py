@@ -115,7 +115,7 @@ def test_plan_profile_grouped(tmp_path: Path) -> None:
     auto = CliRunner().invoke(cli, [*base[:-1], "auto", "--groups", str(groups),
                                     "--capping-epsilon", "0.2"])
     assert auto.exit_code == 0, auto.output
-    assert "capping_epsilon = 0.2 of ε = 1 measures the cap" in auto.stdout
+    assert "--capping-epsilon 0.2 of ε = 1 measures the cap" in auto.stdout
     assert "m is chosen privately in 1..3" in auto.stdout
 
 

@@ -25,7 +25,7 @@ from dpfreq.cli.grouped import (
     noise_line,
     plan_group_options,
 )
-from dpfreq.cli.plan_options import target_option
+from dpfreq.cli.plan_options import echo_plan, target_option
 from dpfreq.cli.row_rules import null_group_hint, null_group_option, rows_kept
 from dpfreq.errors import DataError, debug_enabled
 
@@ -393,12 +393,7 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
                            confidence=confidence, method=method, group=group,
                            groups=groups_file, max_groups_per_item=max_groups_per_item,
                            delta=delta)
-    if group is not None:
-        for line in format_grouped_plan(plan, _plan_lines):
-            click.echo(line)
-        return
-    for line in _plan_lines(plan):
-        click.echo(line)
+    echo_plan(_plan_lines(plan) if group is None else format_grouped_plan(plan, _plan_lines))
 
 
 def _plan_lines(plan: Any) -> list[str]:

@@ -16,7 +16,7 @@ import click
 from dpfreq._validate import MAX_COUNT_MINIMUM
 from dpfreq.cli._common import COUNT, IntegerType
 from dpfreq.cli.grouped import capping_option, format_grouped_plan, plan_group_options
-from dpfreq.cli.plan_options import target_option
+from dpfreq.cli.plan_options import echo_plan, target_option
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -93,11 +93,9 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
                         max_groups_per_item=max_groups_per_item, groups=groups_file,
                         delta=delta, capping_epsilon=capping_epsilon)
     if group is not None:
-        for line in format_grouped_plan(plan, format_plan):
-            click.echo(line)
+        echo_plan(format_grouped_plan(plan, format_plan))
         return
-    for line in format_plan(plan):
-        click.echo(line)
+    echo_plan(format_plan(plan))
     if target_half_width is not None:
         eps = plan.epsilon_for(target_half_width, measure="half_width")
         click.echo(f"ε for a per-class half-width ≤ {target_half_width:g} items: {eps:g}")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import click
 
+from dpfreq._validate import EPSILON_MAX
 from dpfreq.cli._common import POSITIVE, output_path_option
 from dpfreq.cli.output import write_json
-from dpfreq.cli.plan_options import target_option
+from dpfreq.cli.plan_options import echo_plan, target_option
 from dpfreq.errors import ParameterError
 
 __all__ = ["command"]
@@ -46,15 +47,14 @@ def command(horizon: int, max_changes: int, epsilon: float, method: str, devices
                              method=method, devices=devices, confidence=confidence,
                              per_order_sparsity=per_order_sparsity)
     to_err = json_out == "-"
-    for line in plan.lines():
-        click.echo(f"# {line}", err=to_err)
+    echo_plan((f"# {line}" for line in plan.lines()), err=to_err)
     doc = plan.to_dict()
     if target_half_width is not None:
         try:
             eps: float | None = plan.epsilon_for(target_half_width)
             said = f"{eps:g}"
         except ParameterError:
-            eps, said = None, "not reachable at ε <= 1000 with these devices"
+            eps, said = None, f"not reachable at ε ≤ {EPSILON_MAX:g} with these devices"
         doc["epsilon_for_target"] = {"target_half_width": target_half_width, "epsilon": eps}
         click.echo(f"ε for a per-period half-width ≤ {target_half_width:g} devices: {said}",
                    err=to_err)

@@ -1,12 +1,13 @@
-"""Options shared by the ``dpfreq plan`` commands."""
+"""Options shared by the ``dpfreq plan`` commands, and the one way they print a plan's lines."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
-__all__ = ["target_option"]
+__all__ = ["echo_plan", "target_option"]
 
 
 def _check_target(ctx: click.Context, param: click.Parameter,
@@ -23,3 +24,13 @@ def target_option(option: str, *, metavar: str, help: str) -> Any:
     prints in the command's spelling; so a bad target is refused before anything is printed."""
     return click.option(option, type=float, default=None, metavar=metavar,
                         callback=_check_target, help=help)
+
+
+def echo_plan(lines: Iterable[str], *, err: bool = False) -> None:
+    """Print a plan's lines (the library's explanations among them) in the spelling of the
+    command that runs (:func:`~dpfreq.cli.spelling.spelled`: ``unit='item'`` reads
+    ``--unit item``), on stdout or (``err``) stderr."""
+    from dpfreq.cli.spelling import spelled
+
+    for line in lines:
+        click.echo(spelled(line), err=err)

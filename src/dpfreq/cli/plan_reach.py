@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
+from dpfreq._validate import EPSILON_MAX
 from dpfreq.cli._common import COUNT, output_path_option
 from dpfreq.cli.grouped import capping_option, group_options
 from dpfreq.cli.output import write_json
-from dpfreq.cli.plan_options import target_option
+from dpfreq.cli.plan_options import echo_plan, target_option
 from dpfreq.cli.reach_options import reach_parameters, reach_public_kwargs
 from dpfreq.errors import ParameterError
 
@@ -48,13 +49,12 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
         kwargs.update(capping_epsilon=capping_epsilon)
     plan = plan_window_counts(scale=scale, **kwargs)
     one = getattr(plan, "per_group", plan)  # a grouped plan: every group's plan is the same
-    click.echo(f"# plan: reach over T={one.horizon} periods, epsilon={plan.epsilon:g}, "
-               f"delta={plan.delta:g}, unit {one.unit}; {one.accounting}")
+    lines = [f"# plan: reach over T={one.horizon} periods, epsilon={plan.epsilon:g}, "
+             f"delta={plan.delta:g}, unit {one.unit}; {one.accounting}"]
     if one is not plan:
         head = plan.lines()[:2 if plan.selection is not None else 1]
-        click.echo(f"# grouped by {group!r}: " + "\n# ".join(head))
-    for line in one.lines():
-        click.echo(line)
+        lines += f"# grouped by {group!r}: {head[0]}", *(f"# {line}" for line in head[1:])
+    echo_plan([*lines, *one.lines()])
     targets: dict[str, float | None] = {}
     if target_half_width is not None:
         n = sum(len(per_k) for per_k in one.max_halfwidth.values())
@@ -68,8 +68,8 @@ def command(scale: int | None, target_half_width: float | None, json_out: str | 
                 try:
                     eps: float | None = plan.epsilon_for(target_half_width, family=label, k=k)
                     said = f"{eps:g}"
-                except ParameterError as exc:  # the target was checked: out of reach
-                    eps, said = None, f"not reachable ({exc})"
+                except ParameterError:  # the target was checked: out of reach
+                    eps, said = None, f"not reachable at ε ≤ {EPSILON_MAX:g}"
                 targets[f"{label}, k={k}"] = eps
                 click.echo(f"total ε for {label}, k={k} half-width ≤ {target_half_width:g} "
                            f"items: {said}")

@@ -15,7 +15,7 @@ import click
 import dpfreq.cli._common as shared
 from dpfreq.cli._common import output_path_option
 from dpfreq.cli.output import write_json
-from dpfreq.cli.plan_options import target_option
+from dpfreq.cli.plan_options import echo_plan, target_option
 from dpfreq.cli.stream_options import accuracy_options, parse_horizon
 
 __all__ = ["command"]
@@ -55,4 +55,4 @@ def command(horizon_text: str, k_text: str, unit: str, epsilon: float, delta: fl
                      f"period: {eps:g}")
     if json_out is not None:
         write_json(doc, json_out)
-    click.echo("\n".join(lines), err=json_out == "-")
+    echo_plan(lines, err=json_out == "-")

@@ -13,6 +13,11 @@ release_window_counts must be ...; pass out_of_range='drop'``); a command-line u
 
 Words that are not options of the command (parameters the command does not expose) stay as they
 are. Only click and the standard library are imported: the start-up stays light.
+
+:func:`spelled` applies the same rules to a line a command prints (a plan's explanation, say),
+except that a number assigned to a plain word (``epsilon=0.5``, ``k=1``: the notation of a
+summary) stays: there a Python literal (``unit='item'``, ``singleton=True``) or a Python name
+(``capping_epsilon = 0.2``) is an option.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Sequence
 
 import click
 
-__all__ = ["cli_spelling", "invoked_command"]
+__all__ = ["cli_spelling", "invoked_command", "spelled"]
 
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+:/-]+"
 _ASSIGN = re.compile(rf"\b(?P<name>[a-z][a-z0-9_]*)(?P<eq>=| = )(?P<value>{_VALUE})")
@@ -109,15 +114,22 @@ def _option(param: click.Parameter, value: str | None = None) -> str:
     return f"{flag} {value}"
 
 
-def cli_spelling(text: str, command: click.Command, path: str) -> str:
-    """``text`` with the Python parameters and function of ``command`` in option spelling."""
+def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool = False
+                 ) -> str:
+    """``text`` with the Python parameters and function of ``command`` in option spelling.
+
+    ``notation`` (a printed line): a number assigned to a plain word (``epsilon=0.5``,
+    ``k = 1``) is notation and stays; Python literals (quoted text, ``True``/``False``) and
+    Python names (with an underscore) are rewritten."""
     params = _spellings(command)
 
     def assign(m: re.Match[str]) -> str:
         param = params.get(m.group("name"))
-        if param is None:
+        value = m.group("value")
+        if param is None or (notation and "_" not in m.group("name")
+                             and value[0] not in "'\"" and value not in ("True", "False")):
             return m.group(0)
-        return _option(param, m.group("value").strip("'\""))
+        return _option(param, value.strip("'\""))
 
     out = _NONE.sub("be left out", _ASSIGN.sub(assign, text))
     lead = _LEADING.match(out) or re.match(
@@ -129,3 +141,13 @@ def cli_spelling(text: str, command: click.Command, path: str) -> str:
         out = f"{name} of {path}{out[lead.end():]}"
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
+
+
+def spelled(text: str) -> str:
+    """A line printed by the command running now (click's current context) in its spelling:
+    :func:`cli_spelling` with ``notation`` (numbers assigned to plain words stay); ``text`` as is
+    outside a command."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return text
+    return cli_spelling(text, ctx.command, ctx.command_path, notation=True)
