@@ -90,6 +90,13 @@ def test_the_calibration_holds_at_sigma2_and_fails_just_below(epsilon, delta, sh
     assert unit_shifts_delta(s2 - 1, shifts, epsilon) > delta
 
 
+def test_a_budget_too_small_for_the_exact_pld_is_not_calibrated():
+    """A σ² whose PLD has too many points to build (small ε, many shifts) is no calibration
+    (0: the structure is never chosen, see ``base.Structure.usable``) instead of a memory or
+    recursion error (which the search of ``epsilon_for`` over small ε ran into)."""
+    assert unit_shifts_sigma2(Fraction(1, 10**4), 1e-9, 365) == 0
+
+
 def _delta_bounds(sigma2: int, shifts: int, epsilon: float) -> tuple[float, float]:
     """Lower and upper bounds on the exact ``δ(ε)`` of ``shifts`` unit shifts of independent
     discrete Gaussians, by a direct convolution independent of :mod:`dpfreq.accounting.pld`.

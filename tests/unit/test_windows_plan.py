@@ -194,3 +194,13 @@ def test_windows_is_required_like_on_the_command_line():
     with pytest.raises(TypeError, match="windows"):
         release_window_counts(([1], [1]), horizon=10, epsilon=1.0, unit="event",  # type: ignore[call-arg]
                               k_values=[1])
+
+
+def test_epsilon_for_at_delta_meets_noise_free_answers():
+    """At δ > 0 and a large ε the discrete Gaussian's predicted MSE underflows to 0: the chooser
+    compares such plans (log 0 = -inf, the best score) instead of failing."""
+    plan = plan_window_counts(horizon=16, epsilon=1.0, delta=1e-9, unit="item", k_values=1,
+                              windows=["cumulative"])
+    eps = plan.epsilon_for(1e-3)
+    assert plan_window_counts(horizon=16, epsilon=eps, delta=1e-9, unit="item", k_values=1,
+                              windows=["cumulative"]).max_halfwidth["cumulative"][1] <= 1e-3

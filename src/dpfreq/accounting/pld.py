@@ -286,6 +286,9 @@ def discrete_gaussian_pld(sigma2: Fraction, sensitivity: int,
 
 #: the largest number of unit shifts :func:`unit_shifts_sigma2` calibrates
 MAX_SHIFTS = 1 << 16
+#: the largest σ² :func:`unit_shifts_sigma2` calibrates: the PLD of one coordinate keeps
+#: ``24σ`` points (about 140,000 here), a larger one costs too much to build and compose
+MAX_SIGMA2 = 1 << 25
 
 
 def unit_shifts_delta(sigma2: int, shifts: int, epsilon: Fraction) -> float:
@@ -308,8 +311,8 @@ def unit_shifts_delta(sigma2: int, shifts: int, epsilon: Fraction) -> float:
 @functools.lru_cache(maxsize=256)
 def unit_shifts_sigma2(epsilon: Fraction, delta: float, shifts: int) -> int:
     """The smallest integer ``σ²`` whose ``shifts`` unit shifts of independent discrete
-    Gaussians are certified ``(ε, δ)``-DP by :func:`unit_shifts_delta`; 0 when none below
-    ``2^60`` is (or the arguments are out of range: ``ε > 0``, ``0 < δ < 1``,
+    Gaussians are certified ``(ε, δ)``-DP by :func:`unit_shifts_delta`; 0 when none up to
+    :data:`MAX_SIGMA2` is (or the arguments are out of range: ``ε > 0``, ``0 < δ < 1``,
     ``1 <= shifts <=`` :data:`MAX_SHIFTS`).
 
     A mechanism whose neighbours move at most ``n`` independent integer coordinates by at most
@@ -324,12 +327,12 @@ def unit_shifts_sigma2(epsilon: Fraction, delta: float, shifts: int) -> int:
     if not (epsilon > 0 and 0 < delta < 1 and 1 <= shifts <= MAX_SHIFTS):
         return 0
     # the zCDP conversion's σ² is valid (certified δ checked all the same); bisect below it
-    hi = max(1, gaussian_sigma2_at_least(math.sqrt(shifts) * (1 + 1e-12),
-                                         zcdp_rho_at_most(Fraction(epsilon), delta)))
+    hi = min(MAX_SIGMA2, max(1, gaussian_sigma2_at_least(
+        math.sqrt(shifts) * (1 + 1e-12), zcdp_rho_at_most(Fraction(epsilon), delta))))
     while unit_shifts_delta(hi, shifts, epsilon) > delta:
-        hi *= 2
-        if hi >= 1 << 60:
+        if hi >= MAX_SIGMA2:
             return 0
+        hi = min(2 * hi, MAX_SIGMA2)
     lo = 1
     while lo < hi:
         mid = (lo + hi) // 2

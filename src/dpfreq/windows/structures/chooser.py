@@ -235,5 +235,7 @@ def plan_score(plan: Plan) -> float:
 
 
 def _score(chosen: dict[tuple[str, int], WindowStructure]) -> float:
-    """Geometric mean of the predicted MSEs (in logs): how the two accountings compare."""
-    return float(sum(math.log(s.mean_mse()) for s in chosen.values()))
+    """Geometric mean of the predicted MSEs (in logs): how the two accountings compare. A
+    predicted MSE of 0 (noise that rounds away at a large ε) scores -inf, the best."""
+    return float(sum(math.log(mse) if (mse := s.mean_mse()) > 0 else -math.inf
+                     for s in chosen.values()))
