@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -320,3 +321,27 @@ def test_erlingsson_full_epsilon_is_private_by_enumeration(d: int, k: int) -> No
     loss = np.log(t.max(axis=0) / t.min(axis=0)).max()
     assert loss <= eps + 1e-12
     assert loss > 0.5 * eps  # the budget is actually used (not the ε/2 of one public version)
+
+
+def test_a_vacuous_estimate_suggests_the_smallest_epsilon_of_its_plan() -> None:
+    """The ε a vacuous estimate suggests is found on the statement it makes (plan_longitudinal:
+    Hoeffding or Bernstein, the exact gaps): at it the plan is not vacuous (some period's
+    interval is narrower than [0, devices] whatever the data), one 3-digit step below it is."""
+    from dpfreq._epsilon_search import step3
+    from dpfreq.longitudinal import plan_longitudinal
+
+    n, d, k = 1000, 30, 1
+    est = simulate_longitudinal(devices=n, horizon=d, max_changes=k, epsilon=0.2,
+                                method="auto", rng=1)
+    assert est.error.vacuous
+    found = re.search(r"epsilon >= ([0-9.]+) would make them narrower at one period at least, "
+                      "whatever the data", est.error.description)
+    assert found is not None, est.error.description
+    eps = float(found.group(1))
+
+    def vacuous(e: float) -> bool:
+        return bool(plan_longitudinal(horizon=d, max_changes=k, epsilon=e, method="auto",
+                                      devices=n).vacuous)
+
+    assert not vacuous(eps)
+    assert vacuous(float(f"{eps - step3(eps * (1 - 1e-9)):.3g}"))  # one 3-digit step below

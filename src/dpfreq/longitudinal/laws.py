@@ -48,7 +48,6 @@ __all__ = [
     "auto_law",
     "calibrated_law",
     "distance_law",
-    "epsilon_for_gap",
     "erlingsson_c_gap",
     "exp_lower_bound",
     "futurerand_law",
@@ -384,33 +383,6 @@ def erlingsson_c_gap(k: int, epsilon: float) -> float:
     """
     k, epsilon = _check(k, epsilon)
     return math.tanh(float(epsilon_to_fraction(epsilon)) / 2.0) / k
-
-
-def epsilon_for_gap(method: str, k: int, target: float) -> float | None:
-    """The smallest ε (to 3 digits) whose randomizer ``method`` reaches ``c_gap ≥ target``, or
-    None.
-
-    Distance-based modes are searched with the threshold law (the largest gap of every mode up
-    to rounding, and O(k) to build); Erlingsson et al. by ``tanh(ε/2)/k``.
-    """
-    if method == "erlingsson":
-        if target * k >= 1:
-            return None
-        return float(min(2 * math.atanh(target * k), 1000.0))
-
-    def gap(eps: float) -> float:
-        try:
-            return threshold_law(k, eps).c_gap
-        except ParameterError:
-            return 0.0
-
-    if gap(1000.0) < target:
-        return None
-    lo, hi = math.log(1e-6), math.log(1000.0)
-    while hi - lo > 1e-3:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if gap(math.exp(mid)) >= target else (mid, hi)
-    return math.exp(hi)
 
 
 def auto_law(k: int, epsilon: float) -> DistanceLaw:

@@ -10,6 +10,7 @@ horizon, the gaps and the confidence only, never on the states the devices repor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from dpfreq._validate import (
     check_positive_float,
 )
 from dpfreq.accounting.plans import BudgetShare, with_budget_share
-from dpfreq.errors import public_errors
+from dpfreq.errors import ParameterError, public_errors
 from dpfreq.release import RELATIONS
 
 from .params import make_params
@@ -133,6 +134,29 @@ class LongitudinalPlan(PlanSummary):
 
         return smallest_epsilon(value, target, planned=self.epsilon, what=measure)
 
+    @public_errors("LongitudinalPlan.useful_epsilon")
+    def useful_epsilon(self) -> float | None:
+        """The smallest ε (3 significant digits, rounded up) at which the plan is not
+        :attr:`vacuous`: some period's interval narrower than ``[0, devices]`` whatever the
+        data (twice its half-width below ``devices``), every other parameter as planned; None
+        when no ε up to 1000 gives that.
+
+        Examples
+        --------
+        >>> plan = plan_longitudinal(horizon=30, max_changes=1, epsilon=0.2, method="auto",
+        ...                          devices=1000)
+        >>> bool(plan.vacuous), plan.useful_epsilon()
+        (True, 0.937)
+        """
+        def value(eps: float) -> float:  # a ParameterError: no certified randomizer at ε
+            return 2 * float(np.min(_plan(self, eps).halfwidth))
+
+        try:
+            return smallest_epsilon(value, math.nextafter(self.devices, 0),
+                                    planned=self.epsilon)
+        except ParameterError:
+            return None
+
     def lines(self) -> list[str]:
         """What the estimate will state, one line per fact."""
         return [f"longitudinal: {self.devices} devices, horizon {self.horizon}, k = "
@@ -140,8 +164,16 @@ class LongitudinalPlan(PlanSummary):
                 f"method {self.method} (c_gap {self.c_gap:.6g})",
                 f"per-period interval ± up to {self.max_halfwidth:.1f} devices and band ± up "
                 f"to {float(np.max(self.band_halfwidth)):.1f} (confidence "
-                f"{self.confidence:g})" + (" (vacuous: no better than [0, devices])"
-                                           if self.vacuous else "")]
+                f"{self.confidence:g})" + (f" (vacuous: no better than [0, devices]; "
+                                           f"{self._fix()})" if self.vacuous else "")]
+
+    def _fix(self) -> str:
+        """What makes a vacuous plan useful: the ε of :meth:`useful_epsilon`, or more devices."""
+        eps = self.useful_epsilon()
+        if eps is None:
+            return "no epsilon up to 1000 helps, more devices are needed"
+        return (f"epsilon >= {eps:g} would make some period's interval narrower, whatever the "
+                "data")
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a JSON-ready dictionary (arrays as lists)."""

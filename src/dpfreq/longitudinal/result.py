@@ -174,16 +174,22 @@ class LongitudinalEstimate(Release):
         return ax
 
 
-def _needed(k: int, method: str, target: float) -> str:
-    """Text naming the ε at which the gap reaches ``target`` (None when no ε ≤ 1000 does)."""
-    from .laws import epsilon_for_gap
+def _needed(horizon: int, k: int, method: str, devices: int, epsilon: float,
+            confidence: float, per_order_sparsity: bool) -> str:
+    """Text naming the smallest ε at which the same statement is not vacuous
+    (:meth:`~dpfreq.longitudinal.LongitudinalPlan.useful_epsilon` of the plan with the same
+    public parameters and the best randomizer: ``auto``, or Erlingsson et al.'s)."""
+    from .plan import plan_longitudinal
 
-    eps = epsilon_for_gap(method, k, target)
+    which = "erlingsson" if method == "erlingsson" else "auto"
+    eps = plan_longitudinal(horizon=horizon, max_changes=k, epsilon=epsilon, method=which,
+                            devices=devices, confidence=confidence,
+                            per_order_sparsity=per_order_sparsity).useful_epsilon()
     if eps is None:
         return "no epsilon up to 1000 would make them narrower; more devices are needed"
-    which = "erlingsson" if method == "erlingsson" else "auto"
-    return (f"epsilon >= {eps:.3g} would make them narrower (same devices and change budget, "
-            f"method {which!r})")
+    return (f"epsilon >= {eps:g} would make them narrower at one period at least, whatever "
+            "the data (plan_longitudinal with the same devices, change budget and confidence, "
+            f"method {which})")
 
 
 def _half_width(n: int, bound: NDArray[np.float64], var: NDArray[np.float64],
@@ -266,7 +272,6 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
              else available_periods(np.asarray(reported, dtype=bool), d, horizon))
     raw = np.where(ready, raw, np.nan)
     half, band, var0 = error_widths(n, d, horizon, gaps, confidence)
-    beta = 1.0 - confidence
     value = np.clip(raw, 0, n)
     lower, upper = np.clip(raw - half, 0, n), np.clip(raw + half, 0, n)
     vacuous = bool(ready.any() and np.all(((lower == 0) & (upper == n))[ready]))
@@ -278,9 +283,9 @@ def make_estimate(sums: NDArray[Any], *, padded_horizon: int, horizon: int, devi
                  "in JSON): an interval of their decomposition has no report (the period has "
                  "not ended, or its reports are not collected).")
     if vacuous and n > 0:
-        target = lg1 * float(np.sqrt(2 * n * np.log(2 / beta))) / n
-        text += (" They are no narrower than [0, devices] (vacuous): "
-                 f"{_needed(max_changes, method, target)}.")
+        needed = _needed(horizon, max_changes, method, n, epsilon, confidence,
+                         bool(mechanism_params.get("per_order_sparsity", False)))
+        text += f" They are no narrower than [0, devices] (vacuous): {needed}."
     one = bool(np.all(gaps == gaps[0]))
     gap_params: dict[str, Any] = {"c_gap": float(gaps[0])} if one else {
         "c_gap": float(gaps[0]), "c_gap_per_order": gaps.tolist()}
