@@ -13,8 +13,9 @@ from dpfreq.errors import DataError, ParameterError, public_caller, public_error
 
 from .dyadic import offsets
 from .enrolment import enrolled_per_order
+from .estimate import make_estimate
 from .params import ProtocolParams
-from .result import LongitudinalEstimate, make_estimate
+from .result import LongitudinalEstimate
 
 __all__ = ["DROPOUT_POLICIES", "REPORT_COLUMNS", "LongitudinalAggregator",
            "aggregate_reports_file", "estimate_from_report_sums"]

@@ -14,9 +14,10 @@ from dpfreq.resources import check_memory
 from dpfreq.rng import resolve_rng
 
 from .dyadic import offsets, partial_sums
+from .estimate import make_estimate
 from .laws import distance_law
 from .params import make_params
-from .result import LongitudinalEstimate, make_estimate
+from .result import LongitudinalEstimate
 
 __all__ = [
     "fair_coin_sums",
