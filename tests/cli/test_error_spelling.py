@@ -88,6 +88,41 @@ def test_cli_spelling_rules(text, spelled):
 
 
 @click.command()
+@click.option("--horizon", type=int)
+@click.option("--start")
+@click.option("--period")
+@click.option("--singleton", is_flag=True)
+@click.option("--split")
+def ranged(**kwargs):
+    """A command with options that go together, a flag and a list."""
+
+
+@pytest.mark.parametrize(("text", "spelled"), [
+    # a keyword named bare, a missing option, a flag's rule
+    ("singleton of release_window_counts must be given when period= is set; got None.",
+     "--singleton of dpfreq ranged must be given when --period is set; got nothing."),
+    ("singleton of release_window_counts must be True only for logs with one event per "
+     "period; got 'a log with two'.", "--singleton of dpfreq ranged must be given only for "
+     "logs with one event per period; got 'a log with two'."),
+    # options named together, and the values they were given
+    ("start/period of open_stream must be both given or both None; got ('2020-01-01', None).",
+     "--start/--period of dpfreq ranged must be both given or both left out; got --start "
+     "2020-01-01, no --period."),
+    ("horizon of plan_window_counts must be given alone, or replaced by start/period; got 10.",
+     "--horizon of dpfreq ranged must be given alone, or replaced by --start/--period; got 10."),
+    # a list option's value as typed
+    ("split of release_anonymized_histogram must be three numbers; got (0.5, 1).",
+     "--split of dpfreq ranged must be three numbers; got '0.5,1'."),
+    # another public call: the command that runs it
+    ("epsilon of a release is vacuous (see plan_profile); release a profile (release_profile)",
+     "epsilon of a release is vacuous (see dpfreq plan profile); release a profile (dpfreq "
+     "profile)"),
+])
+def test_cli_spelling_of_missing_options_flags_and_lists(text, spelled):
+    assert cli_spelling(text, ranged, "dpfreq ranged") == spelled
+
+
+@click.command()
 @click.option("--start")
 @click.option("--end")
 def spanned(**kwargs):
@@ -206,3 +241,30 @@ def test_a_printed_line_keeps_numbers_as_notation():
     text = "out_of_range='drop': epsilon=0.5, counts above max_count = 3 with all_windows=True"
     assert cli_spelling(text, demo, "dpfreq demo", notation=True) == (
         "--out-of-range drop: epsilon=0.5, counts above --max-count 3 with --all-windows")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["profile", "LOG", "--item", "user", "--domain-size", "100", "--max-count", "5",
+      "--epsilon", "0.001", "--unit", "item", "--seed", "1"],
+     "dpfreq: warning: the error statement is vacuous: the band allows any profile (ℓ1 bound "
+     "2); ε ≈ 5.28 would bound the ℓ1 error by 0.1 with --method direct (see dpfreq plan "
+     "profile)."),
+    (["profile", "LOG", "--item", "user", "--domain-size", "100", "--max-count", "5",
+      "--epsilon", "1", "--unit", "item", "--group", "t"],
+     "dpfreq: error: --max-groups-per-item of dpfreq profile must be given (an integer >= 1: "
+     "how many groups one item may touch) when --group is set at --unit item; got nothing."),
+    (["profile", "LOG", "--item", "user", "--domain-size", "100", "--max-count", "5",
+      "--epsilon", "1", "--unit", "item", "--time", "t", "--start", "2026-01-01"],
+     "dpfreq: error: --start/--end of dpfreq profile must be both given, with --time; got "
+     "'--start 2026-01-01 --time t'."),
+])
+def test_release_warnings_and_errors_speak_the_command_line(argv, said, log, capsys):
+    """A warning quoting the release's statement, a missing option and options given apart
+    read as the command line (no ``method='direct'``, ``group=``, ``got None`` or a tuple)."""
+    try:
+        code = main([str(log) if a == "LOG" else a for a in argv])
+    except SystemExit as stop:  # an error
+        code = stop.code
+    assert code == (2 if said.startswith("dpfreq: error: ") else 0)
+    lines = capsys.readouterr().err.splitlines()
+    assert said in lines, lines

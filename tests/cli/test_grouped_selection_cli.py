@@ -96,7 +96,7 @@ def test_profile_selection_without_delta_or_groups_is_one_line(
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("dpfreq: error: --groups of dpfreq profile must be a public list "
-                              "of group names, or give delta= > 0")
+                              "of group names, or give --delta > 0")
 
 
 def test_plan_profile_grouped(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from dpfreq.cli._common import (
     warn_if_seeded,
     write_output,
 )
+from dpfreq.cli.spelling import spelled
 from dpfreq.errors import DataError, ParameterError
 from dpfreq.longitudinal import (
     ProtocolParams,
@@ -216,7 +217,7 @@ def _echo_release(rel: Any, what: str, truth: Any = None, rows: int | None = Non
     click.echo(f"# mechanism {rel.mechanism}: method {mp.get('method')}, c_gap "
                f"{mp.get('c_gap', float('nan')):.6g}; estimates clamped to [0, {rel.devices}] "
                "devices")
-    click.echo(f"# error: {rel.error.description}")
+    click.echo(f"# error: {spelled(rel.error.description)}")
     table = rel.table()
     first = "date" if "date" in table else "period"
     head = f"{first:>12}{'estimate':>14}{'lower':>12}{'upper':>12}"

@@ -181,10 +181,14 @@ def warn(text: str) -> None:
     """Print ``text`` as one warning line ``dpfreq: warning: <text>`` on stderr.
 
     The one door for warnings of the command line (:func:`dpfreq.cli.main.main` shows the
-    library's Python warnings through it too). Progress bars being drawn on stderr are cleared
-    for the line and drawn again below it, so a warning never lands inside a bar.
+    library's Python warnings through it too), in the spelling of the command that runs
+    (:func:`dpfreq.cli.spelling.spelled`: a warning quoting the library reads ``--method direct``,
+    not ``method='direct'``). Progress bars being drawn on stderr are cleared for the line and
+    drawn again below it, so a warning never lands inside a bar.
     """
-    line = WARNING_PREFIX + " ".join(str(text).split())
+    from dpfreq.cli.spelling import spelled
+
+    line = WARNING_PREFIX + " ".join(spelled(str(text)).split())
     tqdm = sys.modules.get("tqdm")  # bars exist only if the reporter imported tqdm
     if tqdm is None:
         click.echo(line, err=True)

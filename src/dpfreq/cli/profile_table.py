@@ -11,6 +11,7 @@ import click
 import numpy as np
 
 from dpfreq.cli.output import warn
+from dpfreq.cli.spelling import spelled
 
 __all__ = [
     "echo_profile",
@@ -108,7 +109,7 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"n={rel.max_count}; d={rel.domain_size:,}",
         f"# method {rel.method}" + (f": {_why(rel.method, str(params['why']))}"
                                     if params.get("why") else ""),
-        f"# error: {rel.error.description}",
+        f"# error: {spelled(rel.error.description)}",
         f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
         "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "
         "half-width in items; "

@@ -108,8 +108,10 @@ def rows_kept(file: str, *, item: str, group: str | None, null_group: str, engin
         raise ParameterError(message("--time", "given with --start and --end (the public "
                                      "range of the rows released)", time))
     if ranged and (start is None or end is None or time is None):
-        raise ParameterError(message("--start/--end", "both given, with --time",
-                                     (start, end, time)))
+        given = " ".join(f"{option} {value}" for option, value in
+                         (("--start", start), ("--end", end), ("--time", time))
+                         if value is not None)
+        raise ParameterError(message("--start/--end", "both given, with --time", given))
     if null_group == "drop" and group is None:
         raise ParameterError(message("--null-group", "'error' without --group",
                                      null_group))

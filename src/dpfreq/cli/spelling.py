@@ -11,6 +11,15 @@ release_window_counts must be ...; pass out_of_range='drop'``); a command-line u
   an underscore or a dot, or the command itself, which the library names as the public call it
   runs under) becomes the command (``dpfreq profile``).
 
+* a keyword named bare (``when group= is set``) and names joined by ``/`` that are all options
+  (``start/end/period``) become options (``--group``; ``--start/--end/--period``);
+* the library's words for a missing value become the command line's: ``must be None`` and
+  ``both None`` read "left out", a flag's ``must be True`` reads "must be given", a final
+  ``got None`` reads "got nothing"; a list's value reads as typed (``got '0.5,1'``), values of
+  options named together by their options (``got --start 2020-01-01, no --period``);
+* another public call that runs as a command (``see plan_profile``) becomes that command
+  (``see dpfreq plan profile``).
+
 Words that are not options of the command (parameters the command does not expose) stay as they
 are. Only click and the standard library are imported: the start-up stays light.
 
@@ -22,6 +31,7 @@ summary) stays: there a Python literal (``unit='item'``, ``singleton=True``) or 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
@@ -31,11 +41,33 @@ __all__ = ["cli_spelling", "invoked_command", "spelled"]
 
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+:/-]+"
 _ASSIGN = re.compile(rf"\b(?P<name>[a-z][a-z0-9_]*)(?P<eq>=| = )(?P<value>{_VALUE})")
-_LEADING = re.compile(r"^(?P<param>[a-z][a-z0-9_]*) of "
+_LEADING = re.compile(r"^(?P<param>[a-z][a-z0-9_]*(?:/[a-z][a-z0-9_]*)*) of "
                       r"(?P<func>[A-Za-z]\w*(?:_\w+|\.\w+)+)(?=[ :;,.]|$)")
-#: a library rule "must be None" reads "must be left out" on the command line
-_NONE = re.compile(r"(?<=must )be None\b")
+#: a library rule "must be None" (or "both None") reads "left out" on the command line
+_NONE = re.compile(r"(?:(?<=must be )|(?<=both ))None\b")
+#: a flag's rule "must be True" / "must be False"
+_FLAG_RULE = re.compile(r"(?<=must be )(?P<value>True|False)\b")
+#: a keyword named without a value: ``when group= is set``
+_BARE = re.compile(r"\b(?P<name>[a-z][a-z0-9_]*)=(?=[\s),;]|$)")
+#: names joined by slashes: ``start/end/period``
+_JOINED = re.compile(r"(?<![\w/-])(?P<names>[a-z][a-z0-9_]*(?:/[a-z][a-z0-9_]*)+)(?![\w/])")
 _IDENTIFIER = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+#: the value a message ends with
+_GOT = re.compile(r"; got (?P<value>.+)\.$")
+#: public calls that run as a command
+_COMMANDS = {
+    "aggregate_reports_file": "dpfreq longitudinal aggregate",
+    "build_sketch": "dpfreq sketch build",
+    "plan_anonymized": "dpfreq plan anonymize",
+    "plan_longitudinal": "dpfreq plan longitudinal",
+    "plan_profile": "dpfreq plan profile",
+    "plan_reach_stream": "dpfreq plan stream",
+    "plan_window_counts": "dpfreq plan reach",
+    "release_anonymized_histogram": "dpfreq anonymize",
+    "release_profile": "dpfreq profile",
+    "release_window_counts": "dpfreq reach",
+    "simulate_longitudinal": "dpfreq longitudinal simulate",
+}
 
 
 def invoked_command(group: click.Group, argv: Sequence[str]) -> tuple[click.Command, str]:
@@ -131,16 +163,56 @@ def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool
             return m.group(0)
         return _option(param, value.strip("'\""))
 
-    out = _NONE.sub("be left out", _ASSIGN.sub(assign, text))
+    def bare(m: re.Match[str]) -> str:
+        param = params.get(m.group("name"))
+        return m.group(0) if param is None else _option(param)
+
+    def joined(m: re.Match[str]) -> str:
+        names = m.group("names").split("/")
+        if not all(n in params for n in names):
+            return m.group(0)
+        return "/".join(_option(params[n]) for n in names)
+
+    out = _BARE.sub(bare, _ASSIGN.sub(assign, text))
+    out = _NONE.sub("left out", out)
     lead = _LEADING.match(out) or re.match(
-        rf"^(?P<param>[a-z][a-z0-9_]*) of {re.escape(path)}(?=[ :;,.]|$)", out)
+        rf"^(?P<param>[a-z][a-z0-9_/]*) of {re.escape(path)}(?=[ :;,.]|$)", out)
     if lead is not None:
-        param = params.get(lead.group("param"))
-        name = (_option(param) if param is not None
-                else _compound(lead.group("param"), params) or lead.group("param"))
+        first = lead.group("param")
+        options = [params[n] for n in first.split("/") if n in params]
+        if len(options) != len(first.split("/")):
+            options = []
+        name = ("/".join(_option(p) for p in options) if options
+                else _compound(first, params) or first)
         out = f"{name} of {path}{out[lead.end():]}"
+        if any(isinstance(p, click.Option) and p.is_flag for p in options):
+            out = _FLAG_RULE.sub(lambda m: "given" if m.group("value") == "True"
+                                 else "left out", out)
+        out = _GOT.sub(lambda m: f"; got {_shown(m.group('value'), options)}.", out)
+    out = _JOINED.sub(joined, out)
+    out = re.sub(r"\b[a-z][a-z_]+\b", lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
+
+
+def _shown(value: str, options: list[click.Parameter]) -> str:
+    """The value a message ends with, as the command line gives it: nothing for ``None``; a
+    tuple of the values of options named together as those options; a list as typed."""
+    if value == "None":
+        return "nothing"
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+    if not isinstance(literal, tuple | list) or any(
+            isinstance(v, tuple | list | dict | set) for v in literal):
+        return value
+    if len(options) > 1 and len(literal) == len(options):
+        return ", ".join(f"no {_option(p)}" if v is None else _option(p, str(v))
+                         for p, v in zip(options, literal, strict=True))
+    if len(options) == 1 and None not in literal:
+        return repr(",".join(str(v) for v in literal))
+    return value
 
 
 def spelled(text: str) -> str:
