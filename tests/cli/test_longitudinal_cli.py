@@ -307,7 +307,9 @@ def test_aggregate_shows_unended_periods_as_not_ended(tmp_path) -> None:
                               "(0, 1); got nan."),
     (["--start", "2020-13-01", "--period", "1d"], "--start of dpfreq longitudinal params must "
                                                   "be an ISO date or datetime"),
-    (["--start", "2020-01-01"], "start and period of dpfreq longitudinal params go together"),
+    (["--start", "2020-01-01"], "--start/--period of dpfreq longitudinal params must be both "
+                                "given (dated periods) or both left out; got --start "
+                                "2020-01-01, no --period."),
     (["--method", "rr"], "--method needs --out PARAMS.json"),
 ])
 def test_params_refuses_in_one_line_before_printing(capsys, extra, want) -> None:

@@ -393,7 +393,7 @@ def test_time_axis_in_params_and_results() -> None:
     est = agg.estimate()
     assert [str(d) for d in est.table()["date"]] == [
         "2026-01-01T04:00:00", "2026-01-01T10:00:00", "2026-01-01T16:00:00"]
-    with pytest.raises(ParameterError, match="start and period"):
+    with pytest.raises(ParameterError, match="start/period of make_params must be both given"):
         make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr", period="1d")
     with pytest.raises(ParameterError, match="period"):
         make_params(horizon=3, max_changes=1, epsilon=1.0, method="rr",

@@ -152,8 +152,9 @@ class ProtocolParams:
             raise ParameterError(_validate.message(
                 "order_c_gaps", "empty without per_order_sparsity", self.order_c_gaps))
         if (self.start is None) != (self.period is None):
-            raise ParameterError(f"start and period of {public_caller()} go together: give both or "
-                                 "neither.")
+            raise ParameterError(_validate.message(
+                "start/period", "both given (dated periods) or both None",
+                (self.start, self.period)))
         if self.start is not None:
             if _check_start(self.start) != self.start:
                 raise ParameterError(_validate.message("start", "an ISO date or datetime",
@@ -320,7 +321,8 @@ def make_params(*, horizon: int, max_changes: int, epsilon: float, method: str,
                                                per_order_sparsity))
     start_text = _check_start(start)
     if (start_text is None) != (period is None):
-        raise ParameterError(f"start and period of {func} go together: give both or neither.")
+        raise ParameterError(_validate.message(
+            "start/period", "both given (dated periods) or both None", (start, period)))
     if period is not None:
         parse_period(period)
     d = _padded(d0)
