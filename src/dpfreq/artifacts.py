@@ -263,7 +263,7 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
             TypeError, KeyError, UnicodeDecodeError, NotImplementedError, RuntimeError) as exc:
         # a corrupt zip directory can name an unknown compression method (NotImplementedError)
         # or an encrypted member (RuntimeError)
-        raise _bad(label, kind, f"unreadable or truncated ({type(exc).__name__})") from None
+        raise _bad(label, kind, _unreadable(path, exc)) from None
     _check_digest(label, kind, signed, stored, key, lambda k: _digest(header, arrays, k))
     meta = obj.get("meta")
     if not isinstance(meta, dict):
@@ -337,7 +337,39 @@ def read_text_file(path: str | Path, what: str) -> str:
     except FileNotFoundError:
         raise DataError(f"{path} does not exist.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} cannot be read as {what} ({type(exc).__name__}).") from None
+        raise DataError(f"{path} cannot be read as {what}: {_unreadable(path, exc)}.") from None
+
+
+def _held(path: str | Path) -> str | None:
+    """What a file dpfreq wrote holds (``"'params' (a dpfreq text file)"``), None for any
+    other file: the kind in the header of a binary (zip) file or of a text (JSON) file."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                obj = json.loads(zf.read(_HEADER))
+            form = "binary"
+        else:
+            obj = json.loads(Path(path).read_text(encoding="utf-8"))
+            form = "text"
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, EOFError,
+            NotImplementedError, RuntimeError):
+        return None
+    if not isinstance(obj, dict) or obj.get("format") != _FORMAT or "kind" not in obj:
+        return None
+    return f"{str(obj['kind'])!r} (a dpfreq {form} file)"
+
+
+def _unreadable(path: str | Path, exc: BaseException) -> str:
+    """Why a file cannot be read, in words: what it holds when dpfreq wrote it for another
+    reader, else what is wrong with it (never a Python exception's name)."""
+    held = _held(path)
+    if held is not None:
+        return f"it holds a {held}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"it cannot be opened ({exc.strerror.lower()})"
+    return "it is unreadable or truncated"
 
 
 def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpfreq.artifacts import open_json, read_artifact, seal_json, write_artifact
+from dpfreq.artifacts import (
+    open_json,
+    read_artifact,
+    read_text_file,
+    seal_json,
+    write_artifact,
+)
 from dpfreq.errors import DataError
 
 META = {"epsilon": 1.0, "unit": "item"}
@@ -103,6 +109,27 @@ def test_missing_and_foreign_files(tmp_path: Path) -> None:
     (tmp_path / "text").write_text("hello")
     with pytest.raises(DataError, match="unreadable or truncated"):
         read_artifact(tmp_path / "text", kind="k", versions=(1,))
+
+
+def test_a_dpfreq_file_of_the_other_format_says_what_it_holds(tmp_path: Path) -> None:
+    """A saved text file (JSON) given where a binary one (zip) is read, and the reverse, is
+    refused naming what it holds, not a Python exception's class."""
+    binary = _write(tmp_path / "a.dpf")
+    text = tmp_path / "b.json"
+    text.write_text(seal_json({"n": 1}, kind="params", version=1), encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_artifact(text, kind="test-state", versions=(2,))
+    assert str(info.value) == (f"{text} is not a valid dpfreq test-state file: it holds a "
+                               "'params' (a dpfreq text file).")
+    with pytest.raises(DataError) as info:
+        read_text_file(binary, "a saved profile release")
+    assert str(info.value) == (f"{binary} cannot be read as a saved profile release: it holds "
+                               "a 'test-state' (a dpfreq binary file).")
+    (tmp_path / "c.bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(DataError) as info:
+        read_text_file(tmp_path / "c.bin", "a parameters file")
+    assert str(info.value).endswith("c.bin cannot be read as a parameters file: it is not UTF-8 "
+                                    "text.")
 
 
 def test_object_arrays_are_never_written(tmp_path: Path) -> None:
