@@ -45,11 +45,16 @@ def check_anchor(anchor: Path, heads: list[str], label: str) -> None:
     except OSError:
         raise DataError(f"ledger {label!r} is anchored to {str(anchor)!r}, which cannot be "
                         "read; restore it (the ledger is not used without its anchor).") from None
+    except UnicodeDecodeError:  # not the ASCII lines an anchor holds
+        lines = None
+    malformed = DataError(f"the anchor {str(anchor)!r} of ledger {label!r} has a malformed "
+                          "line.")
+    if lines is None:
+        raise malformed from None
     for line in lines:
         parts = line.split()
         if len(parts) != 2 or not parts[0].isdigit():
-            raise DataError(f"the anchor {str(anchor)!r} of ledger {label!r} has a malformed "
-                            "line.")
+            raise malformed
         count, head = int(parts[0]), parts[1]
         if count >= len(heads) or heads[count] != head:
             raise DataError(

@@ -487,6 +487,9 @@ def _check_new(target: Path, anchor: str | Path | None) -> None:
     if not target.parent.is_dir():
         raise DataError(f"cannot create ledger {str(target)!r}: directory "
                         f"{str(target.parent)!r} does not exist.")
+    if anchor is not None and Path(anchor).absolute() == target.absolute():
+        raise ParameterError(message("anchor", "another file than the ledger (kept best on "
+                                     "other storage)", str(anchor)))
     if anchor is not None and Path(anchor).exists():
         raise DataError(f"anchor file {str(anchor)!r} already exists; choose a new path (an "
                         "anchor belongs to one ledger).")

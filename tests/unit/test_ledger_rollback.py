@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpfreq.budget import PrivacyBudget
-from dpfreq.errors import DataError
+from dpfreq.errors import DataError, ParameterError
 from dpfreq.ledger import Ledger
 
 
@@ -76,7 +76,17 @@ def test_an_anchor_that_is_missing_or_taken_is_refused(tmp_path):
     anchor.write_text("0 nonsense extra\n")
     with pytest.raises(DataError, match="malformed line"):
         ledger.spend(0.1, unit="item")
+    anchor.write_bytes(b"\x00\xff binary\n")  # not the anchor's ASCII lines
+    with pytest.raises(DataError, match="malformed line"):
+        ledger.spend(0.1, unit="item")
     anchor.unlink()
     with pytest.raises(DataError, match="cannot be read; restore it"):
         ledger.spend(0.1, unit="item")
     assert not (tmp_path / "budget.db-anchor").exists()
+    # the ledger cannot be its own anchor (the heads would be written into the database)
+    same = tmp_path / "same.db"
+    with pytest.raises(ParameterError) as info:
+        Ledger.create(same, PrivacyBudget(1.0), anchor=same)
+    assert str(info.value) == (f"anchor of Ledger.create must be another file than the ledger "
+                               f"(kept best on other storage); got {str(same)!r}.")
+    assert not same.exists()
