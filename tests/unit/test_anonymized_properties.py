@@ -426,3 +426,54 @@ def test_a_release_with_total_zero_carries_an_error_statement():
     for name in ("power-sum-2", "renyi-entropy-2"):  # no value (N below the order): no bound
         assert math.isnan(out[name].value)
         assert out[name].error.kind == "sd"
+
+
+def test_statements_at_a_small_total_lie_within_the_property_range():
+    """N = 1 and the empty histogram released (seed 82; total's interval [0, 61], sorted-ℓ1
+    bound 5): each published interval is the property's own statement cut to the range its
+    target lies in. Exact check over every true histogram the two statements allow (sorted-ℓ1
+    distance <= 5 to the empty histogram: every total <= 5): each target lies in the interval
+    table() publishes, and no ± exceeds the range (the entropy's was ± 250.8 with ln 61 ≈ 4.1)."""
+    from histogram_cases import histograms_up_to
+
+    from dpfreq.anonymized import release_anonymized_histogram
+
+    rel = release_anonymized_histogram({1: 1}, epsilon=1.0, unit="event", rng=82)
+    assert (rel.n_estimate, rel.n_items, rel.total_interval) == (1, 0, (0, 61))
+    l1 = float(rel.error.value)
+    assert l1 == 5.0
+    out = estimate_properties(rel, domain_size=60, extrapolation_ratio=2.0)
+    out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
+                                                           normalized=True)
+    assert out["entropy"].error.value == pytest.approx(math.log(61))
+    assert out["entropy"].error.vacuous and out["entropy"].error.confidence == pytest.approx(0.9)
+    assert out["miller-madow-entropy"].error.value == pytest.approx(math.log(61) + 60 / 122)
+    for name, est in out.items():
+        if est.error.kind != "bound":
+            assert math.isnan(est.value), name  # power sum and Rényi: no value below order 2
+            continue
+        lo, hi = est.value_range
+        assert lo <= est.value <= hi, name
+        assert est.error.value <= max(est.value - lo, hi - est.value), name
+        assert "range" in est.error.description, name
+    targets = {
+        "entropy": lambda h: estimate_entropy(h).value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
+        "support-size": lambda h: estimate_support_size(h).value,
+        # the estimators at the release's sample size N = 1 on the true histogram
+        "unseen-species": lambda h: estimate_unseen_species(
+            release(h, 1), extrapolation_ratio=2.0).value,
+        "support-coverage": lambda h: estimate_support_coverage(
+            release(h, 1), extrapolation_ratio=2.0).value,
+        "normalized-coverage": lambda h: estimate_support_coverage(
+            release(h, 1), extrapolation_ratio=2.0, normalized=True).value,
+        "distance-to-uniformity": lambda h: estimate_distance_to_uniformity(
+            release(h, 1), domain_size=60).value,
+    }
+    checked = 0
+    for h in histograms_up_to(int(l1)):
+        for name, target in targets.items():
+            row = out[name].table()
+            assert row["lower"][0] - 1e-12 <= target(h) <= row["upper"][0] + 1e-12, (name, h)
+            checked += 1
+    assert checked == 19 * len(targets)  # the 1+1+2+3+5+7 histograms of total 0..5
