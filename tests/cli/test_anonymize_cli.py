@@ -110,6 +110,35 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
         assert err["description"].startswith("N = 0"), name
 
 
+def test_property_bounds_are_cut_to_the_range_in_text_and_json(tmp_path, capsys):
+    """N = 1 with the empty histogram released (seed 82, total's interval [0, 61]): the
+    entropy's ± is ln 61 (its range), not 250.8, in the table and in --json -."""
+    import math
+
+    data = write_prevalences(tmp_path / "one.csv", {1: 1})
+    args = ["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+            "--seed", "82", "--domain-size", "60"]
+    main(args)
+    out = capsys.readouterr().out
+    assert "# N = 1 " in out
+    assert "the true total is in [0, 61]" in out
+    lines = {line.split("  ")[0]: line for line in out.splitlines() if "±" in line}
+    assert "± 4.111 (vacuous)" in lines["entropy (nats, plug-in)"]
+    assert "± 2 (vacuous)" in lines["unseen species in t*N more rows"]
+    assert "± 1 (vacuous)" in lines["l1 distance to uniform on k"]
+    assert "cut to the property's range" in out
+    main([*args, "--json", "-"])
+    doc = json.loads(capsys.readouterr().out)
+    err = doc["properties"]["entropy"]["error"]
+    assert err["value"] == pytest.approx(math.log(61))
+    assert err["vacuous"]
+    assert doc["properties"]["entropy"]["value_range"] == [0.0, pytest.approx(math.log(61))]
+    for _name, prop in doc["properties"].items():
+        if prop["error"]["kind"] == "bound":
+            lo, hi = prop["value_range"]
+            assert prop["error"]["value"] <= max(prop["value"] - lo, float(hi) - prop["value"])
+
+
 def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path, capsys):
     # seed 0 on the empty histogram releases N = 0 (checked through the library); a larger
     # histogram is simulated. Each statement says which it is.

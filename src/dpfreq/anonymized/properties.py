@@ -72,6 +72,7 @@ from dpfreq.anonymized.property_estimate import (
 )
 from dpfreq.anonymized.property_eval import (
     build_estimate,
+    l1_bound_of,
     linear_plugin,
     max_count_of,
     private_error,
@@ -131,19 +132,32 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     name = "miller-madow-entropy" if miller_madow else "entropy"
     big_r = max_count_of(inp)
     n = inp.sample_size
-    if n == 0:  # entropy <= ln(total) and Miller–Madow's term (S − 1)/(2n) < 1/2
-        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, total_bound=lambda b: math.log(
-            max(b, 1)) + (max(b - 1, 0) / (2 * max(b, 1)) if miller_madow else 0.0))
+
+    def top(b: int) -> float:  # entropy <= ln(total); Miller–Madow's (S − 1)/(2n) <= (n − 1)/(2n)
+        return math.log(max(b, 1)) + (max(b - 1, 0) / (2 * max(b, 1)) if miller_madow else 0.0)
+
+    interval = getattr(inp.release, "total_interval", None)
+    # the plug-in on the true histogram lies in [0, top(B)] when the total's interval [., B]
+    # holds: an event the entropy's statement already includes (with_total, empty_error)
+    big_b = None if interval is None else int(interval[1])
+    value_range = (0.0, math.inf) if big_b is None else (0.0, top(big_b))
+    why = (f"the plug-in entropy of a histogram of total n is at most ln n"
+           f"{' + (n − 1)/(2n)' if miller_madow else ''}, and n <= {big_b} when the total's "
+           "interval holds, which this statement already includes")
+    if n == 0:
+        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, value_range=value_range,
+                              total_bound=top)
     value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
     lip = entropy_lipschitz(float(n), big_r, miller_madow)
     width = math.log(max(n, 2))
     error = None
-    interval = getattr(inp.release, "total_interval", None)
     if inp.release is not None and interval is not None:
-        error = with_total(private_error(inp, lip, width), n, interval, miller_madow)
-    return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error)
+        error = with_total(private_error(inp, lip, width, total_included=True), n, interval,
+                           miller_madow)
+    return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error,
+                          value_range=value_range, range_why=why)
 
 
 @public_errors("estimate_support_size")
@@ -218,14 +232,24 @@ def _sgt(histogram: Any, name: str, extrapolation_ratio: float,
                               value_range=(0.0, 1.0 if normalized else math.inf),
                               total_bound=top)
     scale = n * (1.0 + t) if normalized else 1.0
-    # unseen: between 0 and the t·n new samples; coverage: the observed support plus that
-    value_range = (0.0, t * n) if name == "unseen-species" else (
-        observed / scale, (observed + t * n) / scale)
     extra = 1.0 if name == "support-coverage" else 0.0
     value = linear_plugin(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
     lip = lipschitz_for(name, n, big_r, extrapolation_ratio=t, normalized=normalized)
-    return build_estimate(inp, name, value, lip, big_r, params, value_range=value_range,
-                   width=t * n / scale)
+    if name == "unseen-species":  # between 0 and the t·n new samples
+        return build_estimate(inp, name, value, lip, big_r, params, value_range=(0.0, t * n),
+                              width=t * n / scale)
+    # coverage: the observed support S plus [0, t·n]. From a release the target's S is the
+    # true support, within the sorted-ℓ1 bound b of the released one when the statement holds
+    clamp_range = (observed / scale, (observed + t * n) / scale)
+    b = l1_bound_of(inp)
+    return build_estimate(inp, name, value, lip, big_r, params, clamp_range=clamp_range,
+                          value_range=clamp_range if inp.release is None else (
+                              max(observed - b, 0.0) / scale, (observed + b + t * n) / scale),
+                          width=t * n / scale, range_why=(
+                              "the support coverage of a histogram of support S lies in "
+                              "[S, S + t·N] at sample size N, and the true support is within "
+                              "the release's sorted-ℓ1 bound of the released one when the "
+                              "statement holds"))
 
 
 @public_errors("estimate_unseen_species")

@@ -1,13 +1,14 @@
 """The evaluation shared by the symmetric-property estimators of
 :mod:`dpfreq.anonymized.properties`: reading a release or an exact histogram, the linear
-plug-in ``Σ f(r, n) φ_r``, the error statement ``L ×`` the release's sorted-ℓ1 bound, and the
+plug-in ``Σ f(r, n) φ_r``, the error statement ``L ×`` the release's sorted-ℓ1 bound cut to the
+range the property lies in, and the
 :class:`~dpfreq.anonymized.property_estimate.PropertyEstimate` built from them."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,10 +25,12 @@ __all__ = [
     "PropertyInput",
     "build_estimate",
     "empty_error",
+    "l1_bound_of",
     "linear_plugin",
     "max_count_of",
     "private_error",
     "read_histogram",
+    "within_range",
 ]
 
 F64 = NDArray[np.float64]
@@ -60,8 +63,17 @@ def read_histogram(histogram: Any) -> PropertyInput:
     return PropertyInput(counts, prev, n, None)
 
 
-def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorStatement:
-    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
+def l1_bound_of(inp: PropertyInput) -> float:
+    """The release's sorted-ℓ1 bound (``inf`` without a finite one, or for exact input)."""
+    err = getattr(inp.release, "error", None)
+    bound = math.inf if err is None or err.kind != "bound" else float(np.max(err.value))
+    return bound if math.isfinite(bound) else math.inf
+
+
+def private_error(inp: PropertyInput, lipschitz: float, width: float, *,
+                  total_included: bool = False) -> ErrorStatement:
+    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence (``total_included``:
+    the caller adds the uncertainty of ``N``, so the description does not say it is left out)."""
     err = getattr(inp.release, "error", None)
     bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
     if err is None or not (math.isfinite(bound) and math.isfinite(lipschitz)):
@@ -82,8 +94,9 @@ def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorSt
         f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
         f"L × B = {value:.6g} with probability about {err.confidence:g}, where B = {bound:.6g} "
         f"is the release's sorted-ℓ1 bound and L = {lipschitz:.6g} the estimator's sorted-ℓ1 "
-        f"Lipschitz constant (counts <= max(N, largest count)). The uncertainty of N itself is "
-        f"not included.{tail}"))
+        f"Lipschitz constant (counts <= max(N, largest count))."
+        + ("" if total_included else " The uncertainty of N itself is not included.")
+        + tail))
 
 
 def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, float],
@@ -110,15 +123,53 @@ def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, floa
         f"total <= {big_b} the property lies within {bound:.6g} of {value:.6g}."))
 
 
+def within_range(error: ErrorStatement, value: float, value_range: tuple[float, float],
+                 why: str) -> ErrorStatement:
+    """``error`` cut to ``value_range``, the range the property's target lies in whenever
+    ``error`` holds (``why`` says where the range comes from).
+
+    The published interval is ``[value ± b] ∩ value_range`` (what
+    :meth:`~dpfreq.anonymized.property_estimate.PropertyEstimate.table` prints), with ``value``
+    in the range. When ``b`` reaches ``max(value − lo, hi − value)`` that intersection is the
+    whole range: ``b`` is lowered to that distance (the same interval) and the statement is
+    marked vacuous. The range rests on no event beyond those ``error`` already holds on, so
+    the confidence is unchanged.
+    """
+    if error.kind != "bound" or error.confidence is None or math.isnan(value):
+        return error
+    lo, hi = value_range
+    widest = max(value - lo, hi - value)
+    bound = float(np.max(error.value))
+    if not (math.isfinite(widest) and bound >= widest):
+        return error
+    if bound == widest:  # exactly the whole range: the same statement, vacuous
+        return replace(error, vacuous=True)
+    return ErrorStatement(kind="bound", confidence=error.confidence, value=widest, vacuous=True,
+                          description=(
+        f"{error.description} Cut to the range [{lo:.6g}, {hi:.6g}] the property lies in "
+        f"({why}): the interval is that whole range, so the statement is vacuous; its "
+        f"half-width around {value:.6g} is {widest:.6g} instead of {bound:.6g}, at the same "
+        f"confidence {error.confidence:g} (no further event is used)."))
+
+
+#: where a property's range comes from, unless its estimator says otherwise
+RANGE_WHY = "the values the estimator takes at sample size N and the public parameters"
+
+
 def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, big_r: int,
             parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
             width: float = math.inf, error: ErrorStatement | None = None,
-            total_bound: Callable[[int], float] | None = None) -> PropertyEstimate:
-    """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
-    whether that moved it; ``width`` is the trivial error (for the vacuous flag).
-    ``total_bound`` gives the statement at ``N = 0`` (:func:`empty_error`)."""
+            total_bound: Callable[[int], float] | None = None,
+            clamp_range: tuple[float, float] | None = None,
+            range_why: str = RANGE_WHY) -> PropertyEstimate:
+    """Build the estimate: ``value`` is ``raw`` clamped to ``clamp_range`` (default
+    ``value_range``), ``clamped`` says whether that moved it; ``width`` is the trivial error
+    (for the vacuous flag). ``total_bound`` gives the statement at ``N = 0``
+    (:func:`empty_error`). From a release, ``value_range`` is the range the property's target
+    lies in whenever its statement holds, and the statement is cut to it (:func:`within_range`,
+    ``range_why`` saying where the range comes from)."""
     rel = inp.release
-    value = clamp(float(raw), value_range)
+    value = clamp(float(raw), clamp_range or value_range)
     common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
               "lipschitz_constant": float(lipschitz), "max_count": big_r,
               "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
@@ -136,6 +187,7 @@ def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, 
         error = empty_error(inp, value, value_range, total_bound)
     if error is None:
         error = private_error(inp, lipschitz, width)
+    error = within_range(error, value, value_range, range_why)
     common["unit"] = str(getattr(rel, "unit", "event"))
     common["delta"] = float(getattr(rel, "delta", 0.0))
     return PropertyEstimate(

@@ -162,8 +162,9 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
 
 
 #: what the ± of a property line is
-_PLUS_MINUS = ("L x the release's sorted-l1 bound, or at N = 0 the property's range over the "
-               "totals in the total's interval")
+_PLUS_MINUS = ("L x the release's sorted-l1 bound (for the entropy plus the cost of N for the "
+               "true total), or at N = 0 the property's range over the totals in the total's "
+               "interval; cut to the property's range (vacuous when that is all of it)")
 
 
 def _header(rel: Any, epsilon: float) -> list[str]:
