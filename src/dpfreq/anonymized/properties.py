@@ -20,7 +20,10 @@ with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorte
 This is the paper's Lipschitz constant with the range of ``r`` made explicit.
 :func:`lipschitz_constant` computes ``L`` exactly (closed forms below; a finite scan where
 the coefficients vanish).
-Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement.
+Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement
+(for the entropy plus the cost of using ``N`` for the true total, by a union bound with the
+total's interval), cut to the range the property's target lies in when the statement holds
+(``value_range``; vacuous when the interval is all of it, at the same confidence).
 
 | property | ``f(r, n)`` | ``L`` (counts ≤ R, ``R ≤ n`` typical) |
 | --- | --- | --- |

@@ -41,10 +41,14 @@ class PropertyEstimate(Release):
         The estimator's value before clamping to ``value_range``.
     clamped : bool
         True when the raw value lay outside the quantity's range and was moved into it (then
-        ``value`` is the nearest end of ``value_range``; the error bound applies to the raw
-        value, and clamping only moves it toward any true value inside the range).
+        ``value`` is the nearest end of that range; clamping only moves it toward any target
+        inside the range, so the error statement holds for ``value``).
     value_range : tuple of float
-        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species).
+        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species). From a
+        release, the range its target lies in whenever the error statement holds (``[0, ln B]``
+        for the entropy, ``B`` the top of the total's interval): the published interval is
+        ``value ± error.value`` cut to it (``table()``'s ``lower``/``upper``), and a statement
+        covering all of it says so (``error.vacuous``).
     parameters : Mapping
         The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
 
