@@ -295,6 +295,17 @@ def test_plan_anonymize(capsys):
     with pytest.raises(SystemExit) as info:
         main(["plan", "anonymize", "--n-range", "1e4", "--epsilon", "1"])
     assert info.value.code == 2
+    main(["plan", "anonymize", "--n-range", "0,100", "--epsilon", "1"])
+    out = capsys.readouterr().out
+    assert "totals 0..100" in out
+    assert "sorted-l1 bound: 60 .. " in out
+    for bad in ("-1,100", "5,2"):
+        with pytest.raises(SystemExit) as info:
+            main(["plan", "anonymize", "--n-range", bad, "--epsilon", "1"])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpfreq: error: --n-range of dpfreq plan anonymize must be")
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_count_like_column_without_count_warns(tmp_path):

@@ -190,6 +190,28 @@ def test_plan_is_public_and_exact_on_the_total() -> None:
         plan_anonymized(n_range=(10, 100))
 
 
+def test_plan_for_a_possibly_empty_dataset() -> None:
+    """n_range may start at 0: the release of an empty dataset that draws N = 0 states the
+    sorted-ℓ1 bound B, the top of the total's interval [0, B]; the plan predicts exactly that."""
+    rel = release_anonymized_histogram({}, epsilon=1.0, rng=0, unit="event")
+    assert rel.n_estimate == 0
+    plan = plan_anonymized(n_range=(0, 1000), epsilon=1.0)
+    assert plan.n_range == (0, 1000)
+    assert plan.predicted_l1[0] == float(rel.error.value) == rel.total_interval[1]
+    assert plan.predicted_l1[0] == plan.total_halfwidth
+    assert "n = 0" in plan.description
+    empty = plan_anonymized(n_range=(0, 0), epsilon=1.0)
+    assert empty.predicted_l1 == (60.0, 60.0)
+    assert not empty.vacuous  # as the release at N = 0, which is not flagged vacuous
+    assert "nan" not in empty.description
+    assert "inf" not in empty.description
+    # a target at n = 0 is met by the ε whose total interval is that narrow
+    assert plan_anonymized(n_range=(0, 0), target_l1=60.0).predicted_l1[1] <= 60.0
+    for bad in ((-1, 10), (3, 2)):
+        with pytest.raises(ParameterError, match="n_range"):
+            plan_anonymized(n_range=bad, epsilon=1.0)
+
+
 def test_out_of_range_estimators_are_clamped() -> None:
     from dpfreq.anonymized import estimate_support_coverage, estimate_unseen_species
 
