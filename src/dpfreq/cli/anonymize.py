@@ -368,7 +368,8 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
 @click.command(name="anonymize")
 @click.option("--n-range", "n_range", required=True, metavar="LO,HI",
               help="Smallest and largest total (number of rows or summed counts) the data may "
-                   "have, e.g. 1e4,1e6 (public: never read from the data).")
+                   "have, e.g. 1e4,1e6 or 0,1000 for a dataset that may be empty (public: "
+                   "never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
 @target_option("--target-l1", metavar="L1",
                       help="Instead of --epsilon: the sorted-l1 bound wanted at the top of "
@@ -402,6 +403,14 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
         click.echo(line)
 
 
+def _how_predicted(n_range: tuple[int, int]) -> str:
+    """Where the planned sorted-l1 bounds come from: exact at n = 0, else the reference shape."""
+    how = ["at n = 0 exact, as a release with N = 0 states it"] if n_range[0] == 0 else []
+    if n_range[1] > 0:
+        how.append("predicted for a Zipf(1)-shaped histogram")
+    return "; ".join(how)
+
+
 def _plan_lines(plan: Any) -> list[str]:
     """The lines printed for an :class:`~dpfreq.anonymized.AnonymizedPlan`."""
     return [
@@ -410,7 +419,7 @@ def _plan_lines(plan: Any) -> list[str]:
         f"({plan.relation})",
         f"total:          N ± {plan.total_halfwidth} (exact, confidence {plan.confidence:g})",
         f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
-        "(predicted for a Zipf(1)-shaped histogram)" + (" — VACUOUS" if plan.vacuous else ""),
+        f"({_how_predicted(plan.n_range)})" + (" — VACUOUS" if plan.vacuous else ""),
         plan.description]
 
 
