@@ -112,7 +112,8 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
 
 def test_property_bounds_are_cut_to_the_range_in_text_and_json(tmp_path, capsys):
     """N = 1 with the empty histogram released (seed 82, total's interval [0, 61]): the
-    entropy's ± is ln 61 (its range), not 250.8, in the table and in --json -."""
+    entropy's ± is ln 60 (its range: the support is at most --domain-size 60 < 61), not 250.8,
+    in the table and in --json -."""
     import math
 
     data = write_prevalences(tmp_path / "one.csv", {1: 1})
@@ -123,16 +124,16 @@ def test_property_bounds_are_cut_to_the_range_in_text_and_json(tmp_path, capsys)
     assert "# N = 1 " in out
     assert "the true total is in [0, 61]" in out
     lines = {line.split("  ")[0]: line for line in out.splitlines() if "±" in line}
-    assert "± 4.111 (vacuous)" in lines["entropy (nats, plug-in)"]
+    assert "± 4.094 (vacuous)" in lines["entropy (nats, plug-in)"]
     assert "± 2 (vacuous)" in lines["unseen species in t*N more rows"]
     assert "± 1 (vacuous)" in lines["l1 distance to uniform on k"]
     assert "cut to the property's range" in out
     main([*args, "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
     err = doc["properties"]["entropy"]["error"]
-    assert err["value"] == pytest.approx(math.log(61))
+    assert err["value"] == pytest.approx(math.log(60))
     assert err["vacuous"]
-    assert doc["properties"]["entropy"]["value_range"] == [0.0, pytest.approx(math.log(61))]
+    assert doc["properties"]["entropy"]["value_range"] == [0.0, pytest.approx(math.log(60))]
     for _name, prop in doc["properties"].items():
         if prop["error"]["kind"] == "bound":
             lo, hi = prop["value_range"]

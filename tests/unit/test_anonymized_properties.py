@@ -477,3 +477,40 @@ def test_statements_at_a_small_total_lie_within_the_property_range():
             assert row["lower"][0] - 1e-12 <= target(h) <= row["upper"][0] + 1e-12, (name, h)
             checked += 1
     assert checked == 19 * len(targets)  # the 1+1+2+3+5+7 histograms of total 0..5
+
+
+def test_the_checked_domain_size_bounds_entropy_and_support():
+    """A release made with domain_size = 3 (checked against the data before spending) caps
+    the entropy at ln 3 and the support at 3 (seed 3: N = 52, H = {1: 2, 2: 1}, sorted-ℓ1 bound
+    8). Exact check: for every histogram of support <= 3 within the ℓ1 bound of H, its entropy
+    and support lie in the published intervals. Rényi: no statement without a value, never -0."""
+    from dpfreq.anonymized import release_anonymized_histogram
+    from histogram_cases import histograms_up_to
+
+    rel = release_anonymized_histogram({2: 1, 1: 1}, epsilon=1.0, unit="event", rng=3,
+                                       domain_size=3)
+    assert (rel.n_estimate, rel.to_mapping(), float(rel.error.value)) == (52, {1: 2, 2: 1}, 8.0)
+    out = estimate_properties(rel)
+    assert out["entropy"].value_range == (0.0, pytest.approx(math.log(3)))
+    assert out["support-size"].value_range == (0.0, 3.0)
+    for name in ("entropy", "miller-madow-entropy", "support-size"):
+        lo, hi = out[name].value_range
+        assert out[name].error.value <= max(out[name].value - lo, hi - out[name].value), name
+    checked = 0
+    for h in histograms_up_to(4 + 8):
+        if sum(h.values()) > 3 or sorted_l1_distance(h, rel.to_mapping()) > 8:
+            continue
+        for name, est in (("entropy", estimate_entropy(h)), ("support-size",
+                                                             estimate_support_size(h))):
+            row = out[name].table()
+            assert row["lower"][0] - 1e-12 <= est.value <= row["upper"][0] + 1e-12, (name, h)
+            checked += 1
+    assert checked > 40
+    empty = release_anonymized_histogram({}, epsilon=1.0, unit="event", rng=0, domain_size=3)
+    assert estimate_entropy(empty).error.value == pytest.approx(math.log(3))  # N = 0: min(B, d)
+    assert estimate_support_size(empty).error.value == 3.0
+    renyi = estimate_renyi_entropy(release({1: 5}, 9), order=2)  # P̂ = 0: no value
+    assert math.isnan(renyi.value)
+    assert renyi.error.kind == "sd"
+    one = estimate_renyi_entropy(release({2: 1}, 2, l1=0.0), order=2)  # P̂ = 1: ln 1 = 0
+    assert math.copysign(1.0, one.value) == 1.0

@@ -75,6 +75,7 @@ from dpfreq.anonymized.property_estimate import (
 )
 from dpfreq.anonymized.property_eval import (
     build_estimate,
+    checked_domain_size,
     l1_bound_of,
     linear_plugin,
     max_count_of,
@@ -125,6 +126,9 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     the anonymized histogram under the ±1-count neighbouring relation) and costs no budget.
     **Lipschitz constant** w.r.t. sorted ℓ1: ``ln(n)/n`` (``(ln n + 1/2)/n`` for Miller–Madow)
     whenever the counts are at most ``≈ n²/e`` (exactly ``max(f(1), |f(R) − f(R−1)|)``).
+    **Range**: from a release, the value and its interval are cut to ``[0, ln min(B, d)]``
+    (Miller–Madow: ``+ (B − 1)/(2B)``), ``B`` the top of the total's interval and ``d`` the
+    release's ``domain_size`` when it was given.
 
     Examples
     --------
@@ -136,20 +140,27 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     big_r = max_count_of(inp)
     n = inp.sample_size
 
-    def top(b: int) -> float:  # entropy <= ln(total); Miller–Madow's (S − 1)/(2n) <= (n − 1)/(2n)
-        return math.log(max(b, 1)) + (max(b - 1, 0) / (2 * max(b, 1)) if miller_madow else 0.0)
+    d = checked_domain_size(inp)
+
+    def top(b: float) -> float:
+        """Entropy <= ln(min(total, support)), support <= d; Miller–Madow's (S − 1)/(2n)
+        <= (n − 1)/(2n)."""
+        mm = max(b - 1, 0) / (2 * max(b, 1)) if math.isfinite(b) else 0.5
+        return math.log(max(min(b, d or math.inf), 1)) + (mm if miller_madow else 0.0)
 
     interval = getattr(inp.release, "total_interval", None)
     # the plug-in on the true histogram lies in [0, top(B)] when the total's interval [., B]
     # holds: an event the entropy's statement already includes (with_total, empty_error)
-    big_b = None if interval is None else int(interval[1])
-    value_range = (0.0, math.inf) if big_b is None else (0.0, top(big_b))
-    why = (f"the plug-in entropy of a histogram of total n is at most ln n"
-           f"{' + (n − 1)/(2n)' if miller_madow else ''}, and n <= {big_b} when the total's "
-           "interval holds, which this statement already includes")
+    big_b = math.inf if interval is None else int(interval[1])
+    value_range = (0.0, top(big_b))  # (0, inf) without an interval or domain_size
+    why = ("the plug-in entropy of a histogram of total n and support S is at most "
+           f"ln min(n, S){' + (n − 1)/(2n)' if miller_madow else ''}"
+           + ("" if d is None else f", S <= domain_size = {d} (checked at release)")
+           + ("" if interval is None else f", and n <= {big_b} when the total's interval "
+              "holds, which this statement already includes"))
     if n == 0:
         return build_estimate(inp, name, 0.0, 0.0, big_r, {}, value_range=value_range,
-                              total_bound=top)
+                              total_bound=top, range_why=why)
     value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
@@ -188,6 +199,8 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     **Privacy**: post-processing of the release. Note that the observed support size has
     Lipschitz constant 1, which Corollary 1 of the paper does not cover: its error is of the order
     of the release's whole ℓ1 error.
+    From a release made with ``domain_size`` ``d``, the value and its interval are cut to
+    ``[0, d]`` (the data was checked to have at most ``d`` items before anything was spent).
 
     Examples
     --------
@@ -203,10 +216,14 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
         params["domain_size"] = int(scale)
     big_r = max_count_of(inp)
     observed = float(inp.prevalences.sum())
-    if method == "observed":
+    d = checked_domain_size(inp)
+    top = math.inf if d is None else d / scale
+    if method == "observed":  # at most the total many items, and at most d
         return build_estimate(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
-                       width=max(inp.sample_size, 1) / scale,
-                       total_bound=lambda b: b / scale)  # at most the total many items
+                              width=max(inp.sample_size, 1) / scale, value_range=(0.0, top),
+                              total_bound=lambda b: min(b / scale, top), range_why=(
+                                  f"the support is at most domain_size = {d}, checked at "
+                                  "release"))
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
     extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
@@ -430,7 +447,8 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     Returns
     -------
     PropertyEstimate
-        ``value`` is ``nan`` when ``P̂_a <= 0`` or ``n < a``.
+        ``value`` is ``nan`` when ``P̂_a <= 0`` or ``n < a`` (and then, from a release, there
+        is no error statement).
 
     Notes
     -----
@@ -447,12 +465,15 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     power = estimate_power_sum(histogram, order=order)
     a = int(power.parameters["order"])
     p = float(power.value)
-    value = math.log(p) / (1 - a) if p > 0 else math.nan
+    value = math.log(p) / (1 - a) + 0.0 if p > 0 else math.nan  # + 0.0: never -0.0
     inp = read_histogram(histogram)
     error = None
     if inp.release is not None and power.error.kind != "bound":
         error = no_statement(f"no error statement: the power sum has none. "
                              f"{power.error.description}")
+    elif inp.release is not None and math.isnan(value):
+        error = no_statement("the power sum's estimate is 0, so the Rényi entropy has no "
+                             "finite value and no error statement")
     elif inp.release is not None:
         d = float(power.error.value)
         bound = math.log(p / (p - d)) / (a - 1) if p > d else math.inf

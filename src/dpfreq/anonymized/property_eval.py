@@ -24,6 +24,7 @@ from dpfreq.release import ErrorStatement, Release
 __all__ = [
     "PropertyInput",
     "build_estimate",
+    "checked_domain_size",
     "empty_error",
     "l1_bound_of",
     "linear_plugin",
@@ -61,6 +62,15 @@ def read_histogram(histogram: Any) -> PropertyInput:
     counts, prev = as_prevalences(histogram, "histogram")
     n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
     return PropertyInput(counts, prev, n, None)
+
+
+def checked_domain_size(inp: PropertyInput) -> int | None:
+    """The release's ``domain_size``: public, and checked against the data before anything
+    was spent (a source with more distinct items is refused), so the true support is at most
+    it; None for exact input or a release without one."""
+    params = getattr(inp.release, "mechanism_params", None) or {}
+    d = params.get("domain_size") if inp.release is not None else None
+    return None if d is None else int(d)
 
 
 def l1_bound_of(inp: PropertyInput) -> float:
