@@ -272,3 +272,24 @@ def test_entropy_total_term_bounds_every_histogram() -> None:
             for mm in (False, True):
                 term = entropy_total_term(big_n, (max(n - 1, 1), n + 1), mm)
                 assert abs(plug_in(h, big_n, mm) - plug_in(h, n, mm)) <= term + 1e-12
+
+
+def test_entropy_total_term_is_the_exact_maximum_over_the_interval() -> None:
+    """The term is the maximum over every integer total of the interval, computed by brute
+    force (the former 513-point grid missed it by up to 2e-5 nats, e.g. N = 1000 on [0, 1200]:
+    a bound below the truth)."""
+    from dpfreq.anonymized.property_estimate import entropy_total_term
+
+    def brute(big_n: int, lo: int, hi: int, mm: bool) -> float:
+        n = np.arange(max(lo, 1), max(hi, 1) + 1, dtype=np.float64)
+        size = float(big_n)
+        term = np.maximum(np.abs(n / size * math.log(size) - np.log(n)),
+                          np.abs(n / size * np.log(size / n)))
+        return float((term + (np.abs(n - size) / (2 * size) if mm else 0.0)).max())
+
+    for big_n in [*range(1, 30), 1000, 3000, 10_000]:
+        for lo, hi in ((0, 1200), (1, 6000), (max(big_n - 300, 0), big_n + 300), (big_n, big_n),
+                       (2 * big_n, 3 * big_n)):
+            for mm in (False, True):
+                assert entropy_total_term(big_n, (lo, hi), mm) == pytest.approx(
+                    brute(big_n, lo, hi, mm), rel=1e-12, abs=1e-15), (big_n, lo, hi, mm)

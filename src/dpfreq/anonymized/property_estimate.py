@@ -138,11 +138,21 @@ def entropy_total_term(n_estimate: int, interval: tuple[int, int], miller_madow:
     With ``S = Σ φ_r r ln r ∈ [0, n ln n]``, ``Ĥ_N(h) − Ĥ_n(h) = (n/N) ln N − ln n −
     S (1/N − 1/n)`` is linear in ``S``, so its extremes are ``(n/N) ln N − ln n`` (``S = 0``)
     and ``(n/N) ln(N/n)`` (``S = n ln n``); Miller–Madow adds at most ``|n − N| / (2N)``.
-    Evaluated on the interval's ends and a dense grid between them.
+
+    The maximum over the interval is exact (a grid could miss it): on each side of ``N`` every
+    piece ``±a(n) + |n − N|/(2N)`` (the linear part only for Miller–Madow) is convex or
+    concave, so its maximum lies at an end of the side or at the concave piece's stationary
+    point — ``N/ln N`` and ``N/e`` (``N/(ln N ± 1/2)`` and ``N e^{−3/2}`` with the linear
+    part) — evaluated at the integers either side (the totals are integers): the exact maximum.
     """
     big_n = float(max(n_estimate, 1))
     lo, hi = max(interval[0], 1), max(interval[1], 1)
-    n = np.unique(np.concatenate([np.linspace(lo, hi, 513), [lo, hi]]))
+    log_n = math.log(big_n)
+    stationary = [big_n / math.e, big_n * math.exp(-1.5)]
+    stationary += [big_n / x for x in (log_n, log_n + 0.5, log_n - 0.5) if x > 0]
+    ends = [float(f(x)) for x in stationary for f in (math.floor, math.ceil)]
+    n = np.array([float(lo), float(hi), big_n, *ends], dtype=np.float64)
+    n = n[(n >= lo) & (n <= hi)]
     term = np.maximum(np.abs(n / big_n * math.log(big_n) - np.log(n)),
                       np.abs(n / big_n * np.log(big_n / n)))
     if miller_madow:
