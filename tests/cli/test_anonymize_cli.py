@@ -129,7 +129,11 @@ def test_property_bounds_are_cut_to_the_range_in_text_and_json(tmp_path, capsys)
     assert "± 1 (vacuous)" in lines["l1 distance to uniform on k"]
     assert "cut to the property's range" in out
     main([*args, "--json", "-"])
-    doc = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    assert "NaN" not in text  # strict JSON: the power sum's missing value is the string "nan"
+    assert "Infinity" not in text
+    doc = json.loads(text)
+    assert doc["properties"]["power-sum-2"]["value"] == "nan"
     err = doc["properties"]["entropy"]["error"]
     assert err["value"] == pytest.approx(math.log(60))
     assert err["vacuous"]

@@ -194,7 +194,15 @@ def _header(rel: Any, epsilon: float) -> list[str]:
 def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                 plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
-    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=_json_text(doc))
+
+
+def _json_text(doc: dict[str, Any]) -> str:
+    """Strict JSON of a release and its properties: non-finite numbers are the strings
+    ``"nan"``/``"inf"`` (:func:`~dpfreq.release.to_jsonable`), never the non-standard ``NaN``."""
+    from dpfreq.release import to_jsonable
+
+    return json.dumps(to_jsonable(doc), indent=2, allow_nan=False)
 
 
 @click.command(name="anonymize")
@@ -325,7 +333,7 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
                  for g in rel}
     doc = {"release": rel.to_dict(), "properties": {
         g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
-    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=_json_text(doc))
     err = json_out == "-"
     relation = f" ({rel[rel.groups[0]].relation})" if rel.groups else ""
     echo_grouped_head(rel, f"# dpfreq anonymize: unit of privacy: {rel.unit}{relation}, "
