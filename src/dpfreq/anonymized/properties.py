@@ -20,10 +20,9 @@ with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorte
 This is the paper's Lipschitz constant with the range of ``r`` made explicit.
 :func:`lipschitz_constant` computes ``L`` exactly (closed forms below; a finite scan where
 the coefficients vanish).
-Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement
-(for the entropy plus the cost of using ``N`` for the true total, by a union bound with the
-total's interval), cut to the range the property's target lies in when the statement holds
-(``value_range``; vacuous when the interval is all of it, at the same confidence).
+Each result carries it; its error statement is ``L ×`` the release's ℓ1 error statement (the
+entropy's adds the cost of ``N`` for the true total), cut to the property's range
+(:mod:`dpfreq.anonymized.property_range`).
 
 | property | ``f(r, n)`` | ``L`` (counts ≤ R, ``R ≤ n`` typical) |
 | --- | --- | --- |
@@ -75,13 +74,12 @@ from dpfreq.anonymized.property_estimate import (
 )
 from dpfreq.anonymized.property_eval import (
     build_estimate,
-    checked_domain_size,
-    l1_bound_of,
     linear_plugin,
     max_count_of,
     private_error,
     read_histogram,
 )
+from dpfreq.anonymized.property_range import coverage_range, entropy_range, support_range
 from dpfreq.errors import DataError, public_errors
 from dpfreq.release import ErrorStatement
 
@@ -126,9 +124,8 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     the anonymized histogram under the ±1-count neighbouring relation) and costs no budget.
     **Lipschitz constant** w.r.t. sorted ℓ1: ``ln(n)/n`` (``(ln n + 1/2)/n`` for Miller–Madow)
     whenever the counts are at most ``≈ n²/e`` (exactly ``max(f(1), |f(R) − f(R−1)|)``).
-    **Range**: from a release, the value and its interval are cut to ``[0, ln min(B, d)]``
-    (Miller–Madow: ``+ (B − 1)/(2B)``), ``B`` the top of the total's interval and ``d`` the
-    release's ``domain_size`` when it was given.
+    **Range**: from a release, cut to ``[0, ln min(B, d)]`` (Miller–Madow ``+ (B − 1)/(2B)``):
+    ``B`` the top of the total's interval, ``d`` the release's ``domain_size`` if given.
 
     Examples
     --------
@@ -139,28 +136,11 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     name = "miller-madow-entropy" if miller_madow else "entropy"
     big_r = max_count_of(inp)
     n = inp.sample_size
-
-    d = checked_domain_size(inp)
-
-    def top(b: float) -> float:
-        """Entropy <= ln(min(total, support)), support <= d; Miller–Madow's (S − 1)/(2n)
-        <= (n − 1)/(2n)."""
-        mm = max(b - 1, 0) / (2 * max(b, 1)) if math.isfinite(b) else 0.5
-        return math.log(max(min(b, d or math.inf), 1)) + (mm if miller_madow else 0.0)
-
+    span = entropy_range(inp.release, miller_madow)
     interval = getattr(inp.release, "total_interval", None)
-    # the plug-in on the true histogram lies in [0, top(B)] when the total's interval [., B]
-    # holds: an event the entropy's statement already includes (with_total, empty_error)
-    big_b = math.inf if interval is None else int(interval[1])
-    value_range = (0.0, top(big_b))  # (0, inf) without an interval or domain_size
-    why = ("the plug-in entropy of a histogram of total n and support S is at most "
-           f"ln min(n, S){' + (n − 1)/(2n)' if miller_madow else ''}"
-           + ("" if d is None else f", S <= domain_size = {d} (checked at release)")
-           + ("" if interval is None else f", and n <= {big_b} when the total's interval "
-              "holds, which this statement already includes"))
     if n == 0:
-        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, value_range=value_range,
-                              total_bound=top, range_why=why)
+        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, value_range=span.value_range,
+                              total_bound=span.total_bound, range_why=span.why)
     value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
@@ -171,7 +151,7 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
         error = with_total(private_error(inp, lip, width, total_included=True), n, interval,
                            miller_madow)
     return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error,
-                          value_range=value_range, range_why=why)
+                          value_range=span.value_range, range_why=span.why)
 
 
 @public_errors("estimate_support_size")
@@ -199,8 +179,7 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     **Privacy**: post-processing of the release. Note that the observed support size has
     Lipschitz constant 1, which Corollary 1 of the paper does not cover: its error is of the order
     of the release's whole ℓ1 error.
-    From a release made with ``domain_size`` ``d``, the value and its interval are cut to
-    ``[0, d]`` (the data was checked to have at most ``d`` items before anything was spent).
+    From a release made with ``domain_size`` ``d`` (checked against the data), cut to ``[0, d]``.
 
     Examples
     --------
@@ -216,14 +195,11 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
         params["domain_size"] = int(scale)
     big_r = max_count_of(inp)
     observed = float(inp.prevalences.sum())
-    d = checked_domain_size(inp)
-    top = math.inf if d is None else d / scale
     if method == "observed":  # at most the total many items, and at most d
+        span = support_range(inp.release, scale)
         return build_estimate(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
-                              width=max(inp.sample_size, 1) / scale, value_range=(0.0, top),
-                              total_bound=lambda b: min(b / scale, top), range_why=(
-                                  f"the support is at most domain_size = {d}, checked at "
-                                  "release"))
+                              width=max(inp.sample_size, 1) / scale, value_range=span.value_range,
+                              total_bound=span.total_bound, range_why=span.why)
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
     extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
@@ -258,18 +234,10 @@ def _sgt(histogram: Any, name: str, extrapolation_ratio: float,
     if name == "unseen-species":  # between 0 and the t·n new samples
         return build_estimate(inp, name, value, lip, big_r, params, value_range=(0.0, t * n),
                               width=t * n / scale)
-    # coverage: the observed support S plus [0, t·n]. From a release the target's S is the
-    # true support, within the sorted-ℓ1 bound b of the released one when the statement holds
-    clamp_range = (observed / scale, (observed + t * n) / scale)
-    b = l1_bound_of(inp)
-    return build_estimate(inp, name, value, lip, big_r, params, clamp_range=clamp_range,
-                          value_range=clamp_range if inp.release is None else (
-                              max(observed - b, 0.0) / scale, (observed + b + t * n) / scale),
-                          width=t * n / scale, range_why=(
-                              "the support coverage of a histogram of support S lies in "
-                              "[S, S + t·N] at sample size N, and the true support is within "
-                              "the release's sorted-ℓ1 bound of the released one when the "
-                              "statement holds"))
+    cover = coverage_range(inp.release, observed, t * n, scale)
+    return build_estimate(inp, name, value, lip, big_r, params, width=t * n / scale,
+                          value_range=cover.value_range, clamp_range=cover.clamp_range,
+                          range_why=cover.why)
 
 
 @public_errors("estimate_unseen_species")

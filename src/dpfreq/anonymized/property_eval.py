@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,20 +18,18 @@ from dpfreq._validate import check_int, message
 from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.property_estimate import PropertyEstimate, clamp, no_statement
+from dpfreq.anonymized.property_range import RANGE_WHY, within_range
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 
 __all__ = [
     "PropertyInput",
     "build_estimate",
-    "checked_domain_size",
     "empty_error",
-    "l1_bound_of",
     "linear_plugin",
     "max_count_of",
     "private_error",
     "read_histogram",
-    "within_range",
 ]
 
 F64 = NDArray[np.float64]
@@ -62,22 +60,6 @@ def read_histogram(histogram: Any) -> PropertyInput:
     counts, prev = as_prevalences(histogram, "histogram")
     n = int(np.dot(counts.astype(object), prev.astype(object))) if counts.size else 0
     return PropertyInput(counts, prev, n, None)
-
-
-def checked_domain_size(inp: PropertyInput) -> int | None:
-    """The release's ``domain_size``: public, and checked against the data before anything
-    was spent (a source with more distinct items is refused), so the true support is at most
-    it; None for exact input or a release without one."""
-    params = getattr(inp.release, "mechanism_params", None) or {}
-    d = params.get("domain_size") if inp.release is not None else None
-    return None if d is None else int(d)
-
-
-def l1_bound_of(inp: PropertyInput) -> float:
-    """The release's sorted-ℓ1 bound (``inf`` without a finite one, or for exact input)."""
-    err = getattr(inp.release, "error", None)
-    bound = math.inf if err is None or err.kind != "bound" else float(np.max(err.value))
-    return bound if math.isfinite(bound) else math.inf
 
 
 def private_error(inp: PropertyInput, lipschitz: float, width: float, *,
@@ -131,39 +113,6 @@ def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, floa
         f"N = 0 (the empty histogram is released): the true total is at most {big_b} with "
         f"probability >= {conf:g} (the release's exact interval), and on every histogram of "
         f"total <= {big_b} the property lies within {bound:.6g} of {value:.6g}."))
-
-
-def within_range(error: ErrorStatement, value: float, value_range: tuple[float, float],
-                 why: str) -> ErrorStatement:
-    """``error`` cut to ``value_range``, the range the property's target lies in whenever
-    ``error`` holds (``why`` says where the range comes from).
-
-    The published interval is ``[value ± b] ∩ value_range`` (what
-    :meth:`~dpfreq.anonymized.property_estimate.PropertyEstimate.table` prints), with ``value``
-    in the range. When ``b`` reaches ``max(value − lo, hi − value)`` that intersection is the
-    whole range: ``b`` is lowered to that distance (the same interval) and the statement is
-    marked vacuous. The range rests on no event beyond those ``error`` already holds on, so
-    the confidence is unchanged.
-    """
-    if error.kind != "bound" or error.confidence is None or math.isnan(value):
-        return error
-    lo, hi = value_range
-    widest = max(value - lo, hi - value)
-    bound = float(np.max(error.value))
-    if not (math.isfinite(widest) and bound >= widest):
-        return error
-    if bound == widest:  # exactly the whole range: the same statement, vacuous
-        return replace(error, vacuous=True)
-    return ErrorStatement(kind="bound", confidence=error.confidence, value=widest, vacuous=True,
-                          description=(
-        f"{error.description} Cut to the range [{lo:.6g}, {hi:.6g}] the property lies in "
-        f"({why}): the interval is that whole range, so the statement is vacuous; its "
-        f"half-width around {value:.6g} is {widest:.6g} instead of {bound:.6g}, at the same "
-        f"confidence {error.confidence:g} (no further event is used)."))
-
-
-#: where a property's range comes from, unless its estimator says otherwise
-RANGE_WHY = "the values the estimator takes at sample size N and the public parameters"
 
 
 def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, big_r: int,
