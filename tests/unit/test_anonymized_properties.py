@@ -514,3 +514,6 @@ def test_the_checked_domain_size_bounds_entropy_and_support():
     assert renyi.error.kind == "sd"
     one = estimate_renyi_entropy(release({2: 1}, 2, l1=0.0), order=2)  # P̂ = 1: ln 1 = 0
     assert math.copysign(1.0, one.value) == 1.0
+    wide = estimate_renyi_entropy(release({1: 5, 2: 1}, 7, l1=10.0), order=2)
+    assert wide.error.value == math.inf  # P̂ <= D: the interval is the whole range [0, inf)
+    assert (wide.table()["lower"][0], wide.table()["upper"][0]) == (0.0, math.inf)

@@ -80,12 +80,14 @@ class PropertyEstimate(Release):
         return float(self.value)
 
     def table(self) -> dict[str, Any]:
-        """One row: the property, its value, and ``lower``/``upper`` from a finite bound
-        (clipped to the property's range; NaN when there is no error statement)."""
+        """One row: the property, its value, and ``lower``/``upper``, the published interval
+        ``value ± bound`` cut to ``value_range`` (all of it for an infinite bound; NaN when
+        there is no error statement or no value)."""
         half = float(np.max(self.error.value)) if self.error.kind == "bound" else math.nan
         lo, hi = self.value_range
-        lower = max(self.value - half, lo) if math.isfinite(half) else math.nan
-        upper = min(self.value + half, hi) if math.isfinite(half) else math.nan
+        known = not (math.isnan(half) or math.isnan(self.value))
+        lower = max(self.value - half, lo) if known else math.nan
+        upper = min(self.value + half, hi) if known else math.nan
         return {"property": np.array([self.property_name]), "value": np.array([self.value]),
                 "lower": np.array([lower]), "upper": np.array([upper]),
                 "clamped": np.array([self.clamped])}
