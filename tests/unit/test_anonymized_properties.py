@@ -482,8 +482,9 @@ def test_statements_at_a_small_total_lie_within_the_property_range():
 def test_the_checked_domain_size_bounds_entropy_and_support():
     """A release made with domain_size = 3 (checked against the data before spending) caps
     the entropy at ln 3 and the support at 3 (seed 3: N = 52, H = {1: 2, 2: 1}, sorted-ℓ1 bound
-    8). Exact check: for every histogram of support <= 3 within the ℓ1 bound of H, its entropy
-    and support lie in the published intervals. Rényi: no statement without a value, never -0."""
+    8). Exact check: for every histogram of support <= 3 within the ℓ1 bound of H, each
+    property's target lies in its published interval. Rényi: no statement without a value,
+    never -0, the whole range for an infinite bound."""
     from dpfreq.anonymized import release_anonymized_histogram
     from histogram_cases import histograms_up_to
 
@@ -496,16 +497,29 @@ def test_the_checked_domain_size_bounds_entropy_and_support():
     for name in ("entropy", "miller-madow-entropy", "support-size"):
         lo, hi = out[name].value_range
         assert out[name].error.value <= max(out[name].value - lo, hi - out[name].value), name
+    out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
+                                                           normalized=True)
+    targets = {  # at the true total for the entropy, else at the release's N = 52
+        "entropy": lambda h: estimate_entropy(h).value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
+        "support-size": lambda h: estimate_support_size(h).value,
+        "unseen-species": lambda h: estimate_unseen_species(
+            release(h, 52), extrapolation_ratio=2.0).value,
+        "support-coverage": lambda h: estimate_support_coverage(
+            release(h, 52), extrapolation_ratio=2.0).value,
+        "normalized-coverage": lambda h: estimate_support_coverage(
+            release(h, 52), extrapolation_ratio=2.0, normalized=True).value,
+        "power-sum-2": lambda h: estimate_power_sum(release(h, 52), order=2).value,
+    }
     checked = 0
     for h in histograms_up_to(4 + 8):
         if sum(h.values()) > 3 or sorted_l1_distance(h, rel.to_mapping()) > 8:
             continue
-        for name, est in (("entropy", estimate_entropy(h)), ("support-size",
-                                                             estimate_support_size(h))):
+        for name, target in targets.items():
             row = out[name].table()
-            assert row["lower"][0] - 1e-12 <= est.value <= row["upper"][0] + 1e-12, (name, h)
+            assert row["lower"][0] - 1e-12 <= target(h) <= row["upper"][0] + 1e-12, (name, h)
             checked += 1
-    assert checked > 40
+    assert checked > 40 * len(targets)
     empty = release_anonymized_histogram({}, epsilon=1.0, unit="event", rng=0, domain_size=3)
     assert estimate_entropy(empty).error.value == pytest.approx(math.log(3))  # N = 0: min(B, d)
     assert estimate_support_size(empty).error.value == 3.0
