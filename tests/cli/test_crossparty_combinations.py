@@ -222,6 +222,8 @@ def test_merge_refuses_other_parameters_naming_the_field(
         assert out == ""
         assert f"has {field} " in line
         assert "same parameters and coverage" in line
+        assert f"the first has {field} " in line
+        assert "None" not in line  # a sketch of every time says so, not Python's None
     with pytest.raises(ParameterError, match=f"has {field} "):
         merge_sketches([str(world.sketch("a")), str(world.variants[variant])])
 

@@ -113,12 +113,12 @@ class Coverage:
         >>> Coverage(period=(0, 30), period_unit="integer").shown("period")
         '[0, 30) of the time column'
         >>> Coverage().shown("period")
-        'None (every time)'
+        'every time (no period given)'
         """
         if name != "period":
             return repr(getattr(self, name))
         if self.period is None:
-            return "None (every time)"
+            return "every time (no period given)"
         start, end = self.period
         if self.period_unit == "microseconds":
             return f"[{_iso(start)}, {_iso(end)})"

@@ -61,10 +61,22 @@ def _public(sketch: PartySketch) -> dict[str, Any]:
     return {**sketch.params.to_dict(), **sketch.coverage.to_dict()}
 
 
+#: what a field left unset means, in a refusal
+_UNSET = {"period": "every time (no period given)",
+          "campaigns": "every campaign (no list given)"}
+
+
 def _shown(name: str, value: Any, coverage: Coverage | None) -> str:
     """A field's value in a refusal: a coverage's period as the sketch states it (never raw
-    µs), any other field as its repr."""
-    return repr(value) if coverage is None or name != "period" else coverage.shown(name)
+    µs), a field left unset as what that means, a list as its items, any other value as its
+    repr (never Python's None)."""
+    if value is None:
+        return _UNSET.get(name, "none")
+    if name == "period" and coverage is not None:
+        return coverage.shown(name)
+    if isinstance(value, list | tuple):
+        return ", ".join(repr(v) for v in value)
+    return repr(value)
 
 
 def check_mergeable(sketches: list[PartySketch], *, params: CrossPartyParams | None = None,
@@ -97,7 +109,7 @@ def check_mergeable(sketches: list[PartySketch], *, params: CrossPartyParams | N
                 raise ParameterError(message(
                     "sketches", f"a list of sketches with the same parameters and coverage "
                     f"(sketch {i + 1}, party {sketch.party!r}, has {name} {has}, the first "
-                    f"has {_shown(name, first[name], sketches[0].coverage)})",
+                    f"has {name} {_shown(name, first[name], sketches[0].coverage)})",
                     f"{len(sketches)} sketches"))
         if sketch.sketch_id in seen_ids:
             other = seen_ids[sketch.sketch_id]
