@@ -54,6 +54,8 @@ _JOINED = re.compile(r"(?<![\w/-])(?P<names>[a-z][a-z0-9_]*(?:/[a-z][a-z0-9_]*)+
 _IDENTIFIER = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 #: the value a message ends with
 _GOT = re.compile(r"; got (?P<value>.+)\.$")
+#: a Python name standing alone (not inside a path, a quoted name or a dotted name)
+_CALL = re.compile(r"(?<![\w/.'\"-])[a-z][a-z_]+(?![\w/'\"-]|\.\w)")
 #: public calls that run as a command
 _COMMANDS = {
     "aggregate_reports_file": "dpfreq longitudinal aggregate",
@@ -190,7 +192,7 @@ def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool
                                  else "left out", out)
         out = _GOT.sub(lambda m: f"; got {_shown(m.group('value'), options)}.", out)
     out = _JOINED.sub(joined, out)
-    out = re.sub(r"\b[a-z][a-z_]+\b", lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
+    out = _CALL.sub(lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
 
