@@ -162,7 +162,7 @@ def test_share_applies_the_parameters_period_and_needs_its_column(tmp_path: Path
     code, _, err = run_cli(base, capsys)
     assert code == 2
     assert ("dpfreq: error: --time of dpfreq sketch share must be this party's time column "
-            "(the parameters' coverage is period [0, 28) of the time column); got None.") in err
+            "(the parameters' coverage is period [0, 28) of the time column); got nothing.") in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "tv.state").exists()
     code, _, err = run_cli([*base, "--start", "0"], capsys)
