@@ -53,6 +53,10 @@ def test_profile_names_options_and_the_command(log, capsys):
       "--unit", "item"], "--epsilon of dpfreq plan profile must be"),
     (["anonymize", "LOG", "--item", "user", "--epsilon", "1", "--unit", "item"],
      "--unit of dpfreq anonymize must be"),
+    (["plan", "profile", "--domain-size", "1000", "--max-count", "10", "--epsilon", "1",
+      "--unit", "event", "--method", "fft", "--target-half-width", "5"],
+     "--target-half-width of dpfreq plan profile must be left out with --method fft (the "
+     "sketch methods predict the ℓ1 bound only: give --target-l1); got 5.0."),
 ])
 def test_leading_parameter_and_function(argv, start, log, capsys):
     line = error_line([log if a == "LOG" else a for a in argv], capsys)

@@ -13,10 +13,11 @@ from typing import Any
 
 import click
 
-from dpfreq._validate import MAX_COUNT_MINIMUM
+from dpfreq._validate import MAX_COUNT_MINIMUM, message
 from dpfreq.cli._common import COUNT, IntegerType
 from dpfreq.cli.grouped import capping_option, format_grouped_plan, plan_group_options
 from dpfreq.cli.plan_options import echo_plan, target_option
+from dpfreq.errors import ParameterError
 
 __all__ = ["command", "format_plan", "profile_plan"]
 
@@ -88,6 +89,10 @@ def profile_plan(domain_size: int, max_count: int, epsilon: float, unit: str,
 
     if group is not None and (target_half_width is not None or target_l1 is not None):
         raise click.UsageError("--target-* plan one ungrouped release; drop --group.")
+    if target_half_width is not None and method in ("fft", "mle"):
+        raise ParameterError(message(
+            "--target-half-width", f"left out with --method {method} (the sketch methods "
+            "predict the ℓ1 bound only: give --target-l1)", target_half_width))
     plan = plan_profile(domain_size=domain_size, max_count=max_count, epsilon=epsilon,
                         unit=unit, method=method, confidence=confidence, group=group,
                         max_groups_per_item=max_groups_per_item, groups=groups_file,
