@@ -121,7 +121,7 @@ def ranged(**kwargs):
     ("epsilon of a release is vacuous (see plan_profile); release a profile (release_profile)",
      "epsilon of a release is vacuous (see dpfreq plan profile); release a profile (dpfreq "
      "profile)"),
-])
+], ids=["bare-keyword", "flag-rule", "joined-values", "joined-names", "list", "command"])
 def test_cli_spelling_of_missing_options_flags_and_lists(text, spelled):
     assert cli_spelling(text, ranged, "dpfreq ranged") == spelled
 
@@ -228,7 +228,7 @@ _PYTHON = re.compile(r"\b[a-z_]+='|must be None|\b(?:True|False)\b|\btarget of "
     (["plan", "longitudinal", "--horizon", "30", "--max-changes", "2", "--epsilon", "1",
       "--devices", "1000", "--target-half-width", "0.01"],
      "ε for a per-period half-width ≤ 0.01 devices: not reachable at ε ≤ 1000"),
-])
+], ids=["reach", "profile", "anonymize", "longitudinal"])
 def test_plan_lines_speak_the_command_line(argv, said, capsys):
     """Every plan command's lines name options, not the library's parameters (a line of a plan
     is the library's text, spelled for the command that printed it)."""
@@ -261,7 +261,7 @@ def test_a_printed_line_keeps_numbers_as_notation():
       "--epsilon", "1", "--unit", "item", "--time", "t", "--start", "2026-01-01"],
      "dpfreq: error: --start/--end of dpfreq profile must be both given, with --time; got "
      "'--start 2026-01-01 --time t'."),
-])
+], ids=["vacuous-warning", "missing-option", "options-apart"])
 def test_release_warnings_and_errors_speak_the_command_line(argv, said, log, capsys):
     """A warning quoting the release's statement, a missing option and options given apart
     read as the command line (no ``method='direct'``, ``group=``, ``got None`` or a tuple)."""
