@@ -85,6 +85,20 @@ def test_integer_ranges():
         parse_int_list("1,1.5", "--k")
 
 
+@pytest.mark.parametrize("option", ["--rate", "--enrol-rate", "--read-cache-seconds",
+                                    "--db-wait"])
+@pytest.mark.parametrize("text", ["-1", "nan", "inf"])
+def test_serve_refuses_a_negative_or_non_finite_rate_or_time(option, text, capsys):
+    """A rate, a cache time or a wait is a finite number >= 0: a negative one started the
+    server (and turned its limit off), a NaN or an infinity too."""
+    with pytest.raises(SystemExit) as info:
+        main(["serve", option, text, "--port", "0"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"dpfreq: error: Invalid value for '{option}': must be a finite number >= 0; "
+                   f"got {text!r}"]
+
+
 # -- output paths ------------------------------------------------------------------------------
 
 def test_check_output_path(tmp_path):

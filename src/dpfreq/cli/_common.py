@@ -24,6 +24,7 @@ before any data is read, any budget spent or any noise drawn. A command:
 from __future__ import annotations
 
 import functools
+import math
 import re
 import shutil
 import sys
@@ -52,12 +53,14 @@ __all__ = [
     "DEFAULT_SPARK_MASTER",
     "INPUT_FILE",
     "INTEGER",
+    "NON_NEGATIVE",
     "PLOT_SUFFIXES",
     "POSITIVE",
     "SEED_WARNING",
     "STDOUT",
     "InputFileType",
     "IntegerType",
+    "NonNegativeType",
     "RoutedCommand",
     "available_memory_bytes",
     "check_memory",
@@ -168,6 +171,25 @@ class IntegerType(click.ParamType):
 INTEGER = IntegerType()
 COUNT = IntegerType(minimum=0)
 POSITIVE = IntegerType(minimum=1)
+
+
+class NonNegativeType(click.ParamType):
+    """A finite number >= 0 (a rate, a time in seconds): a negative, NaN or infinite value is
+    refused while options are parsed, in the shape of :class:`IntegerType`'s refusals."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+            self.fail(f"must be a finite number >= 0; got {value!r}", param, ctx)
+        return number
+
+
+NON_NEGATIVE = NonNegativeType()
 
 
 def spool_stdin(ctx: click.Context | None, *, option: str = "FILE",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dpfreq.cli._common import COUNT, POSITIVE
+from dpfreq.cli._common import COUNT, NON_NEGATIVE, POSITIVE
 from dpfreq.cli.output import warn
 from dpfreq.errors import EngineUnavailableError
 
@@ -137,17 +137,17 @@ _CONFIG_HELP = ("TOML file of settings: the option names with _ for - (db, port,
                    "DPFREQ_ADMIN_TOKEN overrides it.")
 @click.option("--max-body-bytes", type=POSITIVE, default=1 << 20, show_default=True,
               help="Largest request body accepted (413 above).")
-@click.option("--rate", type=float, default=20.0, show_default=True,
+@click.option("--rate", type=NON_NEGATIVE, default=20.0, show_default=True,
               help="Requests per second per device token (0: no limit).")
 @click.option("--burst", type=POSITIVE, default=40, show_default=True,
               help="Burst of the per-device rate limit.")
-@click.option("--enrol-rate", type=float, default=1.0, show_default=True,
+@click.option("--enrol-rate", type=NON_NEGATIVE, default=1.0, show_default=True,
               help="Enrolments per second per study and client address (0: no limit).")
 @click.option("--enrol-burst", type=POSITIVE, default=20, show_default=True,
               help="Burst of the enrolment rate limit.")
-@click.option("--read-cache-seconds", type=float, default=1.0, show_default=True,
+@click.option("--read-cache-seconds", type=NON_NEGATIVE, default=1.0, show_default=True,
               help="Recompute a study's summary and estimates at most this often (0: always).")
-@click.option("--db-wait", type=float, default=30.0, show_default=True,
+@click.option("--db-wait", type=NON_NEGATIVE, default=30.0, show_default=True,
               help="Seconds to keep retrying a database that does not answer at startup.")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow this origin by CORS (repeatable; default: CORS off).")
@@ -274,7 +274,7 @@ def _run_workers(config: ServerConfig, admin: str | None, workers: int, sock: so
               expose_value=False, callback=_load_config, help=_CONFIG_HELP)
 @click.option("--db", envvar="DPFREQ_DB", default="dpfreq-server.db", show_default=True,
               help="SQLite file or postgresql://user@host:port/dbname (DPFREQ_DB).")
-@click.option("--db-wait", envvar="DPFREQ_DB_WAIT", type=float, default=30.0,
+@click.option("--db-wait", envvar="DPFREQ_DB_WAIT", type=NON_NEGATIVE, default=30.0,
               show_default=True, help="Seconds to keep retrying a database that does not answer.")
 @click.pass_context
 def migrate(ctx: click.Context, db: str, db_wait: float) -> None:
