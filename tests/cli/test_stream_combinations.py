@@ -594,3 +594,33 @@ def test_an_answer_smaller_than_its_noise_is_marked_and_a_vacuous_stream_says_so
     code, out, err = run_cli(["stream", "show", tmp_path / "grouped"], capsys)
     assert "# smaller than their noise (2 of 3 groups" in out
     assert out.count("smaller than") == 1
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_cron_rerun_over_appended_days_appends_only_the_new_one(tmp_path, capsys,
+                                                                  engine) -> None:
+    """``stream append`` of a file of days 2..3 when 1..2 were appended: day 2's stored
+    answers, day 3 appended; the same file with day 2 changed is one line naming period 2,
+    and the stream is unchanged."""
+    state = _init(tmp_path, capsys, engine, False)
+    rows = [(1, "2026-03-01T10:00:00", "spring"), (2, "2026-03-02T10:00:00", "spring"),
+            (3, "2026-03-02T11:00:00", "spring"), (1, "2026-03-03T09:00:00", "spring")]
+    first = _csv(tmp_path, "d1-2.csv", rows[:3])
+    code, out, err = run_cli(["stream", "append", state, first, "--through", "2026-03-02",
+                              "--json", "-"], capsys)
+    assert code == 0, err
+    stored = json.loads(out)["value"]["1"]
+    changed = _csv(tmp_path, "bad.csv", [(9, "2026-03-02T10:00:00", "spring"), *rows[2:]])
+    code, out, err = run_cli(["stream", "append", state, changed, "--through", "2026-03-03"],
+                             capsys)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "appended for period 2 when re-sent" in err
+    assert ReachStream.open(state).last_period == 2
+    code, out, err = run_cli(["stream", "append", state, _csv(tmp_path, "d2-3.csv", rows[1:]),
+                              "--through", "2026-03-03", "--json", "-"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["period"] == 3
+    assert doc["value"]["1"][:2] == stored
+    assert ReachStream.open(state).state.exact[0, 0].tolist() == [1, 2, 0]

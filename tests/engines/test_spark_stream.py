@@ -120,6 +120,14 @@ def test_double_append_is_idempotent_and_edited_part_files_are_refused(spark, tm
         LOCK_FILE, "items-2.parquet", "stream.dpfreq"]  # the previous generation was removed
     back = ReachStream.open(tmp_path / "s")
     np.testing.assert_array_equal(back.state.noisy, state.noisy)
+    two_three = {c: np.r_[_day(2)[c], _day(3)[c]] for c in _day(2)}  # a cron re-run of 2..3
+    rels = back.append(two_three, through=3)
+    assert [r.to_json() for r in rels[:1]] == [r.to_json() for r in first]
+    assert [r.period for r in rels] == [2, 3]
+    changed = {**two_three, "u": np.r_[two_three["u"][:1] + 1, two_three["u"][1:]]}
+    with pytest.raises(DataError, match="appended for period 2 when re-sent"):
+        back.append(changed, through=4)
+    items = tmp_path / "s" / back.state.items_file
     part = sorted(items.glob("part-*.parquet"))[0]
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 1

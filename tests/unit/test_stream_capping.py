@@ -232,7 +232,7 @@ def test_refusals_are_one_line_and_charge_nothing(tmp_path, over, says) -> None:
 def test_a_manifest_of_format_version_2_is_refused_in_one_line(tmp_path) -> None:
     s = _create(tmp_path / "s")
     manifest = s.path / "stream.dpfreq"
-    _, meta, arrays = read_artifact(manifest, kind="reach-stream", versions=(3,))
+    _, meta, arrays = read_artifact(manifest, kind="reach-stream", versions=(4,))
     write_artifact(manifest, kind="reach-stream", version=2, meta=meta, arrays=arrays)
     with pytest.raises(DataError) as err:
         ReachStream.open(s.path)

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.stream.items.files import file_digest
-from dpfreq.stream.items.reader import EventTable, read_events
+from dpfreq.stream.items.reader import EventTable, events_inside, read_events
 from dpfreq.stream.items.sql import (
     added_sql,
     bounded_sql,
@@ -104,7 +104,7 @@ class DuckDBItems:
             for name in (kept, st, seen, both):
                 if name is not None:
                     events.execute(f"DROP TABLE IF EXISTS {name}")
-        total = int(events.digest.split(":")[1])  # events of the append's periods
+        total = events_inside(events.periods, plan.after, plan.through)
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
                             int(res["pairs"][0]), total - int(res["kept"][0]), cap)
 

@@ -28,7 +28,8 @@ from dpfreq._validate import message
 from dpfreq.engines import column_error, get_engine
 from dpfreq.errors import DataError, ParameterError, public_errors
 
-__all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
+__all__ = ["EMPTY_PERIOD", "AppendSpec", "EventTable", "PeriodEvents", "events_inside",
+           "period_sql", "read_events", "source_columns"]
 
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
@@ -57,10 +58,33 @@ class AppendSpec:
         return [self.item, self.time] + ([self.group] if self.group else [])
 
 
+@dataclass(frozen=True)
+class PeriodEvents:
+    """What a source holds of one period: its aggregated rows of listed groups (``rows``, their
+    ``events`` and an order-free ``hash`` of ``(id text, group, period, events)`` — together the
+    period's private digest, compared with a re-sent period) and every event of the period,
+    listed group or not (``all_events``)."""
+
+    rows: int
+    events: int
+    hash: int
+    all_events: int
+
+    @property
+    def digest(self) -> str:
+        """``rows:events:hash`` (what the state saves per period)."""
+        return f"{self.rows}:{self.events}:{self.hash}"
+
+
+#: the digest of a period without events
+EMPTY_PERIOD = "0:0:0"
+
+
 @dataclass
 class EventTable:
     """The append's events aggregated in a DuckDB temporary table ``name`` (columns ``k, g, p,
-    n``), and what was left out. ``run(sql)`` runs SQL on the table's connection."""
+    n``), and what was left out; ``periods`` what the source holds of each period ``1 <= p <=
+    through`` (closed ones included). ``run(sql)`` runs SQL on the table's connection."""
 
     rel: Any
     name: str
@@ -68,7 +92,7 @@ class EventTable:
     n_events: int
     n_late: int
     n_future: int
-    digest: str
+    periods: dict[int, PeriodEvents]
 
     def run(self, sql: str) -> dict[str, Any]:
         """Fetch the result of ``sql`` as numpy columns."""
@@ -186,12 +210,13 @@ def _key_sql(rel: Any, column: str) -> tuple[str, str]:
     return f"CAST({_quote(column)} AS VARCHAR)", "text"
 
 
-def _group_sql(spec: AppendSpec) -> tuple[str, str]:
-    """``(SELECT of the group code, join)``: the code in the public list (0 without groups)."""
+def _group_sql(spec: AppendSpec, how: str = "") -> tuple[str, str]:
+    """``(SELECT of the group code, join)``: the code in the public list (0 without groups;
+    ``how="LEFT"``: NULL for a group not in it)."""
     if spec.group is None or spec.groups is None:
         return "0", ""
     listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(spec.groups))
-    return ("listed.gi", f" JOIN (VALUES {listed}) AS listed(gname, gi) ON "
+    return ("listed.gi", f" {how} JOIN (VALUES {listed}) AS listed(gname, gi) ON "
                          "a.gname = listed.gname")
 
 
@@ -221,7 +246,7 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
     rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, wide, "
               f"count(*) AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p, {wide} "
               "AS wide FROM dpfreq_src) GROUP BY ALL")
-    table = EventTable(rel, name, kind, 0, 0, 0, "")
+    table = EventTable(rel, name, kind, 0, 0, 0, {})
     try:
         gcode, join = _group_sql(spec)
         stats = table.run(
@@ -241,15 +266,27 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
         table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])
         table.execute(f"CREATE TEMP TABLE {name} AS SELECT a.k, {gcode} AS g, a.p, a.n FROM "
                       f"{name}_all a{join} WHERE a.p > {spec.after} AND a.p <= {spec.through}")
-        table.digest = events_digest(table)
+        table.periods = _periods(table, spec, *_group_sql(spec, "LEFT"))
     finally:
         table.execute(f"DROP TABLE IF EXISTS {name}_all")
     return table
 
 
-def events_digest(table: EventTable) -> str:
-    """A digest of the aggregated events (order-free): what a re-sent append is compared
-    with. Kept in the private state only."""
-    res = table.run(f"SELECT count(*) AS c, coalesce(sum(n), 0) AS s, "
-                    f"coalesce(bit_xor(hash(k, g, p, n)), 0) AS h FROM {table.name}")
-    return f"{int(res['c'][0])}:{int(res['s'][0])}:{int(res['h'][0])}"
+def _periods(table: EventTable, spec: AppendSpec, gcode: str, join: str
+             ) -> dict[int, PeriodEvents]:
+    """:class:`PeriodEvents` of each period ``1..through`` the source holds (the id hashed as
+    its text: an integer id is the same item as its decimal text)."""
+    listed = f"{gcode} IS NOT NULL"
+    res = table.run(
+        f"SELECT a.p, count(*) FILTER (WHERE {listed}) AS c, coalesce(sum(a.n) FILTER (WHERE "
+        f"{listed}), 0) AS s, coalesce(bit_xor(hash(CAST(a.k AS VARCHAR), {gcode}, a.p, a.n)) "
+        f"FILTER (WHERE {listed}), 0) AS h, sum(a.n) AS e FROM {table.name}_all a{join} WHERE "
+        f"a.p >= 1 AND a.p <= {spec.through} GROUP BY a.p")
+    return {int(p): PeriodEvents(int(c), int(s), int(h), int(e)) for p, c, s, h, e in
+            zip(*(res[x].tolist() for x in ("p", "c", "s", "h", "e")), strict=True)}
+
+
+def events_inside(periods: dict[int, PeriodEvents], after: int, through: int) -> int:
+    """Events of listed groups in the periods ``after < p <= through`` (those an append
+    measures)."""
+    return sum(v.events for p, v in periods.items() if after < p <= through)
