@@ -11,7 +11,8 @@ band half-widths of every closed period at the stream's confidence (public funct
 plan, saved so that they are computed once: :func:`dpfreq.stream.publish.widths_through`),
 the periods closed so far and a private digest of each one's events (compared with a re-sent
 period: :mod:`dpfreq.stream.resend`), with ``capping_epsilon`` the two
-dropped-fraction counters' spec, exact increments, noisy rows and half-widths
+dropped-fraction counters' spec and record (as planned at creation, compared when opened, like
+the reach counter's), exact increments, noisy rows and half-widths
 (:mod:`dpfreq.stream.capping`; alike, under their own sub-key), and the name and digest of the
 per-item file of the current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on
 Spark the directory ``items-<gen>.parquet/`` of part files, digested as a whole:
@@ -73,6 +74,7 @@ class StreamState:
     n_bounded_out: int = 0
     n_pairs: int = 0
     cap_counter: dict[str, Any] = field(default_factory=dict)
+    cap_record: dict[str, Any] = field(default_factory=dict)
     cap_exact: IntArray = field(default_factory=lambda: np.zeros((1, 2, 0), dtype=np.int64))
     cap_noisy: IntArray = field(default_factory=lambda: np.zeros((2, 1, 0), dtype=np.int64))
     cap_widths: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
@@ -90,7 +92,7 @@ def save_state(path: Path, state: StreamState) -> None:
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
             "n_bounded_out": state.n_bounded_out, "n_pairs": state.n_pairs,
-            "cap_counter": state.cap_counter,
+            "cap_counter": state.cap_counter, "cap_record": state.cap_record,
             "digests": list(state.digests)}
     write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
                    arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
@@ -128,7 +130,7 @@ def load_state(path: Path) -> StreamState:
             widths=arrays["widths"].astype(np.float64),
             n_late_dropped=int(meta["n_late_dropped"]),
             n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]),
-            cap_counter=dict(meta["cap_counter"]),
+            cap_counter=dict(meta["cap_counter"]), cap_record=dict(meta["cap_record"]),
             cap_exact=arrays["cap_exact"].astype(np.int64),
             cap_noisy=arrays["cap_noisy"].astype(np.int64),
             cap_widths=arrays["cap_widths"].astype(np.float64))

@@ -105,15 +105,21 @@ def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
 
 def _checked_capping(path: Path, state: StreamState) -> Any:
     """The dropped-fraction counter of a saved stream (None when not measured), rebuilt from
-    its saved spec and refused if it does not fit the stream's parameters."""
+    its saved spec and refused, as :func:`_checked_plan` refuses the reach counter, if it is
+    not the one planned at creation (its record, saved then) or does not fit the stream's
+    parameters."""
     if state.params.capping_epsilon is None:
         return None
     try:
-        return rebuilt_counter(state.params, state.cap_counter)
+        counter = rebuilt_counter(state.params, state.cap_counter)
+        same = _public(counter.record()) == state.cap_record
     except ValueError:
-        raise DataError(f"{path} is not a valid reach stream for this dpfreq: its "
-                        "dropped-fraction counter was planned differently (created by another "
-                        "version); open it with the version that created it.") from None
+        same = False
+    if same:
+        return counter
+    raise DataError(f"{path} is not a valid reach stream for this dpfreq: its "
+                    "dropped-fraction counter was planned differently (created by another "
+                    "version); open it with the version that created it.")
 
 
 class ReachStream:
@@ -281,7 +287,9 @@ class ReachStream:
                                 plan=plan.record, counter=plan.counter.spec(),
                                 exact=np.zeros((g, k, 0), dtype=np.int64),
                                 noisy=np.zeros((k, g, 0), dtype=np.int64),
-                                cap_counter={} if capping is None else capping.spec())
+                                cap_counter={} if capping is None else capping.spec(),
+                                cap_record={} if capping is None else
+                                _public(capping.record()))
             save_state(directory, state)
         return cls(directory, state, plan, capping)
 
