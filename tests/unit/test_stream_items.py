@@ -10,7 +10,6 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpfreq.errors import DataError
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.rng import derive_key
 from dpfreq.stream import ReachStream
@@ -134,19 +133,3 @@ def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
         s.append({"u": [1, 1, 1], "t": [t, t, t]}, through=t)
     np.testing.assert_array_equal(s.state.exact[0, 0], [1, 0, 0, 0, 0])
     assert s.state.n_pairs == 1
-
-
-@pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_item_keys_keep_their_kind_across_appends(tmp_path, engine) -> None:
-    """Integer item keys, then text keys: refused in one line before anything is written (the
-    stream keeps its period and generation), whatever the store."""
-    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=4, k_values=[1],
-                           unit="item", epsilon=1.0, delta=0.0, method="simple", late="error",
-                           engine=engine, rng=3)
-    s.append({"u": np.array([1, 2]), "t": np.array([1, 1])}, through=1)
-    generation = s.state.generation
-    with pytest.raises(DataError, match="must be integer like the stream's earlier appends"):
-        s.append({"u": np.array(["a", "b"], dtype=object), "t": np.array([2, 2])}, through=2)
-    assert (s.last_period, s.state.generation) == (1, generation)
-    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.name.startswith("items-")) \
-        == [s.state.items_file]

@@ -313,11 +313,19 @@ class ReachStream:
             state = load_state(p)
         return cls(p, state, _checked_plan(p, state), _checked_capping(p, state))
 
+    def _kept(self) -> bool:
+        """Whether items are kept (before, an append's keys may be of either kind: an empty
+        first day fixes nothing)."""
+        return self._state.items_file is not None and self._state.n_pairs > 0
+
     def _spec(self, after: int, through: int) -> AppendSpec:
+        """What an append reads; integer ids as their decimal text once the kept keys are
+        text (:mod:`dpfreq.stream.items.reader`)."""
         par = self.params
         return AppendSpec(item=par.item, time=par.time, group=par.group, groups=par.groups,
                           start_us=par.start_us, period_us=par.period_us, after=after,
-                          through=through)
+                          through=through,
+                          text_keys=self._kept() and self._state.key_kind == "text")
 
     def _update_plan(self, after: int, through: int) -> UpdatePlan:
         par = self.params
@@ -387,13 +395,8 @@ class ReachStream:
         try:
             if t <= st.last:  # nothing new: a re-send, answered without a write
                 return build_releases(self, self._check_events(events, t).first, t)
-            kept = st.items_file is not None and st.n_pairs > 0  # no item kept yet: the next
-            # append's keys may be of either kind (an empty first day fixes nothing)
-            if kept and events.key_kind != st.key_kind:
-                raise DataError(f"item of ReachStream.append must be {st.key_kind} like the "
-                                f"stream's earlier appends; got {events.key_kind} keys.")
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
-            current = self.path / str(st.items_file) if kept else None
+            current = self.path / str(st.items_file) if self._kept() else None
             res = store.update(events, self._update_plan(st.last, t), current, out,
                                lambda: self._check_events(events, t))
             resend = self._check_events(events, t)  # as checked (the counts are read now)

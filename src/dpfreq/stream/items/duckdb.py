@@ -55,11 +55,13 @@ class DuckDBItems:
 
     @staticmethod
     def _state(current: Path | None, key_kind: str, cap: int) -> str:
+        """The previous generation with its keys as ``key_kind`` (integer keys read as text:
+        their decimal text)."""
+        key = "BIGINT" if key_kind == "integer" else "VARCHAR"
         if current is None:
-            key = "BIGINT" if key_kind == "integer" else "VARCHAR"
             return (f"(SELECT CAST(NULL AS {key}) AS k, CAST(0 AS BIGINT) AS g, "
                     f"CAST(0 AS {_count_type(cap)}) AS c WHERE false)")
-        return f"read_parquet({_lit(str(current))})"
+        return f"(SELECT CAST(k AS {key}) AS k, g, c FROM read_parquet({_lit(str(current))}))"
 
     @staticmethod
     def _bounded(events: EventTable, plan: UpdatePlan, st: str, sql: Callable[..., str]

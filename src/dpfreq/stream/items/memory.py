@@ -179,19 +179,30 @@ class MemoryItems:
     suffix = "npz"
     read = staticmethod(read_events)
 
-    def load(self, path: Path | None, key_kind: str | None, cap: int
+    def load(self, path: Path | None, key_kind: str | None, cap: int, n_groups: int = 1
              ) -> tuple[NDArray[Any], IntArray, NDArray[Any]]:
+        """``(keys, codes, counts)`` of a generation, its keys as ``key_kind`` (integer keys
+        read as text become their decimal text: the keys re-sorted, the codes renumbered)."""
         if path is None:
             empty = np.zeros(0, dtype=np.int64 if key_kind != "text" else object)
             return empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=count_dtype(cap))
         _, _, arrays = read_artifact(path, kind=_KIND, versions=(_VERSION,))
-        return _decode(arrays), arrays["codes"], arrays["counts"]
+        keys, codes, counts = _decode(arrays), arrays["codes"], arrays["counts"]
+        if key_kind == "text" and keys.dtype.kind in "iu":
+            text = np.array([str(k) for k in keys.tolist()], dtype=object)
+            order = np.argsort(text, kind="stable")
+            rank = np.empty(order.size, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            codes = rank[codes // n_groups] * n_groups + codes % n_groups
+            by_code = np.argsort(codes, kind="stable")
+            keys, codes, counts = text[order], codes[by_code], counts[by_code]
+        return keys, codes, counts
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
                out: Path, check: Callable[[], None]) -> UpdateResult:
         """Read the state, apply the append's events, write the next generation to ``out``."""
         check()  # the stream's refusals of late and future events, before any work
-        keys, codes, counts = self.load(current, events.key_kind, plan.cap)
+        keys, codes, counts = self.load(current, events.key_kind, plan.cap, plan.n_groups)
         ev = events.run(f"SELECT k, g, p, n FROM {events.name}")
         ev["k"] = np.asarray(ev["k"], dtype=np.int64 if events.key_kind == "integer"
                              else object)

@@ -66,7 +66,9 @@ class SparkItems:
             key = "BIGINT" if events.key_kind == "integer" else "STRING"
             return events.view(f"SELECT CAST(NULL AS {key}) AS k, CAST(0 AS BIGINT) AS g, "
                                f"CAST(0 AS {count_type(cap)}) AS c WHERE false", name)
-        return events.view(events.spark.read.parquet(str(current)), name)
+        key = "BIGINT" if events.key_kind == "integer" else "STRING"
+        return events.view(events.spark.read.parquet(str(current)).selectExpr(
+            f"CAST(k AS {key}) AS k", "g", "c"), name)
 
     @staticmethod
     def _ranking(events: SparkEvents, plan: UpdatePlan) -> tuple[str, str]:

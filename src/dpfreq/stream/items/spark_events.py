@@ -4,7 +4,8 @@ The Spark twin of :mod:`~dpfreq.stream.items.reader`, with the same rules and th
 errors. A source is what the Spark engine of :func:`dpfreq.engines.get_engine` reads (a Spark
 DataFrame, a Parquet/CSV path or directory, a SQL query, a catalog table, a pandas/Polars/Arrow
 table) or a mapping of columns (copied into Spark). The events become a view of
-``(k, g, p, n)`` — item key (BIGINT for integral columns, STRING otherwise), the group's code in
+``(k, g, p, n)`` — item key (as the DuckDB reader keys it: BIGINT or STRING, an item being its
+text), the group's code in
 the public list (0 without groups), the period, the number of events — for the periods
 ``after < p <= through`` the append closes; late events (``p <= after``), events after
 ``through`` and events of unlisted groups are only counted. Periods are the integer periods as
@@ -24,7 +25,13 @@ from typing import Any
 from dpfreq._validate import message
 from dpfreq.engines import column_error, get_engine
 from dpfreq.errors import DataError, public_caller, public_errors
-from dpfreq.stream.items.reader import AppendSpec, PeriodEvents, period_sql, source_columns
+from dpfreq.stream.items.reader import (
+    AppendSpec,
+    PeriodEvents,
+    key_kind,
+    period_sql,
+    source_columns,
+)
 
 __all__ = ["SparkEvents", "read_spark_events", "spark_guard"]
 
@@ -146,13 +153,9 @@ def _q(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def _key_sql(types: dict[str, str], column: str) -> tuple[str, str]:
-    ty = _type(types, column)
-    if ty in _INTEGER:
-        return f"CAST({_q(column)} AS BIGINT)", "integer"
-    if ty.startswith(("array", "struct", "map")):
-        raise DataError(message("item", "a column of plain values", ty.upper()))
-    return f"CAST({_q(column)} AS STRING)", "text"
+def _key_sql(df: Any, types: dict[str, str], spec: AppendSpec) -> tuple[str, str]:
+    kind = key_kind(_type(types, spec.item), spec.text_keys, lambda: not df.limit(1).collect())
+    return f"CAST({_q(spec.item)} AS {'BIGINT' if kind == 'integer' else 'STRING'})", kind
 
 
 def _micros_sql(ty: str, col: str) -> str:
@@ -187,7 +190,8 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
     for column in spec.columns:
         if column not in types:
             raise column_error(df, column)
-    key, kind = _key_sql(types, spec.item)
+    with spark_guard():
+        key, kind = _key_sql(df, types, spec)
     period = _period_sql(types, spec)
     gtext = "''"
     if spec.group:
