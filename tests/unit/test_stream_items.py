@@ -13,7 +13,7 @@ import pytest
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.rng import derive_key
 from dpfreq.stream import ReachStream
-from dpfreq.stream.items.update import pair_rank
+from dpfreq.stream.items.update import pair_rank, pair_ranks
 from dpfreq.stream.releases import STREAM_CHOICE, STREAM_REMEDY
 
 
@@ -133,3 +133,17 @@ def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
         s.append({"u": [1, 1, 1], "t": [t, t, t]}, through=t)
     np.testing.assert_array_equal(s.state.exact[0, 0], [1, 0, 0, 0, 0])
     assert s.state.n_pairs == 1
+
+
+def test_the_vectorised_keyed_rank_is_the_reference_rank() -> None:
+    """The memory store's ranks (DuckDB's md5 over every tight pair at once) are the digits of
+    :func:`pair_rank` read as unsigned integers, for integer and text ids (a negative one, a
+    non-ASCII one) and non-ASCII group names; ordered as the digits are."""
+    key_hex = derive_key(b"k" * 32, "stream", "group-bounding").hex()
+    for items in (np.array([0, -5, 2**62, 17]), np.array(["a", "é", "", "17"], dtype=object)):
+        groups = np.array(["x", "ü", "x", "campaña"])
+        want = [pair_rank(key_hex, str(i), g) for i, g in zip(items.tolist(), groups,
+                                                                strict=True)]
+        got = pair_ranks(key_hex, items, groups)
+        assert [f"{int(r):016x}" for r in got] == want
+        assert np.argsort(got).tolist() == np.argsort(np.array(want)).tolist()

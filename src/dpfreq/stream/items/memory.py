@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
-from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_rank
+from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_ranks
 
 __all__ = ["MemoryItems", "numpy_update"]
 
@@ -56,10 +56,12 @@ def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntAr
     tight = np.flatnonzero(n_new > room)
     if not tight.size:
         return out
-    ranks = np.array([pair_rank(plan.bound_key_hex, str(keys[i]), names[g]) for i, g in
-                      zip(item[tight].tolist(), group[tight].tolist(), strict=True)], dtype="U16")
-    gname = np.asarray(names, dtype=str)[group[tight]]
-    order = np.lexsort((gname, ranks, first[tight], item[tight]))
+    text = np.asarray(names, dtype=str)
+    by_name = np.empty(text.size, dtype=np.int64)
+    by_name[np.argsort(text, kind="stable")] = np.arange(text.size)  # ties: by group name
+    g = group[tight]
+    ranks = pair_ranks(plan.bound_key_hex, keys[item[tight]], text[g])
+    order = np.lexsort((by_name[g], ranks, first[tight], item[tight]))
     ps = item[tight][order]
     sub = np.empty(tight.size, dtype=np.int64)
     sub[order] = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
