@@ -110,6 +110,40 @@ def test_empty_histogram_is_a_valid_release(tmp_path, capsys):
         assert err["description"].startswith("N = 0"), name
 
 
+def test_property_bounds_are_cut_to_the_range_in_text_and_json(tmp_path, capsys):
+    """N = 1 with the empty histogram released (seed 82, total's interval [0, 61]): the
+    entropy's ± is ln 60 (its range: the support is at most --domain-size 60 < 61), not 250.8,
+    in the table and in --json -."""
+    import math
+
+    data = write_prevalences(tmp_path / "one.csv", {1: 1})
+    args = ["anonymize", "--unit", "event", str(data), "--prevalence-csv", "--epsilon", "1",
+            "--seed", "82", "--domain-size", "60"]
+    main(args)
+    out = capsys.readouterr().out
+    assert "# N = 1 " in out
+    assert "the true total is in [0, 61]" in out
+    lines = {line.split("  ")[0]: line for line in out.splitlines() if "±" in line}
+    assert "± 4.094 (vacuous)" in lines["entropy (nats, plug-in)"]
+    assert "± 2 (vacuous)" in lines["unseen species in t*N more rows"]
+    assert "± 1 (vacuous)" in lines["l1 distance to uniform on k"]
+    assert "cut to the property's range" in out
+    main([*args, "--json", "-"])
+    text = capsys.readouterr().out
+    assert "NaN" not in text  # strict JSON: the power sum's missing value is the string "nan"
+    assert "Infinity" not in text
+    doc = json.loads(text)
+    assert doc["properties"]["power-sum-2"]["value"] == "nan"
+    err = doc["properties"]["entropy"]["error"]
+    assert err["value"] == pytest.approx(math.log(60))
+    assert err["vacuous"]
+    assert doc["properties"]["entropy"]["value_range"] == [0.0, pytest.approx(math.log(60))]
+    for _name, prop in doc["properties"].items():
+        if prop["error"]["kind"] == "bound":
+            lo, hi = prop["value_range"]
+            assert prop["error"]["value"] <= max(prop["value"] - lo, float(hi) - prop["value"])
+
+
 def test_header_says_exact_for_an_empty_release_and_simulated_otherwise(tmp_path, capsys):
     # seed 0 on the empty histogram releases N = 0 (checked through the library); a larger
     # histogram is simulated. Each statement says which it is.
@@ -266,6 +300,17 @@ def test_plan_anonymize(capsys):
     with pytest.raises(SystemExit) as info:
         main(["plan", "anonymize", "--n-range", "1e4", "--epsilon", "1"])
     assert info.value.code == 2
+    main(["plan", "anonymize", "--n-range", "0,100", "--epsilon", "1"])
+    out = capsys.readouterr().out
+    assert "totals 0..100" in out
+    assert "sorted-l1 bound: 60 .. " in out
+    for bad in ("-1,100", "5,2"):
+        with pytest.raises(SystemExit) as info:
+            main(["plan", "anonymize", "--n-range", bad, "--epsilon", "1"])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpfreq: error: --n-range of dpfreq plan anonymize must be")
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_count_like_column_without_count_warns(tmp_path):

@@ -188,6 +188,18 @@ def test_profile_and_anonymize_group_output(files: tuple[Path, Path], tmp_path: 
         doc = json.loads(out)
         release = doc if command == "profile" else doc["release"]
         assert list(release["groups"]) == GROUPS
+        if command == "anonymize":  # every group's property bounds lie within the range
+            for group, props in doc["properties"].items():
+                for name, prop in props.items():
+                    if prop["error"]["kind"] == "bound" and prop["value"] != "nan":
+                        lo, hi = (float(x) for x in prop["value_range"])
+                        assert lo <= prop["value"] <= hi, (group, name)
+                        assert float(prop["error"]["value"]) <= max(
+                            prop["value"] - lo, hi - prop["value"]), (group, name)
+            # c0's plug-in (4.64) lies above ln 83, its range: clamped into it
+            entropy = doc["properties"]["c0"]["entropy"]
+            assert entropy["clamped"]
+            assert entropy["value"] == entropy["value_range"][1]
         return
     assert "# grouped by 'campaign': 4 public groups" in out
     assert "direct: direct:" not in out

@@ -426,3 +426,108 @@ def test_a_release_with_total_zero_carries_an_error_statement():
     for name in ("power-sum-2", "renyi-entropy-2"):  # no value (N below the order): no bound
         assert math.isnan(out[name].value)
         assert out[name].error.kind == "sd"
+
+
+def test_statements_at_a_small_total_lie_within_the_property_range():
+    """N = 1 and the empty histogram released (seed 82; total's interval [0, 61], sorted-ℓ1
+    bound 5): each published interval is the property's own statement cut to the range its
+    target lies in. Exact check over every true histogram the two statements allow (sorted-ℓ1
+    distance <= 5 to the empty histogram: every total <= 5): each target lies in the interval
+    table() publishes, and no ± exceeds the range (the entropy's was ± 250.8 with ln 61 ≈ 4.1)."""
+    from dpfreq.anonymized import release_anonymized_histogram
+    from histogram_cases import histograms_up_to
+
+    rel = release_anonymized_histogram({1: 1}, epsilon=1.0, unit="event", rng=82)
+    assert (rel.n_estimate, rel.n_items, rel.total_interval) == (1, 0, (0, 61))
+    l1 = float(rel.error.value)
+    assert l1 == 5.0
+    out = estimate_properties(rel, domain_size=60, extrapolation_ratio=2.0)
+    out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
+                                                           normalized=True)
+    assert out["entropy"].error.value == pytest.approx(math.log(61))
+    assert out["entropy"].error.vacuous
+    assert out["entropy"].error.confidence == pytest.approx(0.9)
+    assert out["miller-madow-entropy"].error.value == pytest.approx(math.log(61) + 60 / 122)
+    for name, est in out.items():
+        if est.error.kind != "bound":
+            assert math.isnan(est.value), name  # power sum and Rényi: no value below order 2
+            continue
+        lo, hi = est.value_range
+        assert lo <= est.value <= hi, name
+        assert est.error.value <= max(est.value - lo, hi - est.value), name
+        assert "range" in est.error.description, name
+    targets = {
+        "entropy": lambda h: estimate_entropy(h).value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
+        "support-size": lambda h: estimate_support_size(h).value,
+        # the estimators at the release's sample size N = 1 on the true histogram
+        "unseen-species": lambda h: estimate_unseen_species(
+            release(h, 1), extrapolation_ratio=2.0).value,
+        "support-coverage": lambda h: estimate_support_coverage(
+            release(h, 1), extrapolation_ratio=2.0).value,
+        "normalized-coverage": lambda h: estimate_support_coverage(
+            release(h, 1), extrapolation_ratio=2.0, normalized=True).value,
+        "distance-to-uniformity": lambda h: estimate_distance_to_uniformity(
+            release(h, 1), domain_size=60).value,
+    }
+    checked = 0
+    for h in histograms_up_to(int(l1)):
+        for name, target in targets.items():
+            row = out[name].table()
+            assert row["lower"][0] - 1e-12 <= target(h) <= row["upper"][0] + 1e-12, (name, h)
+            checked += 1
+    assert checked == 19 * len(targets)  # the 1+1+2+3+5+7 histograms of total 0..5
+
+
+def test_the_checked_domain_size_bounds_entropy_and_support():
+    """A release made with domain_size = 3 (checked against the data before spending) caps
+    the entropy at ln 3 and the support at 3 (seed 3: N = 52, H = {1: 2, 2: 1}, sorted-ℓ1 bound
+    8). Exact check: for every histogram of support <= 3 within the ℓ1 bound of H, each
+    property's target lies in its published interval. Rényi: no statement without a value,
+    never -0, the whole range for an infinite bound."""
+    from dpfreq.anonymized import release_anonymized_histogram
+    from histogram_cases import histograms_up_to
+
+    rel = release_anonymized_histogram({2: 1, 1: 1}, epsilon=1.0, unit="event", rng=3,
+                                       domain_size=3)
+    assert (rel.n_estimate, rel.to_mapping(), float(rel.error.value)) == (52, {1: 2, 2: 1}, 8.0)
+    out = estimate_properties(rel)
+    assert out["entropy"].value_range == (0.0, pytest.approx(math.log(3)))
+    assert out["support-size"].value_range == (0.0, 3.0)
+    for name in ("entropy", "miller-madow-entropy", "support-size"):
+        lo, hi = out[name].value_range
+        assert out[name].error.value <= max(out[name].value - lo, hi - out[name].value), name
+    out["normalized-coverage"] = estimate_support_coverage(rel, extrapolation_ratio=2.0,
+                                                           normalized=True)
+    targets = {  # at the true total for the entropy, else at the release's N = 52
+        "entropy": lambda h: estimate_entropy(h).value,
+        "miller-madow-entropy": lambda h: estimate_entropy(h, miller_madow=True).value,
+        "support-size": lambda h: estimate_support_size(h).value,
+        "unseen-species": lambda h: estimate_unseen_species(
+            release(h, 52), extrapolation_ratio=2.0).value,
+        "support-coverage": lambda h: estimate_support_coverage(
+            release(h, 52), extrapolation_ratio=2.0).value,
+        "normalized-coverage": lambda h: estimate_support_coverage(
+            release(h, 52), extrapolation_ratio=2.0, normalized=True).value,
+        "power-sum-2": lambda h: estimate_power_sum(release(h, 52), order=2).value,
+    }
+    checked = 0
+    for h in histograms_up_to(4 + 8):
+        if sum(h.values()) > 3 or sorted_l1_distance(h, rel.to_mapping()) > 8:
+            continue
+        for name, target in targets.items():
+            row = out[name].table()
+            assert row["lower"][0] - 1e-12 <= target(h) <= row["upper"][0] + 1e-12, (name, h)
+            checked += 1
+    assert checked > 40 * len(targets)
+    empty = release_anonymized_histogram({}, epsilon=1.0, unit="event", rng=0, domain_size=3)
+    assert estimate_entropy(empty).error.value == pytest.approx(math.log(3))  # N = 0: min(B, d)
+    assert estimate_support_size(empty).error.value == 3.0
+    renyi = estimate_renyi_entropy(release({1: 5}, 9), order=2)  # P̂ = 0: no value
+    assert math.isnan(renyi.value)
+    assert renyi.error.kind == "sd"
+    one = estimate_renyi_entropy(release({2: 1}, 2, l1=0.0), order=2)  # P̂ = 1: ln 1 = 0
+    assert math.copysign(1.0, one.value) == 1.0
+    wide = estimate_renyi_entropy(release({1: 5, 2: 1}, 7, l1=10.0), order=2)
+    assert wide.error.value == math.inf  # P̂ <= D: the interval is the whole range [0, inf)
+    assert (wide.table()["lower"][0], wide.table()["upper"][0]) == (0.0, math.inf)

@@ -9,7 +9,9 @@
   items, a common model of password, word and degree frequencies — with the same simulation as
   the release's error statement. Above ``10^5`` the reference is simulated at ``n = 10^5`` and
   scaled by ``sqrt(n / 10^5)``, the rate of Suresh (2019, Theorem 1). It is a prediction for
-  histograms of that shape, not a guarantee for every histogram.
+  histograms of that shape, not a guarantee for every histogram;
+* a range may start at ``n = 0`` (a dataset that may be empty): there the bound is the exact
+  statement of a release with ``N = 0``, the top of the total's interval.
 """
 
 from __future__ import annotations
@@ -68,9 +70,11 @@ class AnonymizedPlan(PlanSummary):
         Exact: the release's interval for the true total is ``N ± total_halfwidth``.
     predicted_l1 : tuple of float
         Predicted sorted-ℓ1 bound at the ends of ``n_range`` (reference shape; see the module).
+        At ``n = 0`` it is exact: what a release with ``N = 0`` states (``total_halfwidth``).
     vacuous : bool
         True when the predicted bound at the top of the range is no better than the trivial
-        ``2n``; ``description`` then names the ε that would make it useful.
+        ``2n`` (never at ``n_range == (0, 0)``, as a release with ``N = 0`` is not flagged);
+        ``description`` then names the ε that would make it useful.
     description : str
         One paragraph a person can read.
     unit, relation : str
@@ -146,7 +150,12 @@ def reference_histogram(n: int) -> tuple[I64, I64]:
 
 def _predicted_l1(n: int, epsilon: float, plan: auto.Plan, confidence: float) -> float:
     """The simulated bound on the reference shape; ``inf`` when a release at this ε would be
-    refused for its working memory (then nothing useful can be predicted either)."""
+    refused for its working memory (then nothing useful can be predicted either). At ``n = 0``
+    the statement of a release with ``N = 0`` (exact): the top of the total's interval
+    ``[0, q]``, ``q`` its half-width."""
+    if n == 0:
+        return float(discrete_laplace_tail_bound(1.0 - confidence,
+                                                 epsilon_fractions(plan.split)[0]))
     sim_n = min(n, _SIM_TOTAL)
     if working_bytes(n, epsilon, plan) > MAX_WORKING_BYTES:
         return math.inf
@@ -178,7 +187,7 @@ def epsilon_for_l1(target: float, n: int, method: str = "auto",
     property estimates of one release share the search.
     """
     rounded = float(f"{float(target):.2g}")
-    return _epsilon_for_cached(rounded, max(int(n), 1), method, float(confidence))
+    return _epsilon_for_cached(rounded, max(int(n), 0), method, float(confidence))
 
 
 @functools.lru_cache(maxsize=256)
@@ -204,11 +213,11 @@ def _grid_l1(n: int, epsilon: float, method: str, confidence: float) -> float:
 
 
 def _check_range(n_range: Any) -> tuple[int, int]:
-    rule = "a pair (lo, hi) of integers with 1 <= lo <= hi <= 2**52"
+    rule = "a pair (lo, hi) of integers with 0 <= lo <= hi <= 2**52"
     if isinstance(n_range, str | bytes) or not isinstance(n_range, tuple | list) or len(
             n_range) != 2:
         raise ParameterError(message("n_range", rule, n_range))
-    lo = check_int(n_range[0], "n_range", minimum=1, maximum=2**52)
+    lo = check_int(n_range[0], "n_range", minimum=0, maximum=2**52)
     hi = check_int(n_range[1], "n_range", minimum=lo, maximum=2**52)
     return lo, hi
 
@@ -257,7 +266,9 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     Parameters
     ----------
     n_range : (int, int)
-        The smallest and largest total (number of occurrences) the data may have: public.
+        The smallest and largest total (number of occurrences) the data may have: public,
+        ``0 <= lo <= hi``. At ``n = 0`` the prediction is the statement of a release with
+        ``N = 0`` (exact: the top of the total's interval).
     epsilon : float, optional
         The ε to plan for. Give this or ``target_l1``.
     target_l1 : float, optional
@@ -320,11 +331,16 @@ def plan_anonymized(*, n_range: tuple[int, int], epsilon: float | None = None,
     half = discrete_laplace_tail_bound(1.0 - confidence, epsilon_fractions(plan.split)[0])
     predicted = (_predicted_l1(lo, epsilon, plan, confidence),
                  _predicted_l1(hi, epsilon, plan, confidence))
-    vacuous = predicted[1] >= 2 * hi
+    vacuous = hi > 0 and predicted[1] >= 2 * hi  # at n = 0 as the release at N = 0: not
+    share = f" ({predicted[1] / hi:.2%} of n)" if hi > 0 else ""
     text = (f"At epsilon={epsilon:g} ({plan.method}), the release's interval for the total is "
             f"N ± {half} (exact, confidence {confidence:g}); its sorted-ℓ1 bound is predicted at "
-            f"about {predicted[0]:.4g} for n = {lo} and {predicted[1]:.4g} for n = {hi} "
-            f"({predicted[1] / hi:.2%} of n), for a Zipf(1)-shaped histogram.")
+            f"about {predicted[0]:.4g} for n = {lo} and {predicted[1]:.4g} for n = {hi}"
+            f"{share}, for a Zipf(1)-shaped histogram.")
+    if lo == 0:
+        text += (f" At n = 0 (an empty dataset) a release that draws N = 0 states exactly "
+                 f"{half}: the true total, which is the sorted-ℓ1 distance to the empty "
+                 f"histogram it releases, is at most {half} with probability >= {confidence:g}.")
     if vacuous:
         useful = epsilon_for_l1(hi / 2, hi, method, confidence)
         text += (" This is no better than the trivial bound 2n: the release would carry little "

@@ -20,7 +20,9 @@ with ``ℓ1`` the sorted-ℓ1 distance (:func:`~dpfreq.anonymized.distance.sorte
 This is the paper's Lipschitz constant with the range of ``r`` made explicit.
 :func:`lipschitz_constant` computes ``L`` exactly (closed forms below; a finite scan where
 the coefficients vanish).
-Each result carries it, and its error statement is ``L ×`` the release's ℓ1 error statement.
+Each result carries it; its error statement is ``L ×`` the release's ℓ1 error statement (the
+entropy's adds the cost of ``N`` for the true total), cut to the property's range
+(:mod:`dpfreq.anonymized.property_range`).
 
 | property | ``f(r, n)`` | ``L`` (counts ≤ R, ``R ≤ n`` typical) |
 | --- | --- | --- |
@@ -77,6 +79,7 @@ from dpfreq.anonymized.property_eval import (
     private_error,
     read_histogram,
 )
+from dpfreq.anonymized.property_range import coverage_range, entropy_range, support_range
 from dpfreq.errors import DataError, public_errors
 from dpfreq.release import ErrorStatement
 
@@ -121,6 +124,8 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     the anonymized histogram under the ±1-count neighbouring relation) and costs no budget.
     **Lipschitz constant** w.r.t. sorted ℓ1: ``ln(n)/n`` (``(ln n + 1/2)/n`` for Miller–Madow)
     whenever the counts are at most ``≈ n²/e`` (exactly ``max(f(1), |f(R) − f(R−1)|)``).
+    **Range**: from a release, cut to ``[0, ln min(B, d)]`` (Miller–Madow ``+ (B − 1)/(2B)``):
+    ``B`` the top of the total's interval, ``d`` the release's ``domain_size`` if given.
 
     Examples
     --------
@@ -131,19 +136,22 @@ def estimate_entropy(histogram: Any, *, miller_madow: bool = False) -> PropertyE
     name = "miller-madow-entropy" if miller_madow else "entropy"
     big_r = max_count_of(inp)
     n = inp.sample_size
-    if n == 0:  # entropy <= ln(total) and Miller–Madow's term (S − 1)/(2n) < 1/2
-        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, total_bound=lambda b: math.log(
-            max(b, 1)) + (max(b - 1, 0) / (2 * max(b, 1)) if miller_madow else 0.0))
+    span = entropy_range(inp.release, miller_madow)
+    interval = getattr(inp.release, "total_interval", None)
+    if n == 0:
+        return build_estimate(inp, name, 0.0, 0.0, big_r, {}, value_range=span.value_range,
+                              total_bound=span.total_bound, range_why=span.why)
     value = linear_plugin(inp, lambda r: entropy_coef(r, float(n)))
     if miller_madow and inp.counts.size:
         value += (float(inp.prevalences.sum()) - 1.0) / (2.0 * n)
     lip = entropy_lipschitz(float(n), big_r, miller_madow)
     width = math.log(max(n, 2))
     error = None
-    interval = getattr(inp.release, "total_interval", None)
     if inp.release is not None and interval is not None:
-        error = with_total(private_error(inp, lip, width), n, interval, miller_madow)
-    return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error)
+        error = with_total(private_error(inp, lip, width, total_included=True), n, interval,
+                           miller_madow)
+    return build_estimate(inp, name, value, lip, big_r, {}, width=width, error=error,
+                          value_range=span.value_range, range_why=span.why)
 
 
 @public_errors("estimate_support_size")
@@ -171,6 +179,7 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
     **Privacy**: post-processing of the release. Note that the observed support size has
     Lipschitz constant 1, which Corollary 1 of the paper does not cover: its error is of the order
     of the release's whole ℓ1 error.
+    From a release made with ``domain_size`` ``d`` (checked against the data), cut to ``[0, d]``.
 
     Examples
     --------
@@ -186,10 +195,11 @@ def estimate_support_size(histogram: Any, *, domain_size: int | None = None,
         params["domain_size"] = int(scale)
     big_r = max_count_of(inp)
     observed = float(inp.prevalences.sum())
-    if method == "observed":
+    if method == "observed":  # at most the total many items, and at most d
+        span = support_range(inp.release, scale)
         return build_estimate(inp, "support-size", observed / scale, 1.0 / scale, big_r, params,
-                       width=max(inp.sample_size, 1) / scale,
-                       total_bound=lambda b: b / scale)  # at most the total many items
+                              width=max(inp.sample_size, 1) / scale, value_range=span.value_range,
+                              total_bound=span.total_bound, range_why=span.why)
     phi = dict(zip(inp.counts.tolist(), inp.prevalences.tolist(), strict=True))
     f1, f2 = float(phi.get(1, 0)), float(phi.get(2, 0))
     extra = f1 * f1 / (2.0 * f2) if f2 > 0 else f1 * (f1 - 1.0) / 2.0
@@ -218,14 +228,16 @@ def _sgt(histogram: Any, name: str, extrapolation_ratio: float,
                               value_range=(0.0, 1.0 if normalized else math.inf),
                               total_bound=top)
     scale = n * (1.0 + t) if normalized else 1.0
-    # unseen: between 0 and the t·n new samples; coverage: the observed support plus that
-    value_range = (0.0, t * n) if name == "unseen-species" else (
-        observed / scale, (observed + t * n) / scale)
     extra = 1.0 if name == "support-coverage" else 0.0
     value = linear_plugin(inp, lambda r: (extra + sgt_unseen_coef(r, float(n), t)) / scale)
     lip = lipschitz_for(name, n, big_r, extrapolation_ratio=t, normalized=normalized)
-    return build_estimate(inp, name, value, lip, big_r, params, value_range=value_range,
-                   width=t * n / scale)
+    if name == "unseen-species":  # between 0 and the t·n new samples
+        return build_estimate(inp, name, value, lip, big_r, params, value_range=(0.0, t * n),
+                              width=t * n / scale)
+    cover = coverage_range(inp.release, observed, t * n, scale)
+    return build_estimate(inp, name, value, lip, big_r, params, width=t * n / scale,
+                          value_range=cover.value_range, clamp_range=cover.clamp_range,
+                          range_why=cover.why)
 
 
 @public_errors("estimate_unseen_species")
@@ -403,7 +415,8 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     Returns
     -------
     PropertyEstimate
-        ``value`` is ``nan`` when ``P̂_a <= 0`` or ``n < a``.
+        ``value`` is ``nan`` when ``P̂_a <= 0`` or ``n < a`` (and then, from a release, there
+        is no error statement).
 
     Notes
     -----
@@ -420,12 +433,15 @@ def estimate_renyi_entropy(histogram: Any, *, order: int) -> PropertyEstimate:
     power = estimate_power_sum(histogram, order=order)
     a = int(power.parameters["order"])
     p = float(power.value)
-    value = math.log(p) / (1 - a) if p > 0 else math.nan
+    value = math.log(p) / (1 - a) + 0.0 if p > 0 else math.nan  # + 0.0: never -0.0
     inp = read_histogram(histogram)
     error = None
     if inp.release is not None and power.error.kind != "bound":
         error = no_statement(f"no error statement: the power sum has none. "
                              f"{power.error.description}")
+    elif inp.release is not None and math.isnan(value):
+        error = no_statement("the power sum's estimate is 0, so the Rényi entropy has no "
+                             "finite value and no error statement")
     elif inp.release is not None:
         d = float(power.error.value)
         bound = math.log(p / (p - d)) / (a - 1) if p > d else math.inf

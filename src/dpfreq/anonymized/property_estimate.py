@@ -41,10 +41,14 @@ class PropertyEstimate(Release):
         The estimator's value before clamping to ``value_range``.
     clamped : bool
         True when the raw value lay outside the quantity's range and was moved into it (then
-        ``value`` is the nearest end of ``value_range``; the error bound applies to the raw
-        value, and clamping only moves it toward any true value inside the range).
+        ``value`` is the nearest end of that range; clamping only moves it toward any target
+        inside the range, so the error statement holds for ``value``).
     value_range : tuple of float
-        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species).
+        The range the quantity can take (e.g. ``(0, t·N)`` for unseen species). From a
+        release, the range its target lies in whenever the error statement holds (``[0, ln B]``
+        for the entropy, ``B`` the top of the total's interval): the published interval is
+        ``value ± error.value`` cut to it (``table()``'s ``lower``/``upper``), and a statement
+        covering all of it says so (``error.vacuous``).
     parameters : Mapping
         The estimator's parameters (``domain_size``, ``extrapolation_ratio``, ``order``...).
 
@@ -76,12 +80,14 @@ class PropertyEstimate(Release):
         return float(self.value)
 
     def table(self) -> dict[str, Any]:
-        """One row: the property, its value, and ``lower``/``upper`` from a finite bound
-        (clipped to the property's range; NaN when there is no error statement)."""
+        """One row: the property, its value, and ``lower``/``upper``, the published interval
+        ``value ± bound`` cut to ``value_range`` (all of it for an infinite bound; NaN when
+        there is no error statement or no value)."""
         half = float(np.max(self.error.value)) if self.error.kind == "bound" else math.nan
         lo, hi = self.value_range
-        lower = max(self.value - half, lo) if math.isfinite(half) else math.nan
-        upper = min(self.value + half, hi) if math.isfinite(half) else math.nan
+        known = not (math.isnan(half) or math.isnan(self.value))
+        lower = max(self.value - half, lo) if known else math.nan
+        upper = min(self.value + half, hi) if known else math.nan
         return {"property": np.array([self.property_name]), "value": np.array([self.value]),
                 "lower": np.array([lower]), "upper": np.array([upper]),
                 "clamped": np.array([self.clamped])}
@@ -134,11 +140,21 @@ def entropy_total_term(n_estimate: int, interval: tuple[int, int], miller_madow:
     With ``S = Σ φ_r r ln r ∈ [0, n ln n]``, ``Ĥ_N(h) − Ĥ_n(h) = (n/N) ln N − ln n −
     S (1/N − 1/n)`` is linear in ``S``, so its extremes are ``(n/N) ln N − ln n`` (``S = 0``)
     and ``(n/N) ln(N/n)`` (``S = n ln n``); Miller–Madow adds at most ``|n − N| / (2N)``.
-    Evaluated on the interval's ends and a dense grid between them.
+
+    The maximum over the interval is exact (a grid could miss it): on each side of ``N`` every
+    piece ``±a(n) + |n − N|/(2N)`` (the linear part only for Miller–Madow) is convex or
+    concave, so its maximum lies at an end of the side or at the concave piece's stationary
+    point — ``N/ln N`` and ``N/e`` (``N/(ln N ± 1/2)`` and ``N e^{−3/2}`` with the linear
+    part) — evaluated at the integers either side (the totals are integers): the exact maximum.
     """
     big_n = float(max(n_estimate, 1))
     lo, hi = max(interval[0], 1), max(interval[1], 1)
-    n = np.unique(np.concatenate([np.linspace(lo, hi, 513), [lo, hi]]))
+    log_n = math.log(big_n)
+    stationary = [big_n / math.e, big_n * math.exp(-1.5)]
+    stationary += [big_n / x for x in (log_n, log_n + 0.5, log_n - 0.5) if x > 0]
+    ends = [float(f(x)) for x in stationary for f in (math.floor, math.ceil)]
+    n = np.array([float(lo), float(hi), big_n, *ends], dtype=np.float64)
+    n = n[(n >= lo) & (n <= hi)]
     term = np.maximum(np.abs(n / big_n * math.log(big_n) - np.log(n)),
                       np.abs(n / big_n * np.log(big_n / n)))
     if miller_madow:

@@ -1,6 +1,7 @@
 """The evaluation shared by the symmetric-property estimators of
 :mod:`dpfreq.anonymized.properties`: reading a release or an exact histogram, the linear
-plug-in ``Σ f(r, n) φ_r``, the error statement ``L ×`` the release's sorted-ℓ1 bound, and the
+plug-in ``Σ f(r, n) φ_r``, the error statement ``L ×`` the release's sorted-ℓ1 bound cut to the
+range the property lies in, and the
 :class:`~dpfreq.anonymized.property_estimate.PropertyEstimate` built from them."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dpfreq._validate import check_int, message
 from dpfreq.anonymized.histogram_input import as_prevalences
 from dpfreq.anonymized.plan import epsilon_for_l1
 from dpfreq.anonymized.property_estimate import PropertyEstimate, clamp, no_statement
+from dpfreq.anonymized.property_range import RANGE_WHY, within_range
 from dpfreq.errors import ParameterError
 from dpfreq.release import ErrorStatement, Release
 
@@ -60,8 +62,10 @@ def read_histogram(histogram: Any) -> PropertyInput:
     return PropertyInput(counts, prev, n, None)
 
 
-def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorStatement:
-    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence."""
+def private_error(inp: PropertyInput, lipschitz: float, width: float, *,
+                  total_included: bool = False) -> ErrorStatement:
+    """``L ×`` the release's sorted-ℓ1 bound, with the release's confidence (``total_included``:
+    the caller adds the uncertainty of ``N``, so the description does not say it is left out)."""
     err = getattr(inp.release, "error", None)
     bound = math.nan if err is None or err.kind != "bound" else float(np.max(err.value))
     if err is None or not (math.isfinite(bound) and math.isfinite(lipschitz)):
@@ -82,8 +86,9 @@ def private_error(inp: PropertyInput, lipschitz: float, width: float) -> ErrorSt
         f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
         f"L × B = {value:.6g} with probability about {err.confidence:g}, where B = {bound:.6g} "
         f"is the release's sorted-ℓ1 bound and L = {lipschitz:.6g} the estimator's sorted-ℓ1 "
-        f"Lipschitz constant (counts <= max(N, largest count)). The uncertainty of N itself is "
-        f"not included.{tail}"))
+        f"Lipschitz constant (counts <= max(N, largest count))."
+        + ("" if total_included else " The uncertainty of N itself is not included.")
+        + tail))
 
 
 def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, float],
@@ -113,12 +118,17 @@ def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, floa
 def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, big_r: int,
             parameters: dict[str, Any], *, value_range: tuple[float, float] = (0.0, math.inf),
             width: float = math.inf, error: ErrorStatement | None = None,
-            total_bound: Callable[[int], float] | None = None) -> PropertyEstimate:
-    """Build the estimate: ``value`` is ``raw`` clamped to ``value_range``, ``clamped`` says
-    whether that moved it; ``width`` is the trivial error (for the vacuous flag).
-    ``total_bound`` gives the statement at ``N = 0`` (:func:`empty_error`)."""
+            total_bound: Callable[[int], float] | None = None,
+            clamp_range: tuple[float, float] | None = None,
+            range_why: str = RANGE_WHY) -> PropertyEstimate:
+    """Build the estimate: ``value`` is ``raw`` clamped to ``clamp_range`` (default
+    ``value_range``), ``clamped`` says whether that moved it; ``width`` is the trivial error
+    (for the vacuous flag). ``total_bound`` gives the statement at ``N = 0``
+    (:func:`empty_error`). From a release, ``value_range`` is the range the property's target
+    lies in whenever its statement holds, and the statement is cut to it (:func:`within_range`,
+    ``range_why`` saying where the range comes from)."""
     rel = inp.release
-    value = clamp(float(raw), value_range)
+    value = clamp(float(raw), clamp_range or value_range)
     common: dict[str, Any] = {"property_name": name, "sample_size": inp.sample_size,
               "lipschitz_constant": float(lipschitz), "max_count": big_r,
               "parameters": parameters, "raw_value": float(raw), "clamped": value != raw
@@ -136,6 +146,7 @@ def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, 
         error = empty_error(inp, value, value_range, total_bound)
     if error is None:
         error = private_error(inp, lipschitz, width)
+    error = within_range(error, value, value_range, range_why)
     common["unit"] = str(getattr(rel, "unit", "event"))
     common["delta"] = float(getattr(rel, "delta", 0.0))
     return PropertyEstimate(

@@ -162,8 +162,9 @@ def _property_lines(props: dict[str, Any]) -> list[str]:
 
 
 #: what the ± of a property line is
-_PLUS_MINUS = ("L x the release's sorted-l1 bound, or at N = 0 the property's range over the "
-               "totals in the total's interval")
+_PLUS_MINUS = ("L x the release's sorted-l1 bound (for the entropy plus the cost of N for the "
+               "true total), or at N = 0 the property's range over the totals in the total's "
+               "interval; cut to the property's range (vacuous when that is all of it)")
 
 
 def _header(rel: Any, epsilon: float) -> list[str]:
@@ -193,7 +194,15 @@ def _header(rel: Any, epsilon: float) -> list[str]:
 def _write_json(rel: Any, props: dict[str, Any], json_out: str | None,
                 plot_out: str | None) -> None:
     doc = {"release": rel.to_dict(), "properties": {k: v.to_dict() for k, v in props.items()}}
-    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=_json_text(doc))
+
+
+def _json_text(doc: dict[str, Any]) -> str:
+    """Strict JSON of a release and its properties: non-finite numbers are the strings
+    ``"nan"``/``"inf"`` (:func:`~dpfreq.release.to_jsonable`), never the non-standard ``NaN``."""
+    from dpfreq.release import to_jsonable
+
+    return json.dumps(to_jsonable(doc), indent=2, allow_nan=False)
 
 
 @click.command(name="anonymize")
@@ -324,7 +333,7 @@ def _emit_grouped(rel: Any, domain_size: int | None, extrapolation_ratio: float,
                  for g in rel}
     doc = {"release": rel.to_dict(), "properties": {
         g: {k: v.to_dict() for k, v in p.items()} for g, p in per_group.items()}}
-    shared.emit_release(rel, json_out, plot_out, text=json.dumps(doc, indent=2))
+    shared.emit_release(rel, json_out, plot_out, text=_json_text(doc))
     err = json_out == "-"
     relation = f" ({rel[rel.groups[0]].relation})" if rel.groups else ""
     echo_grouped_head(rel, f"# dpfreq anonymize: unit of privacy: {rel.unit}{relation}, "
@@ -367,7 +376,8 @@ def _echo_group_summaries(rel: Any, err: bool) -> None:
 @click.command(name="anonymize")
 @click.option("--n-range", "n_range", required=True, metavar="LO,HI",
               help="Smallest and largest total (number of rows or summed counts) the data may "
-                   "have, e.g. 1e4,1e6 (public: never read from the data).")
+                   "have, e.g. 1e4,1e6 or 0,1000 for a dataset that may be empty (public: "
+                   "never read from the data).")
 @click.option("--epsilon", type=float, default=None, help="Privacy parameter epsilon to plan for.")
 @target_option("--target-l1", metavar="L1",
                       help="Instead of --epsilon: the sorted-l1 bound wanted at the top of "
@@ -401,6 +411,14 @@ def plan_command(n_range: str, epsilon: float | None, target_l1: float | None, m
         click.echo(line)
 
 
+def _how_predicted(n_range: tuple[int, int]) -> str:
+    """Where the planned sorted-l1 bounds come from: exact at n = 0, else the reference shape."""
+    how = ["at n = 0 exact, as a release with N = 0 states it"] if n_range[0] == 0 else []
+    if n_range[1] > 0:
+        how.append("predicted for a Zipf(1)-shaped histogram")
+    return "; ".join(how)
+
+
 def _plan_lines(plan: Any) -> list[str]:
     """The lines printed for an :class:`~dpfreq.anonymized.AnonymizedPlan`."""
     return [
@@ -409,7 +427,7 @@ def _plan_lines(plan: Any) -> list[str]:
         f"({plan.relation})",
         f"total:          N ± {plan.total_halfwidth} (exact, confidence {plan.confidence:g})",
         f"sorted-l1 bound: {plan.predicted_l1[0]:.4g} .. {plan.predicted_l1[1]:.4g} "
-        "(predicted for a Zipf(1)-shaped histogram)" + (" — VACUOUS" if plan.vacuous else ""),
+        f"({_how_predicted(plan.n_range)})" + (" — VACUOUS" if plan.vacuous else ""),
         plan.description]
 
 
