@@ -49,7 +49,8 @@ def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntAr
                room: IntArray, plan: UpdatePlan) -> IntArray:
     """Each new pair's position among its item's new pairs by (first period, keyed rank, group
     name) (:mod:`.update`); ``-1`` where the item has no more new pairs than ``room`` (the
-    room to keep: every one is kept, no rank is computed)."""
+    room to keep: every one is kept, no rank is computed). The ranks of the tight pairs come
+    in one vectorised pass (:func:`~.update.pair_ranks`: the DuckDB store's SQL)."""
     names = plan.group_names or ()
     n_new = np.bincount(item, minlength=keys.size)[item] if item.size else item
     out = np.full(item.size, -1, dtype=np.int64)
@@ -60,7 +61,7 @@ def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntAr
     by_name = np.empty(text.size, dtype=np.int64)
     by_name[np.argsort(text, kind="stable")] = np.arange(text.size)  # ties: by group name
     g = group[tight]
-    ranks = pair_ranks(plan.bound_key_hex, keys[item[tight]], text[g])
+    ranks = pair_ranks(plan.bound_key_hex, keys[item[tight]], g, tuple(names))
     order = np.lexsort((by_name[g], ranks, first[tight], item[tight]))
     ps = item[tight][order]
     sub = np.empty(tight.size, dtype=np.int64)

@@ -38,7 +38,6 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
 __all__ = ["SEP", "UpdatePlan", "UpdateResult", "count_dtype", "pair_rank", "pair_ranks"]
@@ -106,18 +105,18 @@ def pair_rank(key_hex: str, item: str, group: str) -> str:
     return hashlib.md5(f"{key_hex}{SEP}{item}{SEP}{group}".encode()).hexdigest()[:16]
 
 
-def pair_ranks(key_hex: str, items: NDArray[Any], groups: NDArray[Any]) -> NDArray[np.uint64]:
+def pair_ranks(key_hex: str, items: NDArray[Any], groups: NDArray[np.int64],
+               names: tuple[str, ...]) -> NDArray[np.uint64]:
     """:func:`pair_rank` of many pairs at once (item ``items[j]`` — an integer, read as its
-    decimal text, or text — in group ``groups[j]``) as unsigned 64-bit integers (the 16 hex
-    digits' value: ordered as the digits are), computed by DuckDB's ``md5`` in one vectorised
-    pass over the SQL the DuckDB store ranks with, so the order is its order."""
-    table = pa.table({"i": pa.array(items), "g": pa.array(groups, type=pa.string())})
+    decimal text, or text — in group ``names[groups[j]]``) as unsigned 64-bit integers (the 16
+    hex digits' value: ordered as the digits are), computed by DuckDB's ``md5`` in one
+    vectorised pass over the SQL the DuckDB store ranks with, so the order is its order."""
     con = duckdb.connect()
     try:
-        con.register("pairs", table)
-        res = con.execute("SELECT CAST('0x' || substr(md5(? || chr(31) || CAST(i AS VARCHAR) "
-                          "|| chr(31) || g), 1, 16) AS UBIGINT) AS r FROM pairs",
-                          [key_hex]).fetchnumpy()
+        con.register("pairs", {"i": items, "g": np.asarray(groups, dtype=np.int64) + 1})
+        res = con.execute("SELECT CAST('0x' || substr(md5($key || chr(31) || CAST(i AS VARCHAR) "
+                          "|| chr(31) || list_extract($names, g)), 1, 16) AS UBIGINT) AS r FROM "
+                          "pairs", {"key": key_hex, "names": list(names)}).fetchnumpy()
     finally:
         con.close()
     return np.asarray(res["r"], dtype=np.uint64)
