@@ -10,7 +10,8 @@ before any data is read, any budget spent or any noise drawn. A command:
 
 - takes integers as ``type=INTEGER`` / ``COUNT`` (>= 0) / ``POSITIVE`` (>= 1) or
   ``IntegerType(minimum, maximum)``: ``2000000``, ``2_000_000`` and ``2e6`` all work, ``1.5e0``
-  and values past int64 are refused;
+  and values past int64 are refused (:mod:`dpfreq.cli.numbers`); rates and times in seconds as
+  ``type=NON_NEGATIVE`` (a finite number >= 0);
 - takes FILE arguments as ``type=INPUT_FILE``: a missing file is refused at once and ``-``
   reads stdin (spooled to a temporary file any engine can read);
 - declares every output path with :func:`output_options` (``--json``/``--plot``) or
@@ -24,17 +25,22 @@ before any data is read, any budget spent or any noise drawn. A command:
 from __future__ import annotations
 
 import functools
-import math
-import re
 import shutil
 import sys
 import tempfile
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, ClassVar
 
 import click
 
+from dpfreq.cli.numbers import (
+    COUNT,
+    INTEGER,
+    NON_NEGATIVE,
+    POSITIVE,
+    IntegerType,
+    NonNegativeType,
+)
 from dpfreq.cli.output import (
     STDOUT,
     check_output_path,
@@ -90,9 +96,6 @@ __all__ = [
 SEED_WARNING = "--seed makes the noise reproducible; this result is NOT for production."
 DEFAULT_SPARK_MASTER = "local[*]"
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
-_INT64_MAX = 2**63 - 1
-#: ASCII digits, single underscores between digits, an optional fraction and exponent.
-_DECIMAL = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 class RoutedCommand(click.Command):
@@ -111,85 +114,6 @@ class RoutedCommand(click.Command):
         return super().make_context(info_name, args, parent=parent, **extra)
 
 
-class IntegerType(click.ParamType):
-    """An exact integer written ``2000000``, ``2_000_000``, ``2e6`` or ``2.5e6``, in a range.
-
-    Scientific notation is read exactly (as a decimal, never through a float), so ``1e6`` is
-    1000000 and ``1.5e0`` is refused as not an integer. The default range stops at 2^63 − 1 so
-    that no value can wrap in int64 arithmetic downstream.
-
-    Parameters
-    ----------
-    minimum, maximum : int, optional
-        Inclusive bounds (default: no lower bound, 2^63 − 1).
-    """
-
-    name = "integer"
-
-    def __init__(self, minimum: int | None = None, maximum: int | None = _INT64_MAX) -> None:
-        self.minimum = minimum
-        self.maximum = maximum
-
-    def _rule(self) -> str:
-        if self.maximum == _INT64_MAX:  # the int64 guard: said only when it is what failed
-            return (f"must be an integer{f' >= {self.minimum}' if self.minimum is not None else ''}"
-                    " below 2^63 (e.g. 2000000, 2_000_000 or 2e6)")
-        if self.minimum is not None and self.maximum is not None:
-            bounds = f" in [{self.minimum}, {self.maximum}]"
-        elif self.minimum is not None:
-            bounds = f" >= {self.minimum}"
-        elif self.maximum is not None:
-            bounds = f" <= {self.maximum}"
-        else:
-            bounds = ""
-        return f"must be an integer{bounds} (e.g. 2000000, 2_000_000 or 2e6)"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, bool):
-            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
-        if isinstance(value, int):
-            number = Decimal(value)
-        else:
-            text = str(value).strip()
-            if not _DECIMAL.fullmatch(text):
-                self.fail(f"{self._rule()}; got {value!r}", param, ctx)
-            try:
-                number = Decimal(text.replace("_", ""))
-            except (InvalidOperation, ValueError):
-                self.fail(f"{self._rule()}; got {value!r}", param, ctx)
-        if not number.is_finite() or number != number.to_integral_value():
-            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
-        if (self.minimum is not None and number < self.minimum) or (
-                self.maximum is not None and number > self.maximum):
-            self.fail(f"{self._rule()}; got {value!r}", param, ctx)
-        return int(number)
-
-    def __repr__(self) -> str:
-        return f"IntegerType({self.minimum!r}, {self.maximum!r})"
-
-
-INTEGER = IntegerType()
-COUNT = IntegerType(minimum=0)
-POSITIVE = IntegerType(minimum=1)
-
-
-class NonNegativeType(click.ParamType):
-    """A finite number >= 0 (a rate, a time in seconds): a negative, NaN or infinite value is
-    refused while options are parsed, in the shape of :class:`IntegerType`'s refusals."""
-
-    name = "float"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
-            self.fail(f"must be a finite number >= 0; got {value!r}", param, ctx)
-        return number
-
-
-NON_NEGATIVE = NonNegativeType()
 
 
 def spool_stdin(ctx: click.Context | None, *, option: str = "FILE",
