@@ -53,6 +53,9 @@ def test_profile_names_options_and_the_command(log, capsys):
       "--unit", "item"], "--epsilon of dpfreq plan profile must be"),
     (["anonymize", "LOG", "--item", "user", "--epsilon", "1", "--unit", "item"],
      "--unit of dpfreq anonymize must be"),
+    (["profile", "LOG", "--item", "user", "--domain-size", "10", "--max-count", "3",
+      "--epsilon", "1", "--unit", "item", "--engine", "spark", "--spark-master", "bogus://x"],
+     "--spark-master of dpfreq profile must be a Spark master URL"),
     (["plan", "profile", "--domain-size", "1000", "--max-count", "10", "--epsilon", "1",
       "--unit", "event", "--method", "fft", "--target-half-width", "5"],
      "--target-half-width of dpfreq plan profile must be left out with --method fft (the "

@@ -100,8 +100,9 @@ def invoked_command(group: click.Group, argv: Sequence[str]) -> tuple[click.Comm
     return command, " ".join(path)
 
 
-#: Python parameters whose option has another name: ``k_values=`` is ``--k``.
-_PYTHON_NAMES = {"k_values": "k"}
+#: Python parameters whose option has another name: ``k_values=`` is ``--k``, the Spark
+#: engine's ``master=`` is ``--spark-master``.
+_PYTHON_NAMES = {"k_values": "k", "master": "spark_master"}
 
 
 def _spellings(command: click.Command) -> dict[str, click.Parameter]:
