@@ -268,8 +268,8 @@ def test_a_period_of_timestamps_is_recorded_in_microseconds_and_shown_in_utc(
         build_sketch(days, user="user", party="t", params=_params(key), key=key, time="ts",
                      period=(start, 28), accountant=acct, rng=1)
     assert acct.spent.epsilon == 0
-    with pytest.raises(ParameterError, match=r"has period None \(every time\), the first "
-                                             r"has \[2026-03-01T00:00:00Z, "):
+    with pytest.raises(ParameterError, match=r"has period every time \(no period given\), "
+                                             r"the first has period \[2026-03-01T00:00:00Z, "):
         merge_sketches([made, build_sketch(log, user="user", party="u", params=_params(key),
                                            key=key, rng=2)])
 
