@@ -230,6 +230,9 @@ def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
         pd.DataFrame({"user": rng.integers(0, 50, 80),
                       "ts": ts.astype(f"datetime64[{unit}]")}).to_parquet(path)
         days.append((day, path))
+    empty = tmp_path / "events-2026-03-03.csv"  # a day without events: the header only
+    empty.write_text("user,ts\n")
+    days.append(("2026-03-03", empty))
     shown = {}
     for engine in ("memory", "spark"):
         state = tmp_path / engine
@@ -241,7 +244,7 @@ def test_cli_stream_on_spark_equals_memory(spark, tmp_path, capsys) -> None:
         assert code == 0
     assert shown["spark"] == shown["memory"]
     code, _, err = run_cli(["stream", "append", tmp_path / "spark", days[0][1], "--through",
-                            "2026-03-03"], capsys)  # period 1 again: late, refused
+                            "2026-03-04"], capsys)  # period 1 again: late, refused
     assert code != 0
     assert len(err.strip().splitlines()) == 1
     assert "closed period" in err

@@ -170,8 +170,12 @@ def _micros_sql(ty: str, col: str) -> str:
             f"CAST(date_part('SECOND', {col}) * 1000000 AS BIGINT))")
 
 
-def _period_sql(types: dict[str, str], spec: AppendSpec) -> str:
+def _period_sql(df: Any, types: dict[str, str], spec: AppendSpec) -> str:
+    """As the DuckDB reader's: a text column without rows (a header-only CSV file: an empty
+    period) has no period."""
     ty = _type(types, spec.time)
+    if ty == "string" and not df.limit(1).collect():
+        return "CAST(NULL AS BIGINT)"
     return period_sql(ty, _q(spec.time), spec, integer=ty in _INTEGER,
                       time=ty in ("timestamp", "timestamp_ntz", "date"), micros=_micros_sql,
                       div="div")
@@ -192,7 +196,7 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
             raise column_error(df, column)
     with spark_guard():
         key, kind = _key_sql(df, types, spec)
-    period = _period_sql(types, spec)
+    period = _period_sql(df, types, spec)
     gtext = "''"
     if spec.group:
         _type(types, spec.group)
