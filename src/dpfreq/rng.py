@@ -105,11 +105,11 @@ _FAST_INT = 1 << 64
 
 def _encode_part(part: str | int | bytes) -> bytes:
     """One labelled, length-prefixed field of the canonical encoding used by :func:`derive_key`."""
-    kind = type(part)
-    if kind is int and -_FAST_INT < part < _FAST_INT:  # the common cases first, same bytes
+    # the common cases first (plain ints, ASCII strs), with the same bytes as below
+    if isinstance(part, int) and type(part) is int and -_FAST_INT < part < _FAST_INT:
         body = str(part).encode("ascii")
         return b"i" + len(body).to_bytes(8, "big") + body
-    if kind is str and part.isascii():
+    if isinstance(part, str) and type(part) is str and part.isascii():
         body = part.encode("ascii")
         return b"s" + len(body).to_bytes(8, "big") + body
     if isinstance(part, bool):

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -189,7 +189,8 @@ class TreeCounter(_LayeredCounter):
                  layouts: dict[str, float] | None = None) -> TreeCounter | None:
         """The tree whose branching factor ``B`` and top level (a root block over all periods,
         or none) predict the least error for ``T`` (each layout once)."""
-        choice, rmse = _tree_choice(cls, family, k, horizon, unit, eps, delta, rho, noise_kind)
+        choice, rmse = _tree_choice(cast(Any, cls), family, k, horizon, unit, eps, delta, rho,
+                                    noise_kind)
         if layouts is not None:
             layouts.update(rmse)
         if choice is None:
@@ -413,13 +414,13 @@ class FactorizationCounter(Structure):
 
 
 @lru_cache(maxsize=1024)
-def _tree_choice(cls: type[TreeCounter], family: str, k: int, horizon: int, unit: str,
+def _tree_choice(cls: Any, family: str, k: int, horizon: int, unit: str,
                  eps: Fraction, delta: float, rho: float | None, noise_kind: str
                  ) -> tuple[tuple[int, bool] | None, tuple[tuple[str, float], ...]]:
     """``((B, top) of the least predicted error or None, (layout, predicted RMSE) of every
     usable layout tried)`` for :meth:`TreeCounter.best_for`: a function of public parameters
     only, cached, since every release and plan asks it again (up to 14 trees calibrated and
-    predicted per call)."""
+    predicted per call). ``cls`` is :class:`TreeCounter` or a subclass."""
     best: TreeCounter | None = None
     choice: tuple[int, bool] | None = None
     seen: set[tuple[int, ...]] = set()
