@@ -28,6 +28,13 @@ Prints tables:
    Spark (``engine="spark"``, a local[2] session): the append against Spark's own exact update
    of the same state (the same query in Spark SQL, Parquet directories), same run.
    ``--engines duckdb`` skips Spark; ``--only-speed`` prints table 4 only.
+5. The dropped fraction's cost: an append of 10^6 events (10^5 with --quick) over 100
+   campaigns to a grouped stream of 10^6 known users (10^5) at ``unit="item"``, ``m = 2``,
+   with ``capping_epsilon=0.1`` (the store also remembers up to 4m pairs per user and counts
+   what the cap dropped) against the same stream without it, same events, same run, per engine
+   of ``--engines`` (``memory`` may be added); ``--only-capping`` prints table 5 only. (The
+   fraction's interval coverage over seeded streams is a test:
+   ``tests/statistical/test_stream_dropped_coverage.py``.)
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -46,6 +54,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from dpfreq.errors import DPFreqWarning
 from dpfreq.stream import ReachStream, plan_reach_stream
 from dpfreq.stream.auto import plan_stream
 from dpfreq.stream.measure import measure_periods
@@ -302,6 +311,49 @@ def _speed_row(root: Path, engine: str, spark: Any, g: int, repeats: int) -> Non
           f"{min(t_exact):.2f} | {min(t_stream) / min(t_exact):.2f} | {size:.1f} |", flush=True)
 
 
+def capping(users: int, events: int, engines: tuple[str, ...], repeats: int = 3) -> None:
+    groups, m = 100, 2
+    print(f"\n## 5. the dropped fraction: append of {events:,} events over {groups} campaigns "
+          f"to a stream of {users:,} known users (unit=item, m={m}; best of {repeats}, each on "
+          "a fresh copy) with capping_epsilon=0.1 against without, same events, same run")
+    print("| engine | append without (s) | append with capping_epsilon (s) | ratio | pairs "
+          "without | pairs with (capped-out ones remembered) |")
+    print("|---|---|---|---|---|---|")
+    if "spark" in engines:
+        _spark_session()  # the active session the Spark streams use
+    root = Path(tempfile.mkdtemp(prefix="bench-capping-"))
+    try:
+        _events(root / "d1.parquet", users, users, 1, 1, groups, every=True)
+        _events(root / "d2.parquet", events, users, 2, 2, groups)
+        for engine in engines:
+            row = []
+            for cap_eps in (None, 0.1):
+                s = ReachStream.create(root / f"{engine}-{cap_eps}", item="user", time="day",
+                                       horizon=30, k_values=[1, 3], unit="item",
+                                       epsilon=1.0, delta=0.0, method="auto", late="error",
+                                       group="campaign", groups=[f"c{i}" for i in range(groups)],
+                                       max_groups_per_item=m, capping_epsilon=cap_eps,
+                                       engine=engine, rng=1)
+                s.append(str(root / "d1.parquet"), through=1)
+                times = []
+                for r in range(repeats):
+                    copy = root / f"copy-{engine}-{cap_eps}-{r}"
+                    shutil.copytree(s.path, copy)
+                    c = ReachStream.open(copy)
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():  # the cap drops much here: by design
+                        warnings.simplefilter("ignore", DPFreqWarning)
+                        c.append(str(root / "d2.parquet"), through=2)
+                    times.append(time.perf_counter() - t0)
+                    shutil.rmtree(copy)
+                row.append((min(times), c.state.n_pairs))
+            (t0_, p0), (t1, p1) = row
+            print(f"| {engine} | {t0_:.2f} | {t1:.2f} | {t1 / t0_:.2f} | {p0:,} | {p1:,} |",
+                  flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _spark_session() -> Any:
     """A local[2] session for the Spark rows (the machine's 2 cores; 4 GB of driver heap)."""
     from pyspark.sql import SparkSession
@@ -319,20 +371,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--engines", nargs="+", default=["duckdb", "spark"],
-                    choices=["duckdb", "spark"], help="engines of the speed table")
+                    choices=["memory", "duckdb", "spark"],
+                    help="engines of the speed and capping tables (memory: capping only)")
     ap.add_argument("--only-speed", action="store_true", help="the speed table only")
+    ap.add_argument("--only-capping", action="store_true", help="the capping table only")
     args = ap.parse_args()
     streams = 300 if args.quick else 2000
-    if not args.only_speed:
+    if not (args.only_speed or args.only_capping):
         accuracy(streams)
         tree_shapes()
         zcdp_variances()
         unbounded(streams)
     engines = tuple(args.engines)
-    if args.quick:
-        speed(10**6, 10**5, 1000, engines)
-    else:
-        speed(10**7, 10**6, 1000, engines)
+    if not args.only_capping:
+        speed(*((10**6, 10**5) if args.quick else (10**7, 10**6)), 1000,
+              tuple(e for e in engines if e != "memory"))
+    if not args.only_speed:
+        capping(*((10**5, 10**5) if args.quick else (10**6, 10**6)), engines)
 
 
 if __name__ == "__main__":

@@ -309,14 +309,17 @@ def _template(tmp_path_factory):
 
 
 def _write_stream(tmp: Path) -> None:
-    """A reach stream (``STATE`` of ``dpfreq stream append|show``) over events.csv's periods,
-    appended through period 6 (later appends of events.csv: late events, dropped)."""
+    """A reach stream (``STATE`` of ``dpfreq stream append|show``) of events.csv's periods 1..5
+    (a later append of events.csv re-sends them as appended and closes 6..through)."""
     from dpfreq.stream import ReachStream
 
     s = ReachStream.create(tmp / "stream", item="item", time="time", horizon=8, k_values=[1],
                            unit="item", epsilon=1.0, delta=0.0, method="auto", late="drop",
                            rng=0)
-    s.append(str(tmp / "events.csv"), through=6)
+    lines = (tmp / "events.csv").read_text().splitlines()
+    first = [r for r in lines[1:] if int(r.split(",")[1]) <= 5]
+    (tmp / "events-1-5.csv").write_text("\n".join([lines[0], *first]) + "\n")
+    s.append(str(tmp / "events-1-5.csv"), through=5)
 
 
 @pytest.fixture

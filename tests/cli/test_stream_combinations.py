@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -419,16 +420,44 @@ def test_show_waits_for_an_append_to_finish(tmp_path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_an_empty_first_day_fixes_no_kind_of_item_id(tmp_path, engine) -> None:
-    """Integer ids of an empty first day (a typed Parquet file without rows) do not fix the
-    kind: the next day's text ids append, and then fix it."""
+def test_an_item_is_its_text_whatever_kind_of_id_column_each_day_brings(tmp_path,
+                                                                        engine) -> None:
+    """An empty typed first day, then integer ids, text ids (some the digits of earlier
+    integers), integers again, a uint64 Parquet column beyond int64 and a DECIMAL(20,0) one:
+    every day appends, and the stream measures what a stream fed the same ids as text
+    measures. A DECIMAL with a fraction or a float column is one line naming the type (the
+    rule of every engine's id columns), never a value."""
+    big = 2**64 - 1
+    pq.write_table(pa.table({"u": pa.array([big, 5], type=pa.uint64()), "t": [5, 5]}),
+                   tmp_path / "d5.parquet")
+    pq.write_table(pa.table({"u": pa.array([5, 11], type=pa.decimal128(20, 0)), "t": [6, 6]}),
+                   tmp_path / "d6.parquet")
+    days = [np.zeros(0, dtype=np.int64), np.array([1, 2, 3]), np.array(["3", "x", "3"]),
+            np.array([2, 7])]
     s = _create(tmp_path / "s", engine=engine, epsilon=1000.0)
-    s.append({"u": np.zeros(0, dtype=np.int64), "t": np.zeros(0, dtype=np.int64)}, through=1)
-    [rel] = s.append({"u": np.array(["x", "y", "x"]), "t": [2, 2, 2]}, through=2)
-    np.testing.assert_array_equal(s.state.exact[0, :, 1], [2, 0])
-    with pytest.raises(DataError, match="must be text like"):
-        s.append({"u": [1], "t": [3]}, through=3)
-    assert rel.period == 2
+    ref = _create(tmp_path / "ref", engine=engine, epsilon=1000.0)
+    for t, ids in enumerate(days, start=1):
+        s.append({"u": ids, "t": np.full(ids.size, t)}, through=t)
+        ref.append({"u": ids.astype(str).astype(object), "t": np.full(ids.size, t)}, through=t)
+    for t, ids in ((5, [str(big), "5"]), (6, ["5", "11"])):
+        s.append(tmp_path / f"d{t}.parquet", through=t)
+        ref.append({"u": np.array(ids, dtype=object), "t": np.full(2, t)}, through=t)
+    assert s.state.key_kind == "text"
+    np.testing.assert_array_equal(s.state.exact, ref.state.exact)
+    np.testing.assert_array_equal(s.state.noisy, ref.state.noisy)
+    assert s.state.n_pairs == ref.state.n_pairs == 8  # 1 2 3 x 7 big 5 11
+    np.testing.assert_array_equal(s.state.exact[0, :, 2], [1, 1])  # "x" new, "3" twice
+    for column, name in ((pa.array([Decimal("1.50")], type=pa.decimal128(10, 2)),
+                          "DECIMAL(10,2)"),
+                         (pa.array([1.0]), "DOUBLE")):
+        pq.write_table(pa.table({"u": column, "t": [7]}), tmp_path / "bad.parquet")
+        with pytest.raises(DataError) as err:
+            s.append(tmp_path / "bad.parquet", through=7)
+        assert str(err.value) == (
+            "item of ReachStream.append must be a column of integers or text (an integer, "
+            "DECIMAL(p,0) included, is the item of its decimal text; a fraction, a float or a "
+            f"time is no id); got '{name}'.")
+    assert s.last_period == 6
 
 
 def test_release_of_a_long_lived_object_sees_later_appends(tmp_path) -> None:
@@ -506,27 +535,6 @@ def test_a_directory_of_other_tables_is_one_line(tmp_path, capsys) -> None:
     assert ReachStream.open(state).last_period == 1
 
 
-@pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_integer_ids_beyond_int64_are_one_line_about_the_range(tmp_path, engine) -> None:
-    """A uint64 id column (a hash) holding 2^64 - 1 was 'cannot be read (a directory or glob
-    must hold files of one table ...)': now one line saying what the stream's integer keys
-    hold, without the value."""
-    pq.write_table(pa.table({"u": pa.array([2**64 - 1, 5], type=pa.uint64()), "t": [1, 1]}),
-                   tmp_path / "d1.parquet")
-    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=3, k_values=[1],
-                           unit="item", epsilon=1.0, delta=0.0, method="auto", late="drop",
-                           engine=engine, rng=1)
-    for source in (tmp_path / "d1.parquet",
-                   {"u": np.array([2**64 - 1, 5], dtype=np.uint64), "t": np.ones(2, int)}):
-        with pytest.raises(DataError) as err:
-            s.append(source, through=1)
-        text = str(err.value)
-        assert "\n" not in text
-        assert "integers within the signed 64-bit range" in text
-        assert str(2**64 - 1) not in text
-    assert s.last_period == 0
-
-
 def test_a_grouped_plot_draws_every_group_or_says_which_it_left_out(tmp_path, capsys,
                                                                     monkeypatch) -> None:
     """Without ``group`` a grouped stream's plot is small multiples of every group (at most
@@ -594,3 +602,33 @@ def test_an_answer_smaller_than_its_noise_is_marked_and_a_vacuous_stream_says_so
     code, out, err = run_cli(["stream", "show", tmp_path / "grouped"], capsys)
     assert "# smaller than their noise (2 of 3 groups" in out
     assert out.count("smaller than") == 1
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_cron_rerun_over_appended_days_appends_only_the_new_one(tmp_path, capsys,
+                                                                  engine) -> None:
+    """``stream append`` of a file of days 2..3 when 1..2 were appended: day 2's stored
+    answers, day 3 appended; the same file with day 2 changed is one line naming period 2,
+    and the stream is unchanged."""
+    state = _init(tmp_path, capsys, engine, False)
+    rows = [(1, "2026-03-01T10:00:00", "spring"), (2, "2026-03-02T10:00:00", "spring"),
+            (3, "2026-03-02T11:00:00", "spring"), (1, "2026-03-03T09:00:00", "spring")]
+    first = _csv(tmp_path, "d1-2.csv", rows[:3])
+    code, out, err = run_cli(["stream", "append", state, first, "--through", "2026-03-02",
+                              "--json", "-"], capsys)
+    assert code == 0, err
+    stored = json.loads(out)["value"]["1"]
+    changed = _csv(tmp_path, "bad.csv", [(9, "2026-03-02T10:00:00", "spring"), *rows[2:]])
+    code, out, err = run_cli(["stream", "append", state, changed, "--through", "2026-03-03"],
+                             capsys)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "appended for period 2 when re-sent" in err
+    assert ReachStream.open(state).last_period == 2
+    code, out, err = run_cli(["stream", "append", state, _csv(tmp_path, "d2-3.csv", rows[1:]),
+                              "--through", "2026-03-03", "--json", "-"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["period"] == 3
+    assert doc["value"]["1"][:2] == stored
+    assert ReachStream.open(state).state.exact[0, 0].tolist() == [1, 2, 0]

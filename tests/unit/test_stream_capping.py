@@ -232,7 +232,7 @@ def test_refusals_are_one_line_and_charge_nothing(tmp_path, over, says) -> None:
 def test_a_manifest_of_format_version_2_is_refused_in_one_line(tmp_path) -> None:
     s = _create(tmp_path / "s")
     manifest = s.path / "stream.dpfreq"
-    _, meta, arrays = read_artifact(manifest, kind="reach-stream", versions=(3,))
+    _, meta, arrays = read_artifact(manifest, kind="reach-stream", versions=(4,))
     write_artifact(manifest, kind="reach-stream", version=2, meta=meta, arrays=arrays)
     with pytest.raises(DataError) as err:
         ReachStream.open(s.path)
@@ -259,3 +259,21 @@ def test_a_large_dropped_fraction_warns_with_the_streams_remedy(tmp_path) -> Non
     with pytest.warns(DPFreqWarning, match="a new stream with a larger max_groups_per_item"):
         [rel] = s.append(every, through=1)
     assert rel.dropped_fraction.lower > 0.1
+
+
+def test_a_saved_dropped_fraction_counter_planned_differently_is_refused(tmp_path) -> None:
+    """As the reach counter's: the dropped-fraction counter rebuilt from its saved spec must be
+    the one whose record was saved at creation (here a tree where a simple counter measured
+    the rows), else the stream is refused on open in one line."""
+    from dpfreq.stream.state import load_state, save_state
+
+    s = _create(tmp_path / "s", method="simple")
+    s.append(_log(1), through=5)
+    state = load_state(s.path)
+    assert state.cap_counter["layout"] == "simple"
+    other = {"layout": "tree", "horizon": 6, "branching": 2, "top": False, "noise": "laplace"}
+    save_state(s.path, state.advanced(cap_counter=other))
+    with pytest.raises(DataError, match="dropped-fraction counter was planned differently"
+                       ) as err:
+        ReachStream.open(s.path)
+    assert "\n" not in str(err.value)

@@ -10,11 +10,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpfreq.errors import DataError
 from dpfreq.grouped.capping import capping_statement
 from dpfreq.rng import derive_key
 from dpfreq.stream import ReachStream
-from dpfreq.stream.items.update import pair_rank
+from dpfreq.stream.items.update import pair_rank, pair_ranks
 from dpfreq.stream.releases import STREAM_CHOICE, STREAM_REMEDY
 
 
@@ -136,17 +135,15 @@ def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
     assert s.state.n_pairs == 1
 
 
-@pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_item_keys_keep_their_kind_across_appends(tmp_path, engine) -> None:
-    """Integer item keys, then text keys: refused in one line before anything is written (the
-    stream keeps its period and generation), whatever the store."""
-    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=4, k_values=[1],
-                           unit="item", epsilon=1.0, delta=0.0, method="simple", late="error",
-                           engine=engine, rng=3)
-    s.append({"u": np.array([1, 2]), "t": np.array([1, 1])}, through=1)
-    generation = s.state.generation
-    with pytest.raises(DataError, match="must be integer like the stream's earlier appends"):
-        s.append({"u": np.array(["a", "b"], dtype=object), "t": np.array([2, 2])}, through=2)
-    assert (s.last_period, s.state.generation) == (1, generation)
-    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.name.startswith("items-")) \
-        == [s.state.items_file]
+def test_the_vectorised_keyed_rank_is_the_reference_rank() -> None:
+    """The memory store's ranks (DuckDB's md5 over every tight pair at once) are the digits of
+    :func:`pair_rank` read as unsigned integers, for integer and text ids (a negative one, a
+    non-ASCII one) and non-ASCII group names; ordered as the digits are."""
+    key_hex = derive_key(b"k" * 32, "stream", "group-bounding").hex()
+    for items in (np.array([0, -5, 2**62, 17]), np.array(["a", "é", "", "17"], dtype=object)):
+        names, groups = ("x", "ü", "campaña"), np.array([0, 1, 0, 2])
+        want = [pair_rank(key_hex, str(i), names[g]) for i, g in zip(items.tolist(), groups,
+                                                                       strict=True)]
+        got = pair_ranks(key_hex, items, groups, names)
+        assert [f"{int(r):016x}" for r in got] == want
+        assert np.argsort(got).tolist() == np.argsort(np.array(want)).tolist()

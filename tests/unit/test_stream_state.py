@@ -217,3 +217,50 @@ def test_a_stream_whose_saved_counter_is_another_is_refused(tmp_path, epoch0) ->
     save_state(tmp_path / "s", state.advanced(counter=spec))
     with pytest.raises(DataError, match="planned differently"):
         ReachStream.open(tmp_path / "s")
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_partial_resend_returns_the_stored_periods_and_appends_the_new(tmp_path,
+                                                                        engine) -> None:
+    """Yesterday's cron re-runs with a file covering days 3..6 when 1..4 were appended in one
+    batch: the stored answers of 3 and 4 (no new noise), 5 and 6 appended, one state write;
+    the rows are those of appending day by day. A changed closed period is refused naming it
+    (late='error') or its events dropped and counted (late='drop'), never merged."""
+    log = {"u": np.concatenate([_day(t)["u"] for t in range(1, 7)]),
+           "t": np.concatenate([_day(t)["t"] for t in range(1, 7)])}
+
+    def days(lo: int, hi: int) -> dict[str, np.ndarray]:
+        keep = (log["t"] >= lo) & (log["t"] <= hi)
+        return {c: v[keep] for c, v in log.items()}
+
+    ref = _create(tmp_path / "ref", engine=engine)
+    for t in range(1, 7):
+        ref.append(days(t, t), through=t)
+    s = _create(tmp_path / "s", engine=engine)
+    first = s.append(days(1, 4), through=4)
+    gen = s.state.generation
+    rels = s.append(days(3, 6), through=6)
+    assert [r.period for r in rels] == [3, 4, 5, 6]
+    assert [r.to_json() for r in rels[:2]] == [r.to_json() for r in first[2:]]
+    assert (s.state.generation, s.state.n_late_dropped) == (gen + 1, 0)
+    np.testing.assert_array_equal(s.state.exact, ref.state.exact)
+    np.testing.assert_array_equal(s.state.noisy, ref.state.noisy)
+    assert [r.period for r in s.append(days(4, 5), through=5)] == [4, 5]  # inside a batch
+    with pytest.raises(DataError, match="events of closed periods only"):
+        s.append(days(5, 6), through=7)  # yesterday's file named today: never closes today
+    changed = {"u": np.r_[days(5, 6)["u"], 3], "t": np.r_[days(5, 6)["t"], 7]}
+    changed["u"][0] += 1
+    noisy = s.state.noisy.copy()
+    for through in (6, 7):
+        source = {c: v[changed["t"] <= through] for c, v in changed.items()}
+        with pytest.raises(DataError, match=r"appended for period 5 when re-sent") as info:
+            s.append(source, through=through)
+        assert "\n" not in str(info.value)
+    assert s.last_period == 6
+    np.testing.assert_array_equal(ReachStream.open(tmp_path / "s").state.noisy, noisy)
+    d = _create(tmp_path / "d", engine=engine, late="drop")
+    d.append(days(1, 6), through=6)
+    rels = d.append(changed, through=7)
+    assert [r.period for r in rels] == [5, 6, 7]
+    assert d.state.n_late_dropped == int((log["t"] == 5).sum())  # 6 was re-sent as it was
+    np.testing.assert_array_equal(d.state.exact[..., :6], ref.state.exact)

@@ -18,7 +18,6 @@ header-only CSV has no types to read).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,18 +27,13 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error
+from dpfreq.engines import column_error, id_kind
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["checked_columns", "duckdb_registers", "log_columns"]
 
-_INTEGER = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
-            "uinteger", "ubigint", "uhugeint"}
-_TEXT = {"varchar"}
-_LABELS = {"enum"}  # a pandas categorical or a DuckDB ENUM: its labels, as text
 _TIME = {"date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
          "timestamp with time zone", "timestamptz", "timestamptz_ns"}
-_WHOLE_DECIMAL = re.compile(r"decimal\(\d+,0\)")
 _IDS = ("integer", "text", "labels")
 _TIMES = ("integer", "timestamp", "timestamptz")
 _NULL_USERS, _OUTSIDE = -1, -2
@@ -71,12 +65,6 @@ def _types(rel: duckdb.DuckDBPyRelation) -> dict[str, str]:
     except duckdb.Error as exc:
         raise DataError(f"source of {func}: DuckDB cannot read its columns "
                         f"({type(exc).__name__}).") from None
-
-
-def _integer(type_name: str) -> bool:
-    """An integer type, or a DECIMAL without a fraction (``DECIMAL(20,0)``: an unsigned 64-bit
-    Parquet column, a sum)."""
-    return type_name in _INTEGER or bool(_WHOLE_DECIMAL.fullmatch(type_name))
 
 
 def _is_empty(rel: duckdb.DuckDBPyRelation) -> bool:
@@ -127,10 +115,9 @@ def _kind(types: dict[str, str], column: str, role: str, kinds: tuple[str, ...],
     if column not in types:
         raise column_error(rel, column)
     ty = types[column]
-    kind = ("integer" if _integer(ty) else "text" if ty in _TEXT else
-            "labels" if ty in _LABELS else
-            "timestamptz" if ty in _TIME and ("tz" in ty or "zone" in ty) else
-            "timestamp" if ty in _TIME else "")
+    kind = id_kind(ty) or (  # integers (DECIMAL(p,0) too), text, an ENUM's labels
+        "timestamptz" if ty in _TIME and ("tz" in ty or "zone" in ty) else
+        "timestamp" if ty in _TIME else "")
     if kind in kinds:
         return kind
     if _is_empty(rel):  # no rows: no value of the wrong type to count

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error
+from dpfreq.engines import column_error, id_kind
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
@@ -31,17 +31,22 @@ class _NoRows(Exception):
     """The log has no rows (raised instead of a column type error: nothing to count)."""
 
 
-def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...],
+def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...] | None,
                 rule: str) -> Any:
-    """The column's type, when ``allowed`` (a DECIMAL only without a fraction, as in DuckDB);
-    a log with no rows passes whatever its types (:class:`_NoRows`)."""
+    """The column's type, when ``allowed`` (a DECIMAL only without a fraction, as in DuckDB;
+    None: an id column, by the one rule of every engine, :func:`dpfreq.engines.id_kind`); a
+    log with no rows passes whatever its types (:class:`_NoRows`)."""
     func = public_caller()
     from pyspark.sql import types as T
 
     if column not in df.columns:
         raise column_error(df, column)
     ty = df.schema[column].dataType
-    if isinstance(ty, allowed) and not (isinstance(ty, T.DecimalType) and ty.scale != 0):
+    if allowed is None:
+        ok = id_kind(ty.simpleString()) in ("integer", "text")
+    else:
+        ok = isinstance(ty, allowed) and not (isinstance(ty, T.DecimalType) and ty.scale != 0)
+    if ok:
         return ty
     if not df.limit(1).collect():  # no rows: no value of the wrong type to count
         raise _NoRows
@@ -75,18 +80,15 @@ def _conditions(df: Any, spec: Any) -> tuple[Any, Any]:
         cond = (t >= F.lit(start)) & (t < F.lit(end))
         null_time = F.when(F.col(f"`{spec.time}`").isNull(), 1).otherwise(0)
     if spec.campaign is not None:
-        _check_type(df, spec.campaign, "campaign", (*integer, T.StringType),
-                    "integers or text")
+        _check_type(df, spec.campaign, "campaign", None, "integers or text")
         cond = cond & F.col(f"`{spec.campaign}`").cast("string").isin(list(spec.campaigns))
     return cond, null_time
 
 
 def _user(df: Any, spec: Any) -> Any:
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
-    _check_type(df, spec.user, "user", (T.ByteType, T.ShortType, T.IntegerType, T.LongType,
-                                        T.DecimalType, T.StringType), "integers or text")
+    _check_type(df, spec.user, "user", None, "integers or text")
     return F.col(f"`{spec.user}`").cast("string")
 
 

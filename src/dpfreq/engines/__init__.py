@@ -1,12 +1,12 @@
 """Engines: where exact aggregates are computed, and the registry that picks one.
 
 Systems reach engines only through :func:`get_engine`, the protocol and request types
-re-exported here and :func:`column_error` (the one message for a column missing from a source an
-engine read), never through an engine package. Each engine is a package
-(``dpfreq.engines.memory``, ``.duckdb``, ``.spark``) with one :class:`EngineEntry` in the
-registry (:data:`ENGINES`): its class, imported lazily so that a missing optional dependency
-(pyspark) only matters when that engine is asked for and then raises
-:class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra, and its command-line
+re-exported here, :func:`column_error` (the one message for a column missing from a source an
+engine read) and :func:`id_kind` (the one rule of an id column's type), never through an
+engine package. Each engine is a package (``dpfreq.engines.memory``, ``.duckdb``, ``.spark``)
+with one :class:`EngineEntry` in the registry (:data:`ENGINES`): its class, imported lazily so
+that a missing optional dependency (pyspark) only matters when that engine is asked for and then
+raises :class:`~dpfreq.errors.EngineUnavailableError` naming the pip extra, and its command-line
 options.
 """
 
@@ -26,7 +26,7 @@ from dpfreq.engines.base import (
     Summarizing,
     TimeBuckets,
 )
-from dpfreq.engines.columns import column_error
+from dpfreq.engines.columns import column_error, id_kind
 from dpfreq.engines.registry import (
     ENGINES,
     EngineEntry,
@@ -46,8 +46,8 @@ from dpfreq.engines.requests import (
     SummarySpec,
 )
 
-# the registry, the protocols (dpfreq.engines.base), the request types (.requests) and the
-# missing-column error (.columns)
+# the registry, the protocols (dpfreq.engines.base), the request types (.requests), the
+# missing-column error and the id-column rule (.columns)
 __all__ = [
     "CSV_SUFFIXES",
     "ENGINES",
@@ -73,6 +73,7 @@ __all__ = [
     "TimeBuckets",
     "column_error",
     "get_engine",
+    "id_kind",
     "infer_engine_name",
     "register_engine",
     "require_capability",

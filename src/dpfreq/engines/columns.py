@@ -1,4 +1,5 @@
-"""The error for a column missing from a source an engine read: one message from every engine.
+"""The columns of a source as every engine reads them: the error for a column missing from a
+source (one message from every engine), and the rule of an id column's type (:func:`id_kind`).
 
 A CSV file's column names are its first line, which every engine reads as the header without
 sniffing whether it is one; when the file has no header that line is data (user ids, times), so
@@ -10,13 +11,53 @@ filtered relation, a SQL query over a CSV file or a caller's own ``read_csv`` co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import dpfreq.engines._common as common
 from dpfreq.errors import DataError
 
-__all__ = ["column_error"]
+__all__ = ["column_error", "id_kind"]
+
+_INTEGER = {"tinyint", "smallint", "int", "integer", "bigint", "hugeint", "utinyint",
+            "usmallint", "uinteger", "ubigint", "uhugeint"}
+_WHOLE_DECIMAL = re.compile(r"decimal\(\d+,\s*0\)")
+_TEXT = re.compile(r"varchar|string|(var)?char\(\d+\)")
+
+
+def id_kind(type_name: str) -> str | None:
+    """How every engine reads an id column (a user, an item, a campaign) of a type.
+
+    Parameters
+    ----------
+    type_name : str
+        The column's type as DuckDB or Spark SQL spells it, any case (``"BIGINT"``,
+        ``"decimal(20,0)"``, ``"VARCHAR"``, ``"string"``, ``"ENUM"``).
+
+    Returns
+    -------
+    str or None
+        ``"integer"`` for an integer type of any width or a ``DECIMAL(p,0)`` (an unsigned
+        64-bit Parquet column as Spark reads it, a sum): the id is the integer, hashed and
+        compared as its decimal text; ``"text"`` for text; ``"labels"`` for an ``ENUM`` (a
+        pandas categorical): its labels, as text; None for any other type — a ``DECIMAL``
+        with a fraction, a float, a time, a boolean, a nested type — which is no id (the
+        caller refuses it, naming the type).
+
+    Examples
+    --------
+    >>> [id_kind(t) for t in ("UBIGINT", "decimal(20,0)", "DECIMAL(10,2)", "string", "DOUBLE")]
+    ['integer', 'integer', None, 'text', None]
+    """
+    name = type_name.strip().lower()
+    if name in _INTEGER or _WHOLE_DECIMAL.fullmatch(name):
+        return "integer"
+    if _TEXT.fullmatch(name):
+        return "text"
+    if name == "enum" or name.startswith("enum("):
+        return "labels"
+    return None
 
 
 def column_error(table: Any, column: str) -> DataError:

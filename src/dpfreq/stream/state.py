@@ -9,8 +9,10 @@ counters need them to measure rows that close later), the **noisy measurements**
 structure (integers: every published number is computed from them alone), the interval and
 band half-widths of every closed period at the stream's confidence (public functions of the
 plan, saved so that they are computed once: :func:`dpfreq.stream.publish.widths_through`),
-the periods closed so far and the appends that closed them, with ``capping_epsilon`` the two
-dropped-fraction counters' spec, exact increments, noisy rows and half-widths
+the periods closed so far and a private digest of each one's events (compared with a re-sent
+period: :mod:`dpfreq.stream.resend`), with ``capping_epsilon`` the two
+dropped-fraction counters' spec and record (as planned at creation, compared when opened, like
+the reach counter's), exact increments, noisy rows and half-widths
 (:mod:`dpfreq.stream.capping`; alike, under their own sub-key), and the name and digest of the
 per-item file of the current generation (``items-<gen>.npz``, ``items-<gen>.parquet``, or on
 Spark the directory ``items-<gen>.parquet/`` of part files, digested as a whole:
@@ -38,25 +40,16 @@ from dpfreq.errors import DataError
 from dpfreq.stream.items.files import check_digest
 from dpfreq.stream.params import StreamParams
 
-__all__ = ["MANIFEST", "Batch", "StreamState", "load_state", "manifest_of", "save_state",
+__all__ = ["MANIFEST", "StreamState", "load_state", "manifest_of", "save_state",
            "saved_identity"]
 
 MANIFEST = "stream.dpfreq"
 _KIND = "reach-stream"
-_VERSION = 3  # 2: the counter spec and the saved half-widths; 3: the capping counters
+_VERSION = 4  # 2: the counter spec and the saved half-widths; 3: the capping counters;
+# 4: a digest per period (was: per append)
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One append: the periods ``after < p <= through`` it closed and a digest of its events
-    (private, compared with a re-sent append)."""
-
-    after: int
-    through: int
-    digest: str
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ class StreamState:
     items_digest: str | None = None
     key_kind: str | None = None
     last: int = 0
-    batches: tuple[Batch, ...] = ()
+    digests: tuple[str, ...] = ()
     exact: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
     noisy: IntArray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int64))
     widths: FloatArray = field(default_factory=lambda: np.zeros((2, 0), dtype=np.float64))
@@ -81,6 +74,7 @@ class StreamState:
     n_bounded_out: int = 0
     n_pairs: int = 0
     cap_counter: dict[str, Any] = field(default_factory=dict)
+    cap_record: dict[str, Any] = field(default_factory=dict)
     cap_exact: IntArray = field(default_factory=lambda: np.zeros((1, 2, 0), dtype=np.int64))
     cap_noisy: IntArray = field(default_factory=lambda: np.zeros((2, 1, 0), dtype=np.int64))
     cap_widths: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
@@ -98,8 +92,8 @@ def save_state(path: Path, state: StreamState) -> None:
             "items_digest": state.items_digest, "key_kind": state.key_kind,
             "last": state.last, "n_late_dropped": state.n_late_dropped,
             "n_bounded_out": state.n_bounded_out, "n_pairs": state.n_pairs,
-            "cap_counter": state.cap_counter,
-            "batches": [[b.after, b.through, b.digest] for b in state.batches]}
+            "cap_counter": state.cap_counter, "cap_record": state.cap_record,
+            "digests": list(state.digests)}
     write_artifact(path / MANIFEST, kind=_KIND, version=_VERSION, meta=meta,
                    arrays={"key": np.frombuffer(state.key, dtype=np.uint8),
                            "exact": state.exact, "noisy": state.noisy,
@@ -125,25 +119,26 @@ def load_state(path: Path) -> StreamState:
     _, meta, arrays = read_artifact(manifest, kind=_KIND, versions=(_VERSION,))
     try:
         params = StreamParams.from_dict(dict(meta["params"]))
-        batches = tuple(Batch(int(a), int(b), str(d)) for a, b, d in meta["batches"])
         state = StreamState(
             params=params, seeded=bool(meta["seeded"]), key=arrays["key"].tobytes(),
             plan=dict(meta["plan"]), counter=dict(meta["counter"]),
             generation=int(meta["generation"]), items_file=meta["items_file"],
             items_digest=meta["items_digest"], key_kind=meta["key_kind"],
-            last=int(meta["last"]), batches=batches, exact=arrays["exact"].astype(np.int64),
+            last=int(meta["last"]), digests=tuple(map(str, meta["digests"])),
+            exact=arrays["exact"].astype(np.int64),
             noisy=arrays["noisy"].astype(np.int64),
             widths=arrays["widths"].astype(np.float64),
             n_late_dropped=int(meta["n_late_dropped"]),
             n_bounded_out=int(meta["n_bounded_out"]), n_pairs=int(meta["n_pairs"]),
-            cap_counter=dict(meta["cap_counter"]),
+            cap_counter=dict(meta["cap_counter"]), cap_record=dict(meta["cap_record"]),
             cap_exact=arrays["cap_exact"].astype(np.int64),
             cap_noisy=arrays["cap_noisy"].astype(np.int64),
             cap_widths=arrays["cap_widths"].astype(np.float64))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"its manifest has a missing or malformed field ({exc})") from None
     measured = state.params.capping_epsilon is not None
-    if len(state.key) < 16 or state.exact.ndim != 3 or state.noisy.ndim != 3 or (
+    if len(state.key) < 16 or len(state.digests) != state.last or state.exact.ndim != 3 or (
+            state.noisy.ndim != 3) or (
             state.widths.shape != (2, state.last)) or state.cap_exact.ndim != 3 or (
             state.cap_noisy.ndim != 3) or state.cap_widths.shape != (
             (state.last,) if measured else (0,)) or measured != bool(state.cap_counter):

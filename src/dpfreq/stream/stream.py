@@ -39,16 +39,16 @@ from dpfreq.stream.capping import (
 )
 from dpfreq.stream.items import EventTable, SparkEvents, UpdatePlan, item_store
 from dpfreq.stream.items.files import remove_items
-from dpfreq.stream.items.reader import AppendSpec
+from dpfreq.stream.items.reader import EMPTY_PERIOD, AppendSpec
 from dpfreq.stream.lock import LOCK_FILE, state_lock
 from dpfreq.stream.measure import measure_periods
 from dpfreq.stream.params import check_params, period_of
 from dpfreq.stream.publish import widths_through
 from dpfreq.stream.releases import build_releases
+from dpfreq.stream.resend import Resend, compare_periods
 from dpfreq.stream.result import StreamRelease
 from dpfreq.stream.state import (
     MANIFEST,
-    Batch,
     StreamState,
     load_state,
     manifest_of,
@@ -105,15 +105,21 @@ def _checked_plan(path: Path, state: StreamState) -> StreamPlan:
 
 def _checked_capping(path: Path, state: StreamState) -> Any:
     """The dropped-fraction counter of a saved stream (None when not measured), rebuilt from
-    its saved spec and refused if it does not fit the stream's parameters."""
+    its saved spec and refused, as :func:`_checked_plan` refuses the reach counter, if it is
+    not the one planned at creation (its record, saved then) or does not fit the stream's
+    parameters."""
     if state.params.capping_epsilon is None:
         return None
     try:
-        return rebuilt_counter(state.params, state.cap_counter)
+        counter = rebuilt_counter(state.params, state.cap_counter)
+        same = _public(counter.record()) == state.cap_record
     except ValueError:
-        raise DataError(f"{path} is not a valid reach stream for this dpfreq: its "
-                        "dropped-fraction counter was planned differently (created by another "
-                        "version); open it with the version that created it.") from None
+        same = False
+    if same:
+        return counter
+    raise DataError(f"{path} is not a valid reach stream for this dpfreq: its "
+                    "dropped-fraction counter was planned differently (created by another "
+                    "version); open it with the version that created it.")
 
 
 class ReachStream:
@@ -281,7 +287,9 @@ class ReachStream:
                                 plan=plan.record, counter=plan.counter.spec(),
                                 exact=np.zeros((g, k, 0), dtype=np.int64),
                                 noisy=np.zeros((k, g, 0), dtype=np.int64),
-                                cap_counter={} if capping is None else capping.spec())
+                                cap_counter={} if capping is None else capping.spec(),
+                                cap_record={} if capping is None else
+                                _public(capping.record()))
             save_state(directory, state)
         return cls(directory, state, plan, capping)
 
@@ -305,11 +313,19 @@ class ReachStream:
             state = load_state(p)
         return cls(p, state, _checked_plan(p, state), _checked_capping(p, state))
 
+    def _kept(self) -> bool:
+        """Whether items are kept (before, an append's keys may be of either kind: an empty
+        first day fixes nothing)."""
+        return self._state.items_file is not None and self._state.n_pairs > 0
+
     def _spec(self, after: int, through: int) -> AppendSpec:
+        """What an append reads; integer ids as their decimal text once the kept keys are
+        text (:mod:`dpfreq.stream.items.reader`)."""
         par = self.params
         return AppendSpec(item=par.item, time=par.time, group=par.group, groups=par.groups,
                           start_us=par.start_us, period_us=par.period_us, after=after,
-                          through=through)
+                          through=through,
+                          text_keys=self._kept() and self._state.key_kind == "text")
 
     def _update_plan(self, after: int, through: int) -> UpdatePlan:
         par = self.params
@@ -330,19 +346,25 @@ class ReachStream:
             The events (item, time[, group] columns) of the new periods (on the Spark
             engine: a Spark DataFrame, a Parquet/CSV path, SQL, a table or a mapping).
         through : int, date or timestamp
-            The last period this append closes (public: how many releases it returns never
-            depends on the data). A period already appended makes the call a re-send.
+            The last period this append closes. A period already appended makes the call a
+            re-send (nothing new is closed).
 
         Returns
         -------
         list of StreamRelease
-            One per period closed (a re-send: the stored ones, without new noise).
+            One per period closed, preceded by one per closed period the source re-sends
+            (from the first one it holds events of; the stored answers, without new noise:
+            a cron job re-run over days 5–7 when 5–6 were appended gets 5 and 6 as stored and
+            7 appended, in one state write). A closed period counts as re-sent when its events
+            are those appended for it (:mod:`dpfreq.stream.resend`).
 
         Raises
         ------
         DataError
-            Events after ``through``; events of closed periods with ``late="error"``; a
-            re-sent append whose events differ with ``late="error"``; nulls; wrong types.
+            Events after ``through``; with ``late="error"`` a closed period re-sent with
+            other events (named; with ``late="drop"`` its events are dropped and counted,
+            never merged) and events before the first period; a source re-sending closed
+            periods without an event of the new ones; nulls; wrong types.
 
         Privacy
         -------
@@ -352,10 +374,7 @@ class ReachStream:
         """
         with state_lock(self.path):  # one writer; the state as saved, not as first opened
             self._reload()
-            t = period_of(self.params, through)
-            if t <= self._state.last:
-                return self._resend(source, t)
-            return self._append(source, t)
+            return self._append(source, period_of(self.params, through))
 
     def _reload(self) -> None:
         """Adopt the saved state when another writer advanced it since this object read it
@@ -367,20 +386,22 @@ class ReachStream:
             self.capping = _checked_capping(self.path, state)
 
     def _append(self, source: Any, t: int) -> list[StreamRelease]:
-        """Append the periods after the saved last period through ``t`` (under the lock)."""
+        """Append the periods after the saved last period through ``t``, answering the closed
+        periods the source re-sends from the state (:mod:`dpfreq.stream.resend`; under the
+        lock)."""
         st = self._state
         store = item_store(self.params.engine)
-        events = store.read(source, self._spec(st.last, t))
+        events = store.read(source, self._spec(min(st.last, t), t))
         try:
-            kept = st.items_file is not None and st.n_pairs > 0  # no item kept yet: the next
-            # append's keys may be of either kind (an empty first day fixes nothing)
-            if kept and events.key_kind != st.key_kind:
-                raise DataError(f"item of ReachStream.append must be {st.key_kind} like the "
-                                f"stream's earlier appends; got {events.key_kind} keys.")
+            if t <= st.last:  # nothing new: a re-send, answered without a write
+                return build_releases(self, self._check_events(events, t).first, t)
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
-            current = self.path / str(st.items_file) if kept else None
+            current = self.path / str(st.items_file) if self._kept() else None
             res = store.update(events, self._update_plan(st.last, t), current, out,
-                               lambda: self._check_events(events, st.last))
+                               lambda: self._check_events(events, t))
+            resend = self._check_events(events, t)  # as checked (the counts are read now)
+            digests = tuple(events.periods[p].digest if p in events.periods else EMPTY_PERIOD
+                            for p in range(st.last + 1, t + 1))
         finally:
             events.close()
         exact = np.concatenate((st.exact, res.increments), axis=2)
@@ -392,17 +413,16 @@ class ReachStream:
         new = st.advanced(generation=st.generation + 1, widths=widths, items_file=res.items_file,
                           **self._capping_measured(res.capping, t),
                           items_digest=res.items_digest, key_kind=res.key_kind, last=t,
-                          batches=(*st.batches, Batch(st.last, t, events.digest)),
-                          exact=exact, noisy=noisy,
+                          digests=(*st.digests, *digests), exact=exact, noisy=noisy,
                           counter=self.plan.counter.spec(),  # with the epochs it reached
-                          n_late_dropped=st.n_late_dropped + events.n_late,
+                          n_late_dropped=st.n_late_dropped + resend.n_late,
                           n_bounded_out=st.n_bounded_out + res.n_bounded_out,
                           n_pairs=res.n_pairs)
         save_state(self.path, new)  # the commit: atomic rename of the manifest
         self._state = new
         if st.items_file is not None:
             remove_items(self.path / st.items_file)
-        return build_releases(self, st.last + 1, t)
+        return build_releases(self, resend.first, t)
 
     def _capping_measured(self, increments: IntArray | None, t: int) -> dict[str, Any]:
         """The dropped-fraction counters' state after measuring periods through ``t`` (their
@@ -420,36 +440,35 @@ class ReachStream:
         return {"cap_exact": exact, "cap_noisy": noisy, "cap_widths": widths,
                 "cap_counter": cap.spec()}
 
-    def _check_events(self, events: EventTable | SparkEvents, after: int) -> None:
+    def _check_events(self, events: EventTable | SparkEvents, t: int) -> Resend:
+        """The closed periods the append re-sends (:mod:`dpfreq.stream.resend`); refuses
+        events after ``t``, a source that re-sends closed periods but holds no event of the
+        new ones it would close (yesterday's file named as today's), and with
+        ``late="error"`` a changed closed period (named) and events before the stream's first
+        period."""
         if events.n_future:
             raise DataError(message("source", "events of the periods "
                                     "up to through only (append later periods with a later "
                                     "through)", "events after through"))
-        if events.n_late and self.params.late == "error":
-            raise DataError(message("source", f"events of the periods after {after} only "
-                                    "(late='error' refuses events of closed periods and "
-                                    "events before the stream's first period; a re-sent "
-                                    "period is named by through; to drop late events create "
-                                    "the stream with late='drop')", "late events"))
-
-    def _resend(self, source: Any, t: int) -> list[StreamRelease]:
-        """A re-sent append: the stored answers, without new noise (module docstring)."""
-        batch = next(b for b in self._state.batches if b.after < t <= b.through)
-        events = item_store(self.params.engine).read(source,
-                                                     self._spec(batch.after, batch.through))
-        try:
-            same = events.digest == batch.digest and not events.n_future
-        finally:
-            events.close()
-        if events.n_future:
-            raise DataError(message("source", "events of the periods up "
-                                    "to through only", "events after through"))
-        if not same and self.params.late == "error":
-            raise DataError(message("source", f"the events appended for "
-                                    f"periods {batch.after + 1}..{batch.through} when re-sent "
-                                    "(late='error': a closed period is never changed)",
-                                    "other events"))
-        return build_releases(self, batch.after + 1, t)
+        last, error = self._state.last, self.params.late == "error"
+        resend = compare_periods(events.periods, self._state.digests, events.n_late, t)
+        if error and resend.changed:
+            raise DataError(message("source", "the events appended for period "
+                                    f"{resend.changed[0]} when re-sent (late='error': a "
+                                    "closed period is never changed; to drop late events "
+                                    "create the stream with late='drop')", "other events"))
+        if last < t and resend.first <= last and not any(p > last for p in events.periods):
+            raise DataError(message("source", "events of a period it closes too when it "
+                                    "re-sends closed periods (a re-run of an appended file "
+                                    "names that file's last period as through; a new period "
+                                    "without events is appended alone)",
+                                    "events of closed periods only"))
+        if error and resend.n_late:
+            raise DataError(message("source", "events of the stream's periods only "
+                                    "(late='error' refuses events before the stream's first "
+                                    "period; to drop them create the stream with "
+                                    "late='drop')", "late events"))
+        return resend
 
     @public_errors("ReachStream.release")
     def release(self, through: Any = None, *, confidence: float | None = None

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpfreq.stream.items.files import file_digest
-from dpfreq.stream.items.reader import EventTable, read_events
+from dpfreq.stream.items.reader import EventTable, events_inside, read_events
 from dpfreq.stream.items.sql import (
     added_sql,
     bounded_sql,
@@ -55,11 +55,13 @@ class DuckDBItems:
 
     @staticmethod
     def _state(current: Path | None, key_kind: str, cap: int) -> str:
+        """The previous generation with its keys as ``key_kind`` (integer keys read as text:
+        their decimal text)."""
+        key = "BIGINT" if key_kind == "integer" else "VARCHAR"
         if current is None:
-            key = "BIGINT" if key_kind == "integer" else "VARCHAR"
             return (f"(SELECT CAST(NULL AS {key}) AS k, CAST(0 AS BIGINT) AS g, "
                     f"CAST(0 AS {_count_type(cap)}) AS c WHERE false)")
-        return f"read_parquet({_lit(str(current))})"
+        return f"(SELECT CAST(k AS {key}) AS k, g, c FROM read_parquet({_lit(str(current))}))"
 
     @staticmethod
     def _bounded(events: EventTable, plan: UpdatePlan, st: str, sql: Callable[..., str]
@@ -104,7 +106,7 @@ class DuckDBItems:
             for name in (kept, st, seen, both):
                 if name is not None:
                     events.execute(f"DROP TABLE IF EXISTS {name}")
-        total = int(events.digest.split(":")[1])  # events of the append's periods
+        total = events_inside(events.periods, plan.after, plan.through)
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
                             int(res["pairs"][0]), total - int(res["kept"][0]), cap)
 

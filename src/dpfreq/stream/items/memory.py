@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from dpfreq.artifacts import read_artifact, write_artifact
 from dpfreq.stream.items.files import file_digest
 from dpfreq.stream.items.reader import EventTable, read_events
-from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_rank
+from dpfreq.stream.items.update import UpdatePlan, UpdateResult, count_dtype, pair_ranks
 
 __all__ = ["MemoryItems", "numpy_update"]
 
@@ -49,17 +49,20 @@ def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntAr
                room: IntArray, plan: UpdatePlan) -> IntArray:
     """Each new pair's position among its item's new pairs by (first period, keyed rank, group
     name) (:mod:`.update`); ``-1`` where the item has no more new pairs than ``room`` (the
-    room to keep: every one is kept, no rank is computed)."""
+    room to keep: every one is kept, no rank is computed). The ranks of the tight pairs come
+    in one vectorised pass (:func:`~.update.pair_ranks`: the DuckDB store's SQL)."""
     names = plan.group_names or ()
     n_new = np.bincount(item, minlength=keys.size)[item] if item.size else item
     out = np.full(item.size, -1, dtype=np.int64)
     tight = np.flatnonzero(n_new > room)
     if not tight.size:
         return out
-    ranks = np.array([pair_rank(plan.bound_key_hex, str(keys[i]), names[g]) for i, g in
-                      zip(item[tight].tolist(), group[tight].tolist(), strict=True)], dtype="U16")
-    gname = np.asarray(names, dtype=str)[group[tight]]
-    order = np.lexsort((gname, ranks, first[tight], item[tight]))
+    text = np.asarray(names, dtype=str)
+    by_name = np.empty(text.size, dtype=np.int64)
+    by_name[np.argsort(text, kind="stable")] = np.arange(text.size)  # ties: by group name
+    g = group[tight]
+    ranks = pair_ranks(plan.bound_key_hex, keys[item[tight]], g, tuple(names))
+    order = np.lexsort((by_name[g], ranks, first[tight], item[tight]))
     ps = item[tight][order]
     sub = np.empty(tight.size, dtype=np.int64)
     sub[order] = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
@@ -179,19 +182,30 @@ class MemoryItems:
     suffix = "npz"
     read = staticmethod(read_events)
 
-    def load(self, path: Path | None, key_kind: str | None, cap: int
+    def load(self, path: Path | None, key_kind: str | None, cap: int, n_groups: int = 1
              ) -> tuple[NDArray[Any], IntArray, NDArray[Any]]:
+        """``(keys, codes, counts)`` of a generation, its keys as ``key_kind`` (integer keys
+        read as text become their decimal text: the keys re-sorted, the codes renumbered)."""
         if path is None:
             empty = np.zeros(0, dtype=np.int64 if key_kind != "text" else object)
             return empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=count_dtype(cap))
         _, _, arrays = read_artifact(path, kind=_KIND, versions=(_VERSION,))
-        return _decode(arrays), arrays["codes"], arrays["counts"]
+        keys, codes, counts = _decode(arrays), arrays["codes"], arrays["counts"]
+        if key_kind == "text" and keys.dtype.kind in "iu":
+            text = np.array([str(k) for k in keys.tolist()], dtype=object)
+            order = np.argsort(text, kind="stable")
+            rank = np.empty(order.size, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            codes = rank[codes // n_groups] * n_groups + codes % n_groups
+            by_code = np.argsort(codes, kind="stable")
+            keys, codes, counts = text[order], codes[by_code], counts[by_code]
+        return keys, codes, counts
 
     def update(self, events: EventTable, plan: UpdatePlan, current: Path | None,
                out: Path, check: Callable[[], None]) -> UpdateResult:
         """Read the state, apply the append's events, write the next generation to ``out``."""
         check()  # the stream's refusals of late and future events, before any work
-        keys, codes, counts = self.load(current, events.key_kind, plan.cap)
+        keys, codes, counts = self.load(current, events.key_kind, plan.cap, plan.n_groups)
         ev = events.run(f"SELECT k, g, p, n FROM {events.name}")
         ev["k"] = np.asarray(ev["k"], dtype=np.int64 if events.key_kind == "integer"
                              else object)

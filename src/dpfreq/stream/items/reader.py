@@ -3,19 +3,31 @@
 An append hands the stream an event log (a mapping of columns or an ``(items, times[, groups])``
 tuple, a CSV/Parquet path, a SQL query, a pandas/Polars/Arrow table or a DuckDB relation; files
 and tables are opened by the DuckDB engine of :func:`dpfreq.engines.get_engine`). The events are
-projected once into a temporary table of ``(k, g, p, n)``: the item key (BIGINT for integer
-columns, text otherwise), the group's code in the public list (0 without groups), the period and
-the number of events, for the periods ``after < p <= through`` the append closes. What falls
-outside is only counted: events of closed periods (``p <= after``, late), events after
-``through`` (refused by the caller), and events of groups not in the public list (not part of
-the stream). Periods: integer periods as they are, or timestamps bucketed from the public
-``start`` by the public ``period`` (UTC, exact integer floor division).
+projected once into a temporary table of ``(k, g, p, n)``: the item key, the group's code in
+the public list (0 without groups), the period and the number of events, for the periods
+``after < p <= through`` the append closes. What falls outside is only counted: events of
+closed periods (``p <= after``: late, unless they re-send those periods as appended, which the
+table's per-period digests tell), events after ``through`` (refused by the caller), and events
+of groups not in the public list (not part of the stream). Periods: integer periods as they
+are, or timestamps bucketed from the public ``start`` by the public ``period`` (UTC, exact
+integer floor division).
+
+**Item ids.** An id column holds integers or text, by the one rule of every engine
+(:func:`dpfreq.engines.id_kind`: ``DECIMAL(p,0)`` is an integer; a fraction, a float, a time is
+no id and is refused, naming the type). An item *is* its text — an integer id its decimal text,
+on every engine — so an integer id and the same digits as text are one item, and ids of either
+kind may follow each other in a stream. The key is stored compactly as BIGINT while every id so
+far came from an integer column whose values fit it; from the first text id (or wider integer
+type: ``UBIGINT``, ``HUGEINT``, ``DECIMAL(19+,0)``) on, the stream's keys are text for ever
+(:func:`key_kind`; the store rewrites its keys once). What the stream publishes never depends on
+how keys are stored: the keyed ranks and the digests read the text.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,22 +37,26 @@ import duckdb
 import numpy as np
 
 from dpfreq._validate import message
-from dpfreq.engines import column_error, get_engine
+from dpfreq.engines import column_error, get_engine, id_kind
 from dpfreq.errors import DataError, ParameterError, public_errors
 
-__all__ = ["AppendSpec", "EventTable", "period_sql", "read_events", "source_columns"]
+__all__ = ["EMPTY_PERIOD", "AppendSpec", "EventTable", "PeriodEvents", "events_inside",
+           "key_kind", "period_sql", "read_events", "source_columns"]
 
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
-#: integer types wider than the state's BIGINT keys: values beyond it are refused in one line
-_WIDE = ("ubigint", "hugeint", "uhugeint")
+#: integer types (DuckDB's and Spark's names) whose every value fits the state's BIGINT keys
+_NARROW = ("tinyint", "smallint", "int", "integer", "bigint", "utinyint", "usmallint",
+           "uinteger")
+_DECIMAL = re.compile(r"decimal\((\d+),\s*0\)")
 _TIME = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date",
          "timestamp with time zone", "timestamp_tz")
 
 
 @dataclass(frozen=True)
 class AppendSpec:
-    """What an append reads: columns, the public time axis, the periods it closes."""
+    """What an append reads: columns, the public time axis, the periods it closes, and whether
+    the stream's keys are text (integer ids are then read as their decimal text)."""
 
     item: str
     time: str
@@ -50,6 +66,7 @@ class AppendSpec:
     period_us: int | None
     after: int
     through: int
+    text_keys: bool = False
 
     @property
     def columns(self) -> list[str]:
@@ -57,10 +74,33 @@ class AppendSpec:
         return [self.item, self.time] + ([self.group] if self.group else [])
 
 
+@dataclass(frozen=True)
+class PeriodEvents:
+    """What a source holds of one period: its aggregated rows of listed groups (``rows``, their
+    ``events`` and an order-free ``hash`` of ``(id text, group, period, events)`` — together the
+    period's private digest, compared with a re-sent period) and every event of the period,
+    listed group or not (``all_events``)."""
+
+    rows: int
+    events: int
+    hash: int
+    all_events: int
+
+    @property
+    def digest(self) -> str:
+        """``rows:events:hash`` (what the state saves per period)."""
+        return f"{self.rows}:{self.events}:{self.hash}"
+
+
+#: the digest of a period without events
+EMPTY_PERIOD = "0:0:0"
+
+
 @dataclass
 class EventTable:
     """The append's events aggregated in a DuckDB temporary table ``name`` (columns ``k, g, p,
-    n``), and what was left out. ``run(sql)`` runs SQL on the table's connection."""
+    n``), and what was left out; ``periods`` what the source holds of each period ``1 <= p <=
+    through`` (closed ones included). ``run(sql)`` runs SQL on the table's connection."""
 
     rel: Any
     name: str
@@ -68,7 +108,7 @@ class EventTable:
     n_events: int
     n_late: int
     n_future: int
-    digest: str
+    periods: dict[int, PeriodEvents]
 
     def run(self, sql: str) -> dict[str, Any]:
         """Fetch the result of ``sql`` as numpy columns."""
@@ -175,23 +215,36 @@ def _period_sql(rel: Any, spec: AppendSpec) -> str:
                       time=ty in _TIME or ty.startswith("timestamp"), micros=_micros, div="//")
 
 
-def _key_sql(rel: Any, column: str) -> tuple[str, str]:
-    ty = _type(rel, column)
-    if ty in _WIDE:  # NULL beyond BIGINT: counted apart from the nulls (_aggregate)
-        return f"TRY_CAST({_quote(column)} AS BIGINT)", "integer"
-    if ty in _INTEGER:
-        return f"CAST({_quote(column)} AS BIGINT)", "integer"
-    if ty.startswith(("list", "struct", "map")) or ty.endswith("[]"):
-        raise DataError(message("item", "a column of plain values", ty.upper()))
-    return f"CAST({_quote(column)} AS VARCHAR)", "text"
+def key_kind(type_name: str, text_keys: bool, empty: Callable[[], bool]) -> str:
+    """``"integer"`` (BIGINT keys) or ``"text"``: how ids of a column of this type (DuckDB's or
+    Spark's name) are keyed in a stream whose keys are already text or not (module docstring);
+    a type that holds no id is refused in one line naming it, unless the source is ``empty()``
+    (no value of the wrong type: keyed as the stream's keys are)."""
+    kind = id_kind(type_name)
+    if kind is None and empty():
+        return "text" if text_keys else "integer"
+    if kind is None:
+        raise DataError(message("item", "a column of integers or text (an integer, "
+                                "DECIMAL(p,0) included, is the item of its decimal text; a "
+                                "fraction, a float or a time is no id)", type_name.upper()))
+    decimal = _DECIMAL.fullmatch(type_name.lower())
+    narrow = type_name.lower() in _NARROW or (decimal is not None
+                                               and int(decimal.group(1)) <= 18)
+    return "integer" if kind == "integer" and narrow and not text_keys else "text"
 
 
-def _group_sql(spec: AppendSpec) -> tuple[str, str]:
-    """``(SELECT of the group code, join)``: the code in the public list (0 without groups)."""
+def _key_sql(rel: Any, spec: AppendSpec) -> tuple[str, str]:
+    kind = key_kind(_type(rel, spec.item), spec.text_keys, lambda: not rel.limit(1).fetchall())
+    return f"CAST({_quote(spec.item)} AS {'BIGINT' if kind == 'integer' else 'VARCHAR'})", kind
+
+
+def _group_sql(spec: AppendSpec, how: str = "") -> tuple[str, str]:
+    """``(SELECT of the group code, join)``: the code in the public list (0 without groups;
+    ``how="LEFT"``: NULL for a group not in it)."""
     if spec.group is None or spec.groups is None:
         return "0", ""
     listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(spec.groups))
-    return ("listed.gi", f" JOIN (VALUES {listed}) AS listed(gname, gi) ON "
+    return ("listed.gi", f" {how} JOIN (VALUES {listed}) AS listed(gname, gi) ON "
                          "a.gname = listed.gname")
 
 
@@ -210,30 +263,23 @@ def read_events(source: Any, spec: AppendSpec) -> EventTable:
 
 def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
     rel = _relation(source, spec)
-    key, kind = _key_sql(rel, spec.item)
+    key, kind = _key_sql(rel, spec)
     period = _period_sql(rel, spec)
     gtext = (f"CAST({_quote(spec.group)} AS VARCHAR)" if spec.group else "''")
     if spec.group:
         _type(rel, spec.group)
     name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
-    wide = (f"({key} IS NULL AND {_quote(spec.item)} IS NOT NULL)"
-            if _type(rel, spec.item) in _WIDE else "FALSE")
-    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, wide, "
-              f"count(*) AS n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p, {wide} "
-              "AS wide FROM dpfreq_src) GROUP BY ALL")
-    table = EventTable(rel, name, kind, 0, 0, 0, "")
+    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, count(*) AS "
+              f"n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p FROM dpfreq_src) "
+              "GROUP BY ALL")
+    table = EventTable(rel, name, kind, 0, 0, 0, {})
     try:
         gcode, join = _group_sql(spec)
         stats = table.run(
-            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE wide), 0) AS "
-            f"wide, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
+            f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
             f"p IS NULL OR gname IS NULL), 0) AS nn, coalesce(sum(n) FILTER (WHERE p <= "
             f"{spec.after}), 0) AS late, coalesce(sum(n) FILTER (WHERE p > {spec.through}), 0) "
             f"AS future FROM {name}_all")
-        if int(stats["wide"][0]):
-            raise DataError(message("item", "integers within the signed 64-bit range (the "
-                                    "stream's integer keys; write wider ids as text)",
-                                    "values beyond it"))
         if int(stats["nn"][0]):
             raise DataError(message("source", "free of nulls in the item, time and "
                                     "group columns", "nulls"))
@@ -241,15 +287,27 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
         table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])
         table.execute(f"CREATE TEMP TABLE {name} AS SELECT a.k, {gcode} AS g, a.p, a.n FROM "
                       f"{name}_all a{join} WHERE a.p > {spec.after} AND a.p <= {spec.through}")
-        table.digest = events_digest(table)
+        table.periods = _periods(table, spec, *_group_sql(spec, "LEFT"))
     finally:
         table.execute(f"DROP TABLE IF EXISTS {name}_all")
     return table
 
 
-def events_digest(table: EventTable) -> str:
-    """A digest of the aggregated events (order-free): what a re-sent append is compared
-    with. Kept in the private state only."""
-    res = table.run(f"SELECT count(*) AS c, coalesce(sum(n), 0) AS s, "
-                    f"coalesce(bit_xor(hash(k, g, p, n)), 0) AS h FROM {table.name}")
-    return f"{int(res['c'][0])}:{int(res['s'][0])}:{int(res['h'][0])}"
+def _periods(table: EventTable, spec: AppendSpec, gcode: str, join: str
+             ) -> dict[int, PeriodEvents]:
+    """:class:`PeriodEvents` of each period ``1..through`` the source holds (the id hashed as
+    its text: an integer id is the same item as its decimal text)."""
+    listed = f"{gcode} IS NOT NULL"
+    res = table.run(
+        f"SELECT a.p, count(*) FILTER (WHERE {listed}) AS c, coalesce(sum(a.n) FILTER (WHERE "
+        f"{listed}), 0) AS s, coalesce(bit_xor(hash(CAST(a.k AS VARCHAR), {gcode}, a.p, a.n)) "
+        f"FILTER (WHERE {listed}), 0) AS h, sum(a.n) AS e FROM {table.name}_all a{join} WHERE "
+        f"a.p >= 1 AND a.p <= {spec.through} GROUP BY a.p")
+    return {int(p): PeriodEvents(int(c), int(s), int(h), int(e)) for p, c, s, h, e in
+            zip(*(res[x].tolist() for x in ("p", "c", "s", "h", "e")), strict=True)}
+
+
+def events_inside(periods: dict[int, PeriodEvents], after: int, through: int) -> int:
+    """Events of listed groups in the periods ``after < p <= through`` (those an append
+    measures)."""
+    return sum(v.events for p, v in periods.items() if after < p <= through)

@@ -34,13 +34,14 @@ import dpfreq.stream.items.sql as rules
 from dpfreq.engines import get_engine
 from dpfreq.errors import public_caller
 from dpfreq.stream.items.files import check_rows_visible, file_digest
+from dpfreq.stream.items.reader import events_inside
 from dpfreq.stream.items.spark_events import SparkEvents, read_spark_events, spark_guard
 from dpfreq.stream.items.update import SEP, UpdatePlan, UpdateResult
 
 __all__ = ["SparkItems", "count_type"]
 
 
-_STATS = ("total", "nn", "late", "future", "c", "s", "h")
+_STATS = ("total", "nn", "late", "future")
 
 
 def count_type(cap: int) -> str:
@@ -65,7 +66,9 @@ class SparkItems:
             key = "BIGINT" if events.key_kind == "integer" else "STRING"
             return events.view(f"SELECT CAST(NULL AS {key}) AS k, CAST(0 AS BIGINT) AS g, "
                                f"CAST(0 AS {count_type(cap)}) AS c WHERE false", name)
-        return events.view(events.spark.read.parquet(str(current)), name)
+        key = "BIGINT" if events.key_kind == "integer" else "STRING"
+        return events.view(events.spark.read.parquet(str(current)).selectExpr(
+            f"CAST(k AS {key}) AS k", "g", "c"), name)
 
     @staticmethod
     def _ranking(events: SparkEvents, plan: UpdatePlan) -> tuple[str, str]:
@@ -103,7 +106,7 @@ class SparkItems:
             events.spark.sql(rules.next_sql(st, added, plan.cap, count_type(plan.cap))
                              ).write.mode("overwrite").parquet(str(out))
         check_rows_visible(out, pairs, public_caller())
-        total = int(events.digest.split(":")[1])  # events of the append's periods
+        total = events_inside(events.periods, plan.after, plan.through)
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind, pairs,
                             total - n_kept, cap)
 
@@ -124,9 +127,13 @@ class SparkItems:
             f"SELECT 0 AS what, g AS total, p AS nn, j AS late, x AS future, 0 AS c, 0 AS s, "
             f"0 AS h FROM ({levels}) UNION ALL SELECT 1, (SELECT "
             f"count(*) FROM {st}) + {more} + count_if(c0 IS NULL), coalesce(sum(tot), 0), 0, "
-            f"0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats} FROM ({events.stats_sql})"
-            f"{capped}")
-        events.fill(next(r for r in rows if r["what"] == 2))
+            f"0, 0, 0, 0 FROM {kept} UNION ALL SELECT 2, {stats}, 0, 0, 0 FROM "
+            f"({events.stats_sql}) UNION ALL SELECT 4, p, c, s, h, e, 0, 0 FROM "
+            f"({events.periods_sql}){capped}")
+        events.fill(next(r for r in rows if r["what"] == 2),
+                    [dict(zip(("p", "c", "s", "h", "e"), (r["total"], r["nn"], r["late"],
+                                                          r["future"], r["c"]), strict=True))
+                     for r in rows if r["what"] == 4])
         counts = next(r for r in rows if r["what"] == 1)
         found = [r for r in rows if r["what"] == 0]
         out = np.zeros((plan.n_groups, len(plan.k_values), plan.n_periods), dtype=np.int64)

@@ -4,7 +4,8 @@ The Spark twin of :mod:`~dpfreq.stream.items.reader`, with the same rules and th
 errors. A source is what the Spark engine of :func:`dpfreq.engines.get_engine` reads (a Spark
 DataFrame, a Parquet/CSV path or directory, a SQL query, a catalog table, a pandas/Polars/Arrow
 table) or a mapping of columns (copied into Spark). The events become a view of
-``(k, g, p, n)`` — item key (BIGINT for integral columns, STRING otherwise), the group's code in
+``(k, g, p, n)`` — item key (as the DuckDB reader keys it: BIGINT or STRING, an item being its
+text), the group's code in
 the public list (0 without groups), the period, the number of events — for the periods
 ``after < p <= through`` the append closes; late events (``p <= after``), events after
 ``through`` and events of unlisted groups are only counted. Periods are the integer periods as
@@ -24,7 +25,13 @@ from typing import Any
 from dpfreq._validate import message
 from dpfreq.engines import column_error, get_engine
 from dpfreq.errors import DataError, public_caller, public_errors
-from dpfreq.stream.items.reader import AppendSpec, period_sql, source_columns
+from dpfreq.stream.items.reader import (
+    AppendSpec,
+    PeriodEvents,
+    key_kind,
+    period_sql,
+    source_columns,
+)
 
 __all__ = ["SparkEvents", "read_spark_events", "spark_guard"]
 
@@ -49,25 +56,31 @@ def spark_guard() -> Iterator[None]:
 
 class SparkEvents:
     """The append's events as the temporary view ``name`` (columns ``k, g, p, n``) on the
-    session ``spark``, and what was left out: its counts and digest come from the one-row
-    query ``stats_sql`` (columns ``total, nn, late, future, c, s, h``), run on first use or
-    filled by the store's first job (:meth:`fill`). Every view made for the append is
-    registered here and dropped by :meth:`close`."""
+    session ``spark``, and what was left out: its counts come from the one-row query
+    ``stats_sql`` (columns ``total, nn, late, future``) and what it holds of each period
+    (:class:`~dpfreq.stream.items.reader.PeriodEvents`) from ``periods_sql`` (columns ``p, c,
+    s, h, e``), run on first use or filled by the store's first job (:meth:`fill`). Every view
+    made for the append is registered here and dropped by :meth:`close`."""
 
     def __init__(self, spark: Any, name: str, key_kind: str) -> None:
         self.spark, self.name, self.key_kind = spark, name, key_kind
-        self.stats_sql = ""
+        self.stats_sql = self.periods_sql = ""
         self._stats: dict[str, int] | None = None
+        self._periods: dict[int, PeriodEvents] | None = None
         self._views: list[str] = []
 
-    def fill(self, row: Any) -> None:
-        """Take the counts from a row of ``stats_sql``'s columns; refuses nulls in the item,
-        time or group column (as the DuckDB reader does)."""
-        stats = {c: int(row[c]) for c in ("total", "nn", "late", "future", "c", "s", "h")}
+    def fill(self, row: Any, periods: list[Any] | None = None) -> None:
+        """Take the counts from a row of ``stats_sql``'s columns (and the periods from rows of
+        ``periods_sql``'s); refuses nulls in the item, time or group column (as the DuckDB
+        reader does)."""
+        stats = {c: int(row[c]) for c in ("total", "nn", "late", "future")}
         if stats["nn"]:
             raise DataError(message("source", "free of nulls in the item, time and group "
                                     "columns", "nulls"))
         self._stats = stats
+        if periods is not None:
+            self._periods = {int(r["p"]): PeriodEvents(int(r["c"]), int(r["s"]), int(r["h"]),
+                                                       int(r["e"])) for r in periods}
 
     def _stat(self, column: str) -> int:
         if self._stats is None:
@@ -90,10 +103,13 @@ class SparkEvents:
         return self._stat("future")
 
     @property
-    def digest(self) -> str:
-        """A digest of the aggregated events of the append's periods (order-free), as the
-        DuckDB reader's: what a re-sent append is compared with (private)."""
-        return f"{self._stat('c')}:{self._stat('s')}:{self._stat('h')}"
+    def periods(self) -> dict[int, PeriodEvents]:
+        """What the source holds of each period ``1..through`` (as the DuckDB reader's; the
+        digests are the engine's own: a stream stays on its engine)."""
+        if self._periods is None:
+            stats = self._stats if self._stats is not None else self.rows(self.stats_sql)[0]
+            self.fill(stats, self.rows(self.periods_sql))
+        return self._periods or {}
 
     def view(self, frame: Any, name: str) -> str:
         """Register ``frame`` (a DataFrame or a SELECT) as the view ``name``; returns it."""
@@ -137,13 +153,9 @@ def _q(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def _key_sql(types: dict[str, str], column: str) -> tuple[str, str]:
-    ty = _type(types, column)
-    if ty in _INTEGER:
-        return f"CAST({_q(column)} AS BIGINT)", "integer"
-    if ty.startswith(("array", "struct", "map")):
-        raise DataError(message("item", "a column of plain values", ty.upper()))
-    return f"CAST({_q(column)} AS STRING)", "text"
+def _key_sql(df: Any, types: dict[str, str], spec: AppendSpec) -> tuple[str, str]:
+    kind = key_kind(_type(types, spec.item), spec.text_keys, lambda: not df.limit(1).collect())
+    return f"CAST({_q(spec.item)} AS {'BIGINT' if kind == 'integer' else 'STRING'})", kind
 
 
 def _micros_sql(ty: str, col: str) -> str:
@@ -178,7 +190,8 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
     for column in spec.columns:
         if column not in types:
             raise column_error(df, column)
-    key, kind = _key_sql(types, spec.item)
+    with spark_guard():
+        key, kind = _key_sql(df, types, spec)
     period = _period_sql(types, spec)
     gtext = "''"
     if spec.group:
@@ -201,9 +214,13 @@ def read_spark_events(source: Any, spec: AppendSpec) -> SparkEvents:
         f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(CASE WHEN k IS NULL OR p IS NULL "
         f"OR gname IS NULL THEN n END), 0) AS nn, coalesce(sum(CASE WHEN p <= {spec.after} "
         f"THEN n END), 0) AS late, coalesce(sum(CASE WHEN p > {spec.through} THEN n END), 0) "
-        f"AS future, count_if(inside) AS c, coalesce(sum(CASE WHEN inside THEN n END), 0) AS "
-        f"s, coalesce(bit_xor(CASE WHEN inside THEN xxhash64(k, g, p, n) END), 0) AS h FROM "
-        f"{coded}")
+        f"AS future FROM {coded}")
+    listed = "g IS NOT NULL"
+    table.periods_sql = (
+        f"SELECT p, count_if({listed}) AS c, coalesce(sum(CASE WHEN {listed} THEN n END), 0) "
+        f"AS s, coalesce(bit_xor(CASE WHEN {listed} THEN xxhash64(CAST(k AS STRING), g, p, n) "
+        f"END), 0) AS h, sum(n) AS e FROM {coded} WHERE p >= 1 AND p <= {spec.through} "
+        "GROUP BY p")
     return table
 
 

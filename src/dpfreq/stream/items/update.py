@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
+import duckdb
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SEP", "UpdatePlan", "UpdateResult", "count_dtype", "pair_rank"]
+__all__ = ["SEP", "UpdatePlan", "UpdateResult", "count_dtype", "pair_rank", "pair_ranks"]
 
 IntArray = NDArray[np.int64]
 
@@ -101,3 +103,20 @@ def pair_rank(key_hex: str, item: str, group: str) -> str:
     """The keyed rank of an (item, group) pair: 16 hex digits of the MD5 of the key, item and
     group (as the SQL ``substr(md5(…), 1, 16)``)."""
     return hashlib.md5(f"{key_hex}{SEP}{item}{SEP}{group}".encode()).hexdigest()[:16]
+
+
+def pair_ranks(key_hex: str, items: NDArray[Any], groups: NDArray[np.int64],
+               names: tuple[str, ...]) -> NDArray[np.uint64]:
+    """:func:`pair_rank` of many pairs at once (item ``items[j]`` — an integer, read as its
+    decimal text, or text — in group ``names[groups[j]]``) as unsigned 64-bit integers (the 16
+    hex digits' value: ordered as the digits are), computed by DuckDB's ``md5`` in one
+    vectorised pass over the SQL the DuckDB store ranks with, so the order is its order."""
+    con = duckdb.connect()
+    try:
+        con.register("pairs", {"i": items, "g": np.asarray(groups, dtype=np.int64) + 1})
+        res = con.execute("SELECT CAST('0x' || substr(md5($key || chr(31) || CAST(i AS VARCHAR) "
+                          "|| chr(31) || list_extract($names, g)), 1, 16) AS UBIGINT) AS r FROM "
+                          "pairs", {"key": key_hex, "names": list(names)}).fetchnumpy()
+    finally:
+        con.close()
+    return np.asarray(res["r"], dtype=np.uint64)
