@@ -3,8 +3,9 @@
 A plan's measure (a half-width, an ℓ1 bound) does not increase with ε. The search checks the
 target is reachable at :data:`~dpfreq._validate.EPSILON_MAX`, brackets it around the planned ε
 (walking down a decade at a time below it: a plan at a tiny ε can cost more than all the others
-together), bisects log ε, and rounds up to 3 significant digits, so the answer always meets
-the target when the measure is monotone.
+together), bisects log ε until both ends of the bracket round to the same value (at most 40
+halvings), and rounds up to 3 significant digits, so the answer always meets the target when
+the measure is monotone.
 """
 
 from __future__ import annotations
@@ -87,7 +88,14 @@ def smallest_epsilon(value: Callable[[float], float], target: float, *, planned:
             eps_hi = eps_lo
         lo, hi = math.log(eps_lo), math.log(eps_hi)
     for _ in range(40):  # 40 halvings of a log-range <= 21: < 1e-10 relative
+        if _rounded(math.exp(lo)) == _rounded(math.exp(hi)):
+            break  # the answer lies in [lo, hi] and every ε there rounds to the same value
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if value(math.exp(mid)) > target else (lo, mid)
-    eps = math.exp(hi)  # meets the target; rounded up (no tolerance), it still does
+    return _rounded(math.exp(hi))  # meets the target; rounded up (no tolerance), it still does
+
+
+def _rounded(eps: float) -> float:
+    """``eps`` rounded up to 3 significant digits (at most EPSILON_MAX): non-decreasing in
+    ``eps``, so the bisection can stop as soon as both ends of its bracket round alike."""
     return min(float(f"{math.ceil(eps / step3(eps)) * step3(eps):.3g}"), EPSILON_MAX)

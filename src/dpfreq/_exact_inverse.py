@@ -132,12 +132,20 @@ class InverseTable:
             factor = ((2 << (2 * q)) // (one + alpha[1]), -((-2 << (2 * q)) // (one + alpha[0])))
         else:
             factor = (one, one)
-        power = alpha
+        # power = α^{k+1} and S(k) = c·power as intervals, rounded outwards (mul_bounds,
+        # inlined: up to 2·TABLE_MAX products per table; c = 1 needs no product)
+        p_lo, p_hi = alpha
+        a_lo, a_hi = alpha
+        f_lo, f_hi = factor
+        shift = q - w
         thresholds: list[int] = []
         tail_stop = 1 << max(0, w - TABLE_TAIL)
         for k in range(TABLE_MAX):
-            lo, hi = mul_bounds(power, factor, q)
-            d_lo, d_hi = lo >> (q - w), hi >> (q - w)
+            if two_sided:
+                lo, hi = (p_lo * f_lo) >> q, -((-p_hi * f_hi) >> q)
+            else:
+                lo, hi = p_lo, p_hi
+            d_lo, d_hi = lo >> shift, hi >> shift
             if d_lo != d_hi:  # too close to an integer for this precision: refine this entry
                 prec = q
                 while d_lo != d_hi:
@@ -149,7 +157,7 @@ class InverseTable:
             thresholds.append(d_lo)
             if d_lo < tail_stop:
                 break
-            power = mul_bounds(power, alpha, q)
+            p_lo, p_hi = (p_lo * a_lo) >> q, -((-p_hi * a_hi) >> q)
         size = len(thresholds)
         self.size = size
         self.table = np.array(thresholds, dtype=np.uint64)

@@ -16,7 +16,6 @@ partitions). numpy's global state, :mod:`random` and ``RandomState`` are never u
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import numbers
 import os
@@ -100,8 +99,19 @@ def new_secret_key() -> bytes:
     return os.urandom(32)
 
 
+#: ints below this in absolute value have far fewer than the 4300 digits ``str`` refuses
+_FAST_INT = 1 << 64
+
+
 def _encode_part(part: str | int | bytes) -> bytes:
     """One labelled, length-prefixed field of the canonical encoding used by :func:`derive_key`."""
+    # the common cases first (plain ints, ASCII strs), with the same bytes as below
+    if isinstance(part, int) and type(part) is int and -_FAST_INT < part < _FAST_INT:
+        body = str(part).encode("ascii")
+        return b"i" + len(body).to_bytes(8, "big") + body
+    if isinstance(part, str) and type(part) is str and part.isascii():
+        body = part.encode("ascii")
+        return b"s" + len(body).to_bytes(8, "big") + body
     if isinstance(part, bool):
         raise ParameterError(message("part", "a str, an int or bytes", part))
     if isinstance(part, str):
@@ -166,7 +176,7 @@ def derive_key(key: bytes, *parts: str | int | bytes) -> bytes:
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
         raise ParameterError(message("key", "at least 16 bytes", type(key).__name__))
     body = b"dpfreq-kdf-1" + b"".join(_encode_part(p) for p in parts)
-    return hmac.new(bytes(key), body, hashlib.sha256).digest()
+    return hmac.digest(bytes(key), body, "sha256")  # = hmac.new(...).digest(), one-shot
 
 
 @public_errors("keyed_generator")

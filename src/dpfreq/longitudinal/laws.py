@@ -183,12 +183,13 @@ class DistanceLaw:
         """Exact ``max_ℓ Pr[v = y_ℓ] / min_ℓ Pr[v = y_ℓ] = max w / min w`` of the sampled law."""
         return Fraction(max(self.weights), min(self.weights))
 
-    @property
+    @functools.cached_property
     def certificate(self) -> float:
         """``ln(p_max/p_min)`` of the **sampled** law, always ``≤ ε``.
 
         The natural log of the exact ratio of integers at 50 significant digits, rounded to the
         nearest float: as ε is itself a float, the result is ``≤ ε`` whenever the ratio is.
+        Computed once per law (laws are immutable and cached; every device's randomizer asks).
         """
         with decimal.localcontext() as ctx:
             ctx.prec = 50

@@ -135,6 +135,9 @@ class DirectLayout:
 def direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
     """The layout with the smaller expected ℓ1 error for this unit, ε and ``n``.
 
+    A function of public parameters only, with an immutable result: cached (a release asks it
+    for its plan and again for its statement; an audit or a grouped release, per run or group).
+
     Noising all ``n + 1`` classes costs ``(n + 1) E|Z_all|``; noising ``t ≥ 1`` and deriving
     class 0 costs ``n E|Z_pos| + E|Σ_{t≥1} Z_pos|`` (class 0 carries the sum of the others'
     noise). Both are computed from ε, ``n`` and the unit's sensitivities alone. At ``item``
@@ -142,6 +145,14 @@ def direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
     at ``event`` and ``item_replace`` both layouts have sensitivity 2 and noising all classes
     wins (class 0 then has one draw's error instead of a sum's).
     """
+    try:
+        hash((unit, epsilon, max_count))
+    except TypeError:  # not a valid parameter: the checks below say so
+        return _direct_layout(unit, epsilon, max_count)
+    return _direct_layout_cached(unit, epsilon, max_count)
+
+
+def _direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
     n = int(max_count)
     s_all, s_pos = SENSITIVITIES[unit]
     g_all, g_pos = direct_gamma(epsilon, s_all), direct_gamma(epsilon, s_pos)
@@ -155,6 +166,10 @@ def direct_layout(unit: str, epsilon: float, max_count: int) -> DirectLayout:
     if derive:
         return DirectLayout(True, s_pos, g_pos, pos_l1, why)
     return DirectLayout(False, s_all, g_all, all_l1, why)
+
+
+#: typed: 1, 1.0 and True are separate entries (a bool ε is refused, never read from a cache)
+_direct_layout_cached = functools.lru_cache(maxsize=256, typed=True)(_direct_layout)
 
 
 def derived_vector(noisy_positive: NDArray[np.int64], total: int) -> NDArray[np.int64]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,11 @@ class DirectRelease:
     mechanism: str = MECHANISM
 
 
+@lru_cache(maxsize=256)
 def _useful(d: int, n: int, unit: str, method: str, confidence: float) -> str:
+    """The ε (a search over plans: ~40 plan evaluations) that would make a vacuous statement
+    useful; a function of public parameters only, so cached (a grouped release asks it once per
+    group, an audit once per run)."""
     plan = plan_profile(domain_size=d, max_count=n, epsilon=1.0, unit=unit, method=method,
                         confidence=confidence)
     eps = plan.useful_epsilon()

@@ -33,7 +33,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from functools import lru_cache
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -188,20 +189,14 @@ class TreeCounter(_LayeredCounter):
                  layouts: dict[str, float] | None = None) -> TreeCounter | None:
         """The tree whose branching factor ``B`` and top level (a root block over all periods,
         or none) predict the least error for ``T`` (each layout once)."""
-        best: TreeCounter | None = None
-        seen: set[tuple[int, ...]] = set()
-        for b in BRANCHINGS:
-            for top in (False, True):
-                s = cls(family, k, horizon, unit, eps, delta, rho=rho, noise_kind=noise_kind,
-                        branching=b, top=top)
-                if s.shape.block_sizes in seen or not s.usable:
-                    continue
-                seen.add(s.shape.block_sizes)
-                if layouts is not None:
-                    layouts[f"B={b}{', root' if top else ''}"] = float(np.sqrt(s.mean_mse()))
-                if best is None or s.mean_mse() < best.mean_mse():
-                    best = s
-        return best
+        choice, rmse = _tree_choice(cast(Any, cls), family, k, horizon, unit, eps, delta, rho,
+                                    noise_kind)
+        if layouts is not None:
+            layouts.update(rmse)
+        if choice is None:
+            return None
+        return cls(family, k, horizon, unit, eps, delta, rho=rho, noise_kind=noise_kind,
+                   branching=choice[0], top=choice[1])
 
     def _layout_parameters(self, branching: int, top: bool) -> tuple[int, bool]:
         return branching, top
@@ -416,3 +411,28 @@ class FactorizationCounter(Structure):
                                     np.asarray(t2, dtype=np.int64))
         out: FloatArray = self._allow[q2 - 1]
         return out
+
+
+@lru_cache(maxsize=1024)
+def _tree_choice(cls: Any, family: str, k: int, horizon: int, unit: str,
+                 eps: Fraction, delta: float, rho: float | None, noise_kind: str
+                 ) -> tuple[tuple[int, bool] | None, tuple[tuple[str, float], ...]]:
+    """``((B, top) of the least predicted error or None, (layout, predicted RMSE) of every
+    usable layout tried)`` for :meth:`TreeCounter.best_for`: a function of public parameters
+    only, cached, since every release and plan asks it again (up to 14 trees calibrated and
+    predicted per call). ``cls`` is :class:`TreeCounter` or a subclass."""
+    best: TreeCounter | None = None
+    choice: tuple[int, bool] | None = None
+    seen: set[tuple[int, ...]] = set()
+    rmse: list[tuple[str, float]] = []
+    for b in BRANCHINGS:
+        for top in (False, True):
+            s = cls(family, k, horizon, unit, eps, delta, rho=rho, noise_kind=noise_kind,
+                    branching=b, top=top)
+            if s.shape.block_sizes in seen or not s.usable:
+                continue
+            seen.add(s.shape.block_sizes)
+            rmse.append((f"B={b}{', root' if top else ''}", float(np.sqrt(s.mean_mse()))))
+            if best is None or s.mean_mse() < best.mean_mse():
+                best, choice = s, (b, top)
+    return choice, tuple(rmse)
