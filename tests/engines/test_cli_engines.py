@@ -132,7 +132,8 @@ def test_cli_bad_spark_master_is_one_line(tmp_path: Path,
                             "--spark-master", "bogus://x"], capsys)
     assert code == 2
     last = err.strip().splitlines()[-1]
-    assert last.startswith("dpfreq: error: master of dpfreq reach must be a Spark master URL")
+    assert last.startswith("dpfreq: error: --spark-master of dpfreq reach must be a Spark "
+                           "master URL")
 
 
 def _release_json(out: str) -> dict[str, Any]:

@@ -66,7 +66,9 @@ def test_cli_grouped_output_prints_coverage_once(tmp_path: object) -> None:
         "--epsilon", "1", "--unit", "item", "--seed", "0"])
     assert out.exit_code == 0, out.output
     lines = [line for line in out.output.splitlines() if "cover the capped data" in line]
-    assert lines == [f"# coverage: {capping_statement(2)}"]
+    cli_text = capping_statement(2).replace("max_groups_per_item", "--max-groups-per-item")
+    cli_text = cli_text.replace("(capping_epsilon=)", "(--capping-epsilon)")  # CLI spelling
+    assert lines == [f"# coverage: {cli_text}"]
 
 
 def test_cli_capping_epsilon(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:

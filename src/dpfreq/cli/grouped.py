@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 import dpfreq.cli._common as shared
+from dpfreq.cli.spelling import spelled
 
 __all__ = ["BOUND", "BoundType", "capping_option", "delta_option", "echo_group_tables",
            "echo_grouped_head", "format_grouped_plan", "group_options", "groups_line", "noise_line",
@@ -166,7 +167,7 @@ def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
     simultaneous statement (without its coverage sentence, printed on the line before)."""
     click.echo(first_line, err=err)
     click.echo(groups_line(rel), err=err)
-    click.echo(f"# coverage: {rel.mechanism_params['coverage']}", err=err)
+    click.echo(f"# coverage: {spelled(rel.mechanism_params['coverage'])}", err=err)
     if "bound_choice" in rel.mechanism_params:
         click.echo(f"# max-groups-per-item auto: {rel.mechanism_params['bound_choice']['why']}",
                    err=err)
@@ -179,4 +180,7 @@ def echo_grouped_head(rel: Any, first_line: str, err: bool) -> None:
 def without_coverage(rel: Any, text: str) -> str:
     """``text`` (an error statement's description, or a line quoting one) without the coverage
     sentence every grouped statement ends with (the output prints it once, on its own line)."""
-    return text.removesuffix(f" Coverage: {rel.mechanism_params['coverage']}.")
+    coverage = rel.mechanism_params["coverage"]
+    for form in (coverage, spelled(coverage)):  # the library's text, or the CLI's spelling
+        text = text.removesuffix(f" Coverage: {form}.")
+    return text

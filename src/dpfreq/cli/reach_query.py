@@ -24,6 +24,7 @@ import numpy as np
 from dpfreq._validate import check_confidence, message
 from dpfreq.cli._common import output_path_option, parse_int_list, write_output
 from dpfreq.cli.output import warn
+from dpfreq.cli.spelling import spelled
 from dpfreq.errors import DataError, DPFreqError, ParameterError
 
 __all__ = ["command", "load_saved", "parse_window", "period_label"]
@@ -258,7 +259,7 @@ def command(saved: str, window_text: tuple[str, ...], k_text: tuple[str, ...],
         click.echo(f"# grouped by {info['group_column']!r}: {len(info['groups'])} groups, "
                    f"epsilon={info['epsilon_per_group']:g} per group; answering "
                    f"{len({r['group'] for r in records})} of them")
-        click.echo(f"# coverage: {info['coverage']}")
+        click.echo(f"# coverage: {spelled(info['coverage'])}")
         if "dropped_fraction" in info:
             click.echo(f"# dropped by the cap: {info['dropped_fraction']['description']}")
     if "timezone" in info:

@@ -20,6 +20,7 @@ import numpy as np
 
 import dpfreq.cli._common as shared
 from dpfreq.cli.output import write_output
+from dpfreq.cli.spelling import spelled
 from dpfreq.cli.stream_options import accuracy_options, parse_horizon
 from dpfreq.errors import ParameterError
 from dpfreq.stream import ReachStream, StreamRelease
@@ -47,7 +48,7 @@ def format_release(rel: StreamRelease, group: str | None = None, rows: int = 10)
              f"method={rel.mechanism_params['method']}; ± = {conf:.0%} per-answer interval",
              f"# why: {rel.mechanism_params['why']}"]
     if "coverage" in rel.mechanism_params:
-        lines.append(f"# coverage: {rel.mechanism_params['coverage']}")
+        lines.append(f"# coverage: {spelled(rel.mechanism_params['coverage'])}")
     if rel.dropped_fraction is not None:
         lines.append(f"# dropped by the cap: {rel.dropped_fraction.description}")
     lines += _noise_lines(rel, groups)
