@@ -192,7 +192,7 @@ class MemoryItems:
         _, _, arrays = read_artifact(path, kind=_KIND, versions=(_VERSION,))
         keys, codes, counts = _decode(arrays), arrays["codes"], arrays["counts"]
         if key_kind == "text" and keys.dtype.kind in "iu":
-            text = np.array([str(k) for k in keys.tolist()], dtype=object)
+            text = keys.astype(np.str_).astype(object)  # the decimal text of each id
             order = np.argsort(text, kind="stable")
             rank = np.empty(order.size, dtype=np.int64)
             rank[order] = np.arange(order.size)
