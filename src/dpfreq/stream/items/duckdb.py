@@ -2,15 +2,17 @@
 
 The state is a table ``(k, g, c)`` — item key (BIGINT or VARCHAR), group code, capped count
 (UTINYINT up to K = 255) — stored as ``items-<gen>.parquet``. An append reads the previous
-generation once, joins it with the aggregated events (:mod:`~dpfreq.stream.items.reader`) into
-the **kept pairs** of the append (item, group, first period, events, previous count), computes
-the increments of :mod:`~dpfreq.stream.items.update` from them (a window sum per pair when the
-append closes several periods), and writes the next generation with one ``COPY … TO`` of the
-full outer join. DuckDB streams, spills to disk when memory runs short, and never brings the
-items into Python, so 10^8 items fit. A stream measuring what its cap dropped also remembers
-the capped-out pairs with count 0, up to ``M = 4m`` pairs per item (:mod:`.update`): up to
-``M − m`` more rows per item. On disk an item costs a few bytes (4–6 measured at 10^6
-items, Parquet's default compression); in flight, the previous generation is decoded once.
+generation twice, streaming: once for the pairs of the append's items only (a semi-join on the
+events' keys, :mod:`~dpfreq.stream.items.reader`), which it joins with the aggregated events
+into the **kept pairs** of the append (item, group, first period, events, previous count), and
+once in the ``COPY … TO`` that writes the next generation as the full outer join of the whole
+previous generation with the kept pairs. From the kept pairs it computes the increments of
+:mod:`~dpfreq.stream.items.update` (a window sum per pair when the append closes several
+periods). DuckDB streams, spills to disk when memory runs short, and never brings the items
+into Python, so 10^8 items fit: what it holds is the append's pairs, not the state's. A stream
+measuring what its cap dropped also remembers the capped-out pairs with count 0, up to ``M =
+4m`` pairs per item (:mod:`.update`): up to ``M − m`` more rows per item. On disk an item costs
+a few bytes (4–6 measured at 10^6 items, Parquet's default compression).
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ class DuckDBItems:
         check()  # the stream's refusals of late and future events, before any work
         st, kept = f"{events.name}_state", f"{events.name}_kept"
         seen = f"{events.name}_seen" if plan.measures_capping else None
-        # the previous generation, decoded once (joined twice)
-        events.execute(f"CREATE TEMP TABLE {st} AS SELECT * FROM "
-                       f"{self._state(current, events.key_kind, plan.cap)}")
+        state = self._state(current, events.key_kind, plan.cap)
+        # the previous generation's pairs of the append's items only (a semi-join: the hash
+        # table holds the append's keys, not the state's); the next generation is written from
+        # the whole previous generation, read once more by the COPY
+        events.execute(f"CREATE TEMP TABLE {st} AS SELECT * FROM {state} AS s WHERE s.k IN "
+                       f"(SELECT k FROM {events.name})")
         both = f"{events.name}_bounded"
         try:
             cap = None
@@ -96,19 +101,16 @@ class DuckDBItems:
                 events.execute(f"DROP TABLE {both}")
                 cap = self._capping(events, plan, seen)
             inc = self._increments(events, plan, kept)
-            nxt = next_sql(st, added_sql(kept, seen), plan.cap, _count_type(plan.cap))
-            events.execute(f"COPY ({nxt}) TO {_lit(str(out))} (FORMAT parquet)")
-            more = "0" if seen is None else f"(SELECT count(*) FROM {seen} WHERE NOT kp)"
-            res = events.run(f"SELECT (SELECT count(*) FROM {st}) + {more} + count(*) FILTER "
-                             f"(WHERE c0 IS NULL) AS pairs, coalesce(sum(tot), 0) AS kept "
-                             f"FROM {kept}")
+            nxt = next_sql(state, added_sql(kept, seen), plan.cap, _count_type(plan.cap))
+            pairs = events.run(f"COPY ({nxt}) TO {_lit(str(out))} (FORMAT parquet)")["Count"]
+            res = events.run(f"SELECT coalesce(sum(tot), 0) AS kept FROM {kept}")
         finally:
             for name in (kept, st, seen, both):
                 if name is not None:
                     events.execute(f"DROP TABLE IF EXISTS {name}")
         total = events_inside(events.periods, plan.after, plan.through)
         return UpdateResult(inc, out.name, file_digest(out), events.key_kind,
-                            int(res["pairs"][0]), total - int(res["kept"][0]), cap)
+                            int(pairs[0]), total - int(res["kept"][0]), cap)
 
     @staticmethod
     def _capping(events: EventTable, plan: UpdatePlan, seen: str) -> NDArray[np.int64]:

@@ -238,13 +238,13 @@ def _key_sql(rel: Any, spec: AppendSpec) -> tuple[str, str]:
     return f"CAST({_quote(spec.item)} AS {'BIGINT' if kind == 'integer' else 'VARCHAR'})", kind
 
 
-def _group_sql(spec: AppendSpec, how: str = "") -> tuple[str, str]:
+def _group_sql(spec: AppendSpec) -> tuple[str, str]:
     """``(SELECT of the group code, join)``: the code in the public list (0 without groups;
-    ``how="LEFT"``: NULL for a group not in it)."""
+    NULL for a group not in it)."""
     if spec.group is None or spec.groups is None:
         return "0", ""
     listed = ", ".join(f"({_literal(x)}, {i})" for i, x in enumerate(spec.groups))
-    return ("listed.gi", f" {how} JOIN (VALUES {listed}) AS listed(gname, gi) ON "
+    return ("listed.gi", f" LEFT JOIN (VALUES {listed}) AS listed(gname, gi) ON "
                          "a.gname = listed.gname")
 
 
@@ -269,12 +269,14 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
     if spec.group:
         _type(rel, spec.group)
     name = f"dpfreq_stream_events_{uuid.uuid4().hex}"
-    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT k, gname, p, count(*) AS "
-              f"n FROM (SELECT {key} AS k, {gtext} AS gname, {period} AS p FROM dpfreq_src) "
-              "GROUP BY ALL")
+    # the group's code (NULL for a group not in the public list) joined once, to the
+    # aggregated rows: the periods' digests and the append's table both read it
+    gcode, join = _group_sql(spec)
+    rel.query("dpfreq_src", f"CREATE TEMP TABLE {name}_all AS SELECT a.k, a.gname, {gcode} AS "
+              f"g, a.p, a.n FROM (SELECT k, gname, p, count(*) AS n FROM (SELECT {key} AS k, "
+              f"{gtext} AS gname, {period} AS p FROM dpfreq_src) GROUP BY ALL) a{join}")
     table = EventTable(rel, name, kind, 0, 0, 0, {})
     try:
-        gcode, join = _group_sql(spec)
         stats = table.run(
             f"SELECT coalesce(sum(n), 0) AS total, coalesce(sum(n) FILTER (WHERE k IS NULL OR "
             f"p IS NULL OR gname IS NULL), 0) AS nn, coalesce(sum(n) FILTER (WHERE p <= "
@@ -285,24 +287,22 @@ def _aggregate(source: Any, spec: AppendSpec) -> EventTable:
                                     "group columns", "nulls"))
         table.n_events = int(stats["total"][0])
         table.n_late, table.n_future = int(stats["late"][0]), int(stats["future"][0])
-        table.execute(f"CREATE TEMP TABLE {name} AS SELECT a.k, {gcode} AS g, a.p, a.n FROM "
-                      f"{name}_all a{join} WHERE a.p > {spec.after} AND a.p <= {spec.through}")
-        table.periods = _periods(table, spec, *_group_sql(spec, "LEFT"))
+        table.execute(f"CREATE TEMP TABLE {name} AS SELECT k, g, p, n FROM {name}_all WHERE g "
+                      f"IS NOT NULL AND p > {spec.after} AND p <= {spec.through}")
+        table.periods = _periods(table, spec)
     finally:
         table.execute(f"DROP TABLE IF EXISTS {name}_all")
     return table
 
 
-def _periods(table: EventTable, spec: AppendSpec, gcode: str, join: str
-             ) -> dict[int, PeriodEvents]:
+def _periods(table: EventTable, spec: AppendSpec) -> dict[int, PeriodEvents]:
     """:class:`PeriodEvents` of each period ``1..through`` the source holds (the id hashed as
     its text: an integer id is the same item as its decimal text)."""
-    listed = f"{gcode} IS NOT NULL"
     res = table.run(
-        f"SELECT a.p, count(*) FILTER (WHERE {listed}) AS c, coalesce(sum(a.n) FILTER (WHERE "
-        f"{listed}), 0) AS s, coalesce(bit_xor(hash(CAST(a.k AS VARCHAR), {gcode}, a.p, a.n)) "
-        f"FILTER (WHERE {listed}), 0) AS h, sum(a.n) AS e FROM {table.name}_all a{join} WHERE "
-        f"a.p >= 1 AND a.p <= {spec.through} GROUP BY a.p")
+        "SELECT p, count(*) FILTER (WHERE g IS NOT NULL) AS c, coalesce(sum(n) FILTER (WHERE g "
+        "IS NOT NULL), 0) AS s, coalesce(bit_xor(hash(CAST(k AS VARCHAR), g, p, n)) FILTER "
+        f"(WHERE g IS NOT NULL), 0) AS h, sum(n) AS e FROM {table.name}_all WHERE p >= 1 AND "
+        f"p <= {spec.through} GROUP BY p")
     return {int(p): PeriodEvents(int(c), int(s), int(h), int(e)) for p, c, s, h, e in
             zip(*(res[x].tolist() for x in ("p", "c", "s", "h", "e")), strict=True)}
 
