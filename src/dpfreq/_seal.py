@@ -207,7 +207,10 @@ def replace_file(path: Path, data: bytes, mode: int) -> None:
     """Replace ``path`` by ``data`` atomically (a temporary file beside it, given ``mode``,
     then renamed over it)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
+    with open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
     os.chmod(tmp, mode)
     tmp.replace(path)
 

@@ -19,7 +19,7 @@ from typing import Any
 from dpfreq.errors import ParameterError
 
 __all__ = ["KEY_BYTES", "KEY_VARIABLE", "OLD_KEY_VARIABLE", "digest", "hasher", "key_in",
-           "signing_key"]
+           "old_key_refusal", "signing_key"]
 
 KEY_VARIABLE = "DPFREQ_ARTIFACT_KEY"
 #: the key a rotation (``dpfreq resign``) verifies with, in the format of ``KEY_VARIABLE``
@@ -61,3 +61,16 @@ def digest(key: bytes | None, data: bytes) -> str:
     h = hasher(key)
     h.update(data)
     return str(h.hexdigest())
+
+
+def old_key_refusal(signed: bool, old: bytes | None) -> str | None:
+    """Why a file or ledger that is ``signed`` (or not) cannot be verified under the old key
+    ``old`` of a rotation (None: unsigned) — None when its state matches the key's."""
+    if signed and old is None:
+        return (f"it is signed (HMAC-SHA256): set {OLD_KEY_VARIABLE} to the key it was "
+                "signed with")
+    if not signed and old is not None:
+        return (f"it is not signed (a plain SHA-256 digest): re-sign unsigned files apart, "
+                f"with {OLD_KEY_VARIABLE} unset and from_unsigned=True, after checking them "
+                "by other means")
+    return None
