@@ -37,7 +37,6 @@ from dpfreq._ledger_resign import resign_ledger
 from dpfreq._resign_file import resign_file
 from dpfreq._signing import KEY_VARIABLE, OLD_KEY_VARIABLE, key_in, signing_key
 from dpfreq.errors import DataError, ParameterError
-from dpfreq.stream.resign import resign_stream
 
 __all__ = ["resign", "rotation_keys"]
 
@@ -136,6 +135,8 @@ def resign(path: str | Path, *, from_unsigned: bool = False, to_unsigned: bool =
     target = Path(path)
     try:
         if target.is_dir():
+            from dpfreq.stream.resign import resign_stream  # the stream's imports, when needed
+
             resign_stream(target, old, new)
             return "stream"
         if _head(target) == _SQLITE:
