@@ -31,7 +31,7 @@ from dpfreq._ledger_anchor import check_anchor
 from dpfreq._ledger_book import entries_in, header_in, rule_in
 from dpfreq._ledger_chain import CHAINS, ROW_COLUMNS, head_hash, header_hash, row_hash, walk_chain
 from dpfreq._seal import replace_file
-from dpfreq._signing import old_key_refusal
+from dpfreq._signing import OLD_KEY_VARIABLE, old_key_refusal
 from dpfreq.errors import DataError
 
 __all__ = ["resign_ledger"]
@@ -75,6 +75,9 @@ def _rekey(conn: sqlite3.Connection, label: str, old: bytes | None, new: bytes |
     why = old_key_refusal(CHAINS[chain], old)
     if why is not None:
         raise DataError(f"ledger {label!r} cannot be re-signed: {why}.")
+    if header.get("header_hash") != header_hash(old, header):
+        raise DataError(f"ledger {label!r} cannot be re-signed: its header does not verify "
+                        f"under {OLD_KEY_VARIABLE} (signed with another key, or edited).")
     heads: list[str] = []
     walk_chain(conn, header, label, old, heads)
     rule_in(header, label)

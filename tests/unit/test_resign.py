@@ -127,6 +127,10 @@ def test_a_rolled_back_or_edited_ledger_is_refused_unchanged(tmp_path, keys) -> 
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE releases SET epsilon = '1/100' WHERE id = 1")
     before = {**_snapshot(path), **_snapshot(anchor)}
+    keys(B, "c3" * 32)
+    with pytest.raises(DataError, match="its header does not verify under "
+                                        "DPFREQ_ARTIFACT_KEY_OLD"):
+        resign(path)
     keys(A, B)
     with pytest.raises(DataError, match="fails verification at row 1"):
         resign(path)
