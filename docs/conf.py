@@ -78,7 +78,7 @@ API_MODULES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows"
                "dpfreq.crossparty.shuffle", "dpfreq.engines", "dpfreq.budget", "dpfreq.ledger",
                "dpfreq.accounting",
                "dpfreq.release", "dpfreq.errors", "dpfreq.rng", "dpfreq.noise",
-               "dpfreq.artifacts"]
+               "dpfreq.artifacts", "dpfreq.resign"]
 API_MARKER = "<!-- api-reference -->"
 
 

@@ -3,7 +3,8 @@ source (``ast``), not on a run.
 
 Layers, each importing only from its own layer or below::
 
-    dpfreq (package facade), dpfreq.cli, dpfreq.server        user surfaces
+    dpfreq (package facade), dpfreq.cli, dpfreq.server,       user surfaces
+    dpfreq.resign (re-signs every system's saved state)
     dpfreq.profile, .anonymized, .windows, .longitudinal,     the systems
     .crossparty
     dpfreq.stream                                             built on .windows
@@ -40,7 +41,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "dpfreq"
-SURFACES = ("cli", "server")
+#: ``dpfreq.resign`` is the library's side of ``dpfreq resign``: it dispatches a key rotation to
+#: each layer's own state (files and ledgers among the primitives, stream states in the stream)
+SURFACES = ("cli", "server", "resign")
 SYSTEMS = ("profile", "anonymized", "windows", "longitudinal", "crossparty", "stream")
 #: systems built on another system's counters (the reach stream is the live form of the window
 #: release's cumulative counters): they may import it, never the reverse (no cycle of systems)

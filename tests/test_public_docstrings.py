@@ -18,7 +18,8 @@ import pytest
 PACKAGES = ["dpfreq", "dpfreq.profile", "dpfreq.anonymized", "dpfreq.windows",
             "dpfreq.longitudinal", "dpfreq.stream", "dpfreq.crossparty",
             "dpfreq.crossparty.shuffle", "dpfreq.engines", "dpfreq.budget", "dpfreq.release",
-            "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger", "dpfreq.accounting"]
+            "dpfreq.rng", "dpfreq.noise", "dpfreq.artifacts", "dpfreq.ledger", "dpfreq.accounting",
+            "dpfreq.resign"]
 
 
 def public_objects() -> Iterator[tuple[str, object]]:

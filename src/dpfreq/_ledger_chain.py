@@ -29,6 +29,7 @@ __all__ = [
     "header_hash",
     "row_hash",
     "verify_chain",
+    "walk_chain",
 ]
 
 #: chain name → whether it is keyed
@@ -90,7 +91,12 @@ def verify_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str,
 
     ``heads``, when given, receives the head of every prefix of the chain (the empty one
     first): the heads the ledger has had, which an anchor kept elsewhere must be one of."""
-    key = chain_key(header.get("chain"), label)
+    return walk_chain(conn, header, label, chain_key(header.get("chain"), label), heads)
+
+
+def walk_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str, key: bytes | None,
+               heads: list[str] | None = None) -> tuple[int, str]:
+    """:func:`verify_chain` under ``key``, whatever the environment holds."""
     previous = header_hash(key, header)
     if header.get("header_hash") != previous:
         raise DataError(f"ledger {label!r} fails verification at its header: the total, unit, "

@@ -18,25 +18,34 @@ from typing import Any
 
 from dpfreq.errors import ParameterError
 
-__all__ = ["KEY_BYTES", "KEY_VARIABLE", "digest", "hasher", "signing_key"]
+__all__ = ["KEY_BYTES", "KEY_VARIABLE", "OLD_KEY_VARIABLE", "digest", "hasher", "key_in",
+           "old_key_refusal", "signing_key"]
 
 KEY_VARIABLE = "DPFREQ_ARTIFACT_KEY"
+#: the key a rotation (``dpfreq resign``) verifies with, in the format of ``KEY_VARIABLE``
+OLD_KEY_VARIABLE = "DPFREQ_ARTIFACT_KEY_OLD"
 KEY_BYTES = 32
 
 
 def signing_key() -> bytes | None:
     """The key in ``DPFREQ_ARTIFACT_KEY`` (None when unset or empty); a malformed or short
     key is a one-line :class:`~dpfreq.errors.ParameterError` (its value is never shown)."""
-    text = os.environ.get(KEY_VARIABLE, "").strip()
+    return key_in(KEY_VARIABLE)
+
+
+def key_in(variable: str) -> bytes | None:
+    """The key in the environment variable ``variable``, checked as :func:`signing_key`
+    checks ``DPFREQ_ARTIFACT_KEY``."""
+    text = os.environ.get(variable, "").strip()
     if not text:
         return None
     try:
         key = bytes.fromhex(text)
     except ValueError:
-        raise ParameterError(f"{KEY_VARIABLE} must be a key of at least {KEY_BYTES} bytes "
+        raise ParameterError(f"{variable} must be a key of at least {KEY_BYTES} bytes "
                              "written in hexadecimal; got text that is not hexadecimal.") from None
     if len(key) < KEY_BYTES:
-        raise ParameterError(f"{KEY_VARIABLE} must be a key of at least {KEY_BYTES} bytes "
+        raise ParameterError(f"{variable} must be a key of at least {KEY_BYTES} bytes "
                              f"written in hexadecimal; got {len(key)} bytes.")
     return key
 
@@ -52,3 +61,16 @@ def digest(key: bytes | None, data: bytes) -> str:
     h = hasher(key)
     h.update(data)
     return str(h.hexdigest())
+
+
+def old_key_refusal(signed: bool, old: bytes | None) -> str | None:
+    """Why a file or ledger that is ``signed`` (or not) cannot be verified under the old key
+    ``old`` of a rotation (None: unsigned) — None when its state matches the key's."""
+    if signed and old is None:
+        return (f"it is signed (HMAC-SHA256): set {OLD_KEY_VARIABLE} to the key it was "
+                "signed with")
+    if not signed and old is not None:
+        return (f"it is not signed (a plain SHA-256 digest): re-sign unsigned files apart, "
+                f"with {OLD_KEY_VARIABLE} unset and from_unsigned=True, after checking them "
+                "by other means")
+    return None

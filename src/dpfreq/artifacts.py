@@ -39,82 +39,30 @@ JSON text for small state (device state, protocol parameters).
 
 from __future__ import annotations
 
-import hmac
-import io
-import json
 import os
 import stat
-import zipfile
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpfreq._signing import KEY_VARIABLE, hasher, signing_key
+from dpfreq._seal import (
+    bad,
+    check_digest,
+    open_text,
+    open_zip,
+    seal_text,
+    unreadable,
+    write_zip,
+)
+from dpfreq._signing import signing_key
 from dpfreq.errors import DataError
 
 __all__ = ["create_private", "open_json", "read_artifact", "read_text_file", "seal_json",
            "write_artifact", "write_private"]
 
-_FORMAT = "dpfreq"
 _PRIVATE = stat.S_IRUSR | stat.S_IWUSR  # 0600: files holding secrets, tokens or reports
-_HEADER = "__header__.json"
-_ALLOWED_KINDS = "biuf"
-
-
-#: the member (zip) or key (JSON) holding the digest: plain, or signed with the key
-_PLAIN, _SIGNED = "sha256", "hmac_sha256"
-
-
-def _digest(header: bytes, arrays: Mapping[str, np.ndarray], key: bytes | None) -> str:
-    h = hasher(key)
-    h.update(len(header).to_bytes(8, "big") + header)
-    for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
-        meta = f"{name}|{arr.dtype.str}|{arr.shape}".encode()
-        h.update(len(meta).to_bytes(8, "big") + meta)
-        data = arr.tobytes()
-        h.update(len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()
-
-
-def _bad(label: str, kind: str, reason: str) -> DataError:
-    return DataError(f"{label} is not a valid dpfreq {kind} file: {reason}.")
-
-
-def _check_digest(label: str, kind: str, signed: bool, stored: Any, key: bytes | None,
-                  compute: Any) -> None:
-    """Refuse a digest that does not match, or a signed state that does not match the key's
-    (``compute(key)`` gives the expected digest)."""
-    if signed and key is None:
-        raise _bad(label, kind, f"it is signed (HMAC-SHA256); set {KEY_VARIABLE} to its key "
-                   "to load it")
-    if not signed and key is not None:
-        raise _bad(label, kind, f"it is not signed, and unsigned files are refused while "
-                   f"{KEY_VARIABLE} is set (anyone could have edited it and recomputed its "
-                   "checksum); to adopt it, load it with the key unset and save it again with "
-                   "the key set")
-    if not isinstance(stored, str) or not hmac.compare_digest(
-            stored.encode("utf-8", "replace"), compute(key).encode("ascii")):
-        raise _bad(label, kind, "its signature does not match (it was edited, or signed with "
-                   "another key)" if signed else
-                   "its checksum does not match (the file was edited or corrupted)")
-
-
-def _check_header(obj: Any, label: str, kind: str, versions: tuple[int, ...], what: str) -> int:
-    """The format version of a parsed dpfreq header, after checking its format, kind and
-    version (``what`` names the container in the error: "a file" or "text")."""
-    if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
-        raise _bad(label, kind, f"no dpfreq header (not {what} dpfreq wrote)")
-    if obj.get("kind") != kind:
-        raise _bad(label, kind, f"it holds a {obj.get('kind')!r}")
-    version = obj.get("version")
-    if version not in versions:
-        raise _bad(label, kind, f"format version {version!r} is not supported "
-                   f"(this dpfreq reads {', '.join(map(str, versions))})")
-    return int(version)
 
 
 def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[str, Any],
@@ -161,27 +109,7 @@ def write_artifact(path: str | Path, *, kind: str, version: int, meta: Mapping[s
     >>> version, meta, arrays["counts"].tolist()
     (1, {'epsilon': 1.0}, [3, 1, 4])
     """
-    arrays = {k: np.ascontiguousarray(v) for k, v in (arrays or {}).items()}
-    for name, arr in arrays.items():
-        if arr.dtype.kind not in _ALLOWED_KINDS:
-            raise TypeError(f"array {name!r} has dtype {arr.dtype}; only numeric arrays are saved")
-    shapes = {k: [v.dtype.str, list(v.shape)] for k, v in arrays.items()}
-    header_obj = {"format": _FORMAT, "kind": kind, "version": int(version), "meta": meta,
-                  "arrays": shapes}
-    header = json.dumps(header_obj, separators=(",", ":")).encode()
-    key = signing_key()
-    digest = _digest(header, arrays, key)
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(_HEADER, header)
-        zf.writestr(f"__{_SIGNED if key else _PLAIN}__", digest)
-        for name, arr in arrays.items():
-            buf = io.BytesIO()
-            np.save(buf, arr, allow_pickle=False)
-            zf.writestr(name + ".npy", buf.getvalue())
-    tmp.replace(out)
-    return out
+    return write_zip(path, kind, version, meta, arrays or {}, signing_key())
 
 
 def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
@@ -233,42 +161,12 @@ def read_artifact(path: str | Path, *, kind: str, versions: tuple[int, ...]
     ...
     dpfreq.errors.DataError: ... format version 2 is not supported (this dpfreq reads 1).
     """
-    label = str(path)
     key = signing_key()
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
-            signed = f"__{_SIGNED}__" in names
-            if _HEADER not in names or not (signed or f"__{_PLAIN}__" in names):
-                raise _bad(label, kind, "no dpfreq header (not a file dpfreq wrote)")
-            header = zf.read(_HEADER)
-            stored = zf.read(f"__{_SIGNED if signed else _PLAIN}__").decode("ascii", "replace")
-            obj = json.loads(header)
-            version = _check_header(obj, label, kind, versions, "a file")
-            shapes = obj.get("arrays")
-            if not isinstance(shapes, dict) or set(shapes) != {
-                    n[:-4] for n in names if n.endswith(".npy")}:
-                raise _bad(label, kind, "its arrays do not match its header")
-            arrays: dict[str, np.ndarray] = {}
-            for name, (dtype, shape) in shapes.items():
-                arr = np.load(io.BytesIO(zf.read(name + ".npy")), allow_pickle=False)
-                if arr.dtype.str != dtype or list(arr.shape) != list(shape):
-                    raise _bad(label, kind, f"array {name!r} does not match its header")
-                arrays[name] = arr
-    except DataError:
-        raise
-    except FileNotFoundError:
-        raise DataError(f"{label} does not exist.") from None
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError,
-            TypeError, KeyError, UnicodeDecodeError, NotImplementedError, RuntimeError) as exc:
-        # a corrupt zip directory can name an unknown compression method (NotImplementedError)
-        # or an encrypted member (RuntimeError)
-        raise _bad(label, kind, _unreadable(path, exc)) from None
-    _check_digest(label, kind, signed, stored, key, lambda k: _digest(header, arrays, k))
-    meta = obj.get("meta")
-    if not isinstance(meta, dict):
-        raise _bad(label, kind, "its header has no parameters")
-    return int(version), meta, arrays
+    opened = open_zip(path, kind, versions)
+    check_digest(str(path), kind, opened.signed, opened.stored, key, opened.compute)
+    if not isinstance(opened.meta, dict):
+        raise bad(str(path), kind, "its header has no parameters")
+    return opened.version, opened.meta, opened.arrays
 
 
 def seal_json(payload: Mapping[str, Any], *, kind: str, version: int, sign: bool = True) -> str:
@@ -308,17 +206,7 @@ def seal_json(payload: Mapping[str, Any], *, kind: str, version: int, sign: bool
     >>> open_json(text, kind="params", versions=(1,))
     (1, {'horizon': 8})
     """
-    key = signing_key() if sign else None
-    digest = _json_digest(payload, kind, int(version), key)
-    return json.dumps({"format": _FORMAT, "kind": kind, "version": int(version),
-                       "payload": payload, _SIGNED if key else _PLAIN: digest}, sort_keys=True)
-
-
-def _json_digest(payload: Mapping[str, Any], kind: str, version: int, key: bytes | None) -> str:
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    h = hasher(key)
-    h.update(f"{kind}|{version}|{body}".encode())
-    return str(h.hexdigest())
+    return seal_text(payload, kind, int(version), signing_key() if sign else None)
 
 
 def read_text_file(path: str | Path, what: str) -> str:
@@ -337,39 +225,7 @@ def read_text_file(path: str | Path, what: str) -> str:
     except FileNotFoundError:
         raise DataError(f"{path} does not exist.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} cannot be read as {what}: {_unreadable(path, exc)}.") from None
-
-
-def _held(path: str | Path) -> str | None:
-    """What a file dpfreq wrote holds (``"'params' (a dpfreq text file)"``), None for any
-    other file: the kind in the header of a binary (zip) file or of a text (JSON) file."""
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as zf:
-                obj = json.loads(zf.read(_HEADER))
-            form = "binary"
-        else:
-            obj = json.loads(Path(path).read_text(encoding="utf-8"))
-            form = "text"
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, EOFError,
-            NotImplementedError, RuntimeError):
-        return None
-    if not isinstance(obj, dict) or obj.get("format") != _FORMAT or "kind" not in obj:
-        return None
-    return f"{str(obj['kind'])!r} (a dpfreq {form} file)"
-
-
-def _unreadable(path: str | Path, exc: BaseException) -> str:
-    """Why a file cannot be read, in words: what it holds when dpfreq wrote it for another
-    reader, else what is wrong with it (never a Python exception's name)."""
-    held = _held(path)
-    if held is not None:
-        return f"it holds a {held}"
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"it cannot be opened ({exc.strerror.lower()})"
-    return "it is unreadable or truncated"
+        raise DataError(f"{path} cannot be read as {what}: {unreadable(path, exc)}.") from None
 
 
 def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
@@ -415,19 +271,10 @@ def open_json(text: str | bytes, *, kind: str, versions: tuple[int, ...],
     ...
     dpfreq.errors.DataError: params.json is not a valid dpfreq params file: its checksum ...
     """
-    try:
-        obj = json.loads(text)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        raise _bad(label, kind, "not JSON") from None
-    version = _check_header(obj, label, kind, versions, "text")
-    payload = obj.get("payload")
-    if not isinstance(payload, dict):
-        raise _bad(label, kind, "it has no payload")
-    signed = _SIGNED in obj
-    _check_digest(label, kind, signed, obj.get(_SIGNED if signed else _PLAIN),
-                  signing_key() if sign else None,
-                  lambda k: _json_digest(payload, kind, version, k))
-    return int(version), payload
+    opened = open_text(text, label, kind, versions)
+    check_digest(label, kind, opened.signed, opened.stored, signing_key() if sign else None,
+                 opened.compute)
+    return opened.version, opened.meta
 
 
 def create_private(path: str | Path) -> Path:

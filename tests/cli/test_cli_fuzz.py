@@ -366,7 +366,9 @@ def _json_option(command: click.Command) -> str | None:
 
 #: Options a command needs before it writes JSON at all.
 JSON_EXTRA = {"longitudinal params": ["--method", "futurerand"]}
-JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c)]
+#: ``resign`` needs its two keys in the environment and a signed artefact to succeed: its
+#: ``--json -`` is tested with them in tests/cli/test_resign_cli.py
+JSON_LEAVES = [(p, c) for p, c in LEAVES if _json_option(c) and p != ["resign"]]
 
 
 @pytest.mark.parametrize(("path", "command"), _cases("json", JSON_LEAVES))
@@ -520,8 +522,9 @@ def test_integer_options_take_scientific_notation():
 
 
 #: Commands whose FILE arguments are not text inputs: a ledger (SQLite), a key to create,
-#: sketch files (binary releases). A stream's STATE (a directory) is skipped by name.
-NOT_STDIN = (["ledger"], ["sketch", "key"], ["sketch", "merge"])
+#: sketch files (binary releases), artefacts to re-sign in place. A stream's STATE (a directory)
+#: is skipped by name.
+NOT_STDIN = (["ledger"], ["sketch", "key"], ["sketch", "merge"], ["resign"])
 STDIN_LEAVES = [(p, c) for p, c in LEAVES if not any(p[:len(n)] == n for n in NOT_STDIN)
                 and any(isinstance(q, click.Argument) and q.name != "state" for q in c.params)]
 

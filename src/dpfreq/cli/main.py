@@ -65,6 +65,7 @@ SUBCOMMANDS = {
     "serve": "dpfreq.cli.serve",
     "sketch": "dpfreq.cli.sketch_shuffle",  # the sketch group with the shuffle mode
     "stream": "dpfreq.cli.stream",
+    "resign": "dpfreq.cli.resign",
 }
 
 
@@ -78,6 +79,7 @@ SHORT_HELP = {
     "plan": "Predict the accuracy of a release before making it (public inputs only).",
     "profile": "Private profile of the item column of a CSV or Parquet file.",
     "reach": "Private reach (k+ counts) of an event log over time windows.",
+    "resign": "Re-sign saved files, ledgers and stream states under a new artefact key.",
     "serve": "Collect FutureRand reports over HTTP and serve estimates.",
     "sketch": "Reach and frequency across publishers from each party's private sketch.",
     "stream": "Reach that updates every period: a stream released from one budget.",

@@ -17,7 +17,7 @@ from pathlib import Path
 from dpfreq._signing import hasher, signing_key
 from dpfreq.errors import DataError
 
-__all__ = ["check_digest", "check_rows_visible", "file_digest", "remove_items"]
+__all__ = ["check_digest", "check_rows_visible", "file_digest", "keyed_digest", "remove_items"]
 
 _CHUNK = 1 << 22
 
@@ -33,7 +33,12 @@ def _data_files(path: Path) -> list[Path]:
 def file_digest(path: Path) -> str:
     """SHA-256 (or HMAC-SHA256 under the artefact key) of the file's bytes, or of a directory's
     data files (each file's relative name, length and bytes, in sorted order), in hex."""
-    h = hasher(signing_key())
+    return keyed_digest(path, signing_key())
+
+
+def keyed_digest(path: Path, key: bytes | None) -> str:
+    """:func:`file_digest` under ``key`` (None: SHA-256), whatever the environment holds."""
+    h = hasher(key)
     files = _data_files(path) if path.is_dir() else [path]
     for f in files:
         if path.is_dir():
