@@ -18,7 +18,7 @@ import json
 import sqlite3
 from typing import Any
 
-from dpfreq._signing import KEY_VARIABLE, digest, signing_key
+from dpfreq._signing import KEY_VARIABLE, OLD_KEY_VARIABLE, digest, signing_key
 from dpfreq.errors import DataError
 
 __all__ = [
@@ -99,8 +99,11 @@ def walk_chain(conn: sqlite3.Connection, header: dict[str, Any], label: str, key
     """:func:`verify_chain` under ``key``, whatever the environment holds."""
     previous = header_hash(key, header)
     if header.get("header_hash") != previous:
+        rotated = ("; or it is signed with another key than this one (after a key rotation, "
+                   "carry it over with 'dpfreq resign', the old key in "
+                   f"{OLD_KEY_VARIABLE})") if key is not None else ""
         raise DataError(f"ledger {label!r} fails verification at its header: the total, unit, "
-                        "composition rule or creation record was edited.")
+                        f"composition rule or creation record was edited{rotated}.")
     count = 0
     columns = ", ".join(ROW_COLUMNS)
     if heads is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfreq._signing import KEY_VARIABLE, hasher
+from dpfreq._signing import KEY_VARIABLE, OLD_KEY_VARIABLE, hasher
 from dpfreq.errors import DataError
 
 __all__ = ["PLAIN", "SIGNED", "Opened", "bad", "check_digest", "check_header", "open_text",
@@ -90,7 +90,8 @@ def check_digest(label: str, kind: str, signed: bool, stored: Any, key: bytes | 
     if not isinstance(stored, str) or not hmac.compare_digest(
             stored.encode("utf-8", "replace"), compute(key).encode("ascii")):
         raise bad(label, kind, "its signature does not match (it was edited, or signed with "
-                  "another key)" if signed else
+                  "another key: after a key rotation, carry it over with 'dpfreq resign', the "
+                  f"old key in {OLD_KEY_VARIABLE})" if signed else
                   "its checksum does not match (the file was edited or corrupted)")
 
 

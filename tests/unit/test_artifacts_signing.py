@@ -107,7 +107,9 @@ def test_a_signed_file_needs_its_key(tmp_path, monkeypatch):
     monkeypatch.delenv("DPFREQ_ARTIFACT_KEY")
     _refused(path, "it is signed \\(HMAC-SHA256\\); set DPFREQ_ARTIFACT_KEY")
     monkeypatch.setenv("DPFREQ_ARTIFACT_KEY", OTHER)
-    _refused(path, "signature does not match \\(it was edited, or signed with another key\\)")
+    _refused(path, "signature does not match \\(it was edited, or signed with another key: after "
+             "a key rotation, carry it over with 'dpfreq resign', the old key in "
+             "DPFREQ_ARTIFACT_KEY_OLD\\)")
 
 
 def test_an_unsigned_file_is_refused_while_a_key_is_set(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dpfreq._signing import hasher, signing_key
+from dpfreq._signing import OLD_KEY_VARIABLE, hasher, signing_key
 from dpfreq.errors import DataError
 
 __all__ = ["check_digest", "check_rows_visible", "file_digest", "keyed_digest", "remove_items"]
@@ -59,7 +59,8 @@ def check_digest(path: Path, expected: str, label: str) -> None:
     if file_digest(path) != expected:
         raise DataError(f"{label} is not a valid reach stream: its per-item file {path.name} "
                         "does not match the manifest (edited, from another generation, or "
-                        "signed with another key).")
+                        "signed with another key: after a key rotation, carry the stream over "
+                        f"with 'dpfreq resign', the old key in {OLD_KEY_VARIABLE}).")
 
 
 def check_rows_visible(path: Path, rows: int, label: str) -> None:
