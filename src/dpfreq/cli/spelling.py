@@ -18,7 +18,8 @@ release_window_counts must be ...; pass out_of_range='drop'``); a command-line u
   ``got None`` reads "got nothing"; a list's value reads as typed (``got '0.5,1'``), values of
   options named together by their options (``got --start 2020-01-01, no --period``);
 * another public call that runs as a command (``see plan_profile``) becomes that command
-  (``see dpfreq plan profile``).
+  (``see dpfreq plan profile``), and a parameter of it that is an option of that command
+  (``max_count of release_profile``) becomes that option (``--max-count of dpfreq profile``).
 
 Words that are not options of the command (parameters the command does not expose) stay as they
 are. Only click and the standard library are imported: the start-up stays light.
@@ -56,6 +57,9 @@ _IDENTIFIER = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _GOT = re.compile(r"; got (?P<value>.+)\.$")
 #: a Python name standing alone (not inside a path, a quoted name or a dotted name)
 _CALL = re.compile(r"(?<![\w/.'\"-])[a-z][a-z_]+(?![\w/'\"-]|\.\w)")
+#: a parameter of a public call named inside a message (``max_count of release_profile``)
+_OTHER_PARAM = re.compile(r"(?<![\w/-])(?P<param>[a-z][a-z0-9_]*) of "
+                          r"(?P<func>[a-z]+(?:_[a-z]+)+)\b")
 #: public calls that run as a command
 _COMMANDS = {
     "aggregate_reports_file": "dpfreq longitudinal aggregate",
@@ -193,9 +197,23 @@ def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool
                                  else "left out", out)
         out = _GOT.sub(lambda m: f"; got {_shown(m.group('value'), options)}.", out)
     out = _JOINED.sub(joined, out)
+    out = _OTHER_PARAM.sub(_other_option, out)
     out = _CALL.sub(lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
+
+
+def _other_option(m: re.Match[str]) -> str:
+    """``--max-count of dpfreq profile`` for ``max_count of release_profile``: the parameter of
+    a public call that runs as a command, when it is an option of that command; else as is."""
+    path = _COMMANDS.get(m.group("func"))
+    if path is None:
+        return m.group(0)
+    from dpfreq.cli.main import cli  # already loaded: the command that runs is one of its own
+
+    command, found = invoked_command(cli, path.split()[1:])
+    param = _spellings(command).get(m.group("param")) if found == path else None
+    return m.group(0) if param is None else f"{_option(param)} of {path}"
 
 
 def _shown(value: str, options: list[click.Parameter]) -> str:
