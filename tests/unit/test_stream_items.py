@@ -125,6 +125,33 @@ def test_timestamps_are_bucketed_from_start_by_period(tmp_path, engine) -> None:
     assert [str(p) for p in rels[-1].periods] == ["2026-03-01", "2026-03-02"]
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_an_append_compares_the_resent_periods_once(tmp_path, engine, monkeypatch) -> None:
+    """The store runs the stream's check (which compares the re-sent periods with the state's
+    digests) before any work; the append keeps that result rather than comparing again."""
+    import dpfreq.stream.stream as stream_module
+
+    calls = []
+    compare = stream_module.compare_periods
+
+    def counted(*args, **kwargs):
+        calls.append(args[3])  # through
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(stream_module, "compare_periods", counted)
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=4, k_values=[1],
+                           unit="event", epsilon=1.0, delta=0.0, method="simple",
+                           late="drop", engine=engine, rng=1)
+    s.append({"u": [1, 2], "t": [1, 2]}, through=2)
+    rels = s.append({"u": [1, 2, 2, 9], "t": [1, 2, 3, 0]}, through=3)  # re-sends 1-2, 1 late
+    assert calls == [2, 3]
+    assert s.state.n_late_dropped == 1  # the event before the first period; 1-2 as they were
+    assert [len(rel.periods) for rel in rels] == [1, 2, 3]  # the re-sent periods, the new one
+    calls.clear()
+    s.append({"u": [2], "t": [3]}, through=3)  # a re-sent append: no write, one comparison
+    assert calls == [3]
+
+
 def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
     s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=5, k_values=[2],
                            unit="item", epsilon=1.0, delta=0.0, method="simple", late="error",
