@@ -5,6 +5,7 @@ integer and text keys, timestamps, and appends of one or many periods."""
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import numpy as np
@@ -150,6 +151,48 @@ def test_an_append_compares_the_resent_periods_once(tmp_path, engine, monkeypatc
     calls.clear()
     s.append({"u": [2], "t": [3]}, through=3)  # a re-sent append: no write, one comparison
     assert calls == [3]
+
+
+@pytest.mark.parametrize("words", [
+    [], [""], ["", ""], ["", "a", "ab"], ["ß", "u001", "x" * 300, "日本"],
+    ["\0", "a\0", "a\0b", "ß\0€"],  # keys holding a NUL: cut at the lengths
+])
+def test_memory_store_text_keys_round_trip_in_their_format(words) -> None:
+    """The memory store writes text keys as their UTF-8 bytes end to end and each key's byte
+    offset, and reads back the same keys (empty, non-ASCII, long, holding a NUL)."""
+    from dpfreq.stream.items.memory import _decode, _encode
+
+    keys = np.array(words, dtype=object) if words else np.zeros(0, dtype=object)
+    arrays = _encode(keys)
+    data = [w.encode() for w in words]
+    assert arrays["text"].dtype == np.uint8
+    assert arrays["text"].tobytes() == b"".join(data)
+    assert arrays["offsets"].dtype == np.int64
+    assert arrays["offsets"].tolist() == [0, *itertools.accumulate(len(b) for b in data)]
+    back = _decode(arrays)
+    assert back.dtype == object
+    assert back.tolist() == words
+
+
+def test_memory_store_text_keys_take_no_python_call_per_key() -> None:
+    """Writing and reading text keys runs in a few whole-array calls (a state holds up to
+    10^8 keys): the Python calls made do not grow with the number of keys."""
+    import sys
+
+    from dpfreq.stream.items.memory import _decode, _encode
+
+    keys = np.array([f"u{i:05d}-é" for i in range(5000)], dtype=object)
+    arrays = _encode(keys)
+    for call, arg in ((_encode, keys), (_decode, arrays)):
+        calls = []
+        sys.setprofile(lambda _f, event, _a: calls.append(event)  # noqa: B023
+                       if event in ("call", "c_call") else None)
+        try:
+            call(arg)
+        finally:
+            sys.setprofile(None)
+        assert len(calls) < 100, call.__name__
+    assert _decode(arrays).tolist() == keys.tolist()
 
 
 def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:
