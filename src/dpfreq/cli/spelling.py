@@ -153,13 +153,14 @@ def _option(param: click.Parameter, value: str | None = None) -> str:
     return f"{flag} {value}"
 
 
-def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool = False
-                 ) -> str:
+def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool = False,
+                 root: click.Group | None = None) -> str:
     """``text`` with the Python parameters and function of ``command`` in option spelling.
 
     ``notation`` (a printed line): a number assigned to a plain word (``epsilon=0.5``,
     ``k = 1``) is notation and stays; Python literals (quoted text, ``True``/``False``) and
-    Python names (with an underscore) are rewritten."""
+    Python names (with an underscore) are rewritten. ``root`` (the ``dpfreq`` group) finds the
+    options of the other commands a message names (``max_count of release_profile``)."""
     params = _spellings(command)
 
     def assign(m: re.Match[str]) -> str:
@@ -197,21 +198,21 @@ def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool
                                  else "left out", out)
         out = _GOT.sub(lambda m: f"; got {_shown(m.group('value'), options)}.", out)
     out = _JOINED.sub(joined, out)
-    out = _OTHER_PARAM.sub(_other_option, out)
+    if root is not None:
+        out = _OTHER_PARAM.sub(lambda m: _other_option(m, root), out)
     out = _CALL.sub(lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
 
 
-def _other_option(m: re.Match[str]) -> str:
+def _other_option(m: re.Match[str], root: click.Group) -> str:
     """``--max-count of dpfreq profile`` for ``max_count of release_profile``: the parameter of
-    a public call that runs as a command, when it is an option of that command; else as is."""
+    a public call that runs as a command (under ``root``), when it is an option of that
+    command; else as is."""
     path = _COMMANDS.get(m.group("func"))
     if path is None:
         return m.group(0)
-    from dpfreq.cli.main import cli  # already loaded: the command that runs is one of its own
-
-    command, found = invoked_command(cli, path.split()[1:])
+    command, found = invoked_command(root, path.split()[1:])
     param = _spellings(command).get(m.group("param")) if found == path else None
     return m.group(0) if param is None else f"{_option(param)} of {path}"
 
@@ -243,4 +244,6 @@ def spelled(text: str) -> str:
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return text
-    return cli_spelling(text, ctx.command, ctx.command_path, notation=True)
+    root = ctx.find_root().command
+    return cli_spelling(text, ctx.command, ctx.command_path, notation=True,
+                        root=root if isinstance(root, click.Group) else None)
