@@ -66,6 +66,22 @@ def test_leading_parameter_and_function(argv, start, log, capsys):
     assert line.startswith(f"dpfreq: error: {start}")
 
 
+def test_another_commands_parameter_is_its_option(log, capsys):
+    """A refusal that points to another command names that command's option."""
+    from dpfreq.cli.main import cli
+
+    line = error_line(["anonymize", log, "--item", "user", "--epsilon", "1", "--unit", "item"],
+                      capsys)
+    assert "for item-level protection release a profile instead: --max-count of dpfreq " \
+           "profile caps each item's count); got 'item'." in line
+    assert "max_count" not in line
+    assert "release_profile" not in line
+    assert cli_spelling("epsilon of release_profile: see max_count of release_profile and "
+                        "scale of release_profile.", demo, "dpfreq demo", root=cli) == \
+        "epsilon of dpfreq demo: see --max-count of dpfreq profile and scale of dpfreq " \
+        "profile."  # scale: not an option of dpfreq profile
+
+
 @click.command()
 @click.option("--out-of-range", type=click.Choice(["error", "drop"]))
 @click.option("--time", "time_col")

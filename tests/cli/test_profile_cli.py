@@ -54,6 +54,12 @@ def test_table_header_and_seed_warning(tmp_path, capsys):
                   "interval", "probability at least 0.95"):
         assert piece in text, piece
     assert "ℓ1 bound" not in table_text(out)  # no whole-vector bound repeated per row
+    # a grouped row's interval is its sum's: the option that chooses the rows, no Python name
+    interval = next(line for line in header if line.startswith("# interval:"))
+    assert "a row t = a-b: an interval for the sum of the classes a to b; --rows chooses" in \
+        interval
+    assert "ProfileRelease" not in text
+    assert "sum_interval" not in text
     table = [line for line in out.splitlines() if not line.startswith("#")]
     assert table[0].split()[:2] == ["t", "fraction"]
     labels = [line.split()[0] for line in table[1:]]

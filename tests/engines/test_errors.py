@@ -11,6 +11,7 @@ import pytest
 
 from dpfreq import release_window_counts
 from dpfreq.engines import get_engine
+from dpfreq.engines._common import missing_file
 from dpfreq.engines.duckdb import DuckDBEngine
 from dpfreq.engines.memory import MemoryEngine
 from dpfreq.errors import DataError, ParameterError
@@ -89,6 +90,7 @@ def test_duckdb_missing_empty_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(DataError) as e:
         DuckDBEngine().item_counts(tmp_path / "nope.csv", item="item")
     assert "nope.csv" in _one_line(e)
+    assert str(missing_file("nope.csv")) == "source: file 'nope.csv' does not exist."  # no call
     with pytest.raises(DataError) as e:
         DuckDBEngine().item_counts(_csv(tmp_path, "", "empty.csv"), item="item")
     assert "empty.csv" in _one_line(e)
@@ -357,6 +359,14 @@ def test_csv_header_errors_never_echo_data(name: str, request: pytest.FixtureReq
     assert _refused(lambda: eng.occurrence_times(empty_pq, item="user", time="time")) == \
         f"file {str(empty_pq)!r} of the source must be a Parquet file; got an empty file " \
         "(0 bytes)."
+    # a file that does not exist: the public call the user made, never the engine's method
+    absent = str(tmp_path / "absent.csv")
+    assert _refused(lambda: eng.count_of_counts(absent, item="user")) == \
+        f"source: file {absent!r} does not exist."
+    assert _refused(lambda: release_window_counts(
+        absent, item="user", time="time", horizon=3, epsilon=1.0, unit="item", k_values=1,
+        windows="all", engine=eng, rng=1)) == \
+        f"source of release_window_counts: file {absent!r} does not exist."
     assert not [t for t in texts for value in _PRIVATE if value in t]
     # a typed source's names are its schema: listed
     import pandas as pd

@@ -479,6 +479,27 @@ def test_statements_at_a_small_total_lie_within_the_property_range():
     assert checked == 19 * len(targets)  # the 1+1+2+3+5+7 histograms of total 0..5
 
 
+def test_a_statement_vacuous_by_the_cut_names_the_epsilon_as_the_others_do():
+    """P_2 of ({1:4, 8:1, 9:1}, N = 18) at ε = 0.5: L = 1/9, value 0.418 in [0, 1]. With B = 8,
+    L × B = 0.89 is under the range's width (not vacuous on its own) but cut to [0, 1] it is
+    the whole range; with B = 12 it is vacuous on its own. Both end with one sentence: the
+    release's ε and the ε that would bring L × B under half the range."""
+    by_cut, own = (estimate_power_sum(release({1: 4, 8: 1, 9: 1}, 18, l1=l1, eps=0.5), order=2)
+                   for l1 in (8.0, 12.0))
+    assert by_cut.error.vacuous
+    assert own.error.vacuous
+    assert by_cut.error.value == own.error.value == pytest.approx(1 - by_cut.value)
+    assert "L × B = 0.888889" in by_cut.error.description
+    tails = [e.error.description.split(" It is no better than ")[1] for e in (by_cut, own)]
+    assert tails[0].startswith("the range the property lies in: the estimate carries little "
+                               "information at the release's ε = 0.5; an epsilon of about ")
+    assert tails[1].startswith("the range of the quantity itself: the estimate carries little "
+                               "information at the release's ε = 0.5; an epsilon of about ")
+    useful = [t.split("an epsilon of about ")[1].split(" ")[0] for t in tails]
+    assert useful[0] == useful[1]  # the same range: the same ε named
+    assert float(useful[0]) > 0.5
+
+
 def test_the_checked_domain_size_bounds_entropy_and_support():
     """A release made with domain_size = 3 (checked against the data before spending) caps
     the entropy at ln 3 and the support at 3 (seed 3: N = 52, H = {1: 2, 2: 1}, sorted-ℓ1 bound

@@ -5,6 +5,7 @@ integer and text keys, timestamps, and appends of one or many periods."""
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import numpy as np
@@ -123,6 +124,75 @@ def test_timestamps_are_bucketed_from_start_by_period(tmp_path, engine) -> None:
     np.testing.assert_array_equal(s.state.exact[0], [[1, 1], [1, 0]])
     assert s.state.n_late_dropped == 1  # the event before the start is late: dropped
     assert [str(p) for p in rels[-1].periods] == ["2026-03-01", "2026-03-02"]
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_an_append_compares_the_resent_periods_once(tmp_path, engine, monkeypatch) -> None:
+    """The store runs the stream's check (which compares the re-sent periods with the state's
+    digests) before any work; the append keeps that result rather than comparing again."""
+    import dpfreq.stream.stream as stream_module
+
+    calls = []
+    compare = stream_module.compare_periods
+
+    def counted(*args, **kwargs):
+        calls.append(args[3])  # through
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(stream_module, "compare_periods", counted)
+    s = ReachStream.create(tmp_path / "s", item="u", time="t", horizon=4, k_values=[1],
+                           unit="event", epsilon=1.0, delta=0.0, method="simple",
+                           late="drop", engine=engine, rng=1)
+    s.append({"u": [1, 2], "t": [1, 2]}, through=2)
+    rels = s.append({"u": [1, 2, 2, 9], "t": [1, 2, 3, 0]}, through=3)  # re-sends 1-2, 1 late
+    assert calls == [2, 3]
+    assert s.state.n_late_dropped == 1  # the event before the first period; 1-2 as they were
+    assert [len(rel.periods) for rel in rels] == [1, 2, 3]  # the re-sent periods, the new one
+    calls.clear()
+    s.append({"u": [2], "t": [3]}, through=3)  # a re-sent append: no write, one comparison
+    assert calls == [3]
+
+
+@pytest.mark.parametrize("words", [
+    [], [""], ["", ""], ["", "a", "ab"], ["ß", "u001", "x" * 300, "日本"],
+    ["\0", "a\0", "a\0b", "ß\0€"],  # keys holding a NUL: cut at the lengths
+])
+def test_memory_store_text_keys_round_trip_in_their_format(words) -> None:
+    """The memory store writes text keys as their UTF-8 bytes end to end and each key's byte
+    offset, and reads back the same keys (empty, non-ASCII, long, holding a NUL)."""
+    from dpfreq.stream.items.memory import _decode, _encode
+
+    keys = np.array(words, dtype=object) if words else np.zeros(0, dtype=object)
+    arrays = _encode(keys)
+    data = [w.encode() for w in words]
+    assert arrays["text"].dtype == np.uint8
+    assert arrays["text"].tobytes() == b"".join(data)
+    assert arrays["offsets"].dtype == np.int64
+    assert arrays["offsets"].tolist() == [0, *itertools.accumulate(len(b) for b in data)]
+    back = _decode(arrays)
+    assert back.dtype == object
+    assert back.tolist() == words
+
+
+def test_memory_store_text_keys_take_no_python_call_per_key() -> None:
+    """Writing and reading text keys runs in a few whole-array calls (a state holds up to
+    10^8 keys): the Python calls made do not grow with the number of keys."""
+    import sys
+
+    from dpfreq.stream.items.memory import _decode, _encode
+
+    keys = np.array([f"u{i:05d}-é" for i in range(5000)], dtype=object)
+    arrays = _encode(keys)
+    for call, arg in ((_encode, keys), (_decode, arrays)):
+        calls = []
+        sys.setprofile(lambda _f, event, _a: calls.append(event)  # noqa: B023
+                       if event in ("call", "c_call") else None)
+        try:
+            call(arg)
+        finally:
+            sys.setprofile(None)
+        assert len(calls) < 100, call.__name__
+    assert _decode(arrays).tolist() == keys.tolist()
 
 
 def test_counts_are_capped_at_the_largest_k(tmp_path) -> None:

@@ -171,8 +171,8 @@ def histogram_error(out: Outcome, plan: auto.Plan, epsilon: float, confidence: f
 REFUSED_UNITS = dict.fromkeys(
     ("item", "item_replace"),
     "an anonymized histogram has no public count cap, so one item's rows can move the sorted "
-    "counts by any amount; for item-level protection release a profile with max_count "
-    "(release_profile)")
+    "counts by any amount; for item-level protection release a profile instead: max_count of "
+    "release_profile caps each item's count")
 REFUSED_UNITS["device"] = "'device' is the longitudinal system's unit"
 
 

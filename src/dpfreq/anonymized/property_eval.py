@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "max_count_of",
     "private_error",
     "read_histogram",
+    "vacuous_tail",
 ]
 
 F64 = NDArray[np.float64]
@@ -73,14 +74,8 @@ def private_error(inp: PropertyInput, lipschitz: float, width: float, *,
                             "has no Lipschitz constant): no error statement is available")
     value = float(lipschitz * bound)
     vacuous = value >= width
-    tail = ""
-    if vacuous:
-        useful = epsilon_for_l1(width / (2 * lipschitz), inp.sample_size,
-                                str(getattr(inp.release, "method", "auto")), err.confidence)
-        tail = (" It is no better than the range of the quantity itself: the estimate carries "
-                "little information at this ε" + (
-                    f"; an epsilon of about {useful:.3g} would bring it under half that range "
-                    "(predicted for a Zipf(1)-shaped histogram)." if useful is not None else "."))
+    tail = vacuous_tail(inp, lipschitz, width, "the range of the quantity itself") \
+        if vacuous else ""
     return ErrorStatement(kind="bound", confidence=err.confidence, value=value, vacuous=vacuous,
                           description=(
         f"|raw estimate − the same estimator on the true histogram at sample size N| <= "
@@ -89,6 +84,23 @@ def private_error(inp: PropertyInput, lipschitz: float, width: float, *,
         f"Lipschitz constant (counts <= max(N, largest count))."
         + ("" if total_included else " The uncertainty of N itself is not included.")
         + tail))
+
+
+def vacuous_tail(inp: PropertyInput, lipschitz: float, width: float, what: str) -> str:
+    """The sentence a vacuous statement from a release ends with: it is no better than
+    ``what`` (of width ``width``) at the release's ε, and the ε that would bring ``L × B``
+    under half that width (when the estimator has a Lipschitz constant and one is found)."""
+    rel = inp.release
+    err = getattr(rel, "error", None)
+    useful = None
+    if err is not None and err.confidence is not None and math.isfinite(lipschitz) \
+            and lipschitz > 0 and math.isfinite(width):
+        useful = epsilon_for_l1(width / (2 * lipschitz), inp.sample_size,
+                                str(getattr(rel, "method", "auto")), err.confidence)
+    return (f" It is no better than {what}: the estimate carries little information at the "
+            f"release's ε = {float(rel.epsilon):g}" + (
+                f"; an epsilon of about {useful:.3g} would bring L × B under half that range "
+                "(predicted for a Zipf(1)-shaped histogram)." if useful is not None else "."))
 
 
 def empty_error(inp: PropertyInput, value: float, value_range: tuple[float, float],
@@ -146,7 +158,11 @@ def build_estimate(inp: PropertyInput, name: str, raw: float, lipschitz: float, 
         error = empty_error(inp, value, value_range, total_bound)
     if error is None:
         error = private_error(inp, lipschitz, width)
-    error = within_range(error, value, value_range, range_why)
+    cut = within_range(error, value, value_range, range_why)
+    if cut.vacuous and not error.vacuous:  # vacuous by the cut alone: the same ε sentence
+        cut = replace(cut, description=cut.description + vacuous_tail(
+            inp, lipschitz, value_range[1] - value_range[0], "the range the property lies in"))
+    error = cut
     common["unit"] = str(getattr(rel, "unit", "event"))
     common["delta"] = float(getattr(rel, "delta", 0.0))
     return PropertyEstimate(

@@ -219,7 +219,7 @@ def _spelled(text: str, argv: list[str] | None) -> str:
     from dpfreq.cli.spelling import cli_spelling, invoked_command
 
     command, path = invoked_command(cli, sys.argv[1:] if argv is None else argv)
-    return cli_spelling(text, command, path)
+    return cli_spelling(text, command, path, root=cli)
 
 
 def _path(argv: list[str] | None) -> str:

@@ -110,9 +110,9 @@ def format_header(rel: Any, what: str) -> list[str]:
         f"# method {rel.method}" + (f": {_why(rel.method, str(params['why']))}"
                                     if params.get("why") else ""),
         f"# error: {spelled(rel.error.description)}",
-        f"# interval: per-class interval at confidence {rel.error.confidence:g} (rows t = a-b: "
-        "an interval for the group's sum, see ProfileRelease.sum_interval); ± items: its "
-        "half-width in items; "
+        f"# interval: per-class interval at confidence {rel.error.confidence:g} (a row t = a-b: "
+        "an interval for the sum of the classes a to b; --rows chooses the rows, --rows all "
+        "one per class); ± items: its half-width in items; "
         f"t = {rel.max_count}+ counts items with {rel.max_count} or more rows",
     ]
 

@@ -18,7 +18,8 @@ release_window_counts must be ...; pass out_of_range='drop'``); a command-line u
   ``got None`` reads "got nothing"; a list's value reads as typed (``got '0.5,1'``), values of
   options named together by their options (``got --start 2020-01-01, no --period``);
 * another public call that runs as a command (``see plan_profile``) becomes that command
-  (``see dpfreq plan profile``).
+  (``see dpfreq plan profile``), and a parameter of it that is an option of that command
+  (``max_count of release_profile``) becomes that option (``--max-count of dpfreq profile``).
 
 Words that are not options of the command (parameters the command does not expose) stay as they
 are. Only click and the standard library are imported: the start-up stays light.
@@ -56,6 +57,9 @@ _IDENTIFIER = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 _GOT = re.compile(r"; got (?P<value>.+)\.$")
 #: a Python name standing alone (not inside a path, a quoted name or a dotted name)
 _CALL = re.compile(r"(?<![\w/.'\"-])[a-z][a-z_]+(?![\w/'\"-]|\.\w)")
+#: a parameter of a public call named inside a message (``max_count of release_profile``)
+_OTHER_PARAM = re.compile(r"(?<![\w/-])(?P<param>[a-z][a-z0-9_]*) of "
+                          r"(?P<func>[a-z]+(?:_[a-z]+)+)\b")
 #: public calls that run as a command
 _COMMANDS = {
     "aggregate_reports_file": "dpfreq longitudinal aggregate",
@@ -149,13 +153,14 @@ def _option(param: click.Parameter, value: str | None = None) -> str:
     return f"{flag} {value}"
 
 
-def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool = False
-                 ) -> str:
+def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool = False,
+                 root: click.Group | None = None) -> str:
     """``text`` with the Python parameters and function of ``command`` in option spelling.
 
     ``notation`` (a printed line): a number assigned to a plain word (``epsilon=0.5``,
     ``k = 1``) is notation and stays; Python literals (quoted text, ``True``/``False``) and
-    Python names (with an underscore) are rewritten."""
+    Python names (with an underscore) are rewritten. ``root`` (the ``dpfreq`` group) finds the
+    options of the other commands a message names (``max_count of release_profile``)."""
     params = _spellings(command)
 
     def assign(m: re.Match[str]) -> str:
@@ -193,9 +198,23 @@ def cli_spelling(text: str, command: click.Command, path: str, *, notation: bool
                                  else "left out", out)
         out = _GOT.sub(lambda m: f"; got {_shown(m.group('value'), options)}.", out)
     out = _JOINED.sub(joined, out)
+    if root is not None:
+        out = _OTHER_PARAM.sub(lambda m: _other_option(m, root), out)
     out = _CALL.sub(lambda m: _COMMANDS.get(m.group(0), m.group(0)), out)
     return _IDENTIFIER.sub(lambda m: _option(params[m.group("name")])
                            if m.group("name") in params else m.group(0), out)
+
+
+def _other_option(m: re.Match[str], root: click.Group) -> str:
+    """``--max-count of dpfreq profile`` for ``max_count of release_profile``: the parameter of
+    a public call that runs as a command (under ``root``), when it is an option of that
+    command; else as is."""
+    path = _COMMANDS.get(m.group("func"))
+    if path is None:
+        return m.group(0)
+    command, found = invoked_command(root, path.split()[1:])
+    param = _spellings(command).get(m.group("param")) if found == path else None
+    return m.group(0) if param is None else f"{_option(param)} of {path}"
 
 
 def _shown(value: str, options: list[click.Parameter]) -> str:
@@ -225,4 +244,6 @@ def spelled(text: str) -> str:
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return text
-    return cli_spelling(text, ctx.command, ctx.command_path, notation=True)
+    root = ctx.find_root().command
+    return cli_spelling(text, ctx.command, ctx.command_path, notation=True,
+                        root=root if isinstance(root, click.Group) else None)

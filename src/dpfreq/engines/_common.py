@@ -15,7 +15,14 @@ from numpy.typing import NDArray
 from dpfreq._validate import check_int, message
 from dpfreq.engines.base import ItemCounts, OccurrenceTimes, Prevalences, TimeBuckets
 from dpfreq.engines.periods import wall_clock_us
-from dpfreq.errors import DEBUG_VARIABLE, DataError, ParameterError, debug_enabled, innermost_caller
+from dpfreq.errors import (
+    DEBUG_VARIABLE,
+    DataError,
+    ParameterError,
+    debug_enabled,
+    innermost_caller,
+    public_caller,
+)
 
 #: file names every engine reads as CSV (``.tsv``: tab-separated; ``.gz``: compressed) and as
 #: Parquet (a directory or glob of Parquet files also reads as Parquet)
@@ -41,6 +48,7 @@ __all__ = [
     "finish_item_counts",
     "finish_occurrence_times",
     "missing_column",
+    "missing_file",
     "nested_error",
     "null_error",
     "prevalences_from_counts",
@@ -220,6 +228,28 @@ def check_not_empty(path: Path, text: str) -> None:
             else "a CSV file whose first line names its columns" if lower.endswith(CSV_SUFFIXES)
             else "a CSV file whose first line names its columns, or a Parquet file")
     raise DataError(f"file {text!r} of the source must be {rule}; got an empty file (0 bytes).")
+
+
+#: what :func:`~dpfreq.errors.public_caller` gives when no call of the user names the source:
+#: no public call under way (``"dpfreq"``), or an engine or one of its methods called directly
+_NOT_THE_USERS_CALL = frozenset({"dpfreq", "DuckDBEngine", "MemoryEngine", "SparkEngine"})
+
+
+def missing_file(text: str) -> DataError:
+    """The refusal of a local source file that does not exist (``text``, as given), the same on
+    every engine: it names the public call the user made (``source of release_profile: file
+    ...``), or just ``source`` when an engine is called directly or no public call is under
+    way (an engine's method is not a call the user needs named).
+
+    Examples
+    --------
+    >>> print(missing_file("events.csv"))
+    source: file 'events.csv' does not exist.
+    """
+    func = public_caller()
+    owner = ("source" if func.partition(".")[0] in _NOT_THE_USERS_CALL
+             else f"source of {func}")
+    return DataError(f"{owner}: file {text!r} does not exist.")
 
 
 def dataframe_kind(source: Any) -> str | None:

@@ -397,9 +397,10 @@ class ReachStream:
                 return build_releases(self, self._check_events(events, t).first, t)
             out = self.path / f"items-{st.generation + 1}.{store.suffix}"
             current = self.path / str(st.items_file) if self._kept() else None
+            checked: list[Resend] = []  # the store runs the check once, before any write
             res = store.update(events, self._update_plan(st.last, t), current, out,
-                               lambda: self._check_events(events, t))
-            resend = self._check_events(events, t)  # as checked (the counts are read now)
+                               lambda: checked.append(self._check_events(events, t)))
+            (resend,) = checked
             digests = tuple(events.periods[p].digest if p in events.periods else EMPTY_PERIOD
                             for p in range(st.last + 1, t + 1))
         finally:

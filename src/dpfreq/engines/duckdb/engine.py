@@ -165,7 +165,7 @@ class DuckDBEngine:
                 raise DataError(f"source of {func}: directory {text!r} holds no .parquet files.")
             lower = target.lower()
         elif not path.exists():
-            raise DataError(f"source of {func}: file {text!r} does not exist.")
+            raise common.missing_file(text)
         else:
             common.check_not_empty(path, text)
             target = text

@@ -208,7 +208,7 @@ class SparkEngine:
         # read as a Parquet file or directory)
         is_uri = re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text) is not None
         if not is_glob and not is_uri and not path.exists():
-            raise DataError(f"source of {func}: file {text!r} does not exist.")
+            raise common.missing_file(text)
         if not is_uri:
             common.check_not_empty(path, text)
         reader = self.spark.read

@@ -9,7 +9,6 @@ key, 8 of code and 1 of count (17 bytes, plus the text of text keys). The update
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,19 +29,47 @@ _VERSION = 1
 
 
 def _encode(keys: NDArray[Any]) -> dict[str, NDArray[Any]]:
+    """Integer keys as int64; text keys as their UTF-8 bytes end to end (``text``) and the
+    byte offset where each starts (``offsets``, one more than the keys). The keys are joined
+    with NUL separators in one call and cut at them; a key holding a NUL itself is cut at the
+    keys' lengths instead."""
     if keys.dtype.kind in "iu":
         return {"keys": keys.astype(np.int64)}
-    data = [str(k).encode() for k in keys.tolist()]
-    offsets = np.concatenate(([0], np.cumsum([len(b) for b in data]))).astype(np.int64)
-    return {"text": np.frombuffer(b"".join(data), dtype=np.uint8).copy(), "offsets": offsets}
+    words = keys.tolist()
+    if not words:
+        return {"text": np.zeros(0, dtype=np.uint8), "offsets": np.zeros(1, dtype=np.int64)}
+    data = np.frombuffer("\0".join(words).encode(), dtype=np.uint8)
+    cuts = np.flatnonzero(data == 0)
+    if cuts.size != len(words) - 1:  # some key holds a NUL: the separators from the lengths
+        ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+        cuts = _char_starts(data)[ends[:-1] + np.arange(len(words) - 1)]
+    offsets = np.concatenate(([0], cuts - np.arange(cuts.size), [data.size - cuts.size]))
+    return {"text": np.delete(data, cuts), "offsets": offsets.astype(np.int64)}
 
 
 def _decode(arrays: dict[str, NDArray[Any]]) -> NDArray[Any]:
+    """The keys :func:`_encode` wrote: text keys as an object array of ``str``, decoded in one
+    call with a NUL inserted at each offset and split there (cut at the offsets when a key
+    holds a NUL)."""
     if "keys" in arrays:
         return arrays["keys"].astype(np.int64)
-    raw, off = arrays["text"].tobytes(), arrays["offsets"].tolist()
-    return np.array([raw[a:b].decode() for a, b in itertools.pairwise(off)],
-                    dtype=object)
+    raw, off = arrays["text"], arrays["offsets"].astype(np.int64)
+    out = np.empty(off.size - 1, dtype=object)
+    if not out.size:
+        return out
+    if not np.any(raw == 0):
+        out[:] = np.insert(raw, off[1:-1], 0).tobytes().decode().split("\0")
+        return out
+    text = raw.tobytes().decode()
+    chars = _char_starts(raw).searchsorted(off).tolist()
+    out[:] = list(map(text.__getitem__, map(slice, chars[:-1], chars[1:])))
+    return out
+
+
+def _char_starts(data: NDArray[np.uint8]) -> IntArray:
+    """The byte position of each character of UTF-8 ``data`` (its bytes that are not
+    continuation bytes ``10xxxxxx``)."""
+    return np.flatnonzero((data & 0xC0) != 0x80)
 
 
 def _positions(keys: NDArray[Any], item: IntArray, group: IntArray, first: IntArray,
