@@ -116,9 +116,9 @@ def test_a_ledger_keeps_every_spend_and_its_anchor(tmp_path, keys) -> None:
     assert Ledger(path).verify() == 3
     assert Ledger(path).remaining.epsilon == 0.0
     keys(None, A)
-    with pytest.raises(DataError, match="fails verification at its header: .* edited; or it is "
-                       "signed with another key than this one \\(after a key rotation, carry "
-                       "it over with 'dpfreq resign'"):
+    with pytest.raises(DataError, match=r"fails verification at its header: .* edited; or it is "
+                       r"signed with another key than this one \(after a key rotation, carry "
+                       r"it over with 'dpfreq resign'"):
         Ledger(path).verify()
 
 
