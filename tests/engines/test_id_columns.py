@@ -24,7 +24,7 @@ RULE = ("must be a column of integers or text (an integer, DECIMAL(p,0) included
 
 
 def _release(source: Any, engine: Any, grouped: bool) -> list[Any]:
-    extra: dict[str, Any] = (dict(group="g", groups=["a", "b"], max_groups_per_item=1)
+    extra: dict[str, Any] = ({"group": "g", "groups": ["a", "b"], "max_groups_per_item": 1}
                              if grouped else {})
     rel = release_window_counts(source, item="u", time="t", horizon=4, epsilon=1.0,
                                 unit="item", k_values=[1, 2], windows=["cumulative"], rng=5,
@@ -105,11 +105,11 @@ def test_memory_numpy_ids() -> None:
         _release({"u": np.array([str(i) for i in wide]), "t": t}, "memory", False)
     for items, name in ((np.array(ITEMS, dtype=float), "DOUBLE"),
                         (np.array(ITEMS, dtype=np.float32), "FLOAT"),
-                        (np.array([1.0] + ITEMS[1:], dtype=object), "OBJECT (values of type "
+                        (np.array([1.0, *ITEMS[1:]], dtype=object), "OBJECT (values of type "
                          "float)"),
-                        (np.array([True] + ITEMS[1:], dtype=object), "OBJECT (values of type "
+                        (np.array([True, *ITEMS[1:]], dtype=object), "OBJECT (values of type "
                          "bool)"),
-                        (np.array([Decimal("1.5")] + ITEMS[1:], dtype=object),
+                        (np.array([Decimal("1.5"), *ITEMS[1:]], dtype=object),
                          "OBJECT (values of type Decimal with a fraction)")):
         with pytest.raises(DataError) as err:
             _release({"u": items, "t": t}, "memory", False)

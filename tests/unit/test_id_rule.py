@@ -33,4 +33,5 @@ def test_text_and_no_id_types() -> None:
     for name in TEXT:
         assert id_key(name) == id_key(name.upper()) == "text", name
     for name in NO_ID:
-        assert id_kind(name) is None and id_key(name.upper()) is None, name
+        assert id_kind(name) is None, name
+        assert id_key(name.upper()) is None, name

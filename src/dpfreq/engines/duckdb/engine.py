@@ -23,11 +23,11 @@ Item and group keys follow the one rule of an id column
 integers the keys' text (``CAST AS VARCHAR``, an integer's decimal text) as an object array of
 ``str``; a fraction, a float, a time or a boolean is refused naming the type. An id column read
 from CSV is always read as text (identifiers such as ``007`` keep their leading zeros). List,
-struct and map columns and nulls are refused, with the same message as every other engine. Time: integer columns as they
-are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ`` (any precision, time zone aware
-values as instants)/``DATE`` as int64 microseconds since the Unix epoch (UTC,
-``time_kind="timestamp_us"``); integral floating/decimal values as integers; anything else is a
-:class:`~dpfreq.errors.DataError`.
+struct and map columns and nulls are refused, with the same message as every other engine.
+Time: integer columns as they are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ``
+(any precision, time zone aware values as instants)/``DATE`` as int64 microseconds since the
+Unix epoch (UTC, ``time_kind="timestamp_us"``); integral floating/decimal values as integers;
+anything else is a :class:`~dpfreq.errors.DataError`.
 
 Each method reads its source once: per-item aggregates in one query; the event readers
 (``occurrence_times``) project the events once into a temporary table on the

@@ -51,7 +51,7 @@ def _object_keys(arr: NDArray[Any], column: str) -> NDArray[Any]:
                        dtype=object)
         types = set(map(type, arr))
     bad = sorted(t.__name__ for t in types if issubclass(t, bool | np.bool_)
-                 or not issubclass(t, _INTEGERS + (str,)))
+                 or not issubclass(t, (*_INTEGERS, str)))
     if bad:
         raise id_error(f"OBJECT (values of type {', '.join(bad)})", column)
     if all(issubclass(t, _INTEGERS) for t in types):
