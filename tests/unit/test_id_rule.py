@@ -14,10 +14,10 @@ WIDTHS = {"tinyint": True, "smallint": True, "int": True, "integer": True, "bigi
           "hugeint": False, "uhugeint": False, "decimal(1,0)": True, "decimal(18,0)": True,
           "decimal(18, 0)": True, "decimal(19,0)": False, "decimal(20,0)": False,
           "decimal(38,0)": False}
-TEXT = ("varchar", "string", "char(3)", "varchar(10)", "uuid", "enum('a', 'b')", '"null"', "void")
+TEXT = ("varchar", "string", "char(3)", "varchar(10)", "uuid", "enum('a', 'b')")
 NO_ID = ("decimal(10,2)", "decimal(18,1)", "float", "double", "boolean", "date", "timestamp",
          "timestamp with time zone", "timestamp_ntz", "interval", "blob", "binary",
-         "integer[]", "struct(a integer)", "map(varchar, integer)")
+         "integer[]", "struct(a integer)", "map(varchar, integer)", '"null"', "void")
 
 
 @pytest.mark.parametrize("name", list(WIDTHS))

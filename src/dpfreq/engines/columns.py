@@ -31,8 +31,6 @@ _WHOLE_DECIMAL = re.compile(r"decimal\((\d+),\s*0\)")
 #: the widest ``DECIMAL(p,0)`` whose every value fits 64 signed bits (10^18 - 1 < 2^63)
 _NARROW_DIGITS = 18
 _TEXT = re.compile(r"varchar|string|(var)?char\(\d+\)|uuid")
-#: the type of a column of nulls only (DuckDB's, Spark's): keyed as text, its nulls refused
-_NULL = {'"null"', "null", "void"}
 
 #: what an id column must hold (the rule of :func:`id_kind`, as every error states it)
 ID_RULE = ("a column of integers or text (an integer, DECIMAL(p,0) included, is the id of its "
@@ -89,8 +87,7 @@ def id_key(type_name: str) -> str | None:
         ``TINYINT`` to ``BIGINT`` (Spark's ``INT`` too), ``UTINYINT`` to ``UINTEGER`` and
         ``DECIMAL(p,0)`` with ``p <= 18``; ``"text"`` (the id's text, an integer's decimal
         text) for text, an ``ENUM``'s labels and the wider integers (``UBIGINT``,
-        ``HUGEINT``, ``UHUGEINT``, ``DECIMAL(p,0)`` with ``p >= 19``), and for a column of
-        nulls only (whose nulls are then refused as in any column); None for a type that
+        ``HUGEINT``, ``UHUGEINT``, ``DECIMAL(p,0)`` with ``p >= 19``); None for a type that
         holds no id (:func:`id_error`).
 
     Examples
@@ -101,7 +98,7 @@ def id_key(type_name: str) -> str | None:
     name = type_name.strip().lower()
     kind = id_kind(name)
     if kind is None:
-        return "text" if name in _NULL else None
+        return None
     whole = _WHOLE_DECIMAL.fullmatch(name)
     narrow = name in _NARROW or (whole is not None and int(whole.group(1)) <= _NARROW_DIGITS)
     return "integer" if kind == "integer" and narrow else "text"
