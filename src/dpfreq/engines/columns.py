@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.errors import DataError
@@ -31,6 +33,9 @@ _WHOLE_DECIMAL = re.compile(r"decimal\((\d+),\s*0\)")
 #: the widest ``DECIMAL(p,0)`` whose every value fits 64 signed bits (10^18 - 1 < 2^63)
 _NARROW_DIGITS = 18
 _TEXT = re.compile(r"varchar|string|(var)?char\(\d+\)|uuid")
+
+#: the SQL engines' names of the numpy types that hold no id
+_NUMPY_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "bool": "BOOLEAN"}
 
 #: what an id column must hold (the rule of :func:`id_kind`, as every error states it)
 ID_RULE = ("a column of integers or text (an integer, DECIMAL(p,0) included, is the id of its "
@@ -104,15 +109,15 @@ def id_key(type_name: str) -> str | None:
     return "integer" if kind == "integer" and narrow else "text"
 
 
-def id_error(got: str, column: str | None = None) -> DataError:
+def id_error(got: str | np.dtype[Any], column: str | None = None) -> DataError:
     """The one error for an id column (an item, a user, a campaign, a group) whose type holds
     no id (:data:`ID_RULE`), from every engine and the stream.
 
     Parameters
     ----------
-    got : str
-        The column's type as the engine names it (``"DECIMAL(10,2)"``, ``"DOUBLE"``; the
-        memory engine: the numpy type or the Python type of an object column's values).
+    got : str or numpy.dtype
+        The column's type as the engine names it (``"DECIMAL(10,2)"``, ``"DOUBLE"``), or a
+        numpy dtype (named as the SQL engines name it: ``float64`` is ``DOUBLE``).
     column : str or None
         The column; None for a stream's item column, named by its parameter ``item`` and the
         public call under way.
@@ -129,6 +134,8 @@ def id_error(got: str, column: str | None = None) -> DataError:
     DECIMAL(p,0) included, is the id of its decimal text; a fraction, a float, a time or a
     boolean is no id); got type DECIMAL(10,2).
     """
+    if isinstance(got, np.dtype):
+        got = _NUMPY_NAMES.get(str(got), str(got).upper())
     if column is None:
         return DataError(message("item", ID_RULE, got))
     return common.data_error(column, ID_RULE, f"type {got}")

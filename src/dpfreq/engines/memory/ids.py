@@ -28,13 +28,7 @@ from dpfreq.engines.columns import id_error
 
 __all__ = ["id_keys"]
 
-#: the SQL engines' names of the numpy types that hold no id
-_SQL_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "bool": "BOOLEAN"}
 _INTEGERS = (int, np.integer)
-
-
-def _type_name(dtype: np.dtype[Any]) -> str:
-    return _SQL_NAMES.get(str(dtype), str(dtype).upper())
 
 
 def _whole(x: Any) -> bool:
@@ -88,4 +82,4 @@ def id_keys(arr: NDArray[Any], column: str) -> NDArray[Any]:
         return np.zeros(0, dtype=np.int64)
     if kind == "O":
         return _object_keys(arr, column)
-    raise id_error(_type_name(arr.dtype), column)
+    raise id_error(arr.dtype, column)
