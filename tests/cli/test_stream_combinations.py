@@ -455,8 +455,8 @@ def test_an_item_is_its_text_whatever_kind_of_id_column_each_day_brings(tmp_path
             s.append(tmp_path / "bad.parquet", through=7)
         assert str(err.value) == (
             "item of ReachStream.append must be a column of integers or text (an integer, "
-            "DECIMAL(p,0) included, is the item of its decimal text; a fraction, a float or a "
-            f"time is no id); got '{name}'.")
+            "DECIMAL(p,0) included, is the id of its decimal text; a fraction, a float, a time "
+            f"or a boolean is no id); got '{name}'.")
     assert s.last_period == 6
 
 

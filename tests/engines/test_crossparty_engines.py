@@ -199,8 +199,10 @@ def test_spark_reads_decimal_ids_and_empty_logs_as_duckdb_does(spark: Any,
         with pytest.raises(DataError) as info:
             register_frequencies(source, spec=spec, params=PARAMS, key=KEY, engine=engine)
         errors.append(str(info.value))
-    assert errors[0] == errors[1] == ("campaign column 'c' of register_frequencies must hold "
-                                      "integers or text; got type DECIMAL(10,2).")
+    assert errors[0] == errors[1] == (
+        "column 'c' of the source must be a column of integers or text (an integer, "
+        "DECIMAL(p,0) included, is the id of its decimal text; a fraction, a float, a time or "
+        "a boolean is no id); got type DECIMAL(10,2).")
     none = spark.createDataFrame([], "user string, t string, c string")  # a header-only CSV
     empty = register_frequencies(none, spec=spec, params=PARAMS, key=KEY, engine=spark)
     assert not empty.values.any()

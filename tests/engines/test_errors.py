@@ -170,12 +170,17 @@ def test_duckdb_sources_and_connection() -> None:
     assert (got.keys.tolist(), got.counts.tolist()) == ([1, 2], [1, 2])
 
 
-def test_boolean_items_as_text(tmp_path: Path) -> None:
+def test_boolean_items(tmp_path: Path) -> None:
+    """An id column read from CSV is text, ``true`` included; a boolean column is no id."""
     src = _csv(tmp_path, "flag\ntrue\nfalse\ntrue\n")
-    got = DuckDBEngine().item_counts(src, item="flag")
-    mem = MemoryEngine().item_counts({"flag": np.array([True, False, True])}, item="flag")
-    assert got.keys.tolist() == mem.keys.tolist() == ["false", "true"]
-    assert got.counts.tolist() == mem.counts.tolist() == [1, 2]
+    for eng in (DuckDBEngine(), MemoryEngine()):
+        got = eng.item_counts(src, item="flag")
+        assert (got.keys.tolist(), got.counts.tolist()) == (["false", "true"], [1, 2])
+    for eng, typed in ((MemoryEngine(), {"flag": np.array([True, False, True])}),
+                       (DuckDBEngine(), "SELECT true AS flag")):
+        with pytest.raises(DataError) as e:
+            eng.item_counts(typed, item="flag")
+        assert _one_line(e).endswith("a boolean is no id); got type BOOLEAN.")
 
 
 # -- spark ------------------------------------------------------------------------------------

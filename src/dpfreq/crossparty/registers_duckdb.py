@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error, id_kind
+from dpfreq.engines import column_error, id_error, id_kind
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["checked_columns", "duckdb_registers", "log_columns"]
@@ -122,6 +122,8 @@ def _kind(types: dict[str, str], column: str, role: str, kinds: tuple[str, ...],
         return kind
     if _is_empty(rel):  # no rows: no value of the wrong type to count
         raise _NoRows
+    if kinds == _IDS:  # an id column: the one message of every engine
+        raise id_error(ty.upper(), column)
     raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
                     f"{ty.upper()}.")
 

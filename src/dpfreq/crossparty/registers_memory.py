@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error
+from dpfreq.engines import column_error, id_error
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["instant_us", "memory_registers"]
@@ -99,8 +99,7 @@ def _users(arr: NDArray[Any], name: str) -> NDArray[Any]:
             # text anyway), as DuckDB reads such a column
             return np.array([x if isinstance(x, str) else str(int(x)) for x in arr],
                             dtype=object)
-    raise DataError(f"user column {name!r} of {func} must hold integers or text (one type); "
-                    f"got dtype {arr.dtype}.")
+    raise id_error(arr.dtype, name)
 
 
 def _times(arr: NDArray[Any], name: str) -> tuple[NDArray[np.int64], bool]:
@@ -129,7 +128,6 @@ def _times(arr: NDArray[Any], name: str) -> tuple[NDArray[np.int64], bool]:
 
 
 def _campaigns(arr: NDArray[Any], name: str) -> NDArray[Any]:
-    func = public_caller()
     if arr.dtype.kind in "iu":
         return np.array([str(int(x)) for x in arr], dtype=object)
     if arr.dtype.kind in "UO" and all(isinstance(x, str) for x in arr):
@@ -138,8 +136,7 @@ def _campaigns(arr: NDArray[Any], name: str) -> NDArray[Any]:
                                      isinstance(x, bool | np.bool_) for x in arr):
         return np.array([str(x) if isinstance(x, str) else str(int(x)) for x in arr],
                         dtype=object)
-    raise DataError(f"campaign column {name!r} of {func} must hold integers or text; got "
-                    f"dtype {arr.dtype}.")
+    raise id_error(arr.dtype, name)
 
 
 def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,

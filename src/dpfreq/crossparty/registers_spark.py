@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error, id_kind
+from dpfreq.engines import column_error, id_error, id_kind
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["spark_registers"]
@@ -50,6 +50,8 @@ def _check_type(df: Any, column: str, role: str, allowed: tuple[type, ...] | Non
         return ty
     if not df.limit(1).collect():  # no rows: no value of the wrong type to count
         raise _NoRows
+    if allowed is None:  # an id column: the one message of every engine
+        raise id_error(ty.simpleString().upper(), column)
     raise DataError(f"{role} column {column!r} of {func} must hold {rule}; got type "
                     f"{ty.simpleString().upper()}.")
 

@@ -2,7 +2,8 @@
 
 Systems reach engines only through :func:`get_engine`, the protocol and request types
 re-exported here, :func:`column_error` (the one message for a column missing from a source an
-engine read) and :func:`id_kind` (the one rule of an id column's type), never through an
+engine read) and :func:`id_kind`, :func:`id_key` and :func:`id_error` (the one rule of an id
+column's type), never through an
 engine package. Each engine is a package (``dpfreq.engines.memory``, ``.duckdb``, ``.spark``)
 with one :class:`EngineEntry` in the registry (:data:`ENGINES`): its class, imported lazily so
 that a missing optional dependency (pyspark) only matters when that engine is asked for and then
@@ -26,7 +27,7 @@ from dpfreq.engines.base import (
     Summarizing,
     TimeBuckets,
 )
-from dpfreq.engines.columns import column_error, id_kind
+from dpfreq.engines.columns import ID_RULE, column_error, id_error, id_key, id_kind
 from dpfreq.engines.registry import (
     ENGINES,
     EngineEntry,
@@ -51,6 +52,7 @@ from dpfreq.engines.requests import (
 __all__ = [
     "CSV_SUFFIXES",
     "ENGINES",
+    "ID_RULE",
     "PARQUET_SUFFIXES",
     "SUMMARY_FAMILIES",
     "CountRequest",
@@ -73,6 +75,8 @@ __all__ = [
     "TimeBuckets",
     "column_error",
     "get_engine",
+    "id_error",
+    "id_key",
     "id_kind",
     "infer_engine_name",
     "register_engine",

@@ -17,14 +17,17 @@ Sources
 
 Types
 -----
-Item keys: integer columns give int64 keys, any other scalar type the keys' text (``CAST AS
-VARCHAR``) as an object array of ``str``; an item column read from CSV is always read as text
-(identifiers such as ``007`` keep their leading zeros). List, struct and map columns, nulls and
-NaN are refused, with the same message as every other engine. Time: integer columns as they
-are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ`` (any precision, time zone aware
-values as instants)/``DATE`` as int64 microseconds since the Unix epoch (UTC,
-``time_kind="timestamp_us"``); integral floating/decimal values as integers; anything else is a
-:class:`~dpfreq.errors.DataError`.
+Item and group keys follow the one rule of an id column
+(:func:`~dpfreq.engines.columns.id_key`): integers whose every value fits 64 signed bits
+(``DECIMAL(p,0)``, ``p <= 18``, included) give int64 keys, text, an ``ENUM``'s labels and wider
+integers the keys' text (``CAST AS VARCHAR``, an integer's decimal text) as an object array of
+``str``; a fraction, a float, a time or a boolean is refused naming the type. An id column read
+from CSV is always read as text (identifiers such as ``007`` keep their leading zeros). List,
+struct and map columns and nulls are refused, with the same message as every other engine.
+Time: integer columns as they are (``time_kind="integer"``); ``TIMESTAMP``/``TIMESTAMPTZ``
+(any precision, time zone aware values as instants)/``DATE`` as int64 microseconds since the
+Unix epoch (UTC, ``time_kind="timestamp_us"``); integral floating/decimal values as integers;
+anything else is a :class:`~dpfreq.errors.DataError`.
 
 Each method reads its source once: per-item aggregates in one query; the event readers
 (``occurrence_times``) project the events once into a temporary table on the
@@ -48,7 +51,7 @@ from numpy.typing import NDArray
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
-from dpfreq.engines.columns import column_error
+from dpfreq.engines.columns import column_error, id_error, id_key
 from dpfreq.engines.duckdb.sql import (
     CSV_SUFFIXES,
     IDENT,
@@ -204,18 +207,19 @@ class DuckDBEngine:
                      text_columns: tuple[str, ...] = ()) -> dict[str, NDArray[Any]]:
         """The named columns of a source as 1-d numpy arrays (one scan of those columns).
 
-        Nested columns and nulls are refused as by the aggregates; ``text_columns`` of a
-        DECIMAL or 128-bit integer type are fetched as text (numpy would round them).
+        Nested columns and nulls are refused as by the aggregates. ``text_columns`` are id
+        columns, read by the one rule of every engine (:func:`~dpfreq.engines.columns.id_key`):
+        integers that fit 64 signed bits as int64 (a ``DECIMAL(p,0)`` too, which numpy would
+        round), anything else as text (wider integers their decimal text), as the aggregates
+        key them (:meth:`_key_expr`); a type that holds no id is refused.
         """
         rel = self.relation(source, text_columns=text_columns)
         exprs = []
         for col in columns:
-            ty = self._type(rel, col)
-            if column_category(ty) == "nested":
+            if column_category(self._type(rel, col)) == "nested":
                 raise common.nested_error(col)
-            exact = ty in ("decimal", "hugeint", "uhugeint") and col in text_columns
             q = common.quote_ident(col)
-            exprs.append(f"CAST({q} AS VARCHAR) AS {q}" if exact else q)
+            exprs.append(f"{self._key_expr(rel, col)} AS {q}" if col in text_columns else q)
         res = self._run(rel, f"SELECT {', '.join(exprs)} FROM dpfreq_src")
         return {col: plain_column(res[col], col) for col in columns}
 
@@ -259,17 +263,27 @@ class DuckDBEngine:
         res = self._run(rel, "SELECT count(*) AS n FROM (SELECT 1 FROM dpfreq_src LIMIT 1)")
         return int(res["n"][0]) == 0
 
-    def _key_expr(self, rel: duckdb.DuckDBPyRelation, item: str) -> str:
-        """Item keys: BIGINT for integer columns, text otherwise; NULL for nulls and NaN."""
-        category = column_category(self._type(rel, item))
-        col = common.quote_ident(item)
-        if category == "nested":
-            raise common.nested_error(item)
-        if category == "integer":
-            return f"CAST({col} AS BIGINT)"
-        if category == "float":
-            return f"CASE WHEN {is_nan_sql(col)} THEN NULL ELSE CAST({col} AS VARCHAR) END"
-        return f"CAST({col} AS VARCHAR)"
+    def _id_key(self, rel: duckdb.DuckDBPyRelation, column: str) -> str:
+        """``"integer"`` or ``"text"``: how the id column is keyed, by the one rule of every
+        engine (:func:`~dpfreq.engines.columns.id_key`); a column of a type that holds no id is
+        refused naming its type, unless the source has no rows (keyed as text)."""
+        cols = list(rel.columns)
+        if column not in cols:
+            raise column_error(rel, column)
+        ty = rel.types[cols.index(column)]
+        if column_category(str(ty.id)) == "nested":
+            raise common.nested_error(column)
+        key = id_key(str(ty))
+        if key is None and not self._is_empty(rel):
+            raise id_error(str(ty).upper(), column)
+        return key or "text"
+
+    def _key_expr(self, rel: duckdb.DuckDBPyRelation, column: str) -> str:
+        """Keys of an id column (an item, a group): BIGINT for integers that fit, else the
+        id's text (:meth:`_id_key`); NULL for nulls."""
+        key = self._id_key(rel, column)
+        return (f"CAST({common.quote_ident(column)} AS "
+                f"{'BIGINT' if key == 'integer' else 'VARCHAR'})")
 
     def _time_expr(self, rel: duckdb.DuckDBPyRelation, time: str) -> tuple[str, str, str]:
         """(SQL expression of the time as BIGINT, NULL for nulls, NaN and non-integral values;

@@ -19,6 +19,7 @@ import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
 from dpfreq.engines.columns import column_error
+from dpfreq.engines.memory.ids import id_keys
 from dpfreq.errors import DataError, ParameterError, innermost_caller, public_caller, public_errors
 
 __all__ = ["MemoryEngine"]
@@ -44,13 +45,6 @@ def _types(arr: NDArray[Any]) -> set[type]:
 
 #: element types that can never be a null (the common text and integer id columns)
 _NEVER_NULL = frozenset({str, int, np.int64, np.int32})
-
-
-def _text(x: Any) -> str:
-    """An identifier's text as the SQL engines write it (booleans as ``true``/``false``)."""
-    if isinstance(x, bool | np.bool_):
-        return "true" if x else "false"
-    return str(x)
 
 
 class MemoryEngine:
@@ -124,23 +118,12 @@ class MemoryEngine:
                                     f"{int(np.argmax(bad))}")
 
     def _items(self, arr: NDArray[Any], item: str) -> NDArray[Any]:
-        """Item keys: int64 for integer columns, else a numpy str array."""
-        self._check_no_nulls(arr, item)
-        if arr.dtype.kind in "iu":
-            return arr.astype(np.int64, copy=False)
-        if arr.dtype.kind == "b":  # the text SQL engines give booleans
-            return np.where(arr, "true", "false")
-        if len(arr) == 0 and arr.dtype.kind in "fO":
-            return np.zeros(0, dtype=np.int64)
+        """Keys of an id column (an item, a group): int64 or a numpy str array, by the one
+        rule of every engine (:mod:`dpfreq.engines.memory.ids`: a type that holds no id is
+        refused first, as the SQL engines refuse it by its type); nulls refused."""
         if arr.dtype.kind == "O":
-            types = _types(arr)
-            if all(issubclass(t, int | np.integer) and not issubclass(t, bool | np.bool_)
-                   for t in types):
-                return arr.astype(np.int64)
-            if types <= {str}:
-                return arr.astype(str)
-            return np.array([_text(x) for x in arr], dtype=str)
-        return arr.astype(str)
+            self._check_no_nulls(arr, item)
+        return id_keys(arr, item)
 
     def _times(self, arr: NDArray[Any], time: str) -> tuple[NDArray[np.int64], str]:
         self._check_no_nulls(arr, time)

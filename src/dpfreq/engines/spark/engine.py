@@ -10,8 +10,10 @@ releases' summaries and the grouped bounding) are one Spark SQL statement each
 cluster whose executors lack dpfreq (or any Python packages) runs every release; only the
 summed summaries are collected, never the event log.
 
-Types follow the DuckDB engine: integral item columns give int64 keys, any other type the keys'
-text (``CAST AS STRING``); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become
+Types follow the DuckDB engine: item and group keys follow the one rule of an id column
+(:func:`~dpfreq.engines.columns.id_key`: int64 keys for integers that fit 64 signed bits, the
+keys' text, ``CAST AS STRING``, for text and wider integers; a fraction, a float, a time or a
+boolean refused naming the type); integral time columns stay integers; ``TIMESTAMP``/``DATE`` become
 int64 microseconds since the Unix epoch: a ``TIMESTAMP`` (time zone aware) by its instant,
 a ``TIMESTAMP_NTZ`` (naive) by its wall clock read as UTC, whatever
 ``spark.sql.session.timeZone`` is, and Parquet nanosecond timestamps (pandas' default), which
@@ -46,7 +48,7 @@ from pyspark.sql import types as T
 import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
-from dpfreq.engines.columns import column_error
+from dpfreq.engines.columns import column_error, id_error, id_key
 from dpfreq.engines.grouping import check_count_request, check_grouping, check_summary_request
 from dpfreq.engines.periods import spark_period_sql
 from dpfreq.engines.spark import times as spark_times
@@ -274,15 +276,16 @@ class SparkEngine:
     def _is_empty(df: DataFrame) -> bool:
         return len(df.limit(1).collect()) == 0
 
-    def _key(self, df: DataFrame, item: str) -> Any:
-        """Item keys: long for integral columns, text otherwise; null for nulls and NaN."""
-        ty = self._type(df, item)
-        col = F.col(f"`{item}`")
-        if isinstance(ty, _INT_TYPES):
-            return col.cast("long")
-        if isinstance(ty, T.FloatType | T.DoubleType):
-            return F.when(~F.isnan(col), col.cast("string"))
-        return col.cast("string")
+    def _key(self, df: DataFrame, column: str) -> Any:
+        """Keys of an id column (an item, a group) by the one rule of every engine
+        (:func:`~dpfreq.engines.columns.id_key`): long for integers that fit 64 signed bits,
+        the id's text otherwise (an integer's decimal text); null for nulls. A type that holds
+        no id is refused naming it, unless the source has no rows."""
+        ty = self._type(df, column)
+        key = id_key(ty.simpleString())
+        if key is None and not self._is_empty(df):
+            raise id_error(ty.simpleString().upper(), column)
+        return F.col(f"`{column}`").cast("long" if key == "integer" else "string")
 
     def _time(self, df: DataFrame, time: str) -> tuple[Any, str, Any]:
         """(time as long, null for nulls, NaN and non-integral values; time_kind; flag of

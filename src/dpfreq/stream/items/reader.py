@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,18 +36,15 @@ import duckdb
 import numpy as np
 
 from dpfreq._validate import message
-from dpfreq.engines import column_error, get_engine, id_kind
+from dpfreq.engines import column_error, get_engine, id_error, id_key
 from dpfreq.errors import DataError, ParameterError, public_errors
 
 __all__ = ["EMPTY_PERIOD", "AppendSpec", "EventTable", "PeriodEvents", "events_inside",
            "key_kind", "period_sql", "read_events", "source_columns"]
 
+#: integer types of a time column of periods
 _INTEGER = ("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger",
             "ubigint", "hugeint", "uhugeint")
-#: integer types (DuckDB's and Spark's names) whose every value fits the state's BIGINT keys
-_NARROW = ("tinyint", "smallint", "int", "integer", "bigint", "utinyint", "usmallint",
-           "uinteger")
-_DECIMAL = re.compile(r"decimal\((\d+),\s*0\)")
 _TIME = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date",
          "timestamp with time zone", "timestamp_tz")
 
@@ -217,20 +213,16 @@ def _period_sql(rel: Any, spec: AppendSpec) -> str:
 
 def key_kind(type_name: str, text_keys: bool, empty: Callable[[], bool]) -> str:
     """``"integer"`` (BIGINT keys) or ``"text"``: how ids of a column of this type (DuckDB's or
-    Spark's name) are keyed in a stream whose keys are already text or not (module docstring);
-    a type that holds no id is refused in one line naming it, unless the source is ``empty()``
-    (no value of the wrong type: keyed as the stream's keys are)."""
-    kind = id_kind(type_name)
-    if kind is None and empty():
+    Spark's name) are keyed in a stream whose keys are already text or not (module docstring;
+    the width rule is :func:`dpfreq.engines.id_key`'s); a type that holds no id is refused in
+    one line naming it (:func:`dpfreq.engines.id_error`), unless the source is ``empty()`` (no
+    value of the wrong type: keyed as the stream's keys are)."""
+    key = id_key(type_name)
+    if key is None and empty():
         return "text" if text_keys else "integer"
-    if kind is None:
-        raise DataError(message("item", "a column of integers or text (an integer, "
-                                "DECIMAL(p,0) included, is the item of its decimal text; a "
-                                "fraction, a float or a time is no id)", type_name.upper()))
-    decimal = _DECIMAL.fullmatch(type_name.lower())
-    narrow = type_name.lower() in _NARROW or (decimal is not None
-                                               and int(decimal.group(1)) <= 18)
-    return "integer" if kind == "integer" and narrow and not text_keys else "text"
+    if key is None:
+        raise id_error(type_name.upper())
+    return "integer" if key == "integer" and not text_keys else "text"
 
 
 def _key_sql(rel: Any, spec: AppendSpec) -> tuple[str, str]:

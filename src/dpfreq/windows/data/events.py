@@ -115,13 +115,11 @@ def _parse_timestamps(arr: NDArray[Any], column: str) -> NDArray[Any]:
 
 
 def _check_items(raw: Any, column: str) -> NDArray[Any]:
+    """The item column; a float column (NaN or not) is left to the engine, which refuses it
+    by its type (:mod:`dpfreq.engines.memory.ids`)."""
     items = np.asarray(raw)
-    if items.dtype.kind == "f":
-        missing = bool(np.isnan(items).any())
-    elif items.dtype.kind == "O":
-        missing = any(v is None or (isinstance(v, float) and v != v) for v in items.tolist())
-    else:
-        missing = False
+    missing = items.dtype.kind == "O" and any(v is None or (isinstance(v, float) and v != v)
+                                              for v in items.tolist())
     if missing:
         raise DataError(message(f"item column {column!r}", "free of missing values "
                                 "(None, NaN)", "missing values"))
