@@ -14,13 +14,14 @@ integer floor division).
 
 **Item ids.** An id column holds integers or text, by the one rule of every engine
 (:func:`dpfreq.engines.id_key`: ``DECIMAL(p,0)`` is an integer; a fraction, a float, a time, a
-boolean is no id and is refused, naming the type). An item *is* its text — an integer id its decimal text,
-on every engine — so an integer id and the same digits as text are one item, and ids of either
-kind may follow each other in a stream. The key is stored compactly as BIGINT while every id so
-far came from an integer column whose values fit it (``id_key`` says which types do); from the
-first text id (or wider integer type: ``UBIGINT``, ``HUGEINT``, ``DECIMAL(19+,0)``) on, the stream's keys are text for ever
-(:func:`key_kind`; the store rewrites its keys once). What the stream publishes never depends on
-how keys are stored: the keyed ranks and the digests read the text.
+boolean is no id and is refused, naming the type). An item *is* its text — an integer id its
+decimal text, on every engine — so an integer id and the same digits as text are one item, and
+ids of either kind may follow each other in a stream. The key is stored compactly as BIGINT
+while every id so far came from an integer column whose values fit it (``id_key`` says which
+types do); from the first text id (or wider integer type: ``UBIGINT``, ``HUGEINT``,
+``DECIMAL(19+,0)``) on, the stream's keys are text for ever (:func:`key_kind`; the store
+rewrites its keys once). What the stream publishes never depends on how keys are stored: the
+keyed ranks and the digests read the text.
 """
 
 from __future__ import annotations
