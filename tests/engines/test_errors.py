@@ -372,6 +372,15 @@ def test_csv_header_errors_never_echo_data(name: str, request: pytest.FixtureReq
         absent, item="user", time="time", horizon=3, epsilon=1.0, unit="item", k_values=1,
         windows="all", engine=eng, rng=1)) == \
         f"source of release_window_counts: file {absent!r} does not exist."
+    # every other refusal of the source names it the same way (a glob matching nothing)
+    nothing = str(tmp_path / "none-*.csv")
+    if name == "duckdb":
+        assert _refused(lambda: eng.count_of_counts(nothing, item="user")) == \
+            f"source: no file matches {nothing!r}."
+        assert _refused(lambda: release_window_counts(
+            nothing, item="user", time="time", horizon=3, epsilon=1.0, unit="item",
+            k_values=1, windows="all", engine=eng, rng=1)) == \
+            f"source of release_window_counts: no file matches {nothing!r}."
     assert not [t for t in texts for value in _PRIVATE if value in t]
     # a typed source's names are its schema: listed
     import pandas as pd

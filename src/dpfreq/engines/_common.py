@@ -235,21 +235,30 @@ def check_not_empty(path: Path, text: str) -> None:
 _NOT_THE_USERS_CALL = frozenset({"dpfreq", "DuckDBEngine", "MemoryEngine", "SparkEngine"})
 
 
+def source_owner() -> str:
+    """How a refusal of the source names it: ``source of <the public call the user made>``
+    (``source of release_profile``), or just ``source`` when an engine is called directly or
+    no public call is under way (an engine's method is not a call the user needs named).
+
+    Examples
+    --------
+    >>> source_owner()
+    'source'
+    """
+    func = public_caller()
+    return "source" if func.partition(".")[0] in _NOT_THE_USERS_CALL else f"source of {func}"
+
+
 def missing_file(text: str) -> DataError:
     """The refusal of a local source file that does not exist (``text``, as given), the same on
-    every engine: it names the public call the user made (``source of release_profile: file
-    ...``), or just ``source`` when an engine is called directly or no public call is under
-    way (an engine's method is not a call the user needs named).
+    every engine (named by :func:`source_owner`).
 
     Examples
     --------
     >>> print(missing_file("events.csv"))
     source: file 'events.csv' does not exist.
     """
-    func = public_caller()
-    owner = ("source" if func.partition(".")[0] in _NOT_THE_USERS_CALL
-             else f"source of {func}")
-    return DataError(f"{owner}: file {text!r} does not exist.")
+    return DataError(f"{source_owner()}: file {text!r} does not exist.")
 
 
 def dataframe_kind(source: Any) -> str | None:

@@ -105,7 +105,7 @@ class DuckDBEngine:
         digits keep their leading zeros; typed sources (Parquet, DataFrames, SQL) keep their
         types.
         """
-        func = public_caller()
+        owner = common.source_owner()
         if isinstance(source, duckdb.DuckDBPyRelation):
             return source
         kind = common.dataframe_kind(source)
@@ -119,7 +119,7 @@ class DuckDBEngine:
                 try:
                     return self.connection.sql(text)
                 except duckdb.Error as exc:
-                    raise DataError(f"source of {func}: the SQL query failed: "
+                    raise DataError(f"{owner}: the SQL query failed: "
                                     f"{reason(exc)}") from exc
             lower = text.lower()
             if (lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES) or "/" in text or "\\" in text
@@ -128,7 +128,7 @@ class DuckDBEngine:
             try:
                 return self.connection.table(text)
             except duckdb.Error as exc:
-                raise DataError(f"source of {func}: no table {text!r} on the connection "
+                raise DataError(f"{owner}: no table {text!r} on the connection "
                                 f"({reason(exc)}).") from exc
         raise ParameterError(message("source", "a CSV/Parquet path, a SQL query or table "
                                      "name, a pandas, Polars or Arrow table, or a "
@@ -136,7 +136,7 @@ class DuckDBEngine:
 
     def _dataframe(self, source: Any, kind: str) -> duckdb.DuckDBPyRelation:
         """A pandas, Polars or Arrow table as a relation scanning it in place."""
-        func = public_caller()
+        owner = common.source_owner()
         try:
             if kind == "pandas":
                 return self.connection.from_df(source)
@@ -147,12 +147,12 @@ class DuckDBEngine:
             raise ParameterError(message("source", f"a {kind} table with pyarrow "
                                          "installed (pip install pyarrow)", kind)) from exc
         except (duckdb.Error, TypeError, ValueError) as exc:
-            raise DataError(f"source of {func}: DuckDB cannot scan the {kind} table: "
+            raise DataError(f"{owner}: DuckDB cannot scan the {kind} table: "
                             f"{reason(exc)}") from exc
 
     def _file(self, text: str,
               text_columns: tuple[str, ...] = ()) -> duckdb.DuckDBPyRelation:
-        func = public_caller()
+        owner = common.source_owner()
         path = Path(text)
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
@@ -160,12 +160,12 @@ class DuckDBEngine:
             target = text
         elif is_glob:
             if not _glob.glob(text, recursive=True):
-                raise DataError(f"source of {func}: no file matches {text!r}.")
+                raise DataError(f"{owner}: no file matches {text!r}.")
             target = text
         elif path.is_dir():
             target = str(path / "**" / "*.parquet")
             if not _glob.glob(target, recursive=True):
-                raise DataError(f"source of {func}: directory {text!r} holds no .parquet files.")
+                raise DataError(f"{owner}: directory {text!r} holds no .parquet files.")
             lower = target.lower()
         elif not path.exists():
             raise common.missing_file(text)
@@ -179,11 +179,11 @@ class DuckDBEngine:
             elif lower.endswith(CSV_SUFFIXES):
                 rel = self._csv(target, text_columns)
             else:
-                raise DataError(f"source of {func}: cannot tell the format of {text!r} "
+                raise DataError(f"{owner}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet or .pq).")
             rel.columns  # noqa: B018 - forces the schema to be read
         except duckdb.Error as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
+            raise DataError(f"{owner}: cannot read {text!r}: {reason(exc)}") from exc
         return rel
 
     def _csv(self, target: str, text_columns: tuple[str, ...]) -> duckdb.DuckDBPyRelation:

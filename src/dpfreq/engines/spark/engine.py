@@ -159,7 +159,7 @@ class SparkEngine:
         Parquet/CSV path or URI. ``text_columns`` are read as text from CSV files (identifiers
         keep their leading zeros).
         """
-        func = public_caller()
+        owner = common.source_owner()
         if isinstance(source, DataFrame):
             return source
         kind = common.dataframe_kind(source)
@@ -176,7 +176,7 @@ class SparkEngine:
                 return self.spark.createDataFrame(spark_times.arrow_instants(source))
             except (PySparkException, Py4JJavaError, TypeError, ValueError,
                     pa.ArrowException) as exc:
-                raise DataError(f"source of {func}: Spark cannot take the {kind} table: "
+                raise DataError(f"{owner}: Spark cannot take the {kind} table: "
                                 f"{reason(exc)}") from exc
         if isinstance(source, Path):
             return self._read(source, str(source), text_columns)
@@ -186,7 +186,7 @@ class SparkEngine:
                 try:
                     return self.spark.sql(text)
                 except SPARK_ERRORS as exc:
-                    raise DataError(f"source of {func}: the SQL query failed: "
+                    raise DataError(f"{owner}: the SQL query failed: "
                                     f"{reason(exc)}") from exc
             lower = text.lower()
             if (_IDENT.match(text) and not lower.endswith(_FILE_SUFFIXES)
@@ -194,7 +194,7 @@ class SparkEngine:
                 try:
                     return self.spark.table(text)
                 except SPARK_ERRORS as exc:
-                    raise DataError(f"source of {func}: no table {text!r} in the Spark catalog "
+                    raise DataError(f"{owner}: no table {text!r} in the Spark catalog "
                                     f"({reason(exc)}).") from exc
             return self._read(Path(text), text, text_columns)
         raise ParameterError(message("source", "a Spark DataFrame, a Parquet/CSV path, a "
@@ -203,7 +203,7 @@ class SparkEngine:
 
     def _read(self, path: Path, text: str,
               text_columns: tuple[str, ...] = ()) -> DataFrame:
-        func = public_caller()
+        owner = common.source_owner()
         lower = text.lower()
         is_glob = any(ch in text for ch in "*?[")
         # hdfs://, s3a://, file:/ ...: checked by Spark itself (a URI without a CSV suffix is
@@ -230,10 +230,10 @@ class SparkEngine:
             elif lower.endswith(common.PARQUET_SUFFIXES) or is_uri or is_glob or path.is_dir():
                 df = spark_times.read_parquet(self.spark, text)  # also nanosecond timestamps
             else:
-                raise DataError(f"source of {func}: cannot tell the format of {text!r} "
+                raise DataError(f"{owner}: cannot tell the format of {text!r} "
                                 "(expected .csv, .tsv, .parquet, .pq or a Parquet directory).")
         except SPARK_ERRORS as exc:
-            raise DataError(f"source of {func}: cannot read {text!r}: {reason(exc)}") from exc
+            raise DataError(f"{owner}: cannot read {text!r}: {reason(exc)}") from exc
         return df
 
     def _first_line(self, text: str) -> str | None:
