@@ -20,8 +20,8 @@ the square root's at ``T = 30`` and 3.3 % at ``T = 365``; where points move (``e
 ``item_replace``) a damped shape overlaps less with its shift, and ``λ = 1`` stays. ``R x`` is
 an integer vector, so the exact discrete Gaussian (Canonne, Kamath and Steinke 2020) applies;
 ``L = A R^{-1}`` is lower-triangular Toeplitz with coefficients ``e = cumsum(d)``, ``d`` the
-power-series inverse of ``c`` (post-processing, computed in floating point from public
-values).
+power-series inverse of ``c`` (post-processing, computed in floating point from public values
+as the solution of ``c * e = 1``: :func:`prefix_coefficients`).
 
 Sensitivity (exact, in integers, per unit; one neighbour changes ``x`` as stated in
 :mod:`dpfreq.windows.structures.base`): at ``item`` one item adds or removes one point,
@@ -194,15 +194,24 @@ def sensitivity(horizon: int, unit: str, moves: bool) -> tuple[int, int]:
 def prefix_coefficients(horizon: int, moves: bool) -> NDArray[np.float64]:
     """``e`` with ``L = A R^{-1}`` the lower-triangular Toeplitz matrix of ``e`` (read-only).
 
-    ``d`` solves ``c * d = δ`` (power-series division, ``O(T²)`` dot products of public
-    numbers) and ``e = cumsum(d)``.
+    ``e`` is the power series of ``1 / ((1 − x) c(x))``: it solves ``c * e = 1`` at every
+    index, so each ``e_n = (1 − Σ_{j>=1} c_j e_{n−j}) / c_0`` (``O(T²)`` work on public
+    numbers). Solving for ``e`` itself (not for the inverse of ``c`` and then its running sum)
+    keeps the residual ``c * e − 1`` at each step's own rounding, which is what bounds
+    ``|e − ℓ|`` (:data:`ALLOWANCE`). Each step's products ``c_j e_{n−j}`` are exact (``e``
+    split in two halves of its mantissa, ``c_j <= 2^16``) and summed by numpy's pairwise
+    summation, not a BLAS dot product, so ``e`` has the same bits on every machine.
     """
     c = coefficients(horizon, moves).astype(np.float64)
-    d = np.zeros(horizon, dtype=np.float64)
-    d[0] = 1.0 / c[0]
+    e = np.zeros(horizon, dtype=np.float64)
+    e[0] = 1.0 / c[0]
     for n in range(1, horizon):
-        d[n] = -float(np.dot(c[1:n + 1], d[n - 1::-1])) / c[0]
-    e = np.cumsum(d)
+        past = e[n - 1::-1]
+        split = past * 134217729.0  # 2^27 + 1: Veltkamp's split of a float64 mantissa
+        high = split - (split - past)
+        low = past - high  # past = high + low; c_j · high and c_j · low are exact
+        head = c[1:n + 1]
+        e[n] = (1.0 - (float(np.sum(head * high)) + float(np.sum(head * low)))) / c[0]
     e.setflags(write=False)
     return e
 
