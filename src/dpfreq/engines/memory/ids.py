@@ -5,8 +5,7 @@ A numpy column is typed by its dtype, read as the SQL engines read the same colu
 int64 keys; ``uint64`` (``UBIGINT``: not every value fits 64 signed bits) and text are keyed by
 their text, an integer by its decimal text. A float, boolean, datetime, timedelta or complex
 dtype holds no id and is refused naming its type (``DOUBLE``, ``BOOLEAN``, ...), unless the
-column is empty; a float column holding NaN is named as what it most likely is, integer ids with
-missing values (how pandas reads them).
+column is empty.
 
 An object column has no type but its values': it holds ids when every value is a Python or
 numpy integer (not a bool), a ``decimal.Decimal`` without a fraction digit (what a
@@ -83,7 +82,4 @@ def id_keys(arr: NDArray[Any], column: str) -> NDArray[Any]:
         return np.zeros(0, dtype=np.int64)
     if kind == "O":
         return _object_keys(arr, column)
-    if kind == "f" and bool(np.isnan(arr).any()):  # pandas' integers with missing values
-        raise id_error("DOUBLE (integer ids with missing values read as floats: drop or fill "
-                       "the missing ids first)", column)
     raise id_error(arr.dtype, column)
