@@ -38,7 +38,7 @@ from dpfreq._resign_file import resign_file
 from dpfreq._signing import KEY_VARIABLE, OLD_KEY_VARIABLE, key_in, signing_key
 from dpfreq.errors import DataError, ParameterError
 
-__all__ = ["resign", "rotation_keys"]
+__all__ = ["resign", "resign_with_keys", "rotation_keys"]
 
 _SQLITE = b"SQLite format 3\x00"
 
@@ -132,6 +132,37 @@ def resign(path: str | Path, *, from_unsigned: bool = False, to_unsigned: bool =
     ('example', {'n': 3})
     """
     old, new = rotation_keys(from_unsigned=from_unsigned, to_unsigned=to_unsigned)
+    return resign_with_keys(path, old, new)
+
+
+def resign_with_keys(path: str | Path, old: bytes | None, new: bytes | None) -> str:
+    """:func:`resign` under keys already read by :func:`rotation_keys` (a command re-signing
+    many artefacts reads and checks the keys once).
+
+    Parameters
+    ----------
+    path : str or Path
+        A saved file, a ledger, or a reach stream's state directory.
+    old, new : bytes or None
+        The keys :func:`rotation_keys` returned (None: unsigned).
+
+    Returns
+    -------
+    str
+        What was re-signed, as :func:`resign` says.
+
+    Examples
+    --------
+    >>> import os, pathlib, secrets, tempfile
+    >>> from unittest import mock
+    >>> from dpfreq.artifacts import write_artifact
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "state.dpfreq"
+    >>> a, b = secrets.token_bytes(32), secrets.token_bytes(32)
+    >>> with mock.patch.dict(os.environ, {"DPFREQ_ARTIFACT_KEY": a.hex()}):
+    ...     path = write_artifact(path, kind="example", version=1, meta={"n": 3})
+    >>> resign_with_keys(path, a, b)
+    'example'
+    """
     target = Path(path)
     try:
         if target.is_dir():

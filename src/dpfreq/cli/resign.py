@@ -41,14 +41,15 @@ def command(paths: tuple[str, ...], from_unsigned: bool, to_unsigned: bool,
     refused PATH changes nothing and does not stop the others; the command then exits 2.
     """
     from dpfreq.cli.spelling import spelled
-    from dpfreq.resign import resign, rotation_keys
+    from dpfreq.resign import resign_with_keys, rotation_keys
 
-    rotation_keys(from_unsigned=from_unsigned, to_unsigned=to_unsigned)  # before any PATH
+    # the keys read and checked once, before any PATH
+    old, new = rotation_keys(from_unsigned=from_unsigned, to_unsigned=to_unsigned)
     done: list[dict[str, str]] = []
     refused: list[dict[str, str]] = []
     for path in paths:
         try:
-            kind = resign(path, from_unsigned=from_unsigned, to_unsigned=to_unsigned)
+            kind = resign_with_keys(path, old, new)
         except DPFreqError as exc:
             why = " ".join(spelled(str(exc)).split())
             refused.append({"path": path, "error": why})
