@@ -48,6 +48,8 @@ def _object_keys(arr: NDArray[Any], column: str) -> NDArray[Any]:
                  or not issubclass(t, (*_INTEGERS, str)))
     if bad:
         raise id_error(f"OBJECT (values of type {', '.join(bad)})", column)
+    if types <= {str}:  # text alone: numpy's own conversion, no Python call per key
+        return arr.astype(str)
     if all(issubclass(t, _INTEGERS) for t in types):
         try:
             return arr.astype(np.int64)
