@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from dpfreq.crossparty.period_unit import check_time_kind
 from dpfreq.crossparty.vid import VidHash
-from dpfreq.engines import column_error, id_error
+from dpfreq.engines import column_error, id_error, id_keys
 from dpfreq.errors import DataError, public_caller
 
 __all__ = ["instant_us", "memory_registers"]
@@ -128,15 +128,9 @@ def _times(arr: NDArray[Any], name: str) -> tuple[NDArray[np.int64], bool]:
 
 
 def _campaigns(arr: NDArray[Any], name: str) -> NDArray[Any]:
-    if arr.dtype.kind in "iu":
-        return np.array([str(int(x)) for x in arr], dtype=object)
-    if arr.dtype.kind in "UO" and all(isinstance(x, str) for x in arr):
-        return arr.astype(object)
-    if arr.dtype.kind == "O" and all(isinstance(x, int | np.integer | str) and not
-                                     isinstance(x, bool | np.bool_) for x in arr):
-        return np.array([str(x) if isinstance(x, str) else str(int(x)) for x in arr],
-                        dtype=object)
-    raise id_error(arr.dtype, name)
+    """Campaign names as text: the keys of the one rule of every engine's id columns
+    (:func:`dpfreq.engines.id_keys`), an integer as its decimal text."""
+    return id_keys(arr, name).astype(str).astype(object)
 
 
 def memory_registers(source: Mapping[str, Any], spec: Any, vh: VidHash,

@@ -3,7 +3,7 @@
 Systems reach engines only through :func:`get_engine`, the protocol and request types
 re-exported here, :func:`column_error` (the one message for a column missing from a source an
 engine read) and :func:`id_kind`, :func:`id_key` and :func:`id_error` (the one rule of an id
-column's type), never through an
+column's type) with :func:`id_keys` (that rule applied to a numpy column), never through an
 engine package. Each engine is a package (``dpfreq.engines.memory``, ``.duckdb``, ``.spark``)
 with one :class:`EngineEntry` in the registry (:data:`ENGINES`): its class, imported lazily so
 that a missing optional dependency (pyspark) only matters when that engine is asked for and then
@@ -28,6 +28,7 @@ from dpfreq.engines.base import (
     TimeBuckets,
 )
 from dpfreq.engines.columns import ID_RULE, column_error, id_error, id_key, id_kind
+from dpfreq.engines.numpy_ids import id_keys
 from dpfreq.engines.registry import (
     ENGINES,
     EngineEntry,
@@ -77,6 +78,7 @@ __all__ = [
     "get_engine",
     "id_error",
     "id_key",
+    "id_keys",
     "id_kind",
     "infer_engine_name",
     "register_engine",

@@ -19,7 +19,7 @@ import dpfreq.engines._common as common
 from dpfreq._validate import message
 from dpfreq.engines import base
 from dpfreq.engines.columns import column_error
-from dpfreq.engines.memory.ids import id_keys
+from dpfreq.engines.numpy_ids import id_keys
 from dpfreq.errors import DataError, ParameterError, innermost_caller, public_caller, public_errors
 
 __all__ = ["MemoryEngine"]
@@ -119,7 +119,7 @@ class MemoryEngine:
 
     def _items(self, arr: NDArray[Any], item: str) -> NDArray[Any]:
         """Keys of an id column (an item, a group): int64 or a numpy str array, by the one
-        rule of every engine (:mod:`dpfreq.engines.memory.ids`: a type that holds no id is
+        rule of every engine (:mod:`dpfreq.engines.numpy_ids`: a type that holds no id is
         refused first, as the SQL engines refuse it by its type); nulls refused."""
         if arr.dtype.kind == "O":
             self._check_no_nulls(arr, item)

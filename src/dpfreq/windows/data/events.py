@@ -116,7 +116,7 @@ def _parse_timestamps(arr: NDArray[Any], column: str) -> NDArray[Any]:
 
 def _check_items(raw: Any, column: str) -> NDArray[Any]:
     """The item column; a float column (NaN or not) is left to the engine, which refuses it
-    by its type (:mod:`dpfreq.engines.memory.ids`)."""
+    by its type (:mod:`dpfreq.engines.numpy_ids`)."""
     items = np.asarray(raw)
     missing = items.dtype.kind == "O" and any(v is None or (isinstance(v, float) and v != v)
                                               for v in items.tolist())

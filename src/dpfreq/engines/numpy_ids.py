@@ -1,4 +1,5 @@
-"""The memory engine's id columns (items, groups) by the one rule of every engine.
+"""Id columns held in numpy arrays (the memory engine's and the cross-party memory registers'),
+read by the one rule of every engine.
 
 A numpy column is typed by its dtype, read as the SQL engines read the same column
 (:func:`dpfreq.engines.columns.id_key`): signed integers and unsigned ones of up to 32 bits are
